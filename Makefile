@@ -1,0 +1,43 @@
+# gpufed developer entry points. Everything a fresh clone needs is installed here.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+STATE  ?= .gpufed
+
+.PHONY: install up test lint typecheck contracts unit e2e bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+up: install
+	$(BIN)/gpufed up --state-dir $(STATE)
+
+lint: install
+	$(BIN)/ruff check .
+
+typecheck: install
+	$(BIN)/mypy
+
+contracts: install
+	$(BIN)/lint-imports
+
+unit: install
+	$(BIN)/python -m pytest tests -q
+
+e2e: install
+	$(BIN)/python -m pytest e2e -q
+
+test: install lint typecheck contracts
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+bench: install
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

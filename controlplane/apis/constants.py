@@ -1,0 +1,57 @@
+"""Label, annotation, taint and namespace names used across gpufed, in one place."""
+
+from __future__ import annotations
+
+from typing import Final
+
+# API groups served by the hub.
+CLUSTER_GROUP: Final = "cluster.gpufed.io"
+POLICY_GROUP: Final = "policy.gpufed.io"
+KARMADA_POLICY_GROUP: Final = "policy.karmada.io"
+WORK_GROUP: Final = "work.gpufed.io"
+REPORTS_GROUP: Final = "reports.gpufed.io"
+VERSION: Final = "v1alpha1"
+
+# Namespaces.
+EXECUTION_NAMESPACE_PREFIX: Final = "gpufed-es-"
+LEASE_NAMESPACE: Final = "gpufed-cluster-lease"
+SYSTEM_NAMESPACE: Final = "gpufed-system"
+
+# Labels gpufed puts on objects.
+LABEL_MANAGED_BY: Final = "app.kubernetes.io/managed-by"
+MANAGED_BY_VALUE: Final = "gpufed"
+LABEL_WORK_NAME: Final = "work.gpufed.io/name"
+LABEL_WORK_NAMESPACE: Final = "work.gpufed.io/namespace"
+LABEL_BINDING: Final = "work.gpufed.io/binding"
+LABEL_CLUSTER: Final = "cluster.gpufed.io/name"
+
+# Finalizers.
+FINALIZER_WORKLOAD: Final = "gpufed.io/propagation"
+FINALIZER_CLUSTER: Final = "gpufed.io/cluster"
+
+# Cluster taints.
+TAINT_UNREACHABLE: Final = "cluster.gpufed.io/unreachable"
+TAINT_NOT_READY: Final = "cluster.gpufed.io/not-ready"
+TAINT_CORDONED: Final = "cluster.gpufed.io/unschedulable"
+
+# NVIDIA resource names and GPU Feature Discovery labels.
+RESOURCE_GPU: Final = "nvidia.com/gpu"
+RESOURCE_GPU_SHARED: Final = "nvidia.com/gpu.shared"
+RESOURCE_MIG_PREFIX: Final = "nvidia.com/mig-"
+LABEL_GPU_PRODUCT: Final = "nvidia.com/gpu.product"
+LABEL_GPU_MEMORY: Final = "nvidia.com/gpu.memory"
+LABEL_GPU_COUNT: Final = "nvidia.com/gpu.count"
+LABEL_GPU_FAMILY: Final = "nvidia.com/gpu.family"
+LABEL_GPU_REPLICAS: Final = "nvidia.com/gpu.replicas"
+LABEL_SHARING_STRATEGY: Final = "nvidia.com/gpu.sharing-strategy"
+LABEL_MIG_CAPABLE: Final = "nvidia.com/mig.capable"
+LABEL_MIG_STRATEGY: Final = "nvidia.com/mig.strategy"
+LABEL_MIG_CONFIG: Final = "nvidia.com/mig.config"
+
+# Simulation annotations on pods.
+ANNOTATION_SIM_DURATION: Final = "sim.gpufed.io/duration"
+ANNOTATION_SIM_GPU_UTILIZATION: Final = "sim.gpufed.io/gpu-utilization"
+
+# Field managers.
+FIELD_MANAGER_AGENT: Final = "gpufed-agent"
+FIELD_MANAGER_HUB: Final = "gpufed-hub"

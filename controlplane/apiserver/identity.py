@@ -1,0 +1,63 @@
+"""Who is calling and what they ask to do: the types shared by authentication,
+authorization and the request handlers.
+
+Authentication turns a bearer token into a :class:`UserInfo`; authorization decides
+whether that user may perform a :class:`RequestAttributes`. The handlers only see these
+types, so the token machinery can change without touching them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Protocol
+
+
+class Role(StrEnum):
+    ADMIN = "admin"
+    VIEWER = "viewer"
+    #: A member agent: scoped to one cluster (``UserInfo.cluster``).
+    AGENT = "agent"
+    #: A one-time join token: may only exchange itself for an agent credential.
+    BOOTSTRAP = "bootstrap"
+
+
+@dataclass(frozen=True, slots=True)
+class UserInfo:
+    name: str
+    role: Role
+    #: For Role.AGENT: the cluster this credential belongs to.
+    cluster: str | None = None
+    #: The stored token's id (never the secret), for audit logs.
+    token_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RequestAttributes:
+    user: UserInfo
+    #: get, list, watch, create, update, patch, delete, deletecollection
+    verb: str
+    api_group: str
+    resource: str
+    subresource: str = ""
+    namespace: str | None = None
+    name: str | None = None
+    #: True for non-resource URLs (/version, /apis, /openapi, /readyz, /metrics, /ui).
+    non_resource_path: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    allowed: bool
+    #: For a denial, a sentence naming who may not do what, shown to the user.
+    reason: str = ""
+
+
+class Authenticator(Protocol):
+    async def authenticate(self, token: str) -> UserInfo | None:
+        """The user a bearer token belongs to, or None when it is unknown/expired."""
+        ...
+
+
+class Authorizer(Protocol):
+    def authorize(self, attributes: RequestAttributes) -> Decision: ...

@@ -1,0 +1,128 @@
+"""The one storage contract every gpufed store implements.
+
+The hub keeps every object in etcd; unit tests and simulated member clusters keep
+them in memory. Both implement :class:`Store`, and both pass the same contract tests
+(``tests/storage/test_contract.py``). Values are opaque bytes (the API server stores
+JSON); a key's ``mod_revision`` is the object's ``resourceVersion``.
+
+Errors form one tree rooted at :class:`StorageError`; the API server maps each to a
+Kubernetes ``Status`` in one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Protocol, runtime_checkable
+
+
+class StorageError(Exception):
+    """Base of every error a store raises."""
+
+
+class NotFound(StorageError):
+    """The key does not exist (or did not at the requested revision)."""
+
+
+class AlreadyExists(StorageError):
+    """create() found the key already present."""
+
+
+class Conflict(StorageError):
+    """A compare-and-swap precondition (expected revision) did not hold."""
+
+
+class Gone(StorageError):
+    """The requested revision has been compacted away; the caller must relist."""
+
+    def __init__(self, message: str, *, compacted_revision: int) -> None:
+        super().__init__(message)
+        self.compacted_revision = compacted_revision
+
+
+class Unavailable(StorageError):
+    """The backing store cannot be reached (after retries)."""
+
+
+@dataclass(frozen=True, slots=True)
+class KeyValue:
+    key: str
+    value: bytes
+    create_revision: int
+    mod_revision: int
+
+
+@dataclass(frozen=True, slots=True)
+class ListResult:
+    items: list[KeyValue]
+    #: The store revision the list was read at (use it as the list's resourceVersion).
+    revision: int
+    #: True when ``limit`` cut the list short; continue with ``start_after=items[-1].key``.
+    more: bool
+
+
+class EventType(StrEnum):
+    PUT = "PUT"
+    DELETE = "DELETE"
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    type: EventType
+    #: For PUT the new value; for DELETE the last value before deletion,
+    #: with ``mod_revision`` set to the revision of the delete.
+    kv: KeyValue
+    #: True when a PUT created the key (no previous value).
+    created: bool = False
+
+
+@runtime_checkable
+class Store(Protocol):
+    async def get(self, key: str) -> KeyValue:
+        """Return the current value; raise NotFound."""
+        ...
+
+    async def list(
+        self,
+        prefix: str,
+        *,
+        revision: int | None = None,
+        limit: int = 0,
+        start_after: str | None = None,
+    ) -> ListResult:
+        """Keys under ``prefix`` in key order, as of ``revision`` (None: now).
+
+        ``limit`` 0 means no limit. ``start_after`` skips keys <= it (pagination).
+        A ``revision`` older than the compacted revision raises Gone.
+        """
+        ...
+
+    async def create(self, key: str, value: bytes) -> KeyValue:
+        """Write only if absent; raise AlreadyExists."""
+        ...
+
+    async def update(self, key: str, value: bytes, *, expected_revision: int) -> KeyValue:
+        """Compare-and-swap on mod_revision; raise Conflict (or NotFound if absent)."""
+        ...
+
+    async def delete(self, key: str, *, expected_revision: int | None = None) -> KeyValue:
+        """Delete, optionally only at ``expected_revision``; return the deleted value
+        with ``mod_revision`` set to the delete's revision. Raise NotFound / Conflict."""
+        ...
+
+    def watch(self, prefix: str, *, from_revision: int) -> AsyncIterator[WatchEvent]:
+        """Events for keys under ``prefix`` with revision >= ``from_revision``, in order.
+
+        Raises Gone (when iterated) if ``from_revision`` is compacted. The iterator
+        runs until the caller stops iterating (``aclose()``) or the store closes.
+        """
+        ...
+
+    async def current_revision(self) -> int: ...
+
+    async def compact(self, revision: int) -> None:
+        """Forget history before ``revision`` (watches/lists older than it get Gone)."""
+        ...
+
+    async def close(self) -> None: ...
