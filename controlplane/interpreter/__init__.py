@@ -1,0 +1,33 @@
+"""Per-kind workload knowledge: replicas, requirements, per-cluster shares, status, health.
+
+Use :func:`interpreter_for` to get the :class:`KindInterpreter` of an object's kind.
+"""
+
+from controlplane.interpreter.base import Component, Health, KindInterpreter, MemberStatuses
+from controlplane.interpreter.registry import interpreter_for, register, registered_kinds
+from controlplane.interpreter.requirements import (
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    ReplicaRequirements,
+    Taint,
+    Toleration,
+    requirements,
+    set_gpu_request,
+)
+
+__all__ = [
+    "Component",
+    "Health",
+    "KindInterpreter",
+    "MemberStatuses",
+    "NodeSelectorRequirement",
+    "NodeSelectorTerm",
+    "ReplicaRequirements",
+    "Taint",
+    "Toleration",
+    "interpreter_for",
+    "register",
+    "registered_kinds",
+    "requirements",
+    "set_gpu_request",
+]

@@ -1,0 +1,452 @@
+"""Object metadata, conditions, label selectors and taints shared by every gpufed kind.
+
+These are the pydantic v2 counterparts of the pieces of ``meta.k8s.io/v1`` and ``core/v1``
+that gpufed's own kinds embed. Models read and write the Kubernetes wire form (camelCase
+keys); ``model.model_dump(by_alias=True, exclude_none=True)`` gives back exactly what was
+parsed, because optional fields default to ``None`` rather than to an empty value.
+
+Besides the models this module holds the small pure helpers every controller needs:
+``set_condition`` (moves ``lastTransitionTime`` only on a status change),
+``LabelSelector.matches``, ``Toleration.tolerates`` with Kubernetes' semantics, the
+DNS-1123 name checks with Kubernetes' messages, and ``validation_causes``, which turns a
+pydantic ``ValidationError`` into Kubernetes ``Status`` causes with dotted field paths.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+
+# ---------------------------------------------------------------------------------------------
+# Base classes
+# ---------------------------------------------------------------------------------------------
+
+
+class WireModel(BaseModel):
+    """Base for every API model: camelCase on the wire, snake_case in Python, unknown keys kept.
+
+    Use it directly for parts of an object that agents or newer clients may extend (status).
+    """
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="allow",
+        validate_default=False,
+    )
+
+    def to_wire(self) -> dict[str, Any]:
+        """The JSON-ready wire form: camelCase keys, absent optional fields left out."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class SpecModel(WireModel):
+    """Base for desired-state models: unknown fields are errors of type ``extra_forbidden``.
+
+    The API server relies on that error type to implement ``fieldValidation=Strict|Warn|Ignore``.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+
+# ---------------------------------------------------------------------------------------------
+# Time
+# ---------------------------------------------------------------------------------------------
+
+
+def format_time(moment: datetime) -> str:
+    """An RFC 3339 timestamp in UTC with second precision, as Kubernetes writes it."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(value: str) -> datetime:
+    """Parse an RFC 3339 timestamp ("2024-05-01T10:00:00Z") into an aware datetime."""
+    moment = datetime.fromisoformat(value)
+    if moment.tzinfo is None:
+        raise ValueError(f"timestamp {value!r} has no time zone (expected e.g. 2024-05-01T10:00:00Z)")
+    return moment
+
+
+def _check_time(value: str) -> str:
+    try:
+        parse_time(value)
+    except ValueError as exc:
+        raise ValueError(f"{value!r} is not an RFC 3339 timestamp (e.g. 2024-05-01T10:00:00Z)") from exc
+    return value
+
+
+Timestamp = Annotated[str, AfterValidator(_check_time)]
+"""An RFC 3339 timestamp kept as the string that came over the wire."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Names
+# ---------------------------------------------------------------------------------------------
+
+DNS1123_LABEL_MAX_LENGTH = 63
+DNS1123_SUBDOMAIN_MAX_LENGTH = 253
+_DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS1123_SUBDOMAIN_FMT = _DNS1123_LABEL_FMT + r"(\." + _DNS1123_LABEL_FMT + ")*"
+_DNS1123_LABEL_RE = re.compile("^" + _DNS1123_LABEL_FMT + "$")
+_DNS1123_SUBDOMAIN_RE = re.compile("^" + _DNS1123_SUBDOMAIN_FMT + "$")
+
+_DNS1123_LABEL_MSG = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+    "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
+    f"regex used for validation is '{_DNS1123_LABEL_FMT}')"
+)
+_DNS1123_SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+    "and must start and end with an alphanumeric character (e.g. 'example.com', "
+    f"regex used for validation is '{_DNS1123_SUBDOMAIN_FMT}')"
+)
+
+
+def validate_dns1123_label(value: str) -> list[str]:
+    """Kubernetes' ``IsDNS1123Label``: the problems with ``value``, empty when it is valid."""
+    errors: list[str] = []
+    if len(value) > DNS1123_LABEL_MAX_LENGTH:
+        errors.append(f"must be no more than {DNS1123_LABEL_MAX_LENGTH} characters")
+    if not _DNS1123_LABEL_RE.match(value):
+        errors.append(_DNS1123_LABEL_MSG)
+    return errors
+
+
+def validate_dns1123_subdomain(value: str) -> list[str]:
+    """Kubernetes' ``IsDNS1123Subdomain``: the problems with ``value``, empty when it is valid."""
+    errors: list[str] = []
+    if len(value) > DNS1123_SUBDOMAIN_MAX_LENGTH:
+        errors.append(f"must be no more than {DNS1123_SUBDOMAIN_MAX_LENGTH} characters")
+    if not _DNS1123_SUBDOMAIN_RE.match(value):
+        errors.append(_DNS1123_SUBDOMAIN_MSG)
+    return errors
+
+
+# ---------------------------------------------------------------------------------------------
+# ObjectMeta
+# ---------------------------------------------------------------------------------------------
+
+
+class OwnerReference(WireModel):
+    """``metadata.ownerReferences[]``."""
+
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+    controller: bool | None = None
+    block_owner_deletion: bool | None = None
+
+
+class ObjectMeta(WireModel):
+    """``metadata`` of every object. Unknown metadata fields are kept, as the API server does.
+
+    Name format is not checked here because it depends on the kind; the API server calls
+    :func:`validate_dns1123_subdomain` / :func:`validate_dns1123_label` as the kind requires.
+    """
+
+    name: str | None = None
+    generate_name: str | None = None
+    namespace: str | None = None
+    uid: str | None = None
+    resource_version: str | None = None
+    generation: int | None = None
+    creation_timestamp: Timestamp | None = None
+    deletion_timestamp: Timestamp | None = None
+    deletion_grace_period_seconds: int | None = None
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+    finalizers: list[str] | None = None
+    owner_references: list[OwnerReference] | None = None
+    managed_fields: list[dict[str, Any]] | None = None
+
+
+# ---------------------------------------------------------------------------------------------
+# Conditions
+# ---------------------------------------------------------------------------------------------
+
+
+class ConditionStatus(StrEnum):
+    TRUE = "True"
+    FALSE = "False"
+    UNKNOWN = "Unknown"
+
+
+class Condition(WireModel):
+    """One entry of ``status.conditions``, as ``metav1.Condition``."""
+
+    type: str
+    status: Literal["True", "False", "Unknown"]
+    reason: str | None = None
+    message: str | None = None
+    last_transition_time: Timestamp | None = None
+    observed_generation: int | None = None
+
+
+def get_condition(conditions: Iterable[Condition] | None, condition_type: str) -> Condition | None:
+    """The condition of ``condition_type``, or ``None``."""
+    for condition in conditions or ():
+        if condition.type == condition_type:
+            return condition
+    return None
+
+
+def is_condition_true(conditions: Iterable[Condition] | None, condition_type: str) -> bool:
+    """Whether the condition of ``condition_type`` exists and is ``"True"``."""
+    condition = get_condition(conditions, condition_type)
+    return condition is not None and condition.status == "True"
+
+
+def set_condition(
+    conditions: Sequence[Condition] | None, condition: Condition, *, now: datetime
+) -> list[Condition]:
+    """A new condition list with ``condition`` set (replacing one of the same type).
+
+    ``lastTransitionTime`` moves to ``now`` only when the status changes (or the condition is
+    new); a change of reason or message alone keeps the old transition time. Order is kept;
+    a new type is appended.
+    """
+    result: list[Condition] = []
+    replaced = False
+    for existing in conditions or ():
+        if existing.type != condition.type:
+            result.append(existing)
+            continue
+        replaced = True
+        if existing.status == condition.status and existing.last_transition_time is not None:
+            transition = existing.last_transition_time
+        else:
+            transition = format_time(now)
+        result.append(condition.model_copy(update={"last_transition_time": transition}))
+    if not replaced:
+        transition = condition.last_transition_time or format_time(now)
+        result.append(condition.model_copy(update={"last_transition_time": transition}))
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# Label selectors
+# ---------------------------------------------------------------------------------------------
+
+
+class LabelSelectorRequirement(SpecModel):
+    """One ``matchExpressions`` entry of a label selector."""
+
+    key: str = Field(min_length=1)
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: list[str] | None = None
+
+    @field_validator("values")
+    @classmethod
+    def _values_fit_operator(cls, values: list[str] | None, info: Any) -> list[str] | None:
+        operator = info.data.get("operator")
+        if operator in ("In", "NotIn") and not values:
+            raise ValueError(f"must be specified when `operator` is '{operator}'")
+        if operator in ("Exists", "DoesNotExist") and values:
+            raise ValueError(f"may not be specified when `operator` is '{operator}'")
+        return values
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """Kubernetes set-based semantics (``NotIn`` and ``DoesNotExist`` match absent keys)."""
+        present = self.key in labels
+        if self.operator == "In":
+            return present and labels[self.key] in (self.values or [])
+        if self.operator == "NotIn":
+            return not present or labels[self.key] not in (self.values or [])
+        if self.operator == "Exists":
+            return present
+        return not present
+
+
+class LabelSelector(SpecModel):
+    """``metav1.LabelSelector``. An empty selector matches everything, as in Kubernetes."""
+
+    match_labels: dict[str, str] | None = None
+    match_expressions: list[LabelSelectorRequirement] | None = None
+
+    def is_empty(self) -> bool:
+        return not self.match_labels and not self.match_expressions
+
+    def matches(self, labels: Mapping[str, str] | None) -> bool:
+        """Whether ``labels`` satisfy every ``matchLabels`` pair and every expression."""
+        labels = labels or {}
+        for key, value in (self.match_labels or {}).items():
+            if labels.get(key) != value:
+                return False
+        return all(requirement.matches(labels) for requirement in self.match_expressions or ())
+
+
+# ---------------------------------------------------------------------------------------------
+# Taints and tolerations
+# ---------------------------------------------------------------------------------------------
+
+
+class TaintEffect(StrEnum):
+    NO_SCHEDULE = "NoSchedule"
+    PREFER_NO_SCHEDULE = "PreferNoSchedule"
+    NO_EXECUTE = "NoExecute"
+
+
+class Taint(SpecModel):
+    """A taint on a cluster (or on a node, in capacity reports)."""
+
+    key: str = Field(min_length=1)
+    value: str | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+    time_added: Timestamp | None = None
+
+
+class Toleration(SpecModel):
+    """``core/v1`` Toleration, used against cluster taints (placement) and node taints (pods)."""
+
+    key: str | None = None
+    operator: Literal["Exists", "Equal"] | None = None
+    value: str | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
+    toleration_seconds: int | None = None
+
+    @field_validator("value")
+    @classmethod
+    def _value_fits_operator(cls, value: str | None, info: Any) -> str | None:
+        if info.data.get("operator") == "Exists" and value:
+            raise ValueError("must be empty when `operator` is 'Exists'")
+        return value
+
+    @model_validator(mode="after")
+    def _empty_key_needs_exists(self) -> Toleration:
+        if not self.key and self.operator != "Exists":
+            raise ValueError(
+                "operator must be 'Exists' when key is empty (an empty key with 'Exists' tolerates every taint)"
+            )
+        return self
+
+    def tolerates(self, taint: Taint) -> bool:
+        """Kubernetes' ``Toleration.ToleratesTaint``.
+
+        An empty effect matches every effect, an empty key with ``Exists`` matches every
+        taint, ``Equal`` (the default operator) compares values.
+        """
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if self.operator == "Exists":
+            return True
+        return (self.value or "") == (taint.value or "")
+
+
+def taints_tolerated(
+    taints: Iterable[Taint], tolerations: Iterable[Toleration], *, effects: Iterable[str] | None = None
+) -> tuple[bool, Taint | None]:
+    """Whether every taint (with one of ``effects``, default NoSchedule and NoExecute) is tolerated.
+
+    Returns ``(True, None)`` or ``(False, first_untolerated_taint)``.
+    """
+    wanted = set(effects) if effects is not None else {TaintEffect.NO_SCHEDULE, TaintEffect.NO_EXECUTE}
+    tolerations = list(tolerations)
+    for taint in taints:
+        if taint.effect not in wanted:
+            continue
+        if not any(toleration.tolerates(taint) for toleration in tolerations):
+            return False, taint
+    return True, None
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation errors as Kubernetes Status causes
+# ---------------------------------------------------------------------------------------------
+
+
+class CauseReason(StrEnum):
+    """``Status.details.causes[].reason`` values the API server returns."""
+
+    FIELD_VALUE_INVALID = "FieldValueInvalid"
+    FIELD_VALUE_REQUIRED = "FieldValueRequired"
+    FIELD_VALUE_NOT_SUPPORTED = "FieldValueNotSupported"
+    FIELD_VALUE_DUPLICATE = "FieldValueDuplicate"
+    FIELD_VALUE_UNKNOWN = "FieldValueUnknown"
+    FIELD_VALUE_TYPE_INVALID = "FieldValueTypeInvalid"
+
+
+@dataclass(frozen=True)
+class FieldCause:
+    """One problem with one field, ready to go into a Kubernetes ``Status``."""
+
+    field: str
+    message: str
+    reason: CauseReason = CauseReason.FIELD_VALUE_INVALID
+    type: str = ""
+    """The pydantic error type (``extra_forbidden`` for unknown fields); empty for our own checks."""
+
+    def as_status_cause(self) -> dict[str, str]:
+        return {"reason": str(self.reason), "message": self.message, "field": self.field}
+
+
+def field_path(loc: Sequence[int | str], *, prefix: str = "") -> str:
+    """A pydantic error location as a Kubernetes field path: ``spec.clusters[0].name``."""
+    path = prefix
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif part.startswith(("function-after[", "function-before[", "function-wrap[")):
+            continue
+        elif path:
+            path += "." + part
+        else:
+            path = part
+    return path
+
+
+def validation_causes(error: ValidationError, *, prefix: str = "") -> list[FieldCause]:
+    """Turn a pydantic ``ValidationError`` (raised with ``by_alias`` locations) into causes.
+
+    Messages name the field and say what is wrong in words a person can act on, e.g.
+    ``spec.placement.replicaScheduling.weightPreference.staticWeightList[0].weight: Invalid value:
+    0: must be greater than or equal to 1``.
+    """
+    causes: list[FieldCause] = []
+    for item in error.errors(include_url=False):
+        loc = [part for part in item["loc"] if not (isinstance(part, str) and "[" in part and "]" in part)]
+        path = field_path(loc, prefix=prefix)
+        kind = item["type"]
+        message = str(item["msg"])
+        if message.startswith("Value error, "):
+            message = message[len("Value error, ") :]
+        if kind == "extra_forbidden":
+            reason = CauseReason.FIELD_VALUE_UNKNOWN
+            text = f'unknown field "{path}"'
+        elif kind == "missing":
+            reason = CauseReason.FIELD_VALUE_REQUIRED
+            text = f"{path}: Required value"
+        elif kind in ("literal_error", "enum"):
+            reason = CauseReason.FIELD_VALUE_NOT_SUPPORTED
+            text = f"{path}: Unsupported value: {item.get('input')!r}: {message}"
+        elif kind.endswith("_type") or kind.endswith("_parsing"):
+            reason = CauseReason.FIELD_VALUE_TYPE_INVALID
+            text = f"{path}: Invalid value: {item.get('input')!r}: {message}"
+        else:
+            reason = CauseReason.FIELD_VALUE_INVALID
+            shown = item.get("input")
+            if isinstance(shown, dict | list):
+                text = f"{path}: Invalid value: {message}"
+            else:
+                text = f"{path}: Invalid value: {shown!r}: {message}"
+        causes.append(FieldCause(field=path, message=text, reason=reason, type=kind))
+    return causes

@@ -1,0 +1,48 @@
+"""Authentication and authorization for the hub: bearer tokens, roles, cluster join.
+
+``TokenStore`` turns a bearer token into a ``UserInfo`` (the ``Authenticator``);
+``RoleAuthorizer`` decides what that user may do (the ``Authorizer``); ``join_routes``,
+``token_routes`` and ``ca_routes`` serve the credential endpoints. The API server wires
+them in through the Protocols in ``controlplane.apiserver.identity``.
+"""
+
+from controlplane.apiserver.auth.authorizer import (
+    AUTH_GROUP,
+    CA_PATH,
+    JOIN_PATH,
+    TOKENS_PATH,
+    RoleAuthorizer,
+    execution_namespace,
+)
+from controlplane.apiserver.auth.bootstrap import ca_routes, join_command, join_routes, token_routes
+from controlplane.apiserver.auth.tokens import (
+    IssuedToken,
+    TokenError,
+    TokenInfo,
+    TokenNotFound,
+    TokenRejected,
+    TokenRejectedReason,
+    TokenStore,
+    bearer_token,
+)
+
+__all__ = [
+    "AUTH_GROUP",
+    "CA_PATH",
+    "JOIN_PATH",
+    "TOKENS_PATH",
+    "IssuedToken",
+    "RoleAuthorizer",
+    "TokenError",
+    "TokenInfo",
+    "TokenNotFound",
+    "TokenRejected",
+    "TokenRejectedReason",
+    "TokenStore",
+    "bearer_token",
+    "ca_routes",
+    "execution_namespace",
+    "join_command",
+    "join_routes",
+    "token_routes",
+]

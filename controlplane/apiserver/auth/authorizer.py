@@ -1,0 +1,192 @@
+"""Who may do what on the hub: the role-based ``Authorizer``.
+
+In: :class:`RequestAttributes` (the authenticated user plus verb, API group, resource,
+subresource, namespace, name, or a non-resource path). Out: a :class:`Decision`; a
+denial carries one sentence naming who may not do what and which right is missing,
+shown to the user in the 403 ``Status``.
+
+The rights, least privilege first:
+
+- **admin**: everything.
+- **viewer**: get, list, watch on every resource except Secrets and the hub's own
+  credentials (``auth.gpufed.io``); every non-resource read (discovery, /metrics, /ui).
+- **agent** of cluster C (``UserInfo.cluster``): read and watch the Works in its
+  execution namespace ``gpufed-es-C`` and update their ``status``; get, create and
+  update its own Cluster ``C`` and its ``status``; get, create and update its Lease
+  ``gpufed-cluster-lease/C``; read discovery, OpenAPI, version and health. Nothing else.
+- **bootstrap**: create a ``clusterjoins`` (the token exchange) and read discovery,
+  version and health. Nothing else.
+
+Request attributes follow Kubernetes: resource verbs are get, list, watch, create,
+update, patch, delete, deletecollection; non-resource verbs are the lowercase HTTP
+method (get, head, post…). For a ``create`` the API server sets ``name`` from the
+object's ``metadata.name``, otherwise an agent's create of its Cluster or Lease is
+denied (the authorizer cannot see the body).
+
+Pure logic: no I/O.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from controlplane.apis.constants import (
+    CLUSTER_GROUP,
+    EXECUTION_NAMESPACE_PREFIX,
+    LEASE_NAMESPACE,
+    VERSION,
+    WORK_GROUP,
+)
+from controlplane.apiserver.identity import Decision, RequestAttributes, Role, UserInfo
+
+# TODO: move AUTH_GROUP and COORDINATION_GROUP to controlplane.apis.constants.
+#: The API group of the hub's credential endpoints (token exchange, token management).
+AUTH_GROUP: Final = "auth.gpufed.io"
+AUTH_VERSION: Final = VERSION
+COORDINATION_GROUP: Final = "coordination.k8s.io"
+
+CLUSTERJOINS: Final = "clusterjoins"
+TOKENS: Final = "tokens"
+#: The token exchange: a bootstrap token in, an agent token out.
+JOIN_PATH: Final = f"/apis/{AUTH_GROUP}/{AUTH_VERSION}/{CLUSTERJOINS}"
+#: Admin-only token management (create, list, revoke).
+TOKENS_PATH: Final = f"/apis/{AUTH_GROUP}/{AUTH_VERSION}/{TOKENS}"
+#: Served without authentication: the hub's CA, checked by joining agents against a pin.
+CA_PATH: Final = "/.well-known/gpufed/ca.crt"
+
+READ_VERBS: Final = frozenset({"get", "list", "watch"})
+_NON_RESOURCE_READ_VERBS: Final = frozenset({"get", "head"})
+_AGENT_WRITE_VERBS: Final = frozenset({"get", "create", "update", "patch"})
+_STATUS_VERBS: Final = frozenset({"get", "update", "patch"})
+_DISCOVERY_ROOTS: Final = ("/api", "/apis", "/openapi")
+_PUBLIC_INFO_ROOTS: Final = ("/version", "/healthz", "/livez", "/readyz")
+
+_ALLOW: Final = Decision(allowed=True)
+
+
+def execution_namespace(cluster: str) -> str:
+    """The namespace holding the Works one member cluster must run."""
+    return EXECUTION_NAMESPACE_PREFIX + cluster
+
+
+class RoleAuthorizer:
+    """The hub's ``Authorizer``: a fixed rule set per :class:`Role`."""
+
+    def authorize(self, attributes: RequestAttributes) -> Decision:
+        role = attributes.user.role
+        if role is Role.ADMIN:
+            return _ALLOW
+        if role is Role.VIEWER:
+            return _authorize_viewer(attributes)
+        if role is Role.AGENT:
+            return _authorize_agent(attributes)
+        if role is Role.BOOTSTRAP:
+            return _authorize_bootstrap(attributes)
+        return _deny(attributes, f"the role {role!r} has no rights")
+
+
+def _authorize_viewer(attributes: RequestAttributes) -> Decision:
+    if attributes.non_resource_path is not None:
+        if attributes.verb in _NON_RESOURCE_READ_VERBS:
+            return _ALLOW
+        return _deny(attributes, "viewers have read-only access")
+    if attributes.verb not in READ_VERBS:
+        return _deny(attributes, "viewers have read-only access (get, list, watch)")
+    if attributes.api_group == "" and attributes.resource == "secrets":
+        return _deny(attributes, "viewers may not read Secrets")
+    if attributes.api_group == AUTH_GROUP:
+        return _deny(attributes, "viewers may not read the hub's credentials")
+    return _ALLOW
+
+
+def _authorize_agent(attributes: RequestAttributes) -> Decision:
+    cluster = attributes.user.cluster
+    if not cluster:
+        return _deny(attributes, "this agent credential is not scoped to a cluster")
+    if attributes.non_resource_path is not None:
+        if attributes.verb in _NON_RESOURCE_READ_VERBS and _is_discovery_or_public(attributes.non_resource_path):
+            return _ALLOW
+        return _deny(attributes, "agents may only read discovery, OpenAPI, version and health endpoints")
+
+    group, resource, sub, verb = attributes.api_group, attributes.resource, attributes.subresource, attributes.verb
+    if group == WORK_GROUP and resource == "works":
+        own = execution_namespace(cluster)
+        if sub == "" and verb in READ_VERBS:
+            if attributes.namespace == own:
+                return _ALLOW
+            return _deny(attributes, f"agents may only read the Works of their own cluster ({own})")
+        if sub == "status" and verb in _STATUS_VERBS:
+            if attributes.namespace == own:
+                return _ALLOW
+            return _deny(attributes, f"agents may only update the status of the Works of their own cluster ({own})")
+        return _deny(attributes, f"agents may only read the Works in {own} and update their status")
+
+    if group == CLUSTER_GROUP and resource == "clusters":
+        allowed_verbs = _AGENT_WRITE_VERBS if sub == "" else _STATUS_VERBS
+        if sub not in ("", "status") or verb not in allowed_verbs:
+            return _deny(attributes, f"agents may only get, create and update their own Cluster ({cluster}) and its status")
+        if attributes.name == cluster:
+            return _ALLOW
+        if attributes.name is None:
+            return _deny(attributes, f"the request does not name a Cluster; agents may only write their own ({cluster})")
+        return _deny(attributes, f"agents may only write their own Cluster ({cluster})")
+
+    if group == COORDINATION_GROUP and resource == "leases":
+        own_lease = f"{LEASE_NAMESPACE}/{cluster}"
+        if (
+            sub == ""
+            and verb in _AGENT_WRITE_VERBS
+            and attributes.namespace == LEASE_NAMESPACE
+            and attributes.name == cluster
+        ):
+            return _ALLOW
+        return _deny(attributes, f"agents may only get, create and update their own Lease ({own_lease})")
+
+    return _deny(attributes, "agents may only access their own Cluster, Lease and Works")
+
+
+def _authorize_bootstrap(attributes: RequestAttributes) -> Decision:
+    path = attributes.non_resource_path
+    if path is not None:
+        if attributes.verb in _NON_RESOURCE_READ_VERBS and _is_discovery_or_public(path):
+            return _ALLOW
+        if attributes.verb in ("post", "create") and path.rstrip("/") == JOIN_PATH:
+            return _ALLOW
+    elif (
+        attributes.api_group == AUTH_GROUP
+        and attributes.resource == CLUSTERJOINS
+        and attributes.subresource == ""
+        and attributes.verb == "create"
+    ):
+        return _ALLOW
+    return _deny(
+        attributes,
+        f"a bootstrap token may only join a cluster (create {CLUSTERJOINS} in API group "
+        f'"{AUTH_GROUP}") and read discovery',
+    )
+
+
+def _is_discovery_or_public(path: str) -> bool:
+    return path == CA_PATH or any(
+        path == root or path.startswith(root + "/") for root in (*_DISCOVERY_ROOTS, *_PUBLIC_INFO_ROOTS)
+    )
+
+
+def _subject(user: UserInfo) -> str:
+    if user.role is Role.AGENT:
+        return f'agent "{user.cluster or user.name}"'
+    if user.role is Role.BOOTSTRAP:
+        return f'bootstrap token "{user.token_id or user.name}"'
+    return f'{user.role} "{user.name}"'
+
+
+def _deny(attributes: RequestAttributes, hint: str) -> Decision:
+    """A denial in Kubernetes' wording, followed by the missing right."""
+    subject = _subject(attributes.user)
+    if attributes.non_resource_path is not None:
+        what = f'{attributes.verb} path "{attributes.non_resource_path}"'
+    else:
+        resource = attributes.resource + (f"/{attributes.subresource}" if attributes.subresource else "")
+        where = f'in namespace "{attributes.namespace}"' if attributes.namespace else "at the cluster scope"
+        what = f'{attributes.verb} resource "{resource}" in API group "{attributes.api_group}" {where}'
+    return Decision(allowed=False, reason=f"{subject} cannot {what}: {hint}")

@@ -1,0 +1,372 @@
+"""The hub's credential endpoints: cluster join (token exchange), token management, CA.
+
+A new member agent arrives with a bootstrap token and the hub's CA hash (the line
+``gpufed token create --print-join-command`` prints). It fetches the CA from
+:data:`CA_PATH` (served without authentication, checked against the hash), then posts
+``{"clusterName": "x"}`` to :data:`JOIN_PATH` with the bootstrap token. The hub issues
+an agent token scoped to cluster ``x``, marks a one-time bootstrap token used, and
+answers with a ``ClusterJoin`` object holding the new token, which the agent keeps in
+its state dir and uses from then on.
+
+Joining the same cluster name again (an agent that lost its state dir, a reinstall)
+issues a new agent credential and revokes the cluster's previous ones: one cluster,
+one live credential. Two agents mistakenly sharing a name then fail loudly (the older
+one gets 401) instead of overwriting each other's Cluster status in silence.
+
+The agent token is created *before* the bootstrap token is consumed, and deleted again
+if consumption fails, so a failure never burns a bootstrap token without handing out
+its credential, and never leaves a usable credential nobody received.
+
+Admins manage tokens at :data:`TOKENS_PATH` (create, list, get, revoke); the secret
+is returned once, in the create response.
+
+In: a :class:`TokenStore`. Out: aiohttp route definitions (:func:`join_routes`,
+:func:`token_routes`, :func:`ca_routes`) whose errors are Kubernetes ``Status`` JSON,
+and :func:`join_command`. Each handler authenticates its caller itself, so it stays
+safe even if mounted outside the API server's authentication middleware.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import json
+import logging
+import shlex
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
+
+from aiohttp import web
+
+from controlplane.apis.constants import EXECUTION_NAMESPACE_PREFIX
+from controlplane.apis.meta import DNS1123_LABEL_MAX_LENGTH, format_time, validate_dns1123_label
+from controlplane.apiserver import errors
+from controlplane.apiserver.auth.authorizer import (
+    AUTH_GROUP,
+    AUTH_VERSION,
+    CA_PATH,
+    CLUSTERJOINS,
+    JOIN_PATH,
+    TOKENS,
+    TOKENS_PATH,
+)
+from controlplane.apiserver.auth.tokens import (
+    TokenError,
+    TokenInfo,
+    TokenNotFound,
+    TokenRejected,
+    TokenRejectedReason,
+    TokenStore,
+    bearer_token,
+)
+from controlplane.apiserver.identity import Role, UserInfo
+from controlplane.storage.interface import StorageError
+
+log = logging.getLogger(__name__)
+
+API_VERSION: Final = f"{AUTH_GROUP}/{AUTH_VERSION}"
+#: A cluster name must leave room for the ``gpufed-es-`` prefix in a 63-character namespace.
+CLUSTER_NAME_MAX_LENGTH: Final = DNS1123_LABEL_MAX_LENGTH - len(EXECUTION_NAMESPACE_PREFIX)
+DEFAULT_BOOTSTRAP_TTL: Final = dt.timedelta(hours=1)
+_MAX_BODY_BYTES: Final = 64 * 1024
+_NO_STORE: Final = {"Cache-Control": "no-store"}
+
+_Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def join_routes(tokens: TokenStore) -> list[web.RouteDef]:
+    """``POST`` :data:`JOIN_PATH`: trade a bootstrap token for an agent token."""
+
+    async def create_cluster_join(request: web.Request) -> web.StreamResponse:
+        token = bearer_token(request.headers)
+        if token is None:
+            raise errors.Unauthorized("a bootstrap token is required (Authorization: Bearer <token>)")
+        user = await _authenticate(tokens, token)
+        if user.role is not Role.BOOTSTRAP:
+            raise errors.Forbidden(
+                f'{user.role} "{user.name}" cannot create resource "{CLUSTERJOINS}" in API group '
+                f'"{AUTH_GROUP}": only a bootstrap token may join a cluster; an admin can issue an '
+                f"agent token directly with POST {TOKENS_PATH}",
+                target=errors.Target(group=AUTH_GROUP, kind=CLUSTERJOINS),
+            )
+        body = await _json_body(request)
+        cluster = _cluster_name(body)
+        if user.cluster is not None and user.cluster != cluster:
+            raise errors.Forbidden(
+                f'bootstrap token "{user.token_id}" may only join cluster "{user.cluster}", not "{cluster}"',
+                target=errors.Target(name=cluster, group=AUTH_GROUP, kind=CLUSTERJOINS),
+            )
+
+        issued = await tokens.create(role=Role.AGENT, name=f"agent:{cluster}", cluster=cluster)
+        try:
+            await tokens.consume_bootstrap(token, cluster=cluster)
+        except BaseException as exc:
+            await _discard(tokens, issued.id)
+            if isinstance(exc, TokenRejected):
+                raise _rejection_to_api_error(exc) from exc
+            raise
+        try:
+            replaced = await tokens.revoke_cluster_agents(cluster, keep=issued.id)
+        except StorageError:
+            replaced = []
+            log.warning("could not revoke the previous agent tokens", extra={"cluster": cluster}, exc_info=True)
+        log.info(
+            "cluster joined",
+            extra={
+                "cluster": cluster,
+                "bootstrap_token_id": user.token_id,
+                "agent_token_id": issued.id,
+                "revoked_token_ids": replaced,
+            },
+        )
+        now = format_time(issued.info.created_at)
+        document = {
+            "apiVersion": API_VERSION,
+            "kind": "ClusterJoin",
+            "metadata": {"name": cluster, "creationTimestamp": now},
+            "clusterName": cluster,
+            "token": issued.token,
+            "tokenId": issued.id,
+        }
+        return web.json_response(document, status=201, headers=_NO_STORE)
+
+    return [web.post(JOIN_PATH, _with_status_errors(create_cluster_join))]
+
+
+def token_routes(tokens: TokenStore) -> list[web.RouteDef]:
+    """Admin-only token management under :data:`TOKENS_PATH`.
+
+    ``POST`` body: ``{"role": "bootstrap", "name": "...", "cluster": "...",
+    "ttlSeconds": 3600, "oneTime": true}`` (or the same fields under ``spec``); bootstrap
+    tokens default to one-time and a 1 h ttl, other roles to no expiry. A ``Token``
+    object has ``spec`` (role, name, cluster, oneTime, expires) and ``status`` (used,
+    usedAt, usedFor); the create response alone adds the secret as top-level ``token``.
+    """
+
+    async def create_token(request: web.Request) -> web.StreamResponse:
+        await _require_admin(tokens, request, verb="create")
+        body = await _json_body(request)
+        role, name, cluster, ttl, one_time = _token_request(body)
+        try:
+            issued = await tokens.create(role=role, name=name, cluster=cluster, ttl=ttl, one_time=one_time)
+        except ValueError as exc:
+            raise errors.invalid(
+                kind="Token",
+                group=AUTH_GROUP,
+                name="",
+                causes=[errors.Cause(errors.CauseType.FIELD_VALUE_INVALID, str(exc))],
+            ) from exc
+        document = _token_document(issued.info)
+        document["token"] = issued.token
+        return web.json_response(document, status=201, headers=_NO_STORE)
+
+    async def list_tokens(request: web.Request) -> web.StreamResponse:
+        await _require_admin(tokens, request, verb="list")
+        items = [_token_document(info) for info in await tokens.list()]
+        document = {"apiVersion": API_VERSION, "kind": "TokenList", "metadata": {}, "items": items}
+        return web.json_response(document, headers=_NO_STORE)
+
+    async def get_token(request: web.Request) -> web.StreamResponse:
+        await _require_admin(tokens, request, verb="get")
+        token_id = request.match_info["token_id"]
+        try:
+            info = await tokens.get(token_id)
+        except TokenNotFound as exc:
+            raise errors.not_found(plural=TOKENS, group=AUTH_GROUP, name=token_id) from exc
+        return web.json_response(_token_document(info), headers=_NO_STORE)
+
+    async def delete_token(request: web.Request) -> web.StreamResponse:
+        await _require_admin(tokens, request, verb="delete")
+        token_id = request.match_info["token_id"]
+        try:
+            await tokens.revoke(token_id)
+        except TokenNotFound as exc:
+            raise errors.not_found(plural=TOKENS, group=AUTH_GROUP, name=token_id) from exc
+        document = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Success",
+            "details": {"name": token_id, "group": AUTH_GROUP, "kind": TOKENS},
+        }
+        return web.json_response(document)
+
+    item_path = TOKENS_PATH + "/{token_id}"
+    return [
+        web.post(TOKENS_PATH, _with_status_errors(create_token)),
+        web.get(TOKENS_PATH, _with_status_errors(list_tokens), allow_head=False),
+        web.get(item_path, _with_status_errors(get_token), allow_head=False),
+        web.delete(item_path, _with_status_errors(delete_token)),
+    ]
+
+
+def ca_routes(*, ca_pem: bytes) -> list[web.RouteDef]:
+    """``GET`` :data:`CA_PATH`: the hub's CA certificate, public like kubeadm's cluster-info.
+
+    The API server must serve this path without authentication; it holds no secret.
+    """
+
+    async def get_ca(_: web.Request) -> web.StreamResponse:
+        return web.Response(body=ca_pem, content_type="application/x-pem-file")
+
+    return [web.get(CA_PATH, get_ca)]
+
+
+def join_command(*, hub_url: str, ca_hash: str, token: str) -> str:
+    """The exact command line that joins a member cluster's agent to the hub."""
+    return shlex.join(["gpufed", "agent", "--hub", hub_url, "--hub-ca-hash", ca_hash, "--bootstrap-token", token])
+
+
+def _with_status_errors(handler: _Handler) -> _Handler:
+    """Answer ApiErrors and storage errors as Kubernetes ``Status`` JSON."""
+
+    @functools.wraps(handler)
+    async def wrapped(request: web.Request) -> web.StreamResponse:
+        try:
+            return await handler(request)
+        except errors.ApiError as exc:
+            return _status_response(exc)
+        except StorageError as exc:
+            return _status_response(errors.from_storage_error(exc, plural=TOKENS, group=AUTH_GROUP))
+
+    return wrapped
+
+
+def _status_response(exc: errors.ApiError) -> web.Response:
+    headers = {}
+    if exc.retry_after_seconds is not None:
+        headers["Retry-After"] = str(exc.retry_after_seconds)
+    return web.json_response(exc.to_status(), status=exc.code, headers=headers)
+
+
+async def _authenticate(tokens: TokenStore, token: str) -> UserInfo:
+    user = await tokens.authenticate(token)
+    if user is None:
+        raise errors.Unauthorized("the bearer token is invalid, expired, revoked or already used")
+    return user
+
+
+async def _require_admin(tokens: TokenStore, request: web.Request, *, verb: str) -> UserInfo:
+    token = bearer_token(request.headers)
+    if token is None:
+        raise errors.Unauthorized("a bearer token is required (Authorization: Bearer <token>)")
+    user = await _authenticate(tokens, token)
+    if user.role is not Role.ADMIN:
+        raise errors.Forbidden(
+            f'{user.role} "{user.cluster or user.name}" cannot {verb} resource "{TOKENS}" in API group '
+            f'"{AUTH_GROUP}" at the cluster scope: only admins may manage tokens',
+            target=errors.Target(group=AUTH_GROUP, kind=TOKENS),
+        )
+    return user
+
+
+async def _json_body(request: web.Request) -> dict[str, Any]:
+    raw = await request.content.read(_MAX_BODY_BYTES + 1)
+    if len(raw) > _MAX_BODY_BYTES:
+        raise errors.RequestEntityTooLarge(f"the request body is larger than {_MAX_BODY_BYTES} bytes")
+    try:
+        body = json.loads(raw or b"{}")
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise errors.BadRequest(f"the request body is not valid JSON: {exc}") from exc
+    if not isinstance(body, dict):
+        raise errors.BadRequest("the request body must be a JSON object")
+    return body
+
+
+def _cluster_name(body: dict[str, Any]) -> str:
+    value = body.get("clusterName")
+    field = "clusterName"
+    if value is None or value == "":
+        cause = errors.Cause(errors.CauseType.FIELD_VALUE_REQUIRED, "Required value", field)
+        raise errors.invalid(kind="ClusterJoin", group=AUTH_GROUP, name="", causes=[cause])
+    if not isinstance(value, str):
+        cause = errors.Cause(errors.CauseType.FIELD_VALUE_INVALID, "must be a string", field)
+        raise errors.invalid(kind="ClusterJoin", group=AUTH_GROUP, name="", causes=[cause])
+    problems = validate_dns1123_label(value)
+    if len(value) > CLUSTER_NAME_MAX_LENGTH:
+        problems.insert(
+            0,
+            f"must be no more than {CLUSTER_NAME_MAX_LENGTH} characters, so that its execution "
+            f"namespace {EXECUTION_NAMESPACE_PREFIX}<name> is a valid namespace name",
+        )
+    if problems:
+        causes = [
+            errors.Cause(errors.CauseType.FIELD_VALUE_INVALID, f"Invalid value: {value!r}: {problem}", field)
+            for problem in problems
+        ]
+        raise errors.invalid(kind="ClusterJoin", group=AUTH_GROUP, name=value, causes=causes)
+    return value
+
+
+def _token_request(body: dict[str, Any]) -> tuple[Role, str, str | None, dt.timedelta | None, bool]:
+    causes: list[errors.Cause] = []
+    spec = body.get("spec")
+    if isinstance(spec, dict):
+        body = {**body, **spec}
+
+    def problem(field: str, message: str, kind: errors.CauseType = errors.CauseType.FIELD_VALUE_INVALID) -> None:
+        causes.append(errors.Cause(kind, message, field))
+
+    role: Role | None = None
+    raw_role = body.get("role")
+    if raw_role is None:
+        problem("role", "Required value", errors.CauseType.FIELD_VALUE_REQUIRED)
+    elif raw_role not in tuple(Role):
+        supported = ", ".join(f'"{r}"' for r in Role)
+        problem("role", f"Unsupported value: {raw_role!r}: supported values: {supported}",
+                errors.CauseType.FIELD_VALUE_NOT_SUPPORTED)
+    else:
+        role = Role(raw_role)
+    name = body.get("name", str(role) if role else "")
+    if not isinstance(name, str) or not name:
+        problem("name", "must be a non-empty string")
+    cluster = body.get("cluster")
+    if cluster is not None and (not isinstance(cluster, str) or validate_dns1123_label(cluster)):
+        problem("cluster", "must be a cluster name (a lowercase RFC 1123 label)")
+    ttl: dt.timedelta | None = DEFAULT_BOOTSTRAP_TTL if role is Role.BOOTSTRAP else None
+    ttl_seconds = body.get("ttlSeconds")
+    if ttl_seconds is not None:
+        if isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, int) or ttl_seconds <= 0:
+            problem("ttlSeconds", "must be a positive whole number of seconds")
+        else:
+            ttl = dt.timedelta(seconds=ttl_seconds)
+    one_time = body.get("oneTime", role is Role.BOOTSTRAP)
+    if not isinstance(one_time, bool):
+        problem("oneTime", "must be true or false")
+    if causes or role is None:
+        raise errors.invalid(kind="Token", group=AUTH_GROUP, name="", causes=causes)
+    return role, name, cluster, ttl, one_time
+
+
+def _token_document(info: TokenInfo) -> dict[str, Any]:
+    spec: dict[str, Any] = {"role": str(info.role), "name": info.name, "oneTime": info.one_time}
+    if info.cluster is not None:
+        spec["cluster"] = info.cluster
+    if info.expires_at is not None:
+        spec["expires"] = format_time(info.expires_at)
+    status: dict[str, Any] = {"used": info.used_at is not None}
+    if info.used_at is not None:
+        status["usedAt"] = format_time(info.used_at)
+    if info.used_for is not None:
+        status["usedFor"] = info.used_for
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "Token",
+        "metadata": {"name": info.id, "creationTimestamp": format_time(info.created_at)},
+        "spec": spec,
+        "status": status,
+    }
+
+
+async def _discard(tokens: TokenStore, token_id: str) -> None:
+    """Delete a credential that was never handed out; it is unusable by anyone anyway."""
+    try:
+        await tokens.revoke(token_id)
+    except (TokenError, StorageError):
+        log.warning("could not delete an unused agent token", extra={"token_id": token_id}, exc_info=True)
+
+
+def _rejection_to_api_error(exc: TokenRejected) -> errors.ApiError:
+    if exc.reason in (TokenRejectedReason.NOT_BOOTSTRAP, TokenRejectedReason.WRONG_CLUSTER):
+        return errors.Forbidden(f"cannot join: {exc}")
+    return errors.Unauthorized(f"cannot join: {exc}")

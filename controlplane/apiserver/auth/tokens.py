@@ -1,0 +1,438 @@
+"""Bearer tokens: issue, authenticate, consume, revoke.
+
+Every request to the hub carries ``Authorization: Bearer <id>.<secret>`` (kubeadm's
+shape: a public 6-character id and a random secret). The hub stores, per token, only a
+SHA-256 digest of the token next to its role, owner name, cluster scope, expiry and
+one-time state, under ``/gpufed-auth/tokens/<id>`` in the hub's :class:`Store` (etcd).
+That prefix is outside the API object keyspace, so no API request can read it. The
+secrets are long and random, so a fast digest is enough; comparison is constant-time.
+
+In: a Store. Out: :class:`TokenStore` (implements the ``Authenticator`` Protocol),
+:class:`IssuedToken` (the secret, returned once, at creation), :class:`TokenInfo`
+(everything but the secret) and :func:`bearer_token` (header parsing).
+
+Authentication runs on every request, so records are cached in-process for
+``cache_ttl`` (2 s by default): a revocation made through this instance takes effect
+at once, one made through another hub process within ``cache_ttl``. Consuming a
+one-time token always reads the store and marks it used with a compare-and-swap, so
+of any number of concurrent uses exactly one wins.
+
+Never log a token or a secret: log the token id (the public half) at most.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import datetime as dt
+import hashlib
+import hmac
+import logging
+import re
+import secrets
+import string
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Final, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic.alias_generators import to_camel
+
+from controlplane.apiserver.identity import Role, UserInfo
+from controlplane.storage.interface import AlreadyExists, Conflict, KeyValue, NotFound, Store, Unavailable
+
+log = logging.getLogger(__name__)
+
+#: Key prefix of token records in the store (not an API object prefix).
+TOKEN_KEY_PREFIX: Final = "/gpufed-auth/tokens/"
+
+TOKEN_ID_LENGTH: Final = 6
+TOKEN_SECRET_LENGTH: Final = 32
+_ALPHABET: Final = string.ascii_lowercase + string.digits
+_TOKEN_RE: Final = re.compile(r"^([a-z0-9]{6})\.([a-z0-9]{16,64})$")
+_HASH_PREFIX: Final = "sha256:"
+_CACHE_MAX_ENTRIES: Final = 10_000
+_LIST_PAGE: Final = 500
+
+_T = TypeVar("_T")
+
+
+class TokenRejectedReason(StrEnum):
+    MALFORMED = "Malformed"
+    UNKNOWN = "Unknown"
+    EXPIRED = "Expired"
+    USED = "AlreadyUsed"
+    NOT_BOOTSTRAP = "NotABootstrapToken"
+    WRONG_CLUSTER = "WrongCluster"
+
+
+_REJECTION_MESSAGES: Final[dict[TokenRejectedReason, str]] = {
+    TokenRejectedReason.MALFORMED: "the token is not of the form <id>.<secret>",
+    TokenRejectedReason.UNKNOWN: "the token is unknown or was revoked",
+    TokenRejectedReason.EXPIRED: "the token has expired",
+    TokenRejectedReason.USED: "the one-time token has already been used",
+    TokenRejectedReason.NOT_BOOTSTRAP: "the token is not a bootstrap token",
+    TokenRejectedReason.WRONG_CLUSTER: "the bootstrap token was issued for another cluster",
+}
+
+
+class TokenError(Exception):
+    """Base of the errors :class:`TokenStore` raises (storage errors pass through)."""
+
+
+class TokenRejected(TokenError):
+    """A token cannot be used for the requested operation. The message never holds the secret."""
+
+    def __init__(self, reason: TokenRejectedReason, *, token_id: str | None = None) -> None:
+        super().__init__(_REJECTION_MESSAGES[reason])
+        self.reason = reason
+        self.token_id = token_id
+
+
+class TokenNotFound(TokenError):
+    """No token with this id exists."""
+
+
+class StoredToken(BaseModel):
+    """A token as stored: the digest of the secret, never the secret."""
+
+    model_config = ConfigDict(frozen=True, alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+    id: str
+    secret_hash: str
+    role: Role
+    name: str
+    cluster: str | None = None
+    created_at: dt.datetime
+    expires_at: dt.datetime | None = None
+    one_time: bool = False
+    used_at: dt.datetime | None = None
+    #: For a consumed bootstrap token: the cluster that joined with it.
+    used_for: str | None = None
+
+    def to_bytes(self) -> bytes:
+        return self.model_dump_json(by_alias=True).encode("utf-8")
+
+
+@dataclass(frozen=True, slots=True)
+class TokenInfo:
+    """What may be shown about a token: everything except the secret and its digest."""
+
+    id: str
+    role: Role
+    name: str
+    cluster: str | None
+    created_at: dt.datetime
+    expires_at: dt.datetime | None
+    one_time: bool
+    used_at: dt.datetime | None
+    used_for: str | None
+
+    @classmethod
+    def of(cls, stored: StoredToken) -> TokenInfo:
+        return cls(
+            id=stored.id,
+            role=stored.role,
+            name=stored.name,
+            cluster=stored.cluster,
+            created_at=stored.created_at,
+            expires_at=stored.expires_at,
+            one_time=stored.one_time,
+            used_at=stored.used_at,
+            used_for=stored.used_for,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedToken:
+    """A freshly created token. ``token`` is shown once and cannot be recovered."""
+
+    token: str = field(repr=False)
+    info: TokenInfo
+
+    @property
+    def id(self) -> str:
+        return self.info.id
+
+
+def bearer_token(headers: Mapping[str, str]) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header, or None.
+
+    Works with aiohttp's case-insensitive headers and with plain dicts.
+    """
+    value = headers.get("Authorization")
+    if value is None:
+        value = next((v for k, v in headers.items() if k.lower() == "authorization"), None)
+    if value is None:
+        return None
+    scheme, _, credentials = value.strip().partition(" ")
+    if scheme.lower() != "bearer":
+        return None
+    credentials = credentials.strip()
+    return credentials or None
+
+
+def token_key(token_id: str) -> str:
+    return TOKEN_KEY_PREFIX + token_id
+
+
+def _utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def _digest(token_id: str, secret: str) -> str:
+    return _HASH_PREFIX + hashlib.sha256(f"{token_id}.{secret}".encode()).hexdigest()
+
+
+def _parse(token: str) -> tuple[str, str] | None:
+    match = _TOKEN_RE.match(token)
+    if match is None:
+        return None
+    return match.group(1), match.group(2)
+
+
+def _random(length: int) -> str:
+    return "".join(secrets.choice(_ALPHABET) for _ in range(length))
+
+
+class TokenStore:
+    """Bearer tokens kept (hashed) in a :class:`Store`; the hub's ``Authenticator``."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        cache_ttl: dt.timedelta = dt.timedelta(seconds=2),
+        store_timeout: dt.timedelta = dt.timedelta(seconds=10),
+        clock: Callable[[], dt.datetime] = _utcnow,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._store = store
+        self._cache_ttl = cache_ttl.total_seconds()
+        self._timeout = store_timeout.total_seconds()
+        self._clock = clock
+        self._monotonic = monotonic
+        #: token id -> (monotonic time read, record or None when absent)
+        self._cache: dict[str, tuple[float, StoredToken | None]] = {}
+
+    async def create(
+        self,
+        *,
+        role: Role,
+        name: str,
+        cluster: str | None = None,
+        ttl: dt.timedelta | None = None,
+        one_time: bool = False,
+    ) -> IssuedToken:
+        """Issue a token. ``cluster`` is required for agents, optional for bootstrap
+        tokens (which may then join only that cluster), and refused for other roles."""
+        if not name:
+            raise ValueError("a token needs a name (who or what it is for)")
+        if role is Role.AGENT and not cluster:
+            raise ValueError("an agent token needs the cluster it belongs to")
+        if cluster is not None and role not in (Role.AGENT, Role.BOOTSTRAP):
+            raise ValueError(f"a {role} token cannot be scoped to a cluster")
+        if one_time and role is not Role.BOOTSTRAP:
+            raise ValueError("only bootstrap tokens can be one-time")
+        if ttl is not None and ttl <= dt.timedelta(0):
+            raise ValueError("a token's ttl must be positive")
+        now = self._clock()
+        while True:
+            token_id, secret = _random(TOKEN_ID_LENGTH), _random(TOKEN_SECRET_LENGTH)
+            stored = StoredToken(
+                id=token_id,
+                secret_hash=_digest(token_id, secret),
+                role=role,
+                name=name,
+                cluster=cluster,
+                created_at=now,
+                expires_at=now + ttl if ttl is not None else None,
+                one_time=one_time,
+            )
+            try:
+                await self._call(self._store.create(token_key(token_id), stored.to_bytes()))
+            except AlreadyExists:
+                continue  # 36**6 ids: a collision is rare; draw another.
+            break
+        self._remember(token_id, stored)
+        log.info(
+            "token created",
+            extra={"token_id": token_id, "role": str(role), "token_name": name, "cluster": cluster},
+        )
+        return IssuedToken(token=f"{token_id}.{secret}", info=TokenInfo.of(stored))
+
+    async def authenticate(self, token: str) -> UserInfo | None:
+        """The user ``token`` belongs to, or None when it is malformed, unknown, revoked,
+        expired or a used one-time token. Storage errors propagate (the hub answers 503)."""
+        parsed = _parse(token)
+        if parsed is None:
+            log.debug("bearer token rejected", extra={"reason": str(TokenRejectedReason.MALFORMED)})
+            return None
+        token_id, secret = parsed
+        stored = await self._record(token_id)
+        problem = self._problem(stored, token_id=token_id, secret=secret)
+        if problem is not None:
+            log.debug("bearer token rejected", extra={"token_id": token_id, "reason": str(problem)})
+            return None
+        assert stored is not None
+        return _user(stored)
+
+    async def consume_bootstrap(self, token: str, *, cluster: str | None = None) -> UserInfo:
+        """Use a bootstrap token to join ``cluster``; raise :class:`TokenRejected`.
+
+        A one-time token is marked used with a compare-and-swap, so it succeeds once;
+        a reusable bootstrap token is only checked. A bootstrap token scoped to a
+        cluster may only join that cluster.
+        """
+        parsed = _parse(token)
+        if parsed is None:
+            raise TokenRejected(TokenRejectedReason.MALFORMED)
+        token_id, secret = parsed
+        while True:
+            try:
+                kv = await self._call(self._store.get(token_key(token_id)))
+            except NotFound:
+                self._remember(token_id, None)
+                raise TokenRejected(TokenRejectedReason.UNKNOWN, token_id=token_id) from None
+            stored = self._decode(kv)
+            problem = self._problem(stored, token_id=token_id, secret=secret)
+            if problem is None and stored is not None:
+                if stored.role is not Role.BOOTSTRAP:
+                    problem = TokenRejectedReason.NOT_BOOTSTRAP
+                elif stored.cluster is not None and stored.cluster != cluster:
+                    problem = TokenRejectedReason.WRONG_CLUSTER
+            if problem is not None:
+                log.info("bootstrap token rejected", extra={"token_id": token_id, "reason": str(problem)})
+                raise TokenRejected(problem, token_id=token_id)
+            assert stored is not None
+            if not stored.one_time:
+                return _user(stored)
+            used = stored.model_copy(update={"used_at": self._clock(), "used_for": cluster})
+            try:
+                await self._call(
+                    self._store.update(kv.key, used.to_bytes(), expected_revision=kv.mod_revision)
+                )
+            except Conflict:
+                continue  # someone else changed it first; re-read and decide again
+            except NotFound:
+                self._remember(token_id, None)
+                raise TokenRejected(TokenRejectedReason.UNKNOWN, token_id=token_id) from None
+            self._remember(token_id, used)
+            log.info("bootstrap token consumed", extra={"token_id": token_id, "cluster": cluster})
+            return _user(stored)
+
+    async def revoke(self, token_id: str) -> None:
+        """Delete a token; raise :class:`TokenNotFound`."""
+        try:
+            await self._call(self._store.delete(token_key(token_id)))
+        except NotFound:
+            self._remember(token_id, None)
+            raise TokenNotFound(f"no token with id {token_id!r}") from None
+        self._remember(token_id, None)
+        log.info("token revoked", extra={"token_id": token_id})
+
+    async def get(self, token_id: str) -> TokenInfo:
+        """One token's public details (fresh from the store); raise :class:`TokenNotFound`."""
+        try:
+            kv = await self._call(self._store.get(token_key(token_id)))
+        except NotFound:
+            raise TokenNotFound(f"no token with id {token_id!r}") from None
+        stored = self._decode(kv)
+        if stored is None:
+            raise TokenNotFound(f"no token with id {token_id!r}")
+        return TokenInfo.of(stored)
+
+    async def list(self) -> builtins.list[TokenInfo]:
+        """Every token's public details, by id. Never the secrets."""
+        return [TokenInfo.of(stored) for stored in await self._list_stored()]
+
+    async def revoke_cluster_agents(self, cluster: str, *, keep: str | None = None) -> builtins.list[str]:
+        """Revoke every agent token of ``cluster`` except the one with id ``keep``."""
+        revoked = []
+        for stored in await self._list_stored():
+            if stored.role is Role.AGENT and stored.cluster == cluster and stored.id != keep:
+                try:
+                    await self.revoke(stored.id)
+                except TokenNotFound:
+                    continue
+                revoked.append(stored.id)
+        return revoked
+
+    async def prune(self) -> builtins.list[str]:
+        """Delete expired tokens and used one-time tokens; return their ids."""
+        now = self._clock()
+        pruned = []
+        for stored in await self._list_stored():
+            expired = stored.expires_at is not None and stored.expires_at <= now
+            if expired or stored.used_at is not None:
+                try:
+                    await self.revoke(stored.id)
+                except TokenNotFound:
+                    continue
+                pruned.append(stored.id)
+        return pruned
+
+    def _problem(self, stored: StoredToken | None, *, token_id: str, secret: str) -> TokenRejectedReason | None:
+        if stored is None or stored.id != token_id:
+            return TokenRejectedReason.UNKNOWN
+        if not hmac.compare_digest(stored.secret_hash.encode(), _digest(token_id, secret).encode()):
+            return TokenRejectedReason.UNKNOWN
+        if stored.expires_at is not None and stored.expires_at <= self._clock():
+            return TokenRejectedReason.EXPIRED
+        if stored.one_time and stored.used_at is not None:
+            return TokenRejectedReason.USED
+        return None
+
+    async def _record(self, token_id: str) -> StoredToken | None:
+        cached = self._cache.get(token_id)
+        if cached is not None and self._monotonic() - cached[0] < self._cache_ttl:
+            return cached[1]
+        try:
+            kv = await self._call(self._store.get(token_key(token_id)))
+        except NotFound:
+            stored = None
+        else:
+            stored = self._decode(kv)
+        self._remember(token_id, stored)
+        return stored
+
+    async def _list_stored(self) -> builtins.list[StoredToken]:
+        found: builtins.list[StoredToken] = []
+        start_after: str | None = None
+        while True:
+            page = await self._call(
+                self._store.list(TOKEN_KEY_PREFIX, limit=_LIST_PAGE, start_after=start_after)
+            )
+            found.extend(stored for kv in page.items if (stored := self._decode(kv)) is not None)
+            if not page.more or not page.items:
+                return found
+            start_after = page.items[-1].key
+
+    def _remember(self, token_id: str, stored: StoredToken | None) -> None:
+        if len(self._cache) >= _CACHE_MAX_ENTRIES:
+            now = self._monotonic()
+            self._cache = {k: v for k, v in self._cache.items() if now - v[0] < self._cache_ttl}
+            if len(self._cache) >= _CACHE_MAX_ENTRIES:
+                self._cache.clear()
+        self._cache[token_id] = (self._monotonic(), stored)
+
+    @staticmethod
+    def _decode(kv: KeyValue) -> StoredToken | None:
+        try:
+            return StoredToken.model_validate_json(kv.value)
+        except ValidationError:
+            log.warning("unreadable token record ignored", extra={"key": kv.key})
+            return None
+
+    async def _call(self, awaitable: Awaitable[_T]) -> _T:
+        try:
+            async with asyncio.timeout(self._timeout):
+                return await awaitable
+        except TimeoutError as exc:
+            raise Unavailable(f"token store did not answer within {self._timeout:g}s") from exc
+
+
+def _user(stored: StoredToken) -> UserInfo:
+    return UserInfo(name=stored.name, role=stored.role, cluster=stored.cluster, token_id=stored.id)

@@ -1,0 +1,67 @@
+"""How objects are stored: JSON bytes without ``resourceVersion``, which comes from etcd.
+
+``encode`` writes an object with ``apiVersion``, ``kind`` and ``metadata`` first and no
+``metadata.resourceVersion``; ``decode`` reads it back and fills ``resourceVersion`` from
+the key's ``mod_revision``. Because the top-level ``metadata`` always opens right after
+two plain strings, ``with_resource_version`` can splice the resourceVersion into the
+stored bytes without parsing them: a plain LIST of 10,000 objects never decodes one.
+
+JSON goes through orjson (several times faster than the standard library on both ends).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from controlplane.storage.interface import KeyValue
+
+_METADATA_OPEN = b'"metadata":{'
+_STORED_PREFIX = b'{"apiVersion":'
+#: Server-owned metadata never stored: resourceVersion comes from the store's revision.
+_NOT_STORED = ("resourceVersion", "selfLink")
+
+
+def dumps(value: Any) -> bytes:
+    return orjson.dumps(value)
+
+
+def loads(data: bytes | str) -> Any:
+    return orjson.loads(data)
+
+
+def encode(obj: dict[str, Any]) -> bytes:
+    """The stored form of ``obj`` (not modified)."""
+    meta = dict(obj.get("metadata") or {})
+    for key in _NOT_STORED:
+        meta.pop(key, None)
+    ordered: dict[str, Any] = {"apiVersion": obj.get("apiVersion", ""), "kind": obj.get("kind", ""), "metadata": meta}
+    for key, value in obj.items():
+        if key not in ordered:
+            ordered[key] = value
+    return orjson.dumps(ordered)
+
+
+def decode(kv: KeyValue) -> dict[str, Any]:
+    """The object stored in ``kv``, with ``metadata.resourceVersion`` filled in."""
+    obj: dict[str, Any] = orjson.loads(kv.value)
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        meta = obj["metadata"] = {}
+    meta["resourceVersion"] = str(kv.mod_revision)
+    return obj
+
+
+def with_resource_version(kv: KeyValue) -> bytes:
+    """The object's JSON with resourceVersion set, without a parse when stored by encode()."""
+    value = kv.value
+    if value.startswith(_STORED_PREFIX):
+        at = value.find(_METADATA_OPEN)
+        if at > 0:
+            insert = at + len(_METADATA_OPEN)
+            field = b'"resourceVersion":"%d"' % kv.mod_revision
+            if value[insert : insert + 1] != b"}":
+                field += b","
+            return value[:insert] + field + value[insert:]
+    return orjson.dumps(decode(kv))

@@ -1,0 +1,328 @@
+"""Cell getters for ``kubectl get`` columns, one small pure function per column.
+
+Each getter takes an object dict and "now" and returns the printed cell, following
+kubectl's own printers where a kind is a built-in one (READY "1/3", AGE "5m",
+STATUS from the pod's container states). ``resources.py`` wires them into columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from controlplane.apis import constants as c
+
+Obj = dict[str, Any]
+
+
+def dig(obj: Any, *keys: str) -> Any:
+    """``obj[k1][k2]...`` or None as soon as a level is missing or not a mapping."""
+    for key in keys:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(key)
+    return obj
+
+
+def parse_time(value: Any) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def human_duration(seconds_total: float) -> str:
+    """kube's ``duration.HumanDuration``: 45s, 5m30s, 3h, 2d4h, 1y20d."""
+    seconds = int(seconds_total)
+    if seconds < -1:
+        return "<invalid>"
+    if seconds < 0:
+        return "0s"
+    if seconds < 120:
+        return f"{seconds}s"
+    minutes = seconds // 60
+    if minutes < 10:
+        rest = seconds % 60
+        return f"{minutes}m" if rest == 0 else f"{minutes}m{rest}s"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = seconds // 3600
+    if hours < 8:
+        rest = minutes % 60
+        return f"{hours}h" if rest == 0 else f"{hours}h{rest}m"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        rest = hours % 24
+        return f"{hours // 24}d" if rest == 0 else f"{hours // 24}d{rest}h"
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    if hours < 24 * 365 * 8:
+        days = (hours // 24) % 365
+        return f"{hours // 24 // 365}y" if days == 0 else f"{hours // 24 // 365}y{days}d"
+    return f"{hours // 24 // 365}y"
+
+
+def since(value: Any, now: datetime) -> str:
+    when = parse_time(value)
+    if when is None:
+        return "<unknown>"
+    return human_duration((now - when).total_seconds())
+
+
+def age(obj: Obj, now: datetime) -> str:
+    return since(dig(obj, "metadata", "creationTimestamp"), now)
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def data_count(obj: Obj, _now: datetime) -> int:
+    data = obj.get("data")
+    binary = obj.get("binaryData")
+    return (len(data) if isinstance(data, dict) else 0) + (len(binary) if isinstance(binary, dict) else 0)
+
+
+def selector_string(dotted: str) -> Callable[[Obj, datetime], str]:
+    keys = dotted.split(".")
+
+    def get(obj: Obj, _now: datetime) -> str:
+        selector = dig(obj, *keys)
+        if not isinstance(selector, dict) or not selector:
+            return "<none>"
+        return ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
+
+    return get
+
+
+def ready_of(ready_path: str, total_path: str, *, default_total: int) -> Callable[[Obj, datetime], str]:
+    ready_keys = ready_path.split(".")
+    total_keys = total_path.split(".")
+
+    def get(obj: Obj, _now: datetime) -> str:
+        total = dig(obj, *total_keys)
+        return f"{_int(dig(obj, *ready_keys))}/{total if isinstance(total, int) else default_total}"
+
+    return get
+
+
+def _pod_template_containers(obj: Obj) -> list[Obj]:
+    containers = dig(obj, "spec", "template", "spec", "containers")
+    return [ctr for ctr in containers if isinstance(ctr, dict)] if isinstance(containers, list) else []
+
+
+def containers_names(obj: Obj, _now: datetime) -> str:
+    return ",".join(str(ctr.get("name", "")) for ctr in _pod_template_containers(obj))
+
+
+def containers_images(obj: Obj, _now: datetime) -> str:
+    return ",".join(str(ctr.get("image", "")) for ctr in _pod_template_containers(obj))
+
+
+def condition(obj: Obj, condition_type: str) -> Obj | None:
+    conditions = dig(obj, "status", "conditions")
+    if not isinstance(conditions, list):
+        return None
+    for cond in conditions:
+        if isinstance(cond, dict) and cond.get("type") == condition_type:
+            return cond
+    return None
+
+
+def condition_status(condition_type: str) -> Callable[[Obj, datetime], str]:
+    def get(obj: Obj, _now: datetime) -> str:
+        cond = condition(obj, condition_type)
+        return str(cond.get("status", "Unknown")) if cond else "Unknown"
+
+    return get
+
+
+# --- services and events --------------------------------------------------------------
+
+
+def service_external_ips(obj: Obj, _now: datetime) -> str:
+    ips = [str(ip) for ip in dig(obj, "spec", "externalIPs") or []]
+    for ingress in dig(obj, "status", "loadBalancer", "ingress") or []:
+        if isinstance(ingress, dict):
+            ips.append(str(ingress.get("ip") or ingress.get("hostname") or ""))
+    if ips:
+        return ",".join(ips)
+    return "<pending>" if dig(obj, "spec", "type") == "LoadBalancer" else "<none>"
+
+
+def service_ports(obj: Obj, _now: datetime) -> str:
+    parts = []
+    for port in dig(obj, "spec", "ports") or []:
+        if not isinstance(port, dict):
+            continue
+        text = str(port.get("port", ""))
+        if port.get("nodePort"):
+            text += f":{port['nodePort']}"
+        parts.append(f"{text}/{port.get('protocol', 'TCP')}")
+    return ",".join(parts) or "<none>"
+
+
+def event_last_seen(obj: Obj, now: datetime) -> str:
+    when = obj.get("lastTimestamp") or obj.get("eventTime") or dig(obj, "metadata", "creationTimestamp")
+    return since(when, now)
+
+
+def event_object(obj: Obj, _now: datetime) -> str:
+    involved = obj.get("involvedObject") or {}
+    kind = str(involved.get("kind", "")).lower()
+    return f"{kind}/{involved.get('name', '')}"
+
+
+# --- nodes and pods -------------------------------------------------------------------
+
+
+def node_status(obj: Obj, _now: datetime) -> str:
+    ready = condition(obj, "Ready")
+    status = "Ready" if ready and ready.get("status") == "True" else ("NotReady" if ready else "Unknown")
+    if dig(obj, "spec", "unschedulable"):
+        status += ",SchedulingDisabled"
+    return status
+
+
+def node_roles(obj: Obj, _now: datetime) -> str:
+    labels = dig(obj, "metadata", "labels") or {}
+    roles = sorted(
+        key.removeprefix("node-role.kubernetes.io/")
+        for key in labels
+        if key.startswith("node-role.kubernetes.io/")
+    )
+    return ",".join(roles) or "<none>"
+
+
+def node_internal_ip(obj: Obj, _now: datetime) -> str:
+    for address in dig(obj, "status", "addresses") or []:
+        if isinstance(address, dict) and address.get("type") == "InternalIP":
+            return str(address.get("address", ""))
+    return "<none>"
+
+
+def node_gpus(obj: Obj, _now: datetime) -> str:
+    allocatable = dig(obj, "status", "allocatable") or {}
+    parts = [
+        f"{name.removeprefix('nvidia.com/')}={qty}"
+        for name, qty in sorted(allocatable.items())
+        if name == c.RESOURCE_GPU or name.startswith(c.RESOURCE_MIG_PREFIX) or name == c.RESOURCE_GPU_SHARED
+    ]
+    return ",".join(parts) or "<none>"
+
+
+def pod_ready(obj: Obj, _now: datetime) -> str:
+    containers = dig(obj, "spec", "containers") or []
+    statuses = dig(obj, "status", "containerStatuses") or []
+    ready = sum(1 for st in statuses if isinstance(st, dict) and st.get("ready"))
+    return f"{ready}/{len(containers)}"
+
+
+def pod_status(obj: Obj, _now: datetime) -> str:
+    """kubectl's pod STATUS: the reason of a waiting/terminated container, else the phase."""
+    if dig(obj, "metadata", "deletionTimestamp"):
+        return "Terminating"
+    reason = dig(obj, "status", "reason")
+    for st in dig(obj, "status", "containerStatuses") or []:
+        if not isinstance(st, dict):
+            continue
+        state = st.get("state") or {}
+        waiting = state.get("waiting") if isinstance(state, dict) else None
+        terminated = state.get("terminated") if isinstance(state, dict) else None
+        if isinstance(waiting, dict) and waiting.get("reason"):
+            return str(waiting["reason"])
+        if isinstance(terminated, dict) and terminated.get("reason"):
+            reason = terminated["reason"]
+    if reason:
+        return str(reason)
+    phase = dig(obj, "status", "phase")
+    return str(phase) if phase else "Pending"
+
+
+def pod_restarts(obj: Obj, _now: datetime) -> str:
+    statuses = dig(obj, "status", "containerStatuses") or []
+    return str(sum(_int(st.get("restartCount")) for st in statuses if isinstance(st, dict)))
+
+
+# --- jobs -----------------------------------------------------------------------------
+
+
+def job_status(obj: Obj, _now: datetime) -> str:
+    for cond_type, shown in (("Complete", "Complete"), ("Failed", "Failed"), ("Suspended", "Suspended")):
+        cond = condition(obj, cond_type)
+        if cond and cond.get("status") == "True":
+            return shown
+    return "Running"
+
+
+def job_completions(obj: Obj, _now: datetime) -> str:
+    completions = dig(obj, "spec", "completions")
+    total = completions if isinstance(completions, int) else 1
+    return f"{_int(dig(obj, 'status', 'succeeded'))}/{total}"
+
+
+def job_duration(obj: Obj, now: datetime) -> str:
+    start = parse_time(dig(obj, "status", "startTime"))
+    if start is None:
+        return ""
+    end = parse_time(dig(obj, "status", "completionTime")) or now
+    return human_duration((end - start).total_seconds())
+
+
+def job_state(obj: Obj, _now: datetime) -> str:
+    """Training-operator jobs: the type of the last condition whose status is True."""
+    conditions = dig(obj, "status", "conditions") or []
+    current = [cd for cd in conditions if isinstance(cd, dict) and cd.get("status") == "True"]
+    return str(current[-1].get("type", "")) if current else ""
+
+
+# --- gpufed kinds ---------------------------------------------------------------------
+
+
+def _gpu_summary(obj: Obj) -> list[Obj]:
+    summary = dig(obj, "status", "gpuSummary")
+    return [entry for entry in summary if isinstance(entry, dict)] if isinstance(summary, list) else []
+
+
+def cluster_gpus(obj: Obj, _now: datetime) -> int:
+    return sum(_int(e.get("capacity")) for e in _gpu_summary(obj) if e.get("resource") == c.RESOURCE_GPU)
+
+
+def cluster_free_gpus(obj: Obj, _now: datetime) -> int:
+    return sum(
+        max(0, _int(e.get("allocatable")) - _int(e.get("allocated")))
+        for e in _gpu_summary(obj)
+        if e.get("resource") == c.RESOURCE_GPU
+    )
+
+
+def cluster_models(obj: Obj, _now: datetime) -> str:
+    products = sorted({str(e["product"]) for e in _gpu_summary(obj) if e.get("product")})
+    return ",".join(products) or "<none>"
+
+
+def cluster_mig(obj: Obj, _now: datetime) -> str:
+    entries = [e for e in _gpu_summary(obj) if str(e.get("resource", "")).startswith(c.RESOURCE_MIG_PREFIX)]
+    if not entries:
+        return "<none>"
+    free = sum(max(0, _int(e.get("allocatable")) - _int(e.get("allocated"))) for e in entries)
+    total = sum(_int(e.get("capacity")) for e in entries)
+    return f"{free}/{total}"
+
+
+def cluster_tier(obj: Obj, _now: datetime) -> int:
+    tier = dig(obj, "spec", "tier")
+    if isinstance(tier, int):
+        return tier
+    return 0 if dig(obj, "spec", "provider") == "onprem" else 1
+
+
+def binding_clusters(obj: Obj, _now: datetime) -> str:
+    targets = dig(obj, "spec", "clusters") or []
+    parts = [f"{t.get('name', '')}:{_int(t.get('replicas'))}" for t in targets if isinstance(t, dict)]
+    return ",".join(parts) or "<none>"

@@ -1,0 +1,267 @@
+"""The API server's one error tree, and how each error becomes a Kubernetes ``Status``.
+
+Everything below the HTTP layer (the object layer, validation, patching, selectors)
+raises an :class:`ApiError` subclass; storage errors are translated once, in
+:func:`from_storage_error`. The HTTP layer turns any ``ApiError`` into the JSON
+``Status`` object kubectl and the client libraries expect (``to_status``); in-process
+callers (controllers) catch the same classes.
+
+Messages follow kube-apiserver's wording where clients or people match on it, e.g.
+``deployments.apps "x" not found``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from controlplane.storage import interface as storage
+
+
+class StatusReason(StrEnum):
+    """``Status.reason`` values (metav1.StatusReason)."""
+
+    BAD_REQUEST = "BadRequest"
+    UNAUTHORIZED = "Unauthorized"
+    FORBIDDEN = "Forbidden"
+    NOT_FOUND = "NotFound"
+    ALREADY_EXISTS = "AlreadyExists"
+    CONFLICT = "Conflict"
+    GONE = "Gone"
+    EXPIRED = "Expired"
+    INVALID = "Invalid"
+    METHOD_NOT_ALLOWED = "MethodNotAllowed"
+    NOT_ACCEPTABLE = "NotAcceptable"
+    UNSUPPORTED_MEDIA_TYPE = "UnsupportedMediaType"
+    REQUEST_ENTITY_TOO_LARGE = "RequestEntityTooLarge"
+    TOO_MANY_REQUESTS = "TooManyRequests"
+    INTERNAL_ERROR = "InternalError"
+    SERVICE_UNAVAILABLE = "ServiceUnavailable"
+    TIMEOUT = "Timeout"
+
+
+class CauseType(StrEnum):
+    """``Status.details.causes[].reason`` values (metav1.CauseType)."""
+
+    FIELD_VALUE_INVALID = "FieldValueInvalid"
+    FIELD_VALUE_REQUIRED = "FieldValueRequired"
+    FIELD_VALUE_NOT_SUPPORTED = "FieldValueNotSupported"
+    FIELD_VALUE_DUPLICATE = "FieldValueDuplicate"
+    FIELD_VALUE_FORBIDDEN = "FieldValueForbidden"
+    FIELD_MANAGER_CONFLICT = "FieldManagerConflict"
+    UNEXPECTED_SERVER_RESPONSE = "UnexpectedServerResponse"
+
+
+@dataclass(frozen=True, slots=True)
+class Cause:
+    reason: str
+    message: str
+    field: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        out = {"reason": self.reason, "message": self.message}
+        if self.field:
+            out["field"] = self.field
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What an error is about: ``kind`` is the plural resource for most errors
+    (``deployments``) and the Kind for Invalid (``Deployment``), as kube does."""
+
+    name: str = ""
+    group: str = ""
+    kind: str = ""
+
+
+class ApiError(Exception):
+    """An error with a Kubernetes ``Status`` representation."""
+
+    code: int = 500
+    reason: StatusReason = StatusReason.INTERNAL_ERROR
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        target: Target | None = None,
+        causes: list[Cause] | None = None,
+        retry_after_seconds: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.target = target
+        self.causes = causes or []
+        self.retry_after_seconds = retry_after_seconds
+
+    def to_status(self) -> dict[str, Any]:
+        details: dict[str, Any] = {}
+        if self.target is not None:
+            if self.target.name:
+                details["name"] = self.target.name
+            if self.target.group:
+                details["group"] = self.target.group
+            if self.target.kind:
+                details["kind"] = self.target.kind
+        if self.causes:
+            details["causes"] = [cause.to_dict() for cause in self.causes]
+        if self.retry_after_seconds is not None:
+            details["retryAfterSeconds"] = self.retry_after_seconds
+        status: dict[str, Any] = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": str(self.reason),
+            "code": self.code,
+        }
+        if details:
+            status["details"] = details
+        return status
+
+
+class BadRequest(ApiError):
+    code = 400
+    reason = StatusReason.BAD_REQUEST
+
+
+class Unauthorized(ApiError):
+    code = 401
+    reason = StatusReason.UNAUTHORIZED
+
+
+class Forbidden(ApiError):
+    code = 403
+    reason = StatusReason.FORBIDDEN
+
+
+class NotFound(ApiError):
+    code = 404
+    reason = StatusReason.NOT_FOUND
+
+
+class MethodNotAllowed(ApiError):
+    code = 405
+    reason = StatusReason.METHOD_NOT_ALLOWED
+
+
+class NotAcceptable(ApiError):
+    code = 406
+    reason = StatusReason.NOT_ACCEPTABLE
+
+
+class AlreadyExists(ApiError):
+    code = 409
+    reason = StatusReason.ALREADY_EXISTS
+
+
+class Conflict(ApiError):
+    code = 409
+    reason = StatusReason.CONFLICT
+
+
+class Gone(ApiError):
+    """An expired resourceVersion or continue token (kube answers 410 ``Expired``)."""
+
+    code = 410
+    reason = StatusReason.EXPIRED
+
+
+class UnsupportedMediaType(ApiError):
+    code = 415
+    reason = StatusReason.UNSUPPORTED_MEDIA_TYPE
+
+
+class RequestEntityTooLarge(ApiError):
+    code = 413
+    reason = StatusReason.REQUEST_ENTITY_TOO_LARGE
+
+
+class Invalid(ApiError):
+    code = 422
+    reason = StatusReason.INVALID
+
+
+class InternalError(ApiError):
+    code = 500
+    reason = StatusReason.INTERNAL_ERROR
+
+
+class ServiceUnavailable(ApiError):
+    code = 503
+    reason = StatusReason.SERVICE_UNAVAILABLE
+
+
+def qualified_resource(plural: str, group: str) -> str:
+    """``deployments.apps`` / ``pods``: how kube names a resource in messages."""
+    return f"{plural}.{group}" if group else plural
+
+
+def qualified_kind(kind: str, group: str) -> str:
+    """``Deployment.apps`` / ``Pod``: how kube names a kind in Invalid messages."""
+    return f"{kind}.{group}" if group else kind
+
+
+def not_found(*, plural: str, group: str, name: str) -> NotFound:
+    return NotFound(
+        f'{qualified_resource(plural, group)} "{name}" not found',
+        target=Target(name=name, group=group, kind=plural),
+    )
+
+
+def already_exists(*, plural: str, group: str, name: str) -> AlreadyExists:
+    return AlreadyExists(
+        f'{qualified_resource(plural, group)} "{name}" already exists',
+        target=Target(name=name, group=group, kind=plural),
+    )
+
+
+def conflict_modified(*, plural: str, group: str, name: str) -> Conflict:
+    return Conflict(
+        f'Operation cannot be fulfilled on {qualified_resource(plural, group)} "{name}": '
+        "the object has been modified; please apply your changes to the latest version and try again",
+        target=Target(name=name, group=group, kind=plural),
+    )
+
+
+def invalid(*, kind: str, group: str, name: str, causes: list[Cause]) -> Invalid:
+    """kube's aggregate message: one cause bare, several in brackets."""
+    parts = [f"{cause.field}: {cause.message}" if cause.field else cause.message for cause in causes]
+    joined = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
+    return Invalid(
+        f'{qualified_kind(kind, group)} "{name}" is invalid: {joined}',
+        target=Target(name=name, group=group, kind=kind),
+        causes=causes,
+    )
+
+
+def expired_resource_version(requested: int, compacted: int) -> Gone:
+    return Gone(f"too old resource version: {requested} ({compacted})")
+
+
+def from_storage_error(
+    exc: storage.StorageError, *, plural: str, group: str, name: str = ""
+) -> ApiError:
+    """The one mapping from the storage error tree to API errors."""
+    if isinstance(exc, storage.NotFound):
+        return not_found(plural=plural, group=group, name=name)
+    if isinstance(exc, storage.AlreadyExists):
+        return already_exists(plural=plural, group=group, name=name)
+    if isinstance(exc, storage.Conflict):
+        return conflict_modified(plural=plural, group=group, name=name)
+    if isinstance(exc, storage.Gone):
+        return Gone(
+            f"too old resource version: the store has compacted history up to revision "
+            f"{exc.compacted_revision}; list again to get a current resourceVersion"
+        )
+    if isinstance(exc, storage.Unavailable):
+        return ServiceUnavailable(
+            "the object store (etcd) is unavailable, so the request could not be completed: "
+            f"{exc}. Retry in a few seconds; if it persists, check that etcd is running and "
+            "reachable from the hub",
+            retry_after_seconds=1,
+        )
+    return InternalError(f"storage error: {exc}")

@@ -1,0 +1,196 @@
+"""The four PATCH content types, applied to an object dict.
+
+In: the live object (a dict), the parsed patch body, and its :class:`PatchType`.
+Out: the patched object, or an ``ApiError`` (415 for a patch type the kind does not
+take, 422 for a patch that cannot be applied, 409 with causes for server-side apply
+conflicts).
+
+JSON patch (RFC 6902) uses the ``jsonpatch`` package; JSON merge patch (RFC 7386) is
+the few lines below. Strategic merge patch and server-side apply live in
+``controlplane.apiserver.patching`` (their own package); they are looked up at call
+time so this server runs, with those two types answered by 415, when that package
+is absent.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+from enum import StrEnum
+from typing import Any, Protocol, cast
+
+import jsonpatch  # type: ignore[import-untyped]
+import jsonpointer  # type: ignore[import-untyped]
+
+from controlplane.apiserver.errors import (
+    BadRequest,
+    Cause,
+    CauseType,
+    Conflict,
+    Invalid,
+    Target,
+    UnsupportedMediaType,
+)
+from controlplane.apiserver.resources import ResourceType
+
+
+class PatchType(StrEnum):
+    JSON = "application/json-patch+json"
+    MERGE = "application/merge-patch+json"
+    STRATEGIC = "application/strategic-merge-patch+json"
+    APPLY = "application/apply-patch+yaml"
+
+    @classmethod
+    def from_content_type(cls, content_type: str, rt: ResourceType) -> PatchType:
+        media = content_type.split(";", 1)[0].strip().lower()
+        for member in cls:
+            if member.value == media and (member is not cls.STRATEGIC or rt.strategic_merge):
+                return member
+        raise UnsupportedMediaType(
+            f'the body of the request was in an unknown format - accepted media types include: '
+            f'{", ".join(t.value for t in accepted_patch_types(rt))}'
+        )
+
+
+def accepted_patch_types(rt: ResourceType) -> list[PatchType]:
+    return [t for t in PatchType if t is not PatchType.STRATEGIC or rt.strategic_merge]
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch: objects merge, ``null`` deletes, anything else replaces."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+class _StrategicMerge(Protocol):
+    def __call__(self, original: dict[str, Any], patch: dict[str, Any], *, kind: str) -> dict[str, Any]: ...
+
+
+class _ServerSideApply(Protocol):
+    def __call__(
+        self, live: dict[str, Any] | None, applied: dict[str, Any], *, manager: str, force: bool, now: str
+    ) -> dict[str, Any]: ...
+
+
+class _RecordUpdate(Protocol):
+    def __call__(
+        self, old: dict[str, Any] | None, new: dict[str, Any], *, manager: str, operation: str, now: str
+    ) -> dict[str, Any]: ...
+
+
+def _load(module: str, name: str) -> Any | None:
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError):
+        return None
+
+
+def strategic_merge_function() -> _StrategicMerge | None:
+    return cast(_StrategicMerge | None, _load("controlplane.apiserver.patching.strategic", "strategic_merge_patch"))
+
+
+def server_side_apply_function() -> _ServerSideApply | None:
+    return cast(_ServerSideApply | None, _load("controlplane.apiserver.patching.apply", "server_side_apply"))
+
+
+def record_update_function() -> _RecordUpdate | None:
+    return cast(_RecordUpdate | None, _load("controlplane.apiserver.patching.apply", "record_update"))
+
+
+def record_update(
+    old: dict[str, Any] | None, new: dict[str, Any], *, manager: str, operation: str = "Update", now: str
+) -> dict[str, Any]:
+    """managedFields bookkeeping for a non-apply write; unchanged when patching is absent."""
+    recorder = record_update_function()
+    if recorder is None:
+        return new
+    return recorder(old, new, manager=manager, operation=operation, now=now)
+
+
+def _apply_conflict(exc: Exception, rt: ResourceType, name: str) -> Conflict:
+    conflicts: list[tuple[str, str]] = list(getattr(exc, "conflicts", []) or [])
+    causes = [
+        Cause(CauseType.FIELD_MANAGER_CONFLICT, f'conflict with "{manager}" using {rt.api_version}', field_path)
+        for field_path, manager in conflicts
+    ]
+    if len(conflicts) == 1:
+        field_path, manager = conflicts[0]
+        message = f'Apply failed with 1 conflict: conflict with "{manager}" using {rt.api_version}: {field_path}'
+    elif conflicts:
+        lines = "\n".join(f'- conflict with "{m}" using {rt.api_version}: {f}' for f, m in conflicts)
+        message = f"Apply failed with {len(conflicts)} conflicts:\n{lines}"
+    else:
+        message = f"Apply failed: {exc}"
+    return Conflict(message, target=Target(name=name, group=rt.group, kind=rt.plural), causes=causes)
+
+
+def apply_patch(
+    rt: ResourceType,
+    live: dict[str, Any] | None,
+    patch_type: PatchType,
+    patch: Any,
+    *,
+    manager: str | None,
+    force: bool,
+    now: str,
+) -> dict[str, Any]:
+    """``live`` patched by ``patch``; ``live`` is None only for an apply that creates."""
+    name = str(((live or {}).get("metadata") or {}).get("name") or "")
+    if patch_type is PatchType.APPLY:
+        ssa = server_side_apply_function()
+        if ssa is None:
+            raise UnsupportedMediaType("server-side apply (application/apply-patch+yaml) is not available on this server")
+        if not manager:
+            raise BadRequest(
+                'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch'
+            )
+        if not isinstance(patch, dict):
+            raise BadRequest("the apply patch must be a single object (a YAML or JSON mapping)")
+        conflict_type = _load("controlplane.apiserver.patching.apply", "ApplyConflict")
+        try:
+            return ssa(copy.deepcopy(live) if live is not None else None, patch, manager=manager, force=force, now=now)
+        except ValueError as exc:
+            raise Invalid(str(exc), target=Target(name=name, group=rt.group, kind=rt.kind)) from exc
+        except Exception as exc:
+            if isinstance(conflict_type, type) and isinstance(exc, conflict_type):
+                raise _apply_conflict(exc, rt, name) from exc
+            raise
+    if live is None:
+        raise ValueError("only server-side apply can patch an object that does not exist")
+    if patch_type is PatchType.MERGE:
+        if not isinstance(patch, dict):
+            raise BadRequest("a merge patch must be a JSON object")
+        return cast(dict[str, Any], merge_patch(live, patch))
+    if patch_type is PatchType.JSON:
+        if not isinstance(patch, list):
+            raise BadRequest("a JSON patch must be a JSON array of operations")
+        try:
+            result = jsonpatch.apply_patch(live, patch, in_place=False)
+        except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, TypeError, KeyError) as exc:
+            raise Invalid(
+                f"the JSON patch could not be applied: {exc}", target=Target(name=name, group=rt.group, kind=rt.kind)
+            ) from exc
+        if not isinstance(result, dict):
+            raise BadRequest("the JSON patch must leave an object")
+        return cast(dict[str, Any], result)
+    strategic = strategic_merge_function()
+    if strategic is None:
+        raise UnsupportedMediaType(
+            "strategic merge patch is not available on this server; send application/merge-patch+json"
+        )
+    if not isinstance(patch, dict):
+        raise BadRequest("a strategic merge patch must be a JSON object")
+    try:
+        return strategic(copy.deepcopy(live), patch, kind=rt.kind)
+    except ValueError as exc:
+        raise Invalid(
+            f"the strategic merge patch could not be applied: {exc}",
+            target=Target(name=name, group=rt.group, kind=rt.kind),
+        ) from exc

@@ -1,0 +1,247 @@
+"""How each field of a built-in kind merges: the patch and apply metadata of the Kubernetes types.
+
+Kubernetes carries this knowledge as struct tags on its Go types: ``patchStrategy`` and
+``patchMergeKey`` drive strategic merge patch, ``+listType``/``+listMapKey``/``+mapType``/
+``+structType`` drive server-side apply. The hub stores plain dicts, so this module
+writes the same facts down as a small tree of :class:`FieldSchema` nodes, one tree per
+kind, covering the fields ``kubectl`` and controllers touch. Everything not described
+here falls back to the defaults both algorithms use for unknown fields: objects merge
+key by key, lists are replaced whole (atomic).
+
+In: a kind name. Out: the root :class:`FieldSchema` of that kind, or ``None`` when the
+kind has no strategic-merge metadata (custom kinds, gpufed's own kinds).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from types import MappingProxyType
+from typing import Any
+
+
+class ListType(StrEnum):
+    """How server-side apply treats a list (``+listType`` in the Kubernetes types)."""
+
+    ATOMIC = "atomic"  # one value, owned and replaced whole
+    MAP = "map"  # associative: items identified by the key fields
+    SET = "set"  # a set of scalars, each value owned on its own
+
+
+_EMPTY: Mapping[str, FieldSchema] = MappingProxyType({})
+_NO_DEFAULTS: Mapping[str, Any] = MappingProxyType({})
+
+
+@dataclass(frozen=True)
+class FieldSchema:
+    """Merge metadata for one field (and, through ``fields``/``values``/``item``, its contents).
+
+    ``merge_key`` set (or ``merge_primitives``) means strategic merge patch merges the list
+    instead of replacing it. ``list_type``/``keys`` are what server-side apply uses; they
+    differ from the patch tags for a few fields (Job conditions merge by ``type`` in a patch
+    but are atomic for apply; container ports merge by ``containerPort`` in a patch but are
+    keyed by ``containerPort`` and ``protocol`` for apply).
+    """
+
+    fields: Mapping[str, FieldSchema] = field(default=_EMPTY)
+    values: FieldSchema | None = None  # set for map-typed fields (labels, data, limits)
+    item: FieldSchema | None = None  # element schema of a list
+    merge_key: str | None = None  # strategic merge patch: list of objects merged by this key
+    merge_primitives: bool = False  # strategic merge patch: list of scalars merged as a set
+    list_type: ListType = ListType.ATOMIC
+    keys: tuple[str, ...] = ()  # server-side apply: key fields of an associative list
+    key_defaults: Mapping[str, Any] = field(default=_NO_DEFAULTS)  # API defaults of key fields
+    atomic: bool = False  # server-side apply: object/map owned and replaced whole
+
+    def child(self, name: str) -> FieldSchema:
+        """The schema of member ``name`` of this object or map."""
+        found = self.fields.get(name)
+        if found is not None:
+            return found
+        if self.values is not None:
+            return self.values
+        return UNKNOWN
+
+    def element(self) -> FieldSchema:
+        """The schema of this list's elements."""
+        return self.item if self.item is not None else UNKNOWN
+
+    @property
+    def patch_merges(self) -> bool:
+        """Whether strategic merge patch merges this list rather than replacing it."""
+        return self.merge_key is not None or self.merge_primitives
+
+    @property
+    def is_map_typed(self) -> bool:
+        """A map with arbitrary keys (labels, data) rather than an object with named fields."""
+        return self.values is not None
+
+
+UNKNOWN = FieldSchema()
+_SCALAR = UNKNOWN
+
+
+def _struct(**fields: FieldSchema) -> FieldSchema:
+    return FieldSchema(fields=MappingProxyType(dict(fields)))
+
+
+def _map(*, atomic: bool = False) -> FieldSchema:
+    return FieldSchema(values=_SCALAR, atomic=atomic)
+
+
+def _atomic() -> FieldSchema:
+    return FieldSchema(atomic=True)
+
+
+def _keyed(
+    item: FieldSchema,
+    merge_key: str,
+    *,
+    apply_keys: tuple[str, ...] | None = None,
+    key_defaults: Mapping[str, Any] | None = None,
+    apply_atomic: bool = False,
+) -> FieldSchema:
+    """A list of objects merged by ``merge_key`` (patch) and keyed by ``apply_keys`` (apply)."""
+    if apply_atomic:
+        return FieldSchema(item=item, merge_key=merge_key, list_type=ListType.ATOMIC)
+    return FieldSchema(
+        item=item,
+        merge_key=merge_key,
+        list_type=ListType.MAP,
+        keys=apply_keys or (merge_key,),
+        key_defaults=MappingProxyType(dict(key_defaults or {})),
+    )
+
+
+def _apply_keyed(item: FieldSchema, *keys: str) -> FieldSchema:
+    """Associative for apply only; a strategic merge patch replaces it (no patch tags)."""
+    return FieldSchema(item=item, list_type=ListType.MAP, keys=keys)
+
+
+def _set() -> FieldSchema:
+    """A list of scalars merged as a set (``patchStrategy=merge`` on a primitive list)."""
+    return FieldSchema(merge_primitives=True, list_type=ListType.SET)
+
+
+OBJECT_META = _struct(
+    labels=_map(),
+    annotations=_map(),
+    finalizers=_set(),
+    ownerReferences=_keyed(UNKNOWN, "uid"),
+    managedFields=FieldSchema(),
+)
+
+_CONDITIONS = _keyed(UNKNOWN, "type")
+
+_CONTAINER = _struct(
+    ports=_keyed(
+        UNKNOWN,
+        "containerPort",
+        apply_keys=("containerPort", "protocol"),
+        key_defaults={"protocol": "TCP"},
+    ),
+    env=_keyed(UNKNOWN, "name"),
+    volumeMounts=_keyed(UNKNOWN, "mountPath"),
+    volumeDevices=_keyed(UNKNOWN, "devicePath"),
+    resources=_struct(
+        limits=_map(),
+        requests=_map(),
+        claims=_apply_keyed(UNKNOWN, "name"),
+    ),
+)
+
+_POD_SPEC = _struct(
+    volumes=_keyed(UNKNOWN, "name"),
+    initContainers=_keyed(_CONTAINER, "name"),
+    containers=_keyed(_CONTAINER, "name"),
+    ephemeralContainers=_keyed(_CONTAINER, "name"),
+    imagePullSecrets=_keyed(UNKNOWN, "name"),
+    hostAliases=_keyed(UNKNOWN, "ip"),
+    topologySpreadConstraints=_keyed(
+        UNKNOWN, "topologyKey", apply_keys=("topologyKey", "whenUnsatisfiable")
+    ),
+    schedulingGates=_keyed(UNKNOWN, "name"),
+    resourceClaims=_keyed(UNKNOWN, "name"),
+    nodeSelector=_map(atomic=True),
+    overhead=_map(),
+    affinity=_struct(nodeAffinity=_struct(requiredDuringSchedulingIgnoredDuringExecution=_atomic())),
+)
+
+_POD_TEMPLATE = _struct(metadata=OBJECT_META, spec=_POD_SPEC)
+
+_WORKLOAD_STATUS = _struct(conditions=_CONDITIONS)
+
+_KINDS: Mapping[str, FieldSchema] = MappingProxyType(
+    {
+        "Deployment": _struct(
+            metadata=OBJECT_META,
+            spec=_struct(selector=_atomic(), template=_POD_TEMPLATE),
+            status=_WORKLOAD_STATUS,
+        ),
+        "StatefulSet": _struct(
+            metadata=OBJECT_META,
+            spec=_struct(selector=_atomic(), template=_POD_TEMPLATE),
+            status=_WORKLOAD_STATUS,
+        ),
+        "Job": _struct(
+            metadata=OBJECT_META,
+            spec=_struct(selector=_atomic(), template=_POD_TEMPLATE),
+            status=_struct(conditions=_keyed(UNKNOWN, "type", apply_atomic=True)),
+        ),
+        "Pod": _struct(
+            metadata=OBJECT_META,
+            spec=_POD_SPEC,
+            status=_struct(
+                conditions=_CONDITIONS,
+                podIPs=_keyed(UNKNOWN, "ip"),
+                hostIPs=_keyed(UNKNOWN, "ip"),
+                resourceClaimStatuses=_keyed(UNKNOWN, "name"),
+            ),
+        ),
+        "Service": _struct(
+            metadata=OBJECT_META,
+            spec=_struct(
+                ports=_keyed(
+                    UNKNOWN, "port", apply_keys=("port", "protocol"), key_defaults={"protocol": "TCP"}
+                ),
+                selector=_map(atomic=True),
+            ),
+            status=_struct(conditions=_CONDITIONS),
+        ),
+        "ConfigMap": _struct(metadata=OBJECT_META, data=_map(), binaryData=_map()),
+        "Secret": _struct(metadata=OBJECT_META, data=_map(), stringData=_map()),
+        "Namespace": _struct(metadata=OBJECT_META, status=_struct(conditions=_CONDITIONS)),
+        "Node": _struct(
+            metadata=OBJECT_META,
+            spec=_struct(podCIDRs=_set()),
+            status=_struct(
+                conditions=_CONDITIONS,
+                addresses=_keyed(UNKNOWN, "type"),
+                capacity=_map(),
+                allocatable=_map(),
+            ),
+        ),
+        "Lease": _struct(metadata=OBJECT_META),
+        "Event": _struct(metadata=OBJECT_META),
+        "ServiceAccount": _struct(metadata=OBJECT_META, secrets=_keyed(UNKNOWN, "name")),
+    }
+)
+
+GENERIC_OBJECT = _struct(metadata=OBJECT_META)
+"""Root for kinds without built-in metadata: only ObjectMeta is known, lists are atomic."""
+
+
+def strategic_schema(kind: str) -> FieldSchema | None:
+    """The schema strategic merge patch uses for ``kind``, or ``None`` when it has none."""
+    return _KINDS.get(kind)
+
+
+def apply_schema(kind: str) -> FieldSchema:
+    """The schema server-side apply uses for ``kind`` (ObjectMeta only for unknown kinds)."""
+    return _KINDS.get(kind, GENERIC_OBJECT)
+
+
+def supported_strategic_kinds() -> frozenset[str]:
+    """Kinds that accept ``application/strategic-merge-patch+json``."""
+    return frozenset(_KINDS)

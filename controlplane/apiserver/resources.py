@@ -1,0 +1,499 @@
+"""What the API server serves: a registry of resource types, as plain data.
+
+A :class:`ResourceType` says everything the generic machinery needs about one kind:
+its names (group, version, kind, plural, singular, short names, categories), scope,
+whether it has a ``status`` subresource, the pydantic model that validates it (``None``
+accepts any object), the columns ``kubectl get`` prints, which patch types it takes,
+which field selectors it supports, and how its names are validated.
+
+A :class:`Registry` is a value. The hub serves ``core_resources() + workload_resources()
++ coordination_resources() + gpufed_resources()``; a simulated member cluster serves
+another combination. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel
+
+from controlplane.apiserver import columns as col
+
+#: A table cell getter: the object and "now" (for ages) in, a JSON-able cell out.
+CellGetter = Callable[[dict[str, Any], datetime], Any]
+#: A field selector getter: the object in, the field's string value out.
+FieldGetter = Callable[[dict[str, Any]], str]
+
+ALL_VERBS: tuple[str, ...] = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+STATUS_VERBS: tuple[str, ...] = ("get", "patch", "update")
+
+
+class NameRule(StrEnum):
+    """Which kube name format ``metadata.name`` must follow."""
+
+    #: RFC 1123 subdomain: most kinds.
+    SUBDOMAIN = "subdomain"
+    #: RFC 1123 label: Namespace and every name that becomes a DNS label.
+    LABEL = "label"
+    #: RFC 1035 label (starts with a letter): Service.
+    LABEL_1035 = "label1035"
+
+
+@dataclass(frozen=True, slots=True)
+class TableColumn:
+    """One ``kubectl get`` column. ``name`` is shown upper-cased by kubectl."""
+
+    name: str
+    getter: CellGetter
+    type: str = "string"
+    priority: int = 0
+    description: str = ""
+    format: str = ""
+
+    def definition(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "type": self.type,
+            "format": self.format,
+            "description": self.description,
+            "priority": self.priority,
+        }
+
+
+def path(dotted: str) -> CellGetter:
+    """A getter for a dotted path (``spec.replicas``); missing values print as empty."""
+    parts = dotted.split(".")
+
+    def get(obj: dict[str, Any], _now: datetime) -> Any:
+        value = col.dig(obj, *parts)
+        return "" if value is None else value
+
+    return get
+
+
+def _field_path(dotted: str) -> FieldGetter:
+    parts = dotted.split(".")
+
+    def get(obj: dict[str, Any]) -> str:
+        value = col.dig(obj, *parts)
+        if value is None:
+            return ""
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return str(value)
+
+    return get
+
+
+AGE = TableColumn(
+    "Age",
+    lambda obj, now: col.age(obj, now),
+    description="CreationTimestamp is a timestamp representing the server time when this object was created.",
+)
+
+BASE_FIELD_SELECTORS: Mapping[str, FieldGetter] = {
+    "metadata.name": _field_path("metadata.name"),
+    "metadata.namespace": _field_path("metadata.namespace"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceType:
+    group: str
+    version: str
+    kind: str
+    plural: str
+    singular: str
+    namespaced: bool
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    #: Served with a ``status`` subresource: the main resource ignores ``.status``
+    #: on update, the subresource changes only ``.status``.
+    has_status: bool = False
+    #: Validates the whole object (apiVersion/kind/metadata/spec/status); None = permissive.
+    model: type[BaseModel] | None = None
+    #: Extra columns after NAME (AGE included where wanted).
+    columns: tuple[TableColumn, ...] = (AGE,)
+    #: Built-in kinds take strategic merge patch; custom kinds only JSON/merge patch.
+    strategic_merge: bool = False
+    #: Field selectors beyond metadata.name / metadata.namespace.
+    extra_field_selectors: Mapping[str, FieldGetter] = field(default_factory=dict)
+    name_rule: NameRule = NameRule.SUBDOMAIN
+    #: Normalises an object before it is validated and written (e.g. Secret stringData).
+    prepare: Callable[[dict[str, Any]], None] | None = None
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def group_version(self) -> str:
+        return self.api_version
+
+    @property
+    def list_kind(self) -> str:
+        return f"{self.kind}List"
+
+    @property
+    def storage_group(self) -> str:
+        return self.group or "core"
+
+    @property
+    def field_selectors(self) -> Mapping[str, FieldGetter]:
+        return {**BASE_FIELD_SELECTORS, **self.extra_field_selectors}
+
+    def key_prefix(self, namespace: str | None = None) -> str:
+        """The storage prefix of every object of this type (in ``namespace``, if given)."""
+        base = f"/registry/{self.storage_group}/{self.plural}/"
+        if self.namespaced and namespace:
+            return f"{base}{namespace}/"
+        return base
+
+    def key(self, *, namespace: str | None, name: str) -> str:
+        if self.namespaced:
+            return f"/registry/{self.storage_group}/{self.plural}/{namespace}/{name}"
+        return f"/registry/{self.storage_group}/{self.plural}/{name}"
+
+    def qualified(self) -> str:
+        """``deployments.apps``: the resource as kube names it in messages."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+
+class Registry:
+    """An immutable set of served resource types with the look-ups the server needs."""
+
+    def __init__(self, *groups: Iterable[ResourceType]) -> None:
+        self._types: tuple[ResourceType, ...] = tuple(rt for group in groups for rt in group)
+        self._by_resource: dict[tuple[str, str, str], ResourceType] = {}
+        self._by_kind: dict[tuple[str, str], ResourceType] = {}
+        for rt in self._types:
+            resource_key = (rt.group, rt.version, rt.plural)
+            if resource_key in self._by_resource:
+                raise ValueError(f"resource {rt.plural} in {rt.api_version} registered twice")
+            self._by_resource[resource_key] = rt
+            self._by_kind[(rt.api_version, rt.kind)] = rt
+
+    def __iter__(self) -> Iterator[ResourceType]:
+        return iter(self._types)
+
+    def __len__(self) -> int:
+        return len(self._types)
+
+    def __add__(self, other: Registry) -> Registry:
+        return Registry(self._types, other._types)
+
+    def get(self, group: str, version: str, plural: str) -> ResourceType | None:
+        return self._by_resource.get((group, version, plural))
+
+    def for_kind(self, api_version: str, kind: str) -> ResourceType | None:
+        return self._by_kind.get((api_version, kind))
+
+    def require(self, api_version: str, kind: str) -> ResourceType:
+        """The type of ``kind`` in ``api_version``; KeyError when not served."""
+        rt = self.for_kind(api_version, kind)
+        if rt is None:
+            raise KeyError(f"{kind} in {api_version} is not served")
+        return rt
+
+    def group_versions(self) -> dict[str, list[str]]:
+        """group -> its versions, in registration order ("" is the core group)."""
+        out: dict[str, list[str]] = {}
+        for rt in self._types:
+            versions = out.setdefault(rt.group, [])
+            if rt.version not in versions:
+                versions.append(rt.version)
+        return out
+
+    def in_group_version(self, group: str, version: str) -> list[ResourceType]:
+        return [rt for rt in self._types if rt.group == group and rt.version == version]
+
+    def namespaced_types(self) -> list[ResourceType]:
+        return [rt for rt in self._types if rt.namespaced]
+
+
+# --- built-in kinds -------------------------------------------------------------------
+
+_WORKLOAD_CATEGORIES = ("all",)
+
+
+def _secret_prepare(obj: dict[str, Any]) -> None:
+    """Fold ``stringData`` into base64 ``data`` as kube does on every write."""
+    import base64
+
+    string_data = obj.pop("stringData", None)
+    if isinstance(string_data, dict) and string_data:
+        data = obj.setdefault("data", {})
+        if isinstance(data, dict):
+            for key, value in string_data.items():
+                data[key] = base64.b64encode(str(value).encode()).decode()
+
+
+def core_resources() -> list[ResourceType]:
+    """core/v1: the plain Kubernetes objects the hub stores and the simulator serves."""
+    return [
+        ResourceType(
+            "", "v1", "Namespace", "namespaces", "namespace", namespaced=False,
+            short_names=("ns",), has_status=True, strategic_merge=True, name_rule=NameRule.LABEL,
+            columns=(TableColumn("Status", path("status.phase"), description="The phase of the namespace."), AGE),
+            extra_field_selectors={"status.phase": _field_path("status.phase")},
+        ),
+        ResourceType(
+            "", "v1", "ConfigMap", "configmaps", "configmap", namespaced=True,
+            short_names=("cm",), strategic_merge=True,
+            columns=(TableColumn("Data", col.data_count, type="integer"), AGE),
+        ),
+        ResourceType(
+            "", "v1", "Secret", "secrets", "secret", namespaced=True, strategic_merge=True,
+            columns=(TableColumn("Type", path("type")), TableColumn("Data", col.data_count, type="integer"), AGE),
+            extra_field_selectors={"type": _field_path("type")},
+            prepare=_secret_prepare,
+        ),
+        ResourceType(
+            "", "v1", "Service", "services", "service", namespaced=True,
+            short_names=("svc",), categories=_WORKLOAD_CATEGORIES, has_status=True, strategic_merge=True,
+            name_rule=NameRule.LABEL_1035,
+            columns=(
+                TableColumn("Type", path("spec.type")),
+                TableColumn("Cluster-IP", path("spec.clusterIP")),
+                TableColumn("External-IP", col.service_external_ips),
+                TableColumn("Port(s)", col.service_ports),
+                AGE,
+                TableColumn("Selector", col.selector_string("spec.selector"), priority=1),
+            ),
+        ),
+        ResourceType(
+            "", "v1", "Event", "events", "event", namespaced=True,
+            short_names=("ev",), strategic_merge=True,
+            columns=(
+                TableColumn("Last Seen", col.event_last_seen),
+                TableColumn("Type", path("type")),
+                TableColumn("Reason", path("reason")),
+                TableColumn("Object", col.event_object),
+                TableColumn("Message", path("message")),
+            ),
+            extra_field_selectors={
+                name: _field_path(name)
+                for name in (
+                    "involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
+                    "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",
+                    "involvedObject.fieldPath", "reason", "reportingComponent", "source", "type",
+                )
+            },
+        ),
+        ResourceType(
+            "", "v1", "Node", "nodes", "node", namespaced=False,
+            short_names=("no",), has_status=True, strategic_merge=True,
+            columns=(
+                TableColumn("Status", col.node_status),
+                TableColumn("Roles", col.node_roles),
+                AGE,
+                TableColumn("Version", path("status.nodeInfo.kubeletVersion")),
+                TableColumn("Internal-IP", col.node_internal_ip, priority=1),
+                TableColumn("GPU", col.node_gpus, priority=1, description="Allocatable GPUs and MIG slices."),
+            ),
+            extra_field_selectors={"spec.unschedulable": _field_path("spec.unschedulable")},
+        ),
+        ResourceType(
+            "", "v1", "Pod", "pods", "pod", namespaced=True,
+            short_names=("po",), categories=_WORKLOAD_CATEGORIES, has_status=True, strategic_merge=True,
+            columns=(
+                TableColumn("Ready", col.pod_ready),
+                TableColumn("Status", col.pod_status),
+                TableColumn("Restarts", col.pod_restarts, type="string"),
+                AGE,
+                TableColumn("IP", path("status.podIP"), priority=1),
+                TableColumn("Node", path("spec.nodeName"), priority=1),
+            ),
+            extra_field_selectors={
+                name: _field_path(name)
+                for name in (
+                    "spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
+                    "status.phase", "status.podIP", "status.nominatedNodeName",
+                )
+            },
+        ),
+        ResourceType(
+            "", "v1", "ServiceAccount", "serviceaccounts", "serviceaccount", namespaced=True,
+            short_names=("sa",), strategic_merge=True,
+        ),
+    ]
+
+
+def workload_resources() -> list[ResourceType]:
+    """The workload kinds users apply to the hub (and members run)."""
+    cats = _WORKLOAD_CATEGORIES
+    deployment_columns = (
+        TableColumn("Ready", col.ready_of("status.readyReplicas", "spec.replicas", default_total=1)),
+        TableColumn("Up-to-date", path("status.updatedReplicas"), type="integer"),
+        TableColumn("Available", path("status.availableReplicas"), type="integer"),
+        AGE,
+        TableColumn("Containers", col.containers_names, priority=1),
+        TableColumn("Images", col.containers_images, priority=1),
+        TableColumn("Selector", col.selector_string("spec.selector.matchLabels"), priority=1),
+    )
+    job_like = (TableColumn("State", col.job_state), AGE)
+    return [
+        ResourceType(
+            "apps", "v1", "Deployment", "deployments", "deployment", namespaced=True,
+            short_names=("deploy",), categories=cats, has_status=True, strategic_merge=True,
+            columns=deployment_columns,
+        ),
+        ResourceType(
+            "apps", "v1", "StatefulSet", "statefulsets", "statefulset", namespaced=True,
+            short_names=("sts",), categories=cats, has_status=True, strategic_merge=True,
+            columns=(
+                TableColumn("Ready", col.ready_of("status.readyReplicas", "spec.replicas", default_total=1)),
+                AGE,
+                TableColumn("Containers", col.containers_names, priority=1),
+                TableColumn("Images", col.containers_images, priority=1),
+            ),
+        ),
+        ResourceType(
+            "batch", "v1", "Job", "jobs", "job", namespaced=True,
+            categories=cats, has_status=True, strategic_merge=True,
+            columns=(
+                TableColumn("Status", col.job_status),
+                TableColumn("Completions", col.job_completions),
+                TableColumn("Duration", col.job_duration),
+                AGE,
+                TableColumn("Containers", col.containers_names, priority=1),
+                TableColumn("Images", col.containers_images, priority=1),
+            ),
+        ),
+        ResourceType(
+            "kubeflow.org", "v1", "PyTorchJob", "pytorchjobs", "pytorchjob", namespaced=True,
+            categories=("kubeflow-org",), has_status=True, columns=job_like,
+        ),
+        ResourceType(
+            "kubeflow.org", "v1", "MPIJob", "mpijobs", "mpijob", namespaced=True,
+            categories=("kubeflow-org",), has_status=True, columns=job_like,
+        ),
+        ResourceType(
+            "ray.io", "v1", "RayJob", "rayjobs", "rayjob", namespaced=True,
+            categories=cats, has_status=True,
+            columns=(
+                TableColumn("Job Status", path("status.jobStatus")),
+                TableColumn("Deployment Status", path("status.jobDeploymentStatus")),
+                AGE,
+            ),
+        ),
+        ResourceType(
+            "ray.io", "v1", "RayCluster", "rayclusters", "raycluster", namespaced=True,
+            categories=cats, has_status=True,
+            columns=(
+                TableColumn("Desired Workers", path("status.desiredWorkerReplicas"), type="integer"),
+                TableColumn("Available Workers", path("status.availableWorkerReplicas"), type="integer"),
+                TableColumn("Status", path("status.state")),
+                AGE,
+            ),
+        ),
+    ]
+
+
+def coordination_resources() -> list[ResourceType]:
+    """coordination.k8s.io/v1 Lease: agent heartbeats."""
+    return [
+        ResourceType(
+            "coordination.k8s.io", "v1", "Lease", "leases", "lease", namespaced=True, strategic_merge=True,
+            columns=(TableColumn("Holder", path("spec.holderIdentity")), AGE),
+        ),
+    ]
+
+
+def gpufed_resource_types(
+    *,
+    cluster_model: type[BaseModel] | None,
+    binding_model: type[BaseModel] | None,
+    work_model: type[BaseModel] | None,
+    policy_models: Mapping[str, type[BaseModel] | None],
+) -> list[ResourceType]:
+    """gpufed's own kinds with the given models (None = permissive); see gpufed_resources()."""
+    from controlplane.apis import constants as c
+
+    types: list[ResourceType] = [
+        ResourceType(
+            c.CLUSTER_GROUP, c.VERSION, "Cluster", "clusters", "cluster", namespaced=False,
+            has_status=True, model=cluster_model,
+            columns=(
+                TableColumn("Ready", col.condition_status("Ready")),
+                TableColumn("Provider", path("spec.provider")),
+                TableColumn("GPUs", col.cluster_gpus, type="integer", description="Whole GPUs (nvidia.com/gpu capacity)."),
+                TableColumn("Free", col.cluster_free_gpus, type="integer", description="Whole GPUs allocatable and not allocated."),
+                TableColumn("Models", col.cluster_models),
+                AGE,
+                TableColumn("Region", path("spec.region"), priority=1),
+                TableColumn("Tier", col.cluster_tier, type="integer", priority=1),
+                TableColumn("MIG", col.cluster_mig, priority=1, description="MIG slices free/total."),
+            ),
+            extra_field_selectors={"spec.provider": _field_path("spec.provider")},
+        ),
+        ResourceType(
+            c.WORK_GROUP, c.VERSION, "ResourceBinding", "resourcebindings", "resourcebinding", namespaced=True,
+            short_names=("rb",), has_status=True, model=binding_model,
+            columns=(
+                TableColumn("Scheduled", col.condition_status("Scheduled")),
+                TableColumn("Replicas", path("spec.replicas"), type="integer"),
+                TableColumn("Clusters", col.binding_clusters),
+                AGE,
+            ),
+        ),
+        ResourceType(
+            c.WORK_GROUP, c.VERSION, "Work", "works", "work", namespaced=True,
+            has_status=True, model=work_model,
+            columns=(
+                TableColumn("Applied", col.condition_status("Applied")),
+                TableColumn("Available", col.condition_status("Available")),
+                AGE,
+            ),
+        ),
+    ]
+    policy_kinds = (
+        ("PropagationPolicy", "propagationpolicies", "propagationpolicy", True, ("pp",)),
+        ("ClusterPropagationPolicy", "clusterpropagationpolicies", "clusterpropagationpolicy", False, ("cpp",)),
+        ("OverridePolicy", "overridepolicies", "overridepolicy", True, ("op",)),
+        ("ClusterOverridePolicy", "clusteroverridepolicies", "clusteroverridepolicy", False, ("cop",)),
+    )
+    for group in (c.POLICY_GROUP, c.KARMADA_POLICY_GROUP):
+        for kind, plural, singular, namespaced, shorts in policy_kinds:
+            types.append(
+                ResourceType(
+                    group, c.VERSION, kind, plural, singular, namespaced=namespaced,
+                    # Short names resolve to gpufed's own group; the Karmada group is
+                    # reachable by its full names (propagationpolicies.policy.karmada.io).
+                    short_names=shorts if group == c.POLICY_GROUP else (),
+                    model=policy_models.get(kind),
+                    columns=(TableColumn("Priority", path("spec.priority"), type="integer"), AGE),
+                )
+            )
+    return types
+
+
+def gpufed_resources() -> list[ResourceType]:
+    """gpufed's kinds validated by their pydantic models from controlplane.apis and policies."""
+    from controlplane.apis.cluster_v1alpha1 import Cluster  # type: ignore[import-not-found,unused-ignore]
+    from controlplane.apis.work_v1alpha1 import (  # type: ignore[import-not-found,unused-ignore]
+        ResourceBinding,
+        Work,
+    )
+    from policies.models import (  # type: ignore[import-not-found,unused-ignore]
+        ClusterOverridePolicy,
+        ClusterPropagationPolicy,
+        OverridePolicy,
+        PropagationPolicy,
+    )
+
+    return gpufed_resource_types(
+        cluster_model=Cluster,
+        binding_model=ResourceBinding,
+        work_model=Work,
+        policy_models={
+            "PropagationPolicy": PropagationPolicy,
+            "ClusterPropagationPolicy": ClusterPropagationPolicy,
+            "OverridePolicy": OverridePolicy,
+            "ClusterOverridePolicy": ClusterOverridePolicy,
+        },
+    )

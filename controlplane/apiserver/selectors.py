@@ -1,0 +1,319 @@
+"""Label and field selectors: kube's query syntax parsed into matchers.
+
+``parse_label_selector("app=web,tier in (a,b),!canary")`` gives a :class:`LabelSelector`
+whose ``matches(labels)`` follows kube's semantics (``!=`` and ``notin`` match objects
+without the key). ``parse_field_selector("status.phase=Running")`` gives a
+:class:`FieldSelector` checked against a resource type's supported fields. Malformed
+input raises :class:`~controlplane.apiserver.errors.BadRequest` with kube's wording.
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from controlplane.apiserver.errors import BadRequest
+
+
+class Operator(StrEnum):
+    EQUALS = "="
+    NOT_EQUALS = "!="
+    IN = "in"
+    NOT_IN = "notin"
+    EXISTS = "exists"
+    DOES_NOT_EXIST = "!"
+    GREATER_THAN = "gt"
+    LESS_THAN = "lt"
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    key: str
+    operator: Operator
+    values: frozenset[str] = frozenset()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        op = self.operator
+        if op is Operator.EXISTS:
+            return self.key in labels
+        if op is Operator.DOES_NOT_EXIST:
+            return self.key not in labels
+        value = labels.get(self.key)
+        if op in (Operator.EQUALS, Operator.IN):
+            return value is not None and value in self.values
+        if op in (Operator.NOT_EQUALS, Operator.NOT_IN):
+            return value is None or value not in self.values
+        if value is None:
+            return False
+        try:
+            actual, bound = int(value), int(next(iter(self.values)))
+        except ValueError:
+            return False
+        return actual > bound if op is Operator.GREATER_THAN else actual < bound
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    requirements: tuple[Requirement, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not self.requirements
+
+    def matches(self, labels: Mapping[str, str] | None) -> bool:
+        labels = labels or {}
+        return all(req.matches(labels) for req in self.requirements)
+
+    @classmethod
+    def from_dict(cls, selector: Mapping[str, Any] | None) -> LabelSelector:
+        """A ``metav1.LabelSelector`` (matchLabels + matchExpressions) as a matcher."""
+        if not selector:
+            return cls()
+        reqs = [
+            Requirement(str(k), Operator.EQUALS, frozenset({str(v)}))
+            for k, v in sorted((selector.get("matchLabels") or {}).items())
+        ]
+        ops = {
+            "In": Operator.IN,
+            "NotIn": Operator.NOT_IN,
+            "Exists": Operator.EXISTS,
+            "DoesNotExist": Operator.DOES_NOT_EXIST,
+        }
+        for expr in selector.get("matchExpressions") or []:
+            op = ops.get(str(expr.get("operator")))
+            if op is None:
+                raise BadRequest(f'"{expr.get("operator")}" is not a valid label selector operator')
+            reqs.append(Requirement(str(expr.get("key")), op, frozenset(str(v) for v in expr.get("values") or [])))
+        return cls(tuple(reqs))
+
+
+_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+QUALIFIED_NAME_MESSAGE = (
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+    "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+    "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+LABEL_VALUE_MESSAGE = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
+    "and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or "
+    "'12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+)
+
+
+def qualified_name_errors(key: str) -> list[str]:
+    """kube's ``IsQualifiedName``: an optional DNS-subdomain prefix and a 63-char name."""
+    errors: list[str] = []
+    prefix, slash, name = key.rpartition("/")
+    if slash:
+        if not prefix:
+            errors.append("prefix part must be non-empty")
+        elif len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix):
+            errors.append(
+                "prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
+                "characters, '-' or '.', and must start and end with an alphanumeric character"
+            )
+    if not name:
+        errors.append("name part must be non-empty")
+    elif len(name) > 63:
+        errors.append("name part must be no more than 63 characters")
+    elif not _QUALIFIED_NAME.match(name):
+        errors.append(QUALIFIED_NAME_MESSAGE)
+    return errors
+
+
+def label_value_errors(value: str) -> list[str]:
+    errors: list[str] = []
+    if len(value) > 63:
+        errors.append("must be no more than 63 characters")
+    if not _LABEL_VALUE.match(value):
+        errors.append(LABEL_VALUE_MESSAGE)
+    return errors
+
+
+_TOKEN = re.compile(r"\s*(\(|\)|,|!=|==|=|!|[^\s(),!=<>]+|<|>)")
+
+
+def parse_label_selector(text: str | None) -> LabelSelector:
+    """Parse kube's label selector string; raise BadRequest on malformed input."""
+    if not text or not text.strip():
+        return LabelSelector()
+    tokens = _tokenize(text)
+    reqs: list[Requirement] = []
+    pos = 0
+
+    def fail(why: str) -> BadRequest:
+        return BadRequest(f"unable to parse requirement: {why}")
+
+    def take() -> str:
+        nonlocal pos
+        if pos >= len(tokens):
+            raise fail(f'found end of input in selector "{text}"')
+        token = tokens[pos]
+        pos += 1
+        return token
+
+    def peek() -> str | None:
+        return tokens[pos] if pos < len(tokens) else None
+
+    while True:
+        token = take()
+        negated = token == "!"
+        key = take() if negated else token
+        _check_key(key, fail)
+        nxt = peek()
+        if negated:
+            reqs.append(Requirement(key, Operator.DOES_NOT_EXIST))
+        elif nxt is None or nxt == ",":
+            reqs.append(Requirement(key, Operator.EXISTS))
+        else:
+            op_token = take()
+            if op_token in ("=", "==", "!="):
+                value = "" if peek() in (None, ",") else take()
+                op = Operator.NOT_EQUALS if op_token == "!=" else Operator.EQUALS
+                reqs.append(Requirement(key, op, frozenset({_value(value, fail)})))
+            elif op_token in (">", "<"):
+                bound = take()
+                if not bound.lstrip("-").isdigit():
+                    raise fail(f"for 'gt', 'lt' operators, the value must be an integer: {bound}")
+                op = Operator.GREATER_THAN if op_token == ">" else Operator.LESS_THAN
+                reqs.append(Requirement(key, op, frozenset({bound})))
+            elif op_token in ("in", "notin"):
+                if take() != "(":
+                    raise fail(f"found '{tokens[pos - 1]}', expected: '('")
+                values: set[str] = set()
+                while True:
+                    item = take()
+                    if item == ")":
+                        break
+                    if item == ",":
+                        continue
+                    values.add(_value(item, fail))
+                op = Operator.IN if op_token == "in" else Operator.NOT_IN
+                if not values:
+                    raise fail(f"for '{op_token}', 'notin' operators, values set can't be empty")
+                reqs.append(Requirement(key, op, frozenset(values)))
+            else:
+                raise fail(f"found '{op_token}', expected: in, notin, =, ==, !=, gt, lt")
+        nxt = peek()
+        if nxt is None:
+            break
+        if nxt != ",":
+            raise fail(f"found '{nxt}', expected: ',' or 'end of string'")
+        pos += 1
+    return LabelSelector(tuple(reqs))
+
+
+def _tokenize(text: str) -> list[str]:
+    tokens: list[str] = []
+    pos = 0
+    while pos < len(text):
+        match = _TOKEN.match(text, pos)
+        if match is None:
+            if text[pos:].strip() == "":
+                break
+            raise BadRequest(f"unable to parse requirement: unexpected character in selector \"{text}\"")
+        tokens.append(match.group(1))
+        pos = match.end()
+    return tokens
+
+
+def _check_key(key: str, fail: Callable[[str], BadRequest]) -> None:
+    if key in ("(", ")", ",", "=", "==", "!=", "!"):
+        raise fail(f"found '{key}', expected: identifier")
+    errors = qualified_name_errors(key)
+    if errors:
+        raise fail(f'key: Invalid value: "{key}": {"; ".join(errors)}')
+
+
+def _value(value: str, fail: Callable[[str], BadRequest]) -> str:
+    if value in ("(", ")", "=", "==", "!=", "!"):
+        raise fail(f"found '{value}', expected: identifier")
+    errors = label_value_errors(value)
+    if errors:
+        raise fail(f'values[0][key]: Invalid value: "{value}": {"; ".join(errors)}')
+    return value
+
+
+# --- field selectors ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FieldRequirement:
+    field: str
+    value: str
+    negated: bool
+    getter: Callable[[dict[str, Any]], str]
+
+    def matches(self, obj: dict[str, Any]) -> bool:
+        return (self.getter(obj) == self.value) != self.negated
+
+
+@dataclass(frozen=True, slots=True)
+class FieldSelector:
+    requirements: tuple[FieldRequirement, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not self.requirements
+
+    def matches(self, obj: dict[str, Any]) -> bool:
+        return all(req.matches(obj) for req in self.requirements)
+
+    def exact_name(self) -> str | None:
+        """The name an ``metadata.name=x`` requirement pins, so a list can read one key."""
+        for req in self.requirements:
+            if req.field == "metadata.name" and not req.negated:
+                return req.value
+        return None
+
+
+def parse_field_selector(
+    text: str | None, supported: Mapping[str, Callable[[dict[str, Any]], str]]
+) -> FieldSelector:
+    if not text or not text.strip():
+        return FieldSelector()
+    reqs: list[FieldRequirement] = []
+    for part in _split_unescaped(text, ","):
+        part = part.strip()
+        if not part:
+            continue
+        for op, negated in (("!=", True), ("==", False), ("=", False)):
+            field, sep, value = part.partition(op)
+            if sep:
+                break
+        else:
+            raise BadRequest(f"invalid selector: '{text}'; can't understand '{part}'")
+        field = field.strip()
+        getter = supported.get(field)
+        if getter is None:
+            raise BadRequest(f'field label not supported: {field}')
+        reqs.append(FieldRequirement(field, _unescape(value.strip()), negated, getter))
+    return FieldSelector(tuple(reqs))
+
+
+def _split_unescaped(text: str, sep: str) -> list[str]:
+    parts, current, escaped = [], [], False
+    for ch in text:
+        if escaped:
+            current.append("\\" + ch)
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif ch == sep:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+    parts.append("".join(current))
+    return parts
+
+
+def _unescape(value: str) -> str:
+    return re.sub(r"\\(.)", r"\1", value)

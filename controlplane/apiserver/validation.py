@@ -1,0 +1,296 @@
+"""Validation of objects before anything is written: names, metadata, and typed kinds.
+
+Inputs are object dicts and their :class:`ResourceType`; outputs are kube field causes
+(``Cause``) and the list of unknown fields. ``check_object`` is the single entry point
+the object layer calls: it raises ``Invalid`` (422) with causes, or ``BadRequest`` (400)
+for unknown fields under ``fieldValidation=Strict``, and for Warn/Ignore returns the
+object with unknown fields removed plus the warnings to send. Pure: no I/O.
+
+Typed kinds are validated with their pydantic model. ``metadata`` is validated here, by
+kube's rules, not by the model (models describe spec and status; metadata belongs to
+the server), so model errors and unknown fields under ``metadata`` are ignored.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from controlplane.apiserver.errors import BadRequest, Cause, CauseType, invalid
+from controlplane.apiserver.resources import NameRule, ResourceType
+from controlplane.apiserver.selectors import label_value_errors, qualified_name_errors
+
+
+class FieldValidation(StrEnum):
+    """The ``fieldValidation`` query parameter of writes."""
+
+    STRICT = "Strict"
+    WARN = "Warn"
+    IGNORE = "Ignore"
+
+    @classmethod
+    def parse(cls, value: str | None, *, default: FieldValidation) -> FieldValidation:
+        if not value:
+            return default
+        for member in cls:
+            if member.value.lower() == value.lower():
+                return member
+        raise BadRequest(
+            f'fieldValidation: Unsupported value: "{value}": supported values: "Ignore", "Strict", "Warn"'
+        )
+
+
+_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL_1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_LABEL_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+
+SUBDOMAIN_MESSAGE = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+    "and must start and end with an alphanumeric character (e.g. 'example.com', regex used for "
+    "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+LABEL_1123_MESSAGE = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must "
+    "start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for "
+    "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
+LABEL_1035_MESSAGE = (
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+    "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
+    "regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
+)
+_NAME_RULES: dict[NameRule, tuple[re.Pattern[str], int, str]] = {
+    NameRule.SUBDOMAIN: (_SUBDOMAIN, 253, SUBDOMAIN_MESSAGE),
+    NameRule.LABEL: (_LABEL_1123, 63, LABEL_1123_MESSAGE),
+    NameRule.LABEL_1035: (_LABEL_1035, 63, LABEL_1035_MESSAGE),
+}
+MAX_ANNOTATIONS_BYTES = 256 * 1024
+
+
+def name_errors(name: str, rule: NameRule) -> list[str]:
+    """kube's messages for a name that breaks ``rule`` (empty when it is fine)."""
+    pattern, max_len, message = _NAME_RULES[rule]
+    errors = []
+    if len(name) > max_len:
+        errors.append(f"must be no more than {max_len} characters")
+    if not pattern.match(name):
+        errors.append(message)
+    return errors
+
+
+def _quote(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, str) else json.dumps(value, default=str)
+
+
+def invalid_value(field_path: str, value: Any, detail: str) -> Cause:
+    return Cause(CauseType.FIELD_VALUE_INVALID, f"Invalid value: {_quote(value)}: {detail}", field_path)
+
+
+def metadata_causes(obj: dict[str, Any], rt: ResourceType) -> list[Cause]:
+    """Name, namespace, labels and annotations by kube's rules."""
+    causes: list[Cause] = []
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        return [Cause(CauseType.FIELD_VALUE_REQUIRED, "Required value", "metadata")]
+    name = meta.get("name")
+    if not name:
+        causes.append(
+            Cause(CauseType.FIELD_VALUE_REQUIRED, "Required value: name or generateName is required", "metadata.name")
+        )
+    elif not isinstance(name, str):
+        causes.append(invalid_value("metadata.name", name, "must be a string"))
+    else:
+        causes.extend(invalid_value("metadata.name", name, err) for err in name_errors(name, rt.name_rule))
+    namespace = meta.get("namespace")
+    if rt.namespaced and isinstance(namespace, str) and namespace:
+        causes.extend(
+            invalid_value("metadata.namespace", namespace, err) for err in name_errors(namespace, NameRule.LABEL)
+        )
+    labels = meta.get("labels")
+    if labels is not None:
+        if not isinstance(labels, dict):
+            causes.append(invalid_value("metadata.labels", labels, "must be a map of strings"))
+        else:
+            for key, value in labels.items():
+                causes.extend(invalid_value("metadata.labels", key, err) for err in qualified_name_errors(key))
+                if not isinstance(value, str):
+                    causes.append(invalid_value(f"metadata.labels[{key}]", value, "must be a string"))
+                else:
+                    causes.extend(invalid_value("metadata.labels", value, err) for err in label_value_errors(value))
+    annotations = meta.get("annotations")
+    if annotations is not None:
+        if not isinstance(annotations, dict):
+            causes.append(invalid_value("metadata.annotations", annotations, "must be a map of strings"))
+        else:
+            size = 0
+            for key, value in annotations.items():
+                causes.extend(
+                    invalid_value("metadata.annotations", key, err) for err in qualified_name_errors(key.lower())
+                )
+                if not isinstance(value, str):
+                    causes.append(invalid_value(f"metadata.annotations[{key}]", value, "must be a string"))
+                else:
+                    size += len(key) + len(value)
+            if size > MAX_ANNOTATIONS_BYTES:
+                causes.append(
+                    Cause(
+                        CauseType.FIELD_VALUE_INVALID,
+                        f"Too long: may not be more than {MAX_ANNOTATIONS_BYTES} bytes",
+                        "metadata.annotations",
+                    )
+                )
+    finalizers = meta.get("finalizers")
+    if finalizers is not None and (
+        not isinstance(finalizers, list) or not all(isinstance(f, str) for f in finalizers)
+    ):
+        causes.append(invalid_value("metadata.finalizers", finalizers, "must be a list of strings"))
+    return causes
+
+
+# --- typed kinds ----------------------------------------------------------------------
+
+Loc = tuple[str | int, ...]
+
+
+def format_path(loc: Loc) -> str:
+    """``("spec", "clusters", 0, "name")`` -> ``spec.clusters[0].name``."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def _input_path(loc: tuple[Any, ...], data: Any) -> Loc:
+    """Keep the parts of a pydantic ``loc`` that walk the input, dropping union tags."""
+    kept: list[str | int] = []
+    node = data
+    for index, part in enumerate(loc):
+        last = index == len(loc) - 1
+        if isinstance(node, dict) and isinstance(part, str) and part in node:
+            kept.append(part)
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            kept.append(part)
+            node = node[part]
+        elif last and isinstance(part, str | int):
+            kept.append(part)
+        # Anything else is a union member tag or a validator label, not a field.
+    return tuple(kept)
+
+
+def _cause_for(error: dict[str, Any], data: Any) -> tuple[Loc, Cause]:
+    loc = _input_path(tuple(error["loc"]), data)
+    field_path = format_path(loc)
+    err_type = str(error["type"])
+    message = str(error["msg"])
+    if message.startswith("Value error, "):
+        message = message.removeprefix("Value error, ")
+    elif message.startswith("Assertion failed, "):
+        message = message.removeprefix("Assertion failed, ")
+    if err_type == "missing":
+        return loc, Cause(CauseType.FIELD_VALUE_REQUIRED, "Required value", field_path)
+    value = error.get("input")
+    if err_type in ("literal_error", "enum"):
+        expected = str((error.get("ctx") or {}).get("expected", "")).replace("'", '"')
+        return loc, Cause(
+            CauseType.FIELD_VALUE_NOT_SUPPORTED,
+            f"Unsupported value: {_quote(value)}: supported values: {expected}",
+            field_path,
+        )
+    detail = message[:1].lower() + message[1:] if message else "invalid"
+    try:
+        shown = _quote(value)
+    except (TypeError, ValueError):
+        shown = repr(value)
+    return loc, Cause(CauseType.FIELD_VALUE_INVALID, f"Invalid value: {shown}: {detail}", field_path)
+
+
+def _unknown_paths(data: Any, dumped: Any, prefix: Loc) -> list[Loc]:
+    """Paths present in the input but absent from the model's dump: unknown fields."""
+    found: list[Loc] = []
+    if isinstance(data, dict) and isinstance(dumped, dict):
+        for key, value in data.items():
+            if key not in dumped:
+                found.append((*prefix, key))
+            else:
+                found.extend(_unknown_paths(value, dumped[key], (*prefix, key)))
+    elif isinstance(data, list) and isinstance(dumped, list) and len(data) == len(dumped):
+        for index, (item, dumped_item) in enumerate(zip(data, dumped, strict=True)):
+            found.extend(_unknown_paths(item, dumped_item, (*prefix, index)))
+    return found
+
+
+def _prune(obj: dict[str, Any], loc: Loc) -> None:
+    node: Any = obj
+    for part in loc[:-1]:
+        try:
+            node = node[part]
+        except (KeyError, IndexError, TypeError):
+            return
+    if isinstance(node, dict) and isinstance(loc[-1], str):
+        node.pop(loc[-1], None)
+
+
+@dataclass(slots=True)
+class ModelCheck:
+    causes: list[Cause] = field(default_factory=list)
+    unknown: list[Loc] = field(default_factory=list)
+
+
+def check_model(obj: dict[str, Any], model: type[BaseModel]) -> ModelCheck:
+    """Validate with the pydantic model; report causes and unknown fields (outside metadata)."""
+    result = ModelCheck()
+    try:
+        instance = model.model_validate(obj)
+    except ValidationError as exc:
+        for error in exc.errors(include_url=False):
+            loc, cause = _cause_for(dict(error), obj)
+            if loc[:1] == ("metadata",):
+                continue
+            if error["type"] == "extra_forbidden":
+                result.unknown.append(loc)
+            else:
+                result.causes.append(cause)
+        return result
+    dumped = instance.model_dump(mode="json", by_alias=True, exclude_unset=False)
+    result.unknown = [loc for loc in _unknown_paths(obj, dumped, ()) if loc[:1] != ("metadata",)]
+    return result
+
+
+@dataclass(slots=True)
+class Checked:
+    obj: dict[str, Any]
+    warnings: list[str]
+
+
+def check_object(obj: dict[str, Any], rt: ResourceType, *, field_validation: FieldValidation) -> Checked:
+    """Validate ``obj`` for a write. Raise BadRequest/Invalid; return it (pruned) and warnings."""
+    name = str((obj.get("metadata") or {}).get("name") or "")
+    causes = metadata_causes(obj, rt)
+    warnings: list[str] = []
+    if rt.model is not None:
+        checked = check_model(obj, rt.model)
+        if checked.unknown:
+            paths = [format_path(loc) for loc in checked.unknown]
+            if field_validation is FieldValidation.STRICT:
+                raise BadRequest(
+                    "strict decoding error: " + ", ".join(f'unknown field "{p}"' for p in paths)
+                )
+            obj = copy.deepcopy(obj)
+            for loc in checked.unknown:
+                _prune(obj, loc)
+            if field_validation is FieldValidation.WARN:
+                warnings.extend(f'unknown field "{p}"' for p in paths)
+        causes.extend(checked.causes)
+    if causes:
+        raise invalid(kind=rt.kind, group=rt.group, name=name, causes=causes)
+    return Checked(obj, warnings)

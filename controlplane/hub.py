@@ -1,0 +1,196 @@
+"""The hub process: etcd, the API server over TLS with token auth, and (on the leader)
+the controllers.
+
+In: a :class:`HubConfig` (state dir, listen address, etcd endpoints or none for an
+embedded etcd). Out: a running HTTPS API, ``<state-dir>/hub.kubeconfig`` with an admin
+token and the CA, and ``/readyz`` answering once everything is up.
+
+State that must survive restarts lives in etcd (objects, tokens) and in the state dir
+(the PKI, the embedded etcd's data). Restarting the hub on the same state dir reuses
+both, and the admin kubeconfig's token keeps working.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+from aiohttp import web
+
+from controlplane.apiserver.app import create_app
+from controlplane.apiserver.auth.authorizer import RoleAuthorizer
+from controlplane.apiserver.auth.bootstrap import ca_routes, join_routes, token_routes
+from controlplane.apiserver.auth.tokens import TokenStore
+from controlplane.apiserver.identity import Role
+from controlplane.apiserver.kubeconfig import KubeconfigError, load_kubeconfig, write_kubeconfig
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.apiserver.resources import hub_resources
+from controlplane.apiserver.tls import Pki, ensure_pki
+from controlplane.storage.embedded import EmbeddedEtcd
+from controlplane.storage.etcd import EtcdStore
+
+log = logging.getLogger(__name__)
+
+KUBECONFIG_NAME = "hub.kubeconfig"
+ADMIN_USER = "gpufed-admin"
+
+
+@dataclass(frozen=True)
+class HubConfig:
+    state_dir: Path
+    host: str = "127.0.0.1"
+    port: int = 6443
+    #: Empty: start an embedded etcd with its data under the state dir.
+    etcd_endpoints: tuple[str, ...] = ()
+    #: Extra names/addresses for the serving certificate.
+    tls_hosts: tuple[str, ...] = ()
+    #: Seconds a cluster may miss heartbeats before it is Unknown.
+    cluster_monitor_grace_period: float = 40.0
+    #: Extra route factories (e.g. the dashboard), given the running hub.
+    extra_routes: tuple[Callable[[Hub], list[web.RouteDef]], ...] = field(default=())
+
+
+def advertised_host(host: str) -> str:
+    """The address clients should use for a listen address (wildcards -> loopback)."""
+    return {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+
+
+def url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+class Hub:
+    """One hub replica. ``async with Hub(config) as hub: await hub.wait_stopped()``."""
+
+    def __init__(self, config: HubConfig) -> None:
+        self.config = config
+        self.etcd: EmbeddedEtcd | None = None
+        self.store: EtcdStore | None = None
+        self.tokens: TokenStore | None = None
+        self.objects: ObjectStore | None = None
+        self.pki: Pki | None = None
+        self.url = ""
+        self._runner: web.AppRunner | None = None
+        self._stopped = asyncio.Event()
+        self._closed = False
+
+    @property
+    def kubeconfig_path(self) -> Path:
+        return self.config.state_dir / KUBECONFIG_NAME
+
+    async def start(self) -> None:
+        state = self.config.state_dir
+        state.mkdir(parents=True, exist_ok=True)
+        endpoints = list(self.config.etcd_endpoints)
+        if not endpoints:
+            self.etcd = EmbeddedEtcd(state / "etcd", log_file=state / "etcd.log")
+            endpoints = [await self.etcd.start()]
+            log.info("embedded etcd ready at %s (data in %s)", endpoints[0], state / "etcd")
+        self.store = EtcdStore(endpoints)
+        await self.store.connect()
+        await self.store.ping()
+
+        host = advertised_host(self.config.host)
+        self.pki = ensure_pki(state, hosts=[host, socket.gethostname(), *self.config.tls_hosts])
+        self.tokens = TokenStore(self.store)
+        registry = hub_resources()
+        self.objects = ObjectStore(self.store, registry)
+        extra = [
+            *join_routes(self.tokens),
+            *token_routes(self.tokens),
+            *ca_routes(ca_pem=self.pki.ca_pem),
+        ]
+        for factory in self.config.extra_routes:
+            extra.extend(factory(self))
+        app = create_app(
+            self.objects,
+            registry,
+            authenticator=self.tokens,
+            authorizer=RoleAuthorizer(),
+            extra_routes=extra,
+        )
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(
+            self._runner, self.config.host, self.config.port, ssl_context=self.pki.server_ssl_context()
+        )
+        await site.start()
+        port = _bound_port(site, default=self.config.port)
+        self.url = f"https://{url_host(host)}:{port}"
+        await self._write_admin_kubeconfig()
+        log.info("hub serving at %s; kubeconfig: %s", self.url, self.kubeconfig_path)
+
+    async def _write_admin_kubeconfig(self) -> None:
+        """Reuse the admin token of an existing kubeconfig if it still works, else mint one."""
+        assert self.tokens is not None and self.pki is not None
+        token: str | None = None
+        with contextlib.suppress(FileNotFoundError, KubeconfigError):
+            existing = load_kubeconfig(self.kubeconfig_path)
+            user = await self.tokens.authenticate(existing.token)
+            if user is not None and user.role is Role.ADMIN:
+                token = existing.token
+        if token is None:
+            issued = await self.tokens.create(role=Role.ADMIN, name=ADMIN_USER)
+            token = issued.token
+        write_kubeconfig(
+            self.kubeconfig_path, server=self.url, ca_pem=self.pki.ca_pem, token=token, user=ADMIN_USER
+        )
+
+    async def wait_stopped(self) -> None:
+        await self._stopped.wait()
+
+    def request_stop(self) -> None:
+        self._stopped.set()
+
+    async def shutdown(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._stopped.set()
+        if self._runner is not None:
+            await self._runner.cleanup()
+        if self.store is not None:
+            await self.store.close()
+        if self.etcd is not None:
+            await self.etcd.stop()
+
+    async def __aenter__(self) -> Hub:
+        try:
+            await self.start()
+        except BaseException:
+            await self.shutdown()
+            raise
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.shutdown()
+
+
+def _bound_port(site: web.TCPSite, *, default: int) -> int:
+    server = site._server  # aiohttp exposes the bound sockets only here
+    sockets = getattr(server, "sockets", None) or []
+    for sock in sockets:
+        return int(sock.getsockname()[1])
+    return default
+
+
+async def run_until_signalled(hub: Hub, *, on_ready: Callable[[Hub], Awaitable[None]] | None = None) -> None:
+    """Run ``hub`` until SIGINT/SIGTERM, then shut down cleanly."""
+    import signal
+
+    loop = asyncio.get_running_loop()
+    async with hub:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, hub.request_stop)
+        if on_ready is not None:
+            await on_ready(hub)
+        await hub.wait_stopped()
+        log.info("shutting down")

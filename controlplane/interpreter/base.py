@@ -1,0 +1,239 @@
+"""The per-kind interpreter contract and the helpers its implementations share.
+
+The hub treats workloads generically: the detector asks "how many replicas, needing
+what, as one gang or not", the binding controller asks for "this object with N replicas
+(and this GPU shape) for one cluster", the status controller asks "merge these member
+statuses" and "is this member healthy". :class:`KindInterpreter` is that contract; one
+small module per kind implements it (``deployment.py``, ``job.py``, ``pytorchjob.py``…),
+and :mod:`controlplane.interpreter.registry` finds the right one by (API group, kind).
+
+Objects go in and come out as plain JSON-compatible dicts; inputs are never mutated.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from controlplane.apis.work_v1alpha1 import Health
+from controlplane.interpreter.requirements import (
+    Obj,
+    ReplicaRequirements,
+    requirements,
+    set_gpu_request,
+)
+
+__all__ = ["Component", "Health", "KindInterpreter", "MemberStatuses", "PodTemplateKind"]
+
+MemberStatuses = Sequence[tuple[str, Mapping[str, Any] | None]]
+"""(cluster name, the member object's ``.status``) pairs, one per cluster running a share."""
+
+ANNOTATION_GANG = "gpufed.io/gang"
+# TODO(constants): move ANNOTATION_GANG to controlplane/apis/constants.py.
+
+
+@dataclass(frozen=True, slots=True)
+class Component:
+    """One role of a multi-role workload (PyTorchJob Master/Worker, a Ray worker group)."""
+
+    name: str
+    replicas: int
+    requirements: ReplicaRequirements
+
+    def to_spec(self) -> Obj:
+        """The ResourceBinding ``spec.components[]`` form."""
+        return {
+            "name": self.name,
+            "replicas": self.replicas,
+            "replicaRequirements": self.requirements.to_spec(),
+        }
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, Any]) -> Component:
+        return cls(
+            name=str(spec["name"]),
+            replicas=int(spec.get("replicas") or 0),
+            requirements=ReplicaRequirements.from_spec(spec.get("replicaRequirements")),
+        )
+
+
+@runtime_checkable
+class KindInterpreter(Protocol):
+    """What the hub knows about one workload kind."""
+
+    group: str
+    kind: str
+
+    def replicas(self, obj: Obj) -> int:
+        """Total pods the workload runs (all roles of a multi-role kind)."""
+        ...
+
+    def components(self, obj: Obj) -> list[Component]:
+        """The roles of a multi-role kind; ``[]`` for single-template kinds."""
+        ...
+
+    def replica_requirements(self, obj: Obj) -> ReplicaRequirements:
+        """Per-replica requirements of the main pod template (the worker role for multi-role kinds)."""
+        ...
+
+    def with_replicas(self, obj: Obj, replicas: int) -> Obj:
+        """A new object that runs ``replicas`` pods: one cluster's share."""
+        ...
+
+    def is_gang(self, obj: Obj) -> bool:
+        """Whether the workload must land whole in one cluster."""
+        ...
+
+    def aggregate_status(self, obj: Obj, member_statuses: MemberStatuses) -> Obj:
+        """The hub object's ``.status`` merged from the members' statuses."""
+        ...
+
+    def health(self, status: Mapping[str, Any] | None) -> Health:
+        """Health of one member's copy, from its ``.status``."""
+        ...
+
+    def with_gpu_request(self, obj: Obj, resources: Mapping[str, int | str]) -> Obj:
+        """A new object whose GPU containers request ``resources`` (alternative GPU shape)."""
+        ...
+
+
+TemplateSlot = tuple[dict[str, Any], str]
+"""(parent dict, key) where a pod template lives, so a copy can be rewritten in place."""
+
+
+class PodTemplateKind:
+    """Shared behaviour for kinds that embed pod templates; subclasses name where they are."""
+
+    group: str = ""
+    kind: str = ""
+
+    def template_slots(self, obj: Obj) -> list[TemplateSlot]:
+        raise NotImplementedError
+
+    def components(self, obj: Obj) -> list[Component]:
+        return []
+
+    def replica_requirements(self, obj: Obj) -> ReplicaRequirements:
+        slots = self.template_slots(obj)
+        if not slots:
+            return ReplicaRequirements()
+        parent, key = slots[-1]
+        return requirements(parent.get(key))
+
+    def is_gang(self, obj: Obj) -> bool:
+        return False
+
+    def with_gpu_request(self, obj: Obj, resources: Mapping[str, int | str]) -> Obj:
+        out = copy.deepcopy(obj)
+        for parent, key in self.template_slots(out):
+            if parent.get(key):
+                parent[key] = set_gpu_request(parent[key], resources)
+        return out
+
+
+def dig(obj: Mapping[str, Any] | None, *path: str) -> Any:
+    """``obj[path[0]][path[1]]…`` or None when any step is missing."""
+    cur: Any = obj
+    for step in path:
+        if not isinstance(cur, Mapping):
+            return None
+        cur = cur.get(step)
+    return cur
+
+
+def as_int(value: Any, default: int = 0) -> int:
+    if value is None:
+        return default
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def sum_fields(statuses: Sequence[Mapping[str, Any]], fields: Sequence[str]) -> dict[str, int]:
+    """Element-wise sums of integer status fields (absent counts as 0)."""
+    return {f: sum(as_int(s.get(f)) for s in statuses) for f in fields}
+
+
+def merge_conditions(
+    member_statuses: MemberStatuses,
+    *,
+    any_true: frozenset[str] = frozenset(),
+) -> list[Obj]:
+    """One condition per type across members.
+
+    A type in ``any_true`` (Failed, ReplicaFailure…) is True as soon as one member says so;
+    every other type is True only when all members say True, False when any says False,
+    Unknown otherwise (including a member that does not report it). The message names
+    the clusters behind a non-True result; lastTransitionTime is the latest of the
+    members that agree with the result.
+    """
+    present = [(name, s) for name, s in member_statuses if s is not None]
+    types: list[str] = []
+    per_member: list[tuple[str, dict[str, Mapping[str, Any]]]] = []
+    for name, status in present:
+        conds = {str(c.get("type")): c for c in status.get("conditions") or () if c.get("type")}
+        per_member.append((name, conds))
+        types.extend(t for t in conds if t not in types)
+    out: list[Obj] = []
+    for ctype in types:
+        values = [(name, conds.get(ctype)) for name, conds in per_member]
+        states = [str(c.get("status")) if c else "Unknown" for _, c in values]
+        if ctype in any_true:
+            result = "True" if "True" in states else ("False" if states and all(s == "False" for s in states) else "Unknown")
+        elif states and all(s == "True" for s in states):
+            result = "True"
+        elif "False" in states:
+            result = "False"
+        else:
+            result = "Unknown"
+        agreeing = [(name, c) for (name, c), s in zip(values, states, strict=True) if s == result and c]
+        cond: Obj = {"type": ctype, "status": result}
+        reasons = {str(c.get("reason")) for _, c in agreeing if c.get("reason")}
+        if len(reasons) == 1:
+            cond["reason"] = reasons.pop()
+        elif reasons:
+            cond["reason"] = "Aggregated"
+        messages = [f"{name}: {c.get('message')}" for name, c in agreeing if c.get("message")]
+        if messages:
+            cond["message"] = "; ".join(messages)
+        times = [str(c["lastTransitionTime"]) for _, c in agreeing if c.get("lastTransitionTime")]
+        if times:
+            cond["lastTransitionTime"] = max(times)
+        out.append(cond)
+    return out
+
+
+def condition_true(status: Mapping[str, Any] | None, ctype: str) -> bool | None:
+    """True/False when ``status.conditions`` has ``ctype`` as True/False, None when absent or Unknown."""
+    for cond in (status or {}).get("conditions") or ():
+        if cond.get("type") == ctype:
+            value = cond.get("status")
+            return True if value == "True" else (False if value == "False" else None)
+    return None
+
+
+def scale_counts(counts: Sequence[int], target: int) -> list[int]:
+    """Split ``target`` over roles proportionally to ``counts`` (largest remainder, ties to the first)."""
+    if target <= 0:
+        return [0 for _ in counts]
+    total = sum(counts)
+    if not counts:
+        return []
+    if total <= 0:
+        return [target, *[0 for _ in counts[1:]]]
+    quotas = [c * target / total for c in counts]
+    out = [math.floor(q) for q in quotas]
+    order = sorted(range(len(counts)), key=lambda i: (-(quotas[i] - out[i]), i))
+    for i in order[: target - sum(out)]:
+        out[i] += 1
+    return out
+
+
+def extreme_time(values: Sequence[Any], pick: Callable[[Sequence[str]], str]) -> str | None:
+    """min/max of RFC3339 timestamps (string order is time order for one zone, Z)."""
+    present = [str(v) for v in values if v]
+    return pick(present) if present else None

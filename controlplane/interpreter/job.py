@@ -1,0 +1,117 @@
+"""Job (batch/v1): ``spec.parallelism`` pods at a time; a gang only when marked as one.
+
+Replicas are the pods that run at once: ``parallelism`` (default 1), capped by
+``completions`` when that is smaller. A cluster's share of ``n`` pods gets
+``parallelism = n`` and ``completions = ceil(completions * n / replicas)``: completions
+scale with the share, rounded up so the members together never complete less work than
+asked (at most one extra completion per cluster). ``completionMode: Indexed`` jobs get
+per-cluster indices 0..completions-1; mark them as gangs when indices must be global.
+
+A Job is a gang when annotated ``gpufed.io/gang: "true"``, or when it (or its pod
+template) carries a coscheduling pod-group label together with a min-member count > 1.
+The hub's status sums active/ready/succeeded/failed/terminating; it is Complete only
+when every member's share is Complete, Failed as soon as one member's share Failed.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from controlplane.interpreter.base import (
+    ANNOTATION_GANG,
+    Health,
+    MemberStatuses,
+    PodTemplateKind,
+    TemplateSlot,
+    as_int,
+    condition_true,
+    extreme_time,
+    merge_conditions,
+    sum_fields,
+)
+from controlplane.interpreter.requirements import Obj
+
+COUNT_FIELDS = ("active", "ready", "succeeded", "failed", "terminating")
+FAILURE_CONDITIONS = frozenset({"Failed", "FailureTarget"})
+
+POD_GROUP_LABELS = (
+    "scheduling.x-k8s.io/pod-group",  # scheduler-plugins coscheduling
+    "pod-group.scheduling.sigs.k8s.io",  # coscheduling, legacy lightweight form
+    "pod-group.scheduling.sigs.k8s.io/name",
+    "scheduling.k8s.io/group-name",  # Volcano
+)
+MIN_MEMBER_KEYS = (
+    "pod-group.scheduling.sigs.k8s.io/min-available",
+    "scheduling.x-k8s.io/min-member",
+    "gpufed.io/min-member",
+)
+
+
+def _meta_maps(meta: Mapping[str, Any] | None) -> dict[str, str]:
+    meta = meta or {}
+    return {**(meta.get("annotations") or {}), **(meta.get("labels") or {})}
+
+
+class JobInterpreter(PodTemplateKind):
+    group = "batch"
+    kind = "Job"
+
+    def template_slots(self, obj: Obj) -> list[TemplateSlot]:
+        spec = obj.get("spec")
+        return [(spec, "template")] if isinstance(spec, dict) and "template" in spec else []
+
+    def replicas(self, obj: Obj) -> int:
+        spec = obj.get("spec") or {}
+        parallelism = as_int(spec.get("parallelism"), 1)
+        completions = spec.get("completions")
+        return min(parallelism, as_int(completions)) if completions is not None else parallelism
+
+    def with_replicas(self, obj: Obj, replicas: int) -> Obj:
+        total = self.replicas(obj)
+        out = copy.deepcopy(obj)
+        spec = out.setdefault("spec", {})
+        completions = spec.get("completions")
+        spec["parallelism"] = replicas
+        if completions is not None and replicas != total:
+            spec["completions"] = math.ceil(as_int(completions) * replicas / total) if total else 0
+        return out
+
+    def is_gang(self, obj: Obj) -> bool:
+        meta = _meta_maps(obj.get("metadata"))
+        if str(meta.get(ANNOTATION_GANG, "")).lower() == "true":
+            return True
+        template_meta = _meta_maps(((obj.get("spec") or {}).get("template") or {}).get("metadata"))
+        for source in (meta, template_meta):
+            if any(source.get(k) for k in POD_GROUP_LABELS) and any(
+                as_int(source.get(k)) > 1 for k in MIN_MEMBER_KEYS
+            ):
+                return True
+        return False
+
+    def aggregate_status(self, obj: Obj, member_statuses: MemberStatuses) -> Obj:
+        present = [s for _, s in member_statuses if s is not None]
+        if not present:
+            return {}
+        out: Obj = {k: v for k, v in sum_fields(present, COUNT_FIELDS).items() if v}
+        start = extreme_time([s.get("startTime") for s in present], min)
+        if start:
+            out["startTime"] = start
+        conditions = merge_conditions(member_statuses, any_true=FAILURE_CONDITIONS)
+        if conditions:
+            out["conditions"] = conditions
+        complete = any(c["type"] == "Complete" and c["status"] == "True" for c in conditions)
+        if complete:
+            end = extreme_time([s.get("completionTime") for s in present], max)
+            if end:
+                out["completionTime"] = end
+        return out
+
+    def health(self, status: Mapping[str, Any] | None) -> Health:
+        if status is None:
+            return Health.UNKNOWN
+        if condition_true(status, "Failed") or condition_true(status, "FailureTarget"):
+            return Health.UNHEALTHY
+        return Health.HEALTHY

@@ -1,0 +1,98 @@
+"""Shared interpreter for Kubeflow training jobs (PyTorchJob, MPIJob).
+
+Both embed one replica spec per role (``{Master|Launcher: {...}, Worker: {...}}`` with
+``replicas`` and ``template``), are gangs (all pods must start together or the job
+hangs), and report ``status.replicaStatuses[role] = {active, succeeded, failed}`` plus
+conditions Created/Running/Restarting/Succeeded/Failed. Gangs are placed whole, so
+``with_replicas`` normally returns a copy; asked for another total it keeps the fixed
+roles (Master, Launcher) and gives the difference to the Worker role.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from controlplane.interpreter.base import (
+    Component,
+    Health,
+    MemberStatuses,
+    PodTemplateKind,
+    TemplateSlot,
+    as_int,
+    condition_true,
+    extreme_time,
+    merge_conditions,
+)
+from controlplane.interpreter.requirements import Obj, ReplicaRequirements, requirements
+
+ROLE_COUNTS = ("active", "succeeded", "failed")
+
+
+class KubeflowJobInterpreter(PodTemplateKind):
+    group = "kubeflow.org"
+    kind = ""
+    specs_field = ""
+    fixed_roles: frozenset[str] = frozenset()
+    worker_role = "Worker"
+
+    def _roles(self, obj: Obj) -> dict[str, dict[str, Any]]:
+        roles = (obj.get("spec") or {}).get(self.specs_field) or {}
+        return {str(k): v for k, v in roles.items() if isinstance(v, dict)}
+
+    def template_slots(self, obj: Obj) -> list[TemplateSlot]:
+        return [(role, "template") for role in self._roles(obj).values() if "template" in role]
+
+    def components(self, obj: Obj) -> list[Component]:
+        return [
+            Component(name=name, replicas=as_int(role.get("replicas"), 1), requirements=requirements(role.get("template")))
+            for name, role in self._roles(obj).items()
+        ]
+
+    def replicas(self, obj: Obj) -> int:
+        return sum(c.replicas for c in self.components(obj))
+
+    def replica_requirements(self, obj: Obj) -> ReplicaRequirements:
+        roles = self._roles(obj)
+        role = roles.get(self.worker_role) or next(iter(roles.values()), None)
+        return requirements((role or {}).get("template"))
+
+    def is_gang(self, obj: Obj) -> bool:
+        return True
+
+    def with_replicas(self, obj: Obj, replicas: int) -> Obj:
+        out = copy.deepcopy(obj)
+        roles = self._roles(out)
+        fixed = sum(as_int(r.get("replicas"), 1) for name, r in roles.items() if name in self.fixed_roles)
+        worker = roles.get(self.worker_role)
+        if worker is not None and replicas != self.replicas(obj):
+            worker["replicas"] = max(0, replicas - fixed)
+        return out
+
+    def aggregate_status(self, obj: Obj, member_statuses: MemberStatuses) -> Obj:
+        present = [s for _, s in member_statuses if s is not None]
+        if not present:
+            return {}
+        replica_statuses: dict[str, dict[str, int]] = {}
+        for status in present:
+            for role, counts in (status.get("replicaStatuses") or {}).items():
+                merged = replica_statuses.setdefault(str(role), {})
+                for field in ROLE_COUNTS:
+                    merged[field] = merged.get(field, 0) + as_int((counts or {}).get(field))
+        out: Obj = {"replicaStatuses": replica_statuses}
+        conditions = merge_conditions(member_statuses, any_true=frozenset({"Failed", "Restarting"}))
+        if conditions:
+            out["conditions"] = conditions
+        for field, pick in (("startTime", min), ("completionTime", max), ("lastReconcileTime", max)):
+            value = extreme_time([s.get(field) for s in present], pick)
+            if value:
+                out[field] = value
+        return out
+
+    def health(self, status: Mapping[str, Any] | None) -> Health:
+        if not status:
+            return Health.UNKNOWN
+        if condition_true(status, "Failed"):
+            return Health.UNHEALTHY
+        return Health.HEALTHY if status.get("conditions") else Health.UNKNOWN

@@ -1,0 +1,159 @@
+"""RayCluster (ray.io/v1): one head pod plus worker groups; placed whole (a gang).
+
+Pods per worker group are ``replicas`` (default ``minReplicas``, 0 when suspended) times
+``numOfHosts`` (multi-host groups, default 1). A Ray cluster whose workers sit in another
+Kubernetes cluster than its head cannot form, so RayCluster is treated as a gang like
+RayJob (the hub never splits it). ``with_replicas`` for another total keeps the head and
+spreads the difference over the worker groups in proportion to their current size.
+
+The helpers here are shared with :mod:`controlplane.interpreter.rayjob`, whose
+``spec.rayClusterSpec`` has the same shape as a RayCluster's ``spec``.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from controlplane.interpreter.base import (
+    Component,
+    Health,
+    MemberStatuses,
+    PodTemplateKind,
+    TemplateSlot,
+    as_int,
+    scale_counts,
+    sum_fields,
+)
+from controlplane.interpreter.requirements import Obj, ReplicaRequirements, requirements
+
+HEAD = "head"
+COUNT_FIELDS = (
+    "availableWorkerReplicas",
+    "desiredWorkerReplicas",
+    "readyWorkerReplicas",
+    "minWorkerReplicas",
+    "maxWorkerReplicas",
+)
+# Worst first: the merged state is the worst any member reports.
+STATE_ORDER = ("failed", "suspended", "", "ready")
+
+
+def worker_pods(group: Mapping[str, Any]) -> int:
+    if group.get("suspend"):
+        return 0
+    replicas = group.get("replicas")
+    count = as_int(replicas) if replicas is not None else as_int(group.get("minReplicas"))
+    return count * max(1, as_int(group.get("numOfHosts"), 1))
+
+
+def cluster_template_slots(cluster_spec: dict[str, Any] | None) -> list[TemplateSlot]:
+    if not isinstance(cluster_spec, dict):
+        return []
+    slots: list[TemplateSlot] = []
+    head = cluster_spec.get("headGroupSpec")
+    if isinstance(head, dict) and "template" in head:
+        slots.append((head, "template"))
+    for group in cluster_spec.get("workerGroupSpecs") or ():
+        if isinstance(group, dict) and "template" in group:
+            slots.append((group, "template"))
+    return slots
+
+
+def cluster_components(cluster_spec: Mapping[str, Any] | None) -> list[Component]:
+    if not cluster_spec:
+        return []
+    out: list[Component] = []
+    head = cluster_spec.get("headGroupSpec")
+    if isinstance(head, Mapping):
+        out.append(Component(name=HEAD, replicas=1, requirements=requirements(head.get("template"))))
+    for i, group in enumerate(cluster_spec.get("workerGroupSpecs") or ()):
+        out.append(
+            Component(
+                name=str(group.get("groupName") or f"workers-{i}"),
+                replicas=worker_pods(group),
+                requirements=requirements(group.get("template")),
+            )
+        )
+    return out
+
+
+def main_worker_requirements(cluster_spec: Mapping[str, Any] | None) -> ReplicaRequirements:
+    """The largest worker group's requirements (the head's when there is no worker group)."""
+    components = cluster_components(cluster_spec)
+    workers = [c for c in components if c.name != HEAD] or components
+    if not workers:
+        return ReplicaRequirements()
+    return max(workers, key=lambda c: c.replicas).requirements
+
+
+def scale_cluster_spec(cluster_spec: dict[str, Any], replicas: int) -> None:
+    """Set the worker groups of ``cluster_spec`` (in place) so the cluster runs ``replicas`` pods.
+
+    Worker pods are split in proportion to the groups' current pods; a multi-host group
+    rounds its share down to whole replicas of ``numOfHosts`` pods.
+    """
+    groups = [g for g in cluster_spec.get("workerGroupSpecs") or () if isinstance(g, dict)]
+    head = 1 if isinstance(cluster_spec.get("headGroupSpec"), dict) else 0
+    shares = scale_counts([worker_pods(g) for g in groups], max(0, replicas - head))
+    for group, share in zip(groups, shares, strict=True):
+        units = share // max(1, as_int(group.get("numOfHosts"), 1))
+        group["replicas"] = units
+        if as_int(group.get("minReplicas")) > units:
+            group["minReplicas"] = units
+        if group.get("maxReplicas") is not None and as_int(group.get("maxReplicas")) < units:
+            group["maxReplicas"] = units
+
+
+def cluster_health(state: str | None) -> Health:
+    if state == "failed":
+        return Health.UNHEALTHY
+    if state == "ready":
+        return Health.HEALTHY
+    return Health.UNKNOWN
+
+
+class RayClusterInterpreter(PodTemplateKind):
+    group = "ray.io"
+    kind = "RayCluster"
+
+    def template_slots(self, obj: Obj) -> list[TemplateSlot]:
+        return cluster_template_slots(obj.get("spec"))
+
+    def components(self, obj: Obj) -> list[Component]:
+        return cluster_components(obj.get("spec"))
+
+    def replicas(self, obj: Obj) -> int:
+        return sum(c.replicas for c in self.components(obj))
+
+    def replica_requirements(self, obj: Obj) -> ReplicaRequirements:
+        return main_worker_requirements(obj.get("spec"))
+
+    def is_gang(self, obj: Obj) -> bool:
+        return True
+
+    def with_replicas(self, obj: Obj, replicas: int) -> Obj:
+        out = copy.deepcopy(obj)
+        if replicas != self.replicas(obj) and isinstance(out.get("spec"), dict):
+            scale_cluster_spec(out["spec"], replicas)
+        return out
+
+    def aggregate_status(self, obj: Obj, member_statuses: MemberStatuses) -> Obj:
+        present = [s for _, s in member_statuses if s is not None]
+        if not present:
+            return {}
+        out: Obj = {k: v for k, v in sum_fields(present, COUNT_FIELDS).items() if v}
+        states = [str(s.get("state") or "") for s in present]
+        worst = min(states, key=lambda s: STATE_ORDER.index(s) if s in STATE_ORDER else 2)
+        if worst:
+            out["state"] = worst
+        head = present[0].get("head")
+        if head:
+            out["head"] = head
+        return out
+
+    def health(self, status: Mapping[str, Any] | None) -> Health:
+        if not status:
+            return Health.UNKNOWN
+        return cluster_health(status.get("state"))

@@ -1,0 +1,81 @@
+"""RayJob (ray.io/v1): a RayCluster (``spec.rayClusterSpec``) created for one job; a gang.
+
+A RayJob that targets an existing cluster (``spec.clusterSelector``) brings no pods of
+its own beyond the submitter and counts 0 replicas here. The status is the member's own
+(a gang runs in one cluster); with several members the worst deployment status wins.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from controlplane.interpreter.base import (
+    Component,
+    Health,
+    MemberStatuses,
+    PodTemplateKind,
+    TemplateSlot,
+)
+from controlplane.interpreter.raycluster import (
+    cluster_components,
+    cluster_template_slots,
+    main_worker_requirements,
+    scale_cluster_spec,
+)
+from controlplane.interpreter.requirements import Obj, ReplicaRequirements
+
+FAILED_DEPLOYMENT = frozenset({"Failed", "ValidationFailed"})
+HEALTHY_DEPLOYMENT = frozenset({"Running", "Complete", "Initializing", "Suspended", "Suspending", "Retrying"})
+# Worst first.
+DEPLOYMENT_ORDER = ("Failed", "ValidationFailed", "Retrying", "Suspending", "Suspended", "Initializing", "", "Running", "Complete")
+
+
+class RayJobInterpreter(PodTemplateKind):
+    group = "ray.io"
+    kind = "RayJob"
+
+    def template_slots(self, obj: Obj) -> list[TemplateSlot]:
+        return cluster_template_slots((obj.get("spec") or {}).get("rayClusterSpec"))
+
+    def components(self, obj: Obj) -> list[Component]:
+        return cluster_components((obj.get("spec") or {}).get("rayClusterSpec"))
+
+    def replicas(self, obj: Obj) -> int:
+        return sum(c.replicas for c in self.components(obj))
+
+    def replica_requirements(self, obj: Obj) -> ReplicaRequirements:
+        return main_worker_requirements((obj.get("spec") or {}).get("rayClusterSpec"))
+
+    def is_gang(self, obj: Obj) -> bool:
+        return True
+
+    def with_replicas(self, obj: Obj, replicas: int) -> Obj:
+        out = copy.deepcopy(obj)
+        cluster_spec = (out.get("spec") or {}).get("rayClusterSpec")
+        if isinstance(cluster_spec, dict) and replicas != self.replicas(obj):
+            scale_cluster_spec(cluster_spec, replicas)
+        return out
+
+    def aggregate_status(self, obj: Obj, member_statuses: MemberStatuses) -> Obj:
+        present = [s for _, s in member_statuses if s is not None]
+        if not present:
+            return {}
+
+        def rank(status: Mapping[str, Any]) -> int:
+            value = str(status.get("jobDeploymentStatus") or "")
+            return DEPLOYMENT_ORDER.index(value) if value in DEPLOYMENT_ORDER else DEPLOYMENT_ORDER.index("")
+
+        worst: Mapping[str, Any] = min(present, key=rank)
+        return copy.deepcopy(dict(worst))
+
+    def health(self, status: Mapping[str, Any] | None) -> Health:
+        if not status:
+            return Health.UNKNOWN
+        deployment = str(status.get("jobDeploymentStatus") or "")
+        if deployment in FAILED_DEPLOYMENT or status.get("jobStatus") == "FAILED":
+            return Health.UNHEALTHY
+        if deployment in HEALTHY_DEPLOYMENT:
+            return Health.HEALTHY
+        return Health.UNKNOWN

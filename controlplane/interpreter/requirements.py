@@ -1,0 +1,425 @@
+"""Per-replica scheduling requirements, as the hub's scheduler and estimator consume them.
+
+A workload's pod template (Deployment ``spec.template``, a PyTorchJob role's ``template``…)
+goes in; a frozen, hashable :class:`ReplicaRequirements` comes out: resource requests as
+integers in base units (cpu millicores, memory bytes, GPUs and MIG slices as counts), the
+nodeSelector, the required node affinity, tolerations and the priority class. Being
+hashable lets the estimator cache one answer per (cluster snapshot, requirements).
+
+The same value converts to and from the ResourceBinding's ``spec.replicaRequirements``
+(quantities as strings there, see shapes.md), and :func:`set_gpu_request` rewrites a pod
+template's GPU request for the alternative-shape feature.
+
+Pure functions over plain dicts; nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from controlplane.apis.constants import RESOURCE_GPU, RESOURCE_GPU_SHARED, RESOURCE_MIG_PREFIX
+from controlplane.apis.quantity import format_quantity, to_int
+
+Obj = dict[str, Any]
+"""A Kubernetes object (or part of one) as a JSON-compatible dict."""
+
+RESOURCE_PODS = "pods"
+"""The node resource that caps how many pods a node runs; every replica takes one."""
+
+
+def is_gpu_resource(name: str) -> bool:
+    """Whether ``name`` is a GPU-like extended resource (whole GPU, GPU share or MIG slice)."""
+    return name in (RESOURCE_GPU, RESOURCE_GPU_SHARED) or name.startswith(RESOURCE_MIG_PREFIX)
+
+
+class TaintEffect(StrEnum):
+    NO_SCHEDULE = "NoSchedule"
+    PREFER_NO_SCHEDULE = "PreferNoSchedule"
+    NO_EXECUTE = "NoExecute"
+
+
+class SelectorOperator(StrEnum):
+    """Operators of a node selector requirement (``nodeAffinity`` match expressions)."""
+
+    IN = "In"
+    NOT_IN = "NotIn"
+    EXISTS = "Exists"
+    DOES_NOT_EXIST = "DoesNotExist"
+    GT = "Gt"
+    LT = "Lt"
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str = ""
+    effect: str = TaintEffect.NO_SCHEDULE
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> Taint:
+        return cls(
+            key=str(raw.get("key", "")),
+            value=str(raw.get("value") or ""),
+            effect=str(raw.get("effect") or TaintEffect.NO_SCHEDULE),
+        )
+
+    def describe(self) -> str:
+        """The taint as kube-scheduler prints it in reasons: ``{key: value}``."""
+        return f"{{{self.key}: {self.value}}}"
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+    toleration_seconds: int | None = None
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> Toleration:
+        seconds = raw.get("tolerationSeconds")
+        return cls(
+            key=str(raw.get("key") or ""),
+            operator=str(raw.get("operator") or "Equal"),
+            value=str(raw.get("value") or ""),
+            effect=str(raw.get("effect") or ""),
+            toleration_seconds=int(seconds) if seconds is not None else None,
+        )
+
+    def to_dict(self) -> Obj:
+        out: Obj = {"operator": self.operator}
+        if self.key:
+            out["key"] = self.key
+        if self.value:
+            out["value"] = self.value
+        if self.effect:
+            out["effect"] = self.effect
+        if self.toleration_seconds is not None:
+            out["tolerationSeconds"] = self.toleration_seconds
+        return out
+
+    def tolerates(self, taint: Taint) -> bool:
+        """Kubernetes toleration semantics (``ToleratesTaint`` in k8s.io/api/core/v1)."""
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if self.operator == "Exists":
+            return True
+        # An empty key with operator Equal is invalid in kube; it tolerates nothing here.
+        return bool(self.key) and self.value == taint.value
+
+
+def untolerated(taints: Iterable[Taint], tolerations: Iterable[Toleration]) -> tuple[Taint, ...]:
+    """Taints with a scheduling effect (NoSchedule, NoExecute) that no toleration covers."""
+    tols = tuple(tolerations)
+    return tuple(
+        t
+        for t in taints
+        if t.effect in (TaintEffect.NO_SCHEDULE, TaintEffect.NO_EXECUTE)
+        and not any(tol.tolerates(t) for tol in tols)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorRequirement:
+    """One ``matchExpressions`` entry of a required node affinity term."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> NodeSelectorRequirement:
+        return cls(
+            key=str(raw["key"]),
+            operator=str(raw["operator"]),
+            values=tuple(str(v) for v in raw.get("values") or ()),
+        )
+
+    def to_dict(self) -> Obj:
+        out: Obj = {"key": self.key, "operator": self.operator}
+        if self.values:
+            out["values"] = list(self.values)
+        return out
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        value = labels.get(self.key)
+        op = self.operator
+        if op == SelectorOperator.IN:
+            return value is not None and value in self.values
+        if op == SelectorOperator.NOT_IN:
+            return value is None or value not in self.values
+        if op == SelectorOperator.EXISTS:
+            return value is not None
+        if op == SelectorOperator.DOES_NOT_EXIST:
+            return value is None
+        if op in (SelectorOperator.GT, SelectorOperator.LT):
+            if value is None or len(self.values) != 1:
+                return False
+            try:
+                have, bound = int(value), int(self.values[0])
+            except ValueError:
+                return False
+            return have > bound if op == SelectorOperator.GT else have < bound
+        return False
+
+    def describe(self) -> str:
+        if self.operator in (SelectorOperator.EXISTS, SelectorOperator.DOES_NOT_EXIST):
+            return f"{self.key} {self.operator}"
+        return f"{self.key} {self.operator} ({', '.join(self.values)})"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorTerm:
+    """A required node affinity term: all expressions must hold (terms are ORed).
+
+    ``matchFields`` (only ``metadata.name`` exists) name individual nodes, which the hub's
+    grouped shapes do not know; a term that has them is kept as ``has_field_selector`` and
+    treated as satisfiable, leaving the final word to the member's scheduler.
+    """
+
+    expressions: tuple[NodeSelectorRequirement, ...] = ()
+    has_field_selector: bool = False
+    raw_fields: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        if not self.expressions and not self.has_field_selector:
+            return False  # kube: an empty term matches no node
+        return all(e.matches(labels) for e in self.expressions)
+
+    def to_dict(self) -> Obj:
+        out: Obj = {}
+        if self.expressions:
+            out["matchExpressions"] = [e.to_dict() for e in self.expressions]
+        if self.raw_fields:
+            out["matchFields"] = [
+                {"key": k, "operator": op, "values": list(vals)} for k, op, vals in self.raw_fields
+            ]
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaRequirements:
+    """What one replica (pod) needs from a node, in base units. Hashable and immutable."""
+
+    resources: tuple[tuple[str, int], ...] = ()
+    """Sorted (resource, amount) pairs; only non-zero amounts."""
+    node_selector: tuple[tuple[str, str], ...] = ()
+    node_affinity: tuple[NodeSelectorTerm, ...] = ()
+    """Required node affinity terms (ORed); empty means no constraint."""
+    tolerations: tuple[Toleration, ...] = ()
+    priority_class_name: str | None = None
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Hashing walks every nested tuple; the estimator hashes on its hot path, so do it once.
+        object.__setattr__(
+            self,
+            "_hash",
+            hash(
+                (
+                    self.resources,
+                    self.node_selector,
+                    self.node_affinity,
+                    self.tolerations,
+                    self.priority_class_name,
+                )
+            ),
+        )
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    @classmethod
+    def build(
+        cls,
+        resources: Mapping[str, int] | None = None,
+        *,
+        node_selector: Mapping[str, str] | None = None,
+        node_affinity: Iterable[NodeSelectorTerm] = (),
+        tolerations: Iterable[Toleration] = (),
+        priority_class_name: str | None = None,
+    ) -> ReplicaRequirements:
+        """Normalising constructor: sorts maps into tuples and drops zero amounts."""
+        return cls(
+            resources=tuple(sorted((k, int(v)) for k, v in (resources or {}).items() if v)),
+            node_selector=tuple(sorted((node_selector or {}).items())),
+            node_affinity=tuple(node_affinity),
+            tolerations=tuple(tolerations),
+            priority_class_name=priority_class_name,
+        )
+
+    @property
+    def resource_map(self) -> dict[str, int]:
+        return dict(self.resources)
+
+    @property
+    def gpu_resources(self) -> dict[str, int]:
+        """The GPU-like part of the request (``nvidia.com/gpu``, MIG slices, GPU shares)."""
+        return {k: v for k, v in self.resources if is_gpu_resource(k)}
+
+    @property
+    def node_selector_map(self) -> dict[str, str]:
+        return dict(self.node_selector)
+
+    def with_gpu_shape(self, shape: Mapping[str, int]) -> ReplicaRequirements:
+        """The same requirements with the GPU part of the request replaced by ``shape``.
+
+        Requirements without any GPU request are returned unchanged: an alternative GPU
+        shape only rewrites pods that ask for a GPU (a PyTorchJob master without GPUs stays).
+        """
+        if not any(is_gpu_resource(k) for k, _ in self.resources):
+            return self
+        merged = {k: v for k, v in self.resources if not is_gpu_resource(k)}
+        merged.update({k: int(v) for k, v in shape.items() if v})
+        return ReplicaRequirements(
+            resources=tuple(sorted(merged.items())),
+            node_selector=self.node_selector,
+            node_affinity=self.node_affinity,
+            tolerations=self.tolerations,
+            priority_class_name=self.priority_class_name,
+        )
+
+    def scaled(self, factor: int) -> dict[str, int]:
+        """The resources of ``factor`` replicas."""
+        return {k: v * factor for k, v in self.resources}
+
+    def to_spec(self) -> Obj:
+        """The ResourceBinding ``spec.replicaRequirements`` form (quantities as strings)."""
+        out: Obj = {
+            "resourceRequest": {k: format_quantity(k, v) for k, v in self.resources},
+            "nodeSelector": dict(self.node_selector),
+            "tolerations": [t.to_dict() for t in self.tolerations],
+        }
+        if self.node_affinity:
+            out["nodeAffinity"] = {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [t.to_dict() for t in self.node_affinity]
+                }
+            }
+        if self.priority_class_name:
+            out["priorityClassName"] = self.priority_class_name
+        return out
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, Any] | None) -> ReplicaRequirements:
+        """Parse a ResourceBinding ``spec.replicaRequirements`` (the inverse of :meth:`to_spec`).
+
+        ``nodeAffinity`` may be a full kube NodeAffinity or just ``{nodeSelectorTerms: [...]}``.
+        """
+        spec = spec or {}
+        return cls.build(
+            {k: to_int(k, v) for k, v in (spec.get("resourceRequest") or {}).items()},
+            node_selector={str(k): str(v) for k, v in (spec.get("nodeSelector") or {}).items()},
+            node_affinity=parse_required_node_affinity(spec.get("nodeAffinity")),
+            tolerations=[Toleration.from_dict(t) for t in spec.get("tolerations") or ()],
+            priority_class_name=spec.get("priorityClassName") or None,
+        )
+
+
+def parse_required_node_affinity(node_affinity: Mapping[str, Any] | None) -> tuple[NodeSelectorTerm, ...]:
+    """The required terms of a pod's ``affinity.nodeAffinity`` (preferred terms do not filter)."""
+    if not node_affinity:
+        return ()
+    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution", node_affinity)
+    terms: list[NodeSelectorTerm] = []
+    for term in (required or {}).get("nodeSelectorTerms") or ():
+        fields = tuple(
+            (str(f["key"]), str(f["operator"]), tuple(str(v) for v in f.get("values") or ()))
+            for f in term.get("matchFields") or ()
+        )
+        terms.append(
+            NodeSelectorTerm(
+                expressions=tuple(
+                    NodeSelectorRequirement.from_dict(e) for e in term.get("matchExpressions") or ()
+                ),
+                has_field_selector=bool(fields),
+                raw_fields=fields,
+            )
+        )
+    return tuple(terms)
+
+
+def _container_requests(container: Mapping[str, Any]) -> dict[str, int]:
+    """A container's effective requests: limits fill in missing requests, as the API server does."""
+    res = container.get("resources") or {}
+    requests = dict(res.get("requests") or {})
+    for name, qty in (res.get("limits") or {}).items():
+        requests.setdefault(name, qty)
+    return {name: to_int(name, qty) for name, qty in requests.items()}
+
+
+def pod_requests(pod_spec: Mapping[str, Any]) -> dict[str, int]:
+    """A pod's effective requests, computed as kube-scheduler does.
+
+    Sum over app containers (and restartable "sidecar" init containers), element-wise max
+    with each one-shot init container plus the sidecars started before it, plus
+    ``spec.overhead``.
+    """
+    total: dict[str, int] = {}
+    for c in pod_spec.get("containers") or ():
+        for k, v in _container_requests(c).items():
+            total[k] = total.get(k, 0) + v
+    sidecars: dict[str, int] = {}
+    init_peak: dict[str, int] = {}
+    for c in pod_spec.get("initContainers") or ():
+        req = _container_requests(c)
+        if c.get("restartPolicy") == "Always":
+            for k, v in req.items():
+                sidecars[k] = sidecars.get(k, 0) + v
+                total[k] = total.get(k, 0) + v
+            continue
+        for k in set(req) | set(sidecars):
+            need = req.get(k, 0) + sidecars.get(k, 0)
+            init_peak[k] = max(init_peak.get(k, 0), need)
+    for k, v in init_peak.items():
+        total[k] = max(total.get(k, 0), v)
+    for k, qty in (pod_spec.get("overhead") or {}).items():
+        total[k] = total.get(k, 0) + to_int(k, qty)
+    return {k: v for k, v in total.items() if v}
+
+
+def requirements(pod_template: Mapping[str, Any] | None) -> ReplicaRequirements:
+    """Per-replica requirements of a pod template (``{metadata, spec}``) or a bare pod spec."""
+    template = pod_template or {}
+    spec: Mapping[str, Any] = template.get("spec", template)
+    affinity = (spec.get("affinity") or {}).get("nodeAffinity")
+    return ReplicaRequirements.build(
+        pod_requests(spec),
+        node_selector={str(k): str(v) for k, v in (spec.get("nodeSelector") or {}).items()},
+        node_affinity=parse_required_node_affinity(affinity),
+        tolerations=[Toleration.from_dict(t) for t in spec.get("tolerations") or ()],
+        priority_class_name=spec.get("priorityClassName") or None,
+    )
+
+
+def set_gpu_request(pod_template: Mapping[str, Any], resources: Mapping[str, int | str]) -> Obj:
+    """A copy of ``pod_template`` whose GPU containers request ``resources`` instead.
+
+    Every container (and init container) that requests or limits a GPU-like resource has
+    all its GPU-like requests and limits removed and replaced by ``resources`` (written as
+    both request and limit: extended resources cannot be overcommitted, so kube requires
+    them equal). Containers without a GPU are untouched. The shape is therefore per GPU
+    container; for the usual pod with one GPU container that is the per-replica request.
+    """
+    out: Obj = copy.deepcopy(dict(pod_template))
+    spec = out.get("spec", out)
+    wanted = {k: format_quantity(k, to_int(k, v)) for k, v in resources.items()}
+    for key in ("containers", "initContainers"):
+        for container in spec.get(key) or ():
+            res = container.get("resources") or {}
+            names = set(res.get("requests") or {}) | set(res.get("limits") or {})
+            if not any(is_gpu_resource(n) for n in names):
+                continue
+            for part in ("requests", "limits"):
+                current = {k: v for k, v in (res.get(part) or {}).items() if not is_gpu_resource(k)}
+                current.update(wanted)
+                res[part] = current
+            container["resources"] = res
+    return out

@@ -1,0 +1,58 @@
+"""Why each cluster was chosen or rejected: the binding's ``status.explanation``.
+
+One :class:`ClusterExplanation` per cluster the scheduler looked at, readable with
+``kubectl describe`` and ``gpufed explain``; ``to_wire`` gives the shape of
+``work_v1alpha1.ClusterExplanation`` (camelCase keys, absent values left out).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from controlplane.scheduler.core.framework import Code, Status
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterExplanation:
+    cluster: str
+    chosen: bool
+    replicas: int = 0
+    reasons: tuple[str, ...] = ()
+    score: float | None = None
+    tier: int | None = None
+    price: float | None = None
+    """Dollars per GPU-hour the binding would pay there."""
+
+    def to_wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"cluster": self.cluster, "chosen": self.chosen, "replicas": self.replicas}
+        if self.reasons:
+            out["reasons"] = list(self.reasons)
+        if self.score is not None:
+            out["score"] = round(self.score, 3)
+        if self.tier is not None:
+            out["tier"] = self.tier
+        if self.price is not None:
+            out["pricePerGpuHour"] = self.price
+        return out
+
+
+def rejection_reasons(status: Status) -> tuple[str, ...]:
+    """A filter's reasons, each prefixed by the plugin that gave it (kube-scheduler style)."""
+    return tuple(f"{status.plugin}: {reason}" for reason in status.reasons) or (f"{status.plugin}: rejected",)
+
+
+def summarize_rejections(total: int, rejected: Mapping[str, Status]) -> str:
+    """``0/5 clusters are available: 2 ClusterAffinity, 3 GpuFeasibility.``"""
+    counts: dict[str, int] = {}
+    for status in rejected.values():
+        counts[status.plugin] = counts.get(status.plugin, 0) + 1
+    parts = ", ".join(f"{n} {plugin}" for plugin, n in sorted(counts.items()))
+    available = total - len(rejected)
+    return f"{available}/{total} clusters are available" + (f": {parts} rejected the rest." if parts else ".")
+
+
+def only_placement_rejections(rejected: Mapping[str, Status]) -> bool:
+    """Whether every rejection is by the placement itself (no cluster fit), not by capacity."""
+    return all(status.code is Code.UNRESOLVABLE for status in rejected.values())

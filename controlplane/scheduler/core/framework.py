@@ -1,0 +1,212 @@
+"""The scheduling framework: plugin contracts, per-cycle state and the filter/score runtime.
+
+Modelled on kube-scheduler's framework (``framework/interface.go``): a filter plugin says
+whether one cluster can take the binding and returns a :class:`Status` whose reasons
+become the binding's explanation; a score plugin returns a number per cluster; the
+runtime runs filters in order (stopping at the first failure per cluster), then scores
+the survivors, normalises every plugin's scores to 0..100 and sums them by weight.
+
+The per-cycle :class:`CycleState` is how plugins share work: the GPU feasibility filter
+stores each cluster's estimate, chosen GPU shape and capacity there, and the division
+step and scorers read it. Everything is in memory; no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Protocol
+
+from controlplane.apis.meta import Toleration as ApiToleration
+from controlplane.apis.quantity import to_int
+from controlplane.interpreter.base import Component
+from controlplane.interpreter.requirements import ReplicaRequirements
+from controlplane.scheduler.core.reservations import Reservations
+from controlplane.scheduler.core.snapshot import ClusterSnapshot
+from policies.models import ClusterAffinityTerm, DivisionStrategy, GpuShapeAlternative, Placement
+
+
+class Code(StrEnum):
+    SUCCESS = "Success"
+    UNSCHEDULABLE = "Unschedulable"
+    """The cluster cannot take the binding now (capacity); it may later."""
+    UNRESOLVABLE = "UnschedulableAndUnresolvable"
+    """The placement itself rules the cluster out (affinity, taints, cordon)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    code: Code = Code.SUCCESS
+    reasons: tuple[str, ...] = ()
+    plugin: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.code is Code.SUCCESS
+
+
+SUCCESS = Status()
+
+
+@dataclass(frozen=True, slots=True)
+class GpuShape:
+    """One acceptable per-replica GPU request (``spec.gpuShapes.alternatives[]``), parsed."""
+
+    resources: tuple[tuple[str, int], ...]
+    node_selector: tuple[tuple[str, str], ...] = ()
+    name: str = ""
+
+    @property
+    def resource_map(self) -> dict[str, int]:
+        return dict(self.resources)
+
+    def describe(self) -> str:
+        text = ",".join(f"{k}={v}" for k, v in self.resources)
+        return f"{self.name} ({text})" if self.name else text
+
+    def apply(self, requirements: ReplicaRequirements) -> ReplicaRequirements:
+        """``requirements`` with this shape's GPU request and extra node selector."""
+        changed = requirements.with_gpu_shape(self.resource_map)
+        if not self.node_selector or changed is requirements:
+            return changed
+        selector = dict(changed.node_selector)
+        selector.update(self.node_selector)
+        return ReplicaRequirements.build(
+            changed.resource_map,
+            node_selector=selector,
+            node_affinity=changed.node_affinity,
+            tolerations=changed.tolerations,
+            priority_class_name=changed.priority_class_name,
+        )
+
+    @classmethod
+    def from_alternative(cls, alternative: GpuShapeAlternative) -> GpuShape:
+        return cls(
+            resources=tuple(sorted((k, to_int(k, v)) for k, v in alternative.resources.items())),
+            node_selector=tuple(sorted((alternative.node_selector or {}).items())),
+            name=alternative.name or "",
+        )
+
+
+@dataclass(frozen=True)
+class BindingRequest:
+    """What the scheduler needs from a ResourceBinding (built by the scheduler controller).
+
+    ``previous`` is the binding's current ``spec.clusters`` (for stability and scale-down
+    order); ``previous_affinity_name`` its ``status.schedulerObservingAffinityName``;
+    ``gpu_shapes`` the policy's ``spec.gpuShapes.alternatives`` (tried after the
+    workload's own request); ``components`` the roles of a multi-role gang.
+    """
+
+    key: str
+    replicas: int
+    requirements: ReplicaRequirements
+    placement: Placement = field(default_factory=Placement)
+    gang: bool = False
+    components: tuple[Component, ...] = ()
+    gpu_shapes: tuple[GpuShape, ...] = ()
+    previous: Mapping[str, int] = field(default_factory=dict)
+    previous_affinity_name: str | None = None
+
+    @property
+    def strategy(self) -> DivisionStrategy:
+        return self.placement.division_strategy
+
+    @property
+    def tolerations(self) -> Sequence[ApiToleration]:
+        return self.placement.cluster_tolerations or ()
+
+    def gang_components(self) -> tuple[Component, ...]:
+        """The pods of a gang as components (one component for a single-template gang)."""
+        if self.components:
+            return self.components
+        return (Component(name="replicas", replicas=self.replicas, requirements=self.requirements),)
+
+
+@dataclass(frozen=True, slots=True)
+class Feasibility:
+    """What the GPU feasibility filter found for one cluster."""
+
+    available: int
+    """More replicas the cluster can hold beyond what it runs for this binding now."""
+    requirements: ReplicaRequirements
+    """Per-replica requirements with the chosen GPU shape applied."""
+    shape: GpuShape | None = None
+    """The alternative chosen, or None for the workload's own request."""
+    products: tuple[str, ...] = ()
+
+
+@dataclass
+class CycleState:
+    """State of one scheduling attempt for one affinity term."""
+
+    request: BindingRequest
+    term: ClusterAffinityTerm
+    reservations: Reservations | None
+    now: datetime
+    feasibility: dict[str, Feasibility] = field(default_factory=dict)
+    caps: dict[str, int] = field(default_factory=dict)
+    """Clusters that keep what they run but take no more (cordoned or not Ready while assigned)."""
+
+
+class FilterPlugin(Protocol):
+    name: str
+
+    def filter(self, state: CycleState, cluster: ClusterSnapshot) -> Status: ...
+
+
+class ScorePlugin(Protocol):
+    name: str
+
+    def score(self, state: CycleState, cluster: ClusterSnapshot) -> float: ...
+
+
+@dataclass(frozen=True)
+class WeightedScorer:
+    plugin: ScorePlugin
+    weight: float = 1.0
+
+
+@dataclass(frozen=True)
+class Profile:
+    """The plugins of one scheduler profile, in the order they run."""
+
+    filters: tuple[FilterPlugin, ...]
+    scorers: tuple[WeightedScorer, ...]
+
+
+def run_filters(
+    profile: Profile, state: CycleState, clusters: Sequence[ClusterSnapshot]
+) -> tuple[list[ClusterSnapshot], dict[str, Status]]:
+    """Clusters passing every filter, and the first failing status of each rejected cluster."""
+    feasible: list[ClusterSnapshot] = []
+    rejected: dict[str, Status] = {}
+    for cluster in clusters:
+        for plugin in profile.filters:
+            status = plugin.filter(state, cluster)
+            if status.code is not Code.SUCCESS:
+                rejected[cluster.name] = status
+                break
+        else:
+            feasible.append(cluster)
+    return feasible, rejected
+
+
+def run_scorers(
+    profile: Profile, state: CycleState, clusters: Sequence[ClusterSnapshot]
+) -> dict[str, float]:
+    """Weighted sum of each plugin's scores, each min-max normalised to 0..100 over ``clusters``."""
+    totals = {c.name: 0.0 for c in clusters}
+    if len(clusters) < 2:
+        return totals
+    for weighted in profile.scorers:
+        raw = [weighted.plugin.score(state, c) for c in clusters]
+        low, high = min(raw), max(raw)
+        if high == low:
+            continue
+        scale = 100.0 * weighted.weight / (high - low)
+        for cluster, value in zip(clusters, raw, strict=True):
+            totals[cluster.name] += (value - low) * scale
+    return totals

@@ -1,0 +1,54 @@
+"""The built-in scheduler plugins and the default profile that runs them.
+
+Filters run cheapest first and GPU feasibility (the estimator) last; scores weigh tier
+and price highest, because filling cheap capacity first is the federation's purpose.
+"""
+
+from controlplane.scheduler.core.framework import Profile, WeightedScorer
+from controlplane.scheduler.core.plugins.filters import (
+    ClusterAffinity,
+    ClusterReady,
+    Cordon,
+    GpuFeasibility,
+    SpreadConstraint,
+    TaintToleration,
+)
+from controlplane.scheduler.core.plugins.scores import (
+    AvailableCapacity,
+    ClusterLocality,
+    TaintPreference,
+    TierAndPrice,
+    cluster_price,
+)
+
+DEFAULT_PROFILE = Profile(
+    filters=(
+        ClusterAffinity(),
+        TaintToleration(),
+        Cordon(),
+        ClusterReady(),
+        SpreadConstraint(),
+        GpuFeasibility(),
+    ),
+    scorers=(
+        WeightedScorer(TierAndPrice(), 3.0),
+        WeightedScorer(ClusterLocality(), 1.0),
+        WeightedScorer(AvailableCapacity(), 1.0),
+        WeightedScorer(TaintPreference(), 1.0),
+    ),
+)
+
+__all__ = [
+    "DEFAULT_PROFILE",
+    "AvailableCapacity",
+    "ClusterAffinity",
+    "ClusterLocality",
+    "ClusterReady",
+    "Cordon",
+    "GpuFeasibility",
+    "SpreadConstraint",
+    "TaintPreference",
+    "TaintToleration",
+    "TierAndPrice",
+    "cluster_price",
+]

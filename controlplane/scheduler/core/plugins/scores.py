@@ -1,0 +1,70 @@
+"""Score plugins: among the clusters that can take a binding, which are better.
+
+Each returns a raw number (higher is better); the runtime normalises per plugin and
+weighs. Scores order clusters for gangs, Aggregated division and explanations; tiered
+overflow and weighted division have their own, stricter rules in ``policies.division``.
+"""
+
+from __future__ import annotations
+
+from controlplane.apis.constants import LABEL_GPU_PRODUCT
+from controlplane.scheduler.core.framework import CycleState
+from controlplane.scheduler.core.snapshot import ClusterSnapshot
+from policies.affinity import prefer_no_schedule_count
+
+
+def cluster_price(state: CycleState, cluster: ClusterSnapshot) -> float:
+    """Dollars per GPU-hour this binding would pay in ``cluster``.
+
+    The price of the GPU product the binding selects (``nodeSelector`` on
+    ``nvidia.com/gpu.product``), else the cheapest listed product among the nodes that
+    can hold a replica, else the cluster's cheapest listed price (0 when none is listed).
+    """
+    feasibility = state.feasibility.get(cluster.name)
+    requirements = feasibility.requirements if feasibility else state.request.requirements
+    product = dict(requirements.node_selector).get(LABEL_GPU_PRODUCT)
+    if product is None and feasibility is not None:
+        listed = [cluster.pricing[p] for p in feasibility.products if p in cluster.pricing]
+        if listed:
+            return min(listed)
+    return cluster.view.price_per_gpu_hour(product)
+
+
+class ClusterLocality:
+    """Prefer clusters that already run the binding (fewer moves)."""
+
+    name = "ClusterLocality"
+
+    def score(self, state: CycleState, cluster: ClusterSnapshot) -> float:
+        return 1.0 if state.request.previous.get(cluster.name) else 0.0
+
+
+class TierAndPrice:
+    """Prefer lower tiers (on-prem first), then cheaper GPU-hours."""
+
+    name = "TierAndPrice"
+
+    def score(self, state: CycleState, cluster: ClusterSnapshot) -> float:
+        return -(cluster.tier * 1_000_000.0 + cluster_price(state, cluster))
+
+
+class AvailableCapacity:
+    """Prefer clusters that can hold more of the binding (up to all of it)."""
+
+    name = "AvailableCapacity"
+
+    def score(self, state: CycleState, cluster: ClusterSnapshot) -> float:
+        feasibility = state.feasibility.get(cluster.name)
+        held = (feasibility.available if feasibility else 0) + state.request.previous.get(cluster.name, 0)
+        return float(min(held, max(state.request.replicas, 1)))
+
+
+class TaintPreference:
+    """Avoid clusters with untolerated PreferNoSchedule taints."""
+
+    name = "TaintToleration"
+
+    def score(self, state: CycleState, cluster: ClusterSnapshot) -> float:
+        if not cluster.taints:
+            return 0.0
+        return -float(prefer_no_schedule_count(cluster.view, state.request.tolerations))

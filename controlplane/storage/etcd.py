@@ -1,0 +1,574 @@
+"""The hub's real :class:`~controlplane.storage.interface.Store`: etcd v3 over gRPC.
+
+In: etcd client URLs (``http://127.0.0.1:2379``), a key prefix that namespaces every key
+this store touches (``/gpufed`` + ``/pods/ns/name``), and opaque byte values.
+Out: :class:`KeyValue` / :class:`ListResult` / :class:`WatchEvent` whose revisions are
+etcd's own, so a key's ``mod_revision`` is directly the object's ``resourceVersion``.
+
+The store speaks etcd's protocol through aetcd's generated gRPC stubs (``aetcd.rpc``)
+rather than aetcd's convenience client, because the contract needs what that client
+does not expose: ranges at a revision with a limit, transactions whose responses we read
+(previous values, the current value on a failed compare), and one independent watch
+stream per ``watch()`` call with a bounded buffer (gRPC flow control) instead of one
+shared stream feeding unbounded queues.
+
+Failure handling, in one place:
+
+* Transient gRPC failures (``UNAVAILABLE``; ``DEADLINE_EXCEEDED`` for reads) are retried
+  with jittered exponential backoff for at most ``retry_budget`` seconds, then surface as
+  :class:`Unavailable` naming the endpoint. Writes are retried only on ``UNAVAILABLE``;
+  when a connection drops after a write was sent the retry may report ``AlreadyExists``,
+  ``Conflict`` or ``NotFound`` for a write that did land -- callers re-read on those, as
+  they must for any compare-and-swap.
+* A compacted revision becomes :class:`Gone` carrying etcd's compacted revision.
+* A watch whose stream drops reopens itself from the last delivered revision + 1.
+
+Every unary call carries a gRPC deadline (``timeout``). A watch stream is long-lived by
+nature; its creation has a deadline and HTTP/2 keepalive pings detect a dead peer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable
+from types import TracebackType
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+from aetcd import rpc
+from aetcd.utils import prefix_range_end
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception,
+    stop_after_delay,
+    wait_random_exponential,
+)
+
+from controlplane.storage.interface import (
+    AlreadyExists,
+    Conflict,
+    EventType,
+    Gone,
+    KeyValue,
+    ListResult,
+    NotFound,
+    StorageError,
+    Unavailable,
+    WatchEvent,
+)
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+_COMPACTED = "required revision has been compacted"
+_FUTURE = "required revision is a future revision"
+
+#: gRPC channel options: reconnect quickly after an etcd restart, notice dead peers on
+#: idle watch streams (etcd refuses pings more often than every 5 s), and accept large
+#: list responses (gRPC's 4 MiB default is a few thousand pods).
+_CHANNEL_OPTIONS: list[tuple[str, int]] = [
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 1_000),
+    ("grpc.keepalive_time_ms", 30_000),
+    ("grpc.keepalive_timeout_ms", 10_000),
+    ("grpc.keepalive_permit_without_calls", 0),
+    ("grpc.http2.max_pings_without_data", 0),
+    ("grpc.max_receive_message_length", 512 * 1024 * 1024),
+]
+
+
+def grpc_target(endpoints: list[str]) -> str:
+    """The gRPC target for etcd client URLs (``http://host:port`` or ``host:port``).
+
+    Several endpoints must be IP literals of one family; gRPC then fails over between
+    them. TLS endpoints are not supported yet.
+    """
+    if not endpoints:
+        raise ValueError("at least one etcd endpoint is required")
+    addresses: list[tuple[str, int]] = []
+    for endpoint in endpoints:
+        parts = urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
+        if parts.scheme != "http":
+            raise ValueError(f"etcd endpoint {endpoint!r}: only http:// endpoints are supported")
+        if parts.hostname is None:
+            raise ValueError(f"etcd endpoint {endpoint!r} has no host")
+        addresses.append((parts.hostname, parts.port or 2379))
+    if len(addresses) == 1:
+        host, port = addresses[0]
+        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    try:
+        versions = {ipaddress.ip_address(host).version for host, _ in addresses}
+    except ValueError:
+        raise ValueError(
+            f"several etcd endpoints must be IP addresses, got {endpoints}"
+        ) from None
+    if versions == {4}:
+        return "ipv4:" + ",".join(f"{host}:{port}" for host, port in addresses)
+    if versions == {6}:
+        return "ipv6:" + ",".join(f"[{host}]:{port}" for host, port in addresses)
+    raise ValueError(f"etcd endpoints mix IPv4 and IPv6 addresses: {endpoints}")
+
+
+def _is_transient(exc: BaseException, *, idempotent: bool) -> bool:
+    if isinstance(exc, rpc.AioRpcError):
+        code = exc.code()
+        return bool(
+            code == rpc.StatusCode.UNAVAILABLE
+            or (idempotent and code == rpc.StatusCode.DEADLINE_EXCEEDED)
+        )
+    return idempotent and isinstance(exc, TimeoutError)
+
+
+def _check_key(key: str) -> None:
+    if not key.startswith("/"):
+        raise ValueError(f"storage keys start with '/', got {key!r}")
+
+
+def _check_prefix(prefix: str) -> None:
+    if prefix and not prefix.startswith("/"):
+        raise ValueError(f"storage key prefixes are empty or start with '/', got {prefix!r}")
+
+
+class EtcdStore:
+    """A :class:`Store` on an etcd cluster; use ``async with`` or ``connect()``/``close()``."""
+
+    def __init__(
+        self,
+        endpoints: list[str],
+        *,
+        prefix: str = "/gpufed",
+        timeout: float = 10.0,
+        retry_budget: float = 10.0,
+    ) -> None:
+        self._target = grpc_target(endpoints)
+        self._endpoint = ",".join(endpoints)
+        self._namespace = prefix.rstrip("/")
+        self._timeout = timeout
+        self._retry_budget = retry_budget
+        self._channel: Any = None
+        self._kv: Any = None
+        self._watch_stub: Any = None
+        self._watch_calls: set[Any] = set()
+        self._closed = False
+
+    # -- lifecycle -----------------------------------------------------------------
+
+    async def connect(self) -> None:
+        """Open the channel and check that etcd answers; raise Unavailable if not."""
+        self._stubs()
+        await self.ping()
+
+    async def ping(self) -> None:
+        """Raise Unavailable unless etcd serves a linearizable read (i.e. has quorum)."""
+        await self._read_revision("ping")
+
+    async def close(self) -> None:
+        """End every watch and close the channel. Idempotent."""
+        self._closed = True
+        for call in list(self._watch_calls):
+            call.cancel()
+        self._watch_calls.clear()
+        channel, self._channel = self._channel, None
+        self._kv = self._watch_stub = None
+        if channel is not None:
+            await channel.close()
+
+    async def __aenter__(self) -> EtcdStore:
+        await self.connect()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # -- reads ---------------------------------------------------------------------
+
+    async def get(self, key: str) -> KeyValue:
+        _check_key(key)
+        request = rpc.RangeRequest(key=self._full(key))
+        response = await self._call("get", lambda: self._kv.Range(request, timeout=self._timeout))
+        if not response.kvs:
+            raise NotFound(f"key {key!r} not found")
+        return self._key_value(response.kvs[0])
+
+    async def list(
+        self,
+        prefix: str,
+        *,
+        revision: int | None = None,
+        limit: int = 0,
+        start_after: str | None = None,
+    ) -> ListResult:
+        _check_prefix(prefix)
+        if limit < 0:
+            raise ValueError(f"limit must be >= 0, got {limit}")
+        start, end = self._range(prefix)
+        if start_after is not None:
+            start = max(start, self._full(start_after) + b"\0")
+        if start >= end:
+            at = revision if revision is not None else await self.current_revision()
+            return ListResult(items=[], revision=at, more=False)
+        request = rpc.RangeRequest(key=start, range_end=end, revision=revision or 0, limit=limit)
+        try:
+            response = await self._call(
+                "list", lambda: self._kv.Range(request, timeout=self._timeout)
+            )
+        except _RevisionError as exc:
+            raise await self._revision_error(exc, revision or 0) from exc.__cause__
+        items = [self._key_value(kv) for kv in response.kvs]
+        at = revision if revision is not None else response.header.revision
+        return ListResult(items=items, revision=at, more=bool(response.more))
+
+    async def current_revision(self) -> int:
+        return await self._read_revision("current_revision")
+
+    # -- writes --------------------------------------------------------------------
+
+    async def create(self, key: str, value: bytes) -> KeyValue:
+        _check_key(key)
+        full = self._full(key)
+        request = rpc.TxnRequest(
+            compare=[
+                rpc.Compare(
+                    key=full, target=rpc.Compare.CREATE, result=rpc.Compare.EQUAL, create_revision=0
+                )
+            ],
+            success=[rpc.RequestOp(request_put=rpc.PutRequest(key=full, value=value))],
+        )
+        response = await self._write("create", lambda: self._kv.Txn(request, timeout=self._timeout))
+        if not response.succeeded:
+            raise AlreadyExists(f"key {key!r} already exists")
+        revision = response.header.revision
+        return KeyValue(key=key, value=value, create_revision=revision, mod_revision=revision)
+
+    async def update(self, key: str, value: bytes, *, expected_revision: int) -> KeyValue:
+        _check_key(key)
+        full = self._full(key)
+        request = rpc.TxnRequest(
+            compare=[
+                # A missing key has mod_revision 0; never let an update create it.
+                rpc.Compare(key=full, target=rpc.Compare.VERSION, result=rpc.Compare.GREATER, version=0),
+                rpc.Compare(
+                    key=full,
+                    target=rpc.Compare.MOD,
+                    result=rpc.Compare.EQUAL,
+                    mod_revision=expected_revision,
+                ),
+            ],
+            success=[rpc.RequestOp(request_put=rpc.PutRequest(key=full, value=value, prev_kv=True))],
+            failure=[rpc.RequestOp(request_range=rpc.RangeRequest(key=full))],
+        )
+        response = await self._write("update", lambda: self._kv.Txn(request, timeout=self._timeout))
+        if not response.succeeded:
+            self._raise_failed_compare(key, response, expected_revision)
+        previous = response.responses[0].response_put.prev_kv
+        return KeyValue(
+            key=key,
+            value=value,
+            create_revision=previous.create_revision,
+            mod_revision=response.header.revision,
+        )
+
+    async def delete(self, key: str, *, expected_revision: int | None = None) -> KeyValue:
+        _check_key(key)
+        full = self._full(key)
+        delete = rpc.DeleteRangeRequest(key=full, prev_kv=True)
+        if expected_revision is None:
+            deleted = await self._write(
+                "delete", lambda: self._kv.DeleteRange(delete, timeout=self._timeout)
+            )
+            revision = deleted.header.revision
+        else:
+            request = rpc.TxnRequest(
+                compare=[
+                    rpc.Compare(
+                        key=full,
+                        target=rpc.Compare.MOD,
+                        result=rpc.Compare.EQUAL,
+                        mod_revision=expected_revision,
+                    )
+                ],
+                success=[rpc.RequestOp(request_delete_range=delete)],
+                failure=[rpc.RequestOp(request_range=rpc.RangeRequest(key=full))],
+            )
+            response = await self._write(
+                "delete", lambda: self._kv.Txn(request, timeout=self._timeout)
+            )
+            if not response.succeeded:
+                self._raise_failed_compare(key, response, expected_revision)
+            deleted = response.responses[0].response_delete_range
+            revision = response.header.revision
+        if not deleted.deleted:
+            raise NotFound(f"key {key!r} not found")
+        previous = deleted.prev_kvs[0]
+        return KeyValue(
+            key=key,
+            value=previous.value,
+            create_revision=previous.create_revision,
+            mod_revision=revision,
+        )
+
+    async def compact(self, revision: int) -> None:
+        """Compact etcd's history before ``revision``.
+
+        Compaction is cluster-wide: it also forgets history under other prefixes.
+        """
+        request = rpc.CompactionRequest(revision=revision, physical=False)
+        try:
+            await self._write("compact", lambda: self._kv.Compact(request, timeout=self._timeout))
+        except _RevisionError as exc:
+            if exc.compacted:
+                return  # already compacted at or beyond ``revision``
+            raise ValueError(f"cannot compact to revision {revision}: {exc}") from exc.__cause__
+
+    # -- watch ---------------------------------------------------------------------
+
+    def watch(self, prefix: str, *, from_revision: int) -> AsyncIterator[WatchEvent]:
+        _check_prefix(prefix)
+        return self._watch(prefix, from_revision)
+
+    async def _watch(self, prefix: str, from_revision: int) -> AsyncIterator[WatchEvent]:
+        start, end = self._range(prefix)
+        next_revision = max(from_revision, 1)
+        while True:
+            call: Any = None
+            try:
+                call, responses = await self._open_watch(start, end, next_revision)
+                async for response in responses:
+                    if response.compact_revision:
+                        raise Gone(
+                            f"watch on {prefix!r} from revision {next_revision}: history before "
+                            f"{response.compact_revision} is compacted",
+                            compacted_revision=response.compact_revision,
+                        )
+                    if response.canceled:
+                        raise StorageError(
+                            f"etcd at {self._endpoint} cancelled the watch on {prefix!r}: "
+                            f"{response.cancel_reason or 'no reason given'}"
+                        )
+                    for raw in response.events:
+                        event = self._watch_event(raw)
+                        next_revision = event.kv.mod_revision + 1
+                        yield event
+                # The server ended the stream cleanly (it does so when shutting down).
+                logger.info(
+                    "etcd ended a watch stream; reopening",
+                    extra={"prefix": prefix, "revision": next_revision},
+                )
+            except rpc.AioRpcError as exc:
+                if not _is_transient(exc, idempotent=True):
+                    raise self._storage_error("watch", exc) from exc
+                if self._closed:
+                    return
+                logger.info(
+                    "etcd watch stream dropped; reopening",
+                    extra={"prefix": prefix, "revision": next_revision, "error": exc.details()},
+                )
+            except Unavailable:
+                if self._closed:
+                    return
+                raise
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                # close() cancels the gRPC call, which surfaces here as CancelledError; a
+                # cancellation of this task itself must propagate.
+                if self._closed and task is not None and not task.cancelling():
+                    return
+                raise
+            finally:
+                if call is not None:
+                    self._watch_calls.discard(call)
+                    call.cancel()
+            if self._closed:
+                return
+            # Do not spin if the server keeps dropping streams right after creating them.
+            await asyncio.sleep(random.uniform(0.05, 0.2))
+
+    async def _open_watch(self, start: bytes, end: bytes, revision: int) -> tuple[Any, AsyncIterator[Any]]:
+        """Open a watch stream at ``revision`` and wait for etcd to confirm it."""
+        request = rpc.WatchRequest(
+            create_request=rpc.WatchCreateRequest(
+                key=start, range_end=end, start_revision=revision, prev_kv=True, progress_notify=True
+            )
+        )
+
+        async def open_once() -> tuple[Any, AsyncIterator[Any]]:
+            call = self._stubs()[1].Watch()
+            self._watch_calls.add(call)
+            try:
+                async with asyncio.timeout(self._timeout):
+                    await call.write(request)
+                    responses: AsyncIterator[Any] = aiter(call)
+                    first = await anext(responses)
+            except BaseException:
+                self._watch_calls.discard(call)
+                call.cancel()
+                raise
+            if not first.created:
+                self._watch_calls.discard(call)
+                call.cancel()
+                raise StorageError(f"etcd at {self._endpoint} answered a watch without creating it")
+            return call, responses
+
+        return await self._call("watch", open_once)
+
+    # -- internals -----------------------------------------------------------------
+
+    def _stubs(self) -> tuple[Any, Any]:
+        if self._closed:
+            raise Unavailable(f"the etcd store for {self._endpoint} is closed")
+        if self._channel is None:
+            self._channel = rpc.insecure_channel(self._target, options=_CHANNEL_OPTIONS)
+            self._kv = rpc.KVStub(self._channel)
+            self._watch_stub = rpc.WatchStub(self._channel)
+        return self._kv, self._watch_stub
+
+    def _full(self, key: str) -> bytes:
+        return (self._namespace + key).encode()
+
+    def _range(self, prefix: str) -> tuple[bytes, bytes]:
+        # Every key starts with '/', so "" means "<namespace>/": it must not reach into a
+        # sibling namespace such as "/gpufed-test".
+        start = self._full(prefix or "/")
+        return start, prefix_range_end(start)
+
+    def _key_value(self, kv: Any) -> KeyValue:
+        return KeyValue(
+            key=kv.key.decode()[len(self._namespace) :],
+            value=kv.value,
+            create_revision=kv.create_revision,
+            mod_revision=kv.mod_revision,
+        )
+
+    def _watch_event(self, raw: Any) -> WatchEvent:
+        kv = raw.kv
+        key = kv.key.decode()[len(self._namespace) :]
+        if raw.type == rpc.Event.DELETE:
+            # prev_kv is absent only if the previous version was compacted already.
+            previous = raw.prev_kv
+            return WatchEvent(
+                type=EventType.DELETE,
+                kv=KeyValue(
+                    key=key,
+                    value=previous.value,
+                    create_revision=previous.create_revision,
+                    mod_revision=kv.mod_revision,
+                ),
+            )
+        return WatchEvent(
+            type=EventType.PUT,
+            kv=KeyValue(
+                key=key,
+                value=kv.value,
+                create_revision=kv.create_revision,
+                mod_revision=kv.mod_revision,
+            ),
+            created=kv.create_revision == kv.mod_revision,
+        )
+
+    def _raise_failed_compare(self, key: str, response: Any, expected_revision: int) -> None:
+        current = response.responses[0].response_range.kvs
+        if not current:
+            raise NotFound(f"key {key!r} not found")
+        raise Conflict(
+            f"key {key!r} is at revision {current[0].mod_revision}, expected {expected_revision}"
+        )
+
+    async def _read_revision(self, what: str) -> int:
+        # A count-only range on the namespace key itself: linearizable, returns no data.
+        request = rpc.RangeRequest(key=self._full(""), count_only=True)
+        response = await self._call(what, lambda: self._kv.Range(request, timeout=self._timeout))
+        revision: int = response.header.revision
+        return revision
+
+    async def _revision_error(self, exc: _RevisionError, revision: int) -> Exception:
+        if not exc.compacted:
+            return ValueError(f"revision {revision} is in the future: {exc}")
+        compacted = await self._compacted_revision()
+        return Gone(
+            f"revision {revision} is compacted (compacted revision {compacted})",
+            compacted_revision=compacted,
+        )
+
+    async def _compacted_revision(self) -> int:
+        """etcd's compacted revision, known to be > 1 (a read below it just failed).
+
+        etcd has no call that reports it, but a watch from revision 1 is answered with it.
+        """
+        start = self._full("")
+        call, responses = await self._open_watch(start, prefix_range_end(start), 1)
+        try:
+            async with asyncio.timeout(self._timeout):
+                async for response in responses:
+                    if response.compact_revision:
+                        revision: int = response.compact_revision
+                        return revision
+        finally:
+            self._watch_calls.discard(call)
+            call.cancel()
+        raise StorageError(f"etcd at {self._endpoint} did not report its compacted revision")
+
+    async def _write(self, what: str, attempt: Callable[[], Awaitable[T]]) -> T:
+        return await self._call(what, attempt, idempotent=False)
+
+    async def _call(
+        self, what: str, attempt: Callable[[], Awaitable[T]], *, idempotent: bool = True
+    ) -> T:
+        """Run one RPC with retries on transient failures; map the final error."""
+        self._stubs()
+
+        def log_retry(state: RetryCallState) -> None:
+            error = state.outcome.exception() if state.outcome is not None else None
+            logger.warning(
+                "etcd call failed, retrying",
+                extra={"call": what, "endpoint": self._endpoint, "attempt": state.attempt_number,
+                       "error": str(error)},
+            )
+
+        try:
+            async for trial in AsyncRetrying(
+                stop=stop_after_delay(self._retry_budget),
+                wait=wait_random_exponential(multiplier=0.05, max=1.0),
+                retry=retry_if_exception(lambda exc: _is_transient(exc, idempotent=idempotent)),
+                before_sleep=log_retry,
+                reraise=True,
+            ):
+                with trial:
+                    return await attempt()
+        except rpc.AioRpcError as exc:
+            raise self._storage_error(what, exc) from exc
+        except TimeoutError as exc:
+            raise Unavailable(
+                f"etcd at {self._endpoint} did not answer {what} within {self._timeout:g}s"
+            ) from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _storage_error(self, what: str, exc: Any) -> Exception:
+        code, details = exc.code(), exc.details() or ""
+        if code == rpc.StatusCode.UNAVAILABLE:
+            return Unavailable(f"etcd at {self._endpoint} is unreachable: {details}")
+        if code == rpc.StatusCode.DEADLINE_EXCEEDED:
+            return Unavailable(
+                f"etcd at {self._endpoint} did not answer {what} within {self._timeout:g}s: {details}"
+            )
+        if code == rpc.StatusCode.OUT_OF_RANGE and (_COMPACTED in details or _FUTURE in details):
+            return _RevisionError(details, compacted=_COMPACTED in details)
+        return StorageError(f"etcd at {self._endpoint} failed {what}: {code.name}: {details}")
+
+
+class _RevisionError(StorageError):
+    """A read or compaction named a compacted or future revision (mapped by the caller)."""
+
+    def __init__(self, message: str, *, compacted: bool) -> None:
+        super().__init__(message)
+        self.compacted = compacted

@@ -1,0 +1,28 @@
+"""Fixtures for the end-to-end tests; the helpers live in e2e/harness.py."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from e2e.harness import ProcessGroup
+
+
+@pytest.fixture
+def processes(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[ProcessGroup]:
+    group = ProcessGroup(root=tmp_path)
+    yield group
+    group.stop_all()
+    report = getattr(request.node, "rep_call", None)
+    if report is not None and report.failed:
+        sys.stderr.write(group.dump_logs())
+
+
+@pytest.hookimpl(tryfirst=True, hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    setattr(item, f"rep_{report.when}", report)

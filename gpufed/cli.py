@@ -1,0 +1,49 @@
+"""The `gpufed` command: one entry point, one subcommand per process or user action.
+
+Subcommands import their implementation lazily so that `gpufed --help` and the small
+user commands start fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+
+# name -> (module, help). Each module has `add_arguments(parser)` and `run(args) -> int`.
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "controlplane": ("gpufed.commands.controlplane", "run the hub: API server, controllers, embedded etcd if none given"),
+    "sim-cluster": ("gpufed.commands.simcluster", "run a simulated GPU member cluster"),
+    "agent": ("gpufed.commands.agent", "run the member agent for one cluster"),
+    "token": ("gpufed.commands.token", "create, list and revoke hub tokens (join tokens for agents)"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gpufed",
+        description="Multi-cluster GPU federation: place GPU work across clusters, report GPU waste.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name, (module_name, help_text) in SUBCOMMANDS.items():
+        module = importlib.import_module(module_name)
+        child = sub.add_parser(name, help=help_text, description=help_text)
+        module.add_arguments(child)
+        run: Callable[[argparse.Namespace], int] = module.run
+        child.set_defaults(handler=run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

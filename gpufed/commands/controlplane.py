@@ -1,0 +1,61 @@
+"""`gpufed controlplane`: run one hub replica."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from pathlib import Path
+
+from gpufed.logging_setup import configure_logging
+
+log = logging.getLogger("gpufed.controlplane")
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """'HOST:PORT' (IPv6 as '[::1]:6443'); port 0 picks a free port."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit():
+        raise argparse.ArgumentTypeError(f"--listen wants HOST:PORT (e.g. 127.0.0.1:6443), not {text!r}")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--state-dir", type=Path, default=Path(".gpufed"),
+                        help="where the PKI, the embedded etcd's data and hub.kubeconfig live (default .gpufed)")
+    parser.add_argument("--listen", type=parse_listen, default=("127.0.0.1", 6443), metavar="HOST:PORT",
+                        help="address to serve HTTPS on; port 0 picks a free port (default 127.0.0.1:6443)")
+    parser.add_argument("--etcd-endpoints", default="", metavar="URLS",
+                        help="comma-separated etcd client URLs; none starts an embedded etcd under the state dir")
+    parser.add_argument("--tls-san", action="append", default=[], metavar="NAME",
+                        help="extra DNS name or IP for the serving certificate (repeatable)")
+    parser.add_argument("--cluster-monitor-grace-period", type=float, default=40.0, metavar="SECONDS",
+                        help="how long a cluster may miss heartbeats before it is Unknown (default 40)")
+    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+
+
+def run(args: argparse.Namespace) -> int:
+    configure_logging(args.log_level, component="hub")
+    from controlplane.hub import Hub, HubConfig, run_until_signalled
+    from controlplane.storage.embedded import EtcdStartError
+    from controlplane.storage.interface import Unavailable
+
+    host, port = args.listen
+    config = HubConfig(
+        state_dir=args.state_dir,
+        host=host,
+        port=port,
+        etcd_endpoints=tuple(e.strip() for e in args.etcd_endpoints.split(",") if e.strip()),
+        tls_hosts=tuple(args.tls_san),
+        cluster_monitor_grace_period=args.cluster_monitor_grace_period,
+    )
+    try:
+        asyncio.run(run_until_signalled(Hub(config)))
+    except (Unavailable, EtcdStartError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"error: cannot serve on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,75 @@
+"""`gpufed token create|list|revoke`: manage hub tokens; print an agent's join command."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
+from gpufed.timeparse import parse_duration
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="token_command", metavar="ACTION")
+    sub.required = True
+    create = sub.add_parser("create", help="create a token (default: a one-time bootstrap token for an agent)")
+    add_kubeconfig_argument(create)
+    create.add_argument("--role", default="bootstrap", choices=["bootstrap", "admin", "viewer", "agent"])
+    create.add_argument("--name", default="", help="who or what the token is for (shown by `token list`)")
+    create.add_argument("--cluster", help="the cluster an agent token is scoped to (role agent)")
+    create.add_argument("--ttl", default=None, help="lifetime, e.g. 30m, 1h, 7d (bootstrap default: 1h)")
+    create.add_argument("--print-join-command", action="store_true",
+                        help="print the full `gpufed agent ...` command that joins a member cluster")
+    lst = sub.add_parser("list", help="list tokens (never their secrets)")
+    add_kubeconfig_argument(lst)
+    revoke = sub.add_parser("revoke", help="revoke a token by id")
+    add_kubeconfig_argument(revoke)
+    revoke.add_argument("token_id")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        return asyncio.run(_run(args))
+    except (HubError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+
+async def _run(args: argparse.Namespace) -> int:
+    from controlplane.apiserver.auth.authorizer import TOKENS_PATH
+    from controlplane.apiserver.auth.bootstrap import join_command
+    from controlplane.apiserver.tls import ca_hash
+
+    client = HubClient.from_kubeconfig(args.kubeconfig)
+    if args.token_command == "create":
+        if args.print_join_command and args.role != "bootstrap":
+            raise ValueError("--print-join-command needs --role bootstrap")
+        body: dict[str, object] = {"role": args.role, "name": args.name or f"{args.role}-token"}
+        if args.cluster:
+            body["cluster"] = args.cluster
+        if args.ttl:
+            body["ttlSeconds"] = int(parse_duration(args.ttl).total_seconds())
+        created = await client.request("POST", TOKENS_PATH, body=body)
+        token = created["token"]
+        if args.print_join_command:
+            print(join_command(hub_url=client.server, ca_hash=ca_hash(client.credentials.ca_pem), token=token))
+        else:
+            print(token)
+        return 0
+    if args.token_command == "list":
+        listing = await client.request("GET", TOKENS_PATH)
+        rows = [("ID", "ROLE", "NAME", "CLUSTER", "EXPIRES", "USED")]
+        for item in listing.get("items", []):
+            spec = {**item.get("spec", {}), **item.get("status", {})}
+            rows.append((
+                item.get("metadata", {}).get("name", ""), str(spec.get("role", "")), str(spec.get("name", "")),
+                str(spec.get("cluster") or ""), str(spec.get("expires") or "never"), str(spec.get("used", "")),
+            ))
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        for row in rows:
+            print("   ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+        return 0
+    await client.request("DELETE", f"{TOKENS_PATH}/{args.token_id}")
+    print(f"token {args.token_id} revoked")
+    return 0

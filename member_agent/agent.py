@@ -1,0 +1,387 @@
+"""The member agent process: joins the hub, then keeps the hub and the member in step.
+
+In: an :class:`~member_agent.config.AgentConfig`. Out, while :meth:`Agent.run` runs, one task
+each in a ``TaskGroup``:
+
+* heartbeat — renews the Lease ``gpufed-cluster-lease/<cluster>`` every ``heartbeat_interval``;
+* node and pod informers on the member (list+watch, resume, relist on 410);
+* capacity reporter — writes ``Cluster.status`` (:func:`member_agent.capacity.summarize`)
+  ``report_debounce`` seconds after nodes/pods change, and every ``report_interval`` anyway;
+* Work informer on the hub (``gpufed-es-<cluster>``) and the Work worker, which applies changed
+  Works, removes deleted ones, refreshes Work statuses every ``status_interval`` and reapplies
+  everything every ``resync_interval`` (repairs drift in the member);
+* DCGM scraper (when ``dcgm_url`` is set), whose utilization rides on the next report.
+
+Every remote call has a timeout; hub and member errors back off with jitter and never end the
+agent. :meth:`Agent.shutdown` is idempotent; ``async with Agent(config)`` runs it in the background.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Any
+
+import aiohttp
+from kubernetes_asyncio import config as kube_config
+from kubernetes_asyncio.client import ApiClient, Configuration
+from tenacity import AsyncRetrying, retry_if_exception, wait_exponential_jitter
+
+from controlplane.apis import constants as c
+from member_agent import capacity, dcgm, hubclient
+from member_agent.applying import WorkApplier, status_changed, work_key
+from member_agent.config import AgentConfig
+from member_agent.informing import Informer
+from member_agent.kubeapi import ApiError, Conflict, KubeApi, NotFound, is_retryable
+from member_agent.ledger import Ledger
+from member_agent.registering import (
+    desired_cluster,
+    register_cluster,
+    renew_lease,
+    rfc3339,
+    write_cluster_status,
+)
+
+logger = logging.getLogger(__name__)
+
+WORK_API = f"/apis/{c.WORK_GROUP}/{c.VERSION}"
+MAX_BACKOFF = 30.0
+Clock = Callable[[], datetime]
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class _Stopped(Exception):
+    """Raised inside the task group to end it on shutdown()."""
+
+
+async def member_api(config: AgentConfig) -> KubeApi:
+    """A client for the member cluster: the kubeconfig when given, else in-cluster config."""
+    configuration = Configuration()
+    if config.kubeconfig is not None:
+        await kube_config.load_kube_config(config_file=str(config.kubeconfig), client_configuration=configuration)
+    else:
+        kube_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+    return KubeApi(ApiClient(configuration=configuration), timeout=config.request_timeout)
+
+
+def _retrying(what: str) -> AsyncRetrying:
+    def log(state: Any) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        logger.warning("%s failed: %s; retrying (attempt %d)", what, exc, state.attempt_number)
+
+    return AsyncRetrying(
+        retry=retry_if_exception(is_retryable),
+        wait=wait_exponential_jitter(initial=0.2, max=MAX_BACKOFF),
+        before_sleep=log,
+        reraise=True,
+    )
+
+
+class Agent:
+    """One member agent; see the module docstring for what it runs."""
+
+    def __init__(self, config: AgentConfig, *, clock: Clock = _utc_now) -> None:
+        self.config = config
+        self.clock = clock
+        self.hub: KubeApi | None = None
+        self.member: KubeApi | None = None
+        self.cluster: dict[str, Any] | None = None
+        self.lease: dict[str, Any] | None = None
+        self.last_status: dict[str, Any] | None = None
+        self.reports_written = 0
+        self.registered = asyncio.Event()
+        self._stop = asyncio.Event()
+        self._report_due = asyncio.Event()
+        self._work_due = asyncio.Event()
+        self._dirty_works: set[str] = set()
+        self._applied_generation: dict[str, int] = {}
+        self._utilization: dict[str, list[dict[str, Any]]] | None = None
+        self._utilization_time: str | None = None
+        self._kubernetes_version: str | None = None
+        self._task: asyncio.Task[None] | None = None
+        self.nodes: Informer | None = None
+        self.pods: Informer | None = None
+        self.works: Informer | None = None
+
+    # lifecycle -------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Agent:
+        self._task = asyncio.create_task(self.run(), name=f"agent-{self.config.cluster_name}")
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.shutdown()
+        if self._task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    def shutdown(self) -> None:
+        """Ask :meth:`run` to stop; safe to call any number of times."""
+        self._stop.set()
+
+    async def run(self) -> None:
+        """Run until :meth:`shutdown`; raises the first fatal error (e.g. the hub CA does not
+        match the pinned hash, or the hub refused the bootstrap token)."""
+        try:
+            try:
+                async with asyncio.TaskGroup() as group:
+                    group.create_task(self._wait_for_stop())
+                    group.create_task(self._main(group))
+            except BaseExceptionGroup as errors:
+                _, rest = errors.split(_Stopped)
+                if rest is not None:
+                    first = rest.exceptions[0]
+                    raise (first if len(rest.exceptions) == 1 and isinstance(first, Exception) else rest) from None
+        finally:
+            for api in (self.hub, self.member):
+                if api is not None:
+                    await api.close()
+            self.hub = self.member = None
+            logger.info("agent for cluster %s stopped", self.config.cluster_name)
+
+    async def _wait_for_stop(self) -> None:
+        await self._stop.wait()
+        raise _Stopped
+
+    async def _main(self, group: asyncio.TaskGroup) -> None:
+        cfg = self.config
+        async for attempt in _retrying("connecting to the member cluster"):
+            with attempt:
+                self.member = await member_api(cfg)
+                self._kubernetes_version = await self.member.version()
+        async for attempt in _retrying("joining the hub"):
+            with attempt:
+                self.hub = await hubclient.connect(
+                    hub=cfg.hub,
+                    ca_hash=cfg.hub_ca_hash,
+                    bootstrap_token=cfg.bootstrap_token.get_secret_value() if cfg.bootstrap_token else None,
+                    cluster_name=cfg.cluster_name,
+                    state=hubclient.StateDir(cfg.state_dir),
+                    request_timeout=cfg.request_timeout,
+                )
+        desired = desired_cluster(
+            cfg.cluster_name,
+            provider=cfg.provider,
+            region=cfg.region,
+            zone=cfg.zone,
+            tier=cfg.tier,
+            labels=cfg.labels,
+            pricing=cfg.pricing,
+        )
+        hub = self.hub
+        assert hub is not None and self.member is not None
+        async for attempt in _retrying("registering the cluster"):
+            with attempt:
+                self.cluster = await register_cluster(hub, desired)
+        self.registered.set()
+
+        self.nodes = Informer(
+            self.member, "/api/v1/nodes", name="nodes", transform=capacity.trim_node, on_change=self._on_capacity_change
+        )
+        self.pods = Informer(
+            self.member, "/api/v1/pods", name="pods", transform=capacity.trim_pod, on_change=self._on_capacity_change
+        )
+        namespace = f"{c.EXECUTION_NAMESPACE_PREFIX}{cfg.cluster_name}"
+        self.works = Informer(hub, f"{WORK_API}/namespaces/{namespace}/works", name="works", on_change=self._on_work_change)
+        group.create_task(self._heartbeat_loop())
+        group.create_task(self.nodes.run())
+        group.create_task(self.pods.run())
+        group.create_task(self.works.run())
+        group.create_task(self._report_loop())
+        group.create_task(self._work_loop())
+        if cfg.dcgm_url:
+            group.create_task(self._dcgm_loop(cfg.dcgm_url))
+
+    # heartbeat -------------------------------------------------------------------------
+
+    async def _heartbeat_loop(self) -> None:
+        assert self.hub is not None
+        while True:
+            try:
+                self.lease = await renew_lease(
+                    self.hub,
+                    self.config.cluster_name,
+                    now=self.clock(),
+                    duration_seconds=self.config.lease_duration_seconds,
+                    last=self.lease,
+                )
+            except ApiError as exc:
+                logger.warning("heartbeat for cluster %s failed: %s", self.config.cluster_name, exc)
+                self.lease = None
+            await asyncio.sleep(self.config.heartbeat_interval)
+
+    # capacity --------------------------------------------------------------------------
+
+    def _on_capacity_change(self, key: str) -> None:
+        self._report_due.set()
+
+    def build_status(self) -> dict[str, Any]:
+        assert self.nodes is not None and self.pods is not None
+        previous = (self.cluster or {}).get("status") or {}
+        return capacity.summarize(
+            list(self.nodes.objects.values()),
+            list(self.pods.objects.values()),
+            now=rfc3339(self.clock()),
+            utilization=self._utilization,
+            utilization_time=self._utilization_time,
+            kubernetes_version=self._kubernetes_version or capacity.kubelet_version(self.nodes.objects.values()),
+            previous_conditions=previous.get("conditions") or [],
+        )
+
+    async def _report_loop(self) -> None:
+        assert self.nodes is not None and self.pods is not None and self.hub is not None
+        await self.nodes.synced.wait()
+        await self.pods.synced.wait()
+        failures = 0
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._report_due.wait(), self.config.report_interval)
+                await asyncio.sleep(self.config.report_debounce)  # let a burst of changes settle
+            self._report_due.clear()
+            status = self.build_status()
+            try:
+                assert self.cluster is not None
+                self.cluster = await write_cluster_status(self.hub, self.cluster, status)
+                self.last_status = status
+                self.reports_written += 1
+                failures = 0
+            except NotFound:
+                logger.warning("cluster %s is gone from the hub; registering it again", self.config.cluster_name)
+                self.cluster = await self._reregister()
+                self._report_due.set()
+            except ApiError as exc:
+                failures += 1
+                logger.warning("capacity report for cluster %s failed: %s", self.config.cluster_name, exc)
+                self._report_due.set()
+                await asyncio.sleep(min(MAX_BACKOFF, 0.5 * 2**failures))
+
+    async def _reregister(self) -> dict[str, Any]:
+        cfg = self.config
+        assert self.hub is not None
+        desired = desired_cluster(
+            cfg.cluster_name, provider=cfg.provider, region=cfg.region, zone=cfg.zone, tier=cfg.tier,
+            labels=cfg.labels, pricing=cfg.pricing,
+        )
+        while True:
+            try:
+                return await register_cluster(self.hub, desired)
+            except ApiError as exc:
+                logger.warning("registering cluster %s again failed: %s", cfg.cluster_name, exc)
+                await asyncio.sleep(MAX_BACKOFF)
+
+    # utilization -----------------------------------------------------------------------
+
+    async def _dcgm_loop(self, url: str) -> None:
+        async with aiohttp.ClientSession() as session:
+            while True:
+                try:
+                    text = await dcgm.scrape(session, url, request_timeout=min(self.config.request_timeout, dcgm.DEFAULT_SCRAPE_TIMEOUT))
+                    self._utilization = dcgm.utilization_by_node(dcgm.parse_metrics(text))
+                    self._utilization_time = rfc3339(self.clock())
+                except dcgm.ScrapeError as exc:
+                    logger.warning("DCGM scrape failed: %s", exc)
+                await asyncio.sleep(self.config.dcgm_interval)
+
+    # works -----------------------------------------------------------------------------
+
+    def _on_work_change(self, key: str) -> None:
+        self._dirty_works.add(key)
+        self._work_due.set()
+
+    def _pods(self) -> list[Mapping[str, Any]]:
+        return list(self.pods.objects.values()) if self.pods is not None else []
+
+    async def _work_loop(self) -> None:
+        assert self.works is not None and self.member is not None and self.hub is not None
+        applier = WorkApplier(member=self.member, ledger=Ledger(self.config.state_dir), pods=self._pods)
+        await self.works.synced.wait()
+        loop = asyncio.get_running_loop()
+        # Works deleted while the agent was not running.
+        self._dirty_works.update(k for k in applier.ledger if k not in self.works.objects)
+        next_status = loop.time() + self.config.status_interval
+        next_resync = loop.time() + self.config.resync_interval
+        failures = 0
+        while True:
+            timeout = max(0.0, min(next_status, next_resync) - loop.time())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._work_due.wait(), timeout)
+            self._work_due.clear()
+            now = loop.time()
+            if now >= next_resync:
+                self._applied_generation.clear()
+                self._dirty_works.update(self.works.objects)
+                next_resync = now + self.config.resync_interval
+            refresh = now >= next_status
+            if refresh:
+                next_status = now + self.config.status_interval
+            keys = sorted(self._dirty_works)
+            self._dirty_works.clear()
+            try:
+                for key in keys:
+                    await self._reconcile_work(applier, key)
+                if refresh:
+                    for key, work in list(self.works.objects.items()):
+                        if key not in keys and not _suspended(work) and not (work.get("metadata") or {}).get("deletionTimestamp"):
+                            await self._write_work_status(work, await applier.refresh_status(work, now=rfc3339(self.clock())))
+                failures = 0
+            except ApiError as exc:
+                failures += 1
+                logger.warning("applying works failed: %s; retrying", exc)
+                self._dirty_works.update(keys)
+                await asyncio.sleep(min(MAX_BACKOFF, 0.2 * 2**failures))
+                self._work_due.set()
+
+    async def _reconcile_work(self, applier: WorkApplier, key: str) -> None:
+        assert self.works is not None
+        work = self.works.objects.get(key)
+        if work is None or (work.get("metadata") or {}).get("deletionTimestamp"):
+            self._applied_generation.pop(key, None)
+            if key in applier.ledger:
+                await applier.remove_work(key)
+            return
+        if _suspended(work):
+            return
+        generation = int((work.get("metadata") or {}).get("generation") or 0)
+        if self._applied_generation.get(key) == generation:
+            return  # a status write of ours, or a no-op update
+        status = await applier.reconcile(work, now=rfc3339(self.clock()))
+        self._applied_generation[key] = generation
+        await self._write_work_status(work, status)
+
+    async def _write_work_status(self, work: Mapping[str, Any], status: Mapping[str, Any]) -> None:
+        assert self.hub is not None
+        if not status_changed(work.get("status"), status):
+            return
+        meta = work.get("metadata") or {}
+        path = f"{WORK_API}/namespaces/{meta.get('namespace')}/works/{meta.get('name')}/status"
+        current = dict(work)
+        for _ in range(3):
+            try:
+                updated = await self.hub.replace(path, {**current, "status": dict(status)})
+                key = work_key(updated)
+                if self.works is not None and key in self.works.objects:
+                    # Keep the cache current so the next comparison sees what was written; a spec
+                    # change picked up by a conflict re-read must still be applied.
+                    self.works.objects[key] = updated
+                    generation = int((updated.get("metadata") or {}).get("generation") or 0)
+                    if self._applied_generation.get(key) != generation:
+                        self._on_work_change(key)
+                return
+            except NotFound:
+                return  # the Work was deleted meanwhile; its DELETED event follows
+            except Conflict:
+                current = await self.hub.get(path.removesuffix("/status"))
+        logger.warning("work %s kept changing; its status will be written on the next pass", work_key(work))
+
+
+def _suspended(work: Mapping[str, Any]) -> bool:
+    return bool((work.get("spec") or {}).get("suspendDispatching"))

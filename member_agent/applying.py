@@ -1,0 +1,595 @@
+"""The Work applier: makes the member cluster hold exactly what its Works say, and reports back.
+
+In: Work objects (``work.gpufed.io/v1alpha1``, ``spec.workload.manifests`` and
+``spec.conflictResolution``), the member's API, the agent's pod cache and the :class:`Ledger`.
+Out: member objects server-side applied with field manager ``gpufed-agent`` and the ownership
+labels ``work.gpufed.io/name`` / ``work.gpufed.io/namespace`` (+ ``app.kubernetes.io/managed-by:
+gpufed``); objects a Work no longer holds (or of a deleted Work) deleted; and the Work's status
+(Applied/Available conditions, per-manifest member status, health and unschedulable pods).
+
+The decisions are pure functions (:func:`decide_apply`, :func:`prune_targets`,
+:func:`assess_health`, :func:`unschedulable_summary`, :func:`work_conditions`); the
+:class:`WorkApplier` only performs them.
+
+Conflict resolution: an existing member object that does not carry this Work's ownership labels
+is a conflict. ``Abort`` (the default) leaves it untouched and the Work's Applied condition says
+so; ``Overwrite`` takes it over (a forced apply that also sets the ownership labels). Objects
+this Work owns are applied with ``force=true``: the Work is the source of truth for the fields
+it sets. Pruning deletes only objects that still carry this Work's labels.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from controlplane.apis import constants as c
+from member_agent.kubeapi import ApiError, KubeApi, NotFound
+from member_agent.ledger import Ledger
+
+logger = logging.getLogger(__name__)
+
+
+class Health(StrEnum):
+    HEALTHY = "Healthy"
+    UNHEALTHY = "Unhealthy"
+    UNKNOWN = "Unknown"
+
+
+class WorkConditionType(StrEnum):
+    APPLIED = "Applied"
+    AVAILABLE = "Available"
+
+
+class WorkReason(StrEnum):
+    APPLIED = "AppliedSuccessful"
+    APPLY_FAILED = "AppliedFailed"
+    CONFLICT = "ApplyConflict"
+    AVAILABLE = "ResourcesAvailable"
+    UNHEALTHY = "ResourcesUnhealthy"
+    HEALTH_UNKNOWN = "ResourcesHealthUnknown"
+
+
+class ConflictResolution(StrEnum):
+    ABORT = "Abort"
+    OVERWRITE = "Overwrite"
+
+
+class ApplyDecision(StrEnum):
+    APPLY = "Apply"
+    SKIP_CONFLICT = "SkipConflict"
+
+
+#: Apply order: namespaces and definitions first, then what workloads refer to, then the rest.
+_KIND_ORDER = {
+    "Namespace": 0,
+    "CustomResourceDefinition": 1,
+    "PriorityClass": 2,
+    "ServiceAccount": 3,
+    "ConfigMap": 3,
+    "Secret": 3,
+    "PersistentVolumeClaim": 3,
+    "Role": 3,
+    "RoleBinding": 4,
+    "Service": 5,
+}
+_ALWAYS_HEALTHY = frozenset(
+    {
+        "Namespace",
+        "ConfigMap",
+        "Secret",
+        "ServiceAccount",
+        "Service",
+        "Role",
+        "RoleBinding",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "PriorityClass",
+        "CustomResourceDefinition",
+        "NetworkPolicy",
+        "PersistentVolumeClaim",
+    }
+)
+_SERVER_SET_METADATA = ("resourceVersion", "uid", "creationTimestamp", "managedFields", "generation", "selfLink", "deletionTimestamp")
+
+
+@dataclass(frozen=True, slots=True)
+class Identifier:
+    """Which member object a manifest is: the Work status' ``identifier``."""
+
+    group: str
+    version: str
+    kind: str
+    namespace: str
+    name: str
+    ordinal: int
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def object_key(self) -> tuple[str, str, str, str]:
+        """Identity of the member object regardless of API version or position in the Work."""
+        return (self.group, self.kind, self.namespace, self.name)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "group": self.group,
+            "version": self.version,
+            "kind": self.kind,
+            "namespace": self.namespace,
+            "name": self.name,
+            "ordinal": self.ordinal,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Identifier:
+        return cls(
+            group=str(data.get("group") or ""),
+            version=str(data.get("version") or ""),
+            kind=str(data.get("kind") or ""),
+            namespace=str(data.get("namespace") or ""),
+            name=str(data.get("name") or ""),
+            ordinal=int(data.get("ordinal") or 0),
+        )
+
+    def describe(self) -> str:
+        where = f" in namespace {self.namespace}" if self.namespace else ""
+        return f"{self.kind} {self.name}{where}"
+
+
+def identifier_of(manifest: Mapping[str, Any], ordinal: int) -> Identifier:
+    api_version = str(manifest.get("apiVersion") or "")
+    group, _, version = api_version.rpartition("/")
+    metadata = manifest.get("metadata") or {}
+    return Identifier(
+        group=group,
+        version=version,
+        kind=str(manifest.get("kind") or ""),
+        namespace=str(metadata.get("namespace") or ""),
+        name=str(metadata.get("name") or ""),
+        ordinal=ordinal,
+    )
+
+
+def work_key(work: Mapping[str, Any]) -> str:
+    metadata = work.get("metadata") or {}
+    return f"{metadata.get('namespace')}/{metadata.get('name')}"
+
+
+def ownership_labels(work_namespace: str, work_name: str) -> dict[str, str]:
+    return {
+        c.LABEL_MANAGED_BY: c.MANAGED_BY_VALUE,
+        c.LABEL_WORK_NAMESPACE: work_namespace,
+        c.LABEL_WORK_NAME: work_name,
+    }
+
+
+def owned_by(live: Mapping[str, Any], *, work_namespace: str, work_name: str) -> bool:
+    labels = (live.get("metadata") or {}).get("labels") or {}
+    return bool(labels.get(c.LABEL_WORK_NAME) == work_name and labels.get(c.LABEL_WORK_NAMESPACE) == work_namespace)
+
+
+def conflict_resolution(work: Mapping[str, Any]) -> ConflictResolution:
+    value = (work.get("spec") or {}).get("conflictResolution") or ConflictResolution.ABORT
+    return ConflictResolution.OVERWRITE if value == ConflictResolution.OVERWRITE else ConflictResolution.ABORT
+
+
+def desired_manifests(work: Mapping[str, Any]) -> list[tuple[Identifier, dict[str, Any]]]:
+    """The Work's manifests as apply bodies (ownership labels added, server fields removed),
+    in apply order."""
+    metadata = work.get("metadata") or {}
+    labels = ownership_labels(str(metadata.get("namespace")), str(metadata.get("name")))
+    manifests = ((work.get("spec") or {}).get("workload") or {}).get("manifests") or []
+    out: list[tuple[Identifier, dict[str, Any]]] = []
+    for ordinal, manifest in enumerate(manifests):
+        if not isinstance(manifest, Mapping):
+            continue
+        body = {k: v for k, v in manifest.items() if k != "status"}
+        meta = {k: v for k, v in (manifest.get("metadata") or {}).items() if k not in _SERVER_SET_METADATA}
+        meta["labels"] = {**(meta.get("labels") or {}), **labels}
+        body["metadata"] = meta
+        out.append((identifier_of(manifest, ordinal), body))
+    out.sort(key=lambda item: (_KIND_ORDER.get(item[0].kind, 10), item[0].ordinal))
+    return out
+
+
+def decide_apply(
+    live: Mapping[str, Any] | None, *, work_namespace: str, work_name: str, resolution: ConflictResolution
+) -> ApplyDecision:
+    """Whether to apply over ``live`` (None: the object does not exist yet)."""
+    if live is None or owned_by(live, work_namespace=work_namespace, work_name=work_name):
+        return ApplyDecision.APPLY
+    if resolution == ConflictResolution.OVERWRITE:
+        return ApplyDecision.APPLY
+    return ApplyDecision.SKIP_CONFLICT
+
+
+def prune_targets(previous: Iterable[Identifier], desired: Iterable[Identifier]) -> list[Identifier]:
+    """Objects applied before that the Work no longer holds (compared by group/kind/namespace/name)."""
+    wanted = {ident.object_key for ident in desired}
+    seen: set[tuple[str, str, str, str]] = set()
+    out = []
+    for ident in previous:
+        if ident.object_key in wanted or ident.object_key in seen:
+            continue
+        seen.add(ident.object_key)
+        out.append(ident)
+    # Workloads before the namespaces that hold them.
+    return sorted(out, key=lambda i: (-_KIND_ORDER.get(i.kind, 10), i.namespace, i.name))
+
+
+def _conditions(obj: Mapping[str, Any]) -> dict[str, str]:
+    return {
+        str(cond.get("type")): str(cond.get("status"))
+        for cond in (obj.get("status") or {}).get("conditions") or []
+        if isinstance(cond, Mapping)
+    }
+
+
+def _int(value: Any, default: int = 0) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def assess_health(obj: Mapping[str, Any] | None) -> Health:
+    """Health of a member object by its kind's status conventions."""
+    if obj is None:
+        return Health.UNKNOWN
+    kind = str(obj.get("kind") or "")
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    metadata = obj.get("metadata") or {}
+    conditions = _conditions(obj)
+    if kind in _ALWAYS_HEALTHY:
+        return Health.HEALTHY
+    if kind in ("Deployment", "StatefulSet", "ReplicaSet"):
+        replicas = _int(spec.get("replicas"), 1)
+        generation = _int(metadata.get("generation"), 0)
+        if "observedGeneration" in status and _int(status.get("observedGeneration")) < generation:
+            return Health.UNKNOWN
+        if replicas == 0:
+            return Health.HEALTHY
+        ready_field = "availableReplicas" if kind == "Deployment" else "readyReplicas"
+        if _int(status.get(ready_field)) >= replicas and _int(status.get("updatedReplicas"), replicas) >= replicas:
+            return Health.HEALTHY
+        return Health.UNHEALTHY
+    if kind == "Job":
+        if conditions.get("Failed") == "True":
+            return Health.UNHEALTHY
+        return Health.HEALTHY
+    if kind == "Pod":
+        phase = status.get("phase")
+        if phase == "Failed":
+            return Health.UNHEALTHY
+        if phase == "Succeeded" or (phase == "Running" and conditions.get("Ready") == "True"):
+            return Health.HEALTHY
+        return Health.UNKNOWN
+    if kind == "RayJob":
+        job_status = str(status.get("jobStatus") or "").upper()
+        if job_status in ("FAILED", "STOPPED"):
+            return Health.UNHEALTHY
+        if job_status in ("RUNNING", "SUCCEEDED"):
+            return Health.HEALTHY
+        return Health.UNKNOWN
+    if kind == "RayCluster":
+        state = str(status.get("state") or "").lower()
+        return {"ready": Health.HEALTHY, "failed": Health.UNHEALTHY}.get(state, Health.UNKNOWN)
+    # Training operators (PyTorchJob, MPIJob, ...) and generic kinds: by conditions.
+    if conditions.get("Failed") == "True":
+        return Health.UNHEALTHY
+    for healthy in ("Succeeded", "Running", "Ready", "Available", "Complete"):
+        if conditions.get(healthy) == "True":
+            return Health.HEALTHY
+    if conditions.get("Ready") == "False" or conditions.get("Available") == "False":
+        return Health.UNHEALTHY
+    return Health.UNKNOWN
+
+
+def _pod_belongs_to(pod: Mapping[str, Any], workload: Mapping[str, Any]) -> bool:
+    meta = pod.get("metadata") or {}
+    w_meta = workload.get("metadata") or {}
+    kind, name, uid = workload.get("kind"), w_meta.get("name"), w_meta.get("uid")
+    if kind == "Pod":
+        return bool(meta.get("name") == name)
+    template_hash = (meta.get("labels") or {}).get("pod-template-hash")
+    for ref in meta.get("ownerReferences") or []:
+        if uid and ref.get("uid") == uid:
+            return True
+        if ref.get("kind") == kind and ref.get("name") == name:
+            return True
+        if kind == "Deployment" and ref.get("kind") == "ReplicaSet" and template_hash and ref.get("name") == f"{name}-{template_hash}":
+            return True
+    return False
+
+
+def unschedulable_summary(workload: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """How many of the workload's pods the member scheduler could not place, and why (the most
+    common PodScheduled=False message). None when every pod was placed."""
+    namespace = (workload.get("metadata") or {}).get("namespace")
+    messages: Counter[str] = Counter()
+    count = 0
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        if meta.get("namespace") != namespace or (pod.get("spec") or {}).get("nodeName"):
+            continue
+        if not _pod_belongs_to(pod, workload):
+            continue
+        for cond in (pod.get("status") or {}).get("conditions") or []:
+            if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
+                count += 1
+                messages[str(cond.get("message") or cond.get("reason") or "")] += 1
+                break
+    if not count:
+        return None
+    return {"pods": count, "message": messages.most_common(1)[0][0]}
+
+
+@dataclass(slots=True)
+class ManifestResult:
+    identifier: Identifier
+    applied: bool = False
+    conflict: bool = False
+    error: str | None = None
+    live: dict[str, Any] | None = None
+
+
+def _condition(
+    ctype: WorkConditionType, status: str, reason: str, message: str, *, generation: int, now: str, previous: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
+    transition = now
+    for old in previous:
+        if old.get("type") == ctype and old.get("status") == status and old.get("lastTransitionTime"):
+            transition = str(old["lastTransitionTime"])
+    return {
+        "type": str(ctype),
+        "status": status,
+        "reason": str(reason),
+        "message": message,
+        "lastTransitionTime": transition,
+        "observedGeneration": generation,
+    }
+
+
+def _listing(items: list[str], limit: int = 5) -> str:
+    more = f" and {len(items) - limit} more" if len(items) > limit else ""
+    return "; ".join(items[:limit]) + more
+
+
+def work_conditions(
+    results: Sequence[ManifestResult], healths: Sequence[Health], *, generation: int, now: str, previous: Sequence[Mapping[str, Any]] = ()
+) -> list[dict[str, Any]]:
+    conflicts = [r for r in results if r.conflict]
+    failures = [r for r in results if r.error and not r.conflict]
+    if conflicts:
+        message = _listing(
+            [
+                f"{r.identifier.describe()} already exists in the member cluster and is not managed by this Work;"
+                " conflictResolution is Abort, so it was left untouched"
+                for r in conflicts
+            ]
+        )
+        if failures:
+            message += " | also failed: " + _listing([f"{r.identifier.describe()}: {r.error}" for r in failures])
+        applied = _condition(
+            WorkConditionType.APPLIED, "False", WorkReason.CONFLICT, message, generation=generation, now=now, previous=previous
+        )
+    elif failures:
+        applied = _condition(
+            WorkConditionType.APPLIED,
+            "False",
+            WorkReason.APPLY_FAILED,
+            _listing([f"{r.identifier.describe()}: {r.error}" for r in failures]),
+            generation=generation,
+            now=now,
+            previous=previous,
+        )
+    else:
+        applied = _condition(
+            WorkConditionType.APPLIED,
+            "True",
+            WorkReason.APPLIED,
+            f"all {len(results)} manifest(s) applied",
+            generation=generation,
+            now=now,
+            previous=previous,
+        )
+    unhealthy = [r.identifier.describe() for r, h in zip(results, healths, strict=True) if h == Health.UNHEALTHY]
+    unknown = [r.identifier.describe() for r, h in zip(results, healths, strict=True) if h == Health.UNKNOWN]
+    if unhealthy:
+        available = _condition(
+            WorkConditionType.AVAILABLE, "False", WorkReason.UNHEALTHY, "not healthy: " + _listing(unhealthy),
+            generation=generation, now=now, previous=previous,
+        )
+    elif unknown:
+        available = _condition(
+            WorkConditionType.AVAILABLE, "Unknown", WorkReason.HEALTH_UNKNOWN, "health not known yet: " + _listing(unknown),
+            generation=generation, now=now, previous=previous,
+        )
+    else:
+        available = _condition(
+            WorkConditionType.AVAILABLE, "True", WorkReason.AVAILABLE, f"all {len(results)} manifest(s) healthy",
+            generation=generation, now=now, previous=previous,
+        )
+    return [applied, available]
+
+
+def manifest_status(result: ManifestResult, pods: Iterable[Mapping[str, Any]]) -> tuple[dict[str, Any], Health]:
+    health = assess_health(result.live) if not result.conflict else Health.UNKNOWN
+    entry: dict[str, Any] = {"identifier": result.identifier.as_dict(), "health": str(health)}
+    if result.live is not None and not result.conflict:
+        entry["status"] = result.live.get("status") or {}
+        unschedulable = unschedulable_summary(result.live, pods)
+        if unschedulable:
+            entry["unschedulable"] = unschedulable
+    return entry, health
+
+
+def work_status(
+    work: Mapping[str, Any], results: Sequence[ManifestResult], pods: Sequence[Mapping[str, Any]], *, now: str
+) -> dict[str, Any]:
+    """The Work's status from the apply results (ordered by manifest ordinal)."""
+    ordered = sorted(results, key=lambda r: r.identifier.ordinal)
+    entries = [manifest_status(r, pods) for r in ordered]
+    generation = _int((work.get("metadata") or {}).get("generation"), 0)
+    previous = (work.get("status") or {}).get("conditions") or []
+    return {
+        "conditions": work_conditions(ordered, [h for _, h in entries], generation=generation, now=now, previous=previous),
+        "manifestStatuses": [e for e, _ in entries],
+    }
+
+
+def status_changed(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> bool:
+    """Whether ``new`` differs from ``old`` in anything but condition timestamps."""
+
+    def comparable(status: Mapping[str, Any] | None) -> Any:
+        status = dict(status or {})
+        status["conditions"] = [
+            {k: v for k, v in cond.items() if k != "lastTransitionTime"} for cond in status.get("conditions") or []
+        ]
+        return status
+
+    return bool(comparable(old) != comparable(new))
+
+
+@dataclass(slots=True)
+class WorkApplier:
+    """Performs the applier's decisions against the member cluster."""
+
+    member: KubeApi
+    ledger: Ledger
+    pods: Callable[[], Sequence[Mapping[str, Any]]]
+    field_manager: str = c.FIELD_MANAGER_AGENT
+    _namespaces: set[str] = field(default_factory=set)
+
+    async def _live(self, path: str) -> dict[str, Any] | None:
+        try:
+            return await self.member.get(path)
+        except NotFound:
+            return None
+
+    async def _ensure_namespace(self, namespace: str) -> None:
+        if not namespace or namespace in self._namespaces:
+            return
+        if await self._live(f"/api/v1/namespaces/{namespace}") is None:
+            body = {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": namespace, "labels": {c.LABEL_MANAGED_BY: c.MANAGED_BY_VALUE}},
+            }
+            try:
+                await self.member.create("/api/v1/namespaces", body)
+                logger.info("created namespace %s in the member cluster", namespace)
+            except ApiError as exc:
+                if exc.code != 409:
+                    raise
+        self._namespaces.add(namespace)
+
+    async def _resolve(self, ident: Identifier) -> tuple[Identifier, str]:
+        info = await self.member.resource_info(ident.api_version, ident.kind)
+        if info.namespaced and not ident.namespace:
+            ident = Identifier(ident.group, ident.version, ident.kind, "default", ident.name, ident.ordinal)
+        elif not info.namespaced and ident.namespace:
+            ident = Identifier(ident.group, ident.version, ident.kind, "", ident.name, ident.ordinal)
+        return ident, info.path(ident.name, ident.namespace or None)
+
+    async def _apply_one(self, work: Mapping[str, Any], ident: Identifier, body: dict[str, Any]) -> ManifestResult:
+        meta = work.get("metadata") or {}
+        work_ns, work_name = str(meta.get("namespace")), str(meta.get("name"))
+        result = ManifestResult(identifier=ident)
+        try:
+            ident, path = await self._resolve(ident)
+            result.identifier = ident
+            if ident.namespace:
+                body["metadata"]["namespace"] = ident.namespace
+                if ident.kind != "Namespace":
+                    await self._ensure_namespace(ident.namespace)
+            live = await self._live(path)
+            decision = decide_apply(live, work_namespace=work_ns, work_name=work_name, resolution=conflict_resolution(work))
+            if decision == ApplyDecision.SKIP_CONFLICT:
+                result.conflict = True
+                result.error = "exists and is not managed by this Work"
+                result.live = live
+                return result
+            result.live = await self.member.apply(path, body, field_manager=self.field_manager, force=True)
+            result.applied = True
+            if ident.kind == "Namespace":
+                self._namespaces.add(ident.name)
+        except ApiError as exc:
+            if exc.code in (0, 429) or exc.code >= 500:
+                raise
+            result.error = exc.message
+            logger.warning("work %s/%s: cannot apply %s: %s", work_ns, work_name, ident.describe(), exc.message)
+        return result
+
+    async def _delete_owned(self, ident: Identifier, *, work_namespace: str, work_name: str) -> None:
+        try:
+            _, path = await self._resolve(ident)
+        except NotFound:
+            return  # the member no longer serves the kind: nothing of it can exist
+        live = await self._live(path)
+        if live is None or not owned_by(live, work_namespace=work_namespace, work_name=work_name):
+            return
+        try:
+            await self.member.delete(path)
+            logger.info("deleted %s (no longer in work %s/%s)", ident.describe(), work_namespace, work_name)
+        except NotFound:
+            pass
+        if ident.kind == "Namespace":
+            self._namespaces.discard(ident.name)
+
+    async def reconcile(self, work: Mapping[str, Any], *, now: str) -> dict[str, Any]:
+        """Apply the Work, prune what it dropped; return its new status."""
+        key = work_key(work)
+        meta = work.get("metadata") or {}
+        work_ns, work_name = str(meta.get("namespace")), str(meta.get("name"))
+        desired = desired_manifests(work)
+        previous = [Identifier.from_dict(i) for i in self.ledger.get(key)]
+        targets = prune_targets(previous, [ident for ident, _ in desired])
+        self.ledger.set(key, [i.as_dict() for i in targets] + [ident.as_dict() for ident, _ in desired])
+        results = [await self._apply_one(work, ident, body) for ident, body in desired]
+        for ident in targets:
+            await self._delete_owned(ident, work_namespace=work_ns, work_name=work_name)
+        self.ledger.set(key, [r.identifier.as_dict() for r in results])
+        return work_status(work, results, list(self.pods()), now=now)
+
+    async def refresh_status(self, work: Mapping[str, Any], *, now: str) -> dict[str, Any]:
+        """The Work's status from the member objects as they are now, without applying."""
+        meta = work.get("metadata") or {}
+        work_ns, work_name = str(meta.get("namespace")), str(meta.get("name"))
+        applied = {Identifier.from_dict(i).object_key for i in self.ledger.get(work_key(work))}
+        results = []
+        for ident, _ in desired_manifests(work):
+            result = ManifestResult(identifier=ident)
+            try:
+                ident, path = await self._resolve(ident)
+                result.identifier = ident
+                result.live = await self._live(path)
+            except ApiError as exc:
+                if exc.code in (0, 429) or exc.code >= 500:
+                    raise
+                result.error = exc.message
+            if result.live is not None and not owned_by(result.live, work_namespace=work_ns, work_name=work_name):
+                result.conflict = True
+                result.error = "exists and is not managed by this Work"
+            elif result.live is None and result.error is None:
+                result.error = "not found in the member cluster" if ident.object_key in applied else "not applied yet"
+            else:
+                result.applied = True
+            results.append(result)
+        return work_status(work, results, list(self.pods()), now=now)
+
+    async def remove_work(self, key: str) -> None:
+        """Delete every object the ledger records for a Work that no longer exists."""
+        work_ns, _, work_name = key.partition("/")
+        for ident in prune_targets((Identifier.from_dict(i) for i in self.ledger.get(key)), ()):
+            await self._delete_owned(ident, work_namespace=work_ns, work_name=work_name)
+        self.ledger.drop(key)
+        logger.info("removed the objects of deleted work %s", key)

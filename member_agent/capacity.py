@@ -1,0 +1,494 @@
+"""What a member cluster can still run: the pure computation behind the Cluster status report.
+
+In: the member's Node and Pod objects (plain dicts as the Kubernetes API returns them, or the
+trimmed form :func:`trim_node` / :func:`trim_pod` keep in the agent's caches), optionally the
+DCGM utilization already grouped per node (:func:`member_agent.dcgm.utilization_by_node`), and
+the report time. Out: the ``Cluster.status`` dict of /work/briefs/shapes.md (conditions,
+nodeSummary, gpuSummary, resourceSummary, nodeShapes, utilization). No I/O happens here.
+
+Accounting rules, exactly:
+
+* Quantities are integers in gpufed's base units (cpu millicores, memory bytes, everything
+  else a count); see :mod:`controlplane.apis.quantity`.
+* Tracked resources are ``cpu``, ``memory`` and every ``nvidia.com/*`` resource a node
+  advertises (whole GPUs, ``nvidia.com/mig-<profile>`` slices, ``nvidia.com/gpu.shared``).
+* A node's allocatable comes from ``status.allocatable`` (``status.capacity`` when absent).
+* A pod's request follows kube-scheduler: per resource the larger of the sum over containers
+  and the largest init container, plus ``spec.overhead``; a container's missing request takes
+  its limit (Kubernetes defaults requests to limits). Pods count against a node when bound
+  there (``spec.nodeName``) and not terminal (phase Succeeded or Failed).
+* free = allocatable - allocated, never below zero.
+* Time-sliced / MPS shares: a node labelled ``nvidia.com/gpu.replicas`` = N > 1 (or any node
+  advertising ``nvidia.com/gpu.shared``) advertises N shares per physical GPU. The
+  ``gpuSummary`` entry of a shared resource counts *shares* (what pods request), carries
+  ``sharedReplicas: N`` and ``gpuEquivalent`` = {capacity, allocatable, allocated} divided by N
+  (so one share is accounted as 1/N GPU, rounded to 3 decimals). Shared and unshared capacity of
+  one product are separate entries, so shares are never added to whole GPUs.
+* A product label ending in ``-MIG-INVALID`` (a mixed MIG layout under the single strategy)
+  makes the node's GPUs unusable: its GPU resources are reported with allocatable 0, its
+  gpuSummary entry has ``unusable: true``, and the Ready condition's message names the nodes.
+* Nodes that are not Ready or are cordoned (``spec.unschedulable``) are counted in
+  ``nodeSummary`` (and in gpuSummary capacity) but are not in ``nodeShapes``, and contribute
+  nothing to allocatable in ``gpuSummary``/``resourceSummary``.
+* ``nodeShapes`` groups nodes with identical (selection-relevant labels, taints, free,
+  allocatable, gpu). To keep a large cluster's report small, a shape's free cpu is rounded
+  down to whole cores and free memory down to whole GiB (rounding down never promises
+  capacity that is not there). Selection-relevant labels are all labels except per-node
+  identities (:data:`PER_NODE_LABELS`, and any label whose value is the node's own name).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from controlplane.apis import constants as c
+from controlplane.apis.quantity import QuantityError, to_int
+
+#: Labels that identify one node and so must not split shapes.
+PER_NODE_LABELS = frozenset(
+    {
+        "kubernetes.io/hostname",
+        "beta.kubernetes.io/hostname",
+        "nvidia.com/gfd.timestamp",
+        "node.kubernetes.io/instance-id",
+    }
+)
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+MIG_INVALID_SUFFIX = "-MIG-INVALID"
+CPU_ROUNDING = 1000  # millicores
+MEMORY_ROUNDING = 2**30  # bytes
+UNKNOWN_PRODUCT = "unknown"
+MIG_STRATEGIES = frozenset({"none", "single", "mixed"})
+
+
+class ConditionType(StrEnum):
+    READY = "Ready"
+
+
+class ReadyReason(StrEnum):
+    MEMBER_HEALTHY = "MemberHealthy"
+    NO_READY_NODES = "NoReadyNodes"
+    INVALID_GPU_CONFIG = "InvalidGPUConfiguration"
+
+
+def is_gpu_resource(name: str) -> bool:
+    return name.startswith("nvidia.com/")
+
+
+def is_tracked_resource(name: str) -> bool:
+    return name in ("cpu", "memory") or is_gpu_resource(name)
+
+
+def _quantities(raw: Mapping[str, Any] | None) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for name, qty in (raw or {}).items():
+        if not is_tracked_resource(name):
+            continue
+        try:
+            out[name] = to_int(name, qty)
+        except QuantityError:
+            continue
+    return out
+
+
+def _add(into: dict[str, int], more: Mapping[str, int]) -> None:
+    for name, amount in more.items():
+        into[name] = into.get(name, 0) + amount
+
+
+def container_requests(container: Mapping[str, Any]) -> dict[str, int]:
+    """A container's effective requests: requests, with limits filling missing ones."""
+    resources = container.get("resources") or {}
+    merged: dict[str, Any] = dict(resources.get("limits") or {})
+    merged.update(resources.get("requests") or {})
+    return _quantities(merged)
+
+
+def pod_requests(pod: Mapping[str, Any]) -> dict[str, int]:
+    """What a pod takes from its node, computed as kube-scheduler does."""
+    spec = pod.get("spec") or {}
+    total: dict[str, int] = {}
+    for container in spec.get("containers") or []:
+        _add(total, container_requests(container))
+    for init in spec.get("initContainers") or []:
+        for name, amount in container_requests(init).items():
+            total[name] = max(total.get(name, 0), amount)
+    _add(total, _quantities(spec.get("overhead")))
+    return total
+
+
+def pod_is_active(pod: Mapping[str, Any]) -> bool:
+    phase = (pod.get("status") or {}).get("phase")
+    return bool((pod.get("spec") or {}).get("nodeName")) and phase not in TERMINAL_PHASES
+
+
+def node_is_ready(node: Mapping[str, Any]) -> bool:
+    for condition in (node.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Ready":
+            return bool(condition.get("status") == "True")
+    return False
+
+
+def node_is_schedulable(node: Mapping[str, Any]) -> bool:
+    return node_is_ready(node) and not (node.get("spec") or {}).get("unschedulable", False)
+
+
+def _int_label(labels: Mapping[str, str], key: str, default: int = 0) -> int:
+    try:
+        return int(labels.get(key, default))
+    except (TypeError, ValueError):
+        return default
+
+
+def shared_replicas(labels: Mapping[str, str], resource: str) -> int:
+    """How many shares one physical device of ``resource`` is split into (1 = not shared)."""
+    base = resource.removesuffix(".shared")
+    replicas = _int_label(labels, f"{base}.replicas", 1)
+    if resource == c.RESOURCE_GPU_SHARED:
+        replicas = max(replicas, _int_label(labels, c.LABEL_GPU_REPLICAS, 1))
+    return max(replicas, 1)
+
+
+def gpu_info(node: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The node's GPU description from GPU Feature Discovery labels, None without GPUs."""
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    allocatable = node_allocatable(node)
+    has_gpu_resource = any(is_gpu_resource(name) and amount > 0 for name, amount in allocatable.items())
+    product = labels.get(c.LABEL_GPU_PRODUCT)
+    if product is None and not has_gpu_resource:
+        return None
+    return {
+        "product": product or UNKNOWN_PRODUCT,
+        "memoryMiB": _int_label(labels, c.LABEL_GPU_MEMORY),
+        "count": _int_label(labels, c.LABEL_GPU_COUNT),
+        "migStrategy": mig if (mig := labels.get(c.LABEL_MIG_STRATEGY, "none")) in MIG_STRATEGIES else "none",
+        "sharedReplicas": shared_replicas(labels, c.RESOURCE_GPU),
+    }
+
+
+def gpu_is_unusable(node: Mapping[str, Any]) -> bool:
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    return str(labels.get(c.LABEL_GPU_PRODUCT, "")).endswith(MIG_INVALID_SUFFIX)
+
+
+def node_allocatable(node: Mapping[str, Any]) -> dict[str, int]:
+    status = node.get("status") or {}
+    allocatable = _quantities(status.get("allocatable") or status.get("capacity"))
+    if gpu_is_unusable(node):
+        allocatable = {name: (0 if is_gpu_resource(name) else amount) for name, amount in allocatable.items()}
+    return allocatable
+
+
+def node_capacity(node: Mapping[str, Any]) -> dict[str, int]:
+    status = node.get("status") or {}
+    return _quantities(status.get("capacity") or status.get("allocatable"))
+
+
+def selection_labels(node: Mapping[str, Any]) -> dict[str, str]:
+    metadata = node.get("metadata") or {}
+    name = metadata.get("name")
+    return {
+        key: value
+        for key, value in sorted((metadata.get("labels") or {}).items())
+        if key not in PER_NODE_LABELS and value != name
+    }
+
+
+def node_taints(node: Mapping[str, Any]) -> list[dict[str, str]]:
+    taints = []
+    for taint in (node.get("spec") or {}).get("taints") or []:
+        entry = {"key": str(taint.get("key", "")), "effect": str(taint.get("effect", ""))}
+        if taint.get("value") is not None:
+            entry["value"] = str(taint["value"])
+        taints.append(entry)
+    return sorted(taints, key=lambda t: (t["key"], t.get("value", ""), t["effect"]))
+
+
+def _round_free(free: Mapping[str, int]) -> dict[str, int]:
+    out = dict(free)
+    if "cpu" in out:
+        out["cpu"] -= out["cpu"] % CPU_ROUNDING
+    if "memory" in out:
+        out["memory"] -= out["memory"] % MEMORY_ROUNDING
+    return out
+
+
+def owner_workload(pod: Mapping[str, Any]) -> dict[str, str] | None:
+    """The workload that owns a pod: a ReplicaSet named ``<deploy>-<pod-template-hash>``
+    is reported as its Deployment."""
+    metadata = pod.get("metadata") or {}
+    for ref in metadata.get("ownerReferences") or []:
+        if not ref.get("controller", True):
+            continue
+        kind, name = str(ref.get("kind", "")), str(ref.get("name", ""))
+        template_hash = (metadata.get("labels") or {}).get("pod-template-hash")
+        if kind == "ReplicaSet" and template_hash and name.endswith(f"-{template_hash}"):
+            return {"kind": "Deployment", "name": name.removesuffix(f"-{template_hash}")}
+        return {"kind": kind, "name": name}
+    return None
+
+
+@dataclass(slots=True)
+class _GpuEntry:
+    resource: str
+    product: str
+    replicas: int
+    unusable: bool
+    capacity: int = 0
+    allocatable: int = 0
+    allocated: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {
+            "resource": self.resource,
+            "product": self.product,
+            "capacity": self.capacity,
+            "allocatable": self.allocatable,
+            "allocated": self.allocated,
+        }
+        if self.replicas > 1:
+            entry["sharedReplicas"] = self.replicas
+            entry["gpuEquivalent"] = {
+                "capacity": round(self.capacity / self.replicas, 3),
+                "allocatable": round(self.allocatable / self.replicas, 3),
+                "allocated": round(self.allocated / self.replicas, 3),
+            }
+        if self.unusable:
+            entry["unusable"] = True
+        return entry
+
+
+def _condition(
+    status: str, reason: str, message: str, *, now: str, previous: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
+    transition = now
+    for old in previous:
+        if old.get("type") == ConditionType.READY and old.get("status") == status:
+            transition = str(old.get("lastTransitionTime") or now)
+    return {
+        "type": str(ConditionType.READY),
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": transition,
+    }
+
+
+def _allocations(node_pods: Iterable[tuple[Mapping[str, Any], dict[str, int]]]) -> list[dict[str, Any]]:
+    out = []
+    for pod, requests in node_pods:
+        gpu_requests = {name: amount for name, amount in requests.items() if is_gpu_resource(name) and amount}
+        if not gpu_requests:
+            continue
+        metadata = pod.get("metadata") or {}
+        entry: dict[str, Any] = {
+            "pod": metadata.get("name"),
+            "namespace": metadata.get("namespace"),
+            "resources": {name: amount for name, amount in sorted(requests.items()) if amount},
+        }
+        owner = owner_workload(pod)
+        if owner:
+            entry["owner"] = owner
+        out.append(entry)
+    return sorted(out, key=lambda e: (str(e["namespace"]), str(e["pod"])))
+
+
+def summarize(
+    nodes: Sequence[Mapping[str, Any]],
+    pods: Iterable[Mapping[str, Any]],
+    *,
+    now: str,
+    utilization: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+    utilization_time: str | None = None,
+    kubernetes_version: str | None = None,
+    previous_conditions: Sequence[Mapping[str, Any]] = (),
+) -> dict[str, Any]:
+    """The Cluster.status report for ``nodes`` and ``pods`` at ``now`` (RFC 3339).
+
+    ``utilization`` maps node name to that node's device samples (see
+    :func:`member_agent.dcgm.utilization_by_node`); ``previous_conditions`` keeps the Ready
+    condition's lastTransitionTime when its status has not changed.
+    """
+    node_names = {str((n.get("metadata") or {}).get("name")) for n in nodes}
+    allocated_by_node: dict[str, dict[str, int]] = {}
+    pods_by_node: dict[str, list[tuple[Mapping[str, Any], dict[str, int]]]] = {}
+    for pod in pods:
+        if not pod_is_active(pod):
+            continue
+        node_name = str(pod["spec"]["nodeName"])
+        if node_name not in node_names:
+            continue
+        requests = pod_requests(pod)
+        _add(allocated_by_node.setdefault(node_name, {}), requests)
+        pods_by_node.setdefault(node_name, []).append((pod, requests))
+
+    ready_count = 0
+    gpu_entries: dict[tuple[str, str, int], _GpuEntry] = {}
+    total_allocatable: dict[str, int] = {}
+    total_allocated: dict[str, int] = {}
+    shape_counts: Counter[str] = Counter()
+    invalid_nodes: list[str] = []
+    util_nodes: list[dict[str, Any]] = []
+    for node in sorted(nodes, key=lambda n: str((n.get("metadata") or {}).get("name"))):
+        name = str((node.get("metadata") or {}).get("name"))
+        labels = (node.get("metadata") or {}).get("labels") or {}
+        ready = node_is_ready(node)
+        schedulable = node_is_schedulable(node)
+        ready_count += ready
+        unusable = gpu_is_unusable(node)
+        if unusable:
+            invalid_nodes.append(name)
+        allocatable = node_allocatable(node)
+        allocated = allocated_by_node.get(name, {})
+        counted_allocatable = allocatable if ready else {}
+        _add(total_allocatable, counted_allocatable)
+        _add(total_allocated, allocated)
+
+        product = str(labels.get(c.LABEL_GPU_PRODUCT, UNKNOWN_PRODUCT))
+        capacity = node_capacity(node)
+        for resource in sorted(set(capacity) | set(allocatable) | set(allocated)):
+            if not is_gpu_resource(resource):
+                continue
+            replicas = shared_replicas(labels, resource)
+            key = (resource, product, replicas)
+            entry = gpu_entries.get(key)
+            if entry is None:
+                entry = gpu_entries[key] = _GpuEntry(resource, product, replicas, unusable)
+            entry.unusable = entry.unusable or unusable
+            entry.capacity += capacity.get(resource, 0)
+            entry.allocatable += counted_allocatable.get(resource, 0)
+            entry.allocated += allocated.get(resource, 0)
+
+        if schedulable:
+            free = {res: max(amount - allocated.get(res, 0), 0) for res, amount in sorted(allocatable.items())}
+            shape = {
+                "labels": selection_labels(node),
+                "taints": node_taints(node),
+                "free": _round_free(free),
+                "allocatable": dict(sorted(allocatable.items())),
+                "gpu": gpu_info(node),
+            }
+            shape_counts[json.dumps(shape, sort_keys=True, separators=(",", ":"))] += 1
+
+        devices = list((utilization or {}).get(name, ()))
+        pod_allocations = _allocations(pods_by_node.get(name, ()))
+        if devices or pod_allocations:
+            util_node: dict[str, Any] = {"name": name}
+            if devices:
+                util_node["devices"] = [dict(d) for d in devices]
+            if pod_allocations:
+                util_node["pods"] = pod_allocations
+            util_nodes.append(util_node)
+
+    shapes = []
+    for shape_key, count in sorted(shape_counts.items(), key=lambda item: (-item[1], item[0])):
+        shapes.append({"count": count, **json.loads(shape_key)})
+
+    total = len(nodes)
+    messages = [f"{ready_count}/{total} nodes ready"]
+    if invalid_nodes:
+        shown = ", ".join(invalid_nodes[:5]) + (f" and {len(invalid_nodes) - 5} more" if len(invalid_nodes) > 5 else "")
+        messages.append(
+            f"{len(invalid_nodes)} node(s) have an invalid MIG configuration (product label ends in"
+            f" {MIG_INVALID_SUFFIX}); their GPUs are unusable: {shown}"
+        )
+    if ready_count == 0:
+        ready_condition = _condition("False", ReadyReason.NO_READY_NODES, "; ".join(messages), now=now, previous=previous_conditions)
+    elif invalid_nodes:
+        ready_condition = _condition("True", ReadyReason.INVALID_GPU_CONFIG, "; ".join(messages), now=now, previous=previous_conditions)
+    else:
+        ready_condition = _condition("True", ReadyReason.MEMBER_HEALTHY, "; ".join(messages), now=now, previous=previous_conditions)
+
+    status: dict[str, Any] = {
+        "conditions": [ready_condition],
+        "kubernetesVersion": kubernetes_version,
+        "lastReportTime": now,
+        "nodeSummary": {"total": total, "ready": ready_count},
+        "gpuSummary": [gpu_entries[key].as_dict() for key in sorted(gpu_entries)],
+        "resourceSummary": {
+            "allocatable": dict(sorted(total_allocatable.items())),
+            "allocated": dict(sorted(total_allocated.items())),
+        },
+        "nodeShapes": shapes,
+        "utilization": {"sampleTime": utilization_time, "nodes": util_nodes},
+    }
+    return status
+
+
+def trim_node(node: Mapping[str, Any]) -> dict[str, Any]:
+    """The parts of a Node the report needs, so a large cluster's cache stays small."""
+    metadata = node.get("metadata") or {}
+    spec = node.get("spec") or {}
+    status = node.get("status") or {}
+    return {
+        "metadata": {
+            "name": metadata.get("name"),
+            "labels": metadata.get("labels") or {},
+            "resourceVersion": metadata.get("resourceVersion"),
+        },
+        "spec": {"taints": spec.get("taints") or [], "unschedulable": bool(spec.get("unschedulable", False))},
+        "status": {
+            "capacity": status.get("capacity") or {},
+            "allocatable": status.get("allocatable") or {},
+            "conditions": [
+                {"type": cond.get("type"), "status": cond.get("status")}
+                for cond in status.get("conditions") or []
+                if cond.get("type") == "Ready"
+            ],
+            "nodeInfo": {"kubeletVersion": (status.get("nodeInfo") or {}).get("kubeletVersion")},
+        },
+    }
+
+
+def _trim_container(container: Mapping[str, Any]) -> dict[str, Any]:
+    resources = container.get("resources") or {}
+    return {"name": container.get("name"), "resources": {k: resources[k] for k in ("requests", "limits") if k in resources}}
+
+
+def trim_pod(pod: Mapping[str, Any]) -> dict[str, Any]:
+    """The parts of a Pod the report and the Work status need."""
+    metadata = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    status = pod.get("status") or {}
+    labels = metadata.get("labels") or {}
+    trimmed_labels = {k: v for k, v in labels.items() if k == "pod-template-hash"}
+    return {
+        "metadata": {
+            "name": metadata.get("name"),
+            "namespace": metadata.get("namespace"),
+            "uid": metadata.get("uid"),
+            "resourceVersion": metadata.get("resourceVersion"),
+            "labels": trimmed_labels,
+            "ownerReferences": [
+                {k: ref.get(k) for k in ("apiVersion", "kind", "name", "uid", "controller") if k in ref}
+                for ref in metadata.get("ownerReferences") or []
+            ],
+        },
+        "spec": {
+            "nodeName": spec.get("nodeName"),
+            "containers": [_trim_container(ct) for ct in spec.get("containers") or []],
+            "initContainers": [_trim_container(ct) for ct in spec.get("initContainers") or []],
+            "overhead": spec.get("overhead") or {},
+        },
+        "status": {
+            "phase": status.get("phase"),
+            "conditions": [
+                {k: cond.get(k) for k in ("type", "status", "reason", "message") if cond.get(k) is not None}
+                for cond in status.get("conditions") or []
+                if cond.get("type") == "PodScheduled"
+            ],
+        },
+    }
+
+
+def kubelet_version(nodes: Iterable[Mapping[str, Any]]) -> str | None:
+    """The most common kubelet version, a fallback when the member's /version is unknown."""
+    versions = Counter(
+        v for n in nodes if (v := ((n.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion"))
+    )
+    return versions.most_common(1)[0][0] if versions else None

@@ -1,0 +1,161 @@
+"""The member agent's configuration: the ``gpufed agent`` flags, validated.
+
+In: an ``argparse`` namespace (from :func:`add_arguments`) and, optionally, a cluster file (YAML
+with provider, region, zone, tier, labels, pricing; flags win over the file). Out: an
+immutable :class:`AgentConfig`. The bootstrap token may also come from the environment
+variable ``GPUFED_BOOTSTRAP_TOKEN`` so it does not show in process listings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+
+from member_agent.trust import normalize_hash
+
+TOKEN_ENV = "GPUFED_BOOTSTRAP_TOKEN"
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+class AgentConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    hub: str = Field(description="the hub's URL, e.g. https://hub.example:6443")
+    hub_ca_hash: str | None = Field(default=None, description="sha256:<hex> of the hub CA's public key")
+    bootstrap_token: SecretStr | None = None
+    cluster_name: str
+    kubeconfig: Path | None = Field(default=None, description="member kubeconfig; in-cluster config when absent")
+    state_dir: Path
+    dcgm_url: str | None = None
+
+    provider: str = "onprem"
+    region: str | None = None
+    zone: str | None = None
+    tier: int | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+    pricing: dict[str, float] = Field(default_factory=dict)
+
+    heartbeat_interval: float = Field(default=10.0, gt=0)
+    lease_duration_seconds: int = Field(default=40, gt=0)
+    report_interval: float = Field(default=30.0, gt=0)
+    report_debounce: float = Field(default=1.0, ge=0)
+    dcgm_interval: float = Field(default=15.0, gt=0)
+    status_interval: float = Field(default=10.0, gt=0)
+    resync_interval: float = Field(default=300.0, gt=0)
+    request_timeout: float = Field(default=30.0, gt=0)
+
+    @field_validator("cluster_name")
+    @classmethod
+    def _cluster_name(cls, value: str) -> str:
+        if len(value) > 63 - len("gpufed-es-") or not _DNS_LABEL.match(value):
+            raise ValueError(
+                "must be a DNS-1123 label of at most 53 characters (lower case letters, digits and '-',"
+                " starting and ending with a letter or digit)"
+            )
+        return value
+
+    @field_validator("hub")
+    @classmethod
+    def _hub(cls, value: str) -> str:
+        if not value.startswith(("https://", "http://")):
+            raise ValueError("must be an http(s) URL, e.g. https://hub.example:6443")
+        return value.rstrip("/")
+
+    @field_validator("hub_ca_hash")
+    @classmethod
+    def _ca_hash(cls, value: str | None) -> str | None:
+        return None if value is None else normalize_hash(value)
+
+    @field_validator("pricing")
+    @classmethod
+    def _pricing(cls, value: dict[str, float]) -> dict[str, float]:
+        for product, price in value.items():
+            if price < 0:
+                raise ValueError(f"price for {product} must not be negative")
+        return value
+
+
+def _pairs(values: list[str] | None, *, flag: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in values or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise argparse.ArgumentTypeError(f"{flag} expects KEY=VALUE, got {item!r}")
+        out[key] = value
+    return out
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``gpufed agent`` flags."""
+    parser.add_argument("--hub", required=True, help="hub URL, e.g. https://hub.example:6443")
+    parser.add_argument("--hub-ca-hash", help="sha256:<hex> of the hub CA's public key (from the join command)")
+    parser.add_argument("--bootstrap-token", help=f"one-time join token (or set ${TOKEN_ENV})")
+    parser.add_argument("--cluster-name", required=True, help="this member's name in the federation")
+    parser.add_argument("--kubeconfig", type=Path, help="member cluster kubeconfig (default: in-cluster config)")
+    parser.add_argument("--state-dir", type=Path, required=True, help="where the agent keeps its credential")
+    parser.add_argument("--dcgm-url", help="dcgm-exporter metrics URL, e.g. http://dcgm-exporter:9400/metrics")
+    parser.add_argument("--cluster-file", type=Path, help="YAML with provider, region, zone, tier, labels, pricing")
+    parser.add_argument("--provider", help="onprem, aws, gcp, azure, ... (default onprem)")
+    parser.add_argument("--region")
+    parser.add_argument("--zone")
+    parser.add_argument("--tier", type=int, help="overflow order, lower first")
+    parser.add_argument("--label", action="append", metavar="KEY=VALUE", help="Cluster label (repeatable)")
+    parser.add_argument("--price", action="append", metavar="PRODUCT=USD", help="$ per GPU-hour by gpu.product (repeatable)")
+    parser.add_argument("--heartbeat-interval", type=float, help="seconds between Lease renewals (default 10)")
+    parser.add_argument("--report-interval", type=float, help="seconds between periodic capacity reports (default 30)")
+    parser.add_argument("--dcgm-interval", type=float, help="seconds between DCGM scrapes (default 15)")
+
+
+def _cluster_file(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ValueError(f"cannot read cluster file {path}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ValueError(f"cluster file {path} must be a mapping")
+    allowed = {"provider", "region", "zone", "tier", "labels", "pricing"}
+    unknown = sorted(set(data) - allowed)
+    if unknown:
+        raise ValueError(f"cluster file {path}: unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}")
+    return data
+
+
+def config_from_args(ns: argparse.Namespace) -> AgentConfig:
+    """An :class:`AgentConfig` from parsed flags (raises ``ValueError`` with a readable message)."""
+    values: dict[str, Any] = {}
+    if getattr(ns, "cluster_file", None):
+        values.update(_cluster_file(ns.cluster_file))
+    labels = dict(values.get("labels") or {})
+    labels.update(_pairs(getattr(ns, "label", None), flag="--label"))
+    pricing: dict[str, Any] = dict(values.get("pricing") or {})
+    for product, price in _pairs(getattr(ns, "price", None), flag="--price").items():
+        try:
+            pricing[product] = float(price)
+        except ValueError as exc:
+            raise ValueError(f"--price {product}={price}: not a number") from exc
+    values["labels"] = labels
+    values["pricing"] = pricing
+    for flag in ("provider", "region", "zone", "tier"):
+        if getattr(ns, flag, None) is not None:
+            values[flag] = getattr(ns, flag)
+    intervals = {"heartbeat_interval": "heartbeat_interval", "report_interval": "report_interval", "dcgm_interval": "dcgm_interval"}
+    for attr, key in intervals.items():
+        if getattr(ns, attr, None) is not None:
+            values[key] = getattr(ns, attr)
+    token = getattr(ns, "bootstrap_token", None) or os.environ.get(TOKEN_ENV)
+    return AgentConfig(
+        hub=ns.hub,
+        hub_ca_hash=ns.hub_ca_hash,
+        bootstrap_token=SecretStr(token) if token else None,
+        cluster_name=ns.cluster_name,
+        kubeconfig=ns.kubeconfig,
+        state_dir=ns.state_dir,
+        dcgm_url=ns.dcgm_url,
+        **values,
+    )

@@ -1,0 +1,302 @@
+"""Plain-JSON access to a Kubernetes-compatible API (the hub, or the member cluster).
+
+kubernetes_asyncio's ``ApiClient`` supplies what is hard to get right — kubeconfig and in-cluster
+configuration, bearer tokens and their refresh, TLS — and this module issues the requests
+through it but keeps objects as plain dicts: the agent handles arbitrary kinds (whatever a
+Work carries), and its reports and caches are dicts anyway, so the typed models would only
+cost CPU and memory. Watches are streamed here line by line so the informer can resume from
+its last resourceVersion and relist on 410 (``Watch`` in kubernetes_asyncio turns objects into
+typed models and retries a 410 only once).
+
+In: an ``ApiClient``. Out: dict objects, and :class:`ApiError` subclasses for non-2xx answers
+(the Kubernetes ``Status`` message preserved). Every request has a timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+from kubernetes_asyncio.client import ApiClient
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT = 30.0
+APPLY_PATCH = "application/apply-patch+yaml"
+MERGE_PATCH = "application/merge-patch+json"
+
+
+class ApiError(Exception):
+    """A non-2xx answer (or a transport failure when ``code`` is 0)."""
+
+    def __init__(self, code: int, reason: str, message: str, *, status: Mapping[str, Any] | None = None) -> None:
+        super().__init__(f"{code} {reason}: {message}")
+        self.code = code
+        self.reason = reason
+        self.message = message
+        self.status = dict(status or {})
+
+
+class NotFound(ApiError):
+    pass
+
+
+class AlreadyExists(ApiError):
+    pass
+
+
+class Conflict(ApiError):
+    pass
+
+
+class Gone(ApiError):
+    pass
+
+
+class Unauthorized(ApiError):
+    pass
+
+
+class Forbidden(ApiError):
+    pass
+
+
+class Unavailable(ApiError):
+    """Transport failures, timeouts, 429 and 5xx: worth retrying."""
+
+
+def error_from_status(code: int, body: bytes) -> ApiError:
+    status: dict[str, Any] = {}
+    try:
+        parsed = json.loads(body) if body else {}
+        if isinstance(parsed, dict):
+            status = parsed
+    except ValueError:
+        pass
+    reason = str(status.get("reason") or "")
+    message = str(status.get("message") or body[:500].decode("utf-8", errors="replace"))
+    if code == 404:
+        return NotFound(code, reason or "NotFound", message, status=status)
+    if code == 409:
+        cls: type[ApiError] = AlreadyExists if reason == "AlreadyExists" else Conflict
+        return cls(code, reason or "Conflict", message, status=status)
+    if code == 410:
+        return Gone(code, reason or "Gone", message, status=status)
+    if code == 401:
+        return Unauthorized(code, reason or "Unauthorized", message, status=status)
+    if code == 403:
+        return Forbidden(code, reason or "Forbidden", message, status=status)
+    if code == 429 or code >= 500:
+        return Unavailable(code, reason or "ServiceUnavailable", message, status=status)
+    return ApiError(code, reason or "BadRequest", message, status=status)
+
+
+def is_retryable(exc: BaseException) -> bool:
+    return isinstance(exc, Unavailable | Conflict | TimeoutError | aiohttp.ClientError | OSError)
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceInfo:
+    api_version: str
+    kind: str
+    plural: str
+    namespaced: bool
+
+    def collection_path(self, namespace: str | None) -> str:
+        prefix = f"/api/{self.api_version}" if "/" not in self.api_version else f"/apis/{self.api_version}"
+        if self.namespaced:
+            if not namespace:
+                raise ValueError(f"{self.kind} is namespaced: a namespace is required")
+            return f"{prefix}/namespaces/{namespace}/{self.plural}"
+        return f"{prefix}/{self.plural}"
+
+    def path(self, name: str, namespace: str | None) -> str:
+        return f"{self.collection_path(namespace)}/{name}"
+
+
+class KubeApi:
+    """JSON requests against one API server through a kubernetes_asyncio ``ApiClient``."""
+
+    def __init__(self, client: ApiClient, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.client = client
+        self.timeout = timeout
+        self._discovery: dict[str, dict[str, ResourceInfo]] = {}
+
+    async def close(self) -> None:
+        await self.client.close()
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        request_timeout: float | aiohttp.ClientTimeout | None = None,
+    ) -> aiohttp.ClientResponse:
+        params = [(k, _query_value(v)) for k, v in (query or {}).items() if v is not None]
+        try:
+            response: aiohttp.ClientResponse = await self.client.call_api(
+                path,
+                method,
+                query_params=params,
+                header_params={"Accept": "application/json", "Content-Type": content_type},
+                body=body,
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _request_timeout=request_timeout if request_timeout is not None else self.timeout,
+            )
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            raise Unavailable(0, "Unavailable", f"{method} {path}: {exc!r}") from exc
+        return response
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        request_timeout: float | None = None,
+    ) -> dict[str, Any]:
+        response = await self._send(
+            method, path, query=query, body=body, content_type=content_type, request_timeout=request_timeout
+        )
+        try:
+            data = await response.read()
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise Unavailable(0, "Unavailable", f"{method} {path}: {exc!r}") from exc
+        finally:
+            response.release()
+        if not 200 <= response.status < 300:
+            raise error_from_status(response.status, data)
+        if not data:
+            return {}
+        try:
+            parsed = json.loads(data)
+        except ValueError as exc:
+            raise ApiError(response.status, "BadResponse", f"{method} {path}: answer is not JSON") from exc
+        return parsed if isinstance(parsed, dict) else {"items": parsed}
+
+    async def get(self, path: str, *, query: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        return await self.request("GET", path, query=query)
+
+    async def create(self, collection_path: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        return await self.request("POST", collection_path, body=dict(body))
+
+    async def replace(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        return await self.request("PUT", path, body=dict(body))
+
+    async def apply(self, path: str, body: Mapping[str, Any], *, field_manager: str, force: bool) -> dict[str, Any]:
+        """Server-side apply (``PATCH`` as ``application/apply-patch+yaml``; JSON is valid YAML)."""
+        query = {"fieldManager": field_manager, "force": "true" if force else "false"}
+        return await self.request("PATCH", path, query=query, body=dict(body), content_type=APPLY_PATCH)
+
+    async def delete(self, path: str, *, propagation: str = "Background") -> dict[str, Any]:
+        body = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation}
+        return await self.request("DELETE", path, body=body)
+
+    async def list_all(self, path: str, *, query: Mapping[str, Any] | None = None, page: int = 500) -> tuple[list[dict[str, Any]], str]:
+        """Every item of a collection (paginated) and the list's resourceVersion."""
+        items: list[dict[str, Any]] = []
+        params = dict(query or {})
+        params["limit"] = page
+        while True:
+            answer = await self.get(path, query=params)
+            items.extend(answer.get("items") or [])
+            meta = answer.get("metadata") or {}
+            token = meta.get("continue")
+            if not token:
+                return items, str(meta.get("resourceVersion") or "")
+            params["continue"] = token
+
+    async def watch(
+        self, path: str, *, resource_version: str, query: Mapping[str, Any] | None = None, timeout_seconds: int = 300
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Watch events (dicts with type and object) until the server ends the stream.
+
+        An ERROR event is raised as the matching :class:`ApiError` (410 -> :class:`Gone`).
+        """
+        params = dict(query or {})
+        params.update(
+            {
+                "watch": "true",
+                "resourceVersion": resource_version,
+                "allowWatchBookmarks": "true",
+                "timeoutSeconds": timeout_seconds,
+            }
+        )
+        # The server ends the stream after timeoutSeconds; the read timeout guards against a dead peer.
+        client_timeout = aiohttp.ClientTimeout(total=None, connect=self.timeout, sock_read=timeout_seconds + 30)
+        response = await self._send("GET", path, query=params, request_timeout=client_timeout)
+        try:
+            if not 200 <= response.status < 300:
+                raise error_from_status(response.status, await response.read())
+            while True:
+                try:
+                    line = await response.content.readline()
+                except (aiohttp.ClientError, TimeoutError) as exc:
+                    raise Unavailable(0, "Unavailable", f"watch {path}: {exc!r}") from exc
+                if not line:
+                    return
+                if not line.strip():
+                    continue
+                try:
+                    event = json.loads(line)
+                except ValueError as exc:
+                    raise Unavailable(0, "BadResponse", f"watch {path}: malformed event") from exc
+                if event.get("type") == "ERROR":
+                    obj = event.get("object") or {}
+                    code = int(obj.get("code") or 500)
+                    raise error_from_status(code, json.dumps(obj).encode())
+                yield event
+        finally:
+            response.release()
+
+    async def resource_info(self, api_version: str, kind: str) -> ResourceInfo:
+        """Plural name and scope of a kind, from the server's discovery document (cached)."""
+        known = self._discovery.get(api_version)
+        if known is None or kind not in known:
+            path = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
+            document = await self.get(path)
+            known = {}
+            for resource in document.get("resources") or []:
+                name = str(resource.get("name", ""))
+                if "/" in name:
+                    continue
+                known[str(resource.get("kind"))] = ResourceInfo(
+                    api_version=api_version,
+                    kind=str(resource.get("kind")),
+                    plural=name,
+                    namespaced=bool(resource.get("namespaced")),
+                )
+            self._discovery[api_version] = known
+        if kind not in known:
+            raise NotFound(404, "NotFound", f"the server does not serve kind {kind!r} in {api_version}")
+        return known[kind]
+
+    async def version(self) -> str | None:
+        try:
+            answer = await self.get("/version")
+        except ApiError:
+            return None
+        version = answer.get("gitVersion")
+        return str(version) if version else None
+
+
+def _query_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+async def with_timeout(awaitable: Any, seconds: float) -> Any:
+    """Await with a deadline (for awaits that do not carry one of their own)."""
+    return await asyncio.wait_for(awaitable, seconds)

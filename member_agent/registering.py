@@ -1,0 +1,146 @@
+"""The agent's own objects on the hub: its Cluster (spec and status) and its heartbeat Lease.
+
+In: the hub :class:`~member_agent.kubeapi.KubeApi`, the cluster's name and its declared
+properties (provider, region, zone, tier, labels, pricing). Out: a Cluster created or updated
+idempotently (fields the agent does not declare — taints, cordon, labels set on the hub — are
+kept), its status replaced by each report, and the Lease ``gpufed-cluster-lease/<cluster>``
+renewed. Writes are compare-and-swap on resourceVersion; a conflict re-reads and retries.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from controlplane.apis import constants as c
+from member_agent.kubeapi import AlreadyExists, Conflict, KubeApi, NotFound
+
+logger = logging.getLogger(__name__)
+
+CLUSTER_API_VERSION = f"{c.CLUSTER_GROUP}/{c.VERSION}"
+CLUSTERS_PATH = f"/apis/{CLUSTER_API_VERSION}/clusters"
+LEASES_PATH = f"/apis/coordination.k8s.io/v1/namespaces/{c.LEASE_NAMESPACE}/leases"
+MAX_CONFLICT_RETRIES = 5
+
+
+def rfc3339(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def micro_time(moment: datetime) -> str:
+    """Kubernetes MicroTime, as Lease renewTime carries it."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def desired_cluster(
+    name: str,
+    *,
+    provider: str,
+    region: str | None,
+    zone: str | None,
+    tier: int | None,
+    labels: Mapping[str, str],
+    pricing: Mapping[str, float],
+) -> dict[str, Any]:
+    """The Cluster as this agent declares it (only the fields the agent owns)."""
+    spec: dict[str, Any] = {"provider": provider, "pricing": dict(pricing)}
+    if region is not None:
+        spec["region"] = region
+    if zone is not None:
+        spec["zone"] = zone
+    if tier is not None:
+        spec["tier"] = tier
+    return {
+        "apiVersion": CLUSTER_API_VERSION,
+        "kind": "Cluster",
+        "metadata": {"name": name, "labels": dict(labels)},
+        "spec": spec,
+    }
+
+
+def merge_cluster(live: Mapping[str, Any], desired: Mapping[str, Any]) -> dict[str, Any]:
+    """``live`` with the agent's declared fields set; everything else (taints, cordon, other
+    labels, status) kept."""
+    merged = copy.deepcopy(dict(live))
+    metadata = merged.setdefault("metadata", {})
+    metadata["labels"] = {**(metadata.get("labels") or {}), **desired["metadata"]["labels"]}
+    spec = merged.setdefault("spec", {})
+    spec.update(desired["spec"])
+    return merged
+
+
+async def register_cluster(hub: KubeApi, desired: Mapping[str, Any]) -> dict[str, Any]:
+    """Create the Cluster, or bring an existing one up to date; returns the stored object."""
+    name = desired["metadata"]["name"]
+    try:
+        created = await hub.create(CLUSTERS_PATH, desired)
+        logger.info("registered cluster %s", name)
+        return created
+    except AlreadyExists:
+        pass
+    for _ in range(MAX_CONFLICT_RETRIES):
+        live = await hub.get(f"{CLUSTERS_PATH}/{name}")
+        merged = merge_cluster(live, desired)
+        if merged == live:
+            return live
+        try:
+            updated = await hub.replace(f"{CLUSTERS_PATH}/{name}", merged)
+            logger.info("updated cluster %s", name)
+            return updated
+        except Conflict:
+            continue
+    raise Conflict(409, "Conflict", f"cluster {name} kept changing while the agent updated it")
+
+
+async def write_cluster_status(hub: KubeApi, cluster: Mapping[str, Any], status: Mapping[str, Any]) -> dict[str, Any]:
+    """Replace the Cluster's status; ``cluster`` is the last known object (re-read on conflict)."""
+    name = cluster["metadata"]["name"]
+    path = f"{CLUSTERS_PATH}/{name}/status"
+    current = dict(cluster)
+    for _ in range(MAX_CONFLICT_RETRIES):
+        body = {**current, "status": dict(status)}
+        try:
+            return await hub.replace(path, body)
+        except Conflict:
+            current = await hub.get(f"{CLUSTERS_PATH}/{name}")
+    raise Conflict(409, "Conflict", f"cluster {name} kept changing while the agent wrote its status")
+
+
+def lease_object(name: str, *, now: datetime, duration_seconds: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": name, "namespace": c.LEASE_NAMESPACE},
+        "spec": {
+            "holderIdentity": name,
+            "leaseDurationSeconds": duration_seconds,
+            "acquireTime": micro_time(now),
+            "renewTime": micro_time(now),
+        },
+    }
+
+
+async def renew_lease(
+    hub: KubeApi, name: str, *, now: datetime, duration_seconds: int, last: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """Create or renew the heartbeat Lease; ``last`` is the Lease from the previous renewal."""
+    current = dict(last) if last else None
+    for _ in range(MAX_CONFLICT_RETRIES):
+        if current is None:
+            try:
+                return await hub.create(LEASES_PATH, lease_object(name, now=now, duration_seconds=duration_seconds))
+            except AlreadyExists:
+                current = await hub.get(f"{LEASES_PATH}/{name}")
+        body = copy.deepcopy(current)
+        spec = body.setdefault("spec", {})
+        spec.update({"holderIdentity": name, "leaseDurationSeconds": duration_seconds, "renewTime": micro_time(now)})
+        try:
+            return await hub.replace(f"{LEASES_PATH}/{name}", body)
+        except NotFound:
+            current = None
+        except Conflict:
+            current = await hub.get(f"{LEASES_PATH}/{name}")
+    raise Conflict(409, "Conflict", f"lease {name} kept changing while the agent renewed it")

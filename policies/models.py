@@ -1,0 +1,731 @@
+"""The policy language: PropagationPolicy, ClusterPropagationPolicy, OverridePolicy, ClusterOverridePolicy.
+
+Field-compatible with Karmada's ``policy.karmada.io/v1alpha1`` schema, so a Karmada user's YAML
+parses unchanged (under either ``policy.gpufed.io/v1alpha1`` or ``policy.karmada.io/v1alpha1``),
+plus three optional gpufed extensions, each documented on its model:
+
+* ``placement.replicaScheduling.replicaDivisionPreference: TieredOverflow`` (and the optional
+  ``tieredOverflow`` block): fill cheap tiers first, overflow to the next, shrink the most
+  expensive first (:class:`TieredOverflow`);
+* ``spec.gang``: the workload lands whole in one cluster or waits (:class:`PropagationSpec`);
+* ``spec.gpuShapes.alternatives``: acceptable per-replica GPU requests, the hub picks one per
+  cluster (:class:`GpuShapes`).
+
+In: the wire form (dicts parsed from YAML/JSON). Out: validated models whose
+``model_dump(by_alias=True, exclude_none=True)`` equals the input. Validation that involves
+several fields is attached to the last field involved, so errors carry a precise field path
+(``spec.placement.replicaScheduling.weightPreference``) and a message a person can act on.
+Defaults that Karmada's webhooks would fill in are *not* written into the object; the
+``effective_*``/``division_strategy`` helpers compute them instead.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Final, Literal, TypeAlias
+
+from pydantic import Field, ValidationInfo, field_validator
+
+from controlplane.apis.meta import LabelSelector, ObjectMeta, SpecModel, Toleration
+from controlplane.apis.quantity import QuantityError, parse_quantity
+
+GPUFED_API_VERSION: Final = "policy.gpufed.io/v1alpha1"
+KARMADA_API_VERSION: Final = "policy.karmada.io/v1alpha1"
+PolicyApiVersion: TypeAlias = Literal["policy.gpufed.io/v1alpha1", "policy.karmada.io/v1alpha1"]
+
+CLUSTER_FIELDS: Final = ("provider", "region", "zone")
+DEFAULT_AFFINITY_NAME: Final = "default"
+"""Name of the single term :meth:`Placement.affinity_terms` makes from ``clusterAffinity``."""
+
+# ---------------------------------------------------------------------------------------------
+# Selecting resources
+# ---------------------------------------------------------------------------------------------
+
+
+class ResourceSelector(SpecModel):
+    """Which resource templates a policy applies to.
+
+    ``name`` and ``labelSelector`` may both be given; as in Karmada, ``labelSelector`` is then
+    ignored (``policies.validation.policy_warnings`` reports it).
+    """
+
+    api_version: str = Field(min_length=1)
+    kind: str = Field(min_length=1)
+    namespace: str | None = None
+    name: str | None = None
+    label_selector: LabelSelector | None = None
+
+
+# ---------------------------------------------------------------------------------------------
+# Selecting clusters
+# ---------------------------------------------------------------------------------------------
+
+
+class FieldSelectorRequirement(SpecModel):
+    """A ``fieldSelector.matchExpressions`` entry: ``provider``/``region``/``zone`` with In/NotIn."""
+
+    key: str
+    operator: str
+    values: list[str] | None = None
+
+    @field_validator("key")
+    @classmethod
+    def _supported_key(cls, key: str) -> str:
+        if key not in CLUSTER_FIELDS:
+            raise ValueError(f"unsupported key {key!r}, must be provider, region, or zone")
+        return key
+
+    @field_validator("operator")
+    @classmethod
+    def _supported_operator(cls, operator: str) -> str:
+        if operator not in ("In", "NotIn"):
+            raise ValueError(f"unsupported operator {operator!r}, must be In or NotIn")
+        return operator
+
+    @field_validator("values")
+    @classmethod
+    def _values_present(cls, values: list[str] | None) -> list[str] | None:
+        if not values:
+            raise ValueError("must list at least one value for In and NotIn")
+        return values
+
+
+class FieldSelector(SpecModel):
+    match_expressions: list[FieldSelectorRequirement] | None = None
+
+
+class ClusterAffinity(SpecModel):
+    """Clusters a placement may use: all conditions given must hold.
+
+    ``exclude`` wins over everything; ``clusterNames``, when not empty, is an allow-list.
+    """
+
+    label_selector: LabelSelector | None = None
+    field_selector: FieldSelector | None = None
+    cluster_names: list[str] | None = None
+    exclude: list[str] | None = None
+
+
+class ClusterAffinityTerm(ClusterAffinity):
+    """One named term of ``placement.clusterAffinities``, tried in order."""
+
+    affinity_name: str = Field(min_length=1, max_length=32)
+
+
+class SpreadConstraint(SpecModel):
+    spread_by_field: Literal["cluster", "region", "zone", "provider"] | None = None
+    spread_by_label: str | None = None
+    max_groups: int | None = Field(default=None, ge=0)
+    min_groups: int | None = Field(default=None, ge=0)
+
+    @field_validator("spread_by_label")
+    @classmethod
+    def _not_both(cls, label: str | None, info: ValidationInfo) -> str | None:
+        if label and info.data.get("spread_by_field"):
+            raise ValueError("spreadByLabel should not co-exist with spreadByField")
+        return label
+
+    @field_validator("min_groups")
+    @classmethod
+    def _min_not_above_max(cls, min_groups: int | None, info: ValidationInfo) -> int | None:
+        max_groups = info.data.get("max_groups")
+        if min_groups is not None and max_groups and min_groups > max_groups:
+            raise ValueError(f"minGroups ({min_groups}) must not be greater than maxGroups ({max_groups})")
+        return min_groups
+
+    @property
+    def effective_field(self) -> str | None:
+        """``spreadByField``, or ``cluster`` when neither field nor label is set (Karmada's default)."""
+        if self.spread_by_field:
+            return self.spread_by_field
+        return None if self.spread_by_label else "cluster"
+
+    @property
+    def effective_min_groups(self) -> int:
+        return self.min_groups if self.min_groups else 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Dividing replicas
+# ---------------------------------------------------------------------------------------------
+
+
+class StaticClusterWeight(SpecModel):
+    target_cluster: ClusterAffinity
+    weight: int = Field(ge=1)
+
+
+class ClusterPreferences(SpecModel):
+    """``weightPreference``: static weights, or ``dynamicWeight: AvailableReplicas`` (wins if both)."""
+
+    static_weight_list: list[StaticClusterWeight] | None = None
+    dynamic_weight: Literal["AvailableReplicas"] | None = None
+
+
+class Tier(SpecModel):
+    """A named overflow tier: the clusters matching ``clusterAffinity``."""
+
+    name: str = Field(min_length=1, max_length=63)
+    cluster_affinity: ClusterAffinity
+
+
+class TieredOverflow(SpecModel):
+    """gpufed extension: how ``replicaDivisionPreference: TieredOverflow`` orders clusters.
+
+    Replicas fill clusters in order of (tier, price per GPU-hour, name), each up to the
+    replicas it can hold; the remainder spills to the next. On scale-down the most expensive
+    replicas go first; the others stay where they are. By default a cluster's tier is its
+    ``spec.tier`` (0 for ``provider: onprem``, 1 otherwise) and its price comes from
+    ``spec.pricing``, so "fill on-prem first, overflow to cloud, shrink the most expensive
+    first" needs no block at all::
+
+        placement:
+          replicaScheduling:
+            replicaSchedulingType: Divided
+            replicaDivisionPreference: TieredOverflow
+
+    ``tiers`` overrides the clusters' own tiers: a cluster belongs to the first tier whose
+    affinity it matches, and a cluster that matches no listed tier is not used::
+
+            tieredOverflow:
+              order: TierThenPrice
+              tiers:
+                - name: datacenter
+                  clusterAffinity: {fieldSelector: {matchExpressions: [{key: provider, operator: In, values: [onprem]}]}}
+                - name: burst
+                  clusterAffinity: {labelSelector: {matchLabels: {gpufed.io/pool: burst}}}
+    """
+
+    tiers: list[Tier] | None = None
+    order: Literal["TierThenPrice"] | None = None
+
+    @field_validator("tiers")
+    @classmethod
+    def _unique_tier_names(cls, tiers: list[Tier] | None) -> list[Tier] | None:
+        seen: set[str] = set()
+        for tier in tiers or ():
+            if tier.name in seen:
+                raise ValueError(f"tier name {tier.name!r} is used twice; each tier needs a unique name")
+            seen.add(tier.name)
+        if tiers is not None and not tiers:
+            raise ValueError("must list at least one tier, or leave tieredOverflow.tiers out to use cluster tiers")
+        return tiers
+
+
+class DivisionStrategy(StrEnum):
+    """How the scheduler divides replicas, after Karmada's defaults have been applied."""
+
+    DUPLICATED = "Duplicated"
+    AGGREGATED = "Aggregated"
+    STATIC_WEIGHT = "StaticWeight"
+    DYNAMIC_WEIGHT = "DynamicWeight"
+    TIERED_OVERFLOW = "TieredOverflow"
+
+
+class ReplicaSchedulingStrategy(SpecModel):
+    """``placement.replicaScheduling``.
+
+    ``replicaDivisionPreference`` accepts Karmada's ``Aggregated`` and ``Weighted`` and
+    gpufed's ``TieredOverflow`` (see :class:`TieredOverflow`).
+    """
+
+    replica_scheduling_type: Literal["Duplicated", "Divided"] | None = None
+    replica_division_preference: Literal["Aggregated", "Weighted", "TieredOverflow"] | None = None
+    weight_preference: ClusterPreferences | None = None
+    tiered_overflow: TieredOverflow | None = None
+
+    @field_validator("weight_preference")
+    @classmethod
+    def _weights_need_weighted(
+        cls, preference: ClusterPreferences | None, info: ValidationInfo
+    ) -> ClusterPreferences | None:
+        if preference is None or not {"replica_scheduling_type", "replica_division_preference"} <= info.data.keys():
+            return preference  # an earlier field already failed and was reported
+        scheduling_type = info.data.get("replica_scheduling_type") or "Divided"
+        division = info.data.get("replica_division_preference") or "Weighted"
+        if scheduling_type != "Divided" or division != "Weighted":
+            which = "staticWeightList" if preference.static_weight_list else "dynamicWeight"
+            raise ValueError(
+                f"{which} requires replicaSchedulingType 'Divided' and replicaDivisionPreference 'Weighted' "
+                f"(got {scheduling_type!r} and {division!r})"
+            )
+        return preference
+
+    @field_validator("tiered_overflow")
+    @classmethod
+    def _tiers_need_tiered(cls, tiered: TieredOverflow | None, info: ValidationInfo) -> TieredOverflow | None:
+        preference = info.data.get("replica_division_preference")
+        if tiered is not None and preference not in (None, "TieredOverflow"):
+            raise ValueError(
+                f"tieredOverflow requires replicaDivisionPreference 'TieredOverflow' (got {preference!r})"
+            )
+        if tiered is not None and info.data.get("replica_scheduling_type") == "Duplicated":
+            raise ValueError("tieredOverflow requires replicaSchedulingType 'Divided'")
+        return tiered
+
+    @property
+    def effective_type(self) -> Literal["Duplicated", "Divided"]:
+        """Karmada's default when the block is present is ``Divided``."""
+        return self.replica_scheduling_type or "Divided"
+
+    @property
+    def division_strategy(self) -> DivisionStrategy:
+        """The strategy with Karmada's defaults applied.
+
+        Divided without a preference is Weighted (Karmada's webhook); Weighted without
+        ``weightPreference`` or with an empty static list is equal static weights;
+        ``dynamicWeight`` wins over ``staticWeightList``; a ``tieredOverflow`` block implies
+        TieredOverflow.
+        """
+        if self.effective_type == "Duplicated":
+            return DivisionStrategy.DUPLICATED
+        preference = self.replica_division_preference
+        if preference == "TieredOverflow" or (preference is None and self.tiered_overflow is not None):
+            return DivisionStrategy.TIERED_OVERFLOW
+        if preference == "Aggregated":
+            return DivisionStrategy.AGGREGATED
+        if self.weight_preference is not None and self.weight_preference.dynamic_weight:
+            return DivisionStrategy.DYNAMIC_WEIGHT
+        return DivisionStrategy.STATIC_WEIGHT
+
+
+class Placement(SpecModel):
+    """``spec.placement``: where a workload may go and how its replicas divide."""
+
+    cluster_affinity: ClusterAffinity | None = None
+    cluster_affinities: list[ClusterAffinityTerm] | None = None
+    cluster_tolerations: list[Toleration] | None = None
+    spread_constraints: list[SpreadConstraint] | None = None
+    replica_scheduling: ReplicaSchedulingStrategy | None = None
+
+    @field_validator("cluster_affinities")
+    @classmethod
+    def _affinities_alone_and_unique(
+        cls, terms: list[ClusterAffinityTerm] | None, info: ValidationInfo
+    ) -> list[ClusterAffinityTerm] | None:
+        if terms and info.data.get("cluster_affinity") is not None:
+            raise ValueError("clusterAffinities can not co-exist with clusterAffinity")
+        seen: set[str] = set()
+        for term in terms or ():
+            if term.affinity_name in seen:
+                raise ValueError(
+                    f"affinityName {term.affinity_name!r} is used twice; each term must have a unique name"
+                )
+            seen.add(term.affinity_name)
+        return terms
+
+    @field_validator("spread_constraints")
+    @classmethod
+    def _cluster_spread_present(cls, constraints: list[SpreadConstraint] | None) -> list[SpreadConstraint] | None:
+        constraints = constraints or None
+        if constraints is None:
+            return constraints
+        by_field = [c.spread_by_field for c in constraints if c.spread_by_field]
+        if by_field and "cluster" not in by_field:
+            raise ValueError(
+                "the cluster spread constraint must be enabled in one of the constraints "
+                "when spreadByField is used (add {spreadByField: cluster})"
+            )
+        return constraints
+
+    @property
+    def division_strategy(self) -> DivisionStrategy:
+        """Duplicated when ``replicaScheduling`` is absent (Karmada's default)."""
+        if self.replica_scheduling is None:
+            return DivisionStrategy.DUPLICATED
+        return self.replica_scheduling.division_strategy
+
+    def affinity_terms(self) -> list[ClusterAffinityTerm]:
+        """The affinity terms to try in order: ``clusterAffinities``, else one unnamed term.
+
+        With neither set every cluster is a candidate (a term with no conditions).
+        """
+        if self.cluster_affinities:
+            return list(self.cluster_affinities)
+        affinity = self.cluster_affinity or ClusterAffinity()
+        wire = affinity.model_dump(by_alias=True, exclude_none=True)
+        return [ClusterAffinityTerm.model_validate({"affinityName": DEFAULT_AFFINITY_NAME, **wire})]
+
+
+# ---------------------------------------------------------------------------------------------
+# Failover, suspension, priority
+# ---------------------------------------------------------------------------------------------
+
+
+class DecisionConditions(SpecModel):
+    toleration_seconds: int | None = Field(default=None, ge=0)
+
+
+class StatePreservationRule(SpecModel):
+    alias_label_name: str = Field(min_length=1)
+    json_path: str = Field(min_length=1, alias="jsonPath")
+
+
+class StatePreservation(SpecModel):
+    rules: list[StatePreservationRule] = Field(min_length=1)
+
+
+PurgeMode: TypeAlias = Literal["Immediately", "Graciously", "Never", "Directly", "Gracefully"]
+DEFAULT_FAILOVER_TOLERATION_SECONDS: Final = 300
+DEFAULT_GRACE_PERIOD_SECONDS: Final = 600
+
+
+class ApplicationFailoverBehavior(SpecModel):
+    """``failover.application``: move replicas off a cluster where the application is unhealthy.
+
+    ``purgeMode`` accepts both Karmada spellings (``Immediately|Graciously|Never`` and the newer
+    ``Directly|Gracefully|Never``).
+    """
+
+    decision_conditions: DecisionConditions = Field(default_factory=DecisionConditions)
+    purge_mode: PurgeMode | None = None
+    grace_period_seconds: int | None = Field(default=None, gt=0)
+    state_preservation: StatePreservation | None = None
+
+    @field_validator("grace_period_seconds")
+    @classmethod
+    def _grace_only_when_gracious(cls, seconds: int | None, info: ValidationInfo) -> int | None:
+        mode = info.data.get("purge_mode")
+        if seconds is not None and mode in ("Immediately", "Directly", "Never"):
+            raise ValueError(f"only applies when purgeMode is 'Graciously' or 'Gracefully' (got {mode!r})")
+        return seconds
+
+    @property
+    def effective_toleration_seconds(self) -> int:
+        seconds = self.decision_conditions.toleration_seconds
+        return DEFAULT_FAILOVER_TOLERATION_SECONDS if seconds is None else seconds
+
+    @property
+    def effective_grace_period_seconds(self) -> int:
+        return self.grace_period_seconds or DEFAULT_GRACE_PERIOD_SECONDS
+
+
+class ClusterFailoverBehavior(SpecModel):
+    """``failover.cluster`` (newer Karmada): what to do with replicas on a failed cluster."""
+
+    purge_mode: PurgeMode | None = None
+    state_preservation: StatePreservation | None = None
+
+
+class FailoverBehavior(SpecModel):
+    application: ApplicationFailoverBehavior | None = None
+    cluster: ClusterFailoverBehavior | None = None
+
+
+class SuspendClusters(SpecModel):
+    cluster_names: list[str] | None = None
+
+
+class Suspension(SpecModel):
+    dispatching: bool | None = None
+    dispatching_on_clusters: SuspendClusters | None = None
+
+    @field_validator("dispatching_on_clusters")
+    @classmethod
+    def _not_both(cls, clusters: SuspendClusters | None, info: ValidationInfo) -> SuspendClusters | None:
+        if clusters is not None and info.data.get("dispatching"):
+            raise ValueError("can not be set together with dispatching: true, which suspends every cluster")
+        return clusters
+
+
+class SchedulePriority(SpecModel):
+    priority_class_source: Literal["KubePriorityClass", "PodPriorityClass", "FederatedPriorityClass"]
+    priority_class_name: str | None = None
+
+
+# ---------------------------------------------------------------------------------------------
+# gpufed extension: alternative GPU shapes
+# ---------------------------------------------------------------------------------------------
+
+
+class GpuShapeAlternative(SpecModel):
+    """One acceptable per-replica GPU request (replaces the GPU requests of the pod template)."""
+
+    name: str | None = None
+    resources: dict[str, str | int]
+    node_selector: dict[str, str] | None = None
+    """Extra node labels this shape needs, e.g. ``{nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB}``."""
+
+    @field_validator("resources")
+    @classmethod
+    def _quantities(cls, resources: dict[str, str | int]) -> dict[str, str | int]:
+        if not resources:
+            raise ValueError("must request at least one resource, e.g. {nvidia.com/gpu: 1}")
+        for name, quantity in resources.items():
+            try:
+                amount = parse_quantity(quantity)
+            except QuantityError as exc:
+                raise ValueError(f"{name}: {exc}") from exc
+            if amount <= 0:
+                raise ValueError(f"{name}: must be a positive quantity, got {quantity!r}")
+            if name != "cpu" and "/" in name and amount != amount.to_integral_value():
+                raise ValueError(f"{name}: extended resources must be whole numbers, got {quantity!r}")
+        return resources
+
+
+class GpuShapes(SpecModel):
+    """gpufed extension ``spec.gpuShapes``: per-replica GPU requests the workload accepts.
+
+    The hub picks, per cluster, the first alternative (in listed order) that the cluster can
+    hold, and rewrites the pod template's GPU requests in that cluster's Work::
+
+        gpuShapes:
+          alternatives:
+            - resources: {nvidia.com/mig-3g.40gb: 1}
+            - resources: {nvidia.com/gpu: 1}
+    """
+
+    alternatives: list[GpuShapeAlternative] = Field(min_length=1)
+
+
+# ---------------------------------------------------------------------------------------------
+# PropagationPolicy / ClusterPropagationPolicy
+# ---------------------------------------------------------------------------------------------
+
+
+class PropagationSpec(SpecModel):
+    """``spec`` of PropagationPolicy and ClusterPropagationPolicy.
+
+    gpufed extensions: ``gang`` (the workload's replicas land in one cluster together or not at
+    all; PyTorchJob, MPIJob and RayJob are gangs unless ``gang: false``) and ``gpuShapes``
+    (:class:`GpuShapes`)::
+
+        spec:
+          resourceSelectors: [{apiVersion: batch/v1, kind: Job, name: train}]
+          gang: true
+          gpuShapes:
+            alternatives:
+              - resources: {nvidia.com/mig-3g.40gb: 1}
+              - resources: {nvidia.com/gpu: 1}
+    """
+
+    resource_selectors: list[ResourceSelector] = Field(min_length=1)
+    association: bool | None = None
+    propagate_deps: bool | None = None
+    placement: Placement | None = None
+    priority: int | None = None
+    preemption: Literal["Always", "Never"] | None = None
+    dependent_overrides: list[str] | None = None
+    scheduler_name: str | None = None
+    failover: FailoverBehavior | None = None
+    conflict_resolution: Literal["Abort", "Overwrite"] | None = None
+    activation_preference: Literal["Lazy"] | None = None
+    suspension: Suspension | None = None
+    preserve_resources_on_deletion: bool | None = None
+    schedule_priority: SchedulePriority | None = None
+    gang: bool | None = None
+    gpu_shapes: GpuShapes | None = None
+
+    @field_validator("resource_selectors", mode="before")
+    @classmethod
+    def _selectors_not_empty(cls, selectors: Any) -> Any:
+        if isinstance(selectors, list) and not selectors:
+            raise ValueError(
+                "must select at least one resource; an empty list does not mean 'everything', "
+                "so that Secrets are never propagated by accident"
+            )
+        return selectors
+
+    @field_validator("failover")
+    @classmethod
+    def _failover_needs_deps(cls, failover: FailoverBehavior | None, info: ValidationInfo) -> FailoverBehavior | None:
+        if failover is not None and failover.application is not None and not info.data.get("propagate_deps"):
+            raise ValueError(
+                "application failover is set, so propagateDeps must be true "
+                "(dependencies have to move with the application)"
+            )
+        return failover
+
+    @property
+    def effective_priority(self) -> int:
+        return self.priority or 0
+
+    @property
+    def effective_placement(self) -> Placement:
+        return self.placement or Placement()
+
+
+class PropagationPolicy(SpecModel):
+    """Namespaced (short name ``pp``): propagates resource templates of its own namespace."""
+
+    api_version: PolicyApiVersion = GPUFED_API_VERSION
+    kind: Literal["PropagationPolicy"] = "PropagationPolicy"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: PropagationSpec
+
+
+class ClusterPropagationPolicy(SpecModel):
+    """Cluster-scoped (short name ``cpp``): propagates cluster-scoped resources and any namespace's."""
+
+    api_version: PolicyApiVersion = GPUFED_API_VERSION
+    kind: Literal["ClusterPropagationPolicy"] = "ClusterPropagationPolicy"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: PropagationSpec
+
+
+AnyPropagationPolicy: TypeAlias = PropagationPolicy | ClusterPropagationPolicy
+
+# ---------------------------------------------------------------------------------------------
+# OverridePolicy / ClusterOverridePolicy
+# ---------------------------------------------------------------------------------------------
+
+OverriderOperator: TypeAlias = Literal["add", "remove", "replace"]
+
+
+def _check_pointer(path: str) -> str:
+    if path and not path.startswith("/"):
+        raise ValueError(f"{path!r} is not a JSON pointer: it must start with '/', e.g. /spec/replicas")
+    return path
+
+
+class ImagePredicate(SpecModel):
+    path: str = Field(min_length=1)
+
+    @field_validator("path")
+    @classmethod
+    def _pointer(cls, path: str) -> str:
+        return _check_pointer(path)
+
+
+class ImageOverrider(SpecModel):
+    """Change one component of ``[registry/]repository[:tag|@digest]`` of container images."""
+
+    predicate: ImagePredicate | None = None
+    component: Literal["Registry", "Repository", "Tag"]
+    operator: OverriderOperator
+    value: str | None = None
+
+    @field_validator("value")
+    @classmethod
+    def _value_for_add_replace(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if info.data.get("operator") in ("add", "replace") and not value:
+            raise ValueError(f"must not be empty when operator is {info.data.get('operator')!r}")
+        return value
+
+
+class CommandArgsOverrider(SpecModel):
+    container_name: str = Field(min_length=1)
+    operator: Literal["add", "remove"]
+    value: list[str] | None = None
+
+
+class LabelAnnotationOverrider(SpecModel):
+    operator: OverriderOperator
+    value: dict[str, str] | None = None
+
+
+class PlaintextOverrider(SpecModel):
+    """A JSON-patch-like operation at a JSON pointer ``path``."""
+
+    path: str = Field(min_length=1)
+    operator: OverriderOperator
+    value: Any = None
+
+    @field_validator("path")
+    @classmethod
+    def _pointer(cls, path: str) -> str:
+        return _check_pointer(path)
+
+
+class JSONPatchOperation(SpecModel):
+    sub_path: str
+    operator: OverriderOperator
+    value: Any = None
+
+    @field_validator("sub_path")
+    @classmethod
+    def _pointer(cls, path: str) -> str:
+        return _check_pointer(path)
+
+
+class FieldOverrider(SpecModel):
+    """Newer Karmada: patch inside a string field that holds JSON or YAML (e.g. a ConfigMap key)."""
+
+    field_path: str = Field(min_length=1)
+    json_ops: list[JSONPatchOperation] | None = Field(default=None, alias="json")
+    yaml_ops: list[JSONPatchOperation] | None = Field(default=None, alias="yaml")
+
+    @field_validator("field_path")
+    @classmethod
+    def _pointer(cls, path: str) -> str:
+        return _check_pointer(path)
+
+    @field_validator("yaml_ops")
+    @classmethod
+    def _one_format(
+        cls, yaml_ops: list[JSONPatchOperation] | None, info: ValidationInfo
+    ) -> list[JSONPatchOperation] | None:
+        if yaml_ops and info.data.get("json_ops"):
+            raise ValueError("json and yaml can not both be set in one fieldOverrider")
+        return yaml_ops
+
+
+class Overriders(SpecModel):
+    """The overriders of one rule, applied in Karmada's order: image, command, args, labels,
+    annotations, field, plaintext."""
+
+    plaintext: list[PlaintextOverrider] | None = None
+    image_overrider: list[ImageOverrider] | None = None
+    command_overrider: list[CommandArgsOverrider] | None = None
+    args_overrider: list[CommandArgsOverrider] | None = None
+    labels_overrider: list[LabelAnnotationOverrider] | None = None
+    annotations_overrider: list[LabelAnnotationOverrider] | None = None
+    field_overrider: list[FieldOverrider] | None = None
+
+
+class RuleWithCluster(SpecModel):
+    """One override rule: ``overriders`` for clusters matching ``targetCluster`` (all when absent)."""
+
+    target_cluster: ClusterAffinity | None = None
+    overriders: Overriders
+
+
+class OverrideSpec(SpecModel):
+    """``spec`` of OverridePolicy and ClusterOverridePolicy.
+
+    ``resourceSelectors`` absent means every resource (Karmada). The deprecated top-level
+    ``targetCluster``/``overriders`` pair is accepted and used only when ``overrideRules`` is
+    empty.
+    """
+
+    resource_selectors: list[ResourceSelector] | None = None
+    override_rules: list[RuleWithCluster] | None = None
+    target_cluster: ClusterAffinity | None = None
+    overriders: Overriders | None = None
+
+    def rules(self) -> list[RuleWithCluster]:
+        """``overrideRules``; when empty, the deprecated ``targetCluster``/``overriders`` pair (Karmada)."""
+        if self.override_rules:
+            return list(self.override_rules)
+        if self.overriders is not None:
+            return [RuleWithCluster(target_cluster=self.target_cluster, overriders=self.overriders)]
+        return []
+
+
+class OverridePolicy(SpecModel):
+    """Namespaced (short name ``op``)."""
+
+    api_version: PolicyApiVersion = GPUFED_API_VERSION
+    kind: Literal["OverridePolicy"] = "OverridePolicy"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: OverrideSpec
+
+
+class ClusterOverridePolicy(SpecModel):
+    """Cluster-scoped (short name ``cop``)."""
+
+    api_version: PolicyApiVersion = GPUFED_API_VERSION
+    kind: Literal["ClusterOverridePolicy"] = "ClusterOverridePolicy"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: OverrideSpec
+
+
+AnyOverridePolicy: TypeAlias = OverridePolicy | ClusterOverridePolicy
+AnyPolicy: TypeAlias = AnyPropagationPolicy | AnyOverridePolicy
+
+POLICY_KINDS: Final[dict[str, type[SpecModel]]] = {
+    "PropagationPolicy": PropagationPolicy,
+    "ClusterPropagationPolicy": ClusterPropagationPolicy,
+    "OverridePolicy": OverridePolicy,
+    "ClusterOverridePolicy": ClusterOverridePolicy,
+}

@@ -1,0 +1,320 @@
+"""Token lifecycle against every store: create, authenticate, expire, revoke, consume
+(once, even under concurrency); secrets never stored or logged."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+import re
+
+import pytest
+
+from controlplane.apiserver.auth import (
+    TokenNotFound,
+    TokenRejected,
+    TokenRejectedReason,
+    TokenStore,
+    bearer_token,
+)
+from controlplane.apiserver.auth.tokens import TOKEN_KEY_PREFIX, token_key
+from controlplane.apiserver.identity import Role, UserInfo
+from controlplane.storage import Store
+
+
+class FakeClock:
+    """Wall clock and monotonic clock that move only when told to."""
+
+    def __init__(self) -> None:
+        self.now = dt.datetime(2025, 1, 1, 12, 0, tzinfo=dt.UTC)
+        self.mono = 1000.0
+
+    def wall(self) -> dt.datetime:
+        return self.now
+
+    def monotonic(self) -> float:
+        return self.mono
+
+    def advance(self, delta: dt.timedelta) -> None:
+        self.now += delta
+        self.mono += delta.total_seconds()
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+def token_store(store: Store, clock: FakeClock, *, cache_ttl: float = 2.0) -> TokenStore:
+    return TokenStore(
+        store, cache_ttl=dt.timedelta(seconds=cache_ttl), clock=clock.wall, monotonic=clock.monotonic
+    )
+
+
+@pytest.mark.parametrize(
+    ("role", "cluster"),
+    [(Role.ADMIN, None), (Role.VIEWER, None), (Role.AGENT, "onprem-a"), (Role.BOOTSTRAP, None), (Role.BOOTSTRAP, "c1")],
+)
+async def test_created_token_authenticates_as_its_owner(
+    store: Store, clock: FakeClock, role: Role, cluster: str | None
+) -> None:
+    tokens = token_store(store, clock)
+
+    issued = await tokens.create(role=role, name="someone", cluster=cluster)
+
+    assert re.fullmatch(r"[a-z0-9]{6}\.[a-z0-9]{16,}", issued.token)
+    assert issued.token.startswith(issued.id + ".")
+    expected = UserInfo(name="someone", role=role, cluster=cluster, token_id=issued.id)
+    assert await tokens.authenticate(issued.token) == expected
+    # A second process (no shared cache) sees the same.
+    assert await token_store(store, clock).authenticate(issued.token) == expected
+
+
+async def test_every_token_is_different(store: Store, clock: FakeClock) -> None:
+    tokens = token_store(store, clock)
+    issued = [await tokens.create(role=Role.VIEWER, name="v") for _ in range(5)]
+    assert len({i.token for i in issued}) == 5
+    assert len({i.id for i in issued}) == 5
+
+
+async def test_wrong_or_malformed_tokens_are_rejected(store: Store, clock: FakeClock) -> None:
+    tokens = token_store(store, clock)
+    issued = await tokens.create(role=Role.ADMIN, name="admin")
+    token_id, secret = issued.token.split(".")
+    flipped = ("a" if secret[0] != "a" else "b") + secret[1:]
+
+    for candidate in [
+        f"{token_id}.{flipped}",
+        f"zzzzzz.{secret}",
+        token_id,
+        secret,
+        "",
+        issued.token.upper(),
+        issued.token + "x" * 40,
+        f"{token_id}.{secret[:15]}",
+        f" {issued.token}",
+    ]:
+        assert await tokens.authenticate(candidate) is None, candidate
+    assert await tokens.authenticate(issued.token) is not None
+
+
+async def test_expired_token_is_rejected(store: Store, clock: FakeClock) -> None:
+    tokens = token_store(store, clock)
+    issued = await tokens.create(role=Role.VIEWER, name="temp", ttl=dt.timedelta(minutes=10))
+    assert issued.info.expires_at == clock.now + dt.timedelta(minutes=10)
+
+    clock.advance(dt.timedelta(minutes=9, seconds=59))
+    assert await tokens.authenticate(issued.token) is not None
+    clock.advance(dt.timedelta(seconds=1))
+    assert await tokens.authenticate(issued.token) is None
+
+
+async def test_revocation_is_immediate_here_and_within_the_cache_ttl_elsewhere(
+    store: Store, clock: FakeClock
+) -> None:
+    here = token_store(store, clock)
+    elsewhere = token_store(store, clock, cache_ttl=2.0)
+    issued = await here.create(role=Role.ADMIN, name="admin")
+    assert await elsewhere.authenticate(issued.token) is not None  # now cached there
+
+    await here.revoke(issued.id)
+
+    assert await here.authenticate(issued.token) is None
+    clock.advance(dt.timedelta(seconds=2))
+    assert await elsewhere.authenticate(issued.token) is None
+    with pytest.raises(TokenNotFound):
+        await here.revoke(issued.id)
+
+
+async def test_one_time_bootstrap_token_is_consumed_once(store: Store, clock: FakeClock) -> None:
+    tokens = token_store(store, clock)
+    issued = await tokens.create(role=Role.BOOTSTRAP, name="join", one_time=True, ttl=dt.timedelta(hours=1))
+
+    user = await tokens.consume_bootstrap(issued.token, cluster="onprem-a")
+    assert user.role is Role.BOOTSTRAP
+    assert user.token_id == issued.id
+
+    with pytest.raises(TokenRejected) as second:
+        await tokens.consume_bootstrap(issued.token, cluster="onprem-a")
+    assert second.value.reason is TokenRejectedReason.USED
+    assert await tokens.authenticate(issued.token) is None
+    assert await token_store(store, clock).authenticate(issued.token) is None
+    info = await tokens.get(issued.id)
+    assert (info.used_at, info.used_for) == (clock.now, "onprem-a")
+
+
+async def test_concurrent_consumption_has_exactly_one_winner(store: Store, clock: FakeClock) -> None:
+    issued = await token_store(store, clock).create(role=Role.BOOTSTRAP, name="join", one_time=True)
+    # Separate TokenStores (as separate hub processes would be) racing on one store.
+    racers = [token_store(store, clock) for _ in range(20)]
+
+    results = await asyncio.gather(
+        *(racer.consume_bootstrap(issued.token, cluster=f"c{i}") for i, racer in enumerate(racers)),
+        return_exceptions=True,
+    )
+
+    winners = [r for r in results if isinstance(r, UserInfo)]
+    losers = [r for r in results if isinstance(r, TokenRejected)]
+    assert len(winners) == 1
+    assert len(losers) == 19
+    assert {r.reason for r in losers} == {TokenRejectedReason.USED}
+    assert (await racers[0].get(issued.id)).used_for in {f"c{i}" for i in range(20)}
+
+
+async def test_reusable_bootstrap_token_is_checked_not_consumed(store: Store, clock: FakeClock) -> None:
+    tokens = token_store(store, clock)
+    issued = await tokens.create(role=Role.BOOTSTRAP, name="fleet", ttl=dt.timedelta(hours=1))
+    for cluster in ("a", "b"):
+        assert (await tokens.consume_bootstrap(issued.token, cluster=cluster)).role is Role.BOOTSTRAP
+    clock.advance(dt.timedelta(hours=1))
+    with pytest.raises(TokenRejected) as expired:
+        await tokens.consume_bootstrap(issued.token, cluster="c")
+    assert expired.value.reason is TokenRejectedReason.EXPIRED
+
+
+@pytest.mark.parametrize(
+    ("role", "token_cluster", "join_cluster", "reason"),
+    [
+        (Role.AGENT, "a", "a", TokenRejectedReason.NOT_BOOTSTRAP),
+        (Role.ADMIN, None, "a", TokenRejectedReason.NOT_BOOTSTRAP),
+        (Role.BOOTSTRAP, "a", "b", TokenRejectedReason.WRONG_CLUSTER),
+    ],
+)
+async def test_consume_rejects_tokens_that_cannot_join_this_cluster(
+    store: Store, clock: FakeClock, role: Role, token_cluster: str | None, join_cluster: str, reason: TokenRejectedReason
+) -> None:
+    tokens = token_store(store, clock)
+    issued = await tokens.create(role=role, name="x", cluster=token_cluster)
+    with pytest.raises(TokenRejected) as rejected:
+        await tokens.consume_bootstrap(issued.token, cluster=join_cluster)
+    assert rejected.value.reason is reason
+
+
+@pytest.mark.parametrize(
+    ("token", "reason"),
+    [("nonsense", TokenRejectedReason.MALFORMED), ("abcdef.0000000000000000", TokenRejectedReason.UNKNOWN)],
+)
+async def test_consume_rejects_unknown_tokens(
+    store: Store, clock: FakeClock, token: str, reason: TokenRejectedReason
+) -> None:
+    with pytest.raises(TokenRejected) as rejected:
+        await token_store(store, clock).consume_bootstrap(token, cluster="a")
+    assert rejected.value.reason is reason
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"role": Role.AGENT, "name": "a"}, "needs the cluster"),
+        ({"role": Role.VIEWER, "name": "v", "cluster": "a"}, "cannot be scoped"),
+        ({"role": Role.ADMIN, "name": ""}, "needs a name"),
+        ({"role": Role.ADMIN, "name": "a", "one_time": True}, "only bootstrap"),
+        ({"role": Role.BOOTSTRAP, "name": "b", "ttl": dt.timedelta(0)}, "positive"),
+    ],
+)
+async def test_invalid_token_requests_are_refused(
+    store: Store, clock: FakeClock, kwargs: dict[str, object], message: str
+) -> None:
+    tokens = token_store(store, clock)
+    with pytest.raises(ValueError, match=message):
+        await tokens.create(**kwargs)  # type: ignore[arg-type]
+    assert await tokens.list() == []
+
+
+async def test_secrets_are_stored_only_as_digests(store: Store, clock: FakeClock) -> None:
+    tokens = token_store(store, clock)
+    issued = [
+        await tokens.create(role=Role.ADMIN, name="admin"),
+        await tokens.create(role=Role.BOOTSTRAP, name="join", one_time=True),
+        await tokens.create(role=Role.AGENT, name="agent:a", cluster="a"),
+    ]
+
+    stored = (await store.list(TOKEN_KEY_PREFIX)).items
+    assert sorted(kv.key for kv in stored) == sorted(token_key(i.id) for i in issued)
+    raw = b"".join(kv.value for kv in stored)
+    for token in issued:
+        secret = token.token.split(".")[1]
+        assert secret.encode() not in raw
+        assert token.token.encode() not in raw
+        assert token.id.encode() in raw  # the public half is what we look up by
+    assert raw.count(b'"secretHash":"sha256:') == 3
+
+
+async def test_listing_shows_no_secret(store: Store, clock: FakeClock) -> None:
+    tokens = token_store(store, clock)
+    issued = await tokens.create(role=Role.AGENT, name="agent:a", cluster="a")
+
+    listed = await tokens.list()
+
+    assert [info.id for info in listed] == [issued.id]
+    assert listed[0] == issued.info
+    secret = issued.token.split(".")[1]
+    assert secret not in repr(listed) and secret not in repr(issued)
+
+
+async def test_rejoin_revokes_the_clusters_other_agent_tokens(store: Store, clock: FakeClock) -> None:
+    tokens = token_store(store, clock)
+    old = await tokens.create(role=Role.AGENT, name="agent:a", cluster="a")
+    other_cluster = await tokens.create(role=Role.AGENT, name="agent:b", cluster="b")
+    new = await tokens.create(role=Role.AGENT, name="agent:a", cluster="a")
+
+    assert await tokens.revoke_cluster_agents("a", keep=new.id) == [old.id]
+
+    assert await tokens.authenticate(old.token) is None
+    assert await tokens.authenticate(new.token) is not None
+    assert await tokens.authenticate(other_cluster.token) is not None
+
+
+async def test_prune_deletes_expired_and_used_tokens(store: Store, clock: FakeClock) -> None:
+    tokens = token_store(store, clock)
+    expiring = await tokens.create(role=Role.BOOTSTRAP, name="b", ttl=dt.timedelta(minutes=1))
+    used = await tokens.create(role=Role.BOOTSTRAP, name="b", one_time=True)
+    kept = await tokens.create(role=Role.ADMIN, name="a")
+    await tokens.consume_bootstrap(used.token, cluster="x")
+    clock.advance(dt.timedelta(minutes=1))
+
+    assert sorted(await tokens.prune()) == sorted([expiring.id, used.id])
+    assert [info.id for info in await tokens.list()] == [kept.id]
+
+
+async def test_authentication_failures_never_log_the_token(
+    store: Store, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    tokens = token_store(store, clock)
+    admin = await tokens.create(role=Role.ADMIN, name="admin", ttl=dt.timedelta(minutes=1))
+    join = await tokens.create(role=Role.BOOTSTRAP, name="join", one_time=True)
+    token_id, secret = admin.token.split(".")
+    wrong = f"{token_id}.{'0' * 32}"
+    malformed = f"{secret}-not-a-token"
+
+    assert await tokens.authenticate(wrong) is None
+    assert await tokens.authenticate(malformed) is None
+    await tokens.consume_bootstrap(join.token, cluster="a")
+    with pytest.raises(TokenRejected) as rejected:
+        await tokens.consume_bootstrap(join.token, cluster="a")
+    clock.advance(dt.timedelta(minutes=2))
+    assert await tokens.authenticate(admin.token) is None
+    await tokens.revoke(admin.id)
+
+    assert caplog.records, "the failures above should be logged (without secrets)"
+    assert any(getattr(r, "token_id", None) == token_id for r in caplog.records)
+    everything = "\n".join(f"{r.getMessage()} {r.__dict__!r}" for r in caplog.records) + str(rejected.value)
+    for needle in (secret, join.token.split(".")[1], "0" * 32):
+        assert needle not in everything
+
+
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [
+        ({"Authorization": "Bearer abc.def"}, "abc.def"),
+        ({"authorization": "bearer   abc.def  "}, "abc.def"),
+        ({"AUTHORIZATION": "BEARER abc.def"}, "abc.def"),
+        ({"Authorization": "Basic dXNlcjpwYXNz"}, None),
+        ({"Authorization": "Bearer"}, None),
+        ({"Authorization": "Bearer "}, None),
+        ({}, None),
+    ],
+)
+def test_bearer_token_parsing(headers: dict[str, str], expected: str | None) -> None:
+    assert bearer_token(headers) == expected

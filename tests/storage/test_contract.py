@@ -1,0 +1,274 @@
+"""The Store contract, run against every store (``store`` is parametrized in conftest).
+
+Each test works on keys of its own; the etcd store namespaces them under a prefix
+unique to the test. Revisions are compared relative to ``current_revision()`` because
+the etcd server is shared by the session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+
+from controlplane.storage import (
+    AlreadyExists,
+    Conflict,
+    EventType,
+    Gone,
+    KeyValue,
+    NotFound,
+    Store,
+    WatchEvent,
+)
+
+
+async def take(events: AsyncIterator[WatchEvent], count: int) -> list[WatchEvent]:
+    """The next ``count`` events, failing rather than hanging when they do not come."""
+    received: list[WatchEvent] = []
+    async with asyncio.timeout(10):
+        async for event in events:
+            received.append(event)
+            if len(received) == count:
+                break
+    return received
+
+
+def summary(events: list[WatchEvent]) -> list[tuple[EventType, str, bytes, int, bool]]:
+    return [(e.type, e.kv.key, e.kv.value, e.kv.mod_revision, e.created) for e in events]
+
+
+async def test_get_missing_key_raises_not_found(store: Store) -> None:
+    with pytest.raises(NotFound):
+        await store.get("/pods/missing")
+
+
+async def test_create_then_get_returns_the_same_value(store: Store) -> None:
+    before = await store.current_revision()
+    created = await store.create("/pods/a", b"one")
+    assert created == KeyValue("/pods/a", b"one", before + 1, before + 1)
+    assert await store.get("/pods/a") == created
+    assert await store.current_revision() == before + 1
+
+
+async def test_create_existing_key_raises_already_exists(store: Store) -> None:
+    first = await store.create("/pods/a", b"one")
+    with pytest.raises(AlreadyExists):
+        await store.create("/pods/a", b"two")
+    assert await store.get("/pods/a") == first
+
+
+async def test_update_with_current_revision_swaps_value(store: Store) -> None:
+    created = await store.create("/pods/a", b"one")
+    updated = await store.update("/pods/a", b"two", expected_revision=created.mod_revision)
+    assert updated.value == b"two"
+    assert updated.create_revision == created.create_revision
+    assert updated.mod_revision == created.mod_revision + 1
+    assert await store.get("/pods/a") == updated
+
+
+async def test_update_with_stale_revision_raises_conflict(store: Store) -> None:
+    created = await store.create("/pods/a", b"one")
+    updated = await store.update("/pods/a", b"two", expected_revision=created.mod_revision)
+    with pytest.raises(Conflict):
+        await store.update("/pods/a", b"three", expected_revision=created.mod_revision)
+    assert await store.get("/pods/a") == updated
+
+
+async def test_update_missing_key_raises_not_found(store: Store) -> None:
+    with pytest.raises(NotFound):
+        await store.update("/pods/missing", b"x", expected_revision=1)
+
+
+async def test_delete_without_precondition_returns_last_value(store: Store) -> None:
+    created = await store.create("/pods/a", b"one")
+    deleted = await store.delete("/pods/a")
+    assert deleted == KeyValue("/pods/a", b"one", created.create_revision, created.mod_revision + 1)
+    assert await store.current_revision() == deleted.mod_revision
+    with pytest.raises(NotFound):
+        await store.get("/pods/a")
+    with pytest.raises(NotFound):
+        await store.delete("/pods/a")
+
+
+async def test_delete_with_precondition(store: Store) -> None:
+    created = await store.create("/pods/a", b"one")
+    updated = await store.update("/pods/a", b"two", expected_revision=created.mod_revision)
+    with pytest.raises(Conflict):
+        await store.delete("/pods/a", expected_revision=created.mod_revision)
+    assert await store.get("/pods/a") == updated
+    deleted = await store.delete("/pods/a", expected_revision=updated.mod_revision)
+    assert (deleted.value, deleted.mod_revision) == (b"two", updated.mod_revision + 1)
+    with pytest.raises(NotFound):
+        await store.delete("/pods/a", expected_revision=updated.mod_revision)
+
+
+async def test_recreated_key_gets_a_new_create_revision(store: Store) -> None:
+    await store.create("/pods/a", b"one")
+    deleted = await store.delete("/pods/a")
+    again = await store.create("/pods/a", b"two")
+    assert again.create_revision == again.mod_revision == deleted.mod_revision + 1
+
+
+@pytest.mark.parametrize(
+    ("prefix", "expected"),
+    [
+        ("/pods/", ["/pods/a", "/pods/b", "/pods/c/x"]),
+        ("/pods/c", ["/pods/c/x"]),
+        ("/pods", ["/pods/a", "/pods/b", "/pods/c/x", "/podsx"]),
+        ("/nodes/", []),
+        ("", ["/pods/a", "/pods/b", "/pods/c/x", "/podsx", "/services/a"]),
+    ],
+)
+async def test_list_by_prefix_in_key_order(store: Store, prefix: str, expected: list[str]) -> None:
+    for key in ["/services/a", "/pods/c/x", "/podsx", "/pods/b", "/pods/a"]:
+        await store.create(key, key.encode())
+    result = await store.list(prefix)
+    assert [kv.key for kv in result.items] == expected
+    assert [kv.value for kv in result.items] == [key.encode() for key in expected]
+    assert result.revision == await store.current_revision()
+    assert result.more is False
+
+
+async def test_list_at_a_past_revision(store: Store) -> None:
+    a1 = await store.create("/pods/a", b"a1")
+    b1 = await store.create("/pods/b", b"b1")
+    at = b1.mod_revision
+    await store.update("/pods/a", b"a2", expected_revision=a1.mod_revision)
+    await store.delete("/pods/b")
+    await store.create("/pods/c", b"c1")
+
+    then = await store.list("/pods/", revision=at)
+    assert then.items == [a1, b1]
+    assert then.revision == at
+    now = await store.list("/pods/")
+    assert [(kv.key, kv.value) for kv in now.items] == [("/pods/a", b"a2"), ("/pods/c", b"c1")]
+    assert (await store.list("/pods/", revision=a1.mod_revision)).items == [a1]
+
+
+@pytest.mark.parametrize("limit", [1, 7, 25, 100])
+async def test_pagination_covers_every_key_exactly_once(store: Store, limit: int) -> None:
+    keys = [f"/pods/p{i:02d}" for i in range(25)]
+    for key in reversed(keys):
+        await store.create(key, b"v")
+    await store.create("/podsx", b"outside the prefix")
+
+    first = await store.list("/pods/", limit=limit)
+    pinned = first.revision
+    # Writes after the first page must not show up in later pages of the same list.
+    await store.create("/pods/p99", b"late")
+    await store.delete(keys[-1])
+
+    seen = [kv.key for kv in first.items]
+    page, pages = first, 1
+    while page.more:
+        assert len(page.items) == limit
+        page = await store.list("/pods/", revision=pinned, limit=limit, start_after=page.items[-1].key)
+        seen.extend(kv.key for kv in page.items)
+        pages += 1
+    assert seen == keys
+    assert pages == -(-len(keys) // limit)
+
+
+async def test_watch_receives_puts_and_deletes_in_order(store: Store) -> None:
+    start = await store.current_revision() + 1
+    events = store.watch("/pods/", from_revision=start)
+    try:
+        a = await store.create("/pods/a", b"one")
+        await store.create("/services/a", b"other prefix")
+        a2 = await store.update("/pods/a", b"two", expected_revision=a.mod_revision)
+        deleted = await store.delete("/pods/a")
+        b = await store.create("/pods/b", b"bee")
+        received = await take(events, 4)
+    finally:
+        await events.aclose()  # type: ignore[attr-defined]
+    assert summary(received) == [
+        (EventType.PUT, "/pods/a", b"one", a.mod_revision, True),
+        (EventType.PUT, "/pods/a", b"two", a2.mod_revision, False),
+        (EventType.DELETE, "/pods/a", b"two", deleted.mod_revision, False),
+        (EventType.PUT, "/pods/b", b"bee", b.mod_revision, True),
+    ]
+    assert received[2].kv.create_revision == a.create_revision
+
+
+async def test_watch_from_a_past_revision_replays_history(store: Store) -> None:
+    a = await store.create("/pods/a", b"one")
+    a2 = await store.update("/pods/a", b"two", expected_revision=a.mod_revision)
+    deleted = await store.delete("/pods/a")
+
+    events = store.watch("/pods/", from_revision=a2.mod_revision)
+    try:
+        replayed = await take(events, 2)
+        b = await store.create("/pods/b", b"bee")
+        live = await take(events, 1)
+    finally:
+        await events.aclose()  # type: ignore[attr-defined]
+    assert summary(replayed + live) == [
+        (EventType.PUT, "/pods/a", b"two", a2.mod_revision, False),
+        (EventType.DELETE, "/pods/a", b"two", deleted.mod_revision, False),
+        (EventType.PUT, "/pods/b", b"bee", b.mod_revision, True),
+    ]
+
+
+async def test_compacted_revisions_are_gone(store: Store) -> None:
+    a = await store.create("/pods/a", b"one")
+    a2 = await store.update("/pods/a", b"two", expected_revision=a.mod_revision)
+    await store.compact(a2.mod_revision)
+
+    events = store.watch("/pods/", from_revision=a.mod_revision)
+    with pytest.raises(Gone) as watch_gone:
+        await take(events, 1)
+    assert watch_gone.value.compacted_revision == a2.mod_revision
+    with pytest.raises(Gone) as list_gone:
+        await store.list("/pods/", revision=a.mod_revision)
+    assert list_gone.value.compacted_revision == a2.mod_revision
+
+    # The compacted revision itself stays readable.
+    assert (await store.list("/pods/", revision=a2.mod_revision)).items == [a2]
+    events = store.watch("/pods/", from_revision=a2.mod_revision)
+    try:
+        assert summary(await take(events, 1)) == [
+            (EventType.PUT, "/pods/a", b"two", a2.mod_revision, False)
+        ]
+    finally:
+        await events.aclose()  # type: ignore[attr-defined]
+
+
+async def test_current_revision_increases_with_every_write(store: Store) -> None:
+    revisions = [await store.current_revision()]
+    kv = await store.create("/pods/a", b"one")
+    revisions.append(await store.current_revision())
+    await store.update("/pods/a", b"two", expected_revision=kv.mod_revision)
+    revisions.append(await store.current_revision())
+    await store.delete("/pods/a")
+    revisions.append(await store.current_revision())
+    assert revisions == list(range(revisions[0], revisions[0] + 4))
+
+
+async def test_concurrent_compare_and_swap_increments_lose_nothing(store: Store) -> None:
+    writers, increments = 50, 100
+    await store.create("/counter", b"0")
+    conflicts = 0
+
+    async def increment_many() -> None:
+        nonlocal conflicts
+        for _ in range(increments):
+            while True:
+                current = await store.get("/counter")
+                await asyncio.sleep(0)  # let other writers interleave between read and write
+                try:
+                    await store.update(
+                        "/counter",
+                        str(int(current.value) + 1).encode(),
+                        expected_revision=current.mod_revision,
+                    )
+                    break
+                except Conflict:
+                    conflicts += 1
+
+    async with asyncio.TaskGroup() as group:
+        for _ in range(writers):
+            group.create_task(increment_many())
+    assert int((await store.get("/counter")).value) == writers * increments
+    assert conflicts > 0
