@@ -23,6 +23,8 @@ from types import TracebackType
 
 from aiohttp import web
 
+from controlplane.apis.constants import LEASE_NAMESPACE, SYSTEM_NAMESPACE
+from controlplane.apiserver import errors
 from controlplane.apiserver.app import create_app
 from controlplane.apiserver.auth.authorizer import RoleAuthorizer
 from controlplane.apiserver.auth.bootstrap import ca_routes, join_routes, token_routes
@@ -30,7 +32,13 @@ from controlplane.apiserver.auth.tokens import TokenStore
 from controlplane.apiserver.identity import Role
 from controlplane.apiserver.kubeconfig import KubeconfigError, load_kubeconfig, write_kubeconfig
 from controlplane.apiserver.objects import ObjectStore
-from controlplane.apiserver.resources import hub_resources
+from controlplane.apiserver.resources import (
+    Registry,
+    coordination_resources,
+    core_resources,
+    gpufed_resources,
+    workload_resources,
+)
 from controlplane.apiserver.tls import Pki, ensure_pki
 from controlplane.storage.embedded import EmbeddedEtcd
 from controlplane.storage.etcd import EtcdStore
@@ -54,6 +62,16 @@ class HubConfig:
     cluster_monitor_grace_period: float = 40.0
     #: Extra route factories (e.g. the dashboard), given the running hub.
     extra_routes: tuple[Callable[[Hub], list[web.RouteDef]], ...] = field(default=())
+
+
+#: Core kinds that only exist inside a member cluster; the hub does not serve them.
+MEMBER_ONLY_RESOURCES = frozenset({"nodes", "pods"})
+
+
+def hub_registry() -> Registry:
+    """Everything the hub serves: DESIGN.md's objects table."""
+    core = [rt for rt in core_resources() if rt.plural not in MEMBER_ONLY_RESOURCES]
+    return Registry(core, workload_resources(), coordination_resources(), gpufed_resources())
 
 
 def advertised_host(host: str) -> str:
@@ -99,8 +117,10 @@ class Hub:
         host = advertised_host(self.config.host)
         self.pki = ensure_pki(state, hosts=[host, socket.gethostname(), *self.config.tls_hosts])
         self.tokens = TokenStore(self.store)
-        registry = hub_resources()
+        registry = hub_registry()
         self.objects = ObjectStore(self.store, registry)
+        await self.objects.bootstrap()
+        await self._ensure_namespaces(LEASE_NAMESPACE, SYSTEM_NAMESPACE)
         extra = [
             *join_routes(self.tokens),
             *token_routes(self.tokens),
@@ -125,6 +145,15 @@ class Hub:
         self.url = f"https://{url_host(host)}:{port}"
         await self._write_admin_kubeconfig()
         log.info("hub serving at %s; kubeconfig: %s", self.url, self.kubeconfig_path)
+
+    async def _ensure_namespaces(self, *names: str) -> None:
+        assert self.objects is not None
+        namespace_type = self.objects.registry.require("v1", "Namespace")
+        for name in names:
+            with contextlib.suppress(errors.AlreadyExists):
+                await self.objects.create(
+                    namespace_type, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+                )
 
     async def _write_admin_kubeconfig(self) -> None:
         """Reuse the admin token of an existing kubeconfig if it still works, else mint one."""

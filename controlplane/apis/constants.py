@@ -55,3 +55,7 @@ ANNOTATION_SIM_GPU_UTILIZATION: Final = "sim.gpufed.io/gpu-utilization"
 # Field managers.
 FIELD_MANAGER_AGENT: Final = "gpufed-agent"
 FIELD_MANAGER_HUB: Final = "gpufed-hub"
+
+# Other API groups gpufed serves or checks.
+AUTH_GROUP: Final = "auth.gpufed.io"
+COORDINATION_GROUP: Final = "coordination.k8s.io"
