@@ -65,7 +65,9 @@ async def member_api(config: AgentConfig) -> KubeApi:
     """A client for the member cluster: the kubeconfig when given, else in-cluster config."""
     configuration = Configuration()
     if config.kubeconfig is not None:
-        await kube_config.load_kube_config(config_file=str(config.kubeconfig), client_configuration=configuration)
+        await kube_config.load_kube_config(
+            config_file=str(config.kubeconfig), client_configuration=configuration
+        )
     else:
         kube_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
     return KubeApi(ApiClient(configuration=configuration), timeout=config.request_timeout)
@@ -140,7 +142,9 @@ class Agent:
                 _, rest = errors.split(_Stopped)
                 if rest is not None:
                     first = rest.exceptions[0]
-                    raise (first if len(rest.exceptions) == 1 and isinstance(first, Exception) else rest) from None
+                    raise (
+                        first if len(rest.exceptions) == 1 and isinstance(first, Exception) else rest
+                    ) from None
         finally:
             for api in (self.hub, self.member):
                 if api is not None:
@@ -185,13 +189,23 @@ class Agent:
         self.registered.set()
 
         self.nodes = Informer(
-            self.member, "/api/v1/nodes", name="nodes", transform=capacity.trim_node, on_change=self._on_capacity_change
+            self.member,
+            "/api/v1/nodes",
+            name="nodes",
+            transform=capacity.trim_node,
+            on_change=self._on_capacity_change,
         )
         self.pods = Informer(
-            self.member, "/api/v1/pods", name="pods", transform=capacity.trim_pod, on_change=self._on_capacity_change
+            self.member,
+            "/api/v1/pods",
+            name="pods",
+            transform=capacity.trim_pod,
+            on_change=self._on_capacity_change,
         )
         namespace = f"{c.EXECUTION_NAMESPACE_PREFIX}{cfg.cluster_name}"
-        self.works = Informer(hub, f"{WORK_API}/namespaces/{namespace}/works", name="works", on_change=self._on_work_change)
+        self.works = Informer(
+            hub, f"{WORK_API}/namespaces/{namespace}/works", name="works", on_change=self._on_work_change
+        )
         group.create_task(self._heartbeat_loop())
         group.create_task(self.nodes.run())
         group.create_task(self.pods.run())
@@ -233,7 +247,8 @@ class Agent:
             now=rfc3339(self.clock()),
             utilization=self._utilization,
             utilization_time=self._utilization_time,
-            kubernetes_version=self._kubernetes_version or capacity.kubelet_version(self.nodes.objects.values()),
+            kubernetes_version=self._kubernetes_version
+            or capacity.kubelet_version(self.nodes.objects.values()),
             previous_conditions=previous.get("conditions") or [],
         )
 
@@ -255,7 +270,9 @@ class Agent:
                 self.reports_written += 1
                 failures = 0
             except NotFound:
-                logger.warning("cluster %s is gone from the hub; registering it again", self.config.cluster_name)
+                logger.warning(
+                    "cluster %s is gone from the hub; registering it again", self.config.cluster_name
+                )
                 self.cluster = await self._reregister()
                 self._report_due.set()
             except ApiError as exc:
@@ -268,8 +285,13 @@ class Agent:
         cfg = self.config
         assert self.hub is not None
         desired = desired_cluster(
-            cfg.cluster_name, provider=cfg.provider, region=cfg.region, zone=cfg.zone, tier=cfg.tier,
-            labels=cfg.labels, pricing=cfg.pricing,
+            cfg.cluster_name,
+            provider=cfg.provider,
+            region=cfg.region,
+            zone=cfg.zone,
+            tier=cfg.tier,
+            labels=cfg.labels,
+            pricing=cfg.pricing,
         )
         while True:
             try:
@@ -284,7 +306,11 @@ class Agent:
         async with aiohttp.ClientSession() as session:
             while True:
                 try:
-                    text = await dcgm.scrape(session, url, request_timeout=min(self.config.request_timeout, dcgm.DEFAULT_SCRAPE_TIMEOUT))
+                    text = await dcgm.scrape(
+                        session,
+                        url,
+                        request_timeout=min(self.config.request_timeout, dcgm.DEFAULT_SCRAPE_TIMEOUT),
+                    )
                     self._utilization = dcgm.utilization_by_node(dcgm.parse_metrics(text))
                     self._utilization_time = rfc3339(self.clock())
                 except dcgm.ScrapeError as exc:
@@ -330,8 +356,14 @@ class Agent:
                     await self._reconcile_work(applier, key)
                 if refresh:
                     for key, work in list(self.works.objects.items()):
-                        if key not in keys and not _suspended(work) and not (work.get("metadata") or {}).get("deletionTimestamp"):
-                            await self._write_work_status(work, await applier.refresh_status(work, now=rfc3339(self.clock())))
+                        if (
+                            key not in keys
+                            and not _suspended(work)
+                            and not (work.get("metadata") or {}).get("deletionTimestamp")
+                        ):
+                            await self._write_work_status(
+                                work, await applier.refresh_status(work, now=rfc3339(self.clock()))
+                            )
                 failures = 0
             except ApiError as exc:
                 failures += 1

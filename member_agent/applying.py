@@ -94,7 +94,15 @@ _ALWAYS_HEALTHY = frozenset(
         "PersistentVolumeClaim",
     }
 )
-_SERVER_SET_METADATA = ("resourceVersion", "uid", "creationTimestamp", "managedFields", "generation", "selfLink", "deletionTimestamp")
+_SERVER_SET_METADATA = (
+    "resourceVersion",
+    "uid",
+    "creationTimestamp",
+    "managedFields",
+    "generation",
+    "selfLink",
+    "deletionTimestamp",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +180,9 @@ def ownership_labels(work_namespace: str, work_name: str) -> dict[str, str]:
 
 def owned_by(live: Mapping[str, Any], *, work_namespace: str, work_name: str) -> bool:
     labels = (live.get("metadata") or {}).get("labels") or {}
-    return bool(labels.get(c.LABEL_WORK_NAME) == work_name and labels.get(c.LABEL_WORK_NAMESPACE) == work_namespace)
+    return bool(
+        labels.get(c.LABEL_WORK_NAME) == work_name and labels.get(c.LABEL_WORK_NAMESPACE) == work_namespace
+    )
 
 
 def conflict_resolution(work: Mapping[str, Any]) -> ConflictResolution:
@@ -258,7 +268,10 @@ def assess_health(obj: Mapping[str, Any] | None) -> Health:
         if replicas == 0:
             return Health.HEALTHY
         ready_field = "availableReplicas" if kind == "Deployment" else "readyReplicas"
-        if _int(status.get(ready_field)) >= replicas and _int(status.get("updatedReplicas"), replicas) >= replicas:
+        if (
+            _int(status.get(ready_field)) >= replicas
+            and _int(status.get("updatedReplicas"), replicas) >= replicas
+        ):
             return Health.HEALTHY
         return Health.UNHEALTHY
     if kind == "Job":
@@ -305,12 +318,19 @@ def _pod_belongs_to(pod: Mapping[str, Any], workload: Mapping[str, Any]) -> bool
             return True
         if ref.get("kind") == kind and ref.get("name") == name:
             return True
-        if kind == "Deployment" and ref.get("kind") == "ReplicaSet" and template_hash and ref.get("name") == f"{name}-{template_hash}":
+        if (
+            kind == "Deployment"
+            and ref.get("kind") == "ReplicaSet"
+            and template_hash
+            and ref.get("name") == f"{name}-{template_hash}"
+        ):
             return True
     return False
 
 
-def unschedulable_summary(workload: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
+def unschedulable_summary(
+    workload: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]
+) -> dict[str, Any] | None:
     """How many of the workload's pods the member scheduler could not place, and why (the most
     common PodScheduled=False message). None when every pod was placed."""
     namespace = (workload.get("metadata") or {}).get("namespace")
@@ -342,7 +362,14 @@ class ManifestResult:
 
 
 def _condition(
-    ctype: WorkConditionType, status: str, reason: str, message: str, *, generation: int, now: str, previous: Sequence[Mapping[str, Any]]
+    ctype: WorkConditionType,
+    status: str,
+    reason: str,
+    message: str,
+    *,
+    generation: int,
+    now: str,
+    previous: Sequence[Mapping[str, Any]],
 ) -> dict[str, Any]:
     transition = now
     for old in previous:
@@ -364,7 +391,12 @@ def _listing(items: list[str], limit: int = 5) -> str:
 
 
 def work_conditions(
-    results: Sequence[ManifestResult], healths: Sequence[Health], *, generation: int, now: str, previous: Sequence[Mapping[str, Any]] = ()
+    results: Sequence[ManifestResult],
+    healths: Sequence[Health],
+    *,
+    generation: int,
+    now: str,
+    previous: Sequence[Mapping[str, Any]] = (),
 ) -> list[dict[str, Any]]:
     conflicts = [r for r in results if r.conflict]
     failures = [r for r in results if r.error and not r.conflict]
@@ -377,9 +409,17 @@ def work_conditions(
             ]
         )
         if failures:
-            message += " | also failed: " + _listing([f"{r.identifier.describe()}: {r.error}" for r in failures])
+            message += " | also failed: " + _listing(
+                [f"{r.identifier.describe()}: {r.error}" for r in failures]
+            )
         applied = _condition(
-            WorkConditionType.APPLIED, "False", WorkReason.CONFLICT, message, generation=generation, now=now, previous=previous
+            WorkConditionType.APPLIED,
+            "False",
+            WorkReason.CONFLICT,
+            message,
+            generation=generation,
+            now=now,
+            previous=previous,
         )
     elif failures:
         applied = _condition(
@@ -401,27 +441,46 @@ def work_conditions(
             now=now,
             previous=previous,
         )
-    unhealthy = [r.identifier.describe() for r, h in zip(results, healths, strict=True) if h == Health.UNHEALTHY]
+    unhealthy = [
+        r.identifier.describe() for r, h in zip(results, healths, strict=True) if h == Health.UNHEALTHY
+    ]
     unknown = [r.identifier.describe() for r, h in zip(results, healths, strict=True) if h == Health.UNKNOWN]
     if unhealthy:
         available = _condition(
-            WorkConditionType.AVAILABLE, "False", WorkReason.UNHEALTHY, "not healthy: " + _listing(unhealthy),
-            generation=generation, now=now, previous=previous,
+            WorkConditionType.AVAILABLE,
+            "False",
+            WorkReason.UNHEALTHY,
+            "not healthy: " + _listing(unhealthy),
+            generation=generation,
+            now=now,
+            previous=previous,
         )
     elif unknown:
         available = _condition(
-            WorkConditionType.AVAILABLE, "Unknown", WorkReason.HEALTH_UNKNOWN, "health not known yet: " + _listing(unknown),
-            generation=generation, now=now, previous=previous,
+            WorkConditionType.AVAILABLE,
+            "Unknown",
+            WorkReason.HEALTH_UNKNOWN,
+            "health not known yet: " + _listing(unknown),
+            generation=generation,
+            now=now,
+            previous=previous,
         )
     else:
         available = _condition(
-            WorkConditionType.AVAILABLE, "True", WorkReason.AVAILABLE, f"all {len(results)} manifest(s) healthy",
-            generation=generation, now=now, previous=previous,
+            WorkConditionType.AVAILABLE,
+            "True",
+            WorkReason.AVAILABLE,
+            f"all {len(results)} manifest(s) healthy",
+            generation=generation,
+            now=now,
+            previous=previous,
         )
     return [applied, available]
 
 
-def manifest_status(result: ManifestResult, pods: Iterable[Mapping[str, Any]]) -> tuple[dict[str, Any], Health]:
+def manifest_status(
+    result: ManifestResult, pods: Iterable[Mapping[str, Any]]
+) -> tuple[dict[str, Any], Health]:
     health = assess_health(result.live) if not result.conflict else Health.UNKNOWN
     entry: dict[str, Any] = {"identifier": result.identifier.as_dict(), "health": str(health)}
     if result.live is not None and not result.conflict:
@@ -441,7 +500,9 @@ def work_status(
     generation = _int((work.get("metadata") or {}).get("generation"), 0)
     previous = (work.get("status") or {}).get("conditions") or []
     return {
-        "conditions": work_conditions(ordered, [h for _, h in entries], generation=generation, now=now, previous=previous),
+        "conditions": work_conditions(
+            ordered, [h for _, h in entries], generation=generation, now=now, previous=previous
+        ),
         "manifestStatuses": [e for e, _ in entries],
     }
 
@@ -452,7 +513,8 @@ def status_changed(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> boo
     def comparable(status: Mapping[str, Any] | None) -> Any:
         status = dict(status or {})
         status["conditions"] = [
-            {k: v for k, v in cond.items() if k != "lastTransitionTime"} for cond in status.get("conditions") or []
+            {k: v for k, v in cond.items() if k != "lastTransitionTime"}
+            for cond in status.get("conditions") or []
         ]
         return status
 
@@ -500,7 +562,9 @@ class WorkApplier:
             ident = Identifier(ident.group, ident.version, ident.kind, "", ident.name, ident.ordinal)
         return ident, info.path(ident.name, ident.namespace or None)
 
-    async def _apply_one(self, work: Mapping[str, Any], ident: Identifier, body: dict[str, Any]) -> ManifestResult:
+    async def _apply_one(
+        self, work: Mapping[str, Any], ident: Identifier, body: dict[str, Any]
+    ) -> ManifestResult:
         meta = work.get("metadata") or {}
         work_ns, work_name = str(meta.get("namespace")), str(meta.get("name"))
         result = ManifestResult(identifier=ident)
@@ -512,7 +576,9 @@ class WorkApplier:
                 if ident.kind != "Namespace":
                     await self._ensure_namespace(ident.namespace)
             live = await self._live(path)
-            decision = decide_apply(live, work_namespace=work_ns, work_name=work_name, resolution=conflict_resolution(work))
+            decision = decide_apply(
+                live, work_namespace=work_ns, work_name=work_name, resolution=conflict_resolution(work)
+            )
             if decision == ApplyDecision.SKIP_CONFLICT:
                 result.conflict = True
                 result.error = "exists and is not managed by this Work"
@@ -526,7 +592,9 @@ class WorkApplier:
             if exc.code in (0, 429) or exc.code >= 500:
                 raise
             result.error = exc.message
-            logger.warning("work %s/%s: cannot apply %s: %s", work_ns, work_name, ident.describe(), exc.message)
+            logger.warning(
+                "work %s/%s: cannot apply %s: %s", work_ns, work_name, ident.describe(), exc.message
+            )
         return result
 
     async def _delete_owned(self, ident: Identifier, *, work_namespace: str, work_name: str) -> None:
@@ -576,11 +644,15 @@ class WorkApplier:
                 if exc.code in (0, 429) or exc.code >= 500:
                     raise
                 result.error = exc.message
-            if result.live is not None and not owned_by(result.live, work_namespace=work_ns, work_name=work_name):
+            if result.live is not None and not owned_by(
+                result.live, work_namespace=work_ns, work_name=work_name
+            ):
                 result.conflict = True
                 result.error = "exists and is not managed by this Work"
             elif result.live is None and result.error is None:
-                result.error = "not found in the member cluster" if ident.object_key in applied else "not applied yet"
+                result.error = (
+                    "not found in the member cluster" if ident.object_key in applied else "not applied yet"
+                )
             else:
                 result.applied = True
             results.append(result)

@@ -365,7 +365,9 @@ def summarize(
             entry.allocated += allocated.get(resource, 0)
 
         if schedulable:
-            free = {res: max(amount - allocated.get(res, 0), 0) for res, amount in sorted(allocatable.items())}
+            free = {
+                res: max(amount - allocated.get(res, 0), 0) for res, amount in sorted(allocatable.items())
+            }
             shape = {
                 "labels": selection_labels(node),
                 "taints": node_taints(node),
@@ -392,17 +394,25 @@ def summarize(
     total = len(nodes)
     messages = [f"{ready_count}/{total} nodes ready"]
     if invalid_nodes:
-        shown = ", ".join(invalid_nodes[:5]) + (f" and {len(invalid_nodes) - 5} more" if len(invalid_nodes) > 5 else "")
+        shown = ", ".join(invalid_nodes[:5]) + (
+            f" and {len(invalid_nodes) - 5} more" if len(invalid_nodes) > 5 else ""
+        )
         messages.append(
             f"{len(invalid_nodes)} node(s) have an invalid MIG configuration (product label ends in"
             f" {MIG_INVALID_SUFFIX}); their GPUs are unusable: {shown}"
         )
     if ready_count == 0:
-        ready_condition = _condition("False", ReadyReason.NO_READY_NODES, "; ".join(messages), now=now, previous=previous_conditions)
+        ready_condition = _condition(
+            "False", ReadyReason.NO_READY_NODES, "; ".join(messages), now=now, previous=previous_conditions
+        )
     elif invalid_nodes:
-        ready_condition = _condition("True", ReadyReason.INVALID_GPU_CONFIG, "; ".join(messages), now=now, previous=previous_conditions)
+        ready_condition = _condition(
+            "True", ReadyReason.INVALID_GPU_CONFIG, "; ".join(messages), now=now, previous=previous_conditions
+        )
     else:
-        ready_condition = _condition("True", ReadyReason.MEMBER_HEALTHY, "; ".join(messages), now=now, previous=previous_conditions)
+        ready_condition = _condition(
+            "True", ReadyReason.MEMBER_HEALTHY, "; ".join(messages), now=now, previous=previous_conditions
+        )
 
     status: dict[str, Any] = {
         "conditions": [ready_condition],
@@ -447,7 +457,10 @@ def trim_node(node: Mapping[str, Any]) -> dict[str, Any]:
 
 def _trim_container(container: Mapping[str, Any]) -> dict[str, Any]:
     resources = container.get("resources") or {}
-    return {"name": container.get("name"), "resources": {k: resources[k] for k in ("requests", "limits") if k in resources}}
+    return {
+        "name": container.get("name"),
+        "resources": {k: resources[k] for k in ("requests", "limits") if k in resources},
+    }
 
 
 def trim_pod(pod: Mapping[str, Any]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
-from member_agent.trust import normalize_hash
+from member_agent.trust import TrustError, normalize_hash
 
 TOKEN_ENV = "GPUFED_BOOTSTRAP_TOKEN"
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -30,7 +30,9 @@ class AgentConfig(BaseModel):
     hub_ca_hash: str | None = Field(default=None, description="sha256:<hex> of the hub CA's public key")
     bootstrap_token: SecretStr | None = None
     cluster_name: str
-    kubeconfig: Path | None = Field(default=None, description="member kubeconfig; in-cluster config when absent")
+    kubeconfig: Path | None = Field(
+        default=None, description="member kubeconfig; in-cluster config when absent"
+    )
     state_dir: Path
     dcgm_url: str | None = None
 
@@ -70,7 +72,12 @@ class AgentConfig(BaseModel):
     @field_validator("hub_ca_hash")
     @classmethod
     def _ca_hash(cls, value: str | None) -> str | None:
-        return None if value is None else normalize_hash(value)
+        if value is None:
+            return None
+        try:
+            return normalize_hash(value)
+        except TrustError as exc:
+            raise ValueError(str(exc)) from exc
 
     @field_validator("pricing")
     @classmethod
@@ -94,21 +101,35 @@ def _pairs(values: list[str] | None, *, flag: str) -> dict[str, str]:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``gpufed agent`` flags."""
     parser.add_argument("--hub", required=True, help="hub URL, e.g. https://hub.example:6443")
-    parser.add_argument("--hub-ca-hash", help="sha256:<hex> of the hub CA's public key (from the join command)")
+    parser.add_argument(
+        "--hub-ca-hash", help="sha256:<hex> of the hub CA's public key (from the join command)"
+    )
     parser.add_argument("--bootstrap-token", help=f"one-time join token (or set ${TOKEN_ENV})")
     parser.add_argument("--cluster-name", required=True, help="this member's name in the federation")
-    parser.add_argument("--kubeconfig", type=Path, help="member cluster kubeconfig (default: in-cluster config)")
+    parser.add_argument(
+        "--kubeconfig", type=Path, help="member cluster kubeconfig (default: in-cluster config)"
+    )
     parser.add_argument("--state-dir", type=Path, required=True, help="where the agent keeps its credential")
-    parser.add_argument("--dcgm-url", help="dcgm-exporter metrics URL, e.g. http://dcgm-exporter:9400/metrics")
-    parser.add_argument("--cluster-file", type=Path, help="YAML with provider, region, zone, tier, labels, pricing")
+    parser.add_argument(
+        "--dcgm-url", help="dcgm-exporter metrics URL, e.g. http://dcgm-exporter:9400/metrics"
+    )
+    parser.add_argument(
+        "--cluster-file", type=Path, help="YAML with provider, region, zone, tier, labels, pricing"
+    )
     parser.add_argument("--provider", help="onprem, aws, gcp, azure, ... (default onprem)")
     parser.add_argument("--region")
     parser.add_argument("--zone")
     parser.add_argument("--tier", type=int, help="overflow order, lower first")
     parser.add_argument("--label", action="append", metavar="KEY=VALUE", help="Cluster label (repeatable)")
-    parser.add_argument("--price", action="append", metavar="PRODUCT=USD", help="$ per GPU-hour by gpu.product (repeatable)")
-    parser.add_argument("--heartbeat-interval", type=float, help="seconds between Lease renewals (default 10)")
-    parser.add_argument("--report-interval", type=float, help="seconds between periodic capacity reports (default 30)")
+    parser.add_argument(
+        "--price", action="append", metavar="PRODUCT=USD", help="$ per GPU-hour by gpu.product (repeatable)"
+    )
+    parser.add_argument(
+        "--heartbeat-interval", type=float, help="seconds between Lease renewals (default 10)"
+    )
+    parser.add_argument(
+        "--report-interval", type=float, help="seconds between periodic capacity reports (default 30)"
+    )
     parser.add_argument("--dcgm-interval", type=float, help="seconds between DCGM scrapes (default 15)")
 
 
@@ -122,7 +143,9 @@ def _cluster_file(path: Path) -> dict[str, Any]:
     allowed = {"provider", "region", "zone", "tier", "labels", "pricing"}
     unknown = sorted(set(data) - allowed)
     if unknown:
-        raise ValueError(f"cluster file {path}: unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}")
+        raise ValueError(
+            f"cluster file {path}: unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}"
+        )
     return data
 
 
@@ -144,7 +167,11 @@ def config_from_args(ns: argparse.Namespace) -> AgentConfig:
     for flag in ("provider", "region", "zone", "tier"):
         if getattr(ns, flag, None) is not None:
             values[flag] = getattr(ns, flag)
-    intervals = {"heartbeat_interval": "heartbeat_interval", "report_interval": "report_interval", "dcgm_interval": "dcgm_interval"}
+    intervals = {
+        "heartbeat_interval": "heartbeat_interval",
+        "report_interval": "report_interval",
+        "dcgm_interval": "dcgm_interval",
+    }
     for attr, key in intervals.items():
         if getattr(ns, attr, None) is not None:
             values[key] = getattr(ns, attr)

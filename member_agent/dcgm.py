@@ -159,7 +159,9 @@ def _sortable(value: str) -> tuple[int, str]:
         return (1 << 30, value)
 
 
-async def scrape(session: aiohttp.ClientSession, url: str, *, request_timeout: float = DEFAULT_SCRAPE_TIMEOUT) -> str:
+async def scrape(
+    session: aiohttp.ClientSession, url: str, *, request_timeout: float = DEFAULT_SCRAPE_TIMEOUT
+) -> str:
     """The exporter's metrics text; raises :class:`ScrapeError` on any failure."""
     try:
         async with session.get(url, timeout=aiohttp.ClientTimeout(total=request_timeout)) as response:

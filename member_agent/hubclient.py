@@ -131,7 +131,12 @@ def _token_from_answer(answer: Any) -> str | None:
 
 
 async def exchange_bootstrap_token(
-    hub: str, *, ca_pem: bytes | None, bootstrap_token: str, cluster_name: str, request_timeout: float = DEFAULT_TIMEOUT
+    hub: str,
+    *,
+    ca_pem: bytes | None,
+    bootstrap_token: str,
+    cluster_name: str,
+    request_timeout: float = DEFAULT_TIMEOUT,
 ) -> str:
     """Trade the one-time bootstrap token for an agent token scoped to ``cluster_name``."""
     url = hub.rstrip("/") + JOIN_PATH
@@ -217,7 +222,11 @@ async def connect(
             "run `gpufed token create --print-join-command` on the hub and pass --bootstrap-token"
         )
     token = await exchange_bootstrap_token(
-        hub, ca_pem=ca_pem, bootstrap_token=bootstrap_token, cluster_name=cluster_name, request_timeout=request_timeout
+        hub,
+        ca_pem=ca_pem,
+        bootstrap_token=bootstrap_token,
+        cluster_name=cluster_name,
+        request_timeout=request_timeout,
     )
     state.save_credential(Credential(hub=hub, cluster_name=cluster_name, token=token))
     logger.info("joined the hub as cluster %s; credential stored in %s", cluster_name, state.path)

@@ -116,7 +116,9 @@ class Informer:
             ):
                 self._apply_event(event)
         except Gone:
-            logger.info("informer %s: resourceVersion %s expired, relisting", self.name, self.resource_version)
+            logger.info(
+                "informer %s: resourceVersion %s expired, relisting", self.name, self.resource_version
+            )
             self.resource_version = ""
 
     async def run(self) -> None:

@@ -14,7 +14,6 @@ In: an ``ApiClient``. Out: dict objects, and :class:`ApiError` subclasses for no
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator, Mapping
@@ -34,7 +33,9 @@ MERGE_PATCH = "application/merge-patch+json"
 class ApiError(Exception):
     """A non-2xx answer (or a transport failure when ``code`` is 0)."""
 
-    def __init__(self, code: int, reason: str, message: str, *, status: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self, code: int, reason: str, message: str, *, status: Mapping[str, Any] | None = None
+    ) -> None:
         super().__init__(f"{code} {reason}: {message}")
         self.code = code
         self.reason = reason
@@ -194,7 +195,9 @@ class KubeApi:
     async def replace(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
         return await self.request("PUT", path, body=dict(body))
 
-    async def apply(self, path: str, body: Mapping[str, Any], *, field_manager: str, force: bool) -> dict[str, Any]:
+    async def apply(
+        self, path: str, body: Mapping[str, Any], *, field_manager: str, force: bool
+    ) -> dict[str, Any]:
         """Server-side apply (``PATCH`` as ``application/apply-patch+yaml``; JSON is valid YAML)."""
         query = {"fieldManager": field_manager, "force": "true" if force else "false"}
         return await self.request("PATCH", path, query=query, body=dict(body), content_type=APPLY_PATCH)
@@ -203,7 +206,9 @@ class KubeApi:
         body = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation}
         return await self.request("DELETE", path, body=body)
 
-    async def list_all(self, path: str, *, query: Mapping[str, Any] | None = None, page: int = 500) -> tuple[list[dict[str, Any]], str]:
+    async def list_all(
+        self, path: str, *, query: Mapping[str, Any] | None = None, page: int = 500
+    ) -> tuple[list[dict[str, Any]], str]:
         """Every item of a collection (paginated) and the list's resourceVersion."""
         items: list[dict[str, Any]] = []
         params = dict(query or {})
@@ -218,7 +223,12 @@ class KubeApi:
             params["continue"] = token
 
     async def watch(
-        self, path: str, *, resource_version: str, query: Mapping[str, Any] | None = None, timeout_seconds: int = 300
+        self,
+        path: str,
+        *,
+        resource_version: str,
+        query: Mapping[str, Any] | None = None,
+        timeout_seconds: int = 300,
     ) -> AsyncIterator[dict[str, Any]]:
         """Watch events (dicts with type and object) until the server ends the stream.
 
@@ -234,7 +244,9 @@ class KubeApi:
             }
         )
         # The server ends the stream after timeoutSeconds; the read timeout guards against a dead peer.
-        client_timeout = aiohttp.ClientTimeout(total=None, connect=self.timeout, sock_read=timeout_seconds + 30)
+        client_timeout = aiohttp.ClientTimeout(
+            total=None, connect=self.timeout, sock_read=timeout_seconds + 30
+        )
         response = await self._send("GET", path, query=params, request_timeout=client_timeout)
         try:
             if not 200 <= response.status < 300:
@@ -296,7 +308,3 @@ def _query_value(value: Any) -> str:
         return "true" if value else "false"
     return str(value)
 
-
-async def with_timeout(awaitable: Any, seconds: float) -> Any:
-    """Await with a deadline (for awaits that do not carry one of their own)."""
-    return await asyncio.wait_for(awaitable, seconds)

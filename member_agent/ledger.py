@@ -40,7 +40,11 @@ class Ledger:
             return {}
         if not isinstance(data, dict):
             return {}
-        return {str(k): [dict(i) for i in v if isinstance(i, dict)] for k, v in data.items() if isinstance(v, list)}
+        return {
+            str(k): [dict(i) for i in v if isinstance(i, dict)]
+            for k, v in data.items()
+            if isinstance(v, list)
+        }
 
     def _save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)

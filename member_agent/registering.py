@@ -95,7 +95,9 @@ async def register_cluster(hub: KubeApi, desired: Mapping[str, Any]) -> dict[str
     raise Conflict(409, "Conflict", f"cluster {name} kept changing while the agent updated it")
 
 
-async def write_cluster_status(hub: KubeApi, cluster: Mapping[str, Any], status: Mapping[str, Any]) -> dict[str, Any]:
+async def write_cluster_status(
+    hub: KubeApi, cluster: Mapping[str, Any], status: Mapping[str, Any]
+) -> dict[str, Any]:
     """Replace the Cluster's status; ``cluster`` is the last known object (re-read on conflict)."""
     name = cluster["metadata"]["name"]
     path = f"{CLUSTERS_PATH}/{name}/status"
@@ -131,12 +133,16 @@ async def renew_lease(
     for _ in range(MAX_CONFLICT_RETRIES):
         if current is None:
             try:
-                return await hub.create(LEASES_PATH, lease_object(name, now=now, duration_seconds=duration_seconds))
+                return await hub.create(
+                    LEASES_PATH, lease_object(name, now=now, duration_seconds=duration_seconds)
+                )
             except AlreadyExists:
                 current = await hub.get(f"{LEASES_PATH}/{name}")
         body = copy.deepcopy(current)
         spec = body.setdefault("spec", {})
-        spec.update({"holderIdentity": name, "leaseDurationSeconds": duration_seconds, "renewTime": micro_time(now)})
+        spec.update(
+            {"holderIdentity": name, "leaseDurationSeconds": duration_seconds, "renewTime": micro_time(now)}
+        )
         try:
             return await hub.replace(f"{LEASES_PATH}/{name}", body)
         except NotFound:

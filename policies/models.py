@@ -66,7 +66,7 @@ class FieldSelectorRequirement(SpecModel):
 
     key: str
     operator: str
-    values: list[str] | None = None
+    values: list[str] | None = Field(default=None, validate_default=True)
 
     @field_validator("key")
     @classmethod
@@ -593,7 +593,7 @@ class ImageOverrider(SpecModel):
     predicate: ImagePredicate | None = None
     component: Literal["Registry", "Repository", "Tag"]
     operator: OverriderOperator
-    value: str | None = None
+    value: str | None = Field(default=None, validate_default=True)
 
     @field_validator("value")
     @classmethod

@@ -13,9 +13,10 @@ argsOverrider, labelsOverrider, annotationsOverrider, fieldOverrider, plaintext.
 Details that follow Karmada:
 
 * Images parse as the distribution reference grammar without normalisation
-  (``reference.Parse``): ``nginx`` has no registry; the *registry* is everything before the
-  first ``/`` (so in ``library/nginx`` it is ``library``); a tag wins over a digest when both
-  are present. ``add`` appends the value to the component's text, ``replace`` sets it,
+  (``reference.Parse``): ``nginx`` has no registry and no implied ``docker.io``; the first
+  path component is the *registry* only when it contains ``.`` or ``:`` or is ``localhost``
+  (``library/nginx`` has none, ``host:5000/a/b`` has ``host:5000``); a tag wins over a digest
+  when both are present (the digest is dropped, as Karmada does). ``add`` appends the value to the component's text, ``replace`` sets it,
   ``remove`` clears it; a Tag value that looks like a digest (``sha256:…``) sets the digest.
 * Without ``predicate.path``, imageOverrider rewrites ``containers[*].image`` of the pod
   template(s); commandOverrider/argsOverrider edit the container named ``containerName``
@@ -245,8 +246,10 @@ def parse_image(image: str) -> ImageReference:
             raise ValueError(f"unsupported digest algorithm {algorithm!r}")
         if len(hex_part) != expected:
             raise ValueError("invalid checksum digest length")
-    registry, _, repository = name.partition("/")
-    if not repository:
+    first, _, rest = name.partition("/")
+    if rest and (first == "localhost" or "." in first or ":" in first):
+        registry, repository = first, rest
+    else:
         registry, repository = "", name
     return ImageReference(registry=registry, repository=repository, tag=tag, digest="" if tag else digest)
 

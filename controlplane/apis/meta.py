@@ -251,7 +251,7 @@ class LabelSelectorRequirement(SpecModel):
 
     key: str = Field(min_length=1)
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
-    values: list[str] | None = None
+    values: list[str] | None = Field(default=None, validate_default=True)
 
     @field_validator("values")
     @classmethod

@@ -60,7 +60,7 @@ class Cause:
     field: str = ""
 
     def to_dict(self) -> dict[str, str]:
-        out = {"reason": self.reason, "message": self.message}
+        out = {"reason": str(self.reason), "message": self.message}
         if self.field:
             out["field"] = self.field
         return out

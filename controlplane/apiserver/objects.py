@@ -21,12 +21,13 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import contextlib
 import copy
 import logging
 import secrets
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -143,6 +144,8 @@ class _NamespaceState:
     expires: float = field(default=0.0)
 
 
+#: Where a write appends warnings for the client (unknown fields under fieldValidation=Warn).
+WarningSink = list[str]
 LabelSelectorArg = str | LabelSelector | None
 FieldSelectorArg = str | FieldSelector | None
 
@@ -182,12 +185,10 @@ class ObjectStore:
         if self._namespace_type is None:
             return
         for name in SYSTEM_NAMESPACES:
-            try:
+            with contextlib.suppress(errors.AlreadyExists):
                 await self.create(
                     self._namespace_type, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
                 )
-            except errors.AlreadyExists:
-                pass
 
     # --- reads ------------------------------------------------------------------------
 
@@ -249,7 +250,7 @@ class ObjectStore:
         dry_run: bool = False,
         field_validation: FieldValidation = FieldValidation.STRICT,
         field_manager: str | None = None,
-        warnings: list[str] | None = None,
+        warnings: WarningSink | None = None,
     ) -> dict[str, Any]:
         """Create ``obj``; raise AlreadyExists, Invalid, or NotFound for a missing namespace."""
         obj = self._incoming(rt, obj, namespace=namespace)
@@ -280,7 +281,7 @@ class ObjectStore:
         dry_run: bool = False,
         field_validation: FieldValidation = FieldValidation.STRICT,
         field_manager: str | None = None,
-        warnings: list[str] | None = None,
+        warnings: WarningSink | None = None,
     ) -> dict[str, Any]:
         """Replace ``obj`` (CAS on ``metadata.resourceVersion`` when given).
 
@@ -317,7 +318,7 @@ class ObjectStore:
         force: bool = False,
         dry_run: bool = False,
         field_validation: FieldValidation = FieldValidation.STRICT,
-        warnings: list[str] | None = None,
+        warnings: WarningSink | None = None,
     ) -> dict[str, Any]:
         """Patch an object, re-reading and retrying when a concurrent write wins.
 
@@ -462,11 +463,11 @@ class ObjectStore:
 
         last_revision = start
         events = self._store.watch(prefix, from_revision=start + 1).__aiter__()
-        pending: asyncio.Task[storage.WatchEvent] | None = None
+        pending: asyncio.Task[storage.WatchEvent | None] | None = None
         try:
             while True:
                 if pending is None:
-                    pending = asyncio.ensure_future(_next_event(events))
+                    pending = asyncio.create_task(_next_event(events))
                 if bookmark_interval is not None:
                     done, _ = await asyncio.wait({pending}, timeout=bookmark_interval)
                     if not done:
@@ -479,20 +480,21 @@ class ObjectStore:
                         continue
                 try:
                     event = await pending
-                except StopAsyncIteration:
-                    return
                 except storage.Gone as exc:
                     raise errors.expired_resource_version(start, exc.compacted_revision) from exc
                 except storage.StorageError as exc:
                     raise errors.from_storage_error(exc, plural=rt.plural, group=rt.group) from exc
-                finally:
-                    pending = None
+                pending = None
+                if event is None:
+                    return
                 last_revision = event.kv.mod_revision
                 out = self._translate(event, filtered=filtered, matched=matched, matches=matches)
                 if out is not None:
                     yield out
         finally:
-            if pending is not None:
+            # A cancelled consumer leaves the read of the store's watch in flight; it
+            # must finish before the store's iterator can be closed.
+            if pending is not None and not pending.done():
                 pending.cancel()
                 await asyncio.gather(pending, return_exceptions=True)
             aclose = getattr(events, "aclose", None)
@@ -642,6 +644,7 @@ class ObjectStore:
         if not isinstance(obj, dict):
             raise errors.BadRequest(f"the body must be a {rt.kind} object, not {type(obj).__name__}")
         obj = copy.deepcopy(obj)
+        checked: dict[str, Any] = obj
         api_version = obj.setdefault("apiVersion", rt.api_version)
         kind = obj.setdefault("kind", rt.kind)
         if api_version != rt.api_version:
@@ -674,7 +677,7 @@ class ObjectStore:
                     f"the name of the object ({body_name}) does not match the name on the URL ({name})"
                 )
             meta["name"] = name
-        return obj
+        return checked
 
     async def _create(
         self,
@@ -684,7 +687,7 @@ class ObjectStore:
         dry_run: bool,
         field_validation: FieldValidation,
         field_manager: str | None,
-        warnings: list[str] | None,
+        warnings: WarningSink | None,
     ) -> dict[str, Any]:
         obj = copy.deepcopy(obj)
         meta = obj["metadata"]
@@ -761,7 +764,7 @@ class ObjectStore:
         dry_run: bool,
         field_validation: FieldValidation,
         field_manager: str | None,
-        warnings: list[str] | None,
+        warnings: WarningSink | None,
     ) -> dict[str, Any]:
         if rt.prepare is not None:
             rt.prepare(new)
@@ -987,8 +990,11 @@ class ObjectStore:
 # --- helpers ----------------------------------------------------------------------------
 
 
-async def _next_event(events: AsyncIterator[storage.WatchEvent]) -> storage.WatchEvent:
-    return await anext(events)
+async def _next_event(events: AsyncIterator[storage.WatchEvent]) -> storage.WatchEvent | None:
+    try:
+        return await anext(events)
+    except StopAsyncIteration:
+        return None
 
 
 def _spec_of(obj: dict[str, Any]) -> dict[str, Any]:
@@ -1017,8 +1023,3 @@ def _decode_continue(token: str, prefix: str) -> tuple[int, str]:
     except (ValueError, KeyError, TypeError, binascii.Error) as exc:
         raise errors.BadRequest("continue key is not valid: the continue token is malformed") from exc
     return revision, prefix + start
-
-
-def object_types(registry: Registry, objects: Iterable[dict[str, Any]]) -> list[ResourceType]:
-    """The registered type of each object (KeyError for a kind that is not served)."""
-    return [registry.require(str(obj.get("apiVersion")), str(obj.get("kind"))) for obj in objects]

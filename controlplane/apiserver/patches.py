@@ -19,8 +19,8 @@ import importlib
 from enum import StrEnum
 from typing import Any, Protocol, cast
 
-import jsonpatch  # type: ignore[import-untyped]
-import jsonpointer  # type: ignore[import-untyped]
+import jsonpatch
+import jsonpointer
 
 from controlplane.apiserver.errors import (
     BadRequest,

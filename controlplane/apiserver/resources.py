@@ -64,13 +64,13 @@ class TableColumn:
         }
 
 
-def path(dotted: str) -> CellGetter:
-    """A getter for a dotted path (``spec.replicas``); missing values print as empty."""
+def path(dotted: str, *, default: Any = "") -> CellGetter:
+    """A getter for a dotted path (``spec.replicas``); missing values print as ``default``."""
     parts = dotted.split(".")
 
     def get(obj: dict[str, Any], _now: datetime) -> Any:
         value = col.dig(obj, *parts)
-        return "" if value is None else value
+        return default if value is None else value
 
     return get
 
@@ -102,6 +102,16 @@ BASE_FIELD_SELECTORS: Mapping[str, FieldGetter] = {
 
 
 @dataclass(frozen=True, slots=True)
+class ScaleSubresource:
+    """Where a kind keeps what ``/scale`` (autoscaling/v1 Scale) shows and sets."""
+
+    spec_replicas: str = "spec.replicas"
+    status_replicas: str = "status.replicas"
+    #: A metav1.LabelSelector (matchLabels/matchExpressions) shown as a selector string.
+    label_selector: str = "spec.selector"
+
+
+@dataclass(frozen=True, slots=True)
 class ResourceType:
     group: str
     version: str
@@ -125,6 +135,8 @@ class ResourceType:
     name_rule: NameRule = NameRule.SUBDOMAIN
     #: Normalises an object before it is validated and written (e.g. Secret stringData).
     prepare: Callable[[dict[str, Any]], None] | None = None
+    #: Served with a ``scale`` subresource (``kubectl scale``).
+    scale: ScaleSubresource | None = None
 
     @property
     def api_version(self) -> str:
@@ -328,8 +340,8 @@ def workload_resources() -> list[ResourceType]:
     cats = _WORKLOAD_CATEGORIES
     deployment_columns = (
         TableColumn("Ready", col.ready_of("status.readyReplicas", "spec.replicas", default_total=1)),
-        TableColumn("Up-to-date", path("status.updatedReplicas"), type="integer"),
-        TableColumn("Available", path("status.availableReplicas"), type="integer"),
+        TableColumn("Up-to-date", path("status.updatedReplicas", default=0), type="integer"),
+        TableColumn("Available", path("status.availableReplicas", default=0), type="integer"),
         AGE,
         TableColumn("Containers", col.containers_names, priority=1),
         TableColumn("Images", col.containers_images, priority=1),
@@ -340,11 +352,12 @@ def workload_resources() -> list[ResourceType]:
         ResourceType(
             "apps", "v1", "Deployment", "deployments", "deployment", namespaced=True,
             short_names=("deploy",), categories=cats, has_status=True, strategic_merge=True,
-            columns=deployment_columns,
+            columns=deployment_columns, scale=ScaleSubresource(),
         ),
         ResourceType(
             "apps", "v1", "StatefulSet", "statefulsets", "statefulset", namespaced=True,
             short_names=("sts",), categories=cats, has_status=True, strategic_merge=True,
+            scale=ScaleSubresource(),
             columns=(
                 TableColumn("Ready", col.ready_of("status.readyReplicas", "spec.replicas", default_total=1)),
                 AGE,
@@ -385,8 +398,8 @@ def workload_resources() -> list[ResourceType]:
             "ray.io", "v1", "RayCluster", "rayclusters", "raycluster", namespaced=True,
             categories=cats, has_status=True,
             columns=(
-                TableColumn("Desired Workers", path("status.desiredWorkerReplicas"), type="integer"),
-                TableColumn("Available Workers", path("status.availableWorkerReplicas"), type="integer"),
+                TableColumn("Desired Workers", path("status.desiredWorkerReplicas", default=0), type="integer"),
+                TableColumn("Available Workers", path("status.availableWorkerReplicas", default=0), type="integer"),
                 TableColumn("Status", path("status.state")),
                 AGE,
             ),

@@ -284,12 +284,11 @@ def parse_field_selector(
         part = part.strip()
         if not part:
             continue
-        for op, negated in (("!=", True), ("==", False), ("=", False)):
-            field, sep, value = part.partition(op)
-            if sep:
-                break
-        else:
+        op = next((candidate for candidate in ("!=", "==", "=") if candidate in part), None)
+        if op is None:
             raise BadRequest(f"invalid selector: '{text}'; can't understand '{part}'")
+        field, _, value = part.partition(op)
+        negated = op == "!="
         field = field.strip()
         getter = supported.get(field)
         if getter is None:

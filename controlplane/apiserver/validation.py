@@ -175,10 +175,9 @@ def _input_path(loc: tuple[Any, ...], data: Any) -> Loc:
     node = data
     for index, part in enumerate(loc):
         last = index == len(loc) - 1
-        if isinstance(node, dict) and isinstance(part, str) and part in node:
-            kept.append(part)
-            node = node[part]
-        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+        in_dict = isinstance(node, dict) and isinstance(part, str) and part in node
+        in_list = isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+        if in_dict or in_list:
             kept.append(part)
             node = node[part]
         elif last and isinstance(part, str | int):

@@ -61,7 +61,9 @@ def pod(
     if node_name:
         spec["nodeName"] = node_name
     if init:
-        spec["initContainers"] = [{"name": f"init{i}", "resources": {"requests": r}} for i, r in enumerate(init)]
+        spec["initContainers"] = [
+            {"name": f"init{i}", "resources": {"requests": r}} for i, r in enumerate(init)
+        ]
     meta: dict[str, Any] = {"name": name, "namespace": namespace, "labels": labels or {}}
     if owner:
         meta["ownerReferences"] = [owner]
@@ -87,8 +89,14 @@ A100_TS = {**A100, "nvidia.com/gpu.replicas": "10", "nvidia.com/gpu.sharing-stra
 @pytest.mark.parametrize(
     ("pod_spec", "expected"),
     [
-        pytest.param(pod("p", "n", requests={"cpu": "500m", "memory": "1Gi"}), {"cpu": 500, "memory": GIB}, id="requests"),
-        pytest.param(pod("p", "n", limits={"nvidia.com/gpu": "2"}), {"nvidia.com/gpu": 2}, id="limits-fill-requests"),
+        pytest.param(
+            pod("p", "n", requests={"cpu": "500m", "memory": "1Gi"}),
+            {"cpu": 500, "memory": GIB},
+            id="requests",
+        ),
+        pytest.param(
+            pod("p", "n", limits={"nvidia.com/gpu": "2"}), {"nvidia.com/gpu": 2}, id="limits-fill-requests"
+        ),
         pytest.param(
             pod("p", "n", requests={"cpu": "1"}, limits={"cpu": "4", "nvidia.com/mig-1g.10gb": "1"}),
             {"cpu": 1000, "nvidia.com/mig-1g.10gb": 1},
@@ -99,7 +107,9 @@ A100_TS = {**A100, "nvidia.com/gpu.replicas": "10", "nvidia.com/gpu.sharing-stra
             {"cpu": 3000, "memory": GIB},
             id="init-containers-max",
         ),
-        pytest.param(pod("p", "n", requests={"ephemeral-storage": "1Gi"}), {}, id="untracked-resource-ignored"),
+        pytest.param(
+            pod("p", "n", requests={"ephemeral-storage": "1Gi"}), {}, id="untracked-resource-ignored"
+        ),
     ],
 )
 def test_pod_requests(pod_spec: dict[str, Any], expected: dict[str, int]) -> None:
@@ -108,7 +118,13 @@ def test_pod_requests(pod_spec: dict[str, Any], expected: dict[str, int]) -> Non
 
 @pytest.mark.parametrize(
     ("phase", "node_name", "counted"),
-    [("Running", "n1", True), ("Pending", "n1", True), ("Succeeded", "n1", False), ("Failed", "n1", False), ("Pending", None, False)],
+    [
+        ("Running", "n1", True),
+        ("Pending", "n1", True),
+        ("Succeeded", "n1", False),
+        ("Failed", "n1", False),
+        ("Pending", None, False),
+    ],
 )
 def test_only_bound_non_terminal_pods_are_allocated(phase: str, node_name: str | None, counted: bool) -> None:
     status = capacity.summarize(
@@ -164,7 +180,10 @@ def test_gpu_summary_per_resource_and_product() -> None:
     ],
 )
 def test_time_sliced_shares_count_as_a_tenth_of_a_gpu(resource: str, labels: dict[str, str]) -> None:
-    nodes = [node("ts1", resources={resource: "80"}, labels=labels), node("w1", resources={"nvidia.com/gpu": "8"}, labels=A100)]
+    nodes = [
+        node("ts1", resources={resource: "80"}, labels=labels),
+        node("w1", resources={"nvidia.com/gpu": "8"}, labels=A100),
+    ]
     pods = [pod("p1", "ts1", limits={resource: "3"})]
     status = capacity.summarize(nodes, pods, now=NOW)
     shared = [e for e in status["gpuSummary"] if e.get("sharedReplicas")]
@@ -181,8 +200,15 @@ def test_time_sliced_shares_count_as_a_tenth_of_a_gpu(resource: str, labels: dic
 
 
 def test_mig_invalid_is_unusable_and_named_in_ready_message() -> None:
-    invalid = {**A100, "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB-MIG-INVALID", "nvidia.com/mig.strategy": "single"}
-    nodes = [node("bad-1", resources={"nvidia.com/gpu": "8"}, labels=invalid), node("ok-1", resources={"nvidia.com/gpu": "8"}, labels=A100)]
+    invalid = {
+        **A100,
+        "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB-MIG-INVALID",
+        "nvidia.com/mig.strategy": "single",
+    }
+    nodes = [
+        node("bad-1", resources={"nvidia.com/gpu": "8"}, labels=invalid),
+        node("ok-1", resources={"nvidia.com/gpu": "8"}, labels=A100),
+    ]
     status = capacity.summarize(nodes, [], now=NOW)
     bad = next(e for e in status["gpuSummary"] if e["product"].endswith("-MIG-INVALID"))
     assert bad["unusable"] is True
@@ -204,7 +230,13 @@ def test_not_ready_or_cordoned_nodes_are_counted_but_not_shaped(
     ready: bool, unschedulable: bool, in_shapes: bool, ready_count: int
 ) -> None:
     status = capacity.summarize(
-        [node("n1", resources={"nvidia.com/gpu": "8"}, labels=A100, ready=ready, unschedulable=unschedulable)], [], now=NOW
+        [
+            node(
+                "n1", resources={"nvidia.com/gpu": "8"}, labels=A100, ready=ready, unschedulable=unschedulable
+            )
+        ],
+        [],
+        now=NOW,
     )
     assert status["nodeSummary"] == {"total": 1, "ready": ready_count}
     assert bool(status["nodeShapes"]) is in_shapes
@@ -214,7 +246,12 @@ def test_not_ready_or_cordoned_nodes_are_counted_but_not_shaped(
 def test_shape_labels_drop_per_node_identities_and_keep_taints() -> None:
     taint = {"key": "gpu", "value": "a100", "effect": "NoSchedule"}
     nodes = [
-        node(f"n{i}", resources={"nvidia.com/gpu": "8"}, labels={**A100, "node-id": f"n{i}", "pool": "p1"}, taints=[taint])
+        node(
+            f"n{i}",
+            resources={"nvidia.com/gpu": "8"},
+            labels={**A100, "node-id": f"n{i}", "pool": "p1"},
+            taints=[taint],
+        )
         for i in range(3)
     ]
     status = capacity.summarize(nodes, [], now=NOW)
@@ -229,7 +266,9 @@ def test_shape_labels_drop_per_node_identities_and_keep_taints() -> None:
 
 def test_free_cpu_and_memory_round_down() -> None:
     status = capacity.summarize(
-        [node("n1", cpu="8", memory="16Gi")], [pod("p", "n1", requests={"cpu": "1500m", "memory": "100Mi"})], now=NOW
+        [node("n1", cpu="8", memory="16Gi")],
+        [pod("p", "n1", requests={"cpu": "1500m", "memory": "100Mi"})],
+        now=NOW,
     )
     free = status["nodeShapes"][0]["free"]
     assert free["cpu"] == 6000  # 6.5 cores free, reported as 6
@@ -238,7 +277,9 @@ def test_free_cpu_and_memory_round_down() -> None:
 
 
 def test_capacity_is_used_when_allocatable_is_missing() -> None:
-    status = capacity.summarize([node("n1", resources={"nvidia.com/gpu": "4"}, labels=A100, capacity_only=True)], [], now=NOW)
+    status = capacity.summarize(
+        [node("n1", resources={"nvidia.com/gpu": "4"}, labels=A100, capacity_only=True)], [], now=NOW
+    )
     assert status["nodeShapes"][0]["allocatable"]["nvidia.com/gpu"] == 4
 
 
@@ -247,7 +288,9 @@ def test_ready_transition_time_moves_only_on_status_change() -> None:
     first = capacity.summarize(nodes, [], now=NOW)
     later = capacity.summarize(nodes, [], now="2025-01-01T01:00:00Z", previous_conditions=first["conditions"])
     assert later["conditions"][0]["lastTransitionTime"] == NOW
-    down = capacity.summarize([node("n1", ready=False)], [], now="2025-01-01T02:00:00Z", previous_conditions=later["conditions"])
+    down = capacity.summarize(
+        [node("n1", ready=False)], [], now="2025-01-01T02:00:00Z", previous_conditions=later["conditions"]
+    )
     assert down["conditions"][0]["lastTransitionTime"] == "2025-01-01T02:00:00Z"
 
 
@@ -260,22 +303,40 @@ def test_ready_transition_time_moves_only_on_status_change() -> None:
             {"kind": "Deployment", "name": "web"},
         ),
         ({"kind": "Job", "name": "train", "controller": True}, {}, {"kind": "Job", "name": "train"}),
-        ({"kind": "PyTorchJob", "name": "bert", "controller": True}, {}, {"kind": "PyTorchJob", "name": "bert"}),
+        (
+            {"kind": "PyTorchJob", "name": "bert", "controller": True},
+            {},
+            {"kind": "PyTorchJob", "name": "bert"},
+        ),
         (None, {}, None),
     ],
 )
-def test_owner_workload(owner: dict[str, Any] | None, labels: dict[str, str], expected: dict[str, str] | None) -> None:
+def test_owner_workload(
+    owner: dict[str, Any] | None, labels: dict[str, str], expected: dict[str, str] | None
+) -> None:
     assert capacity.owner_workload(pod("p", "n", owner=owner, labels=labels)) == expected
 
 
 def test_utilization_and_gpu_pod_allocations_per_node() -> None:
-    nodes = [node("n1", resources={"nvidia.com/gpu": "8"}, labels=A100), node("n2", resources={"nvidia.com/gpu": "8"}, labels=A100)]
+    nodes = [
+        node("n1", resources={"nvidia.com/gpu": "8"}, labels=A100),
+        node("n2", resources={"nvidia.com/gpu": "8"}, labels=A100),
+    ]
     owner = {"kind": "ReplicaSet", "name": "web-abc", "controller": True}
     pods = [
-        pod("gpu-pod", "n1", requests={"cpu": "1"}, limits={"nvidia.com/gpu": "1"}, owner=owner, labels={"pod-template-hash": "abc"}),
+        pod(
+            "gpu-pod",
+            "n1",
+            requests={"cpu": "1"},
+            limits={"nvidia.com/gpu": "1"},
+            owner=owner,
+            labels={"pod-template-hash": "abc"},
+        ),
         pod("cpu-pod", "n1", requests={"cpu": "1"}),
     ]
-    devices = {"n1": [{"gpu": 0, "uuid": "GPU-0", "pod": "gpu-pod", "namespace": "default", "utilization": 0.5}]}
+    devices = {
+        "n1": [{"gpu": 0, "uuid": "GPU-0", "pod": "gpu-pod", "namespace": "default", "utilization": 0.5}]
+    }
     status = capacity.summarize(nodes, pods, now=NOW, utilization=devices, utilization_time=NOW)
     util = status["utilization"]
     assert util["sampleTime"] == NOW
@@ -293,13 +354,29 @@ def test_utilization_and_gpu_pod_allocations_per_node() -> None:
 
 
 def test_trimmed_objects_give_the_same_report() -> None:
-    nodes = [node(f"n{i}", resources={"nvidia.com/gpu": "8"}, labels=A100, taints=[{"key": "k", "effect": "NoSchedule"}]) for i in range(4)]
+    nodes = [
+        node(
+            f"n{i}",
+            resources={"nvidia.com/gpu": "8"},
+            labels=A100,
+            taints=[{"key": "k", "effect": "NoSchedule"}],
+        )
+        for i in range(4)
+    ]
     pods = [
-        pod(f"p{i}", f"n{i % 4}", requests={"cpu": "2", "memory": "4Gi"}, limits={"nvidia.com/gpu": "1"}, init=[{"cpu": "5"}])
+        pod(
+            f"p{i}",
+            f"n{i % 4}",
+            requests={"cpu": "2", "memory": "4Gi"},
+            limits={"nvidia.com/gpu": "1"},
+            init=[{"cpu": "5"}],
+        )
         for i in range(7)
     ]
     full = capacity.summarize(nodes, pods, now=NOW)
-    trimmed = capacity.summarize([capacity.trim_node(n) for n in nodes], [capacity.trim_pod(p) for p in pods], now=NOW)
+    trimmed = capacity.summarize(
+        [capacity.trim_node(n) for n in nodes], [capacity.trim_pod(p) for p in pods], now=NOW
+    )
     assert full == trimmed
 
 
@@ -307,7 +384,11 @@ def test_thousand_node_cluster_report_is_compact() -> None:
     """1,000 nodes x 8 GPUs in 4 node groups with pods filling GPUs unevenly: shapes group them."""
     groups = [
         ("whole", {**A100, "pool": "whole"}, {"nvidia.com/gpu": "8"}),
-        ("mig", {**H100_MIXED, "nvidia.com/gpu.count": "8", "pool": "mig"}, {"nvidia.com/mig-1g.10gb": "16", "nvidia.com/mig-3g.40gb": "8"}),
+        (
+            "mig",
+            {**H100_MIXED, "nvidia.com/gpu.count": "8", "pool": "mig"},
+            {"nvidia.com/mig-1g.10gb": "16", "nvidia.com/mig-3g.40gb": "8"},
+        ),
         ("ts", {**A100_TS, "pool": "ts"}, {"nvidia.com/gpu": "80"}),
         ("spot", {**A100, "pool": "spot"}, {"nvidia.com/gpu": "8"}),
     ]
@@ -321,7 +402,9 @@ def test_thousand_node_cluster_report_is_compact() -> None:
         # Each node carries 0-3 identical pods: at most 4 allocation states per group.
         for j in range(i % 4 if group != "mig" else (i // 4) % 4):
             gpu_resource = "nvidia.com/mig-1g.10gb" if group == "mig" else "nvidia.com/gpu"
-            pods.append(pod(f"{name}-p{j}", name, requests={"cpu": "4", "memory": "32Gi"}, limits={gpu_resource: "1"}))
+            pods.append(
+                pod(f"{name}-p{j}", name, requests={"cpu": "4", "memory": "32Gi"}, limits={gpu_resource: "1"})
+            )
     status = capacity.summarize(nodes, pods, now=NOW)
     assert status["nodeSummary"] == {"total": 1000, "ready": 1000}
     assert sum(s["count"] for s in status["nodeShapes"]) == 1000

@@ -8,6 +8,8 @@ the etcd server is shared by the session.
 from __future__ import annotations
 
 import asyncio
+import itertools
+import random
 from collections.abc import AsyncIterator
 
 import pytest
@@ -254,7 +256,7 @@ async def test_concurrent_compare_and_swap_increments_lose_nothing(store: Store)
     async def increment_many() -> None:
         nonlocal conflicts
         for _ in range(increments):
-            while True:
+            for attempt in itertools.count():
                 current = await store.get("/counter")
                 await asyncio.sleep(0)  # let other writers interleave between read and write
                 try:
@@ -266,6 +268,8 @@ async def test_concurrent_compare_and_swap_increments_lose_nothing(store: Store)
                     break
                 except Conflict:
                     conflicts += 1
+                    # Back off as a real client would, so 50 writers do not spin in lockstep.
+                    await asyncio.sleep(random.uniform(0, min(0.001 * 2**attempt, 0.1)))
 
     async with asyncio.TaskGroup() as group:
         for _ in range(writers):

@@ -33,7 +33,7 @@ _EMPTY: Mapping[str, FieldSchema] = MappingProxyType({})
 _NO_DEFAULTS: Mapping[str, Any] = MappingProxyType({})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class FieldSchema:
     """Merge metadata for one field (and, through ``fields``/``values``/``item``, its contents).
 
@@ -44,14 +44,14 @@ class FieldSchema:
     keyed by ``containerPort`` and ``protocol`` for apply).
     """
 
-    fields: Mapping[str, FieldSchema] = field(default=_EMPTY)
+    fields: Mapping[str, FieldSchema] = field(default_factory=lambda: _EMPTY)
     values: FieldSchema | None = None  # set for map-typed fields (labels, data, limits)
     item: FieldSchema | None = None  # element schema of a list
     merge_key: str | None = None  # strategic merge patch: list of objects merged by this key
     merge_primitives: bool = False  # strategic merge patch: list of scalars merged as a set
     list_type: ListType = ListType.ATOMIC
     keys: tuple[str, ...] = ()  # server-side apply: key fields of an associative list
-    key_defaults: Mapping[str, Any] = field(default=_NO_DEFAULTS)  # API defaults of key fields
+    key_defaults: Mapping[str, Any] = field(default_factory=lambda: _NO_DEFAULTS)  # API defaults of key fields
     atomic: bool = False  # server-side apply: object/map owned and replaced whole
 
     def child(self, name: str) -> FieldSchema:

@@ -276,7 +276,6 @@ def fits_gang(
     reasons: list[str] = []
     ok = True
     for component in sorted(components, key=_size_key, reverse=True):
-        before = shapes
         shapes, placed = place_pods(shapes, component.requirements, component.replicas)
         if placed < component.replicas:
             ok = False
@@ -284,7 +283,8 @@ def fits_gang(
                 f"gang does not fit: {component.name} needs {component.replicas} pod(s), "
                 f"{placed} fit after placing the larger roles"
             )
-            reasons.extend(_compute(snapshot.with_shapes(before), component.requirements).reasons)
+            # Why the rest do not fit, on the capacity left after placing what did.
+            reasons.extend(_compute(snapshot.with_shapes(shapes), component.requirements).reasons)
             break
     result = (ok, tuple(reasons))
     snapshot.estimates[key] = result

@@ -44,13 +44,13 @@ def rejection_reasons(status: Status) -> tuple[str, ...]:
 
 
 def summarize_rejections(total: int, rejected: Mapping[str, Status]) -> str:
-    """``0/5 clusters are available: 2 ClusterAffinity, 3 GpuFeasibility.``"""
+    """``0/5 clusters are available: 2 rejected by ClusterAffinity, 3 rejected by GpuFeasibility.``"""
     counts: dict[str, int] = {}
     for status in rejected.values():
         counts[status.plugin] = counts.get(status.plugin, 0) + 1
-    parts = ", ".join(f"{n} {plugin}" for plugin, n in sorted(counts.items()))
+    parts = ", ".join(f"{n} rejected by {plugin}" for plugin, n in sorted(counts.items()))
     available = total - len(rejected)
-    return f"{available}/{total} clusters are available" + (f": {parts} rejected the rest." if parts else ".")
+    return f"{available}/{total} clusters are available" + (f": {parts}." if parts else ".")
 
 
 def only_placement_rejections(rejected: Mapping[str, Status]) -> bool:

@@ -21,6 +21,7 @@ from typing import Protocol
 
 from controlplane.apis.meta import Toleration as ApiToleration
 from controlplane.apis.quantity import to_int
+from controlplane.apis.work_v1alpha1 import ResourceBinding
 from controlplane.interpreter.base import Component
 from controlplane.interpreter.requirements import ReplicaRequirements
 from controlplane.scheduler.core.reservations import Reservations
@@ -117,6 +118,34 @@ class BindingRequest:
     @property
     def tolerations(self) -> Sequence[ApiToleration]:
         return self.placement.cluster_tolerations or ()
+
+    @classmethod
+    def from_binding(
+        cls, binding: ResourceBinding, *, gpu_shapes: Sequence[GpuShapeAlternative] = ()
+    ) -> BindingRequest:
+        """Build from a ResourceBinding; ``gpu_shapes`` come from its policy's ``spec.gpuShapes``
+        (the binding itself does not carry them)."""
+        spec = binding.spec
+        requirements = (
+            spec.replica_requirements.model_dump(mode="json", by_alias=True, exclude_none=True)
+            if spec.replica_requirements is not None
+            else None
+        )
+        status = binding.status
+        return cls(
+            key=f"{binding.metadata.namespace or ''}/{binding.metadata.name or ''}",
+            replicas=spec.replicas,
+            requirements=ReplicaRequirements.from_spec(requirements),
+            placement=spec.placement or Placement(),
+            gang=bool(spec.gang),
+            components=tuple(
+                Component.from_spec(c.model_dump(mode="json", by_alias=True, exclude_none=True))
+                for c in spec.components or ()
+            ),
+            gpu_shapes=tuple(GpuShape.from_alternative(a) for a in gpu_shapes),
+            previous={c.name: c.replicas for c in spec.clusters or ()},
+            previous_affinity_name=status.scheduler_observing_affinity_name if status else None,
+        )
 
     def gang_components(self) -> tuple[Component, ...]:
         """The pods of a gang as components (one component for a single-template gang)."""

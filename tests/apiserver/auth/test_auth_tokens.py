@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import json
 import logging
 import re
 
@@ -238,6 +239,10 @@ async def test_secrets_are_stored_only_as_digests(store: Store, clock: FakeClock
         assert token.token.encode() not in raw
         assert token.id.encode() in raw  # the public half is what we look up by
     assert raw.count(b'"secretHash":"sha256:') == 3
+    by_key = {kv.key: json.loads(kv.value) for kv in stored}
+    for token in issued:
+        digest = by_key[token_key(token.id)]["secretHash"]
+        assert digest not in (token.token, token.token.split(".")[1])
 
 
 async def test_listing_shows_no_secret(store: Store, clock: FakeClock) -> None:

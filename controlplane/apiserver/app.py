@@ -1,0 +1,290 @@
+"""The kube-compatible HTTP API of the hub (and of simulated member clusters).
+
+``create_app(object_store, registry, authenticator=..., authorizer=...)`` returns an
+aiohttp application serving: health (``/healthz``, ``/livez``, ``/readyz``, no auth),
+``/version``, discovery (``/api``, ``/api/v1``, ``/apis``, ``/apis/<g>[/<v>]``),
+OpenAPI v3 (``/openapi/v3`` and one document per group-version; ``/openapi/v2`` is a
+404, which kubectl accepts once v3 works), and every resource path.
+
+Three middlewares wrap every request, outermost first: one turns any error into a
+Kubernetes ``Status`` (unexpected exceptions become a generic 500 and a server-side
+traceback) and writes the access log line at DEBUG; one parses the request
+(:func:`routing.parse_request`); one authenticates the bearer token and asks the
+authorizer about the request's :class:`RequestAttributes` (401/403 Status).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from datetime import datetime
+
+from aiohttp import web
+from aiohttp.typedefs import Middleware
+
+from controlplane.apiserver import discovery, errors
+from controlplane.apiserver.handlers import REQUEST_INFO, ResourceHandlers, json_response
+from controlplane.apiserver.identity import (
+    Authenticator,
+    Authorizer,
+    RequestAttributes,
+    UserInfo,
+)
+from controlplane.apiserver.objects import ObjectStore, utc_now
+from controlplane.apiserver.openapi import OpenApiDocuments
+from controlplane.apiserver.resources import Registry
+from controlplane.apiserver.routing import RequestInfo, parse_request
+
+logger = logging.getLogger(__name__)
+access_logger = logging.getLogger(__name__ + ".access")
+
+OBJECT_STORE = web.AppKey("object_store", ObjectStore)
+REGISTRY = web.AppKey("registry", Registry)
+WATCH_STOP = web.AppKey("watch_stop", asyncio.Event)
+USER = web.RequestKey("user", UserInfo)
+
+PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
+#: kube-apiserver's request body limit.
+MAX_BODY_BYTES = 3 * 1024 * 1024
+AUTH_TIMEOUT_SECONDS = 10.0
+READY_TIMEOUT_SECONDS = 2.0
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def _http_exception_status(exc: web.HTTPException) -> errors.ApiError:
+    if exc.status == 404:
+        return errors.NotFound("the server could not find the requested resource")
+    if exc.status == 405:
+        return errors.MethodNotAllowed("the server does not allow this method on the requested resource")
+    if exc.status == 413:
+        return errors.RequestEntityTooLarge(
+            f"the request body is too large: the limit is {MAX_BODY_BYTES} bytes"
+        )
+    error = errors.ApiError(exc.reason or "request failed")
+    error.code = exc.status
+    return error
+
+
+@web.middleware
+async def status_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Every failure becomes a Status; one access log line per request."""
+    started = time.perf_counter()
+    code = 500
+    try:
+        response = await handler(request)
+        code = response.status
+        return response
+    except errors.ApiError as exc:
+        code = exc.code
+        return json_response(exc.to_status(), status=exc.code)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            code = exc.status
+            raise
+        api_error = _http_exception_status(exc)
+        code = api_error.code
+        return json_response(api_error.to_status(), status=api_error.code)
+    except asyncio.CancelledError:
+        code = 499
+        raise
+    except Exception:
+        logger.exception("unhandled error serving %s %s", request.method, request.path)
+        error = errors.InternalError("an internal error occurred; the server log has the details")
+        return json_response(error.to_status(), status=500)
+    finally:
+        if access_logger.isEnabledFor(logging.DEBUG):
+            user = request.get(USER)
+            access_logger.debug(
+                "%s %s %d user=%s %.1fms",
+                request.method, request.path, code, user.name if user else "-",
+                (time.perf_counter() - started) * 1000,
+            )
+
+
+@web.middleware
+async def request_info_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    request[REQUEST_INFO] = parse_request(request.method, request.path, request.query)
+    return await handler(request)
+
+
+def _bearer_token(header: str | None) -> str | None:
+    if not header:
+        return None
+    scheme, _, token = header.partition(" ")
+    token = token.strip()
+    return token if scheme.lower() == "bearer" and token else None
+
+
+def _forbidden_message(attrs: RequestAttributes) -> str:
+    """kube's wording: who may not do what, where."""
+    if attrs.non_resource_path is not None:
+        return f'forbidden: User "{attrs.user.name}" cannot {attrs.verb} path "{attrs.non_resource_path}"'
+    resource = attrs.resource + (f"/{attrs.subresource}" if attrs.subresource else "")
+    qualified = f"{attrs.resource}.{attrs.api_group}" if attrs.api_group else attrs.resource
+    subject = f'{qualified} "{attrs.name}"' if attrs.name else qualified
+    where = f' in the namespace "{attrs.namespace}"' if attrs.namespace else " at the cluster scope"
+    return (
+        f'{subject} is forbidden: User "{attrs.user.name}" cannot {attrs.verb} resource "{resource}" '
+        f'in API group "{attrs.api_group}"{where}'
+    )
+
+
+def auth_middleware(
+    authenticator: Authenticator, authorizer: Authorizer | None, public_paths: frozenset[str]
+) -> Middleware:
+    @web.middleware
+    async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.path in public_paths:
+            return await handler(request)
+        token = _bearer_token(request.headers.get("Authorization"))
+        user = None
+        if token is not None:
+            async with asyncio.timeout(AUTH_TIMEOUT_SECONDS):
+                user = await authenticator.authenticate(token)
+        if user is None:
+            raise errors.Unauthorized(
+                "Unauthorized: this server needs a valid bearer token (Authorization: Bearer <token>); "
+                "check the token in your kubeconfig"
+            )
+        request[USER] = user
+        info: RequestInfo = request[REQUEST_INFO]
+        attrs = RequestAttributes(
+            user=user,
+            verb=info.verb or request.method.lower(),
+            api_group=info.group,
+            resource=info.resource,
+            subresource=info.subresource,
+            namespace=info.namespace,
+            name=info.name,
+            non_resource_path=None if info.is_resource else request.path,
+        )
+        if authorizer is not None:
+            decision = authorizer.authorize(attrs)
+            if not decision.allowed:
+                target = errors.Target(name=info.name or "", group=info.group, kind=info.resource)
+                raise errors.Forbidden(decision.reason or _forbidden_message(attrs), target=target)
+        return await handler(request)
+
+    return authenticate
+
+
+class _Endpoints:
+    """The non-resource endpoints: health, version, discovery, OpenAPI."""
+
+    def __init__(self, objects: ObjectStore, registry: Registry, resources: ResourceHandlers) -> None:
+        self._objects = objects
+        self._registry = registry
+        self._resources = resources
+        self._openapi = OpenApiDocuments(registry)
+
+    async def healthz(self, _request: web.Request) -> web.StreamResponse:
+        return web.Response(text="ok", content_type="text/plain")
+
+    async def readyz(self, _request: web.Request) -> web.StreamResponse:
+        try:
+            async with asyncio.timeout(READY_TIMEOUT_SECONDS):
+                await self._objects.store.current_revision()
+        except Exception as exc:  # any failure of the store means "not ready"
+            logger.warning("readiness check failed: the store is unreachable (%s)", exc)
+            return web.Response(text="[-]etcd failed: the store is unreachable\nreadyz check failed", status=500)
+        return web.Response(text="ok", content_type="text/plain")
+
+    async def version(self, _request: web.Request) -> web.StreamResponse:
+        return json_response(discovery.version_info())
+
+    async def api(self, _request: web.Request) -> web.StreamResponse:
+        return json_response(discovery.api_versions())
+
+    async def apis(self, _request: web.Request) -> web.StreamResponse:
+        return json_response(discovery.api_group_list(self._registry))
+
+    async def openapi_index(self, _request: web.Request) -> web.StreamResponse:
+        return json_response(self._openapi.index())
+
+    async def openapi_document(self, request: web.Request) -> web.StreamResponse:
+        document = self._openapi.document(request.match_info["tail"])
+        if document is None:
+            raise errors.NotFound("the server could not find the requested resource")
+        return json_response(document)
+
+    async def resource_path(self, request: web.Request) -> web.StreamResponse:
+        """/api/... and /apis/...: discovery documents or resources."""
+        info: RequestInfo = request[REQUEST_INFO]
+        if info.is_resource:
+            return await self._resources.handle(request)
+        if request.method != "GET":
+            raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
+        parts = [p for p in request.path.split("/") if p]
+        document = None
+        if parts == ["api", "v1"]:
+            document = discovery.api_resource_list(self._registry, "", "v1")
+        elif parts[0] == "apis" and len(parts) == 2:
+            document = discovery.api_group(self._registry, parts[1])
+        elif parts[0] == "apis" and len(parts) == 3:
+            document = discovery.api_resource_list(self._registry, parts[1], parts[2])
+        if document is None:
+            raise errors.NotFound("the server could not find the requested resource")
+        return json_response(document)
+
+
+def create_app(
+    object_store: ObjectStore,
+    registry: Registry,
+    *,
+    authenticator: Authenticator | None = None,
+    authorizer: Authorizer | None = None,
+    extra_routes: Iterable[web.AbstractRouteDef] = (),
+    public_paths: Iterable[str] = (),
+    bookmark_interval: float = 60.0,
+    watch_timeout_seconds: float = 1800.0,
+    clock: Callable[[], datetime] = utc_now,
+) -> web.Application:
+    """The API server application over ``object_store`` serving ``registry``.
+
+    With an ``authenticator`` every request but the health checks and ``public_paths``
+    needs a bearer token, and the ``authorizer`` (if any) decides each request. Open
+    watches end when the application shuts down; the store is the caller's to close.
+    """
+    stop = asyncio.Event()
+    resources = ResourceHandlers(
+        object_store, stop=stop, bookmark_interval=bookmark_interval,
+        watch_timeout_seconds=watch_timeout_seconds, clock=clock,
+    )
+    endpoints = _Endpoints(object_store, registry, resources)
+    middlewares: list[Middleware] = [
+        status_middleware,
+        request_info_middleware,
+    ]
+    if authenticator is not None:
+        middlewares.append(auth_middleware(authenticator, authorizer, PUBLIC_PATHS | frozenset(public_paths)))
+    app = web.Application(middlewares=middlewares, client_max_size=MAX_BODY_BYTES)
+    app[OBJECT_STORE] = object_store
+    app[REGISTRY] = registry
+    app[WATCH_STOP] = stop
+
+    async def lifecycle(_app: web.Application) -> AsyncIterator[None]:
+        await object_store.bootstrap()
+        yield
+        stop.set()
+
+    async def on_shutdown(_app: web.Application) -> None:
+        # Runs before the server waits for open requests: let watches end now.
+        stop.set()
+
+    app.cleanup_ctx.append(lifecycle)
+    app.on_shutdown.append(on_shutdown)
+    app.router.add_get("/healthz", endpoints.healthz)
+    app.router.add_get("/livez", endpoints.healthz)
+    app.router.add_get("/readyz", endpoints.readyz)
+    app.router.add_get("/version", endpoints.version)
+    app.router.add_get("/api", endpoints.api)
+    app.router.add_get("/apis", endpoints.apis)
+    app.router.add_get("/openapi/v3", endpoints.openapi_index)
+    app.router.add_get("/openapi/v3/{tail:.+}", endpoints.openapi_document)
+    app.router.add_route("*", "/api/{tail:.+}", endpoints.resource_path)
+    app.router.add_route("*", "/apis/{tail:.+}", endpoints.resource_path)
+    app.router.add_routes(list(extra_routes))
+    return app

@@ -1,0 +1,404 @@
+"""HTTP handlers for resource paths: parse the request, call the ObjectStore, render.
+
+In: an aiohttp request whose :class:`RequestInfo` the middleware has parsed. Out: JSON
+objects and lists, Tables when kubectl asks for them, chunked watch streams, and
+``ApiError`` for everything that goes wrong (the middleware renders it as a Status).
+The semantics live in :class:`~controlplane.apiserver.objects.ObjectStore`; these
+handlers only translate query parameters, bodies and content types.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+import yaml
+from aiohttp import web
+
+from controlplane.apiserver import codec, errors
+from controlplane.apiserver.objects import ObjectEvent, ObjectStore, Preconditions, WatchEventType
+from controlplane.apiserver.patches import PatchType
+from controlplane.apiserver.resources import ResourceType
+from controlplane.apiserver.routing import RequestInfo
+from controlplane.apiserver.selectors import parse_field_selector, parse_label_selector
+from controlplane.apiserver.tables import TABLE_CONTENT_TYPE, IncludeObject, table, wants_table
+from controlplane.apiserver.validation import FieldValidation
+
+logger = logging.getLogger(__name__)
+
+REQUEST_INFO = web.RequestKey("request_info", RequestInfo)
+JSON_CONTENT_TYPE = "application/json"
+_TRUE = frozenset({"1", "true", "True"})
+_BODY_MEDIA = ("application/json", "application/yaml", "text/yaml", "application/x-yaml")
+#: How often an idle watch checks for a closed connection or a server shutdown.
+WATCH_POLL_SECONDS = 1.0
+_WATCH_QUEUE = 256
+
+_yaml_loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def json_response(
+    body: Any, *, status: int = 200, warnings: list[str] | None = None, content_type: str = JSON_CONTENT_TYPE
+) -> web.Response:
+    raw = body if isinstance(body, bytes) else codec.dumps(body)
+    response = web.Response(body=raw, status=status, headers={"Content-Type": content_type})
+    for warning in warnings or []:
+        escaped = warning.replace("\\", "\\\\").replace('"', '\\"')
+        response.headers.add("Warning", f'299 - "{escaped}"')
+    return response
+
+
+def _media(content_type: str | None) -> str:
+    return (content_type or "").split(";", 1)[0].strip().lower()
+
+
+def parse_body(raw: bytes, *, media: str) -> Any:
+    """A request body as JSON (or YAML); 400 with the parser's reason when malformed."""
+    if not raw.strip():
+        raise errors.BadRequest("the request body is empty; send the object as JSON or YAML")
+    if media.endswith("yaml"):
+        try:
+            return yaml.load(raw, Loader=_yaml_loader)  # the C or pure-Python *safe* loader
+        except yaml.YAMLError as exc:
+            raise errors.BadRequest(f"the request body is not valid YAML: {exc}") from exc
+    try:
+        return codec.loads(raw)
+    except ValueError as exc:
+        raise errors.BadRequest(f"the request body is not valid JSON: {exc}") from exc
+
+
+def field_manager_for(request: web.Request) -> str:
+    """``fieldManager``, else kube's default: the User-Agent up to its first "/"."""
+    manager = request.query.get("fieldManager")
+    if manager:
+        if len(manager) > 128:
+            raise errors.BadRequest("fieldManager: Too long: may not be more than 128 characters")
+        return manager
+    agent = request.headers.get("User-Agent", "unknown")
+    return agent.split("/", 1)[0][:128] or "unknown"
+
+
+def dry_run_of(request: web.Request) -> bool:
+    values = request.query.getall("dryRun", [])
+    for value in values:
+        if value != "All":
+            raise errors.BadRequest(f'dryRun: Unsupported value: "{value}": supported values: "All"')
+    return bool(values)
+
+
+class ResourceHandlers:
+    """The handlers of ``/api/v1/...`` and ``/apis/<group>/<version>/...`` resource paths."""
+
+    def __init__(
+        self,
+        objects: ObjectStore,
+        *,
+        stop: asyncio.Event,
+        bookmark_interval: float,
+        watch_timeout_seconds: float,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self._objects = objects
+        self._registry = objects.registry
+        self._stop = stop
+        self._bookmark_interval = bookmark_interval
+        self._watch_timeout = watch_timeout_seconds
+        self._clock = clock
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        info = request[REQUEST_INFO]
+        rt = self._registry.get(info.group, info.version, info.resource)
+        if rt is None or not self._addressable(rt, info):
+            raise errors.NotFound("the server could not find the requested resource")
+        if info.subresource:
+            return await self._subresource(request, rt, info)
+        if info.verb in ("list", "watch"):
+            return await (self._watch(request, rt, info) if info.verb == "watch" else self._list(request, rt, info))
+        if info.verb == "create" and info.name is None:
+            return await self._create(request, rt, info)
+        if info.verb == "deletecollection":
+            return await self._delete_collection(request, rt, info)
+        if info.name is None:
+            raise _method_not_allowed()
+        if info.verb == "get":
+            return await self._get(request, rt, info)
+        if info.verb == "update":
+            return await self._update(request, rt, info, subresource=None)
+        if info.verb == "patch":
+            return await self._patch(request, rt, info, subresource=None)
+        if info.verb == "delete":
+            return await self._delete(request, rt, info)
+        raise _method_not_allowed()
+
+    @staticmethod
+    def _addressable(rt: ResourceType, info: RequestInfo) -> bool:
+        if not rt.namespaced:
+            return info.namespace is None
+        # A namespaced object needs its namespace in the path; collections may span all.
+        return info.namespace is not None or (info.name is None and info.verb in ("list", "watch"))
+
+    async def _subresource(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
+        if info.subresource != "status" or not rt.has_status or info.name is None:
+            raise errors.NotFound("the server could not find the requested resource")
+        if info.verb == "get":
+            return await self._get(request, rt, info)
+        if info.verb == "update":
+            return await self._update(request, rt, info, subresource="status")
+        if info.verb == "patch":
+            return await self._patch(request, rt, info, subresource="status")
+        raise _method_not_allowed()
+
+    # --- reads ------------------------------------------------------------------------
+
+    async def _get(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
+        assert info.name is not None
+        if wants_table(request.headers.get("Accept")):
+            obj = await self._objects.get(rt, namespace=info.namespace, name=info.name)
+            include = IncludeObject.parse(request.query.get("includeObject"))
+            rendered = table(rt, [obj], include=include, now=self._clock())
+            return json_response(rendered, content_type=TABLE_CONTENT_TYPE)
+        return json_response(await self._objects.get_encoded(rt, namespace=info.namespace, name=info.name))
+
+    async def _list(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
+        query = request.query
+        limit = _int_param(query.get("limit"), "limit")
+        common: dict[str, Any] = {
+            "namespace": info.namespace,
+            "label_selector": query.get("labelSelector"),
+            "field_selector": query.get("fieldSelector"),
+            "limit": limit,
+            "continue_token": query.get("continue"),
+            "resource_version": query.get("resourceVersion"),
+            "resource_version_match": query.get("resourceVersionMatch"),
+        }
+        if wants_table(request.headers.get("Accept")):
+            include = IncludeObject.parse(query.get("includeObject"))
+            listed = await self._objects.list(rt, **common)
+            rendered = table(
+                rt, listed.items, include=include, now=self._clock(),
+                resource_version=listed.resource_version, continue_token=listed.continue_token,
+            )
+            return json_response(rendered, content_type=TABLE_CONTENT_TYPE)
+        encoded = await self._objects.list_encoded(rt, **common)
+        metadata: dict[str, str] = {"resourceVersion": encoded.resource_version}
+        if encoded.continue_token:
+            metadata["continue"] = encoded.continue_token
+        head = codec.dumps({"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": metadata})
+        body = head[:-1] + b',"items":[' + b",".join(encoded.items) + b"]}"
+        return json_response(body)
+
+    async def _watch(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
+        query = request.query
+        # Parse everything that can be wrong before the 200 goes out.
+        labels = parse_label_selector(query.get("labelSelector"))
+        fields = parse_field_selector(query.get("fieldSelector"), rt.field_selectors)
+        as_table = wants_table(request.headers.get("Accept"))
+        include = IncludeObject.parse(query.get("includeObject"))
+        # Without timeoutSeconds, a jittered default spreads the clients' reconnects.
+        timeout = _int_param(query.get("timeoutSeconds"), "timeoutSeconds") or self._watch_timeout * (
+            1 + random.random()
+        )
+        bookmarks = query.get("allowWatchBookmarks", "") in _TRUE
+        resource_version = query.get("resourceVersion")
+        if resource_version not in (None, "", "0"):
+            _int_param(resource_version, "resourceVersion")
+        events = self._objects.watch(
+            rt, namespace=info.namespace, label_selector=labels, field_selector=fields,
+            resource_version=resource_version, bookmark_interval=self._bookmark_interval if bookmarks else None,
+        )
+        response = web.StreamResponse(
+            headers={"Content-Type": TABLE_CONTENT_TYPE if as_table else JSON_CONTENT_TYPE}
+        )
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        queue: asyncio.Queue[ObjectEvent | errors.ApiError | None] = asyncio.Queue(maxsize=_WATCH_QUEUE)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + float(timeout)
+        first = True
+        async with asyncio.TaskGroup() as tasks:
+            pump = tasks.create_task(_pump(events, queue))
+            try:
+                while not self._stop.is_set() and not _closed(request):
+                    remaining = deadline - loop.time()
+                    if remaining <= 0:
+                        break
+                    try:
+                        async with asyncio.timeout(min(remaining, WATCH_POLL_SECONDS)):
+                            item = await queue.get()
+                    except TimeoutError:
+                        continue
+                    if item is None:
+                        break
+                    if isinstance(item, errors.ApiError):
+                        await response.write(_event_line("ERROR", item.to_status()))
+                        break
+                    obj = item.object
+                    if as_table and item.type not in (WatchEventType.BOOKMARK, WatchEventType.ERROR):
+                        obj = table(rt, [obj], include=include, now=self._clock(), with_definitions=first)
+                        first = False
+                    await response.write(_event_line(item.type.value, obj))
+            except ConnectionResetError:
+                logger.debug("watch client went away", extra={"path": request.path})
+            finally:
+                pump.cancel()
+        with contextlib.suppress(ConnectionResetError):
+            await response.write_eof()
+        return response
+
+    # --- writes -----------------------------------------------------------------------
+
+    async def _body(self, request: web.Request) -> Any:
+        media = _media(request.content_type) if request.body_exists else ""
+        if request.body_exists and media not in _BODY_MEDIA and media not in ("", "application/octet-stream"):
+            raise errors.UnsupportedMediaType(
+                f'the body of the request was in an unknown format - accepted media types include: '
+                f'application/json, application/yaml (got "{media}")'
+            )
+        return parse_body(await request.read(), media=media or JSON_CONTENT_TYPE)
+
+    async def _create(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
+        body = await self._body(request)
+        warnings: list[str] = []
+        created = await self._objects.create(
+            rt, body, namespace=info.namespace, dry_run=dry_run_of(request),
+            field_validation=_field_validation(request), field_manager=field_manager_for(request),
+            warnings=warnings,
+        )
+        return json_response(created, status=201, warnings=warnings)
+
+    async def _update(
+        self, request: web.Request, rt: ResourceType, info: RequestInfo, *, subresource: str | None
+    ) -> web.StreamResponse:
+        body = await self._body(request)
+        warnings: list[str] = []
+        updated = await self._objects.update(
+            rt, body, namespace=info.namespace, name=info.name, subresource=subresource,
+            dry_run=dry_run_of(request), field_validation=_field_validation(request),
+            field_manager=field_manager_for(request), warnings=warnings,
+        )
+        return json_response(updated, warnings=warnings)
+
+    async def _patch(
+        self, request: web.Request, rt: ResourceType, info: RequestInfo, *, subresource: str | None
+    ) -> web.StreamResponse:
+        assert info.name is not None
+        patch_type = PatchType.from_content_type(request.headers.get("Content-Type", ""), rt)
+        media = "application/yaml" if patch_type is PatchType.APPLY else JSON_CONTENT_TYPE
+        patch = parse_body(await request.read(), media=media)
+        warnings: list[str] = []
+        force = request.query.get("force", "") in _TRUE
+        if force and patch_type is not PatchType.APPLY:
+            raise errors.BadRequest("force: Invalid value: true: may not be specified for non-apply patch")
+        patched = await self._objects.patch(
+            rt, namespace=info.namespace, name=info.name, patch_type=patch_type, patch=patch,
+            subresource=subresource, field_manager=field_manager_for(request), force=force,
+            dry_run=dry_run_of(request), field_validation=_field_validation(request), warnings=warnings,
+        )
+        return json_response(patched, warnings=warnings)
+
+    async def _delete_options(self, request: web.Request) -> dict[str, Any]:
+        raw = await request.read() if request.body_exists else b""
+        options: dict[str, Any] = {}
+        if raw.strip():
+            parsed = parse_body(raw, media=_media(request.content_type) or JSON_CONTENT_TYPE)
+            if not isinstance(parsed, dict):
+                raise errors.BadRequest("the body of a delete must be a DeleteOptions object")
+            options = parsed
+        for key in ("propagationPolicy", "gracePeriodSeconds"):
+            if key in request.query:
+                options[key] = request.query[key]
+        return options
+
+    async def _delete(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
+        assert info.name is not None
+        options = await self._delete_options(request)
+        pre = options.get("preconditions") or {}
+        dry_run = dry_run_of(request) or "All" in (options.get("dryRun") or [])
+        result = await self._objects.delete(
+            rt, namespace=info.namespace, name=info.name,
+            preconditions=Preconditions(uid=pre.get("uid"), resource_version=pre.get("resourceVersion")),
+            propagation_policy=options.get("propagationPolicy"), dry_run=dry_run,
+        )
+        if result.deleted and rt.strategic_merge and rt.kind != "Namespace":
+            # Built-in kinds answer an immediate delete with a success Status, as kube does.
+            meta = result.object["metadata"]
+            details = {"name": meta["name"], "kind": rt.plural, "uid": meta.get("uid", "")}
+            if rt.group:
+                details["group"] = rt.group
+            return json_response(
+                {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
+            )
+        return json_response(result.object)
+
+    async def _delete_collection(
+        self, request: web.Request, rt: ResourceType, info: RequestInfo
+    ) -> web.StreamResponse:
+        await self._delete_options(request)
+        deleted = await self._objects.delete_collection(
+            rt, namespace=info.namespace, label_selector=request.query.get("labelSelector"),
+            field_selector=request.query.get("fieldSelector"), dry_run=dry_run_of(request),
+        )
+        return json_response(
+            {
+                "kind": rt.list_kind,
+                "apiVersion": rt.api_version,
+                "metadata": {"resourceVersion": deleted.resource_version},
+                "items": deleted.items,
+            }
+        )
+
+
+# --- helpers ----------------------------------------------------------------------------
+
+
+def _method_not_allowed() -> errors.MethodNotAllowed:
+    return errors.MethodNotAllowed("the server does not allow this method on the requested resource")
+
+
+def _field_validation(request: web.Request) -> FieldValidation:
+    return FieldValidation.parse(request.query.get("fieldValidation"), default=FieldValidation.WARN)
+
+
+def _int_param(value: str | None, name: str) -> int:
+    if value in (None, ""):
+        return 0
+    try:
+        parsed = int(value)
+    except ValueError:
+        parsed = -1
+    if parsed < 0:
+        raise errors.BadRequest(f'{name}: Invalid value: "{value}": must be a non-negative integer')
+    return parsed
+
+
+def _closed(request: web.Request) -> bool:
+    transport = request.transport
+    return transport is None or transport.is_closing()
+
+
+def _event_line(event_type: str, obj: Any) -> bytes:
+    return codec.dumps({"type": event_type, "object": obj}) + b"\n"
+
+
+async def _pump(events: Any, queue: asyncio.Queue[ObjectEvent | errors.ApiError | None]) -> None:
+    """Move watch events into ``queue``; an error or the end of the stream is the last item."""
+    try:
+        async for event in events:
+            await queue.put(event)
+    except errors.ApiError as exc:
+        await queue.put(exc)
+        return
+    except Exception:
+        logger.exception("watch stream failed")
+        await queue.put(errors.InternalError("the watch stream failed; see the server log"))
+        return
+    finally:
+        aclose = getattr(events, "aclose", None)
+        if aclose is not None:
+            await aclose()
+    await queue.put(None)

@@ -1,0 +1,675 @@
+"""Server-side apply and field ownership (``metadata.managedFields``).
+
+Every write records which field manager owns which fields, exactly in Kubernetes'
+FieldsV1 format, so that ``kubectl apply --server-side``, the member agent's applies and
+``kubectl get -o yaml --show-managed-fields`` behave as against a real cluster:
+
+- :func:`server_side_apply` merges an applied configuration into the live object. Fields
+  set in the configuration are set and owned by the manager; fields the manager applied
+  before and omits now are removed unless another manager owns them too; changing a
+  field another manager owns is a conflict (:class:`ApplyConflict`) unless ``force``,
+  which moves the ownership. Setting a field to the value it already has never conflicts:
+  the managers then share it.
+- :func:`record_update` records ordinary writes (create, update, patch): the fields that
+  changed become the manager's and leave every other manager's set.
+
+Writes through the ``status`` subresource track ``.status`` only, in their own entry
+(``subresource: status``); writes to the main resource never own ``.status``. System
+fields (``metadata.name``, ``resourceVersion``, ``uid``, ``managedFields``…) are never owned.
+List semantics come from :mod:`controlplane.apiserver.patching.schema` (associative
+lists keyed by ``name``/``containerPort``…; lists of unknown kinds are atomic).
+
+In: the live object (or ``None``), the new or applied object, the manager, the operation
+time. Out: a new object with ``metadata.managedFields`` updated; inputs are not modified.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from controlplane.apiserver.patching.fieldpaths import (
+    FIELD,
+    FieldsError,
+    Path,
+    PathElement,
+    decode_fields,
+    describe,
+    encode_fields,
+    field_element,
+    item_element,
+    sort_key,
+    with_named_ancestors,
+)
+from controlplane.apiserver.patching.schema import FieldSchema, ListType, apply_schema
+
+logger = logging.getLogger(__name__)
+
+STATUS_SUBRESOURCE = "status"
+FIELDS_TYPE = "FieldsV1"
+CONFLICT_CAUSE_TYPE = "FieldManagerConflict"
+
+
+class Operation(StrEnum):
+    """``operation`` of a managedFields entry."""
+
+    APPLY = "Apply"
+    UPDATE = "Update"
+
+
+class ApplyError(ValueError):
+    """An applied configuration that cannot be applied (bad list keys, duplicates, wrong target)."""
+
+
+class ApplyConflict(Exception):
+    """The applied configuration changes fields other managers own.
+
+    ``conflicts`` lists ``(field path, manager)`` pairs such as ``(".spec.replicas",
+    "kubectl-client-side-apply")``; ``causes`` are the matching ``Status`` causes
+    (``{"type": "FieldManagerConflict", "message": ..., "field": ...}``); the message is
+    the one Kubernetes returns with its 409.
+    """
+
+    def __init__(self, conflicts: list[tuple[str, str]], *, message: str, causes: list[dict[str, str]]) -> None:
+        super().__init__(message)
+        self.conflicts = conflicts
+        self.causes = causes
+
+
+@dataclass
+class _Entry:
+    manager: str
+    operation: str
+    api_version: str
+    subresource: str
+    time: str | None
+    fields: set[Path] = field(default_factory=set)
+
+    @property
+    def identity(self) -> tuple[str, str, str, str]:
+        # Appliers keep one entry across API versions; updaters get one per version,
+        # as Kubernetes builds its manager identifiers.
+        version = "" if self.operation == Operation.APPLY else self.api_version
+        return (self.manager, self.operation, self.subresource, version)
+
+    def describe(self) -> str:
+        """The manager as Kubernetes names it in conflict messages."""
+        text = f'"{self.manager}"'
+        if self.subresource:
+            text += f' with subresource "{self.subresource}"'
+        if self.operation == Operation.UPDATE:
+            text += f" using {self.api_version}"
+        return text
+
+    def encode(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "manager": self.manager,
+            "operation": self.operation,
+            "apiVersion": self.api_version,
+        }
+        if self.time is not None:
+            out["time"] = self.time
+        out["fieldsType"] = FIELDS_TYPE
+        out["fieldsV1"] = encode_fields(self.fields)
+        if self.subresource:
+            out["subresource"] = self.subresource
+        return out
+
+
+_Managed = dict[tuple[str, str, str, str], _Entry]
+
+# Fields the server owns: never tracked, never pruned (Kubernetes' stripped set).
+_SYSTEM_META = (
+    "name",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "selfLink",
+    "managedFields",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+)
+_UNOWNED: frozenset[Path] = frozenset(
+    {
+        (field_element("apiVersion"),),
+        (field_element("kind"),),
+        (field_element("metadata"),),
+        *(((field_element("metadata")), field_element(name)) for name in _SYSTEM_META),
+    }
+)
+# Values an applied configuration may carry but that the server, not the applier, sets.
+_NOT_APPLIED_META = frozenset(_SYSTEM_META) - {"name", "namespace"}
+_STATUS: PathElement = field_element("status")
+
+
+def server_side_apply(
+    live: dict[str, Any] | None,
+    applied: dict[str, Any],
+    *,
+    manager: str,
+    force: bool,
+    now: str,
+    subresource: str | None = None,
+) -> dict[str, Any]:
+    """Apply ``applied`` as ``manager``; ``live`` is ``None`` when the object is being created."""
+    if not isinstance(applied, Mapping):
+        raise ApplyError("the applied configuration must be a JSON object")
+    if not manager:
+        raise ApplyError("server-side apply needs a field manager (fieldManager=...)")
+    if live is None and subresource:
+        raise ApplyError(f"cannot create an object through the {subresource} subresource")
+    section = subresource or ""
+    kind = _text(applied.get("kind")) or _text((live or {}).get("kind"))
+    api_version = _text(applied.get("apiVersion")) or _text((live or {}).get("apiVersion"))
+    schema = apply_schema(kind)
+
+    config = _applied_content(applied, section)
+    _validate_config(config, schema, ())
+    current = copy.deepcopy(live) if live is not None else {}
+    managed = _decode_managed(_managed_fields_of(current))
+    _drop_managed_fields(current)
+
+    # The merge shares untouched subtrees with `current`; pruning must not reach them.
+    merged: dict[str, Any] = copy.deepcopy(_merge(current, config, schema))
+    config_fields: set[Path] = set()
+    _field_set(config, schema, (), config_fields)
+    owned = _trackable(config_fields, section)
+
+    identity = (manager, Operation.APPLY.value, section, "")
+    previous = managed.get(identity)
+    last = previous.fields if previous is not None else set()
+    if last:
+        keep: set[Path] = set(config_fields) | owned
+        for other_identity, entry in managed.items():
+            if other_identity != identity:
+                keep |= entry.fields
+        doomed = with_named_ancestors(last) - with_named_ancestors(keep)
+        for path in sorted(doomed, key=len):
+            if path not in _UNOWNED and _in_section(path, section):
+                _remove_path(merged, path, schema)
+
+    comparison = _Comparison()
+    _compare(current, merged, schema, (), comparison)
+    changed = comparison.added | comparison.modified
+    conflicts: list[tuple[_Entry, Path]] = []
+    for other_identity, entry in managed.items():
+        if other_identity != identity:
+            conflicts.extend((entry, path) for path in entry.fields & changed)
+    if conflicts and not force:
+        raise _conflict_error(conflicts)
+    for other_identity, entry in managed.items():
+        if other_identity != identity:
+            entry.fields -= changed | comparison.removed
+
+    object_changed = bool(changed or comparison.removed)
+    if previous is None:
+        previous = _Entry(manager, Operation.APPLY.value, api_version, section, now)
+        managed[identity] = previous
+    elif object_changed or previous.fields != owned or previous.api_version != api_version:
+        previous.time = now
+    previous.api_version = api_version
+    previous.fields = owned
+    if conflicts:
+        logger.info(
+            "apply forced ownership",
+            extra={"manager": manager, "fields": sorted(describe(p) for _, p in conflicts)},
+        )
+    _store_managed(merged, managed)
+    return merged
+
+
+def record_update(
+    old: dict[str, Any] | None,
+    new: dict[str, Any],
+    *,
+    manager: str,
+    operation: str,
+    now: str,
+    subresource: str | None = None,
+) -> dict[str, Any]:
+    """Record an ordinary write of ``new`` over ``old`` (``None`` on create) by ``manager``.
+
+    Managed fields come from ``old``, unless the request itself carries a valid non-empty
+    ``metadata.managedFields`` (used as sent) or an empty list (which resets them), as in
+    Kubernetes; status subresource writes always keep the stored ones.
+    """
+    if not isinstance(new, Mapping):
+        raise ApplyError("the object must be a JSON object")
+    section = subresource or ""
+    result = copy.deepcopy(new)
+    before = copy.deepcopy(old) if old is not None else {}
+    kind = _text(result.get("kind")) or _text(before.get("kind"))
+    api_version = _text(result.get("apiVersion")) or _text(before.get("apiVersion"))
+    schema = apply_schema(kind)
+
+    requested = _managed_fields_of(result)
+    managed: _Managed
+    if not section and isinstance(requested, list) and _is_reset(requested):
+        managed = {}
+    else:
+        managed = {}
+        if not section and isinstance(requested, list):
+            managed = _decode_managed(requested)
+        if not managed:
+            managed = _decode_managed(_managed_fields_of(before))
+    _drop_managed_fields(before)
+    after = copy.deepcopy(result)
+    _drop_managed_fields(after)
+
+    comparison = _Comparison()
+    _compare(before, after, schema, (), comparison)
+    changed = _trackable(comparison.added | comparison.modified, section)
+    removed = comparison.removed
+    for entry in managed.values():
+        entry.fields -= changed | removed
+    if changed:
+        entry = _Entry(manager, operation, api_version, section, now)
+        existing = managed.setdefault(entry.identity, entry)
+        existing.fields |= changed
+        existing.time = now
+    _store_managed(result, managed)
+    return result
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _is_reset(entries: list[Any]) -> bool:
+    return not entries or (len(entries) == 1 and entries[0] == {})
+
+
+def _managed_fields_of(obj: Mapping[str, Any]) -> Any:
+    metadata = obj.get("metadata")
+    return metadata.get("managedFields") if isinstance(metadata, Mapping) else None
+
+
+def _drop_managed_fields(obj: dict[str, Any]) -> None:
+    metadata = obj.get("metadata")
+    if isinstance(metadata, dict):
+        metadata.pop("managedFields", None)
+
+
+def _decode_managed(raw: Any) -> _Managed:
+    """Entries of a stored managedFields list; unreadable entries are dropped, not fatal."""
+    managed: _Managed = {}
+    if not isinstance(raw, list):
+        return managed
+    for item in raw:
+        if not isinstance(item, Mapping) or item.get("fieldsType", FIELDS_TYPE) != FIELDS_TYPE:
+            logger.warning("dropping unreadable managedFields entry", extra={"entry": repr(item)[:200]})
+            continue
+        try:
+            fields = decode_fields(item.get("fieldsV1", {}))
+        except FieldsError as exc:
+            logger.warning("dropping managedFields entry: %s", exc, extra={"manager": item.get("manager")})
+            continue
+        entry = _Entry(
+            manager=_text(item.get("manager")),
+            operation=_text(item.get("operation")) or Operation.UPDATE.value,
+            api_version=_text(item.get("apiVersion")),
+            subresource=_text(item.get("subresource")),
+            time=item.get("time") if isinstance(item.get("time"), str) else None,
+            fields=fields,
+        )
+        existing = managed.get(entry.identity)
+        if existing is None:
+            managed[entry.identity] = entry
+        else:
+            existing.fields |= entry.fields
+    return managed
+
+
+def _store_managed(obj: dict[str, Any], managed: _Managed) -> None:
+    entries = [entry for entry in managed.values() if entry.fields]
+    # Kubernetes' order: appliers first, then by time, manager, version, subresource.
+    entries.sort(key=lambda e: (e.operation, e.time or "", e.manager, e.api_version, e.subresource))
+    metadata = obj.get("metadata")
+    if not isinstance(metadata, dict):
+        if not entries:
+            return
+        metadata = obj["metadata"] = {}
+    if entries:
+        metadata["managedFields"] = [entry.encode() for entry in entries]
+    else:
+        metadata.pop("managedFields", None)
+
+
+def _applied_content(applied: Mapping[str, Any], section: str) -> dict[str, Any]:
+    """What of an applied configuration is merged: no server-set metadata, status only via /status."""
+    config = copy.deepcopy(dict(applied))
+    metadata = config.get("metadata")
+    if isinstance(metadata, dict):
+        for name in _NOT_APPLIED_META:
+            metadata.pop(name, None)
+    if section == STATUS_SUBRESOURCE:
+        return {key: value for key, value in config.items() if key == "status"}
+    if section:
+        raise ApplyError(f"server-side apply is not supported on the {section} subresource")
+    config.pop("status", None)
+    return config
+
+
+def _in_section(path: Path, section: str) -> bool:
+    in_status = bool(path) and path[0] == _STATUS
+    return in_status if section == STATUS_SUBRESOURCE else not in_status
+
+
+def _trackable(paths: Iterable[Path], section: str) -> set[Path]:
+    """The paths a write may own: no system fields, and only its own part of the object."""
+    out: set[Path] = set()
+    for path in paths:
+        if path in _UNOWNED or not _in_section(path, section):
+            continue
+        if path[:2] == (field_element("metadata"), field_element("managedFields")):
+            continue
+        if path == (_STATUS,):
+            continue
+        out.add(path)
+    return out
+
+
+def _validate_config(value: Any, schema: FieldSchema, path: Path) -> None:
+    """Associative list items in an applied configuration need their keys, once each."""
+    if isinstance(value, Mapping):
+        if schema.atomic:
+            return
+        for key, child in value.items():
+            _validate_config(child, schema.child(key), (*path, field_element(key)))
+        return
+    if not isinstance(value, list) or schema.list_type is ListType.ATOMIC:
+        return
+    seen: set[PathElement] = set()
+    for index, item in enumerate(value):
+        if item is None:
+            continue
+        element = item_element(item, schema)
+        if element is None:
+            if schema.list_type is ListType.MAP:
+                raise ApplyError(
+                    f"{describe(path)}[{index}]: every item of this list needs its key field(s) "
+                    f"{', '.join(schema.keys)}"
+                )
+            raise ApplyError(f"{describe(path)}[{index}]: this list holds plain values only")
+        if element in seen:
+            raise ApplyError(f"{describe((*path, element))}: duplicate entries for this key")
+        seen.add(element)
+        if schema.list_type is ListType.MAP:
+            _validate_config(item, schema.element(), (*path, element))
+
+
+def _field_set(value: Any, schema: FieldSchema, path: Path, out: set[Path]) -> None:
+    """The fields a configuration sets: leaves, atomic values, list items, empty or null objects."""
+    if isinstance(value, Mapping) and not schema.atomic:
+        for key, child in value.items():
+            child_path = (*path, field_element(key))
+            _field_set(child, schema.child(key), child_path, out)
+            if child is None or (isinstance(child, Mapping) and not child) or schema.is_map_typed:
+                out.add(child_path)
+        return
+    if isinstance(value, list) and schema.list_type is not ListType.ATOMIC:
+        for item in value:
+            element = item_element(item, schema)
+            if element is None:
+                continue
+            item_path = (*path, element)
+            if isinstance(item, Mapping):
+                _field_set(item, schema.element(), item_path, out)
+            out.add(item_path)
+        return
+    if path:
+        out.add(path)
+
+
+@dataclass
+class _Comparison:
+    added: set[Path] = field(default_factory=set)
+    modified: set[Path] = field(default_factory=set)
+    removed: set[Path] = field(default_factory=set)
+
+
+def _nodes(value: Any, schema: FieldSchema, path: Path, out: set[Path]) -> None:
+    """Every trackable node of a value that appeared or disappeared as a whole."""
+    if isinstance(value, Mapping) and not schema.atomic:
+        if path and (not value or schema.is_map_typed):
+            out.add(path)
+        for key, child in value.items():
+            _nodes(child, schema.child(key), (*path, field_element(key)), out)
+        return
+    if isinstance(value, list) and schema.list_type is not ListType.ATOMIC:
+        out.add(path)
+        for item in value:
+            element = item_element(item, schema)
+            if element is None:
+                continue
+            item_path = (*path, element)
+            out.add(item_path)
+            if isinstance(item, Mapping):
+                item_schema = schema.element()
+                for key, child in item.items():
+                    _nodes(child, item_schema.child(key), (*item_path, field_element(key)), out)
+        return
+    if path:
+        out.add(path)
+
+
+def _is_container(value: Any, schema: FieldSchema) -> bool:
+    if isinstance(value, Mapping):
+        return not schema.atomic
+    return isinstance(value, list) and schema.list_type is not ListType.ATOMIC
+
+
+def _compare(old: Any, new: Any, schema: FieldSchema, path: Path, out: _Comparison) -> None:
+    if isinstance(old, Mapping) and isinstance(new, Mapping) and not schema.atomic and (old or new):
+        for key in [*old, *(k for k in new if k not in old)]:
+            child_path = (*path, field_element(key))
+            child_schema = schema.child(key)
+            if key not in new:
+                _nodes(old[key], child_schema, child_path, out.removed)
+            elif key not in old:
+                _nodes(new[key], child_schema, child_path, out.added)
+            else:
+                _compare(old[key], new[key], child_schema, child_path, out)
+        return
+    if isinstance(old, list) and isinstance(new, list) and schema.list_type is not ListType.ATOMIC:
+        old_items = _index_items(old, schema)
+        new_items = _index_items(new, schema)
+        item_schema = schema.element()
+        for element, item in old_items.items():
+            item_path = (*path, element)
+            if element not in new_items:
+                _nodes_of_item(item, schema, item_path, out.removed)
+            elif schema.list_type is ListType.MAP:
+                _compare(item, new_items[element], item_schema, item_path, out)
+        for element, item in new_items.items():
+            if element not in old_items:
+                _nodes_of_item(item, schema, (*path, element), out.added)
+        return
+    if _same(old, new):
+        return
+    if path:
+        out.modified.add(path)
+    if _is_container(old, schema):
+        _nodes(old, schema, path, out.removed)
+        out.removed.discard(path)
+    if _is_container(new, schema):
+        _nodes(new, schema, path, out.added)
+        out.added.discard(path)
+
+
+def _nodes_of_item(item: Any, list_schema: FieldSchema, item_path: Path, out: set[Path]) -> None:
+    out.add(item_path)
+    if isinstance(item, Mapping):
+        item_schema = list_schema.element()
+        for key, child in item.items():
+            _nodes(child, item_schema.child(key), (*item_path, field_element(key)), out)
+
+
+def _index_items(items: list[Any], schema: FieldSchema) -> dict[PathElement, Any]:
+    out: dict[PathElement, Any] = {}
+    for item in items:
+        element = item_element(item, schema)
+        if element is not None:
+            out.setdefault(element, item)
+    return out
+
+
+def _same(left: Any, right: Any) -> bool:
+    """JSON equality: ``true`` is not ``1``, ``1`` is ``1.0``."""
+    if isinstance(left, bool) or isinstance(right, bool):
+        return type(left) is type(right) and left == right
+    if isinstance(left, Mapping):
+        return (
+            isinstance(right, Mapping)
+            and left.keys() == right.keys()
+            and all(_same(left[k], right[k]) for k in left)
+        )
+    if isinstance(left, list):
+        return (
+            isinstance(right, list)
+            and len(left) == len(right)
+            and all(_same(a, b) for a, b in zip(left, right, strict=True))
+        )
+    if isinstance(left, int | float) and isinstance(right, int | float):
+        return left == right
+    return type(left) is type(right) and bool(left == right)
+
+
+def _clean(value: Any, schema: FieldSchema) -> Any:
+    """A copy of an applied value for a field the live object lacks: nulls mean "not set"."""
+    if isinstance(value, Mapping) and not schema.atomic:
+        return {k: _clean(v, schema.child(k)) for k, v in value.items() if v is not None}
+    if isinstance(value, list) and schema.list_type is ListType.MAP:
+        return [_clean(item, schema.element()) for item in value if item is not None]
+    return copy.deepcopy(value)
+
+
+def _merge(live: Any, config: Any, schema: FieldSchema) -> Any:
+    """Server-side apply's merge: objects field by field, associative lists item by item."""
+    if isinstance(live, Mapping) and isinstance(config, Mapping) and not schema.atomic:
+        out = dict(live)
+        for key, value in config.items():
+            if value is None:
+                out.pop(key, None)
+            elif key in live:
+                out[key] = _merge(live[key], value, schema.child(key))
+            else:
+                out[key] = _clean(value, schema.child(key))
+        return out
+    if isinstance(live, list) and isinstance(config, list) and schema.list_type is not ListType.ATOMIC:
+        return _merge_items(live, [item for item in config if item is not None], schema)
+    return _clean(config, schema)
+
+
+def _merge_items(live: list[Any], config: list[Any], schema: FieldSchema) -> list[Any]:
+    """Merge two keyed lists keeping live-only items in place and applied items in applied order."""
+    item_schema = schema.element()
+    live_keys: list[PathElement | tuple[str, int]] = [
+        item_element(item, schema) or ("?", index) for index, item in enumerate(live)
+    ]
+    config_keys: list[PathElement | tuple[str, int]] = [
+        item_element(item, schema) or ("?", -1 - index) for index, item in enumerate(config)
+    ]
+    in_config = set(config_keys)
+    live_by_key: dict[Any, Any] = {}
+    for key, item in zip(live_keys, live, strict=True):
+        live_by_key.setdefault(key, item)
+    shared: deque[Any] = deque(k for k in config_keys if k in live_by_key)
+    next_shared = shared.popleft() if shared else None
+
+    def merged_item(key: Any, item: Any) -> Any:
+        if key in live_by_key and schema.list_type is ListType.MAP:
+            return _merge(live_by_key[key], item, item_schema)
+        return _clean(item, item_schema)
+
+    out: list[Any] = []
+    done: set[Any] = set()
+    li, ci = 0, 0
+    while li < len(live) or ci < len(config):
+        if li < len(live) and ci < len(config):
+            key = live_keys[li]
+            if key == config_keys[ci]:
+                out.append(merged_item(key, config[ci]))
+                done.add(key)
+                li += 1
+                ci += 1
+                next_shared = shared.popleft() if shared else None
+                continue
+            if key in in_config and next_shared is not None and next_shared != key:
+                li += 1
+                continue
+        if li < len(live):
+            key = live_keys[li]
+            if key not in in_config:
+                out.append(live[li])
+                li += 1
+                continue
+            if key in done:
+                li += 1
+                continue
+        if ci < len(config):
+            key = config_keys[ci]
+            done.add(key)
+            out.append(merged_item(key, config[ci]))
+            ci += 1
+            if next_shared is not None and next_shared == key:
+                next_shared = shared.popleft() if shared else None
+    return out
+
+
+def _remove_path(obj: Any, path: Path, schema: FieldSchema) -> None:
+    """Delete the value at ``path`` (a field, a list item or a set value) if it is there."""
+    node = obj
+    current = schema
+    for position, (kind, text) in enumerate(path):
+        last = position == len(path) - 1
+        if kind == FIELD:
+            if not isinstance(node, dict) or text not in node:
+                return
+            if last:
+                del node[text]
+                return
+            node = node[text]
+            current = current.child(text)
+            continue
+        if not isinstance(node, list):
+            return
+        element = (kind, text)
+        matches = [i for i, item in enumerate(node) if item_element(item, current) == element]
+        if not matches:
+            return
+        if last:
+            for index in reversed(matches):
+                del node[index]
+            return
+        node = node[matches[0]]
+        current = current.element()
+
+
+def _conflict_error(conflicts: list[tuple[_Entry, Path]]) -> ApplyConflict:
+    ordered = sorted(conflicts, key=lambda c: (c[0].describe(), sort_key(c[1])))
+    pairs = [(describe(path), entry.manager) for entry, path in ordered]
+    causes = [
+        {"type": CONFLICT_CAUSE_TYPE, "message": f"conflict with {entry.describe()}", "field": describe(path)}
+        for entry, path in ordered
+    ]
+    if len(ordered) == 1:
+        entry, path = ordered[0]
+        message = f"Apply failed with 1 conflict: conflict with {entry.describe()}: {describe(path)}"
+    else:
+        lines: list[str] = []
+        by_manager: dict[str, list[str]] = {}
+        for entry, path in ordered:
+            by_manager.setdefault(entry.describe(), []).append(describe(path))
+        for name in sorted(by_manager):
+            lines.append(f"conflicts with {name}:")
+            lines.extend(f"- {text}" for text in by_manager[name])
+        message = f"Apply failed with {len(ordered)} conflicts: " + "\n".join(lines)
+    return ApplyConflict(pairs, message=message, causes=causes)

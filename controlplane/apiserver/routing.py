@@ -1,0 +1,76 @@
+"""From an HTTP method and path to what the request asks for, as kube-apiserver reads it.
+
+``/apis/apps/v1/namespaces/default/deployments/web/status`` with PATCH becomes
+``RequestInfo(verb="patch", group="apps", version="v1", namespace="default",
+resource="deployments", name="web", subresource="status")``; ``/version`` or
+``/apis/apps/v1`` become non-resource requests. Authorization and the handlers both
+use this one parse. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+#: Subresources of a namespace (so /api/v1/namespaces/x/status is not a list of "status").
+_NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
+_TRUE = frozenset({"1", "true", "True"})
+
+
+@dataclass(frozen=True, slots=True)
+class RequestInfo:
+    path: str
+    #: get, list, watch, create, update, patch, delete, deletecollection ("" for other methods);
+    #: for non-resource requests the lower-cased HTTP method.
+    verb: str
+    is_resource: bool
+    group: str = ""
+    version: str = ""
+    namespace: str | None = None
+    resource: str = ""
+    name: str | None = None
+    subresource: str = ""
+
+
+_METHOD_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch"}
+
+
+def parse_request(method: str, path: str, query: Mapping[str, str]) -> RequestInfo:
+    parts = [p for p in path.split("/") if p]
+    non_resource = RequestInfo(path=path, verb=method.lower(), is_resource=False)
+    if not parts or parts[0] not in ("api", "apis"):
+        return non_resource
+    if parts[0] == "api":
+        if len(parts) < 3:
+            return non_resource
+        group, version, rest = "", parts[1], parts[2:]
+    else:
+        if len(parts) < 4:
+            return non_resource
+        group, version, rest = parts[1], parts[2], parts[3:]
+
+    namespace: str | None = None
+    if rest[0] == "namespaces" and len(rest) > 1:
+        namespace = rest[1]
+        if len(rest) > 2 and rest[2] not in _NAMESPACE_SUBRESOURCES:
+            rest = rest[2:]
+        else:
+            # The namespace object itself: /api/v1/namespaces/<name>[/status].
+            rest = ["namespaces", rest[1], *rest[2:]]
+            namespace = None
+    resource = rest[0]
+    name = rest[1] if len(rest) > 1 else None
+    subresource = rest[2] if len(rest) > 2 else ""
+    if len(rest) > 3:
+        # Deeper paths do not exist; an empty verb makes the handler answer 404.
+        return RequestInfo(path, "", True, group, version, namespace, resource, name, "/".join(rest[2:]))
+
+    if method in ("GET", "HEAD") and name is not None:
+        verb = "get"
+    elif method in ("GET", "HEAD"):
+        verb = "watch" if query.get("watch", "") in _TRUE else "list"
+    elif method == "DELETE":
+        verb = "delete" if name is not None else "deletecollection"
+    else:
+        verb = _METHOD_VERBS.get(method, "")
+    return RequestInfo(path, verb, True, group, version, namespace, resource, name, subresource)

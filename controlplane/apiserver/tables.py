@@ -1,0 +1,115 @@
+"""``meta.k8s.io/v1`` Table responses: what ``kubectl get`` prints.
+
+kubectl asks for ``Accept: application/json;as=Table;v=v1;g=meta.k8s.io,...``; when a
+request prefers that, the handlers answer with :func:`table` built from the resource
+type's columns (NAME first, then the type's columns; priority-1 columns appear with
+``-o wide``). Rows carry the object as ``PartialObjectMetadata`` (``includeObject=
+Metadata``, the default), the whole object (``Object``) or nothing (``None``). Pure.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from controlplane.apiserver.errors import BadRequest
+from controlplane.apiserver.resources import ResourceType
+
+TABLE_CONTENT_TYPE = "application/json;as=Table;v=v1;g=meta.k8s.io"
+
+NAME_COLUMN: dict[str, Any] = {
+    "name": "Name",
+    "type": "string",
+    "format": "name",
+    "description": "Name must be unique within a namespace. Is required when creating resources, although some "
+    "resources may allow a client to request the generation of an appropriate name automatically.",
+    "priority": 0,
+}
+
+
+class IncludeObject(StrEnum):
+    NONE = "None"
+    METADATA = "Metadata"
+    OBJECT = "Object"
+
+    @classmethod
+    def parse(cls, value: str | None) -> IncludeObject:
+        if not value:
+            return cls.METADATA
+        for member in cls:
+            if member.value == value:
+                return member
+        raise BadRequest(f'includeObject: Unsupported value: "{value}": supported values: "None", "Metadata", "Object"')
+
+
+def _media_params(entry: str) -> tuple[str, dict[str, str]]:
+    media, *params = (part.strip() for part in entry.split(";"))
+    parsed = {}
+    for param in params:
+        key, _, value = param.partition("=")
+        parsed[key.strip().lower()] = value.strip()
+    return media.lower(), parsed
+
+
+def wants_table(accept: str | None) -> bool:
+    """True when the first JSON media type the client accepts is a meta.k8s.io Table."""
+    if not accept:
+        return False
+    for entry in accept.split(","):
+        media, params = _media_params(entry)
+        if media not in ("application/json", "*/*", "application/*"):
+            continue
+        if params.get("as") == "Table" and params.get("g") == "meta.k8s.io":
+            return params.get("v") in ("v1", "v1beta1")
+        if "as" not in params:
+            return False
+    return False
+
+
+def column_definitions(rt: ResourceType) -> list[dict[str, Any]]:
+    return [NAME_COLUMN, *(column.definition() for column in rt.columns)]
+
+
+def row(rt: ResourceType, obj: dict[str, Any], *, include: IncludeObject, now: datetime) -> dict[str, Any]:
+    cells: list[Any] = [obj.get("metadata", {}).get("name", "")]
+    for column in rt.columns:
+        try:
+            cells.append(column.getter(obj, now))
+        except (KeyError, TypeError, ValueError, AttributeError):
+            # A malformed object prints an empty cell rather than failing the listing.
+            cells.append("")
+    out: dict[str, Any] = {"cells": cells}
+    if include is IncludeObject.METADATA:
+        out["object"] = {
+            "kind": "PartialObjectMetadata",
+            "apiVersion": "meta.k8s.io/v1",
+            "metadata": obj.get("metadata", {}),
+        }
+    elif include is IncludeObject.OBJECT:
+        out["object"] = obj
+    return out
+
+
+def table(
+    rt: ResourceType,
+    objects: list[dict[str, Any]],
+    *,
+    include: IncludeObject,
+    now: datetime,
+    resource_version: str = "",
+    continue_token: str = "",
+    with_definitions: bool = True,
+) -> dict[str, Any]:
+    metadata: dict[str, Any] = {}
+    if resource_version:
+        metadata["resourceVersion"] = resource_version
+    if continue_token:
+        metadata["continue"] = continue_token
+    return {
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": metadata,
+        "columnDefinitions": column_definitions(rt) if with_definitions else [],
+        "rows": [row(rt, obj, include=include, now=now) for obj in objects],
+    }

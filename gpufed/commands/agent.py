@@ -1,0 +1,45 @@
+"""`gpufed agent`: run the member agent for one cluster until SIGINT/SIGTERM."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+
+from gpufed.logging_setup import configure_logging
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from member_agent.config import add_arguments as agent_arguments
+
+    agent_arguments(parser)
+    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+
+
+def run(args: argparse.Namespace) -> int:
+    configure_logging(args.log_level, component=f"agent[{args.cluster_name}]")
+    from member_agent.agent import Agent
+    from member_agent.config import config_from_args
+
+    try:
+        config = config_from_args(args)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+    async def main() -> None:
+        agent = Agent(config)
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, agent.shutdown)
+        await agent.run()
+
+    try:
+        asyncio.run(main())
+    except Exception as exc:  # a fatal condition the agent explains (bad CA hash, refused token)
+        logging.getLogger("gpufed.agent").debug("agent stopped", exc_info=True)
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0

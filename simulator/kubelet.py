@@ -1,0 +1,214 @@
+"""The simulated kubelet: what happens to a pod after the scheduler binds it.
+
+A bound pod becomes Running and Ready after the profile's start-up delay. Pods that
+run to completion -- ``restartPolicy`` Never or OnFailure (Job, PyTorchJob, MPIJob
+pods), or a RayJob's head -- finish after their duration: the pod annotation
+``sim.gpufed.io/duration`` (``300s``, ``5m``, ``1h30m`` or plain seconds), else the
+profile's ``jobDurationSeconds``. They end Succeeded, or Failed when the annotation
+``sim.gpufed.io/exit-code`` is non-zero. Pods with ``restartPolicy: Always`` run until
+deleted. Each pod's GPU utilization is its ``sim.gpufed.io/gpu-utilization``
+annotation (a 0-1 ratio), else a draw from the profile's distribution.
+
+In: a pod dict, when it was bound and started (simulated seconds), and "now".
+Out: the pod's next ``status`` (or None: nothing to do yet) and when to look again.
+Pure: the runtime loop in :mod:`simulator.cluster` does the writes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from controlplane.apis.constants import ANNOTATION_SIM_DURATION, ANNOTATION_SIM_GPU_UTILIZATION
+from simulator.clock import rfc3339
+from simulator.controllers import ANNOTATION_RUN_TO_COMPLETION
+
+#: A non-zero value makes a run-to-completion pod end Failed with that exit code.
+ANNOTATION_SIM_EXIT_CODE: Final = "sim.gpufed.io/exit-code"
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(text: str) -> float:
+    """``300s``, ``5m``, ``1h30m``, ``1.5h`` or ``300`` as seconds; ValueError otherwise."""
+    value = text.strip()
+    if not value:
+        raise ValueError("empty duration")
+    try:
+        seconds = float(value)
+    except ValueError:
+        pass
+    else:
+        if seconds < 0:
+            raise ValueError(f"negative duration {text!r}")
+        return seconds
+    position = 0
+    total = 0.0
+    for match in _DURATION_PART.finditer(value):
+        if match.start() != position:
+            break
+        total += float(match.group(1)) * _UNIT[match.group(2)]
+        position = match.end()
+    if position != len(value):
+        raise ValueError(f"{text!r} is not a duration (e.g. 300s, 5m, 1h30m)")
+    return total
+
+
+def _annotations(pod: Mapping[str, Any]) -> Mapping[str, str]:
+    return (pod.get("metadata") or {}).get("annotations") or {}
+
+
+def runs_to_completion(pod: Mapping[str, Any]) -> bool:
+    restart = (pod.get("spec") or {}).get("restartPolicy") or "Always"
+    return restart != "Always" or _annotations(pod).get(ANNOTATION_RUN_TO_COMPLETION) == "true"
+
+
+def pod_duration(pod: Mapping[str, Any], default: float) -> float:
+    raw = _annotations(pod).get(ANNOTATION_SIM_DURATION)
+    if raw is None:
+        return default
+    try:
+        return parse_duration(str(raw))
+    except ValueError:
+        return default
+
+
+def annotated_utilization(pod: Mapping[str, Any]) -> float | None:
+    raw = _annotations(pod).get(ANNOTATION_SIM_GPU_UTILIZATION)
+    if raw is None:
+        return None
+    try:
+        value = float(str(raw).strip().removesuffix("%")) / (100 if str(raw).strip().endswith("%") else 1)
+    except ValueError:
+        return None
+    return min(1.0, max(0.0, value))
+
+
+def exit_code(pod: Mapping[str, Any]) -> int:
+    try:
+        return int(_annotations(pod).get(ANNOTATION_SIM_EXIT_CODE, 0))
+    except ValueError:
+        return 1
+
+
+@dataclass(frozen=True, slots=True)
+class KubeletTimes:
+    """What the kubelet remembers about one pod (simulated seconds)."""
+
+    bound_at: float
+    started_at: float | None = None
+
+
+def _container_statuses(
+    pod: Mapping[str, Any], state: dict[str, Any], *, ready: bool
+) -> list[dict[str, Any]]:
+    out = []
+    uid = str((pod.get("metadata") or {}).get("uid") or "")
+    for index, container in enumerate((pod.get("spec") or {}).get("containers") or []):
+        image = str(container.get("image") or "")
+        out.append(
+            {
+                "name": container.get("name", f"c{index}"),
+                "image": image,
+                "imageID": f"{image}@sha256:{'0' * 64}" if image else "",
+                "containerID": f"containerd://{uid.replace('-', '')}{index:02d}",
+                "ready": ready,
+                "started": "running" in state,
+                "restartCount": 0,
+                "state": state,
+            }
+        )
+    return out
+
+
+def _conditions(now: str, *, ready: bool, reason: str | None = None) -> list[dict[str, Any]]:
+    def cond(kind: str, status: bool, why: str | None = None) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "type": kind,
+            "status": "True" if status else "False",
+            "lastProbeTime": None,
+            "lastTransitionTime": now,
+        }
+        if why:
+            out["reason"] = why
+        return out
+
+    return [
+        cond("PodReadyToStartContainers", ready or reason is None),
+        cond("Initialized", True),
+        cond("Ready", ready, reason),
+        cond("ContainersReady", ready, reason),
+        cond("PodScheduled", True),
+    ]
+
+
+def next_status(
+    pod: Mapping[str, Any],
+    times: KubeletTimes,
+    *,
+    now: float,
+    startup_delay: float,
+    default_duration: float,
+    host_ip: str,
+    pod_ip: str,
+) -> tuple[dict[str, Any] | None, float | None]:
+    """The pod's new status if a transition is due, and the next time to look at it."""
+    status = pod.get("status") or {}
+    current = status.get("phase") or "Pending"
+    if current in ("Succeeded", "Failed"):
+        return None, None
+    started = times.started_at
+    if current == "Pending":
+        due = times.bound_at + startup_delay
+        if now < due:
+            return None, due
+        started = due
+        stamp = rfc3339(started)
+        new = {
+            "phase": "Running",
+            "conditions": _conditions(stamp, ready=True),
+            "hostIP": host_ip,
+            "hostIPs": [{"ip": host_ip}],
+            "podIP": pod_ip,
+            "podIPs": [{"ip": pod_ip}],
+            "startTime": rfc3339(times.bound_at),
+            "containerStatuses": _container_statuses(pod, {"running": {"startedAt": stamp}}, ready=True),
+            "qosClass": status.get("qosClass", "BestEffort"),
+        }
+        if not runs_to_completion(pod):
+            return new, None
+        finish = started + pod_duration(pod, default_duration)
+        if now < finish:
+            return new, finish
+        return _finished(pod, new, started=started, finished=finish), None
+    if not runs_to_completion(pod):
+        return None, None
+    if started is None:
+        started = times.bound_at + startup_delay
+    finish = started + pod_duration(pod, default_duration)
+    if now < finish:
+        return None, finish
+    return _finished(pod, dict(status), started=started, finished=finish), None
+
+
+def _finished(
+    pod: Mapping[str, Any], status: dict[str, Any], *, started: float, finished: float
+) -> dict[str, Any]:
+    code = exit_code(pod)
+    stamp = rfc3339(finished)
+    terminated = {
+        "exitCode": code,
+        "reason": "Completed" if code == 0 else "Error",
+        "startedAt": rfc3339(started),
+        "finishedAt": stamp,
+    }
+    status = dict(status)
+    status["phase"] = "Succeeded" if code == 0 else "Failed"
+    status["conditions"] = _conditions(
+        stamp, ready=False, reason="PodCompleted" if code == 0 else "PodFailed"
+    )
+    status["containerStatuses"] = _container_statuses(pod, {"terminated": terminated}, ready=False)
+    return status

@@ -1,0 +1,239 @@
+"""ObjectMeta, conditions, label selectors, tolerations, DNS-1123 names and validation causes."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from controlplane.apis.meta import (
+    CauseReason,
+    Condition,
+    LabelSelector,
+    ObjectMeta,
+    Taint,
+    Toleration,
+    format_time,
+    get_condition,
+    is_condition_true,
+    parse_time,
+    set_condition,
+    taints_tolerated,
+    validate_dns1123_label,
+    validate_dns1123_subdomain,
+    validation_causes,
+)
+
+T0 = datetime(2024, 5, 1, 10, 0, 0, tzinfo=UTC)
+T1 = datetime(2024, 5, 1, 11, 30, 0, tzinfo=UTC)
+
+
+def test_object_meta_round_trips_and_keeps_unknown_fields() -> None:
+    wire = {
+        "name": "train",
+        "namespace": "ml",
+        "uid": "0c7e",
+        "resourceVersion": "42",
+        "generation": 3,
+        "creationTimestamp": "2024-05-01T10:00:00Z",
+        "labels": {"app": "train"},
+        "annotations": {"a": "b"},
+        "finalizers": ["gpufed.io/propagation"],
+        "ownerReferences": [{"apiVersion": "v1", "kind": "X", "name": "o", "uid": "u", "controller": True}],
+        "managedFields": [{"manager": "kubectl", "operation": "Apply", "fieldsV1": {"f:spec": {}}}],
+        "selfLink": "/legacy",
+    }
+    meta = ObjectMeta.model_validate(wire)
+    assert meta.resource_version == "42"
+    assert meta.model_dump(by_alias=True, exclude_none=True) == wire
+
+
+def test_object_meta_rejects_bad_timestamp() -> None:
+    with pytest.raises(ValidationError) as info:
+        ObjectMeta.model_validate({"creationTimestamp": "yesterday"})
+    causes = validation_causes(info.value, prefix="metadata")
+    assert causes[0].field == "metadata.creationTimestamp"
+    assert "RFC 3339" in causes[0].message
+
+
+def test_time_helpers() -> None:
+    assert format_time(T0) == "2024-05-01T10:00:00Z"
+    assert parse_time("2024-05-01T10:00:00Z") == T0
+    assert format_time(datetime(2024, 5, 1, 10, 0, 0)) == "2024-05-01T10:00:00Z"
+
+
+# --- conditions --------------------------------------------------------------------------------
+
+
+def _ready(status: str, reason: str = "R", time: str | None = None) -> Condition:
+    return Condition(type="Ready", status=status, reason=reason, last_transition_time=time)
+
+
+@pytest.mark.parametrize(
+    ("existing", "new", "expected_time", "expected_reason"),
+    [
+        pytest.param([], _ready("True"), "2024-05-01T11:30:00Z", "R", id="new condition gets now"),
+        pytest.param(
+            [_ready("True", "Old", "2024-05-01T10:00:00Z")],
+            _ready("True", "New"),
+            "2024-05-01T10:00:00Z",
+            "New",
+            id="same status keeps transition time, updates reason",
+        ),
+        pytest.param(
+            [_ready("True", "Old", "2024-05-01T10:00:00Z")],
+            _ready("False", "Down"),
+            "2024-05-01T11:30:00Z",
+            "Down",
+            id="status change moves transition time",
+        ),
+    ],
+)
+def test_set_condition(existing: list[Condition], new: Condition, expected_time: str, expected_reason: str) -> None:
+    result = set_condition(existing, new, now=T1)
+    ready = get_condition(result, "Ready")
+    assert ready is not None
+    assert ready.last_transition_time == expected_time
+    assert ready.reason == expected_reason
+    assert len(result) == 1
+
+
+def test_set_condition_keeps_other_types_and_order() -> None:
+    other = Condition(type="Applied", status="True")
+    result = set_condition([other, _ready("False")], _ready("True"), now=T1)
+    assert [c.type for c in result] == ["Applied", "Ready"]
+    assert is_condition_true(result, "Ready")
+    assert not is_condition_true(result, "Missing")
+
+
+def test_condition_status_is_checked() -> None:
+    with pytest.raises(ValidationError):
+        Condition.model_validate({"type": "Ready", "status": "yes"})
+
+
+# --- label selectors ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("selector", "labels", "expected"),
+    [
+        ({}, {"a": "1"}, True),
+        ({"matchLabels": {"a": "1"}}, {"a": "1", "b": "2"}, True),
+        ({"matchLabels": {"a": "1"}}, {"a": "2"}, False),
+        ({"matchExpressions": [{"key": "a", "operator": "In", "values": ["1", "2"]}]}, {"a": "2"}, True),
+        ({"matchExpressions": [{"key": "a", "operator": "In", "values": ["1"]}]}, {}, False),
+        ({"matchExpressions": [{"key": "a", "operator": "NotIn", "values": ["1"]}]}, {}, True),
+        ({"matchExpressions": [{"key": "a", "operator": "NotIn", "values": ["1"]}]}, {"a": "1"}, False),
+        ({"matchExpressions": [{"key": "a", "operator": "Exists"}]}, {"a": ""}, True),
+        ({"matchExpressions": [{"key": "a", "operator": "Exists"}]}, {"b": "1"}, False),
+        ({"matchExpressions": [{"key": "a", "operator": "DoesNotExist"}]}, {"b": "1"}, True),
+        ({"matchExpressions": [{"key": "a", "operator": "DoesNotExist"}]}, {"a": "1"}, False),
+        (
+            {"matchLabels": {"x": "y"}, "matchExpressions": [{"key": "a", "operator": "Exists"}]},
+            {"a": "1"},
+            False,
+        ),
+    ],
+)
+def test_label_selector_matches(selector: dict[str, Any], labels: dict[str, str], expected: bool) -> None:
+    assert LabelSelector.model_validate(selector).matches(labels) is expected
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        ({"key": "a", "operator": "In"}, "must be specified when `operator` is 'In'"),
+        ({"key": "a", "operator": "Exists", "values": ["x"]}, "may not be specified"),
+        ({"key": "a", "operator": "Near", "values": ["x"]}, "Input should be"),
+    ],
+)
+def test_label_selector_validation(expression: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        LabelSelector.model_validate({"matchExpressions": [expression]})
+    causes = validation_causes(info.value)
+    assert causes[0].field.startswith("matchExpressions[0].")
+    assert message in causes[0].message
+
+
+# --- taints and tolerations --------------------------------------------------------------------
+
+TAINT = Taint(key="gpu", value="a100", effect="NoSchedule")
+
+
+@pytest.mark.parametrize(
+    ("toleration", "taint", "expected"),
+    [
+        ({"key": "gpu", "operator": "Equal", "value": "a100"}, TAINT, True),
+        ({"key": "gpu", "value": "a100"}, TAINT, True),
+        ({"key": "gpu", "value": "h100"}, TAINT, False),
+        ({"key": "gpu", "operator": "Exists"}, TAINT, True),
+        ({"key": "other", "operator": "Exists"}, TAINT, False),
+        ({"operator": "Exists"}, TAINT, True),
+        ({"key": "gpu", "operator": "Exists", "effect": "NoExecute"}, TAINT, False),
+        ({"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}, TAINT, True),
+        ({"key": "k", "operator": "Equal"}, Taint(key="k", effect="NoExecute"), True),
+    ],
+)
+def test_toleration_tolerates(toleration: dict[str, Any], taint: Taint, expected: bool) -> None:
+    assert Toleration.model_validate(toleration).tolerates(taint) is expected
+
+
+@pytest.mark.parametrize(
+    ("toleration", "message"),
+    [
+        ({"operator": "Equal", "value": "x"}, "operator must be 'Exists' when key is empty"),
+        ({"key": "k", "operator": "Exists", "value": "x"}, "must be empty when `operator` is 'Exists'"),
+    ],
+)
+def test_toleration_validation(toleration: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        Toleration.model_validate(toleration)
+    assert message in str(info.value)
+
+
+def test_taints_tolerated_ignores_prefer_no_schedule_by_default() -> None:
+    taints = [Taint(key="soft", effect="PreferNoSchedule"), TAINT]
+    ok, first = taints_tolerated(taints, [])
+    assert (ok, first) == (False, TAINT)
+    ok, first = taints_tolerated(taints, [Toleration(key="gpu", operator="Exists")])
+    assert (ok, first) == (True, None)
+
+
+# --- names -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "valid"),
+    [("member-1", True), ("a", True), ("1abc", True), ("Member", False), ("-a", False), ("a-", False),
+     ("a.b", False), ("a" * 63, True), ("a" * 64, False)],
+)
+def test_dns1123_label(name: str, valid: bool) -> None:
+    errors = validate_dns1123_label(name)
+    assert (not errors) is valid
+    if not valid and len(name) <= 63:
+        assert errors[0].startswith("a lowercase RFC 1123 label must consist of lower case alphanumeric characters")
+
+
+@pytest.mark.parametrize(
+    ("name", "valid"),
+    [("example.com", True), ("a-b.c", True), ("A.b", False), ("a..b", False), ("a_b", False),
+     ("a" * 253, True), ("a" * 254, False)],
+)
+def test_dns1123_subdomain(name: str, valid: bool) -> None:
+    errors = validate_dns1123_subdomain(name)
+    assert (not errors) is valid
+    if len(name) > 253:
+        assert errors[0] == "must be no more than 253 characters"
+
+
+def test_validation_causes_reasons() -> None:
+    with pytest.raises(ValidationError) as info:
+        Toleration.model_validate({"key": "k", "effect": "Sometimes", "colour": "red", "tolerationSeconds": "x"})
+    by_field = {c.field: c for c in validation_causes(info.value, prefix="spec")}
+    assert by_field["spec.colour"].reason == CauseReason.FIELD_VALUE_UNKNOWN
+    assert by_field["spec.colour"].type == "extra_forbidden"
+    assert by_field["spec.effect"].reason == CauseReason.FIELD_VALUE_NOT_SUPPORTED
+    assert by_field["spec.tolerationSeconds"].reason == CauseReason.FIELD_VALUE_TYPE_INVALID
+    assert by_field["spec.effect"].as_status_cause()["field"] == "spec.effect"

@@ -1,0 +1,1 @@
+"""Tests for strategic merge patch, server-side apply and field ownership."""

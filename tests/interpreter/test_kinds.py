@@ -1,0 +1,322 @@
+"""Per-kind interpreters: replicas, components, shares, gangs, status aggregation, health, GPU shapes."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from controlplane.interpreter import Health, interpreter_for, registered_kinds
+from controlplane.interpreter.base import KindInterpreter
+
+
+def pod(gpu: dict[str, str] | None = None, *, cpu: str = "1", limits_only: bool = False) -> dict[str, Any]:
+    resources: dict[str, Any]
+    if limits_only:
+        resources = {"limits": {"cpu": cpu, **(gpu or {})}}
+    else:
+        resources = {"requests": {"cpu": cpu, **(gpu or {})}, "limits": dict(gpu or {})}
+    return {"spec": {"containers": [{"name": "main", "image": "img", "resources": resources}]}}
+
+
+def deployment(replicas: int | None = 3) -> dict[str, Any]:
+    spec: dict[str, Any] = {"template": pod({"nvidia.com/gpu": "1"})}
+    if replicas is not None:
+        spec["replicas"] = replicas
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "generation": 4}, "spec": spec}
+
+
+def statefulset() -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "s"}, "spec": {"replicas": 2, "template": pod()}}
+
+
+def job(parallelism: int | None = 4, completions: int | None = 8, **meta: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = {"template": pod({"nvidia.com/gpu": "2"}, limits_only=True)}
+    if parallelism is not None:
+        spec["parallelism"] = parallelism
+    if completions is not None:
+        spec["completions"] = completions
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", **meta}, "spec": spec}
+
+
+def pytorchjob(workers: int = 3) -> dict[str, Any]:
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "p"},
+        "spec": {
+            "pytorchReplicaSpecs": {
+                "Master": {"replicas": 1, "template": pod()},
+                "Worker": {"replicas": workers, "template": pod({"nvidia.com/gpu": "4"})},
+            }
+        },
+    }
+
+
+def mpijob() -> dict[str, Any]:
+    return {
+        "apiVersion": "kubeflow.org/v2beta1",
+        "kind": "MPIJob",
+        "metadata": {"name": "m"},
+        "spec": {
+            "mpiReplicaSpecs": {
+                "Launcher": {"replicas": 1, "template": pod()},
+                "Worker": {"replicas": 2, "template": pod({"nvidia.com/mig-3g.40gb": "1"})},
+            }
+        },
+    }
+
+
+def ray_cluster_spec() -> dict[str, Any]:
+    return {
+        "headGroupSpec": {"template": pod(cpu="2")},
+        "workerGroupSpecs": [
+            {"groupName": "gpu", "replicas": 2, "minReplicas": 1, "maxReplicas": 4, "template": pod({"nvidia.com/gpu": "1"})},
+            {"groupName": "multi", "replicas": 1, "numOfHosts": 2, "template": pod({"nvidia.com/gpu": "8"})},
+        ],
+    }
+
+
+def rayjob() -> dict[str, Any]:
+    return {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "r"}, "spec": {"rayClusterSpec": ray_cluster_spec()}}
+
+
+def raycluster() -> dict[str, Any]:
+    return {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "rc"}, "spec": ray_cluster_spec()}
+
+
+def interp(obj: dict[str, Any]) -> KindInterpreter:
+    found = interpreter_for(obj["apiVersion"], obj["kind"])
+    assert found is not None
+    return found
+
+
+def test_registry_knows_every_kind_and_ignores_versions() -> None:
+    assert set(registered_kinds()) == {
+        ("apps", "Deployment"),
+        ("apps", "StatefulSet"),
+        ("batch", "Job"),
+        ("kubeflow.org", "PyTorchJob"),
+        ("kubeflow.org", "MPIJob"),
+        ("ray.io", "RayJob"),
+        ("ray.io", "RayCluster"),
+    }
+    assert interpreter_for("kubeflow.org/v1", "MPIJob") is interpreter_for("kubeflow.org/v2beta1", "MPIJob")
+    assert interpreter_for("v1", "ConfigMap") is None
+
+
+@pytest.mark.parametrize(
+    ("obj", "replicas", "components"),
+    [
+        (deployment(3), 3, []),
+        (deployment(None), 1, []),
+        (statefulset(), 2, []),
+        (job(4, 8), 4, []),
+        (job(4, 2), 2, []),  # completions below parallelism caps the pods that run
+        (job(None, None), 1, []),
+        (pytorchjob(3), 4, [("Master", 1), ("Worker", 3)]),
+        (mpijob(), 3, [("Launcher", 1), ("Worker", 2)]),
+        (rayjob(), 5, [("head", 1), ("gpu", 2), ("multi", 2)]),
+        (raycluster(), 5, [("head", 1), ("gpu", 2), ("multi", 2)]),
+    ],
+)
+def test_replicas_and_components(obj: dict[str, Any], replicas: int, components: list[tuple[str, int]]) -> None:
+    kind = interp(obj)
+    assert kind.replicas(obj) == replicas
+    assert [(c.name, c.replicas) for c in kind.components(obj)] == components
+
+
+@pytest.mark.parametrize(
+    ("obj", "gpu"),
+    [
+        (deployment(), {"nvidia.com/gpu": 1}),
+        (job(), {"nvidia.com/gpu": 2}),  # limits only: limits fill the requests
+        (pytorchjob(), {"nvidia.com/gpu": 4}),  # the worker role
+        (mpijob(), {"nvidia.com/mig-3g.40gb": 1}),
+        (rayjob(), {"nvidia.com/gpu": 1}),  # the largest worker group
+    ],
+)
+def test_replica_requirements_are_the_main_role(obj: dict[str, Any], gpu: dict[str, int]) -> None:
+    assert interp(obj).replica_requirements(obj).gpu_resources == gpu
+
+
+def test_pytorchjob_components_carry_per_role_requirements() -> None:
+    obj = pytorchjob()
+    master, worker = interp(obj).components(obj)
+    assert master.requirements.resource_map == {"cpu": 1000}
+    assert worker.requirements.resource_map == {"cpu": 1000, "nvidia.com/gpu": 4}
+
+
+@pytest.mark.parametrize(
+    ("obj", "share", "path", "expected"),
+    [
+        (deployment(10), 4, ("spec", "replicas"), 4),
+        (statefulset(), 1, ("spec", "replicas"), 1),
+        (job(4, 8), 3, ("spec", "parallelism"), 3),
+        (job(4, 8), 3, ("spec", "completions"), 6),  # ceil(8 * 3 / 4)
+        (job(4, 9), 1, ("spec", "completions"), 3),  # ceil(9 / 4): never fewer completions in total
+        (job(4, 8), 4, ("spec", "completions"), 8),
+        (pytorchjob(3), 6, ("spec", "pytorchReplicaSpecs", "Worker", "replicas"), 5),
+        (pytorchjob(3), 4, ("spec", "pytorchReplicaSpecs", "Worker", "replicas"), 3),
+        (mpijob(), 5, ("spec", "mpiReplicaSpecs", "Worker", "replicas"), 4),
+    ],
+)
+def test_with_replicas(obj: dict[str, Any], share: int, path: tuple[str, ...], expected: int) -> None:
+    original = copy.deepcopy(obj)
+    out = interp(obj).with_replicas(obj, share)
+    value: Any = out
+    for step in path:
+        value = value[step]
+    assert value == expected
+    assert obj == original  # inputs are never mutated
+
+
+def test_job_without_completions_keeps_them_unset() -> None:
+    out = interp(job(4, None)).with_replicas(job(4, None), 2)
+    assert out["spec"]["parallelism"] == 2
+    assert "completions" not in out["spec"]
+
+
+def test_raycluster_with_replicas_keeps_head_and_scales_groups() -> None:
+    obj = raycluster()
+    kind = interp(obj)
+    out = kind.with_replicas(obj, 9)  # head + 8 worker pods
+    assert kind.replicas(out) == 9
+    assert out["spec"]["headGroupSpec"] == obj["spec"]["headGroupSpec"]
+
+
+@pytest.mark.parametrize(
+    ("obj", "gang"),
+    [
+        (deployment(), False),
+        (statefulset(), False),
+        (job(), False),
+        (job(annotations={"gpufed.io/gang": "true"}), True),
+        (job(annotations={"gpufed.io/gang": "false"}), False),
+        (job(labels={"scheduling.x-k8s.io/pod-group": "g", "scheduling.x-k8s.io/min-member": "4"}), True),
+        (job(labels={"pod-group.scheduling.sigs.k8s.io": "g"}), False),  # a group without min-member
+        (pytorchjob(), True),
+        (mpijob(), True),
+        (rayjob(), True),
+        (raycluster(), True),
+    ],
+)
+def test_is_gang(obj: dict[str, Any], gang: bool) -> None:
+    assert interp(obj).is_gang(obj) is gang
+
+
+def test_job_gang_from_pod_template_labels() -> None:
+    obj = job()
+    obj["spec"]["template"]["metadata"] = {
+        "labels": {"pod-group.scheduling.sigs.k8s.io": "g", "pod-group.scheduling.sigs.k8s.io/min-available": "4"}
+    }
+    assert interp(obj).is_gang(obj) is True
+
+
+def cond(ctype: str, status: str, **extra: str) -> dict[str, str]:
+    return {"type": ctype, "status": status, **extra}
+
+
+def test_deployment_aggregate_status_sums_and_merges_conditions() -> None:
+    obj = deployment(5)
+    members = [
+        ("a", {"replicas": 3, "readyReplicas": 3, "availableReplicas": 3, "updatedReplicas": 3,
+               "conditions": [cond("Available", "True")]}),
+        ("b", {"replicas": 2, "readyReplicas": 1, "availableReplicas": 1, "updatedReplicas": 2,
+               "conditions": [cond("Available", "False", message="minimum replicas unavailable")]}),
+    ]
+    status = interp(obj).aggregate_status(obj, members)
+    assert (status["replicas"], status["readyReplicas"], status["availableReplicas"], status["updatedReplicas"]) == (5, 4, 4, 5)
+    assert status["observedGeneration"] == 4
+    [available] = status["conditions"]
+    assert available["status"] == "False"
+    assert "b: minimum replicas unavailable" in available["message"]
+
+
+@pytest.mark.parametrize(
+    ("members", "complete", "failed", "succeeded"),
+    [
+        ([("a", {"succeeded": 4, "conditions": [cond("Complete", "True")]}),
+          ("b", {"succeeded": 4, "conditions": [cond("Complete", "True")]})], "True", None, 8),
+        ([("a", {"succeeded": 4, "conditions": [cond("Complete", "True")]}),
+          ("b", {"active": 2, "succeeded": 1})], "Unknown", None, 5),
+        ([("a", {"active": 1}), ("b", {"failed": 3, "conditions": [cond("Failed", "True")]})], None, "True", 0),
+    ],
+)
+def test_job_aggregate_status(
+    members: list[tuple[str, dict[str, Any]]], complete: str | None, failed: str | None, succeeded: int
+) -> None:
+    obj = job()
+    status = interp(obj).aggregate_status(obj, members)
+    by_type = {c["type"]: c["status"] for c in status.get("conditions", [])}
+    assert by_type.get("Complete") == complete
+    assert by_type.get("Failed") == failed
+    assert status.get("succeeded", 0) == succeeded
+
+
+def test_pytorchjob_aggregate_status_sums_replica_statuses() -> None:
+    obj = pytorchjob()
+    members = [
+        ("a", {"replicaStatuses": {"Master": {"active": 1}, "Worker": {"active": 2, "failed": 1}},
+               "conditions": [cond("Running", "True")], "startTime": "2024-05-01T10:00:00Z"}),
+        ("b", {"replicaStatuses": {"Worker": {"active": 1}}, "conditions": [cond("Running", "True")],
+               "startTime": "2024-05-01T09:00:00Z"}),
+    ]
+    status = interp(obj).aggregate_status(obj, members)
+    assert status["replicaStatuses"] == {
+        "Master": {"active": 1, "succeeded": 0, "failed": 0},
+        "Worker": {"active": 3, "succeeded": 0, "failed": 1},
+    }
+    assert status["conditions"] == [{"type": "Running", "status": "True"}]
+    assert status["startTime"] == "2024-05-01T09:00:00Z"
+
+
+def test_aggregate_status_of_no_members_is_empty() -> None:
+    for obj in (deployment(), job(), pytorchjob(), rayjob(), raycluster(), statefulset()):
+        assert interp(obj).aggregate_status(obj, []) == {}
+
+
+@pytest.mark.parametrize(
+    ("obj", "status", "health"),
+    [
+        (deployment(), None, Health.UNKNOWN),
+        (deployment(), {"replicas": 2, "updatedReplicas": 2, "availableReplicas": 2}, Health.HEALTHY),
+        (deployment(), {"replicas": 3, "updatedReplicas": 2, "availableReplicas": 2}, Health.UNHEALTHY),
+        (statefulset(), {"replicas": 2, "readyReplicas": 1}, Health.UNHEALTHY),
+        (statefulset(), {"replicas": 2, "readyReplicas": 2, "updatedReplicas": 2}, Health.HEALTHY),
+        (job(), {"active": 1}, Health.HEALTHY),
+        (job(), {"conditions": [cond("Failed", "True")]}, Health.UNHEALTHY),
+        (pytorchjob(), {"conditions": [cond("Running", "True")]}, Health.HEALTHY),
+        (pytorchjob(), {"conditions": [cond("Failed", "True")]}, Health.UNHEALTHY),
+        (rayjob(), {"jobDeploymentStatus": "Running", "jobStatus": "RUNNING"}, Health.HEALTHY),
+        (rayjob(), {"jobDeploymentStatus": "Failed"}, Health.UNHEALTHY),
+        (raycluster(), {"state": "ready"}, Health.HEALTHY),
+        (raycluster(), {"state": "failed"}, Health.UNHEALTHY),
+    ],
+)
+def test_health(obj: dict[str, Any], status: dict[str, Any] | None, health: Health) -> None:
+    assert interp(obj).health(status) is health
+
+
+@pytest.mark.parametrize("obj", [deployment(), job(), pytorchjob(), mpijob(), rayjob(), raycluster()])
+def test_with_gpu_request_rewrites_every_gpu_container(obj: dict[str, Any]) -> None:
+    kind = interp(obj)
+    out = kind.with_gpu_request(obj, {"nvidia.com/mig-2g.20gb": 1})
+    for component in kind.components(out) or []:
+        gpu = component.requirements.gpu_resources
+        assert gpu in ({}, {"nvidia.com/mig-2g.20gb": 1}), component.name
+    assert kind.replica_requirements(out).gpu_resources == {"nvidia.com/mig-2g.20gb": 1}
+    # CPU requests survive, the original object is untouched.
+    assert kind.replica_requirements(out).resource_map["cpu"] == kind.replica_requirements(obj).resource_map["cpu"]
+    assert kind.replica_requirements(obj).gpu_resources != {"nvidia.com/mig-2g.20gb": 1}
+
+
+def test_with_gpu_request_leaves_gpu_free_roles_alone() -> None:
+    obj = pytorchjob()
+    out = interp(obj).with_gpu_request(obj, {"nvidia.com/gpu": 2})
+    master = out["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["resources"]
+    assert master == obj["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["resources"]
+    worker = out["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["resources"]
+    assert worker["limits"] == {"nvidia.com/gpu": "2"}
+    assert worker["requests"] == {"cpu": "1", "nvidia.com/gpu": "2"}

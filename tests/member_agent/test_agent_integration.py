@@ -1,0 +1,322 @@
+"""The agent against a real hub (HTTPS, tokens, embedded etcd) and a simulated member API.
+
+Both servers run in-process on 127.0.0.1; the agent reaches them only over HTTP(S), exactly as
+in production. The member serves the simulator's nodes through the same API machinery.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+import yaml
+from aiohttp import web
+from pydantic import SecretStr
+
+from controlplane.apiserver import errors
+from controlplane.apiserver.identity import Role
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.apiserver.resources import Registry, core_resources, workload_resources
+from controlplane.apiserver.tls import ca_hash
+from controlplane.storage import MemoryStore
+from member_agent.agent import Agent
+from member_agent.config import AgentConfig
+from simulator.nodes import build_nodes
+from simulator.profile import parse_fleet
+
+# The HTTP layer of the API server; the hub process module imports it too.
+app_module = pytest.importorskip("controlplane.apiserver.app")
+hub_module = pytest.importorskip("controlplane.hub")
+Hub = Any
+
+pytestmark = pytest.mark.timeout(120)
+
+T = TypeVar("T")
+CLUSTER = "sim-a"
+WORK_NS = f"gpufed-es-{CLUSTER}"
+FLEET = {
+    "clusters": [
+        {
+            "name": CLUSTER,
+            "nodeGroups": [
+                {
+                    "name": "whole",
+                    "count": 2,
+                    "cpu": 64,
+                    "memoryGiB": 512,
+                    "gpu": {"product": "NVIDIA-A100-SXM4-80GB", "count": 8},
+                },
+                {
+                    "name": "mig",
+                    "count": 1,
+                    "cpu": 64,
+                    "memoryGiB": 512,
+                    "gpu": {
+                        "product": "NVIDIA-H100-80GB-HBM3",
+                        "count": 4,
+                        "mig": {"strategy": "mixed", "layout": ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"]},
+                    },
+                },
+            ],
+        }
+    ]
+}
+
+
+async def eventually(
+    probe: Callable[[], Awaitable[T | None]], *, within: float = 30.0, what: str = "condition"
+) -> T:
+    """Poll ``probe`` until it returns something truthy."""
+    deadline = asyncio.get_running_loop().time() + within
+    last: Any = None
+    while True:
+        try:
+            last = await probe()
+            if last:
+                return last  # type: ignore[no-any-return]
+        except (errors.ApiError, KeyError, IndexError) as exc:
+            last = exc
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}; last: {last!r}")
+        await asyncio.sleep(0.1)
+
+
+@dataclass
+class Member:
+    objects: ObjectStore
+    kubeconfig: Path
+
+    def rt(self, api_version: str, kind: str) -> Any:
+        return self.objects.registry.require(api_version, kind)
+
+    async def get(
+        self, api_version: str, kind: str, name: str, namespace: str | None = None
+    ) -> dict[str, Any] | None:
+        try:
+            return await self.objects.get(self.rt(api_version, kind), namespace=namespace, name=name)
+        except errors.NotFound:
+            return None
+
+
+@pytest.fixture
+async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
+    async with hub_module.Hub(hub_module.HubConfig(state_dir=tmp_path / "hub", port=0)) as running:
+        assert running.objects is not None
+        namespace = running.objects.registry.require("v1", "Namespace")
+        await running.objects.create(
+            namespace, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": WORK_NS}}
+        )
+        yield running
+
+
+@pytest.fixture
+async def member(tmp_path: Path) -> AsyncIterator[Member]:
+    async with MemoryStore() as store:
+        registry = Registry(core_resources(), workload_resources())
+        objects = ObjectStore(store, registry)
+        await objects.bootstrap()
+        node_type = registry.require("v1", "Node")
+        for node in build_nodes(parse_fleet(FLEET).clusters[0]):
+            await objects.create(node_type, node)
+        runner = web.AppRunner(app_module.create_app(objects, registry), access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = runner.addresses[0][1]
+        kubeconfig = tmp_path / "member.kubeconfig"
+        kubeconfig.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "clusters": [{"name": "sim", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
+                    "users": [{"name": "agent", "user": {"token": "unused"}}],
+                    "contexts": [{"name": "sim", "context": {"cluster": "sim", "user": "agent"}}],
+                    "current-context": "sim",
+                }
+            )
+        )
+        try:
+            yield Member(objects=objects, kubeconfig=kubeconfig)
+        finally:
+            await runner.cleanup()
+
+
+async def agent_config(hub: Hub, member: Member, state_dir: Path, *, token: str | None) -> AgentConfig:
+    assert hub.pki is not None
+    return AgentConfig(
+        hub=hub.url,
+        hub_ca_hash=ca_hash(hub.pki.ca_pem),
+        bootstrap_token=SecretStr(token) if token else None,
+        cluster_name=CLUSTER,
+        kubeconfig=member.kubeconfig,
+        state_dir=state_dir,
+        provider="onprem",
+        region="eu-west",
+        labels={"team": "ml"},
+        pricing={"NVIDIA-A100-SXM4-80GB": 1.2},
+        heartbeat_interval=0.5,
+        report_interval=1.0,
+        report_debounce=0.1,
+        status_interval=0.5,
+    )
+
+
+def work_object(name: str, manifests: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "work.gpufed.io/v1alpha1",
+        "kind": "Work",
+        "metadata": {"name": name, "namespace": WORK_NS},
+        "spec": {"workload": {"manifests": manifests}, **spec},
+    }
+
+
+DEPLOYMENT = {
+    "apiVersion": "apps/v1",
+    "kind": "Deployment",
+    "metadata": {"name": "infer", "namespace": "ml"},
+    "spec": {
+        "replicas": 2,
+        "selector": {"matchLabels": {"app": "infer"}},
+        "template": {
+            "metadata": {"labels": {"app": "infer"}},
+            "spec": {
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": "infer:1",
+                        "resources": {"limits": {"nvidia.com/mig-1g.10gb": "1"}},
+                    }
+                ]
+            },
+        },
+    },
+}
+CONFIGMAP = {
+    "apiVersion": "v1",
+    "kind": "ConfigMap",
+    "metadata": {"name": "settings", "namespace": "ml"},
+    "data": {"k": "v"},
+}
+
+
+async def test_agent_registers_reports_applies_and_prunes(hub: Hub, member: Member, tmp_path: Path) -> None:
+    assert hub.tokens is not None and hub.objects is not None
+    issued = await hub.tokens.create(
+        role=Role.BOOTSTRAP, name="join-sim-a", cluster=CLUSTER, ttl=dt.timedelta(hours=1), one_time=True
+    )
+    cfg = await agent_config(hub, member, tmp_path / "agent", token=issued.token)
+    cluster_rt = hub.objects.registry.require("cluster.gpufed.io/v1alpha1", "Cluster")
+    work_rt = hub.objects.registry.require("work.gpufed.io/v1alpha1", "Work")
+    lease_rt = hub.objects.registry.require("coordination.k8s.io/v1", "Lease")
+
+    async def cluster_status() -> dict[str, Any] | None:
+        cluster = await hub.objects.get(cluster_rt, name=CLUSTER)
+        status = cluster.get("status") or {}
+        return cluster if status.get("gpuSummary") else None
+
+    async with Agent(cfg):
+        cluster = await eventually(cluster_status, what="the Cluster's first capacity report")
+        assert cluster["spec"]["provider"] == "onprem" and cluster["spec"]["region"] == "eu-west"
+        assert cluster["metadata"]["labels"]["team"] == "ml"
+        status = cluster["status"]
+        assert status["nodeSummary"] == {"total": 3, "ready": 3}
+        gpus = {(e["resource"], e["product"]): e for e in status["gpuSummary"]}
+        assert gpus[("nvidia.com/gpu", "NVIDIA-A100-SXM4-80GB")]["allocatable"] == 16
+        assert gpus[("nvidia.com/mig-1g.10gb", "NVIDIA-H100-80GB-HBM3")]["allocatable"] == 8
+        assert sorted(s["count"] for s in status["nodeShapes"]) == [1, 2]
+        assert status["conditions"][0]["type"] == "Ready" and status["conditions"][0]["status"] == "True"
+
+        lease = await eventually(
+            lambda: hub.objects.get(lease_rt, namespace="gpufed-cluster-lease", name=CLUSTER), what="lease"
+        )
+        first_renewal = lease["spec"]["renewTime"]
+
+        async def renewed() -> bool:
+            again = await hub.objects.get(lease_rt, namespace="gpufed-cluster-lease", name=CLUSTER)
+            return bool(again["spec"]["renewTime"] != first_renewal)
+
+        await eventually(renewed, what="a lease renewal")
+
+        # A Work is applied into the member (namespace created), and its status comes back.
+        await hub.objects.create(work_rt, work_object("infer", [DEPLOYMENT, CONFIGMAP]))
+        deployment = await eventually(
+            lambda: member.get("apps/v1", "Deployment", "infer", "ml"), what="the Deployment in the member"
+        )
+        labels = deployment["metadata"]["labels"]
+        assert labels["work.gpufed.io/name"] == "infer" and labels["work.gpufed.io/namespace"] == WORK_NS
+        assert any(
+            m.get("manager") == "gpufed-agent" for m in deployment["metadata"].get("managedFields") or []
+        )
+        assert await member.get("v1", "Namespace", "ml") is not None
+
+        async def applied() -> dict[str, Any] | None:
+            work = await hub.objects.get(work_rt, namespace=WORK_NS, name="infer")
+            conditions = {c["type"]: c for c in (work.get("status") or {}).get("conditions") or []}
+            return work if conditions.get("Applied", {}).get("status") == "True" else None
+
+        work = await eventually(applied, what="the Work's Applied condition")
+        kinds = [m["identifier"]["kind"] for m in work["status"]["manifestStatuses"]]
+        assert kinds == ["Deployment", "ConfigMap"]
+
+        # Dropping a manifest prunes it from the member.
+        work["spec"]["workload"]["manifests"] = [DEPLOYMENT]
+        await hub.objects.update(work_rt, work)
+
+        async def configmap_gone() -> bool:
+            return await member.get("v1", "ConfigMap", "settings", "ml") is None
+
+        await eventually(configmap_gone, what="the dropped ConfigMap to be pruned")
+
+        # Abort: an object gpufed does not own is left alone and the Work says so.
+        configmap_rt = member.rt("v1", "ConfigMap")
+        await member.objects.create(
+            configmap_rt,
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "theirs", "namespace": "ml"},
+                "data": {"a": "1"},
+            },
+        )
+        theirs = {**CONFIGMAP, "metadata": {"name": "theirs", "namespace": "ml"}, "data": {"a": "2"}}
+        await hub.objects.create(work_rt, work_object("conflicting", [theirs]))
+
+        async def conflict_reported() -> dict[str, Any] | None:
+            w = await hub.objects.get(work_rt, namespace=WORK_NS, name="conflicting")
+            conditions = {c["type"]: c for c in (w.get("status") or {}).get("conditions") or []}
+            return (
+                conditions.get("Applied")
+                if conditions.get("Applied", {}).get("reason") == "ApplyConflict"
+                else None
+            )
+
+        condition = await eventually(conflict_reported, what="the Abort conflict in the Work status")
+        assert condition["status"] == "False" and "theirs" in condition["message"]
+        untouched = await member.get("v1", "ConfigMap", "theirs", "ml")
+        assert untouched is not None and untouched["data"] == {"a": "1"}
+
+        # Deleting the Work deletes what it applied.
+        await hub.objects.delete(work_rt, namespace=WORK_NS, name="infer")
+
+        async def deployment_gone() -> bool:
+            return await member.get("apps/v1", "Deployment", "infer", "ml") is None
+
+        await eventually(deployment_gone, what="the deleted Work's Deployment to go")
+
+    # A restart reuses the stored credential (the one-time bootstrap token is spent).
+    restarted = await agent_config(hub, member, tmp_path / "agent", token=None)
+    before = (await hub.objects.get(cluster_rt, name=CLUSTER))["status"]["lastReportTime"]
+    await asyncio.sleep(1.1)  # report times have a one-second resolution
+
+    async def reported_again() -> bool:
+        cluster = await hub.objects.get(cluster_rt, name=CLUSTER)
+        return bool(cluster["status"]["lastReportTime"] != before)
+
+    async with Agent(restarted):
+        await eventually(reported_again, what="a report from the restarted agent")

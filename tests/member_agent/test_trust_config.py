@@ -1,0 +1,203 @@
+"""CA pinning (kubeadm's SPKI hash), the agent's flags, the ledger and the Cluster merge."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import hashlib
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.x509.oid import NameOID
+
+from member_agent import config as agent_config
+from member_agent import registering, trust
+from member_agent.hubclient import Credential, StateDir
+from member_agent.ledger import Ledger
+
+
+def make_ca(common_name: str, *, rsa_key: bool = False) -> tuple[bytes, bytes]:
+    """A self-signed CA PEM and, computed independently, its SPKI DER."""
+    key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey = (
+        rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        if rsa_key
+        else ec.generate_private_key(ec.SECP256R1())
+    )
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+    now = dt.datetime.now(dt.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(now + dt.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    spki = key.public_key().public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    return cert.public_bytes(serialization.Encoding.PEM), spki
+
+
+@pytest.mark.parametrize("rsa_key", [False, True])
+def test_ca_hash_is_sha256_of_the_spki(rsa_key: bool) -> None:
+    pem, spki = make_ca("hub-ca", rsa_key=rsa_key)
+    expected = "sha256:" + hashlib.sha256(spki).hexdigest()
+    assert trust.ca_pem_hash(pem) == expected
+    assert trust.verify_ca(pem, expected.upper().replace("SHA256:", "sha256:")) == pem
+
+
+def test_verify_ca_picks_the_pinned_certificate_from_a_bundle_and_rejects_others() -> None:
+    pinned, spki = make_ca("hub-ca")
+    other, _ = make_ca("intruder")
+    pin = "sha256:" + hashlib.sha256(spki).hexdigest()
+    assert trust.verify_ca(other + pinned, pin) == pinned
+    with pytest.raises(trust.TrustError, match="does not match"):
+        trust.verify_ca(other, pin)
+    with pytest.raises(trust.TrustError, match="not a PEM"):
+        trust.verify_ca(b"garbage", pin)
+
+
+@pytest.mark.parametrize("bad", ["", "sha256:abc", "md5:" + "0" * 64, "0" * 64, "sha256:" + "g" * 64])
+def test_malformed_hash_is_refused(bad: str) -> None:
+    with pytest.raises(trust.TrustError):
+        trust.normalize_hash(bad)
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    agent_config.add_arguments(parser)
+    return parser.parse_args(list(argv))
+
+
+BASE = ("--hub", "https://hub:6443", "--cluster-name", "onprem-a", "--state-dir", "/tmp/x")
+
+
+def test_config_from_flags_and_cluster_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(agent_config.TOKEN_ENV, "abcdef.0123456789abcdef")
+    cluster_file = tmp_path / "cluster.yaml"
+    cluster_file.write_text(
+        "provider: aws\nregion: us-east-1\nlabels: {team: ml}\npricing: {NVIDIA-H100-80GB-HBM3: 9.5}\n"
+    )
+    cfg = agent_config.config_from_args(
+        parse(
+            *BASE,
+            "--cluster-file",
+            str(cluster_file),
+            "--region",
+            "eu-west-1",
+            "--label",
+            "env=prod",
+            "--price",
+            "NVIDIA-A100-SXM4-80GB=1.2",
+            "--hub-ca-hash",
+            "sha256:" + "A" * 64,
+            "--heartbeat-interval",
+            "2",
+        )
+    )
+    assert cfg.provider == "aws"
+    assert cfg.region == "eu-west-1"  # the flag wins over the file
+    assert cfg.labels == {"team": "ml", "env": "prod"}
+    assert cfg.pricing == {"NVIDIA-H100-80GB-HBM3": 9.5, "NVIDIA-A100-SXM4-80GB": 1.2}
+    assert cfg.hub_ca_hash == "sha256:" + "a" * 64
+    assert cfg.heartbeat_interval == 2
+    assert (
+        cfg.bootstrap_token is not None
+        and cfg.bootstrap_token.get_secret_value() == "abcdef.0123456789abcdef"
+    )
+    assert "0123456789abcdef" not in repr(cfg)
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (("--cluster-name", "Bad_Name"), "DNS-1123"),
+        (("--hub", "hub:6443"), "http"),
+        (("--price", "A100=-1"), "negative"),
+        (("--price", "A100=cheap"), "not a number"),
+        (("--hub-ca-hash", "sha256:1234"), "sha256"),
+    ],
+)
+def test_bad_flags_are_explained(
+    extra: tuple[str, ...], message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(agent_config.TOKEN_ENV, raising=False)
+    with pytest.raises(ValueError, match=message):
+        agent_config.config_from_args(parse(*BASE, *extra))
+
+
+def test_cluster_file_unknown_field(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("provider: aws\nprice: 3\n")
+    with pytest.raises(ValueError, match="unknown field"):
+        agent_config.config_from_args(parse(*BASE, "--cluster-file", str(path)))
+
+
+def test_state_dir_keeps_credential_private_and_scoped(tmp_path: Path) -> None:
+    state = StateDir(tmp_path / "state")
+    credential = Credential(hub="https://hub:6443", cluster_name="a", token="id.secret-value")
+    assert "secret-value" not in repr(credential)
+    state.save_credential(credential)
+    path = tmp_path / "state" / "credential.json"
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert state.load_credential(hub="https://hub:6443", cluster_name="a") == credential
+    assert state.load_credential(hub="https://other:6443", cluster_name="a") is None
+    assert state.load_credential(hub="https://hub:6443", cluster_name="b") is None
+    state.forget_credential()
+    assert state.load_credential(hub="https://hub:6443", cluster_name="a") is None
+
+
+def test_ledger_survives_restart(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path)
+    ledger.set("gpufed-es-a/w1", [{"kind": "ConfigMap", "name": "c"}])
+    ledger.set("gpufed-es-a/w2", [])
+    again = Ledger(tmp_path)
+    assert again.keys() == ["gpufed-es-a/w1", "gpufed-es-a/w2"]
+    assert again.get("gpufed-es-a/w1") == [{"kind": "ConfigMap", "name": "c"}]
+    again.drop("gpufed-es-a/w1")
+    assert "gpufed-es-a/w1" not in Ledger(tmp_path)
+    assert stat.S_IMODE(os.stat(tmp_path / "applied-works.json").st_mode) == 0o600
+
+
+def test_merge_cluster_keeps_what_the_agent_does_not_own() -> None:
+    desired = registering.desired_cluster(
+        "a",
+        provider="aws",
+        region="us-east-1",
+        zone=None,
+        tier=None,
+        labels={"team": "ml"},
+        pricing={"H100": 9.0},
+    )
+    live = {
+        "apiVersion": "cluster.gpufed.io/v1alpha1",
+        "kind": "Cluster",
+        "metadata": {"name": "a", "resourceVersion": "7", "labels": {"owner": "platform", "team": "old"}},
+        "spec": {
+            "provider": "onprem",
+            "taints": [{"key": "k", "effect": "NoSchedule"}],
+            "unschedulable": True,
+        },
+        "status": {"nodeSummary": {"total": 1, "ready": 1}},
+    }
+    merged = registering.merge_cluster(live, desired)
+    assert merged["metadata"]["labels"] == {"owner": "platform", "team": "ml"}
+    assert merged["metadata"]["resourceVersion"] == "7"
+    assert merged["spec"] == {
+        "provider": "aws",
+        "region": "us-east-1",
+        "pricing": {"H100": 9.0},
+        "taints": [{"key": "k", "effect": "NoSchedule"}],
+        "unschedulable": True,
+    }
+    assert merged["status"] == live["status"]
+    assert registering.merge_cluster(merged, desired) == merged  # idempotent

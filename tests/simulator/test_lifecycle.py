@@ -1,0 +1,212 @@
+"""Pure lifecycle logic: kubelet transitions, durations, and the controllers' reconcile results."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from simulator import controllers as ctl
+from simulator.kubelet import KubeletTimes, annotated_utilization, next_status, parse_duration, runs_to_completion
+
+NOW = "2025-01-01T00:00:00Z"
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("300s", 300), ("5m", 300), ("1h30m", 5400), ("1.5h", 5400), ("300", 300), ("250ms", 0.25), ("0", 0)],
+)
+def test_parse_duration(text: str, seconds: float) -> None:
+    assert parse_duration(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("text", ["", "abc", "5x", "-3", "5m3", "m5"])
+def test_parse_duration_rejects(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_duration(text)
+
+
+@pytest.mark.parametrize(("raw", "value"), [("0.03", 0.03), ("45%", 0.45), ("2", 1.0), ("bad", None)])
+def test_annotated_utilization(raw: str, value: float | None) -> None:
+    pod = {"metadata": {"annotations": {"sim.gpufed.io/gpu-utilization": raw}}}
+    assert annotated_utilization(pod) == value
+
+
+def _pod(restart: str = "Never", phase: str = "Pending", **annotations: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "p", "namespace": "d", "uid": "u-1", "annotations": annotations},
+        "spec": {"restartPolicy": restart, "containers": [{"name": "main", "image": "img"}], "nodeName": "n"},
+        "status": {"phase": phase},
+    }
+
+
+@pytest.mark.parametrize(
+    ("pod", "now", "phase", "due"),
+    [
+        (_pod(), 101.0, None, 102.0),  # still starting
+        (_pod(), 102.0, "Running", 402.0),  # started, default 300 s duration
+        (_pod(**{"sim.gpufed.io/duration": "10s"}), 200.0, "Succeeded", None),  # bound and done long ago
+        (_pod("Always"), 150.0, "Running", None),  # services run forever
+        (_pod(phase="Running", **{"sim.gpufed.io/duration": "60s"}), 161.0, None, 162.0),
+        (_pod(phase="Running", **{"sim.gpufed.io/duration": "60s"}), 162.0, "Succeeded", None),
+        (_pod(phase="Running", **{"sim.gpufed.io/duration": "60s", "sim.gpufed.io/exit-code": "3"}), 170.0, "Failed", None),
+        (_pod("Always", phase="Running"), 1e9, None, None),
+        (_pod(phase="Succeeded"), 1e9, None, None),
+    ],
+)
+def test_kubelet_transitions(pod: dict[str, Any], now: float, phase: str | None, due: float | None) -> None:
+    status, next_due = next_status(
+        pod, KubeletTimes(bound_at=100.0), now=now, startup_delay=2.0, default_duration=300.0, host_ip="10.0.0.1", pod_ip="10.1.0.1"
+    )
+    assert (status or {}).get("phase") == phase
+    assert next_due == due
+    if phase == "Running":
+        assert status is not None
+        ready = {c["type"]: c["status"] for c in status["conditions"]}
+        assert ready["Ready"] == "True" and ready["PodScheduled"] == "True"
+        assert status["containerStatuses"][0]["state"]["running"]["startedAt"]
+    if phase in ("Succeeded", "Failed"):
+        assert status is not None
+        terminated = status["containerStatuses"][0]["state"]["terminated"]
+        assert terminated["exitCode"] == (0 if phase == "Succeeded" else 3)
+
+
+@pytest.mark.parametrize(
+    ("restart", "annotation", "expected"),
+    [("Never", None, True), ("OnFailure", None, True), ("Always", None, False), ("Always", "true", True)],
+)
+def test_runs_to_completion(restart: str, annotation: str | None, expected: bool) -> None:
+    pod = _pod(restart)
+    if annotation:
+        pod["metadata"]["annotations"][ctl.ANNOTATION_RUN_TO_COMPLETION] = annotation
+    assert runs_to_completion(pod) is expected
+
+
+def _owner(kind: str, api_version: str, spec: dict[str, Any], status: dict[str, Any] | None = None) -> dict[str, Any]:
+    obj = {"apiVersion": api_version, "kind": kind, "metadata": {"name": "w", "namespace": "d", "uid": "uid-w", "generation": 2}, "spec": spec}
+    if status is not None:
+        obj["status"] = status
+    return obj
+
+
+def _child(name: str, *, phase: str = "Running", ready: bool = True, created: str = NOW, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": "d", "creationTimestamp": created, "labels": labels or {}},
+        "spec": {},
+        "status": {"phase": phase, "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]},
+    }
+
+
+TEMPLATE = {"metadata": {"labels": {"app": "x"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}
+
+
+@pytest.mark.parametrize(("have", "replicas", "creates", "deletes"), [(0, 3, 3, 0), (2, 3, 1, 0), (3, 3, 0, 0), (4, 2, 0, 2)])
+def test_deployment_scaling(have: int, replicas: int, creates: int, deletes: int) -> None:
+    deployment = _owner("Deployment", "apps/v1", {"replicas": replicas, "template": TEMPLATE})
+    current = ctl.template_hash(TEMPLATE)
+    pods = [
+        _child(f"w-{current}-{i}", created=f"2025-01-01T00:00:0{i}Z", labels={"pod-template-hash": current})
+        for i in range(have)
+    ]
+    changes = ctl.reconcile_deployment(deployment, pods, now=NOW, rng=random.Random(0))
+    assert len(changes.create) == creates
+    assert len(changes.delete) == deletes
+    # Scale-down removes the newest pods first.
+    assert changes.delete == [f"w-{current}-{i}" for i in range(have - 1, have - 1 - deletes, -1)]
+    for pod in changes.create:
+        assert pod["metadata"]["name"].startswith(f"w-{current}-")
+        assert pod["metadata"]["ownerReferences"][0]["uid"] == "uid-w"
+    assert changes.status is not None and changes.status["observedGeneration"] == 2
+
+
+@pytest.mark.parametrize(
+    ("spec", "pods", "creates", "condition"),
+    [
+        ({"completions": 3, "parallelism": 2}, [], 2, None),
+        ({"completions": 3, "parallelism": 2}, [_child("a", phase="Succeeded"), _child("b")], 1, None),
+        ({"completions": 2}, [_child("a", phase="Succeeded"), _child("b", phase="Succeeded")], 0, "Complete"),
+        ({"backoffLimit": 1}, [_child("a", phase="Failed"), _child("b", phase="Failed")], 0, "Failed"),
+        ({"suspend": True}, [_child("a")], 0, "Suspended"),
+    ],
+)
+def test_job(spec: dict[str, Any], pods: list[dict[str, Any]], creates: int, condition: str | None) -> None:
+    job = _owner("Job", "batch/v1", {"template": {**TEMPLATE, "spec": {**TEMPLATE["spec"], "restartPolicy": "Never"}}, **spec})
+    changes = ctl.reconcile_job(job, pods, now=NOW, rng=random.Random(0))
+    assert len(changes.create) == creates
+    assert changes.status is not None
+    types = {c["type"] for c in changes.status.get("conditions", []) if c["status"] == "True"}
+    assert types == ({condition} if condition else set())
+    for pod in changes.create:
+        assert pod["metadata"]["labels"]["batch.kubernetes.io/job-name"] == "w"
+
+
+def test_pytorchjob_pods_and_status() -> None:
+    replica = {"replicas": 1, "template": {"spec": {"containers": [{"name": "pytorch", "image": "i"}]}}}
+    job = _owner("PyTorchJob", "kubeflow.org/v1", {"pytorchReplicaSpecs": {"Master": replica, "Worker": {**replica, "replicas": 2}}})
+    changes = ctl.reconcile_kubeflow_job(job, [], now=NOW, rng=random.Random(0))
+    names = sorted(p["metadata"]["name"] for p in changes.create)
+    assert names == ["w-master-0", "w-worker-0", "w-worker-1"]
+    for pod in changes.create:
+        assert pod["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] == "w"
+        assert pod["metadata"]["annotations"]["scheduling.x-k8s.io/min-member"] == "3"
+        assert pod["spec"]["restartPolicy"] == "OnFailure"
+    assert changes.status is not None
+    assert [c["type"] for c in changes.status["conditions"]] == ["Created"]
+    done = [_child("w-master-0", phase="Succeeded"), _child("w-worker-0"), _child("w-worker-1")]
+    changes = ctl.reconcile_kubeflow_job(job, done, now=NOW, rng=random.Random(0))
+    assert changes.status is not None
+    conditions = {c["type"]: c["status"] for c in changes.status["conditions"]}
+    assert conditions["Succeeded"] == "True" and conditions["Running"] == "False"
+    assert changes.status["replicaStatuses"]["Master"]["succeeded"] == 1
+    assert changes.status["replicaStatuses"]["Worker"]["active"] == 2
+
+
+def test_mpijob_cleans_up_workers_after_launcher() -> None:
+    replica = {"replicas": 1, "template": {"spec": {"containers": [{"name": "m", "image": "i"}]}}}
+    job = _owner("MPIJob", "kubeflow.org/v1", {"mpiReplicaSpecs": {"Launcher": replica, "Worker": {**replica, "replicas": 2}}})
+    assert sorted(p["metadata"]["name"] for p in ctl.reconcile_kubeflow_job(job, [], now=NOW, rng=random.Random(0)).create) == [
+        "w-launcher", "w-worker-0", "w-worker-1",
+    ]
+    pods = [_child("w-launcher", phase="Succeeded"), _child("w-worker-0"), _child("w-worker-1")]
+    changes = ctl.reconcile_kubeflow_job(job, pods, now=NOW, rng=random.Random(0))
+    assert sorted(changes.delete) == ["w-worker-0", "w-worker-1"]
+
+
+@pytest.mark.parametrize(("policy", "creates"), [("OrderedReady", ["w-0"]), ("Parallel", ["w-0", "w-1", "w-2"])])
+def test_statefulset_policies(policy: str, creates: list[str]) -> None:
+    sts = _owner("StatefulSet", "apps/v1", {"replicas": 3, "podManagementPolicy": policy, "template": TEMPLATE})
+    changes = ctl.reconcile_statefulset(sts, [], now=NOW, rng=random.Random(0))
+    assert [p["metadata"]["name"] for p in changes.create] == creates
+    shrink = _owner("StatefulSet", "apps/v1", {"replicas": 1, "template": TEMPLATE})
+    changes = ctl.reconcile_statefulset(shrink, [_child(f"w-{i}") for i in range(3)], now=NOW, rng=random.Random(0))
+    assert changes.delete == ["w-2"]
+
+
+def test_orphans() -> None:
+    owned = {"metadata": {"name": "a", "ownerReferences": [{"uid": "gone", "controller": True}]}}
+    kept = {"metadata": {"name": "b", "ownerReferences": [{"uid": "live", "controller": True}]}}
+    bare = {"metadata": {"name": "c"}}
+    assert ctl.orphaned([owned, kept, bare], {"live"}) == [owned]
+
+
+def test_rayjob_head_runs_to_completion_and_workers_go() -> None:
+    spec = {
+        "rayClusterSpec": {
+            "headGroupSpec": {"template": TEMPLATE},
+            "workerGroupSpecs": [{"groupName": "gpu", "replicas": 2, "template": TEMPLATE}],
+        }
+    }
+    job = _owner("RayJob", "ray.io/v1", spec)
+    changes = ctl.reconcile_rayjob(job, [], now=NOW, rng=random.Random(0))
+    heads = [p for p in changes.create if p["metadata"]["labels"]["ray.io/node-type"] == "head"]
+    assert len(heads) == 1 and len(changes.create) == 3
+    assert heads[0]["metadata"]["annotations"][ctl.ANNOTATION_RUN_TO_COMPLETION] == "true"
+    assert changes.status is not None and changes.status["jobDeploymentStatus"] == "Initializing"
+    pods = [
+        _child("w-head-x", phase="Succeeded", labels={"ray.io/node-type": "head"}),
+        _child("w-gpu-worker-a", labels={"ray.io/node-type": "worker", "ray.io/group": "gpu"}),
+    ]
+    changes = ctl.reconcile_rayjob(job, pods, now=NOW, rng=random.Random(0))
+    assert changes.delete == ["w-gpu-worker-a"]
+    assert changes.status is not None and changes.status["jobStatus"] == "SUCCEEDED"
