@@ -4,9 +4,13 @@ on a real etcd, over TLS with bearer tokens."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
+import ssl
 import subprocess
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -81,7 +85,7 @@ def test_server_side_apply_of_every_kind(processes) -> None:
     for name in ("deployment.yaml", "job.yaml", "pytorchjob.yaml", "policy.yaml"):
         kubectl.run("apply", "--server-side", "-f", str(MANIFESTS / name))
 
-    pytorchjob = kubectl.json("get", "pytorchjobs.kubeflow.org", "llm-finetune")
+    pytorchjob = kubectl.json("get", "pytorchjobs.kubeflow.org", "llm-finetune", "--show-managed-fields")
     assert pytorchjob["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 3
     managers = {entry["manager"] for entry in pytorchjob["metadata"]["managedFields"]}
     assert "kubectl" in managers
@@ -114,26 +118,35 @@ def test_invalid_policy_is_rejected_with_field_causes_and_not_stored(processes) 
     assert "not found" in missing.stderr
 
 
-def _kubeconfig_with_token(source: Path, target: Path, token: str | None) -> Path:
+def _kubeconfig_with_token(source: Path, target: Path, token: str) -> Path:
     config = yaml.safe_load(source.read_text())
-    user = config["users"][0]["user"]
-    if token is None:
-        user.pop("token")
-    else:
-        user["token"] = token
+    config["users"][0]["user"]["token"] = token
     target.write_text(yaml.safe_dump(config))
     return target
 
 
+def _server_and_ca(kubeconfig: Path) -> tuple[str, bytes]:
+    cluster = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]
+    return cluster["server"], base64.b64decode(cluster["certificate-authority-data"])
+
+
 def test_unauthenticated_is_401_and_viewer_cannot_write(processes, tmp_path: Path) -> None:
     _, kubectl = processes.start_hub()
-    anonymous = type(kubectl)(_kubeconfig_with_token(kubectl.kubeconfig, tmp_path / "anon", None))
-    denied = anonymous.run("get", "namespaces", check=False)
-    assert denied.returncode != 0
-    assert "Unauthorized" in denied.stderr or "must be logged in" in denied.stderr, denied.stderr
+    # No token at all: a Status with code 401.
+    server, ca_pem = _server_and_ca(kubectl.kubeconfig)
+    context = ssl.create_default_context(cadata=ca_pem.decode())
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(f"{server}/api/v1/namespaces", context=context, timeout=10)
+    assert caught.value.code == 401
+    status = json.loads(caught.value.read())
+    assert status["kind"] == "Status" and status["reason"] == "Unauthorized"
+    assert "bearer token" in status["message"]
 
-    raw = anonymous.run("get", "--raw", "/api/v1/namespaces", check=False)
-    assert "401" in raw.stderr or "Unauthorized" in raw.stderr, raw.stderr
+    # A wrong token through kubectl: kubectl's own message for a 401.
+    stranger = type(kubectl)(_kubeconfig_with_token(kubectl.kubeconfig, tmp_path / "anon", "abcdef.0123456789abcdef"))
+    denied = stranger.run("get", "namespaces", check=False)
+    assert denied.returncode != 0
+    assert "You must be logged in to the server" in denied.stderr, denied.stderr
 
     created = subprocess.run(
         [GPUFED, "token", "create", "--role", "viewer",

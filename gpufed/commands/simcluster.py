@@ -1,0 +1,72 @@
+"""`gpufed sim-cluster`: run one simulated GPU member cluster until SIGINT/SIGTERM."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from gpufed.commands.controlplane import parse_listen
+from gpufed.logging_setup import configure_logging
+
+SCORINGS = ("least-allocated", "most-allocated", "best-fit", "random")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--profile", type=Path, required=True,
+                        help="fleet YAML (pick an entry with --cluster) or a single cluster entry")
+    parser.add_argument("--cluster", help="which cluster of a fleet file to run (default: the only one)")
+    parser.add_argument("--state-dir", type=Path, required=True,
+                        help="where the cluster writes kubeconfig, its PKI and dcgm-url")
+    parser.add_argument("--listen", type=parse_listen, default=("127.0.0.1", 0), metavar="HOST:PORT",
+                        help="API address; port 0 picks a free port (default 127.0.0.1:0)")
+    parser.add_argument("--dcgm-listen", type=parse_listen, default=("127.0.0.1", 0), metavar="HOST:PORT",
+                        help="address of the DCGM exporter page (default 127.0.0.1:0)")
+    parser.add_argument("--time-scale", type=float, default=1.0, metavar="X",
+                        help="run simulated time X times faster than the wall clock (default 1)")
+    parser.add_argument("--member-scoring", choices=SCORINGS, default=None,
+                        help="node scoring of the simulated scheduler (default: the profile's, else least-allocated)")
+    parser.add_argument("--seed", type=int, default=None, help="seed for utilization draws and random scoring")
+    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+
+
+def run(args: argparse.Namespace) -> int:
+    from simulator.profile import ProfileError, load_fleet
+    from simulator.scheduling import Scoring
+    from simulator.server import SimServer, SimServerConfig, run_until_signalled
+
+    if args.time_scale <= 0:
+        print("error: --time-scale must be > 0", file=sys.stderr)
+        return 2
+    try:
+        fleet = load_fleet(args.profile)
+    except ProfileError as exc:
+        print(f"error: {args.profile}: {exc}", file=sys.stderr)
+        return 2
+    names = [cluster.name for cluster in fleet.clusters]
+    if args.cluster:
+        if args.cluster not in names:
+            print(f"error: no cluster {args.cluster!r} in {args.profile}; it has: {', '.join(names)}", file=sys.stderr)
+            return 2
+        profile = fleet.cluster(args.cluster)
+    elif len(names) == 1:
+        profile = fleet.clusters[0]
+    else:
+        print(f"error: {args.profile} has {len(names)} clusters ({', '.join(names)}); pick one with --cluster",
+              file=sys.stderr)
+        return 2
+    configure_logging(args.log_level, component=f"sim[{profile.name}]")
+    host, port = args.listen
+    dcgm_host, dcgm_port = args.dcgm_listen
+    config = SimServerConfig(
+        profile=profile, state_dir=args.state_dir, host=host, port=port, dcgm_host=dcgm_host,
+        dcgm_port=dcgm_port, time_scale=args.time_scale,
+        scoring=Scoring(args.member_scoring) if args.member_scoring else None, seed=args.seed,
+    )
+    try:
+        asyncio.run(run_until_signalled(SimServer(config)))
+    except OSError as exc:
+        print(f"error: cannot serve on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    return 0

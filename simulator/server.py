@@ -1,0 +1,154 @@
+"""A simulated member cluster as a process: the kube API over HTTPS, plus a DCGM page.
+
+In: a :class:`~simulator.profile.ClusterProfile` and a state dir. Out: a kube-compatible
+API (the hub's API machinery over an in-memory store, TLS and a bearer token, like a
+real cluster) whose address, CA and token are in ``<state-dir>/kubeconfig``; a
+dcgm-exporter-format page at ``http://<dcgm-listen>/metrics`` whose URL is in
+``<state-dir>/dcgm-url``; and the :class:`~simulator.cluster.SimulatedCluster` loops
+(scheduler, kubelet, controllers) running against that API's store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+from aiohttp import web
+
+from controlplane.apiserver.app import create_app
+from controlplane.apiserver.auth.static import StaticTokenAuthenticator, load_or_create_token
+from controlplane.apiserver.kubeconfig import write_kubeconfig
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.apiserver.resources import (
+    Registry,
+    coordination_resources,
+    core_resources,
+    workload_resources,
+)
+from controlplane.apiserver.tls import ensure_pki
+from controlplane.storage.memory import MemoryStore
+from simulator.cluster import SimulatedCluster
+from simulator.profile import ClusterProfile
+from simulator.scheduling import Scoring
+
+log = logging.getLogger(__name__)
+
+KUBECONFIG_NAME = "kubeconfig"
+DCGM_URL_NAME = "dcgm-url"
+
+
+def member_registry() -> Registry:
+    """What a member cluster serves: core kinds (nodes, pods, ...), workloads, Leases."""
+    return Registry(core_resources(), workload_resources(), coordination_resources())
+
+
+@dataclass(frozen=True)
+class SimServerConfig:
+    profile: ClusterProfile
+    state_dir: Path
+    host: str = "127.0.0.1"
+    port: int = 0
+    dcgm_host: str = "127.0.0.1"
+    dcgm_port: int = 0
+    time_scale: float = 1.0
+    scoring: Scoring | None = None
+    seed: int | None = None
+
+
+class SimServer:
+    """``async with SimServer(config) as sim: await sim.wait_stopped()``."""
+
+    def __init__(self, config: SimServerConfig) -> None:
+        self.config = config
+        self.store = MemoryStore()
+        self.objects = ObjectStore(self.store, member_registry())
+        self.cluster = SimulatedCluster(
+            config.profile, self.objects, time_scale=config.time_scale, seed=config.seed, scoring=config.scoring
+        )
+        self.url = ""
+        self.dcgm_url = ""
+        self._runners: list[web.AppRunner] = []
+        self._stopped = asyncio.Event()
+        self._closed = False
+
+    @property
+    def kubeconfig_path(self) -> Path:
+        return self.config.state_dir / KUBECONFIG_NAME
+
+    async def start(self) -> None:
+        state = self.config.state_dir
+        state.mkdir(parents=True, exist_ok=True)
+        pki = ensure_pki(state, hosts=[self.config.host, socket.gethostname()])
+        token = load_or_create_token(state / "admin.token")
+        app = create_app(self.objects, self.objects.registry, authenticator=StaticTokenAuthenticator(token))
+        port = await self._serve(app, self.config.host, self.config.port, ssl_context=pki.server_ssl_context())
+        host = self.config.host if ":" not in self.config.host else f"[{self.config.host}]"
+        self.url = f"https://{host}:{port}"
+
+        await self.cluster.__aenter__()
+
+        dcgm = web.Application()
+        dcgm.router.add_get("/metrics", self._metrics)
+        dcgm_port = await self._serve(dcgm, self.config.dcgm_host, self.config.dcgm_port)
+        self.dcgm_url = f"http://{self.config.dcgm_host}:{dcgm_port}/metrics"
+        (state / DCGM_URL_NAME).write_text(self.dcgm_url + "\n", encoding="utf-8")
+        write_kubeconfig(
+            self.kubeconfig_path, server=self.url, ca_pem=pki.ca_pem, token=token, user="cluster-admin",
+            cluster_name=self.config.profile.name, context=self.config.profile.name,
+        )
+        log.info("simulated cluster %s serving at %s (DCGM at %s)", self.config.profile.name, self.url, self.dcgm_url)
+
+    async def _metrics(self, _: web.Request) -> web.Response:
+        return web.Response(text=self.cluster.metrics_text(), content_type="text/plain", charset="utf-8")
+
+    async def _serve(self, app: web.Application, host: str, port: int, **kwargs: object) -> int:
+        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await runner.setup()
+        self._runners.append(runner)
+        site = web.TCPSite(runner, host, port, **kwargs)  # type: ignore[arg-type]
+        await site.start()
+        for sock in getattr(site._server, "sockets", None) or []:
+            return int(sock.getsockname()[1])
+        return port
+
+    def request_stop(self) -> None:
+        self._stopped.set()
+
+    async def wait_stopped(self) -> None:
+        await self._stopped.wait()
+
+    async def shutdown(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._stopped.set()
+        for runner in reversed(self._runners):
+            await runner.cleanup()
+        await self.cluster.__aexit__(None, None, None)
+        await self.store.close()
+
+    async def __aenter__(self) -> SimServer:
+        try:
+            await self.start()
+        except BaseException:
+            await self.shutdown()
+            raise
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.shutdown()
+
+
+async def run_until_signalled(server: SimServer) -> None:
+    loop = asyncio.get_running_loop()
+    async with server:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, server.request_stop)
+        await server.wait_stopped()
