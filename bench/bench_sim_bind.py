@@ -25,7 +25,13 @@ from simulator.scheduling import ClusterState, PodRequest, Scoring, pod_request
 def _profile(nodes: int) -> Any:
     half, quarter = nodes // 2, nodes // 4
     groups = [
-        {"name": "whole", "count": half, "cpu": 96, "memoryGiB": 1024, "gpu": {"product": "NVIDIA-A100-SXM4-80GB", "count": 8}},
+        {
+            "name": "whole",
+            "count": half,
+            "cpu": 96,
+            "memoryGiB": 1024,
+            "gpu": {"product": "NVIDIA-A100-SXM4-80GB", "count": 8},
+        },
         {
             "name": "mig",
             "count": quarter,
@@ -111,7 +117,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None, help="write the results here as JSON")
     args = parser.parse_args()
     results = run(args.nodes, args.pods, args.batch, args.seed)
-    print(f"{'scoring':<16} {'nodes':>6} {'pods':>6} {'bound':>6} {'unsched':>8} {'seconds':>8} {'pods/s':>9}")
+    print(
+        f"{'scoring':<16} {'nodes':>6} {'pods':>6} {'bound':>6} {'unsched':>8} {'seconds':>8} {'pods/s':>9}"
+    )
     for row in results:
         print(
             f"{row['scoring']:<16} {row['nodes']:>6} {row['pods']:>6} {row['bound']:>6} "

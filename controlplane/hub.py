@@ -26,7 +26,7 @@ from aiohttp import web
 from controlplane.apis.constants import LEASE_NAMESPACE, SYSTEM_NAMESPACE
 from controlplane.apiserver import errors
 from controlplane.apiserver.app import create_app
-from controlplane.apiserver.auth.authorizer import RoleAuthorizer
+from controlplane.apiserver.auth.authorizer import CA_PATH, RoleAuthorizer
 from controlplane.apiserver.auth.bootstrap import ca_routes, join_routes, token_routes
 from controlplane.apiserver.auth.tokens import TokenStore
 from controlplane.apiserver.identity import Role
@@ -40,6 +40,7 @@ from controlplane.apiserver.resources import (
     workload_resources,
 )
 from controlplane.apiserver.tls import Pki, ensure_pki
+from controlplane.controllers.clusters import ClusterNamespaceController
 from controlplane.storage.embedded import EmbeddedEtcd
 from controlplane.storage.etcd import EtcdStore
 
@@ -95,6 +96,7 @@ class Hub:
         self.pki: Pki | None = None
         self.url = ""
         self._runner: web.AppRunner | None = None
+        self._background: list[asyncio.Task[None]] = []
         self._stopped = asyncio.Event()
         self._closed = False
 
@@ -134,6 +136,7 @@ class Hub:
             authenticator=self.tokens,
             authorizer=RoleAuthorizer(),
             extra_routes=extra,
+            public_paths=[CA_PATH],
         )
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await self._runner.setup()
@@ -144,6 +147,9 @@ class Hub:
         port = _bound_port(site, default=self.config.port)
         self.url = f"https://{url_host(host)}:{port}"
         await self._write_admin_kubeconfig()
+        self._background.append(
+            asyncio.create_task(ClusterNamespaceController(self.objects).run(), name="cluster-namespaces")
+        )
         log.info("hub serving at %s; kubeconfig: %s", self.url, self.kubeconfig_path)
 
     async def _ensure_namespaces(self, *names: str) -> None:
@@ -182,6 +188,11 @@ class Hub:
             return
         self._closed = True
         self._stopped.set()
+        for task in self._background:
+            task.cancel()
+        for task in self._background:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         if self._runner is not None:
             await self._runner.cleanup()
         if self.store is not None:

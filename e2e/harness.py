@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -21,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 GPUFED = str(Path(sys.executable).with_name("gpufed"))
 KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
@@ -167,6 +170,49 @@ class ProcessGroup:
         wait_for(lambda: kubectl.run("get", "--raw", "/readyz", check=False).returncode == 0,
                  timeout=30, what=f"{name} /readyz")
         return proc, kubectl
+
+    def start_member(
+        self, fleet: Path, cluster: str, *, time_scale: float = 10.0, extra: tuple[str, ...] = ()
+    ) -> tuple[Process, Kubectl, str]:
+        """Start `gpufed sim-cluster` for one fleet entry; returns (process, kubectl, dcgm url)."""
+        state = self.root / f"member-{cluster}"
+        proc = self.start(
+            f"sim-{cluster}", "sim-cluster", "--profile", str(fleet), "--cluster", cluster,
+            "--state-dir", str(state), "--time-scale", str(time_scale), "--seed", "7", *extra,
+        )
+        kubeconfig, dcgm = state / "kubeconfig", state / "dcgm-url"
+        wait_for(lambda: (kubeconfig.exists() and dcgm.exists()) or not proc.alive(),
+                 timeout=60, what=f"member {cluster} to write its kubeconfig")
+        assert proc.alive(), f"member {cluster} exited:\n{proc.log()[-4000:]}"
+        return proc, Kubectl(kubeconfig), dcgm.read_text().strip()
+
+    def join_command(self, hub: Kubectl) -> list[str]:
+        """`gpufed token create --print-join-command`, run as a user would; split into argv."""
+        result = subprocess.run(
+            [GPUFED, "token", "create", "--kubeconfig", str(hub.kubeconfig), "--print-join-command"],
+            capture_output=True, text=True, timeout=60, check=True,
+        )
+        argv = shlex.split(result.stdout.strip())
+        assert argv[:2] == ["gpufed", "agent"], result.stdout
+        return [GPUFED, *argv[1:]]
+
+    def start_agent(
+        self, hub: Kubectl, fleet: Path, cluster: str, member: Kubectl, dcgm_url: str,
+        *, join: list[str] | None = None, extra: tuple[str, ...] = (),
+    ) -> Process:
+        """Join a member to the hub with a fresh join command, passing the fleet entry's
+        provider, region, labels and pricing as the agent's cluster file."""
+        entry = next(c for c in yaml.safe_load(fleet.read_text())["clusters"] if c["name"] == cluster)
+        cluster_file = self.root / f"agent-{cluster}-cluster.yaml"
+        fields = ("provider", "region", "zone", "tier", "labels", "pricing")
+        cluster_file.write_text(yaml.safe_dump({k: entry[k] for k in fields if k in entry}))
+        argv = (join or self.join_command(hub)) + [
+            "--cluster-name", cluster, "--kubeconfig", str(member.kubeconfig),
+            "--state-dir", str(self.root / f"agent-{cluster}"), "--dcgm-url", dcgm_url,
+            "--cluster-file", str(cluster_file), "--heartbeat-interval", "2", "--report-interval", "3",
+            "--dcgm-interval", "2", *extra,
+        ]
+        return self.start_raw(f"agent-{cluster}", argv)
 
     @staticmethod
     def etcd_peer_port(proc: Process) -> int:

@@ -80,7 +80,7 @@ def _retrying(what: str) -> AsyncRetrying:
 
     return AsyncRetrying(
         retry=retry_if_exception(is_retryable),
-        wait=wait_exponential_jitter(initial=0.2, max=MAX_BACKOFF),
+        wait=wait_exponential_jitter(multiplier=0.2, max=MAX_BACKOFF, jitter=0.5),
         before_sleep=log,
         reraise=True,
     )

@@ -273,7 +273,7 @@ def _condition(
     return {
         "type": str(ConditionType.READY),
         "status": status,
-        "reason": reason,
+        "reason": str(reason),
         "message": message,
         "lastTransitionTime": transition,
     }

@@ -125,7 +125,7 @@ class Informer:
         while True:
             async for attempt in AsyncRetrying(
                 retry=retry_if_exception_type((ApiError, aiohttp.ClientError, TimeoutError, OSError)),
-                wait=wait_exponential_jitter(initial=0.2, max=self.max_backoff),
+                wait=wait_exponential_jitter(multiplier=0.2, max=self.max_backoff, jitter=0.5),
                 before_sleep=self._log_retry,
             ):
                 with attempt:

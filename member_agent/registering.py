@@ -2,9 +2,10 @@
 
 In: the hub :class:`~member_agent.kubeapi.KubeApi`, the cluster's name and its declared
 properties (provider, region, zone, tier, labels, pricing). Out: a Cluster created or updated
-idempotently (fields the agent does not declare — taints, cordon, labels set on the hub — are
-kept), its status replaced by each report, and the Lease ``gpufed-cluster-lease/<cluster>``
-renewed. Writes are compare-and-swap on resourceVersion; a conflict re-reads and retries.
+idempotently by server-side apply (fields the agent does not declare — taints, cordon,
+labels set on the hub — are kept), its status replaced by each report, and the Lease
+``gpufed-cluster-lease/<cluster>`` renewed. Status and Lease writes are compare-and-swap on
+resourceVersion; a conflict re-reads and retries.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from controlplane.apis import constants as c
-from member_agent.kubeapi import AlreadyExists, Conflict, KubeApi, NotFound
+from member_agent.kubeapi import Conflict, KubeApi, NotFound
 
 logger = logging.getLogger(__name__)
 
@@ -61,38 +62,21 @@ def desired_cluster(
     }
 
 
-def merge_cluster(live: Mapping[str, Any], desired: Mapping[str, Any]) -> dict[str, Any]:
-    """``live`` with the agent's declared fields set; everything else (taints, cordon, other
-    labels, status) kept."""
-    merged = copy.deepcopy(dict(live))
-    metadata = merged.setdefault("metadata", {})
-    metadata["labels"] = {**(metadata.get("labels") or {}), **desired["metadata"]["labels"]}
-    spec = merged.setdefault("spec", {})
-    spec.update(desired["spec"])
-    return merged
-
-
 async def register_cluster(hub: KubeApi, desired: Mapping[str, Any]) -> dict[str, Any]:
-    """Create the Cluster, or bring an existing one up to date; returns the stored object."""
+    """Create the Cluster or bring the agent's fields up to date; returns the stored object.
+
+    A server-side apply by field manager ``gpufed-agent`` (forced: the agent is the authority
+    for what it declares): it creates a missing Cluster, updates only the fields the agent
+    declares, and leaves what others set (taints, cordon, other labels) alone. Registering
+    again with the same flags changes nothing. (Apply, rather than create, also names the
+    object in the URL, which an authorizer scoped to one Cluster needs.)
+    """
     name = desired["metadata"]["name"]
-    try:
-        created = await hub.create(CLUSTERS_PATH, desired)
-        logger.info("registered cluster %s", name)
-        return created
-    except AlreadyExists:
-        pass
-    for _ in range(MAX_CONFLICT_RETRIES):
-        live = await hub.get(f"{CLUSTERS_PATH}/{name}")
-        merged = merge_cluster(live, desired)
-        if merged == live:
-            return live
-        try:
-            updated = await hub.replace(f"{CLUSTERS_PATH}/{name}", merged)
-            logger.info("updated cluster %s", name)
-            return updated
-        except Conflict:
-            continue
-    raise Conflict(409, "Conflict", f"cluster {name} kept changing while the agent updated it")
+    stored = await hub.apply(
+        f"{CLUSTERS_PATH}/{name}", desired, field_manager=c.FIELD_MANAGER_AGENT, force=True
+    )
+    logger.info("registered cluster %s", name)
+    return stored
 
 
 async def write_cluster_status(
@@ -133,11 +117,13 @@ async def renew_lease(
     for _ in range(MAX_CONFLICT_RETRIES):
         if current is None:
             try:
-                return await hub.create(
-                    LEASES_PATH, lease_object(name, now=now, duration_seconds=duration_seconds)
-                )
-            except AlreadyExists:
                 current = await hub.get(f"{LEASES_PATH}/{name}")
+            except NotFound:
+                # Server-side apply creates it under its name (see register_cluster).
+                lease = lease_object(name, now=now, duration_seconds=duration_seconds)
+                return await hub.apply(
+                    f"{LEASES_PATH}/{name}", lease, field_manager=c.FIELD_MANAGER_AGENT, force=True
+                )
         body = copy.deepcopy(current)
         spec = body.setdefault("spec", {})
         spec.update(

@@ -177,7 +177,7 @@ class SimulatedCluster:
         self._stop = asyncio.Event()
         self.started = asyncio.Event()
         self._runner: asyncio.Task[None] | None = None
-        self._background: set[asyncio.Task[None]] = set()
+        self._garbage = _Queue()
         self.pods.listeners.append(self._on_pod)
         self.node_objects.listeners.append(self._on_node)
         for kind, informer in self.workloads.items():
@@ -222,6 +222,7 @@ class SimulatedCluster:
                 await informer.synced.wait()
             tasks.append(group.create_task(self._schedule_loop(), name="scheduler"))
             tasks.append(group.create_task(self._kubelet_loop(), name="kubelet"))
+            tasks.append(group.create_task(self._garbage_loop(), name="garbage-collector"))
             tasks += [
                 group.create_task(self._controller_loop(k), name=f"controller-{k}") for k in self.workloads
             ]
@@ -263,9 +264,7 @@ class SimulatedCluster:
             if event is WatchEventType.DELETED:
                 uid = str(obj["metadata"].get("uid") or "")
                 for key in list(self._by_owner.get(uid, ())):
-                    pod = self.pods.cache.get(key)
-                    if pod is not None:
-                        self._spawn_delete(pod)
+                    self._garbage.add(key)
                 return
             self._queues[kind].add(_key(obj))
 
@@ -546,10 +545,13 @@ class SimulatedCluster:
         if result.deleted:
             self.pods.remove(result.object)
 
-    def _spawn_delete(self, pod: dict[str, Any]) -> None:
-        task = asyncio.get_running_loop().create_task(self._delete_pod(pod))
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+    async def _garbage_loop(self) -> None:
+        """Delete the pods of owners that were deleted (background cascading deletion)."""
+        while True:
+            for key in sorted(await self._garbage.take()):
+                pod = self.pods.cache.get(key)
+                if pod is not None:
+                    await self._delete_pod(pod)
 
     async def _collect_garbage(self) -> None:
         live = {

@@ -366,7 +366,7 @@ class ClusterState:
         self.allocations: dict[str, Allocation] = {}
         self._order: list[NodeState] = []
         self._next_start = 0
-        self._static_cache: dict[tuple[Any, ...], tuple[list[NodeState], Counter[str]]] = {}
+        self._static_cache: dict[tuple[Any, ...], tuple[list[NodeState], list[NodeState], Counter[str]]] = {}
 
     # --- nodes -------------------------------------------------------------------------
 
@@ -451,22 +451,32 @@ class ClusterState:
 
     # --- filtering -----------------------------------------------------------------------
 
-    def _static_candidates(self, pod: PodRequest) -> tuple[list[NodeState], Counter[str]]:
-        """Nodes passing the filters that do not depend on usage, and why the others failed."""
-        key = pod.constraint_key
+    def _static_candidates(self, pod: PodRequest) -> tuple[list[NodeState], list[NodeState], Counter[str]]:
+        """Usage-independent filtering, cached per constraint and request shape.
+
+        Returns the nodes passing the label/taint filters, those of them whose
+        allocatable could ever hold the pod (the only ones worth searching), and the
+        reasons the other nodes failed.
+        """
+        key = (pod.constraint_key, tuple(sorted(pod.requests.items())))
         cached = self._static_cache.get(key)
         if cached is not None:
             return cached
         passing: list[NodeState] = []
+        capable: list[NodeState] = []
         reasons: Counter[str] = Counter()
+        requests = pod.requests.items()
         for node in self._order:
             reason = _static_reason(pod, node)
-            if reason is None:
-                passing.append(node)
-            else:
+            if reason is not None:
                 reasons[reason] += 1
-        self._static_cache[key] = (passing, reasons)
-        return passing, reasons
+                continue
+            passing.append(node)
+            allocatable = node.allocatable
+            if all(amount <= allocatable.get(resource, 0) for resource, amount in requests):
+                capable.append(node)
+        self._static_cache[key] = (passing, capable, reasons)
+        return passing, capable, reasons
 
     def _fit_reasons(self, pod: PodRequest, node: NodeState) -> list[str]:
         reasons = []
@@ -489,13 +499,13 @@ class ClusterState:
 
     def feasible_nodes(self, pod: PodRequest) -> tuple[list[NodeState], Counter[str]]:
         """Feasible nodes (up to kube's search limit) and, when none, the reasons per node."""
-        candidates, static_reasons = self._static_candidates(pod)
+        passing, candidates, static_reasons = self._static_candidates(pod)
         total = len(self._order)
-        if not candidates:
+        if not passing:
             return [], Counter(static_reasons)
         wanted = adaptive_nodes_to_find(total, self.percentage)
         count = len(candidates)
-        start = self._next_start % count
+        start = self._next_start % count if count else 0
         feasible: list[NodeState] = []
         examined = 0
         for offset in range(count):
@@ -505,11 +515,12 @@ class ClusterState:
                 feasible.append(node)
                 if len(feasible) >= wanted:
                     break
-        self._next_start = (start + examined) % count
+        if count:
+            self._next_start = (start + examined) % count
         if feasible:
             return feasible, Counter()
         reasons = Counter(static_reasons)
-        for node in candidates:
+        for node in passing:
             for reason in self._fit_reasons(pod, node):
                 reasons[reason] += 1
         return [], reasons

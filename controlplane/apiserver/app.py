@@ -284,7 +284,9 @@ def create_app(
     app.router.add_get("/apis", endpoints.apis)
     app.router.add_get("/openapi/v3", endpoints.openapi_index)
     app.router.add_get("/openapi/v3/{tail:.+}", endpoints.openapi_document)
+    # Extra routes first: some live under /apis/ (the join and token endpoints) and must
+    # win over the generic resource routes.
+    app.router.add_routes(list(extra_routes))
     app.router.add_route("*", "/api/{tail:.+}", endpoints.resource_path)
     app.router.add_route("*", "/apis/{tail:.+}", endpoints.resource_path)
-    app.router.add_routes(list(extra_routes))
     return app

@@ -143,6 +143,8 @@ class ResourceHandlers:
         return info.namespace is not None or (info.name is None and info.verb in ("list", "watch"))
 
     async def _subresource(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
+        if info.subresource == "scale" and rt.scale is not None and info.name is not None:
+            return await self._scale(request, rt, info)
         if info.subresource != "status" or not rt.has_status or info.name is None:
             raise errors.NotFound("the server could not find the requested resource")
         if info.verb == "get":
@@ -151,6 +153,26 @@ class ResourceHandlers:
             return await self._update(request, rt, info, subresource="status")
         if info.verb == "patch":
             return await self._patch(request, rt, info, subresource="status")
+        raise _method_not_allowed()
+
+    async def _scale(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
+        assert info.name is not None
+        if info.verb == "get":
+            return json_response(await self._objects.get_scale(rt, namespace=info.namespace, name=info.name))
+        if info.verb == "update":
+            scale = await self._objects.update_scale(
+                rt, await self._body(request), namespace=info.namespace, name=info.name,
+                dry_run=dry_run_of(request), field_manager=field_manager_for(request),
+            )
+            return json_response(scale)
+        if info.verb == "patch":
+            patch_type = PatchType.from_content_type(request.headers.get("Content-Type", ""), rt)
+            scale = await self._objects.patch_scale(
+                rt, namespace=info.namespace, name=info.name, patch_type=patch_type,
+                patch=parse_body(await request.read(), media=JSON_CONTENT_TYPE),
+                dry_run=dry_run_of(request), field_manager=field_manager_for(request),
+            )
+            return json_response(scale)
         raise _method_not_allowed()
 
     # --- reads ------------------------------------------------------------------------
@@ -257,7 +279,8 @@ class ResourceHandlers:
         if request.body_exists and media not in _BODY_MEDIA and media not in ("", "application/octet-stream"):
             raise errors.UnsupportedMediaType(
                 f'the body of the request was in an unknown format - accepted media types include: '
-                f'application/json, application/yaml (got "{media}")'
+                f'application/json, application/yaml (got "{media}"). This server does not decode '
+                f'protobuf: write objects from a manifest (kubectl apply -f / kubectl create -f)'
             )
         return parse_body(await request.read(), media=media or JSON_CONTENT_TYPE)
 

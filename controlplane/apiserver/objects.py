@@ -23,6 +23,7 @@ import base64
 import binascii
 import contextlib
 import copy
+import dataclasses
 import logging
 import secrets
 import time
@@ -34,8 +35,9 @@ from enum import StrEnum
 from typing import Any
 
 from controlplane.apiserver import codec, errors
+from controlplane.apiserver.columns import dig
 from controlplane.apiserver.patches import PatchType, apply_patch, record_update
-from controlplane.apiserver.resources import Registry, ResourceType
+from controlplane.apiserver.resources import Registry, ResourceType, ScaleSubresource
 from controlplane.apiserver.selectors import (
     FieldSelector,
     LabelSelector,
@@ -49,8 +51,9 @@ logger = logging.getLogger(__name__)
 
 #: Namespaces that always exist and cannot be deleted.
 SYSTEM_NAMESPACES: tuple[str, ...] = ("default", "kube-system", "kube-public")
-#: How often a patch re-reads and retries after losing a compare-and-swap race.
-PATCH_RETRIES = 8
+#: How often a patch re-reads and retries after losing a compare-and-swap race; every
+#: round one of the racing writers wins, so this bounds the writers racing on one object.
+PATCH_RETRIES = 32
 _GENERATE_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 _GENERATE_NAME_MAX_PREFIX = 58
 _SERVER_OWNED_METADATA = (
@@ -356,6 +359,96 @@ class ObjectStore:
             except _LostRace:
                 continue
         raise errors.conflict_modified(plural=rt.plural, group=rt.group, name=name)
+
+    # --- scale subresource --------------------------------------------------------------
+
+    def _scale_of(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+        """The autoscaling/v1 Scale view of ``obj``."""
+        spec = self._require_scale(rt)
+        meta = obj["metadata"]
+        selector = dig(obj, *spec.label_selector.split("."))
+        status: dict[str, Any] = {"replicas": dig(obj, *spec.status_replicas.split(".")) or 0}
+        if isinstance(selector, dict):
+            status["selector"] = LabelSelector.from_dict(selector).to_string()
+        return {
+            "kind": "Scale",
+            "apiVersion": "autoscaling/v1",
+            "metadata": {
+                key: meta[key]
+                for key in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+                if key in meta
+            },
+            "spec": {"replicas": dig(obj, *spec.spec_replicas.split(".")) or 0},
+            "status": status,
+        }
+
+    @staticmethod
+    def _require_scale(rt: ResourceType) -> ScaleSubresource:
+        if rt.scale is None:
+            raise errors.NotFound(f"the server could not find the requested resource ({rt.plural}/scale)")
+        return rt.scale
+
+    async def get_scale(self, rt: ResourceType, *, namespace: str | None = None, name: str) -> dict[str, Any]:
+        return self._scale_of(rt, await self.get(rt, namespace=namespace, name=name))
+
+    async def update_scale(
+        self,
+        rt: ResourceType,
+        scale: Any,
+        *,
+        namespace: str | None = None,
+        name: str,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+    ) -> dict[str, Any]:
+        """Set the object's replicas from a Scale (CAS on its resourceVersion when given)."""
+        spec = self._require_scale(rt)
+        replicas = dig(scale, "spec", "replicas")
+        if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+            raise errors.invalid(
+                kind="Scale", group="autoscaling", name=name,
+                causes=[errors.Cause(
+                    errors.CauseType.FIELD_VALUE_INVALID,
+                    f"Invalid value: {replicas!r}: must be a non-negative integer",
+                    "spec.replicas",
+                )],
+            )
+        patch: dict[str, Any] = {}
+        node = patch
+        *parents, leaf = spec.spec_replicas.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = replicas
+        wanted = dig(scale, "metadata", "resourceVersion")
+        if wanted:
+            patch["metadata"] = {"resourceVersion": str(wanted)}
+        updated = await self.patch(
+            rt, namespace=namespace, name=name, patch_type=PatchType.MERGE, patch=patch,
+            dry_run=dry_run, field_manager=field_manager,
+        )
+        return self._scale_of(rt, updated)
+
+    async def patch_scale(
+        self,
+        rt: ResourceType,
+        *,
+        namespace: str | None = None,
+        name: str,
+        patch_type: PatchType,
+        patch: Any,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+    ) -> dict[str, Any]:
+        if patch_type is PatchType.APPLY:
+            raise errors.UnsupportedMediaType("server-side apply of the scale subresource is not supported")
+        current = await self.get_scale(rt, namespace=namespace, name=name)
+        # A Scale has no lists, so a strategic merge patch is a merge patch here.
+        effective = PatchType.MERGE if patch_type is PatchType.STRATEGIC else patch_type
+        scale_type = dataclasses.replace(rt, strategic_merge=False, model=None)
+        patched = apply_patch(scale_type, current, effective, patch, manager=field_manager, force=False, now=self.now())
+        return await self.update_scale(
+            rt, patched, namespace=namespace, name=name, dry_run=dry_run, field_manager=field_manager
+        )
 
     async def delete(
         self,

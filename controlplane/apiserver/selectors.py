@@ -68,6 +68,25 @@ class LabelSelector:
         labels = labels or {}
         return all(req.matches(labels) for req in self.requirements)
 
+    def to_string(self) -> str:
+        """kube's string form (``app=web,tier in (a,b)``)."""
+        parts = []
+        for req in self.requirements:
+            values = sorted(req.values)
+            if req.operator is Operator.EQUALS:
+                parts.append(f"{req.key}={values[0]}")
+            elif req.operator is Operator.NOT_EQUALS:
+                parts.append(f"{req.key}!={values[0]}")
+            elif req.operator in (Operator.IN, Operator.NOT_IN):
+                parts.append(f"{req.key} {req.operator.value} ({','.join(values)})")
+            elif req.operator is Operator.EXISTS:
+                parts.append(req.key)
+            elif req.operator is Operator.DOES_NOT_EXIST:
+                parts.append(f"!{req.key}")
+            else:
+                parts.append(f"{req.key}{'>' if req.operator is Operator.GREATER_THAN else '<'}{values[0]}")
+        return ",".join(parts)
+
     @classmethod
     def from_dict(cls, selector: Mapping[str, Any] | None) -> LabelSelector:
         """A ``metav1.LabelSelector`` (matchLabels + matchExpressions) as a matcher."""

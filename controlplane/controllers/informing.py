@@ -2,16 +2,21 @@
 
 An :class:`Informer` lists the kind once, then watches from the list's revision,
 keeping an in-memory cache keyed by (namespace, name) and calling its handlers with
-every change. When the watch's revision has been compacted (``Gone``) it relists and
-synthesises the differences as events, so handlers never miss a change, only
-coalesce some. Controllers read from the cache and write through the ObjectStore.
+every change (the new object and, for MODIFIED and DELETED, the one it replaced). When
+the watch's revision has been compacted (``Gone``) it relists and synthesises the
+differences as events, so handlers never miss a change, only coalesce some.
+
+Indexes (``add_index``) map a value computed from each object (the clusters a binding
+is placed on, the policy that claims it, the binding a Work belongs to) to the keys of
+the objects that have it, so controllers find "every binding on cluster X" without
+scanning. Controllers read from the cache and write through the ObjectStore.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable, Iterable
 from typing import Any
 
 from controlplane.apiserver import errors
@@ -22,12 +27,36 @@ from controlplane.storage.interface import Gone, Unavailable
 log = logging.getLogger(__name__)
 
 ObjectKey = tuple[str, str]  # (namespace or "", name)
-Handler = Callable[[WatchEventType, dict[str, Any]], Awaitable[None]]
+Handler = Callable[[WatchEventType, dict[str, Any], dict[str, Any] | None], Awaitable[None]]
+"""``(event, object, previous object or None)``; for DELETED the object is the last state seen."""
+IndexFunc = Callable[[dict[str, Any]], Iterable[Hashable]]
 
 
 def object_key(obj: dict[str, Any]) -> ObjectKey:
     meta = obj.get("metadata", {})
     return (meta.get("namespace") or "", meta["name"])
+
+
+class _Index:
+    def __init__(self, func: IndexFunc) -> None:
+        self.func = func
+        self.keys: dict[Hashable, set[ObjectKey]] = {}
+        self.values: dict[ObjectKey, tuple[Hashable, ...]] = {}
+
+    def remove(self, key: ObjectKey) -> None:
+        for value in self.values.pop(key, ()):
+            members = self.keys.get(value)
+            if members is not None:
+                members.discard(key)
+                if not members:
+                    del self.keys[value]
+
+    def add(self, key: ObjectKey, obj: dict[str, Any]) -> None:
+        values = tuple(dict.fromkeys(self.func(obj)))
+        if values:
+            self.values[key] = values
+        for value in values:
+            self.keys.setdefault(value, set()).add(key)
 
 
 class Informer:
@@ -47,11 +76,19 @@ class Informer:
         self._retry_delay = retry_delay
         self._cache: dict[ObjectKey, dict[str, Any]] = {}
         self._handlers: list[Handler] = []
+        self._indexes: dict[str, _Index] = {}
         self._synced = asyncio.Event()
         self._revision = "0"
 
     def add_handler(self, handler: Handler) -> None:
         self._handlers.append(handler)
+
+    def add_index(self, name: str, func: IndexFunc) -> None:
+        """Maintain ``name``: value -> keys of the objects for which ``func`` yields that value."""
+        index = _Index(func)
+        for key, obj in self._cache.items():
+            index.add(key, obj)
+        self._indexes[name] = index
 
     @property
     def synced(self) -> asyncio.Event:
@@ -63,10 +100,39 @@ class Informer:
     def items(self) -> list[dict[str, Any]]:
         return list(self._cache.values())
 
-    async def _emit(self, event: WatchEventType, obj: dict[str, Any]) -> None:
+    def __len__(self) -> int:
+        return len(self._cache)
+
+    def index_keys(self, name: str, value: Hashable) -> list[ObjectKey]:
+        """Keys of the cached objects whose index ``name`` holds ``value``."""
+        return sorted(self._indexes[name].keys.get(value, ()))
+
+    def by_index(self, name: str, value: Hashable) -> list[dict[str, Any]]:
+        """The cached objects whose index ``name`` holds ``value``."""
+        out = []
+        for key in self.index_keys(name, value):
+            obj = self._cache.get(key)
+            if obj is not None:
+                out.append(obj)
+        return out
+
+    def index_values(self, name: str) -> list[Hashable]:
+        return list(self._indexes[name].keys)
+
+    def _store(self, key: ObjectKey, obj: dict[str, Any] | None) -> dict[str, Any] | None:
+        previous = self._cache.pop(key, None) if obj is None else self._cache.get(key)
+        for index in self._indexes.values():
+            index.remove(key)
+            if obj is not None:
+                index.add(key, obj)
+        if obj is not None:
+            self._cache[key] = obj
+        return previous
+
+    async def _emit(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         for handler in self._handlers:
             try:
-                await handler(event, obj)
+                await handler(event, obj, old)
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -77,17 +143,17 @@ class Informer:
             self.rt, namespace=self._namespace, label_selector=self._label_selector
         )
         fresh = {object_key(obj): obj for obj in listing.items}
-        stale = [obj for key, obj in self._cache.items() if key not in fresh]
-        for obj in stale:
-            self._cache.pop(object_key(obj), None)
-            await self._emit(WatchEventType.DELETED, obj)
+        stale = [key for key in self._cache if key not in fresh]
+        for key in stale:
+            gone = self._store(key, None)
+            if gone is not None:
+                await self._emit(WatchEventType.DELETED, gone, gone)
         for key, obj in fresh.items():
-            previous = self._cache.get(key)
-            self._cache[key] = obj
+            previous = self._store(key, obj)
             if previous is None:
-                await self._emit(WatchEventType.ADDED, obj)
+                await self._emit(WatchEventType.ADDED, obj, None)
             elif previous["metadata"].get("resourceVersion") != obj["metadata"].get("resourceVersion"):
-                await self._emit(WatchEventType.MODIFIED, obj)
+                await self._emit(WatchEventType.MODIFIED, obj, previous)
         self._revision = listing.resource_version
         self._synced.set()
 
@@ -111,10 +177,10 @@ class Informer:
                         continue
                     key = object_key(event.object)
                     if event.type is WatchEventType.DELETED:
-                        self._cache.pop(key, None)
+                        previous = self._store(key, None)
                     else:
-                        self._cache[key] = event.object
-                    await self._emit(event.type, event.object)
+                        previous = self._store(key, event.object)
+                    await self._emit(event.type, event.object, previous)
             except asyncio.CancelledError:
                 raise
             except (Gone, errors.Gone):

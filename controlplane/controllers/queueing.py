@@ -10,6 +10,7 @@ adds of a waiting key collapse into one, and that failures back off per key
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import itertools
 import random
@@ -41,6 +42,11 @@ class WorkQueue(Generic[K]):
 
     def __len__(self) -> int:
         return len(self._ready) + len(self._delayed)
+
+    @property
+    def active(self) -> int:
+        """Keys waiting to be processed now or being processed (delayed keys not counted)."""
+        return len(self._ready) + len(self._processing) + len(self._dirty_while_processing)
 
     async def add(self, key: K) -> None:
         async with self._changed:
@@ -94,10 +100,11 @@ class WorkQueue(Generic[K]):
                     self._queued.discard(key)
                     self._processing.add(key)
                     return key
-                try:
-                    await asyncio.wait_for(self._changed.wait(), timeout=wait)
-                except TimeoutError:
-                    pass
+                # asyncio.timeout, not wait_for: no inner task, so a cancelled worker leaves the
+                # condition's lock in a consistent state.
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(wait):
+                        await self._changed.wait()
 
     async def done(self, key: K) -> None:
         async with self._changed:

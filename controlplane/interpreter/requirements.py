@@ -246,14 +246,29 @@ class ReplicaRequirements:
         tolerations: Iterable[Toleration] = (),
         priority_class_name: str | None = None,
     ) -> ReplicaRequirements:
-        """Normalising constructor: sorts maps into tuples and drops zero amounts."""
+        """Normalising constructor: sorts maps into tuples and drops zero amounts; interned."""
         return cls(
             resources=tuple(sorted((k, int(v)) for k, v in (resources or {}).items() if v)),
             node_selector=tuple(sorted((node_selector or {}).items())),
             node_affinity=tuple(node_affinity),
             tolerations=tuple(tolerations),
             priority_class_name=priority_class_name,
-        )
+        ).interned()
+
+    def interned(self) -> ReplicaRequirements:
+        """The canonical instance equal to this one.
+
+        Caches keyed by requirements (the estimator's) then hit by identity instead of
+        comparing every field; equal requirements built from different bindings share one
+        object. The table is bounded: it is emptied when it grows past its limit.
+        """
+        found = _INTERNED.get(self)
+        if found is not None:
+            return found
+        if len(_INTERNED) >= _INTERN_LIMIT:
+            _INTERNED.clear()
+        _INTERNED[self] = self
+        return self
 
     @property
     def resource_map(self) -> dict[str, int]:
@@ -284,7 +299,7 @@ class ReplicaRequirements:
             node_affinity=self.node_affinity,
             tolerations=self.tolerations,
             priority_class_name=self.priority_class_name,
-        )
+        ).interned()
 
     def scaled(self, factor: int) -> dict[str, int]:
         """The resources of ``factor`` replicas."""
@@ -321,6 +336,10 @@ class ReplicaRequirements:
             tolerations=[Toleration.from_dict(t) for t in spec.get("tolerations") or ()],
             priority_class_name=spec.get("priorityClassName") or None,
         )
+
+
+_INTERNED: dict[ReplicaRequirements, ReplicaRequirements] = {}
+_INTERN_LIMIT = 65_536
 
 
 def parse_required_node_affinity(node_affinity: Mapping[str, Any] | None) -> tuple[NodeSelectorTerm, ...]:

@@ -5,6 +5,8 @@ hub's real store; ``EmbeddedEtcd`` runs a local etcd server for development, tes
 ``gpufed up``. Callers import everything from this package.
 """
 
+from controlplane.storage.embedded import EmbeddedEtcd, EtcdStartError, find_etcd_binary
+from controlplane.storage.etcd import EtcdStore
 from controlplane.storage.interface import (
     AlreadyExists,
     Conflict,
@@ -18,8 +20,6 @@ from controlplane.storage.interface import (
     Unavailable,
     WatchEvent,
 )
-from controlplane.storage.embedded import EmbeddedEtcd, EtcdStartError, find_etcd_binary
-from controlplane.storage.etcd import EtcdStore
 from controlplane.storage.memory import MemoryStore
 
 __all__ = [

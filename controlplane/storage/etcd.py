@@ -105,9 +105,7 @@ def grpc_target(endpoints: list[str]) -> str:
     try:
         versions = {ipaddress.ip_address(host).version for host, _ in addresses}
     except ValueError:
-        raise ValueError(
-            f"several etcd endpoints must be IP addresses, got {endpoints}"
-        ) from None
+        raise ValueError(f"several etcd endpoints must be IP addresses, got {endpoints}") from None
     if versions == {4}:
         return "ipv4:" + ",".join(f"{host}:{port}" for host, port in addresses)
     if versions == {6}:
@@ -119,10 +117,9 @@ def _is_transient(exc: BaseException, *, idempotent: bool) -> bool:
     if isinstance(exc, rpc.AioRpcError):
         code = exc.code()
         return bool(
-            code == rpc.StatusCode.UNAVAILABLE
-            or (idempotent and code == rpc.StatusCode.DEADLINE_EXCEEDED)
+            code == rpc.StatusCode.UNAVAILABLE or (idempotent and code == rpc.StatusCode.DEADLINE_EXCEEDED)
         )
-    return idempotent and isinstance(exc, TimeoutError)
+    return idempotent and isinstance(exc, TimeoutError | _StreamEnded)
 
 
 def _check_key(key: str) -> None:
@@ -220,9 +217,7 @@ class EtcdStore:
             return ListResult(items=[], revision=at, more=False)
         request = rpc.RangeRequest(key=start, range_end=end, revision=revision or 0, limit=limit)
         try:
-            response = await self._call(
-                "list", lambda: self._kv.Range(request, timeout=self._timeout)
-            )
+            response = await self._call("list", lambda: self._kv.Range(request, timeout=self._timeout))
         except _RevisionError as exc:
             raise await self._revision_error(exc, revision or 0) from exc.__cause__
         items = [self._key_value(kv) for kv in response.kvs]
@@ -239,9 +234,7 @@ class EtcdStore:
         full = self._full(key)
         request = rpc.TxnRequest(
             compare=[
-                rpc.Compare(
-                    key=full, target=rpc.Compare.CREATE, result=rpc.Compare.EQUAL, create_revision=0
-                )
+                rpc.Compare(key=full, target=rpc.Compare.CREATE, result=rpc.Compare.EQUAL, create_revision=0)
             ],
             success=[rpc.RequestOp(request_put=rpc.PutRequest(key=full, value=value))],
         )
@@ -284,9 +277,7 @@ class EtcdStore:
         full = self._full(key)
         delete = rpc.DeleteRangeRequest(key=full, prev_kv=True)
         if expected_revision is None:
-            deleted = await self._write(
-                "delete", lambda: self._kv.DeleteRange(delete, timeout=self._timeout)
-            )
+            deleted = await self._write("delete", lambda: self._kv.DeleteRange(delete, timeout=self._timeout))
             revision = deleted.header.revision
         else:
             request = rpc.TxnRequest(
@@ -301,9 +292,7 @@ class EtcdStore:
                 success=[rpc.RequestOp(request_delete_range=delete)],
                 failure=[rpc.RequestOp(request_range=rpc.RangeRequest(key=full))],
             )
-            response = await self._write(
-                "delete", lambda: self._kv.Txn(request, timeout=self._timeout)
-            )
+            response = await self._write("delete", lambda: self._kv.Txn(request, timeout=self._timeout))
             if not response.succeeded:
                 self._raise_failed_compare(key, response, expected_revision)
             deleted = response.responses[0].response_delete_range
@@ -356,6 +345,10 @@ class EtcdStore:
                             f"etcd at {self._endpoint} cancelled the watch on {prefix!r}: "
                             f"{response.cancel_reason or 'no reason given'}"
                         )
+                    if not response.events:
+                        # A progress notification: etcd has sent every event up to
+                        # header.revision, so a reconnect may start after it.
+                        next_revision = max(next_revision, response.header.revision + 1)
                     for raw in response.events:
                         event = self._watch_event(raw)
                         next_revision = event.kv.mod_revision + 1
@@ -410,6 +403,9 @@ class EtcdStore:
                     await call.write(request)
                     responses: AsyncIterator[Any] = aiter(call)
                     first = await anext(responses)
+            except StopAsyncIteration:
+                self._watch_calls.discard(call)
+                raise _StreamEnded(f"etcd at {self._endpoint} closed a watch stream at once") from None
             except BaseException:
                 self._watch_calls.discard(call)
                 call.cancel()
@@ -480,9 +476,7 @@ class EtcdStore:
         current = response.responses[0].response_range.kvs
         if not current:
             raise NotFound(f"key {key!r} not found")
-        raise Conflict(
-            f"key {key!r} is at revision {current[0].mod_revision}, expected {expected_revision}"
-        )
+        raise Conflict(f"key {key!r} is at revision {current[0].mod_revision}, expected {expected_revision}")
 
     async def _read_revision(self, what: str) -> int:
         # A count-only range on the namespace key itself: linearizable, returns no data.
@@ -521,9 +515,7 @@ class EtcdStore:
     async def _write(self, what: str, attempt: Callable[[], Awaitable[T]]) -> T:
         return await self._call(what, attempt, idempotent=False)
 
-    async def _call(
-        self, what: str, attempt: Callable[[], Awaitable[T]], *, idempotent: bool = True
-    ) -> T:
+    async def _call(self, what: str, attempt: Callable[[], Awaitable[T]], *, idempotent: bool = True) -> T:
         """Run one RPC with retries on transient failures; map the final error."""
         self._stubs()
 
@@ -531,8 +523,12 @@ class EtcdStore:
             error = state.outcome.exception() if state.outcome is not None else None
             logger.warning(
                 "etcd call failed, retrying",
-                extra={"call": what, "endpoint": self._endpoint, "attempt": state.attempt_number,
-                       "error": str(error)},
+                extra={
+                    "call": what,
+                    "endpoint": self._endpoint,
+                    "attempt": state.attempt_number,
+                    "error": str(error),
+                },
             )
 
         try:
@@ -547,7 +543,7 @@ class EtcdStore:
                     return await attempt()
         except rpc.AioRpcError as exc:
             raise self._storage_error(what, exc) from exc
-        except TimeoutError as exc:
+        except (TimeoutError, _StreamEnded) as exc:
             raise Unavailable(
                 f"etcd at {self._endpoint} did not answer {what} within {self._timeout:g}s"
             ) from exc
@@ -564,6 +560,10 @@ class EtcdStore:
         if code == rpc.StatusCode.OUT_OF_RANGE and (_COMPACTED in details or _FUTURE in details):
             return _RevisionError(details, compacted=_COMPACTED in details)
         return StorageError(f"etcd at {self._endpoint} failed {what}: {code.name}: {details}")
+
+
+class _StreamEnded(Exception):
+    """etcd ended a watch stream before confirming it (retried like a dropped connection)."""
 
 
 class _RevisionError(StorageError):

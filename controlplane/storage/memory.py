@@ -4,7 +4,7 @@ Unit tests and simulated member clusters (thousands of pods each) need a store t
 behaves like etcd -- global revisions, compare-and-swap, reads as of a past revision,
 watches that replay history, compaction and ``Gone`` -- without a process to run.
 
-In: keys (str) and opaque values (bytes), exactly as for the etcd store.
+In: keys (str, starting with "/") and opaque values (bytes), exactly as for the etcd store.
 Out: :class:`KeyValue`, :class:`ListResult` and :class:`WatchEvent` with the same
 revision semantics as etcd: a fresh store is at revision 1 and every write adds one.
 
@@ -47,6 +47,17 @@ DEFAULT_WATCH_QUEUE_SIZE = 10_000
 
 #: One version of a key: (revision written, value or None for a deletion).
 _Version = tuple[int, KeyValue | None]
+
+
+def _check_key(key: str) -> None:
+    # Same rule as the etcd store, so code tested here does not fail there.
+    if not key.startswith("/"):
+        raise ValueError(f"storage keys start with '/', got {key!r}")
+
+
+def _check_prefix(prefix: str) -> None:
+    if prefix and not prefix.startswith("/"):
+        raise ValueError(f"storage key prefixes are empty or start with '/', got {prefix!r}")
 
 
 @dataclass(eq=False, slots=True)
@@ -109,6 +120,7 @@ class MemoryStore:
 
     async def get(self, key: str) -> KeyValue:
         self._check_open()
+        _check_key(key)
         try:
             return self._live[key]
         except KeyError:
@@ -123,6 +135,7 @@ class MemoryStore:
         start_after: str | None = None,
     ) -> ListResult:
         self._check_open()
+        _check_prefix(prefix)
         if limit < 0:
             raise ValueError(f"limit must be >= 0, got {limit}")
         if revision is not None:
@@ -155,6 +168,7 @@ class MemoryStore:
 
     async def create(self, key: str, value: bytes) -> KeyValue:
         self._check_open()
+        _check_key(key)
         if key in self._live:
             raise AlreadyExists(f"key {key!r} already exists")
         revision = self._revision + 1
@@ -164,29 +178,25 @@ class MemoryStore:
 
     async def update(self, key: str, value: bytes, *, expected_revision: int) -> KeyValue:
         self._check_open()
+        _check_key(key)
         current = self._live.get(key)
         if current is None:
             raise NotFound(f"key {key!r} not found")
         if current.mod_revision != expected_revision:
-            raise Conflict(
-                f"key {key!r} is at revision {current.mod_revision}, expected {expected_revision}"
-            )
+            raise Conflict(f"key {key!r} is at revision {current.mod_revision}, expected {expected_revision}")
         revision = self._revision + 1
-        kv = KeyValue(
-            key=key, value=value, create_revision=current.create_revision, mod_revision=revision
-        )
+        kv = KeyValue(key=key, value=value, create_revision=current.create_revision, mod_revision=revision)
         self._commit(key, kv, WatchEvent(type=EventType.PUT, kv=kv))
         return kv
 
     async def delete(self, key: str, *, expected_revision: int | None = None) -> KeyValue:
         self._check_open()
+        _check_key(key)
         current = self._live.get(key)
         if current is None:
             raise NotFound(f"key {key!r} not found")
         if expected_revision is not None and current.mod_revision != expected_revision:
-            raise Conflict(
-                f"key {key!r} is at revision {current.mod_revision}, expected {expected_revision}"
-            )
+            raise Conflict(f"key {key!r} is at revision {current.mod_revision}, expected {expected_revision}")
         revision = self._revision + 1
         deleted = KeyValue(
             key=key,
@@ -200,9 +210,7 @@ class MemoryStore:
     async def compact(self, revision: int) -> None:
         self._check_open()
         if revision > self._revision:
-            raise ValueError(
-                f"cannot compact to revision {revision}: the store is at {self._revision}"
-            )
+            raise ValueError(f"cannot compact to revision {revision}: the store is at {self._revision}")
         if revision <= self._compacted:
             return
         self._compact_to(revision)
@@ -210,6 +218,7 @@ class MemoryStore:
     # -- watch ---------------------------------------------------------------------
 
     def watch(self, prefix: str, *, from_revision: int) -> AsyncIterator[WatchEvent]:
+        _check_prefix(prefix)
         return self._watch(prefix, from_revision)
 
     async def _watch(self, prefix: str, from_revision: int) -> AsyncIterator[WatchEvent]:
@@ -277,9 +286,7 @@ class MemoryStore:
                 compacted_revision=self._compacted,
             )
         if revision > self._revision:
-            raise ValueError(
-                f"revision {revision} is in the future (current revision {self._revision})"
-            )
+            raise ValueError(f"revision {revision} is in the future (current revision {self._revision})")
 
     def _value_at(self, key: str, revision: int) -> KeyValue | None:
         for written, kv in reversed(self._history[key]):

@@ -26,6 +26,7 @@ from controlplane.apiserver.tls import ca_hash
 from controlplane.storage import MemoryStore
 from member_agent.agent import Agent
 from member_agent.config import AgentConfig
+from member_agent.trust import TrustError
 from simulator.nodes import build_nodes
 from simulator.profile import parse_fleet
 
@@ -122,7 +123,9 @@ async def member(tmp_path: Path) -> AsyncIterator[Member]:
         await objects.bootstrap()
         node_type = registry.require("v1", "Node")
         for node in build_nodes(parse_fleet(FLEET).clusters[0]):
-            await objects.create(node_type, node)
+            # As a kubelet does: register the node, then report its status.
+            created = await objects.create(node_type, node)
+            await objects.update_status(node_type, {**created, "status": node["status"]})
         runner = web.AppRunner(app_module.create_app(objects, registry), access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -320,3 +323,14 @@ async def test_agent_registers_reports_applies_and_prunes(hub: Hub, member: Memb
 
     async with Agent(restarted):
         await eventually(reported_again, what="a report from the restarted agent")
+
+
+async def test_agent_refuses_a_hub_whose_ca_does_not_match_the_pin(
+    hub: Hub, member: Member, tmp_path: Path
+) -> None:
+    cfg = (await agent_config(hub, member, tmp_path / "agent", token="abcdef.0123456789abcdef")).model_copy(
+        update={"hub_ca_hash": "sha256:" + "0" * 64}
+    )
+    with pytest.raises(TrustError, match="does not match"):
+        await asyncio.wait_for(Agent(cfg).run(), 20)
+    assert not (tmp_path / "agent" / "credential.json").exists()

@@ -168,7 +168,7 @@ def test_ledger_survives_restart(tmp_path: Path) -> None:
     assert stat.S_IMODE(os.stat(tmp_path / "applied-works.json").st_mode) == 0o600
 
 
-def test_merge_cluster_keeps_what_the_agent_does_not_own() -> None:
+def test_desired_cluster_declares_only_the_agents_fields() -> None:
     desired = registering.desired_cluster(
         "a",
         provider="aws",
@@ -178,26 +178,10 @@ def test_merge_cluster_keeps_what_the_agent_does_not_own() -> None:
         labels={"team": "ml"},
         pricing={"H100": 9.0},
     )
-    live = {
+    assert desired == {
         "apiVersion": "cluster.gpufed.io/v1alpha1",
         "kind": "Cluster",
-        "metadata": {"name": "a", "resourceVersion": "7", "labels": {"owner": "platform", "team": "old"}},
-        "spec": {
-            "provider": "onprem",
-            "taints": [{"key": "k", "effect": "NoSchedule"}],
-            "unschedulable": True,
-        },
-        "status": {"nodeSummary": {"total": 1, "ready": 1}},
+        "metadata": {"name": "a", "labels": {"team": "ml"}},
+        # No zone/tier (not given), and never taints or unschedulable (the hub's to set).
+        "spec": {"provider": "aws", "region": "us-east-1", "pricing": {"H100": 9.0}},
     }
-    merged = registering.merge_cluster(live, desired)
-    assert merged["metadata"]["labels"] == {"owner": "platform", "team": "ml"}
-    assert merged["metadata"]["resourceVersion"] == "7"
-    assert merged["spec"] == {
-        "provider": "aws",
-        "region": "us-east-1",
-        "pricing": {"H100": 9.0},
-        "taints": [{"key": "k", "effect": "NoSchedule"}],
-        "unschedulable": True,
-    }
-    assert merged["status"] == live["status"]
-    assert registering.merge_cluster(merged, desired) == merged  # idempotent

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -13,9 +14,15 @@ from controlplane.interpreter.requirements import (
     ReplicaRequirements,
     Toleration,
 )
-from controlplane.scheduler.core.estimator import UNLIMITED, estimate_max_replicas, fits_gang, place_pods
+from controlplane.scheduler.core.estimator import (
+    UNLIMITED,
+    adjusted_snapshot,
+    estimate_max_replicas,
+    fits_gang,
+    place_pods,
+)
 from controlplane.scheduler.core.reservations import Demand, Reservations
-from controlplane.scheduler.core.snapshot import ClusterSnapshot
+from controlplane.scheduler.core.snapshot import ClusterSnapshot, NodeShape
 
 from .builders import A100, GI, H100, cluster, shape
 
@@ -248,3 +255,51 @@ def test_fits_gang_respects_reservations() -> None:
     assert fits_gang(snapshot, pytorch_gang(2, 4), reserved=reservations)[0]
     reservations.reserve("ns/other", "c", [Demand(1, gpus(4))], now=T0)
     assert not fits_gang(snapshot, pytorch_gang(2, 4), reserved=reservations)[0]
+
+
+def _fresh(snapshot: ClusterSnapshot, shapes: tuple[NodeShape, ...]) -> ClusterSnapshot:
+    """The same capacity as new objects, so no memo of the estimator is reused."""
+    copies = tuple(
+        NodeShape(count=s.count, labels=dict(s.labels), taints=s.taints, free=dict(s.free), allocatable=s.allocatable)
+        for s in shapes
+    )
+    return ClusterSnapshot(name=snapshot.name, shapes=copies)
+
+
+def _capacity(shapes: tuple[NodeShape, ...]) -> list[tuple[int, tuple[tuple[str, int], ...], str]]:
+    merged: dict[tuple[tuple[str, int], ...], int] = {}
+    for s in shapes:
+        key = tuple(sorted(s.free.items()))
+        merged[key] = merged.get(key, 0) + s.count
+    return sorted((n, key, "") for key, n in merged.items())
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_incremental_adjustment_matches_a_full_replay(seed: int) -> None:
+    rng = random.Random(seed)
+    snapshot = cluster(
+        "c",
+        *[shape(rng.randint(1, 4), gpus=rng.choice((0, 1, 2, 4, 8)), cpu=rng.choice((8_000, 32_000)),
+                extra={"nvidia.com/mig-3g.40gb": rng.randint(0, 2)}) for _ in range(12)],
+    )
+    kinds = [gpus(1), gpus(2), gpus(4), mig("3g.40gb"), ReplicaRequirements.build({"cpu": 2_000})]
+    reservations = Reservations()
+    for step in range(40):
+        binding = f"ns/b{rng.randint(0, 15)}"
+        action = rng.random()
+        if action < 0.75:
+            reservations.reserve(binding, "c", [Demand(rng.randint(1, 3), rng.choice(kinds))], now=T0)
+        else:
+            reservations.release(binding)
+        # Ask about every kind, so the memo carries estimates from one adjustment to the next.
+        answers = {req: estimate_max_replicas(snapshot, req, reserved=reservations) for req in kinds}
+        replay = snapshot.shapes
+        for reservation in reservations.for_cluster("c"):
+            for demand in reservation.demands:
+                replay, _ = place_pods(replay, demand.requirements, demand.replicas)
+        assert _capacity(adjusted_snapshot(snapshot, reservations).shapes) == _capacity(replay), step
+        fresh = _fresh(snapshot, replay)
+        for req, answer in answers.items():
+            expected = estimate_max_replicas(fresh, req)
+            assert (answer.replicas, answer.products) == (expected.replicas, expected.products), (step, req)
+            assert answer.reasons == expected.reasons

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import random
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
@@ -230,9 +230,7 @@ async def test_compacted_revisions_are_gone(store: Store) -> None:
     assert (await store.list("/pods/", revision=a2.mod_revision)).items == [a2]
     events = store.watch("/pods/", from_revision=a2.mod_revision)
     try:
-        assert summary(await take(events, 1)) == [
-            (EventType.PUT, "/pods/a", b"two", a2.mod_revision, False)
-        ]
+        assert summary(await take(events, 1)) == [(EventType.PUT, "/pods/a", b"two", a2.mod_revision, False)]
     finally:
         await events.aclose()  # type: ignore[attr-defined]
 
@@ -269,10 +267,54 @@ async def test_concurrent_compare_and_swap_increments_lose_nothing(store: Store)
                 except Conflict:
                     conflicts += 1
                     # Back off as a real client would, so 50 writers do not spin in lockstep.
-                    await asyncio.sleep(random.uniform(0, min(0.001 * 2**attempt, 0.1)))
+                    await asyncio.sleep(random.uniform(0, min(0.003 * 2**attempt, 0.3)))
 
     async with asyncio.TaskGroup() as group:
         for _ in range(writers):
             group.create_task(increment_many())
     assert int((await store.get("/counter")).value) == writers * increments
     assert conflicts > 0
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda s: s.get("pods/a"),
+        lambda s: s.create("pods/a", b"v"),
+        lambda s: s.update("pods/a", b"v", expected_revision=1),
+        lambda s: s.delete("pods/a"),
+        lambda s: s.list("pods/"),
+        lambda s: anext(s.watch("pods/", from_revision=1)),
+    ],
+    ids=["get", "create", "update", "delete", "list", "watch"],
+)
+async def test_keys_and_prefixes_must_start_with_a_slash(
+    store: Store, call: Callable[[Store], Awaitable[object]]
+) -> None:
+    with pytest.raises(ValueError, match="start with '/'"):
+        await call(store)
+
+
+async def test_list_at_a_future_revision_is_refused(store: Store) -> None:
+    with pytest.raises(ValueError, match="future"):
+        await store.list("/pods/", revision=await store.current_revision() + 1000)
+
+
+async def test_closing_the_store_ends_its_watches(store: Store) -> None:
+    events = store.watch("/pods/", from_revision=await store.current_revision() + 1)
+    kv = await store.create("/pods/a", b"one")
+    assert (await take(events, 1))[0].kv == kv
+    pending = asyncio.ensure_future(take(events, 1))
+    await asyncio.sleep(0.05)  # let the watch block waiting for its next event
+    await store.close()
+    assert await pending == []
+
+
+async def test_compaction_is_idempotent_and_refuses_the_future(store: Store) -> None:
+    kv = await store.create("/pods/a", b"one")
+    await store.compact(kv.mod_revision)
+    await store.compact(kv.mod_revision)
+    await store.compact(kv.mod_revision - 1)  # already compacted beyond it: nothing to do
+    assert (await store.list("/pods/", revision=kv.mod_revision)).items == [kv]
+    with pytest.raises(ValueError, match="compact"):
+        await store.compact(await store.current_revision() + 1000)

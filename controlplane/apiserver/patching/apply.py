@@ -75,7 +75,9 @@ class ApplyConflict(Exception):
     the one Kubernetes returns with its 409.
     """
 
-    def __init__(self, conflicts: list[tuple[str, str]], *, message: str, causes: list[dict[str, str]]) -> None:
+    def __init__(
+        self, conflicts: list[tuple[str, str]], *, message: str, causes: list[dict[str, str]]
+    ) -> None:
         super().__init__(message)
         self.conflicts = conflicts
         self.causes = causes
@@ -435,26 +437,25 @@ class _Comparison:
     removed: set[Path] = field(default_factory=set)
 
 
-def _nodes(value: Any, schema: FieldSchema, path: Path, out: set[Path]) -> None:
-    """Every trackable node of a value that appeared or disappeared as a whole."""
+def _nodes(value: Any, schema: FieldSchema, path: Path, out: set[Path], *, objects: bool = False) -> None:
+    """Every trackable node of a value that appeared or disappeared as a whole.
+
+    Plain objects with children (``spec``, ``strategy``) are included only with
+    ``objects``: a write that adds them does not claim them (their fields carry the
+    ownership), but when they disappear nobody may keep owning them.
+    """
     if isinstance(value, Mapping) and not schema.atomic:
-        if path and (not value or schema.is_map_typed):
+        if path and (objects or not value or schema.is_map_typed):
             out.add(path)
         for key, child in value.items():
-            _nodes(child, schema.child(key), (*path, field_element(key)), out)
+            _nodes(child, schema.child(key), (*path, field_element(key)), out, objects=objects)
         return
     if isinstance(value, list) and schema.list_type is not ListType.ATOMIC:
         out.add(path)
         for item in value:
             element = item_element(item, schema)
-            if element is None:
-                continue
-            item_path = (*path, element)
-            out.add(item_path)
-            if isinstance(item, Mapping):
-                item_schema = schema.element()
-                for key, child in item.items():
-                    _nodes(child, item_schema.child(key), (*item_path, field_element(key)), out)
+            if element is not None:
+                _nodes_of_item(item, schema, (*path, element), out, objects=objects)
         return
     if path:
         out.add(path)
@@ -472,7 +473,7 @@ def _compare(old: Any, new: Any, schema: FieldSchema, path: Path, out: _Comparis
             child_path = (*path, field_element(key))
             child_schema = schema.child(key)
             if key not in new:
-                _nodes(old[key], child_schema, child_path, out.removed)
+                _nodes(old[key], child_schema, child_path, out.removed, objects=True)
             elif key not in old:
                 _nodes(new[key], child_schema, child_path, out.added)
             else:
@@ -485,7 +486,7 @@ def _compare(old: Any, new: Any, schema: FieldSchema, path: Path, out: _Comparis
         for element, item in old_items.items():
             item_path = (*path, element)
             if element not in new_items:
-                _nodes_of_item(item, schema, item_path, out.removed)
+                _nodes_of_item(item, schema, item_path, out.removed, objects=True)
             elif schema.list_type is ListType.MAP:
                 _compare(item, new_items[element], item_schema, item_path, out)
         for element, item in new_items.items():
@@ -497,19 +498,21 @@ def _compare(old: Any, new: Any, schema: FieldSchema, path: Path, out: _Comparis
     if path:
         out.modified.add(path)
     if _is_container(old, schema):
-        _nodes(old, schema, path, out.removed)
+        _nodes(old, schema, path, out.removed, objects=True)
         out.removed.discard(path)
     if _is_container(new, schema):
         _nodes(new, schema, path, out.added)
         out.added.discard(path)
 
 
-def _nodes_of_item(item: Any, list_schema: FieldSchema, item_path: Path, out: set[Path]) -> None:
+def _nodes_of_item(
+    item: Any, list_schema: FieldSchema, item_path: Path, out: set[Path], *, objects: bool = False
+) -> None:
     out.add(item_path)
     if isinstance(item, Mapping):
         item_schema = list_schema.element()
         for key, child in item.items():
-            _nodes(child, item_schema.child(key), (*item_path, field_element(key)), out)
+            _nodes(child, item_schema.child(key), (*item_path, field_element(key)), out, objects=objects)
 
 
 def _index_items(items: list[Any], schema: FieldSchema) -> dict[PathElement, Any]:

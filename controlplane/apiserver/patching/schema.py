@@ -51,7 +51,9 @@ class FieldSchema:
     merge_primitives: bool = False  # strategic merge patch: list of scalars merged as a set
     list_type: ListType = ListType.ATOMIC
     keys: tuple[str, ...] = ()  # server-side apply: key fields of an associative list
-    key_defaults: Mapping[str, Any] = field(default_factory=lambda: _NO_DEFAULTS)  # API defaults of key fields
+    key_defaults: Mapping[str, Any] = field(
+        default_factory=lambda: _NO_DEFAULTS
+    )  # API defaults of key fields
     atomic: bool = False  # server-side apply: object/map owned and replaced whole
 
     def child(self, name: str) -> FieldSchema:
@@ -158,9 +160,7 @@ _POD_SPEC = _struct(
     ephemeralContainers=_keyed(_CONTAINER, "name"),
     imagePullSecrets=_keyed(UNKNOWN, "name"),
     hostAliases=_keyed(UNKNOWN, "ip"),
-    topologySpreadConstraints=_keyed(
-        UNKNOWN, "topologyKey", apply_keys=("topologyKey", "whenUnsatisfiable")
-    ),
+    topologySpreadConstraints=_keyed(UNKNOWN, "topologyKey", apply_keys=("topologyKey", "whenUnsatisfiable")),
     schedulingGates=_keyed(UNKNOWN, "name"),
     resourceClaims=_keyed(UNKNOWN, "name"),
     nodeSelector=_map(atomic=True),

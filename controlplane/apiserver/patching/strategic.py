@@ -93,9 +93,7 @@ def _merge_map(
         if directive == Directive.DELETE:
             return None
         if directive != Directive.MERGE:
-            raise PatchError(
-                f"{_where(path)}: unknown `$patch: {directive}`; use replace, merge or delete"
-            )
+            raise PatchError(f"{_where(path)}: unknown `$patch: {directive}`; use replace, merge or delete")
 
     if RETAIN_KEYS in work:
         _apply_retain_keys(original, work, work.pop(RETAIN_KEYS), path)
@@ -209,8 +207,7 @@ def _check_order_matches(
     items = [
         item
         for item in patch_list
-        if not isinstance(item, Mapping)
-        or (DIRECTIVE_MARKER not in item and (key is None or key in item))
+        if not isinstance(item, Mapping) or (DIRECTIVE_MARKER not in item and (key is None or key in item))
     ]
     position = 0
     for item in items:
@@ -239,9 +236,7 @@ def _identity(schema: FieldSchema) -> _Ident:
     return by_key
 
 
-def _merge_list(
-    original: list[Any], patch: Sequence[Any], schema: FieldSchema, path: str
-) -> list[Any]:
+def _merge_list(original: list[Any], patch: Sequence[Any], schema: FieldSchema, path: str) -> list[Any]:
     """Merge a list with the merge strategy: by merge key for objects, as a set for scalars."""
     if not patch:
         # Kubernetes leaves a merged list untouched by an empty list in the patch;
@@ -266,8 +261,7 @@ def _merge_list(
     key = schema.merge_key
     if key is None:
         raise PatchError(
-            f"{path}: this list has no merge key, so its items cannot be merged; "
-            "send the whole list instead"
+            f"{path}: this list has no merge key, so its items cannot be merged; send the whole list instead"
         )
     plain: list[Mapping[str, Any]] = []
     replace = False
@@ -310,9 +304,7 @@ def _merge_list(
                 del result[found]
             else:
                 result[found] = merged_item
-    return _order_items(
-        result, [ident(x) for x in plain], [ident(x) for x in original], ident
-    )
+    return _order_items(result, [ident(x) for x in plain], [ident(x) for x in original], ident)
 
 
 def _order_items(

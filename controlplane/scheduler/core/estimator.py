@@ -29,8 +29,7 @@ reservations version), so the hot path is a dict lookup. No I/O.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from controlplane.apis.quantity import format_quantity
 from controlplane.interpreter.base import Component
@@ -41,23 +40,59 @@ from controlplane.interpreter.requirements import (
     is_gpu_resource,
     untolerated,
 )
-from controlplane.scheduler.core.reservations import Reservations
+from controlplane.scheduler.core.reservations import Reservation, Reservations
 from controlplane.scheduler.core.snapshot import ClusterSnapshot, NodeShape
 
 UNLIMITED = 1 << 30
 """Replicas of a pod that requests nothing, on nodes that do not report a pod limit."""
 
 _GANG = "gang"
+_ADJUSTED = "reservations"
 
 
-@dataclass(frozen=True, slots=True)
 class Estimate:
-    """How many replicas fit, and why the nodes that hold none do not."""
+    """How many replicas fit, and why the nodes that hold none do not.
 
-    replicas: int
-    reasons: tuple[str, ...] = ()
-    products: tuple[str, ...] = ()
-    """GPU products (``nvidia.com/gpu.product``) of the nodes that hold at least one replica."""
+    ``reasons`` are worked out on first access: most decisions only need the count.
+    """
+
+    __slots__ = ("_explain", "_reasons", "by_product", "products", "replicas")
+
+    def __init__(
+        self,
+        replicas: int,
+        reasons: tuple[str, ...] | None = (),
+        products: tuple[str, ...] = (),
+        *,
+        explain: Callable[[], tuple[str, ...]] | None = None,
+        by_product: Mapping[str, int] | None = None,
+    ) -> None:
+        self.replicas = replicas
+        self.products = products
+        """GPU products (``nvidia.com/gpu.product``) of the nodes that hold at least one replica."""
+        self.by_product: Mapping[str, int] = by_product or {}
+        """Replicas per GPU product ("" for nodes without one); lets estimates update incrementally."""
+        self._reasons = reasons if explain is None else None
+        self._explain = explain
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        if self._reasons is None:
+            assert self._explain is not None
+            self._reasons = self._explain()
+            self._explain = None
+        return self._reasons
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Estimate):
+            return NotImplemented
+        return (self.replicas, self.products, self.reasons) == (other.replicas, other.products, other.reasons)
+
+    def __hash__(self) -> int:
+        return hash((self.replicas, self.products))
+
+    def __repr__(self) -> str:
+        return f"Estimate(replicas={self.replicas}, reasons={self.reasons!r}, products={self.products!r})"
 
 
 def _eligible(shape: NodeShape, req: ReplicaRequirements) -> bool:
@@ -85,22 +120,76 @@ def _node_fit(shape: NodeShape, req: ReplicaRequirements) -> int:
     return fit
 
 
+def shape_fit(shape: NodeShape, req: ReplicaRequirements) -> int:
+    """Replicas one node of ``shape`` holds, 0 when the node is not eligible (memoised on the shape)."""
+    fits = shape.fits
+    fit = fits.get(req)
+    if fit is None:
+        fit = fits[req] = _node_fit(shape, req) if _eligible(shape, req) else 0
+    return fit
+
+
 def _describe_selector(pairs: Iterable[tuple[str, str]]) -> str:
     return ",".join(f"{k}={v}" for k, v in pairs)
 
 
 def _compute(cluster: ClusterSnapshot, req: ReplicaRequirements) -> Estimate:
+    by_product: dict[str, int] = {}
+    for shape in cluster.shapes:
+        fit = shape_fit(shape, req)
+        if fit:
+            product = shape.product
+            by_product[product] = by_product.get(product, 0) + fit * shape.count
+    return _estimate(cluster, req, by_product)
+
+
+def _estimate(cluster: ClusterSnapshot, req: ReplicaRequirements, by_product: dict[str, int]) -> Estimate:
+    return Estimate(
+        min(sum(by_product.values()), UNLIMITED),
+        products=tuple(sorted(p for p, n in by_product.items() if p and n > 0)),
+        explain=lambda: _explain(cluster, req),
+        by_product=by_product,
+    )
+
+
+def _carry_estimates(before: ClusterSnapshot, after: ClusterSnapshot) -> None:
+    """Derive ``after``'s estimates from ``before``'s by looking only at the shapes that changed.
+
+    Adjusting for a new reservation replaces a few shapes and keeps the others (same
+    objects), so each estimate moves by the replicas of the removed and added shapes.
+    """
+    if not before.estimates:
+        return
+    kept = {id(s) for s in after.shapes}
+    removed = [s for s in before.shapes if id(s) not in kept]
+    previous = {id(s) for s in before.shapes}
+    added = [s for s in after.shapes if id(s) not in previous]
+    for key, estimate in before.estimates.items():
+        if not isinstance(key, ReplicaRequirements):
+            continue  # gang answers are not additive
+        by_product = dict(estimate.by_product)
+        for shape in removed:
+            fit = shape_fit(shape, key)
+            if fit:
+                pass
+        for shape in added:
+            fit = shape_fit(shape, key)
+            if fit:
+                by_product[shape.product] = by_product.get(shape.product, 0) + fit * shape.count
+        after.estimates[key] = _estimate(after, key, by_product)
+
+
+def _explain(cluster: ClusterSnapshot, req: ReplicaRequirements) -> tuple[str, ...]:
+    """kube-scheduler-style reasons for the nodes of ``cluster`` that hold no replica of ``req``."""
     total_nodes = cluster.node_count
     if not total_nodes:
-        return Estimate(0, ("0/0 nodes are available: the cluster reports no Ready, schedulable nodes",))
+        return ("0/0 nodes are available: the cluster reports no Ready, schedulable nodes",)
     wants_gpu = any(is_gpu_resource(name) for name, _ in req.resources)
     selector_misses = affinity_misses = invalid_mig = 0
     taint_misses: dict[Taint, int] = {}
     invalid_products: set[str] = set()
     # resource -> [nodes short of it, largest free on one node, free in total]
     short: dict[str, list[int]] = {}
-    replicas = 0
-    products: set[str] = set()
     needs = list(req.resources)
     for shape in cluster.shapes:
         count = shape.count
@@ -116,11 +205,7 @@ def _compute(cluster: ClusterSnapshot, req: ReplicaRequirements) -> Estimate:
             if bad:
                 taint_misses[bad[0]] = taint_misses.get(bad[0], 0) + count
                 continue
-        fit = _node_fit(shape, req)
-        if fit:
-            replicas = min(UNLIMITED, replicas + fit * count)
-            if shape.product:
-                products.add(shape.product)
+        if shape_fit(shape, req):
             continue
         if wants_gpu and shape.invalid_mig:
             invalid_mig += count
@@ -164,7 +249,7 @@ def _compute(cluster: ClusterSnapshot, req: ReplicaRequirements) -> Estimate:
         if total >= need:
             reason += f"; {format_quantity(name, total)} free in total but fragmented across nodes"
         reasons.append(reason)
-    return Estimate(replicas, tuple(reasons), tuple(sorted(products)))
+    return tuple(reasons)
 
 
 def adjusted_snapshot(cluster: ClusterSnapshot, reservations: Reservations | None) -> ClusterSnapshot:
@@ -174,16 +259,25 @@ def adjusted_snapshot(cluster: ClusterSnapshot, reservations: Reservations | Non
     version = reservations.version(cluster.name)
     if not version:
         return cluster
-    cached = cluster.adjusted.get(cluster.name)
+    cached = cluster.adjusted.get(_ADJUSTED)
     if cached is not None and cached[0] == version:
         adjusted: ClusterSnapshot = cached[1]
         return adjusted
-    shapes: tuple[NodeShape, ...] = cluster.shapes
-    for reservation in reservations.for_cluster(cluster.name):
+    current = reservations.for_cluster(cluster.name)
+    epoch = reservations.epoch(cluster.name)
+    base = cluster
+    todo: Sequence[Reservation] = current
+    if cached is not None and cached[2] == epoch and cached[3] <= len(current):
+        # Reservations were only added since: subtract just the new ones.
+        base = cached[1]
+        todo = current[cached[3] :]
+    shapes = base.shapes
+    for reservation in todo:
         for demand in reservation.demands:
             shapes, _ = place_pods(shapes, demand.requirements, demand.replicas)
     adjusted = cluster.with_shapes(shapes)
-    cluster.adjusted[cluster.name] = (version, adjusted)
+    _carry_estimates(base, adjusted)
+    cluster.adjusted[_ADJUSTED] = (version, adjusted, epoch, len(current))
     return adjusted
 
 
@@ -223,8 +317,21 @@ def place_pods(
     """
     if replicas <= 0:
         return tuple(shapes), 0
-    fits = [(_node_fit(s, req), i) for i, s in enumerate(shapes) if _eligible(s, req)]
-    order = sorted((fit, i) for fit, i in fits if fit)
+    candidates: list[tuple[int, int]] = []
+    for i, shape in enumerate(shapes):
+        fit = shape.fits.get(req)
+        if fit is None:
+            fit = shape_fit(shape, req)
+        if fit:
+            candidates.append((fit, i))
+    if not candidates:
+        return tuple(shapes), 0
+    tightest = min(candidates)
+    if tightest[0] * shapes[tightest[1]].count >= replicas:
+        order = [tightest]  # the usual case: one shape group takes every pod
+    else:
+        candidates.sort()
+        order = candidates
     pieces: dict[int, list[NodeShape]] = {}
     remaining = replicas
     for fit, i in order:
@@ -234,7 +341,7 @@ def place_pods(
         split: list[NodeShape] = []
         untouched = shape.count - full - (1 if rest else 0)
         if untouched:
-            split.append(shape.with_free(shape.free, untouched))
+            split.append(shape.with_count(untouched))
         if full:
             split.append(shape.with_free(_subtract(shape.free, req, fit), full))
         if rest:
@@ -243,6 +350,9 @@ def place_pods(
         remaining -= take
         if not remaining:
             break
+    if len(pieces) == 1:
+        [(i, split)] = pieces.items()
+        return (*shapes[:i], *split, *shapes[i + 1 :]), replicas - remaining
     out: list[NodeShape] = []
     for i, shape in enumerate(shapes):
         out.extend(pieces.get(i, (shape,)))
@@ -275,7 +385,18 @@ def fits_gang(
     shapes = snapshot.shapes
     reasons: list[str] = []
     ok = True
-    for component in sorted(components, key=_size_key, reverse=True):
+    for component in components:
+        # Cheap necessary condition first: each role alone must fit (these estimates are cached).
+        if component.replicas and estimate_max_replicas(snapshot, component.requirements).replicas < component.replicas:
+            ok = False
+            alone = estimate_max_replicas(snapshot, component.requirements)
+            reasons.append(
+                f"gang does not fit: {component.name} needs {component.replicas} pod(s), "
+                f"{alone.replicas} fit even alone"
+            )
+            reasons.extend(alone.reasons)
+            break
+    for component in sorted(components, key=_size_key, reverse=True) if ok else ():
         shapes, placed = place_pods(shapes, component.requirements, component.replicas)
         if placed < component.replicas:
             ok = False
@@ -284,7 +405,7 @@ def fits_gang(
                 f"{placed} fit after placing the larger roles"
             )
             # Why the rest do not fit, on the capacity left after placing what did.
-            reasons.extend(_compute(snapshot.with_shapes(shapes), component.requirements).reasons)
+            reasons.extend(_explain(snapshot.with_shapes(shapes), component.requirements))
             break
     result = (ok, tuple(reasons))
     snapshot.estimates[key] = result

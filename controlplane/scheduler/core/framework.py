@@ -13,6 +13,7 @@ step and scorers read it. Everything is in memory; no I/O.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -68,7 +69,14 @@ class GpuShape:
         return f"{self.name} ({text})" if self.name else text
 
     def apply(self, requirements: ReplicaRequirements) -> ReplicaRequirements:
-        """``requirements`` with this shape's GPU request and extra node selector."""
+        """``requirements`` with this shape's GPU request and extra node selector.
+
+        Memoised, so every decision asks the estimator about the same requirements object
+        (its caches then hit by identity).
+        """
+        return _apply_shape(self, requirements)
+
+    def _apply(self, requirements: ReplicaRequirements) -> ReplicaRequirements:
         changed = requirements.with_gpu_shape(self.resource_map)
         if not self.node_selector or changed is requirements:
             return changed
@@ -89,6 +97,11 @@ class GpuShape:
             node_selector=tuple(sorted((alternative.node_selector or {}).items())),
             name=alternative.name or "",
         )
+
+
+@functools.lru_cache(maxsize=4096)
+def _apply_shape(shape: GpuShape, requirements: ReplicaRequirements) -> ReplicaRequirements:
+    return shape._apply(requirements)
 
 
 @dataclass(frozen=True)
@@ -165,6 +178,8 @@ class Feasibility:
     shape: GpuShape | None = None
     """The alternative chosen, or None for the workload's own request."""
     products: tuple[str, ...] = ()
+    price: float = 0.0
+    """Dollars per GPU-hour the binding pays there (see ``plugins.scores.cluster_price``)."""
 
 
 @dataclass
@@ -178,10 +193,33 @@ class CycleState:
     feasibility: dict[str, Feasibility] = field(default_factory=dict)
     caps: dict[str, int] = field(default_factory=dict)
     """Clusters that keep what they run but take no more (cordoned or not Ready while assigned)."""
+    strategy: DivisionStrategy = field(init=False)
+    """The placement's division strategy, resolved once per cycle."""
+    placement_key: str = field(init=False)
+    """Identifies the placement rules of this cycle (term, tolerations, spread) across bindings."""
+
+    def __post_init__(self) -> None:
+        self.strategy = self.request.strategy
+        placement = self.request.placement
+        self.placement_key = "|".join(
+            (
+                self.term.model_dump_json(exclude_none=True),
+                "[" + ",".join(t.model_dump_json(exclude_none=True) for t in placement.cluster_tolerations or ()) + "]",
+                "[" + ",".join(c.model_dump_json(exclude_none=True) for c in placement.spread_constraints or ()) + "]",
+            )
+        )
 
 
 class FilterPlugin(Protocol):
+    """Says whether one cluster can take the binding.
+
+    ``placement_only`` plugins decide from the cluster and the placement rules alone for
+    clusters that do not run the binding yet (no capacity, no reservations, no cycle
+    state); the runtime then remembers their verdict per (cluster snapshot, placement).
+    """
+
     name: str
+    placement_only: bool
 
     def filter(self, state: CycleState, cluster: ClusterSnapshot) -> Status: ...
 
@@ -212,15 +250,42 @@ def run_filters(
     """Clusters passing every filter, and the first failing status of each rejected cluster."""
     feasible: list[ClusterSnapshot] = []
     rejected: dict[str, Status] = {}
+    filters = profile.filters
+    cut = next((i for i, plugin in enumerate(filters) if not plugin.placement_only), len(filters))
+    placement_filters, other_filters = filters[:cut], filters[cut:]
+    success = Code.SUCCESS
+    key = state.placement_key
+    previous = state.request.previous
     for cluster in clusters:
-        for plugin in profile.filters:
+        if cluster.name in previous:
+            verdict = _first_failure(placement_filters, state, cluster)
+        else:
+            memo = cluster.filters
+            if key in memo:
+                verdict = memo[key]
+            else:
+                verdict = memo[key] = _first_failure(placement_filters, state, cluster)
+        if verdict is not None:
+            rejected[cluster.name] = verdict
+            continue
+        for plugin in other_filters:
             status = plugin.filter(state, cluster)
-            if status.code is not Code.SUCCESS:
+            if status is not SUCCESS and status.code is not success:
                 rejected[cluster.name] = status
                 break
         else:
             feasible.append(cluster)
     return feasible, rejected
+
+
+def _first_failure(
+    filters: Sequence[FilterPlugin], state: CycleState, cluster: ClusterSnapshot
+) -> Status | None:
+    for plugin in filters:
+        status = plugin.filter(state, cluster)
+        if status is not SUCCESS and status.code is not Code.SUCCESS:
+            return status
+    return None
 
 
 def run_scorers(

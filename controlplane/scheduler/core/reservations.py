@@ -66,6 +66,7 @@ class Reservations:
     def __init__(self) -> None:
         self._by_cluster: dict[str, dict[str, Reservation]] = {}
         self._versions: dict[str, int] = {}
+        self._epochs: dict[str, int] = {}
 
     def __len__(self) -> int:
         return sum(len(v) for v in self._by_cluster.values())
@@ -75,9 +76,12 @@ class Reservations:
         return self._versions.get(cluster, 0) if self._by_cluster.get(cluster) else 0
 
     def for_cluster(self, cluster: str) -> tuple[Reservation, ...]:
-        """The cluster's reservations, oldest first (the order the estimator subtracts them)."""
-        entries = self._by_cluster.get(cluster) or {}
-        return tuple(sorted(entries.values(), key=lambda r: (r.created, r.binding)))
+        """The cluster's reservations in the order they were made (the order the estimator subtracts them).
+
+        A changed reservation moves to the end, so a cluster that only gains reservations
+        keeps its earlier ones as a prefix; the estimator then subtracts just the new ones.
+        """
+        return tuple((self._by_cluster.get(cluster) or {}).values())
 
     def get(self, binding: str, cluster: str) -> Reservation | None:
         return (self._by_cluster.get(cluster) or {}).get(binding)
@@ -86,8 +90,18 @@ class Reservations:
         found = self.get(binding, cluster)
         return found.replicas if found else 0
 
-    def _touch(self, cluster: str) -> None:
+    def epoch(self, cluster: str) -> int:
+        """Changes whenever a reservation of ``cluster`` is changed or removed (not when one is added).
+
+        Within one epoch :meth:`for_cluster` only grows at the end, so whoever subtracted
+        its first ``n`` entries can subtract just the rest.
+        """
+        return self._epochs.get(cluster, 0)
+
+    def _touch(self, cluster: str, *, appended: bool = False) -> None:
         self._versions[cluster] = next(_VERSIONS)
+        if not appended:
+            self._epochs[cluster] = next(_VERSIONS)
 
     def reserve(self, binding: str, cluster: str, demands: Iterable[Demand], *, now: datetime) -> None:
         """Set ``binding``'s reservation in ``cluster`` to ``demands`` (replacing any previous one)."""
@@ -95,10 +109,10 @@ class Reservations:
         if not kept:
             self.release(binding, cluster=cluster)
             return
-        self._by_cluster.setdefault(cluster, {})[binding] = Reservation(
-            binding=binding, cluster=cluster, demands=kept, created=now
-        )
-        self._touch(cluster)
+        entries = self._by_cluster.setdefault(cluster, {})
+        replaced = entries.pop(binding, None) is not None
+        entries[binding] = Reservation(binding=binding, cluster=cluster, demands=kept, created=now)
+        self._touch(cluster, appended=not replaced)
 
     def record_decision(
         self,

@@ -53,15 +53,23 @@ class NodeShape:
     free: Mapping[str, int]
     allocatable: Mapping[str, int]
     gpu: GpuInfo | None = None
+    product: str = field(init=False, default="")
+    """``nvidia.com/gpu.product`` of the nodes ("" for CPU-only nodes)."""
+    invalid_mig: bool = field(init=False, default=False)
+    """A mixed MIG layout under the ``single`` strategy: GFD reports ``…-MIG-INVALID``; unusable."""
+    fits: dict[Any, int] = field(init=False, default_factory=dict, repr=False)
+    """Memo of the estimator: replicas of a requirements value one node holds."""
 
-    @property
-    def product(self) -> str:
-        return self.labels.get(LABEL_GPU_PRODUCT) or (self.gpu.product if self.gpu else "")
+    def __post_init__(self) -> None:
+        product = self.labels.get(LABEL_GPU_PRODUCT) or (self.gpu.product if self.gpu else "")
+        object.__setattr__(self, "product", product)
+        object.__setattr__(self, "invalid_mig", product.endswith(INVALID_MIG_SUFFIX))
 
-    @property
-    def invalid_mig(self) -> bool:
-        """A mixed MIG layout under the ``single`` strategy: GFD reports ``…-MIG-INVALID``; unusable."""
-        return self.product.endswith(INVALID_MIG_SUFFIX)
+    def with_count(self, count: int) -> NodeShape:
+        """``count`` of the same nodes; shares the per-node memo, which does not depend on the count."""
+        out = self.with_free(self.free, count)
+        object.__setattr__(out, "fits", self.fits)
+        return out
 
     def with_free(self, free: Mapping[str, int], count: int) -> NodeShape:
         return NodeShape(
@@ -116,6 +124,8 @@ class ClusterSnapshot:
     # Memo tables owned by the estimator; never part of the value.
     estimates: dict[Any, Any] = field(default_factory=dict, repr=False)
     adjusted: dict[Any, Any] = field(default_factory=dict, repr=False)
+    filters: dict[str, Any] = field(default_factory=dict, repr=False)
+    """Memo of the scheduler runtime: placement-only filter verdicts per placement."""
 
     @property
     def node_count(self) -> int:

@@ -32,7 +32,19 @@ def kubectl_patch(tmp_path: Path) -> KubectlPatch:
         source = tmp_path / "object.json"
         source.write_text(json.dumps(original))
         done = subprocess.run(
-            [kubectl, "patch", "--local", "-f", str(source), "--type", "strategic", "-p", json.dumps(patch), "-o", "json"],
+            [
+                kubectl,
+                "patch",
+                "--local",
+                "-f",
+                str(source),
+                "--type",
+                "strategic",
+                "-p",
+                json.dumps(patch),
+                "-o",
+                "json",
+            ],
             capture_output=True,
             text=True,
             timeout=60,

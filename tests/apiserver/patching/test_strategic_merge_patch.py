@@ -124,7 +124,9 @@ CASES = [
         "Deployment",
         THREE,
         pod_template({"containers": [{"name": "b", "image": "new"}, container("d", "d:1")]}),
-        deployment([container("a", "a:1"), container("b", "new"), container("d", "d:1"), container("c", "c:1")]),
+        deployment(
+            [container("a", "a:1"), container("b", "new"), container("d", "d:1"), container("c", "c:1")]
+        ),
     ),
     Case(
         "$patch: delete removes the list item with that merge key",
@@ -167,13 +169,19 @@ CASES = [
         "env merges by name inside a container",
         "Deployment",
         deployment([container("a", "a:1", env=[{"name": "A", "value": "1"}, {"name": "B", "value": "2"}])]),
-        pod_template({"containers": [{"name": "a", "env": [{"name": "B", "value": "3"}, {"name": "C", "value": "4"}]}]}),
+        pod_template(
+            {"containers": [{"name": "a", "env": [{"name": "B", "value": "3"}, {"name": "C", "value": "4"}]}]}
+        ),
         deployment(
             [
                 container(
                     "a",
                     "a:1",
-                    env=[{"name": "A", "value": "1"}, {"name": "B", "value": "3"}, {"name": "C", "value": "4"}],
+                    env=[
+                        {"name": "A", "value": "1"},
+                        {"name": "B", "value": "3"},
+                        {"name": "C", "value": "4"},
+                    ],
                 )
             ]
         ),
@@ -189,19 +197,35 @@ CASES = [
         "container ports merge by containerPort",
         "Deployment",
         deployment(
-            [container("a", "a:1", ports=[{"containerPort": 80, "name": "http"}, {"containerPort": 443, "name": "https"}])]
+            [
+                container(
+                    "a",
+                    "a:1",
+                    ports=[{"containerPort": 80, "name": "http"}, {"containerPort": 443, "name": "https"}],
+                )
+            ]
         ),
         pod_template({"containers": [{"name": "a", "ports": [{"containerPort": 80, "name": "web"}]}]}),
         deployment(
-            [container("a", "a:1", ports=[{"containerPort": 80, "name": "web"}, {"containerPort": 443, "name": "https"}])]
+            [
+                container(
+                    "a",
+                    "a:1",
+                    ports=[{"containerPort": 80, "name": "web"}, {"containerPort": 443, "name": "https"}],
+                )
+            ]
         ),
     ),
     Case(
         "Service ports merge by port",
         "Service",
-        make_object("Service", spec={"ports": [{"port": 80, "targetPort": 8080}, {"port": 443, "targetPort": 8443}]}),
+        make_object(
+            "Service", spec={"ports": [{"port": 80, "targetPort": 8080}, {"port": 443, "targetPort": 8443}]}
+        ),
         {"spec": {"ports": [{"port": 443, "targetPort": 9443}]}},
-        make_object("Service", spec={"ports": [{"port": 80, "targetPort": 8080}, {"port": 443, "targetPort": 9443}]}),
+        make_object(
+            "Service", spec={"ports": [{"port": 80, "targetPort": 8080}, {"port": 443, "targetPort": 9443}]}
+        ),
     ),
     Case(
         "volumeMounts merge by mountPath",
@@ -211,11 +235,16 @@ CASES = [
                 container(
                     "a",
                     "a:1",
-                    volumeMounts=[{"name": "data", "mountPath": "/data"}, {"name": "cfg", "mountPath": "/etc/cfg"}],
+                    volumeMounts=[
+                        {"name": "data", "mountPath": "/data"},
+                        {"name": "cfg", "mountPath": "/etc/cfg"},
+                    ],
                 )
             ]
         ),
-        pod_template({"containers": [{"name": "a", "volumeMounts": [{"mountPath": "/data", "readOnly": True}]}]}),
+        pod_template(
+            {"containers": [{"name": "a", "volumeMounts": [{"mountPath": "/data", "readOnly": True}]}]}
+        ),
         deployment(
             [
                 container(
@@ -233,8 +262,12 @@ CASES = [
         "volumes merge by name and $retainKeys switches the volume source",
         "Deployment",
         deployment(pod={"volumes": [{"name": "v", "emptyDir": {}}, {"name": "w", "emptyDir": {}}]}),
-        pod_template({"volumes": [{"$retainKeys": ["configMap", "name"], "name": "v", "configMap": {"name": "cm"}}]}),
-        deployment(pod={"volumes": [{"name": "v", "configMap": {"name": "cm"}}, {"name": "w", "emptyDir": {}}]}),
+        pod_template(
+            {"volumes": [{"$retainKeys": ["configMap", "name"], "name": "v", "configMap": {"name": "cm"}}]}
+        ),
+        deployment(
+            pod={"volumes": [{"name": "v", "configMap": {"name": "cm"}}, {"name": "w", "emptyDir": {}}]}
+        ),
     ),
     Case(
         "$retainKeys on the deployment strategy drops rollingUpdate",
@@ -261,8 +294,17 @@ CASES = [
         "hostAliases merge by ip",
         "Deployment",
         deployment(pod={"hostAliases": [{"ip": "10.0.0.1", "hostnames": ["a"]}]}),
-        pod_template({"hostAliases": [{"ip": "10.0.0.1", "hostnames": ["b"]}, {"ip": "10.0.0.2", "hostnames": ["c"]}]}),
-        deployment(pod={"hostAliases": [{"ip": "10.0.0.1", "hostnames": ["b"]}, {"ip": "10.0.0.2", "hostnames": ["c"]}]}),
+        pod_template(
+            {"hostAliases": [{"ip": "10.0.0.1", "hostnames": ["b"]}, {"ip": "10.0.0.2", "hostnames": ["c"]}]}
+        ),
+        deployment(
+            pod={
+                "hostAliases": [
+                    {"ip": "10.0.0.1", "hostnames": ["b"]},
+                    {"ip": "10.0.0.2", "hostnames": ["c"]},
+                ]
+            }
+        ),
     ),
     Case(
         "topologySpreadConstraints merge by topologyKey",
@@ -282,7 +324,9 @@ CASES = [
         "resource limits are a map and merge per resource",
         "Deployment",
         deployment([container("a", "a:1", resources={"limits": {"cpu": "1", "nvidia.com/gpu": "1"}})]),
-        pod_template({"containers": [{"name": "a", "resources": {"limits": {"nvidia.com/gpu": "2", "cpu": None}}}]}),
+        pod_template(
+            {"containers": [{"name": "a", "resources": {"limits": {"nvidia.com/gpu": "2", "cpu": None}}}]}
+        ),
         deployment([container("a", "a:1", resources={"limits": {"nvidia.com/gpu": "2"}})]),
     ),
     Case(
@@ -309,10 +353,16 @@ CASES = [
     Case(
         "ownerReferences merge by uid",
         "Deployment",
-        deployment(metadata={"ownerReferences": [{"uid": "1", "name": "x", "kind": "K", "apiVersion": "v1"}]}),
+        deployment(
+            metadata={"ownerReferences": [{"uid": "1", "name": "x", "kind": "K", "apiVersion": "v1"}]}
+        ),
         {"metadata": {"ownerReferences": [{"uid": "1", "controller": True}]}},
         deployment(
-            metadata={"ownerReferences": [{"uid": "1", "name": "x", "kind": "K", "apiVersion": "v1", "controller": True}]}
+            metadata={
+                "ownerReferences": [
+                    {"uid": "1", "name": "x", "kind": "K", "apiVersion": "v1", "controller": True}
+                ]
+            }
         ),
     ),
     Case(
@@ -321,13 +371,23 @@ CASES = [
         make_object(
             "Pod",
             spec={"containers": [container("a", "a:1")]},
-            status={"conditions": [{"type": "Ready", "status": "False"}, {"type": "PodScheduled", "status": "True"}]},
+            status={
+                "conditions": [
+                    {"type": "Ready", "status": "False"},
+                    {"type": "PodScheduled", "status": "True"},
+                ]
+            },
         ),
         {"status": {"conditions": [{"type": "Ready", "status": "True"}]}},
         make_object(
             "Pod",
             spec={"containers": [container("a", "a:1")]},
-            status={"conditions": [{"type": "Ready", "status": "True"}, {"type": "PodScheduled", "status": "True"}]},
+            status={
+                "conditions": [
+                    {"type": "Ready", "status": "True"},
+                    {"type": "PodScheduled", "status": "True"},
+                ]
+            },
         ),
     ),
     Case(
@@ -336,7 +396,13 @@ CASES = [
         make_object("Job", status={"conditions": [{"type": "Suspended", "status": "True"}]}),
         {"status": {"conditions": [{"type": "Complete", "status": "True"}]}},
         make_object(
-            "Job", status={"conditions": [{"type": "Complete", "status": "True"}, {"type": "Suspended", "status": "True"}]}
+            "Job",
+            status={
+                "conditions": [
+                    {"type": "Complete", "status": "True"},
+                    {"type": "Suspended", "status": "True"},
+                ]
+            },
         ),
     ),
     Case(
@@ -354,7 +420,10 @@ CASES = [
             "metadata": {"annotations": {LAST_APPLIED: '{"new":true}'}},
             "spec": {
                 "template": {
-                    "spec": {"$setElementOrder/containers": ORDER_ABC, "containers": [{"image": "new", "name": "b"}]}
+                    "spec": {
+                        "$setElementOrder/containers": ORDER_ABC,
+                        "containers": [{"image": "new", "name": "b"}],
+                    }
                 }
             },
         },
@@ -369,7 +438,10 @@ CASES = [
         "Deployment",
         THREE,
         pod_template(
-            {"$setElementOrder/containers": [{"name": "a"}, {"name": "b"}], "containers": [{"$patch": "delete", "name": "c"}]}
+            {
+                "$setElementOrder/containers": [{"name": "a"}, {"name": "b"}],
+                "containers": [{"$patch": "delete", "name": "c"}],
+            }
         ),
         deployment([container("a", "a:1"), container("b", "b:1")]),
     ),
@@ -415,7 +487,12 @@ CASES = [
         "items the server added keep their place under $setElementOrder",
         "Deployment",
         deployment([container("a", "a:1"), container("sidecar", "s:1"), container("b", "b:1")]),
-        pod_template({"$setElementOrder/containers": [{"name": "a"}, {"name": "b"}], "containers": [container("b", "new")]}),
+        pod_template(
+            {
+                "$setElementOrder/containers": [{"name": "a"}, {"name": "b"}],
+                "containers": [container("b", "new")],
+            }
+        ),
         deployment([container("a", "a:1"), container("sidecar", "s:1"), container("b", "new")]),
     ),
     Case(
@@ -540,7 +617,9 @@ def test_kubectl_three_way_patch_keeps_other_containers_untouched() -> None:
     live = copy.deepcopy(THREE)
     for item in containers_of(live):
         item["resources"] = {"limits": {"nvidia.com/gpu": "1"}}
-    patch = pod_template({"$setElementOrder/containers": ORDER_ABC, "containers": [{"image": "new", "name": "b"}]})
+    patch = pod_template(
+        {"$setElementOrder/containers": ORDER_ABC, "containers": [{"image": "new", "name": "b"}]}
+    )
 
     result = strategic_merge_patch(live, patch, kind="Deployment")
 
@@ -590,11 +669,21 @@ BAD = [
         pod_template({"volumes": [{"$retainKeys": ["name"], "name": "v", "configMap": {"name": "cm"}}]}),
         "field 'configMap' is in the patch but not in `$retainKeys`",
     ),
-    Bad("$retainKeys that is not a list", "Deployment", {"spec": {"$retainKeys": "type"}}, "must be a list of field names"),
+    Bad(
+        "$retainKeys that is not a list",
+        "Deployment",
+        {"spec": {"$retainKeys": "type"}},
+        "must be a list of field names",
+    ),
     Bad(
         "$setElementOrder that contradicts the patch order",
         "Deployment",
-        pod_template({"$setElementOrder/containers": [{"name": "a"}, {"name": "b"}], "containers": [{"name": "b"}, {"name": "a"}]}),
+        pod_template(
+            {
+                "$setElementOrder/containers": [{"name": "a"}, {"name": "b"}],
+                "containers": [{"name": "b"}, {"name": "a"}],
+            }
+        ),
         "not in the order `$setElementOrder` gives",
     ),
     Bad(
@@ -661,13 +750,17 @@ def test_kubectl_refuses_the_same_patches(bad: Bad, kubectl_patch: KubectlPatch)
 
 
 def test_unknown_kind_message_is_exact() -> None:
-    with pytest.raises(PatchError, match=r"^strategic merge patch is not supported for kind Cluster; use merge patch$"):
+    with pytest.raises(
+        PatchError, match=r"^strategic merge patch is not supported for kind Cluster; use merge patch$"
+    ):
         strategic_merge_patch({"kind": "Cluster"}, {"spec": {}}, kind="Cluster")
 
 
 def test_unknown_directive_keys_are_ignored() -> None:
     live = deployment(replicas=1)
 
-    result = strategic_merge_patch(live, {"spec": {"$futureDirective": ["x"], "replicas": 2}}, kind="Deployment")
+    result = strategic_merge_patch(
+        live, {"spec": {"$futureDirective": ["x"], "replicas": 2}}, kind="Deployment"
+    )
 
     assert result == deployment(replicas=2)

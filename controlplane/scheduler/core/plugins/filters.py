@@ -20,6 +20,7 @@ from controlplane.scheduler.core.framework import (
     GpuShape,
     Status,
 )
+from controlplane.scheduler.core.plugins.scores import price_for
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 from policies.affinity import cluster_matches_affinity, spread_group, tolerates_cluster_taints
 from policies.models import DivisionStrategy
@@ -29,6 +30,7 @@ class ClusterAffinity:
     """The current affinity term (``clusterAffinity`` or one ``clusterAffinities[]`` term)."""
 
     name = "ClusterAffinity"
+    placement_only = True
 
     def filter(self, state: CycleState, cluster: ClusterSnapshot) -> Status:
         verdict = cluster_matches_affinity(cluster.view, state.term)
@@ -41,6 +43,7 @@ class TaintToleration:
     """Cluster taints against ``placement.clusterTolerations``."""
 
     name = "TaintToleration"
+    placement_only = True
 
     def filter(self, state: CycleState, cluster: ClusterSnapshot) -> Status:
         if not cluster.taints:
@@ -65,6 +68,7 @@ class Cordon:
     """A cordoned cluster (``spec.unschedulable``) takes no new replicas; it keeps the ones it runs."""
 
     name = "Cordon"
+    placement_only = True
 
     def filter(self, state: CycleState, cluster: ClusterSnapshot) -> Status:
         if not cluster.unschedulable:
@@ -84,6 +88,7 @@ class ClusterReady:
     """
 
     name = "ClusterReady"
+    placement_only = True
 
     def filter(self, state: CycleState, cluster: ClusterSnapshot) -> Status:
         if cluster.ready:
@@ -99,6 +104,7 @@ class SpreadConstraint:
     """Clusters lacking the field or label a spread constraint groups by cannot be counted in a group."""
 
     name = "SpreadConstraint"
+    placement_only = True
 
     def filter(self, state: CycleState, cluster: ClusterSnapshot) -> Status:
         for constraint in state.request.placement.spread_constraints or ():
@@ -131,17 +137,41 @@ class GpuFeasibility:
     """
 
     name = "GpuFeasibility"
+    placement_only = False
 
     def filter(self, state: CycleState, cluster: ClusterSnapshot) -> Status:
         request = state.request
-        current = request.previous.get(cluster.name, 0)
-        capped = cluster.name in state.caps
+        current = request.previous.get(cluster.name, 0) if request.previous else 0
+        capped = cluster.name in state.caps if state.caps else False
+        if not request.gang and not request.gpu_shapes:
+            # The common case, kept lean: one shape, no gang.
+            requirements = request.requirements
+            estimate = estimate_max_replicas(cluster, requirements, reserved=state.reservations)
+            available = 0 if capped else estimate.replicas
+            duplicated = state.strategy is DivisionStrategy.DUPLICATED
+            need = request.replicas if duplicated else min(1, request.replicas)
+            if available + current >= need:
+                state.feasibility[cluster.name] = Feasibility(
+                    available=available,
+                    requirements=requirements,
+                    products=estimate.products,
+                    price=price_for(cluster, requirements, estimate.products) if cluster.pricing else 0.0,
+                )
+                return SUCCESS
+            why = estimate.reasons
+            if duplicated and estimate.replicas:
+                why = (f"holds {estimate.replicas + current} of {need} replicas (Duplicated needs all)", *why)
+            return Status(Code.UNSCHEDULABLE, why, self.name)
         options: tuple[GpuShape | None, ...] = (None, *request.gpu_shapes)
         several = len(options) > 1
         reasons: list[str] = []
         if request.gang:
             if current and current == request.replicas:
-                state.feasibility[cluster.name] = Feasibility(available=0, requirements=request.requirements)
+                state.feasibility[cluster.name] = Feasibility(
+                    available=0,
+                    requirements=request.requirements,
+                    price=price_for(cluster, request.requirements, ()),
+                )
                 return SUCCESS
             if capped:
                 return Status(Code.UNSCHEDULABLE, ("cluster takes no new replicas",), self.name)
@@ -156,24 +186,31 @@ class GpuFeasibility:
                 if ok:
                     requirements = shape.apply(request.requirements) if shape else request.requirements
                     state.feasibility[cluster.name] = Feasibility(
-                        available=request.replicas, requirements=requirements, shape=shape
+                        available=request.replicas,
+                        requirements=requirements,
+                        shape=shape,
+                        price=price_for(cluster, requirements, ()),
                     )
                     return SUCCESS
                 reasons.extend(_prefixed(shape, why, several))
             return Status(Code.UNSCHEDULABLE, tuple(reasons), self.name)
 
-        need = request.replicas if request.strategy is DivisionStrategy.DUPLICATED else min(1, request.replicas)
+        need = request.replicas if state.strategy is DivisionStrategy.DUPLICATED else min(1, request.replicas)
         for shape in options:
             requirements = shape.apply(request.requirements) if shape else request.requirements
             estimate = estimate_max_replicas(cluster, requirements, reserved=state.reservations)
             available = 0 if capped else estimate.replicas
             if available + current >= need:
                 state.feasibility[cluster.name] = Feasibility(
-                    available=available, requirements=requirements, shape=shape, products=estimate.products
+                    available=available,
+                    requirements=requirements,
+                    shape=shape,
+                    products=estimate.products,
+                    price=price_for(cluster, requirements, estimate.products),
                 )
                 return SUCCESS
             why = estimate.reasons
-            if request.strategy is DivisionStrategy.DUPLICATED and estimate.replicas:
+            if state.strategy is DivisionStrategy.DUPLICATED and estimate.replicas:
                 why = (f"holds {estimate.replicas + current} of {need} replicas (Duplicated needs all)", *why)
             reasons.extend(_prefixed(shape, why, several))
         return Status(Code.UNSCHEDULABLE, tuple(reasons), self.name)

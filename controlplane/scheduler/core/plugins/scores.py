@@ -7,27 +7,42 @@ overflow and weighted division have their own, stricter rules in ``policies.divi
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from controlplane.apis.constants import LABEL_GPU_PRODUCT
+from controlplane.interpreter.requirements import ReplicaRequirements
 from controlplane.scheduler.core.framework import CycleState
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 from policies.affinity import prefer_no_schedule_count
 
 
-def cluster_price(state: CycleState, cluster: ClusterSnapshot) -> float:
-    """Dollars per GPU-hour this binding would pay in ``cluster``.
+def price_for(cluster: ClusterSnapshot, requirements: ReplicaRequirements, products: Sequence[str]) -> float:
+    """Dollars per GPU-hour a replica of ``requirements`` pays in ``cluster``.
 
-    The price of the GPU product the binding selects (``nodeSelector`` on
-    ``nvidia.com/gpu.product``), else the cheapest listed product among the nodes that
-    can hold a replica, else the cluster's cheapest listed price (0 when none is listed).
+    The price of the GPU product it selects (``nodeSelector`` on ``nvidia.com/gpu.product``),
+    else the cheapest listed one among ``products`` (those of the nodes that can hold a
+    replica), else the cluster's cheapest listed price (0 when none is listed).
     """
-    feasibility = state.feasibility.get(cluster.name)
-    requirements = feasibility.requirements if feasibility else state.request.requirements
-    product = dict(requirements.node_selector).get(LABEL_GPU_PRODUCT)
-    if product is None and feasibility is not None:
-        listed = [cluster.pricing[p] for p in feasibility.products if p in cluster.pricing]
+    pricing = cluster.pricing
+    if not pricing:
+        return 0.0
+    product = None
+    for key, value in requirements.node_selector:
+        if key == LABEL_GPU_PRODUCT:
+            product = value
+    if product is None:
+        listed = [pricing[p] for p in products if p in pricing]
         if listed:
             return min(listed)
     return cluster.view.price_per_gpu_hour(product)
+
+
+def cluster_price(state: CycleState, cluster: ClusterSnapshot) -> float:
+    """What this cycle's binding would pay per GPU-hour in ``cluster`` (see :func:`price_for`)."""
+    feasibility = state.feasibility.get(cluster.name)
+    if feasibility is not None:
+        return feasibility.price
+    return price_for(cluster, state.request.requirements, ())
 
 
 class ClusterLocality:

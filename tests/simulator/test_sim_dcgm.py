@@ -81,7 +81,12 @@ def test_mig_instances_have_their_own_series_and_no_gpu_util() -> None:
     samples = _samples(text)
     assert samples.get("DCGM_FI_DEV_GPU_UTIL", []) == []
     active = samples["DCGM_FI_PROF_GR_ENGINE_ACTIVE"]
-    assert sorted(labels["GPU_I_PROFILE"] for labels, _ in active) == ["1g.10gb", "1g.10gb", "2g.20gb", "3g.40gb"]
+    assert sorted(labels["GPU_I_PROFILE"] for labels, _ in active) == [
+        "1g.10gb",
+        "1g.10gb",
+        "2g.20gb",
+        "3g.40gb",
+    ]
     assert all(labels["UUID"] == inventory.gpus[0].uuid for labels, _ in active)
     by_profile = {labels["GPU_I_PROFILE"]: (labels, value) for labels, value in active}
     labels, value = by_profile["3g.40gb"]

@@ -38,7 +38,9 @@ A100_WHOLE = {
 }
 
 
-def _state(*groups: dict[str, Any], scoring: Scoring = Scoring.LEAST_ALLOCATED, seed: int = 1) -> ClusterState:
+def _state(
+    *groups: dict[str, Any], scoring: Scoring = Scoring.LEAST_ALLOCATED, seed: int = 1
+) -> ClusterState:
     profile = parse_fleet({"clusters": [{"name": "c", "nodeGroups": list(groups)}]}).clusters[0]
     state = ClusterState(scoring=scoring, seed=seed)
     inventory = build_inventory(profile)
@@ -148,7 +150,12 @@ def test_unschedulable_messages(pods: list[PodRequest], message: str) -> None:
 
 
 def test_taints_tolerations_and_cordon() -> None:
-    tainted = {**A100_WHOLE, "name": "tainted", "count": 2, "taints": [{"key": "gpu", "value": "a100", "effect": "NoSchedule"}]}
+    tainted = {
+        **A100_WHOLE,
+        "name": "tainted",
+        "count": 2,
+        "taints": [{"key": "gpu", "value": "a100", "effect": "NoSchedule"}],
+    }
     cordoned = {**A100_WHOLE, "name": "cordoned", "count": 1, "unschedulable": True}
     soft = {**A100_WHOLE, "name": "soft", "count": 0}
     state = _state(tainted, cordoned, soft)
@@ -160,7 +167,9 @@ def test_taints_tolerations_and_cordon() -> None:
     result = state.schedule([tolerant])
     assert result.bindings and "tainted" in result.bindings[0].node
     wrong_value = _req(
-        "r", {"nvidia.com/gpu": 1}, tolerations=[{"key": "gpu", "operator": "Equal", "value": "h100", "effect": "NoSchedule"}]
+        "r",
+        {"nvidia.com/gpu": 1},
+        tolerations=[{"key": "gpu", "operator": "Equal", "value": "h100", "effect": "NoSchedule"}],
     )
     assert state.schedule([wrong_value]).unschedulable
 
@@ -172,8 +181,18 @@ def test_not_ready_node_is_tainted() -> None:
         if index == 0:
             node["status"]["conditions"][-1]["status"] = "False"
         state.add_node(node)
-    result = state.schedule([_req("p", {"nvidia.com/gpu": 8, "cpu": "1"}, nodeSelector={"kubernetes.io/hostname": "c-a100-whole-0"})])
-    assert "1 node(s) had untolerated taint {node.kubernetes.io/not-ready: }" in result.unschedulable[0].message
+    result = state.schedule(
+        [
+            _req(
+                "p",
+                {"nvidia.com/gpu": 8, "cpu": "1"},
+                nodeSelector={"kubernetes.io/hostname": "c-a100-whole-0"},
+            )
+        ]
+    )
+    assert (
+        "1 node(s) had untolerated taint {node.kubernetes.io/not-ready: }" in result.unschedulable[0].message
+    )
 
 
 @pytest.mark.parametrize(
@@ -193,7 +212,9 @@ def test_node_affinity_operators(operator: str, values: list[str], matches: int)
         affinity={
             "nodeAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": {
-                    "nodeSelectorTerms": [{"matchExpressions": [{"key": "pool", "operator": operator, "values": values}]}]
+                    "nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": "pool", "operator": operator, "values": values}]}
+                    ]
                 }
             }
         },
@@ -211,8 +232,16 @@ def test_gt_lt_and_match_fields() -> None:
             "nodeAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": {
                     "nodeSelectorTerms": [
-                        {"matchExpressions": [{"key": "nvidia.com/mig-1g.10gb.count", "operator": "Gt", "values": ["15"]}]},
-                        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["c-a100-whole-2"]}]},
+                        {
+                            "matchExpressions": [
+                                {"key": "nvidia.com/mig-1g.10gb.count", "operator": "Gt", "values": ["15"]}
+                            ]
+                        },
+                        {
+                            "matchFields": [
+                                {"key": "metadata.name", "operator": "In", "values": ["c-a100-whole-2"]}
+                            ]
+                        },
                     ]
                 }
             }
@@ -238,7 +267,9 @@ def test_scoring_spreads_or_packs(scoring: Scoring, expect_spread: bool) -> None
 
 def test_best_fit_prefers_the_fullest_node() -> None:
     state = _state(A100_WHOLE, scoring=Scoring.BEST_FIT)
-    first = state.schedule([_req("six", {"nvidia.com/gpu": 6}, nodeSelector={"kubernetes.io/hostname": "c-a100-whole-1"})])
+    first = state.schedule(
+        [_req("six", {"nvidia.com/gpu": 6}, nodeSelector={"kubernetes.io/hostname": "c-a100-whole-1"})]
+    )
     assert first.bindings[0].node == "c-a100-whole-1"
     second = state.schedule([_req("two", {"nvidia.com/gpu": 2})])
     assert second.bindings[0].node == "c-a100-whole-1"
@@ -260,7 +291,11 @@ def _gang_pod(name: str, job: str, gpus: int, *, kind: str = "PyTorchJob") -> Po
         _pod(
             name,
             {"nvidia.com/gpu": gpus},
-            metadata={"ownerReferences": [{"kind": kind, "name": job, "controller": True, "uid": "u", "apiVersion": "v"}]},
+            metadata={
+                "ownerReferences": [
+                    {"kind": kind, "name": job, "controller": True, "uid": "u", "apiVersion": "v"}
+                ]
+            },
         )
     )
 
@@ -284,7 +319,10 @@ def test_gang_binds_all_or_nothing() -> None:
 
 def test_pod_group_label_waits_for_min_member() -> None:
     state = _state(A100_WHOLE)
-    meta = {"labels": {"scheduling.x-k8s.io/pod-group": "g1"}, "annotations": {"scheduling.x-k8s.io/min-member": "3"}}
+    meta = {
+        "labels": {"scheduling.x-k8s.io/pod-group": "g1"},
+        "annotations": {"scheduling.x-k8s.io/min-member": "3"},
+    }
     pods = [pod_request(_pod(f"m{i}", {"nvidia.com/gpu": 1}, metadata=meta)) for i in range(2)]
     result = state.schedule(pods)
     assert not result.bindings
@@ -325,7 +363,11 @@ def test_too_many_pods() -> None:
     ("count", "reasons", "message"),
     [
         (0, {}, "no nodes available to schedule pods"),
-        (3, {"Insufficient cpu": 2, "Insufficient memory": 1}, "0/3 nodes are available: 1 Insufficient memory, 2 Insufficient cpu."),
+        (
+            3,
+            {"Insufficient cpu": 2, "Insufficient memory": 1},
+            "0/3 nodes are available: 1 Insufficient memory, 2 Insufficient cpu.",
+        ),
         (12, {"b": 10, "a": 2}, "0/12 nodes are available: 10 b, 2 a."),
     ],
 )

@@ -15,7 +15,9 @@ def _profile(gpu: dict[str, Any] | None, *, count: int = 1, **extra: Any) -> Clu
     group: dict[str, Any] = {"name": "g", "count": count, "cpu": 32, "memoryGiB": 256, **extra}
     if gpu is not None:
         group["gpu"] = gpu
-    fleet = parse_fleet({"clusters": [{"name": "c1", "region": "eu-west", "zone": "eu-west-1a", "nodeGroups": [group]}]})
+    fleet = parse_fleet(
+        {"clusters": [{"name": "c1", "region": "eu-west", "zone": "eu-west-1a", "nodeGroups": [group]}]}
+    )
     return fleet.clusters[0]
 
 
@@ -64,26 +66,46 @@ def test_h100_balanced_matches_the_reference_node() -> None:
 @pytest.mark.parametrize(
     ("gpu", "resources", "product", "replicas", "sharing"),
     [
-        ({"product": "NVIDIA-A100-SXM4-80GB", "count": 8}, {"nvidia.com/gpu": "8"}, "NVIDIA-A100-SXM4-80GB", "1", "none"),
         (
-            {"product": "NVIDIA-A100-SXM4-80GB", "count": 8,
-             "mig": {"strategy": "mixed", "layout": ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"]}},
-            {"nvidia.com/gpu": "0", "nvidia.com/mig-3g.40gb": "8", "nvidia.com/mig-2g.20gb": "8",
-             "nvidia.com/mig-1g.10gb": "16"},
+            {"product": "NVIDIA-A100-SXM4-80GB", "count": 8},
+            {"nvidia.com/gpu": "8"},
+            "NVIDIA-A100-SXM4-80GB",
+            "1",
+            "none",
+        ),
+        (
+            {
+                "product": "NVIDIA-A100-SXM4-80GB",
+                "count": 8,
+                "mig": {"strategy": "mixed", "layout": ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"]},
+            },
+            {
+                "nvidia.com/gpu": "0",
+                "nvidia.com/mig-3g.40gb": "8",
+                "nvidia.com/mig-2g.20gb": "8",
+                "nvidia.com/mig-1g.10gb": "16",
+            },
             "NVIDIA-A100-SXM4-80GB",
             "0",
             "none",
         ),
         (
-            {"product": "NVIDIA-A100-SXM4-40GB", "count": 2, "mig": {"strategy": "single", "layout": ["1g.5gb"] * 7}},
+            {
+                "product": "NVIDIA-A100-SXM4-40GB",
+                "count": 2,
+                "mig": {"strategy": "single", "layout": ["1g.5gb"] * 7},
+            },
             {"nvidia.com/gpu": "14"},
             "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb",
             "1",
             "none",
         ),
         (
-            {"product": "NVIDIA-A100-SXM4-40GB", "count": 2,
-             "mig": {"strategy": "single", "layout": ["3g.20gb", "1g.5gb"]}},
+            {
+                "product": "NVIDIA-A100-SXM4-40GB",
+                "count": 2,
+                "mig": {"strategy": "single", "layout": ["3g.20gb", "1g.5gb"]},
+            },
             {"nvidia.com/gpu": "0"},
             "NVIDIA-A100-SXM4-40GB-MIG-INVALID",
             "0",
@@ -97,7 +119,11 @@ def test_h100_balanced_matches_the_reference_node() -> None:
             "time-slicing",
         ),
         (
-            {"product": "Tesla-T4", "count": 4, "sharing": {"strategy": "mps", "replicas": 4, "renameByDefault": True}},
+            {
+                "product": "Tesla-T4",
+                "count": 4,
+                "sharing": {"strategy": "mps", "replicas": 4, "renameByDefault": True},
+            },
             {"nvidia.com/gpu.shared": "16"},
             "Tesla-T4",
             "4",
@@ -119,7 +145,9 @@ def test_gpu_resources_and_labels(
     assert labels["nvidia.com/gpu.sharing-strategy"] == sharing
     # The inventory hands out exactly what the node advertises.
     inventory = build_inventory(_profile(gpu))[node["metadata"]["name"]]
-    assert {r: str(len(d)) for r, d in inventory.devices.items()} == {k: v for k, v in resources.items() if v != "0"}
+    assert {r: str(len(d)) for r, d in inventory.devices.items()} == {
+        k: v for k, v in resources.items() if v != "0"
+    }
 
 
 def test_generic_node_fields() -> None:
@@ -181,7 +209,11 @@ def test_time_sliced_devices_spread_over_gpus_first() -> None:
 
 def test_media_extension_profile_resource_name() -> None:
     profile = _profile(
-        {"product": "NVIDIA-A100-SXM4-80GB", "count": 1, "mig": {"strategy": "mixed", "layout": ["1g.10gb+me", "3g.40gb"]}}
+        {
+            "product": "NVIDIA-A100-SXM4-80GB",
+            "count": 1,
+            "mig": {"strategy": "mixed", "layout": ["1g.10gb+me", "3g.40gb"]},
+        }
     )
     allocatable = build_nodes(profile)[0]["status"]["allocatable"]
     assert allocatable["nvidia.com/mig-1g.10gb.me"] == "1"

@@ -8,7 +8,13 @@ from typing import Any
 import pytest
 
 from simulator import controllers as ctl
-from simulator.kubelet import KubeletTimes, annotated_utilization, next_status, parse_duration, runs_to_completion
+from simulator.kubelet import (
+    KubeletTimes,
+    annotated_utilization,
+    next_status,
+    parse_duration,
+    runs_to_completion,
+)
 
 NOW = "2025-01-01T00:00:00Z"
 
@@ -50,14 +56,25 @@ def _pod(restart: str = "Never", phase: str = "Pending", **annotations: str) -> 
         (_pod("Always"), 150.0, "Running", None),  # services run forever
         (_pod(phase="Running", **{"sim.gpufed.io/duration": "60s"}), 161.0, None, 162.0),
         (_pod(phase="Running", **{"sim.gpufed.io/duration": "60s"}), 162.0, "Succeeded", None),
-        (_pod(phase="Running", **{"sim.gpufed.io/duration": "60s", "sim.gpufed.io/exit-code": "3"}), 170.0, "Failed", None),
+        (
+            _pod(phase="Running", **{"sim.gpufed.io/duration": "60s", "sim.gpufed.io/exit-code": "3"}),
+            170.0,
+            "Failed",
+            None,
+        ),
         (_pod("Always", phase="Running"), 1e9, None, None),
         (_pod(phase="Succeeded"), 1e9, None, None),
     ],
 )
 def test_kubelet_transitions(pod: dict[str, Any], now: float, phase: str | None, due: float | None) -> None:
     status, next_due = next_status(
-        pod, KubeletTimes(bound_at=100.0), now=now, startup_delay=2.0, default_duration=300.0, host_ip="10.0.0.1", pod_ip="10.1.0.1"
+        pod,
+        KubeletTimes(bound_at=100.0),
+        now=now,
+        startup_delay=2.0,
+        default_duration=300.0,
+        host_ip="10.0.0.1",
+        pod_ip="10.1.0.1",
     )
     assert (status or {}).get("phase") == phase
     assert next_due == due
@@ -83,14 +100,28 @@ def test_runs_to_completion(restart: str, annotation: str | None, expected: bool
     assert runs_to_completion(pod) is expected
 
 
-def _owner(kind: str, api_version: str, spec: dict[str, Any], status: dict[str, Any] | None = None) -> dict[str, Any]:
-    obj = {"apiVersion": api_version, "kind": kind, "metadata": {"name": "w", "namespace": "d", "uid": "uid-w", "generation": 2}, "spec": spec}
+def _owner(
+    kind: str, api_version: str, spec: dict[str, Any], status: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    obj = {
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": {"name": "w", "namespace": "d", "uid": "uid-w", "generation": 2},
+        "spec": spec,
+    }
     if status is not None:
         obj["status"] = status
     return obj
 
 
-def _child(name: str, *, phase: str = "Running", ready: bool = True, created: str = NOW, labels: dict[str, str] | None = None) -> dict[str, Any]:
+def _child(
+    name: str,
+    *,
+    phase: str = "Running",
+    ready: bool = True,
+    created: str = NOW,
+    labels: dict[str, str] | None = None,
+) -> dict[str, Any]:
     return {
         "metadata": {"name": name, "namespace": "d", "creationTimestamp": created, "labels": labels or {}},
         "spec": {},
@@ -98,10 +129,12 @@ def _child(name: str, *, phase: str = "Running", ready: bool = True, created: st
     }
 
 
-TEMPLATE = {"metadata": {"labels": {"app": "x"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}
+TEMPLATE: dict[str, Any] = {"metadata": {"labels": {"app": "x"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}
 
 
-@pytest.mark.parametrize(("have", "replicas", "creates", "deletes"), [(0, 3, 3, 0), (2, 3, 1, 0), (3, 3, 0, 0), (4, 2, 0, 2)])
+@pytest.mark.parametrize(
+    ("have", "replicas", "creates", "deletes"), [(0, 3, 3, 0), (2, 3, 1, 0), (3, 3, 0, 0), (4, 2, 0, 2)]
+)
 def test_deployment_scaling(have: int, replicas: int, creates: int, deletes: int) -> None:
     deployment = _owner("Deployment", "apps/v1", {"replicas": replicas, "template": TEMPLATE})
     current = ctl.template_hash(TEMPLATE)
@@ -131,7 +164,11 @@ def test_deployment_scaling(have: int, replicas: int, creates: int, deletes: int
     ],
 )
 def test_job(spec: dict[str, Any], pods: list[dict[str, Any]], creates: int, condition: str | None) -> None:
-    job = _owner("Job", "batch/v1", {"template": {**TEMPLATE, "spec": {**TEMPLATE["spec"], "restartPolicy": "Never"}}, **spec})
+    job = _owner(
+        "Job",
+        "batch/v1",
+        {"template": {**TEMPLATE, "spec": {**TEMPLATE["spec"], "restartPolicy": "Never"}}, **spec},
+    )
     changes = ctl.reconcile_job(job, pods, now=NOW, rng=random.Random(0))
     assert len(changes.create) == creates
     assert changes.status is not None
@@ -143,7 +180,11 @@ def test_job(spec: dict[str, Any], pods: list[dict[str, Any]], creates: int, con
 
 def test_pytorchjob_pods_and_status() -> None:
     replica = {"replicas": 1, "template": {"spec": {"containers": [{"name": "pytorch", "image": "i"}]}}}
-    job = _owner("PyTorchJob", "kubeflow.org/v1", {"pytorchReplicaSpecs": {"Master": replica, "Worker": {**replica, "replicas": 2}}})
+    job = _owner(
+        "PyTorchJob",
+        "kubeflow.org/v1",
+        {"pytorchReplicaSpecs": {"Master": replica, "Worker": {**replica, "replicas": 2}}},
+    )
     changes = ctl.reconcile_kubeflow_job(job, [], now=NOW, rng=random.Random(0))
     names = sorted(p["metadata"]["name"] for p in changes.create)
     assert names == ["w-master-0", "w-worker-0", "w-worker-1"]
@@ -164,22 +205,37 @@ def test_pytorchjob_pods_and_status() -> None:
 
 def test_mpijob_cleans_up_workers_after_launcher() -> None:
     replica = {"replicas": 1, "template": {"spec": {"containers": [{"name": "m", "image": "i"}]}}}
-    job = _owner("MPIJob", "kubeflow.org/v1", {"mpiReplicaSpecs": {"Launcher": replica, "Worker": {**replica, "replicas": 2}}})
-    assert sorted(p["metadata"]["name"] for p in ctl.reconcile_kubeflow_job(job, [], now=NOW, rng=random.Random(0)).create) == [
-        "w-launcher", "w-worker-0", "w-worker-1",
+    job = _owner(
+        "MPIJob",
+        "kubeflow.org/v1",
+        {"mpiReplicaSpecs": {"Launcher": replica, "Worker": {**replica, "replicas": 2}}},
+    )
+    assert sorted(
+        p["metadata"]["name"]
+        for p in ctl.reconcile_kubeflow_job(job, [], now=NOW, rng=random.Random(0)).create
+    ) == [
+        "w-launcher",
+        "w-worker-0",
+        "w-worker-1",
     ]
     pods = [_child("w-launcher", phase="Succeeded"), _child("w-worker-0"), _child("w-worker-1")]
     changes = ctl.reconcile_kubeflow_job(job, pods, now=NOW, rng=random.Random(0))
     assert sorted(changes.delete) == ["w-worker-0", "w-worker-1"]
 
 
-@pytest.mark.parametrize(("policy", "creates"), [("OrderedReady", ["w-0"]), ("Parallel", ["w-0", "w-1", "w-2"])])
+@pytest.mark.parametrize(
+    ("policy", "creates"), [("OrderedReady", ["w-0"]), ("Parallel", ["w-0", "w-1", "w-2"])]
+)
 def test_statefulset_policies(policy: str, creates: list[str]) -> None:
-    sts = _owner("StatefulSet", "apps/v1", {"replicas": 3, "podManagementPolicy": policy, "template": TEMPLATE})
+    sts = _owner(
+        "StatefulSet", "apps/v1", {"replicas": 3, "podManagementPolicy": policy, "template": TEMPLATE}
+    )
     changes = ctl.reconcile_statefulset(sts, [], now=NOW, rng=random.Random(0))
     assert [p["metadata"]["name"] for p in changes.create] == creates
     shrink = _owner("StatefulSet", "apps/v1", {"replicas": 1, "template": TEMPLATE})
-    changes = ctl.reconcile_statefulset(shrink, [_child(f"w-{i}") for i in range(3)], now=NOW, rng=random.Random(0))
+    changes = ctl.reconcile_statefulset(
+        shrink, [_child(f"w-{i}") for i in range(3)], now=NOW, rng=random.Random(0)
+    )
     assert changes.delete == ["w-2"]
 
 

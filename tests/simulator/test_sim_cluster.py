@@ -16,7 +16,13 @@ from simulator.clock import ManualClock
 from simulator.cluster import SimulatedCluster
 from simulator.profile import parse_fleet
 
-WHOLE = {"name": "a100-whole", "count": 4, "cpu": 96, "memoryGiB": 1024, "gpu": {"product": "NVIDIA-A100-SXM4-80GB", "count": 8}}
+WHOLE = {
+    "name": "a100-whole",
+    "count": 4,
+    "cpu": 96,
+    "memoryGiB": 1024,
+    "gpu": {"product": "NVIDIA-A100-SXM4-80GB", "count": 8},
+}
 MIG = {
     "name": "a100-mig",
     "count": 2,
@@ -63,7 +69,11 @@ class Sim:
 
 async def _sim(groups: list[dict[str, Any]], **defaults: Any) -> AsyncIterator[Sim]:
     profile = parse_fleet(
-        {"clusters": [{"name": "c", "nodeGroups": groups, "simulation": {"startupDelaySeconds": 2, **defaults}}]}
+        {
+            "clusters": [
+                {"name": "c", "nodeGroups": groups, "simulation": {"startupDelaySeconds": 2, **defaults}}
+            ]
+        }
     ).clusters[0]
     objects = ObjectStore(MemoryStore(), Registry(core_resources(), workload_resources()))
     await objects.bootstrap()
@@ -78,8 +88,12 @@ async def sim() -> AsyncIterator[Sim]:
         yield value
 
 
-def _template(limits: dict[str, Any], *, restart: str | None = None, annotations: dict[str, str] | None = None) -> dict[str, Any]:
-    spec: dict[str, Any] = {"containers": [{"name": "main", "image": "trainer:1", "resources": {"limits": limits}}]}
+def _template(
+    limits: dict[str, Any], *, restart: str | None = None, annotations: dict[str, str] | None = None
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "containers": [{"name": "main", "image": "trainer:1", "resources": {"limits": limits}}]
+    }
     if restart:
         spec["restartPolicy"] = restart
     meta: dict[str, Any] = {"labels": {"app": "x"}}
@@ -102,7 +116,11 @@ async def test_deployment_of_mig_pods_becomes_ready(sim: Sim) -> None:
             "apiVersion": "apps/v1",
             "kind": "Deployment",
             "metadata": {"name": "infer", "namespace": "default"},
-            "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "x"}}, "template": _template({"nvidia.com/mig-1g.10gb": 1})},
+            "spec": {
+                "replicas": 3,
+                "selector": {"matchLabels": {"app": "x"}},
+                "template": _template({"nvidia.com/mig-1g.10gb": 1}),
+            },
         }
     )
 
@@ -115,10 +133,17 @@ async def test_deployment_of_mig_pods_becomes_ready(sim: Sim) -> None:
     assert len(pods) == 3
     assert all(p["status"]["phase"] == "Running" for p in pods)
     assert all("a100-mig" in p["spec"]["nodeName"] for p in pods)
-    assert all(p["metadata"]["name"].startswith("infer-") and p["metadata"]["ownerReferences"][0]["kind"] == "Deployment" for p in pods)
+    assert all(
+        p["metadata"]["name"].startswith("infer-")
+        and p["metadata"]["ownerReferences"][0]["kind"] == "Deployment"
+        for p in pods
+    )
     status = (await sim.get("apps/v1", "Deployment", "infer"))["status"]
     assert status["availableReplicas"] == 3 and status["updatedReplicas"] == 3
-    assert {c["type"]: c["status"] for c in status["conditions"]} == {"Available": "True", "Progressing": "True"}
+    assert {c["type"]: c["status"] for c in status["conditions"]} == {
+        "Available": "True",
+        "Progressing": "True",
+    }
 
     # The DCGM page labels the three MIG instances with their pods.
     families = {f.name: f for f in text_string_to_metric_families(sim.cluster.metrics_text())}
@@ -169,7 +194,12 @@ async def test_pytorchjob_gang_binds_all_and_succeeds(sim: Sim) -> None:
 
     await sim.until(running)
     pods = await sim.pods()
-    assert sorted(p["metadata"]["name"] for p in pods) == ["train-master-0", "train-worker-0", "train-worker-1", "train-worker-2"]
+    assert sorted(p["metadata"]["name"] for p in pods) == [
+        "train-master-0",
+        "train-worker-0",
+        "train-worker-1",
+        "train-worker-2",
+    ]
     assert len({p["spec"]["nodeName"] for p in pods}) == 4
     assert all(p["metadata"]["labels"]["training.kubeflow.org/job-name"] == "train" for p in pods)
 
@@ -188,7 +218,7 @@ async def test_gang_that_does_not_fit_binds_nothing() -> None:
     async for sim in _sim([{**WHOLE, "count": 3}]):
         await sim.create(_pytorchjob("big", 3, 8))
 
-        async def all_unschedulable() -> bool:
+        async def all_unschedulable(sim: Sim = sim) -> bool:
             pods = await sim.pods()
             marked = [
                 c
@@ -209,7 +239,11 @@ async def test_impossible_pod_gets_kube_message(sim: Sim) -> None:
             "apiVersion": "v1",
             "kind": "Pod",
             "metadata": {"name": "huge", "namespace": "default"},
-            "spec": {"containers": [{"name": "main", "image": "x", "resources": {"limits": {"nvidia.com/mig-3g.40gb": 9}}}]},
+            "spec": {
+                "containers": [
+                    {"name": "main", "image": "x", "resources": {"limits": {"nvidia.com/mig-3g.40gb": 9}}}
+                ]
+            },
         }
     )
 
@@ -233,7 +267,9 @@ async def test_job_runs_completions_and_completes(sim: Sim) -> None:
             "spec": {
                 "completions": 3,
                 "parallelism": 2,
-                "template": _template({"nvidia.com/gpu": 1}, restart="Never", annotations={"sim.gpufed.io/duration": "30s"}),
+                "template": _template(
+                    {"nvidia.com/gpu": 1}, restart="Never", annotations={"sim.gpufed.io/duration": "30s"}
+                ),
             },
         }
     )
@@ -258,7 +294,12 @@ async def test_statefulset_creates_ordinals_in_order(sim: Sim) -> None:
             "apiVersion": "apps/v1",
             "kind": "StatefulSet",
             "metadata": {"name": "db", "namespace": "default"},
-            "spec": {"replicas": 3, "serviceName": "db", "selector": {"matchLabels": {"app": "x"}}, "template": _template({"cpu": "1"})},
+            "spec": {
+                "replicas": 3,
+                "serviceName": "db",
+                "selector": {"matchLabels": {"app": "x"}},
+                "template": _template({"cpu": "1"}),
+            },
         }
     )
 

@@ -67,7 +67,11 @@ clusters:
     ("gpu", "fragment"),
     [
         (
-            {"product": "NVIDIA-A100-SXM4-80GB", "count": 1, "mig": {"strategy": "mixed", "layout": ["4g.40gb", "4g.40gb"]}},
+            {
+                "product": "NVIDIA-A100-SXM4-80GB",
+                "count": 1,
+                "mig": {"strategy": "mixed", "layout": ["4g.40gb", "4g.40gb"]},
+            },
             "at most 1 x 4g.40gb",
         ),
         (
@@ -87,7 +91,11 @@ clusters:
             "9 memory slices, more than the 8",
         ),
         (
-            {"product": "NVIDIA-A100-SXM4-80GB", "count": 1, "mig": {"strategy": "mixed", "layout": ["1g.5gb"]}},
+            {
+                "product": "NVIDIA-A100-SXM4-80GB",
+                "count": 1,
+                "mig": {"strategy": "mixed", "layout": ["1g.5gb"]},
+            },
             "has no MIG profile '1g.5gb'",
         ),
         (
@@ -96,7 +104,11 @@ clusters:
         ),
         ({"product": "Acme-X1", "count": 1}, "memoryMiB is required"),
         (
-            {"product": "NVIDIA-H100-80GB-HBM3", "count": 1, "mig": {"strategy": "none", "layout": ["1g.10gb"]}},
+            {
+                "product": "NVIDIA-H100-80GB-HBM3",
+                "count": 1,
+                "mig": {"strategy": "none", "layout": ["1g.10gb"]},
+            },
             "mig.strategy is none",
         ),
         (
@@ -121,11 +133,20 @@ def test_invalid_gpu_names_field(gpu: dict[str, Any], fragment: str) -> None:
     ("document", "path"),
     [
         ({"clusters": [{"name": "c1", "nodeGroups": [{"name": "g", "cpu": 4}]}]}, "clusters.0.nodeGroups.0"),
-        ({"clusters": [{"name": "c1", "nodeGroups": [{"name": "g", "cpu": 4, "memoryGiB": 8, "cuont": 2}]}]},
-         "clusters.0.nodeGroups.0.cuont"),
+        (
+            {
+                "clusters": [
+                    {"name": "c1", "nodeGroups": [{"name": "g", "cpu": 4, "memoryGiB": 8, "cuont": 2}]}
+                ]
+            },
+            "clusters.0.nodeGroups.0.cuont",
+        ),
         ({"clusters": [{"name": "Bad_Name"}]}, "clusters.0.name"),
         ({"clusters": [{"name": "a"}, {"name": "a"}]}, "clusters"),
-        ({"clusters": [{"name": "a", "simulation": {"scoring": "worst-fit"}}]}, "clusters.0.simulation.scoring"),
+        (
+            {"clusters": [{"name": "a", "simulation": {"scoring": "worst-fit"}}]},
+            "clusters.0.simulation.scoring",
+        ),
         ({"clusters": []}, "clusters"),
     ],
 )
@@ -141,7 +162,9 @@ def test_invalid_documents_name_the_field(document: dict[str, Any], path: str) -
 )
 def test_single_strategy_with_mixed_layout_warns(layout: list[str], invalid: bool) -> None:
     fleet = parse_fleet(
-        _cluster({"product": "NVIDIA-H100-80GB-HBM3", "count": 2, "mig": {"strategy": "single", "layout": layout}})
+        _cluster(
+            {"product": "NVIDIA-H100-80GB-HBM3", "count": 2, "mig": {"strategy": "single", "layout": layout}}
+        )
     )
     cluster = fleet.clusters[0]
     gpu = cluster.nodeGroups[0].gpu
@@ -159,7 +182,11 @@ def test_single_strategy_with_mixed_layout_warns(layout: list[str], invalid: boo
     ],
 )
 def test_from_csv(
-    tmp_path: Path, models: list[str] | None, limit: int | None, expected_models: set[str], expected_count: int
+    tmp_path: Path,
+    models: list[str] | None,
+    limit: int | None,
+    expected_models: set[str],
+    expected_count: int,
 ) -> None:
     source: dict[str, Any] = {"path": str(ALIBABA_CSV)}
     if models is not None:
@@ -174,14 +201,19 @@ def test_from_csv(
 
 def test_from_csv_relative_path_and_unknown_model(tmp_path: Path) -> None:
     csv_path = tmp_path / "nodes.csv"
-    csv_path.write_text("sn,cpu_milli,memory_mib,gpu,model\nn1,8000,32768,2,T4\nn2,8000,32768,1,X9\n", encoding="utf-8")
+    csv_path.write_text(
+        "sn,cpu_milli,memory_mib,gpu,model\nn1,8000,32768,2,T4\nn2,8000,32768,1,X9\n", encoding="utf-8"
+    )
     fleet_path = tmp_path / "fleet.yaml"
     fleet_path.write_text(
-        "clusters:\n- name: a\n  nodeGroups:\n  - {name: g, fromCsv: {path: nodes.csv, limit: 1}}\n", encoding="utf-8"
+        "clusters:\n- name: a\n  nodeGroups:\n  - {name: g, fromCsv: {path: nodes.csv, limit: 1}}\n",
+        encoding="utf-8",
     )
     fleet = load_fleet(fleet_path)
     assert [n.name for n in fleet.clusters[0].nodeGroups[0].csvNodes] == ["n1"]
-    fleet_path.write_text("clusters:\n- name: a\n  nodeGroups:\n  - {name: g, fromCsv: {path: nodes.csv}}\n", encoding="utf-8")
+    fleet_path.write_text(
+        "clusters:\n- name: a\n  nodeGroups:\n  - {name: g, fromCsv: {path: nodes.csv}}\n", encoding="utf-8"
+    )
     with pytest.raises(ProfileError, match="unknown model 'X9'"):
         load_fleet(fleet_path)
 
@@ -207,7 +239,11 @@ def test_single_cluster_document_is_accepted(tmp_path: Path) -> None:
         ({"mean": 0.6, "stddev": 0.0}, 0.6, 0.6),
         ({"mean": 0.9, "stddev": 0.5}, 0.0, 1.0),
         ({"buckets": [{"min": 0.0, "max": 0.05, "weight": 1}]}, 0.0, 0.05),
-        ({"buckets": [{"min": 0.0, "max": 0.1, "weight": 1}, {"min": 0.8, "max": 0.9, "weight": 3}]}, 0.0, 0.9),
+        (
+            {"buckets": [{"min": 0.0, "max": 0.1, "weight": 1}, {"min": 0.8, "max": 0.9, "weight": 3}]},
+            0.0,
+            0.9,
+        ),
     ],
 )
 def test_utilization_draws_stay_in_range(spec: dict[str, Any], low: float, high: float) -> None:

@@ -1,0 +1,275 @@
+"""The binding controller: a scheduled binding -> one Work per chosen cluster.
+
+In: a ResourceBinding with ``spec.clusters``, its hub workload, the OverridePolicies and
+ClusterOverridePolicies that select the workload, the claiming policy (for
+``conflictResolution`` and ``suspension``) and the Clusters (for the overrides'
+``targetCluster``). Out: in ``gpufed-es-<cluster>`` (created when missing) a Work named
+``<namespace>-<name>-<kind>`` labelled ``work.gpufed.io/binding=<binding>`` and
+``work.gpufed.io/namespace=<namespace>``, holding the workload rendered for that cluster
+(``works.render_manifest``: replicas revised, GPU shape rewritten, overrides applied); Works
+of clusters no longer chosen are deleted, and so are all of a binding's Works once the
+binding or its workload is gone or being deleted.
+
+A Work is written only when what it should hold differs from what it holds (compare and
+swap on its resourceVersion), so reconciling again, or a restarted hub, rewrites nothing.
+When an override rule cannot be applied for a cluster, that cluster's Work is left as it
+is (not created when absent) and an ``OverrideFailed`` Event names the rule.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import logging
+from typing import Any
+
+from controlplane.apis.work_v1alpha1 import binding_name
+from controlplane.apiserver import errors
+from controlplane.apiserver.objects import WatchEventType
+from controlplane.controllers.context import (
+    INDEX_BINDING,
+    INDEX_CLUSTER,
+    INDEX_NAMESPACE,
+    INDEX_POLICY,
+    ControllerContext,
+    policy_key,
+    policy_ref_of_binding,
+)
+from controlplane.controllers.events import EventReason, EventType, record_event
+from controlplane.controllers.reconciling import ReconcileLoop
+from controlplane.controllers.works import (
+    binding_key_of_work,
+    build_work,
+    cluster_of_namespace,
+    decode_shapes,
+    execution_namespace,
+    render_manifest,
+    work_differs,
+    work_name,
+)
+from controlplane.controllers.workloads import is_deleting
+from controlplane.interpreter import interpreter_for
+from controlplane.scheduler.core.snapshot import ClusterSnapshot
+from policies.affinity import ClusterView
+from policies.matching import PolicyRef, collect_override_rules
+from policies.models import AnyPropagationPolicy
+
+log = logging.getLogger(__name__)
+
+BindingKey = tuple[str, str]
+
+
+def _workload_changed(old: dict[str, Any] | None, new: dict[str, Any]) -> bool:
+    """Whether a workload changed in what its Works carry (not a status-only write)."""
+    if old is None:
+        return True
+    before, after = old.get("metadata") or {}, new.get("metadata") or {}
+    return any(
+        before.get(key) != after.get(key) for key in ("generation", "labels", "annotations", "deletionTimestamp")
+    )
+
+
+def _suspended(policy: AnyPropagationPolicy | None, cluster: str) -> bool:
+    suspension = policy.spec.suspension if policy else None
+    if suspension is None:
+        return False
+    if suspension.dispatching:
+        return True
+    on = suspension.dispatching_on_clusters
+    return bool(on and cluster in (on.cluster_names or ()))
+
+
+class BindingController:
+    """Reconciles bindings (keys: ``(namespace, name)``) into Works."""
+
+    name = "binding"
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        self.ctx = ctx
+        self.loop: ReconcileLoop[BindingKey] = ReconcileLoop(self.name, self.reconcile, workers=ctx.settings.workers)
+        self._views: dict[str, tuple[str, ClusterView]] = {}
+        self._namespaces: set[str] = set()
+        self._override_errors: dict[tuple[BindingKey, str], str] = {}
+        ctx.bindings.add_handler(self._on_binding)
+        ctx.works.add_handler(self._on_work)
+        ctx.clusters.add_handler(self._on_cluster)
+        for rt in ctx.workload_types:
+            ctx.informer(rt).add_handler(self._on_workload)
+        for rt in ctx.override_types:
+            ctx.informer(rt).add_handler(self._on_override_policy)
+        for rt in ctx.propagation_types:
+            ctx.informer(rt).add_handler(self._on_propagation_policy)
+
+    # --- event handlers ---------------------------------------------------------------
+
+    async def _on_binding(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        if event is WatchEventType.MODIFIED and old is not None and (
+            old.get("spec") == obj.get("spec") and old["metadata"].get("annotations") == obj["metadata"].get("annotations")
+        ) and not is_deleting(obj):
+            return
+        meta = obj["metadata"]
+        await self.loop.add((str(meta.get("namespace")), str(meta["name"])))
+
+    async def _on_work(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        if event is WatchEventType.MODIFIED and old is not None and old.get("spec") == obj.get("spec") and (
+            old["metadata"].get("labels") == obj["metadata"].get("labels")
+        ):
+            return  # a status report
+        key = binding_key_of_work(obj)
+        if key is not None:
+            await self.loop.add(key)
+
+    async def _on_workload(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        if event is WatchEventType.MODIFIED and not _workload_changed(old, obj):
+            return
+        meta = obj["metadata"]
+        await self.loop.add((str(meta.get("namespace")), binding_name(str(meta["name"]), str(obj.get("kind")))))
+
+    async def _on_override_policy(
+        self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None
+    ) -> None:
+        if event is WatchEventType.MODIFIED and old is not None and old.get("spec") == obj.get("spec"):
+            return
+        namespace = (obj.get("metadata") or {}).get("namespace")
+        keys = (
+            self.ctx.bindings.index_keys(INDEX_NAMESPACE, namespace)
+            if namespace
+            else [(b["metadata"].get("namespace") or "", b["metadata"]["name"]) for b in self.ctx.bindings.items()]
+        )
+        for key in keys:
+            await self.loop.add(key)
+
+    async def _on_propagation_policy(
+        self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None
+    ) -> None:
+        if event is WatchEventType.MODIFIED and old is not None and old.get("spec") == obj.get("spec"):
+            return
+        meta = obj.get("metadata") or {}
+        ref = PolicyRef(kind=str(obj.get("kind")), name=str(meta.get("name")), namespace=meta.get("namespace") or None)
+        for key in self.ctx.bindings.index_keys(INDEX_POLICY, policy_key(ref)):
+            await self.loop.add(key)
+
+    async def _on_cluster(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        meta = obj.get("metadata") or {}
+        if event is WatchEventType.MODIFIED and old is not None and old.get("spec") == obj.get("spec") and (
+            (old.get("metadata") or {}).get("labels") == meta.get("labels")
+        ):
+            return  # a capacity report: overrides do not depend on it
+        for key in self.ctx.bindings.index_keys(INDEX_CLUSTER, str(meta.get("name"))):
+            await self.loop.add(key)
+
+    # --- reconcile --------------------------------------------------------------------
+
+    def _view(self, cluster: str) -> ClusterView:
+        obj = self.ctx.clusters.get(None, cluster)
+        if obj is None:
+            return ClusterView(name=cluster)
+        version = str(obj["metadata"].get("resourceVersion"))
+        cached = self._views.get(cluster)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        view = ClusterSnapshot.from_cluster(obj).view
+        self._views[cluster] = (version, view)
+        return view
+
+    async def _ensure_namespace(self, namespace: str) -> None:
+        if namespace in self._namespaces:
+            return
+        ctx = self.ctx
+        if await ctx.get(ctx.namespace_rt, None, namespace) is None:
+            with contextlib.suppress(errors.AlreadyExists):
+                await ctx.objects.create(
+                    ctx.namespace_rt, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+                )
+        self._namespaces.add(namespace)
+
+    async def _delete_works(self, key: BindingKey, works: list[dict[str, Any]]) -> None:
+        for work in works:
+            meta = work["metadata"]
+            await self.ctx.delete(self.ctx.work_rt, meta.get("namespace"), meta["name"])
+            log.info("work %s/%s of binding %s/%s deleted", meta.get("namespace"), meta["name"], *key)
+
+    async def reconcile(self, key: BindingKey) -> float | None:
+        ctx = self.ctx
+        existing = ctx.works.by_index(INDEX_BINDING, key)
+        binding = await ctx.get(ctx.binding_rt, key[0], key[1])
+        resource = ((binding or {}).get("spec") or {}).get("resource") or {}
+        api_version, kind = str(resource.get("apiVersion")), str(resource.get("kind"))
+        informer = ctx.workload_informer(api_version, kind)
+        workload = informer.get(resource.get("namespace"), str(resource.get("name"))) if informer else None
+        if binding is None or is_deleting(binding) or workload is None or is_deleting(workload):
+            await self._delete_works(key, existing)
+            return None
+        targets = (binding.get("spec") or {}).get("clusters")
+        if targets is None:
+            return None  # not scheduled yet
+        interpreter = interpreter_for(api_version, kind)
+        rules = collect_override_rules(workload, ctx.override_policies(key[0]))
+        policy_ref = policy_ref_of_binding(binding)
+        policy = ctx.propagation_policy(policy_ref) if policy_ref else None
+        shapes = decode_shapes(binding)
+        name = work_name(key[0], str(resource.get("name")), kind)
+        keep: set[str] = set()
+        for target in targets:
+            cluster = str(target["name"])
+            keep.add(cluster)
+            rendered = render_manifest(
+                workload,
+                interpreter=interpreter,
+                replicas=int(target.get("replicas") or 0),
+                shape=shapes.get(cluster),
+                rules=rules,
+                cluster=self._view(cluster),
+            )
+            if rendered.error is not None:
+                await self._override_failed(key, cluster, workload, str(rendered.error))
+                continue
+            self._override_errors.pop((key, cluster), None)
+            desired = build_work(
+                cluster=cluster,
+                name=name,
+                binding_namespace=key[0],
+                binding=key[1],
+                manifest=rendered.manifest,
+                conflict_resolution=policy.spec.conflict_resolution if policy else None,
+                suspend_dispatching=_suspended(policy, cluster),
+            )
+            await self._write_work(desired)
+        stale = [
+            w for w in existing if cluster_of_namespace(str(w["metadata"].get("namespace") or "")) not in keep
+        ]
+        await self._delete_works(key, stale)
+        return None
+
+    async def _write_work(self, desired: dict[str, Any]) -> None:
+        ctx = self.ctx
+        namespace, name = desired["metadata"]["namespace"], desired["metadata"]["name"]
+        cached = ctx.works.get(namespace, name)
+        if cached is not None and not work_differs(cached, desired):
+            return
+        current = await ctx.get(ctx.work_rt, namespace, name)
+        if current is None:
+            await self._ensure_namespace(namespace)
+            await ctx.objects.create(ctx.work_rt, desired)
+            log.info("work %s/%s created", namespace, name)
+            return
+        if not work_differs(current, desired):
+            return
+        updated = copy.deepcopy(current)
+        updated["spec"] = desired["spec"]
+        updated["metadata"]["labels"] = {**(current["metadata"].get("labels") or {}), **desired["metadata"]["labels"]}
+        await ctx.objects.update(ctx.work_rt, updated)
+        log.info("work %s/%s updated", namespace, name)
+
+    async def _override_failed(self, key: BindingKey, cluster: str, workload: dict[str, Any], message: str) -> None:
+        log.warning("overrides for binding %s/%s in cluster %s failed: %s", *key, cluster, message)
+        if self._override_errors.get((key, cluster)) == message:
+            return
+        self._override_errors[(key, cluster)] = message
+        await record_event(
+            self.ctx, workload, type=EventType.WARNING, reason=EventReason.OVERRIDE_FAILED,
+            message=f"cluster {cluster}: {message}; its Work is left as it was",
+        )
+
+
+__all__ = ["BindingController"]

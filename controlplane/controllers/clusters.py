@@ -1,0 +1,86 @@
+"""Cluster lifecycle on the hub: every registered Cluster gets its execution namespace.
+
+A member's Works live in ``gpufed-es-<cluster>``; the namespace must exist before the
+first Work can be written there (by the binding controller, or by hand). This
+controller creates it when a Cluster appears, and removes it (with the Works in it)
+when the Cluster is deleted. Level-based: a restart re-checks every Cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from controlplane.apis.constants import (
+    EXECUTION_NAMESPACE_PREFIX,
+    LABEL_CLUSTER,
+    LABEL_MANAGED_BY,
+    MANAGED_BY_VALUE,
+)
+from controlplane.apiserver import errors
+from controlplane.apiserver.objects import ObjectStore, WatchEventType
+from controlplane.controllers.informing import Informer
+from controlplane.controllers.queueing import ShutDown, WorkQueue
+
+log = logging.getLogger(__name__)
+
+
+def execution_namespace(cluster: str) -> str:
+    return f"{EXECUTION_NAMESPACE_PREFIX}{cluster}"
+
+
+class ClusterNamespaceController:
+    def __init__(self, objects: ObjectStore) -> None:
+        self._objects = objects
+        registry = objects.registry
+        self._cluster_rt = registry.require("cluster.gpufed.io/v1alpha1", "Cluster")
+        self._namespace_rt = registry.require("v1", "Namespace")
+        self.clusters = Informer(objects, self._cluster_rt)
+        self._queue: WorkQueue[str] = WorkQueue()
+        self.clusters.add_handler(self._on_cluster)
+
+    async def _on_cluster(self, _event: WatchEventType, obj: dict[str, Any], _old: dict[str, Any] | None) -> None:
+        await self._queue.add(obj["metadata"]["name"])
+
+    async def run(self) -> None:
+        async with asyncio.TaskGroup() as group:
+            group.create_task(self.clusters.run())
+            while True:
+                try:
+                    name = await self._queue.get()
+                except ShutDown:
+                    return
+                try:
+                    await self.reconcile(name)
+                    self._queue.forget(name)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    log.exception("reconciling cluster %s failed; retrying", name)
+                    await self._queue.add_rate_limited(name)
+                finally:
+                    await self._queue.done(name)
+
+    async def reconcile(self, name: str) -> None:
+        namespace = execution_namespace(name)
+        cluster = self.clusters.get(None, name)
+        if cluster is None or cluster["metadata"].get("deletionTimestamp"):
+            with contextlib.suppress(errors.NotFound):
+                await self._objects.delete(self._namespace_rt, name=namespace)
+                log.info("removed execution namespace %s of deleted cluster", namespace)
+            return
+        body = {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {
+                "name": namespace,
+                "labels": {LABEL_CLUSTER: name, LABEL_MANAGED_BY: MANAGED_BY_VALUE},
+            },
+        }
+        try:
+            await self._objects.create(self._namespace_rt, body)
+            log.info("created execution namespace %s", namespace)
+        except errors.AlreadyExists:
+            pass

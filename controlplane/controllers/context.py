@@ -1,0 +1,263 @@
+"""What every hub controller shares: the object store, settings, informers and parsed policies.
+
+One :class:`ControllerContext` is built per run of the :class:`ControllerManager`: it owns
+one :class:`Informer` per kind (controllers share them, so each kind is listed and watched
+once), the indexes controllers need to avoid scans (bindings by policy, by cluster and by
+namespace; Works by binding; namespaced objects by namespace), and a memo of parsed policy
+models keyed by resourceVersion. Controllers read from here and write through
+``objects``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from controlplane.apis import constants as c
+from controlplane.apis.meta import format_time
+from controlplane.apiserver import errors
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.apiserver.resources import ResourceType
+from controlplane.controllers.informing import Informer
+from controlplane.controllers.works import binding_key_of_work
+from controlplane.controllers.workloads import propagatable_types
+from policies.matching import PolicyRef
+from policies.models import (
+    AnyOverridePolicy,
+    AnyPolicy,
+    AnyPropagationPolicy,
+    ClusterOverridePolicy,
+    ClusterPropagationPolicy,
+    OverridePolicy,
+    PropagationPolicy,
+)
+from policies.validation import parse_policy
+
+log = logging.getLogger(__name__)
+
+INDEX_NAMESPACE = "namespace"
+INDEX_POLICY = "policy"
+INDEX_CLUSTER = "cluster"
+INDEX_BINDING = "binding"
+
+PROPAGATION_KINDS = ("PropagationPolicy", "ClusterPropagationPolicy")
+OVERRIDE_KINDS = ("OverridePolicy", "ClusterOverridePolicy")
+
+
+@dataclass(frozen=True)
+class ControllerSettings:
+    """Tunables of the hub's controllers (defaults suit production; tests shorten them)."""
+
+    workers: int = 4
+    """Concurrent reconciles per controller (different keys)."""
+    unschedulable_grace_seconds: float = 120.0
+    """How long a member may report replicas it cannot place before the hub moves them."""
+    reservation_settle_seconds: float = 5.0
+    """A reservation never marked applied is dropped by a report at least this much newer."""
+    reservation_max_age_seconds: float = 600.0
+    """Safety net: reservations older than this go even without a report."""
+    deletion_poll_seconds: float = 0.5
+    """How often a deleting workload re-checks that its Works are gone."""
+    record_events: bool = True
+    """Write v1 Events (Scheduled, FailedScheduling, OverrideFailed) on workloads."""
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _namespace_of(obj: dict[str, Any]) -> Iterable[Hashable]:
+    namespace = (obj.get("metadata") or {}).get("namespace")
+    return (namespace,) if namespace else ()
+
+
+def _policy_of_binding(obj: dict[str, Any]) -> Iterable[Hashable]:
+    policy = (obj.get("spec") or {}).get("policy") or {}
+    if not policy.get("name"):
+        return ()
+    return ((str(policy.get("kind")), policy.get("namespace") or None, str(policy["name"])),)
+
+
+def _clusters_of_binding(obj: dict[str, Any]) -> Iterable[Hashable]:
+    return tuple(str(t.get("name")) for t in (obj.get("spec") or {}).get("clusters") or () if t.get("name"))
+
+
+def _binding_of_work(obj: dict[str, Any]) -> Iterable[Hashable]:
+    key = binding_key_of_work(obj)
+    return (key,) if key else ()
+
+
+def policy_key(ref: PolicyRef) -> tuple[str, str | None, str]:
+    """The ``policy`` index value of bindings claimed by ``ref``."""
+    return (ref.kind, ref.namespace or None, ref.name)
+
+
+class ControllerContext:
+    def __init__(
+        self,
+        objects: ObjectStore,
+        *,
+        settings: ControllerSettings,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self.objects = objects
+        self.registry = objects.registry
+        self.settings = settings
+        self.clock = clock
+        require = self.registry.require
+        work_api = f"{c.WORK_GROUP}/{c.VERSION}"
+        self.binding_rt = require(work_api, "ResourceBinding")
+        self.work_rt = require(work_api, "Work")
+        self.cluster_rt = require(f"{c.CLUSTER_GROUP}/{c.VERSION}", "Cluster")
+        self.namespace_rt = require("v1", "Namespace")
+        self.event_rt = self.registry.for_kind("v1", "Event")
+        self.workload_types = propagatable_types(self.registry)
+        self.propagation_types = self._policy_types(PROPAGATION_KINDS)
+        self.override_types = self._policy_types(OVERRIDE_KINDS)
+        self._informers: dict[tuple[str, str, str], Informer] = {}
+        self._parsed: dict[tuple[str, str, str, str], tuple[str, AnyPolicy | None]] = {}
+
+        self.bindings = self.informer(self.binding_rt)
+        self.bindings.add_index(INDEX_POLICY, _policy_of_binding)
+        self.bindings.add_index(INDEX_CLUSTER, _clusters_of_binding)
+        self.bindings.add_index(INDEX_NAMESPACE, _namespace_of)
+        self.works = self.informer(self.work_rt)
+        self.works.add_index(INDEX_BINDING, _binding_of_work)
+        self.clusters = self.informer(self.cluster_rt)
+        for rt in (*self.workload_types, *self.propagation_types, *self.override_types):
+            informer = self.informer(rt)
+            if rt.namespaced:
+                informer.add_index(INDEX_NAMESPACE, _namespace_of)
+
+    def _policy_types(self, kinds: Iterable[str]) -> list[ResourceType]:
+        out = []
+        for group in (c.POLICY_GROUP, c.KARMADA_POLICY_GROUP):
+            for kind in kinds:
+                rt = self.registry.for_kind(f"{group}/{c.VERSION}", kind)
+                if rt is not None:
+                    out.append(rt)
+        return out
+
+    # --- informers --------------------------------------------------------------------
+
+    def informer(self, rt: ResourceType) -> Informer:
+        key = (rt.group, rt.version, rt.plural)
+        found = self._informers.get(key)
+        if found is None:
+            found = self._informers[key] = Informer(self.objects, rt)
+        return found
+
+    @property
+    def informers(self) -> list[Informer]:
+        return list(self._informers.values())
+
+    async def run_informers(self) -> None:
+        async with asyncio.TaskGroup() as group:
+            for informer in self._informers.values():
+                group.create_task(informer.run(), name=f"informer-{informer.rt.plural}.{informer.rt.group}")
+
+    async def wait_synced(self) -> None:
+        for informer in self._informers.values():
+            await informer.synced.wait()
+
+    def workload_informer(self, api_version: str, kind: str) -> Informer | None:
+        rt = self.registry.for_kind(api_version, kind)
+        if rt is None:
+            return None
+        return self._informers.get((rt.group, rt.version, rt.plural))
+
+    # --- time ------------------------------------------------------------------------
+
+    def now(self) -> datetime:
+        return self.clock()
+
+    def now_text(self) -> str:
+        return format_time(self.clock())
+
+    # --- reads -----------------------------------------------------------------------
+
+    async def get(self, rt: ResourceType, namespace: str | None, name: str) -> dict[str, Any] | None:
+        """A fresh read from the store (None when absent)."""
+        try:
+            return await self.objects.get(rt, namespace=namespace, name=name)
+        except errors.NotFound:
+            return None
+
+    async def delete(self, rt: ResourceType, namespace: str | None, name: str) -> None:
+        with contextlib.suppress(errors.NotFound):
+            await self.objects.delete(rt, namespace=namespace, name=name)
+
+    # --- policies --------------------------------------------------------------------
+
+    def parsed_policy(self, obj: dict[str, Any]) -> AnyPolicy | None:
+        meta = obj.get("metadata") or {}
+        key = (str(obj.get("apiVersion")), str(obj.get("kind")), str(meta.get("namespace") or ""), str(meta.get("name")))
+        version = str(meta.get("resourceVersion") or "")
+        cached = self._parsed.get(key)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        policy: AnyPolicy | None
+        try:
+            policy = parse_policy(obj)
+        except (ValidationError, ValueError) as exc:
+            log.warning("ignoring invalid policy %s: %s", "/".join(key[1:]), exc)
+            policy = None
+        self._parsed[key] = (version, policy)
+        return policy
+
+    def _policies(self, types: Iterable[ResourceType], namespace: str | None) -> list[AnyPolicy]:
+        out: list[AnyPolicy] = []
+        for rt in types:
+            informer = self.informer(rt)
+            if rt.namespaced:
+                items = informer.by_index(INDEX_NAMESPACE, namespace) if namespace else []
+            else:
+                items = informer.items()
+            for obj in items:
+                policy = self.parsed_policy(obj)
+                if policy is not None:
+                    out.append(policy)
+        return out
+
+    def propagation_policies(self, namespace: str | None) -> list[AnyPropagationPolicy]:
+        """The PropagationPolicies of ``namespace`` and every ClusterPropagationPolicy (both groups)."""
+        return [
+            p
+            for p in self._policies(self.propagation_types, namespace)
+            if isinstance(p, PropagationPolicy | ClusterPropagationPolicy)
+        ]
+
+    def override_policies(self, namespace: str | None) -> list[AnyOverridePolicy]:
+        """The OverridePolicies of ``namespace`` and every ClusterOverridePolicy (both groups)."""
+        return [
+            p
+            for p in self._policies(self.override_types, namespace)
+            if isinstance(p, OverridePolicy | ClusterOverridePolicy)
+        ]
+
+    def propagation_policy(self, ref: PolicyRef) -> AnyPropagationPolicy | None:
+        """The policy a binding names in ``spec.policy`` (gpufed's group first)."""
+        for rt in self.propagation_types:
+            if rt.kind != ref.kind:
+                continue
+            obj = self.informer(rt).get(ref.namespace if rt.namespaced else None, ref.name)
+            if obj is None:
+                continue
+            policy = self.parsed_policy(obj)
+            if isinstance(policy, PropagationPolicy | ClusterPropagationPolicy):
+                return policy
+        return None
+
+
+def policy_ref_of_binding(binding: dict[str, Any] | None) -> PolicyRef | None:
+    policy = ((binding or {}).get("spec") or {}).get("policy") or {}
+    if not policy.get("name"):
+        return None
+    return PolicyRef(kind=str(policy.get("kind")), name=str(policy["name"]), namespace=policy.get("namespace") or None)

@@ -1,0 +1,287 @@
+"""The detector: workload x policies -> one ResourceBinding per claimed workload.
+
+In: hub workloads (every kind with an interpreter, plus ConfigMap/Secret/Service/
+ServiceAccount), PropagationPolicies and ClusterPropagationPolicies (both API groups) and
+the existing bindings. Out, per workload:
+
+* claimed by a policy (``policies.matching.select_policy``, Karmada's order and sticky
+  claims): the workload gets the ``gpufed.io/propagation`` finalizer (so deleting it
+  cleans up the members first, see ``deleting``), a ResourceBinding ``<name>-<kind>`` in
+  its namespace with ``spec.resource``, replicas, per-replica requirements, gang,
+  components, the policy's placement and ``spec.policy``, and the status condition
+  ``Propagated=True`` (reason ``PolicyClaimed``);
+* claimed by none and never propagated: ``Propagated=False`` reason ``NoPolicyMatched``;
+  the workload stays on the hub only;
+* claimed before but by no policy now (the policy was deleted or no longer selects it):
+  like Karmada, the binding stays and the workload keeps running where it was placed
+  (``Propagated=True`` reason ``PolicyRemoved``); deleting the workload removes it.
+
+Reconciled again whenever the workload's spec, labels or deletion state change, any
+policy that selects it (or claims it) changes, or its binding changes. Writes only what
+differs (the scheduler owns ``spec.clusters``), each a compare-and-swap.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from typing import Any
+
+from controlplane.apis.constants import FINALIZER_WORKLOAD
+from controlplane.apiserver.objects import WatchEventType
+from controlplane.apiserver.resources import ResourceType
+from controlplane.controllers.context import (
+    INDEX_NAMESPACE,
+    INDEX_POLICY,
+    ControllerContext,
+    policy_key,
+    policy_ref_of_binding,
+)
+from controlplane.controllers.events import EventReason, EventType, record_event
+from controlplane.controllers.reconciling import ReconcileLoop
+from controlplane.controllers.workloads import (
+    PLAIN_KINDS,
+    PropagatedReason,
+    WorkloadConditionType,
+    WorkloadRef,
+    find_condition,
+    is_deleting,
+    with_condition,
+)
+from controlplane.interpreter import interpreter_for
+from controlplane.interpreter.registry import group_of
+from policies.matching import PolicyMatch, PolicyRef, is_reserved_namespace, policy_ref, select_policy
+from policies.models import AnyPropagationPolicy
+
+log = logging.getLogger(__name__)
+
+
+def describe_policy(ref: PolicyRef) -> str:
+    return f"{ref.kind} {ref.namespace}/{ref.name}" if ref.namespace else f"{ref.kind} {ref.name}"
+
+
+def _meta_changed(old: dict[str, Any] | None, new: dict[str, Any]) -> bool:
+    """Whether a workload changed in anything the detector reads (not a status-only write)."""
+    if old is None:
+        return True
+    before, after = old.get("metadata") or {}, new.get("metadata") or {}
+    return any(
+        before.get(key) != after.get(key)
+        for key in ("generation", "labels", "deletionTimestamp", "finalizers", "uid")
+    )
+
+
+def binding_spec(
+    workload: dict[str, Any], policy: AnyPropagationPolicy, existing: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The binding spec for ``workload`` claimed by ``policy``, keeping the scheduler's fields."""
+    meta = workload.get("metadata") or {}
+    api_version, kind = str(workload.get("apiVersion")), str(workload.get("kind"))
+    interpreter = interpreter_for(api_version, kind)
+    resource: dict[str, Any] = {"apiVersion": api_version, "kind": kind, "namespace": meta.get("namespace")}
+    resource["name"] = meta.get("name")
+    for key in ("uid", "resourceVersion", "generation"):
+        if meta.get(key) is not None:
+            resource[key] = meta[key]
+    spec: dict[str, Any] = {"resource": resource}
+    if interpreter is not None:
+        spec["replicas"] = interpreter.replicas(workload)
+        spec["replicaRequirements"] = interpreter.replica_requirements(workload).to_spec()
+        gang = policy.spec.gang if policy.spec.gang is not None else interpreter.is_gang(workload)
+        spec["gang"] = bool(gang)
+        components = interpreter.components(workload)
+        if components:
+            spec["components"] = [component.to_spec() for component in components]
+    else:
+        spec["replicas"] = 0
+        spec["gang"] = False
+    if policy.spec.placement is not None:
+        spec["placement"] = policy.spec.placement.to_wire()
+    ref = policy_ref(policy)
+    spec["policy"] = {"kind": ref.kind, "name": ref.name, **({"namespace": ref.namespace} if ref.namespace else {})}
+    for owned_by_scheduler in ("clusters", "gracefulEvictionTasks"):
+        value = ((existing or {}).get("spec") or {}).get(owned_by_scheduler)
+        if value is not None:
+            spec[owned_by_scheduler] = value
+    return spec
+
+
+def _comparable(spec: dict[str, Any] | None) -> dict[str, Any]:
+    """A binding spec without the workload's resourceVersion (it moves on every status write)."""
+    out = copy.deepcopy(spec or {})
+    (out.get("resource") or {}).pop("resourceVersion", None)
+    return out
+
+
+class Detector:
+    """Reconciles workloads (keys: :class:`WorkloadRef`) into bindings."""
+
+    name = "detector"
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        self.ctx = ctx
+        self.loop: ReconcileLoop[WorkloadRef] = ReconcileLoop(self.name, self.reconcile, workers=ctx.settings.workers)
+        for rt in ctx.workload_types:
+            ctx.informer(rt).add_handler(self._on_workload)
+        for rt in ctx.propagation_types:
+            ctx.informer(rt).add_handler(self._on_policy)
+        ctx.bindings.add_handler(self._on_binding)
+
+    # --- event handlers ---------------------------------------------------------------
+
+    async def _on_workload(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        if event is WatchEventType.MODIFIED and not _meta_changed(old, obj):
+            return
+        await self.loop.add(WorkloadRef.of(obj))
+
+    async def _on_policy(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        if event is WatchEventType.MODIFIED and old is not None and old.get("spec") == obj.get("spec") and (
+            (old.get("metadata") or {}).get("deletionTimestamp") == (obj.get("metadata") or {}).get("deletionTimestamp")
+        ):
+            return
+        refs: set[WorkloadRef] = set()
+        meta = obj.get("metadata") or {}
+        namespace = meta.get("namespace") or None
+        ref = PolicyRef(kind=str(obj.get("kind")), name=str(meta.get("name")), namespace=namespace)
+        for binding in self.ctx.bindings.by_index(INDEX_POLICY, policy_key(ref)):
+            resource = (binding.get("spec") or {}).get("resource") or {}
+            if resource.get("name"):
+                refs.add(
+                    WorkloadRef(
+                        str(resource.get("apiVersion")), str(resource.get("kind")),
+                        str(resource.get("namespace") or ""), str(resource["name"]),
+                    )
+                )
+        selected: set[tuple[str, str]] = set()
+        for version in (obj, old):
+            for selector in ((version or {}).get("spec") or {}).get("resourceSelectors") or ():
+                selected.add((str(selector.get("apiVersion")), str(selector.get("kind"))))
+        for api_version, kind in selected:
+            informer = self.ctx.workload_informer(api_version, kind)
+            if informer is None:
+                continue
+            items = informer.by_index(INDEX_NAMESPACE, namespace) if namespace else informer.items()
+            refs.update(WorkloadRef.of(item) for item in items)
+        for workload in sorted(refs):
+            await self.loop.add(workload)
+
+    async def _on_binding(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        if event is WatchEventType.MODIFIED and old is not None and (old.get("metadata") or {}).get(
+            "generation"
+        ) == (obj.get("metadata") or {}).get("generation"):
+            return
+        resource = (obj.get("spec") or {}).get("resource") or {}
+        if resource.get("name") and resource.get("kind"):
+            await self.loop.add(
+                WorkloadRef(
+                    str(resource.get("apiVersion")), str(resource["kind"]),
+                    str(resource.get("namespace") or ""), str(resource["name"]),
+                )
+            )
+
+    # --- reconcile --------------------------------------------------------------------
+
+    async def reconcile(self, ref: WorkloadRef) -> float | None:
+        ctx = self.ctx
+        rt = ctx.registry.for_kind(ref.api_version, ref.kind)
+        informer = ctx.workload_informer(ref.api_version, ref.kind)
+        if rt is None or informer is None:
+            return None
+        workload = informer.get(ref.namespace, ref.name)
+        binding = await ctx.get(ctx.binding_rt, ref.namespace, ref.binding_name)
+        if binding is not None and not _binding_is_for(binding, ref):
+            binding = None  # another kind's binding that happens to share the name
+        if workload is None:
+            if binding is not None:
+                # Gone without passing through the finalizer (it was removed by hand).
+                log.info("workload %s is gone; deleting its binding", ref)
+                await ctx.delete(ctx.binding_rt, ref.namespace, ref.binding_name)
+            return None
+        if is_deleting(workload) or is_reserved_namespace(ref.namespace):
+            return None
+
+        claimed_by = policy_ref_of_binding(binding)
+        match = select_policy(workload, ctx.propagation_policies(ref.namespace), claimed_by=claimed_by)
+        if match is None:
+            if binding is None:
+                await self._set_propagated(
+                    rt, workload, False, PropagatedReason.NO_POLICY_MATCHED,
+                    "no PropagationPolicy or ClusterPropagationPolicy selects this workload; "
+                    "it stays on the hub and runs in no member cluster",
+                )
+            else:
+                former = describe_policy(claimed_by) if claimed_by else "a policy"
+                await self._set_propagated(
+                    rt, workload, True, PropagatedReason.POLICY_REMOVED,
+                    f"{former} no longer claims this workload; it keeps running where it was placed "
+                    "(delete the workload to remove it from the members)",
+                )
+            return None
+
+        workload = await self._ensure_finalizer(rt, workload)
+        await self._write_binding(ref, workload, match, binding)
+        await self._set_propagated(
+            rt, workload, True, PropagatedReason.CLAIMED, f"claimed by {describe_policy(match.ref)}"
+        )
+        return None
+
+    async def _ensure_finalizer(self, rt: ResourceType, workload: dict[str, Any]) -> dict[str, Any]:
+        finalizers = list((workload.get("metadata") or {}).get("finalizers") or [])
+        if FINALIZER_WORKLOAD in finalizers:
+            return workload
+        updated = copy.deepcopy(workload)
+        updated["metadata"]["finalizers"] = [*finalizers, FINALIZER_WORKLOAD]
+        return await self.ctx.objects.update(rt, updated)
+
+    async def _write_binding(
+        self, ref: WorkloadRef, workload: dict[str, Any], match: PolicyMatch, binding: dict[str, Any] | None
+    ) -> None:
+        ctx = self.ctx
+        spec = binding_spec(workload, match.policy, binding)
+        if binding is None:
+            created = {
+                "apiVersion": ctx.binding_rt.api_version,
+                "kind": ctx.binding_rt.kind,
+                "metadata": {"name": ref.binding_name, "namespace": ref.namespace},
+                "spec": spec,
+            }
+            await ctx.objects.create(ctx.binding_rt, created)
+            log.info("binding %s/%s created for %s (%s)", ref.namespace, ref.binding_name, ref, describe_policy(match.ref))
+            return
+        if _comparable(binding.get("spec")) == _comparable(spec):
+            return
+        updated = copy.deepcopy(binding)
+        updated["spec"] = spec
+        await ctx.objects.update(ctx.binding_rt, updated)
+        if match.preempted is not None:
+            await record_event(
+                ctx, workload, type=EventType.NORMAL, reason=EventReason.POLICY_PREEMPTED,
+                message=f"{describe_policy(match.ref)} preempted {describe_policy(match.preempted)}",
+            )
+
+    async def _set_propagated(
+        self, rt: ResourceType, workload: dict[str, Any], status: bool, reason: PropagatedReason, message: str
+    ) -> None:
+        if not rt.has_status or (rt.group, rt.kind) in PLAIN_KINDS:
+            return
+        conditions = (workload.get("status") or {}).get("conditions") or []
+        wanted = {
+            "type": str(WorkloadConditionType.PROPAGATED),
+            "status": "True" if status else "False",
+            "reason": str(reason),
+            "message": message,
+        }
+        current = find_condition(conditions, WorkloadConditionType.PROPAGATED)
+        if current is not None and all(current.get(k) == v for k, v in wanted.items()):
+            return
+        updated = copy.deepcopy(workload)
+        updated.setdefault("status", {})["conditions"] = with_condition(conditions, wanted, now=self.ctx.now_text())
+        await self.ctx.objects.update_status(rt, updated)
+
+
+def _binding_is_for(binding: dict[str, Any], ref: WorkloadRef) -> bool:
+    resource = (binding.get("spec") or {}).get("resource") or {}
+    return bool(resource.get("kind") == ref.kind and group_of(str(resource.get("apiVersion"))) == group_of(ref.api_version))
+
+
+__all__ = ["Detector", "binding_spec", "describe_policy"]

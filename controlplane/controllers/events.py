@@ -1,0 +1,76 @@
+"""v1 Events on hub workloads, so ``kubectl describe deployment x`` shows what the hub decided.
+
+In: the involved object (a hub workload dict), a type, a reason and a message. Out: one
+``v1`` Event in the object's namespace, named ``<object name>.<unique suffix>``. Events
+are best effort: failing to record one is logged and never fails a reconcile. Callers
+record an Event only when their decision changes, so repeated reconciles do not flood.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Any
+
+from controlplane.apiserver import errors
+from controlplane.controllers.context import ControllerContext
+from controlplane.storage.interface import StorageError
+
+log = logging.getLogger(__name__)
+
+COMPONENT = "gpufed-hub"
+
+
+class EventType(StrEnum):
+    NORMAL = "Normal"
+    WARNING = "Warning"
+
+
+class EventReason(StrEnum):
+    SCHEDULED = "Scheduled"
+    FAILED_SCHEDULING = "FailedScheduling"
+    REPLICAS_MOVED = "ReplicasMoved"
+    OVERRIDE_FAILED = "OverrideFailed"
+    POLICY_PREEMPTED = "PolicyPreempted"
+
+
+async def record_event(
+    ctx: ControllerContext,
+    involved: Mapping[str, Any],
+    *,
+    type: EventType,
+    reason: EventReason,
+    message: str,
+) -> None:
+    if not ctx.settings.record_events or ctx.event_rt is None:
+        return
+    meta = involved.get("metadata") or {}
+    namespace = meta.get("namespace") or "default"
+    now = ctx.now_text()
+    event = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": f"{meta.get('name')}.{secrets.token_hex(8)}", "namespace": namespace},
+        "involvedObject": {
+            "apiVersion": involved.get("apiVersion"),
+            "kind": involved.get("kind"),
+            "namespace": meta.get("namespace"),
+            "name": meta.get("name"),
+            "uid": meta.get("uid"),
+            "resourceVersion": meta.get("resourceVersion"),
+        },
+        "reason": str(reason),
+        "message": message,
+        "type": str(type),
+        "source": {"component": COMPONENT},
+        "reportingComponent": COMPONENT,
+        "firstTimestamp": now,
+        "lastTimestamp": now,
+        "count": 1,
+    }
+    try:
+        await ctx.objects.create(ctx.event_rt, event)
+    except (errors.ApiError, StorageError) as exc:
+        log.info("could not record event %s on %s/%s: %s", reason, namespace, meta.get("name"), exc)

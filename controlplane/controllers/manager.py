@@ -1,0 +1,142 @@
+"""The controller manager: runs the hub's federation loop over one ObjectStore.
+
+In: an :class:`ObjectStore` (in-process, no HTTP) and :class:`ControllerSettings`. Out:
+the detector, scheduler, binding, status and deletion controllers running, sharing one
+informer per kind.
+
+``run()`` builds everything afresh — informers, queues, the scheduler's reservations —
+lists and watches every kind, waits until all caches are synced, then starts the
+controllers; it returns when ``shutdown()`` is called (or the task is cancelled). So a
+hub replica can call ``run()`` when it becomes leader and ``shutdown()`` when it loses
+leadership, any number of times: each term starts from the store's state, which is
+the whole truth (controllers are level-based; nothing they need lives only in memory
+except reservations, which the next capacity reports replace).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from datetime import datetime
+from types import TracebackType
+
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.controllers.binding import BindingController
+from controlplane.controllers.context import ControllerContext, ControllerSettings, utc_now
+from controlplane.controllers.deleting import DeletionController
+from controlplane.controllers.detecting import Detector
+from controlplane.controllers.reconciling import ReconcileLoop
+from controlplane.controllers.scheduling import SchedulerController
+from controlplane.controllers.status import StatusController
+
+log = logging.getLogger(__name__)
+
+
+class ControllerManager:
+    """``async with ControllerManager(objects): ...`` or ``await manager.run()`` / ``shutdown()``."""
+
+    def __init__(
+        self,
+        objects: ObjectStore,
+        *,
+        settings: ControllerSettings | None = None,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self.objects = objects
+        self.settings = settings or ControllerSettings()
+        self._clock = clock
+        self._stop = asyncio.Event()
+        self._started = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.context: ControllerContext | None = None
+        self.scheduler: SchedulerController | None = None
+        self._loops: list[ReconcileLoop[object]] = []
+
+    @property
+    def started(self) -> asyncio.Event:
+        """Set once every informer is synced and the controllers run."""
+        return self._started
+
+    async def run(self) -> None:
+        """Run the controllers until :meth:`shutdown`."""
+        self._stop = asyncio.Event()
+        self._started.clear()
+        ctx = ControllerContext(self.objects, settings=self.settings, clock=self._clock)
+        detector = Detector(ctx)
+        scheduler = SchedulerController(ctx)
+        binder = BindingController(ctx)
+        status = StatusController(ctx)
+        deletion = DeletionController(ctx)
+        loops: list[ReconcileLoop[object]] = [
+            detector.loop, scheduler.loop, binder.loop, status.loop, deletion.loop,  # type: ignore[list-item]
+        ]
+        self.context, self.scheduler, self._loops = ctx, scheduler, loops
+        tasks: list[asyncio.Task[None]] = []
+        async with asyncio.TaskGroup() as group:
+            tasks.append(group.create_task(ctx.run_informers(), name="informers"))
+            synced = group.create_task(ctx.wait_synced())
+            stopped = group.create_task(self._stop.wait())
+            await asyncio.wait({synced, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            if synced.done():
+                for loop in loops:
+                    tasks.append(group.create_task(loop.run(), name=f"controller-{loop.name}"))
+                tasks.append(group.create_task(scheduler.maintain(), name="scheduler-maintenance"))
+                self._started.set()
+                log.info("controllers started: %s", ", ".join(loop.name for loop in loops))
+            await stopped
+            synced.cancel()
+            for loop in loops:
+                await loop.shutdown()
+            for task in tasks:
+                task.cancel()
+        self._started.clear()
+        log.info("controllers stopped")
+
+    async def shutdown(self) -> None:
+        """Stop the controllers (idempotent); waits for a run started with ``start()``."""
+        self._stop.set()
+        task, self._task = self._task, None
+        if task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    def start(self) -> asyncio.Task[None]:
+        """Run in a background task (what ``async with`` does)."""
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self.run(), name="controller-manager")
+        return self._task
+
+    def idle(self) -> bool:
+        """No key is waiting or being reconciled now (keys delayed for later do not count)."""
+        return self._started.is_set() and all(loop.queue.active == 0 for loop in self._loops)
+
+    async def wait_idle(self, *, timeout: float, settle: float = 0.05) -> None:
+        """Wait until :meth:`idle` holds for ``settle`` seconds; TimeoutError after ``timeout``."""
+        async with asyncio.timeout(timeout):
+            await self._started.wait()
+            quiet_since: float | None = None
+            loop = asyncio.get_running_loop()
+            while True:
+                if self.idle():
+                    quiet_since = quiet_since if quiet_since is not None else loop.time()
+                    if loop.time() - quiet_since >= settle:
+                        return
+                else:
+                    quiet_since = None
+                await asyncio.sleep(0.01)
+
+    async def __aenter__(self) -> ControllerManager:
+        task = self.start()
+        started = asyncio.ensure_future(self._started.wait())
+        await asyncio.wait({task, started}, return_when=asyncio.FIRST_COMPLETED)
+        if not started.done():
+            started.cancel()
+            await task  # raises what stopped it
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.shutdown()

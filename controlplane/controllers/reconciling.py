@@ -1,0 +1,77 @@
+"""The loop every hub controller runs: keys from a work queue, one reconcile per key, retries.
+
+A controller is a ``reconcile(key)`` coroutine (level-based: it reads the current state and
+makes the world match it, whatever event queued the key) plus the handlers that queue keys.
+:class:`ReconcileLoop` runs ``workers`` coroutines over one :class:`WorkQueue`, so one key is
+never reconciled twice at once while different keys proceed in parallel.
+
+Outcomes: ``None`` means done; a number means "look again in that many seconds" (waiting for
+a grace period or for members to catch up). A ``Conflict`` (a compare-and-swap write lost a
+race) re-queues the key with backoff, and the next attempt re-reads; any other failure is
+logged and re-queued with exponential backoff, capped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Hashable
+from typing import Generic, TypeVar
+
+from controlplane.apiserver import errors
+from controlplane.controllers.queueing import ShutDown, WorkQueue
+from controlplane.storage.interface import StorageError
+
+log = logging.getLogger(__name__)
+
+K = TypeVar("K", bound=Hashable)
+Reconcile = Callable[[K], Awaitable[float | None]]
+
+
+class ReconcileLoop(Generic[K]):
+    """Workers that take keys from ``queue`` and reconcile them."""
+
+    def __init__(self, name: str, reconcile: Reconcile[K], *, workers: int = 4, max_delay: float = 30.0) -> None:
+        self.name = name
+        self.queue: WorkQueue[K] = WorkQueue(max_delay=max_delay)
+        self._reconcile = reconcile
+        self._workers = max(1, workers)
+
+    async def add(self, key: K) -> None:
+        await self.queue.add(key)
+
+    async def run(self) -> None:
+        """Run the workers until the queue shuts down (or the task is cancelled)."""
+        async with asyncio.TaskGroup() as group:
+            for index in range(self._workers):
+                group.create_task(self._work(), name=f"{self.name}-worker-{index}")
+
+    async def shutdown(self) -> None:
+        await self.queue.shutdown()
+
+    async def _work(self) -> None:
+        queue = self.queue
+        while True:
+            try:
+                key = await queue.get()
+            except ShutDown:
+                return
+            try:
+                again = await self._reconcile(key)
+            except asyncio.CancelledError:
+                raise
+            except errors.Conflict as exc:
+                log.debug("%s: %s lost a write race, retrying: %s", self.name, key, exc)
+                await queue.add_rate_limited(key)
+            except (errors.ApiError, StorageError) as exc:
+                log.warning("%s: reconciling %s failed: %s; retrying", self.name, key, exc)
+                await queue.add_rate_limited(key)
+            except Exception:
+                log.exception("%s: reconciling %s failed; retrying", self.name, key)
+                await queue.add_rate_limited(key)
+            else:
+                queue.forget(key)
+                if again is not None:
+                    await queue.add_after(key, again)
+            finally:
+                await queue.done(key)

@@ -1,0 +1,211 @@
+"""The status controller: Work status -> the binding's aggregatedStatus -> the hub workload's status.
+
+In: a binding's Works (their ``Applied`` condition at the current generation and the member
+object's status and health the agent reported) and the hub workload. Out:
+
+* the binding's ``status.aggregatedStatus`` — one entry per chosen cluster, in name order:
+  ``{clusterName, applied, appliedMessage?, health?, status?}`` — and its ``FullyApplied``
+  condition (True when every chosen cluster's Work is applied at its current generation);
+* the workload's ``.status`` on the hub, merged by its interpreter from the members'
+  statuses (a Deployment's ``readyReplicas`` is the sum over members), keeping the
+  detector's ``Propagated`` condition.
+
+Both are written only when they change (compare and swap), so a restarted hub or a repeated
+reconcile writes nothing.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Any
+
+from controlplane.apis.work_v1alpha1 import ConditionType, binding_name
+from controlplane.apiserver.objects import WatchEventType
+from controlplane.controllers.context import INDEX_BINDING, ControllerContext
+from controlplane.controllers.reconciling import ReconcileLoop
+from controlplane.controllers.works import binding_key_of_work, cluster_of_namespace
+from controlplane.controllers.workloads import (
+    WorkloadConditionType,
+    find_condition,
+    is_deleting,
+    with_condition,
+)
+from controlplane.interpreter import KindInterpreter, interpreter_for
+
+log = logging.getLogger(__name__)
+
+BindingKey = tuple[str, str]
+
+
+class FullyAppliedReason(StrEnum):
+    SUCCESS = "FullyAppliedSuccess"
+    NOT_FULLY_APPLIED = "NotFullyApplied"
+
+
+def _main_manifest(work: Mapping[str, Any], resource: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The manifest status of the workload itself (a Work may one day carry dependencies too)."""
+    entries = (work.get("status") or {}).get("manifestStatuses") or []
+    for entry in entries:
+        ident = entry.get("identifier") or {}
+        if ident.get("kind") == resource.get("kind") and ident.get("name") == resource.get("name"):
+            return dict(entry)
+    return dict(entries[0]) if entries else None
+
+
+def aggregate(
+    resource: Mapping[str, Any],
+    targets: list[Mapping[str, Any]],
+    works: Mapping[str, Mapping[str, Any]],
+    interpreter: KindInterpreter | None,
+) -> tuple[list[dict[str, Any]], list[tuple[str, Mapping[str, Any] | None]], list[str]]:
+    """(aggregatedStatus, (cluster, member status) pairs, clusters not applied yet with why)."""
+    items: list[dict[str, Any]] = []
+    members: list[tuple[str, Mapping[str, Any] | None]] = []
+    pending: list[str] = []
+    for target in sorted(targets, key=lambda t: str(t.get("name"))):
+        cluster = str(target.get("name"))
+        work = works.get(cluster)
+        if work is None:
+            items.append({"clusterName": cluster, "applied": False, "appliedMessage": "the Work is not written yet"})
+            members.append((cluster, None))
+            pending.append(f"{cluster}: Work not written yet")
+            continue
+        generation = (work.get("metadata") or {}).get("generation")
+        applied_condition = find_condition((work.get("status") or {}).get("conditions"), ConditionType.APPLIED)
+        current = applied_condition is not None and applied_condition.get("observedGeneration") in (None, generation)
+        applied = bool(current and applied_condition and applied_condition.get("status") == "True")
+        item: dict[str, Any] = {"clusterName": cluster, "applied": applied}
+        if not applied:
+            if applied_condition is None or not current:
+                message = "the member has not applied the current Work yet"
+            else:
+                message = str(applied_condition.get("message") or applied_condition.get("reason") or "not applied")
+            item["appliedMessage"] = message
+            pending.append(f"{cluster}: {message}")
+        manifest = _main_manifest(work, resource)
+        member_status = manifest.get("status") if manifest else None
+        health = manifest.get("health") if manifest else None
+        if health is None and interpreter is not None and member_status is not None:
+            health = str(interpreter.health(member_status))
+        if health:
+            item["health"] = str(health)
+        if member_status is not None:
+            item["status"] = member_status
+        items.append(item)
+        members.append((cluster, member_status))
+    return items, members, pending
+
+
+class StatusController:
+    """Reconciles bindings (keys: ``(namespace, name)``) into binding and workload status."""
+
+    name = "status"
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        self.ctx = ctx
+        self.loop: ReconcileLoop[BindingKey] = ReconcileLoop(self.name, self.reconcile, workers=ctx.settings.workers)
+        ctx.works.add_handler(self._on_work)
+        ctx.bindings.add_handler(self._on_binding)
+        for rt in ctx.workload_types:
+            ctx.informer(rt).add_handler(self._on_workload)
+
+    async def _on_work(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        key = binding_key_of_work(obj)
+        if key is not None:
+            await self.loop.add(key)
+
+    async def _on_binding(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        if event is WatchEventType.DELETED:
+            return
+        if event is WatchEventType.MODIFIED and old is not None and old.get("spec") == obj.get("spec"):
+            return
+        meta = obj["metadata"]
+        await self.loop.add((str(meta.get("namespace")), str(meta["name"])))
+
+    async def _on_workload(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        if event is WatchEventType.DELETED:
+            return
+        if event is WatchEventType.MODIFIED and old is not None and (
+            (old.get("metadata") or {}).get("generation") == (obj.get("metadata") or {}).get("generation")
+        ):
+            return
+        meta = obj["metadata"]
+        await self.loop.add((str(meta.get("namespace")), binding_name(str(meta["name"]), str(obj.get("kind")))))
+
+    async def reconcile(self, key: BindingKey) -> float | None:
+        ctx = self.ctx
+        binding = await ctx.get(ctx.binding_rt, key[0], key[1])
+        if binding is None or is_deleting(binding):
+            return None
+        spec = binding.get("spec") or {}
+        targets = spec.get("clusters")
+        if targets is None:
+            return None
+        resource = spec.get("resource") or {}
+        api_version, kind = str(resource.get("apiVersion")), str(resource.get("kind"))
+        interpreter = interpreter_for(api_version, kind)
+        works: dict[str, dict[str, Any]] = {}
+        for work in ctx.works.by_index(INDEX_BINDING, key):
+            cluster = cluster_of_namespace(str(work["metadata"].get("namespace") or ""))
+            if cluster is not None:
+                works[cluster] = work
+        items, members, pending = aggregate(resource, list(targets), works, interpreter)
+        await self._write_binding_status(binding, items, pending, len(targets))
+        if interpreter is not None:
+            await self._write_workload_status(api_version, kind, resource, interpreter, members)
+        return None
+
+    async def _write_binding_status(
+        self, binding: dict[str, Any], items: list[dict[str, Any]], pending: list[str], total: int
+    ) -> None:
+        ctx = self.ctx
+        status = copy.deepcopy(binding.get("status") or {})
+        if pending or not total:
+            shown = "; ".join(pending[:5]) + (f" and {len(pending) - 5} more" if len(pending) > 5 else "")
+            condition = {
+                "type": str(ConditionType.FULLY_APPLIED),
+                "status": "False",
+                "reason": str(FullyAppliedReason.NOT_FULLY_APPLIED),
+                "message": f"{total - len(pending)}/{total} Work(s) applied" + (f": {shown}" if shown else ""),
+            }
+        else:
+            condition = {
+                "type": str(ConditionType.FULLY_APPLIED),
+                "status": "True",
+                "reason": str(FullyAppliedReason.SUCCESS),
+                "message": f"all {total} Work(s) applied",
+            }
+        status["conditions"] = with_condition(status.get("conditions"), condition, now=ctx.now_text())
+        status["aggregatedStatus"] = items
+        if status != (binding.get("status") or {}):
+            await ctx.objects.update_status(ctx.binding_rt, {**binding, "status": status})
+
+    async def _write_workload_status(
+        self,
+        api_version: str,
+        kind: str,
+        resource: Mapping[str, Any],
+        interpreter: KindInterpreter,
+        members: list[tuple[str, Mapping[str, Any] | None]],
+    ) -> None:
+        ctx = self.ctx
+        rt = ctx.registry.for_kind(api_version, kind)
+        informer = ctx.workload_informer(api_version, kind)
+        if rt is None or informer is None or not rt.has_status:
+            return
+        workload = informer.get(resource.get("namespace"), str(resource.get("name")))
+        if workload is None or is_deleting(workload):
+            return
+        if resource.get("uid") and (workload.get("metadata") or {}).get("uid") != resource.get("uid"):
+            return  # the binding still describes an earlier object of that name
+        current = workload.get("status") or {}
+        merged: dict[str, Any] = dict(interpreter.aggregate_status(workload, members))
+        propagated = find_condition(current.get("conditions"), WorkloadConditionType.PROPAGATED)
+        if propagated is not None:
+            merged["conditions"] = [*(merged.get("conditions") or []), dict(propagated)]
+        if merged == current:
+            return
+        await ctx.objects.update_status(rt, {**copy.deepcopy(workload), "status": merged})

@@ -1,0 +1,136 @@
+"""What the hub's controllers share about workloads: which kinds propagate, keys, conditions.
+
+In: the hub's :class:`Registry` and workload objects as dicts. Out: the propagatable
+resource types, :class:`WorkloadRef` keys (a workload, and the name of its binding), the
+``Propagated`` condition the detector sets on a hub workload's status, and a dict version
+of ``set_condition`` for status conditions. Pure; no I/O.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from controlplane.apis.work_v1alpha1 import binding_name
+from controlplane.apiserver.resources import Registry, ResourceType
+from controlplane.interpreter import interpreter_for
+
+#: Plain kinds a policy may select and that are propagated as they are (no replicas).
+PLAIN_KINDS: frozenset[tuple[str, str]] = frozenset(
+    {("", "ConfigMap"), ("", "Secret"), ("", "Service"), ("", "ServiceAccount")}
+)
+
+
+class WorkloadConditionType(StrEnum):
+    """Conditions the hub adds to a workload's status (besides the members' merged ones)."""
+
+    PROPAGATED = "Propagated"
+
+
+class PropagatedReason(StrEnum):
+    CLAIMED = "PolicyClaimed"
+    """A policy claims the workload; it has a binding."""
+    NO_POLICY_MATCHED = "NoPolicyMatched"
+    """No policy selects the workload: it stays on the hub only."""
+    POLICY_REMOVED = "PolicyRemoved"
+    """The policy that claimed it no longer does; it keeps running where it was placed."""
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class WorkloadRef:
+    """A workload on the hub, the key of the detector's and deletion controller's queues."""
+
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+
+    @property
+    def binding_name(self) -> str:
+        return binding_name(self.name, self.kind)
+
+    @classmethod
+    def of(cls, obj: Mapping[str, Any]) -> WorkloadRef:
+        meta = obj.get("metadata") or {}
+        return cls(str(obj.get("apiVersion")), str(obj.get("kind")), str(meta.get("namespace") or ""), str(meta["name"]))
+
+    def __str__(self) -> str:
+        return f"{self.kind}/{self.namespace}/{self.name}"
+
+
+def propagatable_types(registry: Registry) -> list[ResourceType]:
+    """Namespaced kinds the detector watches: every kind with an interpreter, plus plain kinds."""
+    out = []
+    for rt in registry:
+        if not rt.namespaced:
+            continue
+        if interpreter_for(rt.api_version, rt.kind) is not None or (rt.group, rt.kind) in PLAIN_KINDS:
+            out.append(rt)
+    return out
+
+
+def is_deleting(obj: Mapping[str, Any] | None) -> bool:
+    return bool(obj and (obj.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def find_condition(conditions: Sequence[Mapping[str, Any]] | None, ctype: str) -> Mapping[str, Any] | None:
+    for cond in conditions or ():
+        if cond.get("type") == ctype:
+            return cond
+    return None
+
+
+def condition_is_true(obj: Mapping[str, Any] | None, ctype: str) -> bool:
+    cond = find_condition(((obj or {}).get("status") or {}).get("conditions"), ctype)
+    return cond is not None and cond.get("status") == "True"
+
+
+def with_condition(
+    conditions: Sequence[Mapping[str, Any]] | None, condition: Mapping[str, Any], *, now: str
+) -> list[dict[str, Any]]:
+    """``conditions`` with ``condition`` set, as ``meta.set_condition`` does for models.
+
+    ``lastTransitionTime`` moves to ``now`` only when the status changes; order is kept.
+    """
+    out: list[dict[str, Any]] = []
+    replaced = False
+    for existing in conditions or ():
+        if existing.get("type") != condition.get("type"):
+            out.append(dict(existing))
+            continue
+        replaced = True
+        new = dict(condition)
+        if existing.get("status") == condition.get("status") and existing.get("lastTransitionTime"):
+            new["lastTransitionTime"] = existing["lastTransitionTime"]
+        else:
+            new["lastTransitionTime"] = now
+        out.append(new)
+    if not replaced:
+        out.append({**condition, "lastTransitionTime": condition.get("lastTransitionTime") or now})
+    return out
+
+
+def without_server_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a hub object fit to create in a member: no status, no server-owned metadata."""
+    out = copy.deepcopy(dict(obj))
+    out.pop("status", None)
+    meta = out.get("metadata") or {}
+    kept = {
+        key: meta[key]
+        for key in ("name", "namespace", "labels", "annotations")
+        if meta.get(key) not in (None, {}, [])
+    }
+    annotations = kept.get("annotations")
+    if isinstance(annotations, dict):
+        annotations = {
+            k: v for k, v in annotations.items() if k != "kubectl.kubernetes.io/last-applied-configuration"
+        }
+        if annotations:
+            kept["annotations"] = annotations
+        else:
+            kept.pop("annotations")
+    out["metadata"] = kept
+    return out

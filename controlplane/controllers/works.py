@@ -1,0 +1,198 @@
+"""What one cluster's Work for a binding looks like: its name, labels and rendered manifest.
+
+In: the hub workload (dict), its interpreter, the binding's share for the cluster (replicas,
+an alternative GPU shape when the scheduler chose one), the override rules that apply and
+the cluster's :class:`ClusterView`. Out: the Work object to create or compare, or an
+:class:`OverrideError` when an override rule cannot be applied.
+
+Rendering order follows Karmada's binding controller: the workload without server-owned
+fields, then the cluster's replicas (``with_replicas``), then the GPU shape the scheduler
+picked for that cluster (``with_gpu_request`` plus the shape's node selector), then the
+override rules, so that an OverridePolicy has the last word.
+
+Work names are ``<namespace>-<name>-<kind>``; when that is longer than a label value may
+be (63, because the agent labels member objects with the Work's name), it is cut and a
+hash of the full name is appended. Pure; no I/O.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from controlplane.apis import constants as c
+from controlplane.apis.work_v1alpha1 import API_VERSION, WORK_KIND
+from controlplane.controllers.workloads import without_server_fields
+from controlplane.interpreter import KindInterpreter
+from controlplane.interpreter.base import PodTemplateKind
+from policies.affinity import ClusterView
+from policies.matching import OverrideRule
+from policies.overriders import OverrideError, apply_overrides
+
+WORK_NAME_MAX_LENGTH = 63
+_HASH_LENGTH = 10
+
+# TODO(constants): move to controlplane/apis/constants.py.
+ANNOTATION_GPU_SHAPES = "scheduler.gpufed.io/gpu-shapes"
+"""On a binding: JSON ``{cluster: {resources: {res: int}, nodeSelector: {k: v}}}`` for the
+clusters where the scheduler chose an alternative GPU shape."""
+
+
+def execution_namespace(cluster: str) -> str:
+    """The hub namespace that holds ``cluster``'s Works."""
+    return c.EXECUTION_NAMESPACE_PREFIX + cluster
+
+
+def cluster_of_namespace(namespace: str) -> str | None:
+    if namespace.startswith(c.EXECUTION_NAMESPACE_PREFIX):
+        return namespace[len(c.EXECUTION_NAMESPACE_PREFIX) :]
+    return None
+
+
+def work_name(namespace: str, name: str, kind: str) -> str:
+    """``<namespace>-<name>-<kind lower>``, cut and hashed to at most 63 characters."""
+    full = f"{namespace}-{name}-{kind.lower()}"
+    if len(full) <= WORK_NAME_MAX_LENGTH:
+        return full
+    digest = hashlib.sha256(full.encode()).hexdigest()[:_HASH_LENGTH]
+    head = full[: WORK_NAME_MAX_LENGTH - _HASH_LENGTH - 1].rstrip("-.")
+    return f"{head}-{digest}"
+
+
+def work_labels(*, binding_namespace: str, binding: str, cluster: str) -> dict[str, str]:
+    return {
+        c.LABEL_BINDING: binding,
+        c.LABEL_WORK_NAMESPACE: binding_namespace,
+        c.LABEL_CLUSTER: cluster,
+        c.LABEL_MANAGED_BY: c.MANAGED_BY_VALUE,
+    }
+
+
+def binding_key_of_work(work: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(namespace, name) of the binding a Work belongs to, from its labels."""
+    labels = (work.get("metadata") or {}).get("labels") or {}
+    name, namespace = labels.get(c.LABEL_BINDING), labels.get(c.LABEL_WORK_NAMESPACE)
+    if not name or not namespace:
+        return None
+    return (str(namespace), str(name))
+
+
+@dataclass(frozen=True, slots=True)
+class ChosenShape:
+    """An alternative GPU shape the scheduler picked for one cluster."""
+
+    resources: Mapping[str, int]
+    node_selector: Mapping[str, str]
+
+    def to_wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"resources": dict(sorted(self.resources.items()))}
+        if self.node_selector:
+            out["nodeSelector"] = dict(sorted(self.node_selector.items()))
+        return out
+
+
+def encode_shapes(shapes: Mapping[str, ChosenShape]) -> str | None:
+    if not shapes:
+        return None
+    return json.dumps({name: shapes[name].to_wire() for name in sorted(shapes)}, sort_keys=True)
+
+
+def decode_shapes(binding: Mapping[str, Any]) -> dict[str, ChosenShape]:
+    raw = ((binding.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_GPU_SHAPES)
+    if not raw:
+        return {}
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return {}
+    out: dict[str, ChosenShape] = {}
+    if not isinstance(data, dict):
+        return out
+    for name, entry in data.items():
+        if not isinstance(entry, dict):
+            continue
+        resources = {str(k): int(v) for k, v in (entry.get("resources") or {}).items()}
+        selector = {str(k): str(v) for k, v in (entry.get("nodeSelector") or {}).items()}
+        out[str(name)] = ChosenShape(resources, selector)
+    return out
+
+
+@dataclass(frozen=True)
+class RenderedManifest:
+    manifest: dict[str, Any]
+    applied_overrides: tuple[str, ...] = ()
+    error: OverrideError | None = None
+
+
+def _add_node_selector(obj: dict[str, Any], interpreter: KindInterpreter, selector: Mapping[str, str]) -> None:
+    if not selector or not isinstance(interpreter, PodTemplateKind):
+        return
+    for parent, key in interpreter.template_slots(obj):
+        template = parent.get(key)
+        if not isinstance(template, dict):
+            continue
+        spec = template.setdefault("spec", {})
+        merged = dict(spec.get("nodeSelector") or {})
+        merged.update(selector)
+        spec["nodeSelector"] = merged
+
+
+def render_manifest(
+    workload: Mapping[str, Any],
+    *,
+    interpreter: KindInterpreter | None,
+    replicas: int,
+    shape: ChosenShape | None,
+    rules: Sequence[OverrideRule],
+    cluster: ClusterView,
+) -> RenderedManifest:
+    """The workload as ``cluster`` must run it (see the module docstring for the order)."""
+    manifest = without_server_fields(workload)
+    if interpreter is not None:
+        manifest = interpreter.with_replicas(manifest, replicas)
+        if shape is not None:
+            manifest = interpreter.with_gpu_request(manifest, dict(shape.resources))
+            _add_node_selector(manifest, interpreter, shape.node_selector)
+    if not rules:
+        return RenderedManifest(manifest)
+    result = apply_overrides(manifest, rules, cluster)
+    return RenderedManifest(result.manifest, result.applied, result.error)
+
+
+def build_work(
+    *,
+    cluster: str,
+    name: str,
+    binding_namespace: str,
+    binding: str,
+    manifest: Mapping[str, Any],
+    conflict_resolution: str | None,
+    suspend_dispatching: bool,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {"workload": {"manifests": [dict(manifest)]}}
+    if conflict_resolution:
+        spec["conflictResolution"] = conflict_resolution
+    if suspend_dispatching:
+        spec["suspendDispatching"] = True
+    return {
+        "apiVersion": API_VERSION,
+        "kind": WORK_KIND,
+        "metadata": {
+            "name": name,
+            "namespace": execution_namespace(cluster),
+            "labels": work_labels(binding_namespace=binding_namespace, binding=binding, cluster=cluster),
+        },
+        "spec": spec,
+    }
+
+
+def work_differs(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
+    """Whether writing ``desired`` over ``existing`` would change anything we own."""
+    if existing.get("spec") != desired.get("spec"):
+        return True
+    have = (existing.get("metadata") or {}).get("labels") or {}
+    want = (desired.get("metadata") or {}).get("labels") or {}
+    return any(have.get(k) != v for k, v in want.items())

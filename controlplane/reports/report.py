@@ -1,0 +1,259 @@
+"""``gpufed waste`` output: a :class:`~controlplane.reports.summary.WasteReport` as JSON, a table or CSV.
+
+In: a report from :meth:`controlplane.reports.accounting.Accumulator.query`. Out: strings (and,
+for JSON, the dict), nothing else. Pure.
+
+The JSON contract (``gpufed waste -o json``; fields may be added, never renamed)::
+
+    {"window": {"from": RFC3339, "to": RFC3339, "observed_hours": f, "unobserved_hours": f},
+     "by": [dimension, ...],
+     "totals": {"gpu_hours": {<state>: f, ...}, "cost_usd": {<state>: f, ...}, "waste_pct": f,
+                "gpu_hours_total": f, "cost_usd_total": f, "waste_gpu_hours": f, "waste_cost_usd": f},
+     "groups": [{"key": {...}, "gpu_hours": {...}, "cost_usd": {...}, "waste_pct": f}],
+     "top_idle_workloads": [{"namespace", "workload", "allocated_gpus", "mean_utilization",
+                             "idle_gpu_hours", "idle_cost_usd", "cost_usd"}],
+     "recommendations": [{"kind", "text", "savings_usd_per_day"}]}
+
+with every state of DESIGN.md's table present in each ``gpu_hours``/``cost_usd`` map.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Mapping, Sequence
+from enum import StrEnum
+from typing import Any
+
+from controlplane.apis.meta import format_time
+from controlplane.reports.classify import STATES, WasteState
+from controlplane.reports.recommend import describe_workload
+from controlplane.reports.summary import StateTotals, WasteReport, WorkloadUsage
+
+DEFAULT_TOP = 10
+_HOURS_DIGITS = 4
+_USD_DIGITS = 4
+
+
+class OutputFormat(StrEnum):
+    TABLE = "table"
+    JSON = "json"
+    CSV = "csv"
+
+
+def _per_state(values: Mapping[WasteState, float], digits: int) -> dict[str, float]:
+    return {state.value: round(values[state], digits) for state in STATES}
+
+
+def _totals_json(totals: StateTotals) -> dict[str, Any]:
+    return {
+        "gpu_hours": _per_state(totals.gpu_hours, _HOURS_DIGITS),
+        "cost_usd": _per_state(totals.cost_usd, _USD_DIGITS),
+        "waste_pct": round(totals.waste_pct, 2),
+    }
+
+
+def top_idle_workloads(report: WasteReport, *, top: int = DEFAULT_TOP) -> list[WorkloadUsage]:
+    """The workloads with the most idle-allocated GPU time (by cost, then hours)."""
+    return [w for w in report.workloads if w.idle_gpu_hours > 0][:top]
+
+
+def to_json(report: WasteReport, *, top: int = DEFAULT_TOP) -> dict[str, Any]:
+    """The report in the JSON contract (see the module docstring)."""
+    totals = _totals_json(report.totals)
+    totals.update(
+        {
+            "gpu_hours_total": round(report.totals.total_gpu_hours, _HOURS_DIGITS),
+            "cost_usd_total": round(report.totals.total_cost_usd, _USD_DIGITS),
+            "waste_gpu_hours": round(report.totals.waste_gpu_hours, _HOURS_DIGITS),
+            "waste_cost_usd": round(report.totals.waste_cost_usd, _USD_DIGITS),
+        }
+    )
+    return {
+        "window": {
+            "from": format_time(report.window_from),
+            "to": format_time(report.window_to),
+            "observed_hours": round(report.observed_seconds / 3600.0, _HOURS_DIGITS),
+            "unobserved_hours": round(report.unobserved_seconds / 3600.0, _HOURS_DIGITS),
+        },
+        "by": [d.value for d in report.by],
+        "totals": totals,
+        "groups": [{"key": dict(group.key), **_totals_json(group.totals)} for group in report.groups],
+        "top_idle_workloads": [
+            {
+                "namespace": w.namespace,
+                "workload": w.workload,
+                "allocated_gpus": round(w.allocated_gpus, 3),
+                "mean_utilization": None if w.mean_utilization is None else round(w.mean_utilization, 4),
+                "idle_gpu_hours": round(w.idle_gpu_hours, _HOURS_DIGITS),
+                "idle_cost_usd": round(w.idle_cost_usd, _USD_DIGITS),
+                "cost_usd": round(w.cost_usd, _USD_DIGITS),
+            }
+            for w in top_idle_workloads(report, top=top)
+        ],
+        "recommendations": [
+            {"kind": r.kind.value, "text": r.text, "savings_usd_per_day": round(r.savings_usd_per_day, 2)}
+            for r in report.recommendations
+        ],
+    }
+
+
+def render_json(report: WasteReport, *, top: int = DEFAULT_TOP) -> str:
+    return json.dumps(to_json(report, top=top), indent=2) + "\n"
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, numeric_from: int = 1) -> list[str]:
+    """Aligned columns: text left, numbers (columns from ``numeric_from``) right."""
+    widths = [max(len(str(cell)) for cell in column) for column in zip(headers, *rows, strict=True)]
+
+    def line(cells: Sequence[str]) -> str:
+        parts = [
+            cell.rjust(width) if index >= numeric_from else cell.ljust(width)
+            for index, (cell, width) in enumerate(zip(cells, widths, strict=True))
+        ]
+        return "  ".join(parts).rstrip()
+
+    return [line(headers), *(line(row) for row in rows)]
+
+
+def _hours(value: float) -> str:
+    return f"{value:,.1f}"
+
+
+def _usd(value: float) -> str:
+    return f"${value:,.2f}"
+
+
+def _pct(part: float, whole: float) -> str:
+    return f"{100.0 * part / whole:.1f}%" if whole > 0 else "-"
+
+
+def _key_text(key: Mapping[str, str | None]) -> str:
+    if "workload" in key:
+        rest = {k: v for k, v in key.items() if k not in ("namespace", "workload")}
+        shown = describe_workload(key.get("namespace") or "", key.get("workload") or "")
+        if not (key.get("namespace") or key.get("workload")):
+            shown = "(no workload)"
+        return " ".join([*(_value_text(k, v) for k, v in rest.items()), shown])
+    return " ".join(_value_text(k, v) for k, v in key.items())
+
+
+def _value_text(name: str, value: str | None) -> str:
+    if value:
+        return value
+    return "(whole GPU)" if name == "profile" else f"(no {name})"
+
+
+def render_table(report: WasteReport, *, top: int = DEFAULT_TOP) -> str:
+    """A human-readable report: states, groups, top idle workloads and recommendations."""
+    totals = report.totals
+    out = [
+        f"GPU waste from {format_time(report.window_from)} to {format_time(report.window_to)}"
+        f" (observed {report.observed_seconds / 3600.0:,.1f} h"
+        + (f", unobserved {report.unobserved_seconds / 3600.0:,.1f} h" if report.unobserved_seconds else "")
+        + ")",
+        "",
+    ]
+    rows = [
+        [
+            state.value,
+            _hours(totals.gpu_hours[state]),
+            _usd(totals.cost_usd[state]),
+            _pct(totals.gpu_hours[state], totals.total_gpu_hours),
+        ]
+        for state in STATES
+    ]
+    rows.append(
+        [
+            "total",
+            _hours(totals.total_gpu_hours),
+            _usd(totals.total_cost_usd),
+            _pct(1, 1) if totals.total_gpu_hours else "-",
+        ]
+    )
+    out += _table(["STATE", "GPU-HOURS", "COST", "SHARE"], rows)
+    out += [
+        "",
+        f"Waste: {totals.waste_pct:.1f}% of available GPU-hours ({_hours(totals.waste_gpu_hours)} GPU-hours,"
+        f" {_usd(totals.waste_cost_usd)}: idle-allocated + free-needed + free-fragmented)",
+    ]
+    if report.groups:
+        dims = ", ".join(d.value for d in report.by)
+        out += ["", f"BY {dims.upper()}"]
+        group_rows = [
+            [
+                _key_text(group.key),
+                *(_hours(group.totals.gpu_hours[state]) for state in STATES),
+                _usd(group.totals.total_cost_usd),
+                f"{group.totals.waste_pct:.1f}%",
+            ]
+            for group in report.groups
+        ]
+        headers = ["GROUP", *(state.value.upper() for state in STATES), "COST", "WASTE"]
+        out += _table(headers, group_rows)
+        out.append("(GPU-hours per state)")
+    idle = top_idle_workloads(report, top=top)
+    out += ["", "TOP IDLE WORKLOADS"]
+    if idle:
+        out += _table(
+            ["WORKLOAD", "GPUS", "MEAN UTIL", "IDLE GPU-H", "IDLE COST"],
+            [
+                [
+                    describe_workload(w.namespace, w.workload),
+                    f"{w.allocated_gpus:.1f}",
+                    "-" if w.mean_utilization is None else f"{w.mean_utilization:.0%}",
+                    _hours(w.idle_gpu_hours),
+                    _usd(w.idle_cost_usd),
+                ]
+                for w in idle
+            ],
+        )
+    else:
+        out.append("none")
+    out += ["", "RECOMMENDATIONS"]
+    if report.recommendations:
+        out += [f"{index}. {r.text}" for index, r in enumerate(report.recommendations, start=1)]
+    else:
+        out.append("none")
+    return "\n".join(out) + "\n"
+
+
+def render_csv(report: WasteReport) -> str:
+    """One row per group (one ``total`` row when ungrouped): GPU-hours and $ per state, waste %."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    key_fields: list[str] = []
+    for group in report.groups:
+        for name in group.key:
+            if name not in key_fields:
+                key_fields.append(name)
+    state_columns = [f"gpu_hours_{s.value}" for s in STATES] + [f"cost_usd_{s.value}" for s in STATES]
+    writer.writerow(["from", "to", *(key_fields or ["group"]), *state_columns, "waste_pct"])
+    window = [format_time(report.window_from), format_time(report.window_to)]
+
+    def values(totals: StateTotals) -> list[str]:
+        hours = [f"{totals.gpu_hours[s]:.{_HOURS_DIGITS}f}" for s in STATES]
+        dollars = [f"{totals.cost_usd[s]:.{_USD_DIGITS}f}" for s in STATES]
+        return [*hours, *dollars, f"{totals.waste_pct:.2f}"]
+
+    if report.groups:
+        for group in report.groups:
+            writer.writerow(
+                [*window, *(group.key.get(name) or "" for name in key_fields), *values(group.totals)]
+            )
+    else:
+        writer.writerow([*window, "total", *values(report.totals)])
+    return buffer.getvalue()
+
+
+def render(
+    report: WasteReport, output: OutputFormat | str = OutputFormat.TABLE, *, top: int = DEFAULT_TOP
+) -> str:
+    """The report in ``output`` format (``table``, ``json`` or ``csv``)."""
+    chosen = OutputFormat(output)
+    if chosen is OutputFormat.JSON:
+        return render_json(report, top=top)
+    if chosen is OutputFormat.CSV:
+        return render_csv(report)
+    return render_table(report, top=top)

@@ -1,0 +1,376 @@
+"""The placement strategies the what-if compares, each over the same simulated members.
+
+* **gpufed** -- the hub's real scheduler: for every arriving job the members' current
+  ``Cluster`` reports become :class:`~controlplane.scheduler.core.snapshot.ClusterSnapshot`
+  objects, :func:`controlplane.scheduler.core.scheduling.schedule` chooses the cluster under
+  the PropagationPolicy's placement (default: Divided, TieredOverflow: cheapest tier first),
+  and the member's scheduler picks the node. When the member cannot place the pod (the hub's
+  shape-level estimate was optimistic), the job is rescheduled without that cluster, as the
+  hub does with replicas a member reports unschedulable.
+* **static** -- every job has a fixed home cluster (the trace's ``cluster`` column, else a
+  seeded draw weighted by the clusters' GPU counts among those with the GPU models it
+  accepts) and waits there.
+* **karmada-like** -- Karmada's general estimator and dynamic weights: a cluster's available
+  replicas are its free resources *summed over nodes* divided by the request (so eight nodes
+  with one free GPU each look like room for an 8-GPU job), the replica goes to the cluster
+  with the most (``policies.division.divide_by_dynamic_weights``), and a job the member then
+  cannot place waits in that member.
+* **pooled** -- the upper bound: every node of the fleet in one cluster, no hub.
+
+A job's GPU request has one or more :class:`~simulator.whatif.member.PodShape` forms: whole
+GPUs; for a fraction of a GPU, thousandths of one GPU (:data:`RESOURCE_GPU_MILLI`), else the
+smallest MIG slice of the fleet holding that fraction, else one time-sliced share per 1/N of
+a GPU. Every strategy tries them in that order.
+
+In: the members, the jobs. Out: :class:`Outcome` per attempt. Pure; no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, ClassVar
+
+from controlplane.apis.constants import LABEL_GPU_PRODUCT, RESOURCE_GPU
+from controlplane.interpreter.requirements import NodeSelectorRequirement, NodeSelectorTerm, ReplicaRequirements
+from controlplane.scheduler.core.framework import BindingRequest
+from controlplane.scheduler.core.scheduling import schedule
+from policies.division import divide_by_dynamic_weights
+from policies.models import Placement
+from simulator.profile import ClusterProfile
+from simulator.scheduling import PodRequest, Scoring
+from simulator.whatif.member import RESOURCE_GPU_MILLI, MemberCluster, Placed, PodShape, pod_request
+from simulator.whatif.trace import MILLI_PER_GPU, Job
+
+#: The hub's clock in the replay; decisions do not depend on it.
+HUB_NOW = datetime(2023, 1, 1, tzinfo=UTC)
+MIB = 2**20
+
+DEFAULT_PLACEMENT = Placement.model_validate(
+    {"replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "TieredOverflow"}}
+)
+
+
+class StrategyName(StrEnum):
+    GPUFED = "gpufed"
+    STATIC = "static"
+    KARMADA_LIKE = "karmada-like"
+    POOLED = "pooled"
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """``placed`` when the job runs now; else it waits at the hub (``waiting_in`` None) or in a member."""
+
+    placed: Placed | None
+    waiting_in: str | None = None
+
+
+# ------------------------------------------------------------------------------------------ shapes
+
+
+def job_shapes(
+    job: Job, *, mig: Mapping[str, float] | None = None, shared: Mapping[str, int] | None = None
+) -> tuple[PodShape, ...]:
+    """The forms of ``job``'s GPU request, preferred first (see the module docstring)."""
+    if not job.num_gpu:
+        return (PodShape((), 0.0, "cpu-only"),)
+    if not job.fractional:
+        return (PodShape(((RESOURCE_GPU, job.num_gpu),), float(job.num_gpu), "gpu"),)
+    fraction = job.gpu_milli / MILLI_PER_GPU
+    shapes = [PodShape(((RESOURCE_GPU_MILLI, job.gpu_milli),), fraction, "gpu-share")]
+    for resource, share in sorted((mig or {}).items(), key=lambda kv: (kv[1], kv[0])):
+        if share + 1e-9 >= fraction:
+            shapes.append(PodShape(((resource, 1),), share, resource.removeprefix("nvidia.com/")))
+            break
+    for resource, replicas in sorted((shared or {}).items()):
+        count = min(replicas, max(1, math.ceil(job.gpu_milli * replicas / MILLI_PER_GPU)))
+        shapes.append(PodShape(((resource, count),), count / replicas, f"{resource} x{count}"))
+    return tuple(shapes)
+
+
+def _requirements(job: Job, shape: PodShape) -> ReplicaRequirements:
+    resources = dict(shape.resources)
+    if job.cpu_milli:
+        resources["cpu"] = job.cpu_milli
+    if job.memory_mib:
+        resources["memory"] = job.memory_mib * MIB
+    affinity = ()
+    if job.gpu_products:
+        affinity = (
+            NodeSelectorTerm(
+                expressions=(NodeSelectorRequirement(LABEL_GPU_PRODUCT, "In", job.gpu_products),)
+            ),
+        )
+    return ReplicaRequirements.build(resources, node_affinity=affinity)
+
+
+# ------------------------------------------------------------------------------------------ strategies
+
+
+class Strategy(ABC):
+    """Places jobs on members; tracks which member holds which job."""
+
+    name: ClassVar[StrategyName]
+
+    def __init__(self, members: Mapping[str, MemberCluster]) -> None:
+        self.members = dict(members)
+        self.where: dict[str, str] = {}
+        self._mig: dict[str, float] = {}
+        self._shared: dict[str, int] = {}
+        for member in self.members.values():
+            self._mig.update(member.mig_resources)
+            self._shared.update(member.shared_resources)
+        self._pods: dict[tuple[str, PodShape], PodRequest] = {}
+
+    @abstractmethod
+    def try_place(self, job: Job) -> Outcome: ...
+
+    def shapes(self, job: Job, member: MemberCluster | None = None) -> tuple[PodShape, ...]:
+        if member is None:
+            return job_shapes(job, mig=self._mig, shared=self._shared)
+        return job_shapes(job, mig=member.mig_resources, shared=member.shared_resources)
+
+    def pods(self, job: Job, shapes: Sequence[PodShape]) -> dict[PodShape, PodRequest]:
+        out = {}
+        for shape in shapes:
+            key = (job.name, shape)
+            pod = self._pods.get(key)
+            if pod is None:
+                pod = self._pods[key] = pod_request(
+                    job.name,
+                    shape=shape,
+                    cpu_milli=job.cpu_milli,
+                    memory_bytes=job.memory_mib * MIB,
+                    products=job.gpu_products,
+                )
+            out[shape] = pod
+        return out
+
+    def place_in(self, member: MemberCluster, job: Job, shapes: Sequence[PodShape] | None = None) -> Placed | None:
+        chosen = tuple(shapes) if shapes is not None else self.shapes(job, member)
+        placed = member.place(self.pods(job, chosen), chosen)
+        if placed is not None:
+            self.where[job.name] = member.name
+        return placed
+
+    def release(self, job: Job) -> Placed | None:
+        """Free the job's resources; returns where it ran (None when it never ran)."""
+        cluster = self.where.pop(job.name, None)
+        self.forget(job)
+        if cluster is None:
+            return None
+        return self.members[cluster].release(f"whatif/{job.name}")
+
+    def forget(self, job: Job) -> None:
+        """Drop per-job memory once a job will not be tried again."""
+        for member in (None, *self.members.values()):
+            for shape in self.shapes(job, member):
+                self._pods.pop((job.name, shape), None)
+
+    def fits_now(self, job: Job) -> list[str]:
+        """Members where the job could start now, whatever this strategy would choose."""
+        out = []
+        for name, member in self.members.items():
+            shapes = self.shapes(job, member)
+            pods = self.pods(job, shapes)
+            if any(member.fits_somewhere(pods[s]) for s in shapes):
+                out.append(name)
+        return out
+
+    @property
+    def held_gpus(self) -> float:
+        return sum(m.held_gpus for m in self.members.values())
+
+
+class GpufedStrategy(Strategy):
+    name = StrategyName.GPUFED
+
+    def __init__(self, members: Mapping[str, MemberCluster], *, placement: Placement | None = None) -> None:
+        super().__init__(members)
+        self.placement = placement or DEFAULT_PLACEMENT
+
+    def try_place(self, job: Job) -> Outcome:
+        rejected: set[str] = set()
+        for shape in self.shapes(job):
+            request = BindingRequest(
+                key=f"whatif/{job.name}",
+                replicas=1,
+                requirements=_requirements(job, shape),
+                placement=self.placement,
+            )
+            while True:
+                snapshots = [m.snapshot() for name, m in self.members.items() if name not in rejected]
+                if not snapshots:
+                    return Outcome(None)
+                result = schedule(request, snapshots, now=HUB_NOW)
+                chosen = [name for name, replicas in result.clusters.items() if replicas]
+                if not chosen:
+                    break
+                member = self.members[chosen[0]]
+                placed = self.place_in(member, job, (shape,))
+                if placed is not None:
+                    return Outcome(placed)
+                rejected.add(member.name)  # the member disagrees: reschedule elsewhere
+        return Outcome(None)
+
+
+class StaticStrategy(Strategy):
+    name = StrategyName.STATIC
+
+    def __init__(self, members: Mapping[str, MemberCluster], *, seed: int = 0) -> None:
+        super().__init__(members)
+        self.seed = seed
+        self.home: dict[str, str] = {}
+
+    def home_of(self, job: Job) -> str:
+        found = self.home.get(job.name)
+        if found is not None:
+            return found
+        if job.home_cluster in self.members:
+            home = job.home_cluster
+        else:
+            names = sorted(self.members)
+            eligible = [n for n in names if self.members[n].has_products(job.gpu_products)] or names
+            weights = [max(self.members[n].capacity_gpus, 0) for n in eligible]
+            rng = random.Random(f"{self.seed}:{job.name}")
+            home = rng.choices(eligible, weights=weights)[0] if sum(weights) else rng.choice(eligible)
+        assert home is not None
+        self.home[job.name] = home
+        return home
+
+    def try_place(self, job: Job) -> Outcome:
+        home = self.home_of(job)
+        placed = self.place_in(self.members[home], job)
+        return Outcome(placed, None if placed else home)
+
+
+class KarmadaLikeStrategy(Strategy):
+    name = StrategyName.KARMADA_LIKE
+
+    def __init__(self, members: Mapping[str, MemberCluster]) -> None:
+        super().__init__(members)
+        self.assigned: dict[str, tuple[str, PodShape]] = {}
+
+    def available_replicas(self, member: MemberCluster, job: Job) -> tuple[int, PodShape | None]:
+        """Replicas the cluster-wide free sums hold, with the first shape the cluster offers."""
+        if not member.has_products(job.gpu_products):
+            return 0, None
+        totals = member.free_totals()
+        for shape in self.shapes(job, member):
+            request = _requirements(job, shape).resource_map
+            if any(res not in totals for res in request if res not in ("cpu", "memory")):
+                continue
+            replicas = min((totals.get(res, 0) // amount for res, amount in request.items()), default=1 << 30)
+            return max(replicas, 0), shape
+        return 0, None
+
+    def try_place(self, job: Job) -> Outcome:
+        assigned = self.assigned.get(job.name)
+        if assigned is None:
+            available: dict[str, int] = {}
+            shapes: dict[str, PodShape] = {}
+            for name, member in sorted(self.members.items()):
+                replicas, shape = self.available_replicas(member, job)
+                if shape is not None:
+                    available[name] = replicas
+                    shapes[name] = shape
+            division = divide_by_dynamic_weights(1, available)
+            chosen = [name for name, replicas in division.assignments.items() if replicas]
+            if not chosen:
+                return Outcome(None)
+            assigned = self.assigned[job.name] = (chosen[0], shapes[chosen[0]])
+        cluster, shape = assigned
+        placed = self.place_in(self.members[cluster], job, (shape,))
+        return Outcome(placed, None if placed else cluster)
+
+    def release(self, job: Job) -> Placed | None:
+        self.assigned.pop(job.name, None)
+        return super().release(job)
+
+
+class PooledStrategy(Strategy):
+    name = StrategyName.POOLED
+
+    def try_place(self, job: Job) -> Outcome:
+        member = next(iter(self.members.values()))
+        placed = self.place_in(member, job)
+        return Outcome(placed, None if placed else member.name)
+
+    def fits_now(self, job: Job) -> list[str]:
+        return []
+
+
+# ------------------------------------------------------------------------------------------ building
+
+
+@dataclass(frozen=True)
+class FleetNodes:
+    """Every cluster's Node objects and device inventories, built once and shared read-only."""
+
+    profiles: tuple[ClusterProfile, ...]
+    nodes: Mapping[str, Sequence[Mapping[str, Any]]]
+    inventories: Mapping[str, Mapping[str, Any]]
+
+    @property
+    def node_cluster(self) -> dict[str, str]:
+        return {str(n["metadata"]["name"]): c for c, ns in self.nodes.items() for n in ns}
+
+
+def build_members(
+    fleet: FleetNodes, *, scoring: Scoring | None, seed: int, percentage: int = 100
+) -> dict[str, MemberCluster]:
+    members = {}
+    for index, profile in enumerate(fleet.profiles):
+        members[profile.name] = MemberCluster(
+            profile,
+            scoring=scoring,
+            seed=seed + index,
+            percentage_of_nodes_to_score=percentage,
+            nodes=fleet.nodes[profile.name],
+            inventories=fleet.inventories[profile.name],
+        )
+    return members
+
+
+def build_pooled(fleet: FleetNodes, *, scoring: Scoring | None, seed: int, percentage: int = 100) -> MemberCluster:
+    first = fleet.profiles[0]
+    pricing: dict[str, float] = {}
+    for profile in fleet.profiles:
+        for product, price in profile.pricing.items():
+            pricing.setdefault(product, price)
+    pooled = ClusterProfile(name="pooled", provider=first.provider, pricing=pricing, simulation=first.simulation)
+    nodes = [n for p in fleet.profiles for n in fleet.nodes[p.name]]
+    inventories = {k: v for p in fleet.profiles for k, v in fleet.inventories[p.name].items()}
+    return MemberCluster(
+        pooled,
+        scoring=scoring,
+        seed=seed,
+        percentage_of_nodes_to_score=percentage,
+        nodes=nodes,
+        inventories=inventories,
+    )
+
+
+def build_strategy(
+    name: StrategyName,
+    fleet: FleetNodes,
+    *,
+    scoring: Scoring | None = None,
+    seed: int = 0,
+    placement: Placement | None = None,
+    percentage: int = 100,
+) -> Strategy:
+    if name is StrategyName.POOLED:
+        return PooledStrategy({"pooled": build_pooled(fleet, scoring=scoring, seed=seed, percentage=percentage)})
+    members = build_members(fleet, scoring=scoring, seed=seed, percentage=percentage)
+    if name is StrategyName.GPUFED:
+        return GpufedStrategy(members, placement=placement)
+    if name is StrategyName.STATIC:
+        return StaticStrategy(members, seed=seed)
+    return KarmadaLikeStrategy(members)

@@ -1,0 +1,264 @@
+"""GPU job traces for the what-if replay: the Alibaba ``openb`` pod list and a simple generic CSV.
+
+The what-if replays jobs, not Kubernetes objects, so a trace row becomes a small frozen
+:class:`Job`: when it arrives, how long it runs, how many GPUs it takes (``num_gpu`` GPUs
+of ``gpu_milli`` thousandths each, so a fractional request is ``num_gpu=1, gpu_milli<1000``),
+its CPU and memory, the GPU products it accepts and, optionally, the cluster it is homed in.
+
+Two formats, told apart by their header line:
+
+* **openb** -- ``openb_pod_list_*.csv`` of Alibaba's clusterdata ``cluster-trace-gpu-v2023``
+  (CC BY 4.0; Weng et al., "Beware of Fragmentation", USENIX ATC '23). Columns
+  ``name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,
+  deletion_time,scheduled_time``. A job arrives at ``creation_time`` and runs for
+  ``deletion_time - (scheduled_time or creation_time)`` seconds (at least 1). ``gpu_spec``
+  lists acceptable model codes (``V100M16|V100M32``), mapped to GFD product labels with
+  :data:`simulator.profile.ALIBABA_MODELS`.
+* **generic** -- ``name,submit_s,duration_s,gpus`` and optionally ``cpu_milli,memory_mib,
+  gpu_models,cluster``. ``gpus`` is a number: 0, a fraction below 1 (a share of one GPU,
+  at most three decimals), or a whole number of GPUs. ``gpu_models`` is ``|``-separated GFD
+  product labels (or Alibaba model codes); ``cluster`` names the job's home cluster for the
+  static-partitioning strategy.
+
+In: lines of CSV text (:func:`parse_trace`) or a path (:func:`read_trace`, the only I/O).
+Out: jobs sorted by arrival then name; a bad row raises :class:`TraceError` whose message
+starts with ``line N:`` (N counts the header as line 1).
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from simulator.profile import ALIBABA_MODELS
+
+logger = logging.getLogger(__name__)
+
+MILLI_PER_GPU = 1000
+"""A GPU counted in thousandths, as the Alibaba trace and its GPU-sharing scheduler count it."""
+
+OPENB_COLUMNS = (
+    "name",
+    "cpu_milli",
+    "memory_mib",
+    "num_gpu",
+    "gpu_milli",
+    "gpu_spec",
+    "creation_time",
+    "deletion_time",
+)
+GENERIC_COLUMNS = ("name", "submit_s", "duration_s", "gpus")
+GENERIC_OPTIONAL = ("cpu_milli", "memory_mib", "gpu_models", "cluster")
+
+
+class TraceFormat(StrEnum):
+    OPENB = "openb"
+    GENERIC = "generic"
+
+
+class TraceError(ValueError):
+    """A trace that cannot be read; the message names the line and the column."""
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One trace task: a single pod of ``num_gpu`` x ``gpu_milli``/1000 GPUs."""
+
+    name: str
+    submit_s: float
+    duration_s: float
+    num_gpu: int
+    gpu_milli: int
+    cpu_milli: int = 0
+    memory_mib: int = 0
+    #: Acceptable ``nvidia.com/gpu.product`` values; empty means any GPU.
+    gpu_products: tuple[str, ...] = ()
+    home_cluster: str | None = None
+    #: Line of the trace file the job came from (0 for jobs made in code).
+    line: int = 0
+
+    @property
+    def gpu_milli_total(self) -> int:
+        """The job's whole GPU demand in thousandths of a GPU."""
+        return self.num_gpu * self.gpu_milli
+
+    @property
+    def gpus(self) -> float:
+        return self.gpu_milli_total / MILLI_PER_GPU
+
+    @property
+    def fractional(self) -> bool:
+        """A share of one GPU (``gpu_milli`` below a whole GPU)."""
+        return self.num_gpu == 1 and 0 < self.gpu_milli < MILLI_PER_GPU
+
+
+def detect_format(header: Iterable[str]) -> TraceFormat:
+    columns = {c.strip() for c in header}
+    if set(OPENB_COLUMNS) <= columns:
+        return TraceFormat.OPENB
+    if set(GENERIC_COLUMNS) <= columns:
+        return TraceFormat.GENERIC
+    raise TraceError(
+        "line 1: unknown trace header; an openb trace needs columns "
+        f"{','.join(OPENB_COLUMNS)}, a generic one {','.join(GENERIC_COLUMNS)} "
+        f"(optional: {','.join(GENERIC_OPTIONAL)})"
+    )
+
+
+def _int(row: Mapping[str, str | None], column: str, line: int, *, default: int | None = None) -> int:
+    raw = (row.get(column) or "").strip()
+    if not raw:
+        if default is not None:
+            return default
+        raise TraceError(f"line {line}: column {column} is empty")
+    try:
+        value = int(raw)
+    except ValueError:
+        try:
+            as_float = float(raw)
+        except ValueError:
+            raise TraceError(f"line {line}: column {column}: {raw!r} is not a number") from None
+        if not as_float.is_integer():
+            raise TraceError(f"line {line}: column {column}: {raw!r} is not a whole number") from None
+        value = int(as_float)
+    if value < 0:
+        raise TraceError(f"line {line}: column {column}: {raw!r} is negative")
+    return value
+
+
+def _float(row: Mapping[str, str | None], column: str, line: int) -> float:
+    raw = (row.get(column) or "").strip()
+    if not raw:
+        raise TraceError(f"line {line}: column {column} is empty")
+    try:
+        value = float(raw)
+    except ValueError:
+        raise TraceError(f"line {line}: column {column}: {raw!r} is not a number") from None
+    if not math.isfinite(value) or value < 0:
+        raise TraceError(f"line {line}: column {column}: {raw!r} must be a non-negative number")
+    return value
+
+
+def _products(raw: str, line: int, column: str) -> tuple[str, ...]:
+    out: list[str] = []
+    for part in raw.split("|"):
+        name = part.strip()
+        if not name:
+            continue
+        if name in ALIBABA_MODELS:
+            name = ALIBABA_MODELS[name][0]
+        elif column == "gpu_spec":
+            known = ", ".join(ALIBABA_MODELS)
+            raise TraceError(f"line {line}: column gpu_spec: unknown GPU model {name!r} (known: {known})")
+        out.append(name)
+    return tuple(sorted(set(out)))
+
+
+def _gpu_request(num_gpu: int, gpu_milli: int, line: int) -> tuple[int, int]:
+    if num_gpu == 0 or gpu_milli == 0:
+        return 0, 0
+    if gpu_milli > MILLI_PER_GPU:
+        raise TraceError(f"line {line}: gpu_milli {gpu_milli} is more than one GPU ({MILLI_PER_GPU})")
+    if gpu_milli < MILLI_PER_GPU and num_gpu > 1:
+        raise TraceError(
+            f"line {line}: a share of a GPU (gpu_milli {gpu_milli}) is only possible with num_gpu 1, got {num_gpu}"
+        )
+    return num_gpu, gpu_milli
+
+
+def _openb_job(row: Mapping[str, str | None], line: int) -> Job:
+    name = (row.get("name") or "").strip()
+    if not name:
+        raise TraceError(f"line {line}: column name is empty")
+    created = _int(row, "creation_time", line)
+    deleted = _int(row, "deletion_time", line)
+    started = _int(row, "scheduled_time", line, default=created)
+    if deleted < created:
+        raise TraceError(f"line {line}: deletion_time {deleted} is before creation_time {created}")
+    num_gpu, gpu_milli = _gpu_request(_int(row, "num_gpu", line), _int(row, "gpu_milli", line), line)
+    return Job(
+        name=name,
+        submit_s=float(created),
+        duration_s=float(max(deleted - max(started, created), 1)),
+        num_gpu=num_gpu,
+        gpu_milli=gpu_milli,
+        cpu_milli=_int(row, "cpu_milli", line),
+        memory_mib=_int(row, "memory_mib", line),
+        gpu_products=_products(row.get("gpu_spec") or "", line, "gpu_spec"),
+        line=line,
+    )
+
+
+def _generic_job(row: Mapping[str, str | None], line: int) -> Job:
+    name = (row.get("name") or "").strip()
+    if not name:
+        raise TraceError(f"line {line}: column name is empty")
+    gpus = _float(row, "gpus", line)
+    if gpus > 1 and not gpus.is_integer():
+        raise TraceError(f"line {line}: column gpus: {gpus:g} GPUs; more than one GPU must be a whole number")
+    if gpus >= 1:
+        num_gpu, gpu_milli = int(gpus), MILLI_PER_GPU
+    else:
+        milli = gpus * MILLI_PER_GPU
+        if abs(milli - round(milli)) > 1e-6:
+            raise TraceError(f"line {line}: column gpus: {gpus:g} has more than three decimals")
+        num_gpu, gpu_milli = (1, round(milli)) if milli else (0, 0)
+    duration = _float(row, "duration_s", line)
+    if duration <= 0:
+        raise TraceError(f"line {line}: column duration_s must be more than 0")
+    cluster = (row.get("cluster") or "").strip() or None
+    return Job(
+        name=name,
+        submit_s=_float(row, "submit_s", line),
+        duration_s=duration,
+        num_gpu=num_gpu,
+        gpu_milli=gpu_milli,
+        cpu_milli=_int(row, "cpu_milli", line, default=0),
+        memory_mib=_int(row, "memory_mib", line, default=0),
+        gpu_products=_products(row.get("gpu_models") or "", line, "gpu_models"),
+        home_cluster=cluster,
+        line=line,
+    )
+
+
+def parse_trace(lines: Iterable[str]) -> tuple[TraceFormat, list[Job]]:
+    """Parse CSV text (header first). Jobs come back sorted by arrival, then name."""
+    reader = csv.DictReader(iter(lines))
+    if reader.fieldnames is None:
+        raise TraceError("line 1: the trace is empty (no header line)")
+    fmt = detect_format(reader.fieldnames)
+    make = _openb_job if fmt is TraceFormat.OPENB else _generic_job
+    jobs: list[Job] = []
+    seen: dict[str, int] = {}
+    for row in reader:
+        line = reader.line_num
+        if None in row:
+            raise TraceError(f"line {line}: more fields than the header has columns")
+        if not any((value or "").strip() for value in row.values()):
+            continue
+        job = make(row, line)
+        if job.name in seen:
+            raise TraceError(f"line {line}: job name {job.name!r} is used again (first on line {seen[job.name]})")
+        seen[job.name] = line
+        jobs.append(job)
+    jobs.sort(key=lambda j: (j.submit_s, j.name))
+    return fmt, jobs
+
+
+def read_trace(path: str | Path) -> tuple[TraceFormat, list[Job]]:
+    """Read a trace file; errors are prefixed with the file name."""
+    path = Path(path)
+    try:
+        with path.open(newline="", encoding="utf-8") as handle:
+            fmt, jobs = parse_trace(handle)
+    except OSError as exc:
+        raise TraceError(f"cannot read trace {path}: {exc.strerror or exc}") from exc
+    except TraceError as exc:
+        raise TraceError(f"{path}: {exc}") from exc
+    logger.debug("trace read", extra={"path": str(path), "format": str(fmt), "jobs": len(jobs)})
+    return fmt, jobs

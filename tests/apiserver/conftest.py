@@ -1,0 +1,47 @@
+"""Fixtures for the API server tests: a registry with typed stand-in kinds (``kinds.py``),
+the object layer over each store, and an aiohttp test client over the HTTP app."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from controlplane.apiserver.app import create_app
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.apiserver.resources import Registry
+from controlplane.storage import MemoryStore, Store
+
+from .kinds import make_registry
+
+
+@pytest.fixture
+def api_registry() -> Registry:
+    return make_registry()
+
+
+@pytest.fixture
+async def objects_on(store: Store, api_registry: Registry) -> ObjectStore:
+    """The object layer over each store kind (memory and etcd) from tests/conftest.py."""
+    objects = ObjectStore(store, api_registry)
+    await objects.bootstrap()
+    return objects
+
+
+@pytest.fixture
+async def objects(api_registry: Registry) -> AsyncIterator[ObjectStore]:
+    """The object layer over a fresh MemoryStore."""
+    async with MemoryStore() as memory:
+        store = ObjectStore(memory, api_registry)
+        await store.bootstrap()
+        yield store
+
+
+@pytest.fixture
+async def api(objects: ObjectStore, api_registry: Registry) -> AsyncIterator[TestClient[Any, Any]]:
+    """An HTTP client of the API server (no authentication) over a MemoryStore."""
+    app = create_app(objects, api_registry, bookmark_interval=0.2)
+    async with TestClient(TestServer(app)) as client:
+        yield client

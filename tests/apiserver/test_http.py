@@ -1,0 +1,364 @@
+"""The HTTP API through aiohttp's test client: discovery, OpenAPI, CRUD, Status shapes,
+patches, Tables, watch streams and authentication."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
+
+from controlplane.apiserver.app import create_app
+from controlplane.apiserver.identity import Decision, RequestAttributes, Role, UserInfo
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.apiserver.resources import Registry
+
+from .kinds import deployment, widget
+
+Client = TestClient[Any, Any]
+DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
+WIDGETS = "/apis/test.gpufed.io/v1/namespaces/default/widgets"
+TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+
+
+def assert_status(body: dict[str, Any], *, code: int, reason: str) -> None:
+    assert body["kind"] == "Status"
+    assert body["apiVersion"] == "v1"
+    assert body["status"] == "Failure"
+    assert body["code"] == code
+    assert body["reason"] == reason
+    assert body["message"]
+
+
+# --- discovery and OpenAPI ----------------------------------------------------------------
+
+
+async def test_discovery_documents(api: Client) -> None:
+    version = await (await api.get("/version")).json()
+    assert (version["major"], version["minor"]) == ("1", "32")
+    assert (await (await api.get("/api")).json())["versions"] == ["v1"]
+
+    core = await (await api.get("/api/v1")).json()
+    assert core["kind"] == "APIResourceList" and core["groupVersion"] == "v1"
+    pods = next(r for r in core["resources"] if r["name"] == "pods")
+    assert pods["namespaced"] and pods["kind"] == "Pod" and pods["shortNames"] == ["po"]
+    assert set(pods["verbs"]) >= {"get", "list", "watch", "create", "update", "patch", "delete"}
+    assert any(r["name"] == "pods/status" for r in core["resources"])
+
+    groups = await (await api.get("/apis")).json()
+    assert groups["kind"] == "APIGroupList"
+    by_name = {g["name"]: g for g in groups["groups"]}
+    assert by_name["apps"]["preferredVersion"] == {"groupVersion": "apps/v1", "version": "v1"}
+    assert "" not in by_name
+
+    apps = await (await api.get("/apis/apps/v1")).json()
+    names = {r["name"] for r in apps["resources"]}
+    assert {"deployments", "deployments/status", "deployments/scale", "statefulsets"} <= names
+    group = await (await api.get("/apis/apps")).json()
+    assert group["kind"] == "APIGroup" and group["name"] == "apps"
+    missing = await api.get("/apis/nope.io/v1")
+    assert missing.status == 404
+    assert_status(await missing.json(), code=404, reason="NotFound")
+
+
+async def test_openapi_v3_lets_kubectl_validate_on_the_server(api: Client) -> None:
+    index = await (await api.get("/openapi/v3")).json()
+    url = index["paths"]["apis/test.gpufed.io/v1"]["serverRelativeURL"]
+    assert url.startswith("/openapi/v3/apis/test.gpufed.io/v1?hash=")
+    document = await (await api.get(url)).json()
+    item = document["paths"]["/apis/test.gpufed.io/v1/namespaces/{namespace}/widgets/{name}"]
+    patch = item["patch"]
+    assert patch["x-kubernetes-group-version-kind"] == {"group": "test.gpufed.io", "version": "v1", "kind": "Widget"}
+    assert "fieldValidation" in {p["name"] for p in patch["parameters"]}
+    assert "application/strategic-merge-patch+json" not in patch["requestBody"]["content"]
+    schema = document["components"]["schemas"]["io.gpufed.test.v1.Widget"]
+    assert schema["x-kubernetes-group-version-kind"] == [{"group": "test.gpufed.io", "version": "v1", "kind": "Widget"}]
+    assert "$defs" not in json.dumps(document)
+
+    apps = await (await api.get(index["paths"]["apis/apps/v1"]["serverRelativeURL"])).json()
+    deploy_patch = apps["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"]
+    assert "application/strategic-merge-patch+json" in deploy_patch["requestBody"]["content"]
+    assert (await api.get("/openapi/v2")).status == 404
+
+
+async def test_health_endpoints(api: Client) -> None:
+    for path in ("/healthz", "/livez", "/readyz"):
+        response = await api.get(path)
+        assert response.status == 200
+        assert await response.text() == "ok"
+
+
+# --- CRUD and errors ------------------------------------------------------------------------
+
+
+async def test_create_get_update_delete(api: Client) -> None:
+    created = await api.post(DEPLOYMENTS, json=deployment("web"))
+    assert created.status == 201
+    body = await created.json()
+    fetched = await (await api.get(f"{DEPLOYMENTS}/web")).json()
+    assert fetched == body
+
+    body["spec"]["replicas"] = 4
+    updated = await api.put(f"{DEPLOYMENTS}/web", json=body)
+    assert updated.status == 200
+    assert (await updated.json())["metadata"]["generation"] == 2
+
+    stale = await api.put(f"{DEPLOYMENTS}/web", json=body)
+    assert stale.status == 409
+    status = await stale.json()
+    assert_status(status, code=409, reason="Conflict")
+    assert status["details"] == {"name": "web", "group": "apps", "kind": "deployments"}
+
+    again = await api.post(DEPLOYMENTS, json=deployment("web"))
+    assert_status(await again.json(), code=409, reason="AlreadyExists")
+
+    deleted = await api.delete(f"{DEPLOYMENTS}/web", json={"propagationPolicy": "Background"})
+    assert deleted.status == 200
+    assert (await deleted.json())["status"] == "Success"
+    gone = await api.get(f"{DEPLOYMENTS}/web")
+    assert gone.status == 404
+    assert (await gone.json())["message"] == 'deployments.apps "web" not found'
+
+
+async def test_yaml_body_and_namespace_rules(api: Client) -> None:
+    manifest = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {a: b}\n"
+    created = await api.post(
+        "/api/v1/namespaces/default/configmaps", data=manifest, headers={"Content-Type": "application/yaml"}
+    )
+    assert created.status == 201
+    assert (await created.json())["metadata"]["namespace"] == "default"
+    elsewhere = await api.post("/api/v1/namespaces/nope/configmaps", json={"metadata": {"name": "c"}})
+    status = await elsewhere.json()
+    assert_status(status, code=404, reason="NotFound")
+    assert status["message"] == 'namespaces "nope" not found'
+    mismatch = await api.post(
+        "/api/v1/namespaces/default/configmaps", json={"metadata": {"name": "d", "namespace": "other"}}
+    )
+    assert_status(await mismatch.json(), code=400, reason="BadRequest")
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "headers", "data", "code", "reason"),
+    [
+        ("GET", "/nope", {}, None, 404, "NotFound"),
+        ("GET", "/apis/apps/v1/namespaces/default/things", {}, None, 404, "NotFound"),
+        ("GET", "/api/v1/namespaces/default/nodes", {}, None, 404, "NotFound"),
+        ("POST", f"{DEPLOYMENTS}/web", {"Content-Type": "application/json"}, "{}", 405, "MethodNotAllowed"),
+        ("POST", DEPLOYMENTS, {"Content-Type": "application/json"}, "{not json", 400, "BadRequest"),
+        ("POST", DEPLOYMENTS, {"Content-Type": "application/yaml"}, "a: [", 400, "BadRequest"),
+        ("POST", DEPLOYMENTS, {"Content-Type": "application/vnd.kubernetes.protobuf"}, "k8s", 415, "UnsupportedMediaType"),
+        ("PATCH", f"{DEPLOYMENTS}/web", {"Content-Type": "text/plain"}, "{}", 415, "UnsupportedMediaType"),
+        ("PATCH", f"{WIDGETS}/w", {"Content-Type": "application/strategic-merge-patch+json"}, "{}", 415,
+         "UnsupportedMediaType"),
+        ("GET", f"{DEPLOYMENTS}?labelSelector=a%20in", {}, None, 400, "BadRequest"),
+        ("GET", f"{DEPLOYMENTS}?fieldSelector=spec.foo%3D1", {}, None, 400, "BadRequest"),
+        ("GET", f"{DEPLOYMENTS}?limit=-1", {}, None, 400, "BadRequest"),
+        ("POST", f"{DEPLOYMENTS}?dryRun=Maybe", {"Content-Type": "application/json"}, "{}", 400, "BadRequest"),
+    ],
+)
+async def test_errors_are_status_objects(
+    api: Client, method: str, path: str, headers: dict[str, str], data: str | None, code: int, reason: str
+) -> None:
+    response = await api.request(method, path, headers=headers, data=data)
+    assert response.status == code
+    assert response.headers["Content-Type"].startswith("application/json")
+    assert_status(await response.json(), code=code, reason=reason)
+
+
+async def test_unexpected_exception_is_a_generic_500(objects: ObjectStore, api_registry: Registry) -> None:
+    async def broken(_request: web.Request) -> web.Response:
+        raise RuntimeError("secret internals")
+
+    app = create_app(objects, api_registry, extra_routes=[web.get("/broken", broken)])
+    async with TestClient(TestServer(app)) as client:
+        response = await client.get("/broken")
+        body = await response.json()
+    assert response.status == 500
+    assert_status(body, code=500, reason="InternalError")
+    assert "secret internals" not in body["message"]
+
+
+async def test_validation_over_http(api: Client) -> None:
+    invalid = await api.post(WIDGETS, json=widget("w", size=-2))
+    status = await invalid.json()
+    assert_status(status, code=422, reason="Invalid")
+    assert status["details"]["causes"][0]["field"] == "spec.size"
+    assert status["details"]["kind"] == "Widget"
+
+    strict = await api.post(f"{WIDGETS}?fieldValidation=Strict", json=widget("w", foo=1))
+    assert (await strict.json())["message"] == 'strict decoding error: unknown field "spec.foo"'
+
+    warned = await api.post(WIDGETS, json=widget("w", foo=1))  # the default is Warn
+    assert warned.status == 201
+    assert warned.headers.getall("Warning") == ['299 - "unknown field \\"spec.foo\\""']
+    assert "foo" not in (await warned.json())["spec"]
+
+
+async def test_status_subresource_over_http(api: Client) -> None:
+    await api.post(WIDGETS, json=widget("w", size=1))
+    patched = await api.patch(
+        f"{WIDGETS}/w/status", data=json.dumps({"status": {"phase": "Ready"}, "spec": {"size": 50}}),
+        headers={"Content-Type": "application/merge-patch+json"},
+    )
+    body = await patched.json()
+    assert body["status"] == {"phase": "Ready"} and body["spec"]["size"] == 1
+    assert (await (await api.get(f"{WIDGETS}/w/status")).json())["status"] == {"phase": "Ready"}
+    assert (await api.delete(f"{WIDGETS}/w/status")).status == 405
+    assert (await api.get(f"{WIDGETS}/w/bogus")).status == 404
+
+
+async def test_patch_types_over_http(api: Client) -> None:
+    await api.post(DEPLOYMENTS, json=deployment("web"))
+    merged = await api.patch(
+        f"{DEPLOYMENTS}/web", data='{"spec":{"replicas":3}}', headers={"Content-Type": "application/merge-patch+json"}
+    )
+    assert (await merged.json())["spec"]["replicas"] == 3
+    jsonpatched = await api.patch(
+        f"{DEPLOYMENTS}/web", data='[{"op":"add","path":"/metadata/labels","value":{"x":"y"}}]',
+        headers={"Content-Type": "application/json-patch+json"},
+    )
+    assert (await jsonpatched.json())["metadata"]["labels"] == {"x": "y"}
+    scaled = await api.patch(
+        f"{DEPLOYMENTS}/web/scale", data='{"spec":{"replicas":9}}', headers={"Content-Type": "application/merge-patch+json"}
+    )
+    assert (await scaled.json())["kind"] == "Scale"
+    assert (await (await api.get(f"{DEPLOYMENTS}/web")).json())["spec"]["replicas"] == 9
+
+
+async def test_list_pagination_and_selectors(api: Client) -> None:
+    for index in range(5):
+        await api.post(DEPLOYMENTS, json=deployment(f"d{index}", labels={"i": str(index)}))
+    first = await (await api.get(f"{DEPLOYMENTS}?limit=2")).json()
+    assert first["kind"] == "DeploymentList" and first["apiVersion"] == "apps/v1"
+    assert [i["metadata"]["name"] for i in first["items"]] == ["d0", "d1"]
+    assert first["metadata"]["continue"]
+    second = await (await api.get(DEPLOYMENTS, params={"limit": "2", "continue": first["metadata"]["continue"]})).json()
+    assert [i["metadata"]["name"] for i in second["items"]] == ["d2", "d3"]
+    assert second["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+    selected = await (await api.get("/apis/apps/v1/deployments", params={"labelSelector": "i in (1,3)"})).json()
+    assert [i["metadata"]["name"] for i in selected["items"]] == ["d1", "d3"]
+    assert all(i["metadata"]["resourceVersion"] for i in selected["items"])
+    removed = await (await api.delete(DEPLOYMENTS, params={"labelSelector": "i=4"})).json()
+    assert [i["metadata"]["name"] for i in removed["items"]] == ["d4"]
+
+
+# --- tables ---------------------------------------------------------------------------------
+
+
+async def test_table_responses(api: Client) -> None:
+    await api.post(DEPLOYMENTS, json=deployment("web", replicas=3))
+    listed = await api.get(DEPLOYMENTS, headers={"Accept": TABLE})
+    body = await listed.json()
+    assert body["kind"] == "Table" and body["apiVersion"] == "meta.k8s.io/v1"
+    columns = [c["name"] for c in body["columnDefinitions"]]
+    assert columns[:5] == ["Name", "Ready", "Up-to-date", "Available", "Age"]
+    assert body["columnDefinitions"][5]["priority"] == 1
+    row = body["rows"][0]
+    assert row["cells"][:4] == ["web", "0/3", 0, 0]
+    assert row["object"]["kind"] == "PartialObjectMetadata"
+    assert row["object"]["metadata"]["name"] == "web"
+
+    full = await (await api.get(DEPLOYMENTS, params={"includeObject": "Object"}, headers={"Accept": TABLE})).json()
+    assert full["rows"][0]["object"]["kind"] == "Deployment"
+    one = await (await api.get(f"{DEPLOYMENTS}/web", headers={"Accept": TABLE})).json()
+    assert one["kind"] == "Table" and len(one["rows"]) == 1
+
+    widgets = await (await api.get(WIDGETS, headers={"Accept": TABLE})).json()
+    assert [c["name"] for c in widgets["columnDefinitions"]] == ["Name", "Size", "Color"]
+
+
+# --- watch ------------------------------------------------------------------------------------
+
+
+async def _read_events(response: Any, count: int, *, seconds: float = 10.0) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    async with asyncio.timeout(seconds):
+        while len(events) < count:
+            line = await response.content.readline()
+            if not line:
+                break
+            events.append(json.loads(line))
+    return events
+
+
+async def test_watch_stream(api: Client) -> None:
+    await api.post(DEPLOYMENTS, json=deployment("a"))
+    response = await api.get(DEPLOYMENTS, params={"watch": "true", "resourceVersion": "0"})
+    assert response.status == 200
+    first = await _read_events(response, 1)
+    await api.patch(f"{DEPLOYMENTS}/a", data='{"spec":{"replicas":2}}',
+                    headers={"Content-Type": "application/merge-patch+json"})
+    await api.delete(f"{DEPLOYMENTS}/a")
+    rest = await _read_events(response, 2)
+    response.close()
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in first + rest] == [
+        ("ADDED", "a"), ("MODIFIED", "a"), ("DELETED", "a"),
+    ]
+
+
+async def test_watch_bookmarks_tables_and_timeout(api: Client) -> None:
+    created = await (await api.post(DEPLOYMENTS, json=deployment("a"))).json()
+    rv = created["metadata"]["resourceVersion"]
+    response = await api.get(
+        DEPLOYMENTS, params={"watch": "1", "resourceVersion": rv, "allowWatchBookmarks": "true"}
+    )
+    bookmark = (await _read_events(response, 1))[0]
+    response.close()
+    assert bookmark["type"] == "BOOKMARK"
+    assert bookmark["object"]["metadata"]["resourceVersion"] == rv
+
+    tables = await api.get(DEPLOYMENTS, params={"watch": "true", "timeoutSeconds": "1"}, headers={"Accept": TABLE})
+    events = await _read_events(tables, 5)  # the stream ends after timeoutSeconds
+    assert len(events) == 1
+    assert events[0]["type"] == "ADDED"
+    assert events[0]["object"]["kind"] == "Table"
+    assert events[0]["object"]["rows"][0]["cells"][0] == "a"
+
+
+async def test_watch_from_compacted_revision_sends_410(api: Client, objects: ObjectStore) -> None:
+    for index in range(3):
+        await api.post(DEPLOYMENTS, json=deployment(f"d{index}"))
+    await objects.store.compact(await objects.store.current_revision())
+    response = await api.get(DEPLOYMENTS, params={"watch": "true", "resourceVersion": "1"})
+    events = await _read_events(response, 1)
+    assert events[0]["type"] == "ERROR"
+    assert events[0]["object"]["code"] == 410
+    assert events[0]["object"]["reason"] == "Expired"
+
+
+# --- authentication and authorization ---------------------------------------------------------
+
+
+class _Tokens:
+    async def authenticate(self, token: str) -> UserInfo | None:
+        return {"admin-token": UserInfo("alice", Role.ADMIN), "viewer-token": UserInfo("bob", Role.VIEWER)}.get(token)
+
+
+class _ReadOnlyForViewers:
+    def authorize(self, attributes: RequestAttributes) -> Decision:
+        if attributes.user.role is Role.VIEWER and attributes.verb not in ("get", "list", "watch"):
+            return Decision(False, f'User "{attributes.user.name}" may only read, not {attributes.verb}')
+        return Decision(True)
+
+
+async def test_authentication_and_authorization(objects: ObjectStore, api_registry: Registry) -> None:
+    app = create_app(objects, api_registry, authenticator=_Tokens(), authorizer=_ReadOnlyForViewers())
+    async with TestClient(TestServer(app)) as client:
+        assert (await client.get("/readyz")).status == 200
+        anonymous = await client.get("/api/v1/namespaces")
+        assert anonymous.status == 401
+        assert_status(await anonymous.json(), code=401, reason="Unauthorized")
+        wrong = await client.get("/version", headers={"Authorization": "Bearer nope"})
+        assert wrong.status == 401
+        viewer = {"Authorization": "Bearer viewer-token"}
+        assert (await client.get("/api/v1/namespaces", headers=viewer)).status == 200
+        denied = await client.post(DEPLOYMENTS, json=deployment("web"), headers=viewer)
+        assert denied.status == 403
+        status = await denied.json()
+        assert_status(status, code=403, reason="Forbidden")
+        assert status["message"] == 'User "bob" may only read, not create'
+        admin = {"Authorization": "Bearer admin-token"}
+        assert (await client.post(DEPLOYMENTS, json=deployment("web"), headers=admin)).status == 201

@@ -1,0 +1,221 @@
+"""Pure pieces of the API server, table-driven: selectors, names, columns, the codec,
+merge patch, request routing, Accept negotiation, continue tokens."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from controlplane.apiserver import codec, errors
+from controlplane.apiserver.columns import human_duration
+from controlplane.apiserver.patches import merge_patch
+from controlplane.apiserver.resources import NameRule, Registry, core_resources, workload_resources
+from controlplane.apiserver.routing import parse_request
+from controlplane.apiserver.selectors import LabelSelector, parse_field_selector, parse_label_selector
+from controlplane.apiserver.tables import wants_table
+from controlplane.apiserver.validation import name_errors
+from controlplane.storage import KeyValue
+
+
+@pytest.mark.parametrize(
+    ("selector", "labels", "expected"),
+    [
+        ("app=web", {"app": "web"}, True),
+        ("app==web", {"app": "web"}, True),
+        ("app=web", {"app": "db"}, False),
+        ("app!=web", {}, True),
+        ("app!=web", {"app": "web"}, False),
+        ("app", {"app": ""}, True),
+        ("!app", {"app": "x"}, False),
+        ("!app", {}, True),
+        ("tier in (a, b)", {"tier": "b"}, True),
+        ("tier in (a,b)", {"tier": "c"}, False),
+        ("tier notin (a,b)", {}, True),
+        ("tier notin (a,b)", {"tier": "a"}, False),
+        ("app=web,tier in (a,b),!canary", {"app": "web", "tier": "a"}, True),
+        ("app=web,tier in (a,b),!canary", {"app": "web", "tier": "a", "canary": "1"}, False),
+        ("gpu.count>2", {"gpu.count": "4"}, True),
+        ("gpu.count<2", {"gpu.count": "4"}, False),
+        ("example.com/role=gpu", {"example.com/role": "gpu"}, True),
+        ("app=", {"app": ""}, True),
+        ("", {"anything": "x"}, True),
+    ],
+)
+def test_label_selector_matches(selector: str, labels: dict[str, str], expected: bool) -> None:
+    assert parse_label_selector(selector).matches(labels) is expected
+
+
+@pytest.mark.parametrize("selector", ["app in a", "app in ()", "=x", "a b", "Bad Key=1", "a=b c", "a=(", "app=x!"])
+def test_label_selector_rejects_malformed(selector: str) -> None:
+    with pytest.raises(errors.BadRequest, match="unable to parse requirement"):
+        parse_label_selector(selector)
+
+
+@pytest.mark.parametrize(
+    ("selector", "text"),
+    [
+        ({"matchLabels": {"b": "2", "a": "1"}}, "a=1,b=2"),
+        ({"matchExpressions": [{"key": "t", "operator": "In", "values": ["y", "x"]}]}, "t in (x,y)"),
+        ({"matchExpressions": [{"key": "t", "operator": "DoesNotExist"}]}, "!t"),
+    ],
+)
+def test_label_selector_from_dict_round_trips(selector: dict[str, Any], text: str) -> None:
+    parsed = LabelSelector.from_dict(selector)
+    assert parsed.to_string() == text
+    assert parse_label_selector(text) == LabelSelector(tuple(sorted(parsed.requirements, key=lambda r: r.key)))
+
+
+POD_FIELDS = {r.plural: r for r in core_resources()}["pods"].field_selectors
+
+
+@pytest.mark.parametrize(
+    ("selector", "obj", "expected"),
+    [
+        ("metadata.name=a", {"metadata": {"name": "a"}}, True),
+        ("metadata.name!=a", {"metadata": {"name": "a"}}, False),
+        ("status.phase=Running,spec.nodeName=n1", {"metadata": {}, "status": {"phase": "Running"}, "spec": {"nodeName": "n1"}}, True),
+        ("spec.nodeName=", {"metadata": {}, "spec": {}}, True),
+        ("spec.nodeName==n2", {"metadata": {}, "spec": {"nodeName": "n1"}}, False),
+    ],
+)
+def test_field_selector(selector: str, obj: dict[str, Any], expected: bool) -> None:
+    assert parse_field_selector(selector, POD_FIELDS).matches(obj) is expected
+
+
+def test_field_selector_rejects_unknown_field() -> None:
+    with pytest.raises(errors.BadRequest, match=r"field label not supported: spec\.foo"):
+        parse_field_selector("spec.foo=1", POD_FIELDS)
+
+
+@pytest.mark.parametrize(
+    ("name", "rule", "ok"),
+    [
+        ("web", NameRule.SUBDOMAIN, True),
+        ("web.example.com", NameRule.SUBDOMAIN, True),
+        ("Web", NameRule.SUBDOMAIN, False),
+        ("-web", NameRule.SUBDOMAIN, False),
+        ("a" * 253, NameRule.SUBDOMAIN, True),
+        ("a" * 254, NameRule.SUBDOMAIN, False),
+        ("web.x", NameRule.LABEL, False),
+        ("a" * 64, NameRule.LABEL, False),
+        ("1abc", NameRule.LABEL, True),
+        ("1abc", NameRule.LABEL_1035, False),
+    ],
+)
+def test_name_rules(name: str, rule: NameRule, ok: bool) -> None:
+    assert (name_errors(name, rule) == []) is ok
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(0, "0s"), (45, "45s"), (119, "119s"), (150, "2m30s"), (600, "10m"), (3 * 3600 + 60, "3h1m"),
+     (10 * 3600, "10h"), (50 * 3600, "2d2h"), (30 * 86400, "30d"), (3 * 365 * 86400, "3y"), (-5, "<invalid>")],
+)
+def test_human_duration(seconds: int, text: str) -> None:
+    assert human_duration(seconds) == text
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "resourceVersion": "99"}, "data": {"metadata": "x"}},
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {}, "spec": {"template": {"metadata": {"labels": {}}}}},
+        {"kind": "Odd", "apiVersion": "x/v1", "metadata": {"name": "\"metadata\":{"}},
+    ],
+)
+def test_codec_splices_resource_version_like_decode(obj: dict[str, Any]) -> None:
+    stored = codec.encode(obj)
+    assert b"resourceVersion" not in stored
+    kv = KeyValue(key="/k", value=stored, create_revision=3, mod_revision=7)
+    spliced = codec.loads(codec.with_resource_version(kv))
+    assert spliced == codec.decode(kv)
+    assert spliced["metadata"]["resourceVersion"] == "7"
+
+
+@pytest.mark.parametrize(
+    ("target", "patch", "expected"),
+    [
+        ({"a": "b"}, {"a": "c"}, {"a": "c"}),
+        ({"a": "b"}, {"b": "c"}, {"a": "b", "b": "c"}),
+        ({"a": "b"}, {"a": None}, {}),
+        ({"a": {"b": "c"}}, {"a": {"b": "d", "c": None}}, {"a": {"b": "d"}}),
+        ({"a": [1, 2]}, {"a": [3]}, {"a": [3]}),
+        ({"a": "b"}, {"a": {"c": None}}, {"a": {}}),
+        ({"e": None}, {"a": 1}, {"e": None, "a": 1}),
+    ],
+)
+def test_merge_patch_rfc7386(target: Any, patch: Any, expected: Any) -> None:
+    assert merge_patch(target, patch) == expected
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "query", "expected"),
+    [
+        ("GET", "/api/v1/namespaces", {}, ("list", "", "namespaces", None, None, "")),
+        ("GET", "/api/v1/namespaces/default", {}, ("get", "", "namespaces", None, "default", "")),
+        ("PUT", "/api/v1/namespaces/x/status", {}, ("update", "", "namespaces", None, "x", "status")),
+        ("GET", "/api/v1/namespaces/default/pods", {"watch": "true"}, ("watch", "", "pods", "default", None, "")),
+        ("PATCH", "/apis/apps/v1/namespaces/d/deployments/w/scale", {}, ("patch", "apps", "deployments", "d", "w", "scale")),
+        ("DELETE", "/apis/apps/v1/namespaces/d/deployments", {}, ("deletecollection", "apps", "deployments", "d", None, "")),
+        ("POST", "/apis/apps/v1/deployments", {}, ("create", "apps", "deployments", None, None, "")),
+    ],
+)
+def test_routing(method: str, path: str, query: dict[str, str], expected: tuple[Any, ...]) -> None:
+    info = parse_request(method, path, query)
+    assert info.is_resource
+    assert (info.verb, info.group, info.resource, info.namespace, info.name, info.subresource) == expected
+
+
+@pytest.mark.parametrize("path", ["/api", "/apis", "/apis/apps", "/apis/apps/v1", "/api/v1", "/version", "/openapi/v3"])
+def test_routing_non_resource(path: str) -> None:
+    assert not parse_request("GET", path, {}).is_resource
+
+
+@pytest.mark.parametrize(
+    ("accept", "expected"),
+    [
+        ("application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json", True),
+        ("application/json", False),
+        # PartialObjectMetadataList is not served: the next acceptable type wins.
+        ("application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1;g=meta.k8s.io", True),
+        ("application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io,application/json", False),
+        (None, False),
+        ("application/vnd.kubernetes.protobuf,application/json", False),
+    ],
+)
+def test_wants_table(accept: str | None, expected: bool) -> None:
+    assert wants_table(accept) is expected
+
+
+def test_registry_rejects_duplicates_and_finds_kinds() -> None:
+    registry = Registry(core_resources(), workload_resources())
+    assert registry.require("apps/v1", "Deployment").plural == "deployments"
+    assert registry.get("", "v1", "pods") is not None
+    with pytest.raises(ValueError, match="registered twice"):
+        Registry(core_resources(), core_resources())
+
+
+def test_cluster_columns_from_status() -> None:
+    from controlplane.apiserver.resources import gpufed_resource_types
+
+    clusters = gpufed_resource_types(cluster_model=None, binding_model=None, work_model=None, policy_models={})[0]
+    obj = {
+        "metadata": {"name": "a", "creationTimestamp": "2024-01-01T00:00:00Z"},
+        "spec": {"provider": "aws"},
+        "status": {
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "gpuSummary": [
+                {"resource": "nvidia.com/gpu", "product": "H100", "capacity": 8, "allocatable": 8, "allocated": 3},
+                {"resource": "nvidia.com/mig-1g.10gb", "product": "A100", "capacity": 14, "allocatable": 14, "allocated": 4},
+            ],
+        },
+    }
+    now = datetime(2024, 1, 1, 0, 5, tzinfo=UTC)
+    cells = [column.getter(obj, now) for column in clusters.columns]
+    names = [column.name for column in clusters.columns]
+    assert dict(zip(names, cells, strict=True)) == {
+        "Ready": "True", "Provider": "aws", "GPUs": 8, "Free": 5, "Models": "A100,H100", "Age": "5m",
+        "Region": "", "Tier": 1, "MIG": "10/14",
+    }

@@ -1,0 +1,273 @@
+"""The API server on a real socket, driven by the real kubectl (/usr/bin/kubectl), the sync
+``kubernetes`` DynamicClient and ``kubernetes_asyncio``: what users and agents run."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import socket
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from aiohttp import web
+
+from controlplane.apiserver.app import create_app
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.apiserver.patches import PatchType, server_side_apply_function, strategic_merge_function
+from controlplane.apiserver.resources import Registry
+
+from .kinds import deployment
+
+KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
+needs_kubectl = pytest.mark.skipif(not Path(KUBECTL).exists(), reason="kubectl is not installed")
+needs_patching = pytest.mark.skipif(
+    strategic_merge_function() is None or server_side_apply_function() is None,
+    reason="controlplane.apiserver.patching (strategic merge, server-side apply) is not installed",
+)
+KUBECTL_TIMEOUT = 60.0
+
+
+@pytest.fixture
+async def server_url(objects: ObjectStore, api_registry: Registry) -> AsyncIterator[str]:
+    """The app on 127.0.0.1 (plain HTTP) at a free port."""
+    runner = web.AppRunner(create_app(objects, api_registry))
+    await runner.setup()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    await web.SockSite(runner, sock).start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()
+
+
+@pytest.fixture
+def kubeconfig(server_url: str, tmp_path: Path) -> Path:
+    path = tmp_path / "kubeconfig"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "hub", "cluster": {"server": server_url}}],
+                "users": [{"name": "me", "user": {}}],
+                "contexts": [{"name": "hub", "context": {"cluster": "hub", "user": "me", "namespace": "default"}}],
+                "current-context": "hub",
+            }
+        )
+    )
+    return path
+
+
+async def kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        KUBECTL, "--kubeconfig", str(kubeconfig), *args,
+        stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(kubeconfig.parent)},
+    )
+    try:
+        async with asyncio.timeout(KUBECTL_TIMEOUT):
+            out, err = await process.communicate(stdin.encode() if stdin is not None else None)
+    except TimeoutError:
+        process.kill()
+        await process.wait()
+        raise
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+def two_container_deployment(name: str, *, image_a: str, image_b: str) -> dict[str, Any]:
+    obj = deployment(name, replicas=2)
+    obj["spec"]["template"]["spec"]["containers"] = [
+        {"name": "a", "image": image_a},
+        {"name": "b", "image": image_b, "env": [{"name": "MODE", "value": "x"}]},
+    ]
+    return obj
+
+
+@needs_kubectl
+@needs_patching
+async def test_kubectl_apply_get_delete(kubeconfig: Path, objects: ObjectStore, tmp_path: Path) -> None:
+    deploy = objects.registry.require("apps/v1", "Deployment")
+    manifest = tmp_path / "web.yaml"
+    manifest.write_text(yaml.safe_dump(two_container_deployment("web", image_a="nginx:1", image_b="busybox:1")))
+    code, out, err = await kubectl(kubeconfig, "apply", "-f", str(manifest))
+    assert code == 0, err
+    assert out.strip() == "deployment.apps/web created"
+
+    # Another writer adds fields the file does not have.
+    await objects.patch(
+        deploy, namespace="default", name="web", patch_type=PatchType.MERGE,
+        patch={"metadata": {"labels": {"team": "ml"}}}, field_manager="someone-else",
+    )
+    live = await objects.get(deploy, namespace="default", name="web")
+    live["spec"]["template"]["spec"]["containers"][1]["resources"] = {"limits": {"nvidia.com/gpu": "1"}}
+    await objects.update(deploy, live, field_manager="someone-else")
+
+    manifest.write_text(yaml.safe_dump(two_container_deployment("web", image_a="nginx:2", image_b="busybox:1")))
+    code, out, err = await kubectl(kubeconfig, "apply", "-f", str(manifest))
+    assert code == 0, err
+    assert out.strip() == "deployment.apps/web configured"
+    after = await objects.get(deploy, namespace="default", name="web")
+    containers = {c["name"]: c for c in after["spec"]["template"]["spec"]["containers"]}
+    assert containers["a"]["image"] == "nginx:2"
+    assert containers["b"] == {
+        "name": "b", "image": "busybox:1", "env": [{"name": "MODE", "value": "x"}],
+        "resources": {"limits": {"nvidia.com/gpu": "1"}},
+    }
+    assert after["metadata"]["labels"] == {"team": "ml"}
+    assert after["metadata"]["generation"] == 3
+
+    code, out, err = await kubectl(kubeconfig, "get", "deploy")
+    assert code == 0, err
+    header, row = out.splitlines()
+    assert header.split() == ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"]
+    assert row.split()[:4] == ["web", "0/2", "0", "0"]
+    code, out, _ = await kubectl(kubeconfig, "get", "deploy", "-o", "wide")
+    assert out.splitlines()[0].split()[5:] == ["CONTAINERS", "IMAGES", "SELECTOR"]
+
+    code, out, err = await kubectl(kubeconfig, "delete", "-f", str(manifest))
+    assert code == 0, err
+    assert out.strip() == 'deployment.apps "web" deleted'
+    assert (await objects.list(deploy)).items == []
+
+
+@needs_kubectl
+@needs_patching
+async def test_kubectl_server_side_apply(kubeconfig: Path, objects: ObjectStore, tmp_path: Path) -> None:
+    manifest = tmp_path / "ssa.yaml"
+    manifest.write_text(yaml.safe_dump(two_container_deployment("ssa", image_a="nginx:1", image_b="busybox:1")))
+    code, out, err = await kubectl(kubeconfig, "apply", "--server-side", "-f", str(manifest))
+    assert code == 0, err
+    assert out.strip() == "deployment.apps/ssa serverside-applied"
+    live = await objects.get(objects.registry.require("apps/v1", "Deployment"), namespace="default", name="ssa")
+    assert [entry["manager"] for entry in live["metadata"]["managedFields"]] == ["kubectl"]
+    assert [entry["operation"] for entry in live["metadata"]["managedFields"]] == ["Apply"]
+
+    # A field owned by another manager conflicts until forced.
+    code, out, err = await kubectl(
+        kubeconfig, "scale", "deploy", "ssa", "--replicas=5",
+    )
+    assert code == 0, err
+    code, _, err = await kubectl(kubeconfig, "apply", "--server-side", "-f", str(manifest))
+    assert code != 0
+    assert "Apply failed with 1 conflict" in err and ".spec.replicas" in err
+    code, _, err = await kubectl(kubeconfig, "apply", "--server-side", "--force-conflicts", "-f", str(manifest))
+    assert code == 0, err
+
+
+@needs_kubectl
+async def test_kubectl_reports_server_validation(kubeconfig: Path, tmp_path: Path) -> None:
+    manifest = tmp_path / "widget.yaml"
+    manifest.write_text(
+        "apiVersion: test.gpufed.io/v1\nkind: Widget\nmetadata: {name: w}\nspec: {size: 1, sise: 2}\n"
+    )
+    code, _, err = await kubectl(kubeconfig, "apply", "-f", str(manifest))
+    assert code != 0
+    assert 'strict decoding error: unknown field "spec.sise"' in err
+    manifest.write_text("apiVersion: test.gpufed.io/v1\nkind: Widget\nmetadata: {name: w}\nspec: {size: -1}\n")
+    code, _, err = await kubectl(kubeconfig, "create", "-f", str(manifest))
+    assert code != 0
+    assert 'The Widget "w" is invalid' in err and "spec.size" in err
+    manifest.write_text("apiVersion: test.gpufed.io/v1\nkind: Widget\nmetadata: {name: w}\nspec: {size: 3}\n")
+    code, out, err = await kubectl(kubeconfig, "apply", "-f", str(manifest))
+    assert code == 0, err
+    code, out, err = await kubectl(kubeconfig, "get", "widgets", "-o", "json")
+    assert code == 0, err
+    assert [item["spec"]["size"] for item in json.loads(out)["items"]] == [3]
+
+
+@needs_kubectl
+async def test_kubectl_get_watch_prints_changes(kubeconfig: Path, objects: ObjectStore) -> None:
+    deploy = objects.registry.require("apps/v1", "Deployment")
+    await objects.create(deploy, deployment("w1"))
+    process = await asyncio.create_subprocess_exec(
+        KUBECTL, "--kubeconfig", str(kubeconfig), "get", "deploy", "--watch", "--request-timeout=3s",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(kubeconfig.parent)},
+    )
+    assert process.stdout is not None
+    try:
+        async with asyncio.timeout(KUBECTL_TIMEOUT):
+            header = await process.stdout.readline()
+            first = await process.stdout.readline()
+            await objects.create(deploy, deployment("w2", replicas=4))
+            second = await process.stdout.readline()
+    finally:
+        process.kill()
+        await process.wait()
+    assert header.decode().split()[:2] == ["NAME", "READY"]
+    assert first.decode().split()[:2] == ["w1", "0/1"]
+    assert second.decode().split()[:2] == ["w2", "0/4"]
+
+
+def _sync_dynamic_client(url: str, cache: Path) -> dict[str, Any]:
+    from kubernetes import client, dynamic
+
+    configuration = client.Configuration()
+    configuration.host = url
+    with client.ApiClient(configuration) as api_client:
+        dyn = dynamic.DynamicClient(api_client, cache_file=str(cache))  # type: ignore[no-untyped-call]
+        deployments = dyn.resources.get(api_version="apps/v1", kind="Deployment")
+        deployments.create(body=deployment("dyn", replicas=1), namespace="default")
+        patched = deployments.patch(
+            name="dyn", namespace="default", body={"spec": {"replicas": 3}},
+            content_type="application/merge-patch+json",
+        )
+        listed = deployments.get(namespace="default")
+        events = [
+            (event["type"], event["object"].metadata.name)
+            for event in deployments.watch(namespace="default", timeout=1)
+        ]
+        return {
+            "replicas": patched.spec.replicas,
+            "names": [item.metadata.name for item in listed.items],
+            "events": events,
+        }
+
+
+async def test_sync_kubernetes_dynamic_client(server_url: str, tmp_path: Path) -> None:
+    result = await asyncio.to_thread(_sync_dynamic_client, server_url, tmp_path / "discovery.json")
+    assert result == {"replicas": 3, "names": ["dyn"], "events": [("ADDED", "dyn")]}
+
+
+async def test_kubernetes_asyncio_client(server_url: str) -> None:
+    from kubernetes_asyncio import client, watch
+
+    configuration = client.Configuration(host=server_url)
+    async with client.ApiClient(configuration) as api_client:
+        apps = client.AppsV1Api(api_client)
+        # The client sends a plain dict body as it is.
+        await apps.create_namespaced_deployment("default", deployment("aio", replicas=1))  # type: ignore[arg-type]
+        patched = await apps.patch_namespaced_deployment(
+            "aio", "default", [{"op": "replace", "path": "/spec/replicas", "value": 2}]
+        )
+        assert patched.spec.replicas == 2
+        listed = await apps.list_namespaced_deployment("default")
+        assert [d.metadata.name for d in listed.items] == ["aio"]
+
+        async def scale_later() -> None:
+            await asyncio.sleep(0.2)
+            await apps.patch_namespaced_deployment_scale("aio", "default", {"spec": {"replicas": 5}})
+
+        seen = []
+        async with asyncio.TaskGroup() as tasks, watch.Watch() as stream:
+            tasks.create_task(scale_later())
+            async for event in stream.stream(
+                apps.list_namespaced_deployment, "default", resource_version=listed.metadata.resource_version,
+                timeout_seconds=5,
+            ):
+                seen.append((event["type"], event["object"].spec.replicas))
+                break  # the first change after the list is the scale
+        assert seen == [("MODIFIED", 5)]
+        status = await apps.delete_namespaced_deployment("aio", "default")
+        assert status.status == "Success"
+        with pytest.raises(client.ApiException) as caught:
+            await apps.read_namespaced_deployment("aio", "default")
+        assert caught.value.status == 404

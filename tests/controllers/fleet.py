@@ -1,0 +1,115 @@
+"""Builders for controller tests: fake member clusters (status written as an agent would),
+workloads and policies, and a poll helper."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from controlplane.apiserver import errors
+from controlplane.apiserver.objects import ObjectStore
+
+T = TypeVar("T")
+A100 = "NVIDIA-A100-SXM4-80GB"
+GI = 2**30
+REPORT_TIME = "2024-05-01T10:00:00Z"
+
+
+def node_shape(count: int, *, gpus: int = 0, product: str = A100, extra: dict[str, int] | None = None) -> dict[str, Any]:
+    free: dict[str, int] = {"cpu": 64_000, "memory": 512 * GI, "pods": 110}
+    if gpus:
+        free["nvidia.com/gpu"] = gpus
+    free.update(extra or {})
+    return {
+        "count": count,
+        "labels": {"nvidia.com/gpu.product": product},
+        "taints": [],
+        "free": free,
+        "allocatable": dict(free),
+        "gpu": {"product": product, "memoryMiB": 81920, "count": 8, "migStrategy": "none", "sharedReplicas": 0},
+    }
+
+
+async def put_cluster(
+    objects: ObjectStore,
+    name: str,
+    *shapes: dict[str, Any],
+    provider: str = "onprem",
+    pricing: dict[str, float] | None = None,
+    labels: dict[str, str] | None = None,
+    report_time: str = REPORT_TIME,
+) -> dict[str, Any]:
+    """Create or replace a Cluster and write its status as its agent would."""
+    rt = objects.registry.require("cluster.gpufed.io/v1alpha1", "Cluster")
+    spec: dict[str, Any] = {"provider": provider}
+    if pricing:
+        spec["pricing"] = pricing
+    obj: dict[str, Any] = {
+        "apiVersion": "cluster.gpufed.io/v1alpha1",
+        "kind": "Cluster",
+        "metadata": {"name": name, "labels": labels or {}},
+        "spec": spec,
+    }
+    try:
+        current = await objects.get(rt, name=name)
+    except errors.NotFound:
+        current = await objects.create(rt, obj)
+    else:
+        current = await objects.update(rt, {**obj, "metadata": {**obj["metadata"], "resourceVersion": current["metadata"]["resourceVersion"]}})
+    status = {
+        "conditions": [{"type": "Ready", "status": "True", "reason": "AgentReporting", "message": "ok", "lastTransitionTime": report_time}],
+        "lastReportTime": report_time,
+        "nodeSummary": {"total": sum(s["count"] for s in shapes), "ready": sum(s["count"] for s in shapes)},
+        "nodeShapes": list(shapes),
+    }
+    return await objects.update_status(rt, {**current, "status": status})
+
+
+def deployment(name: str, *, replicas: int, gpus: int = 1, image: str = "registry.local/train:1", namespace: str = "default", labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels or {"app": name}},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": image,
+                            "resources": {"limits": {"nvidia.com/gpu": str(gpus)}, "requests": {"cpu": "1"}},
+                        }
+                    ]
+                },
+            },
+        },
+    }
+
+
+TIERED = {"replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "TieredOverflow"}}
+
+
+def propagation_policy(name: str, *, kind: str = "Deployment", api_version: str = "apps/v1", namespace: str = "default", placement: dict[str, Any] | None = None, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "policy.gpufed.io/v1alpha1",
+        "kind": "PropagationPolicy",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"resourceSelectors": [{"apiVersion": api_version, "kind": kind}], "placement": placement if placement is not None else TIERED, **spec},
+    }
+
+
+async def eventually(probe: Callable[[], Awaitable[T | None]], *, timeout: float = 10.0, what: str = "condition") -> T:
+    """Poll ``probe`` until it returns something truthy; fail with ``what`` after ``timeout``."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    last: T | None = None
+    while loop.time() < deadline:
+        last = await probe()
+        if last:
+            return last
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")

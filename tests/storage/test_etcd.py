@@ -1,0 +1,171 @@
+"""What only the etcd store and the embedded launcher promise: durability across an etcd
+restart, transparent reconnection, namespacing, and clear errors when etcd is not there."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from controlplane.storage import (
+    EmbeddedEtcd,
+    EtcdStartError,
+    EtcdStore,
+    EventType,
+    Unavailable,
+    WatchEvent,
+)
+from controlplane.storage.etcd import grpc_target
+
+
+async def take(events: AsyncIterator[WatchEvent], count: int) -> list[WatchEvent]:
+    received: list[WatchEvent] = []
+    async with asyncio.timeout(20):
+        async for event in events:
+            received.append(event)
+            if len(received) == count:
+                break
+    return received
+
+
+def closed_port() -> int:
+    """A port nothing listens on (bound once to pick it, then released)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+async def test_data_and_watches_survive_an_etcd_restart(tmp_path: Path) -> None:
+    etcd = EmbeddedEtcd(tmp_path / "etcd", unsafe_no_fsync=False)
+    url = await etcd.start()
+    try:
+        async with EtcdStore([url], prefix="/gpufed") as store:
+            a = await store.create("/pods/a", b"a1")
+            a = await store.update("/pods/a", b"a2", expected_revision=a.mod_revision)
+            await store.create("/pods/b", b"b1")
+            gone = await store.create("/pods/c", b"c1")
+            await store.delete("/pods/c")
+
+            events = store.watch("/pods/", from_revision=gone.mod_revision)
+            seen = await take(events, 2)  # create c, delete c
+            last_seen = seen[-1].kv.mod_revision
+            unseen_before_stop = await store.create("/pods/d", b"d1")
+            before = await store.list("/pods/")
+
+            await etcd.stop()
+            # A read issued while etcd is down is retried until it comes back.
+            pending_read = asyncio.ensure_future(store.get("/pods/a"))
+            await asyncio.sleep(0.3)
+            assert await etcd.start() == url  # same data dir, same client URL
+            assert await pending_read == a
+
+            after = await store.list("/pods/")
+            assert after.items == before.items
+            assert after.revision == before.revision
+            written_after_restart = await store.create("/pods/e", b"e1")
+
+            # The open watch reconnected by itself and missed nothing.
+            resumed = await take(events, 2)
+            await events.aclose()  # type: ignore[attr-defined]
+            assert [(e.type, e.kv) for e in resumed] == [
+                (EventType.PUT, unseen_before_stop),
+                (EventType.PUT, written_after_restart),
+            ]
+
+        # A new client resuming from the last revision it saw gets the same events.
+        async with EtcdStore([url], prefix="/gpufed") as fresh:
+            events = fresh.watch("/pods/", from_revision=last_seen + 1)
+            replayed = await take(events, 2)
+            await events.aclose()  # type: ignore[attr-defined]
+            assert [e.kv for e in replayed] == [unseen_before_stop, written_after_restart]
+    finally:
+        await etcd.stop()
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda s: s.ping(),
+        lambda s: s.get("/pods/a"),
+        lambda s: s.list("/pods/"),
+        lambda s: s.create("/pods/a", b"v"),
+        lambda s: s.update("/pods/a", b"v", expected_revision=2),
+        lambda s: s.delete("/pods/a"),
+        lambda s: s.current_revision(),
+        lambda s: anext(s.watch("/pods/", from_revision=1)),
+    ],
+    ids=["ping", "get", "list", "create", "update", "delete", "current_revision", "watch"],
+)
+async def test_unreachable_etcd_raises_unavailable_naming_the_endpoint(
+    call: Callable[[EtcdStore], Awaitable[object]],
+) -> None:
+    endpoint = f"http://127.0.0.1:{closed_port()}"
+    store = EtcdStore([endpoint], timeout=1.0, retry_budget=0.3)
+    try:
+        with pytest.raises(Unavailable, match=f"etcd at {endpoint} is unreachable: "):
+            await call(store)
+    finally:
+        await store.close()
+
+
+async def test_connect_to_unreachable_etcd_fails_with_the_original_error_chained() -> None:
+    endpoint = f"http://127.0.0.1:{closed_port()}"
+    with pytest.raises(Unavailable) as failure:
+        async with EtcdStore([endpoint], retry_budget=0.3):
+            pass
+    assert failure.value.__cause__ is not None
+
+
+async def test_prefixes_isolate_stores_on_one_etcd(etcd_endpoint: str) -> None:
+    async with (
+        EtcdStore([etcd_endpoint], prefix="/isolation") as narrow,
+        EtcdStore([etcd_endpoint], prefix="/isolation-wide") as wide,
+    ):
+        await narrow.create("/a", b"narrow")
+        await wide.create("/a", b"wide")
+        assert [(kv.key, kv.value) for kv in (await narrow.list("")).items] == [("/a", b"narrow")]
+        assert [(kv.key, kv.value) for kv in (await wide.list("")).items] == [("/a", b"wide")]
+
+
+async def test_embedded_etcd_reports_why_it_did_not_start(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        etcd = EmbeddedEtcd(tmp_path / "etcd", client_port=port, peer_port=closed_port())
+        with pytest.raises(EtcdStartError, match="address already in use"):
+            await etcd.start()
+    assert not etcd.running
+
+
+@pytest.mark.parametrize(
+    ("endpoints", "target"),
+    [
+        (["http://127.0.0.1:2379"], "127.0.0.1:2379"),
+        (["etcd.example:2379"], "etcd.example:2379"),
+        (["http://etcd.example"], "etcd.example:2379"),
+        (["http://[::1]:2379"], "[::1]:2379"),
+        (["http://10.0.0.1:2379", "http://10.0.0.2:2379"], "ipv4:10.0.0.1:2379,10.0.0.2:2379"),
+        (["http://[::1]:2379", "http://[::2]:2379"], "ipv6:[::1]:2379,[::2]:2379"),
+    ],
+)
+def test_grpc_target(endpoints: list[str], target: str) -> None:
+    assert grpc_target(endpoints) == target
+
+
+@pytest.mark.parametrize(
+    ("endpoints", "message"),
+    [
+        ([], "at least one"),
+        (["https://127.0.0.1:2379"], "only http://"),
+        (["http://a.example:2379", "http://b.example:2379"], "must be IP addresses"),
+        (["http://10.0.0.1:2379", "http://[::1]:2379"], "mix IPv4 and IPv6"),
+    ],
+)
+def test_grpc_target_rejects(endpoints: list[str], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        grpc_target(endpoints)
