@@ -79,11 +79,19 @@ def build_cluster(index: int, rng: random.Random, *, nodes: int) -> ClusterSnaps
         shapes.append(
             {
                 "count": count,
-                "labels": {"nvidia.com/gpu.product": PRODUCT[kind], "nvidia.com/mig.strategy": STRATEGY[kind]},
+                "labels": {
+                    "nvidia.com/gpu.product": PRODUCT[kind],
+                    "nvidia.com/mig.strategy": STRATEGY[kind],
+                },
                 "taints": [],
                 "free": dict(free),
                 "allocatable": dict(free),
-                "gpu": {"product": PRODUCT[kind], "memoryMiB": 81920, "count": 8, "migStrategy": STRATEGY[kind]},
+                "gpu": {
+                    "product": PRODUCT[kind],
+                    "memoryMiB": 81920,
+                    "count": 8,
+                    "migStrategy": STRATEGY[kind],
+                },
             }
         )
     provider = "onprem" if index < 30 else rng.choice(("aws", "gcp", "azure"))
@@ -106,13 +114,25 @@ def build_cluster(index: int, rng: random.Random, *, nodes: int) -> ClusterSnaps
 
 def binding_mix(rng: random.Random, count: int) -> list[BindingRequest]:
     tiered = Placement.model_validate(
-        {"replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "TieredOverflow"}}
+        {
+            "replicaScheduling": {
+                "replicaSchedulingType": "Divided",
+                "replicaDivisionPreference": "TieredOverflow",
+            }
+        }
     )
     dynamic = Placement.model_validate(
-        {"replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted",
-                               "weightPreference": {"dynamicWeight": "AvailableReplicas"}}}
+        {
+            "replicaScheduling": {
+                "replicaSchedulingType": "Divided",
+                "replicaDivisionPreference": "Weighted",
+                "weightPreference": {"dynamicWeight": "AvailableReplicas"},
+            }
+        }
     )
-    duplicated = Placement.model_validate({"clusterAffinity": {"clusterNames": [f"cluster-{i:03d}" for i in range(3)]}})
+    duplicated = Placement.model_validate(
+        {"clusterAffinity": {"clusterNames": [f"cluster-{i:03d}" for i in range(3)]}}
+    )
     one_gpu = ReplicaRequirements.build({"nvidia.com/gpu": 1, "cpu": 4000, "memory": 32 * GI})
     four_gpu = ReplicaRequirements.build({"nvidia.com/gpu": 4, "cpu": 16000, "memory": 128 * GI})
     mig3g = ReplicaRequirements.build({"nvidia.com/mig-3g.40gb": 1, "cpu": 2000, "memory": 16 * GI})
@@ -126,14 +146,27 @@ def binding_mix(rng: random.Random, count: int) -> list[BindingRequest]:
         roll = rng.random()
         key = f"bench/b{i}"
         if roll < 0.45:
-            out.append(BindingRequest(key=key, replicas=rng.randint(1, 16), requirements=one_gpu, placement=tiered))
+            out.append(
+                BindingRequest(key=key, replicas=rng.randint(1, 16), requirements=one_gpu, placement=tiered)
+            )
         elif roll < 0.60:
-            out.append(BindingRequest(key=key, replicas=rng.randint(1, 8), requirements=mig3g, placement=tiered,
-                                      gpu_shapes=whole_gpu))
+            out.append(
+                BindingRequest(
+                    key=key,
+                    replicas=rng.randint(1, 8),
+                    requirements=mig3g,
+                    placement=tiered,
+                    gpu_shapes=whole_gpu,
+                )
+            )
         elif roll < 0.72:
-            out.append(BindingRequest(key=key, replicas=rng.randint(2, 20), requirements=shared, placement=dynamic))
+            out.append(
+                BindingRequest(key=key, replicas=rng.randint(2, 20), requirements=shared, placement=dynamic)
+            )
         elif roll < 0.80:
-            out.append(BindingRequest(key=key, replicas=rng.randint(1, 4), requirements=h100, placement=tiered))
+            out.append(
+                BindingRequest(key=key, replicas=rng.randint(1, 4), requirements=h100, placement=tiered)
+            )
         elif roll < 0.85:
             out.append(BindingRequest(key=key, replicas=1, requirements=one_gpu, placement=duplicated))
         else:
@@ -142,8 +175,16 @@ def binding_mix(rng: random.Random, count: int) -> list[BindingRequest]:
                 Component("Master", 1, ReplicaRequirements.build({"cpu": 2000, "memory": 8 * GI})),
                 Component("Worker", workers, four_gpu),
             )
-            out.append(BindingRequest(key=key, replicas=workers + 1, requirements=four_gpu, placement=tiered,
-                                      gang=True, components=components))
+            out.append(
+                BindingRequest(
+                    key=key,
+                    replicas=workers + 1,
+                    requirements=four_gpu,
+                    placement=tiered,
+                    gang=True,
+                    components=components,
+                )
+            )
     return out
 
 
@@ -209,9 +250,13 @@ def main(argv: list[str] | None = None) -> int:
         "fleet_build_s": round(build_s, 3),
         "outcomes": dict(outcomes),
     }
-    print(f"fleet: {args.clusters} clusters x {args.nodes} nodes x 8 GPUs, {shapes} node shapes (built in {build_s:.2f}s)")
+    print(
+        f"fleet: {args.clusters} clusters x {args.nodes} nodes x 8 GPUs, {shapes} node shapes (built in {build_s:.2f}s)"
+    )
     print(f"{'clock':>6} {'bindings':>9} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'bindings/s':>11}")
-    print(f"{'wall':>6} {args.bindings:>9} {p50:>8.3f} {p99:>8.3f} {latencies[-1] / 1e6:>8.3f} {args.bindings / total_s:>11.0f}")
+    print(
+        f"{'wall':>6} {args.bindings:>9} {p50:>8.3f} {p99:>8.3f} {latencies[-1] / 1e6:>8.3f} {args.bindings / total_s:>11.0f}"
+    )
     print(
         f"{'cpu':>6} {args.bindings:>9} {cpu_p50:>8.3f} {cpu_p99:>8.3f} {cpu_latencies[-1] / 1e6:>8.3f} "
         f"{args.bindings / cpu_s:>11.0f}"

@@ -41,6 +41,7 @@ from controlplane.apiserver.resources import (
 )
 from controlplane.apiserver.tls import Pki, ensure_pki
 from controlplane.controllers.clusters import ClusterNamespaceController
+from controlplane.controllers.manager import ControllerManager
 from controlplane.storage.embedded import EmbeddedEtcd
 from controlplane.storage.etcd import EtcdStore
 
@@ -94,6 +95,7 @@ class Hub:
         self.tokens: TokenStore | None = None
         self.objects: ObjectStore | None = None
         self.pki: Pki | None = None
+        self.controllers: ControllerManager | None = None
         self.url = ""
         self._runner: web.AppRunner | None = None
         self._background: list[asyncio.Task[None]] = []
@@ -150,6 +152,9 @@ class Hub:
         self._background.append(
             asyncio.create_task(ClusterNamespaceController(self.objects).run(), name="cluster-namespaces")
         )
+        # TODO(leader election): run the controllers only while this replica leads.
+        self.controllers = ControllerManager(self.objects)
+        self.controllers.start()
         log.info("hub serving at %s; kubeconfig: %s", self.url, self.kubeconfig_path)
 
     async def _ensure_namespaces(self, *names: str) -> None:
@@ -188,6 +193,8 @@ class Hub:
             return
         self._closed = True
         self._stopped.set()
+        if self.controllers is not None:
+            await self.controllers.shutdown()
         for task in self._background:
             task.cancel()
         for task in self._background:

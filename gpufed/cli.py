@@ -17,6 +17,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "sim-cluster": ("gpufed.commands.simcluster", "run a simulated GPU member cluster"),
     "agent": ("gpufed.commands.agent", "run the member agent for one cluster"),
     "token": ("gpufed.commands.token", "create, list and revoke hub tokens (join tokens for agents)"),
+    "cordon": ("gpufed.commands.cordon", "mark a member cluster unschedulable: new work avoids it, running work stays"),
+    "uncordon": ("gpufed.commands.cordon", "mark a member cluster schedulable again"),
+    "taint": ("gpufed.commands.cordon", "add or remove taints on a member cluster (key=value:Effect, key:Effect-)"),
+    "explain": ("gpufed.commands.explain", "why a workload runs where it runs: per cluster, chosen or not and why"),
 }
 
 

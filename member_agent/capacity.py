@@ -35,6 +35,11 @@ Accounting rules, exactly:
   down to whole cores and free memory down to whole GiB (rounding down never promises
   capacity that is not there). Selection-relevant labels are all labels except per-node
   identities (:data:`PER_NODE_LABELS`, and any label whose value is the node's own name).
+* ``utilization.nodes`` has one entry per node with DCGM series or GPU pods: ``devices`` (the
+  DCGM samples), ``pods`` (per-pod GPU requests and owner), and what the hub's waste accounting
+  needs to judge the node on its own: ``product``, ``ready``, ``schedulable`` (Ready and not
+  cordoned), ``sharedReplicas`` (time-slicing shares per GPU, 1 when not shared) and ``labels``
+  (node pool, zone, instance type...: see :func:`utilization_labels`).
 """
 
 from __future__ import annotations
@@ -57,6 +62,14 @@ PER_NODE_LABELS = frozenset(
         "nvidia.com/gfd.timestamp",
         "node.kubernetes.io/instance-id",
     }
+)
+#: Label prefixes left out of ``status.utilization.nodes[].labels`` (see :func:`utilization_labels`).
+UTILIZATION_LABEL_SKIPPED_PREFIXES = (
+    "nvidia.com/",
+    "feature.node.kubernetes.io/",
+    "kubernetes.io/os",
+    "kubernetes.io/arch",
+    "beta.kubernetes.io/",
 )
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 MIG_INVALID_SUFFIX = "-MIG-INVALID"
@@ -196,6 +209,18 @@ def selection_labels(node: Mapping[str, Any]) -> dict[str, str]:
         key: value
         for key, value in sorted((metadata.get("labels") or {}).items())
         if key not in PER_NODE_LABELS and value != name
+    }
+
+
+def utilization_labels(node: Mapping[str, Any]) -> dict[str, str]:
+    """The node labels the waste report carries per node: its selection labels except GPU
+    Feature Discovery's inventory (``nvidia.com/...``, already summed up by ``product`` and
+    ``sharedReplicas``) and the well-known OS/arch labels, so node pools, zones and instance
+    types stay visible while a large cluster's report stays small."""
+    return {
+        key: value
+        for key, value in selection_labels(node).items()
+        if not key.startswith(UTILIZATION_LABEL_SKIPPED_PREFIXES)
     }
 
 
@@ -380,7 +405,14 @@ def summarize(
         devices = list((utilization or {}).get(name, ()))
         pod_allocations = _allocations(pods_by_node.get(name, ()))
         if devices or pod_allocations:
-            util_node: dict[str, Any] = {"name": name}
+            util_node: dict[str, Any] = {
+                "name": name,
+                "product": product,
+                "ready": ready,
+                "schedulable": schedulable,
+                "sharedReplicas": shared_replicas(labels, c.RESOURCE_GPU),
+                "labels": utilization_labels(node),
+            }
             if devices:
                 util_node["devices"] = [dict(d) for d in devices]
             if pod_allocations:

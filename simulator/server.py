@@ -6,17 +6,28 @@ real cluster) whose address, CA and token are in ``<state-dir>/kubeconfig``; a
 dcgm-exporter-format page at ``http://<dcgm-listen>/metrics`` whose URL is in
 ``<state-dir>/dcgm-url``; and the :class:`~simulator.cluster.SimulatedCluster` loops
 (scheduler, kubelet, controllers) running against that API's store.
+
+The store lives in memory, so the server snapshots it to ``<state-dir>/snapshot.json``
+(every key, value and revision; written atomically) every ``snapshot_interval`` seconds
+and on shutdown, and restores it on start: a member restarted on the same state dir
+comes back with its objects and their resourceVersions, like a real cluster's etcd.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import contextlib
+import json
 import logging
+import os
 import signal
 import socket
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from aiohttp import web
 
@@ -31,6 +42,7 @@ from controlplane.apiserver.resources import (
     workload_resources,
 )
 from controlplane.apiserver.tls import ensure_pki
+from controlplane.storage.interface import KeyValue
 from controlplane.storage.memory import MemoryStore
 from simulator.cluster import SimulatedCluster
 from simulator.profile import ClusterProfile
@@ -40,6 +52,62 @@ log = logging.getLogger(__name__)
 
 KUBECONFIG_NAME = "kubeconfig"
 DCGM_URL_NAME = "dcgm-url"
+SNAPSHOT_NAME = "snapshot.json"
+SNAPSHOT_FORMAT = 1
+#: Added to the revision of a snapshot that was not written at a clean shutdown: clients
+#: may have seen revisions past it before the crash, and must relist rather than resume.
+UNCLEAN_REVISION_GAP = 1_000_000
+
+
+class SnapshotError(ValueError):
+    """A snapshot file that cannot be read back; the message names the file."""
+
+
+def write_snapshot(path: Path, items: Iterable[KeyValue], *, revision: int, clean: bool) -> None:
+    """Write every key, value and revision to ``path`` atomically (temp file, fsync, rename)."""
+    entries: list[dict[str, Any]] = []
+    for kv in items:
+        entry: dict[str, Any] = {"key": kv.key, "createRevision": kv.create_revision, "modRevision": kv.mod_revision}
+        try:
+            entry["value"] = kv.value.decode("utf-8")
+        except UnicodeDecodeError:
+            entry["valueBase64"] = base64.b64encode(kv.value).decode("ascii")
+        entries.append(entry)
+    body = {"format": SNAPSHOT_FORMAT, "revision": revision, "clean": clean, "items": entries}
+    tmp = path.with_name(f".{path.name}.tmp")
+    with tmp.open("w", encoding="utf-8") as handle:
+        json.dump(body, handle, separators=(",", ":"))
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def read_snapshot(path: Path) -> tuple[list[KeyValue], int] | None:
+    """The items of a snapshot and the revision to restore them at; None when there is none."""
+    try:
+        body = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise SnapshotError(f"cannot read member snapshot {path}: {exc}") from exc
+    try:
+        if body["format"] != SNAPSHOT_FORMAT:
+            raise SnapshotError(f"{path}: snapshot format {body['format']!r}, this version reads {SNAPSHOT_FORMAT}")
+        items = [
+            KeyValue(
+                key=str(entry["key"]),
+                value=(
+                    entry["value"].encode("utf-8") if "value" in entry else base64.b64decode(entry["valueBase64"])
+                ),
+                create_revision=int(entry["createRevision"]),
+                mod_revision=int(entry["modRevision"]),
+            )
+            for entry in body["items"]
+        ]
+        revision = int(body["revision"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise SnapshotError(f"{path}: malformed snapshot: {exc!r}") from exc
+    return items, revision if body.get("clean") else revision + UNCLEAN_REVISION_GAP
 
 
 def member_registry() -> Registry:
@@ -58,6 +126,8 @@ class SimServerConfig:
     time_scale: float = 1.0
     scoring: Scoring | None = None
     seed: int | None = None
+    #: Seconds between snapshots of the store to ``<state-dir>/snapshot.json`` (None: only on shutdown).
+    snapshot_interval: float | None = 10.0
 
 
 class SimServer:
@@ -75,6 +145,12 @@ class SimServer:
         self._runners: list[web.AppRunner] = []
         self._stopped = asyncio.Event()
         self._closed = False
+        self._snapshotter: asyncio.Task[None] | None = None
+        self._snapshot_revision = 0
+
+    @property
+    def snapshot_path(self) -> Path:
+        return self.config.state_dir / SNAPSHOT_NAME
 
     @property
     def kubeconfig_path(self) -> Path:
@@ -83,6 +159,12 @@ class SimServer:
     async def start(self) -> None:
         state = self.config.state_dir
         state.mkdir(parents=True, exist_ok=True)
+        snapshot = read_snapshot(self.snapshot_path)
+        if snapshot is not None:
+            items, revision = snapshot
+            self.store.restore(items, revision=revision)
+            self._snapshot_revision = await self.store.current_revision()
+            log.info("restored %d objects of %s from %s", len(items), self.config.profile.name, self.snapshot_path)
         pki = ensure_pki(state, hosts=[self.config.host, socket.gethostname()])
         token = load_or_create_token(state / "admin.token")
         app = create_app(self.objects, self.objects.registry, authenticator=StaticTokenAuthenticator(token))
@@ -101,7 +183,29 @@ class SimServer:
             self.kubeconfig_path, server=self.url, ca_pem=pki.ca_pem, token=token, user="cluster-admin",
             cluster_name=self.config.profile.name, context=self.config.profile.name,
         )
+        if self.config.snapshot_interval:
+            self._snapshotter = asyncio.create_task(
+                self._snapshot_periodically(self.config.snapshot_interval), name="snapshot"
+            )
         log.info("simulated cluster %s serving at %s (DCGM at %s)", self.config.profile.name, self.url, self.dcgm_url)
+
+    async def snapshot(self, *, clean: bool = False) -> None:
+        """Write the store to ``snapshot.json`` if it changed since the last snapshot."""
+        listed = await self.store.list("")  # one step: a consistent view
+        if listed.revision == self._snapshot_revision:
+            return
+        await asyncio.to_thread(
+            write_snapshot, self.snapshot_path, listed.items, revision=listed.revision, clean=clean
+        )
+        self._snapshot_revision = listed.revision
+
+    async def _snapshot_periodically(self, interval: float) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.snapshot()
+            except OSError:
+                log.exception("cannot write the snapshot %s", self.snapshot_path)
 
     async def _metrics(self, _: web.Request) -> web.Response:
         return web.Response(text=self.cluster.metrics_text(), content_type="text/plain", charset="utf-8")
@@ -127,9 +231,19 @@ class SimServer:
             return
         self._closed = True
         self._stopped.set()
+        if self._snapshotter is not None:
+            self._snapshotter.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._snapshotter
         for runner in reversed(self._runners):
             await runner.cleanup()
         await self.cluster.__aexit__(None, None, None)
+        if self.url:  # started: the store holds this cluster's state
+            try:
+                self._snapshot_revision = 0  # always mark the final snapshot clean
+                await self.snapshot(clean=True)
+            except OSError:
+                log.exception("cannot write the snapshot %s", self.snapshot_path)
         await self.store.close()
 
     async def __aenter__(self) -> SimServer:

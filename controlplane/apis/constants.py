@@ -59,3 +59,6 @@ FIELD_MANAGER_HUB: Final = "gpufed-hub"
 # Other API groups gpufed serves or checks.
 AUTH_GROUP: Final = "auth.gpufed.io"
 COORDINATION_GROUP: Final = "coordination.k8s.io"
+
+# Workload annotations users set.
+ANNOTATION_GANG: Final = "gpufed.io/gang"

@@ -37,17 +37,16 @@ from controlplane.controllers.context import (
 )
 from controlplane.controllers.events import EventReason, EventType, record_event
 from controlplane.controllers.reconciling import ReconcileLoop
+from controlplane.controllers.workloads import is_deleting
 from controlplane.controllers.works import (
     binding_key_of_work,
     build_work,
     cluster_of_namespace,
     decode_shapes,
-    execution_namespace,
     render_manifest,
     work_differs,
     work_name,
 )
-from controlplane.controllers.workloads import is_deleting
 from controlplane.interpreter import interpreter_for
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 from policies.affinity import ClusterView

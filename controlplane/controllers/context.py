@@ -26,8 +26,8 @@ from controlplane.apiserver import errors
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.resources import ResourceType
 from controlplane.controllers.informing import Informer
-from controlplane.controllers.works import binding_key_of_work
 from controlplane.controllers.workloads import propagatable_types
+from controlplane.controllers.works import binding_key_of_work
 from policies.matching import PolicyRef
 from policies.models import (
     AnyOverridePolicy,

@@ -21,6 +21,7 @@ import logging
 from collections.abc import Callable
 from datetime import datetime
 from types import TracebackType
+from typing import Any
 
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.binding import BindingController
@@ -52,7 +53,7 @@ class ControllerManager:
         self._task: asyncio.Task[None] | None = None
         self.context: ControllerContext | None = None
         self.scheduler: SchedulerController | None = None
-        self._loops: list[ReconcileLoop[object]] = []
+        self._loops: list[ReconcileLoop[Any]] = []
 
     @property
     def started(self) -> asyncio.Event:
@@ -69,9 +70,7 @@ class ControllerManager:
         binder = BindingController(ctx)
         status = StatusController(ctx)
         deletion = DeletionController(ctx)
-        loops: list[ReconcileLoop[object]] = [
-            detector.loop, scheduler.loop, binder.loop, status.loop, deletion.loop,  # type: ignore[list-item]
-        ]
+        loops: list[ReconcileLoop[Any]] = [detector.loop, scheduler.loop, binder.loop, status.loop, deletion.loop]
         self.context, self.scheduler, self._loops = ctx, scheduler, loops
         tasks: list[asyncio.Task[None]] = []
         async with asyncio.TaskGroup() as group:
@@ -112,20 +111,19 @@ class ControllerManager:
         """No key is waiting or being reconciled now (keys delayed for later do not count)."""
         return self._started.is_set() and all(loop.queue.active == 0 for loop in self._loops)
 
-    async def wait_idle(self, *, timeout: float, settle: float = 0.05) -> None:
-        """Wait until :meth:`idle` holds for ``settle`` seconds; TimeoutError after ``timeout``."""
-        async with asyncio.timeout(timeout):
-            await self._started.wait()
-            quiet_since: float | None = None
-            loop = asyncio.get_running_loop()
-            while True:
-                if self.idle():
-                    quiet_since = quiet_since if quiet_since is not None else loop.time()
-                    if loop.time() - quiet_since >= settle:
-                        return
-                else:
-                    quiet_since = None
-                await asyncio.sleep(0.01)
+    async def wait_idle(self, *, settle: float = 0.05) -> None:
+        """Wait until :meth:`idle` has held for ``settle`` seconds (bound it with ``asyncio.timeout``)."""
+        await self._started.wait()
+        loop = asyncio.get_running_loop()
+        quiet_since: float | None = None
+        while True:
+            if self.idle():
+                quiet_since = quiet_since if quiet_since is not None else loop.time()
+                if loop.time() - quiet_since >= settle:
+                    return
+            else:
+                quiet_since = None
+            await asyncio.sleep(0.01)
 
     async def __aenter__(self) -> ControllerManager:
         task = self.start()

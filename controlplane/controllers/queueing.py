@@ -76,7 +76,7 @@ class WorkQueue(Generic[K]):
         failures = self._failures.get(key, 0) + 1
         self._failures[key] = failures
         delay = min(self._max_delay, self._base_delay * 2 ** (failures - 1))
-        await self.add_after(key, delay * random.uniform(0.8, 1.2))  # noqa: S311 - jitter, not crypto
+        await self.add_after(key, delay * random.uniform(0.8, 1.2))
 
     def forget(self, key: K) -> None:
         """The key succeeded: reset its backoff."""

@@ -51,6 +51,7 @@ from controlplane.controllers.context import (
 )
 from controlplane.controllers.events import EventReason, EventType, record_event
 from controlplane.controllers.reconciling import ReconcileLoop
+from controlplane.controllers.workloads import find_condition, is_deleting, with_condition
 from controlplane.controllers.works import (
     ANNOTATION_GPU_SHAPES,
     ChosenShape,
@@ -58,7 +59,6 @@ from controlplane.controllers.works import (
     cluster_of_namespace,
     encode_shapes,
 )
-from controlplane.controllers.workloads import find_condition, is_deleting, with_condition
 from controlplane.scheduler.core.framework import BindingRequest
 from controlplane.scheduler.core.reservations import Reservations
 from controlplane.scheduler.core.scheduling import (
@@ -154,6 +154,9 @@ class SchedulerController:
         self._snapshots: dict[str, ClusterSnapshot] = {}
         self._unplaced: set[BindingKey] = set()
         self._unschedulable_since: dict[BindingKey, dict[tuple[str, int], datetime]] = {}
+        # Per binding and cluster, the Work generation whose unschedulable report was acted on:
+        # until the binding controller rewrites the Work, that report must not move replicas again.
+        self._acted_on: dict[BindingKey, dict[str, int]] = {}
         ctx.bindings.add_handler(self._on_binding)
         ctx.clusters.add_handler(self._on_cluster)
         ctx.works.add_handler(self._on_work)
@@ -230,6 +233,7 @@ class SchedulerController:
         self.reservations.release(_key_text(key))
         self._unplaced.discard(key)
         self._unschedulable_since.pop(key, None)
+        self._acted_on.pop(key, None)
 
     async def maintain(self) -> None:
         """Expire reservations whose reports never came; retry unplaced bindings when capacity frees."""
@@ -247,6 +251,7 @@ class SchedulerController:
         now = self.ctx.now()
         grace = self.ctx.settings.unschedulable_grace_seconds
         seen = self._unschedulable_since.setdefault(key, {})
+        acted = self._acted_on.get(key) or {}
         current: dict[tuple[str, int], datetime] = {}
         due: dict[str, int] = {}
         wait: float | None = None
@@ -256,6 +261,8 @@ class SchedulerController:
             if cluster is None or not pods:
                 continue
             mark = (cluster, int(work["metadata"].get("generation") or 0))
+            if mark[1] <= acted.get(cluster, -1):
+                continue
             since = current[mark] = seen.get(mark, now)
             waited = (now - since).total_seconds()
             if waited >= grace:
@@ -317,6 +324,14 @@ class SchedulerController:
             return wait  # members report unplaceable pods, but nothing else can take them
         log.debug("scheduling %s: %s", _key_text(key), why or "moving unschedulable replicas")
         await self._write_decision(binding, request, result, moved=moved)
+        if moved:
+            generations = {
+                cluster_of_namespace(str(w["metadata"].get("namespace"))): int(w["metadata"].get("generation") or 0)
+                for w in ctx.works.by_index(INDEX_BINDING, key)
+            }
+            acted = self._acted_on.setdefault(key, {})
+            for cluster in moved:
+                acted[cluster] = generations.get(cluster, 0)
         if not result.condition.status:
             return min(UNPLACED_RETRY_SECONDS, wait) if wait is not None else UNPLACED_RETRY_SECONDS
         return wait

@@ -26,13 +26,13 @@ from controlplane.apis.work_v1alpha1 import ConditionType, binding_name
 from controlplane.apiserver.objects import WatchEventType
 from controlplane.controllers.context import INDEX_BINDING, ControllerContext
 from controlplane.controllers.reconciling import ReconcileLoop
-from controlplane.controllers.works import binding_key_of_work, cluster_of_namespace
 from controlplane.controllers.workloads import (
     WorkloadConditionType,
     find_condition,
     is_deleting,
     with_condition,
 )
+from controlplane.controllers.works import binding_key_of_work, cluster_of_namespace
 from controlplane.interpreter import KindInterpreter, interpreter_for
 
 log = logging.getLogger(__name__)

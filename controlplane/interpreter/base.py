@@ -183,7 +183,11 @@ def merge_conditions(
         values = [(name, conds.get(ctype)) for name, conds in per_member]
         states = [str(c.get("status")) if c else "Unknown" for _, c in values]
         if ctype in any_true:
-            result = "True" if "True" in states else ("False" if states and all(s == "False" for s in states) else "Unknown")
+            result = (
+                "True"
+                if "True" in states
+                else ("False" if states and all(s == "False" for s in states) else "Unknown")
+            )
         elif states and all(s == "True" for s in states):
             result = "True"
         elif "False" in states:

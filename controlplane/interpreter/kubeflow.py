@@ -46,7 +46,11 @@ class KubeflowJobInterpreter(PodTemplateKind):
 
     def components(self, obj: Obj) -> list[Component]:
         return [
-            Component(name=name, replicas=as_int(role.get("replicas"), 1), requirements=requirements(role.get("template")))
+            Component(
+                name=name,
+                replicas=as_int(role.get("replicas"), 1),
+                requirements=requirements(role.get("template")),
+            )
             for name, role in self._roles(obj).items()
         ]
 

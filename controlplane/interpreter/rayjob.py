@@ -29,7 +29,17 @@ from controlplane.interpreter.requirements import Obj, ReplicaRequirements
 FAILED_DEPLOYMENT = frozenset({"Failed", "ValidationFailed"})
 HEALTHY_DEPLOYMENT = frozenset({"Running", "Complete", "Initializing", "Suspended", "Suspending", "Retrying"})
 # Worst first.
-DEPLOYMENT_ORDER = ("Failed", "ValidationFailed", "Retrying", "Suspending", "Suspended", "Initializing", "", "Running", "Complete")
+DEPLOYMENT_ORDER = (
+    "Failed",
+    "ValidationFailed",
+    "Retrying",
+    "Suspending",
+    "Suspended",
+    "Initializing",
+    "",
+    "Running",
+    "Complete",
+)
 
 
 class RayJobInterpreter(PodTemplateKind):

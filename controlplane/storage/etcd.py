@@ -23,6 +23,11 @@ Failure handling, in one place:
 * A compacted revision becomes :class:`Gone` carrying etcd's compacted revision.
 * A watch whose stream drops reopens itself from the last delivered revision + 1.
 
+Beyond the Store contract (used by hub leader election, ``controlplane/leader``): writes
+may carry :class:`WriteGuard` preconditions on another key (a failed guard raises
+:class:`GuardFailed`, not Conflict), ``create`` may attach the key to an etcd lease, and
+``grant_lease``/``keep_alive_lease``/``revoke_lease`` manage leases.
+
 Every unary call carries a gRPC deadline (``timeout``). A watch stream is long-lived by
 nature; its creation has a deadline and HTTP/2 keepalive pings detect a dead peer.
 """
@@ -33,7 +38,8 @@ import asyncio
 import ipaddress
 import logging
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -81,6 +87,22 @@ _CHANNEL_OPTIONS: list[tuple[str, int]] = [
     ("grpc.http2.max_pings_without_data", 0),
     ("grpc.max_receive_message_length", 512 * 1024 * 1024),
 ]
+
+
+class GuardFailed(StorageError):
+    """A write's :class:`WriteGuard` did not hold: the write was not made."""
+
+
+@dataclass(frozen=True, slots=True)
+class WriteGuard:
+    """An extra precondition of a write: ``key`` exists with this ``create_revision``.
+
+    Leader election uses it to fence a deposed leader: its writes name the leader key as
+    created in its own term, so they fail once the key expired or another replica holds it.
+    """
+
+    key: str
+    create_revision: int
 
 
 def grpc_target(endpoints: list[str]) -> str:
@@ -151,6 +173,7 @@ class EtcdStore:
         self._channel: Any = None
         self._kv: Any = None
         self._watch_stub: Any = None
+        self._lease_stub: Any = None
         self._watch_calls: set[Any] = set()
         self._closed = False
 
@@ -172,7 +195,7 @@ class EtcdStore:
             call.cancel()
         self._watch_calls.clear()
         channel, self._channel = self._channel, None
-        self._kv = self._watch_stub = None
+        self._kv = self._watch_stub = self._lease_stub = None
         if channel is not None:
             await channel.close()
 
@@ -229,22 +252,31 @@ class EtcdStore:
 
     # -- writes --------------------------------------------------------------------
 
-    async def create(self, key: str, value: bytes) -> KeyValue:
+    async def create(
+        self, key: str, value: bytes, *, lease: int = 0, guards: Sequence[WriteGuard] = ()
+    ) -> KeyValue:
+        """Store's ``create``; ``lease`` attaches the key to an etcd lease (it goes when the
+        lease expires), ``guards`` add preconditions (GuardFailed when one does not hold)."""
         _check_key(key)
         full = self._full(key)
         request = rpc.TxnRequest(
             compare=[
-                rpc.Compare(key=full, target=rpc.Compare.CREATE, result=rpc.Compare.EQUAL, create_revision=0)
+                rpc.Compare(key=full, target=rpc.Compare.CREATE, result=rpc.Compare.EQUAL, create_revision=0),
+                *self._guard_compares(guards),
             ],
-            success=[rpc.RequestOp(request_put=rpc.PutRequest(key=full, value=value))],
+            success=[rpc.RequestOp(request_put=rpc.PutRequest(key=full, value=value, lease=lease))],
+            failure=[*self._guard_reads(guards)],
         )
         response = await self._write("create", lambda: self._kv.Txn(request, timeout=self._timeout))
         if not response.succeeded:
+            self._raise_failed_guard(response, guards, offset=0)
             raise AlreadyExists(f"key {key!r} already exists")
         revision = response.header.revision
         return KeyValue(key=key, value=value, create_revision=revision, mod_revision=revision)
 
-    async def update(self, key: str, value: bytes, *, expected_revision: int) -> KeyValue:
+    async def update(
+        self, key: str, value: bytes, *, expected_revision: int, guards: Sequence[WriteGuard] = ()
+    ) -> KeyValue:
         _check_key(key)
         full = self._full(key)
         request = rpc.TxnRequest(
@@ -257,12 +289,14 @@ class EtcdStore:
                     result=rpc.Compare.EQUAL,
                     mod_revision=expected_revision,
                 ),
+                *self._guard_compares(guards),
             ],
             success=[rpc.RequestOp(request_put=rpc.PutRequest(key=full, value=value, prev_kv=True))],
-            failure=[rpc.RequestOp(request_range=rpc.RangeRequest(key=full))],
+            failure=[rpc.RequestOp(request_range=rpc.RangeRequest(key=full)), *self._guard_reads(guards)],
         )
         response = await self._write("update", lambda: self._kv.Txn(request, timeout=self._timeout))
         if not response.succeeded:
+            self._raise_failed_guard(response, guards, offset=1)
             self._raise_failed_compare(key, response, expected_revision)
         previous = response.responses[0].response_put.prev_kv
         return KeyValue(
@@ -272,29 +306,31 @@ class EtcdStore:
             mod_revision=response.header.revision,
         )
 
-    async def delete(self, key: str, *, expected_revision: int | None = None) -> KeyValue:
+    async def delete(
+        self, key: str, *, expected_revision: int | None = None, guards: Sequence[WriteGuard] = ()
+    ) -> KeyValue:
         _check_key(key)
         full = self._full(key)
         delete = rpc.DeleteRangeRequest(key=full, prev_kv=True)
-        if expected_revision is None:
+        if expected_revision is None and not guards:
             deleted = await self._write("delete", lambda: self._kv.DeleteRange(delete, timeout=self._timeout))
             revision = deleted.header.revision
         else:
+            compare = self._guard_compares(guards)
+            if expected_revision is not None:
+                own = rpc.Compare(
+                    key=full, target=rpc.Compare.MOD, result=rpc.Compare.EQUAL, mod_revision=expected_revision
+                )
+                compare = (own, *compare)
             request = rpc.TxnRequest(
-                compare=[
-                    rpc.Compare(
-                        key=full,
-                        target=rpc.Compare.MOD,
-                        result=rpc.Compare.EQUAL,
-                        mod_revision=expected_revision,
-                    )
-                ],
+                compare=compare,
                 success=[rpc.RequestOp(request_delete_range=delete)],
-                failure=[rpc.RequestOp(request_range=rpc.RangeRequest(key=full))],
+                failure=[rpc.RequestOp(request_range=rpc.RangeRequest(key=full)), *self._guard_reads(guards)],
             )
             response = await self._write("delete", lambda: self._kv.Txn(request, timeout=self._timeout))
             if not response.succeeded:
-                self._raise_failed_compare(key, response, expected_revision)
+                self._raise_failed_guard(response, guards, offset=1)
+                self._raise_failed_compare(key, response, expected_revision or 0)
             deleted = response.responses[0].response_delete_range
             revision = response.header.revision
         if not deleted.deleted:
@@ -319,6 +355,42 @@ class EtcdStore:
             if exc.compacted:
                 return  # already compacted at or beyond ``revision``
             raise ValueError(f"cannot compact to revision {revision}: {exc}") from exc.__cause__
+
+    # -- leases --------------------------------------------------------------------
+
+    async def grant_lease(self, ttl: int) -> tuple[int, int]:
+        """Grant an etcd lease of ``ttl`` seconds; return ``(lease id, granted ttl)``."""
+        request = rpc.LeaseGrantRequest(TTL=ttl)
+        response = await self._write("grant_lease", lambda: self._leases().LeaseGrant(request, timeout=self._timeout))
+        if response.error:
+            raise StorageError(f"etcd at {self._endpoint} refused a lease: {response.error}")
+        return int(response.ID), int(response.TTL)
+
+    async def keep_alive_lease(self, lease_id: int) -> int:
+        """Renew a lease once; return its remaining TTL in seconds (0: it has expired)."""
+
+        async def once() -> int:
+            call = self._leases().LeaseKeepAlive()
+            try:
+                async with asyncio.timeout(self._timeout):
+                    await call.write(rpc.LeaseKeepAliveRequest(ID=lease_id))
+                    response = await call.read()
+            finally:
+                call.cancel()
+            if response is None or not hasattr(response, "TTL"):
+                raise _StreamEnded(f"etcd at {self._endpoint} ended a lease keep-alive stream")
+            return int(response.TTL)
+
+        return await self._call("keep_alive_lease", once)
+
+    async def revoke_lease(self, lease_id: int) -> None:
+        """Revoke a lease (its keys go at once); a lease already gone is fine."""
+        request = rpc.LeaseRevokeRequest(ID=lease_id)
+        try:
+            await self._write("revoke_lease", lambda: self._leases().LeaseRevoke(request, timeout=self._timeout))
+        except StorageError as exc:
+            if "lease not found" not in str(exc):
+                raise
 
     # -- watch ---------------------------------------------------------------------
 
@@ -427,7 +499,41 @@ class EtcdStore:
             self._channel = rpc.insecure_channel(self._target, options=_CHANNEL_OPTIONS)
             self._kv = rpc.KVStub(self._channel)
             self._watch_stub = rpc.WatchStub(self._channel)
+            self._lease_stub = rpc.LeaseStub(self._channel)
         return self._kv, self._watch_stub
+
+    def _leases(self) -> Any:
+        self._stubs()
+        return self._lease_stub
+
+    def _guard_compares(self, guards: Sequence[WriteGuard]) -> tuple[Any, ...]:
+        for guard in guards:
+            _check_key(guard.key)
+        return tuple(
+            rpc.Compare(
+                key=self._full(guard.key),
+                target=rpc.Compare.CREATE,
+                result=rpc.Compare.EQUAL,
+                create_revision=guard.create_revision,
+            )
+            for guard in guards
+        )
+
+    def _guard_reads(self, guards: Sequence[WriteGuard]) -> tuple[Any, ...]:
+        """Failure-branch reads that tell a failed guard from a failed key compare."""
+        return tuple(
+            rpc.RequestOp(request_range=rpc.RangeRequest(key=self._full(g.key), keys_only=True)) for g in guards
+        )
+
+    def _raise_failed_guard(self, response: Any, guards: Sequence[WriteGuard], *, offset: int) -> None:
+        for index, guard in enumerate(guards):
+            kvs = response.responses[offset + index].response_range.kvs
+            found = kvs[0].create_revision if kvs else 0
+            if found != guard.create_revision:
+                raise GuardFailed(
+                    f"write guard failed: {guard.key!r} has create revision {found}, "
+                    f"the write requires {guard.create_revision}"
+                )
 
     def _full(self, key: str) -> bytes:
         return (self._namespace + key).encode()

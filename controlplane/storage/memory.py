@@ -24,7 +24,7 @@ import asyncio
 import bisect
 import logging
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from itertools import islice
 
@@ -214,6 +214,37 @@ class MemoryStore:
         if revision <= self._compacted:
             return
         self._compact_to(revision)
+
+    def restore(self, items: Iterable[KeyValue], *, revision: int) -> None:
+        """Load ``items`` (e.g. read back from a snapshot) into this new, unwritten store.
+
+        Every item keeps its create and mod revisions, so resourceVersions survive a
+        restart. The store then stands at ``revision + 1``, with everything before that
+        compacted: the history leading up to the snapshot is not in it, so a watch from
+        any revision up to ``revision`` raises :class:`Gone` and its client relists,
+        while a client that had seen exactly the snapshot's state resumes without one.
+        """
+        self._check_open()
+        if self._revision != 1 or self._history:
+            raise ValueError("restore() needs a new store that has not been written to")
+        if revision < 1:
+            raise ValueError(f"revision must be at least 1, got {revision}")
+        live: dict[str, KeyValue] = {}
+        for kv in items:
+            _check_key(kv.key)
+            if kv.key in live:
+                raise ValueError(f"key {kv.key!r} appears twice")
+            if not 1 < kv.create_revision <= kv.mod_revision <= revision:
+                raise ValueError(
+                    f"key {kv.key!r}: need 1 < create revision <= mod revision <= {revision}, "
+                    f"got {kv.create_revision} and {kv.mod_revision}"
+                )
+            live[kv.key] = kv
+        self._live = live
+        self._keys = sorted(live)
+        self._history = {key: [(kv.mod_revision, kv)] for key, kv in live.items()}
+        self._revision = revision + 1
+        self._compacted = revision + 1
 
     # -- watch ---------------------------------------------------------------------
 

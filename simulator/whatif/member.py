@@ -32,6 +32,7 @@ import random
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Final
 
 from controlplane.apis.constants import LABEL_GPU_PRODUCT, RESOURCE_GPU
@@ -60,6 +61,25 @@ REPORT_TIME: Final = "2023-01-01T00:00:00Z"
 NAMESPACE: Final = "whatif"
 
 
+#: The FGD simulator's Best-fit normalisation: a node of 128 cores and 8 GPUs.
+FGD_MAX_CPU_MILLI: Final = 128_000
+FGD_MAX_GPU_MILLI: Final = 8 * MILLI_PER_GPU
+
+
+class MemberScoring(StrEnum):
+    """Member scoring choices of the what-if: the member scheduler's four, plus the FGD paper's Best-fit."""
+
+    LEAST_ALLOCATED = "least-allocated"
+    MOST_ALLOCATED = "most-allocated"
+    BEST_FIT = "best-fit"
+    RANDOM = "random"
+    FGD_BEST_FIT = "fgd-best-fit"
+
+    @property
+    def scoring(self) -> Scoring:
+        return Scoring.BEST_FIT if self is MemberScoring.FGD_BEST_FIT else Scoring(self.value)
+
+
 @dataclass(slots=True)
 class GpuLedger:
     """Free thousandths of each GPU of one plain-GPU node, and which GPUs host shares."""
@@ -79,6 +99,11 @@ class SharingClusterState(ClusterState):
     *and* GPUs hosting shares, and ``requested[RESOURCE_GPU_MILLI]`` counts every pod's
     thousandths, so kube's per-node fit on those two resources stays exact; the one extra
     check is that a share fits on a single GPU.
+
+    ``fgd_best_fit`` replaces the member's best-fit score (least GPU left, then least CPU
+    left) with the one of the FGD paper's simulator: ``0.5 * cpu left / 128 cores + 0.5 *
+    GPU thousandths left / 8 GPUs``, lower is better, cut to a whole 0..100 score so that
+    near ties are broken at random, as kube-scheduler breaks ties of integer scores.
     """
 
     def __init__(
@@ -87,10 +112,14 @@ class SharingClusterState(ClusterState):
         scoring: Scoring = Scoring.LEAST_ALLOCATED,
         seed: int | None = None,
         percentage_of_nodes_to_score: int = 100,
+        fgd_best_fit: bool = False,
     ) -> None:
         super().__init__(
-            scoring=scoring, seed=seed, percentage_of_nodes_to_score=percentage_of_nodes_to_score
+            scoring=Scoring.BEST_FIT if fgd_best_fit else scoring,
+            seed=seed,
+            percentage_of_nodes_to_score=percentage_of_nodes_to_score,
         )
+        self.fgd_best_fit = fgd_best_fit
         self.ledgers: dict[str, GpuLedger] = {}
         self._shares: dict[str, tuple[str, int, int]] = {}
         self._gpu_rng = random.Random(None if seed is None else seed + 1)
@@ -149,6 +178,16 @@ class SharingClusterState(ClusterState):
                 ledger.free[device.gpu_index] = 0
                 state.requested[RESOURCE_GPU_MILLI] = state.requested.get(RESOURCE_GPU_MILLI, 0) + MILLI_PER_GPU
         return allocation
+
+    def _score(self, pod: PodRequest, node: NodeState) -> tuple[float, ...]:
+        if not self.fgd_best_fit:
+            return super()._score(pod, node)
+        requests = pod.requests
+        gpu = requests.get(RESOURCE_GPU_MILLI, 0) + requests.get(RESOURCE_GPU, 0) * MILLI_PER_GPU
+        cpu_left = node.free("cpu") - requests.get("cpu", 0)
+        gpu_left = node.free(RESOURCE_GPU_MILLI) - gpu if node.name in self.ledgers else 0
+        left = 0.5 * cpu_left / FGD_MAX_CPU_MILLI + 0.5 * gpu_left / FGD_MAX_GPU_MILLI
+        return (float(int((1 - left) * 100)),)
 
     def _pick_gpu(self, ledger: GpuLedger, milli: int) -> int:
         fitting = [i for i, f in enumerate(ledger.free) if f >= milli]
@@ -275,7 +314,7 @@ class MemberCluster:
         self,
         profile: ClusterProfile,
         *,
-        scoring: Scoring | None = None,
+        scoring: MemberScoring | None = None,
         seed: int = 0,
         percentage_of_nodes_to_score: int = 100,
         nodes: Sequence[Mapping[str, Any]] | None = None,
@@ -286,10 +325,12 @@ class MemberCluster:
         self.name = name or profile.name
         node_objects = list(nodes) if nodes is not None else build_nodes(profile)
         inventory = dict(inventories) if inventories is not None else build_inventory(profile)
+        chosen = scoring or MemberScoring(profile.simulation.scoring.value)
         self.state = SharingClusterState(
-            scoring=scoring or profile.simulation.scoring,
+            scoring=chosen.scoring,
             seed=seed,
             percentage_of_nodes_to_score=percentage_of_nodes_to_score,
+            fgd_best_fit=chosen is MemberScoring.FGD_BEST_FIT,
         )
         self.state.add_nodes(node_objects, inventory)
         self.products: dict[str, str] = {}

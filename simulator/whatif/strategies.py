@@ -43,8 +43,15 @@ from controlplane.scheduler.core.scheduling import schedule
 from policies.division import divide_by_dynamic_weights
 from policies.models import Placement
 from simulator.profile import ClusterProfile
-from simulator.scheduling import PodRequest, Scoring
-from simulator.whatif.member import RESOURCE_GPU_MILLI, MemberCluster, Placed, PodShape, pod_request
+from simulator.scheduling import PodRequest
+from simulator.whatif.member import (
+    RESOURCE_GPU_MILLI,
+    MemberCluster,
+    MemberScoring,
+    Placed,
+    PodShape,
+    pod_request,
+)
 from simulator.whatif.trace import MILLI_PER_GPU, Job
 
 #: The hub's clock in the replay; decisions do not depend on it.
@@ -323,7 +330,7 @@ class FleetNodes:
 
 
 def build_members(
-    fleet: FleetNodes, *, scoring: Scoring | None, seed: int, percentage: int = 100
+    fleet: FleetNodes, *, scoring: MemberScoring | None, seed: int, percentage: int = 100
 ) -> dict[str, MemberCluster]:
     members = {}
     for index, profile in enumerate(fleet.profiles):
@@ -338,7 +345,7 @@ def build_members(
     return members
 
 
-def build_pooled(fleet: FleetNodes, *, scoring: Scoring | None, seed: int, percentage: int = 100) -> MemberCluster:
+def build_pooled(fleet: FleetNodes, *, scoring: MemberScoring | None, seed: int, percentage: int = 100) -> MemberCluster:
     first = fleet.profiles[0]
     pricing: dict[str, float] = {}
     for profile in fleet.profiles:
@@ -361,7 +368,7 @@ def build_strategy(
     name: StrategyName,
     fleet: FleetNodes,
     *,
-    scoring: Scoring | None = None,
+    scoring: MemberScoring | None = None,
     seed: int = 0,
     placement: Placement | None = None,
     percentage: int = 100,

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 from controlplane.apiserver import errors
 from controlplane.apiserver.objects import ObjectStore
+from controlplane.controllers.manager import ControllerManager
 
 T = TypeVar("T")
 A100 = "NVIDIA-A100-SXM4-80GB"
@@ -102,14 +103,24 @@ def propagation_policy(name: str, *, kind: str = "Deployment", api_version: str 
     }
 
 
-async def eventually(probe: Callable[[], Awaitable[T | None]], *, timeout: float = 10.0, what: str = "condition") -> T:
-    """Poll ``probe`` until it returns something truthy; fail with ``what`` after ``timeout``."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
+WAIT_SECONDS = 10.0
+
+
+async def eventually(probe: Callable[[], Awaitable[T | None]], *, what: str = "condition") -> T:
+    """Poll ``probe`` until it returns something truthy; fail naming ``what`` after WAIT_SECONDS."""
     last: T | None = None
-    while loop.time() < deadline:
-        last = await probe()
-        if last:
-            return last
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
+    try:
+        async with asyncio.timeout(WAIT_SECONDS):
+            while True:
+                last = await probe()
+                if last:
+                    return last
+                await asyncio.sleep(0.02)
+    except TimeoutError:
+        raise AssertionError(f"timed out waiting for {what} (last: {last!r})") from None
+
+
+async def settled(manager: ControllerManager, *, settle: float = 0.05) -> None:
+    """Wait until the manager has nothing to do (fail after WAIT_SECONDS)."""
+    async with asyncio.timeout(WAIT_SECONDS):
+        await manager.wait_idle(settle=settle)

@@ -14,7 +14,7 @@ from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
 
 from .conftest import FAST
-from .fleet import A100, TIERED, deployment, eventually, node_shape, propagation_policy, put_cluster
+from .fleet import A100, TIERED, deployment, eventually, node_shape, propagation_policy, put_cluster, settled
 
 BINDING_API = "work.gpufed.io/v1alpha1"
 
@@ -95,7 +95,7 @@ async def test_workload_no_policy_claims_stays_on_the_hub_with_a_condition(
 
     cond = await eventually(unclaimed, what="Propagated condition")
     assert (cond["status"], cond["reason"]) == ("False", "NoPolicyMatched")
-    await manager.wait_idle(timeout=10)
+    await settled(manager)
     assert await binding_of(objects) is None
     assert await works_by_cluster(objects) == {}
 
@@ -157,6 +157,7 @@ async def test_gang_is_placed_whole_or_not_at_all(
     # small has 6 free GPUs in total, one per node: no 2-GPU worker fits there.
     await put_cluster(objects, "small", node_shape(6, gpus=1))
     await put_cluster(objects, "big", node_shape(1, gpus=8), provider="aws", pricing={A100: 4.0})
+    await settled(manager)  # the scheduler knows both clusters' capacity before the job arrives
     await apply(objects, propagation_policy("gangs", kind="PyTorchJob", api_version="kubeflow.org/v1"))
     await apply(objects, pytorchjob("train", workers=workers, gpus_per_worker=2))
 
@@ -173,12 +174,15 @@ async def test_gang_is_placed_whole_or_not_at_all(
     explanation = {e["cluster"]: e for e in binding["status"]["explanation"]}
     if expected:
         assert scheduled["status"] == "True"
-        assert replicas_of_jobs(await works_by_cluster(objects, "train-pytorchjob")) == {"big": workers}
+        async def work_in_big() -> dict[str, int] | None:
+            return replicas_of_jobs(await works_by_cluster(objects, "train-pytorchjob")) or None
+
+        assert await eventually(work_in_big, what="the gang's Work") == {"big": workers}
     else:
         assert (scheduled["status"], scheduled["reason"]) == ("False", "Unschedulable")
         assert not explanation["big"]["chosen"] and not explanation["small"]["chosen"]
         assert any("gang does not fit" in r for r in explanation["big"]["reasons"])
-        await manager.wait_idle(timeout=10)
+        await settled(manager)
         assert await works_by_cluster(objects, "train-pytorchjob") == {}
 
 
@@ -308,7 +312,7 @@ async def _has_finalizer(objects: ObjectStore) -> bool:
 async def test_binding_explains_every_cluster(objects: ObjectStore, manager: ControllerManager) -> None:
     await onprem_and_cloud(objects, onprem_free=6)
     await put_cluster(objects, "cpu-only", node_shape(4, gpus=0))
-    await manager.wait_idle(timeout=10)  # the scheduler has seen all three clusters
+    await settled(manager)  # the scheduler has seen all three clusters
     await apply(objects, propagation_policy("gpu-tiered"))
     await apply(objects, deployment("train", replicas=10))
 
@@ -368,12 +372,12 @@ async def test_a_restarted_manager_changes_nothing(objects: ObjectStore) -> None
         await report_work_status(objects, works["onprem"], ready=6)
         await report_work_status(objects, works["cloud"], ready=4)
         await eventually(lambda: _ready(objects, 10), what="readyReplicas 10")
-        await first.wait_idle(timeout=10, settle=0.3)
+        await settled(first, settle=0.3)
     before = await snapshot_versions(objects)
     assert ("Work", "gpufed-es-cloud", "default-train-deployment") in before
 
     async with ControllerManager(objects, settings=FAST) as second:
-        await second.wait_idle(timeout=10, settle=0.3)
+        await settled(second, settle=0.3)
     after = await snapshot_versions(objects)
     assert after == before
 
@@ -381,3 +385,50 @@ async def test_a_restarted_manager_changes_nothing(objects: ObjectStore) -> None
 async def _ready(objects: ObjectStore, ready: int) -> bool:
     hub = await get_or_none(objects, "apps/v1", "Deployment", "default", "train")
     return ((hub or {}).get("status") or {}).get("readyReplicas") == ready
+
+
+async def test_reserved_capacity_is_not_promised_twice(objects: ObjectStore, manager: ControllerManager) -> None:
+    await onprem_and_cloud(objects, onprem_free=6)
+    await settled(manager)
+    await apply(objects, propagation_policy("gpu-tiered"))
+    await apply(objects, deployment("first", replicas=6))
+    await eventually(lambda: _placed(objects, "first-deployment"), what="first placed")
+    await apply(objects, deployment("second", replicas=6))
+    # No new capacity report came: onprem's 6 GPUs are still promised to "first".
+    assert await eventually(lambda: _placed(objects, "second-deployment"), what="second placed") == {"cloud": 6}
+    assert await _placed(objects, "first-deployment") == {"onprem": 6}
+
+
+async def _placed(objects: ObjectStore, name: str) -> dict[str, int] | None:
+    binding = await binding_of(objects, name)
+    clusters = ((binding or {}).get("spec") or {}).get("clusters")
+    return {t["name"]: t["replicas"] for t in clusters} if clusters else None
+
+
+async def test_a_partly_placed_binding_is_retried_when_capacity_appears(
+    objects: ObjectStore, manager: ControllerManager
+) -> None:
+    await onprem_and_cloud(objects, onprem_free=6)
+    await settled(manager)
+    await apply(objects, propagation_policy("gpu-tiered"))
+    await apply(objects, deployment("train", replicas=30))
+
+    async def unschedulable() -> dict[str, Any] | None:
+        cond = condition(await binding_of(objects), "Scheduled")
+        return cond if cond and cond["status"] == "False" else None
+
+    cond = await eventually(unschedulable, what="Scheduled=False")
+    assert cond["reason"] == "Unschedulable" and "8 of 30 replicas do not fit" in cond["message"]
+    events = (await objects.list(rt(objects, "v1", "Event"), namespace="default")).items
+    assert any(e["reason"] == "FailedScheduling" and e["involvedObject"]["name"] == "train" for e in events)
+
+    # The cloud's agent reports a bigger pool: the binding is scheduled again, without a spec change.
+    await put_cluster(objects, "cloud", node_shape(3, gpus=8), provider="aws", pricing={A100: 4.1},
+                      report_time="2024-05-01T10:05:00Z")
+
+    async def placed() -> dict[str, int] | None:
+        got = await _placed(objects, "train-deployment")
+        return got if got == {"onprem": 6, "cloud": 24} else None
+
+    await eventually(placed, what="all 30 replicas placed")
+    assert condition(await binding_of(objects), "Scheduled")["status"] == "True"  # type: ignore[index]

@@ -24,11 +24,21 @@ def deployment(replicas: int | None = 3) -> dict[str, Any]:
     spec: dict[str, Any] = {"template": pod({"nvidia.com/gpu": "1"})}
     if replicas is not None:
         spec["replicas"] = replicas
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "generation": 4}, "spec": spec}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "d", "generation": 4},
+        "spec": spec,
+    }
 
 
 def statefulset() -> dict[str, Any]:
-    return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "s"}, "spec": {"replicas": 2, "template": pod()}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": "s"},
+        "spec": {"replicas": 2, "template": pod()},
+    }
 
 
 def job(parallelism: int | None = 4, completions: int | None = 8, **meta: Any) -> dict[str, Any]:
@@ -72,18 +82,34 @@ def ray_cluster_spec() -> dict[str, Any]:
     return {
         "headGroupSpec": {"template": pod(cpu="2")},
         "workerGroupSpecs": [
-            {"groupName": "gpu", "replicas": 2, "minReplicas": 1, "maxReplicas": 4, "template": pod({"nvidia.com/gpu": "1"})},
+            {
+                "groupName": "gpu",
+                "replicas": 2,
+                "minReplicas": 1,
+                "maxReplicas": 4,
+                "template": pod({"nvidia.com/gpu": "1"}),
+            },
             {"groupName": "multi", "replicas": 1, "numOfHosts": 2, "template": pod({"nvidia.com/gpu": "8"})},
         ],
     }
 
 
 def rayjob() -> dict[str, Any]:
-    return {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "r"}, "spec": {"rayClusterSpec": ray_cluster_spec()}}
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayJob",
+        "metadata": {"name": "r"},
+        "spec": {"rayClusterSpec": ray_cluster_spec()},
+    }
 
 
 def raycluster() -> dict[str, Any]:
-    return {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "rc"}, "spec": ray_cluster_spec()}
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {"name": "rc"},
+        "spec": ray_cluster_spec(),
+    }
 
 
 def interp(obj: dict[str, Any]) -> KindInterpreter:
@@ -121,7 +147,9 @@ def test_registry_knows_every_kind_and_ignores_versions() -> None:
         (raycluster(), 5, [("head", 1), ("gpu", 2), ("multi", 2)]),
     ],
 )
-def test_replicas_and_components(obj: dict[str, Any], replicas: int, components: list[tuple[str, int]]) -> None:
+def test_replicas_and_components(
+    obj: dict[str, Any], replicas: int, components: list[tuple[str, int]]
+) -> None:
     kind = interp(obj)
     assert kind.replicas(obj) == replicas
     assert [(c.name, c.replicas) for c in kind.components(obj)] == components
@@ -209,7 +237,10 @@ def test_is_gang(obj: dict[str, Any], gang: bool) -> None:
 def test_job_gang_from_pod_template_labels() -> None:
     obj = job()
     obj["spec"]["template"]["metadata"] = {
-        "labels": {"pod-group.scheduling.sigs.k8s.io": "g", "pod-group.scheduling.sigs.k8s.io/min-available": "4"}
+        "labels": {
+            "pod-group.scheduling.sigs.k8s.io": "g",
+            "pod-group.scheduling.sigs.k8s.io/min-available": "4",
+        }
     }
     assert interp(obj).is_gang(obj) is True
 
@@ -221,13 +252,34 @@ def cond(ctype: str, status: str, **extra: str) -> dict[str, str]:
 def test_deployment_aggregate_status_sums_and_merges_conditions() -> None:
     obj = deployment(5)
     members = [
-        ("a", {"replicas": 3, "readyReplicas": 3, "availableReplicas": 3, "updatedReplicas": 3,
-               "conditions": [cond("Available", "True")]}),
-        ("b", {"replicas": 2, "readyReplicas": 1, "availableReplicas": 1, "updatedReplicas": 2,
-               "conditions": [cond("Available", "False", message="minimum replicas unavailable")]}),
+        (
+            "a",
+            {
+                "replicas": 3,
+                "readyReplicas": 3,
+                "availableReplicas": 3,
+                "updatedReplicas": 3,
+                "conditions": [cond("Available", "True")],
+            },
+        ),
+        (
+            "b",
+            {
+                "replicas": 2,
+                "readyReplicas": 1,
+                "availableReplicas": 1,
+                "updatedReplicas": 2,
+                "conditions": [cond("Available", "False", message="minimum replicas unavailable")],
+            },
+        ),
     ]
     status = interp(obj).aggregate_status(obj, members)
-    assert (status["replicas"], status["readyReplicas"], status["availableReplicas"], status["updatedReplicas"]) == (5, 4, 4, 5)
+    assert (
+        status["replicas"],
+        status["readyReplicas"],
+        status["availableReplicas"],
+        status["updatedReplicas"],
+    ) == (5, 4, 4, 5)
     assert status["observedGeneration"] == 4
     [available] = status["conditions"]
     assert available["status"] == "False"
@@ -237,11 +289,30 @@ def test_deployment_aggregate_status_sums_and_merges_conditions() -> None:
 @pytest.mark.parametrize(
     ("members", "complete", "failed", "succeeded"),
     [
-        ([("a", {"succeeded": 4, "conditions": [cond("Complete", "True")]}),
-          ("b", {"succeeded": 4, "conditions": [cond("Complete", "True")]})], "True", None, 8),
-        ([("a", {"succeeded": 4, "conditions": [cond("Complete", "True")]}),
-          ("b", {"active": 2, "succeeded": 1})], "Unknown", None, 5),
-        ([("a", {"active": 1}), ("b", {"failed": 3, "conditions": [cond("Failed", "True")]})], None, "True", 0),
+        (
+            [
+                ("a", {"succeeded": 4, "conditions": [cond("Complete", "True")]}),
+                ("b", {"succeeded": 4, "conditions": [cond("Complete", "True")]}),
+            ],
+            "True",
+            None,
+            8,
+        ),
+        (
+            [
+                ("a", {"succeeded": 4, "conditions": [cond("Complete", "True")]}),
+                ("b", {"active": 2, "succeeded": 1}),
+            ],
+            "Unknown",
+            None,
+            5,
+        ),
+        (
+            [("a", {"active": 1}), ("b", {"failed": 3, "conditions": [cond("Failed", "True")]})],
+            None,
+            "True",
+            0,
+        ),
     ],
 )
 def test_job_aggregate_status(
@@ -258,10 +329,22 @@ def test_job_aggregate_status(
 def test_pytorchjob_aggregate_status_sums_replica_statuses() -> None:
     obj = pytorchjob()
     members = [
-        ("a", {"replicaStatuses": {"Master": {"active": 1}, "Worker": {"active": 2, "failed": 1}},
-               "conditions": [cond("Running", "True")], "startTime": "2024-05-01T10:00:00Z"}),
-        ("b", {"replicaStatuses": {"Worker": {"active": 1}}, "conditions": [cond("Running", "True")],
-               "startTime": "2024-05-01T09:00:00Z"}),
+        (
+            "a",
+            {
+                "replicaStatuses": {"Master": {"active": 1}, "Worker": {"active": 2, "failed": 1}},
+                "conditions": [cond("Running", "True")],
+                "startTime": "2024-05-01T10:00:00Z",
+            },
+        ),
+        (
+            "b",
+            {
+                "replicaStatuses": {"Worker": {"active": 1}},
+                "conditions": [cond("Running", "True")],
+                "startTime": "2024-05-01T09:00:00Z",
+            },
+        ),
     ]
     status = interp(obj).aggregate_status(obj, members)
     assert status["replicaStatuses"] == {
@@ -308,7 +391,10 @@ def test_with_gpu_request_rewrites_every_gpu_container(obj: dict[str, Any]) -> N
         assert gpu in ({}, {"nvidia.com/mig-2g.20gb": 1}), component.name
     assert kind.replica_requirements(out).gpu_resources == {"nvidia.com/mig-2g.20gb": 1}
     # CPU requests survive, the original object is untouched.
-    assert kind.replica_requirements(out).resource_map["cpu"] == kind.replica_requirements(obj).resource_map["cpu"]
+    assert (
+        kind.replica_requirements(out).resource_map["cpu"]
+        == kind.replica_requirements(obj).resource_map["cpu"]
+    )
     assert kind.replica_requirements(obj).gpu_resources != {"nvidia.com/mig-2g.20gb": 1}
 
 
@@ -316,7 +402,10 @@ def test_with_gpu_request_leaves_gpu_free_roles_alone() -> None:
     obj = pytorchjob()
     out = interp(obj).with_gpu_request(obj, {"nvidia.com/gpu": 2})
     master = out["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["resources"]
-    assert master == obj["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["resources"]
+    assert (
+        master
+        == obj["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["resources"]
+    )
     worker = out["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["resources"]
     assert worker["limits"] == {"nvidia.com/gpu": "2"}
     assert worker["requests"] == {"cpu": "1", "nvidia.com/gpu": "2"}

@@ -18,7 +18,9 @@ from controlplane.interpreter.requirements import (
 GI = 2**30
 
 
-def container(requests: dict[str, str] | None = None, limits: dict[str, str] | None = None, **extra: Any) -> dict[str, Any]:
+def container(
+    requests: dict[str, str] | None = None, limits: dict[str, str] | None = None, **extra: Any
+) -> dict[str, Any]:
     resources: dict[str, Any] = {}
     if requests:
         resources["requests"] = requests
@@ -32,18 +34,32 @@ def container(requests: dict[str, str] | None = None, limits: dict[str, str] | N
     [
         ({"containers": [container({"cpu": "500m", "memory": "1Gi"})]}, {"cpu": 500, "memory": GI}),
         # Limits fill missing requests (extended resources are usually given as limits only).
-        ({"containers": [container(limits={"nvidia.com/gpu": "2", "cpu": "2"})]}, {"cpu": 2000, "nvidia.com/gpu": 2}),
+        (
+            {"containers": [container(limits={"nvidia.com/gpu": "2", "cpu": "2"})]},
+            {"cpu": 2000, "nvidia.com/gpu": 2},
+        ),
         ({"containers": [container({"cpu": "1"}, {"cpu": "4"})]}, {"cpu": 1000}),
         # Containers add up.
         (
-            {"containers": [container({"nvidia.com/mig-1g.10gb": "1"}), container({"nvidia.com/mig-1g.10gb": "1", "cpu": "1"})]},
+            {
+                "containers": [
+                    container({"nvidia.com/mig-1g.10gb": "1"}),
+                    container({"nvidia.com/mig-1g.10gb": "1", "cpu": "1"}),
+                ]
+            },
             {"cpu": 1000, "nvidia.com/mig-1g.10gb": 2},
         ),
         # A one-shot init container counts when it is the peak.
-        ({"containers": [container({"cpu": "1"})], "initContainers": [container({"cpu": "3"})]}, {"cpu": 3000}),
+        (
+            {"containers": [container({"cpu": "1"})], "initContainers": [container({"cpu": "3"})]},
+            {"cpu": 3000},
+        ),
         # A sidecar (restartable init container) adds to the app containers.
         (
-            {"containers": [container({"cpu": "1"})], "initContainers": [container({"cpu": "1"}, restartPolicy="Always")]},
+            {
+                "containers": [container({"cpu": "1"})],
+                "initContainers": [container({"cpu": "1"}, restartPolicy="Always")],
+            },
             {"cpu": 2000},
         ),
         ({"containers": [container({"cpu": "1"})], "overhead": {"cpu": "250m"}}, {"cpu": 1250}),
@@ -64,11 +80,18 @@ def test_selectors_affinity_tolerations_priority() -> None:
                 "nodeAffinity": {
                     "requiredDuringSchedulingIgnoredDuringExecution": {
                         "nodeSelectorTerms": [
-                            {"matchExpressions": [{"key": "nvidia.com/gpu.memory", "operator": "Gt", "values": ["40000"]}]}
+                            {
+                                "matchExpressions": [
+                                    {"key": "nvidia.com/gpu.memory", "operator": "Gt", "values": ["40000"]}
+                                ]
+                            }
                         ]
                     },
                     "preferredDuringSchedulingIgnoredDuringExecution": [
-                        {"weight": 1, "preference": {"matchExpressions": [{"key": "x", "operator": "Exists"}]}}
+                        {
+                            "weight": 1,
+                            "preference": {"matchExpressions": [{"key": "x", "operator": "Exists"}]},
+                        }
                     ],
                 }
             },
@@ -107,7 +130,9 @@ def test_binding_spec_form_uses_quantity_strings() -> None:
         ("Lt", ("8",), {"k": "many"}, False),
     ],
 )
-def test_node_selector_operators(operator: str, values: tuple[str, ...], labels: dict[str, str], matches: bool) -> None:
+def test_node_selector_operators(
+    operator: str, values: tuple[str, ...], labels: dict[str, str], matches: bool
+) -> None:
     assert NodeSelectorRequirement("k", operator, values).matches(labels) is matches
 
 
@@ -117,7 +142,11 @@ def test_node_selector_operators(operator: str, values: tuple[str, ...], labels:
         (Toleration(key="gpu", operator="Exists"), Taint("gpu", "x", "NoSchedule"), True),
         (Toleration(key="gpu", value="x"), Taint("gpu", "x", "NoExecute"), True),
         (Toleration(key="gpu", value="y"), Taint("gpu", "x", "NoSchedule"), False),
-        (Toleration(key="gpu", operator="Exists", effect="NoExecute"), Taint("gpu", "x", "NoSchedule"), False),
+        (
+            Toleration(key="gpu", operator="Exists", effect="NoExecute"),
+            Taint("gpu", "x", "NoSchedule"),
+            False,
+        ),
         (Toleration(operator="Exists"), Taint("anything", "", "NoSchedule"), True),
     ],
 )
@@ -131,6 +160,9 @@ def test_prefer_no_schedule_never_blocks() -> None:
 
 def test_with_gpu_shape_swaps_only_gpu_resources() -> None:
     req = ReplicaRequirements.build({"cpu": 1000, "nvidia.com/gpu": 1})
-    assert req.with_gpu_shape({"nvidia.com/mig-3g.40gb": 1}).resource_map == {"cpu": 1000, "nvidia.com/mig-3g.40gb": 1}
+    assert req.with_gpu_shape({"nvidia.com/mig-3g.40gb": 1}).resource_map == {
+        "cpu": 1000,
+        "nvidia.com/mig-3g.40gb": 1,
+    }
     cpu_only = ReplicaRequirements.build({"cpu": 1000})
     assert cpu_only.with_gpu_shape({"nvidia.com/gpu": 1}) is cpu_only

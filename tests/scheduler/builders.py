@@ -36,7 +36,13 @@ def shape(
         "taints": taints or [],
         "free": free,
         "allocatable": dict(free),
-        "gpu": {"product": product or "", "memoryMiB": 81920, "count": 8, "migStrategy": mig_strategy, "sharedReplicas": 0},
+        "gpu": {
+            "product": product or "",
+            "memoryMiB": 81920,
+            "count": 8,
+            "migStrategy": mig_strategy,
+            "sharedReplicas": 0,
+        },
     }
 
 

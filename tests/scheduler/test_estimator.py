@@ -39,96 +39,223 @@ def mig(profile: str, n: int = 1) -> ReplicaRequirements:
 
 
 def product_affinity(operator: str, *values: str) -> tuple[NodeSelectorTerm, ...]:
-    return (NodeSelectorTerm(expressions=(NodeSelectorRequirement("nvidia.com/gpu.product", operator, values),)),)
+    return (
+        NodeSelectorTerm(expressions=(NodeSelectorRequirement("nvidia.com/gpu.product", operator, values),)),
+    )
 
 
 CASES = [
     # (id, cluster, requirements, replicas, a substring every reason list must contain or None)
-    ("fragmented: 8 nodes x 1 free GPU hold no 4-GPU replica",
-     cluster("c", shape(8, gpus=1)), gpus(4), 0,
-     "insufficient nvidia.com/gpu: need 4, 1 free"),
-    ("fragmentation is reported as such",
-     cluster("c", shape(8, gpus=1)), gpus(4), 0, "8 free in total but fragmented"),
-    ("one node with 4 free holds one 4-GPU replica",
-     cluster("c", shape(8, gpus=1), shape(1, gpus=4)), gpus(4), 1, None),
-    ("per node floor, times node count",
-     cluster("c", shape(3, gpus=7)), gpus(2), 9, None),
-    ("MIG mixed: free 1g slices never hold a 3g request",
-     cluster("c", shape(2, product=H100, extra={"nvidia.com/mig-1g.10gb": 7})), mig("3g.40gb"), 0,
-     "insufficient nvidia.com/mig-3g.40gb: need 1, 0 free"),
-    ("MIG mixed: 1g slices hold 1g requests",
-     cluster("c", shape(2, product=H100, extra={"nvidia.com/mig-1g.10gb": 7})), mig("1g.10gb"), 14, None),
-    ("MIG mixed: all-balanced layout, 3g per node",
-     cluster("c", shape(4, product=H100, extra={"nvidia.com/mig-1g.10gb": 2, "nvidia.com/mig-2g.20gb": 1,
-                                                "nvidia.com/mig-3g.40gb": 1})), mig("3g.40gb"), 4, None),
-    ("MIG mixed: need 4 slices of 3g, 1 free per node",
-     cluster("c", shape(4, product=H100, extra={"nvidia.com/mig-3g.40gb": 1})), mig("3g.40gb", 4), 0,
-     "insufficient nvidia.com/mig-3g.40gb: need 4, 1 free"),
-    ("MIG single: slices advertised as nvidia.com/gpu, selected by the MIG product label",
-     cluster("c", shape(2, gpus=7, product=A100_MIG_SINGLE, mig_strategy="single")),
-     ReplicaRequirements.build({"nvidia.com/gpu": 1}, node_selector={"nvidia.com/gpu.product": A100_MIG_SINGLE}), 14, None),
-    ("MIG single: a whole-GPU product selector does not match slices",
-     cluster("c", shape(2, gpus=7, product=A100_MIG_SINGLE, mig_strategy="single")),
-     ReplicaRequirements.build({"nvidia.com/gpu": 1}, node_selector={"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB"}), 0,
-     "0/2 nodes match nodeSelector nvidia.com/gpu.product=NVIDIA-A100-SXM4-40GB"),
-    ("MIG single with a mixed layout is unusable",
-     cluster("c", shape(3, gpus=7, product="NVIDIA-A100-SXM4-40GB-MIG-INVALID", mig_strategy="single")), gpus(1), 0,
-     "3 node(s) have an unusable MIG layout"),
-    ("time-sliced shares count as their own resource",
-     cluster("c", shape(1, product=A100, extra={"nvidia.com/gpu.shared": 75})),
-     ReplicaRequirements.build({"nvidia.com/gpu.shared": 1, "cpu": 100}), 75, None),
-    ("time-sliced shares do not hold whole-GPU requests",
-     cluster("c", shape(1, product=A100, extra={"nvidia.com/gpu.shared": 75})), gpus(1), 0,
-     "insufficient nvidia.com/gpu"),
-    ("nodeSelector on gpu.product picks the H100 nodes",
-     cluster("c", shape(8, gpus=8, product=A100), shape(2, gpus=8, product=H100)),
-     ReplicaRequirements.build({"nvidia.com/gpu": 8}, node_selector={"nvidia.com/gpu.product": H100}), 2,
-     "2/10 nodes match nodeSelector nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3"),
-    ("nodeSelector matching no node",
-     cluster("c", shape(12, gpus=8, product=A100)),
-     ReplicaRequirements.build({"nvidia.com/gpu": 1}, node_selector={"nvidia.com/gpu.product": H100}), 0,
-     "0/12 nodes match nodeSelector nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3"),
-    ("required node affinity In",
-     cluster("c", shape(8, gpus=8, product=A100), shape(2, gpus=8, product=H100)),
-     ReplicaRequirements.build({"nvidia.com/gpu": 8}, node_affinity=product_affinity("In", H100)), 2,
-     "8 node(s) didn't match required node affinity"),
-    ("required node affinity NotIn",
-     cluster("c", shape(8, gpus=8, product=A100), shape(2, gpus=8, product=H100)),
-     ReplicaRequirements.build({"nvidia.com/gpu": 8}, node_affinity=product_affinity("NotIn", H100)), 8, None),
-    ("required node affinity DoesNotExist",
-     cluster("c", shape(8, gpus=8, product=A100), shape(2, product=None)),
-     ReplicaRequirements.build({"cpu": 64_000}, node_affinity=product_affinity("DoesNotExist")), 2, None),
-    ("required node affinity Gt on gpu memory",
-     cluster("c", shape(2, gpus=8, labels={"nvidia.com/gpu.memory": "81559"}),
-             shape(3, gpus=8, labels={"nvidia.com/gpu.memory": "40960"})),
-     ReplicaRequirements.build({"nvidia.com/gpu": 8}, node_affinity=(NodeSelectorTerm(
-         expressions=(NodeSelectorRequirement("nvidia.com/gpu.memory", "Gt", ("50000",)),)),)), 2, None),
-    ("untolerated node taint",
-     cluster("c", shape(3, gpus=8, taints=[{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}])),
-     gpus(1), 0, "3 node(s) had untolerated taint {nvidia.com/gpu: present}"),
-    ("tolerated node taint",
-     cluster("c", shape(3, gpus=8, taints=[{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}])),
-     ReplicaRequirements.build({"nvidia.com/gpu": 8}, tolerations=[Toleration(key="nvidia.com/gpu", operator="Exists")]),
-     3, None),
-    ("PreferNoSchedule does not filter",
-     cluster("c", shape(3, gpus=8, taints=[{"key": "spot", "value": "", "effect": "PreferNoSchedule"}])), gpus(8), 3, None),
-    ("NoExecute filters too",
-     cluster("c", shape(1, gpus=8, taints=[{"key": "maint", "value": "now", "effect": "NoExecute"}])), gpus(1), 0,
-     "1 node(s) had untolerated taint {maint: now}"),
-    ("cpu can be the limit",
-     cluster("c", shape(2, gpus=8, cpu=4_000)), gpus(1, cpu=3_000), 2, None),
-    ("memory can be the limit",
-     cluster("c", shape(1, gpus=8, memory=16 * GI)), ReplicaRequirements.build({"nvidia.com/gpu": 1, "memory": 32 * GI}), 0,
-     "insufficient memory: need 32Gi, 16Gi free"),
-    ("the pod slots of a node cap replicas",
-     cluster("c", shape(1, extra={"pods": 3})), ReplicaRequirements.build({"cpu": 10}), 3, None),
-    ("no nodes at all",
-     cluster("c"), gpus(1), 0, "0/0 nodes are available"),
+    (
+        "fragmented: 8 nodes x 1 free GPU hold no 4-GPU replica",
+        cluster("c", shape(8, gpus=1)),
+        gpus(4),
+        0,
+        "insufficient nvidia.com/gpu: need 4, 1 free",
+    ),
+    (
+        "fragmentation is reported as such",
+        cluster("c", shape(8, gpus=1)),
+        gpus(4),
+        0,
+        "8 free in total but fragmented",
+    ),
+    (
+        "one node with 4 free holds one 4-GPU replica",
+        cluster("c", shape(8, gpus=1), shape(1, gpus=4)),
+        gpus(4),
+        1,
+        None,
+    ),
+    ("per node floor, times node count", cluster("c", shape(3, gpus=7)), gpus(2), 9, None),
+    (
+        "MIG mixed: free 1g slices never hold a 3g request",
+        cluster("c", shape(2, product=H100, extra={"nvidia.com/mig-1g.10gb": 7})),
+        mig("3g.40gb"),
+        0,
+        "insufficient nvidia.com/mig-3g.40gb: need 1, 0 free",
+    ),
+    (
+        "MIG mixed: 1g slices hold 1g requests",
+        cluster("c", shape(2, product=H100, extra={"nvidia.com/mig-1g.10gb": 7})),
+        mig("1g.10gb"),
+        14,
+        None,
+    ),
+    (
+        "MIG mixed: all-balanced layout, 3g per node",
+        cluster(
+            "c",
+            shape(
+                4,
+                product=H100,
+                extra={"nvidia.com/mig-1g.10gb": 2, "nvidia.com/mig-2g.20gb": 1, "nvidia.com/mig-3g.40gb": 1},
+            ),
+        ),
+        mig("3g.40gb"),
+        4,
+        None,
+    ),
+    (
+        "MIG mixed: need 4 slices of 3g, 1 free per node",
+        cluster("c", shape(4, product=H100, extra={"nvidia.com/mig-3g.40gb": 1})),
+        mig("3g.40gb", 4),
+        0,
+        "insufficient nvidia.com/mig-3g.40gb: need 4, 1 free",
+    ),
+    (
+        "MIG single: slices advertised as nvidia.com/gpu, selected by the MIG product label",
+        cluster("c", shape(2, gpus=7, product=A100_MIG_SINGLE, mig_strategy="single")),
+        ReplicaRequirements.build(
+            {"nvidia.com/gpu": 1}, node_selector={"nvidia.com/gpu.product": A100_MIG_SINGLE}
+        ),
+        14,
+        None,
+    ),
+    (
+        "MIG single: a whole-GPU product selector does not match slices",
+        cluster("c", shape(2, gpus=7, product=A100_MIG_SINGLE, mig_strategy="single")),
+        ReplicaRequirements.build(
+            {"nvidia.com/gpu": 1}, node_selector={"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB"}
+        ),
+        0,
+        "0/2 nodes match nodeSelector nvidia.com/gpu.product=NVIDIA-A100-SXM4-40GB",
+    ),
+    (
+        "MIG single with a mixed layout is unusable",
+        cluster("c", shape(3, gpus=7, product="NVIDIA-A100-SXM4-40GB-MIG-INVALID", mig_strategy="single")),
+        gpus(1),
+        0,
+        "3 node(s) have an unusable MIG layout",
+    ),
+    (
+        "time-sliced shares count as their own resource",
+        cluster("c", shape(1, product=A100, extra={"nvidia.com/gpu.shared": 75})),
+        ReplicaRequirements.build({"nvidia.com/gpu.shared": 1, "cpu": 100}),
+        75,
+        None,
+    ),
+    (
+        "time-sliced shares do not hold whole-GPU requests",
+        cluster("c", shape(1, product=A100, extra={"nvidia.com/gpu.shared": 75})),
+        gpus(1),
+        0,
+        "insufficient nvidia.com/gpu",
+    ),
+    (
+        "nodeSelector on gpu.product picks the H100 nodes",
+        cluster("c", shape(8, gpus=8, product=A100), shape(2, gpus=8, product=H100)),
+        ReplicaRequirements.build({"nvidia.com/gpu": 8}, node_selector={"nvidia.com/gpu.product": H100}),
+        2,
+        "2/10 nodes match nodeSelector nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3",
+    ),
+    (
+        "nodeSelector matching no node",
+        cluster("c", shape(12, gpus=8, product=A100)),
+        ReplicaRequirements.build({"nvidia.com/gpu": 1}, node_selector={"nvidia.com/gpu.product": H100}),
+        0,
+        "0/12 nodes match nodeSelector nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3",
+    ),
+    (
+        "required node affinity In",
+        cluster("c", shape(8, gpus=8, product=A100), shape(2, gpus=8, product=H100)),
+        ReplicaRequirements.build({"nvidia.com/gpu": 8}, node_affinity=product_affinity("In", H100)),
+        2,
+        "8 node(s) didn't match required node affinity",
+    ),
+    (
+        "required node affinity NotIn",
+        cluster("c", shape(8, gpus=8, product=A100), shape(2, gpus=8, product=H100)),
+        ReplicaRequirements.build({"nvidia.com/gpu": 8}, node_affinity=product_affinity("NotIn", H100)),
+        8,
+        None,
+    ),
+    (
+        "required node affinity DoesNotExist",
+        cluster("c", shape(8, gpus=8, product=A100), shape(2, product=None)),
+        ReplicaRequirements.build({"cpu": 64_000}, node_affinity=product_affinity("DoesNotExist")),
+        2,
+        None,
+    ),
+    (
+        "required node affinity Gt on gpu memory",
+        cluster(
+            "c",
+            shape(2, gpus=8, labels={"nvidia.com/gpu.memory": "81559"}),
+            shape(3, gpus=8, labels={"nvidia.com/gpu.memory": "40960"}),
+        ),
+        ReplicaRequirements.build(
+            {"nvidia.com/gpu": 8},
+            node_affinity=(
+                NodeSelectorTerm(
+                    expressions=(NodeSelectorRequirement("nvidia.com/gpu.memory", "Gt", ("50000",)),)
+                ),
+            ),
+        ),
+        2,
+        None,
+    ),
+    (
+        "untolerated node taint",
+        cluster(
+            "c",
+            shape(3, gpus=8, taints=[{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]),
+        ),
+        gpus(1),
+        0,
+        "3 node(s) had untolerated taint {nvidia.com/gpu: present}",
+    ),
+    (
+        "tolerated node taint",
+        cluster(
+            "c",
+            shape(3, gpus=8, taints=[{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]),
+        ),
+        ReplicaRequirements.build(
+            {"nvidia.com/gpu": 8}, tolerations=[Toleration(key="nvidia.com/gpu", operator="Exists")]
+        ),
+        3,
+        None,
+    ),
+    (
+        "PreferNoSchedule does not filter",
+        cluster("c", shape(3, gpus=8, taints=[{"key": "spot", "value": "", "effect": "PreferNoSchedule"}])),
+        gpus(8),
+        3,
+        None,
+    ),
+    (
+        "NoExecute filters too",
+        cluster("c", shape(1, gpus=8, taints=[{"key": "maint", "value": "now", "effect": "NoExecute"}])),
+        gpus(1),
+        0,
+        "1 node(s) had untolerated taint {maint: now}",
+    ),
+    ("cpu can be the limit", cluster("c", shape(2, gpus=8, cpu=4_000)), gpus(1, cpu=3_000), 2, None),
+    (
+        "memory can be the limit",
+        cluster("c", shape(1, gpus=8, memory=16 * GI)),
+        ReplicaRequirements.build({"nvidia.com/gpu": 1, "memory": 32 * GI}),
+        0,
+        "insufficient memory: need 32Gi, 16Gi free",
+    ),
+    (
+        "the pod slots of a node cap replicas",
+        cluster("c", shape(1, extra={"pods": 3})),
+        ReplicaRequirements.build({"cpu": 10}),
+        3,
+        None,
+    ),
+    ("no nodes at all", cluster("c"), gpus(1), 0, "0/0 nodes are available"),
 ]
 
 
-@pytest.mark.parametrize(("snapshot", "req", "replicas", "reason"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_estimate(snapshot: ClusterSnapshot, req: ReplicaRequirements, replicas: int, reason: str | None) -> None:
+@pytest.mark.parametrize(
+    ("snapshot", "req", "replicas", "reason"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
+def test_estimate(
+    snapshot: ClusterSnapshot, req: ReplicaRequirements, replicas: int, reason: str | None
+) -> None:
     estimate = estimate_max_replicas(snapshot, req)
     assert estimate.replicas == replicas
     if reason is not None:
@@ -139,7 +266,11 @@ def test_estimate(snapshot: ClusterSnapshot, req: ReplicaRequirements, replicas:
 
 def test_nothing_requested_is_unlimited_without_pod_slots() -> None:
     snapshot = ClusterSnapshot.from_cluster(
-        {"metadata": {"name": "c"}, "spec": {"provider": "onprem"}, "status": {"nodeShapes": [{"count": 2, "free": {"cpu": 1000}}]}}
+        {
+            "metadata": {"name": "c"},
+            "spec": {"provider": "onprem"},
+            "status": {"nodeShapes": [{"count": 2, "free": {"cpu": 1000}}]},
+        }
     )
     assert estimate_max_replicas(snapshot, ReplicaRequirements()).replicas == UNLIMITED
 
@@ -177,7 +308,10 @@ def test_reservation_lifecycle() -> None:
     reservations.reserve("ns/a", "c", [Demand(3, gpus(4))], now=T0)
     assert estimate_max_replicas(snapshot, gpus(4), reserved=reservations).replicas == 1
     # A report taken before the decision settled does not release it...
-    assert reservations.observe_report("c", reported_at=T0 + timedelta(seconds=5), settle=timedelta(seconds=30)) == []
+    assert (
+        reservations.observe_report("c", reported_at=T0 + timedelta(seconds=5), settle=timedelta(seconds=30))
+        == []
+    )
     assert estimate_max_replicas(snapshot, gpus(4), reserved=reservations).replicas == 1
     # ...one taken after the Work was applied does.
     reservations.mark_applied("ns/a", "c", at=T0 + timedelta(seconds=2))
@@ -190,7 +324,9 @@ def test_reservations_expire_and_release() -> None:
     reservations = Reservations()
     reservations.reserve("ns/a", "c", [Demand(1, gpus(1))], now=T0)
     reservations.reserve("ns/b", "c", [Demand(1, gpus(1))], now=T0 + timedelta(minutes=9))
-    assert [r.binding for r in reservations.expire(now=T0 + timedelta(minutes=10), max_age=timedelta(minutes=5))] == ["ns/a"]
+    assert [
+        r.binding for r in reservations.expire(now=T0 + timedelta(minutes=10), max_age=timedelta(minutes=5))
+    ] == ["ns/a"]
     reservations.release("ns/b")
     assert len(reservations) == 0
     assert reservations.version("c") == 0
@@ -207,11 +343,15 @@ def test_reservations_expire_and_release() -> None:
         ({"c": 5}, {}, 2, 0),
     ],
 )
-def test_record_decision(previous: dict[str, int], decided: dict[str, int], reserved_before: int, reserved_after: int) -> None:
+def test_record_decision(
+    previous: dict[str, int], decided: dict[str, int], reserved_before: int, reserved_after: int
+) -> None:
     reservations = Reservations()
     if reserved_before:
         reservations.reserve("ns/a", "c", [Demand(reserved_before, gpus(1))], now=T0)
-    reservations.record_decision("ns/a", previous=previous, decided=decided, requirements={"c": gpus(1)}, now=T0)
+    reservations.record_decision(
+        "ns/a", previous=previous, decided=decided, requirements={"c": gpus(1)}, now=T0
+    )
     assert reservations.reserved_replicas("ns/a", "c") == reserved_after
 
 
@@ -237,8 +377,18 @@ def pytorch_gang(workers: int, gpus_per_worker: int) -> tuple[Component, ...]:
         (cluster("c", shape(1, gpus=4), shape(1, gpus=3)), pytorch_gang(2, 4), False),
         (cluster("c", shape(8, gpus=1)), pytorch_gang(1, 4), False),
         (cluster("c", shape(1, gpus=8)), pytorch_gang(2, 4), True),
-        (cluster("c", shape(1, gpus=8, cpu=4_500)), pytorch_gang(2, 4), True),  # master fits next to the workers
+        (
+            cluster("c", shape(1, gpus=8, cpu=4_500)),
+            pytorch_gang(2, 4),
+            True,
+        ),  # master fits next to the workers
         (cluster("c", shape(1, gpus=8, cpu=3_000)), pytorch_gang(2, 4), False),  # cpu runs out for the master
+        (
+            cluster("c", shape(4, gpus=8)),
+            pytorch_gang(3, 4),
+            True,
+        ),  # ample room: the envelope check settles it
+        (cluster("c", shape(4, gpus=4, cpu=1_000)), pytorch_gang(3, 4), False),  # workers take every cpu
     ],
 )
 def test_fits_gang(snapshot: ClusterSnapshot, gang: tuple[Component, ...], fits: bool) -> None:
@@ -247,6 +397,16 @@ def test_fits_gang(snapshot: ClusterSnapshot, gang: tuple[Component, ...], fits:
     assert bool(reasons) is not fits
     if not fits:
         assert reasons[0].startswith("gang does not fit")
+
+
+def test_fits_gang_with_roles_on_different_nodes() -> None:
+    cpu_pool = {"pool": "cpu"}
+    master = Component("Master", 1, ReplicaRequirements.build({"cpu": 2000}, node_selector={"pool": "cpu"}))
+    gang = (master, Component("Worker", 2, gpus(4)))
+    assert fits_gang(cluster("c", shape(2, gpus=4), shape(1, product=None, labels=cpu_pool)), gang)[0]
+    ok, reasons = fits_gang(cluster("c", shape(2, gpus=4)), gang)
+    assert not ok
+    assert any("nodeSelector pool=cpu" in r for r in reasons)
 
 
 def test_fits_gang_respects_reservations() -> None:
@@ -260,7 +420,13 @@ def test_fits_gang_respects_reservations() -> None:
 def _fresh(snapshot: ClusterSnapshot, shapes: tuple[NodeShape, ...]) -> ClusterSnapshot:
     """The same capacity as new objects, so no memo of the estimator is reused."""
     copies = tuple(
-        NodeShape(count=s.count, labels=dict(s.labels), taints=s.taints, free=dict(s.free), allocatable=s.allocatable)
+        NodeShape(
+            count=s.count,
+            labels=dict(s.labels),
+            taints=s.taints,
+            free=dict(s.free),
+            allocatable=s.allocatable,
+        )
         for s in shapes
     )
     return ClusterSnapshot(name=snapshot.name, shapes=copies)
@@ -279,8 +445,15 @@ def test_incremental_adjustment_matches_a_full_replay(seed: int) -> None:
     rng = random.Random(seed)
     snapshot = cluster(
         "c",
-        *[shape(rng.randint(1, 4), gpus=rng.choice((0, 1, 2, 4, 8)), cpu=rng.choice((8_000, 32_000)),
-                extra={"nvidia.com/mig-3g.40gb": rng.randint(0, 2)}) for _ in range(12)],
+        *[
+            shape(
+                rng.randint(1, 4),
+                gpus=rng.choice((0, 1, 2, 4, 8)),
+                cpu=rng.choice((8_000, 32_000)),
+                extra={"nvidia.com/mig-3g.40gb": rng.randint(0, 2)},
+            )
+            for _ in range(12)
+        ],
     )
     kinds = [gpus(1), gpus(2), gpus(4), mig("3g.40gb"), ReplicaRequirements.build({"cpu": 2_000})]
     reservations = Reservations()

@@ -21,7 +21,9 @@ from .builders import A100, H100, cluster, shape
 
 NOW = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)
 ONE_GPU = ReplicaRequirements.build({"nvidia.com/gpu": 1, "cpu": 1000})
-TIERED = {"replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "TieredOverflow"}}
+TIERED = {
+    "replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "TieredOverflow"}
+}
 
 
 def request(
@@ -122,17 +124,25 @@ def test_dynamic_weights_follow_available_replicas() -> None:
             "weightPreference": {"dynamicWeight": "AvailableReplicas"},
         }
     }
-    clusters = [cluster("a", shape(6, gpus=1)), cluster("b", shape(12, gpus=1)), cluster("c", shape(18, gpus=1))]
+    clusters = [
+        cluster("a", shape(6, gpus=1)),
+        cluster("b", shape(12, gpus=1)),
+        cluster("c", shape(18, gpus=1)),
+    ]
     assert schedule(request(12, placement), clusters, now=NOW).clusters == {"a": 2, "b": 4, "c": 6}
 
 
 def test_aggregated_uses_fewest_clusters() -> None:
-    placement = {"replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Aggregated"}}
+    placement = {
+        "replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Aggregated"}
+    }
     clusters = [cluster("a", shape(3, gpus=1)), cluster("b", shape(2, gpus=8))]
     assert schedule(request(10, placement), clusters, now=NOW).clusters == {"b": 10}
 
 
-def gang_request(workers: int, gpus_per_worker: int, placement: dict[str, Any] | None = None, **extra: Any) -> BindingRequest:
+def gang_request(
+    workers: int, gpus_per_worker: int, placement: dict[str, Any] | None = None, **extra: Any
+) -> BindingRequest:
     worker = ReplicaRequirements.build({"nvidia.com/gpu": gpus_per_worker, "cpu": 1000})
     components = (
         Component("Master", 1, ReplicaRequirements.build({"cpu": 1000})),
@@ -173,7 +183,12 @@ def test_gang_stays_where_it_runs() -> None:
 
 AFFINITIES = {
     "clusterAffinities": [
-        {"affinityName": "local", "fieldSelector": {"matchExpressions": [{"key": "provider", "operator": "In", "values": ["onprem"]}]}},
+        {
+            "affinityName": "local",
+            "fieldSelector": {
+                "matchExpressions": [{"key": "provider", "operator": "In", "values": ["onprem"]}]
+            },
+        },
         {"affinityName": "burst", "clusterNames": ["cloud"]},
     ],
     **TIERED,
@@ -198,14 +213,18 @@ def test_cluster_affinities_fall_back_only_when_needed(
 
 def test_cluster_affinities_keep_the_observed_term() -> None:
     result = schedule(
-        request(2, AFFINITIES, previous={"cloud": 2}, previous_affinity_name="burst"), onprem_and_cloud(6), now=NOW
+        request(2, AFFINITIES, previous={"cloud": 2}, previous_affinity_name="burst"),
+        onprem_and_cloud(6),
+        now=NOW,
     )
     assert result.affinity_name == "burst"
     assert result.clusters == {"cloud": 2}
 
 
 def test_single_affinity_has_no_affinity_name() -> None:
-    result = schedule(request(1, {"clusterAffinity": {"clusterNames": ["onprem"]}, **TIERED}), onprem_and_cloud(), now=NOW)
+    result = schedule(
+        request(1, {"clusterAffinity": {"clusterNames": ["onprem"]}, **TIERED}), onprem_and_cloud(), now=NOW
+    )
     assert result.affinity_name is None
     assert result.clusters == {"onprem": 1}
 
@@ -218,7 +237,11 @@ def test_alternative_gpu_shapes_are_chosen_per_cluster() -> None:
         cluster("mig", shape(4, product=H100, extra={"nvidia.com/mig-3g.40gb": 2})),
         cluster("whole", shape(1, gpus=8), provider="aws", pricing={A100: 4.1}),
     ]
-    shapes = (GpuShape.from_alternative(GpuShapeAlternative.model_validate({"resources": {"nvidia.com/mig-3g.40gb": 1}})),)
+    shapes = (
+        GpuShape.from_alternative(
+            GpuShapeAlternative.model_validate({"resources": {"nvidia.com/mig-3g.40gb": 1}})
+        ),
+    )
     result = schedule(request(12, TIERED, gpu_shapes=shapes), clusters, now=NOW)
     assert result.clusters == {"mig": 8, "whole": 4}
     assert result.shapes == {"mig": {"nvidia.com/mig-3g.40gb": 1}}  # "whole" keeps the workload's own request
@@ -243,7 +266,9 @@ def test_explanations_name_the_reason_for_every_rejected_cluster() -> None:
         cluster("full", shape(8, gpus=1)),
     ]
     placement = {"clusterAffinity": {"exclude": ["excluded"]}, **TIERED}
-    result = schedule(request(2, placement, req=ReplicaRequirements.build({"nvidia.com/gpu": 4})), clusters, now=NOW)
+    result = schedule(
+        request(2, placement, req=ReplicaRequirements.build({"nvidia.com/gpu": 4})), clusters, now=NOW
+    )
     assert result.clusters == {"picked": 2}
     assert "TaintToleration: cluster has taint maintenance:NoSchedule" in explained(result, "tainted")
     assert "ClusterAffinity: excluded by clusterAffinity.exclude" in explained(result, "excluded")
@@ -256,19 +281,26 @@ def test_explanations_name_the_reason_for_every_rejected_cluster() -> None:
 
 
 def test_no_cluster_fit_when_placement_rules_out_everything() -> None:
-    result = schedule(request(1, {"clusterAffinity": {"clusterNames": ["nowhere"]}}), onprem_and_cloud(), now=NOW)
+    result = schedule(
+        request(1, {"clusterAffinity": {"clusterNames": ["nowhere"]}}), onprem_and_cloud(), now=NOW
+    )
     assert result.condition.reason is ScheduledReason.NO_CLUSTER_FIT
     assert result.condition.message.startswith("0/2 clusters are available")
 
 
 def test_cordoned_cluster_keeps_its_replicas_but_takes_no_more() -> None:
-    clusters = [cluster("onprem", shape(8, gpus=1), unschedulable=True), cluster("cloud", shape(2, gpus=8), provider="aws")]
+    clusters = [
+        cluster("onprem", shape(8, gpus=1), unschedulable=True),
+        cluster("cloud", shape(2, gpus=8), provider="aws"),
+    ]
     result = schedule(request(8, TIERED, previous={"onprem": 3}), clusters, now=NOW)
     assert result.clusters == {"onprem": 3, "cloud": 5}
 
 
 def test_tolerated_cluster_taint() -> None:
-    clusters = [cluster("spot", shape(1, gpus=8), taints=[{"key": "spot", "value": "true", "effect": "NoSchedule"}])]
+    clusters = [
+        cluster("spot", shape(1, gpus=8), taints=[{"key": "spot", "value": "true", "effect": "NoSchedule"}])
+    ]
     placement = {"clusterTolerations": [{"key": "spot", "operator": "Equal", "value": "true"}], **TIERED}
     assert schedule(request(2, placement), clusters, now=NOW).clusters == {"spot": 2}
 
@@ -281,9 +313,15 @@ def test_spread_constraints_pick_groups() -> None:
         cluster("noregion", shape(4, gpus=8)),
     ]
     placement = {
-        "spreadConstraints": [{"spreadByField": "region", "minGroups": 2, "maxGroups": 2}, {"spreadByField": "cluster", "minGroups": 2}],
-        "replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted",
-                              "weightPreference": {"dynamicWeight": "AvailableReplicas"}},
+        "spreadConstraints": [
+            {"spreadByField": "region", "minGroups": 2, "maxGroups": 2},
+            {"spreadByField": "cluster", "minGroups": 2},
+        ],
+        "replicaScheduling": {
+            "replicaSchedulingType": "Divided",
+            "replicaDivisionPreference": "Weighted",
+            "weightPreference": {"dynamicWeight": "AvailableReplicas"},
+        },
     }
     result = schedule(request(8, placement), clusters, now=NOW)
     assert "noregion" not in result.clusters
@@ -299,13 +337,18 @@ def test_two_bindings_in_a_row_do_not_double_book() -> None:
     first = schedule(first_request, clusters, reservations=reservations, now=NOW)
     assert first.clusters == {"onprem": 1}
     reserve_decision(reservations, first_request, first, now=NOW)
-    second_request = BindingRequest(key="ns/other", replicas=1, requirements=first_request.requirements,
-                                    placement=first_request.placement)
+    second_request = BindingRequest(
+        key="ns/other", replicas=1, requirements=first_request.requirements, placement=first_request.placement
+    )
     second = schedule(second_request, clusters, reservations=reservations, now=NOW)
     assert second.clusters == {"cloud": 1}
     # Rescheduling the first binding does not count its own reservation against itself.
-    again = schedule(request(1, TIERED, req=first_request.requirements, previous={"onprem": 1}), clusters,
-                     reservations=reservations, now=NOW)
+    again = schedule(
+        request(1, TIERED, req=first_request.requirements, previous={"onprem": 1}),
+        clusters,
+        reservations=reservations,
+        now=NOW,
+    )
     assert again.clusters == {"onprem": 1}
 
 
@@ -316,8 +359,12 @@ def test_gang_reservation_covers_every_pod() -> None:
     result = schedule(gang, clusters, reservations=reservations, now=NOW)
     reserve_decision(reservations, gang, result, now=NOW)
     assert reservations.reserved_replicas("ns/train", "cloud") == 4
-    other = BindingRequest(key="ns/b", replicas=1, requirements=ReplicaRequirements.build({"nvidia.com/gpu": 8}),
-                           placement=Placement.model_validate(TIERED))
+    other = BindingRequest(
+        key="ns/b",
+        replicas=1,
+        requirements=ReplicaRequirements.build({"nvidia.com/gpu": 8}),
+        placement=Placement.model_validate(TIERED),
+    )
     assert schedule(other, clusters, reservations=reservations, now=NOW).clusters == {}
 
 
@@ -357,3 +404,31 @@ def test_from_binding() -> None:
     assert built.previous == {"onprem": 3}
     assert built.gpu_shapes[0].resource_map == {"nvidia.com/mig-3g.40gb": 1}
     assert schedule(built, onprem_and_cloud(), now=NOW).clusters == {"onprem": 3}
+
+
+def test_remembered_placement_verdicts_do_not_apply_to_clusters_running_the_binding() -> None:
+    clusters = [
+        cluster("onprem", shape(8, gpus=1), unschedulable=True),
+        cluster("cloud", shape(2, gpus=8), provider="aws"),
+    ]
+    assert schedule(request(8, TIERED), clusters, now=NOW).clusters == {"cloud": 8}
+    # Same snapshots, so the cordon verdict above is remembered; a binding running there keeps its replicas.
+    assert schedule(request(8, TIERED, previous={"onprem": 3}), clusters, now=NOW).clusters == {
+        "onprem": 3,
+        "cloud": 5,
+    }
+    assert schedule(request(8, TIERED), clusters, now=NOW).clusters == {"cloud": 8}
+    # Another placement is not answered from the memo of the first.
+    excluded = schedule(request(8, {"clusterAffinity": {"exclude": ["cloud"]}, **TIERED}), clusters, now=NOW)
+    assert excluded.clusters == {}
+    assert "excluded by clusterAffinity.exclude" in explained(excluded, "cloud")
+
+
+def test_not_ready_cluster_keeps_its_replicas_but_takes_no_more() -> None:
+    clusters = [
+        cluster("onprem", shape(8, gpus=1), ready=False),
+        cluster("cloud", shape(2, gpus=8), provider="aws"),
+    ]
+    result = schedule(request(6, TIERED, previous={"onprem": 2}), clusters, now=NOW)
+    assert result.clusters == {"onprem": 2, "cloud": 4}
+    assert "takes no new replicas" in explained(result, "onprem")

@@ -23,8 +23,11 @@ approximation of where they will land; it is exact for the totals, and errs towa
 keeping large holes free. Reserved pods that no longer fit anywhere are dropped (the
 cluster's capacity shrank; the next report tells the truth).
 
-Answers are memoised on the snapshot per requirements (and adjusted snapshots per
-reservations version), so the hot path is a dict lookup. No I/O.
+Answers are memoised: per node shape the replicas one node holds, per snapshot the
+estimate per requirements, per cluster the reservation-adjusted snapshot per reservations
+version. When reservations were only added since the last adjustment, just the new ones
+are subtracted and every memoised estimate is carried over by looking only at the shapes
+that changed, so the hot path stays a few dict lookups per cluster. No I/O.
 """
 
 from __future__ import annotations
@@ -152,18 +155,21 @@ def _estimate(cluster: ClusterSnapshot, req: ReplicaRequirements, by_product: di
     )
 
 
-def _carry_estimates(before: ClusterSnapshot, after: ClusterSnapshot) -> None:
+def _carry_estimates(
+    before: ClusterSnapshot, after: ClusterSnapshot, removed: list[NodeShape], added: list[NodeShape]
+) -> None:
     """Derive ``after``'s estimates from ``before``'s by looking only at the shapes that changed.
 
     Adjusting for a new reservation replaces a few shapes and keeps the others (same
-    objects), so each estimate moves by the replicas of the removed and added shapes.
+    objects), so each estimate moves by the replicas of the ``removed`` and ``added`` shapes.
     """
     if not before.estimates:
         return
-    kept = {id(s) for s in after.shapes}
-    removed = [s for s in before.shapes if id(s) not in kept]
-    previous = {id(s) for s in before.shapes}
-    added = [s for s in after.shapes if id(s) not in previous]
+    gone = {id(s) for s in removed}
+    new = {id(s) for s in added}
+    # A shape made by one demand and split again by the next is in both lists: it never existed.
+    removed = [s for s in removed if id(s) not in new]
+    added = [s for s in added if id(s) not in gone]
     for key, estimate in before.estimates.items():
         if not isinstance(key, ReplicaRequirements):
             continue  # gang answers are not additive
@@ -171,7 +177,7 @@ def _carry_estimates(before: ClusterSnapshot, after: ClusterSnapshot) -> None:
         for shape in removed:
             fit = shape_fit(shape, key)
             if fit:
-                pass
+                by_product[shape.product] -= fit * shape.count
         for shape in added:
             fit = shape_fit(shape, key)
             if fit:
@@ -272,11 +278,13 @@ def adjusted_snapshot(cluster: ClusterSnapshot, reservations: Reservations | Non
         base = cached[1]
         todo = current[cached[3] :]
     shapes = base.shapes
+    removed: list[NodeShape] = []
+    added: list[NodeShape] = []
     for reservation in todo:
         for demand in reservation.demands:
-            shapes, _ = place_pods(shapes, demand.requirements, demand.replicas)
+            shapes, _ = place_pods(shapes, demand.requirements, demand.replicas, removed=removed, added=added)
     adjusted = cluster.with_shapes(shapes)
-    _carry_estimates(base, adjusted)
+    _carry_estimates(base, adjusted, removed, added)
     cluster.adjusted[_ADJUSTED] = (version, adjusted, epoch, len(current))
     return adjusted
 
@@ -307,13 +315,19 @@ def _subtract(free: Mapping[str, int], req: ReplicaRequirements, pods: int) -> d
 
 
 def place_pods(
-    shapes: Sequence[NodeShape], req: ReplicaRequirements, replicas: int
+    shapes: Sequence[NodeShape],
+    req: ReplicaRequirements,
+    replicas: int,
+    *,
+    removed: list[NodeShape] | None = None,
+    added: list[NodeShape] | None = None,
 ) -> tuple[tuple[NodeShape, ...], int]:
     """Place ``replicas`` pods greedily on ``shapes``; return the remaining shapes and pods placed.
 
     Best fit: eligible shapes where the fewest such pods fit per node are filled first,
     each node as full as it gets, so large holes stay free for large pods. A shape group
-    is split into the nodes that took pods and those that did not.
+    is split into the nodes that took pods and those that did not. The shapes replaced
+    and the ones replacing them are appended to ``removed`` and ``added`` when given.
     """
     if replicas <= 0:
         return tuple(shapes), 0
@@ -347,6 +361,9 @@ def place_pods(
         if rest:
             split.append(shape.with_free(_subtract(shape.free, req, rest), 1))
         pieces[i] = split
+        if removed is not None and added is not None:
+            removed.append(shape)
+            added.extend(split)
         remaining -= take
         if not remaining:
             break
@@ -357,6 +374,32 @@ def place_pods(
     for i, shape in enumerate(shapes):
         out.extend(pieces.get(i, (shape,)))
     return tuple(out), replicas - remaining
+
+
+def _envelope(components: Sequence[Component]) -> ReplicaRequirements | None:
+    """A pod that needs, of every resource, the most any component needs; None when the
+    components differ in where they may run (selectors, affinity, tolerations)."""
+    first = components[0].requirements if components else None
+    if first is None:
+        return None
+    largest: dict[str, int] = {}
+    for component in components:
+        req = component.requirements
+        if (req.node_selector, req.node_affinity, req.tolerations) != (
+            first.node_selector,
+            first.node_affinity,
+            first.tolerations,
+        ):
+            return None
+        for name, amount in req.resources:
+            if amount > largest.get(name, 0):
+                largest[name] = amount
+    return ReplicaRequirements(
+        resources=tuple(sorted(largest.items())),
+        node_selector=first.node_selector,
+        node_affinity=first.node_affinity,
+        tolerations=first.tolerations,
+    ).interned()
 
 
 def _size_key(component: Component) -> tuple[int, int, int]:
@@ -373,8 +416,11 @@ def fits_gang(
 ) -> tuple[bool, tuple[str, ...]]:
     """Whether every pod of the gang fits in ``cluster`` at once, and why not.
 
-    First-fit decreasing: components in decreasing size (GPUs, then cpu, then memory),
-    each placed with :func:`place_pods` on the capacity the larger ones left.
+    Two cheap checks settle most cases: a role that does not fit even alone rules the
+    cluster out; room for as many "envelope" pods (the largest request of every resource)
+    as the gang has pods proves it fits. Otherwise first-fit decreasing: components in
+    decreasing size (GPUs, then cpu, then memory), each placed with :func:`place_pods` on
+    the capacity the larger ones left.
     """
     snapshot = adjusted_snapshot(cluster, reserved)
     key = (_GANG, tuple(components))
@@ -387,7 +433,10 @@ def fits_gang(
     ok = True
     for component in components:
         # Cheap necessary condition first: each role alone must fit (these estimates are cached).
-        if component.replicas and estimate_max_replicas(snapshot, component.requirements).replicas < component.replicas:
+        if (
+            component.replicas
+            and estimate_max_replicas(snapshot, component.requirements).replicas < component.replicas
+        ):
             ok = False
             alone = estimate_max_replicas(snapshot, component.requirements)
             reasons.append(
@@ -396,6 +445,13 @@ def fits_gang(
             )
             reasons.extend(alone.reasons)
             break
+    if ok:
+        envelope = _envelope(components)
+        total = sum(c.replicas for c in components)
+        if envelope is not None and estimate_max_replicas(snapshot, envelope).replicas >= total:
+            # Sufficient: every pod fits in a slot sized for the largest request of each resource.
+            snapshot.estimates[key] = (True, ())
+            return (True, ())
     for component in sorted(components, key=_size_key, reverse=True) if ok else ():
         shapes, placed = place_pods(shapes, component.requirements, component.replicas)
         if placed < component.replicas:

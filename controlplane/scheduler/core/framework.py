@@ -204,8 +204,12 @@ class CycleState:
         self.placement_key = "|".join(
             (
                 self.term.model_dump_json(exclude_none=True),
-                "[" + ",".join(t.model_dump_json(exclude_none=True) for t in placement.cluster_tolerations or ()) + "]",
-                "[" + ",".join(c.model_dump_json(exclude_none=True) for c in placement.spread_constraints or ()) + "]",
+                "["
+                + ",".join(t.model_dump_json(exclude_none=True) for t in placement.cluster_tolerations or ())
+                + "]",
+                "["
+                + ",".join(c.model_dump_json(exclude_none=True) for c in placement.spread_constraints or ())
+                + "]",
             )
         )
 
@@ -288,9 +292,7 @@ def _first_failure(
     return None
 
 
-def run_scorers(
-    profile: Profile, state: CycleState, clusters: Sequence[ClusterSnapshot]
-) -> dict[str, float]:
+def run_scorers(profile: Profile, state: CycleState, clusters: Sequence[ClusterSnapshot]) -> dict[str, float]:
     """Weighted sum of each plugin's scores, each min-max normalised to 0..100 over ``clusters``."""
     totals = {c.name: 0.0 for c in clusters}
     if len(clusters) < 2:

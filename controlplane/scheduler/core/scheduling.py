@@ -12,8 +12,9 @@ constraints and then the division the placement asks for (``policies.division``)
   Aggregated (fewest clusters), or **TieredOverflow** (tier, then price order; spill the
   rest; shrink the most expensive first). Capacity comes from the estimator; replicas
   that fit nowhere are ``unplaced`` and the condition says Unschedulable.
-* **Gangs** — all pods in one cluster: the best feasible one by tier, price, then score;
-  a gang already running whole in a cluster stays. Otherwise nothing is placed.
+* **Gangs** — all pods in one cluster, whatever the division mode: the best feasible one
+  by tier, price, then score; a gang already running whole in a cluster stays (when its
+  size is unchanged). Otherwise nothing is placed.
 * **Alternative GPU shapes** — per cluster the first shape that fits (the workload's own
   request first); clusters that got an alternative appear in ``ScheduleResult.shapes``.
 
@@ -139,12 +140,15 @@ def _schedule_term(
 ) -> ScheduleResult:
     request = state.request
     feasible, rejected = run_filters(profile, state, clusters)
-    scores = run_scorers(profile, state, feasible)
+    # Scores decide only where the division has a free choice: a gang's one cluster, or where a
+    # workload scaled to zero lives. Weighted, aggregated and tiered division follow their own
+    # rules, so those decisions skip scoring (and their explanation carries no score).
+    scores = run_scorers(profile, state, feasible) if request.gang or request.replicas == 0 else {}
     division_reasons: dict[str, str] = {}
 
     spread = request.placement.spread_constraints
     if feasible and spread:
-        available = {c.name: _capacity(state, c.name) for c in feasible}
+        available = {c.name: _capacity(state, c.name) + request.previous.get(c.name, 0) for c in feasible}
         selection = select_by_spread_constraints([c.view for c in feasible], spread, available=available)
         if not selection.fits:
             division_reasons = {c.name: f"spreadConstraints: {selection.reason}" for c in feasible}
@@ -152,7 +156,9 @@ def _schedule_term(
         else:
             kept = set(selection.clusters)
             division_reasons = {
-                c.name: "not selected by spreadConstraints (maxGroups)" for c in feasible if c.name not in kept
+                c.name: "not selected by spreadConstraints (maxGroups)"
+                for c in feasible
+                if c.name not in kept
             }
             feasible = [c for c in feasible if c.name in kept]
 
@@ -217,7 +223,9 @@ def _capacity(state: CycleState, name: str) -> int:
     return feasibility.available if feasibility else 0
 
 
-def _best(state: CycleState, feasible: Sequence[ClusterSnapshot], scores: Mapping[str, float]) -> ClusterSnapshot:
+def _best(
+    state: CycleState, feasible: Sequence[ClusterSnapshot], scores: Mapping[str, float]
+) -> ClusterSnapshot:
     """The best cluster for a whole workload: the one it runs in, else tier, price, score, name."""
     previous = [c for c in feasible if state.request.previous.get(c.name)]
     if len(previous) == 1:
@@ -225,7 +233,9 @@ def _best(state: CycleState, feasible: Sequence[ClusterSnapshot], scores: Mappin
     return min(feasible, key=lambda c: (c.tier, cluster_price(state, c), -scores.get(c.name, 0.0), c.name))
 
 
-def _divide(state: CycleState, feasible: Sequence[ClusterSnapshot], scores: Mapping[str, float]) -> DivisionResult:
+def _divide(
+    state: CycleState, feasible: Sequence[ClusterSnapshot], scores: Mapping[str, float]
+) -> DivisionResult:
     request = state.request
     replicas = request.replicas
     names = [c.name for c in feasible]
@@ -233,8 +243,14 @@ def _divide(state: CycleState, feasible: Sequence[ClusterSnapshot], scores: Mapp
     available = {name: _capacity(state, name) for name in names}
     if request.gang:
         best = _best(state, feasible, scores)
-        others = {c.name: f"gang placed whole in {best.name} (better tier, price or score)" for c in feasible if c is not best}
-        return DivisionResult(assignments={best.name: replicas} if replicas else {}, unplaced=0, reasons=others)
+        others = {
+            c.name: f"gang placed whole in {best.name} (better tier, price or score)"
+            for c in feasible
+            if c is not best
+        }
+        return DivisionResult(
+            assignments={best.name: replicas} if replicas else {}, unplaced=0, reasons=others
+        )
     strategy = request.strategy
     if strategy is DivisionStrategy.DUPLICATED:
         return divide_duplicated(replicas, names, available=available, current=current)
@@ -315,7 +331,9 @@ def _result(
                 reasons=reasons,
                 score=scores.get(name),
                 tier=cluster.tier,
-                price=cluster_price(state, cluster) if status is None else cluster.view.price_per_gpu_hour(None),
+                price=cluster_price(state, cluster)
+                if status is None
+                else cluster.view.price_per_gpu_hour(None),
             )
         )
     return ScheduleResult(

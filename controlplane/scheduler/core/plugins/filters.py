@@ -51,9 +51,8 @@ class TaintToleration:
         tolerations = state.request.tolerations
         if cluster.name in state.request.previous:
             ok, taint = taints_tolerated(cluster.view.taints, tolerations, effects=("NoExecute",))
-            if ok:
+            if ok or taint is None:
                 return SUCCESS
-            assert taint is not None
             value = f"={taint.value}" if taint.value else ""
             return Status(
                 Code.UNRESOLVABLE,

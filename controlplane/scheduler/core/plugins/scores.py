@@ -1,8 +1,9 @@
 """Score plugins: among the clusters that can take a binding, which are better.
 
 Each returns a raw number (higher is better); the runtime normalises per plugin and
-weighs. Scores order clusters for gangs, Aggregated division and explanations; tiered
-overflow and weighted division have their own, stricter rules in ``policies.division``.
+weighs. Scores pick the one cluster of a gang (after tier and price) and where a workload
+scaled to zero lives; weighted, aggregated and tiered division have their own, stricter
+rules in ``policies.division`` and do not consult scores.
 """
 
 from __future__ import annotations

@@ -1,0 +1,370 @@
+"""Cluster health: agent heartbeats -> each Cluster's Ready condition and its health taints.
+
+In: Clusters and the agents' heartbeat Leases (``gpufed-cluster-lease/<cluster>``), a grace
+period (``gpufed controlplane --cluster-monitor-grace-period``, default 40 s) and a clock.
+Out, per Cluster, as Kubernetes' node lifecycle controller does for nodes:
+
+* ``status.conditions[Ready]`` set to ``Unknown`` once no heartbeat arrived for the grace
+  period (reason ``ClusterStatusUnknown``; ``ClusterStatusNeverUpdated`` for a cluster that
+  never reported). While heartbeats arrive the agent owns the condition and the monitor
+  leaves it alone; the agent's next status report replaces the ``Unknown``.
+* ``spec.taints``: ``cluster.gpufed.io/unreachable`` (Ready Unknown) or
+  ``cluster.gpufed.io/not-ready`` (the agent reports Ready False), each with both the
+  ``NoSchedule`` and ``NoExecute`` effects and a ``timeAdded``; and
+  ``cluster.gpufed.io/unschedulable:NoSchedule`` while ``spec.unschedulable`` (cordon) is
+  set. Recovery removes them. Other taints are never touched.
+
+A heartbeat is a change of the Lease's ``renewTime`` or of the Cluster's
+``status.lastReportTime``. Clocks of members and hub may disagree, so a heartbeat seen
+*change* while the monitor runs is dated by the hub's clock; only the heartbeat present
+when the monitor starts is dated by its own timestamp (capped at now). A new cluster that
+has not reported yet gets the grace period from its ``creationTimestamp`` (start-up grace).
+
+The decisions (:func:`assess_cluster`, :func:`desired_taints`) are pure; the
+:class:`ClusterHealthMonitor` is level-based: every Cluster or Lease event queues the
+cluster, and a healthy cluster is looked at again when its grace would run out. Writes are
+compare-and-swap on resourceVersion (a lost race re-reads and retries). The hub runs the
+monitor only on the leader.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+from types import TracebackType
+from typing import Any
+
+from controlplane.apis import constants as c
+from controlplane.apis.meta import format_time, parse_time
+from controlplane.apiserver.objects import ObjectStore, WatchEventType, utc_now
+from controlplane.controllers.informing import Informer
+from controlplane.controllers.reconciling import ReconcileLoop
+from controlplane.controllers.workloads import find_condition, with_condition
+
+log = logging.getLogger(__name__)
+
+DEFAULT_GRACE_PERIOD = 40.0
+READY = "Ready"
+NO_SCHEDULE = "NoSchedule"
+NO_EXECUTE = "NoExecute"
+#: Re-check a healthy cluster this long after its grace would run out (absorbs timer jitter).
+RECHECK_SLACK_SECONDS = 0.05
+
+
+class HealthReason(StrEnum):
+    """Reasons of the Ready condition the monitor writes."""
+
+    STATUS_UNKNOWN = "ClusterStatusUnknown"
+    """Heartbeats stopped for longer than the grace period."""
+    NEVER_UPDATED = "ClusterStatusNeverUpdated"
+    """The cluster never sent a heartbeat within the start-up grace."""
+
+
+class Health(StrEnum):
+    """What the monitor concluded about one cluster."""
+
+    READY = "Ready"
+    NOT_READY = "NotReady"
+    """Heartbeats arrive, and the agent reports its member unhealthy (Ready False)."""
+    UNREACHABLE = "Unreachable"
+    """No heartbeat for the grace period, or Ready still Unknown from that."""
+    STARTING = "Starting"
+    """Within the start-up grace (or heartbeating) without a Ready condition yet: no verdict."""
+
+
+#: The taints the monitor owns: (key, effect). Any taint with one of these keys is managed.
+MANAGED_KEYS = frozenset({c.TAINT_UNREACHABLE, c.TAINT_NOT_READY, c.TAINT_CORDONED})
+_HEALTH_TAINTS: dict[Health, tuple[tuple[str, str], ...]] = {
+    Health.READY: (),
+    Health.STARTING: (),
+    Health.NOT_READY: ((c.TAINT_NOT_READY, NO_SCHEDULE), (c.TAINT_NOT_READY, NO_EXECUTE)),
+    Health.UNREACHABLE: ((c.TAINT_UNREACHABLE, NO_SCHEDULE), (c.TAINT_UNREACHABLE, NO_EXECUTE)),
+}
+
+
+@dataclass(frozen=True)
+class HealthAssessment:
+    health: Health
+    #: The Ready condition the monitor must set (None: the agent's condition stands).
+    ready_condition: dict[str, str] | None
+    #: When the cluster turns Unknown unless a heartbeat arrives (None: it already is).
+    stale_at: datetime | None
+
+
+def _parse(value: object) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return parse_time(value)
+    except ValueError:
+        return None
+
+
+def heartbeat_marker(cluster: Mapping[str, Any], lease: Mapping[str, Any] | None) -> tuple[str | None, str | None]:
+    """The agent-written values that change with every heartbeat (Lease renewTime, lastReportTime)."""
+    renew = ((lease or {}).get("spec") or {}).get("renewTime")
+    report = (cluster.get("status") or {}).get("lastReportTime")
+    return (str(renew) if renew else None, str(report) if report else None)
+
+
+def heartbeat_time(marker: tuple[str | None, str | None]) -> datetime | None:
+    """The newest timestamp among a heartbeat marker's values, by the agent's clock."""
+    times = [t for t in (_parse(value) for value in marker) if t is not None]
+    return max(times, default=None)
+
+
+class HeartbeatTracker:
+    """When each cluster's latest heartbeat arrived, by the hub's clock.
+
+    A heartbeat first seen while tracking is dated when it was seen; the one present at the
+    first look is dated by its own timestamp, capped at now (so an agent whose clock runs
+    ahead cannot look alive after it died).
+    """
+
+    def __init__(self) -> None:
+        self._seen: dict[str, tuple[tuple[str | None, str | None], datetime]] = {}
+
+    def observe(self, name: str, marker: tuple[str | None, str | None], *, now: datetime) -> datetime | None:
+        """Record ``marker`` for ``name``; return when its latest heartbeat arrived (None: never)."""
+        if marker == (None, None):
+            self._seen.pop(name, None)
+            return None
+        previous = self._seen.get(name)
+        if previous is None:
+            stamped = heartbeat_time(marker)
+            arrived = min(stamped, now) if stamped is not None else now
+        elif previous[0] != marker:
+            arrived = now
+        else:
+            arrived = previous[1]
+        self._seen[name] = (marker, arrived)
+        return arrived
+
+    def forget(self, name: str) -> None:
+        self._seen.pop(name, None)
+
+
+def assess_cluster(
+    cluster: Mapping[str, Any], *, last_heartbeat: datetime | None, now: datetime, grace: timedelta
+) -> HealthAssessment:
+    """The health of ``cluster`` whose latest heartbeat arrived at ``last_heartbeat`` (None: never)."""
+    meta = cluster.get("metadata") or {}
+    created = _parse(meta.get("creationTimestamp"))
+    seen = last_heartbeat or created or now
+    ready = find_condition((cluster.get("status") or {}).get("conditions"), READY)
+    if now - seen > grace:
+        if last_heartbeat is None:
+            reason, message = (
+                HealthReason.NEVER_UPDATED,
+                f"the cluster's agent has not reported since the cluster was created at {format_time(seen)} "
+                f"(grace period {grace.total_seconds():g}s)",
+            )
+        else:
+            reason, message = (
+                HealthReason.STATUS_UNKNOWN,
+                f"the cluster's agent stopped posting heartbeats; the last arrived at {format_time(seen)} "
+                f"(grace period {grace.total_seconds():g}s)",
+            )
+        condition = {"type": READY, "status": "Unknown", "reason": str(reason), "message": message}
+        return HealthAssessment(Health.UNREACHABLE, condition, None)
+    stale_at = seen + grace
+    if ready is None:
+        return HealthAssessment(Health.STARTING, None, stale_at)
+    status = ready.get("status")
+    if status == "True":
+        return HealthAssessment(Health.READY, None, stale_at)
+    if status == "False":
+        return HealthAssessment(Health.NOT_READY, None, stale_at)
+    # Unknown (our own mark from before): heartbeats are back but the agent has not posted
+    # its status yet, so the member's state is still not known.
+    return HealthAssessment(Health.UNREACHABLE, None, stale_at)
+
+
+def desired_taints(
+    taints: Sequence[Mapping[str, Any]] | None, *, health: Health, cordoned: bool, now: datetime
+) -> list[dict[str, Any]]:
+    """``taints`` with the managed ones made to match ``health`` and the cordon.
+
+    Unmanaged taints and the order of kept ones stay as they are; a kept managed taint keeps
+    its ``timeAdded`` (tolerationSeconds count from it); a new one gets ``now``.
+    """
+    wanted = list(_HEALTH_TAINTS[health])
+    if cordoned:
+        wanted.append((c.TAINT_CORDONED, NO_SCHEDULE))
+    out: list[dict[str, Any]] = []
+    present: set[tuple[str, str]] = set()
+    for taint in taints or ():
+        key = (str(taint.get("key")), str(taint.get("effect")))
+        if key[0] in MANAGED_KEYS and (key not in wanted or key in present):
+            continue
+        present.add(key)
+        out.append(dict(taint))
+    for taint_key, effect in wanted:
+        if (taint_key, effect) not in present:
+            out.append({"key": taint_key, "effect": effect, "timeAdded": format_time(now)})
+    return out
+
+
+class ClusterHealthMonitor:
+    """``async with ClusterHealthMonitor(objects): ...`` or ``await run()`` / ``shutdown()``.
+
+    Each ``run()`` starts afresh (new informers, no remembered heartbeats), so the hub can
+    run it for every leadership term.
+    """
+
+    def __init__(
+        self,
+        objects: ObjectStore,
+        *,
+        grace_period: float = DEFAULT_GRACE_PERIOD,
+        clock: Callable[[], datetime] = utc_now,
+        workers: int = 2,
+    ) -> None:
+        if grace_period <= 0:
+            raise ValueError(f"the cluster monitor grace period must be > 0 seconds, got {grace_period}")
+        self.objects = objects
+        self.grace = timedelta(seconds=grace_period)
+        self._clock = clock
+        self._workers = workers
+        registry = objects.registry
+        self._cluster_rt = registry.require(f"{c.CLUSTER_GROUP}/{c.VERSION}", "Cluster")
+        self._lease_rt = registry.require(f"{c.COORDINATION_GROUP}/v1", "Lease")
+        self._stop = asyncio.Event()
+        self._started = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._new_term()
+
+    def _new_term(self) -> None:
+        self.clusters = Informer(self.objects, self._cluster_rt)
+        self.leases = Informer(self.objects, self._lease_rt, namespace=c.LEASE_NAMESPACE)
+        self.tracker = HeartbeatTracker()
+        self.loop: ReconcileLoop[str] = ReconcileLoop("cluster-health", self.reconcile, workers=self._workers)
+        self.clusters.add_handler(self._on_event)
+        self.leases.add_handler(self._on_event)
+
+    @property
+    def started(self) -> asyncio.Event:
+        """Set once the caches are synced and clusters are being assessed."""
+        return self._started
+
+    async def _on_event(self, _event: WatchEventType, obj: dict[str, Any], _old: dict[str, Any] | None) -> None:
+        # A Lease is named after its cluster.
+        await self.loop.add(str(obj["metadata"]["name"]))
+
+    async def run(self) -> None:
+        """Assess every cluster until :meth:`shutdown`."""
+        self._stop = asyncio.Event()
+        self._started.clear()
+        self._new_term()
+        loop = self.loop
+        async with asyncio.TaskGroup() as group:
+            informers = [
+                group.create_task(self.clusters.run(), name="health-informer-clusters"),
+                group.create_task(self.leases.run(), name="health-informer-leases"),
+            ]
+            stopped = group.create_task(self._stop.wait())
+            synced = group.create_task(self._wait_synced())
+            await asyncio.wait({synced, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            worker: asyncio.Task[None] | None = None
+            if synced.done():
+                worker = group.create_task(loop.run(), name="health-workers")
+                self._started.set()
+                log.info("cluster health monitor started (grace period %gs)", self.grace.total_seconds())
+            await stopped
+            synced.cancel()
+            await loop.shutdown()
+            for task in informers:
+                task.cancel()
+            if worker is not None:
+                await worker
+        self._started.clear()
+        log.info("cluster health monitor stopped")
+
+    async def _wait_synced(self) -> None:
+        await self.clusters.synced.wait()
+        await self.leases.synced.wait()
+
+    async def shutdown(self) -> None:
+        """Stop (idempotent); waits for a run started with :meth:`start`."""
+        self._stop.set()
+        task, self._task = self._task, None
+        if task is not None and task is not asyncio.current_task():
+            await asyncio.gather(task, return_exceptions=True)
+
+    def start(self) -> asyncio.Task[None]:
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self.run(), name="cluster-health")
+        return self._task
+
+    async def __aenter__(self) -> ClusterHealthMonitor:
+        task = self.start()
+        started = asyncio.ensure_future(self._started.wait())
+        await asyncio.wait({task, started}, return_when=asyncio.FIRST_COMPLETED)
+        if not started.done():
+            started.cancel()
+            await task
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.shutdown()
+
+    async def reconcile(self, name: str) -> float | None:
+        """Bring one cluster's Ready condition and taints in line; return when to look again."""
+        cluster = self.clusters.get(None, name)
+        if cluster is None or (cluster.get("metadata") or {}).get("deletionTimestamp"):
+            self.tracker.forget(name)
+            return None
+        lease = self.leases.get(c.LEASE_NAMESPACE, name)
+        now = self._clock()
+        arrived = self.tracker.observe(name, heartbeat_marker(cluster, lease), now=now)
+        verdict = assess_cluster(cluster, last_heartbeat=arrived, now=now, grace=self.grace)
+        cluster = await self._write_condition(cluster, verdict, now=now)
+        await self._write_taints(cluster, verdict, now=now)
+        if verdict.stale_at is None:
+            return None
+        return max((verdict.stale_at - now).total_seconds(), 0.0) + RECHECK_SLACK_SECONDS
+
+    async def _write_condition(
+        self, cluster: dict[str, Any], verdict: HealthAssessment, *, now: datetime
+    ) -> dict[str, Any]:
+        wanted = verdict.ready_condition
+        status = cluster.get("status") or {}
+        current = find_condition(status.get("conditions"), READY)
+        if wanted is None or (
+            current is not None
+            and current.get("status") == wanted["status"]
+            and current.get("reason") == wanted["reason"]
+        ):
+            return cluster
+        new_status = copy.deepcopy(status)
+        new_status["conditions"] = with_condition(status.get("conditions"), wanted, now=format_time(now))
+        name = cluster["metadata"]["name"]
+        log.warning(
+            "cluster %s is %s: %s", name, wanted["status"], wanted["message"],
+            extra={"cluster": name, "reason": wanted["reason"]},
+        )
+        return await self.objects.update_status(
+            self._cluster_rt, {**cluster, "status": new_status}, field_manager=c.FIELD_MANAGER_HUB
+        )
+
+    async def _write_taints(self, cluster: dict[str, Any], verdict: HealthAssessment, *, now: datetime) -> None:
+        spec = cluster.get("spec") or {}
+        current = list(spec.get("taints") or ())
+        wanted = desired_taints(current, health=verdict.health, cordoned=bool(spec.get("unschedulable")), now=now)
+        if wanted == current:
+            return
+        name = cluster["metadata"]["name"]
+        log.info(
+            "cluster %s is %s: taints %s", name, verdict.health,
+            ", ".join(f"{t['key']}:{t['effect']}" for t in wanted) or "(none)",
+            extra={"cluster": name},
+        )
+        new_spec = {**spec, "taints": wanted} if wanted else {k: v for k, v in spec.items() if k != "taints"}
+        await self.objects.update(self._cluster_rt, {**cluster, "spec": new_spec}, field_manager=c.FIELD_MANAGER_HUB)

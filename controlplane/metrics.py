@@ -1,0 +1,321 @@
+"""The hub's Prometheus metrics: what ``GET /metrics`` on the hub shows.
+
+In: observations from the parts of the hub that see them -- the API server (one middleware
+times every request), the scheduler controller (:func:`observe_scheduling_latency`), and the
+waste sampler (:meth:`HubMetrics.record_fleet`, :meth:`HubMetrics.record_bindings`,
+:meth:`HubMetrics.record_cluster_reports` once per sample). Out: the Prometheus text format
+from :meth:`HubMetrics.routes`.
+
+Metrics (all prefixed ``gpufed_``):
+
+* ``apiserver_request_duration_seconds{verb,group,resource,code}`` -- histogram of API
+  request latency; watches are left out (they last as long as the client wants);
+* ``scheduling_duration_seconds{result}`` -- histogram of one binding's scheduling attempt;
+* ``gpus{state,cluster,model}`` -- GPU-equivalents in each waste state at the last sample (a
+  MIG slice counts as its share of the GPU);
+* ``gpu_hours_total{state,cluster,model}`` and ``gpu_cost_usd_total{state,cluster,model}`` --
+  GPU-hours and dollars per state, integrated between samples exactly as the waste report
+  does (a sample holds until the next one, gaps longer than ``max_interval`` are not counted);
+  counters, so ``increase(gpufed_gpu_hours_total[24h])`` is the last day's hours;
+* ``resourcebindings{condition,status}`` -- ResourceBindings by condition type and status
+  (``condition="none"`` for bindings without conditions yet);
+* ``agent_report_lag_seconds{cluster}`` -- seconds since each member's last capacity report
+  (``Cluster.status.lastReportTime``), computed when scraped;
+* ``waste_samples_total{result}`` and ``waste_sample_duration_seconds`` -- the sampler itself.
+
+Each :class:`HubMetrics` has its own ``CollectorRegistry`` (with the process and Python GC
+collectors), so tests can make fresh ones; :func:`hub_metrics` is the process's instance,
+which the hub serves and :func:`observe_scheduling_latency` feeds.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from aiohttp import web
+from aiohttp.typedefs import Middleware
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.gc_collector import GCCollector
+from prometheus_client.platform_collector import PlatformCollector
+from prometheus_client.process_collector import ProcessCollector
+from prometheus_client.registry import Collector
+
+from controlplane.apis.meta import parse_time
+from controlplane.apiserver.handlers import REQUEST_INFO
+from controlplane.reports.classify import DeviceState
+
+logger = logging.getLogger(__name__)
+
+METRICS_PATH = "/metrics"
+NAMESPACE = "gpufed"
+#: A sample older than this is not integrated into the counters (matches the accumulator).
+DEFAULT_MAX_INTERVAL = timedelta(minutes=5)
+NO_CONDITION = "none"
+
+_API_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+_SCHEDULING_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+_SAMPLE_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+_SKIPPED_VERBS = frozenset({"watch"})
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+#: (state, cluster, model)
+_StateKey = tuple[str, str, str]
+
+
+class _ReportLagCollector(Collector):
+    """``gpufed_agent_report_lag_seconds``: now minus each cluster's last report, when scraped."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._last_reports: dict[str, float] = {}
+
+    def update(self, last_reports: Mapping[str, float]) -> None:
+        with self._lock:
+            self._last_reports = dict(last_reports)
+
+    def collect(self) -> Iterator[Metric]:
+        family = GaugeMetricFamily(
+            f"{NAMESPACE}_agent_report_lag_seconds",
+            "Seconds since each member cluster's agent last reported its capacity.",
+            labels=["cluster"],
+        )
+        now = self._clock()
+        with self._lock:
+            reports = sorted(self._last_reports.items())
+        for cluster, reported in reports:
+            family.add_metric([cluster], max(now - reported, 0.0))
+        yield family
+
+
+class HubMetrics:
+    """The hub's metrics in their own registry (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        registry: CollectorRegistry | None = None,
+        clock: Callable[[], float] = time.time,
+        max_interval: timedelta = DEFAULT_MAX_INTERVAL,
+        process_collectors: bool = True,
+    ) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
+        self._max_interval = max_interval.total_seconds()
+        if process_collectors:
+            ProcessCollector(registry=self.registry)
+            PlatformCollector(registry=self.registry)
+            GCCollector(registry=self.registry)
+        self.api_request_duration = Histogram(
+            "apiserver_request_duration_seconds",
+            "Latency of hub API requests (watches excluded), by verb, API group, resource and HTTP code.",
+            ["verb", "group", "resource", "code"],
+            namespace=NAMESPACE,
+            buckets=_API_BUCKETS,
+            registry=self.registry,
+        )
+        self.scheduling_duration = Histogram(
+            "scheduling_duration_seconds",
+            "Time to schedule one ResourceBinding (filter, score and divide), by result.",
+            ["result"],
+            namespace=NAMESPACE,
+            buckets=_SCHEDULING_BUCKETS,
+            registry=self.registry,
+        )
+        self.gpus = Gauge(
+            "gpus",
+            "GPU-equivalents in each waste state at the last sample (a MIG slice counts as its share).",
+            ["state", "cluster", "model"],
+            namespace=NAMESPACE,
+            registry=self.registry,
+        )
+        self.gpu_hours = Counter(
+            "gpu_hours",
+            "GPU-hours accounted in each waste state, integrated between samples.",
+            ["state", "cluster", "model"],
+            namespace=NAMESPACE,
+            registry=self.registry,
+        )
+        self.gpu_cost = Counter(
+            "gpu_cost_usd",
+            "Dollars of GPU time accounted in each waste state (cluster pricing per GPU model).",
+            ["state", "cluster", "model"],
+            namespace=NAMESPACE,
+            registry=self.registry,
+        )
+        self.bindings = Gauge(
+            "resourcebindings",
+            "ResourceBindings by condition type and status (condition 'none': no condition yet).",
+            ["condition", "status"],
+            namespace=NAMESPACE,
+            registry=self.registry,
+        )
+        self.waste_samples = Counter(
+            "waste_samples",
+            "Fleet samples taken by the waste accounting, by result (ok, error).",
+            ["result"],
+            namespace=NAMESPACE,
+            registry=self.registry,
+        )
+        self.waste_sample_duration = Histogram(
+            "waste_sample_duration_seconds",
+            "Time to read the fleet, classify it, account it and persist the rollups.",
+            namespace=NAMESPACE,
+            buckets=_SAMPLE_BUCKETS,
+            registry=self.registry,
+        )
+        self._report_lag = _ReportLagCollector(clock)
+        self.registry.register(self._report_lag)
+        #: The last sample's per-second rates: (GPU-equivalents, dollars per second) per key.
+        self._held: tuple[float, dict[_StateKey, tuple[float, float]]] | None = None
+
+    # -- observations --------------------------------------------------------------------------
+
+    def observe_scheduling(self, seconds: float, *, result: str) -> None:
+        """One binding scheduled in ``seconds`` with ``result`` (e.g. Success, NoClusterFit)."""
+        self.scheduling_duration.labels(result=result).observe(max(seconds, 0.0))
+
+    def observe_sample(self, seconds: float, *, ok: bool) -> None:
+        self.waste_samples.labels(result="ok" if ok else "error").inc()
+        if ok:
+            self.waste_sample_duration.observe(max(seconds, 0.0))
+
+    def record_fleet(self, states: Iterable[DeviceState], *, time: datetime) -> None:
+        """The fleet's device states at ``time``: sets ``gpus`` and integrates the held sample
+        into ``gpu_hours_total``/``gpu_cost_usd_total`` up to ``time``."""
+        rates: dict[_StateKey, list[float]] = {}
+        for device in states:
+            slot = rates.setdefault((device.state.value, device.cluster, device.product), [0.0, 0.0])
+            slot[0] += device.share
+            slot[1] += device.cost_per_hour / 3600.0
+        now = time.timestamp()
+        if self._held is not None:
+            held_time, held_rates = self._held
+            seconds = min(now - held_time, self._max_interval)
+            if seconds > 0:
+                for (state, cluster, model), (gpus, usd_per_second) in held_rates.items():
+                    self.gpu_hours.labels(state, cluster, model).inc(gpus * seconds / 3600.0)
+                    self.gpu_cost.labels(state, cluster, model).inc(usd_per_second * seconds)
+        if self._held is None or now > self._held[0]:
+            self._held = (now, {key: (values[0], values[1]) for key, values in rates.items()})
+        self.gpus.clear()
+        for (state, cluster, model), (gpus, _) in sorted(rates.items()):
+            self.gpus.labels(state, cluster, model).set(gpus)
+
+    def forget_held_sample(self) -> None:
+        """Stop integrating from the last sample (the sampler stopped, e.g. leadership lost)."""
+        self._held = None
+        self.gpus.clear()
+
+    def record_bindings(self, bindings: Iterable[Mapping[str, Any]]) -> None:
+        """Count ResourceBindings by each condition's type and status."""
+        counts: dict[tuple[str, str], int] = {}
+        for binding in bindings:
+            conditions = (binding.get("status") or {}).get("conditions") or []
+            if not conditions:
+                key = (NO_CONDITION, "")
+                counts[key] = counts.get(key, 0) + 1
+            for condition in conditions:
+                if not isinstance(condition, Mapping):
+                    continue
+                key = (str(condition.get("type") or ""), str(condition.get("status") or ""))
+                counts[key] = counts.get(key, 0) + 1
+        self.bindings.clear()
+        for (condition_type, status), count in sorted(counts.items()):
+            self.bindings.labels(condition_type, status).set(count)
+
+    def record_cluster_reports(self, clusters: Iterable[Mapping[str, Any]]) -> None:
+        """Remember each cluster's ``status.lastReportTime`` for the report lag gauge."""
+        reports: dict[str, float] = {}
+        for cluster in clusters:
+            name = str((cluster.get("metadata") or {}).get("name") or "")
+            reported = (cluster.get("status") or {}).get("lastReportTime")
+            if not name or not isinstance(reported, str):
+                continue
+            try:
+                reports[name] = parse_time(reported).timestamp()
+            except ValueError:
+                continue
+        self._report_lag.update(reports)
+
+    # -- serving -------------------------------------------------------------------------------
+
+    def render(self) -> bytes:
+        return bytes(generate_latest(self.registry))
+
+    def middleware(self) -> Middleware:
+        """Times every API request into ``apiserver_request_duration_seconds``; put it outermost."""
+        histogram = self.api_request_duration
+
+        @web.middleware
+        async def time_requests(request: web.Request, handler: Handler) -> web.StreamResponse:
+            started = time.perf_counter()
+            code = 500
+            try:
+                response = await handler(request)
+                code = response.status
+                return response
+            except web.HTTPException as exc:
+                code = exc.status
+                raise
+            finally:
+                info = request.get(REQUEST_INFO)
+                verb = (info.verb if info is not None else "") or request.method.lower()
+                if verb not in _SKIPPED_VERBS:
+                    group = info.group if info is not None and info.is_resource else ""
+                    resource = info.resource if info is not None and info.is_resource else ""
+                    if info is not None and info.subresource:
+                        resource = f"{resource}/{info.subresource}"
+                    histogram.labels(verb, group, resource, str(code)).observe(time.perf_counter() - started)
+
+        return time_requests
+
+    def routes(self) -> list[web.RouteDef]:
+        """``GET /metrics`` in the Prometheus text format."""
+
+        async def metrics(_request: web.Request) -> web.StreamResponse:
+            response = web.Response(body=self.render())
+            response.headers["Content-Type"] = CONTENT_TYPE_LATEST
+            return response
+
+        return [web.get(METRICS_PATH, metrics)]
+
+
+_default: HubMetrics | None = None
+
+
+def hub_metrics() -> HubMetrics:
+    """The process's hub metrics (created on first use)."""
+    global _default
+    if _default is None:
+        _default = HubMetrics()
+    return _default
+
+
+def observe_scheduling_latency(seconds: float, *, result: str) -> None:
+    """Hook for the scheduler controller: one binding's scheduling attempt took ``seconds``.
+
+    ``result`` is the Scheduled condition's reason (Success, NoClusterFit, Unschedulable,
+    SchedulerError). Safe to call from anywhere in the hub process.
+    """
+    hub_metrics().observe_scheduling(seconds, result=result)
+
+
+__all__ = [
+    "METRICS_PATH",
+    "HubMetrics",
+    "hub_metrics",
+    "observe_scheduling_latency",
+]

@@ -1,0 +1,245 @@
+"""The hub's waste accounting loop: sample the fleet every interval, account it, persist it.
+
+In: the hub's :class:`~controlplane.apiserver.objects.ObjectStore` (Clusters, ResourceBindings
+and Works are read through it, as a client of the API would see them) and the raw
+:class:`~controlplane.storage.interface.Store` the rollups are kept in
+(:class:`~controlplane.reports.persistence.RollupStore`). Out: a live
+:class:`~controlplane.reports.accounting.Accumulator` (:attr:`WasteSampler.accumulator`) that
+the reports API queries, the rollups in the store after every sample, and, when given
+:class:`~controlplane.metrics.HubMetrics`, the fleet's waste gauges and counters.
+
+One pass (:meth:`WasteSampler.sample_once`): list the three kinds (each with a timeout), build a
+:class:`~controlplane.reports.sample.FleetSample` at the hub's wall-clock time with
+:func:`~controlplane.reports.sample.sample_from_cluster_statuses`, add it to the accumulator,
+save what changed. Samples are taken on a fixed cadence (``interval`` seconds from the first,
+not from the end of the previous one), so a slow pass does not stretch the intervals.
+
+:meth:`WasteSampler.run` first restores the accumulator from the store, so a restarted hub (or
+a replica that just became leader) continues where the last one stopped; the gap in between is
+accounted by the accumulator's rules (as unavailable beyond its ``max_interval``). Only one
+replica should run the sampler -- the one running the controllers. ``run()`` may be called
+again after it returned (each call restores afresh); :meth:`shutdown` is idempotent.
+
+A pass that fails (etcd unreachable, a list timing out) is logged and skipped: nothing is
+accounted for it, the next pass integrates over the gap. A failed save keeps the changes
+pending until the next save succeeds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from controlplane.apis import constants as c
+from controlplane.apiserver import errors
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.reports.accounting import Accumulator
+from controlplane.reports.classify import classify_fleet
+from controlplane.reports.persistence import DEFAULT_PREFIX, RollupStore
+from controlplane.reports.sample import FleetSample, sample_from_cluster_statuses
+from controlplane.storage.interface import StorageError, Store
+
+if TYPE_CHECKING:
+    from controlplane.metrics import HubMetrics
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_INTERVAL = 60.0
+#: A cluster whose last capacity report is older than this counts as unavailable, even if its
+#: Ready condition was never updated (e.g. the hub was down when the agent died).
+DEFAULT_STALE_AFTER = timedelta(minutes=5)
+DEFAULT_TIMEOUT = 30.0
+#: Backoff between attempts to restore the rollups while the store is unreachable.
+RESTORE_RETRY_SECONDS = (1.0, 2.0, 5.0, 10.0)
+
+_API_VERSION_CLUSTER = f"{c.CLUSTER_GROUP}/{c.VERSION}"
+_API_VERSION_WORK = f"{c.WORK_GROUP}/{c.VERSION}"
+
+Clock = Callable[[], datetime]
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class WasteSampler:
+    """Samples the fleet every ``interval`` seconds into an accumulator kept in ``store``.
+
+    ``async with WasteSampler(objects, store, interval=60):`` runs it in the background, or
+    ``await sampler.run()`` / ``sampler.shutdown()``.
+    """
+
+    def __init__(
+        self,
+        objects: ObjectStore,
+        store: Store,
+        *,
+        interval: float = DEFAULT_INTERVAL,
+        stale_after: timedelta | None = DEFAULT_STALE_AFTER,
+        timeout: float = DEFAULT_TIMEOUT,
+        metrics: HubMetrics | None = None,
+        prefix: str = DEFAULT_PREFIX,
+        accumulator_factory: Callable[[], Accumulator] = Accumulator,
+        clock: Clock = _utc_now,
+    ) -> None:
+        if interval <= 0:
+            raise ValueError("the waste sample interval must be positive")
+        self._objects = objects
+        self._store = store
+        self.interval = interval
+        self._stale_after = stale_after
+        self._timeout = timeout
+        self._metrics = metrics
+        self._prefix = prefix
+        self._new_accumulator = accumulator_factory
+        self._clock = clock
+        registry = objects.registry
+        self._cluster_type = registry.require(_API_VERSION_CLUSTER, "Cluster")
+        self._binding_type = registry.require(_API_VERSION_WORK, "ResourceBinding")
+        self._work_type = registry.require(_API_VERSION_WORK, "Work")
+        self._accumulator: Accumulator | None = None
+        self._rollups: RollupStore | None = None
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.samples_taken = 0
+        self.last_sample: FleetSample | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    @property
+    def accumulator(self) -> Accumulator | None:
+        """The live accumulator while :meth:`run` runs (after the restore); else None."""
+        return self._accumulator
+
+    async def __aenter__(self) -> WasteSampler:
+        self._task = asyncio.create_task(self.run(), name="waste-sampler")
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.shutdown()
+        if self._task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    def shutdown(self) -> None:
+        """Ask :meth:`run` to return after the current pass; safe to call any number of times."""
+        self._stop.set()
+
+    async def run(self) -> None:
+        """Restore the rollups, then sample every ``interval`` until :meth:`shutdown`."""
+        try:
+            restored = await self._restore()
+            if restored is None:
+                return
+            self._accumulator = restored
+            logger.info(
+                "waste accounting running: a fleet sample every %.1fs (rollups restored up to %s)",
+                self.interval,
+                restored.newest.isoformat() if restored.newest else "nothing",
+            )
+            loop = asyncio.get_running_loop()
+            next_due = loop.time()
+            while not self._stop.is_set():
+                await self.sample_once()
+                next_due += self.interval
+                if next_due < loop.time():
+                    # Passes took longer than the interval: skip the missed slots.
+                    next_due = loop.time() + self.interval
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stop.wait(), timeout=next_due - loop.time())
+            await self._final_save()
+        finally:
+            self._accumulator = None
+            self._rollups = None
+            self._stop.clear()  # run() may be called again (e.g. on regaining leadership)
+            if self._metrics is not None:
+                self._metrics.forget_held_sample()
+            logger.info("waste accounting stopped")
+
+    async def _restore(self) -> Accumulator | None:
+        """The accumulator as saved in the store; retries while the store is unreachable.
+        None when shut down before it could be read."""
+        attempt = 0
+        while not self._stop.is_set():
+            rollups = RollupStore(self._store, prefix=self._prefix, timeout=self._timeout)
+            try:
+                accumulator = await rollups.load(self._new_accumulator())
+            except (StorageError, TimeoutError) as exc:
+                delay = RESTORE_RETRY_SECONDS[min(attempt, len(RESTORE_RETRY_SECONDS) - 1)]
+                attempt += 1
+                logger.warning("cannot restore the waste rollups yet (%s); retrying in %.0fs", exc, delay)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stop.wait(), timeout=delay)
+                continue
+            self._rollups = rollups
+            return accumulator
+        return None
+
+    async def _final_save(self) -> None:
+        if self._accumulator is None or self._rollups is None:
+            return
+        try:
+            await self._rollups.save(self._accumulator)
+        except (StorageError, TimeoutError) as exc:
+            logger.warning("could not save the waste rollups on shutdown: %s", exc)
+
+    # -- one pass ------------------------------------------------------------------------------
+
+    async def _list(self, kind: Any) -> list[dict[str, Any]]:
+        async with asyncio.timeout(self._timeout):
+            return (await self._objects.list(kind)).items
+
+    async def sample_once(self) -> FleetSample | None:
+        """Take one sample, account it and save the rollups; None when the pass failed."""
+        accumulator, rollups = self._accumulator, self._rollups
+        if accumulator is None or rollups is None:
+            raise RuntimeError("sample_once() needs a running sampler (call run() first)")
+        started = time.perf_counter()
+        try:
+            clusters = await self._list(self._cluster_type)
+            bindings = await self._list(self._binding_type)
+            works = await self._list(self._work_type)
+        except (errors.ApiError, StorageError, TimeoutError) as exc:
+            logger.warning("skipping a waste sample: cannot read the fleet: %s", exc)
+            if self._metrics is not None:
+                self._metrics.observe_sample(time.perf_counter() - started, ok=False)
+            return None
+        now = self._clock()
+        sample = sample_from_cluster_statuses(clusters, bindings, works, now=now, stale_after=self._stale_after)
+        if not accumulator.add(sample):
+            return None
+        self.samples_taken += 1
+        self.last_sample = sample
+        if self._metrics is not None:
+            classification = classify_fleet(
+                sample,
+                threshold=accumulator.threshold,
+                cap_needed_by_demand=accumulator.cap_needed_by_demand,
+            )
+            self._metrics.record_fleet(classification.states, time=now)
+            self._metrics.record_bindings(bindings)
+            self._metrics.record_cluster_reports(clusters)
+        try:
+            await rollups.save(accumulator)
+        except (StorageError, TimeoutError) as exc:
+            logger.warning("could not save the waste rollups (kept for the next save): %s", exc)
+        if self._metrics is not None:
+            self._metrics.observe_sample(time.perf_counter() - started, ok=True)
+        logger.debug(
+            "waste sample at %s: %d clusters, %d pending demands",
+            now.isoformat(),
+            len(sample.clusters),
+            len(sample.pending),
+        )
+        return sample
+
+
+__all__ = ["DEFAULT_INTERVAL", "DEFAULT_STALE_AFTER", "WasteSampler"]

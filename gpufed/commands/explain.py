@@ -1,0 +1,160 @@
+"""`gpufed explain KIND/NAME [-n NS]`: why a workload runs where it runs.
+
+Reads the workload and its ResourceBinding (``<name>-<kind>``) from the hub and prints the
+policy that claimed it, its replicas and per-replica request, the Scheduled and
+FullyApplied conditions, then one block per cluster: chosen or rejected, replicas, tier,
+price, and every reason the scheduler recorded (affinity, taint, "insufficient
+nvidia.com/mig-3g.40gb: need 4, 1 free", tier, price). A workload no policy claims prints
+its ``Propagated`` condition instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
+
+BINDINGS_PATH = "/apis/work.gpufed.io/v1alpha1/namespaces/{namespace}/resourcebindings/{name}"
+NOT_FOUND_MARK = "(404)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", metavar="KIND/NAME", help="e.g. deployment/train, pytorchjob/bert")
+    parser.add_argument("-n", "--namespace", default="default", help="the workload's namespace (default: default)")
+    add_kubeconfig_argument(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        print(asyncio.run(_run(args)))
+    except (HubError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def resolve_kind(text: str) -> tuple[str, str, str]:
+    """(apiVersion, Kind, plural) of a kind typed as kubectl accepts it (kind, plural, short name)."""
+    from controlplane.apiserver.resources import Registry, core_resources, workload_resources
+
+    wanted = text.lower()
+    group = ""
+    if "." in wanted:
+        wanted, group = wanted.split(".", 1)
+    for rt in Registry(core_resources(), workload_resources()):
+        names = {rt.kind.lower(), rt.plural, rt.singular, *rt.short_names}
+        if wanted in names and (not group or rt.group == group):
+            return rt.api_version, rt.kind, rt.plural
+    raise ValueError(f'the server doesn\'t have a resource type "{text}"')
+
+
+def parse_target(target: str) -> tuple[str, str]:
+    kind, sep, name = target.partition("/")
+    if not sep or not kind or not name:
+        raise ValueError(f"expected KIND/NAME (e.g. deployment/train), got {target!r}")
+    return kind, name
+
+
+async def _get(client: HubClient, path: str) -> dict[str, Any] | None:
+    try:
+        found = await client.request("GET", path)
+    except HubError as exc:
+        if NOT_FOUND_MARK in str(exc):
+            return None
+        raise
+    return found if isinstance(found, dict) else None
+
+
+async def _run(args: argparse.Namespace) -> str:
+    from controlplane.apis.work_v1alpha1 import binding_name
+
+    kind_text, name = parse_target(args.target)
+    api_version, kind, plural = resolve_kind(kind_text)
+    base = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
+    client = HubClient.from_kubeconfig(args.kubeconfig)
+    workload = await _get(client, f"{base}/namespaces/{args.namespace}/{plural}/{name}")
+    if workload is None:
+        raise ValueError(f'{plural} "{name}" not found in namespace {args.namespace}')
+    binding = await _get(
+        client, BINDINGS_PATH.format(namespace=args.namespace, name=binding_name(name, kind))
+    )
+    return render_explanation(workload, binding)
+
+
+def _condition(obj: Mapping[str, Any] | None, ctype: str) -> Mapping[str, Any] | None:
+    for cond in ((obj or {}).get("status") or {}).get("conditions") or ():
+        if cond.get("type") == ctype:
+            return dict(cond)
+    return None
+
+
+def _condition_line(label: str, cond: Mapping[str, Any] | None) -> str:
+    if cond is None:
+        return f"{label:<13}(not yet)"
+    return f"{label:<13}{cond.get('status')} ({cond.get('reason')}): {cond.get('message') or ''}".rstrip()
+
+
+def _division(placement: Mapping[str, Any] | None) -> str:
+    scheduling = (placement or {}).get("replicaScheduling")
+    if not scheduling:
+        return "Duplicated"
+    kind = scheduling.get("replicaSchedulingType") or "Duplicated"
+    preference = scheduling.get("replicaDivisionPreference")
+    return f"{kind}/{preference}" if preference else str(kind)
+
+
+def _price(value: Any) -> str:
+    return f"{float(value):.2f}" if value is not None else "-"
+
+
+def render_explanation(workload: Mapping[str, Any], binding: Mapping[str, Any] | None) -> str:
+    """The text ``gpufed explain`` prints for ``workload`` and its binding (None when it has none)."""
+    meta = workload.get("metadata") or {}
+    title = f"{workload.get('kind')} {meta.get('namespace')}/{meta.get('name')}"
+    lines = [title]
+    if binding is None:
+        propagated = _condition(workload, "Propagated")
+        if propagated is None:
+            lines.append("Not propagated yet: the hub has not looked at it (are the controllers running?).")
+        else:
+            lines.append(_condition_line("Propagated:", propagated))
+        return "\n".join(lines)
+    spec = binding.get("spec") or {}
+    policy = spec.get("policy") or {}
+    scope = f"{policy.get('namespace')}/" if policy.get("namespace") else ""
+    lines.append(f"{'Policy:':<13}{policy.get('kind')} {scope}{policy.get('name')}")
+    gang = " (gang: placed whole or not at all)" if spec.get("gang") else ""
+    lines.append(f"{'Replicas:':<13}{spec.get('replicas', 0)}, {_division(spec.get('placement'))}{gang}")
+    request = ((spec.get("replicaRequirements") or {}).get("resourceRequest")) or {}
+    if request:
+        lines.append(f"{'Per replica:':<13}" + ", ".join(f"{k}={v}" for k, v in sorted(request.items())))
+    lines.append(_condition_line("Scheduled:", _condition(binding, "Scheduled")))
+    lines.append(_condition_line("Applied:", _condition(binding, "FullyApplied")))
+    explanation = list(((binding.get("status") or {}).get("explanation")) or [])
+    if not explanation:
+        lines.append("No per-cluster explanation yet.")
+        return "\n".join(lines)
+    explanation.sort(key=lambda e: (not e.get("chosen"), e.get("tier") or 0, str(e.get("cluster"))))
+    rows = [("CLUSTER", "CHOSEN", "REPLICAS", "TIER", "$/GPU-H", "WHY")]
+    for entry in explanation:
+        reasons = list(entry.get("reasons") or ["-"])
+        rows.append(
+            (
+                str(entry.get("cluster")),
+                "yes" if entry.get("chosen") else "no",
+                str(entry.get("replicas", 0)),
+                str(entry.get("tier")) if entry.get("tier") is not None else "-",
+                _price(entry.get("pricePerGpuHour")),
+                reasons[0],
+            )
+        )
+        rows.extend(("", "", "", "", "", reason) for reason in reasons[1:])
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    lines.append("")
+    for row in rows:
+        lines.append("  ".join(cell.ljust(width) for cell, width in zip(row[:5], widths, strict=True)) + "  " + row[5])
+    return "\n".join(lines)

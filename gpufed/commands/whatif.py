@@ -1,0 +1,240 @@
+"""`gpufed whatif run|split`: replay a GPU job trace against a simulated fleet, compare strategies.
+
+``run`` loads a fleet YAML and a trace (Alibaba openb CSV or the generic CSV), replays it
+once per strategy (gpufed's hub scheduler, static partitioning, a Karmada-like baseline,
+all nodes pooled) and prints a table or the JSON contract; ``--plot`` draws the curves.
+``split`` turns the openb node list into a fleet YAML on stdout. Details: docs/whatif.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+import yaml
+from pydantic import ValidationError
+
+from gpufed.logging_setup import configure_logging
+
+
+def _strategies(text: str) -> list[str]:
+    from simulator.whatif.strategies import StrategyName
+
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    known = [str(s) for s in StrategyName]
+    for name in names:
+        if name not in known:
+            raise argparse.ArgumentTypeError(f"unknown strategy {name!r} (choose from {', '.join(known)})")
+    if not names:
+        raise argparse.ArgumentTypeError("name at least one strategy")
+    return list(dict.fromkeys(names))
+
+
+def _inflate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--inflate wants a number, not {text!r}") from None
+    if not 1.3 <= value <= 10:
+        raise argparse.ArgumentTypeError("--inflate must be between 1.3 and 10")
+    return value
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"want a whole number of at least 1, not {text!r}")
+    return int(text)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from simulator.whatif.fleetsplit import SplitBy
+    from simulator.whatif.member import MemberScoring
+    from simulator.whatif.strategies import StrategyName
+
+    sub = parser.add_subparsers(dest="whatif_command", metavar="ACTION")
+    sub.required = True
+    run = sub.add_parser("run", help="replay a GPU job trace against a fleet and compare placement strategies")
+    run.add_argument("--fleet", required=True, type=Path, help="fleet YAML (see `gpufed whatif split`)")
+    run.add_argument("--trace", required=True, type=Path, help="openb pod list CSV or a generic job CSV")
+    run.add_argument("--policy", type=Path, help="PropagationPolicy YAML whose placement the gpufed strategy uses")
+    run.add_argument(
+        "--compare",
+        type=_strategies,
+        default=[str(s) for s in StrategyName],
+        metavar="STRATEGIES",
+        help=f"comma-separated strategies (default: all of {','.join(StrategyName)})",
+    )
+    run.add_argument(
+        "--member-scoring",
+        choices=[str(s) for s in MemberScoring],
+        help="scoring of every member's scheduler (default: each cluster's simulation.scoring)",
+    )
+    run.add_argument(
+        "--inflate",
+        type=_inflate,
+        default=1.3,
+        help="fill until arrived GPU demand is this multiple of capacity (default 1.3)",
+    )
+    run.add_argument("--seed", type=int, default=0, help="seed for order, sampling and tie-breaking (default 0)")
+    run.add_argument("--no-replay", action="store_true", help="skip the timed replay (allocation figures only)")
+    run.add_argument("-o", "--output", choices=["table", "json"], default="table")
+    run.add_argument("--plot", type=Path, metavar="FILE", help="also draw the comparison to FILE (.png, .svg, .pdf)")
+    run.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    split = sub.add_parser("split", help="split the openb node list into a fleet YAML (on stdout)")
+    split.add_argument("nodes", type=Path, metavar="NODES.csv")
+    split.add_argument("--clusters", type=_positive, required=True)
+    split.add_argument("--by", choices=[str(s) for s in SplitBy], default=str(SplitBy.MODEL))
+    split.add_argument("--seed", type=int, default=0)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.whatif_command == "split":
+        return _split(args)
+    configure_logging(args.log_level, component="whatif")
+    from simulator.profile import ProfileError
+    from simulator.whatif.trace import TraceError
+
+    try:
+        return _run(args)
+    except (ProfileError, TraceError, ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+
+def _split(args: argparse.Namespace) -> int:
+    from simulator.profile import read_alibaba_nodes
+    from simulator.whatif.fleetsplit import SplitBy, SplitError, split_nodes
+
+    try:
+        nodes = read_alibaba_nodes(args.nodes)
+        fleet = split_nodes(nodes, clusters=args.clusters, by=SplitBy(args.by), seed=args.seed, csv_path=str(args.nodes))
+    except (OSError, ValueError, KeyError, SplitError) as exc:
+        print(f"error: {args.nodes}: {exc}", file=sys.stderr)
+        return 1
+    sys.stdout.write(
+        f"# gpufed what-if fleet: {args.nodes} split --by {args.by} into {args.clusters} cluster(s), seed {args.seed}.\n"
+        "# Nodes: Alibaba clusterdata cluster-trace-gpu-v2023 (CC BY 4.0), Weng et al., USENIX ATC '23.\n"
+        "# Prices are $ per GPU-hour assumptions; edit them to match your contracts.\n"
+    )
+    yaml.safe_dump(fleet, sys.stdout, sort_keys=False, default_flow_style=None, width=200)
+    return 0
+
+
+def _load_policy(path: Path) -> Any:
+    from policies.models import ClusterPropagationPolicy, PropagationPolicy
+    from policies.validation import parse_policy
+    from simulator.profile import format_validation_error
+
+    try:
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{path} is not valid YAML: {exc}") from exc
+    if not isinstance(document, dict):
+        raise ValueError(f"{path}: expected one PropagationPolicy document")
+    try:
+        policy = parse_policy(document)
+    except ValidationError as exc:
+        raise ValueError(f"{path}: {format_validation_error(exc)}") from exc
+    if not isinstance(policy, PropagationPolicy | ClusterPropagationPolicy):
+        raise ValueError(f"{path}: kind {policy.kind} has no placement; give a (Cluster)PropagationPolicy")
+    return policy.spec.placement
+
+
+class _Progress:
+    """One self-overwriting stderr line, only when stderr is a terminal."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.enabled = stream.isatty()
+        self.width = 0
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        pct = 100 * done // max(total, 1)
+        bar = "#" * (pct // 4) + "." * (25 - pct // 4)
+        line = f"{phase:<22} [{bar}] {done}/{total}"
+        self.width = max(self.width, len(line))
+        self.stream.write("\r" + line.ljust(self.width))
+        if done >= total:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+def _run(args: argparse.Namespace) -> int:
+    from simulator.profile import load_fleet
+    from simulator.whatif.engine import Settings, compare
+    from simulator.whatif.member import MemberScoring
+    from simulator.whatif.strategies import StrategyName
+    from simulator.whatif.trace import read_trace
+
+    fleet = load_fleet(args.fleet)
+    trace_format, jobs = read_trace(args.trace)
+    if not jobs:
+        raise ValueError(f"{args.trace}: the trace has no jobs")
+    placement = _load_policy(args.policy) if args.policy else None
+    settings = Settings(
+        seed=args.seed,
+        inflate=args.inflate,
+        scoring=MemberScoring(args.member_scoring) if args.member_scoring else None,
+        placement=placement,
+        replay=not args.no_replay,
+    )
+    comparison = compare(
+        fleet,
+        jobs,
+        strategies=[StrategyName(s) for s in args.compare],
+        settings=settings,
+        progress=_Progress(sys.stderr),
+    )
+    result = comparison.to_json()
+    result["trace"]["path"] = str(args.trace)
+    result["trace"]["format"] = str(trace_format)
+    if args.plot:
+        from simulator.whatif.plot import render
+
+        render(result, args.plot)
+    if args.output == "json":
+        json.dump(result, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(format_table(result))
+    return 0
+
+
+COLUMNS = (
+    ("STRATEGY", None),
+    ("ALLOC@100%", "allocation_pct_at_100"),
+    ("ALLOC@130%", "allocation_pct_at_130"),
+    ("UNALLOC GPUS@100%", "unallocated_gpus_at_100"),
+    ("WAIT MEAN", "wait_mean_s"),
+    ("WAIT P99", "wait_p99_s"),
+    ("COST $", "cost_usd"),
+)
+STATE_COLUMNS = ("busy", "idle-allocated", "free-needed", "free-fragmented", "free-spare")
+
+
+def format_table(result: dict[str, Any]) -> str:
+    """The comparison as a kubectl-style table, GPU-hours by state on the right."""
+    header = [name for name, _ in COLUMNS] + [f"{s.upper()} GPU-H" for s in STATE_COLUMNS]
+    rows = [header]
+    for name, values in result["strategies"].items():
+        row = [name]
+        for _, key in COLUMNS[1:]:
+            assert key is not None
+            value = float(values[key])
+            row.append(f"{value:.1f}" if key.endswith(("pct_at_100", "pct_at_130")) else f"{value:,.1f}")
+        row += [f"{float(values['gpu_hours'].get(s, 0.0)):,.0f}" for s in STATE_COLUMNS]
+        rows.append(row)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    lines = ["   ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    fleet = result["fleet"]
+    lines.append("")
+    lines.append(
+        f"fleet: {fleet['gpus']} GPUs in {len(fleet['clusters'])} cluster(s); trace: {result['trace']['jobs']} jobs; "
+        f"waits in seconds; allocation = GPUs allocated / capacity when arrived demand reached the mark."
+    )
+    return "\n".join(lines) + "\n"
