@@ -8,6 +8,11 @@ token and the CA, and ``/readyz`` answering once everything is up.
 State that must survive restarts lives in etcd (objects, tokens) and in the state dir
 (the PKI, the embedded etcd's data). Restarting the hub on the same state dir reuses
 both, and the admin kubeconfig's token keeps working.
+
+Several replicas may share one etcd (``--etcd-endpoints``) for a highly available hub:
+all serve the API; one, elected through an etcd lease (``controlplane.leader``), runs the
+controllers, whose writes are fenced to its term. The Lease
+``gpufed-system/gpufed-controllers`` shows the current leader.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from types import TracebackType
 
 from aiohttp import web
 
-from controlplane.apis.constants import LEASE_NAMESPACE, SYSTEM_NAMESPACE
+from controlplane.apis.constants import COORDINATION_GROUP, LEASE_NAMESPACE, SYSTEM_NAMESPACE
 from controlplane.apiserver import errors
 from controlplane.apiserver.app import create_app
 from controlplane.apiserver.auth.authorizer import CA_PATH, RoleAuthorizer
@@ -41,13 +46,23 @@ from controlplane.apiserver.resources import (
 )
 from controlplane.apiserver.tls import Pki, ensure_pki
 from controlplane.controllers.clusters import ClusterNamespaceController
+from controlplane.controllers.health import ClusterHealthMonitor
 from controlplane.controllers.manager import ControllerManager
+from controlplane.leader.election import DEFAULT_TTL as DEFAULT_LEADER_LEASE_TTL
+from controlplane.leader.election import LeaderElector, Term, default_identity
+from controlplane.metrics import HubMetrics, hub_metrics
+from controlplane.reports.api import ReportSource, waste_report_routes, waste_report_type
+from controlplane.reports.sampling import DEFAULT_INTERVAL as DEFAULT_WASTE_SAMPLE_INTERVAL
+from controlplane.reports.sampling import WasteSampler
 from controlplane.storage.embedded import EmbeddedEtcd
 from controlplane.storage.etcd import EtcdStore
+from controlplane.ui.serving import ui_public_paths, ui_routes
 
 log = logging.getLogger(__name__)
 
 KUBECONFIG_NAME = "hub.kubeconfig"
+#: The coordination.k8s.io Lease in gpufed-system that shows which replica leads.
+LEADER_LEASE_NAME = "gpufed-controllers"
 ADMIN_USER = "gpufed-admin"
 
 
@@ -62,8 +77,14 @@ class HubConfig:
     tls_hosts: tuple[str, ...] = ()
     #: Seconds a cluster may miss heartbeats before it is Unknown.
     cluster_monitor_grace_period: float = 40.0
+    #: TTL of the etcd lease behind controller leadership: a dead leader is replaced within it.
+    leader_lease_ttl: int = DEFAULT_LEADER_LEASE_TTL
+    #: This replica's name in leader election (empty: host-pid-random).
+    identity: str = ""
     #: Extra route factories (e.g. the dashboard), given the running hub.
     extra_routes: tuple[Callable[[Hub], list[web.RouteDef]], ...] = field(default=())
+    #: Seconds between two fleet samples of the waste accounting.
+    waste_sample_interval: float = DEFAULT_WASTE_SAMPLE_INTERVAL
 
 
 #: Core kinds that only exist inside a member cluster; the hub does not serve them.
@@ -73,7 +94,9 @@ MEMBER_ONLY_RESOURCES = frozenset({"nodes", "pods"})
 def hub_registry() -> Registry:
     """Everything the hub serves: DESIGN.md's objects table."""
     core = [rt for rt in core_resources() if rt.plural not in MEMBER_ONLY_RESOURCES]
-    return Registry(core, workload_resources(), coordination_resources(), gpufed_resources())
+    return Registry(
+        core, workload_resources(), coordination_resources(), gpufed_resources(), [waste_report_type()]
+    )
 
 
 def advertised_host(host: str) -> str:
@@ -96,6 +119,12 @@ class Hub:
         self.objects: ObjectStore | None = None
         self.pki: Pki | None = None
         self.controllers: ControllerManager | None = None
+        self.elector: LeaderElector | None = None
+        self.health: ClusterHealthMonitor | None = None
+        self._leader_tasks: list[asyncio.Task[None]] = []
+        self.metrics: HubMetrics = hub_metrics()
+        self.waste_sampler: WasteSampler | None = None
+        self._waste_task: asyncio.Task[None] | None = None
         self.url = ""
         self._runner: web.AppRunner | None = None
         self._background: list[asyncio.Task[None]] = []
@@ -130,6 +159,14 @@ class Hub:
             *token_routes(self.tokens),
             *ca_routes(ca_pem=self.pki.ca_pem),
         ]
+        self.waste_sampler = WasteSampler(
+            self.objects, self.store, interval=self.config.waste_sample_interval, metrics=self.metrics
+        )
+        # The reports API, the dashboard and /metrics (all read-only; /ui's static files are public,
+        # the data they show comes from authenticated API calls).
+        extra.extend(waste_report_routes(ReportSource(self.store, sampler=self.waste_sampler)))
+        extra.extend(ui_routes())
+        extra.extend(self.metrics.routes())
         for factory in self.config.extra_routes:
             extra.extend(factory(self))
         app = create_app(
@@ -138,7 +175,8 @@ class Hub:
             authenticator=self.tokens,
             authorizer=RoleAuthorizer(),
             extra_routes=extra,
-            public_paths=[CA_PATH],
+            public_paths=[CA_PATH, *ui_public_paths()],
+            outer_middlewares=[self.metrics.middleware()],
         )
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await self._runner.setup()
@@ -149,13 +187,76 @@ class Hub:
         port = _bound_port(site, default=self.config.port)
         self.url = f"https://{url_host(host)}:{port}"
         await self._write_admin_kubeconfig()
-        self._background.append(
-            asyncio.create_task(ClusterNamespaceController(self.objects).run(), name="cluster-namespaces")
+        # Every replica serves the API; the controllers and the waste sampler run only on
+        # the elected leader (other replicas' reports API reads the saved rollups).
+        self.elector = LeaderElector(
+            self.store,
+            self.config.identity or default_identity(),
+            ttl=self.config.leader_lease_ttl,
+            on_started_leading=self._start_leading,
+            on_stopped_leading=self._stop_leading,
         )
-        # TODO(leader election): run the controllers only while this replica leads.
-        self.controllers = ControllerManager(self.objects)
-        self.controllers.start()
+        self.elector.start()
         log.info("hub serving at %s; kubeconfig: %s", self.url, self.kubeconfig_path)
+
+    async def _start_leading(self, term: Term) -> None:
+        """This replica leads: run the controllers over an ObjectStore fenced to ``term``."""
+        assert self.elector is not None and self.objects is not None
+        fenced = ObjectStore(self.elector.fenced_store(term), self.objects.registry)
+        self.controllers = ControllerManager(fenced)
+        self.health = ClusterHealthMonitor(fenced, grace_period=self.config.cluster_monitor_grace_period)
+        self._leader_tasks = [
+            self.controllers.start(),
+            self.health.start(),
+            asyncio.create_task(ClusterNamespaceController(fenced).run(), name="cluster-namespaces"),
+        ]
+        if self.waste_sampler is not None:
+            self._waste_task = asyncio.create_task(self.waste_sampler.run(), name="waste-sampler")
+        await self._mirror_leader_lease(fenced, term)
+
+    async def _stop_leading(self) -> None:
+        """Leadership ended (or the hub stops): stop everything :meth:`_start_leading` started."""
+        if self.controllers is not None:
+            await self.controllers.shutdown()
+        if self.health is not None:
+            await self.health.shutdown()
+        if self.waste_sampler is not None:
+            self.waste_sampler.shutdown()
+        if self._waste_task is not None:
+            # Let the sampler save its last rollups (a deposed leader's save may fail: fine).
+            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+                await asyncio.wait_for(self._waste_task, timeout=10.0)
+        tasks, self._leader_tasks = self._leader_tasks, []
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _mirror_leader_lease(self, objects: ObjectStore, term: Term) -> None:
+        """Show the leader as ``kubectl get lease -n gpufed-system gpufed-controllers`` (visibility only)."""
+        lease_type = objects.registry.require(f"{COORDINATION_GROUP}/v1", "Lease")
+        moment = term.acquired.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        spec = {
+            "holderIdentity": term.identity,
+            "leaseDurationSeconds": self.config.leader_lease_ttl,
+            "acquireTime": moment,
+            "renewTime": moment,
+        }
+        try:
+            try:
+                current = await objects.get(lease_type, namespace=SYSTEM_NAMESPACE, name=LEADER_LEASE_NAME)
+            except errors.NotFound:
+                body = {
+                    "apiVersion": f"{COORDINATION_GROUP}/v1",
+                    "kind": "Lease",
+                    "metadata": {"name": LEADER_LEASE_NAME, "namespace": SYSTEM_NAMESPACE},
+                    "spec": {**spec, "leaseTransitions": 0},
+                }
+                await objects.create(lease_type, body)
+                return
+            transitions = int((current.get("spec") or {}).get("leaseTransitions") or 0) + 1
+            await objects.update(lease_type, {**current, "spec": {**spec, "leaseTransitions": transitions}})
+        except errors.ApiError as exc:
+            log.warning("could not record the leader in lease %s/%s: %s", SYSTEM_NAMESPACE, LEADER_LEASE_NAME, exc)
 
     async def _ensure_namespaces(self, *names: str) -> None:
         assert self.objects is not None
@@ -193,8 +294,17 @@ class Hub:
             return
         self._closed = True
         self._stopped.set()
+        if self.elector is not None:
+            # Stops the leader's work and resigns, so another replica takes over at once.
+            await self.elector.shutdown()
         if self.controllers is not None:
             await self.controllers.shutdown()
+        if self.waste_sampler is not None:
+            self.waste_sampler.shutdown()
+        if self._waste_task is not None:
+            # Let the sampler save its last rollups before the store closes.
+            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+                await asyncio.wait_for(self._waste_task, timeout=10.0)
         for task in self._background:
             task.cancel()
         for task in self._background:

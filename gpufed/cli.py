@@ -13,10 +13,13 @@ from collections.abc import Callable, Sequence
 
 # name -> (module, help). Each module has `add_arguments(parser)` and `run(args) -> int`.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "up": ("gpufed.commands.up", "run a hub and a demo fleet of simulated GPU clusters with their agents"),
     "controlplane": ("gpufed.commands.controlplane", "run the hub: API server, controllers, embedded etcd if none given"),
     "sim-cluster": ("gpufed.commands.simcluster", "run a simulated GPU member cluster"),
     "agent": ("gpufed.commands.agent", "run the member agent for one cluster"),
     "token": ("gpufed.commands.token", "create, list and revoke hub tokens (join tokens for agents)"),
+    "whatif": ("gpufed.commands.whatif", "replay a GPU job trace against a simulated fleet and compare placement strategies"),
+    "waste": ("gpufed.commands.waste", "GPU-hours and $ per waste state, idle workloads, recommendations"),
     "cordon": ("gpufed.commands.cordon", "mark a member cluster unschedulable: new work avoids it, running work stays"),
     "uncordon": ("gpufed.commands.cordon", "mark a member cluster schedulable again"),
     "taint": ("gpufed.commands.cordon", "add or remove taints on a member cluster (key=value:Effect, key:Effect-)"),

@@ -187,7 +187,8 @@ class Detector:
         informer = ctx.workload_informer(ref.api_version, ref.kind)
         if rt is None or informer is None:
             return None
-        workload = informer.get(ref.namespace, ref.name)
+        # Fresh reads of what this reconcile writes: a stale cache would only lose CAS races.
+        workload = await ctx.get(rt, ref.namespace, ref.name)
         binding = await ctx.get(ctx.binding_rt, ref.namespace, ref.binding_name)
         if binding is not None and not _binding_is_for(binding, ref):
             binding = None  # another kind's binding that happens to share the name

@@ -34,6 +34,8 @@ from controlplane.controllers.status import StatusController
 
 log = logging.getLogger(__name__)
 
+IDLE_HORIZON = 1.0
+
 
 class ControllerManager:
     """``async with ControllerManager(objects): ...`` or ``await manager.run()`` / ``shutdown()``."""
@@ -108,8 +110,9 @@ class ControllerManager:
         return self._task
 
     def idle(self) -> bool:
-        """No key is waiting or being reconciled now (keys delayed for later do not count)."""
-        return self._started.is_set() and all(loop.queue.active == 0 for loop in self._loops)
+        """No key is waiting, being reconciled, or due again within a second (a retry after a lost
+        race); keys parked for longer (grace periods, periodic re-checks) do not count."""
+        return self._started.is_set() and not any(loop.queue.busy(horizon=IDLE_HORIZON) for loop in self._loops)
 
     async def wait_idle(self, *, settle: float = 0.05) -> None:
         """Wait until :meth:`idle` has held for ``settle`` seconds (bound it with ``asyncio.timeout``)."""

@@ -43,10 +43,11 @@ class WorkQueue(Generic[K]):
     def __len__(self) -> int:
         return len(self._ready) + len(self._delayed)
 
-    @property
-    def active(self) -> int:
-        """Keys waiting to be processed now or being processed (delayed keys not counted)."""
-        return len(self._ready) + len(self._processing) + len(self._dirty_while_processing)
+    def busy(self, *, horizon: float = 0.0) -> bool:
+        """Whether a key is ready, being processed, or delayed to within ``horizon`` seconds from now."""
+        if self._ready or self._processing or self._dirty_while_processing:
+            return True
+        return bool(self._delayed) and self._delayed[0][0] - time.monotonic() <= horizon
 
     async def add(self, key: K) -> None:
         async with self._changed:
@@ -71,11 +72,12 @@ class WorkQueue(Generic[K]):
             heapq.heappush(self._delayed, (time.monotonic() + delay, next(self._seq), key))
             self._changed.notify_all()
 
-    async def add_rate_limited(self, key: K) -> None:
-        """Re-add after a failure: exponential backoff per key, with jitter."""
+    async def add_rate_limited(self, key: K, *, max_delay: float | None = None) -> None:
+        """Re-add after a failure: exponential backoff per key (capped at ``max_delay`` when given), with jitter."""
         failures = self._failures.get(key, 0) + 1
         self._failures[key] = failures
-        delay = min(self._max_delay, self._base_delay * 2 ** (failures - 1))
+        cap = self._max_delay if max_delay is None else min(max_delay, self._max_delay)
+        delay = min(cap, self._base_delay * 2 ** (failures - 1))
         await self.add_after(key, delay * random.uniform(0.8, 1.2))
 
     def forget(self, key: K) -> None:

@@ -26,6 +26,7 @@ log = logging.getLogger(__name__)
 
 K = TypeVar("K", bound=Hashable)
 Reconcile = Callable[[K], Awaitable[float | None]]
+CONFLICT_MAX_DELAY = 1.0
 
 
 class ReconcileLoop(Generic[K]):
@@ -62,7 +63,8 @@ class ReconcileLoop(Generic[K]):
                 raise
             except errors.Conflict as exc:
                 log.debug("%s: %s lost a write race, retrying: %s", self.name, key, exc)
-                await queue.add_rate_limited(key)
+                # The next attempt re-reads, so a lost race is retried soon, not backed off for long.
+                await queue.add_rate_limited(key, max_delay=CONFLICT_MAX_DELAY)
             except (errors.ApiError, StorageError) as exc:
                 log.warning("%s: reconciling %s failed: %s; retrying", self.name, key, exc)
                 await queue.add_rate_limited(key)

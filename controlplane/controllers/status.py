@@ -196,7 +196,9 @@ class StatusController:
         informer = ctx.workload_informer(api_version, kind)
         if rt is None or informer is None or not rt.has_status:
             return
-        workload = informer.get(resource.get("namespace"), str(resource.get("name")))
+        if informer.get(resource.get("namespace"), str(resource.get("name"))) is None:
+            return
+        workload = await ctx.get(rt, resource.get("namespace"), str(resource.get("name")))
         if workload is None or is_deleting(workload):
             return
         if resource.get("uid") and (workload.get("metadata") or {}).get("uid") != resource.get("uid"):

@@ -21,6 +21,22 @@ def parse_listen(text: str) -> tuple[str, int]:
     return host.strip("[]") or "0.0.0.0", int(port)
 
 
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, not {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return value
+
+
+def _leader_lease_ttl(text: str) -> int:
+    if not text.isdigit() or int(text) < 2:
+        raise argparse.ArgumentTypeError(f"expected whole seconds >= 2 (etcd's minimum lease), not {text!r}")
+    return int(text)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--state-dir", type=Path, default=Path(".gpufed"),
                         help="where the PKI, the embedded etcd's data and hub.kubeconfig live (default .gpufed)")
@@ -30,8 +46,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="comma-separated etcd client URLs; none starts an embedded etcd under the state dir")
     parser.add_argument("--tls-san", action="append", default=[], metavar="NAME",
                         help="extra DNS name or IP for the serving certificate (repeatable)")
-    parser.add_argument("--cluster-monitor-grace-period", type=float, default=40.0, metavar="SECONDS",
+    parser.add_argument("--cluster-monitor-grace-period", type=_positive_seconds, default=40.0, metavar="SECONDS",
                         help="how long a cluster may miss heartbeats before it is Unknown (default 40)")
+    parser.add_argument("--leader-lease-ttl", type=_leader_lease_ttl, default=10, metavar="SECONDS",
+                        help="TTL of the etcd lease behind controller leadership among hub replicas; a dead "
+                             "leader is replaced within it (default 10, minimum 2)")
+    parser.add_argument("--identity", default="", metavar="NAME",
+                        help="this replica's name in leader election (default: host-pid-random)")
+    parser.add_argument("--waste-sample-interval", type=_positive_seconds, default=60.0, metavar="SECONDS",
+                        help="seconds between two fleet samples of the GPU waste accounting (default 60)")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
 
 
@@ -49,6 +72,9 @@ def run(args: argparse.Namespace) -> int:
         etcd_endpoints=tuple(e.strip() for e in args.etcd_endpoints.split(",") if e.strip()),
         tls_hosts=tuple(args.tls_san),
         cluster_monitor_grace_period=args.cluster_monitor_grace_period,
+        leader_lease_ttl=args.leader_lease_ttl,
+        identity=args.identity,
+        waste_sample_interval=args.waste_sample_interval,
     )
     try:
         asyncio.run(run_until_signalled(Hub(config)))

@@ -1,0 +1,109 @@
+"""`gpufed waste`: where the fleet's GPU-hours went, in hours and dollars, and what to do about it.
+
+Reads the hub's read-only ``reports.gpufed.io/v1alpha1`` WasteReport (the same numbers as
+``kubectl get wastereports`` and the dashboard) and prints it as a table (default), the JSON
+contract of :mod:`controlplane.reports.report` (``-o json``) or CSV (``-o csv``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote
+
+from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
+from gpufed.timeparse import parse_duration, parse_time
+
+DIMENSIONS = ("cluster", "model", "profile", "namespace", "workload")
+OUTPUTS = ("table", "json", "csv")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_kubeconfig_argument(parser)
+    window = parser.add_mutually_exclusive_group()
+    window.add_argument("--since", default=None, metavar="DURATION",
+                        help="report the window of this length ending now, e.g. 1h, 24h, 7d (default 24h)")
+    window.add_argument("--from", dest="start", metavar="TIME",
+                        help="window start: RFC 3339 (2024-05-01T00:00:00Z) or a duration ago (48h)")
+    parser.add_argument("--to", dest="end", metavar="TIME",
+                        help="window end with --from: RFC 3339 or a duration ago (default: now)")
+    parser.add_argument("--by", action="append", default=[], metavar="DIMENSION",
+                        help=f"group by {', '.join(DIMENSIONS)} (comma-separated or repeated)")
+    parser.add_argument("-o", "--output", choices=OUTPUTS, default="table", help="output format (default table)")
+    parser.add_argument("--top", type=int, default=10, metavar="N", help="how many idle workloads to list (default 10)")
+
+
+def _dimensions(values: list[str]) -> list[str]:
+    out: list[str] = []
+    for value in values:
+        for part in value.split(","):
+            part = part.strip()
+            if not part:
+                continue
+            if part not in DIMENSIONS:
+                raise ValueError(f"--by {part}: not one of {', '.join(DIMENSIONS)}")
+            if part not in out:
+                out.append(part)
+    return out
+
+
+def _format(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def request_path(args: argparse.Namespace, *, now: datetime) -> tuple[str, dict[str, str]]:
+    """The WasteReport path and query parameters for the command line (ValueError when wrong)."""
+    from controlplane.reports.resource import COLLECTION_PATH, CUSTOM, format_duration
+
+    params: dict[str, str] = {"top": str(args.top)}
+    by = _dimensions(args.by)
+    if by:
+        params["by"] = ",".join(by)
+    if args.end is not None and args.start is None:
+        raise ValueError("--to needs --from")
+    if args.top < 0:
+        raise ValueError("--top must not be negative")
+    if args.start is not None:
+        params["from"] = _format(parse_time(args.start, now=now))
+        if args.end is not None:
+            params["to"] = _format(parse_time(args.end, now=now))
+        return f"{COLLECTION_PATH}/{CUSTOM}", params
+    since = parse_duration(args.since or "24h")
+    if since.total_seconds() < 1:
+        raise ValueError("--since must be at least 1s")
+    return f"{COLLECTION_PATH}/last-{quote(format_duration(since))}", params
+
+
+async def _fetch(client: HubClient, path: str, params: dict[str, str]) -> Any:
+    return await client.request("GET", path, params=params)
+
+
+def run(args: argparse.Namespace) -> int:
+    from controlplane.reports.report import render
+    from controlplane.reports.resource import report_from_json
+
+    try:
+        path, params = request_path(args, now=datetime.now(UTC))
+        client = HubClient.from_kubeconfig(args.kubeconfig)
+        obj = asyncio.run(_fetch(client, path, params))
+    except (ValueError, HubError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    status = obj.get("status") if isinstance(obj, dict) else None
+    if not isinstance(status, dict):
+        print("error: the hub answered with something that is not a WasteReport", file=sys.stderr)
+        return 1
+    if args.output == "json":
+        sys.stdout.write(json.dumps(status, indent=2) + "\n")
+        return 0
+    try:
+        report = report_from_json(status)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    sys.stdout.write(render(report, args.output, top=args.top))
+    return 0
