@@ -25,7 +25,16 @@ REQUEST_TIMEOUT = aiohttp.ClientTimeout(total=30)
 
 
 class HubError(Exception):
-    """A call to the hub failed; the message is meant for the user."""
+    """A call to the hub failed; the message is meant for the user.
+
+    ``status`` is the HTTP status code when the hub answered (None when it could not
+    be reached), ``reason`` the Kubernetes Status reason (NotFound, Conflict, ...).
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.reason = reason
 
 
 def add_kubeconfig_argument(parser: argparse.ArgumentParser) -> None:
@@ -84,8 +93,10 @@ class HubClient:
                 text = await resp.text()
                 payload = json.loads(text) if text else None
                 if resp.status >= 400:
-                    message = payload.get("message") if isinstance(payload, dict) else None
-                    raise HubError(f"Error from server ({resp.status}): {message or text.strip()}")
+                    status = payload if isinstance(payload, dict) else {}
+                    message = status.get("message") or text.strip()
+                    reason = status.get("reason") or resp.reason or ""
+                    raise HubError(f"Error from server ({reason}): {message}", status=resp.status, reason=reason)
                 return payload
         except aiohttp.ClientConnectorError as exc:
             raise HubError(f"cannot reach the hub at {self.server}: {exc.os_error or exc}") from exc

@@ -257,6 +257,12 @@ def from_storage_error(
             f"too old resource version: the store has compacted history up to revision "
             f"{exc.compacted_revision}; list again to get a current resourceVersion"
         )
+    if isinstance(exc, storage.Fenced):
+        return ServiceUnavailable(
+            "this hub replica lost its controller leadership while writing, so the write was not made; "
+            "the new leader will redo it",
+            retry_after_seconds=1,
+        )
     if isinstance(exc, storage.Unavailable):
         return ServiceUnavailable(
             "the object store (etcd) is unavailable, so the request could not be completed: "

@@ -45,6 +45,13 @@ class Unavailable(StorageError):
     """The backing store cannot be reached (after retries)."""
 
 
+class Fenced(StorageError):
+    """A leader-only write was refused because the writer's leadership term is over.
+
+    Nothing was written. Raised by the fenced store the controllers write through.
+    """
+
+
 @dataclass(frozen=True, slots=True)
 class KeyValue:
     key: str

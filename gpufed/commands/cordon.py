@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,7 +38,6 @@ MERGE_PATCH = "application/merge-patch+json"
 EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 #: How often a command re-reads and recomputes after losing a race with another writer.
 CONFLICT_RETRIES = 5
-_STATUS_CODE = re.compile(r"^Error from server \((\d{3})\)")
 
 
 class TaintSpecError(ValueError):
@@ -140,8 +138,7 @@ def _spec_patch(current: dict[str, Any], wanted: dict[str, Any]) -> dict[str, An
 
 
 def _http_status(exc: HubError) -> int | None:
-    match = _STATUS_CODE.match(str(exc))
-    return int(match.group(1)) if match else None
+    return exc.status
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -43,6 +43,12 @@ def _inflate(text: str) -> float:
     return value
 
 
+def _percent(text: str) -> int:
+    if not text.isdigit() or int(text) > 100:
+        raise argparse.ArgumentTypeError(f"want a percentage from 0 to 100, not {text!r}")
+    return int(text)
+
+
 def _positive(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"want a whole number of at least 1, not {text!r}")
@@ -56,10 +62,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     sub = parser.add_subparsers(dest="whatif_command", metavar="ACTION")
     sub.required = True
-    run = sub.add_parser("run", help="replay a GPU job trace against a fleet and compare placement strategies")
+    run = sub.add_parser(
+        "run", help="replay a GPU job trace against a fleet and compare placement strategies"
+    )
     run.add_argument("--fleet", required=True, type=Path, help="fleet YAML (see `gpufed whatif split`)")
     run.add_argument("--trace", required=True, type=Path, help="openb pod list CSV or a generic job CSV")
-    run.add_argument("--policy", type=Path, help="PropagationPolicy YAML whose placement the gpufed strategy uses")
+    run.add_argument(
+        "--policy", type=Path, help="PropagationPolicy YAML whose placement the gpufed strategy uses"
+    )
     run.add_argument(
         "--compare",
         type=_strategies,
@@ -78,10 +88,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=1.3,
         help="fill until arrived GPU demand is this multiple of capacity (default 1.3)",
     )
-    run.add_argument("--seed", type=int, default=0, help="seed for order, sampling and tie-breaking (default 0)")
-    run.add_argument("--no-replay", action="store_true", help="skip the timed replay (allocation figures only)")
+    run.add_argument(
+        "--seed", type=int, default=0, help="seed for order, sampling and tie-breaking (default 0)"
+    )
+    run.add_argument(
+        "--nodes-to-score",
+        type=_percent,
+        default=0,
+        metavar="PCT",
+        help="members' percentageOfNodesToScore: 0 is kube's adaptive default, 100 scores every "
+        "feasible node as the FGD paper's simulator does (default 0)",
+    )
+    run.add_argument(
+        "--no-replay", action="store_true", help="skip the timed replay (allocation figures only)"
+    )
     run.add_argument("-o", "--output", choices=["table", "json"], default="table")
-    run.add_argument("--plot", type=Path, metavar="FILE", help="also draw the comparison to FILE (.png, .svg, .pdf)")
+    run.add_argument(
+        "--plot", type=Path, metavar="FILE", help="also draw the comparison to FILE (.png, .svg, .pdf)"
+    )
     run.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     split = sub.add_parser("split", help="split the openb node list into a fleet YAML (on stdout)")
     split.add_argument("nodes", type=Path, metavar="NODES.csv")
@@ -110,7 +134,9 @@ def _split(args: argparse.Namespace) -> int:
 
     try:
         nodes = read_alibaba_nodes(args.nodes)
-        fleet = split_nodes(nodes, clusters=args.clusters, by=SplitBy(args.by), seed=args.seed, csv_path=str(args.nodes))
+        fleet = split_nodes(
+            nodes, clusters=args.clusters, by=SplitBy(args.by), seed=args.seed, csv_path=str(args.nodes)
+        )
     except (OSError, ValueError, KeyError, SplitError) as exc:
         print(f"error: {args.nodes}: {exc}", file=sys.stderr)
         return 1
@@ -181,6 +207,7 @@ def _run(args: argparse.Namespace) -> int:
         inflate=args.inflate,
         scoring=MemberScoring(args.member_scoring) if args.member_scoring else None,
         placement=placement,
+        percentage_of_nodes_to_score=args.nodes_to_score,
         replay=not args.no_replay,
     )
     comparison = compare(

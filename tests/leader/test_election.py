@@ -1,0 +1,161 @@
+"""Leader election against a real etcd: one leader, takeover when it dies or resigns, and the
+deposed leader's fenced writes fail while the plain store keeps working."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack
+
+import pytest
+
+from controlplane.leader import Fenced, LeaderElector, Term
+from controlplane.storage import EtcdStore
+
+TTL = 2
+#: Generous bound for a takeover (TTL plus detection), failing the test instead of hanging.
+TAKEOVER_LIMIT = 6 * TTL
+
+
+class Replica:
+    """One elector plus a record of its callbacks, as a hub replica would wire it."""
+
+    def __init__(self, store: EtcdStore, name: str) -> None:
+        self.name = name
+        self.terms: list[Term] = []
+        self.stops = 0
+        self.elector = LeaderElector(
+            store, name, ttl=TTL, on_started_leading=self._started, on_stopped_leading=self._stopped
+        )
+        self.task: asyncio.Task[None] | None = None
+
+    async def _started(self, term: Term) -> None:
+        self.terms.append(term)
+
+    async def _stopped(self) -> None:
+        self.stops += 1
+
+    def start(self) -> None:
+        self.task = self.elector.start()
+
+    async def crash(self) -> None:
+        """Stop as a killed process would: no resignation, the lease is left to expire."""
+        assert self.task is not None
+        self.task.cancel()
+        await asyncio.gather(self.task, return_exceptions=True)
+
+
+@pytest.fixture
+async def prefix() -> str:
+    return f"/gpufed-test/{uuid.uuid4().hex}"
+
+
+@pytest.fixture
+async def stores(etcd_endpoint: str, prefix: str) -> AsyncIterator[Callable[[], Awaitable[EtcdStore]]]:
+    """Separate connections to one etcd under one prefix: one per hub replica."""
+    async with AsyncExitStack() as stack:
+
+        async def connect() -> EtcdStore:
+            return await stack.enter_async_context(EtcdStore([etcd_endpoint], prefix=prefix))
+
+        yield connect
+
+
+async def eventually(probe: Callable[[], bool], *, what: str, limit: float = TAKEOVER_LIMIT) -> None:
+    try:
+        async with asyncio.timeout(limit):
+            while True:
+                if probe():
+                    return
+                await asyncio.sleep(0.05)
+    except TimeoutError:
+        raise AssertionError(f"timed out waiting for {what}") from None
+
+
+async def test_one_leader_and_takeover_after_a_crash(stores: Callable[[], Awaitable[EtcdStore]]) -> None:
+    a, b = Replica(await stores(), "a"), Replica(await stores(), "b")
+    a.start()
+    term_a = await asyncio.wait_for(a.elector.wait_leading(), TAKEOVER_LIMIT)
+    b.start()
+    await eventually(lambda: b.elector.leader == "a", what="b to see a as leader")
+    assert not b.elector.is_leader and b.terms == []
+    fenced_a = a.elector.fenced_store(term_a)
+    await fenced_a.create("/objects/by-a", b"1")
+
+    await a.crash()
+    await eventually(lambda: b.elector.is_leader, what="b to take over after a died")
+    term_b = b.terms[-1]
+    assert term_b.revision > term_a.revision
+    assert b.elector.leader == "b"
+
+    # a's controllers may still be writing: every write is refused, nothing lands.
+    with pytest.raises(Fenced):
+        await fenced_a.create("/objects/late-by-a", b"1")
+    plain = b.elector.store
+    with pytest.raises(Exception, match="not found"):
+        await plain.get("/objects/late-by-a")
+    # b's fenced writes and the plain store work.
+    await b.elector.fenced_store(term_b).create("/objects/by-b", b"1")
+    await plain.create("/objects/by-api", b"1")
+    assert a.stops == 1
+    await b.elector.shutdown()
+
+
+async def test_resignation_hands_over_at_once(stores: Callable[[], Awaitable[EtcdStore]]) -> None:
+    a, b = Replica(await stores(), "a"), Replica(await stores(), "b")
+    a.start()
+    await asyncio.wait_for(a.elector.wait_leading(), TAKEOVER_LIMIT)
+    b.start()
+    await eventually(lambda: b.elector.leader == "a", what="b to see a as leader")
+    await a.elector.shutdown()
+    assert a.stops == 1 and not a.elector.is_leader
+    # The key is gone with the revoked lease: b does not wait for a TTL (bounded by 1 TTL here).
+    await eventually(lambda: b.elector.is_leader, what="b to take over after a resigned", limit=TTL)
+    await b.elector.shutdown()
+
+
+async def test_a_leader_that_loses_its_key_steps_down_and_campaigns_again(
+    stores: Callable[[], Awaitable[EtcdStore]],
+) -> None:
+    a = Replica(await stores(), "a")
+    a.start()
+    first = await asyncio.wait_for(a.elector.wait_leading(), TAKEOVER_LIMIT)
+    admin = await stores()
+    await admin.revoke_lease(first.lease_id)  # as if etcd had expired it
+    await eventually(lambda: a.stops == 1, what="a to notice it lost leadership")
+    await eventually(lambda: len(a.terms) == 2, what="a to be elected again")
+    assert a.terms[1].revision > first.revision
+    with pytest.raises(Fenced):
+        await a.elector.fenced_store(first).create("/objects/x", b"1")
+    await a.elector.shutdown()
+    assert a.stops == 2
+
+
+async def test_failing_to_start_the_leaders_work_resigns(stores: Callable[[], Awaitable[EtcdStore]]) -> None:
+    failures = 0
+
+    async def broken(_term: Term) -> None:
+        nonlocal failures
+        failures += 1
+        raise RuntimeError("controllers failed to start")
+
+    async def stopped() -> None:
+        return None
+
+    store = await stores()
+    elector = LeaderElector(store, "a", ttl=TTL, on_started_leading=broken, on_stopped_leading=stopped)
+    elector.start()
+    await eventually(lambda: failures >= 2, what="the elector to retry after resigning")
+    await elector.shutdown()
+    assert not elector.is_leader
+    with pytest.raises(Exception, match="not found"):
+        await store.get(elector.key)
+
+
+def test_ttl_below_etcds_minimum_is_refused() -> None:
+    async def noop(*_args: object) -> None:
+        return None
+
+    with pytest.raises(ValueError, match="at least 2 seconds"):
+        LeaderElector(None, "a", ttl=1, on_started_leading=noop, on_stopped_leading=noop)  # type: ignore[arg-type]
