@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from controlplane.apiserver import codec, errors
+from controlplane.apiserver import codec, errors, protobuf
 from controlplane.apiserver.objects import ObjectEvent, ObjectStore, Preconditions, WatchEventType
 from controlplane.apiserver.patches import PatchType
 from controlplane.apiserver.resources import ResourceType
@@ -276,11 +276,13 @@ class ResourceHandlers:
 
     async def _body(self, request: web.Request) -> Any:
         media = _media(request.content_type) if request.body_exists else ""
+        if media == protobuf.MEDIA_TYPE:
+            # kubectl's typed clients (kubectl create namespace|deployment|...) send protobuf only.
+            return protobuf.decode_object(await request.read())
         if request.body_exists and media not in _BODY_MEDIA and media not in ("", "application/octet-stream"):
             raise errors.UnsupportedMediaType(
                 f'the body of the request was in an unknown format - accepted media types include: '
-                f'application/json, application/yaml (got "{media}"). This server does not decode '
-                f'protobuf: write objects from a manifest (kubectl apply -f / kubectl create -f)'
+                f'application/json, application/yaml, {protobuf.MEDIA_TYPE} (got "{media}")'
             )
         return parse_body(await request.read(), media=media or JSON_CONTENT_TYPE)
 

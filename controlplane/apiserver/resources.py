@@ -233,9 +233,12 @@ _WORKLOAD_CATEGORIES = ("all",)
 
 
 def _secret_prepare(obj: dict[str, Any]) -> None:
-    """Fold ``stringData`` into base64 ``data`` as kube does on every write."""
+    """Default ``type`` to Opaque and fold ``stringData`` into base64 ``data``, as kube
+    does on every write."""
     import base64
 
+    if not obj.get("type"):
+        obj["type"] = "Opaque"
     string_data = obj.pop("stringData", None)
     if isinstance(string_data, dict) and string_data:
         data = obj.setdefault("data", {})

@@ -1,0 +1,17 @@
+"""Kubernetes protobuf request bodies, decoded into the objects the JSON path would parse.
+
+kubectl's imperative commands (``kubectl create namespace|configmap|secret|
+serviceaccount|service|deployment|job``) send built-in kinds as
+``application/vnd.kubernetes.protobuf`` and never fall back to JSON. The API server
+calls :func:`decode_object` for such bodies and continues exactly as for JSON.
+
+Layout: :mod:`.wire` splits bytes into fields; :mod:`.schema` describes field tables;
+:mod:`.meta_v1`, :mod:`.core_v1`, :mod:`.apps_v1`, :mod:`.batch_v1` hold the tables taken
+from the upstream ``generated.proto`` files; :mod:`.kinds` lists the decodable kinds;
+:mod:`.decoding` reads the envelope and applies the tables.
+"""
+
+from controlplane.apiserver.protobuf.decoding import MEDIA_TYPE, decode_object
+from controlplane.apiserver.protobuf.kinds import MESSAGES_BY_KIND
+
+__all__ = ["MEDIA_TYPE", "MESSAGES_BY_KIND", "decode_object"]
