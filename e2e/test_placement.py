@@ -35,7 +35,7 @@ def _start_fleet(processes: ProcessGroup) -> tuple[Kubectl, dict[str, Kubectl]]:
         )
 
     wait_for(all_ready, timeout=90, what="both clusters Ready with capacity reports")
-    hub.run("apply", "-f", "-", input_text="apiVersion: v1\nkind: Namespace\nmetadata: {name: ml}\n")
+    hub.run("create", "namespace", "ml")
     return hub, members
 
 
