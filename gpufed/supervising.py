@@ -86,7 +86,8 @@ class ProcInfo:
 
 
 def read_process_table(proc: Path = PROC) -> dict[int, tuple[int, int]]:
-    """pid -> (parent pid, start time in clock ticks), from ``/proc/<pid>/stat``."""
+    """pid -> (parent pid, start time in clock ticks) of every live process, from ``/proc/<pid>/stat``
+    (zombies, which only wait to be reaped, are left out)."""
     table: dict[int, tuple[int, int]] = {}
     try:
         entries = list(proc.iterdir())
@@ -101,6 +102,8 @@ def read_process_table(proc: Path = PROC) -> dict[int, tuple[int, int]]:
             continue
         # The command name (field 2) may hold spaces and parentheses; the rest follows the last ')'.
         fields = stat[stat.rfind(")") + 2 :].split()
+        if not fields or fields[0] in ("Z", "X"):  # exited, only waiting to be reaped
+            continue
         try:
             table[int(entry.name)] = (int(fields[1]), int(fields[19]))
         except (IndexError, ValueError):
@@ -198,7 +201,7 @@ class SupervisedProcess:
                 retrying = AsyncRetrying(
                     retry=retry_if_exception_type(_Crashed),
                     wait=wait_exponential_jitter(
-                        initial=self.backoff.initial, max=self.backoff.cap, jitter=self.backoff.jitter
+                        multiplier=self.backoff.initial, max=self.backoff.cap, jitter=self.backoff.jitter
                     ),
                     stop=self._stop_requested,
                     sleep=self._sleep,
@@ -227,7 +230,7 @@ class SupervisedProcess:
         try:
             await asyncio.wait_for(process.wait(), self.spec.stop_timeout)
         except TimeoutError:
-            log.warning("%s did not stop within %.0fs; killing it", self.name, self.spec.stop_timeout)
+            log.warning("%s did not stop within %gs; killing it", self.name, self.spec.stop_timeout)
             self.track(read_process_table())
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(process.pid, signal.SIGKILL)

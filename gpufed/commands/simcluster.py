@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from simulator.profile import ProfileError, load_fleet
     from simulator.scheduling import Scoring
-    from simulator.server import SimServer, SimServerConfig, run_until_signalled
+    from simulator.server import SimServer, SimServerConfig, SnapshotError, run_until_signalled
 
     if args.time_scale <= 0:
         print("error: --time-scale must be > 0", file=sys.stderr)
@@ -66,6 +66,9 @@ def run(args: argparse.Namespace) -> int:
     )
     try:
         asyncio.run(run_until_signalled(SimServer(config)))
+    except SnapshotError as exc:
+        print(f"error: {exc} (move the file away to start this member empty)", file=sys.stderr)
+        return 1
     except OSError as exc:
         print(f"error: cannot serve on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
         return 1

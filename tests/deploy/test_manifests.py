@@ -1,0 +1,233 @@
+"""deploy/ is checked, not just kept: every kustomize base renders with the real kubectl
+(offline), every rendered object and every object of the Helm chart (rendered by Helm's own
+template engine through helm-python-sdk) validates against the Kubernetes schemas of a fixed
+version (kubernetes-validate, strict: unknown fields fail), the containers' arguments parse
+with the real `gpufed` command line, the agent's RBAC is the least privilege it needs, and
+the Dockerfiles pass hadolint. Images are not built here (no container engine)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import helm_python as helm
+import kubernetes_validate
+import pytest
+import yaml
+
+from gpufed.cli import build_parser
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = ROOT / "deploy"
+CHART = DEPLOY / "helm" / "gpufed"
+KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
+HADOLINT = shutil.which("hadolint") or str(Path(sys.executable).with_name("hadolint"))
+#: The schemas every object must satisfy (the kubectl on our machines is v1.32).
+KUBERNETES_VERSION = "1.32.0"
+BASES = ["hub", "etcd", "agent", "overlays/example"]
+AGENT_VALUES = {
+    "hub": {"enabled": False},
+    "etcd": {"enabled": False},
+    "agent": {
+        "enabled": True, "hub": "https://hub.example.com:6443", "hubCaHash": "sha256:" + "ab" * 32,
+        "clusterName": "cloud-l4", "cluster": {"provider": "gcp", "labels": {"capacity-type": "spot"},
+                                               "pricing": {"NVIDIA-L4": 0.35}},
+    },
+}
+HELM_VALUE_SETS = {"hub-and-etcd": {}, "agent": AGENT_VALUES}
+AGENT_RULES = {
+    ("", "nodes"): {"get", "list", "watch"},
+    ("", "pods"): {"get", "list", "watch"},
+    ("", "namespaces"): {"get", "create"},
+    **{
+        (group, resource): {"create", "get", "list", "watch", "patch", "delete"}
+        for group, resource in [
+            ("", "configmaps"), ("", "secrets"), ("", "services"),
+            ("apps", "deployments"), ("apps", "statefulsets"), ("batch", "jobs"),
+            ("kubeflow.org", "pytorchjobs"), ("kubeflow.org", "mpijobs"),
+            ("ray.io", "rayjobs"), ("ray.io", "rayclusters"),
+        ]
+    },
+}
+
+
+def kustomize(base: str) -> list[dict[str, Any]]:
+    result = subprocess.run([KUBECTL, "kustomize", str(DEPLOY / "kustomize" / base)],
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+
+
+def helm_render(values: dict[str, Any]) -> list[dict[str, Any]]:
+    with helm.Chart.load(str(CHART)) as chart:
+        rendered = chart.render(values, name="gpufed", namespace="gpufed-system")
+    return [doc for path, text in sorted(rendered.items()) if path.endswith(".yaml")
+            for doc in yaml.safe_load_all(text) if doc]
+
+
+def one(objects: list[dict[str, Any]], kind: str, name_part: str = "") -> dict[str, Any]:
+    found = [o for o in objects if o["kind"] == kind and name_part in o["metadata"]["name"]]
+    assert len(found) == 1, [(o["kind"], o["metadata"]["name"]) for o in objects]
+    return found[0]
+
+
+def all_renderings() -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    for base in BASES:
+        yield f"kustomize/{base}", kustomize(base)
+    for label, values in HELM_VALUE_SETS.items():
+        yield f"helm/{label}", helm_render(values)
+
+
+def _expand(args: list[str], env: dict[str, str]) -> list[str]:
+    """Kubernetes' $(VAR) expansion of container args."""
+    out = []
+    for arg in args:
+        for key, value in env.items():
+            arg = arg.replace(f"$({key})", value)
+        out.append(arg)
+    return out
+
+
+@pytest.mark.parametrize("base", BASES)
+def test_every_kustomize_object_validates(base: str) -> None:
+    objects = kustomize(base)
+    assert objects
+    for obj in objects:
+        kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
+
+
+@pytest.mark.parametrize("values", list(HELM_VALUE_SETS.values()), ids=list(HELM_VALUE_SETS))
+def test_every_helm_object_validates(values: dict[str, Any]) -> None:
+    objects = helm_render(values)
+    assert objects
+    for obj in objects:
+        kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda d: d["spec"].__setitem__("replicas", "three"), "is not of type 'integer'"),
+        (lambda d: d["spec"]["template"]["spec"]["containers"][0].__setitem__("imagePullPolice", "x"),
+         "imagePullPolice"),
+        (lambda d: d["spec"].pop("selector"), "'selector' is a required property"),
+    ],
+    ids=["wrong-type", "unknown-field", "missing-required"],
+)
+def test_the_validator_rejects_broken_objects(mutate: Any, message: str) -> None:
+    deployment = one(kustomize("hub"), "Deployment")
+    mutate(deployment)
+    with pytest.raises(kubernetes_validate.ValidationError, match=message):
+        kubernetes_validate.validate(deployment, KUBERNETES_VERSION, strict=True)
+
+
+@pytest.mark.parametrize("source", ["kustomize", "helm"])
+def test_hub_runs_three_leader_elected_replicas_against_the_etcd_members(source: str) -> None:
+    objects = kustomize("overlays/example") if source == "kustomize" else helm_render({})
+    hub = one(objects, "Deployment", "hub")
+    etcd = one(objects, "StatefulSet", "etcd")
+    headless = one(objects, "Service", "etcd")
+    assert hub["spec"]["replicas"] == 3
+    assert etcd["spec"]["replicas"] == 3 and etcd["spec"]["serviceName"] == headless["metadata"]["name"]
+    assert headless["spec"]["clusterIP"] == "None"
+
+    container = hub["spec"]["template"]["spec"]["containers"][0]
+    args = _expand(container["args"], {"POD_NAME": "gpufed-hub-abc", "POD_IP": "10.0.0.7"})
+    parsed = build_parser().parse_args(["controlplane", *args])  # the real flags, or SystemExit
+    assert parsed.identity == "gpufed-hub-abc"
+    assert parsed.leader_lease_ttl == 10
+    assert parsed.listen == ("0.0.0.0", 6443)
+    etcd_name = etcd["metadata"]["name"]
+    assert parsed.etcd_endpoints.split(",") == [
+        f"http://{etcd_name}-{i}.{headless['metadata']['name']}:2379" for i in range(3)
+    ]
+    secret_volumes = [v["secret"]["secretName"] for v in hub["spec"]["template"]["spec"]["volumes"] if "secret" in v]
+    assert secret_volumes == ["gpufed-hub-ca"]
+    service = one(objects, "Service", "hub")
+    assert service["spec"]["ports"][0]["port"] == 6443
+    assert service["spec"]["selector"].items() <= hub["spec"]["template"]["metadata"]["labels"].items()
+
+    etcd_args = etcd["spec"]["template"]["spec"]["containers"][0]["args"]
+    initial = next(a for a in etcd_args if a.startswith("--initial-cluster="))
+    assert initial.count("=http://") == 3
+
+
+@pytest.mark.parametrize("source", ["kustomize", "helm"])
+def test_agent_rbac_is_least_privilege(source: str) -> None:
+    objects = kustomize("agent") if source == "kustomize" else helm_render(AGENT_VALUES)
+    role = one(objects, "ClusterRole")
+    granted: dict[tuple[str, str], set[str]] = {}
+    for rule in role["rules"]:
+        assert "*" not in rule["verbs"] and "*" not in rule["resources"] and "*" not in rule["apiGroups"]
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                granted.setdefault((group, resource), set()).update(rule["verbs"])
+    assert granted == AGENT_RULES
+    binding = one(objects, "ClusterRoleBinding")
+    account = one(objects, "ServiceAccount")
+    deployment = one(objects, "Deployment")
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account["metadata"]["name"],
+                                    "namespace": account["metadata"]["namespace"]}]
+    assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == account["metadata"]["name"]
+
+
+@pytest.mark.parametrize("source", ["kustomize", "helm"])
+def test_agent_arguments_parse_and_the_token_stays_out_of_them(source: str) -> None:
+    objects = kustomize("agent") if source == "kustomize" else helm_render(AGENT_VALUES)
+    container = one(objects, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: "https://hub.example.com:6443" if e["name"] == "GPUFED_HUB" else "x" for e in container["env"]}
+    parsed = build_parser().parse_args(["agent", *_expand(container["args"], env)])
+    assert parsed.kubeconfig is None  # in-cluster config
+    assert str(parsed.state_dir) == "/var/lib/gpufed-agent"
+    assert parsed.bootstrap_token is None
+    token = next(e for e in container["env"] if e["name"] == "GPUFED_BOOTSTRAP_TOKEN")
+    assert token["valueFrom"]["secretKeyRef"]["optional"] is True
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in one(objects, "Deployment")["spec"]["template"]["spec"]["volumes"]}
+    assert "persistentVolumeClaim" in volumes[mounts["/var/lib/gpufed-agent"]]  # the credential survives restarts
+
+
+@pytest.mark.parametrize("name", ["hub", "agent"])
+def test_containers_run_as_non_root_with_a_read_only_root(name: str) -> None:
+    objects = kustomize("agent") if name == "agent" else kustomize("hub")
+    pod = one(objects, "Deployment")["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    for container in [*pod.get("initContainers", []), *pod["containers"]]:
+        assert container["securityContext"]["readOnlyRootFilesystem"] is True
+        assert container["securityContext"]["capabilities"]["drop"] == ["ALL"]
+
+
+def test_helm_chart_refuses_an_agent_without_join_values() -> None:
+    with pytest.raises(helm.HelmError, match=r"agent\.hub, agent\.hubCaHash and agent\.clusterName"):
+        helm_render({"agent": {"enabled": True}})
+
+
+def test_helm_chart_lints_without_errors() -> None:
+    result = helm.lint(str(CHART))
+    assert result["errors"] == [], result
+    assert all(m["severity"] <= 1 for m in result["messages"]), result  # informational only
+
+
+@pytest.mark.parametrize("dockerfile", ["Dockerfile.hub", "Dockerfile.agent"])
+def test_dockerfiles_pass_hadolint(dockerfile: str) -> None:
+    path = DEPLOY / "docker" / dockerfile
+    result = subprocess.run([HADOLINT, "--no-color", str(path)], capture_output=True, text=True, timeout=60,
+                            check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    text = path.read_text()
+    assert text.count("FROM python:3.11-slim") == 2
+    assert "USER 10001:10001" in text
+    entrypoint = "controlplane" if "hub" in dockerfile else "agent"
+    assert f'ENTRYPOINT ["gpufed", "{entrypoint}"]' in text
+
+
+def test_hadolint_finds_problems() -> None:
+    result = subprocess.run([HADOLINT, "--no-color", "-"], input="FROM python\nRUN pip install requests\n",
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode != 0
+    assert "DL3006" in result.stdout and "DL3013" in result.stdout
