@@ -46,6 +46,7 @@ from controlplane.apiserver.resources import (
 )
 from controlplane.apiserver.tls import Pki, ensure_pki
 from controlplane.controllers.clusters import ClusterNamespaceController
+from controlplane.controllers.context import ControllerSettings
 from controlplane.controllers.health import ClusterHealthMonitor
 from controlplane.controllers.manager import ControllerManager
 from controlplane.leader.election import DEFAULT_TTL as DEFAULT_LEADER_LEASE_TTL
@@ -77,6 +78,12 @@ class HubConfig:
     tls_hosts: tuple[str, ...] = ()
     #: Seconds a cluster may miss heartbeats before it is Unknown.
     cluster_monitor_grace_period: float = 40.0
+    #: Failover: seconds replicas stay in an unreachable / not-ready cluster when their placement
+    #: does not tolerate its NoExecute taint itself.
+    default_unreachable_toleration_seconds: int = 300
+    default_not_ready_toleration_seconds: int = 300
+    #: Failover: seconds a Gracefully evicted copy may wait for its replacement to be Healthy.
+    graceful_eviction_timeout: int = 600
     #: TTL of the etcd lease behind controller leadership: a dead leader is replaced within it.
     leader_lease_ttl: int = DEFAULT_LEADER_LEASE_TTL
     #: This replica's name in leader election (empty: host-pid-random).
@@ -203,7 +210,15 @@ class Hub:
         """This replica leads: run the controllers over an ObjectStore fenced to ``term``."""
         assert self.elector is not None and self.objects is not None
         fenced = ObjectStore(self.elector.fenced_store(term), self.objects.registry)
-        self.controllers = ControllerManager(fenced)
+        config = self.config
+        self.controllers = ControllerManager(
+            fenced,
+            settings=ControllerSettings(
+                default_unreachable_toleration_seconds=config.default_unreachable_toleration_seconds,
+                default_not_ready_toleration_seconds=config.default_not_ready_toleration_seconds,
+                graceful_eviction_timeout_seconds=config.graceful_eviction_timeout,
+            ),
+        )
         self.health = ClusterHealthMonitor(fenced, grace_period=self.config.cluster_monitor_grace_period)
         self._leader_tasks = [
             self.controllers.start(),

@@ -10,7 +10,9 @@ each in a ``TaskGroup``:
 * Work informer on the hub (``gpufed-es-<cluster>``) and the Work worker, which applies changed
   Works, removes deleted ones, refreshes Work statuses every ``status_interval`` and reapplies
   everything every ``resync_interval`` (repairs drift in the member);
-* DCGM scraper (when ``dcgm_url`` is set), whose utilization rides on the next report.
+* DCGM scraper (when ``dcgm_url`` is set), whose utilization rides on the next report;
+* Prometheus ``/metrics`` (when ``metrics_listen`` is set): report lag, reports written,
+  DCGM scrapes (:mod:`member_agent.metrics`).
 
 Every remote call has a timeout; hub and member errors back off with jitter and never end the
 agent. :meth:`Agent.shutdown` is idempotent; ``async with Agent(config)`` runs it in the background.
@@ -38,6 +40,7 @@ from member_agent.config import AgentConfig
 from member_agent.informing import Informer
 from member_agent.kubeapi import ApiError, Conflict, KubeApi, NotFound, is_retryable
 from member_agent.ledger import Ledger
+from member_agent.metrics import AgentMetrics, MetricsServer, parse_listen
 from member_agent.registering import (
     desired_cluster,
     register_cluster,
@@ -98,6 +101,8 @@ class Agent:
         self.lease: dict[str, Any] | None = None
         self.last_status: dict[str, Any] | None = None
         self.reports_written = 0
+        self.metrics = AgentMetrics(config.cluster_name)
+        self.metrics_server: MetricsServer | None = None
         self.registered = asyncio.Event()
         self._stop = asyncio.Event()
         self._report_due = asyncio.Event()
@@ -134,6 +139,10 @@ class Agent:
         """Run until :meth:`shutdown`; raises the first fatal error (e.g. the hub CA does not
         match the pinned hash, or the hub refused the bootstrap token)."""
         try:
+            if self.config.metrics_listen:
+                host, port = parse_listen(self.config.metrics_listen)
+                self.metrics_server = MetricsServer(self.metrics, host=host, port=port)
+                await self.metrics_server.start()
             try:
                 async with asyncio.TaskGroup() as group:
                     group.create_task(self._wait_for_stop())
@@ -146,6 +155,9 @@ class Agent:
                         first if len(rest.exceptions) == 1 and isinstance(first, Exception) else rest
                     ) from None
         finally:
+            if self.metrics_server is not None:
+                await self.metrics_server.close()
+                self.metrics_server = None
             for api in (self.hub, self.member):
                 if api is not None:
                     await api.close()
@@ -268,6 +280,7 @@ class Agent:
                 self.cluster = await write_cluster_status(self.hub, self.cluster, status)
                 self.last_status = status
                 self.reports_written += 1
+                self.metrics.report_written()
                 failures = 0
             except NotFound:
                 logger.warning(
@@ -277,6 +290,7 @@ class Agent:
                 self._report_due.set()
             except ApiError as exc:
                 failures += 1
+                self.metrics.report_failed()
                 logger.warning("capacity report for cluster %s failed: %s", self.config.cluster_name, exc)
                 self._report_due.set()
                 await asyncio.sleep(min(MAX_BACKOFF, 0.5 * 2**failures))
@@ -313,7 +327,9 @@ class Agent:
                     )
                     self._utilization = dcgm.utilization_by_node(dcgm.parse_metrics(text))
                     self._utilization_time = rfc3339(self.clock())
+                    self.metrics.dcgm_scraped(ok=True)
                 except dcgm.ScrapeError as exc:
+                    self.metrics.dcgm_scraped(ok=False)
                     logger.warning("DCGM scrape failed: %s", exc)
                 await asyncio.sleep(self.config.dcgm_interval)
 

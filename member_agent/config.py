@@ -35,6 +35,8 @@ class AgentConfig(BaseModel):
     )
     state_dir: Path
     dcgm_url: str | None = None
+    #: HOST:PORT to serve the agent's Prometheus /metrics on; None serves none.
+    metrics_listen: str | None = None
 
     provider: str = "onprem"
     region: str | None = None
@@ -60,6 +62,15 @@ class AgentConfig(BaseModel):
                 "must be a DNS-1123 label of at most 53 characters (lower case letters, digits and '-',"
                 " starting and ending with a letter or digit)"
             )
+        return value
+
+    @field_validator("metrics_listen")
+    @classmethod
+    def _metrics_listen(cls, value: str | None) -> str | None:
+        if value is not None:
+            from member_agent.metrics import parse_listen
+
+            parse_listen(value)
         return value
 
     @field_validator("hub")
@@ -131,6 +142,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--report-interval", type=float, help="seconds between periodic capacity reports (default 30)"
     )
     parser.add_argument("--dcgm-interval", type=float, help="seconds between DCGM scrapes (default 15)")
+    parser.add_argument(
+        "--metrics-listen", metavar="HOST:PORT", help="serve Prometheus /metrics here (default: not served)"
+    )
 
 
 def _cluster_file(path: Path) -> dict[str, Any]:
@@ -184,5 +198,6 @@ def config_from_args(ns: argparse.Namespace) -> AgentConfig:
         kubeconfig=ns.kubeconfig,
         state_dir=ns.state_dir,
         dcgm_url=ns.dcgm_url,
+        metrics_listen=getattr(ns, "metrics_listen", None),
         **values,
     )

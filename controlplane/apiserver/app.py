@@ -238,6 +238,7 @@ def create_app(
     authorizer: Authorizer | None = None,
     extra_routes: Iterable[web.AbstractRouteDef] = (),
     public_paths: Iterable[str] = (),
+    outer_middlewares: Iterable[Middleware] = (),
     bookmark_interval: float = 60.0,
     watch_timeout_seconds: float = 1800.0,
     clock: Callable[[], datetime] = utc_now,
@@ -247,6 +248,7 @@ def create_app(
     With an ``authenticator`` every request but the health checks and ``public_paths``
     needs a bearer token, and the ``authorizer`` (if any) decides each request. Open
     watches end when the application shuts down; the store is the caller's to close.
+    ``outer_middlewares`` wrap everything else (e.g. the hub's request-latency metrics).
     """
     stop = asyncio.Event()
     resources = ResourceHandlers(
@@ -255,6 +257,7 @@ def create_app(
     )
     endpoints = _Endpoints(object_store, registry, resources)
     middlewares: list[Middleware] = [
+        *outer_middlewares,
         status_middleware,
         request_info_middleware,
     ]

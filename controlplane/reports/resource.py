@@ -23,10 +23,10 @@ The object::
         - {from, to, observed_hours, gpus: {<state>: f}, cost_usd: {<state>: f}}
 
 Names: ``last-<duration>`` (``last-1h``, ``last-24h``, ``last-7d``, ``last-1h30m``) is the window
-of that length ending at the newest accounted sample (so asking again with the reported
-``from``/``to`` gives the same numbers: nothing inside the window changes any more), and
-``custom`` takes ``from`` (required) and ``to`` (default: the newest accounted sample) as
-query parameters, RFC 3339 times. Both take ``by`` (comma-separated dimensions, repeatable),
+of that length ending at the last complete minute of accounting (the rollups are per minute:
+a minute-aligned window is exact, and asking again with the reported ``from``/``to`` gives the
+same numbers, as nothing inside it changes any more), and ``custom`` takes ``from`` (required)
+and ``to`` (default: that same minute) as query parameters, RFC 3339 times. Both take ``by`` (comma-separated dimensions, repeatable),
 ``top`` (how many idle workloads, default 10) and ``step`` (a duration of at least 1m: add the
 time series; at most :data:`MAX_SERIES_POINTS` steps). Listing without a name returns the
 windows of :data:`DEFAULT_WINDOWS`, or the one window that ``since`` or ``from``/``to`` asks for.
@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from controlplane.apis.constants import REPORTS_GROUP
 from controlplane.apis.meta import format_time, parse_time
 from controlplane.reports.accounting import Accumulator
 from controlplane.reports.classify import STATES, WasteState
@@ -54,8 +55,7 @@ from controlplane.reports.summary import (
     WorkloadUsage,
 )
 
-# TODO: move GROUP to controlplane.apis.constants (REPORTS_GROUP) with the other API groups.
-GROUP = "reports.gpufed.io"
+GROUP = REPORTS_GROUP
 VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
 KIND = "WasteReport"
@@ -129,10 +129,14 @@ class ReportQuery:
     step: timedelta | None = None
 
     def window(self, *, newest: datetime | None, now: datetime) -> tuple[datetime, datetime]:
-        """``[from, to)`` in UTC, whole seconds: ``to`` defaults to the newest accounted sample
-        (``now`` when nothing was accounted yet), ``from`` to ``to - since``."""
-        default_end = min(now, newest) if newest is not None else now
-        end = _floor_second(self.end if self.end is not None else default_end)
+        """``[from, to)`` in UTC, whole seconds: ``to`` defaults to the start of the minute of the
+        newest accounted sample (of ``now`` when nothing was accounted yet) -- every minute before
+        it is complete, so the report is exact and asking again gives the same numbers --
+        and ``from`` to ``to - since``."""
+        if self.end is not None:
+            end = _floor_second(self.end)
+        else:
+            end = _floor_minute(min(now, newest) if newest is not None else now)
         if self.start is not None:
             start = _floor_second(self.start)
         else:
@@ -164,6 +168,10 @@ class ReportQuery:
         if self.step is not None:
             out["step"] = format_duration(self.step)
         return out
+
+
+def _floor_minute(moment: datetime) -> datetime:
+    return _floor_second(moment).replace(second=0)
 
 
 def _floor_second(moment: datetime) -> datetime:

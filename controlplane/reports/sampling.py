@@ -133,10 +133,14 @@ class WasteSampler:
         """Ask :meth:`run` to return after the current pass; safe to call any number of times."""
         self._stop.set()
 
-    async def run(self) -> None:
-        """Restore the rollups, then sample every ``interval`` until :meth:`shutdown`."""
+    async def run(self, *, store: Store | None = None) -> None:
+        """Restore the rollups, then sample every ``interval`` until :meth:`shutdown`.
+
+        ``store`` replaces the constructor's store for this run (e.g. a leader's store fenced to
+        its term, so a deposed leader cannot overwrite the new leader's rollups).
+        """
         try:
-            restored = await self._restore()
+            restored = await self._restore(store or self._store)
             if restored is None:
                 return
             self._accumulator = restored
@@ -148,7 +152,10 @@ class WasteSampler:
             loop = asyncio.get_running_loop()
             next_due = loop.time()
             while not self._stop.is_set():
-                await self.sample_once()
+                try:
+                    await self.sample_once()
+                except Exception:  # one bad pass must not end the accounting
+                    logger.exception("waste sample failed; the next pass integrates over the gap")
                 next_due += self.interval
                 if next_due < loop.time():
                     # Passes took longer than the interval: skip the missed slots.
@@ -164,12 +171,12 @@ class WasteSampler:
                 self._metrics.forget_held_sample()
             logger.info("waste accounting stopped")
 
-    async def _restore(self) -> Accumulator | None:
-        """The accumulator as saved in the store; retries while the store is unreachable.
+    async def _restore(self, store: Store) -> Accumulator | None:
+        """The accumulator as saved in ``store``; retries while the store is unreachable.
         None when shut down before it could be read."""
         attempt = 0
         while not self._stop.is_set():
-            rollups = RollupStore(self._store, prefix=self._prefix, timeout=self._timeout)
+            rollups = RollupStore(store, prefix=self._prefix, timeout=self._timeout)
             try:
                 accumulator = await rollups.load(self._new_accumulator())
             except (StorageError, TimeoutError) as exc:

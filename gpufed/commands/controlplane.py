@@ -37,6 +37,12 @@ def _leader_lease_ttl(text: str) -> int:
     return int(text)
 
 
+def _whole_seconds(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected whole seconds >= 0, not {text!r}")
+    return int(text)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--state-dir", type=Path, default=Path(".gpufed"),
                         help="where the PKI, the embedded etcd's data and hub.kubeconfig live (default .gpufed)")
@@ -48,6 +54,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="extra DNS name or IP for the serving certificate (repeatable)")
     parser.add_argument("--cluster-monitor-grace-period", type=_positive_seconds, default=40.0, metavar="SECONDS",
                         help="how long a cluster may miss heartbeats before it is Unknown (default 40)")
+    parser.add_argument("--default-unreachable-toleration-seconds", type=_whole_seconds, default=300,
+                        metavar="SECONDS",
+                        help="failover: how long replicas stay in an unreachable cluster when their placement has "
+                             "no toleration for cluster.gpufed.io/unreachable:NoExecute (default 300)")
+    parser.add_argument("--default-not-ready-toleration-seconds", type=_whole_seconds, default=300,
+                        metavar="SECONDS",
+                        help="failover: the same for a cluster whose agent reports it not ready "
+                             "(cluster.gpufed.io/not-ready:NoExecute; default 300)")
+    parser.add_argument("--graceful-eviction-timeout", type=_whole_seconds, default=600, metavar="SECONDS",
+                        help="failover: how long an evicted copy keeps running while its replacement starts, "
+                             "when the policy sets no failover gracePeriodSeconds (default 600)")
     parser.add_argument("--leader-lease-ttl", type=_leader_lease_ttl, default=10, metavar="SECONDS",
                         help="TTL of the etcd lease behind controller leadership among hub replicas; a dead "
                              "leader is replaced within it (default 10, minimum 2)")
@@ -72,6 +89,9 @@ def run(args: argparse.Namespace) -> int:
         etcd_endpoints=tuple(e.strip() for e in args.etcd_endpoints.split(",") if e.strip()),
         tls_hosts=tuple(args.tls_san),
         cluster_monitor_grace_period=args.cluster_monitor_grace_period,
+        default_unreachable_toleration_seconds=args.default_unreachable_toleration_seconds,
+        default_not_ready_toleration_seconds=args.default_not_ready_toleration_seconds,
+        graceful_eviction_timeout=args.graceful_eviction_timeout,
         leader_lease_ttl=args.leader_lease_ttl,
         identity=args.identity,
         waste_sample_interval=args.waste_sample_interval,

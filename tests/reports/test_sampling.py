@@ -1,0 +1,158 @@
+"""The waste sampler against a real ObjectStore over both stores (memory and etcd): it reads the
+Clusters and ResourceBindings as the agents and controllers wrote them, accounts them, persists
+the rollups, restores them after a restart, and feeds the hub's metrics."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from datetime import datetime, timedelta
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.hub import hub_registry
+from controlplane.metrics import HubMetrics
+from controlplane.reports.accounting import Accumulator
+from controlplane.reports.api import ReportSource
+from controlplane.reports.classify import WasteState
+from controlplane.reports.sampling import WasteSampler
+from controlplane.storage import Store
+
+from .fleetobjects import A100, T0, cluster_status, device, k8s_node, k8s_pod, put_binding, put_cluster
+
+PRICE = 2.0
+MINUTE_HOURS = 1 / 60
+
+
+class SteppingClock:
+    """Each call is one minute later than the last, up to ``steps`` minutes after T0."""
+
+    def __init__(self, steps: int, *, start: datetime = T0) -> None:
+        self.calls = 0
+        self.steps = steps
+        self.start = start
+
+    def __call__(self) -> datetime:
+        value = self.start + timedelta(minutes=min(self.calls, self.steps))
+        self.calls += 1
+        return value
+
+
+@pytest.fixture
+async def objects(store: Store) -> AsyncIterator[ObjectStore]:
+    objects = ObjectStore(store, hub_registry())
+    await objects.bootstrap()
+    namespace = objects.registry.require("v1", "Namespace")
+    await objects.create(namespace, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
+    yield objects
+
+
+async def _fleet(objects: ObjectStore) -> None:
+    """Cluster "a": 4 A100s at $2/h: one idle pod (2 %), one busy pod (90 %), two free GPUs;
+    one binding waits for a 1-GPU replica, so one free GPU is needed and one is spare."""
+    nodes = [k8s_node("n1", 4)]
+    pods = [k8s_pod("idle-0", "n1", 1, deployment="idle"), k8s_pod("busy-0", "n1", 1, deployment="busy")]
+    devices = {"n1": [device(0, pod="idle-0", utilization=0.02), device(1, pod="busy-0", utilization=0.9),
+                      device(2), device(3)]}
+    await put_cluster(objects, "a", cluster_status(nodes, pods, devices), pricing={A100: PRICE})
+    await put_binding(objects, "waiting", replicas=1, placed={}, scheduled="False", reason="NoClusterFit")
+
+
+async def _eventually(predicate: Callable[[], bool]) -> None:
+    for _ in range(2000):
+        if predicate():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the sampler did not get there")
+
+
+async def _run_until(sampler: WasteSampler, predicate: Callable[[], bool]) -> None:
+    async with sampler:
+        await _eventually(predicate)
+
+
+async def test_samples_are_accounted_persisted_restored_and_exported(
+    objects: ObjectStore, store: Store
+) -> None:
+    await _fleet(objects)
+    metrics = HubMetrics(registry=CollectorRegistry(), process_collectors=False, clock=lambda: T0.timestamp() + 300)
+    clock = SteppingClock(3)
+    sampler = WasteSampler(objects, store, interval=0.01, metrics=metrics, clock=clock)
+    await _run_until(sampler, lambda: sampler.samples_taken >= 4)
+    assert sampler.accumulator is None  # stopped
+
+    # Samples at T0, +1, +2, +3 minutes: three whole minutes are accounted.
+    window = (T0, T0 + timedelta(minutes=3))
+    restored = await ReportSource(store).accumulator()
+    report = restored.query(*window)
+    assert report.observed_seconds == pytest.approx(180)
+    hours, dollars = report.totals.gpu_hours, report.totals.cost_usd
+    expected = {
+        WasteState.BUSY: 1, WasteState.IDLE_ALLOCATED: 1, WasteState.FREE_NEEDED: 1, WasteState.FREE_SPARE: 1,
+        WasteState.FREE_FRAGMENTED: 0, WasteState.UNAVAILABLE: 0,
+    }
+    for state, gpus in expected.items():
+        assert hours[state] == pytest.approx(gpus * 3 * MINUTE_HOURS), state
+        assert dollars[state] == pytest.approx(gpus * 3 * MINUTE_HOURS * PRICE), state
+    assert [(w.workload, w.mean_utilization) for w in report.workloads if w.idle_gpu_hours] == [
+        ("Deployment/idle", pytest.approx(0.02))
+    ]
+
+    # Metrics: the counters integrate the same three minutes, the gauges show the last sample.
+    def value(name: str, state: WasteState) -> float | None:
+        return metrics.registry.get_sample_value(name, {"state": state.value, "cluster": "a", "model": A100})
+
+    for state, gpus in expected.items():
+        if gpus:
+            assert value("gpufed_gpu_hours_total", state) == pytest.approx(gpus * 3 * MINUTE_HOURS)
+            assert value("gpufed_gpu_cost_usd_total", state) == pytest.approx(gpus * 3 * MINUTE_HOURS * PRICE)
+    assert metrics.registry.get_sample_value("gpufed_resourcebindings", {"condition": "Scheduled", "status": "False"}) == 1
+    # The cluster reported at T0; the metrics clock says T0 + 300 s.
+    assert metrics.registry.get_sample_value("gpufed_agent_report_lag_seconds", {"cluster": "a"}) == pytest.approx(300)
+    assert metrics.registry.get_sample_value("gpufed_waste_samples_total", {"result": "ok"}) == 4
+
+    # A restarted sampler continues from the saved rollups: a fourth minute adds to the first three.
+    again = WasteSampler(objects, store, interval=0.01, clock=SteppingClock(4, start=T0 + timedelta(minutes=3)))
+    await _run_until(again, lambda: again.samples_taken >= 2)
+    continued = await ReportSource(store).accumulator()
+    longer = continued.query(T0, T0 + timedelta(minutes=4))
+    assert longer.observed_seconds == pytest.approx(240)
+    assert longer.totals.gpu_hours[WasteState.BUSY] == pytest.approx(4 * MINUTE_HOURS)
+    assert continued.query(*window).totals == report.totals
+
+
+async def test_the_report_source_prefers_the_running_sampler(objects: ObjectStore, store: Store) -> None:
+    await _fleet(objects)
+    sampler = WasteSampler(objects, store, interval=0.01, clock=SteppingClock(2))
+    source = ReportSource(store, sampler=sampler, cache_seconds=0)
+    async with sampler:
+        await _eventually(lambda: sampler.samples_taken >= 3)
+        live = await source.accumulator()
+        assert live is sampler.accumulator
+    stored = await source.accumulator()
+    assert stored is not live
+    assert isinstance(stored, Accumulator)
+    assert stored.query(T0, T0 + timedelta(minutes=2)).totals == live.query(T0, T0 + timedelta(minutes=2)).totals
+
+
+async def test_a_cordoned_node_and_a_stale_cluster_are_unavailable(objects: ObjectStore, store: Store) -> None:
+    nodes = [k8s_node("n1", 2, unschedulable=True)]
+    await put_cluster(objects, "cordoned", cluster_status(nodes, [], {"n1": [device(0), device(1)]}), pricing={A100: 1.0})
+    # "old" last reported 10 minutes before the samples: stale after the default 5 minutes.
+    old_status = cluster_status([k8s_node("m1", 1)], [], {"m1": [device(0)]}, now=T0 - timedelta(minutes=10))
+    await put_cluster(objects, "old", old_status, pricing={A100: 1.0})
+    sampler = WasteSampler(objects, store, interval=0.01, clock=SteppingClock(1))
+    await _run_until(sampler, lambda: sampler.samples_taken >= 2)
+    report = (await ReportSource(store).accumulator()).query(T0, T0 + timedelta(minutes=1), by=["cluster"])
+    groups = {g.key["cluster"]: g.totals for g in report.groups}
+    assert groups["cordoned"].gpu_hours[WasteState.UNAVAILABLE] == pytest.approx(2 * MINUTE_HOURS)
+    assert groups["old"].gpu_hours[WasteState.UNAVAILABLE] == pytest.approx(MINUTE_HOURS)
+    assert report.totals.available_gpu_hours == pytest.approx(0)
+
+
+@pytest.mark.parametrize("interval", [0.0, -1.0])
+async def test_the_interval_must_be_positive(objects: ObjectStore, store: Store, interval: float) -> None:
+    with pytest.raises(ValueError, match="positive"):
+        WasteSampler(objects, store, interval=interval)

@@ -1,0 +1,127 @@
+"""The WasteReport resource's pure parts: report names and parameters, windows, and the way
+back from the JSON contract to the report that `gpufed waste` renders as a table or CSV."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from controlplane.reports.accounting import Accumulator
+from controlplane.reports.report import render_csv, render_table, to_json
+from controlplane.reports.resource import (
+    QueryError,
+    QueryParams,
+    ReportQuery,
+    format_duration,
+    parse_duration,
+    parse_query,
+    report_from_json,
+)
+from controlplane.reports.summary import Dimension
+
+from .builders import A100, at, cluster, demand, fleet, gpu, mig, node, pod
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("90s", 90), ("15m", 900), ("24h", 86400), ("7d", 604800), ("2w", 1209600), ("1h30m", 5400)],
+)
+def test_durations(text: str, seconds: int) -> None:
+    assert parse_duration(text) == timedelta(seconds=seconds)
+    assert parse_duration(format_duration(timedelta(seconds=seconds))) == timedelta(seconds=seconds)
+
+
+@pytest.mark.parametrize("text", ["", "h", "10", "1.5h", "-1h", "0s", "1y", "1h 30m"])
+def test_bad_durations(text: str) -> None:
+    with pytest.raises(ValueError, match="invalid duration"):
+        parse_duration(text)
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "expected"),
+    [
+        ("last-24h", QueryParams(), ReportQuery("last-24h", since=timedelta(hours=24))),
+        ("last-1h30m", QueryParams(by=("cluster,model", "cluster")), ReportQuery(
+            "last-1h30m", since=timedelta(minutes=90), by=(Dimension.CLUSTER, Dimension.MODEL))),
+        ("custom", QueryParams(start="2024-05-01T00:00:00Z", top="3"), ReportQuery(
+            "custom", start=datetime(2024, 5, 1, tzinfo=UTC), top=3)),
+        (None, QueryParams(since="2h", step="5m"), ReportQuery(
+            "last-2h", since=timedelta(hours=2), step=timedelta(minutes=5))),
+        (None, QueryParams(start="2024-05-01T00:00:00Z", end="2024-05-01T01:00:00Z"), ReportQuery(
+            "custom", start=datetime(2024, 5, 1, tzinfo=UTC), end=datetime(2024, 5, 1, 1, tzinfo=UTC))),
+    ],
+)
+def test_report_requests(name: str | None, params: QueryParams, expected: ReportQuery) -> None:
+    assert parse_query(name, params) == expected
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "field", "not_found"),
+    [
+        ("yesterday", QueryParams(), "", True),
+        ("last-soon", QueryParams(), "", True),
+        ("custom", QueryParams(), "from", False),
+        ("last-1h", QueryParams(by=("gpu",)), "by", False),
+        ("last-1h", QueryParams(since="2h"), "since", False),
+        ("last-1h", QueryParams(top="-1"), "top", False),
+        ("last-1h", QueryParams(step="30s"), "step", False),
+        (None, QueryParams(end="2024-05-01T00:00:00Z"), "from", False),
+        (None, QueryParams(), "since", False),
+        ("custom", QueryParams(start="2024-05-01"), "from", False),
+    ],
+)
+def test_bad_report_requests(name: str | None, params: QueryParams, field: str, not_found: bool) -> None:
+    with pytest.raises(QueryError) as caught:
+        parse_query(name, params)
+    assert caught.value.field == field
+    assert caught.value.not_found is not_found
+
+
+NOW = datetime(2024, 5, 1, 12, 0, 0, 750000, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("query", "newest", "expected"),
+    [
+        # Ends at the minute of the newest accounted sample: every minute before it is complete.
+        (ReportQuery("last-1h", since=timedelta(hours=1)), NOW - timedelta(seconds=30.5),
+         (datetime(2024, 5, 1, 10, 59, tzinfo=UTC), datetime(2024, 5, 1, 11, 59, tzinfo=UTC))),
+        # Nothing accounted yet: ends at the current minute.
+        (ReportQuery("last-1h", since=timedelta(hours=1)), None,
+         (datetime(2024, 5, 1, 11, 0, tzinfo=UTC), datetime(2024, 5, 1, 12, 0, tzinfo=UTC))),
+        # A fixed window is kept as asked.
+        (ReportQuery("custom", start=datetime(2024, 5, 1, 1, tzinfo=UTC), end=datetime(2024, 5, 1, 2, tzinfo=UTC)),
+         NOW, (datetime(2024, 5, 1, 1, tzinfo=UTC), datetime(2024, 5, 1, 2, tzinfo=UTC))),
+    ],
+)
+def test_windows(query: ReportQuery, newest: datetime | None, expected: tuple[datetime, datetime]) -> None:
+    assert query.window(newest=newest, now=NOW) == expected
+
+
+def _report_accumulator() -> Accumulator:
+    """Idle and busy GPUs in a cheap cluster, stranded MIG slices in an expensive one while a
+    3g.40gb replica waits: every part of the report (groups, idle workloads, recommendations)."""
+    accumulator = Accumulator()
+    onprem = cluster("onprem", [node("n1", (gpu(0, pod("a", workload="idle"), 0.02), gpu(1, pod("b", workload="busy"), 0.9), gpu(2)))],
+                     pricing={A100: 1.5})
+    migs = cluster("cloud", [node("m1", tuple(mig(0, "1g.10gb", instance=i) for i in range(7)))],
+                   pricing={A100: 4.0}, provider="aws", tier=1)
+    for minute in range(31):
+        accumulator.add(fleet(onprem, migs, pending=[demand({"nvidia.com/mig-3g.40gb": 1})], time=at(minute)))
+    return accumulator
+
+
+@pytest.mark.parametrize("by", [(), (Dimension.CLUSTER,), (Dimension.NAMESPACE, Dimension.MODEL), (Dimension.WORKLOAD,)])
+def test_the_json_contract_renders_like_the_report_itself(by: tuple[Dimension, ...]) -> None:
+    report = _report_accumulator().query(at(0), at(30), by=by)
+    decoded = report_from_json(to_json(report))
+    assert render_table(decoded) == render_table(report)
+    assert render_csv(decoded) == render_csv(report)
+    assert decoded.recommendations and [r.text for r in decoded.recommendations] == [r.text for r in report.recommendations]
+
+
+@pytest.mark.parametrize("doc", [{}, {"window": {}}, {"window": {"from": "x", "to": "y"}, "totals": {}}])
+def test_a_document_that_is_not_a_report_is_refused(doc: dict[str, object]) -> None:
+    with pytest.raises(ValueError):
+        report_from_json(doc)

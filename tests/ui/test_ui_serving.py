@@ -1,0 +1,97 @@
+"""The dashboard's static files on the hub's HTTP app: public without a token (they hold no
+data), cached by ETag, locked down by a Content-Security-Policy, while every data call the page
+makes still needs a token."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from controlplane.apiserver.app import create_app
+from controlplane.apiserver.auth.authorizer import RoleAuthorizer
+from controlplane.apiserver.auth.tokens import TokenStore
+from controlplane.apiserver.identity import Role
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.hub import hub_registry
+from controlplane.reports.api import ReportSource, waste_report_routes
+from controlplane.storage import MemoryStore
+from controlplane.ui.serving import load_static_files, ui_public_paths, ui_routes
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[tuple[TestClient[Any, Any], str]]:
+    async with MemoryStore() as store:
+        tokens = TokenStore(store)
+        viewer = (await tokens.create(role=Role.VIEWER, name="viewer")).token
+        app = create_app(
+            ObjectStore(store, hub_registry()), hub_registry(), authenticator=tokens, authorizer=RoleAuthorizer(),
+            extra_routes=[*waste_report_routes(ReportSource(store)), *ui_routes()], public_paths=ui_public_paths(),
+        )
+        async with TestClient(TestServer(app)) as test_client:
+            yield test_client, viewer
+
+
+@pytest.mark.parametrize(
+    ("path", "content_type"),
+    [("/ui", "text/html"), ("/ui/", "text/html"), ("/ui/dashboard.js", "text/javascript"), ("/ui/dashboard.css", "text/css")],
+)
+async def test_static_files_are_public_and_locked_down(
+    client: tuple[TestClient[Any, Any], str], path: str, content_type: str
+) -> None:
+    test_client, _ = client
+    async with test_client.get(path) as response:
+        assert response.status == 200
+        assert response.headers["Content-Type"].startswith(content_type)
+        assert "script-src 'self'" in response.headers["Content-Security-Policy"]
+        assert response.headers["X-Frame-Options"] == "DENY"
+        etag = response.headers["ETag"]
+        assert await response.read()
+    async with test_client.get(path, headers={"If-None-Match": etag}) as cached:
+        assert cached.status == 304
+
+
+async def test_the_page_loads_only_its_own_assets(client: tuple[TestClient[Any, Any], str]) -> None:
+    test_client, _ = client
+    async with test_client.get("/ui") as response:
+        html = await response.text()
+    referenced = set(re.findall(r'(?:src|href)="([^"]+)"', html))
+    assert referenced == {"/ui/dashboard.css", "/ui/dashboard.js"}
+    assert "<script>" not in html and "style=" not in html  # nothing inline: the CSP forbids it
+    for path in referenced:
+        async with test_client.get(path) as asset:
+            assert asset.status == 200
+
+
+async def test_unknown_files_are_not_found(client: tuple[TestClient[Any, Any], str]) -> None:
+    test_client, _ = client
+    async with test_client.get("/ui/secrets.txt") as response:
+        assert response.status in (401, 404)
+    async with test_client.get("/ui/../hub.kubeconfig") as response:
+        assert response.status in (401, 404)
+
+
+@pytest.mark.parametrize(("token", "code"), [(None, 401), ("wrong", 401), ("viewer", 200)])
+async def test_the_data_the_page_reads_needs_a_token(
+    client: tuple[TestClient[Any, Any], str], token: str | None, code: int
+) -> None:
+    test_client, viewer = client
+    headers = {} if token is None else {"Authorization": f"Bearer {viewer if token == 'viewer' else token}"}
+    for path in ("/apis/reports.gpufed.io/v1alpha1/wastereports/last-1h", "/apis/cluster.gpufed.io/v1alpha1/clusters"):
+        async with test_client.get(path, headers=headers) as response:
+            assert response.status == code, path
+
+
+def test_every_api_path_the_script_calls_is_served() -> None:
+    script = load_static_files()["dashboard.js"].body.decode()
+    paths = set(re.findall(r'"(/apis/[^"]+)"', script))
+    assert paths == {
+        "/apis/reports.gpufed.io/v1alpha1/wastereports",
+        "/apis/cluster.gpufed.io/v1alpha1/clusters",
+        "/apis/work.gpufed.io/v1alpha1/resourcebindings",
+        "/apis/work.gpufed.io/v1alpha1/works",
+    }
+    assert "innerHTML" not in script  # values go in with textContent only
