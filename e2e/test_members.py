@@ -52,7 +52,7 @@ def _fleet(processes: ProcessGroup) -> tuple[Kubectl, dict[str, tuple[Any, Kubec
     _, hub = processes.start_hub()
     members = {}
     for name in ("onprem-a100", "cloud-h100"):
-        sim, member, dcgm = processes.start_member(FLEET, name)
+        _sim, member, dcgm = processes.start_member(FLEET, name)
         agent = processes.start_agent(hub, FLEET, name, member, dcgm)
         members[name] = (agent, member, dcgm)
     return hub, members
@@ -167,7 +167,7 @@ def _agent_kubeconfig(state_dir: Path, hub: Kubectl, tmp_path: Path) -> Path:
 
 def test_agent_restart_resumes_without_duplicates(processes: ProcessGroup, tmp_path: Path) -> None:
     _, hub = processes.start_hub()
-    sim, member, dcgm = processes.start_member(FLEET, "cloud-h100")
+    _sim, member, dcgm = processes.start_member(FLEET, "cloud-h100")
     agent = processes.start_agent(hub, FLEET, "cloud-h100", member, dcgm)
     wait_for(lambda: _ready(hub.json("get", "cluster", "cloud-h100")), timeout=60, what="cloud-h100 Ready")
 

@@ -1,7 +1,7 @@
 """``work.gpufed.io/v1alpha1``: ResourceBinding (workload + decision) and Work (one member's manifests).
 
 A ResourceBinding is written by the detector (``spec.resource``, replicas, per-replica
-requirements, the policy's placement), completed by the scheduler (``spec.clusters`` and the
+requirements, gang, the policy's placement and GPU shapes), completed by the scheduler (``spec.clusters`` and the
 ``Scheduled`` condition with a per-cluster ``explanation``) and by the status controller
 (``aggregatedStatus``). A Work, in namespace ``gpufed-es-<cluster>``, carries the manifests one
 member must run; the agent reports ``Applied``/``Available`` and per-manifest status.
@@ -18,7 +18,7 @@ from pydantic import Field, field_validator
 
 from controlplane.apis.meta import Condition, ObjectMeta, SpecModel, Timestamp, Toleration, WireModel
 from controlplane.apis.quantity import QuantityError, parse_quantity
-from policies.models import Placement, PurgeMode
+from policies.models import GpuShapes, Placement, PurgeMode
 
 API_VERSION: Final = "work.gpufed.io/v1alpha1"
 BINDING_KIND: Final = "ResourceBinding"
@@ -142,6 +142,9 @@ class ResourceBindingSpec(SpecModel):
     gang: bool | None = None
     components: list[Component] | None = None
     placement: Placement | None = None
+    gpu_shapes: GpuShapes | None = None
+    """The claiming policy's ``spec.gpuShapes``: copied here so that editing it changes the
+    binding's generation, and the scheduler decides again."""
     policy: PolicyReference | None = None
     clusters: list[TargetCluster] | None = None
     graceful_eviction_tasks: list[GracefulEvictionTask] | None = None

@@ -147,7 +147,8 @@ class _NamespaceState:
     expires: float = field(default=0.0)
 
 
-#: Where a write appends warnings for the client (unknown fields under fieldValidation=Warn).
+#: Where a write appends warnings for the client (unknown fields under fieldValidation=Warn, and
+#: what the kind's ``ResourceType.warn`` hook says about the object written).
 WarningSink = list[str]
 LabelSelectorArg = str | LabelSelector | None
 FieldSelectorArg = str | FieldSelector | None
@@ -806,6 +807,8 @@ class ObjectStore:
             obj = record_update(None, obj, manager=field_manager, now=now)
         if warnings is not None:
             warnings.extend(checked.warnings)
+            if rt.warn is not None:
+                warnings.extend(rt.warn(obj))
         if dry_run:
             return obj
         kv: storage.KeyValue = await self._store_call(
@@ -882,6 +885,8 @@ class ObjectStore:
             meta["generation"] = int(old_meta.get("generation") or 0) + 1
         if warnings is not None:
             warnings.extend(checked.warnings)
+            if rt.warn is not None and subresource is None:
+                warnings.extend(rt.warn(new))
         if _without_resource_version(new) == _without_resource_version(old):
             return old  # kube writes nothing for a no-op update
         if field_manager:

@@ -4,7 +4,8 @@ A :class:`ResourceType` says everything the generic machinery needs about one ki
 its names (group, version, kind, plural, singular, short names, categories), scope,
 whether it has a ``status`` subresource, the pydantic model that validates it (``None``
 accepts any object), the columns ``kubectl get`` prints, which patch types it takes,
-which field selectors it supports, and how its names are validated.
+which field selectors it supports, how its names are validated, and which advisory
+warnings a write of it returns (the policy kinds: ``policies.validation``).
 
 A :class:`Registry` is a value. The hub serves ``core_resources() + workload_resources()
 + coordination_resources() + gpufed_resources()``; a simulated member cluster serves
@@ -27,6 +28,8 @@ from controlplane.apiserver import columns as col
 CellGetter = Callable[[dict[str, Any], datetime], Any]
 #: A field selector getter: the object in, the field's string value out.
 FieldGetter = Callable[[dict[str, Any]], str]
+#: Advisory warnings about a valid object being written (kubectl prints each as "Warning: ...").
+Warner = Callable[[dict[str, Any]], list[str]]
 
 ALL_VERBS: tuple[str, ...] = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 STATUS_VERBS: tuple[str, ...] = ("get", "patch", "update")
@@ -137,6 +140,9 @@ class ResourceType:
     prepare: Callable[[dict[str, Any]], None] | None = None
     #: Served with a ``scale`` subresource (``kubectl scale``).
     scale: ScaleSubresource | None = None
+    #: Warnings about a valid object on create/update/patch (accepted, but not doing what the
+    #: author may expect), returned as ``Warning: 299`` headers, as Kubernetes admission does.
+    warn: Warner | None = None
 
     @property
     def api_version(self) -> str:
@@ -426,8 +432,10 @@ def gpufed_resource_types(
     binding_model: type[BaseModel] | None,
     work_model: type[BaseModel] | None,
     policy_models: Mapping[str, type[BaseModel] | None],
+    policy_warnings: Warner | None = None,
 ) -> list[ResourceType]:
-    """gpufed's own kinds with the given models (None = permissive); see gpufed_resources()."""
+    """gpufed's own kinds with the given models (None = permissive) and the policy kinds'
+    warnings hook; see gpufed_resources()."""
     from controlplane.apis import constants as c
 
     types: list[ResourceType] = [
@@ -483,6 +491,7 @@ def gpufed_resource_types(
                     short_names=shorts if group == c.POLICY_GROUP else (),
                     model=policy_models.get(kind),
                     columns=(TableColumn("Priority", path("spec.priority"), type="integer"), AGE),
+                    warn=policy_warnings,
                 )
             )
     return types
@@ -501,6 +510,10 @@ def gpufed_resources() -> list[ResourceType]:
         OverridePolicy,
         PropagationPolicy,
     )
+    from policies.validation import validate_policy  # type: ignore[import-not-found,unused-ignore]
+
+    def policy_warnings(obj: dict[str, Any]) -> list[str]:
+        return list(validate_policy(obj).warnings)
 
     return gpufed_resource_types(
         cluster_model=Cluster,
@@ -512,4 +525,5 @@ def gpufed_resources() -> list[ResourceType]:
             "OverridePolicy": OverridePolicy,
             "ClusterOverridePolicy": ClusterOverridePolicy,
         },
+        policy_warnings=policy_warnings,
     )

@@ -8,7 +8,10 @@ ClusterOverridePolicies that select the workload, the claiming policy (for
 ``work.gpufed.io/namespace=<namespace>``, holding the workload rendered for that cluster
 (``works.render_manifest``: replicas revised, GPU shape rewritten, overrides applied); Works
 of clusters no longer chosen are deleted, and so are all of a binding's Works once the
-binding or its workload is gone or being deleted.
+binding or its workload is gone or being deleted. The Work of a cluster with a graceful
+eviction task (``spec.gracefulEvictionTasks``) is left exactly as it is — neither rewritten
+nor deleted — until the task ends (see ``evicting``): it keeps the old replicas running
+while their replacements start elsewhere.
 
 A Work is written only when what it should hold differs from what it holds (compare and
 swap on its resourceVersion), so reconciling again, or a restarted hub, rewrites nothing.
@@ -36,6 +39,7 @@ from controlplane.controllers.context import (
     policy_ref_of_binding,
 )
 from controlplane.controllers.events import EventReason, EventType, record_event
+from controlplane.controllers.failover import evicting_clusters
 from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.workloads import is_deleting
 from controlplane.controllers.works import (
@@ -234,6 +238,7 @@ class BindingController:
                 suspend_dispatching=_suspended(policy, cluster),
             )
             await self._write_work(desired)
+        keep |= evicting_clusters(binding.get("spec") or {})  # graceful eviction: the old copy stays for now
         stale = [
             w for w in existing if cluster_of_namespace(str(w["metadata"].get("namespace") or "")) not in keep
         ]

@@ -67,6 +67,14 @@ class ControllerSettings:
     """How often a deleting workload re-checks that its Works are gone."""
     record_events: bool = True
     """Write v1 Events (Scheduled, FailedScheduling, OverrideFailed) on workloads."""
+    default_unreachable_toleration_seconds: int = 300
+    """How long replicas stay in an unreachable cluster when the placement has no toleration for
+    ``cluster.gpufed.io/unreachable:NoExecute`` (``--default-unreachable-toleration-seconds``)."""
+    default_not_ready_toleration_seconds: int = 300
+    """The same for ``cluster.gpufed.io/not-ready:NoExecute`` (``--default-not-ready-toleration-seconds``)."""
+    graceful_eviction_timeout_seconds: int = 600
+    """How long a Gracefully evicted copy waits for its replacement to be Healthy when the policy
+    sets no ``failover.*.gracePeriodSeconds`` (``--graceful-eviction-timeout``)."""
 
 
 def utc_now() -> datetime:

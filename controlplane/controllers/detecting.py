@@ -8,7 +8,9 @@ the existing bindings. Out, per workload:
   claims): the workload gets the ``gpufed.io/propagation`` finalizer (so deleting it
   cleans up the members first, see ``deleting``), a ResourceBinding ``<name>-<kind>`` in
   its namespace with ``spec.resource``, replicas, per-replica requirements, gang,
-  components, the policy's placement and ``spec.policy``, and the status condition
+  components, the policy's placement and GPU shapes (``gpuShapes``) and ``spec.policy``
+  (everything a placement depends on, so a change to any of it moves the binding's
+  generation and the scheduler decides again), and the status condition
   ``Propagated=True`` (reason ``PolicyClaimed``);
 * claimed by none and never propagated: ``Propagated=False`` reason ``NoPolicyMatched``;
   the workload stays on the hub only;
@@ -97,6 +99,9 @@ def binding_spec(
         spec["gang"] = False
     if policy.spec.placement is not None:
         spec["placement"] = policy.spec.placement.to_wire()
+    if policy.spec.gpu_shapes is not None:
+        # Part of the binding so that editing them moves its generation: the scheduler decides again.
+        spec["gpuShapes"] = policy.spec.gpu_shapes.to_wire()
     ref = policy_ref(policy)
     spec["policy"] = {"kind": ref.kind, "name": ref.name, **({"namespace": ref.namespace} if ref.namespace else {})}
     for owned_by_scheduler in ("clusters", "gracefulEvictionTasks"):

@@ -34,6 +34,8 @@ class EventReason(StrEnum):
     REPLICAS_MOVED = "ReplicasMoved"
     OVERRIDE_FAILED = "OverrideFailed"
     POLICY_PREEMPTED = "PolicyPreempted"
+    REPLICAS_EVICTED = "ReplicasEvicted"
+    EVICTION_COMPLETED = "EvictionCompleted"
 
 
 async def record_event(

@@ -1,8 +1,8 @@
 """The controller manager: runs the hub's federation loop over one ObjectStore.
 
 In: an :class:`ObjectStore` (in-process, no HTTP) and :class:`ControllerSettings`. Out:
-the detector, scheduler, binding, status and deletion controllers running, sharing one
-informer per kind.
+the detector, scheduler, binding, status, graceful eviction and deletion controllers
+running, sharing one informer per kind.
 
 ``run()`` builds everything afresh — informers, queues, the scheduler's reservations —
 lists and watches every kind, waits until all caches are synced, then starts the
@@ -28,6 +28,7 @@ from controlplane.controllers.binding import BindingController
 from controlplane.controllers.context import ControllerContext, ControllerSettings, utc_now
 from controlplane.controllers.deleting import DeletionController
 from controlplane.controllers.detecting import Detector
+from controlplane.controllers.evicting import GracefulEvictionController
 from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.scheduling import SchedulerController
 from controlplane.controllers.status import StatusController
@@ -55,6 +56,7 @@ class ControllerManager:
         self._task: asyncio.Task[None] | None = None
         self.context: ControllerContext | None = None
         self.scheduler: SchedulerController | None = None
+        self.evictions: GracefulEvictionController | None = None
         self._loops: list[ReconcileLoop[Any]] = []
 
     @property
@@ -72,8 +74,11 @@ class ControllerManager:
         binder = BindingController(ctx)
         status = StatusController(ctx)
         deletion = DeletionController(ctx)
-        loops: list[ReconcileLoop[Any]] = [detector.loop, scheduler.loop, binder.loop, status.loop, deletion.loop]
-        self.context, self.scheduler, self._loops = ctx, scheduler, loops
+        evictions = GracefulEvictionController(ctx)
+        loops: list[ReconcileLoop[Any]] = [
+            detector.loop, scheduler.loop, binder.loop, status.loop, evictions.loop, deletion.loop,
+        ]
+        self.context, self.scheduler, self.evictions, self._loops = ctx, scheduler, evictions, loops
         tasks: list[asyncio.Task[None]] = []
         async with asyncio.TaskGroup() as group:
             tasks.append(group.create_task(ctx.run_informers(), name="informers"))

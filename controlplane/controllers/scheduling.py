@@ -19,7 +19,18 @@ decides *when* to run it, so placed work does not move for nothing:
 * a member reported replicas it cannot place (``manifestStatuses[].unschedulable``) for
   the Work's current generation for longer than the grace period: those replicas are
   moved — the cluster keeps the rest and takes no new ones in that decision — but only
-  when the move places at least as many replicas as before; a gang moves whole.
+  when the move places at least as many replicas as before; a gang moves whole;
+* **failover** (:mod:`controlplane.controllers.failover`): a cluster it runs in has a
+  ``NoExecute`` taint whose toleration ran out (the placement's ``clusterTolerations``, plus
+  default tolerations of the hub's unreachable/not-ready taints), or the workload has been
+  Unhealthy there for ``failover.application.decisionConditions.tolerationSeconds``. The
+  binding is requeued for the moment that happens. Its replicas in that cluster (a gang's
+  whole) are scheduled elsewhere and a ``gracefulEvictionTasks`` entry records the eviction;
+  the cluster's Work stays until the graceful eviction controller ends the task. Like the
+  move above, an eviction happens only when the replicas find room elsewhere (as many as
+  run now): with nowhere to go they stay, and are retried on capacity reports, so a cluster
+  that is only cut off is not emptied for nothing. Clusters with an eviction task of the
+  binding take none of its replicas while the task lasts (as Karmada's scheduler does).
 
 Capacity a decision promises is reserved (``Reservations``) after the spec write succeeds,
 until the cluster's next report shows it used (``observe_report``), the Work reports
@@ -33,14 +44,14 @@ import asyncio
 import copy
 import logging
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import ValidationError
 
-from controlplane.apis.meta import taints_tolerated
+from controlplane.apis.meta import Taint
 from controlplane.apis.work_v1alpha1 import ConditionType, ResourceBinding, ScheduledReason
 from controlplane.apiserver.objects import WatchEventType
 from controlplane.controllers.context import (
@@ -50,6 +61,20 @@ from controlplane.controllers.context import (
     policy_ref_of_binding,
 )
 from controlplane.controllers.events import EventReason, EventType, record_event
+from controlplane.controllers.failover import (
+    EvictionCause,
+    EvictionCheck,
+    PurgeMode,
+    application_evictions,
+    effective_tolerations,
+    evicting_clusters,
+    eviction_task,
+    merge_checks,
+    purge_mode_of,
+    reported_health,
+    taint_evictions,
+    with_tasks,
+)
 from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.workloads import find_condition, is_deleting, with_condition
 from controlplane.controllers.works import (
@@ -68,7 +93,8 @@ from controlplane.scheduler.core.scheduling import (
     schedule,
 )
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
-from policies.affinity import cluster_matches_affinity
+from policies.affinity import ClusterView, cluster_matches_affinity
+from policies.models import AnyPropagationPolicy
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +105,15 @@ MAINTENANCE_SECONDS = 15.0
 
 def _key_text(key: BindingKey) -> str:
     return f"{key[0]}/{key[1]}"
+
+
+def _binding_key(binding: Mapping[str, Any]) -> BindingKey:
+    meta = binding.get("metadata") or {}
+    return (str(meta.get("namespace")), str(meta.get("name")))
+
+
+def _unhealthy_reported(work: Mapping[str, Any]) -> bool:
+    return any(m.get("health") == "Unhealthy" for m in (work.get("status") or {}).get("manifestStatuses") or ())
 
 
 def _placement_facts(obj: Mapping[str, Any] | None) -> Any:
@@ -101,7 +136,11 @@ def unschedulable_pods(work: Mapping[str, Any]) -> int:
 
 
 def placement_broken(request: BindingRequest, snapshots: Mapping[str, ClusterSnapshot]) -> str | None:
-    """Why clusters the binding runs in can no longer hold it (gone, affinity, NoExecute taint), or None."""
+    """Why clusters the binding runs in can no longer hold it (gone, affinity), or None.
+
+    ``NoExecute`` taints are failover's (:func:`decide_with_evictions`): they evict only once
+    their toleration runs out.
+    """
     terms = request.placement.affinity_terms()
     term = next((t for t in terms if t.affinity_name == request.previous_affinity_name), terms[0])
     for name in sorted(request.previous):
@@ -110,10 +149,85 @@ def placement_broken(request: BindingRequest, snapshots: Mapping[str, ClusterSna
             return f"cluster {name} is gone"
         if not cluster_matches_affinity(snapshot.view, term).fits:
             return f"cluster {name} no longer matches the placement's cluster affinity"
-        ok, taint = taints_tolerated(snapshot.view.taints, request.tolerations, effects=("NoExecute",))
-        if not ok and taint is not None:
-            return f"cluster {name} has taint {taint.key}:NoExecute that the placement does not tolerate"
     return None
+
+
+def with_default_tolerations(request: BindingRequest, *, unreachable_seconds: int, not_ready_seconds: int) -> BindingRequest:
+    """``request`` whose placement also tolerates the hub's health taints for the default time
+    when it does not say otherwise (see :func:`failover.effective_tolerations`)."""
+    tolerations = effective_tolerations(
+        request.placement.cluster_tolerations,
+        unreachable_seconds=unreachable_seconds,
+        not_ready_seconds=not_ready_seconds,
+    )
+    if len(tolerations) == len(request.placement.cluster_tolerations or ()):
+        return request
+    placement = request.placement.model_copy(update={"cluster_tolerations": tolerations})
+    return replace(request, placement=placement)
+
+
+def decide_with_evictions(
+    request: BindingRequest,
+    snapshots: Sequence[ClusterSnapshot],
+    leaving: Iterable[str],
+    *,
+    reservations: Reservations,
+    now: datetime,
+) -> tuple[BindingRequest, ScheduleResult] | None:
+    """Re-decide without the clusters in ``leaving`` (a gang leaves all its clusters).
+
+    None when the replicas would not find room elsewhere: fewer would be placed than run now.
+    """
+    gone = set(leaving) & set(request.previous)
+    if not gone:
+        return None
+    previous = {} if request.gang else {k: v for k, v in request.previous.items() if k not in gone}
+    evicting = replace(request, previous=previous)
+    result = schedule(evicting, [s for s in snapshots if s.name not in gone], reservations=reservations, now=now)
+    if not result.condition.status and result.placed < min(request.replicas, sum(request.previous.values())):
+        return None
+    return evicting, result
+
+
+def _sooner(*delays: float | None) -> float | None:
+    known = [d for d in delays if d is not None]
+    return min(known) if known else None
+
+
+def _explain_evictions(
+    explanation: list[dict[str, Any]],
+    *,
+    evicted: Mapping[str, EvictionCause],
+    tasks: Sequence[Mapping[str, Any]],
+) -> None:
+    """Add, per cluster, why it lost or takes none of the replicas because of an eviction."""
+    by_cluster = {entry["cluster"]: entry for entry in explanation}
+
+    def note(cluster: str, reason: str) -> None:
+        entry = by_cluster.get(cluster)
+        if entry is None:
+            entry = by_cluster[cluster] = {"cluster": cluster, "chosen": False, "replicas": 0}
+            explanation.append(entry)
+        entry.setdefault("reasons", []).append(reason)
+
+    for name, cause in sorted(evicted.items()):
+        how = {
+            PurgeMode.DIRECTLY: "its Work is removed now",
+            PurgeMode.GRACEFULLY: "its Work stays until the new replicas are Healthy"
+            + (f" or {cause.grace_period_seconds}s pass" if cause.grace_period_seconds is not None else ""),
+            PurgeMode.NEVER: "its Work stays until the eviction task is removed (purgeMode Never)",
+        }[cause.purge_mode]
+        note(name, f"{cause.reason}: {cause.message}; {how}")
+    for task in tasks:
+        name = str(task.get("fromCluster"))
+        if name in evicted:
+            continue
+        note(
+            name,
+            f"replicas evicted at {task.get('creationTimestamp')} ({task.get('reason')}); "
+            "the cluster takes none of them while the graceful eviction lasts",
+        )
+    explanation.sort(key=lambda entry: str(entry["cluster"]))
 
 
 def decide_with_moves(
@@ -157,6 +271,10 @@ class SchedulerController:
         # Per binding and cluster, the Work generation whose unschedulable report was acted on:
         # until the binding controller rewrites the Work, that report must not move replicas again.
         self._acted_on: dict[BindingKey, dict[str, int]] = {}
+        # Per binding and cluster, since when (hub clock) the workload reports Unhealthy there.
+        self._unhealthy_since: dict[BindingKey, dict[str, datetime]] = {}
+        # Bindings with an eviction due that found no room elsewhere: retried on capacity reports.
+        self._eviction_blocked: set[BindingKey] = set()
         ctx.bindings.add_handler(self._on_binding)
         ctx.clusters.add_handler(self._on_cluster)
         ctx.works.add_handler(self._on_work)
@@ -220,13 +338,15 @@ class SchedulerController:
             self.reservations.mark_applied(_key_text(key), cluster, at=self.ctx.now())
         if unschedulable_pods(obj) or (old is not None and unschedulable_pods(old)):
             await self.loop.add(key)
+        elif _unhealthy_reported(obj) or (old is not None and _unhealthy_reported(old)):
+            await self.loop.add(key)  # application failover counts from the first Unhealthy report
 
     async def _requeue_cluster(self, cluster: str) -> None:
         for key in self.ctx.bindings.index_keys(INDEX_CLUSTER, cluster):
             await self.loop.add(key)
 
     async def _requeue_unplaced(self) -> None:
-        for key in sorted(self._unplaced):
+        for key in sorted(self._unplaced | self._eviction_blocked):
             await self.loop.add(key)
 
     def _forget(self, key: BindingKey) -> None:
@@ -234,6 +354,8 @@ class SchedulerController:
         self._unplaced.discard(key)
         self._unschedulable_since.pop(key, None)
         self._acted_on.pop(key, None)
+        self._unhealthy_since.pop(key, None)
+        self._eviction_blocked.discard(key)
 
     async def maintain(self) -> None:
         """Expire reservations whose reports never came; retry unplaced bindings when capacity frees."""
@@ -275,6 +397,74 @@ class SchedulerController:
             self._unschedulable_since.pop(key, None)
         return due, wait
 
+    def _evictions(
+        self,
+        key: BindingKey,
+        request: BindingRequest,
+        policy: AnyPropagationPolicy | None,
+        snapshots: Mapping[str, ClusterSnapshot],
+        resource: Mapping[str, Any],
+        *,
+        now: datetime,
+    ) -> EvictionCheck:
+        """The clusters the binding runs in that failover evicts now, and when the next one is due."""
+        settings = self.ctx.settings
+        failover = policy.spec.failover if policy is not None else None
+        cluster_failover = failover.cluster if failover is not None else None
+        purge = purge_mode_of(cluster_failover.purge_mode if cluster_failover else None)
+        grace = (cluster_failover.grace_period_seconds if cluster_failover else None) or (
+            settings.graceful_eviction_timeout_seconds
+        )
+        taints = taint_evictions(
+            request.previous,
+            self._taint_views(request.previous, snapshots),
+            request.tolerations,
+            now=now,
+            purge_mode=purge,
+            grace_period_seconds=grace if purge is PurgeMode.GRACEFULLY else None,
+        )
+        application = failover.application if failover is not None else None
+        if application is None:
+            self._unhealthy_since.pop(key, None)
+            return taints
+        seen = self._unhealthy_since.get(key) or {}
+        unhealthy: dict[str, datetime] = {}
+        for work in self.ctx.works.by_index(INDEX_BINDING, key):
+            cluster = cluster_of_namespace(str(work["metadata"].get("namespace") or ""))
+            if cluster is not None and cluster in request.previous and reported_health(work, resource) == "Unhealthy":
+                unhealthy[cluster] = seen.get(cluster, now)
+        if unhealthy:
+            self._unhealthy_since[key] = unhealthy
+        else:
+            self._unhealthy_since.pop(key, None)
+        app_purge = purge_mode_of(application.purge_mode)
+        app_grace = application.grace_period_seconds or settings.graceful_eviction_timeout_seconds
+        apps = application_evictions(
+            unhealthy,
+            toleration_seconds=application.effective_toleration_seconds,
+            now=now,
+            purge_mode=app_purge,
+            grace_period_seconds=app_grace if app_purge is PurgeMode.GRACEFULLY else None,
+        )
+        return merge_checks(taints, apps)
+
+    def _taint_views(self, names: Iterable[str], snapshots: Mapping[str, ClusterSnapshot]) -> dict[str, ClusterView]:
+        """The taints of the clusters ``names``, with their ``timeAdded`` (tolerationSeconds count
+        from it; the scheduler's snapshots leave it out)."""
+        views: dict[str, ClusterView] = {}
+        for name in names:
+            obj = self.ctx.clusters.get(None, name)
+            if obj is None or name not in snapshots:
+                continue
+            taints: list[Taint] = []
+            for raw in (obj.get("spec") or {}).get("taints") or ():
+                try:
+                    taints.append(Taint.model_validate(raw))
+                except ValidationError:
+                    log.warning("cluster %s has an invalid taint %r; ignored", name, raw)
+            views[name] = ClusterView(name=name, taints=tuple(taints))
+        return views
+
     async def reconcile(self, key: BindingKey) -> float | None:
         ctx = self.ctx
         binding = await ctx.get(ctx.binding_rt, key[0], key[1])
@@ -288,10 +478,19 @@ class SchedulerController:
             return None
         policy_ref = policy_ref_of_binding(binding)
         policy = ctx.propagation_policy(policy_ref) if policy_ref else None
-        alternatives = policy.spec.gpu_shapes.alternatives if policy and policy.spec.gpu_shapes else []
-        request = BindingRequest.from_binding(model, gpu_shapes=alternatives)
-        snapshots = dict(self._snapshots)
+        request = with_default_tolerations(
+            BindingRequest.from_binding(model),  # GPU shapes as the binding carries them (detector)
+            unreachable_seconds=ctx.settings.default_unreachable_toleration_seconds,
+            not_ready_seconds=ctx.settings.default_not_ready_toleration_seconds,
+        )
+        spec = binding.get("spec") or {}
+        all_snapshots = dict(self._snapshots)
+        evicting = evicting_clusters(spec)
+        snapshots = {name: s for name, s in all_snapshots.items() if name not in evicting}
         moves, wait = self._moves(key)
+        now = ctx.now()
+        check = self._evictions(key, request, policy, all_snapshots, spec.get("resource") or {}, now=now)
+        wait = _sooner(wait, check.seconds_until_next(now))
 
         status = binding.get("status") or {}
         scheduled = find_condition(status.get("conditions"), ConditionType.SCHEDULED)
@@ -302,28 +501,55 @@ class SchedulerController:
         elif scheduled.get("status") != "True":
             why = "not fully placed"
         else:
-            why = placement_broken(request, snapshots)
-        if why is None and not moves:
+            why = placement_broken(request, all_snapshots)
+        if why is None and not moves and not check.due:
+            self._eviction_blocked.discard(key)
             return wait
 
-        now = ctx.now()
         ordered = [snapshots[name] for name in sorted(snapshots)]
+        previous = dict(request.previous)
         moved: dict[str, int] = {}
+        result: ScheduleResult | None = None
         try:
-            decided = decide_with_moves(request, ordered, moves, reservations=self.reservations, now=now) if moves else None
-            if decided is not None:
-                request, result = decided
-                moved = dict(moves)
-            else:
-                result = schedule(request, ordered, reservations=self.reservations, now=now)
+            if check.due:
+                evicted_decision = decide_with_evictions(
+                    request, ordered, check.due, reservations=self.reservations, now=now
+                )
+                if evicted_decision is not None:
+                    request, result = evicted_decision
+                    self._eviction_blocked.discard(key)
+                else:
+                    if key not in self._eviction_blocked:
+                        log.warning(
+                            "binding %s: replicas in %s are due for eviction but find no room elsewhere; "
+                            "they stay until capacity appears",
+                            _key_text(key), ", ".join(sorted(check.due)),
+                        )
+                    self._eviction_blocked.add(key)
+                    wait = _sooner(wait, UNPLACED_RETRY_SECONDS)
+            if result is None:
+                if why is None and not moves:
+                    return wait
+                decided = (
+                    decide_with_moves(request, ordered, moves, reservations=self.reservations, now=now)
+                    if moves
+                    else None
+                )
+                if decided is not None:
+                    request, result = decided
+                    moved = dict(moves)
+                else:
+                    result = schedule(request, ordered, reservations=self.reservations, now=now)
         except Exception as exc:  # a bug in the decision must not stop the other bindings
             log.exception("scheduling %s failed", _key_text(key))
             await self._write_error(binding, f"the scheduler failed: {exc}")
             return UNPLACED_RETRY_SECONDS
-        if why is None and not moved:
+        # Every cluster due for eviction that the decision leaves gets an eviction task.
+        evicted = {name: cause for name, cause in check.due.items() if name in previous and name not in result.clusters}
+        if why is None and not moved and not evicted:
             return wait  # members report unplaceable pods, but nothing else can take them
-        log.debug("scheduling %s: %s", _key_text(key), why or "moving unschedulable replicas")
-        await self._write_decision(binding, request, result, moved=moved)
+        log.debug("scheduling %s: %s", _key_text(key), why or ("evicting" if evicted else "moving unschedulable replicas"))
+        await self._write_decision(binding, request, result, moved=moved, evicted=evicted, previous=previous)
         if moved:
             generations = {
                 cluster_of_namespace(str(w["metadata"].get("namespace"))): int(w["metadata"].get("generation") or 0)
@@ -332,6 +558,11 @@ class SchedulerController:
             acted = self._acted_on.setdefault(key, {})
             for cluster in moved:
                 acted[cluster] = generations.get(cluster, 0)
+        if evicted:
+            unhealthy = self._unhealthy_since.get(key)
+            for cluster in evicted:
+                if unhealthy is not None:
+                    unhealthy.pop(cluster, None)
         if not result.condition.status:
             return min(UNPLACED_RETRY_SECONDS, wait) if wait is not None else UNPLACED_RETRY_SECONDS
         return wait
@@ -343,11 +574,19 @@ class SchedulerController:
         result: ScheduleResult,
         *,
         moved: Mapping[str, int],
+        evicted: Mapping[str, EvictionCause] | None = None,
+        previous: Mapping[str, int] | None = None,
     ) -> None:
         ctx = self.ctx
         spec = binding.get("spec") or {}
         meta = binding.get("metadata") or {}
+        evicted = evicted or {}
         clusters = result.target_clusters()
+        now = ctx.now()
+        added = [
+            eviction_task(cause, replicas=(previous or {}).get(name, 0), now=now) for name, cause in sorted(evicted.items())
+        ]
+        tasks = with_tasks(spec.get("gracefulEvictionTasks"), added) if added else spec.get("gracefulEvictionTasks")
         shapes = {
             name: ChosenShape(shape.resource_map, dict(shape.node_selector)) for name, shape in result.chosen_shapes.items()
         }
@@ -355,9 +594,11 @@ class SchedulerController:
         annotations = dict(meta.get("annotations") or {})
         updated = binding
         previous_clusters = spec.get("clusters")
-        if previous_clusters != clusters or annotations.get(ANNOTATION_GPU_SHAPES) != annotation:
+        if previous_clusters != clusters or annotations.get(ANNOTATION_GPU_SHAPES) != annotation or added:
             written = copy.deepcopy(binding)
             written["spec"]["clusters"] = clusters
+            if tasks:
+                written["spec"]["gracefulEvictionTasks"] = tasks
             if annotation is None:
                 annotations.pop(ANNOTATION_GPU_SHAPES, None)
             else:
@@ -377,6 +618,7 @@ class SchedulerController:
                     f"member reported {pods} replica(s) unschedulable for more than "
                     f"{ctx.settings.unschedulable_grace_seconds:g}s: moved elsewhere"
                 )
+        _explain_evictions(explanation, evicted=evicted, tasks=(updated.get("spec") or {}).get("gracefulEvictionTasks") or ())
         status = copy.deepcopy(binding.get("status") or {})
         old_condition = find_condition(status.get("conditions"), ConditionType.SCHEDULED)
         new_condition = result.condition.to_wire()
@@ -390,6 +632,27 @@ class SchedulerController:
         if status != (updated.get("status") or {}):
             await ctx.objects.update_status(ctx.binding_rt, {**updated, "status": status})
         await self._record(binding, old_condition, new_condition, previous_clusters, clusters, moved)
+        if evicted:
+            await self._record_evictions(binding, evicted, clusters)
+
+    async def _record_evictions(
+        self, binding: dict[str, Any], evicted: Mapping[str, EvictionCause], clusters: list[dict[str, Any]]
+    ) -> None:
+        workload = self._workload_of(binding)
+        if workload is None:
+            return
+        placed = ", ".join(f"{c['name']}:{c['replicas']}" for c in clusters) or "no cluster"
+        for name, cause in sorted(evicted.items()):
+            log.warning("binding %s: %s", _key_text(_binding_key(binding)), cause.message, extra={"cluster": name})
+            await record_event(
+                self.ctx, workload, type=EventType.WARNING, reason=EventReason.REPLICAS_EVICTED,
+                message=f"{cause.reason}: {cause.message} (purgeMode {cause.purge_mode}); now {placed}",
+            )
+
+    def _workload_of(self, binding: Mapping[str, Any]) -> dict[str, Any] | None:
+        resource = (binding.get("spec") or {}).get("resource") or {}
+        informer = self.ctx.workload_informer(str(resource.get("apiVersion")), str(resource.get("kind")))
+        return informer.get(resource.get("namespace"), str(resource.get("name"))) if informer else None
 
     async def _write_error(self, binding: dict[str, Any], message: str) -> None:
         condition = ScheduledCondition(False, ScheduledReason.SCHEDULER_ERROR, message).to_wire()
@@ -410,9 +673,7 @@ class SchedulerController:
         changed = old is None or (old.get("status"), old.get("reason")) != (new.get("status"), new.get("reason"))
         if not changed and previous_clusters == clusters and not moved:
             return
-        resource = (binding.get("spec") or {}).get("resource") or {}
-        informer = self.ctx.workload_informer(str(resource.get("apiVersion")), str(resource.get("kind")))
-        workload = informer.get(resource.get("namespace"), str(resource.get("name"))) if informer else None
+        workload = self._workload_of(binding)
         if workload is None:
             return
         placed = ", ".join(f"{c['name']}:{c['replicas']}" for c in clusters) or "no cluster"

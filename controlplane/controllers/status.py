@@ -10,6 +10,12 @@ object's status and health the agent reported) and the hub workload. Out:
   statuses (a Deployment's ``readyReplicas`` is the sum over members), keeping the
   detector's ``Propagated`` condition.
 
+Only the clusters in ``spec.clusters`` count. A cluster whose replicas were evicted keeps its
+Work while its graceful eviction task lasts, but it is left out of both the aggregated status
+and the workload's status: its replicas have been replaced elsewhere, so counting them would
+count the same replicas twice (a Deployment would show more ready replicas than it asks for).
+``kubectl get resourcebinding -o yaml`` still shows the task, and the Work its status.
+
 Both are written only when they change (compare and swap), so a restarted hub or a repeated
 reconcile writes nothing.
 """

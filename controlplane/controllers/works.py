@@ -7,8 +7,9 @@ the cluster's :class:`ClusterView`. Out: the Work object to create or compare, o
 
 Rendering order follows Karmada's binding controller: the workload without server-owned
 fields, then the cluster's replicas (``with_replicas``), then the GPU shape the scheduler
-picked for that cluster (``with_gpu_request`` plus the shape's node selector), then the
-override rules, so that an OverridePolicy has the last word.
+picked for that cluster (``with_gpu_request`` plus the shape's node selector, both only in
+the pod templates that request a GPU), then the override rules, so that an OverridePolicy
+has the last word.
 
 Work names are ``<namespace>-<name>-<kind>``; when that is longer than a label value may
 be (63, because the agent labels member objects with the Work's name), it is cut and a
@@ -28,6 +29,7 @@ from controlplane.apis.work_v1alpha1 import API_VERSION, WORK_KIND
 from controlplane.controllers.workloads import without_server_fields
 from controlplane.interpreter import KindInterpreter
 from controlplane.interpreter.base import PodTemplateKind
+from controlplane.interpreter.requirements import is_gpu_resource
 from policies.affinity import ClusterView
 from policies.matching import OverrideRule
 from policies.overriders import OverrideError, apply_overrides
@@ -127,12 +129,37 @@ class RenderedManifest:
     error: OverrideError | None = None
 
 
-def _add_node_selector(obj: dict[str, Any], interpreter: KindInterpreter, selector: Mapping[str, str]) -> None:
+def _requests_gpu(template: Any) -> bool:
+    """Whether a pod template has a container (or init container) requesting or limiting a GPU-like resource."""
+    if not isinstance(template, Mapping):
+        return False
+    spec = template.get("spec") or {}
+    for key in ("containers", "initContainers"):
+        for container in spec.get(key) or ():
+            resources = (container or {}).get("resources") or {}
+            names = set(resources.get("requests") or {}) | set(resources.get("limits") or {})
+            if any(is_gpu_resource(str(name)) for name in names):
+                return True
+    return False
+
+
+def _gpu_templates(obj: dict[str, Any], interpreter: KindInterpreter) -> list[bool]:
+    """Per pod template of ``obj`` (in ``template_slots`` order), whether it requests a GPU."""
+    if not isinstance(interpreter, PodTemplateKind):
+        return []
+    return [_requests_gpu(parent.get(key)) for parent, key in interpreter.template_slots(obj)]
+
+
+def _add_node_selector(
+    obj: dict[str, Any], interpreter: KindInterpreter, selector: Mapping[str, str], *, gpu_templates: Sequence[bool]
+) -> None:
+    """Merge ``selector`` into the pod templates that request a GPU (``gpu_templates``, by slot):
+    a CPU-only role (a PyTorchJob Master without a GPU) may run on any node."""
     if not selector or not isinstance(interpreter, PodTemplateKind):
         return
-    for parent, key in interpreter.template_slots(obj):
+    for (parent, key), wants_gpu in zip(interpreter.template_slots(obj), gpu_templates, strict=False):
         template = parent.get(key)
-        if not isinstance(template, dict):
+        if not wants_gpu or not isinstance(template, dict):
             continue
         spec = template.setdefault("spec", {})
         merged = dict(spec.get("nodeSelector") or {})
@@ -154,8 +181,9 @@ def render_manifest(
     if interpreter is not None:
         manifest = interpreter.with_replicas(manifest, replicas)
         if shape is not None:
+            gpu_templates = _gpu_templates(manifest, interpreter)
             manifest = interpreter.with_gpu_request(manifest, dict(shape.resources))
-            _add_node_selector(manifest, interpreter, shape.node_selector)
+            _add_node_selector(manifest, interpreter, shape.node_selector, gpu_templates=gpu_templates)
     if not rules:
         return RenderedManifest(manifest)
     result = apply_overrides(manifest, rules, cluster)

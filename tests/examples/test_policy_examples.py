@@ -287,14 +287,6 @@ DATACENTER_ONLY = {
 
 
 @covers("training-gang-whole.yaml")
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "scheduler bug: for a gang, scheduling._divide returns before tieredOverflow.tiers is consulted "
-        "(_best orders by the Cluster's own tier), so a cluster that matches no listed tier still takes "
-        "the gang; TieredOverflow documents that such a cluster is not used"
-    ),
-)
 async def test_training_gang_stays_within_the_policy_tiers(
     objects: ObjectStore, manager: ControllerManager
 ) -> None:
@@ -308,6 +300,42 @@ async def test_training_gang_stays_within_the_policy_tiers(
     assert placed(binding) == {}
     assert condition(binding, "Scheduled")["status"] == "False"  # type: ignore[index]
     assert "tieredOverflow.tiers" in reasons_of(binding, CLOUD_H100)
+
+
+@covers("training-gang-whole.yaml")
+async def test_a_cpu_only_role_keeps_its_template_when_the_gang_takes_an_alternative_shape(
+    objects: ObjectStore, manager: ControllerManager
+) -> None:
+    docs = load_example("training-gang-whole.yaml")
+    only(docs, "PropagationPolicy")["spec"]["gpuShapes"] = {
+        "alternatives": [
+            {"name": "h100-pair", "resources": {"nvidia.com/gpu": 2}, "nodeSelector": {"nvidia.com/gpu.product": H100}}
+        ]
+    }
+    job = only(docs, "PyTorchJob")
+    roles = job["spec"]["pytorchReplicaSpecs"]
+    # A CPU-only Master, and 6 Workers on MIG slices: more than onprem-a100's 4 slices hold.
+    roles["Master"]["template"]["spec"]["containers"][0]["resources"] = {
+        "requests": {"cpu": "4", "memory": "16Gi"},
+        "limits": {"memory": "16Gi"},
+    }
+    roles["Worker"]["replicas"] = 6
+    roles["Worker"]["template"]["spec"]["containers"][0]["resources"] = {
+        "requests": {"cpu": "8", "memory": "64Gi"},
+        "limits": {MIG_3G: 1, "memory": "64Gi"},
+    }
+    await apply_documents(objects, docs)
+
+    binding = await scheduled_binding(objects, job)
+    assert placed(binding) == {CLOUD_H100: 7}
+    assert "h100-pair" in reasons_of(binding, CLOUD_H100)
+    works = await works_matching(objects, job, {CLOUD_H100: 7}, pytorchjob_pods)
+    cloud = manifest_of(works[CLOUD_H100])["spec"]["pytorchReplicaSpecs"]
+    master, worker = cloud["Master"]["template"]["spec"], cloud["Worker"]["template"]["spec"]
+    assert "nodeSelector" not in master
+    assert master["containers"][0]["resources"] == {"requests": {"cpu": "4", "memory": "16Gi"}, "limits": {"memory": "16Gi"}}
+    assert worker["nodeSelector"] == {"nvidia.com/gpu.product": H100}
+    assert worker["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "2", "memory": "64Gi"}
 
 
 @covers("gpu-model-pinning.yaml")
@@ -327,16 +355,6 @@ async def test_gpu_model_pin_beats_tier_and_price(objects: ObjectStore, manager:
 
 
 @covers("gpu-model-pinning.yaml")
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "scheduler bug: a cluster that runs a binding is credited with its current replicas whatever "
-        "the new per-replica requirements are (GpuFeasibility passes on available + current >= need, "
-        "and the division keeps current assignments), so re-pinning to A100 keeps all 4 replicas in "
-        "cloud-h100, whose Work then asks for A100 nodes it does not have; they move only after the "
-        "member reports them unschedulable"
-    ),
-)
 async def test_re_pinning_the_gpu_model_moves_the_replicas(
     objects: ObjectStore, manager: ControllerManager
 ) -> None:
@@ -388,16 +406,6 @@ async def test_mig_slices_on_prem_whole_gpu_alternative_in_the_cloud(
 
 
 @covers("mig-shape-alternatives.yaml")
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "controller bug: editing the claiming policy's spec.gpuShapes does not re-schedule its bindings; "
-        "the detector's binding spec does not carry gpuShapes (its generation does not move) and the "
-        "scheduler controller does not watch policies, so the old shapes stay until something else "
-        "(a spec change, a lost cluster) triggers a decision; and when one does, cloud-h100 keeps its 2 "
-        "replicas with a MIG request it cannot hold (see test_re_pinning_the_gpu_model_moves_the_replicas)"
-    ),
-)
 async def test_removing_the_shape_alternatives_takes_the_cloud_replicas_back(
     objects: ObjectStore, manager: ControllerManager
 ) -> None:

@@ -22,8 +22,13 @@ def shape(
     labels: dict[str, str] | None = None,
     taints: list[dict[str, str]] | None = None,
     mig_strategy: str = "none",
+    allocatable: dict[str, int] | None = None,
 ) -> dict[str, Any]:
-    """``count`` identical nodes with ``gpus`` free whole GPUs (plus ``extra`` free resources)."""
+    """``count`` identical nodes with ``gpus`` free whole GPUs (plus ``extra`` free resources).
+
+    Their allocatable resources are the free ones, updated by ``allocatable`` (for nodes
+    whose capacity is partly in use).
+    """
     free: dict[str, int] = {"cpu": cpu, "memory": memory, "pods": 110}
     if gpus:
         free["nvidia.com/gpu"] = gpus
@@ -35,7 +40,7 @@ def shape(
         "labels": node_labels,
         "taints": taints or [],
         "free": free,
-        "allocatable": dict(free),
+        "allocatable": {**free, **(allocatable or {})},
         "gpu": {
             "product": product or "",
             "memoryMiB": 81920,

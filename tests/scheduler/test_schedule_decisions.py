@@ -176,7 +176,7 @@ def test_gang_that_fits_nowhere_waits_with_reasons() -> None:
 def test_gang_stays_where_it_runs() -> None:
     clusters = [cluster("onprem", shape(2, gpus=8)), cluster("cloud", shape(2, gpus=8), provider="aws")]
     # The cloud copy is running, so the report shows cloud's GPUs as used; the gang still stays.
-    clusters[1] = cluster("cloud", shape(2, gpus=0), provider="aws")
+    clusters[1] = cluster("cloud", shape(2, gpus=0, allocatable={"nvidia.com/gpu": 8}), provider="aws")
     result = schedule(gang_request(3, 4, previous={"cloud": 4}), clusters, now=NOW)
     assert result.clusters == {"cloud": 4}
 
@@ -403,7 +403,12 @@ def test_from_binding() -> None:
     assert built.requirements.resource_map == {"nvidia.com/gpu": 2, "cpu": 500}
     assert built.previous == {"onprem": 3}
     assert built.gpu_shapes[0].resource_map == {"nvidia.com/mig-3g.40gb": 1}
-    assert schedule(built, onprem_and_cloud(), now=NOW).clusters == {"onprem": 3}
+    # onprem runs the 3 replicas (its 2-GPU nodes show 1 GPU free each): they stay.
+    clusters = [
+        cluster("onprem", shape(6, gpus=1, allocatable={"nvidia.com/gpu": 2})),
+        cluster("cloud", shape(2, gpus=8), provider="aws", pricing={A100: 4.1}),
+    ]
+    assert schedule(built, clusters, now=NOW).clusters == {"onprem": 3}
 
 
 def test_remembered_placement_verdicts_do_not_apply_to_clusters_running_the_binding() -> None:

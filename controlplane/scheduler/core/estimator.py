@@ -26,13 +26,17 @@ cluster's capacity shrank; the next report tells the truth).
 Answers are memoised: per node shape the replicas one node holds, per snapshot the
 estimate per requirements, per cluster the reservation-adjusted snapshot per reservations
 version. When reservations were only added since the last adjustment, just the new ones
-are subtracted and every memoised estimate is carried over by looking only at the shapes
-that changed, so the hot path stays a few dict lookups per cluster. No I/O.
+are subtracted, and the adjusted snapshot remembers which shapes changed: an estimate the
+previous snapshot knew is then carried over by looking only at those shapes, when it is
+first asked for (most decisions ask about one or two requirements, so carrying all of
+them eagerly would be wasted). The hot path stays a few dict lookups per cluster. No I/O.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import NamedTuple
 
 from controlplane.apis.quantity import format_quantity
 from controlplane.interpreter.base import Component
@@ -50,7 +54,38 @@ UNLIMITED = 1 << 30
 """Replicas of a pod that requests nothing, on nodes that do not report a pod limit."""
 
 _GANG = "gang"
-_ADJUSTED = "reservations"
+_RUNNABLE = "runnable"
+"""Key prefix in a snapshot's memo: ``(_RUNNABLE, requirements)`` -> :func:`can_ever_run`."""
+ADJUSTED = "reservations"
+"""Key in a snapshot's ``adjusted`` memo: (reservations version, adjusted snapshot, epoch, reservations subtracted)."""
+_ORIGIN = "origin"
+"""Key in an adjusted snapshot's memo: its :class:`_Origin`."""
+_FITS = "fits"
+"""Key prefix in a snapshot's memo: ``(_FITS, requirements)`` -> its fit vector."""
+_CHAIN = 8
+"""How many adjustments back an estimate or fit vector is carried from; further back, it is computed afresh."""
+_NO_FIT = 1 << 64
+"""A fit vector's entry for a shape that holds no replica (above any real count, so ``min`` skips it)."""
+
+Splice = tuple[int, tuple[NodeShape, ...]]
+"""``shapes[i]`` was replaced by these shapes (the pieces :func:`place_pods` split it into)."""
+
+
+class _Origin(NamedTuple):
+    """How an adjusted snapshot was made from the one before: what estimates and fit vectors carry over."""
+
+    base: ClusterSnapshot
+    removed: list[NodeShape]
+    added: list[NodeShape]
+    splices: list[Splice]
+    """In order, each relative to the shapes as the splices before it left them."""
+
+GangReasons = Callable[[], tuple[str, ...]]
+"""Why a gang does not fit, worked out when first called (then remembered)."""
+
+
+def _no_reasons() -> tuple[str, ...]:
+    return ()
 
 
 class Estimate:
@@ -150,44 +185,98 @@ def _estimate(cluster: ClusterSnapshot, req: ReplicaRequirements, by_product: di
     return Estimate(
         min(sum(by_product.values()), UNLIMITED),
         products=tuple(sorted(p for p, n in by_product.items() if p and n > 0)),
-        explain=lambda: _explain(cluster, req),
+        # The shapes, not the snapshot: the snapshot memoises this estimate, and a reference
+        # back would make every superseded snapshot garbage that only the cycle collector frees.
+        explain=functools.partial(_explain_shapes, cluster.shapes, req),
         by_product=by_product,
     )
 
 
-def _carry_estimates(
-    before: ClusterSnapshot, after: ClusterSnapshot, removed: list[NodeShape], added: list[NodeShape]
-) -> None:
-    """Derive ``after``'s estimates from ``before``'s by looking only at the shapes that changed.
+def _derive(snapshot: ClusterSnapshot, req: ReplicaRequirements) -> Estimate:
+    """``snapshot``'s estimate for ``req``: carried down from the nearest snapshot it was
+    adjusted from that knows it (at most ``_CHAIN`` adjustments back), else computed over
+    every shape. Estimates carried through are remembered on the way."""
+    chain: list[tuple[ClusterSnapshot, _Origin]] = []
+    node = snapshot
+    while len(chain) < _CHAIN:
+        origin: _Origin | None = node.adjusted.get(_ORIGIN)
+        if origin is None:
+            break
+        chain.append((node, origin))
+        before: Estimate | None = origin.base.estimates.get(req)
+        if before is not None:
+            for step, link in reversed(chain):
+                before = step.estimates[req] = _carry(step, req, before, link.removed, link.added)
+            return before
+        node = origin.base
+    return _compute(snapshot, req)
 
-    Adjusting for a new reservation replaces a few shapes and keeps the others (same
-    objects), so each estimate moves by the replicas of the ``removed`` and ``added`` shapes.
+
+def _fit_vector(snapshot: ClusterSnapshot, req: ReplicaRequirements) -> list[int]:
+    """Per shape of ``snapshot``, the replicas of ``req`` one node holds (``_NO_FIT`` for none).
+
+    Memoised per snapshot; an adjusted snapshot splices the vector of the one it was made
+    from (at most ``_CHAIN`` adjustments back) instead of looking at every shape again.
+    Callers must not change the list.
     """
-    if not before.estimates:
-        return
-    gone = {id(s) for s in removed}
-    new = {id(s) for s in added}
-    # A shape made by one demand and split again by the next is in both lists: it never existed.
-    removed = [s for s in removed if id(s) not in new]
-    added = [s for s in added if id(s) not in gone]
-    for key, estimate in before.estimates.items():
-        if not isinstance(key, ReplicaRequirements):
-            continue  # gang answers are not additive
-        by_product = dict(estimate.by_product)
-        for shape in removed:
-            fit = shape_fit(shape, key)
-            if fit:
-                by_product[shape.product] -= fit * shape.count
-        for shape in added:
-            fit = shape_fit(shape, key)
-            if fit:
-                by_product[shape.product] = by_product.get(shape.product, 0) + fit * shape.count
-        after.estimates[key] = _estimate(after, key, by_product)
+    key = (_FITS, req)
+    found: list[int] | None = snapshot.adjusted.get(key)
+    if found is not None:
+        return found
+    chain: list[tuple[ClusterSnapshot, _Origin]] = []
+    node = snapshot
+    while len(chain) < _CHAIN:
+        origin: _Origin | None = node.adjusted.get(_ORIGIN)
+        if origin is None:
+            break
+        chain.append((node, origin))
+        found = origin.base.adjusted.get(key)
+        if found is not None:
+            for step, link in reversed(chain):
+                found = step.adjusted[key] = _spliced(found, link.splices, req)
+            return found
+        node = origin.base
+    vector = snapshot.adjusted[key] = [shape_fit(shape, req) or _NO_FIT for shape in snapshot.shapes]
+    return vector
+
+
+def _spliced(vector: list[int], splices: Sequence[Splice], req: ReplicaRequirements) -> list[int]:
+    """A copy of ``vector`` with ``splices`` applied (the fits of ``req`` on the new pieces)."""
+    out = list(vector)
+    for i, pieces in splices:
+        out[i : i + 1] = [shape_fit(piece, req) or _NO_FIT for piece in pieces]
+    return out
+
+
+def _carry(
+    snapshot: ClusterSnapshot,
+    req: ReplicaRequirements,
+    before: Estimate,
+    removed: Sequence[NodeShape],
+    added: Sequence[NodeShape],
+) -> Estimate:
+    """``before`` (the estimate on the snapshot ``snapshot`` was derived from) moved by the
+    replicas of the shapes that adjustment ``removed`` and ``added``."""
+    by_product = dict(before.by_product)
+    for shape in removed:
+        fit = shape_fit(shape, req)
+        if fit:
+            by_product[shape.product] -= fit * shape.count
+    for shape in added:
+        fit = shape_fit(shape, req)
+        if fit:
+            by_product[shape.product] = by_product.get(shape.product, 0) + fit * shape.count
+    return _estimate(snapshot, req, by_product)
 
 
 def _explain(cluster: ClusterSnapshot, req: ReplicaRequirements) -> tuple[str, ...]:
     """kube-scheduler-style reasons for the nodes of ``cluster`` that hold no replica of ``req``."""
-    total_nodes = cluster.node_count
+    return _explain_shapes(cluster.shapes, req)
+
+
+def _explain_shapes(shapes: Sequence[NodeShape], req: ReplicaRequirements) -> tuple[str, ...]:
+    """:func:`_explain` over a cluster's node shapes."""
+    total_nodes = sum(s.count for s in shapes)
     if not total_nodes:
         return ("0/0 nodes are available: the cluster reports no Ready, schedulable nodes",)
     wants_gpu = any(is_gpu_resource(name) for name, _ in req.resources)
@@ -197,7 +286,7 @@ def _explain(cluster: ClusterSnapshot, req: ReplicaRequirements) -> tuple[str, .
     # resource -> [nodes short of it, largest free on one node, free in total]
     short: dict[str, list[int]] = {}
     needs = list(req.resources)
-    for shape in cluster.shapes:
+    for shape in shapes:
         count = shape.count
         labels = shape.labels
         if req.node_selector and any(labels.get(k) != v for k, v in req.node_selector):
@@ -265,7 +354,7 @@ def adjusted_snapshot(cluster: ClusterSnapshot, reservations: Reservations | Non
     version = reservations.version(cluster.name)
     if not version:
         return cluster
-    cached = cluster.adjusted.get(_ADJUSTED)
+    cached = cluster.adjusted.get(ADJUSTED)
     if cached is not None and cached[0] == version:
         adjusted: ClusterSnapshot = cached[1]
         return adjusted
@@ -280,12 +369,47 @@ def adjusted_snapshot(cluster: ClusterSnapshot, reservations: Reservations | Non
     shapes = base.shapes
     removed: list[NodeShape] = []
     added: list[NodeShape] = []
+    splices: list[Splice] = []
+    vectors: dict[ReplicaRequirements, list[int]] = {}
+    """Fit vectors of the requirements placed so far, kept in step with ``shapes``."""
     for reservation in todo:
         for demand in reservation.demands:
-            shapes, _ = place_pods(shapes, demand.requirements, demand.replicas, removed=removed, added=added)
+            req = demand.requirements
+            if req not in vectors:
+                vectors[req] = _spliced(_fit_vector(base, req), splices, req)
+            step: list[Splice] = []
+            shapes, _ = place_pods(
+                shapes, req, demand.replicas, removed=removed, added=added, fits=vectors[req], splices=step
+            )
+            if step:
+                for other, vector in vectors.items():
+                    vectors[other] = _spliced(vector, step, other)
+                splices.extend(step)
     adjusted = cluster.with_shapes(shapes)
-    _carry_estimates(base, adjusted, removed, added)
-    cluster.adjusted[_ADJUSTED] = (version, adjusted, epoch, len(current))
+    memo = adjusted.adjusted
+    for req, vector in vectors.items():
+        memo[(_FITS, req)] = vector
+    # A shape made by one demand and split again by the next is in both lists: it never existed.
+    gone = {id(s) for s in removed}
+    new = {id(s) for s in added}
+    if len(removed) + len(added) < len(shapes):  # carrying looks at each changed shape; else recompute
+        memo[_ORIGIN] = _Origin(
+            base,
+            [s for s in removed if id(s) not in new],
+            [s for s in added if id(s) not in gone],
+            splices,
+        )
+        # Answers are carried at most _CHAIN adjustments back: cut the link past that, so
+        # the superseded snapshots behind it can be freed.
+        node = base
+        for _ in range(_CHAIN - 1):
+            origin: _Origin | None = node.adjusted.get(_ORIGIN)
+            if origin is None:
+                break
+            node = origin.base
+        else:
+            node.adjusted.pop(_ORIGIN, None)
+    cluster.adjusted[ADJUSTED] = (version, adjusted, epoch, len(current))
     return adjusted
 
 
@@ -300,9 +424,40 @@ def estimate_max_replicas(
     cache = snapshot.estimates
     found = cache.get(requirements)
     if found is None:
-        found = cache[requirements] = _compute(snapshot, requirements)
+        found = cache[requirements] = _derive(snapshot, requirements)
     result: Estimate = found
     return result
+
+
+def can_ever_run(cluster: ClusterSnapshot, requirements: ReplicaRequirements) -> bool:
+    """Whether some node of ``cluster`` could run one replica of ``requirements`` were it empty.
+
+    The node must be eligible (nodeSelector, required node affinity, taints) and its
+    allocatable resources (its free ones where the agent reports no allocatable) must cover
+    the request. Unlike :func:`estimate_max_replicas` this ignores what runs there now: it
+    says whether replicas a cluster already runs could be running under ``requirements``.
+    Memoised on the snapshot.
+    """
+    key = (_RUNNABLE, requirements)
+    memo = cluster.estimates
+    found: bool | None = memo.get(key)
+    if found is None:
+        found = memo[key] = any(
+            _eligible(shape, requirements) and _holds_one_when_empty(shape, requirements) for shape in cluster.shapes
+        )
+    return found
+
+
+def _holds_one_when_empty(shape: NodeShape, req: ReplicaRequirements) -> bool:
+    allocatable, free = shape.allocatable, shape.free
+    for name, amount in (*req.resources, (RESOURCE_PODS, 1)):
+        if name == RESOURCE_PODS and name not in allocatable and name not in free:
+            continue  # the node reports no pod limit
+        if shape.invalid_mig and is_gpu_resource(name):
+            return False
+        if max(allocatable.get(name, 0), free.get(name, 0)) < amount:
+            return False
+    return True
 
 
 def _subtract(free: Mapping[str, int], req: ReplicaRequirements, pods: int) -> dict[str, int]:
@@ -321,29 +476,46 @@ def place_pods(
     *,
     removed: list[NodeShape] | None = None,
     added: list[NodeShape] | None = None,
+    fits: Sequence[int] | None = None,
+    splices: list[Splice] | None = None,
 ) -> tuple[tuple[NodeShape, ...], int]:
     """Place ``replicas`` pods greedily on ``shapes``; return the remaining shapes and pods placed.
 
     Best fit: eligible shapes where the fewest such pods fit per node are filled first,
     each node as full as it gets, so large holes stay free for large pods. A shape group
     is split into the nodes that took pods and those that did not. The shapes replaced
-    and the ones replacing them are appended to ``removed`` and ``added`` when given.
+    and the ones replacing them are appended to ``removed`` and ``added`` when given;
+    each replacement is appended to ``splices`` (highest index first) when given.
+    ``fits`` is the fit vector of ``req`` over ``shapes`` when the caller has it (see
+    :func:`_fit_vector`): the tightest shape is then found without looking at every shape.
     """
     if replicas <= 0:
         return tuple(shapes), 0
-    candidates: list[tuple[int, int]] = []
-    for i, shape in enumerate(shapes):
-        fit = shape.fits.get(req)
-        if fit is None:
-            fit = shape_fit(shape, req)
-        if fit:
-            candidates.append((fit, i))
-    if not candidates:
-        return tuple(shapes), 0
-    tightest = min(candidates)
+    if fits is not None:
+        least = min(fits, default=_NO_FIT)
+        if least == _NO_FIT:
+            return tuple(shapes), 0
+        tightest = (least, fits.index(least))
+        candidates = None
+    else:
+        candidates = []
+        i = 0
+        for shape in shapes:
+            fit = shape.fits.get(req)
+            if fit is None:
+                fit = shape_fit(shape, req)
+            if fit:
+                candidates.append((fit, i))
+            i += 1
+        if not candidates:
+            return tuple(shapes), 0
+        tightest = min(candidates)
     if tightest[0] * shapes[tightest[1]].count >= replicas:
         order = [tightest]  # the usual case: one shape group takes every pod
     else:
+        if candidates is None:
+            assert fits is not None
+            candidates = [(fit, i) for i, fit in enumerate(fits) if fit != _NO_FIT]
         candidates.sort()
         order = candidates
     pieces: dict[int, list[NodeShape]] = {}
@@ -367,16 +539,23 @@ def place_pods(
         remaining -= take
         if not remaining:
             break
+    if splices is not None:
+        splices.extend((i, tuple(pieces[i])) for i in sorted(pieces, reverse=True))
     if len(pieces) == 1:
         [(i, split)] = pieces.items()
         return (*shapes[:i], *split, *shapes[i + 1 :]), replicas - remaining
     out: list[NodeShape] = []
-    for i, shape in enumerate(shapes):
-        out.extend(pieces.get(i, (shape,)))
+    start = 0
+    for i in sorted(pieces):
+        out.extend(shapes[start:i])
+        out.extend(pieces[i])
+        start = i + 1
+    out.extend(shapes[start:])
     return tuple(out), replicas - remaining
 
 
-def _envelope(components: Sequence[Component]) -> ReplicaRequirements | None:
+@functools.lru_cache(maxsize=1024)
+def _envelope(components: tuple[Component, ...]) -> ReplicaRequirements | None:
     """A pod that needs, of every resource, the most any component needs; None when the
     components differ in where they may run (selectors, affinity, tolerations)."""
     first = components[0].requirements if components else None
@@ -422,47 +601,61 @@ def fits_gang(
     decreasing size (GPUs, then cpu, then memory), each placed with :func:`place_pods` on
     the capacity the larger ones left.
     """
+    ok, reasons = gang_fit(cluster, components, reserved=reserved)
+    return ok, reasons()
+
+
+def gang_fit(
+    cluster: ClusterSnapshot,
+    components: Sequence[Component],
+    *,
+    reserved: Reservations | None = None,
+) -> tuple[bool, GangReasons]:
+    """:func:`fits_gang` with the reasons left to work out when they are read (memoised per snapshot)."""
     snapshot = adjusted_snapshot(cluster, reserved)
-    key = (_GANG, tuple(components))
+    gang = tuple(components)
+    key = (_GANG, gang)
     cached = snapshot.estimates.get(key)
-    if cached is not None:
-        result: tuple[bool, tuple[str, ...]] = cached
-        return result
-    shapes = snapshot.shapes
-    reasons: list[str] = []
-    ok = True
+    if cached is None:
+        cached = snapshot.estimates[key] = _gang_fit(snapshot, gang)
+    result: tuple[bool, GangReasons] = cached
+    return result
+
+
+def _gang_fit(snapshot: ClusterSnapshot, components: tuple[Component, ...]) -> tuple[bool, GangReasons]:
     for component in components:
         # Cheap necessary condition first: each role alone must fit (these estimates are cached).
-        if (
-            component.replicas
-            and estimate_max_replicas(snapshot, component.requirements).replicas < component.replicas
-        ):
-            ok = False
+        if component.replicas:
             alone = estimate_max_replicas(snapshot, component.requirements)
-            reasons.append(
-                f"gang does not fit: {component.name} needs {component.replicas} pod(s), "
-                f"{alone.replicas} fit even alone"
-            )
-            reasons.extend(alone.reasons)
-            break
-    if ok:
-        envelope = _envelope(components)
-        total = sum(c.replicas for c in components)
-        if envelope is not None and estimate_max_replicas(snapshot, envelope).replicas >= total:
-            # Sufficient: every pod fits in a slot sized for the largest request of each resource.
-            snapshot.estimates[key] = (True, ())
-            return (True, ())
-    for component in sorted(components, key=_size_key, reverse=True) if ok else ():
+            if alone.replicas < component.replicas:
+                return False, functools.cache(functools.partial(_alone_reasons, component, alone))
+    envelope = _envelope(components)
+    total = sum(c.replicas for c in components)
+    if envelope is not None and estimate_max_replicas(snapshot, envelope).replicas >= total:
+        # Sufficient: every pod fits in a slot sized for the largest request of each resource.
+        return True, _no_reasons
+    shapes = snapshot.shapes
+    for component in sorted(components, key=_size_key, reverse=True):
         shapes, placed = place_pods(shapes, component.requirements, component.replicas)
         if placed < component.replicas:
-            ok = False
-            reasons.append(
-                f"gang does not fit: {component.name} needs {component.replicas} pod(s), "
-                f"{placed} fit after placing the larger roles"
+            return False, functools.cache(
+                functools.partial(_placed_reasons, shapes, component, placed)
             )
-            # Why the rest do not fit, on the capacity left after placing what did.
-            reasons.extend(_explain(snapshot.with_shapes(shapes), component.requirements))
-            break
-    result = (ok, tuple(reasons))
-    snapshot.estimates[key] = result
-    return result
+    return True, _no_reasons
+
+
+def _alone_reasons(component: Component, alone: Estimate) -> tuple[str, ...]:
+    return (
+        f"gang does not fit: {component.name} needs {component.replicas} pod(s), "
+        f"{alone.replicas} fit even alone",
+        *alone.reasons,
+    )
+
+
+def _placed_reasons(left: tuple[NodeShape, ...], component: Component, placed: int) -> tuple[str, ...]:
+    # Why the rest do not fit, on the capacity left after placing what did.
+    return (
+        f"gang does not fit: {component.name} needs {component.replicas} pod(s), "
+        f"{placed} fit after placing the larger roles",
+        *_explain_shapes(left, component.requirements),
+    )

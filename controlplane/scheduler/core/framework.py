@@ -14,7 +14,7 @@ step and scorers read it. Everything is in memory; no I/O.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -38,15 +38,60 @@ class Code(StrEnum):
     """The placement itself rules the cluster out (affinity, taints, cordon)."""
 
 
-@dataclass(frozen=True, slots=True)
 class Status:
-    code: Code = Code.SUCCESS
-    reasons: tuple[str, ...] = ()
-    plugin: str = ""
+    """A filter's verdict: its code, the plugin that gave it and the reasons (kube-scheduler style).
+
+    The reasons may be given as ``explain``, a function worked out on first access: most
+    rejections are only counted, and the reasons are read when the explanation is written.
+    Immutable; equal when code, reasons and plugin are.
+    """
+
+    __slots__ = ("_explain", "_reasons", "code", "plugin")
+
+    code: Code
+    plugin: str
+
+    def __init__(
+        self,
+        code: Code = Code.SUCCESS,
+        reasons: tuple[str, ...] = (),
+        plugin: str = "",
+        *,
+        explain: Callable[[], tuple[str, ...]] | None = None,
+    ) -> None:
+        object.__setattr__(self, "code", code)
+        object.__setattr__(self, "plugin", plugin)
+        object.__setattr__(self, "_reasons", reasons if explain is None else None)
+        object.__setattr__(self, "_explain", explain)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Status is immutable (cannot set {name})")
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        reasons: tuple[str, ...] | None = self._reasons
+        if reasons is None:
+            explain = self._explain
+            assert explain is not None
+            reasons = explain()
+            object.__setattr__(self, "_reasons", reasons)
+            object.__setattr__(self, "_explain", None)
+        return reasons
 
     @property
     def ok(self) -> bool:
         return self.code is Code.SUCCESS
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Status):
+            return NotImplemented
+        return (self.code, self.plugin, self.reasons) == (other.code, other.plugin, other.reasons)
+
+    def __hash__(self) -> int:
+        return hash((self.code, self.plugin, self.reasons))
+
+    def __repr__(self) -> str:
+        return f"Status(code={self.code!r}, reasons={self.reasons!r}, plugin={self.plugin!r})"
 
 
 SUCCESS = Status()
@@ -110,8 +155,8 @@ class BindingRequest:
 
     ``previous`` is the binding's current ``spec.clusters`` (for stability and scale-down
     order); ``previous_affinity_name`` its ``status.schedulerObservingAffinityName``;
-    ``gpu_shapes`` the policy's ``spec.gpuShapes.alternatives`` (tried after the
-    workload's own request); ``components`` the roles of a multi-role gang.
+    ``gpu_shapes`` the policy's ``spec.gpuShapes.alternatives`` as the binding carries them
+    (tried after the workload's own request); ``components`` the roles of a multi-role gang.
     """
 
     key: str
@@ -134,11 +179,13 @@ class BindingRequest:
 
     @classmethod
     def from_binding(
-        cls, binding: ResourceBinding, *, gpu_shapes: Sequence[GpuShapeAlternative] = ()
+        cls, binding: ResourceBinding, *, gpu_shapes: Sequence[GpuShapeAlternative] | None = None
     ) -> BindingRequest:
-        """Build from a ResourceBinding; ``gpu_shapes`` come from its policy's ``spec.gpuShapes``
-        (the binding itself does not carry them)."""
+        """Build from a ResourceBinding; ``gpu_shapes``, when given, replace its ``spec.gpuShapes``
+        (the claiming policy's, copied by the detector)."""
         spec = binding.spec
+        if gpu_shapes is None:
+            gpu_shapes = spec.gpu_shapes.alternatives if spec.gpu_shapes is not None else ()
         requirements = (
             spec.replica_requirements.model_dump(mode="json", by_alias=True, exclude_none=True)
             if spec.replica_requirements is not None
@@ -228,10 +275,28 @@ class FilterPlugin(Protocol):
     def filter(self, state: CycleState, cluster: ClusterSnapshot) -> Status: ...
 
 
+class BatchFilterPlugin(FilterPlugin, Protocol):
+    """A filter that can also judge many clusters in one call; the runtime then prefers that.
+
+    ``filter_all`` must give every cluster the verdict ``filter`` would, in the order given:
+    it returns the clusters that pass and the failing status of each one that does not.
+    """
+
+    def filter_all(
+        self, state: CycleState, clusters: Sequence[ClusterSnapshot]
+    ) -> tuple[list[ClusterSnapshot], dict[str, Status]]: ...
+
+
 class ScorePlugin(Protocol):
     name: str
 
     def score(self, state: CycleState, cluster: ClusterSnapshot) -> float: ...
+
+
+class BatchScorePlugin(ScorePlugin, Protocol):
+    """A scorer that can also score many clusters in one call (``score`` of each, in order)."""
+
+    def score_all(self, state: CycleState, clusters: Sequence[ClusterSnapshot]) -> list[float]: ...
 
 
 @dataclass(frozen=True)
@@ -251,15 +316,19 @@ class Profile:
 def run_filters(
     profile: Profile, state: CycleState, clusters: Sequence[ClusterSnapshot]
 ) -> tuple[list[ClusterSnapshot], dict[str, Status]]:
-    """Clusters passing every filter, and the first failing status of each rejected cluster."""
-    feasible: list[ClusterSnapshot] = []
+    """Clusters passing every filter, and the first failing status of each rejected cluster.
+
+    Placement-only filters run first, cluster by cluster, their verdicts remembered per
+    (snapshot, placement); then each other filter over the clusters still in, all at once
+    when it is a :class:`BatchFilterPlugin`.
+    """
     rejected: dict[str, Status] = {}
     filters = profile.filters
     cut = next((i for i, plugin in enumerate(filters) if not plugin.placement_only), len(filters))
     placement_filters, other_filters = filters[:cut], filters[cut:]
-    success = Code.SUCCESS
     key = state.placement_key
     previous = state.request.previous
+    candidates: list[ClusterSnapshot] = []
     for cluster in clusters:
         if cluster.name in previous:
             verdict = _first_failure(placement_filters, state, cluster)
@@ -271,15 +340,26 @@ def run_filters(
                 verdict = memo[key] = _first_failure(placement_filters, state, cluster)
         if verdict is not None:
             rejected[cluster.name] = verdict
+        else:
+            candidates.append(cluster)
+    success = Code.SUCCESS
+    for plugin in other_filters:
+        if not candidates:
+            break
+        filter_all = getattr(plugin, "filter_all", None)
+        if filter_all is not None:
+            candidates, failed = filter_all(state, candidates)
+            rejected.update(failed)
             continue
-        for plugin in other_filters:
+        kept: list[ClusterSnapshot] = []
+        for cluster in candidates:
             status = plugin.filter(state, cluster)
             if status is not SUCCESS and status.code is not success:
                 rejected[cluster.name] = status
-                break
-        else:
-            feasible.append(cluster)
-    return feasible, rejected
+            else:
+                kept.append(cluster)
+        candidates = kept
+    return candidates, rejected
 
 
 def _first_failure(
@@ -298,7 +378,11 @@ def run_scorers(profile: Profile, state: CycleState, clusters: Sequence[ClusterS
     if len(clusters) < 2:
         return totals
     for weighted in profile.scorers:
-        raw = [weighted.plugin.score(state, c) for c in clusters]
+        plugin = weighted.plugin
+        score_all = getattr(plugin, "score_all", None)
+        raw: list[float] = (
+            score_all(state, clusters) if score_all is not None else [plugin.score(state, c) for c in clusters]
+        )
         low, high = min(raw), max(raw)
         if high == low:
             continue

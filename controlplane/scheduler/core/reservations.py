@@ -29,6 +29,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from types import MappingProxyType
 
 from controlplane.interpreter.requirements import ReplicaRequirements
 
@@ -73,7 +74,11 @@ class Reservations:
 
     def version(self, cluster: str) -> int:
         """Changes whenever ``cluster``'s reservations change; 0 when it has none."""
-        return self._versions.get(cluster, 0) if self._by_cluster.get(cluster) else 0
+        return self._versions.get(cluster, 0)
+
+    def versions(self) -> Mapping[str, int]:
+        """Read-only view of :meth:`version` for every cluster with reservations (absent: 0)."""
+        return MappingProxyType(self._versions)
 
     def for_cluster(self, cluster: str) -> tuple[Reservation, ...]:
         """The cluster's reservations in the order they were made (the order the estimator subtracts them).
@@ -99,7 +104,11 @@ class Reservations:
         return self._epochs.get(cluster, 0)
 
     def _touch(self, cluster: str, *, appended: bool = False) -> None:
-        self._versions[cluster] = next(_VERSIONS)
+        if self._by_cluster.get(cluster):
+            self._versions[cluster] = next(_VERSIONS)
+        else:  # version 0: nothing reserved
+            self._versions.pop(cluster, None)
+            self._by_cluster.pop(cluster, None)
         if not appended:
             self._epochs[cluster] = next(_VERSIONS)
 
@@ -181,7 +190,7 @@ class Reservations:
     def expire(self, *, now: datetime, max_age: timedelta) -> list[Reservation]:
         """Drop reservations older than ``max_age`` (their cluster stopped reporting, or the Work never applied)."""
         dropped: list[Reservation] = []
-        for name, entries in self._by_cluster.items():
+        for name, entries in list(self._by_cluster.items()):
             old = [r for r in entries.values() if r.created + max_age < now]
             for r in old:
                 del entries[r.binding]

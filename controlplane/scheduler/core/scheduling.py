@@ -13,8 +13,9 @@ constraints and then the division the placement asks for (``policies.division``)
   rest; shrink the most expensive first). Capacity comes from the estimator; replicas
   that fit nowhere are ``unplaced`` and the condition says Unschedulable.
 * **Gangs** — all pods in one cluster, whatever the division mode: the best feasible one
-  by tier, price, then score; a gang already running whole in a cluster stays (when its
-  size is unchanged). Otherwise nothing is placed.
+  by tier (``tieredOverflow.tiers`` when listed: a cluster matching none is not used),
+  price, then score; a gang already running whole in a cluster stays (when its size is
+  unchanged and the cluster can still run its pods). Otherwise nothing is placed.
 * **Alternative GPU shapes** — per cluster the first shape that fits (the workload's own
   request first); clusters that got an alternative appear in ``ScheduleResult.shapes``.
 
@@ -25,9 +26,10 @@ decision in :class:`Reservations` so the next binding does not take the same cap
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
+from operator import attrgetter
 from typing import Any
 
 from controlplane.apis.work_v1alpha1 import ScheduledReason
@@ -82,8 +84,29 @@ class ScheduledCondition:
         }
 
 
-@dataclass(frozen=True)
+Explanation = list[ClusterExplanation]
+
+
 class ScheduleResult:
+    """What :func:`schedule` decided. Immutable.
+
+    ``explanation`` (one entry per cluster looked at) is built when first read, from
+    values fixed at decision time, so reading it later gives the same answer; decisions
+    whose explanation is never read do not pay for it.
+    """
+
+    __slots__ = (
+        "_explain",
+        "_explanation",
+        "affinity_name",
+        "chosen_shapes",
+        "clusters",
+        "condition",
+        "requirements",
+        "shapes",
+        "unplaced",
+    )
+
     clusters: dict[str, int]
     """Cluster -> replicas (the new ``spec.clusters``)."""
     shapes: dict[str, dict[str, int]]
@@ -91,12 +114,53 @@ class ScheduleResult:
     condition: ScheduledCondition
     affinity_name: str | None
     """The winning ``clusterAffinities`` term (None without ``clusterAffinities``)."""
-    explanation: list[ClusterExplanation]
     unplaced: int
-    requirements: dict[str, ReplicaRequirements] = field(default_factory=dict)
+    requirements: dict[str, ReplicaRequirements]
     """Per chosen cluster, the per-replica requirements with its GPU shape applied."""
-    chosen_shapes: dict[str, GpuShape] = field(default_factory=dict)
+    chosen_shapes: dict[str, GpuShape]
     """Per chosen cluster where an alternative won, that alternative."""
+
+    def __init__(
+        self,
+        clusters: dict[str, int],
+        shapes: dict[str, dict[str, int]],
+        condition: ScheduledCondition,
+        affinity_name: str | None,
+        explanation: Explanation | None,
+        unplaced: int,
+        requirements: dict[str, ReplicaRequirements] | None = None,
+        chosen_shapes: dict[str, GpuShape] | None = None,
+        *,
+        explain: Callable[[], Explanation] | None = None,
+    ) -> None:
+        """``explanation`` as a list, or None with ``explain`` building it on first read."""
+        init = object.__setattr__
+        init(self, "clusters", clusters)
+        init(self, "shapes", shapes)
+        init(self, "condition", condition)
+        init(self, "affinity_name", affinity_name)
+        init(self, "unplaced", unplaced)
+        init(self, "requirements", {} if requirements is None else requirements)
+        init(self, "chosen_shapes", {} if chosen_shapes is None else chosen_shapes)
+        init(self, "_explanation", explanation if explanation is not None or explain is None else None)
+        init(self, "_explain", None if explanation is not None else explain)
+        if explanation is None and explain is None:
+            init(self, "_explanation", [])
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"ScheduleResult is immutable (cannot set {name})")
+
+    @property
+    def explanation(self) -> Explanation:
+        """Per cluster looked at, in name order: chosen or not, and why."""
+        explanation: Explanation | None = self._explanation
+        if explanation is None:
+            explain = self._explain
+            assert explain is not None
+            explanation = explain()
+            object.__setattr__(self, "_explanation", explanation)
+            object.__setattr__(self, "_explain", None)
+        return explanation
 
     @property
     def placed(self) -> int:
@@ -105,6 +169,35 @@ class ScheduleResult:
     def target_clusters(self) -> list[dict[str, Any]]:
         """The ResourceBinding ``spec.clusters`` form."""
         return [{"name": name, "replicas": replicas} for name, replicas in sorted(self.clusters.items())]
+
+    def _fields(self) -> tuple[object, ...]:
+        return (
+            self.clusters,
+            self.shapes,
+            self.condition,
+            self.affinity_name,
+            self.explanation,
+            self.unplaced,
+            self.requirements,
+            self.chosen_shapes,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ScheduleResult):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable dicts inside, as the dataclass was
+
+    def __repr__(self) -> str:
+        return (
+            f"ScheduleResult(clusters={self.clusters!r}, shapes={self.shapes!r}, condition={self.condition!r}, "
+            f"affinity_name={self.affinity_name!r}, unplaced={self.unplaced!r}, "
+            f"requirements={self.requirements!r}, chosen_shapes={self.chosen_shapes!r})"
+        )
+
+
+_NAME = attrgetter("name")
 
 
 def schedule(
@@ -116,7 +209,7 @@ def schedule(
     profile: Profile = DEFAULT_PROFILE,
 ) -> ScheduleResult:
     """Decide where ``binding``'s replicas go. See the module docstring for the rules."""
-    ordered = sorted(clusters, key=lambda c: c.name)
+    ordered = sorted(clusters, key=_NAME)
     placement = binding.placement
     terms = placement.affinity_terms()
     named = bool(placement.cluster_affinities)
@@ -183,13 +276,18 @@ def _schedule_term(
             affinity_name=affinity_name,
         )
 
-    division = _divide(state, feasible, scores)
+    division, more_reasons = _divide(state, feasible, scores)
     division_reasons.update(division.reasons)
     assignments = dict(division.assignments)
     if not assignments and request.replicas == 0 and request.strategy is not DivisionStrategy.DUPLICATED:
         # Nothing to run, but the workload object still belongs somewhere (scaled to zero).
-        previous_names = [c.name for c in feasible if c.name in request.previous]
-        assignments = {name: 0 for name in previous_names} or {_best(state, feasible, scores).name: 0}
+        tiers, _ = _tiers(state, feasible)
+        previous_names = [c.name for c in feasible if c.name in request.previous and c.name in tiers]
+        if previous_names:
+            assignments = {name: 0 for name in previous_names}
+        else:
+            best = _best(state, feasible, scores, tiers=tiers)
+            assignments = {best.name: 0} if best is not None else {}
     elif request.strategy is DivisionStrategy.DUPLICATED and request.replicas == 0:
         assignments = {c.name: 0 for c in feasible}
     unplaced = division.unplaced
@@ -214,6 +312,7 @@ def _schedule_term(
         rejected=rejected,
         scores=scores,
         division_reasons=division_reasons,
+        more_reasons=more_reasons,
         affinity_name=affinity_name,
     )
 
@@ -223,66 +322,150 @@ def _capacity(state: CycleState, name: str) -> int:
     return feasibility.available if feasibility else 0
 
 
+UNTIERED = "matches none of tieredOverflow.tiers"
+"""Division reason of a cluster left out because the placement lists tiers and it matches none."""
+
+
+def _tiers(state: CycleState, feasible: Sequence[ClusterSnapshot]) -> tuple[dict[str, int], dict[str, str]]:
+    """Each cluster's tier for this placement, and the reasons of those it does not use.
+
+    ``tieredOverflow.tiers``, when listed, replace the clusters' own tiers, and a cluster
+    matching none of them is not used (gangs and scaled-to-zero workloads included).
+    """
+    replica_scheduling = state.request.placement.replica_scheduling
+    tiered = replica_scheduling.tiered_overflow if replica_scheduling else None
+    if tiered is None or not tiered.tiers:
+        return {c.name: c.tier for c in feasible}, {}
+    tiers: dict[str, int] = {}
+    untiered: dict[str, str] = {}
+    for cluster in feasible:
+        tier = tier_of(cluster.view, tiered)
+        if tier is None:
+            untiered[cluster.name] = UNTIERED
+        else:
+            tiers[cluster.name] = tier
+    return tiers, untiered
+
+
 def _best(
-    state: CycleState, feasible: Sequence[ClusterSnapshot], scores: Mapping[str, float]
-) -> ClusterSnapshot:
-    """The best cluster for a whole workload: the one it runs in, else tier, price, score, name."""
-    previous = [c for c in feasible if state.request.previous.get(c.name)]
+    state: CycleState,
+    feasible: Sequence[ClusterSnapshot],
+    scores: Mapping[str, float],
+    *,
+    tiers: Mapping[str, int],
+) -> ClusterSnapshot | None:
+    """The best cluster for a whole workload among those with a tier in ``tiers``: the one it
+    runs in, else tier, price, score, name (None when no cluster has a tier)."""
+    candidates = [c for c in feasible if c.name in tiers]
+    previous = [c for c in candidates if state.request.previous.get(c.name)]
     if len(previous) == 1:
         return previous[0]
-    return min(feasible, key=lambda c: (c.tier, cluster_price(state, c), -scores.get(c.name, 0.0), c.name))
+    if not candidates:
+        return None
+    return min(
+        candidates, key=lambda c: (tiers[c.name], cluster_price(state, c), -scores.get(c.name, 0.0), c.name)
+    )
+
+
+LazyReasons = Callable[[], Mapping[str, str]] | None
+"""Division reasons worked out only when the explanation is read (None: there are none)."""
 
 
 def _divide(
     state: CycleState, feasible: Sequence[ClusterSnapshot], scores: Mapping[str, float]
-) -> DivisionResult:
+) -> tuple[DivisionResult, LazyReasons]:
     request = state.request
     replicas = request.replicas
-    names = [c.name for c in feasible]
-    current = {name: request.previous[name] for name in names if request.previous.get(name)}
-    available = {name: _capacity(state, name) for name in names}
+    previous = request.previous
+    current = {c.name: previous[c.name] for c in feasible if previous.get(c.name)} if previous else {}
     if request.gang:
-        best = _best(state, feasible, scores)
-        others = {
-            c.name: f"gang placed whole in {best.name} (better tier, price or score)"
-            for c in feasible
-            if c is not best
-        }
-        return DivisionResult(
-            assignments={best.name: replicas} if replicas else {}, unplaced=0, reasons=others
-        )
+        tiers, untiered = _tiers(state, feasible)
+        best = _best(state, feasible, scores, tiers=tiers)
+        if best is None:
+            return DivisionResult(assignments={}, unplaced=replicas, reasons=untiered), None
+        chosen = best
+
+        def others() -> Mapping[str, str]:
+            reason = f"gang placed whole in {chosen.name} (better tier, price or score)"
+            return {c.name: reason for c in feasible if c is not chosen and c.name not in untiered}
+
+        return DivisionResult(assignments={best.name: replicas} if replicas else {}, unplaced=0, reasons=untiered), others
     strategy = request.strategy
-    if strategy is DivisionStrategy.DUPLICATED:
-        return divide_duplicated(replicas, names, available=available, current=current)
-    if strategy is DivisionStrategy.DYNAMIC_WEIGHT:
-        return divide_by_dynamic_weights(replicas, available, current=current)
-    if strategy is DivisionStrategy.AGGREGATED:
-        return divide_aggregated(replicas, available, current=current)
-    replica_scheduling = request.placement.replica_scheduling
     if strategy is DivisionStrategy.TIERED_OVERFLOW:
-        tiered = replica_scheduling.tiered_overflow if replica_scheduling else None
-        candidates: list[TierCandidate] = []
-        untiered: dict[str, str] = {}
-        for cluster in feasible:
-            tier = tier_of(cluster.view, tiered)
-            if tier is None:
-                untiered[cluster.name] = "matches none of tieredOverflow.tiers"
-                continue
-            candidates.append(
-                TierCandidate(
-                    name=cluster.name,
-                    available=available[cluster.name],
-                    tier=tier,
-                    price=cluster_price(state, cluster),
-                )
-            )
-        result = divide_tiered_overflow(replicas, candidates, current=current)
-        return DivisionResult(result.assignments, result.unplaced, {**untiered, **result.reasons})
+        return _divide_tiered(state, feasible, current)
+    feasibility = state.feasibility
+    available = {c.name: f.available if (f := feasibility.get(c.name)) else 0 for c in feasible}
+    if strategy is DivisionStrategy.DUPLICATED:
+        return divide_duplicated(replicas, list(available), available=available, current=current), None
+    if strategy is DivisionStrategy.DYNAMIC_WEIGHT:
+        return divide_by_dynamic_weights(replicas, available, current=current), None
+    if strategy is DivisionStrategy.AGGREGATED:
+        return divide_aggregated(replicas, available, current=current), None
+    replica_scheduling = request.placement.replica_scheduling
     weight_list = None
     if replica_scheduling and replica_scheduling.weight_preference:
         weight_list = replica_scheduling.weight_preference.static_weight_list
     weights = resolve_static_weights([c.view for c in feasible], weight_list)
-    return divide_by_static_weights(replicas, weights, available=available, current=current)
+    return divide_by_static_weights(replicas, weights, available=available, current=current), None
+
+
+def _divide_tiered(
+    state: CycleState, feasible: Sequence[ClusterSnapshot], current: Mapping[str, int]
+) -> tuple[DivisionResult, LazyReasons]:
+    """``divide_tiered_overflow`` over the clusters that can matter, with the same outcome.
+
+    Filling in (tier, price, name) order stops at the cluster where the replicas run out;
+    the clusters after it that run nothing get only "not needed". So the division is asked
+    about the clusters up to that point and those running the binding, and the "not
+    needed" reasons of the rest are asked of it only when the explanation is read.
+    """
+    request = state.request
+    replicas = request.replicas
+    replica_scheduling = request.placement.replica_scheduling
+    tiered = replica_scheduling.tiered_overflow if replica_scheduling else None
+    listed = tiered is not None and bool(tiered.tiers)
+    feasibility = state.feasibility
+    rows: list[tuple[int, float, str, int]] = []
+    untiered: dict[str, str] = {}
+    for cluster in feasible:
+        tier = tier_of(cluster.view, tiered) if listed else cluster.tier
+        if tier is None:
+            untiered[cluster.name] = UNTIERED
+            continue
+        found = feasibility.get(cluster.name)
+        if found is not None:
+            rows.append((tier, found.price, cluster.name, found.available))
+        else:
+            rows.append((tier, cluster_price(state, cluster), cluster.name, 0))
+    rows.sort()
+    kept = {name: count for name, count in current.items() if count > 0}
+    running = {row[2] for row in rows if row[2] in kept}
+    extra = replicas - sum(kept[name] for name in running)
+    spare: list[tuple[int, float, str, int]] = []
+    if extra >= 0:
+        cut = len(rows)
+        for index, row in enumerate(rows):
+            if extra == 0:
+                cut = index
+                break
+            extra -= min(extra, max(row[3], 0))
+        if cut < len(rows):
+            spare = [row for row in rows[cut:] if row[2] not in running]
+            rows = rows[:cut] + [row for row in rows[cut:] if row[2] in running]
+    else:  # scaling down touches only the clusters running the binding
+        rows = [row for row in rows if row[2] in running]
+    candidates = [TierCandidate(name=name, available=free, tier=tier, price=price) for tier, price, name, free in rows]
+    result = divide_tiered_overflow(replicas, candidates, current=current)
+    division = DivisionResult(result.assignments, result.unplaced, {**untiered, **result.reasons})
+    if not spare:
+        return division, None
+
+    def not_needed() -> Mapping[str, str]:
+        # Nothing left to place: the division gives each of these its "not needed" reason.
+        idle = [TierCandidate(name=name, available=0, tier=tier, price=price) for tier, price, name, _ in spare]
+        return divide_tiered_overflow(0, idle).reasons
+
+    return division, not_needed
 
 
 def _result(
@@ -296,22 +479,54 @@ def _result(
     scores: Mapping[str, float],
     division_reasons: Mapping[str, str],
     affinity_name: str | None,
+    more_reasons: LazyReasons = None,
 ) -> ScheduleResult:
     request = state.request
+    feasibility_of = state.feasibility
     shapes: dict[str, dict[str, int]] = {}
     chosen_shapes: dict[str, GpuShape] = {}
     requirements: dict[str, ReplicaRequirements] = {}
-    explanation: list[ClusterExplanation] = []
+    for name in sorted(assignments):
+        feasibility = feasibility_of.get(name)
+        requirements[name] = feasibility.requirements if feasibility else request.requirements
+        if feasibility is not None and feasibility.shape is not None:
+            shapes[name] = feasibility.shape.resource_map
+            chosen_shapes[name] = feasibility.shape
+    decided = dict(assignments)
+
+    def explain() -> Explanation:
+        reasons_of = {**division_reasons, **more_reasons()} if more_reasons is not None else division_reasons
+        return _explanation(state, clusters, decided, rejected, scores, reasons_of)
+
+    return ScheduleResult(
+        clusters=assignments,
+        shapes=shapes,
+        condition=condition,
+        affinity_name=affinity_name,
+        explanation=None,
+        unplaced=unplaced,
+        requirements=requirements,
+        chosen_shapes=chosen_shapes,
+        explain=explain,
+    )
+
+
+def _explanation(
+    state: CycleState,
+    clusters: Sequence[ClusterSnapshot],
+    assignments: Mapping[str, int],
+    rejected: Mapping[str, Status],
+    scores: Mapping[str, float],
+    division_reasons: Mapping[str, str],
+) -> Explanation:
+    request = state.request
+    explanation: Explanation = []
     for cluster in clusters:
         name = cluster.name
         status = rejected.get(name)
         feasibility = state.feasibility.get(name)
         chosen = name in assignments
-        if chosen:
-            requirements[name] = feasibility.requirements if feasibility else request.requirements
-            if feasibility is not None and feasibility.shape is not None:
-                shapes[name] = feasibility.shape.resource_map
-                chosen_shapes[name] = feasibility.shape
+        reasons: tuple[str, ...]
         if status is not None:
             reasons = rejection_reasons(status)
         elif chosen:
@@ -336,16 +551,7 @@ def _result(
                 else cluster.view.price_per_gpu_hour(None),
             )
         )
-    return ScheduleResult(
-        clusters=assignments,
-        shapes=shapes,
-        condition=condition,
-        affinity_name=affinity_name,
-        explanation=explanation,
-        unplaced=unplaced,
-        requirements=requirements,
-        chosen_shapes=chosen_shapes,
-    )
+    return explanation
 
 
 def reserve_decision(

@@ -6,8 +6,8 @@ decision until the next report. Everything the hot path needs is parsed up front
 quantities are already integers in base units (the agent reports them so), labels and
 taints are plain dicts and frozen dataclasses, the tier default is applied, and node
 shapes are tuples. Each snapshot also carries private caches (estimates per
-requirements, reservation-adjusted copies) so repeated questions about the same
-snapshot cost a dict lookup; a new report means a new snapshot and fresh caches.
+requirements, reservation-adjusted copies, filter verdicts) so repeated questions about
+the same snapshot cost a dict lookup; a new report means a new snapshot and fresh caches.
 
 No I/O; the snapshot is never mutated after construction (its caches are memo tables).
 """
@@ -126,6 +126,8 @@ class ClusterSnapshot:
     adjusted: dict[Any, Any] = field(default_factory=dict, repr=False)
     filters: dict[str, Any] = field(default_factory=dict, repr=False)
     """Memo of the scheduler runtime: placement-only filter verdicts per placement."""
+    verdicts: dict[Any, Any] = field(default_factory=dict, repr=False)
+    """Memo of the GPU feasibility filter: its verdict per request, for clusters not running it."""
 
     @property
     def node_count(self) -> int:

@@ -54,6 +54,12 @@ class ClusterLocality:
     def score(self, state: CycleState, cluster: ClusterSnapshot) -> float:
         return 1.0 if state.request.previous.get(cluster.name) else 0.0
 
+    def score_all(self, state: CycleState, clusters: Sequence[ClusterSnapshot]) -> list[float]:
+        previous = state.request.previous
+        if not previous:
+            return [0.0] * len(clusters)
+        return [1.0 if previous.get(c.name) else 0.0 for c in clusters]
+
 
 class TierAndPrice:
     """Prefer lower tiers (on-prem first), then cheaper GPU-hours."""
@@ -62,6 +68,9 @@ class TierAndPrice:
 
     def score(self, state: CycleState, cluster: ClusterSnapshot) -> float:
         return -(cluster.tier * 1_000_000.0 + cluster_price(state, cluster))
+
+    def score_all(self, state: CycleState, clusters: Sequence[ClusterSnapshot]) -> list[float]:
+        return [-(c.tier * 1_000_000.0 + cluster_price(state, c)) for c in clusters]
 
 
 class AvailableCapacity:
@@ -74,6 +83,17 @@ class AvailableCapacity:
         held = (feasibility.available if feasibility else 0) + state.request.previous.get(cluster.name, 0)
         return float(min(held, max(state.request.replicas, 1)))
 
+    def score_all(self, state: CycleState, clusters: Sequence[ClusterSnapshot]) -> list[float]:
+        feasibility = state.feasibility
+        previous = state.request.previous
+        wanted = max(state.request.replicas, 1)
+        out: list[float] = []
+        for cluster in clusters:
+            found = feasibility.get(cluster.name)
+            held = (found.available if found else 0) + (previous.get(cluster.name, 0) if previous else 0)
+            out.append(float(held if held < wanted else wanted))
+        return out
+
 
 class TaintPreference:
     """Avoid clusters with untolerated PreferNoSchedule taints."""
@@ -84,3 +104,6 @@ class TaintPreference:
         if not cluster.taints:
             return 0.0
         return -float(prefer_no_schedule_count(cluster.view, state.request.tolerations))
+
+    def score_all(self, state: CycleState, clusters: Sequence[ClusterSnapshot]) -> list[float]:
+        return [self.score(state, c) if c.taints else 0.0 for c in clusters]

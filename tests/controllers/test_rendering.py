@@ -1,0 +1,91 @@
+"""Rendering one cluster's manifest with an alternative GPU shape: only GPU pod templates change."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from controlplane.controllers.works import ChosenShape, render_manifest
+from controlplane.interpreter import interpreter_for
+from policies.affinity import ClusterView
+
+H100 = "NVIDIA-H100-80GB-HBM3"
+PRODUCT = "nvidia.com/gpu.product"
+MIG_3G = "nvidia.com/mig-3g.40gb"
+SHAPE = ChosenShape({"nvidia.com/gpu": 2}, {PRODUCT: H100})
+
+
+def template(limits: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    return {"spec": {"containers": [{"name": "main", "image": "img", "resources": {"limits": limits}}], **spec}}
+
+
+def deployment(pod: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "d", "namespace": "ml"},
+        "spec": {"replicas": 2, "template": pod},
+    }
+
+
+def pytorchjob(master: dict[str, Any], worker: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "j", "namespace": "ml"},
+        "spec": {
+            "pytorchReplicaSpecs": {
+                "Master": {"replicas": 1, "template": master},
+                "Worker": {"replicas": 3, "template": worker},
+            }
+        },
+    }
+
+
+def pod_specs(manifest: dict[str, Any]) -> list[dict[str, Any]]:
+    if manifest["kind"] == "Deployment":
+        return [manifest["spec"]["template"]["spec"]]
+    roles = manifest["spec"]["pytorchReplicaSpecs"]
+    return [roles["Master"]["template"]["spec"], roles["Worker"]["template"]["spec"]]
+
+
+@pytest.mark.parametrize(
+    ("workload", "selectors", "limits"),
+    [
+        pytest.param(
+            deployment(template({MIG_3G: 1})),
+            [{PRODUCT: H100}],
+            [{"nvidia.com/gpu": "2"}],
+            id="gpu-deployment",
+        ),
+        pytest.param(
+            deployment(template({MIG_3G: 1}, nodeSelector={"zone": "a"})),
+            [{"zone": "a", PRODUCT: H100}],
+            [{"nvidia.com/gpu": "2"}],
+            id="merged-with-its-own-selector",
+        ),
+        pytest.param(
+            pytorchjob(template({"memory": "1Gi"}), template({MIG_3G: 1})),
+            [None, {PRODUCT: H100}],
+            [{"memory": "1Gi"}, {"nvidia.com/gpu": "2"}],
+            id="cpu-only-master-untouched",
+        ),
+        pytest.param(
+            pytorchjob(template({"nvidia.com/gpu": 1}), template({MIG_3G: 1})),
+            [{PRODUCT: H100}, {PRODUCT: H100}],
+            [{"nvidia.com/gpu": "2"}, {"nvidia.com/gpu": "2"}],
+            id="every-gpu-role",
+        ),
+    ],
+)
+def test_the_shape_rewrites_only_gpu_pod_templates(
+    workload: dict[str, Any], selectors: list[dict[str, str] | None], limits: list[dict[str, str]]
+) -> None:
+    interpreter = interpreter_for(workload["apiVersion"], workload["kind"])
+    rendered = render_manifest(
+        workload, interpreter=interpreter, replicas=4, shape=SHAPE, rules=(), cluster=ClusterView(name="cloud")
+    )
+    specs = pod_specs(rendered.manifest)
+    assert [spec.get("nodeSelector") for spec in specs] == selectors
+    assert [spec["containers"][0]["resources"]["limits"] for spec in specs] == limits
