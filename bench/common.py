@@ -19,8 +19,10 @@ import logging
 import math
 import os
 import platform
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -189,10 +191,12 @@ def latency_summary(seconds: Sequence[float]) -> dict[str, float]:
 
 
 def format_number(value: float | None) -> str:
-    """Compact human form: 0.4321 -> '0.432', 2050.7 -> '2,051', 12.5 -> '12.5'."""
+    """Compact human form: 0.4321 -> '0.432', 2050.7 -> '2,051', 12.5 -> '12.5', 60.0 -> '60'."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
     magnitude = abs(value)
+    if value == int(value) and magnitude < 1e15:
+        return f"{int(value):,}"
     if magnitude >= 1000:
         return f"{value:,.0f}"
     if magnitude >= 100:
@@ -258,6 +262,51 @@ def machine_info() -> dict[str, Any]:
         "git_dirty": bool(status) if status is not None else None,
         "date": dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
     }
+
+
+# ----------------------------------------------------------------------------- CPU use of processes
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+class CpuMeter:
+    """CPU seconds used by processes (by pid, from /proc) and by this process."""
+
+    def __init__(self, pids: dict[str, int]) -> None:
+        self.pids = pids
+
+    @staticmethod
+    def _proc_cpu(pid: int) -> float:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            return 0.0
+        # Fields after the command: state is [0]; utime and stime are [11] and [12].
+        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+    def sample(self) -> dict[str, float]:
+        out = {name: self._proc_cpu(pid) for name, pid in self.pids.items()}
+        out["client"] = time.process_time()
+        return out
+
+    @staticmethod
+    def delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+        return {name: after[name] - before.get(name, 0.0) for name in after}
+
+
+def etcd_pid(data_dir: Path) -> int | None:
+    """The pid of the etcd serving ``data_dir`` (the hub starts it in its own session)."""
+    wanted = f"--data-dir={data_dir}".encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if wanted in cmdline.split(b"\0"):
+            return int(entry.name)
+    return None
 
 
 # ----------------------------------------------------------------------------- output
@@ -331,6 +380,9 @@ def benchmark_main(
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     args = parser.parse_args(argv)
     configure_logging(args.log_level)
+    # A runner stops a benchmark with SIGTERM: unwind, so `finally` blocks stop the
+    # processes the benchmark started.
+    signal.signal(signal.SIGTERM, _exit_on_signal)
     result = run(args.size)
     print(format_table(table_rows([result])))
     if result.status is Status.SKIPPED:
@@ -338,3 +390,7 @@ def benchmark_main(
     if args.json is not None:
         write_json(args.json, result.as_dict())
     return 1 if result.status is Status.FAILED else 0
+
+
+def _exit_on_signal(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)

@@ -1,0 +1,626 @@
+"""End-to-end: workload applied to the hub -> all its replicas Running, as the hub reports
+it, over 1,000 workloads on 10 simulated member clusters (issue 4).
+
+What runs, all real processes started as a user starts them (through
+:mod:`e2e.harness`): a hub (``gpufed controlplane``, embedded etcd, its controllers), 10
+``gpufed sim-cluster`` members (on-prem A100s, on-prem A100s with a mixed MIG layout,
+cloud H100s with a price) and 10 ``gpufed agent`` processes joined with fresh join
+tokens. One PropagationPolicy (Divided, TieredOverflow: on-prem first, overflow to the
+cloud) claims every Deployment of the benchmark's namespace.
+
+What is measured: this process creates the Deployments (1 or 2 replicas of one whole
+GPU, two whole GPUs, or one ``mig-1g.10gb`` slice) at a steady rate over HTTPS with the
+admin token (a POST, what ``kubectl create``/``apply`` sends for a new object), and
+watches the hub's Deployments. A workload's latency runs from just before its POST to
+the watch event in which the hub's ``status.readyReplicas`` (the sum over members, set by
+the hub's status controller) reaches ``spec.replicas``. That covers the whole loop:
+detector -> binding -> scheduler -> Work -> agent -> member apply -> member scheduler and
+kubelet -> member status -> agent -> Work status -> hub status. Simulated pods start
+with no delay (``startupDelaySeconds: 0``), so the figure is gpufed's own time, not an
+image pull's.
+
+Before the measurement, probe workloads are created one at a time on the idle fleet and
+each stage of the loop is timed from watch events (binding created, binding Scheduled,
+Work created, Work Applied, Work reporting replicas ready, hub workload Running): where
+an unloaded workload's time goes. A probe must reach Running within
+:data:`PROBE_TIMEOUT`; if it does not (the controllers do not place workloads yet), the
+benchmark reports ``skipped`` with the stage the probe got stuck at.
+
+Reproduce: ``.venv/bin/python -m bench.bench_e2e_apply [--size quick|full] [--json FILE]``
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+import yaml
+
+from bench.common import (
+    BenchmarkResult,
+    CpuMeter,
+    Figure,
+    Size,
+    Status,
+    at_least,
+    at_most,
+    benchmark_main,
+    etcd_pid,
+    latency_summary,
+    percentile,
+)
+from controlplane.apiserver.kubeconfig import load_kubeconfig
+from controlplane.apiserver.tls import client_ssl_context
+from e2e.harness import Kubectl, ProcessGroup, wait_for
+
+log = logging.getLogger(__name__)
+
+NAME = "e2e"
+NAMESPACE = "bench-e2e"
+POLICY = "bench-e2e"
+A100 = "NVIDIA-A100-SXM4-80GB"
+H100 = "NVIDIA-H100-80GB-HBM3"
+MIG_1G = "nvidia.com/mig-1g.10gb"
+GPU = "nvidia.com/gpu"
+P99_TARGET_S = 1.0
+#: How long the probe workload may take to run before the benchmark is skipped.
+PROBE_TIMEOUT = 90.0
+CLUSTERS_READY_TIMEOUT = 240.0
+REQUEST_TIMEOUT = aiohttp.ClientTimeout(total=60)
+#: aiohttp closes TLS transports a moment after the session (its documented graceful shutdown).
+SSL_CLOSE_GRACE = 0.25
+WATCH_TIMEOUT = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=120)
+#: Cluster kinds in the order clusters are added: 10 clusters = 4 A100, 2 MIG, 4 H100.
+CLUSTER_KINDS = ("a100", "mig", "h100", "a100", "h100", "a100", "mig", "h100", "a100", "h100")
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    clusters: int
+    nodes_per_cluster: int
+    workloads: int
+    #: Workloads created per second (an open loop: the schedule does not wait for the hub).
+    rate: float
+    #: Seconds to wait for the last workloads after the last one was created.
+    drain_timeout: float
+    #: Single workloads timed stage by stage on the idle fleet before the measurement.
+    probes: int
+
+
+PLANS = {
+    Size.TINY: Plan(clusters=2, nodes_per_cluster=1, workloads=4, rate=4.0, drain_timeout=60, probes=1),
+    Size.QUICK: Plan(clusters=10, nodes_per_cluster=12, workloads=200, rate=10.0, drain_timeout=90, probes=3),
+    Size.FULL: Plan(
+        clusters=10, nodes_per_cluster=32, workloads=1000, rate=10.0, drain_timeout=120, probes=3
+    ),
+}
+
+
+class Skip(Exception):
+    """The benchmark cannot measure here; the message says why."""
+
+
+# ----------------------------------------------------------------------------- inputs
+
+
+def fleet(plan: Plan) -> dict[str, Any]:
+    """The member clusters, as a fleet file for ``gpufed sim-cluster``."""
+    clusters = []
+    for index in range(plan.clusters):
+        kind = CLUSTER_KINDS[index % len(CLUSTER_KINDS)]
+        group: dict[str, Any] = {"name": kind, "count": plan.nodes_per_cluster, "cpu": 96, "memoryGiB": 1024}
+        entry: dict[str, Any] = {
+            "name": f"{kind}-{index:02d}",
+            "simulation": {"startupDelaySeconds": 0},
+            "nodeGroups": [group],
+        }
+        if kind == "h100":
+            group["gpu"] = {"product": H100, "count": 8}
+            entry.update(provider="aws", region="us-east-1", pricing={H100: 4.10})
+        else:
+            group["gpu"] = {"product": A100, "count": 8}
+            if kind == "mig":
+                group["gpu"]["mig"] = {
+                    "strategy": "mixed",
+                    "layout": ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"],
+                }
+            entry.update(provider="onprem", region="eu-west", pricing={A100: 1.20})
+        clusters.append(entry)
+    return {"clusters": clusters}
+
+
+def policy() -> dict[str, Any]:
+    return {
+        "apiVersion": "policy.gpufed.io/v1alpha1",
+        "kind": "PropagationPolicy",
+        "metadata": {"name": POLICY, "namespace": NAMESPACE},
+        "spec": {
+            "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}],
+            "placement": {
+                "replicaScheduling": {
+                    "replicaSchedulingType": "Divided",
+                    "replicaDivisionPreference": "TieredOverflow",
+                }
+            },
+        },
+    }
+
+
+def deployment(name: str, *, replicas: int, resource: str, amount: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"app": name, "bench": "e2e"}},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "server",
+                            "image": "registry.example.com/infer:1",
+                            "resources": {"limits": {resource: amount, "cpu": "1", "memory": "4Gi"}},
+                        }
+                    ]
+                },
+            },
+        },
+    }
+
+
+def workload_mix(plan: Plan, *, seed: int = 1) -> list[dict[str, Any]]:
+    """70 % one whole GPU, 10 % two GPUs, 20 % one MIG 1g slice (when a MIG cluster exists);
+    1 or 2 replicas each."""
+    rng = random.Random(seed)
+    has_mig = "mig" in CLUSTER_KINDS[: plan.clusters]
+    out = []
+    for index in range(plan.workloads):
+        roll = rng.random()
+        replicas = rng.choice((1, 2))
+        if roll < 0.2 and has_mig:
+            resource, amount = MIG_1G, 1
+        elif roll < 0.3:
+            resource, amount = GPU, 2
+        else:
+            resource, amount = GPU, 1
+        out.append(deployment(f"w-{index:04d}", replicas=replicas, resource=resource, amount=amount))
+    return out
+
+
+def is_running(obj: dict[str, Any]) -> bool:
+    """All replicas Ready, as the hub's aggregated workload status says."""
+    wanted = int((obj.get("spec") or {}).get("replicas", 1))
+    ready = int((obj.get("status") or {}).get("readyReplicas") or 0)
+    return ready >= wanted
+
+
+# ----------------------------------------------------------------------------- the hub client
+
+
+@dataclass
+class Hub:
+    """A small HTTPS client for the hub: one session, the admin bearer token."""
+
+    session: aiohttp.ClientSession
+    base: str
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def connect(cls, kubeconfig: Path, *, connections: int = 32) -> AsyncIterator[Hub]:
+        creds = load_kubeconfig(kubeconfig)
+        connector = aiohttp.TCPConnector(ssl=client_ssl_context(creds.ca_pem), limit=connections)
+        headers = {"Authorization": f"Bearer {creds.token}", "Accept": "application/json"}
+        async with aiohttp.ClientSession(
+            connector=connector, timeout=REQUEST_TIMEOUT, headers=headers
+        ) as session:
+            yield cls(session, creds.server.rstrip("/"))
+        await asyncio.sleep(SSL_CLOSE_GRACE)
+
+    async def get(self, path: str) -> tuple[int, Any]:
+        async with self.session.get(self.base + path) as response:
+            body = await response.read()
+            return response.status, orjson.loads(body) if body else None
+
+    async def create(self, path: str, obj: dict[str, Any]) -> int:
+        body = orjson.dumps(obj)
+        async with self.session.post(
+            self.base + path, data=body, headers={"Content-Type": "application/json"}
+        ) as response:
+            text = await response.read()
+            if response.status not in (201, 409):
+                raise RuntimeError(f"POST {path}: HTTP {response.status}: {text[:300]!r}")
+            return response.status
+
+    async def watch(self, path: str, resource_version: str) -> AsyncIterator[dict[str, Any]]:
+        """Events of one watch stream, from ``resource_version``; ends when the server ends it."""
+        url = f"{self.base}{path}?watch=1&allowWatchBookmarks=true&resourceVersion={resource_version}"
+        async with self.session.get(url, timeout=WATCH_TIMEOUT) as response:
+            if response.status != 200:
+                raise RuntimeError(f"watch {path}: HTTP {response.status}: {(await response.read())[:300]!r}")
+            async for line in response.content:
+                if line.strip():
+                    yield orjson.loads(line)
+
+
+DEPLOYMENTS = f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments"
+
+
+# ----------------------------------------------------------------------------- the measurement
+
+
+@dataclass
+class Tracker:
+    """When each workload was created and when the hub first reported it Running."""
+
+    applied: dict[str, float] = field(default_factory=dict)
+    running: dict[str, float] = field(default_factory=dict)
+    apply_seconds: list[float] = field(default_factory=list)
+    all_running: asyncio.Event = field(default_factory=asyncio.Event)
+    expected: int = 0
+
+    def observe(self, obj: dict[str, Any], now: float) -> None:
+        name = str((obj.get("metadata") or {}).get("name"))
+        if name in self.running or name not in self.applied or not is_running(obj):
+            return
+        self.running[name] = now
+        if len(self.running) >= self.expected:
+            self.all_running.set()
+
+    def latencies(self) -> list[float]:
+        return [self.running[name] - self.applied[name] for name in self.running]
+
+
+async def follow(hub: Hub, tracker: Tracker) -> None:
+    """Watch the hub's Deployments, re-listing whenever a stream ends, until cancelled."""
+    while True:
+        status, listing = await hub.get(DEPLOYMENTS)
+        if status != 200:
+            raise RuntimeError(f"LIST {DEPLOYMENTS}: HTTP {status}")
+        now = time.perf_counter()
+        for item in listing.get("items") or []:
+            tracker.observe(item, now)
+        version = str((listing.get("metadata") or {}).get("resourceVersion", "0"))
+        with contextlib.suppress(aiohttp.ClientPayloadError, TimeoutError):
+            async for event in hub.watch(DEPLOYMENTS, version):
+                if event.get("type") in ("ADDED", "MODIFIED"):
+                    tracker.observe(event.get("object") or {}, time.perf_counter())
+
+
+async def apply_all(hub: Hub, workloads: list[dict[str, Any]], tracker: Tracker, *, rate: float) -> float:
+    """Create the workloads on an open-loop schedule (``rate`` per second); returns the
+    seconds the creating took."""
+    started = time.perf_counter()
+
+    async def create(index: int, obj: dict[str, Any]) -> None:
+        delay = started + index / rate - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        name = obj["metadata"]["name"]
+        tracker.applied[name] = time.perf_counter()
+        await hub.create(DEPLOYMENTS, obj)
+        tracker.apply_seconds.append(time.perf_counter() - tracker.applied[name])
+
+    async with asyncio.TaskGroup() as group:
+        for index, obj in enumerate(workloads):
+            group.create_task(create(index, obj))
+    return time.perf_counter() - started
+
+
+async def diagnose(hub: Hub, name: str) -> str:
+    """Where a workload that never ran got stuck, in the federation loop's order."""
+    _, workload = await hub.get(f"{DEPLOYMENTS}/{name}")
+    conditions = ((workload or {}).get("status") or {}).get("conditions") or []
+    _, bindings = await hub.get(f"/apis/work.gpufed.io/v1alpha1/namespaces/{NAMESPACE}/resourcebindings")
+    binding = next(
+        (
+            b
+            for b in (bindings or {}).get("items") or []
+            if b.get("spec", {}).get("resource", {}).get("name") == name
+        ),
+        None,
+    )
+    if binding is None:
+        return f"no ResourceBinding was created for {name} (detector); workload conditions: {conditions}"
+    scheduled = next(
+        (c for c in (binding.get("status") or {}).get("conditions") or [] if c.get("type") == "Scheduled"),
+        None,
+    )
+    if scheduled is None or scheduled.get("status") != "True":
+        return f"binding for {name} is not Scheduled (scheduler): {scheduled}"
+    _, works = await hub.get("/apis/work.gpufed.io/v1alpha1/works")
+    binding_name = binding["metadata"]["name"]
+    mine = [
+        w
+        for w in (works or {}).get("items") or []
+        if (w.get("metadata", {}).get("labels") or {}).get("work.gpufed.io/binding") == binding_name
+    ]
+    if not mine:
+        return f"binding {binding_name} is scheduled to {binding['spec'].get('clusters')} but no Work exists"
+    statuses = [(w["metadata"]["namespace"], (w.get("status") or {}).get("manifestStatuses")) for w in mine]
+    return (
+        f"Works exist for {name} but the hub's status is {(workload or {}).get('status')}; "
+        f"Work statuses: {str(statuses)[:600]}"
+    )
+
+
+def fleet_meter(group: ProcessGroup) -> CpuMeter:
+    """CPU of every process the benchmark started, plus the hub's etcd."""
+    pids = {proc.name: proc.popen.pid for proc in group.processes if proc.popen is not None}
+    etcd = etcd_pid(group.root / "hub" / "etcd" / "etcd")
+    if etcd is not None:
+        pids["etcd"] = etcd
+    return CpuMeter(pids)
+
+
+def cpu_by_role(used: dict[str, float]) -> dict[str, float]:
+    """CPU seconds summed per role: hub, etcd, sim (all members), agent (all agents), client."""
+    roles: dict[str, float] = {}
+    for name, seconds in used.items():
+        role = name.split("-", 1)[0]
+        roles[role] = roles.get(role, 0.0) + seconds
+    return {role: round(seconds, 1) for role, seconds in sorted(roles.items())}
+
+
+RUNNING_STAGE = "hub workload Running"
+WORKS = "/apis/work.gpufed.io/v1alpha1/works"
+BINDINGS = f"/apis/work.gpufed.io/v1alpha1/namespaces/{NAMESPACE}/resourcebindings"
+
+
+def _condition_true(obj: dict[str, Any], kind: str) -> bool:
+    return any(
+        c.get("type") == kind and c.get("status") == "True"
+        for c in (obj.get("status") or {}).get("conditions") or []
+    )
+
+
+def _bound_to(obj: dict[str, Any], name: str) -> bool:
+    return bool(((obj.get("spec") or {}).get("resource") or {}).get("name") == name)
+
+
+def _carries(work: dict[str, Any], name: str) -> bool:
+    manifests = ((work.get("spec") or {}).get("workload") or {}).get("manifests") or []
+    return any((m.get("metadata") or {}).get("name") == name for m in manifests)
+
+
+def _work_ready(work: dict[str, Any], name: str) -> bool:
+    statuses = (work.get("status") or {}).get("manifestStatuses") or []
+    for entry in statuses:
+        status = entry.get("status") or {}
+        if (entry.get("identifier") or {}).get("name") == name and status.get("readyReplicas", 0) >= max(
+            1, int(status.get("replicas") or 1)
+        ):
+            return True
+    return False
+
+
+#: The federation loop's steps, each seen as the first object event that shows it done:
+#: (stage, collection watched, predicate over (object, workload name)).
+PROBE_STAGES: tuple[tuple[str, str, Any], ...] = (
+    ("binding created (detector)", BINDINGS, _bound_to),
+    (
+        "binding Scheduled (scheduler)",
+        BINDINGS,
+        lambda o, n: _bound_to(o, n) and _condition_true(o, "Scheduled"),
+    ),
+    ("Work created (binding controller)", WORKS, _carries),
+    ("Work Applied (agent)", WORKS, lambda o, n: _carries(o, n) and _condition_true(o, "Applied")),
+    ("Work reports replicas ready (agent)", WORKS, lambda o, n: _carries(o, n) and _work_ready(o, n)),
+    (RUNNING_STAGE, DEPLOYMENTS, lambda o, n: (o.get("metadata") or {}).get("name") == n and is_running(o)),
+)
+
+
+async def probe(hub: Hub, name: str) -> dict[str, float]:
+    """Create one workload on an otherwise idle fleet and time each stage of the federation
+    loop (seconds after the create request was sent); raise :class:`Skip` when the workload
+    does not run within :data:`PROBE_TIMEOUT`."""
+    seen: dict[str, float] = {}
+    running = asyncio.Event()
+    started = time.perf_counter()
+
+    def observe(path: str, obj: dict[str, Any]) -> None:
+        now = time.perf_counter() - started
+        for stage, stage_path, predicate in PROBE_STAGES:
+            if stage_path == path and stage not in seen and predicate(obj, name):
+                seen[stage] = now
+        if RUNNING_STAGE in seen:
+            running.set()
+
+    async def watch(path: str) -> None:
+        while True:
+            status, listing = await hub.get(path)
+            if status != 200:
+                raise RuntimeError(f"LIST {path}: HTTP {status}")
+            for item in listing.get("items") or []:
+                observe(path, item)
+            version = str((listing.get("metadata") or {}).get("resourceVersion", "0"))
+            with contextlib.suppress(aiohttp.ClientPayloadError, TimeoutError):
+                async for event in hub.watch(path, version):
+                    if event.get("type") in ("ADDED", "MODIFIED"):
+                        observe(path, event.get("object") or {})
+
+    watchers = [asyncio.create_task(watch(path)) for path in (BINDINGS, WORKS, DEPLOYMENTS)]
+    try:
+        await asyncio.sleep(0.5)  # let the watches open before the create
+        started = time.perf_counter()
+        await hub.create(DEPLOYMENTS, deployment(name, replicas=1, resource=GPU, amount=1))
+        try:
+            await asyncio.wait_for(running.wait(), PROBE_TIMEOUT)
+        except TimeoutError:
+            raise Skip(
+                f"the probe workload was not Running on the hub within {PROBE_TIMEOUT:.0f}s: "
+                + await diagnose(hub, name)
+            ) from None
+    finally:
+        for task in watchers:
+            task.cancel()
+        for task in watchers:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    return {stage: round(seen[stage], 3) for stage, _, _ in PROBE_STAGES if stage in seen}
+
+
+async def measure(kubeconfig: Path, plan: Plan, meter: CpuMeter) -> tuple[list[Figure], dict[str, Any]]:
+    async with Hub.connect(kubeconfig) as hub:
+        await hub.create(
+            "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
+        )
+        await hub.create(
+            f"/apis/policy.gpufed.io/v1alpha1/namespaces/{NAMESPACE}/propagationpolicies", policy()
+        )
+
+        stages: list[dict[str, float]] = []
+        for index in range(plan.probes):
+            stages.append(await probe(hub, f"probe-{index}"))
+        probe_s = percentile([s[RUNNING_STAGE] for s in stages], 50)
+        log.info("probe workloads Running after %.2fs (median); stages: %s", probe_s, stages)
+
+        workloads = workload_mix(plan)
+        tracker = Tracker(expected=len(workloads))
+        watcher = asyncio.create_task(follow(hub, tracker))
+        cpu_before = meter.sample()
+        try:
+            apply_s = await apply_all(hub, workloads, tracker, rate=plan.rate)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(tracker.all_running.wait(), plan.drain_timeout)
+            cpu_used = CpuMeter.delta(cpu_before, meter.sample())
+        finally:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+        stuck = sorted(set(tracker.applied) - set(tracker.running))
+        stuck_reason = await diagnose(hub, stuck[0]) if stuck else ""
+
+    latencies = tracker.latencies()
+    summary = latency_summary(latencies)
+    done = len(latencies)
+    first_applied = min(tracker.applied.values())
+    last_running = max(tracker.running.values(), default=first_applied)
+    throughput = done / (last_running - first_applied) if last_running > first_applied else 0.0
+    figures = [
+        Figure(f"workloads Running (of {len(workloads):,})", done, "", at_least(len(workloads))),
+    ]
+    if latencies:
+        figures += [
+            Figure("apply -> Running p50", round(percentile(latencies, 50), 3), "s"),
+            Figure("apply -> Running p99", round(percentile(latencies, 99), 3), "s", at_most(P99_TARGET_S)),
+            Figure("apply -> Running max", round(max(latencies), 3), "s"),
+        ]
+    figures += [
+        Figure("one workload on an idle fleet (probe median)", round(probe_s, 3), "s"),
+        Figure("workloads Running per second", round(throughput, 1), "1/s"),
+        Figure("create request p99", round(percentile(tracker.apply_seconds, 99) * 1000, 1), "ms"),
+    ]
+    details = {
+        "clusters": plan.clusters,
+        "nodes_per_cluster": plan.nodes_per_cluster,
+        "gpus_per_node": 8,
+        "workloads": len(workloads),
+        "replicas": sum(w["spec"]["replicas"] for w in workloads),
+        "rate_per_s": plan.rate,
+        "apply_seconds": round(apply_s, 2),
+        "first_apply_to_last_running_s": round(last_running - first_applied, 2),
+        "cpu_seconds_by_role": cpu_by_role(cpu_used),
+        "probe_seconds": round(probe_s, 3),
+        "probe_stages_s": {
+            stage: round(percentile([s[stage] for s in stages if stage in s], 50), 3)
+            for stage, _, _ in PROBE_STAGES
+            if any(stage in s for s in stages)
+        },
+        "latency": summary,
+        "create_request": latency_summary(tracker.apply_seconds),
+        "not_running": stuck[:20],
+        "not_running_count": len(stuck),
+        "not_running_reason": stuck_reason,
+    }
+    return figures, details
+
+
+# ----------------------------------------------------------------------------- processes
+
+
+def _clusters_ready(hub: Kubectl, names: set[str]) -> bool:
+    items = hub.json("get", "clusters")["items"]
+    ready = {
+        c["metadata"]["name"]
+        for c in items
+        if (c.get("status") or {}).get("nodeShapes")
+        and any(x["type"] == "Ready" and x["status"] == "True" for x in c["status"].get("conditions", []))
+    }
+    return names <= ready
+
+
+def start_fleet(group: ProcessGroup, plan: Plan) -> Kubectl:
+    """Hub, members and agents; returns the hub's kubectl once every cluster is Ready."""
+    fleet_file = group.root / "fleet.yaml"
+    spec = fleet(plan)
+    fleet_file.write_text(yaml.safe_dump(spec))
+    _, hub = group.start_hub("hub", "--log-level", "WARNING")
+    names = set()
+    for entry in spec["clusters"]:
+        name = entry["name"]
+        _, member, dcgm = group.start_member(fleet_file, name, extra=("--log-level", "WARNING"))
+        group.start_agent(hub, fleet_file, name, member, dcgm, extra=("--log-level", "WARNING"))
+        names.add(name)
+    wait_for(
+        lambda: _clusters_ready(hub, names),
+        timeout=CLUSTERS_READY_TIMEOUT,
+        interval=1.0,
+        what="clusters Ready",
+    )
+    return hub
+
+
+def run(size: Size) -> BenchmarkResult:
+    plan = PLANS[size]
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="gpufed-bench-e2e-") as tmp:
+        group = ProcessGroup(root=Path(tmp))
+        try:
+            hub = start_fleet(group, plan)
+            log.info("%d clusters Ready after %.0fs", plan.clusters, time.perf_counter() - started)
+            figures, details = asyncio.run(measure(hub.kubeconfig, plan, fleet_meter(group)))
+        except Skip as skip:
+            log.warning("skipped: %s", skip)
+            return BenchmarkResult(
+                benchmark=NAME,
+                size=size,
+                status=Status.SKIPPED,
+                reason=str(skip),
+                seconds=time.perf_counter() - started,
+            )
+        except Exception as exc:
+            log.exception("the end-to-end benchmark failed")
+            return BenchmarkResult(
+                benchmark=NAME,
+                size=size,
+                status=Status.FAILED,
+                reason=f"{type(exc).__name__}: {exc}",
+                details={"logs": group.dump_logs()[-6000:]},
+                seconds=time.perf_counter() - started,
+            )
+        finally:
+            group.stop_all()
+    return BenchmarkResult(
+        benchmark=NAME, size=size, figures=figures, details=details, seconds=time.perf_counter() - started
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return benchmark_main(run, argv, description=__doc__.splitlines()[0] if __doc__ else NAME)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""The benchmarks that start real processes (a hub with its etcd; a hub, members and
+agents), run at their tiny size: they finish, stop what they started, and report the
+figures the table and docs/benchmarks.md expect. Speed is not asserted."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench import bench_api, bench_e2e_apply
+from bench.common import Size, Status
+
+pytestmark = pytest.mark.e2e
+
+
+def _hub_processes_left(marker: str) -> list[str]:
+    from pathlib import Path
+
+    left = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if marker in cmdline:
+                left.append(cmdline)
+    return left
+
+
+@pytest.mark.timeout(180)
+def test_api_benchmark_measures_hub_against_raw_etcd() -> None:
+    result = bench_api.run(Size.TINY)
+    assert result.status is Status.OK, result.reason
+    figures = {f.name: f for f in result.figures}
+    assert set(figures) == {
+        "hub create / raw etcd put ratio",
+        "hub creates (8 clients)",
+        "raw aetcd puts (8 concurrent)",
+        "create latency p99",
+        "GET p50",
+        "GET p99",
+        "LIST 120 objects p50",
+        "LIST 120 objects p99",
+    }
+    ratio = figures["hub create / raw etcd put ratio"]
+    assert ratio.target is not None and ratio.target.bound == 0.5
+    hub, raw = figures["hub creates (8 clients)"].value, figures["raw aetcd puts (8 concurrent)"].value
+    assert hub and raw and ratio.value == pytest.approx(hub / raw, rel=0.01)
+    assert result.details["list_objects"] == 120
+    assert [p["kind"] for p in result.details["phases"]] == ["raw put", "hub create"] * 2
+    assert sum(p["ops"] for p in result.details["phases"] if p["kind"] == "hub create") == 120
+    assert not _hub_processes_left("gpufed-bench-api-")
+
+
+@pytest.mark.timeout(300)
+def test_e2e_benchmark_drives_hub_members_and_agents() -> None:
+    result = bench_e2e_apply.run(Size.TINY)
+    assert not _hub_processes_left("gpufed-bench-e2e-")
+    if result.status is Status.SKIPPED:
+        pytest.skip(result.reason)
+    assert result.status is Status.OK, result.reason
+    figures = {f.name: f for f in result.figures}
+    assert {
+        "workloads Running (of 4)",
+        "apply -> Running p50",
+        "apply -> Running p99",
+        "apply -> Running max",
+        "workloads Running per second",
+        "create request p99",
+    } <= set(figures)
+    assert figures["apply -> Running p99"].target is not None
+    assert figures["apply -> Running p50"].value <= figures["apply -> Running p99"].value  # type: ignore[operator]
+    assert result.details["workloads"] == 4
+    assert set(result.details["cpu_seconds_by_role"]) >= {"hub", "sim", "agent", "client"}
