@@ -401,10 +401,24 @@ class ApplicationFailoverBehavior(SpecModel):
 
 
 class ClusterFailoverBehavior(SpecModel):
-    """``failover.cluster`` (newer Karmada): what to do with replicas on a failed cluster."""
+    """``failover.cluster`` (newer Karmada): what to do with replicas on a failed cluster.
+
+    ``gracePeriodSeconds`` is a gpufed extension (Karmada takes it from a controller flag):
+    how long a Gracefully evicted copy may wait for its replacement to be Healthy; unset,
+    the hub's ``--graceful-eviction-timeout`` applies.
+    """
 
     purge_mode: PurgeMode | None = None
+    grace_period_seconds: int | None = Field(default=None, gt=0)
     state_preservation: StatePreservation | None = None
+
+    @field_validator("grace_period_seconds")
+    @classmethod
+    def _grace_only_when_gracious(cls, seconds: int | None, info: ValidationInfo) -> int | None:
+        mode = info.data.get("purge_mode")
+        if seconds is not None and mode in ("Immediately", "Directly", "Never"):
+            raise ValueError(f"only applies when purgeMode is 'Graciously' or 'Gracefully' (got {mode!r})")
+        return seconds
 
 
 class FailoverBehavior(SpecModel):

@@ -35,6 +35,7 @@ class EventReason(StrEnum):
     OVERRIDE_FAILED = "OverrideFailed"
     POLICY_PREEMPTED = "PolicyPreempted"
     REPLICAS_EVICTED = "ReplicasEvicted"
+    EVICTION_WAITING = "EvictionWaiting"
     EVICTION_COMPLETED = "EvictionCompleted"
 
 

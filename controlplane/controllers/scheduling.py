@@ -5,8 +5,9 @@ In: ResourceBindings, Clusters (their spec and the capacity their agents report)
 (and, where an alternative GPU shape won, the ``scheduler.gpufed.io/gpu-shapes``
 annotation the binding controller reads), and in status the ``Scheduled`` condition with
 its reason, the per-cluster ``explanation``, ``schedulerObservingAffinityName`` and
-``observedGeneration``; Events ``Scheduled``/``FailedScheduling``/``ReplicasMoved`` on the
-workload when the decision changes.
+``observedGeneration``; Events ``Scheduled``/``FailedScheduling``/``ReplicasMoved``/
+``ReplicasEvicted`` on the workload when the decision changes (``EvictionWaiting`` when a due
+eviction finds no room elsewhere). Failover adds ``spec.gracefulEvictionTasks`` entries.
 
 The decision itself is the pure ``controlplane.scheduler.core.schedule``. This module
 decides *when* to run it, so placed work does not move for nothing:
@@ -14,8 +15,7 @@ decides *when* to run it, so placed work does not move for nothing:
 * the binding's spec changed (``metadata.generation`` != ``status.observedGeneration``);
 * it is not fully placed (``Scheduled`` is not True): retried on every capacity report of
   any cluster, and every 30 s in any case;
-* a cluster it runs in is gone, or no longer admitted by the placement (affinity term,
-  untolerated NoExecute taint);
+* a cluster it runs in is gone, or no longer admitted by the placement's affinity term;
 * a member reported replicas it cannot place (``manifestStatuses[].unschedulable``) for
   the Work's current generation for longer than the grace period: those replicas are
   moved — the cluster keeps the rest and takes no new ones in that decision — but only
@@ -26,7 +26,8 @@ decides *when* to run it, so placed work does not move for nothing:
   Unhealthy there for ``failover.application.decisionConditions.tolerationSeconds``. The
   binding is requeued for the moment that happens. Its replicas in that cluster (a gang's
   whole) are scheduled elsewhere and a ``gracefulEvictionTasks`` entry records the eviction;
-  the cluster's Work stays until the graceful eviction controller ends the task. Like the
+  the cluster's Work stays until the graceful eviction controller ends the task (a new
+  leader counts an application's unhealthy time afresh: it is kept in memory). Like the
   move above, an eviction happens only when the replicas find room elsewhere (as many as
   run now): with nowhere to go they stay, and are retried on capacity reports, so a cluster
   that is only cut off is not emptied for nothing. Clusters with an eviction task of the
@@ -338,8 +339,14 @@ class SchedulerController:
             self.reservations.mark_applied(_key_text(key), cluster, at=self.ctx.now())
         if unschedulable_pods(obj) or (old is not None and unschedulable_pods(old)):
             await self.loop.add(key)
-        elif _unhealthy_reported(obj) or (old is not None and _unhealthy_reported(old)):
+        elif (_unhealthy_reported(obj) or (old is not None and _unhealthy_reported(old))) and self._fails_over(key):
             await self.loop.add(key)  # application failover counts from the first Unhealthy report
+
+    def _fails_over(self, key: BindingKey) -> bool:
+        """Whether the binding's policy asks for application failover."""
+        ref = policy_ref_of_binding(self.ctx.bindings.get(key[0], key[1]))
+        policy = self.ctx.propagation_policy(ref) if ref else None
+        return bool(policy and policy.spec.failover and policy.spec.failover.application)
 
     async def _requeue_cluster(self, cluster: str) -> None:
         for key in self.ctx.bindings.index_keys(INDEX_CLUSTER, cluster):
@@ -520,11 +527,7 @@ class SchedulerController:
                     self._eviction_blocked.discard(key)
                 else:
                     if key not in self._eviction_blocked:
-                        log.warning(
-                            "binding %s: replicas in %s are due for eviction but find no room elsewhere; "
-                            "they stay until capacity appears",
-                            _key_text(key), ", ".join(sorted(check.due)),
-                        )
+                        await self._eviction_waits(binding, check.due)
                     self._eviction_blocked.add(key)
                     wait = _sooner(wait, UNPLACED_RETRY_SECONDS)
             if result is None:
@@ -561,6 +564,7 @@ class SchedulerController:
         if evicted:
             unhealthy = self._unhealthy_since.get(key)
             for cluster in evicted:
+                self.reservations.release(_key_text(key), cluster=cluster)
                 if unhealthy is not None:
                     unhealthy.pop(cluster, None)
         if not result.condition.status:
@@ -647,6 +651,20 @@ class SchedulerController:
             await record_event(
                 self.ctx, workload, type=EventType.WARNING, reason=EventReason.REPLICAS_EVICTED,
                 message=f"{cause.reason}: {cause.message} (purgeMode {cause.purge_mode}); now {placed}",
+            )
+
+    async def _eviction_waits(self, binding: dict[str, Any], due: Mapping[str, EvictionCause]) -> None:
+        """Say (once per hub term) that due evictions wait for room elsewhere."""
+        where = ", ".join(sorted(due))
+        message = (
+            f"replicas in {where} are due for eviction ({'; '.join(c.message for _, c in sorted(due.items()))}) "
+            "but the other clusters cannot hold them; they stay until capacity appears"
+        )
+        log.warning("binding %s: %s", _key_text(_binding_key(binding)), message)
+        workload = self._workload_of(binding)
+        if workload is not None:
+            await record_event(
+                self.ctx, workload, type=EventType.WARNING, reason=EventReason.EVICTION_WAITING, message=message
             )
 
     def _workload_of(self, binding: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -64,6 +64,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="simulated members run X times faster than the wall clock (default 1)")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
                         help="log level of every component (logs go to DIR/logs)")
+    parser.add_argument("--waste-sample-interval", type=float, default=None, metavar="SECONDS",
+                        help="how often the hub samples GPU usage for the waste report (default: the hub's, 60)")
+
+
+def _waste_interval(args: argparse.Namespace) -> tuple[str, ...]:
+    interval = getattr(args, "waste_sample_interval", None)
+    return ("--waste-sample-interval", str(interval)) if interval else ()
 
 
 # -- where things live ------------------------------------------------------------------
@@ -536,7 +543,7 @@ async def _up(args: argparse.Namespace, layout: Layout, names: list[str], fleet:
         hub = supervisor.start(ProcessSpec(
             name="hub",
             argv=_gpufed("controlplane", "--state-dir", str(layout.hub_dir), "--listen", f"{HOST}:{hub_port}",
-                         *common),
+                         *common, *_waste_interval(args)),
             log_path=layout.log("hub"),
             ready=kube_probe(layout.hub_kubeconfig),
         ))

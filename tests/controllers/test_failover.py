@@ -45,7 +45,7 @@ def toleration(key: str | None, *, seconds: int | None = None, effect: str | Non
 def tainted(name: str, *taints: tuple[str, str]) -> ClusterView:
     return ClusterView(
         name=name,
-        taints=tuple(Taint(key=key, effect=effect, time_added=format_time(T0)) for key, effect in taints),  # type: ignore[arg-type]
+        taints=tuple(Taint(key=key, effect=effect, time_added=format_time(T0)) for key, effect in taints),
     )
 
 

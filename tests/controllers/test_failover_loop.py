@@ -307,6 +307,8 @@ async def test_replicas_with_nowhere_to_go_stay_until_capacity_appears(
     await poke(fleet)
     assert await placed(objects) == {"onprem": 4}
     assert "gracefulEvictionTasks" not in (await binding_of(objects))["spec"]
+    [waiting] = await events(objects, "EvictionWaiting")
+    assert "onprem" in waiting["message"] and "cannot hold them" in waiting["message"]
 
     # The cloud reports GPUs: the due eviction goes ahead without another nudge.
     await put_cluster(objects, "cloud", node_shape(1, gpus=8), provider="aws", pricing={A100: 4.1},
