@@ -56,8 +56,9 @@ class Settings:
     #: Member scoring for every cluster; None keeps each cluster profile's ``simulation.scoring``.
     scoring: MemberScoring | None = None
     placement: Placement | None = None
-    #: kube's percentageOfNodesToScore for the members (100: every feasible node, as in FGD).
-    percentage_of_nodes_to_score: int = 100
+    #: kube's percentageOfNodesToScore for the members: 0 is kube's adaptive default, 100
+    #: scores every feasible node (as the FGD paper's simulator does).
+    percentage_of_nodes_to_score: int = 0
     utilization_threshold: float = DEFAULT_THRESHOLD
     #: Run the replay pass (off for allocation-only runs such as the paper validation).
     replay: bool = True
@@ -194,7 +195,9 @@ class _Replay:
                     gpus_by_product[inv.gpus[0].product] += len(inv.gpus)
             total = sum(gpus_by_product.values())
             self.prices[profile.name] = (
-                sum(profile.pricing.get(p, 0.0) * n for p, n in gpus_by_product.items()) / total if total else 0.0
+                sum(profile.pricing.get(p, 0.0) * n for p, n in gpus_by_product.items()) / total
+                if total
+                else 0.0
             )
         self.running: dict[str, _Running] = {}
         self.busy: dict[str, float] = defaultdict(float)
@@ -236,7 +239,14 @@ class _Replay:
         for name, (job, waiting_in) in list(self.pending.items()):
             if waiting_in is not None and freed is not None and waiting_in != freed:
                 continue
-            signature = (waiting_in, job.num_gpu, job.gpu_milli, job.cpu_milli, job.memory_mib, job.gpu_products)
+            signature = (
+                waiting_in,
+                job.num_gpu,
+                job.gpu_milli,
+                job.cpu_milli,
+                job.memory_mib,
+                job.gpu_products,
+            )
             if signature in failed:
                 continue
             if name in self.pending and not self._attempt(job, now):
@@ -269,7 +279,9 @@ class _Replay:
             if not capacity:
                 continue
             rest = free[cluster] - needed[cluster]
-            stranded = any(not job.gpu_products or self.products[cluster] & set(job.gpu_products) for job in unmet)
+            stranded = any(
+                not job.gpu_products or self.products[cluster] & set(job.gpu_products) for job in unmet
+            )
             states[cluster] = {
                 WasteState.BUSY: self.busy[cluster],
                 WasteState.IDLE_ALLOCATED: self.idle[cluster],
@@ -347,13 +359,16 @@ def compare(
 ) -> Comparison:
     """Run every strategy over the fleet and trace; see the module docstring."""
     if settings.inflate < max(MARKS) / 100:
-        raise ValueError(f"inflate must be at least {max(MARKS) / 100} (the fill reports allocation at {max(MARKS)} %)")
+        raise ValueError(
+            f"inflate must be at least {max(MARKS) / 100} (the fill reports allocation at {max(MARKS)} %)"
+        )
     nodes = nodes or fleet_nodes(fleet)
     capacity = capacity_by_cluster(nodes)
     total = sum(capacity.values())
     comparison = Comparison(capacity_gpus=total, clusters=capacity, jobs=len(jobs), settings=settings)
     sequence = fill_sequence(jobs, capacity_gpus=total, inflate=settings.inflate, seed=settings.seed)
     for name in strategies:
+
         def report(phase: str, done: int, of: int, _name: str = str(name)) -> None:
             if progress is not None:
                 progress(f"{_name} {phase}", done, of)
@@ -364,7 +379,9 @@ def compare(
         replay = ReplayResult()
         if settings.replay:
             started = time.perf_counter()
-            replay = run_replay(_strategy(name, nodes, settings), jobs, nodes, settings=settings, progress=report)
+            replay = run_replay(
+                _strategy(name, nodes, settings), jobs, nodes, settings=settings, progress=report
+            )
             seconds["replay"] = time.perf_counter() - started
         comparison.results[str(name)] = StrategyResult(str(name), fill, replay, seconds)
         logger.info(

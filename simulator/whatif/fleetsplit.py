@@ -50,7 +50,9 @@ CLOUD_PRICES: Final[dict[str, float]] = {
     "Alibaba-G3": 3.06,
 }
 #: Amortised on-prem $ per GPU-hour (assumptions).
-ONPREM_PRICES: Final[dict[str, float]] = {product: round(price / 3, 2) for product, price in CLOUD_PRICES.items()}
+ONPREM_PRICES: Final[dict[str, float]] = {
+    product: round(price / 3, 2) for product, price in CLOUD_PRICES.items()
+}
 
 
 class SplitBy(StrEnum):
@@ -153,7 +155,9 @@ def split_nodes(
         rng.shuffle(ordered)
         half = len(ordered) // 2
         onprem, cloud = ordered[:half], ordered[half:]
-        out.append(_cluster("onprem", onprem, csv_path=csv_path, provider="onprem", tier=0, prices=ONPREM_PRICES))
+        out.append(
+            _cluster("onprem", onprem, csv_path=csv_path, provider="onprem", tier=0, prices=ONPREM_PRICES)
+        )
         clouds = clusters - 1
         for index in range(clouds):
             provider = CLOUD_PROVIDERS[index % len(CLOUD_PROVIDERS)]

@@ -124,8 +124,15 @@ class SharingClusterState(ClusterState):
         self._shares: dict[str, tuple[str, int, int]] = {}
         self._gpu_rng = random.Random(None if seed is None else seed + 1)
 
-    def add_nodes(self, nodes: Sequence[Mapping[str, Any]], inventories: Mapping[str, NodeInventory]) -> None:
-        """Add many nodes at once (one re-index instead of one per node)."""
+    def add_nodes(
+        self, nodes: Sequence[Mapping[str, Any]], inventories: Mapping[str, NodeInventory]
+    ) -> list[dict[str, Any]]:
+        """Add many nodes at once (one re-index instead of one per node).
+
+        Returns the nodes as their kubelet reports them: plain-GPU nodes with
+        :data:`RESOURCE_GPU_MILLI` added to capacity and allocatable.
+        """
+        out = []
         for node in nodes:
             name = str(node["metadata"]["name"])
             inventory = inventories.get(name)
@@ -133,7 +140,9 @@ class SharingClusterState(ClusterState):
                 node = _with_milli(node, len(inventory.gpus))
                 self.ledgers[name] = GpuLedger([MILLI_PER_GPU] * len(inventory.gpus))
             self.nodes[name] = node_state(node, inventory)
+            out.append(dict(node))
         self._reindex()
+        return out
 
     # --- fit ---------------------------------------------------------------------------
 
@@ -176,7 +185,9 @@ class SharingClusterState(ClusterState):
         for device in allocation.devices:
             if device.resource == RESOURCE_GPU:
                 ledger.free[device.gpu_index] = 0
-                state.requested[RESOURCE_GPU_MILLI] = state.requested.get(RESOURCE_GPU_MILLI, 0) + MILLI_PER_GPU
+                state.requested[RESOURCE_GPU_MILLI] = (
+                    state.requested.get(RESOURCE_GPU_MILLI, 0) + MILLI_PER_GPU
+                )
         return allocation
 
     def _score(self, pod: PodRequest, node: NodeState) -> tuple[float, ...]:
@@ -332,7 +343,7 @@ class MemberCluster:
             percentage_of_nodes_to_score=percentage_of_nodes_to_score,
             fgd_best_fit=chosen is MemberScoring.FGD_BEST_FIT,
         )
-        self.state.add_nodes(node_objects, inventory)
+        node_objects = self.state.add_nodes(node_objects, inventory)
         self.products: dict[str, str] = {}
         self.gpu_count: dict[str, int] = {}
         #: MIG resources by name -> the share of a GPU one device is.
@@ -456,7 +467,9 @@ class MemberCluster:
                 self._free_totals.subtract(old)
             self._free_by_node[name] = free
             self._free_totals.update(free)
-            report = summarize([self._node_view(name)], list(self._pods.get(name, {}).values()), now=REPORT_TIME)
+            report = summarize(
+                [self._node_view(name)], list(self._pods.get(name, {}).values()), now=REPORT_TIME
+            )
             shapes = report["nodeShapes"]
             key: str | None = None
             if shapes:
@@ -493,7 +506,11 @@ class MemberCluster:
         views = [self._node_view(name) for name in sorted(self._trimmed)]
         pods = [pod for by_node in self._pods.values() for pod in by_node.values()]
         status = summarize(views, pods, now=REPORT_TIME)
-        return {"metadata": {"name": self.name, "labels": dict(profile.labels)}, "spec": spec, "status": status}
+        return {
+            "metadata": {"name": self.name, "labels": dict(profile.labels)},
+            "spec": spec,
+            "status": status,
+        }
 
     def snapshot(self) -> ClusterSnapshot:
         """The hub's view of this member now."""

@@ -37,7 +37,11 @@ from enum import StrEnum
 from typing import Any, ClassVar
 
 from controlplane.apis.constants import LABEL_GPU_PRODUCT, RESOURCE_GPU
-from controlplane.interpreter.requirements import NodeSelectorRequirement, NodeSelectorTerm, ReplicaRequirements
+from controlplane.interpreter.requirements import (
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    ReplicaRequirements,
+)
 from controlplane.scheduler.core.framework import BindingRequest
 from controlplane.scheduler.core.scheduling import schedule
 from policies.division import divide_by_dynamic_weights
@@ -107,7 +111,7 @@ def _requirements(job: Job, shape: PodShape) -> ReplicaRequirements:
         resources["cpu"] = job.cpu_milli
     if job.memory_mib:
         resources["memory"] = job.memory_mib * MIB
-    affinity = ()
+    affinity: tuple[NodeSelectorTerm, ...] = ()
     if job.gpu_products:
         affinity = (
             NodeSelectorTerm(
@@ -159,7 +163,9 @@ class Strategy(ABC):
             out[shape] = pod
         return out
 
-    def place_in(self, member: MemberCluster, job: Job, shapes: Sequence[PodShape] | None = None) -> Placed | None:
+    def place_in(
+        self, member: MemberCluster, job: Job, shapes: Sequence[PodShape] | None = None
+    ) -> Placed | None:
         chosen = tuple(shapes) if shapes is not None else self.shapes(job, member)
         placed = member.place(self.pods(job, chosen), chosen)
         if placed is not None:
@@ -345,13 +351,17 @@ def build_members(
     return members
 
 
-def build_pooled(fleet: FleetNodes, *, scoring: MemberScoring | None, seed: int, percentage: int = 100) -> MemberCluster:
+def build_pooled(
+    fleet: FleetNodes, *, scoring: MemberScoring | None, seed: int, percentage: int = 100
+) -> MemberCluster:
     first = fleet.profiles[0]
     pricing: dict[str, float] = {}
     for profile in fleet.profiles:
         for product, price in profile.pricing.items():
             pricing.setdefault(product, price)
-    pooled = ClusterProfile(name="pooled", provider=first.provider, pricing=pricing, simulation=first.simulation)
+    pooled = ClusterProfile(
+        name="pooled", provider=first.provider, pricing=pricing, simulation=first.simulation
+    )
     nodes = [n for p in fleet.profiles for n in fleet.nodes[p.name]]
     inventories = {k: v for p in fleet.profiles for k, v in fleet.inventories[p.name].items()}
     return MemberCluster(
@@ -374,7 +384,9 @@ def build_strategy(
     percentage: int = 100,
 ) -> Strategy:
     if name is StrategyName.POOLED:
-        return PooledStrategy({"pooled": build_pooled(fleet, scoring=scoring, seed=seed, percentage=percentage)})
+        return PooledStrategy(
+            {"pooled": build_pooled(fleet, scoring=scoring, seed=seed, percentage=percentage)}
+        )
     members = build_members(fleet, scoring=scoring, seed=seed, percentage=percentage)
     if name is StrategyName.GPUFED:
         return GpufedStrategy(members, placement=placement)

@@ -243,7 +243,9 @@ def parse_trace(lines: Iterable[str]) -> tuple[TraceFormat, list[Job]]:
             continue
         job = make(row, line)
         if job.name in seen:
-            raise TraceError(f"line {line}: job name {job.name!r} is used again (first on line {seen[job.name]})")
+            raise TraceError(
+                f"line {line}: job name {job.name!r} is used again (first on line {seen[job.name]})"
+            )
         seen[job.name] = line
         jobs.append(job)
     jobs.sort(key=lambda j: (j.submit_s, j.name))

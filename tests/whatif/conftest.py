@@ -1,0 +1,9 @@
+"""Pytest settings for the what-if tests."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "slow: runs the full openb trace (set GPUFED_WHATIF_VALIDATE=1)")
