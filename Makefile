@@ -31,10 +31,13 @@ unit: install
 	$(BIN)/python -m pytest tests -q
 
 e2e: install
-	$(BIN)/python -m pytest e2e -q
+	$(BIN)/python -m pytest e2e -q -n $(TEST_WORKERS)
+
+# The end-to-end tests mostly wait on real processes, so they run side by side.
+TEST_WORKERS ?= 3
 
 test: install lint typecheck contracts
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --durations=15
 
 bench: install
 	$(BIN)/python -m bench
