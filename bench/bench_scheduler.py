@@ -162,7 +162,9 @@ def _placement(raw: Mapping[str, Any]) -> Placement:
     return Placement.model_validate(raw)
 
 
-TIERED = {"replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "TieredOverflow"}}
+TIERED = {
+    "replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "TieredOverflow"}
+}
 
 
 def binding_mix(rng: random.Random, count: int, *, clusters: int = 100) -> list[BindingRequest]:
@@ -171,7 +173,9 @@ def binding_mix(rng: random.Random, count: int, *, clusters: int = 100) -> list[
     regional = _placement(
         {
             "clusterAffinity": {
-                "fieldSelector": {"matchExpressions": [{"key": "region", "operator": "In", "values": ["eu-west"]}]}
+                "fieldSelector": {
+                    "matchExpressions": [{"key": "region", "operator": "In", "values": ["eu-west"]}]
+                }
             },
             **TIERED,
         }
@@ -185,7 +189,9 @@ def binding_mix(rng: random.Random, count: int, *, clusters: int = 100) -> list[
             }
         }
     )
-    duplicated = _placement({"clusterAffinity": {"clusterNames": [f"cluster-{i:03d}" for i in range(min(3, clusters))]}})
+    duplicated = _placement(
+        {"clusterAffinity": {"clusterNames": [f"cluster-{i:03d}" for i in range(min(3, clusters))]}}
+    )
     one_gpu = ReplicaRequirements.build({"nvidia.com/gpu": 1, "cpu": 4000, "memory": 32 * GI})
     one_a100 = ReplicaRequirements.build(
         {"nvidia.com/gpu": 1, "cpu": 4000, "memory": 32 * GI}, node_selector={"nvidia.com/gpu.product": A100}
@@ -209,7 +215,9 @@ def binding_mix(rng: random.Random, count: int, *, clusters: int = 100) -> list[
             out.append(BindingRequest(f"regional/b{i}", rng.randint(1, 8), one_gpu, placement=regional))
         elif roll < 0.58:
             out.append(
-                BindingRequest(f"alternative/b{i}", rng.randint(1, 8), mig3g, placement=tiered, gpu_shapes=whole_gpu)
+                BindingRequest(
+                    f"alternative/b{i}", rng.randint(1, 8), mig3g, placement=tiered, gpu_shapes=whole_gpu
+                )
             )
         elif roll < 0.70:
             out.append(BindingRequest(f"dynamic/b{i}", rng.randint(2, 20), shared, placement=dynamic))
@@ -253,7 +261,7 @@ class _GcClock:
 
     def __init__(self) -> None:
         self.collections: Counter[int] = Counter()
-        self.by_generation: Counter[float] = Counter()
+        self.by_generation: defaultdict[int, float] = defaultdict(float)
         self.deciding = False
         """Set while a decision is timed: collections then count as ``in_decisions``."""
         self.in_decisions = 0.0
@@ -287,7 +295,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--report-every", type=int, default=500, help="each cluster reports every N bindings (staggered)"
     )
-    parser.add_argument("--updates", type=float, default=0.15, help="share of decisions that rescale a binding")
+    parser.add_argument(
+        "--updates", type=float, default=0.15, help="share of decisions that rescale a binding"
+    )
     parser.add_argument(
         "--warmup", type=int, default=500, help="decisions made first and not measured (caches fill)"
     )
@@ -313,7 +323,8 @@ def main(argv: list[str] | None = None) -> int:
     reservations = Reservations()
     now = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)
     placed: dict[str, tuple[BindingRequest, dict[str, int]]] = {}
-    recent: list[str] = []
+    keys: list[str] = []
+    """Bindings placed so far: an update rescales one of them, recent or old."""
     latencies: list[int] = []
     cpu_latencies: list[int] = []
     explain_cpu: list[int] = []
@@ -326,10 +337,9 @@ def main(argv: list[str] | None = None) -> int:
     gc.collect()
     gc.callbacks.append(gc_clock)
     try:
-        for i, fresh in enumerate(requests):
-            request = fresh
-            if recent and rng.random() < args.updates:
-                key = rng.choice(recent)
+        for i, request in enumerate(requests):
+            if placed and rng.random() < args.updates:
+                key = rng.choice(keys)
                 earlier, where = placed[key]
                 if not earlier.gang:
                     request = _rescaled(rng, earlier, where)
@@ -359,11 +369,9 @@ def main(argv: list[str] | None = None) -> int:
                 by_kind[_kind(request) + (" (update)" if request.previous else "")].append(cpu)
                 outcomes[str(result.condition.reason)] += 1
             if result.clusters:
+                if request.key not in placed:
+                    keys.append(request.key)
                 placed[request.key] = (request, dict(result.clusters))
-                if request is fresh:
-                    recent.append(request.key)
-                    if len(recent) > 1000:
-                        recent.pop(0)
             now += DECISION_STEP
             for name in reporting.get(i % period, ()):
                 # A new report: some nodes changed, a new snapshot, and the reservations it covers settle.
@@ -386,7 +394,11 @@ def main(argv: list[str] | None = None) -> int:
     p99 = _ms(latencies, 0.99)
     cpu_p50, cpu_p99 = statistics.median(cpu_latencies) / 1e6, _ms(cpu_latencies, 0.99)
     kinds = {
-        kind: {"count": len(values), "cpu_p50_ms": round(_ms(sorted(values), 0.5), 4), "cpu_p99_ms": round(_ms(sorted(values), 0.99), 4)}
+        kind: {
+            "count": len(values),
+            "cpu_p50_ms": round(_ms(sorted(values), 0.5), 4),
+            "cpu_p99_ms": round(_ms(sorted(values), 0.99), 4),
+        }
         for kind, values in sorted(by_kind.items())
     }
     results = {
@@ -411,7 +423,9 @@ def main(argv: list[str] | None = None) -> int:
         "gc_collections": {f"gen{g}": n for g, n in sorted(gc_clock.collections.items())},
         "gc_ms": round(gc_clock.seconds * 1000, 1),
         "gc_ms_in_decisions": round(gc_clock.in_decisions * 1000, 1),
-        "gc_ms_by_generation": {f"gen{g}": round(t * 1000, 1) for g, t in sorted(gc_clock.by_generation.items())},
+        "gc_ms_by_generation": {
+            f"gen{g}": round(t * 1000, 1) for g, t in sorted(gc_clock.by_generation.items())
+        },
         "kinds": kinds,
         "fleet_build_s": round(build_s, 3),
         "outcomes": dict(outcomes),
@@ -436,13 +450,20 @@ def main(argv: list[str] | None = None) -> int:
         f"p99 {_ms(explain_cpu, 0.99):.3f} ms"
     )
     gcs = ", ".join(
-        f"gen{g} x{n} ({gc_clock.by_generation[g] * 1000:.0f} ms)" for g, n in sorted(gc_clock.collections.items())
+        f"gen{g} x{n} ({gc_clock.by_generation[g] * 1000:.0f} ms)"
+        for g, n in sorted(gc_clock.collections.items())
     )
     print(
         f"garbage collector (cpu) during the run: {gcs or 'none'}, {gc_clock.seconds * 1000:.0f} ms in total, "
         f"{gc_clock.in_decisions * 1000:.0f} ms of it inside decisions"
     )
-    print("cpu by kind: " + "; ".join(f"{k} n={v['count']} p50 {v['cpu_p50_ms']:.3f} p99 {v['cpu_p99_ms']:.3f}" for k, v in kinds.items()))
+    print(
+        "cpu by kind: "
+        + "; ".join(
+            f"{k} n={v['count']} p50 {v['cpu_p50_ms']:.3f} p99 {v['cpu_p99_ms']:.3f}"
+            for k, v in kinds.items()
+        )
+    )
     print("outcomes: " + ", ".join(f"{k}={v}" for k, v in sorted(outcomes.items())))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:

@@ -64,8 +64,9 @@ _FITS = "fits"
 """Key prefix in a snapshot's memo: ``(_FITS, requirements)`` -> its fit vector."""
 _CHAIN = 8
 """How many adjustments back an estimate or fit vector is carried from; further back, it is computed afresh."""
-_NO_FIT = 1 << 64
-"""A fit vector's entry for a shape that holds no replica (above any real count, so ``min`` skips it)."""
+_NO_FIT = UNLIMITED + 1
+"""A fit vector's entry for a shape that holds no replica (above any real count, so ``min`` skips it;
+small enough to stay a one-word int, which ``min`` compares fastest)."""
 
 Splice = tuple[int, tuple[NodeShape, ...]]
 """``shapes[i]`` was replaced by these shapes (the pieces :func:`place_pods` split it into)."""
@@ -146,7 +147,7 @@ def _eligible(shape: NodeShape, req: ReplicaRequirements) -> bool:
 def _node_fit(shape: NodeShape, req: ReplicaRequirements) -> int:
     """Replicas one node of ``shape`` holds, resources only."""
     free = shape.free
-    fit = free.get(RESOURCE_PODS, UNLIMITED)
+    fit = min(free.get(RESOURCE_PODS, UNLIMITED), UNLIMITED)  # no node holds more than UNLIMITED
     no_gpu = shape.invalid_mig
     for name, amount in req.resources:
         have = 0 if no_gpu and is_gpu_resource(name) else free.get(name, 0)
@@ -243,9 +244,14 @@ def _fit_vector(snapshot: ClusterSnapshot, req: ReplicaRequirements) -> list[int
 def _spliced(vector: list[int], splices: Sequence[Splice], req: ReplicaRequirements) -> list[int]:
     """A copy of ``vector`` with ``splices`` applied (the fits of ``req`` on the new pieces)."""
     out = list(vector)
-    for i, pieces in splices:
-        out[i : i + 1] = [shape_fit(piece, req) or _NO_FIT for piece in pieces]
+    _splice(out, splices, req)
     return out
+
+
+def _splice(vector: list[int], splices: Sequence[Splice], req: ReplicaRequirements) -> None:
+    """Apply ``splices`` to ``vector`` in place."""
+    for i, pieces in splices:
+        vector[i : i + 1] = [shape_fit(piece, req) or _NO_FIT for piece in pieces]
 
 
 def _carry(
@@ -376,14 +382,14 @@ def adjusted_snapshot(cluster: ClusterSnapshot, reservations: Reservations | Non
         for demand in reservation.demands:
             req = demand.requirements
             if req not in vectors:
-                vectors[req] = _spliced(_fit_vector(base, req), splices, req)
+                vectors[req] = _spliced(_fit_vector(base, req), splices, req)  # a copy of our own
             step: list[Splice] = []
             shapes, _ = place_pods(
                 shapes, req, demand.replicas, removed=removed, added=added, fits=vectors[req], splices=step
             )
             if step:
                 for other, vector in vectors.items():
-                    vectors[other] = _spliced(vector, step, other)
+                    _splice(vector, step, other)
                 splices.extend(step)
     adjusted = cluster.with_shapes(shapes)
     memo = adjusted.adjusted
@@ -499,14 +505,12 @@ def place_pods(
         candidates = None
     else:
         candidates = []
-        i = 0
-        for shape in shapes:
+        for i, shape in enumerate(shapes):
             fit = shape.fits.get(req)
             if fit is None:
                 fit = shape_fit(shape, req)
             if fit:
                 candidates.append((fit, i))
-            i += 1
         if not candidates:
             return tuple(shapes), 0
         tightest = min(candidates)

@@ -8,7 +8,9 @@ the survivors, normalises every plugin's scores to 0..100 and sums them by weigh
 
 The per-cycle :class:`CycleState` is how plugins share work: the GPU feasibility filter
 stores each cluster's estimate, chosen GPU shape and capacity there, and the division
-step and scorers read it. Everything is in memory; no I/O.
+step and scorers read it. A plugin may also judge or score all clusters in one call
+(:class:`BatchFilterPlugin`, :class:`BatchScorePlugin`): every decision looks at every
+cluster, so the per-cluster call overhead is worth saving. Everything is in memory; no I/O.
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ class Status:
 
     code: Code
     plugin: str
+    _reasons: tuple[str, ...] | None
+    _explain: Callable[[], tuple[str, ...]] | None
 
     def __init__(
         self,

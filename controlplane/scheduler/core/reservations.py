@@ -13,8 +13,13 @@ Lifecycle, driven by the scheduler controller (all pure in-memory operations):
   cluster grows by the replicas it gained there and shrinks by those it lost;
 * :meth:`Reservations.mark_applied` when the cluster's Work reports Applied (optional;
   it makes expiry exact instead of time-based);
-* :meth:`Reservations.observe_report` on every capacity report: reservations the report
-  must already include (applied, or created at least ``settle`` before it) are dropped;
+* :meth:`Reservations.observe_report` on every capacity report. When the report lists the
+  member's GPU pods per owner (``status.utilization``), the controller passes how many pods
+  of each binding it shows bound, and a reservation keeps exactly the replicas the report
+  does not show yet: it is dropped once they are all there, and kept for pods the member has
+  not bound (just created, or unschedulable). A report that says nothing about a binding's
+  pods falls back to time: the reservation goes once the report is ``settle`` newer than
+  the Work's apply, or than the decision when no apply was seen;
 * :meth:`Reservations.release` when a binding is deleted or unscheduled;
 * :meth:`Reservations.expire` periodically, a safety net for reports that never come.
 
@@ -55,6 +60,10 @@ class Reservation:
     demands: tuple[Demand, ...]
     created: datetime
     applied_at: datetime | None = None
+    target: int | None = None
+    """Pods of the binding requesting a GPU that run in the cluster once the decision is carried
+    out (those it ran before included): what a report must show bound before the reservation
+    goes. None when the binding requests no GPU (reports list GPU pods only)."""
 
     @property
     def replicas(self) -> int:
@@ -112,16 +121,41 @@ class Reservations:
         if not appended:
             self._epochs[cluster] = next(_VERSIONS)
 
-    def reserve(self, binding: str, cluster: str, demands: Iterable[Demand], *, now: datetime) -> None:
-        """Set ``binding``'s reservation in ``cluster`` to ``demands`` (replacing any previous one)."""
+    def reserve(
+        self, binding: str, cluster: str, demands: Iterable[Demand], *, now: datetime, target: int | None = None
+    ) -> None:
+        """Set ``binding``'s reservation in ``cluster`` to ``demands`` (replacing any previous one).
+
+        ``target``: the binding's GPU pods in the cluster once placed (see :attr:`Reservation.target`);
+        by default the GPU-requesting pods of ``demands`` (right when the binding runs nothing
+        there yet, as a gang placed whole).
+        """
         kept = tuple(d for d in demands if d.replicas > 0)
         if not kept:
             self.release(binding, cluster=cluster)
             return
+        if target is None:
+            target = sum(d.replicas for d in kept if d.requirements.gpu_resources) or None
         entries = self._by_cluster.setdefault(cluster, {})
         replaced = entries.pop(binding, None) is not None
-        entries[binding] = Reservation(binding=binding, cluster=cluster, demands=kept, created=now)
+        entries[binding] = Reservation(binding=binding, cluster=cluster, demands=kept, created=now, target=target)
         self._touch(cluster, appended=not replaced)
+
+    def of_binding(self, binding: str) -> dict[str, Reservation]:
+        """``binding``'s reservations by cluster (to :meth:`restore` them when a decision is not written)."""
+        return {name: entries[binding] for name, entries in self._by_cluster.items() if binding in entries}
+
+    def restore(self, binding: str, saved: Mapping[str, Reservation]) -> None:
+        """Put ``binding``'s reservations back to ``saved`` (from :meth:`of_binding`)."""
+        for name in set(self.of_binding(binding)) - set(saved):
+            self.release(binding, cluster=name)
+        for name, reservation in saved.items():
+            entries = self._by_cluster.setdefault(name, {})
+            if entries.get(binding) == reservation:
+                continue
+            replaced = entries.pop(binding, None) is not None
+            entries[binding] = reservation
+            self._touch(name, appended=not replaced)
 
     def record_decision(
         self,
@@ -144,11 +178,13 @@ class Reservations:
             reserved = existing.replicas if existing else 0
             if after > before:
                 need = requirements[cluster]
-                self.reserve(binding, cluster, [Demand(reserved + after - before, need)], now=now)
+                target = after if need.gpu_resources else None
+                self.reserve(binding, cluster, [Demand(reserved + after - before, need)], now=now, target=target)
             elif after < before and existing is not None:
                 left = reserved - min(reserved, before - after)
                 need = requirements.get(cluster) or existing.demands[0].requirements
-                self.reserve(binding, cluster, [Demand(left, need)] if left else [], now=now)
+                target = after if need.gpu_resources else None
+                self.reserve(binding, cluster, [Demand(left, need)] if left else [], now=now, target=target)
 
     def mark_applied(self, binding: str, cluster: str, *, at: datetime) -> None:
         """The member applied the binding's Work: the next report after ``at`` includes its pods."""
@@ -157,24 +193,44 @@ class Reservations:
             self._by_cluster[cluster][binding] = replace(found, applied_at=at)
 
     def observe_report(
-        self, cluster: str, *, reported_at: datetime, settle: timedelta = timedelta(seconds=0)
+        self,
+        cluster: str,
+        *,
+        reported_at: datetime,
+        settle: timedelta = timedelta(seconds=0),
+        bound: Mapping[str, int] | None = None,
     ) -> list[Reservation]:
-        """Drop the reservations that a capacity report taken at ``reported_at`` already shows.
+        """Settle reservations against a capacity report taken at ``reported_at``; returns those dropped.
 
-        An applied reservation is dropped once the report is newer than the apply; one
-        never marked applied, once the report is at least ``settle`` newer than the
-        decision (the time the agent needs to apply a Work and the member to bind pods).
+        ``bound``: per binding, the pods of it the report shows bound in the cluster (only for
+        bindings whose pods the report can name). Such a reservation keeps the replicas still
+        missing (``target`` minus bound, never more than it held) and goes when none are: a
+        report taken after the apply but before the member bound the pods leaves it whole.
+        Any other reservation goes once the report is ``settle`` newer than the Work's apply
+        (the time the member needs to bind the pods), or than the decision when the apply was
+        never seen.
         """
         entries = self._by_cluster.get(cluster) or {}
-        dropped = [
-            r
-            for r in entries.values()
-            if (r.applied_at is not None and r.applied_at < reported_at)
-            or (r.applied_at is None and r.created + settle < reported_at)
-        ]
+        dropped: list[Reservation] = []
+        shrunk = False
+        for r in list(entries.values()):
+            shown = bound.get(r.binding) if bound is not None and r.target is not None else None
+            if shown is None:
+                since = r.applied_at if r.applied_at is not None else r.created
+                if since + settle < reported_at:
+                    dropped.append(r)
+                continue
+            assert r.target is not None
+            missing = min(r.replicas, max(r.target - shown, 0))
+            if missing <= 0:
+                dropped.append(r)
+            elif missing < r.replicas and len(r.demands) == 1:
+                # Some of the promised pods are bound now; the report counts those itself.
+                entries[r.binding] = replace(r, demands=(replace(r.demands[0], replicas=missing),))
+                shrunk = True
         for r in dropped:
             del entries[r.binding]
-        if dropped:
+        if dropped or shrunk:
             self._touch(cluster)
             log.debug("reservations settled by report", extra={"cluster": cluster, "count": len(dropped)})
         return dropped

@@ -119,6 +119,8 @@ class ScheduleResult:
     """Per chosen cluster, the per-replica requirements with its GPU shape applied."""
     chosen_shapes: dict[str, GpuShape]
     """Per chosen cluster where an alternative won, that alternative."""
+    _explanation: Explanation | None
+    _explain: Callable[[], Explanation] | None
 
     def __init__(
         self,

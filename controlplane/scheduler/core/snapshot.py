@@ -67,19 +67,11 @@ class NodeShape:
 
     def with_count(self, count: int) -> NodeShape:
         """``count`` of the same nodes; shares the per-node memo, which does not depend on the count."""
-        out = self.with_free(self.free, count)
-        object.__setattr__(out, "fits", self.fits)
-        return out
+        return _piece(self, self.free, count, self.fits)
 
     def with_free(self, free: Mapping[str, int], count: int) -> NodeShape:
-        return NodeShape(
-            count=count,
-            labels=self.labels,
-            taints=self.taints,
-            free=free,
-            allocatable=self.allocatable,
-            gpu=self.gpu,
-        )
+        """``count`` nodes like these with other free resources (a fresh per-node memo)."""
+        return _piece(self, free, count, {})
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> NodeShape:
@@ -95,7 +87,7 @@ class NodeShape:
             if gpu_raw
             else None
         )
-        return cls(
+        shape = cls(
             count=int(raw.get("count") or 1),
             labels={str(k): str(v) for k, v in (raw.get("labels") or {}).items()},
             taints=tuple(Taint.from_dict(t) for t in raw.get("taints") or ()),
@@ -103,6 +95,68 @@ class NodeShape:
             allocatable={str(k): int(v) for k, v in (raw.get("allocatable") or {}).items()},
             gpu=gpu,
         )
+        object.__setattr__(shape, "fits", _node_memo(shape))
+        return shape
+
+
+_SLOT = NodeShape.__dict__
+_SET_COUNT = _SLOT["count"].__set__
+_SET_LABELS = _SLOT["labels"].__set__
+_SET_TAINTS = _SLOT["taints"].__set__
+_SET_FREE = _SLOT["free"].__set__
+_SET_ALLOCATABLE = _SLOT["allocatable"].__set__
+_SET_GPU = _SLOT["gpu"].__set__
+_SET_PRODUCT = _SLOT["product"].__set__
+_SET_INVALID_MIG = _SLOT["invalid_mig"].__set__
+_SET_FITS = _SLOT["fits"].__set__
+
+
+def _piece(shape: NodeShape, free: Mapping[str, int], count: int, fits: dict[Any, int]) -> NodeShape:
+    """A copy of ``shape`` with ``free``, ``count`` and ``fits`` replaced.
+
+    Reservations split shapes on the estimator's hot path, so this sets the slots directly
+    instead of running the frozen dataclass's ``__init__`` (a third of the cost); every
+    other field, derived ones included, is the same as ``shape``'s. A new field of
+    NodeShape must be copied here too (tests/scheduler check every field).
+    """
+    out: NodeShape = object.__new__(NodeShape)
+    _SET_COUNT(out, count)
+    _SET_LABELS(out, shape.labels)
+    _SET_TAINTS(out, shape.taints)
+    _SET_FREE(out, free)
+    _SET_ALLOCATABLE(out, shape.allocatable)
+    _SET_GPU(out, shape.gpu)
+    _SET_PRODUCT(out, shape.product)
+    _SET_INVALID_MIG(out, shape.invalid_mig)
+    _SET_FITS(out, fits)
+    return out
+
+
+_NODE_MEMOS: dict[tuple[object, ...], dict[Any, int]] = {}
+"""Node content -> the estimator's per-node memo, shared by every shape with that content."""
+_NODE_MEMO_LIMIT = 65_536
+
+
+def _node_memo(shape: NodeShape) -> dict[Any, int]:
+    """The per-node memo for ``shape``'s content, shared across reports.
+
+    A cluster's next report repeats most of its node shapes; their answers (replicas of a
+    requirements value one node holds) depend only on labels, taints, free resources and
+    GPU product, so a new snapshot starts with them known. The table is emptied when it
+    grows past its limit, which only costs recomputation.
+    """
+    key = (
+        tuple(sorted(shape.labels.items())),
+        shape.taints,
+        tuple(sorted(shape.free.items())),
+        shape.product,
+    )
+    found = _NODE_MEMOS.get(key)
+    if found is None:
+        if len(_NODE_MEMOS) >= _NODE_MEMO_LIMIT:
+            _NODE_MEMOS.clear()
+        found = _NODE_MEMOS[key] = shape.fits
+    return found
 
 
 @dataclass(frozen=True, eq=False)

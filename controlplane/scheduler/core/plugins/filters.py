@@ -231,28 +231,31 @@ class GpuFeasibility:
         failed: dict[str, Status] = {}
         for cluster in clusters:
             name = cluster.name
+            verdict: Verdict | None
             if previous and previous.get(name):
                 verdict = self._judge(state, key, cluster)
             else:
                 # _judge's memo path, inlined: this loop runs for every cluster of every decision.
                 version = versions.get(name, 0)
-                snapshot = cluster
+                snapshot: ClusterSnapshot | None = cluster
                 if version:
                     cached = cluster.adjusted.get(ADJUSTED)
                     snapshot = cached[1] if cached is not None and cached[0] == version else None
                     if snapshot is None:
                         snapshot = adjusted_snapshot(cluster, reservations)
+                assert snapshot is not None
                 memo = snapshot.verdicts
                 verdict = memo.get(key)
                 if verdict is None:
                     verdict = memo[key] = self._verdict(
                         request, state.strategy, cluster, snapshot, current=0, capped=False
                     )
-            if verdict.__class__ is Feasibility:
-                feasibility[name] = verdict  # type: ignore[assignment]
+            if isinstance(verdict, Feasibility):
+                feasibility[name] = verdict
                 passed.append(cluster)
             else:
-                failed[name] = verdict  # type: ignore[assignment]
+                assert verdict is not None
+                failed[name] = verdict
         return passed, failed
 
     def _judge(self, state: CycleState, key: int, cluster: ClusterSnapshot) -> Verdict:
