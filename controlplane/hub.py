@@ -84,6 +84,8 @@ class HubConfig:
     default_not_ready_toleration_seconds: int = 300
     #: Failover: seconds a Gracefully evicted copy may wait for its replacement to be Healthy.
     graceful_eviction_timeout: int = 600
+    #: Seconds a member may report replicas it cannot place before the hub moves them elsewhere.
+    unschedulable_grace_seconds: float = 120.0
     #: TTL of the etcd lease behind controller leadership: a dead leader is replaced within it.
     leader_lease_ttl: int = DEFAULT_LEADER_LEASE_TTL
     #: This replica's name in leader election (empty: host-pid-random).
@@ -217,6 +219,7 @@ class Hub:
                 default_unreachable_toleration_seconds=config.default_unreachable_toleration_seconds,
                 default_not_ready_toleration_seconds=config.default_not_ready_toleration_seconds,
                 graceful_eviction_timeout_seconds=config.graceful_eviction_timeout,
+                unschedulable_grace_seconds=config.unschedulable_grace_seconds,
             ),
         )
         self.health = ClusterHealthMonitor(fenced, grace_period=self.config.cluster_monitor_grace_period)

@@ -170,6 +170,8 @@ class ObjectStore:
         self._clock = clock
         self._namespace_cache_seconds = namespace_cache_seconds
         self._namespaces: dict[str, _NamespaceState] = {}
+        # One store read per namespace at a time: concurrent creates share it (single flight).
+        self._namespace_reads: dict[str, asyncio.Future[_NamespaceState]] = {}
         namespace_type = registry.get("", "v1", "namespaces")
         self._namespace_type = namespace_type
 
@@ -970,10 +972,19 @@ class ObjectStore:
 
     async def _namespace_state(self, name: str) -> _NamespaceState:
         cached = self._namespaces.get(name)
-        now = time.monotonic()
-        if cached is not None and cached.expires > now:
+        if cached is not None and cached.expires > time.monotonic():
             return cached
+        pending = self._namespace_reads.get(name)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        read = asyncio.ensure_future(self._read_namespace_state(name))
+        self._namespace_reads[name] = read
+        read.add_done_callback(lambda _: self._namespace_reads.pop(name, None))
+        return await asyncio.shield(read)
+
+    async def _read_namespace_state(self, name: str) -> _NamespaceState:
         assert self._namespace_type is not None
+        now = time.monotonic()
         try:
             kv = await self._store.get(self._namespace_type.key(namespace=None, name=name))
         except storage.NotFound:

@@ -126,7 +126,10 @@ class BindingController:
         if event is WatchEventType.MODIFIED and not _workload_changed(old, obj):
             return
         meta = obj["metadata"]
-        await self.loop.add((str(meta.get("namespace")), binding_name(str(meta["name"]), str(obj.get("kind")))))
+        key = (str(meta.get("namespace")), binding_name(str(meta["name"]), str(obj.get("kind"))))
+        if self.ctx.bindings.get(*key) is None and not self.ctx.works.index_keys(INDEX_BINDING, key):
+            return  # not propagated (yet): the binding's own events bring it here
+        await self.loop.add(key)
 
     async def _on_override_policy(
         self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None
@@ -195,7 +198,7 @@ class BindingController:
     async def reconcile(self, key: BindingKey) -> float | None:
         ctx = self.ctx
         existing = ctx.works.by_index(INDEX_BINDING, key)
-        binding = await ctx.get(ctx.binding_rt, key[0], key[1])
+        binding = ctx.bindings.get(key[0], key[1])  # cached: Work writes are compare-and-swaps
         resource = ((binding or {}).get("spec") or {}).get("resource") or {}
         api_version, kind = str(resource.get("apiVersion")), str(resource.get("kind"))
         informer = ctx.workload_informer(api_version, kind)

@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from controlplane.apis import constants as c
 from controlplane.apis.meta import format_time
+from controlplane.apis.work_v1alpha1 import binding_name
 from controlplane.apiserver import errors
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.resources import ResourceType
@@ -61,6 +62,10 @@ class ControllerSettings:
     """How long a member may report replicas it cannot place before the hub moves them."""
     reservation_settle_seconds: float = 5.0
     """A reservation never marked applied is dropped by a report at least this much newer."""
+    reservation_bind_timeout_seconds: float = 60.0
+    """A reservation whose pods a report can name waits for them to show bound; this long after
+    its Work was applied it settles by time instead (the report may not list their node), unless
+    the member reports pods of the binding unschedulable there (those stay reserved until moved)."""
     reservation_max_age_seconds: float = 600.0
     """Safety net: reservations older than this go even without a report."""
     deletion_poll_seconds: float = 0.5
@@ -197,6 +202,31 @@ class ControllerContext:
             return await self.objects.get(rt, namespace=namespace, name=name)
         except errors.NotFound:
             return None
+
+    def cached(self, rt: ResourceType, namespace: str | None, name: str) -> dict[str, Any] | None:
+        """The informer's copy (None when absent or the kind has no informer). Reconciles read
+        here: every write is a compare-and-swap, so a stale copy only loses a race and is retried."""
+        informer = self._informers.get((rt.group, rt.version, rt.plural))
+        return informer.get(namespace, name) if informer is not None else None
+
+    def binding_for(self, namespace: str | None, name: str, kind: str) -> dict[str, Any] | None:
+        """The cached binding of workload ``kind`` ``namespace/name`` (None when it has none)."""
+        return self.bindings.get(namespace, binding_name(name, kind))
+
+    def policy_selects_kind(self, namespace: str | None, api_version: str, kind: str) -> bool:
+        """Whether any PropagationPolicy of ``namespace`` or ClusterPropagationPolicy names the kind
+        in a resource selector (plain objects such as ConfigMaps matter only then)."""
+        for rt in self.propagation_types:
+            informer = self.informer(rt)
+            if rt.namespaced:
+                items = informer.by_index(INDEX_NAMESPACE, namespace) if namespace else []
+            else:
+                items = informer.items()
+            for obj in items:
+                for selector in (obj.get("spec") or {}).get("resourceSelectors") or ():
+                    if selector.get("kind") == kind and selector.get("apiVersion") == api_version:
+                        return True
+        return False
 
     async def delete(self, rt: ResourceType, namespace: str | None, name: str) -> None:
         with contextlib.suppress(errors.NotFound):

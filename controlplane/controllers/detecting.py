@@ -30,6 +30,7 @@ import logging
 from typing import Any
 
 from controlplane.apis.constants import FINALIZER_WORKLOAD
+from controlplane.apiserver import errors
 from controlplane.apiserver.objects import WatchEventType
 from controlplane.apiserver.resources import ResourceType
 from controlplane.controllers.context import (
@@ -137,7 +138,16 @@ class Detector:
     async def _on_workload(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         if event is WatchEventType.MODIFIED and not _meta_changed(old, obj):
             return
-        await self.loop.add(WorkloadRef.of(obj))
+        ref = WorkloadRef.of(obj)
+        if (group_of(ref.api_version), ref.kind) in PLAIN_KINDS and not self._plain_object_matters(ref):
+            return  # a ConfigMap (Secret...) no policy selects: nothing to propagate, no status to set
+        await self.loop.add(ref)
+
+    def _plain_object_matters(self, ref: WorkloadRef) -> bool:
+        ctx = self.ctx
+        return ctx.binding_for(ref.namespace, ref.name, ref.kind) is not None or ctx.policy_selects_kind(
+            ref.namespace or None, ref.api_version, ref.kind
+        )
 
     async def _on_policy(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         if event is WatchEventType.MODIFIED and old is not None and old.get("spec") == obj.get("spec") and (
@@ -192,9 +202,9 @@ class Detector:
         informer = ctx.workload_informer(ref.api_version, ref.kind)
         if rt is None or informer is None:
             return None
-        # Fresh reads of what this reconcile writes: a stale cache would only lose CAS races.
-        workload = await ctx.get(rt, ref.namespace, ref.name)
-        binding = await ctx.get(ctx.binding_rt, ref.namespace, ref.binding_name)
+        # Cached reads: every write below is a compare-and-swap, so a stale copy only loses a race.
+        workload = ctx.cached(rt, ref.namespace, ref.name)
+        binding = ctx.bindings.get(ref.namespace, ref.binding_name)
         if binding is not None and not _binding_is_for(binding, ref):
             binding = None  # another kind's binding that happens to share the name
         if workload is None:
@@ -251,7 +261,11 @@ class Detector:
                 "metadata": {"name": ref.binding_name, "namespace": ref.namespace},
                 "spec": spec,
             }
-            await ctx.objects.create(ctx.binding_rt, created)
+            try:
+                await ctx.objects.create(ctx.binding_rt, created)
+            except errors.AlreadyExists:
+                # Created by an earlier reconcile whose event the cache has not seen yet.
+                raise errors.Conflict(f"binding {ref.namespace}/{ref.binding_name} exists already") from None
             log.info("binding %s/%s created for %s (%s)", ref.namespace, ref.binding_name, ref, describe_policy(match.ref))
             return
         if _comparable(binding.get("spec")) == _comparable(spec):

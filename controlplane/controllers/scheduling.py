@@ -33,9 +33,12 @@ decides *when* to run it, so placed work does not move for nothing:
   that is only cut off is not emptied for nothing. Clusters with an eviction task of the
   binding take none of its replicas while the task lasts (as Karmada's scheduler does).
 
-Capacity a decision promises is reserved (``Reservations``) after the spec write succeeds,
-until the cluster's next report shows it used (``observe_report``), the Work reports
-Applied (``mark_applied`` makes that exact) or it ages out. Reservations live in memory: a
+Capacity a decision promises is reserved (``Reservations``) as the decision is made, before
+its spec write (other workers decide while the write is in flight; a failed write gives it
+back), until a capacity report shows the binding's pods bound (counted per owner from the
+report's pod list, :mod:`controlplane.controllers.pods`), or, for pods a report cannot name,
+until a report comes ``reservation_settle_seconds`` after the Work was Applied; pods the
+member reports unschedulable stay reserved until they move. Reservations live in memory: a
 new leader starts without them and trusts the next reports.
 """
 
@@ -76,6 +79,7 @@ from controlplane.controllers.failover import (
     taint_evictions,
     with_tasks,
 )
+from controlplane.controllers.pods import OwnerKey, bound_pods_by_owner, owner_key
 from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.workloads import find_condition, is_deleting, with_condition
 from controlplane.controllers.works import (
@@ -231,6 +235,27 @@ def _explain_evictions(
     explanation.sort(key=lambda entry: str(entry["cluster"]))
 
 
+WAITING_PREFIX = "waiting for room elsewhere: "
+
+
+def _explain_waiting(explanation: list[dict[str, Any]], waiting: Mapping[str, int], *, grace: float) -> None:
+    """Add, per cluster whose unschedulable replicas are due to move but find no room elsewhere,
+    that they wait there."""
+    by_cluster = {entry["cluster"]: entry for entry in explanation}
+    for name, pods in sorted(waiting.items()):
+        entry = by_cluster.get(name)
+        if entry is None:
+            entry = by_cluster[name] = {"cluster": name, "chosen": False, "replicas": 0}
+            explanation.append(entry)
+        reasons = [r for r in entry.get("reasons") or () if not r.startswith(WAITING_PREFIX)]
+        reasons.append(
+            f"{WAITING_PREFIX}the member reported {pods} replica(s) unschedulable for more than {grace:g}s "
+            "and no other cluster can take them now; they move when capacity appears"
+        )
+        entry["reasons"] = reasons
+    explanation.sort(key=lambda entry: str(entry["cluster"]))
+
+
 def decide_with_moves(
     request: BindingRequest,
     snapshots: Sequence[ClusterSnapshot],
@@ -276,6 +301,10 @@ class SchedulerController:
         self._unhealthy_since: dict[BindingKey, dict[str, datetime]] = {}
         # Bindings with an eviction due that found no room elsewhere: retried on capacity reports.
         self._eviction_blocked: set[BindingKey] = set()
+        # Bindings whose unschedulable replicas are due to move but found no room: retried on reports.
+        self._move_blocked: set[BindingKey] = set()
+        # Per binding (``ns/name``), the member pods' owner: how reports name the binding's pods.
+        self._owners: dict[str, OwnerKey | None] = {}
         ctx.bindings.add_handler(self._on_binding)
         ctx.clusters.add_handler(self._on_cluster)
         ctx.works.add_handler(self._on_work)
@@ -320,10 +349,42 @@ class SchedulerController:
                 name,
                 reported_at=snapshot.report_time,
                 settle=timedelta(seconds=self.ctx.settings.reservation_settle_seconds),
+                bound=self._bound_by_binding(name, obj, snapshot.report_time),
             )
         if event is WatchEventType.ADDED or _placement_facts(old) != _placement_facts(obj):
             await self._requeue_cluster(name)
         await self._requeue_unplaced()
+
+    def _bound_by_binding(self, cluster: str, obj: Mapping[str, Any], reported_at: datetime) -> dict[str, int] | None:
+        """Per binding reserved in ``cluster`` whose pods the report can name, how many it shows bound."""
+        reservations = self.reservations.for_cluster(cluster)
+        if not reservations:
+            return None
+        counts = bound_pods_by_owner(obj)
+        if counts is None:
+            return None
+        timeout = timedelta(seconds=self.ctx.settings.reservation_bind_timeout_seconds)
+        bound: dict[str, int] = {}
+        for reservation in reservations:
+            owner = self._owners.get(reservation.binding)
+            if owner is None:
+                continue
+            applied = reservation.applied_at
+            if applied is not None and applied + timeout < reported_at and not self._unschedulable_in(
+                reservation.binding, cluster
+            ):
+                continue  # long applied, never shown bound: the report may not list their node
+            bound[reservation.binding] = counts.get(owner, 0)
+        return bound
+
+    def _unschedulable_in(self, binding: str, cluster: str) -> bool:
+        """Whether the member reports pods of ``binding`` (``ns/name``) it cannot place."""
+        namespace, _, name = binding.partition("/")
+        return any(
+            unschedulable_pods(work)
+            for work in self.ctx.works.by_index(INDEX_BINDING, (namespace, name))
+            if cluster_of_namespace(str(work["metadata"].get("namespace") or "")) == cluster
+        )
 
     async def _on_work(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         key = binding_key_of_work(obj)
@@ -353,7 +414,7 @@ class SchedulerController:
             await self.loop.add(key)
 
     async def _requeue_unplaced(self) -> None:
-        for key in sorted(self._unplaced | self._eviction_blocked):
+        for key in sorted(self._unplaced | self._eviction_blocked | self._move_blocked):
             await self.loop.add(key)
 
     def _forget(self, key: BindingKey) -> None:
@@ -363,6 +424,8 @@ class SchedulerController:
         self._acted_on.pop(key, None)
         self._unhealthy_since.pop(key, None)
         self._eviction_blocked.discard(key)
+        self._move_blocked.discard(key)
+        self._owners.pop(_key_text(key), None)
 
     async def maintain(self) -> None:
         """Expire reservations whose reports never came; retry unplaced bindings when capacity frees."""
@@ -483,6 +546,7 @@ class SchedulerController:
         except ValidationError as exc:
             log.warning("binding %s is not valid: %s", _key_text(key), exc)
             return None
+        self._owners[_key_text(key)] = owner_key((binding.get("spec") or {}).get("resource") or {})
         policy_ref = policy_ref_of_binding(binding)
         policy = ctx.propagation_policy(policy_ref) if policy_ref else None
         request = with_default_tolerations(
@@ -509,6 +573,8 @@ class SchedulerController:
             why = "not fully placed"
         else:
             why = placement_broken(request, all_snapshots)
+        if not moves:
+            self._move_blocked.discard(key)
         if why is None and not moves and not check.due:
             self._eviction_blocked.discard(key)
             return wait
@@ -541,7 +607,10 @@ class SchedulerController:
                 if decided is not None:
                     request, result = decided
                     moved = dict(moves)
+                    self._move_blocked.discard(key)
                 else:
+                    if moves:
+                        self._move_blocked.add(key)  # retried on every capacity report
                     result = schedule(request, ordered, reservations=self.reservations, now=now)
         except Exception as exc:  # a bug in the decision must not stop the other bindings
             log.exception("scheduling %s failed", _key_text(key))
@@ -549,10 +618,16 @@ class SchedulerController:
             return UNPLACED_RETRY_SECONDS
         # Every cluster due for eviction that the decision leaves gets an eviction task.
         evicted = {name: cause for name, cause in check.due.items() if name in previous and name not in result.clusters}
+        waiting = {} if moved else moves
         if why is None and not moved and not evicted:
-            return wait  # members report unplaceable pods, but nothing else can take them
+            if waiting:  # members report unplaceable pods, but nothing else can take them yet
+                await self._explain_waiting(binding, waiting)
+                return _sooner(wait, UNPLACED_RETRY_SECONDS)
+            return wait
         log.debug("scheduling %s: %s", _key_text(key), why or ("evicting" if evicted else "moving unschedulable replicas"))
-        await self._write_decision(binding, request, result, moved=moved, evicted=evicted, previous=previous)
+        await self._write_decision(
+            binding, request, result, moved=moved, evicted=evicted, previous=previous, waiting=waiting
+        )
         if moved:
             generations = {
                 cluster_of_namespace(str(w["metadata"].get("namespace"))): int(w["metadata"].get("generation") or 0)
@@ -580,6 +655,7 @@ class SchedulerController:
         moved: Mapping[str, int],
         evicted: Mapping[str, EvictionCause] | None = None,
         previous: Mapping[str, int] | None = None,
+        waiting: Mapping[str, int] | None = None,
     ) -> None:
         ctx = self.ctx
         spec = binding.get("spec") or {}
@@ -611,8 +687,15 @@ class SchedulerController:
                 written["metadata"]["annotations"] = annotations
             else:
                 written["metadata"].pop("annotations", None)
-            updated = await ctx.objects.update(ctx.binding_rt, written)
-            reserve_decision(self.reservations, request, result, now=ctx.now())
+            # Reserve before the write: while it is in flight the other workers decide too, and
+            # must not promise the same capacity again. A write that fails takes it back.
+            saved = self.reservations.of_binding(request.key)
+            self._reserve(request, result, moved=moved, previous=previous or {}, now=now)
+            try:
+                updated = await ctx.objects.update(ctx.binding_rt, written)
+            except BaseException:
+                self.reservations.restore(request.key, saved)
+                raise
 
         explanation = [entry.to_wire() for entry in result.explanation]
         for entry in explanation:
@@ -622,6 +705,7 @@ class SchedulerController:
                     f"member reported {pods} replica(s) unschedulable for more than "
                     f"{ctx.settings.unschedulable_grace_seconds:g}s: moved elsewhere"
                 )
+        _explain_waiting(explanation, waiting or {}, grace=ctx.settings.unschedulable_grace_seconds)
         _explain_evictions(explanation, evicted=evicted, tasks=(updated.get("spec") or {}).get("gracefulEvictionTasks") or ())
         status = copy.deepcopy(binding.get("status") or {})
         old_condition = find_condition(status.get("conditions"), ConditionType.SCHEDULED)
@@ -638,6 +722,40 @@ class SchedulerController:
         await self._record(binding, old_condition, new_condition, previous_clusters, clusters, moved)
         if evicted:
             await self._record_evictions(binding, evicted, clusters)
+
+    async def _explain_waiting(self, binding: dict[str, Any], waiting: Mapping[str, int]) -> None:
+        """Say in the binding's explanation that unschedulable replicas wait for room elsewhere."""
+        status = copy.deepcopy(binding.get("status") or {})
+        explanation = [
+            {**entry, "reasons": [r for r in entry.get("reasons") or () if not r.startswith(WAITING_PREFIX)]}
+            for entry in status.get("explanation") or ()
+        ]
+        _explain_waiting(explanation, waiting, grace=self.ctx.settings.unschedulable_grace_seconds)
+        status["explanation"] = explanation
+        if status != (binding.get("status") or {}):
+            await self.ctx.objects.update_status(self.ctx.binding_rt, {**binding, "status": status})
+
+    def _reserve(
+        self,
+        request: BindingRequest,
+        result: ScheduleResult,
+        *,
+        moved: Mapping[str, int],
+        previous: Mapping[str, int],
+        now: datetime,
+    ) -> None:
+        """Record the decision in the reservations. Replicas moved off a cluster whose member could
+        not place them also leave that cluster's reservation (the decision's ``request`` no longer
+        counts them there, so :func:`reserve_decision` alone would keep them reserved)."""
+        reserve_decision(self.reservations, request, result, now=now)
+        for cluster in sorted(moved):
+            self.reservations.record_decision(
+                request.key,
+                previous={cluster: previous.get(cluster, 0)},
+                decided={cluster: result.clusters.get(cluster, 0)},
+                requirements=result.requirements,
+                now=now,
+            )
 
     async def _record_evictions(
         self, binding: dict[str, Any], evicted: Mapping[str, EvictionCause], clusters: list[dict[str, Any]]

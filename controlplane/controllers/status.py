@@ -139,11 +139,14 @@ class StatusController:
         ):
             return
         meta = obj["metadata"]
-        await self.loop.add((str(meta.get("namespace")), binding_name(str(meta["name"]), str(obj.get("kind")))))
+        key = (str(meta.get("namespace")), binding_name(str(meta["name"]), str(obj.get("kind"))))
+        if self.ctx.bindings.get(*key) is None:
+            return  # not propagated (yet): the binding's own events bring the status here
+        await self.loop.add(key)
 
     async def reconcile(self, key: BindingKey) -> float | None:
         ctx = self.ctx
-        binding = await ctx.get(ctx.binding_rt, key[0], key[1])
+        binding = ctx.bindings.get(key[0], key[1])  # cached: the status write is a compare-and-swap
         if binding is None or is_deleting(binding):
             return None
         spec = binding.get("spec") or {}
@@ -202,9 +205,7 @@ class StatusController:
         informer = ctx.workload_informer(api_version, kind)
         if rt is None or informer is None or not rt.has_status:
             return
-        if informer.get(resource.get("namespace"), str(resource.get("name"))) is None:
-            return
-        workload = await ctx.get(rt, resource.get("namespace"), str(resource.get("name")))
+        workload = informer.get(resource.get("namespace"), str(resource.get("name")))
         if workload is None or is_deleting(workload):
             return
         if resource.get("uid") and (workload.get("metadata") or {}).get("uid") != resource.get("uid"):

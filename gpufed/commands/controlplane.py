@@ -65,6 +65,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--graceful-eviction-timeout", type=_whole_seconds, default=600, metavar="SECONDS",
                         help="failover: how long an evicted copy keeps running while its replacement starts, "
                              "when the policy sets no failover gracePeriodSeconds (default 600)")
+    parser.add_argument("--unschedulable-grace-seconds", type=_positive_seconds, default=120.0, metavar="SECONDS",
+                        help="how long replicas a member reports unschedulable wait there before the hub moves "
+                             "them to another cluster (default 120)")
     parser.add_argument("--leader-lease-ttl", type=_leader_lease_ttl, default=10, metavar="SECONDS",
                         help="TTL of the etcd lease behind controller leadership among hub replicas; a dead "
                              "leader is replaced within it (default 10, minimum 2)")
@@ -92,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
         default_unreachable_toleration_seconds=args.default_unreachable_toleration_seconds,
         default_not_ready_toleration_seconds=args.default_not_ready_toleration_seconds,
         graceful_eviction_timeout=args.graceful_eviction_timeout,
+        unschedulable_grace_seconds=args.unschedulable_grace_seconds,
         leader_lease_ttl=args.leader_lease_ttl,
         identity=args.identity,
         waste_sample_interval=args.waste_sample_interval,

@@ -40,8 +40,13 @@ async def put_cluster(
     pricing: dict[str, float] | None = None,
     labels: dict[str, str] | None = None,
     report_time: str = REPORT_TIME,
+    pods: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Create or replace a Cluster and write its status as its agent would."""
+    """Create or replace a Cluster and write its status as its agent would.
+
+    ``pods``: when given, the report lists them as the member's bound GPU pods
+    (``status.utilization``, see :func:`bound_pod`), as an agent's report does.
+    """
     rt = objects.registry.require("cluster.gpufed.io/v1alpha1", "Cluster")
     spec: dict[str, Any] = {"provider": provider}
     if pricing:
@@ -64,7 +69,19 @@ async def put_cluster(
         "nodeSummary": {"total": sum(s["count"] for s in shapes), "ready": sum(s["count"] for s in shapes)},
         "nodeShapes": list(shapes),
     }
+    if pods is not None:
+        status["utilization"] = {"sampleTime": None, "nodes": [{"name": f"{name}-node-0", "devices": [], "pods": pods}]}
     return await objects.update_status(rt, {**current, "status": status})
+
+
+def bound_pod(owner: str, *, index: int = 0, gpus: int = 1, kind: str = "Deployment", namespace: str = "default") -> dict[str, Any]:
+    """One entry of a report's per-node pod list: a pod of ``owner`` bound to a node."""
+    return {
+        "pod": f"{owner}-{index}",
+        "namespace": namespace,
+        "resources": {"nvidia.com/gpu": gpus},
+        "owner": {"kind": kind, "name": owner},
+    }
 
 
 def deployment(name: str, *, replicas: int, gpus: int = 1, image: str = "registry.local/train:1", namespace: str = "default", labels: dict[str, str] | None = None) -> dict[str, Any]:

@@ -25,16 +25,31 @@ Lifecycle, driven by the scheduler controller (all pure in-memory operations):
 
 Every change bumps the cluster's version, which keys the estimator's cache of adjusted
 snapshots, so unchanged clusters cost nothing.
+
+**Accounting: a journal per cluster.** Besides the reservations themselves, each cluster
+keeps the :class:`Entry` list of changes since its last capacity report (:meth:`journal`):
+a binding *takes* pods (a new or changed reservation) or *gives back* everything it holds
+(a change, a release, an expiry). The estimator replays the journal on the reported
+shapes: taken pods go best fit on what is left, and giving back returns exactly the
+capacity the binding's own pods took, to the nodes they took it from, leaving every other
+reservation where it is. So a change in the middle of a long list costs as much as one at
+its end, not a replay of everything after it. Replicas that did not fit when taken are
+placed as soon as capacity is given back (in the order they were taken), so a promise is
+never forgotten while there is room for it. Where pods sit therefore depends on the order
+of past changes, not only on the current list; it is still a pure function of the journal,
+so every replay of it agrees. A report starts a new journal: the reservations it leaves are
+taken afresh, in their order (as is a journal grown much longer than the list it describes).
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from types import MappingProxyType
+from typing import NamedTuple
 
 from controlplane.interpreter.requirements import ReplicaRequirements
 
@@ -42,6 +57,9 @@ log = logging.getLogger(__name__)
 
 _VERSIONS = itertools.count(1)
 """Versions are unique across all Reservations values, so caches never confuse two of them."""
+_COMPACT_RATIO = 4
+_COMPACT_SLACK = 256
+"""A journal longer than ``_COMPACT_RATIO`` times its cluster's reservations plus this starts afresh."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,13 +88,33 @@ class Reservation:
         return sum(d.replicas for d in self.demands)
 
 
+class Entry(NamedTuple):
+    """One change in a cluster's journal: ``binding`` takes ``demands``, or gives back all it holds."""
+
+    binding: str
+    demands: tuple[Demand, ...]
+    """What the binding takes; empty: it gives back every pod it holds in the cluster."""
+
+
+class Journal(NamedTuple):
+    """A cluster's changes since it last started afresh (see the module docstring)."""
+
+    generation: int
+    """Changes whenever the journal starts afresh; within one generation it only grows."""
+    entries: Sequence[Entry]
+    """Read-only; the journal's own list (it grows with later changes)."""
+
+
+_EMPTY = Journal(0, ())
+
+
 class Reservations:
     """Capacity promised per (cluster, binding). Mutable, owned by one scheduler controller."""
 
     def __init__(self) -> None:
         self._by_cluster: dict[str, dict[str, Reservation]] = {}
         self._versions: dict[str, int] = {}
-        self._epochs: dict[str, int] = {}
+        self._journals: dict[str, Journal] = {}
 
     def __len__(self) -> int:
         return sum(len(v) for v in self._by_cluster.values())
@@ -90,10 +128,9 @@ class Reservations:
         return MappingProxyType(self._versions)
 
     def for_cluster(self, cluster: str) -> tuple[Reservation, ...]:
-        """The cluster's reservations in the order they were made (the order the estimator subtracts them).
+        """The cluster's reservations in the order they were made; a changed one moves to the end.
 
-        A changed reservation moves to the end, so a cluster that only gains reservations
-        keeps its earlier ones as a prefix; the estimator then subtracts just the new ones.
+        This is the order in which a journal starting afresh takes them (:meth:`journal`).
         """
         return tuple((self._by_cluster.get(cluster) or {}).values())
 
@@ -104,22 +141,36 @@ class Reservations:
         found = self.get(binding, cluster)
         return found.replicas if found else 0
 
-    def epoch(self, cluster: str) -> int:
-        """Changes whenever a reservation of ``cluster`` is changed or removed (not when one is added).
+    def journal(self, cluster: str) -> Journal:
+        """The cluster's changes since its last report, in order (see the module docstring).
 
-        Within one epoch :meth:`for_cluster` only grows at the end, so whoever subtracted
-        its first ``n`` entries can subtract just the rest.
+        Replaying them on the cluster's reported shapes gives the capacity left; within one
+        :attr:`Journal.generation` the entries only grow at the end, so whoever replayed the
+        first ``n`` can replay just the rest. Empty (generation 0) when nothing is reserved.
         """
-        return self._epochs.get(cluster, 0)
+        return self._journals.get(cluster, _EMPTY)
 
-    def _touch(self, cluster: str, *, appended: bool = False) -> None:
-        if self._by_cluster.get(cluster):
-            self._versions[cluster] = next(_VERSIONS)
-        else:  # version 0: nothing reserved
+    def _touch(self, cluster: str, *changes: Entry) -> None:
+        """Record ``changes`` in the cluster's journal and bump its version (no changes: start afresh)."""
+        entries = self._by_cluster.get(cluster)
+        if not entries:  # version 0 and an empty journal: nothing reserved
             self._versions.pop(cluster, None)
             self._by_cluster.pop(cluster, None)
-        if not appended:
-            self._epochs[cluster] = next(_VERSIONS)
+            self._journals.pop(cluster, None)
+            return
+        self._versions[cluster] = next(_VERSIONS)
+        journal = self._journals.get(cluster)
+        if (
+            journal is None
+            or not changes
+            or len(journal.entries) + len(changes) > _COMPACT_RATIO * len(entries) + _COMPACT_SLACK
+        ):
+            fresh = [Entry(r.binding, r.demands) for r in entries.values()]
+            self._journals[cluster] = Journal(next(_VERSIONS), fresh)
+            return
+        log = journal.entries
+        assert isinstance(log, list)
+        log.extend(changes)
 
     def reserve(
         self, binding: str, cluster: str, demands: Iterable[Demand], *, now: datetime, target: int | None = None
@@ -139,7 +190,8 @@ class Reservations:
         entries = self._by_cluster.setdefault(cluster, {})
         replaced = entries.pop(binding, None) is not None
         entries[binding] = Reservation(binding=binding, cluster=cluster, demands=kept, created=now, target=target)
-        self._touch(cluster, appended=not replaced)
+        taken = Entry(binding, kept)
+        self._touch(cluster, *((Entry(binding, ()), taken) if replaced else (taken,)))
 
     def of_binding(self, binding: str) -> dict[str, Reservation]:
         """``binding``'s reservations by cluster (to :meth:`restore` them when a decision is not written)."""
@@ -155,7 +207,8 @@ class Reservations:
                 continue
             replaced = entries.pop(binding, None) is not None
             entries[binding] = reservation
-            self._touch(name, appended=not replaced)
+            taken = Entry(binding, reservation.demands)
+            self._touch(name, *((Entry(binding, ()), taken) if replaced else (taken,)))
 
     def record_decision(
         self,
@@ -230,8 +283,9 @@ class Reservations:
                 shrunk = True
         for r in dropped:
             del entries[r.binding]
+        # A report is the new starting point: what is still reserved is taken afresh on it.
+        self._touch(cluster)
         if dropped or shrunk:
-            self._touch(cluster)
             log.debug("reservations settled by report", extra={"cluster": cluster, "count": len(dropped)})
         return dropped
 
@@ -241,7 +295,7 @@ class Reservations:
         for name in clusters:
             entries = self._by_cluster.get(name)
             if entries and entries.pop(binding, None) is not None:
-                self._touch(name)
+                self._touch(name, Entry(binding, ()))
 
     def expire(self, *, now: datetime, max_age: timedelta) -> list[Reservation]:
         """Drop reservations older than ``max_age`` (their cluster stopped reporting, or the Work never applied)."""
@@ -251,6 +305,6 @@ class Reservations:
             for r in old:
                 del entries[r.binding]
             if old:
-                self._touch(name)
+                self._touch(name, *(Entry(r.binding, ()) for r in old))
                 dropped.extend(old)
         return dropped

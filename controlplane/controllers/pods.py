@@ -1,0 +1,49 @@
+"""What a member's capacity report says about the pods of each workload.
+
+The agent's report (``Cluster.status.utilization``, see ``member_agent.capacity``; read with
+:func:`controlplane.reports.sample.expand_utilization`, whichever encoding the agent used)
+lists, per node it has GPU metrics for, the pods bound there that request a GPU, with their
+namespace and owning workload (a ReplicaSet's pods under their Deployment). The scheduler
+controller counts them per workload to settle its reservations exactly: a reservation stays
+until a report shows the binding's pods bound, however late the member gets to them. In:
+the Cluster object as stored. Out: pod counts per :data:`OwnerKey`, or None when the report
+lists no node (no per-pod information at all). Pure; no I/O.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from controlplane.reports.sample import expand_utilization
+
+OwnerKey = tuple[str, str, str]
+"""(namespace, kind, name) of the workload that owns pods in the member."""
+
+POD_OWNER_KINDS = frozenset({"Deployment", "StatefulSet", "Job", "PyTorchJob", "MPIJob", "RayCluster"})
+"""Kinds whose member pods name the workload itself as their owner (a Deployment through its
+ReplicaSet). Other kinds' pods hang under objects of other names (a RayJob's under its
+RayCluster), so the report cannot say how many of theirs are bound."""
+
+
+def bound_pods_by_owner(cluster: Mapping[str, Any]) -> Counter[OwnerKey] | None:
+    """GPU pods bound in the member per owning workload, as the cluster's last report lists them."""
+    nodes = expand_utilization((cluster.get("status") or {}).get("utilization"))
+    if not nodes:
+        return None
+    counts: Counter[OwnerKey] = Counter()
+    for node in nodes:
+        for pod in node.get("pods") or ():
+            owner = (pod or {}).get("owner") or {}
+            if owner.get("kind") and owner.get("name"):
+                counts[(str(pod.get("namespace") or ""), str(owner["kind"]), str(owner["name"]))] += 1
+    return counts
+
+
+def owner_key(resource: Mapping[str, Any]) -> OwnerKey | None:
+    """The owner key of a binding's ``spec.resource``, or None when its pods cannot be counted."""
+    kind = str(resource.get("kind") or "")
+    if kind not in POD_OWNER_KINDS or not resource.get("name"):
+        return None
+    return (str(resource.get("namespace") or ""), kind, str(resource["name"]))

@@ -1,0 +1,53 @@
+"""Counting a binding's bound pods in a member's capacity report."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from controlplane.controllers.pods import bound_pods_by_owner, owner_key
+
+from .fleet import bound_pod
+
+
+def cluster(utilization: Any) -> dict[str, Any]:
+    return {"metadata": {"name": "c"}, "status": {"utilization": utilization}}
+
+
+@pytest.mark.parametrize(
+    ("utilization", "expected"),
+    [
+        (None, None),  # an agent that sends no per-pod list
+        ({"nodes": []}, None),  # no node listed: nothing can be said about any pod
+        ({"nodes": [{"name": "n0", "devices": [], "pods": []}]}, {}),
+        (
+            {"nodes": [
+                {"name": "n0", "pods": [bound_pod("train", index=0), bound_pod("train", index=1)]},
+                {"name": "n1", "pods": [bound_pod("train", index=2), bound_pod("eval", kind="Job"),
+                                        {"pod": "bare", "namespace": "default", "resources": {"nvidia.com/gpu": 1}}]},
+            ]},
+            {("default", "Deployment", "train"): 3, ("default", "Job", "eval"): 1},
+        ),
+        (
+            {"nodes": [{"name": "n0", "pods": [bound_pod("train", namespace="a"), bound_pod("train", namespace="b")]}]},
+            {("a", "Deployment", "train"): 1, ("b", "Deployment", "train"): 1},
+        ),
+    ],
+)
+def test_bound_pods_by_owner(utilization: Any, expected: dict[tuple[str, str, str], int] | None) -> None:
+    counted = bound_pods_by_owner(cluster(utilization))
+    assert (dict(counted) if counted is not None else None) == expected
+
+
+@pytest.mark.parametrize(
+    ("resource", "expected"),
+    [
+        ({"kind": "Deployment", "namespace": "ml", "name": "train"}, ("ml", "Deployment", "train")),
+        ({"kind": "PyTorchJob", "namespace": "ml", "name": "bert"}, ("ml", "PyTorchJob", "bert")),
+        ({"kind": "RayJob", "namespace": "ml", "name": "tune"}, None),  # its pods belong to a RayCluster
+        ({"kind": "Deployment", "namespace": "ml"}, None),
+    ],
+)
+def test_owner_key(resource: dict[str, Any], expected: tuple[str, str, str] | None) -> None:
+    assert owner_key(resource) == expected
