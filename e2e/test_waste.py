@@ -31,6 +31,7 @@ from typing import Any
 import pytest
 import yaml
 
+from controlplane.reports.sample import expand_utilization
 from e2e.harness import GPUFED, Kubectl, ProcessGroup, wait_for
 
 FLEET = Path(__file__).parent / "fleets" / "waste.yaml"
@@ -92,10 +93,10 @@ def _stable(hub: Kubectl) -> bool:
     if statuses.get("needs-3g", {}).get("unschedulable", {}).get("pods") != 1:
         return False
     clusters = {c["metadata"]["name"]: c for c in hub.json("get", "clusters")["items"]}
-    nodes_a = clusters["gpu-a"]["status"].get("utilization", {}).get("nodes", [])
+    nodes_a = expand_utilization(clusters["gpu-a"]["status"].get("utilization"))
     held = [d for n in nodes_a for d in n.get("devices", []) if d.get("pod")]
     utilizations = sorted(d.get("utilization") for d in held)
-    nodes_b = clusters["mig-b"]["status"].get("utilization", {}).get("nodes", [])
+    nodes_b = expand_utilization(clusters["mig-b"]["status"].get("utilization"))
     slices = [d for n in nodes_b for d in n.get("devices", []) if d.get("profile") == "1g.10gb"]
     return (
         len(held) == 3

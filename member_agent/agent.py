@@ -8,8 +8,13 @@ each in a ``TaskGroup``:
 * capacity reporter — writes ``Cluster.status`` (:func:`member_agent.capacity.summarize`)
   ``report_debounce`` seconds after nodes/pods change, and every ``report_interval`` anyway;
 * Work informer on the hub (``gpufed-es-<cluster>``) and the Work worker, which applies changed
-  Works, removes deleted ones, refreshes Work statuses every ``status_interval`` and reapplies
-  everything every ``resync_interval`` (repairs drift in the member);
+  Works, removes deleted ones and reapplies everything every ``resync_interval`` (repairs drift
+  in the member);
+* Work status follows the member: informers on the kinds the Works applied (label-selected by
+  the ownership labels the agent sets, so they see only gpufed's objects) and the pod informer
+  (a pod maps to its Work through its owning workload) mark the owning Work; its status is
+  recomputed ``status_debounce`` seconds later and written only when it changed. Every Work's
+  status is recomputed every ``status_resync_interval`` anyway;
 * DCGM scraper (when ``dcgm_url`` is set), whose utilization rides on the next report;
 * Prometheus ``/metrics`` (when ``metrics_listen`` is set): report lag, reports written,
   DCGM scrapes (:mod:`member_agent.metrics`).
@@ -35,7 +40,13 @@ from tenacity import AsyncRetrying, retry_if_exception, wait_exponential_jitter
 
 from controlplane.apis import constants as c
 from member_agent import capacity, dcgm, hubclient
-from member_agent.applying import WorkApplier, status_changed, work_key
+from member_agent.applying import (
+    ALWAYS_HEALTHY_KINDS,
+    WorkApplier,
+    desired_manifests,
+    status_changed,
+    work_key,
+)
 from member_agent.config import AgentConfig
 from member_agent.informing import Informer
 from member_agent.kubeapi import ApiError, Conflict, KubeApi, NotFound, is_retryable
@@ -108,6 +119,16 @@ class Agent:
         self._report_due = asyncio.Event()
         self._work_due = asyncio.Event()
         self._dirty_works: set[str] = set()
+        #: Works whose status must be recomputed (a pod or workload object of theirs changed).
+        self._status_dirty: set[str] = set()
+        #: (namespace, kind, name) of every object a Work holds -> that Work's key.
+        self._work_objects: dict[tuple[str, str, str], str] = {}
+        self._work_index: dict[str, list[tuple[str, str, str]]] = {}
+        #: The Work a member object (pod or workload) was last seen to belong to, by its key
+        #: (``<kind>:<namespace>/<name>``), so its deletion still finds the Work.
+        self._owner_of: dict[str, str] = {}
+        self._watched_kinds: dict[tuple[str, str], Informer] = {}
+        self._group: asyncio.TaskGroup | None = None
         self._applied_generation: dict[str, int] = {}
         self._utilization: dict[str, list[dict[str, Any]]] | None = None
         self._utilization_time: str | None = None
@@ -212,12 +233,13 @@ class Agent:
             "/api/v1/pods",
             name="pods",
             transform=capacity.trim_pod,
-            on_change=self._on_capacity_change,
+            on_change=self._on_pod_change,
         )
         namespace = f"{c.EXECUTION_NAMESPACE_PREFIX}{cfg.cluster_name}"
         self.works = Informer(
             hub, f"{WORK_API}/namespaces/{namespace}/works", name="works", on_change=self._on_work_change
         )
+        self._group = group
         group.create_task(self._heartbeat_loop())
         group.create_task(self.nodes.run())
         group.create_task(self.pods.run())
@@ -336,74 +358,166 @@ class Agent:
     # works -----------------------------------------------------------------------------
 
     def _on_work_change(self, key: str) -> None:
+        self._index_work(key)
         self._dirty_works.add(key)
         self._work_due.set()
+
+    def _index_work(self, key: str) -> None:
+        """Keep :attr:`_work_objects` in step with the Work's manifests."""
+        for ref in self._work_index.pop(key, ()):
+            if self._work_objects.get(ref) == key:
+                del self._work_objects[ref]
+        work = self.works.objects.get(key) if self.works is not None else None
+        if work is None:
+            return
+        refs = [
+            (ident.namespace or "default", ident.kind, ident.name) for ident, _ in desired_manifests(work)
+        ]
+        self._work_index[key] = refs
+        for ref in refs:
+            self._work_objects[ref] = key
+
+    def _mark_status(self, member_key: str, work: str | None) -> None:
+        """A member object changed: its Work's status is due (the last known Work on deletion)."""
+        if work is None:
+            work = self._owner_of.pop(member_key, None)
+        else:
+            self._owner_of[member_key] = work
+        if work is not None:
+            self._status_dirty.add(work)
+            self._work_due.set()
+
+    def _on_pod_change(self, key: str) -> None:
+        self._on_capacity_change(key)
+        pod = self.pods.objects.get(key) if self.pods is not None else None
+        work = None
+        if pod is not None:
+            namespace = str((pod.get("metadata") or {}).get("namespace") or "")
+            owner = capacity.owner_workload(pod)
+            ref = (
+                (namespace, owner["kind"], owner["name"])
+                if owner
+                else (namespace, "Pod", key.partition("/")[2])
+            )
+            work = self._work_objects.get(ref)
+        self._mark_status(f"Pod:{key}", work)
+
+    def _on_workload_change(self, kind: str, informer: Informer, key: str) -> None:
+        live = informer.objects.get(key)
+        work = None
+        if live is not None:
+            labels = (live.get("metadata") or {}).get("labels") or {}
+            work = f"{labels.get(c.LABEL_WORK_NAMESPACE)}/{labels.get(c.LABEL_WORK_NAME)}"
+        self._mark_status(f"{kind}:{key}", work)
+
+    async def _watch_kinds(self, work: Mapping[str, Any]) -> None:
+        """Start an informer on each kind the Work holds whose status decides its health,
+        selecting the objects this agent's Works own."""
+        assert self.member is not None
+        namespace = (work.get("metadata") or {}).get("namespace")
+        selector = f"{c.LABEL_WORK_NAMESPACE}={namespace}"
+        for ident, _ in desired_manifests(work):
+            kind = (ident.api_version, ident.kind)
+            if ident.kind in ALWAYS_HEALTHY_KINDS or kind in self._watched_kinds or self._group is None:
+                continue
+            try:
+                info = await self.member.resource_info(ident.api_version, ident.kind)
+            except ApiError as exc:
+                logger.info("not watching %s %s: %s", ident.api_version, ident.kind, exc.message)
+                continue
+            prefix = (
+                f"/api/{info.api_version}" if "/" not in info.api_version else f"/apis/{info.api_version}"
+            )
+            informer = Informer(
+                self.member,
+                f"{prefix}/{info.plural}",
+                name=f"{info.plural}.{info.api_version}",
+                transform=_trim_workload,
+                query={"labelSelector": selector},
+            )
+            informer.on_change = lambda key, kind=ident.kind, informer=informer: self._on_workload_change(
+                kind, informer, key
+            )
+            self._watched_kinds[kind] = informer
+            self._group.create_task(informer.run())
+            logger.info("watching %s %s owned by works in %s", ident.api_version, ident.kind, namespace)
 
     def _pods(self) -> list[Mapping[str, Any]]:
         return list(self.pods.objects.values()) if self.pods is not None else []
 
     async def _work_loop(self) -> None:
         assert self.works is not None and self.member is not None and self.hub is not None
-        applier = WorkApplier(member=self.member, ledger=Ledger(self.config.state_dir), pods=self._pods)
+        cfg = self.config
+        applier = WorkApplier(member=self.member, ledger=Ledger(cfg.state_dir), pods=self._pods)
         await self.works.synced.wait()
+        for key in list(self.works.objects):
+            self._index_work(key)
         loop = asyncio.get_running_loop()
         # Works deleted while the agent was not running.
         self._dirty_works.update(k for k in applier.ledger if k not in self.works.objects)
-        next_status = loop.time() + self.config.status_interval
-        next_resync = loop.time() + self.config.resync_interval
+        next_status = loop.time() + cfg.status_resync_interval
+        next_resync = loop.time() + cfg.resync_interval
         failures = 0
         while True:
             timeout = max(0.0, min(next_status, next_resync) - loop.time())
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._work_due.wait(), timeout)
+            if self._status_dirty and not self._dirty_works:
+                await asyncio.sleep(cfg.status_debounce)  # let a burst of member events settle
             self._work_due.clear()
             now = loop.time()
             if now >= next_resync:
                 self._applied_generation.clear()
                 self._dirty_works.update(self.works.objects)
-                next_resync = now + self.config.resync_interval
-            refresh = now >= next_status
-            if refresh:
-                next_status = now + self.config.status_interval
+                next_resync = now + cfg.resync_interval
+            if now >= next_status:
+                self._status_dirty.update(self.works.objects)
+                next_status = now + cfg.status_resync_interval
             keys = sorted(self._dirty_works)
             self._dirty_works.clear()
+            status_keys = set(self._status_dirty)
+            self._status_dirty.clear()
             try:
                 for key in keys:
-                    await self._reconcile_work(applier, key)
-                if refresh:
-                    for key, work in list(self.works.objects.items()):
-                        if (
-                            key not in keys
-                            and not _suspended(work)
-                            and not (work.get("metadata") or {}).get("deletionTimestamp")
-                        ):
-                            await self._write_work_status(
-                                work, await applier.refresh_status(work, now=rfc3339(self.clock()))
-                            )
+                    if await self._reconcile_work(applier, key):
+                        status_keys.discard(key)
+                for key in sorted(status_keys):
+                    await self._refresh_work_status(applier, key)
                 failures = 0
             except ApiError as exc:
                 failures += 1
                 logger.warning("applying works failed: %s; retrying", exc)
                 self._dirty_works.update(keys)
+                self._status_dirty.update(status_keys)
                 await asyncio.sleep(min(MAX_BACKOFF, 0.2 * 2**failures))
                 self._work_due.set()
 
-    async def _reconcile_work(self, applier: WorkApplier, key: str) -> None:
+    async def _refresh_work_status(self, applier: WorkApplier, key: str) -> None:
+        assert self.works is not None
+        work = self.works.objects.get(key)
+        if work is None or _suspended(work) or (work.get("metadata") or {}).get("deletionTimestamp"):
+            return
+        await self._write_work_status(work, await applier.refresh_status(work, now=rfc3339(self.clock())))
+
+    async def _reconcile_work(self, applier: WorkApplier, key: str) -> bool:
+        """Apply (or remove) the Work; True when its status was computed and written."""
         assert self.works is not None
         work = self.works.objects.get(key)
         if work is None or (work.get("metadata") or {}).get("deletionTimestamp"):
             self._applied_generation.pop(key, None)
             if key in applier.ledger:
                 await applier.remove_work(key)
-            return
+            return False
         if _suspended(work):
-            return
+            return False
         generation = int((work.get("metadata") or {}).get("generation") or 0)
         if self._applied_generation.get(key) == generation:
-            return  # a status write of ours, or a no-op update
+            return False  # a status write of ours, or a no-op update
+        await self._watch_kinds(work)
         status = await applier.reconcile(work, now=rfc3339(self.clock()))
         self._applied_generation[key] = generation
         await self._write_work_status(work, status)
+        return True
 
     async def _write_work_status(self, work: Mapping[str, Any], status: Mapping[str, Any]) -> None:
         assert self.hub is not None
@@ -429,6 +543,21 @@ class Agent:
             except Conflict:
                 current = await self.hub.get(path.removesuffix("/status"))
         logger.warning("work %s kept changing; its status will be written on the next pass", work_key(work))
+
+
+def _trim_workload(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """What a watched workload object's informer keeps: its identity, Work labels and status."""
+    metadata = obj.get("metadata") or {}
+    labels = metadata.get("labels") or {}
+    return {
+        "metadata": {
+            "name": metadata.get("name"),
+            "namespace": metadata.get("namespace"),
+            "generation": metadata.get("generation"),
+            "labels": {k: labels[k] for k in (c.LABEL_WORK_NAME, c.LABEL_WORK_NAMESPACE) if k in labels},
+        },
+        "status": obj.get("status") or {},
+    }
 
 
 def _suspended(work: Mapping[str, Any]) -> bool:

@@ -77,7 +77,8 @@ _KIND_ORDER = {
     "RoleBinding": 4,
     "Service": 5,
 }
-_ALWAYS_HEALTHY = frozenset(
+#: Kinds whose health does not depend on their status (the agent does not watch them).
+ALWAYS_HEALTHY_KINDS = frozenset(
     {
         "Namespace",
         "ConfigMap",
@@ -258,7 +259,7 @@ def assess_health(obj: Mapping[str, Any] | None) -> Health:
     status = obj.get("status") or {}
     metadata = obj.get("metadata") or {}
     conditions = _conditions(obj)
-    if kind in _ALWAYS_HEALTHY:
+    if kind in ALWAYS_HEALTHY_KINDS:
         return Health.HEALTHY
     if kind in ("Deployment", "StatefulSet", "ReplicaSet"):
         replicas = _int(spec.get("replicas"), 1)

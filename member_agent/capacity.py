@@ -35,11 +35,11 @@ Accounting rules, exactly:
   down to whole cores and free memory down to whole GiB (rounding down never promises
   capacity that is not there). Selection-relevant labels are all labels except per-node
   identities (:data:`PER_NODE_LABELS`, and any label whose value is the node's own name).
-* ``utilization.nodes`` has one entry per node with DCGM series or GPU pods: ``devices`` (the
-  DCGM samples), ``pods`` (per-pod GPU requests and owner), and what the hub's waste accounting
-  needs to judge the node on its own: ``product``, ``ready``, ``schedulable`` (Ready and not
-  cordoned), ``sharedReplicas`` (time-slicing shares per GPU, 1 when not shared) and ``labels``
-  (node pool, zone, instance type...: see :func:`utilization_labels`).
+* ``utilization`` carries, for every node with DCGM devices, each device's holder and
+  utilization plus what the hub's waste accounting needs to judge the node on its own
+  (``product``, ``ready``, ``schedulable``, ``sharedReplicas``, and ``labels``: node pool, zone,
+  instance type... see :func:`utilization_labels`), with the node's GPU pods (their GPU requests
+  and owning workload), in the compact columnar encoding of :mod:`member_agent.utilization`.
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ from typing import Any
 
 from controlplane.apis import constants as c
 from controlplane.apis.quantity import QuantityError, to_int
+from member_agent.utilization import NodeUtilization, PodAllocation, encode_utilization
 
 #: Labels that identify one node and so must not split shapes.
 PER_NODE_LABELS = frozenset(
@@ -63,7 +64,7 @@ PER_NODE_LABELS = frozenset(
         "node.kubernetes.io/instance-id",
     }
 )
-#: Label prefixes left out of ``status.utilization.nodes[].labels`` (see :func:`utilization_labels`).
+#: Label prefixes left out of the node labels in ``status.utilization`` (see :func:`utilization_labels`).
 UTILIZATION_LABEL_SKIPPED_PREFIXES = (
     "nvidia.com/",
     "feature.node.kubernetes.io/",
@@ -304,23 +305,27 @@ def _condition(
     }
 
 
-def _allocations(node_pods: Iterable[tuple[Mapping[str, Any], dict[str, int]]]) -> list[dict[str, Any]]:
+def _allocations(node_pods: Iterable[tuple[Mapping[str, Any], dict[str, int]]]) -> list[PodAllocation]:
+    """The node's pods that request GPUs, with their GPU requests and owning workload."""
     out = []
     for pod, requests in node_pods:
-        gpu_requests = {name: amount for name, amount in requests.items() if is_gpu_resource(name) and amount}
+        gpu_requests = {
+            name: amount for name, amount in sorted(requests.items()) if is_gpu_resource(name) and amount
+        }
         if not gpu_requests:
             continue
         metadata = pod.get("metadata") or {}
-        entry: dict[str, Any] = {
-            "pod": metadata.get("name"),
-            "namespace": metadata.get("namespace"),
-            "resources": {name: amount for name, amount in sorted(requests.items()) if amount},
-        }
-        owner = owner_workload(pod)
-        if owner:
-            entry["owner"] = owner
-        out.append(entry)
-    return sorted(out, key=lambda e: (str(e["namespace"]), str(e["pod"])))
+        owner = owner_workload(pod) or {}
+        out.append(
+            PodAllocation(
+                namespace=str(metadata.get("namespace") or ""),
+                name=str(metadata.get("name") or ""),
+                resources=gpu_requests,
+                owner_kind=owner.get("kind"),
+                owner_name=owner.get("name"),
+            )
+        )
+    return out
 
 
 def summarize(
@@ -358,7 +363,7 @@ def summarize(
     total_allocated: dict[str, int] = {}
     shape_counts: Counter[str] = Counter()
     invalid_nodes: list[str] = []
-    util_nodes: list[dict[str, Any]] = []
+    util_nodes: list[NodeUtilization] = []
     for node in sorted(nodes, key=lambda n: str((n.get("metadata") or {}).get("name"))):
         name = str((node.get("metadata") or {}).get("name"))
         labels = (node.get("metadata") or {}).get("labels") or {}
@@ -402,22 +407,20 @@ def summarize(
             }
             shape_counts[json.dumps(shape, sort_keys=True, separators=(",", ":"))] += 1
 
-        devices = list((utilization or {}).get(name, ()))
-        pod_allocations = _allocations(pods_by_node.get(name, ()))
-        if devices or pod_allocations:
-            util_node: dict[str, Any] = {
-                "name": name,
-                "product": product,
-                "ready": ready,
-                "schedulable": schedulable,
-                "sharedReplicas": shared_replicas(labels, c.RESOURCE_GPU),
-                "labels": utilization_labels(node),
-            }
-            if devices:
-                util_node["devices"] = [dict(d) for d in devices]
-            if pod_allocations:
-                util_node["pods"] = pod_allocations
-            util_nodes.append(util_node)
+        devices = (utilization or {}).get(name, ())
+        if devices:
+            util_nodes.append(
+                NodeUtilization(
+                    name=name,
+                    product=product,
+                    ready=ready,
+                    schedulable=schedulable,
+                    shared_replicas=shared_replicas(labels, c.RESOURCE_GPU),
+                    labels=utilization_labels(node),
+                    devices=devices,
+                    pods=_allocations(pods_by_node.get(name, ())),
+                )
+            )
 
     shapes = []
     for shape_key, count in sorted(shape_counts.items(), key=lambda item: (-item[1], item[0])):
@@ -457,7 +460,7 @@ def summarize(
             "allocated": dict(sorted(total_allocated.items())),
         },
         "nodeShapes": shapes,
-        "utilization": {"sampleTime": utilization_time, "nodes": util_nodes},
+        "utilization": encode_utilization(util_nodes, sample_time=utilization_time),
     }
     return status
 

@@ -50,7 +50,12 @@ class AgentConfig(BaseModel):
     report_interval: float = Field(default=30.0, gt=0)
     report_debounce: float = Field(default=1.0, ge=0)
     dcgm_interval: float = Field(default=15.0, gt=0)
-    status_interval: float = Field(default=10.0, gt=0)
+    #: Work statuses follow member events (pods, applied workloads) after this pause, which lets
+    #: a burst of events settle into one status write.
+    status_debounce: float = Field(default=0.2, ge=0)
+    #: Every Work's status is recomputed this often anyway (events missed by a watch, kinds the
+    #: agent does not watch).
+    status_resync_interval: float = Field(default=60.0, gt=0)
     resync_interval: float = Field(default=300.0, gt=0)
     request_timeout: float = Field(default=30.0, gt=0)
 
@@ -143,6 +148,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--dcgm-interval", type=float, help="seconds between DCGM scrapes (default 15)")
     parser.add_argument(
+        "--status-resync-interval",
+        type=float,
+        help="seconds between recomputing every Work's status; member changes update it at once (default 60)",
+    )
+    parser.add_argument(
         "--metrics-listen", metavar="HOST:PORT", help="serve Prometheus /metrics here (default: not served)"
     )
 
@@ -185,6 +195,7 @@ def config_from_args(ns: argparse.Namespace) -> AgentConfig:
         "heartbeat_interval": "heartbeat_interval",
         "report_interval": "report_interval",
         "dcgm_interval": "dcgm_interval",
+        "status_resync_interval": "status_resync_interval",
     }
     for attr, key in intervals.items():
         if getattr(ns, attr, None) is not None:

@@ -3,18 +3,33 @@
 In: the exporter's Prometheus text (one series per GPU and per MIG instance, with the
 exporter's labels: gpu, UUID, device, modelName, Hostname/hostname, GPU_I_PROFILE, GPU_I_ID and,
 with Kubernetes mapping on, pod/namespace/container). Out: per-device samples grouped by node,
-in the compact form the agent attaches to ``Cluster.status.utilization``:
-``{gpu, uuid, profile?, instance?, pod?, namespace?, utilization, fbUsedMiB?}``.
+``{gpu, uuid, profile?, instance?, pod?, namespace?, utilization, fbUsedMiB?}``, which
+:func:`member_agent.capacity.summarize` folds into ``Cluster.status.utilization``.
 
 Utilization is ``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` (a 0-1 ratio, also reported for MIG
 instances), falling back to ``DCGM_FI_DEV_GPU_UTIL`` / 100 (whole GPUs only). Devices with
 neither metric are dropped. Parsing is pure; :func:`scrape` is the only I/O.
+
+Why a parser of our own: a 1,000-node cluster's page is about 15 MiB, and
+``prometheus_client``'s text parser needs seconds of CPU for it (it walks every label value
+character by character). :func:`parse_metrics` reads the page in one pass and fully parses
+only the lines of the three families it uses (:data:`WANTED_FAMILIES`), with regular
+expressions that accept the ordinary exposition syntax (label values with ``\\\\``, ``\\"`` and
+``\\n`` escapes, a trailing comma, spaces around terms, an optional timestamp). The results
+are those of ``prometheus_client``: a line of a wanted family that the fast path does not
+recognise (a ``{__name__="..."}`` form, a quoted metric name, anything malformed) is handed to
+``prometheus_client`` itself, so it is parsed exactly as before or refused as before; samples
+of a family its ``# TYPE`` line declares a counter are ignored, as ``prometheus_client``
+renames them. Lines of other families are only checked for a metric name (a page that is
+not Prometheus text still fails on its first line); their labels and values are not read.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import operator
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -27,10 +42,30 @@ logger = logging.getLogger(__name__)
 GR_ENGINE_ACTIVE = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
 FB_USED = "DCGM_FI_DEV_FB_USED"
-_WANTED = frozenset({GR_ENGINE_ACTIVE, GPU_UTIL, FB_USED})
+#: The families :func:`parse_metrics` reads; every other line is skipped.
+WANTED_FAMILIES = frozenset({GR_ENGINE_ACTIVE, GPU_UTIL, FB_USED})
 DEFAULT_SCRAPE_TIMEOUT = 10.0
 #: An exporter answer larger than this is refused, so a misbehaving endpoint cannot exhaust memory.
 MAX_SCRAPE_BYTES = 64 * 2**20
+
+_METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
+_NAME_END = re.compile(r"[{ \t]")
+#: One label term of the ordinary syntax, with the comma that ends it (the last term's is
+#: optional): ``(term, name, quoted value)``. Reserved names (``__...``) are left to the full
+#: parser, which refuses them.
+_LABEL_TERM = re.compile(r'(\s*((?!__)[a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"([^"\\]*(?:\\.[^"\\]*)*)"\s*(?:,|\Z))')
+_WHOLE_TERM = operator.itemgetter(0)
+_PLAIN_NAME = r"(?!__)[a-zA-Z_][a-zA-Z0-9_]*"
+#: The label names of a plain body, each with its ``=`` and the ``,`` before the next.
+_PLAIN_HEADS = re.compile(rf"{_PLAIN_NAME}=(?:,{_PLAIN_NAME}=)*")
+#: The escapes prometheus_client resolves in label values; any other backslash stays as it is.
+_ESCAPE = re.compile(r'\\[\\n"]')
+_ESCAPES = {"\\\\": "\\", "\\n": "\n", '\\"': '"'}
+#: Sample names a ``# TYPE`` declares part of a family, by type (prometheus_client's rule).
+_TYPE_SUFFIXES = {
+    "summary": ("_count", "_sum", ""),
+    "histogram": ("_count", "_sum", "_bucket"),
+}
 
 
 class ScrapeError(Exception):
@@ -87,12 +122,166 @@ def _int_or_str(value: str) -> int | str:
         return value
 
 
-def _label(labels: Mapping[str, str], *names: str) -> str | None:
-    for name in names:
-        value = labels.get(name)
-        if value:
-            return value
-    return None
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One sample of a wanted family: its metric name, labels and value."""
+
+    name: str
+    labels: Mapping[str, str]
+    value: float
+
+
+def _unescape(match: re.Match[str]) -> str:
+    return _ESCAPES[match.group(0)]
+
+
+def _number(text: str) -> float:
+    """A sample value or timestamp as prometheus_client reads it (no ``_``, no padding)."""
+    if "_" in text or text != text.strip():
+        raise ValueError(f"invalid value {text!r}")
+    return float(text)  # prometheus_client tries int() first; the value is the same
+
+
+def _value(rest: str) -> float:
+    """The value of ``rest`` (what follows the name and labels), checking the timestamp too.
+    Values separated by tabs are left to the full parser (its splitting rules differ)."""
+    if "\t" in rest:
+        raise ValueError("tab-separated value")
+    tokens = [token for token in rest.split(" ") if token]
+    if not tokens:
+        raise ValueError("missing value")
+    value = _number(tokens[0])
+    if len(tokens) > 1:
+        _number(tokens[-1])
+    return value
+
+
+def _plain_labels(body: str) -> dict[str, str] | None:
+    """The labels of a body written as exporters write it (``a="x",b="y"``, no blanks, no
+    backslashes), found with string splits; None for any other body."""
+    if "\\" in body:
+        return None
+    parts = body.split('"')
+    if len(parts) == 1:
+        return {} if not body else None
+    if len(parts) % 2 == 0 or parts[-1] not in ("", ","):
+        return None
+    heads = "".join(parts[0:-1:2])  # 'a=,b=,c='
+    if _PLAIN_HEADS.fullmatch(heads) is None:
+        return None
+    names = heads[:-1].split("=,")
+    labels = dict(zip(names, parts[1::2], strict=True))
+    return labels if len(labels) == len(names) else None
+
+
+def _escaped_labels(body: str) -> dict[str, str] | None:
+    """The labels of any body the ordinary syntax allows (blanks, escapes, a trailing comma);
+    None when the body needs the full parser."""
+    terms = _LABEL_TERM.findall(body)
+    # The terms must tile the body; anything else (a stray character, blanks after a
+    # trailing comma, a misplaced quote) goes to the full parser.
+    if sum(map(len, map(_WHOLE_TERM, terms))) != len(body):
+        return None
+    labels = {key: (_ESCAPE.sub(_unescape, value) if "\\" in value else value) for _, key, value in terms}
+    return labels if len(labels) == len(terms) else None  # duplicates: refused by the full parser
+
+
+def _fast_sample(line: str, name: str) -> Sample | None:
+    """``line`` (stripped, starting with ``name`` then ``{`` or a blank) in the ordinary
+    syntax; None when the line needs the full parser."""
+    end = len(name)
+    labels: dict[str, str] | None
+    if line[end] == "{":
+        close = line.rfind("}")
+        body = line[end + 1 : close]
+        labels = _plain_labels(body)
+        if labels is None:
+            labels = _escaped_labels(body)
+            if labels is None:
+                return None
+        rest = line[close + 1 :]
+    else:
+        labels = {}
+        rest = line[end:]
+        if "{" in rest:
+            return None  # ``name {labels} value``: blanks before the labels
+    try:
+        return Sample(name, labels, _value(rest))
+    except ValueError:
+        return None
+
+
+def _library_sample(line: str) -> Sample:
+    """``line`` parsed by prometheus_client (raises :class:`ScrapeError` if it refuses it)."""
+    try:
+        families = list(text_string_to_metric_families(line + "\n"))
+    except (ValueError, IndexError) as exc:
+        raise ScrapeError(f"DCGM endpoint did not return Prometheus text format: {exc}") from exc
+    for family in families:
+        for sample in family.samples:
+            return Sample(sample.name, dict(sample.labels), float(sample.value))
+    raise ScrapeError(f"DCGM endpoint did not return Prometheus text format: {line[:200]!r}")
+
+
+def _comment_family(line: str, family: str, family_type: str) -> tuple[str, str]:
+    """The family and type in force after a comment line (prometheus_client's HELP/TYPE rules)."""
+    parts = line.split(None, 3)
+    if len(parts) < 2 or parts[1] not in ("HELP", "TYPE"):
+        return family, family_type
+    candidate = ""
+    if len(parts) > 2:
+        candidate = parts[2]
+        if len(candidate) > 1 and candidate[0] == candidate[-1] == '"':
+            candidate = candidate[1:-1]
+        elif _METRIC_NAME.fullmatch(candidate) is None:
+            raise ScrapeError(f"DCGM endpoint did not return Prometheus text format: {line[:200]!r}")
+    if parts[1] == "HELP":
+        return (family, family_type) if candidate == family else (candidate, "untyped")
+    if len(parts) < 4:
+        raise ScrapeError(f"DCGM endpoint did not return Prometheus text format: {line[:200]!r}")
+    return candidate, parts[3]
+
+
+def _family_names(family: str, family_type: str) -> frozenset[str]:
+    """The sample names prometheus_client counts as part of ``family`` of ``family_type``."""
+    if not family:
+        return frozenset()
+    return frozenset(family + suffix for suffix in _TYPE_SUFFIXES.get(family_type, ("",)))
+
+
+def parse_samples(text: str) -> list[Sample]:
+    """Every sample of the :data:`WANTED_FAMILIES` in ``text``, in page order (NaN values kept).
+
+    Raises :class:`ScrapeError` when ``text`` is not Prometheus text format.
+    """
+    samples: list[Sample] = []
+    family, family_type = "", "untyped"
+    members: frozenset[str] = frozenset()
+    for raw in text.split("\n"):
+        line = raw.strip()
+        if not line:
+            continue
+        if line[0] == "#":
+            family, family_type = _comment_family(line, family, family_type)
+            members = _family_names(family, family_type)
+            continue
+        found = _NAME_END.search(line)
+        name = line[: found.start()] if found else line
+        sample: Sample | None = None
+        if name in WANTED_FAMILIES and found is not None:
+            sample = _fast_sample(line, name)
+        if sample is None and (name in WANTED_FAMILIES or _METRIC_NAME.fullmatch(name) is None):
+            sample = _library_sample(line)
+        if sample is not None:
+            name = sample.name
+        if name not in members:
+            family, family_type, members = "", "untyped", frozenset()
+        if sample is None or name not in WANTED_FAMILIES:
+            continue
+        if family == name and family_type == "counter":
+            continue  # prometheus_client reports it as ``<name>_total``, not a family we read
+        samples.append(sample)
+    return samples
 
 
 def parse_metrics(text: str) -> list[DeviceSample]:
@@ -100,37 +289,33 @@ def parse_metrics(text: str) -> list[DeviceSample]:
 
     Raises :class:`ScrapeError` when ``text`` is not Prometheus text format.
     """
-    samples: dict[DeviceKey, DeviceSample] = {}
-    try:
-        families = list(text_string_to_metric_families(text))
-    except ValueError as exc:
-        raise ScrapeError(f"DCGM endpoint did not return Prometheus text format: {exc}") from exc
-    for family in families:
-        if family.name not in _WANTED:
+    devices: dict[tuple[str | None, ...], DeviceSample] = {}
+    for sample in parse_samples(text):
+        if math.isnan(sample.value):
             continue
-        for sample in family.samples:
-            if sample.name != family.name or math.isnan(sample.value):
-                continue
-            labels = sample.labels
-            key = DeviceKey(
-                node=_label(labels, "Hostname", "hostname") or "",
-                gpu=labels.get("gpu", ""),
-                uuid=labels.get("UUID", labels.get("uuid", "")),
-                instance=labels.get("GPU_I_ID") or None,
-                pod=labels.get("pod") or None,
-                namespace=labels.get("namespace") or None,
-            )
-            device = samples.get(key)
-            if device is None:
-                device = samples[key] = DeviceSample(key=key)
-            device.profile = device.profile or labels.get("GPU_I_PROFILE") or None
-            if family.name == GR_ENGINE_ACTIVE:
-                device.gr_engine_active = float(sample.value)
-            elif family.name == GPU_UTIL:
-                device.gpu_util_percent = float(sample.value)
-            else:
-                device.fb_used_mib = float(sample.value)
-    return [s for s in samples.values() if s.utilization is not None]
+        get = sample.labels.get
+        parts = (
+            get("Hostname") or get("hostname") or "",
+            get("gpu", ""),
+            get("UUID", get("uuid", "")),
+            get("GPU_I_ID") or None,
+            get("pod") or None,
+            get("namespace") or None,
+        )
+        device = devices.get(parts)
+        if device is None:
+            node, gpu, uuid, instance, pod, namespace = parts
+            key = DeviceKey(str(node), str(gpu), str(uuid), instance, pod, namespace)
+            device = devices[parts] = DeviceSample(key=key)
+        if not device.profile:
+            device.profile = get("GPU_I_PROFILE") or None
+        if sample.name == GR_ENGINE_ACTIVE:
+            device.gr_engine_active = sample.value
+        elif sample.name == GPU_UTIL:
+            device.gpu_util_percent = sample.value
+        else:
+            device.fb_used_mib = sample.value
+    return [d for d in devices.values() if d.utilization is not None]
 
 
 def utilization_by_node(samples: list[DeviceSample]) -> dict[str, list[dict[str, Any]]]:

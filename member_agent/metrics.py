@@ -63,20 +63,32 @@ class AgentMetrics:
         self.last_report: float | None = None
         self.registry = CollectorRegistry(auto_describe=True)
         self.reports_written = Counter(
-            "reports_written", "Capacity reports the hub accepted.", ["cluster"],
-            namespace=NAMESPACE, registry=self.registry,
+            "reports_written",
+            "Capacity reports the hub accepted.",
+            ["cluster"],
+            namespace=NAMESPACE,
+            registry=self.registry,
         )
         self.report_failures = Counter(
-            "report_failures", "Capacity reports that failed.", ["cluster"],
-            namespace=NAMESPACE, registry=self.registry,
+            "report_failures",
+            "Capacity reports that failed.",
+            ["cluster"],
+            namespace=NAMESPACE,
+            registry=self.registry,
         )
         self.last_report_timestamp = Gauge(
-            "last_report_timestamp_seconds", "Unix time of the last capacity report the hub accepted.",
-            ["cluster"], namespace=NAMESPACE, registry=self.registry,
+            "last_report_timestamp_seconds",
+            "Unix time of the last capacity report the hub accepted.",
+            ["cluster"],
+            namespace=NAMESPACE,
+            registry=self.registry,
         )
         self.dcgm_scrapes = Counter(
-            "dcgm_scrapes", "DCGM exporter scrapes by result (ok, error).", ["cluster", "result"],
-            namespace=NAMESPACE, registry=self.registry,
+            "dcgm_scrapes",
+            "DCGM exporter scrapes by result (ok, error).",
+            ["cluster", "result"],
+            namespace=NAMESPACE,
+            registry=self.registry,
         )
         self.registry.register(_LagCollector(self))
 

@@ -166,7 +166,8 @@ async def agent_config(hub: Hub, member: Member, state_dir: Path, *, token: str 
         heartbeat_interval=0.5,
         report_interval=1.0,
         report_debounce=0.1,
-        status_interval=0.5,
+        # Longer than any test: Work statuses must follow member events, not the periodic pass.
+        status_resync_interval=3600,
     )
 
 
@@ -267,7 +268,84 @@ async def test_agent_registers_reports_applies_and_prunes(hub: Hub, member: Memb
         kinds = [m["identifier"]["kind"] for m in work["status"]["manifestStatuses"]]
         assert kinds == ["Deployment", "ConfigMap"]
 
+        # The Work's status follows the member: the Deployment's rollout and a pod the member's
+        # scheduler cannot place reach the hub without waiting for a periodic refresh.
+        assert {c["type"]: c["status"] for c in work["status"]["conditions"]}["Available"] != "True"
+        deployment_rt = member.rt("apps/v1", "Deployment")
+        live = await member.get("apps/v1", "Deployment", "infer", "ml")
+        assert live is not None
+        rolled_out = {
+            "observedGeneration": live["metadata"]["generation"],
+            "replicas": 2,
+            "updatedReplicas": 2,
+        }
+        await member.objects.update_status(
+            deployment_rt, {**live, "status": {**rolled_out, "readyReplicas": 2, "availableReplicas": 2}}
+        )
+
+        async def available() -> dict[str, Any] | None:
+            w = await hub.objects.get(work_rt, namespace=WORK_NS, name="infer")
+            conditions = {c["type"]: c for c in (w.get("status") or {}).get("conditions") or []}
+            return w if conditions.get("Available", {}).get("status") == "True" else None
+
+        work = await eventually(available, what="the Work's Available condition after the rollout")
+        assert work["status"]["manifestStatuses"][0]["status"]["availableReplicas"] == 2
+
+        await member.objects.create(
+            member.rt("v1", "Pod"),
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": "infer-5d9c7-x1x2x",
+                    "namespace": "ml",
+                    "labels": {"app": "infer", "pod-template-hash": "5d9c7"},
+                    "ownerReferences": [
+                        {
+                            "apiVersion": "apps/v1",
+                            "kind": "ReplicaSet",
+                            "name": "infer-5d9c7",
+                            "uid": "rs-uid",
+                            "controller": True,
+                        }
+                    ],
+                },
+                "spec": {"containers": [{"name": "main", "image": "infer:1"}]},
+            },
+        )
+        pod = await member.get("v1", "Pod", "infer-5d9c7-x1x2x", "ml")
+        assert pod is not None
+        refused = "0/3 nodes are available: 3 Insufficient nvidia.com/mig-1g.10gb."
+        await member.objects.update_status(
+            member.rt("v1", "Pod"),
+            {
+                **pod,
+                "status": {
+                    "phase": "Pending",
+                    "conditions": [
+                        {
+                            "type": "PodScheduled",
+                            "status": "False",
+                            "reason": "Unschedulable",
+                            "message": refused,
+                        }
+                    ],
+                },
+            },
+        )
+
+        async def unschedulable() -> dict[str, Any] | None:
+            w = await hub.objects.get(work_rt, namespace=WORK_NS, name="infer")
+            entry = (w.get("status") or {}).get("manifestStatuses", [{}])[0]
+            return entry.get("unschedulable")  # type: ignore[no-any-return]
+
+        assert await eventually(unschedulable, what="the unschedulable pod in the Work status") == {
+            "pods": 1,
+            "message": refused,
+        }
+
         # Dropping a manifest prunes it from the member.
+        work = await hub.objects.get(work_rt, namespace=WORK_NS, name="infer")
         work["spec"]["workload"]["manifests"] = [DEPLOYMENT]
         await hub.objects.update(work_rt, work)
 

@@ -340,17 +340,22 @@ def test_utilization_and_gpu_pod_allocations_per_node() -> None:
     status = capacity.summarize(nodes, pods, now=NOW, utilization=devices, utilization_time=NOW)
     util = status["utilization"]
     assert util["sampleTime"] == NOW
-    assert [n["name"] for n in util["nodes"]] == ["n1"]
-    entry = util["nodes"][0]
-    assert entry["devices"] == devices["n1"]
-    assert entry["pods"] == [
-        {
-            "pod": "gpu-pod",
-            "namespace": "default",
-            "resources": {"cpu": 1000, "nvidia.com/gpu": 1},
-            "owner": {"kind": "Deployment", "name": "web"},
-        }
-    ]
+    # Only n1 has DCGM devices; the CPU pod is not listed; the ReplicaSet's pod is its Deployment's.
+    assert util["nodes"]["name"] == ["n1"]
+    assert util["podGroups"] == {
+        "namespace": [0],
+        "kind": [0],
+        "name": ["web"],
+        "request": [0],
+        "podPrefix": ["gpu-pod"],  # a group of one: the prefix is the whole name
+    }
+    assert (util["namespaces"], util["kinds"], util["requests"]) == (
+        ["default"],
+        ["Deployment"],
+        [{"nvidia.com/gpu": 1}],
+    )
+    assert util["pods"] == {"group": [0], "name": [""]}
+    assert util["devices"] == {"pod": [0], "utilization": [50]}
 
 
 def test_trimmed_objects_give_the_same_report() -> None:

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator
+from typing import Any
 
 import aiohttp
 import pytest
 from aiohttp import web
+from prometheus_client.parser import text_string_to_metric_families
 
 from member_agent import dcgm
+from simulator.dcgm import PodDevice, render_metrics
+from simulator.nodes import build_inventory
+from simulator.profile import parse_fleet
 
 # The shape of a real dcgm-exporter answer (3.x, Kubernetes mapping on): two whole GPUs on one
 # node (one busy pod, one idle without pod), two MIG instances of an H100 on another node.
@@ -93,6 +99,148 @@ def test_parse_cases(text: str, expected: dict[str, list[dict[str, object]]]) ->
 def test_parse_rejects_non_prometheus_text() -> None:
     with pytest.raises(dcgm.ScrapeError):
         dcgm.parse_metrics("<html>this is not metrics {</html>\n")
+
+
+def reference_samples(text: str) -> list[tuple[str, dict[str, str], float]]:
+    """What the agent read with prometheus_client's parser: the samples of the wanted
+    families whose sample name is the family's, NaN kept as a marker."""
+    return [
+        (sample.name, dict(sample.labels), sample.value)
+        for family in text_string_to_metric_families(text)
+        if family.name in dcgm.WANTED_FAMILIES
+        for sample in family.samples
+        if sample.name == family.name
+    ]
+
+
+def fast_samples(text: str) -> list[tuple[str, dict[str, str], float]]:
+    return [(s.name, dict(s.labels), s.value) for s in dcgm.parse_samples(text)]
+
+
+def same_samples(
+    a: list[tuple[str, dict[str, str], float]], b: list[tuple[str, dict[str, str], float]]
+) -> bool:
+    def key(items: list[tuple[str, dict[str, str], float]]) -> list[tuple[str, dict[str, str], Any]]:
+        return [(n, labels, "nan" if math.isnan(v) else v) for n, labels, v in items]
+
+    return key(a) == key(b)
+
+
+GR = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
+UTIL = "DCGM_FI_DEV_GPU_UTIL"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param(EXPORTER_TEXT, id="dcgm-exporter-3.x-with-kubernetes-mapping"),
+        pytest.param(f'{GR}{{gpu="0",pod="a\\"b",Hostname="n1"}} 0.5\n', id="escaped-quote"),
+        pytest.param(f'{GR}{{gpu="0",pod="a\\\\",Hostname="n1"}} 0.5\n', id="escaped-backslash-at-end"),
+        pytest.param(f'{GR}{{gpu="0",pod="x\\ny",Hostname="n1"}} 0.5\n', id="escaped-newline"),
+        pytest.param(f'{GR}{{gpu="0",pod="x\\ty",Hostname="n1"}} 0.5\n', id="unknown-escape-kept"),
+        pytest.param(f'{GR}{{gpu="0",pod="a,b=}}{{c",Hostname="n1"}} 0.5\n', id="separators-inside-a-value"),
+        pytest.param(f'{GR}{{ gpu = "0" , Hostname="n1", }} 0.5\n', id="blanks-and-trailing-comma"),
+        pytest.param(f'{GR}{{gpu="0",Hostname="n1",}}   0.5 \t\n', id="trailing-comma-and-blanks"),
+        pytest.param(f'{GR}{{gpu="0",Hostname="n1"}} 0.5 1700000000000\n', id="timestamp"),
+        pytest.param(f'{GR}{{gpu="0",Hostname="n1"}}\t0.25\n', id="tab-before-value"),
+        pytest.param(
+            f'{GR}{{gpu="0",Hostname="n1"}} NaN\n{UTIL}{{gpu="0",Hostname="n1"}} +Inf\n', id="nan-and-inf"
+        ),
+        pytest.param(f"{UTIL} 7\n", id="no-labels"),
+        pytest.param(f"{UTIL}{{}} 7\n", id="empty-labels"),
+        pytest.param(f'{{__name__="{UTIL}",gpu="1",Hostname="n1"}} 9\n', id="name-as-a-label"),
+        pytest.param(f'{UTIL} {{gpu="1",Hostname="n1"}} 9\n', id="blank-before-labels"),
+        pytest.param(f'# TYPE {UTIL} counter\n{UTIL}{{gpu="1"}} 9\n', id="declared-counter-ignored"),
+        pytest.param(
+            f'# TYPE {UTIL} counter\n{UTIL}{{gpu="1"}} 9\nOTHER 1\n{UTIL}{{gpu="2"}} 8\n',
+            id="counter-block-ends-at-another-family",
+        ),
+        pytest.param(f'# HELP {UTIL} util\n# TYPE {UTIL} gauge\n{UTIL}{{gpu="1"}} 9\n', id="gauge-block"),
+        pytest.param(f'# TYPE {UTIL} histogram\n{UTIL}{{gpu="1"}} 9\n', id="histogram-typed-still-read"),
+        pytest.param('other_metric{a="b\\"}"} 3\nother_metric 4\n', id="other-families-skipped"),
+        pytest.param("# a comment\n#\n\n  \n", id="comments-and-blank-lines"),
+    ],
+)
+def test_fast_parser_reads_what_prometheus_client_reads(text: str) -> None:
+    assert same_samples(fast_samples(text), reference_samples(text))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param(f'{GR}{{gpu="0",gpu="1"}} 0.5\n', id="duplicate-label"),
+        pytest.param(f'{GR}{{__reserved="0"}} 0.5\n', id="reserved-label-name"),
+        pytest.param(f'{GR}{{gpu="0"}} 1_000\n', id="underscore-in-value"),
+        pytest.param(f'{GR}{{gpu="0"}} 0.5 soon\n', id="bad-timestamp"),
+        pytest.param(f'{GR}{{gpu="0"}}\n', id="no-value"),
+        pytest.param(f"{GR}{{gpu=0}} 0.5\n", id="unquoted-value"),
+        pytest.param(f'{GR}{{gpu="0" pod="p"}} 0.5\n', id="missing-comma"),
+        pytest.param(f'{GR}{{gpu="0}} 0.5\n', id="unterminated-value"),
+        pytest.param(f"# TYPE {UTIL}\n", id="type-without-type"),
+        pytest.param("<html><body>login</body></html>\n", id="html"),
+    ],
+)
+def test_fast_parser_refuses_what_prometheus_client_refuses(text: str) -> None:
+    with pytest.raises(ValueError):
+        list(text_string_to_metric_families(text))
+    with pytest.raises(dcgm.ScrapeError):
+        dcgm.parse_samples(text)
+
+
+def test_fast_parser_matches_prometheus_client_on_a_simulated_cluster_page() -> None:
+    """Whole GPUs, MIG instances and time-sliced shares, with pod labels whose values need escaping."""
+    profile = parse_fleet(
+        {
+            "clusters": [
+                {
+                    "name": "c",
+                    "nodeGroups": [
+                        {
+                            "name": "whole",
+                            "count": 2,
+                            "cpu": 64,
+                            "memoryGiB": 512,
+                            "gpu": {"product": "NVIDIA-A100-SXM4-80GB", "count": 8},
+                        },
+                        {
+                            "name": "mig",
+                            "count": 1,
+                            "cpu": 64,
+                            "memoryGiB": 512,
+                            "gpu": {
+                                "product": "NVIDIA-A100-SXM4-80GB",
+                                "count": 8,
+                                "mig": {
+                                    "strategy": "mixed",
+                                    "layout": ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"],
+                                },
+                            },
+                        },
+                        {
+                            "name": "shared",
+                            "count": 1,
+                            "cpu": 64,
+                            "memoryGiB": 512,
+                            "gpu": {"product": "NVIDIA-A10", "count": 4, "sharing": {"replicas": 4}},
+                        },
+                    ],
+                }
+            ]
+        }
+    ).clusters[0]
+    inventories = build_inventory(profile)
+    uses = []
+    utilization = {}
+    for index, inventory in enumerate(inventories.values()):
+        for resource, devices in sorted(inventory.devices.items()):
+            for number, device in enumerate(devices[:3]):
+                pod = f'p{index}-{number}-"q\\{resource[-3:]}'
+                uses.append(PodDevice(inventory.node, device.id, "team,a", pod, "main"))
+                utilization[f"team,a/{pod}"] = number / 4
+    page = render_metrics(inventories.values(), uses, utilization)
+    expected = reference_samples(page)
+    assert len(expected) > 100 and any('"' in labels.get("pod", "") for _, labels, _ in expected)
+    assert same_samples(fast_samples(page), expected)
 
 
 @pytest.fixture
