@@ -19,7 +19,6 @@ Reproduce::
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -30,7 +29,7 @@ from simulator.whatif.fleetsplit import SplitBy, split_nodes
 from simulator.whatif.strategies import StrategyName
 from simulator.whatif.trace import read_trace
 
-DATA = Path(os.environ.get("GPUFED_SHARED", "/work/shared")) / "data" / "alibaba-gpu-v2023"
+DATA = Path(__file__).resolve().parents[1] / "data" / "alibaba-gpu-v2023"
 NODES = DATA / "openb_node_list_gpu_node.csv"
 TRACE = DATA / "openb_pod_list_default.csv"
 TARGET_SECONDS = 60.0

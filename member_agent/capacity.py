@@ -3,7 +3,7 @@
 In: the member's Node and Pod objects (plain dicts as the Kubernetes API returns them, or the
 trimmed form :func:`trim_node` / :func:`trim_pod` keep in the agent's caches), optionally the
 DCGM utilization already grouped per node (:func:`member_agent.dcgm.utilization_by_node`), and
-the report time. Out: the ``Cluster.status`` dict of /work/briefs/shapes.md (conditions,
+the report time. Out: the ``Cluster.status`` dict of the Cluster API (controlplane/apis/cluster_v1alpha1.py) (conditions,
 nodeSummary, gpuSummary, resourceSummary, nodeShapes, utilization). No I/O happens here.
 
 Accounting rules, exactly:

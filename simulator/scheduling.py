@@ -11,9 +11,10 @@ sees realistic outcomes (fragmentation included) and realistic refusals:
 * like kube, it stops looking once it has found ``percentageOfNodesToScore`` feasible
   nodes (adaptive by default: 50% minus 1% per 125 nodes, at least 5%, at least 100
   nodes), starting where the previous pod left off;
-* scoring: ``least-allocated`` (kube's default), ``most-allocated``, ``best-fit``
-  (smallest leftover of the pod's GPU resource, then of cpu) or ``random``; ties are
-  broken with the seeded random generator, so runs are reproducible;
+* scoring (:class:`Scoring`): ``least-allocated`` (kube's default), ``most-allocated``,
+  ``best-fit`` (the FGD paper's: CPU and GPU left after the pod, normalised to a
+  128-core, 8-GPU node) or ``random``; ties are broken with the seeded random
+  generator, so runs are reproducible;
 * gangs bind all-or-nothing. A pod belongs to a gang when it has the label
   ``scheduling.x-k8s.io/pod-group: <name>`` (the coscheduling plugin's key; the
   gang needs ``scheduling.x-k8s.io/min-member: "<n>"`` pods, an annotation, else all
@@ -25,17 +26,28 @@ sees realistic outcomes (fragmentation included) and realistic refusals:
 
 Each binding names the concrete devices (GPU index / MIG instance / share) the pod
 gets, for DCGM. Pure: no I/O; :class:`ClusterState` is plain mutable memory.
+
+Speed: a what-if replay asks this core for tens of thousands of placements over a
+thousand nodes, so filtering and scoring run over NumPy arrays (one row per node: free
+and allocatable amounts per resource, GPU thousandths) kept in step with the
+``NodeState`` objects, instead of Python loops over nodes. The arrays are derived
+state; the ``NodeState`` dictionaries stay the record, and results are identical to
+scoring node by node (``tests/simulator/test_sim_scoring_equivalence.py``).
 """
 
 from __future__ import annotations
 
 import math
 import random
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Final
+from typing import Any, Final, cast
+
+import numpy as np
+from numpy.typing import NDArray
 
 from controlplane.apis.quantity import QuantityError, to_int
 from simulator.devices import Device, NodeInventory
@@ -53,9 +65,51 @@ TAINT_UNSCHEDULABLE: Final = "node.kubernetes.io/unschedulable"
 _DEFAULT_CPU_MILLI: Final = 100
 _DEFAULT_MEMORY: Final = 200 * 1024 * 1024
 _MIN_FEASIBLE_NODES: Final = 100
+_DEFAULT_MAX_PODS: Final = 110
+
+#: Thousandths of one GPU. Nodes whose GPUs are shared by thousandths (the what-if's
+#: plain-GPU nodes) advertise this resource, 1000 per GPU.
+RESOURCE_GPU_MILLI: Final = "nvidia.com/gpu-milli"
+GPU_MILLI: Final = 1000
+#: best-fit's normalisation, as in the FGD paper's simulator: a node of 128 cores and 8 GPUs.
+BEST_FIT_MAX_CPU_MILLI: Final = 128_000
+BEST_FIT_MAX_GPU_MILLI: Final = 8 * GPU_MILLI
+_BEST_FIT_WEIGHT: Final = 0.5
+
+_MIG_RESOURCE = re.compile(r"nvidia\.com/mig-(\d+)g\.")
+_MIG_SLICES: Final = 7
+
+#: Array columns that are not Kubernetes resources (a space is never in a resource name).
+POD_SLOTS_COLUMN: Final = "pod slots"
+
+IntArray = NDArray[np.int64]
+IndexArray = NDArray[np.intp]
+_NO_ROWS: Final[IndexArray] = np.zeros(0, dtype=np.intp)
 
 
 class Scoring(StrEnum):
+    """How the member scheduler ranks feasible nodes: the highest score wins, ties go to the seeded generator.
+
+    * ``least-allocated`` (kube's NodeResourcesFit default): for cpu and memory (kube's
+      non-zero defaults of 100m and 200 MiB when the pod asks for less) and each
+      ``nvidia.com/*`` resource the pod requests, ``(capacity - used) * 100 // capacity``
+      with ``used`` counting the pod (0 when it would not fit); the score is the integer
+      mean over the resources the node has.
+    * ``most-allocated``: the same with ``used * 100 // capacity`` (100 when over).
+    * ``best-fit``: the FGD paper's Best-fit (Weng et al., ATC '23; ``best_fit_score.go``
+      of its Kubernetes scheduler simulator). With CPU left and GPU left on the node after
+      the pod, in thousandths, ``left = (cpu left / 128,000) * 0.5 + (GPU left / 8,000) *
+      0.5`` and the score is ``int((1 - left) * 100)``: the node the pod leaves the least
+      room on wins. CPU and GPU count together, so a node whose CPUs the pod would exhaust
+      is as full as one whose GPUs it would; truncating to a whole 0..100 score makes near
+      ties real ties, broken at random as kube-scheduler breaks ties. GPU left counts free
+      whole GPUs as 1000, MIG instances as compute slices / 7 of that, time-sliced shares as
+      1/N (unknown GPU resources as 0); on a node that advertises
+      :data:`RESOURCE_GPU_MILLI` it is that resource's free amount alone, and the pod's whole
+      GPUs count 1000 each. CPU left does not use kube's non-zero default.
+    * ``random``: a uniform draw among the feasible nodes.
+    """
+
     LEAST_ALLOCATED = "least-allocated"
     MOST_ALLOCATED = "most-allocated"
     BEST_FIT = "best-fit"
@@ -169,9 +223,17 @@ class NodeState:
     inventory: NodeInventory | None = None
     #: Free devices by resource, in hand-out order.
     free_devices: dict[str, list[Device]] = field(default_factory=dict)
+    #: Thousandths of a GPU one unit of each GPU resource is on this node (best-fit's GPU measure).
+    gpu_milli: dict[str, int] = field(default_factory=dict)
 
     def free(self, resource: str) -> int:
         return self.allocatable.get(resource, 0) - self.requested.get(resource, 0)
+
+    def gpu_milli_free(self) -> int:
+        """Free GPU capacity in thousandths of a GPU, as best-fit measures it."""
+        if RESOURCE_GPU_MILLI in self.allocatable:
+            return self.free(RESOURCE_GPU_MILLI)
+        return sum(self.free(resource) * unit for resource, unit in self.gpu_milli.items())
 
 
 @dataclass(frozen=True, slots=True)
@@ -329,7 +391,36 @@ def node_state(node: Mapping[str, Any], inventory: NodeInventory | None = None) 
     )
     if inventory is not None:
         state.free_devices = {resource: list(devices) for resource, devices in inventory.devices.items()}
+    state.gpu_milli = gpu_milli_per_unit(allocatable, inventory)
     return state
+
+
+def gpu_milli_per_unit(allocatable: Mapping[str, int], inventory: NodeInventory | None) -> dict[str, int]:
+    """Thousandths of a GPU one unit of each ``nvidia.com/*`` resource a node advertises is.
+
+    From the device plugin's devices when the inventory is known (a whole GPU 1000, a MIG
+    instance compute slices / 7 of that, a time-sliced share 1/N); otherwise 1000 for
+    ``nvidia.com/gpu``, the profile's slices for ``nvidia.com/mig-<N>g.*``, 1 for
+    :data:`RESOURCE_GPU_MILLI` and 0 for anything else.
+    """
+    units: dict[str, int] = {}
+    devices = inventory.devices if inventory is not None else {}
+    for resource in allocatable:
+        if not resource.startswith("nvidia.com/"):
+            continue
+        known = devices.get(resource)
+        mig = _MIG_RESOURCE.match(resource)
+        if resource == RESOURCE_GPU_MILLI:
+            units[resource] = 1
+        elif known:
+            units[resource] = round(known[0].share * GPU_MILLI)
+        elif resource == "nvidia.com/gpu":
+            units[resource] = GPU_MILLI
+        elif mig is not None:
+            units[resource] = round(int(mig.group(1)) * GPU_MILLI / _MIG_SLICES)
+        else:
+            units[resource] = 0
+    return units
 
 
 # --------------------------------------------------------------------------- the scheduler
@@ -344,12 +435,49 @@ def adaptive_nodes_to_find(node_count: int, percentage: int = 0) -> int:
     return max(_MIN_FEASIBLE_NODES, node_count * percentage // 100)
 
 
+@dataclass(frozen=True, slots=True)
+class _Static:
+    """Usage-independent filtering of one pod shape: what no allocation can change."""
+
+    #: Rows of the nodes passing the label/taint filters.
+    passing_rows: IndexArray
+    #: Those of them whose allocatable could ever hold the pod (the only ones worth searching).
+    capable_rows: IndexArray
+    #: Why the other nodes failed.
+    reasons: Counter[str]
+
+
+@dataclass(frozen=True, slots=True)
+class _Demand:
+    """One request shape as array columns, built once per shape."""
+
+    #: Columns a node's free amounts must cover, and the amounts (requests, a pod slot, extras).
+    fit_columns: IndexArray
+    fit_amounts: IntArray
+    #: kube's per-node failure texts, each with its column and amount, in kube's order.
+    reason_checks: tuple[tuple[str, int, int], ...]
+    #: least/most-allocated: cpu and memory (with kube's defaults) and the GPU resources.
+    score_columns: IndexArray
+    score_amounts: IntArray
+    #: best-fit: the pod's GPU resources (converted per node to thousandths) and its cpu.
+    gpu_columns: IndexArray
+    gpu_amounts: IntArray
+    cpu: int
+
+
 class ClusterState:
     """Nodes, their free capacity and devices, and every pod's allocation.
 
     The scheduler loop keeps one instance in step with the API objects: ``add_node``
     / ``remove_node`` as nodes come and go, ``assume`` for pods found already bound,
     ``release`` when a pod finishes or is deleted, and ``schedule`` for pending pods.
+
+    Filtering and scoring read arrays with one row per node (in name order) and one
+    column per resource: ``_alloc`` (allocatable), ``_free`` (allocatable minus
+    requested; the :data:`POD_SLOTS_COLUMN` holds free pod slots), ``_units`` (GPU
+    thousandths per unit) and ``_gpu_left`` (free GPU thousandths). They are built on
+    first use after the node set changes and a node's row is rewritten whenever its
+    requests change (``_node_changed``); subclasses that change ``requested`` call it too.
     """
 
     def __init__(
@@ -366,7 +494,16 @@ class ClusterState:
         self.allocations: dict[str, Allocation] = {}
         self._order: list[NodeState] = []
         self._next_start = 0
-        self._static_cache: dict[tuple[Any, ...], tuple[list[NodeState], list[NodeState], Counter[str]]] = {}
+        self._static_cache: dict[tuple[Any, ...], _Static] = {}
+        self._passing_cache: dict[tuple[Any, ...], tuple[IndexArray, Counter[str]]] = {}
+        self._demand_cache: dict[tuple[tuple[str, int], ...], _Demand] = {}
+        self._row: dict[str, int] = {}
+        self._columns: dict[str, int] = {}
+        self._built = False
+        self._alloc: IntArray = np.zeros((0, 0), dtype=np.int64)
+        self._free: IntArray = np.zeros((0, 0), dtype=np.int64)
+        self._units: IntArray = np.zeros((0, 0), dtype=np.int64)
+        self._gpu_left: IntArray = np.zeros(0, dtype=np.int64)
 
     # --- nodes -------------------------------------------------------------------------
 
@@ -379,6 +516,7 @@ class ClusterState:
             state.pod_count = old.pod_count
             if inventory is None:
                 state.inventory = old.inventory
+                state.gpu_milli = gpu_milli_per_unit(state.allocatable, state.inventory)
             taken = {d.id for a in self.allocations.values() if a.node == state.name for d in a.devices}
             base = state.inventory.devices if state.inventory else {}
             state.free_devices = {r: [d for d in ds if d.id not in taken] for r, ds in base.items()}
@@ -391,7 +529,128 @@ class ClusterState:
 
     def _reindex(self) -> None:
         self._order = sorted(self.nodes.values(), key=lambda n: n.name)
+        self._row = {node.name: row for row, node in enumerate(self._order)}
         self._static_cache.clear()
+        self._passing_cache.clear()
+        self._demand_cache.clear()
+        self._built = False
+
+    # --- the arrays ----------------------------------------------------------------------
+
+    def _extra_free(self, node: NodeState) -> Mapping[str, int]:
+        """Further per-node amounts (array columns) that a pod's ``_extra_demand`` must fit.
+
+        For constraints kube's resource counts cannot express (a subclass packing shares
+        per device adds the largest free device). They never appear in failure reasons.
+        """
+        return {}
+
+    def _extra_demand(self, pod: PodRequest) -> Mapping[str, int]:
+        """The pod's amounts of the ``_extra_free`` columns (same for every pod of a shape)."""
+        return {}
+
+    def _column(self, name: str) -> int:
+        """The array column of a resource, added (zero for every node) the first time it is seen."""
+        column = self._columns.get(name)
+        if column is None:
+            column = self._columns[name] = len(self._columns)
+            if self._built:
+                pad = ((0, 0), (0, 1))
+                self._alloc = np.pad(self._alloc, pad)
+                self._free = np.pad(self._free, pad)
+                self._units = np.pad(self._units, pad)
+        return column
+
+    def _ensure_arrays(self) -> None:
+        if self._built:
+            return
+        names: dict[str, None] = {POD_SLOTS_COLUMN: None, "cpu": None, "memory": None}
+        for node in self._order:
+            names.update(dict.fromkeys(node.allocatable))
+            names.update(dict.fromkeys(node.requested))
+            names.update(dict.fromkeys(self._extra_free(node)))
+        names.update(dict.fromkeys(self._columns))
+        self._columns = {name: column for column, name in enumerate(names)}
+        shape = (len(self._order), len(self._columns))
+        self._alloc = np.zeros(shape, dtype=np.int64)
+        self._free = np.zeros(shape, dtype=np.int64)
+        self._units = np.zeros(shape, dtype=np.int64)
+        self._gpu_left = np.zeros(len(self._order), dtype=np.int64)
+        self._built = True
+        for row, node in enumerate(self._order):
+            self._write_row(row, node)
+
+    def _node_changed(self, node: NodeState) -> None:
+        """Bring the node's array row in step after its requests, pods or extras changed."""
+        if self._built:
+            row = self._row.get(node.name)
+            if row is not None and self._order[row] is node:
+                self._write_free(row, node)
+
+    def _write_row(self, row: int, node: NodeState) -> None:
+        column = self._column
+        alloc_cells = [(column(name), amount) for name, amount in node.allocatable.items()]
+        unit_cells = [(column(name), unit) for name, unit in node.gpu_milli.items()]
+        alloc, units = self._alloc[row], self._units[row]
+        alloc[:] = 0
+        units[:] = 0
+        for index, amount in alloc_cells:
+            alloc[index] = amount
+        for index, unit in unit_cells:
+            units[index] = unit
+        alloc[column(POD_SLOTS_COLUMN)] = 0
+        self._write_free(row, node)
+
+    def _write_free(self, row: int, node: NodeState) -> None:
+        column = self._column
+        used_cells = [(column(name), amount) for name, amount in node.requested.items()]
+        extra_cells = [(column(name), amount) for name, amount in self._extra_free(node).items()]
+        slots = column(POD_SLOTS_COLUMN)
+        free = self._free[row]
+        free[:] = self._alloc[row]
+        for index, amount in used_cells:
+            free[index] -= amount
+        free[slots] = node.allocatable.get("pods", _DEFAULT_MAX_PODS) - node.pod_count
+        for index, amount in extra_cells:
+            free[index] = amount
+        self._gpu_left[row] = node.gpu_milli_free()
+
+    def _demand(self, pod: PodRequest) -> _Demand:
+        key = tuple(pod.requests.items())
+        cached = self._demand_cache.get(key)
+        if cached is not None:
+            return cached
+        column = self._column
+        requests = pod.requests
+        fit = {column(resource): amount for resource, amount in requests.items()}
+        slots = column(POD_SLOTS_COLUMN)
+        fit[slots] = 1
+        for name, amount in self._extra_demand(pod).items():
+            fit[column(name)] = amount
+        checks = [(FilterReason.TOO_MANY_PODS.value, slots, 1)]
+        checks += [
+            (f"{FilterReason.INSUFFICIENT.value} {resource}", column(resource), amount)
+            for resource, amount in requests.items()
+        ]
+        scored = {"cpu": max(requests.get("cpu", 0), _DEFAULT_CPU_MILLI)}
+        scored["memory"] = max(requests.get("memory", 0), _DEFAULT_MEMORY)
+        gpus = {}
+        for resource, amount in requests.items():
+            if resource.startswith("nvidia.com/"):
+                scored[resource] = amount
+                gpus[resource] = amount
+        demand = _Demand(
+            fit_columns=np.fromiter(fit, dtype=np.intp, count=len(fit)),
+            fit_amounts=np.fromiter(fit.values(), dtype=np.int64, count=len(fit)),
+            reason_checks=tuple(checks),
+            score_columns=np.array([column(r) for r in scored], dtype=np.intp),
+            score_amounts=np.fromiter(scored.values(), dtype=np.int64, count=len(scored)),
+            gpu_columns=np.array([column(r) for r in gpus], dtype=np.intp),
+            gpu_amounts=np.fromiter(gpus.values(), dtype=np.int64, count=len(gpus)),
+            cpu=requests.get("cpu", 0),
+        )
+        self._demand_cache[key] = demand
+        return demand
 
     # --- allocations ---------------------------------------------------------------------
 
@@ -422,6 +681,7 @@ class ClusterState:
                 if state.inventory is not None:
                     order = {d.id: i for i, d in enumerate(state.inventory.devices.get(device.resource, ()))}
                     free.sort(key=lambda d: order.get(d.id, 0))
+            self._node_changed(state)
         return allocation
 
     def _allocate(
@@ -447,134 +707,164 @@ class ClusterState:
         state.pod_count += 1
         allocation = Allocation(pod.key, state.name, dict(pod.requests), tuple(devices), pod.gang)
         self.allocations[pod.key] = allocation
+        self._node_changed(state)
         return allocation
 
     # --- filtering -----------------------------------------------------------------------
 
-    def _static_candidates(self, pod: PodRequest) -> tuple[list[NodeState], list[NodeState], Counter[str]]:
-        """Usage-independent filtering, cached per constraint and request shape.
-
-        Returns the nodes passing the label/taint filters, those of them whose
-        allocatable could ever hold the pod (the only ones worth searching), and the
-        reasons the other nodes failed.
-        """
+    def _static(self, pod: PodRequest) -> _Static:
+        """Usage-independent filtering, cached per constraint and request shape."""
         key = (pod.constraint_key, tuple(sorted(pod.requests.items())))
         cached = self._static_cache.get(key)
         if cached is not None:
             return cached
-        passing: list[NodeState] = []
-        capable: list[NodeState] = []
+        passing, reasons = self._passing(pod)
+        capable = passing
+        if len(passing) and pod.requests:
+            columns = np.array([self._column(r) for r in pod.requests], dtype=np.intp)
+            amounts = np.fromiter(pod.requests.values(), dtype=np.int64, count=len(columns))
+            allocatable = self._alloc.take(columns, axis=1).take(passing, axis=0)
+            capable = passing[(allocatable >= amounts).all(axis=1)]
+        static = _Static(passing_rows=passing, capable_rows=capable, reasons=reasons)
+        self._static_cache[key] = static
+        return static
+
+    def _passing(self, pod: PodRequest) -> tuple[IndexArray, Counter[str]]:
+        """Rows passing the label and taint filters, and why the others failed (per constraint)."""
+        key = pod.constraint_key
+        cached = self._passing_cache.get(key)
+        if cached is not None:
+            return cached
+        rows: list[int] = []
         reasons: Counter[str] = Counter()
-        requests = pod.requests.items()
-        for node in self._order:
+        for row, node in enumerate(self._order):
             reason = _static_reason(pod, node)
-            if reason is not None:
+            if reason is None:
+                rows.append(row)
+            else:
                 reasons[reason] += 1
-                continue
-            passing.append(node)
-            allocatable = node.allocatable
-            if all(amount <= allocatable.get(resource, 0) for resource, amount in requests):
-                capable.append(node)
-        self._static_cache[key] = (passing, capable, reasons)
-        return passing, capable, reasons
+        result = (np.array(rows, dtype=np.intp), reasons)
+        self._passing_cache[key] = result
+        return result
 
-    def _fit_reasons(self, pod: PodRequest, node: NodeState) -> list[str]:
-        reasons = []
-        if node.pod_count + 1 > node.allocatable.get("pods", 110):
-            reasons.append(FilterReason.TOO_MANY_PODS.value)
-        for resource, amount in pod.requests.items():
-            if amount > node.allocatable.get(resource, 0) - node.requested.get(resource, 0):
-                reasons.append(f"{FilterReason.INSUFFICIENT.value} {resource}")
+    def _fit_mask(self, demand: _Demand, rows: IndexArray) -> NDArray[np.bool_]:
+        """Per row: whether the pod fits the node now (kube's NodeResourcesFit plus the extras)."""
+        free = self._free.take(demand.fit_columns, axis=1).take(rows, axis=0)
+        return cast("NDArray[np.bool_]", (free >= demand.fit_amounts).all(axis=1))
+
+    def _feasible_rows(self, pod: PodRequest) -> tuple[IndexArray, Counter[str]]:
+        """Rows of the feasible nodes (up to kube's search limit) and, when none, the reasons per node.
+
+        As kube-scheduler, the search starts where the previous pod's stopped and stops
+        once it has found the nodes it wants.
+        """
+        self._ensure_arrays()
+        static = self._static(pod)
+        if not len(static.passing_rows):
+            return _NO_ROWS, Counter(static.reasons)
+        demand = self._demand(pod)
+        wanted = adaptive_nodes_to_find(len(self._order), self.percentage)
+        rows = static.capable_rows
+        count = len(rows)
+        if count:
+            start = self._next_start % count
+            fits = self._fit_mask(demand, rows)
+            if start:
+                fits = np.concatenate((fits[start:], fits[:start]))
+            hits = np.flatnonzero(fits)
+            if len(hits) >= wanted:
+                hits = hits[:wanted]
+                examined = int(hits[-1]) + 1
+            else:
+                examined = count
+            self._next_start = (start + examined) % count
+            if len(hits):
+                found: IndexArray = rows[(hits + start) % count]
+                return found, Counter()
+        return _NO_ROWS, self._fit_reasons(static, demand)
+
+    def _fit_reasons(self, static: _Static, demand: _Demand) -> Counter[str]:
+        """The static reasons plus kube's resource reasons counted over the passing nodes.
+
+        Reasons are added in the order a node-by-node walk would first meet them.
+        """
+        reasons = Counter(static.reasons)
+        free = self._free.take(static.passing_rows, axis=0)
+        found: list[tuple[int, int, str, int]] = []
+        for position, (reason, column, amount) in enumerate(demand.reason_checks):
+            short: NDArray[np.bool_] = free[:, column] < amount
+            hits = int(np.count_nonzero(short))
+            if hits:
+                found.append((int(np.argmax(short)), position, reason, hits))
+        for _, _, reason, hits in sorted(found):
+            reasons[reason] += hits
         return reasons
-
-    def _fits(self, pod: PodRequest, node: NodeState) -> bool:
-        if node.pod_count >= node.allocatable.get("pods", 110):
-            return False
-        allocatable = node.allocatable
-        requested = node.requested
-        for resource, amount in pod.requests.items():
-            if amount > allocatable.get(resource, 0) - requested.get(resource, 0):
-                return False
-        return True
 
     def feasible_nodes(self, pod: PodRequest) -> tuple[list[NodeState], Counter[str]]:
         """Feasible nodes (up to kube's search limit) and, when none, the reasons per node."""
-        passing, candidates, static_reasons = self._static_candidates(pod)
-        total = len(self._order)
-        if not passing:
-            return [], Counter(static_reasons)
-        wanted = adaptive_nodes_to_find(total, self.percentage)
-        count = len(candidates)
-        start = self._next_start % count if count else 0
-        feasible: list[NodeState] = []
-        examined = 0
-        for offset in range(count):
-            node = candidates[(start + offset) % count]
-            examined += 1
-            if self._fits(pod, node):
-                feasible.append(node)
-                if len(feasible) >= wanted:
-                    break
-        if count:
-            self._next_start = (start + examined) % count
-        if feasible:
-            return feasible, Counter()
-        reasons = Counter(static_reasons)
-        for node in passing:
-            for reason in self._fit_reasons(pod, node):
-                reasons[reason] += 1
-        return [], reasons
+        rows, reasons = self._feasible_rows(pod)
+        order = self._order
+        return [order[row] for row in rows], reasons
+
+    def fits_somewhere(self, pod: PodRequest) -> bool:
+        """Whether some node could take ``pod`` now (the whole cluster searched, nothing changed)."""
+        self._ensure_arrays()
+        rows = self._static(pod).capable_rows
+        return bool(len(rows)) and bool(self._fit_mask(self._demand(pod), rows).any())
 
     # --- scoring -------------------------------------------------------------------------
 
-    def _select(self, pod: PodRequest, feasible: list[NodeState]) -> NodeState:
-        if len(feasible) == 1:
-            return feasible[0]
-        if self.scoring is Scoring.RANDOM:
-            return self.rng.choice(feasible)
-        best: list[NodeState] = []
-        best_score: tuple[float, ...] | None = None
-        for node in feasible:
-            score = self._score(pod, node)
-            if best_score is None or score > best_score:
-                best_score, best = score, [node]
-            elif score == best_score:
-                best.append(node)
-        return best[0] if len(best) == 1 else self.rng.choice(best)
+    def score_nodes(self, pod: PodRequest, nodes: Sequence[NodeState]) -> list[int]:
+        """Each node's score for ``pod`` under this state's :class:`Scoring` (0 under random)."""
+        self._ensure_arrays()
+        rows = np.array([self._row[node.name] for node in nodes], dtype=np.intp)
+        return [int(score) for score in self._scores(self._demand(pod), rows)]
 
-    def _score(self, pod: PodRequest, node: NodeState) -> tuple[float, ...]:
-        requests = pod.requests
+    def _scores(self, demand: _Demand, rows: IndexArray) -> IntArray:
+        if self.scoring is Scoring.RANDOM:
+            return np.zeros(len(rows), dtype=np.int64)
         if self.scoring is Scoring.BEST_FIT:
-            gpu_left = sum(
-                node.free(resource) - amount
-                for resource, amount in requests.items()
-                if resource.startswith("nvidia.com/")
-            )
-            cpu_alloc = node.allocatable.get("cpu", 0) or 1
-            cpu_left = (node.free("cpu") - requests.get("cpu", 0)) / cpu_alloc
-            return (-gpu_left, -cpu_left)
-        resources = {"cpu": max(requests.get("cpu", 0), _DEFAULT_CPU_MILLI)}
-        resources["memory"] = max(requests.get("memory", 0), _DEFAULT_MEMORY)
-        for resource, amount in requests.items():
-            if resource.startswith("nvidia.com/"):
-                resources[resource] = amount
-        total = 0
-        weight = 0
-        most = self.scoring is Scoring.MOST_ALLOCATED
-        for resource, amount in resources.items():
-            capacity = node.allocatable.get(resource, 0)
-            if capacity <= 0:
-                continue
-            used = node.requested.get(resource, 0) + amount
-            if used > capacity:
-                part = 0 if not most else 100
-            elif most:
-                part = used * 100 // capacity
-            else:
-                part = (capacity - used) * 100 // capacity
-            total += part
-            weight += 1
-        return (total // weight if weight else 0,)
+            return self._best_fit_scores(demand, rows)
+        columns = demand.score_columns
+        capacity = self._alloc.take(columns, axis=1).take(rows, axis=0)
+        free = self._free.take(columns, axis=1).take(rows, axis=0)
+        used = capacity - free + demand.score_amounts
+        present = capacity > 0
+        divisor = np.where(present, capacity, 1)
+        if self.scoring is Scoring.MOST_ALLOCATED:
+            part = np.where(used > capacity, 100, used * 100 // divisor)
+        else:
+            part = np.where(used > capacity, 0, (capacity - used) * 100 // divisor)
+        total = np.where(present, part, 0).sum(axis=1)
+        weight = present.sum(axis=1)
+        scores: IntArray = np.where(weight > 0, total // np.maximum(weight, 1), 0)
+        return scores
+
+    def _best_fit_scores(self, demand: _Demand, rows: IndexArray) -> IntArray:
+        cpu_left = self._free[rows, self._columns["cpu"]] - demand.cpu
+        gpu_left = self._gpu_left[rows]
+        if len(demand.gpu_columns):
+            units = self._units.take(demand.gpu_columns, axis=1).take(rows, axis=0)
+            gpu_left = gpu_left - (units * demand.gpu_amounts).sum(axis=1)
+        # The FGD simulator's expression, term by term, so the float rounding is the same.
+        left = (
+            cpu_left / BEST_FIT_MAX_CPU_MILLI * _BEST_FIT_WEIGHT
+            + gpu_left / BEST_FIT_MAX_GPU_MILLI * _BEST_FIT_WEIGHT
+        )
+        scores: IntArray = np.trunc((1.0 - left) * 100.0).astype(np.int64)
+        return scores
+
+    def _select(self, pod: PodRequest, rows: IndexArray) -> NodeState:
+        """The node to bind: the best score, ties drawn with the seeded generator."""
+        if len(rows) == 1:
+            return self._order[int(rows[0])]
+        if self.scoring is Scoring.RANDOM:
+            return self._order[int(rows[self.rng.choice(range(len(rows)))])]
+        scores = self._scores(self._demand(pod), rows)
+        best = rows[scores == scores.max()]
+        if len(best) == 1:
+            return self._order[int(best[0])]
+        return self._order[int(best[self.rng.choice(range(len(best)))])]
 
     # --- the cycle -----------------------------------------------------------------------
 
@@ -609,10 +899,10 @@ class ClusterState:
         if pod.node_name is not None:
             allocation = self.assume(pod, pod.node_name)
             return Binding(pod.key, allocation.node, allocation.devices), None
-        feasible, reasons = self.feasible_nodes(pod)
-        if not feasible:
+        rows, reasons = self._feasible_rows(pod)
+        if not len(rows):
             return None, Unschedulable(pod.key, fit_error_message(len(self._order), reasons), dict(reasons))
-        node = self._select(pod, feasible)
+        node = self._select(pod, rows)
         allocation = self._allocate(pod, node)
         return Binding(pod.key, node.name, allocation.devices), None
 

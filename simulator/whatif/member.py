@@ -42,6 +42,7 @@ from member_agent.capacity import summarize, trim_node
 from simulator.devices import NodeInventory
 from simulator.nodes import build_inventory, build_nodes
 from simulator.profile import ClusterProfile
+from simulator.scheduling import RESOURCE_GPU_MILLI as RESOURCE_GPU_MILLI  # re-exported for the what-if
 from simulator.scheduling import (
     Allocation,
     ClusterState,
@@ -53,21 +54,19 @@ from simulator.scheduling import (
 )
 from simulator.whatif.trace import MILLI_PER_GPU
 
-RESOURCE_GPU_MILLI: Final = "nvidia.com/gpu-milli"
-"""Thousandths of one GPU, advertised by plain-GPU nodes of a what-if fleet for shared jobs."""
-
 #: ``lastReportTime`` of every what-if report: the replay has no wall clock.
 REPORT_TIME: Final = "2023-01-01T00:00:00Z"
 NAMESPACE: Final = "whatif"
-
-
-#: The FGD simulator's Best-fit normalisation: a node of 128 cores and 8 GPUs.
-FGD_MAX_CPU_MILLI: Final = 128_000
-FGD_MAX_GPU_MILLI: Final = 8 * MILLI_PER_GPU
+#: Array column of the largest free thousandths on one GPU of a node (-1 without a ledger).
+LARGEST_FREE_GPU_COLUMN: Final = "largest free gpu-milli"
 
 
 class MemberScoring(StrEnum):
-    """Member scoring choices of the what-if: the member scheduler's four, plus the FGD paper's Best-fit."""
+    """Member scoring choices of the what-if: the member scheduler's :class:`Scoring`.
+
+    ``fgd-best-fit`` is another name for ``best-fit`` (which is the FGD paper's Best-fit),
+    kept so that earlier commands still run.
+    """
 
     LEAST_ALLOCATED = "least-allocated"
     MOST_ALLOCATED = "most-allocated"
@@ -98,12 +97,9 @@ class SharingClusterState(ClusterState):
     On a node with a ledger, ``requested["nvidia.com/gpu"]`` counts whole-GPU pods' GPUs
     *and* GPUs hosting shares, and ``requested[RESOURCE_GPU_MILLI]`` counts every pod's
     thousandths, so kube's per-node fit on those two resources stays exact; the one extra
-    check is that a share fits on a single GPU.
-
-    ``fgd_best_fit`` replaces the member's best-fit score (least GPU left, then least CPU
-    left) with the one of the FGD paper's simulator: ``0.5 * cpu left / 128 cores + 0.5 *
-    GPU thousandths left / 8 GPUs``, lower is better, cut to a whole 0..100 score so that
-    near ties are broken at random, as kube-scheduler breaks ties of integer scores.
+    check is that a share fits on a single GPU (the :data:`LARGEST_FREE_GPU_COLUMN` the
+    base class's arrays carry for it). Under best-fit a ledger node's GPU left is its free
+    :data:`RESOURCE_GPU_MILLI`, as the FGD paper's simulator counts it.
     """
 
     def __init__(
@@ -112,14 +108,12 @@ class SharingClusterState(ClusterState):
         scoring: Scoring = Scoring.LEAST_ALLOCATED,
         seed: int | None = None,
         percentage_of_nodes_to_score: int = 100,
-        fgd_best_fit: bool = False,
     ) -> None:
         super().__init__(
-            scoring=Scoring.BEST_FIT if fgd_best_fit else scoring,
+            scoring=scoring,
             seed=seed,
             percentage_of_nodes_to_score=percentage_of_nodes_to_score,
         )
-        self.fgd_best_fit = fgd_best_fit
         self.ledgers: dict[str, GpuLedger] = {}
         self._shares: dict[str, tuple[str, int, int]] = {}
         self._gpu_rng = random.Random(None if seed is None else seed + 1)
@@ -146,19 +140,13 @@ class SharingClusterState(ClusterState):
 
     # --- fit ---------------------------------------------------------------------------
 
-    def _fits(self, pod: PodRequest, node: NodeState) -> bool:
-        if not super()._fits(pod, node):
-            return False
-        milli = pod.requests.get(RESOURCE_GPU_MILLI)
-        if milli is None:
-            return True
+    def _extra_free(self, node: NodeState) -> Mapping[str, int]:
         ledger = self.ledgers.get(node.name)
-        return ledger is not None and any(f >= milli for f in ledger.free)
+        return {LARGEST_FREE_GPU_COLUMN: max(ledger.free, default=0) if ledger is not None else -1}
 
-    def fits_somewhere(self, pod: PodRequest) -> bool:
-        """Whether some node could take ``pod`` now (no side effects, whole cluster searched)."""
-        _, candidates, _ = self._static_candidates(pod)
-        return any(self._fits(pod, node) for node in candidates)
+    def _extra_demand(self, pod: PodRequest) -> Mapping[str, int]:
+        milli = pod.requests.get(RESOURCE_GPU_MILLI)
+        return {} if milli is None else {LARGEST_FREE_GPU_COLUMN: milli}
 
     # --- allocation ----------------------------------------------------------------------
 
@@ -180,6 +168,7 @@ class SharingClusterState(ClusterState):
                 ]
             ledger.free[index] -= milli
             self._shares[pod.key] = (state.name, index, milli)
+            self._node_changed(state)
             return allocation
         allocation = super()._allocate(pod, state, device_ids=device_ids)
         for device in allocation.devices:
@@ -188,17 +177,8 @@ class SharingClusterState(ClusterState):
                 state.requested[RESOURCE_GPU_MILLI] = (
                     state.requested.get(RESOURCE_GPU_MILLI, 0) + MILLI_PER_GPU
                 )
+        self._node_changed(state)
         return allocation
-
-    def _score(self, pod: PodRequest, node: NodeState) -> tuple[float, ...]:
-        if not self.fgd_best_fit:
-            return super()._score(pod, node)
-        requests = pod.requests
-        gpu = requests.get(RESOURCE_GPU_MILLI, 0) + requests.get(RESOURCE_GPU, 0) * MILLI_PER_GPU
-        cpu_left = node.free("cpu") - requests.get("cpu", 0)
-        gpu_left = node.free(RESOURCE_GPU_MILLI) - gpu if node.name in self.ledgers else 0
-        left = 0.5 * cpu_left / FGD_MAX_CPU_MILLI + 0.5 * gpu_left / FGD_MAX_GPU_MILLI
-        return (float(int((1 - left) * 100)),)
 
     def _pick_gpu(self, ledger: GpuLedger, milli: int) -> int:
         fitting = [i for i, f in enumerate(ledger.free) if f >= milli]
@@ -341,7 +321,6 @@ class MemberCluster:
             scoring=chosen.scoring,
             seed=seed,
             percentage_of_nodes_to_score=percentage_of_nodes_to_score,
-            fgd_best_fit=chosen is MemberScoring.FGD_BEST_FIT,
         )
         node_objects = self.state.add_nodes(node_objects, inventory)
         self.products: dict[str, str] = {}

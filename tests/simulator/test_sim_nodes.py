@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -229,7 +230,7 @@ def test_alibaba_csv_nodes() -> None:
                         {
                             "name": "openb",
                             "fromCsv": {
-                                "path": "/work/shared/data/alibaba-gpu-v2023/openb_node_list_gpu_node.csv",
+                                "path": str(Path(__file__).resolve().parents[2] / "data" / "alibaba-gpu-v2023" / "openb_node_list_gpu_node.csv"),
                                 "models": ["V100M32"],
                                 "limit": 2,
                             },

@@ -18,7 +18,7 @@ from simulator.profile import (
 )
 from simulator.scheduling import Scoring
 
-ALIBABA_CSV = Path("/work/shared/data/alibaba-gpu-v2023/openb_node_list_gpu_node.csv")
+ALIBABA_CSV = Path(__file__).resolve().parents[2] / "data" / "alibaba-gpu-v2023" / "openb_node_list_gpu_node.csv"
 
 
 def _cluster(gpu: dict[str, Any] | None, **group: Any) -> dict[str, Any]:

@@ -275,6 +275,49 @@ def test_best_fit_prefers_the_fullest_node() -> None:
     assert second.bindings[0].node == "c-a100-whole-1"
 
 
+@pytest.mark.parametrize(
+    ("group", "limits", "expected"),
+    [
+        # left = (cpu left / 128,000) * 0.5 + (GPU thousandths left / 8,000) * 0.5; score = int((1 - left) * 100)
+        (A100_WHOLE, {"cpu": "1", "nvidia.com/gpu": 1}, 19),  # 95,000 and 7,000 left: 0.8086
+        (A100_WHOLE, {"cpu": "32", "nvidia.com/gpu": 8}, 75),  # 64,000 and 0 left: 0.25
+        (A100_WHOLE, {"cpu": "96"}, 50),  # no CPU left, every GPU: 0.5
+        (A100_WHOLE, {"cpu": "500m", "memory": "1Gi"}, 12),  # 95,500 and 8,000 left: 0.873
+        # a MIG GPU is 429 + 286 + 143 + 143 = 1,001 thousandths; the 3g slice is 429
+        (A100_MIG, {"nvidia.com/mig-3g.40gb": 1}, 15),  # 96,000 and 7,579 left: 0.8487
+        (A100_MIG, {"cpu": "8", "nvidia.com/mig-1g.10gb": 2}, 17),  # 88,000 and 7,722 left: 0.8264
+    ],
+)
+def test_best_fit_scores_cpu_and_gpu_left_as_the_fgd_paper(
+    group: dict[str, Any], limits: dict[str, Any], expected: int
+) -> None:
+    state = _state(group, scoring=Scoring.BEST_FIT)
+    pod = _req("p", limits)
+    node = state.nodes[sorted(state.nodes)[0]]
+    assert state.score_nodes(pod, [node]) == [expected]
+
+
+def test_best_fit_weighs_cpu_with_gpus() -> None:
+    """The pod goes where it leaves least room in CPU and GPU together, not fewest GPUs alone."""
+    state = _state(A100_WHOLE, scoring=Scoring.BEST_FIT)
+    setup = [
+        _req(name, limits, nodeSelector={"kubernetes.io/hostname": node})
+        for name, node, limits in (
+            ("gpus", "c-a100-whole-0", {"nvidia.com/gpu": 6, "cpu": "6"}),  # 2 GPUs, 90 cores left
+            ("cpus", "c-a100-whole-1", {"nvidia.com/gpu": 4, "cpu": "94"}),  # 4 GPUs, 2 cores left
+            ("full2", "c-a100-whole-2", {"nvidia.com/gpu": 8}),
+            ("full3", "c-a100-whole-3", {"nvidia.com/gpu": 8}),
+        )
+    ]
+    assert len(state.schedule(setup).bindings) == 4
+    pod = _req("one", {"nvidia.com/gpu": 1, "cpu": "1"})
+    # c-a100-whole-0: 89,000 / 128,000 * 0.5 + 1,000 / 8,000 * 0.5 = 0.41 -> 58
+    # c-a100-whole-1:  1,000 / 128,000 * 0.5 + 3,000 / 8,000 * 0.5 = 0.19 -> 80
+    nodes = [state.nodes["c-a100-whole-0"], state.nodes["c-a100-whole-1"]]
+    assert state.score_nodes(pod, nodes) == [58, 80]
+    assert state.schedule([pod]).bindings[0].node == "c-a100-whole-1"
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_random_scoring_is_reproducible(seed: int) -> None:
     pods = [_req(f"p{i}", {"nvidia.com/gpu": 1}) for i in range(10)]

@@ -6,4 +6,4 @@ import pytest
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "slow: runs the full openb trace (set GPUFED_WHATIF_VALIDATE=1)")
+    config.addinivalue_line("markers", "slow: replays the full openb trace (a few seconds)")
