@@ -26,3 +26,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     outcome = yield
     report = outcome.get_result()  # type: ignore[attr-defined]
     setattr(item, f"rep_{report.when}", report)
+
+
+#: End-to-end tests start several processes and wait for them; on a loaded 2-core machine
+#: that takes minutes, so they get a longer per-test limit than the unit tests' default.
+E2E_TIMEOUT_SECONDS = 420
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "e2e" in item.nodeid.split("/")[0] and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(E2E_TIMEOUT_SECONDS))
