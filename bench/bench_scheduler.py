@@ -377,7 +377,9 @@ def main(argv: list[str] | None = None) -> int:
                 # A new report: some nodes changed, a new snapshot, and the reservations it covers settle.
                 index = names.index(name)
                 churn(rng, nodes[index])
-                snapshots[name] = ClusterSnapshot.from_cluster(cluster_object(index, rng, nodes=nodes[index]))
+                snapshots[name] = ClusterSnapshot.from_cluster(
+                    cluster_object(index, rng, nodes=nodes[index]), previous=snapshots[name]
+                )
                 t0 = time.perf_counter_ns()
                 reservations.observe_report(name, reported_at=now)
                 accounting_ns += time.perf_counter_ns() - t0

@@ -208,6 +208,30 @@ def _scale_down(replicas: int, current: Mapping[str, int]) -> DivisionResult:
     return _result(take_by_weight(replicas, current, last=current), 0)
 
 
+def _dispense(replicas: int, weights: Mapping[str, int], *, last: Mapping[str, int]) -> dict[str, int]:
+    """:func:`take_by_weight` without its zero entries, for many clusters and few replicas.
+
+    The remainder goes to the ``remain`` first clusters in (weight, ``last``, name) order, so
+    only the clusters weighing at least the ``remain``-th largest weight are sorted, not all.
+    """
+    positive = {name: weight for name, weight in weights.items() if weight > 0}
+    total = sum(positive.values())
+    if not total or not replicas:
+        return {}
+    shares = {name: share for name, weight in positive.items() if (share := weight * replicas // total)}
+    remain = replicas - sum(shares.values())
+    if remain:
+        # Fewer than len(positive): the floors lose less than one replica per cluster.
+        threshold = heapq.nlargest(remain, positive.values())[-1]
+        tied = sorted(
+            (name for name, weight in positive.items() if weight >= threshold),
+            key=lambda name: (-positive[name], -last.get(name, 0), name),
+        )
+        for name in tied[:remain]:
+            shares[name] = shares.get(name, 0) + 1
+    return shares
+
+
 def divide_by_dynamic_weights(
     replicas: int, available: Mapping[str, int], *, current: Mapping[str, int] | None = None
 ) -> DivisionResult:
@@ -224,12 +248,11 @@ def divide_by_dynamic_weights(
     if replicas < assigned:
         return _scale_down(replicas, kept)
     extra = replicas - assigned
-    free = {name: max(count, 0) for name, count in available.items()}
-    total_free = sum(free.values())
+    total_free = sum(count for count in available.values() if count > 0)
     placeable = min(extra, total_free)
-    added = take_by_weight(placeable, free, last=kept)
-    reasons = {name: "no available replicas" for name, count in free.items() if count <= 0 and name not in kept}
-    return _result(_merge(kept, added), extra - placeable, reasons)
+    added = _dispense(placeable, available, last=kept)
+    reasons = {name: "no available replicas" for name, count in available.items() if count <= 0 and name not in kept}
+    return _result(_merge(kept, added) if kept else added, extra - placeable, reasons)
 
 
 def divide_aggregated(

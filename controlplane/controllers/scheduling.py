@@ -339,7 +339,7 @@ class SchedulerController:
             await self._requeue_unplaced()
             return
         try:
-            snapshot = ClusterSnapshot.from_cluster(obj)
+            snapshot = ClusterSnapshot.from_cluster(obj, previous=self._snapshots.get(name))
         except (ValueError, TypeError) as exc:
             log.warning("cluster %s has a status the scheduler cannot read: %s", name, exc)
             return

@@ -134,6 +134,43 @@ class PodTemplateKind:
         return out
 
 
+class ReplicatedTemplateKind(PodTemplateKind):
+    """A kind that runs ``spec.replicas`` copies of ``spec.template`` (Deployment, StatefulSet).
+
+    A cluster's share is the same object with ``spec.replicas`` set to that share; the hub's
+    status sums ``replica_fields`` over the members and merges their conditions.
+    """
+
+    replica_fields: tuple[str, ...] = ()
+    #: Condition types that are True on the hub as soon as one member says so.
+    any_true_conditions: frozenset[str] = frozenset()
+
+    def template_slots(self, obj: Obj) -> list[TemplateSlot]:
+        spec = obj.get("spec")
+        return [(spec, "template")] if isinstance(spec, dict) and "template" in spec else []
+
+    def replicas(self, obj: Obj) -> int:
+        return as_int((obj.get("spec") or {}).get("replicas"), 1)
+
+    def with_replicas(self, obj: Obj, replicas: int) -> Obj:
+        out = copy.deepcopy(obj)
+        out.setdefault("spec", {})["replicas"] = replicas
+        return out
+
+    def aggregate_status(self, obj: Obj, member_statuses: MemberStatuses) -> Obj:
+        present = [s for _, s in member_statuses if s is not None]
+        if not present:
+            return {}
+        out: Obj = dict(sum_fields(present, self.replica_fields))
+        generation = (obj.get("metadata") or {}).get("generation")
+        if generation is not None and len(present) == len(member_statuses):
+            out["observedGeneration"] = generation
+        conditions = merge_conditions(member_statuses, any_true=self.any_true_conditions)
+        if conditions:
+            out["conditions"] = conditions
+        return out
+
+
 def dig(obj: Mapping[str, Any] | None, *path: str) -> Any:
     """``obj[path[0]][path[1]]…`` or None when any step is missing."""
     cur: Any = obj

@@ -7,53 +7,19 @@ Progressing: True only when every member says so; ReplicaFailure: True when any 
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
-from controlplane.interpreter.base import (
-    Health,
-    MemberStatuses,
-    PodTemplateKind,
-    TemplateSlot,
-    as_int,
-    condition_true,
-    merge_conditions,
-    sum_fields,
-)
-from controlplane.interpreter.requirements import Obj
+from controlplane.interpreter.base import Health, ReplicatedTemplateKind, as_int, condition_true
 
 REPLICA_FIELDS = ("replicas", "readyReplicas", "availableReplicas", "updatedReplicas", "unavailableReplicas")
 
 
-class DeploymentInterpreter(PodTemplateKind):
+class DeploymentInterpreter(ReplicatedTemplateKind):
     group = "apps"
     kind = "Deployment"
-
-    def template_slots(self, obj: Obj) -> list[TemplateSlot]:
-        spec = obj.get("spec")
-        return [(spec, "template")] if isinstance(spec, dict) and "template" in spec else []
-
-    def replicas(self, obj: Obj) -> int:
-        return as_int((obj.get("spec") or {}).get("replicas"), 1)
-
-    def with_replicas(self, obj: Obj, replicas: int) -> Obj:
-        out = copy.deepcopy(obj)
-        out.setdefault("spec", {})["replicas"] = replicas
-        return out
-
-    def aggregate_status(self, obj: Obj, member_statuses: MemberStatuses) -> Obj:
-        present = [s for _, s in member_statuses if s is not None]
-        if not present:
-            return {}
-        out: Obj = dict(sum_fields(present, REPLICA_FIELDS))
-        generation = (obj.get("metadata") or {}).get("generation")
-        if generation is not None and len(present) == len(member_statuses):
-            out["observedGeneration"] = generation
-        conditions = merge_conditions(member_statuses, any_true=frozenset({"ReplicaFailure"}))
-        if conditions:
-            out["conditions"] = conditions
-        return out
+    replica_fields = REPLICA_FIELDS
+    any_true_conditions = frozenset({"ReplicaFailure"})
 
     def health(self, status: Mapping[str, Any] | None) -> Health:
         if not status:

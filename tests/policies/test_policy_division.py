@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from policies.affinity import ClusterView
@@ -134,6 +136,54 @@ def test_dynamic_weights(
     _check(result, assignments, unplaced)
     for name, count in result.assignments.items():
         assert count <= available.get(name, 0) + (current or {}).get(name, 0)
+
+
+def _dynamic_weights_reference(
+    replicas: int, available: dict[str, int], current: dict[str, int] | None
+) -> DivisionResult:
+    """The first implementation of ``divide_by_dynamic_weights``, kept as the specification of its output."""
+    kept = {name: count for name, count in (current or {}).items() if name in available and count > 0}
+    assigned = sum(kept.values())
+    if replicas == assigned:
+        return DivisionResult(assignments=dict(sorted(kept.items())))
+    if replicas < assigned:
+        shares = take_by_weight(replicas, kept, last=kept)
+        return DivisionResult(assignments={n: c for n, c in sorted(shares.items()) if c > 0})
+    extra = replicas - assigned
+    free = {name: max(count, 0) for name, count in available.items()}
+    placeable = min(extra, sum(free.values()))
+    added = take_by_weight(placeable, free, last=kept)
+    merged = dict(kept)
+    for name, count in added.items():
+        merged[name] = merged.get(name, 0) + count
+    reasons = {name: "no available replicas" for name, count in free.items() if count <= 0 and name not in kept}
+    return DivisionResult(
+        assignments={n: c for n, c in sorted(merged.items()) if c > 0},
+        unplaced=extra - placeable,
+        reasons=reasons,
+    )
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_dynamic_weights_equal_the_reference_implementation(seed: int) -> None:
+    rng = random.Random(seed)
+    names = [f"c{i:03d}" for i in range(rng.choice((1, 2, 5, 30, 100)))]
+    rng.shuffle(names)  # input order must not matter
+    for _ in range(25):
+        # Few distinct weights, so ties (broken by current replicas, then name) are common.
+        available = {name: rng.choice((-1, 0, 0, 1, 2, 3, 3, 8, 40)) for name in names}
+        current = {name: rng.randint(1, 5) for name in names if rng.random() < 0.1} or None
+        if current and rng.random() < 0.2:
+            current["gone"] = 2  # not a candidate any more
+        replicas = rng.choice((0, 1, 2, 5, 7, 20, 64, 500))
+        got = divide_by_dynamic_weights(replicas, available, current=current)
+        want = _dynamic_weights_reference(replicas, available, current)
+        assert (dict(got.assignments), got.unplaced, dict(got.reasons)) == (
+            dict(want.assignments),
+            want.unplaced,
+            dict(want.reasons),
+        )
+        assert list(got.assignments) == sorted(got.assignments)
 
 
 def test_take_by_weight_matches_karmada_dispenser() -> None:

@@ -25,6 +25,7 @@ from controlplane.scheduler.core.reservations import Demand, Reservations
 from controlplane.scheduler.core.snapshot import ClusterSnapshot, NodeShape
 
 from .builders import A100, GI, H100, cluster, shape
+from .reference import reference_replay
 
 T0 = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)
 A100_MIG_SINGLE = "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb"
@@ -441,7 +442,7 @@ def _capacity(shapes: tuple[NodeShape, ...]) -> list[tuple[int, tuple[tuple[str,
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4])
-def test_incremental_adjustment_matches_a_full_replay(seed: int) -> None:
+def test_incremental_adjustment_matches_a_replay_of_the_journal(seed: int) -> None:
     rng = random.Random(seed)
     snapshot = cluster(
         "c",
@@ -466,13 +467,80 @@ def test_incremental_adjustment_matches_a_full_replay(seed: int) -> None:
             reservations.release(binding)
         # Ask about every kind, so the memo carries estimates from one adjustment to the next.
         answers = {req: estimate_max_replicas(snapshot, req, reserved=reservations) for req in kinds}
-        replay = snapshot.shapes
-        for reservation in reservations.for_cluster("c"):
-            for demand in reservation.demands:
-                replay, _ = place_pods(replay, demand.requirements, demand.replicas)
+        replay = tuple(
+            NodeShape(count=n.count, labels=n.labels, taints=tuple(n.taints), free=n.free, allocatable={})
+            for n in reference_replay(snapshot, reservations)
+        )
         assert _capacity(adjusted_snapshot(snapshot, reservations).shapes) == _capacity(replay), step
         fresh = _fresh(snapshot, replay)
         for req, answer in answers.items():
             expected = estimate_max_replicas(fresh, req)
             assert (answer.replicas, answer.products) == (expected.replicas, expected.products), (step, req)
             assert answer.reasons == expected.reasons
+
+
+# ---------------------------------------------------------------------------------------------
+# Giving back: a binding returns exactly what its own pods took; the others stay where they are
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("changes", "four_gpu_replicas", "one_gpu_replicas"),
+    [
+        # Nodes: one with 2 free GPUs, one with 8. "a" takes the tight node, "b" lands on the big one.
+        ([("a", 2), ("b", 2)], 1, 6),
+        # "a" gives back its node; "b" keeps its pods on the big node (a replay would move it).
+        ([("a", 2), ("b", 2), ("a", 0)], 1, 8),
+        # "b" gives back: the big node is whole again, the tight one still "a"'s.
+        ([("a", 2), ("b", 2), ("b", 0)], 2, 8),
+        # "a" grows to 3: it gives back its 2 and takes 3 afresh, best fit (2 + 1 on the big node).
+        ([("a", 2), ("b", 2), ("a", 3)], 1, 5),
+        # Everything given back: the reported capacity, exactly.
+        ([("a", 2), ("b", 2), ("a", 0), ("b", 0)], 2, 10),
+    ],
+)
+def test_giving_back_returns_only_the_capacity_a_binding_took(
+    changes: list[tuple[str, int]], four_gpu_replicas: int, one_gpu_replicas: int
+) -> None:
+    snapshot = cluster("c", shape(1, gpus=2), shape(1, gpus=8))
+    reservations = Reservations()
+    for binding, replicas in changes:
+        if replicas:
+            reservations.reserve(f"ns/{binding}", "c", [Demand(replicas, gpus(1))], now=T0)
+        else:
+            reservations.release(f"ns/{binding}")
+    assert estimate_max_replicas(snapshot, gpus(4), reserved=reservations).replicas == four_gpu_replicas
+    assert estimate_max_replicas(snapshot, gpus(1), reserved=reservations).replicas == one_gpu_replicas
+
+
+def test_pods_that_did_not_fit_are_placed_once_capacity_comes_back() -> None:
+    snapshot = cluster("c", shape(1, gpus=4))
+    reservations = Reservations()
+    reservations.reserve("ns/a", "c", [Demand(1, gpus(4))], now=T0)
+    reservations.reserve("ns/b", "c", [Demand(2, gpus(2))], now=T0)  # no room left: held nowhere yet
+    assert estimate_max_replicas(snapshot, gpus(1), reserved=reservations).replicas == 0
+    reservations.release("ns/a")
+    # "b"'s promise is kept on the capacity "a" gave back, so it is not offered again.
+    assert estimate_max_replicas(snapshot, gpus(1), reserved=reservations).replicas == 0
+    reservations.release("ns/b")
+    assert estimate_max_replicas(snapshot, gpus(1), reserved=reservations).replicas == 4
+
+
+def test_a_report_starts_the_journal_afresh_with_what_is_still_reserved() -> None:
+    reservations = Reservations()
+    reservations.reserve("ns/a", "c", [Demand(1, gpus(1))], now=T0)
+    reservations.reserve("ns/b", "c", [Demand(1, gpus(1))], now=T0 + timedelta(seconds=10))
+    reservations.reserve("ns/a", "c", [Demand(2, gpus(1))], now=T0 + timedelta(seconds=20))
+    first = reservations.journal("c")
+    assert [(e.binding, sum(d.replicas for d in e.demands)) for e in first.entries] == [
+        ("ns/a", 1),
+        ("ns/b", 1),
+        ("ns/a", 0),
+        ("ns/a", 2),
+    ]
+    reservations.observe_report("c", reported_at=T0 + timedelta(seconds=15))  # covers "b" only
+    second = reservations.journal("c")
+    assert second.generation != first.generation
+    assert [(e.binding, sum(d.replicas for d in e.demands)) for e in second.entries] == [("ns/a", 2)]
+    reservations.release("ns/a")
+    assert reservations.journal("c") == (0, ())

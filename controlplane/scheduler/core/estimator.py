@@ -16,20 +16,24 @@ GPU each hold no 4-GPU replica, and free 1g slices never hold a 3g request: each
 profile is its own resource, exactly as the device plugin advertises it. A node whose
 single-strategy MIG layout is invalid (``gpu.product=…-MIG-INVALID``) offers no GPUs.
 
-Reservations are subtracted greedily before estimating (:func:`place_pods`): each
-reserved pod goes to the eligible node shape where the fewest such pods fit (best fit),
-node by node. The member's own scheduler may spread pods differently, so this is an
-approximation of where they will land; it is exact for the totals, and errs towards
-keeping large holes free. Reserved pods that no longer fit anywhere are dropped (the
-cluster's capacity shrank; the next report tells the truth).
+Reservations are subtracted before estimating by replaying the cluster's journal
+(``Reservations.journal``): pods a binding takes go greedily (:func:`place_pods`) to the
+eligible node shape where the fewest such pods fit (best fit), node by node; a binding
+that gives back returns exactly what its own pods took, to those nodes, and the others
+stay where they are. The member's own scheduler may spread pods differently, so this is
+an approximation of where they will land; it is exact for the totals, and errs towards
+keeping large holes free. Reserved pods that do not fit anywhere are held nowhere until
+capacity is given back (the cluster's capacity shrank; the next report tells the truth).
 
 Answers are memoised: per node shape the replicas one node holds, per snapshot the
 estimate per requirements, per cluster the reservation-adjusted snapshot per reservations
-version. When reservations were only added since the last adjustment, just the new ones
-are subtracted, and the adjusted snapshot remembers which shapes changed: an estimate the
-previous snapshot knew is then carried over by looking only at those shapes, when it is
-first asked for (most decisions ask about one or two requirements, so carrying all of
-them eagerly would be wasted). The hot path stays a few dict lookups per cluster. No I/O.
+version. The adjusted snapshot keeps a ledger of which reserved pods each node shape
+holds, so a later adjustment replays only the journal entries added since, and remembers
+which shapes changed: an estimate the previous snapshot knew is then carried over by
+looking only at those shapes, when it is first asked for (most decisions ask about one
+or two requirements, so carrying all of them eagerly would be wasted). A freshly reported
+snapshot built with ``previous`` carries the previous report's estimates the same way, by
+the node shapes the report changed. The hot path stays a few dict lookups per cluster. No I/O.
 """
 
 from __future__ import annotations
@@ -47,8 +51,8 @@ from controlplane.interpreter.requirements import (
     is_gpu_resource,
     untolerated,
 )
-from controlplane.scheduler.core.reservations import Reservation, Reservations
-from controlplane.scheduler.core.snapshot import ClusterSnapshot, NodeShape
+from controlplane.scheduler.core.reservations import Demand, Entry, Reservations
+from controlplane.scheduler.core.snapshot import PREVIOUS_REPORT, ClusterSnapshot, NodeShape, ReportChange
 
 UNLIMITED = 1 << 30
 """Replicas of a pod that requests nothing, on nodes that do not report a pod limit."""
@@ -57,7 +61,10 @@ _GANG = "gang"
 _RUNNABLE = "runnable"
 """Key prefix in a snapshot's memo: ``(_RUNNABLE, requirements)`` -> :func:`can_ever_run`."""
 ADJUSTED = "reservations"
-"""Key in a snapshot's ``adjusted`` memo: (reservations version, adjusted snapshot, epoch, reservations subtracted)."""
+"""Key in a snapshot's ``adjusted`` memo: (reservations version, adjusted snapshot, journal generation,
+journal entries replayed)."""
+_LEDGER = "ledger"
+"""Key in an adjusted snapshot's memo: its :class:`_Ledger` (taken over by the next adjustment)."""
 _ORIGIN = "origin"
 """Key in an adjusted snapshot's memo: its :class:`_Origin`."""
 _FITS = "fits"
@@ -195,22 +202,43 @@ def _estimate(cluster: ClusterSnapshot, req: ReplicaRequirements, by_product: di
 
 def _derive(snapshot: ClusterSnapshot, req: ReplicaRequirements) -> Estimate:
     """``snapshot``'s estimate for ``req``: carried down from the nearest snapshot it was
-    adjusted from that knows it (at most ``_CHAIN`` adjustments back), else computed over
-    every shape. Estimates carried through are remembered on the way."""
+    adjusted from that knows it (at most ``_CHAIN`` adjustments back), or from the previous
+    report of the snapshot those were adjusted from, else computed over every shape.
+    Estimates carried through are remembered on the way."""
     chain: list[tuple[ClusterSnapshot, _Origin]] = []
     node = snapshot
-    while len(chain) < _CHAIN:
+    while True:
         origin: _Origin | None = node.adjusted.get(_ORIGIN)
         if origin is None:
             break
+        if len(chain) == _CHAIN:
+            return _compute(snapshot, req)
         chain.append((node, origin))
         before: Estimate | None = origin.base.estimates.get(req)
         if before is not None:
-            for step, link in reversed(chain):
-                before = step.estimates[req] = _carry(step, req, before, link.removed, link.added)
-            return before
+            return _carry_down(chain, req, before)
         node = origin.base
-    return _compute(snapshot, req)
+    # ``node`` is the reported snapshot the chain starts from: try the report before it.
+    change: ReportChange | None = node.adjusted.get(PREVIOUS_REPORT)
+    previous: Estimate | None = change.estimates.get(req) if change is not None else None
+    if change is None or previous is None:
+        return _compute(snapshot, req)
+    reported = node.estimates[req] = _carry(node, req, previous, change.removed, change.added)
+    return _carry_down(chain, req, reported) if chain else reported
+
+
+def _carry_down(chain: list[tuple[ClusterSnapshot, _Origin]], req: ReplicaRequirements, before: Estimate) -> Estimate:
+    """Carry ``before`` (known on the base of the last link) down ``chain`` to its first snapshot.
+
+    The snapshots in between are superseded adjustments nobody asks again, so the counts are
+    moved through all links at once and only the first snapshot remembers an estimate.
+    """
+    by_product = dict(before.by_product)
+    for _, link in reversed(chain):
+        _move(by_product, req, link.removed, link.added)
+    snapshot = chain[0][0]
+    found = snapshot.estimates[req] = _estimate(snapshot, req, by_product)
+    return found
 
 
 def _fit_vector(snapshot: ClusterSnapshot, req: ReplicaRequirements) -> list[int]:
@@ -262,8 +290,16 @@ def _carry(
     added: Sequence[NodeShape],
 ) -> Estimate:
     """``before`` (the estimate on the snapshot ``snapshot`` was derived from) moved by the
-    replicas of the shapes that adjustment ``removed`` and ``added``."""
+    replicas of the shapes that derivation ``removed`` and ``added``."""
     by_product = dict(before.by_product)
+    _move(by_product, req, removed, added)
+    return _estimate(snapshot, req, by_product)
+
+
+def _move(
+    by_product: dict[str, int], req: ReplicaRequirements, removed: Sequence[NodeShape], added: Sequence[NodeShape]
+) -> None:
+    """Replicas per product, in place: less those of ``removed`` shapes, plus those of ``added`` ones."""
     for shape in removed:
         fit = shape_fit(shape, req)
         if fit:
@@ -272,7 +308,6 @@ def _carry(
         fit = shape_fit(shape, req)
         if fit:
             by_product[shape.product] = by_product.get(shape.product, 0) + fit * shape.count
-    return _estimate(snapshot, req, by_product)
 
 
 def _explain(cluster: ClusterSnapshot, req: ReplicaRequirements) -> tuple[str, ...]:
@@ -353,8 +388,135 @@ def _explain_shapes(shapes: Sequence[NodeShape], req: ReplicaRequirements) -> tu
     return tuple(reasons)
 
 
+Hold = tuple[str, ReplicaRequirements, int]
+"""``(binding, requirements, pods)``: each node of a piece runs ``pods`` reserved pods of the binding."""
+
+
+class _Missing:
+    """Pods of a reservation that did not fit when taken (``pods`` of ``requirements``)."""
+
+    __slots__ = ("pods", "requirements")
+
+    def __init__(self, requirements: ReplicaRequirements, pods: int) -> None:
+        self.requirements = requirements
+        self.pods = pods
+
+
+class _Ledger:
+    """Who holds what on an adjusted snapshot's pieces, so a binding can give back its own pods.
+
+    ``holds`` runs parallel to the snapshot's shapes. ``short`` lists, per binding in the
+    order they took, the pods that did not fit when taken. Owned by one
+    adjusted snapshot at a time: the next adjustment takes it over and changes it.
+    """
+
+    __slots__ = ("holds", "short")
+
+    def __init__(self, holds: list[tuple[Hold, ...]], short: dict[str, list[_Missing]]) -> None:
+        self.holds = holds
+        self.short = short
+
+
+class _Replay:
+    """Replays journal entries on a snapshot's shapes, keeping what estimates carry over."""
+
+    __slots__ = ("added", "base", "holds", "removed", "shapes", "short", "splices", "vectors")
+
+    def __init__(self, base: ClusterSnapshot, ledger: _Ledger) -> None:
+        self.base = base
+        self.shapes: tuple[NodeShape, ...] = base.shapes
+        self.holds = ledger.holds
+        self.short = ledger.short
+        self.removed: list[NodeShape] = []
+        self.added: list[NodeShape] = []
+        self.splices: list[Splice] = []
+        self.vectors: dict[ReplicaRequirements, list[int]] = {}
+        """Fit vectors of the requirements placed so far, kept in step with ``shapes``."""
+
+    def apply(self, entry: Entry) -> None:
+        if entry.demands:
+            self.take(entry.binding, entry.demands)
+        else:
+            self.give_back(entry.binding)
+
+    def take(self, binding: str, demands: Sequence[Demand]) -> None:
+        for demand in demands:
+            placed = self._place(binding, demand.requirements, demand.replicas)
+            if placed < demand.replicas:
+                self.short.setdefault(binding, []).append(_Missing(demand.requirements, demand.replicas - placed))
+
+    def give_back(self, binding: str) -> None:
+        """Return the capacity ``binding``'s pods took to the nodes they took it from."""
+        self.short.pop(binding, None)
+        holds = self.holds
+        step: list[Splice] = []
+        for i, held in enumerate(holds):
+            if not held:
+                continue
+            mine = [hold for hold in held if hold[0] == binding]
+            if not mine:
+                continue
+            shape = self.shapes[i]
+            free = dict(shape.free)
+            for _, req, pods in mine:
+                for name, amount in req.resources:
+                    free[name] = free.get(name, 0) + amount * pods
+                if RESOURCE_PODS in free:
+                    free[RESOURCE_PODS] += pods
+            piece = shape.with_free(free, shape.count)
+            holds[i] = tuple(hold for hold in held if hold[0] != binding)
+            step.append((i, (piece,)))
+            self.removed.append(shape)
+            self.added.append(piece)
+        if not step:
+            return
+        shapes = list(self.shapes)
+        for i, (piece,) in step:
+            shapes[i] = piece
+        self.shapes = tuple(shapes)
+        for req, vector in self.vectors.items():
+            _splice(vector, step, req)
+        self.splices.extend(step)
+        # Capacity came back: promises that did not fit when made are kept now, in their order.
+        # Placing only takes capacity, so requirements that found no room stay without it.
+        full: set[ReplicaRequirements] = set()
+        for other, wants in list(self.short.items()):
+            for want in wants:
+                if want.pods and want.requirements not in full:
+                    placed = self._place(other, want.requirements, want.pods)
+                    if not placed:
+                        full.add(want.requirements)
+                    want.pods -= placed
+            if not any(want.pods for want in wants):
+                del self.short[other]
+
+    def _place(self, binding: str, req: ReplicaRequirements, replicas: int) -> int:
+        vectors = self.vectors
+        vector = vectors.get(req)
+        if vector is None:
+            vector = vectors[req] = _spliced(_fit_vector(self.base, req), self.splices, req)  # a copy of our own
+        step: list[Splice] = []
+        taken: list[tuple[int, ...]] = []
+        self.shapes, placed = place_pods(
+            self.shapes, req, replicas, removed=self.removed, added=self.added, fits=vector, splices=step, taken=taken
+        )
+        if step:
+            holds = self.holds
+            for (i, _), pods in zip(step, taken, strict=True):
+                held = holds[i]
+                holds[i : i + 1] = [(*held, (binding, req, n)) if n else held for n in pods]
+            for other, other_vector in vectors.items():
+                _splice(other_vector, step, other)
+            self.splices.extend(step)
+        return placed
+
+
 def adjusted_snapshot(cluster: ClusterSnapshot, reservations: Reservations | None) -> ClusterSnapshot:
-    """``cluster`` with the capacity reserved in it subtracted (memoised per reservations version)."""
+    """``cluster`` with the capacity reserved in it subtracted (memoised per reservations version).
+
+    The cluster's journal (``Reservations.journal``) is replayed on its shapes; when the
+    journal only grew since the last adjustment, just the new entries are.
+    """
     if reservations is None:
         return cluster
     version = reservations.version(cluster.name)
@@ -364,38 +526,27 @@ def adjusted_snapshot(cluster: ClusterSnapshot, reservations: Reservations | Non
     if cached is not None and cached[0] == version:
         adjusted: ClusterSnapshot = cached[1]
         return adjusted
-    current = reservations.for_cluster(cluster.name)
-    epoch = reservations.epoch(cluster.name)
+    generation, entries = reservations.journal(cluster.name)
     base = cluster
-    todo: Sequence[Reservation] = current
-    if cached is not None and cached[2] == epoch and cached[3] <= len(current):
-        # Reservations were only added since: subtract just the new ones.
-        base = cached[1]
-        todo = current[cached[3] :]
-    shapes = base.shapes
-    removed: list[NodeShape] = []
-    added: list[NodeShape] = []
-    splices: list[Splice] = []
-    vectors: dict[ReplicaRequirements, list[int]] = {}
-    """Fit vectors of the requirements placed so far, kept in step with ``shapes``."""
-    for reservation in todo:
-        for demand in reservation.demands:
-            req = demand.requirements
-            if req not in vectors:
-                vectors[req] = _spliced(_fit_vector(base, req), splices, req)  # a copy of our own
-            step: list[Splice] = []
-            shapes, _ = place_pods(
-                shapes, req, demand.replicas, removed=removed, added=added, fits=vectors[req], splices=step
-            )
-            if step:
-                for other, vector in vectors.items():
-                    _splice(vector, step, other)
-                splices.extend(step)
+    todo: Sequence[Entry] = entries
+    ledger: _Ledger | None = None
+    if cached is not None and cached[2] == generation and cached[3] <= len(entries):
+        ledger = cached[1].adjusted.pop(_LEDGER, None)
+        if ledger is not None:
+            base = cached[1]
+            todo = entries[cached[3] :]
+    if ledger is None:
+        ledger = _Ledger([()] * len(cluster.shapes), {})
+    replay = _Replay(base, ledger)
+    for entry in todo:
+        replay.apply(entry)
+    shapes, removed, added = replay.shapes, replay.removed, replay.added
     adjusted = cluster.with_shapes(shapes)
     memo = adjusted.adjusted
-    for req, vector in vectors.items():
+    for req, vector in replay.vectors.items():
         memo[(_FITS, req)] = vector
-    # A shape made by one demand and split again by the next is in both lists: it never existed.
+    memo[_LEDGER] = ledger
+    # A shape made by one entry and replaced again by the next is in both lists: it never existed.
     gone = {id(s) for s in removed}
     new = {id(s) for s in added}
     if len(removed) + len(added) < len(shapes):  # carrying looks at each changed shape; else recompute
@@ -403,7 +554,7 @@ def adjusted_snapshot(cluster: ClusterSnapshot, reservations: Reservations | Non
             base,
             [s for s in removed if id(s) not in new],
             [s for s in added if id(s) not in gone],
-            splices,
+            replay.splices,
         )
         # Answers are carried at most _CHAIN adjustments back: cut the link past that, so
         # the superseded snapshots behind it can be freed.
@@ -415,7 +566,7 @@ def adjusted_snapshot(cluster: ClusterSnapshot, reservations: Reservations | Non
             node = origin.base
         else:
             node.adjusted.pop(_ORIGIN, None)
-    cluster.adjusted[ADJUSTED] = (version, adjusted, epoch, len(current))
+    cluster.adjusted[ADJUSTED] = (version, adjusted, generation, len(entries))
     return adjusted
 
 
@@ -484,6 +635,7 @@ def place_pods(
     added: list[NodeShape] | None = None,
     fits: Sequence[int] | None = None,
     splices: list[Splice] | None = None,
+    taken: list[tuple[int, ...]] | None = None,
 ) -> tuple[tuple[NodeShape, ...], int]:
     """Place ``replicas`` pods greedily on ``shapes``; return the remaining shapes and pods placed.
 
@@ -491,7 +643,8 @@ def place_pods(
     each node as full as it gets, so large holes stay free for large pods. A shape group
     is split into the nodes that took pods and those that did not. The shapes replaced
     and the ones replacing them are appended to ``removed`` and ``added`` when given;
-    each replacement is appended to ``splices`` (highest index first) when given.
+    each replacement is appended to ``splices`` (highest index first) when given, and
+    with it to ``taken`` the pods each node of every piece took (0 for the untouched ones).
     ``fits`` is the fit vector of ``req`` over ``shapes`` when the caller has it (see
     :func:`_fit_vector`): the tightest shape is then found without looking at every shape.
     """
@@ -523,6 +676,7 @@ def place_pods(
         candidates.sort()
         order = candidates
     pieces: dict[int, list[NodeShape]] = {}
+    pods: dict[int, tuple[int, ...]] = {}
     remaining = replicas
     for fit, i in order:
         shape = shapes[i]
@@ -537,6 +691,8 @@ def place_pods(
         if rest:
             split.append(shape.with_free(_subtract(shape.free, req, rest), 1))
         pieces[i] = split
+        if taken is not None:
+            pods[i] = (*((0,) if untouched else ()), *((fit,) if full else ()), *((rest,) if rest else ()))
         if removed is not None and added is not None:
             removed.append(shape)
             added.extend(split)
@@ -544,7 +700,10 @@ def place_pods(
         if not remaining:
             break
     if splices is not None:
-        splices.extend((i, tuple(pieces[i])) for i in sorted(pieces, reverse=True))
+        for i in sorted(pieces, reverse=True):
+            splices.append((i, tuple(pieces[i])))
+            if taken is not None:
+                taken.append(pods[i])
     if len(pieces) == 1:
         [(i, split)] = pieces.items()
         return (*shapes[:i], *split, *shapes[i + 1 :]), replicas - remaining
@@ -627,19 +786,21 @@ def gang_fit(
 
 
 def _gang_fit(snapshot: ClusterSnapshot, components: tuple[Component, ...]) -> tuple[bool, GangReasons]:
-    for component in components:
-        # Cheap necessary condition first: each role alone must fit (these estimates are cached).
-        if component.replicas:
-            alone = estimate_max_replicas(snapshot, component.requirements)
-            if alone.replicas < component.replicas:
-                return False, functools.cache(functools.partial(_alone_reasons, component, alone))
     envelope = _envelope(components)
-    total = sum(c.replicas for c in components)
-    if envelope is not None and estimate_max_replicas(snapshot, envelope).replicas >= total:
-        # Sufficient: every pod fits in a slot sized for the largest request of each resource.
+    if envelope is not None and estimate_max_replicas(snapshot, envelope).replicas >= sum(
+        c.replicas for c in components
+    ):
+        # Sufficient: every pod fits in a slot sized for the largest request of each resource
+        # (so each role alone fits too). Settles most gangs with one estimate.
         return True, _no_reasons
+    ordered = _by_size(components)
+    for component in ordered:
+        # Necessary: each role alone must fit. The largest roles are the likeliest to fail, so
+        # they are asked first; the reasons name the first role (in the gang's order) that fails.
+        if component.replicas and estimate_max_replicas(snapshot, component.requirements).replicas < component.replicas:
+            return False, functools.cache(functools.partial(_alone_reasons, snapshot.shapes, components))
     shapes = snapshot.shapes
-    for component in sorted(components, key=_size_key, reverse=True):
+    for component in ordered:
         shapes, placed = place_pods(shapes, component.requirements, component.replicas)
         if placed < component.replicas:
             return False, functools.cache(
@@ -648,12 +809,30 @@ def _gang_fit(snapshot: ClusterSnapshot, components: tuple[Component, ...]) -> t
     return True, _no_reasons
 
 
-def _alone_reasons(component: Component, alone: Estimate) -> tuple[str, ...]:
-    return (
-        f"gang does not fit: {component.name} needs {component.replicas} pod(s), "
-        f"{alone.replicas} fit even alone",
-        *alone.reasons,
-    )
+@functools.lru_cache(maxsize=1024)
+def _by_size(components: tuple[Component, ...]) -> tuple[Component, ...]:
+    """The gang's roles in decreasing size (GPUs, then cpu, then memory)."""
+    return tuple(sorted(components, key=_size_key, reverse=True))
+
+
+def _alone_reasons(shapes: Sequence[NodeShape], components: tuple[Component, ...]) -> tuple[str, ...]:
+    # The shapes, not the snapshot: the snapshot memoises the verdict holding this function.
+    for component in components:
+        if not component.replicas:
+            continue
+        by_product: dict[str, int] = {}
+        for shape in shapes:
+            fit = shape_fit(shape, component.requirements)
+            if fit:
+                by_product[shape.product] = by_product.get(shape.product, 0) + fit * shape.count
+        alone = min(sum(by_product.values()), UNLIMITED)
+        if alone < component.replicas:
+            return (
+                f"gang does not fit: {component.name} needs {component.replicas} pod(s), "
+                f"{alone} fit even alone",
+                *_explain_shapes(shapes, component.requirements),
+            )
+    return ()
 
 
 def _placed_reasons(left: tuple[NodeShape, ...], component: Component, placed: int) -> tuple[str, ...]:

@@ -26,6 +26,7 @@ decision in :class:`Reservations` so the next binding does not take the same cap
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -237,8 +238,13 @@ def _schedule_term(
     feasible, rejected = run_filters(profile, state, clusters)
     # Scores decide only where the division has a free choice: a gang's one cluster, or where a
     # workload scaled to zero lives. Weighted, aggregated and tiered division follow their own
-    # rules, so those decisions skip scoring (and their explanation carries no score).
-    scores = run_scorers(profile, state, feasible) if request.gang or request.replicas == 0 else {}
+    # rules, so those decisions skip scoring (and their explanation carries no score). Even
+    # then scores only break ties of tier and price, so they are worked out when first needed.
+    scores: Scores = (
+        functools.cache(functools.partial(run_scorers, profile, state, feasible))
+        if request.gang or request.replicas == 0
+        else _no_scores
+    )
     division_reasons: dict[str, str] = {}
 
     spread = request.placement.spread_constraints
@@ -352,7 +358,7 @@ def _tiers(state: CycleState, feasible: Sequence[ClusterSnapshot]) -> tuple[dict
 def _best(
     state: CycleState,
     feasible: Sequence[ClusterSnapshot],
-    scores: Mapping[str, float],
+    scores: Scores,
     *,
     tiers: Mapping[str, int],
 ) -> ClusterSnapshot | None:
@@ -364,9 +370,25 @@ def _best(
         return previous[0]
     if not candidates:
         return None
-    return min(
-        candidates, key=lambda c: (tiers[c.name], cluster_price(state, c), -scores.get(c.name, 0.0), c.name)
-    )
+    feasibility = state.feasibility
+    keyed = [
+        (tiers[c.name], found.price if (found := feasibility.get(c.name)) is not None else cluster_price(state, c), c)
+        for c in candidates
+    ]
+    lowest = min((tier, price) for tier, price, _ in keyed)
+    tied = [c for tier, price, c in keyed if (tier, price) == lowest]
+    if len(tied) == 1:
+        return tied[0]
+    by_score = scores()
+    return min(tied, key=lambda c: (-by_score.get(c.name, 0.0), c.name))
+
+
+Scores = Callable[[], Mapping[str, float]]
+"""Scores per feasible cluster, worked out when first called (then remembered)."""
+
+
+def _no_scores() -> Mapping[str, float]:
+    return {}
 
 
 LazyReasons = Callable[[], Mapping[str, str]] | None
@@ -374,7 +396,7 @@ LazyReasons = Callable[[], Mapping[str, str]] | None
 
 
 def _divide(
-    state: CycleState, feasible: Sequence[ClusterSnapshot], scores: Mapping[str, float]
+    state: CycleState, feasible: Sequence[ClusterSnapshot], scores: Scores
 ) -> tuple[DivisionResult, LazyReasons]:
     request = state.request
     replicas = request.replicas
@@ -478,7 +500,7 @@ def _result(
     unplaced: int,
     condition: ScheduledCondition,
     rejected: Mapping[str, Status],
-    scores: Mapping[str, float],
+    scores: Scores,
     division_reasons: Mapping[str, str],
     affinity_name: str | None,
     more_reasons: LazyReasons = None,
@@ -498,7 +520,7 @@ def _result(
 
     def explain() -> Explanation:
         reasons_of = {**division_reasons, **more_reasons()} if more_reasons is not None else division_reasons
-        return _explanation(state, clusters, decided, rejected, scores, reasons_of)
+        return _explanation(state, clusters, decided, rejected, scores(), reasons_of)
 
     return ScheduleResult(
         clusters=assignments,

@@ -7,7 +7,9 @@ quantities are already integers in base units (the agent reports them so), label
 taints are plain dicts and frozen dataclasses, the tier default is applied, and node
 shapes are tuples. Each snapshot also carries private caches (estimates per
 requirements, reservation-adjusted copies, filter verdicts) so repeated questions about
-the same snapshot cost a dict lookup; a new report means a new snapshot and fresh caches.
+the same snapshot cost a dict lookup; a new report means a new snapshot and fresh caches,
+except that, given the cluster's previous snapshot, it remembers which node shapes the report
+changed, so the previous report's estimates can be carried over instead of computed anew.
 
 No I/O; the snapshot is never mutated after construction (its caches are memo tables).
 """
@@ -18,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
-from typing import Any, NewType
+from typing import Any, NamedTuple, NewType
 
 from pydantic import BaseModel
 
@@ -218,25 +220,32 @@ class ClusterSnapshot:
         )
 
     def with_shapes(self, shapes: tuple[NodeShape, ...]) -> ClusterSnapshot:
-        """A copy with other node shapes (fresh caches), e.g. after subtracting reservations."""
-        return ClusterSnapshot(
-            name=self.name,
-            provider=self.provider,
-            region=self.region,
-            zone=self.zone,
-            tier=self.tier,
-            labels=self.labels,
-            pricing=self.pricing,
-            taints=self.taints,
-            unschedulable=self.unschedulable,
-            ready=self.ready,
-            report_time=self.report_time,
-            shapes=shapes,
-        )
+        """A copy with other node shapes (fresh caches), e.g. after subtracting reservations.
+
+        Every reservation change makes one, so this copies the instance dictionary instead of
+        running the dataclass ``__init__``; the cluster's ``view`` (which does not depend on
+        the shapes) comes along when it was built.
+        """
+        out: ClusterSnapshot = object.__new__(ClusterSnapshot)
+        fields = out.__dict__
+        fields.update(self.__dict__)
+        fields["shapes"] = shapes
+        fields["estimates"] = {}
+        fields["adjusted"] = {}
+        fields["filters"] = {}
+        fields["verdicts"] = {}
+        return out
 
     @classmethod
-    def from_cluster(cls, cluster: BaseModel | Mapping[str, Any]) -> ClusterSnapshot:
-        """Build from a ``Cluster`` (pydantic model or its wire dict, camelCase keys)."""
+    def from_cluster(
+        cls, cluster: BaseModel | Mapping[str, Any], *, previous: ClusterSnapshot | None = None
+    ) -> ClusterSnapshot:
+        """Build from a ``Cluster`` (pydantic model or its wire dict, camelCase keys).
+
+        ``previous``: the snapshot of the cluster's last report, when there is one. The new
+        snapshot then remembers which node shapes the report changed, so the estimator can
+        move the previous report's estimates by those shapes instead of computing them anew.
+        """
         raw: Mapping[str, Any]
         if isinstance(cluster, BaseModel):
             raw = cluster.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -251,7 +260,7 @@ class ClusterSnapshot:
             c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ()
         )
         report = status.get("lastReportTime")
-        return cls(
+        snapshot = cls(
             name=str(meta.get("name") or ""),
             provider=provider,
             region=spec.get("region"),
@@ -265,3 +274,42 @@ class ClusterSnapshot:
             report_time=parse_time(report) if report else None,
             shapes=tuple(NodeShape.from_dict(s) for s in status.get("nodeShapes") or ()),
         )
+        if previous is not None and previous.name == snapshot.name:
+            _link_report(previous, snapshot)
+        return snapshot
+
+
+PREVIOUS_REPORT = "previous report"
+"""Key in a reported snapshot's ``adjusted`` memo: :class:`ReportChange` from the report before."""
+
+
+class ReportChange(NamedTuple):
+    """How a report's node shapes differ from the report before (see ``from_cluster``)."""
+
+    estimates: dict[Any, Any]
+    """The previous snapshot's estimate memo (only it: the rest of that snapshot can be freed)."""
+    removed: list[NodeShape]
+    added: list[NodeShape]
+
+
+def _link_report(previous: ClusterSnapshot, snapshot: ClusterSnapshot) -> None:
+    """Record in ``snapshot`` which shapes differ from ``previous`` (when few enough to be worth it).
+
+    Shapes with the same content share their per-node memo (``_node_memo``), so a shape the
+    report repeats is found by that memo and its count.
+    """
+    if not previous.estimates:
+        return
+    unmatched: dict[tuple[int, int], list[NodeShape]] = {}
+    for shape in previous.shapes:
+        unmatched.setdefault((id(shape.fits), shape.count), []).append(shape)
+    added: list[NodeShape] = []
+    for shape in snapshot.shapes:
+        bucket = unmatched.get((id(shape.fits), shape.count))
+        if bucket:
+            bucket.pop()
+        else:
+            added.append(shape)
+    removed = [shape for bucket in unmatched.values() for shape in bucket]
+    if len(removed) + len(added) < len(snapshot.shapes):
+        snapshot.adjusted[PREVIOUS_REPORT] = ReportChange(previous.estimates, removed, added)
