@@ -16,8 +16,8 @@ Why a separate hub process: in one process the client's TLS and JSON work would 
 the hub's event loop and inflate its latency. On a 2-core machine the client process,
 the hub and etcd still contend for CPU (the client uses about as much CPU as the hub
 does for raw puts), so the ratio is measured with the same client overhead on both
-sides; the per-phase CPU seconds of the hub, etcd and this client are reported in the
-details to show where the time went.
+sides; the per-phase CPU seconds of the hub, etcd and this client, and their CPU
+milliseconds per operation, are reported in the details to show where the time went.
 
 Reproduce: ``.venv/bin/python -m bench.bench_api [--size quick|full] [--json FILE]``
 """
@@ -130,6 +130,16 @@ class Phase:
             "latency": latency_summary(self.latencies),
             "cpu_seconds": {k: round(v, 2) for k, v in self.cpu_seconds.items()},
         }
+
+
+def cpu_ms_per_op(phases: list[Phase]) -> dict[str, float]:
+    """CPU milliseconds per operation of each measured process over ``phases``."""
+    ops = sum(p.ops for p in phases)
+    names = sorted({name for p in phases for name in p.cpu_seconds})
+    return {
+        name: round(1000 * sum(p.cpu_seconds.get(name, 0.0) for p in phases) / ops, 3) if ops else 0.0
+        for name in names
+    }
 
 
 def config_map(name: str, namespace: str = NAMESPACE) -> dict[str, Any]:
@@ -326,6 +336,7 @@ class ApiBench:
             "raw_puts_per_s": round(raw_rate, 1),
             "ratio": round(ratio, 4),
             "round_ratios": [round(h.rate / r.rate, 4) for r, h in zip(raw, hub, strict=True)],
+            "cpu_ms_per_op": {"hub create": cpu_ms_per_op(hub), "raw put": cpu_ms_per_op(raw)},
             "phases": [p.as_dict() for p in phases],
             "get": latency_summary(get_latencies),
             "list": latency_summary(list_latencies),
@@ -398,6 +409,7 @@ def run(size: Size) -> BenchmarkResult:
         finally:
             group.stop_all()
     details["hub"] = "separate process (gpufed controlplane, embedded etcd), HTTPS + bearer token"
+    details["hub_event_loop"] = "asyncio"
     return BenchmarkResult(
         benchmark=NAME, size=size, figures=figures, details=details, seconds=time.perf_counter() - started
     )

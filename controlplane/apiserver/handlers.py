@@ -289,7 +289,7 @@ class ResourceHandlers:
     async def _create(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
         body = await self._body(request)
         warnings: list[str] = []
-        created = await self._objects.create(
+        created = await self._objects.create_encoded(
             rt, body, namespace=info.namespace, dry_run=dry_run_of(request),
             field_validation=_field_validation(request), field_manager=field_manager_for(request),
             warnings=warnings,

@@ -73,7 +73,9 @@ def utc_now() -> datetime:
 
 
 def format_time(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """RFC 3339 in UTC to the second (``2024-05-01T10:00:00Z``), as kube writes timestamps."""
+    # isoformat is about twice as fast as strftime, and this runs on every write.
+    return moment.astimezone(UTC).isoformat(timespec="seconds")[:19] + "Z"
 
 
 class WatchEventType(StrEnum):
@@ -259,7 +261,46 @@ class ObjectStore:
         warnings: WarningSink | None = None,
     ) -> dict[str, Any]:
         """Create ``obj``; raise AlreadyExists, Invalid, or NotFound for a missing namespace."""
-        obj = self._incoming(rt, obj, namespace=namespace)
+        created, _ = await self._create_owned(
+            rt, self._incoming(rt, obj, namespace=namespace), dry_run=dry_run,
+            field_validation=field_validation, field_manager=field_manager, warnings=warnings,
+        )
+        return created
+
+    async def create_encoded(
+        self,
+        rt: ResourceType,
+        obj: dict[str, Any],
+        *,
+        namespace: str | None = None,
+        dry_run: bool = False,
+        field_validation: FieldValidation = FieldValidation.STRICT,
+        field_manager: str | None = None,
+        warnings: WarningSink | None = None,
+    ) -> bytes:
+        """:meth:`create` for the HTTP layer: the created object as JSON, with its resourceVersion.
+
+        ``obj`` is handed over (a freshly parsed request body): it is changed in place
+        instead of copied. The answer is the stored JSON itself, encoded once for etcd.
+        """
+        created, stored = await self._create_owned(
+            rt, self._incoming(rt, obj, namespace=namespace, copy_body=False), dry_run=dry_run,
+            field_validation=field_validation, field_manager=field_manager, warnings=warnings,
+        )
+        return codec.dumps(created) if stored is None else codec.with_resource_version(stored)
+
+    async def _create_owned(
+        self,
+        rt: ResourceType,
+        obj: dict[str, Any],
+        *,
+        dry_run: bool,
+        field_validation: FieldValidation,
+        field_manager: str | None,
+        warnings: WarningSink | None,
+    ) -> tuple[dict[str, Any], storage.KeyValue | None]:
+        """Create ``obj`` (this store's own copy, checked by ``_incoming``), drawing a name
+        for ``generateName``; return the object and what was stored (None on dry run)."""
         meta = obj["metadata"]
         generated = not meta.get("name") and bool(meta.get("generateName"))
         for attempt in range(3 if generated else 1):
@@ -734,12 +775,16 @@ class ObjectStore:
     # --- internals: writing -----------------------------------------------------------
 
     def _incoming(
-        self, rt: ResourceType, obj: Any, *, namespace: str | None, name: str | None = None
+        self, rt: ResourceType, obj: Any, *, namespace: str | None, name: str | None = None, copy_body: bool = True
     ) -> dict[str, Any]:
-        """A private copy of a written object, checked against the request's type and URL."""
+        """A private copy of a written object, checked against the request's type and URL.
+
+        With ``copy_body=False`` the caller hands ``obj`` over and it is used as it is.
+        """
         if not isinstance(obj, dict):
             raise errors.BadRequest(f"the body must be a {rt.kind} object, not {type(obj).__name__}")
-        obj = copy.deepcopy(obj)
+        if copy_body:
+            obj = copy.deepcopy(obj)
         checked: dict[str, Any] = obj
         api_version = obj.setdefault("apiVersion", rt.api_version)
         kind = obj.setdefault("kind", rt.kind)
@@ -784,8 +829,9 @@ class ObjectStore:
         field_validation: FieldValidation,
         field_manager: str | None,
         warnings: WarningSink | None,
-    ) -> dict[str, Any]:
-        obj = copy.deepcopy(obj)
+    ) -> tuple[dict[str, Any], storage.KeyValue | None]:
+        """One create attempt of ``obj``, which is this store's own (``_incoming``'s) copy:
+        a retry with another generated name finds it changed only in what this resets."""
         meta = obj["metadata"]
         for key in _SERVER_OWNED_METADATA:
             meta.pop(key, None)
@@ -812,14 +858,14 @@ class ObjectStore:
             if rt.warn is not None:
                 warnings.extend(rt.warn(obj))
         if dry_run:
-            return obj
+            return obj, None
         kv: storage.KeyValue = await self._store_call(
             rt, meta["name"], self._store.create(rt.key(namespace=meta.get("namespace"), name=meta["name"]), codec.encode(obj))
         )
         obj["metadata"]["resourceVersion"] = str(kv.mod_revision)
         if rt is self._namespace_type:
             self._namespaces.pop(meta["name"], None)
-        return obj
+        return obj, kv
 
     def _merged(
         self, rt: ResourceType, old: dict[str, Any], incoming: dict[str, Any], *, subresource: str | None

@@ -15,6 +15,7 @@ is absent.
 from __future__ import annotations
 
 import copy
+import functools
 import importlib
 from enum import StrEnum
 from typing import Any, Protocol, cast
@@ -85,7 +86,9 @@ class _RecordUpdate(Protocol):
     ) -> dict[str, Any]: ...
 
 
+@functools.cache
 def _load(module: str, name: str) -> Any | None:
+    """``module.name``, or None when that module is absent (looked up once: writes call it)."""
     try:
         return getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError):

@@ -38,6 +38,7 @@ import asyncio
 import ipaddress
 import logging
 import random
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
@@ -622,8 +623,48 @@ class EtcdStore:
         return await self._call(what, attempt, idempotent=False)
 
     async def _call(self, what: str, attempt: Callable[[], Awaitable[T]], *, idempotent: bool = True) -> T:
-        """Run one RPC with retries on transient failures; map the final error."""
+        """Run one RPC with retries on transient failures; map the final error.
+
+        The first attempt calls the stub directly: building tenacity's retry state costs
+        about as much as a fast etcd call, and almost every call succeeds at once. Only a
+        transient failure enters the retry loop, which replays that failure as its own
+        first attempt (same logging, backoff and total budget as retrying from the start).
+        """
         self._stubs()
+        started = time.monotonic()
+        try:
+            return await attempt()
+        except rpc.AioRpcError as exc:
+            if not _is_transient(exc, idempotent=idempotent):
+                raise self._storage_error(what, exc) from exc
+            first_failure: BaseException = exc
+        except (TimeoutError, _StreamEnded) as exc:
+            if not _is_transient(exc, idempotent=idempotent):
+                raise Unavailable(
+                    f"etcd at {self._endpoint} did not answer {what} within {self._timeout:g}s"
+                ) from exc
+            first_failure = exc
+        return await self._retry(
+            what, attempt, idempotent=idempotent, first_failure=first_failure,
+            budget=self._retry_budget - (time.monotonic() - started),
+        )
+
+    async def _retry(
+        self,
+        what: str,
+        attempt: Callable[[], Awaitable[T]],
+        *,
+        idempotent: bool,
+        first_failure: BaseException,
+        budget: float,
+    ) -> T:
+        """The retry loop after ``first_failure``, within what is left of the budget."""
+        replayed: list[BaseException] = [first_failure]
+
+        async def trial_call() -> T:
+            if replayed:
+                raise replayed.pop()
+            return await attempt()
 
         def log_retry(state: RetryCallState) -> None:
             error = state.outcome.exception() if state.outcome is not None else None
@@ -639,14 +680,14 @@ class EtcdStore:
 
         try:
             async for trial in AsyncRetrying(
-                stop=stop_after_delay(self._retry_budget),
+                stop=stop_after_delay(max(budget, 0.0)),
                 wait=wait_random_exponential(multiplier=0.05, max=1.0),
                 retry=retry_if_exception(lambda exc: _is_transient(exc, idempotent=idempotent)),
                 before_sleep=log_retry,
                 reraise=True,
             ):
                 with trial:
-                    return await attempt()
+                    return await trial_call()
         except rpc.AioRpcError as exc:
             raise self._storage_error(what, exc) from exc
         except (TimeoutError, _StreamEnded) as exc:

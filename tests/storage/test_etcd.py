@@ -86,6 +86,30 @@ async def test_data_and_watches_survive_an_etcd_restart(tmp_path: Path) -> None:
         await etcd.stop()
 
 
+async def test_a_write_issued_while_etcd_is_down_is_retried_until_it_comes_back(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    etcd = EmbeddedEtcd(tmp_path / "etcd")
+    url = await etcd.start()
+    try:
+        async with EtcdStore([url], prefix="/gpufed", retry_budget=30.0) as store:
+            await store.create("/pods/a", b"a1")
+            await etcd.stop()
+            with caplog.at_level("WARNING", logger="controlplane.storage.etcd"):
+                pending = asyncio.ensure_future(store.create("/pods/b", b"b1"))
+                await asyncio.sleep(0.3)
+                assert not pending.done()
+                assert await etcd.start() == url
+                written = await pending
+            assert (await store.get("/pods/b")) == written
+            retries = [r for r in caplog.records if r.getMessage() == "etcd call failed, retrying"]
+            assert retries, "the failed first attempt is logged as the retry loop's first"
+            assert [r.__dict__["attempt"] for r in retries][:2] == [1, 2][: len(retries)]
+            assert all(r.__dict__["call"] == "create" for r in retries)
+    finally:
+        await etcd.stop()
+
+
 @pytest.mark.parametrize(
     "call",
     [

@@ -13,7 +13,11 @@ In: a Store. Out: :class:`TokenStore` (implements the ``Authenticator`` Protocol
 
 Authentication runs on every request, so records are cached in-process for
 ``cache_ttl`` (2 s by default): a revocation made through this instance takes effect
-at once, one made through another hub process within ``cache_ttl``. Consuming a
+at once, one made through another hub process within ``cache_ttl``. Concurrent requests
+that miss the cache share one store read, and a read that overlaps a change made
+through this instance answers its own requests but is not cached.
+:meth:`TokenStore.authenticate_cached` answers from the cache alone, without I/O, for
+the API server's request path. Consuming a
 one-time token always reads the store and marks it used with a compare-and-swap, so
 of any number of concurrent uses exactly one wins.
 
@@ -216,6 +220,10 @@ class TokenStore:
         self._monotonic = monotonic
         #: token id -> (monotonic time read, record or None when absent)
         self._cache: dict[str, tuple[float, StoredToken | None]] = {}
+        #: token id -> the store read in flight (one per id, shared by concurrent misses)
+        self._reads: dict[str, asyncio.Future[StoredToken | None]] = {}
+        #: Counts changes made through this instance; a read that overlaps one is not cached.
+        self._changes = 0
 
     async def create(
         self,
@@ -256,7 +264,7 @@ class TokenStore:
             except AlreadyExists:
                 continue  # 36**6 ids: a collision is rare; draw another.
             break
-        self._remember(token_id, stored)
+        self._changed(token_id, stored)
         log.info(
             "token created",
             extra={"token_id": token_id, "role": str(role), "token_name": name, "cluster": cluster},
@@ -271,7 +279,23 @@ class TokenStore:
             log.debug("bearer token rejected", extra={"reason": str(TokenRejectedReason.MALFORMED)})
             return None
         token_id, secret = parsed
-        stored = await self._record(token_id)
+        return self._verdict(await self._record(token_id), token_id=token_id, secret=secret)
+
+    def authenticate_cached(self, token: str) -> tuple[bool, UserInfo | None]:
+        """:meth:`authenticate` without I/O: ``(True, user or None)`` when the answer needs
+        no store read (a malformed token, or a record cached less than ``cache_ttl`` ago),
+        ``(False, None)`` when only :meth:`authenticate` can tell."""
+        parsed = _parse(token)
+        if parsed is None:
+            log.debug("bearer token rejected", extra={"reason": str(TokenRejectedReason.MALFORMED)})
+            return True, None
+        token_id, secret = parsed
+        cached = self._cache.get(token_id)
+        if cached is None or self._monotonic() - cached[0] >= self._cache_ttl:
+            return False, None
+        return True, self._verdict(cached[1], token_id=token_id, secret=secret)
+
+    def _verdict(self, stored: StoredToken | None, *, token_id: str, secret: str) -> UserInfo | None:
         problem = self._problem(stored, token_id=token_id, secret=secret)
         if problem is not None:
             log.debug("bearer token rejected", extra={"token_id": token_id, "reason": str(problem)})
@@ -319,7 +343,7 @@ class TokenStore:
             except NotFound:
                 self._remember(token_id, None)
                 raise TokenRejected(TokenRejectedReason.UNKNOWN, token_id=token_id) from None
-            self._remember(token_id, used)
+            self._changed(token_id, used)
             log.info("bootstrap token consumed", extra={"token_id": token_id, "cluster": cluster})
             return _user(stored)
 
@@ -330,7 +354,7 @@ class TokenStore:
         except NotFound:
             self._remember(token_id, None)
             raise TokenNotFound(f"no token with id {token_id!r}") from None
-        self._remember(token_id, None)
+        self._changed(token_id, None)
         log.info("token revoked", extra={"token_id": token_id})
 
     async def get(self, token_id: str) -> TokenInfo:
@@ -389,14 +413,31 @@ class TokenStore:
         cached = self._cache.get(token_id)
         if cached is not None and self._monotonic() - cached[0] < self._cache_ttl:
             return cached[1]
+        pending = self._reads.get(token_id)
+        if pending is None:
+            pending = asyncio.ensure_future(self._read_record(token_id))
+            self._reads[token_id] = pending
+            pending.add_done_callback(lambda done: self._forget_read(token_id, done))
+        # Shielded: one waiter's cancellation must not cancel the read the others share.
+        return await asyncio.shield(pending)
+
+    async def _read_record(self, token_id: str) -> StoredToken | None:
+        changes = self._changes
         try:
             kv = await self._call(self._store.get(token_key(token_id)))
         except NotFound:
             stored = None
         else:
             stored = self._decode(kv)
-        self._remember(token_id, stored)
+        if changes == self._changes:
+            self._remember(token_id, stored)
         return stored
+
+    def _forget_read(self, token_id: str, done: asyncio.Future[StoredToken | None]) -> None:
+        if self._reads.get(token_id) is done:
+            del self._reads[token_id]
+        if not done.cancelled():
+            done.exception()  # retrieved: every waiter gets it; none left means no warning
 
     async def _list_stored(self) -> builtins.list[StoredToken]:
         found: builtins.list[StoredToken] = []
@@ -409,6 +450,11 @@ class TokenStore:
             if not page.more or not page.items:
                 return found
             start_after = page.items[-1].key
+
+    def _changed(self, token_id: str, stored: StoredToken | None) -> None:
+        """Record a change made through this instance (reads in flight will not cache)."""
+        self._changes += 1
+        self._remember(token_id, stored)
 
     def _remember(self, token_id: str, stored: StoredToken | None) -> None:
         if len(self._cache) >= _CACHE_MAX_ENTRIES:

@@ -21,6 +21,8 @@ lists keyed by ``name``/``containerPort``…; lists of unknown kinds are atomic)
 
 In: the live object (or ``None``), the new or applied object, the manager, the operation
 time. Out: a new object with ``metadata.managedFields`` updated; inputs are not modified.
+:func:`record_update` runs on every write, so its result shares all but ``metadata`` with
+the new object it was given (callers own that object and do not change it afterwards).
 """
 
 from __future__ import annotations
@@ -245,8 +247,11 @@ def record_update(
     if not isinstance(new, Mapping):
         raise ApplyError("the object must be a JSON object")
     section = subresource or ""
-    result = copy.deepcopy(new)
-    before = copy.deepcopy(old) if old is not None else {}
+    # Only metadata.managedFields is written, so only the metadata mapping is copied: the
+    # result shares every other subtree with ``new``, and the comparison reads views of
+    # both objects without managedFields instead of deep copies (a create copies nothing).
+    result = _with_own_metadata(new)
+    before: Mapping[str, Any] = old if old is not None else {}
     kind = _text(result.get("kind")) or _text(before.get("kind"))
     api_version = _text(result.get("apiVersion")) or _text(before.get("apiVersion"))
     schema = apply_schema(kind)
@@ -261,9 +266,17 @@ def record_update(
             managed = _decode_managed(requested)
         if not managed:
             managed = _decode_managed(_managed_fields_of(before))
-    _drop_managed_fields(before)
-    after = copy.deepcopy(result)
-    _drop_managed_fields(after)
+    before = _without_managed_fields(before)
+    after = _without_managed_fields(result)
+
+    if old is None and not section and not managed:
+        # A plain create: the manager owns every trackable field of the object. One walk
+        # builds the FieldsV1 tree; None when a list repeats a key (the general path
+        # below merges such items).
+        owned = _created_fields(after, schema)
+        if owned is not None:
+            _store_managed_tree(result, owned, manager=manager, operation=operation, api_version=api_version, now=now)
+            return result
 
     comparison = _Comparison()
     _compare(before, after, schema, (), comparison)
@@ -291,6 +304,23 @@ def _is_reset(entries: list[Any]) -> bool:
 def _managed_fields_of(obj: Mapping[str, Any]) -> Any:
     metadata = obj.get("metadata")
     return metadata.get("managedFields") if isinstance(metadata, Mapping) else None
+
+
+def _with_own_metadata(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """A shallow copy of ``obj`` whose ``metadata`` mapping (only) is its own."""
+    out = dict(obj)
+    metadata = out.get("metadata")
+    if isinstance(metadata, Mapping):
+        out["metadata"] = dict(metadata)
+    return out
+
+
+def _without_managed_fields(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``obj`` as seen without ``metadata.managedFields`` (shares everything else)."""
+    metadata = obj.get("metadata")
+    if not isinstance(metadata, Mapping) or "managedFields" not in metadata:
+        return obj
+    return {**obj, "metadata": {key: value for key, value in metadata.items() if key != "managedFields"}}
 
 
 def _drop_managed_fields(obj: dict[str, Any]) -> None:
@@ -342,6 +372,118 @@ def _store_managed(obj: dict[str, Any], managed: _Managed) -> None:
         metadata["managedFields"] = [entry.encode() for entry in entries]
     else:
         metadata.pop("managedFields", None)
+
+
+class _RepeatedItem(Exception):
+    """A list names two items alike; the set-based path handles the merge."""
+
+
+def _created_fields(obj: Mapping[str, Any], schema: FieldSchema) -> dict[str, Any] | None:
+    """The FieldsV1 tree a create by one manager owns: what ``encode_fields`` gives for the
+    trackable paths among every node of ``obj`` (``_compare`` against nothing), built in
+    one walk without path sets. None when a list holds two items with the same key."""
+    out: dict[str, Any] = {}
+    try:
+        for key in sorted(obj):
+            if key == "status":
+                continue  # never owned through the main resource
+            value, child_schema = obj[key], schema.child(key)
+            if key == "metadata" and isinstance(value, Mapping) and not child_schema.atomic:
+                tree = _created_metadata(value, child_schema)
+            else:
+                tree = _created_node(value, child_schema)
+                if tree is not None and (field_element(key),) in _UNOWNED:
+                    tree = _disowned(tree)
+            if tree is not None:
+                out[f"{FIELD}:{key}"] = tree
+    except _RepeatedItem:
+        return None
+    return out
+
+
+def _created_metadata(metadata: Mapping[str, Any], schema: FieldSchema) -> dict[str, Any] | None:
+    """``metadata``'s subtree: never owned itself, nor are the system fields or managedFields."""
+    out: dict[str, Any] = {}
+    for key in sorted(metadata):
+        if key == "managedFields":
+            continue
+        tree = _created_node(metadata[key], schema.child(key))
+        if tree is not None and key in _SYSTEM_META:
+            tree = _disowned(tree)
+        if tree is not None:
+            out[f"{FIELD}:{key}"] = tree
+    return out or None
+
+
+def _disowned(tree: dict[str, Any]) -> dict[str, Any] | None:
+    """``tree`` with its root not owned (its owned descendants stay)."""
+    tree.pop(".", None)
+    return tree or None
+
+
+def _created_node(value: Any, schema: FieldSchema) -> dict[str, Any] | None:
+    """The FieldsV1 subtree of one node as ``_nodes`` sees it (None: nothing owned here or below).
+
+    Siblings are all fields (an object) or all keys or values (a list), so ordering them
+    by their text is Kubernetes' order.
+    """
+    if isinstance(value, str):
+        return {}  # most nodes are string leaves; skip the (slow) ABC checks below
+    out: dict[str, Any] = {}
+    if isinstance(value, dict | Mapping) and not schema.atomic:
+        member = not value or schema.is_map_typed
+        for key in sorted(value):
+            tree = _created_node(value[key], schema.child(key))
+            if tree is not None:
+                out[f"{FIELD}:{key}"] = tree
+    elif isinstance(value, list) and schema.list_type is not ListType.ATOMIC:
+        member = True
+        item_schema = schema.element()
+        items: dict[str, dict[str, Any]] = {}
+        for item in value:
+            element = item_element(item, schema)
+            if element is None:
+                continue
+            name = f"{element[0]}:{element[1]}"
+            if name in items:
+                raise _RepeatedItem
+            item_tree: dict[str, Any] = {}
+            if isinstance(item, Mapping):
+                for key in sorted(item):
+                    tree = _created_node(item[key], item_schema.child(key))
+                    if tree is not None:
+                        item_tree[f"{FIELD}:{key}"] = tree
+            items[name] = {".": {}, **item_tree} if item_tree else {}
+        for name in sorted(items, key=lambda text: text[2:]):
+            out[name] = items[name]
+    else:
+        return {}
+    if not member:
+        return out or None
+    return {".": {}, **out} if out else {}
+
+
+def _store_managed_tree(
+    obj: dict[str, Any], fields_v1: dict[str, Any], *, manager: str, operation: str, api_version: str, now: str
+) -> None:
+    """``_store_managed`` for a single Update entry whose FieldsV1 tree is already built."""
+    metadata = obj.get("metadata")
+    if not fields_v1:
+        if isinstance(metadata, dict):
+            metadata.pop("managedFields", None)
+        return
+    if not isinstance(metadata, dict):
+        metadata = obj["metadata"] = {}
+    metadata["managedFields"] = [
+        {
+            "manager": manager,
+            "operation": operation,
+            "apiVersion": api_version,
+            "time": now,
+            "fieldsType": FIELDS_TYPE,
+            "fieldsV1": fields_v1,
+        }
+    ]
 
 
 def _applied_content(applied: Mapping[str, Any], section: str) -> dict[str, Any]:

@@ -8,9 +8,12 @@ import datetime as dt
 import json
 import logging
 import re
+from typing import Any, cast
 
 import pytest
+from aiohttp.test_utils import TestClient, TestServer
 
+from controlplane.apiserver.app import create_app
 from controlplane.apiserver.auth import (
     TokenNotFound,
     TokenRejected,
@@ -20,7 +23,11 @@ from controlplane.apiserver.auth import (
 )
 from controlplane.apiserver.auth.tokens import TOKEN_KEY_PREFIX, token_key
 from controlplane.apiserver.identity import Role, UserInfo
+from controlplane.apiserver.objects import ObjectStore
 from controlplane.storage import Store
+from controlplane.storage.interface import KeyValue
+
+from ..kinds import make_registry
 
 
 class FakeClock:
@@ -323,3 +330,116 @@ async def test_authentication_failures_never_log_the_token(
 )
 def test_bearer_token_parsing(headers: dict[str, str], expected: str | None) -> None:
     assert bearer_token(headers) == expected
+
+
+# --- the authentication cache ------------------------------------------------------------
+
+
+class CountingStore:
+    """The real store, with token reads counted and their answers (read at once) held back
+    while ``gate`` is cleared: a held answer goes stale if the token changes meanwhile."""
+
+    def __init__(self, store: Store) -> None:
+        self.inner = store
+        self.token_reads = 0
+        self.gate = asyncio.Event()
+        self.gate.set()
+
+    async def get(self, key: str) -> KeyValue:
+        if not key.startswith(TOKEN_KEY_PREFIX):
+            return await self.inner.get(key)
+        self.token_reads += 1
+        answer = await self.inner.get(key)
+        await self.gate.wait()
+        return answer
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def counting_tokens(store: Store, clock: FakeClock) -> tuple[TokenStore, CountingStore]:
+    counting = CountingStore(store)
+    tokens = TokenStore(
+        cast(Store, counting), cache_ttl=dt.timedelta(seconds=2), clock=clock.wall, monotonic=clock.monotonic
+    )
+    return tokens, counting
+
+
+async def test_concurrent_misses_share_one_store_read(store: Store, clock: FakeClock) -> None:
+    issued = await token_store(store, clock).create(role=Role.VIEWER, name="v")
+    tokens, counting = counting_tokens(store, clock)
+    counting.gate.clear()
+
+    waiting = [asyncio.create_task(tokens.authenticate(issued.token)) for _ in range(20)]
+    await asyncio.sleep(0.05)
+    counting.gate.set()
+    users = await asyncio.gather(*waiting)
+
+    assert counting.token_reads == 1
+    assert all(user is not None and user.name == "v" for user in users)
+    clock.advance(dt.timedelta(seconds=2))
+    assert await tokens.authenticate(issued.token) is not None
+    assert counting.token_reads == 2, "an expired cache entry is read again"
+
+
+async def test_cached_answer_of_a_token_revoked_elsewhere_ends_with_the_ttl(store: Store, clock: FakeClock) -> None:
+    here = token_store(store, clock)
+    issued = await token_store(store, clock).create(role=Role.ADMIN, name="admin")
+    assert here.authenticate_cached(issued.token) == (False, None), "nothing cached yet"
+    user = await here.authenticate(issued.token)
+    assert user is not None
+
+    await token_store(store, clock).revoke(issued.id)  # through another hub process
+
+    assert here.authenticate_cached(issued.token) == (True, user)  # stale, within the ttl
+    clock.advance(dt.timedelta(seconds=1, milliseconds=999))
+    assert here.authenticate_cached(issued.token) == (True, user)
+    clock.advance(dt.timedelta(milliseconds=1))
+    assert here.authenticate_cached(issued.token) == (False, None)
+    assert await here.authenticate(issued.token) is None
+    assert here.authenticate_cached(issued.token) == (True, None)
+
+
+async def test_cached_answer_checks_the_secret_and_the_expiry(store: Store, clock: FakeClock) -> None:
+    tokens = token_store(store, clock)
+    issued = await tokens.create(role=Role.VIEWER, name="temp", ttl=dt.timedelta(seconds=1))
+    token_id, secret = issued.token.split(".")
+    flipped = ("a" if secret[0] != "a" else "b") + secret[1:]
+
+    assert tokens.authenticate_cached(f"{token_id}.{flipped}") == (True, None)
+    assert tokens.authenticate_cached("not a token") == (True, None)
+    answered, user = tokens.authenticate_cached(issued.token)
+    assert answered and user is not None
+    clock.now += dt.timedelta(seconds=1)  # the wall clock only: the cache entry is still fresh
+    assert tokens.authenticate_cached(issued.token) == (True, None)
+
+
+async def test_a_read_overlapping_a_revocation_here_is_not_cached(store: Store, clock: FakeClock) -> None:
+    tokens, counting = counting_tokens(store, clock)
+    issued = await tokens.create(role=Role.ADMIN, name="admin")
+    clock.advance(dt.timedelta(seconds=2))  # the record created above is no longer fresh
+    counting.gate.clear()
+    reading = asyncio.create_task(tokens.authenticate(issued.token))
+    await asyncio.sleep(0.05)
+    await tokens.revoke(issued.id)
+    counting.gate.set()
+    assert await reading is not None  # read before the revocation: an answer of its time
+
+    assert tokens.authenticate_cached(issued.token) == (True, None)
+    assert await tokens.authenticate(issued.token) is None
+
+
+async def test_api_server_rejects_a_token_revoked_elsewhere_within_the_ttl(store: Store, clock: FakeClock) -> None:
+    registry = make_registry()
+    objects = ObjectStore(store, registry)
+    tokens = token_store(store, clock)
+    issued = await token_store(store, clock).create(role=Role.ADMIN, name="admin")
+    headers = {"Authorization": f"Bearer {issued.token}"}
+    app = create_app(objects, registry, authenticator=tokens)
+    async with TestClient(TestServer(app)) as client:
+        assert (await client.get("/api/v1/namespaces", headers=headers)).status == 200
+
+        await token_store(store, clock).revoke(issued.id)
+        clock.advance(dt.timedelta(seconds=2))
+
+        assert (await client.get("/api/v1/namespaces", headers=headers)).status == 401
