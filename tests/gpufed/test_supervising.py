@@ -76,7 +76,12 @@ async def test_stop_kills_what_ignores_sigterm_and_what_it_left_behind(tmp_path:
         assert pid is not None and grandchild in read_process_table()
         await process.stop()
         assert process.state is ProcessState.EXITED or process.state is ProcessState.STOPPING
-    table = read_process_table()
+    # A killed process stays in /proc until its parent (init, for the setsid grandchild) reaps it.
+    for _ in range(50):
+        table = read_process_table()
+        if pid not in table and grandchild not in table:
+            break
+        await asyncio.sleep(0.1)
     assert pid not in table
     assert grandchild not in table
 
