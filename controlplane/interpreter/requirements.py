@@ -7,7 +7,7 @@ nodeSelector, the required node affinity, tolerations and the priority class. Be
 hashable lets the estimator cache one answer per (cluster snapshot, requirements).
 
 The same value converts to and from the ResourceBinding's ``spec.replicaRequirements``
-(quantities as strings there, see shapes.md), and :func:`set_gpu_request` rewrites a pod
+(quantities as strings there, see docs/objects.md), and :func:`set_gpu_request` rewrites a pod
 template's GPU request for the alternative-shape feature.
 
 Pure functions over plain dicts; nothing here does I/O.

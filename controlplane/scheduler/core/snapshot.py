@@ -1,7 +1,7 @@
 """Immutable, pre-parsed views of member clusters: what the scheduler and estimator read.
 
 A :class:`ClusterSnapshot` is built once per Cluster report (``from_cluster`` takes the
-``Cluster`` model or its wire dict, see shapes.md) and then read by every scheduling
+``Cluster`` model or its wire dict, see docs/objects.md) and then read by every scheduling
 decision until the next report. Everything the hot path needs is parsed up front:
 quantities are already integers in base units (the agent reports them so), labels and
 taints are plain dicts and frozen dataclasses, the tier default is applied, and node
