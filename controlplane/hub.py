@@ -211,7 +211,8 @@ class Hub:
     async def _start_leading(self, term: Term) -> None:
         """This replica leads: run the controllers over an ObjectStore fenced to ``term``."""
         assert self.elector is not None and self.objects is not None
-        fenced = ObjectStore(self.elector.fenced_store(term), self.objects.registry)
+        fenced_store = self.elector.fenced_store(term)
+        fenced = ObjectStore(fenced_store, self.objects.registry)
         config = self.config
         self.controllers = ControllerManager(
             fenced,
@@ -229,7 +230,9 @@ class Hub:
             asyncio.create_task(ClusterNamespaceController(fenced).run(), name="cluster-namespaces"),
         ]
         if self.waste_sampler is not None:
-            self._waste_task = asyncio.create_task(self.waste_sampler.run(), name="waste-sampler")
+            self._waste_task = asyncio.create_task(
+                self.waste_sampler.run(store=fenced_store), name="waste-sampler"
+            )
         await self._mirror_leader_lease(fenced, term)
 
     async def _stop_leading(self) -> None:
