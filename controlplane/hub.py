@@ -246,7 +246,8 @@ class Hub:
         if self._waste_task is not None:
             # Let the sampler save its last rollups (a deposed leader's save may fail: fine).
             with contextlib.suppress(asyncio.CancelledError, TimeoutError):
-                await asyncio.wait_for(self._waste_task, timeout=10.0)
+                async with asyncio.timeout(10.0):
+                    await self._waste_task
         tasks, self._leader_tasks = self._leader_tasks, []
         for task in tasks:
             task.cancel()
@@ -325,7 +326,8 @@ class Hub:
         if self._waste_task is not None:
             # Let the sampler save its last rollups before the store closes.
             with contextlib.suppress(asyncio.CancelledError, TimeoutError):
-                await asyncio.wait_for(self._waste_task, timeout=10.0)
+                async with asyncio.timeout(10.0):
+                    await self._waste_task
         for task in self._background:
             task.cancel()
         for task in self._background:

@@ -228,7 +228,8 @@ class SupervisedProcess:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGTERM)
         try:
-            await asyncio.wait_for(process.wait(), self.spec.stop_timeout)
+            async with asyncio.timeout(self.spec.stop_timeout):
+                await process.wait()
         except TimeoutError:
             log.warning("%s did not stop within %gs; killing it", self.name, self.spec.stop_timeout)
             self.track(read_process_table())
@@ -332,7 +333,8 @@ class SupervisedProcess:
 
     async def _sleep(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._stopping.wait(), seconds)
+            async with asyncio.timeout(seconds):
+                await self._stopping.wait()
 
     def _before_restart(self, state: RetryCallState) -> None:
         delay = state.next_action.sleep if state.next_action is not None else 0.0

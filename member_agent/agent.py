@@ -293,7 +293,8 @@ class Agent:
         failures = 0
         while True:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._report_due.wait(), self.config.report_interval)
+                async with asyncio.timeout(self.config.report_interval):
+                    await self._report_due.wait()
                 await asyncio.sleep(self.config.report_debounce)  # let a burst of changes settle
             self._report_due.clear()
             status = self.build_status()
@@ -461,7 +462,8 @@ class Agent:
         while True:
             timeout = max(0.0, min(next_status, next_resync) - loop.time())
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._work_due.wait(), timeout)
+                async with asyncio.timeout(timeout):
+                    await self._work_due.wait()
             if self._status_dirty and not self._dirty_works:
                 await asyncio.sleep(cfg.status_debounce)  # let a burst of member events settle
             self._work_due.clear()

@@ -60,7 +60,8 @@ class ScaledClock:
     async def sleep_until(self, deadline: float | None, wake: asyncio.Event) -> None:
         timeout = None if deadline is None else max(0.0, (deadline - self.now()) / self.time_scale)
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(wake.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                await wake.wait()
 
 
 class ManualClock:

@@ -161,7 +161,8 @@ class WasteSampler:
                     # Passes took longer than the interval: skip the missed slots.
                     next_due = loop.time() + self.interval
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._stop.wait(), timeout=next_due - loop.time())
+                    async with asyncio.timeout_at(next_due):
+                        await self._stop.wait()
             await self._final_save()
         finally:
             self._accumulator = None
@@ -184,7 +185,8 @@ class WasteSampler:
                 attempt += 1
                 logger.warning("cannot restore the waste rollups yet (%s); retrying in %.0fs", exc, delay)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._stop.wait(), timeout=delay)
+                    async with asyncio.timeout(delay):
+                        await self._stop.wait()
                 continue
             self._rollups = rollups
             return accumulator

@@ -537,7 +537,8 @@ async def _up(args: argparse.Namespace, layout: Layout, names: list[str], fleet:
             while True:
                 board.refresh()
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(hub_view.changed.wait(), 1.0)
+                    async with asyncio.timeout(1.0):
+                        await hub_view.changed.wait()
                 hub_view.changed.clear()
 
         hub = supervisor.start(ProcessSpec(
