@@ -199,7 +199,9 @@ class ReportSource:
                 return self._cached[1]
             try:
                 async with asyncio.timeout(self._load_timeout):
-                    loaded = await RollupStore(self._store, prefix=self._prefix).load(Accumulator())
+                    loaded = await RollupStore(self._store, prefix=self._prefix).load(
+                        Accumulator(), read_only=True
+                    )
             except (StorageError, TimeoutError) as exc:
                 raise errors.ServiceUnavailable(
                     f"the waste rollups cannot be read from the store right now ({exc}); retry in a few seconds",

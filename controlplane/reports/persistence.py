@@ -92,10 +92,12 @@ class RollupStore:
                 return items
             start_after = page.items[-1].key
 
-    async def load(self, accumulator: Accumulator | None = None) -> Accumulator:
+    async def load(self, accumulator: Accumulator | None = None, *, read_only: bool = False) -> Accumulator:
         """Restore every saved document into ``accumulator`` (a new default one when None).
 
-        Buckets now outside the retention are dropped and their keys deleted at the next save.
+        Buckets now outside the retention are dropped, and their documents deleted unless
+        ``read_only`` (a replica that only serves reports must not write: the leader's sampler
+        owns the rollups and removes them itself).
         """
         target = accumulator if accumulator is not None else Accumulator()
         documents: dict[str, list[KeyValue]] = {}
@@ -117,12 +119,13 @@ class RollupStore:
         retained = {self._doc_prefix(bucket_id) for bucket_id in target.bucket_ids()}
         retained.add(self._doc_prefix(None))
         stale = [doc_prefix for doc_prefix in documents if doc_prefix not in retained]
-        for doc_prefix in stale:
+        for doc_prefix in [] if read_only else stale:
             await self._delete_document(doc_prefix)
         logger.info(
-            "loaded %d waste rollup documents (%d expired ones removed)",
+            "loaded %d waste rollup documents (%d expired ones %s)",
             len(documents) - len(stale),
             len(stale),
+            "left to the leader" if read_only else "removed",
         )
         return target
 

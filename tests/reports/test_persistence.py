@@ -79,6 +79,23 @@ async def test_expired_buckets_are_deleted(store: Store) -> None:
     assert len(hour_keys) == accumulator.bucket_counts()[Resolution.HOUR] <= 3
 
 
+@pytest.mark.parametrize("read_only", [False, True])
+async def test_loading_removes_expired_documents_unless_read_only(store: Store, read_only: bool) -> None:
+    long_kept = Accumulator()
+    for minute in range(0, 20):
+        long_kept.add(sample(minute))
+    await RollupStore(store).save(long_kept)
+    saved = await keys(store)
+    short = Accumulator(minute_retention=timedelta(minutes=5), hour_retention=timedelta(hours=2))
+    restored = await RollupStore(store).load(short, read_only=read_only)
+    left = await keys(store)
+    assert restored.bucket_counts()[Resolution.MINUTE] <= 6
+    if read_only:
+        assert left == saved
+    else:
+        assert len([k for k in left if "/minute/" in k]) == restored.bucket_counts()[Resolution.MINUTE] < 20
+
+
 async def test_large_documents_are_split_into_parts(store: Store) -> None:
     accumulator = Accumulator()
     for minute in range(0, 3):
