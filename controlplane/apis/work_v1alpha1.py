@@ -123,6 +123,14 @@ class TargetCluster(SpecModel):
     replicas: int = Field(default=0, ge=0)
 
 
+class BindingSnapshot(SpecModel):
+    """A binding that needs an attached binding's object (``propagateDeps``), with its clusters."""
+
+    namespace: str | None = None
+    name: str = Field(min_length=1)
+    clusters: list[TargetCluster] | None = None
+
+
 class GracefulEvictionTask(SpecModel):
     """Replicas being moved off ``fromCluster``; the old copy goes when the new one is healthy."""
 
@@ -148,6 +156,9 @@ class ResourceBindingSpec(SpecModel):
     policy: PolicyReference | None = None
     clusters: list[TargetCluster] | None = None
     graceful_eviction_tasks: list[GracefulEvictionTask] | None = None
+    required_by: list[BindingSnapshot] | None = None
+    """On an attached binding (``propagateDeps``): the bindings whose workloads need its object;
+    its ``clusters`` are theirs, and it has no policy or placement of its own."""
 
     @field_validator("clusters")
     @classmethod

@@ -253,6 +253,20 @@ def _secret_prepare(obj: dict[str, Any]) -> None:
                 data[key] = base64.b64encode(str(value).encode()).decode()
 
 
+_ACCESS_MODE_SHORT = {
+    "ReadWriteOnce": "RWO",
+    "ReadOnlyMany": "ROX",
+    "ReadWriteMany": "RWX",
+    "ReadWriteOncePod": "RWOP",
+}
+
+
+def _access_modes(obj: dict[str, Any], _now: datetime) -> str:
+    """A PVC's granted access modes (requested ones until bound), abbreviated as kubectl does."""
+    modes = col.dig(obj, "status", "accessModes") or col.dig(obj, "spec", "accessModes") or []
+    return ",".join(_ACCESS_MODE_SHORT.get(str(m), str(m)) for m in modes if m)
+
+
 def core_resources() -> list[ResourceType]:
     """core/v1: the plain Kubernetes objects the hub stores and the simulator serves."""
     return [
@@ -266,6 +280,18 @@ def core_resources() -> list[ResourceType]:
             "", "v1", "ConfigMap", "configmaps", "configmap", namespaced=True,
             short_names=("cm",), strategic_merge=True,
             columns=(TableColumn("Data", col.data_count, type="integer"), AGE),
+        ),
+        ResourceType(
+            "", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", "persistentvolumeclaim", namespaced=True,
+            short_names=("pvc",), has_status=True, strategic_merge=True,
+            columns=(
+                TableColumn("Status", path("status.phase")),
+                TableColumn("Volume", path("spec.volumeName")),
+                TableColumn("Capacity", path("status.capacity.storage")),
+                TableColumn("Access Modes", _access_modes),
+                TableColumn("StorageClass", path("spec.storageClassName")),
+                AGE,
+            ),
         ),
         ResourceType(
             "", "v1", "Secret", "secrets", "secret", namespaced=True, strategic_merge=True,

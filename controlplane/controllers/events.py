@@ -37,6 +37,7 @@ class EventReason(StrEnum):
     REPLICAS_EVICTED = "ReplicasEvicted"
     EVICTION_WAITING = "EvictionWaiting"
     EVICTION_COMPLETED = "EvictionCompleted"
+    DEPENDENCY_MISSING = "DependencyMissing"
 
 
 async def record_event(

@@ -1,8 +1,8 @@
 """The controller manager: runs the hub's federation loop over one ObjectStore.
 
 In: an :class:`ObjectStore` (in-process, no HTTP) and :class:`ControllerSettings`. Out:
-the detector, scheduler, binding, status, graceful eviction and deletion controllers
-running, sharing one informer per kind.
+the detector, scheduler, binding, status, graceful eviction, dependencies (``propagateDeps``)
+and deletion controllers running, sharing one informer per kind.
 
 ``run()`` builds everything afresh — informers, queues, the scheduler's reservations —
 lists and watches every kind, waits until all caches are synced, then starts the
@@ -27,6 +27,7 @@ from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.binding import BindingController
 from controlplane.controllers.context import ControllerContext, ControllerSettings, utc_now
 from controlplane.controllers.deleting import DeletionController
+from controlplane.controllers.dependencies import DependenciesController
 from controlplane.controllers.detecting import Detector
 from controlplane.controllers.evicting import GracefulEvictionController
 from controlplane.controllers.reconciling import ReconcileLoop
@@ -75,8 +76,10 @@ class ControllerManager:
         status = StatusController(ctx)
         deletion = DeletionController(ctx)
         evictions = GracefulEvictionController(ctx)
+        dependencies = DependenciesController(ctx)
         loops: list[ReconcileLoop[Any]] = [
-            detector.loop, scheduler.loop, binder.loop, status.loop, evictions.loop, deletion.loop,
+            detector.loop, scheduler.loop, binder.loop, status.loop, evictions.loop,
+            *dependencies.loops, deletion.loop,
         ]
         self.context, self.scheduler, self.evictions, self._loops = ctx, scheduler, evictions, loops
         tasks: list[asyncio.Task[None]] = []

@@ -64,6 +64,7 @@ from controlplane.controllers.context import (
     ControllerContext,
     policy_ref_of_binding,
 )
+from controlplane.controllers.dependencies import is_attached
 from controlplane.controllers.events import EventReason, EventType, record_event
 from controlplane.controllers.failover import (
     EvictionCause,
@@ -541,6 +542,8 @@ class SchedulerController:
         if binding is None or is_deleting(binding):
             self._forget(key)
             return None
+        if is_attached(binding):
+            return None  # propagateDeps: placed where the workloads that need it run (dependencies.py)
         try:
             model = ResourceBinding.model_validate(binding)
         except ValidationError as exc:

@@ -18,9 +18,10 @@ from controlplane.apis.work_v1alpha1 import binding_name
 from controlplane.apiserver.resources import Registry, ResourceType
 from controlplane.interpreter import interpreter_for
 
-#: Plain kinds a policy may select and that are propagated as they are (no replicas).
+#: Plain kinds a policy may select and that are propagated as they are (no replicas); all but
+#: Service are also what ``propagateDeps`` sends along with a workload.
 PLAIN_KINDS: frozenset[tuple[str, str]] = frozenset(
-    {("", "ConfigMap"), ("", "Secret"), ("", "Service"), ("", "ServiceAccount")}
+    {("", "ConfigMap"), ("", "Secret"), ("", "Service"), ("", "ServiceAccount"), ("", "PersistentVolumeClaim")}
 )
 
 

@@ -4,6 +4,7 @@ Use :func:`interpreter_for` to get the :class:`KindInterpreter` of an object's k
 """
 
 from controlplane.interpreter.base import Component, Health, KindInterpreter, MemberStatuses
+from controlplane.interpreter.dependencies import Dependency, DependencyKind
 from controlplane.interpreter.registry import interpreter_for, register, registered_kinds
 from controlplane.interpreter.requirements import (
     NodeSelectorRequirement,
@@ -17,6 +18,8 @@ from controlplane.interpreter.requirements import (
 
 __all__ = [
     "Component",
+    "Dependency",
+    "DependencyKind",
     "Health",
     "KindInterpreter",
     "MemberStatuses",

@@ -3,7 +3,8 @@
 The hub treats workloads generically: the detector asks "how many replicas, needing
 what, as one gang or not", the binding controller asks for "this object with N replicas
 (and this GPU shape) for one cluster", the status controller asks "merge these member
-statuses" and "is this member healthy". :class:`KindInterpreter` is that contract; one
+statuses" and "is this member healthy", the dependencies controller asks "which
+ConfigMaps, Secrets... do the pods reference". :class:`KindInterpreter` is that contract; one
 small module per kind implements it (``deployment.py``, ``job.py``, ``pytorchjob.py``…),
 and :mod:`controlplane.interpreter.registry` finds the right one by (API group, kind).
 
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from controlplane.apis.work_v1alpha1 import Health
+from controlplane.interpreter.dependencies import Dependency, pod_template_dependencies, sorted_dependencies
 from controlplane.interpreter.requirements import (
     Obj,
     ReplicaRequirements,
@@ -26,7 +28,7 @@ from controlplane.interpreter.requirements import (
     set_gpu_request,
 )
 
-__all__ = ["Component", "Health", "KindInterpreter", "MemberStatuses", "PodTemplateKind"]
+__all__ = ["Component", "Dependency", "Health", "KindInterpreter", "MemberStatuses", "PodTemplateKind"]
 
 MemberStatuses = Sequence[tuple[str, Mapping[str, Any] | None]]
 """(cluster name, the member object's ``.status``) pairs, one per cluster running a share."""
@@ -99,6 +101,12 @@ class KindInterpreter(Protocol):
         """A new object whose GPU containers request ``resources`` (alternative GPU shape)."""
         ...
 
+    def dependencies(self, obj: Obj) -> list[Dependency]:
+        """The ConfigMaps, Secrets, ServiceAccount and PersistentVolumeClaims the workload's pod
+        templates (every role's) reference, unique and ordered; ``propagateDeps`` sends them
+        along (:mod:`controlplane.interpreter.dependencies`)."""
+        ...
+
 
 TemplateSlot = tuple[dict[str, Any], str]
 """(parent dict, key) where a pod template lives, so a copy can be rewritten in place."""
@@ -132,6 +140,12 @@ class PodTemplateKind:
             if parent.get(key):
                 parent[key] = set_gpu_request(parent[key], resources)
         return out
+
+    def dependencies(self, obj: Obj) -> list[Dependency]:
+        found: set[Dependency] = set()
+        for parent, key in self.template_slots(obj):
+            found |= pod_template_dependencies(parent.get(key))
+        return sorted_dependencies(found)
 
 
 class ReplicatedTemplateKind(PodTemplateKind):

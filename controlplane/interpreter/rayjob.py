@@ -1,7 +1,8 @@
 """RayJob (ray.io/v1): a RayCluster (``spec.rayClusterSpec``) created for one job; a gang.
 
 A RayJob that targets an existing cluster (``spec.clusterSelector``) brings no pods of
-its own beyond the submitter and counts 0 replicas here. The status is the member's own
+its own beyond the submitter and counts 0 replicas here. Its dependencies include those of
+the submitter's pod template (``spec.submitterPodTemplate``) as well as the cluster's. The status is the member's own
 (a gang runs in one cluster); with several members the worst deployment status wins.
 """
 
@@ -13,11 +14,13 @@ from typing import Any
 
 from controlplane.interpreter.base import (
     Component,
+    Dependency,
     Health,
     MemberStatuses,
     PodTemplateKind,
     TemplateSlot,
 )
+from controlplane.interpreter.dependencies import pod_template_dependencies, sorted_dependencies
 from controlplane.interpreter.raycluster import (
     cluster_components,
     cluster_template_slots,
@@ -60,6 +63,10 @@ class RayJobInterpreter(PodTemplateKind):
 
     def is_gang(self, obj: Obj) -> bool:
         return True
+
+    def dependencies(self, obj: Obj) -> list[Dependency]:
+        submitter = pod_template_dependencies((obj.get("spec") or {}).get("submitterPodTemplate"))
+        return sorted_dependencies([*super().dependencies(obj), *submitter])
 
     def with_replicas(self, obj: Obj, replicas: int) -> Obj:
         out = copy.deepcopy(obj)

@@ -483,3 +483,32 @@ async def test_karmada_policy_applies_as_is(objects: ObjectStore, manager: Contr
     got = await eventually(overridden, what="the registry override in cloud-h100's Work")
     assert got == {ONPREM: ["nginx:1.25"], CLOUD_H100: ["fictional.registry.us/nginx:1.25"]}
     assert set(works) == {ONPREM, CLOUD_H100}
+
+
+@covers("inference-with-config.yaml")
+async def test_inference_config_follows_the_deployment_to_its_clusters(
+    objects: ObjectStore, manager: ControllerManager
+) -> None:
+    docs = await apply_example(objects, "inference-with-config.yaml")
+    workload = only(docs, "Deployment")
+    config, token = only(docs, "ConfigMap"), only(docs, "Secret")
+
+    binding = await scheduled_binding(objects, workload)
+    assert placed(binding) == {ONPREM: 8, CLOUD_H100: 4}
+    await works_matching(objects, workload, {ONPREM: 8, CLOUD_H100: 4}, deployment_replicas)
+
+    async def dependency_works(obj: dict[str, Any], expected: set[str]) -> dict[str, dict[str, Any]]:
+        async def probe() -> dict[str, dict[str, Any]] | None:
+            works = await works_of(objects, obj)
+            return works if set(works) == expected else None
+
+        return await eventually(probe, what=f"{obj['kind']} {obj['metadata']['name']} in exactly {sorted(expected)}")
+
+    config_works = await dependency_works(config, {ONPREM, CLOUD_H100})
+    assert manifest_of(config_works[CLOUD_H100])["data"] == config["data"]
+    await dependency_works(token, {ONPREM, CLOUD_H100})
+
+    await set_replicas(objects, workload, 8)
+    await works_matching(objects, workload, {ONPREM: 8}, deployment_replicas)
+    await dependency_works(config, {ONPREM})
+    await dependency_works(token, {ONPREM})

@@ -1,0 +1,118 @@
+"""``propagateDeps`` end to end: a ConfigMap a Deployment mounts, applied to the hub with
+kubectl, appears in exactly the member clusters the Deployment runs in, follows it when it
+spills to the cloud, and leaves when it comes back. Real hub on real etcd, two simulated
+members, two agents."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from e2e.harness import Kubectl, ProcessGroup, wait_for
+
+FLEET = Path(__file__).parent / "fleets" / "placement.yaml"
+pytestmark = pytest.mark.e2e
+
+#: On-prem has 6 whole A100s free, so 2 one-GPU replicas stay there and 8 spill 2 to the cloud.
+MANIFESTS = """
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: server-config
+  namespace: ml
+data:
+  model: llama-3.1-8b
+---
+apiVersion: policy.gpufed.io/v1alpha1
+kind: PropagationPolicy
+metadata:
+  name: serve-with-config
+  namespace: ml
+spec:
+  resourceSelectors:
+    - apiVersion: apps/v1
+      kind: Deployment
+      name: serve
+  propagateDeps: true
+  placement:
+    replicaScheduling:
+      replicaSchedulingType: Divided
+      replicaDivisionPreference: TieredOverflow
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: serve
+  namespace: ml
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: serve}
+  template:
+    metadata:
+      labels: {app: serve}
+    spec:
+      containers:
+        - name: server
+          image: registry.example.com/ml/serve:1.0
+          volumeMounts:
+            - {name: config, mountPath: /etc/serve}
+          resources:
+            limits: {nvidia.com/gpu: 1}
+      volumes:
+        - name: config
+          configMap: {name: server-config}
+"""
+
+
+def _config(member: Kubectl) -> str | None:
+    """The member's copy of the ConfigMap's ``model`` value, or None when it has none."""
+    result = member.run("get", "configmap", "server-config", "-n", "ml", "-o", "jsonpath={.data.model}", check=False)
+    return result.stdout if result.returncode == 0 else None
+
+
+def _replicas(member: Kubectl) -> int | None:
+    result = member.run("get", "deployment", "serve", "-n", "ml", "-o", "jsonpath={.spec.replicas}", check=False)
+    return int(result.stdout) if result.returncode == 0 and result.stdout else None
+
+
+def test_a_mounted_config_map_goes_only_where_the_deployment_runs(processes: ProcessGroup) -> None:
+    _, hub = processes.start_hub()
+    members: dict[str, Kubectl] = {}
+    for name in ("onprem-a100", "cloud-h100"):
+        _, member, dcgm = processes.start_member(FLEET, name, time_scale=20.0)
+        processes.start_agent(hub, FLEET, name, member, dcgm)
+        members[name] = member
+    onprem, cloud = members["onprem-a100"], members["cloud-h100"]
+
+    def all_ready() -> bool:
+        items = hub.json("get", "clusters")["items"]
+        return len(items) == 2 and all(item.get("status", {}).get("nodeShapes") for item in items)
+
+    wait_for(all_ready, timeout=90, what="both clusters reporting capacity")
+    hub.run("create", "namespace", "ml")
+    hub.run("apply", "-f", "-", input_text=MANIFESTS)
+
+    wait_for(lambda: _replicas(onprem) == 2 and _config(onprem) == "llama-3.1-8b",
+             timeout=90, what="the Deployment and its ConfigMap in onprem-a100")
+    assert _replicas(cloud) is None
+    assert _config(cloud) is None, "the ConfigMap went to a cluster the Deployment does not run in"
+    attached = hub.json("get", "resourcebinding", "server-config-configmap", "-n", "ml")
+    assert [c["name"] for c in attached["spec"]["clusters"]] == ["onprem-a100"]
+
+    # 8 replicas: 6 fill on-prem, 2 spill to the cloud, and the ConfigMap follows them there.
+    hub.run("scale", "deployment", "serve", "-n", "ml", "--replicas", "8")
+    wait_for(lambda: _replicas(cloud) == 2 and _config(cloud) == "llama-3.1-8b",
+             timeout=90, what="2 replicas and the ConfigMap in cloud-h100")
+
+    # An edit on the hub reaches every member's copy.
+    hub.run("patch", "configmap", "server-config", "-n", "ml", "--type", "merge", "-p", '{"data":{"model":"mistral-7b"}}')
+    wait_for(lambda: _config(onprem) == "mistral-7b" and _config(cloud) == "mistral-7b",
+             timeout=90, what="the edited ConfigMap in both members")
+
+    # Back to 2: the cloud replicas go, and the ConfigMap leaves the cloud with them.
+    hub.run("scale", "deployment", "serve", "-n", "ml", "--replicas", "2")
+    wait_for(lambda: _replicas(cloud) is None and _config(cloud) is None,
+             timeout=90, what="the Deployment and the ConfigMap gone from cloud-h100")
+    assert _config(onprem) == "mistral-7b"
