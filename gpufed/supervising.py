@@ -11,17 +11,29 @@ only the supervisor, which then stops the children in the order it is told (SIGT
 the group, a grace period, then SIGKILL). The supervisor also remembers every process a
 child started (the hub's embedded etcd runs in a session of its own) and ends those
 left behind when the child dies, so a crashed hub cannot leave an etcd holding its data
-directory, and nothing outlives ``gpufed up``. Finding descendants reads ``/proc``
-(Linux); elsewhere only the children themselves are tracked.
+directory. Finding descendants reads ``/proc`` (Linux); elsewhere only the children
+themselves are tracked.
+
+A supervisor that is itself killed (SIGKILL, the OOM killer) can stop nothing, and a child
+in its own session gets no terminal signal either. So on Linux every child is started with
+a parent-death signal (``prctl(PR_SET_PDEATHSIG, SIGTERM)``, :func:`parent_death_signal`):
+the kernel sends it SIGTERM the moment the supervisor's forking thread ends, and the child
+shuts down as on Ctrl-C (the hub stops its etcd on the way out). The kernel ties that signal
+to the *thread* that forked, so children are forked from the event loop's thread, which
+lives as long as the supervisor. Other systems have no such signal: there a SIGKILLed
+supervisor leaves its children running, and the next ``gpufed up`` on the same state dir
+finds their ports taken (stop them by the pids the status display showed).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import logging
 import os
 import signal
+import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -38,6 +50,10 @@ PROC: Final = Path("/proc")
 TRACK_INTERVAL: Final = 3.0
 PROBE_INTERVAL: Final = 0.5
 PROBE_TIMEOUT: Final = 5.0
+#: ``prctl`` option from <linux/prctl.h>: the signal a process receives when its parent dies.
+PR_SET_PDEATHSIG: Final = 1
+#: Exit code of a child whose parent died before it could arm the parent-death signal.
+ORPHANED_AT_START: Final = 125
 
 
 class ProcessState(StrEnum):
@@ -137,6 +153,46 @@ def kill_if_alive(processes: Iterable[ProcInfo], *, table: Mapping[int, tuple[in
             os.kill(info.pid, signal.SIGKILL)
             killed += 1
     return killed
+
+
+def _load_prctl() -> Callable[[int, int, int, int, int], int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    prctl.restype = ctypes.c_int
+    return prctl
+
+
+#: Resolved once, in the parent: the forked child then only calls a ready function pointer.
+_PRCTL: Final = _load_prctl()
+
+
+def parent_death_signal(signum: signal.Signals = signal.SIGTERM) -> Callable[[], None] | None:
+    """A ``preexec_fn`` that makes the child receive ``signum`` when the calling thread ends
+    (Linux); None where the kernel offers no such thing.
+
+    Build it right before forking, in the thread that forks (it records the parent's pid). In
+    the child it restores the signal's default action (a handler inherited from the parent
+    would swallow a signal arriving before ``exec``), arms the signal, then checks that the
+    parent is still the one it was forked from: a parent that died before the signal was
+    armed would otherwise leave the child running, so the child exits at once instead.
+    """
+    prctl = _PRCTL
+    if prctl is None:
+        return None
+    parent = os.getpid()
+
+    def arm() -> None:
+        signal.signal(signum, signal.SIG_DFL)
+        prctl(PR_SET_PDEATHSIG, int(signum), 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(ORPHANED_AT_START)
+
+    return arm
 
 
 class _Crashed(Exception):
@@ -267,6 +323,9 @@ class SupervisedProcess:
                     stderr=asyncio.subprocess.STDOUT,
                     env={**os.environ, "PYTHONUNBUFFERED": "1", **self.spec.env, **extra},
                     start_new_session=True,
+                    # Forked in this (the event loop's) thread, so the signal fires only when the
+                    # supervisor itself goes.
+                    preexec_fn=parent_death_signal(),
                 )
             except OSError as exc:
                 log_file.write(f"----- cannot start {self.name}: {exc}\n".encode())

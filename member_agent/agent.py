@@ -14,7 +14,12 @@ each in a ``TaskGroup``:
   the ownership labels the agent sets, so they see only gpufed's objects) and the pod informer
   (a pod maps to its Work through its owning workload) mark the owning Work; its status is
   recomputed ``status_debounce`` seconds later and written only when it changed. Every Work's
-  status is recomputed every ``status_resync_interval`` anyway;
+  status is recomputed every ``status_resync_interval`` anyway. A status pass reads those
+  informers' caches (a synced watch holds every object gpufed owns of its kind) and asks the
+  member only for what they do not hold (an object missing, or one not labelled as gpufed's:
+  a conflict); the applier's ownership check before an apply reads them too. The watch on a
+  kind stops once no Work holds that kind any more (after its objects were pruned) and starts
+  again when a Work needs it;
 * DCGM scraper (when ``dcgm_url`` is set), whose utilization rides on the next report;
 * Prometheus ``/metrics`` (when ``metrics_listen`` is set): report lag, reports written,
   DCGM scrapes (:mod:`member_agent.metrics`).
@@ -27,8 +32,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any
@@ -41,10 +48,11 @@ from tenacity import AsyncRetrying, retry_if_exception, wait_exponential_jitter
 from controlplane.apis import constants as c
 from member_agent import capacity, dcgm, hubclient
 from member_agent.applying import (
-    ALWAYS_HEALTHY_KINDS,
+    Identifier,
     WorkApplier,
     desired_manifests,
     status_changed,
+    status_fields,
     work_key,
 )
 from member_agent.config import AgentConfig
@@ -73,6 +81,18 @@ def _utc_now() -> datetime:
 
 class _Stopped(Exception):
     """Raised inside the task group to end it on shutdown()."""
+
+
+#: A member kind as a Work's manifest names it: (apiVersion, kind).
+Kind = tuple[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class _KindWatch:
+    """The informer on one member kind the Works hold, and the task that runs it."""
+
+    informer: Informer
+    task: asyncio.Task[None]
 
 
 async def member_api(config: AgentConfig) -> KubeApi:
@@ -125,9 +145,16 @@ class Agent:
         self._work_objects: dict[tuple[str, str, str], str] = {}
         self._work_index: dict[str, list[tuple[str, str, str]]] = {}
         #: The Work a member object (pod or workload) was last seen to belong to, by its key
-        #: (``<kind>:<namespace>/<name>``), so its deletion still finds the Work.
+        #: (``Pod:<namespace>/<name>``, or ``<informer name>:<object key>`` for the kinds Works
+        #: hold), so its deletion still finds the Work.
         self._owner_of: dict[str, str] = {}
-        self._watched_kinds: dict[tuple[str, str], Informer] = {}
+        self._watched_kinds: dict[Kind, _KindWatch] = {}
+        #: The kinds each Work held when it was last applied, and the Works holding each kind;
+        #: a kind no Work holds is not watched.
+        self._kinds_of_work: dict[str, frozenset[Kind]] = {}
+        self._holders: dict[Kind, set[str]] = {}
+        #: Work status passes made (every ``_refresh_work_status``), for tests and measurements.
+        self.status_passes = 0
         self._group: asyncio.TaskGroup | None = None
         self._applied_generation: dict[str, int] = {}
         self._utilization: dict[str, list[dict[str, Any]]] | None = None
@@ -403,23 +430,23 @@ class Agent:
             work = self._work_objects.get(ref)
         self._mark_status(f"Pod:{key}", work)
 
-    def _on_workload_change(self, kind: str, informer: Informer, key: str) -> None:
+    def _on_workload_change(self, informer: Informer, key: str) -> None:
         live = informer.objects.get(key)
         work = None
         if live is not None:
             labels = (live.get("metadata") or {}).get("labels") or {}
             work = f"{labels.get(c.LABEL_WORK_NAMESPACE)}/{labels.get(c.LABEL_WORK_NAME)}"
-        self._mark_status(f"{kind}:{key}", work)
+        self._mark_status(f"{informer.name}:{key}", work)
 
     async def _watch_kinds(self, work: Mapping[str, Any]) -> None:
-        """Start an informer on each kind the Work holds whose status decides its health,
-        selecting the objects this agent's Works own."""
+        """Start an informer on each kind the Work holds that none watches yet, selecting the
+        objects this agent's Works own (by the ownership labels every apply sets)."""
         assert self.member is not None
         namespace = (work.get("metadata") or {}).get("namespace")
         selector = f"{c.LABEL_WORK_NAMESPACE}={namespace}"
         for ident, _ in desired_manifests(work):
             kind = (ident.api_version, ident.kind)
-            if ident.kind in ALWAYS_HEALTHY_KINDS or kind in self._watched_kinds or self._group is None:
+            if kind in self._watched_kinds or self._group is None:
                 continue
             try:
                 info = await self.member.resource_info(ident.api_version, ident.kind)
@@ -433,15 +460,53 @@ class Agent:
                 self.member,
                 f"{prefix}/{info.plural}",
                 name=f"{info.plural}.{info.api_version}",
-                transform=_trim_workload,
+                transform=functools.partial(status_fields, api_version=info.api_version, kind=info.kind),
                 query={"labelSelector": selector},
             )
-            informer.on_change = lambda key, kind=ident.kind, informer=informer: self._on_workload_change(
-                kind, informer, key
-            )
-            self._watched_kinds[kind] = informer
-            self._group.create_task(informer.run())
+            informer.on_change = lambda key, informer=informer: self._on_workload_change(informer, key)
+            task = self._group.create_task(informer.run(), name=f"watch-{informer.name}")
+            self._watched_kinds[kind] = _KindWatch(informer=informer, task=task)
             logger.info("watching %s %s owned by works in %s", ident.api_version, ident.kind, namespace)
+
+    def _hold_kinds(self, key: str, work: Mapping[str, Any] | None) -> None:
+        """Record the kinds the Work holds now (none once it is gone; its objects are pruned by
+        then) and stop watching the kinds no Work holds any more."""
+        before = self._kinds_of_work.pop(key, frozenset())
+        now: frozenset[Kind] = frozenset()
+        if work is not None:
+            now = frozenset((ident.api_version, ident.kind) for ident, _ in desired_manifests(work))
+            self._kinds_of_work[key] = now
+        for kind in before - now:
+            holders = self._holders.get(kind, set())
+            holders.discard(key)
+            if not holders:
+                self._holders.pop(kind, None)
+        for kind in now - before:
+            self._holders.setdefault(kind, set()).add(key)
+        # Every watch without a holder, not only this Work's: a Work that failed to apply after
+        # its watches started, and then went, leaves watches nobody holds.
+        for kind in [kind for kind in self._watched_kinds if kind not in self._holders]:
+            watch = self._watched_kinds.pop(kind)
+            watch.task.cancel()
+            # Forget which Work the kind's objects belonged to: no event of theirs will come.
+            prefix = f"{watch.informer.name}:"
+            for member_key in [k for k in self._owner_of if k.startswith(prefix)]:
+                del self._owner_of[member_key]
+            logger.info("stopped watching %s %s: no work holds it any more", *kind)
+
+    @property
+    def watched_kinds(self) -> frozenset[Kind]:
+        """The member kinds watched right now: those some Work holds."""
+        return frozenset(self._watched_kinds)
+
+    def cached_object(self, ident: Identifier) -> Mapping[str, Any] | None:
+        """The member object ``ident`` names as its kind's synced watch last saw it; None when no
+        watch covers it (see :data:`member_agent.applying.CachedObject`)."""
+        watch = self._watched_kinds.get((ident.api_version, ident.kind))
+        if watch is None or not watch.informer.synced.is_set():
+            return None
+        key = f"{ident.namespace}/{ident.name}" if ident.namespace else ident.name
+        return watch.informer.objects.get(key)
 
     def _pods(self) -> list[Mapping[str, Any]]:
         return list(self.pods.objects.values()) if self.pods is not None else []
@@ -449,7 +514,9 @@ class Agent:
     async def _work_loop(self) -> None:
         assert self.works is not None and self.member is not None and self.hub is not None
         cfg = self.config
-        applier = WorkApplier(member=self.member, ledger=Ledger(cfg.state_dir), pods=self._pods)
+        applier = WorkApplier(
+            member=self.member, ledger=Ledger(cfg.state_dir), pods=self._pods, cached=self.cached_object
+        )
         await self.works.synced.wait()
         for key in list(self.works.objects):
             self._index_work(key)
@@ -499,6 +566,7 @@ class Agent:
         work = self.works.objects.get(key)
         if work is None or _suspended(work) or (work.get("metadata") or {}).get("deletionTimestamp"):
             return
+        self.status_passes += 1
         await self._write_work_status(work, await applier.refresh_status(work, now=rfc3339(self.clock())))
 
     async def _reconcile_work(self, applier: WorkApplier, key: str) -> bool:
@@ -509,6 +577,7 @@ class Agent:
             self._applied_generation.pop(key, None)
             if key in applier.ledger:
                 await applier.remove_work(key)
+            self._hold_kinds(key, None)
             return False
         if _suspended(work):
             return False
@@ -517,6 +586,7 @@ class Agent:
             return False  # a status write of ours, or a no-op update
         await self._watch_kinds(work)
         status = await applier.reconcile(work, now=rfc3339(self.clock()))
+        self._hold_kinds(key, work)
         self._applied_generation[key] = generation
         await self._write_work_status(work, status)
         return True
@@ -545,21 +615,6 @@ class Agent:
             except Conflict:
                 current = await self.hub.get(path.removesuffix("/status"))
         logger.warning("work %s kept changing; its status will be written on the next pass", work_key(work))
-
-
-def _trim_workload(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """What a watched workload object's informer keeps: its identity, Work labels and status."""
-    metadata = obj.get("metadata") or {}
-    labels = metadata.get("labels") or {}
-    return {
-        "metadata": {
-            "name": metadata.get("name"),
-            "namespace": metadata.get("namespace"),
-            "generation": metadata.get("generation"),
-            "labels": {k: labels[k] for k in (c.LABEL_WORK_NAME, c.LABEL_WORK_NAMESPACE) if k in labels},
-        },
-        "status": obj.get("status") or {},
-    }
 
 
 def _suspended(work: Mapping[str, Any]) -> bool:

@@ -1,7 +1,9 @@
 """The Work applier: makes the member cluster hold exactly what its Works say, and reports back.
 
 In: Work objects (``work.gpufed.io/v1alpha1``, ``spec.workload.manifests`` and
-``spec.conflictResolution``), the member's API, the agent's pod cache and the :class:`Ledger`.
+``spec.conflictResolution``), the member's API, the agent's pod cache, its watch caches of the
+kinds the Works hold (:data:`CachedObject`: read first, the member asked only for what they
+lack) and the :class:`Ledger`.
 Out: member objects server-side applied with field manager ``gpufed-agent`` and the ownership
 labels ``work.gpufed.io/name`` / ``work.gpufed.io/namespace`` (+ ``app.kubernetes.io/managed-by:
 gpufed``); objects a Work no longer holds (or of a deleted Work) deleted; and the Work's status
@@ -77,7 +79,8 @@ _KIND_ORDER = {
     "RoleBinding": 4,
     "Service": 5,
 }
-#: Kinds whose health does not depend on their status (the agent does not watch them).
+#: Kinds whose health does not depend on their status (watched all the same: the watch is
+#: what spares a status pass from fetching them).
 ALWAYS_HEALTHY_KINDS = frozenset(
     {
         "Namespace",
@@ -233,6 +236,30 @@ def prune_targets(previous: Iterable[Identifier], desired: Iterable[Identifier])
         out.append(ident)
     # Workloads before the namespaces that hold them.
     return sorted(out, key=lambda i: (-_KIND_ORDER.get(i.kind, 10), i.namespace, i.name))
+
+
+def status_fields(obj: Mapping[str, Any], *, api_version: str, kind: str) -> dict[str, Any]:
+    """What a Work status needs of a member object, and all a watch cache keeps of it: its
+    identity, Work labels, desired replicas and status (:func:`work_status` computes the same
+    from this as from the whole object). List items carry no kind, so it is given."""
+    metadata = obj.get("metadata") or {}
+    labels = metadata.get("labels") or {}
+    spec = obj.get("spec")
+    trimmed: dict[str, Any] = {
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": {
+            "name": metadata.get("name"),
+            "namespace": metadata.get("namespace"),
+            "uid": metadata.get("uid"),
+            "generation": metadata.get("generation"),
+            "labels": {k: labels[k] for k in (c.LABEL_WORK_NAME, c.LABEL_WORK_NAMESPACE) if k in labels},
+        },
+        "status": obj.get("status") or {},
+    }
+    if isinstance(spec, Mapping) and "replicas" in spec:
+        trimmed["spec"] = {"replicas": spec["replicas"]}
+    return trimmed
 
 
 def _conditions(obj: Mapping[str, Any]) -> dict[str, str]:
@@ -522,14 +549,30 @@ def status_changed(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> boo
     return bool(comparable(old) != comparable(new))
 
 
+#: The agent's watch caches, asked before the member is: the object a (resolved) identifier
+#: names as last seen by a synced watch, or None when no cache covers it -- its kind is not
+#: watched (or not synced yet), or the watch does not hold it (absent, or not labelled as
+#: gpufed's, which only a GET can tell apart).
+CachedObject = Callable[[Identifier], Mapping[str, Any] | None]
+
+
+def _no_cache(_ident: Identifier) -> Mapping[str, Any] | None:
+    return None
+
+
 @dataclass(slots=True)
 class WorkApplier:
-    """Performs the applier's decisions against the member cluster."""
+    """Performs the applier's decisions against the member cluster.
+
+    Member objects are read from ``cached`` when it holds them; only the rest are fetched, so
+    a status pass over Works whose objects the agent watches costs no request at all.
+    """
 
     member: KubeApi
     ledger: Ledger
     pods: Callable[[], Sequence[Mapping[str, Any]]]
     field_manager: str = c.FIELD_MANAGER_AGENT
+    cached: CachedObject = _no_cache
     _namespaces: set[str] = field(default_factory=set)
 
     async def _live(self, path: str) -> dict[str, Any] | None:
@@ -537,6 +580,13 @@ class WorkApplier:
             return await self.member.get(path)
         except NotFound:
             return None
+
+    async def _current(self, ident: Identifier, path: str) -> dict[str, Any] | None:
+        """The member object ``ident`` names: from the watch caches, else from the member."""
+        known = self.cached(ident)
+        if known is not None:
+            return dict(known)
+        return await self._live(path)
 
     async def _ensure_namespace(self, namespace: str) -> None:
         if not namespace or namespace in self._namespaces:
@@ -576,7 +626,7 @@ class WorkApplier:
                 body["metadata"]["namespace"] = ident.namespace
                 if ident.kind != "Namespace":
                     await self._ensure_namespace(ident.namespace)
-            live = await self._live(path)
+            live = await self._current(ident, path)
             decision = decide_apply(
                 live, work_namespace=work_ns, work_name=work_name, resolution=conflict_resolution(work)
             )
@@ -640,7 +690,7 @@ class WorkApplier:
             try:
                 ident, path = await self._resolve(ident)
                 result.identifier = ident
-                result.live = await self._live(path)
+                result.live = await self._current(ident, path)
             except ApiError as exc:
                 if exc.code in (0, 429) or exc.code >= 500:
                     raise
