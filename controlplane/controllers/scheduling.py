@@ -17,9 +17,16 @@ decides *when* to run it, so placed work does not move for nothing:
   any cluster, and every 30 s in any case;
 * a cluster it runs in is gone, or no longer admitted by the placement's affinity term;
 * a member reported replicas it cannot place (``manifestStatuses[].unschedulable``) for
-  the Work's current generation for longer than the grace period: those replicas are
-  moved — the cluster keeps the rest and takes no new ones in that decision — but only
-  when the move places at least as many replicas as before; a gang moves whole;
+  the Work's current generation, and either a capacity report of that cluster taken after
+  the Work was Applied (and received after the hub saw the pods unschedulable) confirms
+  there is no room for them — the estimator, run on that report with the binding's own
+  reservation set aside, fits fewer than are waiting, and the report's pod list does not
+  show more of the binding's pods bound than the cluster keeps (a rollout's old pods free
+  their GPUs soon; a report without a pod list cannot tell) — or they have waited longer
+  than the grace period (the safety net for a report that says there is room: the member
+  may just be slow). Those replicas are moved — the
+  cluster keeps the rest and takes no new ones in that decision, and its explanation says
+  so — but only when the move places at least as many replicas as before; a gang moves whole;
 * **failover** (:mod:`controlplane.controllers.failover`): a cluster it runs in has a
   ``NoExecute`` taint whose toleration ran out (the placement's ``clusterTolerations``, plus
   default tolerations of the hub's unreachable/not-ready taints), or the workload has been
@@ -38,8 +45,22 @@ its spec write (other workers decide while the write is in flight; a failed writ
 back), until a capacity report shows the binding's pods bound (counted per owner from the
 report's pod list, :mod:`controlplane.controllers.pods`), or, for pods a report cannot name,
 until a report comes ``reservation_settle_seconds`` after the Work was Applied; pods the
-member reports unschedulable stay reserved until they move. Reservations live in memory: a
-new leader starts without them and trusts the next reports.
+member reports unschedulable stay reserved until they move.
+
+Reservations live in memory, so a new leader (hub restart or fail-over) derives them from
+durable state before its first decision (Kubernetes style: derive, don't persist): for every
+cluster in a binding's ``spec.clusters``, the replicas assigned there minus the binding's pods
+the cluster's latest report shows bound are outstanding and reserved afresh (created, and
+applied when the Work is Applied for its generation, at the new leader's clock; then the same
+settle, bind-timeout and max-age rules apply). For pods a report cannot name (no per-pod list,
+or a kind whose pods hang under other owners) the time rule decides: nothing is reserved when
+the report is ``reservation_settle_seconds`` newer than the Work's Applied transition, all the
+assigned replicas otherwise. A gang of several roles not fully bound is reserved whole, as a
+decision reserves it. Unschedulable-since timers start afresh (at the new leader's clock): the
+agent stamps no time on ``manifestStatuses[].unschedulable``, and the Applied condition's
+transition can be far older than the pods' trouble; a report that confirms there is no room
+moves them without waiting anyway. Unhealthy-since timers (application failover) also start
+afresh.
 """
 
 from __future__ import annotations
@@ -55,7 +76,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from controlplane.apis.meta import Taint
+from controlplane.apis.meta import Taint, parse_time
 from controlplane.apis.work_v1alpha1 import ConditionType, ResourceBinding, ScheduledReason
 from controlplane.apiserver.objects import WatchEventType
 from controlplane.controllers.context import (
@@ -88,10 +109,13 @@ from controlplane.controllers.works import (
     ChosenShape,
     binding_key_of_work,
     cluster_of_namespace,
+    decode_shapes,
     encode_shapes,
 )
-from controlplane.scheduler.core.framework import BindingRequest
-from controlplane.scheduler.core.reservations import Reservations
+from controlplane.interpreter.requirements import ReplicaRequirements
+from controlplane.scheduler.core.estimator import room_without
+from controlplane.scheduler.core.framework import BindingRequest, GpuShape
+from controlplane.scheduler.core.reservations import Demand, Reservations
 from controlplane.scheduler.core.scheduling import (
     ScheduledCondition,
     ScheduleResult,
@@ -139,6 +163,50 @@ def unschedulable_pods(work: Mapping[str, Any]) -> int:
     if applied is None or applied.get("observedGeneration") != generation:
         return 0
     return sum(int((m.get("unschedulable") or {}).get("pods") or 0) for m in status.get("manifestStatuses") or ())
+
+
+def applied_condition(work: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The Work's Applied=True condition when it is about the Work's current generation, else None."""
+    applied = find_condition((work.get("status") or {}).get("conditions"), ConditionType.APPLIED)
+    if (
+        applied is None
+        or applied.get("status") != "True"
+        or applied.get("observedGeneration") != (work.get("metadata") or {}).get("generation")
+    ):
+        return None
+    return applied
+
+
+def transition_time(condition: Mapping[str, Any] | None) -> datetime | None:
+    """A condition's ``lastTransitionTime`` (None when absent or unreadable)."""
+    text = (condition or {}).get("lastTransitionTime")
+    if not text:
+        return None
+    try:
+        return parse_time(str(text))
+    except ValueError:
+        return None
+
+
+def demands_in(request: BindingRequest, shape: ChosenShape | None, *, replicas: int) -> list[Demand]:
+    """What ``replicas`` replicas of the binding need in a cluster where ``shape`` (the
+    alternative GPU shape the scheduler chose there, if any) applies: one demand, or one per
+    role of a gang (a gang runs whole in one cluster)."""
+    gpu_shape = (
+        GpuShape(
+            resources=tuple(sorted(shape.resources.items())),
+            node_selector=tuple(sorted(shape.node_selector.items())),
+        )
+        if shape is not None
+        else None
+    )
+
+    def applied(requirements: ReplicaRequirements) -> ReplicaRequirements:
+        return gpu_shape.apply(requirements) if gpu_shape is not None else requirements
+
+    if request.gang:
+        return [Demand(c.replicas, applied(c.requirements)) for c in request.gang_components()]
+    return [Demand(replicas, applied(request.requirements))]
 
 
 def placement_broken(request: BindingRequest, snapshots: Mapping[str, ClusterSnapshot]) -> str | None:
@@ -236,6 +304,11 @@ def _explain_evictions(
     explanation.sort(key=lambda entry: str(entry["cluster"]))
 
 
+def _gpu_pods(demands: Iterable[Demand]) -> int:
+    """Pods of ``demands`` that request a GPU (the pods capacity reports list)."""
+    return sum(d.replicas for d in demands if d.requirements.gpu_resources)
+
+
 WAITING_PREFIX = "waiting for room elsewhere: "
 
 
@@ -262,22 +335,27 @@ def decide_with_moves(
     snapshots: Sequence[ClusterSnapshot],
     moves: Mapping[str, int],
     *,
+    reasons: Mapping[str, str] | None = None,
     reservations: Reservations,
     now: datetime,
 ) -> tuple[BindingRequest, ScheduleResult] | None:
     """Re-decide with ``moves`` (cluster -> pods its member cannot place) taken off those clusters.
 
-    Those clusters keep what they run and take nothing new. None when the move would place
-    fewer replicas than the binding has now (the pods then wait where they are).
+    Those clusters keep what they run and take nothing new (``BindingRequest.keep_only``, with
+    ``reasons`` per cluster, or a default one, as their explanation). None when the move would
+    place fewer replicas than the binding has now (the pods then wait where they are).
     """
-    capped = [s.with_shapes(()) if s.name in moves else s for s in snapshots]
     if request.gang:
         previous = {k: v for k, v in request.previous.items() if k not in moves}
     else:
         previous = {k: v - min(v, moves.get(k, 0)) for k, v in request.previous.items()}
         previous = {k: v for k, v in previous.items() if v}
-    moved = replace(request, previous=previous)
-    result = schedule(moved, capped, reservations=reservations, now=now)
+    why = {
+        name: (reasons or {}).get(name) or f"the member reported {pods} replica(s) unschedulable: moved elsewhere"
+        for name, pods in moves.items()
+    }
+    moved = replace(request, previous=previous, keep_only={**request.keep_only, **why})
+    result = schedule(moved, snapshots, reservations=reservations, now=now)
     if result.placed < min(request.replicas, sum(request.previous.values())) or not result.condition.status:
         return None
     return moved, result
@@ -294,7 +372,9 @@ class SchedulerController:
         self.reservations = Reservations()
         self._snapshots: dict[str, ClusterSnapshot] = {}
         self._unplaced: set[BindingKey] = set()
-        self._unschedulable_since: dict[BindingKey, dict[tuple[str, int], datetime]] = {}
+        # Per binding and (cluster, Work generation) reported unschedulable: since when (hub clock),
+        # and the report time of the cluster's latest report then (a confirming report is newer).
+        self._unschedulable_since: dict[BindingKey, dict[tuple[str, int], tuple[datetime, datetime | None]]] = {}
         # Per binding and cluster, the Work generation whose unschedulable report was acted on:
         # until the binding controller rewrites the Work, that report must not move replicas again.
         self._acted_on: dict[BindingKey, dict[str, int]] = {}
@@ -306,6 +386,8 @@ class SchedulerController:
         self._move_blocked: set[BindingKey] = set()
         # Per binding (``ns/name``), the member pods' owner: how reports name the binding's pods.
         self._owners: dict[str, OwnerKey | None] = {}
+        # Whether the reservations were derived from the informers' state (once, before deciding).
+        self._rebuilt = False
         ctx.bindings.add_handler(self._on_binding)
         ctx.clusters.add_handler(self._on_cluster)
         ctx.works.add_handler(self._on_work)
@@ -354,6 +436,11 @@ class SchedulerController:
             )
         if event is WatchEventType.ADDED or _placement_facts(old) != _placement_facts(obj):
             await self._requeue_cluster(name)
+        # Bindings whose pods this member reports unschedulable: the new report may confirm
+        # there is no room for them.
+        for key, marks in list(self._unschedulable_since.items()):
+            if any(cluster == name for cluster, _ in marks):
+                await self.loop.add(key)
         await self._requeue_unplaced()
 
     def _bound_by_binding(self, cluster: str, obj: Mapping[str, Any], reported_at: datetime) -> dict[str, int] | None:
@@ -418,6 +505,85 @@ class SchedulerController:
         for key in sorted(self._unplaced | self._eviction_blocked | self._move_blocked):
             await self.loop.add(key)
 
+    def _ensure_rebuilt(self) -> None:
+        """Derive the reservations from the informers once they are synced (see the module docstring)."""
+        if self._rebuilt:
+            return
+        ctx = self.ctx
+        if not all(informer.synced.is_set() for informer in (ctx.bindings, ctx.works, ctx.clusters)):
+            return
+        self._rebuilt = True
+        count = self.rebuild_reservations()
+        if count:
+            log.info("derived %d reservation(s) from bindings and capacity reports", count)
+
+    def rebuild_reservations(self) -> int:
+        """Reserve, per binding and cluster it is scheduled to, the replicas the cluster's latest
+        report does not show bound yet; returns how many reservations that made."""
+        ctx = self.ctx
+        now = ctx.now()
+        settle = timedelta(seconds=ctx.settings.reservation_settle_seconds)
+        made = 0
+        for binding in ctx.bindings.items():
+            if is_deleting(binding):
+                continue
+            try:
+                model = ResourceBinding.model_validate(binding)
+            except ValidationError:
+                continue
+            key = _binding_key(binding)
+            text = _key_text(key)
+            owner = owner_key((binding.get("spec") or {}).get("resource") or {})
+            self._owners[text] = owner
+            request = BindingRequest.from_binding(model)
+            shapes = decode_shapes(binding)
+            works = {
+                cluster_of_namespace(str(w["metadata"].get("namespace") or "")): w
+                for w in ctx.works.by_index(INDEX_BINDING, key)
+            }
+            for cluster, replicas in sorted(request.previous.items()):
+                if not replicas or text in {r.binding for r in self.reservations.for_cluster(cluster)}:
+                    continue
+                demands = demands_in(request, shapes.get(cluster), replicas=replicas)
+                work = works.get(cluster)
+                applied = applied_condition(work) if work is not None else None
+                outstanding = self._outstanding(cluster, owner, demands, applied=applied, settle=settle)
+                if not outstanding:
+                    continue
+                self.reservations.reserve(text, cluster, outstanding, now=now, target=_gpu_pods(demands) or None)
+                if applied is not None:
+                    self.reservations.mark_applied(text, cluster, at=now)
+                made += 1
+        return made
+
+    def _outstanding(
+        self,
+        cluster: str,
+        owner: OwnerKey | None,
+        demands: list[Demand],
+        *,
+        applied: Mapping[str, Any] | None,
+        settle: timedelta,
+    ) -> list[Demand]:
+        """What of ``demands`` (the binding's replicas assigned to ``cluster``) the cluster's latest
+        report does not show bound: what a new leader reserves."""
+        obj = self.ctx.clusters.get(None, cluster)
+        counts = bound_pods_by_owner(obj) if owner is not None and obj is not None else None
+        gpu_pods = _gpu_pods(demands)
+        if counts is not None and owner is not None and gpu_pods:
+            missing = gpu_pods - counts.get(owner, 0)
+            if missing <= 0:
+                return []
+            if len(demands) == 1:
+                return [replace(demands[0], replicas=min(missing, demands[0].replicas))]
+            return demands  # a gang of several roles not fully bound: reserved whole, as decided
+        snapshot = self._snapshots.get(cluster)
+        reported = snapshot.report_time if snapshot is not None else None
+        applied_at = transition_time(applied)
+        if applied_at is not None and reported is not None and applied_at + settle < reported:
+            return []  # the time rule: a report this much newer than the apply counts the pods
+        return demands
+
     def _forget(self, key: BindingKey) -> None:
         self.reservations.release(_key_text(key))
         self._unplaced.discard(key)
@@ -433,21 +599,27 @@ class SchedulerController:
         max_age = timedelta(seconds=self.ctx.settings.reservation_max_age_seconds)
         while True:
             await asyncio.sleep(MAINTENANCE_SECONDS)
+            self._ensure_rebuilt()
             if self.reservations.expire(now=self.ctx.now(), max_age=max_age):
                 await self._requeue_unplaced()
 
     # --- reconcile --------------------------------------------------------------------
 
-    def _moves(self, key: BindingKey) -> tuple[dict[str, int], float | None]:
-        """Clusters whose member cannot place some replicas for longer than the grace period, and
-        the seconds until the next one will have waited that long."""
+    def _moves(
+        self, key: BindingKey, binding: Mapping[str, Any], request: BindingRequest
+    ) -> tuple[dict[str, int], float | None, dict[str, str]]:
+        """Clusters whose member cannot place some replicas, due to move now (a fresh report
+        confirms there is no room, or they waited longer than the grace period); the seconds
+        until the next one will have waited that long; and per due cluster, why it moves."""
         now = self.ctx.now()
         grace = self.ctx.settings.unschedulable_grace_seconds
         seen = self._unschedulable_since.setdefault(key, {})
         acted = self._acted_on.get(key) or {}
-        current: dict[tuple[str, int], datetime] = {}
+        current: dict[tuple[str, int], tuple[datetime, datetime | None]] = {}
         due: dict[str, int] = {}
+        reasons: dict[str, str] = {}
         wait: float | None = None
+        shapes: dict[str, ChosenShape] | None = None
         for work in self.ctx.works.by_index(INDEX_BINDING, key):
             cluster = cluster_of_namespace(str(work["metadata"].get("namespace") or ""))
             pods = unschedulable_pods(work)
@@ -456,17 +628,82 @@ class SchedulerController:
             mark = (cluster, int(work["metadata"].get("generation") or 0))
             if mark[1] <= acted.get(cluster, -1):
                 continue
-            since = current[mark] = seen.get(mark, now)
+            snapshot = self._snapshots.get(cluster)
+            first = seen.get(mark)
+            if first is None:
+                first = (now, snapshot.report_time if snapshot is not None else None)
+            current[mark] = first
+            since, report_then = first
             waited = (now - since).total_seconds()
-            if waited >= grace:
+            confirmed: str | None = None
+            if waited < grace:
+                if shapes is None:
+                    shapes = decode_shapes(binding)
+                confirmed = self._confirms_no_room(
+                    key, cluster, work, pods, request, shape=shapes.get(cluster), report_then=report_then
+                )
+            if confirmed is not None:
                 due[cluster] = pods
+                reasons[cluster] = confirmed
+                log.debug("binding %s: %s", _key_text(key), confirmed, extra={"cluster": cluster})
+            elif waited >= grace:
+                due[cluster] = pods
+                nodes = snapshot.node_count if snapshot is not None else 0
+                reasons[cluster] = (
+                    f"member reported {pods} replica(s) unschedulable for more than {grace:g}s: moved elsewhere "
+                    f"({nodes} Ready node(s) reported)"
+                )
             else:
                 wait = min(wait if wait is not None else math.inf, grace - waited)
         if current:
             self._unschedulable_since[key] = current
         else:
             self._unschedulable_since.pop(key, None)
-        return due, wait
+        return due, wait, reasons
+
+    def _confirms_no_room(
+        self,
+        key: BindingKey,
+        cluster: str,
+        work: Mapping[str, Any],
+        pods: int,
+        request: BindingRequest,
+        *,
+        shape: ChosenShape | None,
+        report_then: datetime | None,
+    ) -> str | None:
+        """Why the cluster's latest report confirms there is no room for the ``pods`` replicas its
+        member cannot place, or None when it does not (or cannot tell)."""
+        snapshot = self._snapshots.get(cluster)
+        reported = snapshot.report_time if snapshot is not None else None
+        if snapshot is None or reported is None:
+            return None
+        # Taken after the Work was Applied, and received after the hub saw the pods unschedulable.
+        applied_at = transition_time(applied_condition(work))
+        if applied_at is None or reported <= applied_at or (report_then is not None and reported <= report_then):
+            return None
+        text = _key_text(key)
+        owner = self._owners.get(text)
+        obj = self.ctx.clusters.get(None, cluster)
+        counts = bound_pods_by_owner(obj) if owner is not None and obj is not None else None
+        if owner is None or counts is None:
+            return None  # the report cannot say whether old pods of the binding still hold GPUs
+        keeps = request.previous.get(cluster, 0)
+        if counts.get(owner, 0) + pods > keeps:
+            return None  # more of its pods bound than it keeps: a rollout's old pods free their GPUs soon
+        reservation = self.reservations.get(text, cluster)
+        demands = (
+            list(reservation.demands) if reservation is not None else demands_in(request, shape, replicas=pods)
+        )
+        room = room_without(snapshot, [d.requirements for d in demands], reserved=self.reservations, binding=text)
+        if room >= pods:
+            return None  # the report shows room: the member may just be slow, the grace period decides
+        nodes = snapshot.node_count
+        return (
+            f"member reported {pods} replica(s) unschedulable and its report of "
+            f"{reported.isoformat().replace('+00:00', 'Z')} confirms it: room for {room} on its {nodes} "
+            "Ready node(s) once the other promises are kept; moved elsewhere"
+        )
 
     def _evictions(
         self,
@@ -538,6 +775,7 @@ class SchedulerController:
 
     async def reconcile(self, key: BindingKey) -> float | None:
         ctx = self.ctx
+        self._ensure_rebuilt()
         binding = await ctx.get(ctx.binding_rt, key[0], key[1])
         if binding is None or is_deleting(binding):
             self._forget(key)
@@ -561,7 +799,7 @@ class SchedulerController:
         all_snapshots = dict(self._snapshots)
         evicting = evicting_clusters(spec)
         snapshots = {name: s for name, s in all_snapshots.items() if name not in evicting}
-        moves, wait = self._moves(key)
+        moves, wait, move_reasons = self._moves(key, binding, request)
         now = ctx.now()
         check = self._evictions(key, request, policy, all_snapshots, spec.get("resource") or {}, now=now)
         wait = _sooner(wait, check.seconds_until_next(now))
@@ -603,7 +841,9 @@ class SchedulerController:
                 if why is None and not moves:
                     return wait
                 decided = (
-                    decide_with_moves(request, ordered, moves, reservations=self.reservations, now=now)
+                    decide_with_moves(
+                        request, ordered, moves, reasons=move_reasons, reservations=self.reservations, now=now
+                    )
                     if moves
                     else None
                 )
@@ -701,13 +941,6 @@ class SchedulerController:
                 raise
 
         explanation = [entry.to_wire() for entry in result.explanation]
-        for entry in explanation:
-            pods = moved.get(entry["cluster"])
-            if pods:
-                entry.setdefault("reasons", []).append(
-                    f"member reported {pods} replica(s) unschedulable for more than "
-                    f"{ctx.settings.unschedulable_grace_seconds:g}s: moved elsewhere"
-                )
         _explain_waiting(explanation, waiting or {}, grace=ctx.settings.unschedulable_grace_seconds)
         _explain_evictions(explanation, evicted=evicted, tasks=(updated.get("spec") or {}).get("gracefulEvictionTasks") or ())
         status = copy.deepcopy(binding.get("status") or {})

@@ -166,7 +166,9 @@ async def test_unschedulable_replicas_wait_then_move_when_room_appears(
     async def waiting() -> list[str] | None:
         rt = objects.registry.require(WORK_API, "ResourceBinding")
         binding = await objects.get(rt, namespace="default", name="train-deployment")
-        entry = next((e for e in (binding.get("status") or {}).get("explanation") or () if e["cluster"] == "onprem"), {})
+        entry: dict[str, Any] = next(
+            (e for e in (binding.get("status") or {}).get("explanation") or () if e["cluster"] == "onprem"), {}
+        )
         reasons = [r for r in entry.get("reasons") or () if "unschedulable" in r]
         return reasons or None
 

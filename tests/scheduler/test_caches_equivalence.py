@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from controlplane.interpreter.base import Component
-from controlplane.interpreter.requirements import ReplicaRequirements, Toleration
+from controlplane.interpreter.requirements import ReplicaRequirements, Toleration, is_gpu_resource
 from controlplane.scheduler.core import reservations as reservations_module
 from controlplane.scheduler.core import snapshot as snapshot_module
 from controlplane.scheduler.core.estimator import Estimate, estimate_max_replicas
@@ -37,7 +37,7 @@ from policies.division import TierCandidate, divide_tiered_overflow
 from policies.models import Placement
 
 from .builders import A100, GI, H100
-from .reference import reference_estimate, reference_fit, reference_replay
+from .reference import reference_eligible, reference_estimate, reference_fit, reference_replay
 
 T0 = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)
 A100_SINGLE = "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb"
@@ -183,24 +183,43 @@ def test_cached_estimates_match_a_from_scratch_replay(seed: int, compact: bool, 
 
 def _check_promises(cluster: ClusterSnapshot, reservations: Reservations) -> None:
     """What the accounting promises: every reserved pod is held on a node unless none has room
-    for it; nothing is held for a binding without a reservation; no node is overdrawn."""
+    for it, and then its GPUs are held anyway unless no eligible node has any left; nothing is
+    held for a binding without a reservation; no node is overdrawn."""
     nodes = reference_replay(cluster, reservations)
     held: dict[tuple[str, ReplicaRequirements], int] = {}
+    spilled: dict[tuple[str, ReplicaRequirements], dict[str, int]] = {}
     for node in nodes:
         assert all(amount >= 0 for amount in node.free.values()), node
         for binding, req, pods in node.holds:
-            held[(binding, req)] = held.get((binding, req), 0) + pods * node.count
+            if isinstance(pods, int):
+                held[(binding, req)] = held.get((binding, req), 0) + pods * node.count
+            else:
+                amounts = spilled.setdefault((binding, req), {})
+                for name, amount in pods:
+                    amounts[name] = amounts.get(name, 0) + amount * node.count
     wanted: dict[tuple[str, ReplicaRequirements], int] = {}
     for reservation in reservations.for_cluster(cluster.name):
         for demand in reservation.demands:
             key = (reservation.binding, demand.requirements)
             wanted[key] = wanted.get(key, 0) + demand.replicas
     assert set(held) <= set(wanted)
+    assert set(spilled) <= set(wanted)
     for (binding, req), count in wanted.items():
         got = held.get((binding, req), 0)
         assert got <= count, binding
         if got < count:
             assert not any(reference_fit(node, req) for node in nodes), (binding, req)
+            for name, amount in req.resources:
+                if not is_gpu_resource(name):
+                    continue
+                taken = spilled.get((binding, req), {}).get(name, 0)
+                assert taken <= amount * (count - got), (binding, req)
+                if taken < amount * (count - got):  # short of GPUs only where none are left to take
+                    assert not any(
+                        node.free.get(name, 0) and not node.invalid and reference_eligible(node, req) for node in nodes
+                    ), (binding, req, name)
+        else:
+            assert (binding, req) not in spilled, (binding, req)
 
 
 def _cold_estimate(wire: dict[str, Any], reservations: Reservations, req: ReplicaRequirements) -> Estimate:

@@ -20,6 +20,7 @@ from controlplane.scheduler.core.estimator import (
     estimate_max_replicas,
     fits_gang,
     place_pods,
+    room_without,
 )
 from controlplane.scheduler.core.reservations import Demand, Reservations
 from controlplane.scheduler.core.snapshot import ClusterSnapshot, NodeShape
@@ -544,3 +545,91 @@ def test_a_report_starts_the_journal_afresh_with_what_is_still_reserved() -> Non
     assert [(e.binding, sum(d.replicas for d in e.demands)) for e in second.entries] == [("ns/a", 2)]
     reservations.release("ns/a")
     assert reservations.journal("c") == (0, ())
+
+
+SPILLS = [
+    # (id, node shapes, promises in order (binding, replicas, requirements), released, {request: replicas})
+    (
+        "a promise that fits no node whole still holds its GPUs",
+        # The member spread earlier pods: two nodes with one free GPU, one with two. Two 2-GPU
+        # promises: the second fits no node whole, and its 2 GPUs are not sold again.
+        (shape(2, gpus=1), shape(1, gpus=2)),
+        (("ns/b", 1, gpus(2)), ("ns/c", 1, gpus(2))),
+        (),
+        {gpus(1): 0, gpus(2): 0},
+    ),
+    (
+        "spilled GPUs come from the largest holes first",
+        (shape(1, gpus=2), shape(3, gpus=1)),
+        (("ns/a", 1, gpus(3)),),
+        (),
+        {gpus(2): 0, gpus(1): 2},
+    ),
+    (
+        "nothing left to spill: the promise holds what there is",
+        (shape(1, gpus=1),),
+        (("ns/a", 2, gpus(2)),),
+        (),
+        {gpus(1): 0},
+    ),
+    (
+        "capacity given back places the spilled promise whole",
+        (shape(2, gpus=1), shape(1, gpus=2)),
+        (("ns/b", 1, gpus(2)), ("ns/c", 1, gpus(2))),
+        ("ns/b",),
+        {gpus(1): 2, gpus(2): 0},
+    ),
+    (
+        "releasing the spilled promise gives its GPUs back",
+        (shape(2, gpus=1), shape(1, gpus=2)),
+        (("ns/b", 1, gpus(2)), ("ns/c", 1, gpus(2))),
+        ("ns/c",),
+        {gpus(1): 2, gpus(2): 0},
+    ),
+    (
+        "MIG slices spill like whole GPUs",
+        (shape(2, extra={"nvidia.com/mig-1g.10gb": 1}),),
+        (("ns/a", 1, mig("1g.10gb", 2)),),
+        (),
+        {mig("1g.10gb"): 0},
+    ),
+    (
+        "nodes the pods may not run on keep their GPUs",
+        (shape(1, gpus=1, product=H100), shape(1, gpus=1, product=A100)),
+        (("ns/a", 1, ReplicaRequirements.build({"nvidia.com/gpu": 2}, node_selector={"nvidia.com/gpu.product": A100})),),
+        (),
+        {gpus(1): 1},
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("shapes", "promises", "released", "expected"), [c[1:] for c in SPILLS], ids=[c[0] for c in SPILLS]
+)
+def test_promises_that_fit_no_node_whole_are_never_resold(
+    shapes: tuple[dict[str, object], ...],
+    promises: tuple[tuple[str, int, ReplicaRequirements], ...],
+    released: tuple[str, ...],
+    expected: dict[ReplicaRequirements, int],
+) -> None:
+    snapshot = cluster("c", *shapes)
+    reservations = Reservations()
+    for binding, replicas, requirements in promises:
+        reservations.reserve(binding, "c", [Demand(replicas, requirements)], now=T0)
+    for binding in released:
+        reservations.release(binding)
+    for requirements, replicas in expected.items():
+        assert estimate_max_replicas(snapshot, requirements, reserved=reservations).replicas == replicas, requirements
+
+
+def test_room_without_sets_aside_only_the_named_promise() -> None:
+    snapshot = cluster("c", shape(1, gpus=4))
+    reservations = Reservations()
+    reservations.reserve("ns/mine", "c", [Demand(1, gpus(2))], now=T0)
+    reservations.reserve("ns/other", "c", [Demand(1, gpus(1))], now=T0)
+    # Mine set aside, the other kept: 3 GPUs left, room for one 2-GPU pod, not two.
+    assert room_without(snapshot, [gpus(2)], reserved=reservations, binding="ns/mine") == 1
+    assert room_without(snapshot, [gpus(2), gpus(1)], reserved=reservations, binding="ns/mine") == 3
+    # The decisions' own view is untouched: both promises still count there.
+    assert estimate_max_replicas(snapshot, gpus(1), reserved=reservations).replicas == 1
+    assert room_without(snapshot, [], reserved=reservations, binding="ns/mine") == 0

@@ -437,3 +437,30 @@ def test_not_ready_cluster_keeps_its_replicas_but_takes_no_more() -> None:
     result = schedule(request(6, TIERED, previous={"onprem": 2}), clusters, now=NOW)
     assert result.clusters == {"onprem": 2, "cloud": 4}
     assert "takes no new replicas" in explained(result, "onprem")
+
+
+MOVED = "the member reported 2 replica(s) unschedulable: moved elsewhere"
+
+
+@pytest.mark.parametrize(
+    ("previous", "expected", "chosen"),
+    [
+        # Keeps what it still runs, takes none of the replicas that move, and says why.
+        ({"onprem": 4}, {"onprem": 4, "cloud": 6}, True),
+        # Runs none of the binding any more: rejected with the reason, not as a cluster without nodes.
+        ({}, {"cloud": 10}, False),
+    ],
+)
+def test_keep_only_clusters_take_no_new_replicas_and_say_why(
+    previous: dict[str, int], expected: dict[str, int], chosen: bool
+) -> None:
+    clusters = onprem_and_cloud(onprem_free=6)
+    result = schedule(request(10, TIERED, previous=previous, keep_only={"onprem": MOVED}), clusters, now=NOW)
+    assert result.clusters == expected
+    [entry] = [e for e in result.explanation if e.cluster == "onprem"]
+    assert entry.chosen is chosen
+    assert any(MOVED in reason for reason in entry.reasons), entry.reasons
+    assert not any("0/0 nodes" in reason for reason in entry.reasons), entry.reasons
+    # Without keep_only the same cluster takes the replicas again.
+    free = schedule(request(10, TIERED, previous=previous), clusters, now=NOW)
+    assert free.clusters.get("onprem", 0) > previous.get("onprem", 0)

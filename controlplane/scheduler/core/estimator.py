@@ -22,8 +22,13 @@ eligible node shape where the fewest such pods fit (best fit), node by node; a b
 that gives back returns exactly what its own pods took, to those nodes, and the others
 stay where they are. The member's own scheduler may spread pods differently, so this is
 an approximation of where they will land; it is exact for the totals, and errs towards
-keeping large holes free. Reserved pods that do not fit anywhere are held nowhere until
-capacity is given back (the cluster's capacity shrank; the next report tells the truth).
+keeping large holes free. Reserved pods that do not fit anywhere whole still hold their GPUs:
+those are taken from the eligible nodes with the most free of them first, in whatever pieces
+are there (:func:`spill_gpus`), so the cluster's total is never sold twice. The member may
+well have placed the promised pods where the hub's best fit did not expect them (its
+scheduler spreads), so the estimate stays conservative, never optimistic. When capacity is
+given back, such spilled promises take their GPUs back and are placed again, whole pods
+first.
 
 Answers are memoised: per node shape the replicas one node holds, per snapshot the
 estimate per requirements, per cluster the reservation-adjusted snapshot per reservations
@@ -39,7 +44,7 @@ the node shapes the report changed. The hot path stays a few dict lookups per cl
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 from controlplane.apis.quantity import format_quantity
@@ -388,8 +393,11 @@ def _explain_shapes(shapes: Sequence[NodeShape], req: ReplicaRequirements) -> tu
     return tuple(reasons)
 
 
-Hold = tuple[str, ReplicaRequirements, int]
-"""``(binding, requirements, pods)``: each node of a piece runs ``pods`` reserved pods of the binding."""
+Spilled = tuple[tuple[str, int], ...]
+"""GPU resources a promise that fits no node whole holds on one node: ``((resource, amount), ...)``."""
+Hold = tuple[str, ReplicaRequirements, int | Spilled]
+"""``(binding, requirements, pods)``: each node of a piece runs ``pods`` reserved pods of the binding;
+or ``(binding, requirements, spilled)``: each node holds ``spilled`` GPUs of pods that fit no node whole."""
 
 
 class _Missing:
@@ -443,33 +451,68 @@ class _Replay:
         for demand in demands:
             placed = self._place(binding, demand.requirements, demand.replicas)
             if placed < demand.replicas:
-                self.short.setdefault(binding, []).append(_Missing(demand.requirements, demand.replicas - placed))
+                missing = demand.replicas - placed
+                self.short.setdefault(binding, []).append(_Missing(demand.requirements, missing))
+                self._spill(binding, demand.requirements, missing)
 
     def give_back(self, binding: str) -> None:
         """Return the capacity ``binding``'s pods took to the nodes they took it from."""
         self.short.pop(binding, None)
+        if not self._return((binding,), spills_only=False):
+            return
+        # Capacity came back: promises that did not fit when made take their spilled GPUs back
+        # and are placed again, whole pods first (in the order they were taken), then what
+        # still does not fit spills again.
+        shorts = [(other, wants) for other, wants in self.short.items() if any(want.pods for want in wants)]
+        if not shorts:
+            return
+        self._return({other for other, _ in shorts}, spills_only=True)
+        full: set[ReplicaRequirements] = set()
+        for other, wants in shorts:
+            for want in wants:
+                if want.pods and want.requirements not in full:
+                    placed = self._place(other, want.requirements, want.pods)
+                    if not placed:
+                        full.add(want.requirements)  # placing only takes capacity: no room later either
+                    want.pods -= placed
+        for other, wants in shorts:
+            for want in wants:
+                if want.pods:
+                    self._spill(other, want.requirements, want.pods)
+            if not any(want.pods for want in wants):
+                del self.short[other]
+
+    def _return(self, bindings: Collection[str], *, spills_only: bool) -> bool:
+        """Give the capacity held by ``bindings`` (only their spilled GPUs when ``spills_only``)
+        back to the nodes it was taken from; whether there was any."""
         holds = self.holds
         step: list[Splice] = []
         for i, held in enumerate(holds):
             if not held:
                 continue
-            mine = [hold for hold in held if hold[0] == binding]
+            mine = [
+                hold for hold in held if hold[0] in bindings and not (spills_only and isinstance(hold[2], int))
+            ]
             if not mine:
                 continue
             shape = self.shapes[i]
             free = dict(shape.free)
             for _, req, pods in mine:
-                for name, amount in req.resources:
-                    free[name] = free.get(name, 0) + amount * pods
-                if RESOURCE_PODS in free:
-                    free[RESOURCE_PODS] += pods
+                if isinstance(pods, int):
+                    for name, amount in req.resources:
+                        free[name] = free.get(name, 0) + amount * pods
+                    if RESOURCE_PODS in free:
+                        free[RESOURCE_PODS] += pods
+                else:
+                    for name, amount in pods:
+                        free[name] = free.get(name, 0) + amount
             piece = shape.with_free(free, shape.count)
-            holds[i] = tuple(hold for hold in held if hold[0] != binding)
+            holds[i] = tuple(hold for hold in held if not any(hold is gone for gone in mine))
             step.append((i, (piece,)))
             self.removed.append(shape)
             self.added.append(piece)
         if not step:
-            return
+            return False
         shapes = list(self.shapes)
         for i, (piece,) in step:
             shapes[i] = piece
@@ -477,18 +520,24 @@ class _Replay:
         for req, vector in self.vectors.items():
             _splice(vector, step, req)
         self.splices.extend(step)
-        # Capacity came back: promises that did not fit when made are kept now, in their order.
-        # Placing only takes capacity, so requirements that found no room stay without it.
-        full: set[ReplicaRequirements] = set()
-        for other, wants in list(self.short.items()):
-            for want in wants:
-                if want.pods and want.requirements not in full:
-                    placed = self._place(other, want.requirements, want.pods)
-                    if not placed:
-                        full.add(want.requirements)
-                    want.pods -= placed
-            if not any(want.pods for want in wants):
-                del self.short[other]
+        return True
+
+    def _spill(self, binding: str, req: ReplicaRequirements, replicas: int) -> None:
+        """Hold the GPUs of ``replicas`` pods that fit no node whole (see :func:`spill_gpus`)."""
+        step: list[Splice] = []
+        taken: list[tuple[Spilled, ...]] = []
+        self.shapes = spill_gpus(
+            self.shapes, req, replicas, removed=self.removed, added=self.added, splices=step, taken=taken
+        )
+        if not step:
+            return
+        holds = self.holds
+        for (i, _), amounts in zip(step, taken, strict=True):
+            held = holds[i]
+            holds[i : i + 1] = [(*held, (binding, req, spilled)) if spilled else held for spilled in amounts]
+        for other, vector in self.vectors.items():
+            _splice(vector, step, other)
+        self.splices.extend(step)
 
     def _place(self, binding: str, req: ReplicaRequirements, replicas: int) -> int:
         vectors = self.vectors
@@ -584,6 +633,25 @@ def estimate_max_replicas(
         found = cache[requirements] = _derive(snapshot, requirements)
     result: Estimate = found
     return result
+
+
+def room_without(
+    cluster: ClusterSnapshot,
+    requirements: Sequence[ReplicaRequirements],
+    *,
+    reserved: Reservations,
+    binding: str,
+) -> int:
+    """The most replicas of any of ``requirements`` that fit in ``cluster`` with every
+    reservation there but ``binding``'s subtracted (0 without requirements).
+
+    Asks whether a fresh report leaves room for pods of ``binding`` that its member could not
+    place: their own promise set aside, the others kept. Works on a copy of the snapshot, so
+    the reservation-adjusted view decisions use stays cached.
+    """
+    others = reserved.without(binding, cluster=cluster.name)
+    copy = cluster.with_shapes(cluster.shapes)
+    return max((estimate_max_replicas(copy, req, reserved=others).replicas for req in requirements), default=0)
 
 
 def can_ever_run(cluster: ClusterSnapshot, requirements: ReplicaRequirements) -> bool:
@@ -715,6 +783,87 @@ def place_pods(
         start = i + 1
     out.extend(shapes[start:])
     return tuple(out), replicas - remaining
+
+
+def spill_gpus(
+    shapes: Sequence[NodeShape],
+    req: ReplicaRequirements,
+    replicas: int,
+    *,
+    removed: list[NodeShape] | None = None,
+    added: list[NodeShape] | None = None,
+    splices: list[Splice] | None = None,
+    taken: list[tuple[Spilled, ...]] | None = None,
+) -> tuple[NodeShape, ...]:
+    """Take the GPUs of ``replicas`` pods of ``req`` that fit no node whole from ``shapes``.
+
+    Each GPU resource of the request (``replicas`` x its amount) is taken from the eligible
+    nodes with the most free of the request's GPU resources first, as much as each node has,
+    until it is all taken or nothing is left. So a promise the hub cannot place still counts
+    against the cluster's total, and against its largest holes first: whatever the member did
+    with it, no estimate is larger than the truth because of it. Only GPUs are taken (they are
+    what the federation places by); nodes with an unusable MIG layout offer none. Returns the
+    remaining shapes; ``removed``, ``added``, ``splices`` (highest index first) and ``taken``
+    (per piece, the amounts each of its nodes gave, empty for untouched ones) as in
+    :func:`place_pods`.
+    """
+    remaining = {name: amount * replicas for name, amount in req.resources if is_gpu_resource(name)}
+    if replicas <= 0 or not remaining:
+        return tuple(shapes)
+    order = sorted(
+        (-sum(shape.free.get(name, 0) for name in remaining), i)
+        for i, shape in enumerate(shapes)
+        if not shape.invalid_mig and _eligible(shape, req)
+    )
+    pieces: dict[int, list[NodeShape]] = {}
+    gave: dict[int, tuple[Spilled, ...]] = {}
+    for most, i in order:
+        if not most or not any(remaining.values()):
+            break
+        shape = shapes[i]
+        left = shape.count
+        split: list[NodeShape] = []
+        amounts: list[Spilled] = []
+        while left:
+            give = {
+                name: min(shape.free.get(name, 0), need) for name, need in remaining.items() if need > 0
+            }
+            give = {name: amount for name, amount in give.items() if amount > 0}
+            if not give:
+                break
+            nodes = min(left, min(remaining[name] // amount for name, amount in give.items()))
+            free = dict(shape.free)
+            for name, amount in give.items():
+                free[name] -= amount
+                remaining[name] -= amount * nodes
+            split.append(shape.with_free(free, nodes))
+            amounts.append(tuple(sorted(give.items())))
+            left -= nodes
+        if not split:
+            continue
+        if left:
+            split.insert(0, shape.with_count(left))
+            amounts.insert(0, ())
+        pieces[i] = split
+        gave[i] = tuple(amounts)
+        if removed is not None and added is not None:
+            removed.append(shape)
+            added.extend(split)
+    if not pieces:
+        return tuple(shapes)
+    if splices is not None:
+        for i in sorted(pieces, reverse=True):
+            splices.append((i, tuple(pieces[i])))
+            if taken is not None:
+                taken.append(gave[i])
+    out: list[NodeShape] = []
+    start = 0
+    for i in sorted(pieces):
+        out.extend(shapes[start:i])
+        out.extend(pieces[i])
+        start = i + 1
+    out.extend(shapes[start:])
+    return tuple(out)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -160,7 +160,9 @@ class BindingRequest:
     ``previous`` is the binding's current ``spec.clusters`` (for stability and scale-down
     order); ``previous_affinity_name`` its ``status.schedulerObservingAffinityName``;
     ``gpu_shapes`` the policy's ``spec.gpuShapes.alternatives`` as the binding carries them
-    (tried after the workload's own request); ``components`` the roles of a multi-role gang.
+    (tried after the workload's own request); ``components`` the roles of a multi-role gang;
+    ``keep_only`` the clusters that take none of its new replicas (the controller sets it when
+    it moves replicas a member cannot place).
     """
 
     key: str
@@ -172,6 +174,10 @@ class BindingRequest:
     gpu_shapes: tuple[GpuShape, ...] = ()
     previous: Mapping[str, int] = field(default_factory=dict)
     previous_affinity_name: str | None = None
+    keep_only: Mapping[str, str] = field(default_factory=dict)
+    """Clusters that keep the replicas they run of the binding but take no new ones in this
+    decision, each with why (it goes into the explanation): e.g. its member reported replicas
+    it cannot place, which are being moved elsewhere."""
 
     @property
     def strategy(self) -> DivisionStrategy:
@@ -244,6 +250,8 @@ class CycleState:
     feasibility: dict[str, Feasibility] = field(default_factory=dict)
     caps: dict[str, int] = field(default_factory=dict)
     """Clusters that keep what they run but take no more (cordoned or not Ready while assigned)."""
+    cap_reasons: dict[str, str] = field(default_factory=dict)
+    """Why a cluster in ``caps`` takes no more, when not because it is cordoned or not Ready."""
     strategy: DivisionStrategy = field(init=False)
     """The placement's division strategy, resolved once per cycle."""
     placement_key: str = field(init=False)

@@ -21,7 +21,9 @@ Lifecycle, driven by the scheduler controller (all pure in-memory operations):
   pods falls back to time: the reservation goes once the report is ``settle`` newer than
   the Work's apply, or than the decision when no apply was seen;
 * :meth:`Reservations.release` when a binding is deleted or unscheduled;
-* :meth:`Reservations.expire` periodically, a safety net for reports that never come.
+* :meth:`Reservations.expire` periodically, a safety net for reports that never come;
+* :meth:`Reservations.without` for what-if estimates (is there room once a binding's own
+  promise is set aside?).
 
 Every change bumps the cluster's version, which keys the estimator's cache of adjusted
 snapshots, so unchanged clusters cost nothing.
@@ -35,10 +37,12 @@ capacity the binding's own pods took, to the nodes they took it from, leaving ev
 reservation where it is. So a change in the middle of a long list costs as much as one at
 its end, not a replay of everything after it. Replicas that did not fit when taken are
 placed as soon as capacity is given back (in the order they were taken), so a promise is
-never forgotten while there is room for it. Where pods sit therefore depends on the order
-of past changes, not only on the current list; it is still a pure function of the journal,
-so every replay of it agrees. A report starts a new journal: the reservations it leaves are
-taken afresh, in their order (as is a journal grown much longer than the list it describes).
+never forgotten while there is room for it; until then their GPUs are held wherever some
+are free (the estimator's ``spill_gpus``), so the cluster's total is not sold twice. Where
+pods sit therefore depends on the order of past changes, not only on the current list; it is
+still a pure function of the journal, so every replay of it agrees. A report starts a new
+journal: the reservations it leaves are taken afresh, in their order (as is a journal grown
+much longer than the list it describes).
 """
 
 from __future__ import annotations
@@ -209,6 +213,16 @@ class Reservations:
             entries[binding] = reservation
             taken = Entry(binding, reservation.demands)
             self._touch(name, *((Entry(binding, ()), taken) if replaced else (taken,)))
+
+    def without(self, binding: str, *, cluster: str) -> Reservations:
+        """A new value holding ``cluster``'s reservations except ``binding``'s (in their order,
+        a fresh journal): to ask what the cluster could hold were that promise not there."""
+        out = Reservations()
+        kept = {name: r for name, r in (self._by_cluster.get(cluster) or {}).items() if name != binding}
+        if kept:
+            out._by_cluster[cluster] = kept
+            out._touch(cluster)
+        return out
 
     def record_decision(
         self,

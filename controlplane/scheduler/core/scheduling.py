@@ -559,7 +559,10 @@ def _explanation(
             if feasibility is not None and feasibility.shape is not None:
                 reasons += (f"GPU shape {feasibility.shape.describe()} (alternative)",)
             if name in state.caps:
-                reasons += ("takes no new replicas (cordoned or not Ready); keeps the ones it runs",)
+                reasons += (
+                    state.cap_reasons.get(name)
+                    or "takes no new replicas (cordoned or not Ready); keeps the ones it runs",
+                )
         else:
             reasons = (division_reasons.get(name) or "feasible but not needed by the division",)
         explanation.append(

@@ -1,6 +1,7 @@
 """The built-in scheduler plugins and the default profile that runs them.
 
-Filters run cheapest first and GPU feasibility (the estimator) last; scores weigh tier
+Filters run cheapest first (those that decide from the placement alone, then the request's
+own ``keep_only`` clusters) and GPU feasibility (the estimator) last; scores weigh tier
 and price highest, because filling cheap capacity first is the federation's purpose.
 """
 
@@ -10,6 +11,7 @@ from controlplane.scheduler.core.plugins.filters import (
     ClusterReady,
     Cordon,
     GpuFeasibility,
+    KeepOnly,
     SpreadConstraint,
     TaintToleration,
 )
@@ -28,6 +30,7 @@ DEFAULT_PROFILE = Profile(
         Cordon(),
         ClusterReady(),
         SpreadConstraint(),
+        KeepOnly(),
         GpuFeasibility(),
     ),
     scorers=(
@@ -46,6 +49,7 @@ __all__ = [
     "ClusterReady",
     "Cordon",
     "GpuFeasibility",
+    "KeepOnly",
     "SpreadConstraint",
     "TaintPreference",
     "TaintToleration",

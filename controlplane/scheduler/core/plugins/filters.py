@@ -5,7 +5,8 @@ up in the binding's explanation. Placement rules (affinity, taints, cordon, read
 spread fields) come from the policy language in :mod:`policies.affinity`; capacity comes
 from the estimator. Clusters that already run the binding get two allowances, as in
 Karmada: NoSchedule taints do not push them out (only NoExecute does), and a cordoned or
-not-Ready cluster keeps what it runs but takes nothing more.
+not-Ready cluster keeps what it runs but takes nothing more; so does a cluster the request
+names in ``keep_only`` (its member reported replicas it cannot place, which move elsewhere).
 """
 
 from __future__ import annotations
@@ -190,6 +191,43 @@ def _already_there(cluster: ClusterSnapshot, requirements: ReplicaRequirements, 
 def _all_reasons(parts: Sequence[tuple[GpuShape | None, Callable[[], tuple[str, ...]]]]) -> tuple[str, ...]:
     several = len(parts) > 1
     return tuple(reason for shape, why in parts for reason in _prefixed(shape, why(), several))
+
+
+class KeepOnly:
+    """Clusters the request lists in ``keep_only`` keep what they run of it and take nothing new.
+
+    One that runs none of it is rejected with the request's reason; one that runs some keeps
+    them (a cap, as for a cordoned cluster) and says why in the explanation.
+    """
+
+    name = "KeepOnly"
+    placement_only = False
+
+    def filter(self, state: CycleState, cluster: ClusterSnapshot) -> Status:
+        reason = state.request.keep_only.get(cluster.name)
+        if reason is None:
+            return SUCCESS
+        current = state.request.previous.get(cluster.name, 0)
+        if current:
+            state.caps[cluster.name] = current
+            state.cap_reasons[cluster.name] = reason
+            return SUCCESS
+        return Status(Code.UNSCHEDULABLE, (reason,), self.name)
+
+    def filter_all(
+        self, state: CycleState, clusters: Sequence[ClusterSnapshot]
+    ) -> tuple[list[ClusterSnapshot], dict[str, Status]]:
+        if not state.request.keep_only:  # the usual case: nothing to look at
+            return list(clusters), {}
+        passed: list[ClusterSnapshot] = []
+        failed: dict[str, Status] = {}
+        for cluster in clusters:
+            status = self.filter(state, cluster)
+            if status.ok:
+                passed.append(cluster)
+            else:
+                failed[cluster.name] = status
+        return passed, failed
 
 
 class GpuFeasibility:
