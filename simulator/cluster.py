@@ -2,19 +2,26 @@
 
 :class:`SimulatedCluster` gives the object store of a member cluster its GPU nodes
 and the behaviour a real cluster would show: the scheduler binds pending pods (see
-:mod:`simulator.scheduling`), the kubelet runs them (:mod:`simulator.kubelet`), the
-workload controllers turn Deployments, StatefulSets, Jobs, PyTorchJobs, MPIJobs,
-RayClusters and RayJobs into pods and keep their status (:mod:`simulator.controllers`),
-a garbage collector removes pods whose owner is gone, and :meth:`metrics_text` renders
-the nodes' dcgm-exporter page (:mod:`simulator.dcgm`).
+:mod:`simulator.scheduling`) and records its ``Scheduled`` / ``FailedScheduling``
+Events (:mod:`simulator.recording`), the kubelet runs them (:mod:`simulator.kubelet`),
+the workload controllers turn Deployments (through ReplicaSets), StatefulSets, Jobs,
+PyTorchJobs, MPIJobs, RayClusters and RayJobs into pods and keep their status
+(:mod:`simulator.controllers`), a garbage collector removes ReplicaSets and pods whose
+controller owner is gone, and :meth:`metrics_text` renders the nodes' dcgm-exporter
+page (:mod:`simulator.dcgm`).
 
-Each loop is level-based over watches of the ObjectStore: an informer per kind keeps
-a cache (updated by watch events and by our own writes, newest resourceVersion wins),
-and one worker task per loop reconciles what changed. Writes are compare-and-swap on
-the resourceVersion; on conflict the object is looked at again on the next pass.
+Each loop is level-based over the hub's informers
+(:class:`controlplane.controllers.informing.Informer`: list + watch, an index of
+children by their controller owner's uid). Caches are fed by watches only; a write of
+ours shows up when its watch event arrives. Until then a controller does not act on an
+owner whose children it has just created or deleted (kube's "expectations"), so a
+stale cache never doubles pods; other writes are compare-and-swap on the
+resourceVersion, and a conflict is left to the watch event that follows it.
 
 In: a :class:`~simulator.profile.ClusterProfile` and an ``ObjectStore`` serving at least
-Namespace, Node and Pod (the workload kinds it also serves get controllers).
+Namespace, Node and Pod (the workload kinds it also serves get controllers; a served
+Deployment needs ReplicaSet served too, see :func:`simulator.resources.member_registry`;
+Events are recorded when Event is served).
 Out: ``async run()`` (until ``shutdown()``), or ``async with`` (returns once the nodes
 exist and the loops are watching).
 """
@@ -26,20 +33,23 @@ import contextlib
 import copy
 import logging
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping
 from types import TracebackType
 from typing import Any, Final, Self
 
 from controlplane.apiserver import errors
 from controlplane.apiserver.objects import ObjectStore, WatchEventType
 from controlplane.apiserver.resources import ResourceType
+from controlplane.controllers.informing import Informer
 from simulator import controllers as ctl
 from simulator import kubelet
 from simulator.clock import Clock, ScaledClock, rfc3339
 from simulator.dcgm import PodDevice, render_metrics
 from simulator.devices import NodeInventory
+from simulator.events import EventAction, EventReason, EventType
 from simulator.nodes import build_inventory, build_nodes
 from simulator.profile import ClusterProfile
+from simulator.recording import EventRecorder
 from simulator.scheduling import Binding, ClusterState, PodRequest, Scoring, Unschedulable, pod_request
 
 logger = logging.getLogger(__name__)
@@ -48,8 +58,11 @@ logger = logging.getLogger(__name__)
 ANNOTATION_DEVICES: Final = "sim.gpufed.io/devices"
 SCHEDULER_NAME: Final = "default-scheduler"
 _DEFAULT_NAMESPACES: Final = ("default", "kube-system", "kube-public", "kube-node-lease")
+#: Informer index: the uid of an object's controller owner.
+INDEX_OWNER: Final = "owner"
 
 Listener = Callable[[WatchEventType, dict[str, Any] | None, dict[str, Any] | None], None]
+Handler = Callable[[WatchEventType, dict[str, Any], dict[str, Any] | None], Awaitable[None]]
 
 
 def _key(obj: Mapping[str, Any]) -> str:
@@ -58,63 +71,33 @@ def _key(obj: Mapping[str, Any]) -> str:
     return f"{namespace}/{meta['name']}" if namespace else str(meta["name"])
 
 
-def _rv(obj: Mapping[str, Any]) -> int:
-    try:
-        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
-    except ValueError:
-        return 0
+def _get(informer: Informer, key: str) -> dict[str, Any] | None:
+    namespace, _, name = key.rpartition("/")
+    return informer.get(namespace or None, name)
 
 
-class _Informer:
-    """A watch-fed cache of one kind; our own writes are put in at once (newest rv wins)."""
+def _owner_index(obj: dict[str, Any]) -> Iterable[Hashable]:
+    uid = ctl.controller_uid(obj)
+    return (uid,) if uid else ()
 
-    def __init__(self, objects: ObjectStore, rt: ResourceType) -> None:
-        self.objects = objects
-        self.rt = rt
-        self.cache: dict[str, dict[str, Any]] = {}
-        self.synced = asyncio.Event()
-        self.listeners: list[Listener] = []
-        self._tombstones: dict[str, int] = {}
 
-    def put(self, obj: dict[str, Any]) -> None:
-        key = _key(obj)
-        rv = _rv(obj)
-        if rv <= self._tombstones.get(key, 0):
-            return
-        old = self.cache.get(key)
-        if old is not None and _rv(old) >= rv:
-            return
-        self.cache[key] = obj
-        event = WatchEventType.ADDED if old is None else WatchEventType.MODIFIED
-        for listener in self.listeners:
-            listener(event, old, obj)
+def _handler(listener: Listener) -> Handler:
+    """An informer handler calling ``listener(event, old, new)`` (new is None on DELETED)."""
 
-    def remove(self, obj: dict[str, Any]) -> None:
-        key = _key(obj)
-        self._tombstones[key] = max(self._tombstones.get(key, 0), _rv(obj))
-        old = self.cache.pop(key, None)
-        if old is not None:
-            for listener in self.listeners:
-                listener(WatchEventType.DELETED, old, None)
+    async def handle(event: WatchEventType, obj: dict[str, Any], previous: dict[str, Any] | None) -> None:
+        if event is WatchEventType.DELETED:
+            listener(event, obj, None)
+        else:
+            listener(event, previous, obj)
 
-    async def run(self) -> None:
-        while True:
-            listed = await self.objects.list(self.rt)
-            seen = set()
-            for obj in listed.items:
-                seen.add(_key(obj))
-                self.put(obj)
-            for key in [k for k in self.cache if k not in seen]:
-                self.remove(self.cache[key])
-            self.synced.set()
-            try:
-                async for event in self.objects.watch(self.rt, resource_version=listed.resource_version):
-                    if event.type is WatchEventType.DELETED:
-                        self.remove(event.object)
-                    elif event.type in (WatchEventType.ADDED, WatchEventType.MODIFIED):
-                        self.put(event.object)
-            except errors.Gone:
-                logger.info("watch of %s expired; relisting", self.rt.plural)
+    return handle
+
+
+def _informer(objects: ObjectStore, rt: ResourceType, listener: Listener) -> Informer:
+    informer = Informer(objects, rt)
+    informer.add_index(INDEX_OWNER, _owner_index)
+    informer.add_handler(_handler(listener))
+    return informer
 
 
 class _Queue:
@@ -133,8 +116,40 @@ class _Queue:
         return keys
 
 
+class _Expectations:
+    """Children an owner created or deleted whose watch events have not arrived yet (kube's
+    ControllerExpectations, by child key): the owner is not reconciled until they have."""
+
+    def __init__(self) -> None:
+        self._pending: dict[str, set[str]] = {}
+        #: child -> (owner, whether its deletion is awaited rather than its creation)
+        self._owner_of: dict[str, tuple[str, bool]] = {}
+
+    def expect(self, owner: str, child: str, *, deletion: bool = False) -> None:
+        self._pending.setdefault(owner, set()).add(child)
+        self._owner_of[child] = (owner, deletion)
+
+    def observed(self, child: str, *, deleted: bool) -> str | None:
+        """A child's event arrived; the owner whose expectation it settles, if any (a
+        deletion is settled only by the child's DELETED event)."""
+        expected = self._owner_of.get(child)
+        if expected is None or (expected[1] and not deleted):
+            return None
+        owner = expected[0]
+        del self._owner_of[child]
+        pending = self._pending.get(owner)
+        if pending is not None:
+            pending.discard(child)
+            if not pending:
+                del self._pending[owner]
+        return owner
+
+    def satisfied(self, owner: str) -> bool:
+        return owner not in self._pending
+
+
 class SimulatedCluster:
-    """Nodes, scheduler, kubelet, controllers and DCGM metrics of one simulated member."""
+    """Nodes, scheduler, kubelet, controllers, Events and DCGM metrics of one simulated member."""
 
     def __init__(
         self,
@@ -158,30 +173,42 @@ class SimulatedCluster:
         self._pod_rt = registry.require("v1", "Pod")
         self._node_rt = registry.require("v1", "Node")
         self._namespace_rt = registry.require("v1", "Namespace")
-        self._workload_rts: dict[str, ResourceType] = {}
-        for api_version, kind in ctl.RECONCILERS:
+        event_rt = registry.for_kind("v1", "Event")
+        self.events = (
+            EventRecorder(objects, event_rt, clock=self.clock, component=SCHEDULER_NAME) if event_rt else None
+        )
+        #: kind -> (its resource type, its controller), for every controlled kind the store serves.
+        self._controlled: dict[str, tuple[ResourceType, ctl.Controller]] = {}
+        for (api_version, kind), controller in ctl.CONTROLLERS.items():
             rt = registry.for_kind(api_version, kind)
-            if rt is not None:
-                self._workload_rts[kind] = rt
-        self.pods = _Informer(objects, self._pod_rt)
-        self.node_objects = _Informer(objects, self._node_rt)
-        self.workloads = {kind: _Informer(objects, rt) for kind, rt in self._workload_rts.items()}
-        self._queues = {kind: _Queue() for kind in self._workload_rts}
-        self._by_owner: dict[str, set[str]] = {}
+            if rt is None:
+                continue
+            if registry.for_kind(*controller.child) is None:
+                raise ValueError(
+                    f"{kind} is served but its children ({controller.child[1]}) are not: "
+                    "serve simulator.resources.member_registry()"
+                )
+            self._controlled[kind] = (rt, controller)
+        self.pods = _informer(objects, self._pod_rt, self._on_pod)
+        self.node_objects = Informer(objects, self._node_rt)
+        self.node_objects.add_handler(_handler(self._on_node))
+        self.workloads = {
+            kind: _informer(objects, rt, self._workload_listener(kind)) for kind, (rt, _) in self._controlled.items()
+        }
+        self._queues = {kind: _Queue() for kind in self._controlled}
+        self._expectations = _Expectations()
         self._schedule_wake = asyncio.Event()
         self._kubelet_wake = asyncio.Event()
         self._capacity_changed = True
         self._new_pending: set[str] = set()
-        self._requests: dict[str, tuple[int, PodRequest]] = {}
+        self._requests: dict[str, tuple[str, PodRequest]] = {}
         self._times: dict[str, kubelet.KubeletTimes] = {}
         self._stop = asyncio.Event()
         self.started = asyncio.Event()
         self._runner: asyncio.Task[None] | None = None
-        self._garbage = _Queue()
-        self.pods.listeners.append(self._on_pod)
-        self.node_objects.listeners.append(self._on_node)
-        for kind, informer in self.workloads.items():
-            informer.listeners.append(self._workload_listener(kind))
+        #: (kind of the doomed object, its key)
+        self._garbage: set[tuple[str, str]] = set()
+        self._garbage_wake = asyncio.Event()
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -210,23 +237,20 @@ class SimulatedCluster:
         """Create namespaces and nodes, then run the loops until :meth:`shutdown`."""
         await self._create_namespaces()
         await self._create_nodes()
+        informers = [self.pods, self.node_objects, *self.workloads.values()]
         async with asyncio.TaskGroup() as group:
-            tasks = [
-                group.create_task(self.pods.run(), name="informer-pods"),
-                group.create_task(self.node_objects.run(), name="informer-nodes"),
-            ]
-            tasks += [group.create_task(inf.run(), name=f"informer-{k}") for k, inf in self.workloads.items()]
-            await self.pods.synced.wait()
-            await self.node_objects.synced.wait()
-            for informer in self.workloads.values():
+            tasks = [group.create_task(inf.run(), name=f"informer-{inf.rt.plural}") for inf in informers]
+            for informer in informers:
                 await informer.synced.wait()
             tasks.append(group.create_task(self._schedule_loop(), name="scheduler"))
             tasks.append(group.create_task(self._kubelet_loop(), name="kubelet"))
             tasks.append(group.create_task(self._garbage_loop(), name="garbage-collector"))
+            if self.events is not None:
+                tasks.append(group.create_task(self.events.run(), name="event-recorder"))
             tasks += [
                 group.create_task(self._controller_loop(k), name=f"controller-{k}") for k in self.workloads
             ]
-            await self._collect_garbage()
+            self._collect_garbage()
             self.started.set()
             await self._stop.wait()
             for task in tasks:
@@ -257,18 +281,43 @@ class SimulatedCluster:
 
     # --- event routing -----------------------------------------------------------------------
 
+    def _child_changed(self, kind: str, event: WatchEventType, obj: dict[str, Any]) -> None:
+        """A pod or ReplicaSet changed: settle its owner's expectations and queue the owner."""
+        key = _key(obj)
+        # As kube's controllers, a child marked for deletion counts as deleted.
+        gone = event is WatchEventType.DELETED or ctl.is_terminating(obj)
+        settled = self._expectations.observed(f"{kind}:{key}", deleted=gone)
+        namespace = obj["metadata"].get("namespace")
+        for ref in obj["metadata"].get("ownerReferences") or []:
+            queue = self._queues.get(str(ref.get("kind")))
+            if queue is not None and ref.get("controller"):
+                queue.add(f"{namespace}/{ref.get('name')}")
+        if settled is not None:
+            owner_kind, _, owner_key = settled.partition(":")
+            queue = self._queues.get(owner_kind)
+            if queue is not None:
+                queue.add(owner_key)
+
     def _workload_listener(self, kind: str) -> Listener:
         def listener(event: WatchEventType, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
             obj = new or old
             assert obj is not None
+            self._child_changed(kind, event, obj)
             if event is WatchEventType.DELETED:
-                uid = str(obj["metadata"].get("uid") or "")
-                for key in list(self._by_owner.get(uid, ())):
-                    self._garbage.add(key)
+                self._orphan_children(str(obj["metadata"].get("uid") or ""))
                 return
             self._queues[kind].add(_key(obj))
 
         return listener
+
+    def _orphan_children(self, uid: str) -> None:
+        """An owner is gone: its children are garbage (background cascading deletion)."""
+        if not uid:
+            return
+        for kind, informer in (("Pod", self.pods), *self.workloads.items()):
+            for child in informer.by_index(INDEX_OWNER, uid):
+                self._garbage.add((kind, _key(child)))
+                self._garbage_wake.set()
 
     def _on_node(self, event: WatchEventType, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         if event is WatchEventType.DELETED and old is not None:
@@ -283,16 +332,7 @@ class SimulatedCluster:
         obj = new or old
         assert obj is not None
         key = _key(obj)
-        uid = ctl.controller_uid(obj)
-        if uid is not None:
-            if new is None:
-                self._by_owner.get(uid, set()).discard(key)
-            else:
-                self._by_owner.setdefault(uid, set()).add(key)
-            for ref in obj["metadata"].get("ownerReferences") or []:
-                queue = self._queues.get(str(ref.get("kind")))
-                if queue is not None and ref.get("controller"):
-                    queue.add(f"{obj['metadata'].get('namespace')}/{ref.get('name')}")
+        self._child_changed("Pod", event, obj)
         if new is None or ctl.phase(new) in ("Succeeded", "Failed"):
             if self.state.release(key) is not None:
                 self._capacity_changed = True
@@ -300,6 +340,7 @@ class SimulatedCluster:
             if new is None:
                 self._times.pop(key, None)
                 self._requests.pop(key, None)
+                self.utilization.pop(key, None)
             return
         node_name = (new.get("spec") or {}).get("nodeName")
         if node_name:
@@ -313,6 +354,11 @@ class SimulatedCluster:
             self._kubelet_wake.set()
         elif self._wants_scheduling(new):
             self._new_pending.add(key)
+            request = self._request(new)
+            if request is not None and request.gang is not None:
+                # Gang members arrive one watch event at a time: look at every pending pod,
+                # so the members already cached are placed together with this one.
+                self._capacity_changed = True
             self._schedule_wake.set()
 
     @staticmethod
@@ -327,7 +373,7 @@ class SimulatedCluster:
 
     def _request(self, pod: dict[str, Any]) -> PodRequest | None:
         key = _key(pod)
-        rv = _rv(pod)
+        rv = str(pod["metadata"].get("resourceVersion") or "")
         cached = self._requests.get(key)
         if cached is not None and cached[0] == rv:
             return cached[1]
@@ -347,11 +393,11 @@ class SimulatedCluster:
             self._schedule_wake.clear()
             full = self._capacity_changed
             self._capacity_changed = False
-            candidates = self.pods.cache.keys() if full else self._new_pending
+            candidates = [_key(p) for p in self.pods.items()] if full else list(self._new_pending)
             self._new_pending = set()
             pending = []
-            for key in list(candidates):
-                pod = self.pods.cache.get(key)
+            for key in candidates:
+                pod = _get(self.pods, key)
                 if pod is None or not self._wants_scheduling(pod) or key in self.state.allocations:
                     continue
                 request = self._request(pod)
@@ -371,7 +417,7 @@ class SimulatedCluster:
             await asyncio.sleep(0)
 
     async def _bind(self, binding: Binding) -> None:
-        pod = self.pods.cache.get(binding.pod_key)
+        pod = _get(self.pods, binding.pod_key)
         if pod is None:
             self.state.release(binding.pod_key)
             return
@@ -392,13 +438,31 @@ class SimulatedCluster:
         status["phase"] = "Pending"
         status["conditions"] = [_pod_condition("PodScheduled", "True", self.clock.now())]
         written["status"] = status
-        self.pods.put(await self._write_status(written) or written)
+        await self._write_status(written)
+        if self.events is not None:
+            namespace, _, name = binding.pod_key.partition("/")
+            self.events.record(
+                written,
+                type=EventType.NORMAL,
+                reason=EventReason.SCHEDULED,
+                message=f"Successfully assigned {namespace}/{name} to {binding.node}",
+                action=EventAction.BINDING,
+            )
         self._kubelet_wake.set()
 
     async def _mark_unschedulable(self, failure: Unschedulable) -> None:
-        pod = self.pods.cache.get(failure.pod_key)
+        pod = _get(self.pods, failure.pod_key)
         if pod is None:
             return
+        if self.events is not None:
+            # Every failed attempt is an occurrence; the recorder folds repeats into count.
+            self.events.record(
+                pod,
+                type=EventType.WARNING,
+                reason=EventReason.FAILED_SCHEDULING,
+                message=failure.message,
+                action=EventAction.SCHEDULING,
+            )
         status = dict(pod.get("status") or {})
         conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
         old = next((c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"), None)
@@ -411,11 +475,11 @@ class SimulatedCluster:
         status["conditions"] = [*conditions, cond]
         updated = dict(pod)
         updated["status"] = status
-        written = await self._write_status(updated)
-        if written is not None:
-            self.pods.put(written)
+        await self._write_status(updated)
 
     async def _write_status(self, obj: dict[str, Any]) -> dict[str, Any] | None:
+        """Write a pod's status; None when the pod changed or went meanwhile (its watch
+        event brings the news, and the loop looks again)."""
         try:
             return await self.objects.update_status(self._pod_rt, obj)
         except (errors.Conflict, errors.NotFound):
@@ -425,14 +489,21 @@ class SimulatedCluster:
 
     async def _kubelet_loop(self) -> None:
         sim = self.profile.simulation
+        #: Pods whose status we wrote at a resourceVersion the cache has not moved past yet.
+        written: dict[str, str] = {}
         while True:
             self._kubelet_wake.clear()
             now = self.clock.now()
             next_due: float | None = None
-            for key, pod in list(self.pods.cache.items()):
+            for pod in self.pods.items():
+                key = _key(pod)
                 node = (pod.get("spec") or {}).get("nodeName")
                 if not node or ctl.phase(pod) in ("Succeeded", "Failed") or ctl.is_terminating(pod):
+                    written.pop(key, None)
                     continue
+                if written.get(key) == pod["metadata"].get("resourceVersion"):
+                    continue  # our last write has not come back through the watch yet
+                written.pop(key, None)
                 times = self._times.get(key)
                 if times is None:
                     times = self._times[key] = kubelet.KubeletTimes(bound_at=now)
@@ -453,9 +524,8 @@ class SimulatedCluster:
                         )
                     updated = dict(pod)
                     updated["status"] = status
-                    written = await self._write_status(updated)
-                    if written is not None:
-                        self.pods.put(written)
+                    if await self._write_status(updated) is not None:
+                        written[key] = str(pod["metadata"].get("resourceVersion"))
                 if due is not None and (next_due is None or due < next_due):
                     next_due = due
             await self.clock.sleep_until(next_due, self._kubelet_wake)
@@ -471,7 +541,7 @@ class SimulatedCluster:
         return value
 
     def _node_ip(self, node: str) -> str:
-        obj = self.node_objects.cache.get(node) or {}
+        obj = self.node_objects.get(None, node) or {}
         for address in (obj.get("status") or {}).get("addresses") or []:
             if address.get("type") == "InternalIP":
                 return str(address["address"])
@@ -484,86 +554,108 @@ class SimulatedCluster:
 
     # --- controllers -----------------------------------------------------------------------------
 
+    def _children(self, controller: ctl.Controller) -> tuple[str, Informer, ResourceType]:
+        kind = controller.child[1]
+        if kind == "Pod":
+            return kind, self.pods, self._pod_rt
+        return kind, self.workloads[kind], self._controlled[kind][0]
+
     async def _controller_loop(self, kind: str) -> None:
         queue = self._queues[kind]
         informer = self.workloads[kind]
-        reconcile = next(fn for (_, k), fn in ctl.RECONCILERS.items() if k == kind)
-        rt = self._workload_rts[kind]
-        for key in informer.cache:
-            queue.add(key)
+        rt, controller = self._controlled[kind]
+        for cached in informer.items():
+            queue.add(_key(cached))
+        _, children, _ = self._children(controller)
         while True:
             for key in sorted(await queue.take()):
-                obj = informer.cache.get(key)
-                if obj is None:
+                obj = _get(informer, key)
+                if obj is None or not self._expectations.satisfied(f"{kind}:{key}"):
                     continue
                 uid = str(obj["metadata"].get("uid") or "")
-                pods = [
-                    self.pods.cache[k] for k in sorted(self._by_owner.get(uid, ())) if k in self.pods.cache
-                ]
+                owned = sorted(children.by_index(INDEX_OWNER, uid), key=lambda c: str(c["metadata"]["name"]))
                 try:
-                    changes = reconcile(obj, pods, now=rfc3339(self.clock.now()), rng=self.rng)
+                    changes = controller.reconcile(obj, owned, now=rfc3339(self.clock.now()), rng=self.rng)
                 except (KeyError, TypeError, ValueError) as exc:
                     logger.warning("cannot reconcile %s %s: %s", kind, key, exc)
                     continue
-                await self._apply(kind, rt, informer, obj, changes)
+                await self._apply(kind, rt, controller, obj, changes)
 
     async def _apply(
-        self, kind: str, rt: ResourceType, informer: _Informer, obj: dict[str, Any], changes: ctl.Changes
+        self, kind: str, rt: ResourceType, controller: ctl.Controller, obj: dict[str, Any], changes: ctl.Changes
     ) -> None:
         namespace = obj["metadata"].get("namespace")
-        for pod in changes.create:
+        owner = f"{kind}:{_key(obj)}"
+        child_kind, children, child_rt = self._children(controller)
+        for child in changes.create:
+            child_key = f"{child_kind}:{namespace}/{child['metadata']['name']}"
+            self._expectations.expect(owner, child_key)
             try:
-                self.pods.put(await self.objects.create(self._pod_rt, pod))
-            except errors.AlreadyExists:
-                continue
+                await self.objects.create(child_rt, child)
             except errors.ApiError as exc:
-                logger.warning(
-                    "%s %s/%s: cannot create pod: %s", kind, namespace, obj["metadata"]["name"], exc
-                )
+                self._expectations.observed(child_key, deleted=True)
+                if not isinstance(exc, errors.AlreadyExists):
+                    logger.warning(
+                        "%s %s: cannot create %s: %s", kind, _key(obj), child_kind.lower(), exc
+                    )
+        for child in changes.update:
+            # On a conflict the child's watch event requeues the owner.
+            with contextlib.suppress(errors.Conflict, errors.NotFound):
+                await self.objects.update(child_rt, child)
         for name in changes.delete:
-            doomed = self.pods.cache.get(f"{namespace}/{name}")
+            doomed = children.get(namespace, name)
             if doomed is not None:
-                await self._delete_pod(doomed)
+                child_key = f"{child_kind}:{namespace}/{name}"
+                self._expectations.expect(owner, child_key, deletion=True)
+                if not await self._delete(child_rt, doomed):
+                    self._expectations.observed(child_key, deleted=True)
         if changes.status is not None:
             updated = dict(obj)
             updated["status"] = changes.status
-            try:
-                informer.put(await self.objects.update_status(rt, updated))
-            except errors.Conflict:
-                self._queues[kind].add(_key(obj))
-            except errors.NotFound:
-                pass
+            # On a conflict a newer version is on its way through the watch and requeues the key.
+            with contextlib.suppress(errors.Conflict, errors.NotFound):
+                await self.objects.update_status(rt, updated)
 
-    async def _delete_pod(self, pod: dict[str, Any]) -> None:
-        meta = pod["metadata"]
+    async def _delete(self, rt: ResourceType, obj: dict[str, Any]) -> bool:
+        """Delete ``obj``; False when it was already gone."""
+        meta = obj["metadata"]
         try:
-            result = await self.objects.delete(
-                self._pod_rt, namespace=meta.get("namespace"), name=meta["name"]
+            await self.objects.delete(
+                rt, namespace=meta.get("namespace"), name=meta["name"], propagation_policy="Background"
             )
         except errors.NotFound:
-            return
-        if result.deleted:
-            self.pods.remove(result.object)
+            return False
+        return True
 
     async def _garbage_loop(self) -> None:
-        """Delete the pods of owners that were deleted (background cascading deletion)."""
+        """Delete the children of owners that were deleted (background cascading deletion;
+        a Deployment's ReplicaSets go first, then, their deletion seen, their pods)."""
         while True:
-            for key in sorted(await self._garbage.take()):
-                pod = self.pods.cache.get(key)
-                if pod is not None:
-                    await self._delete_pod(pod)
+            await self._garbage_wake.wait()
+            self._garbage_wake.clear()
+            doomed, self._garbage = self._garbage, set()
+            for kind, key in sorted(doomed):
+                informer = self.pods if kind == "Pod" else self.workloads[kind]
+                rt = self._pod_rt if kind == "Pod" else self._controlled[kind][0]
+                obj = _get(informer, key)
+                if obj is not None:
+                    await self._delete(rt, obj)
 
-    async def _collect_garbage(self) -> None:
-        live = {
-            str(obj["metadata"].get("uid"))
-            for informer in self.workloads.values()
-            for obj in informer.cache.values()
-        }
-        owned_kinds = set(self.workloads)
-        for pod in list(self.pods.cache.values()):
-            refs = [r for r in pod["metadata"].get("ownerReferences") or [] if r.get("controller")]
-            if refs and refs[0].get("kind") in owned_kinds and str(refs[0].get("uid")) not in live:
-                await self._delete_pod(pod)
+    def _collect_garbage(self) -> None:
+        """Queue every child whose controller owner is of a kind we control and no longer
+        exists, or does not own children of its kind (pods a Deployment owned directly,
+        from a member state written before Deployments had ReplicaSets: their ReplicaSet
+        replaces them)."""
+        live = {str(obj["metadata"].get("uid")) for inf in self.workloads.values() for obj in inf.items()}
+        for kind, informer in (("Pod", self.pods), *self.workloads.items()):
+            for obj in informer.items():
+                refs = [r for r in obj["metadata"].get("ownerReferences") or [] if r.get("controller")]
+                owner = self._controlled.get(str(refs[0].get("kind"))) if refs else None
+                if owner is None:
+                    continue
+                if str(refs[0].get("uid")) not in live or owner[1].child[1] != kind:
+                    self._garbage.add((kind, _key(obj)))
+                    self._garbage_wake.set()
 
     # --- DCGM ---------------------------------------------------------------------------------
 
@@ -572,7 +664,7 @@ class SimulatedCluster:
         uses: list[PodDevice] = []
         utilization: dict[str, float] = {}
         for key, allocation in self.state.allocations.items():
-            pod = self.pods.cache.get(key)
+            pod = _get(self.pods, key)
             if pod is None or not allocation.devices:
                 continue
             running = ctl.phase(pod) == "Running"

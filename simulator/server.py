@@ -35,17 +35,12 @@ from controlplane.apiserver.app import create_app
 from controlplane.apiserver.auth.static import StaticTokenAuthenticator, load_or_create_token
 from controlplane.apiserver.kubeconfig import write_kubeconfig
 from controlplane.apiserver.objects import ObjectStore
-from controlplane.apiserver.resources import (
-    Registry,
-    coordination_resources,
-    core_resources,
-    workload_resources,
-)
 from controlplane.apiserver.tls import ensure_pki
 from controlplane.storage.interface import KeyValue
 from controlplane.storage.memory import MemoryStore
 from simulator.cluster import SimulatedCluster
 from simulator.profile import ClusterProfile
+from simulator.resources import member_registry
 from simulator.scheduling import Scoring
 
 log = logging.getLogger(__name__)
@@ -108,11 +103,6 @@ def read_snapshot(path: Path) -> tuple[list[KeyValue], int] | None:
     except (KeyError, TypeError, ValueError) as exc:
         raise SnapshotError(f"{path}: malformed snapshot: {exc!r}") from exc
     return items, revision if body.get("clean") else revision + UNCLEAN_REVISION_GAP
-
-
-def member_registry() -> Registry:
-    """What a member cluster serves: core kinds (nodes, pods, ...), workloads, Leases."""
-    return Registry(core_resources(), workload_resources(), coordination_resources())
 
 
 @dataclass(frozen=True)

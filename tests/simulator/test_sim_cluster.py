@@ -10,11 +10,11 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from controlplane.apiserver.objects import ObjectStore
-from controlplane.apiserver.resources import Registry, core_resources, workload_resources
 from controlplane.storage.memory import MemoryStore
 from simulator.clock import ManualClock
 from simulator.cluster import SimulatedCluster
 from simulator.profile import parse_fleet
+from simulator.resources import member_registry
 
 WHOLE = {
     "name": "a100-whole",
@@ -75,7 +75,7 @@ async def _sim(groups: list[dict[str, Any]], **defaults: Any) -> AsyncIterator[S
             ]
         }
     ).clusters[0]
-    objects = ObjectStore(MemoryStore(), Registry(core_resources(), workload_resources()))
+    objects = ObjectStore(MemoryStore(), member_registry())
     await objects.bootstrap()
     clock = ManualClock()
     async with SimulatedCluster(profile, objects, clock=clock, seed=3) as cluster:
@@ -135,7 +135,7 @@ async def test_deployment_of_mig_pods_becomes_ready(sim: Sim) -> None:
     assert all("a100-mig" in p["spec"]["nodeName"] for p in pods)
     assert all(
         p["metadata"]["name"].startswith("infer-")
-        and p["metadata"]["ownerReferences"][0]["kind"] == "Deployment"
+        and p["metadata"]["ownerReferences"][0]["kind"] == "ReplicaSet"
         for p in pods
     )
     status = (await sim.get("apps/v1", "Deployment", "infer"))["status"]
@@ -312,3 +312,212 @@ async def test_statefulset_creates_ordinals_in_order(sim: Sim) -> None:
     assert [p["metadata"]["name"] for p in pods] == ["db-0", "db-1", "db-2"]
     starts = [p["status"]["startTime"] for p in pods]
     assert starts == sorted(starts) and starts[0] < starts[2]
+
+
+def _deployment(name: str, replicas: int, template: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "x"}}, "template": template, **spec},
+    }
+
+
+async def _replicasets(sim: Sim) -> list[dict[str, Any]]:
+    return (await sim.objects.list(sim.rt("apps/v1", "ReplicaSet"), namespace="default")).items
+
+
+async def _rollout(sim: Sim, strategy: dict[str, Any]) -> tuple[list[dict[str, Any]], list[list[dict[str, Any]]]]:
+    """Roll a 4-replica Deployment from image v1 to v2; the ReplicaSets at the end and the
+    pods seen at every step on the way."""
+    await sim.create(_deployment("web", 4, _template({"cpu": "1"}), strategy=strategy))
+
+    async def settled(image: str) -> bool:
+        status = (await sim.get("apps/v1", "Deployment", "web")).get("status") or {}
+        pods = [p for p in await sim.pods() if p["spec"]["containers"][0]["image"] == image]
+        return status.get("updatedReplicas") == 4 and status.get("availableReplicas") == 4 and (
+            len(pods) == 4 and all(p["status"].get("phase") == "Running" for p in pods)
+        )
+
+    await sim.until(lambda: settled("trainer:1"))
+    deployment = await sim.get("apps/v1", "Deployment", "web")
+    deployment["spec"]["template"]["spec"]["containers"][0]["image"] = "trainer:2"
+    await sim.objects.update(sim.rt("apps/v1", "Deployment"), deployment)
+    seen: list[list[dict[str, Any]]] = []
+
+    async def done() -> bool:
+        seen.append(await sim.pods())
+        return await settled("trainer:2") and len(seen[-1]) == 4
+
+    await sim.until(done)
+    return await _replicasets(sim), seen
+
+
+async def test_deployment_pods_belong_to_a_replicaset(sim: Sim) -> None:
+    await sim.create(_deployment("infer", 2, _template({"nvidia.com/gpu": 1})))
+
+    async def running() -> list[dict[str, Any]]:
+        pods = await sim.pods()
+        return pods if len(pods) == 2 and all(p["status"].get("phase") == "Running" for p in pods) else []
+
+    pods = await sim.until(running)
+    (rs,) = await _replicasets(sim)
+    pod_hash = rs["metadata"]["labels"]["pod-template-hash"]
+    assert rs["metadata"]["name"] == f"infer-{pod_hash}"
+    assert rs["metadata"]["ownerReferences"][0]["kind"] == "Deployment"
+    for pod in pods:
+        assert pod["metadata"]["name"].startswith(f"infer-{pod_hash}-")
+        assert len(pod["metadata"]["name"]) == len(f"infer-{pod_hash}-") + 5
+        assert pod["metadata"]["labels"]["pod-template-hash"] == pod_hash
+        ref = pod["metadata"]["ownerReferences"][0]
+        assert (ref["kind"], ref["name"], ref["uid"], ref["controller"]) == (
+            "ReplicaSet", rs["metadata"]["name"], rs["metadata"]["uid"], True,
+        )
+
+    async def rs_ready() -> bool:
+        (current,) = await _replicasets(sim)
+        status = current.get("status") or {}
+        return status.get("readyReplicas") == 2 and status.get("availableReplicas") == 2
+
+    await sim.until(rs_ready)
+
+    # Deleting the Deployment removes its ReplicaSet, then the pods.
+    await sim.objects.delete(sim.rt("apps/v1", "Deployment"), namespace="default", name="infer")
+
+    async def gone() -> bool:
+        return not await sim.pods() and not await _replicasets(sim)
+
+    await sim.until(gone)
+    assert not sim.cluster.state.allocations
+
+
+async def test_rolling_update_keeps_within_surge_and_availability(sim: Sim) -> None:
+    sets, seen = await _rollout(sim, {"type": "RollingUpdate"})
+    # 4 replicas, 25%: at most 5 pods at once; at least 3 ready ones throughout.
+    assert max(len(pods) for pods in seen) == 5
+    ready = [sum(1 for p in pods if ctl_ready(p)) for pods in seen]
+    assert min(ready) >= 3
+    by_image = {rs["spec"]["template"]["spec"]["containers"][0]["image"]: rs for rs in sets}
+    assert by_image["trainer:1"]["spec"]["replicas"] == 0  # kept as history, scaled to 0
+    assert by_image["trainer:2"]["spec"]["replicas"] == 4
+    assert by_image["trainer:2"]["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "2"
+    status = (await sim.get("apps/v1", "Deployment", "web"))["status"]
+    progressing = next(c for c in status["conditions"] if c["type"] == "Progressing")
+    assert progressing["reason"] == "NewReplicaSetAvailable"
+    assert by_image["trainer:2"]["metadata"]["name"] in progressing["message"]
+
+
+async def test_recreate_stops_old_pods_before_new_ones_start(sim: Sim) -> None:
+    sets, seen = await _rollout(sim, {"type": "Recreate"})
+    images = [{p["spec"]["containers"][0]["image"] for p in pods} for pods in seen]
+    assert {"trainer:1", "trainer:2"} not in images
+    assert sorted(rs["spec"]["replicas"] for rs in sets) == [0, 4]
+
+
+def ctl_ready(pod: dict[str, Any]) -> bool:
+    return any(
+        c["type"] == "Ready" and c["status"] == "True" for c in (pod.get("status") or {}).get("conditions") or []
+    )
+
+
+async def _events(sim: Sim, pod: str) -> list[dict[str, Any]]:
+    listed = await sim.objects.list(
+        sim.rt("v1", "Event"), namespace="default", field_selector=f"involvedObject.name={pod}"
+    )
+    return listed.items
+
+
+async def test_scheduler_records_events(sim: Sim) -> None:
+    await sim.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "huge", "namespace": "default"},
+            "spec": {"containers": [{"name": "m", "image": "x", "resources": {"limits": {"nvidia.com/gpu": 9}}}]},
+        }
+    )
+    await sim.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "small", "namespace": "default"},
+            "spec": {"containers": [{"name": "m", "image": "x", "resources": {"limits": {"nvidia.com/gpu": 1}}}]},
+        }
+    )
+
+    async def recorded() -> list[dict[str, Any]]:
+        return [e for e in await _events(sim, "huge") + await _events(sim, "small") if e.get("count")]
+
+    await sim.until(lambda: _both(recorded))
+    (failed,) = await _events(sim, "huge")
+    assert (failed["type"], failed["reason"]) == ("Warning", "FailedScheduling")
+    assert failed["message"] == "0/6 nodes are available: 6 Insufficient nvidia.com/gpu."
+    assert failed["source"]["component"] == "default-scheduler"
+    assert failed["reportingComponent"] == "default-scheduler"
+    huge = await sim.objects.get(sim.rt("v1", "Pod"), namespace="default", name="huge")
+    assert failed["involvedObject"]["uid"] == huge["metadata"]["uid"]
+    (scheduled,) = await _events(sim, "small")
+    small = await sim.objects.get(sim.rt("v1", "Pod"), namespace="default", name="small")
+    assert (scheduled["type"], scheduled["reason"]) == ("Normal", "Scheduled")
+    assert scheduled["message"] == f"Successfully assigned default/small to {small['spec']['nodeName']}"
+
+    # Freed capacity makes the scheduler try the big pod again: the same Event counts up.
+    await sim.objects.delete(sim.rt("v1", "Pod"), namespace="default", name="small")
+
+    async def counted() -> bool:
+        events = await _events(sim, "huge")
+        return len(events) == 1 and events[0]["count"] >= 2
+
+    await sim.until(counted)
+    (again,) = await _events(sim, "huge")
+    assert again["metadata"]["name"] == failed["metadata"]["name"]
+    assert again["firstTimestamp"] == failed["firstTimestamp"] < again["lastTimestamp"]
+
+    # Events expire an hour (simulated) after they were last seen.
+    async def expired() -> bool:
+        return not await _events(sim, "huge") and not await _events(sim, "small")
+
+    await sim.until(expired, step=300)
+
+
+async def _both(check: Callable[[], Any]) -> bool:
+    return len(await check()) == 2
+
+
+async def test_pods_a_deployment_owned_directly_are_replaced_by_its_replicaset() -> None:
+    """A member state from before ReplicaSets: the Deployment's own pods go, its ReplicaSet's come."""
+    profile = parse_fleet({"clusters": [{"name": "c", "nodeGroups": [WHOLE]}]}).clusters[0]
+    objects = ObjectStore(MemoryStore(), member_registry())
+    await objects.bootstrap()
+    deployment = await objects.create(
+        objects.registry.require("apps/v1", "Deployment"), _deployment("old", 1, _template({"cpu": "1"}))
+    )
+    legacy = await objects.create(
+        objects.registry.require("v1", "Pod"),
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": "old-abc-xyz12",
+                "namespace": "default",
+                "labels": {"app": "x"},
+                "ownerReferences": [
+                    {
+                        "apiVersion": "apps/v1", "kind": "Deployment", "name": "old",
+                        "uid": deployment["metadata"]["uid"], "controller": True,
+                    }
+                ],
+            },
+            "spec": {"containers": [{"name": "main", "image": "trainer:1"}]},
+        },
+    )
+    clock = ManualClock()
+    async with SimulatedCluster(profile, objects, clock=clock, seed=3) as cluster:
+        sim = Sim(cluster, objects, clock)
+
+        async def replaced() -> list[dict[str, Any]]:
+            pods = await sim.pods()
+            return pods if len(pods) == 1 and pods[0]["metadata"]["name"] != legacy["metadata"]["name"] else []
+
+        (pod,) = await sim.until(replaced)
+        assert pod["metadata"]["ownerReferences"][0]["kind"] == "ReplicaSet"

@@ -133,27 +133,6 @@ TEMPLATE: dict[str, Any] = {"metadata": {"labels": {"app": "x"}}, "spec": {"cont
 
 
 @pytest.mark.parametrize(
-    ("have", "replicas", "creates", "deletes"), [(0, 3, 3, 0), (2, 3, 1, 0), (3, 3, 0, 0), (4, 2, 0, 2)]
-)
-def test_deployment_scaling(have: int, replicas: int, creates: int, deletes: int) -> None:
-    deployment = _owner("Deployment", "apps/v1", {"replicas": replicas, "template": TEMPLATE})
-    current = ctl.template_hash(TEMPLATE)
-    pods = [
-        _child(f"w-{current}-{i}", created=f"2025-01-01T00:00:0{i}Z", labels={"pod-template-hash": current})
-        for i in range(have)
-    ]
-    changes = ctl.reconcile_deployment(deployment, pods, now=NOW, rng=random.Random(0))
-    assert len(changes.create) == creates
-    assert len(changes.delete) == deletes
-    # Scale-down removes the newest pods first.
-    assert changes.delete == [f"w-{current}-{i}" for i in range(have - 1, have - 1 - deletes, -1)]
-    for pod in changes.create:
-        assert pod["metadata"]["name"].startswith(f"w-{current}-")
-        assert pod["metadata"]["ownerReferences"][0]["uid"] == "uid-w"
-    assert changes.status is not None and changes.status["observedGeneration"] == 2
-
-
-@pytest.mark.parametrize(
     ("spec", "pods", "creates", "condition"),
     [
         ({"completions": 3, "parallelism": 2}, [], 2, None),

@@ -1,0 +1,130 @@
+"""A simulated member seen through the real kubectl: ReplicaSets and the scheduler's Events."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from simulator.profile import parse_fleet
+from simulator.server import SimServer, SimServerConfig
+
+KUBECTL = shutil.which("kubectl")
+pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
+
+FLEET = {
+    "clusters": [
+        {
+            "name": "k",
+            "nodeGroups": [
+                {"name": "a100", "count": 2, "cpu": 32, "memoryGiB": 256,
+                 "gpu": {"product": "NVIDIA-A100-SXM4-80GB", "count": 4}},
+            ],
+            "simulation": {"startupDelaySeconds": 1},
+        }
+    ]
+}
+
+
+class Kubectl:
+    def __init__(self, kubeconfig: Path) -> None:
+        self.kubeconfig = kubeconfig
+
+    async def run(self, *args: str, stdin: str | None = None) -> str:
+        assert KUBECTL is not None
+        proc = await asyncio.create_subprocess_exec(
+            KUBECTL, "--kubeconfig", str(self.kubeconfig), *args,
+            stdin=asyncio.subprocess.PIPE if stdin is not None else None,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )
+        async with asyncio.timeout(60):
+            out, err = await proc.communicate(stdin.encode() if stdin is not None else None)
+        assert proc.returncode == 0, f"kubectl {' '.join(args)}: {err.decode()}"
+        return out.decode()
+
+    async def json(self, *args: str) -> Any:
+        return json.loads(await self.run(*args, "-o", "json"))
+
+    async def until(self, check: Any, *, what: str, rounds: int = 200) -> Any:
+        for _ in range(rounds):
+            result = await check()
+            if result:
+                return result
+            await asyncio.sleep(0.1)
+        raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.fixture
+async def kubectl(tmp_path: Path) -> AsyncIterator[Kubectl]:
+    profile = parse_fleet(FLEET).clusters[0]
+    config = SimServerConfig(profile=profile, state_dir=tmp_path, time_scale=20.0, seed=1, snapshot_interval=None)
+    async with SimServer(config) as server:
+        yield Kubectl(server.kubeconfig_path)
+
+
+DEPLOYMENT = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: default}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: m, image: "web:1", resources: {limits: {nvidia.com/gpu: 1}}}]
+"""
+
+TOO_BIG = """
+apiVersion: v1
+kind: Pod
+metadata: {name: too-big, namespace: default}
+spec:
+  containers: [{name: m, image: "x", resources: {limits: {nvidia.com/gpu: 8}}}]
+"""
+
+
+async def test_kubectl_sees_replicasets_and_scheduler_events(kubectl: Kubectl) -> None:
+    await kubectl.run("apply", "-f", "-", stdin=DEPLOYMENT + "---" + TOO_BIG)
+
+    async def ready_rs() -> list[str]:
+        lines = (await kubectl.run("get", "rs", "-n", "default")).splitlines()
+        return lines if len(lines) == 2 and lines[1].split()[1:4] == ["2", "2", "2"] else []
+
+    header, row = await kubectl.until(ready_rs, what="the ReplicaSet to be ready")
+    assert header.split() == ["NAME", "DESIRED", "CURRENT", "READY", "AGE"]
+    rs_name = row.split()[0]
+    assert rs_name.startswith("web-")
+    wide = (await kubectl.run("get", "replicasets", "-o", "wide")).splitlines()[1]
+    assert f"pod-template-hash={rs_name.removeprefix('web-')}" in wide
+
+    pods = (await kubectl.json("get", "pods", "-l", "app=web"))["items"]
+    assert len(pods) == 2 and all(p["metadata"]["ownerReferences"][0]["name"] == rs_name for p in pods)
+    pod = pods[0]["metadata"]["name"]
+
+    async def described() -> str:
+        text = await kubectl.run("describe", "pod", pod)
+        return text if "Successfully assigned" in text else ""
+
+    text = await kubectl.until(described, what="the Scheduled event in kubectl describe")
+    node = pods[0]["spec"]["nodeName"]
+    assert "Normal  Scheduled" in text
+    assert "default-scheduler" in text
+    assert f"Successfully assigned default/{pod} to {node}" in text
+
+    async def failed() -> str:
+        text = await kubectl.run("describe", "pod", "too-big")
+        return text if "FailedScheduling" in text else ""
+
+    text = await kubectl.until(failed, what="the FailedScheduling event")
+    assert "Warning  FailedScheduling" in text
+    assert "0/2 nodes are available: 2 Insufficient nvidia.com/gpu." in text
+
+    events = (await kubectl.run("get", "events", "-n", "default")).splitlines()
+    assert any("FailedScheduling" in line and "pod/too-big" in line for line in events)
+    assert any("Scheduled" in line and f"pod/{pod}" in line for line in events)
