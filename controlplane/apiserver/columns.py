@@ -172,6 +172,19 @@ def event_last_seen(obj: Obj, now: datetime) -> str:
     return since(when, now)
 
 
+def event_first_seen(obj: Obj, now: datetime) -> str:
+    when = obj.get("firstTimestamp") or obj.get("eventTime") or dig(obj, "metadata", "creationTimestamp")
+    return since(when, now)
+
+
+def event_source(obj: Obj, _now: datetime) -> str:
+    """``component, host`` as kubectl prints it (``reportingController`` for new-style Events)."""
+    source = obj.get("source") or {}
+    component = source.get("component") or obj.get("reportingController") or obj.get("reportingComponent") or ""
+    host = source.get("host") or obj.get("reportingInstance") or ""
+    return f"{component}, {host}" if host else str(component)
+
+
 def event_object(obj: Obj, _now: datetime) -> str:
     involved = obj.get("involvedObject") or {}
     kind = str(involved.get("kind", "")).lower()

@@ -131,6 +131,8 @@ class ResourceType:
     model: type[BaseModel] | None = None
     #: Extra columns after NAME (AGE included where wanted).
     columns: tuple[TableColumn, ...] = (AGE,)
+    #: False: NAME is the last column and only shown with ``-o wide`` (kube's Event table).
+    name_first: bool = True
     #: Built-in kinds take strategic merge patch; custom kinds only JSON/merge patch.
     strategic_merge: bool = False
     #: Field selectors beyond metadata.name / metadata.namespace.
@@ -314,13 +316,18 @@ def core_resources() -> list[ResourceType]:
         ),
         ResourceType(
             "", "v1", "Event", "events", "event", namespaced=True,
-            short_names=("ev",), strategic_merge=True,
+            short_names=("ev",), strategic_merge=True, name_first=False,
+            # kube's Event table: NAME is a wide column at the end.
             columns=(
                 TableColumn("Last Seen", col.event_last_seen),
                 TableColumn("Type", path("type")),
                 TableColumn("Reason", path("reason")),
                 TableColumn("Object", col.event_object),
+                TableColumn("Subobject", path("involvedObject.fieldPath"), priority=1),
+                TableColumn("Source", col.event_source, priority=1),
                 TableColumn("Message", path("message")),
+                TableColumn("First Seen", col.event_first_seen, priority=1),
+                TableColumn("Count", path("count", default=1), type="integer", priority=1),
             ),
             extra_field_selectors={
                 name: _field_path(name)

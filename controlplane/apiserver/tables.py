@@ -2,8 +2,8 @@
 
 kubectl asks for ``Accept: application/json;as=Table;v=v1;g=meta.k8s.io,...``; when a
 request prefers that, the handlers answer with :func:`table` built from the resource
-type's columns (NAME first, then the type's columns; priority-1 columns appear with
-``-o wide``). Rows carry the object as ``PartialObjectMetadata`` (``includeObject=
+type's columns (NAME first, then the type's columns — or, for Events as in kube, NAME last
+and wide only; priority-1 columns appear with ``-o wide``). Rows carry the object as ``PartialObjectMetadata`` (``includeObject=
 Metadata``, the default), the whole object (``Object``) or nothing (``None``). Pure.
 """
 
@@ -68,17 +68,23 @@ def wants_table(accept: str | None) -> bool:
 
 
 def column_definitions(rt: ResourceType) -> list[dict[str, Any]]:
-    return [NAME_COLUMN, *(column.definition() for column in rt.columns)]
+    columns = [column.definition() for column in rt.columns]
+    if rt.name_first:
+        return [NAME_COLUMN, *columns]
+    return [*columns, {**NAME_COLUMN, "priority": 1}]
 
 
 def row(rt: ResourceType, obj: dict[str, Any], *, include: IncludeObject, now: datetime) -> dict[str, Any]:
-    cells: list[Any] = [obj.get("metadata", {}).get("name", "")]
+    name = obj.get("metadata", {}).get("name", "")
+    cells: list[Any] = [name] if rt.name_first else []
     for column in rt.columns:
         try:
             cells.append(column.getter(obj, now))
         except (KeyError, TypeError, ValueError, AttributeError):
             # A malformed object prints an empty cell rather than failing the listing.
             cells.append("")
+    if not rt.name_first:
+        cells.append(name)
     out: dict[str, Any] = {"cells": cells}
     if include is IncludeObject.METADATA:
         out["object"] = {

@@ -14,7 +14,7 @@ from controlplane.apiserver.patches import merge_patch
 from controlplane.apiserver.resources import NameRule, Registry, core_resources, workload_resources
 from controlplane.apiserver.routing import parse_request
 from controlplane.apiserver.selectors import LabelSelector, parse_field_selector, parse_label_selector
-from controlplane.apiserver.tables import wants_table
+from controlplane.apiserver.tables import IncludeObject, column_definitions, row, wants_table
 from controlplane.apiserver.validation import name_errors
 from controlplane.storage import KeyValue
 
@@ -187,6 +187,35 @@ def test_routing_non_resource(path: str) -> None:
 )
 def test_wants_table(accept: str | None, expected: bool) -> None:
     assert wants_table(accept) is expected
+
+
+def test_event_table_is_kubes_name_last_and_wide() -> None:
+    events = Registry(core_resources()).require("v1", "Event")
+    pods = Registry(core_resources()).require("v1", "Pod")
+    now = datetime(2026, 1, 1, 0, 10, tzinfo=UTC)
+    event = {
+        "metadata": {"name": "web-1.17f0", "namespace": "default"},
+        "involvedObject": {"kind": "Pod", "name": "web-1"},
+        "reason": "FailedScheduling",
+        "type": "Warning",
+        "message": "0/3 nodes are available",
+        "source": {"component": "default-scheduler"},
+        "firstTimestamp": "2026-01-01T00:00:00Z",
+        "lastTimestamp": "2026-01-01T00:09:00Z",
+        "count": 4,
+    }
+    definitions = column_definitions(events)
+    shown = [d["name"] for d in definitions if d["priority"] == 0]
+    assert shown == ["Last Seen", "Type", "Reason", "Object", "Message"]
+    assert [d["name"] for d in definitions][-1] == "Name"
+    cells = row(events, event, include=IncludeObject.NONE, now=now)["cells"]
+    by_name = dict(zip([d["name"] for d in definitions], cells, strict=True))
+    assert by_name == {
+        "Last Seen": "60s", "Type": "Warning", "Reason": "FailedScheduling", "Object": "pod/web-1",
+        "Subobject": "", "Source": "default-scheduler", "Message": "0/3 nodes are available",
+        "First Seen": "10m", "Count": 4, "Name": "web-1.17f0",
+    }
+    assert column_definitions(pods)[0]["name"] == "Name"
 
 
 def test_registry_rejects_duplicates_and_finds_kinds() -> None:

@@ -126,5 +126,6 @@ async def test_kubectl_sees_replicasets_and_scheduler_events(kubectl: Kubectl) -
     assert "0/2 nodes are available: 2 Insufficient nvidia.com/gpu." in text
 
     events = (await kubectl.run("get", "events", "-n", "default")).splitlines()
+    assert events[0].split() == ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]  # as kube prints it
     assert any("FailedScheduling" in line and "pod/too-big" in line for line in events)
     assert any("Scheduled" in line and f"pod/{pod}" in line for line in events)
