@@ -1,13 +1,18 @@
 """The hub process: etcd, the API server over TLS with token auth, and (on the leader)
 the controllers.
 
-In: a :class:`HubConfig` (state dir, listen address, etcd endpoints or none for an
-embedded etcd). Out: a running HTTPS API, ``<state-dir>/hub.kubeconfig`` with an admin
-token and the CA, and ``/readyz`` answering once everything is up.
+In: a :class:`HubConfig` (state dir, listen address, etcd endpoints and their client TLS
+files, or none for an embedded etcd; optionally a provided serving certificate). Out: a
+running HTTPS API, ``<state-dir>/hub.kubeconfig`` with an admin token and the CA, and
+``/readyz`` answering once everything is up.
 
 State that must survive restarts lives in etcd (objects, tokens) and in the state dir
-(the PKI, the embedded etcd's data). Restarting the hub on the same state dir reuses
-both, and the admin kubeconfig's token keeps working.
+(the PKI, the embedded etcd's data and its own CA). Restarting the hub on the same state
+dir reuses both, and the admin kubeconfig's token keeps working. The embedded etcd
+serves TLS and admits only the client certificate it issued for the hub. With
+``tls_cert_file`` the hub serves that certificate instead of issuing its own, and
+advertises the CA that signed it (at ``/.well-known/gpufed/ca.crt``, in the kubeconfig,
+as the agents' pin); the files are read on every start.
 
 Several replicas may share one etcd (``--etcd-endpoints``) for a highly available hub:
 all serve the API; one, elected through an etcd lease (``controlplane.leader``), runs the
@@ -44,7 +49,7 @@ from controlplane.apiserver.resources import (
     gpufed_resources,
     workload_resources,
 )
-from controlplane.apiserver.tls import Pki, ensure_pki
+from controlplane.apiserver.tls import PkiError, ServingCertificate, ensure_pki, load_serving_certificate
 from controlplane.controllers.clusters import ClusterNamespaceController
 from controlplane.controllers.context import ControllerSettings
 from controlplane.controllers.health import ClusterHealthMonitor
@@ -56,7 +61,7 @@ from controlplane.reports.api import ReportSource, waste_report_routes, waste_re
 from controlplane.reports.sampling import DEFAULT_INTERVAL as DEFAULT_WASTE_SAMPLE_INTERVAL
 from controlplane.reports.sampling import WasteSampler
 from controlplane.storage.embedded import EmbeddedEtcd
-from controlplane.storage.etcd import EtcdStore
+from controlplane.storage.etcd import EtcdClientTls, EtcdStore
 from controlplane.ui.serving import ui_public_paths, ui_routes
 
 log = logging.getLogger(__name__)
@@ -72,10 +77,19 @@ class HubConfig:
     state_dir: Path
     host: str = "127.0.0.1"
     port: int = 6443
-    #: Empty: start an embedded etcd with its data under the state dir.
+    #: Empty: start an embedded etcd (TLS, client-certificate auth) with its data under the state dir.
     etcd_endpoints: tuple[str, ...] = ()
-    #: Extra names/addresses for the serving certificate.
+    #: CA and client certificate for https:// etcd endpoints (--etcd-cafile/--etcd-certfile/--etcd-keyfile).
+    etcd_tls: EtcdClientTls | None = None
+    #: Extra names/addresses for the serving certificate the hub issues (with a provided
+    #: certificate: names it is checked for, with a warning when missing).
     tls_hosts: tuple[str, ...] = ()
+    #: A provided serving certificate (chain) and key; None: issue one from the hub's own CA.
+    tls_cert_file: Path | None = None
+    tls_private_key_file: Path | None = None
+    #: The CA that signed tls_cert_file (advertised to clients, pinned by agents); None: the
+    #: self-signed certificate that ends tls_cert_file.
+    tls_ca_file: Path | None = None
     #: Seconds a cluster may miss heartbeats before it is Unknown.
     cluster_monitor_grace_period: float = 40.0
     #: Failover: seconds replicas stay in an unreachable / not-ready cluster when their placement
@@ -126,7 +140,7 @@ class Hub:
         self.store: EtcdStore | None = None
         self.tokens: TokenStore | None = None
         self.objects: ObjectStore | None = None
-        self.pki: Pki | None = None
+        self.pki: ServingCertificate | None = None
         self.controllers: ControllerManager | None = None
         self.elector: LeaderElector | None = None
         self.health: ClusterHealthMonitor | None = None
@@ -147,17 +161,20 @@ class Hub:
     async def start(self) -> None:
         state = self.config.state_dir
         state.mkdir(parents=True, exist_ok=True)
-        endpoints = list(self.config.etcd_endpoints)
-        if not endpoints:
+        host = advertised_host(self.config.host)
+        # Settings first (the store's constructor checks them without connecting), so that
+        # a bad etcd setting or provided certificate fails before anything is started.
+        if self.config.etcd_endpoints:
+            self.store = EtcdStore(list(self.config.etcd_endpoints), tls=self.config.etcd_tls)
+        self.pki = await asyncio.to_thread(self._serving_certificate, host)
+        if self.store is None:
             self.etcd = EmbeddedEtcd(state / "etcd", log_file=state / "etcd.log")
-            endpoints = [await self.etcd.start()]
-            log.info("embedded etcd ready at %s (data in %s)", endpoints[0], state / "etcd")
-        self.store = EtcdStore(endpoints)
+            url = await self.etcd.start()
+            log.info("embedded etcd ready at %s (data in %s)", url, state / "etcd")
+            self.store = EtcdStore([url], tls=self.etcd.client_tls)
         await self.store.connect()
         await self.store.ping()
 
-        host = advertised_host(self.config.host)
-        self.pki = ensure_pki(state, hosts=[host, socket.gethostname(), *self.config.tls_hosts])
         self.tokens = TokenStore(self.store)
         registry = hub_registry()
         self.objects = ObjectStore(self.store, registry)
@@ -207,6 +224,24 @@ class Hub:
         )
         self.elector.start()
         log.info("hub serving at %s; kubeconfig: %s", self.url, self.kubeconfig_path)
+
+    def _serving_certificate(self, host: str) -> ServingCertificate:
+        """The provided certificate when configured, else the one issued from the hub's own CA."""
+        config = self.config
+        if config.tls_cert_file is not None:
+            if config.tls_private_key_file is None:
+                raise PkiError("--tls-cert-file needs --tls-private-key-file")
+            # A wildcard listen address says nothing about the names clients use.
+            explicit = [host] if advertised_host(config.host) == config.host else []
+            return load_serving_certificate(
+                config.tls_cert_file,
+                key_file=config.tls_private_key_file,
+                ca_file=config.tls_ca_file,
+                hosts=[*explicit, *config.tls_hosts],
+            )
+        if config.tls_private_key_file is not None or config.tls_ca_file is not None:
+            raise PkiError("--tls-private-key-file and --tls-ca-file need --tls-cert-file")
+        return ensure_pki(config.state_dir, hosts=[host, socket.gethostname(), *config.tls_hosts]).serving
 
     async def _start_leading(self, term: Term) -> None:
         """This replica leads: run the controllers over an ObjectStore fenced to ``term``."""

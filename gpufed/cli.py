@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -44,6 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # gRPC (the etcd client) logs a failed TLS handshake to stderr on its own; the command
+    # already reports it as one actionable line.
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

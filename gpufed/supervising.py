@@ -29,11 +29,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import logging
 import os
 import signal
-import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -43,6 +41,8 @@ from typing import Final
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, wait_exponential_jitter
 
+from controlplane.processes import parent_death_signal
+
 log = logging.getLogger(__name__)
 
 PROC: Final = Path("/proc")
@@ -50,10 +50,6 @@ PROC: Final = Path("/proc")
 TRACK_INTERVAL: Final = 3.0
 PROBE_INTERVAL: Final = 0.5
 PROBE_TIMEOUT: Final = 5.0
-#: ``prctl`` option from <linux/prctl.h>: the signal a process receives when its parent dies.
-PR_SET_PDEATHSIG: Final = 1
-#: Exit code of a child whose parent died before it could arm the parent-death signal.
-ORPHANED_AT_START: Final = 125
 
 
 class ProcessState(StrEnum):
@@ -153,46 +149,6 @@ def kill_if_alive(processes: Iterable[ProcInfo], *, table: Mapping[int, tuple[in
             os.kill(info.pid, signal.SIGKILL)
             killed += 1
     return killed
-
-
-def _load_prctl() -> Callable[[int, int, int, int, int], int] | None:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
-    prctl.restype = ctypes.c_int
-    return prctl
-
-
-#: Resolved once, in the parent: the forked child then only calls a ready function pointer.
-_PRCTL: Final = _load_prctl()
-
-
-def parent_death_signal(signum: signal.Signals = signal.SIGTERM) -> Callable[[], None] | None:
-    """A ``preexec_fn`` that makes the child receive ``signum`` when the calling thread ends
-    (Linux); None where the kernel offers no such thing.
-
-    Build it right before forking, in the thread that forks (it records the parent's pid). In
-    the child it restores the signal's default action (a handler inherited from the parent
-    would swallow a signal arriving before ``exec``), arms the signal, then checks that the
-    parent is still the one it was forked from: a parent that died before the signal was
-    armed would otherwise leave the child running, so the child exits at once instead.
-    """
-    prctl = _PRCTL
-    if prctl is None:
-        return None
-    parent = os.getpid()
-
-    def arm() -> None:
-        signal.signal(signum, signal.SIG_DFL)
-        prctl(PR_SET_PDEATHSIG, int(signum), 0, 0, 0)
-        if os.getppid() != parent:
-            os._exit(ORPHANED_AT_START)
-
-    return arm
 
 
 class _Crashed(Exception):

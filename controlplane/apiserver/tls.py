@@ -1,15 +1,28 @@
-"""The hub's TLS material: a private CA and the serving certificate it signs.
+"""The hub's TLS material: a private CA and the serving certificate it signs, or a
+serving certificate the operator provides.
 
-The hub serves HTTPS by default. On first start :func:`ensure_pki` creates a CA and a
-serving certificate under ``<state_dir>/pki/``; later starts load them, so kubeconfigs
-and agents that trust the CA keep working across restarts. The CA is never replaced
-automatically (every agent pins its hash); the serving certificate is re-issued when a
-requested host is missing from its SANs, when it expires within 30 days, or when it
-was not signed by the CA on disk.
+The hub serves HTTPS, always. By default, on first start :func:`ensure_pki` creates a CA
+and a serving certificate under ``<state_dir>/pki/``; later starts load them, so
+kubeconfigs and agents that trust the CA keep working across restarts. The CA is never
+replaced automatically (every agent pins its hash); the serving certificate is re-issued
+when a requested host is missing from its SANs, when it expires within 30 days, or when
+it was not signed by the CA on disk.
 
-In: a state directory and the host names/IPs the hub is reached at.
-Out: :class:`Pki` (paths, the CA PEM, an ``ssl.SSLContext`` for the server and one for
-clients that trust only this CA) and :func:`ca_hash`, the pin an agent is given.
+Alternatively :func:`load_serving_certificate` takes a certificate, its key and the CA
+that signed it from files (``--tls-cert-file``, ``--tls-private-key-file``,
+``--tls-ca-file``), e.g. from a Kubernetes Secret or cert-manager. They are read and
+checked on every start (so a renewed Secret is picked up by a restart) and are never
+copied or re-issued: a key that does not match, an expired certificate or one the CA did
+not sign is a :class:`PkiError` naming the file.
+
+In: a state directory and the host names/IPs the hub is reached at, or the three files.
+Out: :class:`ServingCertificate` (the certificate and key files, the CA PEM clients
+should trust, an ``ssl.SSLContext`` for the server and one for clients that trust only
+this CA) and :func:`ca_hash`, the pin an agent is given.
+
+The small building blocks (:func:`load_or_create_ca`, :func:`ensure_certificate`) also
+serve the embedded etcd's own PKI (``controlplane.storage.embedded``); this module
+therefore imports nothing from the rest of the API server at import time.
 
 Joining agents discover the CA the way kubeadm's ``cluster-info`` ConfigMap works: the
 hub serves its CA certificate without authentication at :data:`CA_PATH`; the agent
@@ -33,6 +46,7 @@ import os
 import socket
 import ssl
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -41,16 +55,15 @@ import aiohttp
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-
-from controlplane.apiserver.auth.authorizer import CA_PATH
 
 log = logging.getLogger(__name__)
 
 CA_VALIDITY: Final = dt.timedelta(days=3650)
 SERVER_VALIDITY: Final = dt.timedelta(days=365)
-#: A serving certificate closer than this to expiry is re-issued on start.
+#: A serving certificate closer than this to expiry is re-issued on start (a provided
+#: one is only warned about).
 SERVER_RENEW_BEFORE: Final = dt.timedelta(days=30)
 #: Tolerated clock skew between the hub and its clients.
 _BACKDATE: Final = dt.timedelta(minutes=5)
@@ -62,7 +75,9 @@ _DEFAULT_HOSTS: Final = ("127.0.0.1", "localhost", "::1")
 
 
 class PkiError(Exception):
-    """The PKI on disk is unusable (e.g. a certificate must be re-issued but the CA key is gone)."""
+    """The TLS material is unusable: a damaged file, a key that does not match its
+    certificate, an expired certificate, or a certificate that must be re-issued but
+    whose CA key is gone. The message names the file and says what to do."""
 
 
 class CaHashMismatch(Exception):
@@ -70,8 +85,32 @@ class CaHashMismatch(Exception):
 
 
 @dataclass(frozen=True, slots=True)
+class ServingCertificate:
+    """What the hub serves HTTPS with, and the CA its clients should trust and pin."""
+
+    cert_path: Path
+    key_path: Path
+    ca_pem: bytes
+
+    @property
+    def ca_hash(self) -> str:
+        return ca_hash(self.ca_pem)
+
+    def server_ssl_context(self) -> ssl.SSLContext:
+        """A TLS server context presenting the serving certificate (TLS 1.2+)."""
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        context.load_cert_chain(certfile=self.cert_path, keyfile=self.key_path)
+        return context
+
+    def client_ssl_context(self) -> ssl.SSLContext:
+        """A TLS client context that trusts only this CA."""
+        return client_ssl_context(self.ca_pem)
+
+
+@dataclass(frozen=True, slots=True)
 class Pki:
-    """The hub's CA and serving certificate, as files under ``<state_dir>/pki``."""
+    """The hub's own CA and serving certificate, as files under ``<state_dir>/pki``."""
 
     directory: Path
     ca_pem: bytes
@@ -96,12 +135,13 @@ class Pki:
     def ca_hash(self) -> str:
         return ca_hash(self.ca_pem)
 
+    @property
+    def serving(self) -> ServingCertificate:
+        return ServingCertificate(cert_path=self.server_cert_path, key_path=self.server_key_path, ca_pem=self.ca_pem)
+
     def server_ssl_context(self) -> ssl.SSLContext:
         """A TLS server context presenting the serving certificate (TLS 1.2+)."""
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        context.minimum_version = ssl.TLSVersion.TLSv1_2
-        context.load_cert_chain(certfile=self.server_cert_path, keyfile=self.server_key_path)
-        return context
+        return self.serving.server_ssl_context()
 
     def client_ssl_context(self) -> ssl.SSLContext:
         """A TLS client context that trusts only this CA."""
@@ -117,15 +157,82 @@ def ensure_pki(state_dir: Path, *, hosts: list[str]) -> Pki:
     directory = state_dir / "pki"
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     pki = Pki(directory=directory, ca_pem=b"")
-    ca_cert, ca_key = _load_or_create_ca(pki)
-    wanted = _san_entries([*_DEFAULT_HOSTS, socket.gethostname(), *hosts])
-    reason = _server_cert_problem(pki, ca_cert=ca_cert, wanted=wanted)
-    if reason is not None:
-        if ca_key is None:
-            ca_key = _load_ca_key(pki)
-        log.info("issuing hub serving certificate", extra={"reason": reason, "path": str(pki.server_cert_path)})
-        _issue_server_cert(pki, ca_cert=ca_cert, ca_key=ca_key, sans=wanted)
+    ca_cert = load_or_create_ca(pki.ca_cert_path, pki.ca_key_path, common_name="gpufed-ca")
+    ensure_certificate(
+        pki.server_cert_path,
+        pki.server_key_path,
+        ca_cert=ca_cert,
+        ca_key_path=pki.ca_key_path,
+        common_name="gpufed-hub",
+        hosts=[*_DEFAULT_HOSTS, socket.gethostname(), *hosts],
+        usages=(ExtendedKeyUsageOID.SERVER_AUTH,),
+    )
     return Pki(directory=directory, ca_pem=ca_cert.public_bytes(serialization.Encoding.PEM))
+
+
+def load_serving_certificate(
+    cert_file: Path, *, key_file: Path, ca_file: Path | None = None, hosts: Sequence[str] = ()
+) -> ServingCertificate:
+    """Check and use a serving certificate the operator provides.
+
+    ``cert_file`` holds the certificate, optionally followed by intermediate CA
+    certificates; ``key_file`` its private key; ``ca_file`` the CA that signed it (the
+    one agents pin). Without ``ca_file`` the certificate file must end in a self-signed
+    certificate, which is then the CA. ``hosts`` are the names clients use: a missing one
+    is logged as a warning (the certificate is the operator's to fix).
+    Raises :class:`PkiError` naming the file for anything that would fail a handshake.
+    """
+    chain = _read_certificates(cert_file, flag="--tls-cert-file")
+    leaf = chain[0]
+    key = _read_private_key(key_file, flag="--tls-private-key-file")
+    if key.public_key() != leaf.public_key():
+        raise PkiError(
+            f"--tls-private-key-file {key_file} does not match the certificate in --tls-cert-file {cert_file}"
+        )
+    now = _now()
+    if leaf.not_valid_after_utc <= now:
+        raise PkiError(
+            f"the certificate in --tls-cert-file {cert_file} expired at "
+            f"{leaf.not_valid_after_utc:%Y-%m-%d %H:%M:%S}Z; renew it"
+        )
+    if leaf.not_valid_before_utc > now + _BACKDATE:
+        raise PkiError(
+            f"the certificate in --tls-cert-file {cert_file} is not valid before "
+            f"{leaf.not_valid_before_utc:%Y-%m-%d %H:%M:%S}Z; check this machine's clock"
+        )
+    if ca_file is not None:
+        cas = _read_certificates(ca_file, flag="--tls-ca-file")
+    elif _is_self_signed(chain[-1]):
+        ca_file, cas = cert_file, [chain[-1]]
+    else:
+        raise PkiError(
+            f"--tls-cert-file {cert_file} does not end in a self-signed CA certificate; "
+            "pass --tls-ca-file with the CA that signed it (agents pin its hash)"
+        )
+    ca = _signing_ca(chain, cas)
+    if ca is None:
+        raise PkiError(
+            f"the certificate in --tls-cert-file {cert_file} is not signed by the CA in --tls-ca-file {ca_file} "
+            "(put intermediate CA certificates after it in --tls-cert-file)"
+        )
+    for issuer in [*chain[1:], ca]:
+        if issuer.not_valid_after_utc <= now:
+            raise PkiError(
+                f"the CA certificate {issuer.subject.rfc4514_string()} (from {ca_file} or {cert_file}) expired at "
+                f"{issuer.not_valid_after_utc:%Y-%m-%d %H:%M:%S}Z; renew it"
+            )
+    if leaf.not_valid_after_utc - now < SERVER_RENEW_BEFORE:
+        log.warning("the provided serving certificate %s expires at %s", cert_file, leaf.not_valid_after_utc)
+    missing = [str(name.value) for name in _san_entries(list(hosts)) if name not in _sans_of(leaf)]
+    if missing:
+        log.warning(
+            "the provided serving certificate %s does not name %s; clients using those names will reject it",
+            cert_file,
+            ", ".join(missing),
+        )
+    return ServingCertificate(
+        cert_path=cert_file, key_path=key_file, ca_pem=ca.public_bytes(serialization.Encoding.PEM)
+    )
 
 
 def ca_hash(ca_pem: bytes) -> str:
@@ -167,6 +274,10 @@ async def fetch_and_verify_ca(server_url: str, *, expected_hash: str) -> bytes:
     the fetched CA, proves the server at ``server_url`` holds a certificate that CA issued
     for this host name. Each request gives up after :data:`FETCH_TIMEOUT`.
     """
+    # Imported here, not at the top: the storage package imports this module for its
+    # certificate helpers, and the auth package imports the storage package.
+    from controlplane.apiserver.auth.authorizer import CA_PATH
+
     url = server_url.rstrip("/") + CA_PATH
     client_timeout = aiohttp.ClientTimeout(total=FETCH_TIMEOUT.total_seconds())
     async with aiohttp.ClientSession(timeout=client_timeout) as session:
@@ -187,18 +298,21 @@ async def ensure_pki_async(state_dir: Path, *, hosts: list[str]) -> Pki:
     return await asyncio.to_thread(ensure_pki, state_dir, hosts=hosts)
 
 
-def _load_or_create_ca(pki: Pki) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey | None]:
-    if pki.ca_cert_path.exists():
+def load_or_create_ca(cert_path: Path, key_path: Path, *, common_name: str) -> x509.Certificate:
+    """Load the CA certificate at ``cert_path``, or create a new CA (key and certificate).
+
+    An existing CA is never replaced: a damaged one is a :class:`PkiError`.
+    """
+    if cert_path.exists():
         try:
-            cert = x509.load_pem_x509_certificate(pki.ca_cert_path.read_bytes())
+            return x509.load_pem_x509_certificate(cert_path.read_bytes())
         except ValueError as exc:
-            raise PkiError(f"{pki.ca_cert_path} is not a PEM certificate; restore it from a backup") from exc
-        return cert, None
-    if pki.ca_key_path.exists():
-        raise PkiError(f"{pki.ca_key_path} exists without {pki.ca_cert_path}; restore or remove both")
+            raise PkiError(f"{cert_path} is not a PEM certificate; restore it from a backup") from exc
+    if key_path.exists():
+        raise PkiError(f"{key_path} exists without {cert_path}; restore or remove both")
     key = ec.generate_private_key(ec.SECP256R1())
     now = _now()
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "gpufed-ca")])
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
     ski = x509.SubjectKeyIdentifier.from_public_key(key.public_key())
     cert = (
         x509.CertificateBuilder()
@@ -209,47 +323,83 @@ def _load_or_create_ca(pki: Pki) -> tuple[x509.Certificate, ec.EllipticCurvePriv
         .not_valid_before(now - _BACKDATE)
         .not_valid_after(now + CA_VALIDITY)
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
+        .add_extension(_key_usage(cert_sign=True), critical=True)
         .add_extension(ski, critical=False)
         .sign(key, hashes.SHA256())
     )
     # The key first: a crash in between leaves "key without cert", which is reported,
     # never a CA certificate nobody can sign with.
-    _write_private(pki.ca_key_path, _key_pem(key))
-    _write_public(pki.ca_cert_path, cert.public_bytes(serialization.Encoding.PEM))
-    log.info("created hub certificate authority", extra={"path": str(pki.ca_cert_path)})
-    return cert, key
+    _write_private(key_path, _key_pem(key))
+    _write_public(cert_path, cert.public_bytes(serialization.Encoding.PEM))
+    log.info("created certificate authority", extra={"path": str(cert_path)})
+    return cert
 
 
-def _load_ca_key(pki: Pki) -> ec.EllipticCurvePrivateKey:
-    if not pki.ca_key_path.exists():
-        raise PkiError(f"the serving certificate must be re-issued but the CA key {pki.ca_key_path} is missing")
-    key = serialization.load_pem_private_key(pki.ca_key_path.read_bytes(), password=None)
+def ensure_certificate(
+    cert_path: Path,
+    key_path: Path,
+    *,
+    ca_cert: x509.Certificate,
+    ca_key_path: Path,
+    common_name: str,
+    hosts: Sequence[str] = (),
+    usages: Sequence[x509.ObjectIdentifier],
+) -> bool:
+    """Keep a certificate signed by ``ca_cert`` at ``cert_path``; return whether it was (re-)issued.
+
+    It is (re-)issued when missing, unreadable, not issued by ``ca_cert``, expiring within
+    :data:`SERVER_RENEW_BEFORE`, missing one of ``hosts`` from its SANs, or not matching
+    its key. ``usages`` are its extended key usages (server and/or client auth).
+    """
+    wanted = _san_entries(list(hosts))
+    reason = _certificate_problem(cert_path, key_path, ca_cert=ca_cert, wanted=wanted)
+    if reason is None:
+        return False
+    ca_key = _load_ca_key(ca_key_path, cert_path=cert_path)
+    log.info("issuing certificate", extra={"reason": reason, "path": str(cert_path)})
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = _now()
+    ca_ski = ca_cert.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]))
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - _BACKDATE)
+        .not_valid_after(min(now + SERVER_VALIDITY, ca_cert.not_valid_after_utc))
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(_key_usage(cert_sign=False), critical=True)
+        .add_extension(x509.ExtendedKeyUsage(list(usages)), critical=False)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_ski), critical=False)
+    )
+    if wanted:
+        builder = builder.add_extension(x509.SubjectAlternativeName(wanted), critical=False)
+    cert = builder.sign(ca_key, hashes.SHA256())
+    _write_private(key_path, _key_pem(key))
+    _write_public(cert_path, cert.public_bytes(serialization.Encoding.PEM))
+    return True
+
+
+def _load_ca_key(path: Path, *, cert_path: Path) -> ec.EllipticCurvePrivateKey:
+    if not path.exists():
+        raise PkiError(f"{cert_path} must be (re-)issued but the CA key {path} is missing")
+    key = serialization.load_pem_private_key(path.read_bytes(), password=None)
     if not isinstance(key, ec.EllipticCurvePrivateKey):
-        raise PkiError(f"{pki.ca_key_path} is not an EC private key")
+        raise PkiError(f"{path} is not an EC private key")
     return key
 
 
-def _server_cert_problem(pki: Pki, *, ca_cert: x509.Certificate, wanted: list[x509.GeneralName]) -> str | None:
-    """Why the serving certificate must be (re-)issued, or None when it is fine."""
-    if not pki.server_cert_path.exists() or not pki.server_key_path.exists():
+def _certificate_problem(
+    cert_path: Path, key_path: Path, *, ca_cert: x509.Certificate, wanted: list[x509.GeneralName]
+) -> str | None:
+    """Why the certificate must be (re-)issued, or None when it is fine."""
+    if not cert_path.exists() or not key_path.exists():
         return "missing"
     try:
-        cert = x509.load_pem_x509_certificate(pki.server_cert_path.read_bytes())
-        key = serialization.load_pem_private_key(pki.server_key_path.read_bytes(), password=None)
+        cert = x509.load_pem_x509_certificate(cert_path.read_bytes())
+        key = serialization.load_pem_private_key(key_path.read_bytes(), password=None)
     except (ValueError, TypeError):
         return "unreadable"
     try:
@@ -258,59 +408,92 @@ def _server_cert_problem(pki: Pki, *, ca_cert: x509.Certificate, wanted: list[x5
         return "not issued by the current CA"
     if cert.not_valid_after_utc - _now() < SERVER_RENEW_BEFORE:
         return "expires soon"
-    try:
-        present = set(cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value)
-    except x509.ExtensionNotFound:
-        return "no subject alternative names"
-    missing = [name for name in wanted if name not in present]
-    if missing:
-        return "missing hosts " + ", ".join(str(name.value) for name in missing)
+    if wanted:
+        present = _sans_of(cert)
+        if not present:
+            return "no subject alternative names"
+        missing = [name for name in wanted if name not in present]
+        if missing:
+            return "missing hosts " + ", ".join(str(name.value) for name in missing)
     if key.public_key() != cert.public_key():
         return "key does not match certificate"
     return None
 
 
-def _issue_server_cert(
-    pki: Pki,
-    *,
-    ca_cert: x509.Certificate,
-    ca_key: ec.EllipticCurvePrivateKey,
-    sans: list[x509.GeneralName],
-) -> None:
-    key = ec.generate_private_key(ec.SECP256R1())
-    now = _now()
-    ca_ski = ca_cert.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "gpufed-hub")]))
-        .issuer_name(ca_cert.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - _BACKDATE)
-        .not_valid_after(min(now + SERVER_VALIDITY, ca_cert.not_valid_after_utc))
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=False,
-                crl_sign=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(x509.SubjectAlternativeName(sans), critical=False)
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
-        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_ski), critical=False)
-        .sign(ca_key, hashes.SHA256())
+def _sans_of(cert: x509.Certificate) -> set[x509.GeneralName]:
+    try:
+        return set(cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value)
+    except x509.ExtensionNotFound:
+        return set()
+
+
+def _key_usage(*, cert_sign: bool) -> x509.KeyUsage:
+    return x509.KeyUsage(
+        digital_signature=True,
+        content_commitment=False,
+        key_encipherment=False,
+        data_encipherment=False,
+        key_agreement=False,
+        key_cert_sign=cert_sign,
+        crl_sign=cert_sign,
+        encipher_only=False,
+        decipher_only=False,
     )
-    _write_private(pki.server_key_path, _key_pem(key))
-    _write_public(pki.server_cert_path, cert.public_bytes(serialization.Encoding.PEM))
+
+
+def _read_certificates(path: Path, *, flag: str) -> list[x509.Certificate]:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise PkiError(f"{flag} {path}: cannot read it: {exc.strerror or exc}") from exc
+    try:
+        certificates = x509.load_pem_x509_certificates(data)
+    except ValueError as exc:
+        raise PkiError(f"{flag} {path} holds no PEM certificate") from exc
+    return certificates
+
+
+def _read_private_key(path: Path, *, flag: str) -> ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise PkiError(f"{flag} {path}: cannot read it: {exc.strerror or exc}") from exc
+    try:
+        key = serialization.load_pem_private_key(data, password=None)
+    except (ValueError, TypeError) as exc:
+        raise PkiError(f"{flag} {path} is not an unencrypted PEM private key") from exc
+    if not isinstance(key, ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey):
+        raise PkiError(f"{flag} {path} is a {type(key).__name__}; use an EC or RSA key")
+    return key
+
+
+def _is_self_signed(cert: x509.Certificate) -> bool:
+    if cert.issuer != cert.subject:
+        return False
+    try:
+        cert.verify_directly_issued_by(cert)
+    except (ValueError, TypeError, InvalidSignature):
+        return False
+    return True
+
+
+def _issued_by(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
+    try:
+        cert.verify_directly_issued_by(issuer)
+    except (ValueError, TypeError, InvalidSignature):
+        return False
+    return True
+
+
+def _signing_ca(chain: list[x509.Certificate], cas: list[x509.Certificate]) -> x509.Certificate | None:
+    """The CA of ``cas`` that ``chain`` (leaf, then intermediates in order) leads to."""
+    for index, cert in enumerate(chain):
+        for ca in cas:
+            if cert == ca or _issued_by(cert, ca):
+                return ca
+        if index + 1 < len(chain) and not _issued_by(cert, chain[index + 1]):
+            return None
+    return None
 
 
 def _san_entries(hosts: list[str]) -> list[x509.GeneralName]:

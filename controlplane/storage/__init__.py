@@ -6,7 +6,7 @@ hub's real store; ``EmbeddedEtcd`` runs a local etcd server for development, tes
 """
 
 from controlplane.storage.embedded import EmbeddedEtcd, EtcdStartError, find_etcd_binary
-from controlplane.storage.etcd import EtcdStore
+from controlplane.storage.etcd import EtcdClientTls, EtcdConfigError, EtcdStore
 from controlplane.storage.interface import (
     AlreadyExists,
     Conflict,
@@ -27,6 +27,8 @@ __all__ = [
     "AlreadyExists",
     "Conflict",
     "EmbeddedEtcd",
+    "EtcdClientTls",
+    "EtcdConfigError",
     "EtcdStartError",
     "EtcdStore",
     "EventType",

@@ -2,7 +2,23 @@
 
 In: a data directory (created if missing, reused if present, so objects and revisions
 survive a restart), a host, optional fixed ports and an optional log file.
-Out: the client URL (``http://127.0.0.1:<port>``) once ``GET /health`` reports healthy.
+Out: the client URL (``https://127.0.0.1:<port>``) once ``GET /health`` reports healthy,
+and :attr:`EmbeddedEtcd.client_tls`, the client certificate a store connects with.
+
+TLS with client-certificate authentication is on by default: etcd holds every object and
+token of the hub, and any local process could otherwise read or rewrite it. The launcher
+keeps a small CA of its own under ``<data_dir>/pki`` (``ca.crt``/``ca.key``) and issues
+from it a serving certificate for the listen host, 127.0.0.1, ::1 and localhost
+(``server.crt``) and one client certificate (``client.crt``, CN ``gpufed-hub``) for the
+hub; etcd runs with ``--client-cert-auth --trusted-ca-file=ca.crt``, so only holders of
+a certificate from that CA get in. This CA is deliberately not the hub's own (the one
+agents pin and kubeconfigs trust): a certificate the hub issues or is given for its API
+must never open the store, as kubeadm keeps a separate etcd CA for the same reason. A
+restart reuses the CA and certificates (re-issued only when missing, damaged, expiring
+within 30 days or lacking the host). Peer traffic stays plain HTTP: there is one member
+and its peer port listens on ``host`` only (the loopback address by default).
+``tls=False`` runs a plaintext server (tests that share one server with plain-URL
+clients use it).
 
 Port 0 means "pick a free port". The chosen ports are remembered in
 ``<data_dir>/ports.json`` so a restart on the same directory comes back on the same
@@ -11,7 +27,9 @@ client URL when the port is still free. etcd's own files live in ``<data_dir>/et
 The server is a plain ``subprocess.Popen`` child, not an asyncio subprocess: it belongs
 to no event loop, so one launcher may be started and stopped from different loops (a
 test session does exactly that). It runs in its own session so that a Ctrl-C aimed at
-the hub does not kill the store before the hub has shut down cleanly.
+the hub does not kill the store before the hub has shut down cleanly, and (Linux) with a
+parent-death signal, so a hub killed outright does not leave it running
+(:mod:`controlplane.processes`).
 
 Compaction: ``--auto-compaction-mode=periodic --auto-compaction-retention=5m`` keeps five
 minutes of history, which is what kube-apiserver does against its etcd. A watcher that
@@ -32,17 +50,26 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import time
 from pathlib import Path
 from types import TracebackType
 
 import aiohttp
+from cryptography.x509.oid import ExtendedKeyUsageOID
+
+from controlplane.apiserver.tls import ensure_certificate, load_or_create_ca
+from controlplane.processes import parent_death_signal
+from controlplane.storage.etcd import EtcdClientTls
 
 logger = logging.getLogger(__name__)
 
 PORTS_FILE = "ports.json"
 ETCD_SUBDIR = "etcd"
+PKI_SUBDIR = "pki"
+#: The CN of the client certificate the launcher issues for the hub.
+CLIENT_COMMON_NAME = "gpufed-hub"
 LOG_TAIL_LINES = 30
 #: etcd's default quota, stated explicitly: the hub keeps JSON objects, not blobs.
 QUOTA_BACKEND_BYTES = 2 * 1024**3
@@ -83,6 +110,21 @@ def _free_port(host: str) -> int:
     return port
 
 
+_WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", ""})
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def _health_ssl_context(tls: EtcdClientTls) -> ssl.SSLContext:
+    """The health check presents the hub's client certificate: etcd demands one on every request."""
+    context = ssl.create_default_context(cafile=str(tls.ca_file))
+    if tls.cert_file is not None and tls.key_file is not None:
+        context.load_cert_chain(certfile=tls.cert_file, keyfile=tls.key_file)
+    return context
+
+
 def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
     try:
         text = path.read_text(errors="replace")
@@ -106,6 +148,7 @@ class EmbeddedEtcd:
         startup_timeout: float = 30.0,
         stop_timeout: float = 10.0,
         unsafe_no_fsync: bool = False,
+        tls: bool = True,
     ) -> None:
         self.data_dir = data_dir
         self.host = host
@@ -115,8 +158,10 @@ class EmbeddedEtcd:
         self._startup_timeout = startup_timeout
         self._stop_timeout = stop_timeout
         self._unsafe_no_fsync = unsafe_no_fsync
+        self._tls = tls
         self._process: subprocess.Popen[bytes] | None = None
         self._client_url: str | None = None
+        self._client_tls: EtcdClientTls | None = None
 
     @property
     def client_url(self) -> str:
@@ -125,8 +170,24 @@ class EmbeddedEtcd:
         return self._client_url
 
     @property
+    def client_tls(self) -> EtcdClientTls | None:
+        """The CA and client certificate to connect with (None when TLS is off)."""
+        if self._client_url is None:
+            raise RuntimeError("etcd is not running")
+        return self._client_tls
+
+    @property
+    def pki_dir(self) -> Path:
+        return self.data_dir / PKI_SUBDIR
+
+    @property
     def running(self) -> bool:
         return self._process is not None and self._process.poll() is None
+
+    @property
+    def pid(self) -> int | None:
+        """The etcd server's process id while it runs."""
+        return self._process.pid if self._process is not None and self.running else None
 
     async def start(self) -> str:
         """Start etcd (no-op if already running) and return its client URL once healthy."""
@@ -135,14 +196,15 @@ class EmbeddedEtcd:
         binary = self._binary or find_etcd_binary()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        client_tls = await asyncio.to_thread(self._ensure_pki) if self._tls else None
         explicit = all(self._requested_ports)
         attempts = 1 if explicit else 3
         for attempt in range(1, attempts + 1):
             client_port, peer_port = self._choose_ports(fresh=attempt > 1)
-            url = f"http://{self.host}:{client_port}"
+            url = f"{self._client_scheme}://{_url_host(self.host)}:{client_port}"
             self._spawn(binary, client_port=client_port, peer_port=peer_port)
             try:
-                await self._wait_healthy(url)
+                await self._wait_healthy(url, tls=client_tls)
             except EtcdStartError:
                 log_tail = _tail(self.log_file)
                 await self._terminate()
@@ -152,6 +214,7 @@ class EmbeddedEtcd:
                     continue
                 raise
             self._client_url = url
+            self._client_tls = client_tls
             (self.data_dir / PORTS_FILE).write_text(
                 json.dumps({"client_port": client_port, "peer_port": peer_port})
             )
@@ -178,6 +241,34 @@ class EmbeddedEtcd:
 
     # -- internals -----------------------------------------------------------------
 
+    @property
+    def _client_scheme(self) -> str:
+        return "https" if self._tls else "http"
+
+    def _ensure_pki(self) -> EtcdClientTls:
+        """Create or reuse the launcher's CA, etcd's serving certificate and the hub's client one."""
+        directory = self.pki_dir
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        ca_cert_path, ca_key_path = directory / "ca.crt", directory / "ca.key"
+        ca_cert = load_or_create_ca(ca_cert_path, ca_key_path, common_name="gpufed-etcd-ca")
+        hosts = ["127.0.0.1", "::1", "localhost"]
+        if self.host not in _WILDCARD_HOSTS:
+            hosts.append(self.host)
+        # Server and client auth: etcd's own gRPC gateway dials etcd with this certificate.
+        ensure_certificate(
+            directory / "server.crt", directory / "server.key",
+            ca_cert=ca_cert, ca_key_path=ca_key_path, common_name="gpufed-etcd", hosts=hosts,
+            usages=(ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH),
+        )
+        ensure_certificate(
+            directory / "client.crt", directory / "client.key",
+            ca_cert=ca_cert, ca_key_path=ca_key_path, common_name=CLIENT_COMMON_NAME,
+            usages=(ExtendedKeyUsageOID.CLIENT_AUTH,),
+        )
+        return EtcdClientTls(
+            ca_file=ca_cert_path, cert_file=directory / "client.crt", key_file=directory / "client.key"
+        )
+
     def _choose_ports(self, *, fresh: bool) -> tuple[int, int]:
         client_port, peer_port = self._requested_ports
         if not fresh:
@@ -200,8 +291,8 @@ class EmbeddedEtcd:
             return None
 
     def _command(self, binary: Path, *, client_port: int, peer_port: int) -> list[str]:
-        client = f"http://{self.host}:{client_port}"
-        peer = f"http://{self.host}:{peer_port}"
+        client = f"{self._client_scheme}://{_url_host(self.host)}:{client_port}"
+        peer = f"http://{_url_host(self.host)}:{peer_port}"
         command = [
             str(binary),
             "--name=gpufed",
@@ -217,6 +308,14 @@ class EmbeddedEtcd:
             f"--quota-backend-bytes={QUOTA_BACKEND_BYTES}",
             "--log-level=warn",
         ]
+        if self._tls:
+            pki = self.pki_dir
+            command += [
+                f"--cert-file={pki / 'server.crt'}",
+                f"--key-file={pki / 'server.key'}",
+                "--client-cert-auth",
+                f"--trusted-ca-file={pki / 'ca.crt'}",
+            ]
         if self._unsafe_no_fsync:
             command.append("--unsafe-no-fsync")
         return command
@@ -231,13 +330,16 @@ class EmbeddedEtcd:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                # Ends with the hub even when the hub is killed outright (Linux).
+                preexec_fn=parent_death_signal(),
             )
 
-    async def _wait_healthy(self, url: str) -> None:
+    async def _wait_healthy(self, url: str, *, tls: EtcdClientTls | None) -> None:
         deadline = time.monotonic() + self._startup_timeout
         last_error = "no answer yet"
         timeout = aiohttp.ClientTimeout(total=2.0)
-        async with aiohttp.ClientSession(timeout=timeout) as session:
+        connector = aiohttp.TCPConnector(ssl=_health_ssl_context(tls) if tls is not None else True)
+        async with aiohttp.ClientSession(timeout=timeout, connector=connector) as session:
             while time.monotonic() < deadline:
                 process = self._process
                 if process is None or process.poll() is not None:

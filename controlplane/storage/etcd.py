@@ -1,7 +1,10 @@
 """The hub's real :class:`~controlplane.storage.interface.Store`: etcd v3 over gRPC.
 
-In: etcd client URLs (``http://127.0.0.1:2379``), a key prefix that namespaces every key
-this store touches (``/gpufed`` + ``/pods/ns/name``), and opaque byte values.
+In: etcd client URLs (``https://127.0.0.1:2379``, or ``http://`` without TLS), the client
+TLS settings for https URLs (:class:`EtcdClientTls`: a CA file and a client certificate
+and key, kube-apiserver's ``--etcd-cafile/--etcd-certfile/--etcd-keyfile``), a key
+prefix that namespaces every key this store touches (``/gpufed`` + ``/pods/ns/name``),
+and opaque byte values.
 Out: :class:`KeyValue` / :class:`ListResult` / :class:`WatchEvent` whose revisions are
 etcd's own, so a key's ``mod_revision`` is directly the object's ``resourceVersion``.
 
@@ -14,14 +17,20 @@ shared stream feeding unbounded queues.
 
 Failure handling, in one place:
 
-* Transient gRPC failures (``UNAVAILABLE``; ``DEADLINE_EXCEEDED`` for reads) are retried
-  with jittered exponential backoff for at most ``retry_budget`` seconds, then surface as
+* Transient gRPC failures (``UNAVAILABLE`` or a stream reset by a stopping etcd;
+  ``DEADLINE_EXCEEDED`` for reads) are retried with jittered exponential backoff for at
+  most ``retry_budget`` seconds, then surface as
   :class:`Unavailable` naming the endpoint. Writes are retried only on ``UNAVAILABLE``;
   when a connection drops after a write was sent the retry may report ``AlreadyExists``,
   ``Conflict`` or ``NotFound`` for a write that did land -- callers re-read on those, as
   they must for any compare-and-swap.
 * A compacted revision becomes :class:`Gone` carrying etcd's compacted revision.
 * A watch whose stream drops reopens itself from the last delivered revision + 1.
+* Settings that cannot work (an https URL without a CA, an unreadable or mismatched TLS
+  file, mixed http and https URLs) are an :class:`EtcdConfigError` from the constructor,
+  before any connection. A TLS handshake etcd or this client refuses (wrong CA, no or an
+  untrusted client certificate) is not retried: it surfaces at once as
+  :class:`Unavailable` saying which setting to check.
 
 Beyond the Store contract (used by hub leader election, ``controlplane/leader``): writes
 may carry :class:`WriteGuard` preconditions on another key (a failed guard raises
@@ -35,18 +44,23 @@ nature; its creation has a deadline and HTTP/2 keepalive pings detect a dead pee
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import ipaddress
 import logging
 import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+import grpc  # grpcio ships no type hints: see the mypy overrides in pyproject.toml
 from aetcd import rpc
 from aetcd.utils import prefix_range_end
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
 from tenacity import (
     AsyncRetrying,
     RetryCallState,
@@ -90,6 +104,67 @@ _CHANNEL_OPTIONS: list[tuple[str, int]] = [
 ]
 
 
+#: Fragments of gRPC's message for a TLS handshake that failed on certificates (retrying
+#: cannot help, the settings must change), and what to check for each.
+_UNTRUSTED_SERVER = ("CERTIFICATE_VERIFY_FAILED", "certificate verify failed", "Hostname Verification", "Peer name")
+_REFUSED_CLIENT = ("BAD_CERTIFICATE", "CERTIFICATE_REQUIRED", "UNKNOWN_CA", "CERTIFICATE_UNKNOWN")
+
+
+class EtcdConfigError(ValueError):
+    """The etcd client settings cannot work (an endpoint, a TLS file); the message says which."""
+
+
+@dataclass(frozen=True, slots=True)
+class EtcdClientTls:
+    """How to reach etcd over TLS: the CA that signed etcd's serving certificate and the
+    client certificate and key etcd trusts (both or neither). Read when a store is built."""
+
+    ca_file: Path
+    cert_file: Path | None = None
+    key_file: Path | None = None
+
+    def __post_init__(self) -> None:
+        if (self.cert_file is None) != (self.key_file is None):
+            raise EtcdConfigError("--etcd-certfile and --etcd-keyfile go together: give both or neither")
+
+    def channel_credentials(self) -> Any:
+        """gRPC credentials from the files, checked first so that a bad file is a clear error."""
+        root = _read_pem(self.ca_file, flag="--etcd-cafile")
+        try:
+            x509.load_pem_x509_certificates(root)
+        except ValueError:
+            raise EtcdConfigError(f"--etcd-cafile {self.ca_file} holds no PEM certificate") from None
+        if self.cert_file is None or self.key_file is None:
+            return grpc.ssl_channel_credentials(root_certificates=root)
+        chain = _read_pem(self.cert_file, flag="--etcd-certfile")
+        key_pem = _read_pem(self.key_file, flag="--etcd-keyfile")
+        try:
+            cert = x509.load_pem_x509_certificates(chain)[0]
+        except ValueError:
+            raise EtcdConfigError(f"--etcd-certfile {self.cert_file} holds no PEM certificate") from None
+        try:
+            key = serialization.load_pem_private_key(key_pem, password=None)
+        except (ValueError, TypeError):
+            raise EtcdConfigError(f"--etcd-keyfile {self.key_file} is not an unencrypted PEM private key") from None
+        if key.public_key() != cert.public_key():
+            raise EtcdConfigError(
+                f"--etcd-keyfile {self.key_file} does not match the certificate in --etcd-certfile {self.cert_file}"
+            )
+        if cert.not_valid_after_utc <= dt.datetime.now(dt.UTC):
+            raise EtcdConfigError(
+                f"the client certificate in --etcd-certfile {self.cert_file} expired at "
+                f"{cert.not_valid_after_utc:%Y-%m-%d %H:%M:%S}Z; renew it"
+            )
+        return grpc.ssl_channel_credentials(root_certificates=root, private_key=key_pem, certificate_chain=chain)
+
+
+def _read_pem(path: Path, *, flag: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise EtcdConfigError(f"{flag} {path}: cannot read it: {exc.strerror or exc}") from None
+
+
 class GuardFailed(StorageError):
     """A write's :class:`WriteGuard` did not hold: the write was not made."""
 
@@ -106,21 +181,37 @@ class WriteGuard:
     create_revision: int
 
 
-def grpc_target(endpoints: list[str]) -> str:
-    """The gRPC target for etcd client URLs (``http://host:port`` or ``host:port``).
+def endpoint_scheme(endpoints: Sequence[str]) -> str:
+    """``https`` or ``http``: the one scheme of all ``endpoints`` (no scheme means http)."""
+    schemes = {urlsplit(e).scheme if "://" in e else "http" for e in endpoints}
+    if len(schemes) > 1:
+        raise EtcdConfigError(f"etcd endpoints mix http:// and https://: {', '.join(endpoints)}")
+    return schemes.pop() if schemes else "http"
+
+
+def grpc_target(endpoints: Sequence[str]) -> str:
+    """The gRPC target for etcd client URLs (``https://host:port``, ``http://host:port``
+    or ``host:port``).
 
     Several endpoints must be IP literals of one family; gRPC then fails over between
-    them. TLS endpoints are not supported yet.
+    them. Over TLS, gRPC checks every server's certificate against one name, so there
+    several endpoints are refused: one DNS name that resolves to every member (etcd's
+    headless Service) does the same, and every member's certificate must name it.
     """
     if not endpoints:
-        raise ValueError("at least one etcd endpoint is required")
+        raise EtcdConfigError("at least one etcd endpoint is required")
+    if endpoint_scheme(endpoints) == "https" and len(endpoints) > 1:
+        raise EtcdConfigError(
+            f"several https:// etcd endpoints are not supported ({', '.join(endpoints)}): give one DNS name "
+            "that resolves to every member (e.g. etcd's headless Service) and that every member's certificate names"
+        )
     addresses: list[tuple[str, int]] = []
     for endpoint in endpoints:
         parts = urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
-        if parts.scheme != "http":
-            raise ValueError(f"etcd endpoint {endpoint!r}: only http:// endpoints are supported")
+        if parts.scheme not in ("http", "https"):
+            raise EtcdConfigError(f"etcd endpoint {endpoint!r}: only http:// and https:// endpoints are supported")
         if parts.hostname is None:
-            raise ValueError(f"etcd endpoint {endpoint!r} has no host")
+            raise EtcdConfigError(f"etcd endpoint {endpoint!r} has no host")
         addresses.append((parts.hostname, parts.port or 2379))
     if len(addresses) == 1:
         host, port = addresses[0]
@@ -128,21 +219,54 @@ def grpc_target(endpoints: list[str]) -> str:
     try:
         versions = {ipaddress.ip_address(host).version for host, _ in addresses}
     except ValueError:
-        raise ValueError(f"several etcd endpoints must be IP addresses, got {endpoints}") from None
+        raise EtcdConfigError(
+            f"several etcd endpoints must be IP addresses, got {list(endpoints)}; "
+            "or give one DNS name that resolves to every member"
+        ) from None
     if versions == {4}:
         return "ipv4:" + ",".join(f"{host}:{port}" for host, port in addresses)
     if versions == {6}:
         return "ipv6:" + ",".join(f"[{host}]:{port}" for host, port in addresses)
-    raise ValueError(f"etcd endpoints mix IPv4 and IPv6 addresses: {endpoints}")
+    raise EtcdConfigError(f"etcd endpoints mix IPv4 and IPv6 addresses: {list(endpoints)}")
 
 
 def _is_transient(exc: BaseException, *, idempotent: bool) -> bool:
     if isinstance(exc, rpc.AioRpcError):
-        code = exc.code()
-        return bool(
-            code == rpc.StatusCode.UNAVAILABLE or (idempotent and code == rpc.StatusCode.DEADLINE_EXCEEDED)
-        )
+        if _handshake_refused(exc) is not None:
+            return False
+        return _connection_dropped(exc) or (idempotent and exc.code() == rpc.StatusCode.DEADLINE_EXCEEDED)
     return idempotent and isinstance(exc, TimeoutError | _StreamEnded)
+
+
+def _connection_dropped(exc: Any) -> bool:
+    """etcd is unreachable or went away mid-call.
+
+    Over TLS etcd serves gRPC through Go's HTTP/2 server, which ends open streams with an
+    RST_STREAM when it shuts down; gRPC reports that as INTERNAL "Stream removed", not
+    UNAVAILABLE. It means the same: the connection dropped.
+    """
+    code = exc.code()
+    if code == rpc.StatusCode.UNAVAILABLE:
+        return True
+    return bool(code == rpc.StatusCode.INTERNAL and "Stream removed" in (exc.details() or ""))
+
+
+def _handshake_refused(exc: Any) -> str | None:
+    """What to check when a TLS handshake failed on certificates (retrying cannot help), else None."""
+    if exc.code() != rpc.StatusCode.UNAVAILABLE:
+        return None
+    details = exc.details() or ""
+    if any(fragment in details for fragment in _UNTRUSTED_SERVER):
+        return (
+            "its serving certificate is not trusted: check that --etcd-cafile holds the CA that signed it "
+            "and that the certificate names the endpoint's host"
+        )
+    if any(fragment in details for fragment in _REFUSED_CLIENT):
+        return (
+            "it refused our client certificate: check that --etcd-certfile/--etcd-keyfile are given and "
+            "signed by the CA etcd trusts (its --trusted-ca-file)"
+        )
+    return None
 
 
 def _check_key(key: str) -> None:
@@ -165,9 +289,21 @@ class EtcdStore:
         prefix: str = "/gpufed",
         timeout: float = 10.0,
         retry_budget: float = 10.0,
+        tls: EtcdClientTls | None = None,
     ) -> None:
         self._target = grpc_target(endpoints)
         self._endpoint = ",".join(endpoints)
+        scheme = endpoint_scheme(endpoints)
+        if scheme == "https" and tls is None:
+            raise EtcdConfigError(
+                f"etcd endpoint {self._endpoint} is https:// but no CA was given: pass --etcd-cafile "
+                "(and --etcd-certfile/--etcd-keyfile when etcd checks client certificates)"
+            )
+        if scheme == "http" and tls is not None:
+            raise EtcdConfigError(
+                f"etcd TLS files were given but the endpoint {self._endpoint} is http://; use https://"
+            )
+        self._credentials: Any = tls.channel_credentials() if tls is not None else None
         self._namespace = prefix.rstrip("/")
         self._timeout = timeout
         self._retry_budget = retry_budget
@@ -497,7 +633,10 @@ class EtcdStore:
         if self._closed:
             raise Unavailable(f"the etcd store for {self._endpoint} is closed")
         if self._channel is None:
-            self._channel = rpc.insecure_channel(self._target, options=_CHANNEL_OPTIONS)
+            if self._credentials is not None:
+                self._channel = rpc.secure_channel(self._target, self._credentials, options=_CHANNEL_OPTIONS)
+            else:
+                self._channel = rpc.insecure_channel(self._target, options=_CHANNEL_OPTIONS)
             self._kv = rpc.KVStub(self._channel)
             self._watch_stub = rpc.WatchStub(self._channel)
             self._lease_stub = rpc.LeaseStub(self._channel)
@@ -698,7 +837,10 @@ class EtcdStore:
 
     def _storage_error(self, what: str, exc: Any) -> Exception:
         code, details = exc.code(), exc.details() or ""
-        if code == rpc.StatusCode.UNAVAILABLE:
+        hint = _handshake_refused(exc)
+        if hint is not None:
+            return Unavailable(f"TLS handshake with etcd at {self._endpoint} failed, {hint} (gRPC: {details})")
+        if _connection_dropped(exc):
             return Unavailable(f"etcd at {self._endpoint} is unreachable: {details}")
         if code == rpc.StatusCode.DEADLINE_EXCEEDED:
             return Unavailable(

@@ -49,9 +49,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--listen", type=parse_listen, default=("127.0.0.1", 6443), metavar="HOST:PORT",
                         help="address to serve HTTPS on; port 0 picks a free port (default 127.0.0.1:6443)")
     parser.add_argument("--etcd-endpoints", default="", metavar="URLS",
-                        help="comma-separated etcd client URLs; none starts an embedded etcd under the state dir")
+                        help="comma-separated etcd client URLs (https:// with --etcd-cafile); none starts an "
+                             "embedded etcd under the state dir, with TLS and client-certificate auth")
+    parser.add_argument("--etcd-cafile", type=Path, metavar="FILE",
+                        help="CA certificate(s) that signed the etcd servers' certificates (for https:// endpoints)")
+    parser.add_argument("--etcd-certfile", type=Path, metavar="FILE",
+                        help="client certificate the hub presents to etcd (with --etcd-keyfile)")
+    parser.add_argument("--etcd-keyfile", type=Path, metavar="FILE",
+                        help="private key of --etcd-certfile")
+    parser.add_argument("--tls-cert-file", type=Path, metavar="FILE",
+                        help="serve this certificate (then any intermediate CA certificates) instead of issuing "
+                             "one from the hub's own CA; read on every start")
+    parser.add_argument("--tls-private-key-file", type=Path, metavar="FILE",
+                        help="private key of --tls-cert-file")
+    parser.add_argument("--tls-ca-file", type=Path, metavar="FILE",
+                        help="the CA that signed --tls-cert-file: written into kubeconfigs, served at /ca.crt and "
+                             "pinned by agents (default: the self-signed certificate ending --tls-cert-file)")
     parser.add_argument("--tls-san", action="append", default=[], metavar="NAME",
-                        help="extra DNS name or IP for the serving certificate (repeatable)")
+                        help="extra DNS name or IP for the serving certificate the hub issues (repeatable); with "
+                             "--tls-cert-file, names that certificate is expected to hold")
     parser.add_argument("--cluster-monitor-grace-period", type=_positive_seconds, default=40.0, metavar="SECONDS",
                         help="how long a cluster may miss heartbeats before it is Unknown (default 40)")
     parser.add_argument("--default-unreachable-toleration-seconds", type=_whole_seconds, default=300,
@@ -78,18 +94,51 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
 
 
+def etcd_endpoints(args: argparse.Namespace) -> tuple[str, ...]:
+    return tuple(e.strip() for e in args.etcd_endpoints.split(",") if e.strip())
+
+
+def conflicting_flags(args: argparse.Namespace) -> str | None:
+    """Flags that cannot work together, as the one-line error to print; None when they can."""
+    endpoints = etcd_endpoints(args)
+    if (args.etcd_certfile is None) != (args.etcd_keyfile is None):
+        return "--etcd-certfile and --etcd-keyfile go together: give both or neither"
+    if args.etcd_certfile is not None and args.etcd_cafile is None:
+        return "--etcd-certfile needs --etcd-cafile (the CA that signed etcd's serving certificate)"
+    if args.etcd_cafile is not None and not endpoints:
+        return "--etcd-cafile/--etcd-certfile/--etcd-keyfile need --etcd-endpoints (the embedded etcd has its own)"
+    if (args.tls_cert_file is None) != (args.tls_private_key_file is None):
+        return "--tls-cert-file and --tls-private-key-file go together: give both or neither"
+    if args.tls_ca_file is not None and args.tls_cert_file is None:
+        return "--tls-ca-file needs --tls-cert-file (without them the hub issues its certificate from its own CA)"
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     configure_logging(args.log_level, component="hub")
+    from controlplane.apiserver.tls import PkiError
     from controlplane.hub import Hub, HubConfig, run_until_signalled
     from controlplane.storage.embedded import EtcdStartError
+    from controlplane.storage.etcd import EtcdClientTls, EtcdConfigError
     from controlplane.storage.interface import Unavailable
 
     host, port = args.listen
+    conflict = conflicting_flags(args)
+    if conflict is not None:
+        print(f"error: {conflict}", file=sys.stderr)
+        return 2
+    etcd_tls = None
+    if args.etcd_cafile is not None:
+        etcd_tls = EtcdClientTls(ca_file=args.etcd_cafile, cert_file=args.etcd_certfile, key_file=args.etcd_keyfile)
     config = HubConfig(
         state_dir=args.state_dir,
         host=host,
         port=port,
-        etcd_endpoints=tuple(e.strip() for e in args.etcd_endpoints.split(",") if e.strip()),
+        etcd_endpoints=etcd_endpoints(args),
+        etcd_tls=etcd_tls,
+        tls_cert_file=args.tls_cert_file,
+        tls_private_key_file=args.tls_private_key_file,
+        tls_ca_file=args.tls_ca_file,
         tls_hosts=tuple(args.tls_san),
         cluster_monitor_grace_period=args.cluster_monitor_grace_period,
         default_unreachable_toleration_seconds=args.default_unreachable_toleration_seconds,
@@ -102,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
     )
     try:
         asyncio.run(run_until_signalled(Hub(config)))
-    except (Unavailable, EtcdStartError) as exc:
+    except (Unavailable, EtcdStartError, EtcdConfigError, PkiError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:

@@ -2,8 +2,9 @@
 (offline), every rendered object and every object of the Helm chart (rendered by Helm's own
 template engine through helm-python-sdk) validates against the Kubernetes schemas of a fixed
 version (kubernetes-validate, strict: unknown fields fail), the containers' arguments parse
-with the real `gpufed` command line, the agent's RBAC is the least privilege it needs, and
-the Dockerfiles pass hadolint. Images are not built here (no container engine)."""
+with the real `gpufed` command line, etcd serves TLS with client-certificate auth and every
+certificate flag (etcd's and the hub's) names a key of the Secret mounted there, the agent's
+RBAC is the least privilege it needs, and the Dockerfiles pass hadolint. Images are not built here (no container engine)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from controlplane.storage.etcd import grpc_target
 from gpufed.cli import build_parser
+from gpufed.commands.controlplane import conflicting_flags, etcd_endpoints
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -125,6 +128,24 @@ def test_the_validator_rejects_broken_objects(mutate: Any, message: str) -> None
         kubernetes_validate.validate(deployment, KUBERNETES_VERSION, strict=True)
 
 
+def secret_file(pod: dict[str, Any], container: dict[str, Any], path: str) -> tuple[str, str]:
+    """(Secret name, key) that the file at ``path`` in ``container`` comes from."""
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    for mount in container["volumeMounts"]:
+        directory = mount["mountPath"].rstrip("/") + "/"
+        if path.startswith(directory):
+            secret = volumes[mount["name"]]["secret"]
+            name = path.removeprefix(directory)
+            keys = [item["key"] for item in secret.get("items", [{"key": name, "path": name}]) if item["path"] == name]
+            assert keys, f"{path}: no item {name} in Secret {secret['secretName']}"
+            return secret["secretName"], keys[0]
+    raise AssertionError(f"{path} is on no mounted volume of {container['name']}")
+
+
+def flag_values(args: list[str]) -> dict[str, str]:
+    return dict(arg.removeprefix("--").split("=", 1) for arg in args if arg.startswith("--") and "=" in arg)
+
+
 @pytest.mark.parametrize("source", ["kustomize", "helm"])
 def test_hub_runs_three_leader_elected_replicas_against_the_etcd_members(source: str) -> None:
     objects = kustomize("overlays/example") if source == "kustomize" else helm_render({})
@@ -135,25 +156,71 @@ def test_hub_runs_three_leader_elected_replicas_against_the_etcd_members(source:
     assert etcd["spec"]["replicas"] == 3 and etcd["spec"]["serviceName"] == headless["metadata"]["name"]
     assert headless["spec"]["clusterIP"] == "None"
 
-    container = hub["spec"]["template"]["spec"]["containers"][0]
-    args = _expand(container["args"], {"POD_NAME": "gpufed-hub-abc", "POD_IP": "10.0.0.7"})
+    pod = hub["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    args = _expand(container["args"], {"POD_NAME": "gpufed-hub-abc"})
     parsed = build_parser().parse_args(["controlplane", *args])  # the real flags, or SystemExit
+    assert conflicting_flags(parsed) is None
     assert parsed.identity == "gpufed-hub-abc"
     assert parsed.leader_lease_ttl == 10
     assert parsed.listen == ("0.0.0.0", 6443)
-    etcd_name = etcd["metadata"]["name"]
-    assert parsed.etcd_endpoints.split(",") == [
-        f"http://{etcd_name}-{i}.{headless['metadata']['name']}:2379" for i in range(3)
-    ]
-    secret_volumes = [v["secret"]["secretName"] for v in hub["spec"]["template"]["spec"]["volumes"] if "secret" in v]
-    assert secret_volumes == ["gpufed-hub-ca"]
+    # One https URL, the headless Service's name, that the etcd client accepts as it is.
+    namespace = hub["metadata"]["namespace"]
+    assert parsed.etcd_endpoints == f"https://{headless['metadata']['name']}.{namespace}.svc:2379"
+    grpc_target(etcd_endpoints(parsed))
+    assert {
+        flag: secret_file(pod, container, str(getattr(parsed, flag)))
+        for flag in ("etcd_cafile", "etcd_certfile", "etcd_keyfile", "tls_cert_file", "tls_private_key_file",
+                     "tls_ca_file")
+    } == {
+        "etcd_cafile": ("gpufed-etcd-client", "ca.crt"),
+        "etcd_certfile": ("gpufed-etcd-client", "tls.crt"),
+        "etcd_keyfile": ("gpufed-etcd-client", "tls.key"),
+        "tls_cert_file": ("gpufed-hub-tls", "tls.crt"),
+        "tls_private_key_file": ("gpufed-hub-tls", "tls.key"),
+        "tls_ca_file": ("gpufed-hub-tls", "ca.crt"),
+    }
+    assert {v["secret"]["secretName"] for v in pod["volumes"] if "secret" in v} == {
+        "gpufed-etcd-client", "gpufed-hub-tls"
+    }
     service = one(objects, "Service", "hub")
     assert service["spec"]["ports"][0]["port"] == 6443
     assert service["spec"]["selector"].items() <= hub["spec"]["template"]["metadata"]["labels"].items()
 
-    etcd_args = etcd["spec"]["template"]["spec"]["containers"][0]["args"]
-    initial = next(a for a in etcd_args if a.startswith("--initial-cluster="))
-    assert initial.count("=http://") == 3
+
+@pytest.mark.parametrize("source", ["kustomize", "helm"])
+def test_etcd_serves_tls_with_client_certificate_auth_from_secrets(source: str) -> None:
+    objects = kustomize("etcd") if source == "kustomize" else helm_render({})
+    etcd = one(objects, "StatefulSet", "etcd")
+    pod = etcd["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    args = container["args"]
+    flags = flag_values(args)
+    assert "--client-cert-auth" in args and "--peer-client-cert-auth" in args
+    for flag in ("listen-client-urls", "advertise-client-urls", "listen-peer-urls", "initial-advertise-peer-urls"):
+        assert flags[flag].startswith("https://"), flag
+    assert flags["initial-cluster"].count("=https://") == 3 and "http://" not in flags["initial-cluster"]
+    assert {
+        flag: secret_file(pod, container, flags[flag])
+        for flag in ("cert-file", "key-file", "trusted-ca-file", "peer-cert-file", "peer-key-file",
+                     "peer-trusted-ca-file")
+    } == {
+        "cert-file": ("gpufed-etcd-server", "tls.crt"),
+        "key-file": ("gpufed-etcd-server", "tls.key"),
+        "trusted-ca-file": ("gpufed-etcd-server", "ca.crt"),
+        "peer-cert-file": ("gpufed-etcd-peer", "tls.crt"),
+        "peer-key-file": ("gpufed-etcd-peer", "tls.key"),
+        "peer-trusted-ca-file": ("gpufed-etcd-peer", "ca.crt"),
+    }
+    # The kubelet has no client certificate: readiness is probed on the plain metrics listener.
+    probe = container["readinessProbe"]["httpGet"]
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert probe["path"] == "/health"
+    assert flags["listen-metrics-urls"] == f"http://0.0.0.0:{ports[probe['port']]}"
+    assert ports[probe["port"]] not in (2379, 2380)
+    for volume in pod["volumes"]:
+        if "secret" in volume:
+            assert volume["secret"]["defaultMode"] == 0o440
 
 
 @pytest.mark.parametrize("source", ["kustomize", "helm"])

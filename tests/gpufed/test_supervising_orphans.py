@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from gpufed.supervising import ORPHANED_AT_START, ProcInfo, kill_if_alive, read_process_table
+from controlplane.processes import ORPHANED_AT_START
+from gpufed.supervising import ProcInfo, kill_if_alive, read_process_table
 
 pytestmark = [
     pytest.mark.timeout(120),
@@ -40,7 +41,7 @@ SUPERVISOR = textwrap.dedent(
     OUT = Path(sys.argv[1])
     HUB_LIKE = '''
     import subprocess, sys, time
-    from gpufed.supervising import parent_death_signal
+    from controlplane.processes import parent_death_signal
     etcd = subprocess.Popen(["sleep", "300"], start_new_session=True, preexec_fn=parent_death_signal())
     open(sys.argv[1], "w").write(str(etcd.pid))
     time.sleep(300)
@@ -125,7 +126,7 @@ def test_a_child_whose_parent_is_already_gone_does_not_start(tmp_path: Path) -> 
     script = textwrap.dedent(
         f"""
         import os, subprocess, sys
-        from gpufed.supervising import parent_death_signal
+        from controlplane.processes import parent_death_signal
         arm = parent_death_signal()
         pid = os.fork()
         if pid == 0:

@@ -22,18 +22,19 @@ LIMIT = 20.0
 
 
 @pytest.fixture
-async def etcd_url(tmp_path: Path) -> AsyncIterator[str]:
+async def etcd(tmp_path: Path) -> AsyncIterator[EmbeddedEtcd]:
+    """One etcd over TLS with client-certificate auth, as the replicas of a real hub share."""
     etcd = EmbeddedEtcd(tmp_path / "etcd", log_file=tmp_path / "etcd.log", unsafe_no_fsync=True)
-    url = await etcd.start()
+    await etcd.start()
     try:
-        yield url
+        yield etcd
     finally:
         await etcd.stop()
 
 
-def replica(tmp_path: Path, etcd_url: str, name: str) -> Hub:
+def replica(tmp_path: Path, etcd: EmbeddedEtcd, name: str) -> Hub:
     return Hub(HubConfig(
-        state_dir=tmp_path / name, port=0, etcd_endpoints=(etcd_url,), identity=name,
+        state_dir=tmp_path / name, port=0, etcd_endpoints=(etcd.client_url,), etcd_tls=etcd.client_tls, identity=name,
         leader_lease_ttl=2, cluster_monitor_grace_period=0.5,
     ))
 
@@ -100,8 +101,8 @@ async def runs_controllers(via: Hub, cluster: str) -> None:
     await eventually(acted, f"the leader's controllers to act on cluster {cluster}")
 
 
-async def test_two_replicas_one_leader_and_handover(tmp_path: Path, etcd_url: str) -> None:
-    async with replica(tmp_path, etcd_url, "hub-a") as a, replica(tmp_path, etcd_url, "hub-b") as b:
+async def test_two_replicas_one_leader_and_handover(tmp_path: Path, etcd: EmbeddedEtcd) -> None:
+    async with replica(tmp_path, etcd, "hub-a") as a, replica(tmp_path, etcd, "hub-b") as b:
         assert a.elector is not None and b.elector is not None
 
         async def one_leader() -> Hub | None:

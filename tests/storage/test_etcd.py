@@ -42,8 +42,10 @@ def closed_port() -> int:
 async def test_data_and_watches_survive_an_etcd_restart(tmp_path: Path) -> None:
     etcd = EmbeddedEtcd(tmp_path / "etcd", unsafe_no_fsync=False)
     url = await etcd.start()
+    tls = etcd.client_tls
+    certificates = {path.name: path.read_bytes() for path in sorted(etcd.pki_dir.iterdir())}
     try:
-        async with EtcdStore([url], prefix="/gpufed") as store:
+        async with EtcdStore([url], prefix="/gpufed", tls=tls) as store:
             a = await store.create("/pods/a", b"a1")
             a = await store.update("/pods/a", b"a2", expected_revision=a.mod_revision)
             await store.create("/pods/b", b"b1")
@@ -61,6 +63,9 @@ async def test_data_and_watches_survive_an_etcd_restart(tmp_path: Path) -> None:
             pending_read = asyncio.ensure_future(store.get("/pods/a"))
             await asyncio.sleep(0.3)
             assert await etcd.start() == url  # same data dir, same client URL
+            # Same CA and certificates: the open store keeps working, so does a copied client cert.
+            assert etcd.client_tls == tls
+            assert {path.name: path.read_bytes() for path in sorted(etcd.pki_dir.iterdir())} == certificates
             assert await pending_read == a
 
             after = await store.list("/pods/")
@@ -77,7 +82,7 @@ async def test_data_and_watches_survive_an_etcd_restart(tmp_path: Path) -> None:
             ]
 
         # A new client resuming from the last revision it saw gets the same events.
-        async with EtcdStore([url], prefix="/gpufed") as fresh:
+        async with EtcdStore([url], prefix="/gpufed", tls=tls) as fresh:
             events = fresh.watch("/pods/", from_revision=last_seen + 1)
             replayed = await take(events, 2)
             await events.aclose()  # type: ignore[attr-defined]
@@ -92,7 +97,7 @@ async def test_a_write_issued_while_etcd_is_down_is_retried_until_it_comes_back(
     etcd = EmbeddedEtcd(tmp_path / "etcd")
     url = await etcd.start()
     try:
-        async with EtcdStore([url], prefix="/gpufed", retry_budget=30.0) as store:
+        async with EtcdStore([url], prefix="/gpufed", retry_budget=30.0, tls=etcd.client_tls) as store:
             await store.create("/pods/a", b"a1")
             await etcd.stop()
             with caplog.at_level("WARNING", logger="controlplane.storage.etcd"):
@@ -170,6 +175,8 @@ async def test_embedded_etcd_reports_why_it_did_not_start(tmp_path: Path) -> Non
     ("endpoints", "target"),
     [
         (["http://127.0.0.1:2379"], "127.0.0.1:2379"),
+        (["https://127.0.0.1:2379"], "127.0.0.1:2379"),
+        (["https://etcd.gpufed-system.svc"], "etcd.gpufed-system.svc:2379"),
         (["etcd.example:2379"], "etcd.example:2379"),
         (["http://etcd.example"], "etcd.example:2379"),
         (["http://[::1]:2379"], "[::1]:2379"),
@@ -185,7 +192,9 @@ def test_grpc_target(endpoints: list[str], target: str) -> None:
     ("endpoints", "message"),
     [
         ([], "at least one"),
-        (["https://127.0.0.1:2379"], "only http://"),
+        (["ftp://127.0.0.1:2379"], "only http:// and https://"),
+        (["https://10.0.0.1:2379", "http://10.0.0.2:2379"], "mix http:// and https://"),
+        (["https://10.0.0.1:2379", "https://10.0.0.2:2379"], "one DNS name that resolves to every member"),
         (["http://a.example:2379", "http://b.example:2379"], "must be IP addresses"),
         (["http://10.0.0.1:2379", "http://[::1]:2379"], "mix IPv4 and IPv6"),
     ],

@@ -33,12 +33,7 @@ app.kubernetes.io/instance: {{ .root.Release.Name }}
 {{- if .Values.hub.etcdEndpoints -}}
 {{- join "," .Values.hub.etcdEndpoints -}}
 {{- else -}}
-{{- $name := include "gpufed.etcdName" . -}}
-{{- $urls := list -}}
-{{- range $i := until (int .Values.etcd.replicas) -}}
-{{- $urls = append $urls (printf "http://%s-%d.%s:2379" $name $i $name) -}}
-{{- end -}}
-{{- join "," $urls -}}
+{{- printf "https://%s.%s.svc:2379" (include "gpufed.etcdName" .) .Release.Namespace -}}
 {{- end -}}
 {{- end -}}
 
