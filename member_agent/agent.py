@@ -51,6 +51,7 @@ from member_agent.applying import (
     Identifier,
     WorkApplier,
     desired_manifests,
+    preserves_on_deletion,
     status_changed,
     status_fields,
     work_key,
@@ -157,6 +158,10 @@ class Agent:
         self.status_passes = 0
         self._group: asyncio.TaskGroup | None = None
         self._applied_generation: dict[str, int] = {}
+        #: Per Work, its ``preserveResourcesOnDeletion`` as last seen on the hub: a deleted Work's
+        #: objects are released rather than deleted when it was set (the hub clears it just
+        #: before deleting a Work whose cluster left the placement, so the last update counts).
+        self._preserve_on_deletion: dict[str, bool] = {}
         self._utilization: dict[str, list[dict[str, Any]]] | None = None
         self._utilization_time: str | None = None
         self._kubernetes_version: str | None = None
@@ -386,6 +391,9 @@ class Agent:
     # works -----------------------------------------------------------------------------
 
     def _on_work_change(self, key: str) -> None:
+        work = self.works.objects.get(key) if self.works is not None else None
+        if work is not None:
+            self._preserve_on_deletion[key] = preserves_on_deletion(work)
         self._index_work(key)
         self._dirty_works.add(key)
         self._work_due.set()
@@ -521,8 +529,11 @@ class Agent:
         for key in list(self.works.objects):
             self._index_work(key)
         loop = asyncio.get_running_loop()
-        # Works deleted while the agent was not running.
+        # Works deleted while the agent was not running (due now, even when no Work is left to
+        # announce itself).
         self._dirty_works.update(k for k in applier.ledger if k not in self.works.objects)
+        if self._dirty_works:
+            self._work_due.set()
         next_status = loop.time() + cfg.status_resync_interval
         next_resync = loop.time() + cfg.resync_interval
         failures = 0
@@ -576,7 +587,9 @@ class Agent:
         if work is None or (work.get("metadata") or {}).get("deletionTimestamp"):
             self._applied_generation.pop(key, None)
             if key in applier.ledger:
-                await applier.remove_work(key)
+                # As last seen; after a restart, as the ledger recorded it when last applied.
+                await applier.remove_work(key, preserve=self._preserve_on_deletion.get(key))
+            self._preserve_on_deletion.pop(key, None)
             self._hold_kinds(key, None)
             return False
         if _suspended(work):

@@ -18,6 +18,13 @@ is a conflict. ``Abort`` (the default) leaves it untouched and the Work's Applie
 so; ``Overwrite`` takes it over (a forced apply that also sets the ownership labels). Objects
 this Work owns are applied with ``force=true``: the Work is the source of truth for the fields
 it sets. Pruning deletes only objects that still carry this Work's labels.
+
+Deleted Works: their objects are deleted, unless the Work had ``preserveResourcesOnDeletion``
+(Karmada's field: the workload was deleted on the hub but must keep running in the member).
+Then each object that still carries this Work's labels is *released*: rewritten without
+gpufed's ownership labels (:func:`released`), so it is the member's own from then on — the
+agent's watches no longer see it, and a later Work naming it meets a foreign object
+(``Abort`` leaves it alone). Either way the Work leaves the ledger.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from enum import StrEnum
 from typing import Any
 
 from controlplane.apis import constants as c
-from member_agent.kubeapi import ApiError, KubeApi, NotFound
+from member_agent.kubeapi import ApiError, Conflict, KubeApi, NotFound
 from member_agent.ledger import Ledger
 
 logger = logging.getLogger(__name__)
@@ -187,6 +194,28 @@ def owned_by(live: Mapping[str, Any], *, work_namespace: str, work_name: str) ->
     return bool(
         labels.get(c.LABEL_WORK_NAME) == work_name and labels.get(c.LABEL_WORK_NAMESPACE) == work_namespace
     )
+
+
+def preserves_on_deletion(work: Mapping[str, Any]) -> bool:
+    """Whether the Work's objects stay in the member when the Work is deleted."""
+    return (work.get("spec") or {}).get("preserveResourcesOnDeletion") is True
+
+
+def released(live: Mapping[str, Any], *, work_namespace: str, work_name: str) -> dict[str, Any] | None:
+    """``live`` without gpufed's ownership labels, for an update; None when the object is not this
+    Work's (nothing to release). Its other labels, annotations and spec are left as they are."""
+    if not owned_by(live, work_namespace=work_namespace, work_name=work_name):
+        return None
+    metadata = dict(live.get("metadata") or {})
+    labels = {
+        key: value
+        for key, value in (metadata.get("labels") or {}).items()
+        if key not in (c.LABEL_WORK_NAME, c.LABEL_WORK_NAMESPACE)
+        and not (key == c.LABEL_MANAGED_BY and value == c.MANAGED_BY_VALUE)
+    }
+    metadata["labels"] = labels
+    metadata.pop("managedFields", None)  # omitted: the member keeps its field ownership as it is
+    return {**live, "metadata": metadata}
 
 
 def conflict_resolution(work: Mapping[str, Any]) -> ConflictResolution:
@@ -672,11 +701,14 @@ class WorkApplier:
         desired = desired_manifests(work)
         previous = [Identifier.from_dict(i) for i in self.ledger.get(key)]
         targets = prune_targets(previous, [ident for ident, _ in desired])
-        self.ledger.set(key, [i.as_dict() for i in targets] + [ident.as_dict() for ident, _ in desired])
+        preserve = preserves_on_deletion(work)
+        self.ledger.set(
+            key, [i.as_dict() for i in targets] + [ident.as_dict() for ident, _ in desired], preserve=preserve
+        )
         results = [await self._apply_one(work, ident, body) for ident, body in desired]
         for ident in targets:
             await self._delete_owned(ident, work_namespace=work_ns, work_name=work_name)
-        self.ledger.set(key, [r.identifier.as_dict() for r in results])
+        self.ledger.set(key, [r.identifier.as_dict() for r in results], preserve=preserve)
         return work_status(work, results, list(self.pods()), now=now)
 
     async def refresh_status(self, work: Mapping[str, Any], *, now: str) -> dict[str, Any]:
@@ -709,10 +741,44 @@ class WorkApplier:
             results.append(result)
         return work_status(work, results, list(self.pods()), now=now)
 
-    async def remove_work(self, key: str) -> None:
-        """Delete every object the ledger records for a Work that no longer exists."""
+    async def _release_owned(self, ident: Identifier, *, work_namespace: str, work_name: str) -> None:
+        """Leave the object running without this Work's ownership labels (a compare-and-swap
+        update, retried on a conflict with a fresh read)."""
+        try:
+            _, path = await self._resolve(ident)
+        except NotFound:
+            return
+        for _ in range(5):
+            live = await self._live(path)
+            body = released(live, work_namespace=work_namespace, work_name=work_name) if live else None
+            if body is None:
+                return  # gone, or not this Work's (any more)
+            try:
+                await self.member.replace(path, body)
+            except NotFound:
+                return
+            except Conflict:
+                continue
+            logger.info(
+                "released %s: kept in the member without the labels of deleted work %s/%s",
+                ident.describe(), work_namespace, work_name,
+            )
+            return
+        raise Conflict(409, "Conflict", f"{ident.describe()} kept changing while its labels were being removed")
+
+    async def remove_work(self, key: str, *, preserve: bool | None = None) -> None:
+        """Delete every object the ledger records for a Work that no longer exists — or, when the
+        Work had ``preserveResourcesOnDeletion`` (``preserve``; None: as the ledger recorded it),
+        release them. The ledger forgets the Work either way."""
         work_ns, _, work_name = key.partition("/")
+        keep = self.ledger.preserves(key) if preserve is None else preserve
         for ident in prune_targets((Identifier.from_dict(i) for i in self.ledger.get(key)), ()):
-            await self._delete_owned(ident, work_namespace=work_ns, work_name=work_name)
+            if keep:
+                await self._release_owned(ident, work_namespace=work_ns, work_name=work_name)
+            else:
+                await self._delete_owned(ident, work_namespace=work_ns, work_name=work_name)
         self.ledger.drop(key)
-        logger.info("removed the objects of deleted work %s", key)
+        if keep:
+            logger.info("released the objects of deleted work %s (preserveResourcesOnDeletion)", key)
+        else:
+            logger.info("removed the objects of deleted work %s", key)

@@ -7,8 +7,14 @@ agent was down still has its objects removed, and a manifest dropped from a Work
 It is written *before* applying (desired + previous) and trimmed after pruning, so a crash in
 between can only leave extra entries (pruned on the next pass), never orphaned objects.
 
-In: the state directory. Out: ``get``/``set``/``drop``/``keys``; each change is written
-atomically (temporary file + rename, mode 0600).
+It also remembers whether the Work, as last applied, had ``preserveResourcesOnDeletion``: a Work
+deleted while the agent was down is gone from the hub with its flag, and the ledger's copy
+decides whether its objects are deleted or released (left running without gpufed's labels).
+
+In: the state directory. Out: ``get``/``set``/``drop``/``keys``/``preserves``; each change is
+written atomically (temporary file + rename, mode 0600). File format: ``{"version": 2, "works":
+{key: {"objects": [identifier, ...], "preserveResourcesOnDeletion": bool}}}``; the first format
+(``{key: [identifier, ...]}``) is read as Works without the flag.
 """
 
 from __future__ import annotations
@@ -23,11 +29,17 @@ from typing import Any
 logger = logging.getLogger(__name__)
 
 LEDGER_FILE = "applied-works.json"
+FORMAT_VERSION = 2
+
+
+def _identifiers(value: Any) -> list[dict[str, Any]]:
+    return [dict(i) for i in value if isinstance(i, dict)] if isinstance(value, list) else []
 
 
 class Ledger:
     def __init__(self, state_dir: Path) -> None:
         self.path = state_dir / LEDGER_FILE
+        self._preserve: set[str] = set()
         self._entries: dict[str, list[dict[str, Any]]] = self._load()
 
     def _load(self) -> dict[str, list[dict[str, Any]]]:
@@ -40,18 +52,32 @@ class Ledger:
             return {}
         if not isinstance(data, dict):
             return {}
-        return {
-            str(k): [dict(i) for i in v if isinstance(i, dict)]
-            for k, v in data.items()
-            if isinstance(v, list)
-        }
+        if data.get("version") != FORMAT_VERSION:
+            # The first format: every value a list of identifiers.
+            return {str(k): _identifiers(v) for k, v in data.items() if isinstance(v, list)}
+        works = data.get("works")
+        entries: dict[str, list[dict[str, Any]]] = {}
+        for key, entry in (works.items() if isinstance(works, dict) else ()):
+            if not isinstance(entry, dict):
+                continue
+            entries[str(key)] = _identifiers(entry.get("objects"))
+            if entry.get("preserveResourcesOnDeletion") is True:
+                self._preserve.add(str(key))
+        return entries
 
     def _save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp")
+        document = {
+            "version": FORMAT_VERSION,
+            "works": {
+                key: {"objects": objects, "preserveResourcesOnDeletion": key in self._preserve}
+                for key, objects in self._entries.items()
+            },
+        }
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as handle:
-            json.dump(self._entries, handle, sort_keys=True)
+            json.dump(document, handle, sort_keys=True)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, self.path)
@@ -68,12 +94,23 @@ class Ledger:
     def get(self, work_key: str) -> list[dict[str, Any]]:
         return [dict(i) for i in self._entries.get(work_key, [])]
 
-    def set(self, work_key: str, identifiers: list[dict[str, Any]]) -> None:
-        if self._entries.get(work_key) == identifiers:
+    def preserves(self, work_key: str) -> bool:
+        """Whether the Work, as last applied, asked for its objects to stay when it is deleted."""
+        return work_key in self._preserve
+
+    def set(self, work_key: str, identifiers: list[dict[str, Any]], *, preserve: bool | None = None) -> None:
+        """Record the Work's objects (and its ``preserveResourcesOnDeletion``; None keeps it)."""
+        same_flag = preserve is None or preserve == (work_key in self._preserve)
+        if self._entries.get(work_key) == identifiers and same_flag:
             return
         self._entries[work_key] = [dict(i) for i in identifiers]
+        if preserve is True:
+            self._preserve.add(work_key)
+        elif preserve is False:
+            self._preserve.discard(work_key)
         self._save()
 
     def drop(self, work_key: str) -> None:
+        self._preserve.discard(work_key)
         if self._entries.pop(work_key, None) is not None:
             self._save()

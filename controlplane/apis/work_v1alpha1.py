@@ -143,6 +143,14 @@ class GracefulEvictionTask(SpecModel):
     grace_period_seconds: int | None = Field(default=None, ge=0)
 
 
+class SchedulePriority(SpecModel):
+    """The binding's scheduling priority, resolved by the detector from the claiming policy's
+    ``schedulePriority`` (a PriorityClass's value); higher is scheduled first. Ordering only:
+    nothing placed is ever preempted for it."""
+
+    priority: int = 0
+
+
 class ResourceBindingSpec(SpecModel):
     resource: ObjectReference
     replicas: int = Field(default=0, ge=0)
@@ -159,6 +167,11 @@ class ResourceBindingSpec(SpecModel):
     required_by: list[BindingSnapshot] | None = None
     """On an attached binding (``propagateDeps``): the bindings whose workloads need its object;
     its ``clusters`` are theirs, and it has no policy or placement of its own."""
+    preserve_resources_on_deletion: bool | None = None
+    """The claiming policy's ``preserveResourcesOnDeletion``: copied into every Work, so deleting
+    the workload leaves its member copies running, released from gpufed."""
+    schedule_priority: SchedulePriority | None = None
+    """Set when the claiming policy has ``schedulePriority``: the scheduler's queue order."""
 
     @field_validator("clusters")
     @classmethod
@@ -235,6 +248,10 @@ class WorkSpec(SpecModel):
     workload: WorkloadTemplate = Field(default_factory=WorkloadTemplate)
     conflict_resolution: Literal["Abort", "Overwrite"] | None = None
     suspend_dispatching: bool | None = None
+    preserve_resources_on_deletion: bool | None = None
+    """When the Work is deleted, the agent leaves its objects in the member and only removes
+    gpufed's ownership labels from them (the binding controller clears it first when a Work goes
+    because its cluster left the placement, so only deleting the workload preserves)."""
 
 
 class ResourceIdentifier(WireModel):

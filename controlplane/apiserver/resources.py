@@ -374,6 +374,17 @@ def core_resources() -> list[ResourceType]:
             "", "v1", "ServiceAccount", "serviceaccounts", "serviceaccount", namespaced=True,
             short_names=("sa",), strategic_merge=True,
         ),
+        # Not core/v1, but as plain: the hub reads it for schedulePriority (detector).
+        ResourceType(
+            "scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", "priorityclass", namespaced=False,
+            short_names=("pc",), strategic_merge=True,
+            columns=(
+                TableColumn("Value", path("value"), type="integer"),
+                TableColumn("Global-Default", path("globalDefault", default=False)),
+                AGE,
+                TableColumn("PreemptionPolicy", path("preemptionPolicy", default="PreemptLowerPriority")),
+            ),
+        ),
     ]
 
 

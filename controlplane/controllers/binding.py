@@ -13,6 +13,18 @@ eviction task (``spec.gracefulEvictionTasks``) is left exactly as it is — neit
 nor deleted — until the task ends (see ``evicting``): it keeps the old replicas running
 while their replacements start elsewhere.
 
+``preserveResourcesOnDeletion``: each Work carries the binding's flag (an attached binding's
+Works, ``propagateDeps``, carry it when any binding that needs the object has it, as
+Karmada's dependencies distributor aggregates it). The agent leaves a deleted Work's objects
+in the member when its flag is set. Only deleting the workload (or its binding) should do
+that, so a Work deleted because its cluster left the placement (rescheduling, scale-down,
+failover, the cluster's removal) first has its flag cleared, then is deleted: the agent sees
+the update before the deletion, and deletes that cluster's copy as usual. (Karmada's
+execution controller preserves on any deletion of a flagged Work, orphaned Works of a
+rescheduling included; gpufed follows its documented meaning: "when the resource template
+is deleted".) An attached binding whose needing binding is gone keeps the flag its Works
+have, so the copies of a deleted, preserved workload's ConfigMaps and Secrets stay with it.
+
 A Work is written only when what it should hold differs from what it holds (compare and
 swap on its resourceVersion), so reconciling again, or a restarted hub, rewrites nothing.
 When an override rule cannot be applied for a cluster, that cluster's Work is left as it
@@ -47,9 +59,11 @@ from controlplane.controllers.works import (
     build_work,
     cluster_of_namespace,
     decode_shapes,
+    preserves,
     render_manifest,
     work_differs,
     work_name,
+    works_preserve,
 )
 from controlplane.interpreter import interpreter_for
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
@@ -111,7 +125,14 @@ class BindingController:
         ) and not is_deleting(obj):
             return
         meta = obj["metadata"]
-        await self.loop.add((str(meta.get("namespace")), str(meta["name"])))
+        namespace, name = str(meta.get("namespace")), str(meta["name"])
+        await self.loop.add((namespace, name))
+        if old is not None and preserves(old) != preserves(obj):
+            # The attached bindings of the objects it needs carry the flag too.
+            for attached in self.ctx.bindings.by_index(INDEX_NAMESPACE, namespace):
+                needed_by = (attached.get("spec") or {}).get("requiredBy") or ()
+                if any(str(parent.get("name")) == name for parent in needed_by):
+                    await self.loop.add((namespace, str(attached["metadata"]["name"])))
 
     async def _on_work(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         if event is WatchEventType.MODIFIED and old is not None and old.get("spec") == obj.get("spec") and (
@@ -189,6 +210,32 @@ class BindingController:
                 )
         self._namespaces.add(namespace)
 
+    def _preserve(self, binding: dict[str, Any], existing: list[dict[str, Any]]) -> bool:
+        """The ``preserveResourcesOnDeletion`` the binding's Works carry (see the module docstring)."""
+        needed_by = (binding.get("spec") or {}).get("requiredBy")
+        namespace = str(binding["metadata"].get("namespace"))
+        parents = [
+            self.ctx.bindings.get(str(parent.get("namespace") or namespace), str(parent.get("name")))
+            for parent in needed_by or ()
+        ]
+        return works_preserve(binding, parents=parents, existing=existing)
+
+    async def _release_and_delete(self, key: BindingKey, works: list[dict[str, Any]]) -> None:
+        """Delete Works whose cluster left the placement: a preserving one is first updated without
+        the flag, so the agent deletes that cluster's copy rather than leaving it behind."""
+        for work in works:
+            if not preserves(work):
+                continue
+            released = copy.deepcopy(work)
+            released["spec"].pop("preserveResourcesOnDeletion", None)
+            meta = work["metadata"]
+            try:
+                await self.ctx.objects.update(self.ctx.work_rt, released)
+            except errors.NotFound:
+                continue
+            log.info("work %s/%s: no longer preserved (its cluster left the placement)", meta.get("namespace"), meta["name"])
+        await self._delete_works(key, works)
+
     async def _delete_works(self, key: BindingKey, works: list[dict[str, Any]]) -> None:
         for work in works:
             meta = work["metadata"]
@@ -214,6 +261,7 @@ class BindingController:
         policy_ref = policy_ref_of_binding(binding)
         policy = ctx.propagation_policy(policy_ref) if policy_ref else None
         shapes = decode_shapes(binding)
+        preserve = self._preserve(binding, existing)
         name = work_name(key[0], str(resource.get("name")), kind)
         keep: set[str] = set()
         for target in targets:
@@ -239,13 +287,14 @@ class BindingController:
                 manifest=rendered.manifest,
                 conflict_resolution=policy.spec.conflict_resolution if policy else None,
                 suspend_dispatching=_suspended(policy, cluster),
+                preserve_resources_on_deletion=preserve,
             )
             await self._write_work(desired)
         keep |= evicting_clusters(binding.get("spec") or {})  # graceful eviction: the old copy stays for now
         stale = [
             w for w in existing if cluster_of_namespace(str(w["metadata"].get("namespace") or "")) not in keep
         ]
-        await self._delete_works(key, stale)
+        await self._release_and_delete(key, stale)
         return None
 
     async def _write_work(self, desired: dict[str, Any]) -> None:

@@ -12,7 +12,11 @@ controller:
 
 Member objects: each agent watches its Works; when a Work is deleted (or it finds, after a
 restart, a Work in its ledger that no longer exists) it deletes the member objects that
-carry that Work's ownership labels. So the hub object is gone once every Work is deleted
+carry that Work's ownership labels — unless the Work has ``preserveResourcesOnDeletion``
+(the claiming policy's flag, through the binding): then the objects stay, running, and the
+agent only removes gpufed's ownership labels from them, so they are the member's own from
+then on. The Works are deleted here with their flag as it is; only the binding controller,
+removing a cluster from a placement, clears it first. So the hub object is gone once every Work is deleted
 from the hub; the member objects follow as soon as each agent has seen the deletion — at
 once for a connected member, on reconnection for one that is away. Works carry no
 finalizer (the agent would have to remove it, and an unreachable cluster would then block

@@ -10,16 +10,30 @@ the existing bindings. Out, per workload:
   its namespace with ``spec.resource``, replicas, per-replica requirements, gang,
   components, the policy's placement and GPU shapes (``gpuShapes``) and ``spec.policy``
   (everything a placement depends on, so a change to any of it moves the binding's
-  generation and the scheduler decides again), and the status condition
-  ``Propagated=True`` (reason ``PolicyClaimed``);
+  generation and the scheduler decides again), the policy's ``preserveResourcesOnDeletion``
+  (``spec.preserveResourcesOnDeletion``, which the binding controller copies into each Work)
+  and its ``schedulePriority`` resolved to an integer (``spec.schedulePriority.priority``, the
+  scheduler's queue order; see below), and the status condition ``Propagated=True``
+  (reason ``PolicyClaimed``);
 * claimed by none and never propagated: ``Propagated=False`` reason ``NoPolicyMatched``;
   the workload stays on the hub only;
 * claimed before but by no policy now (the policy was deleted or no longer selects it):
   like Karmada, the binding stays and the workload keeps running where it was placed
   (``Propagated=True`` reason ``PolicyRemoved``); deleting the workload removes it.
 
+``schedulePriority`` (Karmada's priority scheduling): with ``priorityClassSource:
+KubePriorityClass`` the priority is the ``value`` of the hub's ``scheduling.k8s.io/v1``
+PriorityClass ``priorityClassName`` (without a name: the PriorityClass marked
+``globalDefault``, else 0). The binding's condition ``SchedulePriorityResolved`` says where it
+came from. A PriorityClass the hub does not have (or another source, which Karmada reserves
+for later) gives priority 0, ``SchedulePriorityResolved=False`` and a warning in the log; the
+binding is written all the same, and fixed once the PriorityClass appears. (Karmada's
+detector instead creates no binding until the PriorityClass exists: the workload would not
+run at all for want of an ordering hint.)
+
 Reconciled again whenever the workload's spec, labels or deletion state change, any
-policy that selects it (or claims it) changes, or its binding changes. Writes only what
+policy that selects it (or claims it) changes, its binding changes, or a PriorityClass
+changes (for the workloads whose policy has ``schedulePriority``). Writes only what
 differs (the scheduler owns ``spec.clusters``), each a compare-and-swap.
 """
 
@@ -27,6 +41,9 @@ from __future__ import annotations
 
 import copy
 import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from controlplane.apis.constants import FINALIZER_WORKLOAD
@@ -54,9 +71,89 @@ from controlplane.controllers.workloads import (
 from controlplane.interpreter import interpreter_for
 from controlplane.interpreter.registry import group_of
 from policies.matching import PolicyMatch, PolicyRef, is_reserved_namespace, policy_ref, select_policy
-from policies.models import AnyPropagationPolicy
+from policies.models import AnyPropagationPolicy, SchedulePriority
 
 log = logging.getLogger(__name__)
+
+PRIORITY_CLASS_API_VERSION = "scheduling.k8s.io/v1"
+PRIORITY_CLASS_KIND = "PriorityClass"
+KUBE_PRIORITY_CLASS = "KubePriorityClass"
+
+
+class BindingConditionType(StrEnum):
+    """The condition the detector sets on a binding (the scheduler sets ``Scheduled``)."""
+
+    SCHEDULE_PRIORITY_RESOLVED = "SchedulePriorityResolved"
+
+
+class PriorityReason(StrEnum):
+    """Reasons of ``SchedulePriorityResolved``."""
+
+    RESOLVED = "PriorityClassResolved"
+    DEFAULT = "DefaultPriority"
+    NOT_FOUND = "PriorityClassNotFound"
+    UNSUPPORTED_SOURCE = "PriorityClassSourceUnsupported"
+
+
+@dataclass(frozen=True, slots=True)
+class PriorityResolution:
+    """A policy's ``schedulePriority`` as an integer, and how it was found."""
+
+    priority: int
+    resolved: bool
+    reason: PriorityReason
+    message: str
+
+
+def _priority_value(obj: Mapping[str, Any]) -> int | None:
+    value = obj.get("value")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def resolve_schedule_priority(
+    schedule_priority: SchedulePriority | None, *, priority_classes: Iterable[Mapping[str, Any]]
+) -> PriorityResolution | None:
+    """The priority ``schedule_priority`` names among the hub's ``priority_classes`` (None: the
+    policy sets none). Unknown classes and sources give 0, unresolved. Pure."""
+    if schedule_priority is None:
+        return None
+    source = schedule_priority.priority_class_source
+    if source != KUBE_PRIORITY_CLASS:
+        return PriorityResolution(
+            0, False, PriorityReason.UNSUPPORTED_SOURCE,
+            f"priorityClassSource {source} is not supported (only {KUBE_PRIORITY_CLASS}); priority 0",
+        )
+    name = schedule_priority.priority_class_name
+    classes = [pc for pc in priority_classes if _priority_value(pc) is not None]
+    if not name:
+        defaults = sorted(
+            (pc for pc in classes if pc.get("globalDefault") is True),
+            key=lambda pc: str((pc.get("metadata") or {}).get("name")),
+        )
+        if not defaults:
+            return PriorityResolution(
+                0, True, PriorityReason.DEFAULT, "no priorityClassName and no globalDefault PriorityClass: priority 0"
+            )
+        chosen = defaults[0]
+        value = _priority_value(chosen) or 0
+        return PriorityResolution(
+            value, True, PriorityReason.DEFAULT,
+            f"priority {value} from the globalDefault PriorityClass {(chosen.get('metadata') or {}).get('name')}",
+        )
+    for pc in classes:
+        if (pc.get("metadata") or {}).get("name") == name:
+            value = _priority_value(pc) or 0
+            return PriorityResolution(value, True, PriorityReason.RESOLVED, f"priority {value} from PriorityClass {name}")
+    return PriorityResolution(
+        0, False, PriorityReason.NOT_FOUND,
+        f"PriorityClass {name} (scheduling.k8s.io/v1) does not exist on the hub; priority 0 until it does",
+    )
+
+
+def binding_priority(binding: Mapping[str, Any] | None) -> int:
+    """A binding's ``spec.schedulePriority.priority`` (0 when it has none): its scheduling order."""
+    value = (((binding or {}).get("spec") or {}).get("schedulePriority") or {}).get("priority")
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def describe_policy(ref: PolicyRef) -> str:
@@ -75,9 +172,14 @@ def _meta_changed(old: dict[str, Any] | None, new: dict[str, Any]) -> bool:
 
 
 def binding_spec(
-    workload: dict[str, Any], policy: AnyPropagationPolicy, existing: dict[str, Any] | None
+    workload: dict[str, Any],
+    policy: AnyPropagationPolicy,
+    existing: dict[str, Any] | None,
+    *,
+    schedule_priority: int | None = None,
 ) -> dict[str, Any]:
-    """The binding spec for ``workload`` claimed by ``policy``, keeping the scheduler's fields."""
+    """The binding spec for ``workload`` claimed by ``policy``, keeping the scheduler's fields.
+    ``schedule_priority``: the policy's ``schedulePriority`` resolved (None when it has none)."""
     meta = workload.get("metadata") or {}
     api_version, kind = str(workload.get("apiVersion")), str(workload.get("kind"))
     interpreter = interpreter_for(api_version, kind)
@@ -105,6 +207,10 @@ def binding_spec(
         spec["gpuShapes"] = policy.spec.gpu_shapes.to_wire()
     ref = policy_ref(policy)
     spec["policy"] = {"kind": ref.kind, "name": ref.name, **({"namespace": ref.namespace} if ref.namespace else {})}
+    if policy.spec.preserve_resources_on_deletion:
+        spec["preserveResourcesOnDeletion"] = True
+    if schedule_priority is not None:
+        spec["schedulePriority"] = {"priority": schedule_priority}
     for owned_by_scheduler in ("clusters", "gracefulEvictionTasks"):
         value = ((existing or {}).get("spec") or {}).get(owned_by_scheduler)
         if value is not None:
@@ -132,6 +238,10 @@ class Detector:
         for rt in ctx.propagation_types:
             ctx.informer(rt).add_handler(self._on_policy)
         ctx.bindings.add_handler(self._on_binding)
+        priority_class_rt = ctx.registry.for_kind(PRIORITY_CLASS_API_VERSION, PRIORITY_CLASS_KIND)
+        self._priority_classes = ctx.informer(priority_class_rt) if priority_class_rt is not None else None
+        if self._priority_classes is not None:
+            self._priority_classes.add_handler(self._on_priority_class)
 
     # --- event handlers ---------------------------------------------------------------
 
@@ -194,6 +304,27 @@ class Detector:
                 )
             )
 
+    async def _on_priority_class(
+        self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None
+    ) -> None:
+        if event is WatchEventType.MODIFIED and old is not None and all(
+            old.get(key) == obj.get(key) for key in ("value", "globalDefault")
+        ):
+            return
+        for binding in self.ctx.bindings.items():
+            claimed_by = policy_ref_of_binding(binding)
+            policy = self.ctx.propagation_policy(claimed_by) if claimed_by else None
+            if policy is None or policy.spec.schedule_priority is None:
+                continue
+            resource = (binding.get("spec") or {}).get("resource") or {}
+            if resource.get("name") and resource.get("kind"):
+                await self.loop.add(
+                    WorkloadRef(
+                        str(resource.get("apiVersion")), str(resource["kind"]),
+                        str(resource.get("namespace") or ""), str(resource["name"]),
+                    )
+                )
+
     # --- reconcile --------------------------------------------------------------------
 
     async def reconcile(self, ref: WorkloadRef) -> float | None:
@@ -235,7 +366,12 @@ class Detector:
             return None
 
         workload = await self._ensure_finalizer(rt, workload)
-        await self._write_binding(ref, workload, match, binding)
+        priority = resolve_schedule_priority(
+            match.policy.spec.schedule_priority,
+            priority_classes=self._priority_classes.items() if self._priority_classes is not None else (),
+        )
+        written = await self._write_binding(ref, workload, match, binding, priority=priority)
+        await self._set_priority_condition(written, priority, workload=workload)
         await self._set_propagated(
             rt, workload, True, PropagatedReason.CLAIMED, f"claimed by {describe_policy(match.ref)}"
         )
@@ -250,10 +386,19 @@ class Detector:
         return await self.ctx.objects.update(rt, updated)
 
     async def _write_binding(
-        self, ref: WorkloadRef, workload: dict[str, Any], match: PolicyMatch, binding: dict[str, Any] | None
-    ) -> None:
+        self,
+        ref: WorkloadRef,
+        workload: dict[str, Any],
+        match: PolicyMatch,
+        binding: dict[str, Any] | None,
+        *,
+        priority: PriorityResolution | None,
+    ) -> dict[str, Any]:
+        """Create or update the binding; return it as written (or as it is, when unchanged)."""
         ctx = self.ctx
-        spec = binding_spec(workload, match.policy, binding)
+        spec = binding_spec(
+            workload, match.policy, binding, schedule_priority=priority.priority if priority is not None else None
+        )
         if binding is None:
             created = {
                 "apiVersion": ctx.binding_rt.api_version,
@@ -262,21 +407,60 @@ class Detector:
                 "spec": spec,
             }
             try:
-                await ctx.objects.create(ctx.binding_rt, created)
+                written = await ctx.objects.create(ctx.binding_rt, created)
             except errors.AlreadyExists:
                 # Created by an earlier reconcile whose event the cache has not seen yet.
                 raise errors.Conflict(f"binding {ref.namespace}/{ref.binding_name} exists already") from None
             log.info("binding %s/%s created for %s (%s)", ref.namespace, ref.binding_name, ref, describe_policy(match.ref))
-            return
+            return written
         if _comparable(binding.get("spec")) == _comparable(spec):
-            return
+            return binding
         updated = copy.deepcopy(binding)
         updated["spec"] = spec
-        await ctx.objects.update(ctx.binding_rt, updated)
+        written = await ctx.objects.update(ctx.binding_rt, updated)
         if match.preempted is not None:
             await record_event(
                 ctx, workload, type=EventType.NORMAL, reason=EventReason.POLICY_PREEMPTED,
                 message=f"{describe_policy(match.ref)} preempted {describe_policy(match.preempted)}",
+            )
+        return written
+
+    async def _set_priority_condition(
+        self, binding: dict[str, Any], priority: PriorityResolution | None, *, workload: dict[str, Any]
+    ) -> None:
+        """``SchedulePriorityResolved`` on the binding: set while its policy has ``schedulePriority``,
+        removed when it has none. A priority that cannot be resolved is also a Warning Event on
+        the workload (once per change of the condition)."""
+        conditions = (binding.get("status") or {}).get("conditions") or []
+        ctype = str(BindingConditionType.SCHEDULE_PRIORITY_RESOLVED)
+        current = find_condition(conditions, ctype)
+        if priority is None:
+            if current is None:
+                return
+            kept = [dict(cond) for cond in conditions if cond.get("type") != ctype]
+            await self.ctx.objects.update_status(
+                self.ctx.binding_rt, {**binding, "status": {**(binding.get("status") or {}), "conditions": kept}}
+            )
+            return
+        wanted = {
+            "type": ctype,
+            "status": "True" if priority.resolved else "False",
+            "reason": str(priority.reason),
+            "message": priority.message,
+        }
+        if current is not None and all(current.get(k) == v for k, v in wanted.items()):
+            return
+        status = {
+            **(binding.get("status") or {}),
+            "conditions": with_condition(conditions, wanted, now=self.ctx.now_text()),
+        }
+        await self.ctx.objects.update_status(self.ctx.binding_rt, {**binding, "status": status})
+        if not priority.resolved:
+            meta = binding.get("metadata") or {}
+            log.warning("binding %s/%s: %s", meta.get("namespace"), meta.get("name"), priority.message)
+            await record_event(
+                self.ctx, workload, type=EventType.WARNING, reason=EventReason.SCHEDULE_PRIORITY_UNRESOLVED,
+                message=priority.message,
             )
 
     async def _set_propagated(
@@ -304,4 +488,13 @@ def _binding_is_for(binding: dict[str, Any], ref: WorkloadRef) -> bool:
     return bool(resource.get("kind") == ref.kind and group_of(str(resource.get("apiVersion"))) == group_of(ref.api_version))
 
 
-__all__ = ["Detector", "binding_spec", "describe_policy"]
+__all__ = [
+    "BindingConditionType",
+    "Detector",
+    "PriorityReason",
+    "PriorityResolution",
+    "binding_priority",
+    "binding_spec",
+    "describe_policy",
+    "resolve_schedule_priority",
+]

@@ -38,6 +38,7 @@ class EventReason(StrEnum):
     EVICTION_WAITING = "EvictionWaiting"
     EVICTION_COMPLETED = "EvictionCompleted"
     DEPENDENCY_MISSING = "DependencyMissing"
+    SCHEDULE_PRIORITY_UNRESOLVED = "SchedulePriorityUnresolved"
 
 
 async def record_event(

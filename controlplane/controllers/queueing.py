@@ -1,10 +1,20 @@
-"""A rate-limited work queue with per-key de-duplication, as client-go's workqueue.
+"""A rate-limited priority work queue with per-key de-duplication, as client-go's workqueue.
 
 Controllers are level-based: an event only says "look at key K again". The queue
 guarantees that one key is never processed by two workers at once, that a key added
 while it is being processed is processed again afterwards (never lost), that repeated
 adds of a waiting key collapse into one, and that failures back off per key
 (exponential, capped, jittered) without blocking other keys.
+
+Keys carry a priority (an int, default 0): :meth:`WorkQueue.get` hands out the waiting key
+of the highest priority, and keys of equal priority in the order they became ready (FIFO).
+That is the scheduler's ``schedulePriority`` order (Karmada's priority scheduling queue);
+every other controller adds everything at 0, so its queue is plain FIFO. A key added again
+with a new priority moves to it (the newest value wins: priorities follow the object);
+re-adds that name none (a retry, a delayed look, a key dirtied while processing) keep the
+one the key was last given. Ordering only: a key being processed is never interrupted, and
+a lower-priority key waits only while higher ones are ready, so it runs as soon as they are
+handed out.
 """
 
 from __future__ import annotations
@@ -15,24 +25,38 @@ import heapq
 import itertools
 import random
 import time
-from collections import deque
 from collections.abc import Hashable
+from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
+
+DEFAULT_PRIORITY = 0
 
 
 class ShutDown(Exception):
     """The queue was shut down; workers should exit."""
 
 
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    """Where a ready key sits: its priority and the sequence number of its live heap entry."""
+
+    priority: int
+    seq: int
+
+
 class WorkQueue(Generic[K]):
     def __init__(self, *, base_delay: float = 0.05, max_delay: float = 30.0) -> None:
-        self._ready: deque[K] = deque()
-        self._queued: set[K] = set()
-        self._processing: set[K] = set()
-        self._dirty_while_processing: set[K] = set()
-        self._delayed: list[tuple[float, int, K]] = []
+        # Heap of (-priority, seq, key); an entry whose (priority, seq) no longer matches
+        # ``_queued[key]`` was superseded by a re-prioritisation and is skipped.
+        self._ready: list[tuple[int, int, K]] = []
+        self._queued: dict[K, _Entry] = {}
+        #: Keys being processed -> the priority they were handed out with.
+        self._processing: dict[K, int] = {}
+        #: Keys added while being processed -> the priority to queue them with afterwards.
+        self._dirty_while_processing: dict[K, int] = {}
+        self._delayed: list[tuple[float, int, K, int]] = []
         self._seq = itertools.count()
         self._failures: dict[K, int] = {}
         self._base_delay = base_delay
@@ -41,35 +65,62 @@ class WorkQueue(Generic[K]):
         self._shutdown = False
 
     def __len__(self) -> int:
-        return len(self._ready) + len(self._delayed)
+        return len(self._queued) + len(self._delayed)
 
     def busy(self, *, horizon: float = 0.0) -> bool:
         """Whether a key is ready, being processed, or delayed to within ``horizon`` seconds from now."""
-        if self._ready or self._processing or self._dirty_while_processing:
+        if self._queued or self._processing or self._dirty_while_processing:
             return True
         return bool(self._delayed) and self._delayed[0][0] - time.monotonic() <= horizon
 
-    async def add(self, key: K) -> None:
-        async with self._changed:
-            self._add_locked(key)
+    def priority_of(self, key: K) -> int:
+        """The priority ``key`` was last given (the default when the queue does not hold it)."""
+        if key in self._dirty_while_processing:
+            return self._dirty_while_processing[key]
+        if key in self._processing:
+            return self._processing[key]
+        entry = self._queued.get(key)
+        return entry.priority if entry is not None else DEFAULT_PRIORITY
 
-    def _add_locked(self, key: K) -> None:
+    async def add(self, key: K, *, priority: int | None = None) -> None:
+        """Queue ``key``; ``priority`` None keeps the one it was last given."""
+        async with self._changed:
+            if priority is None:
+                self._add_locked(key, self.priority_of(key), override=False)
+            else:
+                self._add_locked(key, priority, override=True)
+
+    def _push(self, key: K, priority: int) -> None:
+        seq = next(self._seq)
+        self._queued[key] = _Entry(priority, seq)
+        heapq.heappush(self._ready, (-priority, seq, key))
+        if len(self._ready) > 2 * len(self._queued) + 64:
+            # Superseded entries pile up only under constant re-prioritisation: drop them.
+            self._ready = [(-e.priority, e.seq, k) for k, e in self._queued.items()]
+            heapq.heapify(self._ready)
+
+    def _add_locked(self, key: K, priority: int, *, override: bool) -> None:
         if self._shutdown:
             return
         if key in self._processing:
-            self._dirty_while_processing.add(key)
+            if override or key not in self._dirty_while_processing:
+                self._dirty_while_processing[key] = priority
             return
-        if key not in self._queued:
-            self._queued.add(key)
-            self._ready.append(key)
+        entry = self._queued.get(key)
+        if entry is None:
+            self._push(key, priority)
             self._changed.notify()
+        elif override and entry.priority != priority:
+            self._push(key, priority)  # the old heap entry is now superseded
 
-    async def add_after(self, key: K, delay: float) -> None:
-        if delay <= 0:
-            await self.add(key)
-            return
+    async def add_after(self, key: K, delay: float, *, priority: int | None = None) -> None:
+        """Queue ``key`` in ``delay`` seconds (with its current priority unless one is given)."""
         async with self._changed:
-            heapq.heappush(self._delayed, (time.monotonic() + delay, next(self._seq), key))
+            resolved = self.priority_of(key) if priority is None else priority
+            if delay <= 0:
+                self._add_locked(key, resolved, override=priority is not None)
+                return
+            heapq.heappush(self._delayed, (time.monotonic() + delay, next(self._seq), key, resolved))
             self._changed.notify_all()
 
     async def add_rate_limited(self, key: K, *, max_delay: float | None = None) -> None:
@@ -87,9 +138,21 @@ class WorkQueue(Generic[K]):
     def _promote_due(self) -> float | None:
         now = time.monotonic()
         while self._delayed and self._delayed[0][0] <= now:
-            _, _, key = heapq.heappop(self._delayed)
-            self._add_locked(key)
+            _, _, key, priority = heapq.heappop(self._delayed)
+            # A key that is waiting already keeps its place and priority.
+            self._add_locked(key, priority, override=False)
         return self._delayed[0][0] - now if self._delayed else None
+
+    def _pop_ready(self) -> K | None:
+        while self._ready:
+            negative, seq, key = heapq.heappop(self._ready)
+            entry = self._queued.get(key)
+            if entry is None or entry.seq != seq:
+                continue  # superseded by a later re-prioritisation
+            del self._queued[key]
+            self._processing[key] = -negative
+            return key
+        return None
 
     async def get(self) -> K:
         async with self._changed:
@@ -97,10 +160,8 @@ class WorkQueue(Generic[K]):
                 if self._shutdown:
                     raise ShutDown
                 wait = self._promote_due()
-                if self._ready:
-                    key = self._ready.popleft()
-                    self._queued.discard(key)
-                    self._processing.add(key)
+                key = self._pop_ready()
+                if key is not None:
                     return key
                 # asyncio.timeout, not wait_for: no inner task, so a cancelled worker leaves the
                 # condition's lock in a consistent state.
@@ -110,10 +171,10 @@ class WorkQueue(Generic[K]):
 
     async def done(self, key: K) -> None:
         async with self._changed:
-            self._processing.discard(key)
+            self._processing.pop(key, None)
             if key in self._dirty_while_processing:
-                self._dirty_while_processing.discard(key)
-                self._add_locked(key)
+                priority = self._dirty_while_processing.pop(key)
+                self._add_locked(key, priority, override=True)
 
     async def shutdown(self) -> None:
         async with self._changed:

@@ -3,7 +3,9 @@
 A controller is a ``reconcile(key)`` coroutine (level-based: it reads the current state and
 makes the world match it, whatever event queued the key) plus the handlers that queue keys.
 :class:`ReconcileLoop` runs ``workers`` coroutines over one :class:`WorkQueue`, so one key is
-never reconciled twice at once while different keys proceed in parallel.
+never reconciled twice at once while different keys proceed in parallel. Keys may be added
+with a priority (the scheduler passes each binding's ``spec.schedulePriority.priority``):
+waiting keys of higher priority are taken first, equal ones in FIFO order; retries keep it.
 
 Outcomes: ``None`` means done; a number means "look again in that many seconds" (waiting for
 a grace period or for members to catch up). A ``Conflict`` (a compare-and-swap write lost a
@@ -38,8 +40,9 @@ class ReconcileLoop(Generic[K]):
         self._reconcile = reconcile
         self._workers = max(1, workers)
 
-    async def add(self, key: K) -> None:
-        await self.queue.add(key)
+    async def add(self, key: K, *, priority: int | None = None) -> None:
+        """Queue ``key``; workers take higher ``priority`` first (None: the key's last one, else 0)."""
+        await self.queue.add(key, priority=priority)
 
     async def run(self) -> None:
         """Run the workers until the queue shuts down (or the task is cancelled)."""

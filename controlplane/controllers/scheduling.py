@@ -86,6 +86,7 @@ from controlplane.controllers.context import (
     policy_ref_of_binding,
 )
 from controlplane.controllers.dependencies import is_attached
+from controlplane.controllers.detecting import binding_priority
 from controlplane.controllers.events import EventReason, EventType, record_event
 from controlplane.controllers.failover import (
     EvictionCause,
@@ -412,7 +413,7 @@ class SchedulerController:
             and not is_deleting(obj)
         ):
             return
-        await self.loop.add(key)
+        await self.loop.add(key, priority=binding_priority(obj))
 
     async def _on_cluster(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         name = str((obj.get("metadata") or {}).get("name"))
@@ -440,7 +441,7 @@ class SchedulerController:
         # there is no room for them.
         for key, marks in list(self._unschedulable_since.items()):
             if any(cluster == name for cluster, _ in marks):
-                await self.loop.add(key)
+                await self.loop.add(key, priority=binding_priority(self.ctx.bindings.get(key[0], key[1])))
         await self._requeue_unplaced()
 
     def _bound_by_binding(self, cluster: str, obj: Mapping[str, Any], reported_at: datetime) -> dict[str, int] | None:
@@ -487,9 +488,10 @@ class SchedulerController:
         ):
             self.reservations.mark_applied(_key_text(key), cluster, at=self.ctx.now())
         if unschedulable_pods(obj) or (old is not None and unschedulable_pods(old)):
-            await self.loop.add(key)
+            await self.loop.add(key, priority=binding_priority(self.ctx.bindings.get(key[0], key[1])))
         elif (_unhealthy_reported(obj) or (old is not None and _unhealthy_reported(old))) and self._fails_over(key):
-            await self.loop.add(key)  # application failover counts from the first Unhealthy report
+            # application failover counts from the first Unhealthy report
+            await self.loop.add(key, priority=binding_priority(self.ctx.bindings.get(key[0], key[1])))
 
     def _fails_over(self, key: BindingKey) -> bool:
         """Whether the binding's policy asks for application failover."""
@@ -499,11 +501,11 @@ class SchedulerController:
 
     async def _requeue_cluster(self, cluster: str) -> None:
         for key in self.ctx.bindings.index_keys(INDEX_CLUSTER, cluster):
-            await self.loop.add(key)
+            await self.loop.add(key, priority=binding_priority(self.ctx.bindings.get(key[0], key[1])))
 
     async def _requeue_unplaced(self) -> None:
         for key in sorted(self._unplaced | self._eviction_blocked | self._move_blocked):
-            await self.loop.add(key)
+            await self.loop.add(key, priority=binding_priority(self.ctx.bindings.get(key[0], key[1])))
 
     def _ensure_rebuilt(self) -> None:
         """Derive the reservations from the informers once they are synced (see the module docstring)."""

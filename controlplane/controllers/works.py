@@ -9,7 +9,9 @@ Rendering order follows Karmada's binding controller: the workload without serve
 fields, then the cluster's replicas (``with_replicas``), then the GPU shape the scheduler
 picked for that cluster (``with_gpu_request`` plus the shape's node selector, both only in
 the pod templates that request a GPU), then the override rules, so that an OverridePolicy
-has the last word.
+has the last word. The Work's spec also carries the policy's ``conflictResolution``, whether
+dispatching is suspended, and ``preserveResourcesOnDeletion`` (as Karmada's Work does: the
+agent reads it when the Work is deleted).
 
 Work names are ``<namespace>-<name>-<kind>``; when that is longer than a label value may
 be (63, because the agent labels member objects with the Work's name), it is cut and a
@@ -199,12 +201,15 @@ def build_work(
     manifest: Mapping[str, Any],
     conflict_resolution: str | None,
     suspend_dispatching: bool,
+    preserve_resources_on_deletion: bool = False,
 ) -> dict[str, Any]:
     spec: dict[str, Any] = {"workload": {"manifests": [dict(manifest)]}}
     if conflict_resolution:
         spec["conflictResolution"] = conflict_resolution
     if suspend_dispatching:
         spec["suspendDispatching"] = True
+    if preserve_resources_on_deletion:
+        spec["preserveResourcesOnDeletion"] = True
     return {
         "apiVersion": API_VERSION,
         "kind": WORK_KIND,
@@ -215,6 +220,32 @@ def build_work(
         },
         "spec": spec,
     }
+
+
+def preserves(obj: Mapping[str, Any] | None) -> bool:
+    """Whether a binding's or a Work's ``spec.preserveResourcesOnDeletion`` is set."""
+    return bool(((obj or {}).get("spec") or {}).get("preserveResourcesOnDeletion"))
+
+
+def works_preserve(
+    binding: Mapping[str, Any],
+    *,
+    parents: Sequence[Mapping[str, Any] | None],
+    existing: Sequence[Mapping[str, Any]],
+) -> bool:
+    """The ``preserveResourcesOnDeletion`` a binding's Works carry: the binding's own; for an
+    attached binding (``spec.requiredBy``; ``parents`` are the bindings it lists, None when gone)
+    whether any parent has it — or, while a parent is gone or being deleted, what the
+    ``existing`` Works say, so a deleted preserved workload's dependencies stay preserved."""
+    if (binding.get("spec") or {}).get("requiredBy") is None:
+        return preserves(binding)
+    parent_gone = False
+    for parent in parents:
+        if parent is None or (parent.get("metadata") or {}).get("deletionTimestamp"):
+            parent_gone = True
+        elif preserves(parent):
+            return True
+    return parent_gone and any(preserves(work) for work in existing)
 
 
 def work_differs(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:

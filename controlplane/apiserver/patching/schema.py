@@ -225,6 +225,7 @@ _KINDS: Mapping[str, FieldSchema] = MappingProxyType(
         "Lease": _struct(metadata=OBJECT_META),
         "Event": _struct(metadata=OBJECT_META),
         "ServiceAccount": _struct(metadata=OBJECT_META, secrets=_keyed(UNKNOWN, "name")),
+        "PriorityClass": _struct(metadata=OBJECT_META),
         "PersistentVolumeClaim": _struct(
             metadata=OBJECT_META,
             spec=_struct(resources=_struct(requests=_map(), limits=_map())),

@@ -1,0 +1,317 @@
+"""A deleted Work with ``preserveResourcesOnDeletion`` leaves its objects running in the member,
+released from gpufed (no ownership labels, out of the ledger); any other deleted Work takes
+its objects with it — including one whose flag the hub cleared just before deleting it (a
+cluster leaving the placement), and one deleted while the agent was down.
+
+The pure parts (what releasing changes, the ledger's record) are table-driven; the rest runs
+the agent against a real hub (HTTPS, embedded etcd) and a simulated member API, in-process on
+127.0.0.1, as ``test_agent_integration`` does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+import yaml
+from aiohttp import web
+from pydantic import SecretStr
+
+from controlplane.apiserver import errors
+from controlplane.apiserver.identity import Role
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.apiserver.resources import Registry, core_resources, workload_resources
+from controlplane.apiserver.tls import ca_hash
+from controlplane.storage import MemoryStore
+from member_agent import applying
+from member_agent.agent import Agent
+from member_agent.config import AgentConfig
+from member_agent.ledger import LEDGER_FILE, Ledger
+from simulator.nodes import build_nodes
+from simulator.profile import parse_fleet
+
+app_module = pytest.importorskip("controlplane.apiserver.app")
+hub_module = pytest.importorskip("controlplane.hub")
+Hub = Any
+
+T = TypeVar("T")
+CLUSTER = "sim-p"
+WORK_NS = f"gpufed-es-{CLUSTER}"
+OWNERSHIP = {
+    "app.kubernetes.io/managed-by": "gpufed",
+    "work.gpufed.io/namespace": WORK_NS,
+    "work.gpufed.io/name": "keep",
+}
+
+
+# --- pure ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("labels", "expected"),
+    [
+        ({**OWNERSHIP, "app": "web"}, {"app": "web"}),
+        (OWNERSHIP, {}),
+        # A managed-by of someone else's is theirs: only gpufed's value goes.
+        ({**OWNERSHIP, "app.kubernetes.io/managed-by": "helm"}, {"app.kubernetes.io/managed-by": "helm"}),
+        # A user label in gpufed's domain (policy selection) is the user's and stays.
+        ({**OWNERSHIP, "gpufed.io/burst": "true"}, {"gpufed.io/burst": "true"}),
+    ],
+)
+def test_released_drops_only_the_ownership_labels(labels: dict[str, str], expected: dict[str, str]) -> None:
+    live: dict[str, Any] = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": "web", "namespace": "ml", "labels": labels, "annotations": {"note": "x"},
+            "resourceVersion": "7", "managedFields": [{"manager": "gpufed-agent"}],
+        },
+        "spec": {"replicas": 3},
+    }
+    body = applying.released(live, work_namespace=WORK_NS, work_name="keep")
+    assert body is not None
+    assert body["metadata"]["labels"] == expected
+    assert body["metadata"]["annotations"] == {"note": "x"}
+    assert body["metadata"]["resourceVersion"] == "7"  # a compare-and-swap update
+    assert "managedFields" not in body["metadata"]
+    assert body["spec"] == {"replicas": 3}
+    assert live["metadata"]["labels"] == labels  # not modified
+
+
+@pytest.mark.parametrize(
+    "labels",
+    [{"app": "web"}, {**OWNERSHIP, "work.gpufed.io/name": "another"}],
+)
+def test_an_object_of_no_or_another_work_is_not_released(labels: dict[str, str]) -> None:
+    live = {"metadata": {"name": "web", "labels": labels}}
+    assert applying.released(live, work_namespace=WORK_NS, work_name="keep") is None
+
+
+@pytest.mark.parametrize(("spec", "expected"), [({}, False), ({"preserveResourcesOnDeletion": True}, True),
+                                                ({"preserveResourcesOnDeletion": False}, False)])
+def test_preserves_on_deletion(spec: dict[str, Any], expected: bool) -> None:
+    assert applying.preserves_on_deletion({"spec": spec}) is expected
+
+
+def test_the_ledger_remembers_the_flag_across_restarts_and_reads_its_first_format(tmp_path: Path) -> None:
+    ident = {"group": "apps", "version": "v1", "kind": "Deployment", "namespace": "ml", "name": "web", "ordinal": 0}
+    ledger = Ledger(tmp_path)
+    ledger.set("ns/keep", [ident], preserve=True)
+    ledger.set("ns/plain", [ident], preserve=False)
+    ledger.set("ns/keep", [ident])  # None keeps the flag
+    again = Ledger(tmp_path)
+    assert again.preserves("ns/keep") and not again.preserves("ns/plain")
+    assert again.get("ns/keep") == [ident]
+    again.drop("ns/keep")
+    assert not Ledger(tmp_path).preserves("ns/keep") and "ns/keep" not in Ledger(tmp_path)
+
+    (tmp_path / LEDGER_FILE).write_text(json.dumps({"ns/old": [ident]}))
+    first = Ledger(tmp_path)
+    assert first.keys() == ["ns/old"] and first.get("ns/old") == [ident] and not first.preserves("ns/old")
+
+
+# --- the agent -------------------------------------------------------------------------------
+
+
+async def eventually(probe: Callable[[], Awaitable[T | None]], *, within: float = 30.0, what: str) -> T:
+    deadline = asyncio.get_running_loop().time() + within
+    last: Any = None
+    while True:
+        found = await probe()
+        if found:
+            return found
+        last = found
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}; last: {last!r}")
+        await asyncio.sleep(0.1)
+
+
+@dataclass
+class Member:
+    objects: ObjectStore
+    kubeconfig: Path
+
+    async def get(self, api_version: str, kind: str, name: str, namespace: str = "ml") -> dict[str, Any] | None:
+        try:
+            rt = self.objects.registry.require(api_version, kind)
+            return await self.objects.get(rt, namespace=namespace, name=name)
+        except errors.NotFound:
+            return None
+
+
+FLEET = {"clusters": [{"name": CLUSTER, "nodeGroups": [
+    {"name": "whole", "count": 1, "cpu": 64, "memoryGiB": 512, "gpu": {"product": "NVIDIA-A100-SXM4-80GB", "count": 8}},
+]}]}
+
+
+@pytest.fixture
+async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
+    async with hub_module.Hub(hub_module.HubConfig(state_dir=tmp_path / "hub", port=0)) as running:
+        namespace = running.objects.registry.require("v1", "Namespace")
+        await running.objects.create(namespace, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": WORK_NS}})
+        yield running
+
+
+@pytest.fixture
+async def member(tmp_path: Path) -> AsyncIterator[Member]:
+    async with MemoryStore() as store:
+        registry = Registry(core_resources(), workload_resources())
+        objects = ObjectStore(store, registry)
+        await objects.bootstrap()
+        node_type = registry.require("v1", "Node")
+        for node in build_nodes(parse_fleet(FLEET).clusters[0]):
+            created = await objects.create(node_type, node)
+            await objects.update_status(node_type, {**created, "status": node["status"]})
+        runner = web.AppRunner(app_module.create_app(objects, registry), access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        kubeconfig = tmp_path / "member.kubeconfig"
+        kubeconfig.write_text(yaml.safe_dump({
+            "apiVersion": "v1", "kind": "Config",
+            "clusters": [{"name": "sim", "cluster": {"server": f"http://127.0.0.1:{runner.addresses[0][1]}"}}],
+            "users": [{"name": "agent", "user": {"token": "unused"}}],
+            "contexts": [{"name": "sim", "context": {"cluster": "sim", "user": "agent"}}],
+            "current-context": "sim",
+        }))
+        try:
+            yield Member(objects=objects, kubeconfig=kubeconfig)
+        finally:
+            await runner.cleanup()
+
+
+def config(hub: Hub, member: Member, state_dir: Path, *, token: str | None) -> AgentConfig:
+    return AgentConfig(
+        hub=hub.url, hub_ca_hash=ca_hash(hub.pki.ca_pem), bootstrap_token=SecretStr(token) if token else None,
+        cluster_name=CLUSTER, kubeconfig=member.kubeconfig, state_dir=state_dir, provider="onprem",
+        heartbeat_interval=0.5, report_interval=1.0, report_debounce=0.1, status_resync_interval=3600,
+    )
+
+
+def deployment(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "ml", "labels": {"app": name}},
+        "spec": {
+            "replicas": 2, "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}},
+                         "spec": {"containers": [{"name": "main", "image": f"{name}:1"}]}},
+        },
+    }
+
+
+def configmap(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "ml"}, "data": {"k": "v"}}
+
+
+def work(name: str, manifests: list[dict[str, Any]], *, preserve: bool) -> dict[str, Any]:
+    spec: dict[str, Any] = {"workload": {"manifests": manifests}}
+    if preserve:
+        spec["preserveResourcesOnDeletion"] = True
+    return {"apiVersion": "work.gpufed.io/v1alpha1", "kind": "Work", "metadata": {"name": name, "namespace": WORK_NS},
+            "spec": spec}
+
+
+def gpufed_labels(obj: dict[str, Any] | None) -> dict[str, str]:
+    labels = ((obj or {}).get("metadata") or {}).get("labels") or {}
+    return {k: v for k, v in labels.items() if k.startswith("work.gpufed.io/") or k == "app.kubernetes.io/managed-by"}
+
+
+async def test_deleting_works_releases_or_deletes_their_objects(hub: Hub, member: Member, tmp_path: Path) -> None:
+    issued = await hub.tokens.create(
+        role=Role.BOOTSTRAP, name="join-sim-p", cluster=CLUSTER, ttl=dt.timedelta(hours=1), one_time=True
+    )
+    state_dir = tmp_path / "agent"
+    work_rt = hub.objects.registry.require("work.gpufed.io/v1alpha1", "Work")
+
+    async def applied(name: str) -> dict[str, Any] | None:
+        try:
+            found = await hub.objects.get(work_rt, namespace=WORK_NS, name=name)
+        except errors.NotFound:
+            return None
+        conditions = {c["type"]: c for c in (found.get("status") or {}).get("conditions") or []}
+        return conditions.get("Applied")
+
+    async def gone(api_version: str, kind: str, name: str) -> bool:
+        return await member.get(api_version, kind, name) is None
+
+    async with Agent(config(hub, member, state_dir, token=issued.token)):
+        await hub.objects.create(work_rt, work("keep", [deployment("kept"), configmap("kept-settings")], preserve=True))
+        await hub.objects.create(work_rt, work("drop", [deployment("dropped")], preserve=False))
+        await hub.objects.create(work_rt, work("moved", [configmap("moved-settings")], preserve=True))
+        for name in ("keep", "drop", "moved"):
+
+            def applied_now(name: str = name) -> Awaitable[dict[str, Any] | None]:
+                return applied(name)
+
+            condition = await eventually(applied_now, what=f"work {name} applied")
+            assert condition["status"] == "True", condition
+        assert gpufed_labels(await member.get("apps/v1", "Deployment", "kept")) == OWNERSHIP
+
+        # The workload was deleted on the hub: its Work goes with the flag set.
+        await hub.objects.delete(work_rt, namespace=WORK_NS, name="keep")
+
+        async def released() -> dict[str, Any] | None:
+            live = await member.get("apps/v1", "Deployment", "kept")
+            return live if live is not None and not gpufed_labels(live) else None
+
+        kept = await eventually(released, what="the preserved Deployment without gpufed's labels")
+        assert kept["metadata"]["labels"] == {"app": "kept"}
+        assert kept["spec"]["replicas"] == 2 and kept["spec"]["template"]["spec"]["containers"][0]["image"] == "kept:1"
+        settings = await eventually(
+            lambda: _unlabelled(member.get("v1", "ConfigMap", "kept-settings")), what="the preserved ConfigMap released"
+        )
+        assert settings["data"] == {"k": "v"}
+
+        # A Work without the flag takes its objects with it.
+        await hub.objects.delete(work_rt, namespace=WORK_NS, name="drop")
+        await eventually(lambda: gone("apps/v1", "Deployment", "dropped"), what="the unpreserved Deployment deleted")
+
+        # Its cluster left the placement: the hub clears the flag, then deletes the Work at once.
+        # (Suspended meanwhile, so the agent does not apply the update: only what it saw counts.)
+        moved = await hub.objects.get(work_rt, namespace=WORK_NS, name="moved")
+        del moved["spec"]["preserveResourcesOnDeletion"]
+        moved["spec"]["suspendDispatching"] = True
+        await hub.objects.update(work_rt, moved)
+        await asyncio.sleep(0.5)
+        await hub.objects.delete(work_rt, namespace=WORK_NS, name="moved")
+        await eventually(lambda: gone("v1", "ConfigMap", "moved-settings"), what="the moved Work's ConfigMap deleted")
+
+        # The released objects are the member's own now: a new Work (Abort) does not take them.
+        await hub.objects.create(work_rt, work("keep", [deployment("kept")], preserve=False))
+        condition = await eventually(lambda: applied("keep"), what="the new Work's Applied condition")
+        assert condition["status"] == "False" and condition["reason"] == "ApplyConflict", condition
+        untouched = await member.get("apps/v1", "Deployment", "kept")
+        assert not gpufed_labels(untouched)
+        await hub.objects.delete(work_rt, namespace=WORK_NS, name="keep")
+
+        # One more preserved Work, deleted while the agent is down (below).
+        await hub.objects.create(work_rt, work("offline", [configmap("offline-settings")], preserve=True))
+        await eventually(lambda: applied("offline"), what="work offline applied")
+
+    ledger = Ledger(state_dir)
+    assert f"{WORK_NS}/drop" not in ledger and f"{WORK_NS}/moved" not in ledger
+    assert ledger.preserves(f"{WORK_NS}/offline")
+    await hub.objects.delete(work_rt, namespace=WORK_NS, name="offline")
+    # The released Deployment is no longer the agent's: deleting a Work of that name must not touch it.
+    assert await member.get("apps/v1", "Deployment", "kept") is not None
+
+    async with Agent(config(hub, member, state_dir, token=None)):
+        offline = await eventually(
+            lambda: _unlabelled(member.get("v1", "ConfigMap", "offline-settings")),
+            what="the ConfigMap of the Work deleted while the agent was down, released",
+        )
+        assert offline["data"] == {"k": "v"}
+    assert f"{WORK_NS}/offline" not in Ledger(state_dir)
+    assert await member.get("apps/v1", "Deployment", "kept") is not None
+
+
+async def _unlabelled(probe: Awaitable[dict[str, Any] | None]) -> dict[str, Any] | None:
+    live = await probe
+    return live if live is not None and not gpufed_labels(live) else None
