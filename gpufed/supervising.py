@@ -16,7 +16,7 @@ themselves are tracked.
 
 A supervisor that is itself killed (SIGKILL, the OOM killer) can stop nothing, and a child
 in its own session gets no terminal signal either. So on Linux every child is started with
-a parent-death signal (``prctl(PR_SET_PDEATHSIG, SIGTERM)``, :func:`parent_death_signal`):
+a parent-death signal (``prctl(PR_SET_PDEATHSIG, SIGTERM)``, :func:`~controlplane.processes.dying_with_parent`):
 the kernel sends it SIGTERM the moment the supervisor's forking thread ends, and the child
 shuts down as on Ctrl-C (the hub stops its etcd on the way out). The kernel ties that signal
 to the *thread* that forked, so children are forked from the event loop's thread, which
@@ -41,7 +41,7 @@ from typing import Final
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, wait_exponential_jitter
 
-from controlplane.processes import parent_death_signal
+from controlplane.processes import dying_with_parent
 
 log = logging.getLogger(__name__)
 
@@ -272,16 +272,15 @@ class SupervisedProcess:
             log_file.write(f"----- starting {self.name} at {time.ctime(started_at)}\n".encode())
             log_file.flush()
             try:
+                # Started from this (the event loop's) thread, so the parent-death signal fires
+                # only when the supervisor itself goes.
                 process = await asyncio.create_subprocess_exec(
-                    *self.spec.argv,
+                    *dying_with_parent(self.spec.argv),
                     stdin=asyncio.subprocess.DEVNULL,
                     stdout=log_file,
                     stderr=asyncio.subprocess.STDOUT,
                     env={**os.environ, "PYTHONUNBUFFERED": "1", **self.spec.env, **extra},
                     start_new_session=True,
-                    # Forked in this (the event loop's) thread, so the signal fires only when the
-                    # supervisor itself goes.
-                    preexec_fn=parent_death_signal(),
                 )
             except OSError as exc:
                 log_file.write(f"----- cannot start {self.name}: {exc}\n".encode())

@@ -60,7 +60,7 @@ import aiohttp
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from controlplane.apiserver.tls import ensure_certificate, load_or_create_ca
-from controlplane.processes import parent_death_signal
+from controlplane.processes import dying_with_parent
 from controlplane.storage.etcd import EtcdClientTls
 
 logger = logging.getLogger(__name__)
@@ -325,13 +325,12 @@ class EmbeddedEtcd:
         logger.debug("starting etcd", extra={"command": command})
         with self.log_file.open("ab") as log:
             self._process = subprocess.Popen(
-                command,
+                # Ends with the hub even when the hub is killed outright (Linux).
+                dying_with_parent(command),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                # Ends with the hub even when the hub is killed outright (Linux).
-                preexec_fn=parent_death_signal(),
             )
 
     async def _wait_healthy(self, url: str, *, tls: EtcdClientTls | None) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from controlplane.processes import ORPHANED_AT_START
+from controlplane.processes import ORPHANED_AT_START, dying_with_parent
 from gpufed.supervising import ProcInfo, kill_if_alive, read_process_table
 
 pytestmark = [
@@ -41,8 +41,8 @@ SUPERVISOR = textwrap.dedent(
     OUT = Path(sys.argv[1])
     HUB_LIKE = '''
     import subprocess, sys, time
-    from controlplane.processes import parent_death_signal
-    etcd = subprocess.Popen(["sleep", "300"], start_new_session=True, preexec_fn=parent_death_signal())
+    from controlplane.processes import dying_with_parent
+    etcd = subprocess.Popen(dying_with_parent(["sleep", "300"]), start_new_session=True)
     open(sys.argv[1], "w").write(str(etcd.pid))
     time.sleep(300)
     '''
@@ -119,24 +119,27 @@ def test_sigkilled_supervisor_takes_children_and_grandchildren_along(
 
 
 def test_a_child_whose_parent_is_already_gone_does_not_start(tmp_path: Path) -> None:
-    # The signal is armed after fork; a parent that died in between is caught by comparing
-    # the parent pid. Here the "parent" recorded is the script, but the process forking is
-    # its child, so the grandchild sees a different parent and must not run its command.
+    # The signal is armed after the child starts; a parent that died in between is caught by
+    # comparing the parent pid. Here the command line is built in this process but started by
+    # a child of it, so the trampoline sees another parent and must not run its command.
     marker = tmp_path / "ran"
-    script = textwrap.dedent(
-        f"""
-        import os, subprocess, sys
-        from controlplane.processes import parent_death_signal
-        arm = parent_death_signal()
-        pid = os.fork()
-        if pid == 0:
-            code = subprocess.call(["touch", {str(marker)!r}], preexec_fn=arm)
-            os._exit(code)
-        _, status = os.waitpid(pid, 0)
-        sys.exit(os.waitstatus_to_exitcode(status))
-        """
-    )
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    result = subprocess.run([sys.executable, "-c", script], env=env, timeout=PATIENCE, check=False)
+    argv = dying_with_parent(["touch", str(marker)])
+    script = "import subprocess, sys; sys.exit(subprocess.call(sys.argv[1:]))"
+    result = subprocess.run([sys.executable, "-c", script, *argv], timeout=PATIENCE, check=False)
     assert result.returncode == ORPHANED_AT_START
     assert not marker.exists()
+
+
+def test_the_command_runs_with_the_trampolines_pid_and_the_signal_armed(tmp_path: Path) -> None:
+    # The trampoline execs the command: the pid the parent knows is the command's own.
+    # PR_GET_PDEATHSIG (2) reads back the signal the command will get when this process dies.
+    script = (
+        "import ctypes, os; armed = ctypes.c_int(); "
+        "ctypes.CDLL(None).prctl(2, ctypes.byref(armed), 0, 0, 0); print(os.getpid(), armed.value)"
+    )
+    process = subprocess.Popen(dying_with_parent([sys.executable, "-c", script]), stdout=subprocess.PIPE, text=True)
+    out, _ = process.communicate(timeout=PATIENCE)
+    pid, armed = (int(word) for word in out.split())
+    assert process.returncode == 0
+    assert pid == process.pid
+    assert armed == signal.SIGTERM

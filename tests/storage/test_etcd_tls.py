@@ -97,7 +97,11 @@ async def test_a_refused_handshake_is_a_clear_error_and_is_not_retried(
             await store.get("/anything")
     assert str(failure.value).startswith(f"TLS handshake with etcd at {url} failed, {message}")
     assert "\n" not in str(failure.value)
-    assert not [r for r in caplog.records if r.getMessage() == "etcd call failed, retrying"]
+    # gRPC names the certificate problem once the handshake has run; an attempt that fails
+    # before it does (a busy machine) looks like a dropped connection and is retried. Treated
+    # as transient, a refusal would be retried for the whole 30 s budget: dozens of times.
+    retries = [r for r in caplog.records if r.getMessage() == "etcd call failed, retrying"]
+    assert len(retries) <= 3
 
 
 async def test_a_plaintext_client_gets_nothing_from_the_embedded_etcd(
