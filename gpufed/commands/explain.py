@@ -134,6 +134,13 @@ def render_explanation(workload: Mapping[str, Any], binding: Mapping[str, Any] |
         lines.append(f"{'Per replica:':<13}" + ", ".join(f"{k}={v}" for k, v in sorted(request.items())))
     lines.append(_condition_line("Scheduled:", _condition(binding, "Scheduled")))
     lines.append(_condition_line("Applied:", _condition(binding, "FullyApplied")))
+    priority = _condition(binding, "SchedulePriorityResolved")
+    if priority is not None:
+        value = (spec.get("schedulePriority") or {}).get("priority", 0)
+        lines.append(_condition_line("Priority:", priority).replace("Priority:    ", f"Priority:    {value}, ", 1))
+    dependencies = _condition(binding, "DependenciesPropagated")
+    if dependencies is not None:
+        lines.append(_condition_line("Depends on:", dependencies))
     explanation = list(((binding.get("status") or {}).get("explanation")) or [])
     if not explanation:
         lines.append("No per-cluster explanation yet.")

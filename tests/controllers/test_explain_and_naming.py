@@ -79,6 +79,25 @@ def test_explain_of_an_unclaimed_workload_shows_why() -> None:
     assert "Propagated:  False (NoPolicyMatched): no policy" in text
 
 
+def test_explain_shows_priority_and_dependencies_when_the_policy_asks_for_them() -> None:
+    workload: dict[str, Any] = {"kind": "Deployment", "metadata": {"name": "web", "namespace": "default"}}
+    binding: dict[str, Any] = {
+        "spec": {"policy": {"kind": "PropagationPolicy", "namespace": "default", "name": "p"}, "replicas": 1,
+                 "schedulePriority": {"priority": 1000}},
+        "status": {"conditions": [
+            {"type": "SchedulePriorityResolved", "status": "True", "reason": "PriorityClassResolved",
+             "message": "PriorityClass urgent"},
+            {"type": "DependenciesPropagated", "status": "False", "reason": "DependencyMissing",
+             "message": "ConfigMap cfg is referenced by the pod template but not on the hub"},
+        ]},
+    }
+    lines = render_explanation(workload, binding).splitlines()
+    assert "Priority:    1000, True (PriorityClassResolved): PriorityClass urgent" in lines
+    assert "Depends on:  False (DependencyMissing): ConfigMap cfg is referenced by the pod template but not on the hub" in lines
+    plain = render_explanation(workload, {"spec": binding["spec"], "status": {}})
+    assert "Priority:" not in plain and "Depends on:" not in plain
+
+
 async def test_explain_shows_every_cluster_with_its_reasons(objects: ObjectStore, manager: ControllerManager) -> None:
     await put_cluster(objects, "onprem", node_shape(2, gpus=1, product="NVIDIA-H100-80GB-HBM3", extra={"nvidia.com/mig-3g.40gb": 1}))
     await put_cluster(objects, "cloud", node_shape(1, gpus=0, extra={"nvidia.com/mig-3g.40gb": 8}), provider="aws", pricing={A100: 4.1})
