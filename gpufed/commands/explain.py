@@ -92,10 +92,10 @@ def _condition(obj: Mapping[str, Any] | None, ctype: str) -> Mapping[str, Any] |
     return None
 
 
-def _condition_line(label: str, cond: Mapping[str, Any] | None) -> str:
+def _condition_line(label: str, cond: Mapping[str, Any] | None, *, lead: str = "") -> str:
     if cond is None:
         return f"{label:<13}(not yet)"
-    return f"{label:<13}{cond.get('status')} ({cond.get('reason')}): {cond.get('message') or ''}".rstrip()
+    return f"{label:<13}{lead}{cond.get('status')} ({cond.get('reason')}): {cond.get('message') or ''}".rstrip()
 
 
 def _division(placement: Mapping[str, Any] | None) -> str:
@@ -137,7 +137,7 @@ def render_explanation(workload: Mapping[str, Any], binding: Mapping[str, Any] |
     priority = _condition(binding, "SchedulePriorityResolved")
     if priority is not None:
         value = (spec.get("schedulePriority") or {}).get("priority", 0)
-        lines.append(_condition_line("Priority:", priority).replace("Priority:    ", f"Priority:    {value}, ", 1))
+        lines.append(_condition_line("Priority:", priority, lead=f"{value}, "))
     dependencies = _condition(binding, "DependenciesPropagated")
     if dependencies is not None:
         lines.append(_condition_line("Depends on:", dependencies))
