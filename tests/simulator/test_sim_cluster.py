@@ -401,9 +401,14 @@ async def test_rolling_update_keeps_within_surge_and_availability(sim: Sim) -> N
     assert by_image["trainer:1"]["spec"]["replicas"] == 0  # kept as history, scaled to 0
     assert by_image["trainer:2"]["spec"]["replicas"] == 4
     assert by_image["trainer:2"]["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "2"
-    status = (await sim.get("apps/v1", "Deployment", "web"))["status"]
-    progressing = next(c for c in status["conditions"] if c["type"] == "Progressing")
-    assert progressing["reason"] == "NewReplicaSetAvailable"
+
+    async def complete() -> dict[str, Any] | None:
+        # The Deployment's status follows its ReplicaSets' a step later, as in kube.
+        status = (await sim.get("apps/v1", "Deployment", "web"))["status"]
+        found = next(c for c in status["conditions"] if c["type"] == "Progressing")
+        return found if found["reason"] == "NewReplicaSetAvailable" else None
+
+    progressing = await sim.until(complete)
     assert by_image["trainer:2"]["metadata"]["name"] in progressing["message"]
 
 
