@@ -70,6 +70,20 @@ KUBECONFIG_NAME = "hub.kubeconfig"
 #: The coordination.k8s.io Lease in gpufed-system that shows which replica leads.
 LEADER_LEASE_NAME = "gpufed-controllers"
 ADMIN_USER = "gpufed-admin"
+#: How long a stopping hub lets the waste sampler save its last rollups.
+WASTE_SAVE_SECONDS = 10.0
+
+
+async def _finish(task: asyncio.Task[None], *, seconds: float) -> None:
+    """Wait up to ``seconds`` for ``task`` to end on its own, then cancel it; log what it failed
+    with. A cancellation of the caller is not swallowed, unlike ``suppress(CancelledError)``
+    around ``await task``."""
+    done, _ = await asyncio.wait({task}, timeout=seconds)
+    if not done:
+        task.cancel()
+        await asyncio.wait({task})
+    if not task.cancelled() and (error := task.exception()) is not None:
+        log.warning("%s ended with an error while stopping: %s", task.get_name(), error)
 
 
 @dataclass(frozen=True)
@@ -280,9 +294,7 @@ class Hub:
             self.waste_sampler.shutdown()
         if self._waste_task is not None:
             # Let the sampler save its last rollups (a deposed leader's save may fail: fine).
-            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
-                async with asyncio.timeout(10.0):
-                    await self._waste_task
+            await _finish(self._waste_task, seconds=WASTE_SAVE_SECONDS)
         tasks, self._leader_tasks = self._leader_tasks, []
         for task in tasks:
             task.cancel()
@@ -360,9 +372,7 @@ class Hub:
             self.waste_sampler.shutdown()
         if self._waste_task is not None:
             # Let the sampler save its last rollups before the store closes.
-            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
-                async with asyncio.timeout(10.0):
-                    await self._waste_task
+            await _finish(self._waste_task, seconds=WASTE_SAVE_SECONDS)
         for task in self._background:
             task.cancel()
         for task in self._background:

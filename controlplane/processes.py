@@ -33,6 +33,8 @@ PR_SET_PDEATHSIG: Final = 1
 ORPHANED_AT_START: Final = 125
 #: Exit code of a trampoline whose ``prctl`` failed (it runs nothing rather than run unguarded).
 PRCTL_FAILED: Final = 126
+#: Exit code when the command cannot be run (missing, not executable), as a shell answers.
+CANNOT_RUN: Final = 127
 
 # argv: parent pid, signal number, command... Restores the signal's default action (a handler
 # inherited from the parent would swallow it), arms it, then checks that the parent is still
@@ -47,7 +49,11 @@ if ctypes.CDLL(None, use_errno=True).prctl({PR_SET_PDEATHSIG}, signum, 0, 0, 0) 
     os._exit({PRCTL_FAILED})
 if os.getppid() != parent:
     os._exit({ORPHANED_AT_START})
-os.execvp(sys.argv[3], sys.argv[3:])
+try:
+    os.execvp(sys.argv[3], sys.argv[3:])
+except OSError as error:
+    os.write(2, f"cannot run {{sys.argv[3]}}: {{error.strerror}}\\n".encode())
+    os._exit({CANNOT_RUN})
 """
 
 
@@ -64,4 +70,4 @@ def dying_with_parent(argv: Sequence[str], *, signum: signal.Signals = signal.SI
     return [sys.executable, "-I", "-S", "-c", _TRAMPOLINE, str(os.getpid()), str(int(signum)), *argv]
 
 
-__all__ = ["ORPHANED_AT_START", "PRCTL_FAILED", "PR_SET_PDEATHSIG", "dying_with_parent", "supported"]
+__all__ = ["CANNOT_RUN", "ORPHANED_AT_START", "PRCTL_FAILED", "PR_SET_PDEATHSIG", "dying_with_parent", "supported"]

@@ -68,3 +68,28 @@ async def test_the_timeout_idiom_ends_a_loop_cancelled_as_its_event_fires() -> N
 async def test_wait_for_swallows_that_cancellation_on_this_python() -> None:
     # Why the rule above exists: the same loop with wait_for does not end.
     assert not await _cancelled_while_event_fires("wait_for")
+
+
+async def test_a_stopping_hub_waits_for_its_sampler_but_stays_cancellable() -> None:
+    from controlplane.hub import _finish
+
+    async def saves(seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+    quick = asyncio.create_task(saves(0.01))
+    await _finish(quick, seconds=5.0)
+    assert quick.done() and not quick.cancelled()
+
+    stuck = asyncio.create_task(saves(60))
+    await _finish(stuck, seconds=0.05)
+    assert stuck.cancelled()
+
+    # The caller's own cancellation goes through (suppress(CancelledError) swallowed it).
+    slow = asyncio.create_task(saves(60))
+    waiter = asyncio.create_task(_finish(slow, seconds=30.0))
+    await asyncio.sleep(0.01)
+    waiter.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await waiter
+    assert waiter.cancelled()
+    slow.cancel()

@@ -544,7 +544,7 @@ class SchedulerController:
                 for w in ctx.works.by_index(INDEX_BINDING, key)
             }
             for cluster, replicas in sorted(request.previous.items()):
-                if not replicas or text in {r.binding for r in self.reservations.for_cluster(cluster)}:
+                if not replicas or self.reservations.get(text, cluster) is not None:
                     continue
                 demands = demands_in(request, shapes.get(cluster), replicas=replicas)
                 work = works.get(cluster)

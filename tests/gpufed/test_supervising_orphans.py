@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from controlplane.processes import ORPHANED_AT_START, dying_with_parent
+from controlplane.processes import CANNOT_RUN, ORPHANED_AT_START, dying_with_parent
 from gpufed.supervising import ProcInfo, kill_if_alive, read_process_table
 
 pytestmark = [
@@ -143,3 +143,11 @@ def test_the_command_runs_with_the_trampolines_pid_and_the_signal_armed(tmp_path
     assert process.returncode == 0
     assert pid == process.pid
     assert armed == signal.SIGTERM
+
+
+def test_a_command_that_cannot_run_is_one_line_and_exit_127(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-etcd"
+    result = subprocess.run(dying_with_parent([str(missing), "--flag"]), capture_output=True, text=True,
+                            timeout=PATIENCE, check=False)
+    assert result.returncode == CANNOT_RUN
+    assert result.stderr == f"cannot run {missing}: No such file or directory\n"
