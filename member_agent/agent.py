@@ -17,9 +17,10 @@ each in a ``TaskGroup``:
   status is recomputed every ``status_resync_interval`` anyway. A status pass reads those
   informers' caches (a synced watch holds every object gpufed owns of its kind) and asks the
   member only for what they do not hold (an object missing, or one not labelled as gpufed's:
-  a conflict); the applier's ownership check before an apply reads them too. The watch on a
-  kind stops once no Work holds that kind any more (after its objects were pruned) and starts
-  again when a Work needs it;
+  a conflict). The applier's ownership check before an apply reads the member itself: a cache
+  can lag behind a release, and an apply must not take over what is no longer gpufed's. The
+  watch on a kind stops once no Work holds that kind any more (after its objects were pruned)
+  and starts again when a Work needs it;
 * DCGM scraper (when ``dcgm_url`` is set), whose utilization rides on the next report;
 * Prometheus ``/metrics`` (when ``metrics_listen`` is set): report lag, reports written,
   DCGM scrapes (:mod:`member_agent.metrics`).
@@ -159,8 +160,9 @@ class Agent:
         self._group: asyncio.TaskGroup | None = None
         self._applied_generation: dict[str, int] = {}
         #: Per Work, its ``preserveResourcesOnDeletion`` as last seen on the hub: a deleted Work's
-        #: objects are released rather than deleted when it was set (the hub clears it just
-        #: before deleting a Work whose cluster left the placement, so the last update counts).
+        #: objects are released rather than deleted when it was set (the hub clears it before
+        #: deleting a Work whose cluster left the placement, and waits until this agent has
+        #: applied that generation, whose flag the ledger then holds across restarts).
         self._preserve_on_deletion: dict[str, bool] = {}
         self._utilization: dict[str, list[dict[str, Any]]] | None = None
         self._utilization_time: str | None = None
@@ -593,6 +595,9 @@ class Agent:
             self._hold_kinds(key, None)
             return False
         if _suspended(work):
+            # Not applied, but the flag it carries now decides its objects' fate on deletion,
+            # after a restart too.
+            applier.record_preserve(key, preserves_on_deletion(work))
             return False
         generation = int((work.get("metadata") or {}).get("generation") or 0)
         if self._applied_generation.get(key) == generation:

@@ -2,8 +2,8 @@
 
 In: Work objects (``work.gpufed.io/v1alpha1``, ``spec.workload.manifests`` and
 ``spec.conflictResolution``), the member's API, the agent's pod cache, its watch caches of the
-kinds the Works hold (:data:`CachedObject`: read first, the member asked only for what they
-lack) and the :class:`Ledger`.
+kinds the Works hold (:data:`CachedObject`: a status pass reads them first and asks the member
+only for what they lack; an apply always reads the member, see below) and the :class:`Ledger`.
 Out: member objects server-side applied with field manager ``gpufed-agent`` and the ownership
 labels ``work.gpufed.io/name`` / ``work.gpufed.io/namespace`` (+ ``app.kubernetes.io/managed-by:
 gpufed``); objects a Work no longer holds (or of a deleted Work) deleted; and the Work's status
@@ -17,14 +17,20 @@ Conflict resolution: an existing member object that does not carry this Work's o
 is a conflict. ``Abort`` (the default) leaves it untouched and the Work's Applied condition says
 so; ``Overwrite`` takes it over (a forced apply that also sets the ownership labels). Objects
 this Work owns are applied with ``force=true``: the Work is the source of truth for the fields
-it sets. Pruning deletes only objects that still carry this Work's labels.
+it sets. Pruning deletes only objects that still carry this Work's labels. The ownership
+check before an apply reads the live object, never a watch cache: right after a preserved
+object was released (its labels removed) the cache may still show it labelled, and a Work
+re-created with the same name would then take over an object that is no longer gpufed's.
 
 Deleted Works: their objects are deleted, unless the Work had ``preserveResourcesOnDeletion``
 (Karmada's field: the workload was deleted on the hub but must keep running in the member).
 Then each object that still carries this Work's labels is *released*: rewritten without
 gpufed's ownership labels (:func:`released`), so it is the member's own from then on — the
 agent's watches no longer see it, and a later Work naming it meets a foreign object
-(``Abort`` leaves it alone). Either way the Work leaves the ledger.
+(``Abort`` leaves it alone). Either way the Work leaves the ledger. The ledger holds the flag
+of the generation last applied (or, for a suspended Work, last seen): the hub deletes a Work
+whose cluster left the placement only after the agent applied the generation that cleared it,
+so a restarted or reconnected agent that finds such a Work gone deletes its objects.
 """
 
 from __future__ import annotations
@@ -578,7 +584,8 @@ def status_changed(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> boo
     return bool(comparable(old) != comparable(new))
 
 
-#: The agent's watch caches, asked before the member is: the object a (resolved) identifier
+#: The agent's watch caches, asked before the member is by a status pass (never by an apply,
+#: which must not act on a lagging view): the object a (resolved) identifier
 #: names as last seen by a synced watch, or None when no cache covers it -- its kind is not
 #: watched (or not synced yet), or the watch does not hold it (absent, or not labelled as
 #: gpufed's, which only a GET can tell apart).
@@ -593,8 +600,9 @@ def _no_cache(_ident: Identifier) -> Mapping[str, Any] | None:
 class WorkApplier:
     """Performs the applier's decisions against the member cluster.
 
-    Member objects are read from ``cached`` when it holds them; only the rest are fetched, so
-    a status pass over Works whose objects the agent watches costs no request at all.
+    A status pass reads member objects from ``cached`` when it holds them and fetches only the
+    rest, so it costs no request at all over Works whose objects the agent watches. An apply
+    reads the live object for its ownership decision.
     """
 
     member: KubeApi
@@ -655,7 +663,7 @@ class WorkApplier:
                 body["metadata"]["namespace"] = ident.namespace
                 if ident.kind != "Namespace":
                     await self._ensure_namespace(ident.namespace)
-            live = await self._current(ident, path)
+            live = await self._live(path)  # not the cache: it may lag behind a release
             decision = decide_apply(
                 live, work_namespace=work_ns, work_name=work_name, resolution=conflict_resolution(work)
             )
@@ -740,6 +748,12 @@ class WorkApplier:
                 result.applied = True
             results.append(result)
         return work_status(work, results, list(self.pods()), now=now)
+
+    def record_preserve(self, key: str, preserve: bool) -> None:
+        """Record a Work's ``preserveResourcesOnDeletion`` as seen now without applying it (a
+        suspended Work); nothing is recorded for a Work that never applied anything."""
+        if key in self.ledger:
+            self.ledger.set(key, self.ledger.get(key), preserve=preserve)
 
     async def _release_owned(self, ident: Identifier, *, work_namespace: str, work_name: str) -> None:
         """Leave the object running without this Work's ownership labels (a compare-and-swap

@@ -7,9 +7,11 @@ agent was down still has its objects removed, and a manifest dropped from a Work
 It is written *before* applying (desired + previous) and trimmed after pruning, so a crash in
 between can only leave extra entries (pruned on the next pass), never orphaned objects.
 
-It also remembers whether the Work, as last applied, had ``preserveResourcesOnDeletion``: a Work
-deleted while the agent was down is gone from the hub with its flag, and the ledger's copy
-decides whether its objects are deleted or released (left running without gpufed's labels).
+It also remembers whether the Work, as last applied (or, while suspended, as last seen), had
+``preserveResourcesOnDeletion``: a Work deleted while the agent was down is gone from the hub
+with its flag, and the ledger's copy decides whether its objects are deleted or released (left
+running without gpufed's labels). The hub deletes a Work whose cluster left the placement only
+once the agent has applied the generation that cleared the flag, so that copy says "delete".
 
 In: the state directory. Out: ``get``/``set``/``drop``/``keys``/``preserves``; each change is
 written atomically (temporary file + rename, mode 0600). File format: ``{"version": 2, "works":
@@ -95,7 +97,7 @@ class Ledger:
         return [dict(i) for i in self._entries.get(work_key, [])]
 
     def preserves(self, work_key: str) -> bool:
-        """Whether the Work, as last applied, asked for its objects to stay when it is deleted."""
+        """Whether the Work, as last recorded, asked for its objects to stay when it is deleted."""
         return work_key in self._preserve
 
     def set(self, work_key: str, identifiers: list[dict[str, Any]], *, preserve: bool | None = None) -> None:

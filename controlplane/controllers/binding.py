@@ -17,13 +17,32 @@ while their replacements start elsewhere.
 Works, ``propagateDeps``, carry it when any binding that needs the object has it, as
 Karmada's dependencies distributor aggregates it). The agent leaves a deleted Work's objects
 in the member when its flag is set. Only deleting the workload (or its binding) should do
-that, so a Work deleted because its cluster left the placement (rescheduling, scale-down,
-failover, the cluster's removal) first has its flag cleared, then is deleted: the agent sees
-the update before the deletion, and deletes that cluster's copy as usual. (Karmada's
-execution controller preserves on any deletion of a flagged Work, orphaned Works of a
-rescheduling included; gpufed follows its documented meaning: "when the resource template
-is deleted".) An attached binding whose needing binding is gone keeps the flag its Works
-have, so the copies of a deleted, preserved workload's ConfigMaps and Secrets stay with it.
+that. (Karmada's execution controller preserves on any deletion of a flagged Work, orphaned
+Works of a rescheduling included; gpufed follows its documented meaning: "when the resource
+template is deleted".) An attached binding whose needing binding is gone keeps the flag its
+Works have, so the copies of a deleted, preserved workload's ConfigMaps and Secrets stay with it.
+
+A preserving Work whose cluster left the placement (rescheduling, scale-down, failover) is
+therefore *released* before it is deleted (:func:`release_step`):
+
+1. its flag is cleared and the annotation ``work.gpufed.io/preserve-cleared-at`` records when;
+2. it is deleted only once its agent has seen the cleared flag: the Work's ``Applied``
+   condition has an ``observedGeneration`` at least the Work's generation (the agent records
+   the flag of every generation it applies in its ledger, so from then on it deletes the copy
+   on the Work's deletion, even after a restart or a reconnection that only shows it gone);
+3. or at once when the Cluster is gone or being deleted (its agent will not come back);
+4. or, for an agent that does not apply it (the Work is suspended, its member API is down),
+   once the cluster has been Ready for ``graceful_eviction_timeout_seconds`` since the clearing
+   (counted from the later of the clearing and the Ready condition's last transition): an
+   agent connected that long has the cleared flag from its watch and deletes the copy too.
+
+While the cluster is not Ready the Work stays, however long: an agent cut off when the flag
+was cleared (exactly the failover case) sees only the deletion when it comes back and would
+fall back to the flag it last applied, releasing a copy that then runs unmanaged, twice,
+holding GPUs. A cluster that never comes back is removed with its Cluster object, which ends
+the wait (3). Deleting the workload meanwhile deletes the Work at once; its flag is already
+cleared, so that copy goes too, as it should: its cluster had left the placement before.
+A Work whose cluster is chosen again loses the annotation when it is rewritten.
 
 A Work is written only when what it should hold differs from what it holds (compare and
 swap on its resourceVersion), so reconciling again, or a restarted hub, rewrites nothing.
@@ -36,8 +55,13 @@ from __future__ import annotations
 import contextlib
 import copy
 import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Any
 
+from controlplane.apis.meta import parse_time
 from controlplane.apis.work_v1alpha1 import binding_name
 from controlplane.apiserver import errors
 from controlplane.apiserver.objects import WatchEventType
@@ -59,6 +83,7 @@ from controlplane.controllers.works import (
     build_work,
     cluster_of_namespace,
     decode_shapes,
+    execution_namespace,
     preserves,
     render_manifest,
     work_differs,
@@ -74,6 +99,95 @@ from policies.models import AnyPropagationPolicy
 log = logging.getLogger(__name__)
 
 BindingKey = tuple[str, str]
+
+# TODO(constants): move to controlplane/apis/constants.py.
+ANNOTATION_PRESERVE_CLEARED = "work.gpufed.io/preserve-cleared-at"
+"""On a Work: when (RFC 3339) its ``preserveResourcesOnDeletion`` was cleared because its
+cluster left the placement; the Work waits for its agent to apply that generation."""
+
+RELEASE_RECHECK_SECONDS = 60.0
+"""How often a released Work past its timeout in a cluster that is not Ready is looked at again
+(the agent's status report, or the Cluster's deletion, bring it back sooner)."""
+
+
+class ReleaseVerdict(StrEnum):
+    """What to do next with the Work of a cluster that left the placement."""
+
+    CLEAR = "ClearFlag"
+    """It preserves: clear the flag (and record when) before anything else."""
+    WAIT = "Wait"
+    """The flag is cleared, but the agent may not know yet: keep the Work for now."""
+    DELETE = "Delete"
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseStep:
+    verdict: ReleaseVerdict
+    why: str
+    again: float | None = None
+    """For WAIT: seconds until the verdict may change by time alone."""
+
+
+def applied_generation(work: Mapping[str, Any]) -> int | None:
+    """The ``observedGeneration`` of the Work's ``Applied`` condition (None when not reported)."""
+    for cond in (work.get("status") or {}).get("conditions") or ():
+        if isinstance(cond, Mapping) and cond.get("type") == "Applied":
+            value = cond.get("observedGeneration")
+            return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return None
+
+
+def ready_since(cluster: Mapping[str, Any]) -> datetime | None:
+    """Since when the Cluster is Ready (its Ready condition's ``lastTransitionTime``); None when
+    it is not Ready. An unreadable or missing time counts as the start of time."""
+    for cond in (cluster.get("status") or {}).get("conditions") or ():
+        if isinstance(cond, Mapping) and cond.get("type") == "Ready":
+            if cond.get("status") != "True":
+                return None
+            try:
+                return parse_time(str(cond.get("lastTransitionTime")))
+            except ValueError:
+                return datetime.min.replace(tzinfo=UTC)
+    return None
+
+
+def release_step(
+    work: Mapping[str, Any], *, cluster: Mapping[str, Any] | None, now: datetime, timeout_seconds: float
+) -> ReleaseStep:
+    """The next step for a Work whose cluster left the placement (``cluster``: its Cluster, None
+    when gone); see the module docstring for the rule. Pure."""
+    meta = work.get("metadata") or {}
+    if cluster is None or (cluster.get("metadata") or {}).get("deletionTimestamp"):
+        return ReleaseStep(ReleaseVerdict.DELETE, "its cluster is removed")
+    if preserves(work):
+        return ReleaseStep(ReleaseVerdict.CLEAR, "it preserves its objects on deletion")
+    cleared_text = (meta.get("annotations") or {}).get(ANNOTATION_PRESERVE_CLEARED)
+    if cleared_text is None:
+        return ReleaseStep(ReleaseVerdict.DELETE, "it does not preserve its objects")
+    generation = int(meta.get("generation") or 0)
+    seen = applied_generation(work)
+    if seen is not None and seen >= generation:
+        return ReleaseStep(ReleaseVerdict.DELETE, f"its agent applied generation {seen} without the flag")
+    ready = ready_since(cluster)
+    if ready is None:
+        return ReleaseStep(
+            ReleaseVerdict.WAIT, "its cluster is not Ready: its agent must see the cleared flag first",
+            again=RELEASE_RECHECK_SECONDS,
+        )
+    try:
+        cleared = parse_time(str(cleared_text))
+    except ValueError:
+        cleared = ready  # unreadable: count from the cluster's readiness alone
+    waited = (now - max(cleared, ready)).total_seconds()
+    if waited < timeout_seconds:
+        return ReleaseStep(
+            ReleaseVerdict.WAIT, "its agent has not applied the cleared flag yet", again=timeout_seconds - waited
+        )
+    return ReleaseStep(
+        ReleaseVerdict.DELETE,
+        f"its cluster has been Ready for {timeout_seconds:g}s since the flag was cleared, its agent "
+        "has the cleared flag from its watch",
+    )
 
 
 def _workload_changed(old: dict[str, Any] | None, new: dict[str, Any]) -> bool:
@@ -94,6 +208,12 @@ def _suspended(policy: AnyPropagationPolicy | None, cluster: str) -> bool:
         return True
     on = suspension.dispatching_on_clusters
     return bool(on and cluster in (on.cluster_names or ()))
+
+
+def _differs(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
+    """:func:`work_differs`, and a Work released while its cluster was out of the placement."""
+    annotations = (existing.get("metadata") or {}).get("annotations") or {}
+    return work_differs(existing, desired) or ANNOTATION_PRESERVE_CLEARED in annotations
 
 
 class BindingController:
@@ -137,8 +257,8 @@ class BindingController:
     async def _on_work(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         if event is WatchEventType.MODIFIED and old is not None and old.get("spec") == obj.get("spec") and (
             old["metadata"].get("labels") == obj["metadata"].get("labels")
-        ):
-            return  # a status report
+        ) and ANNOTATION_PRESERVE_CLEARED not in (obj["metadata"].get("annotations") or {}):
+            return  # a status report (one of a released Work's may end its wait)
         key = binding_key_of_work(obj)
         if key is not None:
             await self.loop.add(key)
@@ -178,6 +298,19 @@ class BindingController:
 
     async def _on_cluster(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         meta = obj.get("metadata") or {}
+        removed = event is WatchEventType.DELETED or bool(meta.get("deletionTimestamp"))
+        if removed or (old is not None and ready_since(old) != ready_since(obj)):
+            # Released Works wait in the cluster's namespace for its agent: the cluster's removal
+            # ends that, and its readiness starts (or stops) the clock of a connected agent.
+            namespace = execution_namespace(str(meta.get("name")))
+            for work in self.ctx.works.items():
+                work_meta = work.get("metadata") or {}
+                if work_meta.get("namespace") == namespace and ANNOTATION_PRESERVE_CLEARED in (
+                    work_meta.get("annotations") or {}
+                ):
+                    binding = binding_key_of_work(work)
+                    if binding is not None:
+                        await self.loop.add(binding)
         if event is WatchEventType.MODIFIED and old is not None and old.get("spec") == obj.get("spec") and (
             (old.get("metadata") or {}).get("labels") == meta.get("labels")
         ):
@@ -220,21 +353,38 @@ class BindingController:
         ]
         return works_preserve(binding, parents=parents, existing=existing)
 
-    async def _release_and_delete(self, key: BindingKey, works: list[dict[str, Any]]) -> None:
-        """Delete Works whose cluster left the placement: a preserving one is first updated without
-        the flag, so the agent deletes that cluster's copy rather than leaving it behind."""
+    async def _release_and_delete(self, key: BindingKey, works: list[dict[str, Any]]) -> float | None:
+        """Delete the Works whose cluster left the placement, a preserving one only once it is
+        released (:func:`release_step`); return when to look again (None: nothing waits)."""
+        ctx = self.ctx
+        again: float | None = None
         for work in works:
-            if not preserves(work):
-                continue
-            released = copy.deepcopy(work)
-            released["spec"].pop("preserveResourcesOnDeletion", None)
             meta = work["metadata"]
-            try:
-                await self.ctx.objects.update(self.ctx.work_rt, released)
-            except errors.NotFound:
+            namespace, name = meta.get("namespace"), str(meta["name"])
+            cluster_name = cluster_of_namespace(str(namespace or ""))
+            cluster = ctx.clusters.get(None, cluster_name) if cluster_name else None
+            timeout = float(ctx.settings.graceful_eviction_timeout_seconds)
+            step = release_step(work, cluster=cluster, now=ctx.now(), timeout_seconds=timeout)
+            if step.verdict is ReleaseVerdict.CLEAR:
+                released = copy.deepcopy(work)
+                released["spec"].pop("preserveResourcesOnDeletion", None)
+                annotations = released["metadata"].setdefault("annotations", {})
+                annotations[ANNOTATION_PRESERVE_CLEARED] = ctx.now_text()
+                try:
+                    work = await ctx.objects.update(ctx.work_rt, released)
+                except errors.NotFound:
+                    continue
+                log.info("work %s/%s: no longer preserved (its cluster left the placement); deleted once "
+                         "its agent has applied that", namespace, name)
+                step = release_step(work, cluster=cluster, now=ctx.now(), timeout_seconds=timeout)
+            if step.verdict is ReleaseVerdict.WAIT:
+                log.debug("work %s/%s kept: %s", namespace, name, step.why)
+                if step.again is not None:
+                    again = step.again if again is None else min(again, step.again)
                 continue
-            log.info("work %s/%s: no longer preserved (its cluster left the placement)", meta.get("namespace"), meta["name"])
-        await self._delete_works(key, works)
+            await ctx.delete(ctx.work_rt, namespace, name)
+            log.info("work %s/%s of binding %s/%s deleted: %s", namespace, name, *key, step.why)
+        return again
 
     async def _delete_works(self, key: BindingKey, works: list[dict[str, Any]]) -> None:
         for work in works:
@@ -294,14 +444,13 @@ class BindingController:
         stale = [
             w for w in existing if cluster_of_namespace(str(w["metadata"].get("namespace") or "")) not in keep
         ]
-        await self._release_and_delete(key, stale)
-        return None
+        return await self._release_and_delete(key, stale)
 
     async def _write_work(self, desired: dict[str, Any]) -> None:
         ctx = self.ctx
         namespace, name = desired["metadata"]["namespace"], desired["metadata"]["name"]
         cached = ctx.works.get(namespace, name)
-        if cached is not None and not work_differs(cached, desired):
+        if cached is not None and not _differs(cached, desired):
             return
         current = await ctx.get(ctx.work_rt, namespace, name)
         if current is None:
@@ -309,11 +458,12 @@ class BindingController:
             await ctx.objects.create(ctx.work_rt, desired)
             log.info("work %s/%s created", namespace, name)
             return
-        if not work_differs(current, desired):
+        if not _differs(current, desired):
             return
         updated = copy.deepcopy(current)
         updated["spec"] = desired["spec"]
         updated["metadata"]["labels"] = {**(current["metadata"].get("labels") or {}), **desired["metadata"]["labels"]}
+        (updated["metadata"].get("annotations") or {}).pop(ANNOTATION_PRESERVE_CLEARED, None)  # chosen again
         await ctx.objects.update(ctx.work_rt, updated)
         log.info("work %s/%s updated", namespace, name)
 
@@ -328,4 +478,12 @@ class BindingController:
         )
 
 
-__all__ = ["BindingController"]
+__all__ = [
+    "ANNOTATION_PRESERVE_CLEARED",
+    "BindingController",
+    "ReleaseStep",
+    "ReleaseVerdict",
+    "applied_generation",
+    "ready_since",
+    "release_step",
+]

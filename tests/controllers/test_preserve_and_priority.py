@@ -268,12 +268,26 @@ async def test_the_flag_reaches_every_work_and_only_deleting_the_workload_keeps_
         work = await eventually(work_now, what=f"web's Work in {cluster}")
         assert work["spec"]["preserveResourcesOnDeletion"] is True
 
-    # b leaves the placement: its Work goes, and the last state anyone saw of it (an agent's
-    # watch included) no longer asks to preserve, so b's copy is deleted.
+    # b leaves the placement: its Work first loses the flag and stays until b's agent has
+    # applied that (so the agent deletes b's copy rather than releasing it), then goes.
     rt = objects.registry.require("policy.gpufed.io/v1alpha1", "PropagationPolicy")
     policy = await objects.get(rt, namespace="default", name="keep")
     policy["spec"]["placement"] = {"clusterAffinity": {"clusterNames": ["a"]}}
     await objects.update(rt, policy)
+
+    async def cleared() -> dict[str, Any] | None:
+        work = await work_in(objects, "b", "web")
+        return work if work is not None and "preserveResourcesOnDeletion" not in work["spec"] else None
+
+    await eventually(cleared, what="b's Work without the flag")
+    await settled(manager)
+    work = await cleared()
+    assert work is not None, "deleted before b's agent applied the cleared flag"
+    work_rt = objects.registry.require("work.gpufed.io/v1alpha1", "Work")
+    generation = work["metadata"]["generation"]
+    applied = {"type": "Applied", "status": "True", "reason": "AppliedSuccessful", "message": "",
+               "observedGeneration": generation, "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    await objects.update_status(work_rt, {**work, "status": {"conditions": [applied]}})
     await eventually(lambda: _gone(work_in(objects, "b", "web")), what="b's Work deleted")
     await settled(manager)
     assert "preserveResourcesOnDeletion" not in deleted["gpufed-es-b"]["spec"]

@@ -3,6 +3,12 @@ released from gpufed (no ownership labels, out of the ledger); any other deleted
 its objects with it — including one whose flag the hub cleared just before deleting it (a
 cluster leaving the placement), and one deleted while the agent was down.
 
+The agent's side of the hub's release rule: the ledger holds the flag of the generation the
+agent last applied (or, suspended, last saw), so a Work whose cleared flag the agent applied
+— after coming back from being away — and which is then deleted while it is down again has its
+objects deleted, not released. And an apply decides ownership on the live object: a watch
+cache lagging behind a release must not let a new Work take the released object over.
+
 The pure parts (what releasing changes, the ledger's record) are table-driven; the rest runs
 the agent against a real hub (HTTPS, embedded etcd) and a simulated member API, in-process on
 127.0.0.1, as ``test_agent_integration`` does.
@@ -21,6 +27,7 @@ from typing import Any, TypeVar
 import pytest
 import yaml
 from aiohttp import web
+from kubernetes_asyncio.client import ApiClient, Configuration
 from pydantic import SecretStr
 
 from controlplane.apiserver import errors
@@ -32,6 +39,7 @@ from controlplane.storage import MemoryStore
 from member_agent import applying
 from member_agent.agent import Agent
 from member_agent.config import AgentConfig
+from member_agent.kubeapi import KubeApi
 from member_agent.ledger import LEDGER_FILE, Ledger
 from simulator.nodes import build_nodes
 from simulator.profile import parse_fleet
@@ -136,6 +144,7 @@ async def eventually(probe: Callable[[], Awaitable[T | None]], *, within: float 
 class Member:
     objects: ObjectStore
     kubeconfig: Path
+    url: str
 
     async def get(self, api_version: str, kind: str, name: str, namespace: str = "ml") -> dict[str, Any] | None:
         try:
@@ -173,15 +182,16 @@ async def member(tmp_path: Path) -> AsyncIterator[Member]:
         site = web.TCPSite(runner, "127.0.0.1", 0)
         await site.start()
         kubeconfig = tmp_path / "member.kubeconfig"
+        url = f"http://127.0.0.1:{runner.addresses[0][1]}"
         kubeconfig.write_text(yaml.safe_dump({
             "apiVersion": "v1", "kind": "Config",
-            "clusters": [{"name": "sim", "cluster": {"server": f"http://127.0.0.1:{runner.addresses[0][1]}"}}],
+            "clusters": [{"name": "sim", "cluster": {"server": url}}],
             "users": [{"name": "agent", "user": {"token": "unused"}}],
             "contexts": [{"name": "sim", "context": {"cluster": "sim", "user": "agent"}}],
             "current-context": "sim",
         }))
         try:
-            yield Member(objects=objects, kubeconfig=kubeconfig)
+            yield Member(objects=objects, kubeconfig=kubeconfig, url=url)
         finally:
             await runner.cleanup()
 
@@ -315,3 +325,86 @@ async def test_deleting_works_releases_or_deletes_their_objects(hub: Hub, member
 async def _unlabelled(probe: Awaitable[dict[str, Any] | None]) -> dict[str, Any] | None:
     live = await probe
     return live if live is not None and not gpufed_labels(live) else None
+
+
+async def test_an_apply_checks_ownership_on_the_member_not_a_lagging_cache(member: Member, tmp_path: Path) -> None:
+    """Right after a release the watch may still hold the object with gpufed's labels: a Work of
+    the same name re-created then must meet the released object as a conflict."""
+    namespace_rt = member.objects.registry.require("v1", "Namespace")
+    await member.objects.create(namespace_rt, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
+    await member.objects.create(member.objects.registry.require("apps/v1", "Deployment"), deployment("kept"))
+    stale = deployment("kept")  # as the watch last saw it, before the release
+    stale["metadata"]["labels"] = {**OWNERSHIP, "app": "kept"}
+
+    def lagging(ident: applying.Identifier) -> dict[str, Any] | None:
+        return stale if (ident.kind, ident.name) == ("Deployment", "kept") else None
+
+    api = KubeApi(ApiClient(configuration=Configuration(host=member.url)), timeout=10)
+    try:
+        applier = applying.WorkApplier(member=api, ledger=Ledger(tmp_path), pods=list, cached=lagging)
+        again = deployment("kept")
+        again["spec"]["replicas"] = 5
+        status = await applier.reconcile(work("keep", [again], preserve=False), now="2026-01-01T00:00:00Z")
+    finally:
+        await api.close()
+    applied = {cond["type"]: cond for cond in status["conditions"]}["Applied"]
+    assert applied["status"] == "False" and applied["reason"] == "ApplyConflict", applied
+    untouched = await member.get("apps/v1", "Deployment", "kept")
+    assert untouched is not None and not gpufed_labels(untouched) and untouched["spec"]["replicas"] == 2
+
+
+async def test_a_cleared_flag_the_agent_applied_or_saw_suspended_outlives_a_restart(
+    hub: Hub, member: Member, tmp_path: Path
+) -> None:
+    issued = await hub.tokens.create(
+        role=Role.BOOTSTRAP, name="join-sim-p", cluster=CLUSTER, ttl=dt.timedelta(hours=1), one_time=True
+    )
+    state_dir = tmp_path / "agent"
+    work_rt = hub.objects.registry.require("work.gpufed.io/v1alpha1", "Work")
+
+    async def applied_at(name: str, generation: int) -> bool:
+        found = await hub.objects.get(work_rt, namespace=WORK_NS, name=name)
+        conditions = {c["type"]: c for c in (found.get("status") or {}).get("conditions") or []}
+        return (conditions.get("Applied") or {}).get("observedGeneration") == generation
+
+    async def clear_flag(name: str, *, suspend: bool) -> int:
+        """As the binding controller releases the Work of a cluster that left the placement."""
+        current = await hub.objects.get(work_rt, namespace=WORK_NS, name=name)
+        del current["spec"]["preserveResourcesOnDeletion"]
+        if suspend:
+            current["spec"]["suspendDispatching"] = True
+        updated = await hub.objects.update(work_rt, current)
+        return int(updated["metadata"]["generation"])
+
+    async with Agent(config(hub, member, state_dir, token=issued.token)):
+        await hub.objects.create(work_rt, work("paused", [configmap("paused-settings")], preserve=True))
+        await hub.objects.create(work_rt, work("away", [configmap("away-settings")], preserve=True))
+        await eventually(lambda: applied_at("paused", 1), what="work paused applied")
+        await eventually(lambda: applied_at("away", 1), what="work away applied")
+        # Suspended: not applied, but the cleared flag is what the agent must remember.
+        await clear_flag("paused", suspend=True)
+
+        async def recorded() -> bool:
+            return not Ledger(state_dir).preserves(f"{WORK_NS}/paused")
+
+        await eventually(recorded, what="the ledger to record the suspended Work's cleared flag")
+    assert Ledger(state_dir).preserves(f"{WORK_NS}/away")
+
+    # Cleared while the agent is away; the hub waits until it has applied that generation.
+    generation = await clear_flag("away", suspend=False)
+    async with Agent(config(hub, member, state_dir, token=None)):
+        await eventually(lambda: applied_at("away", generation), what="the cleared generation applied")
+    ledger = Ledger(state_dir)
+    assert not ledger.preserves(f"{WORK_NS}/away") and not ledger.preserves(f"{WORK_NS}/paused")
+
+    # Deleted while the agent is down again: on its return it sees only that they are gone.
+    await hub.objects.delete(work_rt, namespace=WORK_NS, name="away")
+    await hub.objects.delete(work_rt, namespace=WORK_NS, name="paused")
+    async with Agent(config(hub, member, state_dir, token=None)):
+        for name in ("away-settings", "paused-settings"):
+
+            async def deleted(name: str = name) -> bool:
+                return await member.get("v1", "ConfigMap", name) is None
+
+            await eventually(deleted, what=f"ConfigMap {name} deleted, not released")
+    assert Ledger(state_dir).keys() == []
