@@ -16,7 +16,9 @@ Works and when the grace period runs out.
 
 When an evicted cluster comes back (its agent reconnects or restarts), its Work is gone from
 the hub, so the agent prunes the member's copies through its ledger; while the cluster is
-cut off nothing reaches it and its copies keep running.
+cut off nothing reaches it and its copies keep running. A Work that asked to preserve its
+objects on deletion is the exception: it stays, without the flag, until the agent has applied
+that (see controllers/binding.py), so the copy is deleted rather than released.
 """
 
 from __future__ import annotations
