@@ -211,20 +211,26 @@ def _scale_down(replicas: int, current: Mapping[str, int]) -> DivisionResult:
 def _dispense(replicas: int, weights: Mapping[str, int], *, last: Mapping[str, int]) -> dict[str, int]:
     """:func:`take_by_weight` without its zero entries, for many clusters and few replicas.
 
-    The remainder goes to the ``remain`` first clusters in (weight, ``last``, name) order, so
-    only the clusters weighing at least the ``remain``-th largest weight are sorted, not all.
+    At most ``replicas`` clusters get a floor share of one or more (their weights would sum past
+    the total otherwise), and the remainder goes to the ``remain`` first clusters in (weight,
+    ``last``, name) order: every cluster that gets anything weighs at least the ``replicas``-th
+    largest weight, so only those are looked at, and only the ones tied for the remainder sorted.
     """
-    positive = {name: weight for name, weight in weights.items() if weight > 0}
+    values = weights.values()
+    positive = weights if min(values, default=1) > 0 else {n: w for n, w in weights.items() if w > 0}
     total = sum(positive.values())
     if not total or not replicas:
         return {}
-    shares = {name: share for name, weight in positive.items() if (share := weight * replicas // total)}
+    ranked = sorted(positive.values(), reverse=True)
+    cut = ranked[min(replicas, len(ranked)) - 1]
+    heavy = [(name, weight) for name, weight in positive.items() if weight >= cut]
+    shares = {name: share for name, weight in heavy if (share := weight * replicas // total)}
     remain = replicas - sum(shares.values())
     if remain:
         # Fewer than len(positive): the floors lose less than one replica per cluster.
-        threshold = heapq.nlargest(remain, positive.values())[-1]
+        threshold = ranked[remain - 1]
         tied = sorted(
-            (name for name, weight in positive.items() if weight >= threshold),
+            (name for name, weight in heavy if weight >= threshold),
             key=lambda name: (-positive[name], -last.get(name, 0), name),
         )
         for name in tied[:remain]:
@@ -248,10 +254,14 @@ def divide_by_dynamic_weights(
     if replicas < assigned:
         return _scale_down(replicas, kept)
     extra = replicas - assigned
-    total_free = sum(count for count in available.values() if count > 0)
+    if min(available.values(), default=1) > 0:  # the usual case: every candidate has room
+        total_free = sum(available.values())
+        reasons: dict[str, str] = {}
+    else:
+        total_free = sum(count for count in available.values() if count > 0)
+        reasons = {name: "no available replicas" for name, count in available.items() if count <= 0 and name not in kept}
     placeable = min(extra, total_free)
     added = _dispense(placeable, available, last=kept)
-    reasons = {name: "no available replicas" for name, count in available.items() if count <= 0 and name not in kept}
     return _result(_merge(kept, added) if kept else added, extra - placeable, reasons)
 
 

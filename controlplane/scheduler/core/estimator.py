@@ -38,7 +38,10 @@ which shapes changed: an estimate the previous snapshot knew is then carried ove
 looking only at those shapes, when it is first asked for (most decisions ask about one
 or two requirements, so carrying all of them eagerly would be wasted). A freshly reported
 snapshot built with ``previous`` carries the previous report's estimates the same way, by
-the node shapes the report changed. The hot path stays a few dict lookups per cluster. No I/O.
+the node shapes the report changed. The hot path stays a few dict lookups per cluster.
+:func:`base_holding_as_many` tells when adjustments since an earlier snapshot touched only
+nodes that hold none of a request (so an answer about it carries over unchanged), and
+:func:`adjusted_at` replays a journal as it was at a :class:`Checkpoint`. No I/O.
 """
 
 from __future__ import annotations
@@ -56,7 +59,7 @@ from controlplane.interpreter.requirements import (
     is_gpu_resource,
     untolerated,
 )
-from controlplane.scheduler.core.reservations import Demand, Entry, Reservations
+from controlplane.scheduler.core.reservations import Checkpoint, Demand, Entry, Reservations
 from controlplane.scheduler.core.snapshot import PREVIOUS_REPORT, ClusterSnapshot, NodeShape, ReportChange
 
 UNLIMITED = 1 << 30
@@ -619,6 +622,56 @@ def adjusted_snapshot(cluster: ClusterSnapshot, reservations: Reservations | Non
     return adjusted
 
 
+def adjusted_at(cluster: ClusterSnapshot, checkpoint: Checkpoint) -> ClusterSnapshot:
+    """``cluster`` with the capacity reserved in it at ``checkpoint`` subtracted.
+
+    The adjusted snapshot memoised for that version when there is one; else the journal as it
+    was then, replayed afresh on a copy that nothing else shares (the cluster's own memo keeps
+    serving the current reservations). Same answer as :func:`adjusted_snapshot` gave then.
+    """
+    version = checkpoint.version(cluster.name)
+    if not version:
+        return cluster
+    cached = cluster.adjusted.get(ADJUSTED)
+    if cached is not None and cached[0] == version:
+        adjusted: ClusterSnapshot = cached[1]
+        return adjusted
+    replay = _Replay(cluster, _Ledger([()] * len(cluster.shapes), {}))
+    for entry in checkpoint.journal(cluster.name).entries:
+        replay.apply(entry)
+    return cluster.with_shapes(replay.shapes)
+
+
+def base_holding_as_many(
+    snapshot: ClusterSnapshot, requirements: Sequence[ReplicaRequirements], *, knows: Callable[[ClusterSnapshot], bool]
+) -> ClusterSnapshot | None:
+    """The nearest snapshot ``snapshot`` was adjusted from (at most ``_CHAIN`` adjustments back) that
+    ``knows`` something, when every adjustment since changed only node shapes that hold no
+    replica of any of ``requirements``: then every estimate of those requirements counts the
+    same replicas per GPU product on both. None otherwise."""
+    links: list[_Origin] = []
+    node = snapshot
+    for _ in range(_CHAIN):
+        origin: _Origin | None = node.adjusted.get(_ORIGIN)
+        if origin is None:
+            return None
+        links.append(origin)
+        node = origin.base
+        if knows(node):
+            break
+    else:
+        return None
+    for origin in reversed(links):  # oldest first: a change of the same kind of GPU is likelier there
+        for req in requirements:
+            for shape in origin.removed:
+                if shape_fit(shape, req):
+                    return None
+            for shape in origin.added:
+                if shape_fit(shape, req):
+                    return None
+    return node
+
+
 def estimate_max_replicas(
     cluster: ClusterSnapshot,
     requirements: ReplicaRequirements,
@@ -667,9 +720,17 @@ def can_ever_run(cluster: ClusterSnapshot, requirements: ReplicaRequirements) ->
     memo = cluster.estimates
     found: bool | None = memo.get(key)
     if found is None:
-        found = memo[key] = any(
-            _eligible(shape, requirements) and _holds_one_when_empty(shape, requirements) for shape in cluster.shapes
-        )
+        found = False
+        for shape in cluster.shapes:
+            # Per node, remembered with its other answers (shared by nodes of equal content).
+            fits = shape.fits
+            runs = fits.get(key)
+            if runs is None:
+                runs = fits[key] = int(_eligible(shape, requirements) and _holds_one_when_empty(shape, requirements))
+            if runs:
+                found = True
+                break
+        memo[key] = found
     return found
 
 

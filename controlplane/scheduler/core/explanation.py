@@ -38,6 +38,34 @@ class ClusterExplanation:
         return out
 
 
+_NEW = object.__new__
+_SET = {name: ClusterExplanation.__dict__[name].__set__ for name in ClusterExplanation.__slots__}
+
+
+def cluster_explanation(
+    cluster: str,
+    *,
+    chosen: bool,
+    replicas: int,
+    reasons: tuple[str, ...],
+    score: float | None,
+    tier: int | None,
+    price: float | None,
+) -> ClusterExplanation:
+    """``ClusterExplanation(...)`` without the frozen dataclass's ``__init__``: an explanation has an
+    entry per cluster of the fleet, so the constructor is a noticeable part of building it. Sets
+    every field."""
+    out: ClusterExplanation = _NEW(ClusterExplanation)
+    _SET["cluster"](out, cluster)
+    _SET["chosen"](out, chosen)
+    _SET["replicas"](out, replicas)
+    _SET["reasons"](out, reasons)
+    _SET["score"](out, score)
+    _SET["tier"](out, tier)
+    _SET["price"](out, price)
+    return out
+
+
 def rejection_reasons(status: Status) -> tuple[str, ...]:
     """A filter's reasons, each prefixed by the plugin that gave it (kube-scheduler style)."""
     return tuple(f"{status.plugin}: {reason}" for reason in status.reasons) or (f"{status.plugin}: rejected",)

@@ -10,7 +10,13 @@ The per-cycle :class:`CycleState` is how plugins share work: the GPU feasibility
 stores each cluster's estimate, chosen GPU shape and capacity there, and the division
 step and scorers read it. A plugin may also judge or score all clusters in one call
 (:class:`BatchFilterPlugin`, :class:`BatchScorePlugin`): every decision looks at every
-cluster, so the per-cluster call overhead is worth saving. Everything is in memory; no I/O.
+cluster, so the per-cluster call overhead is worth saving. The last filter may be a
+:class:`DeferrableFilterPlugin`: :func:`run_filters_deferring` then leaves the clusters it
+would judge to the caller, which asks only those it needs (the scheduler's tiered overflow).
+
+The placement-only verdicts of a whole fleet are remembered per placement and fleet
+(snapshot serials, never the snapshots themselves), so an unchanged fleet is screened with
+one comparison. Everything is in memory; no I/O.
 """
 
 from __future__ import annotations
@@ -20,15 +26,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Protocol
+from typing import Any, Protocol
 
 from controlplane.apis.meta import Toleration as ApiToleration
 from controlplane.apis.quantity import to_int
 from controlplane.apis.work_v1alpha1 import ResourceBinding
 from controlplane.interpreter.base import Component
 from controlplane.interpreter.requirements import ReplicaRequirements
-from controlplane.scheduler.core.reservations import Reservations
-from controlplane.scheduler.core.snapshot import ClusterSnapshot
+from controlplane.scheduler.core.reservations import Checkpoint, Reservations
+from controlplane.scheduler.core.snapshot import ClusterSnapshot, fleet_key
 from policies.models import ClusterAffinityTerm, DivisionStrategy, GpuShapeAlternative, Placement
 
 
@@ -48,12 +54,13 @@ class Status:
     Immutable; equal when code, reasons and plugin are.
     """
 
-    __slots__ = ("_explain", "_reasons", "code", "plugin")
+    __slots__ = ("_explain", "_memo", "_reasons", "code", "plugin")
 
     code: Code
     plugin: str
     _reasons: tuple[str, ...] | None
     _explain: Callable[[], tuple[str, ...]] | None
+    _memo: dict[Any, Any] | None
 
     def __init__(
         self,
@@ -67,6 +74,7 @@ class Status:
         object.__setattr__(self, "plugin", plugin)
         object.__setattr__(self, "_reasons", reasons if explain is None else None)
         object.__setattr__(self, "_explain", explain)
+        object.__setattr__(self, "_memo", None)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"Status is immutable (cannot set {name})")
@@ -85,6 +93,16 @@ class Status:
     @property
     def ok(self) -> bool:
         return self.code is Code.SUCCESS
+
+    @property
+    def memo(self) -> dict[Any, Any]:
+        """Answers worked out from this verdict, kept with it (a verdict is itself remembered and
+        reused by later decisions): e.g. the cluster's explanation entry. Not part of the value."""
+        memo = self._memo
+        if memo is None:
+            memo = {}
+            object.__setattr__(self, "_memo", memo)
+        return memo
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Status):
@@ -256,21 +274,55 @@ class CycleState:
     """The placement's division strategy, resolved once per cycle."""
     placement_key: str = field(init=False)
     """Identifies the placement rules of this cycle (term, tolerations, spread) across bindings."""
+    memo: dict[str, Any] = field(default_factory=dict)
+    """Values plugins work out once per cycle (kube-scheduler's CycleState data)."""
+    serials: tuple[int, ...] | None = None
+    """:func:`fleet_key` of the clusters this cycle looks at (see :meth:`fleet`)."""
 
     def __post_init__(self) -> None:
         self.strategy = self.request.strategy
-        placement = self.request.placement
-        self.placement_key = "|".join(
-            (
-                self.term.model_dump_json(exclude_none=True),
-                "["
-                + ",".join(t.model_dump_json(exclude_none=True) for t in placement.cluster_tolerations or ())
-                + "]",
-                "["
-                + ",".join(c.model_dump_json(exclude_none=True) for c in placement.spread_constraints or ())
-                + "]",
-            )
+        self.placement_key = placement_key(self.term, self.request.placement)
+
+    def fleet(self, clusters: Sequence[ClusterSnapshot]) -> tuple[int, ...]:
+        """:func:`fleet_key` of ``clusters``, the fleet of this cycle (worked out once)."""
+        serials = self.serials
+        if serials is None:
+            serials = self.serials = fleet_key(clusters)
+        return serials
+
+
+_PLACEMENT_KEYS: dict[tuple[int, int], tuple[ClusterAffinityTerm, Placement, str]] = {}
+"""(term, placement) by identity -> their key. The entry holds both objects, so an id is not
+reused while its entry lives; cleared when it grows past its limit."""
+_PLACEMENT_KEY_LIMIT = 4096
+
+
+def placement_key(term: ClusterAffinityTerm, placement: Placement) -> str:
+    """A string identifying the placement rules of ``term`` under ``placement`` (term, tolerations,
+    spread constraints): equal keys mean the placement-only filters give equal verdicts.
+
+    Remembered per (term, placement) object: bindings of one policy share them, and the
+    JSON rendering is a noticeable part of a decision otherwise.
+    """
+    memo_key = (id(term), id(placement))
+    found = _PLACEMENT_KEYS.get(memo_key)
+    if found is not None and found[0] is term and found[1] is placement:
+        return found[2]
+    key = "|".join(
+        (
+            term.model_dump_json(exclude_none=True),
+            "["
+            + ",".join(t.model_dump_json(exclude_none=True) for t in placement.cluster_tolerations or ())
+            + "]",
+            "["
+            + ",".join(c.model_dump_json(exclude_none=True) for c in placement.spread_constraints or ())
+            + "]",
         )
+    )
+    if len(_PLACEMENT_KEYS) >= _PLACEMENT_KEY_LIMIT:
+        _PLACEMENT_KEYS.clear()
+    _PLACEMENT_KEYS[memo_key] = (term, placement, key)
+    return key
 
 
 class FilterPlugin(Protocol):
@@ -325,35 +377,158 @@ class Profile:
     scorers: tuple[WeightedScorer, ...]
 
 
+class DeferrableFilterPlugin(BatchFilterPlugin, Protocol):
+    """A filter whose verdicts on clusters that do not run the binding may be asked one at a time,
+    when needed (the division may need only a few), and later, as of a :class:`Checkpoint` of the
+    reservations taken when the decision was made (the explanation needs the rest)."""
+
+    def filter_at(self, state: CycleState, cluster: ClusterSnapshot, checkpoint: Checkpoint | None) -> Status:
+        """:meth:`filter` of ``cluster`` (which does not run the binding) with the reservations as
+        at ``checkpoint`` (None: as they are)."""
+        ...
+
+    def filter_all_at(
+        self, state: CycleState, clusters: Sequence[ClusterSnapshot], checkpoint: Checkpoint | None
+    ) -> dict[str, Status]:
+        """:meth:`filter_at` of each of ``clusters``: the failing status of each one that fails."""
+        ...
+
+
+_UNKNOWN = Status(Code.UNRESOLVABLE, ("not judged",), "")
+"""Placeholder verdict of a cluster that ran the binding judged when it was remembered."""
+
+_FLEET_VERDICTS: dict[str, tuple[tuple[int, ...], list[Status | None], bool]] = {}
+"""Placement key -> the fleet last judged under it (:func:`fleet_key`), the placement-only filters'
+first failure per cluster (None: passes) for a binding that does not run there, and whether some
+are ``_UNKNOWN``. Holds no snapshot, so it never keeps a replaced one alive."""
+_FLEET_VERDICTS_LIMIT = 256
+
+
+def _placement_verdicts(
+    filters: Sequence[FilterPlugin], state: CycleState, fleet: Sequence[ClusterSnapshot], serials: tuple[int, ...]
+) -> list[Status | None]:
+    """The placement-only verdicts of ``fleet`` for a binding not running in the cluster
+    (``_UNKNOWN`` where this cycle's binding runs and none was remembered).
+
+    Remembered per (fleet, placement): an unchanged fleet costs one tuple comparison, and a
+    fleet where some clusters reported since looks only at those (each snapshot also keeps its
+    own verdicts, so a snapshot seen in another fleet is not judged again).
+    """
+    key = state.placement_key
+    found = _FLEET_VERDICTS.get(key)
+    if found is not None and found[0] == serials and not found[2]:
+        return found[1]
+    before = found[0] if found is not None and len(found[0]) == len(serials) else ()
+    previous = state.request.previous
+    verdicts: list[Status | None] = []
+    unknown = False
+    for i, cluster in enumerate(fleet):
+        if before and before[i] == serials[i]:
+            assert found is not None
+            kept = found[1][i]
+            if kept is not _UNKNOWN:
+                verdicts.append(kept)
+                continue
+        memo = cluster.filters
+        if key in memo:
+            verdicts.append(memo[key])
+        elif previous and cluster.name in previous:
+            # The plugins judge a cluster running the binding by other rules: not this answer.
+            verdicts.append(_UNKNOWN)
+            unknown = True
+        else:
+            verdict = memo[key] = _first_failure(filters, state, cluster)
+            verdicts.append(verdict)
+    if len(_FLEET_VERDICTS) >= _FLEET_VERDICTS_LIMIT:
+        _FLEET_VERDICTS.clear()
+    _FLEET_VERDICTS[key] = (serials, verdicts, unknown)
+    return verdicts
+
+
+_SCREENED: dict[str, tuple[tuple[int, ...], list[int], dict[str, Status]]] = {}
+"""Placement key -> the fleet (:func:`fleet_key`), the positions passing the placement-only filters
+and the verdicts of the others, for a binding running nowhere."""
+
+
+def _screened(
+    key: str, serials: tuple[int, ...], clusters: Sequence[ClusterSnapshot], verdicts: Sequence[Status | None]
+) -> tuple[list[int], dict[str, Status]]:
+    found = _SCREENED.get(key)
+    if found is not None and found[0] == serials:
+        return found[1], found[2]
+    passing: list[int] = []
+    failing: dict[str, Status] = {}
+    for i, verdict in enumerate(verdicts):
+        if verdict is None:
+            passing.append(i)
+        else:
+            failing[clusters[i].name] = verdict
+    if len(_SCREENED) >= _FLEET_VERDICTS_LIMIT:
+        _SCREENED.clear()
+    _SCREENED[key] = (serials, passing, failing)
+    return passing, failing
+
+
 def run_filters(
     profile: Profile, state: CycleState, clusters: Sequence[ClusterSnapshot]
 ) -> tuple[list[ClusterSnapshot], dict[str, Status]]:
     """Clusters passing every filter, and the first failing status of each rejected cluster.
 
-    Placement-only filters run first, cluster by cluster, their verdicts remembered per
-    (snapshot, placement); then each other filter over the clusters still in, all at once
-    when it is a :class:`BatchFilterPlugin`.
+    Placement-only filters run first, their verdicts remembered per (snapshot, placement);
+    then each other filter over the clusters still in, all at once when it is a
+    :class:`BatchFilterPlugin`.
     """
+    passed, rejected, _ = _run_filters(profile, state, clusters, defer=False)
+    return passed, rejected
+
+
+def run_filters_deferring(
+    profile: Profile, state: CycleState, clusters: Sequence[ClusterSnapshot]
+) -> tuple[list[ClusterSnapshot], dict[str, Status], list[ClusterSnapshot]]:
+    """:func:`run_filters`, except that the last filter, when it is a :class:`DeferrableFilterPlugin`,
+    judges only the clusters running the binding. The others passing every filter before it are
+    returned third (in the order given), for the caller to judge as it needs them."""
+    return _run_filters(profile, state, clusters, defer=True)
+
+
+def deferrable(profile: Profile) -> DeferrableFilterPlugin | None:
+    """The profile's last filter when its verdicts can be deferred (see :func:`run_filters_deferring`)."""
+    last = profile.filters[-1] if profile.filters else None
+    if last is None or last.placement_only or getattr(last, "filter_at", None) is None:
+        return None
+    plugin: DeferrableFilterPlugin = last  # type: ignore[assignment]  # checked just above
+    return plugin
+
+
+def _run_filters(
+    profile: Profile, state: CycleState, clusters: Sequence[ClusterSnapshot], *, defer: bool
+) -> tuple[list[ClusterSnapshot], dict[str, Status], list[ClusterSnapshot]]:
     rejected: dict[str, Status] = {}
     filters = profile.filters
     cut = next((i for i, plugin in enumerate(filters) if not plugin.placement_only), len(filters))
     placement_filters, other_filters = filters[:cut], filters[cut:]
-    key = state.placement_key
     previous = state.request.previous
+    serials = state.fleet(clusters)
+    verdicts = _placement_verdicts(placement_filters, state, clusters, serials)
     candidates: list[ClusterSnapshot] = []
-    for cluster in clusters:
-        if cluster.name in previous:
-            verdict = _first_failure(placement_filters, state, cluster)
-        else:
-            memo = cluster.filters
-            if key in memo:
-                verdict = memo[key]
+    if not previous:
+        passing, failing = _screened(state.placement_key, serials, clusters, verdicts)
+        candidates = [clusters[i] for i in passing]
+        rejected.update(failing)
+    else:
+        for cluster, verdict in zip(clusters, verdicts, strict=True):
+            if cluster.name in previous:
+                verdict = _first_failure(placement_filters, state, cluster)
+            if verdict is not None:
+                rejected[cluster.name] = verdict
             else:
-                verdict = memo[key] = _first_failure(placement_filters, state, cluster)
-        if verdict is not None:
-            rejected[cluster.name] = verdict
-        else:
-            candidates.append(cluster)
+                candidates.append(cluster)
+    deferred: list[ClusterSnapshot] = []
+    last = deferrable(profile) if defer else None
+    if last is not None and other_filters and other_filters[-1] is last:
+        other_filters = other_filters[:-1]
+    else:
+        last = None
     success = Code.SUCCESS
     for plugin in other_filters:
         if not candidates:
@@ -371,7 +546,14 @@ def run_filters(
             else:
                 kept.append(cluster)
         candidates = kept
-    return candidates, rejected
+    if last is not None and candidates:
+        running = [c for c in candidates if previous.get(c.name)] if previous else []
+        deferred = [c for c in candidates if not previous.get(c.name)] if running else candidates
+        candidates = []
+        if running:
+            candidates, failed = last.filter_all(state, running)
+            rejected.update(failed)
+    return candidates, rejected, deferred
 
 
 def _first_failure(

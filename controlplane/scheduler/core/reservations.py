@@ -26,7 +26,11 @@ Lifecycle, driven by the scheduler controller (all pure in-memory operations):
   promise is set aside?).
 
 Every change bumps the cluster's version, which keys the estimator's cache of adjusted
-snapshots, so unchanged clusters cost nothing.
+snapshots, so unchanged clusters cost nothing. Versions come from one counter, so
+:attr:`Reservations.clock` (the latest) and :meth:`Reservations.changed_since` tell a
+fleet-wide memo (``Reservations.memo``) which clusters changed since it was filled, and a
+:meth:`Reservations.checkpoint` keeps what a cluster's journal was at one moment (saved on
+its first change after), for answers given later as of then.
 
 **Accounting: a journal per cluster.** Besides the reservations themselves, each cluster
 keeps the :class:`Entry` list of changes since its last capacity report (:meth:`journal`):
@@ -49,11 +53,12 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+import weakref
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from types import MappingProxyType
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from controlplane.interpreter.requirements import ReplicaRequirements
 
@@ -92,6 +97,39 @@ class Reservation:
         return sum(d.replicas for d in self.demands)
 
 
+_NEW = object.__new__
+_SET = {name: Reservation.__dict__[name].__set__ for name in Reservation.__slots__}
+
+
+def _reservation(
+    binding: str, cluster: str, demands: tuple[Demand, ...], created: datetime, target: int | None
+) -> Reservation:
+    """``Reservation(...)`` without the frozen dataclass's ``__init__`` (a good part of recording a
+    decision that spreads over many clusters): sets the slots directly, every field."""
+    out: Reservation = _NEW(Reservation)
+    _SET["binding"](out, binding)
+    _SET["cluster"](out, cluster)
+    _SET["demands"](out, demands)
+    _SET["created"](out, created)
+    _SET["applied_at"](out, None)
+    _SET["target"](out, target)
+    return out
+
+
+_WANTS_GPU: dict[ReplicaRequirements, bool] = {}
+_WANTS_GPU_LIMIT = 4096
+
+
+def _wants_gpu(requirements: ReplicaRequirements) -> bool:
+    """Whether ``requirements`` asks for a GPU resource (remembered: asked on every reservation)."""
+    found = _WANTS_GPU.get(requirements)
+    if found is None:
+        if len(_WANTS_GPU) >= _WANTS_GPU_LIMIT:
+            _WANTS_GPU.clear()
+        found = _WANTS_GPU[requirements] = bool(requirements.gpu_resources)
+    return found
+
+
 class Entry(NamedTuple):
     """One change in a cluster's journal: ``binding`` takes ``demands``, or gives back all it holds."""
 
@@ -110,6 +148,45 @@ class Journal(NamedTuple):
 
 
 _EMPTY = Journal(0, ())
+_NO_ENTRIES: Mapping[str, Reservation] = MappingProxyType({})
+
+
+class Checkpoint:
+    """The reservations as they stood at one moment, enough to replay any cluster's journal as it was
+    then (see :meth:`Reservations.checkpoint`).
+
+    Copy on write: taking one costs nothing; the reservations save a cluster's state into every
+    live checkpoint just before they first change it.
+    """
+
+    __slots__ = ("__weakref__", "_reservations", "_saved")
+
+    def __init__(self, reservations: Reservations) -> None:
+        self._reservations = reservations
+        self._saved: dict[str, tuple[int, Journal, int]] = {}
+        """Cluster -> (version, journal, entries) as at the checkpoint, for the clusters changed since."""
+
+    def _save(self, cluster: str, version: int, journal: Journal, length: int) -> None:
+        if cluster not in self._saved:
+            self._saved[cluster] = (version, journal, length)
+
+    @property
+    def changed(self) -> Collection[str]:
+        """The clusters whose reservations changed since the checkpoint (so far)."""
+        return self._saved.keys()
+
+    def version(self, cluster: str) -> int:
+        saved = self._saved.get(cluster)
+        return saved[0] if saved is not None else self._reservations.version(cluster)
+
+    def journal(self, cluster: str) -> Journal:
+        """The cluster's journal as it was: its generation and its entries then."""
+        saved = self._saved.get(cluster)
+        if saved is None:
+            journal = self._reservations.journal(cluster)
+            return Journal(journal.generation, list(journal.entries))
+        journal, length = saved[1], saved[2]
+        return Journal(journal.generation, journal.entries[:length])
 
 
 class Reservations:
@@ -119,6 +196,14 @@ class Reservations:
         self._by_cluster: dict[str, dict[str, Reservation]] = {}
         self._versions: dict[str, int] = {}
         self._journals: dict[str, Journal] = {}
+        self._lengths: dict[str, int] = {}
+        self._changed: dict[str, int] = {}
+        """Cluster -> the version of its latest change (0 or not), the least recently changed first."""
+        self._clock = 0
+        self._checkpoints: weakref.WeakSet[Checkpoint] = weakref.WeakSet()
+        self.memo: dict[Any, Any] = {}
+        """Fleet-wide memos of the scheduler core, valid as of a :attr:`clock` value (see
+        :meth:`changed_since`); they belong to these reservations and go with them."""
 
     def __len__(self) -> int:
         return sum(len(v) for v in self._by_cluster.values())
@@ -154,15 +239,49 @@ class Reservations:
         """
         return self._journals.get(cluster, _EMPTY)
 
+    @property
+    def clock(self) -> int:
+        """The version of the latest change to any cluster (0 before the first)."""
+        return self._clock
+
+    def changed_since(self, clock: int) -> list[str]:
+        """Clusters whose reservations changed after :attr:`clock` was ``clock``, latest first."""
+        out: list[str] = []
+        for name, version in reversed(self._changed.items()):
+            if version <= clock:
+                break
+            out.append(name)
+        return out
+
+    def checkpoint(self) -> Checkpoint:
+        """What is reserved now, for answering later as of now (e.g. an explanation written after
+        the next decisions changed the reservations). Valid as long as it is referenced."""
+        checkpoint = Checkpoint(self)
+        self._checkpoints.add(checkpoint)
+        return checkpoint
+
     def _touch(self, cluster: str, *changes: Entry) -> None:
         """Record ``changes`` in the cluster's journal and bump its version (no changes: start afresh)."""
+        if self._checkpoints:
+            before = (
+                self._versions.get(cluster, 0),
+                self._journals.get(cluster, _EMPTY),
+                self._lengths.get(cluster, 0),
+            )
+            for checkpoint in self._checkpoints:
+                checkpoint._save(cluster, *before)
         entries = self._by_cluster.get(cluster)
+        clock = self._clock = next(_VERSIONS)
+        changed = self._changed
+        changed.pop(cluster, None)
+        changed[cluster] = clock
         if not entries:  # version 0 and an empty journal: nothing reserved
             self._versions.pop(cluster, None)
             self._by_cluster.pop(cluster, None)
             self._journals.pop(cluster, None)
+            self._lengths.pop(cluster, None)
             return
-        self._versions[cluster] = next(_VERSIONS)
+        self._versions[cluster] = clock
         journal = self._journals.get(cluster)
         if (
             journal is None
@@ -171,10 +290,12 @@ class Reservations:
         ):
             fresh = [Entry(r.binding, r.demands) for r in entries.values()]
             self._journals[cluster] = Journal(next(_VERSIONS), fresh)
+            self._lengths[cluster] = len(fresh)
             return
         log = journal.entries
         assert isinstance(log, list)
         log.extend(changes)
+        self._lengths[cluster] = len(log)
 
     def reserve(
         self, binding: str, cluster: str, demands: Iterable[Demand], *, now: datetime, target: int | None = None
@@ -185,15 +306,15 @@ class Reservations:
         by default the GPU-requesting pods of ``demands`` (right when the binding runs nothing
         there yet, as a gang placed whole).
         """
-        kept = tuple(d for d in demands if d.replicas > 0)
+        kept = tuple([d for d in demands if d.replicas > 0])
         if not kept:
             self.release(binding, cluster=cluster)
             return
         if target is None:
-            target = sum(d.replicas for d in kept if d.requirements.gpu_resources) or None
+            target = sum(d.replicas for d in kept if _wants_gpu(d.requirements)) or None
         entries = self._by_cluster.setdefault(cluster, {})
         replaced = entries.pop(binding, None) is not None
-        entries[binding] = Reservation(binding=binding, cluster=cluster, demands=kept, created=now, target=target)
+        entries[binding] = _reservation(binding, cluster, kept, now, target)
         taken = Entry(binding, kept)
         self._touch(cluster, *((Entry(binding, ()), taken) if replaced else (taken,)))
 
@@ -241,16 +362,18 @@ class Reservations:
         """
         for cluster in sorted(set(previous) | set(decided)):
             before, after = previous.get(cluster, 0), decided.get(cluster, 0)
-            existing = self.get(binding, cluster)
+            if after == before:
+                continue  # unchanged here: its reservation (if any) stays as it is
+            existing = (self._by_cluster.get(cluster) or _NO_ENTRIES).get(binding)
             reserved = existing.replicas if existing else 0
             if after > before:
                 need = requirements[cluster]
-                target = after if need.gpu_resources else None
+                target = after if _wants_gpu(need) else None
                 self.reserve(binding, cluster, [Demand(reserved + after - before, need)], now=now, target=target)
             elif after < before and existing is not None:
                 left = reserved - min(reserved, before - after)
                 need = requirements.get(cluster) or existing.demands[0].requirements
-                target = after if need.gpu_resources else None
+                target = after if _wants_gpu(need) else None
                 self.reserve(binding, cluster, [Demand(left, need)] if left else [], now=now, target=target)
 
     def mark_applied(self, binding: str, cluster: str, *, at: datetime) -> None:

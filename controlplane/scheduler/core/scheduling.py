@@ -20,38 +20,54 @@ constraints and then the division the placement asks for (``policies.division``)
   request first); clusters that got an alternative appear in ``ScheduleResult.shapes``.
 
 The result records, per cluster, why it was chosen or not. Pure and deterministic:
-clusters are taken in name order, ties break by name. :func:`reserve_decision` records a
+clusters are taken in name order, ties break by name.
+
+**Only the verdicts a decision needs.** Tiered overflow, and a gang with nothing to break a
+tie of tier and price, judge GPU feasibility cluster by cluster in (tier, price, name) order
+(each cluster's tier and cheapest listed price bound its place from below, so the order is
+known before the verdicts) and stop where the replicas run out. The other clusters' verdicts
+only feed the explanation: they are worked out when it is first read, against the
+reservations as they stood at the decision (``Reservations.checkpoint``), so it says exactly
+what an eager decision would have. Any other decision (or one that leaves replicas unplaced)
+judges every cluster. :func:`reserve_decision` records a
 decision in :class:`Reservations` so the next binding does not take the same capacity.
 """
 
 from __future__ import annotations
 
 import functools
+import heapq
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from operator import attrgetter
-from typing import Any
+from operator import attrgetter, itemgetter
+from typing import Any, NamedTuple
 
 from controlplane.apis.work_v1alpha1 import ScheduledReason
 from controlplane.interpreter.requirements import ReplicaRequirements
 from controlplane.scheduler.core.explanation import (
     ClusterExplanation,
+    cluster_explanation,
     only_placement_rejections,
     rejection_reasons,
     summarize_rejections,
 )
 from controlplane.scheduler.core.framework import (
+    SUCCESS,
     BindingRequest,
+    Code,
     CycleState,
+    DeferrableFilterPlugin,
     GpuShape,
     Profile,
     Status,
+    deferrable,
     run_filters,
+    run_filters_deferring,
     run_scorers,
 )
 from controlplane.scheduler.core.plugins import DEFAULT_PROFILE, cluster_price
-from controlplane.scheduler.core.reservations import Demand, Reservations
+from controlplane.scheduler.core.reservations import Checkpoint, Demand, Reservations
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 from policies.affinity import select_by_spread_constraints
 from policies.division import (
@@ -65,7 +81,7 @@ from policies.division import (
     resolve_static_weights,
     tier_of,
 )
-from policies.models import DivisionStrategy
+from policies.models import ClusterAffinityTerm, DivisionStrategy, Placement, TieredOverflow
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,7 +230,7 @@ def schedule(
     """Decide where ``binding``'s replicas go. See the module docstring for the rules."""
     ordered = sorted(clusters, key=_NAME)
     placement = binding.placement
-    terms = placement.affinity_terms()
+    terms = _affinity_terms(placement)
     named = bool(placement.cluster_affinities)
     start = 0
     if named and binding.previous_affinity_name:
@@ -231,11 +247,39 @@ def schedule(
     return best
 
 
+_TERMS: dict[int, tuple[Placement, list[ClusterAffinityTerm]]] = {}
+"""id(placement) -> that placement and its affinity terms (the entry keeps the id from being reused)."""
+_TERMS_LIMIT = 4096
+
+
+def _affinity_terms(placement: Placement) -> list[ClusterAffinityTerm]:
+    """``placement.affinity_terms()``, the same objects for the same placement object: bindings of
+    one policy share them, and the per-term memos (``placement_key``) then hit by identity.
+    (Placements are not changed in place once scheduled with; gpufed copies them to change them.)"""
+    found = _TERMS.get(id(placement))
+    if found is not None and found[0] is placement:
+        return found[1]
+    terms = placement.affinity_terms()
+    if len(_TERMS) >= _TERMS_LIMIT:
+        _TERMS.clear()
+    _TERMS[id(placement)] = (placement, terms)
+    return terms
+
+
 def _schedule_term(
     state: CycleState, clusters: Sequence[ClusterSnapshot], profile: Profile, *, affinity_name: str | None
 ) -> ScheduleResult:
     request = state.request
-    feasible, rejected = run_filters(profile, state, clusters)
+    plugin = _deferring(state, profile)
+    if plugin is not None:
+        feasible, rejected, deferred = run_filters_deferring(profile, state, clusters)
+        walk = _Walk(state, plugin, clusters, feasible, rejected, deferred)
+        decided = walk.decide(affinity_name=affinity_name)
+        if decided is not None:
+            return decided
+        feasible = walk.feasible()  # everything judged: decide as below
+    else:
+        feasible, rejected = run_filters(profile, state, clusters)
     # Scores decide only where the division has a free choice: a gang's one cluster, or where a
     # workload scaled to zero lives. Weighted, aggregated and tiered division follow their own
     # rules, so those decisions skip scoring (and their explanation carries no score). Even
@@ -323,6 +367,322 @@ def _schedule_term(
         more_reasons=more_reasons,
         affinity_name=affinity_name,
     )
+
+
+def _deferring(state: CycleState, profile: Profile) -> DeferrableFilterPlugin | None:
+    """The profile's GPU feasibility filter when this decision needs only some of its verdicts.
+
+    Tiered overflow fills clusters in (tier, price, name) order and stops where the replicas
+    run out; a gang goes to the first feasible cluster in that order when nothing else can
+    break the tie (no previous placement, the default scorers, no cluster taints, the
+    clusters' own tiers). The rest of the verdicts are for the explanation only.
+    """
+    request = state.request
+    if request.replicas <= 0 or request.placement.spread_constraints:
+        return None
+    if request.gang:
+        replica_scheduling = request.placement.replica_scheduling
+        tiered = replica_scheduling.tiered_overflow if replica_scheduling else None
+        if request.previous or profile is not DEFAULT_PROFILE or (tiered is not None and tiered.tiers):
+            return None
+    elif state.strategy is not DivisionStrategy.TIERED_OVERFLOW:
+        return None
+    return deferrable(profile)
+
+
+Row = tuple[int, float, str, int]
+"""(tier, price, cluster, available): a cluster as tiered overflow orders it."""
+Bound = tuple[int, float, str]
+"""(tier, lowest price, cluster): no cluster comes earlier in (tier, price, name) order than this."""
+
+
+class _Order(NamedTuple):
+    """The fleet in :data:`Bound` order, as :func:`_bound_order` remembers it."""
+
+    serials: tuple[int, ...]
+    tiered: TieredOverflow | None
+    bounds: list[Bound | None]
+    """Per position of the fleet, its bound (None: no tier)."""
+    order: list[tuple[Bound, int]]
+    tainted: bool
+
+
+_ORDERS: dict[int, _Order] = {}
+"""id(tieredOverflow) (0: the clusters' own tiers) -> the fleet's :data:`Bound` order. Holds no
+snapshot, so it never keeps a replaced one alive."""
+_ORDERS_LIMIT = 256
+
+
+def _bound_order(
+    fleet: Sequence[ClusterSnapshot], serials: tuple[int, ...], tiered: TieredOverflow | None
+) -> tuple[list[tuple[Bound, int]], bool]:
+    """The fleet's positions in order of the earliest place each cluster could take in (tier,
+    price, name) order, whatever its verdict: its tier and its cheapest listed price (every price a
+    binding pays there is one of those); and whether some cluster has taints.
+
+    Remembered per fleet; a new report of a cluster rarely moves it (its tier and prices are in
+    its spec), so a fleet that differs from the last one by reports is sorted again only then.
+    """
+    listed = tiered is not None and bool(tiered.tiers)
+    key = id(tiered) if listed else 0
+    found = _ORDERS.get(key)
+    if found is not None and (found.tiered is tiered or not listed):
+        if found.serials == serials:
+            return found.order, found.tainted
+        if len(found.serials) == len(serials):
+            bounds = list(found.bounds)
+            moved = False
+            for index, (now, before) in enumerate(zip(serials, found.serials, strict=True)):
+                if now != before:
+                    bound = _bound(fleet[index], tiered if listed else None)
+                    moved = moved or bound != bounds[index]
+                    bounds[index] = bound
+            if not moved:
+                tainted = any(cluster.taints for cluster in fleet)
+                _ORDERS[key] = found._replace(serials=serials, bounds=bounds, tainted=tainted)
+                return found.order, tainted
+    bounds = [_bound(cluster, tiered if listed else None) for cluster in fleet]
+    order = sorted(((bound, index) for index, bound in enumerate(bounds) if bound is not None), key=_FIRST)
+    tainted = any(cluster.taints for cluster in fleet)
+    if len(_ORDERS) >= _ORDERS_LIMIT:
+        _ORDERS.clear()
+    _ORDERS[key] = _Order(serials, tiered if listed else None, bounds, order, tainted)
+    return order, tainted
+
+
+def _bound(cluster: ClusterSnapshot, tiered: TieredOverflow | None) -> Bound | None:
+    tier = tier_of(cluster.view, tiered) if tiered is not None else cluster.tier
+    if tier is None:
+        return None
+    return (tier, min(cluster.pricing.values(), default=0.0), cluster.name)
+
+
+_FIRST = itemgetter(0)
+
+
+class _Walk:
+    """Judges the deferred clusters of one decision in (tier, price, name) order, as far as needed.
+
+    ``decide`` returns the decision when the division is settled without the verdicts it did
+    not ask for; those are worked out when the explanation is read, with the reservations as
+    they were at the decision (a checkpoint), so the explanation is the one an eager decision
+    gives. Otherwise (replicas left unplaced, no gang fits, ties to break) it judges every
+    cluster and returns None, and the decision goes on as an eager one.
+    """
+
+    def __init__(
+        self,
+        state: CycleState,
+        plugin: DeferrableFilterPlugin,
+        clusters: Sequence[ClusterSnapshot],
+        feasible: list[ClusterSnapshot],
+        rejected: dict[str, Status],
+        deferred: list[ClusterSnapshot],
+    ) -> None:
+        self.state = state
+        self.plugin = plugin
+        self.clusters = clusters
+        self.running = feasible
+        """Clusters running the binding that passed every filter (judged already)."""
+        self.rejected = rejected
+        self.pending: dict[str, ClusterSnapshot] = {c.name: c for c in deferred}
+        """Deferred clusters not judged yet."""
+        self.checkpoint: Checkpoint | None = None
+
+    def _judge(self, cluster: ClusterSnapshot) -> bool:
+        del self.pending[cluster.name]
+        status = self.plugin.filter_at(self.state, cluster, self.checkpoint)
+        if status is not SUCCESS and status.code is not Code.SUCCESS:
+            self.rejected[cluster.name] = status
+            return False
+        return True
+
+    def _judge_rest(self) -> None:
+        if self.pending:
+            rest = list(self.pending.values())
+            self.pending.clear()
+            self.rejected.update(self.plugin.filter_all_at(self.state, rest, self.checkpoint))
+
+    def feasible(self) -> list[ClusterSnapshot]:
+        """Every cluster passing every filter, in the order given (all judged first)."""
+        self._judge_rest()
+        passed = self.state.feasibility
+        return [c for c in self.clusters if c.name in passed]
+
+    def decide(self, *, affinity_name: str | None) -> ScheduleResult | None:
+        state = self.state
+        request = state.request
+        replica_scheduling = request.placement.replica_scheduling
+        tiered = replica_scheduling.tiered_overflow if replica_scheduling else None
+        listed = tiered is not None and bool(tiered.tiers)
+        feasibility = state.feasibility
+        rows: list[Row] = []
+        untiered: dict[str, str] = {}
+        for cluster in self.running:
+            tier = tier_of(cluster.view, tiered) if listed else cluster.tier
+            if tier is None:
+                untiered[cluster.name] = UNTIERED
+                continue
+            found = feasibility.get(cluster.name)
+            if found is not None:
+                rows.append((tier, found.price, cluster.name, found.available))
+            else:
+                rows.append((tier, cluster_price(state, cluster), cluster.name, 0))
+        order, tainted = _bound_order(self.clusters, state.fleet(self.clusters), tiered)
+        if request.gang:
+            if tainted:  # scores might break a tie of tier and price differently
+                self._judge_rest()
+                return None
+            return self._gang(order, affinity_name=affinity_name)
+        previous = request.previous
+        kept = {name: count for name, count in previous.items() if count > 0}
+        running = {row[2] for row in rows if row[2] in kept}
+        extra = request.replicas - sum(kept[name] for name in running)
+        if extra < 0:  # scaling down touches only the clusters running the binding
+            emitted, spare = rows, list[Row]()
+        else:
+            emitted, spare, extra = self._fill(order, rows, running, extra)
+            if extra:
+                self._judge_rest()
+                return None
+        candidates = [TierCandidate(name=name, available=free, tier=tier, price=price) for tier, price, name, free in emitted]
+        current = {c.name: previous[c.name] for c in self.running if previous.get(c.name)}
+        result = divide_tiered_overflow(request.replicas, candidates, current=current)
+        if result.unplaced:
+            self._judge_rest()
+            return None
+        self._pin()
+        reasons = {**untiered, **result.reasons}
+        scaling_down = extra < 0
+
+        def more_reasons() -> Mapping[str, str]:
+            # The verdicts not asked for, as at the decision; the division would have called the
+            # feasible ones "not needed" (or nothing when scaling down), or left them out untiered.
+            fresh = list(self.pending.values())
+            self._judge_rest()
+            # (What ``divide_tiered_overflow(0, idle)`` says of each idle cluster, without building them.)
+            out: dict[str, str] = {name: _not_needed(tier) for tier, _, name, _ in spare}
+            for cluster in fresh:
+                if cluster.name not in feasibility:
+                    continue
+                tier = tier_of(cluster.view, tiered) if listed else cluster.tier
+                if tier is None:
+                    out[cluster.name] = UNTIERED
+                elif not scaling_down:
+                    out[cluster.name] = _not_needed(tier)
+            return out
+
+        assignments = dict(result.assignments)
+        condition = ScheduledCondition(
+            True,
+            ScheduledReason.SUCCESS,
+            f"scheduled {request.replicas} replica(s) to {len(assignments)} cluster(s)",
+        )
+        return _result(
+            state,
+            self.clusters,
+            assignments=assignments,
+            unplaced=0,
+            condition=condition,
+            rejected=self.rejected,
+            scores=_no_scores,
+            division_reasons=reasons,
+            more_reasons=more_reasons,
+            affinity_name=affinity_name,
+        )
+
+    def _fill(
+        self, order: Sequence[tuple[Bound, int]], rows: list[Row], running: set[str], extra: int
+    ) -> tuple[list[Row], list[Row], int]:
+        """Fill ``extra`` replicas in (tier, price, name) order, judging clusters only as far as that
+        order needs: returns the rows the division needs (those filled before the replicas ran
+        out and those running the binding), the judged rows after them, and what is left."""
+        pending = self.pending
+        clusters = self.clusters
+        feasibility = self.state.feasibility
+        heap = list(rows)
+        heapq.heapify(heap)
+        emitted: list[Row] = []
+        position, end = 0, len(order)
+        while extra:
+            while position < end and (not heap or order[position][0] < heap[0][:3]):
+                bound, index = order[position]
+                cluster = clusters[index]
+                position += 1
+                if cluster.name in pending and self._judge(cluster):
+                    found = feasibility[cluster.name]
+                    heapq.heappush(heap, (bound[0], found.price, cluster.name, found.available))
+            if not heap:
+                break
+            row = heapq.heappop(heap)
+            emitted.append(row)
+            extra -= min(extra, max(row[3], 0))
+        spare = [row for row in heap if row[2] not in running]
+        emitted.extend(row for row in heap if row[2] in running)
+        return emitted, spare, extra
+
+    def _gang(self, order: Sequence[tuple[Bound, int]], *, affinity_name: str | None) -> ScheduleResult | None:
+        """The gang's cluster: the first feasible one in (tier, price, name) order. Every feasible
+        cluster holds the whole gang and none runs it, so the default scores tie: the name decides."""
+        state = self.state
+        request = state.request
+        pending = self.pending
+        clusters = self.clusters
+        feasibility = state.feasibility
+        heap: list[Row] = []
+        position, end = 0, len(order)
+        while position < end and (not heap or order[position][0] < heap[0][:3]):
+            bound, index = order[position]
+            cluster = clusters[index]
+            position += 1
+            if cluster.name in pending and self._judge(cluster):
+                found = feasibility[cluster.name]
+                heapq.heappush(heap, (bound[0], found.price, cluster.name, found.available))
+        if not heap:
+            self._judge_rest()
+            return None
+        chosen = heap[0][2]
+        self._pin()
+
+        def scores() -> Mapping[str, float]:
+            return run_scorers(DEFAULT_PROFILE, state, self.feasible())
+
+        cached_scores = functools.cache(scores)
+
+        def others() -> Mapping[str, str]:
+            reason = f"gang placed whole in {chosen} (better tier, price or score)"
+            return {c.name: reason for c in self.feasible() if c.name != chosen}
+
+        condition = ScheduledCondition(
+            True,
+            ScheduledReason.SUCCESS,
+            f"scheduled {request.replicas} replica(s) to 1 cluster(s)",
+        )
+        return _result(
+            state,
+            self.clusters,
+            assignments={chosen: request.replicas},
+            unplaced=0,
+            condition=condition,
+            rejected=self.rejected,
+            scores=cached_scores,
+            division_reasons={},
+            more_reasons=others,
+            affinity_name=affinity_name,
+        )
+
+    def _pin(self) -> None:
+        """Fix the reservations the verdicts still pending are to be judged against: as now."""
+        reservations = self.state.reservations
+        if self.pending and reservations is not None:
+            self.checkpoint = reservations.checkpoint()
+
+
+@functools.lru_cache(maxsize=64)
+def _not_needed(tier: int) -> str:
+    """Tiered overflow's reason for a feasible cluster after the one where the replicas ran out."""
+    reasons = divide_tiered_overflow(0, [TierCandidate(name="", available=0, tier=tier)]).reasons
+    return reasons[""]
 
 
 def _capacity(state: CycleState, name: str) -> int:
@@ -548,12 +908,25 @@ def _explanation(
     for cluster in clusters:
         name = cluster.name
         status = rejected.get(name)
+        if status is not None:
+            # A rejected cluster's entry depends on the verdict and the cluster only, and verdicts
+            # are reused by later decisions: so is the entry.
+            memo = status.memo
+            entry = memo.get(cluster.serial)
+            if entry is None:
+                entry = memo[cluster.serial] = ClusterExplanation(
+                    cluster=name,
+                    chosen=False,
+                    reasons=rejection_reasons(status),
+                    tier=cluster.tier,
+                    price=cluster.view.price_per_gpu_hour(None),
+                )
+            explanation.append(entry)
+            continue
         feasibility = state.feasibility.get(name)
         chosen = name in assignments
         reasons: tuple[str, ...]
-        if status is not None:
-            reasons = rejection_reasons(status)
-        elif chosen:
+        if chosen:
             held = _capacity(state, name) + request.previous.get(name, 0)
             reasons = (f"holds {held} replica(s)" if not request.gang else "holds the whole gang",)
             if feasibility is not None and feasibility.shape is not None:
@@ -566,16 +939,14 @@ def _explanation(
         else:
             reasons = (division_reasons.get(name) or "feasible but not needed by the division",)
         explanation.append(
-            ClusterExplanation(
-                cluster=name,
+            cluster_explanation(
+                name,
                 chosen=chosen,
                 replicas=assignments.get(name, 0),
                 reasons=reasons,
                 score=scores.get(name),
                 tier=cluster.tier,
-                price=cluster_price(state, cluster)
-                if status is None
-                else cluster.view.price_per_gpu_hour(None),
+                price=feasibility.price if feasibility is not None else cluster_price(state, cluster),
             )
         )
     return explanation

@@ -11,15 +11,20 @@ the same snapshot cost a dict lookup; a new report means a new snapshot and fres
 except that, given the cluster's previous snapshot, it remembers which node shapes the report
 changed, so the previous report's estimates can be carried over instead of computed anew.
 
+Every snapshot has a :attr:`~ClusterSnapshot.serial` of its own, so fleet-wide memos
+recognise a fleet (:func:`fleet_key`) without holding on to snapshots a report replaced.
+
 No I/O; the snapshot is never mutated after construction (its caches are memo tables).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import itertools
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
+from operator import attrgetter
 from typing import Any, NamedTuple, NewType
 
 from pydantic import BaseModel
@@ -60,7 +65,8 @@ class NodeShape:
     invalid_mig: bool = field(init=False, default=False)
     """A mixed MIG layout under the ``single`` strategy: GFD reports ``…-MIG-INVALID``; unusable."""
     fits: dict[Any, int] = field(init=False, default_factory=dict, repr=False)
-    """Memo of the estimator: replicas of a requirements value one node holds."""
+    """Memo of the estimator: replicas of a requirements value one node holds (and other per-node
+    answers under tuple keys)."""
 
     def __post_init__(self) -> None:
         product = self.labels.get(LABEL_GPU_PRODUCT) or (self.gpu.product if self.gpu else "")
@@ -143,14 +149,16 @@ def _node_memo(shape: NodeShape) -> dict[Any, int]:
     """The per-node memo for ``shape``'s content, shared across reports.
 
     A cluster's next report repeats most of its node shapes; their answers (replicas of a
-    requirements value one node holds) depend only on labels, taints, free resources and
-    GPU product, so a new snapshot starts with them known. The table is emptied when it
+    requirements value one node holds, whether one could run there were the node empty) depend
+    only on labels, taints, free and allocatable resources and GPU product, so a new snapshot
+    starts with them known. The table is emptied when it
     grows past its limit, which only costs recomputation.
     """
     key = (
         tuple(sorted(shape.labels.items())),
         shape.taints,
         tuple(sorted(shape.free.items())),
+        tuple(sorted(shape.allocatable.items())),
         shape.product,
     )
     found = _NODE_MEMOS.get(key)
@@ -159,6 +167,17 @@ def _node_memo(shape: NodeShape) -> dict[Any, int]:
             _NODE_MEMOS.clear()
         found = _NODE_MEMOS[key] = shape.fits
     return found
+
+
+_SERIAL = "_serial"
+_SERIALS = itertools.count(1)
+_SERIAL_OF = attrgetter(_SERIAL)
+
+
+def fleet_key(clusters: Iterable[ClusterSnapshot]) -> tuple[int, ...]:
+    """The snapshots' serials (see :attr:`ClusterSnapshot.serial`), in order: equal keys, the same
+    snapshots."""
+    return tuple(map(_SERIAL_OF, clusters))
 
 
 @dataclass(frozen=True, eq=False)
@@ -184,6 +203,17 @@ class ClusterSnapshot:
     """Memo of the scheduler runtime: placement-only filter verdicts per placement."""
     verdicts: dict[Any, Any] = field(default_factory=dict, repr=False)
     """Memo of the GPU feasibility filter: its verdict per request, for clusters not running it."""
+
+    def __post_init__(self) -> None:
+        # Not a field: it identifies this object, it is not part of its value.
+        self.__dict__[_SERIAL] = next(_SERIALS)
+
+    @property
+    def serial(self) -> int:
+        """Unique to this snapshot (copies get their own): fleet-wide memos recognise a fleet by it
+        without keeping its snapshots alive (an ``id`` may be reused once a snapshot is freed)."""
+        serial: int = self.__dict__[_SERIAL]
+        return serial
 
     @property
     def node_count(self) -> int:
@@ -234,6 +264,7 @@ class ClusterSnapshot:
         fields["adjusted"] = {}
         fields["filters"] = {}
         fields["verdicts"] = {}
+        fields[_SERIAL] = next(_SERIALS)
         return out
 
     @classmethod
