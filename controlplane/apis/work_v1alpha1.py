@@ -170,6 +170,10 @@ class ResourceBindingSpec(SpecModel):
     preserve_resources_on_deletion: bool | None = None
     """The claiming policy's ``preserveResourcesOnDeletion``: copied into every Work, so deleting
     the workload leaves its member copies running, released from gpufed."""
+    propagate_deps: bool | None = None
+    """The claiming policy's ``propagateDeps``, copied here (as Karmada does) so that what the
+    workload's pods reference keeps following it while the binding lives, even after the policy
+    is deleted (the detector keeps such a binding, ``PolicyRemoved``)."""
     schedule_priority: SchedulePriority | None = None
     """Set when the claiming policy has ``schedulePriority``: the scheduler's queue order."""
 

@@ -1,7 +1,8 @@
 """``propagateDeps``: the ConfigMaps, Secrets, ServiceAccount and PVCs a workload's pods need
 follow it to exactly the clusters it runs in (Karmada's dependencies distributor).
 
-In: bindings claimed by a policy with ``propagateDeps: true`` (the *parents*), their hub
+In: bindings with ``spec.propagateDeps: true`` (the *parents*; the detector copies the
+claiming policy's field there, so a binding that outlives its policy keeps its objects), their hub
 workloads (the interpreter's ``dependencies`` lists what their pod templates reference), the
 referenced objects on the hub, and the parents' scheduling results. Out:
 
@@ -16,19 +17,32 @@ referenced objects on the hub, and the parents' scheduling results. Out:
   so a member never gets two Works for the same object. When no parent needs it any more
   (the parent is deleted, stops referencing it, or its policy turns ``propagateDeps`` off)
   the attached binding is deleted, and with it its Works and the member copies;
+* ``preserveResourcesOnDeletion``: a parent whose binding preserves stays in ``requiredBy``
+  (with its clusters) while its workload is being deleted, until its binding is gone; then
+  the attached Works in the clusters only it needed are deleted here, flag and all, so the
+  agents leave those copies with the preserved workload (the binding controller would clear
+  the flag first, as for any cluster that leaves a placement; a ``purgeMode: Never`` graceful
+  eviction task, reason ``PreservedWorkloadDeleted``, keeps it off those Works meanwhile). In clusters other parents
+  still need, it stays listed (*released*: its binding gone) so their Works keep the flag
+  until no parent needs those clusters;
 * on each parent binding, the condition ``DependenciesPropagated``: True while every
   referenced object follows the workload, False (reason ``DependencyMissing``) naming the
   objects that are referenced but not on the hub, plus a ``DependencyMissing`` Warning Event
   on the workload when that list changes. The workload propagates either way, as in Karmada.
 
-An object that a policy also selects directly keeps its own (independent) binding: its own
-policy decides where it goes, and nothing here writes to it. Karmada also sends it to the
+An object that a policy also selects directly keeps its own (independent) binding while that
+policy exists: its own policy decides where it goes, and nothing here writes to it. Once the
+policy is deleted, such a binding is taken back as an attached one when workloads need the
+object (no policy or placement; ``requiredBy`` and the parents' clusters). Karmada also sends it to the
 parents' clusters; gpufed does not (the parent's condition names the policy that places it).
 
 Two queues: parents (key: the parent binding's ``(namespace, name)``) fan out to their
-dependencies and report; dependencies (key: :class:`DependencyKey`) compute their parents
-afresh from the cached bindings on every reconcile, so a restarted hub rebuilds everything
-from the store and never drops a parent it has not looked at yet.
+dependencies and report; dependencies (key: :class:`DependencyKey`) find their parents among
+the bindings last found to need them plus those queued but not yet looked at in this term,
+and check each against the cached bindings and workloads. Every change that can alter what a
+binding needs queues it as a parent first, so a restarted hub (or a new leader), which starts
+with every binding queued, rebuilds everything from the store and never drops a parent it has
+not looked at yet; a reconcile costs what its own parents cost, not the namespace's size.
 """
 
 from __future__ import annotations
@@ -44,16 +58,17 @@ from controlplane.apis.work_v1alpha1 import ConditionType, ScheduledReason, bind
 from controlplane.apiserver import errors
 from controlplane.apiserver.objects import WatchEventType
 from controlplane.controllers.context import (
-    INDEX_NAMESPACE,
+    INDEX_BINDING,
     INDEX_POLICY,
     ControllerContext,
     policy_key,
     policy_ref_of_binding,
 )
 from controlplane.controllers.events import EventReason, EventType, record_event
-from controlplane.controllers.failover import evicting_clusters
+from controlplane.controllers.failover import PurgeMode, evicting_clusters
 from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.workloads import find_condition, is_deleting, with_condition
+from controlplane.controllers.works import cluster_of_namespace, preserves
 from controlplane.interpreter import interpreter_for
 from controlplane.interpreter.dependencies import DEPENDENCY_KINDS, Dependency
 from controlplane.interpreter.registry import group_of
@@ -74,6 +89,14 @@ class DependenciesReason(StrEnum):
     """Every referenced object exists and follows the workload (or has a policy of its own)."""
     MISSING = "DependencyMissing"
     """Some referenced object is not on the hub; the workload propagates without it."""
+
+
+class HoldReason(StrEnum):
+    """The ``reason`` of the graceful eviction task that holds an attached binding's Work."""
+
+    PRESERVED_WORKLOAD_DELETED = "PreservedWorkloadDeleted"
+    """The cluster's copy stays with a deleted, preserved workload: its Work is deleted here,
+    flag and all, while the task keeps the binding controller from clearing the flag first."""
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -141,9 +164,15 @@ def is_attached(binding: Mapping[str, Any] | None) -> bool:
 
 
 def is_parent_candidate(binding: Mapping[str, Any] | None) -> bool:
-    """Whether ``binding`` is claimed by a policy (only those can propagate dependencies)."""
+    """Whether ``binding`` is claimed by a policy (only those can propagate dependencies) and
+    alive, or being deleted while it preserves (its objects stay until it is gone)."""
     spec = (binding or {}).get("spec") or {}
-    return bool(spec.get("policy")) and not is_deleting(binding)
+    return bool(spec.get("policy")) and (not is_deleting(binding) or preserves(binding))
+
+
+def propagates_deps(binding: Mapping[str, Any] | None) -> bool:
+    """Whether ``binding`` carries ``spec.propagateDeps: true`` (copied from its policy by the detector)."""
+    return bool(((binding or {}).get("spec") or {}).get("propagateDeps"))
 
 
 def parent_clusters(binding: Mapping[str, Any]) -> tuple[str, ...]:
@@ -153,8 +182,23 @@ def parent_clusters(binding: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(sorted(names | set(evicting_clusters(spec))))
 
 
-def attached_spec(key: DependencyKey, obj: Mapping[str, Any], parents: Sequence[BindingSnapshot]) -> dict[str, Any]:
-    """The spec of the attached binding of ``obj`` needed by ``parents``."""
+def held_clusters(binding: Mapping[str, Any] | None) -> set[str]:
+    """The clusters whose Works an attached binding holds for a deleted, preserved parent."""
+    tasks = ((binding or {}).get("spec") or {}).get("gracefulEvictionTasks") or ()
+    return {
+        str(task.get("fromCluster"))
+        for task in tasks
+        if isinstance(task, Mapping) and task.get("reason") == HoldReason.PRESERVED_WORKLOAD_DELETED and task.get("fromCluster")
+    }
+
+
+def attached_spec(
+    key: DependencyKey, obj: Mapping[str, Any], parents: Sequence[BindingSnapshot], *, holds: Sequence[str] = ()
+) -> dict[str, Any]:
+    """The spec of the attached binding of ``obj`` needed by ``parents``; ``holds``: clusters
+    no parent needs whose Works must stay untouched until deleted here (a ``purgeMode: Never``
+    graceful eviction task each, which the binding controller and the eviction controller
+    leave alone)."""
     resource: dict[str, Any] = {
         "apiVersion": str(obj.get("apiVersion") or key.api_version),
         "kind": key.kind,
@@ -171,6 +215,21 @@ def attached_spec(key: DependencyKey, obj: Mapping[str, Any], parents: Sequence[
         "gang": False,
         "clusters": [{"name": c} for c in clusters],
         "requiredBy": encode_required_by(parents),
+        **(
+            {
+                "gracefulEvictionTasks": [
+                    {
+                        "fromCluster": cluster,
+                        "purgeMode": str(PurgeMode.NEVER),
+                        "reason": str(HoldReason.PRESERVED_WORKLOAD_DELETED),
+                        "message": f"the copy in {cluster} stays with a deleted workload that preserves it",
+                    }
+                    for cluster in sorted(set(holds))
+                ]
+            }
+            if holds
+            else {}
+        ),
     }
 
 
@@ -257,6 +316,11 @@ class DependenciesController:
         # never read it (a new term starts empty and recomputes from the store).
         self._needed: dict[BindingKey, frozenset[DependencyKey]] = {}
         self._needed_by: dict[DependencyKey, set[BindingKey]] = {}  # the same, the other way round
+        # Per namespace: bindings queued as parents and not reconciled since. With ``_needed_by``
+        # these are every binding that can need an object (each candidate is checked afresh).
+        self._unseen: dict[str, set[BindingKey]] = {}
+        # Per parent: the missing objects its last DependencyMissing Event named.
+        self._reported: dict[BindingKey, str] = {}
         ctx.bindings.add_handler(self._on_binding)
         for rt in ctx.workload_types:
             ctx.informer(rt).add_handler(self._on_object)
@@ -282,7 +346,7 @@ class DependenciesController:
             await self._requeue_parents_of(dependency)  # their condition says whether a policy places it
         key = (str(meta.get("namespace") or ""), str(meta.get("name")))
         if is_parent_candidate(obj) or (old is not None and is_parent_candidate(old)) or key in self._needed:
-            await self.parents.add(key)
+            await self._queue_parent(key)
 
     async def _on_object(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         meta = obj.get("metadata") or {}
@@ -310,7 +374,20 @@ class DependenciesController:
             return
         parent = (namespace, binding_name(name, kind))
         if self.ctx.bindings.get(*parent) is not None or parent in self._needed:
-            await self.parents.add(parent)
+            await self._queue_parent(parent)
+
+    async def _queue_parent(self, key: BindingKey) -> None:
+        """Queue a binding whose needs may have changed; until it is reconciled it is a possible
+        parent of every dependency of its namespace (:meth:`parents_of`)."""
+        self._unseen.setdefault(key[0], set()).add(key)
+        await self.parents.add(key)
+
+    def _seen(self, key: BindingKey) -> None:
+        unseen = self._unseen.get(key[0])
+        if unseen is not None:
+            unseen.discard(key)
+            if not unseen:
+                del self._unseen[key[0]]
 
     async def _requeue_parents_of(self, key: DependencyKey) -> None:
         for parent in sorted(self._needed_by.get(key, ())):
@@ -332,29 +409,44 @@ class DependenciesController:
         return before
 
     async def _on_policy(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        before = ((old or {}).get("spec") or {}).get("propagateDeps")
-        after = (obj.get("spec") or {}).get("propagateDeps")
-        if event is WatchEventType.MODIFIED and bool(before) == bool(after):
+        """A policy created or deleted: an object's binding it claims is independent only while
+        it exists (parents' ``propagateDeps`` reaches here through their bindings)."""
+        if event is WatchEventType.MODIFIED:
             return
         meta = obj.get("metadata") or {}
         ref = PolicyRef(kind=str(obj.get("kind")), name=str(meta.get("name")), namespace=meta.get("namespace") or None)
-        for key in self.ctx.bindings.index_keys(INDEX_POLICY, policy_key(ref)):
-            await self.parents.add((str(key[0]), str(key[1])))
+        for binding in self.ctx.bindings.by_index(INDEX_POLICY, policy_key(ref)):
+            resource = (binding.get("spec") or {}).get("resource") or {}
+            if resource.get("kind") in DEPENDENCY_KINDS and group_of(str(resource.get("apiVersion"))) == "":
+                namespace = str((binding.get("metadata") or {}).get("namespace") or "")
+                dependency = DependencyKey(namespace, str(resource["kind"]), str(resource.get("name")))
+                await self.loop.add(dependency)
+                await self._requeue_parents_of(dependency)
 
     # --- what a parent needs ------------------------------------------------------------
 
-    def _propagates_deps(self, binding: Mapping[str, Any]) -> bool:
+    def _is_independent(self, binding: Mapping[str, Any] | None, key: DependencyKey) -> bool:
+        """Whether ``binding`` is ``key``'s own: a policy that still exists claims the object."""
+        if binding is None or not binding_is_for(binding, key) or is_attached(binding):
+            return False
         ref = policy_ref_of_binding(dict(binding))
-        policy = self.ctx.propagation_policy(ref) if ref else None
+        return ref is not None and self.ctx.propagation_policy(ref) is not None
+
+    def _policy_propagates_deps(self, binding: Mapping[str, Any]) -> bool:
+        """The claiming policy's ``propagateDeps``, while it exists: a binding written before the
+        detector copied the field keeps its objects until the detector rewrites it."""
+        ref = policy_ref_of_binding(dict(binding))
+        policy = self.ctx.propagation_policy(ref) if ref is not None else None
         return bool(policy is not None and policy.spec.propagate_deps)
 
-    def _workload_of(self, binding: Mapping[str, Any]) -> dict[str, Any] | None:
+    def _workload_of(self, binding: Mapping[str, Any], *, deleting: bool = False) -> dict[str, Any] | None:
+        """The binding's cached hub workload; one being deleted only with ``deleting``."""
         resource = (binding.get("spec") or {}).get("resource") or {}
         informer = self.ctx.workload_informer(str(resource.get("apiVersion")), str(resource.get("kind")))
         if informer is None or not resource.get("name"):
             return None
         workload = informer.get(resource.get("namespace"), str(resource["name"]))
-        if workload is None or is_deleting(workload):
+        if workload is None or (is_deleting(workload) and not deleting):
             return None
         return workload
 
@@ -374,24 +466,29 @@ class DependenciesController:
         return found
 
     def needed_by(self, binding: Mapping[str, Any] | None) -> tuple[Dependency, ...]:
-        """What the parent ``binding`` propagates along: nothing unless its policy says
-        ``propagateDeps`` and it and its workload are alive."""
+        """What the parent ``binding`` propagates along: nothing unless it says ``propagateDeps``
+        and it and its workload are alive — or it preserves and is being deleted (its workload
+        or itself), so the objects stay with the member copies it leaves behind."""
         if binding is None or not is_parent_candidate(binding) or is_attached(binding):
             return ()
-        if not self._propagates_deps(binding):
+        if not propagates_deps(binding) and not self._policy_propagates_deps(binding):
             return ()
-        workload = self._workload_of(binding)
+        workload = self._workload_of(binding, deleting=preserves(binding))
         return self._dependencies_of(workload) if workload is not None else ()
 
     def parents_of(self, key: DependencyKey) -> list[BindingSnapshot]:
-        """Every live binding of ``key.namespace`` whose workload needs ``key``, with its clusters."""
+        """Every binding of ``key.namespace`` whose workload needs ``key``, with its clusters.
+
+        Candidates are the bindings last found to need it and those not looked at since they
+        changed (at the start of a term: all of them); each is checked against the cache."""
         wanted = Dependency(key.kind, key.name, key.api_version)
+        candidates = self._needed_by.get(key, set()) | self._unseen.get(key.namespace, set())
         out: list[BindingSnapshot] = []
-        for binding in self.ctx.bindings.by_index(INDEX_NAMESPACE, key.namespace):
-            if wanted in self.needed_by(binding):
-                meta = binding.get("metadata") or {}
-                out.append(BindingSnapshot(key.namespace, str(meta.get("name")), parent_clusters(binding)))
-        return sorted(out)
+        for namespace, name in sorted(candidates):
+            binding = self.ctx.bindings.get(namespace, name)
+            if binding is not None and wanted in self.needed_by(binding):
+                out.append(BindingSnapshot(key.namespace, name, parent_clusters(binding)))
+        return out
 
     def _dependency_object(self, key: DependencyKey) -> dict[str, Any] | None:
         informer = self.ctx.workload_informer(key.api_version, key.kind)
@@ -401,6 +498,7 @@ class DependenciesController:
     # --- reconcile: a parent ------------------------------------------------------------
 
     async def reconcile_parent(self, key: BindingKey) -> float | None:
+        self._seen(key)
         binding = self.ctx.bindings.get(key[0], key[1])
         needed = self.needed_by(binding)
         keys = frozenset(DependencyKey.of(key[0], d) for d in needed)
@@ -408,6 +506,7 @@ class DependenciesController:
         for dep_key in sorted(keys | before):
             await self.loop.add(dep_key)
         if binding is None or is_deleting(binding) or is_attached(binding):
+            self._reported.pop(key, None)
             return None
         following: list[Dependency] = []
         missing: list[Dependency] = []
@@ -418,17 +517,18 @@ class DependenciesController:
                 missing.append(dependency)
                 continue
             own = self.ctx.bindings.get(key[0], dep_key.binding_name)
-            policy = ((own or {}).get("spec") or {}).get("policy")
-            if binding_is_for(own, dep_key) and policy and not is_attached(own):
-                independent[dependency] = _describe_policy(policy)
+            if self._is_independent(own, dep_key):
+                independent[dependency] = _describe_policy(((own or {}).get("spec") or {}).get("policy") or {})
             else:
                 following.append(dependency)
-        await self._write_parent_condition(binding, dependencies_condition(following, missing, independent), missing)
+        await self.write_parent_condition(binding, dependencies_condition(following, missing, independent), missing=missing)
         return None
 
-    async def _write_parent_condition(
-        self, binding: dict[str, Any], condition: dict[str, Any] | None, missing: Sequence[Dependency]
+    async def write_parent_condition(
+        self, binding: dict[str, Any], condition: dict[str, Any] | None, *, missing: Sequence[Dependency]
     ) -> None:
+        """Set (or, with None, remove) ``condition`` on the parent ``binding``; a binding deleted
+        meanwhile is left alone. A ``DependencyMissing`` Event names newly missing objects first."""
         ctx = self.ctx
         ctype = str(DependencyConditionType.DEPENDENCIES_PROPAGATED)
         conditions = (binding.get("status") or {}).get("conditions") or []
@@ -437,24 +537,36 @@ class DependenciesController:
             if current is None:
                 return
             status = {**(binding.get("status") or {}), "conditions": [c for c in conditions if c.get("type") != ctype]}
-            await ctx.objects.update_status(ctx.binding_rt, {**binding, "status": status})
+            await self._update_parent_status(binding, status)
             return
         if current is not None and all(current.get(k) == v for k, v in condition.items()):
             return
+        key: BindingKey = (str(binding["metadata"].get("namespace") or ""), str(binding["metadata"].get("name")))
+        if missing:
+            # The Event first: once the condition names these objects, they count as reported
+            # (and a status write that loses a race is retried without a second Event).
+            text = missing_text(missing)
+            reported = self._reported.get(key) == text or (
+                current is not None and str(current.get("message") or "").startswith(text)
+            )
+            workload = self._workload_of(binding)
+            if not reported and workload is not None:
+                await record_event(
+                    ctx, workload, type=EventType.WARNING,
+                    reason=EventReason.DEPENDENCY_MISSING, message=text,
+                )
+                self._reported[key] = text
+        else:
+            self._reported.pop(key, None)
         status = copy.deepcopy(binding.get("status") or {})
         status["conditions"] = with_condition(conditions, condition, now=ctx.now_text())
-        await ctx.objects.update_status(ctx.binding_rt, {**binding, "status": status})
-        if not missing:
-            return
-        text = missing_text(missing)
-        if current is not None and str(current.get("message") or "").startswith(text):
-            return  # the same objects were missing already: reported then
-        workload = self._workload_of(binding)
-        if workload is not None:
-            await record_event(
-                ctx, workload, type=EventType.WARNING,
-                reason=EventReason.DEPENDENCY_MISSING, message=text,
-            )
+        await self._update_parent_status(binding, status)
+
+    async def _update_parent_status(self, binding: dict[str, Any], status: dict[str, Any]) -> None:
+        try:
+            await self.ctx.objects.update_status(self.ctx.binding_rt, {**binding, "status": status})
+        except errors.NotFound:
+            return  # deleted meanwhile: nothing left to report on
 
     # --- reconcile: a dependency ----------------------------------------------------------
 
@@ -464,24 +576,77 @@ class DependenciesController:
         if existing is not None and not binding_is_for(existing, key):
             log.warning("%s: binding %s/%s belongs to another object; not propagated", key, key.namespace, key.binding_name)
             return None
-        if existing is not None and not is_attached(existing):
-            await self._release_independent(existing)
+        if self._is_independent(existing, key):
+            await self._release_independent(existing or {})
             return None
+        if existing is not None and is_deleting(existing):
+            return None  # its DELETED event brings the object back here
         obj = self._dependency_object(key)
         parents = self.parents_of(key) if obj is not None else []
+        orphan = existing is not None and not is_attached(existing)  # its policy was deleted
         if obj is None or not parents:
-            if existing is not None and not is_deleting(existing):
+            if existing is not None and not orphan:
                 await ctx.delete(ctx.binding_rt, key.namespace, key.binding_name)
                 log.info("attached binding %s/%s deleted: no workload needs %s", key.namespace, key.binding_name, key)
             return None
-        await self._write_attached(key, obj, parents, existing)
-        return None
+        released: list[BindingSnapshot] = []
+        holds: list[str] = []
+        if existing is not None and not orphan:
+            released, holds = await self._leave_preserved_copies(key, existing, parents)
+        if orphan:
+            log.info("binding %s/%s: its policy is gone; %s follows the workloads that need it", key.namespace, key.binding_name, key)
+        await self._write_attached(key, obj, parents, existing, released=released, holds=holds)
+        # A held Work is deleted on a later pass; look again until the cache shows it gone.
+        return ctx.settings.deletion_poll_seconds if holds else None
 
-    async def _release_independent(self, binding: dict[str, Any]) -> None:
+    async def _leave_preserved_copies(
+        self, key: DependencyKey, existing: Mapping[str, Any], parents: Sequence[BindingSnapshot]
+    ) -> tuple[list[BindingSnapshot], list[str]]:
+        """Leave the member copies of a preserved parent whose binding is gone with it. Returns
+        the gone parents to keep listed (*released*) and the clusters to hold.
+
+        A parent that preserves stays in ``requiredBy`` until its binding is gone. Then, in the
+        clusters only it needed, its flagged Works must be deleted with the flag (the binding
+        controller would clear it first, as for any cluster that leaves a placement): the
+        cluster leaves the binding with a hold (:class:`HoldReason`), under which the binding
+        controller leaves its Work alone, and once the cached binding shows the hold the Work
+        is deleted here and the hold dropped. The agents leave those copies running with the
+        preserved workload. In the clusters other parents still need, the copy stays gpufed's
+        for them, but the gone parent stays listed (its binding missing, so the Works keep their
+        flag, ``works.works_preserve``) until no parent needs those clusters either: the copy is
+        never deleted from under the preserved workload. Only flagged Works count (otherwise no
+        parent preserved)."""
+        ctx = self.ctx
+        live = {p.name for p in parents}
+        still = {c for p in parents for c in p.clusters}
+        works: dict[str, dict[str, Any]] = {}
+        for work in ctx.works.by_index(INDEX_BINDING, (key.namespace, key.binding_name)):
+            cluster = cluster_of_namespace(str((work.get("metadata") or {}).get("namespace") or ""))
+            if cluster is not None:
+                works[cluster] = work
+        flagged = {cluster for cluster, work in works.items() if preserves(work)}
+        released: list[BindingSnapshot] = []
+        gone: set[str] = set()
+        for recorded in required_by(existing) or ():
+            if recorded.name in live or ctx.bindings.get(recorded.namespace or key.namespace, recorded.name) is not None:
+                continue
+            gone.update(c for c in recorded.clusters if c not in still)
+            shared = tuple(c for c in recorded.clusters if c in still and c in flagged)
+            if shared:
+                released.append(BindingSnapshot(recorded.namespace or key.namespace, recorded.name, shared))
+        held = held_clusters(existing) - still
+        for cluster in sorted(held & set(works)):
+            meta = works[cluster].get("metadata") or {}
+            await ctx.delete(ctx.work_rt, meta.get("namespace"), str(meta.get("name")))
+            log.info("work %s/%s deleted with its flag: a preserved workload keeps %s there", meta.get("namespace"), meta.get("name"), key)
+        holds = sorted((gone & flagged) | (held & set(works)))
+        return released, holds
+
+    async def _release_independent(self, binding: Mapping[str, Any]) -> None:
         """A policy claims the object itself now: its binding is the policy's, without parents."""
         if "requiredBy" not in (binding.get("spec") or {}) or is_deleting(binding):
             return
-        updated = copy.deepcopy(binding)
+        updated = copy.deepcopy(dict(binding))
         del updated["spec"]["requiredBy"]
         await self.ctx.objects.update(self.ctx.binding_rt, updated)
 
@@ -491,9 +656,12 @@ class DependenciesController:
         obj: Mapping[str, Any],
         parents: Sequence[BindingSnapshot],
         existing: dict[str, Any] | None,
+        *,
+        released: Sequence[BindingSnapshot] = (),
+        holds: Sequence[str] = (),
     ) -> None:
         ctx = self.ctx
-        spec = attached_spec(key, obj, parents)
+        spec = attached_spec(key, obj, [*parents, *released], holds=holds)  # released: within the parents' clusters
         if existing is None:
             created = await self._create(
                 {
@@ -503,11 +671,11 @@ class DependenciesController:
                     "spec": spec,
                 }
             )
+            if created is None:
+                return  # created by an earlier reconcile the cache has not seen: its ADDED event requeues
             log.info("attached binding %s/%s created for %s", key.namespace, key.binding_name, key)
             await self._write_attached_status(created, parents)
             return
-        if is_deleting(existing):
-            raise errors.Conflict(f"binding {key.namespace}/{key.binding_name} is being deleted")
         current = existing
         if existing.get("spec") != spec:
             updated = copy.deepcopy(existing)
@@ -515,12 +683,12 @@ class DependenciesController:
             current = await ctx.objects.update(ctx.binding_rt, updated)
         await self._write_attached_status(current, parents)
 
-    async def _create(self, obj: dict[str, Any]) -> dict[str, Any]:
+    async def _create(self, obj: dict[str, Any]) -> dict[str, Any] | None:
+        """Create ``obj``; None when it exists already (the cache lags a create of our own)."""
         try:
             return await self.ctx.objects.create(self.ctx.binding_rt, obj)
         except errors.AlreadyExists:
-            meta = obj["metadata"]
-            raise errors.Conflict(f"binding {meta['namespace']}/{meta['name']} exists already") from None
+            return None
 
     async def _write_attached_status(self, binding: dict[str, Any], parents: Sequence[BindingSnapshot]) -> None:
         """``Scheduled=True``: an attached binding is placed by its parents, never by the scheduler."""
@@ -544,11 +712,14 @@ __all__ = [
     "DependenciesReason",
     "DependencyConditionType",
     "DependencyKey",
+    "HoldReason",
     "attached_spec",
     "dependencies_condition",
     "encode_required_by",
+    "held_clusters",
     "is_attached",
     "missing_text",
     "parent_clusters",
+    "propagates_deps",
     "required_by",
 ]

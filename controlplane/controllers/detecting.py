@@ -11,7 +11,9 @@ the existing bindings. Out, per workload:
   components, the policy's placement and GPU shapes (``gpuShapes``) and ``spec.policy``
   (everything a placement depends on, so a change to any of it moves the binding's
   generation and the scheduler decides again), the policy's ``preserveResourcesOnDeletion``
-  (``spec.preserveResourcesOnDeletion``, which the binding controller copies into each Work)
+  (``spec.preserveResourcesOnDeletion``, which the binding controller copies into each Work),
+  its ``propagateDeps`` (``spec.propagateDeps``, which the dependencies controller reads, so
+  the workload's ConfigMaps and Secrets stay with it after the policy is deleted)
   and its ``schedulePriority`` resolved to an integer (``spec.schedulePriority.priority``, the
   scheduler's queue order; see below), and the status condition ``Propagated=True``
   (reason ``PolicyClaimed``);
@@ -209,6 +211,9 @@ def binding_spec(
     spec["policy"] = {"kind": ref.kind, "name": ref.name, **({"namespace": ref.namespace} if ref.namespace else {})}
     if policy.spec.preserve_resources_on_deletion:
         spec["preserveResourcesOnDeletion"] = True
+    if policy.spec.propagate_deps:
+        # Read from here by the dependencies controller: the binding outlives its policy.
+        spec["propagateDeps"] = True
     if schedule_priority is not None:
         spec["schedulePriority"] = {"priority": schedule_priority}
     for owned_by_scheduler in ("clusters", "gracefulEvictionTasks"):

@@ -235,13 +235,15 @@ def works_preserve(
 ) -> bool:
     """The ``preserveResourcesOnDeletion`` a binding's Works carry: the binding's own; for an
     attached binding (``spec.requiredBy``; ``parents`` are the bindings it lists, None when gone)
-    whether any parent has it — or, while a parent is gone or being deleted, what the
-    ``existing`` Works say, so a deleted preserved workload's dependencies stay preserved."""
+    whether any parent has it. A preserving parent whose workload is being deleted stays listed
+    until its binding is gone; from then until the dependencies controller drops it from
+    ``requiredBy`` (having deleted, flag and all, the Works in the clusters only it needed),
+    the ``existing`` Works keep the flag they have."""
     if (binding.get("spec") or {}).get("requiredBy") is None:
         return preserves(binding)
     parent_gone = False
     for parent in parents:
-        if parent is None or (parent.get("metadata") or {}).get("deletionTimestamp"):
+        if parent is None:
             parent_gone = True
         elif preserves(parent):
             return True

@@ -4,6 +4,7 @@ change when they change on the hub, and go when no workload needs them."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from typing import Any
 
@@ -11,14 +12,17 @@ import pytest
 
 from controlplane.apis.constants import LABEL_BINDING, LABEL_WORK_NAMESPACE
 from controlplane.apiserver import errors
-from controlplane.apiserver.objects import ObjectStore
+from controlplane.apiserver.objects import ObjectStore, WatchEventType
+from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.dependencies import (
     BindingSnapshot,
+    DependenciesController,
     DependencyConditionType,
     DependencyKey,
     attached_spec,
     dependencies_condition,
     encode_required_by,
+    held_clusters,
     is_attached,
     parent_clusters,
     required_by,
@@ -83,6 +87,22 @@ def test_the_attached_spec_is_the_union_of_the_parents_clusters() -> None:
     assert spec["resource"] == {"apiVersion": "v1", "kind": "ConfigMap", "namespace": NS, "name": "cfg", "uid": "u1"}
     assert spec["clusters"] == [{"name": "a"}, {"name": "b"}, {"name": "c"}]
     assert "placement" not in spec and "policy" not in spec
+
+
+@pytest.mark.parametrize(
+    ("holds", "held"),
+    [([], set()), (["onprem"], {"onprem"}), (["b", "a", "b"], {"a", "b"})],
+    ids=["none", "one", "sorted-once"],
+)
+def test_a_held_cluster_is_a_never_purged_eviction_task_and_no_target(holds: list[str], held: set[str]) -> None:
+    obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg", "namespace": NS}}
+    spec = attached_spec(DependencyKey(NS, "ConfigMap", "cfg"), obj, PARENTS, holds=holds)
+    assert held_clusters({"spec": spec}) == held
+    assert [t["fromCluster"] for t in spec.get("gracefulEvictionTasks", [])] == sorted(held)
+    assert all(t["purgeMode"] == "Never" for t in spec.get("gracefulEvictionTasks", []))
+    assert spec["clusters"] == [{"name": "a"}, {"name": "b"}, {"name": "c"}]  # the parents' only
+    foreign = {"spec": {"gracefulEvictionTasks": [{"fromCluster": "x", "reason": "ApplicationFailure"}]}}
+    assert held_clusters(foreign) == set()
 
 
 @pytest.mark.parametrize(
@@ -480,3 +500,160 @@ async def test_every_role_of_a_training_job_brings_its_pvc_and_service_account(
     assert manifest(pvc["cloud"])["spec"]["resources"] == {"requests": {"storage": "100Gi"}}
     assert "status" not in manifest(pvc["cloud"])
     await works_in(objects, "trainer-serviceaccount", {"cloud"})
+
+
+# --- review findings: scale, a deleted policy, preserved copies, lost events ----------------
+
+
+async def test_hundreds_of_workloads_in_one_namespace_settle_each_with_its_own_configmap(
+    objects: ObjectStore, manager: ControllerManager
+) -> None:
+    count = 300
+    await put_cluster(objects, "onprem", node_shape(count, gpus=8))
+    await settled(manager)
+    everything = policy("all", clusters=["onprem"])
+    await create(objects, everything)
+    for i in range(count):
+        await create(objects, config_map(f"cfg-{i}"))
+        await create(objects, web(f"w-{i}", config=f"cfg-{i}", token=None))
+    # A liveness bound, not a speed figure: before attached bindings were found by index, a
+    # namespace this size kept the controllers busy for minutes.
+    async with asyncio.timeout(150):
+        await manager.wait_idle(settle=0.2)
+    listed = await objects.list(rt(objects, WORK_API, "ResourceBinding"), namespace=NS)
+    attached = {b["metadata"]["name"]: b for b in listed.items if is_attached(b)}
+    assert sorted(attached) == sorted(f"cfg-{i}-configmap" for i in range(count))
+    for i in range(count):
+        assert parents(attached[f"cfg-{i}-configmap"]) == {f"w-{i}-deployment": ("onprem",)}
+
+
+async def test_deleting_the_policy_keeps_the_dependencies_with_the_workload(
+    objects: ObjectStore, manager: ControllerManager
+) -> None:
+    await two_clusters(objects, manager)
+    await create(objects, config_map("model-config"))
+    await create(objects, policy("web", clusters=["onprem"]))
+    await create(objects, web(token=None))
+    await works_in(objects, "model-config-configmap", {"onprem"})
+    parent = await binding_of(objects, "web-deployment")
+    assert parent is not None and parent["spec"]["propagateDeps"] is True
+
+    await objects.delete(rt(objects, "policy.gpufed.io/v1alpha1", "PropagationPolicy"), namespace=NS, name="web")
+    await settled(manager, settle=0.3)
+    # The detector keeps the workload's binding (PolicyRemoved), and so its objects stay.
+    assert await clusters_of(objects, "web-deployment") == {"onprem"}
+    assert await clusters_of(objects, "model-config-configmap") == {"onprem"}
+    assert parents(await binding_of(objects, "model-config-configmap")) == {"web-deployment": ("onprem",)}
+
+
+async def test_a_binding_left_by_a_deleted_configmap_policy_is_taken_back_as_attached(
+    objects: ObjectStore, manager: ControllerManager
+) -> None:
+    await two_clusters(objects, manager)
+    await create(objects, config_map("model-config"))
+    await create(objects, policy("web", clusters=["onprem"]))
+    await create(objects, web(token=None))
+    await works_in(objects, "model-config-configmap", {"onprem"})
+    await create(objects, policy("config-in-cloud", clusters=["cloud"], kind="ConfigMap", propagate_deps=False))
+    await works_in(objects, "model-config-configmap", {"cloud"})
+
+    await objects.delete(rt(objects, "policy.gpufed.io/v1alpha1", "PropagationPolicy"), namespace=NS, name="config-in-cloud")
+
+    async def attached_again() -> dict[str, Any] | None:
+        found = await binding_of(objects, "model-config-configmap")
+        return found if is_attached(found) else None
+
+    taken = await eventually(attached_again, what="the ConfigMap's binding attached again")
+    assert "policy" not in taken["spec"] and "placement" not in taken["spec"]
+    assert parents(taken) == {"web-deployment": ("onprem",)}
+    await works_in(objects, "model-config-configmap", {"onprem"})
+    await settled(manager)
+    parent = await binding_of(objects, "web-deployment")
+    condition = next(c for c in parent["status"]["conditions"] if c["type"] == "DependenciesPropagated")  # type: ignore[index]
+    assert "own policy" not in condition["message"] and "ConfigMap model-config" in condition["message"]
+
+
+@pytest.mark.parametrize(
+    ("plain_runs_in", "onprem_after"),
+    [(["cloud"], set()), (["onprem", "cloud"], {"onprem"})],
+    ids=["elsewhere", "in-the-same-cluster-too"],
+)
+async def test_a_preserved_workload_keeps_a_configmap_it_shares_with_one_that_does_not_preserve(
+    objects: ObjectStore, manager: ControllerManager, plain_runs_in: list[str], onprem_after: set[str]
+) -> None:
+    await two_clusters(objects, manager)
+    assert manager.context is not None
+    deleted: list[dict[str, Any]] = []
+
+    async def on_work(event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        if event is WatchEventType.DELETED and obj["metadata"]["name"] == "default-shared-configmap":
+            deleted.append(obj)
+
+    manager.context.works.add_handler(on_work)
+    await create(objects, config_map("shared"))
+    keep = policy("keep", clusters=["onprem"], selects="keeper")
+    keep["spec"]["preserveResourcesOnDeletion"] = True
+    await create(objects, keep)
+    await create(objects, policy("plain", clusters=plain_runs_in, selects="plain"))
+    await create(objects, web("keeper", config="shared", token=None))
+    await create(objects, web("plain", config="shared", token=None))
+    works = await works_in(objects, "shared-configmap", {"onprem", "cloud"})
+    assert all(w["spec"].get("preserveResourcesOnDeletion") is True for w in works.values())
+
+    await objects.delete(rt(objects, "apps/v1", "Deployment"), namespace=NS, name="keeper")
+    await eventually(lambda: _gone(objects, "keeper-deployment"), what="the keeper's binding gone")
+    await works_in(objects, "shared-configmap", {"cloud"} | onprem_after)
+    await settled(manager)
+    remaining = await works_of(objects, "shared-configmap")
+    if onprem_after:
+        # The onprem copy still serves the plain workload, and keeps the flag for the keeper.
+        assert remaining["onprem"]["spec"].get("preserveResourcesOnDeletion") is True
+        assert not deleted
+        await objects.delete(rt(objects, "apps/v1", "Deployment"), namespace=NS, name="plain")
+        await works_in(objects, "shared-configmap", set())
+    else:
+        assert "preserveResourcesOnDeletion" not in remaining["cloud"]["spec"]
+        assert parents(await binding_of(objects, "shared-configmap")) == {"plain-deployment": ("cloud",)}
+    # The onprem copy was deleted with the flag: the agent leaves the ConfigMap running beside
+    # the Deployment it keeps.
+    onprem = [w for w in deleted if w["metadata"]["namespace"] == "gpufed-es-onprem"]
+    assert onprem and onprem[0]["spec"].get("preserveResourcesOnDeletion") is True
+
+
+async def test_the_missing_dependency_event_is_recorded_before_the_condition(
+    objects: ObjectStore, manager: ControllerManager
+) -> None:
+    await two_clusters(objects, manager)
+    assert manager.context is not None
+    reported: list[int] = []
+
+    async def on_binding(event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        for cond in (obj.get("status") or {}).get("conditions") or ():
+            if cond["type"] == "DependenciesPropagated" and cond["reason"] == "DependencyMissing":
+                reported.append(int(obj["metadata"]["resourceVersion"]))
+
+    manager.context.bindings.add_handler(on_binding)
+    await create(objects, policy("web", clusters=["onprem"]))
+    await create(objects, web(config="absent", token=None))
+    await eventually(lambda: _true(bool(reported)), what="the DependencyMissing condition")
+    events = await objects.list(rt(objects, "v1", "Event"), namespace=NS)
+    [event] = [e for e in events.items if e["reason"] == "DependencyMissing"]
+    # Written first: a reconcile that stops between the two writes reports again.
+    assert int(event["metadata"]["resourceVersion"]) < min(reported)
+
+
+async def _true(value: bool) -> bool:
+    return value
+
+
+async def test_a_parent_deleted_meanwhile_is_not_an_error(objects: ObjectStore) -> None:
+    controller = DependenciesController(ControllerContext(objects, settings=FAST))
+    gone = {
+        "apiVersion": WORK_API,
+        "kind": "ResourceBinding",
+        "metadata": {"name": "web-deployment", "namespace": NS, "resourceVersion": "7", "uid": "u"},
+        "spec": {"resource": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "namespace": NS}},
+    }
+    condition = dependencies_condition([Dependency(CM, "cfg")], [], {})
+    await controller.write_parent_condition(gone, condition, missing=[])  # raised NotFound before
+    assert await binding_of(objects, "web-deployment") is None

@@ -177,8 +177,9 @@ def test_binding_priority(binding: dict[str, Any] | None, expected: int) -> None
 
 KEEP: dict[str, Any] = {"metadata": {"name": "p"}, "spec": {"preserveResourcesOnDeletion": True}}
 PLAIN: dict[str, Any] = {"metadata": {"name": "q"}, "spec": {}}
-GOING: dict[str, Any] = {"metadata": {"name": "p", "deletionTimestamp": "2025-01-01T00:00:00Z"}, "spec": {}}
 ATTACHED: dict[str, Any] = {"metadata": {"name": "cm"}, "spec": {"requiredBy": [{"name": "p"}, {"name": "q"}]}}
+# After the dependencies controller dropped p, whose binding is gone, from requiredBy.
+ATTACHED_TO_Q: dict[str, Any] = {"metadata": {"name": "cm"}, "spec": {"requiredBy": [{"name": "q"}]}}
 
 
 @pytest.mark.parametrize(
@@ -188,9 +189,13 @@ ATTACHED: dict[str, Any] = {"metadata": {"name": "cm"}, "spec": {"requiredBy": [
         pytest.param(PLAIN, [], [KEEP], False, id="own-flag-unset"),
         pytest.param(ATTACHED, [KEEP, PLAIN], [], True, id="any-parent-preserves"),
         pytest.param(ATTACHED, [PLAIN, PLAIN], [KEEP], False, id="no-parent-preserves-any-more"),
+        # p's workload is being deleted: p's binding, unchanged, stays listed until it is gone.
+        pytest.param(ATTACHED, [KEEP, PLAIN], [KEEP], True, id="a-parent-being-deleted-keeps-the-flag"),
+        # p's binding is gone and still listed: the Works keep what they have.
         pytest.param(ATTACHED, [None, PLAIN], [KEEP], True, id="a-parent-gone-keeps-the-flag"),
-        pytest.param(ATTACHED, [GOING, PLAIN], [KEEP], True, id="a-parent-deleting-keeps-the-flag"),
         pytest.param(ATTACHED, [None, PLAIN], [PLAIN], False, id="a-parent-gone-adds-no-flag"),
+        # p dropped: its only clusters' Works were deleted with the flag; the rest follow q.
+        pytest.param(ATTACHED_TO_Q, [PLAIN], [KEEP], False, id="a-parent-dropped-the-rest-follow"),
     ],
 )
 def test_works_preserve(
@@ -281,8 +286,9 @@ async def test_the_flag_reaches_every_work_and_only_deleting_the_workload_keeps_
 
     await eventually(cleared, what="b's Work without the flag")
     await settled(manager)
-    work = await cleared()
-    assert work is not None, "deleted before b's agent applied the cleared flag"
+    still_there = await cleared()
+    assert still_there is not None, "deleted before b's agent applied the cleared flag"
+    work = still_there
     work_rt = objects.registry.require("work.gpufed.io/v1alpha1", "Work")
     generation = work["metadata"]["generation"]
     applied = {"type": "Applied", "status": "True", "reason": "AppliedSuccessful", "message": "",
@@ -446,4 +452,10 @@ async def test_a_preserved_workloads_configmap_is_preserved_with_it(
 
     await objects.delete(objects.registry.require("apps/v1", "Deployment"), namespace="default", name="web")
     await eventually(lambda: _gone(attached_work()), what="the ConfigMap's Work deleted")
-    assert deleted["default-settings-configmap"]["spec"]["preserveResourcesOnDeletion"] is True
+
+    async def seen_deleted() -> dict[str, Any] | None:
+        # The store has it gone; the informer's DELETED event may come a moment later.
+        return deleted.get("default-settings-configmap")
+
+    gone = await eventually(seen_deleted, what="the Work's deletion in the informer")
+    assert gone["spec"]["preserveResourcesOnDeletion"] is True
