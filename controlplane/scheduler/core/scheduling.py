@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import functools
 import heapq
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from operator import attrgetter, itemgetter
@@ -516,18 +516,7 @@ class _Walk:
         tiered = replica_scheduling.tiered_overflow if replica_scheduling else None
         listed = tiered is not None and bool(tiered.tiers)
         feasibility = state.feasibility
-        rows: list[Row] = []
-        untiered: dict[str, str] = {}
-        for cluster in self.running:
-            tier = tier_of(cluster.view, tiered) if listed else cluster.tier
-            if tier is None:
-                untiered[cluster.name] = UNTIERED
-                continue
-            found = feasibility.get(cluster.name)
-            if found is not None:
-                rows.append((tier, found.price, cluster.name, found.available))
-            else:
-                rows.append((tier, cluster_price(state, cluster), cluster.name, 0))
+        rows, untiered = _tier_rows(state, self.running)
         order, tainted = _bound_order(self.clusters, state.fleet(self.clusters), tiered)
         if request.gang:
             if tainted:  # scores might break a tie of tier and price differently
@@ -793,6 +782,28 @@ def _divide(
     return divide_by_static_weights(replicas, weights, available=available, current=current), None
 
 
+def _tier_rows(state: CycleState, clusters: Iterable[ClusterSnapshot]) -> tuple[list[Row], dict[str, str]]:
+    """Tiered overflow's rows ``(tier, price, name, available)`` for ``clusters`` (available 0
+    for a cluster the GPU filter has not passed), and the clusters no listed tier takes."""
+    replica_scheduling = state.request.placement.replica_scheduling
+    tiered = replica_scheduling.tiered_overflow if replica_scheduling else None
+    listed = tiered is not None and bool(tiered.tiers)
+    feasibility = state.feasibility
+    rows: list[Row] = []
+    untiered: dict[str, str] = {}
+    for cluster in clusters:
+        tier = tier_of(cluster.view, tiered) if listed else cluster.tier
+        if tier is None:
+            untiered[cluster.name] = UNTIERED
+            continue
+        found = feasibility.get(cluster.name)
+        if found is not None:
+            rows.append((tier, found.price, cluster.name, found.available))
+        else:
+            rows.append((tier, cluster_price(state, cluster), cluster.name, 0))
+    return rows, untiered
+
+
 def _divide_tiered(
     state: CycleState, feasible: Sequence[ClusterSnapshot], current: Mapping[str, int]
 ) -> tuple[DivisionResult, LazyReasons]:
@@ -805,22 +816,7 @@ def _divide_tiered(
     """
     request = state.request
     replicas = request.replicas
-    replica_scheduling = request.placement.replica_scheduling
-    tiered = replica_scheduling.tiered_overflow if replica_scheduling else None
-    listed = tiered is not None and bool(tiered.tiers)
-    feasibility = state.feasibility
-    rows: list[tuple[int, float, str, int]] = []
-    untiered: dict[str, str] = {}
-    for cluster in feasible:
-        tier = tier_of(cluster.view, tiered) if listed else cluster.tier
-        if tier is None:
-            untiered[cluster.name] = UNTIERED
-            continue
-        found = feasibility.get(cluster.name)
-        if found is not None:
-            rows.append((tier, found.price, cluster.name, found.available))
-        else:
-            rows.append((tier, cluster_price(state, cluster), cluster.name, 0))
+    rows, untiered = _tier_rows(state, feasible)
     rows.sort()
     kept = {name: count for name, count in current.items() if count > 0}
     running = {row[2] for row in rows if row[2] in kept}
