@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from e2e.harness import GPUFED, Kubectl, wait_for
+from e2e.harness import GPUFED, Kubectl, free_port, wait_for
 from gpufed.supervising import ProcInfo, descendants, kill_if_alive, read_process_table
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
@@ -55,13 +55,14 @@ class Up:
 
     state: Path
     log: Path
+    args: tuple[str, ...] = ()
     popen: subprocess.Popen[bytes] | None = None
     seen: list[ProcInfo] = field(default_factory=list)
 
     def start(self) -> Up:
         with self.log.open("ab") as out:
             self.popen = subprocess.Popen(
-                [GPUFED, "up", "--state-dir", str(self.state), "--time-scale", "10"],
+                [GPUFED, "up", "--state-dir", str(self.state), "--time-scale", "10", *self.args],
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 env=dict(os.environ, PYTHONUNBUFFERED="1"), start_new_session=True,
             )
@@ -142,7 +143,10 @@ def test_up_stops_cleanly_and_resumes_the_same_fleet(tmp_path: Path, up_runs: li
     hub = Kubectl(state / "hub.kubeconfig")
     member = Kubectl(state / "members" / "onprem-a100" / "kubeconfig")
 
-    first = Up(state, tmp_path / "up-1.log").start()
+    # A port of its own: the default 6443 may be taken by then by another test's hub, and a hub
+    # on a new port means new URLs, so the agents would join again. The second run finds the
+    # port in its state dir.
+    first = Up(state, tmp_path / "up-1.log", args=("--port", str(free_port()))).start()
     up_runs.append(first)
     clusters = _wait_up(first, hub)
     assert clusters["onprem-a100"]["spec"]["provider"] == "onprem"
