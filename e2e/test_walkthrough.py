@@ -130,10 +130,12 @@ def test_walkthrough_matches_readme(processes: ProcessGroup, tmp_path: Path) -> 
                 result = run(command)
                 if result.returncode != 0 or "ml/llm-serving" not in result.stdout:
                     return None
-                return result.stdout
+                # GPU-hours print with one decimal: the first minutes of idling show as 0.0.
+                idle = next((line for line in result.stdout.splitlines() if line.startswith("idle-allocated")), "")
+                return result.stdout if idle and float(idle.split()[1]) > 0 else None
 
-            out = wait_for(idle_reported, timeout=150, interval=5,
-                           what="the waste report to list ml/llm-serving as idle")
+            out = wait_for(idle_reported, timeout=240, interval=5,
+                           what="the waste report to list ml/llm-serving as idle, with idle GPU-hours above 0.0")
             states = [line.split()[0] for line in out.splitlines() if re.match(r"^(busy|idle-allocated|free-|unavailable)", line)]
             assert states == ["busy", "idle-allocated", "free-needed", "free-fragmented", "free-spare", "unavailable"]
             idle_line = next(line for line in out.splitlines() if line.startswith("idle-allocated"))
