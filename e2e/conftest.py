@@ -33,7 +33,21 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 E2E_TIMEOUT_SECONDS = 420
 
 
+#: An end-to-end test drives separate processes; the pytest worker it runs in may also have run
+#: in-process tests before it. A client socket one of those left unclosed is collected (and
+#: reported as an unraisable ResourceWarning) at whatever moment the garbage collector runs,
+#: often during a long e2e test, which then fails for something it did not do. These tests
+#: ignore exactly that report; the unit tests, where such a leak is made, still fail on it.
+FOREIGN_LEAKED_SOCKETS = (
+    r"ignore:Exception ignored in. <(function _SelectorTransport.__del__|socket.socket fd=)"
+    r":pytest.PytestUnraisableExceptionWarning"
+)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if "e2e" in item.nodeid.split("/")[0] and item.get_closest_marker("timeout") is None:
+        if "e2e" not in item.nodeid.split("/")[0]:
+            continue
+        if item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(E2E_TIMEOUT_SECONDS))
+        item.add_marker(pytest.mark.filterwarnings(FOREIGN_LEAKED_SOCKETS))
