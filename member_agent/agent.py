@@ -381,6 +381,7 @@ class Agent:
                         session,
                         url,
                         request_timeout=min(self.config.request_timeout, dcgm.DEFAULT_SCRAPE_TIMEOUT),
+                        max_bytes=self.config.dcgm_max_bytes,
                     )
                     self._utilization = dcgm.utilization_by_node(dcgm.parse_metrics(text))
                     self._utilization_time = rfc3339(self.clock())

@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
+from member_agent.dcgm import MAX_SCRAPE_BYTES
 from member_agent.trust import TrustError, normalize_hash
 
 TOKEN_ENV = "GPUFED_BOOTSTRAP_TOKEN"
@@ -50,6 +51,9 @@ class AgentConfig(BaseModel):
     report_interval: float = Field(default=30.0, gt=0)
     report_debounce: float = Field(default=1.0, ge=0)
     dcgm_interval: float = Field(default=15.0, gt=0)
+    #: A DCGM page larger than this is refused (and the refusal logged), so a misbehaving
+    #: exporter cannot exhaust the agent's memory; a 1,000-node cluster's page is about 15 MiB.
+    dcgm_max_bytes: int = Field(default=MAX_SCRAPE_BYTES, gt=0)
     #: Work statuses follow member events (pods, applied workloads) after this pause, which lets
     #: a burst of events settle into one status write.
     status_debounce: float = Field(default=0.2, ge=0)
@@ -148,6 +152,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--dcgm-interval", type=float, help="seconds between DCGM scrapes (default 15)")
     parser.add_argument(
+        "--dcgm-max-bytes",
+        type=int,
+        help="largest DCGM page the agent reads; a larger one is refused and logged (default 67108864, 64 MiB)",
+    )
+    parser.add_argument(
         "--status-resync-interval",
         type=float,
         help="seconds between recomputing every Work's status; member changes update it at once (default 60)",
@@ -195,6 +204,7 @@ def config_from_args(ns: argparse.Namespace) -> AgentConfig:
         "heartbeat_interval": "heartbeat_interval",
         "report_interval": "report_interval",
         "dcgm_interval": "dcgm_interval",
+        "dcgm_max_bytes": "dcgm_max_bytes",
         "status_resync_interval": "status_resync_interval",
     }
     for attr, key in intervals.items():

@@ -45,7 +45,8 @@ FB_USED = "DCGM_FI_DEV_FB_USED"
 #: The families :func:`parse_metrics` reads; every other line is skipped.
 WANTED_FAMILIES = frozenset({GR_ENGINE_ACTIVE, GPU_UTIL, FB_USED})
 DEFAULT_SCRAPE_TIMEOUT = 10.0
-#: An exporter answer larger than this is refused, so a misbehaving endpoint cannot exhaust memory.
+#: Default limit of an exporter answer (``--dcgm-max-bytes``): a larger page is refused, so a
+#: misbehaving endpoint cannot exhaust memory. A 1,000-node cluster's page is about 15 MiB.
 MAX_SCRAPE_BYTES = 64 * 2**20
 
 _METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
@@ -344,17 +345,44 @@ def _sortable(value: str) -> tuple[int, str]:
         return (1 << 30, value)
 
 
+async def _read_bounded(content: aiohttp.StreamReader, *, limit: int) -> bytes | None:
+    """The whole body, or None as soon as it grows past ``limit`` bytes.
+
+    ``StreamReader.read(n)`` returns what is buffered so far (one chunk), not ``n`` bytes, so
+    the body is read chunk by chunk until the end of the stream.
+    """
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in content.iter_any():
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 async def scrape(
-    session: aiohttp.ClientSession, url: str, *, request_timeout: float = DEFAULT_SCRAPE_TIMEOUT
+    session: aiohttp.ClientSession,
+    url: str,
+    *,
+    request_timeout: float = DEFAULT_SCRAPE_TIMEOUT,
+    max_bytes: int = MAX_SCRAPE_BYTES,
 ) -> str:
-    """The exporter's metrics text; raises :class:`ScrapeError` on any failure."""
+    """The exporter's whole metrics page; raises :class:`ScrapeError` on any failure, and when
+    the page is larger than ``max_bytes`` (the agent's ``--dcgm-max-bytes``)."""
     try:
         async with session.get(url, timeout=aiohttp.ClientTimeout(total=request_timeout)) as response:
             if response.status != 200:
                 raise ScrapeError(f"DCGM endpoint {url} answered HTTP {response.status}")
-            body = await response.content.read(MAX_SCRAPE_BYTES + 1)
-            if len(body) > MAX_SCRAPE_BYTES:
-                raise ScrapeError(f"DCGM endpoint {url} returned more than {MAX_SCRAPE_BYTES} bytes")
+            if response.content_length is not None and response.content_length > max_bytes:
+                body = None
+            else:
+                body = await _read_bounded(response.content, limit=max_bytes)
+            if body is None:
+                raise ScrapeError(
+                    f"DCGM endpoint {url} returned more than {max_bytes} bytes (the limit);"
+                    " the scrape is dropped: raise --dcgm-max-bytes if the page is that large"
+                )
             return body.decode("utf-8", errors="replace")
     except (aiohttp.ClientError, TimeoutError) as exc:
         raise ScrapeError(f"cannot scrape DCGM endpoint {url}: {exc!r}") from exc

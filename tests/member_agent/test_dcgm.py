@@ -273,3 +273,71 @@ async def test_scrape_reads_an_http_endpoint(exporter: str) -> None:
             await dcgm.scrape(session, f"{exporter}/broken", request_timeout=5)
         with pytest.raises(dcgm.ScrapeError):
             await dcgm.scrape(session, "http://127.0.0.1:1/metrics", request_timeout=5)
+
+
+def _large_page(gpus: int) -> str:
+    """A real-shaped exporter page of ``gpus`` busy whole GPUs (several hundred KiB for ~1,000)."""
+    lines = ["# HELP DCGM_FI_DEV_GPU_UTIL GPU utilization (in %).", "# TYPE DCGM_FI_DEV_GPU_UTIL gauge"]
+    for index in range(gpus):
+        node, gpu = divmod(index, 8)
+        lines.append(
+            f'DCGM_FI_DEV_GPU_UTIL{{gpu="{gpu}",UUID="GPU-{index:08x}-aaaa-bbbb-cccc-{index:012x}",'
+            f'pci_bus_id="00000000:{gpu:02X}:00.0",device="nvidia{gpu}",modelName="NVIDIA A100-SXM4-80GB",'
+            f'Hostname="node-{node:04d}",container="main",namespace="ml",pod="train-{index:05d}-abcdefgh"}} 55'
+        )
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture
+async def large_exporter() -> AsyncIterator[tuple[str, str]]:
+    """An aiohttp server answering a page larger than one read buffer, both with a
+    Content-Length (/metrics) and chunked in pieces as they are written (/stream)."""
+    page = _large_page(1200)
+
+    async def metrics(request: web.Request) -> web.Response:
+        return web.Response(text=page, content_type="text/plain")
+
+    async def stream(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/plain"})
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        data = page.encode()
+        for start in range(0, len(data), 16384):
+            await response.write(data[start : start + 16384])
+        await response.write_eof()
+        return response
+
+    app = web.Application()
+    app.router.add_get("/metrics", metrics)
+    app.router.add_get("/stream", stream)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        yield f"http://127.0.0.1:{port}", page
+    finally:
+        await runner.cleanup()
+
+
+@pytest.mark.parametrize("path", ["/metrics", "/stream"])
+async def test_scrape_reads_the_whole_of_a_page_larger_than_one_read_buffer(
+    large_exporter: tuple[str, str], path: str
+) -> None:
+    url, page = large_exporter
+    assert len(page) > 2**18  # far more than one chunk of the client's buffer
+    async with aiohttp.ClientSession() as session:
+        text = await dcgm.scrape(session, f"{url}{path}", request_timeout=10)
+    print(f"served {len(page)} bytes, scraped {len(text)}")
+    assert text == page
+    assert len(dcgm.parse_metrics(text)) == 1200
+
+
+@pytest.mark.parametrize("path", ["/metrics", "/stream"])
+async def test_scrape_refuses_a_page_over_the_size_limit(large_exporter: tuple[str, str], path: str) -> None:
+    url, page = large_exporter
+    async with aiohttp.ClientSession() as session:
+        with pytest.raises(dcgm.ScrapeError, match=r"more than 100000 bytes .*--dcgm-max-bytes"):
+            await dcgm.scrape(session, f"{url}{path}", request_timeout=10, max_bytes=100_000)
+        assert await dcgm.scrape(session, f"{url}{path}", request_timeout=10, max_bytes=len(page)) == page

@@ -102,6 +102,8 @@ def test_config_from_flags_and_cluster_file(tmp_path: Path, monkeypatch: pytest.
             "sha256:" + "A" * 64,
             "--heartbeat-interval",
             "2",
+            "--dcgm-max-bytes",
+            "1048576",
         )
     )
     assert cfg.provider == "aws"
@@ -110,6 +112,8 @@ def test_config_from_flags_and_cluster_file(tmp_path: Path, monkeypatch: pytest.
     assert cfg.pricing == {"NVIDIA-H100-80GB-HBM3": 9.5, "NVIDIA-A100-SXM4-80GB": 1.2}
     assert cfg.hub_ca_hash == "sha256:" + "a" * 64
     assert cfg.heartbeat_interval == 2
+    assert cfg.dcgm_max_bytes == 1048576
+    assert agent_config.config_from_args(parse(*BASE)).dcgm_max_bytes == 64 * 2**20
     assert (
         cfg.bootstrap_token is not None
         and cfg.bootstrap_token.get_secret_value() == "abcdef.0123456789abcdef"
@@ -125,6 +129,7 @@ def test_config_from_flags_and_cluster_file(tmp_path: Path, monkeypatch: pytest.
         (("--price", "A100=-1"), "negative"),
         (("--price", "A100=cheap"), "not a number"),
         (("--hub-ca-hash", "sha256:1234"), "sha256"),
+        (("--dcgm-max-bytes", "0"), "greater than 0"),
     ],
 )
 def test_bad_flags_are_explained(
