@@ -69,6 +69,7 @@ import asyncio
 import copy
 import logging
 import math
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -114,6 +115,7 @@ from controlplane.controllers.works import (
     encode_shapes,
 )
 from controlplane.interpreter.requirements import ReplicaRequirements
+from controlplane.metrics import observe_scheduling_latency
 from controlplane.scheduler.core.estimator import room_without
 from controlplane.scheduler.core.framework import BindingRequest, GpuShape
 from controlplane.scheduler.core.reservations import Demand, Reservations
@@ -826,6 +828,7 @@ class SchedulerController:
         previous = dict(request.previous)
         moved: dict[str, int] = {}
         result: ScheduleResult | None = None
+        started = time.perf_counter()  # gpufed_scheduling_duration_seconds: one decision's time
         try:
             if check.due:
                 evicted_decision = decide_with_evictions(
@@ -858,9 +861,11 @@ class SchedulerController:
                         self._move_blocked.add(key)  # retried on every capacity report
                     result = schedule(request, ordered, reservations=self.reservations, now=now)
         except Exception as exc:  # a bug in the decision must not stop the other bindings
+            observe_scheduling_latency(time.perf_counter() - started, result=ScheduledReason.SCHEDULER_ERROR)
             log.exception("scheduling %s failed", _key_text(key))
             await self._write_error(binding, f"the scheduler failed: {exc}")
             return UNPLACED_RETRY_SECONDS
+        observe_scheduling_latency(time.perf_counter() - started, result=result.condition.reason)
         # Every cluster due for eviction that the decision leaves gets an eviction task.
         evicted = {name: cause for name, cause in check.due.items() if name in previous and name not in result.clusters}
         waiting = {} if moved else moves

@@ -1,0 +1,65 @@
+"""The scheduler feeds ``gpufed_scheduling_duration_seconds``: a real hub (embedded etcd, HTTPS,
+token auth) schedules a Deployment, and its own ``/metrics`` shows the attempt by result."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import aiohttp
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from controlplane.apiserver.kubeconfig import load_kubeconfig
+from controlplane.apiserver.tls import client_ssl_context
+from controlplane.hub import Hub, HubConfig
+from tests.controllers.fleet import deployment, eventually, node_shape, propagation_policy, put_cluster
+
+COUNT = "gpufed_scheduling_duration_seconds_count"
+
+
+@pytest.fixture
+async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
+    async with Hub(HubConfig(state_dir=tmp_path / "hub", port=0)) as running:
+        yield running
+
+
+async def scheduling_counts(hub: Hub) -> dict[str, float]:
+    """``result`` -> attempts, read from the hub's /metrics over HTTPS with the admin token."""
+    credentials = load_kubeconfig(hub.kubeconfig_path)
+    connector = aiohttp.TCPConnector(ssl=client_ssl_context(credentials.ca_pem))
+    async with (
+        aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=10)) as session,
+        session.get(f"{hub.url}/metrics", headers={"Authorization": f"Bearer {credentials.token}"}) as response,
+    ):
+        assert response.status == 200, await response.text()
+        text = await response.text()
+    return {
+        sample.labels["result"]: sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == COUNT
+    }
+
+
+async def test_scheduling_a_binding_is_observed_in_the_hub_metrics(hub: Hub) -> None:
+    objects = hub.objects
+    assert objects is not None
+    before = await scheduling_counts(hub)
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    await put_cluster(objects, "gpu-a", node_shape(2, gpus=8), report_time=now)
+    deployments = objects.registry.require("apps/v1", "Deployment")
+    policies = objects.registry.require("policy.gpufed.io/v1alpha1", "PropagationPolicy")
+    await objects.create(policies, propagation_policy("spread"))
+    await objects.create(deployments, deployment("fits", replicas=2))
+    await objects.create(deployments, deployment("too-big", replicas=1, gpus=64))
+
+    async def counted() -> dict[str, float] | None:
+        counts = await scheduling_counts(hub)
+        grew = {result: n - before.get(result, 0.0) for result, n in counts.items() if n > before.get(result, 0.0)}
+        return grew if "Success" in grew and set(grew) - {"Success"} else None
+
+    grew = await eventually(counted, what="a Success and a failed scheduling attempt in /metrics")
+    print(f"scheduling attempts observed: {grew}")
+    assert grew["Success"] >= 1
