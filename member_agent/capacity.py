@@ -244,15 +244,52 @@ def _round_free(free: Mapping[str, int]) -> dict[str, int]:
     return out
 
 
+#: The training operator's labels on a job's pods (any launcher Job or ReplicaSet in between).
+LABEL_TRAINING_JOB = "training.kubeflow.org/job-name"
+LABEL_TRAINING_OPERATOR = "training.kubeflow.org/operator-name"
+#: ``training.kubeflow.org/operator-name`` -> the kind of the job (kubeflow training-operator v1
+#: and mpi-operator v2 names).
+TRAINING_OPERATOR_KINDS: Mapping[str, str] = {
+    "pytorchjob-controller": "PyTorchJob",
+    "mpijob-controller": "MPIJob",
+    "mpi-operator": "MPIJob",
+    "tfjob-controller": "TFJob",
+    "xgboostjob-controller": "XGBoostJob",
+    "paddlejob-controller": "PaddleJob",
+}
+#: KubeRay's labels on every pod of a RayCluster, naming the custom resource it came from
+#: (a RayJob's or RayService's cluster has its own generated name).
+LABEL_RAY_ORIGIN_KIND = "ray.io/originated-from-crd"
+LABEL_RAY_ORIGIN_NAME = "ray.io/originated-from-cr-name"
+LABEL_TEMPLATE_HASH = "pod-template-hash"
+#: Pod labels :func:`trim_pod` keeps: the ones :func:`owner_workload` reads.
+OWNER_LABELS = frozenset(
+    {LABEL_TEMPLATE_HASH, LABEL_TRAINING_JOB, LABEL_TRAINING_OPERATOR, LABEL_RAY_ORIGIN_KIND, LABEL_RAY_ORIGIN_NAME}
+)
+
+
 def owner_workload(pod: Mapping[str, Any]) -> dict[str, str] | None:
-    """The workload that owns a pod: a ReplicaSet named ``<deploy>-<pod-template-hash>``
-    is reported as its Deployment."""
+    """The workload that owns a pod, as the hub knows it (``{kind, name}``), or None for a bare pod.
+
+    * a training job's pods (``training.kubeflow.org/job-name`` with a known operator name): the
+      PyTorchJob / MPIJob ..., whatever sits in between (an MPIJob's launcher Job);
+    * KubeRay pods (``ray.io/originated-from-crd``/``-cr-name``): the RayJob, RayService or
+      RayCluster they came from, not the generated RayCluster of a RayJob;
+    * a ReplicaSet named ``<deploy>-<pod-template-hash>``: its Deployment;
+    * otherwise the controller owner (a Job, StatefulSet, PyTorchJob ...).
+    """
     metadata = pod.get("metadata") or {}
+    labels = metadata.get("labels") or {}
+    training_kind = TRAINING_OPERATOR_KINDS.get(str(labels.get(LABEL_TRAINING_OPERATOR) or ""))
+    if training_kind and labels.get(LABEL_TRAINING_JOB):
+        return {"kind": training_kind, "name": str(labels[LABEL_TRAINING_JOB])}
+    if labels.get(LABEL_RAY_ORIGIN_KIND) and labels.get(LABEL_RAY_ORIGIN_NAME):
+        return {"kind": str(labels[LABEL_RAY_ORIGIN_KIND]), "name": str(labels[LABEL_RAY_ORIGIN_NAME])}
     for ref in metadata.get("ownerReferences") or []:
         if not ref.get("controller", True):
             continue
         kind, name = str(ref.get("kind", "")), str(ref.get("name", ""))
-        template_hash = (metadata.get("labels") or {}).get("pod-template-hash")
+        template_hash = labels.get(LABEL_TEMPLATE_HASH)
         if kind == "ReplicaSet" and template_hash and name.endswith(f"-{template_hash}"):
             return {"kind": "Deployment", "name": name.removesuffix(f"-{template_hash}")}
         return {"kind": kind, "name": name}
@@ -328,6 +365,28 @@ def _allocations(node_pods: Iterable[tuple[Mapping[str, Any], dict[str, int]]]) 
     return out
 
 
+def _with_finished_holders(
+    allocations: list[PodAllocation],
+    devices: Sequence[Mapping[str, Any]],
+    finished: Mapping[tuple[str, str], Mapping[str, Any]],
+) -> list[PodAllocation]:
+    """``allocations`` plus the finished pods the node's DCGM series still name, with their
+    owners (so their GPU time is the workload's, not a nameless pod's)."""
+    listed = {(a.namespace, a.name) for a in allocations}
+    out = list(allocations)
+    for device in devices:
+        key = (str(device.get("namespace") or ""), str(device.get("pod") or ""))
+        pod = finished.get(key)
+        if pod is None or key in listed:
+            continue
+        listed.add(key)
+        owner = owner_workload(pod) or {}
+        out.append(
+            PodAllocation(namespace=key[0], name=key[1], owner_kind=owner.get("kind"), owner_name=owner.get("name"))
+        )
+    return out
+
+
 def summarize(
     nodes: Sequence[Mapping[str, Any]],
     pods: Iterable[Mapping[str, Any]],
@@ -347,8 +406,12 @@ def summarize(
     node_names = {str((n.get("metadata") or {}).get("name")) for n in nodes}
     allocated_by_node: dict[str, dict[str, int]] = {}
     pods_by_node: dict[str, list[tuple[Mapping[str, Any], dict[str, int]]]] = {}
+    # Finished pods still named by DCGM series (the exporter lags): their owners are still known.
+    finished: dict[tuple[str, str], Mapping[str, Any]] = {}
     for pod in pods:
         if not pod_is_active(pod):
+            metadata = pod.get("metadata") or {}
+            finished[(str(metadata.get("namespace") or ""), str(metadata.get("name") or ""))] = pod
             continue
         node_name = str(pod["spec"]["nodeName"])
         if node_name not in node_names:
@@ -418,7 +481,7 @@ def summarize(
                     shared_replicas=shared_replicas(labels, c.RESOURCE_GPU),
                     labels=utilization_labels(node),
                     devices=devices,
-                    pods=_allocations(pods_by_node.get(name, ())),
+                    pods=_with_finished_holders(_allocations(pods_by_node.get(name, ())), devices, finished),
                 )
             )
 
@@ -504,7 +567,7 @@ def trim_pod(pod: Mapping[str, Any]) -> dict[str, Any]:
     spec = pod.get("spec") or {}
     status = pod.get("status") or {}
     labels = metadata.get("labels") or {}
-    trimmed_labels = {k: v for k, v in labels.items() if k == "pod-template-hash"}
+    trimmed_labels = {k: v for k, v in labels.items() if k in OWNER_LABELS}
     return {
         "metadata": {
             "name": metadata.get("name"),

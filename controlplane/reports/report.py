@@ -131,10 +131,10 @@ def _pct(part: float, whole: float) -> str:
 
 def _key_text(key: Mapping[str, str | None]) -> str:
     if "workload" in key:
+        # namespace/Kind/name: the hub workload (a Deployment's pods are under their Deployment).
         rest = {k: v for k, v in key.items() if k not in ("namespace", "workload")}
-        shown = describe_workload(key.get("namespace") or "", key.get("workload") or "")
-        if not (key.get("namespace") or key.get("workload")):
-            shown = "(no workload)"
+        namespace, workload = key.get("namespace") or "", key.get("workload") or ""
+        shown = "/".join(part for part in (namespace, workload) if part) or "(no workload)"
         return " ".join([*(_value_text(k, v) for k, v in rest.items()), shown])
     return " ".join(_value_text(k, v) for k, v in key.items())
 

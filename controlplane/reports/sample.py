@@ -19,7 +19,10 @@ instant, who holds each device and how busy it is, plus the fleet's pending GPU 
 * ``ResourceBinding`` objects: replicas the scheduler has not placed
   (``spec.replicas`` minus the sum of ``spec.clusters[].replicas``) are pending demand.
 * ``Work`` objects: ``status.manifestStatuses[].unschedulable.pods`` are pending demand too
-  (pods the member's scheduler could not place; they may run anywhere else).
+  (pods the member's scheduler could not place; they may run anywhere else). A pod the agent
+  reported without an owner is put under the workload propagated to its cluster whose pods are
+  named like it (``infer-56fd5b7d5-9rdjm`` under Deployment ``infer``), so a report by workload
+  shows hub workloads, not raw pods.
 
 Adapter rules, exactly:
 
@@ -999,6 +1002,62 @@ def _work_demand(
     return demands
 
 
+#: How each kind's controller names its pods after ``<workload>-`` (kube's generateName rules:
+#: a Deployment's ReplicaSet adds its pod-template-hash, a Job's pods a random suffix...).
+_POD_NAME_AFTER_WORKLOAD: Mapping[str, re.Pattern[str]] = {
+    "Deployment": re.compile(r"[a-z0-9]+-[a-z0-9]{5}"),
+    "StatefulSet": re.compile(r"\d+"),
+    "Job": re.compile(r"(\d+-)?[a-z0-9]{5}"),
+    "PyTorchJob": re.compile(r"(master|worker)-\d+"),
+    "MPIJob": re.compile(r"launcher(-[a-z0-9]{5})?|worker-\d+"),
+    "RayCluster": re.compile(r"[a-z0-9-]+"),
+    "RayJob": re.compile(r"[a-z0-9-]+"),
+}
+
+
+def _propagated(works: Iterable[Mapping[str, Any]]) -> dict[str, list[tuple[str, str, str]]]:
+    """Per member cluster, the (namespace, kind, name) of the workloads its Works carry."""
+    out: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
+    for work in works:
+        namespace = str(_mapping(work.get("metadata")).get("namespace") or "")
+        if not namespace.startswith(c.EXECUTION_NAMESPACE_PREFIX):
+            continue
+        member = namespace.removeprefix(c.EXECUTION_NAMESPACE_PREFIX)
+        for manifest in _list(_mapping(_mapping(work.get("spec")).get("workload")).get("manifests")):
+            kind = str(_mapping(manifest).get("kind") or "")
+            metadata = _mapping(_mapping(manifest).get("metadata"))
+            if kind in _POD_NAME_AFTER_WORKLOAD and metadata.get("name"):
+                out[member].append((str(metadata.get("namespace") or ""), kind, str(metadata["name"])))
+    return out
+
+
+def _owner_by_name(holder: PodRef, workloads: Sequence[tuple[str, str, str]]) -> PodRef:
+    """A pod the agent reported without an owner (the exporter named it before the agent saw it,
+    or after it was gone) under the propagated workload whose pods are named like it."""
+    best: tuple[str, str] | None = None
+    for namespace, kind, name in workloads:
+        if namespace != holder.namespace or not holder.pod.startswith(f"{name}-"):
+            continue
+        if _POD_NAME_AFTER_WORKLOAD[kind].fullmatch(holder.pod[len(name) + 1 :]) is None:
+            continue
+        if best is None or len(name) > len(best[1]):
+            best = (kind, name)
+    return holder if best is None else replace(holder, kind=best[0], name=best[1])
+
+
+def _with_owners_by_name(cluster: ClusterSample, workloads: Sequence[tuple[str, str, str]]) -> ClusterSample:
+    def resolved(device: DeviceSample) -> DeviceSample:
+        holder = device.allocated_to
+        if holder is None or holder.kind or not holder.pod:
+            return device
+        return replace(device, allocated_to=_owner_by_name(holder, workloads))
+
+    if not workloads:
+        return cluster
+    nodes = tuple(replace(node, devices=tuple(resolved(d) for d in node.devices)) for node in cluster.nodes)
+    return replace(cluster, nodes=nodes)
+
+
 def sample_from_cluster_statuses(
     clusters: Iterable[Mapping[str, Any]],
     bindings: Iterable[Mapping[str, Any]],
@@ -1027,8 +1086,11 @@ def sample_from_cluster_statuses(
         known, demands = parsed
         constraints[(known.namespace, known.workload)] = known
         pending.extend(demands)
-    for work in works:
-        pending.extend(_work_demand(_mapping(work), constraints))
+    work_list = [_mapping(w) for w in works]
+    for work in work_list:
+        pending.extend(_work_demand(work, constraints))
+    propagated = _propagated(work_list)
+    samples = tuple(_with_owners_by_name(sample, propagated.get(sample.name, ())) for sample in samples)
     return FleetSample(
         time=now,
         clusters=samples,

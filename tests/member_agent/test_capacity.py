@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from controlplane.reports.sample import expand_utilization
 from member_agent import capacity
 
 NOW = "2025-01-01T00:00:00Z"
@@ -309,6 +310,29 @@ def test_ready_transition_time_moves_only_on_status_change() -> None:
             {"kind": "PyTorchJob", "name": "bert"},
         ),
         (None, {}, None),
+        # An MPIJob's launcher is a Job (mpi-operator v2); the operator's labels name the MPIJob.
+        (
+            {"kind": "Job", "name": "allreduce-launcher", "controller": True},
+            {"training.kubeflow.org/job-name": "allreduce", "training.kubeflow.org/operator-name": "mpi-operator"},
+            {"kind": "MPIJob", "name": "allreduce"},
+        ),
+        (
+            {"kind": "PyTorchJob", "name": "bert", "controller": True},
+            {"training.kubeflow.org/job-name": "bert", "training.kubeflow.org/operator-name": "pytorchjob-controller"},
+            {"kind": "PyTorchJob", "name": "bert"},
+        ),
+        # A RayJob's pods belong to a RayCluster with a generated name; KubeRay's labels name the RayJob.
+        (
+            {"kind": "RayCluster", "name": "tune-raycluster-x7k2p", "controller": True},
+            {"ray.io/originated-from-crd": "RayJob", "ray.io/originated-from-cr-name": "tune"},
+            {"kind": "RayJob", "name": "tune"},
+        ),
+        # An operator name it does not know: the controller owner, as before.
+        (
+            {"kind": "Job", "name": "x-launcher", "controller": True},
+            {"training.kubeflow.org/job-name": "x", "training.kubeflow.org/operator-name": "other"},
+            {"kind": "Job", "name": "x-launcher"},
+        ),
     ],
 )
 def test_owner_workload(
@@ -426,3 +450,30 @@ def test_thousand_node_cluster_report_is_compact() -> None:
     assert gpu[("nvidia.com/gpu", 1)]["allocated"] == 250 * 3
     assert gpu[("nvidia.com/gpu", 10)]["allocated"] == 250 * 2
     assert gpu[("nvidia.com/mig-1g.10gb", 1)]["allocated"] == sum((i // 4) % 4 for i in range(1, 1000, 4))
+
+
+def test_owner_labels_survive_trimming() -> None:
+    labels = {"ray.io/originated-from-crd": "RayJob", "ray.io/originated-from-cr-name": "tune", "app": "x"}
+    owner = {"kind": "RayCluster", "name": "tune-raycluster-x7k2p", "controller": True}
+    trimmed = capacity.trim_pod(pod("p", "n1", owner=owner, labels=labels))
+    assert capacity.owner_workload(trimmed) == {"kind": "RayJob", "name": "tune"}
+
+
+def test_a_finished_pod_dcgm_still_names_is_reported_under_its_deployment() -> None:
+    """The exporter still names a pod that just finished (or is gone from the node's active pods):
+    its GPU time belongs to its Deployment, not to a nameless ``Pod/infer-weighted-56fd5b7d5-9rdjm``."""
+    nodes = [node("n1", resources={"nvidia.com/gpu": "8"}, labels=A100)]
+    owner = {"kind": "ReplicaSet", "name": "infer-weighted-56fd5b7d5", "controller": True}
+    finished = pod(
+        "infer-weighted-56fd5b7d5-9rdjm", "n1", limits={"nvidia.com/gpu": "1"}, namespace="gpu",
+        owner=owner, labels={"pod-template-hash": "56fd5b7d5"}, phase="Succeeded",
+    )
+    devices = {"n1": [{"gpu": 0, "uuid": "GPU-0", "pod": finished["metadata"]["name"], "namespace": "gpu",
+                       "utilization": 0.4}]}
+    for pods in ([finished], [capacity.trim_pod(finished)]):
+        status = capacity.summarize(nodes, pods, now=NOW, utilization=devices, utilization_time=NOW)
+        [entry] = expand_utilization(status["utilization"])
+        assert entry["pods"] == [
+            {"pod": "infer-weighted-56fd5b7d5-9rdjm", "namespace": "gpu", "resources": {},
+             "owner": {"kind": "Deployment", "name": "infer-weighted"}}
+        ]
