@@ -136,8 +136,10 @@ def test_walkthrough_matches_readme(processes: ProcessGroup, tmp_path: Path) -> 
 
             out = wait_for(idle_reported, timeout=240, interval=5,
                            what="the waste report to list ml/llm-serving as idle, with idle GPU-hours above 0.0")
-            states = [line.split()[0] for line in out.splitlines() if re.match(r"^(busy|idle-allocated|free-|unavailable)", line)]
-            assert states == ["busy", "idle-allocated", "free-needed", "free-fragmented", "free-spare", "unavailable"]
+            states = [line.split()[0] for line in out.splitlines()
+                      if re.match(r"^(busy|idle-allocated|unmeasured|free-\S+|unavailable)\s", line)]
+            assert states == ["busy", "idle-allocated", "unmeasured", "free-needed", "free-fragmented", "free-spare",
+                              "unavailable"]
             idle_line = next(line for line in out.splitlines() if line.startswith("idle-allocated"))
             assert float(idle_line.split()[1]) > 0, out
             assert "RECOMMENDATIONS" in out and "right-size" in out

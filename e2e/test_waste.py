@@ -171,12 +171,13 @@ def test_idle_and_stranded_gpus_are_reported_with_hand_computed_dollars(
 
     hours, dollars = report["totals"]["gpu_hours"], report["totals"]["cost_usd"]
     expected_hours = {
-        "busy": 1 * observed, "idle-allocated": 2 * observed, "free-needed": 0.0,
+        "busy": 1 * observed, "idle-allocated": 2 * observed, "unmeasured": 0.0, "free-needed": 0.0,
         "free-fragmented": 1 * observed, "free-spare": 1 * observed, "unavailable": 0.0,
     }
     expected_dollars = {
         "busy": 1 * observed * PRICE["gpu-a"],
         "idle-allocated": 2 * observed * PRICE["gpu-a"],
+        "unmeasured": 0.0,  # every agent has a DCGM source
         "free-needed": 0.0,
         "free-fragmented": 7 * (1 / 7) * observed * PRICE["mig-b"],
         "free-spare": 1 * observed * PRICE["gpu-a"],

@@ -46,6 +46,7 @@ from typing import Any
 from controlplane.reports.classify import (
     ALLOCATED_STATES,
     DEFAULT_THRESHOLD,
+    MEASURED_STATES,
     DeviceState,
     WasteState,
     classify_fleet,
@@ -348,6 +349,7 @@ class Accumulator:
                 unobserved += bucket.unobserved * fraction
                 _add_into(cells, bucket.cells, fraction)
                 _add_into(opportunities, bucket.opportunities, fraction)
+        now = self._cursor
         report = WasteReport(
             window_from=start.astimezone(UTC),
             window_to=end.astimezone(UTC),
@@ -356,8 +358,9 @@ class Accumulator:
             by=dimensions,
             totals=_totals(cells.items()),
             groups=_groups(cells, dimensions),
-            workloads=_workloads(cells, observed),
-            opportunities=_opportunity_totals(opportunities, observed),
+            workloads=_workloads(cells, observed, now=now.cells if now else {}),
+            opportunities=_opportunity_totals(opportunities, observed, now=now.opportunities if now else {}),
+            unmeasured=_unmeasured(cells),
         )
         return replace(report, recommendations=tuple(recommend(report)))
 
@@ -502,13 +505,20 @@ def _groups(cells: Mapping[CellKey, list[float]], dimensions: Sequence[Dimension
     return tuple(groups)
 
 
-def _workloads(cells: Mapping[CellKey, list[float]], observed: float) -> tuple[WorkloadUsage, ...]:
+def _workloads(
+    cells: Mapping[CellKey, list[float]],
+    observed: float,
+    *,
+    now: Mapping[CellKey, Sequence[float]],
+) -> tuple[WorkloadUsage, ...]:
+    """Per-workload usage over the window (``cells``), with what each holds in the newest
+    sample (``now``, the held sample's per-second rates)."""
     usage: dict[tuple[str, str], list[float]] = {}
     for (state, _, _, _, namespace, workload), values in cells.items():
         if WasteState(state) not in ALLOCATED_STATES or not (namespace or workload):
             continue
-        # allocated GPU-s, util x GPU-s, known GPU-s, idle GPU-s, idle $, $
-        slot = usage.setdefault((namespace, workload), [0.0] * 6)
+        # allocated GPU-s, util x GPU-s, known GPU-s, idle GPU-s, idle $, $, measured GPU-s
+        slot = usage.setdefault((namespace, workload), [0.0] * 7)
         slot[0] += values[_GPU]
         slot[1] += values[_UTIL]
         slot[2] += values[_KNOWN]
@@ -516,6 +526,14 @@ def _workloads(cells: Mapping[CellKey, list[float]], observed: float) -> tuple[W
         if state == WasteState.IDLE_ALLOCATED:
             slot[3] += values[_GPU]
             slot[4] += values[_USD]
+        if WasteState(state) in MEASURED_STATES:
+            slot[6] += values[_GPU]
+    held: dict[tuple[str, str], list[float]] = {}
+    for (state, _, _, _, namespace, workload), rates in now.items():
+        if WasteState(state) in ALLOCATED_STATES and (namespace or workload):
+            holding = held.setdefault((namespace, workload), [0.0, 0.0])
+            holding[0] += rates[_GPU]
+            holding[1] += rates[_USD] * 3600.0
     out = [
         WorkloadUsage(
             namespace=namespace,
@@ -526,18 +544,34 @@ def _workloads(cells: Mapping[CellKey, list[float]], observed: float) -> tuple[W
             idle_gpu_hours=idle / 3600.0,
             idle_cost_usd=idle_usd,
             cost_usd=usd,
+            measured_gpu_hours=measured / 3600.0,
+            gpus_now=held.get((namespace, workload), [0.0, 0.0])[0],
+            cost_usd_per_hour_now=held.get((namespace, workload), [0.0, 0.0])[1],
         )
-        for (namespace, workload), (gpu_seconds, util, known, idle, idle_usd, usd) in usage.items()
+        for (namespace, workload), (gpu_seconds, util, known, idle, idle_usd, usd, measured) in usage.items()
     ]
     out.sort(key=lambda w: (-w.idle_cost_usd, -w.idle_gpu_hours, w.namespace, w.workload))
     return tuple(out)
 
 
+def _unmeasured(cells: Mapping[CellKey, list[float]]) -> tuple[tuple[str, float], ...]:
+    """GPU-hours allocated with no utilization measured, per cluster, largest first."""
+    hours: dict[str, float] = {}
+    for (state, cluster, *_), values in cells.items():
+        if state == WasteState.UNMEASURED and values[_GPU] > 0:
+            hours[cluster] = hours.get(cluster, 0.0) + values[_GPU] / 3600.0
+    return tuple(sorted(hours.items(), key=lambda item: (-item[1], item[0])))
+
+
 def _opportunity_totals(
-    opportunities: Mapping[OpportunityKey, list[float]], observed: float
+    opportunities: Mapping[OpportunityKey, list[float]],
+    observed: float,
+    *,
+    now: Mapping[OpportunityKey, Sequence[float]],
 ) -> tuple[OpportunityTotal, ...]:
     if observed <= 0:
         return ()
+    zero = (0.0, 0.0, 0.0)
     out = [
         OpportunityTotal(
             kind=key[0],
@@ -546,6 +580,9 @@ def _opportunity_totals(
             mean_gpus=values[_OPP_GPU] / observed,
             savings_usd=values[_SAVED],
             savings_usd_per_day=values[_SAVED] / observed * SECONDS_PER_DAY,
+            units_now=now.get(key, zero)[_UNITS],
+            gpus_now=now.get(key, zero)[_OPP_GPU],
+            savings_usd_per_hour_now=now.get(key, zero)[_SAVED] * 3600.0,
         )
         for key, values in opportunities.items()
     ]

@@ -8,9 +8,11 @@ The rules, in the order they are applied:
 
 1. **unavailable** -- the device's cluster or node is not Ready. The holder (if any) is kept
    so per-workload reports can show it, but the device is neither busy nor waste.
-2. **busy** / **idle-allocated** -- the device is allocated to a pod: busy when its
-   utilization is at least ``threshold`` (default 10 %), idle-allocated below it. Unknown
-   utilization (no DCGM value) counts as busy: a missing metric is not evidence of waste.
+2. **busy** / **idle-allocated** / **unmeasured** -- the device is allocated to a pod: busy
+   when its utilization is at least ``threshold`` (default 10 %), idle-allocated below it, and
+   unmeasured ("allocated, not measured") when no utilization is known (no DCGM value, e.g. a
+   member whose agent has no ``--dcgm-url``): neither busy nor idle, so a report never claims
+   a waste figure, high or low, it did not measure.
 3. **unavailable** -- a free device on a cordoned node or in a cordoned cluster: an operator
    took it out of service, so no pending work can use it either.
 4. **free-needed** -- a free device that a pending replica could run on. A pending demand
@@ -54,6 +56,8 @@ class WasteState(StrEnum):
 
     BUSY = "busy"
     IDLE_ALLOCATED = "idle-allocated"
+    UNMEASURED = "unmeasured"
+    """Allocated to a pod, utilization not measured (no DCGM value): neither busy nor idle."""
     FREE_NEEDED = "free-needed"
     FREE_FRAGMENTED = "free-fragmented"
     FREE_SPARE = "free-spare"
@@ -64,7 +68,9 @@ class WasteState(StrEnum):
 STATES: tuple[WasteState, ...] = tuple(WasteState)
 #: States counted as waste in ``waste_pct`` (free-spare is idle cost, unavailable is apart).
 WASTE_STATES = frozenset({WasteState.IDLE_ALLOCATED, WasteState.FREE_NEEDED, WasteState.FREE_FRAGMENTED})
-ALLOCATED_STATES = frozenset({WasteState.BUSY, WasteState.IDLE_ALLOCATED})
+ALLOCATED_STATES = frozenset({WasteState.BUSY, WasteState.IDLE_ALLOCATED, WasteState.UNMEASURED})
+#: Allocated states whose utilization was measured (the ones an idle share is taken of).
+MEASURED_STATES = frozenset({WasteState.BUSY, WasteState.IDLE_ALLOCATED})
 FREE_STATES = frozenset({WasteState.FREE_NEEDED, WasteState.FREE_FRAGMENTED, WasteState.FREE_SPARE})
 
 
@@ -154,7 +160,9 @@ def _state_of(
 
 
 def _allocated_state(device: DeviceSample, threshold: float) -> WasteState:
-    if device.utilization is None or device.utilization >= threshold:
+    if device.utilization is None:
+        return WasteState.UNMEASURED
+    if device.utilization >= threshold:
         return WasteState.BUSY
     return WasteState.IDLE_ALLOCATED
 

@@ -20,13 +20,24 @@ Two halves, both pure:
     at the waiting replicas' GPU share, x the price.
 
 * :func:`recommend` turns a :class:`~controlplane.reports.summary.WasteReport` into sentences
-  with ``savings_usd_per_day``: the accumulated move and repartition opportunities, and
-  **right-size** for workloads that were idle-allocated (savings = their idle cost per day).
-  Per-day figures are the window's savings divided by the observed days.
+  with ``savings_usd_per_day``. A recommendation is something to do *now*, so each is about the
+  fleet as of the newest sample and its savings are the current rate x 24 h:
+
+  - **right-size** a workload that holds GPUs now and was idle-allocated during the window:
+    saves its current GPU cost x the idle share of its measured GPU-hours (time with no
+    utilization measured is neither idle nor busy);
+  - **move** replicas that run now where a cheaper cluster has room now;
+  - **repartition** MIG slices stranded now while other profiles wait.
+
+  A workload that is gone (no GPUs in the newest sample) gets nothing, and figures say what
+  they are: GPUs held now, GPU-hours over the window. Savings never count twice: a move of a
+  workload that is also right-sized covers only the replicas it still needs afterwards (its
+  busy share), so the two recommendations' savings add up to what doing both saves.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -252,36 +263,47 @@ def _plural(count: str, word: str) -> str:
     return f"{count} {word}" if count == "1" else f"{count} {word}s"
 
 
-def _move_text(total: OpportunityTotal) -> str:
+def _move_text(total: OpportunityTotal, *, keep: float, after_right_size: bool) -> str:
     namespace, workload, source, source_product, source_price, dest, dest_product, dest_price = total.key
-    replicas = _count(total.mean_units)
-    gpus = _count(total.mean_gpus)
+    replicas = _count(total.units_now * keep)
+    gpus = _count(total.gpus_now * keep)
+    after = " it still needs after right-sizing" if after_right_size else ""
     return (
-        f"{_plural(replicas, 'replica')} of {describe_workload(namespace, workload)}"
+        f"{_plural(replicas, 'replica')}{after} of {describe_workload(namespace, workload)}"
         f" {'runs' if replicas == '1' else 'run'} on {source} {source_product}"
-        f" at ${source_price}/h while {_plural(gpus, 'GPU')} of {dest_product} in {dest} (${dest_price}/h) sat free:"
-        f" moving them saves {_money(total.savings_usd_per_day)}/day"
+        f" at ${source_price}/h while {_plural(gpus, 'GPU')} of {dest_product} in {dest} (${dest_price}/h) sit free:"
+        f" moving them saves {_money(total.savings_usd_per_hour_now * keep * 24.0)}/day"
     )
 
 
 def _repartition_text(total: OpportunityTotal) -> str:
     cluster, product, profile, wanted, _ = total.key
-    slices = _count(total.mean_units)
+    slices = _count(total.units_now)
     what = "unpartitioned GPU slices" if profile == UNPARTITIONED else f"{profile} slices"
     wanted_text = " / ".join(wanted.split(","))
     return (
         f"{cluster} {product} nodes: {slices} free {what} stranded while {wanted_text} requests wait:"
-        f" repartition (saves up to {_money(total.savings_usd_per_day)}/day)"
+        f" repartition (saves up to {_money(total.savings_usd_per_hour_now * 24.0)}/day)"
     )
+
+
+def _hours_text(value: float) -> str:
+    return f"{value:.2f}" if value < 10 else f"{value:,.1f}"
 
 
 def _right_size_text(usage: WorkloadUsage, per_day: float) -> str:
     utilization = "unknown" if usage.mean_utilization is None else f"{usage.mean_utilization:.0%}"
     return (
-        f"{describe_workload(usage.namespace, usage.workload)} holds {usage.allocated_gpus:.1f} GPUs at {utilization}"
-        f" mean utilization ({usage.idle_gpu_hours:.1f} idle GPU-hours, {_money(usage.idle_cost_usd)}):"
+        f"{describe_workload(usage.namespace, usage.workload)} holds {_plural(_count(usage.gpus_now), 'GPU')} now;"
+        f" over the window {_hours_text(usage.idle_gpu_hours)} of its {_hours_text(usage.measured_gpu_hours)}"
+        f" measured GPU-hours were idle ({utilization} mean utilization, {_money(usage.idle_cost_usd)}):"
         f" right-size or scale it down: saves {_money(per_day)}/day"
     )
+
+
+def right_size_savings_per_day(usage: WorkloadUsage) -> float:
+    """What right-sizing ``usage`` saves per day: its GPUs' cost now x its idle share."""
+    return usage.cost_usd_per_hour_now * usage.idle_share * 24.0 if usage.live else 0.0
 
 
 def recommend(
@@ -292,24 +314,26 @@ def recommend(
 ) -> list[Recommendation]:
     """The report's recommendations, largest savings first, at most ``limit``."""
     out: list[Recommendation] = []
+    right_sized: dict[tuple[str, str], float] = {}
+    for usage in report.workloads:
+        per_day = right_size_savings_per_day(usage)
+        if per_day >= min_savings_usd_per_day:
+            right_sized[(usage.namespace, usage.workload)] = usage.idle_share
+            out.append(Recommendation(RecommendationKind.RIGHT_SIZE, _right_size_text(usage, per_day), per_day))
     for total in report.opportunities:
-        if total.savings_usd_per_day < min_savings_usd_per_day:
-            continue
+        if total.units_now <= 0:
+            continue  # not there any more: nothing to act on
         if total.kind == OpportunityKind.MOVE:
-            out.append(Recommendation(RecommendationKind.MOVE, _move_text(total), total.savings_usd_per_day))
+            # Only the whole replicas still needed after right-sizing move.
+            idle = right_sized.get((total.key[0], total.key[1]), 0.0)
+            keep = math.floor(total.units_now * (1.0 - idle) + 1e-9) / total.units_now
+            per_day = total.savings_usd_per_hour_now * keep * 24.0
+            if keep > 0 and per_day >= min_savings_usd_per_day:
+                text = _move_text(total, keep=keep, after_right_size=idle > 0)
+                out.append(Recommendation(RecommendationKind.MOVE, text, per_day))
         elif total.kind == OpportunityKind.REPARTITION:
-            out.append(
-                Recommendation(
-                    RecommendationKind.REPARTITION, _repartition_text(total), total.savings_usd_per_day
-                )
-            )
-    days = report.observed_days
-    if days > 0:
-        for usage in report.workloads:
-            per_day = usage.idle_cost_usd / days
+            per_day = total.savings_usd_per_hour_now * 24.0
             if per_day >= min_savings_usd_per_day:
-                out.append(
-                    Recommendation(RecommendationKind.RIGHT_SIZE, _right_size_text(usage, per_day), per_day)
-                )
+                out.append(Recommendation(RecommendationKind.REPARTITION, _repartition_text(total), per_day))
     out.sort(key=lambda r: (-r.savings_usd_per_day, r.kind, r.text))
     return out[:limit]

@@ -9,12 +9,19 @@ The JSON contract (``gpufed waste -o json``; fields may be added, never renamed)
      "by": [dimension, ...],
      "totals": {"gpu_hours": {<state>: f, ...}, "cost_usd": {<state>: f, ...}, "waste_pct": f,
                 "gpu_hours_total": f, "cost_usd_total": f, "waste_gpu_hours": f, "waste_cost_usd": f},
+     "unmeasured": [{"cluster", "gpu_hours"}],
      "groups": [{"key": {...}, "gpu_hours": {...}, "cost_usd": {...}, "waste_pct": f}],
-     "top_idle_workloads": [{"namespace", "workload", "allocated_gpus", "mean_utilization",
+     "top_idle_workloads": [{"namespace", "workload", "gpus_now", "allocated_gpu_hours",
+                             "measured_gpu_hours", "allocated_gpus", "mean_utilization",
                              "idle_gpu_hours", "idle_cost_usd", "cost_usd"}],
      "recommendations": [{"kind", "text", "savings_usd_per_day"}]}
 
-with every state of DESIGN.md's table present in each ``gpu_hours``/``cost_usd`` map.
+with every state of DESIGN.md's table present in each ``gpu_hours``/``cost_usd`` map (the
+``unmeasured`` state is allocated GPU time with no utilization measured: neither busy nor idle,
+and left out of ``waste_pct``'s denominator). ``unmeasured`` lists that time per cluster (largest
+first). Per workload, ``gpus_now`` is what it holds in the newest sample, ``allocated_gpu_hours``
+what it held over the window (``measured_gpu_hours`` of it with a utilization), and
+``allocated_gpus`` the window's mean (GPU-hours / observed hours), not a GPU count.
 """
 
 from __future__ import annotations
@@ -71,6 +78,9 @@ def to_json(report: WasteReport, *, top: int = DEFAULT_TOP) -> dict[str, Any]:
         }
     )
     return {
+        "unmeasured": [
+            {"cluster": cluster, "gpu_hours": round(hours, _HOURS_DIGITS)} for cluster, hours in report.unmeasured
+        ],
         "window": {
             "from": format_time(report.window_from),
             "to": format_time(report.window_to),
@@ -84,6 +94,9 @@ def to_json(report: WasteReport, *, top: int = DEFAULT_TOP) -> dict[str, Any]:
             {
                 "namespace": w.namespace,
                 "workload": w.workload,
+                "gpus_now": round(w.gpus_now, 3),
+                "allocated_gpu_hours": round(w.allocated_gpu_hours, _HOURS_DIGITS),
+                "measured_gpu_hours": round(w.measured_gpu_hours, _HOURS_DIGITS),
                 "allocated_gpus": round(w.allocated_gpus, 3),
                 "mean_utilization": None if w.mean_utilization is None else round(w.mean_utilization, 4),
                 "idle_gpu_hours": round(w.idle_gpu_hours, _HOURS_DIGITS),
@@ -145,6 +158,23 @@ def _value_text(name: str, value: str | None) -> str:
     return "(whole GPU)" if name == "profile" else f"(no {name})"
 
 
+def _count(value: float) -> str:
+    """GPUs held: whole numbers as such, shares (MIG, time-slicing) with two decimals."""
+    return str(round(value)) if abs(value - round(value)) < 0.005 else f"{value:.2f}"
+
+
+def _unmeasured_lines(report: WasteReport) -> list[str]:
+    """The header's warning that some allocated GPU time has no utilization (neither busy nor idle)."""
+    if not report.unmeasured:
+        return []
+    hours = sum(h for _, h in report.unmeasured)
+    clusters = ", ".join(cluster for cluster, _ in report.unmeasured)
+    return [
+        f"Utilization not measured for {hours:,.2f} GPU-hours on clusters {clusters}"
+        " (no DCGM data): counted as unmeasured, neither busy nor idle"
+    ]
+
+
 def render_table(report: WasteReport, *, top: int = DEFAULT_TOP) -> str:
     """A human-readable report: states, groups, top idle workloads and recommendations."""
     totals = report.totals
@@ -153,6 +183,7 @@ def render_table(report: WasteReport, *, top: int = DEFAULT_TOP) -> str:
         f" (observed {report.observed_seconds / 3600.0:,.1f} h"
         + (f", unobserved {report.unobserved_seconds / 3600.0:,.1f} h" if report.unobserved_seconds else "")
         + ")",
+        *_unmeasured_lines(report),
         "",
     ]
     rows = [
@@ -175,7 +206,7 @@ def render_table(report: WasteReport, *, top: int = DEFAULT_TOP) -> str:
     out += _table(["STATE", "GPU-HOURS", "COST", "SHARE"], rows)
     out += [
         "",
-        f"Waste: {totals.waste_pct:.1f}% of available GPU-hours ({_hours(totals.waste_gpu_hours)} GPU-hours,"
+        f"Waste: {totals.waste_pct:.1f}% of available, measured GPU-hours ({_hours(totals.waste_gpu_hours)} GPU-hours,"
         f" {_usd(totals.waste_cost_usd)}: idle-allocated + free-needed + free-fragmented)",
     ]
     if report.groups:
@@ -197,11 +228,12 @@ def render_table(report: WasteReport, *, top: int = DEFAULT_TOP) -> str:
     out += ["", "TOP IDLE WORKLOADS"]
     if idle:
         out += _table(
-            ["WORKLOAD", "GPUS", "MEAN UTIL", "IDLE GPU-H", "IDLE COST"],
+            ["WORKLOAD", "GPUS NOW", "GPU-H", "MEAN UTIL", "IDLE GPU-H", "IDLE COST"],
             [
                 [
                     describe_workload(w.namespace, w.workload),
-                    f"{w.allocated_gpus:.1f}",
+                    _count(w.gpus_now),
+                    _hours(w.allocated_gpu_hours),
                     "-" if w.mean_utilization is None else f"{w.mean_utilization:.0%}",
                     _hours(w.idle_gpu_hours),
                     _usd(w.idle_cost_usd),

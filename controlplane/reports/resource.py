@@ -399,10 +399,16 @@ def report_from_json(doc: Mapping[str, Any]) -> WasteReport:
                 workload=str(w.get("workload") or ""),
                 allocated_gpus=_float(w.get("allocated_gpus")),
                 mean_utilization=None if w.get("mean_utilization") is None else _float(w["mean_utilization"]),
-                allocated_gpu_hours=_float(w.get("allocated_gpus")) * observed_hours,
+                allocated_gpu_hours=(
+                    _float(w["allocated_gpu_hours"])
+                    if "allocated_gpu_hours" in w
+                    else _float(w.get("allocated_gpus")) * observed_hours
+                ),
                 idle_gpu_hours=_float(w.get("idle_gpu_hours")),
                 idle_cost_usd=_float(w.get("idle_cost_usd")),
                 cost_usd=_float(w.get("cost_usd")),
+                measured_gpu_hours=_float(w.get("measured_gpu_hours")),
+                gpus_now=_float(w.get("gpus_now")),
             )
             for w in doc.get("top_idle_workloads") or []
         )
@@ -428,6 +434,9 @@ def report_from_json(doc: Mapping[str, Any]) -> WasteReport:
                     savings_usd_per_day=_float(r.get("savings_usd_per_day")),
                 )
                 for r in doc.get("recommendations") or []
+            ),
+            unmeasured=tuple(
+                (str(u["cluster"]), _float(u.get("gpu_hours"))) for u in doc.get("unmeasured") or []
             ),
         )
     except (KeyError, TypeError, AttributeError) as exc:

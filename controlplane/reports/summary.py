@@ -6,8 +6,9 @@ usage, accumulated opportunities) and completed by :mod:`controlplane.reports.re
 Pure data, no I/O.
 
 ``waste_pct`` is the share of GPU-hours in the waste states (idle-allocated, free-needed,
-free-fragmented) among all *available* GPU-hours (every state but unavailable); free-spare is
-idle cost but not counted as waste, and unavailable hours are reported apart.
+free-fragmented) among all *available, measured* GPU-hours (every state but unavailable and
+unmeasured); free-spare is idle cost but not counted as waste, and unavailable and unmeasured
+hours (allocated GPUs whose utilization nobody measured) are reported apart.
 """
 
 from __future__ import annotations
@@ -63,7 +64,12 @@ class StateTotals:
 
     @property
     def available_gpu_hours(self) -> float:
-        return self.total_gpu_hours - self.gpu_hours[WasteState.UNAVAILABLE]
+        """GPU-hours whose state says whether they were wasted: not unavailable, not unmeasured."""
+        return (
+            self.total_gpu_hours
+            - self.gpu_hours[WasteState.UNAVAILABLE]
+            - self.gpu_hours[WasteState.UNMEASURED]
+        )
 
     @property
     def waste_gpu_hours(self) -> float:
@@ -90,10 +96,14 @@ class GroupTotals:
 
 @dataclass(frozen=True, slots=True)
 class WorkloadUsage:
-    """How one workload used its allocated GPUs over the window.
+    """How one workload used its allocated GPUs over the window, and what it holds now.
 
-    ``allocated_gpus`` is the mean number of GPU-equivalents it held over the observed time;
-    ``mean_utilization`` is share-weighted over devices with a known utilization (None if none).
+    ``allocated_gpus`` is the mean number of GPU-equivalents it held over the observed time (6
+    GPUs held for 90 s of a 15-minute window is 0.6: a window average, not a GPU count);
+    ``allocated_gpu_hours`` the same as GPU-hours, of which ``measured_gpu_hours`` had a known
+    utilization; ``mean_utilization`` is share-weighted over devices with a known utilization
+    (None if none). ``gpus_now`` and ``cost_usd_per_hour_now`` are what it holds in the newest
+    sample (0 for a workload that is gone or holds no GPU now).
     """
 
     namespace: str
@@ -104,6 +114,19 @@ class WorkloadUsage:
     idle_gpu_hours: float
     idle_cost_usd: float
     cost_usd: float
+    measured_gpu_hours: float = 0.0
+    gpus_now: float = 0.0
+    cost_usd_per_hour_now: float = 0.0
+
+    @property
+    def live(self) -> bool:
+        """Whether it holds GPUs in the newest sample (recommendations are only for these)."""
+        return self.gpus_now > 0
+
+    @property
+    def idle_share(self) -> float:
+        """The share of its measured GPU time that was idle (0 when nothing was measured)."""
+        return min(self.idle_gpu_hours / self.measured_gpu_hours, 1.0) if self.measured_gpu_hours > 0 else 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +135,8 @@ class OpportunityTotal:
 
     ``mean_units`` (replicas or slices) and ``mean_gpus`` are averages over the observed time;
     ``savings_usd`` is what acting would have saved over the window, ``savings_usd_per_day`` the
-    same per day of observed time.
+    same per day of observed time. ``units_now``/``gpus_now``/``savings_usd_per_hour_now`` are
+    the opportunity in the newest sample (0 when it is gone: nothing to act on any more).
     """
 
     kind: str
@@ -121,6 +145,9 @@ class OpportunityTotal:
     mean_gpus: float
     savings_usd: float
     savings_usd_per_day: float
+    units_now: float = 0.0
+    gpus_now: float = 0.0
+    savings_usd_per_hour_now: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +163,8 @@ class WasteReport:
 
     ``observed_seconds`` is the time covered by samples inside the window; ``unobserved_seconds``
     the time between samples further apart than the accumulator's ``max_interval`` (accounted as
-    unavailable). ``workloads`` is sorted by idle cost, highest first.
+    unavailable). ``workloads`` is sorted by idle cost, highest first. ``unmeasured`` lists, per
+    cluster, the GPU-hours allocated with no utilization measured (largest first).
     """
 
     window_from: datetime
@@ -149,6 +177,7 @@ class WasteReport:
     workloads: tuple[WorkloadUsage, ...] = ()
     opportunities: tuple[OpportunityTotal, ...] = ()
     recommendations: tuple[Recommendation, ...] = ()
+    unmeasured: tuple[tuple[str, float], ...] = ()
 
     @property
     def observed_days(self) -> float:

@@ -24,6 +24,7 @@ FORMATS = frozenset({".png", ".svg", ".pdf"})
 STATE_COLORS = {
     WasteState.BUSY: "#2b8a3e",
     WasteState.IDLE_ALLOCATED: "#f08c00",
+    WasteState.UNMEASURED: "#74a9cf",
     WasteState.FREE_NEEDED: "#c92a2a",
     WasteState.FREE_FRAGMENTED: "#862e9c",
     WasteState.FREE_SPARE: "#adb5bd",

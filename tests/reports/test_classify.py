@@ -38,7 +38,7 @@ def one_gpu_fleet(
         (0.0999, IDLE),
         (0.03, IDLE),  # a replica at 3 % utilization
         (0.0, IDLE),
-        (None, BUSY),  # unknown utilization is not evidence of waste
+        (None, WasteState.UNMEASURED),  # no utilization measured: neither busy nor idle
     ],
 )
 def test_allocated_devices_are_busy_or_idle_by_threshold(

@@ -15,7 +15,7 @@ from controlplane.reports.summary import WasteReport
 
 from .builders import A100, GPU, T0, at, cluster, demand, fleet, gpu, node, pod
 
-STATES = ["busy", "idle-allocated", "free-needed", "free-fragmented", "free-spare", "unavailable"]
+STATES = ["busy", "idle-allocated", "unmeasured", "free-needed", "free-fragmented", "free-spare", "unavailable"]
 
 
 def sample(minutes: float) -> FleetSample:
@@ -48,6 +48,7 @@ def test_json_contract_keys_and_values(report: WasteReport) -> None:
     assert doc["totals"]["gpu_hours"] == {
         "busy": 1.0,
         "idle-allocated": 1.0,
+        "unmeasured": 0.0,
         "free-needed": 1.0,
         "free-fragmented": 0.0,
         "free-spare": 1.0,
@@ -62,6 +63,7 @@ def test_json_contract_keys_and_values(report: WasteReport) -> None:
     [idle] = doc["top_idle_workloads"]
     assert idle["workload"] == "Deployment/idle"
     assert idle["allocated_gpus"] == 1.0
+    assert (idle["gpus_now"], idle["allocated_gpu_hours"], idle["measured_gpu_hours"]) == (1.0, 1.0, 1.0)
     assert idle["mean_utilization"] == 0.02
     assert idle["idle_cost_usd"] == 2.0
     [rec] = doc["recommendations"]
@@ -74,14 +76,14 @@ def test_table_shows_states_waste_idle_workloads_and_recommendations(report: Was
     text = render_table(report)
     lines = text.splitlines()
     assert lines[0] == "GPU waste from 2024-05-01T00:00:00Z to 2024-05-01T01:00:00Z (observed 1.0 h)"
-    state_lines = {line.split()[0]: line.split()[1:] for line in lines[3:10]}
+    state_lines = {line.split()[0]: line.split()[1:] for line in lines[3:11]}
     assert state_lines["idle-allocated"] == ["1.0", "$2.00", "25.0%"]
     assert state_lines["total"] == ["4.0", "$8.00", "100.0%"]
-    assert "Waste: 50.0% of available GPU-hours" in text
+    assert "Waste: 50.0% of available, measured GPU-hours" in text
     assert "ml/idle" in text
-    assert "1. ml/idle holds 1.0 GPUs at 2% mean utilization" in text
+    assert "1. ml/idle holds 1 GPU now; over the window 1.00 of its 1.00 measured GPU-hours were idle" in text
     # columns line up: every row of the state table has its numbers ending at the same column
-    widths = {len(line) for line in lines[2:10]}
+    widths = {len(line) for line in lines[2:11]}
     assert len(widths) == 1
 
 

@@ -179,7 +179,7 @@ def test_gpus_without_dcgm_series_are_filled_in_from_the_summary() -> None:
     assert [len(n.devices) for n in free_nodes] == [3]
     states = [s.state for s in classify(fleet)]
     assert states.count(WasteState.UNAVAILABLE) == 2
-    assert states.count(WasteState.BUSY) == 1  # unknown utilization is not waste
+    assert states.count(WasteState.UNMEASURED) == 1  # held, utilization unknown: neither busy nor idle
 
 
 def test_cluster_readiness_and_staleness() -> None:

@@ -128,7 +128,7 @@ async def test_kubectl_tables_have_one_column_per_state(api: Api) -> None:
     assert status == 200 and listing["kind"] == "Table"
     columns = [c["name"] for c in listing["columnDefinitions"]]
     assert columns == [
-        "Name", "From", "To", "Observed", "Busy", "Idle-Allocated", "Free-Needed", "Free-Fragmented",
+        "Name", "From", "To", "Observed", "Busy", "Idle-Allocated", "Unmeasured", "Free-Needed", "Free-Fragmented",
         "Free-Spare", "Unavailable", "Waste", "Waste-Cost",
     ]
     assert [row["cells"][0] for row in listing["rows"]] == ["last-1h", "last-24h", "last-7d", "last-30d"]

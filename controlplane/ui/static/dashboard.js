@@ -2,7 +2,7 @@
 // No framework and no build step; every value is put in the page with textContent.
 "use strict";
 
-const STATES = ["busy", "idle-allocated", "free-needed", "free-fragmented", "free-spare", "unavailable"];
+const STATES = ["busy", "idle-allocated", "unmeasured", "free-needed", "free-fragmented", "free-spare", "unavailable"];
 const WASTE_STATES = ["idle-allocated", "free-needed", "free-fragmented"];
 const FREE_STATES = ["free-needed", "free-fragmented", "free-spare"];
 const REPORTS = "/apis/reports.gpufed.io/v1alpha1/wastereports";
@@ -108,6 +108,15 @@ function renderOverview(report, clusters) {
   setStat("window-from", localTime(report.window.from), report.window.from);
   setStat("window-to", localTime(report.window.to), report.window.to);
   setStat("observed-hours", observed.toFixed(3), observed);
+  // Allocated GPU time with no utilization measured is neither busy nor idle: say where it is.
+  const unmeasured = report.unmeasured || [];
+  const hours = unmeasured.reduce((total, u) => total + u.gpu_hours, 0);
+  const note = $("unmeasured");
+  note.hidden = unmeasured.length === 0;
+  note.dataset.value = String(hours);
+  note.textContent = unmeasured.length
+    ? `Utilization not measured for ${fmtHours(hours)} GPU-hours on clusters ${unmeasured.map((u) => u.cluster).join(", ")} (no DCGM data): neither busy nor idle.`
+    : "";
 }
 
 function renderStates(report) {
@@ -163,11 +172,12 @@ function renderNamespaces(byNamespace) {
 function renderIdle(report) {
   const rows = report.top_idle_workloads.map((w) => el("tr", { "data-workload": `${w.namespace}/${w.workload}` },
     el("td", {}, el("div", {}, `${w.namespace}/${w.workload.split("/").pop()}`), el("div", { class: "message" }, w.workload.split("/")[0])),
-    el("td", {}, fmtGpus(w.allocated_gpus)),
+    el("td", { "data-field": "gpus_now" }, fmtGpus(w.gpus_now || 0)),
+    el("td", { "data-field": "allocated_gpu_hours" }, fmtHours(w.allocated_gpu_hours || 0)),
     el("td", {}, w.mean_utilization === null ? "–" : fmtPct(100 * w.mean_utilization)),
     el("td", { "data-field": "idle_gpu_hours" }, fmtHours(w.idle_gpu_hours)),
     el("td", { "data-field": "idle_cost_usd" }, fmtMoney(w.idle_cost_usd))));
-  fill($("idle"), rows, 5, "no idle GPUs in this window");
+  fill($("idle"), rows, 6, "no idle GPUs in this window");
 }
 
 function renderRecommendations(report) {
