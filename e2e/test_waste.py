@@ -204,6 +204,7 @@ def test_idle_and_stranded_gpus_are_reported_with_hand_computed_dollars(
     assert set(idle) == {"Deployment/idle-infer"}
     assert idle["Deployment/idle-infer"]["namespace"] == "team-a"
     assert idle["Deployment/idle-infer"]["allocated_gpus"] == pytest.approx(2.0, abs=0.01)
+    assert idle["Deployment/idle-infer"]["gpus_now"] == 2  # held in the newest sample: a count
     assert idle["Deployment/idle-infer"]["mean_utilization"] == pytest.approx(float(IDLE_UTILIZATION), abs=1e-3)
     assert idle["Deployment/idle-infer"]["idle_cost_usd"] == pytest.approx(expected_dollars["idle-allocated"], abs=rounding)
     kinds = {r["kind"] for r in report["recommendations"]}
