@@ -116,6 +116,7 @@ return {
   layers: [...document.querySelectorAll("#chart path[data-state]")].map((p) => p.dataset.state),
   pending: [...document.querySelectorAll("#pending tr[data-pending]")].map((r) => r.textContent),
   recommendations: [...document.querySelectorAll("#recommendations li[data-kind]")].map((li) => li.dataset.kind),
+  unmeasured: document.getElementById("unmeasured").hidden ? null : text("unmeasured"),
 };
 """
 
@@ -193,6 +194,11 @@ def test_dashboard_shows_the_same_numbers_as_the_api(processes: ProcessGroup, tm
     assert set(page["idle"]) == set(idle) == {"team-a/Deployment/idle-infer"}
     for key, cells in page["idle"].items():
         assert _matches(cells["idle_cost_usd"], idle[key]["idle_cost_usd"])
+        # GPUs held now (a count) apart from the GPU-hours over the window.
+        assert _matches(cells["gpus_now"], idle[key]["gpus_now"]), (cells, idle[key])
+        assert _matches(cells["allocated_gpu_hours"], idle[key]["allocated_gpu_hours"]), (cells, idle[key])
+    # Both members measure utilization: no "not measured" line.
+    assert report["unmeasured"] == [] and page["unmeasured"] is None, page["unmeasured"]
     assert "idle-allocated" in page["layers"]  # the chart draws the idle GPUs
     assert "right-size" in page["recommendations"]
 
