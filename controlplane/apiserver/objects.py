@@ -700,7 +700,7 @@ class ObjectStore:
             revision = int(value)
         except ValueError:
             revision = -1
-        if not 0 <= revision <= INT64_MAX:  # etcd revisions are int64
+        if not 0 <= revision < INT64_MAX:  # etcd revisions are int64 (and a watch starts one later)
             raise errors.BadRequest(f'resourceVersion: Invalid value: "{value}": must be a valid resource version')
         return revision
 
