@@ -233,3 +233,54 @@ async def test_fuzzed_requests_get_4xx_and_the_hub_stays_ready(processes: Any) -
     assert proc.alive()
     problems = _hub_log_problems(proc.log())
     assert problems == [], "\n".join(problems[:30])
+
+
+async def _partial_header(hub: Hub) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A TLS connection that starts a request and never finishes its headers (a slowloris)."""
+    reader, writer = await asyncio.open_connection(hub.host, hub.port, ssl=hub.ssl_context())
+    writer.write(b"GET /readyz HTTP/1.1\r\nHost: hub\r\nX-Slow: ")
+    await writer.drain()
+    return reader, writer
+
+
+async def _closed_within(reader: asyncio.StreamReader, seconds: float) -> float | None:
+    """Seconds until the server closed the connection, or None if it did not within ``seconds``."""
+    began = time.perf_counter()
+    try:
+        async with asyncio.timeout(seconds):
+            while await reader.read(1024):
+                pass
+    except TimeoutError:
+        return None
+    except (ConnectionError, ssl.SSLError):
+        pass
+    return time.perf_counter() - began
+
+
+async def test_slow_request_headers_are_cut_off_and_bounded(processes: Any) -> None:
+    header_timeout, pending_limit = 2, 8
+    proc, kubectl = processes.start_hub(
+        "hub", "--request-header-timeout", str(header_timeout), "--max-pending-connections", str(pending_limit)
+    )
+    hub = Hub(kubectl)
+    slow = [await _partial_header(hub) for _ in range(pending_limit)]
+    try:
+        # One more connection than the limit is closed at once, without waiting for its headers.
+        extra_reader, extra_writer = await _partial_header(hub)
+        refused_after = await _closed_within(extra_reader, 1.0)
+        extra_writer.close()
+        print(f"connection over --max-pending-connections closed after {refused_after}s")
+        assert refused_after is not None, "a connection beyond --max-pending-connections was kept open"
+        # The slow ones are closed once the header timeout has passed.
+        closed = [await _closed_within(reader, header_timeout + 5.0) for reader, _ in slow]
+        print(f"slow-header connections closed after {[round(c or -1, 1) for c in closed]}s "
+              f"(--request-header-timeout {header_timeout})")
+        assert all(c is not None for c in closed), closed
+    finally:
+        for _, writer in slow:
+            writer.close()
+    # A client that sends its request in time is served as usual.
+    answer = await _raw(hub, b"GET /readyz HTTP/1.1\r\nHost: hub\r\nConnection: close\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 200"), answer
+    problems = _hub_log_problems(proc.log())
+    assert problems == [], "\n".join(problems[:30])
