@@ -262,6 +262,10 @@ class Generator:
                 content_type = rng.choice(("application/json", "application/yaml", "text/plain", None))
                 body = None if content_type is None else self._encode(rng.choice(options), content_type)
                 query = self._query(("dryRun", "propagationPolicy", "gracePeriodSeconds", "labelSelector"))
+                # Keep the seed objects for the other verbs: deletes of them are dry runs, and a
+                # delete-collection selects only what is labelled for it.
+                keep = "dryRun=All" if verb == "delete" else "labelSelector=fuzz%3Ddoomed"
+                query = f"{query}&{keep}" if query else f"?{keep}"
                 target = item if verb == "delete" else collection
                 yield FuzzRequest(verb, "DELETE", target + query, content_type, body)
 

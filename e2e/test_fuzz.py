@@ -16,6 +16,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -33,6 +34,7 @@ CONCURRENCY = 12
 NAMESPACE = "fuzz"
 #: Generous: the alias bomb froze the event loop for 27 s; an answered probe takes milliseconds.
 READYZ_BOUND_SECONDS = 1.0
+MANIFESTS = sorted(p for p in (Path(__file__).parent / "manifests").glob("*.yaml") if "invalid" not in p.name)
 
 
 class Hub:
@@ -135,6 +137,19 @@ async def _raw(hub: Hub, payload: bytes) -> bytes:
         writer.close()
 
 
+def _seed_object(kind: Kind) -> dict[str, Any]:
+    """A valid object named "seed" of ``kind``: a manifest of the e2e suite for the kinds that
+    need a spec, else a bare object."""
+    seed: dict[str, Any] = {"apiVersion": kind.group_version, "kind": kind.kind}
+    for manifest in MANIFESTS:
+        document = yaml.safe_load(manifest.read_text())
+        if (document["apiVersion"].split("/")[-1], document["kind"]) == (kind.group_version.split("/")[-1], kind.kind):
+            seed = {**document, "apiVersion": kind.group_version}
+            break
+    seed["metadata"] = {"name": "seed", **({"namespace": NAMESPACE} if kind.namespaced else {})}
+    return seed
+
+
 def _too_large_resource_version(code: int, body: bytes) -> bool:
     """kube's answer to a resourceVersion ahead of the store: 504 Timeout, retry later."""
     if code != 504:
@@ -156,6 +171,7 @@ async def test_fuzzed_requests_get_4xx_and_the_hub_stays_ready(processes: Any) -
     prober = ReadyzProber(hub)
     prober.start()
     statuses: Counter[int] = Counter()
+    by_verb: Counter[tuple[str, int]] = Counter()
     server_errors: list[str] = []
     #: kube answers a resourceVersion the store has not reached with 504 Timeout (ResourceVersionTooLarge).
     return_later: list[str] = []
@@ -171,12 +187,13 @@ async def test_fuzzed_requests_get_4xx_and_the_hub_stays_ready(processes: Any) -
             namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
             async with session.post(hub.url + "/api/v1/namespaces", json=namespace) as response:
                 assert response.status == 201, await response.text()
-            for kind in kinds:  # something to update, patch and delete where a bare object is valid
-                seed: dict[str, Any] = {"apiVersion": kind.group_version, "kind": kind.kind, "metadata": {"name": "seed"}}
-                if kind.namespaced:
-                    seed["metadata"]["namespace"] = NAMESPACE
+            seeded = 0
+            for kind in kinds:  # something to get, update, patch and delete
+                seed = _seed_object(kind)
                 async with session.post(hub.url + kind.collection(NAMESPACE), json=seed) as response:
                     await response.read()
+                    seeded += response.status == 201
+            print(f"seed objects created: {seeded} of {len(kinds)} kinds")
             configmaps = next(k for k in kinds if k.plural == "configmaps")
             cases = reported_cases(configmaps, NAMESPACE)
             for case in cases:
@@ -201,6 +218,7 @@ async def test_fuzzed_requests_get_4xx_and_the_hub_stays_ready(processes: Any) -
                     code, body = await _send(session, hub.url, request)
                     sent += 1
                     statuses[code] += 1
+                    by_verb[(request.label, code)] += 1
                     if _too_large_resource_version(code, body):
                         return_later.append(request.path)
                     elif code >= 500:
@@ -222,6 +240,7 @@ async def test_fuzzed_requests_get_4xx_and_the_hub_stays_ready(processes: Any) -
     elapsed = time.monotonic() - started
     worst = max(prober.latencies)
     print(f"{sent} requests in {elapsed:.1f}s (seed {SEED}); statuses: {dict(sorted(statuses.items()))}")
+    print("by verb: " + ", ".join(f"{verb} {code}: {n}" for (verb, code), n in sorted(by_verb.items())))
     print(f"/readyz: {len(prober.latencies)} probes, max {worst * 1000:.0f} ms")
     print(f"504 Too large resource version (as kube answers a future resourceVersion): {len(return_later)}")
     assert sent >= 3000
