@@ -209,8 +209,9 @@ class ResourceHandlers:
         )
         bookmarks = query.get("allowWatchBookmarks", "") in _TRUE
         resource_version = query.get("resourceVersion")
-        if resource_version not in (None, "", "0"):
-            _int_param(resource_version, "resourceVersion")
+        if resource_version not in (None, "", "0") and _int_param(resource_version, "resourceVersion") >= INT64_MAX:
+            # The watch starts one revision later, which must still be an etcd (int64) revision.
+            raise errors.BadRequest(f'resourceVersion: Invalid value: "{resource_version}": too large')
         events = self._objects.watch(
             rt, namespace=info.namespace, label_selector=labels, field_selector=fields,
             resource_version=resource_version, bookmark_interval=self._bookmark_interval if bookmarks else None,

@@ -3,29 +3,19 @@ naming what is wrong, fast, and never reach the object layer as something it can
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
 import pytest
 
-from controlplane.apiserver import errors
+from controlplane.apiserver import decoding, errors
 from controlplane.apiserver.decoding import MAX_ALIAS_EXPANSION, MAX_DEPTH, decode_body, decode_body_sync
+
+from .test_hostile_requests import alias_bomb, nested_json
 
 YAML = "application/yaml"
 JSON = "application/json"
-
-
-def alias_bomb(levels: int = 8, fanout: int = 9) -> bytes:
-    """The "billion laughs" document: each level repeats the previous one ``fanout`` times."""
-    lines = [b"l0: &l0 [" + b",".join([b"lol"] * fanout) + b"]"]
-    for level in range(1, levels + 1):
-        refs = b",".join([b"*l%d" % (level - 1)] * fanout)
-        lines.append(b"l%d: &l%d [%s]" % (level, level, refs))
-    return b"\n".join(lines) + b"\n"
-
-
-def nested_json(depth: int) -> bytes:
-    return b"[" * depth + b"]" * depth
 
 
 @pytest.mark.parametrize(
@@ -93,7 +83,18 @@ def test_aliases_may_repeat_a_block_up_to_the_budget() -> None:
         decode_body_sync(over, media=YAML)
 
 
-async def test_large_yaml_decodes_off_the_event_loop() -> None:
+async def test_large_yaml_decodes_in_a_worker_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    threads: list[int] = []
+    real = decoding.decode_body_sync
+
+    def recording(raw: bytes, *, media: str) -> Any:
+        threads.append(threading.get_ident())
+        return real(raw, media=media)
+
+    monkeypatch.setattr(decoding, "decode_body_sync", recording)
+    small = await decode_body(b"data: {a: b}\n", media=YAML)
     body = b"data:\n" + b"".join(b"  k%d: v\n" % i for i in range(20000))
-    decoded = await decode_body(body, media=YAML)
-    assert len(decoded["data"]) == 20000
+    large = await decode_body(body, media=YAML)
+    assert small == {"data": {"a": "b"}} and len(large["data"]) == 20000
+    assert threads[0] == threading.get_ident(), "a small body is decoded inline"
+    assert threads[1] != threading.get_ident(), "a large YAML body is decoded off the event loop's thread"
