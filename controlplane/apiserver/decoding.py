@@ -14,9 +14,10 @@ The bounds are what kube-apiserver enforces through its decoders:
   orjson refuses to write values deeper than 254).
 - **YAML aliases** (:data:`MAX_ALIAS_EXPANSION`): aliases may add at most this many nodes
   to the document (goyaml's "document contains excessive aliasing"). A 542-byte alias bomb
-  expands to 43 million nodes; its expansion is counted on the composed node graph, where
-  it costs one step per distinct node, and refused before any value is built. An alias
-  that refers to its own anchor (a recursive document) is refused too.
+  expands to 43 million nodes (kube fixed the same attack as CVE-2019-11253); its
+  expansion is counted on the composed node graph, where it costs one step per distinct
+  node, and refused before any value is built. An alias that refers to its own anchor (a
+  recursive document) is refused too.
 - **Types**: YAML tags that have no JSON form (``!!binary``, ``!!set``) are refused;
   timestamps stay the strings they were written as; keys are strings (YAML ``1: x``
   becomes ``"1": x``, as sigs.k8s.io/yaml converts it); integers must fit 64 bits, as in
