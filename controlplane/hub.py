@@ -49,6 +49,7 @@ from controlplane.apiserver.resources import (
     gpufed_resources,
     workload_resources,
 )
+from controlplane.apiserver.serving import IDLE_TIMEOUT, GuardedTCPSite, ServingLimits
 from controlplane.apiserver.tls import PkiError, ServingCertificate, ensure_pki, load_serving_certificate
 from controlplane.controllers.clusters import ClusterNamespaceController
 from controlplane.controllers.context import ControllerSettings
@@ -122,6 +123,8 @@ class HubConfig:
     extra_routes: tuple[Callable[[Hub], list[web.RouteDef]], ...] = field(default=())
     #: Seconds between two fleet samples of the waste accounting.
     waste_sample_interval: float = DEFAULT_WASTE_SAMPLE_INTERVAL
+    #: Header timeout, pending connections and requests in flight (apiserver.serving).
+    serving_limits: ServingLimits = field(default_factory=ServingLimits)
 
 
 #: Core kinds that only exist inside a member cluster; the hub does not serve them.
@@ -217,11 +220,13 @@ class Hub:
             extra_routes=extra,
             public_paths=[CA_PATH, *ui_public_paths()],
             outer_middlewares=[self.metrics.middleware()],
+            max_requests_inflight=self.config.serving_limits.max_requests_inflight,
         )
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False, keepalive_timeout=IDLE_TIMEOUT)
         await self._runner.setup()
-        site = web.TCPSite(
-            self._runner, self.config.host, self.config.port, ssl_context=self.pki.server_ssl_context()
+        site = GuardedTCPSite(
+            self._runner, self.config.host, self.config.port, ssl_context=self.pki.server_ssl_context(),
+            limits=self.config.serving_limits,
         )
         await site.start()
         port = _bound_port(site, default=self.config.port)

@@ -39,6 +39,7 @@ from controlplane.apiserver.objects import ObjectStore, utc_now
 from controlplane.apiserver.openapi import OpenApiDocuments
 from controlplane.apiserver.resources import Registry
 from controlplane.apiserver.routing import RequestInfo, parse_request
+from controlplane.apiserver.serving import inflight_middleware
 
 logger = logging.getLogger(__name__)
 access_logger = logging.getLogger(__name__ + ".access")
@@ -103,6 +104,11 @@ async def status_middleware(request: web.Request, handler: Handler) -> web.Strea
         return json_response(api_error.to_status(), status=api_error.code)
     except asyncio.CancelledError:
         code = 499
+        raise
+    except ConnectionError as exc:
+        # The client left (e.g. a watch's client disconnected): nothing to answer, nothing wrong here.
+        code = 499
+        logger.debug("client went away during %s %s: %s", request.method, request.path, exc)
         raise
     except Exception:
         logger.exception("unhandled error serving %s %s", request.method, request.path)
@@ -242,6 +248,14 @@ class _Endpoints:
         return json_response(document)
 
 
+def _long_running_or_health(request: web.Request) -> bool:
+    """What kube's in-flight limit leaves out: watches (long-running) and health checks."""
+    if request.path in PUBLIC_PATHS:
+        return True
+    info = request.get(REQUEST_INFO)
+    return info is not None and info.verb == "watch"
+
+
 def create_app(
     object_store: ObjectStore,
     registry: Registry,
@@ -254,6 +268,7 @@ def create_app(
     bookmark_interval: float = 60.0,
     watch_timeout_seconds: float = 1800.0,
     clock: Callable[[], datetime] = utc_now,
+    max_requests_inflight: int = 0,
 ) -> web.Application:
     """The API server application over ``object_store`` serving ``registry``.
 
@@ -261,6 +276,8 @@ def create_app(
     needs a bearer token, and the ``authorizer`` (if any) decides each request. Open
     watches end when the application shuts down; the store is the caller's to close.
     ``outer_middlewares`` wrap everything else (e.g. the hub's request-latency metrics).
+    Beyond ``max_requests_inflight`` requests at once (0: no limit; watches and health
+    checks not counted) a request is answered 429.
     """
     stop = asyncio.Event()
     resources = ResourceHandlers(
@@ -271,6 +288,7 @@ def create_app(
     middlewares: list[Middleware] = [
         *outer_middlewares,
         status_middleware,
+        inflight_middleware(max_requests_inflight, exempt=_long_running_or_health),
     ]
     if authenticator is not None:
         middlewares.append(auth_middleware(authenticator, authorizer, PUBLIC_PATHS | frozenset(public_paths)))

@@ -12,11 +12,14 @@ Messages follow kube-apiserver's wording where clients or people match on it, e.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from controlplane.storage import interface as storage
+
+logger = logging.getLogger(__name__)
 
 
 class StatusReason(StrEnum):
@@ -51,6 +54,7 @@ class CauseType(StrEnum):
     FIELD_VALUE_FORBIDDEN = "FieldValueForbidden"
     FIELD_MANAGER_CONFLICT = "FieldManagerConflict"
     UNEXPECTED_SERVER_RESPONSE = "UnexpectedServerResponse"
+    RESOURCE_VERSION_TOO_LARGE = "ResourceVersionTooLarge"
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +184,11 @@ class RequestEntityTooLarge(ApiError):
     reason = StatusReason.REQUEST_ENTITY_TOO_LARGE
 
 
+class TooManyRequests(ApiError):
+    code = 429
+    reason = StatusReason.TOO_MANY_REQUESTS
+
+
 class Invalid(ApiError):
     code = 422
     reason = StatusReason.INVALID
@@ -188,6 +197,11 @@ class Invalid(ApiError):
 class InternalError(ApiError):
     code = 500
     reason = StatusReason.INTERNAL_ERROR
+
+
+class Timeout(ApiError):
+    code = 504
+    reason = StatusReason.TIMEOUT
 
 
 class ServiceUnavailable(ApiError):
@@ -263,11 +277,28 @@ def from_storage_error(
             "the new leader will redo it",
             retry_after_seconds=1,
         )
-    if isinstance(exc, storage.Unavailable):
-        return ServiceUnavailable(
-            "the object store (etcd) is unavailable, so the request could not be completed: "
-            f"{exc}. Retry in a few seconds; if it persists, check that etcd is running and "
-            "reachable from the hub",
+    if isinstance(exc, storage.FutureRevision):
+        # kube's storage.NewTooLargeResourceVersionError: a 504 Timeout that clients retry.
+        return Timeout(
+            f"Too large resource version: the store is at {exc.current_revision}; "
+            "ask for a resourceVersion the server has returned",
+            causes=[Cause(CauseType.RESOURCE_VERSION_TOO_LARGE, "Too large resource version")],
             retry_after_seconds=1,
         )
-    return InternalError(f"storage error: {exc}")
+    if isinstance(exc, storage.TooLarge):
+        return RequestEntityTooLarge(
+            f"{qualified_resource(plural, group)} \"{name}\" is too large to store: the object store (etcd) "
+            "refused it as larger than its request limit (--max-request-bytes); make the object smaller, "
+            "e.g. move large data out of it",
+            target=Target(name=name, group=group, kind=plural),
+        )
+    # The store's own message names its endpoint; it goes to the server log, not to clients.
+    if isinstance(exc, storage.Unavailable):
+        logger.warning("the object store is unavailable: %s", exc)
+        return ServiceUnavailable(
+            "the object store (etcd) is unavailable, so the request could not be completed. Retry in a "
+            "few seconds; if it persists, check that etcd is running and reachable from the hub",
+            retry_after_seconds=1,
+        )
+    logger.error("the object store failed a request on %s: %s", qualified_resource(plural, group), exc)
+    return InternalError("the object store failed the request; the server log has the details")

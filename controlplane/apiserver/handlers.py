@@ -17,10 +17,10 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-import yaml
 from aiohttp import web
 
 from controlplane.apiserver import codec, errors, protobuf
+from controlplane.apiserver.decoding import INT64_MAX, decode_body
 from controlplane.apiserver.objects import ObjectEvent, ObjectStore, Preconditions, WatchEventType
 from controlplane.apiserver.patches import PatchType
 from controlplane.apiserver.resources import ResourceType
@@ -39,9 +39,6 @@ _BODY_MEDIA = ("application/json", "application/yaml", "text/yaml", "application
 WATCH_POLL_SECONDS = 1.0
 _WATCH_QUEUE = 256
 
-_yaml_loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
 def json_response(
     body: Any, *, status: int = 200, warnings: list[str] | None = None, content_type: str = JSON_CONTENT_TYPE
 ) -> web.Response:
@@ -55,21 +52,6 @@ def json_response(
 
 def _media(content_type: str | None) -> str:
     return (content_type or "").split(";", 1)[0].strip().lower()
-
-
-def parse_body(raw: bytes, *, media: str) -> Any:
-    """A request body as JSON (or YAML); 400 with the parser's reason when malformed."""
-    if not raw.strip():
-        raise errors.BadRequest("the request body is empty; send the object as JSON or YAML")
-    if media.endswith("yaml"):
-        try:
-            return yaml.load(raw, Loader=_yaml_loader)  # the C or pure-Python *safe* loader
-        except yaml.YAMLError as exc:
-            raise errors.BadRequest(f"the request body is not valid YAML: {exc}") from exc
-    try:
-        return codec.loads(raw)
-    except ValueError as exc:
-        raise errors.BadRequest(f"the request body is not valid JSON: {exc}") from exc
 
 
 def field_manager_for(request: web.Request) -> str:
@@ -169,7 +151,7 @@ class ResourceHandlers:
             patch_type = PatchType.from_content_type(request.headers.get("Content-Type", ""), rt)
             scale = await self._objects.patch_scale(
                 rt, namespace=info.namespace, name=info.name, patch_type=patch_type,
-                patch=parse_body(await request.read(), media=JSON_CONTENT_TYPE),
+                patch=await decode_body(await request.read(), media=JSON_CONTENT_TYPE),
                 dry_run=dry_run_of(request), field_manager=field_manager_for(request),
             )
             return json_response(scale)
@@ -227,8 +209,9 @@ class ResourceHandlers:
         )
         bookmarks = query.get("allowWatchBookmarks", "") in _TRUE
         resource_version = query.get("resourceVersion")
-        if resource_version not in (None, "", "0"):
-            _int_param(resource_version, "resourceVersion")
+        if resource_version not in (None, "", "0") and _int_param(resource_version, "resourceVersion") >= INT64_MAX:
+            # The watch starts one revision later, which must still be an etcd (int64) revision.
+            raise errors.BadRequest(f'resourceVersion: Invalid value: "{resource_version}": too large')
         events = self._objects.watch(
             rt, namespace=info.namespace, label_selector=labels, field_selector=fields,
             resource_version=resource_version, bookmark_interval=self._bookmark_interval if bookmarks else None,
@@ -284,7 +267,7 @@ class ResourceHandlers:
                 f'the body of the request was in an unknown format - accepted media types include: '
                 f'application/json, application/yaml, {protobuf.MEDIA_TYPE} (got "{media}")'
             )
-        return parse_body(await request.read(), media=media or JSON_CONTENT_TYPE)
+        return await decode_body(await request.read(), media=media or JSON_CONTENT_TYPE)
 
     async def _create(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
         body = await self._body(request)
@@ -314,7 +297,7 @@ class ResourceHandlers:
         assert info.name is not None
         patch_type = PatchType.from_content_type(request.headers.get("Content-Type", ""), rt)
         media = "application/yaml" if patch_type is PatchType.APPLY else JSON_CONTENT_TYPE
-        patch = parse_body(await request.read(), media=media)
+        patch = await decode_body(await request.read(), media=media)
         warnings: list[str] = []
         force = request.query.get("force", "") in _TRUE
         if force and patch_type is not PatchType.APPLY:
@@ -330,10 +313,10 @@ class ResourceHandlers:
         raw = await request.read() if request.body_exists else b""
         options: dict[str, Any] = {}
         if raw.strip():
-            parsed = parse_body(raw, media=_media(request.content_type) or JSON_CONTENT_TYPE)
+            parsed = await decode_body(raw, media=_media(request.content_type) or JSON_CONTENT_TYPE)
             if not isinstance(parsed, dict):
                 raise errors.BadRequest("the body of a delete must be a DeleteOptions object")
-            options = parsed
+            options = _checked_delete_options(parsed)
         for key in ("propagationPolicy", "gracePeriodSeconds"):
             if key in request.query:
                 options[key] = request.query[key]
@@ -385,6 +368,34 @@ def _method_not_allowed() -> errors.MethodNotAllowed:
     return errors.MethodNotAllowed("the server does not allow this method on the requested resource")
 
 
+def _checked_delete_options(options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` when its fields have DeleteOptions' types; 400 naming the field otherwise
+    (kube's decoder refuses e.g. ``"preconditions": "x"`` the same way)."""
+
+    def wrong(field: str, expected: str, value: Any) -> errors.BadRequest:
+        message = f"{field}: Invalid value: {codec.dumps(value).decode()[:80]}: must be {expected}"
+        cause = errors.Cause(errors.CauseType.FIELD_VALUE_INVALID, f"must be {expected}", field)
+        return errors.BadRequest(f"the DeleteOptions are not valid: {message}", causes=[cause])
+
+    pre = options.get("preconditions")
+    if pre is not None:
+        if not isinstance(pre, dict):
+            raise wrong("preconditions", "an object with uid and resourceVersion", pre)
+        for key in ("uid", "resourceVersion"):
+            if pre.get(key) is not None and not isinstance(pre[key], str):
+                raise wrong(f"preconditions.{key}", "a string", pre[key])
+    dry_run = options.get("dryRun")
+    if dry_run is not None and not (isinstance(dry_run, list) and all(isinstance(v, str) for v in dry_run)):
+        raise wrong("dryRun", "a list of strings", dry_run)
+    policy = options.get("propagationPolicy")
+    if policy is not None and not isinstance(policy, str):
+        raise wrong("propagationPolicy", "a string", policy)
+    grace = options.get("gracePeriodSeconds")
+    if grace is not None and (isinstance(grace, bool) or not isinstance(grace, int)):
+        raise wrong("gracePeriodSeconds", "an integer", grace)
+    return options
+
+
 def _field_validation(request: web.Request) -> FieldValidation:
     return FieldValidation.parse(request.query.get("fieldValidation"), default=FieldValidation.WARN)
 
@@ -396,8 +407,10 @@ def _int_param(value: str | None, name: str) -> int:
         parsed = int(value)
     except ValueError:
         parsed = -1
-    if parsed < 0:
-        raise errors.BadRequest(f'{name}: Invalid value: "{value}": must be a non-negative integer')
+    if not 0 <= parsed <= INT64_MAX:
+        raise errors.BadRequest(
+            f'{name}: Invalid value: "{value[:40]}": must be a non-negative integer of at most 64 bits'
+        )
     return parsed
 
 

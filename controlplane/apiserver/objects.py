@@ -36,6 +36,7 @@ from typing import Any
 
 from controlplane.apiserver import codec, errors
 from controlplane.apiserver.columns import dig
+from controlplane.apiserver.decoding import INT64_MAX
 from controlplane.apiserver.patches import PatchType, apply_patch, record_update
 from controlplane.apiserver.resources import Registry, ResourceType, ScaleSubresource
 from controlplane.apiserver.selectors import (
@@ -699,7 +700,7 @@ class ObjectStore:
             revision = int(value)
         except ValueError:
             revision = -1
-        if revision < 0:
+        if not 0 <= revision < INT64_MAX:  # etcd revisions are int64 (and a watch starts one later)
             raise errors.BadRequest(f'resourceVersion: Invalid value: "{value}": must be a valid resource version')
         return revision
 

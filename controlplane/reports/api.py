@@ -203,8 +203,10 @@ class ReportSource:
                         Accumulator(), read_only=True
                     )
             except (StorageError, TimeoutError) as exc:
+                # The store's message names its endpoint: the log gets it, the client does not.
+                logger.warning("the waste rollups cannot be read from the store: %s", exc)
                 raise errors.ServiceUnavailable(
-                    f"the waste rollups cannot be read from the store right now ({exc}); retry in a few seconds",
+                    "the waste rollups cannot be read from the store right now; retry in a few seconds",
                     retry_after_seconds=2,
                 ) from exc
             self._cached = (time.monotonic(), loaded)

@@ -72,6 +72,9 @@ MIN_STEP = timedelta(minutes=1)
 MAX_SERIES_POINTS = 1000
 MAX_TOP = 1000
 _DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+#: The longest window or step a report takes: far beyond any retained history, and short
+#: enough that ``now - since`` stays a valid date.
+MAX_DURATION = timedelta(days=3660)
 
 
 class QueryError(ValueError):
@@ -101,6 +104,8 @@ def parse_duration(text: str) -> timedelta:
             raise ValueError(f"invalid duration {text!r}: use forms like 90s, 15m, 24h, 7d or 1h30m")
     if number or not seen_unit or total <= 0:
         raise ValueError(f"invalid duration {text!r}: use forms like 90s, 15m, 24h, 7d or 1h30m")
+    if total > MAX_DURATION.total_seconds():
+        raise ValueError(f"duration {text!r} is longer than the maximum of {MAX_DURATION.days}d")
     return timedelta(seconds=total)
 
 
@@ -141,7 +146,13 @@ class ReportQuery:
             start = _floor_second(self.start)
         else:
             assert self.since is not None
-            start = end - self.since
+            try:
+                start = end - self.since
+            except OverflowError:
+                raise QueryError(
+                    f"the window of {format_duration(self.since)} before {format_time(end)} starts before year 1",
+                    field="to",
+                ) from None
         if end <= start:
             raise QueryError(
                 f"the window must end after it starts (from {format_time(start)} to {format_time(end)})",

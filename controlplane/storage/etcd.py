@@ -73,11 +73,13 @@ from controlplane.storage.interface import (
     AlreadyExists,
     Conflict,
     EventType,
+    FutureRevision,
     Gone,
     KeyValue,
     ListResult,
     NotFound,
     StorageError,
+    TooLarge,
     Unavailable,
     WatchEvent,
 )
@@ -88,6 +90,9 @@ T = TypeVar("T")
 
 _COMPACTED = "required revision has been compacted"
 _FUTURE = "required revision is a future revision"
+_TOO_LARGE = "request is too large"
+#: The calls that send a value: a size refusal of one of these is the value's fault.
+_WRITES = frozenset({"create", "update"})
 
 #: gRPC channel options: reconnect quickly after an etcd restart, notice dead peers on
 #: idle watch streams (etcd refuses pings more often than every 5 s), and accept large
@@ -733,7 +738,8 @@ class EtcdStore:
 
     async def _revision_error(self, exc: _RevisionError, revision: int) -> Exception:
         if not exc.compacted:
-            return ValueError(f"revision {revision} is in the future: {exc}")
+            current = await self._read_revision("current revision")
+            return FutureRevision(f"revision {revision} is in the future: {exc}", current_revision=current)
         compacted = await self._compacted_revision()
         return Gone(
             f"revision {revision} is compacted (compacted revision {compacted})",
@@ -848,6 +854,12 @@ class EtcdStore:
             )
         if code == rpc.StatusCode.OUT_OF_RANGE and (_COMPACTED in details or _FUTURE in details):
             return _RevisionError(details, compacted=_COMPACTED in details)
+        if what in _WRITES and (
+            (code == rpc.StatusCode.INVALID_ARGUMENT and _TOO_LARGE in details)
+            or code == rpc.StatusCode.RESOURCE_EXHAUSTED
+        ):
+            # --max-request-bytes (etcd's "request is too large"), or the gRPC message limit above it.
+            return TooLarge(f"etcd refused the {what}: {details}")
         return StorageError(f"etcd at {self._endpoint} failed {what}: {code.name}: {details}")
 
 

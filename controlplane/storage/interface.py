@@ -45,6 +45,18 @@ class Unavailable(StorageError):
     """The backing store cannot be reached (after retries)."""
 
 
+class FutureRevision(StorageError, ValueError):
+    """A read named a revision the store has not reached yet (``current_revision``)."""
+
+    def __init__(self, message: str, *, current_revision: int) -> None:
+        super().__init__(message)
+        self.current_revision = current_revision
+
+
+class TooLarge(StorageError):
+    """The store refused a write because the value (or the request) is over its size limit."""
+
+
 class Fenced(StorageError):
     """A leader-only write was refused because the writer's leadership term is over.
 

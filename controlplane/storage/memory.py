@@ -32,6 +32,7 @@ from controlplane.storage.interface import (
     AlreadyExists,
     Conflict,
     EventType,
+    FutureRevision,
     Gone,
     KeyValue,
     ListResult,
@@ -317,7 +318,10 @@ class MemoryStore:
                 compacted_revision=self._compacted,
             )
         if revision > self._revision:
-            raise ValueError(f"revision {revision} is in the future (current revision {self._revision})")
+            raise FutureRevision(
+                f"revision {revision} is in the future (current revision {self._revision})",
+                current_revision=self._revision,
+            )
 
     def _value_at(self, key: str, revision: int) -> KeyValue | None:
         for written, kv in reversed(self._history[key]):

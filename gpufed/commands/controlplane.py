@@ -43,6 +43,18 @@ def _whole_seconds(text: str) -> int:
     return int(text)
 
 
+def _whole_number(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, not {text!r}")
+    return int(text)
+
+
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, not {text!r}")
+    return int(text)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--state-dir", type=Path, default=Path(".gpufed"),
                         help="where the PKI, the embedded etcd's data and hub.kubeconfig live (default .gpufed)")
@@ -91,6 +103,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="this replica's name in leader election (default: host-pid-random)")
     parser.add_argument("--waste-sample-interval", type=_positive_seconds, default=60.0, metavar="SECONDS",
                         help="seconds between two fleet samples of the GPU waste accounting (default 60)")
+    parser.add_argument("--request-header-timeout", type=_positive_seconds, default=10.0, metavar="SECONDS",
+                        help="close a connection that has not sent a complete request header (TLS handshake "
+                             "included) within this time (default 10)")
+    parser.add_argument("--max-pending-connections", type=_positive_int, default=512, metavar="N",
+                        help="connections that have not sent a request yet, at most; more are closed at once "
+                             "(default 512)")
+    parser.add_argument("--max-requests-inflight", type=_whole_number, default=400, metavar="N",
+                        help="requests served at once, watches excluded; beyond it 429 TooManyRequests with "
+                             "Retry-After (default 400, 0: no limit)")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
 
 
@@ -116,6 +137,7 @@ def conflicting_flags(args: argparse.Namespace) -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     configure_logging(args.log_level, component="hub")
+    from controlplane.apiserver.serving import ServingLimits
     from controlplane.apiserver.tls import PkiError
     from controlplane.hub import Hub, HubConfig, run_until_signalled
     from controlplane.storage.embedded import EtcdStartError
@@ -148,6 +170,11 @@ def run(args: argparse.Namespace) -> int:
         leader_lease_ttl=args.leader_lease_ttl,
         identity=args.identity,
         waste_sample_interval=args.waste_sample_interval,
+        serving_limits=ServingLimits(
+            request_header_timeout=args.request_header_timeout,
+            max_pending_connections=args.max_pending_connections,
+            max_requests_inflight=args.max_requests_inflight,
+        ),
     )
     try:
         asyncio.run(run_until_signalled(Hub(config)))

@@ -162,6 +162,11 @@ async def test_lists_without_a_window_return_the_default_windows(api: Api) -> No
         (f"{REPORTS}/last-1h?from=2024-05-01T00:00:00Z", 400, "from"),
         (f"{REPORTS}?since=1h&from=2024-05-01T00:00:00Z", 400, "since"),
         (f"{REPORTS}/last-fortnight", 404, None),
+        # Durations past any date a clock can hold: a 4xx, not an overflow.
+        (f"{REPORTS}/last-99999999999999h", 404, None),
+        (f"{REPORTS}?since=99999999999999h", 400, "since"),
+        (f"{REPORTS}/last-1h?step=99999999999999h", 400, "step"),
+        (f"{REPORTS}/last-3650d?to=0001-01-02T00:00:00Z", 400, "to"),
         (f"{REPORTS}/everything", 404, None),
     ],
 )

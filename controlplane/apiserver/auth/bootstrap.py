@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-import json
 import logging
 import shlex
 from collections.abc import Awaitable, Callable
@@ -59,6 +58,7 @@ from controlplane.apiserver.auth.tokens import (
     TokenStore,
     bearer_token,
 )
+from controlplane.apiserver.decoding import decode_body_sync
 from controlplane.apiserver.identity import Role, UserInfo
 from controlplane.storage.interface import StorageError
 
@@ -264,10 +264,7 @@ async def _json_body(request: web.Request) -> dict[str, Any]:
     raw = await request.content.read(_MAX_BODY_BYTES + 1)
     if len(raw) > _MAX_BODY_BYTES:
         raise errors.RequestEntityTooLarge(f"the request body is larger than {_MAX_BODY_BYTES} bytes")
-    try:
-        body = json.loads(raw or b"{}")
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise errors.BadRequest(f"the request body is not valid JSON: {exc}") from exc
+    body = decode_body_sync(raw if raw.strip() else b"{}", media="application/json")
     if not isinstance(body, dict):
         raise errors.BadRequest("the request body must be a JSON object")
     return body

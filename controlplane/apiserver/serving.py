@@ -1,0 +1,193 @@
+"""Bounds on what a client can hold of the server before it has been authenticated.
+
+In: the aiohttp runner of an API server application and :class:`ServingLimits`. Out: a
+listening site whose connections are guarded (:class:`GuardedTCPSite`) and a middleware
+that bounds the requests in flight (:func:`inflight_middleware`).
+
+- **Header timeout** (``--request-header-timeout``, as Go's ``ReadHeaderTimeout`` in
+  kube-apiserver): a connection must deliver its first request's headers (TLS handshake
+  included) within this many seconds, else it is closed. A keep-alive connection idle
+  (or still sending its next request's headers) for :data:`IDLE_TIMEOUT` seconds is closed
+  (kube-apiserver's ``IdleTimeout``; aiohttp's own default is an hour).
+- **Pending connections** (``--max-pending-connections``): connections that have not yet
+  sent a complete request header (so nobody is authenticated on them yet). A connection
+  beyond the limit is closed at once; together with the header timeout this caps what a
+  slow client ("slowloris") can hold.
+- **Requests in flight** (``--max-requests-inflight``, kube's flag of the same name):
+  requests being served at once, watches and health checks excluded (kube counts
+  long-running requests apart too). Beyond it a request is answered 429 TooManyRequests
+  with ``Retry-After: 1`` and a client retries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+from aiohttp.typedefs import Middleware
+
+from controlplane.apiserver import errors
+from controlplane.apiserver.handlers import json_response
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_REQUEST_HEADER_TIMEOUT = 10.0
+DEFAULT_MAX_PENDING_CONNECTIONS = 512
+DEFAULT_MAX_REQUESTS_INFLIGHT = 400
+#: Seconds a keep-alive connection may sit between requests (pass to ``web.AppRunner``).
+IDLE_TIMEOUT = 90.0
+#: What separates a request's headers from its body (bare LFs are tolerated by the parser).
+_HEADER_ENDS = (b"\r\n\r\n", b"\n\n")
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@dataclass(frozen=True, slots=True)
+class ServingLimits:
+    request_header_timeout: float = DEFAULT_REQUEST_HEADER_TIMEOUT
+    max_pending_connections: int = DEFAULT_MAX_PENDING_CONNECTIONS
+    #: 0: no limit.
+    max_requests_inflight: int = DEFAULT_MAX_REQUESTS_INFLIGHT
+
+
+class _ConnectionGuard:
+    """Counts the connections that have not sent a whole request header yet."""
+
+    def __init__(self, limits: ServingLimits) -> None:
+        self.limits = limits
+        self.pending = 0
+        self.refused = 0
+        self.timed_out = 0
+
+
+class _GuardedProtocol(asyncio.Protocol):
+    """Stands between the transport and aiohttp's request handler: forwards everything, and
+    closes the connection when its first request header is late or too many are pending."""
+
+    def __init__(self, inner: asyncio.Protocol, guard: _ConnectionGuard) -> None:
+        self._inner = inner
+        self._guard = guard
+        self._transport: asyncio.BaseTransport | None = None
+        self._deadline: asyncio.TimerHandle | None = None
+        self._pending = False
+        self._tail = b""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport
+        guard = self._guard
+        self._inner.connection_made(transport)
+        if guard.pending >= guard.limits.max_pending_connections:
+            guard.refused += 1
+            if guard.refused == 1 or guard.refused % 1000 == 0:
+                logger.warning(
+                    "closing new connections: %d connections have not sent a request yet "
+                    "(--max-pending-connections); %d closed so far", guard.pending, guard.refused,
+                )
+            transport.close()
+            return
+        guard.pending += 1
+        self._pending = True
+        self._deadline = asyncio.get_running_loop().call_later(
+            guard.limits.request_header_timeout, self._header_timed_out
+        )
+
+    def _header_timed_out(self) -> None:
+        self._deadline = None
+        self._guard.timed_out += 1
+        logger.debug("closing a connection that sent no complete request header in time")
+        if self._transport is not None:
+            self._transport.close()
+
+    def _headers_complete(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+        if self._pending:
+            self._pending = False
+            self._guard.pending -= 1
+        self._tail = b""
+
+    def data_received(self, data: bytes) -> None:
+        if self._pending:
+            window = self._tail + data
+            if any(end in window for end in _HEADER_ENDS):
+                self._headers_complete()
+            else:
+                self._tail = data[-3:]
+        self._inner.data_received(data)
+
+    def eof_received(self) -> bool | None:
+        return self._inner.eof_received()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._headers_complete()
+        self._inner.connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        self._inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        self._inner.resume_writing()
+
+
+class GuardedTCPSite(web.TCPSite):
+    """``web.TCPSite`` whose connections are bounded by :class:`ServingLimits`."""
+
+    def __init__(
+        self, runner: web.AppRunner, host: str, port: int, *, ssl_context: ssl.SSLContext | None,
+        limits: ServingLimits,
+    ) -> None:
+        super().__init__(runner, host, port, ssl_context=ssl_context)
+        self._guard = _ConnectionGuard(limits)
+        self._tls = ssl_context
+        self._bind = (host, port)
+
+    async def start(self) -> None:
+        # web.TCPSite.start, with a guarded protocol factory and a bounded TLS handshake.
+        await web.BaseSite.start(self)
+        server = self._runner.server
+        assert server is not None
+        guard = self._guard
+
+        def factory() -> asyncio.Protocol:
+            return _GuardedProtocol(server(), guard)
+
+        loop = asyncio.get_running_loop()
+        kwargs: dict[str, Any] = {"ssl": self._tls, "backlog": 128, "reuse_address": True}
+        if self._tls is not None:
+            kwargs["ssl_handshake_timeout"] = guard.limits.request_header_timeout
+        self._server = await loop.create_server(factory, self._bind[0], self._bind[1], **kwargs)
+        sockets = self._server.sockets
+        self._bound_port = sockets[0].getsockname()[1] if sockets else self._bind[1]
+
+
+def inflight_middleware(limit: int, *, exempt: Callable[[web.Request], bool]) -> Middleware:
+    """429 TooManyRequests beyond ``limit`` requests in flight (``exempt`` ones not counted)."""
+    inflight = 0
+
+    @web.middleware
+    async def bound(request: web.Request, handler: Handler) -> web.StreamResponse:
+        nonlocal inflight
+        if limit <= 0 or exempt(request):
+            return await handler(request)
+        if inflight >= limit:
+            error = errors.TooManyRequests(
+                "Too many requests, please try again later: the server is serving its limit of "
+                f"{limit} requests at once (--max-requests-inflight)",
+                retry_after_seconds=1,
+            )
+            response = json_response(error.to_status(), status=error.code)
+            response.headers["Retry-After"] = "1"
+            return response
+        inflight += 1
+        try:
+            return await handler(request)
+        finally:
+            inflight -= 1
+
+    return bound

@@ -1,0 +1,67 @@
+"""--max-requests-inflight: beyond the limit a request gets kube's 429, health checks and
+watches still pass, and the count goes down as requests finish."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
+
+from controlplane.apiserver.app import create_app
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.apiserver.resources import Registry
+from gpufed.logging_setup import ClientNoiseFilter
+
+
+async def test_requests_beyond_the_inflight_limit_get_429(objects: ObjectStore, api_registry: Registry) -> None:
+    entered, release = asyncio.Event(), asyncio.Event()
+
+    async def slow(_request: web.Request) -> web.StreamResponse:
+        entered.set()
+        await release.wait()
+        return web.Response(text="done")
+
+    app = create_app(objects, api_registry, max_requests_inflight=1, extra_routes=[web.get("/slow", slow)])
+    async with TestClient(TestServer(app)) as client:
+        first = asyncio.create_task(client.get("/slow"))
+        await entered.wait()
+        refused = await client.get("/api/v1/namespaces")
+        assert refused.status == 429
+        assert refused.headers["Retry-After"] == "1"
+        status = await refused.json()
+        assert (status["kind"], status["reason"], status["code"]) == ("Status", "TooManyRequests", 429)
+        assert "--max-requests-inflight" in status["message"]
+        # Health checks and watches are not counted (kube leaves long-running requests out too).
+        assert (await client.get("/readyz")).status == 200
+        watch = await client.get("/api/v1/namespaces?watch=1&timeoutSeconds=1")
+        assert watch.status == 200
+        await watch.read()
+        release.set()
+        assert (await first).status == 200
+        assert (await client.get("/api/v1/namespaces")).status == 200
+
+
+def _record(name: str, exc: BaseException | None, message: str = "Error handling request") -> logging.LogRecord:
+    exc_info = (type(exc), exc, None) if exc is not None else None
+    return logging.LogRecord(name, logging.ERROR, __file__, 1, message, None, exc_info)
+
+
+def test_client_mistakes_are_not_logged_as_server_errors() -> None:
+    from aiohttp.http_exceptions import BadHttpMessage
+
+    noise = ClientNoiseFilter()
+    bad = _record("aiohttp.server", BadHttpMessage("Invalid method encountered"))
+    assert noise.filter(bad) is False  # DEBUG, and the root logger is not at DEBUG here
+    assert (bad.levelno, bad.exc_info) == (logging.DEBUG, None)
+    assert "malformed HTTP request" in bad.getMessage() and "\n" not in bad.getMessage()
+    reset = _record("aiohttp.server", ConnectionResetError("Cannot write to closing transport"))
+    assert noise.filter(reset) is False
+    assert "lost connection" in reset.getMessage()
+    lost_write = logging.LogRecord("asyncio", logging.WARNING, __file__, 1, "socket.send() raised exception.", None, None)
+    assert noise.filter(lost_write) is False
+    # A server fault is still an ERROR with its traceback.
+    fault = _record("aiohttp.server", RuntimeError("boom"))
+    assert noise.filter(fault) is True
+    assert fault.levelno == logging.ERROR and fault.exc_info is not None
