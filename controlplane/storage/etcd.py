@@ -32,6 +32,10 @@ Failure handling, in one place:
   untrusted client certificate) is not retried: it surfaces at once as
   :class:`Unavailable` saying which setting to check.
 
+Every list reads etcd in pages (``page_size`` keys, 500 as kube's) pinned to the first
+page's revision, halving a page whose response would exceed ``max_response_bytes``
+(:mod:`controlplane.storage.paging`): no range response grows with the collection.
+
 Beyond the Store contract (used by hub leader election, ``controlplane/leader``): writes
 may carry :class:`WriteGuard` preconditions on another key (a failed guard raises
 :class:`GuardFailed`, not Conflict), ``create`` may attach the key to an etcd lease, and
@@ -81,6 +85,7 @@ from controlplane.storage.interface import (
     Unavailable,
     WatchEvent,
 )
+from controlplane.storage.paging import DEFAULT_PAGE_SIZE, ResponseTooLarge, read_range
 
 logger = logging.getLogger(__name__)
 
@@ -89,9 +94,9 @@ T = TypeVar("T")
 _COMPACTED = "required revision has been compacted"
 _FUTURE = "required revision is a future revision"
 
-#: gRPC channel options: reconnect quickly after an etcd restart, notice dead peers on
-#: idle watch streams (etcd refuses pings more often than every 5 s), and accept large
-#: list responses (gRPC's 4 MiB default is a few thousand pods).
+#: gRPC channel options: reconnect quickly after an etcd restart and notice dead peers on
+#: idle watch streams (etcd refuses pings more often than every 5 s). The receive limit
+#: (``max_response_bytes``) is added per store.
 _CHANNEL_OPTIONS: list[tuple[str, int]] = [
     ("grpc.initial_reconnect_backoff_ms", 100),
     ("grpc.min_reconnect_backoff_ms", 100),
@@ -100,8 +105,13 @@ _CHANNEL_OPTIONS: list[tuple[str, int]] = [
     ("grpc.keepalive_timeout_ms", 10_000),
     ("grpc.keepalive_permit_without_calls", 0),
     ("grpc.http2.max_pings_without_data", 0),
-    ("grpc.max_receive_message_length", 512 * 1024 * 1024),
 ]
+#: The largest etcd response the hub accepts by default (gRPC's own 4 MiB default is a
+#: few thousand pods). etcd itself sends up to 2 GiB; lists are read in pages that shrink
+#: to fit under this (:mod:`controlplane.storage.paging`).
+DEFAULT_MAX_RESPONSE_BYTES = 512 * 1024 * 1024
+#: gRPC's words for a response over the receive limit.
+_TOO_LARGE = "larger than max"
 
 
 #: Fragments of gRPC's message for a TLS handshake that failed on certificates (retrying
@@ -290,6 +300,8 @@ class EtcdStore:
         timeout: float = 10.0,
         retry_budget: float = 10.0,
         tls: EtcdClientTls | None = None,
+        page_size: int = DEFAULT_PAGE_SIZE,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         self._target = grpc_target(endpoints)
         self._endpoint = ",".join(endpoints)
@@ -307,6 +319,10 @@ class EtcdStore:
         self._namespace = prefix.rstrip("/")
         self._timeout = timeout
         self._retry_budget = retry_budget
+        if page_size < 1:
+            raise ValueError(f"page_size must be at least 1, got {page_size}")
+        self._page_size = page_size
+        self._channel_options = [*_CHANNEL_OPTIONS, ("grpc.max_receive_message_length", max_response_bytes)]
         self._channel: Any = None
         self._kv: Any = None
         self._watch_stub: Any = None
@@ -375,14 +391,22 @@ class EtcdStore:
         if start >= end:
             at = revision if revision is not None else await self.current_revision()
             return ListResult(items=[], revision=at, more=False)
-        request = rpc.RangeRequest(key=start, range_end=end, revision=revision or 0, limit=limit)
-        try:
-            response = await self._call("list", lambda: self._kv.Range(request, timeout=self._timeout))
-        except _RevisionError as exc:
-            raise await self._revision_error(exc, revision or 0) from exc.__cause__
-        items = [self._key_value(kv) for kv in response.kvs]
-        at = revision if revision is not None else response.header.revision
-        return ListResult(items=items, revision=at, more=bool(response.more))
+        first = start
+
+        async def read_page(after: str | None, page_limit: int, at: int) -> ListResult:
+            key = first if after is None else max(first, self._full(after) + b"\0")
+            request = rpc.RangeRequest(key=key, range_end=end, revision=at, limit=page_limit)
+            try:
+                response = await self._call("list", lambda: self._kv.Range(request, timeout=self._timeout))
+            except _RevisionError as exc:
+                raise await self._revision_error(exc, at) from exc.__cause__
+            items = [self._key_value(kv) for kv in response.kvs]
+            return ListResult(items=items, revision=response.header.revision, more=bool(response.more))
+
+        # Every list, bounded or not, reads etcd in pages pinned to one revision.
+        return await read_range(
+            read_page, limit=limit, revision=revision, start_after=start_after, page_size=self._page_size
+        )
 
     async def current_revision(self) -> int:
         return await self._read_revision("current_revision")
@@ -634,9 +658,9 @@ class EtcdStore:
             raise Unavailable(f"the etcd store for {self._endpoint} is closed")
         if self._channel is None:
             if self._credentials is not None:
-                self._channel = rpc.secure_channel(self._target, self._credentials, options=_CHANNEL_OPTIONS)
+                self._channel = rpc.secure_channel(self._target, self._credentials, options=self._channel_options)
             else:
-                self._channel = rpc.insecure_channel(self._target, options=_CHANNEL_OPTIONS)
+                self._channel = rpc.insecure_channel(self._target, options=self._channel_options)
             self._kv = rpc.KVStub(self._channel)
             self._watch_stub = rpc.WatchStub(self._channel)
             self._lease_stub = rpc.LeaseStub(self._channel)
@@ -846,6 +870,8 @@ class EtcdStore:
             return Unavailable(
                 f"etcd at {self._endpoint} did not answer {what} within {self._timeout:g}s: {details}"
             )
+        if code == rpc.StatusCode.RESOURCE_EXHAUSTED and _TOO_LARGE in details:
+            return ResponseTooLarge(f"etcd's answer to {what} exceeds the hub's etcd response limit: {details}")
         if code == rpc.StatusCode.OUT_OF_RANGE and (_COMPACTED in details or _FUTURE in details):
             return _RevisionError(details, compacted=_COMPACTED in details)
         return StorageError(f"etcd at {self._endpoint} failed {what}: {code.name}: {details}")
