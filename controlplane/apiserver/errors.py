@@ -264,10 +264,10 @@ def from_storage_error(
             retry_after_seconds=1,
         )
     if isinstance(exc, storage.Unavailable):
+        # The storage message names etcd's address: it goes to the hub's log, not to clients.
         return ServiceUnavailable(
-            "the object store (etcd) is unavailable, so the request could not be completed: "
-            f"{exc}. Retry in a few seconds; if it persists, check that etcd is running and "
-            "reachable from the hub",
+            "the object store (etcd) is unavailable, so the request could not be completed. "
+            "Retry in a few seconds; if it persists, check that etcd is running and reachable from the hub",
             retry_after_seconds=1,
         )
     return InternalError(f"storage error: {exc}")

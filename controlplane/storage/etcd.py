@@ -24,6 +24,9 @@ Failure handling, in one place:
   when a connection drops after a write was sent the retry may report ``AlreadyExists``,
   ``Conflict`` or ``NotFound`` for a write that did land -- callers re-read on those, as
   they must for any compare-and-swap.
+* Once etcd has failed every call for a couple of seconds it counts as down
+  (:class:`~controlplane.storage.outage.OutageGate`): calls then fail at once with
+  :class:`Unavailable` (one trial call a second goes through) until etcd answers again.
 * A compacted revision becomes :class:`Gone` carrying etcd's compacted revision.
 * A watch whose stream drops reopens itself from the last delivered revision + 1.
 * Settings that cannot work (an https URL without a CA, an unreadable or mismatched TLS
@@ -85,6 +88,7 @@ from controlplane.storage.interface import (
     Unavailable,
     WatchEvent,
 )
+from controlplane.storage.outage import OutageGate
 from controlplane.storage.paging import DEFAULT_PAGE_SIZE, ResponseTooLarge, read_range
 
 logger = logging.getLogger(__name__)
@@ -329,6 +333,7 @@ class EtcdStore:
         self._lease_stub: Any = None
         self._watch_calls: set[Any] = set()
         self._closed = False
+        self._gate = OutageGate()
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -794,9 +799,10 @@ class EtcdStore:
         first attempt (same logging, backoff and total budget as retrying from the start).
         """
         self._stubs()
+        trial = self._gate.admit()
         started = time.monotonic()
         try:
-            return await attempt()
+            result = await attempt()
         except rpc.AioRpcError as exc:
             if not _is_transient(exc, idempotent=idempotent):
                 raise self._storage_error(what, exc) from exc
@@ -807,6 +813,15 @@ class EtcdStore:
                     f"etcd at {self._endpoint} did not answer {what} within {self._timeout:g}s"
                 ) from exc
             first_failure = exc
+        else:
+            self._gate.succeeded()
+            return result
+        finally:
+            if trial:
+                self._gate.end_trial()
+        if self._gate.failed() or trial:
+            # etcd is known to be down: fail now rather than retry for the whole budget.
+            raise self._gate.unavailable() from first_failure
         return await self._retry(
             what, attempt, idempotent=idempotent, first_failure=first_failure,
             budget=self._retry_budget - (time.monotonic() - started),
@@ -827,7 +842,16 @@ class EtcdStore:
         async def trial_call() -> T:
             if replayed:
                 raise replayed.pop()
-            return await attempt()
+            if self._gate.down:  # another call found etcd down meanwhile
+                raise self._gate.unavailable()
+            try:
+                result = await attempt()
+            except Exception as exc:
+                if _is_transient(exc, idempotent=idempotent) and self._gate.failed():
+                    raise self._gate.unavailable() from exc
+                raise
+            self._gate.succeeded()
+            return result
 
         def log_retry(state: RetryCallState) -> None:
             error = state.outcome.exception() if state.outcome is not None else None
