@@ -114,6 +114,9 @@ _CHANNEL_OPTIONS: list[tuple[str, int]] = [
 #: few thousand pods). etcd itself sends up to 2 GiB; lists are read in pages that shrink
 #: to fit under this (:mod:`controlplane.storage.paging`).
 DEFAULT_MAX_RESPONSE_BYTES = 512 * 1024 * 1024
+#: How gRPC reports a stream that a stopping etcd cut (see ``_connection_dropped``).
+_DROPPED_INTERNAL = ("Stream removed", "Internal error from Core")
+_NO_STATUS = "No status received"
 #: gRPC's words for a response over the receive limit.
 _TOO_LARGE = "larger than max"
 
@@ -256,13 +259,17 @@ def _connection_dropped(exc: Any) -> bool:
     """etcd is unreachable or went away mid-call.
 
     Over TLS etcd serves gRPC through Go's HTTP/2 server, which ends open streams with an
-    RST_STREAM when it shuts down; gRPC reports that as INTERNAL "Stream removed", not
-    UNAVAILABLE. It means the same: the connection dropped.
+    RST_STREAM when it shuts down; gRPC reports that as INTERNAL "Stream removed" (or, on
+    an open watch stream, INTERNAL "Internal error from Core" or UNKNOWN "No status
+    received"), not UNAVAILABLE. It means the same: the connection dropped.
     """
     code = exc.code()
     if code == rpc.StatusCode.UNAVAILABLE:
         return True
-    return bool(code == rpc.StatusCode.INTERNAL and "Stream removed" in (exc.details() or ""))
+    details = exc.details() or ""
+    if code == rpc.StatusCode.INTERNAL:
+        return any(fragment in details for fragment in _DROPPED_INTERNAL)
+    return code == rpc.StatusCode.UNKNOWN and _NO_STATUS in details
 
 
 def _handshake_refused(exc: Any) -> str | None:

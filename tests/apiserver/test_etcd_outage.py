@@ -8,6 +8,7 @@ A real hub on a real etcd that is stopped and started again (same data, same add
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -68,8 +69,19 @@ async def test_an_etcd_outage_is_a_fast_503_with_retry_after_and_the_hub_recover
             status, _, _, _ = await call(session, hub, "GET", CONFIGMAPS, admin.token)
             assert status == 200
 
+            watch = await session.get(
+                f"{hub.url}{CONFIGMAPS}?watch=1&timeoutSeconds=60", headers={"Authorization": f"Bearer {admin.token}"}
+            )
             await etcd.stop()
             caplog.clear()
+            # An open watch ends with an ERROR event carrying the same 503 Status.
+            async with asyncio.timeout(10):
+                line = await watch.content.readline()
+            watch.close()
+            event = json.loads(line)
+            print("watch:", event)
+            assert event["type"] == "ERROR" and event["object"]["code"] == 503, event
+            assert port not in event["object"]["message"]
             requests = [
                 ("GET", CONFIGMAPS, admin.token, None),
                 ("POST", CONFIGMAPS, admin.token,
