@@ -62,7 +62,7 @@ from controlplane.reports.api import ReportSource, waste_report_routes, waste_re
 from controlplane.reports.sampling import DEFAULT_INTERVAL as DEFAULT_WASTE_SAMPLE_INTERVAL
 from controlplane.reports.sampling import WasteSampler
 from controlplane.storage.embedded import EmbeddedEtcd
-from controlplane.storage.etcd import EtcdClientTls, EtcdStore
+from controlplane.storage.etcd import DEFAULT_MAX_RESPONSE_BYTES, EtcdClientTls, EtcdStore
 from controlplane.ui.serving import ui_public_paths, ui_routes
 
 log = logging.getLogger(__name__)
@@ -96,6 +96,8 @@ class HubConfig:
     etcd_endpoints: tuple[str, ...] = ()
     #: CA and client certificate for https:// etcd endpoints (--etcd-cafile/--etcd-certfile/--etcd-keyfile).
     etcd_tls: EtcdClientTls | None = None
+    #: The largest etcd response the hub accepts; list pages shrink to fit under it.
+    etcd_max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
     #: Extra names/addresses for the serving certificate the hub issues (with a provided
     #: certificate: names it is checked for, with a warning when missing).
     tls_hosts: tuple[str, ...] = ()
@@ -182,13 +184,18 @@ class Hub:
         # Settings first (the store's constructor checks them without connecting), so that
         # a bad etcd setting or provided certificate fails before anything is started.
         if self.config.etcd_endpoints:
-            self.store = EtcdStore(list(self.config.etcd_endpoints), tls=self.config.etcd_tls)
+            self.store = EtcdStore(
+                list(self.config.etcd_endpoints), tls=self.config.etcd_tls,
+                max_response_bytes=self.config.etcd_max_response_bytes,
+            )
         self.pki = await asyncio.to_thread(self._serving_certificate, host)
         if self.store is None:
             self.etcd = EmbeddedEtcd(state / "etcd", log_file=state / "etcd.log")
             url = await self.etcd.start()
             log.info("embedded etcd ready at %s (data in %s)", url, state / "etcd")
-            self.store = EtcdStore([url], tls=self.etcd.client_tls)
+            self.store = EtcdStore(
+                [url], tls=self.etcd.client_tls, max_response_bytes=self.config.etcd_max_response_bytes
+            )
         await self.store.connect()
         await self.store.ping()
 

@@ -40,6 +40,7 @@ from controlplane.apiserver.openapi import OpenApiDocuments
 from controlplane.apiserver.resources import Registry
 from controlplane.apiserver.routing import RequestInfo, parse_request
 from controlplane.apiserver.serving import inflight_middleware
+from controlplane.storage import interface as storage
 
 logger = logging.getLogger(__name__)
 access_logger = logging.getLogger(__name__ + ".access")
@@ -82,6 +83,15 @@ class CachedAuthenticator(Authenticator, Protocol):
         ...
 
 
+def _error_response(exc: errors.ApiError) -> web.Response:
+    """The Status of ``exc``; a 429 or 503 that says when to retry also says so in
+    ``Retry-After``, as kube-apiserver does."""
+    response = json_response(exc.to_status(), status=exc.code)
+    if exc.retry_after_seconds is not None and exc.code in (429, 503):
+        response.headers["Retry-After"] = str(exc.retry_after_seconds)
+    return response
+
+
 @web.middleware
 async def status_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Parse the request; every failure becomes a Status; one access log line per request."""
@@ -94,7 +104,13 @@ async def status_middleware(request: web.Request, handler: Handler) -> web.Strea
         return response
     except errors.ApiError as exc:
         code = exc.code
-        return json_response(exc.to_status(), status=exc.code)
+        return _error_response(exc)
+    except storage.Unavailable as exc:
+        # Reached from outside the object layer (e.g. a token lookup); same answer as there.
+        logger.debug("store unavailable serving %s %s: %s", request.method, request.path, exc)
+        api_error = errors.from_storage_error(exc, plural="", group="")
+        code = api_error.code
+        return _error_response(api_error)
     except web.HTTPException as exc:
         if exc.status < 400:
             code = exc.status
@@ -160,8 +176,15 @@ def auth_middleware(
         if token is not None:
             answered, user = cached(token) if cached is not None else (False, None)
             if not answered:
-                async with asyncio.timeout(AUTH_TIMEOUT_SECONDS):
-                    user = await authenticator.authenticate(token)
+                try:
+                    async with asyncio.timeout(AUTH_TIMEOUT_SECONDS):
+                        user = await authenticator.authenticate(token)
+                except TimeoutError:
+                    raise errors.ServiceUnavailable(
+                        f"the bearer token could not be checked within {AUTH_TIMEOUT_SECONDS:g}s "
+                        "(the object store is slow or unavailable); retry in a few seconds",
+                        retry_after_seconds=1,
+                    ) from None
         if user is None:
             raise errors.Unauthorized(
                 "Unauthorized: this server needs a valid bearer token (Authorization: Bearer <token>); "

@@ -292,9 +292,10 @@ def from_storage_error(
             "e.g. move large data out of it",
             target=Target(name=name, group=group, kind=plural),
         )
-    # The store's own message names its endpoint; it goes to the server log, not to clients.
+    # The store's own message names its endpoint; it goes to the server log, not to clients
+    # (at debug: the store logs one warning when etcd goes away and one when it is back).
     if isinstance(exc, storage.Unavailable):
-        logger.warning("the object store is unavailable: %s", exc)
+        logger.debug("the object store is unavailable: %s", exc)
         return ServiceUnavailable(
             "the object store (etcd) is unavailable, so the request could not be completed. Retry in a "
             "few seconds; if it persists, check that etcd is running and reachable from the hub",

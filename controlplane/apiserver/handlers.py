@@ -21,7 +21,13 @@ from aiohttp import web
 
 from controlplane.apiserver import codec, errors, protobuf
 from controlplane.apiserver.decoding import INT64_MAX, decode_body
-from controlplane.apiserver.objects import ObjectEvent, ObjectStore, Preconditions, WatchEventType
+from controlplane.apiserver.objects import (
+    EncodedList,
+    ObjectEvent,
+    ObjectStore,
+    Preconditions,
+    WatchEventType,
+)
 from controlplane.apiserver.patches import PatchType
 from controlplane.apiserver.resources import ResourceType
 from controlplane.apiserver.routing import RequestInfo
@@ -38,6 +44,9 @@ _BODY_MEDIA = ("application/json", "application/yaml", "text/yaml", "application
 #: How often an idle watch checks for a closed connection or a server shutdown.
 WATCH_POLL_SECONDS = 1.0
 _WATCH_QUEUE = 256
+#: A list response larger than this is encoded and sent in pieces of about this size, so
+#: the hub never holds a second (and third) copy of a large collection as one body.
+STREAMED_LIST_BYTES = 1024 * 1024
 
 def json_response(
     body: Any, *, status: int = 200, warnings: list[str] | None = None, content_type: str = JSON_CONTENT_TYPE
@@ -47,6 +56,25 @@ def json_response(
     for warning in warnings or []:
         escaped = warning.replace("\\", "\\\\").replace('"', '\\"')
         response.headers.add("Warning", f'299 - "{escaped}"')
+    return response
+
+
+async def _stream_list(request: web.Request, head: bytes, encoded: EncodedList) -> web.StreamResponse:
+    """Write a large list as chunks: ``head``, the items encoded a piece at a time, the tail."""
+    response = web.StreamResponse(headers={"Content-Type": JSON_CONTENT_TYPE})
+    response.enable_chunked_encoding()
+    await response.prepare(request)
+    piece: list[bytes] = [head]
+    size = 0
+    for index, item in enumerate(encoded.items()):
+        piece.append(item if index == 0 else b"," + item)
+        size += len(item)
+        if size >= STREAMED_LIST_BYTES:
+            await response.write(b"".join(piece))
+            piece, size = [], 0
+    piece.append(b"]}")
+    await response.write(b"".join(piece))
+    await response.write_eof()
     return response
 
 
@@ -193,8 +221,10 @@ class ResourceHandlers:
         if encoded.continue_token:
             metadata["continue"] = encoded.continue_token
         head = codec.dumps({"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": metadata})
-        body = head[:-1] + b',"items":[' + b",".join(encoded.items) + b"]}"
-        return json_response(body)
+        head = head[:-1] + b',"items":['
+        if encoded.stored_bytes <= STREAMED_LIST_BYTES:
+            return json_response(head + b",".join(encoded.items()) + b"]}")
+        return await _stream_list(request, head, encoded)
 
     async def _watch(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
         query = request.query

@@ -28,7 +28,7 @@ import logging
 import secrets
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -110,11 +110,19 @@ class ObjectList:
 
 @dataclass(frozen=True, slots=True)
 class EncodedList:
-    """A list page whose items are already JSON (with resourceVersion), for the HTTP layer."""
+    """A list page for the HTTP layer: its items as stored, encoded to JSON (with
+    resourceVersion) one by one as the response is written (:meth:`items`)."""
 
-    items: list[bytes]
+    kvs: list[storage.KeyValue]
     resource_version: str
     continue_token: str = ""
+
+    def items(self) -> Iterator[bytes]:
+        return (codec.with_resource_version(kv) for kv in self.kvs)
+
+    @property
+    def stored_bytes(self) -> int:
+        return sum(len(kv.value) for kv in self.kvs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,9 +252,7 @@ class ObjectStore:
             rt, namespace, label_selector, field_selector, limit, continue_token, resource_version,
             resource_version_match,
         )
-        return EncodedList(
-            [codec.with_resource_version(kv) for kv in page.kvs], str(page.revision), page.continue_token
-        )
+        return EncodedList(page.kvs, str(page.revision), page.continue_token)
 
     # --- writes -----------------------------------------------------------------------
 

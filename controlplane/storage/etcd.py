@@ -24,6 +24,9 @@ Failure handling, in one place:
   when a connection drops after a write was sent the retry may report ``AlreadyExists``,
   ``Conflict`` or ``NotFound`` for a write that did land -- callers re-read on those, as
   they must for any compare-and-swap.
+* Once etcd has failed every call for a couple of seconds it counts as down
+  (:class:`~controlplane.storage.outage.OutageGate`): calls then fail at once with
+  :class:`Unavailable` (one trial call a second goes through) until etcd answers again.
 * A compacted revision becomes :class:`Gone` carrying etcd's compacted revision.
 * A watch whose stream drops reopens itself from the last delivered revision + 1.
 * Settings that cannot work (an https URL without a CA, an unreadable or mismatched TLS
@@ -31,6 +34,10 @@ Failure handling, in one place:
   before any connection. A TLS handshake etcd or this client refuses (wrong CA, no or an
   untrusted client certificate) is not retried: it surfaces at once as
   :class:`Unavailable` saying which setting to check.
+
+Every list reads etcd in pages (``page_size`` keys, 500 as kube's) pinned to the first
+page's revision, halving a page whose response would exceed ``max_response_bytes``
+(:mod:`controlplane.storage.paging`): no range response grows with the collection.
 
 Beyond the Store contract (used by hub leader election, ``controlplane/leader``): writes
 may carry :class:`WriteGuard` preconditions on another key (a failed guard raises
@@ -83,6 +90,8 @@ from controlplane.storage.interface import (
     Unavailable,
     WatchEvent,
 )
+from controlplane.storage.outage import OutageGate
+from controlplane.storage.paging import DEFAULT_PAGE_SIZE, ResponseTooLarge, read_range
 
 logger = logging.getLogger(__name__)
 
@@ -94,9 +103,9 @@ _TOO_LARGE = "request is too large"
 #: The calls that send a value: a size refusal of one of these is the value's fault.
 _WRITES = frozenset({"create", "update"})
 
-#: gRPC channel options: reconnect quickly after an etcd restart, notice dead peers on
-#: idle watch streams (etcd refuses pings more often than every 5 s), and accept large
-#: list responses (gRPC's 4 MiB default is a few thousand pods).
+#: gRPC channel options: reconnect quickly after an etcd restart and notice dead peers on
+#: idle watch streams (etcd refuses pings more often than every 5 s). The receive limit
+#: (``max_response_bytes``) is added per store.
 _CHANNEL_OPTIONS: list[tuple[str, int]] = [
     ("grpc.initial_reconnect_backoff_ms", 100),
     ("grpc.min_reconnect_backoff_ms", 100),
@@ -105,8 +114,16 @@ _CHANNEL_OPTIONS: list[tuple[str, int]] = [
     ("grpc.keepalive_timeout_ms", 10_000),
     ("grpc.keepalive_permit_without_calls", 0),
     ("grpc.http2.max_pings_without_data", 0),
-    ("grpc.max_receive_message_length", 512 * 1024 * 1024),
 ]
+#: The largest etcd response the hub accepts by default (gRPC's own 4 MiB default is a
+#: few thousand pods). etcd itself sends up to 2 GiB; lists are read in pages that shrink
+#: to fit under this (:mod:`controlplane.storage.paging`).
+DEFAULT_MAX_RESPONSE_BYTES = 512 * 1024 * 1024
+#: How gRPC reports a stream that a stopping etcd cut (see ``_connection_dropped``).
+_DROPPED_INTERNAL = ("Stream removed", "Internal error from Core")
+_NO_STATUS = "No status received"
+#: gRPC's words for a response over the receive limit.
+_TOO_LARGE = "larger than max"
 
 
 #: Fragments of gRPC's message for a TLS handshake that failed on certificates (retrying
@@ -247,13 +264,17 @@ def _connection_dropped(exc: Any) -> bool:
     """etcd is unreachable or went away mid-call.
 
     Over TLS etcd serves gRPC through Go's HTTP/2 server, which ends open streams with an
-    RST_STREAM when it shuts down; gRPC reports that as INTERNAL "Stream removed", not
-    UNAVAILABLE. It means the same: the connection dropped.
+    RST_STREAM when it shuts down; gRPC reports that as INTERNAL "Stream removed" (or, on
+    an open watch stream, INTERNAL "Internal error from Core" or UNKNOWN "No status
+    received"), not UNAVAILABLE. It means the same: the connection dropped.
     """
     code = exc.code()
     if code == rpc.StatusCode.UNAVAILABLE:
         return True
-    return bool(code == rpc.StatusCode.INTERNAL and "Stream removed" in (exc.details() or ""))
+    details = exc.details() or ""
+    if code == rpc.StatusCode.INTERNAL:
+        return any(fragment in details for fragment in _DROPPED_INTERNAL)
+    return code == rpc.StatusCode.UNKNOWN and _NO_STATUS in details
 
 
 def _handshake_refused(exc: Any) -> str | None:
@@ -295,6 +316,8 @@ class EtcdStore:
         timeout: float = 10.0,
         retry_budget: float = 10.0,
         tls: EtcdClientTls | None = None,
+        page_size: int = DEFAULT_PAGE_SIZE,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         self._target = grpc_target(endpoints)
         self._endpoint = ",".join(endpoints)
@@ -312,12 +335,17 @@ class EtcdStore:
         self._namespace = prefix.rstrip("/")
         self._timeout = timeout
         self._retry_budget = retry_budget
+        if page_size < 1:
+            raise ValueError(f"page_size must be at least 1, got {page_size}")
+        self._page_size = page_size
+        self._channel_options = [*_CHANNEL_OPTIONS, ("grpc.max_receive_message_length", max_response_bytes)]
         self._channel: Any = None
         self._kv: Any = None
         self._watch_stub: Any = None
         self._lease_stub: Any = None
         self._watch_calls: set[Any] = set()
         self._closed = False
+        self._gate = OutageGate()
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -380,14 +408,22 @@ class EtcdStore:
         if start >= end:
             at = revision if revision is not None else await self.current_revision()
             return ListResult(items=[], revision=at, more=False)
-        request = rpc.RangeRequest(key=start, range_end=end, revision=revision or 0, limit=limit)
-        try:
-            response = await self._call("list", lambda: self._kv.Range(request, timeout=self._timeout))
-        except _RevisionError as exc:
-            raise await self._revision_error(exc, revision or 0) from exc.__cause__
-        items = [self._key_value(kv) for kv in response.kvs]
-        at = revision if revision is not None else response.header.revision
-        return ListResult(items=items, revision=at, more=bool(response.more))
+        first = start
+
+        async def read_page(after: str | None, page_limit: int, at: int) -> ListResult:
+            key = first if after is None else max(first, self._full(after) + b"\0")
+            request = rpc.RangeRequest(key=key, range_end=end, revision=at, limit=page_limit)
+            try:
+                response = await self._call("list", lambda: self._kv.Range(request, timeout=self._timeout))
+            except _RevisionError as exc:
+                raise await self._revision_error(exc, at) from exc.__cause__
+            items = [self._key_value(kv) for kv in response.kvs]
+            return ListResult(items=items, revision=response.header.revision, more=bool(response.more))
+
+        # Every list, bounded or not, reads etcd in pages pinned to one revision.
+        return await read_range(
+            read_page, limit=limit, revision=revision, start_after=start_after, page_size=self._page_size
+        )
 
     async def current_revision(self) -> int:
         return await self._read_revision("current_revision")
@@ -639,9 +675,9 @@ class EtcdStore:
             raise Unavailable(f"the etcd store for {self._endpoint} is closed")
         if self._channel is None:
             if self._credentials is not None:
-                self._channel = rpc.secure_channel(self._target, self._credentials, options=_CHANNEL_OPTIONS)
+                self._channel = rpc.secure_channel(self._target, self._credentials, options=self._channel_options)
             else:
-                self._channel = rpc.insecure_channel(self._target, options=_CHANNEL_OPTIONS)
+                self._channel = rpc.insecure_channel(self._target, options=self._channel_options)
             self._kv = rpc.KVStub(self._channel)
             self._watch_stub = rpc.WatchStub(self._channel)
             self._lease_stub = rpc.LeaseStub(self._channel)
@@ -776,9 +812,10 @@ class EtcdStore:
         first attempt (same logging, backoff and total budget as retrying from the start).
         """
         self._stubs()
+        trial = self._gate.admit()
         started = time.monotonic()
         try:
-            return await attempt()
+            result = await attempt()
         except rpc.AioRpcError as exc:
             if not _is_transient(exc, idempotent=idempotent):
                 raise self._storage_error(what, exc) from exc
@@ -789,6 +826,15 @@ class EtcdStore:
                     f"etcd at {self._endpoint} did not answer {what} within {self._timeout:g}s"
                 ) from exc
             first_failure = exc
+        else:
+            self._gate.succeeded()
+            return result
+        finally:
+            if trial:
+                self._gate.end_trial()
+        if self._gate.failed() or trial:
+            # etcd is known to be down: fail now rather than retry for the whole budget.
+            raise self._gate.unavailable() from first_failure
         return await self._retry(
             what, attempt, idempotent=idempotent, first_failure=first_failure,
             budget=self._retry_budget - (time.monotonic() - started),
@@ -809,7 +855,16 @@ class EtcdStore:
         async def trial_call() -> T:
             if replayed:
                 raise replayed.pop()
-            return await attempt()
+            if self._gate.down:  # another call found etcd down meanwhile
+                raise self._gate.unavailable()
+            try:
+                result = await attempt()
+            except Exception as exc:
+                if _is_transient(exc, idempotent=idempotent) and self._gate.failed():
+                    raise self._gate.unavailable() from exc
+                raise
+            self._gate.succeeded()
+            return result
 
         def log_retry(state: RetryCallState) -> None:
             error = state.outcome.exception() if state.outcome is not None else None
@@ -852,14 +907,16 @@ class EtcdStore:
             return Unavailable(
                 f"etcd at {self._endpoint} did not answer {what} within {self._timeout:g}s: {details}"
             )
-        if code == rpc.StatusCode.OUT_OF_RANGE and (_COMPACTED in details or _FUTURE in details):
-            return _RevisionError(details, compacted=_COMPACTED in details)
         if what in _WRITES and (
             (code == rpc.StatusCode.INVALID_ARGUMENT and _TOO_LARGE in details)
             or code == rpc.StatusCode.RESOURCE_EXHAUSTED
         ):
             # --max-request-bytes (etcd's "request is too large"), or the gRPC message limit above it.
             return TooLarge(f"etcd refused the {what}: {details}")
+        if code == rpc.StatusCode.RESOURCE_EXHAUSTED and _TOO_LARGE in details:
+            return ResponseTooLarge(f"etcd's answer to {what} exceeds the hub's etcd response limit: {details}")
+        if code == rpc.StatusCode.OUT_OF_RANGE and (_COMPACTED in details or _FUTURE in details):
+            return _RevisionError(details, compacted=_COMPACTED in details)
         return StorageError(f"etcd at {self._endpoint} failed {what}: {code.name}: {details}")
 
 

@@ -55,6 +55,18 @@ def _positive_int(text: str) -> int:
     return int(text)
 
 
+#: Below etcd's default request limit (1.5 MiB) one stored object could be unreadable.
+MIN_ETCD_RESPONSE_BYTES = 2 * 1024 * 1024
+
+
+def _response_bytes(text: str) -> int:
+    if not text.isdigit() or int(text) < MIN_ETCD_RESPONSE_BYTES:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of bytes >= {MIN_ETCD_RESPONSE_BYTES} (above etcd's --max-request-bytes), not {text!r}"
+        )
+    return int(text)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--state-dir", type=Path, default=Path(".gpufed"),
                         help="where the PKI, the embedded etcd's data and hub.kubeconfig live (default .gpufed)")
@@ -69,6 +81,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="client certificate the hub presents to etcd (with --etcd-keyfile)")
     parser.add_argument("--etcd-keyfile", type=Path, metavar="FILE",
                         help="private key of --etcd-certfile")
+    parser.add_argument("--etcd-max-response-bytes", type=_response_bytes, default=None,
+                        metavar="BYTES",
+                        help="the largest etcd response the hub accepts; lists read etcd in pages of at most 500 "
+                             "keys that shrink to fit under it (default 536870912, 512 MiB; keep it above etcd's "
+                             "--max-request-bytes)")
     parser.add_argument("--tls-cert-file", type=Path, metavar="FILE",
                         help="serve this certificate (then any intermediate CA certificates) instead of issuing "
                              "one from the hub's own CA; read on every start")
@@ -141,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
     from controlplane.apiserver.tls import PkiError
     from controlplane.hub import Hub, HubConfig, run_until_signalled
     from controlplane.storage.embedded import EtcdStartError
-    from controlplane.storage.etcd import EtcdClientTls, EtcdConfigError
+    from controlplane.storage.etcd import DEFAULT_MAX_RESPONSE_BYTES, EtcdClientTls, EtcdConfigError
     from controlplane.storage.interface import Unavailable
 
     host, port = args.listen
@@ -175,6 +192,7 @@ def run(args: argparse.Namespace) -> int:
             max_pending_connections=args.max_pending_connections,
             max_requests_inflight=args.max_requests_inflight,
         ),
+        etcd_max_response_bytes=args.etcd_max_response_bytes or DEFAULT_MAX_RESPONSE_BYTES,
     )
     try:
         asyncio.run(run_until_signalled(Hub(config)))

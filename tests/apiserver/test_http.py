@@ -245,6 +245,28 @@ async def test_list_pagination_and_selectors(api: Client) -> None:
     assert [i["metadata"]["name"] for i in removed["items"]] == ["d4"]
 
 
+async def test_a_large_list_is_streamed_in_pieces_and_a_small_one_is_not(api: Client) -> None:
+    """A list over STREAMED_LIST_BYTES goes out chunked, encoded a piece at a time, instead of
+    as one body the hub builds in memory next to the objects."""
+    from controlplane.apiserver.handlers import STREAMED_LIST_BYTES
+
+    blob = "x" * (64 * 1024)
+    count = STREAMED_LIST_BYTES // len(blob) + 4
+    for index in range(count):
+        body = deployment(f"big{index:02d}")
+        body["metadata"]["annotations"] = {"blob": blob}
+        assert (await api.post(DEPLOYMENTS, json=body)).status == 201
+    streamed = await api.get(DEPLOYMENTS)
+    assert streamed.headers.get("Transfer-Encoding") == "chunked" and "Content-Length" not in streamed.headers
+    listed = await streamed.json()
+    assert listed["kind"] == "DeploymentList" and listed["metadata"]["resourceVersion"]
+    assert [i["metadata"]["name"] for i in listed["items"]] == [f"big{index:02d}" for index in range(count)]
+    assert all(i["metadata"]["annotations"]["blob"] == blob for i in listed["items"])
+
+    small = await api.get(DEPLOYMENTS, params={"limit": "2"})
+    assert small.headers.get("Content-Length") and len((await small.json())["items"]) == 2
+
+
 # --- tables ---------------------------------------------------------------------------------
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import random
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
@@ -20,6 +21,7 @@ from controlplane.storage import (
     EventType,
     Gone,
     KeyValue,
+    MemoryStore,
     NotFound,
     Store,
     WatchEvent,
@@ -321,3 +323,114 @@ async def test_compaction_is_idempotent_and_refuses_the_future(store: Store) -> 
     assert (await store.list("/pods/", revision=kv.mod_revision)).items == [kv]
     with pytest.raises(ValueError, match="compact"):
         await store.compact(await store.current_revision() + 1000)
+
+
+# --- lists read in pages ------------------------------------------------------------------
+
+#: Keys per etcd range in the paging tests: a list of a few dozen keys takes many ranges.
+SMALL_PAGE = 3
+
+
+@pytest.fixture(params=["memory", "etcd"])
+async def paged_store(request: pytest.FixtureRequest) -> AsyncIterator[Store]:
+    """A store whose lists take many etcd ranges (the in-memory store has no ranges)."""
+    from controlplane.storage import EtcdStore, MemoryStore
+
+    if request.param == "memory":
+        async with MemoryStore() as memory:
+            yield memory
+        return
+    endpoint: str = request.getfixturevalue("etcd_endpoint")
+    async with EtcdStore([endpoint], prefix=f"/gpufed-test/{uuid.uuid4().hex}", page_size=SMALL_PAGE) as etcd:
+        yield etcd
+
+
+class Writer:
+    """Creates ``/pods/kNNNb`` keys (between the ``/pods/kNNNa`` ones a test starts with) one
+    after another until stopped, remembering each key's revision."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.created: dict[str, int] = {}
+        self.stop = asyncio.Event()
+
+    async def run(self, count: int) -> None:
+        order = list(range(count))
+        random.Random(7).shuffle(order)  # new keys land in every page
+        for index in order:
+            if self.stop.is_set():
+                return
+            kv = await self.store.create(f"/pods/k{index:03d}b", b"new")
+            self.created[kv.key] = kv.mod_revision
+            await asyncio.sleep(0)
+
+
+async def initial_keys(store: Store, count: int) -> dict[str, int]:
+    created = {}
+    for index in range(count):
+        kv = await store.create(f"/pods/k{index:03d}a", b"old")
+        created[kv.key] = kv.mod_revision
+    return created
+
+
+async def test_an_unbounded_list_over_many_pages_is_one_snapshot(paged_store: Store) -> None:
+    """Writes that land between two pages of a list are not in it: every page is read at the
+    revision of the first, so the list is exactly the store as of its revision."""
+    store = paged_store
+    before = await initial_keys(store, 30)
+    writer = Writer(store)
+    writing = asyncio.create_task(writer.run(60))
+    lists_overlapping_writes = 0
+    try:
+        while not writing.done():
+            start = await store.current_revision()
+            listed = await store.list("/pods/")
+            known = {**before, **writer.created}
+            expected = sorted(key for key, revision in known.items() if revision <= listed.revision)
+            assert [kv.key for kv in listed.items] == expected
+            assert all(kv.mod_revision <= listed.revision for kv in listed.items)
+            assert not listed.more
+            if listed.revision > start or max(known.values()) > listed.revision:
+                lists_overlapping_writes += 1
+            await asyncio.sleep(0)  # the in-memory store never suspends: let the writer in
+    finally:
+        writer.stop.set()
+        await writing
+    # The in-memory store lists without suspending, so no write can land mid-list there.
+    assert lists_overlapping_writes > 0 or isinstance(store, MemoryStore)
+
+
+async def test_a_watch_after_a_paged_list_has_no_gap_and_no_duplicate(paged_store: Store) -> None:
+    store = paged_store
+    before = await initial_keys(store, 20)
+    writer = Writer(store)
+    writing = asyncio.create_task(writer.run(40))
+    await asyncio.sleep(0)
+    listed = await store.list("/pods/")
+    events = store.watch("/pods/", from_revision=listed.revision + 1)
+    try:
+        await writing
+        last = max(writer.created.values())
+        watched: list[str] = []
+        if last > listed.revision:
+            async with asyncio.timeout(10):
+                async for event in events:
+                    assert event.type is EventType.PUT and event.created
+                    watched.append(event.kv.key)
+                    if event.kv.mod_revision == last:
+                        break
+    finally:
+        await events.aclose()  # type: ignore[attr-defined]
+    listed_keys = [kv.key for kv in listed.items]
+    assert not set(listed_keys) & set(watched)
+    assert sorted(listed_keys + watched) == sorted({**before, **writer.created})
+
+
+@pytest.mark.parametrize("limit", [2, 3, 7, 50])
+async def test_a_limit_beyond_one_page_returns_that_many_keys(paged_store: Store, limit: int) -> None:
+    keys = sorted(await initial_keys(paged_store, 20))
+    page = await paged_store.list("/pods/", limit=limit)
+    assert [kv.key for kv in page.items] == keys[:limit]
+    assert page.more is (limit < len(keys))
+    rest = await paged_store.list("/pods/", revision=page.revision, start_after=page.items[-1].key)
+    assert [kv.key for kv in page.items + rest.items] == keys

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
@@ -202,3 +203,26 @@ def test_grpc_target(endpoints: list[str], target: str) -> None:
 def test_grpc_target_rejects(endpoints: list[str], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         grpc_target(endpoints)
+
+
+async def test_a_collection_larger_than_one_response_is_listed_in_smaller_pages(etcd_endpoint: str) -> None:
+    """40 values of 16 KiB do not fit one 256 KiB response, so even the default page of 500
+    keys fails as one etcd range; the store halves the page until a response fits."""
+    from controlplane.storage.paging import ResponseTooLarge
+
+    prefix = f"/gpufed-test/{uuid.uuid4().hex}"
+    async with EtcdStore([etcd_endpoint], prefix=prefix, max_response_bytes=256 * 1024) as store:
+        keys = [f"/configmaps/big/cm{i:02d}" for i in range(40)]
+        for key in keys:
+            await store.create(key, b"x" * 16 * 1024)
+        await store.create("/huge", b"y" * 300 * 1024)
+
+        listed = await store.list("/configmaps/")
+        assert [kv.key for kv in listed.items] == keys and not listed.more
+        page = await store.list("/configmaps/", limit=30)
+        assert len(page.items) == 30 and page.more
+        rest = await store.list("/configmaps/", revision=page.revision, start_after=page.items[-1].key)
+        assert [kv.key for kv in page.items + rest.items] == keys
+        # One value over the limit cannot be read at all: a clear error, not a retry loop.
+        with pytest.raises(ResponseTooLarge, match="response limit"):
+            await store.get("/huge")
