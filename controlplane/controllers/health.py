@@ -23,10 +23,11 @@ has not reported yet gets the grace period from its ``creationTimestamp`` (start
 When most of the fleet looks unhealthy at once the hub suspects itself rather than the
 clusters (:mod:`controlplane.controllers.disruption`, after Kubernetes' zone disruption
 modes): in a full disruption no ``NoExecute`` health taint is set and those set are removed,
-in a partial one new ones are held back. Every pass assesses every cluster at the same
-instant, so the fleet's state is judged on one consistent view; a change of that state is
-logged at WARNING, reported to ``on_fleet_state`` (the hub's metrics) and re-queues every
-cluster.
+in a partial one new ones are held back. The monitor keeps each cluster's latest verdict; a
+pass over an unhealthy cluster first assesses every cluster at the same instant, so clusters
+whose heartbeats stopped together are judged together (a healthy fleet costs one assessment
+per heartbeat). A change of the fleet's state is logged at WARNING, reported to
+``on_fleet_state`` (the hub's metrics) and re-queues every cluster.
 
 The decisions (:func:`assess_cluster`, :func:`desired_taints`) are pure; the
 :class:`ClusterHealthMonitor` is level-based: every Cluster or Lease event queues the
@@ -93,6 +94,8 @@ class Health(StrEnum):
     """Within the start-up grace (or heartbeating) without a Ready condition yet: no verdict."""
 
 
+#: The verdicts that count against the fleet (a starting cluster counts neither way).
+UNHEALTHY = frozenset({Health.NOT_READY, Health.UNREACHABLE})
 #: The taints the monitor owns: (key, effect). Any taint with one of these keys is managed.
 MANAGED_KEYS = frozenset({c.TAINT_UNREACHABLE, c.TAINT_NOT_READY, c.TAINT_CORDONED})
 _HEALTH_TAINTS: dict[Health, tuple[tuple[str, str], ...]] = {
@@ -278,6 +281,8 @@ class ClusterHealthMonitor:
         self.leases = Informer(self.objects, self._lease_rt, namespace=c.LEASE_NAMESPACE)
         self.tracker = HeartbeatTracker()
         self.fleet_state = FleetState.NORMAL
+        #: Each cluster's health at its latest assessment.
+        self._health: dict[str, Health] = {}
         #: When the last new NoExecute taint was added during a slowed partial disruption.
         self._last_partial_taint: datetime | None = None
         self.loop: ReconcileLoop[str] = ReconcileLoop("cluster-health", self.reconcile, workers=self._workers)
@@ -357,13 +362,18 @@ class ClusterHealthMonitor:
         cluster = self.clusters.get(None, name)
         if cluster is None or (cluster.get("metadata") or {}).get("deletionTimestamp"):
             self.tracker.forget(name)
+            self._health.pop(name, None)
             return None
         now = self._clock()
-        verdicts = self._assess_fleet(now)
-        verdict = verdicts[name]
-        await self._judge_fleet(verdicts, now=now)
+        lease = self.leases.get(c.LEASE_NAMESPACE, name)
+        arrived = self.tracker.observe(name, heartbeat_marker(cluster, lease), now=now)
+        verdict = assess_cluster(cluster, last_heartbeat=arrived, now=now, grace=self.grace)
+        if verdict.health in UNHEALTHY:
+            self._assess_fleet(now)
+        self._health[name] = verdict.health
+        await self._judge_fleet()
         gate = eviction_gate(
-            self.fleet_state, fleet_size=len(verdicts), last_added=self._last_partial_taint, now=now
+            self.fleet_state, fleet_size=len(self._health), last_added=self._last_partial_taint, now=now
         )
         cluster = await self._write_condition(cluster, verdict, now=now)
         if await self._write_taints(cluster, verdict, now=now, eviction=gate.taints) and (
@@ -375,9 +385,9 @@ class ClusterHealthMonitor:
             return None
         return max((min(times) - now).total_seconds(), 0.0) + RECHECK_SLACK_SECONDS
 
-    def _assess_fleet(self, now: datetime) -> dict[str, HealthAssessment]:
+    def _assess_fleet(self, now: datetime) -> None:
         """Every live cluster's health at ``now`` (one consistent view of the fleet)."""
-        verdicts: dict[str, HealthAssessment] = {}
+        self._health.clear()
         for cluster in self.clusters.items():
             meta = cluster.get("metadata") or {}
             if meta.get("deletionTimestamp"):
@@ -386,13 +396,12 @@ class ClusterHealthMonitor:
             arrived = self.tracker.observe(
                 name, heartbeat_marker(cluster, self.leases.get(c.LEASE_NAMESPACE, name)), now=now
             )
-            verdicts[name] = assess_cluster(cluster, last_heartbeat=arrived, now=now, grace=self.grace)
-        return verdicts
+            self._health[name] = assess_cluster(cluster, last_heartbeat=arrived, now=now, grace=self.grace).health
 
-    async def _judge_fleet(self, verdicts: Mapping[str, HealthAssessment], *, now: datetime) -> None:
+    async def _judge_fleet(self) -> None:
         """Update the fleet's disruption state; on a change, log it and look at every cluster again."""
-        ready = sum(v.health is Health.READY for v in verdicts.values())
-        unhealthy = sum(v.health in (Health.NOT_READY, Health.UNREACHABLE) for v in verdicts.values())
+        ready = sum(health is Health.READY for health in self._health.values())
+        unhealthy = sum(health in UNHEALTHY for health in self._health.values())
         state = fleet_state(ready=ready, unhealthy=unhealthy, unhealthy_threshold=self.unhealthy_threshold)
         before, self.fleet_state = self.fleet_state, state
         if self._on_fleet_state is not None:
@@ -405,7 +414,7 @@ class ClusterHealthMonitor:
         else:
             log.warning(message, extra={"fleetState": str(state)})
         self._last_partial_taint = None
-        for other in verdicts:
+        for other in list(self._health):
             await self.loop.add(other)
 
     async def _write_condition(
