@@ -113,6 +113,9 @@ class HubConfig:
     #: does not tolerate its NoExecute taint itself.
     default_unreachable_toleration_seconds: int = 300
     default_not_ready_toleration_seconds: int = 300
+    #: Failover: the fraction of not-ready clusters (more than 2) that holds evictions back
+    #: (controllers/disruption.py); with none Ready the hub evicts nothing.
+    unhealthy_fleet_threshold: float = 0.55
     #: Failover: seconds a Gracefully evicted copy may wait for its replacement to be Healthy.
     graceful_eviction_timeout: int = 600
     #: Seconds a member may report replicas it cannot place before the hub moves them elsewhere.
@@ -284,7 +287,12 @@ class Hub:
                 unschedulable_grace_seconds=config.unschedulable_grace_seconds,
             ),
         )
-        self.health = ClusterHealthMonitor(fenced, grace_period=self.config.cluster_monitor_grace_period)
+        self.health = ClusterHealthMonitor(
+            fenced,
+            grace_period=self.config.cluster_monitor_grace_period,
+            unhealthy_threshold=self.config.unhealthy_fleet_threshold,
+            on_fleet_state=self.metrics.record_fleet_state,
+        )
         self._leader_tasks = [
             self.controllers.start(),
             self.health.start(),

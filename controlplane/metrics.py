@@ -21,6 +21,10 @@ Metrics (all prefixed ``gpufed_``):
   (``condition="none"`` for bindings without conditions yet);
 * ``agent_report_lag_seconds{cluster}`` -- seconds since each member's last capacity report
   (``Cluster.status.lastReportTime``), computed when scraped;
+* ``fleet_disruption_state{state}`` -- 1 for the fleet's current disruption state (``Normal``,
+  ``PartialDisruption``, ``FullDisruption``: the hub suspects itself and evicts nothing), 0 for
+  the others; ``fleet_clusters{health}`` -- clusters ``ready`` and ``unhealthy`` as the cluster
+  health monitor last counted them (see controllers/disruption.py);
 * ``waste_samples_total{result}`` and ``waste_sample_duration_seconds`` -- the sampler itself.
 
 Each :class:`HubMetrics` has its own ``CollectorRegistry`` (with the process and Python GC
@@ -55,6 +59,7 @@ from prometheus_client.registry import Collector
 
 from controlplane.apis.meta import parse_time
 from controlplane.apiserver.handlers import REQUEST_INFO
+from controlplane.controllers.disruption import FleetState
 from controlplane.reports.classify import DeviceState
 
 logger = logging.getLogger(__name__)
@@ -176,6 +181,20 @@ class HubMetrics:
             buckets=_SAMPLE_BUCKETS,
             registry=self.registry,
         )
+        self.fleet_disruption_state = Gauge(
+            "fleet_disruption_state",
+            "1 for the fleet's current disruption state (Normal, PartialDisruption, FullDisruption), 0 otherwise.",
+            ["state"],
+            namespace=NAMESPACE,
+            registry=self.registry,
+        )
+        self.fleet_clusters = Gauge(
+            "fleet_clusters",
+            "Clusters Ready ('ready') and not ready or unreachable ('unhealthy') at the health monitor's last pass.",
+            ["health"],
+            namespace=NAMESPACE,
+            registry=self.registry,
+        )
         self._report_lag = _ReportLagCollector(clock)
         self.registry.register(self._report_lag)
         #: The last sample's per-second rates: (GPU-equivalents, dollars per second) per key.
@@ -235,6 +254,13 @@ class HubMetrics:
         self.bindings.clear()
         for (condition_type, status), count in sorted(counts.items()):
             self.bindings.labels(condition_type, status).set(count)
+
+    def record_fleet_state(self, state: str, ready: int, unhealthy: int) -> None:
+        """The cluster health monitor's latest count and the fleet's disruption state."""
+        for known in FleetState:
+            self.fleet_disruption_state.labels(str(known)).set(1 if known == state else 0)
+        self.fleet_clusters.labels("ready").set(ready)
+        self.fleet_clusters.labels("unhealthy").set(unhealthy)
 
     def record_cluster_reports(self, clusters: Iterable[Mapping[str, Any]]) -> None:
         """Remember each cluster's ``status.lastReportTime`` for the report lag gauge."""

@@ -21,6 +21,11 @@ each in a ``TaskGroup``:
   can lag behind a release, and an apply must not take over what is no longer gpufed's. The
   watch on a kind stops once no Work holds that kind any more (after its objects were pruned)
   and starts again when a Work needs it;
+* member API probe — asks the member's ``/readyz`` and ``/livez`` every
+  ``member_probe_interval`` (:mod:`member_agent.probing`); once they have failed for
+  ``member_failure_threshold`` the reports say Ready False (``MemberAPIUnreachable`` or
+  ``MemberAPINotReady``) instead of what the caches still hold, and a change of that verdict is
+  reported at once;
 * DCGM scraper (when ``dcgm_url`` is set), whose utilization rides on the next report;
 * Prometheus ``/metrics`` (when ``metrics_listen`` is set): report lag, reports written,
   DCGM scrapes (:mod:`member_agent.metrics`).
@@ -47,7 +52,7 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 from tenacity import AsyncRetrying, retry_if_exception, wait_exponential_jitter
 
 from controlplane.apis import constants as c
-from member_agent import capacity, dcgm, hubclient
+from member_agent import capacity, dcgm, hubclient, probing
 from member_agent.applying import (
     Identifier,
     WorkApplier,
@@ -167,6 +172,8 @@ class Agent:
         self._utilization: dict[str, list[dict[str, Any]]] | None = None
         self._utilization_time: str | None = None
         self._kubernetes_version: str | None = None
+        #: The member API's health by the probe; None until the member client exists.
+        self.member_api_health: probing.MemberApiHealth | None = None
         self._task: asyncio.Task[None] | None = None
         self.nodes: Informer | None = None
         self.pods: Informer | None = None
@@ -279,6 +286,7 @@ class Agent:
         group.create_task(self.pods.run())
         group.create_task(self.works.run())
         group.create_task(self._report_loop())
+        group.create_task(self._probe_loop())
         group.create_task(self._work_loop())
         if cfg.dcgm_url:
             group.create_task(self._dcgm_loop(cfg.dcgm_url))
@@ -318,7 +326,33 @@ class Agent:
             kubernetes_version=self._kubernetes_version
             or capacity.kubelet_version(self.nodes.objects.values()),
             previous_conditions=previous.get("conditions") or [],
+            api_problem=(problem.reason, problem.message)
+            if self.member_api_health is not None and (problem := self.member_api_health.problem) is not None
+            else None,
         )
+
+    async def _probe_loop(self) -> None:
+        assert self.member is not None
+        cfg = self.config
+        health = self.member_api_health = probing.MemberApiHealth(
+            server=self.member.server, failure_threshold=cfg.member_failure_threshold
+        )
+        loop = asyncio.get_running_loop()
+        while True:
+            before = health.problem
+            result = await probing.probe_member_api(
+                self.member, request_timeout=min(cfg.request_timeout, cfg.member_probe_interval)
+            )
+            problem = health.observe(result, now=loop.time())
+            if (before and before.reason) != (problem and problem.reason):
+                if problem is None:
+                    logger.info("the API of member cluster %s answers again", cfg.cluster_name)
+                else:
+                    logger.warning("cluster %s is not ready: %s", cfg.cluster_name, problem.message)
+                self._report_due.set()
+            elif result.outcome is not probing.ProbeOutcome.OK and problem is None:
+                logger.info("probe of member cluster %s failed: %s", cfg.cluster_name, result.detail)
+            await asyncio.sleep(cfg.member_probe_interval)
 
     async def _report_loop(self) -> None:
         assert self.nodes is not None and self.pods is not None and self.hub is not None

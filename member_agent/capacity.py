@@ -88,6 +88,10 @@ class ReadyReason(StrEnum):
     MEMBER_HEALTHY = "MemberHealthy"
     NO_READY_NODES = "NoReadyNodes"
     INVALID_GPU_CONFIG = "InvalidGPUConfiguration"
+    MEMBER_API_UNREACHABLE = "MemberAPIUnreachable"
+    """The member's API server has not answered the agent's probes for the failure threshold."""
+    MEMBER_API_NOT_READY = "MemberAPINotReady"
+    """The member's API server answers, but its ``/readyz`` or ``/livez`` fails."""
 
 
 def is_gpu_resource(name: str) -> bool:
@@ -396,12 +400,15 @@ def summarize(
     utilization_time: str | None = None,
     kubernetes_version: str | None = None,
     previous_conditions: Sequence[Mapping[str, Any]] = (),
+    api_problem: tuple[ReadyReason, str] | None = None,
 ) -> dict[str, Any]:
     """The Cluster.status report for ``nodes`` and ``pods`` at ``now`` (RFC 3339).
 
     ``utilization`` maps node name to that node's device samples (see
     :func:`member_agent.dcgm.utilization_by_node`); ``previous_conditions`` keeps the Ready
-    condition's lastTransitionTime when its status has not changed.
+    condition's lastTransitionTime when its status has not changed. ``api_problem`` (reason,
+    message), when the member's API is down (:mod:`member_agent.probing`), makes Ready False
+    whatever the cached nodes say.
     """
     node_names = {str((n.get("metadata") or {}).get("name")) for n in nodes}
     allocated_by_node: dict[str, dict[str, int]] = {}
@@ -499,7 +506,12 @@ def summarize(
             f"{len(invalid_nodes)} node(s) have an invalid MIG configuration (product label ends in"
             f" {MIG_INVALID_SUFFIX}); their GPUs are unusable: {shown}"
         )
-    if ready_count == 0:
+    if api_problem is not None:
+        reason, problem = api_problem
+        ready_condition = _condition(
+            "False", reason, f"{problem}: {'; '.join(messages)}", now=now, previous=previous_conditions
+        )
+    elif ready_count == 0:
         ready_condition = _condition(
             "False", ReadyReason.NO_READY_NODES, "; ".join(messages), now=now, previous=previous_conditions
         )

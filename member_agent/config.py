@@ -62,6 +62,11 @@ class AgentConfig(BaseModel):
     status_resync_interval: float = Field(default=60.0, gt=0)
     resync_interval: float = Field(default=300.0, gt=0)
     request_timeout: float = Field(default=30.0, gt=0)
+    #: The member's API is probed (``/readyz``, ``/livez``) this often ...
+    member_probe_interval: float = Field(default=10.0, gt=0)
+    #: ... and reported unhealthy (Ready False) once its probes have failed for this long
+    #: (Karmada's ``--cluster-failure-threshold``).
+    member_failure_threshold: float = Field(default=30.0, ge=0)
 
     @field_validator("cluster_name")
     @classmethod
@@ -162,6 +167,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="seconds between recomputing every Work's status; member changes update it at once (default 60)",
     )
     parser.add_argument(
+        "--member-probe-interval",
+        type=float,
+        help="seconds between probes of the member API's /readyz and /livez (default 10)",
+    )
+    parser.add_argument(
+        "--member-failure-threshold",
+        type=float,
+        help="seconds the member API's probes must fail before the cluster is reported not ready (default 30)",
+    )
+    parser.add_argument(
         "--metrics-listen", metavar="HOST:PORT", help="serve Prometheus /metrics here (default: not served)"
     )
 
@@ -206,6 +221,8 @@ def config_from_args(ns: argparse.Namespace) -> AgentConfig:
         "dcgm_interval": "dcgm_interval",
         "dcgm_max_bytes": "dcgm_max_bytes",
         "status_resync_interval": "status_resync_interval",
+        "member_probe_interval": "member_probe_interval",
+        "member_failure_threshold": "member_failure_threshold",
     }
     for attr, key in intervals.items():
         if getattr(ns, attr, None) is not None:

@@ -189,6 +189,25 @@ class KubeApi:
     async def get(self, path: str, *, query: Mapping[str, Any] | None = None) -> dict[str, Any]:
         return await self.request("GET", path, query=query)
 
+    async def get_text(
+        self, path: str, *, query: Mapping[str, Any] | None = None, request_timeout: float | None = None
+    ) -> tuple[int, str]:
+        """GET a plain-text endpoint (``/readyz``, ``/livez``): its HTTP status and body, whatever
+        the status; :class:`Unavailable` only when no answer came."""
+        response = await self._send("GET", path, query=query, request_timeout=request_timeout)
+        try:
+            data = await response.read()
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise Unavailable(0, "Unavailable", f"GET {path}: {exc!r}") from exc
+        finally:
+            response.release()
+        return response.status, data.decode("utf-8", errors="replace")
+
+    @property
+    def server(self) -> str:
+        """The API server's URL, as the client configuration names it."""
+        return str(self.client.configuration.host)
+
     async def create(self, collection_path: str, body: Mapping[str, Any]) -> dict[str, Any]:
         return await self.request("POST", collection_path, body=dict(body))
 

@@ -11,6 +11,10 @@ The store lives in memory, so the server snapshots it to ``<state-dir>/snapshot.
 (every key, value and revision; written atomically) every ``snapshot_interval`` seconds
 and on shutdown, and restores it on start: a member restarted on the same state dir
 comes back with its objects and their resourceVersions, like a real cluster's etcd.
+
+``/livez``, ``/readyz`` and ``/healthz`` answer in kube-apiserver's format
+(:mod:`simulator.health`); stopping the process takes the member's API down, and starting it
+again on the same ``--listen`` address and state dir brings the same cluster back.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from controlplane.apiserver.tls import ensure_pki
 from controlplane.storage.interface import KeyValue
 from controlplane.storage.memory import MemoryStore
 from simulator.cluster import SimulatedCluster
+from simulator.health import health_middleware
 from simulator.profile import ClusterProfile
 from simulator.resources import member_registry
 from simulator.scheduling import Scoring
@@ -157,7 +162,16 @@ class SimServer:
             log.info("restored %d objects of %s from %s", len(items), self.config.profile.name, self.snapshot_path)
         pki = ensure_pki(state, hosts=[self.config.host, socket.gethostname()])
         token = load_or_create_token(state / "admin.token")
-        app = create_app(self.objects, self.objects.registry, authenticator=StaticTokenAuthenticator(token))
+        app = create_app(
+            self.objects,
+            self.objects.registry,
+            authenticator=StaticTokenAuthenticator(token),
+            outer_middlewares=[
+                health_middleware(
+                    {"ping": _passes, "log": _passes, "etcd": self._store_answers, "shutdown": self._not_stopping}
+                )
+            ],
+        )
         port = await self._serve(app, self.config.host, self.config.port, ssl_context=pki.server_ssl_context())
         host = self.config.host if ":" not in self.config.host else f"[{self.config.host}]"
         self.url = f"https://{host}:{port}"
@@ -178,6 +192,13 @@ class SimServer:
                 self._snapshot_periodically(self.config.snapshot_interval), name="snapshot"
             )
         log.info("simulated cluster %s serving at %s (DCGM at %s)", self.config.profile.name, self.url, self.dcgm_url)
+
+    async def _store_answers(self) -> None:
+        await self.store.current_revision()
+
+    async def _not_stopping(self) -> None:
+        if self._stopped.is_set():
+            raise RuntimeError("the API server is shutting down")
 
     async def snapshot(self, *, clean: bool = False) -> None:
         """Write the store to ``snapshot.json`` if it changed since the last snapshot."""
@@ -248,6 +269,10 @@ class SimServer:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.shutdown()
+
+
+async def _passes() -> None:
+    """A health check that passes while the server answers at all (kube's ``ping`` and ``log``)."""
 
 
 async def run_until_signalled(server: SimServer) -> None:

@@ -20,6 +20,15 @@ A heartbeat is a change of the Lease's ``renewTime`` or of the Cluster's
 when the monitor starts is dated by its own timestamp (capped at now). A new cluster that
 has not reported yet gets the grace period from its ``creationTimestamp`` (start-up grace).
 
+When most of the fleet looks unhealthy at once the hub suspects itself rather than the
+clusters (:mod:`controlplane.controllers.disruption`, after Kubernetes' zone disruption
+modes): in a full disruption no ``NoExecute`` health taint is set and those set are removed,
+in a partial one new ones are held back. The monitor keeps each cluster's latest verdict; a
+pass over an unhealthy cluster first assesses every cluster at the same instant, so clusters
+whose heartbeats stopped together are judged together (a healthy fleet costs one assessment
+per heartbeat). A change of the fleet's state is logged at WARNING, reported to
+``on_fleet_state`` (the hub's metrics) and re-queues every cluster.
+
 The decisions (:func:`assess_cluster`, :func:`desired_taints`) are pure; the
 :class:`ClusterHealthMonitor` is level-based: every Cluster or Lease event queues the
 cluster, and a healthy cluster is looked at again when its grace would run out. Writes are
@@ -42,6 +51,14 @@ from typing import Any
 from controlplane.apis import constants as c
 from controlplane.apis.meta import format_time, parse_time
 from controlplane.apiserver.objects import ObjectStore, WatchEventType, utc_now
+from controlplane.controllers.disruption import (
+    DEFAULT_UNHEALTHY_THRESHOLD,
+    EvictionTaints,
+    FleetState,
+    describe_transition,
+    eviction_gate,
+    fleet_state,
+)
 from controlplane.controllers.informing import Informer
 from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.workloads import find_condition, with_condition
@@ -77,6 +94,8 @@ class Health(StrEnum):
     """Within the start-up grace (or heartbeating) without a Ready condition yet: no verdict."""
 
 
+#: The verdicts that count against the fleet (a starting cluster counts neither way).
+UNHEALTHY = frozenset({Health.NOT_READY, Health.UNREACHABLE})
 #: The taints the monitor owns: (key, effect). Any taint with one of these keys is managed.
 MANAGED_KEYS = frozenset({c.TAINT_UNREACHABLE, c.TAINT_NOT_READY, c.TAINT_CORDONED})
 _HEALTH_TAINTS: dict[Health, tuple[tuple[str, str], ...]] = {
@@ -186,14 +205,25 @@ def assess_cluster(
 
 
 def desired_taints(
-    taints: Sequence[Mapping[str, Any]] | None, *, health: Health, cordoned: bool, now: datetime
+    taints: Sequence[Mapping[str, Any]] | None,
+    *,
+    health: Health,
+    cordoned: bool,
+    now: datetime,
+    eviction: EvictionTaints = EvictionTaints.APPLY,
 ) -> list[dict[str, Any]]:
     """``taints`` with the managed ones made to match ``health`` and the cordon.
 
     Unmanaged taints and the order of kept ones stay as they are; a kept managed taint keeps
-    its ``timeAdded`` (tolerationSeconds count from it); a new one gets ``now``.
+    its ``timeAdded`` (tolerationSeconds count from it); a new one gets ``now``. ``eviction``
+    (the fleet's disruption state) may hold back new ``NoExecute`` health taints or remove them.
     """
     wanted = list(_HEALTH_TAINTS[health])
+    if eviction is EvictionTaints.REMOVE:
+        wanted = [pair for pair in wanted if pair[1] != NO_EXECUTE]
+    elif eviction is EvictionTaints.HOLD:
+        before = {(str(t.get("key")), str(t.get("effect"))) for t in taints or ()}
+        wanted = [pair for pair in wanted if pair[1] != NO_EXECUTE or pair in before]
     if cordoned:
         wanted.append((c.TAINT_CORDONED, NO_SCHEDULE))
     out: list[dict[str, Any]] = []
@@ -224,11 +254,18 @@ class ClusterHealthMonitor:
         grace_period: float = DEFAULT_GRACE_PERIOD,
         clock: Callable[[], datetime] = utc_now,
         workers: int = 2,
+        unhealthy_threshold: float = DEFAULT_UNHEALTHY_THRESHOLD,
+        on_fleet_state: Callable[[FleetState, int, int], None] | None = None,
     ) -> None:
         if grace_period <= 0:
             raise ValueError(f"the cluster monitor grace period must be > 0 seconds, got {grace_period}")
+        if not 0 < unhealthy_threshold <= 1:
+            raise ValueError(f"the unhealthy fleet threshold must be in (0, 1], got {unhealthy_threshold}")
         self.objects = objects
         self.grace = timedelta(seconds=grace_period)
+        self.unhealthy_threshold = unhealthy_threshold
+        #: Called with (state, ready clusters, unhealthy clusters) after every pass.
+        self._on_fleet_state = on_fleet_state
         self._clock = clock
         self._workers = workers
         registry = objects.registry
@@ -243,6 +280,11 @@ class ClusterHealthMonitor:
         self.clusters = Informer(self.objects, self._cluster_rt)
         self.leases = Informer(self.objects, self._lease_rt, namespace=c.LEASE_NAMESPACE)
         self.tracker = HeartbeatTracker()
+        self.fleet_state = FleetState.NORMAL
+        #: Each cluster's health at its latest assessment.
+        self._health: dict[str, Health] = {}
+        #: When the last new NoExecute taint was added during a slowed partial disruption.
+        self._last_partial_taint: datetime | None = None
         self.loop: ReconcileLoop[str] = ReconcileLoop("cluster-health", self.reconcile, workers=self._workers)
         self.clusters.add_handler(self._on_event)
         self.leases.add_handler(self._on_event)
@@ -320,16 +362,60 @@ class ClusterHealthMonitor:
         cluster = self.clusters.get(None, name)
         if cluster is None or (cluster.get("metadata") or {}).get("deletionTimestamp"):
             self.tracker.forget(name)
+            self._health.pop(name, None)
             return None
-        lease = self.leases.get(c.LEASE_NAMESPACE, name)
         now = self._clock()
+        lease = self.leases.get(c.LEASE_NAMESPACE, name)
         arrived = self.tracker.observe(name, heartbeat_marker(cluster, lease), now=now)
         verdict = assess_cluster(cluster, last_heartbeat=arrived, now=now, grace=self.grace)
+        if verdict.health in UNHEALTHY:
+            self._assess_fleet(now)
+        self._health[name] = verdict.health
+        await self._judge_fleet()
+        gate = eviction_gate(
+            self.fleet_state, fleet_size=len(self._health), last_added=self._last_partial_taint, now=now
+        )
         cluster = await self._write_condition(cluster, verdict, now=now)
-        await self._write_taints(cluster, verdict, now=now)
-        if verdict.stale_at is None:
+        if await self._write_taints(cluster, verdict, now=now, eviction=gate.taints) and (
+            self.fleet_state is FleetState.PARTIAL_DISRUPTION
+        ):
+            self._last_partial_taint = now
+        times = [t for t in (verdict.stale_at, gate.next_allowed_at) if t is not None]
+        if not times:
             return None
-        return max((verdict.stale_at - now).total_seconds(), 0.0) + RECHECK_SLACK_SECONDS
+        return max((min(times) - now).total_seconds(), 0.0) + RECHECK_SLACK_SECONDS
+
+    def _assess_fleet(self, now: datetime) -> None:
+        """Every live cluster's health at ``now`` (one consistent view of the fleet)."""
+        self._health.clear()
+        for cluster in self.clusters.items():
+            meta = cluster.get("metadata") or {}
+            if meta.get("deletionTimestamp"):
+                continue
+            name = str(meta.get("name"))
+            arrived = self.tracker.observe(
+                name, heartbeat_marker(cluster, self.leases.get(c.LEASE_NAMESPACE, name)), now=now
+            )
+            self._health[name] = assess_cluster(cluster, last_heartbeat=arrived, now=now, grace=self.grace).health
+
+    async def _judge_fleet(self) -> None:
+        """Update the fleet's disruption state; on a change, log it and look at every cluster again."""
+        ready = sum(health is Health.READY for health in self._health.values())
+        unhealthy = sum(health in UNHEALTHY for health in self._health.values())
+        state = fleet_state(ready=ready, unhealthy=unhealthy, unhealthy_threshold=self.unhealthy_threshold)
+        before, self.fleet_state = self.fleet_state, state
+        if self._on_fleet_state is not None:
+            self._on_fleet_state(state, ready, unhealthy)
+        if state is before:
+            return
+        message = describe_transition(before, state, ready=ready, unhealthy=unhealthy)
+        if state is FleetState.NORMAL:
+            log.info(message, extra={"fleetState": str(state)})
+        else:
+            log.warning(message, extra={"fleetState": str(state)})
+        self._last_partial_taint = None
+        for other in list(self._health):
+            await self.loop.add(other)
 
     async def _write_condition(
         self, cluster: dict[str, Any], verdict: HealthAssessment, *, now: datetime
@@ -354,12 +440,17 @@ class ClusterHealthMonitor:
             self._cluster_rt, {**cluster, "status": new_status}, field_manager=c.FIELD_MANAGER_HUB
         )
 
-    async def _write_taints(self, cluster: dict[str, Any], verdict: HealthAssessment, *, now: datetime) -> None:
+    async def _write_taints(
+        self, cluster: dict[str, Any], verdict: HealthAssessment, *, now: datetime, eviction: EvictionTaints
+    ) -> bool:
+        """Write the cluster's managed taints; True when a NoExecute health taint was added."""
         spec = cluster.get("spec") or {}
         current = list(spec.get("taints") or ())
-        wanted = desired_taints(current, health=verdict.health, cordoned=bool(spec.get("unschedulable")), now=now)
+        wanted = desired_taints(
+            current, health=verdict.health, cordoned=bool(spec.get("unschedulable")), now=now, eviction=eviction
+        )
         if wanted == current:
-            return
+            return False
         name = cluster["metadata"]["name"]
         log.info(
             "cluster %s is %s: taints %s", name, verdict.health,
@@ -368,3 +459,8 @@ class ClusterHealthMonitor:
         )
         new_spec = {**spec, "taints": wanted} if wanted else {k: v for k, v in spec.items() if k != "taints"}
         await self.objects.update(self._cluster_rt, {**cluster, "spec": new_spec}, field_manager=c.FIELD_MANAGER_HUB)
+        before = {(str(t.get("key")), str(t.get("effect"))) for t in current}
+        return any(
+            t["effect"] == NO_EXECUTE and t["key"] in MANAGED_KEYS and (t["key"], t["effect"]) not in before
+            for t in wanted
+        )

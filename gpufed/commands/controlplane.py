@@ -37,6 +37,16 @@ def _leader_lease_ttl(text: str) -> int:
     return int(text)
 
 
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a fraction such as 0.55, not {text!r}") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError("must be greater than 0 and at most 1")
+    return value
+
+
 def _whole_seconds(text: str) -> int:
     if not text.isdigit():
         raise argparse.ArgumentTypeError(f"expected whole seconds >= 0, not {text!r}")
@@ -107,6 +117,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar="SECONDS",
                         help="failover: the same for a cluster whose agent reports it not ready "
                              "(cluster.gpufed.io/not-ready:NoExecute; default 300)")
+    parser.add_argument("--unhealthy-fleet-threshold", type=_fraction, default=0.55, metavar="FRACTION",
+                        help="failover: when more than 2 clusters and at least this fraction of the fleet are not "
+                             "ready at once, hold evictions back; when none is ready, suspect the hub itself and "
+                             "evict nothing (default 0.55, as kube's --unhealthy-zone-threshold)")
     parser.add_argument("--graceful-eviction-timeout", type=_whole_seconds, default=600, metavar="SECONDS",
                         help="failover: how long an evicted copy keeps running while its replacement starts, "
                              "when the policy sets no failover gracePeriodSeconds (default 600)")
@@ -182,6 +196,7 @@ def run(args: argparse.Namespace) -> int:
         cluster_monitor_grace_period=args.cluster_monitor_grace_period,
         default_unreachable_toleration_seconds=args.default_unreachable_toleration_seconds,
         default_not_ready_toleration_seconds=args.default_not_ready_toleration_seconds,
+        unhealthy_fleet_threshold=args.unhealthy_fleet_threshold,
         graceful_eviction_timeout=args.graceful_eviction_timeout,
         unschedulable_grace_seconds=args.unschedulable_grace_seconds,
         leader_lease_ttl=args.leader_lease_ttl,

@@ -256,15 +256,28 @@ async def look(monitor: ClusterHealthMonitor, agent: Agent, *, ready: tuple[str,
     await until(probe, f"Ready {ready} and taints {taints}")
 
 
+async def healthy_peer(objects: ObjectStore, clock: FakeClock) -> Agent:
+    """Another cluster that keeps reporting (call ``renew`` and ``report`` after moving the clock),
+    so a cluster going silent is one failure rather than the whole fleet (controllers/disruption.py)."""
+    peer = Agent(objects, clock, "gpu-peer")
+    await peer.register()
+    await peer.renew()
+    await peer.report("True")
+    return peer
+
+
 async def test_monitor_marks_a_silent_cluster_unknown_and_recovers_it(hub_objects: ObjectStore, clock: FakeClock) -> None:
     agent = Agent(hub_objects, clock, "gpu-a")
     await agent.register(taints=[SPOT])
     await agent.renew()
     await agent.report("True")
+    peer = await healthy_peer(hub_objects, clock)
     async with ClusterHealthMonitor(hub_objects, grace_period=40, clock=clock) as monitor:
         await look(monitor, agent, ready=("True", "MemberHealthy"), taints=[("gpufed.io/spot", "PreferNoSchedule")])
 
         clock.set(41)  # the agent went silent
+        await peer.renew()
+        await peer.report("True")
         await look(monitor, agent, ready=("Unknown", HealthReason.STATUS_UNKNOWN),
                    taints=[*UNREACHABLE, ("gpufed.io/spot", "PreferNoSchedule")])
         cluster = await agent.cluster()
@@ -286,9 +299,12 @@ async def test_monitor_marks_a_silent_cluster_unknown_and_recovers_it(hub_object
 async def test_monitor_gives_new_clusters_a_start_up_grace(hub_objects: ObjectStore, clock: FakeClock) -> None:
     agent = Agent(hub_objects, clock, "gpu-new")
     await agent.register()
+    peer = await healthy_peer(hub_objects, clock)
     async with ClusterHealthMonitor(hub_objects, grace_period=40, clock=clock) as monitor:
         clock.set(30)
         await look(monitor, agent, ready=("", ""), taints=[])
+        await peer.renew()
+        await peer.report("True")
         clock.set(41)
         await look(monitor, agent, ready=("Unknown", HealthReason.NEVER_UPDATED), taints=UNREACHABLE)
 
@@ -304,7 +320,8 @@ async def test_monitor_rechecks_on_its_own_when_the_grace_runs_out(hub_objects: 
             return ready_of(await agent.cluster())[0] == "Unknown"
 
         await until(unknown, "the cluster to turn Unknown without any event")
-        assert health_taints(await agent.cluster()) == sorted(UNREACHABLE)
+        # Alone in the fleet, its silence is a full disruption: NoSchedule only, no eviction.
+        assert health_taints(await agent.cluster()) == [(c.TAINT_UNREACHABLE, "NoSchedule")]
 
 
 def asyncio_clock(clock: FakeClock) -> Callable[[], datetime]:
@@ -333,10 +350,13 @@ async def test_monitor_can_run_again_after_shutdown(hub_objects: ObjectStore, cl
     await agent.register()
     await agent.renew()
     await agent.report("True")
+    peer = await healthy_peer(hub_objects, clock)
     monitor = ClusterHealthMonitor(hub_objects, grace_period=40, clock=clock)
     async with monitor:
         await look(monitor, agent, ready=("True", "MemberHealthy"), taints=[])
     assert not monitor.started.is_set()
     clock.set(50)
+    await peer.renew()
+    await peer.report("True")
     async with monitor:
         await look(monitor, agent, ready=("Unknown", HealthReason.STATUS_UNKNOWN), taints=UNREACHABLE)

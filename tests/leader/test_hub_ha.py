@@ -96,7 +96,8 @@ async def runs_controllers(via: Hub, cluster: str) -> None:
         namespace = await get(via, "v1", "Namespace", f"{c.EXECUTION_NAMESPACE_PREFIX}{cluster}")
         obj = await get(via, "cluster.gpufed.io/v1alpha1", "Cluster", cluster)
         taints = {(t["key"], t["effect"]) for t in ((obj or {}).get("spec") or {}).get("taints") or ()}
-        return namespace is not None and (c.TAINT_UNREACHABLE, "NoExecute") in taints
+        # NoSchedule: with every cluster unreachable the hub suspects itself and sets no NoExecute.
+        return namespace is not None and (c.TAINT_UNREACHABLE, "NoSchedule") in taints
 
     await eventually(acted, f"the leader's controllers to act on cluster {cluster}")
 
