@@ -33,11 +33,14 @@ from types import TracebackType
 
 from aiohttp import web
 
+from controlplane.apis.cluster_v1alpha1 import API_VERSION as CLUSTER_API_VERSION
+from controlplane.apis.cluster_v1alpha1 import KIND as CLUSTER_KIND
 from controlplane.apis.constants import COORDINATION_GROUP, LEASE_NAMESPACE, SYSTEM_NAMESPACE
 from controlplane.apiserver import errors
 from controlplane.apiserver.app import create_app
 from controlplane.apiserver.auth.authorizer import CA_PATH, RoleAuthorizer
 from controlplane.apiserver.auth.bootstrap import ca_routes, join_routes, token_routes
+from controlplane.apiserver.auth.clusterrestriction import ClusterRestriction
 from controlplane.apiserver.auth.tokens import TokenStore
 from controlplane.apiserver.identity import Role
 from controlplane.apiserver.kubeconfig import KubeconfigError, load_kubeconfig, write_kubeconfig
@@ -214,6 +217,7 @@ class Hub:
             registry,
             authenticator=self.tokens,
             authorizer=RoleAuthorizer(),
+            admission=[ClusterRestriction()],
             extra_routes=extra,
             public_paths=[CA_PATH, *ui_public_paths()],
             outer_middlewares=[self.metrics.middleware()],
