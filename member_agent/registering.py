@@ -125,6 +125,9 @@ def without_fields(cluster: Mapping[str, Any], fields: set[str]) -> tuple[dict[s
         for key in keys[:-1]:
             parent = parent[key]
         del parent[keys[-1]]
+        if not parent and len(keys) == 3:
+            # An empty map left behind would be a new field of the agent's (spec.pricing: {}).
+            del out[keys[0]][keys[1]]
         dropped.append(field)
     return out, sorted(dropped)
 
