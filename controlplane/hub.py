@@ -198,7 +198,7 @@ class Hub:
         await self.objects.bootstrap()
         await self._ensure_namespaces(LEASE_NAMESPACE, SYSTEM_NAMESPACE)
         extra = [
-            *join_routes(self.tokens),
+            *join_routes(self.tokens, cluster_exists=self._cluster_exists),
             *token_routes(self.tokens),
             *ca_routes(ca_pem=self.pki.ca_pem),
         ]
@@ -330,6 +330,15 @@ class Hub:
             await objects.update(lease_type, {**current, "spec": {**spec, "leaseTransitions": transitions}})
         except errors.ApiError as exc:
             log.warning("could not record the leader in lease %s/%s: %s", SYSTEM_NAMESPACE, LEADER_LEASE_NAME, exc)
+
+    async def _cluster_exists(self, name: str) -> bool:
+        """Whether a Cluster of this name is on the hub (the join endpoint asks)."""
+        assert self.objects is not None
+        try:
+            await self.objects.get(self.objects.registry.require(CLUSTER_API_VERSION, CLUSTER_KIND), name=name)
+        except errors.NotFound:
+            return False
+        return True
 
     async def _ensure_namespaces(self, *names: str) -> None:
         assert self.objects is not None

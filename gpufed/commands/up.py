@@ -345,13 +345,16 @@ class HubView:
         return probe
 
     async def mint_bootstrap_token(self, cluster: str) -> str:
-        """A one-time join token, as `gpufed token create --print-join-command` mints it."""
+        """A one-time join token for ``cluster``, as `gpufed token create --cluster NAME
+        --print-join-command` mints it: scoped, so an agent whose state was lost re-joins."""
         from controlplane.apiserver.auth.authorizer import TOKENS_PATH
         from gpufed.hubclient import HubClient
 
         client = HubClient.from_kubeconfig(self.kubeconfig)
         async with asyncio.timeout(REQUEST_TIMEOUT * 2):
-            created = await client.request("POST", TOKENS_PATH, body={"role": "bootstrap", "name": f"gpufed-up/{cluster}"})
+            created = await client.request(
+                "POST", TOKENS_PATH, body={"role": "bootstrap", "name": f"gpufed-up/{cluster}", "cluster": cluster}
+            )
         return str(created["token"])
 
 
