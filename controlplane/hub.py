@@ -177,7 +177,9 @@ class Hub:
 
     async def start(self) -> None:
         state = self.config.state_dir
-        state.mkdir(parents=True, exist_ok=True)
+        # etcd's data, the CA key and the admin kubeconfig live here: the owner's alone.
+        state.mkdir(parents=True, exist_ok=True, mode=0o700)
+        state.chmod(0o700)
         host = advertised_host(self.config.host)
         # Settings first (the store's constructor checks them without connecting), so that
         # a bad etcd setting or provided certificate fails before anything is started.

@@ -98,3 +98,53 @@ def test_agent_credential_cannot_undo_an_admins_cordon_but_reports_status(
     assert agent_proc.alive()
     log = agent_proc.log()
     assert f"not applying spec.pricing.{PRODUCT}" in log, log[-3000:]
+
+
+def _agent_argv(join: list[str], member: Kubectl, dcgm: str, state: Path) -> list[str]:
+    return [*join, "--cluster-name", CLUSTER, "--kubeconfig", str(member.kubeconfig), "--state-dir", str(state),
+            "--dcgm-url", dcgm, "--heartbeat-interval", "2", "--report-interval", "3"]
+
+
+def test_a_cluster_name_is_taken_over_only_with_a_token_scoped_to_it(
+    processes: ProcessGroup, tmp_path: Path
+) -> None:
+    _, hub = processes.start_hub()
+    sim, member, dcgm = processes.start_member(FLEET, CLUSTER)
+    first = processes.start_agent(hub, FLEET, CLUSTER, member, dcgm)
+    wait_for(lambda: _ready(hub.json("get", "cluster", CLUSTER)), timeout=90, what=f"{CLUSTER} Ready")
+    # The join token reached the agent through a file: nothing secret on its command line.
+    token_file = Path(first.argv[first.argv.index("--token-file") + 1])
+    assert first.popen is not None
+    cmdline = Path(f"/proc/{first.popen.pid}/cmdline").read_bytes().decode()
+    assert token_file.read_text().strip() not in cmdline
+    first_state = processes.root / f"agent-{CLUSTER}"
+    assert first_state.stat().st_mode & 0o777 == 0o700
+    owner_kubeconfig = _agent_kubeconfig(first_state, hub, tmp_path)
+
+    # Another holder of an ordinary join token cannot take the name (nor revoke the member's credential).
+    intruder = processes.start_raw("intruder", _agent_argv(
+        processes.join_command(hub), member, dcgm, tmp_path / "intruder"))
+    wait_for(lambda: not intruder.alive(), timeout=60, what="the intruding agent to give up")
+    assert intruder.popen is not None and intruder.popen.returncode != 0
+    assert f'cluster "{CLUSTER}" has already joined the hub' in intruder.log(), intruder.log()
+    assert f"gpufed token create --cluster {CLUSTER}" in intruder.log()
+    assert Kubectl(owner_kubeconfig).run("get", "cluster", CLUSTER, check=False).returncode == 0
+    reported = hub.json("get", "cluster", CLUSTER)["status"]["lastReportTime"]
+    wait_for(lambda: hub.json("get", "cluster", CLUSTER)["status"]["lastReportTime"] != reported,
+             timeout=30, what="the member's agent to keep reporting")
+
+    # An admin's explicit re-join (a token scoped to the name) replaces the old credential.
+    first.stop()
+    rejoined = processes.start_raw("rejoined", _agent_argv(
+        processes.join_command(hub, cluster=CLUSTER), member, dcgm, tmp_path / "rejoined"))
+    wait_for(lambda: "joined the hub as cluster" in rejoined.log() or not rejoined.alive(), timeout=60,
+             what="the re-join")
+    assert rejoined.alive(), rejoined.log()
+    stale = Kubectl(owner_kubeconfig).run("get", "cluster", CLUSTER, check=False)
+    assert stale.returncode != 0 and "Unauthorized" in stale.stderr, stale.stderr
+
+    # The member's snapshot (every object, Secrets included) is its owner's alone.
+    sim.stop()
+    member_state = processes.root / f"member-{CLUSTER}"
+    assert member_state.stat().st_mode & 0o777 == 0o700
+    assert (member_state / "snapshot.json").stat().st_mode & 0o777 == 0o600

@@ -43,7 +43,7 @@ from typing import Any, Final
 
 from aiohttp import web
 
-from controlplane.apis.constants import EXECUTION_NAMESPACE_PREFIX
+from controlplane.apis.constants import BOOTSTRAP_TOKEN_ENV, EXECUTION_NAMESPACE_PREFIX
 from controlplane.apis.meta import DNS1123_LABEL_MAX_LENGTH, format_time, validate_dns1123_label
 from controlplane.apiserver import errors
 from controlplane.apiserver.auth.authorizer import (
@@ -234,9 +234,17 @@ def ca_routes(*, ca_pem: bytes) -> list[web.RouteDef]:
     return [web.get(CA_PATH, get_ca)]
 
 
-def join_command(*, hub_url: str, ca_hash: str, token: str) -> str:
-    """The exact command line that joins a member cluster's agent to the hub."""
-    return shlex.join(["gpufed", "agent", "--hub", hub_url, "--hub-ca-hash", ca_hash, "--bootstrap-token", token])
+def join_command(*, hub_url: str, ca_hash: str, token: str, cluster: str | None = None) -> str:
+    """The exact shell line that joins a member cluster's agent to the hub.
+
+    The token goes in the agent's environment (``GPUFED_BOOTSTRAP_TOKEN=... gpufed agent``),
+    never on its command line, where any user of the machine could read it in ``ps``.
+    A token scoped to a cluster names it too.
+    """
+    argv = ["gpufed", "agent", "--hub", hub_url, "--hub-ca-hash", ca_hash]
+    if cluster is not None:
+        argv += ["--cluster-name", cluster]
+    return f"{BOOTSTRAP_TOKEN_ENV}={shlex.quote(token)} {shlex.join(argv)}"
 
 
 def _with_status_errors(handler: _Handler) -> _Handler:

@@ -331,9 +331,14 @@ async def test_ca_is_served_without_authentication(client: TestClient[web.Reques
 
 
 def test_join_command_is_exact_and_shell_safe() -> None:
+    """The token goes in the agent's environment, never on its command line (``ps`` shows that)."""
     command = join_command(hub_url="https://hub.example.com:6443", ca_hash="sha256:" + "ab" * 32, token="abcdef.x1y2")
     assert command == (
-        "gpufed agent --hub https://hub.example.com:6443 --hub-ca-hash sha256:" + "ab" * 32
-        + " --bootstrap-token abcdef.x1y2"
+        "GPUFED_BOOTSTRAP_TOKEN=abcdef.x1y2 gpufed agent --hub https://hub.example.com:6443 --hub-ca-hash sha256:"
+        + "ab" * 32
     )
-    assert shlex.split(join_command(hub_url="https://h/a b", ca_hash="sha256:0", token="t"))[3] == "https://h/a b"
+    assert shlex.split(join_command(hub_url="https://h/a b", ca_hash="sha256:0", token="t"))[4] == "https://h/a b"
+    scoped = shlex.split(join_command(hub_url="https://h", ca_hash="sha256:0", token="t", cluster="victim"))
+    assert scoped[0] == "GPUFED_BOOTSTRAP_TOKEN=t"
+    assert scoped[-2:] == ["--cluster-name", "victim"]
+    assert "--bootstrap-token" not in scoped
