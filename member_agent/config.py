@@ -184,7 +184,8 @@ def _cluster_file(path: Path) -> dict[str, Any]:
 
 def _bootstrap_token(ns: argparse.Namespace) -> str | None:
     """The join token from --bootstrap-token, --token-file or the environment (one of them)."""
-    flag, path = getattr(ns, "bootstrap_token", None), getattr(ns, "token_file", None)
+    flag: str | None = getattr(ns, "bootstrap_token", None)
+    path: Path | None = getattr(ns, "token_file", None)
     if flag and path:
         raise ValueError("give the join token once: --bootstrap-token or --token-file, not both")
     if path is not None:
