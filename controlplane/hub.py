@@ -179,7 +179,8 @@ class Hub:
         state = self.config.state_dir
         # etcd's data, the CA key and the admin kubeconfig live here: the owner's alone.
         state.mkdir(parents=True, exist_ok=True, mode=0o700)
-        state.chmod(0o700)
+        with contextlib.suppress(PermissionError):  # a mounted volume's root may not be ours to change
+            state.chmod(0o700)
         host = advertised_host(self.config.host)
         # Settings first (the store's constructor checks them without connecting), so that
         # a bad etcd setting or provided certificate fails before anything is started.

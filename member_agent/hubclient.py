@@ -14,6 +14,7 @@ pinned CA and the bearer token). Tokens are never logged.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -50,7 +51,8 @@ class Credential:
 
 def _write_private(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    path.parent.chmod(0o700)
+    with contextlib.suppress(PermissionError):  # a mounted volume's root may not be ours to change
+        path.parent.chmod(0o700)
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as handle:

@@ -156,7 +156,8 @@ class SimServer:
         state = self.config.state_dir
         # The snapshot, the admin token and the CA key live here: the owner's alone.
         state.mkdir(parents=True, exist_ok=True, mode=0o700)
-        state.chmod(0o700)
+        with contextlib.suppress(PermissionError):  # a mounted volume's root may not be ours to change
+            state.chmod(0o700)
         snapshot = read_snapshot(self.snapshot_path)
         if snapshot is not None:
             items, revision = snapshot

@@ -470,7 +470,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         # Kubeconfigs, agent credentials, member snapshots (Secrets included): the owner's alone.
         layout.root.mkdir(parents=True, exist_ok=True, mode=0o700)
-        layout.root.chmod(0o700)
+        with contextlib.suppress(PermissionError):  # a mounted volume's root may not be ours to change
+            layout.root.chmod(0o700)
         with exclusive(layout.lock):
             fleet_path = resolve_fleet(args.fleet, layout)
             try:
