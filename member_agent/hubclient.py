@@ -221,8 +221,9 @@ async def connect(
             state.forget_credential()
     if not bootstrap_token:
         raise JoinError(
-            f"cluster {cluster_name!r} has no credential in {state.path}; "
-            "run `gpufed token create --print-join-command` on the hub and pass --bootstrap-token"
+            f"cluster {cluster_name!r} has no credential in {state.path}; run `gpufed token create "
+            f"--cluster {cluster_name} --print-join-command` on the hub and give the agent the token it "
+            "prints ($GPUFED_BOOTSTRAP_TOKEN or --token-file)"
         )
     token = await exchange_bootstrap_token(
         hub,
