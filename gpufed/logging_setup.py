@@ -13,7 +13,6 @@ import sys
 _SECRET_PATTERNS = (
     re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+"),
     re.compile(r"(?i)(--(?:bootstrap-)?token[= ])\S+"),
-    re.compile(r"(GPUFED_BOOTSTRAP_TOKEN=)\S+"),
     re.compile(r"(?i)(\"?token\"?\s*[:=]\s*\"?)[A-Za-z0-9._~+/=-]{8,}"),
     re.compile(r"\b([a-z0-9]{6}\.)[A-Za-z0-9]{16,}\b"),
 )
