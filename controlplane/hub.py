@@ -33,11 +33,14 @@ from types import TracebackType
 
 from aiohttp import web
 
+from controlplane.apis.cluster_v1alpha1 import API_VERSION as CLUSTER_API_VERSION
+from controlplane.apis.cluster_v1alpha1 import KIND as CLUSTER_KIND
 from controlplane.apis.constants import COORDINATION_GROUP, LEASE_NAMESPACE, SYSTEM_NAMESPACE
 from controlplane.apiserver import errors
 from controlplane.apiserver.app import create_app
 from controlplane.apiserver.auth.authorizer import CA_PATH, RoleAuthorizer
 from controlplane.apiserver.auth.bootstrap import ca_routes, join_routes, token_routes
+from controlplane.apiserver.auth.clusterrestriction import ClusterRestriction
 from controlplane.apiserver.auth.tokens import TokenStore
 from controlplane.apiserver.identity import Role
 from controlplane.apiserver.kubeconfig import KubeconfigError, load_kubeconfig, write_kubeconfig
@@ -182,7 +185,10 @@ class Hub:
 
     async def start(self) -> None:
         state = self.config.state_dir
-        state.mkdir(parents=True, exist_ok=True)
+        # etcd's data, the CA key and the admin kubeconfig live here: the owner's alone.
+        state.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with contextlib.suppress(PermissionError):  # a mounted volume's root may not be ours to change
+            state.chmod(0o700)
         host = advertised_host(self.config.host)
         # Settings first (the store's constructor checks them without connecting), so that
         # a bad etcd setting or provided certificate fails before anything is started.
@@ -208,7 +214,7 @@ class Hub:
         await self.objects.bootstrap()
         await self._ensure_namespaces(LEASE_NAMESPACE, SYSTEM_NAMESPACE)
         extra = [
-            *join_routes(self.tokens),
+            *join_routes(self.tokens, cluster_exists=self._cluster_exists),
             *token_routes(self.tokens),
             *ca_routes(ca_pem=self.pki.ca_pem),
         ]
@@ -227,6 +233,7 @@ class Hub:
             registry,
             authenticator=self.tokens,
             authorizer=RoleAuthorizer(),
+            admission=[ClusterRestriction()],
             extra_routes=extra,
             public_paths=[CA_PATH, *ui_public_paths()],
             outer_middlewares=[self.metrics.middleware()],
@@ -346,6 +353,15 @@ class Hub:
             await objects.update(lease_type, {**current, "spec": {**spec, "leaseTransitions": transitions}})
         except errors.ApiError as exc:
             log.warning("could not record the leader in lease %s/%s: %s", SYSTEM_NAMESPACE, LEADER_LEASE_NAME, exc)
+
+    async def _cluster_exists(self, name: str) -> bool:
+        """Whether a Cluster of this name is on the hub (the join endpoint asks)."""
+        assert self.objects is not None
+        try:
+            await self.objects.get(self.objects.registry.require(CLUSTER_API_VERSION, CLUSTER_KIND), name=name)
+        except errors.NotFound:
+            return False
+        return True
 
     async def _ensure_namespaces(self, *names: str) -> None:
         assert self.objects is not None

@@ -186,15 +186,29 @@ class ProcessGroup:
         assert proc.alive(), f"member {cluster} exited:\n{proc.log()[-4000:]}"
         return proc, Kubectl(kubeconfig), dcgm.read_text().strip()
 
-    def join_command(self, hub: Kubectl) -> list[str]:
-        """`gpufed token create --print-join-command`, run as a user would; split into argv."""
+    def join_command(self, hub: Kubectl, *, cluster: str | None = None) -> list[str]:
+        """`gpufed token create [--cluster NAME] --print-join-command`, run as a user would.
+
+        It prints ``GPUFED_BOOTSTRAP_TOKEN=<token> gpufed agent ...``; the argv returned
+        passes the token as a file instead (``--token-file``, mode 0600), the other form
+        that keeps it out of the agent's command line.
+        """
+        scope = ["--cluster", cluster] if cluster else []
         result = subprocess.run(
-            [GPUFED, "token", "create", "--kubeconfig", str(hub.kubeconfig), "--print-join-command"],
+            [GPUFED, "token", "create", "--kubeconfig", str(hub.kubeconfig), *scope, "--print-join-command"],
             capture_output=True, text=True, timeout=60, check=True,
         )
-        argv = shlex.split(result.stdout.strip())
+        assignment, *argv = shlex.split(result.stdout.strip())
+        name, _, token = assignment.partition("=")
+        assert name == "GPUFED_BOOTSTRAP_TOKEN" and token, result.stdout
         assert argv[:2] == ["gpufed", "agent"], result.stdout
-        return [GPUFED, *argv[1:]]
+        assert token not in argv, result.stdout
+        token_file = self.root / f"join-token-{token.split('.')[0]}"
+        token_file.touch(mode=0o600)
+        token_file.write_text(token + "\n")
+        if cluster is not None:
+            argv = argv[: argv.index("--cluster-name")] + argv[argv.index("--cluster-name") + 2:]
+        return [GPUFED, *argv[1:], "--token-file", str(token_file)]
 
     def start_agent(
         self, hub: Kubectl, fleet: Path, cluster: str, member: Kubectl, dcgm_url: str,

@@ -2,8 +2,9 @@
 
 In: an ``argparse`` namespace (from :func:`add_arguments`) and, optionally, a cluster file (YAML
 with provider, region, zone, tier, labels, pricing; flags win over the file). Out: an
-immutable :class:`AgentConfig`. The bootstrap token may also come from the environment
-variable ``GPUFED_BOOTSTRAP_TOKEN`` so it does not show in process listings.
+immutable :class:`AgentConfig`. The bootstrap token comes from the environment variable
+``GPUFED_BOOTSTRAP_TOKEN`` or a file (``--token-file``), which do not show in process
+listings as a ``--bootstrap-token`` flag does.
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
+from controlplane.apis.constants import BOOTSTRAP_TOKEN_ENV
 from member_agent.dcgm import MAX_SCRAPE_BYTES
 from member_agent.trust import TrustError, normalize_hash
 
-TOKEN_ENV = "GPUFED_BOOTSTRAP_TOKEN"
+TOKEN_ENV = BOOTSTRAP_TOKEN_ENV
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
@@ -129,7 +131,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--hub-ca-hash", help="sha256:<hex> of the hub CA's public key (from the join command)"
     )
-    parser.add_argument("--bootstrap-token", help=f"one-time join token (or set ${TOKEN_ENV})")
+    parser.add_argument(
+        "--token-file", type=Path, help=f"file holding the one-time join token (or set ${TOKEN_ENV})"
+    )
+    parser.add_argument(
+        "--bootstrap-token",
+        help=f"one-time join token on the command line, visible in process listings: prefer ${TOKEN_ENV} "
+        "or --token-file",
+    )
     parser.add_argument("--cluster-name", required=True, help="this member's name in the federation")
     parser.add_argument(
         "--kubeconfig", type=Path, help="member cluster kubeconfig (default: in-cluster config)"
@@ -197,6 +206,23 @@ def _cluster_file(path: Path) -> dict[str, Any]:
     return data
 
 
+def _bootstrap_token(ns: argparse.Namespace) -> str | None:
+    """The join token from --bootstrap-token, --token-file or the environment (one of them)."""
+    flag: str | None = getattr(ns, "bootstrap_token", None)
+    path: Path | None = getattr(ns, "token_file", None)
+    if flag and path:
+        raise ValueError("give the join token once: --bootstrap-token or --token-file, not both")
+    if path is not None:
+        try:
+            token = path.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ValueError(f"cannot read the join token from --token-file {path}: {exc}") from exc
+        if not token:
+            raise ValueError(f"--token-file {path} is empty")
+        return token
+    return flag or os.environ.get(TOKEN_ENV) or None
+
+
 def config_from_args(ns: argparse.Namespace) -> AgentConfig:
     """An :class:`AgentConfig` from parsed flags (raises ``ValueError`` with a readable message)."""
     values: dict[str, Any] = {}
@@ -227,7 +253,7 @@ def config_from_args(ns: argparse.Namespace) -> AgentConfig:
     for attr, key in intervals.items():
         if getattr(ns, attr, None) is not None:
             values[key] = getattr(ns, attr)
-    token = getattr(ns, "bootstrap_token", None) or os.environ.get(TOKEN_ENV)
+    token = _bootstrap_token(ns)
     return AgentConfig(
         hub=ns.hub,
         hub_ca_hash=ns.hub_ca_hash,

@@ -14,6 +14,7 @@ pinned CA and the bearer token). Tokens are never logged.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -49,7 +50,9 @@ class Credential:
 
 
 def _write_private(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with contextlib.suppress(PermissionError):  # a mounted volume's root may not be ours to change
+        path.parent.chmod(0o700)
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as handle:
@@ -218,8 +221,9 @@ async def connect(
             state.forget_credential()
     if not bootstrap_token:
         raise JoinError(
-            f"cluster {cluster_name!r} has no credential in {state.path}; "
-            "run `gpufed token create --print-join-command` on the hub and pass --bootstrap-token"
+            f"cluster {cluster_name!r} has no credential in {state.path}; run `gpufed token create "
+            f"--cluster {cluster_name} --print-join-command` on the hub and give the agent the token it "
+            "prints ($GPUFED_BOOTSTRAP_TOKEN or --token-file)"
         )
     token = await exchange_bootstrap_token(
         hub,

@@ -3,7 +3,8 @@
 In: the hub :class:`~member_agent.kubeapi.KubeApi`, the cluster's name and its declared
 properties (provider, region, zone, tier, labels, pricing). Out: a Cluster created or updated
 idempotently by server-side apply (fields the agent does not declare — taints, cordon,
-labels set on the hub — are kept), its status replaced by each report, and the Lease
+labels set on the hub — are kept, and a declared field an admin has since set keeps the
+admin's value), its status replaced by each report, and the Lease
 ``gpufed-cluster-lease/<cluster>`` renewed. Status and Lease writes are compare-and-swap on
 resourceVersion; a conflict re-reads and retries.
 """
@@ -17,7 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from controlplane.apis import constants as c
-from member_agent.kubeapi import Conflict, KubeApi, NotFound
+from member_agent.kubeapi import ApiError, Conflict, Forbidden, KubeApi, NotFound
 
 logger = logging.getLogger(__name__)
 
@@ -65,18 +66,76 @@ def desired_cluster(
 async def register_cluster(hub: KubeApi, desired: Mapping[str, Any]) -> dict[str, Any]:
     """Create the Cluster or bring the agent's fields up to date; returns the stored object.
 
-    A server-side apply by field manager ``gpufed-agent`` (forced: the agent is the authority
-    for what it declares): it creates a missing Cluster, updates only the fields the agent
-    declares, and leaves what others set (taints, cordon, other labels) alone. Registering
-    again with the same flags changes nothing. (Apply, rather than create, also names the
-    object in the URL, which an authorizer scoped to one Cluster needs.)
+    A server-side apply by field manager ``gpufed-agent``: it creates a missing Cluster,
+    updates only the fields the agent declares, and leaves what others set (taints,
+    cordon, other labels) alone. Registering again with the same flags changes nothing.
+    (Apply, rather than create, also names the object in the URL, which an authorizer
+    scoped to one Cluster needs.)
+
+    The apply is not forced: a declared field an admin has since changed (a 409 conflict),
+    or one the hub does not let this agent change (a 403 naming fields it did not register
+    when it joined), is left out with a warning and the rest is applied — the admin's
+    value stands, as the hub's ClusterRestriction requires.
     """
     name = desired["metadata"]["name"]
-    stored = await hub.apply(
-        f"{CLUSTERS_PATH}/{name}", desired, field_manager=c.FIELD_MANAGER_AGENT, force=True
-    )
-    logger.info("registered cluster %s", name)
-    return stored
+    applied: dict[str, Any] = copy.deepcopy(dict(desired))
+    for _ in range(MAX_CONFLICT_RETRIES):
+        try:
+            stored = await hub.apply(
+                f"{CLUSTERS_PATH}/{name}", applied, field_manager=c.FIELD_MANAGER_AGENT, force=False
+            )
+        except (Conflict, Forbidden) as exc:
+            applied, dropped = without_fields(applied, _cause_fields(exc))
+            if not dropped:
+                raise
+            logger.warning(
+                "cluster %s: not applying %s, which the hub keeps as an admin set it (%s); "
+                "ask an admin to change them on the hub",
+                name, ", ".join(dropped), exc.message,
+            )
+            continue
+        logger.info("registered cluster %s", name)
+        return stored
+    raise Conflict(409, "Conflict", f"cluster {name}: the hub kept refusing this agent's registration")
+
+
+def declared_fields(cluster: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    """The fields an agent's Cluster declares, by the name the hub gives them in errors
+    (``spec.tier``, ``metadata.labels.team``), each with its key path in the object."""
+    out: dict[str, tuple[str, ...]] = {}
+    for key in cluster.get("metadata", {}).get("labels") or {}:
+        out[f"metadata.labels.{key}"] = ("metadata", "labels", key)
+    for key, value in (cluster.get("spec") or {}).items():
+        if key == "pricing" and isinstance(value, Mapping):
+            for product in value:
+                out[f"spec.pricing.{product}"] = ("spec", "pricing", product)
+        else:
+            out[f"spec.{key}"] = ("spec", key)
+    return out
+
+
+def without_fields(cluster: Mapping[str, Any], fields: set[str]) -> tuple[dict[str, Any], list[str]]:
+    """``cluster`` without the declared ``fields``; also the names of those it removed."""
+    out: dict[str, Any] = copy.deepcopy(dict(cluster))
+    dropped = []
+    for field, keys in declared_fields(cluster).items():
+        if field not in fields:
+            continue
+        parent = out
+        for key in keys[:-1]:
+            parent = parent[key]
+        del parent[keys[-1]]
+        if not parent and len(keys) == 3:
+            # An empty map left behind would be a new field of the agent's (spec.pricing: {}).
+            del out[keys[0]][keys[1]]
+        dropped.append(field)
+    return out, sorted(dropped)
+
+
+def _cause_fields(exc: ApiError) -> set[str]:
+    """The fields a Status' causes name, without the leading dot apply conflicts use."""
+    causes = (exc.status.get("details") or {}).get("causes") or []
+    return {str(cause.get("field", "")).lstrip(".") for cause in causes if isinstance(cause, Mapping)}
 
 
 async def write_cluster_status(

@@ -64,7 +64,11 @@ class SnapshotError(ValueError):
 
 
 def write_snapshot(path: Path, items: Iterable[KeyValue], *, revision: int, clean: bool) -> None:
-    """Write every key, value and revision to ``path`` atomically (temp file, fsync, rename)."""
+    """Write every key, value and revision to ``path`` atomically (temp file, fsync, rename).
+
+    The file holds every object of the member, Secrets included, so only its owner may
+    read it (0600).
+    """
     entries: list[dict[str, Any]] = []
     for kv in items:
         entry: dict[str, Any] = {"key": kv.key, "createRevision": kv.create_revision, "modRevision": kv.mod_revision}
@@ -75,7 +79,9 @@ def write_snapshot(path: Path, items: Iterable[KeyValue], *, revision: int, clea
         entries.append(entry)
     body = {"format": SNAPSHOT_FORMAT, "revision": revision, "clean": clean, "items": entries}
     tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("w", encoding="utf-8") as handle:
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # a temp file left from before may have been created looser
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
         json.dump(body, handle, separators=(",", ":"))
         handle.flush()
         os.fsync(handle.fileno())
@@ -153,7 +159,10 @@ class SimServer:
 
     async def start(self) -> None:
         state = self.config.state_dir
-        state.mkdir(parents=True, exist_ok=True)
+        # The snapshot, the admin token and the CA key live here: the owner's alone.
+        state.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with contextlib.suppress(PermissionError):  # a mounted volume's root may not be ours to change
+            state.chmod(0o700)
         snapshot = read_snapshot(self.snapshot_path)
         if snapshot is not None:
             items, revision = snapshot

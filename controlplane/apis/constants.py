@@ -52,6 +52,10 @@ LABEL_MIG_CONFIG: Final = "nvidia.com/mig.config"
 ANNOTATION_SIM_DURATION: Final = "sim.gpufed.io/duration"
 ANNOTATION_SIM_GPU_UTILIZATION: Final = "sim.gpufed.io/gpu-utilization"
 
+# The environment variable `gpufed agent` reads its bootstrap token from (unlike a flag,
+# it does not show in process listings).
+BOOTSTRAP_TOKEN_ENV: Final = "GPUFED_BOOTSTRAP_TOKEN"
+
 # Field managers.
 FIELD_MANAGER_AGENT: Final = "gpufed-agent"
 FIELD_MANAGER_HUB: Final = "gpufed-hub"

@@ -28,6 +28,7 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from controlplane.apiserver import discovery, errors
+from controlplane.apiserver.admission import AdmissionPlugin, ValidateWrite, write_validation
 from controlplane.apiserver.handlers import REQUEST_INFO, ResourceHandlers, json_response
 from controlplane.apiserver.identity import (
     Authenticator,
@@ -285,6 +286,7 @@ def create_app(
     *,
     authenticator: Authenticator | None = None,
     authorizer: Authorizer | None = None,
+    admission: Iterable[AdmissionPlugin] = (),
     extra_routes: Iterable[web.AbstractRouteDef] = (),
     public_paths: Iterable[str] = (),
     outer_middlewares: Iterable[Middleware] = (),
@@ -296,16 +298,22 @@ def create_app(
     """The API server application over ``object_store`` serving ``registry``.
 
     With an ``authenticator`` every request but the health checks and ``public_paths``
-    needs a bearer token, and the ``authorizer`` (if any) decides each request. Open
+    needs a bearer token, and the ``authorizer`` (if any) decides each request; the
+    ``admission`` plugins then check each write's final object for its user. Open
     watches end when the application shuts down; the store is the caller's to close.
     ``outer_middlewares`` wrap everything else (e.g. the hub's request-latency metrics).
     Beyond ``max_requests_inflight`` requests at once (0: no limit; watches and health
     checks not counted) a request is answered 429.
     """
     stop = asyncio.Event()
+    plugins = tuple(admission)
+
+    def validation(request: web.Request) -> ValidateWrite | None:
+        return write_validation(plugins, request.get(USER))
+
     resources = ResourceHandlers(
         object_store, stop=stop, bookmark_interval=bookmark_interval,
-        watch_timeout_seconds=watch_timeout_seconds, clock=clock,
+        watch_timeout_seconds=watch_timeout_seconds, clock=clock, validation=validation,
     )
     endpoints = _Endpoints(object_store, registry, resources)
     middlewares: list[Middleware] = [

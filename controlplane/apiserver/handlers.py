@@ -20,6 +20,7 @@ from typing import Any
 from aiohttp import web
 
 from controlplane.apiserver import codec, errors, protobuf
+from controlplane.apiserver.admission import ValidateWrite
 from controlplane.apiserver.decoding import INT64_MAX, decode_body
 from controlplane.apiserver.objects import (
     EncodedList,
@@ -112,8 +113,11 @@ class ResourceHandlers:
         bookmark_interval: float,
         watch_timeout_seconds: float,
         clock: Callable[[], datetime],
+        validation: Callable[[web.Request], ValidateWrite | None] = lambda _request: None,
     ) -> None:
         self._objects = objects
+        #: The admission checks of one request's writes (None: nothing to check).
+        self._validation = validation
         self._registry = objects.registry
         self._stop = stop
         self._bookmark_interval = bookmark_interval
@@ -305,7 +309,7 @@ class ResourceHandlers:
         created = await self._objects.create_encoded(
             rt, body, namespace=info.namespace, dry_run=dry_run_of(request),
             field_validation=_field_validation(request), field_manager=field_manager_for(request),
-            warnings=warnings,
+            warnings=warnings, validate=self._validation(request),
         )
         return json_response(created, status=201, warnings=warnings)
 
@@ -317,7 +321,7 @@ class ResourceHandlers:
         updated = await self._objects.update(
             rt, body, namespace=info.namespace, name=info.name, subresource=subresource,
             dry_run=dry_run_of(request), field_validation=_field_validation(request),
-            field_manager=field_manager_for(request), warnings=warnings,
+            field_manager=field_manager_for(request), warnings=warnings, validate=self._validation(request),
         )
         return json_response(updated, warnings=warnings)
 
@@ -336,6 +340,7 @@ class ResourceHandlers:
             rt, namespace=info.namespace, name=info.name, patch_type=patch_type, patch=patch,
             subresource=subresource, field_manager=field_manager_for(request), force=force,
             dry_run=dry_run_of(request), field_validation=_field_validation(request), warnings=warnings,
+            validate=self._validation(request),
         )
         return json_response(patched, warnings=warnings)
 

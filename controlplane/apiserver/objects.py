@@ -35,6 +35,7 @@ from enum import StrEnum
 from typing import Any
 
 from controlplane.apiserver import codec, errors
+from controlplane.apiserver.admission import Operation, ValidateWrite, WriteAttributes
 from controlplane.apiserver.columns import dig
 from controlplane.apiserver.decoding import INT64_MAX
 from controlplane.apiserver.patches import PatchType, apply_patch, record_update
@@ -266,11 +267,16 @@ class ObjectStore:
         field_validation: FieldValidation = FieldValidation.STRICT,
         field_manager: str | None = None,
         warnings: WarningSink | None = None,
+        validate: ValidateWrite | None = None,
     ) -> dict[str, Any]:
-        """Create ``obj``; raise AlreadyExists, Invalid, or NotFound for a missing namespace."""
+        """Create ``obj``; raise AlreadyExists, Invalid, or NotFound for a missing namespace.
+
+        ``validate`` (admission) sees the final object before it is stored.
+        """
         created, _ = await self._create_owned(
             rt, self._incoming(rt, obj, namespace=namespace), dry_run=dry_run,
             field_validation=field_validation, field_manager=field_manager, warnings=warnings,
+            validate=validate,
         )
         return created
 
@@ -284,6 +290,7 @@ class ObjectStore:
         field_validation: FieldValidation = FieldValidation.STRICT,
         field_manager: str | None = None,
         warnings: WarningSink | None = None,
+        validate: ValidateWrite | None = None,
     ) -> bytes:
         """:meth:`create` for the HTTP layer: the created object as JSON, with its resourceVersion.
 
@@ -293,6 +300,7 @@ class ObjectStore:
         created, stored = await self._create_owned(
             rt, self._incoming(rt, obj, namespace=namespace, copy_body=False), dry_run=dry_run,
             field_validation=field_validation, field_manager=field_manager, warnings=warnings,
+            validate=validate,
         )
         return codec.dumps(created) if stored is None else codec.with_resource_version(stored)
 
@@ -305,6 +313,7 @@ class ObjectStore:
         field_validation: FieldValidation,
         field_manager: str | None,
         warnings: WarningSink | None,
+        validate: ValidateWrite | None = None,
     ) -> tuple[dict[str, Any], storage.KeyValue | None]:
         """Create ``obj`` (this store's own copy, checked by ``_incoming``), drawing a name
         for ``generateName``; return the object and what was stored (None on dry run)."""
@@ -317,7 +326,7 @@ class ObjectStore:
             try:
                 return await self._create(
                     rt, obj, dry_run=dry_run, field_validation=field_validation,
-                    field_manager=field_manager, warnings=warnings,
+                    field_manager=field_manager, warnings=warnings, validate=validate,
                 )
             except errors.AlreadyExists:
                 if not generated or attempt == 2:
@@ -336,6 +345,7 @@ class ObjectStore:
         field_validation: FieldValidation = FieldValidation.STRICT,
         field_manager: str | None = None,
         warnings: WarningSink | None = None,
+        validate: ValidateWrite | None = None,
     ) -> dict[str, Any]:
         """Replace ``obj`` (CAS on ``metadata.resourceVersion`` when given).
 
@@ -352,7 +362,7 @@ class ObjectStore:
         new = self._merged(rt, old, obj, subresource=subresource)
         return await self._write_update(
             rt, kv, old, new, subresource=subresource, dry_run=dry_run, field_validation=field_validation,
-            field_manager=field_manager, warnings=warnings,
+            field_manager=field_manager, warnings=warnings, validate=validate,
         )
 
     async def update_status(self, rt: ResourceType, obj: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
@@ -373,6 +383,7 @@ class ObjectStore:
         dry_run: bool = False,
         field_validation: FieldValidation = FieldValidation.STRICT,
         warnings: WarningSink | None = None,
+        validate: ValidateWrite | None = None,
     ) -> dict[str, Any]:
         """Patch an object, re-reading and retrying when a concurrent write wins.
 
@@ -390,7 +401,7 @@ class ObjectStore:
                 applied = self._incoming(rt, applied, namespace=namespace, name=name)
                 return await self.create(
                     rt, applied, namespace=namespace, dry_run=dry_run, field_validation=field_validation,
-                    warnings=warnings,
+                    warnings=warnings, validate=validate,
                 )
             old = codec.decode(kv)
             patched = apply_patch(rt, old, patch_type, patch, manager=field_manager, force=force, now=self.now())
@@ -405,7 +416,7 @@ class ObjectStore:
                     field_validation=field_validation,
                     # Apply has recorded its own managedFields entry.
                     field_manager=None if patch_type is PatchType.APPLY else field_manager,
-                    warnings=warnings,
+                    warnings=warnings, validate=validate,
                 )
             except _LostRace:
                 continue
@@ -836,6 +847,7 @@ class ObjectStore:
         field_validation: FieldValidation,
         field_manager: str | None,
         warnings: WarningSink | None,
+        validate: ValidateWrite | None = None,
     ) -> tuple[dict[str, Any], storage.KeyValue | None]:
         """One create attempt of ``obj``, which is this store's own (``_incoming``'s) copy:
         a retry with another generated name finds it changed only in what this resets."""
@@ -864,6 +876,8 @@ class ObjectStore:
             warnings.extend(checked.warnings)
             if rt.warn is not None:
                 warnings.extend(rt.warn(obj))
+        if validate is not None:
+            validate(WriteAttributes(Operation.CREATE, rt, obj))
         if dry_run:
             return obj, None
         kv: storage.KeyValue = await self._store_call(
@@ -916,6 +930,7 @@ class ObjectStore:
         field_validation: FieldValidation,
         field_manager: str | None,
         warnings: WarningSink | None,
+        validate: ValidateWrite | None = None,
     ) -> dict[str, Any]:
         if rt.prepare is not None:
             rt.prepare(new)
@@ -947,6 +962,8 @@ class ObjectStore:
         if field_manager:
             new = record_update(old, new, manager=field_manager, now=self.now())
             meta = new["metadata"]
+        if validate is not None:
+            validate(WriteAttributes(Operation.UPDATE, rt, new, old=old, subresource=subresource))
         if dry_run:
             return new
         key = kv.key

@@ -17,7 +17,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_kubeconfig_argument(create)
     create.add_argument("--role", default="bootstrap", choices=["bootstrap", "admin", "viewer", "agent"])
     create.add_argument("--name", default="", help="who or what the token is for (shown by `token list`)")
-    create.add_argument("--cluster", help="the cluster an agent token is scoped to (role agent)")
+    create.add_argument(
+        "--cluster",
+        help="the cluster the token is for: required for an agent token; for a bootstrap token, the only "
+        "cluster it may join - and the way to let a cluster that has already joined join again",
+    )
     create.add_argument("--ttl", default=None, help="lifetime, e.g. 30m, 1h, 7d (bootstrap default: 1h)")
     create.add_argument("--print-join-command", action="store_true",
                         help="print the full `gpufed agent ...` command that joins a member cluster")
@@ -53,7 +57,9 @@ async def _run(args: argparse.Namespace) -> int:
         created = await client.request("POST", TOKENS_PATH, body=body)
         token = created["token"]
         if args.print_join_command:
-            print(join_command(hub_url=client.server, ca_hash=ca_hash(client.credentials.ca_pem), token=token))
+            print(join_command(
+                hub_url=client.server, ca_hash=ca_hash(client.credentials.ca_pem), token=token, cluster=args.cluster,
+            ))
         else:
             print(token)
         return 0

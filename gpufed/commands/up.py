@@ -35,6 +35,7 @@ from typing import IO, Any, Final
 import aiohttp
 import yaml
 
+from controlplane.apis.constants import BOOTSTRAP_TOKEN_ENV
 from gpufed.logging_setup import RedactingFilter
 from gpufed.supervising import Probe, ProcessSpec, ProcessState, SupervisedProcess, Supervisor
 
@@ -50,7 +51,6 @@ REQUEST_TIMEOUT: Final = 5.0
 HUB_START_TIMEOUT: Final = 120.0
 MEMBER_START_TIMEOUT: Final = 120.0
 AGENT_START_TIMEOUT: Final = 180.0
-BOOTSTRAP_TOKEN_ENV: Final = "GPUFED_BOOTSTRAP_TOKEN"  # read by `gpufed agent`; keeps it out of `ps`
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -345,13 +345,16 @@ class HubView:
         return probe
 
     async def mint_bootstrap_token(self, cluster: str) -> str:
-        """A one-time join token, as `gpufed token create --print-join-command` mints it."""
+        """A one-time join token for ``cluster``, as `gpufed token create --cluster NAME
+        --print-join-command` mints it: scoped, so an agent whose state was lost re-joins."""
         from controlplane.apiserver.auth.authorizer import TOKENS_PATH
         from gpufed.hubclient import HubClient
 
         client = HubClient.from_kubeconfig(self.kubeconfig)
         async with asyncio.timeout(REQUEST_TIMEOUT * 2):
-            created = await client.request("POST", TOKENS_PATH, body={"role": "bootstrap", "name": f"gpufed-up/{cluster}"})
+            created = await client.request(
+                "POST", TOKENS_PATH, body={"role": "bootstrap", "name": f"gpufed-up/{cluster}", "cluster": cluster}
+            )
         return str(created["token"])
 
 
@@ -465,7 +468,10 @@ def run(args: argparse.Namespace) -> int:
         print("error: --time-scale must be > 0", file=sys.stderr)
         return 2
     try:
-        layout.root.mkdir(parents=True, exist_ok=True)
+        # Kubeconfigs, agent credentials, member snapshots (Secrets included): the owner's alone.
+        layout.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with contextlib.suppress(PermissionError):  # a mounted volume's root may not be ours to change
+            layout.root.chmod(0o700)
         with exclusive(layout.lock):
             fleet_path = resolve_fleet(args.fleet, layout)
             try:

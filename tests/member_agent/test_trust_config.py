@@ -121,9 +121,31 @@ def test_config_from_flags_and_cluster_file(tmp_path: Path, monkeypatch: pytest.
     assert "0123456789abcdef" not in repr(cfg)
 
 
+@pytest.mark.parametrize("source", ["file", "env", "flag"])
+def test_the_join_token_comes_from_a_file_the_environment_or_a_flag(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str
+) -> None:
+    monkeypatch.delenv(agent_config.TOKEN_ENV, raising=False)
+    token_file = tmp_path / "token"
+    token_file.write_text("abcdef.0123456789abcdef\n")
+    extra: tuple[str, ...] = ()
+    if source == "file":
+        extra = ("--token-file", str(token_file))
+    elif source == "env":
+        monkeypatch.setenv(agent_config.TOKEN_ENV, "abcdef.0123456789abcdef")
+    else:
+        extra = ("--bootstrap-token", "abcdef.0123456789abcdef")
+    cfg = agent_config.config_from_args(parse(*BASE, *extra))
+    assert cfg.bootstrap_token is not None
+    assert cfg.bootstrap_token.get_secret_value() == "abcdef.0123456789abcdef"
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
+        (("--token-file", "/nonexistent/token"), "cannot read the join token from --token-file"),
+        (("--token-file", "/dev/null"), "is empty"),
+        (("--token-file", "/dev/null", "--bootstrap-token", "abcdef.0123456789abcdef"), "not both"),
         (("--cluster-name", "Bad_Name"), "DNS-1123"),
         (("--hub", "hub:6443"), "http"),
         (("--price", "A100=-1"), "negative"),

@@ -136,3 +136,18 @@ def test_unreadable_snapshots_are_errors(tmp_path: Path, text: str, message: str
 
 def test_no_snapshot_file_means_a_fresh_store(tmp_path: Path) -> None:
     assert read_snapshot(tmp_path / "snapshot.json") is None
+
+
+def test_snapshot_file_is_readable_by_its_owner_only(tmp_path: Path) -> None:
+    """It holds every object of the member, propagated Secrets included."""
+    path = tmp_path / "snapshot.json"
+    leftover = tmp_path / ".snapshot.json.tmp"
+    leftover.write_text("{}")
+    leftover.chmod(0o644)
+    path.write_text("{}")
+    path.chmod(0o644)
+
+    write_snapshot(path, [_kv("/registry/core/secrets/a/b", 1, 1)], revision=1, clean=True)
+
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert read_snapshot(path) is not None

@@ -8,10 +8,15 @@ an agent token scoped to cluster ``x``, marks a one-time bootstrap token used, a
 answers with a ``ClusterJoin`` object holding the new token, which the agent keeps in
 its state dir and uses from then on.
 
-Joining the same cluster name again (an agent that lost its state dir, a reinstall)
-issues a new agent credential and revokes the cluster's previous ones: one cluster,
-one live credential. Two agents mistakenly sharing a name then fail loudly (the older
-one gets 401) instead of overwriting each other's Cluster status in silence.
+A cluster name that has already joined (its Cluster exists, or an agent credential
+for it does) can only be joined again with a bootstrap token scoped to that name
+(``gpufed token create --cluster NAME``): an admin's explicit re-join, for an agent that
+lost its state dir or a reinstall. Any other bootstrap token gets 409 Conflict saying
+so — otherwise anyone holding a join token could take over an existing member's name,
+its Works and their Secrets. A re-join issues a new agent credential and revokes the
+cluster's previous ones: one cluster, one live credential. Two first joins of one new
+name racing each other both get the 409 (each sees the other's credential before it
+spends its bootstrap token), never two credentials.
 
 The agent token is created *before* the bootstrap token is consumed, and deleted again
 if consumption fails, so a failure never burns a bootstrap token without handing out
@@ -37,7 +42,7 @@ from typing import Any, Final
 
 from aiohttp import web
 
-from controlplane.apis.constants import EXECUTION_NAMESPACE_PREFIX
+from controlplane.apis.constants import BOOTSTRAP_TOKEN_ENV, EXECUTION_NAMESPACE_PREFIX
 from controlplane.apis.meta import DNS1123_LABEL_MAX_LENGTH, format_time, validate_dns1123_label
 from controlplane.apiserver import errors
 from controlplane.apiserver.auth.authorizer import (
@@ -74,8 +79,19 @@ _NO_STORE: Final = {"Cache-Control": "no-store"}
 _Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-def join_routes(tokens: TokenStore) -> list[web.RouteDef]:
-    """``POST`` :data:`JOIN_PATH`: trade a bootstrap token for an agent token."""
+def join_routes(
+    tokens: TokenStore, *, cluster_exists: Callable[[str], Awaitable[bool]] | None = None
+) -> list[web.RouteDef]:
+    """``POST`` :data:`JOIN_PATH`: trade a bootstrap token for an agent token.
+
+    ``cluster_exists`` tells whether a Cluster object of that name is on the hub (with
+    the cluster's agent credentials, what makes a name taken).
+    """
+
+    async def taken(cluster: str, *, other_than: str | None = None) -> bool:
+        if any(info.id != other_than for info in await tokens.cluster_agents(cluster)):
+            return True
+        return cluster_exists is not None and await cluster_exists(cluster)
 
     async def create_cluster_join(request: web.Request) -> web.StreamResponse:
         token = bearer_token(request.headers)
@@ -97,8 +113,14 @@ def join_routes(tokens: TokenStore) -> list[web.RouteDef]:
                 target=errors.Target(name=cluster, group=AUTH_GROUP, kind=CLUSTERJOINS),
             )
 
+        rejoin = user.cluster == cluster
+        if not rejoin and await taken(cluster):
+            raise _name_taken(cluster)
+
         issued = await tokens.create(role=Role.AGENT, name=f"agent:{cluster}", cluster=cluster)
         try:
+            if not rejoin and await taken(cluster, other_than=issued.id):
+                raise _name_taken(cluster)  # another first join of this name got here too
             await tokens.consume_bootstrap(token, cluster=cluster)
         except BaseException as exc:
             await _discard(tokens, issued.id)
@@ -212,9 +234,17 @@ def ca_routes(*, ca_pem: bytes) -> list[web.RouteDef]:
     return [web.get(CA_PATH, get_ca)]
 
 
-def join_command(*, hub_url: str, ca_hash: str, token: str) -> str:
-    """The exact command line that joins a member cluster's agent to the hub."""
-    return shlex.join(["gpufed", "agent", "--hub", hub_url, "--hub-ca-hash", ca_hash, "--bootstrap-token", token])
+def join_command(*, hub_url: str, ca_hash: str, token: str, cluster: str | None = None) -> str:
+    """The exact shell line that joins a member cluster's agent to the hub.
+
+    The token goes in the agent's environment (``GPUFED_BOOTSTRAP_TOKEN=... gpufed agent``),
+    never on its command line, where any user of the machine could read it in ``ps``.
+    A token scoped to a cluster names it too.
+    """
+    argv = ["gpufed", "agent", "--hub", hub_url, "--hub-ca-hash", ca_hash]
+    if cluster is not None:
+        argv += ["--cluster-name", cluster]
+    return f"{BOOTSTRAP_TOKEN_ENV}={shlex.quote(token)} {shlex.join(argv)}"
 
 
 def _with_status_errors(handler: _Handler) -> _Handler:
@@ -361,6 +391,16 @@ async def _discard(tokens: TokenStore, token_id: str) -> None:
         await tokens.revoke(token_id)
     except (TokenError, StorageError):
         log.warning("could not delete an unused agent token", extra={"token_id": token_id}, exc_info=True)
+
+
+def _name_taken(cluster: str) -> errors.Conflict:
+    return errors.Conflict(
+        f'cluster "{cluster}" has already joined the hub: this bootstrap token may only join a new '
+        f"cluster. To join it again (its agent lost its state dir, or a reinstall), an admin creates "
+        f"a token for it: gpufed token create --cluster {cluster} --print-join-command (the new agent "
+        f"credential replaces the old one); otherwise pick another --cluster-name",
+        target=errors.Target(name=cluster, group=AUTH_GROUP, kind=CLUSTERJOINS),
+    )
 
 
 def _rejection_to_api_error(exc: TokenRejected) -> errors.ApiError:

@@ -372,6 +372,17 @@ class TokenStore:
         """Every token's public details, by id. Never the secrets."""
         return [TokenInfo.of(stored) for stored in await self._list_stored()]
 
+    async def cluster_agents(self, cluster: str) -> builtins.list[TokenInfo]:
+        """The unexpired agent tokens of ``cluster`` (fresh from the store)."""
+        now = self._clock()
+        return [
+            TokenInfo.of(stored)
+            for stored in await self._list_stored()
+            if stored.role is Role.AGENT
+            and stored.cluster == cluster
+            and (stored.expires_at is None or stored.expires_at > now)
+        ]
+
     async def revoke_cluster_agents(self, cluster: str, *, keep: str | None = None) -> builtins.list[str]:
         """Revoke every agent token of ``cluster`` except the one with id ``keep``."""
         revoked = []

@@ -3,6 +3,7 @@ management for admins, the public CA; every error a Kubernetes Status."""
 
 from __future__ import annotations
 
+import asyncio
 import shlex
 from collections.abc import AsyncIterator
 from typing import Any
@@ -115,18 +116,82 @@ async def test_a_failed_join_leaves_no_agent_token_behind(
     assert [info.role for info in await tokens.list()] == [Role.BOOTSTRAP]
 
 
-async def test_rejoining_a_cluster_replaces_its_credential(
+async def _join(
+    client: TestClient[web.Request, web.Application], tokens: TokenStore, cluster: str, *, scoped: bool = False
+) -> tuple[int, dict[str, Any]]:
+    bootstrap = await tokens.create(
+        role=Role.BOOTSTRAP, name="join", one_time=True, cluster=cluster if scoped else None
+    )
+    return await call(client, "POST", JOIN_PATH, token=bootstrap.token, body={"clusterName": cluster})
+
+
+async def test_an_unscoped_token_cannot_take_over_a_joined_cluster(
     client: TestClient[web.Request, web.Application], tokens: TokenStore
 ) -> None:
-    agent_tokens = []
-    for _ in range(2):
-        bootstrap = await tokens.create(role=Role.BOOTSTRAP, name="join", one_time=True)
-        status, joined = await call(client, "POST", JOIN_PATH, token=bootstrap.token, body={"clusterName": "onprem-a"})
-        assert status == 201
-        agent_tokens.append(joined["token"])
+    status, first = await _join(client, tokens, "victim")
+    assert status == 201
 
-    assert await tokens.authenticate(agent_tokens[0]) is None
-    assert await tokens.authenticate(agent_tokens[1]) is not None
+    bootstrap = await tokens.create(role=Role.BOOTSTRAP, name="join", one_time=True)
+    status, document = await call(client, "POST", JOIN_PATH, token=bootstrap.token, body={"clusterName": "victim"})
+
+    assert status == 409, document
+    assert_status(document, code=409, reason="Conflict", message='cluster "victim" has already joined the hub')
+    assert "gpufed token create --cluster victim" in document["message"]
+    assert document["details"] == {"name": "victim", "group": "auth.gpufed.io", "kind": "clusterjoins"}
+    # The member keeps its credential, and the refused bootstrap token is not spent.
+    assert await tokens.authenticate(first["token"]) is not None
+    assert [info.id for info in await tokens.cluster_agents("victim")] == [first["tokenId"]]
+    assert (await tokens.get(bootstrap.id)).used_at is None
+
+
+async def test_rejoining_with_a_token_scoped_to_the_cluster_replaces_its_credential(
+    client: TestClient[web.Request, web.Application], tokens: TokenStore
+) -> None:
+    status, first = await _join(client, tokens, "onprem-a")
+    assert status == 201
+
+    status, second = await _join(client, tokens, "onprem-a", scoped=True)
+
+    assert status == 201, second
+    assert await tokens.authenticate(first["token"]) is None
+    assert await tokens.authenticate(second["token"]) is not None
+
+
+async def test_a_scoped_token_may_join_a_new_cluster(
+    client: TestClient[web.Request, web.Application], tokens: TokenStore
+) -> None:
+    status, joined = await _join(client, tokens, "fresh", scoped=True)
+    assert status == 201, joined
+
+
+async def test_a_cluster_object_on_the_hub_makes_its_name_taken(tokens: TokenStore) -> None:
+    """A Cluster an admin created (or whose agent tokens were revoked) still needs a scoped token."""
+    existing = {"registered"}
+
+    async def cluster_exists(name: str) -> bool:
+        return name in existing
+
+    app = web.Application()
+    app.router.add_routes(join_routes(tokens, cluster_exists=cluster_exists))
+    async with TestClient(TestServer(app, host="127.0.0.1")) as client:
+        status, document = await _join(client, tokens, "registered")
+        assert status == 409, document
+        status, joined = await _join(client, tokens, "registered", scoped=True)
+        assert status == 201, joined
+        status, joined = await _join(client, tokens, "other")
+        assert status == 201, joined
+
+
+async def test_racing_first_joins_never_leave_two_credentials(
+    client: TestClient[web.Request, web.Application], tokens: TokenStore
+) -> None:
+    results = await asyncio.gather(*(_join(client, tokens, "contested") for _ in range(4)))
+
+    codes = sorted(status for status, _ in results)
+    assert set(codes) <= {201, 409}, results
+    assert codes.count(201) <= 1
+    live = [info.id for info in await tokens.cluster_agents("contested")]
+    assert live == [doc["tokenId"] for status, doc in results if status == 201]
 
 
 @pytest.mark.parametrize(
@@ -266,9 +331,14 @@ async def test_ca_is_served_without_authentication(client: TestClient[web.Reques
 
 
 def test_join_command_is_exact_and_shell_safe() -> None:
+    """The token goes in the agent's environment, never on its command line (``ps`` shows that)."""
     command = join_command(hub_url="https://hub.example.com:6443", ca_hash="sha256:" + "ab" * 32, token="abcdef.x1y2")
     assert command == (
-        "gpufed agent --hub https://hub.example.com:6443 --hub-ca-hash sha256:" + "ab" * 32
-        + " --bootstrap-token abcdef.x1y2"
+        "GPUFED_BOOTSTRAP_TOKEN=abcdef.x1y2 gpufed agent --hub https://hub.example.com:6443 --hub-ca-hash sha256:"
+        + "ab" * 32
     )
-    assert shlex.split(join_command(hub_url="https://h/a b", ca_hash="sha256:0", token="t"))[3] == "https://h/a b"
+    assert shlex.split(join_command(hub_url="https://h/a b", ca_hash="sha256:0", token="t"))[4] == "https://h/a b"
+    scoped = shlex.split(join_command(hub_url="https://h", ca_hash="sha256:0", token="t", cluster="victim"))
+    assert scoped[0] == "GPUFED_BOOTSTRAP_TOKEN=t"
+    assert scoped[-2:] == ["--cluster-name", "victim"]
+    assert "--bootstrap-token" not in scoped

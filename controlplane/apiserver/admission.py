@@ -1,0 +1,67 @@
+"""Validating admission: a check that sees who writes and the object the write would store.
+
+Authorization decides from the request line alone (verb, resource, name); some rules
+need the object: "an agent may write its own Cluster, but not the fields an admin set".
+As in kube-apiserver, the object layer calls a validation function once it has the
+final object — after the patch is applied, defaults and validation ran, and field
+ownership is recorded — and before anything is stored (dry runs included):
+
+- the HTTP handlers build a :data:`ValidateWrite` per request from the configured
+  :class:`AdmissionPlugin` and the authenticated user (:func:`write_validation`);
+- :class:`~controlplane.apiserver.objects.ObjectStore` calls it with a
+  :class:`WriteAttributes` for every create and update it was given one for; a refusal
+  is an ``ApiError`` (403 Forbidden) and nothing is written.
+
+In-process writers (the hub's controllers) pass no validation: they are the hub.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Protocol
+
+from controlplane.apiserver.identity import UserInfo
+from controlplane.apiserver.resources import ResourceType
+
+
+class Operation(StrEnum):
+    CREATE = "CREATE"
+    UPDATE = "UPDATE"
+
+
+@dataclass(frozen=True, slots=True)
+class WriteAttributes:
+    """One write the object layer is about to store."""
+
+    operation: Operation
+    resource: ResourceType
+    #: The object as it would be stored (with its managedFields).
+    new: dict[str, Any]
+    #: The stored object, for an update.
+    old: dict[str, Any] | None = None
+    #: ``"status"`` for a write through the status subresource.
+    subresource: str | None = None
+
+
+#: Raises an ``ApiError`` (normally Forbidden) to refuse the write.
+ValidateWrite = Callable[[WriteAttributes], None]
+
+
+class AdmissionPlugin(Protocol):
+    def validate(self, user: UserInfo, write: WriteAttributes) -> None:
+        """Return to admit ``write`` by ``user``; raise an ``ApiError`` to refuse it."""
+        ...
+
+
+def write_validation(plugins: tuple[AdmissionPlugin, ...], user: UserInfo | None) -> ValidateWrite | None:
+    """The validation of one request's writes: every plugin, in order, for ``user``."""
+    if not plugins or user is None:
+        return None
+
+    def validate(write: WriteAttributes) -> None:
+        for plugin in plugins:
+            plugin.validate(user, write)
+
+    return validate
