@@ -145,13 +145,23 @@ def _value_text(name: str, value: str | None) -> str:
     return "(whole GPU)" if name == "profile" else f"(no {name})"
 
 
+def span_text(seconds: float) -> str:
+    """A span of time as a person reads it: hours from one hour up, minutes below, seconds
+    below a minute (a short window never reads "0.0 h")."""
+    if seconds >= 3600.0:
+        return f"{seconds / 3600.0:,.1f} h"
+    if seconds >= 60.0:
+        return f"{seconds / 60.0:.0f} min"
+    return f"{seconds:.0f} s"
+
+
 def render_table(report: WasteReport, *, top: int = DEFAULT_TOP) -> str:
     """A human-readable report: states, groups, top idle workloads and recommendations."""
     totals = report.totals
     out = [
         f"GPU waste from {format_time(report.window_from)} to {format_time(report.window_to)}"
-        f" (observed {report.observed_seconds / 3600.0:,.1f} h"
-        + (f", unobserved {report.unobserved_seconds / 3600.0:,.1f} h" if report.unobserved_seconds else "")
+        f" (observed {span_text(report.observed_seconds)}"
+        + (f", unobserved {span_text(report.unobserved_seconds)}" if report.unobserved_seconds else "")
         + ")",
         "",
     ]
