@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from controlplane.reports.report import span_text
+from controlplane.reports.accounting import Accumulator
+from controlplane.reports.report import render_table, span_text
+
+from .builders import A100, T0, at, cluster, fleet, gpu, node, pod
 
 
 @pytest.mark.parametrize(
@@ -22,3 +25,13 @@ from controlplane.reports.report import span_text
 )
 def test_span_text(seconds: float, expected: str) -> None:
     assert span_text(seconds) == expected
+
+
+def test_a_short_window_header_reads_in_minutes() -> None:
+    accumulator = Accumulator()
+    for minute in range(0, 4):
+        accumulator.add(fleet(cluster("dc1", [node("a1", [gpu(0, pod("idle"), 0.02)])], pricing={A100: 2.0}),
+                              time=at(minute)))
+    header = render_table(accumulator.query(T0, at(60), by=["cluster"])).splitlines()[0]
+    assert header.endswith("(observed 3 min)"), header
+    assert "0.0 h" not in header
