@@ -509,10 +509,11 @@ class SchedulerController:
             await self.loop.add(key, priority=binding_priority(self.ctx.bindings.get(key[0], key[1])))
 
     async def _requeue_stale_explanations(self, cluster: str) -> None:
-        """Bindings whose explanation judged ``cluster`` as it was: judged again (explanations.py)."""
+        """Bindings whose explanation did not choose ``cluster`` as it was: judged again (explanations.py;
+        the entries of clusters a binding runs in stay as decided)."""
         for binding in self.ctx.bindings.items():
             explained = (binding.get("status") or {}).get("explanation") or ()
-            if any(entry.get("cluster") == cluster for entry in explained):
+            if any(entry.get("cluster") == cluster and not entry.get("chosen") for entry in explained):
                 key = _binding_key(binding)
                 self._stale_explanations.add(key)
                 await self.loop.add(key, priority=binding_priority(binding))
