@@ -117,6 +117,7 @@ return {
   pending: [...document.querySelectorAll("#pending tr[data-pending]")].map((r) => r.textContent),
   recommendations: [...document.querySelectorAll("#recommendations li[data-kind]")].map((li) => li.dataset.kind),
   unmeasured: document.getElementById("unmeasured").hidden ? null : text("unmeasured"),
+  recommendationTexts: [...document.querySelectorAll("#recommendations li[data-kind]")].map((li) => li.textContent),
 };
 """
 
@@ -201,6 +202,9 @@ def test_dashboard_shows_the_same_numbers_as_the_api(processes: ProcessGroup, tm
     assert report["unmeasured"] == [] and page["unmeasured"] is None, page["unmeasured"]
     assert "idle-allocated" in page["layers"]  # the chart draws the idle GPUs
     assert "right-size" in page["recommendations"]
+    # Each recommendation reads as the report words it: its saving stated once, not twice.
+    assert page["recommendationTexts"] == [r["text"] for r in report["recommendations"]]
+    assert all(text.count("/day") == 1 for text in page["recommendationTexts"]), page["recommendationTexts"]
 
     ARTIFACTS.mkdir(exist_ok=True)
     browser.save_screenshot(str(ARTIFACTS / "dashboard.png"))

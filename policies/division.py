@@ -11,7 +11,8 @@ Conventions shared by every function:
   for the workload is therefore ``current[c] + available[c]``.
 * ``current`` is the binding's present assignment. Clusters in ``current`` that are not
   candidates any more are dropped (their replicas are placed again).
-* Ties are broken by cluster name, so equal inputs give equal outputs.
+* Ties are broken by cluster name (after price, where a strategy says so), so equal inputs give
+  equal outputs.
 
 Strategies:
 
@@ -32,7 +33,10 @@ Strategies:
 * :func:`divide_aggregated` — Karmada's ``Aggregated``: as few clusters as possible. Clusters
   already in ``current`` come first, then by available replicas (most first); the shortest
   prefix that holds the replicas is chosen and the replicas are divided among it by
-  availability. Scale-down is proportional, as for dynamic weights.
+  availability. Clusters that tie — each alone holds the replicas still to place, or they
+  have equal room — are taken cheapest first (``prices``, $ per GPU-hour), then roomiest, then
+  by name, so a $0.35 cluster that holds the job wins over a $4.10 one. Scale-down is
+  proportional, as for dynamic weights.
 * :func:`divide_tiered_overflow` — gpufed's ``TieredOverflow``: fill clusters in
   (tier, price per GPU-hour, name) order, each up to its capacity; the remainder spills to the
   next. Scaling up keeps current assignments and places the extra replicas in that order;
@@ -266,7 +270,11 @@ def divide_by_dynamic_weights(
 
 
 def divide_aggregated(
-    replicas: int, available: Mapping[str, int], *, current: Mapping[str, int] | None = None
+    replicas: int,
+    available: Mapping[str, int],
+    *,
+    current: Mapping[str, int] | None = None,
+    prices: Mapping[str, float] | None = None,
 ) -> DivisionResult:
     """As few clusters as possible (Karmada ``Aggregated``); see the module docstring."""
     _check_replicas(replicas)
@@ -277,16 +285,29 @@ def divide_aggregated(
     if replicas < assigned:
         return _scale_down(replicas, kept)
     extra = replicas - assigned
-    order = sorted(available, key=lambda name: (name not in kept, -available[name], name))
     chosen: dict[str, int] = {}
     total = 0
-    for name in order:
+    for name in sorted(kept, key=lambda name: (-available[name], name)):
         if total >= extra:
             break
-        if available[name] <= 0:
-            continue
-        chosen[name] = available[name]
-        total += available[name]
+        if available[name] > 0:
+            chosen[name] = available[name]
+            total += available[name]
+    price = prices or {}
+    # Most room first (fewest clusters); equal room goes to the cheaper cluster, then the name.
+    others = sorted(
+        (name for name in available if name not in kept and available[name] > 0),
+        key=lambda name: (-available[name], price.get(name, 0.0), name),
+    )
+    while total < extra and others:
+        need = extra - total
+        # Every cluster that alone holds the rest makes the same number of clusters: the
+        # cheapest of them, then the roomiest, then the name.
+        holders = [name for name in others if available[name] >= need]
+        pick = min(holders, key=lambda name: (price.get(name, 0.0), -available[name], name)) if holders else others[0]
+        others.remove(pick)
+        chosen[pick] = available[pick]
+        total += available[pick]
     placeable = min(extra, total)
     added = take_by_weight(placeable, chosen, last=kept)
     reasons = {name: "not needed: fewer clusters hold the replicas" for name in available if name not in chosen and name not in kept}

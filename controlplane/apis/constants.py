@@ -66,3 +66,6 @@ COORDINATION_GROUP: Final = "coordination.k8s.io"
 
 # Workload annotations users set.
 ANNOTATION_GANG: Final = "gpufed.io/gang"
+
+# The condition the hub adds to a workload's status, beside the ones its members report.
+CONDITION_PROPAGATED: Final = "Propagated"

@@ -288,9 +288,16 @@ def job_duration(obj: Obj, now: datetime) -> str:
 
 
 def job_state(obj: Obj, _now: datetime) -> str:
-    """Training-operator jobs: the type of the last condition whose status is True."""
+    """Training-operator jobs: the type of the last condition whose status is True.
+
+    The job's own conditions (Created, Running, Succeeded, Failed, as its members report them),
+    never the hub's ``Propagated``: that one says where the job went, not how it is doing.
+    """
     conditions = dig(obj, "status", "conditions") or []
-    current = [cd for cd in conditions if isinstance(cd, dict) and cd.get("status") == "True"]
+    current = [
+        cd for cd in conditions
+        if isinstance(cd, dict) and cd.get("status") == "True" and cd.get("type") != c.CONDITION_PROPAGATED
+    ]
     return str(current[-1].get("type", "")) if current else ""
 
 
@@ -317,6 +324,16 @@ def cluster_free_gpus(obj: Obj, _now: datetime) -> int:
 def cluster_models(obj: Obj, _now: datetime) -> str:
     products = sorted({str(e["product"]) for e in _gpu_summary(obj) if e.get("product")})
     return ",".join(products) or "<none>"
+
+
+def cluster_ready(obj: Obj, _now: datetime) -> str:
+    """The Ready condition's status, plus ``,SchedulingDisabled`` when the cluster is cordoned
+    (as kubectl marks a cordoned node ``Ready,SchedulingDisabled``)."""
+    cond = condition(obj, "Ready")
+    status = str(cond.get("status", "Unknown")) if cond else "Unknown"
+    if dig(obj, "spec", "unschedulable"):
+        status += ",SchedulingDisabled"
+    return status
 
 
 def cluster_mig(obj: Obj, _now: datetime) -> str:

@@ -487,7 +487,10 @@ def gpufed_resource_types(
             c.CLUSTER_GROUP, c.VERSION, "Cluster", "clusters", "cluster", namespaced=False,
             has_status=True, model=cluster_model,
             columns=(
-                TableColumn("Ready", col.condition_status("Ready")),
+                TableColumn(
+                    "Ready", col.cluster_ready,
+                    description="The Ready condition; SchedulingDisabled when cordoned (spec.unschedulable).",
+                ),
                 TableColumn("Provider", path("spec.provider")),
                 TableColumn("GPUs", col.cluster_gpus, type="integer", description="Whole GPUs (nvidia.com/gpu capacity)."),
                 TableColumn("Free", col.cluster_free_gpus, type="integer", description="Whole GPUs allocatable and not allocated."),
@@ -495,7 +498,7 @@ def gpufed_resource_types(
                 AGE,
                 TableColumn("Region", path("spec.region"), priority=1),
                 TableColumn("Tier", col.cluster_tier, type="integer", priority=1),
-                TableColumn("MIG", col.cluster_mig, priority=1, description="MIG slices free/total."),
+                TableColumn("MIG Free", col.cluster_mig, priority=1, description="MIG slices free/total."),
             ),
             extra_field_selectors={"spec.provider": _field_path("spec.provider")},
         ),

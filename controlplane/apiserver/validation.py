@@ -158,19 +158,25 @@ def metadata_causes(obj: dict[str, Any], rt: ResourceType) -> list[Cause]:
 Loc = tuple[str | int, ...]
 
 
+_FIELD_NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
+"""A struct field's name; any other key (``nvidia.com/gpu``, ``app.kubernetes.io/name``) is a map key."""
+
+
 def format_path(loc: Loc) -> str:
-    """``("spec", "clusters", 0, "name")`` -> ``spec.clusters[0].name``."""
+    """``("spec", "clusters", 0, "name")`` -> ``spec.clusters[0].name``; map keys in brackets as
+    kube writes them: ``("spec", "resources", "nvidia.com/gpu")`` -> ``spec.resources[nvidia.com/gpu]``."""
     out = ""
     for part in loc:
-        if isinstance(part, int):
+        if isinstance(part, int) or (out and not _FIELD_NAME.fullmatch(part)):
             out += f"[{part}]"
         else:
             out += f".{part}" if out else str(part)
     return out
 
 
-def _input_path(loc: tuple[Any, ...], data: Any) -> Loc:
-    """Keep the parts of a pydantic ``loc`` that walk the input, dropping union tags."""
+def _input_path(loc: tuple[Any, ...], data: Any, *, missing: bool = False) -> Loc:
+    """Keep the parts of a pydantic ``loc`` that walk the input, dropping union tags; ``missing``:
+    the error is a required field the input lacks, named by the last part."""
     kept: list[str | int] = []
     node = data
     for index, part in enumerate(loc):
@@ -180,14 +186,40 @@ def _input_path(loc: tuple[Any, ...], data: Any) -> Loc:
         if in_dict or in_list:
             kept.append(part)
             node = node[part]
-        elif last and isinstance(part, str | int):
+        elif last and missing and isinstance(part, str):
             kept.append(part)
-        # Anything else is a union member tag or a validator label, not a field.
+        # Anything else is a union member tag ("str", "int") or a validator label, not a field.
     return tuple(kept)
 
 
+_VALID = "Input should be a valid "
+
+
+def _merge_union_members(errors: list[dict[str, Any]], data: Any) -> list[dict[str, Any]]:
+    """One error per field and kind of failure: a value that fits no member of a union
+    (``str | int``) fails once per member at the same input path; it is reported once, "Input
+    should be a valid string or integer", not once per member with the member in its path."""
+    grouped: dict[tuple[Loc, bool], list[dict[str, Any]]] = {}
+    for error in errors:
+        special = error["type"] in ("missing", "extra_forbidden", "literal_error", "enum")
+        path = _input_path(tuple(error["loc"]), data, missing=error["type"] == "missing")
+        grouped.setdefault((path, special), []).append(error)
+    out: list[dict[str, Any]] = []
+    for (_, special), group in grouped.items():
+        if special or len(group) == 1:
+            out.extend(group)
+            continue
+        messages = list(dict.fromkeys(str(error["msg"]) for error in group))
+        if all(message.startswith(_VALID) for message in messages):
+            message = _VALID + " or ".join(m.removeprefix(_VALID) for m in messages)
+        else:
+            message = " or ".join(messages)
+        out.append({**group[0], "msg": message})
+    return out
+
+
 def _cause_for(error: dict[str, Any], data: Any) -> tuple[Loc, Cause]:
-    loc = _input_path(tuple(error["loc"]), data)
+    loc = _input_path(tuple(error["loc"]), data, missing=error["type"] == "missing")
     field_path = format_path(loc)
     err_type = str(error["type"])
     message = str(error["msg"])
@@ -251,8 +283,8 @@ def check_model(obj: dict[str, Any], model: type[BaseModel]) -> ModelCheck:
     try:
         instance = model.model_validate(obj)
     except ValidationError as exc:
-        for error in exc.errors(include_url=False):
-            loc, cause = _cause_for(dict(error), obj)
+        for error in _merge_union_members([dict(e) for e in exc.errors(include_url=False)], obj):
+            loc, cause = _cause_for(error, obj)
             if loc[:1] == ("metadata",):
                 continue
             if error["type"] == "extra_forbidden":

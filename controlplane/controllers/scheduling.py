@@ -89,6 +89,7 @@ from controlplane.controllers.context import (
 from controlplane.controllers.dependencies import is_attached
 from controlplane.controllers.detecting import binding_priority
 from controlplane.controllers.events import EventReason, EventType, record_event
+from controlplane.controllers.explanations import refreshed_explanation
 from controlplane.controllers.failover import (
     EvictionCause,
     EvictionCheck,
@@ -391,6 +392,8 @@ class SchedulerController:
         self._owners: dict[str, OwnerKey | None] = {}
         # Whether the reservations were derived from the informers' state (once, before deciding).
         self._rebuilt = False
+        # Bindings whose explanation judged a cluster whose labels, taints or readiness changed since.
+        self._stale_explanations: set[BindingKey] = set()
         ctx.bindings.add_handler(self._on_binding)
         ctx.clusters.add_handler(self._on_cluster)
         ctx.works.add_handler(self._on_work)
@@ -439,6 +442,8 @@ class SchedulerController:
             )
         if event is WatchEventType.ADDED or _placement_facts(old) != _placement_facts(obj):
             await self._requeue_cluster(name)
+            if event is WatchEventType.MODIFIED:
+                await self._requeue_stale_explanations(name)
         # Bindings whose pods this member reports unschedulable: the new report may confirm
         # there is no room for them.
         for key, marks in list(self._unschedulable_since.items()):
@@ -504,6 +509,30 @@ class SchedulerController:
     async def _requeue_cluster(self, cluster: str) -> None:
         for key in self.ctx.bindings.index_keys(INDEX_CLUSTER, cluster):
             await self.loop.add(key, priority=binding_priority(self.ctx.bindings.get(key[0], key[1])))
+
+    async def _requeue_stale_explanations(self, cluster: str) -> None:
+        """Bindings whose explanation did not choose ``cluster`` as it was: judged again (explanations.py;
+        the entries of clusters a binding runs in stay as decided)."""
+        for binding in self.ctx.bindings.items():
+            explained = (binding.get("status") or {}).get("explanation") or ()
+            if any(entry.get("cluster") == cluster and not entry.get("chosen") for entry in explained):
+                key = _binding_key(binding)
+                self._stale_explanations.add(key)
+                await self.loop.add(key, priority=binding_priority(binding))
+
+    async def _refresh_explanation(
+        self, binding: dict[str, Any], request: BindingRequest, snapshots: Mapping[str, ClusterSnapshot], *, now: datetime
+    ) -> None:
+        """Store the fleet's verdicts as they are now for a binding whose decision stands."""
+        self._stale_explanations.discard(_binding_key(binding))
+        fresh = schedule(request, [snapshots[name] for name in sorted(snapshots)], reservations=self.reservations, now=now)
+        status = copy.deepcopy(binding.get("status") or {})
+        explanation = refreshed_explanation(
+            status.get("explanation") or (), [entry.to_wire() for entry in fresh.explanation], placed=request.previous
+        )
+        if explanation != status.get("explanation"):
+            status["explanation"] = explanation
+            await self.ctx.objects.update_status(self.ctx.binding_rt, {**binding, "status": status})
 
     async def _requeue_unplaced(self) -> None:
         for key in sorted(self._unplaced | self._eviction_blocked | self._move_blocked):
@@ -596,6 +625,7 @@ class SchedulerController:
         self._unhealthy_since.pop(key, None)
         self._eviction_blocked.discard(key)
         self._move_blocked.discard(key)
+        self._stale_explanations.discard(key)
         self._owners.pop(_key_text(key), None)
 
     async def maintain(self) -> None:
@@ -822,6 +852,8 @@ class SchedulerController:
             self._move_blocked.discard(key)
         if why is None and not moves and not check.due:
             self._eviction_blocked.discard(key)
+            if key in self._stale_explanations:
+                await self._refresh_explanation(binding, request, snapshots, now=now)
             return wait
 
         ordered = [snapshots[name] for name in sorted(snapshots)]

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from controlplane.apis.constants import CONDITION_PROPAGATED
 from controlplane.apis.work_v1alpha1 import binding_name
 from controlplane.apiserver.resources import Registry, ResourceType
 from controlplane.interpreter import interpreter_for
@@ -28,7 +29,7 @@ PLAIN_KINDS: frozenset[tuple[str, str]] = frozenset(
 class WorkloadConditionType(StrEnum):
     """Conditions the hub adds to a workload's status (besides the members' merged ones)."""
 
-    PROPAGATED = "Propagated"
+    PROPAGATED = CONDITION_PROPAGATED
 
 
 class PropagatedReason(StrEnum):

@@ -173,6 +173,14 @@ def _unmeasured_lines(report: WasteReport) -> list[str]:
         f"Utilization not measured for {hours:,.2f} GPU-hours on clusters {clusters}"
         " (no DCGM data): counted as unmeasured, neither busy nor idle"
     ]
+def span_text(seconds: float) -> str:
+    """A span of time as a person reads it: hours from one hour up, minutes below, seconds
+    below a minute (a short window never reads "0.0 h")."""
+    if seconds >= 3600.0:
+        return f"{seconds / 3600.0:,.1f} h"
+    if seconds >= 60.0:
+        return f"{seconds / 60.0:.0f} min"
+    return f"{seconds:.0f} s"
 
 
 def render_table(report: WasteReport, *, top: int = DEFAULT_TOP) -> str:
@@ -180,8 +188,8 @@ def render_table(report: WasteReport, *, top: int = DEFAULT_TOP) -> str:
     totals = report.totals
     out = [
         f"GPU waste from {format_time(report.window_from)} to {format_time(report.window_to)}"
-        f" (observed {report.observed_seconds / 3600.0:,.1f} h"
-        + (f", unobserved {report.unobserved_seconds / 3600.0:,.1f} h" if report.unobserved_seconds else "")
+        f" (observed {span_text(report.observed_seconds)}"
+        + (f", unobserved {span_text(report.unobserved_seconds)}" if report.unobserved_seconds else "")
         + ")",
         *_unmeasured_lines(report),
         "",

@@ -5,7 +5,8 @@ policy that claimed it, its replicas and per-replica request, the Scheduled and
 FullyApplied conditions, then one block per cluster: chosen or rejected, replicas, tier,
 price, and every reason the scheduler recorded (affinity, taint, "insufficient
 nvidia.com/mig-3g.40gb: need 4, 1 free", tier, price). A workload no policy claims prints
-its ``Propagated`` condition instead.
+its ``Propagated`` condition instead, and when no policy selects it, the resourceSelector a
+policy needs to claim it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
 
 BINDINGS_PATH = "/apis/work.gpufed.io/v1alpha1/namespaces/{namespace}/resourcebindings/{name}"
-NOT_FOUND_MARK = "(404)"
+NO_POLICY_MATCHED = "NoPolicyMatched"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -63,7 +64,7 @@ async def _get(client: HubClient, path: str) -> dict[str, Any] | None:
     try:
         found = await client.request("GET", path)
     except HubError as exc:
-        if NOT_FOUND_MARK in str(exc):
+        if exc.status == 404:
             return None
         raise
     return found if isinstance(found, dict) else None
@@ -111,6 +112,37 @@ def _price(value: Any) -> str:
     return f"{float(value):.2f}" if value is not None else "-"
 
 
+def _resources(requirements: Mapping[str, Any] | None) -> str:
+    request = (requirements or {}).get("resourceRequest") or {}
+    return ", ".join(f"{k}={v}" for k, v in sorted(request.items())) or "(no requests)"
+
+
+def _request_lines(spec: Mapping[str, Any]) -> list[str]:
+    """What one pod asks for: per role when the workload has several (an MPIJob's launcher and
+    workers, a RayJob's head and worker groups ask for different things), else per replica."""
+    components = [c for c in spec.get("components") or () if isinstance(c, Mapping)]
+    if len(components) > 1:
+        rows = [
+            f"{c.get('name')} x{c.get('replicas', 0)}: {_resources(c.get('replicaRequirements'))}" for c in components
+        ]
+        return [f"{'Per role:' if i == 0 else '':<13}{row}" for i, row in enumerate(rows)]
+    if not (spec.get("replicaRequirements") or {}).get("resourceRequest"):
+        return []
+    return [f"{'Per replica:':<13}{_resources(spec.get('replicaRequirements'))}"]
+
+
+def _no_policy_hint(workload: Mapping[str, Any]) -> str:
+    """What to do about a workload no policy selects: the selector a policy needs to claim it."""
+    meta = workload.get("metadata") or {}
+    kind = str(workload.get("kind"))
+    return (
+        f"{'Next:':<13}no PropagationPolicy selects {kind.lower()}/{meta.get('name')}; create one in namespace "
+        f"{meta.get('namespace')} (or a ClusterPropagationPolicy) with a resourceSelector "
+        f"{{apiVersion: {workload.get('apiVersion')}, kind: {kind}, name: {meta.get('name')}}} "
+        "(examples in policies/examples/)"
+    )
+
+
 def render_explanation(workload: Mapping[str, Any], binding: Mapping[str, Any] | None) -> str:
     """The text ``gpufed explain`` prints for ``workload`` and its binding (None when it has none)."""
     meta = workload.get("metadata") or {}
@@ -122,6 +154,8 @@ def render_explanation(workload: Mapping[str, Any], binding: Mapping[str, Any] |
             lines.append("Not propagated yet: the hub has not looked at it (are the controllers running?).")
         else:
             lines.append(_condition_line("Propagated:", propagated))
+            if propagated.get("reason") == NO_POLICY_MATCHED:
+                lines.append(_no_policy_hint(workload))
         return "\n".join(lines)
     spec = binding.get("spec") or {}
     policy = spec.get("policy") or {}
@@ -129,9 +163,7 @@ def render_explanation(workload: Mapping[str, Any], binding: Mapping[str, Any] |
     lines.append(f"{'Policy:':<13}{policy.get('kind')} {scope}{policy.get('name')}")
     gang = " (gang: placed whole or not at all)" if spec.get("gang") else ""
     lines.append(f"{'Replicas:':<13}{spec.get('replicas', 0)}, {_division(spec.get('placement'))}{gang}")
-    request = ((spec.get("replicaRequirements") or {}).get("resourceRequest")) or {}
-    if request:
-        lines.append(f"{'Per replica:':<13}" + ", ".join(f"{k}={v}" for k, v in sorted(request.items())))
+    lines.extend(_request_lines(spec))
     lines.append(_condition_line("Scheduled:", _condition(binding, "Scheduled")))
     lines.append(_condition_line("Applied:", _condition(binding, "FullyApplied")))
     priority = _condition(binding, "SchedulePriorityResolved")

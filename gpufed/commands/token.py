@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
 from gpufed.timeparse import parse_duration
@@ -30,6 +32,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     revoke = sub.add_parser("revoke", help="revoke a token by id")
     add_kubeconfig_argument(revoke)
     revoke.add_argument("token_id")
+
+
+def one_time_text(spec: Mapping[str, Any], status: Mapping[str, Any]) -> str:
+    """The ONE-TIME column: whether a token is spent by its single use. Reusable tokens (admin,
+    viewer, agent) are never spent, however much they are used, so they read "no", not "used: false"."""
+    if not spec.get("oneTime"):
+        return "no"
+    if not status.get("used"):
+        return "yes, unspent"
+    joined = status.get("usedFor")
+    return f"yes, spent (joined {joined})" if joined else "yes, spent"
+
+
+def token_rows(items: Iterable[Mapping[str, Any]]) -> list[tuple[str, ...]]:
+    """``gpufed token list``'s table (header first) from the hub's Token documents."""
+    rows: list[tuple[str, ...]] = [("ID", "ROLE", "NAME", "CLUSTER", "EXPIRES", "ONE-TIME")]
+    for item in items:
+        spec = item.get("spec") or {}
+        status = item.get("status") or {}
+        rows.append((
+            str((item.get("metadata") or {}).get("name", "")), str(spec.get("role", "")), str(spec.get("name", "")),
+            str(spec.get("cluster") or ""), str(spec.get("expires") or "never"), one_time_text(spec, status),
+        ))
+    return rows
 
 
 def run(args: argparse.Namespace) -> int:
@@ -65,13 +91,7 @@ async def _run(args: argparse.Namespace) -> int:
         return 0
     if args.token_command == "list":
         listing = await client.request("GET", TOKENS_PATH)
-        rows = [("ID", "ROLE", "NAME", "CLUSTER", "EXPIRES", "USED")]
-        for item in listing.get("items", []):
-            spec = {**item.get("spec", {}), **item.get("status", {})}
-            rows.append((
-                item.get("metadata", {}).get("name", ""), str(spec.get("role", "")), str(spec.get("name", "")),
-                str(spec.get("cluster") or ""), str(spec.get("expires") or "never"), str(spec.get("used", "")),
-            ))
+        rows = token_rows(listing.get("items", []))
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
         for row in rows:
             print("   ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())

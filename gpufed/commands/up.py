@@ -689,6 +689,15 @@ def _link_kubeconfig(layout: Layout) -> None:
     os.replace(tmp, link)
 
 
+def activate_line() -> list[str]:
+    """How another shell gets this ``gpufed`` on its PATH: the virtualenv's activate script
+    (``make install`` puts gpufed in ``.venv/bin``, not on the PATH); nothing outside a venv."""
+    activate = Path(sys.executable).parent / "activate"
+    if sys.prefix == sys.base_prefix or not activate.is_file():
+        return []
+    return [f"  . {activate.absolute()}        # puts gpufed on this shell's PATH"]
+
+
 def _welcome(layout: Layout, port: int, names: list[str]) -> str:
     kubeconfig = layout.kubeconfig.absolute()
     member = layout.member_dir(names[0]).absolute() / "kubeconfig"
@@ -696,6 +705,7 @@ def _welcome(layout: Layout, port: int, names: list[str]) -> str:
         "",
         f"gpufed is up: a hub and {len(names)} member cluster(s) ({', '.join(names)}).",
         "",
+        *activate_line(),
         f"  export KUBECONFIG={kubeconfig}",
         "  kubectl get clusters",
         "  kubectl apply -f job.yaml          # a Deployment, Job, PyTorchJob, ... and a PropagationPolicy",

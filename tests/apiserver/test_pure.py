@@ -246,5 +246,27 @@ def test_cluster_columns_from_status() -> None:
     names = [column.name for column in clusters.columns]
     assert dict(zip(names, cells, strict=True)) == {
         "Ready": "True", "Provider": "aws", "GPUs": 8, "Free": 5, "Models": "A100,H100", "Age": "5m",
-        "Region": "", "Tier": 1, "MIG": "10/14",
+        "Region": "", "Tier": 1, "MIG Free": "10/14",
     }
+    cordoned = {**obj, "spec": {"provider": "aws", "unschedulable": True}}
+    assert clusters.columns[0].getter(cordoned, now) == "True,SchedulingDisabled"
+
+
+@pytest.mark.parametrize(
+    ("conditions", "expected"),
+    [
+        # The hub's Propagated condition comes after the job's own: the job's state still shows.
+        ([("Created", "True"), ("Running", "False"), ("Succeeded", "True"), ("Propagated", "True")], "Succeeded"),
+        ([("Created", "True"), ("Running", "True"), ("Propagated", "True")], "Running"),
+        ([("Propagated", "True"), ("Created", "True")], "Created"),
+        ([("Propagated", "True")], ""),
+    ],
+)
+def test_training_job_state_is_the_jobs_own(conditions: list[tuple[str, str]], expected: str) -> None:
+    registry = Registry(core_resources(), workload_resources())
+    now = datetime(2024, 1, 1, tzinfo=UTC)
+    for kind in ("PyTorchJob", "MPIJob"):
+        rt = registry.require("kubeflow.org/v1", kind)
+        obj = {"metadata": {"name": "j"}, "status": {"conditions": [{"type": t, "status": v} for t, v in conditions]}}
+        state = next(column for column in rt.columns if column.name == "State")
+        assert state.getter(obj, now) == expected

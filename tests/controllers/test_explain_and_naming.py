@@ -121,3 +121,35 @@ async def test_explain_shows_every_cluster_with_its_reasons(objects: ObjectStore
     assert rows["cloud"].split()[1:4] == ["yes", "2", "1"]
     assert rows["onprem"].split()[1:3] == ["no", "0"]
     assert "insufficient nvidia.com/mig-3g.40gb: need 4, 1 free" in rows["onprem"]
+
+
+def test_explain_shows_each_roles_request_for_a_job_of_several_roles() -> None:
+    from controlplane.interpreter import interpreter_for
+
+    container = {"name": "c", "image": "x"}
+    mpijob = {
+        "apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "metadata": {"name": "m", "namespace": "default"},
+        "spec": {"mpiReplicaSpecs": {
+            "Launcher": {"replicas": 1, "template": {"spec": {"containers": [
+                {**container, "resources": {"requests": {"cpu": "1"}}}]}}},
+            "Worker": {"replicas": 2, "template": {"spec": {"containers": [
+                {**container, "resources": {"limits": {"nvidia.com/gpu": "4"}, "requests": {"cpu": "8"}}}]}}},
+        }},
+    }
+    interpreter = interpreter_for("kubeflow.org/v2beta1", "MPIJob")
+    assert interpreter is not None
+    binding: dict[str, Any] = {
+        "spec": {
+            "policy": {"kind": "PropagationPolicy", "namespace": "default", "name": "p"}, "gang": True,
+            "replicas": interpreter.replicas(mpijob),
+            "replicaRequirements": interpreter.replica_requirements(mpijob).to_spec(),
+            "components": [component.to_spec() for component in interpreter.components(mpijob)],
+        },
+        "status": {},
+    }
+    lines = render_explanation(mpijob, binding).splitlines()
+    assert "Per replica:" not in "\n".join(lines)  # the workers' shape is not every pod's
+    at = lines.index("Per role:    Launcher x1: cpu=1")
+    assert lines[at + 1] == "             Worker x2: cpu=8, nvidia.com/gpu=4"
+    plain = {"spec": {**binding["spec"], "components": None}, "status": {}}
+    assert "Per replica: cpu=8, nvidia.com/gpu=4" in render_explanation(mpijob, plain).splitlines()

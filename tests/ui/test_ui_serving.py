@@ -59,6 +59,11 @@ async def test_the_page_loads_only_its_own_assets(client: tuple[TestClient[Any, 
     async with test_client.get("/ui") as response:
         html = await response.text()
     referenced = set(re.findall(r'(?:src|href)="([^"]+)"', html))
+    # The icon is declared inline, so the browser does not ask the hub for /favicon.ico (which,
+    # outside /ui, needs a token and answered 401 in the console).
+    icons = re.findall(r'<link rel="icon" href="([^"]+)">', html)
+    assert icons == ["data:,"]
+    referenced -= set(icons)
     assert referenced == {"/ui/dashboard.css", "/ui/dashboard.js"}
     assert "<script>" not in html and "style=" not in html  # nothing inline: the CSP forbids it
     for path in referenced:

@@ -45,6 +45,7 @@ from typing import Any, NamedTuple
 
 from controlplane.apis.work_v1alpha1 import ScheduledReason
 from controlplane.interpreter.requirements import ReplicaRequirements
+from controlplane.scheduler.core.estimator import UNLIMITED
 from controlplane.scheduler.core.explanation import (
     ClusterExplanation,
     cluster_explanation,
@@ -773,7 +774,8 @@ def _divide(
     if strategy is DivisionStrategy.DYNAMIC_WEIGHT:
         return divide_by_dynamic_weights(replicas, available, current=current), None
     if strategy is DivisionStrategy.AGGREGATED:
-        return divide_aggregated(replicas, available, current=current), None
+        prices = {c.name: f.price for c in feasible if (f := feasibility.get(c.name)) is not None}
+        return divide_aggregated(replicas, available, current=current, prices=prices), None
     replica_scheduling = request.placement.replica_scheduling
     weight_list = None
     if replica_scheduling and replica_scheduling.weight_preference:
@@ -923,8 +925,8 @@ def _explanation(
         chosen = name in assignments
         reasons: tuple[str, ...]
         if chosen:
-            held = _capacity(state, name) + request.previous.get(name, 0)
-            reasons = (f"holds {held} replica(s)" if not request.gang else "holds the whole gang",)
+            reasons = (_holds(_capacity(state, name), request.previous.get(name, 0)) if not request.gang
+                       else "holds the whole gang",)
             if feasibility is not None and feasibility.shape is not None:
                 reasons += (f"GPU shape {feasibility.shape.describe()} (alternative)",)
             if name in state.caps:
@@ -946,6 +948,14 @@ def _explanation(
             )
         )
     return explanation
+
+
+def _holds(capacity: int, running: int) -> str:
+    """A chosen cluster's reason: how many replicas it can hold (a pod that requests nothing the
+    estimator counts fits without limit, and says so rather than print the sentinel)."""
+    if capacity >= UNLIMITED:
+        return "holds any number of replicas (its pods request nothing that runs out)"
+    return f"holds {capacity + running} replica(s)"
 
 
 def reserve_decision(

@@ -181,8 +181,8 @@ function renderIdle(report) {
 }
 
 function renderRecommendations(report) {
-  const items = report.recommendations.map((r) => el("li", { "data-kind": r.kind },
-    r.text, " ", el("span", { class: "saving" }, `(${fmtMoney(r.savings_usd_per_day)}/day)`)));
+  // The text already states the saving ("…: saves $X/day"): shown once, as the report words it.
+  const items = report.recommendations.map((r) => el("li", { "data-kind": r.kind }, r.text));
   $("recommendations").replaceChildren(...(items.length ? items : [el("li", { class: "muted" }, "Nothing to recommend in this window.")]));
 }
 
