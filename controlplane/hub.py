@@ -50,6 +50,7 @@ from controlplane.apiserver.resources import (
     workload_resources,
 )
 from controlplane.apiserver.tls import PkiError, ServingCertificate, ensure_pki, load_serving_certificate
+from controlplane.apiserver.watching import WatchLimits
 from controlplane.controllers.clusters import ClusterNamespaceController
 from controlplane.controllers.context import ControllerSettings
 from controlplane.controllers.health import ClusterHealthMonitor
@@ -122,6 +123,8 @@ class HubConfig:
     extra_routes: tuple[Callable[[Hub], list[web.RouteDef]], ...] = field(default=())
     #: Seconds between two fleet samples of the waste accounting.
     waste_sample_interval: float = DEFAULT_WASTE_SAMPLE_INTERVAL
+    #: What one watch may hold for a client that does not read, and how long before it is dropped.
+    watch_limits: WatchLimits = field(default_factory=WatchLimits)
 
 
 #: Core kinds that only exist inside a member cluster; the hub does not serve them.
@@ -217,6 +220,7 @@ class Hub:
             extra_routes=extra,
             public_paths=[CA_PATH, *ui_public_paths()],
             outer_middlewares=[self.metrics.middleware()],
+            watch_limits=self.config.watch_limits,
         )
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await self._runner.setup()

@@ -39,6 +39,7 @@ from controlplane.apiserver.objects import ObjectStore, utc_now
 from controlplane.apiserver.openapi import OpenApiDocuments
 from controlplane.apiserver.resources import Registry
 from controlplane.apiserver.routing import RequestInfo, parse_request
+from controlplane.apiserver.watching import WatchLimits
 
 logger = logging.getLogger(__name__)
 access_logger = logging.getLogger(__name__ + ".access")
@@ -253,6 +254,7 @@ def create_app(
     outer_middlewares: Iterable[Middleware] = (),
     bookmark_interval: float = 60.0,
     watch_timeout_seconds: float = 1800.0,
+    watch_limits: WatchLimits | None = None,
     clock: Callable[[], datetime] = utc_now,
 ) -> web.Application:
     """The API server application over ``object_store`` serving ``registry``.
@@ -261,11 +263,12 @@ def create_app(
     needs a bearer token, and the ``authorizer`` (if any) decides each request. Open
     watches end when the application shuts down; the store is the caller's to close.
     ``outer_middlewares`` wrap everything else (e.g. the hub's request-latency metrics).
+    ``watch_limits`` bound what one watch holds for a client that does not read.
     """
     stop = asyncio.Event()
     resources = ResourceHandlers(
         object_store, stop=stop, bookmark_interval=bookmark_interval,
-        watch_timeout_seconds=watch_timeout_seconds, clock=clock,
+        watch_timeout_seconds=watch_timeout_seconds, clock=clock, watch_limits=watch_limits,
     )
     endpoints = _Endpoints(object_store, registry, resources)
     middlewares: list[Middleware] = [

@@ -8,6 +8,12 @@ import logging
 import sys
 from pathlib import Path
 
+from controlplane.apiserver.watching import (
+    DEFAULT_SLOW_WATCHER_TIMEOUT,
+    DEFAULT_WATCH_BUFFER_BYTES,
+    DEFAULT_WATCH_BUFFER_EVENTS,
+    WatchLimits,
+)
 from gpufed.logging_setup import configure_logging
 
 log = logging.getLogger("gpufed.controlplane")
@@ -34,6 +40,12 @@ def _positive_seconds(text: str) -> float:
 def _leader_lease_ttl(text: str) -> int:
     if not text.isdigit() or int(text) < 2:
         raise argparse.ArgumentTypeError(f"expected whole seconds >= 2 (etcd's minimum lease), not {text!r}")
+    return int(text)
+
+
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, not {text!r}")
     return int(text)
 
 
@@ -91,6 +103,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="this replica's name in leader election (default: host-pid-random)")
     parser.add_argument("--waste-sample-interval", type=_positive_seconds, default=60.0, metavar="SECONDS",
                         help="seconds between two fleet samples of the GPU waste accounting (default 60)")
+    parser.add_argument("--watch-buffer-bytes", type=_positive_int, default=DEFAULT_WATCH_BUFFER_BYTES,
+                        metavar="BYTES",
+                        help="encoded events one watch may hold that its client has not read yet (default "
+                             f"{DEFAULT_WATCH_BUFFER_BYTES}); a bigger single event still goes through")
+    parser.add_argument("--watch-buffer-events", type=_positive_int, default=DEFAULT_WATCH_BUFFER_EVENTS,
+                        metavar="N",
+                        help="events one watch may hold that its client has not read yet "
+                             f"(default {DEFAULT_WATCH_BUFFER_EVENTS})")
+    parser.add_argument("--watch-slow-client-timeout", type=_positive_seconds, default=DEFAULT_SLOW_WATCHER_TIMEOUT,
+                        metavar="SECONDS",
+                        help="how long a watch's buffer may stay full before the hub closes the watch as "
+                             "unresponsive; the client re-watches or re-lists, as with kube "
+                             f"(default {DEFAULT_SLOW_WATCHER_TIMEOUT:g})")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
 
 
@@ -116,12 +141,14 @@ def conflicting_flags(args: argparse.Namespace) -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     configure_logging(args.log_level, component="hub")
+    from controlplane.allocator import return_large_buffers_to_the_system
     from controlplane.apiserver.tls import PkiError
     from controlplane.hub import Hub, HubConfig, run_until_signalled
     from controlplane.storage.embedded import EtcdStartError
     from controlplane.storage.etcd import EtcdClientTls, EtcdConfigError
     from controlplane.storage.interface import Unavailable
 
+    return_large_buffers_to_the_system()
     host, port = args.listen
     conflict = conflicting_flags(args)
     if conflict is not None:
@@ -148,6 +175,11 @@ def run(args: argparse.Namespace) -> int:
         leader_lease_ttl=args.leader_lease_ttl,
         identity=args.identity,
         waste_sample_interval=args.waste_sample_interval,
+        watch_limits=WatchLimits(
+            max_bytes=args.watch_buffer_bytes,
+            max_events=args.watch_buffer_events,
+            slow_timeout=args.watch_slow_client_timeout,
+        ),
     )
     try:
         asyncio.run(run_until_signalled(Hub(config)))
