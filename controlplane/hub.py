@@ -96,6 +96,8 @@ class HubConfig:
     etcd_endpoints: tuple[str, ...] = ()
     #: CA and client certificate for https:// etcd endpoints (--etcd-cafile/--etcd-certfile/--etcd-keyfile).
     etcd_tls: EtcdClientTls | None = None
+    #: The embedded etcd's executable (--etcd-binary); None: the best etcd found (etcdbinary.find_etcd).
+    etcd_binary: Path | None = None
     #: Extra names/addresses for the serving certificate the hub issues (with a provided
     #: certificate: names it is checked for, with a warning when missing).
     tls_hosts: tuple[str, ...] = ()
@@ -185,7 +187,7 @@ class Hub:
             self.store = EtcdStore(list(self.config.etcd_endpoints), tls=self.config.etcd_tls)
         self.pki = await asyncio.to_thread(self._serving_certificate, host)
         if self.store is None:
-            self.etcd = EmbeddedEtcd(state / "etcd", log_file=state / "etcd.log")
+            self.etcd = EmbeddedEtcd(state / "etcd", log_file=state / "etcd.log", binary=self.config.etcd_binary)
             url = await self.etcd.start()
             log.info("embedded etcd ready at %s (data in %s)", url, state / "etcd")
             self.store = EtcdStore([url], tls=self.etcd.client_tls)

