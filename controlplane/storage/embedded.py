@@ -359,7 +359,7 @@ class EmbeddedEtcd:
                 "--client-cert-auth",
                 f"--trusted-ca-file={pki / 'ca.crt'}",
             ]
-        if self._unsafe_no_fsync:
+        if self._unsafe_no_fsync and "--unsafe-no-fsync" in binary.flags:  # etcd 3.5+ (tests only)
             command.append("--unsafe-no-fsync")
         return command
 

@@ -141,3 +141,20 @@ async def test_the_embedded_etcd_runs_with_corruption_checks_and_logs_its_binary
         await etcd.stop()
     # The data directory remembers which minor version ran it, so no later start downgrades it.
     assert (tmp_path / "etcd" / "etcd-version.json").read_text() == '{"major": 3, "minor": 5}'
+
+
+@pytest.mark.parametrize(
+    ("version", "flags", "expected"),
+    [
+        ((3, 5, 1), FLAGS_3_5_1, {"--experimental-initial-corrupt-check=true", "--unsafe-no-fsync"}),
+        # Debian's 3.4.23 has the corruption checks but not --unsafe-no-fsync (3.5+).
+        ((3, 4, 23), FLAGS_3_4, {"--experimental-initial-corrupt-check=true"}),
+    ],
+)
+def test_the_command_line_uses_only_flags_the_binary_has(
+    tmp_path: Path, version: tuple[int, int, int], flags: frozenset[str], expected: set[str]
+) -> None:
+    etcd = EmbeddedEtcd(tmp_path / "etcd", unsafe_no_fsync=True)
+    command = etcd._command(binary(version, flags), client_port=2379, peer_port=2380)
+    optional = {"--experimental-initial-corrupt-check=true", "--unsafe-no-fsync"}
+    assert optional & set(command) == expected
