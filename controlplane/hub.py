@@ -54,6 +54,7 @@ from controlplane.apiserver.resources import (
 )
 from controlplane.apiserver.serving import IDLE_TIMEOUT, GuardedTCPSite, ServingLimits
 from controlplane.apiserver.tls import PkiError, ServingCertificate, ensure_pki, load_serving_certificate
+from controlplane.apiserver.watching import WatchLimits
 from controlplane.controllers.clusters import ClusterNamespaceController
 from controlplane.controllers.context import ControllerSettings
 from controlplane.controllers.health import ClusterHealthMonitor
@@ -101,6 +102,8 @@ class HubConfig:
     etcd_tls: EtcdClientTls | None = None
     #: The largest etcd response the hub accepts; list pages shrink to fit under it.
     etcd_max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
+    #: The embedded etcd's executable (--etcd-binary); None: the best etcd found (etcdbinary.find_etcd).
+    etcd_binary: Path | None = None
     #: Extra names/addresses for the serving certificate the hub issues (with a provided
     #: certificate: names it is checked for, with a warning when missing).
     tls_hosts: tuple[str, ...] = ()
@@ -133,6 +136,8 @@ class HubConfig:
     waste_sample_interval: float = DEFAULT_WASTE_SAMPLE_INTERVAL
     #: Header timeout, pending connections and requests in flight (apiserver.serving).
     serving_limits: ServingLimits = field(default_factory=ServingLimits)
+    #: What one watch may hold for a client that does not read, and how long before it is dropped.
+    watch_limits: WatchLimits = field(default_factory=WatchLimits)
 
 
 #: Core kinds that only exist inside a member cluster; the hub does not serve them.
@@ -199,7 +204,7 @@ class Hub:
             )
         self.pki = await asyncio.to_thread(self._serving_certificate, host)
         if self.store is None:
-            self.etcd = EmbeddedEtcd(state / "etcd", log_file=state / "etcd.log")
+            self.etcd = EmbeddedEtcd(state / "etcd", log_file=state / "etcd.log", binary=self.config.etcd_binary)
             url = await self.etcd.start()
             log.info("embedded etcd ready at %s (data in %s)", url, state / "etcd")
             self.store = EtcdStore(
@@ -238,6 +243,7 @@ class Hub:
             public_paths=[CA_PATH, *ui_public_paths()],
             outer_middlewares=[self.metrics.middleware()],
             max_requests_inflight=self.config.serving_limits.max_requests_inflight,
+            watch_limits=self.config.watch_limits,
         )
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False, keepalive_timeout=IDLE_TIMEOUT)
         await self._runner.setup()

@@ -41,6 +41,7 @@ from controlplane.apiserver.openapi import OpenApiDocuments
 from controlplane.apiserver.resources import Registry
 from controlplane.apiserver.routing import RequestInfo, parse_request
 from controlplane.apiserver.serving import inflight_middleware
+from controlplane.apiserver.watching import WatchLimits
 from controlplane.storage import interface as storage
 
 logger = logging.getLogger(__name__)
@@ -292,6 +293,7 @@ def create_app(
     outer_middlewares: Iterable[Middleware] = (),
     bookmark_interval: float = 60.0,
     watch_timeout_seconds: float = 1800.0,
+    watch_limits: WatchLimits | None = None,
     clock: Callable[[], datetime] = utc_now,
     max_requests_inflight: int = 0,
 ) -> web.Application:
@@ -304,6 +306,7 @@ def create_app(
     ``outer_middlewares`` wrap everything else (e.g. the hub's request-latency metrics).
     Beyond ``max_requests_inflight`` requests at once (0: no limit; watches and health
     checks not counted) a request is answered 429.
+    ``watch_limits`` bound what one watch holds for a client that does not read.
     """
     stop = asyncio.Event()
     plugins = tuple(admission)
@@ -314,6 +317,7 @@ def create_app(
     resources = ResourceHandlers(
         object_store, stop=stop, bookmark_interval=bookmark_interval,
         watch_timeout_seconds=watch_timeout_seconds, clock=clock, validation=validation,
+        watch_limits=watch_limits,
     )
     endpoints = _Endpoints(object_store, registry, resources)
     middlewares: list[Middleware] = [

@@ -13,6 +13,8 @@ import asyncio
 import contextlib
 import logging
 import random
+import socket
+import struct
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -35,6 +37,7 @@ from controlplane.apiserver.routing import RequestInfo
 from controlplane.apiserver.selectors import parse_field_selector, parse_label_selector
 from controlplane.apiserver.tables import TABLE_CONTENT_TYPE, IncludeObject, table, wants_table
 from controlplane.apiserver.validation import FieldValidation
+from controlplane.apiserver.watching import SlowWatcher, WatchBuffer, WatchLimits
 
 logger = logging.getLogger(__name__)
 
@@ -44,10 +47,10 @@ _TRUE = frozenset({"1", "true", "True"})
 _BODY_MEDIA = ("application/json", "application/yaml", "text/yaml", "application/x-yaml")
 #: How often an idle watch checks for a closed connection or a server shutdown.
 WATCH_POLL_SECONDS = 1.0
-_WATCH_QUEUE = 256
 #: A list response larger than this is encoded and sent in pieces of about this size, so
 #: the hub never holds a second (and third) copy of a large collection as one body.
 STREAMED_LIST_BYTES = 1024 * 1024
+
 
 def json_response(
     body: Any, *, status: int = 200, warnings: list[str] | None = None, content_type: str = JSON_CONTENT_TYPE
@@ -114,6 +117,7 @@ class ResourceHandlers:
         watch_timeout_seconds: float,
         clock: Callable[[], datetime],
         validation: Callable[[web.Request], ValidateWrite | None] = lambda _request: None,
+        watch_limits: WatchLimits | None = None,
     ) -> None:
         self._objects = objects
         #: The admission checks of one request's writes (None: nothing to check).
@@ -122,6 +126,7 @@ class ResourceHandlers:
         self._stop = stop
         self._bookmark_interval = bookmark_interval
         self._watch_timeout = watch_timeout_seconds
+        self._watch_limits = watch_limits or WatchLimits()
         self._clock = clock
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
@@ -255,12 +260,39 @@ class ResourceHandlers:
         )
         response.enable_chunked_encoding()
         await response.prepare(request)
-        queue: asyncio.Queue[ObjectEvent | errors.ApiError | None] = asyncio.Queue(maxsize=_WATCH_QUEUE)
+        first = True
+
+        def encode(event: ObjectEvent) -> bytes:
+            nonlocal first
+            obj = event.object
+            if as_table and event.type not in (WatchEventType.BOOKMARK, WatchEventType.ERROR):
+                obj = table(rt, [obj], include=include, now=self._clock(), with_definitions=first)
+                first = False
+            return _event_line(event.type.value, obj)
+
+        def drop_slow_client(reason: SlowWatcher) -> None:
+            # kube's cacher closes an unresponsive watcher; the client re-watches or re-lists.
+            # Aborting (not closing) frees what the transport still buffers for it at once.
+            logger.warning(
+                "closing an unresponsive watch: %s", reason,
+                extra={"path": request.path, "remote": request.remote},
+            )
+            transport = request.transport
+            if transport is None:
+                return
+            sock = transport.get_extra_info("socket")
+            if sock is not None:
+                # A reset, not a FIN queued behind data the client will never read: the
+                # kernel frees the connection's send buffer too.
+                with contextlib.suppress(OSError):
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            transport.abort()
+
+        buffer = WatchBuffer(self._watch_limits)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + float(timeout)
-        first = True
         async with asyncio.TaskGroup() as tasks:
-            pump = tasks.create_task(_pump(events, queue))
+            pump = tasks.create_task(_pump(events, buffer, encode=encode, on_slow=drop_slow_client))
             try:
                 while not self._stop.is_set() and not _closed(request):
                     remaining = deadline - loop.time()
@@ -268,22 +300,16 @@ class ResourceHandlers:
                         break
                     try:
                         async with asyncio.timeout(min(remaining, WATCH_POLL_SECONDS)):
-                            item = await queue.get()
+                            line = await buffer.get()
                     except TimeoutError:
                         continue
-                    if item is None:
+                    if line is None:
                         break
-                    if isinstance(item, errors.ApiError):
-                        await response.write(_event_line("ERROR", item.to_status()))
-                        break
-                    obj = item.object
-                    if as_table and item.type not in (WatchEventType.BOOKMARK, WatchEventType.ERROR):
-                        obj = table(rt, [obj], include=include, now=self._clock(), with_definitions=first)
-                        first = False
-                    await response.write(_event_line(item.type.value, obj))
+                    await response.write(line)
             except ConnectionResetError:
                 logger.debug("watch client went away", extra={"path": request.path})
             finally:
+                buffer.abandon()
                 pump.cancel()
         with contextlib.suppress(ConnectionResetError):
             await response.write_eof()
@@ -458,20 +484,41 @@ def _event_line(event_type: str, obj: Any) -> bytes:
     return codec.dumps({"type": event_type, "object": obj}) + b"\n"
 
 
-async def _pump(events: Any, queue: asyncio.Queue[ObjectEvent | errors.ApiError | None]) -> None:
-    """Move watch events into ``queue``; an error or the end of the stream is the last item."""
+async def _pump(
+    events: Any,
+    buffer: WatchBuffer,
+    *,
+    encode: Callable[[ObjectEvent], bytes],
+    on_slow: Callable[[SlowWatcher], None],
+) -> None:
+    """Encode watch events into ``buffer``; an error or the end of the stream finishes it.
+
+    Events are encoded here, as they arrive, so the buffer holds bytes whose size it can
+    bound rather than decoded objects; the next event is taken only once there is room.
+    """
     try:
-        async for event in events:
-            await queue.put(event)
+        while True:
+            await buffer.wait_for_room()
+            try:
+                event = await anext(events)
+            except StopAsyncIteration:
+                break
+            buffer.put(encode(event))
+            del event
+    except SlowWatcher as slow:
+        buffer.abandon()
+        on_slow(slow)
+        return
     except errors.ApiError as exc:
-        await queue.put(exc)
+        buffer.finish(_event_line("ERROR", exc.to_status()))
         return
     except Exception:
         logger.exception("watch stream failed")
-        await queue.put(errors.InternalError("the watch stream failed; see the server log"))
+        failed = errors.InternalError("the watch stream failed; see the server log")
+        buffer.finish(_event_line("ERROR", failed.to_status()))
         return
     finally:
         aclose = getattr(events, "aclose", None)
         if aclose is not None:
             await aclose()
-    await queue.put(None)
+    buffer.finish()

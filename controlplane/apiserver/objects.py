@@ -28,6 +28,7 @@ import logging
 import secrets
 import time
 import uuid
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -598,12 +599,21 @@ class ObjectStore:
         if resource_version in (None, "", "0"):
             listed = await self._store_call(rt, "", self._store.list(prefix))
             start = listed.revision
-            for kv in listed.items:
+            # Hand the listed objects out one by one and keep none: a watch whose client
+            # reads slowly would otherwise hold the whole list for as long as it stays open.
+            items = listed.items
+            del listed
+            items.reverse()
+            while items:
+                kv = items.pop()
                 obj = codec.decode(kv)
+                key, revision = kv.key, kv.mod_revision
+                del kv
                 if filtered and not matches(obj):
                     continue
-                matched.add(kv.key)
-                yield ObjectEvent(WatchEventType.ADDED, obj, kv.mod_revision)
+                matched.add(key)
+                yield ObjectEvent(WatchEventType.ADDED, obj, revision)
+            obj = {}  # not even the last one
         else:
             start = self._parse_resource_version(resource_version)
             if filtered:
@@ -617,6 +627,7 @@ class ObjectStore:
                 matched = {kv.key for kv in listed.items if matches(codec.decode(kv))}
 
         last_revision = start
+        ready: deque[ObjectEvent] = deque()
         events = self._store.watch(prefix, from_revision=start + 1).__aiter__()
         pending: asyncio.Task[storage.WatchEvent | None] | None = None
         try:
@@ -643,9 +654,15 @@ class ObjectStore:
                 if event is None:
                     return
                 last_revision = event.kv.mod_revision
-                out = self._translate(event, filtered=filtered, matched=matched, matches=matches)
-                if out is not None:
-                    yield out
+                translated = self._translate(event, filtered=filtered, matched=matched, matches=matches)
+                del event
+                if translated is not None:
+                    ready.append(translated)
+                    del translated
+                while ready:
+                    # Yielded straight from the list, so this frame keeps no reference to an
+                    # event its consumer has taken: a watcher that stops reading holds one copy.
+                    yield ready.popleft()
         finally:
             # A cancelled consumer leaves the read of the store's watch in flight; it
             # must finish before the store's iterator can be closed.

@@ -321,6 +321,9 @@ def check_object(obj: dict[str, Any], rt: ResourceType, *, field_validation: Fie
                 _prune(obj, loc)
             if field_validation is FieldValidation.WARN:
                 warnings.extend(f'unknown field "{p}"' for p in paths)
+            # Validate what will be stored: dropping a field can leave an object that is not
+            # valid (``{application: {bogus: 1}}`` becomes ``{application: {}}``).
+            checked = check_model(obj, rt.model)
         causes.extend(checked.causes)
     if causes:
         raise invalid(kind=rt.kind, group=rt.group, name=name, causes=causes)

@@ -91,6 +91,7 @@ from controlplane.controllers.works import (
     works_preserve,
 )
 from controlplane.interpreter import interpreter_for
+from controlplane.interpreter.shape import malformed
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 from policies.affinity import ClusterView
 from policies.matching import PolicyRef, collect_override_rules
@@ -227,6 +228,8 @@ class BindingController:
         self._views: dict[str, tuple[str, ClusterView]] = {}
         self._namespaces: set[str] = set()
         self._override_errors: dict[tuple[BindingKey, str], str] = {}
+        #: Bindings whose workload is malformed, with the message last reported for each.
+        self._invalid: dict[BindingKey, str] = {}
         ctx.bindings.add_handler(self._on_binding)
         ctx.works.add_handler(self._on_work)
         ctx.clusters.add_handler(self._on_cluster)
@@ -406,6 +409,11 @@ class BindingController:
         targets = (binding.get("spec") or {}).get("clusters")
         if targets is None:
             return None  # not scheduled yet
+        invalid = malformed(workload)
+        if invalid is not None:
+            await self._workload_invalid(key, workload, invalid.message)
+            return None  # looked at again when the workload changes
+        self._invalid.pop(key, None)
         interpreter = interpreter_for(api_version, kind)
         rules = collect_override_rules(workload, ctx.override_policies(key[0]))
         policy_ref = policy_ref_of_binding(binding)
@@ -466,6 +474,17 @@ class BindingController:
         (updated["metadata"].get("annotations") or {}).pop(ANNOTATION_PRESERVE_CLEARED, None)  # chosen again
         await ctx.objects.update(ctx.work_rt, updated)
         log.info("work %s/%s updated", namespace, name)
+
+    async def _workload_invalid(self, key: BindingKey, workload: dict[str, Any], message: str) -> None:
+        """The workload became malformed after it was placed: its Works stay as they are."""
+        if self._invalid.get(key) == message:
+            return
+        self._invalid[key] = message
+        log.warning("binding %s/%s: its workload is malformed (%s); its Works are left as they were", *key, message)
+        await record_event(
+            self.ctx, workload, type=EventType.WARNING, reason=EventReason.INVALID_OBJECT,
+            message=f"{message}; its Works in the member clusters are left as they were",
+        )
 
     async def _override_failed(self, key: BindingKey, cluster: str, workload: dict[str, Any], message: str) -> None:
         log.warning("overrides for binding %s/%s in cluster %s failed: %s", *key, cluster, message)

@@ -72,6 +72,7 @@ from controlplane.controllers.works import cluster_of_namespace, preserves
 from controlplane.interpreter import interpreter_for
 from controlplane.interpreter.dependencies import DEPENDENCY_KINDS, Dependency
 from controlplane.interpreter.registry import group_of
+from controlplane.interpreter.shape import malformed
 from policies.matching import PolicyRef
 
 log = logging.getLogger(__name__)
@@ -461,6 +462,9 @@ class DependenciesController:
         cached = self._memo.get(memo_key)
         if cached is not None and cached[0] == version:
             return cached[1]
+        if malformed(workload) is not None:
+            # The detector reports it on the workload; until it is fixed its objects stay where they are.
+            return cached[1] if cached is not None else ()
         found = tuple(interpreter.dependencies(dict(workload)))
         self._memo[memo_key] = (version, found)
         return found

@@ -72,6 +72,7 @@ from controlplane.controllers.workloads import (
 )
 from controlplane.interpreter import interpreter_for
 from controlplane.interpreter.registry import group_of
+from controlplane.interpreter.shape import InvalidObject, malformed
 from policies.matching import PolicyMatch, PolicyRef, is_reserved_namespace, policy_ref, select_policy
 from policies.models import AnyPropagationPolicy, SchedulePriority
 
@@ -370,12 +371,17 @@ class Detector:
                 )
             return None
 
-        workload = await self._ensure_finalizer(rt, workload)
         priority = resolve_schedule_priority(
             match.policy.spec.schedule_priority,
             priority_classes=self._priority_classes.items() if self._priority_classes is not None else (),
         )
-        written = await self._write_binding(ref, workload, match, binding, priority=priority)
+        spec = _interpret(workload, match, binding, priority=priority)
+        if isinstance(spec, InvalidObject):
+            # A value, not a retry: nothing changes until the object does (its next event).
+            await self._report_invalid(rt, workload, spec)
+            return None
+        workload = await self._ensure_finalizer(rt, workload)
+        written = await self._write_binding(ref, workload, match, binding, spec=spec)
         await self._set_priority_condition(written, priority, workload=workload)
         await self._set_propagated(
             rt, workload, True, PropagatedReason.CLAIMED, f"claimed by {describe_policy(match.ref)}"
@@ -397,13 +403,10 @@ class Detector:
         match: PolicyMatch,
         binding: dict[str, Any] | None,
         *,
-        priority: PriorityResolution | None,
+        spec: dict[str, Any],
     ) -> dict[str, Any]:
-        """Create or update the binding; return it as written (or as it is, when unchanged)."""
+        """Create or update the binding with ``spec``; return it as written (or as it is, when unchanged)."""
         ctx = self.ctx
-        spec = binding_spec(
-            workload, match.policy, binding, schedule_priority=priority.priority if priority is not None else None
-        )
         if binding is None:
             created = {
                 "apiVersion": ctx.binding_rt.api_version,
@@ -468,11 +471,25 @@ class Detector:
                 message=priority.message,
             )
 
+    async def _report_invalid(self, rt: ResourceType, workload: dict[str, Any], invalid: InvalidObject) -> None:
+        """``Propagated=False`` (InvalidObject) and a Warning Event naming the field, once per change."""
+        message = f"not propagated: {invalid.message}; correct the object and it propagates"
+        meta = workload.get("metadata") or {}
+        changed = await self._set_propagated(rt, workload, False, PropagatedReason.INVALID_OBJECT, message)
+        if changed:
+            log.warning(
+                "%s %s/%s is malformed: %s", workload.get("kind"), meta.get("namespace"), meta.get("name"), invalid.message
+            )
+            await record_event(
+                self.ctx, workload, type=EventType.WARNING, reason=EventReason.INVALID_OBJECT, message=message
+            )
+
     async def _set_propagated(
         self, rt: ResourceType, workload: dict[str, Any], status: bool, reason: PropagatedReason, message: str
-    ) -> None:
+    ) -> bool:
+        """Set the ``Propagated`` condition; True when it changed (or the kind keeps no status)."""
         if not rt.has_status or (rt.group, rt.kind) in PLAIN_KINDS:
-            return
+            return True
         conditions = (workload.get("status") or {}).get("conditions") or []
         wanted = {
             "type": str(WorkloadConditionType.PROPAGATED),
@@ -482,10 +499,36 @@ class Detector:
         }
         current = find_condition(conditions, WorkloadConditionType.PROPAGATED)
         if current is not None and all(current.get(k) == v for k, v in wanted.items()):
-            return
+            return False
         updated = copy.deepcopy(workload)
-        updated.setdefault("status", {})["conditions"] = with_condition(conditions, wanted, now=self.ctx.now_text())
+        status_block = updated.get("status")
+        if not isinstance(status_block, dict):
+            status_block = updated["status"] = {}
+        status_block["conditions"] = with_condition(conditions, wanted, now=self.ctx.now_text())
         await self.ctx.objects.update_status(rt, updated)
+        return True
+
+
+def _interpret(
+    workload: dict[str, Any],
+    match: PolicyMatch,
+    binding: dict[str, Any] | None,
+    *,
+    priority: PriorityResolution | None,
+) -> dict[str, Any] | InvalidObject:
+    """The binding spec, or :class:`InvalidObject` when the workload cannot be read. Pure."""
+    invalid = malformed(workload)
+    if invalid is not None:
+        return invalid
+    try:
+        return binding_spec(
+            workload, match.policy, binding, schedule_priority=priority.priority if priority is not None else None
+        )
+    except (AttributeError, TypeError, ValueError, KeyError) as exc:
+        # A shape the check above does not know yet: still a value, with what the reader hit.
+        return InvalidObject(
+            path="<object>", expected="object", found="object", detail=f"cannot be read ({type(exc).__name__}: {exc})"
+        )
 
 
 def _binding_is_for(binding: dict[str, Any], ref: WorkloadRef) -> bool:

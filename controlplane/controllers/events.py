@@ -39,6 +39,7 @@ class EventReason(StrEnum):
     EVICTION_COMPLETED = "EvictionCompleted"
     DEPENDENCY_MISSING = "DependencyMissing"
     SCHEDULE_PRIORITY_UNRESOLVED = "SchedulePriorityUnresolved"
+    INVALID_OBJECT = "InvalidObject"
 
 
 async def record_event(

@@ -10,7 +10,8 @@ waiting keys of higher priority are taken first, equal ones in FIFO order; retri
 Outcomes: ``None`` means done; a number means "look again in that many seconds" (waiting for
 a grace period or for members to catch up). A ``Conflict`` (a compare-and-swap write lost a
 race) re-queues the key with backoff, and the next attempt re-reads; any other failure is
-logged and re-queued with exponential backoff, capped.
+logged (with its traceback the first time for a key) and re-queued with exponential backoff,
+capped. Malformed objects are not failures: controllers report them on the object.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ class ReconcileLoop(Generic[K]):
         self.queue: WorkQueue[K] = WorkQueue(max_delay=max_delay)
         self._reconcile = reconcile
         self._workers = max(1, workers)
+        #: Keys whose last attempt raised something unexpected (their traceback was logged).
+        self._failing: set[K] = set()
 
     async def add(self, key: K, *, priority: int | None = None) -> None:
         """Queue ``key``; workers take higher ``priority`` first (None: the key's last one, else 0)."""
@@ -71,10 +74,17 @@ class ReconcileLoop(Generic[K]):
             except (errors.ApiError, StorageError) as exc:
                 log.warning("%s: reconciling %s failed: %s; retrying", self.name, key, exc)
                 await queue.add_rate_limited(key)
-            except Exception:
-                log.exception("%s: reconciling %s failed; retrying", self.name, key)
+            except Exception as exc:
+                # A bug (or an object no check foresaw) fails the same way on every retry: the
+                # traceback once per key, then one line per backed-off attempt.
+                if key in self._failing:
+                    log.warning("%s: reconciling %s failed again: %r; retrying", self.name, key, exc)
+                else:
+                    self._failing.add(key)
+                    log.exception("%s: reconciling %s failed; retrying", self.name, key)
                 await queue.add_rate_limited(key)
             else:
+                self._failing.discard(key)
                 queue.forget(key)
                 if again is not None:
                     await queue.add_after(key, again)

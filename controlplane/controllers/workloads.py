@@ -39,6 +39,8 @@ class PropagatedReason(StrEnum):
     """No policy selects the workload: it stays on the hub only."""
     POLICY_REMOVED = "PolicyRemoved"
     """The policy that claimed it no longer does; it keeps running where it was placed."""
+    INVALID_OBJECT = "InvalidObject"
+    """A field the hub must read has the wrong type: nothing is propagated until it is fixed."""
 
 
 @dataclass(frozen=True, slots=True, order=True)

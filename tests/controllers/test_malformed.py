@@ -1,0 +1,202 @@
+"""A malformed stored object becomes a condition and an Event on it, never a retry loop.
+
+The objects are written straight to storage, as an object the API would refuse can still be
+there (stored before validation existed, restored, written to etcd directly).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import logging
+from collections import Counter
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.controllers.detecting import Detector
+from controlplane.controllers.manager import ControllerManager
+from controlplane.controllers.workloads import WorkloadRef
+from controlplane.interpreter.shape import malformed
+
+from .conftest import FAST
+from .fleet import deployment, eventually, node_shape, propagation_policy, put_cluster, settled
+
+NS = "default"
+
+
+@pytest.mark.parametrize(
+    ("mutate", "path"),
+    [
+        (lambda d: d["spec"].update(template=True), "spec.template"),
+        (lambda d: d["spec"]["template"].update(spec=[]), "spec.template.spec"),
+        (lambda d: d["spec"]["template"]["spec"].update(containers={"name": "x"}), "spec.template.spec.containers"),
+        (lambda d: d["spec"]["template"]["spec"]["containers"].append(7), "spec.template.spec.containers[1]"),
+        (lambda d: d["spec"]["template"]["spec"]["containers"][0].update(resources="lots"),
+         "spec.template.spec.containers[0].resources"),
+        (lambda d: d["spec"].update(replicas="three"), "spec.replicas"),
+        (lambda d: d["metadata"]["labels"].update(app=["x"]), "metadata.labels.app"),
+        (lambda d: d.update(spec=None), None),  # absent and null read the same
+        (lambda d: d["spec"].update(replicas="3"), None),
+        (lambda d: None, None),
+    ],
+)
+def test_malformed_names_the_first_field_of_the_wrong_type(mutate: Any, path: str | None) -> None:
+    workload = deployment("web", replicas=2)
+    mutate(workload)
+    found = malformed(workload)
+    assert (found.path if found else None) == path
+
+
+def test_configmap_data_must_hold_strings() -> None:
+    found = malformed({"apiVersion": "v1", "kind": "ConfigMap", "data": {"ok": "1", "nested": [["x"]]}})
+    assert found is not None
+    assert found.message == "data.nested: Invalid value: must be a string, got an array"
+    assert malformed({"apiVersion": "v1", "kind": "ConfigMap", "data": {"ok": "1"}}) is None
+
+
+async def _store_raw(objects: ObjectStore, obj: dict[str, Any]) -> None:
+    """Write ``obj`` as the API server would have stored it, past the API's validation."""
+    rt = objects.registry.for_kind(obj["apiVersion"], obj["kind"])
+    assert rt is not None
+    meta = obj["metadata"]
+    meta.setdefault("uid", f"uid-{meta['name']}")
+    meta.setdefault("creationTimestamp", "2026-01-01T00:00:00Z")
+    meta.setdefault("generation", 1)
+    await objects.store.create(rt.key(namespace=meta.get("namespace"), name=meta["name"]), json.dumps(obj).encode())
+
+
+@pytest.fixture
+async def counted(
+    objects: ObjectStore, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[tuple[ControllerManager, Counter[WorkloadRef]]]:
+    """A running manager whose detector counts its attempts per workload."""
+    attempts: Counter[WorkloadRef] = Counter()
+    reconcile = Detector.reconcile
+
+    async def counting(self: Detector, ref: WorkloadRef) -> float | None:
+        attempts[ref] += 1
+        return await reconcile(self, ref)
+
+    monkeypatch.setattr(Detector, "reconcile", counting)
+    async with ControllerManager(objects, settings=FAST) as running:
+        yield running, attempts
+
+
+async def _events(objects: ObjectStore, name: str) -> list[dict[str, Any]]:
+    rt = objects.registry.for_kind("v1", "Event")
+    assert rt is not None
+    listed = await objects.list(rt, namespace=NS)
+    return [e for e in listed.items if e["involvedObject"]["name"] == name]
+
+
+async def test_a_malformed_workload_gets_a_condition_and_an_event_and_is_not_retried(
+    objects: ObjectStore, counted: tuple[ControllerManager, Counter[WorkloadRef]], caplog: pytest.LogCaptureFixture
+) -> None:
+    manager, attempts = counted
+    caplog.set_level(logging.INFO)
+    policies = objects.registry.for_kind("policy.gpufed.io/v1alpha1", "PropagationPolicy")
+    assert policies is not None
+    await objects.create(policies, propagation_policy("deployments"))
+    await objects.create(policies, propagation_policy("configmaps", kind="ConfigMap", api_version="v1"))
+    bad = deployment("bad", replicas=2)
+    bad["spec"]["template"] = True
+    await _store_raw(objects, bad)
+    await _store_raw(objects, {
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "nested", "namespace": NS},
+        "data": {"a": [["b"]]},
+    })
+    deployments = objects.registry.for_kind("apps/v1", "Deployment")
+    assert deployments is not None
+
+    async def invalid_condition() -> dict[str, Any] | None:
+        current = await objects.get(deployments, namespace=NS, name="bad")
+        for cond in (current.get("status") or {}).get("conditions") or []:
+            if cond["type"] == "Propagated" and cond["reason"] == "InvalidObject":
+                return dict(cond)
+        return None
+
+    condition = await eventually(invalid_condition, what="Propagated=False InvalidObject on the Deployment")
+    assert condition["status"] == "False"
+    assert "spec.template: Invalid value: must be an object, got a boolean" in condition["message"]
+    events = await eventually(lambda: _events(objects, "bad"), what="a Warning Event on the Deployment")
+    assert [(e["type"], e["reason"]) for e in events] == [("Warning", "InvalidObject")]
+    configmap_events = await eventually(lambda: _events(objects, "nested"), what="an Event on the ConfigMap")
+    assert "data.a: Invalid value: must be a string, got an array" in configmap_events[0]["message"]
+
+    await settled(manager)
+    await asyncio.sleep(1.0)  # a retry loop would show up here
+    ref = WorkloadRef("apps/v1", "Deployment", NS, "bad")
+    print(f"detector attempts for the malformed Deployment: {attempts[ref]}")
+    # One pass for its creation and one for the status the detector wrote; no retries.
+    assert attempts[ref] <= 3, attempts
+    assert len(await _events(objects, "bad")) == 1
+    assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
+    binding_rt = manager.context.binding_rt
+    assert (await objects.list(binding_rt, namespace=NS)).items == []
+
+    # Fixed, it propagates.
+    current = await objects.get(deployments, namespace=NS, name="bad")
+    fixed = copy.deepcopy(current)
+    fixed["spec"]["template"] = deployment("bad", replicas=2)["spec"]["template"]
+    await objects.update(deployments, fixed)
+
+    async def bound() -> bool:
+        return bool((await objects.list(binding_rt, namespace=NS)).items)
+
+    await eventually(bound, what="a binding once the Deployment is fixed")
+
+
+async def _overwrite_raw(objects: ObjectStore, obj: dict[str, Any]) -> None:
+    """Replace a stored object past the API's validation (a compare-and-swap on its revision)."""
+    rt = objects.registry.for_kind(obj["apiVersion"], obj["kind"])
+    assert rt is not None
+    meta = obj["metadata"]
+    key = rt.key(namespace=meta.get("namespace"), name=meta["name"])
+    current = await objects.store.get(key)
+    await objects.store.update(key, json.dumps(obj).encode(), expected_revision=current.mod_revision)
+
+
+async def test_a_placed_workload_made_malformed_keeps_its_works_and_is_reported(
+    objects: ObjectStore, counted: tuple[ControllerManager, Counter[WorkloadRef]], caplog: pytest.LogCaptureFixture
+) -> None:
+    manager, attempts = counted
+    caplog.set_level(logging.INFO)
+    await put_cluster(objects, "onprem", node_shape(4, gpus=4))
+    policies = objects.registry.for_kind("policy.gpufed.io/v1alpha1", "PropagationPolicy")
+    deployments = objects.registry.for_kind("apps/v1", "Deployment")
+    works_rt = objects.registry.for_kind("work.gpufed.io/v1alpha1", "Work")
+    assert policies is not None and deployments is not None and works_rt is not None
+    await objects.create(policies, propagation_policy("deployments"))
+    await objects.create(deployments, deployment("web", replicas=2))
+
+    async def works() -> list[dict[str, Any]]:
+        return (await objects.list(works_rt)).items
+
+    placed = await eventually(works, what="the Deployment's Work")
+    await settled(manager)
+
+    current = await objects.get(deployments, namespace=NS, name="web")
+    broken = copy.deepcopy(current)
+    broken["spec"]["template"]["spec"]["containers"] = "main"
+    broken["metadata"]["generation"] += 1
+    await _overwrite_raw(objects, broken)
+
+    async def reported() -> list[dict[str, Any]]:
+        return [e for e in await _events(objects, "web") if e["reason"] == "InvalidObject"]
+
+    await eventually(reported, what="an InvalidObject Event")
+    await settled(manager)
+    await asyncio.sleep(1.0)
+    assert [w["spec"] for w in await works()] == [w["spec"] for w in placed], "the Works changed"
+    current = await objects.get(deployments, namespace=NS, name="web")
+    conditions = {c["type"]: c for c in current["status"]["conditions"]}
+    assert conditions["Propagated"]["reason"] == "InvalidObject"
+    assert "spec.template.spec.containers: Invalid value: must be an array" in conditions["Propagated"]["message"]
+    assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
+    ref = WorkloadRef("apps/v1", "Deployment", NS, "web")
+    print(f"detector attempts for the placed Deployment: {attempts[ref]}")
+    assert attempts[ref] <= 8, attempts
