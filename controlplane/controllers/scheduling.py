@@ -88,6 +88,7 @@ from controlplane.controllers.context import (
 from controlplane.controllers.dependencies import is_attached
 from controlplane.controllers.detecting import binding_priority
 from controlplane.controllers.events import EventReason, EventType, record_event
+from controlplane.controllers.finished import finished_phase
 from controlplane.controllers.failover import (
     EvictionCause,
     EvictionCheck,
@@ -329,6 +330,27 @@ def _explain_waiting(explanation: list[dict[str, Any]], waiting: Mapping[str, in
         )
         entry["reasons"] = reasons
     explanation.sort(key=lambda entry: str(entry["cluster"]))
+
+
+def replicas_moved(previous: Mapping[str, int], decided: Mapping[str, int]) -> dict[str, int]:
+    """Per cluster, replicas a decision took away from it while another cluster gained some:
+    a move (a scale-down or a scale-up alone moves nothing). Empty when nothing moved."""
+    gained = sum(max(0, n - previous.get(c, 0)) for c, n in decided.items())
+    if not gained:
+        return {}
+    lost = {c: n - decided.get(c, 0) for c, n in previous.items() if n > decided.get(c, 0)}
+    total = sum(lost.values())
+    if total <= gained:
+        return lost
+    # Partly a scale-down: count as moved only as many as other clusters gained, largest loss first.
+    out: dict[str, int] = {}
+    left = gained
+    for cluster, n in sorted(lost.items(), key=lambda kv: (-kv[1], kv[0])):
+        take = min(n, left)
+        if take:
+            out[cluster] = take
+        left -= take
+    return out
 
 
 def decide_with_moves(
@@ -784,6 +806,13 @@ class SchedulerController:
             return None
         if is_attached(binding):
             return None  # propagateDeps: placed where the workloads that need it run (dependencies.py)
+        phase = finished_phase(ctx, binding)
+        if phase is not None:
+            # Finished work stays where it ran: no move, re-placement, failover or second run.
+            if _key_text(key) in self._owners or self.reservations.of_binding(_key_text(key)):
+                log.info("binding %s: the workload %s; its placement is final", _key_text(key), phase.lower())
+            self._forget(key)
+            return None
         try:
             model = ResourceBinding.model_validate(binding)
         except ValidationError as exc:
@@ -871,7 +900,7 @@ class SchedulerController:
             return wait
         log.debug("scheduling %s: %s", _key_text(key), why or ("evicting" if evicted else "moving unschedulable replicas"))
         await self._write_decision(
-            binding, request, result, moved=moved, evicted=evicted, previous=previous, waiting=waiting
+            binding, request, result, moved=moved, evicted=evicted, previous=previous, waiting=waiting, why=why
         )
         if moved:
             generations = {
@@ -901,6 +930,7 @@ class SchedulerController:
         evicted: Mapping[str, EvictionCause] | None = None,
         previous: Mapping[str, int] | None = None,
         waiting: Mapping[str, int] | None = None,
+        why: str | None = None,
     ) -> None:
         ctx = self.ctx
         spec = binding.get("spec") or {}
@@ -958,6 +988,8 @@ class SchedulerController:
         if status != (updated.get("status") or {}):
             await ctx.objects.update_status(ctx.binding_rt, {**updated, "status": status})
         await self._record(binding, old_condition, new_condition, previous_clusters, clusters, moved)
+        if not moved and not evicted:
+            await self._record_rescheduled(binding, previous or {}, result.clusters, clusters, why=why)
         if evicted:
             await self._record_evictions(binding, evicted, clusters)
 
@@ -1008,6 +1040,31 @@ class SchedulerController:
                 self.ctx, workload, type=EventType.WARNING, reason=EventReason.REPLICAS_EVICTED,
                 message=f"{cause.reason}: {cause.message} (purgeMode {cause.purge_mode}); now {placed}",
             )
+
+    async def _record_rescheduled(
+        self,
+        binding: dict[str, Any],
+        previous: Mapping[str, int],
+        decided: Mapping[str, int],
+        clusters: list[dict[str, Any]],
+        *,
+        why: str | None,
+    ) -> None:
+        """A ``ReplicasMoved`` Event for replicas a decision took off a cluster and gave to another
+        for any other cause than a member's unschedulable report or an eviction (those record their
+        own): every move of running replicas is on the workload's record."""
+        left = replicas_moved(previous, decided)
+        if not left:
+            return
+        workload = self._workload_of(binding)
+        if workload is None:
+            return
+        placed = ", ".join(f"{c['name']}:{c['replicas']}" for c in clusters) or "no cluster"
+        text = ", ".join(f"{n} from {c}" for c, n in sorted(left.items()))
+        await record_event(
+            self.ctx, workload, type=EventType.NORMAL, reason=EventReason.REPLICAS_MOVED,
+            message=f"rescheduled ({why or 'placement changed'}): moved {text}; now {placed}",
+        )
 
     async def _eviction_waits(self, binding: dict[str, Any], due: Mapping[str, EvictionCause]) -> None:
         """Say (once per hub term) that due evictions wait for room elsewhere."""
