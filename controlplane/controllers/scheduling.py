@@ -105,7 +105,7 @@ from controlplane.controllers.failover import (
 )
 from controlplane.controllers.pods import OwnerKey, bound_pods_by_owner, owner_key
 from controlplane.controllers.reconciling import ReconcileLoop
-from controlplane.controllers.workloads import find_condition, is_deleting, with_condition
+from controlplane.controllers.workloads import WorkloadConditionType, find_condition, is_deleting, with_condition
 from controlplane.controllers.works import (
     ANNOTATION_GPU_SHAPES,
     ChosenShape,
@@ -116,6 +116,7 @@ from controlplane.controllers.works import (
 )
 from controlplane.interpreter.requirements import ReplicaRequirements
 from controlplane.scheduler.core.estimator import room_without
+from controlplane.scheduler.core.neverfit import never_fits
 from controlplane.scheduler.core.framework import BindingRequest, GpuShape
 from controlplane.scheduler.core.reservations import Demand, Reservations
 from controlplane.scheduler.core.scheduling import (
@@ -124,7 +125,7 @@ from controlplane.scheduler.core.scheduling import (
     reserve_decision,
     schedule,
 )
-from controlplane.scheduler.core.snapshot import ClusterSnapshot
+from controlplane.scheduler.core.snapshot import ClusterSnapshot, NodeShape
 from policies.affinity import ClusterView, cluster_matches_affinity
 from policies.models import AnyPropagationPolicy
 
@@ -332,6 +333,22 @@ def _explain_waiting(explanation: list[dict[str, Any]], waiting: Mapping[str, in
     explanation.sort(key=lambda entry: str(entry["cluster"]))
 
 
+def capacity_facts(snapshot: ClusterSnapshot) -> frozenset[Any]:
+    """What of a cluster's report can change whether a pod could ever run there: its nodes'
+    labels, taints and allocatable resources (not what is free now)."""
+
+    def facts(shape: NodeShape) -> Any:
+        return (tuple(sorted(shape.labels.items())), shape.taints, tuple(sorted(shape.allocatable.items())))
+
+    return frozenset(facts(shape) for shape in snapshot.shapes)
+
+
+def never_fit_result(request: BindingRequest, result: ScheduleResult, message: str) -> ScheduleResult:
+    """``result`` (which placed nothing) as a NeverFits decision: its explanation, the condition saying why."""
+    condition = ScheduledCondition(False, ScheduledReason.NEVER_FITS, message)
+    return ScheduleResult({}, {}, condition, result.affinity_name, result.explanation, request.replicas)
+
+
 def replicas_moved(previous: Mapping[str, int], decided: Mapping[str, int]) -> dict[str, int]:
     """Per cluster, replicas a decision took away from it while another cluster gained some:
     a move (a scale-down or a scale-up alone moves nothing). Empty when nothing moved."""
@@ -407,6 +424,10 @@ class SchedulerController:
         self._eviction_blocked: set[BindingKey] = set()
         # Bindings whose unschedulable replicas are due to move but found no room: retried on reports.
         self._move_blocked: set[BindingKey] = set()
+        # Bindings no node of the fleet could ever hold: looked at again only when the fleet's
+        # capacity changes (a cluster's nodes, their labels, taints or allocatable), not on every report.
+        self._never_fit: set[BindingKey] = set()
+        self._capacity: dict[str, frozenset[Any]] = {}
         # Per binding (``ns/name``), the member pods' owner: how reports name the binding's pods.
         self._owners: dict[str, OwnerKey | None] = {}
         # Whether the reservations were derived from the informers' state (once, before deciding).
@@ -424,9 +445,14 @@ class SchedulerController:
             self._forget(key)
             return
         scheduled = find_condition((obj.get("status") or {}).get("conditions"), ConditionType.SCHEDULED)
-        if scheduled is None or scheduled.get("status") != "True":
+        if scheduled is not None and scheduled.get("reason") == ScheduledReason.NEVER_FITS:
+            self._never_fit.add(key)
+            self._unplaced.discard(key)
+        elif scheduled is None or scheduled.get("status") != "True":
+            self._never_fit.discard(key)
             self._unplaced.add(key)
         else:
+            self._never_fit.discard(key)
             self._unplaced.discard(key)
         if (
             event is WatchEventType.MODIFIED
@@ -441,6 +467,7 @@ class SchedulerController:
         name = str((obj.get("metadata") or {}).get("name"))
         if event is WatchEventType.DELETED:
             self._snapshots.pop(name, None)
+            self._capacity.pop(name, None)
             await self._requeue_cluster(name)
             await self._requeue_unplaced()
             return
@@ -450,6 +477,11 @@ class SchedulerController:
             log.warning("cluster %s has a status the scheduler cannot read: %s", name, exc)
             return
         self._snapshots[name] = snapshot
+        facts = capacity_facts(snapshot)
+        if self._capacity.get(name) != facts:
+            self._capacity[name] = facts
+            for key in sorted(self._never_fit):  # the fleet's capacity changed: they may fit now
+                await self.loop.add(key, priority=binding_priority(self.ctx.bindings.get(key[0], key[1])))
         if snapshot.report_time is not None:
             self.reservations.observe_report(
                 name,
@@ -616,6 +648,7 @@ class SchedulerController:
         self._unhealthy_since.pop(key, None)
         self._eviction_blocked.discard(key)
         self._move_blocked.discard(key)
+        self._never_fit.discard(key)
         self._owners.pop(_key_text(key), None)
 
     async def maintain(self) -> None:
@@ -886,6 +919,10 @@ class SchedulerController:
                     if moves:
                         self._move_blocked.add(key)  # retried on every capacity report
                     result = schedule(request, ordered, reservations=self.reservations, now=now)
+                    if not request.previous and not result.placed:
+                        never = never_fits(request, [all_snapshots[name] for name in sorted(all_snapshots)])
+                        if never is not None:
+                            result = never_fit_result(request, result, never.message)
         except Exception as exc:  # a bug in the decision must not stop the other bindings
             log.exception("scheduling %s failed", _key_text(key))
             await self._write_error(binding, f"the scheduler failed: {exc}")
@@ -916,9 +953,42 @@ class SchedulerController:
                 self.reservations.release(_key_text(key), cluster=cluster)
                 if unhealthy is not None:
                     unhealthy.pop(cluster, None)
+        await self._set_schedulable(binding, result.condition)
+        if result.condition.reason is ScheduledReason.NEVER_FITS:
+            return wait  # waits for a change of the fleet's capacity, not for the next retry
         if not result.condition.status:
             return min(UNPLACED_RETRY_SECONDS, wait) if wait is not None else UNPLACED_RETRY_SECONDS
         return wait
+
+    async def _set_schedulable(self, binding: dict[str, Any], decided: ScheduledCondition) -> None:
+        """The workload's own ``Schedulable`` condition: False while no node could ever hold one of
+        its pods (with the same message as the binding), gone once it could."""
+        workload = self._workload_of(binding)
+        if workload is None:
+            return
+        ctx = self.ctx
+        resource = (binding.get("spec") or {}).get("resource") or {}
+        rt = ctx.registry.for_kind(str(resource.get("apiVersion")), str(resource.get("kind")))
+        if rt is None or not rt.has_status:
+            return
+        status = workload.get("status") or {}
+        conditions = status.get("conditions") or []
+        current = find_condition(conditions, WorkloadConditionType.SCHEDULABLE)
+        if decided.reason is ScheduledReason.NEVER_FITS:
+            wanted = {
+                "type": str(WorkloadConditionType.SCHEDULABLE),
+                "status": "False",
+                "reason": str(ScheduledReason.NEVER_FITS),
+                "message": decided.message,
+            }
+            if current is not None and all(current.get(k) == v for k, v in wanted.items()):
+                return
+            new_conditions = with_condition(conditions, wanted, now=ctx.now_text())
+        elif current is None:
+            return
+        else:
+            new_conditions = [c for c in conditions if c.get("type") != WorkloadConditionType.SCHEDULABLE]
+        await ctx.objects.update_status(rt, {**copy.deepcopy(workload), "status": {**status, "conditions": new_conditions}})
 
     async def _write_decision(
         self,
