@@ -88,7 +88,6 @@ from controlplane.controllers.context import (
 from controlplane.controllers.dependencies import is_attached
 from controlplane.controllers.detecting import binding_priority
 from controlplane.controllers.events import EventReason, EventType, record_event
-from controlplane.controllers.finished import finished_phase
 from controlplane.controllers.failover import (
     EvictionCause,
     EvictionCheck,
@@ -103,9 +102,15 @@ from controlplane.controllers.failover import (
     taint_evictions,
     with_tasks,
 )
+from controlplane.controllers.finished import finished_phase
 from controlplane.controllers.pods import OwnerKey, bound_pods_by_owner, owner_key
 from controlplane.controllers.reconciling import ReconcileLoop
-from controlplane.controllers.workloads import WorkloadConditionType, find_condition, is_deleting, with_condition
+from controlplane.controllers.workloads import (
+    WorkloadConditionType,
+    find_condition,
+    is_deleting,
+    with_condition,
+)
 from controlplane.controllers.works import (
     ANNOTATION_GPU_SHAPES,
     ChosenShape,
@@ -116,8 +121,8 @@ from controlplane.controllers.works import (
 )
 from controlplane.interpreter.requirements import ReplicaRequirements
 from controlplane.scheduler.core.estimator import room_without
-from controlplane.scheduler.core.neverfit import never_fits
 from controlplane.scheduler.core.framework import BindingRequest, GpuShape
+from controlplane.scheduler.core.neverfit import never_fits
 from controlplane.scheduler.core.reservations import Demand, Reservations
 from controlplane.scheduler.core.scheduling import (
     ScheduledCondition,
