@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from controlplane.controllers.context import INDEX_BINDING, ControllerContext
-from controlplane.controllers.status import aggregate
+from controlplane.controllers.status import main_manifest
 from controlplane.controllers.works import cluster_of_namespace
 from controlplane.interpreter import FinishedPhase, interpreter_for
 
@@ -47,7 +47,15 @@ def finished_phase(ctx: ControllerContext, binding: Mapping[str, Any]) -> Finish
         cluster = cluster_of_namespace(str(work["metadata"].get("namespace") or ""))
         if cluster is not None:
             works[cluster] = work
-    if not works:
-        return None
-    _, members, _ = aggregate(resource, list(spec.get("clusters") or ()), works, interpreter)
-    return interpreter.finished(interpreter.aggregate_status(workload or {}, members))
+    targets = [str(t.get("name")) for t in spec.get("clusters") or ()]
+    phases = []
+    for cluster in targets:
+        work = works.get(cluster)
+        manifest = main_manifest(work, resource) if work is not None else None
+        phases.append(interpreter.finished((manifest or {}).get("status")))
+    # As the status aggregation reads them: Failed as soon as one share failed, Succeeded when all did.
+    if FinishedPhase.FAILED in phases:
+        return FinishedPhase.FAILED
+    if phases and all(p is FinishedPhase.SUCCEEDED for p in phases):
+        return FinishedPhase.SUCCEEDED
+    return None

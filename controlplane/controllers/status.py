@@ -54,7 +54,7 @@ class FullyAppliedReason(StrEnum):
     NOT_FULLY_APPLIED = "NotFullyApplied"
 
 
-def _main_manifest(work: Mapping[str, Any], resource: Mapping[str, Any]) -> Mapping[str, Any] | None:
+def main_manifest(work: Mapping[str, Any], resource: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The manifest status of the workload itself (a Work may one day carry dependencies too)."""
     entries = (work.get("status") or {}).get("manifestStatuses") or []
     for entry in entries:
@@ -94,7 +94,7 @@ def aggregate(
                 message = str(applied_condition.get("message") or applied_condition.get("reason") or "not applied")
             item["appliedMessage"] = message
             pending.append(f"{cluster}: {message}")
-        manifest = _main_manifest(work, resource)
+        manifest = main_manifest(work, resource)
         member_status = manifest.get("status") if manifest else None
         health = manifest.get("health") if manifest else None
         if health is None and interpreter is not None and member_status is not None:
