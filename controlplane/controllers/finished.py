@@ -50,8 +50,8 @@ def finished_phase(ctx: ControllerContext, binding: Mapping[str, Any]) -> Finish
     targets = [str(t.get("name")) for t in spec.get("clusters") or ()]
     phases = []
     for cluster in targets:
-        work = works.get(cluster)
-        manifest = main_manifest(work, resource) if work is not None else None
+        share = works.get(cluster)
+        manifest = main_manifest(share, resource) if share is not None else None
         phases.append(interpreter.finished((manifest or {}).get("status")))
     # As the status aggregation reads them: Failed as soon as one share failed, Succeeded when all did.
     if FinishedPhase.FAILED in phases:
