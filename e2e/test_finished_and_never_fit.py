@@ -1,9 +1,11 @@
 """Trusting what gpufed says and does, end to end (real hub on its embedded etcd, two simulated
 members, two agents, kubectl):
 
-* finished work stays finished: an MPIJob and a PyTorchJob run to Succeeded on-prem; for twice
-  the hub's unschedulable grace period afterwards their bindings do not change, no pod of theirs
-  starts in any member, and the hub keeps saying Succeeded;
+* finished work stays finished: an MPIJob and a PyTorchJob run to Succeeded on-prem; a worker
+  of the finished PyTorchJob then shows up Pending in the member (what the simulator once did),
+  and its agent reports it unschedulable; for twice the hub's unschedulable grace period
+  afterwards the bindings do not change, no pod of theirs starts in any member, and the hub
+  keeps saying Succeeded;
 * a request that can never fit (64 GPUs in one pod, largest node 8) is told so once, on the
   workload (condition and Event), the hub logs no traceback for it, and the waste report keeps
   the fleet's free GPUs free-spare, listing the request apart.
@@ -75,6 +77,29 @@ def _pods(member: Kubectl, job: str) -> dict[str, tuple[str, bool]]:
     }
 
 
+def _stray_worker(member: Kubectl, job: str, *, uid: str) -> dict[str, Any]:
+    """A worker pod of ``job`` as its operator would create it: owned by the job, in its pod group."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"{job}-worker-1",  # beside the finished worker-0, which stays (cleanPodPolicy None)
+            "namespace": "ml",
+            "labels": {"training.kubeflow.org/job-name": job, "training.kubeflow.org/replica-type": "worker",
+                       "scheduling.x-k8s.io/pod-group": job},
+            "annotations": {"scheduling.x-k8s.io/min-member": "2"},
+            "ownerReferences": [{"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "name": job, "uid": uid,
+                                 "controller": True}],
+        },
+        "spec": {
+            "restartPolicy": "OnFailure",
+            "containers": [{"name": "pytorch", "image": "registry.example.com/ml/train:0.3",
+                            # more than an on-prem node has: it stays Pending whatever the gang's state
+                            "resources": {"limits": {"nvidia.com/gpu": 4}}}],
+        },
+    }
+
+
 def test_finished_gangs_stay_finished(processes: ProcessGroup) -> None:
     hub, members = _start_fleet(processes, "--unschedulable-grace-seconds", str(GRACE_SECONDS))
     hub.run("apply", "-f", str(MANIFESTS / "jobs.yaml"))
@@ -85,7 +110,21 @@ def test_finished_gangs_stay_finished(processes: ProcessGroup) -> None:
     wait_for(both_succeeded, timeout=180, what="the MPIJob and the PyTorchJob Succeeded on the hub")
     placements = {kind: _placement(hub, kind, name) for kind, name in JOBS.items()}
     assert placements == {kind: [{"name": "onprem-a100", "replicas": 3 if kind == "mpijob" else 2}] for kind in JOBS}
-    seen = {name: _pods(members["onprem-a100"], name) for name in JOBS.values()}
+    onprem = members["onprem-a100"]
+    seen = {name: _pods(onprem, name) for name in JOBS.values()}
+
+    # What the member did in the report behind this: a worker of the finished gang back, Pending
+    # ("pod group has 1 of 2 pods"), which the agent reports as a pod the member cannot place.
+    stray = _stray_worker(onprem, "finetune", uid=onprem.json("get", "pytorchjob", "finetune", "-n", "ml")["metadata"]["uid"])
+    onprem.run("apply", "-f", "-", input_text=json.dumps(stray))
+    stray_uid = onprem.json("get", "pod", stray["metadata"]["name"], "-n", "ml")["metadata"]["uid"]
+    seen["finetune"][stray_uid] = ("Pending", False)
+
+    def reported_unschedulable() -> bool:
+        work = hub.json("get", "work", "ml-finetune-pytorchjob", "-n", "gpufed-es-onprem-a100")
+        return any((m.get("unschedulable") or {}).get("pods") for m in work.get("status", {}).get("manifestStatuses") or ())
+
+    wait_for(reported_unschedulable, timeout=60, what="the agent to report the stray worker unschedulable")
 
     # Twice the grace period (and a bit): nothing moves, nothing starts, the status stays.
     deadline = time.monotonic() + 2 * GRACE_SECONDS + 4
@@ -99,8 +138,8 @@ def test_finished_gangs_stay_finished(processes: ProcessGroup) -> None:
             now = _pods(members["onprem-a100"], name)
             started = {uid: state for uid, state in now.items() if uid not in seen[name]}
             assert not started, f"{kind}/{name} started pods again on-prem: {started}"
-            running = {uid for uid, (phase, terminating) in now.items() if phase in ("Pending", "Running") and not terminating}
-            assert not running - {uid for uid, (phase, _) in seen[name].items() if phase in ("Pending", "Running")}
+            running = {uid for uid, (phase, terminating) in now.items() if phase == "Running" and not terminating}
+            assert not running - {uid for uid, (phase, _) in seen[name].items() if phase == "Running"}, now
         checks += 1
         time.sleep(1)
     print(f"checked {checks} times over {2 * GRACE_SECONDS + 4}s: bindings, pods and status unchanged")
