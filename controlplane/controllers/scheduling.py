@@ -103,14 +103,10 @@ from controlplane.controllers.failover import (
     with_tasks,
 )
 from controlplane.controllers.finished import finished_phase
+from controlplane.controllers.neverfitting import capacity_facts, never_fit_result, set_schedulable
 from controlplane.controllers.pods import OwnerKey, bound_pods_by_owner, owner_key
 from controlplane.controllers.reconciling import ReconcileLoop
-from controlplane.controllers.workloads import (
-    WorkloadConditionType,
-    find_condition,
-    is_deleting,
-    with_condition,
-)
+from controlplane.controllers.workloads import find_condition, is_deleting, with_condition
 from controlplane.controllers.works import (
     ANNOTATION_GPU_SHAPES,
     ChosenShape,
@@ -130,7 +126,7 @@ from controlplane.scheduler.core.scheduling import (
     reserve_decision,
     schedule,
 )
-from controlplane.scheduler.core.snapshot import ClusterSnapshot, NodeShape
+from controlplane.scheduler.core.snapshot import ClusterSnapshot
 from policies.affinity import ClusterView, cluster_matches_affinity
 from policies.models import AnyPropagationPolicy
 
@@ -336,22 +332,6 @@ def _explain_waiting(explanation: list[dict[str, Any]], waiting: Mapping[str, in
         )
         entry["reasons"] = reasons
     explanation.sort(key=lambda entry: str(entry["cluster"]))
-
-
-def capacity_facts(snapshot: ClusterSnapshot) -> frozenset[Any]:
-    """What of a cluster's report can change whether a pod could ever run there: its nodes'
-    labels, taints and allocatable resources (not what is free now)."""
-
-    def facts(shape: NodeShape) -> Any:
-        return (tuple(sorted(shape.labels.items())), shape.taints, tuple(sorted(shape.allocatable.items())))
-
-    return frozenset(facts(shape) for shape in snapshot.shapes)
-
-
-def never_fit_result(request: BindingRequest, result: ScheduleResult, message: str) -> ScheduleResult:
-    """``result`` (which placed nothing) as a NeverFits decision: its explanation, the condition saying why."""
-    condition = ScheduledCondition(False, ScheduledReason.NEVER_FITS, message)
-    return ScheduleResult({}, {}, condition, result.affinity_name, result.explanation, request.replicas)
 
 
 def replicas_moved(previous: Mapping[str, int], decided: Mapping[str, int]) -> dict[str, int]:
@@ -958,42 +938,14 @@ class SchedulerController:
                 self.reservations.release(_key_text(key), cluster=cluster)
                 if unhealthy is not None:
                     unhealthy.pop(cluster, None)
-        await self._set_schedulable(binding, result.condition)
+        workload = self._workload_of(binding)
+        if workload is not None:
+            await set_schedulable(ctx, workload, result.condition)
         if result.condition.reason is ScheduledReason.NEVER_FITS:
             return wait  # waits for a change of the fleet's capacity, not for the next retry
         if not result.condition.status:
             return min(UNPLACED_RETRY_SECONDS, wait) if wait is not None else UNPLACED_RETRY_SECONDS
         return wait
-
-    async def _set_schedulable(self, binding: dict[str, Any], decided: ScheduledCondition) -> None:
-        """The workload's own ``Schedulable`` condition: False while no node could ever hold one of
-        its pods (with the same message as the binding), gone once it could."""
-        workload = self._workload_of(binding)
-        if workload is None:
-            return
-        ctx = self.ctx
-        resource = (binding.get("spec") or {}).get("resource") or {}
-        rt = ctx.registry.for_kind(str(resource.get("apiVersion")), str(resource.get("kind")))
-        if rt is None or not rt.has_status:
-            return
-        status = workload.get("status") or {}
-        conditions = status.get("conditions") or []
-        current = find_condition(conditions, WorkloadConditionType.SCHEDULABLE)
-        if decided.reason is ScheduledReason.NEVER_FITS:
-            wanted = {
-                "type": str(WorkloadConditionType.SCHEDULABLE),
-                "status": "False",
-                "reason": str(ScheduledReason.NEVER_FITS),
-                "message": decided.message,
-            }
-            if current is not None and all(current.get(k) == v for k, v in wanted.items()):
-                return
-            new_conditions = with_condition(conditions, wanted, now=ctx.now_text())
-        elif current is None:
-            return
-        else:
-            new_conditions = [c for c in conditions if c.get("type") != WorkloadConditionType.SCHEDULABLE]
-        await ctx.objects.update_status(rt, {**copy.deepcopy(workload), "status": {**status, "conditions": new_conditions}})
 
     async def _write_decision(
         self,
