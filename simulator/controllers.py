@@ -30,6 +30,10 @@ takes one workload, the pods it owns, and "now", and returns what to change:
   ``<name>-worker-<i>`` / ``<name>-launcher``, with ``training.kubeflow.org/*`` labels
   and the gang label ``scheduling.x-k8s.io/pod-group`` (+ min-member annotation, see
   scheduling.py); status replicaStatuses and conditions Created/Running/Succeeded/Failed.
+  A finished job (its status, or its pods: the chief Succeeded, a pod Failed) never gets a
+  new pod, as the training-operator and MPI operator do; its pods are deleted as
+  ``runPolicy.cleanPodPolicy`` says (All / Running = Pending and Running / None; the
+  simulated MPIJob defaults to Running, PyTorchJob to None).
 * RayCluster / RayJob (ray.io/v1), minimal: a head pod and worker pods per group; a
   RayJob's head runs to completion (its duration) and then the workers are removed.
 
@@ -857,19 +861,60 @@ def reconcile_job(
 # ------------------------------------------------------------------------------ Kubeflow
 
 
+class CleanPodPolicy(StrEnum):
+    """``runPolicy.cleanPodPolicy``: which pods the operator deletes once the job finished."""
+
+    ALL = "All"
+    RUNNING = "Running"
+    """Pending and Running pods (a Pending one would start later and run for nothing)."""
+    NONE = "None"
+
+
 @dataclass(frozen=True, slots=True)
 class _Role:
     spec_key: str
     #: The role whose success ends the job (Master / Launcher), else None for all workers.
     chief: str | None
     operator: str
-    clean_running_on_success: bool
+    #: When the job sets none. The operators default to None; the simulated MPIJob defaults
+    #: to Running, so its workers (which never end by themselves) free their GPUs.
+    default_clean_pod_policy: CleanPodPolicy
 
 
 _KUBEFLOW: Final = {
-    "PyTorchJob": _Role("pytorchReplicaSpecs", "Master", "pytorchjob-controller", False),
-    "MPIJob": _Role("mpiReplicaSpecs", "Launcher", "mpijob-controller", True),
+    "PyTorchJob": _Role("pytorchReplicaSpecs", "Master", "pytorchjob-controller", CleanPodPolicy.NONE),
+    "MPIJob": _Role("mpiReplicaSpecs", "Launcher", "mpijob-controller", CleanPodPolicy.RUNNING),
 }
+
+
+def clean_pod_policy(job: Mapping[str, Any], default: CleanPodPolicy) -> CleanPodPolicy:
+    """The job's ``spec.runPolicy.cleanPodPolicy`` (or the legacy ``spec.cleanPodPolicy``)."""
+    spec = job.get("spec") or {}
+    value = (spec.get("runPolicy") or {}).get("cleanPodPolicy") or spec.get("cleanPodPolicy")
+    return CleanPodPolicy(value) if value in tuple(CleanPodPolicy) else default
+
+
+def _to_clean(pods: Mapping[str, Mapping[str, Any]], policy: CleanPodPolicy) -> list[str]:
+    """Names of the pods a finished job's ``policy`` deletes."""
+    if policy is CleanPodPolicy.NONE:
+        return []
+    if policy is CleanPodPolicy.ALL:
+        return sorted(pods)
+    return sorted(n for n, p in pods.items() if phase(p) in ("Pending", "Running"))
+
+
+def _finished_by_pods(job: str, role: _Role, replica_specs: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether the pods alone (terminating ones included) show the job finished: a chief that
+    Succeeded, or any pod that Failed. Read before creating any pod, so a status write the cache
+    has not shown yet never makes a finished job start pods again."""
+    by_name = {str(p["metadata"]["name"]): p for p in pods}
+    if any(phase(p) == "Failed" for p in by_name.values()):
+        return True
+    if role.chief is None or role.chief not in replica_specs:
+        return False
+    count = int((replica_specs[role.chief] or {}).get("replicas", 1))
+    chiefs = (by_name.get(_kubeflow_pod_name(job, role.chief, i)) for i in range(count))
+    return any(p is not None and phase(p) == "Succeeded" for p in chiefs)
 
 
 def _kubeflow_pod_name(job: str, replica_type: str, index: int) -> str:
@@ -894,6 +939,8 @@ def reconcile_kubeflow_job(
         c.get("type") in (ConditionType.SUCCEEDED, ConditionType.FAILED) and c.get("status") == "True"
         for c in old_conditions
     )
+    # As the operators do: a finished job (by its status, or by its pods) gets no new pod.
+    creates = not finished and not _finished_by_pods(name, role, replica_specs, pods)
     by_name = {p["metadata"]["name"]: p for p in pods if not is_terminating(p)}
     changes = Changes()
     replica_statuses: dict[str, dict[str, Any]] = {}
@@ -911,7 +958,7 @@ def reconcile_kubeflow_job(
             if pod is None:
                 all_running = False
                 workers_done = False
-                if not finished:
+                if creates:
                     template = dict((replica_spec or {}).get("template") or {})
                     labels = {
                         LABEL_TRAINING_JOB: name,
@@ -973,7 +1020,10 @@ def reconcile_kubeflow_job(
         put(ConditionType.CREATED, True, f"{kind}Created", f"{kind} {name} is created.")
     start_time = status_old.get("startTime")
     completion_time = status_old.get("completionTime")
-    if not finished:
+    policy = clean_pod_policy(job, role.default_clean_pod_policy)
+    if finished:
+        changes.delete.extend(_to_clean(by_name, policy))
+    else:
         if failed_any:
             put(ConditionType.RUNNING, False, f"{kind}Failed", f"{kind} {namespace}/{name} has failed.")
             put(
@@ -983,6 +1033,7 @@ def reconcile_kubeflow_job(
                 f"{kind} {namespace}/{name} has failed because a pod failed.",
             )
             completion_time = now
+            changes.delete.extend(_to_clean(by_name, policy))
         elif succeeded:
             put(
                 ConditionType.RUNNING,
@@ -997,8 +1048,7 @@ def reconcile_kubeflow_job(
                 f"{kind} {namespace}/{name} successfully completed.",
             )
             completion_time = now
-            if role.clean_running_on_success:
-                changes.delete.extend(n for n, p in by_name.items() if phase(p) in ("Pending", "Running"))
+            changes.delete.extend(_to_clean(by_name, policy))
         elif (chief_running if has_chief else all_running) and by_name:
             put(ConditionType.RUNNING, True, f"{kind}Running", f"{kind} {namespace}/{name} is running.")
             if start_time is None:

@@ -43,6 +43,8 @@ class ScheduledReason(StrEnum):
     NO_CLUSTER_FIT = "NoClusterFit"
     UNSCHEDULABLE = "Unschedulable"
     SCHEDULER_ERROR = "SchedulerError"
+    NEVER_FITS = "NeverFits"
+    """No node of the fleet could hold one pod of the workload even empty (too big a request)."""
 
 
 class Health(StrEnum):

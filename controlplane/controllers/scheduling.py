@@ -104,6 +104,8 @@ from controlplane.controllers.failover import (
     taint_evictions,
     with_tasks,
 )
+from controlplane.controllers.finished import finished_phase
+from controlplane.controllers.neverfitting import capacity_facts, never_fit_result, set_schedulable
 from controlplane.controllers.pods import OwnerKey, bound_pods_by_owner, owner_key
 from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.workloads import find_condition, is_deleting, with_condition
@@ -119,6 +121,7 @@ from controlplane.interpreter.requirements import ReplicaRequirements
 from controlplane.metrics import observe_scheduling_latency
 from controlplane.scheduler.core.estimator import room_without
 from controlplane.scheduler.core.framework import BindingRequest, GpuShape
+from controlplane.scheduler.core.neverfit import never_fits
 from controlplane.scheduler.core.reservations import Demand, Reservations
 from controlplane.scheduler.core.scheduling import (
     ScheduledCondition,
@@ -334,6 +337,27 @@ def _explain_waiting(explanation: list[dict[str, Any]], waiting: Mapping[str, in
     explanation.sort(key=lambda entry: str(entry["cluster"]))
 
 
+def replicas_moved(previous: Mapping[str, int], decided: Mapping[str, int]) -> dict[str, int]:
+    """Per cluster, replicas a decision took away from it while another cluster gained some:
+    a move (a scale-down or a scale-up alone moves nothing). Empty when nothing moved."""
+    gained = sum(max(0, n - previous.get(c, 0)) for c, n in decided.items())
+    if not gained:
+        return {}
+    lost = {c: n - decided.get(c, 0) for c, n in previous.items() if n > decided.get(c, 0)}
+    total = sum(lost.values())
+    if total <= gained:
+        return lost
+    # Partly a scale-down: count as moved only as many as other clusters gained, largest loss first.
+    out: dict[str, int] = {}
+    left = gained
+    for cluster, n in sorted(lost.items(), key=lambda kv: (-kv[1], kv[0])):
+        take = min(n, left)
+        if take:
+            out[cluster] = take
+        left -= take
+    return out
+
+
 def decide_with_moves(
     request: BindingRequest,
     snapshots: Sequence[ClusterSnapshot],
@@ -388,6 +412,10 @@ class SchedulerController:
         self._eviction_blocked: set[BindingKey] = set()
         # Bindings whose unschedulable replicas are due to move but found no room: retried on reports.
         self._move_blocked: set[BindingKey] = set()
+        # Bindings no node of the fleet could ever hold: looked at again only when the fleet's
+        # capacity changes (a cluster's nodes, their labels, taints or allocatable), not on every report.
+        self._never_fit: set[BindingKey] = set()
+        self._capacity: dict[str, frozenset[Any]] = {}
         # Per binding (``ns/name``), the member pods' owner: how reports name the binding's pods.
         self._owners: dict[str, OwnerKey | None] = {}
         # Whether the reservations were derived from the informers' state (once, before deciding).
@@ -407,9 +435,14 @@ class SchedulerController:
             self._forget(key)
             return
         scheduled = find_condition((obj.get("status") or {}).get("conditions"), ConditionType.SCHEDULED)
-        if scheduled is None or scheduled.get("status") != "True":
+        if scheduled is not None and scheduled.get("reason") == ScheduledReason.NEVER_FITS:
+            self._never_fit.add(key)
+            self._unplaced.discard(key)
+        elif scheduled is None or scheduled.get("status") != "True":
+            self._never_fit.discard(key)
             self._unplaced.add(key)
         else:
+            self._never_fit.discard(key)
             self._unplaced.discard(key)
         if (
             event is WatchEventType.MODIFIED
@@ -424,6 +457,7 @@ class SchedulerController:
         name = str((obj.get("metadata") or {}).get("name"))
         if event is WatchEventType.DELETED:
             self._snapshots.pop(name, None)
+            self._capacity.pop(name, None)
             await self._requeue_cluster(name)
             await self._requeue_unplaced()
             return
@@ -433,6 +467,11 @@ class SchedulerController:
             log.warning("cluster %s has a status the scheduler cannot read: %s", name, exc)
             return
         self._snapshots[name] = snapshot
+        facts = capacity_facts(snapshot)
+        if self._capacity.get(name) != facts:
+            self._capacity[name] = facts
+            for key in sorted(self._never_fit):  # the fleet's capacity changed: they may fit now
+                await self.loop.add(key, priority=binding_priority(self.ctx.bindings.get(key[0], key[1])))
         if snapshot.report_time is not None:
             self.reservations.observe_report(
                 name,
@@ -626,6 +665,7 @@ class SchedulerController:
         self._eviction_blocked.discard(key)
         self._move_blocked.discard(key)
         self._stale_explanations.discard(key)
+        self._never_fit.discard(key)
         self._owners.pop(_key_text(key), None)
 
     async def maintain(self) -> None:
@@ -816,6 +856,13 @@ class SchedulerController:
             return None
         if is_attached(binding):
             return None  # propagateDeps: placed where the workloads that need it run (dependencies.py)
+        phase = finished_phase(ctx, binding)
+        if phase is not None:
+            # Finished work stays where it ran: no move, re-placement, failover or second run.
+            if _key_text(key) in self._owners or self.reservations.of_binding(_key_text(key)):
+                log.info("binding %s: the workload %s; its placement is final", _key_text(key), phase.lower())
+            self._forget(key)
+            return None
         try:
             model = ResourceBinding.model_validate(binding)
         except ValidationError as exc:
@@ -892,6 +939,10 @@ class SchedulerController:
                     if moves:
                         self._move_blocked.add(key)  # retried on every capacity report
                     result = schedule(request, ordered, reservations=self.reservations, now=now)
+                    if not request.previous and not result.placed:
+                        never = never_fits(request, [all_snapshots[name] for name in sorted(all_snapshots)])
+                        if never is not None:
+                            result = never_fit_result(request, result, never.message)
         except Exception as exc:  # a bug in the decision must not stop the other bindings
             observe_scheduling_latency(time.perf_counter() - started, result=ScheduledReason.SCHEDULER_ERROR)
             log.exception("scheduling %s failed", _key_text(key))
@@ -908,7 +959,7 @@ class SchedulerController:
             return wait
         log.debug("scheduling %s: %s", _key_text(key), why or ("evicting" if evicted else "moving unschedulable replicas"))
         await self._write_decision(
-            binding, request, result, moved=moved, evicted=evicted, previous=previous, waiting=waiting
+            binding, request, result, moved=moved, evicted=evicted, previous=previous, waiting=waiting, why=why
         )
         if moved:
             generations = {
@@ -924,6 +975,11 @@ class SchedulerController:
                 self.reservations.release(_key_text(key), cluster=cluster)
                 if unhealthy is not None:
                     unhealthy.pop(cluster, None)
+        workload = self._workload_of(binding)
+        if workload is not None:
+            await set_schedulable(ctx, workload, result.condition)
+        if result.condition.reason is ScheduledReason.NEVER_FITS:
+            return wait  # waits for a change of the fleet's capacity, not for the next retry
         if not result.condition.status:
             return min(UNPLACED_RETRY_SECONDS, wait) if wait is not None else UNPLACED_RETRY_SECONDS
         return wait
@@ -938,6 +994,7 @@ class SchedulerController:
         evicted: Mapping[str, EvictionCause] | None = None,
         previous: Mapping[str, int] | None = None,
         waiting: Mapping[str, int] | None = None,
+        why: str | None = None,
     ) -> None:
         ctx = self.ctx
         spec = binding.get("spec") or {}
@@ -995,6 +1052,8 @@ class SchedulerController:
         if status != (updated.get("status") or {}):
             await ctx.objects.update_status(ctx.binding_rt, {**updated, "status": status})
         await self._record(binding, old_condition, new_condition, previous_clusters, clusters, moved)
+        if not moved and not evicted:
+            await self._record_rescheduled(binding, previous or {}, result.clusters, clusters, why=why)
         if evicted:
             await self._record_evictions(binding, evicted, clusters)
 
@@ -1045,6 +1104,31 @@ class SchedulerController:
                 self.ctx, workload, type=EventType.WARNING, reason=EventReason.REPLICAS_EVICTED,
                 message=f"{cause.reason}: {cause.message} (purgeMode {cause.purge_mode}); now {placed}",
             )
+
+    async def _record_rescheduled(
+        self,
+        binding: dict[str, Any],
+        previous: Mapping[str, int],
+        decided: Mapping[str, int],
+        clusters: list[dict[str, Any]],
+        *,
+        why: str | None,
+    ) -> None:
+        """A ``ReplicasMoved`` Event for replicas a decision took off a cluster and gave to another
+        for any other cause than a member's unschedulable report or an eviction (those record their
+        own): every move of running replicas is on the workload's record."""
+        left = replicas_moved(previous, decided)
+        if not left:
+            return
+        workload = self._workload_of(binding)
+        if workload is None:
+            return
+        placed = ", ".join(f"{c['name']}:{c['replicas']}" for c in clusters) or "no cluster"
+        text = ", ".join(f"{n} from {c}" for c, n in sorted(left.items()))
+        await record_event(
+            self.ctx, workload, type=EventType.NORMAL, reason=EventReason.REPLICAS_MOVED,
+            message=f"rescheduled ({why or 'placement changed'}): moved {text}; now {placed}",
+        )
 
     async def _eviction_waits(self, binding: dict[str, Any], due: Mapping[str, EvictionCause]) -> None:
         """Say (once per hub term) that due evictions wait for room elsewhere."""

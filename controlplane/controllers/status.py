@@ -8,7 +8,10 @@ object's status and health the agent reported) and the hub workload. Out:
   condition (True when every chosen cluster's Work is applied at its current generation);
 * the workload's ``.status`` on the hub, merged by its interpreter from the members'
   statuses (a Deployment's ``readyReplicas`` is the sum over members), keeping the
-  detector's ``Propagated`` condition.
+  conditions the hub itself sets (the detector's ``Propagated``, the scheduler's
+  ``Schedulable``). Once the interpreter says the workload finished (Succeeded or Failed),
+  its status is final: nothing a member reports afterwards turns it back
+  (:func:`~controlplane.interpreter.keep_finished`).
 
 Only the clusters in ``spec.clusters`` count. A cluster whose replicas were evicted keeps its
 Work while its graceful eviction task lasts, but it is left out of both the aggregated status
@@ -39,7 +42,7 @@ from controlplane.controllers.workloads import (
     with_condition,
 )
 from controlplane.controllers.works import binding_key_of_work, cluster_of_namespace
-from controlplane.interpreter import KindInterpreter, interpreter_for
+from controlplane.interpreter import KindInterpreter, interpreter_for, keep_finished
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +54,7 @@ class FullyAppliedReason(StrEnum):
     NOT_FULLY_APPLIED = "NotFullyApplied"
 
 
-def _main_manifest(work: Mapping[str, Any], resource: Mapping[str, Any]) -> Mapping[str, Any] | None:
+def main_manifest(work: Mapping[str, Any], resource: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The manifest status of the workload itself (a Work may one day carry dependencies too)."""
     entries = (work.get("status") or {}).get("manifestStatuses") or []
     for entry in entries:
@@ -91,7 +94,7 @@ def aggregate(
                 message = str(applied_condition.get("message") or applied_condition.get("reason") or "not applied")
             item["appliedMessage"] = message
             pending.append(f"{cluster}: {message}")
-        manifest = _main_manifest(work, resource)
+        manifest = main_manifest(work, resource)
         member_status = manifest.get("status") if manifest else None
         health = manifest.get("health") if manifest else None
         if health is None and interpreter is not None and member_status is not None:
@@ -211,10 +214,14 @@ class StatusController:
         if resource.get("uid") and (workload.get("metadata") or {}).get("uid") != resource.get("uid"):
             return  # the binding still describes an earlier object of that name
         current = workload.get("status") or {}
-        merged: dict[str, Any] = dict(interpreter.aggregate_status(workload, members))
-        propagated = find_condition(current.get("conditions"), WorkloadConditionType.PROPAGATED)
-        if propagated is not None:
-            merged["conditions"] = [*(merged.get("conditions") or []), dict(propagated)]
+        aggregated = keep_finished(interpreter, current, interpreter.aggregate_status(workload, members))
+        if aggregated is current:
+            return  # finished: final
+        merged: dict[str, Any] = dict(aggregated)
+        for ctype in WorkloadConditionType:  # the hub's own conditions stay
+            own = find_condition(current.get("conditions"), ctype)
+            if own is not None:
+                merged["conditions"] = [*(merged.get("conditions") or []), dict(own)]
         if merged == current:
             return
         await ctx.objects.update_status(rt, {**copy.deepcopy(workload), "status": merged})

@@ -30,6 +30,8 @@ class WorkloadConditionType(StrEnum):
     """Conditions the hub adds to a workload's status (besides the members' merged ones)."""
 
     PROPAGATED = CONDITION_PROPAGATED
+    SCHEDULABLE = "Schedulable"
+    """False (reason NeverFits) while no node of the fleet could hold one pod of the workload."""
 
 
 class PropagatedReason(StrEnum):

@@ -3,7 +3,14 @@
 Use :func:`interpreter_for` to get the :class:`KindInterpreter` of an object's kind.
 """
 
-from controlplane.interpreter.base import Component, Health, KindInterpreter, MemberStatuses
+from controlplane.interpreter.base import (
+    Component,
+    FinishedPhase,
+    Health,
+    KindInterpreter,
+    MemberStatuses,
+    keep_finished,
+)
 from controlplane.interpreter.dependencies import Dependency, DependencyKind
 from controlplane.interpreter.registry import interpreter_for, register, registered_kinds
 from controlplane.interpreter.requirements import (
@@ -20,6 +27,7 @@ __all__ = [
     "Component",
     "Dependency",
     "DependencyKind",
+    "FinishedPhase",
     "Health",
     "KindInterpreter",
     "MemberStatuses",
@@ -29,6 +37,7 @@ __all__ = [
     "Taint",
     "Toleration",
     "interpreter_for",
+    "keep_finished",
     "register",
     "registered_kinds",
     "requirements",

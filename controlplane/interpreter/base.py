@@ -17,6 +17,7 @@ import copy
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
 from controlplane.apis.work_v1alpha1 import Health
@@ -28,13 +29,29 @@ from controlplane.interpreter.requirements import (
     set_gpu_request,
 )
 
-__all__ = ["Component", "Dependency", "Health", "KindInterpreter", "MemberStatuses", "PodTemplateKind"]
+__all__ = [
+    "Component",
+    "Dependency",
+    "FinishedPhase",
+    "Health",
+    "KindInterpreter",
+    "MemberStatuses",
+    "PodTemplateKind",
+    "keep_finished",
+]
 
 MemberStatuses = Sequence[tuple[str, Mapping[str, Any] | None]]
 """(cluster name, the member object's ``.status``) pairs, one per cluster running a share."""
 
 ANNOTATION_GANG = "gpufed.io/gang"
 # TODO(constants): move ANNOTATION_GANG to controlplane/apis/constants.py.
+
+
+class FinishedPhase(StrEnum):
+    """The terminal phase of a run-to-completion workload (Job, PyTorchJob, MPIJob, RayJob)."""
+
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +114,12 @@ class KindInterpreter(Protocol):
         """Health of one member's copy, from its ``.status``."""
         ...
 
+    def finished(self, status: Mapping[str, Any] | None) -> FinishedPhase | None:
+        """The terminal phase ``status`` (the hub's merged one, or one member's) says the workload
+        reached, None while it runs or for kinds that never finish (Deployment, StatefulSet,
+        RayCluster). A finished workload is never moved, re-placed or run again."""
+        ...
+
     def with_gpu_request(self, obj: Obj, resources: Mapping[str, int | str]) -> Obj:
         """A new object whose GPU containers request ``resources`` (alternative GPU shape)."""
         ...
@@ -133,6 +156,9 @@ class PodTemplateKind:
 
     def is_gang(self, obj: Obj) -> bool:
         return False
+
+    def finished(self, status: Mapping[str, Any] | None) -> FinishedPhase | None:
+        return None
 
     def with_gpu_request(self, obj: Obj, resources: Mapping[str, int | str]) -> Obj:
         out = copy.deepcopy(obj)
@@ -183,6 +209,14 @@ class ReplicatedTemplateKind(PodTemplateKind):
         if conditions:
             out["conditions"] = conditions
         return out
+
+
+def keep_finished(interpreter: KindInterpreter, current: Obj, merged: Obj) -> Obj:
+    """The hub status to write: ``merged`` (from the members), unless ``current`` already says
+    the workload finished. A terminal phase is final, as in kube's Job controller: a member that
+    later reports its copy differently (recreated pods, a Work gone after a move) never turns a
+    Succeeded or Failed workload back into a running one, nor one terminal phase into the other."""
+    return current if interpreter.finished(current) is not None else merged
 
 
 def dig(obj: Mapping[str, Any] | None, *path: str) -> Any:

@@ -22,6 +22,7 @@ from typing import Any
 
 from controlplane.interpreter.base import (
     ANNOTATION_GANG,
+    FinishedPhase,
     Health,
     MemberStatuses,
     PodTemplateKind,
@@ -115,3 +116,10 @@ class JobInterpreter(PodTemplateKind):
         if condition_true(status, "Failed") or condition_true(status, "FailureTarget"):
             return Health.UNHEALTHY
         return Health.HEALTHY
+
+    def finished(self, status: Mapping[str, Any] | None) -> FinishedPhase | None:
+        if condition_true(status, "Failed"):
+            return FinishedPhase.FAILED
+        if condition_true(status, "Complete"):
+            return FinishedPhase.SUCCEEDED
+        return None

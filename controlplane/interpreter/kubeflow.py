@@ -16,6 +16,7 @@ from typing import Any
 
 from controlplane.interpreter.base import (
     Component,
+    FinishedPhase,
     Health,
     MemberStatuses,
     PodTemplateKind,
@@ -100,3 +101,10 @@ class KubeflowJobInterpreter(PodTemplateKind):
         if condition_true(status, "Failed"):
             return Health.UNHEALTHY
         return Health.HEALTHY if status.get("conditions") else Health.UNKNOWN
+
+    def finished(self, status: Mapping[str, Any] | None) -> FinishedPhase | None:
+        if condition_true(status, "Failed"):
+            return FinishedPhase.FAILED
+        if condition_true(status, "Succeeded"):
+            return FinishedPhase.SUCCEEDED
+        return None

@@ -15,6 +15,7 @@ from typing import Any
 from controlplane.interpreter.base import (
     Component,
     Dependency,
+    FinishedPhase,
     Health,
     MemberStatuses,
     PodTemplateKind,
@@ -30,6 +31,9 @@ from controlplane.interpreter.raycluster import (
 from controlplane.interpreter.requirements import Obj, ReplicaRequirements
 
 FAILED_DEPLOYMENT = frozenset({"Failed", "ValidationFailed"})
+#: KubeRay's terminal ``jobStatus`` values (the Ray job itself), for a status without a deployment one.
+SUCCEEDED_JOB = "SUCCEEDED"
+FAILED_JOB = frozenset({"FAILED", "STOPPED"})
 HEALTHY_DEPLOYMENT = frozenset({"Running", "Complete", "Initializing", "Suspended", "Suspending", "Retrying"})
 # Worst first.
 DEPLOYMENT_ORDER = (
@@ -96,3 +100,18 @@ class RayJobInterpreter(PodTemplateKind):
         if deployment in HEALTHY_DEPLOYMENT:
             return Health.HEALTHY
         return Health.UNKNOWN
+
+    def finished(self, status: Mapping[str, Any] | None) -> FinishedPhase | None:
+        if not status:
+            return None
+        deployment = str(status.get("jobDeploymentStatus") or "")
+        job = str(status.get("jobStatus") or "")
+        if deployment in FAILED_DEPLOYMENT:
+            return FinishedPhase.FAILED
+        if deployment == "Complete":
+            return FinishedPhase.FAILED if job in FAILED_JOB else FinishedPhase.SUCCEEDED
+        if not deployment and job == SUCCEEDED_JOB:
+            return FinishedPhase.SUCCEEDED
+        if not deployment and job in FAILED_JOB:
+            return FinishedPhase.FAILED
+        return None

@@ -25,6 +25,8 @@ Integration rules, exactly:
   (kept ``minute_retention``, default 48 h) and to per-hour buckets (kept ``hour_retention``,
   default 90 days); older buckets are dropped as time advances, so memory is bounded by
   (2880 + 2160) buckets whatever the uptime. Only the retained part of an interval is written.
+* Requests that can never fit (no node of the fleet could hold one of their pods) take no part
+  in the states; the latest sample's are kept (not persisted) and every report lists them apart.
 * ``query(from, to)`` reads hour buckets for the part of the window older than the minute
   retention (starting at the first whole hour inside it) and minute buckets for the rest. A
   bucket partly inside the window counts in proportion to its overlap (exact for
@@ -56,6 +58,7 @@ from controlplane.reports.sample import FleetSample
 from controlplane.reports.summary import (
     Dimension,
     GroupTotals,
+    NeverFitRequest,
     OpportunityTotal,
     StateTotals,
     WasteReport,
@@ -222,6 +225,7 @@ class Accumulator:
         self._dirty: set[BucketId] = set()
         self._expired: set[BucketId] = set()
         self._cursor_dirty = False
+        self._never_fit: tuple[NeverFitRequest, ...] = ()
 
     # -- feeding -------------------------------------------------------------------------------
 
@@ -247,6 +251,10 @@ class Accumulator:
             self._integrate(self._cursor, until=now)
         self._cursor = rates
         self._cursor_dirty = True
+        self._never_fit = tuple(
+            NeverFitRequest(d.namespace, d.workload, d.replicas, dict(d.gpu_requests or d.requests), d.message)
+            for d in classification.never_fit
+        )
         self._newest = now if self._newest is None else max(self._newest, now)
         self._prune()
         return True
@@ -361,6 +369,7 @@ class Accumulator:
             workloads=_workloads(cells, observed, now=now.cells if now else {}),
             opportunities=_opportunity_totals(opportunities, observed, now=now.opportunities if now else {}),
             unmeasured=_unmeasured(cells),
+            never_fit=self._never_fit,
         )
         return replace(report, recommendations=tuple(recommend(report)))
 

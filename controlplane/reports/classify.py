@@ -38,6 +38,11 @@ The rules, in the order they are applied:
    on the node for one replica. That capacity is stranded by its shape.
 6. **free-spare** -- every other free device: nothing pending could use it (no GPU demand,
    or demand only for other clusters or products, or demand already fully matched).
+
+Demand that can never fit (:attr:`~controlplane.reports.sample.PendingReason.NEVER_FITS`: no
+node of the fleet could hold one of its pods even empty) takes part in neither rule 4 nor rule
+5: no free device could ever serve it, so it neither makes GPUs needed nor strands them. It is
+returned apart (``Classification.never_fit``) for the report to list.
 """
 
 from __future__ import annotations
@@ -46,7 +51,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from controlplane.reports.sample import ClusterSample, DeviceSample, FleetSample, NodeSample, PendingDemand
+from controlplane.reports.sample import (
+    ClusterSample,
+    DeviceSample,
+    FleetSample,
+    NodeSample,
+    PendingDemand,
+    PendingReason,
+)
 
 DEFAULT_THRESHOLD = 0.10
 
@@ -113,6 +125,8 @@ class UnmetDemand:
 class Classification:
     states: tuple[DeviceState, ...]
     unmet: tuple[UnmetDemand, ...]
+    never_fit: tuple[PendingDemand, ...] = ()
+    """Pending demand no node of the fleet could ever hold, left out of the states."""
 
 
 @dataclass(slots=True)
@@ -167,8 +181,14 @@ def _allocated_state(device: DeviceSample, threshold: float) -> WasteState:
     return WasteState.IDLE_ALLOCATED
 
 
+def _never_fit(pending: Iterable[PendingDemand]) -> tuple[PendingDemand, ...]:
+    return tuple(d for d in pending if d.replicas > 0 and d.reason == PendingReason.NEVER_FITS)
+
+
 def _gpu_demands(pending: Iterable[PendingDemand]) -> list[PendingDemand]:
-    demands = [d for d in pending if d.replicas > 0 and d.gpu_requests]
+    demands = [
+        d for d in pending if d.replicas > 0 and d.gpu_requests and d.reason != PendingReason.NEVER_FITS
+    ]
     demands.sort(key=lambda d: (-sum(d.gpu_requests.values()), d.namespace, d.workload, d.reason))
     return demands
 
@@ -227,7 +247,7 @@ def classify_fleet(
 
     # Matched mode: only demand still waiting strands capacity. Literal mode: any demand does.
     _mark_fragmented(states, free_nodes, [u.demand for u in unmet] if cap_needed_by_demand else demands)
-    return Classification(tuple(states), tuple(unmet))
+    return Classification(tuple(states), tuple(unmet), _never_fit(sample.pending))
 
 
 def _mark_needed(states: list[DeviceState], index: int, demand: PendingDemand) -> None:

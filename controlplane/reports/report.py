@@ -14,7 +14,8 @@ The JSON contract (``gpufed waste -o json``; fields may be added, never renamed)
      "top_idle_workloads": [{"namespace", "workload", "gpus_now", "allocated_gpu_hours",
                              "measured_gpu_hours", "allocated_gpus", "mean_utilization",
                              "idle_gpu_hours", "idle_cost_usd", "cost_usd"}],
-     "recommendations": [{"kind", "text", "savings_usd_per_day"}]}
+     "recommendations": [{"kind", "text", "savings_usd_per_day"}],
+     "never_fit": [{"namespace", "workload", "replicas", "requests": {<resource>: n}, "message"}]}
 
 with every state of DESIGN.md's table present in each ``gpu_hours``/``cost_usd`` map (the
 ``unmeasured`` state is allocated GPU time with no utilization measured: neither busy nor idle,
@@ -22,6 +23,8 @@ and left out of ``waste_pct``'s denominator). ``unmeasured`` lists that time per
 first). Per workload, ``gpus_now`` is what it holds in the newest sample, ``allocated_gpu_hours``
 what it held over the window (``measured_gpu_hours`` of it with a utilization), and
 ``allocated_gpus`` the window's mean (GPU-hours / observed hours), not a GPU count.
+``never_fit`` lists the pending requests no node of the fleet could ever hold (as of the latest
+sample); they are in no state, so the GPUs they cannot use stay free-spare.
 """
 
 from __future__ import annotations
@@ -108,6 +111,16 @@ def to_json(report: WasteReport, *, top: int = DEFAULT_TOP) -> dict[str, Any]:
         "recommendations": [
             {"kind": r.kind.value, "text": r.text, "savings_usd_per_day": round(r.savings_usd_per_day, 2)}
             for r in report.recommendations
+        ],
+        "never_fit": [
+            {
+                "namespace": n.namespace,
+                "workload": n.workload,
+                "replicas": n.replicas,
+                "requests": dict(n.requests),
+                "message": n.message,
+            }
+            for n in report.never_fit
         ],
     }
 
@@ -256,6 +269,12 @@ def render_table(report: WasteReport, *, top: int = DEFAULT_TOP) -> str:
         out += [f"{index}. {r.text}" for index, r in enumerate(report.recommendations, start=1)]
     else:
         out.append("none")
+    if report.never_fit:
+        out += ["", "REQUESTS THAT CAN NEVER FIT (not counted as free-needed or free-fragmented)"]
+        out += [
+            f"{describe_workload(n.namespace, n.workload)} ({n.replicas} pod(s) waiting): {n.message}"
+            for n in report.never_fit
+        ]
     return "\n".join(out) + "\n"
 
 

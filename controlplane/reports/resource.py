@@ -48,6 +48,7 @@ from controlplane.reports.report import DEFAULT_TOP, to_json
 from controlplane.reports.summary import (
     Dimension,
     GroupTotals,
+    NeverFitRequest,
     Recommendation,
     RecommendationKind,
     StateTotals,
@@ -448,6 +449,16 @@ def report_from_json(doc: Mapping[str, Any]) -> WasteReport:
             ),
             unmeasured=tuple(
                 (str(u["cluster"]), _float(u.get("gpu_hours"))) for u in doc.get("unmeasured") or []
+            ),
+            never_fit=tuple(
+                NeverFitRequest(
+                    namespace=str(n.get("namespace") or ""),
+                    workload=str(n.get("workload") or ""),
+                    replicas=int(n.get("replicas") or 0),
+                    requests={str(k): int(v) for k, v in (n.get("requests") or {}).items()},
+                    message=str(n.get("message") or ""),
+                )
+                for n in doc.get("never_fit") or []
             ),
         )
     except (KeyError, TypeError, AttributeError) as exc:

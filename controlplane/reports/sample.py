@@ -48,6 +48,10 @@ Adapter rules, exactly:
   is left, so a multi-GPU replica is never assumed to fit across nodes).
 * A cluster is ready when its Ready condition is ``True`` (and, with ``stale_after``, its
   ``lastReportTime`` is recent enough).
+* A binding whose ``Scheduled`` condition has reason ``NeverFits`` (no node of the fleet could
+  hold one of its pods, even empty) is pending demand with reason
+  :attr:`PendingReason.NEVER_FITS` and the condition's message: the classifier leaves it out of
+  free-needed and free-fragmented, and the report lists it apart.
 * Pending demand carries only GPU placement facts: the per-replica requests, the allowed GPU
   products (``nodeSelector``/required node affinity on ``nvidia.com/gpu.product``) and the
   allowed clusters (the placement's cluster affinity and cluster tolerations, evaluated with
@@ -100,6 +104,9 @@ class PendingReason(StrEnum):
     """The hub's scheduler has not placed these replicas in any cluster."""
     MEMBER_UNSCHEDULABLE = "MemberUnschedulable"
     """A member's scheduler could not place these pods."""
+    NEVER_FITS = "NeverFits"
+    """No node of the fleet could hold one of these pods even empty (the hub's scheduler says so
+    in the binding's Scheduled condition): not demand any free GPU could serve."""
 
 
 def mig_compute_slices(profile: str) -> int | None:
@@ -238,6 +245,8 @@ class PendingDemand:
     reason: str = PendingReason.UNPLACED
     excluded_products: frozenset[str] = frozenset()
     excluded_clusters: frozenset[str] = frozenset()
+    message: str = ""
+    """Why it waits, when known (the scheduler's message for :attr:`PendingReason.NEVER_FITS`)."""
 
     @property
     def gpu_requests(self) -> dict[str, int]:
@@ -916,6 +925,11 @@ def _binding_demand(
     # A multi-role job that has nothing placed waits with all its roles; partial placement
     # only happens to divisible (single-template) workloads, so the rest use the main template.
     groups = components if components and placed == 0 else [(unplaced, main)]
+    reason, message = PendingReason.UNPLACED, ""
+    for cond in _list(_mapping(raw.get("status")).get("conditions")):
+        cond = _mapping(cond)
+        if cond.get("type") == "Scheduled" and cond.get("reason") == PendingReason.NEVER_FITS:
+            reason, message = PendingReason.NEVER_FITS, str(cond.get("message") or "")
     demands = []
     for replicas, requirements in groups:
         allowed, excluded = product_constraint(requirements)
@@ -927,8 +941,9 @@ def _binding_demand(
                 requests=MappingProxyType(requirements.resource_map),
                 products=allowed,
                 clusters=clusters,
-                reason=PendingReason.UNPLACED,
+                reason=reason,
                 excluded_products=excluded,
+                message=message,
             )
         )
     return constraints, demands

@@ -158,6 +158,18 @@ class Recommendation:
 
 
 @dataclass(frozen=True, slots=True)
+class NeverFitRequest:
+    """A workload's pending pods that no node of the fleet could hold even empty (as of the latest
+    sample): listed apart, never counted as free-needed or free-fragmented."""
+
+    namespace: str
+    workload: str
+    replicas: int
+    requests: Mapping[str, int]
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
 class WasteReport:
     """GPU waste over ``[window_from, window_to)``.
 
@@ -178,6 +190,7 @@ class WasteReport:
     opportunities: tuple[OpportunityTotal, ...] = ()
     recommendations: tuple[Recommendation, ...] = ()
     unmeasured: tuple[tuple[str, float], ...] = ()
+    never_fit: tuple[NeverFitRequest, ...] = ()
 
     @property
     def observed_days(self) -> float:

@@ -91,7 +91,7 @@ from controlplane.storage.interface import (
     Unavailable,
     WatchEvent,
 )
-from controlplane.storage.outage import OutageGate
+from controlplane.storage.outage import DEFAULT_TRIP_AFTER, OutageGate
 from controlplane.storage.paging import DEFAULT_PAGE_SIZE, ResponseTooLarge, read_range
 
 logger = logging.getLogger(__name__)
@@ -325,6 +325,7 @@ class EtcdStore:
         tls: EtcdClientTls | None = None,
         page_size: int = DEFAULT_PAGE_SIZE,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        outage_trip_after: float = DEFAULT_TRIP_AFTER,
     ) -> None:
         self._target = grpc_target(endpoints)
         self._endpoint = ",".join(endpoints)
@@ -353,7 +354,7 @@ class EtcdStore:
         self._lease_stub: Any = None
         self._watch_calls: set[Any] = set()
         self._closed = False
-        self._gate = OutageGate()
+        self._gate = OutageGate(trip_after=outage_trip_after)
 
     # -- lifecycle -----------------------------------------------------------------
 

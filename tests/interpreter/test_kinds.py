@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from controlplane.interpreter import Health, interpreter_for, registered_kinds
+from controlplane.interpreter import Health, interpreter_for, keep_finished, registered_kinds
 from controlplane.interpreter.base import KindInterpreter
 
 
@@ -409,3 +409,48 @@ def test_with_gpu_request_leaves_gpu_free_roles_alone() -> None:
     worker = out["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["resources"]
     assert worker["limits"] == {"nvidia.com/gpu": "2"}
     assert worker["requests"] == {"cpu": "1", "nvidia.com/gpu": "2"}
+
+
+def _conditions(**values: str) -> dict[str, Any]:
+    return {"conditions": [{"type": t, "status": v} for t, v in values.items()]}
+
+
+@pytest.mark.parametrize(
+    ("obj", "status", "phase"),
+    [
+        (job(), _conditions(Complete="True"), "Succeeded"),
+        (job(), _conditions(Failed="True"), "Failed"),
+        (job(), _conditions(Complete="False"), None),
+        (job(), {"active": 2}, None),
+        (pytorchjob(), _conditions(Created="True", Running="False", Succeeded="True"), "Succeeded"),
+        (pytorchjob(), _conditions(Created="True", Running="True"), None),
+        (mpijob(), _conditions(Succeeded="True"), "Succeeded"),
+        (mpijob(), _conditions(Failed="True"), "Failed"),
+        (mpijob(), _conditions(Restarting="True"), None),
+        (rayjob(), {"jobDeploymentStatus": "Complete", "jobStatus": "SUCCEEDED"}, "Succeeded"),
+        (rayjob(), {"jobDeploymentStatus": "Complete", "jobStatus": "FAILED"}, "Failed"),
+        (rayjob(), {"jobDeploymentStatus": "Failed"}, "Failed"),
+        (rayjob(), {"jobDeploymentStatus": "Running", "jobStatus": "RUNNING"}, None),
+        (deployment(), _conditions(Available="True"), None),
+        (raycluster(), {"state": "ready"}, None),
+        (job(), None, None),
+    ],
+)
+def test_finished(obj: dict[str, Any], status: dict[str, Any] | None, phase: str | None) -> None:
+    interp = interpreter_for(obj["apiVersion"], obj["kind"])
+    assert interp is not None
+    found = interp.finished(status)
+    assert (str(found) if found is not None else None) == phase
+
+
+def test_a_finished_status_never_flips_back() -> None:
+    """Succeeded -> Running is what a member reporting a recreated pod (or a Work gone after a
+    move) would write; the hub keeps the terminal phase."""
+    interp = interpreter_for("kubeflow.org/v1", "MPIJob")
+    assert interp is not None
+    done = _conditions(Created="True", Succeeded="True")
+    running = _conditions(Created="True", Running="True")
+    assert keep_finished(interp, done, running) is done
+    assert keep_finished(interp, done, {}) is done
+    assert keep_finished(interp, running, done) is done
+    assert keep_finished(interp, running, {"x": 1}) == {"x": 1}

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 
 import pytest
 
 from controlplane.reports.classify import DeviceState, WasteState, classify, classify_fleet
-from controlplane.reports.sample import DeviceSample, FleetSample, PendingDemand
+from controlplane.reports.sample import DeviceSample, FleetSample, PendingDemand, PendingReason
 
 from .builders import A100, GPU, H100, cluster, demand, fleet, gpu, gpus, mig, node, pod
 
@@ -250,3 +251,29 @@ def test_prices_are_per_model_and_cluster() -> None:
         (A100, 1.5, 1.5),
         (H100, 4.1, 4.1),
     ]
+
+
+def never(requests: dict[str, int], *, replicas: int = 2) -> PendingDemand:
+    return replace(demand(requests, replicas=replicas, workload="Deployment/huge"), reason=PendingReason.NEVER_FITS,
+                   message="can never fit: needs 64 nvidia.com/gpu in one pod; the largest node in the fleet has 8")
+
+
+@pytest.mark.parametrize(
+    ("pending", "expected"),
+    [
+        # 64 GPUs per pod on 8-GPU nodes: not fragmentation, the free GPUs stay spare.
+        pytest.param([never({GPU: 64})], [SPARE] * 8, id="never-fit-alone"),
+        # The same request still marked Unplaced (before the scheduler's verdict) strands them all.
+        pytest.param([demand({GPU: 64}, replicas=2)], [FRAGMENTED] * 8, id="unplaced-strands"),
+        # Other waiting work is matched as usual; the never-fitting request adds nothing.
+        pytest.param([never({GPU: 64}), demand({GPU: 2})], [NEEDED] * 2 + [SPARE] * 6, id="next-to-real-demand"),
+        pytest.param([never({"nvidia.com/gpu.shared": 1})], [SPARE] * 8, id="time-sliced-share"),
+    ],
+)
+def test_a_request_that_can_never_fit_is_not_fragmentation(
+    pending: list[PendingDemand], expected: list[WasteState]
+) -> None:
+    sample = fleet(cluster("a", [node("n1", gpus(8))]), pending=pending)
+    classification = classify_fleet(sample)
+    assert sorted((s.state for s in classification.states), key=list(WasteState).index) == expected
+    assert [d.workload for d in classification.never_fit] == [d.workload for d in pending if d.reason == PendingReason.NEVER_FITS]

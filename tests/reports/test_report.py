@@ -5,12 +5,13 @@ from __future__ import annotations
 import csv
 import io
 import json
+from dataclasses import replace
 
 import pytest
 
 from controlplane.reports.accounting import Accumulator
 from controlplane.reports.report import OutputFormat, render, render_csv, render_table, to_json
-from controlplane.reports.sample import FleetSample
+from controlplane.reports.sample import FleetSample, PendingReason
 from controlplane.reports.summary import WasteReport
 
 from .builders import A100, GPU, T0, at, cluster, demand, fleet, gpu, node, pod
@@ -108,3 +109,26 @@ def test_csv_without_grouping_has_a_total_row() -> None:
 def test_unknown_output_format_is_rejected(report: WasteReport) -> None:
     with pytest.raises(ValueError):
         render(report, "yaml")
+
+
+def test_requests_that_can_never_fit_are_listed_apart_and_waste_nothing() -> None:
+    """A 64-GPU-per-pod request next to 4 free GPUs: they stay free-spare (0 % waste), and the
+    request has its own entry in JSON and its own heading in the table."""
+    message = "can never fit: needs 64 nvidia.com/gpu in one pod; the largest node in the fleet has 4"
+    huge = replace(demand({GPU: 64}, replicas=2, workload="Deployment/huge"),
+                       reason=PendingReason.NEVER_FITS, message=message)
+    accumulator = Accumulator()
+    for minute in range(0, 11):
+        accumulator.add(fleet(cluster("dc1", [node("a1", [gpu(i) for i in range(4)])], pricing={A100: 2.0}),
+                              pending=[huge], time=at(minute)))
+    report = accumulator.query(T0, at(10))
+    doc = to_json(report)
+    hours = doc["totals"]["gpu_hours"]
+    assert hours["free-fragmented"] == 0 and hours["free-needed"] == 0 and hours["free-spare"] > 0
+    assert doc["totals"]["waste_pct"] == 0
+    assert doc["never_fit"] == [
+        {"namespace": "ml", "workload": "Deployment/huge", "replicas": 2, "requests": {GPU: 64}, "message": message}
+    ]
+    table = render_table(report)
+    assert "REQUESTS THAT CAN NEVER FIT" in table
+    assert f"ml/huge (2 pod(s) waiting): {message}" in table

@@ -235,6 +235,14 @@ def test_unplaced_binding_replicas_are_pending(replicas: int, placed: dict[str, 
     assert fleet.workloads[("ml", "Deployment/infer")].products == frozenset({H100})
 
 
+def test_a_binding_that_can_never_fit_is_pending_with_its_reason_and_message() -> None:
+    message = "can never fit: needs 64 nvidia.com/gpu in one pod; the largest node in the fleet has 8"
+    raw = binding(2, {})
+    raw["status"] = {"conditions": [{"type": "Scheduled", "status": "False", "reason": "NeverFits", "message": message}]}
+    fleet = sample_from_cluster_statuses([cluster_object("dc1", [], [], {}, pricing={})], [raw], [], now=T0)
+    assert [(d.replicas, d.reason, d.message) for d in fleet.pending] == [(2, PendingReason.NEVER_FITS, message)]
+
+
 def test_member_unschedulable_pods_are_pending_elsewhere() -> None:
     manifest = {
         "apiVersion": "apps/v1",

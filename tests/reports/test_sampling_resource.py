@@ -3,6 +3,7 @@ back from the JSON contract to the report that `gpufed waste` renders as a table
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -18,6 +19,7 @@ from controlplane.reports.resource import (
     parse_query,
     report_from_json,
 )
+from controlplane.reports.sample import PendingReason
 from controlplane.reports.summary import Dimension
 
 from .builders import A100, at, cluster, demand, fleet, gpu, mig, node, pod
@@ -107,8 +109,10 @@ def _report_accumulator() -> Accumulator:
                      pricing={A100: 1.5})
     migs = cluster("cloud", [node("m1", tuple(mig(0, "1g.10gb", instance=i) for i in range(7)))],
                    pricing={A100: 4.0}, provider="aws", tier=1)
+    huge = replace(demand({"nvidia.com/gpu": 64}, workload="Deployment/huge"), reason=PendingReason.NEVER_FITS,
+                   message="can never fit: needs 64 nvidia.com/gpu in one pod; the largest node in the fleet has 3")
     for minute in range(31):
-        accumulator.add(fleet(onprem, migs, pending=[demand({"nvidia.com/mig-3g.40gb": 1})], time=at(minute)))
+        accumulator.add(fleet(onprem, migs, pending=[demand({"nvidia.com/mig-3g.40gb": 1}), huge], time=at(minute)))
     return accumulator
 
 
@@ -119,6 +123,7 @@ def test_the_json_contract_renders_like_the_report_itself(by: tuple[Dimension, .
     assert render_table(decoded) == render_table(report)
     assert render_csv(decoded) == render_csv(report)
     assert decoded.recommendations and [r.text for r in decoded.recommendations] == [r.text for r in report.recommendations]
+    assert decoded.never_fit == report.never_fit and report.never_fit
 
 
 @pytest.mark.parametrize("doc", [{}, {"window": {}}, {"window": {"from": "x", "to": "y"}, "totals": {}}])

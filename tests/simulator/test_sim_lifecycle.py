@@ -202,6 +202,63 @@ def test_mpijob_cleans_up_workers_after_launcher() -> None:
     assert sorted(changes.delete) == ["w-worker-0", "w-worker-1"]
 
 
+def _terminating(pod: dict[str, Any]) -> dict[str, Any]:
+    return {**pod, "metadata": {**pod["metadata"], "deletionTimestamp": NOW}}
+
+
+SUCCEEDED_STATUS = {"conditions": [{"type": "Succeeded", "status": "True"}]}
+
+
+@pytest.mark.parametrize(
+    ("kind", "specs_key", "chief", "status", "pods"),
+    [
+        # The status write of the success has not reached the cache yet: the pods say it.
+        pytest.param("MPIJob", "mpiReplicaSpecs", "launcher", None,
+                     [_child("w-launcher", phase="Succeeded"), _terminating(_child("w-worker-1"))],
+                     id="mpijob-stale-status-workers-deleted"),
+        pytest.param("PyTorchJob", "pytorchReplicaSpecs", "master-0", None,
+                     [_child("w-master-0", phase="Succeeded")], id="pytorchjob-stale-status-master-done"),
+        pytest.param("MPIJob", "mpiReplicaSpecs", "launcher", SUCCEEDED_STATUS, [],
+                     id="mpijob-finished-every-pod-gone"),
+        pytest.param("PyTorchJob", "pytorchReplicaSpecs", "master-0", SUCCEEDED_STATUS, [],
+                     id="pytorchjob-finished-every-pod-gone"),
+        pytest.param("PyTorchJob", "pytorchReplicaSpecs", "master-0", None,
+                     [_child("w-master-0"), _child("w-worker-0", phase="Failed")], id="a-pod-failed"),
+    ],
+)
+def test_a_finished_gang_gets_no_new_pod(
+    kind: str, specs_key: str, chief: str, status: dict[str, Any] | None, pods: list[dict[str, Any]]
+) -> None:
+    """As the training-operator and the MPI operator: once the job finished, no pod is created
+    again, so no worker is left Pending ("pod group has 1 of 3 pods") for the hub to move."""
+    replica = {"replicas": 1, "template": {"spec": {"containers": [{"name": "m", "image": "i"}]}}}
+    role = "Launcher" if kind == "MPIJob" else "Master"
+    job = _owner(kind, "kubeflow.org/v1", {specs_key: {role: replica, "Worker": {**replica, "replicas": 2}}}, status)
+    changes = ctl.reconcile_kubeflow_job(job, pods, now=NOW, rng=random.Random(0))
+    assert changes.create == []
+
+
+@pytest.mark.parametrize(
+    ("policy", "deleted"),
+    [
+        (None, ["w-worker-0", "w-worker-1"]),  # the simulated MPIJob's default: Running
+        ("Running", ["w-worker-0", "w-worker-1"]),
+        ("All", ["w-launcher", "w-worker-0", "w-worker-1"]),
+        ("None", []),
+    ],
+)
+def test_finished_mpijob_cleans_pods_as_its_clean_pod_policy_says(policy: str | None, deleted: list[str]) -> None:
+    replica = {"replicas": 1, "template": {"spec": {"containers": [{"name": "m", "image": "i"}]}}}
+    spec: dict[str, Any] = {"mpiReplicaSpecs": {"Launcher": replica, "Worker": {**replica, "replicas": 2}}}
+    if policy is not None:
+        spec["runPolicy"] = {"cleanPodPolicy": policy}
+    job = _owner("MPIJob", "kubeflow.org/v1", spec, SUCCEEDED_STATUS)
+    pods = [_child("w-launcher", phase="Succeeded"), _child("w-worker-0"), _child("w-worker-1", phase="Pending")]
+    changes = ctl.reconcile_kubeflow_job(job, pods, now=NOW, rng=random.Random(0))
+    assert sorted(changes.delete) == deleted
+    assert changes.create == []
+
+
 @pytest.mark.parametrize(
     ("policy", "creates"), [("OrderedReady", ["w-0"]), ("Parallel", ["w-0", "w-1", "w-2"])]
 )

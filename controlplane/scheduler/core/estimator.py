@@ -159,6 +159,11 @@ def _eligible(shape: NodeShape, req: ReplicaRequirements) -> bool:
     return not (shape.taints and untolerated(shape.taints, req.tolerations))
 
 
+def node_eligible(shape: NodeShape, req: ReplicaRequirements) -> bool:
+    """Whether nodes of ``shape`` pass ``req``'s nodeSelector, required node affinity and taints."""
+    return _eligible(shape, req)
+
+
 def _node_fit(shape: NodeShape, req: ReplicaRequirements) -> int:
     """Replicas one node of ``shape`` holds, resources only."""
     free = shape.free

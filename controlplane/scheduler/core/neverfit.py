@@ -1,0 +1,88 @@
+"""Whether a binding's pods can never fit in the fleet, whatever frees up: the request is too big.
+
+In: a :class:`~controlplane.scheduler.core.framework.BindingRequest` and the fleet's
+:class:`~controlplane.scheduler.core.snapshot.ClusterSnapshot` list. Out: None when some node
+could hold one pod of it were that node empty, else a :class:`NeverFits` with a message a
+person can act on ("can never fit: needs 64 nvidia.com/gpu in one pod; the largest node in the
+fleet has 8").
+
+A pod fits a node *ever* when the node passes the pod's nodeSelector (GPU model included),
+required node affinity and taints, and the node's **allocatable** resources (not its free
+ones) cover the request: a whole-GPU count above any node's GPUs, a MIG profile no node is
+partitioned into, a time-sliced share (``nvidia.com/gpu.shared``) in a fleet without time
+slicing, a GPU model no node has. Each alternative GPU shape of the policy counts: the request
+never fits only when none of them can. A gang's roles must all fit in one cluster. Waiting will
+not help such a request (only a change of the fleet's capacity can): the scheduler says so once
+instead of retrying, and the waste accounting does not count the GPUs it cannot use as
+fragmented. Clusters that report no nodes are left out; with none reporting, nothing is decided.
+Pure; no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from controlplane.apis.quantity import format_quantity
+from controlplane.interpreter.requirements import RESOURCE_PODS, ReplicaRequirements, is_gpu_resource
+from controlplane.scheduler.core.estimator import can_ever_run, node_eligible
+from controlplane.scheduler.core.framework import BindingRequest
+from controlplane.scheduler.core.snapshot import ClusterSnapshot
+
+PREFIX = "can never fit: "
+
+
+@dataclass(frozen=True, slots=True)
+class NeverFits:
+    """Why no node of the fleet could ever hold one pod of the request."""
+
+    message: str
+
+
+def _options(request: BindingRequest) -> list[tuple[ReplicaRequirements, ...]]:
+    """Per GPU shape the request may take (its own first), the per-pod requirements that must all
+    fit in one cluster: each role of a gang, else the one pod template."""
+    roles = [c.requirements for c in request.gang_components()] if request.gang else [request.requirements]
+    shapes = [None, *request.gpu_shapes]
+    return [tuple(shape.apply(r) if shape is not None else r for r in roles) for shape in shapes]
+
+
+def never_fits(request: BindingRequest, clusters: Sequence[ClusterSnapshot]) -> NeverFits | None:
+    """None when some cluster could run the request (every role of a gang) on empty nodes."""
+    reporting = [c for c in clusters if c.shapes]
+    if not reporting:
+        return None
+    options = _options(request)
+    for roles in options:
+        if any(all(can_ever_run(cluster, r) for r in roles) for cluster in reporting):
+            return None
+    return NeverFits(PREFIX + _why(options[0], reporting))
+
+
+def _why(roles: Sequence[ReplicaRequirements], clusters: Sequence[ClusterSnapshot]) -> str:
+    """The first resource one pod asks more of than any eligible node has, in words."""
+    for req in roles:
+        eligible = [s for c in clusters for s in c.shapes if node_eligible(s, req)]
+        where = "in the fleet"
+        if req.node_selector:
+            where = "matching " + ",".join(f"{k}={v}" for k, v in req.node_selector)
+        if not eligible:
+            return f"no node in the fleet matches its node selection and tolerations ({where})"
+        for name, amount in sorted(req.resources, key=lambda kv: (not is_gpu_resource(kv[0]), kv[0])):
+            largest = max(max(s.allocatable.get(name, 0), s.free.get(name, 0)) for s in eligible)
+            if any(s.invalid_mig for s in eligible) and is_gpu_resource(name):
+                largest = max(
+                    (max(s.allocatable.get(name, 0), s.free.get(name, 0)) for s in eligible if not s.invalid_mig),
+                    default=0,
+                )
+            if largest >= amount:
+                continue
+            need = f"needs {format_quantity(name, amount)} {name} in one pod"
+            if largest == 0:
+                return f"{need}; no node {where} offers {name}"
+            return f"{need}; the largest node {where} has {format_quantity(name, largest)}"
+        if any(RESOURCE_PODS in s.allocatable for s in eligible) and all(
+            s.allocatable.get(RESOURCE_PODS, 1) < 1 for s in eligible
+        ):
+            return f"no node {where} takes another pod"
+    return "no node in the fleet could hold one pod of it, even empty (node selection and resources together)"
