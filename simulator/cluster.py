@@ -41,9 +41,10 @@ from controlplane.apiserver import errors
 from controlplane.apiserver.objects import ObjectStore, WatchEventType
 from controlplane.apiserver.resources import ResourceType
 from controlplane.controllers.informing import Informer
-from simulator import controllers as ctl
 from simulator import kubelet
 from simulator.clock import Clock, ScaledClock, rfc3339
+from simulator.controllers.base import Changes, controller_uid, is_terminating, phase
+from simulator.controllers.registry import CONTROLLERS, Controller
 from simulator.dcgm import PodDevice, render_metrics
 from simulator.devices import NodeInventory
 from simulator.events import EventAction, EventReason, EventType
@@ -77,7 +78,7 @@ def _get(informer: Informer, key: str) -> dict[str, Any] | None:
 
 
 def _owner_index(obj: dict[str, Any]) -> Iterable[Hashable]:
-    uid = ctl.controller_uid(obj)
+    uid = controller_uid(obj)
     return (uid,) if uid else ()
 
 
@@ -178,8 +179,8 @@ class SimulatedCluster:
             EventRecorder(objects, event_rt, clock=self.clock, component=SCHEDULER_NAME) if event_rt else None
         )
         #: kind -> (its resource type, its controller), for every controlled kind the store serves.
-        self._controlled: dict[str, tuple[ResourceType, ctl.Controller]] = {}
-        for (api_version, kind), controller in ctl.CONTROLLERS.items():
+        self._controlled: dict[str, tuple[ResourceType, Controller]] = {}
+        for (api_version, kind), controller in CONTROLLERS.items():
             rt = registry.for_kind(api_version, kind)
             if rt is None:
                 continue
@@ -285,7 +286,7 @@ class SimulatedCluster:
         """A pod or ReplicaSet changed: settle its owner's expectations and queue the owner."""
         key = _key(obj)
         # As kube's controllers, a child marked for deletion counts as deleted.
-        gone = event is WatchEventType.DELETED or ctl.is_terminating(obj)
+        gone = event is WatchEventType.DELETED or is_terminating(obj)
         settled = self._expectations.observed(f"{kind}:{key}", deleted=gone)
         namespace = obj["metadata"].get("namespace")
         for ref in obj["metadata"].get("ownerReferences") or []:
@@ -333,7 +334,7 @@ class SimulatedCluster:
         assert obj is not None
         key = _key(obj)
         self._child_changed("Pod", event, obj)
-        if new is None or ctl.phase(new) in ("Succeeded", "Failed"):
+        if new is None or phase(new) in ("Succeeded", "Failed"):
             if self.state.release(key) is not None:
                 self._capacity_changed = True
                 self._schedule_wake.set()
@@ -367,8 +368,8 @@ class SimulatedCluster:
         return (
             not spec.get("nodeName")
             and (spec.get("schedulerName") or SCHEDULER_NAME) == SCHEDULER_NAME
-            and ctl.phase(pod) == "Pending"
-            and not ctl.is_terminating(pod)
+            and phase(pod) == "Pending"
+            and not is_terminating(pod)
         )
 
     def _request(self, pod: dict[str, Any]) -> PodRequest | None:
@@ -498,7 +499,7 @@ class SimulatedCluster:
             for pod in self.pods.items():
                 key = _key(pod)
                 node = (pod.get("spec") or {}).get("nodeName")
-                if not node or ctl.phase(pod) in ("Succeeded", "Failed") or ctl.is_terminating(pod):
+                if not node or phase(pod) in ("Succeeded", "Failed") or is_terminating(pod):
                     written.pop(key, None)
                     continue
                 if written.get(key) == pod["metadata"].get("resourceVersion"):
@@ -554,7 +555,7 @@ class SimulatedCluster:
 
     # --- controllers -----------------------------------------------------------------------------
 
-    def _children(self, controller: ctl.Controller) -> tuple[str, Informer, ResourceType]:
+    def _children(self, controller: Controller) -> tuple[str, Informer, ResourceType]:
         kind = controller.child[1]
         if kind == "Pod":
             return kind, self.pods, self._pod_rt
@@ -582,7 +583,7 @@ class SimulatedCluster:
                 await self._apply(kind, rt, controller, obj, changes)
 
     async def _apply(
-        self, kind: str, rt: ResourceType, controller: ctl.Controller, obj: dict[str, Any], changes: ctl.Changes
+        self, kind: str, rt: ResourceType, controller: Controller, obj: dict[str, Any], changes: Changes
     ) -> None:
         namespace = obj["metadata"].get("namespace")
         owner = f"{kind}:{_key(obj)}"
@@ -667,7 +668,7 @@ class SimulatedCluster:
             pod = _get(self.pods, key)
             if pod is None or not allocation.devices:
                 continue
-            running = ctl.phase(pod) == "Running"
+            running = phase(pod) == "Running"
             namespace, name = key.split("/", 1)
             for device in allocation.devices:
                 uses.append(

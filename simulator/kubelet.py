@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from controlplane.apis.constants import ANNOTATION_SIM_DURATION, ANNOTATION_SIM_GPU_UTILIZATION
 from simulator.clock import rfc3339
-from simulator.controllers import ANNOTATION_RUN_TO_COMPLETION
+from simulator.controllers.rayjob import ANNOTATION_RUN_TO_COMPLETION
 
 #: A non-zero value makes a run-to-completion pod end Failed with that exit code.
 ANNOTATION_SIM_EXIT_CODE: Final = "sim.gpufed.io/exit-code"

@@ -7,7 +7,11 @@ from typing import Any
 
 import pytest
 
-from simulator import controllers as ctl
+from simulator.controllers.base import orphaned
+from simulator.controllers.job import reconcile_job
+from simulator.controllers.kubeflow import reconcile_kubeflow_job
+from simulator.controllers.rayjob import ANNOTATION_RUN_TO_COMPLETION, reconcile_rayjob
+from simulator.controllers.statefulset import reconcile_statefulset
 from simulator.kubelet import (
     KubeletTimes,
     annotated_utilization,
@@ -96,7 +100,7 @@ def test_kubelet_transitions(pod: dict[str, Any], now: float, phase: str | None,
 def test_runs_to_completion(restart: str, annotation: str | None, expected: bool) -> None:
     pod = _pod(restart)
     if annotation:
-        pod["metadata"]["annotations"][ctl.ANNOTATION_RUN_TO_COMPLETION] = annotation
+        pod["metadata"]["annotations"][ANNOTATION_RUN_TO_COMPLETION] = annotation
     assert runs_to_completion(pod) is expected
 
 
@@ -148,7 +152,7 @@ def test_job(spec: dict[str, Any], pods: list[dict[str, Any]], creates: int, con
         "batch/v1",
         {"template": {**TEMPLATE, "spec": {**TEMPLATE["spec"], "restartPolicy": "Never"}}, **spec},
     )
-    changes = ctl.reconcile_job(job, pods, now=NOW, rng=random.Random(0))
+    changes = reconcile_job(job, pods, now=NOW, rng=random.Random(0))
     assert len(changes.create) == creates
     assert changes.status is not None
     types = {c["type"] for c in changes.status.get("conditions", []) if c["status"] == "True"}
@@ -164,7 +168,7 @@ def test_pytorchjob_pods_and_status() -> None:
         "kubeflow.org/v1",
         {"pytorchReplicaSpecs": {"Master": replica, "Worker": {**replica, "replicas": 2}}},
     )
-    changes = ctl.reconcile_kubeflow_job(job, [], now=NOW, rng=random.Random(0))
+    changes = reconcile_kubeflow_job(job, [], now=NOW, rng=random.Random(0))
     names = sorted(p["metadata"]["name"] for p in changes.create)
     assert names == ["w-master-0", "w-worker-0", "w-worker-1"]
     for pod in changes.create:
@@ -174,7 +178,7 @@ def test_pytorchjob_pods_and_status() -> None:
     assert changes.status is not None
     assert [c["type"] for c in changes.status["conditions"]] == ["Created"]
     done = [_child("w-master-0", phase="Succeeded"), _child("w-worker-0"), _child("w-worker-1")]
-    changes = ctl.reconcile_kubeflow_job(job, done, now=NOW, rng=random.Random(0))
+    changes = reconcile_kubeflow_job(job, done, now=NOW, rng=random.Random(0))
     assert changes.status is not None
     conditions = {c["type"]: c["status"] for c in changes.status["conditions"]}
     assert conditions["Succeeded"] == "True" and conditions["Running"] == "False"
@@ -191,14 +195,14 @@ def test_mpijob_cleans_up_workers_after_launcher() -> None:
     )
     assert sorted(
         p["metadata"]["name"]
-        for p in ctl.reconcile_kubeflow_job(job, [], now=NOW, rng=random.Random(0)).create
+        for p in reconcile_kubeflow_job(job, [], now=NOW, rng=random.Random(0)).create
     ) == [
         "w-launcher",
         "w-worker-0",
         "w-worker-1",
     ]
     pods = [_child("w-launcher", phase="Succeeded"), _child("w-worker-0"), _child("w-worker-1")]
-    changes = ctl.reconcile_kubeflow_job(job, pods, now=NOW, rng=random.Random(0))
+    changes = reconcile_kubeflow_job(job, pods, now=NOW, rng=random.Random(0))
     assert sorted(changes.delete) == ["w-worker-0", "w-worker-1"]
 
 
@@ -234,7 +238,7 @@ def test_a_finished_gang_gets_no_new_pod(
     replica = {"replicas": 1, "template": {"spec": {"containers": [{"name": "m", "image": "i"}]}}}
     role = "Launcher" if kind == "MPIJob" else "Master"
     job = _owner(kind, "kubeflow.org/v1", {specs_key: {role: replica, "Worker": {**replica, "replicas": 2}}}, status)
-    changes = ctl.reconcile_kubeflow_job(job, pods, now=NOW, rng=random.Random(0))
+    changes = reconcile_kubeflow_job(job, pods, now=NOW, rng=random.Random(0))
     assert changes.create == []
 
 
@@ -254,7 +258,7 @@ def test_finished_mpijob_cleans_pods_as_its_clean_pod_policy_says(policy: str | 
         spec["runPolicy"] = {"cleanPodPolicy": policy}
     job = _owner("MPIJob", "kubeflow.org/v1", spec, SUCCEEDED_STATUS)
     pods = [_child("w-launcher", phase="Succeeded"), _child("w-worker-0"), _child("w-worker-1", phase="Pending")]
-    changes = ctl.reconcile_kubeflow_job(job, pods, now=NOW, rng=random.Random(0))
+    changes = reconcile_kubeflow_job(job, pods, now=NOW, rng=random.Random(0))
     assert sorted(changes.delete) == deleted
     assert changes.create == []
 
@@ -266,10 +270,10 @@ def test_statefulset_policies(policy: str, creates: list[str]) -> None:
     sts = _owner(
         "StatefulSet", "apps/v1", {"replicas": 3, "podManagementPolicy": policy, "template": TEMPLATE}
     )
-    changes = ctl.reconcile_statefulset(sts, [], now=NOW, rng=random.Random(0))
+    changes = reconcile_statefulset(sts, [], now=NOW, rng=random.Random(0))
     assert [p["metadata"]["name"] for p in changes.create] == creates
     shrink = _owner("StatefulSet", "apps/v1", {"replicas": 1, "template": TEMPLATE})
-    changes = ctl.reconcile_statefulset(
+    changes = reconcile_statefulset(
         shrink, [_child(f"w-{i}") for i in range(3)], now=NOW, rng=random.Random(0)
     )
     assert changes.delete == ["w-2"]
@@ -279,7 +283,7 @@ def test_orphans() -> None:
     owned = {"metadata": {"name": "a", "ownerReferences": [{"uid": "gone", "controller": True}]}}
     kept = {"metadata": {"name": "b", "ownerReferences": [{"uid": "live", "controller": True}]}}
     bare = {"metadata": {"name": "c"}}
-    assert ctl.orphaned([owned, kept, bare], {"live"}) == [owned]
+    assert orphaned([owned, kept, bare], {"live"}) == [owned]
 
 
 def test_rayjob_head_runs_to_completion_and_workers_go() -> None:
@@ -290,15 +294,15 @@ def test_rayjob_head_runs_to_completion_and_workers_go() -> None:
         }
     }
     job = _owner("RayJob", "ray.io/v1", spec)
-    changes = ctl.reconcile_rayjob(job, [], now=NOW, rng=random.Random(0))
+    changes = reconcile_rayjob(job, [], now=NOW, rng=random.Random(0))
     heads = [p for p in changes.create if p["metadata"]["labels"]["ray.io/node-type"] == "head"]
     assert len(heads) == 1 and len(changes.create) == 3
-    assert heads[0]["metadata"]["annotations"][ctl.ANNOTATION_RUN_TO_COMPLETION] == "true"
+    assert heads[0]["metadata"]["annotations"][ANNOTATION_RUN_TO_COMPLETION] == "true"
     assert changes.status is not None and changes.status["jobDeploymentStatus"] == "Initializing"
     pods = [
         _child("w-head-x", phase="Succeeded", labels={"ray.io/node-type": "head"}),
         _child("w-gpu-worker-a", labels={"ray.io/node-type": "worker", "ray.io/group": "gpu"}),
     ]
-    changes = ctl.reconcile_rayjob(job, pods, now=NOW, rng=random.Random(0))
+    changes = reconcile_rayjob(job, pods, now=NOW, rng=random.Random(0))
     assert changes.delete == ["w-gpu-worker-a"]
     assert changes.status is not None and changes.status["jobStatus"] == "SUCCEEDED"

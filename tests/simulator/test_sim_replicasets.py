@@ -10,7 +10,16 @@ from typing import Any
 import pytest
 
 from member_agent.capacity import owner_workload
-from simulator import controllers as ctl
+from simulator.controllers.base import Changes, template_hash
+from simulator.controllers.deployment import (
+    ANNOTATION_DESIRED_REPLICAS,
+    ANNOTATION_REVISION,
+    LABEL_TEMPLATE_HASH,
+    reconcile_deployment,
+    rolling_fenceposts,
+    scaled_value,
+)
+from simulator.controllers.replicaset import reconcile_replicaset
 
 NOW = "2025-01-01T00:00:00Z"
 TEMPLATE: dict[str, Any] = {
@@ -52,10 +61,10 @@ def _replicaset(
     revision: int = 1,
     created: str = NOW,
 ) -> dict[str, Any]:
-    rs = ctl.reconcile_deployment(
+    rs = reconcile_deployment(
         {**deployment, "spec": {**deployment["spec"], "template": template}}, [], now=NOW, rng=random.Random(0)
     ).create[0]
-    rs["metadata"]["annotations"][ctl.ANNOTATION_REVISION] = str(revision)
+    rs["metadata"]["annotations"][ANNOTATION_REVISION] = str(revision)
     rs["metadata"]["creationTimestamp"] = created
     rs["metadata"]["uid"] = f"uid-{rs['metadata']['name']}"
     rs["spec"]["replicas"] = replicas
@@ -67,9 +76,9 @@ def _replicaset(
     return rs
 
 
-def _sizes(deployment: dict[str, Any], sets: list[dict[str, Any]]) -> tuple[dict[str, int], ctl.Changes]:
+def _sizes(deployment: dict[str, Any], sets: list[dict[str, Any]]) -> tuple[dict[str, int], Changes]:
     """Each ReplicaSet's replicas after one sync (new ones included), and the changes."""
-    changes = ctl.reconcile_deployment(deployment, sets, now=NOW, rng=random.Random(0))
+    changes = reconcile_deployment(deployment, sets, now=NOW, rng=random.Random(0))
     sizes = {rs["metadata"]["name"]: rs["spec"]["replicas"] for rs in sets}
     for rs in [*changes.create, *changes.update]:
         sizes[rs["metadata"]["name"]] = rs["spec"]["replicas"]
@@ -77,11 +86,11 @@ def _sizes(deployment: dict[str, Any], sets: list[dict[str, Any]]) -> tuple[dict
 
 
 def test_template_hash_is_short_stable_and_safe() -> None:
-    first = ctl.template_hash(TEMPLATE)
-    assert first == ctl.template_hash(copy.deepcopy(TEMPLATE))
+    first = template_hash(TEMPLATE)
+    assert first == template_hash(copy.deepcopy(TEMPLATE))
     assert re.fullmatch(r"[bcdfghjklmnpqrstvwxz2456789]{1,10}", first)
-    assert ctl.template_hash(NEW_TEMPLATE) != first
-    assert ctl.template_hash(TEMPLATE, collision_count=1) != first
+    assert template_hash(NEW_TEMPLATE) != first
+    assert template_hash(TEMPLATE, collision_count=1) != first
 
 
 @pytest.mark.parametrize(
@@ -97,7 +106,7 @@ def test_template_hash_is_short_stable_and_safe() -> None:
     ],
 )
 def test_scaled_value(value: int | str | None, total: int, round_up: bool, expected: int) -> None:
-    assert ctl.scaled_value(value, total, round_up=round_up) == expected
+    assert scaled_value(value, total, round_up=round_up) == expected
 
 
 @pytest.mark.parametrize(
@@ -111,20 +120,20 @@ def test_scaled_value(value: int | str | None, total: int, round_up: bool, expec
 )
 def test_rolling_fenceposts(rolling: dict[str, Any], replicas: int, expected: tuple[int, int]) -> None:
     deployment = _deployment(replicas, strategy={"type": "RollingUpdate", "rollingUpdate": rolling})
-    assert ctl.rolling_fenceposts(deployment) == expected
+    assert rolling_fenceposts(deployment) == expected
 
 
 def test_new_deployment_gets_one_replicaset_owned_and_labelled() -> None:
     deployment = _deployment(3)
-    changes = ctl.reconcile_deployment(deployment, [], now=NOW, rng=random.Random(0))
+    changes = reconcile_deployment(deployment, [], now=NOW, rng=random.Random(0))
     assert len(changes.create) == 1 and not changes.update and not changes.delete
     rs = changes.create[0]
-    pod_hash = rs["metadata"]["labels"][ctl.LABEL_TEMPLATE_HASH]
+    pod_hash = rs["metadata"]["labels"][LABEL_TEMPLATE_HASH]
     assert rs["kind"] == "ReplicaSet" and rs["metadata"]["name"] == f"web-{pod_hash}"
     assert rs["spec"]["replicas"] == 3
-    assert rs["spec"]["selector"]["matchLabels"] == {"app": "x", ctl.LABEL_TEMPLATE_HASH: pod_hash}
-    assert rs["spec"]["template"]["metadata"]["labels"] == {"app": "x", ctl.LABEL_TEMPLATE_HASH: pod_hash}
-    assert rs["metadata"]["annotations"][ctl.ANNOTATION_REVISION] == "1"
+    assert rs["spec"]["selector"]["matchLabels"] == {"app": "x", LABEL_TEMPLATE_HASH: pod_hash}
+    assert rs["spec"]["template"]["metadata"]["labels"] == {"app": "x", LABEL_TEMPLATE_HASH: pod_hash}
+    assert rs["metadata"]["annotations"][ANNOTATION_REVISION] == "1"
     ref = rs["metadata"]["ownerReferences"][0]
     assert (ref["kind"], ref["name"], ref["uid"], ref["controller"]) == ("Deployment", "web", "uid-web", True)
     # Nothing runs yet: not available, progressing.
@@ -160,8 +169,8 @@ def test_rolling_update_steps(
             )
         )
     sizes, _ = _sizes(deployment, sets)
-    old_name = f"web-{ctl.template_hash(TEMPLATE)}"
-    new_name = f"web-{ctl.template_hash(NEW_TEMPLATE)}"
+    old_name = f"web-{template_hash(TEMPLATE)}"
+    new_name = f"web-{template_hash(NEW_TEMPLATE)}"
     assert sizes == {old_name: expected_old, new_name: expected_new}
     assert sum(sizes.values()) <= 4 + 1
 
@@ -172,14 +181,14 @@ def test_rolling_update_ends_complete_and_keeps_history() -> None:
         _replicaset(deployment, TEMPLATE, replicas=0, available=0),
         _replicaset(deployment, NEW_TEMPLATE, replicas=4, available=4, revision=2, created="2025-01-01T00:01:00Z"),
     ]
-    changes = ctl.reconcile_deployment(deployment, sets, now=NOW, rng=random.Random(0))
+    changes = reconcile_deployment(deployment, sets, now=NOW, rng=random.Random(0))
     assert not changes.create and not changes.update and not changes.delete
     assert changes.status is not None
     status = changes.status
     assert (status["replicas"], status["updatedReplicas"], status["availableReplicas"]) == (4, 4, 4)
     assert "unavailableReplicas" not in status
     progressing = next(c for c in status["conditions"] if c["type"] == "Progressing")
-    new_name = f"web-{ctl.template_hash(NEW_TEMPLATE)}"
+    new_name = f"web-{template_hash(NEW_TEMPLATE)}"
     assert progressing["reason"] == "NewReplicaSetAvailable"
     assert progressing["message"] == f'ReplicaSet "{new_name}" has successfully progressed.'
 
@@ -190,7 +199,7 @@ def test_status_aggregates_replicasets_mid_rollout() -> None:
         _replicaset(deployment, TEMPLATE, replicas=3, available=3),
         _replicaset(deployment, NEW_TEMPLATE, replicas=2, available=1, current=2, revision=2),
     ]
-    changes = ctl.reconcile_deployment(deployment, sets, now=NOW, rng=random.Random(0))
+    changes = reconcile_deployment(deployment, sets, now=NOW, rng=random.Random(0))
     assert changes.status is not None
     status = changes.status
     assert status["replicas"] == 5 and status["updatedReplicas"] == 2
@@ -211,7 +220,7 @@ def test_recreate(old_current: int, expected_old: int, new_created: bool) -> Non
     replicas = 4 if old_current else 0
     sets = [_replicaset(deployment, TEMPLATE, replicas=replicas, available=old_current, current=old_current)]
     sizes, changes = _sizes(deployment, sets)
-    assert sizes[f"web-{ctl.template_hash(TEMPLATE)}"] == expected_old
+    assert sizes[f"web-{template_hash(TEMPLATE)}"] == expected_old
     assert bool(changes.create) is new_created
     if new_created:
         assert changes.create[0]["spec"]["replicas"] == 4
@@ -223,7 +232,7 @@ def test_scaling_a_settled_deployment_scales_its_replicaset(replicas: int, expec
     sets = [_replicaset(deployment, TEMPLATE, replicas=4, available=4)]
     sizes, changes = _sizes(deployment, sets)
     assert list(sizes.values()) == [expected]
-    assert changes.update[0]["metadata"]["annotations"][ctl.ANNOTATION_DESIRED_REPLICAS] == str(replicas)
+    assert changes.update[0]["metadata"]["annotations"][ANNOTATION_DESIRED_REPLICAS] == str(replicas)
 
 
 def test_history_limit_deletes_the_oldest_idle_replicasets() -> None:
@@ -237,7 +246,7 @@ def test_history_limit_deletes_the_oldest_idle_replicasets() -> None:
         for i, t in enumerate(templates)
     ]
     current = _replicaset(deployment, TEMPLATE, replicas=1, available=1, revision=9, created="2025-01-01T00:09:00Z")
-    changes = ctl.reconcile_deployment(deployment, [*old, current], now=NOW, rng=random.Random(0))
+    changes = reconcile_deployment(deployment, [*old, current], now=NOW, rng=random.Random(0))
     assert changes.delete == [old[0]["metadata"]["name"], old[1]["metadata"]["name"]]
 
 
@@ -247,7 +256,7 @@ def _pod(name: str, *, node: str | None, phase: str, ready: bool, created: str, 
             "name": name,
             "namespace": "d",
             "creationTimestamp": created,
-            "labels": {"app": "x", ctl.LABEL_TEMPLATE_HASH: "abc"},
+            "labels": {"app": "x", LABEL_TEMPLATE_HASH: "abc"},
             "ownerReferences": [{"kind": "ReplicaSet", "name": rs, "uid": "uid-rs", "controller": True}],
         },
         "spec": {"nodeName": node} if node else {},
@@ -257,7 +266,7 @@ def _pod(name: str, *, node: str | None, phase: str, ready: bool, created: str, 
 
 def _rs(replicas: int) -> dict[str, Any]:
     template = copy.deepcopy(TEMPLATE)
-    template["metadata"]["labels"][ctl.LABEL_TEMPLATE_HASH] = "abc"
+    template["metadata"]["labels"][LABEL_TEMPLATE_HASH] = "abc"
     return {
         "apiVersion": "apps/v1",
         "kind": "ReplicaSet",
@@ -267,11 +276,11 @@ def _rs(replicas: int) -> dict[str, Any]:
 
 
 def test_replicaset_creates_pods_named_after_it() -> None:
-    changes = ctl.reconcile_replicaset(_rs(3), [], now=NOW, rng=random.Random(0))
+    changes = reconcile_replicaset(_rs(3), [], now=NOW, rng=random.Random(0))
     assert len(changes.create) == 3
     for pod in changes.create:
         assert re.fullmatch(r"web-abc-[bcdfghjklmnpqrstvwxz2456789]{5}", pod["metadata"]["name"])
-        assert pod["metadata"]["labels"][ctl.LABEL_TEMPLATE_HASH] == "abc"
+        assert pod["metadata"]["labels"][LABEL_TEMPLATE_HASH] == "abc"
         assert pod["metadata"]["ownerReferences"][0]["kind"] == "ReplicaSet"
         # The member agent reports such a pod as its Deployment's.
         assert owner_workload(pod) == {"kind": "Deployment", "name": "web"}
@@ -294,7 +303,7 @@ def test_replicaset_scale_down_order(keep: int, expected_deleted: list[str]) -> 
         _pod("pending", node="n", phase="Pending", ready=False, created="2025-01-01T00:00:03Z"),
         _pod("unbound", node=None, phase="Pending", ready=False, created="2025-01-01T00:00:00Z"),
     ]
-    changes = ctl.reconcile_replicaset(_rs(keep), pods, now=NOW, rng=random.Random(0))
+    changes = reconcile_replicaset(_rs(keep), pods, now=NOW, rng=random.Random(0))
     assert changes.delete == expected_deleted
     assert changes.status is not None
     assert changes.status["replicas"] == 5 and changes.status["readyReplicas"] == 2
@@ -305,5 +314,5 @@ def test_replicaset_replaces_finished_pods() -> None:
         _pod("done", node="n", phase="Failed", ready=False, created=NOW),
         _pod("up", node="n", phase="Running", ready=True, created=NOW),
     ]
-    changes = ctl.reconcile_replicaset(_rs(2), pods, now=NOW, rng=random.Random(0))
+    changes = reconcile_replicaset(_rs(2), pods, now=NOW, rng=random.Random(0))
     assert len(changes.create) == 1 and not changes.delete
