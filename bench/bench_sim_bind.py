@@ -19,7 +19,9 @@ from typing import Any
 
 from simulator.nodes import build_inventory, build_nodes
 from simulator.profile import parse_fleet
-from simulator.scheduling import ClusterState, PodRequest, Scoring, pod_request
+from simulator.scheduling.cluster_state import ClusterState
+from simulator.scheduling.model import PodRequest, Scoring
+from simulator.scheduling.reading import pod_request
 
 
 def _profile(nodes: int) -> Any:

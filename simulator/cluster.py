@@ -51,7 +51,9 @@ from simulator.events import EventAction, EventReason, EventType
 from simulator.nodes import build_inventory, build_nodes
 from simulator.profile import ClusterProfile
 from simulator.recording import EventRecorder
-from simulator.scheduling import Binding, ClusterState, PodRequest, Scoring, Unschedulable, pod_request
+from simulator.scheduling.cluster_state import ClusterState
+from simulator.scheduling.model import Binding, PodRequest, Scoring, Unschedulable
+from simulator.scheduling.reading import pod_request
 
 logger = logging.getLogger(__name__)
 

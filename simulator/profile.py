@@ -29,7 +29,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from simulator import gpus
-from simulator.scheduling import Scoring
+from simulator.scheduling.model import Scoring
 
 logger = logging.getLogger(__name__)
 

@@ -46,7 +46,7 @@ from simulator.cluster import SimulatedCluster
 from simulator.health import health_middleware
 from simulator.profile import ClusterProfile
 from simulator.resources import member_registry
-from simulator.scheduling import Scoring
+from simulator.scheduling.model import Scoring
 
 log = logging.getLogger(__name__)
 

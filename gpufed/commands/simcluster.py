@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from simulator.profile import ProfileError, load_fleet
-    from simulator.scheduling import Scoring
+    from simulator.scheduling.model import Scoring
     from simulator.server import SimServer, SimServerConfig, SnapshotError, run_until_signalled
 
     if args.time_scale <= 0:

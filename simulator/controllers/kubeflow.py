@@ -4,7 +4,7 @@ In: a PyTorchJob or MPIJob and the pods it owns; out:
 :class:`~simulator.controllers.base.Changes` over those pods. Pods are
 ``<name>-master-0``, ``<name>-worker-<i>`` / ``<name>-launcher``, with
 ``training.kubeflow.org/*`` labels and the gang label ``scheduling.x-k8s.io/pod-group``
-(+ min-member annotation, see :mod:`simulator.scheduling`); status replicaStatuses and
+(+ min-member annotation, see :mod:`simulator.scheduling.model`); status replicaStatuses and
 conditions Created/Running/Succeeded/Failed. A finished job (its status, or its pods: the
 chief Succeeded, a pod Failed) never gets a new pod, as the training-operator and MPI
 operator do; its pods are deleted as ``runPolicy.cleanPodPolicy`` says (All / Running =
@@ -29,7 +29,7 @@ from simulator.controllers.base import (
     new_pod,
     phase,
 )
-from simulator.scheduling import ANNOTATION_MIN_MEMBER, LABEL_POD_GROUP
+from simulator.scheduling.model import ANNOTATION_MIN_MEMBER, LABEL_POD_GROUP
 
 LABEL_TRAINING_JOB: Final = "training.kubeflow.org/job-name"
 LABEL_TRAINING_OPERATOR: Final = "training.kubeflow.org/operator-name"

@@ -42,16 +42,10 @@ from member_agent.capacity import summarize, trim_node
 from simulator.devices import NodeInventory
 from simulator.nodes import build_inventory, build_nodes
 from simulator.profile import ClusterProfile
-from simulator.scheduling import RESOURCE_GPU_MILLI as RESOURCE_GPU_MILLI  # re-exported for the what-if
-from simulator.scheduling import (
-    Allocation,
-    ClusterState,
-    NodeState,
-    PodRequest,
-    Requirement,
-    Scoring,
-    node_state,
-)
+from simulator.scheduling.cluster_state import ClusterState
+from simulator.scheduling.model import RESOURCE_GPU_MILLI as RESOURCE_GPU_MILLI  # re-exported for the what-if
+from simulator.scheduling.model import Allocation, NodeState, PodRequest, Requirement, Scoring
+from simulator.scheduling.reading import node_state
 from simulator.whatif.trace import MILLI_PER_GPU
 
 #: ``lastReportTime`` of every what-if report: the replay has no wall clock.

@@ -47,7 +47,7 @@ from controlplane.scheduler.core.scheduling import schedule
 from policies.division import divide_by_dynamic_weights
 from policies.models import Placement
 from simulator.profile import ClusterProfile
-from simulator.scheduling import PodRequest
+from simulator.scheduling.model import PodRequest
 from simulator.whatif.member import (
     RESOURCE_GPU_MILLI,
     MemberCluster,

@@ -25,7 +25,8 @@ from member_agent import capacity, dcgm
 from simulator.dcgm import PodDevice, render_metrics
 from simulator.nodes import LABEL_NODE_GROUP, build_inventory, build_nodes
 from simulator.profile import ClusterProfile, parse_fleet
-from simulator.scheduling import ClusterState, pod_request
+from simulator.scheduling.cluster_state import ClusterState
+from simulator.scheduling.reading import pod_request
 
 pytestmark = pytest.mark.timeout(120)
 

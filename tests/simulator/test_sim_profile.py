@@ -16,7 +16,7 @@ from simulator.profile import (
     load_fleet,
     parse_fleet,
 )
-from simulator.scheduling import Scoring
+from simulator.scheduling.model import Scoring
 
 ALIBABA_CSV = Path(__file__).resolve().parents[2] / "data" / "alibaba-gpu-v2023" / "openb_node_list_gpu_node.csv"
 

@@ -8,14 +8,10 @@ import pytest
 
 from simulator.nodes import build_inventory, build_nodes
 from simulator.profile import parse_fleet
-from simulator.scheduling import (
-    ClusterState,
-    PodRequest,
-    Scoring,
-    fit_error_message,
-    pod_request,
-    pod_requests,
-)
+from simulator.scheduling.cluster_state import ClusterState
+from simulator.scheduling.filtering import fit_error_message
+from simulator.scheduling.model import PodRequest, Scoring
+from simulator.scheduling.reading import pod_request, pod_requests
 
 A100_MIG = {
     "name": "a100-mig",

@@ -21,12 +21,9 @@ from typing import Any
 import pytest
 
 from simulator.devices import Device, NodeInventory
-from simulator.scheduling import (
-    ClusterState,
-    PodRequest,
-    Scoring,
-    fit_error_message,
-)
+from simulator.scheduling.cluster_state import ClusterState
+from simulator.scheduling.filtering import fit_error_message
+from simulator.scheduling.model import PodRequest, Scoring
 
 GIB = 2**30
 MIG_LAYOUT = (("nvidia.com/mig-3g.40gb", 3), ("nvidia.com/mig-2g.20gb", 2), ("nvidia.com/mig-1g.10gb", 1))

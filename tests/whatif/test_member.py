@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from simulator.scheduling import NodeState, PodRequest, Scoring
+from simulator.scheduling.model import NodeState, PodRequest, Scoring
 from simulator.whatif.engine import fleet_nodes
 from simulator.whatif.member import (
     RESOURCE_GPU_MILLI,

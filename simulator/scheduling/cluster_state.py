@@ -1,83 +1,50 @@
-"""The simulated member cluster's scheduler core: kube-scheduler plus the NVIDIA device plugin.
+"""The simulated member's scheduler: :class:`ClusterState`, its nodes, allocations and scheduling cycle.
 
-The hub only estimates; a member's own scheduler makes the final per-node placement.
-This module decides those placements the way kube-scheduler would, so that the hub
-sees realistic outcomes (fragmentation included) and realistic refusals:
-
-* filters, in kube's plugin order, stopping at the first that fails on a node:
-  NodeUnschedulable, TaintToleration (NoSchedule/NoExecute taints), NodeAffinity
-  (``nodeSelector`` and required node affinity), NodeResourcesFit (cpu, memory, pods,
-  ``nvidia.com/gpu``, every ``nvidia.com/mig-*`` and shared-GPU resource);
-* like kube, it stops looking once it has found ``percentageOfNodesToScore`` feasible
-  nodes (adaptive by default: 50% minus 1% per 125 nodes, at least 5%, at least 100
-  nodes), starting where the previous pod left off;
-* scoring (:class:`Scoring`): ``least-allocated`` (kube's default), ``most-allocated``,
-  ``best-fit`` (the FGD paper's: CPU and GPU left after the pod, normalised to a
-  128-core, 8-GPU node) or ``random``; ties are broken with the seeded random
-  generator, so runs are reproducible;
-* gangs bind all-or-nothing. A pod belongs to a gang when it has the label
-  ``scheduling.x-k8s.io/pod-group: <name>`` (the coscheduling plugin's key; the
-  gang needs ``scheduling.x-k8s.io/min-member: "<n>"`` pods, an annotation, else all
-  pods of the group that exist), or else when its controller owner is a PyTorchJob
-  or MPIJob (the gang is then every pod of that owner);
-* a pod that fits nowhere gets kube's message, reasons counted per node and sorted as
-  kube sorts them (as strings): ``0/12 nodes are available: 4 node(s) didn't match
-  Pod's node affinity/selector, 8 Insufficient nvidia.com/mig-3g.40gb.``
-
-Each binding names the concrete devices (GPU index / MIG instance / share) the pod
-gets, for DCGM. Pure: no I/O; :class:`ClusterState` is plain mutable memory.
-
-Speed: a what-if replay asks this core for tens of thousands of placements over a
-thousand nodes, so filtering and scoring run over NumPy arrays (one row per node: free
-and allocatable amounts per resource, GPU thousandths) kept in step with the
-``NodeState`` objects, instead of Python loops over nodes. The arrays are derived
-state; the ``NodeState`` dictionaries stay the record, and results are identical to
-scoring node by node (``tests/simulator/test_sim_scoring_equivalence.py``).
+In: nodes (``add_node`` / ``remove_node``), pods already bound (``assume``), pods that
+finished (``release``) and pending pods (``schedule``); out: a
+:class:`~.model.ScheduleResult` of bindings (with the concrete devices each pod gets, for
+DCGM) and unschedulable pods with kube's message. Gangs bind all-or-nothing. Filtering
+(:mod:`.filtering` plus resource fit) and scoring (:class:`~.model.Scoring`) run over
+NumPy arrays with one row per node, kept in step with the :class:`~.model.NodeState`
+objects; ties are broken with the seeded generator, so runs are reproducible.
+Pure: no I/O; the state is plain mutable memory.
 """
 
 from __future__ import annotations
 
-import math
 import random
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from enum import StrEnum
+from dataclasses import dataclass
 from typing import Any, Final, cast
 
 import numpy as np
 from numpy.typing import NDArray
 
-from controlplane.apis.quantity import QuantityError, to_int
 from simulator.devices import Device, NodeInventory
-
-#: Pod-group label (scheduler-plugins coscheduling) and the simulator's min-member annotation.
-LABEL_POD_GROUP: Final = "scheduling.x-k8s.io/pod-group"
-ANNOTATION_MIN_MEMBER: Final = "scheduling.x-k8s.io/min-member"
-#: Controller kinds whose pods form a gang without a pod-group label.
-GANG_OWNER_KINDS: Final = frozenset({"PyTorchJob", "MPIJob"})
-
-TAINT_NOT_READY: Final = "node.kubernetes.io/not-ready"
-TAINT_UNSCHEDULABLE: Final = "node.kubernetes.io/unschedulable"
+from simulator.scheduling.filtering import adaptive_nodes_to_find, fit_error_message, static_reason
+from simulator.scheduling.model import (
+    GPU_MILLI,
+    Allocation,
+    Binding,
+    FilterReason,
+    NodeState,
+    PodRequest,
+    ScheduleResult,
+    Scoring,
+    Unschedulable,
+)
+from simulator.scheduling.reading import gpu_milli_per_unit, node_state
 
 #: kube-scheduler's non-zero defaults for pods that request nothing (scoring only).
 _DEFAULT_CPU_MILLI: Final = 100
 _DEFAULT_MEMORY: Final = 200 * 1024 * 1024
-_MIN_FEASIBLE_NODES: Final = 100
 _DEFAULT_MAX_PODS: Final = 110
 
-#: Thousandths of one GPU. Nodes whose GPUs are shared by thousandths (the what-if's
-#: plain-GPU nodes) advertise this resource, 1000 per GPU.
-RESOURCE_GPU_MILLI: Final = "nvidia.com/gpu-milli"
-GPU_MILLI: Final = 1000
 #: best-fit's normalisation, as in the FGD paper's simulator: a node of 128 cores and 8 GPUs.
 BEST_FIT_MAX_CPU_MILLI: Final = 128_000
 BEST_FIT_MAX_GPU_MILLI: Final = 8 * GPU_MILLI
 _BEST_FIT_WEIGHT: Final = 0.5
-
-_MIG_RESOURCE = re.compile(r"nvidia\.com/mig-(\d+)g\.")
-_MIG_SLICES: Final = 7
 
 #: Array columns that are not Kubernetes resources (a space is never in a resource name).
 POD_SLOTS_COLUMN: Final = "pod slots"
@@ -85,354 +52,6 @@ POD_SLOTS_COLUMN: Final = "pod slots"
 IntArray = NDArray[np.int64]
 IndexArray = NDArray[np.intp]
 _NO_ROWS: Final[IndexArray] = np.zeros(0, dtype=np.intp)
-
-
-class Scoring(StrEnum):
-    """How the member scheduler ranks feasible nodes: the highest score wins, ties go to the seeded generator.
-
-    * ``least-allocated`` (kube's NodeResourcesFit default): for cpu and memory (kube's
-      non-zero defaults of 100m and 200 MiB when the pod asks for less) and each
-      ``nvidia.com/*`` resource the pod requests, ``(capacity - used) * 100 // capacity``
-      with ``used`` counting the pod (0 when it would not fit); the score is the integer
-      mean over the resources the node has.
-    * ``most-allocated``: the same with ``used * 100 // capacity`` (100 when over).
-    * ``best-fit``: the FGD paper's Best-fit (Weng et al., ATC '23; ``best_fit_score.go``
-      of its Kubernetes scheduler simulator). With CPU left and GPU left on the node after
-      the pod, in thousandths, ``left = (cpu left / 128,000) * 0.5 + (GPU left / 8,000) *
-      0.5`` and the score is ``int((1 - left) * 100)``: the node the pod leaves the least
-      room on wins. CPU and GPU count together, so a node whose CPUs the pod would exhaust
-      is as full as one whose GPUs it would; truncating to a whole 0..100 score makes near
-      ties real ties, broken at random as kube-scheduler breaks ties. GPU left counts free
-      whole GPUs as 1000, MIG instances as compute slices / 7 of that, time-sliced shares as
-      1/N (unknown GPU resources as 0); on a node that advertises
-      :data:`RESOURCE_GPU_MILLI` it is that resource's free amount alone, and the pod's whole
-      GPUs count 1000 each. CPU left does not use kube's non-zero default.
-    * ``random``: a uniform draw among the feasible nodes.
-    """
-
-    LEAST_ALLOCATED = "least-allocated"
-    MOST_ALLOCATED = "most-allocated"
-    BEST_FIT = "best-fit"
-    RANDOM = "random"
-
-
-class FilterReason(StrEnum):
-    """kube-scheduler's per-node failure texts (resource reasons are built from these)."""
-
-    UNSCHEDULABLE = "node(s) were unschedulable"
-    AFFINITY = "node(s) didn't match Pod's node affinity/selector"
-    TOO_MANY_PODS = "Too many pods"
-    INSUFFICIENT = "Insufficient"
-    UNTOLERATED_TAINT = "node(s) had untolerated taint"
-
-
-@dataclass(frozen=True, slots=True)
-class Taint:
-    key: str
-    value: str
-    effect: str
-
-
-@dataclass(frozen=True, slots=True)
-class Toleration:
-    key: str
-    operator: str
-    value: str
-    effect: str
-
-    def tolerates(self, taint: Taint) -> bool:
-        if self.effect and self.effect != taint.effect:
-            return False
-        if self.operator == "Exists":
-            return not self.key or self.key == taint.key
-        return self.key == taint.key and self.value == taint.value
-
-
-@dataclass(frozen=True, slots=True)
-class Requirement:
-    """One ``matchExpressions``/``matchFields`` entry of a node selector term."""
-
-    key: str
-    operator: str
-    values: tuple[str, ...]
-    field: bool = False
-
-    def matches(self, name: str, labels: Mapping[str, str]) -> bool:
-        if self.field:
-            value: str | None = name if self.key == "metadata.name" else None
-        else:
-            value = labels.get(self.key)
-        op = self.operator
-        if op == "In":
-            return value is not None and value in self.values
-        if op == "NotIn":
-            return value is None or value not in self.values
-        if op == "Exists":
-            return value is not None
-        if op == "DoesNotExist":
-            return value is None
-        if op in ("Gt", "Lt") and value is not None and len(self.values) == 1:
-            try:
-                have, want = int(value), int(self.values[0])
-            except ValueError:
-                return False
-            return have > want if op == "Gt" else have < want
-        return False
-
-
-#: A node selector term: all requirements must hold (terms are ORed).
-SelectorTerm = tuple[Requirement, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class PodRequest:
-    """What the scheduler needs from a pod, read once from its manifest."""
-
-    key: str
-    namespace: str
-    name: str
-    #: Effective requests in base units (cpu millicores, memory bytes, devices as counts).
-    requests: Mapping[str, int]
-    node_selector: Mapping[str, str] = field(default_factory=dict)
-    #: Required node affinity terms (ORed); None when the pod has none.
-    affinity: tuple[SelectorTerm, ...] | None = None
-    tolerations: tuple[Toleration, ...] = ()
-    gang: str | None = None
-    #: Pods the gang needs before any binds; 0 means all pods of the gang that exist.
-    min_member: int = 0
-    priority: int = 0
-    #: ``spec.nodeName`` when the pod was created already bound.
-    node_name: str | None = None
-
-    @property
-    def constraint_key(self) -> tuple[Any, ...]:
-        return (tuple(sorted(self.node_selector.items())), self.affinity, self.tolerations)
-
-
-@dataclass(slots=True)
-class NodeState:
-    """One node as the scheduler tracks it: static facts plus what is already requested."""
-
-    name: str
-    labels: Mapping[str, str]
-    taints: tuple[Taint, ...]
-    unschedulable: bool
-    allocatable: dict[str, int]
-    requested: dict[str, int] = field(default_factory=dict)
-    pod_count: int = 0
-    inventory: NodeInventory | None = None
-    #: Free devices by resource, in hand-out order.
-    free_devices: dict[str, list[Device]] = field(default_factory=dict)
-    #: Thousandths of a GPU one unit of each GPU resource is on this node (best-fit's GPU measure).
-    gpu_milli: dict[str, int] = field(default_factory=dict)
-
-    def free(self, resource: str) -> int:
-        return self.allocatable.get(resource, 0) - self.requested.get(resource, 0)
-
-    def gpu_milli_free(self) -> int:
-        """Free GPU capacity in thousandths of a GPU, as best-fit measures it."""
-        if RESOURCE_GPU_MILLI in self.allocatable:
-            return self.free(RESOURCE_GPU_MILLI)
-        return sum(self.free(resource) * unit for resource, unit in self.gpu_milli.items())
-
-
-@dataclass(frozen=True, slots=True)
-class Allocation:
-    pod_key: str
-    node: str
-    requests: Mapping[str, int]
-    devices: tuple[Device, ...]
-    gang: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Binding:
-    pod_key: str
-    node: str
-    devices: tuple[Device, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Unschedulable:
-    pod_key: str
-    message: str
-    #: Nodes per reason (empty for gang waits).
-    reasons: Mapping[str, int]
-
-
-@dataclass(slots=True)
-class ScheduleResult:
-    bindings: list[Binding] = field(default_factory=list)
-    unschedulable: list[Unschedulable] = field(default_factory=list)
-
-
-# --------------------------------------------------------------------------- reading objects
-
-
-def pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:
-    """A pod's effective requests: max(sum of containers, largest init container), per resource.
-
-    As in kube, a container's request defaults to its limit when only the limit is set
-    (always the case for extended resources such as ``nvidia.com/gpu``).
-    """
-    total: Counter[str] = Counter()
-    for container in spec.get("containers") or []:
-        total.update(_container_requests(container))
-    for container in spec.get("initContainers") or []:
-        for name, amount in _container_requests(container).items():
-            if amount > total[name]:
-                total[name] = amount
-    for name, amount in (spec.get("overhead") or {}).items():
-        total[name] += to_int(name, amount)
-    return {name: amount for name, amount in total.items() if amount > 0}
-
-
-def _container_requests(container: Mapping[str, Any]) -> dict[str, int]:
-    resources = container.get("resources") or {}
-    merged = dict(resources.get("limits") or {})
-    merged.update(resources.get("requests") or {})
-    return {name: to_int(name, qty) for name, qty in merged.items()}
-
-
-def _terms(affinity: Mapping[str, Any] | None) -> tuple[SelectorTerm, ...] | None:
-    required = (
-        ((affinity or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
-    ) or {}
-    terms = required.get("nodeSelectorTerms")
-    if not terms:
-        return None
-    out: list[SelectorTerm] = []
-    for term in terms:
-        reqs = [
-            Requirement(e["key"], e["operator"], tuple(str(v) for v in e.get("values") or ()))
-            for e in term.get("matchExpressions") or []
-        ]
-        reqs += [
-            Requirement(e["key"], e["operator"], tuple(str(v) for v in e.get("values") or ()), field=True)
-            for e in term.get("matchFields") or []
-        ]
-        out.append(tuple(reqs))
-    return tuple(out)
-
-
-def pod_request(pod: Mapping[str, Any]) -> PodRequest:
-    """Read a v1 Pod dict. Raises ValueError for a malformed quantity."""
-    meta = pod.get("metadata") or {}
-    spec = pod.get("spec") or {}
-    namespace = meta.get("namespace") or "default"
-    name = meta["name"]
-    labels = meta.get("labels") or {}
-    annotations = meta.get("annotations") or {}
-    gang: str | None = None
-    min_member = 0
-    group = labels.get(LABEL_POD_GROUP)
-    if group:
-        gang = f"{namespace}/{group}"
-        try:
-            min_member = max(0, int(annotations.get(ANNOTATION_MIN_MEMBER, 0)))
-        except ValueError:
-            min_member = 0
-    else:
-        for ref in meta.get("ownerReferences") or []:
-            if ref.get("controller") and ref.get("kind") in GANG_OWNER_KINDS:
-                gang = f"{namespace}/{ref['kind']}/{ref['name']}"
-                break
-    try:
-        requests = pod_requests(spec)
-    except QuantityError as exc:
-        raise ValueError(f"pod {namespace}/{name}: {exc}") from exc
-    tolerations = tuple(
-        Toleration(
-            t.get("key") or "",
-            t.get("operator") or "Equal",
-            t.get("value") or "",
-            t.get("effect") or "",
-        )
-        for t in spec.get("tolerations") or []
-    )
-    return PodRequest(
-        key=f"{namespace}/{name}",
-        namespace=namespace,
-        name=name,
-        requests=requests,
-        node_selector=dict(spec.get("nodeSelector") or {}),
-        affinity=_terms(spec.get("affinity")),
-        tolerations=tolerations,
-        gang=gang,
-        min_member=min_member,
-        priority=int(spec.get("priority") or 0),
-        node_name=spec.get("nodeName") or None,
-    )
-
-
-def node_state(node: Mapping[str, Any], inventory: NodeInventory | None = None) -> NodeState:
-    """Read a v1 Node dict (a node that is not Ready gets kube's not-ready taint)."""
-    meta = node.get("metadata") or {}
-    spec = node.get("spec") or {}
-    status = node.get("status") or {}
-    taints = [
-        Taint(t["key"], t.get("value") or "", t["effect"])
-        for t in spec.get("taints") or []
-        if t.get("effect") in ("NoSchedule", "NoExecute", "PreferNoSchedule")
-    ]
-    ready = any(
-        c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or []
-    )
-    if not ready and not any(t.key == TAINT_NOT_READY for t in taints):
-        taints.append(Taint(TAINT_NOT_READY, "", "NoSchedule"))
-    allocatable = {name: to_int(name, qty) for name, qty in (status.get("allocatable") or {}).items()}
-    state = NodeState(
-        name=meta["name"],
-        labels=dict(meta.get("labels") or {}),
-        taints=tuple(taints),
-        unschedulable=bool(spec.get("unschedulable")),
-        allocatable=allocatable,
-        inventory=inventory,
-    )
-    if inventory is not None:
-        state.free_devices = {resource: list(devices) for resource, devices in inventory.devices.items()}
-    state.gpu_milli = gpu_milli_per_unit(allocatable, inventory)
-    return state
-
-
-def gpu_milli_per_unit(allocatable: Mapping[str, int], inventory: NodeInventory | None) -> dict[str, int]:
-    """Thousandths of a GPU one unit of each ``nvidia.com/*`` resource a node advertises is.
-
-    From the device plugin's devices when the inventory is known (a whole GPU 1000, a MIG
-    instance compute slices / 7 of that, a time-sliced share 1/N); otherwise 1000 for
-    ``nvidia.com/gpu``, the profile's slices for ``nvidia.com/mig-<N>g.*``, 1 for
-    :data:`RESOURCE_GPU_MILLI` and 0 for anything else.
-    """
-    units: dict[str, int] = {}
-    devices = inventory.devices if inventory is not None else {}
-    for resource in allocatable:
-        if not resource.startswith("nvidia.com/"):
-            continue
-        known = devices.get(resource)
-        mig = _MIG_RESOURCE.match(resource)
-        if resource == RESOURCE_GPU_MILLI:
-            units[resource] = 1
-        elif known:
-            units[resource] = round(known[0].share * GPU_MILLI)
-        elif resource == "nvidia.com/gpu":
-            units[resource] = GPU_MILLI
-        elif mig is not None:
-            units[resource] = round(int(mig.group(1)) * GPU_MILLI / _MIG_SLICES)
-        else:
-            units[resource] = 0
-    return units
-
-
-# --------------------------------------------------------------------------- the scheduler
-
-
-def adaptive_nodes_to_find(node_count: int, percentage: int = 0) -> int:
-    """How many feasible nodes kube-scheduler looks for before it stops filtering."""
-    if node_count < _MIN_FEASIBLE_NODES or percentage >= 100:
-        return node_count
-    if percentage <= 0:
-        percentage = max(5, 50 - node_count // 125)
-    return max(_MIN_FEASIBLE_NODES, node_count * percentage // 100)
 
 
 @dataclass(frozen=True, slots=True)
@@ -738,7 +357,7 @@ class ClusterState:
         rows: list[int] = []
         reasons: Counter[str] = Counter()
         for row, node in enumerate(self._order):
-            reason = _static_reason(pod, node)
+            reason = static_reason(pod, node)
             if reason is None:
                 rows.append(row)
             else:
@@ -931,38 +550,3 @@ class ClusterState:
                     result.unschedulable.append(Unschedulable(other.key, sibling, failure.reasons))
             return
         result.bindings.extend(placed)
-
-
-def _static_reason(pod: PodRequest, node: NodeState) -> str | None:
-    """The first usage-independent filter that rejects ``node``, in kube's plugin order."""
-    if node.unschedulable and not any(
-        t.tolerates(Taint(TAINT_UNSCHEDULABLE, "", "NoSchedule")) for t in pod.tolerations
-    ):
-        return FilterReason.UNSCHEDULABLE.value
-    for taint in node.taints:
-        if taint.effect == "PreferNoSchedule":
-            continue
-        if not any(t.tolerates(taint) for t in pod.tolerations):
-            return f"{FilterReason.UNTOLERATED_TAINT.value} {{{taint.key}: {taint.value}}}"
-    labels = node.labels
-    for key, value in pod.node_selector.items():
-        if labels.get(key) != value:
-            return FilterReason.AFFINITY.value
-    if pod.affinity is not None and not any(
-        all(req.matches(node.name, labels) for req in term) for term in pod.affinity
-    ):
-        return FilterReason.AFFINITY.value
-    return None
-
-
-def fit_error_message(node_count: int, reasons: Mapping[str, int]) -> str:
-    """kube-scheduler's FitError text: ``0/N nodes are available: <count reason>, ....``"""
-    if node_count == 0:
-        return "no nodes available to schedule pods"
-    parts = sorted(f"{count} {reason}" for reason, count in reasons.items())
-    return f"0/{node_count} nodes are available: {', '.join(parts)}."
-
-
-def gpu_share(devices: Iterable[Device]) -> float:
-    """How many GPUs' worth the devices are (MIG slices as compute slices / 7, shares as 1/N)."""
-    return math.fsum(d.share for d in devices)

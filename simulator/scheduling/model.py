@@ -1,0 +1,223 @@
+"""What the simulated member's scheduler works on: pods, nodes, placements and their constants.
+
+In: nothing but values; out: the frozen :class:`PodRequest` (a pod as the scheduler
+needs it), :class:`NodeState` (a node's static facts plus what is requested on it),
+:class:`Taint` / :class:`Toleration` / :class:`Requirement` (node selector terms),
+:class:`Allocation`, :class:`Binding`, :class:`Unschedulable` and :class:`ScheduleResult`
+(what one scheduling pass decided), :class:`Scoring` (how feasible nodes are ranked) and
+:class:`FilterReason` (kube-scheduler's per-node failure texts). :mod:`.reading` builds
+these from API objects; :mod:`.cluster_state` schedules over them.
+
+Gangs: a pod belongs to one when it has the label :data:`LABEL_POD_GROUP` (the
+coscheduling plugin's key; the gang needs :data:`ANNOTATION_MIN_MEMBER` pods, an
+annotation, else all pods of the group that exist), or else when its controller owner
+is one of :data:`GANG_OWNER_KINDS` (the gang is then every pod of that owner).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Final
+
+from simulator.devices import Device, NodeInventory
+
+#: Pod-group label (scheduler-plugins coscheduling) and the simulator's min-member annotation.
+LABEL_POD_GROUP: Final = "scheduling.x-k8s.io/pod-group"
+ANNOTATION_MIN_MEMBER: Final = "scheduling.x-k8s.io/min-member"
+#: Controller kinds whose pods form a gang without a pod-group label.
+GANG_OWNER_KINDS: Final = frozenset({"PyTorchJob", "MPIJob"})
+
+TAINT_NOT_READY: Final = "node.kubernetes.io/not-ready"
+TAINT_UNSCHEDULABLE: Final = "node.kubernetes.io/unschedulable"
+
+#: Thousandths of one GPU. Nodes whose GPUs are shared by thousandths (the what-if's
+#: plain-GPU nodes) advertise this resource, 1000 per GPU.
+RESOURCE_GPU_MILLI: Final = "nvidia.com/gpu-milli"
+GPU_MILLI: Final = 1000
+
+
+class Scoring(StrEnum):
+    """How the member scheduler ranks feasible nodes: the highest score wins, ties go to the seeded generator.
+
+    * ``least-allocated`` (kube's NodeResourcesFit default): for cpu and memory (kube's
+      non-zero defaults of 100m and 200 MiB when the pod asks for less) and each
+      ``nvidia.com/*`` resource the pod requests, ``(capacity - used) * 100 // capacity``
+      with ``used`` counting the pod (0 when it would not fit); the score is the integer
+      mean over the resources the node has.
+    * ``most-allocated``: the same with ``used * 100 // capacity`` (100 when over).
+    * ``best-fit``: the FGD paper's Best-fit (Weng et al., ATC '23; ``best_fit_score.go``
+      of its Kubernetes scheduler simulator). With CPU left and GPU left on the node after
+      the pod, in thousandths, ``left = (cpu left / 128,000) * 0.5 + (GPU left / 8,000) *
+      0.5`` and the score is ``int((1 - left) * 100)``: the node the pod leaves the least
+      room on wins. CPU and GPU count together, so a node whose CPUs the pod would exhaust
+      is as full as one whose GPUs it would; truncating to a whole 0..100 score makes near
+      ties real ties, broken at random as kube-scheduler breaks ties. GPU left counts free
+      whole GPUs as 1000, MIG instances as compute slices / 7 of that, time-sliced shares as
+      1/N (unknown GPU resources as 0); on a node that advertises
+      :data:`RESOURCE_GPU_MILLI` it is that resource's free amount alone, and the pod's whole
+      GPUs count 1000 each. CPU left does not use kube's non-zero default.
+    * ``random``: a uniform draw among the feasible nodes.
+    """
+
+    LEAST_ALLOCATED = "least-allocated"
+    MOST_ALLOCATED = "most-allocated"
+    BEST_FIT = "best-fit"
+    RANDOM = "random"
+
+
+class FilterReason(StrEnum):
+    """kube-scheduler's per-node failure texts (resource reasons are built from these)."""
+
+    UNSCHEDULABLE = "node(s) were unschedulable"
+    AFFINITY = "node(s) didn't match Pod's node affinity/selector"
+    TOO_MANY_PODS = "Too many pods"
+    INSUFFICIENT = "Insufficient"
+    UNTOLERATED_TAINT = "node(s) had untolerated taint"
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str
+    effect: str
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str
+    operator: str
+    value: str
+    effect: str
+
+    def tolerates(self, taint: Taint) -> bool:
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.operator == "Exists":
+            return not self.key or self.key == taint.key
+        return self.key == taint.key and self.value == taint.value
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """One ``matchExpressions``/``matchFields`` entry of a node selector term."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...]
+    field: bool = False
+
+    def matches(self, name: str, labels: Mapping[str, str]) -> bool:
+        if self.field:
+            value: str | None = name if self.key == "metadata.name" else None
+        else:
+            value = labels.get(self.key)
+        op = self.operator
+        if op == "In":
+            return value is not None and value in self.values
+        if op == "NotIn":
+            return value is None or value not in self.values
+        if op == "Exists":
+            return value is not None
+        if op == "DoesNotExist":
+            return value is None
+        if op in ("Gt", "Lt") and value is not None and len(self.values) == 1:
+            try:
+                have, want = int(value), int(self.values[0])
+            except ValueError:
+                return False
+            return have > want if op == "Gt" else have < want
+        return False
+
+
+#: A node selector term: all requirements must hold (terms are ORed).
+SelectorTerm = tuple[Requirement, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PodRequest:
+    """What the scheduler needs from a pod, read once from its manifest."""
+
+    key: str
+    namespace: str
+    name: str
+    #: Effective requests in base units (cpu millicores, memory bytes, devices as counts).
+    requests: Mapping[str, int]
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    #: Required node affinity terms (ORed); None when the pod has none.
+    affinity: tuple[SelectorTerm, ...] | None = None
+    tolerations: tuple[Toleration, ...] = ()
+    gang: str | None = None
+    #: Pods the gang needs before any binds; 0 means all pods of the gang that exist.
+    min_member: int = 0
+    priority: int = 0
+    #: ``spec.nodeName`` when the pod was created already bound.
+    node_name: str | None = None
+
+    @property
+    def constraint_key(self) -> tuple[Any, ...]:
+        return (tuple(sorted(self.node_selector.items())), self.affinity, self.tolerations)
+
+
+@dataclass(slots=True)
+class NodeState:
+    """One node as the scheduler tracks it: static facts plus what is already requested."""
+
+    name: str
+    labels: Mapping[str, str]
+    taints: tuple[Taint, ...]
+    unschedulable: bool
+    allocatable: dict[str, int]
+    requested: dict[str, int] = field(default_factory=dict)
+    pod_count: int = 0
+    inventory: NodeInventory | None = None
+    #: Free devices by resource, in hand-out order.
+    free_devices: dict[str, list[Device]] = field(default_factory=dict)
+    #: Thousandths of a GPU one unit of each GPU resource is on this node (best-fit's GPU measure).
+    gpu_milli: dict[str, int] = field(default_factory=dict)
+
+    def free(self, resource: str) -> int:
+        return self.allocatable.get(resource, 0) - self.requested.get(resource, 0)
+
+    def gpu_milli_free(self) -> int:
+        """Free GPU capacity in thousandths of a GPU, as best-fit measures it."""
+        if RESOURCE_GPU_MILLI in self.allocatable:
+            return self.free(RESOURCE_GPU_MILLI)
+        return sum(self.free(resource) * unit for resource, unit in self.gpu_milli.items())
+
+
+@dataclass(frozen=True, slots=True)
+class Allocation:
+    pod_key: str
+    node: str
+    requests: Mapping[str, int]
+    devices: tuple[Device, ...]
+    gang: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    pod_key: str
+    node: str
+    devices: tuple[Device, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Unschedulable:
+    pod_key: str
+    message: str
+    #: Nodes per reason (empty for gang waits).
+    reasons: Mapping[str, int]
+
+
+@dataclass(slots=True)
+class ScheduleResult:
+    bindings: list[Binding] = field(default_factory=list)
+    unschedulable: list[Unschedulable] = field(default_factory=list)
+
+
+def gpu_share(devices: Iterable[Device]) -> float:
+    """How many GPUs' worth the devices are (MIG slices as compute slices / 7, shares as 1/N)."""
+    return math.fsum(d.share for d in devices)
