@@ -18,6 +18,8 @@ import yaml
 from aiohttp import web
 from pydantic import SecretStr
 
+from controlplane import hub as hub_module
+from controlplane.apiserver import app as app_module
 from controlplane.apiserver import errors
 from controlplane.apiserver.identity import Role
 from controlplane.apiserver.objects import ObjectStore
@@ -30,9 +32,6 @@ from member_agent.trust import TrustError
 from simulator.nodes import build_nodes
 from simulator.profile import parse_fleet
 
-# The HTTP layer of the API server; the hub process module imports it too.
-app_module = pytest.importorskip("controlplane.apiserver.app")
-hub_module = pytest.importorskip("controlplane.hub")
 Hub = Any
 
 pytestmark = pytest.mark.timeout(120)

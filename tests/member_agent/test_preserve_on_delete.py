@@ -30,6 +30,8 @@ from aiohttp import web
 from kubernetes_asyncio.client import ApiClient, Configuration
 from pydantic import SecretStr
 
+from controlplane import hub as hub_module
+from controlplane.apiserver import app as app_module
 from controlplane.apiserver import errors
 from controlplane.apiserver.identity import Role
 from controlplane.apiserver.objects import ObjectStore
@@ -44,8 +46,6 @@ from member_agent.ledger import LEDGER_FILE, Ledger
 from simulator.nodes import build_nodes
 from simulator.profile import parse_fleet
 
-app_module = pytest.importorskip("controlplane.apiserver.app")
-hub_module = pytest.importorskip("controlplane.hub")
 Hub = Any
 
 T = TypeVar("T")
