@@ -289,7 +289,11 @@ async def test_deleting_works_releases_or_deletes_their_objects(hub: Hub, member
         del moved["spec"]["preserveResourcesOnDeletion"]
         moved["spec"]["suspendDispatching"] = True
         await hub.objects.update(work_rt, moved)
-        await asyncio.sleep(0.5)
+
+        async def flag_seen_cleared() -> bool:
+            return not Ledger(state_dir).preserves(f"{WORK_NS}/moved")
+
+        await eventually(flag_seen_cleared, what="the agent to record the suspended Work's cleared flag")
         await hub.objects.delete(work_rt, namespace=WORK_NS, name="moved")
         await eventually(lambda: gone("v1", "ConfigMap", "moved-settings"), what="the moved Work's ConfigMap deleted")
 
