@@ -8,7 +8,7 @@ import base64
 import json
 import ssl
 import subprocess
-import time
+import threading
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -26,6 +26,13 @@ def _containers(deploy: dict) -> dict[str, str]:
     return {c["name"]: c["image"] for c in deploy["spec"]["template"]["spec"]["containers"]}
 
 
+def _collect_lines(process: subprocess.Popen[str], into: list[str]) -> None:
+    """Append each line ``process`` prints to ``into`` until its output closes."""
+    assert process.stdout is not None
+    for line in process.stdout:
+        into.append(line)
+
+
 def test_kubectl_apply_update_get_watch_delete(processes, tmp_path: Path) -> None:
     _, kubectl = processes.start_hub()
 
@@ -41,22 +48,39 @@ def test_kubectl_apply_update_get_watch_delete(processes, tmp_path: Path) -> Non
     kubectl.run("patch", "deployment", "infer", "--type", "merge", "-p",
                 json.dumps({"spec": {"revisionHistoryLimit": 4}}))
 
-    watch = subprocess.Popen(
-        ["kubectl", "--kubeconfig", str(kubectl.kubeconfig), "get", "deployment", "infer", "-w",
-         "-o", "custom-columns=NAME:.metadata.name,PROXY:.spec.template.spec.containers[2].image"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
+    watch_err = tmp_path / "watch.err"
+    with watch_err.open("w") as err_file:
+        watch = subprocess.Popen(
+            ["kubectl", "--kubeconfig", str(kubectl.kubeconfig), "get", "deployment", "infer", "-w",
+             "-o", "custom-columns=NAME:.metadata.name,PROXY:.spec.template.spec.containers[2].image"],
+            stdout=subprocess.PIPE, stderr=err_file, text=True,
+        )
+    seen: list[str] = []
+    reader = threading.Thread(target=_collect_lines, args=(watch, seen), name="kubectl-watch", daemon=True)
+    reader.start()
+
+    def watched(text: str) -> bool:
+        return any(text in line for line in seen)
+
     try:
-        time.sleep(2)  # let the watch establish before the change it must see
+        # kubectl prints the object it listed, then watches from that resourceVersion: once
+        # the first row is out, no later change can be missed.
+        wait_for(lambda: watched("registry.example.com/infer/proxy:1.0"), timeout=30,
+                 what="the watch to list the Deployment")
         changed = yaml.safe_load((MANIFESTS / "deployment.yaml").read_text())
         changed["spec"]["template"]["spec"]["containers"][2]["image"] = "registry.example.com/infer/proxy:2.0"
         edited = tmp_path / "deployment-v2.yaml"
         edited.write_text(yaml.safe_dump(changed))
         kubectl.run("apply", "-f", str(edited))
-        time.sleep(2)
+        wait_for(lambda: watched("registry.example.com/infer/proxy:2.0"), timeout=30,
+                 what="the watch to see the update")
     finally:
         watch.terminate()
-        out, err = watch.communicate(timeout=10)
+        watch.wait(timeout=10)
+        reader.join(timeout=10)
+        if watch.stdout is not None:
+            watch.stdout.close()
+    out, err = "".join(seen), watch_err.read_text()
     assert "registry.example.com/infer/proxy:2.0" in out, f"watch did not see the update:\n{out}\n{err}"
 
     second = kubectl.json("get", "deployment", "infer")

@@ -5,7 +5,6 @@ processes, checked with the real kubectl."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ import yaml
 from e2e.harness import Kubectl, ProcessGroup, wait_for
 
 FLEET = Path(__file__).parent / "fleets" / "two-clusters.yaml"
+MONITOR_GRACE_S = 6
 pytestmark = pytest.mark.e2e
 
 MIG_DEPLOYMENT = {
@@ -45,6 +45,12 @@ def _summary(cluster: dict[str, Any]) -> dict[str, dict[str, int]]:
 def _ready(cluster: dict[str, Any]) -> bool:
     return any(
         c["type"] == "Ready" and c["status"] == "True" for c in cluster.get("status", {}).get("conditions", [])
+    )
+
+
+def _ready_status(cluster: dict[str, Any]) -> str | None:
+    return next(
+        (c["status"] for c in cluster.get("status", {}).get("conditions", []) if c["type"] == "Ready"), None
     )
 
 
@@ -166,7 +172,8 @@ def _agent_kubeconfig(state_dir: Path, hub: Kubectl, tmp_path: Path) -> Path:
 
 
 def test_agent_restart_resumes_without_duplicates(processes: ProcessGroup, tmp_path: Path) -> None:
-    _, hub = processes.start_hub()
+    # A short heartbeat grace, so that the hub marks the cluster Unknown soon after its agent goes.
+    _, hub = processes.start_hub("hub", "--cluster-monitor-grace-period", str(MONITOR_GRACE_S))
     _sim, member, dcgm = processes.start_member(FLEET, "cloud-h100")
     agent = processes.start_agent(hub, FLEET, "cloud-h100", member, dcgm)
     wait_for(lambda: _ready(hub.json("get", "cluster", "cloud-h100")), timeout=60, what="cloud-h100 Ready")
@@ -186,7 +193,8 @@ def test_agent_restart_resumes_without_duplicates(processes: ProcessGroup, tmp_p
     lease_before = hub.json("get", "lease", "cloud-h100", "-n", "gpufed-cluster-lease")["spec"]["renewTime"]
 
     agent.stop()
-    time.sleep(30)
+    wait_for(lambda: _ready_status(hub.json("get", "cluster", "cloud-h100")) == "Unknown", timeout=60,
+             what="the hub to see cloud-h100's agent gone (Ready Unknown)")
     # The member kept running its workload while the agent was away.
     assert len(member.json("get", "pods", "-n", "team-b")["items"]) == 3
     # Restart with the credential in the state dir (no new join token needed).
@@ -200,6 +208,7 @@ def test_agent_restart_resumes_without_duplicates(processes: ProcessGroup, tmp_p
     report_before = hub.json("get", "cluster", "cloud-h100")["status"]["lastReportTime"]
     wait_for(lambda: hub.json("get", "cluster", "cloud-h100")["status"]["lastReportTime"] != report_before,
              timeout=30, what="capacity reports to resume")
+    wait_for(lambda: _ready(hub.json("get", "cluster", "cloud-h100")), timeout=30, what="cloud-h100 Ready again")
     deployments = member.json("get", "deployments", "-n", "team-b")["items"]
     assert [d["metadata"]["name"] for d in deployments] == ["h100-infer"]
     assert len(member.json("get", "pods", "-n", "team-b")["items"]) == 3

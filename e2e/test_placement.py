@@ -4,6 +4,7 @@ every decision. Real hub on real etcd, two simulated members, two agents."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -103,7 +104,7 @@ def test_onprem_first_overflow_scale_down_and_gangs(processes: ProcessGroup) -> 
         for item in binding:
             if item["spec"]["resource"]["name"] == "train-2":
                 scheduled = [c for c in item.get("status", {}).get("conditions", []) if c["type"] == "Scheduled"]
-                if scheduled and scheduled[0]["status"] == "False":
+                if scheduled and scheduled[0]["status"] == "False" and item["status"].get("explanation"):
                     return item
         return None
 
@@ -111,8 +112,30 @@ def test_onprem_first_overflow_scale_down_and_gangs(processes: ProcessGroup) -> 
     assert not binding["spec"].get("clusters"), binding["spec"]
     for member in (onprem, cloud):
         assert member.run("get", "pytorchjob", "train-2", "-n", "ml", check=False).returncode != 0
+    # Its Master alone needs 8 GPUs on one node: the cloud's 4 nodes are full with the first gang,
+    # on-prem has 2 whole GPUs per node (2 of the 6 left after the 4 inference replicas; on one
+    # node or two, as the member scaled down) and none on the MIG node.
+    scheduled = next(c for c in binding["status"]["conditions"] if c["type"] == "Scheduled")
+    assert (scheduled["reason"], scheduled["message"]) == (
+        "Unschedulable", "0/2 clusters are available: 2 rejected by GpuFeasibility."
+    ), scheduled
+    gang = "GpuFeasibility: gang does not fit: Master needs 1 pod(s), 0 fit even alone"
+    reasons = {e["cluster"]: e["reasons"] for e in binding["status"]["explanation"]}
+    assert set(reasons) == {"onprem-a100", "cloud-h100"}, reasons
+    assert reasons["cloud-h100"] == [
+        gang, "GpuFeasibility: insufficient nvidia.com/gpu: need 8, 0 free (most on one node; 4 node(s) short)"
+    ], reasons
+    assert reasons["onprem-a100"][0] == gang and len(reasons["onprem-a100"]) == 2, reasons
+    assert re.fullmatch(
+        r"GpuFeasibility: insufficient nvidia\.com/gpu: need 8, [12] free \(most on one node; 4 node\(s\) short\)",
+        reasons["onprem-a100"][1],
+    ), reasons
     why = _explain(hub, "pytorchjob/train-2")
-    assert "insufficient nvidia.com/gpu" in why.lower() or "nvidia.com/gpu" in why, why
+    for cluster, tier, price in (("onprem-a100", 0, "1.20"), ("cloud-h100", 1, "4.10")):
+        row = rf"^{cluster}\s+no\s+0\s+{tier}\s+{price}\s+{re.escape(gang)}$"
+        assert re.search(row, why, re.MULTILINE), why
+        for reason in reasons[cluster][1:]:
+            assert re.search(rf"^\s+{re.escape(reason)}$", why, re.MULTILINE), why
 
 
 def test_karmada_policy_override_and_delete(processes: ProcessGroup) -> None:

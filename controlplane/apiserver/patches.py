@@ -7,18 +7,15 @@ conflicts).
 
 JSON patch (RFC 6902) uses the ``jsonpatch`` package; JSON merge patch (RFC 7386) is
 the few lines below. Strategic merge patch and server-side apply live in
-``controlplane.apiserver.patching`` (their own package); they are looked up at call
-time so this server runs, with those two types answered by 415, when that package
-is absent.
+``controlplane.apiserver.patching`` (their own package), imported like any other part
+of this server: a broken import there fails at start, never turns into a 415.
 """
 
 from __future__ import annotations
 
 import copy
-import functools
-import importlib
 from enum import StrEnum
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
 import jsonpatch
 import jsonpointer
@@ -32,6 +29,9 @@ from controlplane.apiserver.errors import (
     Target,
     UnsupportedMediaType,
 )
+from controlplane.apiserver.patching.apply import ApplyConflict, server_side_apply
+from controlplane.apiserver.patching.apply import record_update as _record_update
+from controlplane.apiserver.patching.strategic import strategic_merge_patch
 from controlplane.apiserver.resources import ResourceType
 
 
@@ -70,51 +70,11 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return result
 
 
-class _StrategicMerge(Protocol):
-    def __call__(self, original: dict[str, Any], patch: dict[str, Any], *, kind: str) -> dict[str, Any]: ...
-
-
-class _ServerSideApply(Protocol):
-    def __call__(
-        self, live: dict[str, Any] | None, applied: dict[str, Any], *, manager: str, force: bool, now: str
-    ) -> dict[str, Any]: ...
-
-
-class _RecordUpdate(Protocol):
-    def __call__(
-        self, old: dict[str, Any] | None, new: dict[str, Any], *, manager: str, operation: str, now: str
-    ) -> dict[str, Any]: ...
-
-
-@functools.cache
-def _load(module: str, name: str) -> Any | None:
-    """``module.name``, or None when that module is absent (looked up once: writes call it)."""
-    try:
-        return getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError):
-        return None
-
-
-def strategic_merge_function() -> _StrategicMerge | None:
-    return cast(_StrategicMerge | None, _load("controlplane.apiserver.patching.strategic", "strategic_merge_patch"))
-
-
-def server_side_apply_function() -> _ServerSideApply | None:
-    return cast(_ServerSideApply | None, _load("controlplane.apiserver.patching.apply", "server_side_apply"))
-
-
-def record_update_function() -> _RecordUpdate | None:
-    return cast(_RecordUpdate | None, _load("controlplane.apiserver.patching.apply", "record_update"))
-
-
 def record_update(
     old: dict[str, Any] | None, new: dict[str, Any], *, manager: str, operation: str = "Update", now: str
 ) -> dict[str, Any]:
-    """managedFields bookkeeping for a non-apply write; unchanged when patching is absent."""
-    recorder = record_update_function()
-    if recorder is None:
-        return new
-    return recorder(old, new, manager=manager, operation=operation, now=now)
+    """managedFields bookkeeping for a non-apply write."""
+    return _record_update(old, new, manager=manager, operation=operation, now=now)
 
 
 def _apply_conflict(exc: Exception, rt: ResourceType, name: str) -> Conflict:
@@ -147,24 +107,20 @@ def apply_patch(
     """``live`` patched by ``patch``; ``live`` is None only for an apply that creates."""
     name = str(((live or {}).get("metadata") or {}).get("name") or "")
     if patch_type is PatchType.APPLY:
-        ssa = server_side_apply_function()
-        if ssa is None:
-            raise UnsupportedMediaType("server-side apply (application/apply-patch+yaml) is not available on this server")
         if not manager:
             raise BadRequest(
                 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch'
             )
         if not isinstance(patch, dict):
             raise BadRequest("the apply patch must be a single object (a YAML or JSON mapping)")
-        conflict_type = _load("controlplane.apiserver.patching.apply", "ApplyConflict")
         try:
-            return ssa(copy.deepcopy(live) if live is not None else None, patch, manager=manager, force=force, now=now)
+            return server_side_apply(
+                copy.deepcopy(live) if live is not None else None, patch, manager=manager, force=force, now=now
+            )
         except ValueError as exc:
             raise Invalid(str(exc), target=Target(name=name, group=rt.group, kind=rt.kind)) from exc
-        except Exception as exc:
-            if isinstance(conflict_type, type) and isinstance(exc, conflict_type):
-                raise _apply_conflict(exc, rt, name) from exc
-            raise
+        except ApplyConflict as exc:
+            raise _apply_conflict(exc, rt, name) from exc
     if live is None:
         raise ValueError("only server-side apply can patch an object that does not exist")
     if patch_type is PatchType.MERGE:
@@ -183,15 +139,10 @@ def apply_patch(
         if not isinstance(result, dict):
             raise BadRequest("the JSON patch must leave an object")
         return cast(dict[str, Any], result)
-    strategic = strategic_merge_function()
-    if strategic is None:
-        raise UnsupportedMediaType(
-            "strategic merge patch is not available on this server; send application/merge-patch+json"
-        )
     if not isinstance(patch, dict):
         raise BadRequest("a strategic merge patch must be a JSON object")
     try:
-        return strategic(copy.deepcopy(live), patch, kind=rt.kind)
+        return strategic_merge_patch(copy.deepcopy(live), patch, kind=rt.kind)
     except ValueError as exc:
         raise Invalid(
             f"the strategic merge patch could not be applied: {exc}",

@@ -13,7 +13,7 @@ import pytest
 from controlplane.apiserver import errors
 from controlplane.apiserver.objects import ObjectEvent, ObjectStore, Preconditions, WatchEventType
 from controlplane.apiserver.openapi import OpenApiDocuments
-from controlplane.apiserver.patches import PatchType, server_side_apply_function, strategic_merge_function
+from controlplane.apiserver.patches import PatchType
 from controlplane.apiserver.resources import Registry, core_resources, gpufed_resources
 from controlplane.apiserver.validation import FieldValidation
 from controlplane.storage import MemoryStore
@@ -367,7 +367,6 @@ async def test_scale_subresource(objects_on: ObjectStore) -> None:
     assert (await objects_on.get(deploy, namespace="default", name="web"))["spec"]["replicas"] == 7
 
 
-@pytest.mark.skipif(strategic_merge_function() is None, reason="controlplane.apiserver.patching is not installed")
 async def test_strategic_merge_patch_keeps_other_containers(objects_on: ObjectStore) -> None:
     deploy, _, _ = _types(objects_on)
     obj = deployment("web")
@@ -381,7 +380,6 @@ async def test_strategic_merge_patch_keeps_other_containers(objects_on: ObjectSt
     assert [(c["name"], c["image"]) for c in containers] == [("main", "nginx:1"), ("side", "busybox:2")]
 
 
-@pytest.mark.skipif(server_side_apply_function() is None, reason="controlplane.apiserver.patching is not installed")
 async def test_server_side_apply_creates_and_reports_conflicts(objects_on: ObjectStore) -> None:
     deploy, _, _ = _types(objects_on)
     created = await objects_on.patch(
@@ -406,11 +404,7 @@ async def test_server_side_apply_creates_and_reports_conflicts(objects_on: Objec
 
 
 def _gpufed_registry() -> Registry:
-    try:
-        kinds = gpufed_resources()
-    except ImportError as exc:  # the models are written alongside this server
-        pytest.skip(f"gpufed's API models are not importable yet: {exc}")
-    return Registry(core_resources(), kinds)
+    return Registry(core_resources(), gpufed_resources())
 
 
 async def test_gpufed_kinds_validate_with_their_models() -> None:

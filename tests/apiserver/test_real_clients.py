@@ -17,17 +17,13 @@ from aiohttp import web
 
 from controlplane.apiserver.app import create_app
 from controlplane.apiserver.objects import ObjectStore
-from controlplane.apiserver.patches import PatchType, server_side_apply_function, strategic_merge_function
+from controlplane.apiserver.patches import PatchType
 from controlplane.apiserver.resources import Registry
 
 from .kinds import deployment
 
 KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
 needs_kubectl = pytest.mark.skipif(not Path(KUBECTL).exists(), reason="kubectl is not installed")
-needs_patching = pytest.mark.skipif(
-    strategic_merge_function() is None or server_side_apply_function() is None,
-    reason="controlplane.apiserver.patching (strategic merge, server-side apply) is not installed",
-)
 KUBECTL_TIMEOUT = 60.0
 
 
@@ -92,7 +88,6 @@ def two_container_deployment(name: str, *, image_a: str, image_b: str) -> dict[s
 
 
 @needs_kubectl
-@needs_patching
 async def test_kubectl_apply_get_delete(kubeconfig: Path, objects: ObjectStore, tmp_path: Path) -> None:
     deploy = objects.registry.require("apps/v1", "Deployment")
     manifest = tmp_path / "web.yaml"
@@ -139,7 +134,6 @@ async def test_kubectl_apply_get_delete(kubeconfig: Path, objects: ObjectStore, 
 
 
 @needs_kubectl
-@needs_patching
 async def test_kubectl_server_side_apply(kubeconfig: Path, objects: ObjectStore, tmp_path: Path) -> None:
     manifest = tmp_path / "ssa.yaml"
     manifest.write_text(yaml.safe_dump(two_container_deployment("ssa", image_a="nginx:1", image_b="busybox:1")))

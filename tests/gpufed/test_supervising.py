@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from gpufed.commands.up import ClusterView, choose_hub_port, format_uptime, render_table
+from gpufed.commands.up.board import format_uptime, render_table
+from gpufed.commands.up.polling import ClusterView
+from gpufed.commands.up.ports import choose_hub_port
 from gpufed.supervising import (
     Backoff,
     ProcessSpec,

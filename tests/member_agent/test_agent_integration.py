@@ -18,6 +18,8 @@ import yaml
 from aiohttp import web
 from pydantic import SecretStr
 
+from controlplane import hub as hub_module
+from controlplane.apiserver import app as app_module
 from controlplane.apiserver import errors
 from controlplane.apiserver.identity import Role
 from controlplane.apiserver.objects import ObjectStore
@@ -30,9 +32,6 @@ from member_agent.trust import TrustError
 from simulator.nodes import build_nodes
 from simulator.profile import parse_fleet
 
-# The HTTP layer of the API server; the hub process module imports it too.
-app_module = pytest.importorskip("controlplane.apiserver.app")
-hub_module = pytest.importorskip("controlplane.hub")
 Hub = Any
 
 pytestmark = pytest.mark.timeout(120)
@@ -393,7 +392,12 @@ async def test_agent_registers_reports_applies_and_prunes(hub: Hub, member: Memb
     # A restart reuses the stored credential (the one-time bootstrap token is spent).
     restarted = await agent_config(hub, member, tmp_path / "agent", token=None)
     before = (await hub.objects.get(cluster_rt, name=CLUSTER))["status"]["lastReportTime"]
-    await asyncio.sleep(1.1)  # report times have a one-second resolution
+    reported_at = dt.datetime.fromisoformat(before.replace("Z", "+00:00"))
+
+    async def next_second() -> bool:  # report times have a one-second resolution
+        return dt.datetime.now(dt.UTC).replace(microsecond=0) > reported_at
+
+    await eventually(next_second, what="a report time that differs from the last one")
 
     async def reported_again() -> bool:
         cluster = await hub.objects.get(cluster_rt, name=CLUSTER)

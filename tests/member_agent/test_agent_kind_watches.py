@@ -18,6 +18,8 @@ import pytest
 import yaml
 from aiohttp import web
 
+from controlplane import hub as hub_module
+from controlplane.apiserver import app as app_module
 from controlplane.apiserver import errors
 from controlplane.apiserver.identity import Role
 from controlplane.apiserver.objects import ObjectStore
@@ -28,8 +30,6 @@ from member_agent.agent import Agent
 from member_agent.applying import desired_manifests
 from member_agent.config import AgentConfig
 
-app_module = pytest.importorskip("controlplane.apiserver.app")
-hub_module = pytest.importorskip("controlplane.hub")
 Hub = Any
 
 pytestmark = pytest.mark.timeout(120)

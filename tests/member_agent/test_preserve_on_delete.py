@@ -30,6 +30,8 @@ from aiohttp import web
 from kubernetes_asyncio.client import ApiClient, Configuration
 from pydantic import SecretStr
 
+from controlplane import hub as hub_module
+from controlplane.apiserver import app as app_module
 from controlplane.apiserver import errors
 from controlplane.apiserver.identity import Role
 from controlplane.apiserver.objects import ObjectStore
@@ -44,8 +46,6 @@ from member_agent.ledger import LEDGER_FILE, Ledger
 from simulator.nodes import build_nodes
 from simulator.profile import parse_fleet
 
-app_module = pytest.importorskip("controlplane.apiserver.app")
-hub_module = pytest.importorskip("controlplane.hub")
 Hub = Any
 
 T = TypeVar("T")
@@ -289,7 +289,11 @@ async def test_deleting_works_releases_or_deletes_their_objects(hub: Hub, member
         del moved["spec"]["preserveResourcesOnDeletion"]
         moved["spec"]["suspendDispatching"] = True
         await hub.objects.update(work_rt, moved)
-        await asyncio.sleep(0.5)
+
+        async def flag_seen_cleared() -> bool:
+            return not Ledger(state_dir).preserves(f"{WORK_NS}/moved")
+
+        await eventually(flag_seen_cleared, what="the agent to record the suspended Work's cleared flag")
         await hub.objects.delete(work_rt, namespace=WORK_NS, name="moved")
         await eventually(lambda: gone("v1", "ConfigMap", "moved-settings"), what="the moved Work's ConfigMap deleted")
 

@@ -9,13 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from member_agent import capacity, dcgm
-
-profile_mod = pytest.importorskip("simulator.profile")
-nodes_mod = pytest.importorskip("simulator.nodes")
-sim_dcgm = pytest.importorskip("simulator.dcgm")
+from simulator import dcgm as sim_dcgm
+from simulator import nodes as nodes_mod
+from simulator import profile as profile_mod
 
 FLEET: dict[str, Any] = {
     "clusters": [

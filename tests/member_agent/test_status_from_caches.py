@@ -19,6 +19,7 @@ from aiohttp import web
 from kubernetes_asyncio.client import ApiClient, Configuration
 
 from controlplane.apis import constants as c
+from controlplane.apiserver import app as app_module
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.resources import Registry, core_resources, workload_resources
 from controlplane.storage import MemoryStore
@@ -34,8 +35,6 @@ from member_agent.applying import (
 from member_agent.informing import Informer
 from member_agent.kubeapi import KubeApi
 from member_agent.ledger import Ledger
-
-app_module = pytest.importorskip("controlplane.apiserver.app")
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -50,7 +50,6 @@ def test_run_json(files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) 
 def test_run_table_and_plot(
     files: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    pytest.importorskip("matplotlib")
     fleet, trace = files
     plot = tmp_path / "out.png"
     code = main(

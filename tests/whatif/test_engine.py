@@ -70,9 +70,13 @@ def test_free_gpus_another_cluster_could_use_are_free_needed() -> None:
 def test_compare_json_contract() -> None:
     fleet = make_fleet(t4_cluster("a", nodes=2, gpus=2), t4_cluster("b", nodes=1, gpus=4, provider="aws"))
     jobs = [Job(f"j{i}", i * 60.0, 600, 1 + i % 2, 1000) for i in range(6)] + [Job("s", 5, 60, 1, 250)]
-    result = compare(fleet, jobs, settings=Settings(seed=1)).to_json()
+    comparison = compare(fleet, jobs, settings=Settings(seed=1))
+    result = comparison.to_json()
     assert set(result["strategies"]) == {"gpufed", "static", "karmada-like", "pooled"}
-    for values in result["strategies"].values():
+    # By hand, whatever the strategy: every job runs its whole duration once, 9 whole GPUs for
+    # 600 s and a quarter of one for 60 s.
+    allocated_hours = (9 * 600 + 0.25 * 60) / 3600
+    for name, values in result["strategies"].items():
         for key in (
             "allocation_pct_at_100",
             "allocation_pct_at_130",
@@ -84,6 +88,27 @@ def test_compare_json_contract() -> None:
             assert isinstance(values[key], float), key
         assert set(values["gpu_hours"]) == {str(s) for s in WasteState}
         assert all(isinstance(v, float) for v in values["gpu_hours"].values())
+
+        hours = values["gpu_hours"]
+        assert hours[WasteState.BUSY] + hours[WasteState.IDLE_ALLOCATED] == pytest.approx(allocated_hours, abs=2e-3)
+        # Each of the 8 GPUs is in exactly one state from the first arrival to the last departure.
+        end_s = comparison.results[name].replay.end_s
+        assert sum(hours.values()) == pytest.approx(8 * end_s / 3600, abs=5e-3), name
+        # At 300 s the six whole jobs ask for 9 GPUs of 8, and none leaves before 600 s (the
+        # quarter-GPU job left at 65 s): one of them waits 300 s at least, and the last
+        # departure is at 1200 s at the earliest. Every job fits a node, so every job starts.
+        assert values["wait_p99_s"] >= 300.0, name
+        assert values["wait_mean_s"] >= 300.0 / len(jobs), name
+        assert end_s >= 1200.0, name
+        assert values["jobs"]["replay_never_started"] == 0
+        # The fill: what is not allocated at 100 % of arrived demand is the rest of the 8 GPUs.
+        assert 0 < values["allocation_pct_at_100"] <= values["allocation_pct_at_130"] <= 100
+        assert values["unallocated_gpus_at_100"] == pytest.approx(
+            8 * (1 - values["allocation_pct_at_100"] / 100), abs=1e-2
+        )
+        assert values["jobs"]["fill_placed"] <= values["jobs"]["fill_submitted"]
+        # $1 per GPU-hour on-prem (a), $3 in the cloud (b).
+        assert allocated_hours - 0.01 <= values["cost_usd"] <= 3 * allocated_hours + 0.01, name
     assert result["fleet"] == {"gpus": 8, "clusters": {"a": 4, "b": 4}}
 
 
