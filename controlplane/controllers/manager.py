@@ -31,8 +31,8 @@ from controlplane.controllers.dependencies import DependenciesController
 from controlplane.controllers.detecting import Detector
 from controlplane.controllers.evicting import GracefulEvictionController
 from controlplane.controllers.reconciling import ReconcileLoop
-from controlplane.controllers.scheduling import SchedulerController
 from controlplane.controllers.status import StatusController
+from controlplane.scheduler.controller import SchedulerController
 
 log = logging.getLogger(__name__)
 

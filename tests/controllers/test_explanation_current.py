@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from controlplane.apiserver.objects import ObjectStore
-from controlplane.controllers.explanations import ELIGIBLE_NOW, refreshed_explanation
 from controlplane.controllers.manager import ControllerManager
+from controlplane.scheduler.controller.explaining import ELIGIBLE_NOW, refreshed_explanation
 
 from .fleet import A100, TIERED, deployment, eventually, node_shape, propagation_policy, put_cluster, settled
 

@@ -18,7 +18,7 @@ import pytest
 from controlplane.apiserver import errors
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
-from controlplane.controllers.scheduling import replicas_moved
+from controlplane.scheduler.core.rescheduling import replicas_moved
 
 from .conftest import FAST
 from .fleet import A100, eventually, node_shape, propagation_policy, put_cluster, settled

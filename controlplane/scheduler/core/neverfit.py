@@ -15,19 +15,27 @@ never fits only when none of them can. A gang's roles must all fit in one cluste
 not help such a request (only a change of the fleet's capacity can): the scheduler says so once
 instead of retrying, and the waste accounting does not count the GPUs it cannot use as
 fragmented. Clusters that report no nodes are left out; with none reporting, nothing is decided.
-Pure; no I/O.
+
+Also here: the NeverFits decision made of a schedule that placed nothing
+(:func:`never_fit_result`), and a cluster's *capacity facts* (:func:`capacity_facts`): what of
+its report can change whether a pod could ever run there. The scheduler controller looks at a
+binding that never fits again only when those facts change somewhere in the fleet, not on every
+capacity report. Pure; no I/O.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from controlplane.apis.quantity import format_quantity
+from controlplane.apis.work_v1alpha1 import ScheduledReason
 from controlplane.interpreter.requirements import RESOURCE_PODS, ReplicaRequirements, is_gpu_resource
 from controlplane.scheduler.core.estimator import can_ever_run, node_eligible
 from controlplane.scheduler.core.framework import BindingRequest
-from controlplane.scheduler.core.snapshot import ClusterSnapshot
+from controlplane.scheduler.core.scheduling import ScheduledCondition, ScheduleResult
+from controlplane.scheduler.core.snapshot import ClusterSnapshot, NodeShape
 
 PREFIX = "can never fit: "
 
@@ -86,3 +94,19 @@ def _why(roles: Sequence[ReplicaRequirements], clusters: Sequence[ClusterSnapsho
         ):
             return f"no node {where} takes another pod"
     return "no node in the fleet could hold one pod of it, even empty (node selection and resources together)"
+
+
+def capacity_facts(snapshot: ClusterSnapshot) -> frozenset[Any]:
+    """What of a cluster's report can change whether a pod could ever run there: its nodes'
+    labels, taints and allocatable resources (not what is free now)."""
+
+    def facts(shape: NodeShape) -> Any:
+        return (tuple(sorted(shape.labels.items())), shape.taints, tuple(sorted(shape.allocatable.items())))
+
+    return frozenset(facts(shape) for shape in snapshot.shapes)
+
+
+def never_fit_result(request: BindingRequest, result: ScheduleResult, message: str) -> ScheduleResult:
+    """``result`` (which placed nothing) as a NeverFits decision: its explanation, the condition saying why."""
+    condition = ScheduledCondition(False, ScheduledReason.NEVER_FITS, message)
+    return ScheduleResult({}, {}, condition, result.affinity_name, result.explanation, request.replicas)

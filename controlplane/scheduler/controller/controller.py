@@ -1,0 +1,392 @@
+"""The scheduler controller: the I/O side of scheduling (binding -> clusters and replicas).
+
+In: ResourceBindings, Clusters (their spec and the capacity their agents report) and Works
+(Applied, and pods a member reports it cannot place). Out, per binding: the decision written
+by :mod:`~controlplane.scheduler.controller.writing` (``spec.clusters``, the ``Scheduled``
+condition, the per-cluster explanation, Events on the workload, failover's
+``spec.gracefulEvictionTasks`` entries).
+
+The decision itself is the pure ``controlplane.scheduler.core.schedule`` (and, for a placed
+binding, :mod:`controlplane.scheduler.core.rescheduling`). This module holds the watch
+handlers, the queue and the reconcile loop, and decides *when* to run it, so placed work does
+not move for nothing:
+
+* the binding's spec changed (``metadata.generation`` != ``status.observedGeneration``);
+* it is not fully placed (``Scheduled`` is not True): retried on every capacity report of
+  any cluster, and every 30 s in any case;
+* a cluster it runs in is gone, or no longer admitted by the placement's affinity term;
+* a member reported replicas it cannot place, and a report confirms there is no room for them
+  or they waited longer than the grace period (:mod:`~controlplane.scheduler.controller.moves`).
+  Those replicas are moved — the cluster keeps the rest and takes no new ones in that
+  decision, and its explanation says so — but only when the move places at least as many
+  replicas as before; a gang moves whole;
+* **failover** (:mod:`~controlplane.scheduler.controller.evictions`): a cluster it runs in has
+  a ``NoExecute`` taint whose toleration ran out, or the workload has been Unhealthy there for
+  the policy's toleration. Like the move above, an eviction happens only when the replicas find
+  room elsewhere. Clusters with an eviction task of the binding take none of its replicas while
+  the task lasts (as Karmada's scheduler does).
+
+A binding that can never fit (:mod:`controlplane.scheduler.core.neverfit`) is looked at again
+only when the fleet's capacity facts change; a binding whose workload finished
+(:mod:`~controlplane.scheduler.controller.finished`) keeps its placement for good. Capacity a
+decision promises is reserved until reports account for it, and a new leader derives the
+reservations from durable state before its first decision
+(:mod:`~controlplane.scheduler.controller.reserving`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from datetime import datetime, timedelta
+from typing import Any
+
+from pydantic import ValidationError
+
+from controlplane.apis.work_v1alpha1 import ConditionType, ResourceBinding, ScheduledReason
+from controlplane.apiserver.objects import WatchEventType
+from controlplane.controllers.context import INDEX_CLUSTER, ControllerContext, policy_ref_of_binding
+from controlplane.controllers.dependencies import is_attached
+from controlplane.controllers.detecting import binding_priority
+from controlplane.controllers.failover import evicting_clusters
+from controlplane.controllers.pods import owner_key
+from controlplane.controllers.reconciling import ReconcileLoop
+from controlplane.controllers.workloads import find_condition, is_deleting
+from controlplane.controllers.works import binding_key_of_work, cluster_of_namespace
+from controlplane.metrics import observe_scheduling_latency
+from controlplane.scheduler.controller.evictions import FailoverEvictions, with_default_tolerations
+from controlplane.scheduler.controller.finished import finished_phase
+from controlplane.scheduler.controller.moves import UnschedulableMoves
+from controlplane.scheduler.controller.reading import (
+    BindingKey,
+    applied_condition,
+    binding_key,
+    key_text,
+    placement_facts,
+    unhealthy_reported,
+    unschedulable_pods,
+    workload_of,
+)
+from controlplane.scheduler.controller.recording import record_eviction_waits
+from controlplane.scheduler.controller.reserving import ReservationKeeper
+from controlplane.scheduler.controller.writing import (
+    set_schedulable,
+    write_decision,
+    write_error,
+    write_refreshed_explanation,
+    write_waiting,
+)
+from controlplane.scheduler.core.framework import BindingRequest
+from controlplane.scheduler.core.neverfit import capacity_facts, never_fit_result, never_fits
+from controlplane.scheduler.core.rescheduling import (
+    decide_with_evictions,
+    decide_with_moves,
+    placement_broken,
+)
+from controlplane.scheduler.core.scheduling import ScheduleResult, schedule
+from controlplane.scheduler.core.snapshot import ClusterSnapshot
+
+log = logging.getLogger(__name__)
+
+UNPLACED_RETRY_SECONDS = 30.0
+MAINTENANCE_SECONDS = 15.0
+
+
+def _sooner(*delays: float | None) -> float | None:
+    known = [d for d in delays if d is not None]
+    return min(known) if known else None
+
+
+class SchedulerController:
+    """Reconciles bindings (keys: ``(namespace, name)``) into scheduling decisions."""
+
+    name = "scheduler"
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        self.ctx = ctx
+        self.loop: ReconcileLoop[BindingKey] = ReconcileLoop(self.name, self.reconcile, workers=ctx.settings.workers)
+        self._snapshots: dict[str, ClusterSnapshot] = {}
+        self.reserving = ReservationKeeper(ctx, snapshots=self._snapshots)
+        self.reservations = self.reserving.reservations
+        self.moves = UnschedulableMoves(ctx, snapshots=self._snapshots, keeper=self.reserving)
+        self.evictions = FailoverEvictions(ctx)
+        self._unplaced: set[BindingKey] = set()
+        # Bindings no node of the fleet could ever hold: looked at again only when the fleet's
+        # capacity changes (a cluster's nodes, their labels, taints or allocatable), not on every report.
+        self._never_fit: set[BindingKey] = set()
+        self._capacity: dict[str, frozenset[Any]] = {}
+        # Whether the reservations were derived from the informers' state (once, before deciding).
+        self._rebuilt = False
+        # Bindings whose explanation judged a cluster whose labels, taints or readiness changed since.
+        self._stale_explanations: set[BindingKey] = set()
+        ctx.bindings.add_handler(self._on_binding)
+        ctx.clusters.add_handler(self._on_cluster)
+        ctx.works.add_handler(self._on_work)
+
+    # --- event handlers ---------------------------------------------------------------
+
+    async def _on_binding(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        meta = obj.get("metadata") or {}
+        key = (str(meta.get("namespace")), str(meta.get("name")))
+        if event is WatchEventType.DELETED:
+            self._forget(key)
+            return
+        scheduled = find_condition((obj.get("status") or {}).get("conditions"), ConditionType.SCHEDULED)
+        if scheduled is not None and scheduled.get("reason") == ScheduledReason.NEVER_FITS:
+            self._never_fit.add(key)
+            self._unplaced.discard(key)
+        elif scheduled is None or scheduled.get("status") != "True":
+            self._never_fit.discard(key)
+            self._unplaced.add(key)
+        else:
+            self._never_fit.discard(key)
+            self._unplaced.discard(key)
+        if (
+            event is WatchEventType.MODIFIED
+            and old is not None
+            and (old.get("metadata") or {}).get("generation") == meta.get("generation")
+            and not is_deleting(obj)
+        ):
+            return
+        await self.loop.add(key, priority=binding_priority(obj))
+
+    async def _on_cluster(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        name = str((obj.get("metadata") or {}).get("name"))
+        if event is WatchEventType.DELETED:
+            self._snapshots.pop(name, None)
+            self._capacity.pop(name, None)
+            await self._requeue_cluster(name)
+            await self._requeue_unplaced()
+            return
+        try:
+            snapshot = ClusterSnapshot.from_cluster(obj, previous=self._snapshots.get(name))
+        except (ValueError, TypeError) as exc:
+            log.warning("cluster %s has a status the scheduler cannot read: %s", name, exc)
+            return
+        self._snapshots[name] = snapshot
+        facts = capacity_facts(snapshot)
+        if self._capacity.get(name) != facts:
+            self._capacity[name] = facts
+            for key in sorted(self._never_fit):  # the fleet's capacity changed: they may fit now
+                await self._requeue(key)
+        self.reserving.observe_report(name, obj, snapshot)
+        if event is WatchEventType.ADDED or placement_facts(old) != placement_facts(obj):
+            await self._requeue_cluster(name)
+            if event is WatchEventType.MODIFIED:
+                await self._requeue_stale_explanations(name)
+        # Bindings whose pods this member reports unschedulable: the new report may confirm
+        # there is no room for them.
+        for key in self.moves.waiting_in(name):
+            await self._requeue(key)
+        await self._requeue_unplaced()
+
+    async def _on_work(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        key = binding_key_of_work(obj)
+        cluster = cluster_of_namespace(str((obj.get("metadata") or {}).get("namespace") or ""))
+        if key is None or cluster is None or event is WatchEventType.DELETED:
+            return
+        if applied_condition(obj) is not None:
+            self.reservations.mark_applied(key_text(key), cluster, at=self.ctx.now())
+        if unschedulable_pods(obj) or (old is not None and unschedulable_pods(old)):
+            await self._requeue(key)
+        elif (unhealthy_reported(obj) or (old is not None and unhealthy_reported(old))) and self._fails_over(key):
+            # application failover counts from the first Unhealthy report
+            await self._requeue(key)
+
+    def _fails_over(self, key: BindingKey) -> bool:
+        """Whether the binding's policy asks for application failover."""
+        ref = policy_ref_of_binding(self.ctx.bindings.get(key[0], key[1]))
+        policy = self.ctx.propagation_policy(ref) if ref else None
+        return bool(policy and policy.spec.failover and policy.spec.failover.application)
+
+    async def _requeue(self, key: BindingKey) -> None:
+        await self.loop.add(key, priority=binding_priority(self.ctx.bindings.get(key[0], key[1])))
+
+    async def _requeue_cluster(self, cluster: str) -> None:
+        for key in self.ctx.bindings.index_keys(INDEX_CLUSTER, cluster):
+            await self._requeue(key)
+
+    async def _requeue_stale_explanations(self, cluster: str) -> None:
+        """Bindings whose explanation did not choose ``cluster`` as it was: judged again (explaining.py;
+        the entries of clusters a binding runs in stay as decided)."""
+        for binding in self.ctx.bindings.items():
+            explained = (binding.get("status") or {}).get("explanation") or ()
+            if any(entry.get("cluster") == cluster and not entry.get("chosen") for entry in explained):
+                key = binding_key(binding)
+                self._stale_explanations.add(key)
+                await self.loop.add(key, priority=binding_priority(binding))
+
+    async def _requeue_unplaced(self) -> None:
+        for key in sorted(self._unplaced | self.evictions.blocked | self.moves.blocked):
+            await self._requeue(key)
+
+    def _ensure_rebuilt(self) -> None:
+        """Derive the reservations from the informers once they are synced (reserving.py)."""
+        if self._rebuilt:
+            return
+        ctx = self.ctx
+        if not all(informer.synced.is_set() for informer in (ctx.bindings, ctx.works, ctx.clusters)):
+            return
+        self._rebuilt = True
+        count = self.reserving.rebuild_reservations()
+        if count:
+            log.info("derived %d reservation(s) from bindings and capacity reports", count)
+
+    def _forget(self, key: BindingKey) -> None:
+        self.reserving.forget(key_text(key))
+        self._unplaced.discard(key)
+        self.moves.forget(key)
+        self.evictions.forget(key)
+        self._stale_explanations.discard(key)
+        self._never_fit.discard(key)
+
+    async def maintain(self) -> None:
+        """Expire reservations whose reports never came; retry unplaced bindings when capacity frees."""
+        max_age = timedelta(seconds=self.ctx.settings.reservation_max_age_seconds)
+        while True:
+            await asyncio.sleep(MAINTENANCE_SECONDS)
+            self._ensure_rebuilt()
+            if self.reservations.expire(now=self.ctx.now(), max_age=max_age):
+                await self._requeue_unplaced()
+
+    # --- reconcile --------------------------------------------------------------------
+
+    async def reconcile(self, key: BindingKey) -> float | None:
+        ctx = self.ctx
+        self._ensure_rebuilt()
+        binding = await ctx.get(ctx.binding_rt, key[0], key[1])
+        if binding is None or is_deleting(binding):
+            self._forget(key)
+            return None
+        if is_attached(binding):
+            return None  # propagateDeps: placed where the workloads that need it run (dependencies.py)
+        phase = finished_phase(ctx, binding)
+        if phase is not None:
+            # Finished work stays where it ran: no move, re-placement, failover or second run.
+            if key_text(key) in self.reserving.owners or self.reservations.of_binding(key_text(key)):
+                log.info("binding %s: the workload %s; its placement is final", key_text(key), phase.lower())
+            self._forget(key)
+            return None
+        try:
+            model = ResourceBinding.model_validate(binding)
+        except ValidationError as exc:
+            log.warning("binding %s is not valid: %s", key_text(key), exc)
+            return None
+        self.reserving.owners[key_text(key)] = owner_key((binding.get("spec") or {}).get("resource") or {})
+        policy_ref = policy_ref_of_binding(binding)
+        policy = ctx.propagation_policy(policy_ref) if policy_ref else None
+        request = with_default_tolerations(
+            BindingRequest.from_binding(model),  # GPU shapes as the binding carries them (detector)
+            unreachable_seconds=ctx.settings.default_unreachable_toleration_seconds,
+            not_ready_seconds=ctx.settings.default_not_ready_toleration_seconds,
+        )
+        spec = binding.get("spec") or {}
+        all_snapshots = dict(self._snapshots)
+        evicting = evicting_clusters(spec)
+        snapshots = {name: s for name, s in all_snapshots.items() if name not in evicting}
+        moves, wait, move_reasons = self.moves.due(key, binding, request)
+        now = ctx.now()
+        check = self.evictions.check(key, request, policy, all_snapshots, spec.get("resource") or {}, now=now)
+        wait = _sooner(wait, check.seconds_until_next(now))
+
+        status = binding.get("status") or {}
+        scheduled = find_condition(status.get("conditions"), ConditionType.SCHEDULED)
+        generation = (binding.get("metadata") or {}).get("generation")
+        why: str | None = None
+        if status.get("observedGeneration") != generation or scheduled is None:
+            why = "spec changed"
+        elif scheduled.get("status") != "True":
+            why = "not fully placed"
+        else:
+            why = placement_broken(request, all_snapshots)
+        if not moves:
+            self.moves.blocked.discard(key)
+        if why is None and not moves and not check.due:
+            self.evictions.blocked.discard(key)
+            if key in self._stale_explanations:
+                await self._refresh_explanation(binding, request, snapshots, now=now)
+            return wait
+
+        ordered = [snapshots[name] for name in sorted(snapshots)]
+        previous = dict(request.previous)
+        moved: dict[str, int] = {}
+        result: ScheduleResult | None = None
+        started = time.perf_counter()  # gpufed_scheduling_duration_seconds: one decision's time
+        try:
+            if check.due:
+                evicted_decision = decide_with_evictions(
+                    request, ordered, check.due, reservations=self.reservations, now=now
+                )
+                if evicted_decision is not None:
+                    request, result = evicted_decision
+                    self.evictions.blocked.discard(key)
+                else:
+                    if key not in self.evictions.blocked:
+                        await record_eviction_waits(ctx, binding, check.due)
+                    self.evictions.blocked.add(key)
+                    wait = _sooner(wait, UNPLACED_RETRY_SECONDS)
+            if result is None:
+                if why is None and not moves:
+                    return wait
+                decided = (
+                    decide_with_moves(
+                        request, ordered, moves, reasons=move_reasons, reservations=self.reservations, now=now
+                    )
+                    if moves
+                    else None
+                )
+                if decided is not None:
+                    request, result = decided
+                    moved = dict(moves)
+                    self.moves.blocked.discard(key)
+                else:
+                    if moves:
+                        self.moves.blocked.add(key)  # retried on every capacity report
+                    result = schedule(request, ordered, reservations=self.reservations, now=now)
+                    if not request.previous and not result.placed:
+                        never = never_fits(request, [all_snapshots[name] for name in sorted(all_snapshots)])
+                        if never is not None:
+                            result = never_fit_result(request, result, never.message)
+        except Exception as exc:  # a bug in the decision must not stop the other bindings
+            observe_scheduling_latency(time.perf_counter() - started, result=ScheduledReason.SCHEDULER_ERROR)
+            log.exception("scheduling %s failed", key_text(key))
+            await write_error(ctx, binding, f"the scheduler failed: {exc}")
+            return UNPLACED_RETRY_SECONDS
+        observe_scheduling_latency(time.perf_counter() - started, result=result.condition.reason)
+        # Every cluster due for eviction that the decision leaves gets an eviction task.
+        evicted = {name: cause for name, cause in check.due.items() if name in previous and name not in result.clusters}
+        waiting = {} if moved else moves
+        if why is None and not moved and not evicted:
+            if waiting:  # members report unplaceable pods, but nothing else can take them yet
+                await write_waiting(ctx, binding, waiting)
+                return _sooner(wait, UNPLACED_RETRY_SECONDS)
+            return wait
+        log.debug("scheduling %s: %s", key_text(key), why or ("evicting" if evicted else "moving unschedulable replicas"))
+        await write_decision(
+            ctx, self.reserving, binding, request, result,
+            moved=moved, evicted=evicted, previous=previous, waiting=waiting, why=why,
+        )
+        if moved:
+            self.moves.acted(key, moved)
+        if evicted:
+            for cluster in evicted:
+                self.reservations.release(key_text(key), cluster=cluster)
+            self.evictions.evicted(key, evicted)
+        workload = workload_of(ctx, binding)
+        if workload is not None:
+            await set_schedulable(ctx, workload, result.condition)
+        if result.condition.reason is ScheduledReason.NEVER_FITS:
+            return wait  # waits for a change of the fleet's capacity, not for the next retry
+        if not result.condition.status:
+            return min(UNPLACED_RETRY_SECONDS, wait) if wait is not None else UNPLACED_RETRY_SECONDS
+        return wait
+
+    async def _refresh_explanation(
+        self, binding: dict[str, Any], request: BindingRequest, snapshots: dict[str, ClusterSnapshot], *, now: datetime
+    ) -> None:
+        """Store the fleet's verdicts as they are now for a binding whose decision stands."""
+        self._stale_explanations.discard(binding_key(binding))
+        await write_refreshed_explanation(
+            self.ctx, binding, request, snapshots, reservations=self.reservations, now=now
+        )

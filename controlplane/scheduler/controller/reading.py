@@ -1,0 +1,84 @@
+"""What the scheduler controller reads off bindings, Works and Clusters (wire dicts).
+
+In: a ResourceBinding, a Work or a Cluster as the informers hold them. Out: the binding's key
+(``(namespace, name)``, and its ``ns/name`` text, which names it in the reservations), what a
+Work's status says about the binding's pods in its member (how many the member cannot place,
+whether it reports the workload Unhealthy, the Applied condition of the Work's current
+generation and its transition time), what about a Cluster can change where bindings may run,
+and the hub workload a binding describes. Plain reads; the controller's modules act on them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from controlplane.apis.meta import parse_time
+from controlplane.apis.work_v1alpha1 import ConditionType
+from controlplane.controllers.context import ControllerContext
+from controlplane.controllers.workloads import find_condition
+
+BindingKey = tuple[str, str]
+
+
+def key_text(key: BindingKey) -> str:
+    return f"{key[0]}/{key[1]}"
+
+
+def binding_key(binding: Mapping[str, Any]) -> BindingKey:
+    meta = binding.get("metadata") or {}
+    return (str(meta.get("namespace")), str(meta.get("name")))
+
+
+def unhealthy_reported(work: Mapping[str, Any]) -> bool:
+    return any(m.get("health") == "Unhealthy" for m in (work.get("status") or {}).get("manifestStatuses") or ())
+
+
+def placement_facts(obj: Mapping[str, Any] | None) -> Any:
+    """What about a Cluster can change where bindings may run (not its capacity)."""
+    if obj is None:
+        return None
+    meta = obj.get("metadata") or {}
+    ready = find_condition((obj.get("status") or {}).get("conditions"), "Ready")
+    return (obj.get("spec"), meta.get("labels"), (ready or {}).get("status"), meta.get("deletionTimestamp"))
+
+
+def unschedulable_pods(work: Mapping[str, Any]) -> int:
+    """Pods the member reports it cannot place, when the report is about the Work's current generation."""
+    generation = (work.get("metadata") or {}).get("generation")
+    status = work.get("status") or {}
+    applied = find_condition(status.get("conditions"), ConditionType.APPLIED)
+    if applied is None or applied.get("observedGeneration") != generation:
+        return 0
+    return sum(int((m.get("unschedulable") or {}).get("pods") or 0) for m in status.get("manifestStatuses") or ())
+
+
+def applied_condition(work: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The Work's Applied=True condition when it is about the Work's current generation, else None."""
+    applied = find_condition((work.get("status") or {}).get("conditions"), ConditionType.APPLIED)
+    if (
+        applied is None
+        or applied.get("status") != "True"
+        or applied.get("observedGeneration") != (work.get("metadata") or {}).get("generation")
+    ):
+        return None
+    return applied
+
+
+def transition_time(condition: Mapping[str, Any] | None) -> datetime | None:
+    """A condition's ``lastTransitionTime`` (None when absent or unreadable)."""
+    text = (condition or {}).get("lastTransitionTime")
+    if not text:
+        return None
+    try:
+        return parse_time(str(text))
+    except ValueError:
+        return None
+
+
+def workload_of(ctx: ControllerContext, binding: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The hub workload ``binding`` describes, from its informer (None when not known)."""
+    resource = (binding.get("spec") or {}).get("resource") or {}
+    informer = ctx.workload_informer(str(resource.get("apiVersion")), str(resource.get("kind")))
+    return informer.get(resource.get("namespace"), str(resource.get("name"))) if informer else None

@@ -1,0 +1,180 @@
+"""The scheduler controller's writes: a decision into the binding, and what goes with it.
+
+In: a binding (wire dict), the :class:`~controlplane.scheduler.core.scheduling.ScheduleResult`
+decided for it and what the decision changed (replicas moved, failover evictions, replicas
+waiting for room). Out: the binding's ``spec.clusters`` (and, where an alternative GPU shape
+won, the ``scheduler.gpufed.io/gpu-shapes`` annotation the binding controller reads) and new
+``spec.gracefulEvictionTasks`` entries; in status the ``Scheduled`` condition with its reason,
+the per-cluster ``explanation``, ``schedulerObservingAffinityName`` and ``observedGeneration``;
+the Events of :mod:`controlplane.scheduler.controller.recording`; and the workload's own
+``Schedulable`` condition (False with the NeverFits message while no node could ever hold one
+of its pods, gone once one could).
+
+The decision is reserved before its spec write: while the write is in flight the other workers
+decide too, and must not promise the same capacity again; a write that fails takes it back.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from controlplane.apis.work_v1alpha1 import ConditionType, ScheduledReason
+from controlplane.controllers.context import ControllerContext
+from controlplane.controllers.failover import EvictionCause, eviction_task, with_tasks
+from controlplane.controllers.workloads import WorkloadConditionType, find_condition, with_condition
+from controlplane.controllers.works import ANNOTATION_GPU_SHAPES, ChosenShape, encode_shapes
+from controlplane.scheduler.controller.explaining import (
+    WAITING_PREFIX,
+    explain_evictions,
+    explain_waiting,
+    refreshed_explanation,
+)
+from controlplane.scheduler.controller.recording import record_decision, record_evictions, record_rescheduled
+from controlplane.scheduler.controller.reserving import ReservationKeeper
+from controlplane.scheduler.core.framework import BindingRequest
+from controlplane.scheduler.core.reservations import Reservations
+from controlplane.scheduler.core.scheduling import ScheduledCondition, ScheduleResult, schedule
+from controlplane.scheduler.core.snapshot import ClusterSnapshot
+
+
+async def write_decision(
+    ctx: ControllerContext,
+    keeper: ReservationKeeper,
+    binding: dict[str, Any],
+    request: BindingRequest,
+    result: ScheduleResult,
+    *,
+    moved: Mapping[str, int],
+    evicted: Mapping[str, EvictionCause] | None = None,
+    previous: Mapping[str, int] | None = None,
+    waiting: Mapping[str, int] | None = None,
+    why: str | None = None,
+) -> None:
+    spec = binding.get("spec") or {}
+    meta = binding.get("metadata") or {}
+    evicted = evicted or {}
+    clusters = result.target_clusters()
+    now = ctx.now()
+    added = [
+        eviction_task(cause, replicas=(previous or {}).get(name, 0), now=now) for name, cause in sorted(evicted.items())
+    ]
+    tasks = with_tasks(spec.get("gracefulEvictionTasks"), added) if added else spec.get("gracefulEvictionTasks")
+    shapes = {
+        name: ChosenShape(shape.resource_map, dict(shape.node_selector)) for name, shape in result.chosen_shapes.items()
+    }
+    annotation = encode_shapes(shapes)
+    annotations = dict(meta.get("annotations") or {})
+    updated = binding
+    previous_clusters = spec.get("clusters")
+    if previous_clusters != clusters or annotations.get(ANNOTATION_GPU_SHAPES) != annotation or added:
+        written = copy.deepcopy(binding)
+        written["spec"]["clusters"] = clusters
+        if tasks:
+            written["spec"]["gracefulEvictionTasks"] = tasks
+        if annotation is None:
+            annotations.pop(ANNOTATION_GPU_SHAPES, None)
+        else:
+            annotations[ANNOTATION_GPU_SHAPES] = annotation
+        if annotations:
+            written["metadata"]["annotations"] = annotations
+        else:
+            written["metadata"].pop("annotations", None)
+        # Reserve before the write: while it is in flight the other workers decide too, and
+        # must not promise the same capacity again. A write that fails takes it back.
+        saved = keeper.reservations.of_binding(request.key)
+        keeper.reserve(request, result, moved=moved, previous=previous or {}, now=now)
+        try:
+            updated = await ctx.objects.update(ctx.binding_rt, written)
+        except BaseException:
+            keeper.reservations.restore(request.key, saved)
+            raise
+
+    explanation = [entry.to_wire() for entry in result.explanation]
+    explain_waiting(explanation, waiting or {}, grace=ctx.settings.unschedulable_grace_seconds)
+    explain_evictions(explanation, evicted=evicted, tasks=(updated.get("spec") or {}).get("gracefulEvictionTasks") or ())
+    status = copy.deepcopy(binding.get("status") or {})
+    old_condition = find_condition(status.get("conditions"), ConditionType.SCHEDULED)
+    new_condition = result.condition.to_wire()
+    status["conditions"] = with_condition(status.get("conditions"), new_condition, now=ctx.now_text())
+    status["explanation"] = explanation
+    if result.affinity_name:
+        status["schedulerObservingAffinityName"] = result.affinity_name
+    else:
+        status.pop("schedulerObservingAffinityName", None)
+    status["observedGeneration"] = (updated.get("metadata") or {}).get("generation")
+    if status != (updated.get("status") or {}):
+        await ctx.objects.update_status(ctx.binding_rt, {**updated, "status": status})
+    await record_decision(ctx, binding, old_condition, new_condition, previous_clusters, clusters, moved)
+    if not moved and not evicted:
+        await record_rescheduled(ctx, binding, previous or {}, result.clusters, clusters, why=why)
+    if evicted:
+        await record_evictions(ctx, binding, evicted, clusters)
+
+
+async def write_waiting(ctx: ControllerContext, binding: dict[str, Any], waiting: Mapping[str, int]) -> None:
+    """Say in the binding's explanation that unschedulable replicas wait for room elsewhere."""
+    status = copy.deepcopy(binding.get("status") or {})
+    explanation = [
+        {**entry, "reasons": [r for r in entry.get("reasons") or () if not r.startswith(WAITING_PREFIX)]}
+        for entry in status.get("explanation") or ()
+    ]
+    explain_waiting(explanation, waiting, grace=ctx.settings.unschedulable_grace_seconds)
+    status["explanation"] = explanation
+    if status != (binding.get("status") or {}):
+        await ctx.objects.update_status(ctx.binding_rt, {**binding, "status": status})
+
+
+async def write_refreshed_explanation(
+    ctx: ControllerContext,
+    binding: dict[str, Any],
+    request: BindingRequest,
+    snapshots: Mapping[str, ClusterSnapshot],
+    *,
+    reservations: Reservations,
+    now: datetime,
+) -> None:
+    """Store the fleet's verdicts as they are now for a binding whose decision stands."""
+    fresh = schedule(request, [snapshots[name] for name in sorted(snapshots)], reservations=reservations, now=now)
+    status = copy.deepcopy(binding.get("status") or {})
+    explanation = refreshed_explanation(
+        status.get("explanation") or (), [entry.to_wire() for entry in fresh.explanation], placed=request.previous
+    )
+    if explanation != status.get("explanation"):
+        status["explanation"] = explanation
+        await ctx.objects.update_status(ctx.binding_rt, {**binding, "status": status})
+
+
+async def write_error(ctx: ControllerContext, binding: dict[str, Any], message: str) -> None:
+    condition = ScheduledCondition(False, ScheduledReason.SCHEDULER_ERROR, message).to_wire()
+    status = copy.deepcopy(binding.get("status") or {})
+    status["conditions"] = with_condition(status.get("conditions"), condition, now=ctx.now_text())
+    if status != (binding.get("status") or {}):
+        await ctx.objects.update_status(ctx.binding_rt, {**binding, "status": status})
+
+
+async def set_schedulable(ctx: ControllerContext, workload: Mapping[str, Any], decided: ScheduledCondition) -> None:
+    """Write the workload's ``Schedulable`` condition as ``decided`` says (only when it changes)."""
+    rt = ctx.registry.for_kind(str(workload.get("apiVersion")), str(workload.get("kind")))
+    if rt is None or not rt.has_status:
+        return
+    status = workload.get("status") or {}
+    conditions = status.get("conditions") or []
+    current = find_condition(conditions, WorkloadConditionType.SCHEDULABLE)
+    if decided.reason is ScheduledReason.NEVER_FITS:
+        wanted = {
+            "type": str(WorkloadConditionType.SCHEDULABLE),
+            "status": "False",
+            "reason": str(ScheduledReason.NEVER_FITS),
+            "message": decided.message,
+        }
+        if current is not None and all(current.get(k) == v for k, v in wanted.items()):
+            return
+        new_conditions = with_condition(conditions, wanted, now=ctx.now_text())
+    elif current is None:
+        return
+    else:
+        new_conditions = [c for c in conditions if c.get("type") != WorkloadConditionType.SCHEDULABLE]
+    await ctx.objects.update_status(rt, {**copy.deepcopy(dict(workload)), "status": {**status, "conditions": new_conditions}})
