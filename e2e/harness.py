@@ -228,6 +228,30 @@ class ProcessGroup:
         ]
         return self.start_raw(f"agent-{cluster}", argv)
 
+    def start_fleet(
+        self, fleet: Path, clusters: tuple[str, ...], *hub_flags: str, namespace: str = "ml", timeout: float = 120,
+    ) -> tuple[Kubectl, dict[str, Kubectl]]:
+        """A hub plus, for each of ``clusters``, a simulated member (time scale 20) and its agent;
+        returns once every cluster is Ready with a capacity report, with ``namespace`` created."""
+        _, hub = self.start_hub("hub", *hub_flags)
+        members: dict[str, Kubectl] = {}
+        for name in clusters:
+            _, member, dcgm = self.start_member(fleet, name, time_scale=20.0)
+            self.start_agent(hub, fleet, name, member, dcgm)
+            members[name] = member
+
+        def all_ready() -> bool:
+            items = hub.json("get", "clusters")["items"]
+            return len(items) == len(clusters) and all(
+                any(c["type"] == "Ready" and c["status"] == "True" for c in item.get("status", {}).get("conditions", []))
+                and item["status"].get("nodeShapes")
+                for item in items
+            )
+
+        wait_for(all_ready, timeout=timeout, what=f"clusters {', '.join(clusters)} Ready with capacity reports")
+        hub.run("create", "namespace", namespace)
+        return hub, members
+
     @staticmethod
     def etcd_peer_port(proc: Process) -> int:
         return int(proc.argv[proc.argv.index("--listen-peer-urls") + 1].rsplit(":", 1)[1])

@@ -20,24 +20,7 @@ pytestmark = pytest.mark.e2e
 
 
 def _start_fleet(processes: ProcessGroup) -> tuple[Kubectl, dict[str, Kubectl]]:
-    _, hub = processes.start_hub()
-    members: dict[str, Kubectl] = {}
-    for name in ("onprem-a100", "cloud-h100"):
-        _, member, dcgm = processes.start_member(FLEET, name, time_scale=20.0)
-        processes.start_agent(hub, FLEET, name, member, dcgm)
-        members[name] = member
-
-    def all_ready() -> bool:
-        items = hub.json("get", "clusters")["items"]
-        return len(items) == 2 and all(
-            any(c["type"] == "Ready" and c["status"] == "True" for c in item.get("status", {}).get("conditions", []))
-            and item["status"].get("nodeShapes")
-            for item in items
-        )
-
-    wait_for(all_ready, timeout=90, what="both clusters Ready with capacity reports")
-    hub.run("create", "namespace", "ml")
-    return hub, members
+    return processes.start_fleet(FLEET, ("onprem-a100", "cloud-h100"))
 
 
 def _running(member: Kubectl, selector: str) -> int:
