@@ -28,7 +28,8 @@ from controlplane.interpreter.base import Component
 from controlplane.interpreter.requirements import ReplicaRequirements, Toleration, is_gpu_resource
 from controlplane.scheduler.core import reservations as reservations_module
 from controlplane.scheduler.core import snapshot as snapshot_module
-from controlplane.scheduler.core.estimator import Estimate, estimate_max_replicas
+from controlplane.scheduler.core.estimating import Estimate
+from controlplane.scheduler.core.estimator import estimate_max_replicas
 from controlplane.scheduler.core.framework import BindingRequest, CycleState, Feasibility, GpuShape
 from controlplane.scheduler.core.reservations import Demand, Reservation, Reservations
 from controlplane.scheduler.core.scheduling import ScheduleResult, _divide_tiered, reserve_decision, schedule

@@ -14,14 +14,11 @@ from controlplane.interpreter.requirements import (
     ReplicaRequirements,
     Toleration,
 )
-from controlplane.scheduler.core.estimator import (
-    UNLIMITED,
-    adjusted_snapshot,
-    estimate_max_replicas,
-    fits_gang,
-    place_pods,
-    room_without,
-)
+from controlplane.scheduler.core.estimating import UNLIMITED
+from controlplane.scheduler.core.estimator import estimate_max_replicas, room_without
+from controlplane.scheduler.core.gangs import fits_gang
+from controlplane.scheduler.core.packing import place_pods
+from controlplane.scheduler.core.replaying import adjusted_snapshot
 from controlplane.scheduler.core.reservations import Demand, Reservations
 from controlplane.scheduler.core.snapshot import ClusterSnapshot, NodeShape
 

@@ -5,9 +5,11 @@ In: a :class:`BindingRequest`, the fleet's :class:`ClusterSnapshot` values and t
 scheduler controller reads and writes the objects around it.
 """
 
-from controlplane.scheduler.core.estimator import Estimate, estimate_max_replicas, fits_gang
+from controlplane.scheduler.core.estimating import Estimate
+from controlplane.scheduler.core.estimator import estimate_max_replicas
 from controlplane.scheduler.core.explanation import ClusterExplanation
 from controlplane.scheduler.core.framework import BindingRequest, GpuShape
+from controlplane.scheduler.core.gangs import fits_gang
 from controlplane.scheduler.core.reservations import Demand, Reservation, Reservations
 from controlplane.scheduler.core.scheduling import (
     ScheduledCondition,

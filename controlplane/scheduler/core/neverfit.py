@@ -32,7 +32,8 @@ from typing import Any
 from controlplane.apis.quantity import format_quantity
 from controlplane.apis.work_v1alpha1 import ScheduledReason
 from controlplane.interpreter.requirements import RESOURCE_PODS, ReplicaRequirements, is_gpu_resource
-from controlplane.scheduler.core.estimator import can_ever_run, node_eligible
+from controlplane.scheduler.core.estimating import node_eligible
+from controlplane.scheduler.core.estimator import can_ever_run
 from controlplane.scheduler.core.framework import BindingRequest
 from controlplane.scheduler.core.scheduling import ScheduledCondition, ScheduleResult
 from controlplane.scheduler.core.snapshot import ClusterSnapshot, NodeShape

@@ -5,7 +5,7 @@ view of a cluster still shows the GPUs it just handed out as free. Without a mem
 those promises, two bindings scheduled in a row would both take the same GPUs. A
 :class:`Reservations` value is that memory: per cluster, per binding, the pods promised
 (replicas x per-replica requirements). The estimator subtracts them from the reported
-free shapes (see ``estimator.adjusted_snapshot``) until they expire.
+free shapes (see ``replaying.adjusted_snapshot``) until they expire.
 
 Lifecycle, driven by the scheduler controller (all pure in-memory operations):
 
@@ -42,7 +42,7 @@ reservation where it is. So a change in the middle of a long list costs as much 
 its end, not a replay of everything after it. Replicas that did not fit when taken are
 placed as soon as capacity is given back (in the order they were taken), so a promise is
 never forgotten while there is room for it; until then their GPUs are held wherever some
-are free (the estimator's ``spill_gpus``), so the cluster's total is not sold twice. Where
+are free (``packing.spill_gpus``), so the cluster's total is not sold twice. Where
 pods sit therefore depends on the order of past changes, not only on the current list; it is
 still a pure function of the journal, so every replay of it agrees. A report starts a new
 journal: the reservations it leaves are taken afresh, in their order (as is a journal grown

@@ -45,7 +45,7 @@ from typing import Any, NamedTuple
 
 from controlplane.apis.work_v1alpha1 import ScheduledReason
 from controlplane.interpreter.requirements import ReplicaRequirements
-from controlplane.scheduler.core.estimator import UNLIMITED
+from controlplane.scheduler.core.estimating import UNLIMITED
 from controlplane.scheduler.core.explanation import (
     ClusterExplanation,
     cluster_explanation,

@@ -18,17 +18,8 @@ from typing import NamedTuple
 
 from controlplane.apis.meta import taints_tolerated
 from controlplane.interpreter.requirements import ReplicaRequirements
-from controlplane.scheduler.core.estimator import (
-    ADJUSTED,
-    UNLIMITED,
-    Estimate,
-    adjusted_at,
-    adjusted_snapshot,
-    base_holding_as_many,
-    can_ever_run,
-    estimate_max_replicas,
-    gang_fit,
-)
+from controlplane.scheduler.core.estimating import UNLIMITED, Estimate
+from controlplane.scheduler.core.estimator import can_ever_run, estimate_max_replicas
 from controlplane.scheduler.core.framework import (
     SUCCESS,
     BindingRequest,
@@ -38,7 +29,14 @@ from controlplane.scheduler.core.framework import (
     GpuShape,
     Status,
 )
+from controlplane.scheduler.core.gangs import gang_fit
 from controlplane.scheduler.core.plugins.scores import price_for
+from controlplane.scheduler.core.replaying import (
+    ADJUSTED,
+    adjusted_at,
+    adjusted_snapshot,
+    base_holding_as_many,
+)
 from controlplane.scheduler.core.reservations import Checkpoint, Journal, Reservations
 from controlplane.scheduler.core.snapshot import ClusterSnapshot, fleet_key
 from policies.affinity import cluster_matches_affinity, spread_group, tolerates_cluster_taints
