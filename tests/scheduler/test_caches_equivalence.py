@@ -28,11 +28,13 @@ from controlplane.interpreter.base import Component
 from controlplane.interpreter.requirements import ReplicaRequirements, Toleration, is_gpu_resource
 from controlplane.scheduler.core import reservations as reservations_module
 from controlplane.scheduler.core import snapshot as snapshot_module
+from controlplane.scheduler.core.dividing import _divide_tiered
 from controlplane.scheduler.core.estimating import Estimate
 from controlplane.scheduler.core.estimator import estimate_max_replicas
 from controlplane.scheduler.core.framework import BindingRequest, CycleState, Feasibility, GpuShape
+from controlplane.scheduler.core.outcome import ScheduleResult
 from controlplane.scheduler.core.reservations import Demand, Reservation, Reservations
-from controlplane.scheduler.core.scheduling import ScheduleResult, _divide_tiered, reserve_decision, schedule
+from controlplane.scheduler.core.scheduling import reserve_decision, schedule
 from controlplane.scheduler.core.snapshot import ClusterSnapshot, NodeShape
 from policies.division import TierCandidate, divide_tiered_overflow
 from policies.models import Placement

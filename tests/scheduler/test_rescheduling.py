@@ -14,13 +14,14 @@ from controlplane.interpreter.base import Component
 from controlplane.interpreter.requirements import ReplicaRequirements
 from controlplane.scheduler.core.framework import BindingRequest
 from controlplane.scheduler.core.neverfit import capacity_facts, never_fit_result
+from controlplane.scheduler.core.outcome import ScheduleResult
 from controlplane.scheduler.core.rescheduling import (
     decide_with_evictions,
     decide_with_moves,
     placement_broken,
 )
 from controlplane.scheduler.core.reservations import Reservations
-from controlplane.scheduler.core.scheduling import ScheduleResult, schedule
+from controlplane.scheduler.core.scheduling import schedule
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 from policies.models import Placement
 

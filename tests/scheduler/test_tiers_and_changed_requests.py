@@ -19,7 +19,8 @@ from controlplane.interpreter.base import Component
 from controlplane.interpreter.requirements import ReplicaRequirements, Toleration
 from controlplane.scheduler.core.estimator import can_ever_run
 from controlplane.scheduler.core.framework import BindingRequest, GpuShape
-from controlplane.scheduler.core.scheduling import ScheduleResult, schedule
+from controlplane.scheduler.core.outcome import ScheduleResult
+from controlplane.scheduler.core.scheduling import schedule
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 from policies.models import GpuShapeAlternative, Placement
 

@@ -79,12 +79,13 @@ from controlplane.scheduler.controller.writing import (
 )
 from controlplane.scheduler.core.framework import BindingRequest
 from controlplane.scheduler.core.neverfit import capacity_facts, never_fit_result, never_fits
+from controlplane.scheduler.core.outcome import ScheduleResult
 from controlplane.scheduler.core.rescheduling import (
     decide_with_evictions,
     decide_with_moves,
     placement_broken,
 )
-from controlplane.scheduler.core.scheduling import ScheduleResult, schedule
+from controlplane.scheduler.core.scheduling import schedule
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 
 log = logging.getLogger(__name__)

@@ -47,8 +47,9 @@ from controlplane.scheduler.controller.reading import (
     unschedulable_pods,
 )
 from controlplane.scheduler.core.framework import BindingRequest, GpuShape
+from controlplane.scheduler.core.outcome import ScheduleResult
 from controlplane.scheduler.core.reservations import Demand, Reservations
-from controlplane.scheduler.core.scheduling import ScheduleResult, reserve_decision
+from controlplane.scheduler.core.scheduling import reserve_decision
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 
 

@@ -1,6 +1,6 @@
 """The scheduler controller's writes: a decision into the binding, and what goes with it.
 
-In: a binding (wire dict), the :class:`~controlplane.scheduler.core.scheduling.ScheduleResult`
+In: a binding (wire dict), the :class:`~controlplane.scheduler.core.outcome.ScheduleResult`
 decided for it and what the decision changed (replicas moved, failover evictions, replicas
 waiting for room). Out: the binding's ``spec.clusters`` (and, where an alternative GPU shape
 won, the ``scheduler.gpufed.io/gpu-shapes`` annotation the binding controller reads) and new
@@ -35,8 +35,9 @@ from controlplane.scheduler.controller.explaining import (
 from controlplane.scheduler.controller.recording import record_decision, record_evictions, record_rescheduled
 from controlplane.scheduler.controller.reserving import ReservationKeeper
 from controlplane.scheduler.core.framework import BindingRequest
+from controlplane.scheduler.core.outcome import ScheduledCondition, ScheduleResult
 from controlplane.scheduler.core.reservations import Reservations
-from controlplane.scheduler.core.scheduling import ScheduledCondition, ScheduleResult, schedule
+from controlplane.scheduler.core.scheduling import schedule
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 
 

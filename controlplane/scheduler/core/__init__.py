@@ -10,13 +10,9 @@ from controlplane.scheduler.core.estimator import estimate_max_replicas
 from controlplane.scheduler.core.explanation import ClusterExplanation
 from controlplane.scheduler.core.framework import BindingRequest, GpuShape
 from controlplane.scheduler.core.gangs import fits_gang
+from controlplane.scheduler.core.outcome import ScheduledCondition, ScheduleResult
 from controlplane.scheduler.core.reservations import Demand, Reservation, Reservations
-from controlplane.scheduler.core.scheduling import (
-    ScheduledCondition,
-    ScheduleResult,
-    reserve_decision,
-    schedule,
-)
+from controlplane.scheduler.core.scheduling import reserve_decision, schedule
 from controlplane.scheduler.core.snapshot import ClusterSnapshot, NodeShape
 
 __all__ = [

@@ -35,7 +35,7 @@ from controlplane.interpreter.requirements import RESOURCE_PODS, ReplicaRequirem
 from controlplane.scheduler.core.estimating import node_eligible
 from controlplane.scheduler.core.estimator import can_ever_run
 from controlplane.scheduler.core.framework import BindingRequest
-from controlplane.scheduler.core.scheduling import ScheduledCondition, ScheduleResult
+from controlplane.scheduler.core.outcome import ScheduledCondition, ScheduleResult
 from controlplane.scheduler.core.snapshot import ClusterSnapshot, NodeShape
 
 PREFIX = "can never fit: "

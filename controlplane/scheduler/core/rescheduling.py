@@ -8,7 +8,7 @@ In: a :class:`~controlplane.scheduler.core.framework.BindingRequest` (``previous
 runs now), the fleet's :class:`~controlplane.scheduler.core.snapshot.ClusterSnapshot` values,
 the :class:`~controlplane.scheduler.core.reservations.Reservations` and the clusters to leave
 (evicted) or to take replicas off (their member cannot place them). Out: the request as it was
-decided and its :class:`~controlplane.scheduler.core.scheduling.ScheduleResult`, or None when
+decided and its :class:`~controlplane.scheduler.core.outcome.ScheduleResult`, or None when
 the replicas would not find room elsewhere (then they stay where they are); why a placement
 broke; which replicas a decision moved. Pure; no I/O.
 """
@@ -20,8 +20,9 @@ from dataclasses import replace
 from datetime import datetime
 
 from controlplane.scheduler.core.framework import BindingRequest
+from controlplane.scheduler.core.outcome import ScheduleResult
 from controlplane.scheduler.core.reservations import Reservations
-from controlplane.scheduler.core.scheduling import ScheduleResult, schedule
+from controlplane.scheduler.core.scheduling import schedule
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 from policies.affinity import cluster_matches_affinity
 
