@@ -10,9 +10,9 @@ instant, who holds each device and how busy it is, plus the fleet's pending GPU 
 * ``Cluster`` objects: ``spec.pricing/provider/tier/unschedulable``, the Ready condition and
   ``status.utilization`` (written by :func:`member_agent.capacity.summarize`), with
   ``gpuSummary`` and ``nodeShapes`` filling in GPUs that no DCGM series reported. The
-  utilization is read in both encodings an agent may write (:func:`expand_utilization`): the
-  compact columnar one (``version: 2``, :mod:`member_agent.utilization` documents it) and the
-  original list of per-node objects (``{sampleTime, nodes: [{name, devices: [{gpu, uuid,
+  utilization is read in both encodings an agent may write
+  (:func:`controlplane.apis.utilization.expand_utilization`): the compact columnar one
+  (``version: 2``) and the original list of per-node objects (``{sampleTime, nodes: [{name, devices: [{gpu, uuid,
   profile?, instance?, pod?, namespace?, utilization, fbUsedMiB?}], pods: [{pod, namespace,
   resources, owner?: {kind, name}}]}]}``, no ``version``), so agents of both kinds can report
   to one hub.
@@ -78,6 +78,7 @@ from pydantic import ValidationError
 from controlplane.apis import constants as c
 from controlplane.apis.meta import Taint, parse_time
 from controlplane.apis.quantity import QuantityError
+from controlplane.apis.utilization import expand_utilization
 from controlplane.interpreter import interpreter_for
 from controlplane.interpreter.requirements import ReplicaRequirements, SelectorOperator, is_gpu_resource
 from policies.affinity import ClusterView, cluster_matches_affinity, tolerates_cluster_taints
@@ -528,130 +529,6 @@ def _assign_unlabelled(
                     devices[index] = replace(device, allocated_to=_pod_ref(namespace, pod, pods))
                     missing -= 1
     return devices
-
-
-def _at(values: Sequence[Any], index: int, default: Any = None) -> Any:
-    return values[index] if 0 <= index < len(values) else default
-
-
-def _columns(value: Any, *names: str) -> list[list[Any]]:
-    table = _mapping(value)
-    return [_list(table.get(name)) for name in names]
-
-
-@dataclass(frozen=True, slots=True)
-class _PodGroup:
-    namespace: str
-    kind: str | None
-    name: str | None
-    resources: Mapping[str, Any]
-    prefix: str
-
-
-_UNKNOWN_GROUP = _PodGroup("", None, None, MappingProxyType({}), "")
-
-
-def _pod_groups(raw: Mapping[str, Any]) -> list[_PodGroup]:
-    """The ``podGroups`` of a compact utilization, with their names' prefixes made whole."""
-    namespaces, kinds, requests = (_list(raw.get(k)) for k in ("namespaces", "kinds", "requests"))
-    namespace_at, kind_at, names, request_at, prefixes = _columns(
-        raw.get("podGroups"), "namespace", "kind", "name", "request", "podPrefix"
-    )
-    groups = []
-    for index, name in enumerate(names):
-        kind = _at(kinds, _int(_at(kind_at, index), -1))
-        prefix = str(_at(prefixes, index) or "")
-        if prefix.startswith("-") and name:
-            prefix = f"{name}{prefix}"  # continues the workload's name (pod names never start with "-")
-        groups.append(
-            _PodGroup(
-                namespace=str(_at(namespaces, _int(_at(namespace_at, index), -1)) or ""),
-                kind=str(kind) if kind else None,
-                name=str(name) if name else None,
-                resources=_mapping(_at(requests, _int(_at(request_at, index), -1))),
-                prefix=prefix,
-            )
-        )
-    return groups
-
-
-def expand_utilization(utilization: Any) -> list[dict[str, Any]]:
-    """The per-node entries of a ``status.utilization``, whichever encoding wrote it.
-
-    Out, per node that reported DCGM devices: ``{name, product, ready, schedulable,
-    sharedReplicas, labels, devices: [{gpu, uuid, profile?, instance?, pod?, namespace?,
-    utilization?}], pods: [{pod, namespace, resources, owner?: {kind, name}}]}`` (the original
-    encoding, which is returned as it is). In the compact encoding a device has no UUID
-    (``uuid`` is ``""``), a MIG instance's ``instance`` is its position on the node, and
-    ``utilization`` is the reported percent / 100 (absent when unknown). Entries that point
-    outside their tables are skipped, so a malformed report loses only what it garbled.
-    """
-    raw = _mapping(utilization)
-    if _int(raw.get("version"), 1) < 2:
-        return [dict(_mapping(node)) for node in _list(raw.get("nodes"))]
-    products, label_sets, layouts = (_list(raw.get(k)) for k in ("products", "labelSets", "layouts"))
-    names, node_products, node_labels, ready, schedulable, replicas, node_layouts, pod_counts = _columns(
-        raw.get("nodes"),
-        "name",
-        "product",
-        "labels",
-        "ready",
-        "schedulable",
-        "sharedReplicas",
-        "layout",
-        "podCount",
-    )
-    device_pods, device_utilization = _columns(raw.get("devices"), "pod", "utilization")
-    pod_groups, pod_names = _columns(raw.get("pods"), "group", "name")
-    groups = _pod_groups(raw)
-
-    out: list[dict[str, Any]] = []
-    device_at = pod_at = 0
-    for index, name in enumerate(names):
-        layout = _mapping(_at(layouts, _int(_at(node_layouts, index), -1)))
-        gpus, profiles = _list(layout.get("gpu")), _list(layout.get("profile"))
-        pods: list[dict[str, Any]] = []
-        for position in range(pod_at, pod_at + max(_int(_at(pod_counts, index)), 0)):
-            group = _at(groups, _int(_at(pod_groups, position), -1), _UNKNOWN_GROUP)
-            pod: dict[str, Any] = {
-                "pod": f"{group.prefix}{_at(pod_names, position) or ''}",
-                "namespace": group.namespace,
-                "resources": dict(group.resources),
-            }
-            if group.kind and group.name:
-                pod["owner"] = {"kind": group.kind, "name": group.name}
-            pods.append(pod)
-        pod_at += len(pods)
-        devices: list[dict[str, Any]] = []
-        for offset, gpu in enumerate(gpus):
-            position = device_at + offset
-            device: dict[str, Any] = {"gpu": gpu, "uuid": ""}
-            profile = _at(profiles, offset)
-            if profile is not None:
-                if profile:
-                    device["profile"] = str(profile)
-                device["instance"] = offset
-            holder = _mapping(_at(pods, _int(_at(device_pods, position), -1)))
-            if holder:
-                device["pod"], device["namespace"] = holder["pod"], holder["namespace"]
-            percent = _at(device_utilization, position)
-            if isinstance(percent, int | float) and not isinstance(percent, bool):
-                device["utilization"] = percent / 100
-            devices.append(device)
-        device_at += len(gpus)
-        out.append(
-            {
-                "name": str(name),
-                "product": str(_at(products, _int(_at(node_products, index), -1)) or UNKNOWN_PRODUCT),
-                "ready": bool(_at(ready, index, 1)),
-                "schedulable": bool(_at(schedulable, index, 1)),
-                "sharedReplicas": max(_int(_at(replicas, index), 1), 1),
-                "labels": dict(_mapping(_at(label_sets, _int(_at(node_labels, index), -1)))),
-                "devices": devices,
-                "pods": pods,
-            }
-        )
-    return out
 
 
 def _node_sample(raw: Mapping[str, Any], summary: Sequence[_SummaryEntry]) -> NodeSample:
