@@ -2,8 +2,13 @@
 
 Data flows through the modules in this order:
 
-* :mod:`~controlplane.reports.sample` -- the fleet snapshot (frozen dataclasses) and the adapter
-  from the hub's Cluster / ResourceBinding / Work objects;
+* :mod:`~controlplane.reports.fleet` -- the fleet snapshot's types (frozen dataclasses);
+* :mod:`~controlplane.reports.snapshot` -- the adapter from the hub's Cluster / ResourceBinding /
+  Work objects, with :mod:`~controlplane.reports.unreported` (synthetic nodes for GPUs no
+  exporter reported), :mod:`~controlplane.reports.demand` (pending demand and placement
+  constraints) and :mod:`~controlplane.reports.owners` (pods reported without an owner put
+  under their workload); the agent's utilization wire format is
+  :mod:`controlplane.apis.utilization`;
 * :mod:`~controlplane.reports.classify` -- one waste state per GPU device at one instant;
 * :mod:`~controlplane.reports.recommend` -- per-sample opportunities and the report's
   recommendations;
@@ -17,8 +22,7 @@ Data flows through the modules in this order:
 
 from controlplane.reports.accounting import Accumulator, Resolution
 from controlplane.reports.classify import DeviceState, WasteState, classify, classify_fleet
-from controlplane.reports.report import OutputFormat, render, render_csv, render_table, to_json
-from controlplane.reports.sample import (
+from controlplane.reports.fleet import (
     ClusterSample,
     DeviceSample,
     FleetSample,
@@ -26,8 +30,9 @@ from controlplane.reports.sample import (
     PendingDemand,
     PodRef,
     WorkloadConstraints,
-    sample_from_cluster_statuses,
 )
+from controlplane.reports.report import OutputFormat, render, render_csv, render_table, to_json
+from controlplane.reports.snapshot import sample_from_cluster_statuses
 from controlplane.reports.summary import Dimension, Recommendation, WasteReport
 
 __all__ = [

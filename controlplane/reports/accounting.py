@@ -1,6 +1,6 @@
 """GPU-seconds and dollars per state over time, in bounded rollups.
 
-In: consecutive :class:`~controlplane.reports.sample.FleetSample` snapshots (``add``). Out:
+In: consecutive :class:`~controlplane.reports.fleet.FleetSample` snapshots (``add``). Out:
 a :class:`~controlplane.reports.summary.WasteReport` for any window (``query``), and the
 rollups as bytes for persistence (``dump``/``load``, and per bucket for
 :mod:`controlplane.reports.persistence`). Pure: no I/O, no clock -- time comes from samples.
@@ -53,8 +53,8 @@ from controlplane.reports.classify import (
     WasteState,
     classify_fleet,
 )
+from controlplane.reports.fleet import FleetSample
 from controlplane.reports.recommend import Opportunity, find_opportunities, recommend
-from controlplane.reports.sample import FleetSample
 from controlplane.reports.summary import (
     Dimension,
     GroupTotals,
