@@ -13,14 +13,15 @@ Data flows through the modules in this order:
 * :mod:`~controlplane.reports.recommend` -- per-sample opportunities and the report's
   recommendations;
 * :mod:`~controlplane.reports.accounting` -- integration over time into bounded minute/hour
-  rollups, and queries over a window;
+  rollups (:mod:`~controlplane.reports.rollups`, their data and encoding), and queries over a
+  window (:mod:`~controlplane.reports.totals`, a window's cells as report values);
 * :mod:`~controlplane.reports.summary` / :mod:`~controlplane.reports.report` -- the report values
   and their JSON / table / CSV renderings;
 * :mod:`~controlplane.reports.persistence` -- the rollups in the hub's store (the only I/O; import
   it directly, so importing the pure modules never pulls in storage).
 """
 
-from controlplane.reports.accounting import Accumulator, Resolution
+from controlplane.reports.accounting import Accumulator
 from controlplane.reports.classify import DeviceState, WasteState, classify, classify_fleet
 from controlplane.reports.fleet import (
     ClusterSample,
@@ -32,6 +33,7 @@ from controlplane.reports.fleet import (
     WorkloadConstraints,
 )
 from controlplane.reports.report import OutputFormat, render, render_csv, render_table, to_json
+from controlplane.reports.rollups import Resolution
 from controlplane.reports.snapshot import sample_from_cluster_statuses
 from controlplane.reports.summary import Dimension, Recommendation, WasteReport
 
