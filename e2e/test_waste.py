@@ -31,7 +31,7 @@ from typing import Any
 import pytest
 import yaml
 
-from controlplane.reports.sample import expand_utilization
+from controlplane.apis.utilization import expand_utilization
 from e2e.harness import GPUFED, Kubectl, ProcessGroup, wait_for
 
 FLEET = Path(__file__).parent / "fleets" / "waste.yaml"

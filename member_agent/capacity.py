@@ -39,7 +39,7 @@ Accounting rules, exactly:
   utilization plus what the hub's waste accounting needs to judge the node on its own
   (``product``, ``ready``, ``schedulable``, ``sharedReplicas``, and ``labels``: node pool, zone,
   instance type... see :func:`utilization_labels`), with the node's GPU pods (their GPU requests
-  and owning workload), in the compact columnar encoding of :mod:`member_agent.utilization`.
+  and owning workload), in the compact columnar encoding of :mod:`controlplane.apis.utilization`.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ from typing import Any
 
 from controlplane.apis import constants as c
 from controlplane.apis.quantity import QuantityError, to_int
-from member_agent.utilization import NodeUtilization, PodAllocation, encode_utilization
+from controlplane.apis.utilization import NodeUtilization, PodAllocation, encode_utilization
 
 #: Labels that identify one node and so must not split shapes.
 PER_NODE_LABELS = frozenset(

@@ -1,7 +1,7 @@
 """What a member's capacity report says about the pods of each workload.
 
 The agent's report (``Cluster.status.utilization``, see ``member_agent.capacity``; read with
-:func:`controlplane.reports.sample.expand_utilization`, whichever encoding the agent used)
+:func:`controlplane.apis.utilization.expand_utilization`, whichever encoding the agent used)
 lists, per node it has GPU metrics for, the pods bound there that request a GPU, with their
 namespace and owning workload (a ReplicaSet's pods under their Deployment). The scheduler
 controller counts them per workload to settle its reservations exactly: a reservation stays
@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from controlplane.reports.sample import expand_utilization
+from controlplane.apis.utilization import expand_utilization
 
 OwnerKey = tuple[str, str, str]
 """(namespace, kind, name) of the workload that owns pods in the member."""

@@ -2,23 +2,28 @@
 
 Data flows through the modules in this order:
 
-* :mod:`~controlplane.reports.sample` -- the fleet snapshot (frozen dataclasses) and the adapter
-  from the hub's Cluster / ResourceBinding / Work objects;
+* :mod:`~controlplane.reports.fleet` -- the fleet snapshot's types (frozen dataclasses);
+* :mod:`~controlplane.reports.snapshot` -- the adapter from the hub's Cluster / ResourceBinding /
+  Work objects, with :mod:`~controlplane.reports.unreported` (synthetic nodes for GPUs no
+  exporter reported), :mod:`~controlplane.reports.demand` (pending demand and placement
+  constraints) and :mod:`~controlplane.reports.owners` (pods reported without an owner put
+  under their workload); the agent's utilization wire format is
+  :mod:`controlplane.apis.utilization`;
 * :mod:`~controlplane.reports.classify` -- one waste state per GPU device at one instant;
 * :mod:`~controlplane.reports.recommend` -- per-sample opportunities and the report's
   recommendations;
 * :mod:`~controlplane.reports.accounting` -- integration over time into bounded minute/hour
-  rollups, and queries over a window;
+  rollups (:mod:`~controlplane.reports.rollups`, their data and encoding), and queries over a
+  window (:mod:`~controlplane.reports.totals`, a window's cells as report values);
 * :mod:`~controlplane.reports.summary` / :mod:`~controlplane.reports.report` -- the report values
   and their JSON / table / CSV renderings;
 * :mod:`~controlplane.reports.persistence` -- the rollups in the hub's store (the only I/O; import
   it directly, so importing the pure modules never pulls in storage).
 """
 
-from controlplane.reports.accounting import Accumulator, Resolution
+from controlplane.reports.accounting import Accumulator
 from controlplane.reports.classify import DeviceState, WasteState, classify, classify_fleet
-from controlplane.reports.report import OutputFormat, render, render_csv, render_table, to_json
-from controlplane.reports.sample import (
+from controlplane.reports.fleet import (
     ClusterSample,
     DeviceSample,
     FleetSample,
@@ -26,8 +31,10 @@ from controlplane.reports.sample import (
     PendingDemand,
     PodRef,
     WorkloadConstraints,
-    sample_from_cluster_statuses,
 )
+from controlplane.reports.report import OutputFormat, render, render_csv, render_table, to_json
+from controlplane.reports.rollups import Resolution
+from controlplane.reports.snapshot import sample_from_cluster_statuses
 from controlplane.reports.summary import Dimension, Recommendation, WasteReport
 
 __all__ = [

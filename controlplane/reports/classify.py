@@ -1,6 +1,6 @@
 """Which waste state every GPU device of the fleet is in at one instant.
 
-In: a :class:`~controlplane.reports.sample.FleetSample`. Out: one :class:`DeviceState` per
+In: a :class:`~controlplane.reports.fleet.FleetSample`. Out: one :class:`DeviceState` per
 device (a whole GPU, a MIG instance weighted by its share of the GPU, or a time-sliced share),
 in exactly one of the states of DESIGN.md's table. Pure; no I/O.
 
@@ -39,7 +39,7 @@ The rules, in the order they are applied:
 6. **free-spare** -- every other free device: nothing pending could use it (no GPU demand,
    or demand only for other clusters or products, or demand already fully matched).
 
-Demand that can never fit (:attr:`~controlplane.reports.sample.PendingReason.NEVER_FITS`: no
+Demand that can never fit (:attr:`~controlplane.reports.fleet.PendingReason.NEVER_FITS`: no
 node of the fleet could hold one of its pods even empty) takes part in neither rule 4 nor rule
 5: no free device could ever serve it, so it neither makes GPUs needed nor strands them. It is
 returned apart (``Classification.never_fit``) for the report to list.
@@ -51,7 +51,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from controlplane.reports.sample import (
+from controlplane.reports.fleet import (
     ClusterSample,
     DeviceSample,
     FleetSample,

@@ -31,7 +31,8 @@ import zlib
 from collections.abc import Awaitable
 from typing import TypeVar
 
-from controlplane.reports.accounting import Accumulator, BucketId
+from controlplane.reports.accounting import Accumulator
+from controlplane.reports.rollups import BucketId
 from controlplane.storage.interface import AlreadyExists, Conflict, KeyValue, NotFound, Store
 
 logger = logging.getLogger(__name__)

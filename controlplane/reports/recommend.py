@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from controlplane.reports.classify import ALLOCATED_STATES, Classification, DeviceState, WasteState
-from controlplane.reports.sample import (
+from controlplane.reports.fleet import (
     UNPARTITIONED,
     ClusterSample,
     FleetSample,

@@ -9,8 +9,8 @@ the reports API queries, the rollups in the store after every sample, and, when 
 :class:`~controlplane.metrics.HubMetrics`, the fleet's waste gauges and counters.
 
 One pass (:meth:`WasteSampler.sample_once`): list the three kinds (each with a timeout), build a
-:class:`~controlplane.reports.sample.FleetSample` at the hub's wall-clock time with
-:func:`~controlplane.reports.sample.sample_from_cluster_statuses`, add it to the accumulator,
+:class:`~controlplane.reports.fleet.FleetSample` at the hub's wall-clock time with
+:func:`~controlplane.reports.snapshot.sample_from_cluster_statuses`, add it to the accumulator,
 save what changed. Samples are taken on a fixed cadence (``interval`` seconds from the first,
 not from the end of the previous one), so a slow pass does not stretch the intervals.
 
@@ -41,8 +41,9 @@ from controlplane.apiserver import errors
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.reports.accounting import Accumulator
 from controlplane.reports.classify import classify_fleet
+from controlplane.reports.fleet import FleetSample
 from controlplane.reports.persistence import DEFAULT_PREFIX, RollupStore
-from controlplane.reports.sample import FleetSample, sample_from_cluster_statuses
+from controlplane.reports.snapshot import sample_from_cluster_statuses
 from controlplane.storage.interface import StorageError, Store
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from controlplane.reports.sample import expand_utilization
+from controlplane.apis.utilization import expand_utilization
 from member_agent import capacity
 
 NOW = "2025-01-01T00:00:00Z"

@@ -19,7 +19,7 @@ import pytest
 from controlplane.apis.meta import parse_time
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.hub import hub_registry
-from controlplane.reports.sample import sample_from_cluster_statuses
+from controlplane.reports.snapshot import sample_from_cluster_statuses
 from controlplane.storage import Store
 from member_agent import capacity, dcgm
 from simulator.dcgm import PodDevice, render_metrics

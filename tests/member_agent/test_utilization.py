@@ -6,8 +6,12 @@ from typing import Any
 
 import pytest
 
-from controlplane.reports.sample import expand_utilization
-from member_agent.utilization import NodeUtilization, PodAllocation, encode_utilization
+from controlplane.apis.utilization import (
+    NodeUtilization,
+    PodAllocation,
+    encode_utilization,
+    expand_utilization,
+)
 
 A100 = "NVIDIA-A100-SXM4-80GB"
 H100 = "NVIDIA-H100-80GB-HBM3"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 
-from controlplane.reports.sample import (
+from controlplane.reports.fleet import (
     ClusterSample,
     DeviceSample,
     FleetSample,

@@ -7,9 +7,10 @@ from datetime import timedelta
 
 import pytest
 
-from controlplane.reports.accounting import Accumulator, Resolution
+from controlplane.reports.accounting import Accumulator
 from controlplane.reports.classify import WasteState
-from controlplane.reports.sample import FleetSample
+from controlplane.reports.fleet import FleetSample
+from controlplane.reports.rollups import Resolution
 from controlplane.reports.summary import Dimension
 
 from .builders import A100, GPU, H100, T0, at, cluster, demand, fleet, gpu, gpus, mig, node, pod

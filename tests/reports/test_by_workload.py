@@ -10,7 +10,7 @@ from controlplane.apis.meta import format_time
 from controlplane.reports.accounting import Accumulator
 from controlplane.reports.report import render_table, to_json
 from controlplane.reports.resource import report_from_json
-from controlplane.reports.sample import sample_from_cluster_statuses
+from controlplane.reports.snapshot import sample_from_cluster_statuses
 from member_agent import capacity
 
 from .fleetobjects import A100, T0, k8s_node

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from controlplane.reports.classify import DeviceState, WasteState, classify, classify_fleet
-from controlplane.reports.sample import DeviceSample, FleetSample, PendingDemand, PendingReason
+from controlplane.reports.fleet import DeviceSample, FleetSample, PendingDemand, PendingReason
 
 from .builders import A100, GPU, H100, cluster, demand, fleet, gpu, gpus, mig, node, pod
 
@@ -204,7 +204,7 @@ def test_unmet_demand_is_reported() -> None:
 
 
 def test_unpartitioned_mig_remainder_is_stranded_when_mig_work_waits() -> None:
-    from controlplane.reports.sample import UNPARTITIONED, DeviceSample
+    from controlplane.reports.fleet import UNPARTITIONED, DeviceSample
 
     remainder = DeviceSample("0", "MIG-0-r", UNPARTITIONED, 4 / 7)
     sample = fleet(

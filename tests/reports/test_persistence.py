@@ -6,9 +6,10 @@ from datetime import timedelta
 
 import pytest
 
-from controlplane.reports.accounting import Accumulator, Resolution
+from controlplane.reports.accounting import Accumulator
+from controlplane.reports.fleet import FleetSample
 from controlplane.reports.persistence import DEFAULT_PREFIX, RollupStore
-from controlplane.reports.sample import FleetSample
+from controlplane.reports.rollups import Resolution
 from controlplane.storage import Store
 
 from .builders import A100, GPU, T0, at, cluster, demand, fleet, gpu, gpus, mig, node, pod

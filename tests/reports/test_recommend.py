@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 
 from controlplane.reports.accounting import Accumulator
-from controlplane.reports.sample import FleetSample, WorkloadConstraints
+from controlplane.reports.fleet import FleetSample, WorkloadConstraints
 from controlplane.reports.summary import RecommendationKind, WasteReport
 
 from .builders import A100, H100, T0, at, cluster, demand, fleet, gpu, gpus, mig, node, pod

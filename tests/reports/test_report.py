@@ -10,8 +10,8 @@ from dataclasses import replace
 import pytest
 
 from controlplane.reports.accounting import Accumulator
+from controlplane.reports.fleet import FleetSample, PendingReason
 from controlplane.reports.report import OutputFormat, render, render_csv, render_table, to_json
-from controlplane.reports.sample import FleetSample, PendingReason
 from controlplane.reports.summary import WasteReport
 
 from .builders import A100, GPU, T0, at, cluster, demand, fleet, gpu, node, pod

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from controlplane.reports.accounting import Accumulator
+from controlplane.reports.fleet import PendingReason
 from controlplane.reports.report import render_csv, render_table, to_json
 from controlplane.reports.resource import (
     QueryError,
@@ -19,7 +20,6 @@ from controlplane.reports.resource import (
     parse_query,
     report_from_json,
 )
-from controlplane.reports.sample import PendingReason
 from controlplane.reports.summary import Dimension
 
 from .builders import A100, at, cluster, demand, fleet, gpu, mig, node, pod

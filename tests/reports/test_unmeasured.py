@@ -16,7 +16,7 @@ from controlplane.reports.accounting import Accumulator
 from controlplane.reports.classify import WasteState, classify
 from controlplane.reports.report import render_table, to_json
 from controlplane.reports.resource import report_from_json
-from controlplane.reports.sample import sample_from_cluster_statuses
+from controlplane.reports.snapshot import sample_from_cluster_statuses
 
 from .fleetobjects import A100, T0, cluster_status, device, k8s_node, k8s_pod
 

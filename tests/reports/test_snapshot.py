@@ -8,13 +8,9 @@ from typing import Any
 import pytest
 
 from controlplane.reports.classify import WasteState, classify
-from controlplane.reports.sample import (
-    UNPARTITIONED,
-    UNREPORTED_NODE,
-    PendingReason,
-    PodRef,
-    sample_from_cluster_statuses,
-)
+from controlplane.reports.fleet import UNPARTITIONED, PendingReason, PodRef
+from controlplane.reports.snapshot import sample_from_cluster_statuses
+from controlplane.reports.unreported import UNREPORTED_NODE
 from member_agent import capacity
 
 from .builders import A100, H100, T0

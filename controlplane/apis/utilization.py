@@ -1,4 +1,8 @@
-"""The ``utilization`` part of the Cluster status report, in a compact columnar encoding.
+"""The ``utilization`` part of the Cluster status report: its wire format, written and read.
+
+The agent writes it (:func:`encode_utilization`, in the compact columnar encoding below) and
+the hub reads it (:func:`expand_utilization`, in either encoding an agent may write); both
+live here so the format has one home.
 
 Why this module exists: the hub's waste accounting needs, for every GPU device of the member
 (a whole GPU, a MIG instance, a time-sliced share), who holds it and how busy it is. Written
@@ -62,15 +66,25 @@ random suffix and two small numbers.
 
 Only nodes with DCGM devices are listed (the hub fills in GPUs that no exporter reported from
 ``gpuSummary``), and per node only its pods that request GPUs or hold a device. A device's
-UUID and framebuffer use are not reported: the accounting reads neither. The reader is
-:func:`controlplane.reports.sample.expand_utilization`. No I/O happens here.
+UUID and framebuffer use are not reported: the accounting reads neither.
+
+The reader, :func:`expand_utilization`, turns a ``status.utilization`` of either encoding into
+per-node entries: the compact one above (``version: 2``) and the original list of per-node
+objects (``{sampleTime, nodes: [{name, devices: [{gpu, uuid, profile?, instance?, pod?,
+namespace?, utilization, fbUsedMiB?}], pods: [{pod, namespace, resources, owner?: {kind,
+name}}]}]}``, no ``version``), so agents of both kinds can report to one hub. The hub's waste
+accounting (:mod:`controlplane.reports.snapshot`) and the scheduler controller's bound-pod
+counts (:mod:`controlplane.controllers.pods`) read it. No I/O happens here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
+
+from controlplane.apis.untyped import as_int, as_list, as_mapping
 
 #: ``status.utilization.version`` of this encoding (the original per-node object list had none).
 UTILIZATION_VERSION = 2
@@ -78,6 +92,8 @@ UTILIZATION_VERSION = 2
 NO_POD = -1
 #: ``podGroups.kind`` of bare pods.
 NO_OWNER = -1
+#: The product of a node whose GPU product is not known.
+UNKNOWN_PRODUCT = "unknown"
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,3 +289,132 @@ def encode_utilization(nodes: Sequence[NodeUtilization], *, sample_time: str | N
         "devices": {"pod": device_pods, "utilization": device_utilization},
         "pods": {"group": pod_group, "name": pod_name},
     }
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading (the hub)
+# ---------------------------------------------------------------------------------------------
+
+
+def _at(values: Sequence[Any], index: int, default: Any = None) -> Any:
+    return values[index] if 0 <= index < len(values) else default
+
+
+def _columns(value: Any, *names: str) -> list[list[Any]]:
+    table = as_mapping(value)
+    return [as_list(table.get(name)) for name in names]
+
+
+@dataclass(frozen=True, slots=True)
+class _PodGroup:
+    namespace: str
+    kind: str | None
+    name: str | None
+    resources: Mapping[str, Any]
+    prefix: str
+
+
+_UNKNOWN_GROUP = _PodGroup("", None, None, MappingProxyType({}), "")
+
+
+def _decode_pod_groups(raw: Mapping[str, Any]) -> list[_PodGroup]:
+    """The ``podGroups`` of a compact utilization, with their names' prefixes made whole."""
+    namespaces, kinds, requests = (as_list(raw.get(k)) for k in ("namespaces", "kinds", "requests"))
+    namespace_at, kind_at, names, request_at, prefixes = _columns(
+        raw.get("podGroups"), "namespace", "kind", "name", "request", "podPrefix"
+    )
+    groups = []
+    for index, name in enumerate(names):
+        kind = _at(kinds, as_int(_at(kind_at, index), -1))
+        prefix = str(_at(prefixes, index) or "")
+        if prefix.startswith("-") and name:
+            prefix = f"{name}{prefix}"  # continues the workload's name (pod names never start with "-")
+        groups.append(
+            _PodGroup(
+                namespace=str(_at(namespaces, as_int(_at(namespace_at, index), -1)) or ""),
+                kind=str(kind) if kind else None,
+                name=str(name) if name else None,
+                resources=as_mapping(_at(requests, as_int(_at(request_at, index), -1))),
+                prefix=prefix,
+            )
+        )
+    return groups
+
+
+def expand_utilization(utilization: Any) -> list[dict[str, Any]]:
+    """The per-node entries of a ``status.utilization``, whichever encoding wrote it.
+
+    Out, per node that reported DCGM devices: ``{name, product, ready, schedulable,
+    sharedReplicas, labels, devices: [{gpu, uuid, profile?, instance?, pod?, namespace?,
+    utilization?}], pods: [{pod, namespace, resources, owner?: {kind, name}}]}`` (the original
+    encoding, which is returned as it is). In the compact encoding a device has no UUID
+    (``uuid`` is ``""``), a MIG instance's ``instance`` is its position on the node, and
+    ``utilization`` is the reported percent / 100 (absent when unknown). Entries that point
+    outside their tables are skipped, so a malformed report loses only what it garbled.
+    """
+    raw = as_mapping(utilization)
+    if as_int(raw.get("version"), 1) < 2:
+        return [dict(as_mapping(node)) for node in as_list(raw.get("nodes"))]
+    products, label_sets, layouts = (as_list(raw.get(k)) for k in ("products", "labelSets", "layouts"))
+    names, node_products, node_labels, ready, schedulable, replicas, node_layouts, pod_counts = _columns(
+        raw.get("nodes"),
+        "name",
+        "product",
+        "labels",
+        "ready",
+        "schedulable",
+        "sharedReplicas",
+        "layout",
+        "podCount",
+    )
+    device_pods, device_utilization = _columns(raw.get("devices"), "pod", "utilization")
+    pod_groups, pod_names = _columns(raw.get("pods"), "group", "name")
+    groups = _decode_pod_groups(raw)
+
+    out: list[dict[str, Any]] = []
+    device_at = pod_at = 0
+    for index, name in enumerate(names):
+        layout = as_mapping(_at(layouts, as_int(_at(node_layouts, index), -1)))
+        gpus, profiles = as_list(layout.get("gpu")), as_list(layout.get("profile"))
+        pods: list[dict[str, Any]] = []
+        for position in range(pod_at, pod_at + max(as_int(_at(pod_counts, index)), 0)):
+            group = _at(groups, as_int(_at(pod_groups, position), -1), _UNKNOWN_GROUP)
+            pod: dict[str, Any] = {
+                "pod": f"{group.prefix}{_at(pod_names, position) or ''}",
+                "namespace": group.namespace,
+                "resources": dict(group.resources),
+            }
+            if group.kind and group.name:
+                pod["owner"] = {"kind": group.kind, "name": group.name}
+            pods.append(pod)
+        pod_at += len(pods)
+        devices: list[dict[str, Any]] = []
+        for offset, gpu in enumerate(gpus):
+            position = device_at + offset
+            device: dict[str, Any] = {"gpu": gpu, "uuid": ""}
+            profile = _at(profiles, offset)
+            if profile is not None:
+                if profile:
+                    device["profile"] = str(profile)
+                device["instance"] = offset
+            holder = as_mapping(_at(pods, as_int(_at(device_pods, position), -1)))
+            if holder:
+                device["pod"], device["namespace"] = holder["pod"], holder["namespace"]
+            percent = _at(device_utilization, position)
+            if isinstance(percent, int | float) and not isinstance(percent, bool):
+                device["utilization"] = percent / 100
+            devices.append(device)
+        device_at += len(gpus)
+        out.append(
+            {
+                "name": str(name),
+                "product": str(_at(products, as_int(_at(node_products, index), -1)) or UNKNOWN_PRODUCT),
+                "ready": bool(_at(ready, index, 1)),
+                "schedulable": bool(_at(schedulable, index, 1)),
+                "sharedReplicas": max(as_int(_at(replicas, index), 1), 1),
+                "labels": dict(as_mapping(_at(label_sets, as_int(_at(node_labels, index), -1)))),
+                "devices": devices,
+                "pods": pods,
+            }
+        )
+    return out

@@ -1,0 +1,31 @@
+"""Lenient readers for objects held as plain dicts (JSON as stored).
+
+Why this module exists: the adapters that read agents' reports and stored objects without a
+typed model (the utilization decoder, the waste report's snapshot and demand extraction) must
+not fail on a field of the wrong type -- a malformed report loses only what it garbled. These
+three readers are that rule in one place. In: any JSON value. Out: a mapping, a list or an
+int, empty (or the default) when the value is not of that type. No I/O happens here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def as_mapping(value: Any) -> Mapping[str, Any]:
+    """``value`` when it is a mapping, else an empty one."""
+    return value if isinstance(value, Mapping) else {}
+
+
+def as_list(value: Any) -> list[Any]:
+    """``value`` as a list when it is a list or tuple, else an empty list."""
+    return list(value) if isinstance(value, list | tuple) else []
+
+
+def as_int(value: Any, default: int = 0) -> int:
+    """``int(value)``, or ``default`` when it does not convert."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default

@@ -1,0 +1,233 @@
+"""The waste accounting's rollups: what a bucket holds, one sample's rates, and their encoding.
+
+Why this module exists: the :class:`~controlplane.reports.accounting.Accumulator` integrates
+per-second rates into time buckets, and the buckets are what persistence stores and reports
+read. This module is that data: the bucket resolutions and keys, one cell per (state,
+cluster, GPU model, MIG profile, namespace, workload) and one per opportunity, the rates of
+one classified sample (:func:`cell_rates`, :func:`opportunity_rates`), and the JSON encoding
+of buckets and of the held sample (compact: a per-document string table, so repeated names
+cost one small integer).
+
+In: the classifier's :class:`~controlplane.reports.classify.DeviceState` values and the
+recommender's :class:`~controlplane.reports.recommend.Opportunity` values, or stored JSON.
+Out: per-second rates, buckets, and JSON bytes. No I/O happens here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from controlplane.reports.classify import ALLOCATED_STATES, DeviceState, WasteState
+from controlplane.reports.recommend import Opportunity
+
+#: ``version`` of every rollup document.
+FORMAT_VERSION = 1
+
+
+class Resolution(StrEnum):
+    MINUTE = "minute"
+    HOUR = "hour"
+
+    @property
+    def seconds(self) -> int:
+        return 60 if self is Resolution.MINUTE else 3600
+
+
+BucketId = tuple[Resolution, int]
+"""A rollup bucket: its resolution and its start (epoch seconds, aligned to the resolution)."""
+
+#: (state, cluster, product, profile or "", namespace or "", workload or "")
+CellKey = tuple[str, str, str, str, str, str]
+#: (kind, *opportunity key)
+OpportunityKey = tuple[str, ...]
+
+# Value slots of a cell: GPU-seconds, dollars, utilization x GPU-seconds, GPU-seconds with known utilization.
+CELL_GPU, CELL_USD, CELL_UTIL, CELL_KNOWN = 0, 1, 2, 3
+# Value slots of an opportunity: unit-seconds, GPU-seconds, dollars saved.
+OPP_UNITS, OPP_GPU, OPP_SAVED = 0, 1, 2
+
+
+@dataclass(slots=True)
+class Bucket:
+    """One rollup bucket: seconds observed and not, and the cells and opportunities added up."""
+
+    start: int
+    observed: float = 0.0
+    unobserved: float = 0.0
+    cells: dict[CellKey, list[float]] = field(default_factory=dict)
+    opportunities: dict[OpportunityKey, list[float]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Rates:
+    """One sample's per-second rates, held until the next sample arrives."""
+
+    time: float
+    cells: Mapping[CellKey, tuple[float, ...]]
+    opportunities: Mapping[OpportunityKey, tuple[float, ...]]
+
+
+@dataclass(frozen=True, slots=True)
+class RollupChanges:
+    """What changed since the last :meth:`~controlplane.reports.accounting.Accumulator.take_changes`."""
+
+    updated: tuple[BucketId, ...] = ()
+    expired: tuple[BucketId, ...] = ()
+    cursor: bool = False
+
+
+def cell_rates(states: Iterable[DeviceState]) -> dict[CellKey, tuple[float, ...]]:
+    """One sample's per-second cell values, from its classified devices."""
+    rates: dict[CellKey, list[float]] = {}
+    for s in states:
+        key: CellKey = (
+            s.state.value,
+            s.cluster,
+            s.product,
+            s.profile or "",
+            s.namespace or "",
+            s.workload or "",
+        )
+        values = rates.setdefault(key, [0.0, 0.0, 0.0, 0.0])
+        values[CELL_GPU] += s.share
+        values[CELL_USD] += s.cost_per_hour / 3600.0
+        if s.state in ALLOCATED_STATES and s.utilization is not None:
+            values[CELL_UTIL] += s.share * s.utilization
+            values[CELL_KNOWN] += s.share
+    return {key: tuple(values) for key, values in rates.items()}
+
+
+def opportunity_rates(opportunities: Iterable[Opportunity]) -> dict[OpportunityKey, tuple[float, ...]]:
+    """One sample's per-second opportunity values."""
+    rates: dict[OpportunityKey, list[float]] = {}
+    for o in opportunities:
+        values = rates.setdefault((o.kind.value, *o.key), [0.0, 0.0, 0.0])
+        values[OPP_UNITS] += o.units
+        values[OPP_GPU] += o.gpus
+        values[OPP_SAVED] += o.savings_per_hour / 3600.0
+    return {key: tuple(values) for key, values in rates.items()}
+
+
+def unavailable_rates(cells: Mapping[CellKey, tuple[float, ...]]) -> dict[CellKey, tuple[float, ...]]:
+    """The same devices as unavailable (holder dropped, cost kept), for unobserved time."""
+    out: dict[CellKey, list[float]] = {}
+    for (_, cluster, product, profile, _, _), values in cells.items():
+        slot = out.setdefault(
+            (WasteState.UNAVAILABLE.value, cluster, product, profile, "", ""), [0.0, 0.0, 0.0, 0.0]
+        )
+        slot[CELL_GPU] += values[CELL_GPU]
+        slot[CELL_USD] += values[CELL_USD]
+    return {key: tuple(values) for key, values in out.items()}
+
+
+def add_into(target: dict[Any, list[float]], rates: Mapping[Any, Sequence[float]], seconds: float) -> None:
+    """Add ``rates`` x ``seconds`` into ``target``, key by key."""
+    for key, values in rates.items():
+        slot = target.get(key)
+        if slot is None:
+            target[key] = [v * seconds for v in values]
+        else:
+            for index, value in enumerate(values):
+                slot[index] += value * seconds
+
+
+# ---------------------------------------------------------------------------------------------
+# Encoding: JSON with a per-document string table, so repeated names cost one small integer
+# ---------------------------------------------------------------------------------------------
+
+
+def encode_json(doc: Mapping[str, Any]) -> bytes:
+    """Compact JSON bytes of a rollup document."""
+    return json.dumps(doc, separators=(",", ":"), allow_nan=False).encode()
+
+
+class _Strings:
+    def __init__(self) -> None:
+        self.index: dict[str, int] = {}
+
+    def __call__(self, value: str) -> int:
+        found = self.index.get(value)
+        if found is None:
+            found = self.index[value] = len(self.index)
+        return found
+
+    @property
+    def table(self) -> list[str]:
+        return list(self.index)
+
+
+def _encode_entries(strings: _Strings, entries: Mapping[Any, Sequence[float]]) -> list[list[Any]]:
+    return [[[strings(part) for part in key], *values] for key, values in entries.items()]
+
+
+def _decode_entries(
+    table: Sequence[str], rows: Iterable[Sequence[Any]]
+) -> list[tuple[tuple[str, ...], list[float]]]:
+    return [(tuple(table[i] for i in row[0]), [float(v) for v in row[1:]]) for row in rows]
+
+
+def _cell_key(parts: tuple[str, ...]) -> CellKey:
+    if len(parts) != 6:
+        raise ValueError(f"a rollup cell key has 6 parts, got {len(parts)}")
+    WasteState(parts[0])
+    return (parts[0], parts[1], parts[2], parts[3], parts[4], parts[5])
+
+
+def bucket_to_doc(resolution: Resolution, bucket: Bucket) -> dict[str, Any]:
+    """The JSON document of one bucket."""
+    strings = _Strings()
+    cells = _encode_entries(strings, bucket.cells)
+    opportunities = _encode_entries(strings, bucket.opportunities)
+    return {
+        "version": FORMAT_VERSION,
+        "type": "bucket",
+        "resolution": resolution.value,
+        "start": bucket.start,
+        "observed": bucket.observed,
+        "unobserved": bucket.unobserved,
+        "strings": strings.table,
+        "cells": cells,
+        "opportunities": opportunities,
+    }
+
+
+def bucket_from_doc(doc: Mapping[str, Any]) -> Bucket:
+    """The bucket :func:`bucket_to_doc` wrote."""
+    table = [str(s) for s in doc["strings"]]
+    return Bucket(
+        start=int(doc["start"]),
+        observed=float(doc["observed"]),
+        unobserved=float(doc["unobserved"]),
+        cells={_cell_key(key): values for key, values in _decode_entries(table, doc["cells"])},
+        opportunities=dict(_decode_entries(table, doc["opportunities"])),
+    )
+
+
+def cursor_to_doc(cursor: Rates, newest: float | None) -> dict[str, Any]:
+    """The JSON document of the held sample's rates."""
+    strings = _Strings()
+    cells = _encode_entries(strings, cursor.cells)
+    opportunities = _encode_entries(strings, cursor.opportunities)
+    return {
+        "version": FORMAT_VERSION,
+        "type": "cursor",
+        "time": cursor.time,
+        "newest": newest,
+        "strings": strings.table,
+        "cells": cells,
+        "opportunities": opportunities,
+    }
+
+
+def cursor_from_doc(doc: Mapping[str, Any]) -> Rates:
+    """The rates :func:`cursor_to_doc` wrote."""
+    table = [str(s) for s in doc["strings"]]
+    return Rates(
+        time=float(doc["time"]),
+        cells={_cell_key(key): tuple(values) for key, values in _decode_entries(table, doc["cells"])},
+        opportunities={key: tuple(values) for key, values in _decode_entries(table, doc["opportunities"])},
+    )

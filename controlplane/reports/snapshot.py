@@ -1,0 +1,333 @@
+"""The fleet snapshot from the hub's objects: the adapter the sampling loop calls.
+
+Why this module exists: the waste accounting works on frozen dataclasses
+(:mod:`controlplane.reports.fleet`), the hub stores plain dicts; :func:`sample_from_cluster_statuses`
+turns the hub's ``Cluster``, ``ResourceBinding`` and ``Work`` objects (dicts as stored) at one
+instant into a :class:`~controlplane.reports.fleet.FleetSample`. It is pure; the loop that
+lists the objects and feeds the accumulator is :mod:`controlplane.reports.sampling`.
+
+* ``Cluster`` objects: ``spec.pricing/provider/tier/unschedulable``, the Ready condition and
+  ``status.utilization`` (written by :func:`member_agent.capacity.summarize`, read in either
+  encoding with :func:`controlplane.apis.utilization.expand_utilization`), with
+  ``gpuSummary`` and ``nodeShapes`` filling in GPUs that no DCGM series reported
+  (:mod:`controlplane.reports.unreported`).
+* ``ResourceBinding`` and ``Work`` objects: pending demand and placement constraints
+  (:mod:`controlplane.reports.demand`); Works also name the workloads a pod reported without
+  an owner is put under (:mod:`controlplane.reports.owners`).
+
+Adapter rules, exactly:
+
+* A device is one DCGM series: a whole GPU (share 1), a MIG instance (share = compute
+  slices / 7, so ``3g.40gb`` is 3/7), or, when several pods' series share one GPU (time
+  slicing), one share per pod of 1/N of the GPU, where N is the node's ``sharedReplicas`` when
+  the report carries it, else the number of pods seen; the shares nobody holds are added free.
+* A MIG-enabled GPU whose instances use fewer than 7 compute slices gets one extra device,
+  profile :data:`~controlplane.reports.fleet.UNPARTITIONED`, holding the rest: no resource
+  advertises it, so it can never be allocated (it is stranded capacity), and every GPU's
+  shares still add up to 1.
+* A device is allocated to the pod named by its series' ``pod``/``namespace`` labels. When the
+  exporter has no Kubernetes mapping, the node's ``pods`` list (per-pod GPU requests) assigns
+  pods to the node's unlabelled free devices of the requested resource, in device order.
+* A node's product, readiness, cordon, labels and time-slicing replicas come from the optional
+  ``product``/``ready``/``schedulable``/``labels``/``sharedReplicas`` fields of its
+  utilization entry. Without ``product`` it is inferred from ``gpuSummary``: the cluster's only
+  GPU product, else the only product offering the node's MIG profiles, else ``unknown``.
+* A cluster is ready when its Ready condition is ``True`` (and, with ``stale_after``, its
+  ``lastReportTime`` is recent enough).
+
+No I/O happens here.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from datetime import datetime, timedelta
+from types import MappingProxyType
+from typing import Any
+
+from pydantic import ValidationError
+
+from controlplane.apis import constants as c
+from controlplane.apis.cluster_v1alpha1 import PROVIDER_ONPREM
+from controlplane.apis.meta import Taint, parse_time
+from controlplane.apis.untyped import as_int, as_list, as_mapping
+from controlplane.apis.utilization import UNKNOWN_PRODUCT, expand_utilization
+from controlplane.interpreter.requirements import is_gpu_resource
+from controlplane.reports.demand import binding_demand, work_demand
+from controlplane.reports.fleet import (
+    MIG_COMPUTE_SLICES,
+    SINGLE_STRATEGY_MARKER,
+    UNPARTITIONED,
+    ClusterSample,
+    DeviceSample,
+    FleetSample,
+    NodeSample,
+    PendingDemand,
+    PodRef,
+    WorkloadConstraints,
+    mig_resource,
+    mig_share,
+    profile_of_resource,
+)
+from controlplane.reports.owners import propagated_workloads, with_owners_by_name
+from controlplane.reports.unreported import SummaryEntry, gpu_summary, unreported_nodes
+from policies.affinity import ClusterView
+
+logger = logging.getLogger(__name__)
+
+
+def _utilization(entry: Mapping[str, Any]) -> float | None:
+    value = entry.get("utilization")
+    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+        return None
+    return min(max(float(value), 0.0), 1.0)
+
+
+def _cluster_ready(status: Mapping[str, Any], *, now: datetime, stale_after: timedelta | None) -> bool:
+    ready = any(
+        as_mapping(cond).get("type") == "Ready" and as_mapping(cond).get("status") == "True"
+        for cond in as_list(status.get("conditions"))
+    )
+    if ready and stale_after is not None:
+        reported = status.get("lastReportTime")
+        try:
+            return isinstance(reported, str) and now - parse_time(reported) <= stale_after
+        except ValueError:
+            return False
+    return ready
+
+
+def _cluster_view(raw: Mapping[str, Any]) -> ClusterView:
+    metadata, spec = as_mapping(raw.get("metadata")), as_mapping(raw.get("spec"))
+    provider = str(spec.get("provider") or "")
+    tier = spec.get("tier")
+    taints: list[Taint] = []
+    for taint in as_list(spec.get("taints")):
+        try:
+            taints.append(Taint.model_validate(taint))
+        except ValidationError:
+            logger.warning("cluster %s: ignoring malformed taint %r", metadata.get("name"), taint)
+    pricing: dict[str, float] = {}
+    for product, price in as_mapping(spec.get("pricing")).items():
+        if isinstance(price, int | float) and not isinstance(price, bool):
+            pricing[str(product)] = float(price)
+    return ClusterView(
+        name=str(metadata.get("name") or ""),
+        labels={str(k): str(v) for k, v in as_mapping(metadata.get("labels")).items()},
+        provider=provider or None,
+        region=spec.get("region"),
+        zone=spec.get("zone"),
+        tier=as_int(tier) if tier is not None else (0 if provider == PROVIDER_ONPREM else 1),
+        taints=tuple(taints),
+        unschedulable=bool(spec.get("unschedulable", False)),
+        pricing=pricing,
+    )
+
+
+def _infer_product(devices: Sequence[Mapping[str, Any]], summary: Sequence[SummaryEntry]) -> str:
+    products = sorted({e.product for e in summary if e.product != UNKNOWN_PRODUCT})
+    if len(products) == 1:
+        return products[0]
+    profiles = {str(d["profile"]) for d in devices if d.get("profile")}
+    if profiles:
+        candidates = sorted(
+            {
+                e.product
+                for e in summary
+                if e.product != UNKNOWN_PRODUCT and profile_of_resource(e.resource) in profiles
+            }
+        )
+        if len(candidates) == 1:
+            return candidates[0]
+    return UNKNOWN_PRODUCT
+
+
+def _pod_ref(namespace: str, pod: str, pods: Mapping[tuple[str, str], Mapping[str, Any]]) -> PodRef:
+    owner = as_mapping(as_mapping(pods.get((namespace, pod))).get("owner"))
+    kind, name = owner.get("kind"), owner.get("name")
+    return PodRef(namespace, pod, str(kind) if kind else None, str(name) if name else None)
+
+
+def _node_devices(
+    entries: Sequence[Mapping[str, Any]],
+    *,
+    product: str,
+    shared_replicas: int,
+    pods: Mapping[tuple[str, str], Mapping[str, Any]],
+) -> list[DeviceSample]:
+    whole: dict[str, list[Mapping[str, Any]]] = {}
+    mig: dict[str, list[Mapping[str, Any]]] = {}
+    for entry in entries:
+        gpu = str(entry.get("gpu", ""))
+        target = mig if entry.get("profile") or entry.get("instance") is not None else whole
+        target.setdefault(gpu, []).append(entry)
+    single_strategy = SINGLE_STRATEGY_MARKER in product
+    shares_renamed = any(c.RESOURCE_GPU_SHARED in as_mapping(p.get("resources")) for p in pods.values())
+
+    def holder(entry: Mapping[str, Any]) -> PodRef | None:
+        pod, namespace = entry.get("pod"), entry.get("namespace")
+        return _pod_ref(str(namespace or ""), str(pod), pods) if pod else None
+
+    devices: list[DeviceSample] = []
+    for gpu in sorted(set(whole) | set(mig), key=_gpu_order):
+        if gpu in mig:
+            used = 0.0
+            instances = sorted(mig[gpu], key=lambda e: _gpu_order(str(e.get("instance", ""))))
+            for entry in instances:
+                profile = str(entry.get("profile") or "")
+                share = mig_share(profile) if profile else 1 / MIG_COMPUTE_SLICES
+                used += share
+                devices.append(
+                    DeviceSample(
+                        gpu=gpu,
+                        uuid=str(entry.get("uuid", "")),
+                        profile=profile or None,
+                        share=share,
+                        allocated_to=holder(entry),
+                        utilization=_utilization(entry),
+                        resource=c.RESOURCE_GPU if single_strategy else mig_resource(profile),
+                    )
+                )
+            residual = 1.0 - used
+            if residual > 1e-9:
+                devices.append(
+                    DeviceSample(
+                        gpu, str(instances[0].get("uuid", "")), UNPARTITIONED, residual, resource=None
+                    )
+                )
+            continue
+        series = whole[gpu]
+        users = [e for e in series if e.get("pod")]
+        uuid = str(series[0].get("uuid", ""))
+        if len(users) <= 1 and shared_replicas <= 1:
+            entry = users[0] if users else series[0]
+            devices.append(DeviceSample(gpu, uuid, None, 1.0, holder(entry), _utilization(entry)))
+            continue
+        count = max(shared_replicas, len(users))
+        resource = c.RESOURCE_GPU_SHARED if shares_renamed else c.RESOURCE_GPU
+        # Each pod's series carries the whole GPU's utilization; every share reports it.
+        devices.extend(
+            DeviceSample(gpu, uuid, None, 1.0 / count, holder(e), _utilization(e), resource) for e in users
+        )
+        devices.extend(
+            DeviceSample(gpu, uuid, None, 1.0 / count, resource=resource) for _ in range(count - len(users))
+        )
+    return _assign_unlabelled(devices, pods)
+
+
+def _gpu_order(value: str) -> tuple[int, str]:
+    try:
+        return (int(value), "")
+    except ValueError:
+        return (1 << 30, value)
+
+
+def _assign_unlabelled(
+    devices: list[DeviceSample], pods: Mapping[tuple[str, str], Mapping[str, Any]]
+) -> list[DeviceSample]:
+    """Give pods whose devices carry no pod label (exporter without Kubernetes mapping) free
+    devices of the resource they request."""
+    for (namespace, pod), entry in sorted(pods.items()):
+        for resource, amount in sorted(as_mapping(entry.get("resources")).items()):
+            if not is_gpu_resource(str(resource)):
+                continue
+            held = sum(
+                1
+                for d in devices
+                if d.resource == resource
+                and d.allocated_to
+                and (d.allocated_to.namespace, d.allocated_to.pod) == (namespace, pod)
+            )
+            missing = as_int(amount) - held
+            for index, device in enumerate(devices):
+                if missing <= 0:
+                    break
+                if device.resource == resource and device.allocated_to is None:
+                    devices[index] = replace(device, allocated_to=_pod_ref(namespace, pod, pods))
+                    missing -= 1
+    return devices
+
+
+def _node_sample(raw: Mapping[str, Any], summary: Sequence[SummaryEntry]) -> NodeSample:
+    name = str(raw.get("name") or "")
+    entries = [as_mapping(d) for d in as_list(raw.get("devices"))]
+    product = str(raw.get("product") or _infer_product(entries, summary))
+    pods: dict[tuple[str, str], Mapping[str, Any]] = {}
+    for pod in as_list(raw.get("pods")):
+        pod = as_mapping(pod)
+        pods[(str(pod.get("namespace") or ""), str(pod.get("pod") or ""))] = pod
+    devices = _node_devices(
+        entries, product=product, shared_replicas=max(as_int(raw.get("sharedReplicas"), 1), 1), pods=pods
+    )
+    return NodeSample(
+        name=name,
+        product=product,
+        devices=tuple(devices),
+        ready=bool(raw.get("ready", True)),
+        schedulable=bool(raw.get("schedulable", True)),
+        labels=MappingProxyType({str(k): str(v) for k, v in as_mapping(raw.get("labels")).items()}),
+    )
+
+
+def _cluster_sample(
+    raw: Mapping[str, Any], view: ClusterView, *, now: datetime, stale_after: timedelta | None
+) -> ClusterSample:
+    status = as_mapping(raw.get("status"))
+    summary = gpu_summary(status)
+    reported = [_node_sample(node, summary) for node in expand_utilization(status.get("utilization"))]
+    reported = [n for n in reported if n.devices]
+    shapes = [as_mapping(s) for s in as_list(status.get("nodeShapes"))]
+    nodes = reported + unreported_nodes(summary, reported, shapes)
+    return ClusterSample(
+        name=view.name,
+        nodes=tuple(nodes),
+        ready=_cluster_ready(status, now=now, stale_after=stale_after),
+        schedulable=not view.unschedulable,
+        pricing=view.pricing,
+        provider=view.provider or "",
+        tier=view.tier,
+    )
+
+
+def sample_from_cluster_statuses(
+    clusters: Iterable[Mapping[str, Any]],
+    bindings: Iterable[Mapping[str, Any]],
+    works: Iterable[Mapping[str, Any]],
+    *,
+    now: datetime,
+    stale_after: timedelta | None = None,
+) -> FleetSample:
+    """The fleet at ``now`` from the hub's Cluster, ResourceBinding and Work objects (dicts).
+
+    ``stale_after``: a cluster whose ``lastReportTime`` is older than this counts as not ready
+    (None: trust the Ready condition alone, which the cluster controller maintains).
+    """
+    cluster_list = [as_mapping(c_) for c_ in clusters]
+    views = [_cluster_view(raw) for raw in cluster_list]
+    samples = tuple(
+        _cluster_sample(raw, view, now=now, stale_after=stale_after)
+        for raw, view in zip(cluster_list, views, strict=True)
+    )
+    constraints: dict[tuple[str, str], WorkloadConstraints] = {}
+    pending: list[PendingDemand] = []
+    for binding in bindings:
+        parsed = binding_demand(as_mapping(binding), views)
+        if parsed is None:
+            continue
+        known, demands = parsed
+        constraints[(known.namespace, known.workload)] = known
+        pending.extend(demands)
+    work_list = [as_mapping(w) for w in works]
+    for work in work_list:
+        pending.extend(work_demand(work, constraints))
+    propagated = propagated_workloads(work_list)
+    samples = tuple(with_owners_by_name(sample, propagated.get(sample.name, ())) for sample in samples)
+    return FleetSample(
+        time=now,
+        clusters=samples,
+        pending=tuple(pending),
+        workloads=MappingProxyType(constraints),
+    )
