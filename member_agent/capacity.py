@@ -13,9 +13,9 @@ Accounting rules, exactly:
 * Tracked resources are ``cpu``, ``memory`` and every ``nvidia.com/*`` resource a node
   advertises (whole GPUs, ``nvidia.com/mig-<profile>`` slices, ``nvidia.com/gpu.shared``).
 * A node's allocatable comes from ``status.allocatable`` (``status.capacity`` when absent).
-* A pod's request follows kube-scheduler: per resource the larger of the sum over containers
-  and the largest init container, plus ``spec.overhead``; a container's missing request takes
-  its limit (Kubernetes defaults requests to limits). Pods count against a node when bound
+* A pod's request follows kube's ``PodRequests`` (:func:`controlplane.apis.pods.pod_requests`:
+  containers and sidecar init containers summed, the init containers' peak, ``spec.overhead``;
+  a missing request takes its limit). Pods count against a node when bound
   there (``spec.nodeName``) and not terminal (phase Succeeded or Failed).
 * free = allocatable - allocated, never below zero.
 * Time-sliced / MPS shares: a node labelled ``nvidia.com/gpu.replicas`` = N > 1 (or any node
@@ -52,6 +52,7 @@ from enum import StrEnum
 from typing import Any
 
 from controlplane.apis import constants as c
+from controlplane.apis import pods
 from controlplane.apis.quantity import QuantityError, to_int
 from member_agent.utilization import NodeUtilization, PodAllocation, encode_utilization
 
@@ -119,25 +120,9 @@ def _add(into: dict[str, int], more: Mapping[str, int]) -> None:
         into[name] = into.get(name, 0) + amount
 
 
-def container_requests(container: Mapping[str, Any]) -> dict[str, int]:
-    """A container's effective requests: requests, with limits filling missing ones."""
-    resources = container.get("resources") or {}
-    merged: dict[str, Any] = dict(resources.get("limits") or {})
-    merged.update(resources.get("requests") or {})
-    return _quantities(merged)
-
-
 def pod_requests(pod: Mapping[str, Any]) -> dict[str, int]:
-    """What a pod takes from its node, computed as kube-scheduler does."""
-    spec = pod.get("spec") or {}
-    total: dict[str, int] = {}
-    for container in spec.get("containers") or []:
-        _add(total, container_requests(container))
-    for init in spec.get("initContainers") or []:
-        for name, amount in container_requests(init).items():
-            total[name] = max(total.get(name, 0), amount)
-    _add(total, _quantities(spec.get("overhead")))
-    return total
+    """What a pod takes from its node (kube's ``PodRequests``), tracked resources only."""
+    return pods.pod_requests(pod.get("spec") or {}, read=_quantities)
 
 
 def pod_is_active(pod: Mapping[str, Any]) -> bool:
@@ -567,10 +552,13 @@ def trim_node(node: Mapping[str, Any]) -> dict[str, Any]:
 
 def _trim_container(container: Mapping[str, Any]) -> dict[str, Any]:
     resources = container.get("resources") or {}
-    return {
+    out = {
         "name": container.get("name"),
         "resources": {k: resources[k] for k in ("requests", "limits") if k in resources},
     }
+    if "restartPolicy" in container:  # a sidecar init container's requests count for the pod's life
+        out["restartPolicy"] = container["restartPolicy"]
+    return out
 
 
 def trim_pod(pod: Mapping[str, Any]) -> dict[str, Any]:
