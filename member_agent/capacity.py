@@ -53,6 +53,7 @@ from typing import Any
 
 from controlplane.apis import constants as c
 from controlplane.apis import pods
+from controlplane.apis.gpus import MIG_INVALID_SUFFIX, is_mig_invalid_product, is_nvidia_resource
 from controlplane.apis.quantity import QuantityError, to_int
 from member_agent.utilization import NodeUtilization, PodAllocation, encode_utilization
 
@@ -74,7 +75,6 @@ UTILIZATION_LABEL_SKIPPED_PREFIXES = (
     "beta.kubernetes.io/",
 )
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
-MIG_INVALID_SUFFIX = "-MIG-INVALID"
 CPU_ROUNDING = 1000  # millicores
 MEMORY_ROUNDING = 2**30  # bytes
 UNKNOWN_PRODUCT = "unknown"
@@ -95,12 +95,8 @@ class ReadyReason(StrEnum):
     """The member's API server answers, but its ``/readyz`` or ``/livez`` fails."""
 
 
-def is_gpu_resource(name: str) -> bool:
-    return name.startswith("nvidia.com/")
-
-
 def is_tracked_resource(name: str) -> bool:
-    return name in ("cpu", "memory") or is_gpu_resource(name)
+    return name in ("cpu", "memory") or is_nvidia_resource(name)
 
 
 def _quantities(raw: Mapping[str, Any] | None) -> dict[str, int]:
@@ -161,7 +157,7 @@ def gpu_info(node: Mapping[str, Any]) -> dict[str, Any] | None:
     """The node's GPU description from GPU Feature Discovery labels, None without GPUs."""
     labels = (node.get("metadata") or {}).get("labels") or {}
     allocatable = node_allocatable(node)
-    has_gpu_resource = any(is_gpu_resource(name) and amount > 0 for name, amount in allocatable.items())
+    has_gpu_resource = any(is_nvidia_resource(name) and amount > 0 for name, amount in allocatable.items())
     product = labels.get(c.LABEL_GPU_PRODUCT)
     if product is None and not has_gpu_resource:
         return None
@@ -176,14 +172,14 @@ def gpu_info(node: Mapping[str, Any]) -> dict[str, Any] | None:
 
 def gpu_is_unusable(node: Mapping[str, Any]) -> bool:
     labels = (node.get("metadata") or {}).get("labels") or {}
-    return str(labels.get(c.LABEL_GPU_PRODUCT, "")).endswith(MIG_INVALID_SUFFIX)
+    return is_mig_invalid_product(str(labels.get(c.LABEL_GPU_PRODUCT, "")))
 
 
 def node_allocatable(node: Mapping[str, Any]) -> dict[str, int]:
     status = node.get("status") or {}
     allocatable = _quantities(status.get("allocatable") or status.get("capacity"))
     if gpu_is_unusable(node):
-        allocatable = {name: (0 if is_gpu_resource(name) else amount) for name, amount in allocatable.items()}
+        allocatable = {name: (0 if is_nvidia_resource(name) else amount) for name, amount in allocatable.items()}
     return allocatable
 
 
@@ -336,7 +332,7 @@ def _allocations(node_pods: Iterable[tuple[Mapping[str, Any], dict[str, int]]]) 
     out = []
     for pod, requests in node_pods:
         gpu_requests = {
-            name: amount for name, amount in sorted(requests.items()) if is_gpu_resource(name) and amount
+            name: amount for name, amount in sorted(requests.items()) if is_nvidia_resource(name) and amount
         }
         if not gpu_requests:
             continue
@@ -437,7 +433,7 @@ def summarize(
         product = str(labels.get(c.LABEL_GPU_PRODUCT, UNKNOWN_PRODUCT))
         capacity = node_capacity(node)
         for resource in sorted(set(capacity) | set(allocatable) | set(allocated)):
-            if not is_gpu_resource(resource):
+            if not is_nvidia_resource(resource):
                 continue
             replicas = shared_replicas(labels, resource)
             key = (resource, product, replicas)

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from controlplane.apis.constants import RESOURCE_GPU, RESOURCE_GPU_SHARED, RESOURCE_MIG_PREFIX
+from controlplane.apis.gpus import is_gpu_resource as is_gpu_resource
 from controlplane.apis.pods import SelectorOperator as SelectorOperator
 from controlplane.apis.pods import Taint as Taint
 from controlplane.apis.pods import TaintEffect as TaintEffect
@@ -35,11 +35,6 @@ Obj = dict[str, Any]
 
 RESOURCE_PODS = "pods"
 """The node resource that caps how many pods a node runs; every replica takes one."""
-
-
-def is_gpu_resource(name: str) -> bool:
-    """Whether ``name`` is a GPU-like extended resource (whole GPU, GPU share or MIG slice)."""
-    return name in (RESOURCE_GPU, RESOURCE_GPU_SHARED) or name.startswith(RESOURCE_MIG_PREFIX)
 
 
 @dataclass(frozen=True, slots=True)

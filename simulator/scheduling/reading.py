@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
+from controlplane.apis.gpus import is_nvidia_resource
 from controlplane.apis.pods import pod_requests
 from controlplane.apis.quantity import QuantityError, to_int
 from simulator.devices import NodeInventory
@@ -148,7 +149,7 @@ def gpu_milli_per_unit(allocatable: Mapping[str, int], inventory: NodeInventory 
     units: dict[str, int] = {}
     devices = inventory.devices if inventory is not None else {}
     for resource in allocatable:
-        if not resource.startswith("nvidia.com/"):
+        if not is_nvidia_resource(resource):
             continue
         known = devices.get(resource)
         mig = _MIG_RESOURCE.match(resource)
