@@ -17,6 +17,12 @@ EXECUTION_NAMESPACE_PREFIX: Final = "gpufed-es-"
 LEASE_NAMESPACE: Final = "gpufed-cluster-lease"
 SYSTEM_NAMESPACE: Final = "gpufed-system"
 
+
+def execution_namespace(cluster: str) -> str:
+    """The hub namespace that holds the Works one member cluster must run."""
+    return EXECUTION_NAMESPACE_PREFIX + cluster
+
+
 # Labels gpufed puts on objects.
 LABEL_MANAGED_BY: Final = "app.kubernetes.io/managed-by"
 MANAGED_BY_VALUE: Final = "gpufed"

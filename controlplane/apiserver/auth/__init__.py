@@ -12,7 +12,6 @@ from controlplane.apiserver.auth.authorizer import (
     JOIN_PATH,
     TOKENS_PATH,
     RoleAuthorizer,
-    execution_namespace,
 )
 from controlplane.apiserver.auth.bootstrap import ca_routes, join_command, join_routes, token_routes
 from controlplane.apiserver.auth.tokens import (
@@ -41,7 +40,6 @@ __all__ = [
     "TokenStore",
     "bearer_token",
     "ca_routes",
-    "execution_namespace",
     "join_command",
     "join_routes",
     "token_routes",

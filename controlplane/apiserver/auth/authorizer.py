@@ -32,10 +32,10 @@ from typing import Final
 
 from controlplane.apis.constants import (
     CLUSTER_GROUP,
-    EXECUTION_NAMESPACE_PREFIX,
     LEASE_NAMESPACE,
     VERSION,
     WORK_GROUP,
+    execution_namespace,
 )
 from controlplane.apiserver.identity import Decision, RequestAttributes, Role, UserInfo
 
@@ -62,11 +62,6 @@ _DISCOVERY_ROOTS: Final = ("/api", "/apis", "/openapi")
 _PUBLIC_INFO_ROOTS: Final = ("/version", "/healthz", "/livez", "/readyz")
 
 _ALLOW: Final = Decision(allowed=True)
-
-
-def execution_namespace(cluster: str) -> str:
-    """The namespace holding the Works one member cluster must run."""
-    return EXECUTION_NAMESPACE_PREFIX + cluster
 
 
 class RoleAuthorizer:
