@@ -66,7 +66,8 @@ BOOTSTRAP_TOKEN_ENV: Final = "GPUFED_BOOTSTRAP_TOKEN"
 FIELD_MANAGER_AGENT: Final = "gpufed-agent"
 FIELD_MANAGER_HUB: Final = "gpufed-hub"
 
-# Other API groups gpufed serves or checks.
+# Other API groups gpufed serves or checks; AUTH_GROUP serves the credential endpoints (token
+# exchange, token management).
 AUTH_GROUP: Final = "auth.gpufed.io"
 COORDINATION_GROUP: Final = "coordination.k8s.io"
 

@@ -6,8 +6,8 @@
 them in through the Protocols in ``controlplane.apiserver.identity``.
 """
 
+from controlplane.apis.constants import AUTH_GROUP
 from controlplane.apiserver.auth.authorizer import (
-    AUTH_GROUP,
     CA_PATH,
     JOIN_PATH,
     TOKENS_PATH,

@@ -31,7 +31,9 @@ from __future__ import annotations
 from typing import Final
 
 from controlplane.apis.constants import (
+    AUTH_GROUP,
     CLUSTER_GROUP,
+    COORDINATION_GROUP,
     LEASE_NAMESPACE,
     VERSION,
     WORK_GROUP,
@@ -39,11 +41,7 @@ from controlplane.apis.constants import (
 )
 from controlplane.apiserver.identity import Decision, RequestAttributes, Role, UserInfo
 
-# TODO: move AUTH_GROUP and COORDINATION_GROUP to controlplane.apis.constants.
-#: The API group of the hub's credential endpoints (token exchange, token management).
-AUTH_GROUP: Final = "auth.gpufed.io"
 AUTH_VERSION: Final = VERSION
-COORDINATION_GROUP: Final = "coordination.k8s.io"
 
 CLUSTERJOINS: Final = "clusterjoins"
 TOKENS: Final = "tokens"
