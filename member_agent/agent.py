@@ -276,7 +276,7 @@ class Agent:
             transform=capacity.trim_pod,
             on_change=self._on_pod_change,
         )
-        namespace = f"{c.EXECUTION_NAMESPACE_PREFIX}{cfg.cluster_name}"
+        namespace = c.execution_namespace(cfg.cluster_name)
         self.works = Informer(
             hub, f"{WORK_API}/namespaces/{namespace}/works", name="works", on_change=self._on_work_change
         )

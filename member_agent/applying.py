@@ -43,30 +43,12 @@ from enum import StrEnum
 from typing import Any
 
 from controlplane.apis import constants as c
+from controlplane.apis.work_v1alpha1 import ConditionType as WorkConditionType
+from controlplane.apis.work_v1alpha1 import Health, WorkReason
 from member_agent.kubeapi import ApiError, Conflict, KubeApi, NotFound
 from member_agent.ledger import Ledger
 
 logger = logging.getLogger(__name__)
-
-
-class Health(StrEnum):
-    HEALTHY = "Healthy"
-    UNHEALTHY = "Unhealthy"
-    UNKNOWN = "Unknown"
-
-
-class WorkConditionType(StrEnum):
-    APPLIED = "Applied"
-    AVAILABLE = "Available"
-
-
-class WorkReason(StrEnum):
-    APPLIED = "AppliedSuccessful"
-    APPLY_FAILED = "AppliedFailed"
-    CONFLICT = "ApplyConflict"
-    AVAILABLE = "ResourcesAvailable"
-    UNHEALTHY = "ResourcesUnhealthy"
-    HEALTH_UNKNOWN = "ResourcesHealthUnknown"
 
 
 class ConflictResolution(StrEnum):

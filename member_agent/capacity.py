@@ -13,9 +13,9 @@ Accounting rules, exactly:
 * Tracked resources are ``cpu``, ``memory`` and every ``nvidia.com/*`` resource a node
   advertises (whole GPUs, ``nvidia.com/mig-<profile>`` slices, ``nvidia.com/gpu.shared``).
 * A node's allocatable comes from ``status.allocatable`` (``status.capacity`` when absent).
-* A pod's request follows kube-scheduler: per resource the larger of the sum over containers
-  and the largest init container, plus ``spec.overhead``; a container's missing request takes
-  its limit (Kubernetes defaults requests to limits). Pods count against a node when bound
+* A pod's request follows kube's ``PodRequests`` (:func:`controlplane.apis.pods.pod_requests`:
+  containers and sidecar init containers summed, the init containers' peak, ``spec.overhead``;
+  a missing request takes its limit). Pods count against a node when bound
   there (``spec.nodeName``) and not terminal (phase Succeeded or Failed).
 * free = allocatable - allocated, never below zero.
 * Time-sliced / MPS shares: a node labelled ``nvidia.com/gpu.replicas`` = N > 1 (or any node
@@ -52,6 +52,8 @@ from enum import StrEnum
 from typing import Any
 
 from controlplane.apis import constants as c
+from controlplane.apis import pods
+from controlplane.apis.gpus import MIG_INVALID_SUFFIX, is_mig_invalid_product, is_nvidia_resource
 from controlplane.apis.quantity import QuantityError, to_int
 from controlplane.apis.utilization import NodeUtilization, PodAllocation, encode_utilization
 
@@ -73,7 +75,6 @@ UTILIZATION_LABEL_SKIPPED_PREFIXES = (
     "beta.kubernetes.io/",
 )
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
-MIG_INVALID_SUFFIX = "-MIG-INVALID"
 CPU_ROUNDING = 1000  # millicores
 MEMORY_ROUNDING = 2**30  # bytes
 UNKNOWN_PRODUCT = "unknown"
@@ -94,12 +95,8 @@ class ReadyReason(StrEnum):
     """The member's API server answers, but its ``/readyz`` or ``/livez`` fails."""
 
 
-def is_gpu_resource(name: str) -> bool:
-    return name.startswith("nvidia.com/")
-
-
 def is_tracked_resource(name: str) -> bool:
-    return name in ("cpu", "memory") or is_gpu_resource(name)
+    return name in ("cpu", "memory") or is_nvidia_resource(name)
 
 
 def _quantities(raw: Mapping[str, Any] | None) -> dict[str, int]:
@@ -119,25 +116,9 @@ def _add(into: dict[str, int], more: Mapping[str, int]) -> None:
         into[name] = into.get(name, 0) + amount
 
 
-def container_requests(container: Mapping[str, Any]) -> dict[str, int]:
-    """A container's effective requests: requests, with limits filling missing ones."""
-    resources = container.get("resources") or {}
-    merged: dict[str, Any] = dict(resources.get("limits") or {})
-    merged.update(resources.get("requests") or {})
-    return _quantities(merged)
-
-
 def pod_requests(pod: Mapping[str, Any]) -> dict[str, int]:
-    """What a pod takes from its node, computed as kube-scheduler does."""
-    spec = pod.get("spec") or {}
-    total: dict[str, int] = {}
-    for container in spec.get("containers") or []:
-        _add(total, container_requests(container))
-    for init in spec.get("initContainers") or []:
-        for name, amount in container_requests(init).items():
-            total[name] = max(total.get(name, 0), amount)
-    _add(total, _quantities(spec.get("overhead")))
-    return total
+    """What a pod takes from its node (kube's ``PodRequests``), tracked resources only."""
+    return pods.pod_requests(pod.get("spec") or {}, read=_quantities)
 
 
 def pod_is_active(pod: Mapping[str, Any]) -> bool:
@@ -176,7 +157,7 @@ def gpu_info(node: Mapping[str, Any]) -> dict[str, Any] | None:
     """The node's GPU description from GPU Feature Discovery labels, None without GPUs."""
     labels = (node.get("metadata") or {}).get("labels") or {}
     allocatable = node_allocatable(node)
-    has_gpu_resource = any(is_gpu_resource(name) and amount > 0 for name, amount in allocatable.items())
+    has_gpu_resource = any(is_nvidia_resource(name) and amount > 0 for name, amount in allocatable.items())
     product = labels.get(c.LABEL_GPU_PRODUCT)
     if product is None and not has_gpu_resource:
         return None
@@ -191,14 +172,14 @@ def gpu_info(node: Mapping[str, Any]) -> dict[str, Any] | None:
 
 def gpu_is_unusable(node: Mapping[str, Any]) -> bool:
     labels = (node.get("metadata") or {}).get("labels") or {}
-    return str(labels.get(c.LABEL_GPU_PRODUCT, "")).endswith(MIG_INVALID_SUFFIX)
+    return is_mig_invalid_product(str(labels.get(c.LABEL_GPU_PRODUCT, "")))
 
 
 def node_allocatable(node: Mapping[str, Any]) -> dict[str, int]:
     status = node.get("status") or {}
     allocatable = _quantities(status.get("allocatable") or status.get("capacity"))
     if gpu_is_unusable(node):
-        allocatable = {name: (0 if is_gpu_resource(name) else amount) for name, amount in allocatable.items()}
+        allocatable = {name: (0 if is_nvidia_resource(name) else amount) for name, amount in allocatable.items()}
     return allocatable
 
 
@@ -351,7 +332,7 @@ def _allocations(node_pods: Iterable[tuple[Mapping[str, Any], dict[str, int]]]) 
     out = []
     for pod, requests in node_pods:
         gpu_requests = {
-            name: amount for name, amount in sorted(requests.items()) if is_gpu_resource(name) and amount
+            name: amount for name, amount in sorted(requests.items()) if is_nvidia_resource(name) and amount
         }
         if not gpu_requests:
             continue
@@ -452,7 +433,7 @@ def summarize(
         product = str(labels.get(c.LABEL_GPU_PRODUCT, UNKNOWN_PRODUCT))
         capacity = node_capacity(node)
         for resource in sorted(set(capacity) | set(allocatable) | set(allocated)):
-            if not is_gpu_resource(resource):
+            if not is_nvidia_resource(resource):
                 continue
             replicas = shared_replicas(labels, resource)
             key = (resource, product, replicas)
@@ -567,10 +548,13 @@ def trim_node(node: Mapping[str, Any]) -> dict[str, Any]:
 
 def _trim_container(container: Mapping[str, Any]) -> dict[str, Any]:
     resources = container.get("resources") or {}
-    return {
+    out = {
         "name": container.get("name"),
         "resources": {k: resources[k] for k in ("requests", "limits") if k in resources},
     }
+    if "restartPolicy" in container:  # a sidecar init container's requests count for the pod's life
+        out["restartPolicy"] = container["restartPolicy"]
+    return out
 
 
 def trim_pod(pod: Mapping[str, Any]) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controlplane.apis import constants as c
+from controlplane.apis.gpus import MIG_INVALID_SUFFIX
 from simulator import gpus
 from simulator.devices import Device, Gpu, MigInstance, NodeInventory
 from simulator.profile import (
@@ -239,7 +240,7 @@ def _gpu_labels(profile: ClusterProfile, gpu: GpuSpec, inventory: NodeInventory)
             labels[f"{prefix}.replicas"] = "1"
     elif strategy is MigStrategy.SINGLE:
         if gpu.mig_invalid:
-            labels[c.LABEL_GPU_PRODUCT] = f"{model.product}-MIG-INVALID"
+            labels[c.LABEL_GPU_PRODUCT] = f"{model.product}{MIG_INVALID_SUFFIX}"
             labels[c.LABEL_GPU_COUNT] = "0"
             replicas = "0"
         else:

@@ -28,6 +28,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from controlplane.apis.pods import TaintEffect
 from simulator import gpus
 from simulator.scheduling.model import Scoring
 
@@ -68,12 +69,6 @@ class SharingStrategy(StrEnum):
     NONE = "none"
     TIME_SLICING = "time-slicing"
     MPS = "mps"
-
-
-class TaintEffect(StrEnum):
-    NO_SCHEDULE = "NoSchedule"
-    PREFER_NO_SCHEDULE = "PreferNoSchedule"
-    NO_EXECUTE = "NoExecute"
 
 
 class MigSpec(_Model):

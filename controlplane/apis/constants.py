@@ -17,6 +17,12 @@ EXECUTION_NAMESPACE_PREFIX: Final = "gpufed-es-"
 LEASE_NAMESPACE: Final = "gpufed-cluster-lease"
 SYSTEM_NAMESPACE: Final = "gpufed-system"
 
+
+def execution_namespace(cluster: str) -> str:
+    """The hub namespace that holds the Works one member cluster must run."""
+    return EXECUTION_NAMESPACE_PREFIX + cluster
+
+
 # Labels gpufed puts on objects.
 LABEL_MANAGED_BY: Final = "app.kubernetes.io/managed-by"
 MANAGED_BY_VALUE: Final = "gpufed"
@@ -60,7 +66,8 @@ BOOTSTRAP_TOKEN_ENV: Final = "GPUFED_BOOTSTRAP_TOKEN"
 FIELD_MANAGER_AGENT: Final = "gpufed-agent"
 FIELD_MANAGER_HUB: Final = "gpufed-hub"
 
-# Other API groups gpufed serves or checks.
+# Other API groups gpufed serves or checks; AUTH_GROUP serves the credential endpoints (token
+# exchange, token management).
 AUTH_GROUP: Final = "auth.gpufed.io"
 COORDINATION_GROUP: Final = "coordination.k8s.io"
 

@@ -32,6 +32,8 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from controlplane.apis.pods import FILTERED_EFFECTS, tolerates
+
 # ---------------------------------------------------------------------------------------------
 # Base classes
 # ---------------------------------------------------------------------------------------------
@@ -298,12 +300,6 @@ class LabelSelector(SpecModel):
 # ---------------------------------------------------------------------------------------------
 
 
-class TaintEffect(StrEnum):
-    NO_SCHEDULE = "NoSchedule"
-    PREFER_NO_SCHEDULE = "PreferNoSchedule"
-    NO_EXECUTE = "NoExecute"
-
-
 class Taint(SpecModel):
     """A taint on a cluster (or on a node, in capacity reports)."""
 
@@ -338,18 +334,8 @@ class Toleration(SpecModel):
         return self
 
     def tolerates(self, taint: Taint) -> bool:
-        """Kubernetes' ``Toleration.ToleratesTaint``.
-
-        An empty effect matches every effect, an empty key with ``Exists`` matches every
-        taint, ``Equal`` (the default operator) compares values.
-        """
-        if self.effect and self.effect != taint.effect:
-            return False
-        if self.key and self.key != taint.key:
-            return False
-        if self.operator == "Exists":
-            return True
-        return (self.value or "") == (taint.value or "")
+        """Kubernetes' ``Toleration.ToleratesTaint`` (:func:`controlplane.apis.pods.tolerates`)."""
+        return tolerates(self, taint)
 
 
 def taints_tolerated(
@@ -359,7 +345,7 @@ def taints_tolerated(
 
     Returns ``(True, None)`` or ``(False, first_untolerated_taint)``.
     """
-    wanted = set(effects) if effects is not None else {TaintEffect.NO_SCHEDULE, TaintEffect.NO_EXECUTE}
+    wanted = set(effects) if effects is not None else set(FILTERED_EFFECTS)
     tolerations = list(tolerations)
     for taint in taints:
         if taint.effect not in wanted:

@@ -47,6 +47,17 @@ class ScheduledReason(StrEnum):
     """No node of the fleet could hold one pod of the workload even empty (too big a request)."""
 
 
+class WorkReason(StrEnum):
+    """Reasons of a Work's ``Applied`` and ``Available`` conditions, as the agent writes them."""
+
+    APPLIED = "AppliedSuccessful"
+    APPLY_FAILED = "AppliedFailed"
+    CONFLICT = "ApplyConflict"
+    AVAILABLE = "ResourcesAvailable"
+    UNHEALTHY = "ResourcesUnhealthy"
+    HEALTH_UNKNOWN = "ResourcesHealthUnknown"
+
+
 class Health(StrEnum):
     HEALTHY = "Healthy"
     UNHEALTHY = "Unhealthy"

@@ -61,6 +61,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
+from controlplane.apis.constants import execution_namespace
 from controlplane.apis.meta import parse_time
 from controlplane.apis.work_v1alpha1 import binding_name
 from controlplane.apiserver import errors
@@ -83,7 +84,6 @@ from controlplane.controllers.works import (
     build_work,
     cluster_of_namespace,
     decode_shapes,
-    execution_namespace,
     preserves,
     render_manifest,
     work_differs,

@@ -14,10 +14,10 @@ import logging
 from typing import Any
 
 from controlplane.apis.constants import (
-    EXECUTION_NAMESPACE_PREFIX,
     LABEL_CLUSTER,
     LABEL_MANAGED_BY,
     MANAGED_BY_VALUE,
+    execution_namespace,
 )
 from controlplane.apiserver import errors
 from controlplane.apiserver.objects import ObjectStore, WatchEventType
@@ -25,10 +25,6 @@ from controlplane.controllers.informing import Informer
 from controlplane.controllers.queueing import ShutDown, WorkQueue
 
 log = logging.getLogger(__name__)
-
-
-def execution_namespace(cluster: str) -> str:
-    return f"{EXECUTION_NAMESPACE_PREFIX}{cluster}"
 
 
 class ClusterNamespaceController:

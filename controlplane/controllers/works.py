@@ -45,11 +45,6 @@ ANNOTATION_GPU_SHAPES = "scheduler.gpufed.io/gpu-shapes"
 clusters where the scheduler chose an alternative GPU shape."""
 
 
-def execution_namespace(cluster: str) -> str:
-    """The hub namespace that holds ``cluster``'s Works."""
-    return c.EXECUTION_NAMESPACE_PREFIX + cluster
-
-
 def cluster_of_namespace(namespace: str) -> str | None:
     if namespace.startswith(c.EXECUTION_NAMESPACE_PREFIX):
         return namespace[len(c.EXECUTION_NAMESPACE_PREFIX) :]
@@ -215,7 +210,7 @@ def build_work(
         "kind": WORK_KIND,
         "metadata": {
             "name": name,
-            "namespace": execution_namespace(cluster),
+            "namespace": c.execution_namespace(cluster),
             "labels": work_labels(binding_namespace=binding_namespace, binding=binding, cluster=cluster),
         },
         "spec": spec,

@@ -43,10 +43,6 @@ __all__ = [
 MemberStatuses = Sequence[tuple[str, Mapping[str, Any] | None]]
 """(cluster name, the member object's ``.status``) pairs, one per cluster running a share."""
 
-ANNOTATION_GANG = "gpufed.io/gang"
-# TODO(constants): move ANNOTATION_GANG to controlplane/apis/constants.py.
-
-
 class FinishedPhase(StrEnum):
     """The terminal phase of a run-to-completion workload (Job, PyTorchJob, MPIJob, RayJob)."""
 

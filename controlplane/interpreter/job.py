@@ -20,8 +20,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from controlplane.apis.constants import ANNOTATION_GANG
 from controlplane.interpreter.base import (
-    ANNOTATION_GANG,
     FinishedPhase,
     Health,
     MemberStatuses,

@@ -18,10 +18,16 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
-from controlplane.apis.constants import RESOURCE_GPU, RESOURCE_GPU_SHARED, RESOURCE_MIG_PREFIX
+from controlplane.apis.gpus import is_gpu_resource as is_gpu_resource
+from controlplane.apis.pods import SelectorOperator as SelectorOperator
+from controlplane.apis.pods import Taint as Taint
+from controlplane.apis.pods import TaintEffect as TaintEffect
+from controlplane.apis.pods import Toleration as Toleration
+from controlplane.apis.pods import pod_requests as pod_requests
+from controlplane.apis.pods import requirement_matches
+from controlplane.apis.pods import untolerated as untolerated
 from controlplane.apis.quantity import format_quantity, to_int
 
 Obj = dict[str, Any]
@@ -29,101 +35,6 @@ Obj = dict[str, Any]
 
 RESOURCE_PODS = "pods"
 """The node resource that caps how many pods a node runs; every replica takes one."""
-
-
-def is_gpu_resource(name: str) -> bool:
-    """Whether ``name`` is a GPU-like extended resource (whole GPU, GPU share or MIG slice)."""
-    return name in (RESOURCE_GPU, RESOURCE_GPU_SHARED) or name.startswith(RESOURCE_MIG_PREFIX)
-
-
-class TaintEffect(StrEnum):
-    NO_SCHEDULE = "NoSchedule"
-    PREFER_NO_SCHEDULE = "PreferNoSchedule"
-    NO_EXECUTE = "NoExecute"
-
-
-class SelectorOperator(StrEnum):
-    """Operators of a node selector requirement (``nodeAffinity`` match expressions)."""
-
-    IN = "In"
-    NOT_IN = "NotIn"
-    EXISTS = "Exists"
-    DOES_NOT_EXIST = "DoesNotExist"
-    GT = "Gt"
-    LT = "Lt"
-
-
-@dataclass(frozen=True, slots=True)
-class Taint:
-    key: str
-    value: str = ""
-    effect: str = TaintEffect.NO_SCHEDULE
-
-    @classmethod
-    def from_dict(cls, raw: Mapping[str, Any]) -> Taint:
-        return cls(
-            key=str(raw.get("key", "")),
-            value=str(raw.get("value") or ""),
-            effect=str(raw.get("effect") or TaintEffect.NO_SCHEDULE),
-        )
-
-    def describe(self) -> str:
-        """The taint as kube-scheduler prints it in reasons: ``{key: value}``."""
-        return f"{{{self.key}: {self.value}}}"
-
-
-@dataclass(frozen=True, slots=True)
-class Toleration:
-    key: str = ""
-    operator: str = "Equal"
-    value: str = ""
-    effect: str = ""
-    toleration_seconds: int | None = None
-
-    @classmethod
-    def from_dict(cls, raw: Mapping[str, Any]) -> Toleration:
-        seconds = raw.get("tolerationSeconds")
-        return cls(
-            key=str(raw.get("key") or ""),
-            operator=str(raw.get("operator") or "Equal"),
-            value=str(raw.get("value") or ""),
-            effect=str(raw.get("effect") or ""),
-            toleration_seconds=int(seconds) if seconds is not None else None,
-        )
-
-    def to_dict(self) -> Obj:
-        out: Obj = {"operator": self.operator}
-        if self.key:
-            out["key"] = self.key
-        if self.value:
-            out["value"] = self.value
-        if self.effect:
-            out["effect"] = self.effect
-        if self.toleration_seconds is not None:
-            out["tolerationSeconds"] = self.toleration_seconds
-        return out
-
-    def tolerates(self, taint: Taint) -> bool:
-        """Kubernetes toleration semantics (``ToleratesTaint`` in k8s.io/api/core/v1)."""
-        if self.effect and self.effect != taint.effect:
-            return False
-        if self.key and self.key != taint.key:
-            return False
-        if self.operator == "Exists":
-            return True
-        # An empty key with operator Equal is invalid in kube; it tolerates nothing here.
-        return bool(self.key) and self.value == taint.value
-
-
-def untolerated(taints: Iterable[Taint], tolerations: Iterable[Toleration]) -> tuple[Taint, ...]:
-    """Taints with a scheduling effect (NoSchedule, NoExecute) that no toleration covers."""
-    tols = tuple(tolerations)
-    return tuple(
-        t
-        for t in taints
-        if t.effect in (TaintEffect.NO_SCHEDULE, TaintEffect.NO_EXECUTE)
-        and not any(tol.tolerates(t) for tol in tols)
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,25 +60,7 @@ class NodeSelectorRequirement:
         return out
 
     def matches(self, labels: Mapping[str, str]) -> bool:
-        value = labels.get(self.key)
-        op = self.operator
-        if op == SelectorOperator.IN:
-            return value is not None and value in self.values
-        if op == SelectorOperator.NOT_IN:
-            return value is None or value not in self.values
-        if op == SelectorOperator.EXISTS:
-            return value is not None
-        if op == SelectorOperator.DOES_NOT_EXIST:
-            return value is None
-        if op in (SelectorOperator.GT, SelectorOperator.LT):
-            if value is None or len(self.values) != 1:
-                return False
-            try:
-                have, bound = int(value), int(self.values[0])
-            except ValueError:
-                return False
-            return have > bound if op == SelectorOperator.GT else have < bound
-        return False
+        return requirement_matches(self.operator, self.values, labels.get(self.key))
 
     def describe(self) -> str:
         if self.operator in (SelectorOperator.EXISTS, SelectorOperator.DOES_NOT_EXIST):
@@ -363,45 +256,6 @@ def parse_required_node_affinity(node_affinity: Mapping[str, Any] | None) -> tup
             )
         )
     return tuple(terms)
-
-
-def _container_requests(container: Mapping[str, Any]) -> dict[str, int]:
-    """A container's effective requests: limits fill in missing requests, as the API server does."""
-    res = container.get("resources") or {}
-    requests = dict(res.get("requests") or {})
-    for name, qty in (res.get("limits") or {}).items():
-        requests.setdefault(name, qty)
-    return {name: to_int(name, qty) for name, qty in requests.items()}
-
-
-def pod_requests(pod_spec: Mapping[str, Any]) -> dict[str, int]:
-    """A pod's effective requests, computed as kube-scheduler does.
-
-    Sum over app containers (and restartable "sidecar" init containers), element-wise max
-    with each one-shot init container plus the sidecars started before it, plus
-    ``spec.overhead``.
-    """
-    total: dict[str, int] = {}
-    for c in pod_spec.get("containers") or ():
-        for k, v in _container_requests(c).items():
-            total[k] = total.get(k, 0) + v
-    sidecars: dict[str, int] = {}
-    init_peak: dict[str, int] = {}
-    for c in pod_spec.get("initContainers") or ():
-        req = _container_requests(c)
-        if c.get("restartPolicy") == "Always":
-            for k, v in req.items():
-                sidecars[k] = sidecars.get(k, 0) + v
-                total[k] = total.get(k, 0) + v
-            continue
-        for k in set(req) | set(sidecars):
-            need = req.get(k, 0) + sidecars.get(k, 0)
-            init_peak[k] = max(init_peak.get(k, 0), need)
-    for k, v in init_peak.items():
-        total[k] = max(total.get(k, 0), v)
-    for k, qty in (pod_spec.get("overhead") or {}).items():
-        total[k] = total.get(k, 0) + to_int(k, qty)
-    return {k: v for k, v in total.items() if v}
 
 
 def requirements(pod_template: Mapping[str, Any] | None) -> ReplicaRequirements:

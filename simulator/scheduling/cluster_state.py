@@ -21,6 +21,7 @@ from typing import Any, Final, cast
 import numpy as np
 from numpy.typing import NDArray
 
+from controlplane.apis.gpus import is_nvidia_resource
 from simulator.devices import Device, NodeInventory
 from simulator.scheduling.filtering import adaptive_nodes_to_find, fit_error_message, static_reason
 from simulator.scheduling.model import (
@@ -255,7 +256,7 @@ class ClusterState:
         scored["memory"] = max(requests.get("memory", 0), _DEFAULT_MEMORY)
         gpus = {}
         for resource, amount in requests.items():
-            if resource.startswith("nvidia.com/"):
+            if is_nvidia_resource(resource):
                 scored[resource] = amount
                 gpus[resource] = amount
         demand = _Demand(

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
+from controlplane.apis.pods import node_selector_matches
 from simulator.scheduling.model import TAINT_UNSCHEDULABLE, FilterReason, NodeState, PodRequest, Taint
 
 _MIN_FEASIBLE_NODES: Final = 100
@@ -40,11 +41,10 @@ def static_reason(pod: PodRequest, node: NodeState) -> str | None:
         if not any(t.tolerates(taint) for t in pod.tolerations):
             return f"{FilterReason.UNTOLERATED_TAINT.value} {{{taint.key}: {taint.value}}}"
     labels = node.labels
-    for key, value in pod.node_selector.items():
-        if labels.get(key) != value:
-            return FilterReason.AFFINITY.value
+    if not node_selector_matches(pod.node_selector.items(), labels):
+        return FilterReason.AFFINITY.value
     if pod.affinity is not None and not any(
-        all(req.matches(node.name, labels) for req in term) for term in pod.affinity
+        term and all(req.matches(node.name, labels) for req in term) for term in pod.affinity
     ):
         return FilterReason.AFFINITY.value
     return None

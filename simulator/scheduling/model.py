@@ -2,7 +2,8 @@
 
 In: nothing but values; out: the frozen :class:`PodRequest` (a pod as the scheduler
 needs it), :class:`NodeState` (a node's static facts plus what is requested on it),
-:class:`Taint` / :class:`Toleration` / :class:`Requirement` (node selector terms),
+:class:`Requirement` (node selector terms; :class:`Taint` / :class:`Toleration` and the
+matching rules are :mod:`controlplane.apis.pods`),
 :class:`Allocation`, :class:`Binding`, :class:`Unschedulable` and :class:`ScheduleResult`
 (what one scheduling pass decided), :class:`Scoring` (how feasible nodes are ranked) and
 :class:`FilterReason` (kube-scheduler's per-node failure texts). :mod:`.reading` builds
@@ -22,6 +23,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final
 
+from controlplane.apis.pods import Taint as Taint
+from controlplane.apis.pods import Toleration as Toleration
+from controlplane.apis.pods import requirement_matches
 from simulator.devices import Device, NodeInventory
 
 #: Pod-group label (scheduler-plugins coscheduling) and the simulator's min-member annotation.
@@ -79,28 +83,6 @@ class FilterReason(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class Taint:
-    key: str
-    value: str
-    effect: str
-
-
-@dataclass(frozen=True, slots=True)
-class Toleration:
-    key: str
-    operator: str
-    value: str
-    effect: str
-
-    def tolerates(self, taint: Taint) -> bool:
-        if self.effect and self.effect != taint.effect:
-            return False
-        if self.operator == "Exists":
-            return not self.key or self.key == taint.key
-        return self.key == taint.key and self.value == taint.value
-
-
-@dataclass(frozen=True, slots=True)
 class Requirement:
     """One ``matchExpressions``/``matchFields`` entry of a node selector term."""
 
@@ -114,22 +96,7 @@ class Requirement:
             value: str | None = name if self.key == "metadata.name" else None
         else:
             value = labels.get(self.key)
-        op = self.operator
-        if op == "In":
-            return value is not None and value in self.values
-        if op == "NotIn":
-            return value is None or value not in self.values
-        if op == "Exists":
-            return value is not None
-        if op == "DoesNotExist":
-            return value is None
-        if op in ("Gt", "Lt") and value is not None and len(self.values) == 1:
-            try:
-                have, want = int(value), int(self.values[0])
-            except ValueError:
-                return False
-            return have > want if op == "Gt" else have < want
-        return False
+        return requirement_matches(self.operator, self.values, value)
 
 
 #: A node selector term: all requirements must hold (terms are ORed).

@@ -11,10 +11,11 @@ ValueError / QuantityError. Pure.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Mapping
 from typing import Any, Final
 
+from controlplane.apis.gpus import is_nvidia_resource
+from controlplane.apis.pods import pod_requests
 from controlplane.apis.quantity import QuantityError, to_int
 from simulator.devices import NodeInventory
 from simulator.scheduling.model import (
@@ -34,31 +35,6 @@ from simulator.scheduling.model import (
 
 _MIG_RESOURCE = re.compile(r"nvidia\.com/mig-(\d+)g\.")
 _MIG_SLICES: Final = 7
-
-
-def pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:
-    """A pod's effective requests: max(sum of containers, largest init container), per resource.
-
-    As in kube, a container's request defaults to its limit when only the limit is set
-    (always the case for extended resources such as ``nvidia.com/gpu``).
-    """
-    total: Counter[str] = Counter()
-    for container in spec.get("containers") or []:
-        total.update(_container_requests(container))
-    for container in spec.get("initContainers") or []:
-        for name, amount in _container_requests(container).items():
-            if amount > total[name]:
-                total[name] = amount
-    for name, amount in (spec.get("overhead") or {}).items():
-        total[name] += to_int(name, amount)
-    return {name: amount for name, amount in total.items() if amount > 0}
-
-
-def _container_requests(container: Mapping[str, Any]) -> dict[str, int]:
-    resources = container.get("resources") or {}
-    merged = dict(resources.get("limits") or {})
-    merged.update(resources.get("requests") or {})
-    return {name: to_int(name, qty) for name, qty in merged.items()}
 
 
 def _terms(affinity: Mapping[str, Any] | None) -> tuple[SelectorTerm, ...] | None:
@@ -173,7 +149,7 @@ def gpu_milli_per_unit(allocatable: Mapping[str, int], inventory: NodeInventory 
     units: dict[str, int] = {}
     devices = inventory.devices if inventory is not None else {}
     for resource in allocatable:
-        if not resource.startswith("nvidia.com/"):
+        if not is_nvidia_resource(resource):
             continue
         known = devices.get(resource)
         mig = _MIG_RESOURCE.match(resource)

@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
+from controlplane.apis.work_v1alpha1 import Health
 from member_agent import applying
-from member_agent.applying import ApplyDecision, ConflictResolution, Health, Identifier, ManifestResult
+from member_agent.applying import ApplyDecision, ConflictResolution, Identifier, ManifestResult
 
 NOW = "2025-01-01T00:00:00Z"
 

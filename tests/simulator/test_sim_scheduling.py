@@ -6,12 +6,13 @@ from typing import Any
 
 import pytest
 
+from controlplane.apis.pods import pod_requests
 from simulator.nodes import build_inventory, build_nodes
 from simulator.profile import parse_fleet
 from simulator.scheduling.cluster_state import ClusterState
 from simulator.scheduling.filtering import fit_error_message
 from simulator.scheduling.model import PodRequest, Scoring
-from simulator.scheduling.reading import pod_request, pod_requests
+from simulator.scheduling.reading import pod_request
 
 A100_MIG = {
     "name": "a100-mig",

@@ -6,13 +6,12 @@
 them in through the Protocols in ``controlplane.apiserver.identity``.
 """
 
+from controlplane.apis.constants import AUTH_GROUP
 from controlplane.apiserver.auth.authorizer import (
-    AUTH_GROUP,
     CA_PATH,
     JOIN_PATH,
     TOKENS_PATH,
     RoleAuthorizer,
-    execution_namespace,
 )
 from controlplane.apiserver.auth.bootstrap import ca_routes, join_command, join_routes, token_routes
 from controlplane.apiserver.auth.tokens import (
@@ -41,7 +40,6 @@ __all__ = [
     "TokenStore",
     "bearer_token",
     "ca_routes",
-    "execution_namespace",
     "join_command",
     "join_routes",
     "token_routes",

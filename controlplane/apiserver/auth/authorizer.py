@@ -31,19 +31,17 @@ from __future__ import annotations
 from typing import Final
 
 from controlplane.apis.constants import (
+    AUTH_GROUP,
     CLUSTER_GROUP,
-    EXECUTION_NAMESPACE_PREFIX,
+    COORDINATION_GROUP,
     LEASE_NAMESPACE,
     VERSION,
     WORK_GROUP,
+    execution_namespace,
 )
 from controlplane.apiserver.identity import Decision, RequestAttributes, Role, UserInfo
 
-# TODO: move AUTH_GROUP and COORDINATION_GROUP to controlplane.apis.constants.
-#: The API group of the hub's credential endpoints (token exchange, token management).
-AUTH_GROUP: Final = "auth.gpufed.io"
 AUTH_VERSION: Final = VERSION
-COORDINATION_GROUP: Final = "coordination.k8s.io"
 
 CLUSTERJOINS: Final = "clusterjoins"
 TOKENS: Final = "tokens"
@@ -62,11 +60,6 @@ _DISCOVERY_ROOTS: Final = ("/api", "/apis", "/openapi")
 _PUBLIC_INFO_ROOTS: Final = ("/version", "/healthz", "/livez", "/readyz")
 
 _ALLOW: Final = Decision(allowed=True)
-
-
-def execution_namespace(cluster: str) -> str:
-    """The namespace holding the Works one member cluster must run."""
-    return EXECUTION_NAMESPACE_PREFIX + cluster
 
 
 class RoleAuthorizer:

@@ -30,6 +30,7 @@ from typing import Any, NamedTuple, NewType
 from pydantic import BaseModel
 
 from controlplane.apis.constants import LABEL_GPU_PRODUCT
+from controlplane.apis.gpus import is_mig_invalid_product
 from controlplane.apis.meta import Taint as ApiTaint
 from controlplane.apis.meta import parse_time
 from controlplane.interpreter.requirements import Taint
@@ -38,7 +39,6 @@ from policies.affinity import ClusterView
 ClusterName = NewType("ClusterName", str)
 
 PROVIDER_ONPREM = "onprem"
-INVALID_MIG_SUFFIX = "-MIG-INVALID"
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +71,7 @@ class NodeShape:
     def __post_init__(self) -> None:
         product = self.labels.get(LABEL_GPU_PRODUCT) or (self.gpu.product if self.gpu else "")
         object.__setattr__(self, "product", product)
-        object.__setattr__(self, "invalid_mig", product.endswith(INVALID_MIG_SUFFIX))
+        object.__setattr__(self, "invalid_mig", is_mig_invalid_product(product))
 
     def with_count(self, count: int) -> NodeShape:
         """``count`` of the same nodes; shares the per-node memo, which does not depend on the count."""

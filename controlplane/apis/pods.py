@@ -1,0 +1,255 @@
+"""Kubernetes pod semantics, written once: requests, taints and tolerations, node selectors.
+
+The hub's interpreter (what a replica needs), the member agent (what a node has left), the
+simulated member's scheduler (where a pod goes) and the reports all ask the same questions
+about a pod; they import the answers from here so they cannot drift apart. Every rule
+follows kube, and names the kube function it mirrors:
+
+* :func:`pod_requests` — ``PodRequests`` (``k8s.io/component-helpers/resource``): the sum
+  over app containers and restartable ("sidecar", ``restartPolicy: Always``) init
+  containers, element-wise max with each one-shot init container plus the sidecars started
+  before it, plus ``spec.overhead``. A container's missing request takes its limit, as the
+  API server's defaulting does. Zero amounts are left out.
+* :func:`tolerates` — ``Toleration.ToleratesTaint`` (``k8s.io/api/core/v1``): an empty
+  effect matches every effect, an empty key every key; ``Exists`` matches any value,
+  ``Equal`` (or an empty operator) compares values — also when the key is empty; any other
+  operator tolerates nothing.
+* :func:`requirement_matches` / :func:`node_selector_matches` — node affinity's
+  ``matchExpressions`` operators and ``nodeSelector`` (``k8s.io/component-helpers/
+  scheduling/corev1/nodeaffinity``); an empty selector term matches no node.
+
+In: plain dicts as the Kubernetes API returns them, or small frozen values; out: plain
+values. Pure: nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Protocol
+
+from controlplane.apis.quantity import to_int
+
+Obj = dict[str, Any]
+"""A Kubernetes object (or part of one) as a JSON-compatible dict."""
+
+
+class TaintEffect(StrEnum):
+    NO_SCHEDULE = "NoSchedule"
+    PREFER_NO_SCHEDULE = "PreferNoSchedule"
+    NO_EXECUTE = "NoExecute"
+
+
+#: The effects kube-scheduler's TaintToleration filter checks (PreferNoSchedule only scores).
+FILTERED_EFFECTS = frozenset({TaintEffect.NO_SCHEDULE, TaintEffect.NO_EXECUTE})
+
+
+class TolerationOperator(StrEnum):
+    EXISTS = "Exists"
+    EQUAL = "Equal"
+
+
+class SelectorOperator(StrEnum):
+    """Operators of a node selector requirement (``nodeAffinity`` match expressions)."""
+
+    IN = "In"
+    NOT_IN = "NotIn"
+    EXISTS = "Exists"
+    DOES_NOT_EXIST = "DoesNotExist"
+    GT = "Gt"
+    LT = "Lt"
+
+
+# ---------------------------------------------------------------------------------------------
+# Taints and tolerations
+# ---------------------------------------------------------------------------------------------
+
+
+class TaintLike(Protocol):
+    """Anything with a taint's fields (the frozen :class:`Taint`, the API model)."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def value(self) -> str | None: ...
+    @property
+    def effect(self) -> str: ...
+
+
+class TolerationLike(Protocol):
+    """Anything with a toleration's fields (the frozen :class:`Toleration`, the API model)."""
+
+    @property
+    def key(self) -> str | None: ...
+    @property
+    def operator(self) -> str | None: ...
+    @property
+    def value(self) -> str | None: ...
+    @property
+    def effect(self) -> str | None: ...
+
+
+def tolerates(toleration: TolerationLike, taint: TaintLike) -> bool:
+    """Whether ``toleration`` tolerates ``taint``: kube's ``Toleration.ToleratesTaint``."""
+    if toleration.effect and toleration.effect != taint.effect:
+        return False
+    if toleration.key and toleration.key != taint.key:
+        return False
+    operator = toleration.operator or TolerationOperator.EQUAL
+    if operator == TolerationOperator.EXISTS:
+        return True
+    if operator == TolerationOperator.EQUAL:
+        return (toleration.value or "") == (taint.value or "")
+    return False
+
+
+def untolerated(taints: Iterable[Taint], tolerations: Iterable[TolerationLike]) -> tuple[Taint, ...]:
+    """Taints with a scheduling effect (NoSchedule, NoExecute) that no toleration covers."""
+    tols = tuple(tolerations)
+    return tuple(
+        t for t in taints if t.effect in FILTERED_EFFECTS and not any(tolerates(tol, t) for tol in tols)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str = ""
+    effect: str = TaintEffect.NO_SCHEDULE
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> Taint:
+        return cls(
+            key=str(raw.get("key", "")),
+            value=str(raw.get("value") or ""),
+            effect=str(raw.get("effect") or TaintEffect.NO_SCHEDULE),
+        )
+
+    def describe(self) -> str:
+        """The taint as kube-scheduler prints it in reasons: ``{key: value}``."""
+        return f"{{{self.key}: {self.value}}}"
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str = ""
+    operator: str = TolerationOperator.EQUAL
+    value: str = ""
+    effect: str = ""
+    toleration_seconds: int | None = None
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> Toleration:
+        seconds = raw.get("tolerationSeconds")
+        return cls(
+            key=str(raw.get("key") or ""),
+            operator=str(raw.get("operator") or TolerationOperator.EQUAL),
+            value=str(raw.get("value") or ""),
+            effect=str(raw.get("effect") or ""),
+            toleration_seconds=int(seconds) if seconds is not None else None,
+        )
+
+    def to_dict(self) -> Obj:
+        out: Obj = {"operator": self.operator}
+        if self.key:
+            out["key"] = self.key
+        if self.value:
+            out["value"] = self.value
+        if self.effect:
+            out["effect"] = self.effect
+        if self.toleration_seconds is not None:
+            out["tolerationSeconds"] = self.toleration_seconds
+        return out
+
+    def tolerates(self, taint: TaintLike) -> bool:
+        """Kubernetes toleration semantics (:func:`tolerates`)."""
+        return tolerates(self, taint)
+
+
+# ---------------------------------------------------------------------------------------------
+# Node selectors
+# ---------------------------------------------------------------------------------------------
+
+
+def requirement_matches(operator: str, values: Sequence[str], value: str | None) -> bool:
+    """Whether a label ``value`` (None: the node lacks the label) satisfies one requirement."""
+    if operator == SelectorOperator.IN:
+        return value is not None and value in values
+    if operator == SelectorOperator.NOT_IN:
+        return value is None or value not in values
+    if operator == SelectorOperator.EXISTS:
+        return value is not None
+    if operator == SelectorOperator.DOES_NOT_EXIST:
+        return value is None
+    if operator in (SelectorOperator.GT, SelectorOperator.LT):
+        if value is None or len(values) != 1:
+            return False
+        try:
+            have, bound = int(value), int(values[0])
+        except ValueError:
+            return False
+        return have > bound if operator == SelectorOperator.GT else have < bound
+    return False
+
+
+def node_selector_matches(selector: Iterable[tuple[str, str]], labels: Mapping[str, str]) -> bool:
+    """Whether ``labels`` carry every ``nodeSelector`` pair (as ``(key, value)`` items)."""
+    return all(labels.get(key) == value for key, value in selector)
+
+
+# ---------------------------------------------------------------------------------------------
+# Requests
+# ---------------------------------------------------------------------------------------------
+
+QuantityReader = Callable[[Mapping[str, Any]], dict[str, int]]
+"""Turns a resource list (``{name: quantity}``) into integers in base units."""
+
+
+def read_quantities(raw: Mapping[str, Any]) -> dict[str, int]:
+    """Every quantity of a resource list in base units; a malformed one raises QuantityError."""
+    return {name: to_int(name, qty) for name, qty in raw.items()}
+
+
+def container_requests(
+    container: Mapping[str, Any], *, read: QuantityReader = read_quantities
+) -> dict[str, int]:
+    """A container's effective requests: limits fill in missing requests, as the API server does."""
+    res = container.get("resources") or {}
+    requests = dict(res.get("requests") or {})
+    for name, qty in (res.get("limits") or {}).items():
+        requests.setdefault(name, qty)
+    return read(requests)
+
+
+def _add(into: dict[str, int], more: Mapping[str, int]) -> None:
+    for name, amount in more.items():
+        into[name] = into.get(name, 0) + amount
+
+
+def pod_requests(pod_spec: Mapping[str, Any], *, read: QuantityReader = read_quantities) -> dict[str, int]:
+    """A pod's effective requests (its ``spec``), computed as kube's ``PodRequests`` does.
+
+    ``read`` parses each resource list; the default parses every resource and raises on a
+    malformed quantity, the agent passes one that keeps only what it tracks.
+    """
+    total: dict[str, int] = {}
+    for c in pod_spec.get("containers") or ():
+        _add(total, container_requests(c, read=read))
+    sidecars: dict[str, int] = {}
+    init_peak: dict[str, int] = {}
+    for c in pod_spec.get("initContainers") or ():
+        req = container_requests(c, read=read)
+        if c.get("restartPolicy") == "Always":
+            _add(total, req)
+            _add(sidecars, req)
+            during = dict(sidecars)
+        else:
+            during = dict(req)
+            _add(during, sidecars)
+        for k, v in during.items():
+            init_peak[k] = max(init_peak.get(k, 0), v)
+    for k, v in init_peak.items():
+        total[k] = max(total.get(k, 0), v)
+    _add(total, read(pod_spec.get("overhead") or {}))
+    return {k: v for k, v in total.items() if v}

@@ -1,0 +1,236 @@
+"""The hub, the agent and the simulated member agree with kube, and so with each other, on a pod.
+
+Each case is one pod (and, for the placement cases, one node); the expected answer is
+what kube computes: ``PodRequests`` (sidecar init containers, the init peak, overhead) and
+``ToleratesTaint`` / node affinity. Every path runs as in production:
+
+* hub: the interpreter's :func:`requirements` of the pod template, and the estimator's
+  :func:`node_eligible` over the node shape that the agent's report carries;
+* agent: :func:`member_agent.capacity.pod_requests` over the pod as the agent caches it
+  (:func:`trim_pod`), and the report's ``nodeShapes`` from :func:`summarize`;
+* simulator: :func:`simulator.scheduling.reading.pod_request` and the member scheduler's
+  :func:`static_reason` over :func:`node_state`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from controlplane.interpreter.requirements import requirements
+from controlplane.scheduler.core.estimator import node_eligible
+from controlplane.scheduler.core.snapshot import NodeShape
+from member_agent import capacity
+from simulator.scheduling.filtering import static_reason
+from simulator.scheduling.reading import node_state, pod_request
+from tests.interpreter.test_requirements import container
+
+GI = 2**30
+MI = 2**20
+
+
+def sidecar(requests: dict[str, str]) -> dict[str, Any]:
+    return container(requests, restartPolicy="Always")
+
+
+def make_pod(spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "default"},
+        "spec": {"containers": [container()], **spec},
+        "status": {"phase": "Pending"},
+    }
+
+
+REQUEST_CASES: dict[str, tuple[dict[str, Any], dict[str, int]]] = {
+    "containers summed, a limit stands in for a missing request": (
+        {
+            "containers": [
+                container({"cpu": "500m", "memory": "1Gi"}, {"nvidia.com/gpu": "1"}),
+                container({"cpu": "1"}),
+            ]
+        },
+        {"cpu": 1500, "memory": GI, "nvidia.com/gpu": 1},
+    ),
+    "an init container larger than the app containers sets the request": (
+        {
+            "containers": [container({"cpu": "1"})],
+            "initContainers": [container({"cpu": "4", "memory": "2Gi"})],
+        },
+        {"cpu": 4000, "memory": 2 * GI},
+    ),
+    "a sidecar init container adds to the app containers": (
+        {
+            "containers": [container({"cpu": "1"})],
+            "initContainers": [sidecar({"cpu": "500m", "memory": "256Mi"})],
+        },
+        {"cpu": 1500, "memory": 256 * MI},
+    ),
+    "a one-shot init container after a sidecar runs beside it": (
+        {
+            "containers": [container({"cpu": "1"})],
+            "initContainers": [sidecar({"cpu": "500m"}), container({"cpu": "2"})],
+        },
+        {"cpu": 2500},
+    ),
+    "a one-shot init container before a sidecar runs alone": (
+        {
+            "containers": [container({"cpu": "1"})],
+            "initContainers": [container({"cpu": "2"}), sidecar({"cpu": "500m"})],
+        },
+        {"cpu": 2000},
+    ),
+    "a GPU sidecar holds its GPU for the pod's life": (
+        {
+            "containers": [container(limits={"nvidia.com/gpu": "1"})],
+            "initContainers": [sidecar({"nvidia.com/gpu": "1"})],
+        },
+        {"nvidia.com/gpu": 2},
+    ),
+    "overhead is added on top": (
+        {
+            "containers": [container({"cpu": "1", "memory": "1Gi"}, {"nvidia.com/mig-1g.10gb": "1"})],
+            "initContainers": [container({"cpu": "3"})],
+            "overhead": {"cpu": "250m", "memory": "128Mi"},
+        },
+        {"cpu": 3250, "memory": GI + 128 * MI, "nvidia.com/mig-1g.10gb": 1},
+    ),
+    "a zero request takes nothing": (
+        {"containers": [container({"cpu": "1", "nvidia.com/gpu": "0"})]},
+        {"cpu": 1000},
+    ),
+}
+
+
+@pytest.mark.parametrize(("spec", "expected"), REQUEST_CASES.values(), ids=REQUEST_CASES.keys())
+def test_hub_agent_and_simulator_compute_kube_pod_requests(
+    spec: dict[str, Any], expected: dict[str, int]
+) -> None:
+    pod = make_pod(spec)
+    hub = requirements({"spec": pod["spec"]}).resource_map
+    agent = capacity.pod_requests(capacity.trim_pod(pod))
+    member = dict(pod_request(pod).requests)
+    assert {"hub": hub, "agent": agent, "simulator": member} == {
+        "hub": expected,
+        "agent": expected,
+        "simulator": expected,
+    }
+
+
+def make_node(
+    *, labels: dict[str, str] | None = None, taints: list[dict[str, str]] | None = None
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "node-1", "labels": {"kubernetes.io/hostname": "node-1", **(labels or {})}},
+        "spec": {"taints": taints or []},
+        "status": {
+            "capacity": {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "1", "pods": "110"},
+            "allocatable": {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "1", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+GPU_TAINT = {"key": "gpu", "value": "true", "effect": "NoSchedule"}
+BARE_TAINT = {"key": "dedicated", "effect": "NoSchedule"}
+
+TOLERATION_CASES: dict[str, tuple[dict[str, str] | None, list[dict[str, Any]], bool]] = {
+    "Equal with the same key and value": (
+        GPU_TAINT,
+        [{"key": "gpu", "operator": "Equal", "value": "true"}],
+        True,
+    ),
+    "Equal with another value": (GPU_TAINT, [{"key": "gpu", "operator": "Equal", "value": "false"}], False),
+    "an empty operator means Equal": (GPU_TAINT, [{"key": "gpu", "value": "true"}], True),
+    "Exists with the key": (GPU_TAINT, [{"key": "gpu", "operator": "Exists"}], True),
+    "Exists with another key": (GPU_TAINT, [{"key": "spot", "operator": "Exists"}], False),
+    "Exists with an empty key tolerates every taint": (GPU_TAINT, [{"operator": "Exists"}], True),
+    "Equal with an empty key compares the value of any key": (
+        GPU_TAINT,
+        [{"operator": "Equal", "value": "true"}],
+        True,
+    ),
+    "Equal with an empty key and another value": (GPU_TAINT, [{"operator": "Equal", "value": "no"}], False),
+    "Equal with an empty key and no value tolerates a taint without value": (
+        BARE_TAINT,
+        [{"operator": "Equal"}],
+        True,
+    ),
+    "an operator kube does not know tolerates nothing": (
+        GPU_TAINT,
+        [{"key": "gpu", "operator": "Matches", "value": "true"}],
+        False,
+    ),
+    "another effect": (GPU_TAINT, [{"key": "gpu", "operator": "Exists", "effect": "NoExecute"}], False),
+    "no toleration": (GPU_TAINT, [], False),
+    "a NoExecute taint filters too": ({"key": "gpu", "value": "true", "effect": "NoExecute"}, [], False),
+    "a PreferNoSchedule taint does not filter": ({"key": "gpu", "effect": "PreferNoSchedule"}, [], True),
+}
+
+SELECTOR_CASES: dict[str, tuple[dict[str, Any], bool]] = {
+    "nodeSelector matches": ({"nodeSelector": {"tier": "onprem"}}, True),
+    "nodeSelector with another value": ({"nodeSelector": {"tier": "cloud"}}, False),
+    "nodeSelector on a missing label": ({"nodeSelector": {"zone": "a"}}, False),
+    "In": ({"expr": [{"key": "tier", "operator": "In", "values": ["cloud", "onprem"]}]}, True),
+    "NotIn on a missing label": ({"expr": [{"key": "zone", "operator": "NotIn", "values": ["a"]}]}, True),
+    "Exists": ({"expr": [{"key": "tier", "operator": "Exists"}]}, True),
+    "DoesNotExist": ({"expr": [{"key": "tier", "operator": "DoesNotExist"}]}, False),
+    "Gt": ({"expr": [{"key": "gpu-memory", "operator": "Gt", "values": ["40000"]}]}, True),
+    "Lt": ({"expr": [{"key": "gpu-memory", "operator": "Lt", "values": ["40000"]}]}, False),
+    "Gt on a value that is not a number": (
+        {"expr": [{"key": "tier", "operator": "Gt", "values": ["1"]}]},
+        False,
+    ),
+    "expressions of one term are ANDed": (
+        {"expr": [{"key": "tier", "operator": "Exists"}, {"key": "zone", "operator": "Exists"}]},
+        False,
+    ),
+    "terms are ORed": (
+        {
+            "terms": [
+                {"matchExpressions": [{"key": "zone", "operator": "Exists"}]},
+                {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["onprem"]}]},
+            ]
+        },
+        True,
+    ),
+    "an empty term matches no node": ({"terms": [{}]}, False),
+}
+
+
+def placement_cases() -> list[Any]:
+    cases = []
+    for name, (taint, tolerations, fits) in TOLERATION_CASES.items():
+        cases.append(pytest.param({"tolerations": tolerations}, [taint] if taint else [], fits, id=name))
+    for name, (selector, fits) in SELECTOR_CASES.items():
+        spec: dict[str, Any] = {}
+        if "nodeSelector" in selector:
+            spec["nodeSelector"] = selector["nodeSelector"]
+        terms = selector.get("terms") or (
+            [{"matchExpressions": selector["expr"]}] if "expr" in selector else None
+        )
+        if terms is not None:
+            spec["affinity"] = {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}
+                }
+            }
+        cases.append(pytest.param(spec, [], fits, id=name))
+    return cases
+
+
+@pytest.mark.parametrize(("spec", "taints", "fits"), placement_cases())
+def test_hub_and_simulator_filter_a_node_as_kube_does(
+    spec: dict[str, Any], taints: list[dict[str, str]], fits: bool
+) -> None:
+    node = make_node(labels={"tier": "onprem", "gpu-memory": "81920"}, taints=taints)
+    pod = make_pod(spec)
+    report = capacity.summarize([capacity.trim_node(node)], [], now="2026-01-01T00:00:00Z")
+    (shape,) = report["nodeShapes"]
+    hub = node_eligible(NodeShape.from_dict(shape), requirements({"spec": pod["spec"]}))
+    reason = static_reason(pod_request(pod), node_state(node))
+    assert {"hub": hub, "simulator": reason is None} == {"hub": fits, "simulator": fits}, reason
