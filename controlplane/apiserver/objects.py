@@ -33,7 +33,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from controlplane.apiserver import codec, errors
 from controlplane.apiserver.admission import Operation, ValidateWrite, WriteAttributes
@@ -167,6 +167,53 @@ LabelSelectorArg = str | LabelSelector | None
 FieldSelectorArg = str | FieldSelector | None
 
 
+@dataclass(frozen=True, slots=True)
+class WriteOptions:
+    """What a create, update or patch asks for besides its object: kube's metav1
+    Create/Update/PatchOptions (``dryRun``, ``fieldValidation``, ``fieldManager``), where
+    the write's warnings go, and the admission check that sees the final object before
+    it is stored."""
+
+    dry_run: bool = False
+    field_validation: FieldValidation = FieldValidation.STRICT
+    field_manager: str | None = None
+    warnings: WarningSink | None = None
+    validate: ValidateWrite | None = None
+
+
+class WriteArgs(TypedDict, total=False):
+    """:class:`WriteOptions` as the keyword arguments of ``create``, ``update`` and ``patch``."""
+
+    dry_run: bool
+    field_validation: FieldValidation
+    field_manager: str | None
+    warnings: WarningSink | None
+    validate: ValidateWrite | None
+
+
+@dataclass(frozen=True, slots=True)
+class ListOptions:
+    """kube's metav1.ListOptions for a list: selectors, paging, and the revision to read."""
+
+    label_selector: LabelSelectorArg = None
+    field_selector: FieldSelectorArg = None
+    limit: int = 0
+    continue_token: str | None = None
+    resource_version: str | None = None
+    resource_version_match: str | None = None
+
+
+class ListArgs(TypedDict, total=False):
+    """:class:`ListOptions` as the keyword arguments of ``list`` and ``list_encoded``."""
+
+    label_selector: LabelSelectorArg
+    field_selector: FieldSelectorArg
+    limit: int
+    continue_token: str | None
+    resource_version: str | None
+    resource_version_match: str | None
+
+
 class ObjectStore:
     """Kubernetes object semantics over ``store`` for the kinds in ``registry``."""
 
@@ -217,81 +264,33 @@ class ObjectStore:
     async def get_encoded(self, rt: ResourceType, *, namespace: str | None = None, name: str) -> bytes:
         return codec.with_resource_version(await self._get_kv(rt, namespace=namespace, name=name))
 
-    async def list(
-        self,
-        rt: ResourceType,
-        *,
-        namespace: str | None = None,
-        label_selector: LabelSelectorArg = None,
-        field_selector: FieldSelectorArg = None,
-        limit: int = 0,
-        continue_token: str | None = None,
-        resource_version: str | None = None,
-        resource_version_match: str | None = None,
-    ) -> ObjectList:
-        page = await self._list_page(
-            rt, namespace, label_selector, field_selector, limit, continue_token, resource_version,
-            resource_version_match,
-        )
+    async def list(self, rt: ResourceType, *, namespace: str | None = None, **options: Unpack[ListArgs]) -> ObjectList:
+        page = await self._list_page(rt, namespace, ListOptions(**options))
         items = [
             obj if obj is not None else codec.decode(kv) for kv, obj in zip(page.kvs, page.objects, strict=True)
         ]
         return ObjectList(items, str(page.revision), page.continue_token)
 
     async def list_encoded(
-        self,
-        rt: ResourceType,
-        *,
-        namespace: str | None = None,
-        label_selector: LabelSelectorArg = None,
-        field_selector: FieldSelectorArg = None,
-        limit: int = 0,
-        continue_token: str | None = None,
-        resource_version: str | None = None,
-        resource_version_match: str | None = None,
+        self, rt: ResourceType, *, namespace: str | None = None, **options: Unpack[ListArgs]
     ) -> EncodedList:
-        page = await self._list_page(
-            rt, namespace, label_selector, field_selector, limit, continue_token, resource_version,
-            resource_version_match,
-        )
+        page = await self._list_page(rt, namespace, ListOptions(**options))
         return EncodedList(page.kvs, str(page.revision), page.continue_token)
 
     # --- writes -----------------------------------------------------------------------
 
     async def create(
-        self,
-        rt: ResourceType,
-        obj: dict[str, Any],
-        *,
-        namespace: str | None = None,
-        dry_run: bool = False,
-        field_validation: FieldValidation = FieldValidation.STRICT,
-        field_manager: str | None = None,
-        warnings: WarningSink | None = None,
-        validate: ValidateWrite | None = None,
+        self, rt: ResourceType, obj: dict[str, Any], *, namespace: str | None = None, **options: Unpack[WriteArgs]
     ) -> dict[str, Any]:
         """Create ``obj``; raise AlreadyExists, Invalid, or NotFound for a missing namespace.
 
         ``validate`` (admission) sees the final object before it is stored.
         """
-        created, _ = await self._create_owned(
-            rt, self._incoming(rt, obj, namespace=namespace), dry_run=dry_run,
-            field_validation=field_validation, field_manager=field_manager, warnings=warnings,
-            validate=validate,
-        )
+        created, _ = await self._create_owned(rt, self._incoming(rt, obj, namespace=namespace), WriteOptions(**options))
         return created
 
     async def create_encoded(
-        self,
-        rt: ResourceType,
-        obj: dict[str, Any],
-        *,
-        namespace: str | None = None,
-        dry_run: bool = False,
-        field_validation: FieldValidation = FieldValidation.STRICT,
-        field_manager: str | None = None,
-        warnings: WarningSink | None = None,
-        validate: ValidateWrite | None = None,
+        self, rt: ResourceType, obj: dict[str, Any], *, namespace: str | None = None, **options: Unpack[WriteArgs]
     ) -> bytes:
         """:meth:`create` for the HTTP layer: the created object as JSON, with its resourceVersion.
 
@@ -299,22 +298,12 @@ class ObjectStore:
         instead of copied. The answer is the stored JSON itself, encoded once for etcd.
         """
         created, stored = await self._create_owned(
-            rt, self._incoming(rt, obj, namespace=namespace, copy_body=False), dry_run=dry_run,
-            field_validation=field_validation, field_manager=field_manager, warnings=warnings,
-            validate=validate,
+            rt, self._incoming(rt, obj, namespace=namespace, copy_body=False), WriteOptions(**options)
         )
         return codec.dumps(created) if stored is None else codec.with_resource_version(stored)
 
     async def _create_owned(
-        self,
-        rt: ResourceType,
-        obj: dict[str, Any],
-        *,
-        dry_run: bool,
-        field_validation: FieldValidation,
-        field_manager: str | None,
-        warnings: WarningSink | None,
-        validate: ValidateWrite | None = None,
+        self, rt: ResourceType, obj: dict[str, Any], options: WriteOptions
     ) -> tuple[dict[str, Any], storage.KeyValue | None]:
         """Create ``obj`` (this store's own copy, checked by ``_incoming``), drawing a name
         for ``generateName``; return the object and what was stored (None on dry run)."""
@@ -325,10 +314,7 @@ class ObjectStore:
                 prefix = str(meta["generateName"])[:_GENERATE_NAME_MAX_PREFIX]
                 meta["name"] = prefix + "".join(secrets.choice(_GENERATE_NAME_CHARS) for _ in range(5))
             try:
-                return await self._create(
-                    rt, obj, dry_run=dry_run, field_validation=field_validation,
-                    field_manager=field_manager, warnings=warnings, validate=validate,
-                )
+                return await self._create(rt, obj, options)
             except errors.AlreadyExists:
                 if not generated or attempt == 2:
                     raise
@@ -342,11 +328,7 @@ class ObjectStore:
         namespace: str | None = None,
         name: str | None = None,
         subresource: str | None = None,
-        dry_run: bool = False,
-        field_validation: FieldValidation = FieldValidation.STRICT,
-        field_manager: str | None = None,
-        warnings: WarningSink | None = None,
-        validate: ValidateWrite | None = None,
+        **options: Unpack[WriteArgs],
     ) -> dict[str, Any]:
         """Replace ``obj`` (CAS on ``metadata.resourceVersion`` when given).
 
@@ -361,10 +343,7 @@ class ObjectStore:
             raise errors.conflict_modified(plural=rt.plural, group=rt.group, name=meta["name"])
         old = codec.decode(kv)
         new = self._merged(rt, old, obj, subresource=subresource)
-        return await self._write_update(
-            rt, kv, old, new, subresource=subresource, dry_run=dry_run, field_validation=field_validation,
-            field_manager=field_manager, warnings=warnings, validate=validate,
-        )
+        return await self._write_update(rt, kv, old, new, subresource=subresource, options=WriteOptions(**options))
 
     async def update_status(self, rt: ResourceType, obj: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         """``update(..., subresource="status")``: write only ``.status``."""
@@ -379,12 +358,8 @@ class ObjectStore:
         patch_type: PatchType,
         patch: Any,
         subresource: str | None = None,
-        field_manager: str | None = None,
         force: bool = False,
-        dry_run: bool = False,
-        field_validation: FieldValidation = FieldValidation.STRICT,
-        warnings: WarningSink | None = None,
-        validate: ValidateWrite | None = None,
+        **options: Unpack[WriteArgs],
     ) -> dict[str, Any]:
         """Patch an object, re-reading and retrying when a concurrent write wins.
 
@@ -392,6 +367,10 @@ class ObjectStore:
         apply of a missing object creates it.
         """
         namespace = namespace if rt.namespaced else None
+        write = WriteOptions(**options)
+        field_manager = write.field_manager
+        # Server-side apply records its own managedFields entry: its write must not add another.
+        applied_write = dataclasses.replace(write, field_manager=None)
         for _attempt in range(PATCH_RETRIES):
             try:
                 kv = await self._get_kv(rt, namespace=namespace, name=name)
@@ -400,10 +379,8 @@ class ObjectStore:
                     raise
                 applied = apply_patch(rt, None, patch_type, patch, manager=field_manager, force=force, now=self.now())
                 applied = self._incoming(rt, applied, namespace=namespace, name=name)
-                return await self.create(
-                    rt, applied, namespace=namespace, dry_run=dry_run, field_validation=field_validation,
-                    warnings=warnings, validate=validate,
-                )
+                created, _ = await self._create_owned(rt, applied, applied_write)
+                return created
             old = codec.decode(kv)
             patched = apply_patch(rt, old, patch_type, patch, manager=field_manager, force=force, now=self.now())
             patched = self._incoming(rt, patched, namespace=namespace, name=name)
@@ -413,11 +390,8 @@ class ObjectStore:
             new = self._merged(rt, old, patched, subresource=subresource)
             try:
                 return await self._write_update(
-                    rt, kv, old, new, subresource=subresource, dry_run=dry_run,
-                    field_validation=field_validation,
-                    # Apply has recorded its own managedFields entry.
-                    field_manager=None if patch_type is PatchType.APPLY else field_manager,
-                    warnings=warnings, validate=validate,
+                    rt, kv, old, new, subresource=subresource,
+                    options=applied_write if patch_type is PatchType.APPLY else write,
                 )
             except _LostRace:
                 continue
@@ -738,19 +712,11 @@ class ObjectStore:
             raise errors.BadRequest(f'resourceVersion: Invalid value: "{value}": must be a valid resource version')
         return revision
 
-    async def _list_page(
-        self,
-        rt: ResourceType,
-        namespace: str | None,
-        label_selector: LabelSelectorArg,
-        field_selector: FieldSelectorArg,
-        limit: int,
-        continue_token: str | None,
-        resource_version: str | None,
-        resource_version_match: str | None,
-    ) -> _Page:
-        labels = self._label_selector(label_selector)
-        fields = self._field_selector(rt, field_selector)
+    async def _list_page(self, rt: ResourceType, namespace: str | None, options: ListOptions) -> _Page:
+        labels = self._label_selector(options.label_selector)
+        fields = self._field_selector(rt, options.field_selector)
+        limit, continue_token = options.limit, options.continue_token
+        resource_version, resource_version_match = options.resource_version, options.resource_version_match
         filtered = not (labels.empty and fields.empty)
         prefix = rt.key_prefix(namespace)
         if limit < 0:
@@ -856,15 +822,7 @@ class ObjectStore:
         return checked
 
     async def _create(
-        self,
-        rt: ResourceType,
-        obj: dict[str, Any],
-        *,
-        dry_run: bool,
-        field_validation: FieldValidation,
-        field_manager: str | None,
-        warnings: WarningSink | None,
-        validate: ValidateWrite | None = None,
+        self, rt: ResourceType, obj: dict[str, Any], options: WriteOptions
     ) -> tuple[dict[str, Any], storage.KeyValue | None]:
         """One create attempt of ``obj``, which is this store's own (``_incoming``'s) copy:
         a retry with another generated name finds it changed only in what this resets."""
@@ -878,7 +836,7 @@ class ObjectStore:
             obj["status"] = {"phase": "Active"}
         if rt.prepare is not None:
             rt.prepare(obj)
-        checked = check_object(obj, rt, field_validation=field_validation)
+        checked = check_object(obj, rt, field_validation=options.field_validation)
         obj = checked.obj
         meta = obj["metadata"]
         if rt.namespaced:
@@ -887,15 +845,15 @@ class ObjectStore:
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = now
         meta["generation"] = 1
-        if field_manager:
-            obj = record_update(None, obj, manager=field_manager, now=now)
-        if warnings is not None:
-            warnings.extend(checked.warnings)
+        if options.field_manager:
+            obj = record_update(None, obj, manager=options.field_manager, now=now)
+        if options.warnings is not None:
+            options.warnings.extend(checked.warnings)
             if rt.warn is not None:
-                warnings.extend(rt.warn(obj))
-        if validate is not None:
-            validate(WriteAttributes(Operation.CREATE, rt, obj))
-        if dry_run:
+                options.warnings.extend(rt.warn(obj))
+        if options.validate is not None:
+            options.validate(WriteAttributes(Operation.CREATE, rt, obj))
+        if options.dry_run:
             return obj, None
         kv: storage.KeyValue = await self._store_call(
             rt, meta["name"], self._store.create(rt.key(namespace=meta.get("namespace"), name=meta["name"]), codec.encode(obj))
@@ -943,15 +901,11 @@ class ObjectStore:
         new: dict[str, Any],
         *,
         subresource: str | None,
-        dry_run: bool,
-        field_validation: FieldValidation,
-        field_manager: str | None,
-        warnings: WarningSink | None,
-        validate: ValidateWrite | None = None,
+        options: WriteOptions,
     ) -> dict[str, Any]:
         if rt.prepare is not None:
             rt.prepare(new)
-        checked = check_object(new, rt, field_validation=field_validation)
+        checked = check_object(new, rt, field_validation=options.field_validation)
         new = checked.obj
         meta = new["metadata"]
         old_meta = old["metadata"]
@@ -970,18 +924,18 @@ class ObjectStore:
                 )
         if subresource is None and _spec_of(new) != _spec_of(old):
             meta["generation"] = int(old_meta.get("generation") or 0) + 1
-        if warnings is not None:
-            warnings.extend(checked.warnings)
+        if options.warnings is not None:
+            options.warnings.extend(checked.warnings)
             if rt.warn is not None and subresource is None:
-                warnings.extend(rt.warn(new))
+                options.warnings.extend(rt.warn(new))
         if _without_resource_version(new) == _without_resource_version(old):
             return old  # kube writes nothing for a no-op update
-        if field_manager:
-            new = record_update(old, new, manager=field_manager, now=self.now())
+        if options.field_manager:
+            new = record_update(old, new, manager=options.field_manager, now=self.now())
             meta = new["metadata"]
-        if validate is not None:
-            validate(WriteAttributes(Operation.UPDATE, rt, new, old=old, subresource=subresource))
-        if dry_run:
+        if options.validate is not None:
+            options.validate(WriteAttributes(Operation.UPDATE, rt, new, old=old, subresource=subresource))
+        if options.dry_run:
             return new
         key = kv.key
         if meta.get("deletionTimestamp") and not meta.get("finalizers"):
