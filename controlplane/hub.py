@@ -53,7 +53,7 @@ from controlplane.apiserver.resources import (
     workload_resources,
 )
 from controlplane.apiserver.serving import IDLE_TIMEOUT, GuardedTCPSite, ServingLimits
-from controlplane.apiserver.tls import PkiError, ServingCertificate, ensure_pki, load_serving_certificate
+from controlplane.apiserver.tls import ServingCertificate, ensure_pki, load_serving_certificate
 from controlplane.apiserver.watching import WatchLimits
 from controlplane.controllers.clusters import ClusterNamespaceController
 from controlplane.controllers.context import ControllerSettings
@@ -62,6 +62,7 @@ from controlplane.controllers.manager import ControllerManager
 from controlplane.leader.election import DEFAULT_TTL as DEFAULT_LEADER_LEASE_TTL
 from controlplane.leader.election import LeaderElector, Term, default_identity
 from controlplane.metrics import HubMetrics, hub_metrics
+from controlplane.pki import PkiError
 from controlplane.reports.api import ReportSource, waste_report_routes, waste_report_type
 from controlplane.reports.sampling import DEFAULT_INTERVAL as DEFAULT_WASTE_SAMPLE_INTERVAL
 from controlplane.reports.sampling import WasteSampler

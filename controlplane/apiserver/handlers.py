@@ -26,10 +26,12 @@ from controlplane.apiserver.admission import ValidateWrite
 from controlplane.apiserver.decoding import INT64_MAX, decode_body
 from controlplane.apiserver.objects import (
     EncodedList,
+    ListArgs,
     ObjectEvent,
     ObjectStore,
     Preconditions,
     WatchEventType,
+    WriteArgs,
 )
 from controlplane.apiserver.patches import PatchType
 from controlplane.apiserver.resources import ResourceType
@@ -208,8 +210,7 @@ class ResourceHandlers:
     async def _list(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
         query = request.query
         limit = _int_param(query.get("limit"), "limit")
-        common: dict[str, Any] = {
-            "namespace": info.namespace,
+        common: ListArgs = {
             "label_selector": query.get("labelSelector"),
             "field_selector": query.get("fieldSelector"),
             "limit": limit,
@@ -219,13 +220,13 @@ class ResourceHandlers:
         }
         if wants_table(request.headers.get("Accept")):
             include = IncludeObject.parse(query.get("includeObject"))
-            listed = await self._objects.list(rt, **common)
+            listed = await self._objects.list(rt, namespace=info.namespace, **common)
             rendered = table(
                 rt, listed.items, include=include, now=self._clock(),
                 resource_version=listed.resource_version, continue_token=listed.continue_token,
             )
             return json_response(rendered, content_type=TABLE_CONTENT_TYPE)
-        encoded = await self._objects.list_encoded(rt, **common)
+        encoded = await self._objects.list_encoded(rt, namespace=info.namespace, **common)
         metadata: dict[str, str] = {"resourceVersion": encoded.resource_version}
         if encoded.continue_token:
             metadata["continue"] = encoded.continue_token
@@ -329,13 +330,21 @@ class ResourceHandlers:
             )
         return await decode_body(await request.read(), media=media or JSON_CONTENT_TYPE)
 
+    def _write_args(self, request: web.Request, warnings: list[str]) -> WriteArgs:
+        """The write options a create, update or patch request asks for (its query and identity)."""
+        return {
+            "dry_run": dry_run_of(request),
+            "field_validation": _field_validation(request),
+            "field_manager": field_manager_for(request),
+            "warnings": warnings,
+            "validate": self._validation(request),
+        }
+
     async def _create(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
         body = await self._body(request)
         warnings: list[str] = []
         created = await self._objects.create_encoded(
-            rt, body, namespace=info.namespace, dry_run=dry_run_of(request),
-            field_validation=_field_validation(request), field_manager=field_manager_for(request),
-            warnings=warnings, validate=self._validation(request),
+            rt, body, namespace=info.namespace, **self._write_args(request, warnings)
         )
         return json_response(created, status=201, warnings=warnings)
 
@@ -346,8 +355,7 @@ class ResourceHandlers:
         warnings: list[str] = []
         updated = await self._objects.update(
             rt, body, namespace=info.namespace, name=info.name, subresource=subresource,
-            dry_run=dry_run_of(request), field_validation=_field_validation(request),
-            field_manager=field_manager_for(request), warnings=warnings, validate=self._validation(request),
+            **self._write_args(request, warnings),
         )
         return json_response(updated, warnings=warnings)
 
@@ -364,9 +372,7 @@ class ResourceHandlers:
             raise errors.BadRequest("force: Invalid value: true: may not be specified for non-apply patch")
         patched = await self._objects.patch(
             rt, namespace=info.namespace, name=info.name, patch_type=patch_type, patch=patch,
-            subresource=subresource, field_manager=field_manager_for(request), force=force,
-            dry_run=dry_run_of(request), field_validation=_field_validation(request), warnings=warnings,
-            validate=self._validation(request),
+            subresource=subresource, force=force, **self._write_args(request, warnings),
         )
         return json_response(patched, warnings=warnings)
 

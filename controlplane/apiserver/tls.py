@@ -20,9 +20,9 @@ Out: :class:`ServingCertificate` (the certificate and key files, the CA PEM clie
 should trust, an ``ssl.SSLContext`` for the server and one for clients that trust only
 this CA) and :func:`ca_hash`, the pin an agent is given.
 
-The small building blocks (:func:`load_or_create_ca`, :func:`ensure_certificate`) also
-serve the embedded etcd's own PKI (``controlplane.storage.embedded``); this module
-therefore imports nothing from the rest of the API server at import time.
+The CA and certificate building blocks (:func:`~controlplane.pki.load_or_create_ca`,
+:func:`~controlplane.pki.ensure_certificate`) live in :mod:`controlplane.pki`, which the
+embedded etcd's own PKI uses too; this module holds what is specific to serving the hub.
 
 Joining agents discover the CA the way kubeadm's ``cluster-info`` ConfigMap works: the
 hub serves its CA certificate without authentication at :data:`CA_PATH`; the agent
@@ -40,12 +40,9 @@ import asyncio
 import datetime as dt
 import hashlib
 import hmac
-import ipaddress
 import logging
-import os
 import socket
 import ssl
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,30 +51,29 @@ from typing import Final
 import aiohttp
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from cryptography.x509.oid import ExtendedKeyUsageOID
+
+from controlplane.apiserver.auth.authorizer import CA_PATH
+from controlplane.pki import (
+    BACKDATE,
+    SERVER_RENEW_BEFORE,
+    PkiError,
+    ensure_certificate,
+    load_or_create_ca,
+    san_entries,
+    sans_of,
+    utc_now,
+)
 
 log = logging.getLogger(__name__)
 
-CA_VALIDITY: Final = dt.timedelta(days=3650)
-SERVER_VALIDITY: Final = dt.timedelta(days=365)
-#: A serving certificate closer than this to expiry is re-issued on start (a provided
-#: one is only warned about).
-SERVER_RENEW_BEFORE: Final = dt.timedelta(days=30)
-#: Tolerated clock skew between the hub and its clients.
-_BACKDATE: Final = dt.timedelta(minutes=5)
 #: How long fetching the hub's CA may take.
 FETCH_TIMEOUT: Final = dt.timedelta(seconds=10)
 
 _CA_HASH_PREFIX: Final = "sha256:"
 _DEFAULT_HOSTS: Final = ("127.0.0.1", "localhost", "::1")
-
-
-class PkiError(Exception):
-    """The TLS material is unusable: a damaged file, a key that does not match its
-    certificate, an expired certificate, or a certificate that must be re-issued but
-    whose CA key is gone. The message names the file and says what to do."""
 
 
 class CaHashMismatch(Exception):
@@ -189,13 +185,13 @@ def load_serving_certificate(
         raise PkiError(
             f"--tls-private-key-file {key_file} does not match the certificate in --tls-cert-file {cert_file}"
         )
-    now = _now()
+    now = utc_now()
     if leaf.not_valid_after_utc <= now:
         raise PkiError(
             f"the certificate in --tls-cert-file {cert_file} expired at "
             f"{leaf.not_valid_after_utc:%Y-%m-%d %H:%M:%S}Z; renew it"
         )
-    if leaf.not_valid_before_utc > now + _BACKDATE:
+    if leaf.not_valid_before_utc > now + BACKDATE:
         raise PkiError(
             f"the certificate in --tls-cert-file {cert_file} is not valid before "
             f"{leaf.not_valid_before_utc:%Y-%m-%d %H:%M:%S}Z; check this machine's clock"
@@ -223,7 +219,7 @@ def load_serving_certificate(
             )
     if leaf.not_valid_after_utc - now < SERVER_RENEW_BEFORE:
         log.warning("the provided serving certificate %s expires at %s", cert_file, leaf.not_valid_after_utc)
-    missing = [str(name.value) for name in _san_entries(list(hosts)) if name not in _sans_of(leaf)]
+    missing = [str(name.value) for name in san_entries(list(hosts)) if name not in sans_of(leaf)]
     if missing:
         log.warning(
             "the provided serving certificate %s does not name %s; clients using those names will reject it",
@@ -274,10 +270,6 @@ async def fetch_and_verify_ca(server_url: str, *, expected_hash: str) -> bytes:
     the fetched CA, proves the server at ``server_url`` holds a certificate that CA issued
     for this host name. Each request gives up after :data:`FETCH_TIMEOUT`.
     """
-    # Imported here, not at the top: the storage package imports this module for its
-    # certificate helpers, and the auth package imports the storage package.
-    from controlplane.apiserver.auth.authorizer import CA_PATH
-
     url = server_url.rstrip("/") + CA_PATH
     client_timeout = aiohttp.ClientTimeout(total=FETCH_TIMEOUT.total_seconds())
     async with aiohttp.ClientSession(timeout=client_timeout) as session:
@@ -296,149 +288,6 @@ async def fetch_and_verify_ca(server_url: str, *, expected_hash: str) -> bytes:
 async def ensure_pki_async(state_dir: Path, *, hosts: list[str]) -> Pki:
     """:func:`ensure_pki` off the event loop (key generation and file I/O)."""
     return await asyncio.to_thread(ensure_pki, state_dir, hosts=hosts)
-
-
-def load_or_create_ca(cert_path: Path, key_path: Path, *, common_name: str) -> x509.Certificate:
-    """Load the CA certificate at ``cert_path``, or create a new CA (key and certificate).
-
-    An existing CA is never replaced: a damaged one is a :class:`PkiError`.
-    """
-    if cert_path.exists():
-        try:
-            return x509.load_pem_x509_certificate(cert_path.read_bytes())
-        except ValueError as exc:
-            raise PkiError(f"{cert_path} is not a PEM certificate; restore it from a backup") from exc
-    if key_path.exists():
-        raise PkiError(f"{key_path} exists without {cert_path}; restore or remove both")
-    key = ec.generate_private_key(ec.SECP256R1())
-    now = _now()
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-    ski = x509.SubjectKeyIdentifier.from_public_key(key.public_key())
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - _BACKDATE)
-        .not_valid_after(now + CA_VALIDITY)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(_key_usage(cert_sign=True), critical=True)
-        .add_extension(ski, critical=False)
-        .sign(key, hashes.SHA256())
-    )
-    # The key first: a crash in between leaves "key without cert", which is reported,
-    # never a CA certificate nobody can sign with.
-    _write_private(key_path, _key_pem(key))
-    _write_public(cert_path, cert.public_bytes(serialization.Encoding.PEM))
-    log.info("created certificate authority", extra={"path": str(cert_path)})
-    return cert
-
-
-def ensure_certificate(
-    cert_path: Path,
-    key_path: Path,
-    *,
-    ca_cert: x509.Certificate,
-    ca_key_path: Path,
-    common_name: str,
-    hosts: Sequence[str] = (),
-    usages: Sequence[x509.ObjectIdentifier],
-) -> bool:
-    """Keep a certificate signed by ``ca_cert`` at ``cert_path``; return whether it was (re-)issued.
-
-    It is (re-)issued when missing, unreadable, not issued by ``ca_cert``, expiring within
-    :data:`SERVER_RENEW_BEFORE`, missing one of ``hosts`` from its SANs, or not matching
-    its key. ``usages`` are its extended key usages (server and/or client auth).
-    """
-    wanted = _san_entries(list(hosts))
-    reason = _certificate_problem(cert_path, key_path, ca_cert=ca_cert, wanted=wanted)
-    if reason is None:
-        return False
-    ca_key = _load_ca_key(ca_key_path, cert_path=cert_path)
-    log.info("issuing certificate", extra={"reason": reason, "path": str(cert_path)})
-    key = ec.generate_private_key(ec.SECP256R1())
-    now = _now()
-    ca_ski = ca_cert.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
-    builder = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]))
-        .issuer_name(ca_cert.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - _BACKDATE)
-        .not_valid_after(min(now + SERVER_VALIDITY, ca_cert.not_valid_after_utc))
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(_key_usage(cert_sign=False), critical=True)
-        .add_extension(x509.ExtendedKeyUsage(list(usages)), critical=False)
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
-        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_ski), critical=False)
-    )
-    if wanted:
-        builder = builder.add_extension(x509.SubjectAlternativeName(wanted), critical=False)
-    cert = builder.sign(ca_key, hashes.SHA256())
-    _write_private(key_path, _key_pem(key))
-    _write_public(cert_path, cert.public_bytes(serialization.Encoding.PEM))
-    return True
-
-
-def _load_ca_key(path: Path, *, cert_path: Path) -> ec.EllipticCurvePrivateKey:
-    if not path.exists():
-        raise PkiError(f"{cert_path} must be (re-)issued but the CA key {path} is missing")
-    key = serialization.load_pem_private_key(path.read_bytes(), password=None)
-    if not isinstance(key, ec.EllipticCurvePrivateKey):
-        raise PkiError(f"{path} is not an EC private key")
-    return key
-
-
-def _certificate_problem(
-    cert_path: Path, key_path: Path, *, ca_cert: x509.Certificate, wanted: list[x509.GeneralName]
-) -> str | None:
-    """Why the certificate must be (re-)issued, or None when it is fine."""
-    if not cert_path.exists() or not key_path.exists():
-        return "missing"
-    try:
-        cert = x509.load_pem_x509_certificate(cert_path.read_bytes())
-        key = serialization.load_pem_private_key(key_path.read_bytes(), password=None)
-    except (ValueError, TypeError):
-        return "unreadable"
-    try:
-        cert.verify_directly_issued_by(ca_cert)
-    except (ValueError, TypeError, InvalidSignature):
-        return "not issued by the current CA"
-    if cert.not_valid_after_utc - _now() < SERVER_RENEW_BEFORE:
-        return "expires soon"
-    if wanted:
-        present = _sans_of(cert)
-        if not present:
-            return "no subject alternative names"
-        missing = [name for name in wanted if name not in present]
-        if missing:
-            return "missing hosts " + ", ".join(str(name.value) for name in missing)
-    if key.public_key() != cert.public_key():
-        return "key does not match certificate"
-    return None
-
-
-def _sans_of(cert: x509.Certificate) -> set[x509.GeneralName]:
-    try:
-        return set(cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value)
-    except x509.ExtensionNotFound:
-        return set()
-
-
-def _key_usage(*, cert_sign: bool) -> x509.KeyUsage:
-    return x509.KeyUsage(
-        digital_signature=True,
-        content_commitment=False,
-        key_encipherment=False,
-        data_encipherment=False,
-        key_agreement=False,
-        key_cert_sign=cert_sign,
-        crl_sign=cert_sign,
-        encipher_only=False,
-        decipher_only=False,
-    )
 
 
 def _read_certificates(path: Path, *, flag: str) -> list[x509.Certificate]:
@@ -494,53 +343,3 @@ def _signing_ca(chain: list[x509.Certificate], cas: list[x509.Certificate]) -> x
         if index + 1 < len(chain) and not _issued_by(cert, chain[index + 1]):
             return None
     return None
-
-
-def _san_entries(hosts: list[str]) -> list[x509.GeneralName]:
-    """Unique SAN entries, IP addresses as IPAddress, everything else as DNSName."""
-    entries: list[x509.GeneralName] = []
-    for host in hosts:
-        host = host.strip().strip("[]")
-        if not host:
-            continue
-        entry: x509.GeneralName
-        try:
-            entry = x509.IPAddress(ipaddress.ip_address(host))
-        except ValueError:
-            entry = x509.DNSName(host.lower())
-        if entry not in entries:
-            entries.append(entry)
-    return entries
-
-
-def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-
-
-def _write_private(path: Path, data: bytes) -> None:
-    _write_atomically(path, data, mode=0o600)
-
-
-def _write_public(path: Path, data: bytes) -> None:
-    _write_atomically(path, data, mode=0o644)
-
-
-def _write_atomically(path: Path, data: bytes, *, mode: int) -> None:
-    # mkstemp creates the file 0600, so a key is never readable by others, even briefly.
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)

@@ -61,7 +61,7 @@ from types import TracebackType
 import aiohttp
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from controlplane.apiserver.tls import ensure_certificate, load_or_create_ca
+from controlplane.pki import ensure_certificate, load_or_create_ca
 from controlplane.processes import dying_with_parent
 from controlplane.storage.etcd import EtcdClientTls
 from controlplane.storage.etcdbinary import EtcdBinary, EtcdBinaryError, find_etcd

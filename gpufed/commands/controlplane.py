@@ -194,8 +194,8 @@ def run(args: argparse.Namespace) -> int:
     configure_logging(args.log_level, component="hub")
     from controlplane.allocator import return_large_buffers_to_the_system
     from controlplane.apiserver.serving import ServingLimits
-    from controlplane.apiserver.tls import PkiError
     from controlplane.hub import Hub, HubConfig, run_until_signalled
+    from controlplane.pki import PkiError
     from controlplane.storage.embedded import EtcdStartError
     from controlplane.storage.etcd import DEFAULT_MAX_RESPONSE_BYTES, EtcdClientTls, EtcdConfigError
     from controlplane.storage.interface import Unavailable

@@ -21,7 +21,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from controlplane.apiserver.tls import ensure_certificate, load_or_create_ca
+from controlplane.pki import ensure_certificate, load_or_create_ca
 from controlplane.storage import EtcdStore, Unavailable
 from controlplane.storage.embedded import EmbeddedEtcd
 from controlplane.storage.etcd import EtcdClientTls, EtcdConfigError

@@ -23,12 +23,12 @@ from controlplane.apiserver.auth import ca_routes
 from controlplane.apiserver.tls import (
     CaHashMismatch,
     Pki,
-    PkiError,
     ca_hash,
     client_ssl_context,
     ensure_pki,
     fetch_and_verify_ca,
 )
+from controlplane.pki import PkiError
 
 
 def sans_of(cert_path: Path) -> set[str]:

@@ -1,0 +1,167 @@
+"""Deleting objects: now, or (with finalizers) marked with a ``deletionTimestamp`` and kept.
+
+:class:`Deleter` checks DeleteOptions' preconditions (uid, resourceVersion) and
+``propagationPolicy``, deletes with a compare-and-swap on the object's revision (re-reading
+and retrying when a concurrent write wins), and deletes a namespace as kube does: marked
+``Terminating``, its content deleted kind by kind, then itself removed once empty (see
+:mod:`~controlplane.apiserver.objects.namespaces`). The hub keeps no owner graph, so
+dependents are not cascaded.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+from controlplane.apiserver import codec, errors
+from controlplane.apiserver.objects.namespaces import SYSTEM_NAMESPACES, NamespaceLifecycle
+from controlplane.apiserver.objects.reading import get_kv, store_call
+from controlplane.apiserver.objects.values import (
+    DeleteOptions,
+    DeleteResult,
+    Preconditions,
+    PropagationPolicy,
+)
+from controlplane.apiserver.objects.writing import PATCH_RETRIES, LostRace
+from controlplane.apiserver.resources import Registry, ResourceType
+from controlplane.storage import interface as storage
+
+
+class Deleter:
+    """Deletes objects of ``registry``'s kinds from ``store``; ``now`` gives the deletionTimestamp."""
+
+    def __init__(
+        self, store: storage.Store, registry: Registry, namespaces: NamespaceLifecycle, *, now: Callable[[], str]
+    ) -> None:
+        self._store = store
+        self._registry = registry
+        self._namespaces = namespaces
+        self.now = now
+
+    async def delete(
+        self,
+        rt: ResourceType,
+        *,
+        namespace: str | None,
+        name: str,
+        options: DeleteOptions,
+    ) -> DeleteResult:
+        """Delete now, or (with finalizers) mark with ``deletionTimestamp`` and keep."""
+        propagation_policy, dry_run = options.propagation_policy, options.dry_run
+        if propagation_policy and propagation_policy not in {p.value for p in PropagationPolicy}:
+            raise errors.BadRequest(
+                f'propagationPolicy: Unsupported value: "{propagation_policy}": supported values: '
+                '"Background", "Foreground", "Orphan"'
+            )
+        namespace = namespace if rt.namespaced else None
+        for _attempt in range(PATCH_RETRIES):
+            kv = await get_kv(self._store, rt, namespace=namespace, name=name)
+            obj = codec.decode(kv)
+            check_preconditions(rt, obj, options.preconditions)
+            try:
+                if rt is self._namespaces.type:
+                    return await self._delete_namespace(kv, obj, dry_run=dry_run)
+                return await self.delete_kv(rt, kv, obj, dry_run=dry_run)
+            except LostRace:
+                continue
+        raise errors.conflict_modified(plural=rt.plural, group=rt.group, name=name)
+
+    async def delete_kv(
+        self, rt: ResourceType, kv: storage.KeyValue, obj: dict[str, Any], *, dry_run: bool
+    ) -> DeleteResult:
+        meta = obj["metadata"]
+        name = meta["name"]
+        if meta.get("finalizers"):
+            if meta.get("deletionTimestamp"):
+                return DeleteResult(obj, deleted=False)
+            marked = copy.deepcopy(obj)
+            marked["metadata"]["deletionTimestamp"] = self.now()
+            marked["metadata"]["deletionGracePeriodSeconds"] = 0
+            if dry_run:
+                return DeleteResult(marked, deleted=False)
+            try:
+                written = await self._store.update(kv.key, codec.encode(marked), expected_revision=kv.mod_revision)
+            except storage.Conflict as exc:
+                raise LostRace(str(exc)) from exc
+            except storage.StorageError as exc:
+                raise errors.from_storage_error(exc, plural=rt.plural, group=rt.group, name=name) from exc
+            marked["metadata"]["resourceVersion"] = str(written.mod_revision)
+            return DeleteResult(marked, deleted=False)
+        if dry_run:
+            return DeleteResult(obj, deleted=True)
+        try:
+            deleted = await self._store.delete(kv.key, expected_revision=kv.mod_revision)
+        except storage.Conflict as exc:
+            raise LostRace(str(exc)) from exc
+        except storage.StorageError as exc:
+            raise errors.from_storage_error(exc, plural=rt.plural, group=rt.group, name=name) from exc
+        meta["resourceVersion"] = str(deleted.mod_revision)
+        if rt.namespaced:
+            await self._namespaces.content_deleted(meta["namespace"])
+        return DeleteResult(obj, deleted=True)
+
+    async def _delete_namespace(self, kv: storage.KeyValue, ns: dict[str, Any], *, dry_run: bool) -> DeleteResult:
+        rt = self._namespaces.type
+        assert rt is not None
+        name = ns["metadata"]["name"]
+        if name in SYSTEM_NAMESPACES:
+            raise errors.Forbidden(
+                f'namespaces "{name}" is forbidden: this namespace may not be deleted',
+                target=errors.Target(name=name, kind="namespaces"),
+            )
+        if dry_run:
+            return DeleteResult(ns, deleted=False)
+        self._namespaces.forget(name)
+        if not ns["metadata"].get("deletionTimestamp"):
+            ns = copy.deepcopy(ns)
+            ns["metadata"]["deletionTimestamp"] = self.now()
+            ns["metadata"]["deletionGracePeriodSeconds"] = 0
+            ns.setdefault("status", {})["phase"] = "Terminating"
+            try:
+                written = await self._store.update(kv.key, codec.encode(ns), expected_revision=kv.mod_revision)
+            except storage.Conflict as exc:
+                raise LostRace(str(exc)) from exc
+            except storage.StorageError as exc:
+                raise errors.from_storage_error(exc, plural=rt.plural, group="", name=name) from exc
+            ns["metadata"]["resourceVersion"] = str(written.mod_revision)
+        for content_type in self._registry.namespaced_types():
+            await self._delete_all_in(content_type, name)
+        finished = await self._namespaces.finish(name)
+        return DeleteResult(finished or ns, deleted=finished is not None)
+
+    async def _delete_all_in(self, rt: ResourceType, namespace: str) -> None:
+        listed = await store_call(rt, "", self._store.list(rt.key_prefix(namespace)))
+        for kv in listed.items:
+            obj = codec.decode(kv)
+            for _attempt in range(PATCH_RETRIES):
+                try:
+                    await self.delete_kv(rt, kv, obj, dry_run=False)
+                    break
+                except LostRace:
+                    try:
+                        kv = await self._store.get(kv.key)
+                    except storage.NotFound:
+                        break
+                    obj = codec.decode(kv)
+                except errors.NotFound:
+                    break
+
+
+def check_preconditions(rt: ResourceType, obj: dict[str, Any], pre: Preconditions | None) -> None:
+    if pre is None:
+        return
+    meta = obj["metadata"]
+    what = f'Operation cannot be fulfilled on {rt.qualified()} "{meta["name"]}": Precondition failed: '
+    target = errors.Target(name=meta["name"], group=rt.group, kind=rt.plural)
+    if pre.uid and pre.uid != meta.get("uid"):
+        raise errors.Conflict(
+            what + f"UID in precondition: {pre.uid}, UID in object meta: {meta.get('uid')}", target=target
+        )
+    if pre.resource_version and pre.resource_version != meta.get("resourceVersion"):
+        raise errors.Conflict(
+            what + f"ResourceVersion in precondition: {pre.resource_version}, "
+            f"ResourceVersion in object meta: {meta.get('resourceVersion')}",
+            target=target,
+        )
+

@@ -1,0 +1,164 @@
+"""Watching objects: a store's change stream as kube's watch events.
+
+:func:`watch_events` lists the current objects as ADDED (or starts after a given
+resourceVersion, Gone when it is compacted), then translates every store change into
+ADDED/MODIFIED/DELETED. With selectors, an object that stops matching arrives as DELETED
+and one that starts as ADDED; with a bookmark interval, a BOOKMARK carries the last
+revision seen whenever that long passes without an event. It keeps no event its
+consumer has taken, so a slow watcher holds at most one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from controlplane.apiserver import codec, errors
+from controlplane.apiserver.objects.reading import (
+    field_selector_of,
+    label_selector_of,
+    parse_resource_version,
+    store_call,
+)
+from controlplane.apiserver.objects.values import ObjectEvent, WatchEventType, WatchOptions
+from controlplane.apiserver.resources import ResourceType
+from controlplane.storage import interface as storage
+
+
+async def watch_events(
+    store: storage.Store,
+    rt: ResourceType,
+    *,
+    namespace: str | None,
+    options: WatchOptions,
+) -> AsyncIterator[ObjectEvent]:
+    """Events for objects of ``rt`` as kube's watch sends them.
+
+    ``resource_version`` absent or "0": the current objects as ADDED, then changes.
+    "N": changes after revision N (Gone when N is compacted). With selectors, an
+    object that stops matching arrives as DELETED and one that starts as ADDED.
+    With ``bookmark_interval``, a BOOKMARK event carries the last revision seen
+    whenever that many seconds pass without an event.
+    """
+    resource_version, bookmark_interval = options.resource_version, options.bookmark_interval
+    labels = label_selector_of(options.label_selector)
+    fields = field_selector_of(rt, options.field_selector)
+    filtered = not (labels.empty and fields.empty)
+    prefix = rt.key_prefix(namespace)
+    matched: set[str] = set()
+
+    def matches(obj: dict[str, Any]) -> bool:
+        return labels.matches(obj["metadata"].get("labels")) and fields.matches(obj)
+
+    if resource_version in (None, "", "0"):
+        listed = await store_call(rt, "", store.list(prefix))
+        start = listed.revision
+        # Hand the listed objects out one by one and keep none: a watch whose client
+        # reads slowly would otherwise hold the whole list for as long as it stays open.
+        items = listed.items
+        del listed
+        items.reverse()
+        while items:
+            kv = items.pop()
+            obj = codec.decode(kv)
+            key, revision = kv.key, kv.mod_revision
+            del kv
+            if filtered and not matches(obj):
+                continue
+            matched.add(key)
+            yield ObjectEvent(WatchEventType.ADDED, obj, revision)
+        obj = {}  # not even the last one
+    else:
+        start = parse_resource_version(resource_version)
+        if filtered:
+            current = await store_call(rt, "", store.current_revision())
+            try:
+                listed = await store.list(prefix, revision=min(start, current))
+            except storage.Gone as exc:
+                raise errors.expired_resource_version(start, exc.compacted_revision) from exc
+            except storage.StorageError as exc:
+                raise errors.from_storage_error(exc, plural=rt.plural, group=rt.group) from exc
+            matched = {kv.key for kv in listed.items if matches(codec.decode(kv))}
+
+    last_revision = start
+    ready: deque[ObjectEvent] = deque()
+    events = store.watch(prefix, from_revision=start + 1).__aiter__()
+    pending: asyncio.Task[storage.WatchEvent | None] | None = None
+    try:
+        while True:
+            if pending is None:
+                pending = asyncio.create_task(_next_event(events))
+            if bookmark_interval is not None:
+                done, _ = await asyncio.wait({pending}, timeout=bookmark_interval)
+                if not done:
+                    bookmark = {
+                        "kind": rt.kind,
+                        "apiVersion": rt.api_version,
+                        "metadata": {"resourceVersion": str(last_revision)},
+                    }
+                    yield ObjectEvent(WatchEventType.BOOKMARK, bookmark, last_revision)
+                    continue
+            try:
+                event = await pending
+            except storage.Gone as exc:
+                raise errors.expired_resource_version(start, exc.compacted_revision) from exc
+            except storage.StorageError as exc:
+                raise errors.from_storage_error(exc, plural=rt.plural, group=rt.group) from exc
+            pending = None
+            if event is None:
+                return
+            last_revision = event.kv.mod_revision
+            translated = _translate(event, filtered=filtered, matched=matched, matches=matches)
+            del event
+            if translated is not None:
+                ready.append(translated)
+                del translated
+            while ready:
+                # Yielded straight from the list, so this frame keeps no reference to an
+                # event its consumer has taken: a watcher that stops reading holds one copy.
+                yield ready.popleft()
+    finally:
+        # A cancelled consumer leaves the read of the store's watch in flight; it
+        # must finish before the store's iterator can be closed.
+        if pending is not None and not pending.done():
+            pending.cancel()
+            await asyncio.gather(pending, return_exceptions=True)
+        aclose = getattr(events, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+def _translate(
+    event: storage.WatchEvent,
+    *,
+    filtered: bool,
+    matched: set[str],
+    matches: Callable[[dict[str, Any]], bool],
+) -> ObjectEvent | None:
+    obj = codec.decode(event.kv)
+    revision = event.kv.mod_revision
+    key = event.kv.key
+    if event.type is storage.EventType.DELETE:
+        if filtered and key not in matched:
+            return None
+        matched.discard(key)
+        return ObjectEvent(WatchEventType.DELETED, obj, revision)
+    if not filtered:
+        return ObjectEvent(WatchEventType.ADDED if event.created else WatchEventType.MODIFIED, obj, revision)
+    was = key in matched
+    if matches(obj):
+        matched.add(key)
+        return ObjectEvent(WatchEventType.MODIFIED if was else WatchEventType.ADDED, obj, revision)
+    if was:
+        matched.discard(key)
+        return ObjectEvent(WatchEventType.DELETED, obj, revision)
+    return None
+
+
+async def _next_event(events: AsyncIterator[storage.WatchEvent]) -> storage.WatchEvent | None:
+    try:
+        return await anext(events)
+    except StopAsyncIteration:
+        return None

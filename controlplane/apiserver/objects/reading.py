@@ -1,0 +1,161 @@
+"""Reading objects: one by key, or a page of a list with selectors and continue tokens.
+
+Functions over a :class:`~controlplane.storage.interface.Store` that the rest of the
+object layer shares: :func:`store_call` (a storage error becomes the API's error for the
+resource), :func:`get_kv`, selector and resourceVersion parsing, and :func:`list_page`,
+which reads a list in chunks until ``limit`` objects match and hands back kube's opaque
+continue token (``meta.k8s.io/v1``, the revision and the key to resume after). Nothing
+is decoded unless a selector needs it.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass
+from typing import Any
+
+from controlplane.apiserver import codec, errors
+from controlplane.apiserver.decoding import INT64_MAX
+from controlplane.apiserver.objects.values import FieldSelectorArg, LabelSelectorArg, ListOptions
+from controlplane.apiserver.resources import ResourceType
+from controlplane.apiserver.selectors import (
+    FieldSelector,
+    LabelSelector,
+    parse_field_selector,
+    parse_label_selector,
+)
+from controlplane.storage import interface as storage
+
+_CONTINUE_VERSION = "meta.k8s.io/v1"
+
+
+@dataclass(slots=True)
+class Page:
+    """One page of a list: the stored items and, when selectors were given, their decoded objects."""
+
+    kvs: list[storage.KeyValue]
+    #: Decoded objects for the kvs, when selectors made decoding necessary.
+    objects: list[dict[str, Any] | None]
+    revision: int
+    continue_token: str
+
+
+async def store_call(rt: ResourceType, name: str, awaitable: Any) -> Any:
+    """Await a store call; a storage error becomes the API's error for ``rt``/``name``."""
+    try:
+        return await awaitable
+    except storage.StorageError as exc:
+        raise errors.from_storage_error(exc, plural=rt.plural, group=rt.group, name=name) from exc
+
+
+async def get_kv(store: storage.Store, rt: ResourceType, *, namespace: str | None, name: str) -> storage.KeyValue:
+    """The stored object ``name`` (NotFound when missing; BadRequest without a needed namespace)."""
+    if rt.namespaced and not namespace:
+        raise errors.BadRequest(f"{rt.plural} is namespaced: a namespace is required to address {name!r}")
+    kv: storage.KeyValue = await store_call(
+        rt, name, store.get(rt.key(namespace=namespace, name=name))
+    )
+    return kv
+
+
+def label_selector_of(selector: LabelSelectorArg) -> LabelSelector:
+    if isinstance(selector, LabelSelector):
+        return selector
+    return parse_label_selector(selector)
+
+
+def field_selector_of(rt: ResourceType, selector: FieldSelectorArg) -> FieldSelector:
+    if isinstance(selector, FieldSelector):
+        return selector
+    return parse_field_selector(selector, rt.field_selectors)
+
+
+def parse_resource_version(value: str) -> int:
+    try:
+        revision = int(value)
+    except ValueError:
+        revision = -1
+    if not 0 <= revision < INT64_MAX:  # etcd revisions are int64 (and a watch starts one later)
+        raise errors.BadRequest(f'resourceVersion: Invalid value: "{value}": must be a valid resource version')
+    return revision
+
+
+async def list_page(store: storage.Store, rt: ResourceType, namespace: str | None, options: ListOptions) -> Page:
+    labels = label_selector_of(options.label_selector)
+    fields = field_selector_of(rt, options.field_selector)
+    limit, continue_token = options.limit, options.continue_token
+    resource_version, resource_version_match = options.resource_version, options.resource_version_match
+    filtered = not (labels.empty and fields.empty)
+    prefix = rt.key_prefix(namespace)
+    if limit < 0:
+        raise errors.BadRequest(f"limit: Invalid value: {limit}: must be greater than or equal to 0")
+    revision: int | None = None
+    start_after: str | None = None
+    if continue_token:
+        revision, start_after = _decode_continue(continue_token, prefix)
+    elif resource_version_match == "Exact" and resource_version:
+        revision = parse_resource_version(resource_version)
+    elif resource_version_match not in (None, "", "NotOlderThan", "Exact"):
+        raise errors.BadRequest(
+            f'resourceVersionMatch: Unsupported value: "{resource_version_match}": '
+            'supported values: "Exact", "NotOlderThan"'
+        )
+
+    kvs: list[storage.KeyValue] = []
+    objects: list[dict[str, Any] | None] = []
+    more = False
+    last_key = start_after
+    while True:
+        want = limit - len(kvs) if limit else 0
+        chunk = max(want, min(limit * 2, 500)) if limit and filtered else want
+        try:
+            result = await store.list(prefix, revision=revision, limit=chunk, start_after=last_key)
+        except storage.Gone as exc:
+            if continue_token:
+                raise errors.Gone(
+                    "The provided continue parameter is too old to display a consistent list result. "
+                    "You can start a new list without the continue parameter."
+                ) from exc
+            raise errors.expired_resource_version(revision or 0, exc.compacted_revision) from exc
+        except storage.StorageError as exc:
+            raise errors.from_storage_error(exc, plural=rt.plural, group=rt.group) from exc
+        revision = result.revision
+        stopped_early = False
+        for index, kv in enumerate(result.items):
+            last_key = kv.key
+            obj: dict[str, Any] | None = None
+            if filtered:
+                obj = codec.decode(kv)
+                if not (labels.matches(obj["metadata"].get("labels")) and fields.matches(obj)):
+                    continue
+            kvs.append(kv)
+            objects.append(obj)
+            if limit and len(kvs) >= limit:
+                stopped_early = index < len(result.items) - 1
+                break
+        if limit and len(kvs) >= limit:
+            more = stopped_early or result.more
+            break
+        if not result.more:
+            break
+    token = _encode_continue(revision, last_key or "", prefix) if more and last_key else ""
+    return Page(kvs, objects, revision, token)
+
+
+def _encode_continue(revision: int, start: str, prefix: str) -> str:
+    token = {"v": _CONTINUE_VERSION, "rv": revision, "start": start.removeprefix(prefix)}
+    return base64.urlsafe_b64encode(codec.dumps(token)).decode().rstrip("=")
+
+
+def _decode_continue(token: str, prefix: str) -> tuple[int, str]:
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        data = codec.loads(raw)
+        revision = int(data["rv"])
+        start = str(data["start"])
+        if data.get("v") != _CONTINUE_VERSION or revision <= 0 or start.startswith("/") or ".." in start:
+            raise ValueError(token)
+    except (ValueError, KeyError, TypeError, binascii.Error) as exc:
+        raise errors.BadRequest("continue key is not valid: the continue token is malformed") from exc
+    return revision, prefix + start

@@ -1,0 +1,88 @@
+"""The scale subresource: an object's replicas seen and set as an autoscaling/v1 Scale.
+
+Pure functions over the kind's :class:`~controlplane.apiserver.resources.ScaleSubresource`
+(where its spec and status replicas and its label selector are): :func:`scale_of` reads the
+Scale view of an object, :func:`replicas_patch` turns a Scale into the merge patch that
+writes it back, and :func:`scale_patch_type`/:func:`patched_scale` apply a patch sent to
+the subresource. The store does the reading and writing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from controlplane.apiserver import errors
+from controlplane.apiserver.columns import dig
+from controlplane.apiserver.patches import PatchType, apply_patch
+from controlplane.apiserver.resources import ResourceType, ScaleSubresource
+from controlplane.apiserver.selectors import LabelSelector
+
+
+def scale_of(rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+    """The autoscaling/v1 Scale view of ``obj``."""
+    spec = require_scale(rt)
+    meta = obj["metadata"]
+    selector = dig(obj, *spec.label_selector.split("."))
+    status: dict[str, Any] = {"replicas": dig(obj, *spec.status_replicas.split(".")) or 0}
+    if isinstance(selector, dict):
+        status["selector"] = LabelSelector.from_dict(selector).to_string()
+    return {
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": {
+            key: meta[key]
+            for key in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+            if key in meta
+        },
+        "spec": {"replicas": dig(obj, *spec.spec_replicas.split(".")) or 0},
+        "status": status,
+    }
+
+
+def require_scale(rt: ResourceType) -> ScaleSubresource:
+    if rt.scale is None:
+        raise errors.NotFound(f"the server could not find the requested resource ({rt.plural}/scale)")
+    return rt.scale
+
+
+def replicas_patch(rt: ResourceType, scale: Any, *, name: str) -> dict[str, Any]:
+    """The merge patch that sets the object's replicas from ``scale`` (its resourceVersion,
+    when given, a precondition); Invalid unless the replicas are a non-negative integer."""
+    spec = require_scale(rt)
+    replicas = dig(scale, "spec", "replicas")
+    if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+        raise errors.invalid(
+            kind="Scale", group="autoscaling", name=name,
+            causes=[errors.Cause(
+                errors.CauseType.FIELD_VALUE_INVALID,
+                f"Invalid value: {replicas!r}: must be a non-negative integer",
+                "spec.replicas",
+            )],
+        )
+    patch: dict[str, Any] = {}
+    node = patch
+    *parents, leaf = spec.spec_replicas.split(".")
+    for part in parents:
+        node = node.setdefault(part, {})
+    node[leaf] = replicas
+    wanted = dig(scale, "metadata", "resourceVersion")
+    if wanted:
+        patch["metadata"] = {"resourceVersion": str(wanted)}
+    return patch
+
+
+def scale_patch_type(patch_type: PatchType) -> PatchType:
+    """How a patch of the scale subresource is applied: a Scale has no lists, so a strategic
+    merge patch is a merge patch here; server-side apply is not supported."""
+    if patch_type is PatchType.APPLY:
+        raise errors.UnsupportedMediaType("server-side apply of the scale subresource is not supported")
+    return PatchType.MERGE if patch_type is PatchType.STRATEGIC else patch_type
+
+
+def patched_scale(
+    rt: ResourceType, current: dict[str, Any], patch_type: PatchType, patch: Any, *, field_manager: str | None, now: str
+) -> dict[str, Any]:
+    """``current`` (a Scale) with ``patch`` applied (``patch_type`` from :func:`scale_patch_type`)."""
+    scale_type = dataclasses.replace(rt, strategic_merge=False, model=None)
+    return apply_patch(scale_type, current, patch_type, patch, manager=field_manager, force=False, now=now)

@@ -1,0 +1,274 @@
+"""The façade of the object layer: :class:`ObjectStore`, which the HTTP handlers and every
+in-process consumer (hub controllers, simulated member clusters, reports) call.
+
+It holds the store, the registry and the clock, and hands each call to the module of its
+concern: :mod:`.reading` (get, list pages), :mod:`.writing` (create, update, patch),
+:mod:`.deleting`, :mod:`.events` (watch), :mod:`.scale` and :mod:`.namespaces`. Calls take
+and return object dicts; the ``*_encoded`` twins give the HTTP layer the stored JSON
+without decoding it. Errors raised are the ``errors.ApiError`` tree.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from datetime import datetime
+from typing import Any, Unpack
+
+from controlplane.apiserver import codec, errors
+from controlplane.apiserver.objects.deleting import Deleter
+from controlplane.apiserver.objects.events import watch_events
+from controlplane.apiserver.objects.namespaces import SYSTEM_NAMESPACES, NamespaceLifecycle
+from controlplane.apiserver.objects.reading import get_kv, list_page
+from controlplane.apiserver.objects.scale import patched_scale, replicas_patch, scale_of, scale_patch_type
+from controlplane.apiserver.objects.values import (
+    DeleteOptions,
+    DeleteResult,
+    EncodedList,
+    FieldSelectorArg,
+    LabelSelectorArg,
+    ListArgs,
+    ListOptions,
+    ObjectEvent,
+    ObjectList,
+    Preconditions,
+    WatchOptions,
+    WriteArgs,
+    WriteOptions,
+    format_time,
+    utc_now,
+)
+from controlplane.apiserver.objects.writing import Writer, checked_body
+from controlplane.apiserver.patches import PatchType
+from controlplane.apiserver.resources import Registry, ResourceType
+from controlplane.storage import interface as storage
+
+
+class ObjectStore:
+    """Kubernetes object semantics over ``store`` for the kinds in ``registry``."""
+
+    def __init__(
+        self,
+        store: storage.Store,
+        registry: Registry,
+        *,
+        clock: Callable[[], datetime] = utc_now,
+        namespace_cache_seconds: float = 2.0,
+    ) -> None:
+        self._store = store
+        self._registry = registry
+        self._clock = clock
+        self._namespaces = NamespaceLifecycle(store, registry, cache_seconds=namespace_cache_seconds)
+        self._writer = Writer(store, self._namespaces, now=self.now)
+        self._deleter = Deleter(store, registry, self._namespaces, now=self.now)
+
+    @property
+    def store(self) -> storage.Store:
+        return self._store
+
+    @property
+    def registry(self) -> Registry:
+        return self._registry
+
+    def now(self) -> str:
+        return format_time(self._clock())
+
+    async def bootstrap(self) -> None:
+        """Create the namespaces that always exist (idempotent; call at startup)."""
+        namespace_type = self._namespaces.type
+        if namespace_type is None:
+            return
+        for name in SYSTEM_NAMESPACES:
+            with contextlib.suppress(errors.AlreadyExists):
+                await self.create(
+                    namespace_type, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+                )
+
+    # --- reads ------------------------------------------------------------------------
+
+    async def get(self, rt: ResourceType, *, namespace: str | None = None, name: str) -> dict[str, Any]:
+        return codec.decode(await get_kv(self._store, rt, namespace=namespace, name=name))
+
+    async def get_encoded(self, rt: ResourceType, *, namespace: str | None = None, name: str) -> bytes:
+        return codec.with_resource_version(await get_kv(self._store, rt, namespace=namespace, name=name))
+
+    async def list(self, rt: ResourceType, *, namespace: str | None = None, **options: Unpack[ListArgs]) -> ObjectList:
+        page = await list_page(self._store, rt, namespace, ListOptions(**options))
+        items = [
+            obj if obj is not None else codec.decode(kv) for kv, obj in zip(page.kvs, page.objects, strict=True)
+        ]
+        return ObjectList(items, str(page.revision), page.continue_token)
+
+    async def list_encoded(
+        self, rt: ResourceType, *, namespace: str | None = None, **options: Unpack[ListArgs]
+    ) -> EncodedList:
+        page = await list_page(self._store, rt, namespace, ListOptions(**options))
+        return EncodedList(page.kvs, str(page.revision), page.continue_token)
+
+    # --- writes -----------------------------------------------------------------------
+
+    async def create(
+        self, rt: ResourceType, obj: dict[str, Any], *, namespace: str | None = None, **options: Unpack[WriteArgs]
+    ) -> dict[str, Any]:
+        """Create ``obj``; raise AlreadyExists, Invalid, or NotFound for a missing namespace.
+
+        ``validate`` (admission) sees the final object before it is stored.
+        """
+        created, _ = await self._writer.create_owned(rt, checked_body(rt, obj, namespace=namespace), WriteOptions(**options))
+        return created
+
+    async def create_encoded(
+        self, rt: ResourceType, obj: dict[str, Any], *, namespace: str | None = None, **options: Unpack[WriteArgs]
+    ) -> bytes:
+        """:meth:`create` for the HTTP layer: the created object as JSON, with its resourceVersion.
+
+        ``obj`` is handed over (a freshly parsed request body): it is changed in place
+        instead of copied. The answer is the stored JSON itself, encoded once for etcd.
+        """
+        created, stored = await self._writer.create_owned(
+            rt, checked_body(rt, obj, namespace=namespace, copy_body=False), WriteOptions(**options)
+        )
+        return codec.dumps(created) if stored is None else codec.with_resource_version(stored)
+
+    async def update(
+        self,
+        rt: ResourceType,
+        obj: dict[str, Any],
+        *,
+        namespace: str | None = None,
+        name: str | None = None,
+        subresource: str | None = None,
+        **options: Unpack[WriteArgs],
+    ) -> dict[str, Any]:
+        """Replace ``obj`` (CAS on ``metadata.resourceVersion`` when given).
+
+        For kinds with a status subresource the main resource keeps the stored
+        ``.status``; ``subresource="status"`` changes only ``.status``.
+        """
+        return await self._writer.update(
+            rt, obj, namespace=namespace, name=name, subresource=subresource, options=WriteOptions(**options)
+        )
+
+    async def update_status(self, rt: ResourceType, obj: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        """``update(..., subresource="status")``: write only ``.status``."""
+        return await self.update(rt, obj, subresource="status", **kwargs)
+
+    async def patch(
+        self,
+        rt: ResourceType,
+        *,
+        namespace: str | None = None,
+        name: str,
+        patch_type: PatchType,
+        patch: Any,
+        subresource: str | None = None,
+        force: bool = False,
+        **options: Unpack[WriteArgs],
+    ) -> dict[str, Any]:
+        """Patch an object, re-reading and retrying when a concurrent write wins.
+
+        A ``metadata.resourceVersion`` inside the patch is a precondition. Server-side
+        apply of a missing object creates it.
+        """
+        return await self._writer.patch(
+            rt, namespace=namespace, name=name, patch_type=patch_type, patch=patch, subresource=subresource,
+            force=force, options=WriteOptions(**options),
+        )
+
+    # --- scale subresource --------------------------------------------------------------
+
+    async def get_scale(self, rt: ResourceType, *, namespace: str | None = None, name: str) -> dict[str, Any]:
+        return scale_of(rt, await self.get(rt, namespace=namespace, name=name))
+
+    async def update_scale(
+        self,
+        rt: ResourceType,
+        scale: Any,
+        *,
+        namespace: str | None = None,
+        name: str,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+    ) -> dict[str, Any]:
+        """Set the object's replicas from a Scale (CAS on its resourceVersion when given)."""
+        patch = replicas_patch(rt, scale, name=name)
+        updated = await self.patch(
+            rt, namespace=namespace, name=name, patch_type=PatchType.MERGE, patch=patch,
+            dry_run=dry_run, field_manager=field_manager,
+        )
+        return scale_of(rt, updated)
+
+    async def patch_scale(
+        self,
+        rt: ResourceType,
+        *,
+        namespace: str | None = None,
+        name: str,
+        patch_type: PatchType,
+        patch: Any,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+    ) -> dict[str, Any]:
+        effective = scale_patch_type(patch_type)
+        current = await self.get_scale(rt, namespace=namespace, name=name)
+        patched = patched_scale(rt, current, effective, patch, field_manager=field_manager, now=self.now())
+        return await self.update_scale(
+            rt, patched, namespace=namespace, name=name, dry_run=dry_run, field_manager=field_manager
+        )
+
+    # --- deletes ----------------------------------------------------------------------
+
+    async def delete(
+        self,
+        rt: ResourceType,
+        *,
+        namespace: str | None = None,
+        name: str,
+        preconditions: Preconditions | None = None,
+        propagation_policy: str | None = None,
+        dry_run: bool = False,
+    ) -> DeleteResult:
+        """Delete now, or (with finalizers) mark with ``deletionTimestamp`` and keep.
+
+        ``propagation_policy`` is validated and accepted; the hub keeps no owner
+        graph, so dependents are not cascaded.
+        """
+        options = DeleteOptions(preconditions, propagation_policy, dry_run)
+        return await self._deleter.delete(rt, namespace=namespace, name=name, options=options)
+
+    async def delete_collection(
+        self,
+        rt: ResourceType,
+        *,
+        namespace: str | None = None,
+        label_selector: LabelSelectorArg = None,
+        field_selector: FieldSelectorArg = None,
+        dry_run: bool = False,
+    ) -> ObjectList:
+        """Delete every matching object; returns them as they were left."""
+        listed = await self.list(rt, namespace=namespace, label_selector=label_selector, field_selector=field_selector)
+        out = []
+        for obj in listed.items:
+            meta = obj["metadata"]
+            try:
+                result = await self.delete(rt, namespace=meta.get("namespace"), name=meta["name"], dry_run=dry_run)
+            except errors.NotFound:
+                continue
+            out.append(result.object)
+        return ObjectList(out, listed.resource_version)
+
+    # --- watch ------------------------------------------------------------------------
+
+    def watch(
+        self,
+        rt: ResourceType,
+        *,
+        namespace: str | None = None,
+        label_selector: LabelSelectorArg = None,
+        field_selector: FieldSelectorArg = None,
+        resource_version: str | None = None,
+        bookmark_interval: float | None = None,
+    ) -> AsyncIterator[ObjectEvent]:
+        """Events for objects of ``rt`` as kube's watch sends them (see :func:`.events.watch_events`)."""
+        options = WatchOptions(label_selector, field_selector, resource_version, bookmark_interval)
+        return watch_events(self._store, rt, namespace=namespace, options=options)

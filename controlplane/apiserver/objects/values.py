@@ -1,0 +1,169 @@
+"""The values the object layer takes and returns: request options and results.
+
+The options are kube's metav1 options (``ListOptions``; ``CreateOptions``,
+``UpdateOptions`` and ``PatchOptions`` as one :class:`WriteOptions`, plus where a write's
+warnings go and the admission check), each also as a ``TypedDict`` so that the store's
+calls take them as keyword arguments. The results are what reads, deletes and watches
+return: :class:`ObjectList`, :class:`EncodedList` (items still encoded, for the HTTP
+layer), :class:`DeleteResult` and :class:`ObjectEvent`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, TypedDict
+
+from controlplane.apiserver import codec
+from controlplane.apiserver.admission import ValidateWrite
+from controlplane.apiserver.selectors import FieldSelector, LabelSelector
+from controlplane.apiserver.validation import FieldValidation
+from controlplane.storage import interface as storage
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def format_time(moment: datetime) -> str:
+    """RFC 3339 in UTC to the second (``2024-05-01T10:00:00Z``), as kube writes timestamps."""
+    # isoformat is about twice as fast as strftime, and this runs on every write.
+    return moment.astimezone(UTC).isoformat(timespec="seconds")[:19] + "Z"
+
+
+class WatchEventType(StrEnum):
+    ADDED = "ADDED"
+    MODIFIED = "MODIFIED"
+    DELETED = "DELETED"
+    BOOKMARK = "BOOKMARK"
+    ERROR = "ERROR"
+
+
+class PropagationPolicy(StrEnum):
+    BACKGROUND = "Background"
+    FOREGROUND = "Foreground"
+    ORPHAN = "Orphan"
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectEvent:
+    type: WatchEventType
+    object: dict[str, Any]
+    #: The store revision of the event (for BOOKMARK: the last revision seen).
+    revision: int
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectList:
+    items: list[dict[str, Any]]
+    resource_version: str
+    continue_token: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedList:
+    """A list page for the HTTP layer: its items as stored, encoded to JSON (with
+    resourceVersion) one by one as the response is written (:meth:`items`)."""
+
+    kvs: list[storage.KeyValue]
+    resource_version: str
+    continue_token: str = ""
+
+    def items(self) -> Iterator[bytes]:
+        return (codec.with_resource_version(kv) for kv in self.kvs)
+
+    @property
+    def stored_bytes(self) -> int:
+        return sum(len(kv.value) for kv in self.kvs)
+
+
+@dataclass(frozen=True, slots=True)
+class Preconditions:
+    uid: str | None = None
+    resource_version: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteResult:
+    object: dict[str, Any]
+    #: False when finalizers keep the object (it now has a deletionTimestamp).
+    deleted: bool
+
+
+
+
+
+#: Where a write appends warnings for the client (unknown fields under fieldValidation=Warn, and
+#: what the kind's ``ResourceType.warn`` hook says about the object written).
+WarningSink = list[str]
+LabelSelectorArg = str | LabelSelector | None
+FieldSelectorArg = str | FieldSelector | None
+
+
+@dataclass(frozen=True, slots=True)
+class WriteOptions:
+    """What a create, update or patch asks for besides its object: kube's metav1
+    Create/Update/PatchOptions (``dryRun``, ``fieldValidation``, ``fieldManager``), where
+    the write's warnings go, and the admission check that sees the final object before
+    it is stored."""
+
+    dry_run: bool = False
+    field_validation: FieldValidation = FieldValidation.STRICT
+    field_manager: str | None = None
+    warnings: WarningSink | None = None
+    validate: ValidateWrite | None = None
+
+
+class WriteArgs(TypedDict, total=False):
+    """:class:`WriteOptions` as the keyword arguments of ``create``, ``update`` and ``patch``."""
+
+    dry_run: bool
+    field_validation: FieldValidation
+    field_manager: str | None
+    warnings: WarningSink | None
+    validate: ValidateWrite | None
+
+
+@dataclass(frozen=True, slots=True)
+class ListOptions:
+    """kube's metav1.ListOptions for a list: selectors, paging, and the revision to read."""
+
+    label_selector: LabelSelectorArg = None
+    field_selector: FieldSelectorArg = None
+    limit: int = 0
+    continue_token: str | None = None
+    resource_version: str | None = None
+    resource_version_match: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteOptions:
+    """kube's metav1.DeleteOptions: preconditions, ``propagationPolicy`` and ``dryRun``."""
+
+    preconditions: Preconditions | None = None
+    propagation_policy: str | None = None
+    dry_run: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class WatchOptions:
+    """kube's metav1.ListOptions for a watch: selectors, the revision to start after, and
+    how often to send a BOOKMARK when nothing happens (None: never)."""
+
+    label_selector: LabelSelectorArg = None
+    field_selector: FieldSelectorArg = None
+    resource_version: str | None = None
+    bookmark_interval: float | None = None
+
+
+class ListArgs(TypedDict, total=False):
+    """:class:`ListOptions` as the keyword arguments of ``list`` and ``list_encoded``."""
+
+    label_selector: LabelSelectorArg
+    field_selector: FieldSelectorArg
+    limit: int
+    continue_token: str | None
+    resource_version: str | None
+    resource_version_match: str | None

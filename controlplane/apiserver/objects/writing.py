@@ -1,0 +1,345 @@
+"""Writing objects: create, update and patch, with kube's rules for each.
+
+:class:`Writer` turns a request's object into what is stored: it drops or keeps the
+server-owned metadata (uid, creationTimestamp, generation, resourceVersion…), draws a
+name for ``generateName``, keeps ``.status`` or only changes it (the status
+subresource), bumps ``generation`` when the spec changes, records ``managedFields``,
+applies the four patch types (re-reading and retrying when a concurrent write wins the
+compare-and-swap), runs admission, and honours dry run. A write whose object has a
+``deletionTimestamp`` and no finalizers left deletes it. Creating in a namespace asks
+:class:`~controlplane.apiserver.objects.namespaces.NamespaceLifecycle` whether the
+namespace exists and accepts content.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import secrets
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from controlplane.apiserver import codec, errors
+from controlplane.apiserver.admission import Operation, WriteAttributes
+from controlplane.apiserver.objects.namespaces import NamespaceLifecycle
+from controlplane.apiserver.objects.reading import get_kv, store_call
+from controlplane.apiserver.objects.values import WriteOptions
+from controlplane.apiserver.patches import PatchType, apply_patch, record_update
+from controlplane.apiserver.resources import ResourceType
+from controlplane.apiserver.validation import check_object
+from controlplane.storage import interface as storage
+
+#: How often a patch re-reads and retries after losing a compare-and-swap race; every
+#: round one of the racing writers wins, so this bounds the writers racing on one object.
+PATCH_RETRIES = 32
+_GENERATE_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+_GENERATE_NAME_MAX_PREFIX = 58
+_SERVER_OWNED_METADATA = (
+    "uid",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "generation",
+    "resourceVersion",
+    "selfLink",
+)
+
+
+class LostRace(errors.Conflict):
+    """A compare-and-swap lost against a concurrent write (patches re-read and retry)."""
+
+
+class Writer:
+    """Creates, updates and patches objects in ``store``; ``now`` gives the timestamp to write."""
+
+    def __init__(self, store: storage.Store, namespaces: NamespaceLifecycle, *, now: Callable[[], str]) -> None:
+        self._store = store
+        self._namespaces = namespaces
+        self.now = now
+
+    async def create_owned(
+        self, rt: ResourceType, obj: dict[str, Any], options: WriteOptions
+    ) -> tuple[dict[str, Any], storage.KeyValue | None]:
+        """Create ``obj`` (this store's own copy, checked by :func:`checked_body`), drawing a name
+        for ``generateName``; return the object and what was stored (None on dry run)."""
+        meta = obj["metadata"]
+        generated = not meta.get("name") and bool(meta.get("generateName"))
+        for attempt in range(3 if generated else 1):
+            if generated:
+                prefix = str(meta["generateName"])[:_GENERATE_NAME_MAX_PREFIX]
+                meta["name"] = prefix + "".join(secrets.choice(_GENERATE_NAME_CHARS) for _ in range(5))
+            try:
+                return await self._create_attempt(rt, obj, options)
+            except errors.AlreadyExists:
+                if not generated or attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    async def _create_attempt(
+        self, rt: ResourceType, obj: dict[str, Any], options: WriteOptions
+    ) -> tuple[dict[str, Any], storage.KeyValue | None]:
+        """One create attempt of ``obj``, which is this store's own (:func:`checked_body`'s) copy:
+        a retry with another generated name finds it changed only in what this resets."""
+        meta = obj["metadata"]
+        for key in _SERVER_OWNED_METADATA:
+            meta.pop(key, None)
+        if rt.has_status:
+            obj.pop("status", None)
+        if rt is self._namespaces.type:
+            obj["spec"] = {"finalizers": ["kubernetes"]}
+            obj["status"] = {"phase": "Active"}
+        if rt.prepare is not None:
+            rt.prepare(obj)
+        checked = check_object(obj, rt, field_validation=options.field_validation)
+        obj = checked.obj
+        meta = obj["metadata"]
+        if rt.namespaced:
+            await self._namespaces.require(rt, meta["namespace"], meta["name"])
+        now = self.now()
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = now
+        meta["generation"] = 1
+        if options.field_manager:
+            obj = record_update(None, obj, manager=options.field_manager, now=now)
+        if options.warnings is not None:
+            options.warnings.extend(checked.warnings)
+            if rt.warn is not None:
+                options.warnings.extend(rt.warn(obj))
+        if options.validate is not None:
+            options.validate(WriteAttributes(Operation.CREATE, rt, obj))
+        if options.dry_run:
+            return obj, None
+        kv: storage.KeyValue = await store_call(
+            rt, meta["name"], self._store.create(rt.key(namespace=meta.get("namespace"), name=meta["name"]), codec.encode(obj))
+        )
+        obj["metadata"]["resourceVersion"] = str(kv.mod_revision)
+        if rt is self._namespaces.type:
+            self._namespaces.forget(meta["name"])
+        return obj, kv
+
+    async def update(
+        self,
+        rt: ResourceType,
+        obj: dict[str, Any],
+        *,
+        namespace: str | None,
+        name: str | None,
+        subresource: str | None,
+        options: WriteOptions,
+    ) -> dict[str, Any]:
+        """Replace ``obj`` (CAS on ``metadata.resourceVersion`` when given).
+
+        For kinds with a status subresource the main resource keeps the stored
+        ``.status``; ``subresource="status"`` changes only ``.status``.
+        """
+        obj = checked_body(rt, obj, namespace=namespace, name=name)
+        meta = obj["metadata"]
+        kv = await get_kv(self._store, rt, namespace=meta.get("namespace"), name=meta["name"])
+        wanted = meta.get("resourceVersion")
+        if wanted and str(wanted) != str(kv.mod_revision):
+            raise errors.conflict_modified(plural=rt.plural, group=rt.group, name=meta["name"])
+        old = codec.decode(kv)
+        new = merged(rt, old, obj, subresource=subresource)
+        return await self.write_update(rt, kv, old, new, subresource=subresource, options=options)
+
+    async def patch(
+        self,
+        rt: ResourceType,
+        *,
+        namespace: str | None,
+        name: str,
+        patch_type: PatchType,
+        patch: Any,
+        subresource: str | None,
+        force: bool,
+        options: WriteOptions,
+    ) -> dict[str, Any]:
+        """Patch an object, re-reading and retrying when a concurrent write wins.
+
+        A ``metadata.resourceVersion`` inside the patch is a precondition. Server-side
+        apply of a missing object creates it.
+        """
+        namespace = namespace if rt.namespaced else None
+        write = options
+        field_manager = write.field_manager
+        # Server-side apply records its own managedFields entry: its write must not add another.
+        applied_write = dataclasses.replace(write, field_manager=None)
+        for _attempt in range(PATCH_RETRIES):
+            try:
+                kv = await get_kv(self._store, rt, namespace=namespace, name=name)
+            except errors.NotFound:
+                if patch_type is not PatchType.APPLY or subresource:
+                    raise
+                applied = apply_patch(rt, None, patch_type, patch, manager=field_manager, force=force, now=self.now())
+                applied = checked_body(rt, applied, namespace=namespace, name=name)
+                created, _ = await self.create_owned(rt, applied, applied_write)
+                return created
+            old = codec.decode(kv)
+            patched = apply_patch(rt, old, patch_type, patch, manager=field_manager, force=force, now=self.now())
+            patched = checked_body(rt, patched, namespace=namespace, name=name)
+            wanted = patched["metadata"].get("resourceVersion")
+            if wanted and str(wanted) != str(kv.mod_revision):
+                raise errors.conflict_modified(plural=rt.plural, group=rt.group, name=name)
+            new = merged(rt, old, patched, subresource=subresource)
+            try:
+                return await self.write_update(
+                    rt, kv, old, new, subresource=subresource,
+                    options=applied_write if patch_type is PatchType.APPLY else write,
+                )
+            except LostRace:
+                continue
+        raise errors.conflict_modified(plural=rt.plural, group=rt.group, name=name)
+
+    async def write_update(
+        self,
+        rt: ResourceType,
+        kv: storage.KeyValue,
+        old: dict[str, Any],
+        new: dict[str, Any],
+        *,
+        subresource: str | None,
+        options: WriteOptions,
+    ) -> dict[str, Any]:
+        if rt.prepare is not None:
+            rt.prepare(new)
+        checked = check_object(new, rt, field_validation=options.field_validation)
+        new = checked.obj
+        meta = new["metadata"]
+        old_meta = old["metadata"]
+        name = meta["name"]
+        if old_meta.get("deletionTimestamp"):
+            added = sorted(set(meta.get("finalizers") or []) - set(old_meta.get("finalizers") or []))
+            if added:
+                raise errors.invalid(
+                    kind=rt.kind, group=rt.group, name=name,
+                    causes=[errors.Cause(
+                        errors.CauseType.FIELD_VALUE_FORBIDDEN,
+                        f"Forbidden: no new finalizers can be added if the object is being deleted, "
+                        f"found new finalizers {added}",
+                        "metadata.finalizers",
+                    )],
+                )
+        if subresource is None and _spec_of(new) != _spec_of(old):
+            meta["generation"] = int(old_meta.get("generation") or 0) + 1
+        if options.warnings is not None:
+            options.warnings.extend(checked.warnings)
+            if rt.warn is not None and subresource is None:
+                options.warnings.extend(rt.warn(new))
+        if _without_resource_version(new) == _without_resource_version(old):
+            return old  # kube writes nothing for a no-op update
+        if options.field_manager:
+            new = record_update(old, new, manager=options.field_manager, now=self.now())
+            meta = new["metadata"]
+        if options.validate is not None:
+            options.validate(WriteAttributes(Operation.UPDATE, rt, new, old=old, subresource=subresource))
+        if options.dry_run:
+            return new
+        key = kv.key
+        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+            try:
+                deleted = await self._store.delete(key, expected_revision=kv.mod_revision)
+            except storage.Conflict as exc:
+                raise LostRace(errors.conflict_modified(plural=rt.plural, group=rt.group, name=name).message) from exc
+            except storage.StorageError as exc:
+                raise errors.from_storage_error(exc, plural=rt.plural, group=rt.group, name=name) from exc
+            meta["resourceVersion"] = str(deleted.mod_revision)
+            if rt.namespaced:
+                await self._namespaces.content_deleted(meta["namespace"])
+            return new
+        try:
+            written = await self._store.update(key, codec.encode(new), expected_revision=kv.mod_revision)
+        except storage.Conflict as exc:
+            raise LostRace(errors.conflict_modified(plural=rt.plural, group=rt.group, name=name).message) from exc
+        except storage.StorageError as exc:
+            raise errors.from_storage_error(exc, plural=rt.plural, group=rt.group, name=name) from exc
+        meta["resourceVersion"] = str(written.mod_revision)
+        return new
+
+
+def checked_body(
+    rt: ResourceType, obj: Any, *, namespace: str | None, name: str | None = None, copy_body: bool = True
+) -> dict[str, Any]:
+    """A private copy of a written object, checked against the request's type and URL.
+
+    With ``copy_body=False`` the caller hands ``obj`` over and it is used as it is.
+    """
+    if not isinstance(obj, dict):
+        raise errors.BadRequest(f"the body must be a {rt.kind} object, not {type(obj).__name__}")
+    if copy_body:
+        obj = copy.deepcopy(obj)
+    checked: dict[str, Any] = obj
+    api_version = obj.setdefault("apiVersion", rt.api_version)
+    kind = obj.setdefault("kind", rt.kind)
+    if api_version != rt.api_version:
+        raise errors.BadRequest(
+            f"the API version in the data ({api_version}) does not match the expected API version ({rt.api_version})"
+        )
+    if kind != rt.kind:
+        raise errors.BadRequest(f"the kind in the data ({kind}) does not match the expected kind ({rt.kind})")
+    meta = obj.get("metadata")
+    if meta is None:
+        meta = obj["metadata"] = {}
+    if not isinstance(meta, dict):
+        raise errors.BadRequest("metadata must be an object")
+    if rt.namespaced:
+        body_namespace = meta.get("namespace")
+        if namespace and body_namespace and body_namespace != namespace:
+            raise errors.BadRequest(
+                "the namespace of the provided object does not match the namespace sent on the request"
+            )
+        resolved = namespace or body_namespace
+        if not resolved:
+            raise errors.BadRequest(f"{rt.plural} is namespaced: the object needs metadata.namespace")
+        meta["namespace"] = resolved
+    else:
+        meta.pop("namespace", None)
+    if name is not None:
+        body_name = meta.get("name")
+        if body_name and body_name != name:
+            raise errors.BadRequest(
+                f"the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )
+        meta["name"] = name
+    return checked
+
+
+def merged(
+    rt: ResourceType, old: dict[str, Any], incoming: dict[str, Any], *, subresource: str | None
+) -> dict[str, Any]:
+    """The object an update would store: server-owned fields and the other half kept."""
+    if subresource == "status":
+        new = copy.deepcopy(old)
+        if "status" in incoming:
+            new["status"] = incoming["status"]
+        else:
+            new.pop("status", None)
+        return new
+    if subresource:
+        raise errors.NotFound(f"the server could not find the requested resource ({rt.plural}/{subresource})")
+    new = incoming
+    meta = new["metadata"]
+    old_meta = old["metadata"]
+    for key in _SERVER_OWNED_METADATA:
+        if key in old_meta:
+            meta[key] = old_meta[key]
+        else:
+            meta.pop(key, None)
+    if "managedFields" not in meta and "managedFields" in old_meta:
+        meta["managedFields"] = old_meta["managedFields"]
+    if rt.has_status:
+        if "status" in old:
+            new["status"] = old["status"]
+        else:
+            new.pop("status", None)
+    return new
+
+
+def _spec_of(obj: dict[str, Any]) -> dict[str, Any]:
+    """Everything that counts as "spec" for generation: all but metadata and status."""
+    return {key: value for key, value in obj.items() if key not in ("metadata", "status")}
+
+
+def _without_resource_version(obj: dict[str, Any]) -> dict[str, Any]:
+    meta = {k: v for k, v in obj["metadata"].items() if k != "resourceVersion"}
+    return {**obj, "metadata": meta}
