@@ -101,7 +101,11 @@ async def test_a_write_issued_while_etcd_is_down_is_retried_until_it_comes_back(
     etcd = EmbeddedEtcd(tmp_path / "etcd")
     url = await etcd.start()
     try:
-        async with EtcdStore([url], prefix="/gpufed", retry_budget=30.0, tls=etcd.client_tls) as store:
+        # A restart under load can outlast the outage gate's default 2 s (after which calls fail
+        # fast, tests/storage/test_outage.py); this test is about retrying through a restart.
+        async with EtcdStore(
+            [url], prefix="/gpufed", retry_budget=30.0, tls=etcd.client_tls, outage_trip_after=30.0
+        ) as store:
             await store.create("/pods/a", b"a1")
             await etcd.stop()
             with caplog.at_level("WARNING", logger="controlplane.storage.etcd"):
