@@ -222,6 +222,8 @@ class _Endpoints:
         self._registry = registry
         self._resources = resources
         self._openapi = OpenApiDocuments(registry)
+        #: The last readiness verdict, so that a failing store is logged once, not per probe.
+        self._ready = True
 
     async def healthz(self, _request: web.Request) -> web.StreamResponse:
         return web.Response(text="ok", content_type="text/plain")
@@ -231,8 +233,14 @@ class _Endpoints:
             async with asyncio.timeout(READY_TIMEOUT_SECONDS):
                 await self._objects.store.current_revision()
         except Exception as exc:  # any failure of the store means "not ready"
-            logger.warning("readiness check failed: the store is unreachable (%s)", exc)
+            # Logged when readiness changes, not on every probe (a load balancer probes often).
+            log_change = logger.warning if self._ready else logger.debug
+            log_change("readiness check failed: the store is unreachable (%s)", exc)
+            self._ready = False
             return web.Response(text="[-]etcd failed: the store is unreachable\nreadyz check failed", status=500)
+        if not self._ready:
+            logger.info("readiness check passes again: the store answers")
+            self._ready = True
         return web.Response(text="ok", content_type="text/plain")
 
     async def version(self, _request: web.Request) -> web.StreamResponse:

@@ -158,13 +158,19 @@ class Informer:
         self._synced.set()
 
     async def run(self) -> None:
-        """List, then watch forever; relist on Gone; back off on outages."""
+        """List, then watch forever; relist on Gone; back off on outages.
+
+        An outage is logged once when it interrupts the watch and once when the watch is
+        back, not on every retry (an etcd outage would otherwise log every informer every
+        second)."""
         need_list = True
+        interrupted = False
         while True:
             try:
                 if need_list:
                     await self._relist()
                     need_list = False
+                    interrupted = self._resumed(interrupted)
                 async for event in self._objects.watch(
                     self.rt,
                     namespace=self._namespace,
@@ -173,6 +179,7 @@ class Informer:
                     bookmark_interval=30.0,
                 ):
                     self._revision = str(event.revision)
+                    interrupted = self._resumed(interrupted)
                     if event.type is WatchEventType.BOOKMARK:
                         continue
                     key = object_key(event.object)
@@ -187,5 +194,15 @@ class Informer:
                 log.info("watch of %s expired; relisting", self.rt.plural)
                 need_list = True
             except (Unavailable, errors.ApiError) as exc:
-                log.warning("watch of %s interrupted: %s; retrying", self.rt.plural, exc)
+                if interrupted:
+                    log.debug("watch of %s still interrupted: %s; retrying", self.rt.plural, exc)
+                else:
+                    log.warning("watch of %s interrupted: %s; retrying", self.rt.plural, exc)
+                    interrupted = True
                 await asyncio.sleep(self._retry_delay)
+
+    def _resumed(self, interrupted: bool) -> bool:
+        """Log the end of an interruption once; the new interrupted state (False)."""
+        if interrupted:
+            log.info("watch of %s resumed", self.rt.plural)
+        return False

@@ -884,8 +884,10 @@ class EtcdStore:
             return result
 
         def log_retry(state: RetryCallState) -> None:
+            # DEBUG: every caller retries during a blip, and an outage long enough to matter is
+            # logged once, as a warning, by the outage gate (one line per call would flood the log).
             error = state.outcome.exception() if state.outcome is not None else None
-            logger.warning(
+            logger.debug(
                 "etcd call failed, retrying",
                 extra={
                     "call": what,

@@ -102,6 +102,14 @@ async def test_an_etcd_outage_is_a_fast_503_with_retry_after_and_the_hub_recover
             print(f"answers during the outage took {', '.join(f'{t:.2f}s' for t in timings)}")
             assert timings[0] < FIRST_ANSWER_SECONDS
             assert max(timings[1:]) < LATER_ANSWER_SECONDS
+            # Readiness probes during the outage: the change is logged once, not once per probe
+            # (informers: tests/controllers/test_informing.py).
+            for _probe in range(4):
+                async with session.get(f"{hub.url}/readyz") as resp:
+                    assert resp.status == 500
+            readiness = [r.getMessage() for r in caplog.records
+                         if r.levelno == logging.WARNING and r.getMessage().startswith("readiness check failed")]
+            assert len(readiness) <= 1, readiness
             tracebacks = [r for r in caplog.records if r.exc_info and r.name.startswith("controlplane.apiserver")]
             assert not tracebacks, [r.getMessage() for r in tracebacks]
             assert not [r for r in caplog.records if r.levelno >= logging.ERROR and "unhandled" in r.getMessage()]

@@ -5,13 +5,24 @@ exactly once (no gap, no duplicate) and the cache ends equal to the store."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import uuid
-from typing import Any
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
 
+import pytest
+
+from controlplane.apiserver.errors import ServiceUnavailable
 from controlplane.apiserver.objects import ObjectStore, WatchEventType
 from controlplane.controllers.informing import Informer
 from controlplane.hub import hub_registry
-from controlplane.storage import EtcdStore
+from controlplane.storage import EmbeddedEtcd, EtcdStore
+
+from .fleet import eventually
+
+T = TypeVar("T")
 
 #: Created before the informer starts; more are created while it lists.
 BEFORE = 100
@@ -73,3 +84,66 @@ async def test_an_informer_listing_in_pages_during_writes_sees_every_object_once
         assert not other_events
         assert sorted(added) == names
         assert sorted(obj["metadata"]["name"] for obj in informer.items()) == names
+
+
+async def test_an_etcd_outage_is_logged_once_when_it_interrupts_the_watch_and_once_when_it_ends(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    etcd = EmbeddedEtcd(tmp_path / "etcd")
+    url = await etcd.start()
+    try:
+        async with EtcdStore([url], prefix="/gpufed", tls=etcd.client_tls) as store:
+            objects = ObjectStore(store, hub_registry())
+            await objects.bootstrap()
+            configmaps = objects.registry.require("v1", "ConfigMap")
+            seen: list[str] = []
+
+            async def on_event(_event: WatchEventType, obj: dict[str, Any], _old: dict[str, Any] | None) -> None:
+                seen.append(obj["metadata"]["name"])
+
+            informer = Informer(objects, configmaps, retry_delay=0.1)
+            informer.add_handler(on_event)
+            task = asyncio.create_task(informer.run())
+            try:
+                await asyncio.wait_for(informer.synced.wait(), 30)
+
+                def logged(level: int, text: str) -> list[str]:
+                    return [r.getMessage() for r in caplog.records if r.levelno == level and text in r.getMessage()]
+
+                with caplog.at_level(logging.INFO, logger="controlplane.controllers.informing"):
+                    await etcd.stop()
+                    await eventually(
+                        _async(lambda: logged(logging.WARNING, "watch of configmaps interrupted")),
+                        what="the informer to log the interruption",
+                    )
+                    await asyncio.sleep(2)  # some twenty retries while etcd stays down
+                    assert len(logged(logging.WARNING, "watch of configmaps interrupted")) == 1
+                    await etcd.start()
+
+                    async def create_after() -> bool:
+                        try:  # the store fails fast until its next trial call finds etcd back
+                            await objects.create(configmaps, {
+                                "apiVersion": "v1", "kind": "ConfigMap",
+                                "metadata": {"name": "after", "namespace": "default"},
+                            })
+                        except ServiceUnavailable:
+                            return False
+                        return True
+
+                    await eventually(create_after, what="a write to succeed once etcd is back")
+                    await eventually(_async(lambda: "after" in seen), what="the informer to see a write after the outage")
+                    assert len(logged(logging.WARNING, "watch of configmaps interrupted")) == 1
+                    assert len(logged(logging.INFO, "watch of configmaps resumed")) == 1
+            finally:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+    finally:
+        await etcd.stop()
+
+
+def _async(check: Callable[[], T]) -> Callable[[], Awaitable[T]]:
+    async def probe() -> T:
+        return check()
+
+    return probe

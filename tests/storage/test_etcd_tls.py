@@ -92,7 +92,7 @@ async def test_a_refused_handshake_is_a_clear_error_and_is_not_retried(
         ),
         "wrong-ca": EtcdClientTls(ca_file=other.ca_file, cert_file=good.cert_file, key_file=good.key_file),
     }[client]
-    with caplog.at_level("WARNING", logger="controlplane.storage.etcd"), pytest.raises(Unavailable) as failure:
+    with caplog.at_level("DEBUG", logger="controlplane.storage.etcd"), pytest.raises(Unavailable) as failure:
         async with EtcdStore([url], tls=tls, retry_budget=30.0) as store:
             await store.get("/anything")
     assert str(failure.value).startswith(f"TLS handshake with etcd at {url} failed, {message}")
