@@ -55,7 +55,7 @@ from bench.common import (
 )
 from controlplane.apiserver.kubeconfig import load_kubeconfig
 from controlplane.apiserver.tls import client_ssl_context
-from controlplane.storage.etcd import EtcdClientTls
+from controlplane.storage.connecting import EtcdClientTls
 from e2e.harness import ProcessGroup
 
 log = logging.getLogger(__name__)

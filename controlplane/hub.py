@@ -66,8 +66,9 @@ from controlplane.pki import PkiError
 from controlplane.reports.api import ReportSource, waste_report_routes, waste_report_type
 from controlplane.reports.sampling import DEFAULT_INTERVAL as DEFAULT_WASTE_SAMPLE_INTERVAL
 from controlplane.reports.sampling import WasteSampler
+from controlplane.storage.connecting import EtcdClientTls
 from controlplane.storage.embedded import EmbeddedEtcd
-from controlplane.storage.etcd import DEFAULT_MAX_RESPONSE_BYTES, EtcdClientTls, EtcdStore
+from controlplane.storage.etcd import DEFAULT_MAX_RESPONSE_BYTES, EtcdStore
 from controlplane.ui.serving import ui_public_paths, ui_routes
 
 log = logging.getLogger(__name__)

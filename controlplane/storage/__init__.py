@@ -5,8 +5,9 @@ hub's real store; ``EmbeddedEtcd`` runs a local etcd server for development, tes
 ``gpufed up``. Callers import everything from this package.
 """
 
+from controlplane.storage.connecting import EtcdClientTls, EtcdConfigError
 from controlplane.storage.embedded import EmbeddedEtcd, EtcdStartError, find_etcd_binary
-from controlplane.storage.etcd import EtcdClientTls, EtcdConfigError, EtcdStore
+from controlplane.storage.etcd import EtcdStore
 from controlplane.storage.interface import (
     AlreadyExists,
     Conflict,

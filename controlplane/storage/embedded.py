@@ -63,7 +63,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from controlplane.pki import ensure_certificate, load_or_create_ca
 from controlplane.processes import dying_with_parent
-from controlplane.storage.etcd import EtcdClientTls
+from controlplane.storage.connecting import EtcdClientTls
 from controlplane.storage.etcdbinary import EtcdBinary, EtcdBinaryError, find_etcd
 
 logger = logging.getLogger(__name__)

@@ -51,24 +51,17 @@ nature; its creation has a deadline and HTTP/2 keepalive pings detect a dead pee
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
-import ipaddress
 import logging
 import random
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
-import grpc  # grpcio ships no type hints: see the mypy overrides in pyproject.toml
 from aetcd import rpc
 from aetcd.utils import prefix_range_end
-from cryptography import x509
-from cryptography.hazmat.primitives import serialization
 from tenacity import (
     AsyncRetrying,
     RetryCallState,
@@ -77,6 +70,13 @@ from tenacity import (
     wait_random_exponential,
 )
 
+from controlplane.storage.connecting import EtcdClientTls, EtcdConfigError, endpoint_scheme, grpc_target
+from controlplane.storage.grpcerrors import (
+    RevisionError,
+    StreamEnded,
+    is_transient,
+    storage_error,
+)
 from controlplane.storage.interface import (
     AlreadyExists,
     Conflict,
@@ -87,22 +87,16 @@ from controlplane.storage.interface import (
     ListResult,
     NotFound,
     StorageError,
-    TooLarge,
     Unavailable,
     WatchEvent,
 )
 from controlplane.storage.outage import DEFAULT_TRIP_AFTER, OutageGate
-from controlplane.storage.paging import DEFAULT_PAGE_SIZE, ResponseTooLarge, read_range
+from controlplane.storage.paging import DEFAULT_PAGE_SIZE, read_range
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-_COMPACTED = "required revision has been compacted"
-_FUTURE = "required revision is a future revision"
-_TOO_LARGE = "request is too large"
-#: The calls that send a value: a size refusal of one of these is the value's fault.
-_WRITES = frozenset({"create", "update"})
 
 #: gRPC channel options: reconnect quickly after an etcd restart and notice dead peers on
 #: idle watch streams (etcd refuses pings more often than every 5 s). The receive limit
@@ -120,11 +114,6 @@ _CHANNEL_OPTIONS: list[tuple[str, int]] = [
 #: few thousand pods). etcd itself sends up to 2 GiB; lists are read in pages that shrink
 #: to fit under this (:mod:`controlplane.storage.paging`).
 DEFAULT_MAX_RESPONSE_BYTES = 512 * 1024 * 1024
-#: How gRPC reports a stream that a stopping etcd cut (see ``_connection_dropped``).
-_DROPPED_INTERNAL = ("Stream removed", "Internal error from Core")
-_NO_STATUS = "No status received"
-#: gRPC's words for a response over the receive limit.
-_TOO_LARGE = "larger than max"
 #: Watch streams get a channel of their own without gRPC's bandwidth-delay probing: with it,
 #: the receive window of a stream grows to megabytes on a fast link, and every watch whose
 #: consumer stops reading (a stalled API client) would hold that much of etcd's events in
@@ -133,65 +122,6 @@ _TOO_LARGE = "larger than max"
 _WATCH_CHANNEL_OPTIONS: list[tuple[str, int]] = [("grpc.http2.bdp_probe", 0)]
 
 
-#: Fragments of gRPC's message for a TLS handshake that failed on certificates (retrying
-#: cannot help, the settings must change), and what to check for each.
-_UNTRUSTED_SERVER = ("CERTIFICATE_VERIFY_FAILED", "certificate verify failed", "Hostname Verification", "Peer name")
-_REFUSED_CLIENT = ("BAD_CERTIFICATE", "CERTIFICATE_REQUIRED", "UNKNOWN_CA", "CERTIFICATE_UNKNOWN")
-
-
-class EtcdConfigError(ValueError):
-    """The etcd client settings cannot work (an endpoint, a TLS file); the message says which."""
-
-
-@dataclass(frozen=True, slots=True)
-class EtcdClientTls:
-    """How to reach etcd over TLS: the CA that signed etcd's serving certificate and the
-    client certificate and key etcd trusts (both or neither). Read when a store is built."""
-
-    ca_file: Path
-    cert_file: Path | None = None
-    key_file: Path | None = None
-
-    def __post_init__(self) -> None:
-        if (self.cert_file is None) != (self.key_file is None):
-            raise EtcdConfigError("--etcd-certfile and --etcd-keyfile go together: give both or neither")
-
-    def channel_credentials(self) -> Any:
-        """gRPC credentials from the files, checked first so that a bad file is a clear error."""
-        root = _read_pem(self.ca_file, flag="--etcd-cafile")
-        try:
-            x509.load_pem_x509_certificates(root)
-        except ValueError:
-            raise EtcdConfigError(f"--etcd-cafile {self.ca_file} holds no PEM certificate") from None
-        if self.cert_file is None or self.key_file is None:
-            return grpc.ssl_channel_credentials(root_certificates=root)
-        chain = _read_pem(self.cert_file, flag="--etcd-certfile")
-        key_pem = _read_pem(self.key_file, flag="--etcd-keyfile")
-        try:
-            cert = x509.load_pem_x509_certificates(chain)[0]
-        except ValueError:
-            raise EtcdConfigError(f"--etcd-certfile {self.cert_file} holds no PEM certificate") from None
-        try:
-            key = serialization.load_pem_private_key(key_pem, password=None)
-        except (ValueError, TypeError):
-            raise EtcdConfigError(f"--etcd-keyfile {self.key_file} is not an unencrypted PEM private key") from None
-        if key.public_key() != cert.public_key():
-            raise EtcdConfigError(
-                f"--etcd-keyfile {self.key_file} does not match the certificate in --etcd-certfile {self.cert_file}"
-            )
-        if cert.not_valid_after_utc <= dt.datetime.now(dt.UTC):
-            raise EtcdConfigError(
-                f"the client certificate in --etcd-certfile {self.cert_file} expired at "
-                f"{cert.not_valid_after_utc:%Y-%m-%d %H:%M:%S}Z; renew it"
-            )
-        return grpc.ssl_channel_credentials(root_certificates=root, private_key=key_pem, certificate_chain=chain)
-
-
-def _read_pem(path: Path, *, flag: str) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise EtcdConfigError(f"{flag} {path}: cannot read it: {exc.strerror or exc}") from None
 
 
 class GuardFailed(StorageError):
@@ -208,98 +138,6 @@ class WriteGuard:
 
     key: str
     create_revision: int
-
-
-def endpoint_scheme(endpoints: Sequence[str]) -> str:
-    """``https`` or ``http``: the one scheme of all ``endpoints`` (no scheme means http)."""
-    schemes = {urlsplit(e).scheme if "://" in e else "http" for e in endpoints}
-    if len(schemes) > 1:
-        raise EtcdConfigError(f"etcd endpoints mix http:// and https://: {', '.join(endpoints)}")
-    return schemes.pop() if schemes else "http"
-
-
-def grpc_target(endpoints: Sequence[str]) -> str:
-    """The gRPC target for etcd client URLs (``https://host:port``, ``http://host:port``
-    or ``host:port``).
-
-    Several endpoints must be IP literals of one family; gRPC then fails over between
-    them. Over TLS, gRPC checks every server's certificate against one name, so there
-    several endpoints are refused: one DNS name that resolves to every member (etcd's
-    headless Service) does the same, and every member's certificate must name it.
-    """
-    if not endpoints:
-        raise EtcdConfigError("at least one etcd endpoint is required")
-    if endpoint_scheme(endpoints) == "https" and len(endpoints) > 1:
-        raise EtcdConfigError(
-            f"several https:// etcd endpoints are not supported ({', '.join(endpoints)}): give one DNS name "
-            "that resolves to every member (e.g. etcd's headless Service) and that every member's certificate names"
-        )
-    addresses: list[tuple[str, int]] = []
-    for endpoint in endpoints:
-        parts = urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
-        if parts.scheme not in ("http", "https"):
-            raise EtcdConfigError(f"etcd endpoint {endpoint!r}: only http:// and https:// endpoints are supported")
-        if parts.hostname is None:
-            raise EtcdConfigError(f"etcd endpoint {endpoint!r} has no host")
-        addresses.append((parts.hostname, parts.port or 2379))
-    if len(addresses) == 1:
-        host, port = addresses[0]
-        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    try:
-        versions = {ipaddress.ip_address(host).version for host, _ in addresses}
-    except ValueError:
-        raise EtcdConfigError(
-            f"several etcd endpoints must be IP addresses, got {list(endpoints)}; "
-            "or give one DNS name that resolves to every member"
-        ) from None
-    if versions == {4}:
-        return "ipv4:" + ",".join(f"{host}:{port}" for host, port in addresses)
-    if versions == {6}:
-        return "ipv6:" + ",".join(f"[{host}]:{port}" for host, port in addresses)
-    raise EtcdConfigError(f"etcd endpoints mix IPv4 and IPv6 addresses: {list(endpoints)}")
-
-
-def _is_transient(exc: BaseException, *, idempotent: bool) -> bool:
-    if isinstance(exc, rpc.AioRpcError):
-        if _handshake_refused(exc) is not None:
-            return False
-        return _connection_dropped(exc) or (idempotent and exc.code() == rpc.StatusCode.DEADLINE_EXCEEDED)
-    return idempotent and isinstance(exc, TimeoutError | _StreamEnded)
-
-
-def _connection_dropped(exc: Any) -> bool:
-    """etcd is unreachable or went away mid-call.
-
-    Over TLS etcd serves gRPC through Go's HTTP/2 server, which ends open streams with an
-    RST_STREAM when it shuts down; gRPC reports that as INTERNAL "Stream removed" (or, on
-    an open watch stream, INTERNAL "Internal error from Core" or UNKNOWN "No status
-    received"), not UNAVAILABLE. It means the same: the connection dropped.
-    """
-    code = exc.code()
-    if code == rpc.StatusCode.UNAVAILABLE:
-        return True
-    details = exc.details() or ""
-    if code == rpc.StatusCode.INTERNAL:
-        return any(fragment in details for fragment in _DROPPED_INTERNAL)
-    return code == rpc.StatusCode.UNKNOWN and _NO_STATUS in details
-
-
-def _handshake_refused(exc: Any) -> str | None:
-    """What to check when a TLS handshake failed on certificates (retrying cannot help), else None."""
-    if exc.code() != rpc.StatusCode.UNAVAILABLE:
-        return None
-    details = exc.details() or ""
-    if any(fragment in details for fragment in _UNTRUSTED_SERVER):
-        return (
-            "its serving certificate is not trusted: check that --etcd-cafile holds the CA that signed it "
-            "and that the certificate names the endpoint's host"
-        )
-    if any(fragment in details for fragment in _REFUSED_CLIENT):
-        return (
-            "it refused our client certificate: check that --etcd-certfile/--etcd-keyfile are given and "
-            "signed by the CA etcd trusts (its --trusted-ca-file)"
-        )
-    return None
 
 
 def _check_key(key: str) -> None:
@@ -426,7 +264,7 @@ class EtcdStore:
             request = rpc.RangeRequest(key=key, range_end=end, revision=at, limit=page_limit)
             try:
                 response = await self._call("list", lambda: self._kv.Range(request, timeout=self._timeout))
-            except _RevisionError as exc:
+            except RevisionError as exc:
                 raise await self._revision_error(exc, at) from exc.__cause__
             items = [self._key_value(kv) for kv in response.kvs]
             return ListResult(items=items, revision=response.header.revision, more=bool(response.more))
@@ -540,7 +378,7 @@ class EtcdStore:
         request = rpc.CompactionRequest(revision=revision, physical=False)
         try:
             await self._write("compact", lambda: self._kv.Compact(request, timeout=self._timeout))
-        except _RevisionError as exc:
+        except RevisionError as exc:
             if exc.compacted:
                 return  # already compacted at or beyond ``revision``
             raise ValueError(f"cannot compact to revision {revision}: {exc}") from exc.__cause__
@@ -567,7 +405,7 @@ class EtcdStore:
             finally:
                 call.cancel()
             if response is None or not hasattr(response, "TTL"):
-                raise _StreamEnded(f"etcd at {self._endpoint} ended a lease keep-alive stream")
+                raise StreamEnded(f"etcd at {self._endpoint} ended a lease keep-alive stream")
             return int(response.TTL)
 
         return await self._call("keep_alive_lease", once)
@@ -623,7 +461,7 @@ class EtcdStore:
                     extra={"prefix": prefix, "revision": next_revision},
                 )
             except rpc.AioRpcError as exc:
-                if not _is_transient(exc, idempotent=True):
+                if not is_transient(exc, idempotent=True):
                     raise self._storage_error("watch", exc) from exc
                 if self._closed:
                     return
@@ -669,7 +507,7 @@ class EtcdStore:
                     first = await anext(responses)
             except StopAsyncIteration:
                 self._watch_calls.discard(call)
-                raise _StreamEnded(f"etcd at {self._endpoint} closed a watch stream at once") from None
+                raise StreamEnded(f"etcd at {self._endpoint} closed a watch stream at once") from None
             except BaseException:
                 self._watch_calls.discard(call)
                 call.cancel()
@@ -789,7 +627,7 @@ class EtcdStore:
         revision: int = response.header.revision
         return revision
 
-    async def _revision_error(self, exc: _RevisionError, revision: int) -> Exception:
+    async def _revision_error(self, exc: RevisionError, revision: int) -> Exception:
         if not exc.compacted:
             current = await self._read_revision("current revision")
             return FutureRevision(f"revision {revision} is in the future: {exc}", current_revision=current)
@@ -834,11 +672,11 @@ class EtcdStore:
         try:
             result = await attempt()
         except rpc.AioRpcError as exc:
-            if not _is_transient(exc, idempotent=idempotent):
+            if not is_transient(exc, idempotent=idempotent):
                 raise self._storage_error(what, exc) from exc
             first_failure: BaseException = exc
-        except (TimeoutError, _StreamEnded) as exc:
-            if not _is_transient(exc, idempotent=idempotent):
+        except (TimeoutError, StreamEnded) as exc:
+            if not is_transient(exc, idempotent=idempotent):
                 raise Unavailable(
                     f"etcd at {self._endpoint} did not answer {what} within {self._timeout:g}s"
                 ) from exc
@@ -877,7 +715,7 @@ class EtcdStore:
             try:
                 result = await attempt()
             except Exception as exc:
-                if _is_transient(exc, idempotent=idempotent) and self._gate.failed():
+                if is_transient(exc, idempotent=idempotent) and self._gate.failed():
                     raise self._gate.unavailable() from exc
                 raise
             self._gate.succeeded()
@@ -901,7 +739,7 @@ class EtcdStore:
             async for trial in AsyncRetrying(
                 stop=stop_after_delay(max(budget, 0.0)),
                 wait=wait_random_exponential(multiplier=0.05, max=1.0),
-                retry=retry_if_exception(lambda exc: _is_transient(exc, idempotent=idempotent)),
+                retry=retry_if_exception(lambda exc: is_transient(exc, idempotent=idempotent)),
                 before_sleep=log_retry,
                 reraise=True,
             ):
@@ -909,43 +747,11 @@ class EtcdStore:
                     return await trial_call()
         except rpc.AioRpcError as exc:
             raise self._storage_error(what, exc) from exc
-        except (TimeoutError, _StreamEnded) as exc:
+        except (TimeoutError, StreamEnded) as exc:
             raise Unavailable(
                 f"etcd at {self._endpoint} did not answer {what} within {self._timeout:g}s"
             ) from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _storage_error(self, what: str, exc: Any) -> Exception:
-        code, details = exc.code(), exc.details() or ""
-        hint = _handshake_refused(exc)
-        if hint is not None:
-            return Unavailable(f"TLS handshake with etcd at {self._endpoint} failed, {hint} (gRPC: {details})")
-        if _connection_dropped(exc):
-            return Unavailable(f"etcd at {self._endpoint} is unreachable: {details}")
-        if code == rpc.StatusCode.DEADLINE_EXCEEDED:
-            return Unavailable(
-                f"etcd at {self._endpoint} did not answer {what} within {self._timeout:g}s: {details}"
-            )
-        if what in _WRITES and (
-            (code == rpc.StatusCode.INVALID_ARGUMENT and _TOO_LARGE in details)
-            or code == rpc.StatusCode.RESOURCE_EXHAUSTED
-        ):
-            # --max-request-bytes (etcd's "request is too large"), or the gRPC message limit above it.
-            return TooLarge(f"etcd refused the {what}: {details}")
-        if code == rpc.StatusCode.RESOURCE_EXHAUSTED and _TOO_LARGE in details:
-            return ResponseTooLarge(f"etcd's answer to {what} exceeds the hub's etcd response limit: {details}")
-        if code == rpc.StatusCode.OUT_OF_RANGE and (_COMPACTED in details or _FUTURE in details):
-            return _RevisionError(details, compacted=_COMPACTED in details)
-        return StorageError(f"etcd at {self._endpoint} failed {what}: {code.name}: {details}")
-
-
-class _StreamEnded(Exception):
-    """etcd ended a watch stream before confirming it (retried like a dropped connection)."""
-
-
-class _RevisionError(StorageError):
-    """A read or compaction named a compacted or future revision (mapped by the caller)."""
-
-    def __init__(self, message: str, *, compacted: bool) -> None:
-        super().__init__(message)
-        self.compacted = compacted
+        return storage_error(what, exc, endpoint=self._endpoint, timeout=self._timeout)

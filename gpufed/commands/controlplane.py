@@ -196,8 +196,9 @@ def run(args: argparse.Namespace) -> int:
     from controlplane.apiserver.serving import ServingLimits
     from controlplane.hub import Hub, HubConfig, run_until_signalled
     from controlplane.pki import PkiError
+    from controlplane.storage.connecting import EtcdClientTls, EtcdConfigError
     from controlplane.storage.embedded import EtcdStartError
-    from controlplane.storage.etcd import DEFAULT_MAX_RESPONSE_BYTES, EtcdClientTls, EtcdConfigError
+    from controlplane.storage.etcd import DEFAULT_MAX_RESPONSE_BYTES
     from controlplane.storage.interface import Unavailable
 
     return_large_buffers_to_the_system()

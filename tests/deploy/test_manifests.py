@@ -20,7 +20,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from controlplane.storage.etcd import grpc_target
+from controlplane.storage.connecting import grpc_target
 from gpufed.cli import build_parser
 from gpufed.commands.controlplane import conflicting_flags, etcd_endpoints
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from controlplane.storage import Store
-from controlplane.storage.etcd import EtcdClientTls
+from controlplane.storage.connecting import EtcdClientTls
 
 
 @pytest.fixture(scope="session")

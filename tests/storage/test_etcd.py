@@ -19,7 +19,7 @@ from controlplane.storage import (
     Unavailable,
     WatchEvent,
 )
-from controlplane.storage.etcd import grpc_target
+from controlplane.storage.connecting import grpc_target
 
 
 async def take(events: AsyncIterator[WatchEvent], count: int) -> list[WatchEvent]:

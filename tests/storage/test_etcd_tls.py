@@ -23,8 +23,8 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from controlplane.pki import ensure_certificate, load_or_create_ca
 from controlplane.storage import EtcdStore, Unavailable
+from controlplane.storage.connecting import EtcdClientTls, EtcdConfigError
 from controlplane.storage.embedded import EmbeddedEtcd
-from controlplane.storage.etcd import EtcdClientTls, EtcdConfigError
 from gpufed.cli import build_parser
 from gpufed.commands.controlplane import conflicting_flags
 
