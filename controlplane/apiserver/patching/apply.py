@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from controlplane.apiserver.patching.comparing import Comparison, compare, field_set
 from controlplane.apiserver.patching.fieldpaths import (
     FIELD,
     FieldsError,
@@ -183,7 +184,7 @@ def server_side_apply(
     # The merge shares untouched subtrees with `current`; pruning must not reach them.
     merged: dict[str, Any] = copy.deepcopy(_merge(current, config, schema))
     config_fields: set[Path] = set()
-    _field_set(config, schema, (), config_fields)
+    field_set(config, schema, (), config_fields)
     owned = _trackable(config_fields, section)
 
     identity = (manager, Operation.APPLY.value, section, "")
@@ -199,8 +200,8 @@ def server_side_apply(
             if path not in _UNOWNED and _in_section(path, section):
                 _remove_path(merged, path, schema)
 
-    comparison = _Comparison()
-    _compare(current, merged, schema, (), comparison)
+    comparison = Comparison()
+    compare(current, merged, schema, (), comparison)
     changed = comparison.added | comparison.modified
     conflicts: list[tuple[_Entry, Path]] = []
     for other_identity, entry in managed.items():
@@ -278,8 +279,8 @@ def record_update(
             _store_managed_tree(result, owned, manager=manager, operation=operation, api_version=api_version, now=now)
             return result
 
-    comparison = _Comparison()
-    _compare(before, after, schema, (), comparison)
+    comparison = Comparison()
+    compare(before, after, schema, (), comparison)
     changed = _trackable(comparison.added | comparison.modified, section)
     removed = comparison.removed
     for entry in managed.values():
@@ -380,7 +381,7 @@ class _RepeatedItem(Exception):
 
 def _created_fields(obj: Mapping[str, Any], schema: FieldSchema) -> dict[str, Any] | None:
     """The FieldsV1 tree a create by one manager owns: what ``encode_fields`` gives for the
-    trackable paths among every node of ``obj`` (``_compare`` against nothing), built in
+    trackable paths among every node of ``obj`` (``compare`` against nothing), built in
     one walk without path sets. None when a list holds two items with the same key."""
     out: dict[str, Any] = {}
     try:
@@ -422,7 +423,7 @@ def _disowned(tree: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _created_node(value: Any, schema: FieldSchema) -> dict[str, Any] | None:
-    """The FieldsV1 subtree of one node as ``_nodes`` sees it (None: nothing owned here or below).
+    """The FieldsV1 subtree of one node as ``comparing._nodes`` sees it (None: nothing owned here or below).
 
     Siblings are all fields (an object) or all keys or values (a list), so ordering them
     by their text is Kubernetes' order.
@@ -547,144 +548,6 @@ def _validate_config(value: Any, schema: FieldSchema, path: Path) -> None:
         seen.add(element)
         if schema.list_type is ListType.MAP:
             _validate_config(item, schema.element(), (*path, element))
-
-
-def _field_set(value: Any, schema: FieldSchema, path: Path, out: set[Path]) -> None:
-    """The fields a configuration sets: leaves, atomic values, list items, empty or null objects."""
-    if isinstance(value, Mapping) and not schema.atomic:
-        for key, child in value.items():
-            child_path = (*path, field_element(key))
-            _field_set(child, schema.child(key), child_path, out)
-            if child is None or (isinstance(child, Mapping) and not child) or schema.is_map_typed:
-                out.add(child_path)
-        return
-    if isinstance(value, list) and schema.list_type is not ListType.ATOMIC:
-        for item in value:
-            element = item_element(item, schema)
-            if element is None:
-                continue
-            item_path = (*path, element)
-            if isinstance(item, Mapping):
-                _field_set(item, schema.element(), item_path, out)
-            out.add(item_path)
-        return
-    if path:
-        out.add(path)
-
-
-@dataclass
-class _Comparison:
-    added: set[Path] = field(default_factory=set)
-    modified: set[Path] = field(default_factory=set)
-    removed: set[Path] = field(default_factory=set)
-
-
-def _nodes(value: Any, schema: FieldSchema, path: Path, out: set[Path], *, objects: bool = False) -> None:
-    """Every trackable node of a value that appeared or disappeared as a whole.
-
-    Plain objects with children (``spec``, ``strategy``) are included only with
-    ``objects``: a write that adds them does not claim them (their fields carry the
-    ownership), but when they disappear nobody may keep owning them.
-    """
-    if isinstance(value, Mapping) and not schema.atomic:
-        if path and (objects or not value or schema.is_map_typed):
-            out.add(path)
-        for key, child in value.items():
-            _nodes(child, schema.child(key), (*path, field_element(key)), out, objects=objects)
-        return
-    if isinstance(value, list) and schema.list_type is not ListType.ATOMIC:
-        out.add(path)
-        for item in value:
-            element = item_element(item, schema)
-            if element is not None:
-                _nodes_of_item(item, schema, (*path, element), out, objects=objects)
-        return
-    if path:
-        out.add(path)
-
-
-def _is_container(value: Any, schema: FieldSchema) -> bool:
-    if isinstance(value, Mapping):
-        return not schema.atomic
-    return isinstance(value, list) and schema.list_type is not ListType.ATOMIC
-
-
-def _compare(old: Any, new: Any, schema: FieldSchema, path: Path, out: _Comparison) -> None:
-    if isinstance(old, Mapping) and isinstance(new, Mapping) and not schema.atomic and (old or new):
-        for key in [*old, *(k for k in new if k not in old)]:
-            child_path = (*path, field_element(key))
-            child_schema = schema.child(key)
-            if key not in new:
-                _nodes(old[key], child_schema, child_path, out.removed, objects=True)
-            elif key not in old:
-                _nodes(new[key], child_schema, child_path, out.added)
-            else:
-                _compare(old[key], new[key], child_schema, child_path, out)
-        return
-    if isinstance(old, list) and isinstance(new, list) and schema.list_type is not ListType.ATOMIC:
-        old_items = _index_items(old, schema)
-        new_items = _index_items(new, schema)
-        item_schema = schema.element()
-        for element, item in old_items.items():
-            item_path = (*path, element)
-            if element not in new_items:
-                _nodes_of_item(item, schema, item_path, out.removed, objects=True)
-            elif schema.list_type is ListType.MAP:
-                _compare(item, new_items[element], item_schema, item_path, out)
-        for element, item in new_items.items():
-            if element not in old_items:
-                _nodes_of_item(item, schema, (*path, element), out.added)
-        return
-    if _same(old, new):
-        return
-    if path:
-        out.modified.add(path)
-    if _is_container(old, schema):
-        _nodes(old, schema, path, out.removed, objects=True)
-        out.removed.discard(path)
-    if _is_container(new, schema):
-        _nodes(new, schema, path, out.added)
-        out.added.discard(path)
-
-
-def _nodes_of_item(
-    item: Any, list_schema: FieldSchema, item_path: Path, out: set[Path], *, objects: bool = False
-) -> None:
-    out.add(item_path)
-    if isinstance(item, Mapping):
-        item_schema = list_schema.element()
-        for key, child in item.items():
-            _nodes(child, item_schema.child(key), (*item_path, field_element(key)), out, objects=objects)
-
-
-def _index_items(items: list[Any], schema: FieldSchema) -> dict[PathElement, Any]:
-    out: dict[PathElement, Any] = {}
-    for item in items:
-        element = item_element(item, schema)
-        if element is not None:
-            out.setdefault(element, item)
-    return out
-
-
-def _same(left: Any, right: Any) -> bool:
-    """JSON equality: ``true`` is not ``1``, ``1`` is ``1.0``."""
-    if isinstance(left, bool) or isinstance(right, bool):
-        return type(left) is type(right) and left == right
-    if isinstance(left, Mapping):
-        return (
-            isinstance(right, Mapping)
-            and left.keys() == right.keys()
-            and all(_same(left[k], right[k]) for k in left)
-        )
-    if isinstance(left, list):
-        return (
-            isinstance(right, list)
-            and len(left) == len(right)
-            and all(_same(a, b) for a, b in zip(left, right, strict=True))
-        )
-    if isinstance(left, int | float) and isinstance(right, int | float):
-        return left == right
-    return type(left) is type(right) and bool(left == right)
 
 
 def _clean(value: Any, schema: FieldSchema) -> Any:

@@ -20,14 +20,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from controlplane.apiserver.patching.apply import (
-    _compare,
-    _Comparison,
     _decode_managed,
     _managed_fields_of,
     _text,
     _trackable,
     _without_managed_fields,
 )
+from controlplane.apiserver.patching.comparing import Comparison, compare
 from controlplane.apiserver.patching.fieldpaths import Path, describe
 from controlplane.apiserver.patching.schema import apply_schema
 
@@ -52,8 +51,8 @@ def changed_fields(old: Mapping[str, Any], new: Mapping[str, Any]) -> frozenset[
     the answer with the leaves a manager owns.
     """
     kind = _text(new.get("kind")) or _text(old.get("kind"))
-    comparison = _Comparison()
-    _compare(_without_managed_fields(old), _without_managed_fields(new), apply_schema(kind), (), comparison)
+    comparison = Comparison()
+    compare(_without_managed_fields(old), _without_managed_fields(new), apply_schema(kind), (), comparison)
     changed = _trackable(comparison.added | comparison.modified | comparison.removed, "")
     return frozenset(path for path in changed if not any(_is_ancestor(path, other) for other in changed))
 
