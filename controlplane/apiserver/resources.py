@@ -15,13 +15,16 @@ another combination. Nothing here does I/O.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel
 
+from controlplane.apis.kube import defaulting, validation
+from controlplane.apis.kube.defaulting import Defaulter
+from controlplane.apis.kube.validation import Validator
 from controlplane.apiserver import columns as col
 
 #: A table cell getter: the object and "now" (for ages) in, a JSON-able cell out.
@@ -145,6 +148,12 @@ class ResourceType:
     #: Warnings about a valid object on create/update/patch (accepted, but not doing what the
     #: author may expect), returned as ``Warning: 299`` headers, as Kubernetes admission does.
     warn: Warner | None = None
+    #: kube's defaulting of the kind: fills unset fields in place on every create and update,
+    #: after ``prepare`` and before validation (built-in kinds: :mod:`controlplane.apis.kube`).
+    defaults: Defaulter | None = None
+    #: kube's validation of the kind beyond ``model``: (new, stored on update) → field errors;
+    #: any error refuses the write with 422 Invalid (built-in kinds: :mod:`controlplane.apis.kube`).
+    validate: Validator | None = None
 
     @property
     def api_version(self) -> str:
@@ -269,9 +278,21 @@ def _access_modes(obj: dict[str, Any], _now: datetime) -> str:
     return ",".join(_ACCESS_MODE_SHORT.get(str(m), str(m)) for m in modes if m)
 
 
+def with_kube_rules(types: Iterable[ResourceType]) -> list[ResourceType]:
+    """``types`` with kube's defaulting and validation of each kind attached, where kube has them."""
+    return [
+        replace(
+            rt,
+            defaults=rt.defaults or defaulting.for_kind(rt.group, rt.kind),
+            validate=rt.validate or validation.for_kind(rt.group, rt.kind),
+        )
+        for rt in types
+    ]
+
+
 def core_resources() -> list[ResourceType]:
     """core/v1: the plain Kubernetes objects the hub stores and the simulator serves."""
-    return [
+    return with_kube_rules([
         ResourceType(
             "", "v1", "Namespace", "namespaces", "namespace", namespaced=False,
             short_names=("ns",), has_status=True, strategic_merge=True, name_rule=NameRule.LABEL,
@@ -385,7 +406,7 @@ def core_resources() -> list[ResourceType]:
                 TableColumn("PreemptionPolicy", path("preemptionPolicy", default="PreemptLowerPriority")),
             ),
         ),
-    ]
+    ])
 
 
 def workload_resources() -> list[ResourceType]:
@@ -401,7 +422,7 @@ def workload_resources() -> list[ResourceType]:
         TableColumn("Selector", col.selector_string("spec.selector.matchLabels"), priority=1),
     )
     job_like = (TableColumn("State", col.job_state), AGE)
-    return [
+    return with_kube_rules([
         ResourceType(
             "apps", "v1", "Deployment", "deployments", "deployment", namespaced=True,
             short_names=("deploy",), categories=cats, has_status=True, strategic_merge=True,
@@ -457,17 +478,17 @@ def workload_resources() -> list[ResourceType]:
                 AGE,
             ),
         ),
-    ]
+    ])
 
 
 def coordination_resources() -> list[ResourceType]:
     """coordination.k8s.io/v1 Lease: agent heartbeats."""
-    return [
+    return with_kube_rules([
         ResourceType(
             "coordination.k8s.io", "v1", "Lease", "leases", "lease", namespaced=True, strategic_merge=True,
             columns=(TableColumn("Holder", path("spec.holderIdentity")), AGE),
         ),
-    ]
+    ])
 
 
 def gpufed_resource_types(

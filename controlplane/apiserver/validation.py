@@ -303,8 +303,15 @@ class Checked:
     warnings: list[str]
 
 
-def check_object(obj: dict[str, Any], rt: ResourceType, *, field_validation: FieldValidation) -> Checked:
-    """Validate ``obj`` for a write. Raise BadRequest/Invalid; return it (pruned) and warnings."""
+def check_object(
+    obj: dict[str, Any],
+    rt: ResourceType,
+    *,
+    field_validation: FieldValidation,
+    old: dict[str, Any] | None = None,
+) -> Checked:
+    """Validate ``obj`` for a write (``old``: the stored object, on update). Raise BadRequest/Invalid;
+    return it (pruned) and warnings."""
     name = str((obj.get("metadata") or {}).get("name") or "")
     causes = metadata_causes(obj, rt)
     warnings: list[str] = []
@@ -325,6 +332,8 @@ def check_object(obj: dict[str, Any], rt: ResourceType, *, field_validation: Fie
             # valid (``{application: {bogus: 1}}`` becomes ``{application: {}}``).
             checked = check_model(obj, rt.model)
         causes.extend(checked.causes)
+    if rt.validate is not None:
+        causes.extend(Cause(str(e.type), e.message, e.field) for e in rt.validate(obj, old))
     if causes:
         raise invalid(kind=rt.kind, group=rt.group, name=name, causes=causes)
     return Checked(obj, warnings)

@@ -91,6 +91,8 @@ class Writer:
             obj["status"] = {"phase": "Active"}
         if rt.prepare is not None:
             rt.prepare(obj)
+        if rt.defaults is not None:
+            rt.defaults(obj)
         checked = check_object(obj, rt, field_validation=options.field_validation)
         obj = checked.obj
         meta = obj["metadata"]
@@ -203,7 +205,9 @@ class Writer:
     ) -> dict[str, Any]:
         if rt.prepare is not None:
             rt.prepare(new)
-        checked = check_object(new, rt, field_validation=options.field_validation)
+        if rt.defaults is not None:
+            rt.defaults(new)
+        checked = check_object(new, rt, field_validation=options.field_validation, old=old)
         new = checked.obj
         meta = new["metadata"]
         old_meta = old["metadata"]
