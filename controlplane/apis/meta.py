@@ -43,6 +43,7 @@ class WireModel(BaseModel):
     """Base for every API model: camelCase on the wire, snake_case in Python, unknown keys kept.
 
     Use it directly for parts of an object that agents or newer clients may extend (status).
+    A string right under a field is that field's description for users (``kubectl explain``).
     """
 
     model_config = ConfigDict(
@@ -50,6 +51,7 @@ class WireModel(BaseModel):
         populate_by_name=True,
         extra="allow",
         validate_default=False,
+        use_attribute_docstrings=True,
     )
 
     def to_wire(self) -> dict[str, Any]:

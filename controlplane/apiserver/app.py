@@ -3,8 +3,8 @@
 ``create_app(object_store, registry, authenticator=..., authorizer=...)`` returns an
 aiohttp application serving: health (``/healthz``, ``/livez``, ``/readyz``, no auth),
 ``/version``, discovery (``/api``, ``/api/v1``, ``/apis``, ``/apis/<g>[/<v>]``),
-OpenAPI v3 (``/openapi/v3`` and one document per group-version; ``/openapi/v2`` is a
-404, which kubectl accepts once v3 works), and every resource path.
+OpenAPI (``/openapi/v3``, one v3 document per group-version, and ``/openapi/v2`` as JSON
+or protobuf: :mod:`controlplane.apiserver.openapi`), and every resource path.
 
 Two middlewares wrap every request, outermost first: one parses the request
 (:func:`routing.parse_request`), turns any error into a Kubernetes ``Status``
@@ -37,7 +37,7 @@ from controlplane.apiserver.identity import (
     UserInfo,
 )
 from controlplane.apiserver.objects import ObjectStore, utc_now
-from controlplane.apiserver.openapi import OpenApiDocuments
+from controlplane.apiserver.openapi.serving import OpenApiEndpoints
 from controlplane.apiserver.resources import Registry
 from controlplane.apiserver.routing import RequestInfo, parse_request
 from controlplane.apiserver.serving import inflight_middleware
@@ -221,7 +221,7 @@ class _Endpoints:
         self._objects = objects
         self._registry = registry
         self._resources = resources
-        self._openapi = OpenApiDocuments(registry)
+        self.openapi = OpenApiEndpoints(registry)
         #: The last readiness verdict, so that a failing store is logged once, not per probe.
         self._ready = True
 
@@ -251,15 +251,6 @@ class _Endpoints:
 
     async def apis(self, _request: web.Request) -> web.StreamResponse:
         return json_response(discovery.api_group_list(self._registry))
-
-    async def openapi_index(self, _request: web.Request) -> web.StreamResponse:
-        return json_response(self._openapi.index())
-
-    async def openapi_document(self, request: web.Request) -> web.StreamResponse:
-        document = self._openapi.document(request.match_info["tail"])
-        if document is None:
-            raise errors.NotFound("the server could not find the requested resource")
-        return json_response(document)
 
     async def resource_path(self, request: web.Request) -> web.StreamResponse:
         """/api/... and /apis/...: discovery documents or resources."""
@@ -357,8 +348,7 @@ def create_app(
     app.router.add_get("/version", endpoints.version)
     app.router.add_get("/api", endpoints.api)
     app.router.add_get("/apis", endpoints.apis)
-    app.router.add_get("/openapi/v3", endpoints.openapi_index)
-    app.router.add_get("/openapi/v3/{tail:.+}", endpoints.openapi_document)
+    app.router.add_routes(endpoints.openapi.routes())
     # Extra routes first: some live under /apis/ (the join and token endpoints) and must
     # win over the generic resource routes.
     app.router.add_routes(list(extra_routes))

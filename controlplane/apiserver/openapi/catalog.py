@@ -1,0 +1,98 @@
+"""Which schema each served kind gets, and the definitions a set of kinds needs.
+
+A kind's schema comes, in this order, from its pydantic model (gpufed's and Karmada's kinds,
+:mod:`.models`), from :mod:`.extra_kinds` (Kubeflow's and KubeRay's jobs, WasteReport), or
+from kube's own definitions when kube has the group-version-kind (:mod:`.upstream`: every
+built-in kind, with nothing to wire per kind); any other kind gets an open object. Every
+kind's definition carries ``x-kubernetes-group-version-kind``, which is how ``kubectl
+explain`` and ``kubectl apply`` find it.
+
+All definitions are in kube's OpenAPI v2 dialect; :mod:`.v3` converts them.
+Pure: in a registry and kube's definitions, out JSON-ready dicts.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from controlplane.apiserver.openapi.extra_kinds import extra_kind_definitions
+from controlplane.apiserver.openapi.models import model_definitions, model_json_schema
+from controlplane.apiserver.openapi.upstream import (
+    DEFINITIONS_PREFIX,
+    DELETE_OPTIONS,
+    PATCH,
+    STATUS,
+    UpstreamDefinitions,
+)
+from controlplane.apiserver.resources import Registry, ResourceType
+
+#: What every document's operations refer to besides the kinds.
+COMMON_DEFINITIONS = (STATUS, DELETE_OPTIONS, PATCH)
+
+
+def reversed_dns_name(rt: ResourceType) -> str:
+    """``io.gpufed.policy.v1alpha1.PropagationPolicy``: how kube names a CRD's schema."""
+    group = ".".join(reversed(rt.group.split("."))) if rt.group else "io.k8s.api.core"
+    return f"{group}.{rt.version}.{rt.kind}"
+
+
+@dataclass(frozen=True, slots=True)
+class KindSchema:
+    """A kind's definition name and the definitions that are its own (kube's are shared)."""
+
+    name: str
+    definitions: dict[str, dict[str, Any]]
+
+
+def _open_schema(rt: ResourceType) -> dict[str, Any]:
+    return {
+        "description": f"{rt.kind} ({rt.api_version}); the server keeps every field as written.",
+        "type": "object",
+        "x-kubernetes-preserve-unknown-fields": True,
+    }
+
+
+def kind_schema(
+    rt: ResourceType, upstream: UpstreamDefinitions, json_schema: Callable[[type[BaseModel]], dict[str, Any]]
+) -> KindSchema:
+    """Where ``rt``'s schema comes from (see the module docstring); ``json_schema`` renders a model."""
+    gvk = [{"group": rt.group, "version": rt.version, "kind": rt.kind}]
+    if rt.model is not None:
+        name = reversed_dns_name(rt)
+        definitions = model_definitions(json_schema(rt.model), name=name, kind=rt.kind)
+    elif (extra := extra_kind_definitions(rt.group, rt.version, rt.kind)) is not None:
+        name, definitions = extra
+    elif (upstream_name := upstream.for_kind(rt.group, rt.version, rt.kind)) is not None:
+        return KindSchema(upstream_name, {})
+    else:
+        name = reversed_dns_name(rt)
+        definitions = {name: _open_schema(rt)}
+    definitions[name] = {**definitions[name], "x-kubernetes-group-version-kind": gvk}
+    return KindSchema(name, definitions)
+
+
+class SchemaCatalog:
+    """The schemas of one registry's kinds."""
+
+    def __init__(self, registry: Registry, upstream: UpstreamDefinitions) -> None:
+        self.upstream = upstream
+        # The same model serves under several groups (Karmada's and gpufed's policies): render once.
+        json_schema = functools.cache(model_json_schema)
+        self._kinds = {(rt.group, rt.version, rt.kind): kind_schema(rt, upstream, json_schema) for rt in registry}
+
+    def kind(self, rt: ResourceType) -> KindSchema:
+        return self._kinds[(rt.group, rt.version, rt.kind)]
+
+    def definitions(self, types: list[ResourceType]) -> dict[str, dict[str, Any]]:
+        """The definitions ``types`` need: their own, and kube's that any of them refers to."""
+        own: dict[str, dict[str, Any]] = {}
+        for rt in types:
+            own.update(self.kind(rt).definitions)
+        roots = [*own.values(), *({"$ref": DEFINITIONS_PREFIX + self.kind(rt).name} for rt in types)]
+        roots.extend({"$ref": DEFINITIONS_PREFIX + name} for name in COMMON_DEFINITIONS)
+        return dict(sorted({**self.upstream.closure(roots), **own}.items()))

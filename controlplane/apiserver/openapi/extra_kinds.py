@@ -1,0 +1,411 @@
+"""Schemas of the kinds the hub stores without a model: Kubeflow's and KubeRay's jobs, WasteReport.
+
+PyTorchJob and MPIJob (``kubeflow.org/v1``) and RayJob and RayCluster (``ray.io/v1``) are other
+projects' CRDs; no maintained package ships their schemas, so these describe the fields
+gpufed reads and the ones users set most, in the operators' own terms, with each pod
+template as kube's ``PodTemplateSpec`` (so ``kubectl explain`` reaches every container
+field). The hub does not validate these kinds against the schemas: fields not listed are
+kept (``x-kubernetes-preserve-unknown-fields``), as the operators' newer fields must be.
+``WasteReport`` (``reports.gpufed.io/v1alpha1``) is computed, never stored: its schema
+documents what ``kubectl get wastereport -o yaml`` shows.
+
+Everything is in kube's OpenAPI v2 dialect, keyed by definition name.
+Pure: constants and small builders.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controlplane.apiserver.openapi.models import type_meta_properties
+from controlplane.apiserver.openapi.upstream import DEFINITIONS_PREFIX, POD_TEMPLATE_SPEC
+
+_TIME = "io.k8s.apimachinery.pkg.apis.meta.v1.Time"
+_CONDITION = "io.k8s.apimachinery.pkg.apis.meta.v1.Condition"
+
+
+def _s(description: str, type_: str = "string", **extra: Any) -> dict[str, Any]:
+    return {"description": description, "type": type_, **extra}
+
+
+def _int(description: str) -> dict[str, Any]:
+    return _s(description, "integer", format="int32")
+
+
+def _ref(name: str, description: str) -> dict[str, Any]:
+    return {"$ref": DEFINITIONS_PREFIX + name, "description": description}
+
+
+def _object(description: str, properties: dict[str, Any], *, open_: bool = True) -> dict[str, Any]:
+    out: dict[str, Any] = {"description": description, "type": "object", "properties": properties}
+    if open_:
+        out["x-kubernetes-preserve-unknown-fields"] = True
+    return out
+
+
+def _map(description: str, values: dict[str, Any]) -> dict[str, Any]:
+    return {"description": description, "type": "object", "additionalProperties": values}
+
+
+def _array(description: str, items: dict[str, Any]) -> dict[str, Any]:
+    return {"description": description, "type": "array", "items": items}
+
+
+# --- Kubeflow training jobs (kubeflow.org/v1) ------------------------------------------------
+
+_KUBEFLOW = "org.kubeflow.v1."
+
+
+def _kubeflow_job_definitions(kind: str, specs_field: str, roles: str, extra_spec: dict[str, Any]) -> dict[str, Any]:
+    spec = _object(
+        f"{kind}Spec is the desired state of the {kind}.",
+        {
+            specs_field: _map(
+                f"{specs_field} maps each role ({roles}) to its ReplicaSpec. The job is a gang: gpufed "
+                "places all of its pods in one cluster or none.",
+                {"$ref": DEFINITIONS_PREFIX + _KUBEFLOW + "ReplicaSpec"},
+            ),
+            "runPolicy": _ref(_KUBEFLOW + "RunPolicy", "RunPolicy encapsulates the runtime policies of the job."),
+            **extra_spec,
+        },
+    )
+    status = _object(
+        f"{kind}Status is the observed state of the {kind}, summed over the member clusters that run it.",
+        {
+            "conditions": _array(
+                "Conditions of the job: Created, Running, Restarting, Succeeded, Failed.",
+                {"$ref": DEFINITIONS_PREFIX + _KUBEFLOW + "JobCondition"},
+            ),
+            "replicaStatuses": _map(
+                "ReplicaStatuses maps each role to how many of its pods are active, succeeded and failed.",
+                _object(
+                    "ReplicaStatus counts the pods of one role.",
+                    {
+                        "active": _int("The number of running pods."),
+                        "succeeded": _int("The number of pods that completed successfully."),
+                        "failed": _int("The number of pods that failed."),
+                    },
+                ),
+            ),
+            "startTime": _ref(_TIME, "When the job was acknowledged by the job controller."),
+            "completionTime": _ref(_TIME, "When the job completed."),
+            "lastReconcileTime": _ref(_TIME, "When the job was last reconciled by the job controller."),
+        },
+    )
+    return {
+        _KUBEFLOW + f"{kind}Spec": spec,
+        _KUBEFLOW + f"{kind}Status": status,
+    }
+
+
+_REPLICA_SPEC = _object(
+    "ReplicaSpec is the description of one role of the job: how many pods it runs and from which template.",
+    {
+        "replicas": _int("Replicas is the number of pods of this role. Defaults to 1."),
+        "template": _ref(
+            POD_TEMPLATE_SPEC,
+            "Template is the pod template of this role. gpufed reads its containers' resource requests "
+            "(GPUs, MIG slices, CPU, memory) to find clusters where every replica fits.",
+        ),
+        "restartPolicy": _s("RestartPolicy of this role's pods: Always, OnFailure, Never or ExitCode. Defaults to Never."),
+    },
+)
+
+_KUBEFLOW_SHARED: dict[str, Any] = {
+    _KUBEFLOW + "ReplicaSpec": _REPLICA_SPEC,
+    _KUBEFLOW + "RunPolicy": _object(
+        "RunPolicy encapsulates the runtime policies of a distributed training job.",
+        {
+            "cleanPodPolicy": _s(
+                "CleanPodPolicy says which pods to delete when the job finishes: All, Running or None."
+            ),
+            "ttlSecondsAfterFinished": _int("Seconds after the job finishes before it is deleted."),
+            "activeDeadlineSeconds": _s(
+                "Seconds the job may stay active before the system tries to end it.", "integer", format="int64"
+            ),
+            "backoffLimit": _int("The number of retries before the job is marked failed."),
+            "suspend": _s(
+                "Suspend stops the job's pods (and keeps it from creating new ones) while true.", "boolean"
+            ),
+            "schedulingPolicy": _object(
+                "SchedulingPolicy passes gang-scheduling parameters to the member cluster's batch scheduler.",
+                {
+                    "minAvailable": _int("The number of pods that must be able to start together."),
+                    "queue": _s("The batch scheduler's queue for the job."),
+                    "priorityClass": _s("The PriorityClass of the job's pod group."),
+                    "scheduleTimeoutSeconds": _int("How long the pod group may wait to be scheduled."),
+                },
+            ),
+            "managedBy": _s("The controller that reconciles the job; empty means the Kubeflow training operator."),
+        },
+    ),
+    _KUBEFLOW + "JobCondition": _object(
+        "JobCondition describes the state of the job at one point.",
+        {
+            "type": _s("Type of the condition: Created, Running, Restarting, Succeeded or Failed."),
+            "status": _s("Status of the condition: True, False or Unknown."),
+            "reason": _s("A one-word CamelCase reason for the condition's last transition."),
+            "message": _s("A human-readable message about the last transition."),
+            "lastUpdateTime": _ref(_TIME, "The last time this condition was updated."),
+            "lastTransitionTime": _ref(_TIME, "The last time the condition moved from one status to another."),
+        },
+    ),
+}
+
+# --- KubeRay (ray.io/v1) ----------------------------------------------------------------------
+
+_RAY = "io.ray.v1."
+_RAY_START_PARAMS = _map(
+    "RayStartParams are the flags passed to `ray start` in this group's pods (num-cpus, num-gpus, ...).",
+    {"type": "string"},
+)
+
+_RAY_DEFINITIONS: dict[str, Any] = {
+    _RAY + "RayClusterSpec": _object(
+        "RayClusterSpec is the desired state of a Ray cluster: one head group and any number of worker groups.",
+        {
+            "headGroupSpec": _ref(_RAY + "HeadGroupSpec", "HeadGroupSpec describes the Ray head pod."),
+            "workerGroupSpecs": _array(
+                "WorkerGroupSpecs are the groups of Ray worker pods. gpufed places the head and every "
+                "worker of the cluster in one member cluster.",
+                {"$ref": DEFINITIONS_PREFIX + _RAY + "WorkerGroupSpec"},
+            ),
+            "rayVersion": _s("RayVersion is the version of Ray the pods run."),
+            "enableInTreeAutoscaling": _s(
+                "EnableInTreeAutoscaling runs the Ray autoscaler, which scales worker groups between "
+                "their minReplicas and maxReplicas.", "boolean",
+            ),
+            "suspend": _s("Suspend deletes the cluster's pods while true.", "boolean"),
+        },
+    ),
+    _RAY + "HeadGroupSpec": _object(
+        "HeadGroupSpec describes the Ray head pod.",
+        {
+            "rayStartParams": _RAY_START_PARAMS,
+            "template": _ref(POD_TEMPLATE_SPEC, "Template is the pod template of the head pod."),
+            "serviceType": _s("ServiceType of the head's Service: ClusterIP, NodePort or LoadBalancer."),
+        },
+    ),
+    _RAY + "WorkerGroupSpec": _object(
+        "WorkerGroupSpec describes one group of identical Ray worker pods.",
+        {
+            "groupName": _s("GroupName is the unique name of the group in the cluster."),
+            "replicas": _int("Replicas is the number of worker pods (of hosts, with numOfHosts) wanted now."),
+            "minReplicas": _int("MinReplicas is the fewest workers the autoscaler keeps. Defaults to 0."),
+            "maxReplicas": _int("MaxReplicas is the most workers the autoscaler creates."),
+            "numOfHosts": _int("NumOfHosts is the number of pods per replica (multi-host workers). Defaults to 1."),
+            "rayStartParams": _RAY_START_PARAMS,
+            "template": _ref(
+                POD_TEMPLATE_SPEC,
+                "Template is the pod template of the group's workers; gpufed reads its resource requests.",
+            ),
+            "suspend": _s("Suspend deletes the group's pods while true.", "boolean"),
+        },
+    ),
+    _RAY + "RayJobSpec": _object(
+        "RayJobSpec is the desired state of a RayJob: the program to run and the Ray cluster to run it on.",
+        {
+            "entrypoint": _s("Entrypoint is the command that starts the job (for example `python train.py`)."),
+            "runtimeEnvYAML": _s("RuntimeEnvYAML is the job's Ray runtime environment, as YAML."),
+            "jobId": _s("JobId is the submission ID of the job; generated when empty."),
+            "rayClusterSpec": _ref(
+                _RAY + "RayClusterSpec", "RayClusterSpec is the Ray cluster created to run the job."
+            ),
+            "clusterSelector": _map(
+                "ClusterSelector selects an existing RayCluster by labels instead of creating one.",
+                {"type": "string"},
+            ),
+            "submissionMode": _s("SubmissionMode is how the job is submitted: K8sJobMode (default) or HTTPMode."),
+            "submitterPodTemplate": _ref(
+                POD_TEMPLATE_SPEC, "SubmitterPodTemplate is the pod template of the job that submits the program."
+            ),
+            "shutdownAfterJobFinishes": _s(
+                "ShutdownAfterJobFinishes deletes the Ray cluster when the job finishes.", "boolean"
+            ),
+            "ttlSecondsAfterFinished": _int("Seconds after the job finishes before its Ray cluster is deleted."),
+            "activeDeadlineSeconds": _int("Seconds the job may run before it is marked failed."),
+            "backoffLimit": _int("The number of retries before the job is marked failed."),
+            "suspend": _s("Suspend deletes the job's Ray cluster and keeps the job waiting while true.", "boolean"),
+        },
+    ),
+    _RAY + "RayJobStatus": _object(
+        "RayJobStatus is the observed state of the RayJob in the member cluster that runs it.",
+        {
+            "jobId": _s("JobId is the submission ID of the job."),
+            "rayClusterName": _s("RayClusterName is the name of the Ray cluster that runs the job."),
+            "dashboardURL": _s("DashboardURL is the address of the Ray dashboard."),
+            "jobStatus": _s("JobStatus is Ray's status of the job: PENDING, RUNNING, STOPPED, SUCCEEDED or FAILED."),
+            "jobDeploymentStatus": _s(
+                "JobDeploymentStatus is the operator's phase of the job: Initializing, Running, Complete, "
+                "Failed, Suspending, Suspended, Retrying or ValidationFailed."
+            ),
+            "message": _s("Message explains the job's current status."),
+            "startTime": _ref(_TIME, "When the job started."),
+            "endTime": _ref(_TIME, "When the job ended."),
+            "succeeded": _int("The number of times the job succeeded."),
+            "failed": _int("The number of times the job failed."),
+            "rayClusterStatus": _ref(_RAY + "RayClusterStatus", "The status of the job's Ray cluster."),
+        },
+    ),
+    _RAY + "RayClusterStatus": _object(
+        "RayClusterStatus is the observed state of the Ray cluster in the member cluster that runs it.",
+        {
+            "state": _s("State of the cluster: ready, suspended or failed."),
+            "desiredWorkerReplicas": _int("The number of worker pods wanted across all groups."),
+            "availableWorkerReplicas": _int("The number of worker pods running."),
+            "readyWorkerReplicas": _int("The number of worker pods ready."),
+            "minWorkerReplicas": _int("The sum of the groups' minReplicas."),
+            "maxWorkerReplicas": _int("The sum of the groups' maxReplicas."),
+            "conditions": _array(
+                "Conditions of the cluster (HeadPodReady, RayClusterProvisioned, ...).",
+                {"$ref": DEFINITIONS_PREFIX + _CONDITION},
+            ),
+            "reason": _s("Reason explains a failed state."),
+        },
+    ),
+}
+
+# --- WasteReport (reports.gpufed.io/v1alpha1) --------------------------------------------------
+
+_REPORTS = "io.gpufed.reports.v1alpha1."
+_HOURS = _s("GPU-hours.", "number")
+_STATE_HOURS = {
+    state: _s(f"GPU-hours in the {state} state.", "number")
+    for state in ("busy", "idle-allocated", "unmeasured", "free-needed", "free-fragmented", "free-spare", "unavailable")
+}
+
+_REPORT_DEFINITIONS: dict[str, Any] = {
+    _REPORTS + "WasteReportSpec": _object(
+        "WasteReportSpec is what the report was asked for (the object's name and the request's query).",
+        {
+            "since": _s("Since is the length of the window, ending at the last complete minute (24h, 7d, ...)."),
+            "from": _s("From is the start of a custom window (RFC 3339)."),
+            "to": _s("To is the end of a custom window (RFC 3339)."),
+            "by": _array("By lists the dimensions the report is grouped by (cluster, namespace, ...).", {"type": "string"}),
+            "top": _int("Top is how many of the idlest workloads are listed."),
+            "step": _s("Step is the length of each point of the time series, when one was asked for."),
+        },
+    ),
+    _REPORTS + "WasteReportStatus": _object(
+        "WasteReportStatus is the report: GPU-hours and their cost in each state over the window.",
+        {
+            "window": _object(
+                "Window is the time the report covers.",
+                {
+                    "from": _s("The start of the window (RFC 3339).", format="date-time"),
+                    "to": _s("The end of the window (RFC 3339).", format="date-time"),
+                    "observed_hours": _s("Hours of the window for which samples exist.", "number"),
+                    "unobserved_hours": _s("Hours of the window without samples.", "number"),
+                },
+            ),
+            "by": _array("The dimensions of groups.", {"type": "string"}),
+            "totals": _object(
+                "Totals over the whole fleet: GPU-hours and cost per state, and the waste.",
+                {
+                    "gpu_hours": _object("GPU-hours per state.", dict(_STATE_HOURS)),
+                    "gpu_hours_total": _HOURS,
+                    "cost_usd_total": _s("The cost of all GPU-hours, in US dollars.", "number"),
+                    "waste_gpu_hours": _s(
+                        "GPU-hours wasted: idle-allocated, free-needed and free-fragmented.", "number"
+                    ),
+                    "waste_cost_usd": _s("The cost of the wasted GPU-hours, in US dollars.", "number"),
+                },
+            ),
+            "groups": _array(
+                "Groups are the totals per value of the `by` dimensions.",
+                _object("The totals of one group; `key` maps each dimension to its value.", {}),
+            ),
+            "top_idle_workloads": _array(
+                "The workloads whose allocated GPUs were idle longest, idlest first.",
+                _object(
+                    "One workload's GPU use over the window.",
+                    {
+                        "namespace": _s("The workload's namespace."),
+                        "workload": _s("The workload's name."),
+                        "gpus_now": _s("GPUs the workload holds now.", "number"),
+                        "idle_gpu_hours": _s("Allocated GPU-hours with no measured utilization.", "number"),
+                        "idle_cost_usd": _s("The cost of the idle GPU-hours, in US dollars.", "number"),
+                        "mean_utilization": _s("Mean GPU utilization, 0 to 1, where measured.", "number"),
+                    },
+                ),
+            ),
+            "recommendations": _array(
+                "What to change to waste less, with the daily saving.",
+                _object(
+                    "One recommendation.",
+                    {
+                        "kind": _s("The kind of change (right-size, scale down, ...)."),
+                        "text": _s("The recommendation in words."),
+                        "savings_usd_per_day": _s("The saving, in US dollars per day.", "number"),
+                    },
+                ),
+            ),
+            "series": _array(
+                "The time series (with ?step=): mean GPUs per state in each step.", _object("One step.", {})
+            ),
+        },
+    ),
+}
+
+
+def _kind(kind: str, prefix: str, description: str, *, status: bool = True) -> dict[str, Any]:
+    properties: dict[str, Any] = {
+        **type_meta_properties(),
+        "spec": _ref(prefix + f"{kind}Spec", f"Spec is the desired state of the {kind}."),
+    }
+    if status:
+        properties["status"] = _ref(prefix + f"{kind}Status", f"Status is the observed state of the {kind}.")
+    return {"description": description, "type": "object", "properties": properties}
+
+
+def _kinds() -> dict[tuple[str, str, str], tuple[str, dict[str, Any]]]:
+    return {
+        ("kubeflow.org", "v1", "PyTorchJob"): (
+            _KUBEFLOW + "PyTorchJob",
+            _kind("PyTorchJob", _KUBEFLOW, "PyTorchJob represents a distributed PyTorch training job (Kubeflow)."),
+        ),
+        ("kubeflow.org", "v1", "MPIJob"): (
+            _KUBEFLOW + "MPIJob",
+            _kind("MPIJob", _KUBEFLOW, "MPIJob represents an MPI (Horovod, DeepSpeed, ...) training job (Kubeflow)."),
+        ),
+        ("ray.io", "v1", "RayJob"): (
+            _RAY + "RayJob",
+            _kind("RayJob", _RAY, "RayJob runs one program on a Ray cluster created for it (KubeRay)."),
+        ),
+        ("ray.io", "v1", "RayCluster"): (
+            _RAY + "RayCluster",
+            _kind("RayCluster", _RAY, "RayCluster represents a Ray cluster: a head pod and groups of workers (KubeRay)."),
+        ),
+        ("reports.gpufed.io", "v1alpha1", "WasteReport"): (
+            _REPORTS + "WasteReport",
+            _kind(
+                "WasteReport", _REPORTS,
+                "WasteReport tells, in GPU-hours and dollars, where the fleet's GPUs were busy, idle while "
+                "allocated, or free, over a window of time. Computed on request; read-only.",
+            ),
+        ),
+    }
+
+
+def _parts() -> dict[str, Any]:
+    parts: dict[str, Any] = {**_KUBEFLOW_SHARED, **_RAY_DEFINITIONS, **_REPORT_DEFINITIONS}
+    pytorch = _kubeflow_job_definitions(
+        "PyTorchJob", "pytorchReplicaSpecs", "Master, Worker",
+        {"nprocPerNode": _s("The number of processes per node (torchrun --nproc-per-node): auto, cpu, gpu or a number.")},
+    )
+    mpi = _kubeflow_job_definitions(
+        "MPIJob", "mpiReplicaSpecs", "Launcher, Worker",
+        {"slotsPerWorker": _int("SlotsPerWorker is the number of MPI slots per worker pod. Defaults to 1.")},
+    )
+    parts.update(pytorch)
+    parts.update(mpi)
+    return parts
+
+
+def extra_kind_definitions(group: str, version: str, kind: str) -> tuple[str, dict[str, dict[str, Any]]] | None:
+    """The definition name and definitions (the kind's and its parts') of a kind listed here."""
+    entry = _kinds().get((group, version, kind))
+    if entry is None:
+        return None
+    name, schema = entry
+    return name, {**_parts(), name: schema}

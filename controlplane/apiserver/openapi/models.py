@@ -1,0 +1,204 @@
+"""Schemas of the kinds validated by pydantic models (gpufed's and Karmada's), as kube serves a CRD's.
+
+A model's JSON schema (JSON Schema 2020-12) is rewritten into kube's OpenAPI v2 dialect, the
+form every definition takes here (:mod:`.upstream` holds kube's own): ``#/definitions/``
+references named after the kind's group (``io.gpufed.policy.v1alpha1.Placement``), one type
+per schema (``Optional[X]`` is ``X``; a union of scalars is kube's int-or-string or an
+untyped value), ``const``/``Literal`` as ``enum``, no pydantic titles or defaults.
+
+Descriptions are written for users: a field's description is the attribute docstring under
+it in the model (``use_attribute_docstrings``); class docstrings speak to developers and are
+left out, except that a kind's own description comes from :data:`KIND_DESCRIPTIONS`.
+Sub-objects that are kube's own types (``ObjectMeta``, ``Condition``, ``LabelSelector``,
+``Toleration``, ``Taint``, ``OwnerReference``) refer to kube's definitions, with kube's
+descriptions, and so do ``apiVersion`` and ``kind``.
+Pure: in a model, out JSON-ready dicts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from controlplane.apiserver.openapi.upstream import DEFINITIONS_PREFIX, OBJECT_META
+
+_META = "io.k8s.apimachinery.pkg.apis.meta.v1."
+#: pydantic models that are kube's own types, wire for wire: served with kube's schema.
+KUBE_EQUIVALENTS: dict[str, str] = {
+    "ObjectMeta": OBJECT_META,
+    "OwnerReference": _META + "OwnerReference",
+    "Condition": _META + "Condition",
+    "LabelSelector": _META + "LabelSelector",
+    "LabelSelectorRequirement": _META + "LabelSelectorRequirement",
+    "Toleration": "io.k8s.api.core.v1.Toleration",
+    "Taint": "io.k8s.api.core.v1.Taint",
+}
+
+API_VERSION_DESCRIPTION = (
+    "APIVersion defines the versioned schema of this representation of an object. Servers should "
+    "convert recognized schemas to the latest internal value, and may reject unrecognized values. "
+    "More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources"
+)
+KIND_DESCRIPTION = (
+    "Kind is a string value representing the REST resource this object represents. Servers may infer "
+    "this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: "
+    "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds"
+)
+METADATA_DESCRIPTION = (
+    "Standard object's metadata. More info: "
+    "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"
+)
+
+_PROPAGATION = (
+    "{scope}PropagationPolicy represents the policy that propagates a group of resources to one or "
+    "more clusters{where}: which resource templates it selects, where their replicas may go and how "
+    "they are divided among the chosen clusters."
+)
+_OVERRIDE = (
+    "{scope}OverridePolicy represents the policy that overrides a group of resources when they are "
+    "propagated to member clusters{where}: the same template can get a different image, command, "
+    "labels or any other field per cluster."
+)
+#: The description of each kind served from a pydantic model, by kind.
+KIND_DESCRIPTIONS: dict[str, str] = {
+    "Cluster": (
+        "Cluster represents one member cluster of the federation: where it runs and what its GPUs "
+        "cost (spec, set by the platform team) and what it holds and has free right now (status, "
+        "reported by the cluster's agent)."
+    ),
+    "ResourceBinding": (
+        "ResourceBinding binds one resource template (a Deployment, Job, PyTorchJob, ...) to the "
+        "placement its PropagationPolicy asks for; the scheduler records in it which clusters get "
+        "how many replicas and why."
+    ),
+    "Work": (
+        "Work holds the manifests to apply in one member cluster (its namespace names the cluster); "
+        "the cluster's agent applies them and reports their status back."
+    ),
+    "PropagationPolicy": _PROPAGATION.format(scope="", where=" (namespace-scoped: it selects resources in its own namespace)"),
+    "ClusterPropagationPolicy": _PROPAGATION.format(
+        scope="Cluster", where=" (cluster-scoped: it selects resources in any namespace and cluster-scoped ones)"
+    ),
+    "OverridePolicy": _OVERRIDE.format(scope="", where=" (namespace-scoped: it applies to resources in its own namespace)"),
+    "ClusterOverridePolicy": _OVERRIDE.format(
+        scope="Cluster", where=" (cluster-scoped: it applies to resources in any namespace and cluster-scoped ones)"
+    ),
+}
+
+#: JSON-schema keywords kube's OpenAPI v2 dialect shares, kept as they are.
+_VALIDATION_KEYWORDS = {
+    "format", "minimum", "maximum", "minLength", "maxLength", "pattern", "minItems", "maxItems",
+    "uniqueItems", "minProperties", "maxProperties", "multipleOf", "enum", "required",
+}
+_SCALARS = {"string", "integer", "number", "boolean"}
+
+
+def type_meta_properties() -> dict[str, dict[str, Any]]:
+    """``apiVersion``, ``kind`` and ``metadata`` of a kind, with kube's descriptions."""
+    return {
+        "apiVersion": {"description": API_VERSION_DESCRIPTION, "type": "string"},
+        "kind": {"description": KIND_DESCRIPTION, "type": "string"},
+        "metadata": {"$ref": _ref(OBJECT_META), "description": METADATA_DESCRIPTION},
+    }
+
+
+def definition_prefix(name: str) -> str:
+    """``io.gpufed.policy.v1alpha1.`` for the kind ``io.gpufed.policy.v1alpha1.PropagationPolicy``."""
+    return name.rsplit(".", 1)[0] + "."
+
+
+def _ref(target: str) -> str:
+    return DEFINITIONS_PREFIX + target
+
+
+class _Rewriter:
+    """Rewrites one model's schema; ``prefix`` names its sub-definitions."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+
+    def target(self, ref: str) -> str:
+        name = ref.rsplit("/", 1)[-1]
+        return KUBE_EQUIVALENTS.get(name, self.prefix + name)
+
+    def schema(self, node: dict[str, Any], *, description: str | None) -> dict[str, Any]:
+        """A property (or item) schema; ``description`` is the field's own."""
+        node = dict(node)
+        any_of = node.pop("anyOf", None)
+        if isinstance(any_of, list):
+            alternatives = [a for a in any_of if a.get("type") != "null"]
+            if len(alternatives) == 1:
+                node = {**alternatives[0], **node}
+            else:
+                node = {**node, **self._union(alternatives)}
+        out: dict[str, Any] = {}
+        if "$ref" in node:
+            out["$ref"] = _ref(self.target(node["$ref"]))
+            if description:
+                out["description"] = description
+            return out
+        if description:
+            out["description"] = description
+        if "const" in node:
+            out["enum"] = [node["const"]]
+        for key, value in node.items():
+            if key in _VALIDATION_KEYWORDS or key.startswith("x-kubernetes-"):
+                out[key] = value
+            elif key == "type":
+                out["type"] = value
+            elif key in ("exclusiveMinimum", "exclusiveMaximum") and not isinstance(value, bool):
+                out["minimum" if key == "exclusiveMinimum" else "maximum"] = value
+                out[key] = True
+            elif key == "items" and isinstance(value, dict):
+                out["items"] = self.schema(value, description=None)
+            elif key == "additionalProperties" and isinstance(value, dict):
+                out["additionalProperties"] = self.schema(value, description=None) if value else {}
+            elif key == "properties" and isinstance(value, dict):
+                out["properties"] = {name: self.schema(sub, description=sub.get("description")) for name, sub in value.items()}
+        if out.get("type") == "object" and not out.get("properties") and "additionalProperties" not in out:
+            # dict[str, Any] and free-form fields: any object, as a CRD's preserved fields.
+            out["x-kubernetes-preserve-unknown-fields"] = True
+        return out
+
+    @staticmethod
+    def _union(alternatives: list[dict[str, Any]]) -> dict[str, Any]:
+        types = {a.get("type") for a in alternatives}
+        if types <= {"integer", "string"} and len(types) == 2:
+            return {"type": "string", "format": "int-or-string"}
+        if types <= _SCALARS and "string" in types:
+            # A quantity (number or string): kube's Quantity is a string on the wire.
+            return {"type": "string"}
+        # Anything else (objects or values of several shapes): an untyped value.
+        return {}
+
+    def definition(self, node: dict[str, Any]) -> dict[str, Any]:
+        """A model's definition: its class docstring is not a user's description."""
+        out = self.schema({k: v for k, v in node.items() if k != "description"}, description=None)
+        out.pop("x-kubernetes-preserve-unknown-fields", None)
+        return out
+
+
+def model_json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The model's JSON schema as pydantic writes it (the costly step: do it once per model)."""
+    return model.model_json_schema(by_alias=True, mode="validation")
+
+
+def model_definitions(raw: dict[str, Any], *, name: str, kind: str) -> dict[str, dict[str, Any]]:
+    """The definitions of a kind served from a model whose :func:`model_json_schema` is ``raw``:
+    the kind (as ``name``) and its parts."""
+    rewriter = _Rewriter(definition_prefix(name))
+    parts = raw.get("$defs", {})
+    raw = {k: v for k, v in raw.items() if k != "$defs"}
+    out = {
+        rewriter.prefix + part: rewriter.definition(schema)
+        for part, schema in parts.items()
+        if part not in KUBE_EQUIVALENTS
+    }
+    main = rewriter.definition(raw)
+    properties = main.setdefault("properties", {})
+    properties.update({k: v for k, v in type_meta_properties().items() if k in properties})
+    if kind in KIND_DESCRIPTIONS:
+        main["description"] = KIND_DESCRIPTIONS[kind]
+    out[name] = main
+    return out

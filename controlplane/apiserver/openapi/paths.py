@@ -1,0 +1,130 @@
+"""The operations of each served kind, as kube-apiserver lists them in its OpenAPI documents.
+
+Per kind: list/create/deletecollection on the collection, get/replace/patch/delete on an
+object, get/replace/patch on ``/status`` where served, and the all-namespaces list of a
+namespaced kind. kubectl relies on two details (checked against kubectl 1.32):
+
+* it decides that the server validates fields itself (and sends ``fieldValidation=Strict``
+  instead of validating client-side) when the kind's ``patch`` operation carries
+  ``x-kubernetes-group-version-kind`` and a ``fieldValidation`` query parameter;
+* it sends strategic merge patches only to kinds whose ``patch`` operation accepts
+  ``application/strategic-merge-patch+json`` (built-in kinds), JSON merge patches otherwise.
+
+The operations are plain values here; :mod:`.v3` and :mod:`.v2` render them in each dialect.
+Pure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+from controlplane.apiserver.openapi.upstream import DELETE_OPTIONS, PATCH, STATUS
+from controlplane.apiserver.resources import ResourceType
+
+#: Query parameters: name -> (type, description).
+PARAMETERS: dict[str, tuple[str, str]] = {
+    "dryRun": ("string", "When present (All), the request is processed but not persisted."),
+    "fieldManager": ("string", "The name of the actor making the change."),
+    "fieldValidation": ("string", "How the server treats unknown or duplicate fields: Ignore, Warn (default) or Strict."),
+    "force": ("boolean", "Force an apply over conflicting fields."),
+    "labelSelector": ("string", "A selector to restrict the list of returned objects by their labels."),
+    "fieldSelector": ("string", "A selector to restrict the list of returned objects by their fields."),
+    "continue": ("string", "The continue token of a previous page."),
+    "resourceVersion": ("string", "The revision to list at or watch from."),
+    "resourceVersionMatch": ("string", "How resourceVersion applies to a list: Exact or NotOlderThan."),
+    "limit": ("integer", "The maximum number of items."),
+    "watch": ("boolean", "Watch for changes."),
+    "allowWatchBookmarks": ("boolean", "Request BOOKMARK events."),
+    "timeoutSeconds": ("integer", "Timeout of a watch."),
+}
+_LIST = ("labelSelector", "fieldSelector", "continue", "resourceVersion", "resourceVersionMatch", "limit",
+         "watch", "allowWatchBookmarks", "timeoutSeconds")
+_WRITE = ("dryRun", "fieldManager", "fieldValidation")
+PATCH_TYPES = ("application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml")
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    method: str
+    operation_id: str
+    action: str
+    group: str
+    version: str
+    kind: str
+    query: tuple[str, ...] = ()
+    #: The request body's definition (None: no body).
+    body: str | None = None
+    #: The patch content types a ``patch`` operation accepts.
+    consumes: tuple[str, ...] = ()
+    #: The 200 response's definition (None: any object).
+    response: str | None = None
+    created: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PathItem:
+    path: str
+    #: Path parameters: "namespace", "name".
+    parameters: tuple[str, ...]
+    operations: tuple[Operation, ...]
+
+
+def _object_operations(rt: ResourceType, schema: str, *, status: bool) -> list[Operation]:
+    suffix = "Status" if status else ""
+    op = partial(_operation, rt, f"{rt.kind}{suffix}")
+    patch_types = (*PATCH_TYPES, STRATEGIC_MERGE_PATCH) if rt.strategic_merge else PATCH_TYPES
+    out = [
+        op("get", "read", "get", response=schema),
+        op("put", "replace", "put", query=_WRITE, body=schema, response=schema, created=True),
+        op("patch", "patch", "patch", query=(*_WRITE, "force"), body=PATCH, consumes=patch_types,
+           response=schema, created=True),
+    ]
+    if not status:
+        out.append(op("delete", "delete", "delete", query=("dryRun",), body=DELETE_OPTIONS, response=STATUS))
+    return out
+
+
+def _operation(
+    rt: ResourceType,
+    name: str,
+    method: str,
+    verb: str,
+    action: str,
+    *,
+    query: tuple[str, ...] = (),
+    body: str | None = None,
+    consumes: tuple[str, ...] = (),
+    response: str | None = None,
+    created: bool = False,
+) -> Operation:
+    return Operation(method, f"{verb}{name}", action, rt.group, rt.version, rt.kind, query, body, consumes,
+                     response, created)
+
+
+def kind_paths(rt: ResourceType, schema: str) -> list[PathItem]:
+    """The path items of one kind whose definition is ``schema``."""
+    base = f"/apis/{rt.group}/{rt.version}" if rt.group else f"/api/{rt.version}"
+    scope = f"{base}/namespaces/{{namespace}}/{rt.plural}" if rt.namespaced else f"{base}/{rt.plural}"
+    scope_params: tuple[str, ...] = ("namespace",) if rt.namespaced else ()
+    op = partial(_operation, rt, rt.kind)
+    collection = [
+        op("get", "list", "list", query=_LIST),
+        op("post", "create", "post", query=_WRITE, body=schema, response=schema, created=True),
+        op("delete", "deletecollection", "deletecollection", query=("dryRun", "labelSelector", "fieldSelector"),
+           response=STATUS),
+    ]
+    items = [
+        PathItem(scope, scope_params, tuple(collection)),
+        PathItem(f"{scope}/{{name}}", (*scope_params, "name"), tuple(_object_operations(rt, schema, status=False))),
+    ]
+    if rt.has_status:
+        items.append(
+            PathItem(f"{scope}/{{name}}/status", (*scope_params, "name"),
+                     tuple(_object_operations(rt, schema, status=True)))
+        )
+    if rt.namespaced:
+        all_namespaces = _operation(rt, f"{rt.kind}ForAllNamespaces", "get", "list", "list", query=_LIST)
+        items.append(PathItem(f"{base}/{rt.plural}", (), (all_namespaces,)))
+    return items

@@ -1,0 +1,83 @@
+"""Kube's own schemas: the definitions of every built-in kind, read from the package's data file.
+
+``kubernetes-definitions.json.gz`` (made by :mod:`.regenerate` from ``kubernetes-validate``)
+holds every definition of one Kubernetes release in the OpenAPI v2 dialect kube serves:
+descriptions, ``x-kubernetes-group-version-kind``, patch strategies and merge keys, list
+types. :class:`UpstreamDefinitions` looks a kind up by group, version and kind, so any
+served built-in kind gets its upstream schema without naming it anywhere, and collects the
+definitions a set of schemas refers to (each OpenAPI v3 document carries its own).
+
+In: the data file. Out: read-only dicts (callers copy before changing them).
+"""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+DATA_FILE = Path(__file__).with_name("kubernetes-definitions.json.gz")
+DEFINITIONS_PREFIX = "#/definitions/"
+
+OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+LIST_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta"
+STATUS = "io.k8s.apimachinery.pkg.apis.meta.v1.Status"
+DELETE_OPTIONS = "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions"
+PATCH = "io.k8s.apimachinery.pkg.apis.meta.v1.Patch"
+POD_TEMPLATE_SPEC = "io.k8s.api.core.v1.PodTemplateSpec"
+INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
+QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
+
+
+def refs_in(node: Any) -> Iterator[str]:
+    """The definition names a schema refers to (``#/definitions/<name>``), depth first."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "$ref" and isinstance(value, str) and value.startswith(DEFINITIONS_PREFIX):
+                yield value[len(DEFINITIONS_PREFIX):]
+            elif isinstance(value, (dict, list)):
+                yield from refs_in(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from refs_in(item)
+
+
+class UpstreamDefinitions:
+    """One Kubernetes release's definitions, indexed by group-version-kind."""
+
+    def __init__(self, release: str, definitions: Mapping[str, dict[str, Any]]) -> None:
+        self.release = release
+        self.definitions = definitions
+        self._by_gvk: dict[tuple[str, str, str], str] = {}
+        for name, schema in definitions.items():
+            for gvk in schema.get("x-kubernetes-group-version-kind") or ():
+                key = (gvk.get("group", ""), gvk.get("version", ""), gvk.get("kind", ""))
+                # DeleteOptions, WatchEvent and friends list every group; a kind's own
+                # definition lists one: prefer the narrower one.
+                current = self._by_gvk.get(key)
+                if current is None or len(definitions[current]["x-kubernetes-group-version-kind"]) > 1:
+                    self._by_gvk[key] = name
+
+    @classmethod
+    def load(cls, path: Path = DATA_FILE) -> UpstreamDefinitions:
+        data = orjson.loads(gzip.decompress(path.read_bytes()))
+        return cls(data["release"], data["definitions"])
+
+    def for_kind(self, group: str, version: str, kind: str) -> str | None:
+        """The definition name of a built-in kind (``io.k8s.api.apps.v1.Deployment``), if kube has it."""
+        return self._by_gvk.get((group, version, kind))
+
+    def closure(self, schemas: Iterable[Any]) -> dict[str, dict[str, Any]]:
+        """Every upstream definition the given schemas refer to, directly or through others."""
+        out: dict[str, dict[str, Any]] = {}
+        pending = [name for schema in schemas for name in refs_in(schema)]
+        while pending:
+            name = pending.pop()
+            if name in out or name not in self.definitions:
+                continue
+            out[name] = self.definitions[name]
+            pending.extend(refs_in(out[name]))
+        return out
