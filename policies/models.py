@@ -50,10 +50,17 @@ class ResourceSelector(SpecModel):
     """
 
     api_version: str = Field(min_length=1)
+    """APIVersion of the target resources."""
     kind: str = Field(min_length=1)
+    """Kind of the target resources."""
     namespace: str | None = None
+    """Namespace of the target resources. Defaults to the policy's own namespace for a PropagationPolicy or
+    OverridePolicy."""
     name: str | None = None
+    """Name of the target resource. Empty selects every resource of the kind (that the label selector
+    matches)."""
     label_selector: LabelSelector | None = None
+    """A label query over the resources of the kind. Ignored when name is set."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -65,8 +72,11 @@ class FieldSelectorRequirement(SpecModel):
     """A ``fieldSelector.matchExpressions`` entry: ``provider``/``region``/``zone`` with In/NotIn."""
 
     key: str
+    """The cluster field to match: provider, region or zone."""
     operator: str
+    """How the key relates to the values: In or NotIn."""
     values: list[str] | None = Field(default=None, validate_default=True)
+    """The values the field is compared with; must not be empty."""
 
     @field_validator("key")
     @classmethod
@@ -92,6 +102,7 @@ class FieldSelectorRequirement(SpecModel):
 
 class FieldSelector(SpecModel):
     match_expressions: list[FieldSelectorRequirement] | None = None
+    """Requirements on cluster fields (provider, region, zone); all must hold."""
 
 
 class ClusterAffinity(SpecModel):
@@ -101,22 +112,33 @@ class ClusterAffinity(SpecModel):
     """
 
     label_selector: LabelSelector | None = None
+    """A label query over clusters: only clusters whose labels match are candidates."""
     field_selector: FieldSelector | None = None
+    """A query over cluster fields (provider, region, zone): only matching clusters are candidates."""
     cluster_names: list[str] | None = None
+    """The clusters that may be used. Empty means any cluster the other conditions allow."""
     exclude: list[str] | None = None
+    """Clusters that must not be used, whatever else matches."""
 
 
 class ClusterAffinityTerm(ClusterAffinity):
     """One named term of ``placement.clusterAffinities``, tried in order."""
 
     affinity_name: str = Field(min_length=1, max_length=32)
+    """The name of the term (at most 32 characters), unique among the terms."""
 
 
 class SpreadConstraint(SpecModel):
     spread_by_field: Literal["cluster", "region", "zone", "provider"] | None = None
+    """The cluster field to spread by: cluster, region, zone or provider. Cannot be set together with
+    spreadByLabel."""
     spread_by_label: str | None = None
+    """A cluster label to spread by: clusters with the same value form a group. Cannot be set together with
+    spreadByField."""
     max_groups: int | None = Field(default=None, ge=0)
+    """The most groups (clusters, regions, ...) the replicas may be spread over."""
     min_groups: int | None = Field(default=None, ge=0)
+    """The fewest groups the replicas must be spread over; scheduling fails when fewer are available."""
 
     @field_validator("spread_by_label")
     @classmethod
@@ -152,21 +174,28 @@ class SpreadConstraint(SpecModel):
 
 class StaticClusterWeight(SpecModel):
     target_cluster: ClusterAffinity
+    """The clusters this weight applies to."""
     weight: int = Field(ge=1)
+    """The weight of those clusters (at least 1): replicas are divided in proportion to the weights."""
 
 
 class ClusterPreferences(SpecModel):
     """``weightPreference``: static weights, or ``dynamicWeight: AvailableReplicas`` (wins if both)."""
 
     static_weight_list: list[StaticClusterWeight] | None = None
+    """Fixed weights per group of clusters. Clusters not listed get no replicas."""
     dynamic_weight: Literal["AvailableReplicas"] | None = None
+    """AvailableReplicas divides replicas in proportion to how many each cluster can hold now. Takes
+    precedence over staticWeightList."""
 
 
 class Tier(SpecModel):
     """A named overflow tier: the clusters matching ``clusterAffinity``."""
 
     name: str = Field(min_length=1, max_length=63)
+    """The name of the tier, unique among the tiers."""
     cluster_affinity: ClusterAffinity
+    """The clusters of this tier. A cluster belongs to the first tier it matches."""
 
 
 class TieredOverflow(SpecModel):
@@ -197,7 +226,11 @@ class TieredOverflow(SpecModel):
     """
 
     tiers: list[Tier] | None = None
+    """The tiers in fill order, overriding the clusters' own spec.tier. A cluster that matches no tier is not
+    used. Absent: every cluster's spec.tier applies (0 for on-prem, 1 otherwise)."""
     order: Literal["TierThenPrice"] | None = None
+    """How clusters are ordered: TierThenPrice (the only value, and the default) fills lower tiers first and,
+    within a tier, the cheaper clusters per GPU-hour first."""
 
     @field_validator("tiers")
     @classmethod
@@ -230,9 +263,16 @@ class ReplicaSchedulingStrategy(SpecModel):
     """
 
     replica_scheduling_type: Literal["Duplicated", "Divided"] | None = None
+    """Duplicated runs all replicas in every chosen cluster; Divided (the default when replicaScheduling is
+    set) divides them among the clusters."""
     replica_division_preference: Literal["Aggregated", "Weighted", "TieredOverflow"] | None = None
+    """How Divided replicas are split: Aggregated (as few clusters as possible), Weighted (by
+    weightPreference; the default) or TieredOverflow (fill cheap tiers first, overflow to the next, shrink the
+    most expensive first)."""
     weight_preference: ClusterPreferences | None = None
+    """The weights for Weighted division. Absent: equal weights."""
     tiered_overflow: TieredOverflow | None = None
+    """Options of TieredOverflow division: which clusters form each tier."""
 
     @field_validator("weight_preference")
     @classmethod
@@ -293,10 +333,17 @@ class Placement(SpecModel):
     """``spec.placement``: where a workload may go and how its replicas divide."""
 
     cluster_affinity: ClusterAffinity | None = None
+    """The clusters the resources may be propagated to. Absent: every cluster."""
     cluster_affinities: list[ClusterAffinityTerm] | None = None
+    """Alternative cluster affinities, tried in order: the first term whose clusters can hold the workload is
+    used. Cannot be set together with clusterAffinity."""
     cluster_tolerations: list[Toleration] | None = None
+    """Tolerations of cluster taints: a cluster with a NoSchedule or NoExecute taint is used only when
+    tolerated."""
     spread_constraints: list[SpreadConstraint] | None = None
+    """How the replicas must be spread over clusters, regions, zones or providers."""
     replica_scheduling: ReplicaSchedulingStrategy | None = None
+    """How replicas are scheduled: duplicated in every cluster, or divided among them. Absent: Duplicated."""
 
     @field_validator("cluster_affinities")
     @classmethod
@@ -354,15 +401,20 @@ class Placement(SpecModel):
 
 class DecisionConditions(SpecModel):
     toleration_seconds: int | None = Field(default=None, ge=0)
+    """How long the application may stay unhealthy before it is moved. Defaults to 300."""
 
 
 class StatePreservationRule(SpecModel):
     alias_label_name: str = Field(min_length=1)
+    """The label under which the preserved value is given to the new copy."""
     json_path: str = Field(min_length=1, alias="jsonPath")
+    """A JSONPath into the old copy's status that selects the value to preserve."""
 
 
 class StatePreservation(SpecModel):
     rules: list[StatePreservationRule] = Field(min_length=1)
+    """What to carry from the failed copy to its replacement, one rule per value. Accepted, not acted
+    on yet: nothing is carried over."""
 
 
 PurgeMode: TypeAlias = Literal["Immediately", "Graciously", "Never", "Directly", "Gracefully"]
@@ -378,9 +430,15 @@ class ApplicationFailoverBehavior(SpecModel):
     """
 
     decision_conditions: DecisionConditions = Field(default_factory=DecisionConditions)
+    """When the application counts as failed in a cluster."""
     purge_mode: PurgeMode | None = None
+    """How the copy in the failed cluster is removed: Immediately or Directly (at once), Graciously or
+    Gracefully (once the replacement is healthy, or after gracePeriodSeconds), Never (left to the user)."""
     grace_period_seconds: int | None = Field(default=None, gt=0)
+    """How long a gracious removal waits for the replacement to become healthy. Only with Graciously or
+    Gracefully. Defaults to 600."""
     state_preservation: StatePreservation | None = None
+    """State to carry from the failed copy to the replacement."""
 
     @field_validator("grace_period_seconds")
     @classmethod
@@ -409,8 +467,13 @@ class ClusterFailoverBehavior(SpecModel):
     """
 
     purge_mode: PurgeMode | None = None
+    """How the copy in a failed cluster is removed: Immediately or Directly, Graciously or Gracefully, or
+    Never."""
     grace_period_seconds: int | None = Field(default=None, gt=0)
+    """How long a gracious removal waits for the replacement to become healthy. Only with Graciously or
+    Gracefully. Defaults to the hub's graceful eviction timeout."""
     state_preservation: StatePreservation | None = None
+    """State to carry from the failed copy to the replacement."""
 
     @field_validator("grace_period_seconds")
     @classmethod
@@ -423,16 +486,21 @@ class ClusterFailoverBehavior(SpecModel):
 
 class FailoverBehavior(SpecModel):
     application: ApplicationFailoverBehavior | None = None
+    """Moves replicas off a cluster where the application stays unhealthy. Requires propagateDeps."""
     cluster: ClusterFailoverBehavior | None = None
+    """What happens to replicas on a cluster that fails."""
 
 
 class SuspendClusters(SpecModel):
     cluster_names: list[str] | None = None
+    """The clusters to which changes are not delivered."""
 
 
 class Suspension(SpecModel):
     dispatching: bool | None = None
+    """When true, changes to the selected resources are delivered to no cluster until it is false again."""
     dispatching_on_clusters: SuspendClusters | None = None
+    """Stops delivering changes to the listed clusters only. Cannot be set together with dispatching: true."""
 
     @field_validator("dispatching_on_clusters")
     @classmethod
@@ -444,7 +512,10 @@ class Suspension(SpecModel):
 
 class SchedulePriority(SpecModel):
     priority_class_source: Literal["KubePriorityClass", "PodPriorityClass", "FederatedPriorityClass"]
+    """Where the priority comes from: KubePriorityClass (a PriorityClass on the hub, named by
+    priorityClassName), PodPriorityClass or FederatedPriorityClass."""
     priority_class_name: str | None = None
+    """The PriorityClass whose value is the scheduling priority."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -456,9 +527,13 @@ class GpuShapeAlternative(SpecModel):
     """One acceptable per-replica GPU request (replaces the GPU requests of the pod template)."""
 
     name: str | None = None
+    """A name for the shape, shown in the scheduling explanation."""
     resources: dict[str, str | int]
+    """The per-replica GPU requests of this shape (for example nvidia.com/gpu: 1 or nvidia.com/mig-3g.40gb:
+    1); they replace the GPU requests of the pod template. Whole numbers for extended resources."""
     node_selector: dict[str, str] | None = None
-    """Extra node labels this shape needs, e.g. ``{nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB}``."""
+    """Node labels this shape needs in addition to the pod template's, for example nvidia.com/gpu.product:
+    NVIDIA-A100-SXM4-80GB."""
 
     @field_validator("resources")
     @classmethod
@@ -490,6 +565,8 @@ class GpuShapes(SpecModel):
     """
 
     alternatives: list[GpuShapeAlternative] = Field(min_length=1)
+    """The acceptable shapes, most preferred first: in each cluster the first one the cluster can hold is
+    used, and its Work gets that shape's requests."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -514,21 +591,49 @@ class PropagationSpec(SpecModel):
     """
 
     resource_selectors: list[ResourceSelector] = Field(min_length=1)
+    """The resource templates this policy propagates. At least one; an empty list does not select everything."""
     association: bool | None = None
+    """Deprecated in Karmada in favour of propagateDeps; accepted with a warning, no effect."""
     propagate_deps: bool | None = None
+    """When true, what the workload's pods reference (ConfigMaps, Secrets, ServiceAccounts,
+    PersistentVolumeClaims) is propagated with it, to the same clusters."""
     placement: Placement | None = None
+    """Where the resources may go and how their replicas are divided. Absent: every cluster, replicas
+    duplicated."""
     priority: int | None = None
+    """When several policies select a resource, the one with the highest priority claims it (then the most
+    specific selector, then the name). Defaults to 0."""
     preemption: Literal["Always", "Never"] | None = None
+    """Always lets this policy take over resources claimed by a policy of lower priority; Never (the default)
+    leaves claimed resources alone."""
     dependent_overrides: list[str] | None = None
+    """In Karmada, OverridePolicies that must exist before the resources are propagated. Accepted, not
+    acted on yet: override policies apply as soon as they exist."""
     scheduler_name: str | None = None
+    """In Karmada, the scheduler that places the resources. Accepted, not acted on yet: the hub's one
+    scheduler places every workload."""
     failover: FailoverBehavior | None = None
+    """What happens when the application or a cluster fails."""
     conflict_resolution: Literal["Abort", "Overwrite"] | None = None
+    """What happens when a resource of the same name already exists in a member cluster: Abort (the default:
+    report the conflict) or Overwrite (take it over)."""
     activation_preference: Literal["Lazy"] | None = None
+    """In Karmada, Lazy applies changes to the policy only when a selected resource next changes.
+    Accepted, not acted on yet: policy changes take effect at once."""
     suspension: Suspension | None = None
+    """Stops delivering changes to member clusters while set."""
     preserve_resources_on_deletion: bool | None = None
+    """When true, deleting a resource on the hub leaves its copies running in the member clusters, no longer
+    managed."""
     schedule_priority: SchedulePriority | None = None
+    """The scheduling priority of the resources: higher priorities are scheduled first. Nothing already placed
+    is preempted for it."""
     gang: bool | None = None
+    """When true, all replicas of a selected workload land in one cluster together or not at all. PyTorchJob,
+    MPIJob, RayJob and RayCluster are gangs unless this is false."""
     gpu_shapes: GpuShapes | None = None
+    """Per-replica GPU requests the workloads accept instead of the pod template's: in each cluster the first
+    shape the cluster can hold is used (for example a MIG slice on-prem, a whole GPU in the cloud)."""
 
     @field_validator("resource_selectors", mode="before")
     @classmethod
@@ -566,6 +671,7 @@ class PropagationPolicy(SpecModel):
     kind: Literal["PropagationPolicy"] = "PropagationPolicy"
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: PropagationSpec
+    """Spec is the desired behavior of the PropagationPolicy."""
 
 
 class ClusterPropagationPolicy(SpecModel):
@@ -575,6 +681,7 @@ class ClusterPropagationPolicy(SpecModel):
     kind: Literal["ClusterPropagationPolicy"] = "ClusterPropagationPolicy"
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: PropagationSpec
+    """Spec is the desired behavior of the ClusterPropagationPolicy."""
 
 
 AnyPropagationPolicy: TypeAlias = PropagationPolicy | ClusterPropagationPolicy
@@ -594,6 +701,7 @@ def _check_pointer(path: str) -> str:
 
 class ImagePredicate(SpecModel):
     path: str = Field(min_length=1)
+    """A JSON pointer to the image field to change, for example /spec/template/spec/containers/0/image."""
 
     @field_validator("path")
     @classmethod
@@ -605,9 +713,13 @@ class ImageOverrider(SpecModel):
     """Change one component of ``[registry/]repository[:tag|@digest]`` of container images."""
 
     predicate: ImagePredicate | None = None
+    """Which image field to change. Absent: every container image of the workload's pod templates."""
     component: Literal["Registry", "Repository", "Tag"]
+    """The part of the image to change: Registry, Repository or Tag."""
     operator: OverriderOperator
+    """add, remove or replace the component."""
     value: str | None = Field(default=None, validate_default=True)
+    """The new value of the component; required for add and replace."""
 
     @field_validator("value")
     @classmethod
@@ -619,21 +731,29 @@ class ImageOverrider(SpecModel):
 
 class CommandArgsOverrider(SpecModel):
     container_name: str = Field(min_length=1)
+    """The container whose command or args change."""
     operator: Literal["add", "remove"]
+    """add appends the values; remove deletes them."""
     value: list[str] | None = None
+    """The values to add or remove."""
 
 
 class LabelAnnotationOverrider(SpecModel):
     operator: OverriderOperator
+    """add, remove or replace the given labels or annotations."""
     value: dict[str, str] | None = None
+    """The labels or annotations to add, remove or replace."""
 
 
 class PlaintextOverrider(SpecModel):
     """A JSON-patch-like operation at a JSON pointer ``path``."""
 
     path: str = Field(min_length=1)
+    """A JSON pointer to the field to change, for example /spec/replicas."""
     operator: OverriderOperator
+    """add, remove or replace the field."""
     value: Any = None
+    """The new value for add and replace."""
 
     @field_validator("path")
     @classmethod
@@ -643,8 +763,11 @@ class PlaintextOverrider(SpecModel):
 
 class JSONPatchOperation(SpecModel):
     sub_path: str
+    """A JSON pointer inside the document held by the field."""
     operator: OverriderOperator
+    """add, remove or replace at subPath."""
     value: Any = None
+    """The new value for add and replace."""
 
     @field_validator("sub_path")
     @classmethod
@@ -656,8 +779,11 @@ class FieldOverrider(SpecModel):
     """Newer Karmada: patch inside a string field that holds JSON or YAML (e.g. a ConfigMap key)."""
 
     field_path: str = Field(min_length=1)
+    """A JSON pointer to a string field that holds a JSON or YAML document, for example /data/config.yaml."""
     json_ops: list[JSONPatchOperation] | None = Field(default=None, alias="json")
+    """Changes to the field's JSON document. Cannot be set together with yaml."""
     yaml_ops: list[JSONPatchOperation] | None = Field(default=None, alias="yaml")
+    """Changes to the field's YAML document. Cannot be set together with json."""
 
     @field_validator("field_path")
     @classmethod
@@ -679,19 +805,29 @@ class Overriders(SpecModel):
     annotations, field, plaintext."""
 
     plaintext: list[PlaintextOverrider] | None = None
+    """Changes to any field, by JSON pointer."""
     image_overrider: list[ImageOverrider] | None = None
+    """Changes to container images (registry, repository or tag)."""
     command_overrider: list[CommandArgsOverrider] | None = None
+    """Changes to container commands."""
     args_overrider: list[CommandArgsOverrider] | None = None
+    """Changes to container args."""
     labels_overrider: list[LabelAnnotationOverrider] | None = None
+    """Changes to labels."""
     annotations_overrider: list[LabelAnnotationOverrider] | None = None
+    """Changes to annotations."""
     field_overrider: list[FieldOverrider] | None = None
+    """Changes inside fields that hold JSON or YAML documents."""
 
 
 class RuleWithCluster(SpecModel):
     """One override rule: ``overriders`` for clusters matching ``targetCluster`` (all when absent)."""
 
     target_cluster: ClusterAffinity | None = None
+    """The clusters this rule applies to. Absent: every cluster."""
     overriders: Overriders
+    """The changes the rule makes, applied in this order: image, command, args, labels, annotations, field,
+    plaintext."""
 
 
 class OverrideSpec(SpecModel):
@@ -703,9 +839,15 @@ class OverrideSpec(SpecModel):
     """
 
     resource_selectors: list[ResourceSelector] | None = None
+    """The resources this policy overrides. Absent: every resource the policy can see."""
     override_rules: list[RuleWithCluster] | None = None
+    """The override rules, each for a set of clusters, applied in order."""
     target_cluster: ClusterAffinity | None = None
+    """Deprecated: use overrideRules. The clusters overriders applies to; used only when overrideRules is
+    empty."""
     overriders: Overriders | None = None
+    """Deprecated: use overrideRules. The changes made in targetCluster; used only when overrideRules is
+    empty."""
 
     def rules(self) -> list[RuleWithCluster]:
         """``overrideRules``; when empty, the deprecated ``targetCluster``/``overriders`` pair (Karmada)."""
@@ -723,6 +865,7 @@ class OverridePolicy(SpecModel):
     kind: Literal["OverridePolicy"] = "OverridePolicy"
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: OverrideSpec
+    """Spec is the desired behavior of the OverridePolicy."""
 
 
 class ClusterOverridePolicy(SpecModel):
@@ -732,6 +875,7 @@ class ClusterOverridePolicy(SpecModel):
     kind: Literal["ClusterOverridePolicy"] = "ClusterOverridePolicy"
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: OverrideSpec
+    """Spec is the desired behavior of the ClusterOverridePolicy."""
 
 
 AnyOverridePolicy: TypeAlias = OverridePolicy | ClusterOverridePolicy

@@ -40,14 +40,24 @@ class ClusterSpec(SpecModel):
     """
 
     provider: str = Field(min_length=1)
+    """Provider is where the cluster runs: onprem, aws, gcp, azure or any other name. On-prem clusters are in
+    overflow tier 0 unless tier says otherwise; all others in tier 1."""
     region: str | None = None
+    """Region of the cluster (for example us-east-1). Policies can select or spread by it."""
     zone: str | None = None
+    """Zone of the cluster within its region (for example us-east-1a). Policies can select or spread by it."""
     tier: int | None = Field(default=None, ge=0)
-    """Overflow order, lower first. When absent: 0 for ``provider: onprem``, else 1."""
+    """Tier orders clusters for TieredOverflow placement: lower tiers are filled first. Defaults to 0 when
+    provider is onprem, 1 otherwise."""
     pricing: dict[str, float] | None = None
-    """Dollars per GPU-hour, keyed by the ``nvidia.com/gpu.product`` label value."""
+    """Pricing maps each GPU product (the value of the node label nvidia.com/gpu.product) to its price in US
+    dollars per GPU-hour. Used to fill the cheapest clusters of a tier first and to cost GPU waste."""
     taints: list[Taint] | None = None
+    """Taints of the cluster: a NoSchedule or NoExecute taint keeps out workloads whose policy's
+    clusterTolerations do not tolerate it; an untolerated PreferNoSchedule taint makes the cluster
+    score lower."""
     unschedulable: bool | None = None
+    """Unschedulable cordons the cluster: no new replicas are placed on it; what runs there stays."""
 
     @field_validator("pricing")
     @classmethod
@@ -67,63 +77,98 @@ class ClusterSpec(SpecModel):
 
 class NodeSummary(WireModel):
     total: int = Field(ge=0)
+    """The number of nodes in the cluster."""
     ready: int = Field(ge=0)
+    """The number of nodes whose Ready condition is True."""
 
 
 class GpuSummary(WireModel):
     """One ``(resource, product)`` line of ``status.gpuSummary``."""
 
     resource: str
+    """The extended resource name: nvidia.com/gpu for whole GPUs, nvidia.com/mig-<profile> for MIG slices."""
     product: str | None = None
+    """The GPU product (the nvidia.com/gpu.product node label), for example NVIDIA-A100-SXM4-80GB."""
     capacity: int = Field(ge=0)
+    """The number of this resource on all nodes."""
     allocatable: int = Field(ge=0)
+    """The number of this resource that pods can request on Ready, schedulable nodes."""
     allocated: int = Field(default=0, ge=0)
+    """The number of this resource requested by pods that run or are bound to a node."""
 
 
 class ResourceSummary(WireModel):
     allocatable: dict[str, int] | None = None
+    """Allocatable resources summed over the cluster's Ready nodes, as whole numbers (CPU in millicores,
+    memory in bytes, extended resources in units)."""
     allocated: dict[str, int] | None = None
+    """Resources requested by the cluster's pods, in the same units as allocatable."""
 
 
 class NodeGpu(WireModel):
     """GPU facts of a node shape (from GPU Feature Discovery labels)."""
 
     product: str | None = None
+    """The GPU product of the nodes (the nvidia.com/gpu.product label)."""
     memory_mib: int | None = Field(default=None, alias="memoryMiB", ge=0)
+    """The memory of one GPU, in MiB (the nvidia.com/gpu.memory label)."""
     count: int | None = Field(default=None, ge=0)
+    """The number of GPUs per node (the nvidia.com/gpu.count label)."""
     mig_strategy: Literal["none", "single", "mixed"] | None = None
+    """How the nodes expose MIG: none, single (every GPU split the same way, advertised as nvidia.com/gpu) or
+    mixed (each profile its own nvidia.com/mig-<profile> resource)."""
     shared_replicas: int | None = Field(default=None, ge=0)
+    """With GPU time-slicing, how many pods may share one GPU (the nvidia.com/gpu.replicas label)."""
 
 
 class ShapeTaint(WireModel):
     """A node taint as reported in a shape (value and effect as on the node)."""
 
     key: str
+    """The taint key."""
     value: str | None = None
+    """The taint value."""
     effect: str
+    """The taint effect: NoSchedule, PreferNoSchedule or NoExecute."""
 
 
 class NodeShape(WireModel):
     """``count`` Ready, schedulable nodes that have identical labels, taints and free resources."""
 
     count: int = Field(ge=1)
+    """The number of Ready, schedulable nodes of this shape (identical labels, taints and free resources)."""
     labels: dict[str, str] | None = None
+    """The labels of these nodes, which nodeSelector and node affinity of replicas are matched against."""
     taints: list[ShapeTaint] | None = None
+    """The taints of these nodes."""
     free: dict[str, int] = Field(default_factory=dict)
+    """Resources still free on each node of this shape (allocatable minus requested), as whole numbers (CPU in
+    millicores, memory in bytes)."""
     allocatable: dict[str, int] | None = None
+    """Allocatable resources of each node of this shape, in the units of free."""
     gpu: NodeGpu | None = None
+    """The GPUs of these nodes, from the GPU Feature Discovery labels."""
 
 
 class ClusterStatus(WireModel):
     """``status`` of a Cluster, written by the member agent and the cluster controller."""
 
     conditions: list[Condition] | None = None
+    """Conditions of the cluster. Ready is True while its agent reports in time."""
     kubernetes_version: str | None = None
+    """The Kubernetes version of the member cluster."""
     last_report_time: Timestamp | None = None
+    """When the cluster's agent last reported."""
     node_summary: NodeSummary | None = None
+    """How many nodes the cluster has and how many are Ready."""
     gpu_summary: list[GpuSummary] | None = None
+    """GPUs and MIG slices of the cluster, one entry per resource and GPU product: capacity, allocatable and
+    allocated."""
     resource_summary: ResourceSummary | None = None
+    """Allocatable and allocated resources summed over the cluster."""
     node_shapes: list[NodeShape] | None = None
+    """The cluster's schedulable nodes grouped by shape, with what is free on each: the scheduler checks that
+    every replica fits on a node."""
 
 
 class Cluster(SpecModel):
@@ -133,4 +178,6 @@ class Cluster(SpecModel):
     kind: Literal["Cluster"] = KIND
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: ClusterSpec
+    """Spec is the cluster's placement and cost settings, set by the platform team."""
     status: ClusterStatus | None = None
+    """Status is what the cluster holds and has free, reported by its agent."""

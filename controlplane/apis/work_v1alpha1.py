@@ -81,22 +81,34 @@ class ObjectReference(SpecModel):
     """The workload a binding is for."""
 
     api_version: str
+    """API version of the workload."""
     kind: str
+    """Kind of the workload."""
     namespace: str | None = None
+    """Namespace of the workload; empty for cluster-scoped objects."""
     name: str
+    """Name of the workload."""
     uid: str | None = None
+    """UID of the workload."""
     resource_version: str | None = None
+    """The resourceVersion of the workload the binding was last made from."""
     generation: int | None = None
+    """The generation of the workload the binding was last made from."""
 
 
 class ReplicaRequirements(SpecModel):
     """What one replica needs: requests as quantity strings, node selection, tolerations."""
 
     resource_request: dict[str, str] | None = None
+    """What one replica requests (the sum over its containers, as the scheduler counts it), as quantities."""
     node_selector: dict[str, str] | None = None
+    """The node labels a replica's pod requires."""
     node_affinity: dict[str, Any] | None = None
+    """The required node affinity of a replica's pod."""
     tolerations: list[Toleration] | None = None
+    """The tolerations of a replica's pod."""
     priority_class_name: str | None = None
+    """The PriorityClass of a replica's pod."""
 
     @field_validator("resource_request", mode="before")
     @classmethod
@@ -119,41 +131,60 @@ class Component(SpecModel):
     """One role of a multi-role job (e.g. PyTorchJob Master/Worker)."""
 
     name: str = Field(min_length=1)
+    """The role's name (Master, Worker, Launcher, head, a worker group name)."""
     replicas: int = Field(ge=0)
+    """The number of pods of this role."""
     replica_requirements: ReplicaRequirements | None = None
+    """What one pod of this role needs."""
 
 
 class PolicyReference(SpecModel):
     kind: Literal["PropagationPolicy", "ClusterPropagationPolicy"]
+    """PropagationPolicy or ClusterPropagationPolicy."""
     namespace: str | None = None
+    """Namespace of the PropagationPolicy; empty for a ClusterPropagationPolicy."""
     name: str
+    """Name of the policy."""
 
 
 class TargetCluster(SpecModel):
     """One line of the scheduling result."""
 
     name: str = Field(min_length=1)
+    """Name of the member cluster."""
     replicas: int = Field(default=0, ge=0)
+    """The number of replicas placed on this cluster."""
 
 
 class BindingSnapshot(SpecModel):
     """A binding that needs an attached binding's object (``propagateDeps``), with its clusters."""
 
     namespace: str | None = None
+    """Namespace of the binding that needs this object."""
     name: str = Field(min_length=1)
+    """Name of the binding that needs this object."""
     clusters: list[TargetCluster] | None = None
+    """The clusters that binding's workload runs on."""
 
 
 class GracefulEvictionTask(SpecModel):
     """Replicas being moved off ``fromCluster``; the old copy goes when the new one is healthy."""
 
     from_cluster: str
+    """The cluster the replicas are being moved off."""
     replicas: int | None = Field(default=None, ge=0)
+    """The number of replicas that ran on that cluster."""
     reason: str | None = None
+    """Why they are moved (ApplicationFailure, ClusterFailure, ...)."""
     message: str | None = None
+    """A human-readable explanation."""
     creation_timestamp: Timestamp | None = None
+    """When the eviction started."""
     purge_mode: PurgeMode | None = None
+    """How the old copy goes: Immediately/Directly (at once), Graciously/Gracefully (once the replacement is
+    healthy or the grace period ends) or Never (kept until removed by hand)."""
     grace_period_seconds: int | None = Field(default=None, ge=0)
+    """How long a gracious eviction may wait for the replacement to become healthy."""
 
 
 class SchedulePriority(SpecModel):
@@ -162,33 +193,45 @@ class SchedulePriority(SpecModel):
     nothing placed is ever preempted for it."""
 
     priority: int = 0
+    """The priority value: bindings with higher values are scheduled first. Nothing already placed is
+    preempted for it."""
 
 
 class ResourceBindingSpec(SpecModel):
     resource: ObjectReference
+    """The workload (resource template) this binding is for."""
     replicas: int = Field(default=0, ge=0)
+    """The number of replicas of the workload."""
     replica_requirements: ReplicaRequirements | None = None
+    """What one replica needs, read from the workload's pod template."""
     gang: bool | None = None
+    """Gang is true when all replicas must land in one cluster together or not at all (PyTorchJob, MPIJob,
+    RayJob and RayCluster, or a policy's gang: true)."""
     components: list[Component] | None = None
+    """The roles of a multi-role workload (PyTorchJob Master and Worker, RayCluster head and worker groups),
+    each with its replicas and requirements."""
     placement: Placement | None = None
+    """The placement of the claiming policy."""
     gpu_shapes: GpuShapes | None = None
-    """The claiming policy's ``spec.gpuShapes``: copied here so that editing it changes the
-    binding's generation, and the scheduler decides again."""
+    """The GPU requests the workload accepts per replica, from the claiming policy's gpuShapes; the scheduler
+    picks one per cluster."""
     policy: PolicyReference | None = None
+    """The policy that claims the workload."""
     clusters: list[TargetCluster] | None = None
+    """The scheduling result: the clusters chosen and the replicas on each."""
     graceful_eviction_tasks: list[GracefulEvictionTask] | None = None
+    """Replicas being moved off a cluster; the old copy is removed once the new one is healthy."""
     required_by: list[BindingSnapshot] | None = None
-    """On an attached binding (``propagateDeps``): the bindings whose workloads need its object;
-    its ``clusters`` are theirs, and it has no policy or placement of its own."""
+    """For an object that workloads depend on (a ConfigMap, Secret, ServiceAccount, ... propagated with
+    propagateDeps): the bindings that need it. It follows their clusters and has no placement of its own."""
     preserve_resources_on_deletion: bool | None = None
-    """The claiming policy's ``preserveResourcesOnDeletion``: copied into every Work, so deleting
-    the workload leaves its member copies running, released from gpufed."""
+    """When true, deleting the workload leaves its copies running in the member clusters, no longer managed by
+    gpufed (from the claiming policy)."""
     propagate_deps: bool | None = None
-    """The claiming policy's ``propagateDeps``, copied here (as Karmada does) so that what the
-    workload's pods reference keeps following it while the binding lives, even after the policy
-    is deleted (the detector keeps such a binding, ``PolicyRemoved``)."""
+    """When true, the objects the workload's pods reference (ConfigMaps, Secrets, ServiceAccounts, PVCs)
+    follow it to its clusters, even after the policy is deleted (from the claiming policy)."""
     schedule_priority: SchedulePriority | None = None
-    """Set when the claiming policy has ``schedulePriority``: the scheduler's queue order."""
+    """The scheduling priority of the binding, from the claiming policy's schedulePriority."""
 
     @field_validator("clusters")
     @classmethod
@@ -207,30 +250,47 @@ class ResourceBindingSpec(SpecModel):
 
 class AggregatedStatusItem(WireModel):
     cluster_name: str
+    """The member cluster."""
     applied: bool | None = None
+    """Whether the workload was applied in that cluster."""
     applied_message: str | None = None
+    """Why applying failed, when it did."""
     health: HealthValue | None = None
+    """Health of the workload in that cluster: Healthy, Unhealthy or Unknown."""
     status: dict[str, Any] | None = None
+    """The workload's status in that cluster, as the member reports it."""
 
 
 class ClusterExplanation(WireModel):
     """Why one cluster was chosen or not, shown by ``kubectl describe`` and ``gpufed explain``."""
 
     cluster: str
+    """The member cluster."""
     chosen: bool
+    """Whether replicas were placed on it."""
     replicas: int = 0
+    """The number of replicas placed on it."""
     reasons: list[str] | None = None
+    """Why it was chosen or not, in words (filters it failed, what it can hold)."""
     score: float | None = None
+    """Its score among the feasible clusters."""
     tier: int | None = None
+    """Its overflow tier (TieredOverflow)."""
     price_per_gpu_hour: float | None = None
+    """Its price per GPU-hour for the workload's GPUs, in US dollars."""
 
 
 class ResourceBindingStatus(WireModel):
     conditions: list[Condition] | None = None
+    """Conditions of the binding: Scheduled (replicas placed) and FullyApplied (every Work applied)."""
     scheduler_observing_affinity_name: str | None = None
+    """The clusterAffinities term the current placement was made with."""
     aggregated_status: list[AggregatedStatusItem] | None = None
+    """The workload's status in each member cluster."""
     explanation: list[ClusterExplanation] | None = None
+    """Why each cluster was chosen or not, as kubectl describe and gpufed explain show it."""
     observed_generation: int | None = None
+    """The generation of the binding the scheduler last acted on."""
 
 
 class ResourceBinding(SpecModel):
@@ -240,7 +300,9 @@ class ResourceBinding(SpecModel):
     kind: Literal["ResourceBinding"] = BINDING_KIND
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: ResourceBindingSpec
+    """Spec is the workload, its requirements, its placement and the scheduling result."""
     status: ResourceBindingStatus | None = None
+    """Status is the scheduling and applying state and the workload's status in each cluster."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -250,6 +312,7 @@ class ResourceBinding(SpecModel):
 
 class WorkloadTemplate(SpecModel):
     manifests: list[dict[str, Any]] = Field(default_factory=list)
+    """The objects to apply in the member cluster, as complete manifests."""
 
     @field_validator("manifests")
     @classmethod
@@ -263,38 +326,55 @@ class WorkloadTemplate(SpecModel):
 
 class WorkSpec(SpecModel):
     workload: WorkloadTemplate = Field(default_factory=WorkloadTemplate)
+    """The objects the member cluster's agent applies."""
     conflict_resolution: Literal["Abort", "Overwrite"] | None = None
+    """What the agent does when an object of the same name exists in the member and was not created by gpufed:
+    Abort (default: report a conflict) or Overwrite (take it over)."""
     suspend_dispatching: bool | None = None
+    """When true, changes are not delivered to the member cluster until it is false again."""
     preserve_resources_on_deletion: bool | None = None
-    """When the Work is deleted, the agent leaves its objects in the member and only removes
-    gpufed's ownership labels from them (the binding controller clears it first when a Work goes
-    because its cluster left the placement, so only deleting the workload preserves)."""
+    """When true, deleting the Work leaves its objects running in the member cluster; only gpufed's labels are
+    removed from them."""
 
 
 class ResourceIdentifier(WireModel):
     group: str = ""
+    """API group of the object."""
     version: str
+    """API version of the object."""
     kind: str
+    """Kind of the object."""
     namespace: str | None = None
+    """Namespace of the object."""
     name: str
+    """Name of the object."""
     ordinal: int = Field(ge=0)
+    """The index of the manifest in spec.workload.manifests."""
 
 
 class UnschedulablePods(WireModel):
     pods: int = Field(ge=0)
+    """The number of the workload's pods the member cluster cannot schedule."""
     message: str | None = None
+    """The member's scheduling message for them."""
 
 
 class ManifestStatus(WireModel):
     identifier: ResourceIdentifier
+    """Which manifest this is."""
     status: dict[str, Any] | None = None
+    """The object's status in the member cluster."""
     health: HealthValue | None = None
+    """Health of the object: Healthy, Unhealthy or Unknown."""
     unschedulable: UnschedulablePods | None = None
+    """Pods of the object that the member cluster cannot schedule, if any."""
 
 
 class WorkStatus(WireModel):
     conditions: list[Condition] | None = None
+    """Conditions of the Work: Applied (the agent applied every manifest) and Available (they are healthy)."""
     manifest_statuses: list[ManifestStatus] | None = None
+    """The status of each manifest in the member cluster."""
 
 
 class Work(SpecModel):
@@ -304,4 +384,6 @@ class Work(SpecModel):
     kind: Literal["Work"] = WORK_KIND
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: WorkSpec = Field(default_factory=WorkSpec)
+    """Spec holds the manifests to apply in the member cluster."""
     status: WorkStatus | None = None
+    """Status is what the cluster's agent reports about them."""

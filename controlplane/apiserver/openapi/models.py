@@ -108,6 +108,12 @@ def definition_prefix(name: str) -> str:
     return name.rsplit(".", 1)[0] + "."
 
 
+def _flow(text: str) -> str:
+    """A docstring as a description: lines of one paragraph joined, paragraphs kept apart."""
+    paragraphs = (" ".join(line.strip() for line in block.splitlines()) for block in text.strip().split("\n\n"))
+    return "\n\n".join(p for p in paragraphs if p)
+
+
 def _ref(target: str) -> str:
     return DEFINITIONS_PREFIX + target
 
@@ -155,7 +161,9 @@ class _Rewriter:
             elif key == "additionalProperties" and isinstance(value, dict):
                 out["additionalProperties"] = self.schema(value, description=None) if value else {}
             elif key == "properties" and isinstance(value, dict):
-                out["properties"] = {name: self.schema(sub, description=sub.get("description")) for name, sub in value.items()}
+                out["properties"] = {
+                    name: self.schema(sub, description=_flow(sub.get("description") or "")) for name, sub in value.items()
+                }
         if out.get("type") == "object" and not out.get("properties") and "additionalProperties" not in out:
             # dict[str, Any] and free-form fields: any object, as a CRD's preserved fields.
             out["x-kubernetes-preserve-unknown-fields"] = True

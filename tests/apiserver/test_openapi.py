@@ -1,0 +1,216 @@
+"""OpenAPI v2 and v3 of the hub: upstream schemas for built-in kinds, user-facing descriptions
+for gpufed's and Karmada's kinds, the v2 protobuf kubectl reads, and kube's caching headers."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from controlplane.apiserver.app import create_app
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.apiserver.openapi import PROTOBUF_V2_MEDIA_TYPE, OpenApiDocuments
+from controlplane.apiserver.openapi.catalog import SchemaCatalog
+from controlplane.apiserver.openapi.gnostic import ACCEPTED_MEDIA_TYPES
+from controlplane.apiserver.openapi.upstream import UpstreamDefinitions
+from controlplane.apiserver.protobuf.wire import iter_fields
+from controlplane.apiserver.resources import Registry, ResourceType
+from controlplane.hub import hub_registry
+from controlplane.storage.memory import MemoryStore
+
+Client = TestClient[Any, Any]
+DEPLOYMENT = "io.k8s.api.apps.v1.Deployment"
+#: Markup of developer docs (reStructuredText, Markdown code) that must not reach users.
+_DEVELOPER_MARKUP = re.compile(r":(class|meth|func|data|mod|attr):|``|\bTODO\b|\bself\.")
+
+
+@pytest.fixture(scope="module")
+def registry() -> Registry:
+    return hub_registry()
+
+
+@pytest.fixture(scope="module")
+def upstream() -> UpstreamDefinitions:
+    return UpstreamDefinitions.load()
+
+
+@pytest.fixture(scope="module")
+def catalog(registry: Registry, upstream: UpstreamDefinitions) -> SchemaCatalog:
+    return SchemaCatalog(registry, upstream)
+
+
+def _own_kinds(registry: Registry) -> list[ResourceType]:
+    """The kinds whose schemas the project writes: every kind kube has no definition of."""
+    upstream = UpstreamDefinitions.load()
+    return [rt for rt in registry if upstream.for_kind(rt.group, rt.version, rt.kind) is None]
+
+
+def _properties(name: str, schema: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every property of a schema, nested ones included, as (dotted path, schema)."""
+    for prop, sub in (schema.get("properties") or {}).items():
+        yield f"{name}.{prop}", sub
+        yield from _properties(f"{name}.{prop}", sub)
+    for key in ("items", "additionalProperties"):
+        if isinstance(schema.get(key), dict):
+            yield from _properties(f"{name}[]", schema[key])
+
+
+def test_every_built_in_kind_served_has_kubes_schema(registry: Registry, upstream: UpstreamDefinitions,
+                                                     catalog: SchemaCatalog) -> None:
+    built_in = [rt for rt in registry if rt.group in ("", "apps", "batch", "coordination.k8s.io", "scheduling.k8s.io")]
+    assert len(built_in) >= 12
+    for rt in built_in:
+        name = catalog.kind(rt).name
+        assert name == upstream.for_kind(rt.group, rt.version, rt.kind), rt.kind
+        schema = upstream.definitions[name]
+        assert schema["description"] and {"group": rt.group, "version": rt.version, "kind": rt.kind} in (
+            schema["x-kubernetes-group-version-kind"]
+        )
+    containers = upstream.definitions["io.k8s.api.core.v1.PodSpec"]["properties"]["containers"]
+    assert containers["x-kubernetes-patch-merge-key"] == "name"
+    assert containers["x-kubernetes-list-type"] == "map"
+
+
+def test_kinds_kube_does_not_have_a_definition_of_are_found_by_group_version_kind(upstream: UpstreamDefinitions) -> None:
+    # Any kind another part of the hub starts serving gets kube's schema without wiring.
+    assert upstream.for_kind("apps", "v1", "DaemonSet") == "io.k8s.api.apps.v1.DaemonSet"
+    assert upstream.for_kind("rbac.authorization.k8s.io", "v1", "ClusterRole") == (
+        "io.k8s.api.rbac.v1.ClusterRole"
+    )
+    assert upstream.for_kind("", "v1", "DeleteOptions") == "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions"
+    assert upstream.for_kind("apps", "v1", "Deploymnt") is None
+
+
+@pytest.mark.parametrize("kind", [f"{rt.group}/{rt.kind}" for rt in _own_kinds(hub_registry())])
+def test_every_field_of_the_projects_kinds_has_a_description_for_users(
+    kind: str, registry: Registry, catalog: SchemaCatalog
+) -> None:
+    group, name = kind.split("/")
+    rt = next(rt for rt in registry if rt.group == group and rt.kind == name)
+    own = catalog.kind(rt)
+    assert own.definitions, "the kind must have a schema of its own"
+    kind_schema = own.definitions[own.name]
+    assert kind_schema.get("description"), own.name
+    for definition, schema in own.definitions.items():
+        for path, sub in _properties(definition, schema):
+            description = sub.get("description", "")
+            assert description.strip(), f"{path} has no description"
+            assert not _DEVELOPER_MARKUP.search(description), f"{path}: {description!r}"
+        assert not _DEVELOPER_MARKUP.search(schema.get("description", "")), definition
+
+
+def test_v3_documents_resolve_every_reference_and_carry_upstream_descriptions(registry: Registry) -> None:
+    documents = OpenApiDocuments(registry)
+    for key in documents.index()["paths"]:
+        rendered = documents.document(key)
+        assert rendered is not None
+        document = json.loads(rendered.body)
+        schemas = document["components"]["schemas"]
+        refs = set(re.findall(r'"#/components/schemas/([^"]+)"', rendered.body.decode()))
+        assert refs <= set(schemas), (key, refs - set(schemas))
+    apps = json.loads(documents.document("apis/apps/v1").body)  # type: ignore[union-attr]
+    spec = apps["components"]["schemas"]["io.k8s.api.apps.v1.DeploymentSpec"]["properties"]
+    assert spec["replicas"]["description"].startswith("Number of desired pods.")
+    # A reference with its own description is wrapped, as kube-openapi serves v3.
+    assert spec["template"]["allOf"] == [{"$ref": "#/components/schemas/io.k8s.api.core.v1.PodTemplateSpec"}]
+    int_or_string = apps["components"]["schemas"]["io.k8s.apimachinery.pkg.util.intstr.IntOrString"]
+    assert int_or_string["oneOf"] == [{"type": "integer"}, {"type": "string"}]
+
+
+# --- v2: JSON and the protobuf kubectl reads ----------------------------------------------------
+
+
+def _message(data: bytes) -> dict[int, list[int | bytes]]:
+    fields: dict[int, list[int | bytes]] = {}
+    for field in iter_fields(data):
+        fields.setdefault(field.number, []).append(field.value)
+    return fields
+
+
+def _named(data: bytes, number: int) -> dict[str, bytes]:
+    """A repeated Named* field of gnostic's messages as {name: value bytes}."""
+    out = {}
+    for entry in _message(data).get(number, []):
+        assert isinstance(entry, bytes)
+        pair = _message(entry)
+        out[bytes(pair[1][0]).decode()] = bytes(pair[2][0])  # type: ignore[arg-type]
+    return out
+
+
+def test_v2_protobuf_is_gnostics_document_with_kubes_deployment(registry: Registry) -> None:
+    documents = OpenApiDocuments(registry)
+    swagger = json.loads(documents.swagger(protobuf=False).body)
+    assert swagger["swagger"] == "2.0"
+    assert swagger["definitions"][DEPLOYMENT]["x-kubernetes-group-version-kind"] == [
+        {"group": "apps", "kind": "Deployment", "version": "v1"}
+    ]
+    document = _message(documents.swagger(protobuf=True).body)
+    assert document[1] == [b"2.0"]  # Document.swagger
+    definitions = _named(bytes(document[9][0]), 1)  # type: ignore[arg-type]  # Document.definitions
+    assert set(definitions) == set(swagger["definitions"])
+    deployment = _message(definitions[DEPLOYMENT])
+    assert bytes(deployment[4][0]).decode() == swagger["definitions"][DEPLOYMENT]["description"]  # type: ignore[arg-type]
+    assert [bytes(t) for t in _message(bytes(deployment[22][0]))[1]] == [b"object"]  # type: ignore[arg-type]
+    extensions = _named(definitions[DEPLOYMENT], 31)
+    gvk_yaml = _message(extensions["x-kubernetes-group-version-kind"])[2][0]
+    assert json.loads(bytes(gvk_yaml)) == [{"group": "apps", "kind": "Deployment", "version": "v1"}]  # type: ignore[arg-type]
+    properties = _named(bytes(deployment[25][0]), 1)  # type: ignore[arg-type]
+    assert bytes(_message(properties["spec"])[1][0]).decode() == (  # type: ignore[arg-type]
+        "#/definitions/io.k8s.api.apps.v1.DeploymentSpec"
+    )
+    paths = _named(bytes(document[8][0]), 2)  # type: ignore[arg-type]
+    patch = _message(paths["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"])[8][0]
+    consumes = {bytes(c).decode() for c in _message(bytes(patch))[7]}  # type: ignore[arg-type]
+    assert "application/strategic-merge-patch+json" in consumes
+
+
+# --- over HTTP -----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+async def hub_api(registry: Registry) -> AsyncIterator[Client]:
+    async with MemoryStore() as memory:
+        objects = ObjectStore(memory, registry)
+        await objects.bootstrap()
+        async with TestClient(TestServer(create_app(objects, registry))) as client:
+            yield client
+
+
+async def test_v2_is_served_as_json_and_as_the_protobuf_kubectl_asks_for(hub_api: Client) -> None:
+    as_json = await hub_api.get("/openapi/v2")
+    assert as_json.status == 200 and as_json.content_type == "application/json"
+    assert DEPLOYMENT in (await as_json.json())["definitions"]
+    for accept in ACCEPTED_MEDIA_TYPES:
+        protobuf = await hub_api.get("/openapi/v2", headers={"Accept": f"{accept}, application/json"})
+        assert protobuf.status == 200
+        assert protobuf.headers["Content-Type"] == PROTOBUF_V2_MEDIA_TYPE
+        assert _message(await protobuf.read())[1] == [b"2.0"]
+
+
+async def test_documents_answer_if_none_match_and_compress(hub_api: Client) -> None:
+    first = await hub_api.get("/openapi/v2")
+    etag = first.headers["ETag"]
+    again = await hub_api.get("/openapi/v2", headers={"If-None-Match": etag})
+    assert again.status == 304 and await again.read() == b""
+    raw = await hub_api.get("/openapi/v2", headers={"Accept-Encoding": "gzip"}, auto_decompress=False)
+    assert raw.headers["Content-Encoding"] == "gzip"
+    assert json.loads(gzip.decompress(await raw.read()))["swagger"] == "2.0"
+
+
+async def test_v3_by_hash_is_immutable_and_a_stale_hash_redirects(hub_api: Client) -> None:
+    index = await (await hub_api.get("/openapi/v3")).json()
+    url = index["paths"]["apis/apps/v1"]["serverRelativeURL"]
+    current = await hub_api.get(url)
+    assert current.status == 200 and current.headers["Cache-Control"] == "public, immutable"
+    assert url.endswith(current.headers["ETag"].strip('"'))
+    stale = await hub_api.get("/openapi/v3/apis/apps/v1?hash=0123", allow_redirects=False)
+    assert stale.status == 301 and stale.headers["Location"] == url
+    unhashed = await hub_api.get("/openapi/v3/apis/apps/v1")
+    assert unhashed.status == 200 and "immutable" not in unhashed.headers["Cache-Control"]
+    missing = await hub_api.get("/openapi/v3/apis/nope.io/v1")
+    assert missing.status == 404 and (await missing.json())["reason"] == "NotFound"
