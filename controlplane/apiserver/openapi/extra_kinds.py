@@ -268,7 +268,6 @@ _RAY_DEFINITIONS: dict[str, Any] = {
 # --- WasteReport (reports.gpufed.io/v1alpha1) --------------------------------------------------
 
 _REPORTS = "io.gpufed.reports.v1alpha1."
-_HOURS = _s("GPU-hours.", "number")
 _STATE_HOURS = {
     state: _s(f"GPU-hours in the {state} state.", "number")
     for state in ("busy", "idle-allocated", "unmeasured", "free-needed", "free-fragmented", "free-spare", "unavailable")
@@ -303,7 +302,9 @@ _REPORT_DEFINITIONS: dict[str, Any] = {
                 "Totals over the whole fleet: GPU-hours and cost per state, and the waste.",
                 {
                     "gpu_hours": _object("GPU-hours per state.", dict(_STATE_HOURS)),
-                    "gpu_hours_total": _HOURS,
+                    "cost_usd": _object("The cost of the GPU-hours of each state, in US dollars.", {}),
+                    "waste_pct": _s("The share of available, measured GPU-hours that were wasted, in percent.", "number"),
+                    "gpu_hours_total": _s("GPU-hours of all states.", "number"),
                     "cost_usd_total": _s("The cost of all GPU-hours, in US dollars.", "number"),
                     "waste_gpu_hours": _s(
                         "GPU-hours wasted: idle-allocated, free-needed and free-fragmented.", "number"

@@ -1,0 +1,70 @@
+"""OpenAPI as kubectl reads it from a real hub: `kubectl explain` of built-in, gpufed, Karmada and
+Kubeflow kinds (v3, and v2 as protobuf), and kube's own errors for a typo'd kind."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+TYPO = """\
+apiVersion: apps/v1
+kind: Deploymnt
+metadata:
+  name: typo
+  namespace: default
+spec:
+  replicas: 1
+"""
+
+
+def test_kubectl_explain_prints_descriptions_and_nested_fields(processes) -> None:
+    _, kubectl = processes.start_hub()
+
+    replicas = kubectl.run("explain", "deployment.spec.replicas").stdout
+    assert "FIELD: replicas <integer>" in replicas
+    assert "Number of desired pods." in replicas
+
+    scheduling = kubectl.run("explain", "pp.spec.placement.replicaScheduling").stdout
+    assert "KIND:       PropagationPolicy" in scheduling
+    assert "replicaDivisionPreference\t<string>" in scheduling
+    assert "TieredOverflow (fill cheap tiers first" in " ".join(scheduling.split())
+    recursive = kubectl.run("explain", "pp.spec.placement.replicaScheduling", "--recursive").stdout
+    # Nested objects expand down to kube's own LabelSelector inside gpufed's tiers.
+    assert "    tiers\t<[]Tier>" in recursive
+    assert "        labelSelector\t<LabelSelector>" in recursive
+    assert "          matchLabels\t<map[string]string>" in recursive
+
+    pytorch = kubectl.run("explain", "pytorchjob.spec").stdout
+    assert "pytorchReplicaSpecs\t<map[string]ReplicaSpec>" in pytorch
+    assert "The job is a gang" in " ".join(pytorch.split())
+    limits = kubectl.run("explain", "pytorchjob.spec.pytorchReplicaSpecs.template.spec.containers.resources.limits").stdout
+    assert "FIELD: limits <map[string]Quantity>" in limits
+
+    gpus = kubectl.run("explain", "clusters.status.gpuSummary").stdout
+    assert "FIELD: gpuSummary <[]GpuSummary>" in gpus
+    assert "GPUs and MIG slices of the cluster" in " ".join(gpus.split())
+    assert "allocatable\t<integer> -required-" in gpus
+    for text in (replicas, scheduling, recursive, pytorch, gpus):
+        assert "<no description>" not in text and "``" not in text
+
+    # The v2 document, which kubectl reads as gnostic protobuf, parses and explains too.
+    v2 = kubectl.run("explain", "deployment.spec.replicas", "--output=plaintext-openapiv2").stdout
+    assert "Number of desired pods." in v2
+
+
+def test_a_typod_kind_gets_kubes_messages(processes, tmp_path: Path) -> None:
+    _, kubectl = processes.start_hub()
+    manifest = tmp_path / "typo.yaml"
+    manifest.write_text(TYPO)
+
+    applied = kubectl.run("apply", "-f", str(manifest), check=False)
+    assert applied.returncode != 0
+    assert 'no matches for kind "Deploymnt" in version "apps/v1"' in applied.stderr
+    assert "openapi" not in applied.stderr
+
+    listed = kubectl.run("get", "deploymnts", check=False)
+    assert listed.returncode != 0
+    assert 'the server doesn\'t have a resource type "deploymnts"' in listed.stderr
