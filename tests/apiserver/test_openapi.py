@@ -214,3 +214,28 @@ async def test_v3_by_hash_is_immutable_and_a_stale_hash_redirects(hub_api: Clien
     assert unhashed.status == 200 and "immutable" not in unhashed.headers["Cache-Control"]
     missing = await hub_api.get("/openapi/v3/apis/nope.io/v1")
     assert missing.status == 404 and (await missing.json())["reason"] == "NotFound"
+
+
+def test_models_are_served_in_kubes_dialect_with_kubes_shared_types(registry: Registry, catalog: SchemaCatalog) -> None:
+    cluster = catalog.kind(registry.require("cluster.gpufed.io/v1alpha1", "Cluster"))
+    spec = cluster.definitions["io.gpufed.cluster.v1alpha1.ClusterSpec"]["properties"]
+    # Optional[list[Taint]] is a list of kube's Taint, described by the field's docstring.
+    assert spec["taints"]["items"] == {"$ref": "#/definitions/io.k8s.api.core.v1.Taint"}
+    assert spec["taints"]["type"] == "array" and spec["taints"]["description"].startswith("Taints of the cluster")
+    assert spec["pricing"] == {
+        "description": spec["pricing"]["description"], "type": "object", "additionalProperties": {"type": "number"},
+    }
+    kind = cluster.definitions[cluster.name]
+    assert kind["properties"]["metadata"]["$ref"] == "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+    assert kind["x-kubernetes-group-version-kind"] == [
+        {"group": "cluster.gpufed.io", "version": "v1alpha1", "kind": "Cluster"}
+    ]
+    assert not any(name.endswith((".ObjectMeta", ".Taint", ".Condition")) for name in cluster.definitions)
+
+    policy = catalog.kind(registry.require("policy.karmada.io/v1alpha1", "PropagationPolicy"))
+    assert policy.name == "io.karmada.policy.v1alpha1.PropagationPolicy"
+    scheduling = policy.definitions["io.karmada.policy.v1alpha1.ReplicaSchedulingStrategy"]["properties"]
+    assert scheduling["replicaDivisionPreference"]["enum"] == ["Aggregated", "Weighted", "TieredOverflow"]
+    shape = policy.definitions["io.karmada.policy.v1alpha1.GpuShapeAlternative"]["properties"]
+    # dict[str, str | int]: quantities that are either, as kube's int-or-string.
+    assert shape["resources"]["additionalProperties"] == {"type": "string", "format": "int-or-string"}
