@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from controlplane.apiserver.openapi.models import type_meta_properties
-from controlplane.apiserver.openapi.upstream import DEFINITIONS_PREFIX, POD_TEMPLATE_SPEC
+from controlplane.apiserver.openapi.upstream import DEFINITIONS_PREFIX, POD_TEMPLATE_SPEC, reachable
 
 _TIME = "io.k8s.apimachinery.pkg.apis.meta.v1.Time"
 _CONDITION = "io.k8s.apimachinery.pkg.apis.meta.v1.Condition"
@@ -36,11 +36,12 @@ def _ref(name: str, description: str) -> dict[str, Any]:
     return {"$ref": DEFINITIONS_PREFIX + name, "description": description}
 
 
-def _object(description: str, properties: dict[str, Any], *, open_: bool = True) -> dict[str, Any]:
-    out: dict[str, Any] = {"description": description, "type": "object", "properties": properties}
-    if open_:
-        out["x-kubernetes-preserve-unknown-fields"] = True
-    return out
+def _object(description: str, properties: dict[str, Any]) -> dict[str, Any]:
+    """An object whose unlisted fields are kept (the operators' newer fields)."""
+    return {
+        "description": description, "type": "object", "properties": properties,
+        "x-kubernetes-preserve-unknown-fields": True,
+    }
 
 
 def _map(description: str, values: dict[str, Any]) -> dict[str, Any]:
@@ -349,13 +350,12 @@ _REPORT_DEFINITIONS: dict[str, Any] = {
 }
 
 
-def _kind(kind: str, prefix: str, description: str, *, status: bool = True) -> dict[str, Any]:
+def _kind(kind: str, prefix: str, description: str) -> dict[str, Any]:
     properties: dict[str, Any] = {
         **type_meta_properties(),
         "spec": _ref(prefix + f"{kind}Spec", f"Spec is the desired state of the {kind}."),
+        "status": _ref(prefix + f"{kind}Status", f"Status is the observed state of the {kind}."),
     }
-    if status:
-        properties["status"] = _ref(prefix + f"{kind}Status", f"Status is the observed state of the {kind}.")
     return {"description": description, "type": "object", "properties": properties}
 
 
@@ -409,4 +409,4 @@ def extra_kind_definitions(group: str, version: str, kind: str) -> tuple[str, di
     if entry is None:
         return None
     name, schema = entry
-    return name, {**_parts(), name: schema}
+    return name, {name: schema, **reachable([schema], _parts())}

@@ -45,6 +45,19 @@ def refs_in(node: Any) -> Iterator[str]:
             yield from refs_in(item)
 
 
+def reachable(schemas: Iterable[Any], definitions: Mapping[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The ``definitions`` the given schemas refer to, directly or through one another."""
+    out: dict[str, dict[str, Any]] = {}
+    pending = [name for schema in schemas for name in refs_in(schema)]
+    while pending:
+        name = pending.pop()
+        if name in out or name not in definitions:
+            continue
+        out[name] = definitions[name]
+        pending.extend(refs_in(out[name]))
+    return out
+
+
 class UpstreamDefinitions:
     """One Kubernetes release's definitions, indexed by group-version-kind."""
 
@@ -72,12 +85,4 @@ class UpstreamDefinitions:
 
     def closure(self, schemas: Iterable[Any]) -> dict[str, dict[str, Any]]:
         """Every upstream definition the given schemas refer to, directly or through others."""
-        out: dict[str, dict[str, Any]] = {}
-        pending = [name for schema in schemas for name in refs_in(schema)]
-        while pending:
-            name = pending.pop()
-            if name in out or name not in self.definitions:
-                continue
-            out[name] = self.definitions[name]
-            pending.extend(refs_in(out[name]))
-        return out
+        return reachable(schemas, self.definitions)
