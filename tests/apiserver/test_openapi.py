@@ -239,3 +239,21 @@ def test_models_are_served_in_kubes_dialect_with_kubes_shared_types(registry: Re
     shape = policy.definitions["io.karmada.policy.v1alpha1.GpuShapeAlternative"]["properties"]
     # dict[str, str | int]: quantities that are either, as kube's int-or-string.
     assert shape["resources"]["additionalProperties"] == {"type": "string", "format": "int-or-string"}
+
+
+def test_a_newly_served_built_in_kind_gets_kubes_schema_without_wiring() -> None:
+    daemonset = ResourceType("apps", "v1", "DaemonSet", "daemonsets", "daemonset", namespaced=True,
+                             has_status=True, strategic_merge=True)
+    documents = OpenApiDocuments(Registry([daemonset]))
+    rendered = documents.document("apis/apps/v1")
+    assert rendered is not None
+    document = json.loads(rendered.body)
+    schema = document["components"]["schemas"]["io.k8s.api.apps.v1.DaemonSet"]
+    assert schema["description"].startswith("DaemonSet represents the configuration of a daemon set.")
+    assert {"group": "apps", "version": "v1", "kind": "DaemonSet"} in schema["x-kubernetes-group-version-kind"]
+    created = document["paths"]["/apis/apps/v1/namespaces/{namespace}/daemonsets"]["post"]
+    assert created["requestBody"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/io.k8s.api.apps.v1.DaemonSet"
+    }
+    # Everything the kind refers to comes along: the pod template, down to containers.
+    assert "io.k8s.api.core.v1.Container" in document["components"]["schemas"]
