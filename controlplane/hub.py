@@ -43,6 +43,7 @@ from controlplane.apiserver.auth.bootstrap import ca_routes, join_routes, token_
 from controlplane.apiserver.auth.clusterrestriction import ClusterRestriction
 from controlplane.apiserver.auth.tokens import TokenStore
 from controlplane.apiserver.identity import Role
+from controlplane.apiserver.kinds import builtin_kind_resources, gpu_workload_resources
 from controlplane.apiserver.kubeconfig import KubeconfigError, load_kubeconfig, write_kubeconfig
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.resources import (
@@ -143,14 +144,20 @@ class HubConfig:
 
 
 #: Core kinds that only exist inside a member cluster; the hub does not serve them.
-MEMBER_ONLY_RESOURCES = frozenset({"nodes", "pods"})
+MEMBER_ONLY_RESOURCES = frozenset({"nodes"})
 
 
 def hub_registry() -> Registry:
     """Everything the hub serves: DESIGN.md's objects table."""
     core = [rt for rt in core_resources() if rt.plural not in MEMBER_ONLY_RESOURCES]
     return Registry(
-        core, workload_resources(), coordination_resources(), gpufed_resources(), [waste_report_type()]
+        core,
+        workload_resources(),
+        builtin_kind_resources(),
+        gpu_workload_resources(),
+        coordination_resources(),
+        gpufed_resources(),
+        [waste_report_type()],
     )
 
 

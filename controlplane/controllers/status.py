@@ -7,7 +7,9 @@ object's status and health the agent reported) and the hub workload. Out:
   ``{clusterName, applied, appliedMessage?, health?, status?}`` — and its ``FullyApplied``
   condition (True when every chosen cluster's Work is applied at its current generation);
 * the workload's ``.status`` on the hub, merged by its interpreter from the members'
-  statuses (a Deployment's ``readyReplicas`` is the sum over members), keeping the
+  statuses (a Deployment's ``readyReplicas`` is the sum over members; a kind without replicas
+  by its status interpreter, :mod:`controlplane.interpreter.native`, if it has one: a
+  DaemonSet's node counts, a Service's load balancer points), keeping the
   conditions the hub itself sets (the detector's ``Propagated``, the scheduler's
   ``Schedulable``). Once the interpreter says the workload finished (Succeeded or Failed),
   its status is final: nothing a member reports afterwards turns it back
@@ -42,7 +44,9 @@ from controlplane.controllers.workloads import (
     with_condition,
 )
 from controlplane.controllers.works import binding_key_of_work, cluster_of_namespace
-from controlplane.interpreter import KindInterpreter, interpreter_for, keep_finished
+from controlplane.interpreter import interpreter_for, keep_finished
+from controlplane.interpreter.native import StatusInterpreter, status_interpreter_for
+from controlplane.interpreter.registry import group_of
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +72,7 @@ def aggregate(
     resource: Mapping[str, Any],
     targets: list[Mapping[str, Any]],
     works: Mapping[str, Mapping[str, Any]],
-    interpreter: KindInterpreter | None,
+    interpreter: StatusInterpreter | None,
 ) -> tuple[list[dict[str, Any]], list[tuple[str, Mapping[str, Any] | None]], list[str]]:
     """(aggregatedStatus, (cluster, member status) pairs, clusters not applied yet with why)."""
     items: list[dict[str, Any]] = []
@@ -159,15 +163,16 @@ class StatusController:
         resource = spec.get("resource") or {}
         api_version, kind = str(resource.get("apiVersion")), str(resource.get("kind"))
         interpreter = interpreter_for(api_version, kind)
+        folding = interpreter if interpreter is not None else status_interpreter_for(group_of(api_version), kind)
         works: dict[str, dict[str, Any]] = {}
         for work in ctx.works.by_index(INDEX_BINDING, key):
             cluster = cluster_of_namespace(str(work["metadata"].get("namespace") or ""))
             if cluster is not None:
                 works[cluster] = work
-        items, members, pending = aggregate(resource, list(targets), works, interpreter)
+        items, members, pending = aggregate(resource, list(targets), works, folding)
         await self._write_binding_status(binding, items, pending, len(targets))
-        if interpreter is not None:
-            await self._write_workload_status(api_version, kind, resource, interpreter, members)
+        if folding is not None:
+            await self._write_workload_status(api_version, kind, resource, folding, members)
         return None
 
     async def _write_binding_status(
@@ -200,7 +205,7 @@ class StatusController:
         api_version: str,
         kind: str,
         resource: Mapping[str, Any],
-        interpreter: KindInterpreter,
+        interpreter: StatusInterpreter,
         members: list[tuple[str, Mapping[str, Any] | None]],
     ) -> None:
         ctx = self.ctx
