@@ -33,9 +33,10 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
-from controlplane.apis.work_v1alpha1 import ConditionType, binding_name
+from controlplane.apis.work_v1alpha1 import ConditionType, WorkReason, binding_name
 from controlplane.apiserver.objects import WatchEventType
 from controlplane.controllers.context import INDEX_BINDING, ControllerContext
+from controlplane.controllers.events import EventReason, EventType, record_event
 from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.workloads import (
     WorkloadConditionType,
@@ -129,6 +130,30 @@ class StatusController:
         key = binding_key_of_work(obj)
         if key is not None:
             await self.loop.add(key)
+            if event is not WatchEventType.DELETED:
+                await self._note_unserved_kind(key, obj, old)
+
+    async def _note_unserved_kind(
+        self, key: BindingKey, work: Mapping[str, Any], old: Mapping[str, Any] | None
+    ) -> None:
+        """A Warning Event on the hub workload when a member starts reporting that it does not
+        serve the workload's kind (the Work's ``Applied=False`` reason ``KindNotServed``)."""
+        condition = find_condition((work.get("status") or {}).get("conditions"), ConditionType.APPLIED)
+        before = find_condition(((old or {}).get("status") or {}).get("conditions"), ConditionType.APPLIED)
+        if condition is None or condition.get("reason") != WorkReason.KIND_NOT_SERVED:
+            return
+        if before is not None and before.get("reason") == WorkReason.KIND_NOT_SERVED:
+            return
+        resource = ((self.ctx.bindings.get(*key) or {}).get("spec") or {}).get("resource") or {}
+        informer = self.ctx.workload_informer(str(resource.get("apiVersion")), str(resource.get("kind")))
+        workload = informer.get(resource.get("namespace"), str(resource.get("name"))) if informer else None
+        if workload is None:
+            return
+        cluster = cluster_of_namespace(str((work.get("metadata") or {}).get("namespace") or ""))
+        await record_event(
+            self.ctx, workload, type=EventType.WARNING, reason=EventReason.KIND_NOT_SERVED,
+            message=f"cluster {cluster}: {condition.get('message')}",
+        )
 
     async def _on_binding(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         if event is WatchEventType.DELETED:
