@@ -32,6 +32,7 @@ from croniter import croniter
 
 from controlplane.apis.pods import Taint, Toleration, untolerated
 from controlplane.apiserver import errors
+from controlplane.apiserver.columns import parse_time
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.resources import ResourceType
 from simulator.clock import Clock, rfc3339
@@ -92,16 +93,6 @@ def load_balancer_status(obj: Mapping[str, Any], *, salt: str) -> Obj | None:
     return {**(obj.get("status") or {}), "loadBalancer": {"ingress": [{"ip": load_balancer_ip(obj, salt=salt)}]}}
 
 
-def _parse(value: Any) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
 def _job_finished(job: Mapping[str, Any]) -> str | None:
     for cond in (job.get("status") or {}).get("conditions") or ():
         if cond.get("type") in ("Complete", "Failed") and cond.get("status") == "True":
@@ -122,7 +113,7 @@ def cronjob_due(cronjob: Mapping[str, Any], now: datetime, *, active: int) -> da
     except (ZoneInfoNotFoundError, ValueError):
         return None
     status = cronjob.get("status") or {}
-    since = _parse(status.get("lastScheduleTime")) or _parse((cronjob.get("metadata") or {}).get("creationTimestamp"))
+    since = parse_time(status.get("lastScheduleTime")) or parse_time((cronjob.get("metadata") or {}).get("creationTimestamp"))
     if since is None:
         return None
     try:

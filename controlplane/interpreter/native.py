@@ -79,20 +79,31 @@ DAEMONSET_FIELDS = (
 )
 
 
-class DaemonSetStatus(_NeverFinishes):
-    group = "apps"
-    kind = "DaemonSet"
+class SummedStatus(_NeverFinishes):
+    """A kind whose hub status is its members' counts summed, conditions merged."""
+
+    fields: tuple[str, ...] = ()
+    #: Fields left out of the hub status while their sum is 0 (kube omits them then).
+    omitted_when_zero: frozenset[str] = frozenset()
 
     def aggregate_status(self, obj: Obj, member_statuses: MemberStatuses) -> Obj:
         present = _present(member_statuses)
         if not present:
             return {}
-        out: Obj = {k: v for k, v in sum_fields(present, DAEMONSET_FIELDS).items() if v or k != "numberUnavailable"}
+        sums = sum_fields(present, self.fields)
+        out: Obj = {k: v for k, v in sums.items() if v or k not in self.omitted_when_zero}
         _observed(obj, member_statuses, out)
         conditions = merge_conditions(member_statuses)
         if conditions:
             out["conditions"] = conditions
         return out
+
+
+class DaemonSetStatus(SummedStatus):
+    group = "apps"
+    kind = "DaemonSet"
+    fields = DAEMONSET_FIELDS
+    omitted_when_zero = frozenset({"numberUnavailable"})
 
     def health(self, status: Mapping[str, Any] | None) -> Health:
         if not status:
@@ -165,20 +176,10 @@ class LoadBalancerStatus(_NeverFinishes):
 PDB_FIELDS = ("currentHealthy", "desiredHealthy", "disruptionsAllowed", "expectedPods")
 
 
-class PodDisruptionBudgetStatus(_NeverFinishes):
+class PodDisruptionBudgetStatus(SummedStatus):
     group = "policy"
     kind = "PodDisruptionBudget"
-
-    def aggregate_status(self, obj: Obj, member_statuses: MemberStatuses) -> Obj:
-        present = _present(member_statuses)
-        if not present:
-            return {}
-        out: Obj = dict(sum_fields(present, PDB_FIELDS))
-        _observed(obj, member_statuses, out)
-        conditions = merge_conditions(member_statuses)
-        if conditions:
-            out["conditions"] = conditions
-        return out
+    fields = PDB_FIELDS
 
     def health(self, status: Mapping[str, Any] | None) -> Health:
         if not status:
