@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from controlplane.apiserver.objects.scale import scale_of
 from controlplane.controllers.workloads import is_plain, propagatable_types
 from controlplane.hub import hub_registry
 from controlplane.interpreter import Health, interpreter_for
@@ -168,3 +169,12 @@ def test_jobset_status_sums_per_replicated_job_and_finishes() -> None:
     assert interp.finished(status) is FinishedPhase.FAILED
     assert interp.health(b) is Health.UNHEALTHY
     assert interp.finished({"terminalState": "Completed"}) is FinishedPhase.SUCCEEDED
+
+
+def test_leaderworkerset_scale_shows_its_serialized_pod_selector() -> None:
+    rt = hub_registry().require("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet")
+    obj = {**lws(groups=3), "metadata": {"name": "serve", "namespace": "ml"},
+           "status": {"replicas": 3, "hpaPodSelector": "leaderworkerset.sigs.k8s.io/name=serve"}}
+    scale = scale_of(rt, obj)
+    assert scale["spec"]["replicas"] == 3
+    assert scale["status"] == {"replicas": 3, "selector": "leaderworkerset.sigs.k8s.io/name=serve"}
