@@ -62,18 +62,31 @@ class ApplyDecision(StrEnum):
     SKIP_CONFLICT = "SkipConflict"
 
 
-#: Apply order: namespaces and definitions first, then what workloads refer to, then the rest.
+#: Apply order: namespaces and definitions first, then the policies and quotas pods are admitted
+#: under, then what workloads refer to, then the workloads, then what refers to them (Helm's
+#: install order, with CustomResourceDefinitions before everything but namespaces so a custom
+#: kind's objects find it served). A kind not listed goes with the workloads.
 _KIND_ORDER = {
     "Namespace": 0,
     "CustomResourceDefinition": 1,
     "PriorityClass": 2,
+    "NetworkPolicy": 2,
+    "ResourceQuota": 2,
+    "LimitRange": 2,
+    "PodDisruptionBudget": 2,
+    "StorageClass": 2,
+    "IngressClass": 2,
     "ServiceAccount": 3,
     "ConfigMap": 3,
     "Secret": 3,
     "PersistentVolumeClaim": 3,
+    "ClusterRole": 3,
     "Role": 3,
+    "ClusterRoleBinding": 4,
     "RoleBinding": 4,
     "Service": 5,
+    "HorizontalPodAutoscaler": 11,
+    "Ingress": 11,
 }
 _SERVER_SET_METADATA = (
     "resourceVersion",

@@ -57,6 +57,28 @@ def test_desired_manifests_add_ownership_strip_server_fields_and_order() -> None
     assert desired[0][0] == Identifier("", "v1", "Namespace", "", "ml", 2)
 
 
+def manifest(api_version: str, kind: str) -> dict[str, Any]:
+    return {"apiVersion": api_version, "kind": kind, "metadata": {"name": kind.lower(), "namespace": "ml"}}
+
+
+def test_manifests_apply_in_dependency_order() -> None:
+    shuffled = [
+        manifest("autoscaling/v2", "HorizontalPodAutoscaler"),
+        manifest("example.com/v1", "Widget"),
+        manifest("apps/v1", "DaemonSet"),
+        manifest("v1", "Service"),
+        manifest("v1", "Secret"),
+        manifest("v1", "ResourceQuota"),
+        manifest("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
+        manifest("v1", "Namespace"),
+    ]
+    order = [ident.kind for ident, _ in applying.desired_manifests(work(shuffled))]
+    assert order == [
+        "Namespace", "CustomResourceDefinition", "ResourceQuota", "Secret", "Service", "Widget", "DaemonSet",
+        "HorizontalPodAutoscaler",
+    ]
+
+
 OWNED = {"metadata": {"labels": applying.ownership_labels("gpufed-es-a", "web-deployment")}}
 OTHER_WORK = {"metadata": {"labels": applying.ownership_labels("gpufed-es-a", "other")}}
 FOREIGN = {"metadata": {"labels": {"app": "web"}}}
