@@ -27,15 +27,22 @@ import contextlib
 import logging
 import socket
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from aiohttp import web
 
 from controlplane.apis.cluster_v1alpha1 import API_VERSION as CLUSTER_API_VERSION
 from controlplane.apis.cluster_v1alpha1 import KIND as CLUSTER_KIND
-from controlplane.apis.constants import COORDINATION_GROUP, LEASE_NAMESPACE, SYSTEM_NAMESPACE
+from controlplane.apis.constants import (
+    COORDINATION_GROUP,
+    KARMADA_POLICY_GROUP,
+    LEASE_NAMESPACE,
+    POLICY_GROUP,
+    SYSTEM_NAMESPACE,
+)
 from controlplane.apiserver import errors
 from controlplane.apiserver.app import create_app
 from controlplane.apiserver.auth.authorizer import CA_PATH, RoleAuthorizer
@@ -43,10 +50,12 @@ from controlplane.apiserver.auth.bootstrap import ca_routes, join_routes, token_
 from controlplane.apiserver.auth.clusterrestriction import ClusterRestriction
 from controlplane.apiserver.auth.tokens import TokenStore
 from controlplane.apiserver.identity import Role
+from controlplane.apiserver.kinds import builtin_kind_resources, gpu_workload_resources
 from controlplane.apiserver.kubeconfig import KubeconfigError, load_kubeconfig, write_kubeconfig
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.resources import (
     Registry,
+    Warner,
     coordination_resources,
     core_resources,
     gpufed_resources,
@@ -59,6 +68,7 @@ from controlplane.controllers.clusters import ClusterNamespaceController
 from controlplane.controllers.context import ControllerSettings
 from controlplane.controllers.health import ClusterHealthMonitor
 from controlplane.controllers.manager import ControllerManager
+from controlplane.controllers.workloads import is_propagatable
 from controlplane.leader.election import DEFAULT_TTL as DEFAULT_LEADER_LEASE_TTL
 from controlplane.leader.election import LeaderElector, Term, default_identity
 from controlplane.metrics import HubMetrics, hub_metrics
@@ -70,6 +80,7 @@ from controlplane.storage.connecting import EtcdClientTls
 from controlplane.storage.embedded import EmbeddedEtcd
 from controlplane.storage.etcd import DEFAULT_MAX_RESPONSE_BYTES, EtcdStore
 from controlplane.ui.serving import ui_public_paths, ui_routes
+from policies.served import KindStatus, unpropagatable_selector_warnings
 
 log = logging.getLogger(__name__)
 
@@ -143,14 +154,46 @@ class HubConfig:
 
 
 #: Core kinds that only exist inside a member cluster; the hub does not serve them.
-MEMBER_ONLY_RESOURCES = frozenset({"nodes", "pods"})
+MEMBER_ONLY_RESOURCES = frozenset({"nodes"})
 
 
 def hub_registry() -> Registry:
     """Everything the hub serves: DESIGN.md's objects table."""
     core = [rt for rt in core_resources() if rt.plural not in MEMBER_ONLY_RESOURCES]
+    return with_selector_warnings(
+        Registry(
+            core,
+            workload_resources(),
+            builtin_kind_resources(),
+            gpu_workload_resources(),
+            coordination_resources(),
+            gpufed_resources(),
+            [waste_report_type()],
+        )
+    )
+
+
+def with_selector_warnings(registry: Registry) -> Registry:
+    """``registry`` with the policy kinds also warning about ``resourceSelectors`` that name a kind
+    ``registry`` cannot propagate (:mod:`policies.served`)."""
+
+    def lookup(api_version: str, kind: str) -> KindStatus:
+        rt = registry.for_kind(api_version, kind)
+        if rt is None:
+            return KindStatus.UNSERVED
+        if not rt.namespaced:
+            return KindStatus.CLUSTER_SCOPED
+        return KindStatus.PROPAGATABLE if is_propagatable(rt) else KindStatus.HUB_ONLY
+
+    def warner(previous: Warner | None) -> Warner:
+        def warn(obj: dict[str, Any]) -> list[str]:
+            return [*(previous(obj) if previous else []), *unpropagatable_selector_warnings(obj, lookup)]
+
+        return warn
+
+    policy_groups = (POLICY_GROUP, KARMADA_POLICY_GROUP)
     return Registry(
-        core, workload_resources(), coordination_resources(), gpufed_resources(), [waste_report_type()]
+        [replace(rt, warn=warner(rt.warn)) if rt.group in policy_groups else rt for rt in registry]
     )
 
 

@@ -45,7 +45,8 @@ from typing import Any
 from controlplane.apis import constants as c
 from controlplane.apis.work_v1alpha1 import ConditionType as WorkConditionType
 from controlplane.apis.work_v1alpha1 import Health, WorkReason
-from member_agent.kubeapi import ApiError, Conflict, KubeApi, NotFound
+from member_agent.assessing import as_int, assess_health
+from member_agent.kubeapi import ApiError, Conflict, KindNotServed, KubeApi, NotFound
 from member_agent.ledger import Ledger
 
 logger = logging.getLogger(__name__)
@@ -61,38 +62,32 @@ class ApplyDecision(StrEnum):
     SKIP_CONFLICT = "SkipConflict"
 
 
-#: Apply order: namespaces and definitions first, then what workloads refer to, then the rest.
+#: Apply order: namespaces and definitions first, then the policies and quotas pods are admitted
+#: under, then what workloads refer to, then the workloads, then what refers to them (Helm's
+#: install order, with CustomResourceDefinitions before everything but namespaces so a custom
+#: kind's objects find it served). A kind not listed goes with the workloads.
 _KIND_ORDER = {
     "Namespace": 0,
     "CustomResourceDefinition": 1,
     "PriorityClass": 2,
+    "NetworkPolicy": 2,
+    "ResourceQuota": 2,
+    "LimitRange": 2,
+    "PodDisruptionBudget": 2,
+    "StorageClass": 2,
+    "IngressClass": 2,
     "ServiceAccount": 3,
     "ConfigMap": 3,
     "Secret": 3,
     "PersistentVolumeClaim": 3,
+    "ClusterRole": 3,
     "Role": 3,
+    "ClusterRoleBinding": 4,
     "RoleBinding": 4,
     "Service": 5,
+    "HorizontalPodAutoscaler": 11,
+    "Ingress": 11,
 }
-#: Kinds whose health does not depend on their status (watched all the same: the watch is
-#: what spares a status pass from fetching them).
-ALWAYS_HEALTHY_KINDS = frozenset(
-    {
-        "Namespace",
-        "ConfigMap",
-        "Secret",
-        "ServiceAccount",
-        "Service",
-        "Role",
-        "RoleBinding",
-        "ClusterRole",
-        "ClusterRoleBinding",
-        "PriorityClass",
-        "CustomResourceDefinition",
-        "NetworkPolicy",
-        "PersistentVolumeClaim",
-    }
-)
 _SERVER_SET_METADATA = (
     "resourceVersion",
     "uid",
@@ -279,78 +274,6 @@ def status_fields(obj: Mapping[str, Any], *, api_version: str, kind: str) -> dic
     return trimmed
 
 
-def _conditions(obj: Mapping[str, Any]) -> dict[str, str]:
-    return {
-        str(cond.get("type")): str(cond.get("status"))
-        for cond in (obj.get("status") or {}).get("conditions") or []
-        if isinstance(cond, Mapping)
-    }
-
-
-def _int(value: Any, default: int = 0) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return default
-
-
-def assess_health(obj: Mapping[str, Any] | None) -> Health:
-    """Health of a member object by its kind's status conventions."""
-    if obj is None:
-        return Health.UNKNOWN
-    kind = str(obj.get("kind") or "")
-    spec = obj.get("spec") or {}
-    status = obj.get("status") or {}
-    metadata = obj.get("metadata") or {}
-    conditions = _conditions(obj)
-    if kind in ALWAYS_HEALTHY_KINDS:
-        return Health.HEALTHY
-    if kind in ("Deployment", "StatefulSet", "ReplicaSet"):
-        replicas = _int(spec.get("replicas"), 1)
-        generation = _int(metadata.get("generation"), 0)
-        if "observedGeneration" in status and _int(status.get("observedGeneration")) < generation:
-            return Health.UNKNOWN
-        if replicas == 0:
-            return Health.HEALTHY
-        ready_field = "availableReplicas" if kind == "Deployment" else "readyReplicas"
-        if (
-            _int(status.get(ready_field)) >= replicas
-            and _int(status.get("updatedReplicas"), replicas) >= replicas
-        ):
-            return Health.HEALTHY
-        return Health.UNHEALTHY
-    if kind == "Job":
-        if conditions.get("Failed") == "True":
-            return Health.UNHEALTHY
-        return Health.HEALTHY
-    if kind == "Pod":
-        phase = status.get("phase")
-        if phase == "Failed":
-            return Health.UNHEALTHY
-        if phase == "Succeeded" or (phase == "Running" and conditions.get("Ready") == "True"):
-            return Health.HEALTHY
-        return Health.UNKNOWN
-    if kind == "RayJob":
-        job_status = str(status.get("jobStatus") or "").upper()
-        if job_status in ("FAILED", "STOPPED"):
-            return Health.UNHEALTHY
-        if job_status in ("RUNNING", "SUCCEEDED"):
-            return Health.HEALTHY
-        return Health.UNKNOWN
-    if kind == "RayCluster":
-        state = str(status.get("state") or "").lower()
-        return {"ready": Health.HEALTHY, "failed": Health.UNHEALTHY}.get(state, Health.UNKNOWN)
-    # Training operators (PyTorchJob, MPIJob, ...) and generic kinds: by conditions.
-    if conditions.get("Failed") == "True":
-        return Health.UNHEALTHY
-    for healthy in ("Succeeded", "Running", "Ready", "Available", "Complete"):
-        if conditions.get(healthy) == "True":
-            return Health.HEALTHY
-    if conditions.get("Ready") == "False" or conditions.get("Available") == "False":
-        return Health.UNHEALTHY
-    return Health.UNKNOWN
-
-
 def _pod_belongs_to(pod: Mapping[str, Any], workload: Mapping[str, Any]) -> bool:
     meta = pod.get("metadata") or {}
     w_meta = workload.get("metadata") or {}
@@ -404,6 +327,8 @@ class ManifestResult:
     conflict: bool = False
     error: str | None = None
     live: dict[str, Any] | None = None
+    #: The member does not serve the manifest's kind.
+    not_served: bool = False
 
 
 def _condition(
@@ -444,8 +369,29 @@ def work_conditions(
     previous: Sequence[Mapping[str, Any]] = (),
 ) -> list[dict[str, Any]]:
     conflicts = [r for r in results if r.conflict]
-    failures = [r for r in results if r.error and not r.conflict]
-    if conflicts:
+    unserved = [r for r in results if r.not_served]
+    failures = [r for r in results if r.error and not r.conflict and not r.not_served]
+    if unserved and not conflicts:
+        message = _listing(
+            [
+                f"{r.identifier.describe()}: the member cluster does not serve {r.identifier.kind} in "
+                f"{r.identifier.api_version} (install its CustomResourceDefinition in the member, or keep the "
+                "kind off this cluster with the policy's placement)"
+                for r in unserved
+            ]
+        )
+        if failures:
+            message += " | also failed: " + _listing([f"{r.identifier.describe()}: {r.error}" for r in failures])
+        applied = _condition(
+            WorkConditionType.APPLIED,
+            "False",
+            WorkReason.KIND_NOT_SERVED,
+            message,
+            generation=generation,
+            now=now,
+            previous=previous,
+        )
+    elif conflicts:
         message = _listing(
             [
                 f"{r.identifier.describe()} already exists in the member cluster and is not managed by this Work;"
@@ -542,7 +488,7 @@ def work_status(
     """The Work's status from the apply results (ordered by manifest ordinal)."""
     ordered = sorted(results, key=lambda r: r.identifier.ordinal)
     entries = [manifest_status(r, pods) for r in ordered]
-    generation = _int((work.get("metadata") or {}).get("generation"), 0)
+    generation = as_int((work.get("metadata") or {}).get("generation"), 0)
     previous = (work.get("status") or {}).get("conditions") or []
     return {
         "conditions": work_conditions(
@@ -658,6 +604,9 @@ class WorkApplier:
             result.applied = True
             if ident.kind == "Namespace":
                 self._namespaces.add(ident.name)
+        except KindNotServed as exc:
+            result.error, result.not_served = exc.message, True
+            logger.warning("work %s/%s: cannot apply %s: %s", work_ns, work_name, ident.describe(), exc.message)
         except ApiError as exc:
             if exc.code in (0, 429) or exc.code >= 500:
                 raise
@@ -684,7 +633,9 @@ class WorkApplier:
             self._namespaces.discard(ident.name)
 
     async def reconcile(self, work: Mapping[str, Any], *, now: str) -> dict[str, Any]:
-        """Apply the Work, prune what it dropped; return its new status."""
+        """Apply the Work, prune what it dropped; return its new status. A kind the member did
+        not serve is looked up again (an apply is rare: a new generation, or the periodic resync)."""
+        self.member.discovery.recheck()
         key = work_key(work)
         meta = work.get("metadata") or {}
         work_ns, work_name = str(meta.get("namespace")), str(meta.get("name"))
@@ -713,6 +664,8 @@ class WorkApplier:
                 ident, path = await self._resolve(ident)
                 result.identifier = ident
                 result.live = await self._current(ident, path)
+            except KindNotServed as exc:
+                result.error, result.not_served = exc.message, True
             except ApiError as exc:
                 if exc.code in (0, 429) or exc.code >= 500:
                     raise
@@ -722,6 +675,8 @@ class WorkApplier:
             ):
                 result.conflict = True
                 result.error = "exists and is not managed by this Work"
+            elif result.not_served:
+                pass
             elif result.live is None and result.error is None:
                 result.error = (
                     "not found in the member cluster" if ident.object_key in applied else "not applied yet"

@@ -17,11 +17,24 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 from kubernetes_asyncio.client import ApiClient
+
+from member_agent.apierrors import AlreadyExists as AlreadyExists
+from member_agent.apierrors import ApiError as ApiError
+from member_agent.apierrors import Conflict as Conflict
+from member_agent.apierrors import Forbidden as Forbidden
+from member_agent.apierrors import Gone as Gone
+from member_agent.apierrors import NotFound as NotFound
+from member_agent.apierrors import Unauthorized as Unauthorized
+from member_agent.apierrors import Unavailable as Unavailable
+from member_agent.apierrors import error_from_status as error_from_status
+from member_agent.apierrors import is_retryable as is_retryable
+from member_agent.discovery import DiscoveryCache, discovery_path
+from member_agent.discovery import KindNotServed as KindNotServed
+from member_agent.discovery import ResourceInfo as ResourceInfo
 
 logger = logging.getLogger(__name__)
 
@@ -30,103 +43,13 @@ APPLY_PATCH = "application/apply-patch+yaml"
 MERGE_PATCH = "application/merge-patch+json"
 
 
-class ApiError(Exception):
-    """A non-2xx answer (or a transport failure when ``code`` is 0)."""
-
-    def __init__(
-        self, code: int, reason: str, message: str, *, status: Mapping[str, Any] | None = None
-    ) -> None:
-        super().__init__(f"{code} {reason}: {message}")
-        self.code = code
-        self.reason = reason
-        self.message = message
-        self.status = dict(status or {})
-
-
-class NotFound(ApiError):
-    pass
-
-
-class AlreadyExists(ApiError):
-    pass
-
-
-class Conflict(ApiError):
-    pass
-
-
-class Gone(ApiError):
-    pass
-
-
-class Unauthorized(ApiError):
-    pass
-
-
-class Forbidden(ApiError):
-    pass
-
-
-class Unavailable(ApiError):
-    """Transport failures, timeouts, 429 and 5xx: worth retrying."""
-
-
-def error_from_status(code: int, body: bytes) -> ApiError:
-    status: dict[str, Any] = {}
-    try:
-        parsed = json.loads(body) if body else {}
-        if isinstance(parsed, dict):
-            status = parsed
-    except ValueError:
-        pass
-    reason = str(status.get("reason") or "")
-    message = str(status.get("message") or body[:500].decode("utf-8", errors="replace"))
-    if code == 404:
-        return NotFound(code, reason or "NotFound", message, status=status)
-    if code == 409:
-        cls: type[ApiError] = AlreadyExists if reason == "AlreadyExists" else Conflict
-        return cls(code, reason or "Conflict", message, status=status)
-    if code == 410:
-        return Gone(code, reason or "Gone", message, status=status)
-    if code == 401:
-        return Unauthorized(code, reason or "Unauthorized", message, status=status)
-    if code == 403:
-        return Forbidden(code, reason or "Forbidden", message, status=status)
-    if code == 429 or code >= 500:
-        return Unavailable(code, reason or "ServiceUnavailable", message, status=status)
-    return ApiError(code, reason or "BadRequest", message, status=status)
-
-
-def is_retryable(exc: BaseException) -> bool:
-    return isinstance(exc, Unavailable | Conflict | TimeoutError | aiohttp.ClientError | OSError)
-
-
-@dataclass(frozen=True, slots=True)
-class ResourceInfo:
-    api_version: str
-    kind: str
-    plural: str
-    namespaced: bool
-
-    def collection_path(self, namespace: str | None) -> str:
-        prefix = f"/api/{self.api_version}" if "/" not in self.api_version else f"/apis/{self.api_version}"
-        if self.namespaced:
-            if not namespace:
-                raise ValueError(f"{self.kind} is namespaced: a namespace is required")
-            return f"{prefix}/namespaces/{namespace}/{self.plural}"
-        return f"{prefix}/{self.plural}"
-
-    def path(self, name: str, namespace: str | None) -> str:
-        return f"{self.collection_path(namespace)}/{name}"
-
-
 class KubeApi:
     """JSON requests against one API server through a kubernetes_asyncio ``ApiClient``."""
 
     def __init__(self, client: ApiClient, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         self.client = client
         self.timeout = timeout
-        self._discovery: dict[str, dict[str, ResourceInfo]] = {}
+        self.discovery = DiscoveryCache()
 
     async def close(self) -> None:
         await self.client.close()
@@ -292,26 +215,17 @@ class KubeApi:
             response.release()
 
     async def resource_info(self, api_version: str, kind: str) -> ResourceInfo:
-        """Plural name and scope of a kind, from the server's discovery document (cached)."""
-        known = self._discovery.get(api_version)
-        if known is None or kind not in known:
-            path = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
-            document = await self.get(path)
-            known = {}
-            for resource in document.get("resources") or []:
-                name = str(resource.get("name", ""))
-                if "/" in name:
-                    continue
-                known[str(resource.get("kind"))] = ResourceInfo(
-                    api_version=api_version,
-                    kind=str(resource.get("kind")),
-                    plural=name,
-                    namespaced=bool(resource.get("namespaced")),
-                )
-            self._discovery[api_version] = known
-        if kind not in known:
-            raise NotFound(404, "NotFound", f"the server does not serve kind {kind!r} in {api_version}")
-        return known[kind]
+        """Plural name and scope of a kind, from the server's discovery document (cached; a kind
+        the server does not serve raises :class:`KindNotServed`, answered from memory during its
+        back-off, see :mod:`member_agent.discovery`)."""
+        known = self.discovery.cached(api_version, kind)
+        if known is not None:
+            return known
+        try:
+            document: dict[str, Any] | None = await self.get(discovery_path(api_version))
+        except NotFound:
+            document = None
+        return self.discovery.learn(api_version, document, kind=kind)
 
     async def version(self) -> str | None:
         try:

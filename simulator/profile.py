@@ -300,6 +300,9 @@ class ClusterProfile(_Model):
     taints: list[Taint] = Field(default_factory=list)
     nodeGroups: list[NodeGroup] = Field(default_factory=list)
     simulation: SimulationDefaults = Field(default_factory=SimulationDefaults)
+    #: Resources (plurals, e.g. ``jobsets``) this member's API does not serve, as a cluster
+    #: without an operator's CustomResourceDefinitions installed.
+    unservedResources: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _check(self) -> ClusterProfile:

@@ -1,49 +1,36 @@
-"""What a simulated member cluster's API serves, beyond the hub's built-in kinds.
+"""What a simulated member cluster's API serves.
 
-A real cluster serves ``apps/v1 ReplicaSet``; the hub does not (its users apply
-Deployments, and members run them), so the ReplicaSet type lives here. In: nothing.
-Out: :data:`REPLICASET` (``kubectl get rs`` prints DESIRED, CURRENT, READY, AGE, and
-CONTAINERS, IMAGES, SELECTOR with ``-o wide``, as kube does) and :func:`member_registry`,
-the registry a member's API is built from.
+A member serves what a real cluster serves: the core kinds (nodes, pods, events...), the
+workload kinds with their ReplicaSets, the other built-in kinds (DaemonSet, CronJob, Ingress,
+quotas...), the SIG kinds GPU platforms install (LeaderWorkerSet, JobSet) and Leases. In:
+nothing. Out: :func:`member_registry`, the registry a member's API is built from.
 """
 
 from __future__ import annotations
 
-from typing import Final
-
-from controlplane.apiserver import columns as col
+from controlplane.apiserver.kinds import REPLICASET, builtin_kind_resources, gpu_workload_resources
 from controlplane.apiserver.resources import (
-    AGE,
     Registry,
     ResourceType,
-    ScaleSubresource,
-    TableColumn,
     coordination_resources,
     core_resources,
-    path,
     workload_resources,
 )
 
-REPLICASET: Final = ResourceType(
-    "apps", "v1", "ReplicaSet", "replicasets", "replicaset", namespaced=True,
-    short_names=("rs",), categories=("all",), has_status=True, strategic_merge=True,
-    scale=ScaleSubresource(),
-    columns=(
-        TableColumn("Desired", path("spec.replicas", default=1), type="integer",
-                    description="Replicas is the number of desired pods."),
-        TableColumn("Current", path("status.replicas", default=0), type="integer",
-                    description="Replicas is the most recently observed number of replicas."),
-        TableColumn("Ready", path("status.readyReplicas", default=0), type="integer",
-                    description="The number of pods targeted by this ReplicaSet with a Ready Condition."),
-        AGE,
-        TableColumn("Containers", col.containers_names, priority=1),
-        TableColumn("Images", col.containers_images, priority=1),
-        TableColumn("Selector", col.selector_string("spec.selector.matchLabels"), priority=1),
-    ),
-)
+__all__ = ["REPLICASET", "member_registry"]
 
 
-def member_registry() -> Registry:
-    """What a member cluster serves: core kinds (nodes, pods, events, ...), workloads with
-    their ReplicaSets, and Leases."""
-    return Registry(core_resources(), workload_resources(), [REPLICASET], coordination_resources())
+def member_registry(*, without: frozenset[str] = frozenset()) -> Registry:
+    """What a member cluster serves; ``without``: resources (plurals, e.g. ``jobsets``) this
+    member does not serve, as a cluster without an operator's CRDs installed."""
+
+    def served(types: list[ResourceType]) -> list[ResourceType]:
+        return [rt for rt in types if rt.plural not in without]
+
+    return Registry(
+        served(core_resources()),
+        served(workload_resources()),
+        served(builtin_kind_resources()),
+        served(gpu_workload_resources()),
+        served(coordination_resources()),
+    )

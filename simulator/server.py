@@ -47,6 +47,7 @@ from simulator.health import health_middleware
 from simulator.profile import ClusterProfile
 from simulator.resources import member_registry
 from simulator.scheduling.model import Scoring
+from simulator.statuses import StatusControllers
 
 log = logging.getLogger(__name__)
 
@@ -137,10 +138,11 @@ class SimServer:
     def __init__(self, config: SimServerConfig) -> None:
         self.config = config
         self.store = MemoryStore()
-        self.objects = ObjectStore(self.store, member_registry())
+        self.objects = ObjectStore(self.store, member_registry(without=frozenset(config.profile.unservedResources)))
         self.cluster = SimulatedCluster(
             config.profile, self.objects, time_scale=config.time_scale, seed=config.seed, scoring=config.scoring
         )
+        self.statuses = StatusControllers(self.objects, clock=self.cluster.clock, salt=config.profile.name)
         self.url = ""
         self.dcgm_url = ""
         self._runners: list[web.AppRunner] = []
@@ -186,6 +188,7 @@ class SimServer:
         self.url = f"https://{host}:{port}"
 
         await self.cluster.__aenter__()
+        await self.statuses.__aenter__()
 
         dcgm = web.Application()
         dcgm.router.add_get("/metrics", self._metrics)
@@ -257,6 +260,7 @@ class SimServer:
                 await self._snapshotter
         for runner in reversed(self._runners):
             await runner.cleanup()
+        await self.statuses.shutdown()
         await self.cluster.__aexit__(None, None, None)
         if self.url:  # started: the store holds this cluster's state
             try:

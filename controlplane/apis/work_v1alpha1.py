@@ -53,6 +53,8 @@ class WorkReason(StrEnum):
     APPLIED = "AppliedSuccessful"
     APPLY_FAILED = "AppliedFailed"
     CONFLICT = "ApplyConflict"
+    KIND_NOT_SERVED = "KindNotServed"
+    """A manifest's kind is not served by the member cluster's API (its CRD is not installed)."""
     AVAILABLE = "ResourcesAvailable"
     UNHEALTHY = "ResourcesUnhealthy"
     HEALTH_UNKNOWN = "ResourcesHealthUnknown"

@@ -113,7 +113,8 @@ class ScaleSubresource:
 
     spec_replicas: str = "spec.replicas"
     status_replicas: str = "status.replicas"
-    #: A metav1.LabelSelector (matchLabels/matchExpressions) shown as a selector string.
+    #: A metav1.LabelSelector (matchLabels/matchExpressions) shown as a selector string, or a
+    #: field already holding one as a string.
     label_selector: str = "spec.selector"
 
 

@@ -1,7 +1,7 @@
 """The detector: workload x policies -> one ResourceBinding per claimed workload.
 
-In: hub workloads (every kind with an interpreter, plus ConfigMap/Secret/Service/
-ServiceAccount), PropagationPolicies and ClusterPropagationPolicies (both API groups) and
+In: hub workloads (every namespaced kind the hub serves but its own machinery; kinds without
+an interpreter propagate whole, see ``workloads.is_plain``), PropagationPolicies and ClusterPropagationPolicies (both API groups) and
 the existing bindings. Out, per workload:
 
 * claimed by a policy (``policies.matching.select_policy``, Karmada's order and sticky
@@ -62,12 +62,12 @@ from controlplane.controllers.context import (
 from controlplane.controllers.events import EventReason, EventType, record_event
 from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.workloads import (
-    PLAIN_KINDS,
     PropagatedReason,
     WorkloadConditionType,
     WorkloadRef,
     find_condition,
     is_deleting,
+    is_plain,
     with_condition,
 )
 from controlplane.interpreter import interpreter_for
@@ -255,8 +255,8 @@ class Detector:
         if event is WatchEventType.MODIFIED and not _meta_changed(old, obj):
             return
         ref = WorkloadRef.of(obj)
-        if (group_of(ref.api_version), ref.kind) in PLAIN_KINDS and not self._plain_object_matters(ref):
-            return  # a ConfigMap (Secret...) no policy selects: nothing to propagate, no status to set
+        if is_plain(ref.api_version, ref.kind) and not self._plain_object_matters(ref):
+            return  # a ConfigMap (DaemonSet...) no policy selects: nothing to propagate, no status to set
         await self.loop.add(ref)
 
     def _plain_object_matters(self, ref: WorkloadRef) -> bool:
@@ -488,7 +488,7 @@ class Detector:
         self, rt: ResourceType, workload: dict[str, Any], status: bool, reason: PropagatedReason, message: str
     ) -> bool:
         """Set the ``Propagated`` condition; True when it changed (or the kind keeps no status)."""
-        if not rt.has_status or (rt.group, rt.kind) in PLAIN_KINDS:
+        if not rt.has_status or is_plain(rt.api_version, rt.kind):
             return True
         conditions = (workload.get("status") or {}).get("conditions") or []
         wanted = {

@@ -40,6 +40,7 @@ class EventReason(StrEnum):
     DEPENDENCY_MISSING = "DependencyMissing"
     SCHEDULE_PRIORITY_UNRESOLVED = "SchedulePriorityUnresolved"
     INVALID_OBJECT = "InvalidObject"
+    KIND_NOT_SERVED = "KindNotServed"
 
 
 async def record_event(

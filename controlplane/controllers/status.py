@@ -7,7 +7,9 @@ object's status and health the agent reported) and the hub workload. Out:
   ``{clusterName, applied, appliedMessage?, health?, status?}`` — and its ``FullyApplied``
   condition (True when every chosen cluster's Work is applied at its current generation);
 * the workload's ``.status`` on the hub, merged by its interpreter from the members'
-  statuses (a Deployment's ``readyReplicas`` is the sum over members), keeping the
+  statuses (a Deployment's ``readyReplicas`` is the sum over members; a kind without replicas
+  by its status interpreter, :mod:`controlplane.interpreter.native`, if it has one: a
+  DaemonSet's node counts, a Service's load balancer points), keeping the
   conditions the hub itself sets (the detector's ``Propagated``, the scheduler's
   ``Schedulable``). Once the interpreter says the workload finished (Succeeded or Failed),
   its status is final: nothing a member reports afterwards turns it back
@@ -31,9 +33,10 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
-from controlplane.apis.work_v1alpha1 import ConditionType, binding_name
+from controlplane.apis.work_v1alpha1 import ConditionType, WorkReason, binding_name
 from controlplane.apiserver.objects import WatchEventType
 from controlplane.controllers.context import INDEX_BINDING, ControllerContext
+from controlplane.controllers.events import EventReason, EventType, record_event
 from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.workloads import (
     WorkloadConditionType,
@@ -42,7 +45,9 @@ from controlplane.controllers.workloads import (
     with_condition,
 )
 from controlplane.controllers.works import binding_key_of_work, cluster_of_namespace
-from controlplane.interpreter import KindInterpreter, interpreter_for, keep_finished
+from controlplane.interpreter import interpreter_for, keep_finished
+from controlplane.interpreter.native import StatusInterpreter, status_interpreter_for
+from controlplane.interpreter.registry import group_of
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +73,7 @@ def aggregate(
     resource: Mapping[str, Any],
     targets: list[Mapping[str, Any]],
     works: Mapping[str, Mapping[str, Any]],
-    interpreter: KindInterpreter | None,
+    interpreter: StatusInterpreter | None,
 ) -> tuple[list[dict[str, Any]], list[tuple[str, Mapping[str, Any] | None]], list[str]]:
     """(aggregatedStatus, (cluster, member status) pairs, clusters not applied yet with why)."""
     items: list[dict[str, Any]] = []
@@ -125,6 +130,30 @@ class StatusController:
         key = binding_key_of_work(obj)
         if key is not None:
             await self.loop.add(key)
+            if event is not WatchEventType.DELETED:
+                await self._note_unserved_kind(key, obj, old)
+
+    async def _note_unserved_kind(
+        self, key: BindingKey, work: Mapping[str, Any], old: Mapping[str, Any] | None
+    ) -> None:
+        """A Warning Event on the hub workload when a member starts reporting that it does not
+        serve the workload's kind (the Work's ``Applied=False`` reason ``KindNotServed``)."""
+        condition = find_condition((work.get("status") or {}).get("conditions"), ConditionType.APPLIED)
+        before = find_condition(((old or {}).get("status") or {}).get("conditions"), ConditionType.APPLIED)
+        if condition is None or condition.get("reason") != WorkReason.KIND_NOT_SERVED:
+            return
+        if before is not None and before.get("reason") == WorkReason.KIND_NOT_SERVED:
+            return
+        resource = ((self.ctx.bindings.get(*key) or {}).get("spec") or {}).get("resource") or {}
+        informer = self.ctx.workload_informer(str(resource.get("apiVersion")), str(resource.get("kind")))
+        workload = informer.get(resource.get("namespace"), str(resource.get("name"))) if informer else None
+        if workload is None:
+            return
+        cluster = cluster_of_namespace(str((work.get("metadata") or {}).get("namespace") or ""))
+        await record_event(
+            self.ctx, workload, type=EventType.WARNING, reason=EventReason.KIND_NOT_SERVED,
+            message=f"cluster {cluster}: {condition.get('message')}",
+        )
 
     async def _on_binding(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         if event is WatchEventType.DELETED:
@@ -159,15 +188,16 @@ class StatusController:
         resource = spec.get("resource") or {}
         api_version, kind = str(resource.get("apiVersion")), str(resource.get("kind"))
         interpreter = interpreter_for(api_version, kind)
+        folding = interpreter if interpreter is not None else status_interpreter_for(group_of(api_version), kind)
         works: dict[str, dict[str, Any]] = {}
         for work in ctx.works.by_index(INDEX_BINDING, key):
             cluster = cluster_of_namespace(str(work["metadata"].get("namespace") or ""))
             if cluster is not None:
                 works[cluster] = work
-        items, members, pending = aggregate(resource, list(targets), works, interpreter)
+        items, members, pending = aggregate(resource, list(targets), works, folding)
         await self._write_binding_status(binding, items, pending, len(targets))
-        if interpreter is not None:
-            await self._write_workload_status(api_version, kind, resource, interpreter, members)
+        if folding is not None:
+            await self._write_workload_status(api_version, kind, resource, folding, members)
         return None
 
     async def _write_binding_status(
@@ -200,7 +230,7 @@ class StatusController:
         api_version: str,
         kind: str,
         resource: Mapping[str, Any],
-        interpreter: KindInterpreter,
+        interpreter: StatusInterpreter,
         members: list[tuple[str, Mapping[str, Any] | None]],
     ) -> None:
         ctx = self.ctx

@@ -1,7 +1,7 @@
 """What the hub's controllers share about workloads: which kinds propagate, keys, conditions.
 
 In: the hub's :class:`Registry` and workload objects as dicts. Out: the propagatable
-resource types, :class:`WorkloadRef` keys (a workload, and the name of its binding), the
+resource types (every namespaced kind but the hub's own), :class:`WorkloadRef` keys (a workload, and the name of its binding), the
 ``Propagated`` condition the detector sets on a hub workload's status, and a dict version
 of ``set_condition`` for status conditions. Pure; no I/O.
 """
@@ -14,16 +14,38 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from controlplane.apis.constants import CONDITION_PROPAGATED
+from controlplane.apis.constants import (
+    CLUSTER_GROUP,
+    CONDITION_PROPAGATED,
+    COORDINATION_GROUP,
+    KARMADA_POLICY_GROUP,
+    POLICY_GROUP,
+    REPORTS_GROUP,
+    WORK_GROUP,
+)
 from controlplane.apis.work_v1alpha1 import binding_name
 from controlplane.apiserver.resources import Registry, ResourceType
 from controlplane.interpreter import interpreter_for
 
-#: Plain kinds a policy may select and that are propagated as they are (no replicas); all but
-#: Service are also what ``propagateDeps`` sends along with a workload.
-PLAIN_KINDS: frozenset[tuple[str, str]] = frozenset(
-    {("", "ConfigMap"), ("", "Secret"), ("", "Service"), ("", "ServiceAccount"), ("", "PersistentVolumeClaim")}
+#: API groups whose kinds are the hub's own machinery and never propagate: gpufed's and
+#: Karmada's policy kinds, bindings, Works, clusters, reports, and Leases.
+HUB_ONLY_GROUPS: frozenset[str] = frozenset(
+    {CLUSTER_GROUP, POLICY_GROUP, KARMADA_POLICY_GROUP, WORK_GROUP, REPORTS_GROUP, COORDINATION_GROUP}
 )
+#: Core kinds that never propagate: Events describe hub objects.
+HUB_ONLY_KINDS: frozenset[tuple[str, str]] = frozenset({("", "Event")})
+
+
+def is_plain(api_version: str, kind: str) -> bool:
+    """A kind without replicas: no interpreter, so the whole object goes to each chosen cluster
+    (Karmada's default interpretation)."""
+    return interpreter_for(api_version, kind) is None
+
+
+def is_propagatable(rt: ResourceType) -> bool:
+    """Whether a policy may propagate objects of ``rt``: any namespaced kind the hub serves that
+    is not part of the hub's own machinery."""
+    return rt.namespaced and rt.group not in HUB_ONLY_GROUPS and (rt.group, rt.kind) not in HUB_ONLY_KINDS
 
 
 class WorkloadConditionType(StrEnum):
@@ -68,14 +90,9 @@ class WorkloadRef:
 
 
 def propagatable_types(registry: Registry) -> list[ResourceType]:
-    """Namespaced kinds the detector watches: every kind with an interpreter, plus plain kinds."""
-    out = []
-    for rt in registry:
-        if not rt.namespaced:
-            continue
-        if interpreter_for(rt.api_version, rt.kind) is not None or (rt.group, rt.kind) in PLAIN_KINDS:
-            out.append(rt)
-    return out
+    """Namespaced kinds the detector watches: every kind the hub serves that may propagate
+    (:func:`is_propagatable`), with an interpreter or not."""
+    return [rt for rt in registry if is_propagatable(rt)]
 
 
 def is_deleting(obj: Mapping[str, Any] | None) -> bool:

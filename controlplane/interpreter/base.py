@@ -207,7 +207,13 @@ class ReplicatedTemplateKind(PodTemplateKind):
         return out
 
 
-def keep_finished(interpreter: KindInterpreter, current: Obj, merged: Obj) -> Obj:
+class Finishing(Protocol):
+    """The part of an interpreter :func:`keep_finished` needs."""
+
+    def finished(self, status: Mapping[str, Any] | None) -> FinishedPhase | None: ...
+
+
+def keep_finished(interpreter: Finishing, current: Obj, merged: Obj) -> Obj:
     """The hub status to write: ``merged`` (from the members), unless ``current`` already says
     the workload finished. A terminal phase is final, as in kube's Job controller: a member that
     later reports its copy differently (recreated pods, a Work gone after a move) never turns a

@@ -2,8 +2,10 @@
 
 The key ignores the version: ``kubeflow.org/v1`` and ``kubeflow.org/v2beta1`` MPIJobs
 share one interpreter, as their replica specs have the same shape. Kinds without an
-interpreter (ConfigMap, Service…) have no replicas: callers treat ``None`` as "propagate
-the object as is".
+interpreter (ConfigMap, Service, DaemonSet, any kind the hub serves…) have no replicas:
+callers treat ``None`` as "propagate the whole object to every chosen cluster" (Karmada's
+default interpretation); :func:`~controlplane.interpreter.native.status_interpreter_for` says
+how the hub status of some of them is folded from the members'.
 """
 
 from __future__ import annotations
@@ -11,10 +13,13 @@ from __future__ import annotations
 from controlplane.interpreter.base import KindInterpreter
 from controlplane.interpreter.deployment import DeploymentInterpreter
 from controlplane.interpreter.job import JobInterpreter
+from controlplane.interpreter.jobset import JobSetInterpreter
+from controlplane.interpreter.leaderworkerset import LeaderWorkerSetInterpreter
 from controlplane.interpreter.mpijob import MPIJobInterpreter
 from controlplane.interpreter.pytorchjob import PyTorchJobInterpreter
 from controlplane.interpreter.raycluster import RayClusterInterpreter
 from controlplane.interpreter.rayjob import RayJobInterpreter
+from controlplane.interpreter.replicaset import ReplicaSetInterpreter
 from controlplane.interpreter.statefulset import StatefulSetInterpreter
 
 _REGISTRY: dict[tuple[str, str], KindInterpreter] = {}
@@ -47,5 +52,8 @@ for _interpreter in (
     MPIJobInterpreter(),
     RayJobInterpreter(),
     RayClusterInterpreter(),
+    ReplicaSetInterpreter(),
+    LeaderWorkerSetInterpreter(),
+    JobSetInterpreter(),
 ):
     register(_interpreter)

@@ -40,13 +40,14 @@ def run(args: argparse.Namespace) -> int:
 
 def resolve_kind(text: str) -> tuple[str, str, str]:
     """(apiVersion, Kind, plural) of a kind typed as kubectl accepts it (kind, plural, short name)."""
+    from controlplane.apiserver.kinds import builtin_kind_resources, gpu_workload_resources
     from controlplane.apiserver.resources import Registry, core_resources, workload_resources
 
     wanted = text.lower()
     group = ""
     if "." in wanted:
         wanted, group = wanted.split(".", 1)
-    for rt in Registry(core_resources(), workload_resources()):
+    for rt in Registry(core_resources(), workload_resources(), builtin_kind_resources(), gpu_workload_resources()):
         names = {rt.kind.lower(), rt.plural, rt.singular, *rt.short_names}
         if wanted in names and (not group or rt.group == group):
             return rt.api_version, rt.kind, rt.plural

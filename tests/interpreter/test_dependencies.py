@@ -179,6 +179,32 @@ WORKLOADS: list[tuple[str, dict[str, Any], list[Dependency]]] = [
         {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "r"}, "spec": {"clusterSelector": {"ray.io/cluster": "c"}, "submitterPodTemplate": only_secret("submitter")}},
         [Dependency(SECRET, "submitter")],
     ),
+    ("ReplicaSet", {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "rs"}, "spec": {"replicas": 2, "template": all_sites()}}, ALL_SITES),
+    (
+        "LeaderWorkerSet: leader and worker templates",
+        {
+            "apiVersion": "leaderworkerset.x-k8s.io/v1",
+            "kind": "LeaderWorkerSet",
+            "metadata": {"name": "l"},
+            "spec": {"replicas": 2, "leaderWorkerTemplate": {"size": 4, "leaderTemplate": all_sites(), "workerTemplate": only_secret("worker-only")}},
+        },
+        sorted([*ALL_SITES, Dependency(SECRET, "worker-only")]),
+    ),
+    (
+        "JobSet: every replicated Job's pod template",
+        {
+            "apiVersion": "jobset.x-k8s.io/v1alpha2",
+            "kind": "JobSet",
+            "metadata": {"name": "js"},
+            "spec": {
+                "replicatedJobs": [
+                    {"name": "driver", "replicas": 1, "template": {"spec": {"template": all_sites()}}},
+                    {"name": "workers", "replicas": 2, "template": {"spec": {"parallelism": 2, "template": only_secret("worker-only")}}},
+                ]
+            },
+        },
+        sorted([*ALL_SITES, Dependency(SECRET, "worker-only")]),
+    ),
     ("Deployment without a template", {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}, "spec": {}}, []),
 ]
 

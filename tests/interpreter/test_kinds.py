@@ -122,7 +122,10 @@ def test_registry_knows_every_kind_and_ignores_versions() -> None:
     assert set(registered_kinds()) == {
         ("apps", "Deployment"),
         ("apps", "StatefulSet"),
+        ("apps", "ReplicaSet"),
         ("batch", "Job"),
+        ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"),
+        ("jobset.x-k8s.io", "JobSet"),
         ("kubeflow.org", "PyTorchJob"),
         ("kubeflow.org", "MPIJob"),
         ("ray.io", "RayJob"),

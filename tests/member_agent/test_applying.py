@@ -57,6 +57,28 @@ def test_desired_manifests_add_ownership_strip_server_fields_and_order() -> None
     assert desired[0][0] == Identifier("", "v1", "Namespace", "", "ml", 2)
 
 
+def manifest(api_version: str, kind: str) -> dict[str, Any]:
+    return {"apiVersion": api_version, "kind": kind, "metadata": {"name": kind.lower(), "namespace": "ml"}}
+
+
+def test_manifests_apply_in_dependency_order() -> None:
+    shuffled = [
+        manifest("autoscaling/v2", "HorizontalPodAutoscaler"),
+        manifest("example.com/v1", "Widget"),
+        manifest("apps/v1", "DaemonSet"),
+        manifest("v1", "Service"),
+        manifest("v1", "Secret"),
+        manifest("v1", "ResourceQuota"),
+        manifest("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
+        manifest("v1", "Namespace"),
+    ]
+    order = [ident.kind for ident, _ in applying.desired_manifests(work(shuffled))]
+    assert order == [
+        "Namespace", "CustomResourceDefinition", "ResourceQuota", "Secret", "Service", "Widget", "DaemonSet",
+        "HorizontalPodAutoscaler",
+    ]
+
+
 OWNED = {"metadata": {"labels": applying.ownership_labels("gpufed-es-a", "web-deployment")}}
 OTHER_WORK = {"metadata": {"labels": applying.ownership_labels("gpufed-es-a", "other")}}
 FOREIGN = {"metadata": {"labels": {"app": "web"}}}
@@ -203,7 +225,27 @@ def conds(**values: str) -> list[dict[str, str]]:
         (obj("Pod", status={"phase": "Running", "conditions": conds(Ready="True")}), Health.HEALTHY),
         (obj("Pod", status={"phase": "Pending"}), Health.UNKNOWN),
         (obj("Pod", status={"phase": "Failed"}), Health.UNHEALTHY),
-        (obj("Widget"), Health.UNKNOWN),
+        # Karmada's default interpretation: no health convention, so healthy once applied.
+        (obj("Widget"), Health.HEALTHY),
+        (obj("Widget", status={"conditions": conds(Ready="False")}), Health.UNHEALTHY),
+        (obj("PyTorchJob"), Health.UNKNOWN),
+        (
+            obj("DaemonSet", status={"desiredNumberScheduled": 4, "updatedNumberScheduled": 4, "numberAvailable": 4, "observedGeneration": 1}),
+            Health.HEALTHY,
+        ),
+        (
+            obj("DaemonSet", status={"desiredNumberScheduled": 4, "updatedNumberScheduled": 4, "numberAvailable": 2, "observedGeneration": 1}),
+            Health.UNHEALTHY,
+        ),
+        (obj("DaemonSet", status={"desiredNumberScheduled": 4, "observedGeneration": 1}, generation=2), Health.UNKNOWN),
+        (obj("Service", spec={"type": "ClusterIP"}), Health.HEALTHY),
+        (obj("Service", spec={"type": "LoadBalancer"}), Health.UNHEALTHY),
+        (obj("Service", spec={"type": "LoadBalancer"}, status={"loadBalancer": {"ingress": [{"ip": "203.0.113.7"}]}}), Health.HEALTHY),
+        (obj("Ingress", status={"loadBalancer": {}}), Health.UNHEALTHY),
+        (obj("CronJob"), Health.HEALTHY),
+        (obj("PodDisruptionBudget", status={"currentHealthy": 1, "desiredHealthy": 2}), Health.UNHEALTHY),
+        (obj("LeaderWorkerSet", spec={"replicas": 2}, status={"readyReplicas": 2}), Health.HEALTHY),
+        (obj("LeaderWorkerSet", spec={"replicas": 2}, status={"readyReplicas": 1, "conditions": conds(Available="False")}), Health.UNHEALTHY),
     ],
 )
 def test_assess_health(live: dict[str, Any] | None, expected: Health) -> None:

@@ -27,6 +27,10 @@ def scale_of(rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
     status: dict[str, Any] = {"replicas": dig(obj, *spec.status_replicas.split(".")) or 0}
     if isinstance(selector, dict):
         status["selector"] = LabelSelector.from_dict(selector).to_string()
+    elif isinstance(selector, str) and selector:
+        # A custom kind's labelSelectorPath names a serialized selector (LeaderWorkerSet's
+        # status.hpaPodSelector), which the Scale carries as it is.
+        status["selector"] = selector
     return {
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",

@@ -1,0 +1,47 @@
+"""Built-in kinds served beside the core, workload and gpufed ones, one module per API family.
+
+In: nothing. Out: :func:`builtin_kind_resources` (apps ReplicaSet/DaemonSet, batch CronJob,
+networking, policy, autoscaling, quota and storage kinds) and :func:`gpu_workload_resources`
+(LeaderWorkerSet, JobSet), each with kube's defaulting and validation attached where kube has
+them (``with_kube_rules``). The hub and the simulated members serve both lists.
+"""
+
+from __future__ import annotations
+
+from controlplane.apiserver.kinds.admin import (
+    HORIZONTAL_POD_AUTOSCALER,
+    LIMIT_RANGE,
+    POD_DISRUPTION_BUDGET,
+    RESOURCE_QUOTA,
+    STORAGE_CLASS,
+)
+from controlplane.apiserver.kinds.apps import DAEMONSET, REPLICASET
+from controlplane.apiserver.kinds.batch import CRONJOB
+from controlplane.apiserver.kinds.networking import INGRESS, INGRESS_CLASS, NETWORK_POLICY
+from controlplane.apiserver.kinds.sigs import JOBSET, LEADER_WORKER_SET
+from controlplane.apiserver.resources import ResourceType, with_kube_rules
+
+
+def builtin_kind_resources() -> list[ResourceType]:
+    """Kubernetes' own kinds beyond ``core_resources()`` and ``workload_resources()``."""
+    return with_kube_rules([
+        REPLICASET,
+        DAEMONSET,
+        CRONJOB,
+        INGRESS,
+        INGRESS_CLASS,
+        NETWORK_POLICY,
+        POD_DISRUPTION_BUDGET,
+        HORIZONTAL_POD_AUTOSCALER,
+        LIMIT_RANGE,
+        RESOURCE_QUOTA,
+        STORAGE_CLASS,
+    ])
+
+
+def gpu_workload_resources() -> list[ResourceType]:
+    """LeaderWorkerSet and JobSet: the SIG kinds GPU serving and training run on."""
+    return with_kube_rules([LEADER_WORKER_SET, JOBSET])
+
+
+__all__ = ["REPLICASET", "builtin_kind_resources", "gpu_workload_resources"]

@@ -1,0 +1,55 @@
+"""apps/v1 kinds beyond Deployment and StatefulSet: ReplicaSet and DaemonSet.
+
+Names, short names, categories, subresources and ``kubectl get`` columns as kube serves them
+(printers.go ``replicaSetColumnDefinitions``, ``daemonSetColumnDefinitions``).
+"""
+
+from __future__ import annotations
+
+from controlplane.apiserver import columns as col
+from controlplane.apiserver.kinds import cells
+from controlplane.apiserver.resources import AGE, ResourceType, ScaleSubresource, TableColumn, path
+
+_CONTAINERS = cells.containers_at("spec", "template", "spec", field="name")
+_IMAGES = cells.containers_at("spec", "template", "spec", field="image")
+
+REPLICASET = ResourceType(
+    "apps", "v1", "ReplicaSet", "replicasets", "replicaset", namespaced=True,
+    short_names=("rs",), categories=("all",), has_status=True, strategic_merge=True,
+    scale=ScaleSubresource(),
+    columns=(
+        TableColumn("Desired", path("spec.replicas", default=1), type="integer",
+                    description="Replicas is the number of desired pods."),
+        TableColumn("Current", path("status.replicas", default=0), type="integer",
+                    description="Replicas is the most recently observed number of replicas."),
+        TableColumn("Ready", path("status.readyReplicas", default=0), type="integer",
+                    description="The number of pods targeted by this ReplicaSet with a Ready Condition."),
+        AGE,
+        TableColumn("Containers", col.containers_names, priority=1),
+        TableColumn("Images", col.containers_images, priority=1),
+        TableColumn("Selector", col.selector_string("spec.selector.matchLabels"), priority=1),
+    ),
+)
+
+DAEMONSET = ResourceType(
+    "apps", "v1", "DaemonSet", "daemonsets", "daemonset", namespaced=True,
+    short_names=("ds",), categories=("all",), has_status=True, strategic_merge=True,
+    columns=(
+        TableColumn("Desired", cells.int_at("status", "desiredNumberScheduled"), type="integer",
+                    description="The total number of nodes that should be running the daemon pod."),
+        TableColumn("Current", cells.int_at("status", "currentNumberScheduled"), type="integer",
+                    description="The number of nodes that are running at least 1 daemon pod."),
+        TableColumn("Ready", cells.int_at("status", "numberReady"), type="integer",
+                    description="The number of nodes that should be running the daemon pod and have a ready pod."),
+        TableColumn("Up-to-date", cells.int_at("status", "updatedNumberScheduled"), type="integer",
+                    description="The total number of nodes that are running updated daemon pod."),
+        TableColumn("Available", cells.int_at("status", "numberAvailable"), type="integer",
+                    description="The number of nodes that should be running the daemon pod and have an available pod."),
+        TableColumn("Node Selector", cells.labels_at("spec", "template", "spec", "nodeSelector"),
+                    description="NodeSelector is a selector which must be true for the pod to fit on a node."),
+        AGE,
+        TableColumn("Containers", _CONTAINERS, priority=1),
+        TableColumn("Images", _IMAGES, priority=1),
+        TableColumn("Selector", cells.label_selector_at("spec", "selector"), priority=1),
+    ),
+)

@@ -1,0 +1,263 @@
+"""``kubectl get`` cell getters for the kinds in this package, after kube's printers.go.
+
+Each getter takes an object dict and "now" and returns the printed cell as kube's table
+printer does for the kind (``<none>`` where kube prints it, label selectors in kube's
+``FormatLabelSelector`` form). Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from controlplane.apiserver.columns import dig, since
+
+Obj = dict[str, Any]
+Cell = Callable[[Obj, datetime], Any]
+
+_MAX_HOSTS = 3
+
+
+def format_labels(labels: Any) -> str:
+    """kube's ``labels.FormatLabels``: ``k=v,k2=v2`` sorted, ``<none>`` when empty."""
+    if not isinstance(labels, dict) or not labels:
+        return "<none>"
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+
+
+def format_label_selector(selector: Any) -> str:
+    """kube's ``metav1.FormatLabelSelector``: matchLabels then matchExpressions, ``<none>`` when empty."""
+    if not isinstance(selector, dict):
+        return "<none>"
+    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
+    for expr in selector.get("matchExpressions") or ():
+        if not isinstance(expr, dict):
+            continue
+        key, op = str(expr.get("key", "")), str(expr.get("operator", ""))
+        values = ",".join(str(v) for v in expr.get("values") or ())
+        if op == "In":
+            parts.append(f"{key} in ({values})")
+        elif op == "NotIn":
+            parts.append(f"{key} notin ({values})")
+        elif op == "Exists":
+            parts.append(key)
+        elif op == "DoesNotExist":
+            parts.append(f"!{key}")
+        else:
+            parts.append(f"{key} {op} ({values})")
+    text = ",".join(parts)
+    return text or "<none>"
+
+
+def label_selector_at(*keys: str) -> Cell:
+    def get(obj: Obj, _now: datetime) -> str:
+        return format_label_selector(dig(obj, *keys))
+
+    return get
+
+
+def labels_at(*keys: str) -> Cell:
+    def get(obj: Obj, _now: datetime) -> str:
+        return format_labels(dig(obj, *keys))
+
+    return get
+
+
+def _containers(obj: Obj, keys: tuple[str, ...]) -> list[Obj]:
+    containers = dig(obj, *keys)
+    return [c for c in containers if isinstance(c, dict)] if isinstance(containers, list) else []
+
+
+def containers_at(*keys: str, field: str) -> Cell:
+    """Container ``field`` (name or image) joined by commas, from the pod spec at ``keys``."""
+
+    def get(obj: Obj, _now: datetime) -> str:
+        return ",".join(str(c.get(field, "")) for c in _containers(obj, (*keys, "containers")))
+
+    return get
+
+
+def int_at(*keys: str) -> Cell:
+    def get(obj: Obj, _now: datetime) -> int:
+        value = dig(obj, *keys)
+        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+    return get
+
+
+def text_at(*keys: str, none: str = "<none>") -> Cell:
+    """The value at ``keys`` as text; ``none`` when unset or empty."""
+
+    def get(obj: Obj, _now: datetime) -> str:
+        value = dig(obj, *keys)
+        if value is None or value == "":
+            return none
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return str(value)
+
+    return get
+
+
+def bool_title_at(*keys: str) -> Cell:
+    """A boolean as Go's ``%v`` of a ``*bool`` kube prints (``True``/``False``; unset: False)."""
+
+    def get(obj: Obj, _now: datetime) -> str:
+        return "True" if dig(obj, *keys) is True else "False"
+
+    return get
+
+
+# --- batch -----------------------------------------------------------------------------------
+
+
+def cronjob_active(obj: Obj, _now: datetime) -> int:
+    active = dig(obj, "status", "active")
+    return len(active) if isinstance(active, list) else 0
+
+
+def cronjob_last_schedule(obj: Obj, now: datetime) -> str:
+    value = dig(obj, "status", "lastScheduleTime")
+    return since(value, now) if value else "<none>"
+
+
+# --- networking ------------------------------------------------------------------------------
+
+
+def ingress_hosts(obj: Obj, _now: datetime) -> str:
+    hosts = [str(r.get("host")) for r in dig(obj, "spec", "rules") or () if isinstance(r, dict) and r.get("host")]
+    if not hosts:
+        return "*"
+    text = ",".join(hosts[:_MAX_HOSTS])
+    if len(hosts) > _MAX_HOSTS:
+        text += f" + {len(hosts) - _MAX_HOSTS} more..."
+    return text
+
+
+def load_balancer_address(obj: Obj, _now: datetime) -> str:
+    """``status.loadBalancer.ingress`` IPs and host names, comma-separated (Ingress ADDRESS)."""
+    out = []
+    for ingress in dig(obj, "status", "loadBalancer", "ingress") or ():
+        if isinstance(ingress, dict):
+            value = ingress.get("ip") or ingress.get("hostname")
+            if value:
+                out.append(str(value))
+    return ",".join(out)
+
+
+def ingress_ports(obj: Obj, _now: datetime) -> str:
+    return "80, 443" if dig(obj, "spec", "tls") else "80"
+
+
+def ingress_class_parameters(obj: Obj, _now: datetime) -> str:
+    params = dig(obj, "spec", "parameters")
+    if not isinstance(params, dict):
+        return "<none>"
+    kind, name = params.get("kind", ""), params.get("name", "")
+    group = params.get("apiGroup")
+    return f"{kind}.{group}/{name}" if group else f"{kind}/{name}"
+
+
+# --- policy and autoscaling ------------------------------------------------------------------
+
+
+def int_or_na(*keys: str) -> Cell:
+    """An IntOrString (minAvailable, maxUnavailable) as kube prints it; ``N/A`` when unset."""
+
+    def get(obj: Obj, _now: datetime) -> str:
+        value = dig(obj, *keys)
+        return "N/A" if value is None else str(value)
+
+    return get
+
+
+def hpa_reference(obj: Obj, _now: datetime) -> str:
+    ref = dig(obj, "spec", "scaleTargetRef") or {}
+    return f"{ref.get('kind', '')}/{ref.get('name', '')}"
+
+
+def _hpa_current(obj: Obj, index: int) -> Obj:
+    current = dig(obj, "status", "currentMetrics")
+    if isinstance(current, list) and index < len(current) and isinstance(current[index], dict):
+        return dict(current[index])
+    return {}
+
+
+def _as_obj(value: Any) -> Obj:
+    return value if isinstance(value, dict) else {}
+
+
+def hpa_targets(obj: Obj, _now: datetime) -> str:
+    """Resource metrics as ``cpu: 40%/80%`` (``<unknown>`` before the first measurement); other
+    metric types as their target value, as kube's ``formatHPAMetrics`` does for the common cases."""
+    metrics = dig(obj, "spec", "metrics")
+    if not isinstance(metrics, list) or not metrics:
+        return "<none>"
+    parts: list[str] = []
+    for index, metric in enumerate(metrics):
+        if not isinstance(metric, dict):
+            continue
+        kind = str(metric.get("type", ""))
+        source = kind[:1].lower() + kind[1:]
+        spec = _as_obj(metric.get(source))
+        target = _as_obj(spec.get("target"))
+        current = _as_obj(_as_obj(_hpa_current(obj, index).get(source)).get("current"))
+        if "averageUtilization" in target:
+            now_value = current.get("averageUtilization")
+            cur = f"{now_value}%" if now_value is not None else "<unknown>"
+            want = f"{target['averageUtilization']}%"
+        else:
+            key = "averageValue" if "averageValue" in target else "value"
+            cur = str(current.get(key)) if current.get(key) is not None else "<unknown>"
+            want = str(target.get(key, "<unset>"))
+        name = spec.get("name") or _as_obj(spec.get("metric")).get("name") or kind.lower()
+        parts.append(f"{name}: {cur}/{want}")
+    return ", ".join(parts) if parts else "<none>"
+
+
+def int_or_unset(*keys: str) -> Cell:
+    def get(obj: Obj, _now: datetime) -> Any:
+        value = dig(obj, *keys)
+        return value if isinstance(value, int) and not isinstance(value, bool) else "<unset>"
+
+    return get
+
+
+# --- quotas and limits -----------------------------------------------------------------------
+
+
+def created_at(obj: Obj, _now: datetime) -> str:
+    return str(dig(obj, "metadata", "creationTimestamp") or "")
+
+
+def quota_usage(*, limits: bool) -> Cell:
+    """ResourceQuota REQUEST (``limits=False``) or LIMIT: ``cpu: 1/4, memory: 0/8Gi``, hard
+    resources sorted by name, used counted from the status."""
+
+    def get(obj: Obj, _now: datetime) -> str:
+        hard = dig(obj, "status", "hard") or dig(obj, "spec", "hard") or {}
+        used = dig(obj, "status", "used") or {}
+        if not isinstance(hard, dict):
+            return ""
+        parts = [
+            f"{name}: {used.get(name, '0') if isinstance(used, dict) else '0'}/{hard[name]}"
+            for name in sorted(hard)
+            if str(name).startswith("limits.") == limits
+        ]
+        return ", ".join(parts)
+
+    return get
+
+
+def condition_at(condition_type: str) -> Cell:
+    """The status of condition ``condition_type`` (a CRD's ``.status.conditions[?(@.type==…)].status``
+    column: empty when absent)."""
+
+    def get(obj: Obj, _now: datetime) -> str:
+        for cond in dig(obj, "status", "conditions") or ():
+            if isinstance(cond, dict) and cond.get("type") == condition_type:
+                return str(cond.get("status", ""))
+        return ""
+
+    return get

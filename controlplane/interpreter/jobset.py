@@ -1,0 +1,126 @@
+"""JobSet (jobset.x-k8s.io/v1alpha2): ``spec.replicatedJobs[]``, each ``replicas`` copies of a
+Job template; the Jobs of a JobSet run one distributed training together.
+
+Each replicated Job is a role (a :class:`Component`) whose pods are ``replicas`` times the Job's
+pods at once (``parallelism``, default 1, capped by ``completions``). A JobSet is a gang: all its
+Jobs land in one cluster, as its workers must reach each other (JobSet's headless Service).
+The hub's status sums each replicated Job's ``ready``/``succeeded``/``failed``/``active``/
+``suspended`` counts by name, keeps the highest ``restarts``, and merges the conditions
+(Failed True when any member failed; Completed only when all completed); ``terminalState`` is
+Failed when any member's is, Completed when all are.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from controlplane.interpreter.base import (
+    Component,
+    FinishedPhase,
+    Health,
+    MemberStatuses,
+    PodTemplateKind,
+    TemplateSlot,
+    as_int,
+    condition_true,
+    merge_conditions,
+)
+from controlplane.interpreter.requirements import Obj, ReplicaRequirements, requirements
+
+JOB_COUNTS = ("ready", "succeeded", "failed", "active", "suspended")
+
+
+def _replicated_jobs(obj: Obj) -> list[dict[str, Any]]:
+    jobs = (obj.get("spec") or {}).get("replicatedJobs")
+    return [j for j in jobs if isinstance(j, dict)] if isinstance(jobs, list) else []
+
+
+def _job_spec(replicated: Mapping[str, Any]) -> Mapping[str, Any]:
+    return ((replicated.get("template") or {}).get("spec")) or {}
+
+
+def _pods_per_job(replicated: Mapping[str, Any]) -> int:
+    spec = _job_spec(replicated)
+    parallelism = as_int(spec.get("parallelism"), 1)
+    completions = spec.get("completions")
+    return min(parallelism, as_int(completions)) if completions is not None else parallelism
+
+
+class JobSetInterpreter(PodTemplateKind):
+    group = "jobset.x-k8s.io"
+    kind = "JobSet"
+
+    def template_slots(self, obj: Obj) -> list[TemplateSlot]:
+        out: list[TemplateSlot] = []
+        for replicated in _replicated_jobs(obj):
+            spec = (replicated.get("template") or {}).get("spec")
+            if isinstance(spec, dict) and "template" in spec:
+                out.append((spec, "template"))
+        return out
+
+    def components(self, obj: Obj) -> list[Component]:
+        return [
+            Component(
+                name=str(replicated.get("name") or f"job-{index}"),
+                replicas=as_int(replicated.get("replicas"), 1) * _pods_per_job(replicated),
+                requirements=requirements(_job_spec(replicated).get("template")),
+            )
+            for index, replicated in enumerate(_replicated_jobs(obj))
+        ]
+
+    def replicas(self, obj: Obj) -> int:
+        return sum(c.replicas for c in self.components(obj))
+
+    def replica_requirements(self, obj: Obj) -> ReplicaRequirements:
+        components = self.components(obj)
+        if not components:
+            return ReplicaRequirements()
+        return max(components, key=lambda c: c.replicas).requirements
+
+    def is_gang(self, obj: Obj) -> bool:
+        return True
+
+    def with_replicas(self, obj: Obj, replicas: int) -> Obj:
+        return copy.deepcopy(obj)
+
+    def aggregate_status(self, obj: Obj, member_statuses: MemberStatuses) -> Obj:
+        present = [s for _, s in member_statuses if s is not None]
+        if not present:
+            return {}
+        by_name: dict[str, dict[str, Any]] = {}
+        for status in present:
+            for entry in status.get("replicatedJobsStatus") or ():
+                if not isinstance(entry, Mapping) or not entry.get("name"):
+                    continue
+                merged = by_name.setdefault(str(entry["name"]), {"name": str(entry["name"])})
+                for field in JOB_COUNTS:
+                    merged[field] = as_int(merged.get(field)) + as_int(entry.get(field))
+        out: Obj = {}
+        if by_name:
+            out["replicatedJobsStatus"] = list(by_name.values())
+        restarts = max(as_int(s.get("restarts")) for s in present)
+        if restarts:
+            out["restarts"] = restarts
+        conditions = merge_conditions(member_statuses, any_true=frozenset({"Failed"}))
+        if conditions:
+            out["conditions"] = conditions
+        states = [str(s.get("terminalState") or "") for _, s in member_statuses if s is not None]
+        if "Failed" in states:
+            out["terminalState"] = "Failed"
+        elif states and len(present) == len(member_statuses) and all(s == "Completed" for s in states):
+            out["terminalState"] = "Completed"
+        return out
+
+    def health(self, status: Mapping[str, Any] | None) -> Health:
+        if not status:
+            return Health.UNKNOWN
+        return Health.UNHEALTHY if condition_true(status, "Failed") else Health.HEALTHY
+
+    def finished(self, status: Mapping[str, Any] | None) -> FinishedPhase | None:
+        if condition_true(status, "Failed") or (status or {}).get("terminalState") == "Failed":
+            return FinishedPhase.FAILED
+        if condition_true(status, "Completed") or (status or {}).get("terminalState") == "Completed":
+            return FinishedPhase.SUCCEEDED
+        return None

@@ -1,0 +1,205 @@
+"""Status interpretation of built-in kinds that have no replicas: DaemonSet, CronJob, Service,
+Ingress, PodDisruptionBudget.
+
+A kind without a :class:`~controlplane.interpreter.base.KindInterpreter` has no replicas: the
+whole object goes to every chosen cluster and its member statuses are collected into the
+binding's ``aggregatedStatus`` (Karmada's default interpreter). For the kinds here the hub
+object's own ``.status`` is also folded from the members', as Karmada's native interpreter
+does (``pkg/resourceinterpreter/default/native/aggregatestatus.go``):
+
+* DaemonSet: the node counts summed; ``observedGeneration`` the hub object's generation once
+  every member observed its own;
+* CronJob: ``active`` Job references of every member (names prefixed with the cluster, as
+  Karmada does, so two members' Jobs of one name stay apart), the latest ``lastScheduleTime``
+  and ``lastSuccessfulTime``;
+* Service (LoadBalancer) and Ingress: every member's ``loadBalancer.ingress`` points, in
+  cluster name order, as the members reported them, without repeats;
+* PodDisruptionBudget: the pod counts summed, ``disruptionsAllowed`` summed.
+
+:data:`StatusInterpreter` is the part of the kind contract the status controller needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from controlplane.interpreter.base import (
+    FinishedPhase,
+    Health,
+    MemberStatuses,
+    as_int,
+    extreme_time,
+    merge_conditions,
+    sum_fields,
+)
+from controlplane.interpreter.requirements import Obj
+
+
+class StatusInterpreter(Protocol):
+    """How the hub folds the members' statuses of one kind into the hub object's status."""
+
+    group: str
+    kind: str
+
+    def aggregate_status(self, obj: Obj, member_statuses: MemberStatuses) -> Obj: ...
+
+    def health(self, status: Mapping[str, Any] | None) -> Health: ...
+
+    def finished(self, status: Mapping[str, Any] | None) -> FinishedPhase | None: ...
+
+
+class _NeverFinishes:
+    group = ""
+    kind = ""
+
+    def finished(self, status: Mapping[str, Any] | None) -> FinishedPhase | None:
+        return None
+
+
+def _present(member_statuses: MemberStatuses) -> list[Mapping[str, Any]]:
+    return [s for _, s in member_statuses if s is not None]
+
+
+def _observed(obj: Obj, member_statuses: MemberStatuses, out: Obj) -> None:
+    """``observedGeneration`` = the hub object's generation once every member reported."""
+    generation = (obj.get("metadata") or {}).get("generation")
+    if generation is not None and member_statuses and all(s is not None for _, s in member_statuses):
+        out["observedGeneration"] = generation
+
+
+DAEMONSET_FIELDS = (
+    "currentNumberScheduled",
+    "desiredNumberScheduled",
+    "numberAvailable",
+    "numberMisscheduled",
+    "numberReady",
+    "updatedNumberScheduled",
+    "numberUnavailable",
+)
+
+
+class SummedStatus(_NeverFinishes):
+    """A kind whose hub status is its members' counts summed, conditions merged."""
+
+    fields: tuple[str, ...] = ()
+    #: Fields left out of the hub status while their sum is 0 (kube omits them then).
+    omitted_when_zero: frozenset[str] = frozenset()
+
+    def aggregate_status(self, obj: Obj, member_statuses: MemberStatuses) -> Obj:
+        present = _present(member_statuses)
+        if not present:
+            return {}
+        sums = sum_fields(present, self.fields)
+        out: Obj = {k: v for k, v in sums.items() if v or k not in self.omitted_when_zero}
+        _observed(obj, member_statuses, out)
+        conditions = merge_conditions(member_statuses)
+        if conditions:
+            out["conditions"] = conditions
+        return out
+
+
+class DaemonSetStatus(SummedStatus):
+    group = "apps"
+    kind = "DaemonSet"
+    fields = DAEMONSET_FIELDS
+    omitted_when_zero = frozenset({"numberUnavailable"})
+
+    def health(self, status: Mapping[str, Any] | None) -> Health:
+        if not status:
+            return Health.UNKNOWN
+        desired = as_int(status.get("desiredNumberScheduled"))
+        updated = as_int(status.get("updatedNumberScheduled"))
+        available = as_int(status.get("numberAvailable"))
+        return Health.HEALTHY if updated == desired and available >= updated else Health.UNHEALTHY
+
+
+class CronJobStatus(_NeverFinishes):
+    group = "batch"
+    kind = "CronJob"
+
+    def aggregate_status(self, obj: Obj, member_statuses: MemberStatuses) -> Obj:
+        present = [(name, s) for name, s in member_statuses if s is not None]
+        if not present:
+            return {}
+        active = [
+            {**ref, "name": f"{name}/{ref.get('name')}"}
+            for name, status in sorted(present, key=lambda p: p[0])
+            for ref in status.get("active") or ()
+            if isinstance(ref, Mapping)
+        ]
+        out: Obj = {}
+        if active:
+            out["active"] = active
+        for field in ("lastScheduleTime", "lastSuccessfulTime"):
+            value = extreme_time([s.get(field) for _, s in present], max)
+            if value:
+                out[field] = value
+        return out
+
+    def health(self, status: Mapping[str, Any] | None) -> Health:
+        return Health.HEALTHY
+
+
+def load_balancer_points(statuses: Sequence[Mapping[str, Any]]) -> list[Obj]:
+    """Every member's ``loadBalancer.ingress`` entries, in member order, without repeats."""
+    out: list[Obj] = []
+    for status in statuses:
+        for point in (status.get("loadBalancer") or {}).get("ingress") or ():
+            if isinstance(point, Mapping) and dict(point) not in out:
+                out.append(dict(point))
+    return out
+
+
+class LoadBalancerStatus(_NeverFinishes):
+    """Service and Ingress: the members' load balancer points, merged."""
+
+    def __init__(self, group: str, kind: str) -> None:
+        self.group = group
+        self.kind = kind
+
+    def aggregate_status(self, obj: Obj, member_statuses: MemberStatuses) -> Obj:
+        present = [s for _, s in sorted(member_statuses, key=lambda p: p[0]) if s is not None]
+        if not present:
+            return {}
+        points = load_balancer_points(present)
+        out: Obj = {"loadBalancer": {"ingress": points} if points else {}}
+        conditions = merge_conditions(member_statuses)
+        if conditions:
+            out["conditions"] = conditions
+        return out
+
+    def health(self, status: Mapping[str, Any] | None) -> Health:
+        return Health.HEALTHY if load_balancer_points([status or {}]) else Health.UNHEALTHY
+
+
+PDB_FIELDS = ("currentHealthy", "desiredHealthy", "disruptionsAllowed", "expectedPods")
+
+
+class PodDisruptionBudgetStatus(SummedStatus):
+    group = "policy"
+    kind = "PodDisruptionBudget"
+    fields = PDB_FIELDS
+
+    def health(self, status: Mapping[str, Any] | None) -> Health:
+        if not status:
+            return Health.UNKNOWN
+        healthy = as_int(status.get("currentHealthy")) >= as_int(status.get("desiredHealthy"))
+        return Health.HEALTHY if healthy else Health.UNHEALTHY
+
+
+_STATUS_INTERPRETERS: dict[tuple[str, str], StatusInterpreter] = {
+    (i.group, i.kind): i
+    for i in (
+        DaemonSetStatus(),
+        CronJobStatus(),
+        LoadBalancerStatus("", "Service"),
+        LoadBalancerStatus("networking.k8s.io", "Ingress"),
+        PodDisruptionBudgetStatus(),
+    )
+}
+
+
+def status_interpreter_for(group: str, kind: str) -> StatusInterpreter | None:
+    """How the hub status of a kind without replicas is folded; None: it is left as it is."""
+    return _STATUS_INTERPRETERS.get((group, kind))

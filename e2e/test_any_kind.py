@@ -1,0 +1,221 @@
+"""Any kind propagates, end to end: a DaemonSet, a CronJob and a LoadBalancer Service applied to
+the hub with one ClusterPropagationPolicy land in every member, and their member statuses fold
+back into the hub objects (DaemonSet node counts summed, the CronJob's active Jobs and
+lastScheduleTime, every member's load balancer address); a JobSet sent to a member that does not
+serve JobSet is a clear Work condition and an Event. Real hub on real etcd, two simulated
+members (time scale 20), two agents, the real kubectl; one fleet shared by the tests."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from e2e.harness import Kubectl, ProcessGroup, wait_for
+
+FLEET = Path(__file__).parent / "fleets" / "any-kind.yaml"
+pytestmark = pytest.mark.e2e
+
+EVERYWHERE = """
+apiVersion: policy.karmada.io/v1alpha1
+kind: ClusterPropagationPolicy
+metadata:
+  name: node-agents-everywhere
+spec:
+  resourceSelectors:
+    - {apiVersion: apps/v1, kind: DaemonSet}
+    - {apiVersion: batch/v1, kind: CronJob}
+    - {apiVersion: v1, kind: Service, name: gateway}
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: node-exporter, namespace: ml}
+spec:
+  selector:
+    matchLabels: {app: node-exporter}
+  template:
+    metadata:
+      labels: {app: node-exporter}
+    spec:
+      containers:
+        - {name: exporter, image: quay.io/prometheus/node-exporter:v1.8.2}
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: checkpoint-sweeper, namespace: ml}
+spec:
+  schedule: "* * * * *"
+  concurrencyPolicy: Forbid
+  jobTemplate:
+    spec:
+      template:
+        metadata:
+          annotations: {sim.gpufed.io/duration: 1h}
+        spec:
+          restartPolicy: OnFailure
+          containers:
+            - {name: sweep, image: registry.example.com/ml/sweeper:1.0}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: gateway, namespace: ml}
+spec:
+  type: LoadBalancer
+  selector: {app: gateway}
+  ports:
+    - {port: 443, targetPort: 8443}
+"""
+
+JOBSET_ON_WEST = """
+apiVersion: policy.gpufed.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: train-on-west, namespace: ml}
+spec:
+  resourceSelectors:
+    - {apiVersion: jobset.x-k8s.io/v1alpha2, kind: JobSet, name: train}
+  placement:
+    clusterAffinity:
+      clusterNames: [west]
+---
+apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata: {name: train, namespace: ml}
+spec:
+  replicatedJobs:
+    - name: workers
+      replicas: 2
+      template:
+        spec:
+          parallelism: 1
+          completions: 1
+          template:
+            spec:
+              restartPolicy: Never
+              containers:
+                - name: trainer
+                  image: registry.example.com/ml/trainer:1.0
+                  resources:
+                    limits: {nvidia.com/gpu: 1}
+"""
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Kubectl, dict[str, Kubectl]]]:
+    group = ProcessGroup(root=tmp_path_factory.mktemp("any-kind"))
+    try:
+        yield group.start_fleet(FLEET, ("east", "west"))
+    except BaseException:
+        sys.stderr.write(group.dump_logs())
+        raise
+    finally:
+        group.stop_all()
+
+
+def _get(kubectl: Kubectl, *args: str) -> Any:
+    result = kubectl.run("get", *args, "-o", "json", check=False)
+    if result.returncode != 0:
+        return None
+    return json.loads(result.stdout)
+
+
+def test_daemonset_cronjob_and_service_land_everywhere_and_fold_back(
+    fleet: tuple[Kubectl, dict[str, Kubectl]],
+) -> None:
+    hub, members = fleet
+    hub.run("apply", "-f", "-", input_text=EVERYWHERE)
+
+    # Every member runs its copy; the member's own controllers give it a status.
+    def member_daemonsets() -> dict[str, Any] | None:
+        found = {name: _get(m, "daemonset", "node-exporter", "-n", "ml") for name, m in members.items()}
+        if any(ds is None or not (ds.get("status") or {}).get("desiredNumberScheduled") for ds in found.values()):
+            return None
+        return found
+
+    daemonsets = wait_for(member_daemonsets, timeout=120, what="the DaemonSet running in both members")
+    nodes = {name: len(m.json("get", "nodes")["items"]) for name, m in members.items()}
+    assert {name: ds["status"]["desiredNumberScheduled"] for name, ds in daemonsets.items()} == nodes
+
+    # The hub's DaemonSet sums the members' node counts.
+    def hub_daemonset_counts() -> dict[str, Any] | None:
+        status = (_get(hub, "daemonset", "node-exporter", "-n", "ml") or {}).get("status") or {}
+        return status if status.get("numberReady") == sum(nodes.values()) else None
+
+    status = wait_for(hub_daemonset_counts, timeout=120, what="the hub DaemonSet counting every member's nodes")
+    assert status["desiredNumberScheduled"] == status["updatedNumberScheduled"] == sum(nodes.values())
+    table = hub.run("get", "daemonset", "node-exporter", "-n", "ml").stdout
+    assert table.split("\n")[0].split() == ["NAME", "DESIRED", "CURRENT", "READY", "UP-TO-DATE", "AVAILABLE", "NODE", "SELECTOR", "AGE"]
+    assert table.split("\n")[1].split()[1:6] == [str(sum(nodes.values()))] * 5
+
+    # The LoadBalancer Service: every member's address on the hub.
+    def member_addresses() -> set[str] | None:
+        out: set[str] = set()
+        for m in members.values():
+            points = ((_get(m, "service", "gateway", "-n", "ml") or {}).get("status") or {}).get("loadBalancer", {}).get("ingress")
+            if not points:
+                return None
+            out.update(p["ip"] for p in points)
+        return out
+
+    addresses = wait_for(member_addresses, timeout=120, what="both members giving the Service an address")
+
+    def hub_addresses() -> bool:
+        points = ((_get(hub, "service", "gateway", "-n", "ml") or {}).get("status") or {}).get("loadBalancer", {}).get("ingress") or []
+        return {p["ip"] for p in points} == addresses
+
+    wait_for(hub_addresses, timeout=120, what="the hub Service showing every member's load balancer address")
+
+    # The CronJob: each member runs Jobs on schedule; the hub lists them and the last schedule.
+    def hub_cronjob() -> dict[str, Any] | None:
+        status = (_get(hub, "cronjob", "checkpoint-sweeper", "-n", "ml") or {}).get("status") or {}
+        clusters = {str(ref.get("name")).split("/", 1)[0] for ref in status.get("active") or ()}
+        return status if clusters == set(members) and status.get("lastScheduleTime") else None
+
+    cron_status = wait_for(hub_cronjob, timeout=180, what="the hub CronJob listing both members' active Jobs")
+    for member in members.values():
+        member_status = (_get(member, "cronjob", "checkpoint-sweeper", "-n", "ml") or {}).get("status") or {}
+        for ref in member_status.get("active") or ():
+            assert _get(member, "job", str(ref["name"]), "-n", "ml") is not None
+        assert member_status["lastScheduleTime"] <= cron_status["lastScheduleTime"]
+    cron_table = hub.run("get", "cronjob", "checkpoint-sweeper", "-n", "ml").stdout.split("\n")
+    assert cron_table[0].split() == ["NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST", "SCHEDULE", "AGE"]
+    assert cron_table[1].split()[1:7] == ["*", "*", "*", "*", "*", "<none>"]
+
+    # The binding collects each member's status as Karmada's aggregatedStatus.
+    binding = hub.json("get", "resourcebinding", "node-exporter-daemonset", "-n", "ml")
+    aggregated = {item["clusterName"]: item for item in binding["status"]["aggregatedStatus"]}
+    assert set(aggregated) == set(members)
+    assert all(item["applied"] and item["health"] == "Healthy" for item in aggregated.values())
+
+
+def test_a_kind_the_member_does_not_serve_is_a_work_condition_and_an_event(
+    fleet: tuple[Kubectl, dict[str, Kubectl]],
+) -> None:
+    hub, members = fleet
+    hub.run("apply", "-f", "-", input_text=JOBSET_ON_WEST)
+
+    def applied_condition() -> dict[str, Any] | None:
+        work = _get(hub, "work", "ml-train-jobset", "-n", "gpufed-es-west")
+        for cond in ((work or {}).get("status") or {}).get("conditions") or ():
+            if cond["type"] == "Applied" and cond["status"] == "False":
+                return dict(cond)
+        return None
+
+    condition = wait_for(applied_condition, timeout=120, what="the west Work saying JobSet is not served")
+    assert condition["reason"] == "KindNotServed"
+    assert "does not serve JobSet in jobset.x-k8s.io/v1alpha2" in condition["message"]
+
+    def event() -> list[Any]:
+        events = hub.json("get", "events", "-n", "ml", "--field-selector", "reason=KindNotServed")["items"]
+        return [e for e in events if e["involvedObject"]["kind"] == "JobSet" and e["involvedObject"]["name"] == "train"]
+
+    (found,) = wait_for(event, timeout=60, what="a KindNotServed Event on the hub JobSet")
+    assert found["type"] == "Warning" and "cluster west" in found["message"]
+    binding = hub.json("get", "resourcebinding", "train-jobset", "-n", "ml")
+    (west,) = binding["status"]["aggregatedStatus"]
+    assert west["clusterName"] == "west" and west["applied"] is False
+    assert "does not serve JobSet" in west["appliedMessage"]
+    assert members["west"].run("get", "jobsets", "-n", "ml", check=False).returncode != 0

@@ -1,0 +1,87 @@
+"""A policy selecting a kind the hub cannot propagate is accepted with a warning per selector:
+a kind the hub does not serve, a cluster-scoped kind, one of the hub's own kinds. Served
+namespaced kinds (built-in, LeaderWorkerSet, JobSet) draw none. Through the hub's real registry
+(``hub_registry()``) and HTTP app."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from controlplane.apiserver.app import create_app
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.hub import hub_registry
+from controlplane.storage import MemoryStore
+from policies.served import KindStatus, unpropagatable_selector_warnings
+
+POLICIES = "/apis/policy.karmada.io/v1alpha1/clusterpropagationpolicies"
+
+
+def policy(*selectors: tuple[str, str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "policy.karmada.io/v1alpha1",
+        "kind": "ClusterPropagationPolicy",
+        "metadata": {"name": "everywhere"},
+        "spec": {"resourceSelectors": [{"apiVersion": a, "kind": k} for a, k in selectors]},
+    }
+
+
+@pytest.fixture
+async def hub() -> AsyncIterator[TestClient[Any, Any]]:
+    async with MemoryStore() as memory:
+        objects = ObjectStore(memory, hub_registry())
+        await objects.bootstrap()
+        async with TestClient(TestServer(create_app(objects, objects.registry))) as client:
+            yield client
+
+
+def warnings_of(headers: list[str]) -> list[str]:
+    return [h.removeprefix('299 - "').removesuffix('"') for h in headers]
+
+
+async def test_selectors_the_hub_cannot_propagate_warn_and_the_policy_is_accepted(hub: TestClient[Any, Any]) -> None:
+    created = await hub.post(
+        POLICIES,
+        json=policy(
+            ("apps/v1", "DaemonSet"),
+            ("example.com/v1", "Widget"),
+            ("storage.k8s.io/v1", "StorageClass"),
+            ("v1", "Event"),
+            ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"),
+        ),
+    )
+    assert created.status == 201, await created.text()
+    warnings = warnings_of(created.headers.getall("Warning", []))
+    assert len(warnings) == 3, warnings
+    assert warnings[0].startswith("spec.resourceSelectors[1]: the hub does not serve kind Widget in example.com/v1")
+    assert warnings[1].startswith("spec.resourceSelectors[2]: StorageClass (storage.k8s.io/v1) is cluster-scoped")
+    assert warnings[2].startswith("spec.resourceSelectors[3]: Event (v1) is part of the hub's own machinery")
+
+
+@pytest.mark.parametrize(
+    ("api_version", "kind"),
+    [
+        ("apps/v1", "DaemonSet"),
+        ("batch/v1", "CronJob"),
+        ("v1", "Service"),
+        ("v1", "Pod"),
+        ("networking.k8s.io/v1", "Ingress"),
+        ("policy/v1", "PodDisruptionBudget"),
+        ("autoscaling/v2", "HorizontalPodAutoscaler"),
+        ("jobset.x-k8s.io/v1alpha2", "JobSet"),
+    ],
+)
+async def test_served_namespaced_kinds_draw_no_warning(hub: TestClient[Any, Any], api_version: str, kind: str) -> None:
+    created = await hub.post(POLICIES, json=policy((api_version, kind)))
+    assert created.status == 201, await created.text()
+    assert created.headers.getall("Warning", []) == []
+
+
+def test_a_malformed_selector_list_is_left_to_validation() -> None:
+    assert unpropagatable_selector_warnings({"spec": {"resourceSelectors": "x"}}, lambda a, k: KindStatus.UNSERVED) == []
+    assert unpropagatable_selector_warnings(
+        {"spec": {"resourceSelectors": [{"kind": "Widget"}, "x"]}}, lambda a, k: KindStatus.UNSERVED
+    ) == []
