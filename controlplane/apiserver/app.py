@@ -36,6 +36,13 @@ from controlplane.apiserver.identity import (
     RequestAttributes,
     UserInfo,
 )
+from controlplane.apiserver.impersonation import (
+    GROUP_HEADER,
+    USER_HEADER,
+    ImpersonationDenied,
+    ImpersonationInvalid,
+    impersonate,
+)
 from controlplane.apiserver.objects import ObjectStore, utc_now
 from controlplane.apiserver.openapi import OpenApiDocuments
 from controlplane.apiserver.resources import Registry
@@ -164,6 +171,21 @@ def _forbidden_message(attrs: RequestAttributes) -> str:
     )
 
 
+def _impersonated(actor: UserInfo, request: web.Request, authorizer: Authorizer) -> UserInfo:
+    """The user named by the Impersonate-* headers, if ``actor`` may act as it (kube's 403 otherwise)."""
+    groups = tuple(g for value in request.headers.getall(GROUP_HEADER, []) if (g := value.strip()))
+    try:
+        return impersonate(actor, user=request.headers.get(USER_HEADER, "").strip(), groups=groups,
+                           authorizer=authorizer)
+    except ImpersonationInvalid as exc:
+        raise errors.BadRequest(str(exc)) from None
+    except ImpersonationDenied as exc:
+        attrs = exc.attributes
+        raise errors.Forbidden(
+            _forbidden_message(attrs), target=errors.Target(name=attrs.name or "", kind=attrs.resource)
+        ) from None
+
+
 def auth_middleware(
     authenticator: Authenticator, authorizer: Authorizer | None, public_paths: frozenset[str]
 ) -> Middleware:
@@ -192,6 +214,8 @@ def auth_middleware(
                 "Unauthorized: this server needs a valid bearer token (Authorization: Bearer <token>); "
                 "check the token in your kubeconfig"
             )
+        if authorizer is not None and (USER_HEADER in request.headers or GROUP_HEADER in request.headers):
+            user = _impersonated(user, request, authorizer)
         request[USER] = user
         info: RequestInfo = request[REQUEST_INFO]
         attrs = RequestAttributes(
