@@ -9,8 +9,10 @@ OpenAPI v3 (``/openapi/v3`` and one document per group-version; ``/openapi/v2`` 
 Two middlewares wrap every request, outermost first: one parses the request
 (:func:`routing.parse_request`), turns any error into a Kubernetes ``Status``
 (unexpected exceptions become a generic 500 and a server-side traceback) and writes the
-access log line at DEBUG; one authenticates the bearer token and asks the authorizer
-about the request's :class:`RequestAttributes` (401/403 Status). An authenticator that
+access log line at DEBUG; one authenticates the bearer token, applies kube's
+impersonation headers (``Impersonate-User``/``Impersonate-Group``, for ``kubectl --as``,
+when the caller may ``impersonate``) and asks the authorizer about the request's
+:class:`RequestAttributes` (401/403 Status, kube's message). An authenticator that
 can answer from memory (:class:`CachedAuthenticator`, e.g. the hub's token store) is
 asked that way first, so a cached token costs no await and no timer.
 """
@@ -35,6 +37,7 @@ from controlplane.apiserver.identity import (
     Authorizer,
     RequestAttributes,
     UserInfo,
+    forbidden_message,
 )
 from controlplane.apiserver.impersonation import (
     GROUP_HEADER,
@@ -157,20 +160,6 @@ def _bearer_token(header: str | None) -> str | None:
     return token if scheme.lower() == "bearer" and token else None
 
 
-def _forbidden_message(attrs: RequestAttributes) -> str:
-    """kube's wording: who may not do what, where."""
-    if attrs.non_resource_path is not None:
-        return f'forbidden: User "{attrs.user.name}" cannot {attrs.verb} path "{attrs.non_resource_path}"'
-    resource = attrs.resource + (f"/{attrs.subresource}" if attrs.subresource else "")
-    qualified = f"{attrs.resource}.{attrs.api_group}" if attrs.api_group else attrs.resource
-    subject = f'{qualified} "{attrs.name}"' if attrs.name else qualified
-    where = f' in the namespace "{attrs.namespace}"' if attrs.namespace else " at the cluster scope"
-    return (
-        f'{subject} is forbidden: User "{attrs.user.name}" cannot {attrs.verb} resource "{resource}" '
-        f'in API group "{attrs.api_group}"{where}'
-    )
-
-
 def _impersonated(actor: UserInfo, request: web.Request, authorizer: Authorizer) -> UserInfo:
     """The user named by the Impersonate-* headers, if ``actor`` may act as it (kube's 403 otherwise)."""
     groups = tuple(g for value in request.headers.getall(GROUP_HEADER, []) if (g := value.strip()))
@@ -182,7 +171,7 @@ def _impersonated(actor: UserInfo, request: web.Request, authorizer: Authorizer)
     except ImpersonationDenied as exc:
         attrs = exc.attributes
         raise errors.Forbidden(
-            _forbidden_message(attrs), target=errors.Target(name=attrs.name or "", kind=attrs.resource)
+            forbidden_message(attrs), target=errors.Target(name=attrs.name or "", kind=attrs.resource)
         ) from None
 
 
@@ -232,7 +221,7 @@ def auth_middleware(
             decision = authorizer.authorize(attrs)
             if not decision.allowed:
                 target = errors.Target(name=info.name or "", group=info.group, kind=info.resource)
-                raise errors.Forbidden(decision.reason or _forbidden_message(attrs), target=target)
+                raise errors.Forbidden(decision.reason or forbidden_message(attrs), target=target)
         return await handler(request)
 
     return authenticate

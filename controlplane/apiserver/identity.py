@@ -93,3 +93,18 @@ class Authenticator(Protocol):
 
 class Authorizer(Protocol):
     def authorize(self, attributes: RequestAttributes) -> Decision: ...
+
+
+def forbidden_message(attrs: RequestAttributes) -> str:
+    """kube-apiserver's 403 message: who may not do what, where (``deployments.apps is forbidden:
+    User "alice" cannot create resource "deployments" in API group "apps" in the namespace "b"``)."""
+    if attrs.non_resource_path is not None:
+        return f'forbidden: User "{attrs.user.name}" cannot {attrs.verb} path "{attrs.non_resource_path}"'
+    resource = attrs.resource + (f"/{attrs.subresource}" if attrs.subresource else "")
+    qualified = f"{attrs.resource}.{attrs.api_group}" if attrs.api_group else attrs.resource
+    subject = f'{qualified} "{attrs.name}"' if attrs.name else qualified
+    where = f' in the namespace "{attrs.namespace}"' if attrs.namespace else " at the cluster scope"
+    return (
+        f'{subject} is forbidden: User "{attrs.user.name}" cannot {attrs.verb} resource "{resource}" '
+        f'in API group "{attrs.api_group}"{where}'
+    )

@@ -11,8 +11,8 @@ A request is allowed when any of these allows it, in order:
    (:class:`~controlplane.apiserver.auth.rbac.index.RbacIndex`).
 
 A denial of an agent or join credential keeps the credential authorizer's sentence (which
-right is missing); every other denial carries no reason, so the API server answers with
-kube's message (``deployments.apps is forbidden: User "alice" cannot create resource
+right is missing); a viewer token's adds, after kube's message, that viewer tokens only read;
+every other denial carries no reason, so the API server answers with kube's message (``deployments.apps is forbidden: User "alice" cannot create resource
 "deployments" in API group "apps" in the namespace "team-b"``). Pure: no I/O.
 """
 
@@ -22,12 +22,19 @@ from typing import Final
 
 from controlplane.apiserver.auth.authorizer import RoleAuthorizer
 from controlplane.apiserver.auth.rbac.index import RbacIndex
-from controlplane.apiserver.identity import SYSTEM_MASTERS, Decision, RequestAttributes, Role
+from controlplane.apiserver.identity import (
+    SYSTEM_MASTERS,
+    Decision,
+    RequestAttributes,
+    Role,
+    forbidden_message,
+)
 
 _ALLOW: Final = Decision(allowed=True)
 _DENY: Final = Decision(allowed=False)
 #: Credentials the credential authorizer confines (RBAC may still grant them more).
 _CONFINED: Final = frozenset({Role.AGENT, Role.BOOTSTRAP})
+_VIEWER_HINT: Final = "a viewer token may only read (its group gpufed:viewers is bound to the view ClusterRole)"
 
 
 class HubAuthorizer:
@@ -48,4 +55,8 @@ class HubAuthorizer:
                 return _ALLOW
         if self.index.allows(attributes):
             return _ALLOW
-        return confined if confined is not None else _DENY
+        if confined is not None:
+            return confined
+        if user.role is Role.VIEWER:
+            return Decision(allowed=False, reason=f"{forbidden_message(attributes)}: {_VIEWER_HINT}")
+        return _DENY
