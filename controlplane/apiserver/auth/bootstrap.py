@@ -45,6 +45,7 @@ from aiohttp import web
 from controlplane.apis.constants import AUTH_GROUP, BOOTSTRAP_TOKEN_ENV, EXECUTION_NAMESPACE_PREFIX
 from controlplane.apis.meta import DNS1123_LABEL_MAX_LENGTH, format_time, validate_dns1123_label
 from controlplane.apiserver import errors
+from controlplane.apiserver.app import USER
 from controlplane.apiserver.auth.authorizer import (
     AUTH_VERSION,
     CA_PATH,
@@ -285,7 +286,8 @@ async def _require_admin(
     token = bearer_token(request.headers)
     if token is None:
         raise errors.Unauthorized("a bearer token is required (Authorization: Bearer <token>)")
-    user = await _authenticate(tokens, token)
+    # Behind the API server's middleware the caller may be impersonating someone: act as them.
+    user = request.get(USER) or await _authenticate(tokens, token)
     if authorizer is not None:
         name = request.match_info.get("token_id")
         attributes = RequestAttributes(user=user, verb=verb, api_group=AUTH_GROUP, resource=TOKENS, name=name)

@@ -159,9 +159,6 @@ class RbacIndex:
                 return True
         return False
 
-    def cluster_roles(self) -> dict[str, tuple[PolicyRule, ...]]:
-        return dict(self._cluster_roles)
-
 
 def _discard(index: dict[Any, set[str]], key: Any, name: str) -> None:
     names = index.get(key)
