@@ -2,8 +2,8 @@
 
 As kube-controller-manager's ``clusterrole-aggregation`` controller: a ClusterRole with an
 ``aggregationRule`` gets, as its ``rules``, the rules of every other ClusterRole matched by
-one of its ``clusterRoleSelectors`` (selectors in order, matched roles by name, each rule
-once). That is how ``admin``, ``edit`` and ``view`` grow when a ClusterRole labelled
+one of its ``clusterRoleSelectors`` (:mod:`controlplane.apiserver.auth.rbac.aggregation`).
+That is how ``admin``, ``edit`` and ``view`` grow when a ClusterRole labelled
 ``rbac.authorization.k8s.io/aggregate-to-edit: "true"`` is created, and shrink when it goes.
 ``view`` is itself labelled aggregate-to-edit, so ``edit`` includes ``view`` (and ``admin``
 ``edit``): a change re-runs every aggregated role until nothing changes.
@@ -20,34 +20,12 @@ import logging
 from typing import Any
 
 from controlplane.apiserver import errors
+from controlplane.apiserver.auth.rbac.aggregation import aggregated_rules
 from controlplane.apiserver.objects import ObjectStore, WatchEventType
-from controlplane.apiserver.selectors import LabelSelector
 from controlplane.controllers.informing import Informer
 from controlplane.controllers.reconciling import ReconcileLoop
 
 log = logging.getLogger(__name__)
-
-
-def aggregated_rules(role: dict[str, Any], roles: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
-    """The rules ``role`` aggregates from ``roles``, or None when it has no aggregationRule."""
-    rule = role.get("aggregationRule")
-    if not isinstance(rule, dict):
-        return None
-    own = role["metadata"]["name"]
-    by_name = sorted((r for r in roles if r["metadata"]["name"] != own), key=lambda r: r["metadata"]["name"])
-    out: list[dict[str, Any]] = []
-    for raw in rule.get("clusterRoleSelectors") or []:
-        try:
-            selector = LabelSelector.from_dict(raw if isinstance(raw, dict) else {})
-        except errors.ApiError:
-            continue  # an invalid selector matches nothing, as in kube
-        for other in by_name:
-            if not selector.matches(other["metadata"].get("labels")):
-                continue
-            for policy_rule in other.get("rules") or []:
-                if policy_rule not in out:
-                    out.append(policy_rule)
-    return out
 
 
 class ClusterRoleAggregationController:

@@ -21,6 +21,7 @@ import logging
 from typing import Any
 
 from controlplane.apiserver import errors
+from controlplane.apiserver.auth.rbac.aggregation import aggregate_all
 from controlplane.apiserver.auth.rbac.index import (
     CLUSTER_ROLE,
     CLUSTER_ROLE_BINDING,
@@ -77,7 +78,11 @@ async def ensure_default_policy(objects: ObjectStore) -> None:
     """Create or reconcile the default ClusterRoles and ClusterRoleBindings."""
     role_type = objects.registry.require(RBAC_API_VERSION, CLUSTER_ROLE)
     binding_type = objects.registry.require(RBAC_API_VERSION, CLUSTER_ROLE_BINDING)
-    for rt, wanted_objects in ((role_type, cluster_roles()), (binding_type, cluster_role_bindings())):
+    roles = cluster_roles()
+    # New aggregated roles start filled from the defaults, so that admin, edit and view work
+    # from the first request on a new hub; the aggregation controller keeps them current.
+    aggregate_all(roles)
+    for rt, wanted_objects in ((role_type, roles), (binding_type, cluster_role_bindings())):
         for wanted in wanted_objects:
             name = wanted["metadata"]["name"]
             try:

@@ -38,18 +38,21 @@ class Binding:
 
     @classmethod
     def of(cls, obj: dict[str, Any]) -> Binding:
-        ref = obj.get("roleRef") if isinstance(obj.get("roleRef"), dict) else {}
-        assert isinstance(ref, dict)
+        ref = _mapping(obj.get("roleRef"))
         subjects: list[SubjectKey] = []
         for subject in obj.get("subjects") or []:
             if not isinstance(subject, dict):
                 continue
             kind, name = str(subject.get("kind", "")), str(subject.get("name", ""))
             if kind == "ServiceAccount":
-                namespace = subject.get("namespace") or (obj.get("metadata") or {}).get("namespace") or ""
+                namespace = subject.get("namespace") or _mapping(obj.get("metadata")).get("namespace") or ""
                 name = f"{namespace}:{name}"
             subjects.append((kind, name))
         return cls(str(ref.get("kind", "")), str(ref.get("name", "")), tuple(subjects))
+
+
+def _mapping(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def subject_keys(user: UserInfo) -> list[SubjectKey]:
@@ -62,7 +65,7 @@ def subject_keys(user: UserInfo) -> list[SubjectKey]:
 
 
 def _name(obj: dict[str, Any]) -> tuple[str, str]:
-    meta = obj.get("metadata") or {}
+    meta = _mapping(obj.get("metadata"))
     return str(meta.get("namespace") or ""), str(meta.get("name") or "")
 
 

@@ -116,8 +116,8 @@ def validate_cluster_role(obj: dict[str, Any], _old: dict[str, Any] | None) -> l
 
 def _validate_binding(obj: dict[str, Any], old: dict[str, Any] | None, *, namespaced: bool) -> list[FieldError]:
     errors: list[FieldError] = []
-    ref = obj.get("roleRef") if isinstance(obj.get("roleRef"), dict) else {}
-    assert isinstance(ref, dict)
+    raw_ref = obj.get("roleRef")
+    ref: dict[str, Any] = raw_ref if isinstance(raw_ref, dict) else {}
     if ref.get("apiGroup") != RBAC_GROUP:
         errors.append(_not_supported("roleRef.apiGroup", ref.get("apiGroup", ""), (RBAC_GROUP,)))
     kinds = (ROLE, CLUSTER_ROLE) if namespaced else (CLUSTER_ROLE,)

@@ -79,8 +79,8 @@ def _spec(body: dict[str, Any], kind: str, group: str) -> dict[str, Any]:
     return spec
 
 
-def _response(kind: str, group: str, body: dict[str, Any], spec: dict[str, Any],
-              status: dict[str, Any], *, namespace: str | None = None) -> web.Response:
+def _response(kind: str, group: str, spec: dict[str, Any], status: dict[str, Any], *,
+              namespace: str | None = None) -> web.Response:
     metadata: dict[str, Any] = {"creationTimestamp": None}
     if namespace:
         metadata["namespace"] = namespace
@@ -117,7 +117,7 @@ def review_routes(authorizer: HubAuthorizer) -> list[web.RouteDef]:
         body = await _read_body(request)
         spec = _spec(body, kind, AUTHORIZATION_GROUP)
         status = decide(_review_attributes(request[USER], spec, kind))
-        return _response(kind, AUTHORIZATION_GROUP, body, spec, status)
+        return _response(kind, AUTHORIZATION_GROUP, spec, status)
 
     def subject(spec: dict[str, Any], kind: str) -> UserInfo:
         name = spec.get("user") if isinstance(spec.get("user"), str) else ""
@@ -131,7 +131,7 @@ def review_routes(authorizer: HubAuthorizer) -> list[web.RouteDef]:
         body = await _read_body(request)
         spec = _spec(body, kind, AUTHORIZATION_GROUP)
         status = decide(_review_attributes(subject(spec, kind), spec, kind))
-        return _response(kind, AUTHORIZATION_GROUP, body, spec, status)
+        return _response(kind, AUTHORIZATION_GROUP, spec, status)
 
     async def local_subject_access_review(request: web.Request) -> web.StreamResponse:
         kind = "LocalSubjectAccessReview"
@@ -144,7 +144,7 @@ def review_routes(authorizer: HubAuthorizer) -> list[web.RouteDef]:
                            (attributes or {}).get("namespace", "") if isinstance(attributes, dict) else "",
                            "must match metadata.namespace")
         status = decide(_review_attributes(subject(spec, kind), spec, kind))
-        return _response(kind, AUTHORIZATION_GROUP, body, spec, status, namespace=namespace)
+        return _response(kind, AUTHORIZATION_GROUP, spec, status, namespace=namespace)
 
     async def self_subject_rules_review(request: web.Request) -> web.StreamResponse:
         kind = "SelfSubjectRulesReview"
@@ -160,7 +160,7 @@ def review_routes(authorizer: HubAuthorizer) -> list[web.RouteDef]:
         missing = authorizer.index.missing_roles(user, namespace or None)
         if missing:
             status["evaluationError"] = "; ".join(missing)
-        return _response(kind, AUTHORIZATION_GROUP, body, spec, status)
+        return _response(kind, AUTHORIZATION_GROUP, spec, status)
 
     async def self_subject_review(request: web.Request) -> web.StreamResponse:
         user: UserInfo = request[USER]

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from controlplane.apiserver.auth.rbac.aggregation import aggregate_all, aggregated_rules
 from controlplane.apiserver.auth.rbac.authorizing import HubAuthorizer
 from controlplane.apiserver.auth.rbac.index import (
     CLUSTER_ROLE,
@@ -18,7 +19,6 @@ from controlplane.apiserver.auth.rbac.index import (
 from controlplane.apiserver.auth.rbac.policy import cluster_role_bindings, cluster_roles
 from controlplane.apiserver.identity import RequestAttributes, Role, UserInfo
 from controlplane.apiserver.impersonation import ImpersonationDenied, ImpersonationInvalid, impersonate
-from controlplane.controllers.clusterroleaggregation import aggregated_rules
 
 ADMIN = UserInfo(name="root", role=Role.ADMIN)
 VIEWER = UserInfo(name="victor", role=Role.VIEWER)
@@ -31,11 +31,7 @@ JOIN = UserInfo(name="bootstrap", role=Role.BOOTSTRAP, token_id="bbbbbb")
 def default_index() -> RbacIndex:
     index = RbacIndex()
     roles = cluster_roles()
-    for _ in range(3):
-        for role in roles:
-            rules = aggregated_rules(role, roles)
-            if rules is not None:
-                role["rules"] = rules
+    aggregate_all(roles)
     for role in roles:
         index.put(CLUSTER_ROLE, role)
     for binding in cluster_role_bindings():

@@ -279,3 +279,34 @@ async def test_kubectl_auth_can_i_list_whoami_and_as(hub: Hub, tmp_path: Path) -
     impersonating = await run(config, "get", "deployments", "-n", "team-a", "--as", "bob")
     assert impersonating.returncode != 0
     assert 'users "bob" is forbidden: User "alice" cannot impersonate resource "users" in API group ""' in impersonating.stderr
+
+
+async def test_reviews_refuse_invalid_specs_with_kubes_causes(admin: Client) -> None:
+    both = {"resourceAttributes": {"verb": "get", "resource": "pods"}, "nonResourceAttributes": {"path": "/x", "verb": "get"}}
+    status, body = await admin("POST", f"{AUTHZ}/selfsubjectaccessreviews", {"kind": "SelfSubjectAccessReview", "spec": both})
+    assert (status, body["reason"]) == (422, "Invalid")
+    assert body["details"]["causes"][0]["field"] == "spec.nonResourceAttributes"
+    status, body = await admin("POST", f"{AUTHZ}/subjectaccessreviews",
+                               {"kind": "SubjectAccessReview", "spec": access("get", "", "pods", "a")})
+    assert status == 422 and "at least one of user or group must be specified" in body["message"]
+    status, body = await admin("POST", f"{AUTHZ}/namespaces/a/localsubjectaccessreviews", {
+        "kind": "LocalSubjectAccessReview", "spec": {"user": "alice", **access("get", "", "pods", "b")}})
+    assert status == 422 and "must match metadata.namespace" in body["message"]
+    status, body = await admin("POST", f"{AUTHZ}/namespaces/a/localsubjectaccessreviews", {
+        "kind": "LocalSubjectAccessReview", "spec": {"user": "root", "groups": ["system:masters"],
+                                                     **access("delete", "", "secrets", "a")}})
+    assert (status, body["status"]["allowed"], body["metadata"]["namespace"]) == (201, True, "a")
+
+
+async def test_a_viewer_token_reads_and_its_denial_is_kubes_message(hub: Hub, session: aiohttp.ClientSession) -> None:
+    assert hub.tokens is not None
+    viewer = Client(session, hub, (await hub.tokens.create(role=Role.VIEWER, name="dashboards")).token)
+    assert (await viewer("GET", "/apis/work.gpufed.io/v1alpha1/works"))[0] == 200
+    assert (await viewer("GET", "/api/v1/namespaces/default/secrets"))[0] == 403
+    status, body = await viewer("POST", "/api/v1/namespaces/default/configmaps",
+                                {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}})
+    assert status == 403
+    assert body["message"].startswith(
+        'configmaps is forbidden: User "dashboards" cannot create resource "configmaps" in API group "" '
+        'in the namespace "default": a viewer token may only read'
+    )
