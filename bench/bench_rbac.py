@@ -20,7 +20,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from bench.common import BenchmarkResult, Figure, Size, at_most, benchmark_main, percentile
-from controlplane.apiserver.auth.rbac.aggregation import aggregate_all
 from controlplane.apiserver.auth.rbac.authorizing import HubAuthorizer
 from controlplane.apiserver.auth.rbac.index import (
     CLUSTER_ROLE,
@@ -29,7 +28,7 @@ from controlplane.apiserver.auth.rbac.index import (
     ROLE_BINDING,
     RbacIndex,
 )
-from controlplane.apiserver.auth.rbac.policy import cluster_role_bindings, cluster_roles
+from controlplane.apiserver.auth.rbac.policy import default_policy_index
 from controlplane.apiserver.identity import RequestAttributes, Role, UserInfo
 
 TEAMS = 500
@@ -38,13 +37,7 @@ TARGET_MICROSECONDS = 50.0
 
 
 def build_index() -> RbacIndex:
-    index = RbacIndex()
-    roles = cluster_roles()
-    aggregate_all(roles)
-    for role in roles:
-        index.put(CLUSTER_ROLE, role)
-    for default in cluster_role_bindings():
-        index.put(CLUSTER_ROLE_BINDING, default)
+    index = default_policy_index()
 
     def binding(kind: str, name: str, namespace: str | None, role: tuple[str, str], subjects: list[dict[str, str]]) -> dict[str, Any]:
         meta = {"name": name, **({"namespace": namespace} if namespace else {})}

@@ -32,6 +32,8 @@ from controlplane.apis.constants import (
     REPORTS_GROUP,
     WORK_GROUP,
 )
+from controlplane.apiserver.auth.rbac.aggregation import aggregate_all
+from controlplane.apiserver.auth.rbac.index import CLUSTER_ROLE, CLUSTER_ROLE_BINDING, RbacIndex
 from controlplane.apiserver.identity import (
     AUTHENTICATED,
     BOOTSTRAPPERS,
@@ -199,3 +201,15 @@ def cluster_role_bindings() -> list[dict[str, Any]]:
         cluster_role_binding("gpufed:viewer", "gpufed:viewer", groups=(VIEWERS,)),
         cluster_role_binding("gpufed:cluster-joiners", "gpufed:cluster-joiner", groups=(BOOTSTRAPPERS,)),
     ]
+
+
+def default_policy_index() -> RbacIndex:
+    """An index of the default policy alone, aggregated as the hub writes it (tests, benchmarks)."""
+    index = RbacIndex()
+    roles = cluster_roles()
+    aggregate_all(roles)
+    for role in roles:
+        index.put(CLUSTER_ROLE, role)
+    for binding in cluster_role_bindings():
+        index.put(CLUSTER_ROLE_BINDING, binding)
+    return index

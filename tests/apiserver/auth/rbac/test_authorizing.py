@@ -7,16 +7,14 @@ from typing import Any
 
 import pytest
 
-from controlplane.apiserver.auth.rbac.aggregation import aggregate_all, aggregated_rules
+from controlplane.apiserver.auth.rbac.aggregation import aggregated_rules
 from controlplane.apiserver.auth.rbac.authorizing import HubAuthorizer
 from controlplane.apiserver.auth.rbac.index import (
     CLUSTER_ROLE,
-    CLUSTER_ROLE_BINDING,
     ROLE,
     ROLE_BINDING,
-    RbacIndex,
 )
-from controlplane.apiserver.auth.rbac.policy import cluster_role_bindings, cluster_roles
+from controlplane.apiserver.auth.rbac.policy import default_policy_index
 from controlplane.apiserver.identity import RequestAttributes, Role, UserInfo
 from controlplane.apiserver.impersonation import ImpersonationDenied, ImpersonationInvalid, impersonate
 
@@ -28,15 +26,6 @@ AGENT = UserInfo(name="agent:onprem-a", role=Role.AGENT, cluster="onprem-a")
 JOIN = UserInfo(name="bootstrap", role=Role.BOOTSTRAP, token_id="bbbbbb")
 
 
-def default_index() -> RbacIndex:
-    index = RbacIndex()
-    roles = cluster_roles()
-    aggregate_all(roles)
-    for role in roles:
-        index.put(CLUSTER_ROLE, role)
-    for binding in cluster_role_bindings():
-        index.put(CLUSTER_ROLE_BINDING, binding)
-    return index
 
 
 def binding(name: str, ns: str, role: tuple[str, str], subject: tuple[str, str]) -> dict[str, Any]:
@@ -46,7 +35,7 @@ def binding(name: str, ns: str, role: tuple[str, str], subject: tuple[str, str])
 
 @pytest.fixture
 def authorizer() -> HubAuthorizer:
-    index = default_index()
+    index = default_policy_index()
     index.put(ROLE_BINDING, binding("team-a-edit", "team-a", (CLUSTER_ROLE, "edit"), ("Group", "team-a")))
     index.put(ROLE, {"metadata": {"name": "cm-reader", "namespace": "team-b"},
                      "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"], "resourceNames": ["settings"]}]})
