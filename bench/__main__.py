@@ -11,7 +11,7 @@ each benchmark's details and the machine they were measured on.
 
 Benchmarks (in run order): scheduler (bench/bench_scheduler.py), agent
 (bench/bench_agent_report.py, with bench/bench_sim_bind.py), api (bench/bench_api.py),
-whatif (bench/bench_whatif.py), e2e (bench/bench_e2e_apply.py).
+rbac (bench/bench_rbac.py), whatif (bench/bench_whatif.py), e2e (bench/bench_e2e_apply.py).
 
 A module with ``run(size) -> BenchmarkResult | dict`` is run through the hidden
 ``--child NAME`` mode of this command; bench_scheduler.py is run through its own command
@@ -157,6 +157,13 @@ SPECS: tuple[BenchmarkSpec, ...] = (
         timeout={Size.TINY: 120, Size.QUICK: 240, Size.FULL: 420},
     ),
     BenchmarkSpec(
+        name="rbac",
+        what="one RBAC authorization decision, in process, 500 team namespaces with their bindings",
+        command=_child_command("rbac"),
+        parse=_parse_child,
+        timeout={Size.TINY: 60, Size.QUICK: 120, Size.FULL: 180},
+    ),
+    BenchmarkSpec(
         name="whatif",
         what="default trace replay time per strategy",
         command=_child_command("whatif"),
@@ -178,6 +185,7 @@ SPECS_BY_NAME = {spec.name: spec for spec in SPECS}
 CHILD_MODULES = {
     "agent": "bench.bench_agent_report",
     "api": "bench.bench_api",
+    "rbac": "bench.bench_rbac",
     "whatif": "bench.bench_whatif",
     "e2e": "bench.bench_e2e_apply",
 }

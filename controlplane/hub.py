@@ -45,9 +45,14 @@ from controlplane.apis.constants import (
 )
 from controlplane.apiserver import errors
 from controlplane.apiserver.app import create_app
-from controlplane.apiserver.auth.authorizer import CA_PATH, RoleAuthorizer
+from controlplane.apiserver.auth.authorizer import CA_PATH
 from controlplane.apiserver.auth.bootstrap import ca_routes, join_routes, token_routes
 from controlplane.apiserver.auth.clusterrestriction import ClusterRestriction
+from controlplane.apiserver.auth.rbac.authorizing import HubAuthorizer
+from controlplane.apiserver.auth.rbac.cache import RbacCache, ensure_default_policy
+from controlplane.apiserver.auth.rbac.escalation import RbacEscalationCheck
+from controlplane.apiserver.auth.rbac.kinds import rbac_resources
+from controlplane.apiserver.auth.rbac.reviews import review_routes
 from controlplane.apiserver.auth.tokens import TokenStore
 from controlplane.apiserver.identity import Role
 from controlplane.apiserver.kinds import builtin_kind_resources, gpu_workload_resources
@@ -64,6 +69,7 @@ from controlplane.apiserver.resources import (
 from controlplane.apiserver.serving import IDLE_TIMEOUT, GuardedTCPSite, ServingLimits
 from controlplane.apiserver.tls import ServingCertificate, ensure_pki, load_serving_certificate
 from controlplane.apiserver.watching import WatchLimits
+from controlplane.controllers.clusterroleaggregation import ClusterRoleAggregationController
 from controlplane.controllers.clusters import ClusterNamespaceController
 from controlplane.controllers.context import ControllerSettings
 from controlplane.controllers.health import ClusterHealthMonitor
@@ -168,6 +174,7 @@ def hub_registry() -> Registry:
             gpu_workload_resources(),
             coordination_resources(),
             gpufed_resources(),
+            rbac_resources(),
             [waste_report_type()],
         )
     )
@@ -219,6 +226,7 @@ class Hub:
         self.controllers: ControllerManager | None = None
         self.elector: LeaderElector | None = None
         self.health: ClusterHealthMonitor | None = None
+        self.rbac: RbacCache | None = None
         self._leader_tasks: list[asyncio.Task[None]] = []
         self.metrics: HubMetrics = hub_metrics()
         self.waste_sampler: WasteSampler | None = None
@@ -263,10 +271,18 @@ class Hub:
         self.objects = ObjectStore(self.store, registry)
         await self.objects.bootstrap()
         await self._ensure_namespaces(LEASE_NAMESPACE, SYSTEM_NAMESPACE)
+        # RBAC: the default policy, then every replica's in-memory index of the four kinds,
+        # complete before the first request is authorized.
+        await ensure_default_policy(self.objects)
+        self.rbac = RbacCache(self.objects)
+        self._background.append(asyncio.create_task(self.rbac.run(), name="rbac-cache"))
+        await self.rbac.wait_synced()
+        authorizer = HubAuthorizer(self.rbac.index)
         extra = [
             *join_routes(self.tokens, cluster_exists=self._cluster_exists),
-            *token_routes(self.tokens),
+            *token_routes(self.tokens, authorizer=authorizer),
             *ca_routes(ca_pem=self.pki.ca_pem),
+            *review_routes(authorizer),
         ]
         self.waste_sampler = WasteSampler(
             self.objects, self.store, interval=self.config.waste_sample_interval, metrics=self.metrics
@@ -282,8 +298,8 @@ class Hub:
             self.objects,
             registry,
             authenticator=self.tokens,
-            authorizer=RoleAuthorizer(),
-            admission=[ClusterRestriction()],
+            authorizer=authorizer,
+            admission=[ClusterRestriction(), RbacEscalationCheck(self.rbac.index, authorizer)],
             extra_routes=extra,
             public_paths=[CA_PATH, *ui_public_paths()],
             outer_middlewares=[self.metrics.middleware()],
@@ -355,6 +371,7 @@ class Hub:
             self.controllers.start(),
             self.health.start(),
             asyncio.create_task(ClusterNamespaceController(fenced).run(), name="cluster-namespaces"),
+            asyncio.create_task(ClusterRoleAggregationController(fenced).run(), name="clusterrole-aggregation"),
         ]
         if self.waste_sampler is not None:
             self._waste_task = asyncio.create_task(

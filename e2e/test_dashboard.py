@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
-from e2e.harness import Kubectl, ProcessGroup, wait_for
+from e2e.harness import GPUFED, Kubectl, ProcessGroup, wait_for
 
 FLEET = Path(__file__).parent / "fleets" / "waste.yaml"
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
@@ -209,6 +209,27 @@ def test_dashboard_shows_the_same_numbers_as_the_api(processes: ProcessGroup, tm
     ARTIFACTS.mkdir(exist_ok=True)
     browser.save_screenshot(str(ARTIFACTS / "dashboard.png"))
     assert (ARTIFACTS / "dashboard.png").stat().st_size > 10_000
+
+    # A team's view: alice, in group team-a bound to view in team-a, sees team-a's share.
+    hub.run("create", "namespace", "team-a", check=False)
+    hub.run("create", "rolebinding", "team-a-view", "--clusterrole=view", "--group=team-a", "-n", "team-a")
+    alice = subprocess.run(
+        [GPUFED, "token", "create", "--user", "alice", "--group", "team-a", "--kubeconfig", str(kubeconfig)],
+        capture_output=True, text=True, check=True, timeout=60,
+    ).stdout.strip()
+    browser.execute_script("sessionStorage.setItem('gpufed.token', arguments[0])", alice)
+    browser.get(f"{_hub_url(kubeconfig)}/ui?namespace=team-a")
+    wait_for(lambda: browser.execute_script("return document.body.dataset.loaded === 'true'"), timeout=30,
+             what="the team's dashboard to load its data")
+    team_page = browser.execute_script(_READ_PAGE)
+    assert browser.find_element(By.ID, "scope").text == "namespace team-a"
+    assert browser.find_element(By.ID, "error").is_displayed() is False, browser.find_element(By.ID, "error").text
+    team_window = f"from={team_page['from']}&to={team_page['to']}"
+    team = _api(hub, f"/apis/reports.gpufed.io/v1alpha1/namespaces/team-a/wastereports/custom?{team_window}")["status"]
+    assert _matches(team_page["stats"]["gpu-hours-total"], team["totals"]["gpu_hours_total"]), (team_page, team)
+    assert team["totals"]["gpu_hours"]["free-spare"] == 0  # no fleet capacity in a team's view
+    assert set(team_page["idle"]) == {"team-a/Deployment/idle-infer"}
+    assert team_page["recommendations"] == []
 
     # A wrong token sends the user back to the login form with a message.
     browser.execute_script("sessionStorage.setItem('gpufed.token', 'not-a-token')")

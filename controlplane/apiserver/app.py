@@ -9,8 +9,10 @@ or protobuf: :mod:`controlplane.apiserver.openapi`), and every resource path.
 Two middlewares wrap every request, outermost first: one parses the request
 (:func:`routing.parse_request`), turns any error into a Kubernetes ``Status``
 (unexpected exceptions become a generic 500 and a server-side traceback) and writes the
-access log line at DEBUG; one authenticates the bearer token and asks the authorizer
-about the request's :class:`RequestAttributes` (401/403 Status). An authenticator that
+access log line at DEBUG; one authenticates the bearer token, applies kube's
+impersonation headers (``Impersonate-User``/``Impersonate-Group``, for ``kubectl --as``,
+when the caller may ``impersonate``) and asks the authorizer about the request's
+:class:`RequestAttributes` (401/403 Status, kube's message). An authenticator that
 can answer from memory (:class:`CachedAuthenticator`, e.g. the hub's token store) is
 asked that way first, so a cached token costs no await and no timer.
 """
@@ -35,6 +37,14 @@ from controlplane.apiserver.identity import (
     Authorizer,
     RequestAttributes,
     UserInfo,
+    forbidden_message,
+)
+from controlplane.apiserver.impersonation import (
+    GROUP_HEADER,
+    USER_HEADER,
+    ImpersonationDenied,
+    ImpersonationInvalid,
+    impersonate,
 )
 from controlplane.apiserver.objects import ObjectStore, utc_now
 from controlplane.apiserver.openapi.serving import OpenApiEndpoints
@@ -150,18 +160,19 @@ def _bearer_token(header: str | None) -> str | None:
     return token if scheme.lower() == "bearer" and token else None
 
 
-def _forbidden_message(attrs: RequestAttributes) -> str:
-    """kube's wording: who may not do what, where."""
-    if attrs.non_resource_path is not None:
-        return f'forbidden: User "{attrs.user.name}" cannot {attrs.verb} path "{attrs.non_resource_path}"'
-    resource = attrs.resource + (f"/{attrs.subresource}" if attrs.subresource else "")
-    qualified = f"{attrs.resource}.{attrs.api_group}" if attrs.api_group else attrs.resource
-    subject = f'{qualified} "{attrs.name}"' if attrs.name else qualified
-    where = f' in the namespace "{attrs.namespace}"' if attrs.namespace else " at the cluster scope"
-    return (
-        f'{subject} is forbidden: User "{attrs.user.name}" cannot {attrs.verb} resource "{resource}" '
-        f'in API group "{attrs.api_group}"{where}'
-    )
+def _impersonated(actor: UserInfo, request: web.Request, authorizer: Authorizer) -> UserInfo:
+    """The user named by the Impersonate-* headers, if ``actor`` may act as it (kube's 403 otherwise)."""
+    groups = tuple(g for value in request.headers.getall(GROUP_HEADER, []) if (g := value.strip()))
+    try:
+        return impersonate(actor, user=request.headers.get(USER_HEADER, "").strip(), groups=groups,
+                           authorizer=authorizer)
+    except ImpersonationInvalid as exc:
+        raise errors.BadRequest(str(exc)) from None
+    except ImpersonationDenied as exc:
+        attrs = exc.attributes
+        raise errors.Forbidden(
+            forbidden_message(attrs), target=errors.Target(name=attrs.name or "", kind=attrs.resource)
+        ) from None
 
 
 def auth_middleware(
@@ -192,6 +203,8 @@ def auth_middleware(
                 "Unauthorized: this server needs a valid bearer token (Authorization: Bearer <token>); "
                 "check the token in your kubeconfig"
             )
+        if authorizer is not None and (USER_HEADER in request.headers or GROUP_HEADER in request.headers):
+            user = _impersonated(user, request, authorizer)
         request[USER] = user
         info: RequestInfo = request[REQUEST_INFO]
         attrs = RequestAttributes(
@@ -208,7 +221,7 @@ def auth_middleware(
             decision = authorizer.authorize(attrs)
             if not decision.allowed:
                 target = errors.Target(name=info.name or "", group=info.group, kind=info.resource)
-                raise errors.Forbidden(decision.reason or _forbidden_message(attrs), target=target)
+                raise errors.Forbidden(decision.reason or forbidden_message(attrs), target=target)
         return await handler(request)
 
     return authenticate

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Protocol
+from typing import Final, Protocol
 
 
 class Role(StrEnum):
@@ -20,6 +20,28 @@ class Role(StrEnum):
     AGENT = "agent"
     #: A one-time join token: may only exchange itself for an agent credential.
     BOOTSTRAP = "bootstrap"
+    #: A user with the groups it was issued with: RBAC alone decides what it may do.
+    USER = "user"
+
+
+#: Kubernetes' well-known groups, and gpufed's groups of its token roles.
+SYSTEM_MASTERS: Final = "system:masters"
+AUTHENTICATED: Final = "system:authenticated"
+UNAUTHENTICATED: Final = "system:unauthenticated"
+VIEWERS: Final = "gpufed:viewers"
+AGENTS: Final = "system:gpufed:agents"
+BOOTSTRAPPERS: Final = "system:bootstrappers"
+
+#: The groups of a token of each role: admin tokens are kube's superusers (``system:masters``),
+#: viewer tokens are bound to ``view``; agent and join tokens are confined by the credential
+#: authorizer and get what RBAC binds to their group.
+ROLE_GROUPS: Final[dict[Role, tuple[str, ...]]] = {
+    Role.ADMIN: (SYSTEM_MASTERS, AUTHENTICATED),
+    Role.VIEWER: (VIEWERS, AUTHENTICATED),
+    Role.AGENT: (AGENTS, AUTHENTICATED),
+    Role.BOOTSTRAP: (BOOTSTRAPPERS, AUTHENTICATED),
+    Role.USER: (AUTHENTICATED,),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +52,16 @@ class UserInfo:
     cluster: str | None = None
     #: The stored token's id (never the secret), for audit logs.
     token_id: str | None = None
+    #: For Role.USER: all the user's groups, exactly (``system:authenticated`` included when
+    #: authenticated). Other roles have fixed groups (:data:`ROLE_GROUPS`).
+    user_groups: tuple[str, ...] = ()
+
+    @property
+    def groups(self) -> tuple[str, ...]:
+        """The groups RBAC subjects of kind Group match."""
+        if self.role is Role.USER:
+            return self.user_groups
+        return ROLE_GROUPS[self.role]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,3 +93,18 @@ class Authenticator(Protocol):
 
 class Authorizer(Protocol):
     def authorize(self, attributes: RequestAttributes) -> Decision: ...
+
+
+def forbidden_message(attrs: RequestAttributes) -> str:
+    """kube-apiserver's 403 message: who may not do what, where (``deployments.apps is forbidden:
+    User "alice" cannot create resource "deployments" in API group "apps" in the namespace "b"``)."""
+    if attrs.non_resource_path is not None:
+        return f'forbidden: User "{attrs.user.name}" cannot {attrs.verb} path "{attrs.non_resource_path}"'
+    resource = attrs.resource + (f"/{attrs.subresource}" if attrs.subresource else "")
+    qualified = f"{attrs.resource}.{attrs.api_group}" if attrs.api_group else attrs.resource
+    subject = f'{qualified} "{attrs.name}"' if attrs.name else qualified
+    where = f' in the namespace "{attrs.namespace}"' if attrs.namespace else " at the cluster scope"
+    return (
+        f'{subject} is forbidden: User "{attrs.user.name}" cannot {attrs.verb} resource "{resource}" '
+        f'in API group "{attrs.api_group}"{where}'
+    )

@@ -47,6 +47,8 @@ class NameRule(StrEnum):
     LABEL = "label"
     #: RFC 1035 label (starts with a letter): Service.
     LABEL_1035 = "label1035"
+    #: Any name that is a valid URL path segment (no '/' or '%', not '.' or '..'): the RBAC kinds.
+    PATH_SEGMENT = "pathsegment"
 
 
 @dataclass(frozen=True, slots=True)

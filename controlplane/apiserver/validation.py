@@ -75,6 +75,10 @@ MAX_ANNOTATIONS_BYTES = 256 * 1024
 
 def name_errors(name: str, rule: NameRule) -> list[str]:
     """kube's messages for a name that breaks ``rule`` (empty when it is fine)."""
+    if rule is NameRule.PATH_SEGMENT:
+        if name in (".", ".."):
+            return [f"may not be '{name}'"]
+        return [f"may not contain '{bad}'" for bad in ("/", "%") if bad in name]
     pattern, max_len, message = _NAME_RULES[rule]
     errors = []
     if len(name) > max_len:

@@ -1,8 +1,8 @@
 """The waste report over the hub's API: the read-only ``reports.gpufed.io/v1alpha1`` resource.
 
 In: GET requests under ``/apis/reports.gpufed.io/v1alpha1/wastereports`` (already
-authenticated and authorized by the API server's middlewares: viewers and admins may read,
-agents may not) and a :class:`ReportSource` for the rollups. Out: ``WasteReport`` objects (see
+authenticated and authorized by the API server's middlewares: RBAC decides, per namespace for
+the namespaced paths) and a :class:`ReportSource` for the rollups. Out: ``WasteReport`` objects (see
 :mod:`controlplane.reports.resource` for the shape and the names), ``WasteReportList``s, and
 ``meta.k8s.io/v1`` Tables when the client asks for one, so::
 
@@ -11,7 +11,9 @@ agents may not) and a :class:`ReportSource` for the rollups. Out: ``WasteReport`
     kubectl get --raw '/apis/reports.gpufed.io/v1alpha1/wastereports/last-24h?by=cluster'
     kubectl get --raw '/apis/reports.gpufed.io/v1alpha1/wastereports/custom?from=2024-05-01T00:00:00Z&to=2024-05-02T00:00:00Z'
 
-all work. The Table has one row per window with the GPU-hours of each state, the waste share
+all work, and so does ``/apis/reports.gpufed.io/v1alpha1/namespaces/<ns>/wastereports[/<name>]``:
+that namespace's share of each report (:mod:`controlplane.reports.scoping`), which RBAC lets a
+team read with ``view``/``edit``/``admin`` in its namespace. The Table has one row per window with the GPU-hours of each state, the waste share
 and the cost of waste. Every other verb answers 405 (the resource is computed, not stored);
 bad parameters answer 400 with the parameter as the Status cause's field, unknown names 404.
 
@@ -53,6 +55,7 @@ from controlplane.reports.resource import (
     QueryParams,
     ReportQuery,
     default_queries,
+    namespaced_collection_path,
     parse_query,
     report_list,
     report_object,
@@ -250,9 +253,10 @@ class _ReportHandlers:
         self._clock = clock
         self._type = waste_report_type()
 
-    def _objects(self, queries: list[ReportQuery], accumulator: Accumulator) -> list[dict[str, Any]]:
+    def _objects(self, request: web.Request, queries: list[ReportQuery], accumulator: Accumulator) -> list[dict[str, Any]]:
         now = self._clock()
-        return [report_object(query, accumulator, now=now) for query in queries]
+        namespace = request.match_info.get("namespace")
+        return [report_object(query, accumulator, now=now, namespace=namespace) for query in queries]
 
     def _respond(self, request: web.Request, objects: list[dict[str, Any]], *, single: bool) -> web.StreamResponse:
         if wants_table(request.headers.get("Accept")):
@@ -278,7 +282,7 @@ class _ReportHandlers:
             else:
                 queries = default_queries(params)
             accumulator = await self._source.accumulator()
-            objects = self._objects(queries, accumulator)
+            objects = self._objects(request, queries, accumulator)
         except QueryError as exc:
             raise _api_error(exc) from exc
         return self._respond(request, objects, single=False)
@@ -290,7 +294,7 @@ class _ReportHandlers:
         try:
             query = parse_query(name, _params(request))
             accumulator = await self._source.accumulator()
-            objects = self._objects([query], accumulator)
+            objects = self._objects(request, [query], accumulator)
         except QueryError as exc:
             raise _api_error(exc, name=name) from exc
         return self._respond(request, objects, single=True)
@@ -303,6 +307,9 @@ def waste_report_routes(source: ReportSource, *, clock: Clock = _utc_now) -> lis
         web.route("*", GROUP_VERSION_PATH, handlers.discovery),
         web.route("*", COLLECTION_PATH, handlers.collection),
         web.route("*", COLLECTION_PATH + "/{name}", handlers.item),
+        # One namespace's share, for teams bound to view/edit/admin there (reports.scoping).
+        web.route("*", namespaced_collection_path("{namespace}"), handlers.collection),
+        web.route("*", namespaced_collection_path("{namespace}") + "/{name}", handlers.item),
     ]
 
 

@@ -45,6 +45,7 @@ from controlplane.apis.meta import format_time, parse_time
 from controlplane.reports.accounting import Accumulator
 from controlplane.reports.classify import STATES, WasteState
 from controlplane.reports.report import DEFAULT_TOP, to_json
+from controlplane.reports.scoping import for_namespace, with_namespace
 from controlplane.reports.summary import (
     Dimension,
     GroupTotals,
@@ -65,6 +66,12 @@ PLURAL = "wastereports"
 SINGULAR = "wastereport"
 #: The API path of the collection.
 COLLECTION_PATH = f"/apis/{GROUP}/{VERSION}/{PLURAL}"
+
+
+def namespaced_collection_path(namespace: str) -> str:
+    """The collection of one namespace's reports (:mod:`controlplane.reports.scoping`)."""
+    return f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/{PLURAL}"
+
 
 LAST_PREFIX = "last-"
 CUSTOM = "custom"
@@ -348,17 +355,24 @@ def report_object(
     accumulator: Accumulator,
     *,
     now: datetime,
+    namespace: str | None = None,
 ) -> dict[str, Any]:
-    """The WasteReport object ``query`` asks for, computed from ``accumulator``."""
+    """The WasteReport object ``query`` asks for, computed from ``accumulator``; with a
+    ``namespace``, that namespace's share of it (no fleet-wide ``series``)."""
     start, end = query.window(newest=accumulator.newest, now=now)
-    report = accumulator.query(start, end, by=query.by)
+    metadata: dict[str, Any] = {"name": query.name, "creationTimestamp": format_time(now)}
+    if namespace is None:
+        report = accumulator.query(start, end, by=query.by)
+    else:
+        report = for_namespace(accumulator.query(start, end, by=with_namespace(query.by)), namespace)
+        metadata["namespace"] = namespace
     status = to_json(report, top=query.top)
-    if query.step is not None:
+    if query.step is not None and namespace is None:
         status["series"] = series(accumulator, start, end, query.step)
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
-        "metadata": {"name": query.name, "creationTimestamp": format_time(now)},
+        "metadata": metadata,
         "spec": query.spec(),
         "status": status,
     }

@@ -17,8 +17,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub.required = True
     create = sub.add_parser("create", help="create a token (default: a one-time bootstrap token for an agent)")
     add_kubeconfig_argument(create)
-    create.add_argument("--role", default="bootstrap", choices=["bootstrap", "admin", "viewer", "agent"])
+    create.add_argument(
+        "--role", default=None, choices=["bootstrap", "admin", "viewer", "agent", "user"],
+        help="admin: in group system:masters (cluster-admin); viewer: bound to view; user: what RBAC "
+        "bindings of its name and groups grant (default: user with --user, else bootstrap)",
+    )
     create.add_argument("--name", default="", help="who or what the token is for (shown by `token list`)")
+    create.add_argument("--user", default="", help="the user name RBAC bindings name (a user token)")
+    create.add_argument("--group", action="append", default=[], dest="groups",
+                        help="a group of the user, for RBAC bindings (repeatable)")
     create.add_argument(
         "--cluster",
         help="the cluster the token is for: required for an agent token; for a bootstrap token, the only "
@@ -47,13 +54,13 @@ def one_time_text(spec: Mapping[str, Any], status: Mapping[str, Any]) -> str:
 
 def token_rows(items: Iterable[Mapping[str, Any]]) -> list[tuple[str, ...]]:
     """``gpufed token list``'s table (header first) from the hub's Token documents."""
-    rows: list[tuple[str, ...]] = [("ID", "ROLE", "NAME", "CLUSTER", "EXPIRES", "ONE-TIME")]
+    rows: list[tuple[str, ...]] = [("ID", "ROLE", "NAME", "GROUPS", "CLUSTER", "EXPIRES", "ONE-TIME")]
     for item in items:
         spec = item.get("spec") or {}
         status = item.get("status") or {}
         rows.append((
             str((item.get("metadata") or {}).get("name", "")), str(spec.get("role", "")), str(spec.get("name", "")),
-            str(spec.get("cluster") or ""), str(spec.get("expires") or "never"), one_time_text(spec, status),
+            ",".join(spec.get("groups") or []), str(spec.get("cluster") or ""), str(spec.get("expires") or "never"), one_time_text(spec, status),
         ))
     return rows
 
@@ -73,9 +80,16 @@ async def _run(args: argparse.Namespace) -> int:
 
     client = HubClient.from_kubeconfig(args.kubeconfig)
     if args.token_command == "create":
-        if args.print_join_command and args.role != "bootstrap":
+        role = args.role or ("user" if args.user or args.groups else "bootstrap")
+        if args.print_join_command and role != "bootstrap":
             raise ValueError("--print-join-command needs --role bootstrap")
-        body: dict[str, object] = {"role": args.role, "name": args.name or f"{args.role}-token"}
+        if (args.user or args.groups) and role != "user":
+            raise ValueError("--user and --group make a user token; they cannot be used with --role " + role)
+        if role == "user" and not (args.user or args.name):
+            raise ValueError("a user token needs --user NAME")
+        body: dict[str, object] = {"role": role, "name": args.user or args.name or f"{role}-token"}
+        if args.groups:
+            body["groups"] = args.groups
         if args.cluster:
             body["cluster"] = args.cluster
         if args.ttl:

@@ -36,6 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"group by {', '.join(DIMENSIONS)} (comma-separated or repeated)")
     parser.add_argument("-o", "--output", choices=OUTPUTS, default="table", help="output format (default table)")
     parser.add_argument("--top", type=int, default=10, metavar="N", help="how many idle workloads to list (default 10)")
+    parser.add_argument("-n", "--namespace", default=None,
+                        help="only this namespace's GPU time (what a team bound to view/edit/admin there may read)")
 
 
 def _dimensions(values: list[str]) -> list[str]:
@@ -58,8 +60,15 @@ def _format(moment: datetime) -> str:
 
 def request_path(args: argparse.Namespace, *, now: datetime) -> tuple[str, dict[str, str]]:
     """The WasteReport path and query parameters for the command line (ValueError when wrong)."""
-    from controlplane.reports.resource import COLLECTION_PATH, CUSTOM, format_duration
+    from controlplane.reports.resource import (
+        COLLECTION_PATH,
+        CUSTOM,
+        format_duration,
+        namespaced_collection_path,
+    )
 
+    namespace = getattr(args, "namespace", None)
+    collection = COLLECTION_PATH if namespace is None else namespaced_collection_path(quote(namespace))
     params: dict[str, str] = {"top": str(args.top)}
     by = _dimensions(args.by)
     if by:
@@ -72,11 +81,11 @@ def request_path(args: argparse.Namespace, *, now: datetime) -> tuple[str, dict[
         params["from"] = _format(parse_time(args.start, now=now))
         if args.end is not None:
             params["to"] = _format(parse_time(args.end, now=now))
-        return f"{COLLECTION_PATH}/{CUSTOM}", params
+        return f"{collection}/{CUSTOM}", params
     since = parse_duration(args.since or "24h")
     if since.total_seconds() < 1:
         raise ValueError("--since must be at least 1s")
-    return f"{COLLECTION_PATH}/last-{quote(format_duration(since))}", params
+    return f"{collection}/last-{quote(format_duration(since))}", params
 
 
 async def _fetch(client: HubClient, path: str, params: dict[str, str]) -> Any:

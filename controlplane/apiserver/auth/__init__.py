@@ -1,7 +1,8 @@
-"""Authentication and authorization for the hub: bearer tokens, roles, cluster join.
+"""Authentication and authorization for the hub: bearer tokens, RBAC, cluster join.
 
-``TokenStore`` turns a bearer token into a ``UserInfo`` (the ``Authenticator``);
-``RoleAuthorizer`` decides what that user may do (the ``Authorizer``); ``join_routes``,
+``TokenStore`` turns a bearer token into a ``UserInfo`` (the ``Authenticator``); the
+hub's ``Authorizer`` (``rbac.authorizing.HubAuthorizer``) decides what that user may do with
+Kubernetes RBAC, and ``RoleAuthorizer`` confines agent and join credentials; ``join_routes``,
 ``token_routes`` and ``ca_routes`` serve the credential endpoints. The API server wires
 them in through the Protocols in ``controlplane.apiserver.identity``.
 """

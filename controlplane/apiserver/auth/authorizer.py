@@ -1,4 +1,9 @@
-"""Who may do what on the hub: the role-based ``Authorizer``.
+"""What a token's role alone allows: the credential authorizer.
+
+On the hub it decides for agent and join credentials, which it confines to their own
+cluster as kube's Node authorizer confines a kubelet; RBAC decides for everyone else
+(:mod:`controlplane.apiserver.auth.rbac.authorizing` chains the two). The admin and viewer
+rules below are what those roles meant before RBAC; the hub now grants them by bindings.
 
 In: :class:`RequestAttributes` (the authenticated user plus verb, API group, resource,
 subresource, namespace, name, or a non-resource path). Out: a :class:`Decision`; a
@@ -63,7 +68,7 @@ _ALLOW: Final = Decision(allowed=True)
 
 
 class RoleAuthorizer:
-    """The hub's ``Authorizer``: a fixed rule set per :class:`Role`."""
+    """An ``Authorizer`` with a fixed rule set per :class:`Role`."""
 
     def authorize(self, attributes: RequestAttributes) -> Decision:
         role = attributes.user.role

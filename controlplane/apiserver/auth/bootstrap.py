@@ -45,6 +45,7 @@ from aiohttp import web
 from controlplane.apis.constants import AUTH_GROUP, BOOTSTRAP_TOKEN_ENV, EXECUTION_NAMESPACE_PREFIX
 from controlplane.apis.meta import DNS1123_LABEL_MAX_LENGTH, format_time, validate_dns1123_label
 from controlplane.apiserver import errors
+from controlplane.apiserver.app import USER
 from controlplane.apiserver.auth.authorizer import (
     AUTH_VERSION,
     CA_PATH,
@@ -63,7 +64,7 @@ from controlplane.apiserver.auth.tokens import (
     bearer_token,
 )
 from controlplane.apiserver.decoding import decode_body_sync
-from controlplane.apiserver.identity import Role, UserInfo
+from controlplane.apiserver.identity import Authorizer, RequestAttributes, Role, UserInfo
 from controlplane.storage.interface import StorageError
 
 log = logging.getLogger(__name__)
@@ -104,7 +105,7 @@ def join_routes(
                 f"agent token directly with POST {TOKENS_PATH}",
                 target=errors.Target(group=AUTH_GROUP, kind=CLUSTERJOINS),
             )
-        body = await _json_body(request)
+        body = await read_json_body(request)
         cluster = _cluster_name(body)
         if user.cluster is not None and user.cluster != cluster:
             raise errors.Forbidden(
@@ -154,22 +155,26 @@ def join_routes(
     return [web.post(JOIN_PATH, _with_status_errors(create_cluster_join))]
 
 
-def token_routes(tokens: TokenStore) -> list[web.RouteDef]:
-    """Admin-only token management under :data:`TOKENS_PATH`.
+def token_routes(tokens: TokenStore, *, authorizer: Authorizer | None = None) -> list[web.RouteDef]:
+    """Admin-only token management under :data:`TOKENS_PATH`: with an ``authorizer``, whoever
+    RBAC lets manage ``tokens.auth.gpufed.io``; without one, admin tokens.
 
     ``POST`` body: ``{"role": "bootstrap", "name": "...", "cluster": "...",
-    "ttlSeconds": 3600, "oneTime": true}`` (or the same fields under ``spec``); bootstrap
+    "ttlSeconds": 3600, "oneTime": true, "groups": [...]}`` (or the same fields under
+    ``spec``; ``groups`` for ``"role": "user"`` tokens only); bootstrap
     tokens default to one-time and a 1 h ttl, other roles to no expiry. A ``Token``
     object has ``spec`` (role, name, cluster, oneTime, expires) and ``status`` (used,
     usedAt, usedFor); the create response alone adds the secret as top-level ``token``.
     """
 
     async def create_token(request: web.Request) -> web.StreamResponse:
-        await _require_admin(tokens, request, verb="create")
-        body = await _json_body(request)
-        role, name, cluster, ttl, one_time = _token_request(body)
+        await _require_admin(tokens, request, verb="create", authorizer=authorizer)
+        body = await read_json_body(request)
+        role, name, cluster, ttl, one_time, groups = _token_request(body)
         try:
-            issued = await tokens.create(role=role, name=name, cluster=cluster, ttl=ttl, one_time=one_time)
+            issued = await tokens.create(
+                role=role, name=name, cluster=cluster, ttl=ttl, one_time=one_time, groups=groups
+            )
         except ValueError as exc:
             raise errors.invalid(
                 kind="Token",
@@ -182,13 +187,13 @@ def token_routes(tokens: TokenStore) -> list[web.RouteDef]:
         return web.json_response(document, status=201, headers=_NO_STORE)
 
     async def list_tokens(request: web.Request) -> web.StreamResponse:
-        await _require_admin(tokens, request, verb="list")
+        await _require_admin(tokens, request, verb="list", authorizer=authorizer)
         items = [_token_document(info) for info in await tokens.list()]
         document = {"apiVersion": API_VERSION, "kind": "TokenList", "metadata": {}, "items": items}
         return web.json_response(document, headers=_NO_STORE)
 
     async def get_token(request: web.Request) -> web.StreamResponse:
-        await _require_admin(tokens, request, verb="get")
+        await _require_admin(tokens, request, verb="get", authorizer=authorizer)
         token_id = request.match_info["token_id"]
         try:
             info = await tokens.get(token_id)
@@ -197,7 +202,7 @@ def token_routes(tokens: TokenStore) -> list[web.RouteDef]:
         return web.json_response(_token_document(info), headers=_NO_STORE)
 
     async def delete_token(request: web.Request) -> web.StreamResponse:
-        await _require_admin(tokens, request, verb="delete")
+        await _require_admin(tokens, request, verb="delete", authorizer=authorizer)
         token_id = request.match_info["token_id"]
         try:
             await tokens.revoke(token_id)
@@ -275,12 +280,21 @@ async def _authenticate(tokens: TokenStore, token: str) -> UserInfo:
     return user
 
 
-async def _require_admin(tokens: TokenStore, request: web.Request, *, verb: str) -> UserInfo:
+async def _require_admin(
+    tokens: TokenStore, request: web.Request, *, verb: str, authorizer: Authorizer | None
+) -> UserInfo:
     token = bearer_token(request.headers)
     if token is None:
         raise errors.Unauthorized("a bearer token is required (Authorization: Bearer <token>)")
-    user = await _authenticate(tokens, token)
-    if user.role is not Role.ADMIN:
+    # Behind the API server's middleware the caller may be impersonating someone: act as them.
+    user = request.get(USER) or await _authenticate(tokens, token)
+    if authorizer is not None:
+        name = request.match_info.get("token_id")
+        attributes = RequestAttributes(user=user, verb=verb, api_group=AUTH_GROUP, resource=TOKENS, name=name)
+        allowed = authorizer.authorize(attributes).allowed
+    else:
+        allowed = user.role is Role.ADMIN
+    if not allowed:
         raise errors.Forbidden(
             f'{user.role} "{user.cluster or user.name}" cannot {verb} resource "{TOKENS}" in API group '
             f'"{AUTH_GROUP}" at the cluster scope: only admins may manage tokens',
@@ -289,7 +303,7 @@ async def _require_admin(tokens: TokenStore, request: web.Request, *, verb: str)
     return user
 
 
-async def _json_body(request: web.Request) -> dict[str, Any]:
+async def read_json_body(request: web.Request) -> dict[str, Any]:
     raw = await request.content.read(_MAX_BODY_BYTES + 1)
     if len(raw) > _MAX_BODY_BYTES:
         raise errors.RequestEntityTooLarge(f"the request body is larger than {_MAX_BODY_BYTES} bytes")
@@ -324,7 +338,9 @@ def _cluster_name(body: dict[str, Any]) -> str:
     return value
 
 
-def _token_request(body: dict[str, Any]) -> tuple[Role, str, str | None, dt.timedelta | None, bool]:
+def _token_request(
+    body: dict[str, Any],
+) -> tuple[Role, str, str | None, dt.timedelta | None, bool, tuple[str, ...]]:
     causes: list[errors.Cause] = []
     spec = body.get("spec")
     if isinstance(spec, dict):
@@ -359,15 +375,21 @@ def _token_request(body: dict[str, Any]) -> tuple[Role, str, str | None, dt.time
     one_time = body.get("oneTime", role is Role.BOOTSTRAP)
     if not isinstance(one_time, bool):
         problem("oneTime", "must be true or false")
+    groups = body.get("groups", [])
+    if not isinstance(groups, list) or not all(isinstance(g, str) and g for g in groups):
+        problem("groups", "must be a list of non-empty group names")
+        groups = []
     if causes or role is None:
         raise errors.invalid(kind="Token", group=AUTH_GROUP, name="", causes=causes)
-    return role, name, cluster, ttl, one_time
+    return role, name, cluster, ttl, one_time, tuple(groups)
 
 
 def _token_document(info: TokenInfo) -> dict[str, Any]:
     spec: dict[str, Any] = {"role": str(info.role), "name": info.name, "oneTime": info.one_time}
     if info.cluster is not None:
         spec["cluster"] = info.cluster
+    if info.groups:
+        spec["groups"] = list(info.groups)
     if info.expires_at is not None:
         spec["expires"] = format_time(info.expires_at)
     status: dict[str, Any] = {"used": info.used_at is not None}

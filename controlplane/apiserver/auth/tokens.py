@@ -2,8 +2,8 @@
 
 Every request to the hub carries ``Authorization: Bearer <id>.<secret>`` (kubeadm's
 shape: a public 6-character id and a random secret). The hub stores, per token, only a
-SHA-256 digest of the token next to its role, owner name, cluster scope, expiry and
-one-time state, under ``/gpufed-auth/tokens/<id>`` in the hub's :class:`Store` (etcd).
+SHA-256 digest of the token next to its role, owner name, groups, cluster scope, expiry
+and one-time state, under ``/gpufed-auth/tokens/<id>`` in the hub's :class:`Store` (etcd).
 That prefix is outside the API object keyspace, so no API request can read it. The
 secrets are long and random, so a fast digest is enough; comparison is constant-time.
 
@@ -44,7 +44,7 @@ from typing import Final, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel
 
-from controlplane.apiserver.identity import Role, UserInfo
+from controlplane.apiserver.identity import AUTHENTICATED, Role, UserInfo
 from controlplane.storage.interface import AlreadyExists, Conflict, KeyValue, NotFound, Store, Unavailable
 
 log = logging.getLogger(__name__)
@@ -115,6 +115,8 @@ class StoredToken(BaseModel):
     used_at: dt.datetime | None = None
     #: For a consumed bootstrap token: the cluster that joined with it.
     used_for: str | None = None
+    #: For a user token: the groups RBAC bindings may name (beside ``system:authenticated``).
+    groups: tuple[str, ...] = ()
 
     def to_bytes(self) -> bytes:
         return self.model_dump_json(by_alias=True).encode("utf-8")
@@ -133,6 +135,7 @@ class TokenInfo:
     one_time: bool
     used_at: dt.datetime | None
     used_for: str | None
+    groups: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, stored: StoredToken) -> TokenInfo:
@@ -146,6 +149,7 @@ class TokenInfo:
             one_time=stored.one_time,
             used_at=stored.used_at,
             used_for=stored.used_for,
+            groups=stored.groups,
         )
 
 
@@ -233,11 +237,17 @@ class TokenStore:
         cluster: str | None = None,
         ttl: dt.timedelta | None = None,
         one_time: bool = False,
+        groups: tuple[str, ...] = (),
     ) -> IssuedToken:
         """Issue a token. ``cluster`` is required for agents, optional for bootstrap
-        tokens (which may then join only that cluster), and refused for other roles."""
+        tokens (which may then join only that cluster), and refused for other roles;
+        ``groups`` only for user tokens (RBAC bindings name the user or its groups)."""
         if not name:
             raise ValueError("a token needs a name (who or what it is for)")
+        if groups and role is not Role.USER:
+            raise ValueError(f"a {role} token cannot have groups; only a user token can")
+        if any(not group for group in groups):
+            raise ValueError("a group name cannot be empty")
         if role is Role.AGENT and not cluster:
             raise ValueError("an agent token needs the cluster it belongs to")
         if cluster is not None and role not in (Role.AGENT, Role.BOOTSTRAP):
@@ -258,6 +268,7 @@ class TokenStore:
                 created_at=now,
                 expires_at=now + ttl if ttl is not None else None,
                 one_time=one_time,
+                groups=tuple(dict.fromkeys(groups)),
             )
             try:
                 await self._call(self._store.create(token_key(token_id), stored.to_bytes()))
@@ -492,4 +503,7 @@ class TokenStore:
 
 
 def _user(stored: StoredToken) -> UserInfo:
-    return UserInfo(name=stored.name, role=stored.role, cluster=stored.cluster, token_id=stored.id)
+    return UserInfo(
+        name=stored.name, role=stored.role, cluster=stored.cluster, token_id=stored.id,
+        user_groups=tuple(dict.fromkeys([*stored.groups, AUTHENTICATED])) if stored.role is Role.USER else (),
+    )

@@ -5,9 +5,16 @@
 const STATES = ["busy", "idle-allocated", "unmeasured", "free-needed", "free-fragmented", "free-spare", "unavailable"];
 const WASTE_STATES = ["idle-allocated", "free-needed", "free-fragmented"];
 const FREE_STATES = ["free-needed", "free-fragmented", "free-spare"];
-const REPORTS = "/apis/reports.gpufed.io/v1alpha1/wastereports";
+// /ui?namespace=team-a is one team's view: its namespace's share of the reports and its
+// workloads, all a team bound to view/edit/admin there may read; without it, the fleet.
+const NAMESPACE = new URLSearchParams(window.location.search).get("namespace") || "";
+function inNamespace(path) {
+  const cut = path.lastIndexOf("/");
+  return NAMESPACE ? `${path.slice(0, cut)}/namespaces/${encodeURIComponent(NAMESPACE)}${path.slice(cut)}` : path;
+}
+const REPORTS = inNamespace("/apis/reports.gpufed.io/v1alpha1/wastereports");
 const CLUSTERS = "/apis/cluster.gpufed.io/v1alpha1/clusters";
-const BINDINGS = "/apis/work.gpufed.io/v1alpha1/resourcebindings";
+const BINDINGS = inNamespace("/apis/work.gpufed.io/v1alpha1/resourcebindings");
 const WORKS = "/apis/work.gpufed.io/v1alpha1/works";
 const TOKEN_KEY = "gpufed.token";
 const WINDOW_KEY = "gpufed.window";
@@ -17,6 +24,7 @@ const REFRESH_MS = 30000;
 const $ = (id) => document.getElementById(id);
 let refreshTimer = null;
 let lastSeries = [];
+let lastEmptyText = "";
 
 class Unauthorized extends Error {}
 
@@ -254,8 +262,9 @@ function timeLabel(ms, span) {
   return span > 36 * 3600e3 ? `${d.toLocaleDateString([], { month: "short", day: "numeric" })} ${hm}` : hm;
 }
 
-function renderChart(series) {
+function renderChart(series, emptyText) {
   lastSeries = series;
+  lastEmptyText = emptyText;
   const box = $("chart");
   const points = series.map((p) => ({ t0: Date.parse(p.from), t1: Date.parse(p.to), observed: p.observed_hours, gpus: p.gpus }));
   const first = points.findIndex((p) => p.observed > 0);
@@ -263,7 +272,7 @@ function renderChart(series) {
   const height = Math.max(box.clientHeight, 200);
   const root = svg("svg", { viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": "GPUs by state over time" });
   if (first < 0) {
-    root.append(svg("text", { x: width / 2, y: height / 2, "text-anchor": "middle", class: "empty" }, "No samples in this window yet"));
+    root.append(svg("text", { x: width / 2, y: height / 2, "text-anchor": "middle", class: "empty" }, emptyText));
     box.replaceChildren(root);
     return;
   }
@@ -334,9 +343,10 @@ async function load() {
     const results = await Promise.allSettled([
       api(`${REPORTS}/custom?${range}&by=cluster`),
       api(`${REPORTS}/custom?${range}&by=namespace`),
-      api(CLUSTERS),
+      // Clusters and Works are the fleet's: a namespace's view leaves them out.
+      NAMESPACE ? Promise.resolve({ items: [] }) : api(CLUSTERS),
       api(BINDINGS),
-      api(WORKS),
+      NAMESPACE ? Promise.resolve({ items: [] }) : api(WORKS),
     ]);
     const problems = [];
     const empty = { status: { window: report.window, groups: [] } };
@@ -347,7 +357,7 @@ async function load() {
     const works = settled(results[4], { items: [] }, "works", problems).items;
     renderOverview(report, clusters);
     renderStates(report);
-    renderChart(report.series || []);
+    renderChart(report.series || [], NAMESPACE ? `The fleet's chart is not shown for one namespace (${NAMESPACE})` : "No samples in this window yet");
     renderClusters(byCluster, clusters);
     renderNamespaces(byNamespace);
     renderIdle(report);
@@ -369,6 +379,10 @@ async function load() {
 }
 
 function showDashboard() {
+  if (NAMESPACE) {
+    document.body.dataset.namespace = NAMESPACE;
+    $("scope").textContent = `namespace ${NAMESPACE}`;
+  }
   $("login").hidden = true;
   $("dashboard").hidden = false;
   $("controls").hidden = false;
@@ -404,7 +418,7 @@ document.addEventListener("DOMContentLoaded", () => {
   $("refresh").addEventListener("click", () => load());
   $("window").addEventListener("change", () => { sessionStorage.setItem(WINDOW_KEY, $("window").value); load(); });
   let resizeTimer = null;
-  window.addEventListener("resize", () => { clearTimeout(resizeTimer); resizeTimer = setTimeout(() => renderChart(lastSeries), 150); });
+  window.addEventListener("resize", () => { clearTimeout(resizeTimer); resizeTimer = setTimeout(() => renderChart(lastSeries, lastEmptyText), 150); });
   if (sessionStorage.getItem(TOKEN_KEY)) showDashboard();
   else signOut("");
 });

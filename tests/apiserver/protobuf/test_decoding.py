@@ -289,9 +289,9 @@ REFUSED: list[tuple[str, bytes, type[errors.ApiError], list[str]]] = [
     ("JSON sent as protobuf", b'{"kind": "Namespace"}', errors.UnsupportedMediaType, ["envelope"]),
     (
         "a kind without a table",
-        envelope("rbac.authorization.k8s.io/v1", "Role", object_meta(1, "r")),
+        envelope("policy/v1", "PodDisruptionBudget", object_meta(1, "r")),
         errors.UnsupportedMediaType,
-        ["Role (rbac.authorization.k8s.io/v1)", "Deployment (apps/v1)", "kubectl apply -f"],
+        ["PodDisruptionBudget (policy/v1)", "Deployment (apps/v1)", "kubectl apply -f"],
     ),
     (
         "a known kind under another version",

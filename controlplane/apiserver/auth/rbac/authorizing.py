@@ -1,0 +1,62 @@
+"""The hub's authorizer chain, as kube-apiserver's ``--authorization-mode=Node,RBAC``.
+
+A request is allowed when any of these allows it, in order:
+
+1. the privileged group ``system:masters`` (kube's superuser short-cut);
+2. for an agent's or a join token's credential, the credential authorizer
+   (:class:`~controlplane.apiserver.auth.authorizer.RoleAuthorizer`): an agent may touch
+   only its own Cluster, Lease and Works, as kube's Node authorizer confines a kubelet to
+   its own node — no RBAC binding can express "its own" without one role per cluster;
+3. RBAC: the rules bound to the user, its groups or its service account
+   (:class:`~controlplane.apiserver.auth.rbac.index.RbacIndex`).
+
+A denial of an agent or join credential keeps the credential authorizer's sentence (which
+right is missing); a viewer token's adds, after kube's message, that viewer tokens only read;
+every other denial carries no reason, so the API server answers with kube's message (``deployments.apps is forbidden: User "alice" cannot create resource
+"deployments" in API group "apps" in the namespace "team-b"``). Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from controlplane.apiserver.auth.authorizer import RoleAuthorizer
+from controlplane.apiserver.auth.rbac.index import RbacIndex
+from controlplane.apiserver.identity import (
+    SYSTEM_MASTERS,
+    Decision,
+    RequestAttributes,
+    Role,
+    forbidden_message,
+)
+
+_ALLOW: Final = Decision(allowed=True)
+_DENY: Final = Decision(allowed=False)
+#: Credentials the credential authorizer confines (RBAC may still grant them more).
+_CONFINED: Final = frozenset({Role.AGENT, Role.BOOTSTRAP})
+_VIEWER_HINT: Final = "a viewer token may only read (its group gpufed:viewers is bound to the view ClusterRole)"
+
+
+class HubAuthorizer:
+    """The ``Authorizer`` of the hub: see the module docstring."""
+
+    def __init__(self, index: RbacIndex, *, credentials: RoleAuthorizer | None = None) -> None:
+        self.index = index
+        self._credentials = credentials or RoleAuthorizer()
+
+    def authorize(self, attributes: RequestAttributes) -> Decision:
+        user = attributes.user
+        if SYSTEM_MASTERS in user.groups:
+            return _ALLOW
+        confined = None
+        if user.role in _CONFINED:
+            confined = self._credentials.authorize(attributes)
+            if confined.allowed:
+                return _ALLOW
+        if self.index.allows(attributes):
+            return _ALLOW
+        if confined is not None:
+            return confined
+        if user.role is Role.VIEWER:
+            return Decision(allowed=False, reason=f"{forbidden_message(attributes)}: {_VIEWER_HINT}")
+        return _DENY

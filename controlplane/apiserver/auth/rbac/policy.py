@@ -1,0 +1,215 @@
+"""The hub's default RBAC policy: kube's bootstrap ClusterRoles and bindings, plus gpufed's.
+
+As kube-apiserver's ``bootstrappolicy``: ``cluster-admin`` (bound to ``system:masters``),
+the user-facing ``admin``, ``edit`` and ``view``, which are *aggregated* (their rules are
+filled by the aggregation controller from every ClusterRole labelled
+``rbac.authorization.k8s.io/aggregate-to-<role>: "true"``, so ``edit`` includes ``view``
+and ``admin`` includes ``edit``), ``system:discovery``, ``system:basic-user`` (every
+authenticated user may ask what it may do) and ``system:public-info-viewer``.
+
+gpufed adds labelled ClusterRoles that aggregate its own kinds into the defaults (policies,
+workloads, bindings, reports) and ``gpufed:viewer`` for the hub's own read-only token role.
+Every object carries kube's ``kubernetes.io/bootstrapping: rbac-defaults`` label and the
+``rbac.authorization.kubernetes.io/autoupdate: "true"`` annotation: the hub re-adds missing
+rules on every start unless an admin set the annotation to ``"false"``.
+
+The token roles map to groups (``identity.ROLE_GROUPS``): admin tokens are in
+``system:masters``, viewer tokens in ``gpufed:viewers`` (bound to ``view`` and
+``gpufed:viewer``), join tokens in ``system:bootstrappers`` (bound to
+``gpufed:cluster-joiner``). Pure data.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from controlplane.apis.constants import (
+    AUTH_GROUP,
+    CLUSTER_GROUP,
+    COORDINATION_GROUP,
+    KARMADA_POLICY_GROUP,
+    POLICY_GROUP,
+    REPORTS_GROUP,
+    WORK_GROUP,
+)
+from controlplane.apiserver.auth.rbac.aggregation import aggregate_all
+from controlplane.apiserver.auth.rbac.index import CLUSTER_ROLE, CLUSTER_ROLE_BINDING, RbacIndex
+from controlplane.apiserver.identity import (
+    AUTHENTICATED,
+    BOOTSTRAPPERS,
+    SYSTEM_MASTERS,
+    UNAUTHENTICATED,
+    VIEWERS,
+)
+
+RBAC_GROUP: Final = "rbac.authorization.k8s.io"
+RBAC_VERSION: Final = "v1"
+RBAC_API_VERSION: Final = f"{RBAC_GROUP}/{RBAC_VERSION}"
+
+
+AUTOUPDATE_ANNOTATION: Final = "rbac.authorization.kubernetes.io/autoupdate"
+BOOTSTRAPPING_LABEL: Final = "kubernetes.io/bootstrapping"
+AGGREGATE_TO: Final = "rbac.authorization.k8s.io/aggregate-to-"
+
+READ: Final = ("get", "list", "watch")
+WRITE: Final = ("create", "update", "patch", "delete", "deletecollection")
+READ_WRITE: Final = (*READ, *WRITE)
+
+def rule(verbs: tuple[str, ...], groups: tuple[str, ...] = (), resources: tuple[str, ...] = (),
+         *, urls: tuple[str, ...] = ()) -> dict[str, Any]:
+    out: dict[str, Any] = {"verbs": list(verbs)}
+    if urls:
+        out["nonResourceURLs"] = list(urls)
+    else:
+        out["apiGroups"] = list(groups)
+        out["resources"] = list(resources)
+    return out
+
+
+def _meta(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "name": name,
+        "labels": {BOOTSTRAPPING_LABEL: "rbac-defaults", **(labels or {})},
+        "annotations": {AUTOUPDATE_ANNOTATION: "true"},
+    }
+
+
+def cluster_role(name: str, rules: list[dict[str, Any]], *, labels: dict[str, str] | None = None,
+                 aggregate_from: str | None = None) -> dict[str, Any]:
+    obj: dict[str, Any] = {"apiVersion": RBAC_API_VERSION, "kind": "ClusterRole", "metadata": _meta(name, labels)}
+    if aggregate_from is not None:
+        obj["aggregationRule"] = {"clusterRoleSelectors": [{"matchLabels": {AGGREGATE_TO + aggregate_from: "true"}}]}
+        obj["rules"] = []
+    else:
+        obj["rules"] = rules
+    return obj
+
+
+def cluster_role_binding(name: str, role: str, *, groups: tuple[str, ...]) -> dict[str, Any]:
+    return {
+        "apiVersion": RBAC_API_VERSION,
+        "kind": "ClusterRoleBinding",
+        "metadata": _meta(name),
+        "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": role},
+        "subjects": [{"apiGroup": RBAC_GROUP, "kind": "Group", "name": group} for group in groups],
+    }
+
+
+def _to(role: str) -> dict[str, str]:
+    return {AGGREGATE_TO + role: "true"}
+
+
+_DISCOVERY_URLS: Final = (
+    "/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi", "/openapi/*", "/readyz",
+    "/version", "/version/",
+)
+_PUBLIC_INFO_URLS: Final = ("/healthz", "/livez", "/readyz", "/version", "/version/")
+_POLICIES: Final = ("propagationpolicies", "overridepolicies")
+_CLUSTER_POLICIES: Final = ("clusterpropagationpolicies", "clusteroverridepolicies")
+_POLICY_GROUPS: Final = (POLICY_GROUP, KARMADA_POLICY_GROUP)
+
+
+def cluster_roles() -> list[dict[str, Any]]:
+    """Every default ClusterRole, kube's first."""
+    return [
+        cluster_role("cluster-admin", [rule(("*",), ("*",), ("*",)), rule(("*",), urls=("*",))]),
+        cluster_role("admin", [], aggregate_from="admin"),
+        cluster_role("edit", [], labels=_to("admin"), aggregate_from="edit"),
+        cluster_role("view", [], labels=_to("edit"), aggregate_from="view"),
+        cluster_role("system:aggregate-to-admin", [
+            rule(("create",), ("authorization.k8s.io",), ("localsubjectaccessreviews",)),
+            rule(READ_WRITE, (RBAC_GROUP,), ("roles", "rolebindings")),
+        ], labels=_to("admin")),
+        cluster_role("system:aggregate-to-edit", [
+            rule(READ, ("",), ("pods/attach", "pods/proxy", "pods/exec", "pods/portforward", "secrets", "services/proxy")),
+            rule(("impersonate",), ("",), ("serviceaccounts",)),
+            rule(WRITE, ("",), ("pods", "pods/attach", "pods/proxy", "pods/exec", "pods/portforward")),
+            rule(("create",), ("",), ("pods/eviction",)),
+            rule(WRITE, ("",), ("replicationcontrollers", "replicationcontrollers/scale", "serviceaccounts",
+                                "services", "services/proxy", "persistentvolumeclaims", "configmaps", "secrets",
+                                "events")),
+            rule(("create",), ("",), ("serviceaccounts/token",)),
+            rule(WRITE, ("apps",), ("statefulsets", "statefulsets/scale", "daemonsets", "deployments",
+                                    "deployments/scale", "deployments/rollback", "replicasets", "replicasets/scale")),
+            rule(WRITE, ("autoscaling",), ("horizontalpodautoscalers",)),
+            rule(WRITE, ("batch",), ("jobs", "cronjobs")),
+            rule(WRITE, ("policy",), ("poddisruptionbudgets",)),
+            rule(WRITE, ("networking.k8s.io",), ("networkpolicies", "ingresses")),
+        ], labels=_to("edit")),
+        cluster_role("system:aggregate-to-view", [
+            rule(READ, ("",), ("pods", "replicationcontrollers", "replicationcontrollers/scale", "serviceaccounts",
+                               "services", "services/status", "endpoints", "persistentvolumeclaims",
+                               "persistentvolumeclaims/status", "configmaps")),
+            rule(READ, ("",), ("limitranges", "resourcequotas", "bindings", "events", "pods/status",
+                               "resourcequotas/status", "namespaces/status", "replicationcontrollers/status",
+                               "pods/log")),
+            rule(READ, ("",), ("namespaces",)),
+            rule(READ, ("discovery.k8s.io",), ("endpointslices",)),
+            rule(READ, ("apps",), ("controllerrevisions", "statefulsets", "statefulsets/status", "statefulsets/scale",
+                                   "daemonsets", "daemonsets/status", "deployments", "deployments/status",
+                                   "deployments/scale", "replicasets", "replicasets/status", "replicasets/scale")),
+            rule(READ, ("autoscaling",), ("horizontalpodautoscalers", "horizontalpodautoscalers/status")),
+            rule(READ, ("batch",), ("jobs", "cronjobs", "cronjobs/status", "jobs/status")),
+            rule(READ, ("policy",), ("poddisruptionbudgets", "poddisruptionbudgets/status")),
+            rule(READ, ("networking.k8s.io",), ("networkpolicies", "ingresses", "ingresses/status")),
+        ], labels=_to("view")),
+        cluster_role("system:discovery", [rule(("get",), urls=_DISCOVERY_URLS)]),
+        cluster_role("system:public-info-viewer", [rule(("get",), urls=_PUBLIC_INFO_URLS)]),
+        cluster_role("system:basic-user", [
+            rule(("create",), ("authorization.k8s.io",), ("selfsubjectaccessreviews", "selfsubjectrulesreviews")),
+            rule(("create",), ("authentication.k8s.io",), ("selfsubjectreviews",)),
+        ]),
+        *gpufed_cluster_roles(),
+    ]
+
+
+_WORKLOAD_KINDS: Final = (("kubeflow.org", ("pytorchjobs", "mpijobs")), ("ray.io", ("rayjobs", "rayclusters")))
+
+
+def gpufed_cluster_roles() -> list[dict[str, Any]]:
+    """gpufed's kinds aggregated into admin/edit/view, and the viewer token role's extras."""
+    edit = [rule(WRITE, _POLICY_GROUPS, _POLICIES)]
+    view = [
+        rule(READ, _POLICY_GROUPS, (*_POLICIES, *_CLUSTER_POLICIES)),
+        rule(READ, (WORK_GROUP,), ("resourcebindings", "resourcebindings/status", "works", "works/status")),
+        rule(READ, (CLUSTER_GROUP,), ("clusters", "clusters/status")),
+        rule(("get", "list"), (REPORTS_GROUP,), ("wastereports",)),
+    ]
+    for group, plurals in _WORKLOAD_KINDS:
+        edit.append(rule(WRITE, (group,), plurals))
+        view.append(rule(READ, (group,), (*plurals, *(f"{p}/status" for p in plurals))))
+    return [
+        cluster_role("gpufed:aggregate-to-edit", edit, labels=_to("edit")),
+        cluster_role("gpufed:aggregate-to-view", view, labels=_to("view")),
+        cluster_role("gpufed:viewer", [
+            rule(READ, (COORDINATION_GROUP,), ("leases",)),
+            rule(READ, ("scheduling.k8s.io",), ("priorityclasses",)),
+            rule(("get",), urls=("/metrics",)),
+        ]),
+        cluster_role("gpufed:cluster-joiner", [rule(("create",), (AUTH_GROUP,), ("clusterjoins",))]),
+    ]
+
+
+def cluster_role_bindings() -> list[dict[str, Any]]:
+    return [
+        cluster_role_binding("cluster-admin", "cluster-admin", groups=(SYSTEM_MASTERS,)),
+        cluster_role_binding("system:discovery", "system:discovery", groups=(AUTHENTICATED,)),
+        cluster_role_binding("system:basic-user", "system:basic-user", groups=(AUTHENTICATED,)),
+        cluster_role_binding("system:public-info-viewer", "system:public-info-viewer",
+                             groups=(AUTHENTICATED, UNAUTHENTICATED)),
+        cluster_role_binding("gpufed:viewers", "view", groups=(VIEWERS,)),
+        cluster_role_binding("gpufed:viewer", "gpufed:viewer", groups=(VIEWERS,)),
+        cluster_role_binding("gpufed:cluster-joiners", "gpufed:cluster-joiner", groups=(BOOTSTRAPPERS,)),
+    ]
+
+
+def default_policy_index() -> RbacIndex:
+    """An index of the default policy alone, aggregated as the hub writes it (tests, benchmarks)."""
+    index = RbacIndex()
+    roles = cluster_roles()
+    aggregate_all(roles)
+    for role in roles:
+        index.put(CLUSTER_ROLE, role)
+    for binding in cluster_role_bindings():
+        index.put(CLUSTER_ROLE_BINDING, binding)
+    return index

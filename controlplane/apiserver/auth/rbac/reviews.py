@@ -1,0 +1,183 @@
+"""Access reviews: ``kubectl auth can-i`` (``--list``, ``--as``) and ``kubectl auth whoami``.
+
+Served as kube-apiserver serves them, create-only and never stored:
+
+- ``authorization.k8s.io/v1`` ``SelfSubjectAccessReview`` (may *I* do this?),
+  ``SelfSubjectRulesReview`` (what may I do in a namespace?), ``SubjectAccessReview`` (may
+  this user or these groups do this? — for admins) and ``LocalSubjectAccessReview`` (the
+  same, in one namespace);
+- ``authentication.k8s.io/v1`` ``SelfSubjectReview`` (who am I?).
+
+The answer comes from the hub's own authorizer, so it is exactly what a real request would
+meet. Invalid specs get kube's 422 with one cause per field. The API server has already
+authenticated the caller (and applied any impersonation) and authorized the ``create``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Final
+
+from aiohttp import web
+
+from controlplane.apis.meta import format_time
+from controlplane.apiserver import errors, protobuf
+from controlplane.apiserver.app import USER
+from controlplane.apiserver.auth.bootstrap import read_json_body
+from controlplane.apiserver.auth.rbac.authorizing import HubAuthorizer
+from controlplane.apiserver.auth.rbac.rules import PolicyRule
+from controlplane.apiserver.handlers import json_response
+from controlplane.apiserver.identity import RequestAttributes, Role, UserInfo
+
+AUTHORIZATION_GROUP: Final = "authorization.k8s.io"
+AUTHENTICATION_GROUP: Final = "authentication.k8s.io"
+_AUTHZ: Final = f"/apis/{AUTHORIZATION_GROUP}/v1"
+_AUTHN: Final = f"/apis/{AUTHENTICATION_GROUP}/v1"
+
+
+def _invalid(kind: str, group: str, field: str, value: Any, detail: str) -> errors.ApiError:
+    shown = f'"{value}"' if isinstance(value, str) else ("null" if value is None else str(value))
+    cause = errors.Cause(errors.CauseType.FIELD_VALUE_INVALID, f"Invalid value: {shown}: {detail}", field)
+    return errors.invalid(kind=kind, group=group, name="", causes=[cause])
+
+
+def _review_attributes(user: UserInfo, spec: dict[str, Any], kind: str) -> RequestAttributes:
+    resource, non_resource = spec.get("resourceAttributes"), spec.get("nonResourceAttributes")
+    if resource is not None and non_resource is not None:
+        raise _invalid(kind, AUTHORIZATION_GROUP, "spec.nonResourceAttributes", "...",
+                       "cannot be specified in combination with resourceAttributes")
+    if isinstance(non_resource, dict):
+        return RequestAttributes(
+            user=user, verb=str(non_resource.get("verb", "")), api_group="", resource="",
+            non_resource_path=str(non_resource.get("path", "")),
+        )
+    if not isinstance(resource, dict):
+        raise _invalid(kind, AUTHORIZATION_GROUP, "spec.resourceAttributes", None,
+                       "exactly one of nonResourceAttributes or resourceAttributes must be specified")
+    return RequestAttributes(
+        user=user,
+        verb=str(resource.get("verb", "")),
+        api_group=str(resource.get("group", "")),
+        resource=str(resource.get("resource", "")),
+        subresource=str(resource.get("subresource", "")),
+        namespace=str(resource.get("namespace") or "") or None,
+        name=str(resource.get("name") or "") or None,
+    )
+
+
+async def _read_body(request: web.Request) -> dict[str, Any]:
+    """The review in the body: JSON, or protobuf as kubectl's typed client sends it."""
+    if request.content_type == protobuf.MEDIA_TYPE:
+        return protobuf.decode_object(await request.read())
+    return await read_json_body(request)
+
+
+def _spec(body: dict[str, Any], kind: str, group: str) -> dict[str, Any]:
+    spec = body.get("spec")
+    if not isinstance(spec, dict):
+        raise _invalid(kind, group, "spec", None, "must be an object")
+    return spec
+
+
+def _response(kind: str, group: str, spec: dict[str, Any], status: dict[str, Any], *,
+              namespace: str | None = None) -> web.Response:
+    metadata: dict[str, Any] = {"creationTimestamp": None}
+    if namespace:
+        metadata["namespace"] = namespace
+    document = {"kind": kind, "apiVersion": f"{group}/v1", "metadata": metadata, "spec": spec, "status": status}
+    return json_response(document, status=201)
+
+
+def _rule_review(rules: list[PolicyRule]) -> dict[str, Any]:
+    resource_rules, non_resource_rules = [], []
+    for rule in rules:
+        if rule.non_resource_urls:
+            non_resource_rules.append({"verbs": list(rule.verbs), "nonResourceURLs": list(rule.non_resource_urls)})
+        else:
+            entry: dict[str, Any] = {"verbs": list(rule.verbs), "apiGroups": list(rule.api_groups),
+                                     "resources": list(rule.resources)}
+            if rule.resource_names:
+                entry["resourceNames"] = list(rule.resource_names)
+            resource_rules.append(entry)
+    return {"resourceRules": resource_rules, "nonResourceRules": non_resource_rules}
+
+
+def review_routes(authorizer: HubAuthorizer) -> list[web.RouteDef]:
+    """The routes of the five review kinds; register them before the generic ``/apis`` routes."""
+
+    def decide(attributes: RequestAttributes) -> dict[str, Any]:
+        decision = authorizer.authorize(attributes)
+        status: dict[str, Any] = {"allowed": decision.allowed}
+        if decision.reason:
+            status["reason"] = decision.reason
+        return status
+
+    async def self_subject_access_review(request: web.Request) -> web.StreamResponse:
+        kind = "SelfSubjectAccessReview"
+        body = await _read_body(request)
+        spec = _spec(body, kind, AUTHORIZATION_GROUP)
+        status = decide(_review_attributes(request[USER], spec, kind))
+        return _response(kind, AUTHORIZATION_GROUP, spec, status)
+
+    def subject(spec: dict[str, Any], kind: str) -> UserInfo:
+        name = spec.get("user") if isinstance(spec.get("user"), str) else ""
+        groups = tuple(g for g in spec.get("groups") or [] if isinstance(g, str))
+        if not name and not groups:
+            raise _invalid(kind, AUTHORIZATION_GROUP, "spec.user", "", "at least one of user or group must be specified")
+        return UserInfo(name=name or "", role=Role.USER, user_groups=groups)
+
+    async def subject_access_review(request: web.Request) -> web.StreamResponse:
+        kind = "SubjectAccessReview"
+        body = await _read_body(request)
+        spec = _spec(body, kind, AUTHORIZATION_GROUP)
+        status = decide(_review_attributes(subject(spec, kind), spec, kind))
+        return _response(kind, AUTHORIZATION_GROUP, spec, status)
+
+    async def local_subject_access_review(request: web.Request) -> web.StreamResponse:
+        kind = "LocalSubjectAccessReview"
+        namespace = request.match_info["namespace"]
+        body = await _read_body(request)
+        spec = _spec(body, kind, AUTHORIZATION_GROUP)
+        attributes = spec.get("resourceAttributes")
+        if not isinstance(attributes, dict) or (attributes.get("namespace") or "") != namespace:
+            raise _invalid(kind, AUTHORIZATION_GROUP, "spec.resourceAttributes.namespace",
+                           (attributes or {}).get("namespace", "") if isinstance(attributes, dict) else "",
+                           "must match metadata.namespace")
+        status = decide(_review_attributes(subject(spec, kind), spec, kind))
+        return _response(kind, AUTHORIZATION_GROUP, spec, status, namespace=namespace)
+
+    async def self_subject_rules_review(request: web.Request) -> web.StreamResponse:
+        kind = "SelfSubjectRulesReview"
+        body = await _read_body(request)
+        spec = _spec(body, kind, AUTHORIZATION_GROUP)
+        user: UserInfo = request[USER]
+        namespace = spec.get("namespace") if isinstance(spec.get("namespace"), str) else ""
+        rules = list(authorizer.index.rules_for(user, namespace or None))
+        status: dict[str, Any] = {**_rule_review(rules), "incomplete": False}
+        if user.role in (Role.AGENT, Role.BOOTSTRAP):
+            # The credential authorizer's rights (its own cluster) are not rules to list.
+            status["incomplete"] = True
+        missing = authorizer.index.missing_roles(user, namespace or None)
+        if missing:
+            status["evaluationError"] = "; ".join(missing)
+        return _response(kind, AUTHORIZATION_GROUP, spec, status)
+
+    async def self_subject_review(request: web.Request) -> web.StreamResponse:
+        user: UserInfo = request[USER]
+        await _read_body(request)
+        info: dict[str, Any] = {"username": user.name, "groups": list(user.groups)}
+        document = {
+            "kind": "SelfSubjectReview",
+            "apiVersion": f"{AUTHENTICATION_GROUP}/v1",
+            "metadata": {"creationTimestamp": format_time(dt.datetime.now(dt.UTC))},
+            "status": {"userInfo": info},
+        }
+        return json_response(document, status=201)
+
+    return [
+        web.post(f"{_AUTHZ}/selfsubjectaccessreviews", self_subject_access_review),
+        web.post(f"{_AUTHZ}/selfsubjectrulesreviews", self_subject_rules_review),
+        web.post(f"{_AUTHZ}/subjectaccessreviews", subject_access_review),
+        web.post(f"{_AUTHZ}/namespaces/{{namespace}}/localsubjectaccessreviews", local_subject_access_review),
+        web.post(f"{_AUTHN}/selfsubjectreviews", self_subject_review),
+    ]

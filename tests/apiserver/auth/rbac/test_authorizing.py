@@ -1,0 +1,145 @@
+"""The hub's authorizer over the default policy, in memory: who may do what, and which
+denials keep the credential authorizer's sentence."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from controlplane.apiserver.auth.rbac.aggregation import aggregated_rules
+from controlplane.apiserver.auth.rbac.authorizing import HubAuthorizer
+from controlplane.apiserver.auth.rbac.index import (
+    CLUSTER_ROLE,
+    ROLE,
+    ROLE_BINDING,
+)
+from controlplane.apiserver.auth.rbac.policy import default_policy_index
+from controlplane.apiserver.identity import RequestAttributes, Role, UserInfo
+from controlplane.apiserver.impersonation import ImpersonationDenied, ImpersonationInvalid, impersonate
+
+ADMIN = UserInfo(name="root", role=Role.ADMIN)
+VIEWER = UserInfo(name="victor", role=Role.VIEWER)
+ALICE = UserInfo(name="alice", role=Role.USER, user_groups=("team-a", "system:authenticated"))
+BOB = UserInfo(name="bob", role=Role.USER, user_groups=("system:authenticated",))
+AGENT = UserInfo(name="agent:onprem-a", role=Role.AGENT, cluster="onprem-a")
+JOIN = UserInfo(name="bootstrap", role=Role.BOOTSTRAP, token_id="bbbbbb")
+
+
+
+
+def binding(name: str, ns: str, role: tuple[str, str], subject: tuple[str, str]) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": ns}, "roleRef": {"kind": role[0], "name": role[1]},
+            "subjects": [{"kind": subject[0], "name": subject[1]}]}
+
+
+@pytest.fixture
+def authorizer() -> HubAuthorizer:
+    index = default_policy_index()
+    index.put(ROLE_BINDING, binding("team-a-edit", "team-a", (CLUSTER_ROLE, "edit"), ("Group", "team-a")))
+    index.put(ROLE, {"metadata": {"name": "cm-reader", "namespace": "team-b"},
+                     "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"], "resourceNames": ["settings"]}]})
+    index.put(ROLE_BINDING, binding("bob-cm", "team-b", (ROLE, "cm-reader"), ("User", "bob")))
+    return HubAuthorizer(index)
+
+
+def res(user: UserInfo, verb: str, group: str, resource: str, *, ns: str | None = None, name: str | None = None,
+        sub: str = "") -> RequestAttributes:
+    return RequestAttributes(user=user, verb=verb, api_group=group, resource=resource, subresource=sub,
+                             namespace=ns, name=name)
+
+
+def path(user: UserInfo, verb: str, p: str) -> RequestAttributes:
+    return RequestAttributes(user=user, verb=verb, api_group="", resource="", non_resource_path=p)
+
+
+P = "policy.gpufed.io"
+DECISIONS = [
+    (res(ADMIN, "delete", "", "secrets", ns="x", name="s"), True),
+    (res(ADMIN, "create", "rbac.authorization.k8s.io", "clusterrolebindings"), True),
+    # edit in team-a, through a RoleBinding to a ClusterRole: there only
+    (res(ALICE, "create", "apps", "deployments", ns="team-a"), True),
+    (res(ALICE, "patch", "apps", "deployments", ns="team-a", name="web", sub="scale"), True),
+    (res(ALICE, "create", P, "propagationpolicies", ns="team-a"), True),
+    (res(ALICE, "create", "policy.karmada.io", "overridepolicies", ns="team-a"), True),
+    (res(ALICE, "create", "kubeflow.org", "pytorchjobs", ns="team-a"), True),
+    (res(ALICE, "get", "", "secrets", ns="team-a", name="s"), True),
+    (res(ALICE, "create", "apps", "deployments", ns="team-b"), False),
+    (res(ALICE, "list", "apps", "deployments"), False),
+    (res(ALICE, "create", P, "clusterpropagationpolicies"), False),
+    (res(ALICE, "create", "rbac.authorization.k8s.io", "rolebindings", ns="team-a"), False),  # admin's, not edit's
+    (res(ALICE, "get", "cluster.gpufed.io", "clusters", name="a"), False),  # cluster-scoped: not via a RoleBinding
+    (res(ALICE, "create", "authorization.k8s.io", "selfsubjectaccessreviews"), True),  # system:basic-user
+    (path(ALICE, "get", "/apis/apps/v1"), True),  # system:discovery
+    (path(ALICE, "get", "/metrics"), False),
+    # a Role with resourceNames
+    (res(BOB, "get", "", "configmaps", ns="team-b", name="settings"), True),
+    (res(BOB, "get", "", "configmaps", ns="team-b", name="other"), False),
+    (res(BOB, "list", "", "configmaps", ns="team-b"), False),
+    # viewer tokens: view everywhere plus gpufed:viewer, never Secrets or tokens
+    (res(VIEWER, "list", "work.gpufed.io", "works"), True),
+    (res(VIEWER, "get", "cluster.gpufed.io", "clusters", name="a", sub="status"), True),
+    (res(VIEWER, "list", "", "namespaces"), True),
+    (res(VIEWER, "list", "coordination.k8s.io", "leases", ns="gpufed-cluster-lease"), True),
+    (res(VIEWER, "get", "reports.gpufed.io", "wastereports", name="last-1h"), True),
+    (path(VIEWER, "get", "/metrics"), True),
+    (res(VIEWER, "get", "", "secrets", ns="x", name="s"), False),
+    (res(VIEWER, "list", "auth.gpufed.io", "tokens"), False),
+    (res(VIEWER, "create", "apps", "deployments", ns="x"), False),
+    # credentials: the agent's own cluster only; a join token joins
+    (res(AGENT, "watch", "work.gpufed.io", "works", ns="gpufed-es-onprem-a"), True),
+    (res(AGENT, "watch", "work.gpufed.io", "works", ns="gpufed-es-other"), False),
+    (res(AGENT, "create", "apps", "deployments", ns="team-a"), False),
+    (res(JOIN, "create", "auth.gpufed.io", "clusterjoins"), True),
+    (res(JOIN, "list", "work.gpufed.io", "works"), False),
+]
+
+
+@pytest.mark.parametrize(("attributes", "allowed"), DECISIONS)
+def test_decisions(authorizer: HubAuthorizer, attributes: RequestAttributes, allowed: bool) -> None:
+    assert authorizer.authorize(attributes).allowed is allowed
+
+
+def test_a_credential_denial_keeps_its_sentence_and_an_rbac_denial_has_none(authorizer: HubAuthorizer) -> None:
+    agent = authorizer.authorize(res(AGENT, "list", "work.gpufed.io", "works", ns="gpufed-es-other"))
+    assert "agents may only read the Works of their own cluster (gpufed-es-onprem-a)" in agent.reason
+    assert authorizer.authorize(res(ALICE, "create", "apps", "deployments", ns="team-b")).reason == ""
+
+
+def test_bindings_take_effect_and_go_away_with_the_index(authorizer: HubAuthorizer) -> None:
+    request = res(BOB, "create", "apps", "deployments", ns="team-c")
+    assert not authorizer.authorize(request).allowed
+    authorizer.index.put(ROLE_BINDING, binding("bob-edit", "team-c", (CLUSTER_ROLE, "edit"), ("User", "bob")))
+    assert authorizer.authorize(request).allowed
+    authorizer.index.remove(ROLE_BINDING, "team-c", "bob-edit")
+    assert not authorizer.authorize(request).allowed
+
+
+def test_impersonation_needs_the_impersonate_verb(authorizer: HubAuthorizer) -> None:
+    acting = impersonate(ADMIN, user="alice", groups=("team-a",), authorizer=authorizer)
+    assert (acting.name, acting.groups) == ("alice", ("team-a", "system:authenticated"))
+    assert authorizer.authorize(res(acting, "create", "apps", "deployments", ns="team-a")).allowed
+    sa = impersonate(ADMIN, user="system:serviceaccount:ci:deployer", groups=(), authorizer=authorizer)
+    assert sa.groups == ("system:serviceaccounts", "system:serviceaccounts:ci", "system:authenticated")
+    with pytest.raises(ImpersonationDenied) as denied:
+        impersonate(ALICE, user="bob", groups=(), authorizer=authorizer)
+    assert (denied.value.attributes.verb, denied.value.attributes.resource, denied.value.attributes.name) == (
+        "impersonate", "users", "bob")
+    with pytest.raises(ImpersonationInvalid):
+        impersonate(ADMIN, user=None, groups=("team-a",), authorizer=authorizer)
+
+
+def test_aggregation_gathers_labelled_roles_in_name_order_once() -> None:
+    edit = {"metadata": {"name": "edit"}, "aggregationRule": {"clusterRoleSelectors": [
+        {"matchLabels": {"rbac.authorization.k8s.io/aggregate-to-edit": "true"}}]}}
+    label = {"rbac.authorization.k8s.io/aggregate-to-edit": "true"}
+    rule_a = {"apiGroups": ["a"], "resources": ["x"], "verbs": ["get"]}
+    rule_b = {"apiGroups": ["b"], "resources": ["y"], "verbs": ["get"]}
+    roles = [
+        edit,
+        {"metadata": {"name": "zz", "labels": label}, "rules": [rule_a]},
+        {"metadata": {"name": "aa", "labels": label}, "rules": [rule_b, rule_a]},
+        {"metadata": {"name": "unlabelled"}, "rules": [{"apiGroups": ["c"], "resources": ["z"], "verbs": ["*"]}]},
+    ]
+    assert aggregated_rules(edit, roles) == [rule_b, rule_a]
+    assert aggregated_rules(roles[1], roles) is None

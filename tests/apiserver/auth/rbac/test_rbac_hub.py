@@ -1,0 +1,312 @@
+"""RBAC on a real hub (real etcd, real HTTPS, the real kubectl): a team given ``edit`` in its
+namespace works there and nowhere else, with kube's 403; access reviews answer the same;
+aggregation grows ``edit``; escalation is refused with kube's message."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from controlplane.apiserver.identity import Role
+from controlplane.apiserver.kubeconfig import load_kubeconfig, write_kubeconfig
+from controlplane.apiserver.tls import client_ssl_context
+from controlplane.hub import Hub, HubConfig
+
+RBAC = "/apis/rbac.authorization.k8s.io/v1"
+AUTHZ = "/apis/authorization.k8s.io/v1"
+DEADLINE_SECONDS = 20.0
+
+
+class Client:
+    def __init__(self, session: aiohttp.ClientSession, hub: Hub, token: str) -> None:
+        self.session, self.hub, self.token = session, hub, token
+
+    async def __call__(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
+        async with self.session.request(
+            method, f"{self.hub.url}{path}", json=body, headers={"Authorization": f"Bearer {self.token}"}
+        ) as resp:
+            return resp.status, await resp.json(content_type=None)
+
+
+@pytest.fixture
+async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
+    async with Hub(HubConfig(state_dir=tmp_path / "hub", port=0)) as running:
+        yield running
+
+
+@pytest.fixture
+async def session(hub: Hub) -> AsyncIterator[aiohttp.ClientSession]:
+    ca = load_kubeconfig(hub.kubeconfig_path).ca_pem
+    connector = aiohttp.TCPConnector(ssl=client_ssl_context(ca))
+    async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=30)) as s:
+        yield s
+
+
+@pytest.fixture
+def admin(hub: Hub, session: aiohttp.ClientSession) -> Client:
+    return Client(session, hub, load_kubeconfig(hub.kubeconfig_path).token)
+
+
+async def user_token(hub: Hub, name: str, *groups: str) -> str:
+    assert hub.tokens is not None
+    return (await hub.tokens.create(role=Role.USER, name=name, groups=groups)).token
+
+
+async def eventually(check: Callable[[], Awaitable[bool]]) -> None:
+    """Wait for a condition the hub reaches asynchronously (aggregation, the RBAC watch)."""
+    async with asyncio.timeout(DEADLINE_SECONDS):
+        while not await check():  # noqa: ASYNC110 - the hub offers no event to wait on
+            await asyncio.sleep(0.05)
+
+
+def deployment(name: str, namespace: str) -> dict[str, Any]:
+    labels = {"app": name}
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": namespace},
+        "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": {
+            "metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}}},
+    }
+
+
+def policy(kind: str, name: str, namespace: str | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, **({"namespace": namespace} if namespace else {})}
+    return {
+        "apiVersion": "policy.gpufed.io/v1alpha1", "kind": kind, "metadata": meta,
+        "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}]},
+    }
+
+
+def binding(name: str, namespace: str, role_kind: str, role: str, subjects: list[dict[str, str]]) -> dict[str, Any]:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": name, "namespace": namespace},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role},
+        "subjects": subjects,
+    }
+
+
+def access(verb: str, group: str, resource: str, namespace: str | None = None) -> dict[str, Any]:
+    attributes = {"verb": verb, "group": group, "resource": resource, **({"namespace": namespace} if namespace else {})}
+    return {"resourceAttributes": attributes}
+
+
+async def give_team_edit(admin: Client, team: str, *, role: str = "edit") -> None:
+    for namespace in ("team-a", "team-b"):
+        await admin("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    status, body = await admin("POST", f"{RBAC}/namespaces/team-a/rolebindings", binding(
+        f"{team}-{role}", "team-a", "ClusterRole", role, [{"kind": "Group", "name": team}]))
+    assert status == 201, body
+
+
+async def can(client: Client, spec: dict[str, Any]) -> bool:
+    status, review = await client("POST", f"{AUTHZ}/selfsubjectaccessreviews",
+                                  {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview", "spec": spec})
+    assert status == 201, review
+    return bool(review["status"]["allowed"])
+
+
+async def test_a_team_editor_writes_in_its_namespace_and_nowhere_else(
+    hub: Hub, session: aiohttp.ClientSession, admin: Client
+) -> None:
+    await give_team_edit(admin, "team-a")
+    alice = Client(session, hub, await user_token(hub, "alice", "team-a"))
+
+    async def edit_is_aggregated() -> bool:
+        return await can(alice, access("create", "apps", "deployments", "team-a"))
+
+    await eventually(edit_is_aggregated)
+    status, body = await alice("POST", "/apis/apps/v1/namespaces/team-a/deployments", deployment("web", "team-a"))
+    assert status == 201, body
+    status, body = await alice("POST", "/apis/policy.gpufed.io/v1alpha1/namespaces/team-a/propagationpolicies",
+                               policy("PropagationPolicy", "web", "team-a"))
+    assert status == 201, body
+    assert (await alice("GET", "/apis/apps/v1/namespaces/team-a/deployments"))[0] == 200
+
+    status, body = await alice("POST", "/apis/apps/v1/namespaces/team-b/deployments", deployment("web", "team-b"))
+    assert (status, body["reason"]) == (403, "Forbidden")
+    assert body["message"] == (
+        'deployments.apps is forbidden: User "alice" cannot create resource "deployments" in API group "apps" '
+        'in the namespace "team-b"'
+    )
+    status, body = await alice("POST", "/apis/policy.gpufed.io/v1alpha1/clusterpropagationpolicies",
+                               policy("ClusterPropagationPolicy", "everything"))
+    assert status == 403
+    assert body["message"] == (
+        'clusterpropagationpolicies.policy.gpufed.io is forbidden: User "alice" cannot create resource '
+        '"clusterpropagationpolicies" in API group "policy.gpufed.io" at the cluster scope'
+    )
+    status, body = await alice("GET", "/apis/apps/v1/deployments")
+    assert status == 403 and "at the cluster scope" in body["message"]
+    # Nothing the team tried outside its namespace was stored.
+    status, listed = await admin("GET", "/apis/apps/v1/namespaces/team-b/deployments")
+    assert (status, listed["items"]) == (200, [])
+
+    # The same answers from the reviews: SelfSubjectAccessReview for alice herself,
+    # SubjectAccessReview for an admin asking about her, which alice may not ask.
+    assert not await can(alice, access("create", "apps", "deployments", "team-b"))
+    assert not await can(alice, access("create", "policy.gpufed.io", "clusterpropagationpolicies"))
+    for namespace, allowed in (("team-a", True), ("team-b", False)):
+        status, review = await admin("POST", f"{AUTHZ}/subjectaccessreviews", {
+            "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+            "spec": {"user": "alice", "groups": ["team-a"], **access("create", "apps", "deployments", namespace)}})
+        assert (status, review["status"]["allowed"]) == (201, allowed)
+    status, body = await alice("POST", f"{AUTHZ}/subjectaccessreviews", {
+        "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+        "spec": {"user": "bob", **access("get", "", "secrets", "team-b")}})
+    assert status == 403
+
+
+async def test_a_cluster_role_labelled_aggregate_to_edit_adds_to_edit_and_admin(admin: Client) -> None:
+    widget_rule = {"apiGroups": ["example.com"], "resources": ["widgets"], "verbs": ["get", "list"]}
+    status, body = await admin("POST", f"{RBAC}/clusterroles", {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": "widget-reader", "labels": {"rbac.authorization.k8s.io/aggregate-to-edit": "true"}},
+        "rules": [widget_rule]})
+    assert status == 201, body
+
+    def has_rule(role: str, present: bool) -> Callable[[], Awaitable[bool]]:
+        async def check() -> bool:
+            status, body = await admin("GET", f"{RBAC}/clusterroles/{role}")
+            assert status == 200
+            return (widget_rule in body["rules"]) is present
+
+        return check
+
+    await eventually(has_rule("edit", True))
+    await eventually(has_rule("admin", True))  # admin aggregates edit
+    assert (await has_rule("view", False)())
+    assert (await admin("DELETE", f"{RBAC}/clusterroles/widget-reader"))[0] == 200
+    await eventually(has_rule("edit", False))
+
+
+async def test_escalation_is_refused_with_kubes_message(
+    hub: Hub, session: aiohttp.ClientSession, admin: Client
+) -> None:
+    await give_team_edit(admin, "team-a", role="admin")
+    alice = Client(session, hub, await user_token(hub, "alice", "team-a"))
+
+    async def admin_is_aggregated() -> bool:  # admin's own rules, and edit's through it
+        return await can(alice, access("create", "rbac.authorization.k8s.io", "roles", "team-a")) and await can(
+            alice, access("create", "apps", "deployments", "team-a")
+        )
+
+    await eventually(admin_is_aggregated)
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "deployer", "namespace": "team-a"},
+            "rules": [{"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get", "create"]}]}
+    status, body = await alice("POST", f"{RBAC}/namespaces/team-a/roles", role)
+    assert status == 201, body  # rights she holds herself
+    quota = {**role, "metadata": {"name": "quota-writer", "namespace": "team-a"},
+             "rules": [{"apiGroups": [""], "resources": ["resourcequotas"], "verbs": ["create"]}]}
+    status, body = await alice("POST", f"{RBAC}/namespaces/team-a/roles", quota)
+    assert status == 403
+    assert body["message"] == (
+        'roles.rbac.authorization.k8s.io "quota-writer" is forbidden: user "alice" (groups=["team-a" '
+        '"system:authenticated"]) is attempting to grant RBAC permissions not currently held:\n'
+        '{APIGroups:[""], Resources:["resourcequotas"], Verbs:["create"]}'
+    )
+    status, body = await alice("POST", f"{RBAC}/namespaces/team-a/rolebindings", binding(
+        "root", "team-a", "ClusterRole", "cluster-admin", [{"kind": "User", "name": "alice"}]))
+    assert status == 403
+    assert body["message"].startswith(
+        'rolebindings.rbac.authorization.k8s.io "root" is forbidden: user "alice" (groups=["team-a" '
+        '"system:authenticated"]) is attempting to grant RBAC permissions not currently held:\n'
+    )
+    assert '{APIGroups:["*"], Resources:["*"], Verbs:["*"]}' in body["message"]
+    # Binding a role she holds is fine, and the binding's roleRef cannot change afterwards.
+    status, body = await alice("POST", f"{RBAC}/namespaces/team-a/rolebindings", binding(
+        "bob-deployer", "team-a", "Role", "deployer", [{"kind": "User", "name": "bob"}]))
+    assert status == 201, body
+    assert body["subjects"][0]["apiGroup"] == "rbac.authorization.k8s.io"  # defaulted, as kube does
+    changed = {**body, "roleRef": {**body["roleRef"], "kind": "ClusterRole", "name": "view"}}
+    status, body = await admin("PUT", f"{RBAC}/namespaces/team-a/rolebindings/bob-deployer", changed)
+    assert (status, body["reason"]) == (422, "Invalid")
+    assert "roleRef: Invalid value" in body["message"] and "cannot change roleRef" in body["message"]
+
+
+def kubectl(kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["kubectl", "--kubeconfig", str(kubeconfig), *args],
+                          capture_output=True, text=True, timeout=60, check=False)
+
+
+async def test_kubectl_auth_can_i_list_whoami_and_as(hub: Hub, tmp_path: Path) -> None:
+    # Giving a team a namespace, as the README says: kubectl create namespace + rolebinding.
+    for args in (("create", "namespace", "team-a"),
+                 ("create", "rolebinding", "team-a-edit", "--clusterrole=edit", "--group=team-a", "-n", "team-a")):
+        created = await asyncio.to_thread(kubectl, hub.kubeconfig_path, *args)
+        assert created.returncode == 0, created.stderr
+    token = await user_token(hub, "alice", "team-a")
+    config = tmp_path / "alice.kubeconfig"
+    write_kubeconfig(config, server=hub.url, ca_pem=load_kubeconfig(hub.kubeconfig_path).ca_pem, token=token, user="alice")
+
+    async def run(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+        return await asyncio.to_thread(kubectl, path, *args)
+
+    async def alice_may_create() -> bool:
+        return (await run(config, "auth", "can-i", "create", "deployments", "-n", "team-a")).stdout.strip() == "yes"
+
+    await eventually(alice_may_create)
+    denied = await run(config, "auth", "can-i", "create", "deployments", "-n", "team-b")
+    assert (denied.returncode, denied.stdout.strip()) == (1, "no")
+    cpp = await run(config, "auth", "can-i", "create", "clusterpropagationpolicies.policy.gpufed.io")
+    assert cpp.stdout.strip() == "no"
+
+    listed = await run(config, "auth", "can-i", "--list", "-n", "team-a")
+    assert listed.returncode == 0, listed.stderr
+    rows = {line.split()[0]: line for line in listed.stdout.splitlines()[1:] if line.strip()}
+    assert "create" in rows["deployments.apps"] and "delete" in rows["deployments.apps"]
+    assert "create" in rows["propagationpolicies.policy.gpufed.io"]
+    assert "selfsubjectaccessreviews.authorization.k8s.io" in rows
+
+    whoami = await run(config, "auth", "whoami", "-o", "json")
+    assert whoami.returncode == 0, whoami.stderr
+    assert '"username": "alice"' in whoami.stdout and '"team-a"' in whoami.stdout
+
+    # An admin asks on alice's behalf through impersonation (kubectl --as / --as-group).
+    as_alice = await run(hub.kubeconfig_path, "auth", "can-i", "create", "deployments", "-n", "team-a",
+                         "--as", "alice", "--as-group", "team-a")
+    assert as_alice.stdout.strip() == "yes", as_alice.stderr
+    without_group = await run(hub.kubeconfig_path, "auth", "can-i", "create", "deployments", "-n", "team-a",
+                              "--as", "alice")
+    assert without_group.stdout.strip() == "no"
+    # alice may not impersonate anyone.
+    impersonating = await run(config, "get", "deployments", "-n", "team-a", "--as", "bob")
+    assert impersonating.returncode != 0
+    assert 'users "bob" is forbidden: User "alice" cannot impersonate resource "users" in API group ""' in impersonating.stderr
+
+
+async def test_reviews_refuse_invalid_specs_with_kubes_causes(admin: Client) -> None:
+    both = {"resourceAttributes": {"verb": "get", "resource": "pods"}, "nonResourceAttributes": {"path": "/x", "verb": "get"}}
+    status, body = await admin("POST", f"{AUTHZ}/selfsubjectaccessreviews", {"kind": "SelfSubjectAccessReview", "spec": both})
+    assert (status, body["reason"]) == (422, "Invalid")
+    assert body["details"]["causes"][0]["field"] == "spec.nonResourceAttributes"
+    status, body = await admin("POST", f"{AUTHZ}/subjectaccessreviews",
+                               {"kind": "SubjectAccessReview", "spec": access("get", "", "pods", "a")})
+    assert status == 422 and "at least one of user or group must be specified" in body["message"]
+    status, body = await admin("POST", f"{AUTHZ}/namespaces/a/localsubjectaccessreviews", {
+        "kind": "LocalSubjectAccessReview", "spec": {"user": "alice", **access("get", "", "pods", "b")}})
+    assert status == 422 and "must match metadata.namespace" in body["message"]
+    status, body = await admin("POST", f"{AUTHZ}/namespaces/a/localsubjectaccessreviews", {
+        "kind": "LocalSubjectAccessReview", "spec": {"user": "root", "groups": ["system:masters"],
+                                                     **access("delete", "", "secrets", "a")}})
+    assert (status, body["status"]["allowed"], body["metadata"]["namespace"]) == (201, True, "a")
+
+
+async def test_a_viewer_token_reads_and_its_denial_is_kubes_message(hub: Hub, session: aiohttp.ClientSession) -> None:
+    assert hub.tokens is not None
+    viewer = Client(session, hub, (await hub.tokens.create(role=Role.VIEWER, name="dashboards")).token)
+    assert (await viewer("GET", "/apis/work.gpufed.io/v1alpha1/works"))[0] == 200
+    assert (await viewer("GET", "/api/v1/namespaces/default/secrets"))[0] == 403
+    status, body = await viewer("POST", "/api/v1/namespaces/default/configmaps",
+                                {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}})
+    assert status == 403
+    assert body["message"].startswith(
+        'configmaps is forbidden: User "dashboards" cannot create resource "configmaps" in API group "" '
+        'in the namespace "default": a viewer token may only read'
+    )
