@@ -1,0 +1,162 @@
+"""kube's validation of resource lists: names, quantities, requests against limits.
+
+As ``validateResourceRequirements`` and ``ValidateResourceQuantityValue`` in
+pkg/apis/core/validation: a quantity must parse and not be negative; extended resources
+(any name with a domain outside ``kubernetes.io``, such as ``nvidia.com/gpu``) are whole
+numbers, must have a limit, and a request equal to it; cpu and memory requests may not
+exceed their limits.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import ROUND_CEILING, Decimal
+from typing import Any
+
+from controlplane.apis.kube import field
+from controlplane.apis.kube.field import FieldError
+from controlplane.apis.kube.names import qualified_name_errors
+from controlplane.apis.quantity import QuantityError, parse_quantity
+
+QUANTITY_FORMAT = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
+_QUANTITY = re.compile(QUANTITY_FORMAT)
+QUANTITY_MESSAGE = f"quantities must match the regular expression '{QUANTITY_FORMAT}'"
+
+_STANDARD_CONTAINER = frozenset({"cpu", "memory", "ephemeral-storage"})
+_STANDARD = _STANDARD_CONTAINER | frozenset({
+    "pods", "services", "replicationcontrollers", "resourcequotas", "secrets", "configmaps",
+    "persistentvolumeclaims", "storage", "services.nodeports", "services.loadbalancers",
+    "requests.cpu", "requests.memory", "requests.storage", "requests.ephemeral-storage",
+    "limits.cpu", "limits.memory", "limits.ephemeral-storage",
+})
+_INTEGER = frozenset({
+    "pods", "services", "replicationcontrollers", "resourcequotas", "secrets", "configmaps",
+    "persistentvolumeclaims", "services.nodeports", "services.loadbalancers",
+})
+
+
+def parse(value: Any) -> Decimal | None:
+    """A quantity as kube's ``Quantity.UnmarshalJSON`` reads it (a string or a JSON number);
+    None when it does not parse."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        return None
+    text = value if isinstance(value, str) else repr(value)
+    if not _QUANTITY.match(text):
+        return None
+    try:
+        return parse_quantity(text)
+    except QuantityError:
+        return None
+
+
+def shown(raw: Any, value: Decimal) -> str:
+    """The quantity as kube prints it in a message: the string as written, a JSON number in
+    its canonical decimal form (``0.5`` → ``500m``)."""
+    if isinstance(raw, str):
+        return raw
+    if value == value.to_integral_value():
+        return str(int(value))
+    for suffix, scale in (("m", 1000), ("u", 10**6), ("n", 10**9)):
+        scaled = value * scale
+        if scaled == scaled.to_integral_value():
+            return f"{int(scaled)}{suffix}"
+    return f"{int((value * 10**9).to_integral_value(rounding=ROUND_CEILING))}n"
+
+
+def is_native(name: str) -> bool:
+    """``IsNativeResource``: no domain, or a ``kubernetes.io`` one."""
+    return "/" not in name or "kubernetes.io/" in name
+
+
+def is_hugepages(name: str) -> bool:
+    return name.startswith("hugepages-")
+
+
+def is_extended(name: str) -> bool:
+    """``IsExtendedResourceName``: a domain-qualified name outside kubernetes.io (``nvidia.com/gpu``)."""
+    if is_native(name) or name.startswith("requests."):
+        return False
+    return not qualified_name_errors("requests." + name)
+
+
+def overcommit_allowed(name: str) -> bool:
+    """``IsOvercommitAllowed``: requests may be below limits (cpu, memory), not for extended
+    resources and hugepages."""
+    return is_native(name) and not is_hugepages(name)
+
+
+def _container_resource_name_errors(name: str, path: str) -> list[FieldError]:
+    errors = [field.invalid(path, name, msg) for msg in qualified_name_errors(name)]
+    if errors:
+        return errors
+    if "/" not in name:
+        if name not in _STANDARD and not is_hugepages(name):
+            return [field.invalid(path, name, "must be a standard resource type or fully qualified")]
+        if name not in _STANDARD_CONTAINER and not is_hugepages(name):
+            return [field.invalid(path, name, "must be a standard resource for containers")]
+    elif not is_native(name) and not is_extended(name):
+        return [field.invalid(path, name, "doesn't follow extended resource name standard")]
+    return []
+
+
+def quantity_errors(name: str, raw: Any, path: str) -> tuple[Decimal | None, list[FieldError]]:
+    """``ValidateResourceQuantityValue``: the parsed value (None: unparseable) and its errors."""
+    if raw is None:
+        return Decimal(0), []
+    value = parse(raw)
+    if value is None:
+        return None, [field.invalid(path, raw, QUANTITY_MESSAGE)]
+    errors = []
+    if value < 0:
+        errors.append(field.invalid(path, shown(raw, value), field.IS_NEGATIVE))
+    if name in _INTEGER or is_extended(name):
+        milli = (value * 1000).to_integral_value(rounding=ROUND_CEILING)
+        if milli % 1000 != 0:
+            errors.append(field.invalid(path, shown(raw, value), "must be an integer"))
+    return value, errors
+
+
+def requirements_errors(resources: Any, path: str) -> list[FieldError]:
+    """``ValidateContainerResourceRequirements`` of a container's ``resources``."""
+    resources = field.mapping(resources)
+    limits_path, requests_path = f"{path}.limits", f"{path}.requests"
+    errors: list[FieldError] = []
+    limits: dict[str, Decimal | None] = {}
+    for name, raw in field.mapping(resources.get("limits")).items():
+        key_path = f"{limits_path}[{name}]"
+        errors += _container_resource_name_errors(name, key_path)
+        limits[name], found = quantity_errors(name, raw, key_path)
+        errors += found
+    has_compute = any(name in ("cpu", "memory") for name in limits)
+    has_hugepages = any(is_hugepages(name) for name in limits)
+    for name, raw in field.mapping(resources.get("requests")).items():
+        key_path = f"{requests_path}[{name}]"
+        errors += _container_resource_name_errors(name, key_path)
+        value, found = quantity_errors(name, raw, key_path)
+        errors += found
+        has_compute = has_compute or name in ("cpu", "memory")
+        has_hugepages = has_hugepages or is_hugepages(name)
+        if name in limits:
+            limit = limits[name]
+            if value is None or limit is None:
+                continue
+            limit_raw = field.mapping(resources.get("limits")).get(name)
+            if value != limit and not overcommit_allowed(name):
+                errors.append(
+                    field.invalid(
+                        requests_path, shown(raw, value),
+                        f"must be equal to {name} limit of {shown(limit_raw, limit)}",
+                    )
+                )
+            elif value > limit:
+                errors.append(
+                    field.invalid(
+                        requests_path, shown(raw, value),
+                        f"must be less than or equal to {name} limit of {shown(limit_raw, limit)}",
+                    )
+                )
+        elif not overcommit_allowed(name):
+            errors.append(field.required(limits_path, "Limit must be set for non overcommitable resources"))
+    if has_hugepages and not has_compute:
+        errors.append(field.forbidden(path, "HugePages require cpu or memory"))
+    return errors
