@@ -33,6 +33,23 @@ _VALIDATORS: dict[tuple[str, str], Validator] = {
 }
 
 
+def ratcheted(validator: Validator) -> Validator:
+    """``validator``, except that an update is refused only for errors the stored object does
+    not have already. kube never stores an object its validation refuses; the hub may hold
+    one stored before its kind was validated, and must still be able to write its status,
+    metadata and finalizers (and delete it) without a fix to unrelated fields first."""
+
+    def validate(new: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+        errors = validator(new, old)
+        if old is None or not errors:
+            return errors
+        existing = set(validator(old, None))
+        return [error for error in errors if error not in existing]
+
+    return validate
+
+
 def for_kind(group: str, kind: str) -> Validator | None:
     """The validator of ``kind`` in API group ``group`` (``""`` for core), if kube has one."""
-    return _VALIDATORS.get((group, kind))
+    validator = _VALIDATORS.get((group, kind))
+    return ratcheted(validator) if validator is not None else None
