@@ -10,11 +10,15 @@ from __future__ import annotations
 import copy
 import io
 import json
+import socket
 import time
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
+from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from controlplane.apis.kube.validation import for_kind
@@ -22,6 +26,8 @@ from controlplane.apiserver.app import create_app
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.hub import hub_registry
 from controlplane.storage.etcd import EtcdStore
+
+from .test_real_clients import kubectl, needs_kubectl
 
 Obj = dict[str, Any]
 Client = TestClient[Any, Any]
@@ -397,3 +403,47 @@ async def test_allowed_updates_pass(hub: Client) -> None:
     job["spec"]["parallelism"] = 4
     code, body = await _replace(hub, job)
     assert code == 200, body
+
+
+@pytest.fixture
+async def hub_kubeconfig(etcd_endpoint: str, tmp_path: Path) -> AsyncIterator[Path]:
+    """The hub's API on a real socket over etcd, and a kubeconfig for it."""
+    registry = hub_registry()
+    async with EtcdStore([etcd_endpoint], prefix=f"/gpufed-test/kube-validation-{time.monotonic_ns()}") as store:
+        objects = ObjectStore(store, registry)
+        await objects.bootstrap()
+        runner = web.AppRunner(create_app(objects, registry))
+        await runner.setup()
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.bind(("127.0.0.1", 0))
+        await web.SockSite(runner, sock).start()
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        try:
+            path = tmp_path / "kubeconfig"
+            path.write_text(yaml.safe_dump({
+                "apiVersion": "v1", "kind": "Config",
+                "clusters": [{"name": "hub", "cluster": {"server": url}}],
+                "users": [{"name": "me", "user": {}}],
+                "contexts": [{"name": "hub", "context": {"cluster": "hub", "user": "me", "namespace": "default"}}],
+                "current-context": "hub",
+            }))
+            yield path
+        finally:
+            await runner.cleanup()
+
+
+@needs_kubectl
+async def test_kubectl_apply_of_an_invalid_deployment_prints_kubes_error(hub_kubeconfig: Path) -> None:
+    broken = deployment()
+    broken["metadata"]["name"] = "bad"
+    broken["spec"]["replicas"] = -2
+    code, out, err = await kubectl(hub_kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump(broken))
+    assert code != 0, out
+    assert (
+        'The Deployment "bad" is invalid: spec.replicas: Invalid value: -2: must be greater than or equal to 0'
+        in err
+    ), err
+    broken["spec"]["replicas"] = 2
+    code, out, err = await kubectl(hub_kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump(broken))
+    assert code == 0, err
+    assert "deployment.apps/bad created" in out
