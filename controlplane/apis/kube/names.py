@@ -2,11 +2,15 @@
 
 Each ``*_errors`` function returns the messages kube's ``Is*`` function returns for a value
 (empty: the value is fine); callers wrap them in field errors with the path they check.
+The same strings recur in every object (``app``, ``nvidia.com/gpu``, ``http``), so answers
+are memoised in a bounded cache (hostile input cannot grow it without limit).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from functools import lru_cache, wraps
 
 _DNS_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS_SUBDOMAIN_FMT = _DNS_LABEL_FMT + "(\\." + _DNS_LABEL_FMT + ")*"
@@ -27,6 +31,16 @@ _PERCENT = re.compile(f"^{_PERCENT_FMT}$")
 _C_IDENTIFIER = re.compile(f"^{_C_IDENTIFIER_FMT}$")
 _PORT_NAME_CHARS = re.compile("^[-a-z0-9]+$")
 _PORT_NAME_LETTER = re.compile("[a-z]")
+
+
+def _memoised(check: Callable[[str], list[str]]) -> Callable[[str], list[str]]:
+    cached = lru_cache(maxsize=4096)(lambda value: tuple(check(value)))
+
+    @wraps(check)
+    def memo(value: str) -> list[str]:
+        return list(cached(value))
+
+    return memo
 
 
 def regex_error(message: str, fmt: str, *examples: str) -> str:
@@ -69,6 +83,7 @@ LABEL_VALUE_MESSAGE = regex_error(
 )
 
 
+@_memoised
 def dns_label_errors(value: str) -> list[str]:
     """``IsDNS1123Label``."""
     errors = [max_len_error(63)] if len(value) > 63 else []
@@ -80,6 +95,7 @@ def dns_label_errors(value: str) -> list[str]:
     return errors
 
 
+@_memoised
 def dns_subdomain_errors(value: str) -> list[str]:
     """``IsDNS1123Subdomain``."""
     errors = [max_len_error(253)] if len(value) > 253 else []
@@ -88,6 +104,7 @@ def dns_subdomain_errors(value: str) -> list[str]:
     return errors
 
 
+@_memoised
 def dns_1035_errors(value: str) -> list[str]:
     """``IsDNS1035Label``."""
     errors = [max_len_error(63)] if len(value) > 63 else []
@@ -96,6 +113,7 @@ def dns_1035_errors(value: str) -> list[str]:
     return errors
 
 
+@_memoised
 def qualified_name_errors(key: str) -> list[str]:
     """kube's ``IsQualifiedName``: an optional DNS-subdomain prefix and a 63-char name."""
     errors: list[str] = []
@@ -114,6 +132,7 @@ def qualified_name_errors(key: str) -> list[str]:
     return errors
 
 
+@_memoised
 def label_value_errors(value: str) -> list[str]:
     """``IsValidLabelValue``."""
     errors: list[str] = []
@@ -124,6 +143,7 @@ def label_value_errors(value: str) -> list[str]:
     return errors
 
 
+@_memoised
 def port_name_errors(port: str) -> list[str]:
     """``IsValidPortName``: an IANA service name."""
     errors = [max_len_error(15)] if len(port) > 15 else []
@@ -143,6 +163,7 @@ def port_number_errors(port: int) -> list[str]:
     return [] if 1 <= port <= 65535 else [inclusive_range_error(1, 65535)]
 
 
+@_memoised
 def env_var_name_errors(name: str) -> list[str]:
     """``IsRelaxedEnvVarName`` (kube 1.32 enables RelaxedEnvironmentVariableValidation)."""
     errors = ["environment variable name must be non-empty"] if not name else []
@@ -161,6 +182,7 @@ def _chdir_prefix_errors(value: str) -> list[str]:
     return []
 
 
+@_memoised
 def config_key_errors(key: str) -> list[str]:
     """``IsConfigMapKey``: a key of a ConfigMap's or Secret's data."""
     errors = [max_len_error(253)] if len(key) > 253 else []

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from decimal import ROUND_CEILING, Decimal
+from functools import lru_cache
 from typing import Any
 
 from controlplane.apis.kube import field
@@ -40,7 +41,11 @@ def parse(value: Any) -> Decimal | None:
     None when it does not parse."""
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         return None
-    text = value if isinstance(value, str) else repr(value)
+    return _parse_text(value if isinstance(value, str) else repr(value))
+
+
+@lru_cache(maxsize=4096)
+def _parse_text(text: str) -> Decimal | None:
     if not _QUANTITY.match(text):
         return None
     try:
@@ -85,18 +90,29 @@ def overcommit_allowed(name: str) -> bool:
     return is_native(name) and not is_hugepages(name)
 
 
-def _container_resource_name_errors(name: str, path: str) -> list[FieldError]:
-    errors = [field.invalid(path, name, msg) for msg in qualified_name_errors(name)]
+@lru_cache(maxsize=4096)
+def _container_resource_name_messages(name: str) -> tuple[str, ...]:
+    """``validateContainerResourceName``'s messages for ``name``."""
+    errors = qualified_name_errors(name)
     if errors:
-        return errors
+        return tuple(errors)
     if "/" not in name:
         if name not in _STANDARD and not is_hugepages(name):
-            return [field.invalid(path, name, "must be a standard resource type or fully qualified")]
+            return ("must be a standard resource type or fully qualified",)
         if name not in _STANDARD_CONTAINER and not is_hugepages(name):
-            return [field.invalid(path, name, "must be a standard resource for containers")]
+            return ("must be a standard resource for containers",)
     elif not is_native(name) and not is_extended(name):
-        return [field.invalid(path, name, "doesn't follow extended resource name standard")]
-    return []
+        return ("doesn't follow extended resource name standard",)
+    return ()
+
+
+def _container_resource_name_errors(name: str, path: str) -> list[FieldError]:
+    return [field.invalid(path, name, msg) for msg in _container_resource_name_messages(name)]
+
+
+@lru_cache(maxsize=4096)
+def _is_integer_resource(name: str) -> bool:
+    return name in _INTEGER or is_extended(name)
 
 
 def quantity_errors(name: str, raw: Any, path: str) -> tuple[Decimal | None, list[FieldError]]:
@@ -109,7 +125,7 @@ def quantity_errors(name: str, raw: Any, path: str) -> tuple[Decimal | None, lis
     errors = []
     if value < 0:
         errors.append(field.invalid(path, shown(raw, value), field.IS_NEGATIVE))
-    if name in _INTEGER or is_extended(name):
+    if _is_integer_resource(name):
         milli = (value * 1000).to_integral_value(rounding=ROUND_CEILING)
         if milli % 1000 != 0:
             errors.append(field.invalid(path, shown(raw, value), "must be an integer"))
