@@ -190,3 +190,24 @@ def test_any_json_shape_gives_field_errors_not_exceptions(garbage: Any, kind: tu
     obj = garbage if isinstance(garbage, dict) else {"spec": garbage}
     validator(obj, obj)
     validator(obj, None)
+
+
+def test_fields_kube_defaults_may_be_empty_or_absent() -> None:
+    """kube's defaulters fill an empty enum, a zero targetPort and a missing template before
+    validating; the hub reads them the same way."""
+    rs = replica_set()
+    rs["spec"]["template"]["spec"].update(restartPolicy="", dnsPolicy="")
+    rs["spec"]["template"]["spec"]["containers"][0].update(
+        imagePullPolicy="", terminationMessagePolicy="", ports=[{"containerPort": 80, "protocol": ""}]
+    )
+    assert errors_of(rs) == []
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+               "spec": {"type": "", "ports": [{"port": 80, "targetPort": 0, "protocol": ""}]}}
+    assert errors_of(service) == []
+    bare = replica_set()
+    del bare["spec"]["template"]
+    assert errors_of(bare) == [
+        ("spec.template.metadata.labels",
+         "Invalid value: map[string]string(nil): `selector` does not match template `labels`"),
+        ("spec.template.spec.containers", "Required value"),
+    ]

@@ -79,9 +79,7 @@ def _selector_and_template_errors(spec: Obj, *, kind: str, required: bool) -> tu
 
 def _replica_set_template_errors(spec: Obj, *, kind: str) -> list[FieldError]:
     """``ValidatePodTemplateSpecForReplicaSet``: selected, valid, restarting ``Always``."""
-    template = spec.get("template")
-    if not isinstance(template, dict):
-        return [field.required("spec.template")]
+    template = field.mapping(spec.get("template"))
     errors = template_match_errors(spec.get("selector"), template, "spec.template")
     errors += pod_template_errors(template, "spec.template")
     errors += _restart_always_errors(template, kind)
@@ -186,7 +184,7 @@ def _rolling_update_stateful_set_errors(rolling: Obj, path: str) -> list[FieldEr
 def _stateful_set_strategy_errors(spec: Obj) -> list[FieldError]:
     policy = spec.get("podManagementPolicy")
     errors: list[FieldError] = []
-    if policy is not None and policy not in ("OrderedReady", "Parallel"):
+    if policy and policy not in ("OrderedReady", "Parallel"):
         errors.append(field.invalid("spec.podManagementPolicy", policy, "must be 'OrderedReady' or 'Parallel'"))
     strategy = field.mapping(spec.get("updateStrategy"))
     kind = strategy.get("type") or "RollingUpdate"
@@ -205,7 +203,7 @@ def _stateful_set_strategy_errors(spec: Obj) -> list[FieldError]:
     if retention is not None:
         for key in ("whenDeleted", "whenScaled"):
             value = field.mapping(retention).get(key)
-            if value is not None and value not in ("Retain", "Delete"):
+            if value and value not in ("Retain", "Delete"):
                 errors.append(field.not_supported(
                     f"spec.persistentVolumeClaimRetentionPolicy.{key}", value, ("Retain", "Delete")
                 ))
@@ -228,11 +226,9 @@ def validate_stateful_set(obj: Obj, old: Obj | None) -> list[FieldError]:
     errors += field.nonnegative(field.mapping(spec.get("ordinals")).get("start"), "spec.ordinals.start")
     parses, found = _selector_and_template_errors(spec, kind="statefulset", required=True)
     errors += found
-    template = spec.get("template")
+    template = field.mapping(spec.get("template"))
     if not parses:
         errors.append(field.invalid("spec.selector", shown(spec.get("selector")), ""))
-    elif not isinstance(template, dict):
-        errors.append(field.required("spec.template"))
     else:
         errors += template_match_errors(spec.get("selector"), template, "spec.template")
         errors += template_metadata_errors(template, "spec.template")

@@ -36,7 +36,7 @@ def job_spec_errors(spec: Any, path: str) -> list[FieldError]:
     for key in ("parallelism", "completions", "activeDeadlineSeconds", "backoffLimit", "ttlSecondsAfterFinished"):
         errors += field.nonnegative(spec.get(key), f"{path}.{key}")
     mode = spec.get("completionMode")
-    if mode is not None and mode not in COMPLETION_MODES:
+    if mode and mode not in COMPLETION_MODES:
         errors.append(field.not_supported(f"{path}.completionMode", mode, COMPLETION_MODES))
     if mode == "Indexed" and spec.get("completions") is None:
         errors.append(field.required(f"{path}.completions", "when completion mode is Indexed"))
@@ -178,7 +178,7 @@ def validate_cron_job(obj: Obj, old: Obj | None) -> list[FieldError]:
         except (ValueError, zoneinfo.ZoneInfoNotFoundError):
             errors.append(field.invalid("spec.timeZone", zone, f"unknown time zone {zone}"))
     policy = spec.get("concurrencyPolicy")
-    if policy is not None and policy not in CONCURRENCY_POLICIES:
+    if policy and policy not in CONCURRENCY_POLICIES:
         errors.append(field.not_supported("spec.concurrencyPolicy", policy, CONCURRENCY_POLICIES))
     for key in ("startingDeadlineSeconds", "successfulJobsHistoryLimit", "failedJobsHistoryLimit"):
         errors += field.nonnegative(spec.get(key), f"spec.{key}")

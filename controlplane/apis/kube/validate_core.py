@@ -21,7 +21,12 @@ from controlplane.apis.kube.names import (
     port_name_errors,
     port_number_errors,
 )
-from controlplane.apis.kube.validate_pod import PROTOCOLS, labels_errors, pod_spec_errors
+from controlplane.apis.kube.validate_pod import (
+    PROTOCOLS,
+    defaulted_enum_errors,
+    labels_errors,
+    pod_spec_errors,
+)
 from controlplane.apis.kube.validate_resources import quantity_errors, shown
 
 Obj = dict[str, Any]
@@ -83,11 +88,9 @@ def _service_ports_errors(spec: Obj) -> list[FieldError]:
         else:
             errors += [field.invalid(f"{path}.port", number, msg) for msg in port_number_errors(number)]
         protocol = port.get("protocol")
-        if protocol == "":
-            errors.append(field.required(f"{path}.protocol"))
-        elif protocol is not None and protocol not in PROTOCOLS:
-            errors.append(field.not_supported(f"{path}.protocol", protocol, PROTOCOLS))
-        errors += _target_port_errors(port.get("targetPort"), f"{path}.targetPort")
+        errors += defaulted_enum_errors(protocol, f"{path}.protocol", PROTOCOLS)
+        if port.get("targetPort") not in (None, 0, ""):  # unset: kube defaults it to the port
+            errors += _target_port_errors(port.get("targetPort"), f"{path}.targetPort")
         if kind == "ClusterIP" and port.get("nodePort"):
             errors.append(field.forbidden(f"{path}.nodePort", "may not be used when `type` is 'ClusterIP'"))
         key = (str(protocol or "TCP"), number)
@@ -102,7 +105,7 @@ def validate_service(obj: Obj, old: Obj | None) -> list[FieldError]:
     spec = field.mapping(obj.get("spec"))
     errors: list[FieldError] = []
     kind = spec.get("type")
-    if kind is not None and kind not in SERVICE_TYPES:
+    if kind and kind not in SERVICE_TYPES:
         errors.append(field.not_supported("spec.type", kind, SERVICE_TYPES))
     if kind == "ExternalName" and not spec.get("externalName"):
         errors.append(field.required("spec.externalName"))

@@ -6,7 +6,7 @@ containers and init containers (names, images, ports, env, mounts, resources, pu
 policy), restart and DNS policy, node selector, tolerations and the deadline.
 
 Fields kube's defaulting fills (``restartPolicy``, ``dnsPolicy``, a port's ``protocol``,
-``imagePullPolicy``, ``terminationMessagePolicy``) are read as their default when absent:
+``imagePullPolicy``, ``terminationMessagePolicy``) are read as their default when absent or empty:
 validation runs after defaulting in kube, and an absent field here is one kube would have
 filled.
 """
@@ -74,11 +74,11 @@ def _name_errors(name: Any, path: str) -> list[FieldError]:
     return [field.invalid(path, name, msg) for msg in dns_label_errors(name)]
 
 
-def _enum_errors(value: Any, path: str, supported: tuple[str, ...], *, default: str | None) -> list[FieldError]:
-    """An enum field: absent is its default (or Required when kube has none), else one of ``supported``."""
-    if value is None or value == "":
-        return [] if default is not None and value is None else [field.required(path)]
-    return [] if value in supported else [field.not_supported(path, value, supported)]
+def defaulted_enum_errors(value: Any, path: str, supported: tuple[str, ...]) -> list[FieldError]:
+    """An enum field kube defaults: unset or empty is its default, anything else one of ``supported``."""
+    if value is None or value == "" or value in supported:
+        return []
+    return [field.not_supported(path, value, supported)]
 
 
 def volumes_errors(volumes: Any, path: str) -> tuple[set[str], list[FieldError]]:
@@ -132,7 +132,7 @@ def _ports_errors(ports: Any, path: str) -> list[FieldError]:
         host_port = port.get("hostPort")
         if isinstance(host_port, int) and not isinstance(host_port, bool) and host_port != 0:
             errors += [field.invalid(f"{index_path}.hostPort", host_port, m) for m in port_number_errors(host_port)]
-        errors += _enum_errors(port.get("protocol"), f"{index_path}.protocol", PROTOCOLS, default="TCP")
+        errors += defaulted_enum_errors(port.get("protocol"), f"{index_path}.protocol", PROTOCOLS)
     return errors
 
 
@@ -193,14 +193,13 @@ def _container_errors(container: dict[str, Any], volumes: set[str], path: str) -
     image = container.get("image")
     if not image:
         errors.append(field.required(f"{path}.image"))
-    errors += _enum_errors(
-        container.get("terminationMessagePolicy"), f"{path}.terminationMessagePolicy",
-        TERMINATION_MESSAGE_POLICIES, default="File",
+    errors += defaulted_enum_errors(
+        container.get("terminationMessagePolicy"), f"{path}.terminationMessagePolicy", TERMINATION_MESSAGE_POLICIES
     )
     errors += _ports_errors(container.get("ports"), f"{path}.ports")
     errors += _env_errors(container.get("env"), f"{path}.env")
     errors += _mounts_errors(container.get("volumeMounts"), volumes, f"{path}.volumeMounts")
-    errors += _enum_errors(container.get("imagePullPolicy"), f"{path}.imagePullPolicy", PULL_POLICIES, default="Always")
+    errors += defaulted_enum_errors(container.get("imagePullPolicy"), f"{path}.imagePullPolicy", PULL_POLICIES)
     errors += requirements_errors(container.get("resources"), f"{path}.resources")
     return errors
 
@@ -277,8 +276,8 @@ def pod_spec_errors(spec: Any, path: str) -> list[FieldError]:
     spec = field.mapping(spec)
     volumes, errors = volumes_errors(spec.get("volumes"), f"{path}.volumes")
     errors += containers_errors(spec, volumes, path)
-    errors += _enum_errors(spec.get("restartPolicy"), f"{path}.restartPolicy", RESTART_POLICIES, default="Always")
-    errors += _enum_errors(spec.get("dnsPolicy"), f"{path}.dnsPolicy", DNS_POLICIES, default="ClusterFirst")
+    errors += defaulted_enum_errors(spec.get("restartPolicy"), f"{path}.restartPolicy", RESTART_POLICIES)
+    errors += defaulted_enum_errors(spec.get("dnsPolicy"), f"{path}.dnsPolicy", DNS_POLICIES)
     errors += labels_errors(spec.get("nodeSelector"), f"{path}.nodeSelector")
     for key, check in (("serviceAccountName", dns_subdomain_errors), ("nodeName", dns_subdomain_errors),
                        ("hostname", dns_label_errors), ("subdomain", dns_label_errors)):
@@ -312,6 +311,5 @@ def template_metadata_errors(template: dict[str, Any], path: str) -> list[FieldE
 
 def pod_template_errors(template: Any, path: str) -> list[FieldError]:
     """``ValidatePodTemplateSpec``: the template's labels and annotations, then its pod spec."""
-    if not isinstance(template, dict):
-        return [field.required(path)]
+    template = field.mapping(template)
     return template_metadata_errors(template, path) + pod_spec_errors(template.get("spec"), f"{path}.spec")
