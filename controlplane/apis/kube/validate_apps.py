@@ -69,7 +69,7 @@ def _selector_and_template_errors(spec: Obj, *, kind: str, required: bool) -> tu
     if selector is None:
         return True, [field.required("spec.selector")] if required else []
     if not isinstance(selector, dict):
-        return False, [field.invalid("spec.selector", selector, "invalid label selector")]
+        return False, []  # the caller says how kube reports a selector it cannot read
     errors = selector_errors(selector, "spec.selector")
     parses = not errors
     if is_empty(selector):
@@ -283,6 +283,8 @@ def validate_daemon_set(obj: Obj, old: Obj | None) -> list[FieldError]:
     template = spec.get("template")
     if parses:
         errors += template_match_errors(spec.get("selector"), template, "spec.template")
+    elif not errors:
+        errors.append(field.invalid("spec.selector", spec.get("selector"), "invalid label selector"))
     errors += pod_template_errors(template, "spec.template")
     errors += _restart_always_errors(template, "DaemonSet")
     errors += field.nonnegative(spec.get("minReadySeconds"), "spec.minReadySeconds")
