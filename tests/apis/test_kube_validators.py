@@ -11,6 +11,7 @@ import pytest
 
 from controlplane.apis.kube.field import go_label_selector, go_string_map, show
 from controlplane.apis.kube.validate_batch import schedule_error
+from controlplane.apis.kube.validate_resources import parse, shown
 from controlplane.apis.kube.validation import for_kind
 
 Obj = dict[str, Any]
@@ -211,3 +212,14 @@ def test_fields_kube_defaults_may_be_empty_or_absent() -> None:
          "Invalid value: map[string]string(nil): `selector` does not match template `labels`"),
         ("spec.template.spec.containers", "Required value"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("raw", "canonical"),
+    [("500m", "500m"), (0.5, "500m"), ("1.5", "1500m"), ("1000", "1k"), ("0", "0"), ("2048Mi", "2Gi"),
+     ("1536Mi", "1536Mi"), ("1.5Ki", "1536"), ("-1Gi", "-1Gi"), ("1e3", "1e3"), ("0.0001", "100u")],
+)
+def test_quantities_in_messages_are_canonical(raw: Any, canonical: str) -> None:
+    value = parse(raw)
+    assert value is not None
+    assert shown(raw, value) == canonical

@@ -253,7 +253,7 @@ CASES: list[tuple[str, Callable[[], Obj], Callable[[Obj], None], str, str]] = [
      "spec.completions", "Required value: when completion mode is Indexed"),
     ("job-gpu-fraction", lambda: workload("Job"),
      lambda o: res(o, requests={GPU: "1.5"}, limits={GPU: "1.5"}),
-     f"{RES}.limits[{GPU}]", 'Invalid value: "1.5": must be an integer'),
+     f"{RES}.limits[{GPU}]", 'Invalid value: "1500m": must be an integer'),
     ("service-no-ports", service, setting("spec", "ports", value=[]), "spec.ports", "Required value"),
     ("service-port-range", service, setting("spec", "ports", 0, "port", value=0),
      "spec.ports[0].port", "Invalid value: 0: must be between 1 and 65535, inclusive"),

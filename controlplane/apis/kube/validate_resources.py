@@ -54,18 +54,34 @@ def _parse_text(text: str) -> Decimal | None:
         return None
 
 
+_DECIMAL_SUFFIXES = (("E", 18), ("P", 15), ("T", 12), ("G", 9), ("M", 6), ("k", 3), ("", 0), ("m", -3), ("u", -6))
+_BINARY_SUFFIXES = (("Ei", 60), ("Pi", 50), ("Ti", 40), ("Gi", 30), ("Mi", 20), ("Ki", 10))
+_BINARY_SUFFIX_NAMES = tuple(suffix for suffix, _ in _BINARY_SUFFIXES)
+
+
 def shown(raw: Any, value: Decimal) -> str:
-    """The quantity as kube prints it in a message: the string as written, a JSON number in
-    its canonical decimal form (``0.5`` → ``500m``)."""
-    if isinstance(raw, str):
-        return raw
-    if value == value.to_integral_value():
-        return str(int(value))
-    for suffix, scale in (("m", 1000), ("u", 10**6), ("n", 10**9)):
-        scaled = value * scale
+    """The quantity in kube's canonical form, as ``Quantity.String`` prints it in messages:
+    binary-suffixed amounts keep the largest whole binary suffix (``1536Mi`` → ``1536Mi``,
+    ``2048Mi`` → ``2Gi``), other amounts the largest whole SI suffix (``0.5`` → ``500m``,
+    ``1.5`` → ``1500m``, ``1000`` → ``1k``); exponent forms are shown as written."""
+    text = raw if isinstance(raw, str) else ""
+    binary = text.endswith(_BINARY_SUFFIX_NAMES)
+    if "e" in text.lower() and not binary:
+        return text
+    if value == 0:
+        return "0"
+    sign, magnitude = ("-" if value < 0 else ""), abs(value)
+    if binary and magnitude == magnitude.to_integral_value():
+        whole = int(magnitude)
+        for suffix, power in _BINARY_SUFFIXES:
+            if whole and whole % (1 << power) == 0:
+                return f"{sign}{whole >> power}{suffix}"
+        return f"{sign}{whole}"
+    for suffix, power in _DECIMAL_SUFFIXES:
+        scaled = magnitude.scaleb(-power)
         if scaled == scaled.to_integral_value():
-            return f"{int(scaled)}{suffix}"
-    return f"{int((value * 10**9).to_integral_value(rounding=ROUND_CEILING))}n"
+            return f"{sign}{int(scaled)}{suffix}"
+    return f"{sign}{int(magnitude.scaleb(9).to_integral_value(rounding=ROUND_CEILING))}n"
 
 
 def is_native(name: str) -> bool:
