@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from controlplane.apis.kube.names import label_value_errors, qualified_name_errors
 from controlplane.apiserver.errors import BadRequest
 
 
@@ -108,52 +109,6 @@ class LabelSelector:
                 raise BadRequest(f'"{expr.get("operator")}" is not a valid label selector operator')
             reqs.append(Requirement(str(expr.get("key")), op, frozenset(str(v) for v in expr.get("values") or [])))
         return cls(tuple(reqs))
-
-
-_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-
-QUALIFIED_NAME_MESSAGE = (
-    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
-    "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
-    "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
-)
-LABEL_VALUE_MESSAGE = (
-    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
-    "and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or "
-    "'12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
-)
-
-
-def qualified_name_errors(key: str) -> list[str]:
-    """kube's ``IsQualifiedName``: an optional DNS-subdomain prefix and a 63-char name."""
-    errors: list[str] = []
-    prefix, slash, name = key.rpartition("/")
-    if slash:
-        if not prefix:
-            errors.append("prefix part must be non-empty")
-        elif len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix):
-            errors.append(
-                "prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
-                "characters, '-' or '.', and must start and end with an alphanumeric character"
-            )
-    if not name:
-        errors.append("name part must be non-empty")
-    elif len(name) > 63:
-        errors.append("name part must be no more than 63 characters")
-    elif not _QUALIFIED_NAME.match(name):
-        errors.append(QUALIFIED_NAME_MESSAGE)
-    return errors
-
-
-def label_value_errors(value: str) -> list[str]:
-    errors: list[str] = []
-    if len(value) > 63:
-        errors.append("must be no more than 63 characters")
-    if not _LABEL_VALUE.match(value):
-        errors.append(LABEL_VALUE_MESSAGE)
-    return errors
 
 
 _TOKEN = re.compile(r"\s*(\(|\)|,|!=|==|=|!|[^\s(),!=<>]+|<|>)")

@@ -22,9 +22,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from controlplane.apis.kube.names import label_value_errors, qualified_name_errors
 from controlplane.apiserver.errors import BadRequest, Cause, CauseType, invalid
 from controlplane.apiserver.resources import NameRule, ResourceType
-from controlplane.apiserver.selectors import label_value_errors, qualified_name_errors
 
 
 class FieldValidation(StrEnum):

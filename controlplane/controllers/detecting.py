@@ -375,7 +375,7 @@ class Detector:
             match.policy.spec.schedule_priority,
             priority_classes=self._priority_classes.items() if self._priority_classes is not None else (),
         )
-        spec = _interpret(workload, match, binding, priority=priority)
+        spec = _interpret(workload, match, binding, priority=priority, rt=rt)
         if isinstance(spec, InvalidObject):
             # A value, not a retry: nothing changes until the object does (its next event).
             await self._report_invalid(rt, workload, spec)
@@ -515,11 +515,16 @@ def _interpret(
     binding: dict[str, Any] | None,
     *,
     priority: PriorityResolution | None,
+    rt: ResourceType,
 ) -> dict[str, Any] | InvalidObject:
-    """The binding spec, or :class:`InvalidObject` when the workload cannot be read. Pure."""
+    """The binding spec, or :class:`InvalidObject` when the workload cannot be read or is one
+    kube would refuse (stored before the API validated its kind). Pure."""
     invalid = malformed(workload)
     if invalid is not None:
         return invalid
+    refused = rt.validate(workload, None) if rt.validate is not None else []
+    if refused:
+        return InvalidObject(path=refused[0].field, expected="object", found="object", body=refused[0].message)
     try:
         return binding_spec(
             workload, match.policy, binding, schedule_priority=priority.priority if priority is not None else None

@@ -88,9 +88,13 @@ class InvalidObject:
     found: str
     #: Said instead of "must be <expected>, got <found>" when set.
     detail: str = ""
+    #: The whole message after the path when set (a kube validation message: ``Required value``).
+    body: str = ""
 
     @property
     def message(self) -> str:
+        if self.body:
+            return f"{self.path}: {self.body}"
         if self.detail:
             return f"{self.path}: Invalid value: {self.detail}"
         return f"{self.path}: Invalid value: must be {_article(self.expected)}, got {_article(self.found)}"

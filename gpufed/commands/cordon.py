@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from controlplane.apis import constants as c
-from controlplane.apiserver.selectors import label_value_errors, qualified_name_errors
+from controlplane.apis.kube.names import label_value_errors, qualified_name_errors
 from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
 
 CLUSTERS_PATH = f"/apis/{c.CLUSTER_GROUP}/{c.VERSION}/clusters"

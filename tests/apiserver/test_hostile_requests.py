@@ -37,9 +37,11 @@ YAML = {"Content-Type": "application/yaml"}
 APPLY = {"Content-Type": "application/apply-patch+yaml"}
 JSON = {"Content-Type": "application/json"}
 BIG = str(2**64)
-#: Over etcd's default 1.5 MiB request limit, under the hub's 3 MiB body limit.
-HUGE = json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "huge"},
-                   "data": {"blob": "x" * 2_900_000}}).encode()
+#: Over etcd's default 1.5 MiB request limit, under the hub's 3 MiB body limit (a Lease: kube
+#: refuses a ConfigMap over 1 MiB before it reaches the store).
+HUGE = json.dumps({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "huge"},
+                   "spec": {"holderIdentity": "x" * 2_900_000}}).encode()
+LEASES = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
 
 
 @pytest.fixture
@@ -70,7 +72,7 @@ async def etcd_api(etcd_endpoint: str, api_registry: Registry) -> AsyncIterator[
         ("GET", f"{CONFIGMAPS}?resourceVersion={BIG}&resourceVersionMatch=Exact", {}, None, 400, "BadRequest"),
         ("GET", f"{CONFIGMAPS}?watch=1&resourceVersion={2**63 - 1}", {}, None, 400, "BadRequest"),
         ("GET", f"{CONFIGMAPS}?resourceVersion={2**62}&resourceVersionMatch=Exact", {}, None, 504, "Timeout"),
-        ("POST", CONFIGMAPS, JSON, HUGE, 413, "RequestEntityTooLarge"),
+        ("POST", LEASES, JSON, HUGE, 413, "RequestEntityTooLarge"),
         ("DELETE", f"{CONFIGMAPS}/seed", JSON, b'{"preconditions":"x"}', 400, "BadRequest"),
         ("DELETE", f"{CONFIGMAPS}/seed", JSON, b'{"preconditions":{"uid":1}}', 400, "BadRequest"),
         ("DELETE", f"{CONFIGMAPS}/seed", JSON, b'{"gracePeriodSeconds":"x"}', 400, "BadRequest"),

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from controlplane.apiserver.errors import Invalid
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.detecting import Detector
 from controlplane.controllers.manager import ControllerManager
@@ -200,3 +201,50 @@ async def test_a_placed_workload_made_malformed_keeps_its_works_and_is_reported(
     ref = WorkloadRef("apps/v1", "Deployment", NS, "web")
     print(f"detector attempts for the placed Deployment: {attempts[ref]}")
     assert attempts[ref] <= 8, attempts
+
+
+async def test_a_stored_workload_kube_would_refuse_is_reported_once_and_can_still_be_written(
+    objects: ObjectStore, counted: tuple[ControllerManager, Counter[WorkloadRef]], caplog: pytest.LogCaptureFixture
+) -> None:
+    """``replicas: -2``, stored before the API validated Deployments: not propagated, named
+    once in a condition and an Event; its metadata can change and its fix propagates."""
+    manager, attempts = counted
+    caplog.set_level(logging.INFO)
+    policies = objects.registry.for_kind("policy.gpufed.io/v1alpha1", "PropagationPolicy")
+    deployments = objects.registry.for_kind("apps/v1", "Deployment")
+    assert policies is not None and deployments is not None
+    await objects.create(policies, propagation_policy("deployments"))
+    bad = deployment("negative", replicas=2)
+    bad["spec"]["replicas"] = -2
+    await _store_raw(objects, bad)
+
+    async def reported() -> list[dict[str, Any]]:
+        return [e for e in await _events(objects, "negative") if e["reason"] == "InvalidObject"]
+
+    events = await eventually(reported, what="an InvalidObject Event")
+    assert "spec.replicas: Invalid value: -2: must be greater than or equal to 0" in events[0]["message"]
+    await settled(manager)
+    await asyncio.sleep(1.0)  # a retry loop would show up here
+    ref = WorkloadRef("apps/v1", "Deployment", NS, "negative")
+    assert attempts[ref] <= 3, attempts
+    assert len(await reported()) == 1
+    assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
+    binding_rt = manager.context.binding_rt
+    assert (await objects.list(binding_rt, namespace=NS)).items == []
+
+    # The API still takes writes that do not add a problem (a label), and refuses a new one.
+    current = await objects.get(deployments, namespace=NS, name="negative")
+    current["metadata"].setdefault("labels", {})["team"] = "a"
+    current = await objects.update(deployments, current)
+    worse = copy.deepcopy(current)
+    worse["spec"]["template"]["spec"]["containers"] = []
+    with pytest.raises(Invalid, match=r"spec\.template\.spec\.containers: Required value"):
+        await objects.update(deployments, worse)
+
+    current["spec"]["replicas"] = 2
+    await objects.update(deployments, current)
+
+    async def bound() -> bool:
+        return bool((await objects.list(binding_rt, namespace=NS)).items)
+
+    await eventually(bound, what="a binding once the Deployment is fixed")

@@ -4,17 +4,25 @@ A :class:`FieldError` is one problem with one field: its type (the ``Status`` ca
 reason kube sends), the field path (``spec.template.spec.containers[0].image``) and the
 message kube writes for it. The API server turns a list of them into one 422 ``Invalid``
 ``Status`` with a cause each.
+
+The constructors (:func:`invalid`, :func:`required`, ...) write the message as kube's
+``Error.ErrorBody`` does: the type's words, the bad value as Go prints it, then the detail
+(``Invalid value: -2: must be greater than or equal to 0``).
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 
 class ErrorType(StrEnum):
     """``field.ErrorType`` as sent in ``Status.details.causes[].reason``."""
 
+    NOT_FOUND = "FieldValueNotFound"
     INVALID = "FieldValueInvalid"
     REQUIRED = "FieldValueRequired"
     NOT_SUPPORTED = "FieldValueNotSupported"
@@ -32,3 +40,132 @@ class FieldError:
     #: The whole message of the cause, as kube writes it (``Invalid value: -2: must be greater
     #: than or equal to 0``).
     message: str
+
+
+class GoValue:
+    """A bad value kube prints in Go syntax (``%#v`` of a struct), given as that text."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def go_quote(text: str) -> str:
+    """Go's ``%q`` of a string (``strconv.Quote``)."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def go_string_map(value: Mapping[str, Any] | None) -> GoValue:
+    """``%#v`` of a ``map[string]string``: keys sorted, as Go's fmt prints maps."""
+    if value is None:
+        return GoValue("map[string]string(nil)")
+    pairs = ", ".join(f"{go_quote(str(k))}:{go_quote(str(v))}" for k, v in sorted(value.items()))
+    return GoValue("map[string]string{" + pairs + "}")
+
+
+def go_label_selector(selector: Mapping[str, Any]) -> GoValue:
+    """``%#v`` of a ``metav1.LabelSelector``, as kube prints an immutable or empty selector."""
+    labels = selector.get("matchLabels")
+    match_labels = go_string_map(labels if isinstance(labels, Mapping) else None).text
+    exprs = selector.get("matchExpressions")
+    if not isinstance(exprs, list) or not exprs:
+        expressions = "[]v1.LabelSelectorRequirement(nil)"
+    else:
+        parts = []
+        for expr in exprs:
+            expr = expr if isinstance(expr, Mapping) else {}
+            values = expr.get("values")
+            shown = (
+                "[]string{" + ", ".join(go_quote(str(v)) for v in values) + "}"
+                if isinstance(values, list) and values
+                else "[]string(nil)"
+            )
+            parts.append(
+                f"v1.LabelSelectorRequirement{{Key:{go_quote(str(expr.get('key') or ''))}, "
+                f'Operator:"{expr.get("operator") or ""}", Values:{shown}}}'
+            )
+        expressions = "[]v1.LabelSelectorRequirement{" + ", ".join(parts) + "}"
+    return GoValue(f"v1.LabelSelector{{MatchLabels:{match_labels}, MatchExpressions:{expressions}}}")
+
+
+def show(value: Any) -> str:
+    """The bad value as kube's ``ErrorBody`` prints it: numbers and booleans bare, strings
+    quoted, nil as ``null``; structures kube prints with ``%#v`` are given as :class:`GoValue`,
+    anything else is shown as compact JSON."""
+    if value is None:
+        return "null"
+    if isinstance(value, GoValue):
+        return value.text
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, str):
+        return go_quote(value)
+    return json.dumps(value, separators=(",", ":"), sort_keys=True, default=str)
+
+
+def _with_detail(head: str, detail: str) -> str:
+    return f"{head}: {detail}" if detail else head
+
+
+def invalid(path: str, value: Any, detail: str) -> FieldError:
+    return FieldError(ErrorType.INVALID, path, _with_detail(f"Invalid value: {show(value)}", detail))
+
+
+def required(path: str, detail: str = "") -> FieldError:
+    return FieldError(ErrorType.REQUIRED, path, _with_detail("Required value", detail))
+
+
+def forbidden(path: str, detail: str) -> FieldError:
+    return FieldError(ErrorType.FORBIDDEN, path, _with_detail("Forbidden", detail))
+
+
+def duplicate(path: str, value: Any) -> FieldError:
+    return FieldError(ErrorType.DUPLICATE, path, f"Duplicate value: {show(value)}")
+
+
+def not_found(path: str, value: Any) -> FieldError:
+    return FieldError(ErrorType.NOT_FOUND, path, f"Not found: {show(value)}")
+
+
+def not_supported(path: str, value: Any, supported: Iterable[str]) -> FieldError:
+    quoted = ", ".join(go_quote(v) for v in supported)
+    return FieldError(
+        ErrorType.NOT_SUPPORTED, path, _with_detail(f"Unsupported value: {show(value)}", f"supported values: {quoted}")
+    )
+
+
+def too_long(path: str, max_length: int) -> FieldError:
+    return FieldError(ErrorType.TOO_LONG, path, f"Too long: may not be more than {max_length} bytes")
+
+
+IS_NEGATIVE = "must be greater than or equal to 0"
+IMMUTABLE = "field is immutable"
+
+
+def nonnegative(value: Any, path: str) -> list[FieldError]:
+    """``ValidateNonnegativeField``: an integer field that must not be below zero."""
+    if value is None:
+        return []
+    if isinstance(value, bool) or not isinstance(value, int):
+        return [invalid(path, value, "must be an integer")]
+    return [invalid(path, value, IS_NEGATIVE)] if value < 0 else []
+
+
+def immutable(new: Any, old: Any, path: str, *, shown: Any = None) -> list[FieldError]:
+    """``ValidateImmutableField``: ``new`` must equal ``old`` (``shown``: the value as kube prints it)."""
+    if new == old:
+        return []
+    return [invalid(path, new if shown is None else shown, IMMUTABLE)]
+
+
+def mapping(value: Any) -> dict[str, Any]:
+    """``value`` if it is an object, else an empty one: validators walk any JSON safely."""
+    return value if isinstance(value, dict) else {}
+
+
+def items(value: Any) -> list[Any]:
+    """``value`` if it is a list, else an empty one."""
+    return value if isinstance(value, list) else []

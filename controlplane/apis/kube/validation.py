@@ -2,7 +2,9 @@
 
 A validator gets the object to be stored and, on update, the stored one, and returns
 kube's field errors (none: valid). Metadata (names, labels, annotations) is checked by
-the API server for every kind and is not repeated here.
+the API server for every kind and is not repeated here. The rules themselves live by
+API group: :mod:`.validate_core` (with :mod:`.validate_pod` for pod specs and templates),
+:mod:`.validate_apps` and :mod:`.validate_batch`.
 """
 
 from __future__ import annotations
@@ -10,14 +12,44 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from controlplane.apis.kube import validate_apps, validate_batch, validate_core
 from controlplane.apis.kube.field import FieldError
 
 #: (new object, stored object on update or None) → field errors.
 Validator = Callable[[dict[str, Any], dict[str, Any] | None], list[FieldError]]
 
-_VALIDATORS: dict[tuple[str, str], Validator] = {}
+_VALIDATORS: dict[tuple[str, str], Validator] = {
+    ("", "Pod"): validate_core.validate_pod,
+    ("", "Service"): validate_core.validate_service,
+    ("", "ConfigMap"): validate_core.validate_config_map,
+    ("", "Secret"): validate_core.validate_secret,
+    ("", "PersistentVolumeClaim"): validate_core.validate_persistent_volume_claim,
+    ("apps", "Deployment"): validate_apps.validate_deployment,
+    ("apps", "ReplicaSet"): validate_apps.validate_replica_set,
+    ("apps", "StatefulSet"): validate_apps.validate_stateful_set,
+    ("apps", "DaemonSet"): validate_apps.validate_daemon_set,
+    ("batch", "Job"): validate_batch.validate_job,
+    ("batch", "CronJob"): validate_batch.validate_cron_job,
+}
+
+
+def ratcheted(validator: Validator) -> Validator:
+    """``validator``, except that an update is refused only for errors the stored object does
+    not have already. kube never stores an object its validation refuses; the hub may hold
+    one stored before its kind was validated, and must still be able to write its status,
+    metadata and finalizers (and delete it) without a fix to unrelated fields first."""
+
+    def validate(new: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+        errors = validator(new, old)
+        if old is None or not errors:
+            return errors
+        existing = set(validator(old, None))
+        return [error for error in errors if error not in existing]
+
+    return validate
 
 
 def for_kind(group: str, kind: str) -> Validator | None:
     """The validator of ``kind`` in API group ``group`` (``""`` for core), if kube has one."""
-    return _VALIDATORS.get((group, kind))
+    validator = _VALIDATORS.get((group, kind))
+    return ratcheted(validator) if validator is not None else None

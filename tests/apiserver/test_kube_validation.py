@@ -1,0 +1,449 @@
+"""kube's validation of built-in kinds, through the hub's HTTP API on a real etcd.
+
+Each case is a valid manifest and one change that breaks it. The broken manifest is refused
+with 422 ``Invalid`` and a cause at kube's field path with kube's message; the manifest as
+it was is accepted. Updates that kube forbids (immutable fields) are refused the same way.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+import socket
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
+
+from controlplane.apis.kube.validation import for_kind
+from controlplane.apiserver.app import create_app
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.hub import hub_registry
+from controlplane.storage.etcd import EtcdStore
+
+from .test_real_clients import kubectl, needs_kubectl
+
+Obj = dict[str, Any]
+Client = TestClient[Any, Any]
+
+PLURALS = {
+    "Deployment": "/apis/apps/v1/namespaces/default/deployments",
+    "StatefulSet": "/apis/apps/v1/namespaces/default/statefulsets",
+    "Job": "/apis/batch/v1/namespaces/default/jobs",
+    "Service": "/api/v1/namespaces/default/services",
+    "ConfigMap": "/api/v1/namespaces/default/configmaps",
+    "Secret": "/api/v1/namespaces/default/secrets",
+    "PersistentVolumeClaim": "/api/v1/namespaces/default/persistentvolumeclaims",
+}
+API_VERSIONS = {"Deployment": "apps/v1", "StatefulSet": "apps/v1", "Job": "batch/v1"}
+
+
+@pytest.fixture
+async def hub(etcd_endpoint: str) -> AsyncIterator[Client]:
+    """The hub's API (everything it serves) over a fresh prefix of the session's etcd."""
+    registry = hub_registry()
+    async with EtcdStore([etcd_endpoint], prefix=f"/gpufed-test/kube-validation-{time.monotonic_ns()}") as store:
+        objects = ObjectStore(store, registry)
+        await objects.bootstrap()
+        async with TestClient(TestServer(create_app(objects, registry))) as client:
+            yield client
+
+
+def container(**extra: Any) -> Obj:
+    return {"name": "main", "image": "trainer:1", **extra}
+
+
+def pod_template(*, restart: str | None = None, **spec: Any) -> Obj:
+    body: Obj = {"containers": [container()], **spec}
+    if restart:
+        body["restartPolicy"] = restart
+    return {"metadata": {"labels": {"app": "x"}}, "spec": body}
+
+
+def workload(kind: str, name: str = "x", **spec: Any) -> Obj:
+    if kind == "Job":
+        body: Obj = {"template": pod_template(restart="Never"), **spec}
+    else:
+        body = {"replicas": 1, "selector": {"matchLabels": {"app": "x"}}, "template": pod_template(), **spec}
+    return {"apiVersion": API_VERSIONS[kind], "kind": kind, "metadata": {"name": name}, "spec": body}
+
+
+def core(kind: str, name: str = "x", **fields: Any) -> Obj:
+    return {"apiVersion": "v1", "kind": kind, "metadata": {"name": name}, **fields}
+
+
+def deployment() -> Obj:
+    return workload("Deployment")
+
+
+def service() -> Obj:
+    return core("Service", spec={"selector": {"app": "x"}, "ports": [{"port": 80, "targetPort": 8080}]})
+
+
+def claim() -> Obj:
+    return core(
+        "PersistentVolumeClaim",
+        spec={"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+    )
+
+
+def ctr(obj: Obj, index: int = 0) -> Obj:
+    """The ``index``-th container of a workload's pod template."""
+    containers: list[Obj] = obj["spec"]["template"]["spec"]["containers"]
+    return containers[index]
+
+
+def res(obj: Obj, **resources: Any) -> None:
+    ctr(obj)["resources"] = resources
+
+
+def setting(*keys: str | int, value: Any) -> Callable[[Obj], None]:
+    """A change that sets the value at ``keys`` (a path of dict keys and list indexes)."""
+
+    def change(obj: Obj) -> None:
+        node: Any = obj
+        for key in keys[:-1]:
+            node = node[key]
+        node[keys[-1]] = value
+
+    return change
+
+
+def removing(*keys: str) -> Callable[[Obj], None]:
+    def change(obj: Obj) -> None:
+        node: Any = obj
+        for key in keys[:-1]:
+            node = node[key]
+        del node[keys[-1]]
+
+    return change
+
+
+TEMPLATE_SPEC = ("spec", "template", "spec")
+GPU = "nvidia.com/gpu"
+RES = "spec.template.spec.containers[0].resources"
+#: (id, valid manifest, the change that breaks it, field path, kube's message)
+CASES: list[tuple[str, Callable[[], Obj], Callable[[Obj], None], str, str]] = [
+    ("replicas-negative", deployment, setting("spec", "replicas", value=-2),
+     "spec.replicas", "Invalid value: -2: must be greater than or equal to 0"),
+    ("selector-missing", deployment, removing("spec", "selector"), "spec.selector", "Required value"),
+    ("selector-mismatch", deployment, setting("spec", "selector", "matchLabels", value={"app": "y"}),
+     "spec.template.metadata.labels",
+     'Invalid value: map[string]string{"app":"x"}: `selector` does not match template `labels`'),
+    ("selector-empty", deployment, setting("spec", "selector", value={}),
+     "spec.selector",
+     "Invalid value: v1.LabelSelector{MatchLabels:map[string]string(nil), "
+     "MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: empty selector is invalid for deployment"),
+    ("selector-bad-operator", deployment,
+     setting("spec", "selector", value={"matchExpressions": [{"key": "app", "operator": "Is", "values": ["x"]}]}),
+     "spec.selector.matchExpressions[0].operator", 'Invalid value: "Is": not a valid selector operator'),
+    ("selector-in-without-values", deployment,
+     setting("spec", "selector", value={"matchExpressions": [{"key": "app", "operator": "In"}]}),
+     "spec.selector.matchExpressions[0].values",
+     "Required value: must be specified when `operator` is 'In' or 'NotIn'"),
+    ("no-containers", deployment, setting(*TEMPLATE_SPEC, "containers", value=[]),
+     "spec.template.spec.containers", "Required value"),
+    ("duplicate-container", deployment,
+     setting(*TEMPLATE_SPEC, "containers", value=[container(name="a"), container(name="a")]),
+     "spec.template.spec.containers[1].name", 'Duplicate value: "a"'),
+    ("container-name-invalid", deployment, lambda o: ctr(o).update(name="Main_1"),
+     "spec.template.spec.containers[0].name",
+     "Invalid value: \"Main_1\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters "
+     "or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used "
+     "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"),
+    ("image-missing", deployment, lambda o: ctr(o).pop("image"),
+     "spec.template.spec.containers[0].image", "Required value"),
+    ("gpu-fraction", deployment, lambda o: res(o, limits={GPU: "500m"}),
+     f"{RES}.limits[{GPU}]", 'Invalid value: "500m": must be an integer'),
+    ("gpu-number-fraction", deployment, lambda o: res(o, limits={GPU: 0.5}),
+     f"{RES}.limits[{GPU}]", 'Invalid value: "500m": must be an integer'),
+    ("gpu-not-a-quantity", deployment, lambda o: res(o, limits={GPU: "abc"}),
+     f"{RES}.limits[{GPU}]",
+     "Invalid value: \"abc\": quantities must match the regular expression "
+     "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"),
+    ("gpu-request-without-limit", deployment, lambda o: res(o, requests={GPU: 1}),
+     f"{RES}.limits", "Required value: Limit must be set for non overcommitable resources"),
+    ("gpu-request-not-limit", deployment, lambda o: res(o, requests={GPU: 1}, limits={GPU: 2}),
+     f"{RES}.requests", 'Invalid value: "1": must be equal to nvidia.com/gpu limit of 2'),
+    ("cpu-request-over-limit", deployment, lambda o: res(o, requests={"cpu": "2"}, limits={"cpu": "1"}),
+     f"{RES}.requests", 'Invalid value: "2": must be less than or equal to cpu limit of 1'),
+    ("memory-negative", deployment, lambda o: res(o, requests={"memory": "-1Gi"}),
+     f"{RES}.requests[memory]", 'Invalid value: "-1Gi": must be greater than or equal to 0'),
+    ("resource-not-standard", deployment, lambda o: res(o, limits={"gpu": 1}),
+     f"{RES}.limits[gpu]", 'Invalid value: "gpu": must be a standard resource type or fully qualified'),
+    ("port-out-of-range", deployment, lambda o: ctr(o).update(ports=[{"containerPort": 70000}]),
+     "spec.template.spec.containers[0].ports[0].containerPort",
+     "Invalid value: 70000: must be between 1 and 65535, inclusive"),
+    ("port-missing", deployment, lambda o: ctr(o).update(ports=[{"name": "http"}]),
+     "spec.template.spec.containers[0].ports[0].containerPort", "Required value"),
+    ("port-name-uppercase", deployment, lambda o: ctr(o).update(ports=[{"containerPort": 80, "name": "HTTP"}]),
+     "spec.template.spec.containers[0].ports[0].name",
+     'Invalid value: "HTTP": must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)'),
+    ("port-name-too-long", deployment,
+     lambda o: ctr(o).update(ports=[{"containerPort": 80, "name": "a-very-long-port-name"}]),
+     "spec.template.spec.containers[0].ports[0].name",
+     'Invalid value: "a-very-long-port-name": must be no more than 15 characters'),
+    ("port-protocol", deployment, lambda o: ctr(o).update(ports=[{"containerPort": 80, "protocol": "HTTP"}]),
+     "spec.template.spec.containers[0].ports[0].protocol",
+     'Unsupported value: "HTTP": supported values: "SCTP", "TCP", "UDP"'),
+    ("port-name-duplicate", deployment,
+     lambda o: ctr(o).update(ports=[{"containerPort": 80, "name": "web"}, {"containerPort": 81, "name": "web"}]),
+     "spec.template.spec.containers[0].ports[1].name", 'Duplicate value: "web"'),
+    ("env-name", deployment, lambda o: ctr(o).update(env=[{"name": "A=B", "value": "1"}]),
+     "spec.template.spec.containers[0].env[0].name",
+     "Invalid value: \"A=B\": a valid environment variable name must consist only of printable ASCII "
+     "characters other than '='"),
+    ("env-two-sources", deployment, lambda o: ctr(o).update(env=[{
+        "name": "A", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"},
+                                   "secretKeyRef": {"name": "s", "key": "k"}}}]),
+     "spec.template.spec.containers[0].env[0].valueFrom",
+     'Invalid value: "": may not have more than one field specified at a time'),
+    ("pull-policy", deployment, lambda o: ctr(o).update(imagePullPolicy="Sometimes"),
+     "spec.template.spec.containers[0].imagePullPolicy",
+     'Unsupported value: "Sometimes": supported values: "Always", "IfNotPresent", "Never"'),
+    ("volume-duplicate", deployment, setting(*TEMPLATE_SPEC, "volumes", value=[
+        {"name": "data", "emptyDir": {}}, {"name": "data", "emptyDir": {}}]),
+     "spec.template.spec.volumes[1].name", 'Duplicate value: "data"'),
+    ("volume-no-type", deployment, setting(*TEMPLATE_SPEC, "volumes", value=[{"name": "data"}]),
+     "spec.template.spec.volumes[0]", "Required value: must specify a volume type"),
+    ("mount-unknown-volume", deployment, lambda o: ctr(o).update(volumeMounts=[{"name": "data", "mountPath": "/d"}]),
+     "spec.template.spec.containers[0].volumeMounts[0].name", 'Not found: "data"'),
+    ("deployment-restart-never", deployment, setting(*TEMPLATE_SPEC, "restartPolicy", value="Never"),
+     "spec.template.spec.restartPolicy", 'Unsupported value: "Never": supported values: "Always"'),
+    ("restart-unknown", deployment, setting(*TEMPLATE_SPEC, "restartPolicy", value="Sometimes"),
+     "spec.template.spec.restartPolicy",
+     'Unsupported value: "Sometimes": supported values: "Always", "OnFailure", "Never"'),
+    ("dns-policy", deployment, setting(*TEMPLATE_SPEC, "dnsPolicy", value="Google"),
+     "spec.template.spec.dnsPolicy",
+     'Unsupported value: "Google": supported values: "ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"'),
+    ("toleration-operator", deployment,
+     setting(*TEMPLATE_SPEC, "tolerations", value=[{"key": "gpu", "operator": "Maybe"}]),
+     "spec.template.spec.tolerations[0].operator",
+     'Unsupported value: "Maybe": supported values: "Equal", "Exists"'),
+    ("strategy-type", deployment, setting("spec", "strategy", value={"type": "BlueGreen"}),
+     "spec.strategy",
+     'Unsupported value: apps.DeploymentStrategy{Type:"BlueGreen", '
+     'RollingUpdate:(*apps.RollingUpdateDeployment)(nil)}: supported values: "Recreate", "RollingUpdate"'),
+    ("strategy-percent", deployment,
+     setting("spec", "strategy", value={"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "120%"}}),
+     "spec.strategy.rollingUpdate.maxSurge",
+     'Invalid value: intstr.IntOrString{Type:1, IntVal:0, StrVal:"120%"}: must not be greater than 100%'),
+    ("progress-deadline", deployment, lambda o: o["spec"].update(minReadySeconds=30, progressDeadlineSeconds=10),
+     "spec.progressDeadlineSeconds", "Invalid value: 10: must be greater than minReadySeconds"),
+    ("statefulset-replicas", lambda: workload("StatefulSet"), setting("spec", "replicas", value=-1),
+     "spec.replicas", "Invalid value: -1: must be greater than or equal to 0"),
+    ("statefulset-pod-management", lambda: workload("StatefulSet"),
+     setting("spec", "podManagementPolicy", value="Random"),
+     "spec.podManagementPolicy", "Invalid value: \"Random\": must be 'OrderedReady' or 'Parallel'"),
+    ("job-completions", lambda: workload("Job"), setting("spec", "completions", value=-1),
+     "spec.completions", "Invalid value: -1: must be greater than or equal to 0"),
+    ("job-parallelism", lambda: workload("Job"), setting("spec", "parallelism", value=-3),
+     "spec.parallelism", "Invalid value: -3: must be greater than or equal to 0"),
+    ("job-backoff", lambda: workload("Job"), setting("spec", "backoffLimit", value=-1),
+     "spec.backoffLimit", "Invalid value: -1: must be greater than or equal to 0"),
+    ("job-restart-always", lambda: workload("Job"), removing(*TEMPLATE_SPEC, "restartPolicy"),
+     "spec.template.spec.restartPolicy", 'Unsupported value: "Always": supported values: "OnFailure", "Never"'),
+    ("job-indexed-without-completions", lambda: workload("Job"), setting("spec", "completionMode", value="Indexed"),
+     "spec.completions", "Required value: when completion mode is Indexed"),
+    ("job-gpu-fraction", lambda: workload("Job"),
+     lambda o: res(o, requests={GPU: "1.5"}, limits={GPU: "1.5"}),
+     f"{RES}.limits[{GPU}]", 'Invalid value: "1500m": must be an integer'),
+    ("service-no-ports", service, setting("spec", "ports", value=[]), "spec.ports", "Required value"),
+    ("service-port-range", service, setting("spec", "ports", 0, "port", value=0),
+     "spec.ports[0].port", "Invalid value: 0: must be between 1 and 65535, inclusive"),
+    ("service-unnamed-ports", service, setting("spec", "ports", value=[{"port": 80}, {"port": 81}]),
+     "spec.ports[0].name", "Required value"),
+    ("service-duplicate-port-name", service,
+     setting("spec", "ports", value=[{"port": 80, "name": "web"}, {"port": 81, "name": "web"}]),
+     "spec.ports[1].name", 'Duplicate value: "web"'),
+    ("service-target-port-name", service, setting("spec", "ports", 0, "targetPort", value="Web_Port"),
+     "spec.ports[0].targetPort",
+     'Invalid value: "Web_Port": must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)'),
+    ("service-type", service, setting("spec", "type", value="Internal"),
+     "spec.type",
+     'Unsupported value: "Internal": supported values: "ClusterIP", "ExternalName", "LoadBalancer", "NodePort"'),
+    ("configmap-key", lambda: core("ConfigMap", data={"ok": "1"}), setting("data", value={"bad key": "1"}),
+     "data[bad key]",
+     "Invalid value: \"bad key\": a valid config key must consist of alphanumeric characters, '-', '_' or '.' "
+     "(e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')"),
+    ("secret-key", lambda: core("Secret", data={"ok": "MQ=="}), setting("data", value={"..": "MQ=="}),
+     "data[..]", "Invalid value: \"..\": must not be '..'"),
+    ("secret-too-big", lambda: core("Secret", data={"ok": "MQ=="}),
+     setting("stringData", value={"blob": "x" * (1024 * 1024 + 1)}),
+     "data", "Too long: may not be more than 1048576 bytes"),
+    ("secret-tls-keys", lambda: core("Secret", type="kubernetes.io/tls", data={"tls.crt": "MQ==", "tls.key": "MQ=="}),
+     removing("data", "tls.key"), "data[tls.key]", "Required value"),
+    ("pvc-access-modes", claim, setting("spec", "accessModes", value=[]),
+     "spec.accessModes", "Required value: at least 1 access mode is required"),
+    ("pvc-storage", claim, setting("spec", "resources", "requests", "storage", value="0"),
+     "spec.resources[storage]", 'Invalid value: "0": must be greater than zero'),
+]
+
+
+async def post(hub: Client, path: str, obj: Obj) -> tuple[int, Obj]:
+    """POST ``obj`` as JSON (a stream: aiohttp warns on a megabyte of bytes)."""
+    body = io.BytesIO(json.dumps(obj).encode())
+    response = await hub.post(path, data=body, headers={"Content-Type": "application/json"})
+    status: Obj = await response.json()
+    return response.status, status
+
+
+def cause_list(status: Obj) -> list[tuple[str, str]]:
+    return [(c.get("field", ""), c["message"]) for c in status["details"]["causes"]]
+
+
+@pytest.mark.parametrize(("manifest", "breaking", "field_path", "message"),
+                         [case[1:] for case in CASES], ids=[case[0] for case in CASES])
+async def test_invalid_manifest_is_refused_and_the_valid_one_accepted(
+    hub: Client, manifest: Callable[[], Obj], breaking: Callable[[Obj], None], field_path: str, message: str
+) -> None:
+    valid = manifest()
+    broken = copy.deepcopy(valid)
+    breaking(broken)
+    path = PLURALS[valid["kind"]]
+    code, status = await post(hub, path, broken)
+    assert code == 422, status
+    assert (status["kind"], status["reason"], status["code"]) == ("Status", "Invalid", 422)
+    assert (field_path, message) in cause_list(status), status
+    assert f"{field_path}: {message}" in status["message"]
+    assert status["details"]["kind"] == valid["kind"] and status["details"]["name"] == "x"
+    code, created = await post(hub, path, valid)
+    assert code == 201, created
+
+
+def test_the_table_covers_forty_manifests() -> None:
+    assert len(CASES) >= 40
+    assert len({case[0] for case in CASES}) == len(CASES)
+
+
+def test_causes_are_one_per_field_in_kube_order() -> None:
+    """Several problems in one manifest are all reported, each at its own field."""
+    broken = deployment()
+    broken["spec"]["replicas"] = -2
+    del broken["spec"]["selector"]
+    res(broken, limits={GPU: "abc"})
+    validator = for_kind("apps", "Deployment")
+    assert validator is not None
+    fields = [e.field for e in validator(broken, None)]
+    assert fields == [
+        "spec.replicas", "spec.selector", "spec.template.metadata.labels", f"{RES}.limits[{GPU}]",
+    ]
+
+
+async def _created(hub: Client, obj: Obj) -> Obj:
+    code, body = await post(hub, PLURALS[obj["kind"]], obj)
+    assert code == 201, body
+    return body
+
+
+async def _replace(hub: Client, obj: Obj) -> tuple[int, Obj]:
+    url = f"{PLURALS[obj['kind']]}/{obj['metadata']['name']}"
+    response = await hub.put(url, json=obj)
+    body: Obj = await response.json()
+    return response.status, body
+
+
+UPDATES: list[tuple[str, Callable[[], Obj], Callable[[Obj], None], str, str]] = [
+    ("deployment-selector", deployment, lambda o: (
+        o["spec"]["selector"]["matchLabels"].update(app="y"),
+        o["spec"]["template"]["metadata"]["labels"].update(app="y")),
+     "spec.selector",
+     'Invalid value: v1.LabelSelector{MatchLabels:map[string]string{"app":"y"}, '
+     "MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: field is immutable"),
+    ("statefulset-service-name", lambda: workload("StatefulSet", serviceName="a"),
+     setting("spec", "serviceName", value="b"),
+     "spec",
+     "Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', "
+     "'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden"),
+    ("job-template", lambda: workload("Job"), lambda o: ctr(o).update(image="trainer:2"),
+     "spec.template", "field is immutable"),
+    ("job-completions", lambda: workload("Job", completions=2), setting("spec", "completions", value=3),
+     "spec.completions", "Invalid value: 3: field is immutable"),
+    ("pvc-spec", claim, setting("spec", "accessModes", value=["ReadWriteMany"]),
+     "spec",
+     "Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName "
+     "for bound claims"),
+    ("secret-type", lambda: core("Secret", type="Opaque", data={"a": "MQ=="}),
+     setting("type", value="kubernetes.io/ssh-auth"),
+     "type", 'Invalid value: "kubernetes.io/ssh-auth": field is immutable'),
+    ("configmap-immutable", lambda: core("ConfigMap", immutable=True, data={"a": "1"}),
+     setting("data", value={"a": "2"}),
+     "data", "Forbidden: field is immutable when `immutable` is set"),
+]
+
+
+@pytest.mark.parametrize(("manifest", "changing", "field_path", "message"),
+                         [case[1:] for case in UPDATES], ids=[case[0] for case in UPDATES])
+async def test_updates_kube_forbids_are_refused(
+    hub: Client, manifest: Callable[[], Obj], changing: Callable[[Obj], None], field_path: str, message: str
+) -> None:
+    stored = await _created(hub, manifest())
+    changed = copy.deepcopy(stored)
+    changing(changed)
+    code, status = await _replace(hub, changed)
+    assert code == 422, status
+    causes = cause_list(status)
+    assert any(f == field_path and m.endswith(message) for f, m in causes), causes
+
+
+async def test_allowed_updates_pass(hub: Client) -> None:
+    """What kube lets change does change: replicas and template of a StatefulSet, a Job's parallelism."""
+    stateful = await _created(hub, workload("StatefulSet", serviceName="a"))
+    stateful["spec"]["replicas"] = 3
+    ctr(stateful)["image"] = "trainer:2"
+    code, body = await _replace(hub, stateful)
+    assert code == 200, body
+    job = await _created(hub, workload("Job", parallelism=1))
+    job["spec"]["parallelism"] = 4
+    code, body = await _replace(hub, job)
+    assert code == 200, body
+
+
+@pytest.fixture
+async def hub_kubeconfig(etcd_endpoint: str, tmp_path: Path) -> AsyncIterator[Path]:
+    """The hub's API on a real socket over etcd, and a kubeconfig for it."""
+    registry = hub_registry()
+    async with EtcdStore([etcd_endpoint], prefix=f"/gpufed-test/kube-validation-{time.monotonic_ns()}") as store:
+        objects = ObjectStore(store, registry)
+        await objects.bootstrap()
+        runner = web.AppRunner(create_app(objects, registry))
+        await runner.setup()
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.bind(("127.0.0.1", 0))
+        await web.SockSite(runner, sock).start()
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        try:
+            path = tmp_path / "kubeconfig"
+            path.write_text(yaml.safe_dump({
+                "apiVersion": "v1", "kind": "Config",
+                "clusters": [{"name": "hub", "cluster": {"server": url}}],
+                "users": [{"name": "me", "user": {}}],
+                "contexts": [{"name": "hub", "context": {"cluster": "hub", "user": "me", "namespace": "default"}}],
+                "current-context": "hub",
+            }))
+            yield path
+        finally:
+            await runner.cleanup()
+
+
+@needs_kubectl
+async def test_kubectl_apply_of_an_invalid_deployment_prints_kubes_error(hub_kubeconfig: Path) -> None:
+    broken = deployment()
+    broken["metadata"]["name"] = "bad"
+    broken["spec"]["replicas"] = -2
+    code, out, err = await kubectl(hub_kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump(broken))
+    assert code != 0, out
+    assert (
+        'The Deployment "bad" is invalid: spec.replicas: Invalid value: -2: must be greater than or equal to 0'
+        in err
+    ), err
+    broken["spec"]["replicas"] = 2
+    code, out, err = await kubectl(hub_kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump(broken))
+    assert code == 0, err
+    assert "deployment.apps/bad created" in out
