@@ -154,6 +154,10 @@ class ResourceType:
     #: kube's validation of the kind beyond ``model``: (new, stored on update) → field errors;
     #: any error refuses the write with 422 Invalid (built-in kinds: :mod:`controlplane.apis.kube`).
     validate: Validator | None = None
+    #: Another group serving the same objects (kube's Event in core and events.k8s.io): objects are
+    #: stored once, under this group's key and apiVersion, and served with this type's apiVersion.
+    #: None: the type's own group is its storage.
+    stored_as: str | None = None
 
     @property
     def api_version(self) -> str:
@@ -169,7 +173,17 @@ class ResourceType:
 
     @property
     def storage_group(self) -> str:
-        return self.group or "core"
+        return self.stored_as or self.group or "core"
+
+    @property
+    def storage_api_version(self) -> str:
+        """The apiVersion objects of this type are stored with (``api_version`` unless an alias)."""
+        return f"{self.stored_as}/{self.version}" if self.stored_as else self.api_version
+
+    @property
+    def own_key_prefix(self) -> str:
+        """Where objects of this type were stored before it became an alias of ``stored_as``."""
+        return f"/registry/{self.group or 'core'}/{self.plural}/"
 
     @property
     def field_selectors(self) -> Mapping[str, FieldGetter]:
@@ -241,7 +255,12 @@ class Registry:
         return [rt for rt in self._types if rt.group == group and rt.version == version]
 
     def namespaced_types(self) -> list[ResourceType]:
-        return [rt for rt in self._types if rt.namespaced]
+        """The namespaced types, each stored set once (aliases of another group left out)."""
+        return [rt for rt in self._types if rt.namespaced and rt.stored_as is None]
+
+    def aliases(self) -> list[ResourceType]:
+        """The types that serve another group's stored objects (:attr:`ResourceType.stored_as`)."""
+        return [rt for rt in self._types if rt.stored_as is not None]
 
 
 # --- built-in kinds -------------------------------------------------------------------
@@ -554,12 +573,14 @@ def gpufed_resource_types(
             types.append(
                 ResourceType(
                     group, c.VERSION, kind, plural, singular, namespaced=namespaced,
-                    # Short names resolve to gpufed's own group; the Karmada group is
-                    # reachable by its full names (propagationpolicies.policy.karmada.io).
+                    # One set of policies served under both groups (stored once, under gpufed's).
+                    # Short names resolve to gpufed's group; the Karmada group is reachable by
+                    # its full names (propagationpolicies.policy.karmada.io).
                     short_names=shorts if group == c.POLICY_GROUP else (),
                     model=policy_models.get(kind),
                     columns=(TableColumn("Priority", path("spec.priority"), type="integer"), AGE),
                     warn=policy_warnings,
+                    stored_as=c.POLICY_GROUP if group != c.POLICY_GROUP else None,
                 )
             )
     return types
