@@ -62,11 +62,14 @@ class ResourceSelector(SpecModel):
 
 
 class FieldSelectorRequirement(SpecModel):
-    """A ``fieldSelector.matchExpressions`` entry: ``provider``/``region``/``zone`` with In/NotIn."""
+    """A ``fieldSelector.matchExpressions`` entry: ``provider``/``region``/``zone`` with In/NotIn.
+
+    As in Karmada, ``values`` may be empty: ``In`` then matches no cluster, ``NotIn`` every one.
+    """
 
     key: str
     operator: str
-    values: list[str] | None = Field(default=None, validate_default=True)
+    values: list[str] | None = None
 
     @field_validator("key")
     @classmethod
@@ -81,13 +84,6 @@ class FieldSelectorRequirement(SpecModel):
         if operator not in ("In", "NotIn"):
             raise ValueError(f"unsupported operator {operator!r}, must be In or NotIn")
         return operator
-
-    @field_validator("values")
-    @classmethod
-    def _values_present(cls, values: list[str] | None) -> list[str] | None:
-        if not values:
-            raise ValueError("must list at least one value for In and NotIn")
-        return values
 
 
 class FieldSelector(SpecModel):
@@ -233,23 +229,6 @@ class ReplicaSchedulingStrategy(SpecModel):
     replica_division_preference: Literal["Aggregated", "Weighted", "TieredOverflow"] | None = None
     weight_preference: ClusterPreferences | None = None
     tiered_overflow: TieredOverflow | None = None
-
-    @field_validator("weight_preference")
-    @classmethod
-    def _weights_need_weighted(
-        cls, preference: ClusterPreferences | None, info: ValidationInfo
-    ) -> ClusterPreferences | None:
-        if preference is None or not {"replica_scheduling_type", "replica_division_preference"} <= info.data.keys():
-            return preference  # an earlier field already failed and was reported
-        scheduling_type = info.data.get("replica_scheduling_type") or "Divided"
-        division = info.data.get("replica_division_preference") or "Weighted"
-        if scheduling_type != "Divided" or division != "Weighted":
-            which = "staticWeightList" if preference.static_weight_list else "dynamicWeight"
-            raise ValueError(
-                f"{which} requires replicaSchedulingType 'Divided' and replicaDivisionPreference 'Weighted' "
-                f"(got {scheduling_type!r} and {division!r})"
-            )
-        return preference
 
     @field_validator("tiered_overflow")
     @classmethod
