@@ -79,11 +79,27 @@ class ApplyConflict(Exception):
     """
 
     def __init__(
-        self, conflicts: list[tuple[str, str]], *, message: str, causes: list[dict[str, str]]
+        self,
+        conflicts: list[tuple[str, str]],
+        *,
+        message: str,
+        causes: list[dict[str, str]],
+        entries: tuple[tuple[_Entry, Path], ...] = (),
     ) -> None:
         super().__init__(message)
         self.conflicts = conflicts
         self.causes = causes
+        self._entries = entries
+
+    @property
+    def paths(self) -> frozenset[Path]:
+        """The conflicting fields."""
+        return frozenset(path for _, path in self._entries)
+
+    def without(self, allowed: set[Path] | frozenset[Path]) -> ApplyConflict | None:
+        """The conflict left once the fields in ``allowed`` no longer conflict (None: none left)."""
+        left = [(entry, path) for entry, path in self._entries if path not in allowed]
+        return _conflict_error(left) if left else None
 
 
 @dataclass
@@ -680,4 +696,4 @@ def _conflict_error(conflicts: list[tuple[_Entry, Path]]) -> ApplyConflict:
             lines.append(f"conflicts with {name}:")
             lines.extend(f"- {text}" for text in by_manager[name])
         message = f"Apply failed with {len(ordered)} conflicts: " + "\n".join(lines)
-    return ApplyConflict(pairs, message=message, causes=causes)
+    return ApplyConflict(pairs, message=message, causes=causes, entries=tuple(ordered))
