@@ -154,9 +154,11 @@ class ResourceType:
     #: kube's validation of the kind beyond ``model``: (new, stored on update) → field errors;
     #: any error refuses the write with 422 Invalid (built-in kinds: :mod:`controlplane.apis.kube`).
     validate: Validator | None = None
-    #: Another group serving the same objects (kube's Event in core and events.k8s.io): objects are
-    #: stored once, under this group's key and apiVersion, and served with this type's apiVersion.
-    #: None: the type's own group is its storage.
+    #: kube answers a delete of this kind with the deleted object, not a success Status (its
+    #: registry's ``ReturnDeletedObject``: Pod, PersistentVolumeClaim, Service, ServiceAccount…).
+    returns_deleted_object: bool = False
+    #: The group whose objects this type serves (kube's Event in core and events.k8s.io): stored once,
+    #: under that group's key and apiVersion, served with this type's. None: its own group.
     stored_as: str | None = None
 
     @property
@@ -179,11 +181,6 @@ class ResourceType:
     def storage_api_version(self) -> str:
         """The apiVersion objects of this type are stored with (``api_version`` unless an alias)."""
         return f"{self.stored_as}/{self.version}" if self.stored_as else self.api_version
-
-    @property
-    def own_key_prefix(self) -> str:
-        """Where objects of this type were stored before it became an alias of ``stored_as``."""
-        return f"/registry/{self.group or 'core'}/{self.plural}/"
 
     @property
     def field_selectors(self) -> Mapping[str, FieldGetter]:
@@ -258,10 +255,6 @@ class Registry:
         """The namespaced types, each stored set once (aliases of another group left out)."""
         return [rt for rt in self._types if rt.namespaced and rt.stored_as is None]
 
-    def aliases(self) -> list[ResourceType]:
-        """The types that serve another group's stored objects (:attr:`ResourceType.stored_as`)."""
-        return [rt for rt in self._types if rt.stored_as is not None]
-
 
 # --- built-in kinds -------------------------------------------------------------------
 
@@ -281,20 +274,6 @@ def _secret_prepare(obj: dict[str, Any]) -> None:
         if isinstance(data, dict):
             for key, value in string_data.items():
                 data[key] = base64.b64encode(str(value).encode()).decode()
-
-
-_ACCESS_MODE_SHORT = {
-    "ReadWriteOnce": "RWO",
-    "ReadOnlyMany": "ROX",
-    "ReadWriteMany": "RWX",
-    "ReadWriteOncePod": "RWOP",
-}
-
-
-def _access_modes(obj: dict[str, Any], _now: datetime) -> str:
-    """A PVC's granted access modes (requested ones until bound), abbreviated as kubectl does."""
-    modes = col.dig(obj, "status", "accessModes") or col.dig(obj, "spec", "accessModes") or []
-    return ",".join(_ACCESS_MODE_SHORT.get(str(m), str(m)) for m in modes if m)
 
 
 def with_kube_rules(types: Iterable[ResourceType]) -> list[ResourceType]:
@@ -325,12 +304,12 @@ def core_resources() -> list[ResourceType]:
         ),
         ResourceType(
             "", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", "persistentvolumeclaim", namespaced=True,
-            short_names=("pvc",), has_status=True, strategic_merge=True,
+            short_names=("pvc",), has_status=True, strategic_merge=True, returns_deleted_object=True,
             columns=(
                 TableColumn("Status", path("status.phase")),
                 TableColumn("Volume", path("spec.volumeName")),
                 TableColumn("Capacity", path("status.capacity.storage")),
-                TableColumn("Access Modes", _access_modes),
+                TableColumn("Access Modes", col.access_modes),
                 TableColumn("StorageClass", path("spec.storageClassName")),
                 AGE,
             ),
@@ -343,7 +322,7 @@ def core_resources() -> list[ResourceType]:
         ),
         ResourceType(
             "", "v1", "Service", "services", "service", namespaced=True,
-            short_names=("svc",), categories=_WORKLOAD_CATEGORIES, has_status=True, strategic_merge=True,
+            short_names=("svc",), categories=_WORKLOAD_CATEGORIES, has_status=True, strategic_merge=True, returns_deleted_object=True,
             name_rule=NameRule.LABEL_1035,
             columns=(
                 TableColumn("Type", path("spec.type")),
@@ -393,7 +372,7 @@ def core_resources() -> list[ResourceType]:
         ),
         ResourceType(
             "", "v1", "Pod", "pods", "pod", namespaced=True,
-            short_names=("po",), categories=_WORKLOAD_CATEGORIES, has_status=True, strategic_merge=True,
+            short_names=("po",), categories=_WORKLOAD_CATEGORIES, has_status=True, strategic_merge=True, returns_deleted_object=True,
             columns=(
                 TableColumn("Ready", col.pod_ready),
                 TableColumn("Status", col.pod_status),
@@ -412,7 +391,7 @@ def core_resources() -> list[ResourceType]:
         ),
         ResourceType(
             "", "v1", "ServiceAccount", "serviceaccounts", "serviceaccount", namespaced=True,
-            short_names=("sa",), strategic_merge=True,
+            short_names=("sa",), strategic_merge=True, returns_deleted_object=True,
         ),
         # Not core/v1, but as plain: the hub reads it for schedulePriority (detector).
         ResourceType(

@@ -19,7 +19,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from controlplane.apiserver import codec, errors
 from controlplane.apiserver.app import create_app
 from controlplane.apiserver.objects import ObjectStore
-from controlplane.apiserver.objects.aliases import MOVED_FROM_ANNOTATION
+from controlplane.apiserver.objects.aliases import MOVED_FROM_ANNOTATION, own_key_prefix
 from controlplane.apiserver.objects.values import WatchEventType
 from controlplane.apiserver.resources import Registry, core_resources, gpufed_resources, workload_resources
 from controlplane.storage import Store
@@ -75,7 +75,7 @@ async def test_one_object_served_under_both_groups(objects_of: ObjectStore, stor
     # Stored once, under gpufed's group and with its apiVersion.
     raw = await store.get(gpufed.key(namespace=namespace, name="shared"))
     assert json.loads(raw.value)["apiVersion"] == GPUFED
-    assert (await store.list(karmada.own_key_prefix)).items == []
+    assert (await store.list(own_key_prefix(karmada))).items == []
 
     for rt, api_version in ((gpufed, GPUFED), (karmada, KARMADA)):
         listed = await objects_of.list(rt)
@@ -132,7 +132,7 @@ async def _store_as_before(store: Store, kind: str, name: str, *, api_version: s
     obj = policy(kind, name, api_version=api_version)
     obj["metadata"].update(uid=str(uuid.uuid4()), creationTimestamp="2026-01-01T00:00:00Z", generation=1)
     namespace = ns_of(kind)
-    key = f"{rt.own_key_prefix}{namespace}/{name}" if namespace else f"{rt.own_key_prefix}{name}"
+    key = f"{own_key_prefix(rt)}{namespace}/{name}" if namespace else f"{own_key_prefix(rt)}{name}"
     await store.create(key, codec.encode(obj))
     return obj
 
@@ -156,7 +156,7 @@ async def test_policies_stored_under_the_karmada_key_are_moved_at_startup(store:
             assert found["apiVersion"] == api_version
             assert found["metadata"]["uid"] == obj["metadata"]["uid"]
             assert found["spec"] == obj["spec"]
-        assert (await store.list(objects.registry.require(KARMADA, kind).own_key_prefix)).items == []
+        assert (await store.list(own_key_prefix(objects.registry.require(KARMADA, kind)))).items == []
 
     pp = objects.registry.require(KARMADA, "PropagationPolicy")
     names = {o["metadata"]["name"]: o for o in (await objects.list(pp, namespace="default")).items}

@@ -30,8 +30,8 @@ async def merge_alias_storage(store: storage.Store, registry: Registry) -> int:
     """Move every object of an alias type from its group's own prefix to the shared storage;
     return how many were moved."""
     moved = 0
-    for rt in registry.aliases():
-        listed = await store.list(rt.own_key_prefix)
+    for rt in (rt for rt in registry if rt.stored_as is not None):
+        listed = await store.list(own_key_prefix(rt))
         for kv in listed.items:
             if await _move(store, rt, kv):
                 moved += 1
@@ -70,6 +70,11 @@ async def _move(store: storage.Store, rt: ResourceType, kv: storage.KeyValue) ->
     except (storage.NotFound, storage.Conflict):
         return False
     return True
+
+
+def own_key_prefix(rt: ResourceType) -> str:
+    """Where objects of ``rt`` were stored before it became an alias of ``rt.stored_as``."""
+    return f"/registry/{rt.group or 'core'}/{rt.plural}/"
 
 
 def _names(name: str, group: str) -> list[str]:
