@@ -29,8 +29,8 @@ from controlplane.apiserver.errors import (
     Target,
     UnsupportedMediaType,
 )
-from controlplane.apiserver.patching.apply import ApplyConflict
 from controlplane.apiserver.patching.apply import record_update as _record_update
+from controlplane.apiserver.patching.conflicts import ApplyConflict
 from controlplane.apiserver.patching.lastapplied import apply_upgrading_client_side
 from controlplane.apiserver.patching.strategic import strategic_merge_patch
 from controlplane.apiserver.resources import ResourceType

@@ -26,13 +26,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from controlplane.apiserver.patching.apply import (
-    ApplyConflict,
-    _text,
-    _without_managed_fields,
-    server_side_apply,
-)
+from controlplane.apiserver.patching.apply import _text, _without_managed_fields, server_side_apply
 from controlplane.apiserver.patching.comparing import Comparison, compare, field_set
+from controlplane.apiserver.patching.conflicts import ApplyConflict
 from controlplane.apiserver.patching.fieldpaths import Path
 from controlplane.apiserver.patching.schema import apply_schema
 
