@@ -24,9 +24,7 @@ from controlplane.apiserver.objects.values import WatchEventType
 from controlplane.apiserver.resources import Registry, core_resources, gpufed_resources, workload_resources
 from controlplane.storage import Store
 
-from .test_real_clients import kubeconfig, kubectl, needs_kubectl, server_url
-
-__all__ = ["kubeconfig", "server_url"]  # fixtures, used by name
+from .test_real_clients import kubeconfig, kubectl, needs_kubectl, server_url  # noqa: F401 (fixtures)
 
 GPUFED = "policy.gpufed.io/v1alpha1"
 KARMADA = "policy.karmada.io/v1alpha1"
@@ -210,7 +208,7 @@ async def test_http_get_list_and_watch_answer_with_the_asked_group(objects: Obje
 
 
 @needs_kubectl
-async def test_kubectl_sees_one_set_of_policies(kubeconfig: Path, tmp_path: Path) -> None:
+async def test_kubectl_sees_one_set_of_policies(kubeconfig: Path, tmp_path: Path) -> None:  # noqa: F811
     manifest = tmp_path / "policies.yaml"
     manifest.write_text(yaml.safe_dump_all([
         policy("PropagationPolicy", "from-karmada", priority=3),
