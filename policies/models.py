@@ -586,14 +586,9 @@ class ImageOverrider(SpecModel):
     predicate: ImagePredicate | None = None
     component: Literal["Registry", "Repository", "Tag"]
     operator: OverriderOperator
-    value: str | None = Field(default=None, validate_default=True)
-
-    @field_validator("value")
-    @classmethod
-    def _value_for_add_replace(cls, value: str | None, info: ValidationInfo) -> str | None:
-        if info.data.get("operator") in ("add", "replace") and not value:
-            raise ValueError(f"must not be empty when operator is {info.data.get('operator')!r}")
-        return value
+    #: As in Karmada, may be empty for ``add``/``replace`` too (replacing a registry with ""
+    #: drops it).
+    value: str | None = None
 
 
 class CommandArgsOverrider(SpecModel):
