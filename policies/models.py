@@ -603,16 +603,12 @@ class LabelAnnotationOverrider(SpecModel):
 
 
 class PlaintextOverrider(SpecModel):
-    """A JSON-patch-like operation at a JSON pointer ``path``."""
+    """A JSON-patch-like operation at a JSON pointer ``path``. As in Karmada, a ``path`` that is
+    not a pointer is accepted (with a warning, ``policies.validation``) and fails when applied."""
 
     path: str = Field(min_length=1)
     operator: OverriderOperator
     value: Any = None
-
-    @field_validator("path")
-    @classmethod
-    def _pointer(cls, path: str) -> str:
-        return _check_pointer(path)
 
 
 class JSONPatchOperation(SpecModel):

@@ -108,6 +108,16 @@ def policy_warnings(policy: AnyPolicy) -> list[str]:
                 )
     else:
         spec_o = policy.spec
+        rules = [(f"spec.overrideRules[{i}].overriders", r.overriders) for i, r in enumerate(spec_o.override_rules or ())]
+        if spec_o.overriders is not None:
+            rules.append(("spec.overriders", spec_o.overriders))
+        for where, overriders in rules:
+            for j, plaintext in enumerate(overriders.plaintext or ()):
+                if not plaintext.path.startswith("/"):
+                    warnings.append(
+                        f"{where}.plaintext[{j}].path {plaintext.path!r} is not a JSON pointer (it must start "
+                        "with '/'): applying this rule will fail"
+                    )
         if spec_o.target_cluster is not None or spec_o.overriders is not None:
             if spec_o.override_rules:
                 warnings.append(
