@@ -13,6 +13,7 @@ JSON goes through orjson (several times faster than the standard library on both
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import orjson
@@ -65,7 +66,7 @@ def with_resource_version(kv: KeyValue, api_version: str | None = None) -> bytes
     without a parse when stored by encode()."""
     value = kv.value
     if api_version and value.startswith(_STORED_PREFIX):
-        served = _STORED_PREFIX + orjson.dumps(api_version) + b","
+        served = _served_prefix(api_version)
         if not value.startswith(served):
             end = value.find(b'",', len(_STORED_PREFIX) + 1)
             if end < 0 or value.find(b"\\", 0, end) >= 0:
@@ -80,3 +81,9 @@ def with_resource_version(kv: KeyValue, api_version: str | None = None) -> bytes
                 field += b","
             return value[:insert] + field + value[insert:]
     return orjson.dumps(decode(kv, api_version))
+
+
+@functools.lru_cache(maxsize=256)
+def _served_prefix(api_version: str) -> bytes:
+    """How an object stored by encode() with ``api_version`` begins."""
+    return _STORED_PREFIX + orjson.dumps(api_version) + b","

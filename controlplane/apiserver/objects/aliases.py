@@ -65,6 +65,9 @@ async def _move(store: storage.Store, rt: ResourceType, kv: storage.KeyValue) ->
                 rt.kind, _display(namespace, name), rt.group, rt.stored_as, rt.group, candidate,
             )
         break
+    else:
+        log.error("%s %s: no free name to move it under; it stays at %s", rt.kind, _display(namespace, name), kv.key)
+        return False
     try:
         await store.delete(kv.key, expected_revision=kv.mod_revision)
     except (storage.NotFound, storage.Conflict):
