@@ -69,14 +69,17 @@ class ResourceSelector(SpecModel):
 
 
 class FieldSelectorRequirement(SpecModel):
-    """A ``fieldSelector.matchExpressions`` entry: ``provider``/``region``/``zone`` with In/NotIn."""
+    """A ``fieldSelector.matchExpressions`` entry: ``provider``/``region``/``zone`` with In/NotIn.
+
+    As in Karmada, ``values`` may be empty: ``In`` then matches no cluster, ``NotIn`` every one.
+    """
 
     key: str
     """The cluster field to match: provider, region or zone."""
     operator: str
     """How the key relates to the values: In or NotIn."""
-    values: list[str] | None = Field(default=None, validate_default=True)
-    """The values the field is compared with; must not be empty."""
+    values: list[str] | None = None
+    """The values the field is compared with."""
 
     @field_validator("key")
     @classmethod
@@ -91,13 +94,6 @@ class FieldSelectorRequirement(SpecModel):
         if operator not in ("In", "NotIn"):
             raise ValueError(f"unsupported operator {operator!r}, must be In or NotIn")
         return operator
-
-    @field_validator("values")
-    @classmethod
-    def _values_present(cls, values: list[str] | None) -> list[str] | None:
-        if not values:
-            raise ValueError("must list at least one value for In and NotIn")
-        return values
 
 
 class FieldSelector(SpecModel):
@@ -273,23 +269,6 @@ class ReplicaSchedulingStrategy(SpecModel):
     """The weights for Weighted division. Absent: equal weights."""
     tiered_overflow: TieredOverflow | None = None
     """Options of TieredOverflow division: which clusters form each tier."""
-
-    @field_validator("weight_preference")
-    @classmethod
-    def _weights_need_weighted(
-        cls, preference: ClusterPreferences | None, info: ValidationInfo
-    ) -> ClusterPreferences | None:
-        if preference is None or not {"replica_scheduling_type", "replica_division_preference"} <= info.data.keys():
-            return preference  # an earlier field already failed and was reported
-        scheduling_type = info.data.get("replica_scheduling_type") or "Divided"
-        division = info.data.get("replica_division_preference") or "Weighted"
-        if scheduling_type != "Divided" or division != "Weighted":
-            which = "staticWeightList" if preference.static_weight_list else "dynamicWeight"
-            raise ValueError(
-                f"{which} requires replicaSchedulingType 'Divided' and replicaDivisionPreference 'Weighted' "
-                f"(got {scheduling_type!r} and {division!r})"
-            )
-        return preference
 
     @field_validator("tiered_overflow")
     @classmethod
@@ -718,15 +697,9 @@ class ImageOverrider(SpecModel):
     """The part of the image to change: Registry, Repository or Tag."""
     operator: OverriderOperator
     """add, remove or replace the component."""
-    value: str | None = Field(default=None, validate_default=True)
-    """The new value of the component; required for add and replace."""
-
-    @field_validator("value")
-    @classmethod
-    def _value_for_add_replace(cls, value: str | None, info: ValidationInfo) -> str | None:
-        if info.data.get("operator") in ("add", "replace") and not value:
-            raise ValueError(f"must not be empty when operator is {info.data.get('operator')!r}")
-        return value
+    value: str | None = None
+    """The new value of the component, for add and replace. As in Karmada it may be empty
+    (replacing a registry with an empty value drops it)."""
 
 
 class CommandArgsOverrider(SpecModel):
@@ -746,7 +719,8 @@ class LabelAnnotationOverrider(SpecModel):
 
 
 class PlaintextOverrider(SpecModel):
-    """A JSON-patch-like operation at a JSON pointer ``path``."""
+    """A JSON-patch-like operation at a JSON pointer ``path``. As in Karmada, a ``path`` that is
+    not a pointer is accepted (with a warning, ``policies.validation``) and fails when applied."""
 
     path: str = Field(min_length=1)
     """A JSON pointer to the field to change, for example /spec/replicas."""
@@ -754,11 +728,6 @@ class PlaintextOverrider(SpecModel):
     """add, remove or replace the field."""
     value: Any = None
     """The new value for add and replace."""
-
-    @field_validator("path")
-    @classmethod
-    def _pointer(cls, path: str) -> str:
-        return _check_pointer(path)
 
 
 class JSONPatchOperation(SpecModel):

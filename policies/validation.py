@@ -4,7 +4,8 @@ The models in ``policies.models`` reject what is wrong (each error carries its f
 This module adds what is accepted but worth telling the author, the way Karmada's webhook
 does with warnings: a ``labelSelector`` ignored because ``name`` is set, a namespace in a
 PropagationPolicy's selector that is ignored, a static weight list ignored because
-``dynamicWeight`` is set, deprecated fields.
+``dynamicWeight`` is set, a ``weightPreference`` ignored because replicas are not divided by
+weight, deprecated fields.
 
 In: a document (dict) or a policy model. Out: :class:`PolicyValidation` with the parsed policy
 (or ``None``), :class:`~controlplane.apis.meta.FieldCause` errors and warning strings.
@@ -24,6 +25,7 @@ from policies.models import (
     AnyPolicy,
     ClusterOverridePolicy,
     ClusterPropagationPolicy,
+    DivisionStrategy,
     OverridePolicy,
     PropagationPolicy,
     ResourceSelector,
@@ -89,13 +91,33 @@ def policy_warnings(policy: AnyPolicy) -> list[str]:
                     "replicaSchedulingType is Duplicated"
                 )
             weights = scheduling.weight_preference
-            if weights is not None and weights.dynamic_weight and weights.static_weight_list:
+            if weights is not None and scheduling.division_strategy not in (
+                DivisionStrategy.STATIC_WEIGHT, DivisionStrategy.DYNAMIC_WEIGHT
+            ):
+                # Karmada accepts and ignores it; say so instead of refusing the policy.
+                because = (
+                    "replicaSchedulingType is Duplicated"
+                    if scheduling.effective_type == "Duplicated"
+                    else f"replicaDivisionPreference is {scheduling.division_strategy.value}"
+                )
+                warnings.append(f"spec.placement.replicaScheduling.weightPreference is ignored because {because}")
+            elif weights is not None and weights.dynamic_weight and weights.static_weight_list:
                 warnings.append(
                     "spec.placement.replicaScheduling.weightPreference.staticWeightList is ignored because "
                     "dynamicWeight is set"
                 )
     else:
         spec_o = policy.spec
+        rules = [(f"spec.overrideRules[{i}].overriders", r.overriders) for i, r in enumerate(spec_o.override_rules or ())]
+        if spec_o.overriders is not None:
+            rules.append(("spec.overriders", spec_o.overriders))
+        for where, overriders in rules:
+            for j, plaintext in enumerate(overriders.plaintext or ()):
+                if not plaintext.path.startswith("/"):
+                    warnings.append(
+                        f"{where}.plaintext[{j}].path {plaintext.path!r} is not a JSON pointer (it must start "
+                        "with '/'): applying this rule will fail"
+                    )
         if spec_o.target_cluster is not None or spec_o.overriders is not None:
             if spec_o.override_rules:
                 warnings.append(

@@ -28,7 +28,6 @@ from pydantic import (
     Field,
     ValidationError,
     field_validator,
-    model_validator,
 )
 from pydantic.alias_generators import to_camel
 
@@ -312,28 +311,19 @@ class Taint(SpecModel):
 
 
 class Toleration(SpecModel):
-    """``core/v1`` Toleration, used against cluster taints (placement) and node taints (pods)."""
+    """``core/v1`` Toleration against cluster taints (placement), as Karmada takes it.
+
+    Karmada checks only the field types of a cluster toleration (its webhook leaves
+    ``clusterTolerations`` alone), so kube's two pod-toleration rules do not apply: an empty
+    ``key`` with ``Equal`` tolerates a taint of any key with that value, and ``Exists`` ignores
+    ``value`` (kube's ``ToleratesTaint``).
+    """
 
     key: str | None = None
     operator: Literal["Exists", "Equal"] | None = None
     value: str | None = None
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
     toleration_seconds: int | None = None
-
-    @field_validator("value")
-    @classmethod
-    def _value_fits_operator(cls, value: str | None, info: Any) -> str | None:
-        if info.data.get("operator") == "Exists" and value:
-            raise ValueError("must be empty when `operator` is 'Exists'")
-        return value
-
-    @model_validator(mode="after")
-    def _empty_key_needs_exists(self) -> Toleration:
-        if not self.key and self.operator != "Exists":
-            raise ValueError(
-                "operator must be 'Exists' when key is empty (an empty key with 'Exists' tolerates every taint)"
-            )
-        return self
 
     def tolerates(self, taint: Taint) -> bool:
         """Kubernetes' ``Toleration.ToleratesTaint`` (:func:`controlplane.apis.pods.tolerates`)."""

@@ -359,6 +359,7 @@ def create_app(
     app.router.add_get("/livez", endpoints.healthz)
     app.router.add_get("/readyz", endpoints.readyz)
     app.router.add_get("/version", endpoints.version)
+    app.router.add_get("/version/", endpoints.version)  # as kube-apiserver does (kr8s asks for it)
     app.router.add_get("/api", endpoints.api)
     app.router.add_get("/apis", endpoints.apis)
     app.router.add_routes(endpoints.openapi.routes())

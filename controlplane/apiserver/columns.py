@@ -356,3 +356,17 @@ def binding_clusters(obj: Obj, _now: datetime) -> str:
     targets = dig(obj, "spec", "clusters") or []
     parts = [f"{t.get('name', '')}:{_int(t.get('replicas'))}" for t in targets if isinstance(t, dict)]
     return ",".join(parts) or "<none>"
+
+
+_ACCESS_MODE_SHORT = {
+    "ReadWriteOnce": "RWO",
+    "ReadOnlyMany": "ROX",
+    "ReadWriteMany": "RWX",
+    "ReadWriteOncePod": "RWOP",
+}
+
+
+def access_modes(obj: dict[str, Any], _now: datetime) -> str:
+    """A PVC's granted access modes (requested ones until bound), abbreviated as kubectl does."""
+    modes = dig(obj, "status", "accessModes") or dig(obj, "spec", "accessModes") or []
+    return ",".join(_ACCESS_MODE_SHORT.get(str(m), str(m)) for m in modes if m)

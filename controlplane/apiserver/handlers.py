@@ -399,8 +399,9 @@ class ResourceHandlers:
             preconditions=Preconditions(uid=pre.get("uid"), resource_version=pre.get("resourceVersion")),
             propagation_policy=options.get("propagationPolicy"), dry_run=dry_run,
         )
-        if result.deleted and rt.strategic_merge and rt.kind != "Namespace":
-            # Built-in kinds answer an immediate delete with a success Status, as kube does.
+        if result.deleted and rt.strategic_merge and rt.kind != "Namespace" and not rt.returns_deleted_object:
+            # Built-in kinds answer an immediate delete with a success Status, as kube does
+            # (except those whose registry returns the deleted object).
             meta = result.object["metadata"]
             details = {"name": meta["name"], "kind": rt.plural, "uid": meta.get("uid", "")}
             if rt.group:

@@ -29,8 +29,9 @@ from controlplane.apiserver.errors import (
     Target,
     UnsupportedMediaType,
 )
-from controlplane.apiserver.patching.apply import ApplyConflict, server_side_apply
 from controlplane.apiserver.patching.apply import record_update as _record_update
+from controlplane.apiserver.patching.conflicts import ApplyConflict
+from controlplane.apiserver.patching.lastapplied import apply_upgrading_client_side
 from controlplane.apiserver.patching.strategic import strategic_merge_patch
 from controlplane.apiserver.resources import ResourceType
 
@@ -114,7 +115,7 @@ def apply_patch(
         if not isinstance(patch, dict):
             raise BadRequest("the apply patch must be a single object (a YAML or JSON mapping)")
         try:
-            return server_side_apply(
+            return apply_upgrading_client_side(
                 copy.deepcopy(live) if live is not None else None, patch, manager=manager, force=force, now=now
             )
         except ValueError as exc:

@@ -157,6 +157,12 @@ class ResourceType:
     #: kube's validation of the kind beyond ``model``: (new, stored on update) → field errors;
     #: any error refuses the write with 422 Invalid (built-in kinds: :mod:`controlplane.apis.kube`).
     validate: Validator | None = None
+    #: kube answers a delete of this kind with the deleted object, not a success Status (its
+    #: registry's ``ReturnDeletedObject``: Pod, PersistentVolumeClaim, Service, ServiceAccount…).
+    returns_deleted_object: bool = False
+    #: The group whose objects this type serves (kube's Event in core and events.k8s.io): stored once,
+    #: under that group's key and apiVersion, served with this type's. None: its own group.
+    stored_as: str | None = None
 
     @property
     def api_version(self) -> str:
@@ -172,7 +178,12 @@ class ResourceType:
 
     @property
     def storage_group(self) -> str:
-        return self.group or "core"
+        return self.stored_as or self.group or "core"
+
+    @property
+    def storage_api_version(self) -> str:
+        """The apiVersion objects of this type are stored with (``api_version`` unless an alias)."""
+        return f"{self.stored_as}/{self.version}" if self.stored_as else self.api_version
 
     @property
     def field_selectors(self) -> Mapping[str, FieldGetter]:
@@ -244,7 +255,8 @@ class Registry:
         return [rt for rt in self._types if rt.group == group and rt.version == version]
 
     def namespaced_types(self) -> list[ResourceType]:
-        return [rt for rt in self._types if rt.namespaced]
+        """The namespaced types, each stored set once (aliases of another group left out)."""
+        return [rt for rt in self._types if rt.namespaced and rt.stored_as is None]
 
 
 # --- built-in kinds -------------------------------------------------------------------
@@ -265,20 +277,6 @@ def _secret_prepare(obj: dict[str, Any]) -> None:
         if isinstance(data, dict):
             for key, value in string_data.items():
                 data[key] = base64.b64encode(str(value).encode()).decode()
-
-
-_ACCESS_MODE_SHORT = {
-    "ReadWriteOnce": "RWO",
-    "ReadOnlyMany": "ROX",
-    "ReadWriteMany": "RWX",
-    "ReadWriteOncePod": "RWOP",
-}
-
-
-def _access_modes(obj: dict[str, Any], _now: datetime) -> str:
-    """A PVC's granted access modes (requested ones until bound), abbreviated as kubectl does."""
-    modes = col.dig(obj, "status", "accessModes") or col.dig(obj, "spec", "accessModes") or []
-    return ",".join(_ACCESS_MODE_SHORT.get(str(m), str(m)) for m in modes if m)
 
 
 def with_kube_rules(types: Iterable[ResourceType]) -> list[ResourceType]:
@@ -309,12 +307,12 @@ def core_resources() -> list[ResourceType]:
         ),
         ResourceType(
             "", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", "persistentvolumeclaim", namespaced=True,
-            short_names=("pvc",), has_status=True, strategic_merge=True,
+            short_names=("pvc",), has_status=True, strategic_merge=True, returns_deleted_object=True,
             columns=(
                 TableColumn("Status", path("status.phase")),
                 TableColumn("Volume", path("spec.volumeName")),
                 TableColumn("Capacity", path("status.capacity.storage")),
-                TableColumn("Access Modes", _access_modes),
+                TableColumn("Access Modes", col.access_modes),
                 TableColumn("StorageClass", path("spec.storageClassName")),
                 AGE,
             ),
@@ -327,7 +325,7 @@ def core_resources() -> list[ResourceType]:
         ),
         ResourceType(
             "", "v1", "Service", "services", "service", namespaced=True,
-            short_names=("svc",), categories=_WORKLOAD_CATEGORIES, has_status=True, strategic_merge=True,
+            short_names=("svc",), categories=_WORKLOAD_CATEGORIES, has_status=True, strategic_merge=True, returns_deleted_object=True,
             name_rule=NameRule.LABEL_1035,
             columns=(
                 TableColumn("Type", path("spec.type")),
@@ -377,7 +375,7 @@ def core_resources() -> list[ResourceType]:
         ),
         ResourceType(
             "", "v1", "Pod", "pods", "pod", namespaced=True,
-            short_names=("po",), categories=_WORKLOAD_CATEGORIES, has_status=True, strategic_merge=True,
+            short_names=("po",), categories=_WORKLOAD_CATEGORIES, has_status=True, strategic_merge=True, returns_deleted_object=True,
             columns=(
                 TableColumn("Ready", col.pod_ready),
                 TableColumn("Status", col.pod_status),
@@ -396,7 +394,7 @@ def core_resources() -> list[ResourceType]:
         ),
         ResourceType(
             "", "v1", "ServiceAccount", "serviceaccounts", "serviceaccount", namespaced=True,
-            short_names=("sa",), strategic_merge=True,
+            short_names=("sa",), strategic_merge=True, returns_deleted_object=True,
         ),
         # Not core/v1, but as plain: the hub reads it for schedulePriority (detector).
         ResourceType(
@@ -557,12 +555,14 @@ def gpufed_resource_types(
             types.append(
                 ResourceType(
                     group, c.VERSION, kind, plural, singular, namespaced=namespaced,
-                    # Short names resolve to gpufed's own group; the Karmada group is
-                    # reachable by its full names (propagationpolicies.policy.karmada.io).
+                    # One set of policies served under both groups (stored once, under gpufed's).
+                    # Short names resolve to gpufed's group; the Karmada group is reachable by
+                    # its full names (propagationpolicies.policy.karmada.io).
                     short_names=shorts if group == c.POLICY_GROUP else (),
                     model=policy_models.get(kind),
                     columns=(TableColumn("Priority", path("spec.priority"), type="integer"), AGE),
                     warn=policy_warnings,
+                    stored_as=c.POLICY_GROUP if group != c.POLICY_GROUP else None,
                 )
             )
     return types

@@ -150,12 +150,12 @@ class ControllerContext:
                 informer.add_index(INDEX_NAMESPACE, _namespace_of)
 
     def _policy_types(self, kinds: Iterable[str]) -> list[ResourceType]:
+        """The policy kinds as stored: policy.karmada.io serves the same objects (one set)."""
         out = []
-        for group in (c.POLICY_GROUP, c.KARMADA_POLICY_GROUP):
-            for kind in kinds:
-                rt = self.registry.for_kind(f"{group}/{c.VERSION}", kind)
-                if rt is not None:
-                    out.append(rt)
+        for kind in kinds:
+            rt = self.registry.for_kind(f"{c.POLICY_GROUP}/{c.VERSION}", kind)
+            if rt is not None:
+                out.append(rt)
         return out
 
     # --- informers --------------------------------------------------------------------
@@ -265,7 +265,7 @@ class ControllerContext:
         return out
 
     def propagation_policies(self, namespace: str | None) -> list[AnyPropagationPolicy]:
-        """The PropagationPolicies of ``namespace`` and every ClusterPropagationPolicy (both groups)."""
+        """The PropagationPolicies of ``namespace`` and every ClusterPropagationPolicy."""
         return [
             p
             for p in self._policies(self.propagation_types, namespace)
@@ -273,7 +273,7 @@ class ControllerContext:
         ]
 
     def override_policies(self, namespace: str | None) -> list[AnyOverridePolicy]:
-        """The OverridePolicies of ``namespace`` and every ClusterOverridePolicy (both groups)."""
+        """The OverridePolicies of ``namespace`` and every ClusterOverridePolicy."""
         return [
             p
             for p in self._policies(self.override_types, namespace)
@@ -281,7 +281,7 @@ class ControllerContext:
         ]
 
     def propagation_policy(self, ref: PolicyRef) -> AnyPropagationPolicy | None:
-        """The policy a binding names in ``spec.policy`` (gpufed's group first)."""
+        """The policy a binding names in ``spec.policy``."""
         for rt in self.propagation_types:
             if rt.kind != ref.kind:
                 continue

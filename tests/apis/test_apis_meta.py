@@ -181,16 +181,16 @@ def test_toleration_tolerates(toleration: dict[str, Any], taint: Taint, expected
 
 
 @pytest.mark.parametrize(
-    ("toleration", "message"),
+    ("toleration", "taint", "expected"),
     [
-        ({"operator": "Equal", "value": "x"}, "operator must be 'Exists' when key is empty"),
-        ({"key": "k", "operator": "Exists", "value": "x"}, "must be empty when `operator` is 'Exists'"),
+        # Karmada accepts both (kube's pod-toleration rules are not applied to cluster tolerations).
+        ({"key": "", "operator": "Equal", "value": "x"}, Taint(key="any", value="x", effect="NoSchedule"), True),
+        ({"operator": "Equal", "value": "x"}, Taint(key="any", value="y", effect="NoSchedule"), False),
+        ({"key": "k", "operator": "Exists", "value": "x"}, Taint(key="k", value="y", effect="NoSchedule"), True),
     ],
 )
-def test_toleration_validation(toleration: dict[str, Any], message: str) -> None:
-    with pytest.raises(ValidationError) as info:
-        Toleration.model_validate(toleration)
-    assert message in str(info.value)
+def test_toleration_accepted_as_karmada_accepts_it(toleration: dict[str, Any], taint: Taint, expected: bool) -> None:
+    assert Toleration.model_validate(toleration).tolerates(taint) is expected
 
 
 def test_taints_tolerated_ignores_prefer_no_schedule_by_default() -> None:

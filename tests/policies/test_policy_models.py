@@ -291,14 +291,6 @@ def _rs(wire: dict[str, Any]) -> dict[str, Any]:
          lambda w: _rs(w)["weightPreference"]["staticWeightList"][0].update(weight=0),
          "spec.placement.replicaScheduling.weightPreference.staticWeightList[0].weight",
          "greater than or equal to 1"),
-        (KARMADA_DOCS["static-weights"],
-         lambda w: _rs(w).update(replicaSchedulingType="Duplicated"),
-         "spec.placement.replicaScheduling.weightPreference",
-         "staticWeightList requires replicaSchedulingType 'Divided' and replicaDivisionPreference 'Weighted'"),
-        (KARMADA_DOCS["static-weights"],
-         lambda w: _rs(w).update(replicaDivisionPreference="Aggregated"),
-         "spec.placement.replicaScheduling.weightPreference",
-         "(got 'Divided' and 'Aggregated')"),
         (KARMADA_DOCS["duplicated"],
          lambda w: w["spec"].update(resourceSelectors=[]),
          "spec.resourceSelectors",
@@ -392,14 +384,6 @@ def _rs(wire: dict[str, Any]) -> dict[str, Any]:
          "spec.gang",
          "valid boolean"),
         (KARMADA_DOCS["override-image-plaintext"],
-         lambda w: w["spec"]["overrideRules"][0]["overriders"]["imageOverrider"][0].pop("value"),
-         "spec.overrideRules[0].overriders.imageOverrider[0].value",
-         "must not be empty when operator is 'replace'"),
-        (KARMADA_DOCS["override-image-plaintext"],
-         lambda w: w["spec"]["overrideRules"][0]["overriders"]["plaintext"][0].update(path="metadata/annotations"),
-         "spec.overrideRules[0].overriders.plaintext[0].path",
-         "is not a JSON pointer"),
-        (KARMADA_DOCS["override-image-plaintext"],
          lambda w: w["spec"]["overrideRules"][0]["overriders"]["imageOverrider"][0].update(component="Host"),
          "spec.overrideRules[0].overriders.imageOverrider[0].component",
          "Unsupported value"),
@@ -435,6 +419,17 @@ def test_unknown_kind_is_an_error_value() -> None:
         (KARMADA_DOCS["duplicated"],
          lambda w: _rs(w).update(replicaDivisionPreference="Weighted"),
          "replicaDivisionPreference is ignored because replicaSchedulingType is Duplicated"),
+        # Karmada accepts a weightPreference it does not use; gpufed warns instead of refusing.
+        (KARMADA_DOCS["static-weights"],
+         lambda w: _rs(w).update(replicaSchedulingType="Duplicated"),
+         "spec.placement.replicaScheduling.weightPreference is ignored because replicaSchedulingType is Duplicated"),
+        (KARMADA_DOCS["static-weights"],
+         lambda w: _rs(w).update(replicaDivisionPreference="Aggregated"),
+         "spec.placement.replicaScheduling.weightPreference is ignored because replicaDivisionPreference is Aggregated"),
+        # Karmada accepts a plaintext path that is not a JSON pointer (applying it fails): a warning.
+        (KARMADA_DOCS["override-image-plaintext"],
+         lambda w: w["spec"]["overrideRules"][0]["overriders"]["plaintext"][0].update(path="metadata/annotations"),
+         "spec.overrideRules[0].overriders.plaintext[0].path 'metadata/annotations' is not a JSON pointer"),
         (KARMADA_DOCS["override-deprecated-form"], lambda w: None, "deprecated; use spec.overrideRules"),
         (KARMADA_DOCS["duplicated"], lambda w: w["spec"].update(association=True), "spec.association is deprecated"),
     ],
@@ -445,6 +440,33 @@ def test_warnings(text: str, mutate: Any, expected: str) -> None:
     result = validate_policy(wire)
     assert result.ok, result.errors
     assert any(expected in warning for warning in result.warnings), result.warnings
+
+
+@pytest.mark.parametrize(
+    ("text", "mutate"),
+    [
+        # Karmada's webhook leaves clusterTolerations to the schema: an empty key with Equal is valid.
+        (KARMADA_DOCS["duplicated"],
+         lambda w: w["spec"]["placement"].update(
+             clusterTolerations=[{"key": "", "operator": "Equal", "value": "x", "effect": "NoSchedule"}]
+         )),
+        (KARMADA_DOCS["duplicated"],
+         lambda w: w["spec"]["placement"].update(
+             clusterTolerations=[{"key": "k", "operator": "Exists", "value": "x", "effect": "NoExecute"}]
+         )),
+        # Karmada's webhook checks an imageOverrider's predicate path, not its value.
+        (KARMADA_DOCS["override-image-plaintext"],
+         lambda w: w["spec"]["overrideRules"][0]["overriders"]["imageOverrider"][0].pop("value")),
+        # Karmada checks a field selector's key and operator, not that it lists values.
+        (KARMADA_DOCS["dynamic-weights"],
+         lambda w: w["spec"]["placement"]["clusterAffinity"]["fieldSelector"]["matchExpressions"][0].update(values=[])),
+    ],
+)
+def test_accepted_as_karmada_accepts(text: str, mutate: Any) -> None:
+    wire = yaml.safe_load(text)
+    mutate(wire)
+    result = validate_policy(wire)
+    assert result.ok, result.errors
 
 
 def test_clean_policy_has_no_warnings() -> None:

@@ -76,6 +76,9 @@ def test_parse_image_errors(image: str, message: str) -> None:
         ("host:5000/a/b@" + DIGEST, "Tag", "replace", "v2", "host:5000/a/b:v2"),
         ("host:5000/a/b@" + DIGEST, "Tag", "remove", None, "host:5000/a/b"),
         ("nginx:1.25", "Tag", "replace", "not a tag!", "nginx:1.25"),
+        # An empty value is accepted, as Karmada accepts it: replacing the registry drops it.
+        ("docker.io/library/nginx:1.25", "Registry", "replace", None, "library/nginx:1.25"),
+        ("docker.io/library/nginx:1.25", "Registry", "add", "", "docker.io/library/nginx:1.25"),
     ],
 )
 def test_override_image(image: str, component: str, operator: str, value: str | None, expected: str) -> None:

@@ -57,7 +57,7 @@ class Deleter:
         namespace = namespace if rt.namespaced else None
         for _attempt in range(PATCH_RETRIES):
             kv = await get_kv(self._store, rt, namespace=namespace, name=name)
-            obj = codec.decode(kv)
+            obj = codec.decode(kv, rt.api_version)
             check_preconditions(rt, obj, options.preconditions)
             try:
                 if rt is self._namespaces.type:
@@ -81,7 +81,7 @@ class Deleter:
             if dry_run:
                 return DeleteResult(marked, deleted=False)
             try:
-                written = await self._store.update(kv.key, codec.encode(marked), expected_revision=kv.mod_revision)
+                written = await self._store.update(kv.key, codec.encode(marked, rt.storage_api_version), expected_revision=kv.mod_revision)
             except storage.Conflict as exc:
                 raise LostRace(str(exc)) from exc
             except storage.StorageError as exc:
@@ -133,7 +133,7 @@ class Deleter:
     async def _delete_all_in(self, rt: ResourceType, namespace: str) -> None:
         listed = await store_call(rt, "", self._store.list(rt.key_prefix(namespace)))
         for kv in listed.items:
-            obj = codec.decode(kv)
+            obj = codec.decode(kv, rt.api_version)
             for _attempt in range(PATCH_RETRIES):
                 try:
                     await self.delete_kv(rt, kv, obj, dry_run=False)
@@ -143,7 +143,7 @@ class Deleter:
                         kv = await self._store.get(kv.key)
                     except storage.NotFound:
                         break
-                    obj = codec.decode(kv)
+                    obj = codec.decode(kv, rt.api_version)
                 except errors.NotFound:
                     break
 

@@ -62,7 +62,7 @@ async def watch_events(
         items.reverse()
         while items:
             kv = items.pop()
-            obj = codec.decode(kv)
+            obj = codec.decode(kv, rt.api_version)
             key, revision = kv.key, kv.mod_revision
             del kv
             if filtered and not matches(obj):
@@ -80,7 +80,7 @@ async def watch_events(
                 raise errors.expired_resource_version(start, exc.compacted_revision) from exc
             except storage.StorageError as exc:
                 raise errors.from_storage_error(exc, plural=rt.plural, group=rt.group) from exc
-            matched = {kv.key for kv in listed.items if matches(codec.decode(kv))}
+            matched = {kv.key for kv in listed.items if matches(codec.decode(kv, rt.api_version))}
 
     last_revision = start
     ready: deque[ObjectEvent] = deque()
@@ -110,7 +110,7 @@ async def watch_events(
             if event is None:
                 return
             last_revision = event.kv.mod_revision
-            translated = _translate(event, filtered=filtered, matched=matched, matches=matches)
+            translated = _translate(event, rt.api_version, filtered=filtered, matched=matched, matches=matches)
             del event
             if translated is not None:
                 ready.append(translated)
@@ -132,12 +132,13 @@ async def watch_events(
 
 def _translate(
     event: storage.WatchEvent,
+    api_version: str,
     *,
     filtered: bool,
     matched: set[str],
     matches: Callable[[dict[str, Any]], bool],
 ) -> ObjectEvent | None:
-    obj = codec.decode(event.kv)
+    obj = codec.decode(event.kv, api_version)
     revision = event.kv.mod_revision
     key = event.kv.key
     if event.type is storage.EventType.DELETE:

@@ -126,7 +126,7 @@ async def list_page(store: storage.Store, rt: ResourceType, namespace: str | Non
             last_key = kv.key
             obj: dict[str, Any] | None = None
             if filtered:
-                obj = codec.decode(kv)
+                obj = codec.decode(kv, rt.api_version)
                 if not (labels.matches(obj["metadata"].get("labels")) and fields.matches(obj)):
                     continue
             kvs.append(kv)

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any, Unpack
 
 from controlplane.apiserver import codec, errors
+from controlplane.apiserver.objects.aliases import merge_alias_storage
 from controlplane.apiserver.objects.deleting import Deleter
 from controlplane.apiserver.objects.events import watch_events
 from controlplane.apiserver.objects.namespaces import SYSTEM_NAMESPACES, NamespaceLifecycle
@@ -74,7 +75,9 @@ class ObjectStore:
         return format_time(self._clock())
 
     async def bootstrap(self) -> None:
-        """Create the namespaces that always exist (idempotent; call at startup)."""
+        """Move objects of types now served under two groups to their shared storage and create
+        the namespaces that always exist (idempotent; call at startup)."""
+        await merge_alias_storage(self._store, self._registry)
         namespace_type = self._namespaces.type
         if namespace_type is None:
             return
@@ -87,15 +90,17 @@ class ObjectStore:
     # --- reads ------------------------------------------------------------------------
 
     async def get(self, rt: ResourceType, *, namespace: str | None = None, name: str) -> dict[str, Any]:
-        return codec.decode(await get_kv(self._store, rt, namespace=namespace, name=name))
+        return codec.decode(await get_kv(self._store, rt, namespace=namespace, name=name), rt.api_version)
 
     async def get_encoded(self, rt: ResourceType, *, namespace: str | None = None, name: str) -> bytes:
-        return codec.with_resource_version(await get_kv(self._store, rt, namespace=namespace, name=name))
+        return codec.with_resource_version(
+            await get_kv(self._store, rt, namespace=namespace, name=name), rt.api_version
+        )
 
     async def list(self, rt: ResourceType, *, namespace: str | None = None, **options: Unpack[ListArgs]) -> ObjectList:
         page = await list_page(self._store, rt, namespace, ListOptions(**options))
         items = [
-            obj if obj is not None else codec.decode(kv) for kv, obj in zip(page.kvs, page.objects, strict=True)
+            obj if obj is not None else codec.decode(kv, rt.api_version) for kv, obj in zip(page.kvs, page.objects, strict=True)
         ]
         return ObjectList(items, str(page.revision), page.continue_token)
 
@@ -103,7 +108,7 @@ class ObjectStore:
         self, rt: ResourceType, *, namespace: str | None = None, **options: Unpack[ListArgs]
     ) -> EncodedList:
         page = await list_page(self._store, rt, namespace, ListOptions(**options))
-        return EncodedList(page.kvs, str(page.revision), page.continue_token)
+        return EncodedList(page.kvs, str(page.revision), page.continue_token, api_version=rt.api_version)
 
     # --- writes -----------------------------------------------------------------------
 
@@ -128,7 +133,7 @@ class ObjectStore:
         created, stored = await self._writer.create_owned(
             rt, checked_body(rt, obj, namespace=namespace, copy_body=False), WriteOptions(**options)
         )
-        return codec.dumps(created) if stored is None else codec.with_resource_version(stored)
+        return codec.dumps(created) if stored is None else codec.with_resource_version(stored, rt.api_version)
 
     async def update(
         self,

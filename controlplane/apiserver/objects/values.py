@@ -70,9 +70,11 @@ class EncodedList:
     kvs: list[storage.KeyValue]
     resource_version: str
     continue_token: str = ""
+    #: The apiVersion the items are served as (a type served under two groups stores them once).
+    api_version: str | None = None
 
     def items(self) -> Iterator[bytes]:
-        return (codec.with_resource_version(kv) for kv in self.kvs)
+        return (codec.with_resource_version(kv, self.api_version) for kv in self.kvs)
 
     @property
     def stored_bytes(self) -> int:

@@ -113,7 +113,7 @@ class Writer:
         if options.dry_run:
             return obj, None
         kv: storage.KeyValue = await store_call(
-            rt, meta["name"], self._store.create(rt.key(namespace=meta.get("namespace"), name=meta["name"]), codec.encode(obj))
+            rt, meta["name"], self._store.create(rt.key(namespace=meta.get("namespace"), name=meta["name"]), codec.encode(obj, rt.storage_api_version))
         )
         obj["metadata"]["resourceVersion"] = str(kv.mod_revision)
         if rt is self._namespaces.type:
@@ -141,7 +141,7 @@ class Writer:
         wanted = meta.get("resourceVersion")
         if wanted and str(wanted) != str(kv.mod_revision):
             raise errors.conflict_modified(plural=rt.plural, group=rt.group, name=meta["name"])
-        old = codec.decode(kv)
+        old = codec.decode(kv, rt.api_version)
         new = merged(rt, old, obj, subresource=subresource)
         return await self.write_update(rt, kv, old, new, subresource=subresource, options=options)
 
@@ -177,7 +177,7 @@ class Writer:
                 applied = checked_body(rt, applied, namespace=namespace, name=name)
                 created, _ = await self.create_owned(rt, applied, applied_write)
                 return created
-            old = codec.decode(kv)
+            old = codec.decode(kv, rt.api_version)
             patched = apply_patch(rt, old, patch_type, patch, manager=field_manager, force=force, now=self.now())
             patched = checked_body(rt, patched, namespace=namespace, name=name)
             wanted = patched["metadata"].get("resourceVersion")
@@ -252,7 +252,7 @@ class Writer:
                 await self._namespaces.content_deleted(meta["namespace"])
             return new
         try:
-            written = await self._store.update(key, codec.encode(new), expected_revision=kv.mod_revision)
+            written = await self._store.update(key, codec.encode(new, rt.storage_api_version), expected_revision=kv.mod_revision)
         except storage.Conflict as exc:
             raise LostRace(errors.conflict_modified(plural=rt.plural, group=rt.group, name=name).message) from exc
         except storage.StorageError as exc:

@@ -6,12 +6,8 @@
 - :func:`record_update` tracks ownership for ordinary creates, updates and patches.
 """
 
-from controlplane.apiserver.patching.apply import (
-    ApplyConflict,
-    ApplyError,
-    record_update,
-    server_side_apply,
-)
+from controlplane.apiserver.patching.apply import ApplyError, record_update, server_side_apply
+from controlplane.apiserver.patching.conflicts import ApplyConflict
 from controlplane.apiserver.patching.schema import supported_strategic_kinds
 from controlplane.apiserver.patching.strategic import PatchError, strategic_merge_patch
 

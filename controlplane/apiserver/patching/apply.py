@@ -36,6 +36,7 @@ from enum import StrEnum
 from typing import Any
 
 from controlplane.apiserver.patching.comparing import Comparison, compare, field_set
+from controlplane.apiserver.patching.conflicts import conflict_error
 from controlplane.apiserver.patching.fieldpaths import (
     FIELD,
     FieldsError,
@@ -46,7 +47,6 @@ from controlplane.apiserver.patching.fieldpaths import (
     encode_fields,
     field_element,
     item_element,
-    sort_key,
     with_named_ancestors,
 )
 from controlplane.apiserver.patching.schema import FieldSchema, ListType, apply_schema
@@ -55,7 +55,6 @@ logger = logging.getLogger(__name__)
 
 STATUS_SUBRESOURCE = "status"
 FIELDS_TYPE = "FieldsV1"
-CONFLICT_CAUSE_TYPE = "FieldManagerConflict"
 
 
 class Operation(StrEnum):
@@ -67,23 +66,6 @@ class Operation(StrEnum):
 
 class ApplyError(ValueError):
     """An applied configuration that cannot be applied (bad list keys, duplicates, wrong target)."""
-
-
-class ApplyConflict(Exception):
-    """The applied configuration changes fields other managers own.
-
-    ``conflicts`` lists ``(field path, manager)`` pairs such as ``(".spec.replicas",
-    "kubectl-client-side-apply")``; ``causes`` are the matching ``Status`` causes
-    (``{"type": "FieldManagerConflict", "message": ..., "field": ...}``); the message is
-    the one Kubernetes returns with its 409.
-    """
-
-    def __init__(
-        self, conflicts: list[tuple[str, str]], *, message: str, causes: list[dict[str, str]]
-    ) -> None:
-        super().__init__(message)
-        self.conflicts = conflicts
-        self.causes = causes
 
 
 @dataclass
@@ -208,7 +190,7 @@ def server_side_apply(
         if other_identity != identity:
             conflicts.extend((entry, path) for path in entry.fields & changed)
     if conflicts and not force:
-        raise _conflict_error(conflicts)
+        raise conflict_error(conflicts)
     for other_identity, entry in managed.items():
         if other_identity != identity:
             entry.fields -= changed | comparison.removed
@@ -659,25 +641,3 @@ def _remove_path(obj: Any, path: Path, schema: FieldSchema) -> None:
             return
         node = node[matches[0]]
         current = current.element()
-
-
-def _conflict_error(conflicts: list[tuple[_Entry, Path]]) -> ApplyConflict:
-    ordered = sorted(conflicts, key=lambda c: (c[0].describe(), sort_key(c[1])))
-    pairs = [(describe(path), entry.manager) for entry, path in ordered]
-    causes = [
-        {"type": CONFLICT_CAUSE_TYPE, "message": f"conflict with {entry.describe()}", "field": describe(path)}
-        for entry, path in ordered
-    ]
-    if len(ordered) == 1:
-        entry, path = ordered[0]
-        message = f"Apply failed with 1 conflict: conflict with {entry.describe()}: {describe(path)}"
-    else:
-        lines: list[str] = []
-        by_manager: dict[str, list[str]] = {}
-        for entry, path in ordered:
-            by_manager.setdefault(entry.describe(), []).append(describe(path))
-        for name in sorted(by_manager):
-            lines.append(f"conflicts with {name}:")
-            lines.extend(f"- {text}" for text in by_manager[name])
-        message = f"Apply failed with {len(ordered)} conflicts: " + "\n".join(lines)
-    return ApplyConflict(pairs, message=message, causes=causes)

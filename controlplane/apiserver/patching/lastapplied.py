@@ -1,0 +1,119 @@
+"""Moving an object from client-side to server-side apply, as kube-apiserver does.
+
+``kubectl apply`` (client-side) records what it applied in the
+``kubectl.kubernetes.io/last-applied-configuration`` annotation and writes as the manager
+``kubectl-client-side-apply``. When ``kubectl apply --server-side`` (the manager
+``kubectl``) later changes one of those fields, a plain server-side apply would conflict
+with ``kubectl-client-side-apply``. kube's field manager (``lastAppliedManager`` and
+``lastAppliedUpdater`` in k8s.io/apimachinery's managedfields) instead:
+
+- takes over, without a conflict, every conflicting field that the last-applied
+  configuration lists with the value the object still has (a field someone changed since
+  still conflicts; so does everything when the annotation is missing, unreadable or of
+  another apiVersion);
+- after a successful apply by ``kubectl``, rewrites the annotation (when the object has
+  one) to the configuration just applied, so that a later client-side apply diffs against
+  it; the annotation is dropped when it would take the object's annotations over kube's
+  256 KiB limit.
+
+Only the manager ``kubectl`` gets this, as in kube: another manager name opts out.
+Pure; inputs are not modified.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from controlplane.apiserver.patching.apply import _text, _without_managed_fields, server_side_apply
+from controlplane.apiserver.patching.comparing import Comparison, compare, field_set
+from controlplane.apiserver.patching.conflicts import ApplyConflict
+from controlplane.apiserver.patching.fieldpaths import Path
+from controlplane.apiserver.patching.schema import apply_schema
+
+LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
+#: The field manager whose server-side applies upgrade client-side apply's ownership.
+KUBECTL_MANAGER = "kubectl"
+#: kube's limit on all of an object's annotations together (keys and values).
+TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
+
+
+def apply_upgrading_client_side(
+    live: dict[str, Any] | None,
+    applied: dict[str, Any],
+    *,
+    manager: str,
+    force: bool,
+    now: str,
+) -> dict[str, Any]:
+    """:func:`server_side_apply`, with kube's client-side apply upgrade for ``kubectl``."""
+    try:
+        result = server_side_apply(live, applied, manager=manager, force=force, now=now)
+    except ApplyConflict as conflict:
+        if manager != KUBECTL_MANAGER or live is None:
+            raise
+        allowed = allowed_conflicts(live)
+        if allowed is None:
+            raise
+        left = conflict.without(allowed)
+        if left is not None:
+            raise left from conflict
+        result = server_side_apply(live, applied, manager=manager, force=True, now=now)
+    if manager == KUBECTL_MANAGER and live is not None and _last_applied(live):
+        _set_last_applied(result, applied)
+    return result
+
+
+def allowed_conflicts(live: Mapping[str, Any]) -> set[Path] | None:
+    """The fields the last-applied configuration lists with the value ``live`` still has
+    (None when ``live`` has no readable annotation of its own apiVersion)."""
+    raw = _last_applied(live)
+    if not raw:
+        return None
+    try:
+        last = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(last, dict) or last.get("apiVersion") != live.get("apiVersion"):
+        return None
+    schema = apply_schema(_text(live.get("kind")))
+    listed: set[Path] = set()
+    field_set(last, schema, (), listed)
+    comparison = Comparison()
+    compare(last, _without_managed_fields(live), schema, (), comparison)
+    return listed - comparison.modified - comparison.added - comparison.removed
+
+
+def _last_applied(obj: Mapping[str, Any]) -> str:
+    annotations = (obj.get("metadata") or {}).get("annotations")
+    value = annotations.get(LAST_APPLIED_ANNOTATION) if isinstance(annotations, Mapping) else None
+    return value if isinstance(value, str) else ""
+
+
+def _set_last_applied(result: dict[str, Any], applied: Mapping[str, Any]) -> None:
+    """Record ``applied`` (without the annotation itself) as the last-applied configuration."""
+    meta = result.setdefault("metadata", {})
+    annotations = dict(meta.get("annotations") or {})
+    annotations[LAST_APPLIED_ANNOTATION] = go_json(_without_last_applied(applied))
+    if sum(len(k) + len(v) for k, v in annotations.items() if isinstance(v, str)) > TOTAL_ANNOTATION_SIZE_LIMIT:
+        del annotations[LAST_APPLIED_ANNOTATION]
+    meta["annotations"] = annotations
+
+
+def _without_last_applied(applied: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(applied)
+    meta = out.get("metadata")
+    if isinstance(meta, Mapping) and isinstance(meta.get("annotations"), Mapping):
+        annotations = {k: v for k, v in meta["annotations"].items() if k != LAST_APPLIED_ANNOTATION}
+        out["metadata"] = {**meta, "annotations": annotations}
+    return out
+
+
+def go_json(value: Any) -> str:
+    """JSON as Go's ``json.Encoder`` writes it (kube's unstructured encoding): sorted keys, no
+    spaces, ``<``, ``>``, ``&``, U+2028 and U+2029 escaped, and a closing newline."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    for char, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        text = text.replace(char, escaped)
+    return text + "\n"

@@ -1,0 +1,152 @@
+"""A minimal valid object of every kind the hub serves (or is likely to serve), for the
+real-clients suite.
+
+:func:`sample` builds one by kind; a served kind missing here makes :func:`sample` raise
+:class:`MissingSample`, so a kind added to the hub fails the suite with a message saying to
+add its sample here instead of being skipped. Workload samples ask for resources in the
+form kube-apiserver returns them (``"1"``, ``"24Gi"``), as the README's GPU Deployment does.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable
+from typing import Any
+
+Builder = Callable[[str], dict[str, Any]]
+
+
+class MissingSample(LookupError):
+    """A served kind the suite has no sample object for."""
+
+
+def _pod_template(name: str, *, restart_policy: str | None = None, gpus: bool = False) -> dict[str, Any]:
+    container: dict[str, Any] = {"name": "main", "image": "registry.acme.internal/ml/server:1.0"}
+    if gpus:
+        container["resources"] = {
+            "requests": {"cpu": "4", "memory": "24Gi", "nvidia.com/gpu": "1"},
+            "limits": {"memory": "24Gi", "nvidia.com/gpu": "1"},
+        }
+    spec: dict[str, Any] = {"containers": [container]}
+    if restart_policy:
+        spec["restartPolicy"] = restart_policy
+    return {"metadata": {"labels": {"app": name}}, "spec": spec}
+
+
+def _selected(name: str, **template: Any) -> dict[str, Any]:
+    return {"selector": {"matchLabels": {"app": name}}, "template": _pod_template(name, **template)}
+
+
+def _replica_specs(name: str, *roles: str) -> dict[str, Any]:
+    return {
+        role: {"replicas": 1, "restartPolicy": "OnFailure", "template": _pod_template(name, gpus=True)}
+        for role in roles
+    }
+
+
+def _policy_spec(name: str) -> dict[str, Any]:
+    return {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": name}]}
+
+
+def _override_spec(name: str) -> dict[str, Any]:
+    return {
+        **_policy_spec(name),
+        "overrideRules": [{"overriders": {"labelsOverrider": [{"operator": "add", "value": {"tier": "gpu"}}]}}],
+    }
+
+
+_ROLE_RULES = [{"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get", "list"]}]
+
+#: (group, kind) -> the object's body without apiVersion, kind and metadata.
+SPECS: dict[tuple[str, str], Builder] = {
+    ("", "Namespace"): lambda name: {},
+    ("", "ConfigMap"): lambda name: {"data": {"model": "mistral-7b"}},
+    ("", "Secret"): lambda name: {"type": "Opaque", "data": {"token": base64.b64encode(b"s3cret").decode()}},
+    ("", "ServiceAccount"): lambda name: {},
+    ("", "Service"): lambda name: {
+        "spec": {"selector": {"app": name}, "ports": [{"name": "http", "port": 80, "protocol": "TCP", "targetPort": 8000}]}
+    },
+    ("", "PersistentVolumeClaim"): lambda name: {
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "10Gi"}}}
+    },
+    ("", "Event"): lambda name: {
+        "involvedObject": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name, "namespace": "default"},
+        "reason": "Tested", "message": "a test event", "type": "Normal", "count": 1,
+        "source": {"component": "clients-suite"},
+    },
+    ("", "ResourceQuota"): lambda name: {"spec": {"hard": {"requests.nvidia.com/gpu": "8", "pods": "10"}}},
+    ("", "LimitRange"): lambda name: {
+        "spec": {"limits": [{"type": "Container", "default": {"cpu": "1"}, "defaultRequest": {"cpu": "500m"}}]}
+    },
+    ("scheduling.k8s.io", "PriorityClass"): lambda name: {"value": 1000, "description": "clients suite"},
+    ("coordination.k8s.io", "Lease"): lambda name: {"spec": {"holderIdentity": "clients-suite", "leaseDurationSeconds": 40}},
+    ("apps", "Deployment"): lambda name: {"spec": {"replicas": 2, **_selected(name, gpus=True)}},
+    ("apps", "StatefulSet"): lambda name: {"spec": {"replicas": 1, "serviceName": name, **_selected(name, gpus=True)}},
+    ("apps", "DaemonSet"): lambda name: {"spec": _selected(name)},
+    ("apps", "ReplicaSet"): lambda name: {"spec": {"replicas": 1, **_selected(name)}},
+    ("batch", "Job"): lambda name: {
+        "spec": {"backoffLimit": 2, "template": _pod_template(name, restart_policy="Never", gpus=True)}
+    },
+    ("batch", "CronJob"): lambda name: {
+        "spec": {
+            "schedule": "*/5 * * * *",
+            "jobTemplate": {"spec": {"template": _pod_template(name, restart_policy="OnFailure")}},
+        }
+    },
+    ("rbac.authorization.k8s.io", "Role"): lambda name: {"rules": _ROLE_RULES},
+    ("rbac.authorization.k8s.io", "ClusterRole"): lambda name: {"rules": _ROLE_RULES},
+    ("rbac.authorization.k8s.io", "RoleBinding"): lambda name: {
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "team-a"}],
+    },
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): lambda name: {
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "team-a"}],
+    },
+    ("kubeflow.org", "PyTorchJob"): lambda name: {"spec": {"pytorchReplicaSpecs": _replica_specs(name, "Master", "Worker")}},
+    ("kubeflow.org", "MPIJob"): lambda name: {"spec": {"mpiReplicaSpecs": _replica_specs(name, "Launcher", "Worker")}},
+    ("ray.io", "RayJob"): lambda name: {
+        "spec": {
+            "entrypoint": "python train.py",
+            "rayClusterSpec": {
+                "headGroupSpec": {"rayStartParams": {}, "template": _pod_template(name)},
+                "workerGroupSpecs": [
+                    {"groupName": "gpu", "replicas": 1, "rayStartParams": {}, "template": _pod_template(name, gpus=True)}
+                ],
+            },
+        }
+    },
+    ("ray.io", "RayCluster"): lambda name: {
+        "spec": {
+            "headGroupSpec": {"rayStartParams": {}, "template": _pod_template(name)},
+            "workerGroupSpecs": [
+                {"groupName": "gpu", "replicas": 1, "rayStartParams": {}, "template": _pod_template(name, gpus=True)}
+            ],
+        }
+    },
+    ("cluster.gpufed.io", "Cluster"): lambda name: {"spec": {"provider": "onprem", "region": "eu-west", "tier": 0}},
+    ("work.gpufed.io", "ResourceBinding"): lambda name: {
+        "spec": {"resource": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name, "namespace": "default"}}
+    },
+    ("work.gpufed.io", "Work"): lambda name: {"spec": {"workload": {"manifests": []}}},
+    ("policy.gpufed.io", "PropagationPolicy"): lambda name: {"spec": _policy_spec(name)},
+    ("policy.gpufed.io", "ClusterPropagationPolicy"): lambda name: {"spec": _policy_spec(name)},
+    ("policy.gpufed.io", "OverridePolicy"): lambda name: {"spec": _override_spec(name)},
+    ("policy.gpufed.io", "ClusterOverridePolicy"): lambda name: {"spec": _override_spec(name)},
+}
+# Karmada's group serves the same policies.
+SPECS.update({("policy.karmada.io", kind): SPECS[("policy.gpufed.io", kind)] for _, kind in list(SPECS) if _ == "policy.gpufed.io"})
+
+
+def sample(api_version: str, kind: str, name: str, *, namespace: str | None) -> dict[str, Any]:
+    """A minimal valid ``kind`` named ``name`` (in ``namespace`` when the kind is namespaced)."""
+    group = api_version.rpartition("/")[0]
+    builder = SPECS.get((group, kind))
+    if builder is None:
+        raise MissingSample(
+            f"the hub serves {kind} ({api_version}) but e2e/clients/samples.py has no sample of it: add one to SPECS"
+        )
+    metadata: dict[str, Any] = {"name": name, "labels": {"suite": "clients"}}
+    if namespace:
+        metadata["namespace"] = namespace
+    return {"apiVersion": api_version, "kind": kind, "metadata": metadata, **builder(name)}
