@@ -116,20 +116,6 @@ def _reservation(
     return out
 
 
-_WANTS_GPU: dict[ReplicaRequirements, bool] = {}
-_WANTS_GPU_LIMIT = 4096
-
-
-def _wants_gpu(requirements: ReplicaRequirements) -> bool:
-    """Whether ``requirements`` asks for a GPU resource (remembered: asked on every reservation)."""
-    found = _WANTS_GPU.get(requirements)
-    if found is None:
-        if len(_WANTS_GPU) >= _WANTS_GPU_LIMIT:
-            _WANTS_GPU.clear()
-        found = _WANTS_GPU[requirements] = bool(requirements.gpu_resources)
-    return found
-
-
 class Entry(NamedTuple):
     """One change in a cluster's journal: ``binding`` takes ``demands``, or gives back all it holds."""
 
@@ -311,7 +297,7 @@ class Reservations:
             self.release(binding, cluster=cluster)
             return
         if target is None:
-            target = sum(d.replicas for d in kept if _wants_gpu(d.requirements)) or None
+            target = sum(d.replicas for d in kept if d.requirements.wants_gpu) or None
         entries = self._by_cluster.setdefault(cluster, {})
         replaced = entries.pop(binding, None) is not None
         entries[binding] = _reservation(binding, cluster, kept, now, target)
@@ -368,12 +354,12 @@ class Reservations:
             reserved = existing.replicas if existing else 0
             if after > before:
                 need = requirements[cluster]
-                target = after if _wants_gpu(need) else None
+                target = after if need.wants_gpu else None
                 self.reserve(binding, cluster, [Demand(reserved + after - before, need)], now=now, target=target)
             elif after < before and existing is not None:
                 left = reserved - min(reserved, before - after)
                 need = requirements.get(cluster) or existing.demands[0].requirements
-                target = after if _wants_gpu(need) else None
+                target = after if need.wants_gpu else None
                 self.reserve(binding, cluster, [Demand(left, need)] if left else [], now=now, target=target)
 
     def mark_applied(self, binding: str, cluster: str, *, at: datetime) -> None:

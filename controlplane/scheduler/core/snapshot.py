@@ -8,8 +8,10 @@ taints are plain dicts and frozen dataclasses, the tier default is applied, and 
 shapes are tuples. Each snapshot also carries private caches (estimates per
 requirements, reservation-adjusted copies, filter verdicts) so repeated questions about
 the same snapshot cost a dict lookup; a new report means a new snapshot and fresh caches,
-except that, given the cluster's previous snapshot, it remembers which node shapes the report
-changed, so the previous report's estimates can be carried over instead of computed anew.
+except that, given the cluster's previous snapshot and the scheduler's cache
+(:class:`~controlplane.scheduler.core.cache.SchedulerCache`, where node shapes of one content
+share their per-node memo), it remembers which node shapes the report changed, so the previous
+report's estimates can be carried over instead of computed anew.
 
 Every snapshot has a :attr:`~ClusterSnapshot.serial` of its own, so fleet-wide memos
 recognise a fleet (:func:`fleet_key`) without holding on to snapshots a report replaced.
@@ -34,6 +36,7 @@ from controlplane.apis.gpus import is_mig_invalid_product
 from controlplane.apis.meta import Taint as ApiTaint
 from controlplane.apis.meta import parse_time
 from controlplane.interpreter.requirements import Taint
+from controlplane.scheduler.core.cache import SchedulerCache
 from policies.affinity import ClusterView
 
 ClusterName = NewType("ClusterName", str)
@@ -82,7 +85,9 @@ class NodeShape:
         return _piece(self, free, count, {})
 
     @classmethod
-    def from_dict(cls, raw: Mapping[str, Any]) -> NodeShape:
+    def from_dict(cls, raw: Mapping[str, Any], *, cache: SchedulerCache | None = None) -> NodeShape:
+        """Build from a reported ``nodeShapes[]`` entry; with ``cache``, the per-node memo is shared
+        with every earlier shape of the same content (``SchedulerCache.node_memo``)."""
         gpu_raw = raw.get("gpu")
         gpu = (
             GpuInfo(
@@ -103,7 +108,8 @@ class NodeShape:
             allocatable={str(k): int(v) for k, v in (raw.get("allocatable") or {}).items()},
             gpu=gpu,
         )
-        object.__setattr__(shape, "fits", _node_memo(shape))
+        if cache is not None:
+            object.__setattr__(shape, "fits", cache.node_memo(shape))
         return shape
 
 
@@ -138,35 +144,6 @@ def _piece(shape: NodeShape, free: Mapping[str, int], count: int, fits: dict[Any
     _SET_INVALID_MIG(out, shape.invalid_mig)
     _SET_FITS(out, fits)
     return out
-
-
-_NODE_MEMOS: dict[tuple[object, ...], dict[Any, int]] = {}
-"""Node content -> the estimator's per-node memo, shared by every shape with that content."""
-_NODE_MEMO_LIMIT = 65_536
-
-
-def _node_memo(shape: NodeShape) -> dict[Any, int]:
-    """The per-node memo for ``shape``'s content, shared across reports.
-
-    A cluster's next report repeats most of its node shapes; their answers (replicas of a
-    requirements value one node holds, whether one could run there were the node empty) depend
-    only on labels, taints, free and allocatable resources and GPU product, so a new snapshot
-    starts with them known. The table is emptied when it
-    grows past its limit, which only costs recomputation.
-    """
-    key = (
-        tuple(sorted(shape.labels.items())),
-        shape.taints,
-        tuple(sorted(shape.free.items())),
-        tuple(sorted(shape.allocatable.items())),
-        shape.product,
-    )
-    found = _NODE_MEMOS.get(key)
-    if found is None:
-        if len(_NODE_MEMOS) >= _NODE_MEMO_LIMIT:
-            _NODE_MEMOS.clear()
-        found = _NODE_MEMOS[key] = shape.fits
-    return found
 
 
 _SERIAL = "_serial"
@@ -269,13 +246,19 @@ class ClusterSnapshot:
 
     @classmethod
     def from_cluster(
-        cls, cluster: BaseModel | Mapping[str, Any], *, previous: ClusterSnapshot | None = None
+        cls,
+        cluster: BaseModel | Mapping[str, Any],
+        *,
+        previous: ClusterSnapshot | None = None,
+        cache: SchedulerCache | None = None,
     ) -> ClusterSnapshot:
         """Build from a ``Cluster`` (pydantic model or its wire dict, camelCase keys).
 
         ``previous``: the snapshot of the cluster's last report, when there is one. The new
         snapshot then remembers which node shapes the report changed, so the estimator can
         move the previous report's estimates by those shapes instead of computing them anew.
+        ``cache``: the scheduler's cache, where node shapes of the same content share their
+        per-node memo across reports (without it, nothing is shared and ``previous`` is not used).
         """
         raw: Mapping[str, Any]
         if isinstance(cluster, BaseModel):
@@ -303,9 +286,9 @@ class ClusterSnapshot:
             unschedulable=bool(spec.get("unschedulable")),
             ready=ready,
             report_time=parse_time(report) if report else None,
-            shapes=tuple(NodeShape.from_dict(s) for s in status.get("nodeShapes") or ()),
+            shapes=tuple(NodeShape.from_dict(s, cache=cache) for s in status.get("nodeShapes") or ()),
         )
-        if previous is not None and previous.name == snapshot.name:
+        if cache is not None and previous is not None and previous.name == snapshot.name:
             _link_report(previous, snapshot)
         return snapshot
 
@@ -326,7 +309,7 @@ class ReportChange(NamedTuple):
 def _link_report(previous: ClusterSnapshot, snapshot: ClusterSnapshot) -> None:
     """Record in ``snapshot`` which shapes differ from ``previous`` (when few enough to be worth it).
 
-    Shapes with the same content share their per-node memo (``_node_memo``), so a shape the
+    Shapes with the same content share their per-node memo (``SchedulerCache.node_memo``), so a shape the
     report repeats is found by that memo and its count.
     """
     if not previous.estimates:

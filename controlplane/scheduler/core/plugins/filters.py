@@ -12,12 +12,12 @@ names in ``keep_only`` (its member reported replicas it cannot place, which move
 from __future__ import annotations
 
 import functools
-import itertools
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import NamedTuple
 
 from controlplane.apis.meta import taints_tolerated
 from controlplane.interpreter.requirements import ReplicaRequirements
+from controlplane.scheduler.core.cache import SchedulerCache
 from controlplane.scheduler.core.estimating import UNLIMITED, Estimate
 from controlplane.scheduler.core.estimator import can_ever_run, estimate_max_replicas
 from controlplane.scheduler.core.framework import (
@@ -248,15 +248,10 @@ _KEY = "GpuFeasibility.key"
 Verdict = Feasibility | Status
 """What :class:`GpuFeasibility` decides for one cluster: where and how it fits, or why not."""
 
-_VERDICT_KEYS: dict[tuple[object, ...], int] = {}
-"""Request key -> a small id, so the per-snapshot verdict memo hashes an int (never reused)."""
-_VERDICT_KEY_LIMIT = 16_384
-_verdict_ids = itertools.count(1)
-
-
-def _verdict_key(request: BindingRequest, strategy: DivisionStrategy) -> int:
+def _verdict_key(request: BindingRequest, strategy: DivisionStrategy, cache: SchedulerCache) -> int:
     """Identifies everything a verdict depends on besides the cluster, for a cluster that
-    does not run the binding (no current replicas, no cap)."""
+    does not run the binding (no current replicas, no cap): a small id from ``cache``, so the
+    per-snapshot verdict memo hashes an int."""
     if request.gang:
         key: tuple[object, ...] = (
             True,
@@ -269,12 +264,7 @@ def _verdict_key(request: BindingRequest, strategy: DivisionStrategy) -> int:
         duplicated = strategy is DivisionStrategy.DUPLICATED
         need = request.replicas if duplicated else min(1, request.replicas)
         key = (False, request.requirements, duplicated, need, request.gpu_shapes)
-    found = _VERDICT_KEYS.get(key)
-    if found is None:
-        if len(_VERDICT_KEYS) >= _VERDICT_KEY_LIMIT:
-            _VERDICT_KEYS.clear()  # ids are never reused, so forgetting one only costs a recomputation
-        found = _VERDICT_KEYS[key] = next(_verdict_ids)
-    return found
+    return cache.verdict_id(key)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -385,7 +375,7 @@ class GpuFeasibility:
         memo = state.memo
         key: int | None = memo.get(_KEY)
         if key is None:
-            key = memo[_KEY] = _verdict_key(state.request, state.strategy)
+            key = memo[_KEY] = _verdict_key(state.request, state.strategy, state.cache)
         return key
 
     def filter_at(self, state: CycleState, cluster: ClusterSnapshot, checkpoint: Checkpoint | None) -> Status:
