@@ -20,14 +20,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from controlplane.apis.gpus import is_gpu_resource as is_gpu_resource
-from controlplane.apis.pods import SelectorOperator as SelectorOperator
-from controlplane.apis.pods import Taint as Taint
-from controlplane.apis.pods import TaintEffect as TaintEffect
-from controlplane.apis.pods import Toleration as Toleration
-from controlplane.apis.pods import pod_requests as pod_requests
-from controlplane.apis.pods import requirement_matches
-from controlplane.apis.pods import untolerated as untolerated
+from controlplane.apis.gpus import is_gpu_resource
+from controlplane.apis.pods import SelectorOperator, Toleration, pod_requests, requirement_matches
 from controlplane.apis.quantity import format_quantity, to_int
 
 Obj = dict[str, Any]

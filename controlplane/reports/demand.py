@@ -33,10 +33,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from controlplane.apis import constants as c
+from controlplane.apis.pods import SelectorOperator
 from controlplane.apis.quantity import QuantityError
 from controlplane.apis.untyped import as_int, as_list, as_mapping
 from controlplane.interpreter import interpreter_for
-from controlplane.interpreter.requirements import ReplicaRequirements, SelectorOperator
+from controlplane.interpreter.requirements import ReplicaRequirements
 from controlplane.reports.fleet import PendingDemand, PendingReason, WorkloadConstraints
 from policies.affinity import ClusterView, cluster_matches_affinity, tolerates_cluster_taints
 from policies.models import Placement

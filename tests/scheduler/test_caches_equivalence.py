@@ -24,8 +24,10 @@ from typing import Any
 
 import pytest
 
+from controlplane.apis.gpus import is_gpu_resource
+from controlplane.apis.pods import Toleration
 from controlplane.interpreter.base import Component
-from controlplane.interpreter.requirements import ReplicaRequirements, Toleration, is_gpu_resource
+from controlplane.interpreter.requirements import ReplicaRequirements
 from controlplane.scheduler.core import reservations as reservations_module
 from controlplane.scheduler.core import snapshot as snapshot_module
 from controlplane.scheduler.core.cache import SchedulerCache

@@ -32,14 +32,10 @@ import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
+from controlplane.apis.gpus import is_gpu_resource
+from controlplane.apis.pods import Taint, untolerated
 from controlplane.apis.quantity import format_quantity
-from controlplane.interpreter.requirements import (
-    RESOURCE_PODS,
-    ReplicaRequirements,
-    Taint,
-    is_gpu_resource,
-    untolerated,
-)
+from controlplane.interpreter.requirements import RESOURCE_PODS, ReplicaRequirements
 from controlplane.scheduler.core.snapshot import PREVIOUS_REPORT, ClusterSnapshot, NodeShape, ReportChange
 
 UNLIMITED = 1 << 30

@@ -35,7 +35,7 @@ from controlplane.apis.constants import LABEL_GPU_PRODUCT
 from controlplane.apis.gpus import is_mig_invalid_product
 from controlplane.apis.meta import Taint as ApiTaint
 from controlplane.apis.meta import parse_time
-from controlplane.interpreter.requirements import Taint
+from controlplane.apis.pods import Taint
 from controlplane.scheduler.core.cache import SchedulerCache
 from policies.affinity import ClusterView
 
