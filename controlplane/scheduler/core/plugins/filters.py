@@ -12,49 +12,84 @@ cannot place, which move elsewhere).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
+from controlplane.apis.meta import Toleration as ApiToleration
 from controlplane.apis.meta import taints_tolerated
 from controlplane.scheduler.core.framework import SUCCESS, Code, CycleState, Status
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
-from policies.affinity import cluster_matches_affinity, spread_group, tolerates_cluster_taints
+from policies.affinity import ClusterView, cluster_matches_affinity, spread_group, tolerates_cluster_taints
+from policies.models import ClusterAffinityTerm, Placement
+
+AFFINITY = "ClusterAffinity"
+TOLERATION = "TaintToleration"
+
+
+def affinity_status(view: ClusterView, term: ClusterAffinityTerm) -> Status:
+    """The :class:`ClusterAffinity` verdict: whether affinity ``term`` admits the cluster."""
+    verdict = cluster_matches_affinity(view, term)
+    if verdict.fits:
+        return SUCCESS
+    return Status(Code.UNRESOLVABLE, (verdict.reason,), AFFINITY)
+
+
+def taints_status(view: ClusterView, tolerations: Sequence[ApiToleration], *, running: bool) -> Status:
+    """The :class:`TaintToleration` verdict: whether ``tolerations`` tolerate the cluster's taints,
+    for a binding that runs there (only NoExecute counts) or not (NoSchedule and NoExecute)."""
+    if not view.taints:
+        return SUCCESS
+    if running:
+        ok, taint = taints_tolerated(view.taints, tolerations, effects=("NoExecute",))
+        if ok or taint is None:
+            return SUCCESS
+        value = f"={taint.value}" if taint.value else ""
+        return Status(
+            Code.UNRESOLVABLE,
+            (f"cluster has taint {taint.key}{value}:NoExecute that the placement does not tolerate",),
+            TOLERATION,
+        )
+    verdict = tolerates_cluster_taints(view, tolerations)
+    return SUCCESS if verdict.fits else Status(Code.UNRESOLVABLE, (verdict.reason,), TOLERATION)
+
+
+def admitted_clusters(views: Iterable[ClusterView], placement: Placement) -> frozenset[str]:
+    """The clusters ``placement`` lets a binding that runs nowhere go to: some affinity term admits
+    the cluster (:func:`affinity_status`) and its taints are tolerated (:func:`taints_status`).
+
+    The scheduler's own verdicts, for readers outside the scheduler (the reports' pending demand),
+    so the two cannot disagree about where a workload may run.
+    """
+    terms = placement.affinity_terms()
+    tolerations = placement.cluster_tolerations or ()
+    return frozenset(
+        view.name
+        for view in views
+        if any(affinity_status(view, term).ok for term in terms)
+        and taints_status(view, tolerations, running=False).ok
+    )
 
 
 class ClusterAffinity:
     """The current affinity term (``clusterAffinity`` or one ``clusterAffinities[]`` term)."""
 
-    name = "ClusterAffinity"
+    name = AFFINITY
     placement_only = True
 
     def filter(self, state: CycleState, cluster: ClusterSnapshot) -> Status:
-        verdict = cluster_matches_affinity(cluster.view, state.term)
-        if verdict.fits:
-            return SUCCESS
-        return Status(Code.UNRESOLVABLE, (verdict.reason,), self.name)
+        return affinity_status(cluster.view, state.term)
 
 
 class TaintToleration:
     """Cluster taints against ``placement.clusterTolerations``."""
 
-    name = "TaintToleration"
+    name = TOLERATION
     placement_only = True
 
     def filter(self, state: CycleState, cluster: ClusterSnapshot) -> Status:
         if not cluster.taints:
             return SUCCESS
-        tolerations = state.request.tolerations
-        if cluster.name in state.request.previous:
-            ok, taint = taints_tolerated(cluster.view.taints, tolerations, effects=("NoExecute",))
-            if ok or taint is None:
-                return SUCCESS
-            value = f"={taint.value}" if taint.value else ""
-            return Status(
-                Code.UNRESOLVABLE,
-                (f"cluster has taint {taint.key}{value}:NoExecute that the placement does not tolerate",),
-                self.name,
-            )
-        verdict = tolerates_cluster_taints(cluster.view, tolerations)
-        return SUCCESS if verdict.fits else Status(Code.UNRESOLVABLE, (verdict.reason,), self.name)
+        request = state.request
+        return taints_status(cluster.view, request.tolerations, running=cluster.name in request.previous)
 
 
 class Cordon:
