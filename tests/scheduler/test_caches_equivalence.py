@@ -29,7 +29,6 @@ from controlplane.apis.pods import Toleration
 from controlplane.interpreter.base import Component
 from controlplane.interpreter.requirements import ReplicaRequirements
 from controlplane.scheduler.core import reservations as reservations_module
-from controlplane.scheduler.core import snapshot as snapshot_module
 from controlplane.scheduler.core.cache import SchedulerCache
 from controlplane.scheduler.core.dividing import _divide_tiered
 from controlplane.scheduler.core.estimating import Estimate
@@ -38,7 +37,7 @@ from controlplane.scheduler.core.framework import BindingRequest, CycleState, Fe
 from controlplane.scheduler.core.outcome import ScheduleResult
 from controlplane.scheduler.core.reservations import Demand, Reservation, Reservations
 from controlplane.scheduler.core.scheduling import reserve_decision, schedule
-from controlplane.scheduler.core.snapshot import ClusterSnapshot, NodeShape
+from controlplane.scheduler.core.snapshot import ClusterSnapshot, NodeShape, SnapshotMemo
 from policies.division import TierCandidate, divide_tiered_overflow
 from policies.models import Placement
 
@@ -505,7 +504,7 @@ def test_estimates_carried_across_reports_match_a_from_scratch_replay(seed: int)
         else:
             wire = changed_report(rng, wire)
             snapshot = ClusterSnapshot.from_cluster(wire, previous=snapshot, cache=cache)
-            linked += snapshot_module.PREVIOUS_REPORT in snapshot.adjusted
+            linked += snapshot.memo.previous_report is not None
             if rng.random() < 0.5:
                 reservations.observe_report("c", reported_at=now + timedelta(seconds=1))
         now += timedelta(seconds=1)
@@ -523,6 +522,11 @@ def test_a_snapshot_with_other_shapes_copies_every_field_and_starts_with_empty_m
             assert copy.shapes is shapes
         elif field.repr:
             assert getattr(copy, field.name) == getattr(snapshot, field.name), field.name
+        elif field.name == "memo":  # typed memo slots: none set, nothing shared
+            assert copy.memo is not snapshot.memo and copy.memo.fit_vectors is not snapshot.memo.fit_vectors
+            assert [getattr(copy.memo, slot) for slot in SnapshotMemo.__slots__] == [
+                {} if slot == "fit_vectors" else None for slot in SnapshotMemo.__slots__
+            ]
         else:  # a memo table: empty and not shared
             assert getattr(copy, field.name) == {} and getattr(copy, field.name) is not getattr(snapshot, field.name)
     assert copy.view is view

@@ -278,8 +278,8 @@ class CycleState:
     """The placement's division strategy, resolved once per cycle."""
     placement_key: str = field(init=False)
     """Identifies the placement rules of this cycle (term, tolerations, spread) across bindings."""
-    memo: dict[str, Any] = field(default_factory=dict)
-    """Values plugins work out once per cycle (kube-scheduler's CycleState data)."""
+    request_kind: int | None = None
+    """GPU feasibility's id of the cycle's request kind (``SchedulerCache.verdict_id``), worked out once."""
     serials: tuple[int, ...] | None = None
     """:func:`fleet_key` of the clusters this cycle looks at (see :meth:`fleet`)."""
 

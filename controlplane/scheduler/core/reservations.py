@@ -28,7 +28,7 @@ Lifecycle, driven by the scheduler controller (all pure in-memory operations):
 Every change bumps the cluster's version, which keys the estimator's cache of adjusted
 snapshots, so unchanged clusters cost nothing. Versions come from one counter, so
 :attr:`Reservations.clock` (the latest) and :meth:`Reservations.changed_since` tell a
-fleet-wide memo (``Reservations.memo``) which clusters changed since it was filled, and a
+fleet-wide memo (``Reservations.verdicts_by_kind``) which clusters changed since it was filled, and a
 :meth:`Reservations.checkpoint` keeps what a cluster's journal was at one moment (saved on
 its first change after), for answers given later as of then.
 
@@ -58,9 +58,12 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from controlplane.interpreter.requirements import ReplicaRequirements
+
+if TYPE_CHECKING:
+    from controlplane.scheduler.core.plugins.verdict_memo import KindVerdicts
 
 log = logging.getLogger(__name__)
 
@@ -187,9 +190,9 @@ class Reservations:
         """Cluster -> the version of its latest change (0 or not), the least recently changed first."""
         self._clock = 0
         self._checkpoints: weakref.WeakSet[Checkpoint] = weakref.WeakSet()
-        self.memo: dict[Any, Any] = {}
-        """Fleet-wide memos of the scheduler core, valid as of a :attr:`clock` value (see
-        :meth:`changed_since`); they belong to these reservations and go with them."""
+        self.verdicts_by_kind: dict[int, KindVerdicts] = {}
+        """GPU feasibility's verdicts over the fleet per request kind, each valid as of a :attr:`clock`
+        value (see :meth:`changed_since`); they belong to these reservations and go with them."""
 
     def __len__(self) -> int:
         return sum(len(v) for v in self._by_cluster.values())

@@ -5,9 +5,10 @@ A :class:`ClusterSnapshot` is built once per Cluster report (``from_cluster`` ta
 decision until the next report. Everything the hot path needs is parsed up front:
 quantities are already integers in base units (the agent reports them so), labels and
 taints are plain dicts and frozen dataclasses, the tier default is applied, and node
-shapes are tuples. Each snapshot also carries private caches (estimates per
-requirements, reservation-adjusted copies, filter verdicts) so repeated questions about
-the same snapshot cost a dict lookup; a new report means a new snapshot and fresh caches,
+shapes are tuples. Each snapshot also carries memos of its own (estimates per
+requirements, filter verdicts, and the typed :class:`SnapshotMemo`: its reservation-adjusted
+copy, fit vectors, what an adjusted copy was made from) so repeated questions about the same
+snapshot cost a lookup; a new report means a new snapshot and fresh caches,
 except that, given the cluster's previous snapshot and the scheduler's cache
 (:class:`~controlplane.scheduler.core.cache.SchedulerCache`, where node shapes of one content
 share their per-node memo), it remembers which node shapes the report changed, so the previous
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 from operator import attrgetter
-from typing import Any, NamedTuple, NewType
+from typing import TYPE_CHECKING, Any, NamedTuple, NewType
 
 from pydantic import BaseModel
 
@@ -38,6 +39,11 @@ from controlplane.apis.meta import parse_time
 from controlplane.apis.pods import Taint
 from controlplane.scheduler.core.cache import SchedulerCache
 from policies.affinity import ClusterView
+
+if TYPE_CHECKING:
+    from controlplane.interpreter.requirements import ReplicaRequirements
+    from controlplane.scheduler.core.estimating import Origin
+    from controlplane.scheduler.core.replaying import Ledger
 
 ClusterName = NewType("ClusterName", str)
 
@@ -146,6 +152,37 @@ def _piece(shape: NodeShape, free: Mapping[str, int], count: int, fits: dict[Any
     return out
 
 
+class Adjustment(NamedTuple):
+    """A reported snapshot's reservation-adjusted copy, as of one reservations version."""
+
+    version: int
+    """The cluster's reservations version (``Reservations.version``) it was made for."""
+    snapshot: ClusterSnapshot
+    generation: int
+    """The cluster's journal generation then."""
+    replayed: int
+    """How many journal entries it replays."""
+
+
+class SnapshotMemo:
+    """What reservation replaying and the estimator remember about one snapshot: typed slots,
+    never part of the snapshot's value (a copy made by ``with_shapes`` starts with an empty one)."""
+
+    __slots__ = ("adjustment", "fit_vectors", "ledger", "origin", "previous_report")
+
+    def __init__(self) -> None:
+        self.adjustment: Adjustment | None = None
+        """On a reported snapshot: its latest reservation-adjusted copy (``replaying``)."""
+        self.ledger: Ledger | None = None
+        """On an adjusted snapshot: who holds what on its pieces (taken over by the next adjustment)."""
+        self.origin: Origin | None = None
+        """On an adjusted snapshot: the snapshot it was adjusted from, and what changed."""
+        self.previous_report: ReportChange | None = None
+        """On a reported snapshot: how its shapes differ from the report before (``from_cluster``)."""
+        self.fit_vectors: dict[ReplicaRequirements, list[int]] = {}
+        """Per requirements, the replicas one node of each shape holds (``estimating.fit_vector``)."""
+
+
 _SERIAL = "_serial"
 _SERIALS = itertools.count(1)
 _SERIAL_OF = attrgetter(_SERIAL)
@@ -175,7 +212,9 @@ class ClusterSnapshot:
     shapes: tuple[NodeShape, ...] = ()
     # Memo tables owned by the estimator; never part of the value.
     estimates: dict[Any, Any] = field(default_factory=dict, repr=False)
-    adjusted: dict[Any, Any] = field(default_factory=dict, repr=False)
+    """Memo of the estimator: its estimate per requirements (and gang verdicts per gang)."""
+    memo: SnapshotMemo = field(default_factory=lambda: SnapshotMemo(), repr=False)
+    """Memo of reservation replaying and the estimator: how this snapshot relates to others."""
     filters: dict[str, Any] = field(default_factory=dict, repr=False)
     """Memo of the scheduler runtime: placement-only filter verdicts per placement."""
     verdicts: dict[Any, Any] = field(default_factory=dict, repr=False)
@@ -238,7 +277,7 @@ class ClusterSnapshot:
         fields.update(self.__dict__)
         fields["shapes"] = shapes
         fields["estimates"] = {}
-        fields["adjusted"] = {}
+        fields["memo"] = SnapshotMemo()
         fields["filters"] = {}
         fields["verdicts"] = {}
         fields[_SERIAL] = next(_SERIALS)
@@ -293,10 +332,6 @@ class ClusterSnapshot:
         return snapshot
 
 
-PREVIOUS_REPORT = "previous report"
-"""Key in a reported snapshot's ``adjusted`` memo: :class:`ReportChange` from the report before."""
-
-
 class ReportChange(NamedTuple):
     """How a report's node shapes differ from the report before (see ``from_cluster``)."""
 
@@ -326,4 +361,4 @@ def _link_report(previous: ClusterSnapshot, snapshot: ClusterSnapshot) -> None:
             added.append(shape)
     removed = [shape for bucket in unmatched.values() for shape in bucket]
     if len(removed) + len(added) < len(snapshot.shapes):
-        snapshot.adjusted[PREVIOUS_REPORT] = ReportChange(previous.estimates, removed, added)
+        snapshot.memo.previous_report = ReportChange(previous.estimates, removed, added)

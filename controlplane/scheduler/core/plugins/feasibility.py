@@ -35,7 +35,6 @@ from controlplane.scheduler.core.plugins.verdict_memo import (
     taken_since,
 )
 from controlplane.scheduler.core.replaying import (
-    ADJUSTED,
     adjusted_at,
     adjusted_snapshot,
     base_holding_as_many,
@@ -52,12 +51,8 @@ def _prefixed(shape: GpuShape | None, reasons: tuple[str, ...], several: bool) -
     return [f"{label}: {r}" for r in reasons]
 
 
-_FLEET = "GpuFeasibility.fleet"
-"""Key in ``Reservations.memo``: request key (:func:`_verdict_key`) -> :class:`KindVerdicts`."""
 _FLEET_LIMIT = 32
-
-_KEY = "GpuFeasibility.key"
-"""Key in ``CycleState.memo``: the cycle's request key (:func:`_verdict_key`)."""
+"""Request kinds ``Reservations.verdicts_by_kind`` keeps (the least recently used go first)."""
 
 Verdict = Feasibility | Status
 """What :class:`GpuFeasibility` decides for one cluster: where and how it fits, or why not."""
@@ -129,7 +124,7 @@ class GpuFeasibility:
     need, so it is remembered on that snapshot: the next binding asking the same question
     of an unchanged cluster costs a dict lookup. Reasons are worked out when read. A binding
     running nowhere starts from the verdicts the last decision of the same request kind reached
-    over the same fleet (``Reservations.memo``) and judges again only the clusters whose snapshot
+    over the same fleet (``Reservations.verdicts_by_kind``) and judges again only the clusters whose snapshot
     or reservations changed since; a feasible verdict carries over to a later adjustment that
     touched only nodes holding none of the request, or one that only took pods of the request
     itself (see :func:`left_since`). A binding that runs somewhere reads the same memo, for its
@@ -149,10 +144,9 @@ class GpuFeasibility:
 
     @staticmethod
     def _key(state: CycleState) -> int:
-        memo = state.memo
-        key: int | None = memo.get(_KEY)
+        key = state.request_kind
         if key is None:
-            key = memo[_KEY] = _verdict_key(state.request, state.strategy, state.cache)
+            key = state.request_kind = _verdict_key(state.request, state.strategy, state.cache)
         return key
 
     def filter_at(self, state: CycleState, cluster: ClusterSnapshot, checkpoint: Checkpoint | None) -> Status:
@@ -196,8 +190,8 @@ class GpuFeasibility:
                 assert checkpoint is not None
                 snapshot = adjusted_at(cluster, checkpoint)
             elif versions.get(name, 0):
-                cached = cluster.adjusted.get(ADJUSTED)
-                snapshot = cached[1] if cached is not None and cached[0] == versions[name] else None
+                cached = cluster.memo.adjustment
+                snapshot = cached.snapshot if cached is not None and cached.version == versions[name] else None
                 if snapshot is None:
                     snapshot = adjusted_snapshot(cluster, reservations)
             assert snapshot is not None
@@ -224,7 +218,7 @@ class GpuFeasibility:
         versions = reservations.versions() if reservations is not None else {}
         # A binding that runs somewhere: its clusters are judged afresh, the others may be known to
         # the last decision of the same request kind over the fleet (only read here).
-        known = reservations.memo.get(_FLEET, {}).get(key) if reservations is not None else None
+        known = reservations.verdicts_by_kind.get(key) if reservations is not None else None
         if known is not None:
             assert reservations is not None
             stale = set(reservations.changed_since(known.clock))
@@ -254,8 +248,8 @@ class GpuFeasibility:
                 version = versions.get(name, 0)
                 snapshot: ClusterSnapshot | None = cluster
                 if version:
-                    cached = cluster.adjusted.get(ADJUSTED)
-                    snapshot = cached[1] if cached is not None and cached[0] == version else None
+                    cached = cluster.memo.adjustment
+                    snapshot = cached.snapshot if cached is not None and cached.version == version else None
                     if snapshot is None:
                         snapshot = adjusted_snapshot(cluster, reservations)
                 assert snapshot is not None
@@ -306,7 +300,7 @@ class GpuFeasibility:
         whole = state.serials
         # The clusters judged here are a subsequence of the cycle's fleet: as many means the same.
         serials = whole if whole is not None and len(whole) == len(clusters) else fleet_key(clusters)
-        memo: dict[int, KindVerdicts] = reservations.memo.setdefault(_FLEET, {})
+        memo = reservations.verdicts_by_kind
         found = memo.get(key)
         stale: Collection[str]
         reported: Collection[str] = ()

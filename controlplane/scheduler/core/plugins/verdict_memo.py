@@ -1,7 +1,7 @@
 """What GPU feasibility remembers of a fleet between decisions, and verdicts worked out from it.
 
 :class:`KindVerdicts` is one request kind's verdicts over a fleet as of a reservations clock
-(kept in ``Reservations.memo`` by :class:`~controlplane.scheduler.core.plugins.feasibility.GpuFeasibility`);
+(kept in ``Reservations.verdicts_by_kind`` by :class:`~controlplane.scheduler.core.plugins.feasibility.GpuFeasibility`);
 :class:`VerdictBasis` is what a feasible verdict saw, so that after other pods of the same
 request were reserved the verdict is worked out by counting (:func:`taken_since`) instead of
 replaying the reservations. Pure; no I/O.
@@ -15,7 +15,6 @@ from typing import NamedTuple
 from controlplane.interpreter.requirements import ReplicaRequirements
 from controlplane.scheduler.core.estimating import UNLIMITED, Estimate
 from controlplane.scheduler.core.framework import Feasibility, Status
-from controlplane.scheduler.core.replaying import ADJUSTED
 from controlplane.scheduler.core.reservations import Journal
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 
@@ -57,9 +56,9 @@ def remember_basis(
     if snapshot is cluster:
         bases[name] = VerdictBasis(0, 0, estimate.by_product)
         return
-    cached = cluster.adjusted.get(ADJUSTED)
-    if cached is not None and cached[1] is snapshot:
-        bases[name] = VerdictBasis(cached[2], cached[3], estimate.by_product)
+    cached = cluster.memo.adjustment
+    if cached is not None and cached.snapshot is snapshot:
+        bases[name] = VerdictBasis(cached.generation, cached.replayed, estimate.by_product)
 
 
 def left_since(
