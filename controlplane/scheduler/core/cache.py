@@ -18,7 +18,14 @@ depends only on its key, so no entry is ever stale:
 
 **Bounds.** Each table has a limit; a table that reaches it is emptied (:class:`BoundedMemo`),
 which only costs recomputation. Entries hold serials, never snapshots, so the cache keeps no
-replaced snapshot alive. No I/O.
+replaced snapshot alive.
+
+**Not here.** Memos that belong to one snapshot are its typed fields
+(:class:`~controlplane.scheduler.core.snapshot.SnapshotMemo`, estimates, verdicts); memos valid as
+of a reservations clock belong to the :class:`~controlplane.scheduler.core.reservations.Reservations`
+(``verdicts_by_kind``); ``functools.lru_cache`` on pure functions of frozen values (a GPU shape
+applied to requirements, a gang's envelope) stays with the function, since its answer depends on
+its arguments alone. No I/O.
 """
 
 from __future__ import annotations
