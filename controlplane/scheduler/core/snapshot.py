@@ -43,6 +43,7 @@ from policies.affinity import ClusterView
 if TYPE_CHECKING:
     from controlplane.interpreter.requirements import ReplicaRequirements
     from controlplane.scheduler.core.estimating import Origin
+    from controlplane.scheduler.core.framework import Feasibility, Status
     from controlplane.scheduler.core.replaying import Ledger
 
 ClusterName = NewType("ClusterName", str)
@@ -215,10 +216,11 @@ class ClusterSnapshot:
     """Memo of the estimator: its estimate per requirements (and gang verdicts per gang)."""
     memo: SnapshotMemo = field(default_factory=lambda: SnapshotMemo(), repr=False)
     """Memo of reservation replaying and the estimator: how this snapshot relates to others."""
-    filters: dict[str, Any] = field(default_factory=dict, repr=False)
-    """Memo of the scheduler runtime: placement-only filter verdicts per placement."""
-    verdicts: dict[Any, Any] = field(default_factory=dict, repr=False)
-    """Memo of the GPU feasibility filter: its verdict per request, for clusters not running it."""
+    filters: dict[str, Status | None] = field(default_factory=dict, repr=False)
+    """Memo of the scheduler runtime: placement-only filters' first failure (None: passes) per
+    placement key."""
+    verdicts: dict[int, Feasibility | Status] = field(default_factory=dict, repr=False)
+    """Memo of the GPU feasibility filter: its verdict per request kind, for clusters not running it."""
 
     def __post_init__(self) -> None:
         # Not a field: it identifies this object, it is not part of its value.

@@ -401,8 +401,7 @@ class GpuFeasibility:
                 snapshot, _options(request), knows=lambda node: isinstance(node.verdicts.get(key), Feasibility)
             )
             if base is not None:
-                before: Feasibility = base.verdicts[key]
-                return before
+                return base.verdicts[key]  # a Feasibility: what ``knows`` looked for
         return self._verdict(request, strategy, cluster, snapshot, current=0, capped=False)
 
     def _verdict(
