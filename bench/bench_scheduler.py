@@ -57,6 +57,7 @@ from typing import Any
 
 from controlplane.interpreter.base import Component
 from controlplane.interpreter.requirements import ReplicaRequirements
+from controlplane.scheduler.core.cache import SchedulerCache
 from controlplane.scheduler.core.framework import BindingRequest, GpuShape
 from controlplane.scheduler.core.reservations import Reservations
 from controlplane.scheduler.core.scheduling import reserve_decision, schedule
@@ -311,7 +312,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     nodes = [fleet_nodes(rng, nodes=args.nodes) for _ in range(args.clusters)]
     objects = [cluster_object(i, rng, nodes=nodes[i]) for i in range(args.clusters)]
-    snapshots = {str(o["metadata"]["name"]): ClusterSnapshot.from_cluster(o) for o in objects}
+    cache = SchedulerCache()
+    snapshots = {str(o["metadata"]["name"]): ClusterSnapshot.from_cluster(o, cache=cache) for o in objects}
     build_s = time.perf_counter() - started
     shapes = sum(len(c.shapes) for c in snapshots.values())
     requests = binding_mix(rng, args.warmup + args.bindings, clusters=args.clusters)
@@ -350,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
             gc_clock.deciding = True
             t0 = time.perf_counter_ns()
             c0 = time.process_time_ns()
-            result = schedule(request, clusters, reservations=reservations, now=now)
+            result = schedule(request, clusters, reservations=reservations, now=now, cache=cache)
             reserve_decision(reservations, request, result, now=now)
             cpu = time.process_time_ns() - c0
             wall = time.perf_counter_ns() - t0
@@ -380,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
                 index = names.index(name)
                 churn(rng, nodes[index])
                 snapshots[name] = ClusterSnapshot.from_cluster(
-                    cluster_object(index, rng, nodes=nodes[index]), previous=snapshots[name]
+                    cluster_object(index, rng, nodes=nodes[index]), previous=snapshots[name], cache=cache
                 )
                 t0 = time.perf_counter_ns()
                 reservations.observe_report(name, reported_at=now)

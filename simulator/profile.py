@@ -190,7 +190,9 @@ def _check_layout(model: gpus.GpuModel, layout: list[str]) -> None:
         )
 
 
-class Taint(_Model):
+class TaintSpec(_Model):
+    """A taint in a fleet profile (nodes' or the cluster's): ``key``, ``value`` and ``effect``."""
+
     key: str = Field(min_length=1)
     value: str = ""
     effect: TaintEffect
@@ -222,7 +224,7 @@ class NodeGroup(_Model):
     maxPods: int = Field(default=110, ge=1)
     gpu: GpuSpec | None = None
     labels: dict[str, str] = Field(default_factory=dict)
-    taints: list[Taint] = Field(default_factory=list)
+    taints: list[TaintSpec] = Field(default_factory=list)
     instanceType: str | None = None
     zone: str | None = None
     unschedulable: bool = False
@@ -297,7 +299,7 @@ class ClusterProfile(_Model):
     labels: dict[str, str] = Field(default_factory=dict)
     #: $ per GPU-hour by GFD product label value.
     pricing: dict[str, float] = Field(default_factory=dict)
-    taints: list[Taint] = Field(default_factory=list)
+    taints: list[TaintSpec] = Field(default_factory=list)
     nodeGroups: list[NodeGroup] = Field(default_factory=list)
     simulation: SimulationDefaults = Field(default_factory=SimulationDefaults)
     #: Resources (plurals, e.g. ``jobsets``) this member's API does not serve, as a cluster

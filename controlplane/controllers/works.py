@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from controlplane.apis import constants as c
+from controlplane.apis.gpus import is_gpu_resource
 from controlplane.apis.work_v1alpha1 import API_VERSION, WORK_KIND
 from controlplane.controllers.workloads import without_server_fields
 from controlplane.interpreter import KindInterpreter
 from controlplane.interpreter.base import PodTemplateKind
-from controlplane.interpreter.requirements import is_gpu_resource
 from policies.affinity import ClusterView
 from policies.matching import OverrideRule
 from policies.overriders import OverrideError, apply_overrides

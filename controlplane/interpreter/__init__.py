@@ -17,8 +17,6 @@ from controlplane.interpreter.requirements import (
     NodeSelectorRequirement,
     NodeSelectorTerm,
     ReplicaRequirements,
-    Taint,
-    Toleration,
     requirements,
     set_gpu_request,
 )
@@ -34,8 +32,6 @@ __all__ = [
     "NodeSelectorRequirement",
     "NodeSelectorTerm",
     "ReplicaRequirements",
-    "Taint",
-    "Toleration",
     "interpreter_for",
     "keep_finished",
     "register",

@@ -20,14 +20,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from controlplane.apis.gpus import is_gpu_resource as is_gpu_resource
-from controlplane.apis.pods import SelectorOperator as SelectorOperator
-from controlplane.apis.pods import Taint as Taint
-from controlplane.apis.pods import TaintEffect as TaintEffect
-from controlplane.apis.pods import Toleration as Toleration
-from controlplane.apis.pods import pod_requests as pod_requests
-from controlplane.apis.pods import requirement_matches
-from controlplane.apis.pods import untolerated as untolerated
+from controlplane.apis.gpus import is_gpu_resource
+from controlplane.apis.pods import SelectorOperator, Toleration, pod_requests, requirement_matches
 from controlplane.apis.quantity import format_quantity, to_int
 
 Obj = dict[str, Any]
@@ -109,6 +103,7 @@ class ReplicaRequirements:
     tolerations: tuple[Toleration, ...] = ()
     priority_class_name: str | None = None
     _hash: int = field(default=0, init=False, repr=False, compare=False)
+    _wants_gpu: bool = field(default=False, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # Hashing walks every nested tuple; the estimator hashes on its hot path, so do it once.
@@ -125,6 +120,7 @@ class ReplicaRequirements:
                 )
             ),
         )
+        object.__setattr__(self, "_wants_gpu", any(is_gpu_resource(k) for k, _ in self.resources))
 
     def __hash__(self) -> int:
         return self._hash
@@ -171,6 +167,11 @@ class ReplicaRequirements:
     def gpu_resources(self) -> dict[str, int]:
         """The GPU-like part of the request (``nvidia.com/gpu``, MIG slices, GPU shares)."""
         return {k: v for k, v in self.resources if is_gpu_resource(k)}
+
+    @property
+    def wants_gpu(self) -> bool:
+        """Whether the request asks for any GPU resource (worked out once: asked on every reservation)."""
+        return self._wants_gpu
 
     @property
     def node_selector_map(self) -> dict[str, str]:

@@ -20,7 +20,9 @@ dicts as stored) and the clusters' :class:`~policies.affinity.ClusterView`. Out:
 Pending demand carries only GPU placement facts: the per-replica requests, the allowed GPU
 products (``nodeSelector``/required node affinity on ``nvidia.com/gpu.product``,
 :func:`product_constraint`) and the allowed clusters (the placement's cluster affinity and
-cluster tolerations, evaluated with :mod:`policies.affinity`). No I/O happens here.
+cluster tolerations, judged by the scheduler's own filters:
+:func:`~controlplane.scheduler.core.plugins.filters.admitted_clusters`, so the report and the
+scheduler cannot disagree about where a workload may run). No I/O happens here.
 """
 
 from __future__ import annotations
@@ -33,12 +35,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from controlplane.apis import constants as c
+from controlplane.apis.pods import SelectorOperator
 from controlplane.apis.quantity import QuantityError
 from controlplane.apis.untyped import as_int, as_list, as_mapping
 from controlplane.interpreter import interpreter_for
-from controlplane.interpreter.requirements import ReplicaRequirements, SelectorOperator
+from controlplane.interpreter.requirements import ReplicaRequirements
 from controlplane.reports.fleet import PendingDemand, PendingReason, WorkloadConstraints
-from policies.affinity import ClusterView, cluster_matches_affinity, tolerates_cluster_taints
+from controlplane.scheduler.core.plugins.filters import admitted_clusters
+from policies.affinity import ClusterView
 from policies.models import Placement
 
 logger = logging.getLogger(__name__)
@@ -86,20 +90,15 @@ def product_constraint(requirements: ReplicaRequirements) -> tuple[frozenset[str
 
 
 def _allowed_clusters(placement_raw: Any, views: Sequence[ClusterView]) -> frozenset[str] | None:
-    if not placement_raw:
-        return None
+    """Where the binding may run, as the scheduler judges it; None (anywhere) when its placement
+    does not read. A binding without a placement is judged as the scheduler judges it: by the
+    default placement, which still keeps it off clusters with taints it does not tolerate."""
     try:
-        placement = Placement.model_validate(placement_raw)
+        placement = Placement.model_validate(placement_raw or {})
     except ValidationError:
         logger.warning("ignoring a binding placement that does not validate")
         return None
-    terms = placement.affinity_terms()
-    return frozenset(
-        view.name
-        for view in views
-        if any(cluster_matches_affinity(view, term).fits for term in terms)
-        and tolerates_cluster_taints(view, placement.cluster_tolerations).fits
-    )
+    return admitted_clusters(views, placement)
 
 
 def _workload_name(kind: Any, name: Any) -> str:

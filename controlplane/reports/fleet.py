@@ -23,7 +23,7 @@ from types import MappingProxyType
 
 from controlplane.apis import constants as c
 from controlplane.apis.cluster_v1alpha1 import PROVIDER_ONPREM
-from controlplane.interpreter.requirements import is_gpu_resource
+from controlplane.apis.gpus import is_gpu_resource
 
 MIG_COMPUTE_SLICES = 7
 #: Profile of the compute slices of a MIG-enabled GPU that no instance uses.

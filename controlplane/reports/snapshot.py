@@ -52,10 +52,10 @@ from pydantic import ValidationError
 
 from controlplane.apis import constants as c
 from controlplane.apis.cluster_v1alpha1 import PROVIDER_ONPREM
+from controlplane.apis.gpus import is_gpu_resource
 from controlplane.apis.meta import Taint, parse_time
 from controlplane.apis.untyped import as_int, as_list, as_mapping
 from controlplane.apis.utilization import UNKNOWN_PRODUCT, expand_utilization
-from controlplane.interpreter.requirements import is_gpu_resource
 from controlplane.reports.demand import binding_demand, work_demand
 from controlplane.reports.fleet import (
     MIG_COMPUTE_SLICES,

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from controlplane.apis import constants as c
+from controlplane.apis.gpus import is_gpu_resource
 from controlplane.apis.untyped import as_int, as_list, as_mapping
 from controlplane.apis.utilization import UNKNOWN_PRODUCT
-from controlplane.interpreter.requirements import is_gpu_resource
 from controlplane.reports.fleet import DeviceSample, NodeSample, PodRef, mig_share, profile_of_resource
 
 UNREPORTED_NODE = "(unreported)"

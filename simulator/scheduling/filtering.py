@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from controlplane.apis.pods import node_selector_matches
-from simulator.scheduling.model import TAINT_UNSCHEDULABLE, FilterReason, NodeState, PodRequest, Taint
+from controlplane.apis.pods import Taint, node_selector_matches
+from simulator.scheduling.model import TAINT_UNSCHEDULABLE, FilterReason, NodeState, PodRequest
 
 _MIN_FEASIBLE_NODES: Final = 100
 

@@ -23,9 +23,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final
 
-from controlplane.apis.pods import Taint as Taint
-from controlplane.apis.pods import Toleration as Toleration
-from controlplane.apis.pods import requirement_matches
+from controlplane.apis.pods import Taint, Toleration, requirement_matches
 from simulator.devices import Device, NodeInventory
 
 #: Pod-group label (scheduler-plugins coscheduling) and the simulator's min-member annotation.

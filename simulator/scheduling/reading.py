@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from controlplane.apis.gpus import is_nvidia_resource
-from controlplane.apis.pods import pod_requests
+from controlplane.apis.pods import Taint, Toleration, pod_requests
 from controlplane.apis.quantity import QuantityError, to_int
 from simulator.devices import NodeInventory
 from simulator.scheduling.model import (
@@ -29,8 +29,6 @@ from simulator.scheduling.model import (
     PodRequest,
     Requirement,
     SelectorTerm,
-    Taint,
-    Toleration,
 )
 
 _MIG_RESOURCE = re.compile(r"nvidia\.com/mig-(\d+)g\.")

@@ -42,6 +42,7 @@ from controlplane.interpreter.requirements import (
     NodeSelectorTerm,
     ReplicaRequirements,
 )
+from controlplane.scheduler.core.cache import SchedulerCache
 from controlplane.scheduler.core.framework import BindingRequest
 from controlplane.scheduler.core.scheduling import schedule
 from policies.division import divide_by_dynamic_weights
@@ -207,6 +208,7 @@ class GpufedStrategy(Strategy):
     def __init__(self, members: Mapping[str, MemberCluster], *, placement: Placement | None = None) -> None:
         super().__init__(members)
         self.placement = placement or DEFAULT_PLACEMENT
+        self.cache = SchedulerCache()
 
     def try_place(self, job: Job) -> Outcome:
         rejected: set[str] = set()
@@ -221,7 +223,7 @@ class GpufedStrategy(Strategy):
                 snapshots = [m.snapshot() for name, m in self.members.items() if name not in rejected]
                 if not snapshots:
                     return Outcome(None)
-                result = schedule(request, snapshots, now=HUB_NOW)
+                result = schedule(request, snapshots, now=HUB_NOW, cache=self.cache)
                 chosen = [name for name, replicas in result.clusters.items() if replicas]
                 if not chosen:
                     break

@@ -6,14 +6,8 @@ from typing import Any
 
 import pytest
 
-from controlplane.interpreter.requirements import (
-    NodeSelectorRequirement,
-    ReplicaRequirements,
-    Taint,
-    Toleration,
-    requirements,
-    untolerated,
-)
+from controlplane.apis.pods import Taint, Toleration, untolerated
+from controlplane.interpreter.requirements import NodeSelectorRequirement, ReplicaRequirements, requirements
 
 GI = 2**30
 

@@ -16,7 +16,8 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from controlplane.interpreter.requirements import ReplicaRequirements, is_gpu_resource
+from controlplane.apis.gpus import is_gpu_resource
+from controlplane.interpreter.requirements import ReplicaRequirements
 from controlplane.scheduler.core.reservations import Reservations
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 

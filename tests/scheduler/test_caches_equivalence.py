@@ -10,7 +10,7 @@ reports, and check every answer against
 * a straightforward estimator written here (replay every reservation from scratch on the
   reported shapes, then sum per node; no memo anywhere), and
 * the same decision taken cold: fresh snapshots built from the same reports (empty
-  caches) and no shared per-node memo, with every field of the result compared,
+  caches) and a fresh :class:`SchedulerCache`, with every field of the result compared,
   explanations included.
 """
 
@@ -24,10 +24,12 @@ from typing import Any
 
 import pytest
 
+from controlplane.apis.gpus import is_gpu_resource
+from controlplane.apis.pods import Toleration
 from controlplane.interpreter.base import Component
-from controlplane.interpreter.requirements import ReplicaRequirements, Toleration, is_gpu_resource
+from controlplane.interpreter.requirements import ReplicaRequirements
 from controlplane.scheduler.core import reservations as reservations_module
-from controlplane.scheduler.core import snapshot as snapshot_module
+from controlplane.scheduler.core.cache import SchedulerCache
 from controlplane.scheduler.core.dividing import _divide_tiered
 from controlplane.scheduler.core.estimating import Estimate
 from controlplane.scheduler.core.estimator import estimate_max_replicas
@@ -35,7 +37,7 @@ from controlplane.scheduler.core.framework import BindingRequest, CycleState, Fe
 from controlplane.scheduler.core.outcome import ScheduleResult
 from controlplane.scheduler.core.reservations import Demand, Reservation, Reservations
 from controlplane.scheduler.core.scheduling import reserve_decision, schedule
-from controlplane.scheduler.core.snapshot import ClusterSnapshot, NodeShape
+from controlplane.scheduler.core.snapshot import ClusterSnapshot, NodeShape, SnapshotMemo
 from policies.division import TierCandidate, divide_tiered_overflow
 from policies.models import Placement
 
@@ -127,7 +129,8 @@ def test_cached_estimates_match_a_from_scratch_replay(seed: int, compact: bool, 
         monkeypatch.setattr(reservations_module, "_COMPACT_SLACK", 2)
     rng = random.Random(seed)
     wires = {f"c{i}": random_cluster(rng, f"c{i}") for i in range(3)}
-    clusters = {name: ClusterSnapshot.from_cluster(wire) for name, wire in wires.items()}
+    cache = SchedulerCache()
+    clusters = {name: ClusterSnapshot.from_cluster(wire, cache=cache) for name, wire in wires.items()}
     reservations = Reservations()
     saved: dict[str, Mapping[str, Reservation]] = {}
     now = T0
@@ -159,7 +162,7 @@ def test_cached_estimates_match_a_from_scratch_replay(seed: int, compact: bool, 
             reservations.release(binding, cluster=name if rng.random() < 0.5 else None)
         elif action < 0.82:
             wires[name] = changed_report(rng, wires[name])
-            clusters[name] = ClusterSnapshot.from_cluster(wires[name], previous=clusters[name])
+            clusters[name] = ClusterSnapshot.from_cluster(wires[name], previous=clusters[name], cache=cache)
             reservations.observe_report(name, reported_at=now - timedelta(seconds=rng.choice((0, 5))))
         elif action < 0.88:
             reservations.mark_applied(binding, name, at=now)
@@ -226,8 +229,8 @@ def _check_promises(cluster: ClusterSnapshot, reservations: Reservations) -> Non
 
 
 def _cold_estimate(wire: dict[str, Any], reservations: Reservations, req: ReplicaRequirements) -> Estimate:
-    snapshot_module._NODE_MEMOS.clear()
-    return estimate_max_replicas(ClusterSnapshot.from_cluster(wire), req, reserved=reservations)
+    cold = ClusterSnapshot.from_cluster(wire, cache=SchedulerCache())
+    return estimate_max_replicas(cold, req, reserved=reservations)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -337,7 +340,8 @@ def result_fields(result: ScheduleResult) -> dict[str, Any]:
 def test_decisions_with_warm_caches_match_cold_ones(seed: int) -> None:
     rng = random.Random(100 + seed)
     wires = {f"c{i}": random_cluster(rng, f"c{i}") for i in range(6)}
-    hot = {name: ClusterSnapshot.from_cluster(wire) for name, wire in wires.items()}
+    cache = SchedulerCache()
+    hot = {name: ClusterSnapshot.from_cluster(wire, cache=cache) for name, wire in wires.items()}
     placements = [Placement.model_validate(p) for p in PLACEMENTS]
     reservations = Reservations()
     placed: dict[str, BindingRequest] = {}
@@ -350,10 +354,10 @@ def test_decisions_with_warm_caches_match_cold_ones(seed: int) -> None:
             )
         else:
             request = random_request(rng, f"ns/b{step}", placements)
-        warm = schedule(request, list(hot.values()), reservations=reservations, now=now)
-        snapshot_module._NODE_MEMOS.clear()  # the cold run shares nothing with the warm one
-        cold_fleet = [ClusterSnapshot.from_cluster(wire) for wire in wires.values()]
-        cold = schedule(request, cold_fleet, reservations=reservations, now=now)
+        warm = schedule(request, list(hot.values()), reservations=reservations, now=now, cache=cache)
+        fresh = SchedulerCache()  # the cold run shares nothing with the warm one
+        cold_fleet = [ClusterSnapshot.from_cluster(wire, cache=fresh) for wire in wires.values()]
+        cold = schedule(request, cold_fleet, reservations=reservations, now=now, cache=fresh)
         # The cold explanation first: a lazy one that read state changed since would differ.
         expected = result_fields(cold)
         reserve_decision(reservations, request, warm, now=now)
@@ -363,7 +367,7 @@ def test_decisions_with_warm_caches_match_cold_ones(seed: int) -> None:
         if rng.random() < 0.1:
             name = rng.choice(sorted(wires))
             wires[name] = changed_report(rng, wires[name])
-            hot[name] = ClusterSnapshot.from_cluster(wires[name], previous=hot[name])
+            hot[name] = ClusterSnapshot.from_cluster(wires[name], previous=hot[name], cache=cache)
             reservations.observe_report(name, reported_at=now)
         if rng.random() < 0.05 and placed:
             gone = rng.choice(sorted(placed))
@@ -391,7 +395,13 @@ def test_tiered_division_over_the_clusters_that_matter_equals_the_full_division(
         placement=Placement.model_validate(PLACEMENTS[0]),
         previous=previous,
     )
-    state = CycleState(request=request, term=request.placement.affinity_terms()[0], reservations=None, now=T0)
+    state = CycleState(
+        request=request,
+        term=request.placement.affinity_terms()[0],
+        reservations=None,
+        now=T0,
+        cache=SchedulerCache(),
+    )
     for cluster in feasible:
         state.feasibility[cluster.name] = Feasibility(
             available=rng.choice((0, 0, 1, 2, 5, 9)),
@@ -437,10 +447,13 @@ def test_a_split_shape_copies_every_field_of_the_constructor() -> None:
 
 def test_reports_repeating_a_node_share_its_answers_and_others_do_not() -> None:
     wire = random_cluster(random.Random(5), "c")
-    first = ClusterSnapshot.from_cluster(wire)
-    again = ClusterSnapshot.from_cluster(wire)
-    other = ClusterSnapshot.from_cluster(changed_report(random.Random(9), wire))
+    cache = SchedulerCache()
+    first = ClusterSnapshot.from_cluster(wire, cache=cache)
+    again = ClusterSnapshot.from_cluster(wire, cache=cache)
+    other = ClusterSnapshot.from_cluster(changed_report(random.Random(9), wire), cache=cache)
+    elsewhere = ClusterSnapshot.from_cluster(wire, cache=SchedulerCache())
     assert all(a.fits is b.fits for a, b in zip(first.shapes, again.shapes, strict=True))
+    assert not any(a.fits is b.fits for a, b in zip(first.shapes, elsewhere.shapes, strict=True))
     estimate_max_replicas(first, REQUIREMENTS[0])
     assert all(REQUIREMENTS[0] in s.fits for s in again.shapes)
     changed = [s for s in other.shapes if not any(s.fits is f.fits for f in first.shapes)]
@@ -473,13 +486,14 @@ def test_reservation_versions_are_zero_exactly_when_nothing_is_reserved() -> Non
 def test_estimates_carried_across_reports_match_a_from_scratch_replay(seed: int) -> None:
     rng = random.Random(300 + seed)
     wire = random_cluster(rng, "c")
-    snapshot = ClusterSnapshot.from_cluster(wire)
+    cache = SchedulerCache()
+    snapshot = ClusterSnapshot.from_cluster(wire, cache=cache)
     reservations = Reservations()
     now = T0
     linked = 0
     for step in range(40):
         # Ask on the reported snapshot itself (nothing reserved) and after reservations.
-        cold = rng.random() < 0.3  # a cold estimate forgets the shared per-node memo, so no report follows
+        cold = rng.random() < 0.3  # checked against a snapshot built with a cache of its own
         for req in rng.sample(REQUIREMENTS, 4):
             got = estimate_max_replicas(snapshot, req, reserved=reservations)
             assert (got.replicas, got.products) == reference_estimate(snapshot, reservations, req), (step, req)
@@ -489,8 +503,8 @@ def test_estimates_carried_across_reports_match_a_from_scratch_replay(seed: int)
             reservations.reserve(f"ns/b{rng.randrange(4)}", "c", [Demand(rng.randint(1, 3), rng.choice(REQUIREMENTS))], now=now)
         else:
             wire = changed_report(rng, wire)
-            snapshot = ClusterSnapshot.from_cluster(wire, previous=snapshot)
-            linked += snapshot_module.PREVIOUS_REPORT in snapshot.adjusted
+            snapshot = ClusterSnapshot.from_cluster(wire, previous=snapshot, cache=cache)
+            linked += snapshot.memo.previous_report is not None
             if rng.random() < 0.5:
                 reservations.observe_report("c", reported_at=now + timedelta(seconds=1))
         now += timedelta(seconds=1)
@@ -508,6 +522,11 @@ def test_a_snapshot_with_other_shapes_copies_every_field_and_starts_with_empty_m
             assert copy.shapes is shapes
         elif field.repr:
             assert getattr(copy, field.name) == getattr(snapshot, field.name), field.name
+        elif field.name == "memo":  # typed memo slots: none set, nothing shared
+            assert copy.memo is not snapshot.memo and copy.memo.fit_vectors is not snapshot.memo.fit_vectors
+            assert [getattr(copy.memo, slot) for slot in SnapshotMemo.__slots__] == [
+                {} if slot == "fit_vectors" else None for slot in SnapshotMemo.__slots__
+            ]
         else:  # a memo table: empty and not shared
             assert getattr(copy, field.name) == {} and getattr(copy, field.name) is not getattr(snapshot, field.name)
     assert copy.view is view

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from controlplane.interpreter.requirements import ReplicaRequirements
+from controlplane.scheduler.core.cache import SchedulerCache
 from controlplane.scheduler.core.explanation import ClusterExplanation, cluster_explanation
 from controlplane.scheduler.core.framework import BindingRequest, CycleState, Profile, Status
 from controlplane.scheduler.core.plugins import DEFAULT_PROFILE, GpuFeasibility
@@ -81,7 +82,8 @@ def test_deferred_and_remembered_verdicts_decide_and_explain_as_eager_ones(seed:
     wires = {name: random_cluster(rng, name) for name in names}
     if seed % 2 == 0:
         wires = {name: untainted(wire) for name, wire in wires.items()}
-    fleet = {name: ClusterSnapshot.from_cluster(wire) for name, wire in wires.items()}
+    cache = SchedulerCache()  # shared by every decision below, as the scheduler controller's is
+    fleet = {name: ClusterSnapshot.from_cluster(wire, cache=cache) for name, wire in wires.items()}
     placements = [Placement.model_validate(p) for p in PLACEMENTS]
     reservations = Reservations()
     placed: dict[str, Any] = {}
@@ -95,25 +97,26 @@ def test_deferred_and_remembered_verdicts_decide_and_explain_as_eager_ones(seed:
         else:
             request = random_request(rng, f"ns/b{step}", placements)
         clusters = list(fleet.values())
-        deferred = schedule(request, clusters, reservations=reservations, now=now)
-        eager = schedule(request, clusters, reservations=reservations, now=now, profile=EAGER)
+        deferred = schedule(request, clusters, reservations=reservations, now=now, cache=cache)
+        eager = schedule(request, clusters, reservations=reservations, now=now, profile=EAGER, cache=cache)
         expected = result_fields(eager)
         reserve_decision(reservations, request, deferred, now=now)
         # Change what the deferred verdicts would see if they were judged now, not as at the decision.
         other = random_request(rng, f"ns/other{step}", placements)
-        reserve_decision(reservations, other, schedule(other, clusters, reservations=reservations, now=now), now=now)
+        decided = schedule(other, clusters, reservations=reservations, now=now, cache=cache)
+        reserve_decision(reservations, other, decided, now=now)
         if rng.random() < 0.3:
             name = rng.choice(names)
             reservations.reserve(f"ns/x{step}", name, [Demand(rng.randint(1, 6), rng.choice(REQUIREMENTS))], now=now)
         if rng.random() < 0.1:
             name = rng.choice(names)
             wires[name] = changed_report(rng, wires[name])
-            fleet[name] = ClusterSnapshot.from_cluster(wires[name], previous=fleet[name])
+            fleet[name] = ClusterSnapshot.from_cluster(wires[name], previous=fleet[name], cache=cache)
             reservations.observe_report(name, reported_at=now)
         if rng.random() < 0.05:
             name = rng.choice(names)
             wires[name] = repriced(rng, wires[name])
-            fleet[name] = ClusterSnapshot.from_cluster(wires[name], previous=fleet[name])
+            fleet[name] = ClusterSnapshot.from_cluster(wires[name], previous=fleet[name], cache=cache)
         assert result_fields(deferred) == expected, (step, request.key)
         if deferred.clusters:
             placed[request.key] = dataclasses.replace(request, previous=dict(deferred.clusters))

@@ -7,12 +7,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from controlplane.apis.pods import Toleration
 from controlplane.interpreter.base import Component
 from controlplane.interpreter.requirements import (
     NodeSelectorRequirement,
     NodeSelectorTerm,
     ReplicaRequirements,
-    Toleration,
 )
 from controlplane.scheduler.core.estimating import UNLIMITED
 from controlplane.scheduler.core.estimator import estimate_max_replicas, room_without

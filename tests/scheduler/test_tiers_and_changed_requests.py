@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
+from controlplane.apis.pods import Toleration
 from controlplane.apis.work_v1alpha1 import ResourceBinding, ScheduledReason
 from controlplane.interpreter.base import Component
-from controlplane.interpreter.requirements import ReplicaRequirements, Toleration
+from controlplane.interpreter.requirements import ReplicaRequirements
 from controlplane.scheduler.core.estimator import can_ever_run
 from controlplane.scheduler.core.framework import BindingRequest, GpuShape
 from controlplane.scheduler.core.outcome import ScheduleResult

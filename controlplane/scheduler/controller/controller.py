@@ -77,6 +77,7 @@ from controlplane.scheduler.controller.writing import (
     write_refreshed_explanation,
     write_waiting,
 )
+from controlplane.scheduler.core.cache import SchedulerCache
 from controlplane.scheduler.core.framework import BindingRequest
 from controlplane.scheduler.core.neverfit import capacity_facts, never_fit_result, never_fits
 from controlplane.scheduler.core.outcome import ScheduleResult
@@ -108,6 +109,8 @@ class SchedulerController:
         self.ctx = ctx
         self.loop: ReconcileLoop[BindingKey] = ReconcileLoop(self.name, self.reconcile, workers=ctx.settings.workers)
         self._snapshots: dict[str, ClusterSnapshot] = {}
+        # Memos shared by this scheduler's decisions (and its snapshots' node memos).
+        self.cache = SchedulerCache()
         self.reserving = ReservationKeeper(ctx, snapshots=self._snapshots)
         self.reservations = self.reserving.reservations
         self.moves = UnschedulableMoves(ctx, snapshots=self._snapshots, keeper=self.reserving)
@@ -161,7 +164,7 @@ class SchedulerController:
             await self._requeue_unplaced()
             return
         try:
-            snapshot = ClusterSnapshot.from_cluster(obj, previous=self._snapshots.get(name))
+            snapshot = ClusterSnapshot.from_cluster(obj, previous=self._snapshots.get(name), cache=self.cache)
         except (ValueError, TypeError) as exc:
             log.warning("cluster %s has a status the scheduler cannot read: %s", name, exc)
             return
@@ -317,7 +320,7 @@ class SchedulerController:
         try:
             if check.due:
                 evicted_decision = decide_with_evictions(
-                    request, ordered, check.due, reservations=self.reservations, now=now
+                    request, ordered, check.due, reservations=self.reservations, now=now, cache=self.cache
                 )
                 if evicted_decision is not None:
                     request, result = evicted_decision
@@ -332,7 +335,13 @@ class SchedulerController:
                     return wait
                 decided = (
                     decide_with_moves(
-                        request, ordered, moves, reasons=move_reasons, reservations=self.reservations, now=now
+                        request,
+                        ordered,
+                        moves,
+                        reasons=move_reasons,
+                        reservations=self.reservations,
+                        now=now,
+                        cache=self.cache,
                     )
                     if moves
                     else None
@@ -344,7 +353,7 @@ class SchedulerController:
                 else:
                     if moves:
                         self.moves.blocked.add(key)  # retried on every capacity report
-                    result = schedule(request, ordered, reservations=self.reservations, now=now)
+                    result = schedule(request, ordered, reservations=self.reservations, now=now, cache=self.cache)
                     if not request.previous and not result.placed:
                         never = never_fits(request, [all_snapshots[name] for name in sorted(all_snapshots)])
                         if never is not None:
@@ -389,5 +398,5 @@ class SchedulerController:
         """Store the fleet's verdicts as they are now for a binding whose decision stands."""
         self._stale_explanations.discard(binding_key(binding))
         await write_refreshed_explanation(
-            self.ctx, binding, request, snapshots, reservations=self.reservations, now=now
+            self.ctx, binding, request, snapshots, reservations=self.reservations, now=now, cache=self.cache
         )

@@ -34,6 +34,7 @@ from controlplane.scheduler.controller.explaining import (
 )
 from controlplane.scheduler.controller.recording import record_decision, record_evictions, record_rescheduled
 from controlplane.scheduler.controller.reserving import ReservationKeeper
+from controlplane.scheduler.core.cache import SchedulerCache
 from controlplane.scheduler.core.framework import BindingRequest
 from controlplane.scheduler.core.outcome import ScheduledCondition, ScheduleResult
 from controlplane.scheduler.core.reservations import Reservations
@@ -136,9 +137,11 @@ async def write_refreshed_explanation(
     *,
     reservations: Reservations,
     now: datetime,
+    cache: SchedulerCache,
 ) -> None:
     """Store the fleet's verdicts as they are now for a binding whose decision stands."""
-    fresh = schedule(request, [snapshots[name] for name in sorted(snapshots)], reservations=reservations, now=now)
+    ordered = [snapshots[name] for name in sorted(snapshots)]
+    fresh = schedule(request, ordered, reservations=reservations, now=now, cache=cache)
     status = copy.deepcopy(binding.get("status") or {})
     explanation = refreshed_explanation(
         status.get("explanation") or (), [entry.to_wire() for entry in fresh.explanation], placed=request.previous

@@ -1,10 +1,11 @@
 """The scheduler's pure core: snapshots, the MIG-aware estimator, reservations, plugins, decisions.
 
 In: a :class:`BindingRequest`, the fleet's :class:`ClusterSnapshot` values and the
-:class:`Reservations` not yet reported. Out: a :class:`ScheduleResult`. No I/O; the
+:class:`Reservations` not yet reported, and the scheduler's :class:`SchedulerCache`. Out: a :class:`ScheduleResult`. No I/O; the
 scheduler controller reads and writes the objects around it.
 """
 
+from controlplane.scheduler.core.cache import SchedulerCache
 from controlplane.scheduler.core.estimating import Estimate
 from controlplane.scheduler.core.estimator import estimate_max_replicas
 from controlplane.scheduler.core.explanation import ClusterExplanation
@@ -27,6 +28,7 @@ __all__ = [
     "Reservations",
     "ScheduleResult",
     "ScheduledCondition",
+    "SchedulerCache",
     "estimate_max_replicas",
     "fits_gang",
     "reserve_decision",

@@ -32,23 +32,15 @@ import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
+from controlplane.apis.gpus import is_gpu_resource
+from controlplane.apis.pods import Taint, untolerated
 from controlplane.apis.quantity import format_quantity
-from controlplane.interpreter.requirements import (
-    RESOURCE_PODS,
-    ReplicaRequirements,
-    Taint,
-    is_gpu_resource,
-    untolerated,
-)
-from controlplane.scheduler.core.snapshot import PREVIOUS_REPORT, ClusterSnapshot, NodeShape, ReportChange
+from controlplane.interpreter.requirements import RESOURCE_PODS, ReplicaRequirements
+from controlplane.scheduler.core.snapshot import ClusterSnapshot, NodeShape, ReportChange
 
 UNLIMITED = 1 << 30
 """Replicas of a pod that requests nothing, on nodes that do not report a pod limit."""
 
-ORIGIN = "origin"
-"""Key in an adjusted snapshot's memo: its :class:`Origin`."""
-FITS = "fits"
-"""Key prefix in a snapshot's memo: ``(FITS, requirements)`` -> its fit vector."""
 CHAIN = 8
 """How many adjustments back an estimate or fit vector is carried from; further back, it is computed afresh."""
 NO_FIT = UNLIMITED + 1
@@ -183,7 +175,7 @@ def derive_estimate(snapshot: ClusterSnapshot, req: ReplicaRequirements) -> Esti
     chain: list[tuple[ClusterSnapshot, Origin]] = []
     node = snapshot
     while True:
-        origin: Origin | None = node.adjusted.get(ORIGIN)
+        origin = node.memo.origin
         if origin is None:
             break
         if len(chain) == CHAIN:
@@ -194,7 +186,7 @@ def derive_estimate(snapshot: ClusterSnapshot, req: ReplicaRequirements) -> Esti
             return _carry_down(chain, req, before)
         node = origin.base
     # ``node`` is the reported snapshot the chain starts from: try the report before it.
-    change: ReportChange | None = node.adjusted.get(PREVIOUS_REPORT)
+    change: ReportChange | None = node.memo.previous_report
     previous: Estimate | None = change.estimates.get(req) if change is not None else None
     if change is None or previous is None:
         return _compute(snapshot, req)
@@ -223,24 +215,23 @@ def fit_vector(snapshot: ClusterSnapshot, req: ReplicaRequirements) -> list[int]
     from (at most ``CHAIN`` adjustments back) instead of looking at every shape again.
     Callers must not change the list.
     """
-    key = (FITS, req)
-    found: list[int] | None = snapshot.adjusted.get(key)
+    found = snapshot.memo.fit_vectors.get(req)
     if found is not None:
         return found
     chain: list[tuple[ClusterSnapshot, Origin]] = []
     node = snapshot
     while len(chain) < CHAIN:
-        origin: Origin | None = node.adjusted.get(ORIGIN)
+        origin = node.memo.origin
         if origin is None:
             break
         chain.append((node, origin))
-        found = origin.base.adjusted.get(key)
+        found = origin.base.memo.fit_vectors.get(req)
         if found is not None:
             for step, link in reversed(chain):
-                found = step.adjusted[key] = spliced(found, link.splices, req)
+                found = step.memo.fit_vectors[req] = spliced(found, link.splices, req)
             return found
         node = origin.base
-    vector = snapshot.adjusted[key] = [shape_fit(shape, req) or NO_FIT for shape in snapshot.shapes]
+    vector = snapshot.memo.fit_vectors[req] = [shape_fit(shape, req) or NO_FIT for shape in snapshot.shapes]
     return vector
 
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from controlplane.interpreter.requirements import RESOURCE_PODS, ReplicaRequirements, is_gpu_resource
+from controlplane.apis.gpus import is_gpu_resource
+from controlplane.interpreter.requirements import RESOURCE_PODS, ReplicaRequirements
 from controlplane.scheduler.core.estimating import Estimate, derive_estimate, node_eligible
 from controlplane.scheduler.core.replaying import adjusted_snapshot
 from controlplane.scheduler.core.reservations import Reservations

@@ -14,9 +14,10 @@ cluster, so the per-cluster call overhead is worth saving. The last filter may b
 :class:`DeferrableFilterPlugin`: :func:`run_filters_deferring` then leaves the clusters it
 would judge to the caller, which asks only those it needs (the scheduler's tiered overflow).
 
-The placement-only verdicts of a whole fleet are remembered per placement and fleet
-(snapshot serials, never the snapshots themselves), so an unchanged fleet is screened with
-one comparison. Everything is in memory; no I/O.
+The placement-only verdicts of a whole fleet are remembered in the scheduler's cache
+(:class:`~controlplane.scheduler.core.cache.SchedulerCache`, which the cycle carries) per
+placement and fleet (snapshot serials, never the snapshots themselves), so an unchanged fleet
+is screened with one comparison. Everything is in memory; no I/O.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from controlplane.apis.quantity import to_int
 from controlplane.apis.work_v1alpha1 import ResourceBinding
 from controlplane.interpreter.base import Component
 from controlplane.interpreter.requirements import ReplicaRequirements
+from controlplane.scheduler.core.cache import FleetVerdicts, SchedulerCache, Screened
 from controlplane.scheduler.core.reservations import Checkpoint, Reservations
 from controlplane.scheduler.core.snapshot import ClusterSnapshot, fleet_key
 from policies.models import ClusterAffinityTerm, DivisionStrategy, GpuShapeAlternative, Placement
@@ -265,6 +267,8 @@ class CycleState:
     term: ClusterAffinityTerm
     reservations: Reservations | None
     now: datetime
+    cache: SchedulerCache
+    """The scheduler's cache (memos that outlive the cycle)."""
     feasibility: dict[str, Feasibility] = field(default_factory=dict)
     caps: dict[str, int] = field(default_factory=dict)
     """Clusters that keep what they run but take no more (cordoned or not Ready while assigned)."""
@@ -274,14 +278,14 @@ class CycleState:
     """The placement's division strategy, resolved once per cycle."""
     placement_key: str = field(init=False)
     """Identifies the placement rules of this cycle (term, tolerations, spread) across bindings."""
-    memo: dict[str, Any] = field(default_factory=dict)
-    """Values plugins work out once per cycle (kube-scheduler's CycleState data)."""
+    request_kind: int | None = None
+    """GPU feasibility's id of the cycle's request kind (``SchedulerCache.verdict_id``), worked out once."""
     serials: tuple[int, ...] | None = None
     """:func:`fleet_key` of the clusters this cycle looks at (see :meth:`fleet`)."""
 
     def __post_init__(self) -> None:
         self.strategy = self.request.strategy
-        self.placement_key = placement_key(self.term, self.request.placement)
+        self.placement_key = placement_key(self.term, self.request.placement, self.cache)
 
     def fleet(self, clusters: Sequence[ClusterSnapshot]) -> tuple[int, ...]:
         """:func:`fleet_key` of ``clusters``, the fleet of this cycle (worked out once)."""
@@ -291,21 +295,15 @@ class CycleState:
         return serials
 
 
-_PLACEMENT_KEYS: dict[tuple[int, int], tuple[ClusterAffinityTerm, Placement, str]] = {}
-"""(term, placement) by identity -> their key. The entry holds both objects, so an id is not
-reused while its entry lives; cleared when it grows past its limit."""
-_PLACEMENT_KEY_LIMIT = 4096
-
-
-def placement_key(term: ClusterAffinityTerm, placement: Placement) -> str:
+def placement_key(term: ClusterAffinityTerm, placement: Placement, cache: SchedulerCache) -> str:
     """A string identifying the placement rules of ``term`` under ``placement`` (term, tolerations,
     spread constraints): equal keys mean the placement-only filters give equal verdicts.
 
-    Remembered per (term, placement) object: bindings of one policy share them, and the
-    JSON rendering is a noticeable part of a decision otherwise.
+    Remembered in ``cache`` per (term, placement) object: bindings of one policy share them, and
+    the JSON rendering is a noticeable part of a decision otherwise.
     """
     memo_key = (id(term), id(placement))
-    found = _PLACEMENT_KEYS.get(memo_key)
+    found = cache.placement_keys.get(memo_key)
     if found is not None and found[0] is term and found[1] is placement:
         return found[2]
     key = "|".join(
@@ -319,9 +317,7 @@ def placement_key(term: ClusterAffinityTerm, placement: Placement) -> str:
             + "]",
         )
     )
-    if len(_PLACEMENT_KEYS) >= _PLACEMENT_KEY_LIMIT:
-        _PLACEMENT_KEYS.clear()
-    _PLACEMENT_KEYS[memo_key] = (term, placement, key)
+    cache.placement_keys.remember(memo_key, (term, placement, key))
     return key
 
 
@@ -397,12 +393,6 @@ class DeferrableFilterPlugin(BatchFilterPlugin, Protocol):
 _UNKNOWN = Status(Code.UNRESOLVABLE, ("not judged",), "")
 """Placeholder verdict of a cluster that ran the binding judged when it was remembered."""
 
-_FLEET_VERDICTS: dict[str, tuple[tuple[int, ...], list[Status | None], bool]] = {}
-"""Placement key -> the fleet last judged under it (:func:`fleet_key`), the placement-only filters'
-first failure per cluster (None: passes) for a binding that does not run there, and whether some
-are ``_UNKNOWN``. Holds no snapshot, so it never keeps a replaced one alive."""
-_FLEET_VERDICTS_LIMIT = 256
-
 
 def _placement_verdicts(
     filters: Sequence[FilterPlugin], state: CycleState, fleet: Sequence[ClusterSnapshot], serials: tuple[int, ...]
@@ -410,52 +400,51 @@ def _placement_verdicts(
     """The placement-only verdicts of ``fleet`` for a binding not running in the cluster
     (``_UNKNOWN`` where this cycle's binding runs and none was remembered).
 
-    Remembered per (fleet, placement): an unchanged fleet costs one tuple comparison, and a
+    Remembered in the cache per (fleet, placement) (``SchedulerCache.fleet_verdicts``, with
+    ``_UNKNOWN`` placeholders): an unchanged fleet costs one tuple comparison, and a
     fleet where some clusters reported since looks only at those (each snapshot also keeps its
     own verdicts, so a snapshot seen in another fleet is not judged again).
     """
     key = state.placement_key
-    found = _FLEET_VERDICTS.get(key)
-    if found is not None and found[0] == serials and not found[2]:
-        return found[1]
-    before = found[0] if found is not None and len(found[0]) == len(serials) else ()
+    memo = state.cache.fleet_verdicts
+    found = memo.get(key)
+    if found is not None and found.serials == serials and not found.unknown:
+        return found.verdicts
+    before = found.serials if found is not None and len(found.serials) == len(serials) else ()
     previous = state.request.previous
     verdicts: list[Status | None] = []
     unknown = False
     for i, cluster in enumerate(fleet):
         if before and before[i] == serials[i]:
             assert found is not None
-            kept = found[1][i]
+            kept = found.verdicts[i]
             if kept is not _UNKNOWN:
                 verdicts.append(kept)
                 continue
-        memo = cluster.filters
-        if key in memo:
-            verdicts.append(memo[key])
+        judged = cluster.filters
+        if key in judged:
+            verdicts.append(judged[key])
         elif previous and cluster.name in previous:
             # The plugins judge a cluster running the binding by other rules: not this answer.
             verdicts.append(_UNKNOWN)
             unknown = True
         else:
-            verdict = memo[key] = _first_failure(filters, state, cluster)
+            verdict = judged[key] = _first_failure(filters, state, cluster)
             verdicts.append(verdict)
-    if len(_FLEET_VERDICTS) >= _FLEET_VERDICTS_LIMIT:
-        _FLEET_VERDICTS.clear()
-    _FLEET_VERDICTS[key] = (serials, verdicts, unknown)
+    memo.remember(key, FleetVerdicts(serials, verdicts, unknown))
     return verdicts
 
 
-_SCREENED: dict[str, tuple[tuple[int, ...], list[int], dict[str, Status]]] = {}
-"""Placement key -> the fleet (:func:`fleet_key`), the positions passing the placement-only filters
-and the verdicts of the others, for a binding running nowhere."""
-
-
 def _screened(
-    key: str, serials: tuple[int, ...], clusters: Sequence[ClusterSnapshot], verdicts: Sequence[Status | None]
+    state: CycleState, serials: tuple[int, ...], clusters: Sequence[ClusterSnapshot], verdicts: Sequence[Status | None]
 ) -> tuple[list[int], dict[str, Status]]:
-    found = _SCREENED.get(key)
-    if found is not None and found[0] == serials:
-        return found[1], found[2]
+    """The positions passing the placement-only filters and the verdicts of the others, for a
+    binding running nowhere (remembered per fleet and placement: ``SchedulerCache.screened``)."""
+    key = state.placement_key
+    memo = state.cache.screened
+    found = memo.get(key)
+    if found is not None and found.serials == serials:
+        return found.passing, found.failing
     passing: list[int] = []
     failing: dict[str, Status] = {}
     for i, verdict in enumerate(verdicts):
@@ -463,9 +452,7 @@ def _screened(
             passing.append(i)
         else:
             failing[clusters[i].name] = verdict
-    if len(_SCREENED) >= _FLEET_VERDICTS_LIMIT:
-        _SCREENED.clear()
-    _SCREENED[key] = (serials, passing, failing)
+    memo.remember(key, Screened(serials, passing, failing))
     return passing, failing
 
 
@@ -512,7 +499,7 @@ def _run_filters(
     verdicts = _placement_verdicts(placement_filters, state, clusters, serials)
     candidates: list[ClusterSnapshot] = []
     if not previous:
-        passing, failing = _screened(state.placement_key, serials, clusters, verdicts)
+        passing, failing = _screened(state, serials, clusters, verdicts)
         candidates = [clusters[i] for i in passing]
         rejected.update(failing)
     else:

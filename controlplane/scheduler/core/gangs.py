@@ -14,8 +14,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 
+from controlplane.apis.gpus import is_gpu_resource
 from controlplane.interpreter.base import Component
-from controlplane.interpreter.requirements import ReplicaRequirements, is_gpu_resource
+from controlplane.interpreter.requirements import ReplicaRequirements
 from controlplane.scheduler.core.estimating import UNLIMITED, explain_shapes, shape_fit
 from controlplane.scheduler.core.estimator import estimate_max_replicas
 from controlplane.scheduler.core.packing import place_pods

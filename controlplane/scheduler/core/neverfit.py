@@ -29,9 +29,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from controlplane.apis.gpus import is_gpu_resource
 from controlplane.apis.quantity import format_quantity
 from controlplane.apis.work_v1alpha1 import ScheduledReason
-from controlplane.interpreter.requirements import RESOURCE_PODS, ReplicaRequirements, is_gpu_resource
+from controlplane.interpreter.requirements import RESOURCE_PODS, ReplicaRequirements
 from controlplane.scheduler.core.estimating import node_eligible
 from controlplane.scheduler.core.estimator import can_ever_run
 from controlplane.scheduler.core.framework import BindingRequest

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from controlplane.interpreter.requirements import RESOURCE_PODS, ReplicaRequirements, is_gpu_resource
+from controlplane.apis.gpus import is_gpu_resource
+from controlplane.interpreter.requirements import RESOURCE_PODS, ReplicaRequirements
 from controlplane.scheduler.core.estimating import NO_FIT, Splice, node_eligible, shape_fit
 from controlplane.scheduler.core.snapshot import NodeShape
 

@@ -35,8 +35,6 @@ from collections.abc import Callable, Collection, Sequence
 from controlplane.interpreter.requirements import RESOURCE_PODS, ReplicaRequirements
 from controlplane.scheduler.core.estimating import (
     CHAIN,
-    FITS,
-    ORIGIN,
     Origin,
     Splice,
     fit_vector,
@@ -46,13 +44,8 @@ from controlplane.scheduler.core.estimating import (
 )
 from controlplane.scheduler.core.packing import Spilled, place_pods, spill_gpus
 from controlplane.scheduler.core.reservations import Checkpoint, Demand, Entry, Reservations
-from controlplane.scheduler.core.snapshot import ClusterSnapshot, NodeShape
+from controlplane.scheduler.core.snapshot import Adjustment, ClusterSnapshot, NodeShape
 
-ADJUSTED = "reservations"
-"""Key in a snapshot's ``adjusted`` memo: (reservations version, adjusted snapshot, journal generation,
-journal entries replayed)."""
-_LEDGER = "ledger"
-"""Key in an adjusted snapshot's memo: its :class:`_Ledger` (taken over by the next adjustment)."""
 Hold = tuple[str, ReplicaRequirements, int | Spilled]
 """``(binding, requirements, pods)``: each node of a piece runs ``pods`` reserved pods of the binding;
 or ``(binding, requirements, spilled)``: each node holds ``spilled`` GPUs of pods that fit no node whole."""
@@ -68,7 +61,7 @@ class _Missing:
         self.pods = pods
 
 
-class _Ledger:
+class Ledger:
     """Who holds what on an adjusted snapshot's pieces, so a binding can give back its own pods.
 
     ``holds`` runs parallel to the snapshot's shapes. ``short`` lists, per binding in the
@@ -88,7 +81,7 @@ class _Replay:
 
     __slots__ = ("added", "base", "holds", "removed", "shapes", "short", "splices", "vectors")
 
-    def __init__(self, base: ClusterSnapshot, ledger: _Ledger) -> None:
+    def __init__(self, base: ClusterSnapshot, ledger: Ledger) -> None:
         self.base = base
         self.shapes: tuple[NodeShape, ...] = base.shapes
         self.holds = ledger.holds
@@ -229,35 +222,34 @@ def adjusted_snapshot(cluster: ClusterSnapshot, reservations: Reservations | Non
     version = reservations.version(cluster.name)
     if not version:
         return cluster
-    cached = cluster.adjusted.get(ADJUSTED)
-    if cached is not None and cached[0] == version:
-        adjusted: ClusterSnapshot = cached[1]
-        return adjusted
+    cached = cluster.memo.adjustment
+    if cached is not None and cached.version == version:
+        return cached.snapshot
     generation, entries = reservations.journal(cluster.name)
     base = cluster
     todo: Sequence[Entry] = entries
-    ledger: _Ledger | None = None
-    if cached is not None and cached[2] == generation and cached[3] <= len(entries):
-        ledger = cached[1].adjusted.pop(_LEDGER, None)
+    ledger: Ledger | None = None
+    if cached is not None and cached.generation == generation and cached.replayed <= len(entries):
+        before = cached.snapshot.memo
+        ledger, before.ledger = before.ledger, None
         if ledger is not None:
-            base = cached[1]
-            todo = entries[cached[3] :]
+            base = cached.snapshot
+            todo = entries[cached.replayed :]
     if ledger is None:
-        ledger = _Ledger([()] * len(cluster.shapes), {})
+        ledger = Ledger([()] * len(cluster.shapes), {})
     replay = _Replay(base, ledger)
     for entry in todo:
         replay.apply(entry)
     shapes, removed, added = replay.shapes, replay.removed, replay.added
     adjusted = cluster.with_shapes(shapes)
-    memo = adjusted.adjusted
-    for req, vector in replay.vectors.items():
-        memo[(FITS, req)] = vector
-    memo[_LEDGER] = ledger
+    memo = adjusted.memo
+    memo.fit_vectors.update(replay.vectors)
+    memo.ledger = ledger
     # A shape made by one entry and replaced again by the next is in both lists: it never existed.
     gone = {id(s) for s in removed}
     new = {id(s) for s in added}
     if len(removed) + len(added) < len(shapes):  # carrying looks at each changed shape; else recompute
-        memo[ORIGIN] = Origin(
+        memo.origin = Origin(
             base,
             [s for s in removed if id(s) not in new],
             [s for s in added if id(s) not in gone],
@@ -267,13 +259,13 @@ def adjusted_snapshot(cluster: ClusterSnapshot, reservations: Reservations | Non
         # the superseded snapshots behind it can be freed.
         node = base
         for _ in range(CHAIN - 1):
-            origin: Origin | None = node.adjusted.get(ORIGIN)
+            origin = node.memo.origin
             if origin is None:
                 break
             node = origin.base
         else:
-            node.adjusted.pop(ORIGIN, None)
-    cluster.adjusted[ADJUSTED] = (version, adjusted, generation, len(entries))
+            node.memo.origin = None
+    cluster.memo.adjustment = Adjustment(version, adjusted, generation, len(entries))
     return adjusted
 
 
@@ -287,11 +279,10 @@ def adjusted_at(cluster: ClusterSnapshot, checkpoint: Checkpoint) -> ClusterSnap
     version = checkpoint.version(cluster.name)
     if not version:
         return cluster
-    cached = cluster.adjusted.get(ADJUSTED)
-    if cached is not None and cached[0] == version:
-        adjusted: ClusterSnapshot = cached[1]
-        return adjusted
-    replay = _Replay(cluster, _Ledger([()] * len(cluster.shapes), {}))
+    cached = cluster.memo.adjustment
+    if cached is not None and cached.version == version:
+        return cached.snapshot
+    replay = _Replay(cluster, Ledger([()] * len(cluster.shapes), {}))
     for entry in checkpoint.journal(cluster.name).entries:
         replay.apply(entry)
     return cluster.with_shapes(replay.shapes)
@@ -307,7 +298,7 @@ def base_holding_as_many(
     links: list[Origin] = []
     node = snapshot
     for _ in range(CHAIN):
-        origin: Origin | None = node.adjusted.get(ORIGIN)
+        origin = node.memo.origin
         if origin is None:
             return None
         links.append(origin)

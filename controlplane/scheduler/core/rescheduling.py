@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 
+from controlplane.scheduler.core.cache import SchedulerCache
 from controlplane.scheduler.core.framework import BindingRequest
 from controlplane.scheduler.core.outcome import ScheduleResult
 from controlplane.scheduler.core.reservations import Reservations
@@ -51,6 +52,7 @@ def decide_with_evictions(
     *,
     reservations: Reservations,
     now: datetime,
+    cache: SchedulerCache | None = None,
 ) -> tuple[BindingRequest, ScheduleResult] | None:
     """Re-decide without the clusters in ``leaving`` (a gang leaves all its clusters).
 
@@ -61,7 +63,7 @@ def decide_with_evictions(
         return None
     previous = {} if request.gang else {k: v for k, v in request.previous.items() if k not in gone}
     evicting = replace(request, previous=previous)
-    result = schedule(evicting, [s for s in snapshots if s.name not in gone], reservations=reservations, now=now)
+    result = schedule(evicting, [s for s in snapshots if s.name not in gone], reservations=reservations, now=now, cache=cache)
     if not result.condition.status and result.placed < min(request.replicas, sum(request.previous.values())):
         return None
     return evicting, result
@@ -96,6 +98,7 @@ def decide_with_moves(
     reasons: Mapping[str, str] | None = None,
     reservations: Reservations,
     now: datetime,
+    cache: SchedulerCache | None = None,
 ) -> tuple[BindingRequest, ScheduleResult] | None:
     """Re-decide with ``moves`` (cluster -> pods its member cannot place) taken off those clusters.
 
@@ -113,7 +116,7 @@ def decide_with_moves(
         for name, pods in moves.items()
     }
     moved = replace(request, previous=previous, keep_only={**request.keep_only, **why})
-    result = schedule(moved, snapshots, reservations=reservations, now=now)
+    result = schedule(moved, snapshots, reservations=reservations, now=now, cache=cache)
     if result.placed < min(request.replicas, sum(request.previous.values())) or not result.condition.status:
         return None
     return moved, result

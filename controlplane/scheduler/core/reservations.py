@@ -28,7 +28,7 @@ Lifecycle, driven by the scheduler controller (all pure in-memory operations):
 Every change bumps the cluster's version, which keys the estimator's cache of adjusted
 snapshots, so unchanged clusters cost nothing. Versions come from one counter, so
 :attr:`Reservations.clock` (the latest) and :meth:`Reservations.changed_since` tell a
-fleet-wide memo (``Reservations.memo``) which clusters changed since it was filled, and a
+fleet-wide memo (``Reservations.verdicts_by_kind``) which clusters changed since it was filled, and a
 :meth:`Reservations.checkpoint` keeps what a cluster's journal was at one moment (saved on
 its first change after), for answers given later as of then.
 
@@ -58,9 +58,12 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from controlplane.interpreter.requirements import ReplicaRequirements
+
+if TYPE_CHECKING:
+    from controlplane.scheduler.core.plugins.verdict_memo import KindVerdicts
 
 log = logging.getLogger(__name__)
 
@@ -114,20 +117,6 @@ def _reservation(
     _SET["applied_at"](out, None)
     _SET["target"](out, target)
     return out
-
-
-_WANTS_GPU: dict[ReplicaRequirements, bool] = {}
-_WANTS_GPU_LIMIT = 4096
-
-
-def _wants_gpu(requirements: ReplicaRequirements) -> bool:
-    """Whether ``requirements`` asks for a GPU resource (remembered: asked on every reservation)."""
-    found = _WANTS_GPU.get(requirements)
-    if found is None:
-        if len(_WANTS_GPU) >= _WANTS_GPU_LIMIT:
-            _WANTS_GPU.clear()
-        found = _WANTS_GPU[requirements] = bool(requirements.gpu_resources)
-    return found
 
 
 class Entry(NamedTuple):
@@ -201,9 +190,9 @@ class Reservations:
         """Cluster -> the version of its latest change (0 or not), the least recently changed first."""
         self._clock = 0
         self._checkpoints: weakref.WeakSet[Checkpoint] = weakref.WeakSet()
-        self.memo: dict[Any, Any] = {}
-        """Fleet-wide memos of the scheduler core, valid as of a :attr:`clock` value (see
-        :meth:`changed_since`); they belong to these reservations and go with them."""
+        self.verdicts_by_kind: dict[int, KindVerdicts] = {}
+        """GPU feasibility's verdicts over the fleet per request kind, each valid as of a :attr:`clock`
+        value (see :meth:`changed_since`); they belong to these reservations and go with them."""
 
     def __len__(self) -> int:
         return sum(len(v) for v in self._by_cluster.values())
@@ -311,7 +300,7 @@ class Reservations:
             self.release(binding, cluster=cluster)
             return
         if target is None:
-            target = sum(d.replicas for d in kept if _wants_gpu(d.requirements)) or None
+            target = sum(d.replicas for d in kept if d.requirements.wants_gpu) or None
         entries = self._by_cluster.setdefault(cluster, {})
         replaced = entries.pop(binding, None) is not None
         entries[binding] = _reservation(binding, cluster, kept, now, target)
@@ -368,12 +357,12 @@ class Reservations:
             reserved = existing.replicas if existing else 0
             if after > before:
                 need = requirements[cluster]
-                target = after if _wants_gpu(need) else None
+                target = after if need.wants_gpu else None
                 self.reserve(binding, cluster, [Demand(reserved + after - before, need)], now=now, target=target)
             elif after < before and existing is not None:
                 left = reserved - min(reserved, before - after)
                 need = requirements.get(cluster) or existing.demands[0].requirements
-                target = after if _wants_gpu(need) else None
+                target = after if need.wants_gpu else None
                 self.reserve(binding, cluster, [Demand(left, need)] if left else [], now=now, target=target)
 
     def mark_applied(self, binding: str, cluster: str, *, at: datetime) -> None:

@@ -1,6 +1,6 @@
 """One scheduling decision: a binding and the fleet's snapshots in, clusters and replicas out.
 
-``schedule(request, clusters, reservations=..., now=...)`` runs, for each affinity term
+``schedule(request, clusters, reservations=..., now=..., cache=...)`` runs, for each affinity term
 of the placement in order (``clusterAffinities`` fallback: the next term only when the
 current one cannot hold the workload), the filter plugins, the score plugins, the spread
 constraints and then the division the placement asks for (``policies.division``):
@@ -45,6 +45,7 @@ from datetime import datetime
 from operator import attrgetter
 
 from controlplane.apis.work_v1alpha1 import ScheduledReason
+from controlplane.scheduler.core.cache import SchedulerCache
 from controlplane.scheduler.core.dividing import best_cluster, cluster_tiers, divide
 from controlplane.scheduler.core.explanation import only_placement_rejections, summarize_rejections
 from controlplane.scheduler.core.framework import (
@@ -82,18 +83,24 @@ def schedule(
     reservations: Reservations | None = None,
     now: datetime,
     profile: Profile = DEFAULT_PROFILE,
+    cache: SchedulerCache | None = None,
 ) -> ScheduleResult:
-    """Decide where ``binding``'s replicas go. See the module docstring for the rules."""
+    """Decide where ``binding``'s replicas go. See the module docstring for the rules.
+
+    ``cache``: the scheduler's cache (memos shared by its decisions); None decides with a fresh one.
+    """
+    if cache is None:
+        cache = SchedulerCache()
     ordered = sorted(clusters, key=_NAME)
     placement = binding.placement
-    terms = _affinity_terms(placement)
+    terms = _affinity_terms(placement, cache)
     named = bool(placement.cluster_affinities)
     start = 0
     if named and binding.previous_affinity_name:
         start = next((i for i, t in enumerate(terms) if t.affinity_name == binding.previous_affinity_name), 0)
     best: ScheduleResult | None = None
     for term in terms[start:]:
-        state = CycleState(request=binding, term=term, reservations=reservations, now=now)
+        state = CycleState(request=binding, term=term, reservations=reservations, now=now, cache=cache)
         result = _schedule_term(state, ordered, profile, affinity_name=term.affinity_name if named else None)
         if result.condition.status:
             return result
@@ -103,22 +110,15 @@ def schedule(
     return best
 
 
-_TERMS: dict[int, tuple[Placement, list[ClusterAffinityTerm]]] = {}
-"""id(placement) -> that placement and its affinity terms (the entry keeps the id from being reused)."""
-_TERMS_LIMIT = 4096
-
-
-def _affinity_terms(placement: Placement) -> list[ClusterAffinityTerm]:
+def _affinity_terms(placement: Placement, cache: SchedulerCache) -> list[ClusterAffinityTerm]:
     """``placement.affinity_terms()``, the same objects for the same placement object: bindings of
     one policy share them, and the per-term memos (``placement_key``) then hit by identity.
     (Placements are not changed in place once scheduled with; gpufed copies them to change them.)"""
-    found = _TERMS.get(id(placement))
+    found = cache.affinity_terms.get(id(placement))
     if found is not None and found[0] is placement:
         return found[1]
     terms = placement.affinity_terms()
-    if len(_TERMS) >= _TERMS_LIMIT:
-        _TERMS.clear()
-    _TERMS[id(placement)] = (placement, terms)
+    cache.affinity_terms.remember(id(placement), (placement, terms))
     return terms
 
 

@@ -5,11 +5,14 @@ A :class:`ClusterSnapshot` is built once per Cluster report (``from_cluster`` ta
 decision until the next report. Everything the hot path needs is parsed up front:
 quantities are already integers in base units (the agent reports them so), labels and
 taints are plain dicts and frozen dataclasses, the tier default is applied, and node
-shapes are tuples. Each snapshot also carries private caches (estimates per
-requirements, reservation-adjusted copies, filter verdicts) so repeated questions about
-the same snapshot cost a dict lookup; a new report means a new snapshot and fresh caches,
-except that, given the cluster's previous snapshot, it remembers which node shapes the report
-changed, so the previous report's estimates can be carried over instead of computed anew.
+shapes are tuples. Each snapshot also carries memos of its own (estimates per
+requirements, filter verdicts, and the typed :class:`SnapshotMemo`: its reservation-adjusted
+copy, fit vectors, what an adjusted copy was made from) so repeated questions about the same
+snapshot cost a lookup; a new report means a new snapshot and fresh caches,
+except that, given the cluster's previous snapshot and the scheduler's cache
+(:class:`~controlplane.scheduler.core.cache.SchedulerCache`, where node shapes of one content
+share their per-node memo), it remembers which node shapes the report changed, so the previous
+report's estimates can be carried over instead of computed anew.
 
 Every snapshot has a :attr:`~ClusterSnapshot.serial` of its own, so fleet-wide memos
 recognise a fleet (:func:`fleet_key`) without holding on to snapshots a report replaced.
@@ -25,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 from operator import attrgetter
-from typing import Any, NamedTuple, NewType
+from typing import TYPE_CHECKING, Any, NamedTuple, NewType
 
 from pydantic import BaseModel
 
@@ -33,8 +36,15 @@ from controlplane.apis.constants import LABEL_GPU_PRODUCT
 from controlplane.apis.gpus import is_mig_invalid_product
 from controlplane.apis.meta import Taint as ApiTaint
 from controlplane.apis.meta import parse_time
-from controlplane.interpreter.requirements import Taint
+from controlplane.apis.pods import Taint
+from controlplane.scheduler.core.cache import SchedulerCache
 from policies.affinity import ClusterView
+
+if TYPE_CHECKING:
+    from controlplane.interpreter.requirements import ReplicaRequirements
+    from controlplane.scheduler.core.estimating import Origin
+    from controlplane.scheduler.core.framework import Feasibility, Status
+    from controlplane.scheduler.core.replaying import Ledger
 
 ClusterName = NewType("ClusterName", str)
 
@@ -82,7 +92,9 @@ class NodeShape:
         return _piece(self, free, count, {})
 
     @classmethod
-    def from_dict(cls, raw: Mapping[str, Any]) -> NodeShape:
+    def from_dict(cls, raw: Mapping[str, Any], *, cache: SchedulerCache | None = None) -> NodeShape:
+        """Build from a reported ``nodeShapes[]`` entry; with ``cache``, the per-node memo is shared
+        with every earlier shape of the same content (``SchedulerCache.node_memo``)."""
         gpu_raw = raw.get("gpu")
         gpu = (
             GpuInfo(
@@ -103,7 +115,8 @@ class NodeShape:
             allocatable={str(k): int(v) for k, v in (raw.get("allocatable") or {}).items()},
             gpu=gpu,
         )
-        object.__setattr__(shape, "fits", _node_memo(shape))
+        if cache is not None:
+            object.__setattr__(shape, "fits", cache.node_memo(shape))
         return shape
 
 
@@ -140,33 +153,35 @@ def _piece(shape: NodeShape, free: Mapping[str, int], count: int, fits: dict[Any
     return out
 
 
-_NODE_MEMOS: dict[tuple[object, ...], dict[Any, int]] = {}
-"""Node content -> the estimator's per-node memo, shared by every shape with that content."""
-_NODE_MEMO_LIMIT = 65_536
+class Adjustment(NamedTuple):
+    """A reported snapshot's reservation-adjusted copy, as of one reservations version."""
+
+    version: int
+    """The cluster's reservations version (``Reservations.version``) it was made for."""
+    snapshot: ClusterSnapshot
+    generation: int
+    """The cluster's journal generation then."""
+    replayed: int
+    """How many journal entries it replays."""
 
 
-def _node_memo(shape: NodeShape) -> dict[Any, int]:
-    """The per-node memo for ``shape``'s content, shared across reports.
+class SnapshotMemo:
+    """What reservation replaying and the estimator remember about one snapshot: typed slots,
+    never part of the snapshot's value (a copy made by ``with_shapes`` starts with an empty one)."""
 
-    A cluster's next report repeats most of its node shapes; their answers (replicas of a
-    requirements value one node holds, whether one could run there were the node empty) depend
-    only on labels, taints, free and allocatable resources and GPU product, so a new snapshot
-    starts with them known. The table is emptied when it
-    grows past its limit, which only costs recomputation.
-    """
-    key = (
-        tuple(sorted(shape.labels.items())),
-        shape.taints,
-        tuple(sorted(shape.free.items())),
-        tuple(sorted(shape.allocatable.items())),
-        shape.product,
-    )
-    found = _NODE_MEMOS.get(key)
-    if found is None:
-        if len(_NODE_MEMOS) >= _NODE_MEMO_LIMIT:
-            _NODE_MEMOS.clear()
-        found = _NODE_MEMOS[key] = shape.fits
-    return found
+    __slots__ = ("adjustment", "fit_vectors", "ledger", "origin", "previous_report")
+
+    def __init__(self) -> None:
+        self.adjustment: Adjustment | None = None
+        """On a reported snapshot: its latest reservation-adjusted copy (``replaying``)."""
+        self.ledger: Ledger | None = None
+        """On an adjusted snapshot: who holds what on its pieces (taken over by the next adjustment)."""
+        self.origin: Origin | None = None
+        """On an adjusted snapshot: the snapshot it was adjusted from, and what changed."""
+        self.previous_report: ReportChange | None = None
+        """On a reported snapshot: how its shapes differ from the report before (``from_cluster``)."""
+        self.fit_vectors: dict[ReplicaRequirements, list[int]] = {}
+        """Per requirements, the replicas one node of each shape holds (``estimating.fit_vector``)."""
 
 
 _SERIAL = "_serial"
@@ -198,11 +213,14 @@ class ClusterSnapshot:
     shapes: tuple[NodeShape, ...] = ()
     # Memo tables owned by the estimator; never part of the value.
     estimates: dict[Any, Any] = field(default_factory=dict, repr=False)
-    adjusted: dict[Any, Any] = field(default_factory=dict, repr=False)
-    filters: dict[str, Any] = field(default_factory=dict, repr=False)
-    """Memo of the scheduler runtime: placement-only filter verdicts per placement."""
-    verdicts: dict[Any, Any] = field(default_factory=dict, repr=False)
-    """Memo of the GPU feasibility filter: its verdict per request, for clusters not running it."""
+    """Memo of the estimator: its estimate per requirements (and gang verdicts per gang)."""
+    memo: SnapshotMemo = field(default_factory=lambda: SnapshotMemo(), repr=False)
+    """Memo of reservation replaying and the estimator: how this snapshot relates to others."""
+    filters: dict[str, Status | None] = field(default_factory=dict, repr=False)
+    """Memo of the scheduler runtime: placement-only filters' first failure (None: passes) per
+    placement key."""
+    verdicts: dict[int, Feasibility | Status] = field(default_factory=dict, repr=False)
+    """Memo of the GPU feasibility filter: its verdict per request kind, for clusters not running it."""
 
     def __post_init__(self) -> None:
         # Not a field: it identifies this object, it is not part of its value.
@@ -261,7 +279,7 @@ class ClusterSnapshot:
         fields.update(self.__dict__)
         fields["shapes"] = shapes
         fields["estimates"] = {}
-        fields["adjusted"] = {}
+        fields["memo"] = SnapshotMemo()
         fields["filters"] = {}
         fields["verdicts"] = {}
         fields[_SERIAL] = next(_SERIALS)
@@ -269,13 +287,19 @@ class ClusterSnapshot:
 
     @classmethod
     def from_cluster(
-        cls, cluster: BaseModel | Mapping[str, Any], *, previous: ClusterSnapshot | None = None
+        cls,
+        cluster: BaseModel | Mapping[str, Any],
+        *,
+        previous: ClusterSnapshot | None = None,
+        cache: SchedulerCache | None = None,
     ) -> ClusterSnapshot:
         """Build from a ``Cluster`` (pydantic model or its wire dict, camelCase keys).
 
         ``previous``: the snapshot of the cluster's last report, when there is one. The new
         snapshot then remembers which node shapes the report changed, so the estimator can
         move the previous report's estimates by those shapes instead of computing them anew.
+        ``cache``: the scheduler's cache, where node shapes of the same content share their
+        per-node memo across reports (without it, nothing is shared and ``previous`` is not used).
         """
         raw: Mapping[str, Any]
         if isinstance(cluster, BaseModel):
@@ -303,15 +327,11 @@ class ClusterSnapshot:
             unschedulable=bool(spec.get("unschedulable")),
             ready=ready,
             report_time=parse_time(report) if report else None,
-            shapes=tuple(NodeShape.from_dict(s) for s in status.get("nodeShapes") or ()),
+            shapes=tuple(NodeShape.from_dict(s, cache=cache) for s in status.get("nodeShapes") or ()),
         )
-        if previous is not None and previous.name == snapshot.name:
+        if cache is not None and previous is not None and previous.name == snapshot.name:
             _link_report(previous, snapshot)
         return snapshot
-
-
-PREVIOUS_REPORT = "previous report"
-"""Key in a reported snapshot's ``adjusted`` memo: :class:`ReportChange` from the report before."""
 
 
 class ReportChange(NamedTuple):
@@ -326,7 +346,7 @@ class ReportChange(NamedTuple):
 def _link_report(previous: ClusterSnapshot, snapshot: ClusterSnapshot) -> None:
     """Record in ``snapshot`` which shapes differ from ``previous`` (when few enough to be worth it).
 
-    Shapes with the same content share their per-node memo (``_node_memo``), so a shape the
+    Shapes with the same content share their per-node memo (``SchedulerCache.node_memo``), so a shape the
     report repeats is found by that memo and its count.
     """
     if not previous.estimates:
@@ -343,4 +363,4 @@ def _link_report(previous: ClusterSnapshot, snapshot: ClusterSnapshot) -> None:
             added.append(shape)
     removed = [shape for bucket in unmatched.values() for shape in bucket]
     if len(removed) + len(added) < len(snapshot.shapes):
-        snapshot.adjusted[PREVIOUS_REPORT] = ReportChange(previous.estimates, removed, added)
+        snapshot.memo.previous_report = ReportChange(previous.estimates, removed, added)

@@ -16,9 +16,9 @@ import functools
 import heapq
 from collections.abc import Mapping, Sequence
 from operator import itemgetter
-from typing import NamedTuple
 
 from controlplane.apis.work_v1alpha1 import ScheduledReason
+from controlplane.scheduler.core.cache import BoundOrder, SchedulerCache
 from controlplane.scheduler.core.dividing import UNTIERED, Row, not_needed_reason, tier_rows
 from controlplane.scheduler.core.framework import (
     SUCCESS,
@@ -39,36 +39,20 @@ Bound = tuple[int, float, str]
 """(tier, lowest price, cluster): no cluster comes earlier in (tier, price, name) order than this."""
 
 
-class _Order(NamedTuple):
-    """The fleet in :data:`Bound` order, as :func:`_bound_order` remembers it."""
-
-    serials: tuple[int, ...]
-    tiered: TieredOverflow | None
-    bounds: list[Bound | None]
-    """Per position of the fleet, its bound (None: no tier)."""
-    order: list[tuple[Bound, int]]
-    tainted: bool
-
-
-_ORDERS: dict[int, _Order] = {}
-"""id(tieredOverflow) (0: the clusters' own tiers) -> the fleet's :data:`Bound` order. Holds no
-snapshot, so it never keeps a replaced one alive."""
-_ORDERS_LIMIT = 256
-
-
 def _bound_order(
-    fleet: Sequence[ClusterSnapshot], serials: tuple[int, ...], tiered: TieredOverflow | None
+    fleet: Sequence[ClusterSnapshot], serials: tuple[int, ...], tiered: TieredOverflow | None, cache: SchedulerCache
 ) -> tuple[list[tuple[Bound, int]], bool]:
     """The fleet's positions in order of the earliest place each cluster could take in (tier,
     price, name) order, whatever its verdict: its tier and its cheapest listed price (every price a
     binding pays there is one of those); and whether some cluster has taints.
 
-    Remembered per fleet; a new report of a cluster rarely moves it (its tier and prices are in
+    Remembered per fleet in ``cache`` (``SchedulerCache.bound_orders``); a new report of a cluster rarely moves it (its tier and prices are in
     its spec), so a fleet that differs from the last one by reports is sorted again only then.
     """
     listed = tiered is not None and bool(tiered.tiers)
     key = id(tiered) if listed else 0
-    found = _ORDERS.get(key)
+    memo = cache.bound_orders
+    found = memo.get(key)
     if found is not None and (found.tiered is tiered or not listed):
         if found.serials == serials:
             return found.order, found.tainted
@@ -82,14 +66,12 @@ def _bound_order(
                     bounds[index] = bound
             if not moved:
                 tainted = any(cluster.taints for cluster in fleet)
-                _ORDERS[key] = found._replace(serials=serials, bounds=bounds, tainted=tainted)
+                memo[key] = found._replace(serials=serials, bounds=bounds, tainted=tainted)
                 return found.order, tainted
     bounds = [_bound(cluster, tiered if listed else None) for cluster in fleet]
     order = sorted(((bound, index) for index, bound in enumerate(bounds) if bound is not None), key=_FIRST)
     tainted = any(cluster.taints for cluster in fleet)
-    if len(_ORDERS) >= _ORDERS_LIMIT:
-        _ORDERS.clear()
-    _ORDERS[key] = _Order(serials, tiered if listed else None, bounds, order, tainted)
+    memo.remember(key, BoundOrder(serials, tiered if listed else None, bounds, order, tainted))
     return order, tainted
 
 
@@ -160,7 +142,7 @@ class VerdictWalk:
         listed = tiered is not None and bool(tiered.tiers)
         feasibility = state.feasibility
         rows, untiered = tier_rows(state, self.running)
-        order, tainted = _bound_order(self.clusters, state.fleet(self.clusters), tiered)
+        order, tainted = _bound_order(self.clusters, state.fleet(self.clusters), tiered, state.cache)
         if request.gang:
             if tainted:  # scores might break a tie of tier and price differently
                 self._judge_rest()

@@ -6,11 +6,11 @@ and price highest, because filling cheap capacity first is the federation's purp
 """
 
 from controlplane.scheduler.core.framework import Profile, WeightedScorer
+from controlplane.scheduler.core.plugins.feasibility import GpuFeasibility
 from controlplane.scheduler.core.plugins.filters import (
     ClusterAffinity,
     ClusterReady,
     Cordon,
-    GpuFeasibility,
     KeepOnly,
     SpreadConstraint,
     TaintToleration,

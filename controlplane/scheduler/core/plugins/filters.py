@@ -1,83 +1,95 @@
-"""Filter plugins: which clusters may take a binding at all.
+"""Filter plugins for the placement rules: which clusters may take a binding at all.
 
 Each returns a :class:`~controlplane.scheduler.core.framework.Status`; the reasons end
 up in the binding's explanation. Placement rules (affinity, taints, cordon, readiness,
-spread fields) come from the policy language in :mod:`policies.affinity`; capacity comes
-from the estimator. Clusters that already run the binding get two allowances, as in
-Karmada: NoSchedule taints do not push them out (only NoExecute does), and a cordoned or
-not-Ready cluster keeps what it runs but takes nothing more; so does a cluster the request
-names in ``keep_only`` (its member reported replicas it cannot place, which move elsewhere).
+spread fields) come from the policy language in :mod:`policies.affinity`; capacity is
+:mod:`~controlplane.scheduler.core.plugins.feasibility`'s. Clusters that already run the
+binding get two allowances, as in Karmada: NoSchedule taints do not push them out (only
+NoExecute does), and a cordoned or not-Ready cluster keeps what it runs but takes nothing
+more; so does a cluster the request names in ``keep_only`` (its member reported replicas it
+cannot place, which move elsewhere).
 """
 
 from __future__ import annotations
 
-import functools
-import itertools
-from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import NamedTuple
+from collections.abc import Iterable, Sequence
 
+from controlplane.apis.meta import Toleration as ApiToleration
 from controlplane.apis.meta import taints_tolerated
-from controlplane.interpreter.requirements import ReplicaRequirements
-from controlplane.scheduler.core.estimating import UNLIMITED, Estimate
-from controlplane.scheduler.core.estimator import can_ever_run, estimate_max_replicas
-from controlplane.scheduler.core.framework import (
-    SUCCESS,
-    BindingRequest,
-    Code,
-    CycleState,
-    Feasibility,
-    GpuShape,
-    Status,
-)
-from controlplane.scheduler.core.gangs import gang_fit
-from controlplane.scheduler.core.plugins.scores import price_for
-from controlplane.scheduler.core.replaying import (
-    ADJUSTED,
-    adjusted_at,
-    adjusted_snapshot,
-    base_holding_as_many,
-)
-from controlplane.scheduler.core.reservations import Checkpoint, Journal, Reservations
-from controlplane.scheduler.core.snapshot import ClusterSnapshot, fleet_key
-from policies.affinity import cluster_matches_affinity, spread_group, tolerates_cluster_taints
-from policies.models import DivisionStrategy
+from controlplane.scheduler.core.framework import SUCCESS, Code, CycleState, Status
+from controlplane.scheduler.core.snapshot import ClusterSnapshot
+from policies.affinity import ClusterView, cluster_matches_affinity, spread_group, tolerates_cluster_taints
+from policies.models import ClusterAffinityTerm, Placement
+
+AFFINITY = "ClusterAffinity"
+TOLERATION = "TaintToleration"
+
+
+def affinity_status(view: ClusterView, term: ClusterAffinityTerm) -> Status:
+    """The :class:`ClusterAffinity` verdict: whether affinity ``term`` admits the cluster."""
+    verdict = cluster_matches_affinity(view, term)
+    if verdict.fits:
+        return SUCCESS
+    return Status(Code.UNRESOLVABLE, (verdict.reason,), AFFINITY)
+
+
+def taints_status(view: ClusterView, tolerations: Sequence[ApiToleration], *, running: bool) -> Status:
+    """The :class:`TaintToleration` verdict: whether ``tolerations`` tolerate the cluster's taints,
+    for a binding that runs there (only NoExecute counts) or not (NoSchedule and NoExecute)."""
+    if not view.taints:
+        return SUCCESS
+    if running:
+        ok, taint = taints_tolerated(view.taints, tolerations, effects=("NoExecute",))
+        if ok or taint is None:
+            return SUCCESS
+        value = f"={taint.value}" if taint.value else ""
+        return Status(
+            Code.UNRESOLVABLE,
+            (f"cluster has taint {taint.key}{value}:NoExecute that the placement does not tolerate",),
+            TOLERATION,
+        )
+    verdict = tolerates_cluster_taints(view, tolerations)
+    return SUCCESS if verdict.fits else Status(Code.UNRESOLVABLE, (verdict.reason,), TOLERATION)
+
+
+def admitted_clusters(views: Iterable[ClusterView], placement: Placement) -> frozenset[str]:
+    """The clusters ``placement`` lets a binding that runs nowhere go to: some affinity term admits
+    the cluster (:func:`affinity_status`) and its taints are tolerated (:func:`taints_status`).
+
+    The scheduler's own verdicts, for readers outside the scheduler (the reports' pending demand),
+    so the two cannot disagree about where a workload may run.
+    """
+    terms = placement.affinity_terms()
+    tolerations = placement.cluster_tolerations or ()
+    return frozenset(
+        view.name
+        for view in views
+        if any(affinity_status(view, term).ok for term in terms)
+        and taints_status(view, tolerations, running=False).ok
+    )
 
 
 class ClusterAffinity:
     """The current affinity term (``clusterAffinity`` or one ``clusterAffinities[]`` term)."""
 
-    name = "ClusterAffinity"
+    name = AFFINITY
     placement_only = True
 
     def filter(self, state: CycleState, cluster: ClusterSnapshot) -> Status:
-        verdict = cluster_matches_affinity(cluster.view, state.term)
-        if verdict.fits:
-            return SUCCESS
-        return Status(Code.UNRESOLVABLE, (verdict.reason,), self.name)
+        return affinity_status(cluster.view, state.term)
 
 
 class TaintToleration:
     """Cluster taints against ``placement.clusterTolerations``."""
 
-    name = "TaintToleration"
+    name = TOLERATION
     placement_only = True
 
     def filter(self, state: CycleState, cluster: ClusterSnapshot) -> Status:
         if not cluster.taints:
             return SUCCESS
-        tolerations = state.request.tolerations
-        if cluster.name in state.request.previous:
-            ok, taint = taints_tolerated(cluster.view.taints, tolerations, effects=("NoExecute",))
-            if ok or taint is None:
-                return SUCCESS
-            value = f"={taint.value}" if taint.value else ""
-            return Status(
-                Code.UNRESOLVABLE,
-                (f"cluster has taint {taint.key}{value}:NoExecute that the placement does not tolerate",),
-                self.name,
-            )
-        verdict = tolerates_cluster_taints(cluster.view, tolerations)
-        return SUCCESS if verdict.fits else Status(Code.UNRESOLVABLE, (verdict.reason,), self.name)
+        request = state.request
+        return taints_status(cluster.view, request.tolerations, running=cluster.name in request.previous)
 
 
 class Cordon:
@@ -136,180 +148,6 @@ class SpreadConstraint:
         return SUCCESS
 
 
-def _prefixed(shape: GpuShape | None, reasons: tuple[str, ...], several: bool) -> list[str]:
-    if not several:
-        return list(reasons)
-    label = f"shape {shape.describe()}" if shape else "requested shape"
-    return [f"{label}: {r}" for r in reasons]
-
-
-class _FleetVerdicts(NamedTuple):
-    """One request kind's verdicts over a fleet, as of a reservations clock (see ``_filter_fleet``)."""
-
-    serials: tuple[int, ...]
-    names: tuple[str, ...]
-    positions: dict[str, int]
-    clock: int
-    passed: list[int]
-    """Positions of the clusters that passed, in order."""
-    failed: dict[str, Status]
-    feasible: dict[str, Feasibility]
-    bases: dict[str, _Basis]
-    """Per feasible cluster of a single-shape request, what its verdict was worked out from."""
-
-
-class _Basis(NamedTuple):
-    """The reservations a feasible verdict saw: the cluster's journal generation and length, and
-    the estimate's replicas per GPU product then."""
-
-    generation: int
-    length: int
-    by_product: Mapping[str, int]
-
-
-def _remember_basis(
-    bases: dict[str, _Basis],
-    name: str,
-    cluster: ClusterSnapshot,
-    snapshot: ClusterSnapshot,
-    requirements: ReplicaRequirements,
-) -> None:
-    estimate: Estimate | None = snapshot.estimates.get(requirements)
-    if estimate is None:
-        return
-    if snapshot is cluster:
-        bases[name] = _Basis(0, 0, estimate.by_product)
-        return
-    cached = cluster.adjusted.get(ADJUSTED)
-    if cached is not None and cached[1] is snapshot:
-        bases[name] = _Basis(cached[2], cached[3], estimate.by_product)
-
-
-def _left_since(
-    basis: _Basis, before: Feasibility | None, journal: Journal, requirements: ReplicaRequirements
-) -> tuple[str, int] | None:
-    """The GPU product and the replicas of ``requirements`` the cluster holds after the journal
-    entries added since ``basis``, when they all took pods of ``requirements``: None when that
-    cannot be told without replaying.
-
-    Placing a pod lowers the replicas of its own requirements its node holds by exactly one
-    (every resource it asks for, and the pod slot, go down by one request), and best fit only
-    places pods where one fits; so ``n`` such pods lower the estimate by exactly ``n``. When the
-    estimate counted replicas of one GPU product only, they all came from it, so products and
-    price stay while some are left. Anything else (a give-back, another request, several
-    products, none left, a new journal) is judged on the replayed snapshot.
-    """
-    if before is None or journal.generation != basis.generation or len(journal.entries) < basis.length:
-        return None
-    counted = [(product, count) for product, count in basis.by_product.items() if count > 0]
-    if len(counted) != 1 or not requirements.resources:
-        return None
-    [(product, count)] = counted
-    if count != before.available or count >= UNLIMITED:
-        return None
-    taken = 0
-    for entry in journal.entries[basis.length :]:
-        if len(entry.demands) != 1 or entry.demands[0].requirements != requirements:
-            return None
-        taken += entry.demands[0].replicas
-    left = count - taken
-    return (product, left) if left > 0 else None
-
-
-def _taken_since(
-    basis: _Basis,
-    before: Feasibility | None,
-    journal: Journal,
-    requirements: ReplicaRequirements,
-    need: int,
-    bases: dict[str, _Basis],
-    name: str,
-) -> Feasibility | None:
-    """The verdict for a cluster not running the binding after the entries since ``basis`` (see
-    :func:`_left_since`), when it still holds ``need``; None otherwise."""
-    found = _left_since(basis, before, journal, requirements)
-    if found is None or found[1] < need:
-        return None
-    assert before is not None
-    product, left = found
-    bases[name] = _Basis(basis.generation, len(journal.entries), {product: left})
-    return Feasibility(
-        available=left, requirements=before.requirements, products=before.products, price=before.price
-    )
-
-
-_FLEET = "GpuFeasibility.fleet"
-"""Key in ``Reservations.memo``: request key (:func:`_verdict_key`) -> :class:`_FleetVerdicts`."""
-_FLEET_LIMIT = 32
-
-_KEY = "GpuFeasibility.key"
-"""Key in ``CycleState.memo``: the cycle's request key (:func:`_verdict_key`)."""
-
-Verdict = Feasibility | Status
-"""What :class:`GpuFeasibility` decides for one cluster: where and how it fits, or why not."""
-
-_VERDICT_KEYS: dict[tuple[object, ...], int] = {}
-"""Request key -> a small id, so the per-snapshot verdict memo hashes an int (never reused)."""
-_VERDICT_KEY_LIMIT = 16_384
-_verdict_ids = itertools.count(1)
-
-
-def _verdict_key(request: BindingRequest, strategy: DivisionStrategy) -> int:
-    """Identifies everything a verdict depends on besides the cluster, for a cluster that
-    does not run the binding (no current replicas, no cap)."""
-    if request.gang:
-        key: tuple[object, ...] = (
-            True,
-            request.requirements,
-            request.replicas,
-            request.gang_components(),
-            request.gpu_shapes,
-        )
-    else:
-        duplicated = strategy is DivisionStrategy.DUPLICATED
-        need = request.replicas if duplicated else min(1, request.replicas)
-        key = (False, request.requirements, duplicated, need, request.gpu_shapes)
-    found = _VERDICT_KEYS.get(key)
-    if found is None:
-        if len(_VERDICT_KEYS) >= _VERDICT_KEY_LIMIT:
-            _VERDICT_KEYS.clear()  # ids are never reused, so forgetting one only costs a recomputation
-        found = _VERDICT_KEYS[key] = next(_verdict_ids)
-    return found
-
-
-@functools.lru_cache(maxsize=1024)
-def _shaped(requirements: ReplicaRequirements, shapes: tuple[GpuShape, ...]) -> tuple[ReplicaRequirements, ...]:
-    return (requirements, *(shape.apply(requirements) for shape in shapes))
-
-
-def _options(request: BindingRequest) -> tuple[ReplicaRequirements, ...]:
-    """The per-replica requirements of each GPU shape the request may take, its own first."""
-    if not request.gpu_shapes:
-        return (request.requirements,)
-    return _shaped(request.requirements, request.gpu_shapes)
-
-
-def _capacity_reasons(estimate: Estimate, duplicated: bool, current: int, need: int) -> tuple[str, ...]:
-    if duplicated and estimate.replicas:
-        return (f"holds {estimate.replicas + current} of {need} replicas (Duplicated needs all)", *estimate.reasons)
-    return estimate.reasons
-
-
-def _already_there(cluster: ClusterSnapshot, requirements: ReplicaRequirements, current: int) -> int:
-    """How many of the ``current`` replicas ``cluster`` runs for the binding count as placed
-    under ``requirements``: all when some node there could run them (or the cluster reports no
-    nodes to judge by), none when the per-replica request changed to one it cannot run (another
-    GPU model pinned, a shape it lacks): those replicas have to be placed anew."""
-    if not current or not cluster.shapes or can_ever_run(cluster, requirements):
-        return current
-    return 0
-
-
-def _all_reasons(parts: Sequence[tuple[GpuShape | None, Callable[[], tuple[str, ...]]]]) -> tuple[str, ...]:
-    several = len(parts) > 1
-    return tuple(reason for shape, why in parts for reason in _prefixed(shape, why(), several))
-
-
 class KeepOnly:
     """Clusters the request lists in ``keep_only`` keep what they run of it and take nothing new.
 
@@ -345,388 +183,3 @@ class KeepOnly:
             else:
                 failed[cluster.name] = status
         return passed, failed
-
-
-class GpuFeasibility:
-    """Capacity, per node and MIG-aware, via the estimator; picks the GPU shape per cluster.
-
-    Tries the workload's own request, then each ``gpuShapes`` alternative in order; the
-    first that fits wins. "Fits" means at least one more replica (Divided), all replicas
-    (Duplicated), or every pod at once (gangs). A gang already running whole in this
-    cluster, unchanged in size, keeps its place. Replicas the cluster already runs count
-    towards "fits" only for a shape some node there could run (``can_ever_run``): after the
-    per-replica request changes to one the cluster cannot run, they count for nothing.
-
-    For a cluster that does not run the binding the verdict depends only on the cluster's
-    reservation-adjusted snapshot and the request's requirements, shapes, gang and replica
-    need, so it is remembered on that snapshot: the next binding asking the same question
-    of an unchanged cluster costs a dict lookup. Reasons are worked out when read. A binding
-    running nowhere starts from the verdicts the last decision of the same request kind reached
-    over the same fleet (``Reservations.memo``) and judges again only the clusters whose snapshot
-    or reservations changed since; a feasible verdict carries over to a later adjustment that
-    touched only nodes holding none of the request, or one that only took pods of the request
-    itself (see :func:`_left_since`). A binding that runs somewhere reads the same memo, for its
-    own clusters too. Decisions that need only some verdicts ask them one at a time
-    (:meth:`filter_at`), the rest when their explanation is read.
-    """
-
-    name = "GpuFeasibility"
-    placement_only = False
-
-    def filter(self, state: CycleState, cluster: ClusterSnapshot) -> Status:
-        verdict = self._judge(state, self._key(state), cluster)
-        if isinstance(verdict, Status):
-            return verdict
-        state.feasibility[cluster.name] = verdict
-        return SUCCESS
-
-    @staticmethod
-    def _key(state: CycleState) -> int:
-        memo = state.memo
-        key: int | None = memo.get(_KEY)
-        if key is None:
-            key = memo[_KEY] = _verdict_key(state.request, state.strategy)
-        return key
-
-    def filter_at(self, state: CycleState, cluster: ClusterSnapshot, checkpoint: Checkpoint | None) -> Status:
-        """:meth:`filter` for a cluster not running the binding, with the reservations as at
-        ``checkpoint`` (None: as they are now)."""
-        reservations = state.reservations
-        if (
-            checkpoint is not None
-            and reservations is not None
-            and reservations.version(cluster.name) != checkpoint.version(cluster.name)
-        ):
-            snapshot = adjusted_at(cluster, checkpoint)
-        else:
-            snapshot = adjusted_snapshot(cluster, reservations)
-        key = self._key(state)
-        memo = snapshot.verdicts
-        verdict: Verdict | None = memo.get(key)
-        if verdict is None:
-            verdict = memo[key] = self._fresh(state.request, state.strategy, cluster, snapshot, key)
-        if isinstance(verdict, Status):
-            return verdict
-        state.feasibility[cluster.name] = verdict
-        return SUCCESS
-
-    def filter_all_at(
-        self, state: CycleState, clusters: Sequence[ClusterSnapshot], checkpoint: Checkpoint | None
-    ) -> dict[str, Status]:
-        """:meth:`filter_at` of many clusters, none running the binding (the explanation of a
-        decision that judged only some): the failing status of each one that fails."""
-        reservations = state.reservations
-        versions = reservations.versions() if reservations is not None else {}
-        changed = checkpoint.changed if checkpoint is not None and reservations is not None else ()
-        key = self._key(state)
-        request, strategy = state.request, state.strategy
-        feasibility = state.feasibility
-        failed: dict[str, Status] = {}
-        for cluster in clusters:
-            name = cluster.name
-            snapshot: ClusterSnapshot | None = cluster
-            if name in changed:
-                assert checkpoint is not None
-                snapshot = adjusted_at(cluster, checkpoint)
-            elif versions.get(name, 0):
-                cached = cluster.adjusted.get(ADJUSTED)
-                snapshot = cached[1] if cached is not None and cached[0] == versions[name] else None
-                if snapshot is None:
-                    snapshot = adjusted_snapshot(cluster, reservations)
-            assert snapshot is not None
-            memo = snapshot.verdicts
-            verdict: Verdict | None = memo.get(key)
-            if verdict is None:
-                verdict = memo[key] = self._fresh(request, strategy, cluster, snapshot, key)
-            if isinstance(verdict, Feasibility):
-                feasibility[name] = verdict
-            else:
-                failed[name] = verdict
-        return failed
-
-    def filter_all(
-        self, state: CycleState, clusters: Sequence[ClusterSnapshot]
-    ) -> tuple[list[ClusterSnapshot], dict[str, Status]]:
-        request = state.request
-        key = self._key(state)
-        feasibility = state.feasibility
-        previous = request.previous
-        reservations = state.reservations
-        if reservations is not None and not previous:
-            return self._filter_fleet(state, clusters, key, reservations)
-        versions = reservations.versions() if reservations is not None else {}
-        # A binding that runs somewhere: its clusters are judged afresh, the others may be known to
-        # the last decision of the same request kind over the fleet (only read here).
-        known = reservations.memo.get(_FLEET, {}).get(key) if reservations is not None else None
-        if known is not None:
-            assert reservations is not None
-            stale = set(reservations.changed_since(known.clock))
-            serial_of = dict(zip(known.names, known.serials, strict=True))
-            lean = not request.gang and not request.gpu_shapes
-            need = max(request.replicas if state.strategy is DivisionStrategy.DUPLICATED else min(1, request.replicas), 1)
-        passed: list[ClusterSnapshot] = []
-        failed: dict[str, Status] = {}
-        for cluster in clusters:
-            name = cluster.name
-            verdict: Verdict | None = None
-            if previous and previous.get(name):
-                if known is not None and lean and serial_of.get(name) == cluster.serial:
-                    verdict = self._running(state, cluster, known, previous[name])
-                if verdict is None:
-                    verdict = self._judge(state, key, cluster)
-            elif known is not None and serial_of.get(name) == cluster.serial:
-                assert reservations is not None
-                if name not in stale:
-                    verdict = known.feasible.get(name) or known.failed.get(name)
-                elif lean and (basis := known.bases.get(name)) is not None:
-                    verdict = _taken_since(
-                        basis, known.feasible.get(name), reservations.journal(name), request.requirements, need, {}, name
-                    )
-            if verdict is None:
-                # _judge's memo path, inlined: this loop runs for every cluster of every decision.
-                version = versions.get(name, 0)
-                snapshot: ClusterSnapshot | None = cluster
-                if version:
-                    cached = cluster.adjusted.get(ADJUSTED)
-                    snapshot = cached[1] if cached is not None and cached[0] == version else None
-                    if snapshot is None:
-                        snapshot = adjusted_snapshot(cluster, reservations)
-                assert snapshot is not None
-                memo = snapshot.verdicts
-                verdict = memo.get(key)
-                if verdict is None:
-                    verdict = memo[key] = self._fresh(request, state.strategy, cluster, snapshot, key)
-            if isinstance(verdict, Feasibility):
-                feasibility[name] = verdict
-                passed.append(cluster)
-            else:
-                assert verdict is not None
-                failed[name] = verdict
-        return passed, failed
-
-    def _running(
-        self, state: CycleState, cluster: ClusterSnapshot, known: _FleetVerdicts, current: int
-    ) -> Feasibility | None:
-        """The verdict for ``cluster``, which runs ``current`` replicas of a single-shape binding,
-        from what the fleet memo knew of it as a cluster not running it (the estimate is the same;
-        only what counts as placed and the caps differ). None when that cannot be told."""
-        name = cluster.name
-        basis = known.bases.get(name)
-        reservations = state.reservations
-        if basis is None or reservations is None:
-            return None
-        before = known.feasible.get(name)
-        requirements = state.request.requirements
-        found = _left_since(basis, before, reservations.journal(name), requirements)
-        if found is None:
-            return None
-        assert before is not None
-        request = state.request
-        need = request.replicas if state.strategy is DivisionStrategy.DUPLICATED else min(1, request.replicas)
-        available = 0 if name in state.caps else found[1]
-        if available + _already_there(cluster, requirements, current) < need:
-            return None  # a rejection: its reasons come from the replayed snapshot
-        return Feasibility(
-            available=available, requirements=requirements, products=before.products, price=before.price
-        )
-
-    def _filter_fleet(
-        self, state: CycleState, clusters: Sequence[ClusterSnapshot], key: int, reservations: Reservations
-    ) -> tuple[list[ClusterSnapshot], dict[str, Status]]:
-        """:meth:`filter_all` for a binding running nowhere, from the verdicts the last decision of
-        the same request kind over the same clusters reached: only the clusters whose snapshot or
-        reservations changed since are judged again (as :meth:`_judge` would)."""
-        whole = state.serials
-        # The clusters judged here are a subsequence of the cycle's fleet: as many means the same.
-        serials = whole if whole is not None and len(whole) == len(clusters) else fleet_key(clusters)
-        memo: dict[int, _FleetVerdicts] = reservations.memo.setdefault(_FLEET, {})
-        found = memo.get(key)
-        stale: Collection[str]
-        reported: Collection[str] = ()
-        if found is not None and found.serials == serials:
-            names, positions = found.names, found.positions
-            stale = reservations.changed_since(found.clock)
-        else:
-            names = tuple(c.name for c in clusters)
-            if found is not None and found.names == names:  # the same clusters, some reported since
-                positions = found.positions
-                reported = {name for name, a, b in zip(names, serials, found.serials, strict=True) if a != b}
-                stale = {*reservations.changed_since(found.clock), *reported}
-            else:
-                found = None
-                positions = {name: i for i, name in enumerate(names)}
-                stale = names
-        if found is None:
-            passed: list[int] = []
-            failed: dict[str, Status] = {}
-            feasible: dict[str, Feasibility] = {}
-            bases: dict[str, _Basis] = {}
-        else:
-            passed, failed, feasible, bases = found.passed, found.failed, found.feasible, found.bases
-        if stale:
-            failed, feasible, bases = dict(failed), dict(feasible), dict(bases)
-            request, strategy = state.request, state.strategy
-            lean = not request.gang and not request.gpu_shapes
-            requirements = request.requirements
-            need = max(request.replicas if strategy is DivisionStrategy.DUPLICATED else min(1, request.replicas), 1)
-            flipped = found is None
-            for name in stale:
-                position = positions.get(name)
-                if position is None:
-                    continue
-                verdict: Verdict | None = None
-                basis = bases.pop(name, None)
-                if basis is not None and name not in reported:
-                    verdict = _taken_since(basis, feasible.get(name), reservations.journal(name), requirements, need, bases, name)
-                if verdict is None:
-                    cluster = clusters[position]
-                    snapshot = adjusted_snapshot(cluster, reservations)
-                    verdicts = snapshot.verdicts
-                    verdict = verdicts.get(key)
-                    if verdict is None:
-                        verdict = verdicts[key] = self._fresh(request, strategy, cluster, snapshot, key)
-                    if lean and isinstance(verdict, Feasibility):
-                        _remember_basis(bases, name, cluster, snapshot, requirements)
-                if isinstance(verdict, Feasibility):
-                    flipped = flipped or name not in feasible
-                    feasible[name] = verdict
-                    failed.pop(name, None)
-                else:
-                    flipped = flipped or name not in failed
-                    failed[name] = verdict
-                    feasible.pop(name, None)
-            if flipped:
-                passed = [i for i, name in enumerate(names) if name in feasible]
-        # Least recently used first: the entries hold verdicts (and through their reasons, node
-        # shapes) of snapshots since replaced, so only a few request kinds are kept.
-        if memo.pop(key, None) is None and len(memo) >= _FLEET_LIMIT:
-            del memo[next(iter(memo))]
-        memo[key] = _FleetVerdicts(serials, names, positions, reservations.clock, passed, failed, feasible, bases)
-        state.feasibility.update(feasible)
-        return [clusters[i] for i in passed], dict(failed)
-
-    def _judge(self, state: CycleState, key: int, cluster: ClusterSnapshot) -> Verdict:
-        request = state.request
-        snapshot = adjusted_snapshot(cluster, state.reservations)
-        current = request.previous.get(cluster.name, 0) if request.previous else 0
-        if current:
-            # Runs the binding: the verdict depends on what it runs there and on caps.
-            capped = cluster.name in state.caps
-            return self._verdict(request, state.strategy, cluster, snapshot, current=current, capped=capped)
-        memo = snapshot.verdicts
-        verdict: Verdict | None = memo.get(key)
-        if verdict is None:
-            verdict = memo[key] = self._fresh(request, state.strategy, cluster, snapshot, key)
-        return verdict
-
-    def _fresh(
-        self,
-        request: BindingRequest,
-        strategy: DivisionStrategy,
-        cluster: ClusterSnapshot,
-        snapshot: ClusterSnapshot,
-        key: int,
-    ) -> Verdict:
-        """The verdict for ``cluster`` (not running the binding) whose reservation-adjusted view is
-        ``snapshot``, known to no memo yet.
-
-        A cluster found feasible on a snapshot ``snapshot`` was adjusted from stays feasible, with
-        the same capacity, shape, products and price, when the adjustments since changed only
-        nodes that hold none of its replicas: the usual case for a reservation of another kind of
-        GPU. (A rejection is worked out again: its reasons describe the nodes as they are.)
-        """
-        if not request.gang:
-            base = base_holding_as_many(
-                snapshot, _options(request), knows=lambda node: isinstance(node.verdicts.get(key), Feasibility)
-            )
-            if base is not None:
-                before: Feasibility = base.verdicts[key]
-                return before
-        return self._verdict(request, strategy, cluster, snapshot, current=0, capped=False)
-
-    def _verdict(
-        self,
-        request: BindingRequest,
-        strategy: DivisionStrategy,
-        cluster: ClusterSnapshot,
-        snapshot: ClusterSnapshot,
-        *,
-        current: int,
-        capped: bool,
-    ) -> Verdict:
-        """The verdict for ``cluster`` whose reservation-adjusted view is ``snapshot``."""
-        duplicated = strategy is DivisionStrategy.DUPLICATED
-        if not request.gang and not request.gpu_shapes:
-            # The common case, kept lean: one shape, no gang.
-            requirements = request.requirements
-            estimate = estimate_max_replicas(snapshot, requirements)
-            available = 0 if capped else estimate.replicas
-            need = request.replicas if duplicated else min(1, request.replicas)
-            held = _already_there(cluster, requirements, current)
-            if available + held >= need:
-                return Feasibility(
-                    available=available,
-                    requirements=requirements,
-                    products=estimate.products,
-                    price=price_for(cluster, requirements, estimate.products) if cluster.pricing else 0.0,
-                )
-            return Status(
-                Code.UNSCHEDULABLE,
-                plugin=self.name,
-                explain=functools.partial(_capacity_reasons, estimate, duplicated, held, need),
-            )
-        options: tuple[GpuShape | None, ...] = (None, *request.gpu_shapes)
-        parts: list[tuple[GpuShape | None, Callable[[], tuple[str, ...]]]] = []
-        if request.gang:
-            if current and current == request.replicas:
-                # Running whole here: it stays, in the first shape the cluster can still run.
-                for shape in options:
-                    requirements = shape.apply(request.requirements) if shape else request.requirements
-                    if all(
-                        _already_there(cluster, shape.apply(c.requirements) if shape else c.requirements, c.replicas)
-                        == c.replicas
-                        for c in request.gang_components()
-                    ):
-                        return Feasibility(
-                            available=0,
-                            requirements=requirements,
-                            shape=shape,
-                            price=price_for(cluster, requirements, ()),
-                        )
-            if capped:
-                return Status(Code.UNSCHEDULABLE, ("cluster takes no new replicas",), self.name)
-            for shape in options:
-                components = request.gang_components()
-                if shape is not None:
-                    components = tuple(
-                        type(c)(name=c.name, replicas=c.replicas, requirements=shape.apply(c.requirements))
-                        for c in components
-                    )
-                ok, why = gang_fit(snapshot, components)
-                if ok:
-                    requirements = shape.apply(request.requirements) if shape else request.requirements
-                    return Feasibility(
-                        available=request.replicas,
-                        requirements=requirements,
-                        shape=shape,
-                        price=price_for(cluster, requirements, ()),
-                    )
-                parts.append((shape, why))
-            return Status(Code.UNSCHEDULABLE, plugin=self.name, explain=functools.partial(_all_reasons, parts))
-
-        need = request.replicas if duplicated else min(1, request.replicas)
-        for shape in options:
-            requirements = shape.apply(request.requirements) if shape else request.requirements
-            estimate = estimate_max_replicas(snapshot, requirements)
-            available = 0 if capped else estimate.replicas
-            held = _already_there(cluster, requirements, current)
-            if available + held >= need:
-                return Feasibility(
-                    available=available,
-                    requirements=requirements,
-                    shape=shape,
-                    products=estimate.products,
-                    price=price_for(cluster, requirements, estimate.products),
-                )
-            parts.append((shape, functools.partial(_capacity_reasons, estimate, duplicated, held, need)))
-        return Status(Code.UNSCHEDULABLE, plugin=self.name, explain=functools.partial(_all_reasons, parts))

@@ -1,0 +1,153 @@
+"""The scheduler's cache: the memo tables that outlive one decision, in one object someone owns.
+
+As Karmada's ``pkg/scheduler/cache``, the cache is created by the scheduler controller and
+passed into the core (``schedule(..., cache=...)``, ``ClusterSnapshot.from_cluster(...,
+cache=...)``); the core keeps no table of its own between calls. A decision given no cache
+works with a fresh one, so it is answered exactly as with a warm cache, only slower. Tests
+that want cold answers make a new :class:`SchedulerCache`.
+
+**What is remembered and when it is invalid.** Every table answers a question whose answer
+depends only on its key, so no entry is ever stale:
+
+* keys made of snapshot serials (:func:`~controlplane.scheduler.core.snapshot.fleet_key`, unique
+  per snapshot, never reused) change whenever a cluster reports: a new fleet generation misses
+  and is worked out again, the old entry is overwritten;
+* keys made of object identities (``id(placement)``) hold the object in the entry, so an id is
+  not reused while its entry lives, and a hit checks identity;
+* keys made of values (node content, placement rules) give equal answers for equal values.
+
+**Bounds.** Each table has a limit; a table that reaches it is emptied (:class:`BoundedMemo`),
+which only costs recomputation. Entries hold serials, never snapshots, so the cache keeps no
+replaced snapshot alive.
+
+**Not here.** Memos that belong to one snapshot are its typed fields
+(:class:`~controlplane.scheduler.core.snapshot.SnapshotMemo`, estimates, verdicts); memos valid as
+of a reservations clock belong to the :class:`~controlplane.scheduler.core.reservations.Reservations`
+(``verdicts_by_kind``); ``functools.lru_cache`` on pure functions of frozen values (a GPU shape
+applied to requirements, a gang's envelope) stays with the function, since its answer depends on
+its arguments alone. No I/O.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
+
+if TYPE_CHECKING:
+    from controlplane.scheduler.core.framework import Status
+    from controlplane.scheduler.core.snapshot import NodeShape
+    from policies.models import ClusterAffinityTerm, Placement, TieredOverflow
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class BoundedMemo(dict[K, V], Generic[K, V]):
+    """A dict that empties itself when :meth:`remember` finds it full.
+
+    Reads are plain ``dict`` reads (``get``, ``in``): the hot paths pay nothing for the bound.
+    """
+
+    __slots__ = ("limit",)
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def remember(self, key: K, value: V) -> V:
+        """Store ``value`` under ``key`` (emptying the table first when it is full); returns it."""
+        if len(self) >= self.limit and key not in self:
+            self.clear()
+        self[key] = value
+        return value
+
+
+NodeContent = tuple[
+    tuple[tuple[str, str], ...], tuple[Any, ...], tuple[tuple[str, int], ...], tuple[tuple[str, int], ...], str
+]
+"""A node shape's labels, taints, free and allocatable resources and GPU product (not its count)."""
+
+
+class FleetVerdicts(NamedTuple):
+    """The placement-only filters' verdicts over one fleet generation (see ``framework``)."""
+
+    serials: tuple[int, ...]
+    verdicts: list[Status | None]
+    """Per position: the first failure for a binding not running there (None: passes)."""
+    unknown: bool
+    """Whether some verdicts are placeholders for clusters the judged binding ran in."""
+
+
+class Screened(NamedTuple):
+    """A fleet generation split by the placement-only verdicts, for a binding running nowhere."""
+
+    serials: tuple[int, ...]
+    passing: list[int]
+    """Positions passing, in order."""
+    failing: dict[str, Status]
+
+
+class BoundOrder(NamedTuple):
+    """A fleet generation in (tier, lowest price, name) order (see ``verdict_walk``)."""
+
+    serials: tuple[int, ...]
+    tiered: TieredOverflow | None
+    bounds: list[tuple[int, float, str] | None]
+    """Per position of the fleet, its bound (None: no tier)."""
+    order: list[tuple[tuple[int, float, str], int]]
+    tainted: bool
+
+
+_VERDICT_IDS: Iterator[int] = itertools.count(1)
+"""Source of request-kind ids (:meth:`SchedulerCache.verdict_id`). One counter for every cache:
+snapshots memoise verdicts by these ids, and a snapshot may be asked through two caches, so an id
+must never mean two request kinds."""
+
+
+@dataclass(eq=False)
+class SchedulerCache:
+    """Memo tables shared by the decisions of one scheduler (see the module docstring)."""
+
+    node_memos: BoundedMemo[NodeContent, dict[Any, int]] = field(default_factory=lambda: BoundedMemo(65_536))
+    """Node content -> the estimator's per-node memo (``NodeShape.fits``), shared by every shape with
+    that content across reports, so a report that repeats a shape starts with its answers known."""
+    placement_keys: BoundedMemo[tuple[int, int], tuple[ClusterAffinityTerm, Placement, str]] = field(
+        default_factory=lambda: BoundedMemo(4096)
+    )
+    """(id(term), id(placement)) -> both objects and their placement key (see ``placement_key``)."""
+    affinity_terms: BoundedMemo[int, tuple[Placement, list[ClusterAffinityTerm]]] = field(
+        default_factory=lambda: BoundedMemo(4096)
+    )
+    """id(placement) -> that placement and its affinity terms, the same objects on every decision."""
+    fleet_verdicts: BoundedMemo[str, FleetVerdicts] = field(default_factory=lambda: BoundedMemo(256))
+    """Placement key -> the placement-only verdicts of the fleet generation last judged under it."""
+    screened: BoundedMemo[str, Screened] = field(default_factory=lambda: BoundedMemo(256))
+    """Placement key -> that fleet generation split into passing and failing clusters."""
+    bound_orders: BoundedMemo[int, BoundOrder] = field(default_factory=lambda: BoundedMemo(256))
+    """id(tieredOverflow) (0: the clusters' own tiers) -> the fleet's (tier, price, name) order."""
+    verdict_ids: BoundedMemo[tuple[object, ...], int] = field(default_factory=lambda: BoundedMemo(16_384))
+    """Request kind -> a small id, so per-snapshot verdict memos hash an int."""
+
+    def verdict_id(self, kind: tuple[object, ...]) -> int:
+        """The id of a request kind (see :data:`_VERDICT_IDS`)."""
+        found = self.verdict_ids.get(kind)
+        if found is None:
+            found = self.verdict_ids.remember(kind, next(_VERDICT_IDS))
+        return found
+
+    def node_memo(self, shape: NodeShape) -> dict[Any, int]:
+        """The per-node memo for ``shape``'s content: the one an earlier shape with that content
+        started, else ``shape``'s own (its answers depend only on the content, not on the count)."""
+        key: NodeContent = (
+            tuple(sorted(shape.labels.items())),
+            shape.taints,
+            tuple(sorted(shape.free.items())),
+            tuple(sorted(shape.allocatable.items())),
+            shape.product,
+        )
+        found = self.node_memos.get(key)
+        if found is None:
+            found = self.node_memos.remember(key, shape.fits)
+        return found
