@@ -15,6 +15,7 @@ from enum import StrEnum
 from typing import Any
 
 from controlplane.apis.constants import CONDITION_PROPAGATED
+from controlplane.apis.kube.defaults_batch import without_generated_selector
 from controlplane.apis.work_v1alpha1 import binding_name
 from controlplane.apiserver.resources import Registry, ResourceType
 from controlplane.interpreter import interpreter_for
@@ -120,7 +121,8 @@ def with_condition(
 
 
 def without_server_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of a hub object fit to create in a member: no status, no server-owned metadata."""
+    """A copy of a hub object fit to create in a member: no status, no server-owned metadata, no
+    selector or labels generated for a Job (the member generates its own)."""
     out = copy.deepcopy(dict(obj))
     out.pop("status", None)
     meta = out.get("metadata") or {}
@@ -139,4 +141,6 @@ def without_server_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
         else:
             kept.pop("annotations")
     out["metadata"] = kept
+    if out.get("apiVersion") == "batch/v1" and out.get("kind") == "Job":
+        without_generated_selector(out)
     return out

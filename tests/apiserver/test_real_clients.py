@@ -115,6 +115,10 @@ async def test_kubectl_apply_get_delete(kubeconfig: Path, objects: ObjectStore, 
     assert containers["b"] == {
         "name": "b", "image": "busybox:1", "env": [{"name": "MODE", "value": "x"}],
         "resources": {"limits": {"nvidia.com/gpu": "1"}},
+        # kube's defaults for a container
+        "imagePullPolicy": "IfNotPresent",
+        "terminationMessagePath": "/dev/termination-log",
+        "terminationMessagePolicy": "File",
     }
     assert after["metadata"]["labels"] == {"team": "ml"}
     assert after["metadata"]["generation"] == 3

@@ -16,7 +16,7 @@ from typing import Any
 
 from controlplane.apiserver import codec, errors
 from controlplane.apiserver.objects.namespaces import SYSTEM_NAMESPACES, NamespaceLifecycle
-from controlplane.apiserver.objects.reading import get_kv, store_call
+from controlplane.apiserver.objects.reading import decode, get_kv, store_call
 from controlplane.apiserver.objects.values import (
     DeleteOptions,
     DeleteResult,
@@ -57,7 +57,7 @@ class Deleter:
         namespace = namespace if rt.namespaced else None
         for _attempt in range(PATCH_RETRIES):
             kv = await get_kv(self._store, rt, namespace=namespace, name=name)
-            obj = codec.decode(kv)
+            obj = decode(rt, kv)
             check_preconditions(rt, obj, options.preconditions)
             try:
                 if rt is self._namespaces.type:
@@ -133,7 +133,7 @@ class Deleter:
     async def _delete_all_in(self, rt: ResourceType, namespace: str) -> None:
         listed = await store_call(rt, "", self._store.list(rt.key_prefix(namespace)))
         for kv in listed.items:
-            obj = codec.decode(kv)
+            obj = decode(rt, kv)
             for _attempt in range(PATCH_RETRIES):
                 try:
                     await self.delete_kv(rt, kv, obj, dry_run=False)
@@ -143,7 +143,7 @@ class Deleter:
                         kv = await self._store.get(kv.key)
                     except storage.NotFound:
                         break
-                    obj = codec.decode(kv)
+                    obj = decode(rt, kv)
                 except errors.NotFound:
                     break
 

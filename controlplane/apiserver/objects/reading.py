@@ -59,6 +59,21 @@ async def get_kv(store: storage.Store, rt: ResourceType, *, namespace: str | Non
     return kv
 
 
+def decode(rt: ResourceType, kv: storage.KeyValue) -> dict[str, Any]:
+    """The object stored in ``kv`` as served: with its resourceVersion and kube's defaults."""
+    obj = codec.decode(kv)
+    if rt.defaults_on_read is not None:
+        rt.defaults_on_read(obj)
+    return obj
+
+
+def encoded(rt: ResourceType, kv: storage.KeyValue) -> bytes:
+    """:func:`decode` as JSON; kinds without defaults are spliced from the stored bytes unparsed."""
+    if rt.defaults_on_read is None:
+        return codec.with_resource_version(kv)
+    return codec.dumps(decode(rt, kv))
+
+
 def label_selector_of(selector: LabelSelectorArg) -> LabelSelector:
     if isinstance(selector, LabelSelector):
         return selector
@@ -126,7 +141,7 @@ async def list_page(store: storage.Store, rt: ResourceType, namespace: str | Non
             last_key = kv.key
             obj: dict[str, Any] | None = None
             if filtered:
-                obj = codec.decode(kv)
+                obj = decode(rt, kv)
                 if not (labels.matches(obj["metadata"].get("labels")) and fields.matches(obj)):
                     continue
             kvs.append(kv)

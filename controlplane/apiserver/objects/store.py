@@ -13,13 +13,14 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime
+from functools import partial
 from typing import Any, Unpack
 
 from controlplane.apiserver import codec, errors
 from controlplane.apiserver.objects.deleting import Deleter
 from controlplane.apiserver.objects.events import watch_events
 from controlplane.apiserver.objects.namespaces import SYSTEM_NAMESPACES, NamespaceLifecycle
-from controlplane.apiserver.objects.reading import get_kv, list_page
+from controlplane.apiserver.objects.reading import decode, encoded, get_kv, list_page
 from controlplane.apiserver.objects.scale import patched_scale, replicas_patch, scale_of, scale_patch_type
 from controlplane.apiserver.objects.values import (
     DeleteOptions,
@@ -87,15 +88,15 @@ class ObjectStore:
     # --- reads ------------------------------------------------------------------------
 
     async def get(self, rt: ResourceType, *, namespace: str | None = None, name: str) -> dict[str, Any]:
-        return codec.decode(await get_kv(self._store, rt, namespace=namespace, name=name))
+        return decode(rt, await get_kv(self._store, rt, namespace=namespace, name=name))
 
     async def get_encoded(self, rt: ResourceType, *, namespace: str | None = None, name: str) -> bytes:
-        return codec.with_resource_version(await get_kv(self._store, rt, namespace=namespace, name=name))
+        return encoded(rt, await get_kv(self._store, rt, namespace=namespace, name=name))
 
     async def list(self, rt: ResourceType, *, namespace: str | None = None, **options: Unpack[ListArgs]) -> ObjectList:
         page = await list_page(self._store, rt, namespace, ListOptions(**options))
         items = [
-            obj if obj is not None else codec.decode(kv) for kv, obj in zip(page.kvs, page.objects, strict=True)
+            obj if obj is not None else decode(rt, kv) for kv, obj in zip(page.kvs, page.objects, strict=True)
         ]
         return ObjectList(items, str(page.revision), page.continue_token)
 
@@ -103,7 +104,7 @@ class ObjectStore:
         self, rt: ResourceType, *, namespace: str | None = None, **options: Unpack[ListArgs]
     ) -> EncodedList:
         page = await list_page(self._store, rt, namespace, ListOptions(**options))
-        return EncodedList(page.kvs, str(page.revision), page.continue_token)
+        return EncodedList(page.kvs, str(page.revision), page.continue_token, encode=partial(encoded, rt))
 
     # --- writes -----------------------------------------------------------------------
 

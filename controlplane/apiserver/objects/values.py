@@ -10,7 +10,7 @@ layer), :class:`DeleteResult` and :class:`ObjectEvent`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -70,9 +70,11 @@ class EncodedList:
     kvs: list[storage.KeyValue]
     resource_version: str
     continue_token: str = ""
+    #: One stored object as served (``reading.encoded`` for its kind).
+    encode: Callable[[storage.KeyValue], bytes] = codec.with_resource_version
 
     def items(self) -> Iterator[bytes]:
-        return (codec.with_resource_version(kv) for kv in self.kvs)
+        return (self.encode(kv) for kv in self.kvs)
 
     @property
     def stored_bytes(self) -> int:

@@ -23,7 +23,7 @@ from typing import Any
 from controlplane.apiserver import codec, errors
 from controlplane.apiserver.admission import Operation, WriteAttributes
 from controlplane.apiserver.objects.namespaces import NamespaceLifecycle
-from controlplane.apiserver.objects.reading import get_kv, store_call
+from controlplane.apiserver.objects.reading import decode, get_kv, store_call
 from controlplane.apiserver.objects.values import WriteOptions
 from controlplane.apiserver.patches import PatchType, apply_patch, record_update
 from controlplane.apiserver.resources import ResourceType
@@ -89,6 +89,8 @@ class Writer:
         if rt is self._namespaces.type:
             obj["spec"] = {"finalizers": ["kubernetes"]}
             obj["status"] = {"phase": "Active"}
+        # Before defaulting: a Job's generated selector names its uid.
+        meta["uid"] = str(uuid.uuid4())
         if rt.prepare is not None:
             rt.prepare(obj)
         if rt.defaults is not None:
@@ -99,7 +101,6 @@ class Writer:
         if rt.namespaced:
             await self._namespaces.require(rt, meta["namespace"], meta["name"])
         now = self.now()
-        meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = now
         meta["generation"] = 1
         if options.field_manager:
@@ -141,7 +142,7 @@ class Writer:
         wanted = meta.get("resourceVersion")
         if wanted and str(wanted) != str(kv.mod_revision):
             raise errors.conflict_modified(plural=rt.plural, group=rt.group, name=meta["name"])
-        old = codec.decode(kv)
+        old = decode(rt, kv)
         new = merged(rt, old, obj, subresource=subresource)
         return await self.write_update(rt, kv, old, new, subresource=subresource, options=options)
 
@@ -177,7 +178,7 @@ class Writer:
                 applied = checked_body(rt, applied, namespace=namespace, name=name)
                 created, _ = await self.create_owned(rt, applied, applied_write)
                 return created
-            old = codec.decode(kv)
+            old = decode(rt, kv)
             patched = apply_patch(rt, old, patch_type, patch, manager=field_manager, force=force, now=self.now())
             patched = checked_body(rt, patched, namespace=namespace, name=name)
             wanted = patched["metadata"].get("resourceVersion")
