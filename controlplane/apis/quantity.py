@@ -7,6 +7,7 @@ memory and storage in bytes, every other resource (GPUs, MIG slices) as a count.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from decimal import MAX_EMAX, MIN_EMIN, ROUND_CEILING, ROUND_UP, Context, Decimal, InvalidOperation
 from enum import StrEnum
@@ -274,6 +275,21 @@ def canonical_quantity(value: str | int | float, *, round_milli: bool = False) -
 
     ``round_milli``: as a ``ResourceList`` entry, rounded up to a thousandth first.
     """
+    if isinstance(value, bool) or (isinstance(value, str) and len(value) > _MEMO_MAX_CHARS):
+        return _canonical_quantity(value, round_milli)
+    return _memo_canonical_quantity(value, round_milli)
+
+
+#: Objects repeat the same few quantities ("1", "24Gi"): parsing each once is most of the cost.
+_MEMO_MAX_CHARS = 64
+
+
+@functools.lru_cache(maxsize=4096, typed=True)
+def _memo_canonical_quantity(value: str | int | float, round_milli: bool) -> str:
+    return _canonical_quantity(value, round_milli)
+
+
+def _canonical_quantity(value: str | int | float, round_milli: bool) -> str:
     try:
         quantity = parse_kube_quantity(value)
         return str(quantity.round_up_milli() if round_milli else quantity)

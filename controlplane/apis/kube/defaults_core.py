@@ -9,6 +9,7 @@ kube's strategies and its JSON encoding of non-pointer structs.
 
 from __future__ import annotations
 
+import functools
 import re
 from decimal import Decimal
 from typing import Any
@@ -41,6 +42,19 @@ def image_tag(image: Any) -> str:
     neither tag nor digest, and ``""`` for a digest-only or unparseable reference."""
     if not isinstance(image, str):
         return ""
+    return _image_tag(image) if len(image) <= _MEMO_MAX_IMAGE else _parse_image_tag(image)
+
+
+#: Pods of one workload share their images: the reference is parsed once.
+_MEMO_MAX_IMAGE = 512
+
+
+@functools.lru_cache(maxsize=1024)
+def _image_tag(image: str) -> str:
+    return _parse_image_tag(image)
+
+
+def _parse_image_tag(image: str) -> str:
     match = _REFERENCE.match(image)
     if match is None or len(image.partition("@")[0].rpartition(":")[0] or image) > 255:
         return ""

@@ -16,7 +16,7 @@ from typing import Any
 
 from controlplane.apiserver import codec, errors
 from controlplane.apiserver.objects.namespaces import SYSTEM_NAMESPACES, NamespaceLifecycle
-from controlplane.apiserver.objects.reading import decode, get_kv, store_call
+from controlplane.apiserver.objects.reading import decode, get_kv, store_call, stored_form
 from controlplane.apiserver.objects.values import (
     DeleteOptions,
     DeleteResult,
@@ -81,7 +81,7 @@ class Deleter:
             if dry_run:
                 return DeleteResult(marked, deleted=False)
             try:
-                written = await self._store.update(kv.key, codec.encode(marked), expected_revision=kv.mod_revision)
+                written = await self._store.update(kv.key, stored_form(rt, marked), expected_revision=kv.mod_revision)
             except storage.Conflict as exc:
                 raise LostRace(str(exc)) from exc
             except storage.StorageError as exc:

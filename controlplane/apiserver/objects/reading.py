@@ -60,18 +60,24 @@ async def get_kv(store: storage.Store, rt: ResourceType, *, namespace: str | Non
 
 
 def decode(rt: ResourceType, kv: storage.KeyValue) -> dict[str, Any]:
-    """The object stored in ``kv`` as served: with its resourceVersion and kube's defaults."""
+    """The object stored in ``kv`` as served: with its resourceVersion and kube's defaults
+    (applied here to an object not stored with them, as kube defaults what it decodes)."""
     obj = codec.decode(kv)
-    if rt.defaults_on_read is not None:
+    if rt.defaults_on_read is not None and not codec.is_defaulted(kv):
         rt.defaults_on_read(obj)
     return obj
 
 
 def encoded(rt: ResourceType, kv: storage.KeyValue) -> bytes:
-    """:func:`decode` as JSON; kinds without defaults are spliced from the stored bytes unparsed."""
-    if rt.defaults_on_read is None:
+    """:func:`decode` as JSON, spliced from the stored bytes unparsed when nothing is to default."""
+    if rt.defaults_on_read is None or codec.is_defaulted(kv):
         return codec.with_resource_version(kv)
     return codec.dumps(decode(rt, kv))
+
+
+def stored_form(rt: ResourceType, obj: dict[str, Any]) -> bytes:
+    """What is written for ``obj``, an object of ``rt`` that went through its defaulting."""
+    return codec.encode(obj, defaulted=rt.defaults_on_read is not None)
 
 
 def label_selector_of(selector: LabelSelectorArg) -> LabelSelector:

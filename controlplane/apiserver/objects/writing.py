@@ -20,10 +20,10 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from controlplane.apiserver import codec, errors
+from controlplane.apiserver import errors
 from controlplane.apiserver.admission import Operation, WriteAttributes
 from controlplane.apiserver.objects.namespaces import NamespaceLifecycle
-from controlplane.apiserver.objects.reading import decode, get_kv, store_call
+from controlplane.apiserver.objects.reading import decode, get_kv, store_call, stored_form
 from controlplane.apiserver.objects.values import WriteOptions
 from controlplane.apiserver.patches import PatchType, apply_patch, record_update
 from controlplane.apiserver.resources import ResourceType
@@ -114,7 +114,7 @@ class Writer:
         if options.dry_run:
             return obj, None
         kv: storage.KeyValue = await store_call(
-            rt, meta["name"], self._store.create(rt.key(namespace=meta.get("namespace"), name=meta["name"]), codec.encode(obj))
+            rt, meta["name"], self._store.create(rt.key(namespace=meta.get("namespace"), name=meta["name"]), stored_form(rt, obj))
         )
         obj["metadata"]["resourceVersion"] = str(kv.mod_revision)
         if rt is self._namespaces.type:
@@ -253,7 +253,7 @@ class Writer:
                 await self._namespaces.content_deleted(meta["namespace"])
             return new
         try:
-            written = await self._store.update(key, codec.encode(new), expected_revision=kv.mod_revision)
+            written = await self._store.update(key, stored_form(rt, new), expected_revision=kv.mod_revision)
         except storage.Conflict as exc:
             raise LostRace(errors.conflict_modified(plural=rt.plural, group=rt.group, name=name).message) from exc
         except storage.StorageError as exc:
