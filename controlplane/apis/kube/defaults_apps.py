@@ -30,22 +30,27 @@ def _status(obj: dict[str, Any], *zero_fields: str) -> None:
             status.setdefault(key, 0)
 
 
+def _rolling_update(spec: dict[str, Any], key: str, *, max_unavailable: int | str, max_surge: int | str) -> None:
+    """A strategy defaulting to RollingUpdate, whose rolling parameters default when it is one."""
+    strategy = ensure(spec, key)
+    if strategy is None:
+        return
+    set_default(strategy, "type", "RollingUpdate")
+    rolling = ensure(strategy, "rollingUpdate") if strategy["type"] == "RollingUpdate" else None
+    if rolling is not None:
+        if rolling.get("maxUnavailable") is None:
+            rolling["maxUnavailable"] = max_unavailable
+        if rolling.get("maxSurge") is None:
+            rolling["maxSurge"] = max_surge
+
+
 def deployment(obj: dict[str, Any]) -> None:
     """``SetDefaults_Deployment``: replicas 1, RollingUpdate 25%/25%, history 10, deadline 600."""
     spec = ensure(obj, "spec")
     if spec is None:
         return
     _replicas(spec)
-    strategy = ensure(spec, "strategy")
-    if strategy is not None:
-        set_default(strategy, "type", "RollingUpdate")
-        if strategy["type"] == "RollingUpdate":
-            rolling = ensure(strategy, "rollingUpdate")
-            if rolling is not None:
-                if rolling.get("maxUnavailable") is None:
-                    rolling["maxUnavailable"] = "25%"
-                if rolling.get("maxSurge") is None:
-                    rolling["maxSurge"] = "25%"
+    _rolling_update(spec, "strategy", max_unavailable="25%", max_surge="25%")
     _revision_history(spec)
     if spec.get("progressDeadlineSeconds") is None:
         spec["progressDeadlineSeconds"] = 600
@@ -88,16 +93,7 @@ def daemon_set(obj: dict[str, Any]) -> None:
     spec = ensure(obj, "spec")
     if spec is None:
         return
-    strategy = ensure(spec, "updateStrategy")
-    if strategy is not None:
-        set_default(strategy, "type", "RollingUpdate")
-        if strategy["type"] == "RollingUpdate":
-            rolling = ensure(strategy, "rollingUpdate")
-            if rolling is not None:
-                if rolling.get("maxUnavailable") is None:
-                    rolling["maxUnavailable"] = 1
-                if rolling.get("maxSurge") is None:
-                    rolling["maxSurge"] = 0
+    _rolling_update(spec, "updateStrategy", max_unavailable=1, max_surge=0)
     _revision_history(spec)
     pod_template_spec(child(spec, "template"))
     _status(obj, "currentNumberScheduled", "numberMisscheduled", "desiredNumberScheduled", "numberReady")

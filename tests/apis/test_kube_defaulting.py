@@ -1,0 +1,139 @@
+"""kube's defaulters of the built-in kinds the hub does not serve yet, image tags, QoS classes,
+and what a member receives of a Job (pure functions)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from controlplane.apis.kube import defaulting
+from controlplane.apis.kube.defaults_batch import without_generated_selector
+from controlplane.apis.kube.defaults_core import image_tag, qos_class
+
+POD_SPEC_DEFAULTS = {
+    "restartPolicy": "Always", "terminationGracePeriodSeconds": 30, "dnsPolicy": "ClusterFirst",
+    "securityContext": {}, "schedulerName": "default-scheduler",
+}
+
+
+def defaulted(group: str, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
+    defaulter = defaulting.for_kind(group, kind)
+    assert defaulter is not None
+    defaulter(obj)
+    return obj
+
+
+def template() -> dict[str, Any]:
+    return {"metadata": {"labels": {"app": "a"}}, "spec": {"containers": [{"name": "c", "image": "img:1"}]}}
+
+
+def test_daemonset_defaults() -> None:
+    got = defaulted("apps", "DaemonSet", {"spec": {"template": template()}})
+    assert got["spec"]["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}
+    assert got["spec"]["revisionHistoryLimit"] == 10
+    assert got["spec"]["template"]["spec"] | POD_SPEC_DEFAULTS == got["spec"]["template"]["spec"]
+    assert got["status"] == {
+        "currentNumberScheduled": 0, "numberMisscheduled": 0, "desiredNumberScheduled": 0, "numberReady": 0,
+    }
+    on_delete = defaulted("apps", "DaemonSet", {"spec": {"updateStrategy": {"type": "OnDelete"}}})
+    assert on_delete["spec"]["updateStrategy"] == {"type": "OnDelete"}
+
+
+def test_replicaset_defaults() -> None:
+    got = defaulted("apps", "ReplicaSet", {"spec": {"template": template()}})
+    assert got["spec"]["replicas"] == 1
+    assert got["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] == "IfNotPresent"
+    assert got["status"] == {"replicas": 0}
+
+
+def test_cronjob_defaults_leave_the_job_template_to_the_job() -> None:
+    got = defaulted("batch", "CronJob", {"spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": template()}}}})
+    spec = got["spec"]
+    assert {k: spec[k] for k in ("concurrencyPolicy", "suspend", "successfulJobsHistoryLimit", "failedJobsHistoryLimit")} == {
+        "concurrencyPolicy": "Allow", "suspend": False, "successfulJobsHistoryLimit": 3, "failedJobsHistoryLimit": 1,
+    }
+    job_spec = spec["jobTemplate"]["spec"]
+    assert "backoffLimit" not in job_spec and "completions" not in job_spec  # SetDefaults_Job takes a Job
+    assert job_spec["template"]["spec"]["terminationGracePeriodSeconds"] == 30
+    assert got["status"] == {}
+
+
+def test_limit_range_defaults_from_max_and_min() -> None:
+    got = defaulted("", "LimitRange", {"spec": {"limits": [
+        {"type": "Container", "max": {"cpu": "2000m"}, "min": {"memory": 1073741824}},
+        {"type": "Pod", "max": {"memory": "0.5Gi"}},
+    ]}})
+    container, pod = got["spec"]["limits"]
+    assert container == {
+        "type": "Container", "max": {"cpu": "2"}, "min": {"memory": "1073741824"},
+        "default": {"cpu": "2"}, "defaultRequest": {"cpu": "2", "memory": "1073741824"},
+    }
+    assert pod == {"type": "Pod", "max": {"memory": "512Mi"}}
+
+
+def test_quota_node_and_replication_controller() -> None:
+    quota = defaulted("", "ResourceQuota", {"spec": {"hard": {"requests.nvidia.com/gpu": 8, "requests.cpu": "0.5"}}})
+    assert quota["spec"]["hard"] == {"requests.nvidia.com/gpu": "8", "requests.cpu": "500m"}
+    node = defaulted("", "Node", {"status": {"capacity": {"nvidia.com/gpu": 8, "memory": "1024Ki"}}})
+    assert node["status"]["capacity"] == node["status"]["allocatable"] == {"nvidia.com/gpu": "8", "memory": "1Mi"}
+    rc = defaulted("", "ReplicationController", {"metadata": {}, "spec": {"template": template()}})
+    assert rc["spec"]["selector"] == {"app": "a"} and rc["metadata"]["labels"] == {"app": "a"}
+    assert rc["spec"]["replicas"] == 1
+
+
+@pytest.mark.parametrize(
+    ("image", "tag"),
+    [
+        ("nginx", "latest"),
+        ("nginx:latest", "latest"),
+        ("nginx:1.27", "1.27"),
+        ("localhost:5000/nginx", "latest"),
+        ("localhost:5000/team/nginx:2", "2"),
+        ("nginx@sha256:" + "a" * 64, ""),
+        ("nginx:1@sha256:" + "a" * 64, "1"),
+        ("Nginx", ""),  # not a valid reference
+        ("", ""),
+    ],
+)
+def test_image_tag_as_kube_reads_it(image: str, tag: str) -> None:
+    assert image_tag(image) == tag
+
+
+@pytest.mark.parametrize(
+    ("containers", "qos"),
+    [
+        ([{}], "BestEffort"),
+        ([{"resources": {"requests": {"cpu": "1"}}}], "Burstable"),
+        ([{"resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}}], "Guaranteed"),
+        ([{"resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}}], "Burstable"),
+        ([{"resources": {"limits": {"nvidia.com/gpu": "1"}}}], "BestEffort"),  # only cpu and memory count
+    ],
+)
+def test_qos_class(containers: list[dict[str, Any]], qos: str) -> None:
+    assert qos_class({"containers": containers}) == qos
+
+
+def test_a_member_receives_a_job_without_the_hubs_generated_selector() -> None:
+    job = defaulted("batch", "Job", {
+        "metadata": {"name": "train", "uid": "hub-uid"},
+        "spec": {"template": {"metadata": {"labels": {"app": "train"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}},
+    })
+    assert job["spec"]["selector"] == {"matchLabels": {"batch.kubernetes.io/controller-uid": "hub-uid"}}
+    without_generated_selector(job)
+    assert "selector" not in job["spec"]
+    assert job["spec"]["template"]["metadata"]["labels"] == {"app": "train"}
+    assert job["metadata"]["labels"] == {"app": "train"}
+    manual = {"spec": {"manualSelector": True, "selector": {"matchLabels": {"controller-uid": "mine"}}}}
+    without_generated_selector(manual)
+    assert manual["spec"]["selector"] == {"matchLabels": {"controller-uid": "mine"}}
+
+
+def test_defaulting_is_idempotent_on_read() -> None:
+    job = defaulted("batch", "Job", {"metadata": {"name": "j", "uid": "u"}, "spec": {"template": template()}})
+    reader = defaulting.for_reading("batch", "Job")
+    assert reader is not None
+    again = copy.deepcopy(job)
+    reader(again)
+    assert again == job
