@@ -42,7 +42,13 @@ def test_daemonset_defaults() -> None:
 
 
 def test_replicaset_defaults() -> None:
-    got = defaulted("apps", "ReplicaSet", {"spec": {"template": template()}})
+    pod = template()
+    pod["spec"]["containers"][0]["readinessProbe"] = {"grpc": {"port": 9000}, "periodSeconds": 5}
+    got = defaulted("apps", "ReplicaSet", {"spec": {"template": pod}})
+    assert got["spec"]["template"]["spec"]["containers"][0]["readinessProbe"] == {
+        "grpc": {"port": 9000, "service": ""}, "periodSeconds": 5,
+        "timeoutSeconds": 1, "successThreshold": 1, "failureThreshold": 3,
+    }
     assert got["spec"]["replicas"] == 1
     assert got["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] == "IfNotPresent"
     assert got["status"] == {"replicas": 0}

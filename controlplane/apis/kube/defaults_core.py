@@ -40,23 +40,23 @@ _REFERENCE = re.compile(
 def image_tag(image: Any) -> str:
     """The tag kube reads from an image reference: the explicit one, ``latest`` when there is
     neither tag nor digest, and ``""`` for a digest-only or unparseable reference."""
-    if not isinstance(image, str):
+    if not isinstance(image, str) or len(image) > _MAX_REFERENCE:
         return ""
-    return _image_tag(image) if len(image) <= _MEMO_MAX_IMAGE else _parse_image_tag(image)
+    return _image_tag(image)
 
 
-#: Pods of one workload share their images: the reference is parsed once.
-_MEMO_MAX_IMAGE = 512
+#: Longer than any valid reference (a 255-character name, a 128-character tag and a digest):
+#: refused before the regular expression sees it.
+_MAX_REFERENCE = 1024
 
 
-@functools.lru_cache(maxsize=1024)
+@functools.lru_cache(maxsize=1024)  # pods of one workload share their images: parsed once
 def _image_tag(image: str) -> str:
-    return _parse_image_tag(image)
-
-
-def _parse_image_tag(image: str) -> str:
     match = _REFERENCE.match(image)
-    if match is None or len(image.partition("@")[0].rpartition(":")[0] or image) > 255:
+    if match is None:
+        return ""
+    domain = match.group("domain")
+    if len(match.group("path")) + (len(domain) + 1 if domain else 0) > 255:  # docker's NameTotalLengthMax
         return ""
     tag, digest = match.group("tag"), match.group("digest")
     if not tag and not digest:
@@ -81,6 +81,9 @@ def _probe(probe: dict[str, Any] | None) -> None:
         if probe.get(key) in (None, 0):
             probe[key] = value
     _http_get(probe)
+    grpc = child(probe, "grpc")
+    if grpc is not None and grpc.get("service") is None:
+        grpc["service"] = ""  # GRPCAction.Service: +default=""
 
 
 def container(spec: dict[str, Any]) -> None:
