@@ -4,12 +4,14 @@ objects stored before defaulting existed are served defaulted and canonical."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
+import pytest
 from aiohttp.test_utils import TestClient
 
 from controlplane.apiserver import codec
-from controlplane.apiserver.objects import ObjectStore
+from controlplane.apiserver.objects import ObjectStore, writing
 
 Client = TestClient[Any, Any]
 
@@ -306,3 +308,22 @@ async def test_objects_stored_before_defaulting_are_served_defaulted(api: Client
         assert served["spec"]["strategy"]["type"] == "RollingUpdate"
         assert served["status"] == {}
     assert codec.loads((await objects.store.get(key)).value) == old
+
+
+async def test_a_generated_name_retried_after_a_collision_labels_the_job_with_the_final_name(
+    objects: ObjectStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jobs = objects.registry.require("batch/v1", "Job")
+    body = {
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"generateName": "train-", "namespace": "default"},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "i:1"}]}}},
+    }
+    draws = iter("bbbbb" "bbbbb" "ccccc")  # the second draw collides with the first job
+    monkeypatch.setattr(writing.secrets, "choice", lambda _chars: next(draws))
+    first = await objects.create(jobs, copy.deepcopy(body))
+    second = await objects.create(jobs, copy.deepcopy(body))
+    assert (first["metadata"]["name"], second["metadata"]["name"]) == ("train-bbbbb", "train-ccccc")
+    labels = second["spec"]["template"]["metadata"]["labels"]
+    assert labels["batch.kubernetes.io/job-name"] == "train-ccccc"
+    assert labels["batch.kubernetes.io/controller-uid"] == second["metadata"]["uid"]
+    assert second["spec"]["selector"]["matchLabels"] == {"batch.kubernetes.io/controller-uid": second["metadata"]["uid"]}

@@ -65,8 +65,13 @@ class Writer:
         for ``generateName``; return the object and what was stored (None on dry run)."""
         meta = obj["metadata"]
         generated = not meta.get("name") and bool(meta.get("generateName"))
+        # Defaulting writes the name and uid into the object (a Job's labels): each attempt
+        # at a generated name starts from the object as written.
+        written = copy.deepcopy(obj) if generated else obj
         for attempt in range(3 if generated else 1):
             if generated:
+                obj = copy.deepcopy(written)
+                meta = obj["metadata"]
                 prefix = str(meta["generateName"])[:_GENERATE_NAME_MAX_PREFIX]
                 meta["name"] = prefix + "".join(secrets.choice(_GENERATE_NAME_CHARS) for _ in range(5))
             try:
@@ -79,8 +84,7 @@ class Writer:
     async def _create_attempt(
         self, rt: ResourceType, obj: dict[str, Any], options: WriteOptions
     ) -> tuple[dict[str, Any], storage.KeyValue | None]:
-        """One create attempt of ``obj``, which is this store's own (:func:`checked_body`'s) copy:
-        a retry with another generated name finds it changed only in what this resets."""
+        """One create attempt of ``obj``, which is this store's own (:func:`checked_body`'s) copy."""
         meta = obj["metadata"]
         for key in _SERVER_OWNED_METADATA:
             meta.pop(key, None)
