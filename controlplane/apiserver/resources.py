@@ -151,8 +151,7 @@ class ResourceType:
     #: kube's defaulting of the kind: fills unset fields in place on every create and update,
     #: after ``prepare`` and before validation (built-in kinds: :mod:`controlplane.apis.kube`).
     defaults: Defaulter | None = None
-    #: kube's defaulting of the kind as read back from storage (objects stored before a default
-    #: existed are served with it); None: served as stored.
+    #: kube's defaulting of the kind read back from storage (for objects stored without it).
     defaults_on_read: Defaulter | None = None
     #: kube's validation of the kind beyond ``model``: (new, stored on update) → field errors;
     #: any error refuses the write with 422 Invalid (built-in kinds: :mod:`controlplane.apis.kube`).
