@@ -143,3 +143,55 @@ def test_defaulting_is_idempotent_on_read() -> None:
     again = copy.deepcopy(job)
     reader(again)
     assert again == job
+
+
+def _variants(value: Any, path: tuple[Any, ...] = ()) -> Any:
+    """``value`` with each node in turn replaced by a value of the wrong type."""
+    junk: tuple[Any, ...] = (None, "x", 7, [], {}, [1], True)
+    for replacement in junk:
+        yield path, replacement
+    if isinstance(value, dict):
+        for key, child in value.items():
+            yield from _variants(child, (*path, key))
+    elif isinstance(value, list):
+        for index, child in enumerate(value):
+            yield from _variants(child, (*path, index))
+
+
+def _replaced(value: Any, path: tuple[Any, ...], replacement: Any) -> Any:
+    if not path:
+        return copy.deepcopy(replacement)
+    out = copy.deepcopy(value)
+    node = out
+    for step in path[:-1]:
+        node = node[step]
+    node[path[-1]] = copy.deepcopy(replacement)
+    return out
+
+
+@pytest.mark.parametrize(("group", "kind"), defaulting.defaulted_kinds())
+def test_malformed_objects_are_left_for_validation_not_crashed_on(group: str, kind: str) -> None:
+    pod_spec = {
+        "containers": [{"name": "c", "image": "i", "ports": [{"containerPort": 1}], "env": [{"name": "e"}],
+                        "resources": {"limits": {"cpu": "1"}}, "livenessProbe": {"httpGet": {"port": 1}}}],
+        "volumes": [{"name": "v", "projected": {"sources": [{"serviceAccountToken": {}}]}}],
+    }
+    sample = {
+        "metadata": {"name": "n", "uid": "u", "labels": {"a": "b"}},
+        "spec": {
+            "template": {"metadata": {"labels": {"a": "b"}}, "spec": pod_spec},
+            "jobTemplate": {"spec": {"template": {"spec": pod_spec}}},
+            "strategy": {"type": "RollingUpdate"}, "updateStrategy": {}, "ports": [{"port": 1}],
+            "resources": {"requests": {"storage": "1Gi"}}, "hard": {"cpu": "1"}, "limits": [{"type": "Container"}],
+            "volumeClaimTemplates": [{"spec": {}}], **pod_spec,
+        },
+        "status": {"capacity": {"cpu": "1"}},
+    }
+    defaulter = defaulting.for_kind(group, kind)
+    reader = defaulting.for_reading(group, kind)
+    assert defaulter is not None and reader is not None
+    for path, replacement in _variants(sample):
+        obj = _replaced(sample, path, replacement)
+        if isinstance(obj, dict):
+            defaulter(obj)
+            reader(obj)

@@ -56,3 +56,8 @@ def for_kind(group: str, kind: str) -> Defaulter | None:
 def for_reading(group: str, kind: str) -> Defaulter | None:
     """What kube's decoding from storage does to ``kind``: its defaults, without create-time steps."""
     return _READERS.get((group, kind))
+
+
+def defaulted_kinds() -> list[tuple[str, str]]:
+    """Every (group, kind) kube defaults, sorted."""
+    return sorted(_DEFAULTERS)
