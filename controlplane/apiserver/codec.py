@@ -6,10 +6,10 @@ the key's ``mod_revision``. Because the top-level ``metadata`` always opens righ
 two plain strings, ``with_resource_version`` can splice the resourceVersion into the
 stored bytes without parsing them: a plain LIST of 10,000 objects never decodes one.
 
-Objects of the kinds kube defaults are stored with a trailing newline (:data:`DEFAULTED`): it
-says they were written with today's defaults, so reads serve them as stored; one without it
-(written before, or by hand) is defaulted as it is read. JSON allows the newline; clients never
-see a difference.
+Objects of the kinds kube defaults are stored ending in a tab and a newline (:data:`DEFAULTED`,
+whitespace no JSON writer ends a document with): it says they were written with today's
+defaults, so reads serve them as stored; one without it (written before, or by hand) is
+defaulted as it is read. JSON allows the whitespace; clients see no difference.
 
 JSON goes through orjson (several times faster than the standard library on both ends).
 """
@@ -26,7 +26,7 @@ _METADATA_OPEN = b'"metadata":{'
 _STORED_PREFIX = b'{"apiVersion":'
 #: Ends the stored form of an object written defaulted by the current rules. Change it when the
 #: defaulting rules change, so that objects stored under the old ones are defaulted on read again.
-DEFAULTED = b"\n"
+DEFAULTED = b"\t\n"
 #: Server-owned metadata never stored: resourceVersion comes from the store's revision.
 _NOT_STORED = ("resourceVersion", "selfLink")
 

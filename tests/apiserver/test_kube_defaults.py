@@ -327,3 +327,17 @@ async def test_a_generated_name_retried_after_a_collision_labels_the_job_with_th
     assert labels["batch.kubernetes.io/job-name"] == "train-ccccc"
     assert labels["batch.kubernetes.io/controller-uid"] == second["metadata"]["uid"]
     assert second["spec"]["selector"]["matchLabels"] == {"batch.kubernetes.io/controller-uid": second["metadata"]["uid"]}
+
+
+async def test_an_object_put_into_etcd_from_a_json_file_is_defaulted_when_read(
+    api: Client, objects: ObjectStore
+) -> None:
+    """A JSON file ends in a newline: that is not the mark of an object stored defaulted."""
+    manual = {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "by-hand", "namespace": "default"},
+        "spec": {"resources": {"requests": {"storage": 1073741824}}},
+    }
+    await objects.store.create("/registry/core/persistentvolumeclaims/default/by-hand", codec.dumps(manual) + b"\n")
+    got = await (await api.get("/api/v1/namespaces/default/persistentvolumeclaims/by-hand")).json()
+    assert got["spec"] == {"resources": {"requests": {"storage": "1073741824"}}, "volumeMode": "Filesystem"}
+    assert got["status"] == {"phase": "Pending"}
