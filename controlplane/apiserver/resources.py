@@ -154,6 +154,8 @@ class ResourceType:
     #: kube's defaulting of the kind: fills unset fields in place on every create and update,
     #: after ``prepare`` and before validation (built-in kinds: :mod:`controlplane.apis.kube`).
     defaults: Defaulter | None = None
+    #: kube's defaulting of the kind read back from storage (for objects stored without it).
+    defaults_on_read: Defaulter | None = None
     #: kube's validation of the kind beyond ``model``: (new, stored on update) → field errors;
     #: any error refuses the write with 422 Invalid (built-in kinds: :mod:`controlplane.apis.kube`).
     validate: Validator | None = None
@@ -285,6 +287,7 @@ def with_kube_rules(types: Iterable[ResourceType]) -> list[ResourceType]:
         replace(
             rt,
             defaults=rt.defaults or defaulting.for_kind(rt.group, rt.kind),
+            defaults_on_read=rt.defaults_on_read or defaulting.for_reading(rt.group, rt.kind),
             validate=rt.validate or validation.for_kind(rt.group, rt.kind),
         )
         for rt in types

@@ -23,6 +23,7 @@ from controlplane.apis.constants import (
     REPORTS_GROUP,
     WORK_GROUP,
 )
+from controlplane.apis.kube.defaults_batch import without_generated_selector
 from controlplane.apis.work_v1alpha1 import binding_name
 from controlplane.apiserver.resources import Registry, ResourceType
 from controlplane.interpreter import interpreter_for
@@ -137,7 +138,8 @@ def with_condition(
 
 
 def without_server_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of a hub object fit to create in a member: no status, no server-owned metadata."""
+    """A copy of a hub object fit to create in a member: no status, no server-owned metadata, no
+    selector or labels generated for a Job (the member generates its own)."""
     out = copy.deepcopy(dict(obj))
     out.pop("status", None)
     meta = out.get("metadata") or {}
@@ -156,4 +158,6 @@ def without_server_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
         else:
             kept.pop("annotations")
     out["metadata"] = kept
+    if out.get("apiVersion") == "batch/v1" and out.get("kind") == "Job":
+        without_generated_selector(out)
     return out

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 import yaml
 from aiohttp import web
@@ -115,6 +116,10 @@ async def test_kubectl_apply_get_delete(kubeconfig: Path, objects: ObjectStore, 
     assert containers["b"] == {
         "name": "b", "image": "busybox:1", "env": [{"name": "MODE", "value": "x"}],
         "resources": {"limits": {"nvidia.com/gpu": "1"}},
+        # kube's defaults for a container
+        "imagePullPolicy": "IfNotPresent",
+        "terminationMessagePath": "/dev/termination-log",
+        "terminationMessagePolicy": "File",
     }
     assert after["metadata"]["labels"] == {"team": "ml"}
     assert after["metadata"]["generation"] == 3
@@ -265,3 +270,86 @@ async def test_kubernetes_asyncio_client(server_url: str) -> None:
         with pytest.raises(client.ApiException) as caught:
             await apps.read_namespaced_deployment("aio", "default")
         assert caught.value.status == 404
+
+
+_TYPED_FIXTURES = [
+    ("/apis/batch/v1/namespaces/default/jobs", {
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "train"},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [
+            {"name": "main", "image": "pytorch:2", "resources": {"limits": {"nvidia.com/gpu": 2}}},
+        ]}}},
+    }),
+    ("/api/v1/namespaces/default/configmaps", {"metadata": {"name": "cfg"}, "data": {"a": "1"}}),
+    ("/api/v1/namespaces/default/secrets", {"metadata": {"name": "s"}, "stringData": {"k": "v"}}),
+    ("/api/v1/namespaces/default/services", {"metadata": {"name": "svc"}, "spec": {"ports": [{"port": 80}]}}),
+    ("/api/v1/namespaces/default/persistentvolumeclaims", {
+        "metadata": {"name": "data"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": 1073741824}}},
+    }),
+    ("/api/v1/namespaces/default/pods", {
+        "metadata": {"name": "p"}, "spec": {"containers": [{"name": "main", "image": "nginx"}]},
+    }),
+]
+
+
+def _typed_clients(url: str) -> dict[str, Any]:
+    """The official client's typed APIs: every model must parse what the hub returns."""
+    from kubernetes import client
+
+    configuration = client.Configuration()
+    configuration.host = url
+    with client.ApiClient(configuration) as api_client:
+        apps, batch, core = client.AppsV1Api(api_client), client.BatchV1Api(api_client), client.CoreV1Api(api_client)
+        read = apps.read_namespaced_deployment("llm-serving", "default")
+        listed = apps.list_deployment_for_all_namespaces()
+        job = batch.read_namespaced_job("train", "default")
+        jobs = batch.list_job_for_all_namespaces()
+        container = read.spec.template.spec.containers[0]
+        pod = core.read_namespaced_pod("p", "default")
+        return {
+            "gpu limit": container.resources.limits["nvidia.com/gpu"],
+            "status ready": read.status.ready_replicas,
+            "status is set": read.status is not None,
+            "strategy": read.spec.strategy.type,
+            "listed": [d.metadata.name for d in listed.items],
+            "job backoff": job.spec.backoff_limit,
+            "job gpu": job.spec.template.spec.containers[0].resources.limits["nvidia.com/gpu"],
+            "jobs": [j.metadata.name for j in jobs.items],
+            "configmaps": [c.metadata.name for c in core.list_namespaced_config_map("default").items],
+            "secret type": core.read_namespaced_secret("s", "default").type,
+            "service target port": core.read_namespaced_service("svc", "default").spec.ports[0].target_port,
+            "pvc": core.read_namespaced_persistent_volume_claim("data", "default").spec.resources.requests,
+            "pods": [p.metadata.name for p in core.list_pod_for_all_namespaces().items],
+            "pod": (pod.spec.containers[0].image_pull_policy, pod.status.phase, pod.status.qos_class),
+        }
+
+
+async def test_official_client_typed_models_parse_the_hub(server_url: str) -> None:
+    """The README's GPU Deployment (``nvidia.com/gpu: 1`` as a number, as kubectl sends it from
+    YAML) reads back as kube's canonical ``"1"`` with ``status: {}``; typed reads and lists of
+    built-in kinds parse."""
+    readme = Path(__file__).parents[2] / "policies" / "examples" / "on-prem-first-cloud-burst.yaml"
+    manifest = next(d for d in yaml.safe_load_all(readme.read_text()) if d and d.get("kind") == "Deployment")
+    assert manifest["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == 1
+    manifest["metadata"]["namespace"] = "default"
+    async with aiohttp.ClientSession(server_url) as session:
+        for path, body in [("/apis/apps/v1/namespaces/default/deployments", manifest), *_TYPED_FIXTURES]:
+            async with session.post(path, json=body) as response:
+                assert response.status == 201, await response.text()
+    result = await asyncio.to_thread(_typed_clients, server_url)
+    assert result == {
+        "gpu limit": "1",
+        "status ready": None,
+        "status is set": True,
+        "strategy": "RollingUpdate",
+        "listed": ["llm-serving"],
+        "job backoff": 6,
+        "job gpu": "2",
+        "jobs": ["train"],
+        "configmaps": ["cfg"],
+        "secret type": "Opaque",
+        "service target port": 80,
+        "pvc": {"storage": "1073741824"},
+        "pods": ["p"],
+        "pod": ("Always", "Pending", "BestEffort"),
+    }

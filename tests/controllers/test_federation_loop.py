@@ -432,3 +432,32 @@ async def test_a_partly_placed_binding_is_retried_when_capacity_appears(
 
     await eventually(placed, what="all 30 replicas placed")
     assert condition(await binding_of(objects), "Scheduled")["status"] == "True"  # type: ignore[index]
+
+
+async def test_a_job_goes_to_its_member_defaulted_without_the_hubs_selector(
+    objects: ObjectStore, manager: ControllerManager
+) -> None:
+    """The hub stores the Job as kube would (defaults, a selector on its own uid); the Work
+    carries the defaults and leaves the selector for the member to generate."""
+    await onprem_and_cloud(objects)
+    await apply(objects, propagation_policy("jobs", kind="Job", api_version="batch/v1"))
+    job = {
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "train", "namespace": "default"},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [
+            {"name": "main", "image": "registry.local/train:1", "resources": {"limits": {"nvidia.com/gpu": 1}}},
+        ]}}},
+    }
+    hub = await apply(objects, job)
+    assert hub["spec"]["selector"] == {"matchLabels": {"batch.kubernetes.io/controller-uid": hub["metadata"]["uid"]}}
+
+    async def work() -> dict[str, Any] | None:
+        works = await works_by_cluster(objects, "train-job")
+        return next(iter(works.values()), None)
+
+    manifest = (await eventually(work, what="a Work of the Job"))["spec"]["workload"]["manifests"][0]
+    assert "selector" not in manifest["spec"]
+    assert "labels" not in manifest["spec"]["template"].get("metadata", {})
+    container = manifest["spec"]["template"]["spec"]["containers"][0]
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == "1"
+    assert container["imagePullPolicy"] == "IfNotPresent"
+    assert manifest["spec"]["backoffLimit"] == 6 and manifest["spec"]["completionMode"] == "NonIndexed"

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from controlplane.apis.kube import defaulting
 from controlplane.controllers.works import ChosenShape, render_manifest
 from controlplane.interpreter import interpreter_for
 from policies.affinity import ClusterView
@@ -89,3 +90,24 @@ def test_the_shape_rewrites_only_gpu_pod_templates(
     specs = pod_specs(rendered.manifest)
     assert [spec.get("nodeSelector") for spec in specs] == selectors
     assert [spec["containers"][0]["resources"]["limits"] for spec in specs] == limits
+
+
+def test_a_job_reaches_the_member_without_the_hubs_generated_selector() -> None:
+    """The hub's Job carries the selector and labels kube generated from the hub's uid; a member
+    generates its own from its own uid and would refuse a template labelled with another."""
+    job: dict[str, Any] = {
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "train", "namespace": "ml", "uid": "hub-uid"},
+        "spec": {"template": {"metadata": {"labels": {"team": "ml"}}, **template({"nvidia.com/gpu": "1"})}},
+    }
+    defaulter = defaulting.for_kind("batch", "Job")
+    assert defaulter is not None
+    defaulter(job)
+    assert job["spec"]["template"]["metadata"]["labels"]["batch.kubernetes.io/controller-uid"] == "hub-uid"
+    rendered = render_manifest(
+        job, interpreter=interpreter_for("batch/v1", "Job"), replicas=1, shape=None, rules=(),
+        cluster=ClusterView(name="cloud"),
+    ).manifest
+    assert "selector" not in rendered["spec"]
+    assert rendered["spec"]["template"]["metadata"]["labels"] == {"team": "ml"}
+    assert rendered["metadata"]["labels"] == {"team": "ml"}
+    assert rendered["spec"]["manualSelector"] is False and rendered["spec"]["backoffLimit"] == 6

@@ -16,7 +16,7 @@ from typing import Any
 
 from controlplane.apiserver import codec, errors
 from controlplane.apiserver.objects.namespaces import SYSTEM_NAMESPACES, NamespaceLifecycle
-from controlplane.apiserver.objects.reading import get_kv, store_call
+from controlplane.apiserver.objects.reading import decode, get_kv, store_call, stored_form
 from controlplane.apiserver.objects.values import (
     DeleteOptions,
     DeleteResult,
@@ -57,7 +57,7 @@ class Deleter:
         namespace = namespace if rt.namespaced else None
         for _attempt in range(PATCH_RETRIES):
             kv = await get_kv(self._store, rt, namespace=namespace, name=name)
-            obj = codec.decode(kv, rt.api_version)
+            obj = decode(rt, kv)
             check_preconditions(rt, obj, options.preconditions)
             try:
                 if rt is self._namespaces.type:
@@ -81,7 +81,7 @@ class Deleter:
             if dry_run:
                 return DeleteResult(marked, deleted=False)
             try:
-                written = await self._store.update(kv.key, codec.encode(marked, rt.storage_api_version), expected_revision=kv.mod_revision)
+                written = await self._store.update(kv.key, stored_form(rt, marked), expected_revision=kv.mod_revision)
             except storage.Conflict as exc:
                 raise LostRace(str(exc)) from exc
             except storage.StorageError as exc:
@@ -133,7 +133,7 @@ class Deleter:
     async def _delete_all_in(self, rt: ResourceType, namespace: str) -> None:
         listed = await store_call(rt, "", self._store.list(rt.key_prefix(namespace)))
         for kv in listed.items:
-            obj = codec.decode(kv, rt.api_version)
+            obj = decode(rt, kv)
             for _attempt in range(PATCH_RETRIES):
                 try:
                     await self.delete_kv(rt, kv, obj, dry_run=False)
@@ -143,7 +143,7 @@ class Deleter:
                         kv = await self._store.get(kv.key)
                     except storage.NotFound:
                         break
-                    obj = codec.decode(kv, rt.api_version)
+                    obj = decode(rt, kv)
                 except errors.NotFound:
                     break
 

@@ -15,8 +15,9 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from controlplane.apiserver import codec, errors
+from controlplane.apiserver import errors
 from controlplane.apiserver.objects.reading import (
+    decode,
     field_selector_of,
     label_selector_of,
     parse_resource_version,
@@ -62,7 +63,7 @@ async def watch_events(
         items.reverse()
         while items:
             kv = items.pop()
-            obj = codec.decode(kv, rt.api_version)
+            obj = decode(rt, kv)
             key, revision = kv.key, kv.mod_revision
             del kv
             if filtered and not matches(obj):
@@ -80,7 +81,7 @@ async def watch_events(
                 raise errors.expired_resource_version(start, exc.compacted_revision) from exc
             except storage.StorageError as exc:
                 raise errors.from_storage_error(exc, plural=rt.plural, group=rt.group) from exc
-            matched = {kv.key for kv in listed.items if matches(codec.decode(kv, rt.api_version))}
+            matched = {kv.key for kv in listed.items if matches(decode(rt, kv))}
 
     last_revision = start
     ready: deque[ObjectEvent] = deque()
@@ -110,7 +111,7 @@ async def watch_events(
             if event is None:
                 return
             last_revision = event.kv.mod_revision
-            translated = _translate(event, rt.api_version, filtered=filtered, matched=matched, matches=matches)
+            translated = _translate(rt, event, filtered=filtered, matched=matched, matches=matches)
             del event
             if translated is not None:
                 ready.append(translated)
@@ -131,14 +132,14 @@ async def watch_events(
 
 
 def _translate(
+    rt: ResourceType,
     event: storage.WatchEvent,
-    api_version: str,
     *,
     filtered: bool,
     matched: set[str],
     matches: Callable[[dict[str, Any]], bool],
 ) -> ObjectEvent | None:
-    obj = codec.decode(event.kv, api_version)
+    obj = decode(rt, event.kv)
     revision = event.kv.mod_revision
     key = event.kv.key
     if event.type is storage.EventType.DELETE:

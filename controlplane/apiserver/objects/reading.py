@@ -59,6 +59,27 @@ async def get_kv(store: storage.Store, rt: ResourceType, *, namespace: str | Non
     return kv
 
 
+def decode(rt: ResourceType, kv: storage.KeyValue) -> dict[str, Any]:
+    """The object stored in ``kv`` as served: with its resourceVersion and kube's defaults
+    (applied here to an object not stored with them, as kube defaults what it decodes)."""
+    obj = codec.decode(kv, rt.api_version)
+    if rt.defaults_on_read is not None and not codec.is_defaulted(kv):
+        rt.defaults_on_read(obj)
+    return obj
+
+
+def encoded(rt: ResourceType, kv: storage.KeyValue) -> bytes:
+    """:func:`decode` as JSON, spliced from the stored bytes unparsed when nothing is to default."""
+    if rt.defaults_on_read is None or codec.is_defaulted(kv):
+        return codec.with_resource_version(kv, rt.api_version)
+    return codec.dumps(decode(rt, kv))
+
+
+def stored_form(rt: ResourceType, obj: dict[str, Any]) -> bytes:
+    """What is written for ``obj``, an object of ``rt`` that went through its defaulting."""
+    return codec.encode(obj, rt.storage_api_version, defaulted=rt.defaults_on_read is not None)
+
+
 def label_selector_of(selector: LabelSelectorArg) -> LabelSelector:
     if isinstance(selector, LabelSelector):
         return selector
@@ -126,7 +147,7 @@ async def list_page(store: storage.Store, rt: ResourceType, namespace: str | Non
             last_key = kv.key
             obj: dict[str, Any] | None = None
             if filtered:
-                obj = codec.decode(kv, rt.api_version)
+                obj = decode(rt, kv)
                 if not (labels.matches(obj["metadata"].get("labels")) and fields.matches(obj)):
                     continue
             kvs.append(kv)

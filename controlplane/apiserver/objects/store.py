@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime
+from functools import partial
 from typing import Any, Unpack
 
 from controlplane.apiserver import codec, errors
@@ -20,7 +21,7 @@ from controlplane.apiserver.objects.aliases import merge_alias_storage
 from controlplane.apiserver.objects.deleting import Deleter
 from controlplane.apiserver.objects.events import watch_events
 from controlplane.apiserver.objects.namespaces import SYSTEM_NAMESPACES, NamespaceLifecycle
-from controlplane.apiserver.objects.reading import get_kv, list_page
+from controlplane.apiserver.objects.reading import decode, encoded, get_kv, list_page
 from controlplane.apiserver.objects.scale import patched_scale, replicas_patch, scale_of, scale_patch_type
 from controlplane.apiserver.objects.values import (
     DeleteOptions,
@@ -90,17 +91,15 @@ class ObjectStore:
     # --- reads ------------------------------------------------------------------------
 
     async def get(self, rt: ResourceType, *, namespace: str | None = None, name: str) -> dict[str, Any]:
-        return codec.decode(await get_kv(self._store, rt, namespace=namespace, name=name), rt.api_version)
+        return decode(rt, await get_kv(self._store, rt, namespace=namespace, name=name))
 
     async def get_encoded(self, rt: ResourceType, *, namespace: str | None = None, name: str) -> bytes:
-        return codec.with_resource_version(
-            await get_kv(self._store, rt, namespace=namespace, name=name), rt.api_version
-        )
+        return encoded(rt, await get_kv(self._store, rt, namespace=namespace, name=name))
 
     async def list(self, rt: ResourceType, *, namespace: str | None = None, **options: Unpack[ListArgs]) -> ObjectList:
         page = await list_page(self._store, rt, namespace, ListOptions(**options))
         items = [
-            obj if obj is not None else codec.decode(kv, rt.api_version) for kv, obj in zip(page.kvs, page.objects, strict=True)
+            obj if obj is not None else decode(rt, kv) for kv, obj in zip(page.kvs, page.objects, strict=True)
         ]
         return ObjectList(items, str(page.revision), page.continue_token)
 
@@ -108,7 +107,7 @@ class ObjectStore:
         self, rt: ResourceType, *, namespace: str | None = None, **options: Unpack[ListArgs]
     ) -> EncodedList:
         page = await list_page(self._store, rt, namespace, ListOptions(**options))
-        return EncodedList(page.kvs, str(page.revision), page.continue_token, api_version=rt.api_version)
+        return EncodedList(page.kvs, str(page.revision), page.continue_token, encode=partial(encoded, rt))
 
     # --- writes -----------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ layer), :class:`DeleteResult` and :class:`ObjectEvent`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -70,11 +70,12 @@ class EncodedList:
     kvs: list[storage.KeyValue]
     resource_version: str
     continue_token: str = ""
-    #: The apiVersion the items are served as (a type served under two groups stores them once).
-    api_version: str | None = None
+    #: One stored object as served (``reading.encoded`` for its kind: its served apiVersion,
+    #: resourceVersion and kube's defaults).
+    encode: Callable[[storage.KeyValue], bytes] = codec.with_resource_version
 
     def items(self) -> Iterator[bytes]:
-        return (codec.with_resource_version(kv, self.api_version) for kv in self.kvs)
+        return (self.encode(kv) for kv in self.kvs)
 
     @property
     def stored_bytes(self) -> int:

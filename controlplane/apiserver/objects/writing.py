@@ -20,10 +20,10 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from controlplane.apiserver import codec, errors
+from controlplane.apiserver import errors
 from controlplane.apiserver.admission import Operation, WriteAttributes
 from controlplane.apiserver.objects.namespaces import NamespaceLifecycle
-from controlplane.apiserver.objects.reading import get_kv, store_call
+from controlplane.apiserver.objects.reading import decode, get_kv, store_call, stored_form
 from controlplane.apiserver.objects.values import WriteOptions
 from controlplane.apiserver.patches import PatchType, apply_patch, record_update
 from controlplane.apiserver.resources import ResourceType
@@ -65,8 +65,13 @@ class Writer:
         for ``generateName``; return the object and what was stored (None on dry run)."""
         meta = obj["metadata"]
         generated = not meta.get("name") and bool(meta.get("generateName"))
+        # Defaulting writes the name and uid into the object (a Job's labels): each attempt
+        # at a generated name starts from the object as written.
+        written = copy.deepcopy(obj) if generated else obj
         for attempt in range(3 if generated else 1):
             if generated:
+                obj = copy.deepcopy(written)
+                meta = obj["metadata"]
                 prefix = str(meta["generateName"])[:_GENERATE_NAME_MAX_PREFIX]
                 meta["name"] = prefix + "".join(secrets.choice(_GENERATE_NAME_CHARS) for _ in range(5))
             try:
@@ -79,8 +84,7 @@ class Writer:
     async def _create_attempt(
         self, rt: ResourceType, obj: dict[str, Any], options: WriteOptions
     ) -> tuple[dict[str, Any], storage.KeyValue | None]:
-        """One create attempt of ``obj``, which is this store's own (:func:`checked_body`'s) copy:
-        a retry with another generated name finds it changed only in what this resets."""
+        """One create attempt of ``obj``, which is this store's own (:func:`checked_body`'s) copy."""
         meta = obj["metadata"]
         for key in _SERVER_OWNED_METADATA:
             meta.pop(key, None)
@@ -89,6 +93,8 @@ class Writer:
         if rt is self._namespaces.type:
             obj["spec"] = {"finalizers": ["kubernetes"]}
             obj["status"] = {"phase": "Active"}
+        # Before defaulting: a Job's generated selector names its uid.
+        meta["uid"] = str(uuid.uuid4())
         if rt.prepare is not None:
             rt.prepare(obj)
         if rt.defaults is not None:
@@ -99,7 +105,6 @@ class Writer:
         if rt.namespaced:
             await self._namespaces.require(rt, meta["namespace"], meta["name"])
         now = self.now()
-        meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = now
         meta["generation"] = 1
         if options.field_manager:
@@ -113,7 +118,7 @@ class Writer:
         if options.dry_run:
             return obj, None
         kv: storage.KeyValue = await store_call(
-            rt, meta["name"], self._store.create(rt.key(namespace=meta.get("namespace"), name=meta["name"]), codec.encode(obj, rt.storage_api_version))
+            rt, meta["name"], self._store.create(rt.key(namespace=meta.get("namespace"), name=meta["name"]), stored_form(rt, obj))
         )
         obj["metadata"]["resourceVersion"] = str(kv.mod_revision)
         if rt is self._namespaces.type:
@@ -141,7 +146,7 @@ class Writer:
         wanted = meta.get("resourceVersion")
         if wanted and str(wanted) != str(kv.mod_revision):
             raise errors.conflict_modified(plural=rt.plural, group=rt.group, name=meta["name"])
-        old = codec.decode(kv, rt.api_version)
+        old = decode(rt, kv)
         new = merged(rt, old, obj, subresource=subresource)
         return await self.write_update(rt, kv, old, new, subresource=subresource, options=options)
 
@@ -177,7 +182,7 @@ class Writer:
                 applied = checked_body(rt, applied, namespace=namespace, name=name)
                 created, _ = await self.create_owned(rt, applied, applied_write)
                 return created
-            old = codec.decode(kv, rt.api_version)
+            old = decode(rt, kv)
             patched = apply_patch(rt, old, patch_type, patch, manager=field_manager, force=force, now=self.now())
             patched = checked_body(rt, patched, namespace=namespace, name=name)
             wanted = patched["metadata"].get("resourceVersion")
@@ -252,7 +257,7 @@ class Writer:
                 await self._namespaces.content_deleted(meta["namespace"])
             return new
         try:
-            written = await self._store.update(key, codec.encode(new, rt.storage_api_version), expected_revision=kv.mod_revision)
+            written = await self._store.update(key, stored_form(rt, new), expected_revision=kv.mod_revision)
         except storage.Conflict as exc:
             raise LostRace(errors.conflict_modified(plural=rt.plural, group=rt.group, name=name).message) from exc
         except storage.StorageError as exc:

@@ -1,0 +1,87 @@
+"""kube's canonical quantity strings (k8s.io/apimachinery resource/quantity_test.go cases)."""
+
+from __future__ import annotations
+
+import pytest
+
+from controlplane.apis.quantity import QuantityError, QuantityFormat, canonical_quantity, parse_kube_quantity
+
+
+@pytest.mark.parametrize(
+    ("written", "canonical"),
+    [
+        # Written canonically: kept as written.
+        ("1", "1"),
+        ("500m", "500m"),
+        ("24Gi", "24Gi"),
+        ("100Ki", "100Ki"),
+        ("100M", "100M"),
+        ("1e3", "1e3"),
+        ("1E6", "1E6"),
+        ("1k", "1k"),
+        ("0", "0"),
+        # TestQuantityString's alternate spellings, and their canonical form.
+        ("1024Mi", "1Gi"),
+        ("307200Ki", "300Mi"),
+        ("1025024Mi", "1001Gi"),
+        ("1024Gi", "1Ti"),
+        ("5000m", "5"),
+        ("0.5", "500m"),
+        ("1000M", "1G"),
+        ("0.001T", "1G"),
+        ("1000u", "1m"),
+        ("1.08", "1080m"),
+        ("1080000000n", "1080m"),
+        (".001e12", "1e9"),
+        ("0.001e0", "1e-3"),
+        ("1000e-12", "1e-9"),
+        ("00", "0"),
+        # Floats, suffix families, rounding.
+        ("1.5", "1500m"),
+        ("0.5Gi", "512Mi"),
+        ("1.5Gi", "1536Mi"),
+        ("1000m", "1"),
+        ("1000", "1k"),
+        ("0.5Ki", "512"),
+        ("0Gi", "0"),
+        ("1e4", "10e3"),
+        ("1.2e3", "1200"),
+        ("100.035k", "100.035k"),  # looks canonical to kube's fast path: kept
+        ("0.0005k", "500m"),
+        ("3.001n", "4n"),
+        ("0.0000000001", "1n"),
+        ("0.00000012345", "124n"),
+        ("9Ei", "9223372036854775807"),  # capped at the int64 maximum
+        ("0.000000000001Ki", "2n"),
+        ("-1.5", "-1500m"),
+        ("+1", "+1"),
+        (" 2 ", "2"),  # JSON's decoder trims spaces
+        # JSON numbers are read from their text.
+        (1, "1"),
+        (1.5, "1500m"),
+        (2048, "2048"),
+    ],
+)
+def test_canonical_quantity_matches_kube(written: str | int | float, canonical: str) -> None:
+    assert canonical_quantity(written) == canonical
+
+
+def test_binary_below_one_becomes_decimal() -> None:
+    assert parse_kube_quantity("0.5Mi").format is QuantityFormat.BINARY_SI
+    assert parse_kube_quantity("0.000000000001Ki").format is QuantityFormat.DECIMAL_SI
+
+
+@pytest.mark.parametrize(
+    ("written", "canonical"),
+    [("100n", "1m"), ("1.0001", "1001m"), ("1500u", "2m"), ("9.01", "9010m"), ("1Gi", "1Gi"), ("-0.0001", "-1m")],
+)
+def test_resource_lists_round_up_to_milli(written: str, canonical: str) -> None:
+    assert canonical_quantity(written, round_milli=True) == canonical
+
+
+@pytest.mark.parametrize(
+    "written", ["1.1.M", "1+1.0M", "0.1mi", "0.1am", "aoeu", ".5i", "1i", "-3.01i", "-3.01e-", "", "1e", True]
+)
+def test_invalid_quantities_are_refused(written: str | bool) -> None:
+    with pytest.raises(QuantityError):
+        canonical_quantity(written)
