@@ -14,7 +14,7 @@ from kubernetes_asyncio import watch as aio_watch
 
 from e2e.clients.conftest import Hub, ServedKind
 from e2e.clients.scenario import exercise
-from e2e.clients.typed import TYPED, WAITING, TypedDriver
+from e2e.clients.typed import TYPED, TypedDriver
 
 pytestmark = pytest.mark.e2e
 
@@ -47,8 +47,3 @@ async def api_client(hub: Hub) -> AsyncIterator[Any]:
 async def test_typed_api(kind: ServedKind, served_verbs: dict[str, frozenset[str]], api_client: Any) -> None:
     await exercise(AsyncioDriver(aio_client, api_client, kind, run=awaited), kind, served_verbs[kind.id], client="aio")
 
-
-@pytest.mark.skip(reason="fails until the hub serves kube's canonical status (StatefulSetStatus.replicas: 0)")
-@pytest.mark.parametrize("kind", WAITING, ids=lambda k: k.id)
-async def test_typed_api_needs_canonical_status(kind: ServedKind, served_verbs: dict[str, frozenset[str]], api_client: Any) -> None:
-    await exercise(AsyncioDriver(aio_client, api_client, kind, run=awaited), kind, served_verbs[kind.id], client="aio")

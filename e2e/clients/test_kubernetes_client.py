@@ -15,7 +15,7 @@ from kubernetes.client.exceptions import ApiException
 
 from e2e.clients.conftest import NAMESPACE, Hub, ServedKind, discovered_kinds, registry_kinds
 from e2e.clients.scenario import exercise
-from e2e.clients.typed import TYPED, WAITING, TypedDriver
+from e2e.clients.typed import TYPED, TypedDriver
 
 pytestmark = pytest.mark.e2e
 
@@ -63,12 +63,6 @@ def test_discovery_serves_the_registry(hub: Hub) -> None:
 
 @pytest.mark.parametrize("kind", TYPED, ids=lambda k: k.id)
 async def test_typed_api(kind: ServedKind, served_verbs: dict[str, frozenset[str]], api_client: Any) -> None:
-    await exercise(OfficialDriver(kubernetes.client, api_client, kind, run=in_thread), kind, served_verbs[kind.id], client="k8s")
-
-
-@pytest.mark.skip(reason="fails until the hub serves kube's canonical status (StatefulSetStatus.replicas: 0)")
-@pytest.mark.parametrize("kind", WAITING, ids=lambda k: k.id)
-async def test_typed_api_needs_canonical_status(kind: ServedKind, served_verbs: dict[str, frozenset[str]], api_client: Any) -> None:
     await exercise(OfficialDriver(kubernetes.client, api_client, kind, run=in_thread), kind, served_verbs[kind.id], client="k8s")
 
 

@@ -18,12 +18,6 @@ from e2e.clients.scenario import PATCHED, Seen, exercise
 
 pytestmark = pytest.mark.e2e
 
-#: Kinds whose lightkube model cannot parse what the hub returns today only because the hub
-#: leaves out status fields kube always serializes (``StatefulSetStatus.replicas``): the
-#: canonical-objects work serves them; then this set goes away.
-NEEDS_CANONICAL_STATUS = {"statefulsets.apps"}
-
-
 def resource_of(kind: ServedKind) -> Any:
     """lightkube's resource class: the typed one for Kubernetes' kinds, else a generic one."""
     if kind.builtin:
@@ -105,12 +99,7 @@ async def client(hub: Hub) -> AsyncIterator[AsyncClient]:
         await lightkube.close()
 
 
-@pytest.mark.parametrize("kind", [k for k in KINDS if k.id not in NEEDS_CANONICAL_STATUS], ids=lambda k: k.id)
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.id)
 async def test_resources(kind: ServedKind, served_verbs: dict[str, frozenset[str]], client: AsyncClient) -> None:
     await exercise(LightkubeDriver(client, kind), kind, served_verbs[kind.id], client="lk")
 
-
-@pytest.mark.skip(reason="fails until the hub serves kube's canonical status (StatefulSetStatus.replicas: 0)")
-@pytest.mark.parametrize("kind", [k for k in KINDS if k.id in NEEDS_CANONICAL_STATUS], ids=lambda k: k.id)
-async def test_resources_needs_canonical_status(kind: ServedKind, served_verbs: dict[str, frozenset[str]], client: AsyncClient) -> None:
-    await exercise(LightkubeDriver(client, kind), kind, served_verbs[kind.id], client="lk")

@@ -12,12 +12,8 @@ from typing import Any
 from e2e.clients.conftest import BUILTIN, NAMESPACE, ServedKind
 from e2e.clients.scenario import PATCHED, Seen
 
-#: Built-in kinds whose typed model cannot parse what the hub returns today only because the
-#: hub leaves out status fields kube always serializes (``StatefulSetStatus.replicas`` has no
-#: ``omitempty``): the canonical-objects work serves them; then this set goes away.
-NEEDS_CANONICAL_STATUS = {"statefulsets.apps"}
-TYPED = [k for k in BUILTIN if k.id not in NEEDS_CANONICAL_STATUS]
-WAITING = [k for k in BUILTIN if k.id in NEEDS_CANONICAL_STATUS]
+#: Every built-in kind the hub serves: each typed model must parse what the hub returns.
+TYPED = list(BUILTIN)
 
 
 def snake(kind: str) -> str:
