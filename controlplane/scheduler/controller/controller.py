@@ -46,8 +46,8 @@ from pydantic import ValidationError
 
 from controlplane.apis.work_v1alpha1 import ConditionType, ResourceBinding, ScheduledReason
 from controlplane.apiserver.objects import WatchEventType
+from controlplane.controllers.attachments import is_attached
 from controlplane.controllers.context import INDEX_CLUSTER, ControllerContext, policy_ref_of_binding
-from controlplane.controllers.dependencies import is_attached
 from controlplane.controllers.detecting import binding_priority
 from controlplane.controllers.failover import evicting_clusters
 from controlplane.controllers.pods import owner_key
