@@ -37,6 +37,7 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Any, Final, Self
 
+from controlplane.apis.events import EventType
 from controlplane.apiserver import errors
 from controlplane.apiserver.objects import ObjectStore, WatchEventType
 from controlplane.controllers.informing import Informer
@@ -46,7 +47,7 @@ from simulator.controllers.base import is_terminating, phase
 from simulator.controlling import WorkloadControllers
 from simulator.dcgm import PodDevice, render_metrics
 from simulator.devices import NodeInventory
-from simulator.events import EventAction, EventReason, EventType
+from simulator.events import EventAction, EventReason
 from simulator.informers import as_handler, cached, object_key, owned_informer
 from simulator.nodes import build_inventory, build_nodes
 from simulator.profile import ClusterProfile

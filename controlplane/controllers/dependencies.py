@@ -55,6 +55,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from controlplane.apis.events import EventType
 from controlplane.apis.work_v1alpha1 import ConditionType, ScheduledReason, binding_name
 from controlplane.apiserver import errors
 from controlplane.apiserver.objects import WatchEventType
@@ -82,7 +83,7 @@ from controlplane.controllers.context import (
     policy_key,
     policy_ref_of_binding,
 )
-from controlplane.controllers.events import EventReason, EventType, record_event
+from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.workloads import find_condition, is_deleting, with_condition
 from controlplane.controllers.works import cluster_of_namespace, preserves

@@ -28,9 +28,10 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from controlplane.apis.events import EventType
 from controlplane.apiserver.objects import WatchEventType
 from controlplane.controllers.context import INDEX_BINDING, ControllerContext
-from controlplane.controllers.events import EventReason, EventType, record_event
+from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.failover import assess_task, new_placement_ready
 from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.status import aggregate
