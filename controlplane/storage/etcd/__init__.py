@@ -76,6 +76,8 @@ from controlplane.storage.interface import (
     NotFound,
     StorageError,
     WatchEvent,
+    check_key,
+    check_prefix,
 )
 from controlplane.storage.outage import DEFAULT_TRIP_AFTER
 from controlplane.storage.paging import DEFAULT_PAGE_SIZE, read_range
@@ -95,16 +97,6 @@ class WriteGuard:
 
     key: str
     create_revision: int
-
-
-def _check_key(key: str) -> None:
-    if not key.startswith("/"):
-        raise ValueError(f"storage keys start with '/', got {key!r}")
-
-
-def _check_prefix(prefix: str) -> None:
-    if prefix and not prefix.startswith("/"):
-        raise ValueError(f"storage key prefixes are empty or start with '/', got {prefix!r}")
 
 
 class EtcdStore:
@@ -165,7 +157,7 @@ class EtcdStore:
     # -- reads ---------------------------------------------------------------------
 
     async def get(self, key: str) -> KeyValue:
-        _check_key(key)
+        check_key(key)
         request = rpc.RangeRequest(key=self._full(key))
         response = await self._calls.kv("get", "Range", request)
         if not response.kvs:
@@ -180,7 +172,7 @@ class EtcdStore:
         limit: int = 0,
         start_after: str | None = None,
     ) -> ListResult:
-        _check_prefix(prefix)
+        check_prefix(prefix)
         if limit < 0:
             raise ValueError(f"limit must be >= 0, got {limit}")
         start, end = self._range(prefix)
@@ -216,7 +208,7 @@ class EtcdStore:
     ) -> KeyValue:
         """Store's ``create``; ``lease`` attaches the key to an etcd lease (it goes when the
         lease expires), ``guards`` add preconditions (GuardFailed when one does not hold)."""
-        _check_key(key)
+        check_key(key)
         full = self._full(key)
         request = rpc.TxnRequest(
             compare=[
@@ -236,7 +228,7 @@ class EtcdStore:
     async def update(
         self, key: str, value: bytes, *, expected_revision: int, guards: Sequence[WriteGuard] = ()
     ) -> KeyValue:
-        _check_key(key)
+        check_key(key)
         full = self._full(key)
         request = rpc.TxnRequest(
             compare=[
@@ -268,7 +260,7 @@ class EtcdStore:
     async def delete(
         self, key: str, *, expected_revision: int | None = None, guards: Sequence[WriteGuard] = ()
     ) -> KeyValue:
-        _check_key(key)
+        check_key(key)
         full = self._full(key)
         delete = rpc.DeleteRangeRequest(key=full, prev_kv=True)
         if expected_revision is None and not guards:
@@ -354,7 +346,7 @@ class EtcdStore:
     # -- watch ---------------------------------------------------------------------
 
     def watch(self, prefix: str, *, from_revision: int) -> AsyncIterator[WatchEvent]:
-        _check_prefix(prefix)
+        check_prefix(prefix)
         start, end = self._range(prefix)
         return watch_range(
             self._calls, prefix, start=start, end=end, from_revision=from_revision, namespace=self._namespace
@@ -364,7 +356,7 @@ class EtcdStore:
 
     def _guard_compares(self, guards: Sequence[WriteGuard]) -> tuple[Any, ...]:
         for guard in guards:
-            _check_key(guard.key)
+            check_key(guard.key)
         return tuple(
             rpc.Compare(
                 key=self._full(guard.key),
