@@ -212,18 +212,9 @@ def reconcile_kubeflow_job(
             completion_time = now
             changes.delete.extend(_to_clean(by_name, policy))
         elif succeeded:
-            put(
-                ConditionType.RUNNING,
-                False,
-                f"{kind}Succeeded",
-                f"{kind} {namespace}/{name} successfully completed.",
-            )
-            put(
-                ConditionType.SUCCEEDED,
-                True,
-                f"{kind}Succeeded",
-                f"{kind} {namespace}/{name} successfully completed.",
-            )
+            reason, message = f"{kind}Succeeded", f"{kind} {namespace}/{name} successfully completed."
+            put(ConditionType.RUNNING, False, reason, message)
+            put(ConditionType.SUCCEEDED, True, reason, message)
             completion_time = now
             changes.delete.extend(_to_clean(by_name, policy))
         elif (chief_running if has_chief else all_running) and by_name:
