@@ -56,6 +56,11 @@ from typing import Any
 
 from controlplane.apis import constants as c
 from controlplane.apis import pods
+from controlplane.apis.constants import (
+    LABEL_POD_TEMPLATE_HASH,
+    LABEL_TRAINING_JOB_NAME,
+    LABEL_TRAINING_OPERATOR_NAME,
+)
 from controlplane.apis.gpus import MIG_INVALID_SUFFIX, is_nvidia_resource
 from controlplane.apis.utilization import NodeUtilization, PodAllocation, encode_utilization
 from member_agent.nodes import (
@@ -116,10 +121,8 @@ def _round_free(free: Mapping[str, int]) -> dict[str, int]:
     return out
 
 
-#: The training operator's labels on a job's pods (any launcher Job or ReplicaSet in between).
-LABEL_TRAINING_JOB = "training.kubeflow.org/job-name"
-LABEL_TRAINING_OPERATOR = "training.kubeflow.org/operator-name"
-#: ``training.kubeflow.org/operator-name`` -> the kind of the job (kubeflow training-operator v1
+#: ``training.kubeflow.org/operator-name`` (on a job's pods, whatever launcher Job or ReplicaSet
+#: sits in between) -> the kind of the job (kubeflow training-operator v1
 #: and mpi-operator v2 names).
 TRAINING_OPERATOR_KINDS: Mapping[str, str] = {
     "pytorchjob-controller": "PyTorchJob",
@@ -133,10 +136,15 @@ TRAINING_OPERATOR_KINDS: Mapping[str, str] = {
 #: (a RayJob's or RayService's cluster has its own generated name).
 LABEL_RAY_ORIGIN_KIND = "ray.io/originated-from-crd"
 LABEL_RAY_ORIGIN_NAME = "ray.io/originated-from-cr-name"
-LABEL_TEMPLATE_HASH = "pod-template-hash"
 #: Pod labels :func:`trim_pod` keeps: the ones :func:`owner_workload` reads.
 OWNER_LABELS = frozenset(
-    {LABEL_TEMPLATE_HASH, LABEL_TRAINING_JOB, LABEL_TRAINING_OPERATOR, LABEL_RAY_ORIGIN_KIND, LABEL_RAY_ORIGIN_NAME}
+    {
+        LABEL_POD_TEMPLATE_HASH,
+        LABEL_TRAINING_JOB_NAME,
+        LABEL_TRAINING_OPERATOR_NAME,
+        LABEL_RAY_ORIGIN_KIND,
+        LABEL_RAY_ORIGIN_NAME,
+    }
 )
 
 
@@ -152,16 +160,16 @@ def owner_workload(pod: Mapping[str, Any]) -> dict[str, str] | None:
     """
     metadata = pod.get("metadata") or {}
     labels = metadata.get("labels") or {}
-    training_kind = TRAINING_OPERATOR_KINDS.get(str(labels.get(LABEL_TRAINING_OPERATOR) or ""))
-    if training_kind and labels.get(LABEL_TRAINING_JOB):
-        return {"kind": training_kind, "name": str(labels[LABEL_TRAINING_JOB])}
+    training_kind = TRAINING_OPERATOR_KINDS.get(str(labels.get(LABEL_TRAINING_OPERATOR_NAME) or ""))
+    if training_kind and labels.get(LABEL_TRAINING_JOB_NAME):
+        return {"kind": training_kind, "name": str(labels[LABEL_TRAINING_JOB_NAME])}
     if labels.get(LABEL_RAY_ORIGIN_KIND) and labels.get(LABEL_RAY_ORIGIN_NAME):
         return {"kind": str(labels[LABEL_RAY_ORIGIN_KIND]), "name": str(labels[LABEL_RAY_ORIGIN_NAME])}
     for ref in metadata.get("ownerReferences") or []:
         if not ref.get("controller", True):
             continue
         kind, name = str(ref.get("kind", "")), str(ref.get("name", ""))
-        template_hash = labels.get(LABEL_TEMPLATE_HASH)
+        template_hash = labels.get(LABEL_POD_TEMPLATE_HASH)
         if kind == "ReplicaSet" and template_hash and name.endswith(f"-{template_hash}"):
             return {"kind": "Deployment", "name": name.removesuffix(f"-{template_hash}")}
         return {"kind": kind, "name": name}
