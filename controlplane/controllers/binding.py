@@ -64,7 +64,7 @@ from typing import Any
 from controlplane.apis.constants import execution_namespace
 from controlplane.apis.events import EventType
 from controlplane.apis.meta import parse_time
-from controlplane.apis.work_v1alpha1 import binding_name
+from controlplane.apis.work_v1alpha1 import BindingKey, binding_name
 from controlplane.apiserver import errors
 from controlplane.apiserver.objects import WatchEventType
 from controlplane.controllers.context import (
@@ -100,7 +100,6 @@ from policies.models import AnyPropagationPolicy
 
 log = logging.getLogger(__name__)
 
-BindingKey = tuple[str, str]
 
 # TODO(constants): move to controlplane/apis/constants.py.
 ANNOTATION_PRESERVE_CLEARED = "work.gpufed.io/preserve-cleared-at"

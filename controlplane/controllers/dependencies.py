@@ -56,7 +56,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from controlplane.apis.events import EventType
-from controlplane.apis.work_v1alpha1 import ConditionType, ScheduledReason, binding_name
+from controlplane.apis.work_v1alpha1 import BindingKey, ConditionType, ScheduledReason, binding_name
 from controlplane.apiserver import errors
 from controlplane.apiserver.objects import WatchEventType
 from controlplane.controllers.attachments import (
@@ -95,7 +95,6 @@ from policies.matching import PolicyRef
 
 log = logging.getLogger(__name__)
 
-BindingKey = tuple[str, str]
 
 
 # --- the controller -------------------------------------------------------------------------

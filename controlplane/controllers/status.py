@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
-from controlplane.apis.work_v1alpha1 import ConditionType, binding_name
+from controlplane.apis.work_v1alpha1 import BindingKey, ConditionType, binding_name
 from controlplane.apiserver.objects import WatchEventType
 from controlplane.controllers.context import INDEX_BINDING, ControllerContext
 from controlplane.controllers.reconciling import ReconcileLoop
@@ -46,7 +46,6 @@ from controlplane.interpreter import KindInterpreter, interpreter_for, keep_fini
 
 log = logging.getLogger(__name__)
 
-BindingKey = tuple[str, str]
 
 
 class FullyAppliedReason(StrEnum):
