@@ -143,7 +143,8 @@ class EtcdCalls:
         """Call the KV service's ``method`` (``Range``, ``Txn``, ...) with ``request``."""
 
         def attempt() -> Awaitable[Any]:
-            return getattr(self._kv, method)(request, timeout=self.timeout)  # type: ignore[no-any-return]
+            call: Callable[..., Awaitable[Any]] = getattr(self._kv, method)
+            return call(request, timeout=self.timeout)
 
         return await self.call(what, attempt, idempotent=not write)
 
@@ -151,7 +152,8 @@ class EtcdCalls:
         """Call the Lease service's ``method`` with ``request`` (not retried once sent)."""
 
         def attempt() -> Awaitable[Any]:
-            return getattr(self._lease_stub, method)(request, timeout=self.timeout)  # type: ignore[no-any-return]
+            call: Callable[..., Awaitable[Any]] = getattr(self._lease_stub, method)
+            return call(request, timeout=self.timeout)
 
         return await self.call(what, attempt, idempotent=False)
 
