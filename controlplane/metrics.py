@@ -39,6 +39,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from aiohttp import web
@@ -123,77 +124,61 @@ class HubMetrics:
             ProcessCollector(registry=self.registry)
             PlatformCollector(registry=self.registry)
             GCCollector(registry=self.registry)
-        self.api_request_duration = Histogram(
+        # Every metric is gpufed_<name> in this registry.
+        counter = partial(Counter, namespace=NAMESPACE, registry=self.registry)
+        gauge = partial(Gauge, namespace=NAMESPACE, registry=self.registry)
+        histogram = partial(Histogram, namespace=NAMESPACE, registry=self.registry)
+        self.api_request_duration = histogram(
             "apiserver_request_duration_seconds",
             "Latency of hub API requests (watches excluded), by verb, API group, resource and HTTP code.",
             ["verb", "group", "resource", "code"],
-            namespace=NAMESPACE,
             buckets=_API_BUCKETS,
-            registry=self.registry,
         )
-        self.scheduling_duration = Histogram(
+        self.scheduling_duration = histogram(
             "scheduling_duration_seconds",
             "Time to schedule one ResourceBinding (filter, score and divide), by result.",
             ["result"],
-            namespace=NAMESPACE,
             buckets=_SCHEDULING_BUCKETS,
-            registry=self.registry,
         )
-        self.gpus = Gauge(
+        self.gpus = gauge(
             "gpus",
             "GPU-equivalents in each waste state at the last sample (a MIG slice counts as its share).",
             ["state", "cluster", "model"],
-            namespace=NAMESPACE,
-            registry=self.registry,
         )
-        self.gpu_hours = Counter(
+        self.gpu_hours = counter(
             "gpu_hours",
             "GPU-hours accounted in each waste state, integrated between samples.",
             ["state", "cluster", "model"],
-            namespace=NAMESPACE,
-            registry=self.registry,
         )
-        self.gpu_cost = Counter(
+        self.gpu_cost = counter(
             "gpu_cost_usd",
             "Dollars of GPU time accounted in each waste state (cluster pricing per GPU model).",
             ["state", "cluster", "model"],
-            namespace=NAMESPACE,
-            registry=self.registry,
         )
-        self.bindings = Gauge(
+        self.bindings = gauge(
             "resourcebindings",
             "ResourceBindings by condition type and status (condition 'none': no condition yet).",
             ["condition", "status"],
-            namespace=NAMESPACE,
-            registry=self.registry,
         )
-        self.waste_samples = Counter(
+        self.waste_samples = counter(
             "waste_samples",
             "Fleet samples taken by the waste accounting, by result (ok, error).",
             ["result"],
-            namespace=NAMESPACE,
-            registry=self.registry,
         )
-        self.waste_sample_duration = Histogram(
+        self.waste_sample_duration = histogram(
             "waste_sample_duration_seconds",
             "Time to read the fleet, classify it, account it and persist the rollups.",
-            namespace=NAMESPACE,
             buckets=_SAMPLE_BUCKETS,
-            registry=self.registry,
         )
-        self.fleet_disruption_state = Gauge(
+        self.fleet_disruption_state = gauge(
             "fleet_disruption_state",
             "1 for the fleet's current disruption state (Normal, PartialDisruption, FullDisruption), 0 otherwise.",
             ["state"],
-            namespace=NAMESPACE,
-            registry=self.registry,
         )
-        self.fleet_clusters = Gauge(
+        self.fleet_clusters = gauge(
             "fleet_clusters",
             "Clusters Ready ('ready') and not ready or unreachable ('unhealthy') at the health monitor's last pass.",
             ["health"],
-            namespace=NAMESPACE,
-            registry=self.registry,
         )
         self._report_lag = _ReportLagCollector(clock)
         self.registry.register(self._report_lag)

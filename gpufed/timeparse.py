@@ -3,23 +3,16 @@
 from __future__ import annotations
 
 import datetime as dt
-import re
 
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
-_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+from controlplane.apis.durations import GO_UNITS, duration_seconds
+
+_UNITS = GO_UNITS | {"d", "w"}
 
 
 def parse_duration(text: str) -> dt.timedelta:
     """'1h30m' -> 5400 s. Raises ValueError naming the accepted forms."""
-    cleaned = text.strip()
-    pos = 0
-    seconds = 0.0
-    for match in _DURATION.finditer(cleaned):
-        if match.start() != pos:
-            break
-        seconds += float(match.group(1)) * _UNITS[match.group(2)]
-        pos = match.end()
-    if not cleaned or pos != len(cleaned):
+    seconds = duration_seconds(text.strip(), units=_UNITS)
+    if seconds is None:
         raise ValueError(f"invalid duration {text!r}: use forms like 90s, 15m, 24h, 7d or 1h30m")
     return dt.timedelta(seconds=seconds)
 

@@ -4,7 +4,8 @@ In: the member's Node and Pod objects (plain dicts as the Kubernetes API returns
 trimmed form :func:`trim_node` / :func:`trim_pod` keep in the agent's caches), optionally the
 DCGM utilization already grouped per node (:func:`member_agent.dcgm.utilization_by_node`), and
 the report time. Out: the ``Cluster.status`` dict of the Cluster API (controlplane/apis/cluster_v1alpha1.py) (conditions,
-nodeSummary, gpuSummary, resourceSummary, nodeShapes, utilization). No I/O happens here.
+nodeSummary, gpuSummary, resourceSummary, nodeShapes, utilization). No I/O happens here. What one
+Node says (readiness, quantities, GPU labels, taints) is read by :mod:`member_agent.nodes`.
 
 Accounting rules, exactly:
 
@@ -34,12 +35,14 @@ Accounting rules, exactly:
   allocatable, gpu). To keep a large cluster's report small, a shape's free cpu is rounded
   down to whole cores and free memory down to whole GiB (rounding down never promises
   capacity that is not there). Selection-relevant labels are all labels except per-node
-  identities (:data:`PER_NODE_LABELS`, and any label whose value is the node's own name).
+  identities (:data:`member_agent.nodes.PER_NODE_LABELS`, and any label whose value is the
+  node's own name).
 * ``utilization`` carries, for every node with DCGM devices, each device's holder and
   utilization plus what the hub's waste accounting needs to judge the node on its own
   (``product``, ``ready``, ``schedulable``, ``sharedReplicas``, and ``labels``: node pool, zone,
-  instance type... see :func:`utilization_labels`), with the node's GPU pods (their GPU requests
-  and owning workload), in the compact columnar encoding of :mod:`controlplane.apis.utilization`.
+  instance type... see :func:`member_agent.nodes.utilization_labels`), with the node's GPU pods
+  (their GPU requests and owning workload), in the compact columnar encoding of
+  :mod:`controlplane.apis.utilization`.
 """
 
 from __future__ import annotations
@@ -53,32 +56,31 @@ from typing import Any
 
 from controlplane.apis import constants as c
 from controlplane.apis import pods
-from controlplane.apis.gpus import MIG_INVALID_SUFFIX, is_mig_invalid_product, is_nvidia_resource
-from controlplane.apis.quantity import QuantityError, to_int
+from controlplane.apis.constants import (
+    LABEL_POD_TEMPLATE_HASH,
+    LABEL_TRAINING_JOB_NAME,
+    LABEL_TRAINING_OPERATOR_NAME,
+)
+from controlplane.apis.gpus import MIG_INVALID_SUFFIX, is_nvidia_resource
 from controlplane.apis.utilization import NodeUtilization, PodAllocation, encode_utilization
+from member_agent.nodes import (
+    UNKNOWN_PRODUCT,
+    gpu_info,
+    gpu_is_unusable,
+    node_allocatable,
+    node_capacity,
+    node_is_ready,
+    node_is_schedulable,
+    node_taints,
+    selection_labels,
+    shared_replicas,
+    tracked_quantities,
+    utilization_labels,
+)
 
-#: Labels that identify one node and so must not split shapes.
-PER_NODE_LABELS = frozenset(
-    {
-        "kubernetes.io/hostname",
-        "beta.kubernetes.io/hostname",
-        "nvidia.com/gfd.timestamp",
-        "node.kubernetes.io/instance-id",
-    }
-)
-#: Label prefixes left out of the node labels in ``status.utilization`` (see :func:`utilization_labels`).
-UTILIZATION_LABEL_SKIPPED_PREFIXES = (
-    "nvidia.com/",
-    "feature.node.kubernetes.io/",
-    "kubernetes.io/os",
-    "kubernetes.io/arch",
-    "beta.kubernetes.io/",
-)
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 CPU_ROUNDING = 1000  # millicores
 MEMORY_ROUNDING = 2**30  # bytes
-UNKNOWN_PRODUCT = "unknown"
-MIG_STRATEGIES = frozenset({"none", "single", "mixed"})
 
 
 class ConditionType(StrEnum):
@@ -95,22 +97,6 @@ class ReadyReason(StrEnum):
     """The member's API server answers, but its ``/readyz`` or ``/livez`` fails."""
 
 
-def is_tracked_resource(name: str) -> bool:
-    return name in ("cpu", "memory") or is_nvidia_resource(name)
-
-
-def _quantities(raw: Mapping[str, Any] | None) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for name, qty in (raw or {}).items():
-        if not is_tracked_resource(name):
-            continue
-        try:
-            out[name] = to_int(name, qty)
-        except QuantityError:
-            continue
-    return out
-
-
 def _add(into: dict[str, int], more: Mapping[str, int]) -> None:
     for name, amount in more.items():
         into[name] = into.get(name, 0) + amount
@@ -118,106 +104,12 @@ def _add(into: dict[str, int], more: Mapping[str, int]) -> None:
 
 def pod_requests(pod: Mapping[str, Any]) -> dict[str, int]:
     """What a pod takes from its node (kube's ``PodRequests``), tracked resources only."""
-    return pods.pod_requests(pod.get("spec") or {}, read=_quantities)
+    return pods.pod_requests(pod.get("spec") or {}, read=tracked_quantities)
 
 
 def pod_is_active(pod: Mapping[str, Any]) -> bool:
     phase = (pod.get("status") or {}).get("phase")
     return bool((pod.get("spec") or {}).get("nodeName")) and phase not in TERMINAL_PHASES
-
-
-def node_is_ready(node: Mapping[str, Any]) -> bool:
-    for condition in (node.get("status") or {}).get("conditions") or []:
-        if condition.get("type") == "Ready":
-            return bool(condition.get("status") == "True")
-    return False
-
-
-def node_is_schedulable(node: Mapping[str, Any]) -> bool:
-    return node_is_ready(node) and not (node.get("spec") or {}).get("unschedulable", False)
-
-
-def _int_label(labels: Mapping[str, str], key: str, default: int = 0) -> int:
-    try:
-        return int(labels.get(key, default))
-    except (TypeError, ValueError):
-        return default
-
-
-def shared_replicas(labels: Mapping[str, str], resource: str) -> int:
-    """How many shares one physical device of ``resource`` is split into (1 = not shared)."""
-    base = resource.removesuffix(".shared")
-    replicas = _int_label(labels, f"{base}.replicas", 1)
-    if resource == c.RESOURCE_GPU_SHARED:
-        replicas = max(replicas, _int_label(labels, c.LABEL_GPU_REPLICAS, 1))
-    return max(replicas, 1)
-
-
-def gpu_info(node: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The node's GPU description from GPU Feature Discovery labels, None without GPUs."""
-    labels = (node.get("metadata") or {}).get("labels") or {}
-    allocatable = node_allocatable(node)
-    has_gpu_resource = any(is_nvidia_resource(name) and amount > 0 for name, amount in allocatable.items())
-    product = labels.get(c.LABEL_GPU_PRODUCT)
-    if product is None and not has_gpu_resource:
-        return None
-    return {
-        "product": product or UNKNOWN_PRODUCT,
-        "memoryMiB": _int_label(labels, c.LABEL_GPU_MEMORY),
-        "count": _int_label(labels, c.LABEL_GPU_COUNT),
-        "migStrategy": mig if (mig := labels.get(c.LABEL_MIG_STRATEGY, "none")) in MIG_STRATEGIES else "none",
-        "sharedReplicas": shared_replicas(labels, c.RESOURCE_GPU),
-    }
-
-
-def gpu_is_unusable(node: Mapping[str, Any]) -> bool:
-    labels = (node.get("metadata") or {}).get("labels") or {}
-    return is_mig_invalid_product(str(labels.get(c.LABEL_GPU_PRODUCT, "")))
-
-
-def node_allocatable(node: Mapping[str, Any]) -> dict[str, int]:
-    status = node.get("status") or {}
-    allocatable = _quantities(status.get("allocatable") or status.get("capacity"))
-    if gpu_is_unusable(node):
-        allocatable = {name: (0 if is_nvidia_resource(name) else amount) for name, amount in allocatable.items()}
-    return allocatable
-
-
-def node_capacity(node: Mapping[str, Any]) -> dict[str, int]:
-    status = node.get("status") or {}
-    return _quantities(status.get("capacity") or status.get("allocatable"))
-
-
-def selection_labels(node: Mapping[str, Any]) -> dict[str, str]:
-    metadata = node.get("metadata") or {}
-    name = metadata.get("name")
-    return {
-        key: value
-        for key, value in sorted((metadata.get("labels") or {}).items())
-        if key not in PER_NODE_LABELS and value != name
-    }
-
-
-def utilization_labels(node: Mapping[str, Any]) -> dict[str, str]:
-    """The node labels the waste report carries per node: its selection labels except GPU
-    Feature Discovery's inventory (``nvidia.com/...``, already summed up by ``product`` and
-    ``sharedReplicas``) and the well-known OS/arch labels, so node pools, zones and instance
-    types stay visible while a large cluster's report stays small."""
-    return {
-        key: value
-        for key, value in selection_labels(node).items()
-        if not key.startswith(UTILIZATION_LABEL_SKIPPED_PREFIXES)
-    }
-
-
-def node_taints(node: Mapping[str, Any]) -> list[dict[str, str]]:
-    taints = []
-    for taint in (node.get("spec") or {}).get("taints") or []:
-        entry = {"key": str(taint.get("key", "")), "effect": str(taint.get("effect", ""))}
-        if taint.get("value") is not None:
-            entry["value"] = str(taint["value"])
-        taints.append(entry)
-    return sorted(taints, key=lambda t: (t["key"], t.get("value", ""), t["effect"]))
 
 
 def _round_free(free: Mapping[str, int]) -> dict[str, int]:
@@ -229,10 +121,8 @@ def _round_free(free: Mapping[str, int]) -> dict[str, int]:
     return out
 
 
-#: The training operator's labels on a job's pods (any launcher Job or ReplicaSet in between).
-LABEL_TRAINING_JOB = "training.kubeflow.org/job-name"
-LABEL_TRAINING_OPERATOR = "training.kubeflow.org/operator-name"
-#: ``training.kubeflow.org/operator-name`` -> the kind of the job (kubeflow training-operator v1
+#: ``training.kubeflow.org/operator-name`` (on a job's pods, whatever launcher Job or ReplicaSet
+#: sits in between) -> the kind of the job (kubeflow training-operator v1
 #: and mpi-operator v2 names).
 TRAINING_OPERATOR_KINDS: Mapping[str, str] = {
     "pytorchjob-controller": "PyTorchJob",
@@ -246,10 +136,15 @@ TRAINING_OPERATOR_KINDS: Mapping[str, str] = {
 #: (a RayJob's or RayService's cluster has its own generated name).
 LABEL_RAY_ORIGIN_KIND = "ray.io/originated-from-crd"
 LABEL_RAY_ORIGIN_NAME = "ray.io/originated-from-cr-name"
-LABEL_TEMPLATE_HASH = "pod-template-hash"
 #: Pod labels :func:`trim_pod` keeps: the ones :func:`owner_workload` reads.
 OWNER_LABELS = frozenset(
-    {LABEL_TEMPLATE_HASH, LABEL_TRAINING_JOB, LABEL_TRAINING_OPERATOR, LABEL_RAY_ORIGIN_KIND, LABEL_RAY_ORIGIN_NAME}
+    {
+        LABEL_POD_TEMPLATE_HASH,
+        LABEL_TRAINING_JOB_NAME,
+        LABEL_TRAINING_OPERATOR_NAME,
+        LABEL_RAY_ORIGIN_KIND,
+        LABEL_RAY_ORIGIN_NAME,
+    }
 )
 
 
@@ -265,16 +160,16 @@ def owner_workload(pod: Mapping[str, Any]) -> dict[str, str] | None:
     """
     metadata = pod.get("metadata") or {}
     labels = metadata.get("labels") or {}
-    training_kind = TRAINING_OPERATOR_KINDS.get(str(labels.get(LABEL_TRAINING_OPERATOR) or ""))
-    if training_kind and labels.get(LABEL_TRAINING_JOB):
-        return {"kind": training_kind, "name": str(labels[LABEL_TRAINING_JOB])}
+    training_kind = TRAINING_OPERATOR_KINDS.get(str(labels.get(LABEL_TRAINING_OPERATOR_NAME) or ""))
+    if training_kind and labels.get(LABEL_TRAINING_JOB_NAME):
+        return {"kind": training_kind, "name": str(labels[LABEL_TRAINING_JOB_NAME])}
     if labels.get(LABEL_RAY_ORIGIN_KIND) and labels.get(LABEL_RAY_ORIGIN_NAME):
         return {"kind": str(labels[LABEL_RAY_ORIGIN_KIND]), "name": str(labels[LABEL_RAY_ORIGIN_NAME])}
     for ref in metadata.get("ownerReferences") or []:
         if not ref.get("controller", True):
             continue
         kind, name = str(ref.get("kind", "")), str(ref.get("name", ""))
-        template_hash = labels.get(LABEL_TEMPLATE_HASH)
+        template_hash = labels.get(LABEL_POD_TEMPLATE_HASH)
         if kind == "ReplicaSet" and template_hash and name.endswith(f"-{template_hash}"):
             return {"kind": "Deployment", "name": name.removesuffix(f"-{template_hash}")}
         return {"kind": kind, "name": name}

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, generate_latest
@@ -62,33 +63,24 @@ class AgentMetrics:
         self._started = clock()
         self.last_report: float | None = None
         self.registry = CollectorRegistry(auto_describe=True)
-        self.reports_written = Counter(
+        # Every metric is gpufed_agent_<name> in this registry.
+        counter = partial(Counter, namespace=NAMESPACE, registry=self.registry)
+        gauge = partial(Gauge, namespace=NAMESPACE, registry=self.registry)
+        self.reports_written = counter(
             "reports_written",
             "Capacity reports the hub accepted.",
             ["cluster"],
-            namespace=NAMESPACE,
-            registry=self.registry,
         )
-        self.report_failures = Counter(
-            "report_failures",
-            "Capacity reports that failed.",
-            ["cluster"],
-            namespace=NAMESPACE,
-            registry=self.registry,
-        )
-        self.last_report_timestamp = Gauge(
+        self.report_failures = counter("report_failures", "Capacity reports that failed.", ["cluster"])
+        self.last_report_timestamp = gauge(
             "last_report_timestamp_seconds",
             "Unix time of the last capacity report the hub accepted.",
             ["cluster"],
-            namespace=NAMESPACE,
-            registry=self.registry,
         )
-        self.dcgm_scrapes = Counter(
+        self.dcgm_scrapes = counter(
             "dcgm_scrapes",
             "DCGM exporter scrapes by result (ok, error).",
             ["cluster", "result"],
-            namespace=NAMESPACE,
-            registry=self.registry,
         )
         self.registry.register(_LagCollector(self))
 

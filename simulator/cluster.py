@@ -6,14 +6,14 @@ and the behaviour a real cluster would show: the scheduler binds pending pods (s
 Events (:mod:`simulator.recording`), the kubelet runs them (:mod:`simulator.kubelet`),
 the workload controllers turn Deployments (through ReplicaSets), StatefulSets, Jobs,
 PyTorchJobs, MPIJobs, RayClusters and RayJobs into pods and keep their status
-(:mod:`simulator.controllers`), a garbage collector removes ReplicaSets and pods whose
-controller owner is gone, and :meth:`metrics_text` renders the nodes' dcgm-exporter
-page (:mod:`simulator.dcgm`).
+(:mod:`simulator.controllers`, run by :mod:`simulator.controlling`), a garbage collector
+removes ReplicaSets and pods whose controller owner is gone, and :meth:`metrics_text`
+renders the nodes' dcgm-exporter page (:mod:`simulator.dcgm`).
 
 Each loop is level-based over the hub's informers
 (:class:`controlplane.controllers.informing.Informer`: list + watch, an index of
-children by their controller owner's uid). Caches are fed by watches only; a write of
-ours shows up when its watch event arrives. Until then a controller does not act on an
+children by their controller owner's uid; see :mod:`simulator.informers`). Caches are fed
+by watches only; a write of ours shows up when its watch event arrives. Until then a controller does not act on an
 owner whose children it has just created or deleted (kube's "expectations"), so a
 stale cache never doubles pods; other writes are compare-and-swap on the
 resourceVersion, and a conflict is left to the watch event that follows it.
@@ -33,21 +33,22 @@ import contextlib
 import copy
 import logging
 import random
-from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping
+from collections.abc import Mapping
 from types import TracebackType
 from typing import Any, Final, Self
 
+from controlplane.apis.events import EventType
 from controlplane.apiserver import errors
 from controlplane.apiserver.objects import ObjectStore, WatchEventType
-from controlplane.apiserver.resources import ResourceType
 from controlplane.controllers.informing import Informer
 from simulator import kubelet
 from simulator.clock import Clock, ScaledClock, rfc3339
-from simulator.controllers.base import Changes, controller_uid, is_terminating, phase
-from simulator.controllers.registry import CONTROLLERS, Controller
+from simulator.controllers.base import is_terminating, phase
+from simulator.controlling import WorkloadControllers
 from simulator.dcgm import PodDevice, render_metrics
 from simulator.devices import NodeInventory
-from simulator.events import EventAction, EventReason, EventType
+from simulator.events import EventAction, EventReason
+from simulator.informers import as_handler, cached, object_key, owned_informer
 from simulator.nodes import build_inventory, build_nodes
 from simulator.profile import ClusterProfile
 from simulator.recording import EventRecorder
@@ -61,94 +62,6 @@ logger = logging.getLogger(__name__)
 ANNOTATION_DEVICES: Final = "sim.gpufed.io/devices"
 SCHEDULER_NAME: Final = "default-scheduler"
 _DEFAULT_NAMESPACES: Final = ("default", "kube-system", "kube-public", "kube-node-lease")
-#: Informer index: the uid of an object's controller owner.
-INDEX_OWNER: Final = "owner"
-
-Listener = Callable[[WatchEventType, dict[str, Any] | None, dict[str, Any] | None], None]
-Handler = Callable[[WatchEventType, dict[str, Any], dict[str, Any] | None], Awaitable[None]]
-
-
-def _key(obj: Mapping[str, Any]) -> str:
-    meta = obj.get("metadata") or {}
-    namespace = meta.get("namespace")
-    return f"{namespace}/{meta['name']}" if namespace else str(meta["name"])
-
-
-def _get(informer: Informer, key: str) -> dict[str, Any] | None:
-    namespace, _, name = key.rpartition("/")
-    return informer.get(namespace or None, name)
-
-
-def _owner_index(obj: dict[str, Any]) -> Iterable[Hashable]:
-    uid = controller_uid(obj)
-    return (uid,) if uid else ()
-
-
-def _handler(listener: Listener) -> Handler:
-    """An informer handler calling ``listener(event, old, new)`` (new is None on DELETED)."""
-
-    async def handle(event: WatchEventType, obj: dict[str, Any], previous: dict[str, Any] | None) -> None:
-        if event is WatchEventType.DELETED:
-            listener(event, obj, None)
-        else:
-            listener(event, previous, obj)
-
-    return handle
-
-
-def _informer(objects: ObjectStore, rt: ResourceType, listener: Listener) -> Informer:
-    informer = Informer(objects, rt)
-    informer.add_index(INDEX_OWNER, _owner_index)
-    informer.add_handler(_handler(listener))
-    return informer
-
-
-class _Queue:
-    def __init__(self) -> None:
-        self.keys: set[str] = set()
-        self.wake = asyncio.Event()
-
-    def add(self, key: str) -> None:
-        self.keys.add(key)
-        self.wake.set()
-
-    async def take(self) -> set[str]:
-        await self.wake.wait()
-        self.wake.clear()
-        keys, self.keys = self.keys, set()
-        return keys
-
-
-class _Expectations:
-    """Children an owner created or deleted whose watch events have not arrived yet (kube's
-    ControllerExpectations, by child key): the owner is not reconciled until they have."""
-
-    def __init__(self) -> None:
-        self._pending: dict[str, set[str]] = {}
-        #: child -> (owner, whether its deletion is awaited rather than its creation)
-        self._owner_of: dict[str, tuple[str, bool]] = {}
-
-    def expect(self, owner: str, child: str, *, deletion: bool = False) -> None:
-        self._pending.setdefault(owner, set()).add(child)
-        self._owner_of[child] = (owner, deletion)
-
-    def observed(self, child: str, *, deleted: bool) -> str | None:
-        """A child's event arrived; the owner whose expectation it settles, if any (a
-        deletion is settled only by the child's DELETED event)."""
-        expected = self._owner_of.get(child)
-        if expected is None or (expected[1] and not deleted):
-            return None
-        owner = expected[0]
-        del self._owner_of[child]
-        pending = self._pending.get(owner)
-        if pending is not None:
-            pending.discard(child)
-            if not pending:
-                del self._pending[owner]
-        return owner
-
-    def satisfied(self, owner: str) -> bool:
-        return owner not in self._pending
 
 
 class SimulatedCluster:
@@ -180,26 +93,10 @@ class SimulatedCluster:
         self.events = (
             EventRecorder(objects, event_rt, clock=self.clock, component=SCHEDULER_NAME) if event_rt else None
         )
-        #: kind -> (its resource type, its controller), for every controlled kind the store serves.
-        self._controlled: dict[str, tuple[ResourceType, Controller]] = {}
-        for (api_version, kind), controller in CONTROLLERS.items():
-            rt = registry.for_kind(api_version, kind)
-            if rt is None:
-                continue
-            if registry.for_kind(*controller.child) is None:
-                raise ValueError(
-                    f"{kind} is served but its children ({controller.child[1]}) are not: "
-                    "serve simulator.resources.member_registry()"
-                )
-            self._controlled[kind] = (rt, controller)
-        self.pods = _informer(objects, self._pod_rt, self._on_pod)
+        self.pods = owned_informer(objects, self._pod_rt, self._on_pod)
         self.node_objects = Informer(objects, self._node_rt)
-        self.node_objects.add_handler(_handler(self._on_node))
-        self.workloads = {
-            kind: _informer(objects, rt, self._workload_listener(kind)) for kind, (rt, _) in self._controlled.items()
-        }
-        self._queues = {kind: _Queue() for kind in self._controlled}
-        self._expectations = _Expectations()
+        self.node_objects.add_handler(as_handler(self._on_node))
+        self.controllers = WorkloadControllers(objects, pods=self.pods, clock=self.clock, rng=self.rng)
         self._schedule_wake = asyncio.Event()
         self._kubelet_wake = asyncio.Event()
         self._capacity_changed = True
@@ -209,9 +106,6 @@ class SimulatedCluster:
         self._stop = asyncio.Event()
         self.started = asyncio.Event()
         self._runner: asyncio.Task[None] | None = None
-        #: (kind of the doomed object, its key)
-        self._garbage: set[tuple[str, str]] = set()
-        self._garbage_wake = asyncio.Event()
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -240,20 +134,21 @@ class SimulatedCluster:
         """Create namespaces and nodes, then run the loops until :meth:`shutdown`."""
         await self._create_namespaces()
         await self._create_nodes()
-        informers = [self.pods, self.node_objects, *self.workloads.values()]
+        informers = [self.pods, self.node_objects, *self.controllers.informers.values()]
         async with asyncio.TaskGroup() as group:
             tasks = [group.create_task(inf.run(), name=f"informer-{inf.rt.plural}") for inf in informers]
             for informer in informers:
                 await informer.synced.wait()
             tasks.append(group.create_task(self._schedule_loop(), name="scheduler"))
             tasks.append(group.create_task(self._kubelet_loop(), name="kubelet"))
-            tasks.append(group.create_task(self._garbage_loop(), name="garbage-collector"))
+            tasks.append(group.create_task(self.controllers.garbage_loop(), name="garbage-collector"))
             if self.events is not None:
                 tasks.append(group.create_task(self.events.run(), name="event-recorder"))
             tasks += [
-                group.create_task(self._controller_loop(k), name=f"controller-{k}") for k in self.workloads
+                group.create_task(self.controllers.controller_loop(k), name=f"controller-{k}")
+                for k in self.controllers.informers
             ]
-            self._collect_garbage()
+            self.controllers.collect_garbage()
             self.started.set()
             await self._stop.wait()
             for task in tasks:
@@ -284,44 +179,6 @@ class SimulatedCluster:
 
     # --- event routing -----------------------------------------------------------------------
 
-    def _child_changed(self, kind: str, event: WatchEventType, obj: dict[str, Any]) -> None:
-        """A pod or ReplicaSet changed: settle its owner's expectations and queue the owner."""
-        key = _key(obj)
-        # As kube's controllers, a child marked for deletion counts as deleted.
-        gone = event is WatchEventType.DELETED or is_terminating(obj)
-        settled = self._expectations.observed(f"{kind}:{key}", deleted=gone)
-        namespace = obj["metadata"].get("namespace")
-        for ref in obj["metadata"].get("ownerReferences") or []:
-            queue = self._queues.get(str(ref.get("kind")))
-            if queue is not None and ref.get("controller"):
-                queue.add(f"{namespace}/{ref.get('name')}")
-        if settled is not None:
-            owner_kind, _, owner_key = settled.partition(":")
-            queue = self._queues.get(owner_kind)
-            if queue is not None:
-                queue.add(owner_key)
-
-    def _workload_listener(self, kind: str) -> Listener:
-        def listener(event: WatchEventType, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
-            obj = new or old
-            assert obj is not None
-            self._child_changed(kind, event, obj)
-            if event is WatchEventType.DELETED:
-                self._orphan_children(str(obj["metadata"].get("uid") or ""))
-                return
-            self._queues[kind].add(_key(obj))
-
-        return listener
-
-    def _orphan_children(self, uid: str) -> None:
-        """An owner is gone: its children are garbage (background cascading deletion)."""
-        if not uid:
-            return
-        for kind, informer in (("Pod", self.pods), *self.workloads.items()):
-            for child in informer.by_index(INDEX_OWNER, uid):
-                self._garbage.add((kind, _key(child)))
-                self._garbage_wake.set()
-
     def _on_node(self, event: WatchEventType, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         if event is WatchEventType.DELETED and old is not None:
             self.state.remove_node(old["metadata"]["name"])
@@ -334,8 +191,8 @@ class SimulatedCluster:
     def _on_pod(self, event: WatchEventType, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         obj = new or old
         assert obj is not None
-        key = _key(obj)
-        self._child_changed("Pod", event, obj)
+        key = object_key(obj)
+        self.controllers.child_changed("Pod", event, obj)
         if new is None or phase(new) in ("Succeeded", "Failed"):
             if self.state.release(key) is not None:
                 self._capacity_changed = True
@@ -375,7 +232,7 @@ class SimulatedCluster:
         )
 
     def _request(self, pod: dict[str, Any]) -> PodRequest | None:
-        key = _key(pod)
+        key = object_key(pod)
         rv = str(pod["metadata"].get("resourceVersion") or "")
         cached = self._requests.get(key)
         if cached is not None and cached[0] == rv:
@@ -396,11 +253,11 @@ class SimulatedCluster:
             self._schedule_wake.clear()
             full = self._capacity_changed
             self._capacity_changed = False
-            candidates = [_key(p) for p in self.pods.items()] if full else list(self._new_pending)
+            candidates = [object_key(p) for p in self.pods.items()] if full else list(self._new_pending)
             self._new_pending = set()
             pending = []
             for key in candidates:
-                pod = _get(self.pods, key)
+                pod = cached(self.pods, key)
                 if pod is None or not self._wants_scheduling(pod) or key in self.state.allocations:
                     continue
                 request = self._request(pod)
@@ -420,7 +277,7 @@ class SimulatedCluster:
             await asyncio.sleep(0)
 
     async def _bind(self, binding: Binding) -> None:
-        pod = _get(self.pods, binding.pod_key)
+        pod = cached(self.pods, binding.pod_key)
         if pod is None:
             self.state.release(binding.pod_key)
             return
@@ -454,7 +311,7 @@ class SimulatedCluster:
         self._kubelet_wake.set()
 
     async def _mark_unschedulable(self, failure: Unschedulable) -> None:
-        pod = _get(self.pods, failure.pod_key)
+        pod = cached(self.pods, failure.pod_key)
         if pod is None:
             return
         if self.events is not None:
@@ -499,7 +356,7 @@ class SimulatedCluster:
             now = self.clock.now()
             next_due: float | None = None
             for pod in self.pods.items():
-                key = _key(pod)
+                key = object_key(pod)
                 node = (pod.get("spec") or {}).get("nodeName")
                 if not node or phase(pod) in ("Succeeded", "Failed") or is_terminating(pod):
                     written.pop(key, None)
@@ -555,111 +412,6 @@ class SimulatedCluster:
         digest = abs(hash(key))
         return f"10.{128 + digest % 64}.{(digest >> 8) % 256}.{1 + (digest >> 16) % 254}"
 
-    # --- controllers -----------------------------------------------------------------------------
-
-    def _children(self, controller: Controller) -> tuple[str, Informer, ResourceType]:
-        kind = controller.child[1]
-        if kind == "Pod":
-            return kind, self.pods, self._pod_rt
-        return kind, self.workloads[kind], self._controlled[kind][0]
-
-    async def _controller_loop(self, kind: str) -> None:
-        queue = self._queues[kind]
-        informer = self.workloads[kind]
-        rt, controller = self._controlled[kind]
-        for cached in informer.items():
-            queue.add(_key(cached))
-        _, children, _ = self._children(controller)
-        while True:
-            for key in sorted(await queue.take()):
-                obj = _get(informer, key)
-                if obj is None or not self._expectations.satisfied(f"{kind}:{key}"):
-                    continue
-                uid = str(obj["metadata"].get("uid") or "")
-                owned = sorted(children.by_index(INDEX_OWNER, uid), key=lambda c: str(c["metadata"]["name"]))
-                try:
-                    changes = controller.reconcile(obj, owned, now=rfc3339(self.clock.now()), rng=self.rng)
-                except (KeyError, TypeError, ValueError) as exc:
-                    logger.warning("cannot reconcile %s %s: %s", kind, key, exc)
-                    continue
-                await self._apply(kind, rt, controller, obj, changes)
-
-    async def _apply(
-        self, kind: str, rt: ResourceType, controller: Controller, obj: dict[str, Any], changes: Changes
-    ) -> None:
-        namespace = obj["metadata"].get("namespace")
-        owner = f"{kind}:{_key(obj)}"
-        child_kind, children, child_rt = self._children(controller)
-        for child in changes.create:
-            child_key = f"{child_kind}:{namespace}/{child['metadata']['name']}"
-            self._expectations.expect(owner, child_key)
-            try:
-                await self.objects.create(child_rt, child)
-            except errors.ApiError as exc:
-                self._expectations.observed(child_key, deleted=True)
-                if not isinstance(exc, errors.AlreadyExists):
-                    logger.warning(
-                        "%s %s: cannot create %s: %s", kind, _key(obj), child_kind.lower(), exc
-                    )
-        for child in changes.update:
-            # On a conflict the child's watch event requeues the owner.
-            with contextlib.suppress(errors.Conflict, errors.NotFound):
-                await self.objects.update(child_rt, child)
-        for name in changes.delete:
-            doomed = children.get(namespace, name)
-            if doomed is not None:
-                child_key = f"{child_kind}:{namespace}/{name}"
-                self._expectations.expect(owner, child_key, deletion=True)
-                if not await self._delete(child_rt, doomed):
-                    self._expectations.observed(child_key, deleted=True)
-        if changes.status is not None:
-            updated = dict(obj)
-            updated["status"] = changes.status
-            # On a conflict a newer version is on its way through the watch and requeues the key.
-            with contextlib.suppress(errors.Conflict, errors.NotFound):
-                await self.objects.update_status(rt, updated)
-
-    async def _delete(self, rt: ResourceType, obj: dict[str, Any]) -> bool:
-        """Delete ``obj``; False when it was already gone."""
-        meta = obj["metadata"]
-        try:
-            await self.objects.delete(
-                rt, namespace=meta.get("namespace"), name=meta["name"], propagation_policy="Background"
-            )
-        except errors.NotFound:
-            return False
-        return True
-
-    async def _garbage_loop(self) -> None:
-        """Delete the children of owners that were deleted (background cascading deletion;
-        a Deployment's ReplicaSets go first, then, their deletion seen, their pods)."""
-        while True:
-            await self._garbage_wake.wait()
-            self._garbage_wake.clear()
-            doomed, self._garbage = self._garbage, set()
-            for kind, key in sorted(doomed):
-                informer = self.pods if kind == "Pod" else self.workloads[kind]
-                rt = self._pod_rt if kind == "Pod" else self._controlled[kind][0]
-                obj = _get(informer, key)
-                if obj is not None:
-                    await self._delete(rt, obj)
-
-    def _collect_garbage(self) -> None:
-        """Queue every child whose controller owner is of a kind we control and no longer
-        exists, or does not own children of its kind (pods a Deployment owned directly,
-        from a member state written before Deployments had ReplicaSets: their ReplicaSet
-        replaces them)."""
-        live = {str(obj["metadata"].get("uid")) for inf in self.workloads.values() for obj in inf.items()}
-        for kind, informer in (("Pod", self.pods), *self.workloads.items()):
-            for obj in informer.items():
-                refs = [r for r in obj["metadata"].get("ownerReferences") or [] if r.get("controller")]
-                owner = self._controlled.get(str(refs[0].get("kind"))) if refs else None
-                if owner is None:
-                    continue
-                if str(refs[0].get("uid")) not in live or owner[1].child[1] != kind:
-                    self._garbage.add((kind, _key(obj)))
-                    self._garbage_wake.set()
-
     # --- DCGM ---------------------------------------------------------------------------------
 
     def metrics_text(self) -> str:
@@ -667,7 +419,7 @@ class SimulatedCluster:
         uses: list[PodDevice] = []
         utilization: dict[str, float] = {}
         for key, allocation in self.state.allocations.items():
-            pod = _get(self.pods, key)
+            pod = cached(self.pods, key)
             if pod is None or not allocation.devices:
                 continue
             running = phase(pod) == "Running"

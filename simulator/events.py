@@ -32,17 +32,13 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final
 
+from controlplane.apis.events import EventType
 from simulator.clock import parse_rfc3339, rfc3339
 
 #: kube-apiserver's default ``--event-ttl``.
 EVENT_TTL_SECONDS: Final = 3600.0
 #: Events one namespace keeps at most (the least recently seen are deleted first).
 MAX_EVENTS_PER_NAMESPACE: Final = 1000
-
-
-class EventType(StrEnum):
-    NORMAL = "Normal"
-    WARNING = "Warning"
 
 
 class EventReason(StrEnum):

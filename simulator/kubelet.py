@@ -16,21 +16,17 @@ Pure: the runtime loop in :mod:`simulator.cluster` does the writes.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 from controlplane.apis.constants import ANNOTATION_SIM_DURATION, ANNOTATION_SIM_GPU_UTILIZATION
+from controlplane.apis.durations import duration_seconds
 from simulator.clock import rfc3339
 from simulator.controllers.rayjob import ANNOTATION_RUN_TO_COMPLETION
 
 #: A non-zero value makes a run-to-completion pod end Failed with that exit code.
 ANNOTATION_SIM_EXIT_CODE: Final = "sim.gpufed.io/exit-code"
-
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
-_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-
 
 def parse_duration(text: str) -> float:
     """``300s``, ``5m``, ``1h30m``, ``1.5h`` or ``300`` as seconds; ValueError otherwise."""
@@ -45,14 +41,8 @@ def parse_duration(text: str) -> float:
         if seconds < 0:
             raise ValueError(f"negative duration {text!r}")
         return seconds
-    position = 0
-    total = 0.0
-    for match in _DURATION_PART.finditer(value):
-        if match.start() != position:
-            break
-        total += float(match.group(1)) * _UNIT[match.group(2)]
-        position = match.end()
-    if position != len(value):
+    total = duration_seconds(value)
+    if total is None:
         raise ValueError(f"{text!r} is not a duration (e.g. 300s, 5m, 1h30m)")
     return total
 

@@ -19,12 +19,13 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from controlplane.apis.events import EventType
 from controlplane.apiserver import errors
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.resources import ResourceType
 from controlplane.storage.interface import StorageError
 from simulator.clock import Clock
-from simulator.events import EventAction, EventBook, EventKey, EventReason, EventRecord, EventType
+from simulator.events import EventAction, EventBook, EventKey, EventReason, EventRecord
 
 logger = logging.getLogger(__name__)
 

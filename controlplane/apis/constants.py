@@ -54,6 +54,12 @@ LABEL_MIG_CAPABLE: Final = "nvidia.com/mig.capable"
 LABEL_MIG_STRATEGY: Final = "nvidia.com/mig.strategy"
 LABEL_MIG_CONFIG: Final = "nvidia.com/mig.config"
 
+# Labels other controllers put on the pods they create: the simulated member's controllers write
+# them, the agent reads them to find a pod's owning workload (member_agent.capacity.owner_workload).
+LABEL_POD_TEMPLATE_HASH: Final = "pod-template-hash"
+LABEL_TRAINING_JOB_NAME: Final = "training.kubeflow.org/job-name"
+LABEL_TRAINING_OPERATOR_NAME: Final = "training.kubeflow.org/operator-name"
+
 # Simulation annotations on pods.
 ANNOTATION_SIM_DURATION: Final = "sim.gpufed.io/duration"
 ANNOTATION_SIM_GPU_UTILIZATION: Final = "sim.gpufed.io/gpu-utilization"

@@ -82,7 +82,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Final
 
 from controlplane.apis.untyped import as_int, as_list, as_mapping
 
@@ -226,6 +226,10 @@ def _pod_groups(
     return {key: index for index, key in enumerate(keys)}, prefixes, tables
 
 
+#: The columns of ``nodes`` in the compact encoding, in the order :func:`expand_utilization` reads them.
+_NODE_COLUMNS: Final = ("name", "product", "labels", "ready", "schedulable", "sharedReplicas", "layout", "podCount")
+
+
 def encode_utilization(nodes: Sequence[NodeUtilization], *, sample_time: str | None) -> dict[str, Any]:
     """``Cluster.status.utilization`` for ``nodes`` (in report order) sampled at ``sample_time``."""
     reported = [node for node in nodes if node.devices]
@@ -234,19 +238,7 @@ def encode_utilization(nodes: Sequence[NodeUtilization], *, sample_time: str | N
     node_keys = [[_group_key(pod) for pod in pods] for pods in node_pods]
     group_index, prefixes, tables = _pod_groups(node_pods, node_keys)
 
-    columns: dict[str, list[Any]] = {
-        key: []
-        for key in (
-            "name",
-            "product",
-            "labels",
-            "ready",
-            "schedulable",
-            "sharedReplicas",
-            "layout",
-            "podCount",
-        )
-    }
+    columns: dict[str, list[Any]] = {key: [] for key in _NODE_COLUMNS}
     device_pods: list[int] = []
     device_utilization: list[int | None] = []
     pod_group: list[int] = []
@@ -357,15 +349,7 @@ def expand_utilization(utilization: Any) -> list[dict[str, Any]]:
         return [dict(as_mapping(node)) for node in as_list(raw.get("nodes"))]
     products, label_sets, layouts = (as_list(raw.get(k)) for k in ("products", "labelSets", "layouts"))
     names, node_products, node_labels, ready, schedulable, replicas, node_layouts, pod_counts = _columns(
-        raw.get("nodes"),
-        "name",
-        "product",
-        "labels",
-        "ready",
-        "schedulable",
-        "sharedReplicas",
-        "layout",
-        "podCount",
+        raw.get("nodes"), *_NODE_COLUMNS
     )
     device_pods, device_utilization = _columns(raw.get("devices"), "pod", "utilization")
     pod_groups, pod_names = _columns(raw.get("pods"), "group", "name")

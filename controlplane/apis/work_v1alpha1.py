@@ -68,6 +68,9 @@ class Health(StrEnum):
 
 HealthValue = Literal["Healthy", "Unhealthy", "Unknown"]
 
+#: A binding's ``(namespace, name)``: the key controllers queue bindings by.
+BindingKey = tuple[str, str]
+
 
 def binding_name(workload_name: str, kind: str) -> str:
     """The binding's name for a workload: ``<name>-<kind lower>`` (in the workload's namespace)."""

@@ -62,8 +62,9 @@ from enum import StrEnum
 from typing import Any
 
 from controlplane.apis.constants import execution_namespace
+from controlplane.apis.events import EventType
 from controlplane.apis.meta import parse_time
-from controlplane.apis.work_v1alpha1 import binding_name
+from controlplane.apis.work_v1alpha1 import BindingKey, binding_name
 from controlplane.apiserver import errors
 from controlplane.apiserver.objects import WatchEventType
 from controlplane.controllers.context import (
@@ -75,7 +76,7 @@ from controlplane.controllers.context import (
     policy_key,
     policy_ref_of_binding,
 )
-from controlplane.controllers.events import EventReason, EventType, record_event
+from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.failover import evicting_clusters
 from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.workloads import is_deleting
@@ -99,7 +100,6 @@ from policies.models import AnyPropagationPolicy
 
 log = logging.getLogger(__name__)
 
-BindingKey = tuple[str, str]
 
 # TODO(constants): move to controlplane/apis/constants.py.
 ANNOTATION_PRESERVE_CLEARED = "work.gpufed.io/preserve-cleared-at"

@@ -217,12 +217,7 @@ class ControllerContext:
         """Whether any PropagationPolicy of ``namespace`` or ClusterPropagationPolicy names the kind
         in a resource selector (plain objects such as ConfigMaps matter only then)."""
         for rt in self.propagation_types:
-            informer = self.informer(rt)
-            if rt.namespaced:
-                items = informer.by_index(INDEX_NAMESPACE, namespace) if namespace else []
-            else:
-                items = informer.items()
-            for obj in items:
+            for obj in self._policy_objects(rt, namespace):
                 for selector in (obj.get("spec") or {}).get("resourceSelectors") or ():
                     if selector.get("kind") == kind and selector.get("apiVersion") == api_version:
                         return True
@@ -253,16 +248,19 @@ class ControllerContext:
     def _policies(self, types: Iterable[ResourceType], namespace: str | None) -> list[AnyPolicy]:
         out: list[AnyPolicy] = []
         for rt in types:
-            informer = self.informer(rt)
-            if rt.namespaced:
-                items = informer.by_index(INDEX_NAMESPACE, namespace) if namespace else []
-            else:
-                items = informer.items()
-            for obj in items:
+            for obj in self._policy_objects(rt, namespace):
                 policy = self.parsed_policy(obj)
                 if policy is not None:
                     out.append(policy)
         return out
+
+    def _policy_objects(self, rt: ResourceType, namespace: str | None) -> Iterable[dict[str, Any]]:
+        """The cached policies of kind ``rt`` that apply in ``namespace``: its own when ``rt`` is
+        namespaced (none for a cluster-scoped object), every one when ``rt`` is cluster-scoped."""
+        informer = self.informer(rt)
+        if rt.namespaced:
+            return informer.by_index(INDEX_NAMESPACE, namespace) if namespace else []
+        return informer.items()
 
     def propagation_policies(self, namespace: str | None) -> list[AnyPropagationPolicy]:
         """The PropagationPolicies of ``namespace`` and every ClusterPropagationPolicy."""

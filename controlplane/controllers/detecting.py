@@ -49,6 +49,7 @@ from enum import StrEnum
 from typing import Any
 
 from controlplane.apis.constants import FINALIZER_WORKLOAD
+from controlplane.apis.events import EventType
 from controlplane.apiserver import errors
 from controlplane.apiserver.objects import WatchEventType
 from controlplane.apiserver.resources import ResourceType
@@ -59,7 +60,7 @@ from controlplane.controllers.context import (
     policy_key,
     policy_ref_of_binding,
 )
-from controlplane.controllers.events import EventReason, EventType, record_event
+from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.workloads import (
     PropagatedReason,

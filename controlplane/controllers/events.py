@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
+from controlplane.apis.events import EventType
 from controlplane.apiserver import errors
 from controlplane.controllers.context import ControllerContext
 from controlplane.storage.interface import StorageError
@@ -21,11 +22,6 @@ from controlplane.storage.interface import StorageError
 log = logging.getLogger(__name__)
 
 COMPONENT = "gpufed-hub"
-
-
-class EventType(StrEnum):
-    NORMAL = "Normal"
-    WARNING = "Warning"
 
 
 class EventReason(StrEnum):

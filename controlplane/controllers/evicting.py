@@ -28,9 +28,11 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from controlplane.apis.events import EventType
+from controlplane.apis.work_v1alpha1 import BindingKey
 from controlplane.apiserver.objects import WatchEventType
 from controlplane.controllers.context import INDEX_BINDING, ControllerContext
-from controlplane.controllers.events import EventReason, EventType, record_event
+from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.failover import assess_task, new_placement_ready
 from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.status import aggregate
@@ -40,7 +42,6 @@ from controlplane.interpreter import KindInterpreter, interpreter_for
 
 log = logging.getLogger(__name__)
 
-BindingKey = tuple[str, str]
 
 
 def _has_tasks(binding: Mapping[str, Any] | None) -> bool:

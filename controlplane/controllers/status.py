@@ -33,10 +33,11 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
-from controlplane.apis.work_v1alpha1 import ConditionType, WorkReason, binding_name
+from controlplane.apis.events import EventType
+from controlplane.apis.work_v1alpha1 import BindingKey, ConditionType, WorkReason, binding_name
 from controlplane.apiserver.objects import WatchEventType
 from controlplane.controllers.context import INDEX_BINDING, ControllerContext
-from controlplane.controllers.events import EventReason, EventType, record_event
+from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.workloads import (
     WorkloadConditionType,
@@ -51,7 +52,6 @@ from controlplane.interpreter.registry import group_of
 
 log = logging.getLogger(__name__)
 
-BindingKey = tuple[str, str]
 
 
 class FullyAppliedReason(StrEnum):

@@ -143,23 +143,38 @@ def binding_demand(
         cond = as_mapping(cond)
         if cond.get("type") == "Scheduled" and cond.get("reason") == PendingReason.NEVER_FITS:
             reason, message = PendingReason.NEVER_FITS, str(cond.get("message") or "")
-    demands = []
-    for replicas, requirements in groups:
-        allowed, excluded = product_constraint(requirements)
-        demands.append(
-            PendingDemand(
-                namespace=namespace,
-                workload=workload,
-                replicas=replicas,
-                requests=MappingProxyType(requirements.resource_map),
-                products=allowed,
-                clusters=clusters,
-                reason=reason,
-                excluded_products=excluded,
-                message=message,
-            )
-        )
+    demands = [
+        _demand(namespace, workload, replicas, requirements, clusters=clusters, reason=reason, message=message)
+        for replicas, requirements in groups
+    ]
     return constraints, demands
+
+
+def _demand(
+    namespace: str,
+    workload: str,
+    replicas: int,
+    requirements: ReplicaRequirements,
+    *,
+    clusters: frozenset[str] | None,
+    reason: PendingReason,
+    message: str = "",
+    excluded_clusters: frozenset[str] = frozenset(),
+) -> PendingDemand:
+    """``replicas`` pending pods of ``workload``, each needing ``requirements``."""
+    allowed, excluded = product_constraint(requirements)
+    return PendingDemand(
+        namespace=namespace,
+        workload=workload,
+        replicas=replicas,
+        requests=MappingProxyType(requirements.resource_map),
+        products=allowed,
+        clusters=clusters,
+        reason=reason,
+        excluded_products=excluded,
+        excluded_clusters=excluded_clusters,
+        message=message,
+    )
 
 
 def _manifest_for(
@@ -215,17 +230,14 @@ def work_demand(
         )
         workload = _workload_name(identifier.get("kind"), identifier.get("name"))
         known = constraints.get((namespace, workload))
-        allowed, excluded = product_constraint(requirements)
         demands.append(
-            PendingDemand(
-                namespace=namespace,
-                workload=workload,
-                replicas=pods,
-                requests=MappingProxyType(requirements.resource_map),
-                products=allowed,
+            _demand(
+                namespace,
+                workload,
+                pods,
+                requirements,
                 clusters=known.clusters if known else None,
                 reason=PendingReason.MEMBER_UNSCHEDULABLE,
-                excluded_products=excluded,
                 excluded_clusters=frozenset({member}),
             )
         )

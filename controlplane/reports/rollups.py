@@ -177,11 +177,27 @@ def _cell_key(parts: tuple[str, ...]) -> CellKey:
     return (parts[0], parts[1], parts[2], parts[3], parts[4], parts[5])
 
 
+def _entries_to_doc(
+    cells: Mapping[Any, Sequence[float]], opportunities: Mapping[Any, Sequence[float]]
+) -> dict[str, Any]:
+    """``strings``, ``cells`` and ``opportunities`` of a document: keys as indexes into ``strings``."""
+    strings = _Strings()
+    encoded_cells = _encode_entries(strings, cells)
+    encoded_opportunities = _encode_entries(strings, opportunities)
+    return {"strings": strings.table, "cells": encoded_cells, "opportunities": encoded_opportunities}
+
+
+def _entries_from_doc(
+    doc: Mapping[str, Any],
+) -> tuple[list[tuple[CellKey, list[float]]], list[tuple[tuple[str, ...], list[float]]]]:
+    """The cells and opportunities :func:`_entries_to_doc` wrote."""
+    table = [str(s) for s in doc["strings"]]
+    cells = [(_cell_key(key), values) for key, values in _decode_entries(table, doc["cells"])]
+    return cells, _decode_entries(table, doc["opportunities"])
+
+
 def bucket_to_doc(resolution: Resolution, bucket: Bucket) -> dict[str, Any]:
     """The JSON document of one bucket."""
-    strings = _Strings()
-    cells = _encode_entries(strings, bucket.cells)
-    opportunities = _encode_entries(strings, bucket.opportunities)
     return {
         "version": FORMAT_VERSION,
         "type": "bucket",
@@ -189,45 +205,38 @@ def bucket_to_doc(resolution: Resolution, bucket: Bucket) -> dict[str, Any]:
         "start": bucket.start,
         "observed": bucket.observed,
         "unobserved": bucket.unobserved,
-        "strings": strings.table,
-        "cells": cells,
-        "opportunities": opportunities,
+        **_entries_to_doc(bucket.cells, bucket.opportunities),
     }
 
 
 def bucket_from_doc(doc: Mapping[str, Any]) -> Bucket:
     """The bucket :func:`bucket_to_doc` wrote."""
-    table = [str(s) for s in doc["strings"]]
+    cells, opportunities = _entries_from_doc(doc)
     return Bucket(
         start=int(doc["start"]),
         observed=float(doc["observed"]),
         unobserved=float(doc["unobserved"]),
-        cells={_cell_key(key): values for key, values in _decode_entries(table, doc["cells"])},
-        opportunities=dict(_decode_entries(table, doc["opportunities"])),
+        cells=dict(cells),
+        opportunities=dict(opportunities),
     )
 
 
 def cursor_to_doc(cursor: Rates, newest: float | None) -> dict[str, Any]:
     """The JSON document of the held sample's rates."""
-    strings = _Strings()
-    cells = _encode_entries(strings, cursor.cells)
-    opportunities = _encode_entries(strings, cursor.opportunities)
     return {
         "version": FORMAT_VERSION,
         "type": "cursor",
         "time": cursor.time,
         "newest": newest,
-        "strings": strings.table,
-        "cells": cells,
-        "opportunities": opportunities,
+        **_entries_to_doc(cursor.cells, cursor.opportunities),
     }
 
 
 def cursor_from_doc(doc: Mapping[str, Any]) -> Rates:
     """The rates :func:`cursor_to_doc` wrote."""
-    table = [str(s) for s in doc["strings"]]
+    cells, opportunities = _entries_from_doc(doc)
     return Rates(
         time=float(doc["time"]),
-        cells={_cell_key(key): tuple(values) for key, values in _decode_entries(table, doc["cells"])},
-        opportunities={key: tuple(values) for key, values in _decode_entries(table, doc["opportunities"])},
+        cells={key: tuple(values) for key, values in cells},
+        opportunities={key: tuple(values) for key, values in opportunities},
     )

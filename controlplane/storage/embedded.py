@@ -93,8 +93,9 @@ def find_etcd_binary() -> Path:
         raise EtcdStartError(str(exc)) from exc
 
 
-def _port_is_free(host: str, port: int) -> bool:
-    # etcd (Go) listens with SO_REUSEADDR, so a port in TIME_WAIT counts as free.
+def port_is_free(host: str, port: int) -> bool:
+    """Whether a listener could bind ``host:port`` now. Servers listen with SO_REUSEADDR (etcd,
+    aiohttp), so a port in TIME_WAIT counts as free."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -104,11 +105,14 @@ def _port_is_free(host: str, port: int) -> bool:
     return True
 
 
-def _free_port(host: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((host, 0))
-        port: int = probe.getsockname()[1]
-    return port
+def free_port(host: str, *, taken: set[int] | None = None) -> int:
+    """A port the system calls free on ``host`` now, none of ``taken``."""
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.bind((host, 0))
+            port = int(probe.getsockname()[1])
+        if not taken or port not in taken:
+            return port
 
 
 _WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", ""})
@@ -284,14 +288,14 @@ class EmbeddedEtcd:
         client_port, peer_port = self._requested_ports
         if not fresh:
             remembered = self._remembered_ports()
-            if not client_port and remembered and _port_is_free(self.host, remembered[0]):
+            if not client_port and remembered and port_is_free(self.host, remembered[0]):
                 client_port = remembered[0]
-            if not peer_port and remembered and _port_is_free(self.host, remembered[1]):
+            if not peer_port and remembered and port_is_free(self.host, remembered[1]):
                 peer_port = remembered[1]
         if not client_port:
-            client_port = _free_port(self.host)
+            client_port = free_port(self.host)
         while not peer_port or peer_port == client_port:
-            peer_port = _free_port(self.host)
+            peer_port = free_port(self.host)
         return client_port, peer_port
 
     async def _choose_binary(self) -> EtcdBinary:

@@ -96,6 +96,19 @@ class WatchEvent:
     created: bool = False
 
 
+def check_key(key: str) -> None:
+    """Raise ValueError unless ``key`` is a storage key: every key starts with ``/`` (in every
+    store alike, so code tested on one does not fail on another)."""
+    if not key.startswith("/"):
+        raise ValueError(f"storage keys start with '/', got {key!r}")
+
+
+def check_prefix(prefix: str) -> None:
+    """Raise ValueError unless ``prefix`` is empty (every key) or starts with ``/``."""
+    if prefix and not prefix.startswith("/"):
+        raise ValueError(f"storage key prefixes are empty or start with '/', got {prefix!r}")
+
+
 @runtime_checkable
 class Store(Protocol):
     async def get(self, key: str) -> KeyValue:

@@ -39,6 +39,8 @@ from controlplane.storage.interface import (
     NotFound,
     Unavailable,
     WatchEvent,
+    check_key,
+    check_prefix,
 )
 
 logger = logging.getLogger(__name__)
@@ -48,17 +50,6 @@ DEFAULT_WATCH_QUEUE_SIZE = 10_000
 
 #: One version of a key: (revision written, value or None for a deletion).
 _Version = tuple[int, KeyValue | None]
-
-
-def _check_key(key: str) -> None:
-    # Same rule as the etcd store, so code tested here does not fail there.
-    if not key.startswith("/"):
-        raise ValueError(f"storage keys start with '/', got {key!r}")
-
-
-def _check_prefix(prefix: str) -> None:
-    if prefix and not prefix.startswith("/"):
-        raise ValueError(f"storage key prefixes are empty or start with '/', got {prefix!r}")
 
 
 @dataclass(eq=False, slots=True)
@@ -121,7 +112,7 @@ class MemoryStore:
 
     async def get(self, key: str) -> KeyValue:
         self._check_open()
-        _check_key(key)
+        check_key(key)
         try:
             return self._live[key]
         except KeyError:
@@ -136,7 +127,7 @@ class MemoryStore:
         start_after: str | None = None,
     ) -> ListResult:
         self._check_open()
-        _check_prefix(prefix)
+        check_prefix(prefix)
         if limit < 0:
             raise ValueError(f"limit must be >= 0, got {limit}")
         if revision is not None:
@@ -169,7 +160,7 @@ class MemoryStore:
 
     async def create(self, key: str, value: bytes) -> KeyValue:
         self._check_open()
-        _check_key(key)
+        check_key(key)
         if key in self._live:
             raise AlreadyExists(f"key {key!r} already exists")
         revision = self._revision + 1
@@ -179,7 +170,7 @@ class MemoryStore:
 
     async def update(self, key: str, value: bytes, *, expected_revision: int) -> KeyValue:
         self._check_open()
-        _check_key(key)
+        check_key(key)
         current = self._live.get(key)
         if current is None:
             raise NotFound(f"key {key!r} not found")
@@ -192,7 +183,7 @@ class MemoryStore:
 
     async def delete(self, key: str, *, expected_revision: int | None = None) -> KeyValue:
         self._check_open()
-        _check_key(key)
+        check_key(key)
         current = self._live.get(key)
         if current is None:
             raise NotFound(f"key {key!r} not found")
@@ -232,7 +223,7 @@ class MemoryStore:
             raise ValueError(f"revision must be at least 1, got {revision}")
         live: dict[str, KeyValue] = {}
         for kv in items:
-            _check_key(kv.key)
+            check_key(kv.key)
             if kv.key in live:
                 raise ValueError(f"key {kv.key!r} appears twice")
             if not 1 < kv.create_revision <= kv.mod_revision <= revision:
@@ -250,7 +241,7 @@ class MemoryStore:
     # -- watch ---------------------------------------------------------------------
 
     def watch(self, prefix: str, *, from_revision: int) -> AsyncIterator[WatchEvent]:
-        _check_prefix(prefix)
+        check_prefix(prefix)
         return self._watch(prefix, from_revision)
 
     async def _watch(self, prefix: str, from_revision: int) -> AsyncIterator[WatchEvent]:

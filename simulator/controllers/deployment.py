@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from enum import StrEnum
 from typing import Any, Final
 
+from controlplane.apis.constants import LABEL_POD_TEMPLATE_HASH
 from simulator.controllers.base import (
     Changes,
     ConditionType,
@@ -42,7 +43,6 @@ from simulator.controllers.base import (
     template_hash,
 )
 
-LABEL_TEMPLATE_HASH: Final = "pod-template-hash"
 ANNOTATION_REVISION: Final = "deployment.kubernetes.io/revision"
 ANNOTATION_DESIRED_REPLICAS: Final = "deployment.kubernetes.io/desired-replicas"
 ANNOTATION_MAX_REPLICAS: Final = "deployment.kubernetes.io/max-replicas"
@@ -63,7 +63,7 @@ def _template_without_hash(template: Mapping[str, Any]) -> dict[str, Any]:
     """A pod template as the Deployment wrote it: the ReplicaSet's minus ``pod-template-hash``."""
     out = copy.deepcopy(dict(template))
     meta = dict(out.get("metadata") or {})
-    labels = {k: v for k, v in (meta.get("labels") or {}).items() if k != LABEL_TEMPLATE_HASH}
+    labels = {k: v for k, v in (meta.get("labels") or {}).items() if k != LABEL_POD_TEMPLATE_HASH}
     if labels:
         meta["labels"] = labels
     else:
@@ -127,9 +127,9 @@ def _new_replicaset(
     spec = deployment.get("spec") or {}
     rs_template = copy.deepcopy(dict(template))
     rs_template.setdefault("metadata", {})
-    rs_template["metadata"]["labels"] = {**(rs_template["metadata"].get("labels") or {}), LABEL_TEMPLATE_HASH: pod_hash}
+    rs_template["metadata"]["labels"] = {**(rs_template["metadata"].get("labels") or {}), LABEL_POD_TEMPLATE_HASH: pod_hash}
     selector = copy.deepcopy(dict(spec.get("selector") or {}))
-    selector["matchLabels"] = {**(selector.get("matchLabels") or {}), LABEL_TEMPLATE_HASH: pod_hash}
+    selector["matchLabels"] = {**(selector.get("matchLabels") or {}), LABEL_POD_TEMPLATE_HASH: pod_hash}
     rs_spec: dict[str, Any] = {"replicas": replicas, "selector": selector, "template": rs_template}
     if spec.get("minReadySeconds"):
         rs_spec["minReadySeconds"] = spec["minReadySeconds"]

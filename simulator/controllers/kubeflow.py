@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
 
+from controlplane.apis.constants import LABEL_TRAINING_JOB_NAME, LABEL_TRAINING_OPERATOR_NAME
 from simulator.controllers.base import (
     Changes,
     ConditionType,
@@ -31,8 +32,6 @@ from simulator.controllers.base import (
 )
 from simulator.scheduling.model import ANNOTATION_MIN_MEMBER, LABEL_POD_GROUP
 
-LABEL_TRAINING_JOB: Final = "training.kubeflow.org/job-name"
-LABEL_TRAINING_OPERATOR: Final = "training.kubeflow.org/operator-name"
 LABEL_TRAINING_TYPE: Final = "training.kubeflow.org/replica-type"
 LABEL_TRAINING_INDEX: Final = "training.kubeflow.org/replica-index"
 LABEL_TRAINING_ROLE: Final = "training.kubeflow.org/job-role"
@@ -138,8 +137,8 @@ def reconcile_kubeflow_job(
                 if creates:
                     template = dict((replica_spec or {}).get("template") or {})
                     labels = {
-                        LABEL_TRAINING_JOB: name,
-                        LABEL_TRAINING_OPERATOR: role.operator,
+                        LABEL_TRAINING_JOB_NAME: name,
+                        LABEL_TRAINING_OPERATOR_NAME: role.operator,
                         LABEL_TRAINING_TYPE: replica_type.lower(),
                         LABEL_TRAINING_INDEX: str(index),
                         LABEL_POD_GROUP: name,
@@ -181,7 +180,7 @@ def reconcile_kubeflow_job(
                 counts["failed"] += 1
                 failed_any = True
         replica_statuses[replica_type] = compact(counts) | {
-            "selector": f"{LABEL_TRAINING_JOB}={name},{LABEL_TRAINING_OPERATOR}={role.operator},"
+            "selector": f"{LABEL_TRAINING_JOB_NAME}={name},{LABEL_TRAINING_OPERATOR_NAME}={role.operator},"
             f"{LABEL_TRAINING_TYPE}={replica_type.lower()}"
         }
     has_chief = role.chief is not None and role.chief in replica_specs
@@ -212,18 +211,9 @@ def reconcile_kubeflow_job(
             completion_time = now
             changes.delete.extend(_to_clean(by_name, policy))
         elif succeeded:
-            put(
-                ConditionType.RUNNING,
-                False,
-                f"{kind}Succeeded",
-                f"{kind} {namespace}/{name} successfully completed.",
-            )
-            put(
-                ConditionType.SUCCEEDED,
-                True,
-                f"{kind}Succeeded",
-                f"{kind} {namespace}/{name} successfully completed.",
-            )
+            reason, message = f"{kind}Succeeded", f"{kind} {namespace}/{name} successfully completed."
+            put(ConditionType.RUNNING, False, reason, message)
+            put(ConditionType.SUCCEEDED, True, reason, message)
             completion_time = now
             changes.delete.extend(_to_clean(by_name, policy))
         elif (chief_running if has_chief else all_running) and by_name:

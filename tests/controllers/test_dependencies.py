@@ -13,10 +13,8 @@ import pytest
 from controlplane.apis.constants import LABEL_BINDING, LABEL_WORK_NAMESPACE
 from controlplane.apiserver import errors
 from controlplane.apiserver.objects import ObjectStore, WatchEventType
-from controlplane.controllers.context import ControllerContext
-from controlplane.controllers.dependencies import (
+from controlplane.controllers.attachments import (
     BindingSnapshot,
-    DependenciesController,
     DependencyConditionType,
     DependencyKey,
     attached_spec,
@@ -27,6 +25,8 @@ from controlplane.controllers.dependencies import (
     parent_clusters,
     required_by,
 )
+from controlplane.controllers.context import ControllerContext
+from controlplane.controllers.dependencies import DependenciesController
 from controlplane.controllers.manager import ControllerManager
 from controlplane.interpreter import Dependency, DependencyKind
 

@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
+from controlplane.apis.events import EventType
 from simulator.clock import rfc3339
-from simulator.events import EventAction, EventBook, EventReason, EventType
+from simulator.events import EventAction, EventBook, EventReason
 
 T0 = 1_700_000_000.0
 

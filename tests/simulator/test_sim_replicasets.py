@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
+from controlplane.apis.constants import LABEL_POD_TEMPLATE_HASH
 from member_agent.capacity import owner_workload
 from simulator.controllers.base import Changes, template_hash
 from simulator.controllers.deployment import (
     ANNOTATION_DESIRED_REPLICAS,
     ANNOTATION_REVISION,
-    LABEL_TEMPLATE_HASH,
     reconcile_deployment,
     rolling_fenceposts,
     scaled_value,
@@ -128,11 +128,11 @@ def test_new_deployment_gets_one_replicaset_owned_and_labelled() -> None:
     changes = reconcile_deployment(deployment, [], now=NOW, rng=random.Random(0))
     assert len(changes.create) == 1 and not changes.update and not changes.delete
     rs = changes.create[0]
-    pod_hash = rs["metadata"]["labels"][LABEL_TEMPLATE_HASH]
+    pod_hash = rs["metadata"]["labels"][LABEL_POD_TEMPLATE_HASH]
     assert rs["kind"] == "ReplicaSet" and rs["metadata"]["name"] == f"web-{pod_hash}"
     assert rs["spec"]["replicas"] == 3
-    assert rs["spec"]["selector"]["matchLabels"] == {"app": "x", LABEL_TEMPLATE_HASH: pod_hash}
-    assert rs["spec"]["template"]["metadata"]["labels"] == {"app": "x", LABEL_TEMPLATE_HASH: pod_hash}
+    assert rs["spec"]["selector"]["matchLabels"] == {"app": "x", LABEL_POD_TEMPLATE_HASH: pod_hash}
+    assert rs["spec"]["template"]["metadata"]["labels"] == {"app": "x", LABEL_POD_TEMPLATE_HASH: pod_hash}
     assert rs["metadata"]["annotations"][ANNOTATION_REVISION] == "1"
     ref = rs["metadata"]["ownerReferences"][0]
     assert (ref["kind"], ref["name"], ref["uid"], ref["controller"]) == ("Deployment", "web", "uid-web", True)
@@ -256,7 +256,7 @@ def _pod(name: str, *, node: str | None, phase: str, ready: bool, created: str, 
             "name": name,
             "namespace": "d",
             "creationTimestamp": created,
-            "labels": {"app": "x", LABEL_TEMPLATE_HASH: "abc"},
+            "labels": {"app": "x", LABEL_POD_TEMPLATE_HASH: "abc"},
             "ownerReferences": [{"kind": "ReplicaSet", "name": rs, "uid": "uid-rs", "controller": True}],
         },
         "spec": {"nodeName": node} if node else {},
@@ -266,7 +266,7 @@ def _pod(name: str, *, node: str | None, phase: str, ready: bool, created: str, 
 
 def _rs(replicas: int) -> dict[str, Any]:
     template = copy.deepcopy(TEMPLATE)
-    template["metadata"]["labels"][LABEL_TEMPLATE_HASH] = "abc"
+    template["metadata"]["labels"][LABEL_POD_TEMPLATE_HASH] = "abc"
     return {
         "apiVersion": "apps/v1",
         "kind": "ReplicaSet",
@@ -280,7 +280,7 @@ def test_replicaset_creates_pods_named_after_it() -> None:
     assert len(changes.create) == 3
     for pod in changes.create:
         assert re.fullmatch(r"web-abc-[bcdfghjklmnpqrstvwxz2456789]{5}", pod["metadata"]["name"])
-        assert pod["metadata"]["labels"][LABEL_TEMPLATE_HASH] == "abc"
+        assert pod["metadata"]["labels"][LABEL_POD_TEMPLATE_HASH] == "abc"
         assert pod["metadata"]["ownerReferences"][0]["kind"] == "ReplicaSet"
         # The member agent reports such a pod as its Deployment's.
         assert owner_workload(pod) == {"kind": "Deployment", "name": "web"}

@@ -44,10 +44,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from controlplane.apis.work_v1alpha1 import ConditionType, ResourceBinding, ScheduledReason
+from controlplane.apis.work_v1alpha1 import BindingKey, ConditionType, ResourceBinding, ScheduledReason
 from controlplane.apiserver.objects import WatchEventType
+from controlplane.controllers.attachments import is_attached
 from controlplane.controllers.context import INDEX_CLUSTER, ControllerContext, policy_ref_of_binding
-from controlplane.controllers.dependencies import is_attached
 from controlplane.controllers.detecting import binding_priority
 from controlplane.controllers.failover import evicting_clusters
 from controlplane.controllers.pods import owner_key
@@ -59,7 +59,6 @@ from controlplane.scheduler.controller.evictions import FailoverEvictions, with_
 from controlplane.scheduler.controller.finished import finished_phase
 from controlplane.scheduler.controller.moves import UnschedulableMoves
 from controlplane.scheduler.controller.reading import (
-    BindingKey,
     applied_condition,
     binding_key,
     key_text,

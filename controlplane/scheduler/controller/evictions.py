@@ -33,6 +33,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from controlplane.apis.meta import Taint
+from controlplane.apis.work_v1alpha1 import BindingKey
 from controlplane.controllers.context import INDEX_BINDING, ControllerContext
 from controlplane.controllers.failover import (
     EvictionCheck,
@@ -45,7 +46,6 @@ from controlplane.controllers.failover import (
     taint_evictions,
 )
 from controlplane.controllers.works import cluster_of_namespace
-from controlplane.scheduler.controller.reading import BindingKey
 from controlplane.scheduler.core.framework import BindingRequest
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 from policies.affinity import ClusterView

@@ -30,11 +30,11 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from controlplane.apis.work_v1alpha1 import BindingKey
 from controlplane.controllers.context import INDEX_BINDING, ControllerContext
 from controlplane.controllers.pods import bound_pods_by_owner
 from controlplane.controllers.works import ChosenShape, cluster_of_namespace, decode_shapes
 from controlplane.scheduler.controller.reading import (
-    BindingKey,
     applied_condition,
     key_text,
     transition_time,

@@ -15,11 +15,9 @@ from datetime import datetime
 from typing import Any
 
 from controlplane.apis.meta import parse_time
-from controlplane.apis.work_v1alpha1 import ConditionType
+from controlplane.apis.work_v1alpha1 import BindingKey, ConditionType
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.workloads import find_condition
-
-BindingKey = tuple[str, str]
 
 
 def key_text(key: BindingKey) -> str:

@@ -14,8 +14,9 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from controlplane.apis.events import EventType
 from controlplane.controllers.context import ControllerContext
-from controlplane.controllers.events import EventReason, EventType, record_event
+from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.failover import EvictionCause
 from controlplane.scheduler.controller.reading import binding_key, key_text, workload_of
 from controlplane.scheduler.core.rescheduling import replicas_moved

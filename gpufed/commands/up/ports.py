@@ -9,34 +9,15 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from controlplane.storage.embedded import free_port, port_is_free
+
 DEFAULT_HUB_PORT: Final = 6443
 HOST: Final = "127.0.0.1"
-
-
-def port_is_free(port: int, host: str = HOST) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        # aiohttp listens with SO_REUSEADDR, so a port in TIME_WAIT counts as free.
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((host, port))
-        except OSError:
-            return False
-    return True
-
-
-def free_port(host: str = HOST, *, taken: set[int] | None = None) -> int:
-    while True:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-            probe.bind((host, 0))
-            port = int(probe.getsockname()[1])
-        if not taken or port not in taken:
-            return port
 
 
 @dataclass
@@ -69,8 +50,8 @@ class Ports:
             chosen: dict[str, int] = {}
             for role in ("api", "dcgm"):
                 port = wanted.get(role, 0)
-                if not port or port in taken or not port_is_free(port):
-                    port = free_port(taken=taken)
+                if not port or port in taken or not port_is_free(HOST, port):
+                    port = free_port(HOST, taken=taken)
                 taken.add(port)
                 chosen[role] = port
             self.members[name] = chosen
@@ -79,9 +60,9 @@ class Ports:
 def choose_hub_port(*, requested: int | None, remembered: int) -> tuple[int, str | None]:
     """The hub's port and, when it is not the one asked for, a sentence saying why."""
     wanted = requested or remembered or DEFAULT_HUB_PORT
-    if port_is_free(wanted):
+    if port_is_free(HOST, wanted):
         return wanted, None
-    if requested is None and remembered and wanted != DEFAULT_HUB_PORT and port_is_free(DEFAULT_HUB_PORT):
+    if requested is None and remembered and wanted != DEFAULT_HUB_PORT and port_is_free(HOST, DEFAULT_HUB_PORT):
         return DEFAULT_HUB_PORT, f"port {wanted} (used last time) is taken; the hub listens on {DEFAULT_HUB_PORT}"
-    port = free_port()
+    port = free_port(HOST)
     return port, f"port {wanted} is taken; the hub listens on {port} instead"
