@@ -42,11 +42,12 @@ from controlplane.apiserver.auth.authorizer import CA_PATH, RoleAuthorizer
 from controlplane.apiserver.auth.bootstrap import ca_routes, join_routes, token_routes
 from controlplane.apiserver.auth.clusterrestriction import ClusterRestriction
 from controlplane.apiserver.auth.tokens import TokenStore
+from controlplane.apiserver.crd.registry import DynamicRegistry
+from controlplane.apiserver.crd.types import crd_resource_type
 from controlplane.apiserver.identity import Role
 from controlplane.apiserver.kubeconfig import KubeconfigError, load_kubeconfig, write_kubeconfig
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.resources import (
-    Registry,
     coordination_resources,
     core_resources,
     gpufed_resources,
@@ -146,11 +147,13 @@ class HubConfig:
 MEMBER_ONLY_RESOURCES = frozenset({"nodes", "pods"})
 
 
-def hub_registry() -> Registry:
-    """Everything the hub serves: DESIGN.md's objects table."""
+def hub_registry() -> DynamicRegistry:
+    """Everything the hub serves: DESIGN.md's objects table, plus the kinds of the
+    CustomResourceDefinitions applied to it."""
     core = [rt for rt in core_resources() if rt.plural not in MEMBER_ONLY_RESOURCES]
-    return Registry(
-        core, workload_resources(), coordination_resources(), gpufed_resources(), [waste_report_type()]
+    return DynamicRegistry(
+        core, workload_resources(), coordination_resources(), gpufed_resources(), [waste_report_type()],
+        [crd_resource_type()],
     )
 
 

@@ -154,6 +154,11 @@ class ResourceType:
     #: kube's validation of the kind beyond ``model``: (new, stored on update) → field errors;
     #: any error refuses the write with 422 Invalid (built-in kinds: :mod:`controlplane.apis.kube`).
     validate: Validator | None = None
+    #: Drops the fields the kind's schema does not declare, in place, and returns their paths
+    #: (custom resources: kube's pruning); ``fieldValidation=Strict`` refuses them instead.
+    prune: Callable[[dict[str, Any]], list[tuple[str | int, ...]]] | None = None
+    #: The kind's OpenAPI v3 schema as written (custom resources), served as its definition.
+    openapi_schema: Mapping[str, Any] | None = None
 
     @property
     def api_version(self) -> str:
@@ -194,6 +199,9 @@ class ResourceType:
 
 class Registry:
     """An immutable set of served resource types with the look-ups the server needs."""
+
+    #: Changes whenever what is served changes (a registry that serves CustomResourceDefinitions).
+    generation: int = 0
 
     def __init__(self, *groups: Iterable[ResourceType]) -> None:
         self._types: tuple[ResourceType, ...] = tuple(rt for group in groups for rt in group)

@@ -27,6 +27,8 @@ def scale_of(rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
     status: dict[str, Any] = {"replicas": dig(obj, *spec.status_replicas.split(".")) or 0}
     if isinstance(selector, dict):
         status["selector"] = LabelSelector.from_dict(selector).to_string()
+    elif isinstance(selector, str) and selector:
+        status["selector"] = selector  # a custom resource's labelSelectorPath holds the string form
     return {
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",

@@ -64,17 +64,20 @@ class OpenApiDocuments:
         self._registry = registry
         self._load_upstream = load_upstream
         self._built: _Built | None = None
+        #: The registry's generation the documents were rendered for (a CRD change renders anew).
+        self._generation = registry.generation
 
     @property
     def built(self) -> bool:
-        return self._built is not None
+        return self._built is not None and self._generation == self._registry.generation
 
     def build(self) -> None:
         """Render every document now (the first request does it otherwise)."""
         self._build()
 
     def _build(self) -> _Built:
-        if self._built is None:
+        if self._built is None or self._generation != self._registry.generation:
+            self._generation = self._registry.generation
             catalog = SchemaCatalog(self._registry, self._load_upstream())
             v3: dict[str, Rendered] = {}
             for group, versions in self._registry.group_versions().items():
