@@ -46,16 +46,22 @@ def _names(crd: dict[str, Any]) -> tuple[str, list[tuple[str, str]], str]:
     return spec["group"], [(reason, name) for reason, name in resource_names if name], names["kind"]
 
 
+def _accepted(crd: dict[str, Any]) -> bool:
+    conditions = (crd.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "NamesAccepted" and c.get("status") == "True" for c in conditions)
+
+
 def name_conflicts(crds: list[dict[str, Any]], static: Iterable[ResourceType]) -> dict[str, tuple[str, str]]:
     """CRD name → (reason, message) of its NamesAccepted=False condition, as kube's naming
-    controller words them; CRDs are considered oldest first, and a refused one takes no names."""
+    controller words them. CRDs whose names were accepted keep them; the others are considered
+    oldest first, and a refused one takes no names."""
     taken: dict[str, set[str]] = {}
     kinds: dict[str, set[str]] = {}
     for rt in static:
         taken.setdefault(rt.group, set()).update({rt.plural, rt.singular, *rt.short_names})
         kinds.setdefault(rt.group, set()).add(rt.kind)
     out: dict[str, tuple[str, str]] = {}
-    ordered = sorted(crds, key=lambda c: (c["metadata"].get("creationTimestamp") or "", c["metadata"]["name"]))
+    ordered = sorted(crds, key=lambda c: (not _accepted(c), c["metadata"].get("creationTimestamp") or "", c["metadata"]["name"]))
     for crd in ordered:
         group, resource_names, kind = _names(crd)
         used = [(reason, name) for reason, name in resource_names if name in taken.get(group, set())]
