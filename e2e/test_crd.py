@@ -68,6 +68,12 @@ def test_a_crd_is_served_validated_scaled_and_deleted_with_its_objects(processes
     assert "llama" in kubectl.run("get", "tr", "-n", "default", "-o", "name").stdout
     assert "trainer.ml.example.com/mistral" in kubectl.run("get", "ml", "-n", "default", "-o", "name").stdout
 
+    # kubectl explain reads the kind's schema from the hub's OpenAPI (v3, and v2 as protobuf).
+    explained = kubectl.run("explain", "trainer.spec.replicas").stdout
+    assert "FIELD: replicas <integer>" in explained
+    v2 = kubectl.run("explain", "trainer.spec", "--output=plaintext-openapiv2").stdout
+    assert "model\t<string> -required-" in v2
+
     stored = json.loads(kubectl.run("get", "trainer", "llama", "-n", "default", "-o", "json").stdout)
     assert "bogus" not in stored["spec"]
     assert stored["spec"]["maxReplicas"] == 8
