@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from controlplane.apis.apiextensions.schema import Path, Schema, format_path, walk
+from controlplane.apis.apiextensions.schema import Path, Schema, compiled_pattern, format_path, walk
 from controlplane.apis.kube.field import ErrorType, FieldError
 
 GROUP = "apiextensions.k8s.io"
@@ -219,11 +219,8 @@ def structural_errors(schema: Schema, base: str, compile_rule: RuleCompiler | No
         if node.get("uniqueItems"):
             out.append(FieldError(ErrorType.FORBIDDEN, f"{where}.uniqueItems", "Forbidden: uniqueItems cannot be set to true since the runtime complexity becomes quadratic"))
         pattern = node.get("pattern")
-        if isinstance(pattern, str):
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                out.append(_invalid(f"{where}.pattern", pattern, f"must be a valid regular expression, but isn't: {exc}"))
+        if isinstance(pattern, str) and isinstance(problem := compiled_pattern(pattern), str):
+            out.append(_invalid(f"{where}.pattern", pattern, f"must be a valid regular expression, but isn't: {problem}"))
         if node.get("properties") and isinstance(node.get("additionalProperties"), dict):
             out.append(FieldError(ErrorType.FORBIDDEN, f"{where}.additionalProperties", "Forbidden: additionalProperties and properties are mutual exclusive"))
         list_type = node.get("x-kubernetes-list-type")

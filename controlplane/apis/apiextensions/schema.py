@@ -8,7 +8,7 @@ JSONSchemaProps dict):
   server can warn about them or, with ``fieldValidation=Strict``, refuse the write.
 * :func:`apply_defaults` fills unset fields from the schema's ``default`` values.
 * :func:`validate` returns kube's field errors for the value validations: types,
-  ``nullable``, ``required``, ``enum``, ``pattern``, bounds, lengths and sizes, ``format``
+  ``nullable``, ``required``, ``enum``, ``pattern`` (RE2, as kube), bounds, lengths and sizes, ``format``
   where kube checks it, ``x-kubernetes-int-or-string``, ``x-kubernetes-embedded-resource``,
   list types (``set``/``map`` uniqueness) and ``allOf``/``anyOf``/``oneOf``/``not``.
 
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import functools
 import ipaddress
 import json
 import re
@@ -28,11 +29,15 @@ from collections.abc import Iterator
 from datetime import date, datetime
 from typing import Any
 
+import re2
+
 from controlplane.apis.kube.field import ErrorType, FieldError
 
 Schema = dict[str, Any]
 Path = tuple[str | int, ...]
 
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False
 _FIELD_NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
 #: Fields every object keeps whatever its schema says (kube's pruning leaves them to the server).
 _ROOT_KEPT = ("apiVersion", "kind", "metadata")
@@ -227,11 +232,9 @@ def _string_checks(value: str, schema: Schema, path: Path, where: str, out: list
         out.append(_invalid(path, value, f"{where} in body should be at least {schema['minLength']} chars long"))
     pattern = schema.get("pattern")
     if isinstance(pattern, str):
-        try:
-            matched = re.search(pattern, value) is not None
-        except re.error:
-            matched = True  # the CRD's validation refuses a bad pattern; nothing to check here
-        if not matched:
+        compiled = compiled_pattern(pattern)
+        # A pattern that does not compile was refused with its CRD; nothing to check here.
+        if not isinstance(compiled, str) and compiled.search(value) is None:
             out.append(_invalid(path, value, f"{where} in body should match '{pattern}'"))
     fmt = schema.get("format")
     if isinstance(fmt, str) and not schema.get("x-kubernetes-int-or-string") and not format_ok(fmt, value):
@@ -299,6 +302,17 @@ def _validate_array(value: list[Any], schema: Schema, path: Path, out: list[Fiel
             if marker in seen_keys:
                 out.append(_err(ErrorType.DUPLICATE, (*path, index), f"Duplicate value: {_shown(identity)}"))
             seen_keys.add(marker)
+
+
+@functools.lru_cache(maxsize=1024)
+def compiled_pattern(pattern: str) -> Any:
+    """``pattern`` compiled with RE2, as kube matches it (linear time whatever the input: a
+    pattern cannot stall the server), or why it does not compile."""
+    try:
+        return re2.compile(pattern, options=_RE2_OPTIONS)
+    except re2.error as exc:
+        detail = exc.args[0] if exc.args else "invalid"
+        return detail.decode(errors="replace") if isinstance(detail, bytes) else str(detail)
 
 
 # --- formats -----------------------------------------------------------------------------

@@ -121,6 +121,9 @@ def _schema(crd: dict[str, Any]) -> dict[str, Any]:
           'Invalid value: "self.a >": compilation failed: ERROR: <input>:1:9: Syntax error: mismatched input')),
         (lambda c: c["spec"]["versions"][0].update(subresources={"scale": {"specReplicasPath": ".replicas", "statusReplicasPath": ".status.replicas"}}),
          ("spec.versions[0].subresources.scale.specReplicasPath", 'Invalid value: ".replicas": should be a json path under .spec')),
+        (lambda c: _schema(c)["properties"]["spec"].update(pattern="(?<=a)b"),
+         ("spec.versions[0].schema.openAPIV3Schema.properties[spec].pattern",
+          'Invalid value: "(?<=a)b": must be a valid regular expression, but isn\'t: invalid perl operator: (?<=')),
         (lambda c: c["spec"]["names"].update(plural="Trainers"),
          ("spec.names.plural", 'Invalid value: "Trainers": a lowercase RFC 1123 label must consist of lower case alphanumeric '
           "characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "

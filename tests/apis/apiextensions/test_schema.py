@@ -134,3 +134,12 @@ def test_formats_kube_checks(fmt: str, good: str, bad: str) -> None:
     assert format_ok(fmt, good)
     assert not format_ok(fmt, bad)
     assert format_ok("unknown-format", bad)
+
+
+def test_patterns_match_in_linear_time() -> None:
+    """RE2, as kube: a backtracking-prone pattern over a crafted value answers at once (Python's
+    ``re`` would run for longer than the test's timeout)."""
+    schema = {"type": "object", "properties": {"name": {"type": "string", "pattern": "^(a+)+$"}}}
+    errors = validate({"name": "a" * 100_000 + "b"}, schema)
+    assert [e.field for e in errors] == ["name"]
+    assert validate({"name": "aaa"}, schema) == []
