@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
+from controlplane.apiserver import codec
 from controlplane.apiserver.app import create_app
 from controlplane.apiserver.crd.registry import DynamicRegistry
 from controlplane.apiserver.crd.types import crd_resource_type
@@ -45,8 +46,13 @@ Client = TestClient[Any, Any]
 
 @pytest.fixture
 async def replicas() -> AsyncIterator[tuple[Client, Client]]:
-    """Two API servers (each with its own registry and CRD controller) over one store."""
+    """Two API servers (each with its own registry and CRD controller) over one store, which
+    already holds a malformed CRD written around the API (it must not stop the others)."""
     async with MemoryStore() as memory:
+        malformed = {**copy.deepcopy(CRD), "metadata": {"name": "broken.ml.example.com"}}
+        malformed["spec"]["names"] = {"plural": "brokens", "kind": "Broken"}
+        malformed["spec"]["versions"] = [{"name": "v1", "storage": True}]
+        await memory.create(crd_resource_type().key(namespace=None, name="broken.ml.example.com"), codec.encode(malformed))
         clients = []
         for _ in range(2):
             registry = DynamicRegistry(core_resources(), workload_resources(), coordination_resources(), [crd_resource_type()])

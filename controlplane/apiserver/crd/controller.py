@@ -82,6 +82,8 @@ class CrdController:
         #: CRD name → (its spec's hash, its served types): types are rebuilt only when a spec changes.
         self._built: dict[str, tuple[str, list[ResourceType]]] = {}
         self._synced = asyncio.Event()
+        #: (name, resourceVersion) of the malformed CRDs already logged: one warning per version.
+        self._complained: set[tuple[str, str]] = set()
 
     async def wait_synced(self) -> None:
         """Return once the CRDs in the store at start are served."""
@@ -143,8 +145,13 @@ class CrdController:
         conflicts = name_conflicts(crds, self._registry.static)
         served: list[ResourceType] = []
         for crd in crds:
-            if crd["metadata"]["name"] not in conflicts:
+            if crd["metadata"]["name"] in conflicts:
+                continue
+            try:
                 served.extend(self._types_of(crd))
+            except (KeyError, TypeError, ValueError) as exc:
+                # Only a CRD written around the API (straight into etcd) can be malformed here.
+                self._complain(crd, f"not serving it: it is malformed ({exc!r})")
         for gone in set(self._built) - set(self._crds):
             del self._built[gone]
         self._registry.serve(served)
@@ -155,6 +162,15 @@ class CrdController:
                     await self._clean_up(crd)
             except (errors.Conflict, errors.NotFound):
                 continue  # another replica (or the user) wrote first: the watch brings it back
+            except (errors.ApiError, KeyError, TypeError, ValueError) as exc:
+                self._complain(crd, f"its status cannot be written: {exc}")
+
+    def _complain(self, crd: dict[str, Any], problem: str) -> None:
+        meta = crd["metadata"]
+        marker = (str(meta.get("name")), str(meta.get("resourceVersion")))
+        if marker not in self._complained:
+            self._complained.add(marker)
+            logger.warning("CustomResourceDefinition %s: %s", marker[0], problem)
 
     async def _write_status(self, crd: dict[str, Any], conflict: tuple[str, str] | None) -> None:
         current = crd.get("status") or {}
