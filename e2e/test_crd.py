@@ -88,6 +88,17 @@ def test_a_crd_is_served_validated_scaled_and_deleted_with_its_objects(processes
     assert missing.returncode != 0
     assert "spec.model: Required value" in missing.stderr
 
+    # Updates are validated the same way: a merge patch, a server-side apply.
+    patched = kubectl.run("patch", "trainer", "llama", "-n", "default", "--type=merge", "-p", '{"spec":{"replicas":"x"}}', check=False)
+    assert patched.returncode != 0
+    assert "spec.replicas in body must be of type integer" in patched.stderr
+    server_side = _apply(kubectl, tmp_path, "ssa.yaml", _trainer("  model: m\n  replicas: 20\n").replace("name: bad", "name: llama"),
+                         "--server-side", "--force-conflicts", check=False)
+    assert server_side.returncode != 0
+    assert "replicas must not exceed maxReplicas" in server_side.stderr
+    _apply(kubectl, tmp_path, "ssa.yaml", _trainer("  model: m2\n  replicas: 3\n").replace("name: bad", "name: ssa"), "--server-side")
+    assert kubectl.run("get", "trainer", "ssa", "-n", "default", "-o", "jsonpath={.spec.maxReplicas}").stdout == "8"
+
     kubectl.run("scale", "trainer/llama", "-n", "default", "--replicas=5")
     assert kubectl.run("get", "trainer", "llama", "-n", "default", "-o", "jsonpath={.spec.replicas}").stdout == "5"
 
