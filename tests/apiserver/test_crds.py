@@ -160,3 +160,44 @@ async def test_an_invalid_crd_is_refused_with_kubes_causes(replicas: tuple[Clien
         "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[size].type",
         "Required value: must not be empty for specified object fields",
     ) in causes
+
+
+async def test_deleting_a_crd_waits_for_its_objects_finalizers_then_goes(replicas: tuple[Client, Client]) -> None:
+    first, second = replicas
+    assert (await first.post(CRDS, json=CRD)).status == 201
+    await _until(lambda: _established(second))
+    objects = "/apis/ml.example.com/v1/namespaces/default/trainers"
+    held = {"apiVersion": "ml.example.com/v1", "kind": "Trainer", "metadata": {"name": "held", "finalizers": ["example.com/hold"]}}
+    free = {"apiVersion": "ml.example.com/v1", "kind": "Trainer", "metadata": {"name": "free"}}
+    for obj in (held, free):
+        assert (await second.post(objects, json=obj)).status == 201
+
+    assert (await first.delete(f"{CRDS}/trainers.ml.example.com")).status == 200
+
+    async def terminating() -> dict[str, dict[str, Any]] | None:
+        conditions = await _conditions(first, "trainers.ml.example.com")
+        return conditions if "Terminating" in conditions else None
+
+    conditions = await _until(terminating)
+    assert conditions["Terminating"]["reason"] == "InstanceDeletionInProgress"
+
+    async def only_held_left() -> bool:
+        listed = await (await first.get(objects)).json()
+        names = [item["metadata"]["name"] for item in listed["items"]]
+        return names == ["held"] and bool(listed["items"][0]["metadata"].get("deletionTimestamp"))
+
+    await _until(only_held_left)
+    # The CRD stays while an object's own finalizer holds it ...
+    assert (await first.get(f"{CRDS}/trainers.ml.example.com")).status == 200
+    released = await first.patch(
+        f"{objects}/held", json={"metadata": {"finalizers": None}}, headers={"Content-Type": "application/merge-patch+json"}
+    )
+    assert released.status == 200, await released.text()
+
+    # ... and goes once its objects are gone; neither replica serves the kind any more.
+    async def gone() -> bool:
+        crd = await first.get(f"{CRDS}/trainers.ml.example.com")
+        served = [await c.get("/apis/ml.example.com/v1") for c in (first, second)]
+        return crd.status == 404 and all(answer.status == 404 for answer in served)
+
+    await _until(gone)
