@@ -100,6 +100,8 @@ def _prune(value: Any, schema: Schema, path: Path, dropped: list[Path], *, root:
         preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields"))
         embedded = bool(schema.get("x-kubernetes-embedded-resource"))
         for key in list(value):
+            if (root or embedded) and key == "metadata":
+                continue  # ObjectMeta is the server's: a schema's ``metadata: {type: object}`` prunes nothing
             if key in properties:
                 _prune(value[key], properties[key], (*path, key), dropped, root=False)
             elif isinstance(additional, dict):

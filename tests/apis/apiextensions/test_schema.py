@@ -143,3 +143,22 @@ def test_patterns_match_in_linear_time() -> None:
     errors = validate({"name": "a" * 100_000 + "b"}, schema)
     assert [e.field for e in errors] == ["name"]
     assert validate({"name": "aaa"}, schema) == []
+
+
+def test_metadata_is_never_pruned_even_when_the_schema_declares_it_bare() -> None:
+    """controller-gen writes ``metadata: {type: object}`` at the root (and in embedded objects)."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
+            "spec": {"type": "object", "properties": {"model": {"type": "string"}, "template": {
+                "type": "object", "x-kubernetes-embedded-resource": True, "x-kubernetes-preserve-unknown-fields": False,
+                "properties": {"metadata": {"type": "object"}},
+            }}},
+        },
+    }
+    obj = _obj(template={"apiVersion": "v1", "kind": "Pod", "metadata": {"labels": {"a": "b"}}})
+    obj["metadata"]["labels"] = {"app": "x"}
+    assert prune(obj, schema) == []
+    assert obj["metadata"] == {"name": "a", "labels": {"app": "x"}}
+    assert obj["spec"]["template"]["metadata"] == {"labels": {"a": "b"}}
