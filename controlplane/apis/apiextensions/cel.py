@@ -9,10 +9,11 @@ transition rule) runs only when there is an old value; a failing rule gives a fi
 at its node (or ``fieldPath``) with its ``message``, its ``messageExpression``'s result, or
 ``failed rule: <rule>``; ``reason`` picks the error type.
 
-Cost is bounded before anything runs, as kube bounds it: a rule's cost is estimated from
-the sizes its schema allows (``maxItems``, ``maxProperties``, ``maxLength``; without them,
-what fits in a request) raised to the depth of its nested comprehensions, and a CRD whose
-rule exceeds the budget is refused. Pure: no I/O.
+Cost is bounded before anything runs, as kube bounds it: each comprehension macro (``all``,
+``exists``, ``exists_one``, ``map``, ``filter``) costs the most elements its receiver's schema
+allows (``maxItems``, ``maxProperties``; without them, what fits in a request) times the cost
+of its body, so nested comprehensions multiply along the fields they actually walk; a CRD
+whose rule exceeds kube's per-rule budget is refused. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ COST_LIMIT = 10_000_000
 #: The most elements a list, map or string could have without a declared bound (what a 3 MiB
 #: request can hold: kube estimates unbounded sizes from the request size limit too).
 UNBOUNDED_SIZE = 3 * 1024 * 1024 // 2
-_COMPREHENSION = re.compile(r"\.\s*(all|exists|exists_one|map|filter)\s*\(")
+#: A comprehension macro on a receiver: ``self.spec.items.all(x, ...`` (receiver, macro, variable).
+_MACRO = re.compile(r"([A-Za-z_][\w]*(?:\s*\.\s*[A-Za-z_]\w*)*|\))\s*\.\s*(all|exists_one|exists|map|filter)\s*\(\s*([A-Za-z_]\w*)\s*,")
 _REASONS = {
     "FieldValueInvalid": ErrorType.INVALID,
     "FieldValueForbidden": ErrorType.FORBIDDEN,
@@ -44,48 +46,67 @@ def _compile(rule: str) -> Any:
     return cel.compile(rule)
 
 
-def _depth(rule: str) -> int:
-    """How deeply the rule's comprehension macros nest (0: none)."""
-    depth = best = 0
-    stack: list[bool] = []
-    index = 0
-    while index < len(rule):
-        match = _COMPREHENSION.match(rule, index)
-        if match:
+def _closing(text: str, start: int) -> int:
+    """The index of the parenthesis closing the one opened just before ``start``."""
+    depth = 1
+    quote = ""
+    for index in range(start, len(text)):
+        char = text[index]
+        if quote:
+            if char == quote and text[index - 1] != "\\":
+                quote = ""
+        elif char in "'\"":
+            quote = char
+        elif char == "(":
             depth += 1
-            best = max(best, depth)
-            stack.append(True)
-            index = match.end()
-            continue
-        char = rule[index]
-        if char == "(":
-            stack.append(False)
-        elif char == ")" and stack and stack.pop():
+        elif char == ")":
             depth -= 1
-        index += 1
-    return best
+            if depth == 0:
+                return index
+    return len(text)
 
 
-def _largest_size(schema: Schema) -> int:
-    """The largest collection (or string) anywhere under ``schema``, by its declared bounds."""
-    from controlplane.apis.apiextensions.schema import walk
+def _size_and_element(schema: Schema | None) -> tuple[int, Schema | None]:
+    """How many elements a comprehension over ``schema`` can visit, and their schema."""
+    if schema is None:
+        return UNBOUNDED_SIZE, None
+    if schema.get("type") == "array":
+        return int(schema.get("maxItems", UNBOUNDED_SIZE)), schema.get("items")
+    if schema.get("type") == "object":
+        return int(schema.get("maxProperties", UNBOUNDED_SIZE)), schema.get("additionalProperties") or {"type": "string"}
+    return UNBOUNDED_SIZE, None
 
-    largest = 1
-    for _path, node in walk(schema):
-        kind = node.get("type")
-        if kind == "array":
-            largest = max(largest, int(node.get("maxItems", UNBOUNDED_SIZE)))
-        elif kind == "object" and isinstance(node.get("additionalProperties"), dict):
-            largest = max(largest, int(node.get("maxProperties", UNBOUNDED_SIZE)))
-        elif kind == "string" and node.get("maxLength") is None and not node.get("enum"):
-            largest = max(largest, 1)
-    return largest
+
+def _receiver(path: str, env: dict[str, Schema | None]) -> Schema | None:
+    parts = [p.strip() for p in path.split(".")]
+    if parts[0] not in env:
+        return None
+    node = env[parts[0]]
+    for name in parts[1:]:
+        node = ((node or {}).get("properties") or {}).get(name)
+        if node is None:
+            return None
+    return node
+
+
+def _cost(text: str, env: dict[str, Schema | None]) -> int:
+    """The comprehensions' cost in ``text``: each visits its receiver's bound (``maxItems``,
+    ``maxProperties``; unbounded: what a request can hold) times its body's cost."""
+    total = 0
+    index = 0
+    while (match := _MACRO.search(text, index)) is not None:
+        receiver, _macro, variable = match.groups()
+        size, element = _size_and_element(None if receiver == ")" else _receiver(receiver, env))
+        body_end = _closing(text, match.end())
+        body = text[match.end():body_end]
+        total += size * (1 + _cost(body, {**env, variable: element}))
+        index = body_end + 1
+    return total
 
 
 def estimated_cost(rule: str, schema: Schema) -> int:
-    """An upper bound of the rule's cost at ``schema``'s node."""
-    depth = _depth(rule)
-    return _largest_size(schema) ** depth if depth else 1
+    """An upper bound of the rule's cost at ``schema``'s node (``self``)."""
+    return max(1, _cost(rule, {"self": schema, "oldSelf": schema}))
 
 
 def compile_error(rule: str, schema: Schema | None = None) -> str | None:

@@ -71,6 +71,22 @@ def test_compile_errors_and_cost_budget() -> None:
     assert problem is not None and problem.startswith("estimated rule cost exceeds budget by factor of")
     bounded = {"type": "array", "maxItems": 10, "items": {"type": "array", "maxItems": 10, "items": {"type": "string"}}}
     assert cel.compile_error(nested, bounded) is None
+    assert cel.estimated_cost(nested, bounded) == 10 * (1 + 10 * (1 + 10))
+    # Nesting multiplies along the fields walked, not the largest list anywhere (Kueue's
+    # ClusterQueue rule over 16 groups x 64 flavors x 64 resources, beside an unbounded list).
+    queue = {"type": "object", "properties": {
+        "admissionChecks": {"type": "array", "items": {"type": "string"}},
+        "resourceGroups": {"type": "array", "maxItems": 16, "items": {"type": "object", "properties": {
+            "flavors": {"type": "array", "maxItems": 64, "items": {"type": "object", "properties": {
+                "resources": {"type": "array", "maxItems": 64, "items": {"type": "object"}},
+            }}},
+        }}},
+    }}
+    rule = "has(self.resourceGroups) ? self.resourceGroups.all(rg, rg.flavors.all(f, f.resources.all(r, !has(r.x)))) : true"
+    assert cel.compile_error(rule, queue) is None
+    assert cel.estimated_cost(rule, queue) == 16 * (1 + 64 * (1 + 64))
+    quadratic = "self.admissionChecks.all(x, self.admissionChecks.exists(y, y == x))"
+    assert (cel.compile_error(quadratic, queue) or "").startswith("estimated rule cost exceeds budget")
 
 
 CRD: dict[str, Any] = {
