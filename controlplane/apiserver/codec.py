@@ -65,3 +65,21 @@ def with_resource_version(kv: KeyValue) -> bytes:
                 field += b","
             return value[:insert] + field + value[insert:]
     return orjson.dumps(decode(kv))
+
+
+_API_VERSION_OPEN = b'{"apiVersion":"'
+
+
+def as_version(obj: dict[str, Any], api_version: str) -> dict[str, Any]:
+    """``obj`` seen as ``api_version`` (a shallow copy when it says another one)."""
+    return obj if obj.get("apiVersion") == api_version else {**obj, "apiVersion": api_version}
+
+
+def bytes_as_version(data: bytes, api_version: str) -> bytes:
+    """``data`` (an object's JSON) with its ``apiVersion`` replaced, without a parse when it
+    opens with it, as :func:`encode` writes it."""
+    if data.startswith(_API_VERSION_OPEN):
+        end = data.find(b'"', len(_API_VERSION_OPEN))
+        if end > 0:
+            return _API_VERSION_OPEN + api_version.encode() + data[end:]
+    return orjson.dumps(as_version(orjson.loads(data), api_version))

@@ -159,6 +159,9 @@ class ResourceType:
     prune: Callable[[dict[str, Any]], list[tuple[str | int, ...]]] | None = None
     #: The kind's OpenAPI v3 schema as written (custom resources), served as its definition.
     openapi_schema: Mapping[str, Any] | None = None
+    #: The apiVersion objects are stored as, when another (a custom kind's other served
+    #: version, conversion None): writes accept either and store it, reads show this type's.
+    stored_api_version: str = ""
 
     @property
     def api_version(self) -> str:

@@ -8,7 +8,12 @@ from typing import Any
 
 import pytest
 
-from controlplane.apiserver.crd.types import crd_resource_type, custom_types, json_path_getter
+from controlplane.apiserver.crd.types import (
+    crd_resource_type,
+    custom_types,
+    json_path_getter,
+    version_priority,
+)
 from controlplane.apiserver.objects.scale import scale_of
 
 CRD: dict[str, Any] = {
@@ -44,8 +49,22 @@ OBJ: dict[str, Any] = {
 }
 
 
+def test_every_served_version_is_served_most_preferred_first() -> None:
+    rt, beta = custom_types(CRD)
+    assert (rt.version, beta.version) == ("v1", "v1beta1")
+    # conversion None: the other version reads and writes the same objects, stored as v1.
+    assert (rt.stored_api_version, beta.stored_api_version) == ("", "ml.example.com/v1")
+    assert beta.key(namespace=None, name="a") == rt.key(namespace=None, name="a")
+    assert beta.prepare is not None
+    obj: dict[str, Any] = {"apiVersion": "ml.example.com/v1beta1"}
+    beta.prepare(obj)
+    assert obj["apiVersion"] == "ml.example.com/v1"
+    # Each version has its own schema's hooks and columns.
+    assert beta.columns != rt.columns and beta.openapi_schema == {"type": "object"}
+
+
 def test_the_storage_version_is_served_with_the_crds_names_and_subresources() -> None:
-    (rt,) = custom_types(CRD)
+    rt, _ = custom_types(CRD)
     assert (rt.group, rt.version, rt.kind, rt.plural, rt.singular) == ("ml.example.com", "v1", "Trainer", "trainers", "trainer")
     assert not rt.namespaced and rt.has_status
     assert rt.short_names == ("tr",) and rt.categories == ("ml",)
@@ -55,12 +74,17 @@ def test_the_storage_version_is_served_with_the_crds_names_and_subresources() ->
 
 
 def test_printer_columns_read_kubes_jsonpath() -> None:
-    (rt,) = custom_types(CRD)
+    rt, _ = custom_types(CRD)
     now = datetime(2026, 1, 1, 0, 5, tzinfo=UTC)
     cells = [column.getter(OBJ, now) for column in rt.columns]
     assert cells == ["True", "x", "eu-1", "5m"]
     assert [c.priority for c in rt.columns] == [0, 0, 1, 0]
     assert [column.getter({"metadata": {}}, now) for column in rt.columns] == [None, None, None, "<unknown>"]
+
+
+def test_kube_version_priority() -> None:
+    names = ["v1beta1", "foo", "v2alpha1", "v1", "v2", "v1alpha1", "v11beta2", "v1beta2"]
+    assert sorted(names, key=version_priority) == ["v2", "v1", "v11beta2", "v1beta2", "v1beta1", "v2alpha1", "v1alpha1", "foo"]
 
 
 @pytest.mark.parametrize(

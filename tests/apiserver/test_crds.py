@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -201,3 +202,44 @@ async def test_deleting_a_crd_waits_for_its_objects_finalizers_then_goes(replica
         return crd.status == 404 and all(answer.status == 404 for answer in served)
 
     await _until(gone)
+
+
+async def test_served_versions_share_objects_stored_as_the_storage_version(replicas: tuple[Client, Client]) -> None:
+    first, second = replicas
+    crd = copy.deepcopy(CRD)
+    beta = copy.deepcopy(crd["spec"]["versions"][0])
+    beta.update(name="v1beta1", storage=False)
+    beta["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["size"] = {"type": "integer", "default": 3}
+    crd["spec"]["versions"].append(beta)
+    assert (await first.post(CRDS, json=crd)).status == 201
+    await _until(lambda: _established(second))
+    group = await (await second.get("/apis/ml.example.com")).json()
+    assert [v["version"] for v in group["versions"]] == ["v1", "v1beta1"]
+    assert group["preferredVersion"]["version"] == "v1"
+
+    v1 = "/apis/ml.example.com/v1/namespaces/default/trainers"
+    v1beta1 = "/apis/ml.example.com/v1beta1/namespaces/default/trainers"
+    obj = {"apiVersion": "ml.example.com/v1beta1", "kind": "Trainer", "metadata": {"name": "a"}, "spec": {"model": "m"}}
+    created = await second.post(v1beta1, json=obj)
+    assert created.status == 201, await created.text()
+    # Written through v1beta1: its schema's default applies, and the answer is in v1beta1.
+    assert (await created.json())["apiVersion"] == "ml.example.com/v1beta1"
+    assert (await created.json())["spec"] == {"model": "m", "size": 3}
+    # Read through v1 it is a v1 object (conversion None: the same fields).
+    read = await (await first.get(f"{v1}/a")).json()
+    assert (read["apiVersion"], read["spec"]) == ("ml.example.com/v1", {"model": "m", "size": 3})
+    listed = await (await first.get(v1beta1)).json()
+    assert [item["apiVersion"] for item in listed["items"]] == ["ml.example.com/v1beta1"]
+    # A patch through v1beta1 of the stored (v1) object works and answers in v1beta1.
+    patched = await second.patch(
+        f"{v1beta1}/a", json={"spec": {"model": "n"}}, headers={"Content-Type": "application/merge-patch+json"}
+    )
+    assert patched.status == 200, await patched.text()
+    assert ((await patched.json())["apiVersion"], (await patched.json())["spec"]["model"]) == ("ml.example.com/v1beta1", "n")
+    assert (await (await first.get(f"{v1}/a")).json())["spec"]["model"] == "n"
+    # A watch through v1beta1 sees v1beta1 objects.
+    watch = await second.get(v1beta1, params={"watch": "1", "resourceVersion": "0", "timeoutSeconds": "5"})
+    line = await watch.content.readline()
+    watch.close()
+    event = json.loads(line)
+    assert (event["type"], event["object"]["apiVersion"]) == ("ADDED", "ml.example.com/v1beta1")

@@ -96,8 +96,10 @@ class CrdController:
                 await self._list_and_watch(stop)
             except asyncio.CancelledError:
                 raise
+            except errors.ApiError as exc:  # the store is unavailable: expected, and said once per try
+                logger.warning("watch of customresourcedefinitions interrupted: %s; retrying", exc)
             except Exception:
-                logger.warning("watching CustomResourceDefinitions failed; retrying", exc_info=True)
+                logger.exception("watching CustomResourceDefinitions failed; retrying")
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(RETRY_SECONDS):
                     await stop.wait()

@@ -2,7 +2,7 @@
 
 :func:`crd_resource_type` is the CustomResourceDefinition kind itself
 (``apiextensions.k8s.io/v1``, with kube's defaulting and validation); :func:`custom_types`
-turns one established CRD into the type of its storage version: names, scope, status and
+turns one established CRD into a type per served version: names, scope, status and
 scale subresources, ``additionalPrinterColumns`` as table columns, and the version's
 structural schema wired as the kind's pruning, defaulting and validation (CEL rules
 included). Pure: no I/O.
@@ -132,22 +132,47 @@ def _schema_hooks(schema: Schema) -> tuple[
     return prune_unknown, defaults, check
 
 
+_KUBE_VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
+
+
+def version_priority(name: str) -> tuple[int, int, int, str]:
+    """kube's ordering of version names (sort ascending = most preferred first): GA before beta
+    before alpha, higher numbers first, then anything else alphabetically."""
+    match = _KUBE_VERSION.match(name)
+    if match is None:
+        return (3, 0, 0, name)
+    major, level, minor = match.groups()
+    rank = {None: 0, "beta": 1, "alpha": 2}[level]
+    return (rank, -int(major), -int(minor or 0), name)
+
+
+def _stored_as(api_version: str) -> Callable[[dict[str, Any]], None]:
+    def prepare(obj: dict[str, Any]) -> None:
+        obj["apiVersion"] = api_version
+
+    return prepare
+
+
 def custom_types(crd: dict[str, Any]) -> list[ResourceType]:
-    """The types an established ``crd`` serves: its storage version (see the module docstring)."""
+    """The types an established ``crd`` serves: one per served version, most preferred first
+    (see the module docstring). With ``conversion: None`` every version reads and writes the
+    same objects, stored as the storage version; each version has its own schema and columns."""
     spec = crd["spec"]
     names = spec["names"]
-    storage = crds.storage_version(crd)
+    group = spec["group"]
+    stored = f"{group}/{crds.storage_version(crd)}"
     out: list[ResourceType] = []
-    for version in spec["versions"]:
-        if version["name"] != storage or not version.get("served"):
+    for version in sorted(spec["versions"], key=lambda v: version_priority(v["name"])):
+        if not version.get("served"):
             continue
         schema: Schema = version["schema"]["openAPIV3Schema"]
         subresources = version.get("subresources") or {}
         scale = subresources.get("scale")
         printer = version.get("additionalPrinterColumns")
         prune_unknown, defaults, check = _schema_hooks(schema)
+        api_version = f"{group}/{version['name']}"
         out.append(ResourceType(
-            spec["group"], version["name"], names["kind"], names["plural"], names.get("singular") or names["kind"].lower(),
+            group, version["name"], names["kind"], names["plural"], names.get("singular") or names["kind"].lower(),
             namespaced=spec["scope"] == "Namespaced",
             short_names=tuple(names.get("shortNames") or ()),
             categories=tuple(names.get("categories") or ()),
@@ -159,5 +184,7 @@ def custom_types(crd: dict[str, Any]) -> list[ResourceType]:
                 label_selector=_dotted(scale.get("labelSelectorPath") or ".status.selector"),
             ) if isinstance(scale, dict) else None,
             defaults=defaults, validate=check, prune=prune_unknown, openapi_schema=schema,
+            prepare=_stored_as(stored) if api_version != stored else None,
+            stored_api_version=stored if api_version != stored else "",
         ))
     return out

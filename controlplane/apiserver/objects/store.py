@@ -11,6 +11,7 @@ without decoding it. Errors raised are the ``errors.ApiError`` tree.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime
 from typing import Any, Unpack
@@ -32,6 +33,7 @@ from controlplane.apiserver.objects.values import (
     ObjectEvent,
     ObjectList,
     Preconditions,
+    WatchEventType,
     WatchOptions,
     WriteArgs,
     WriteOptions,
@@ -42,6 +44,25 @@ from controlplane.apiserver.objects.writing import Writer, checked_body
 from controlplane.apiserver.patches import PatchType
 from controlplane.apiserver.resources import Registry, ResourceType
 from controlplane.storage import interface as storage
+
+
+def _viewed(rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` as ``rt`` shows it: another served version of a custom kind shows its own apiVersion."""
+    return codec.as_version(obj, rt.api_version) if rt.stored_api_version else obj
+
+
+async def _viewed_events(rt: ResourceType, events: AsyncIterator[ObjectEvent]) -> AsyncIterator[ObjectEvent]:
+    """``events`` with each object shown as ``rt`` (bookmarks and errors as they are)."""
+    try:
+        async for event in events:
+            if event.type in (WatchEventType.BOOKMARK, WatchEventType.ERROR):
+                yield event
+            else:
+                yield dataclasses.replace(event, object=_viewed(rt, event.object))
+    finally:
+        aclose = getattr(events, "aclose", None)
+        if aclose is not None:
+            await aclose()
 
 
 class ObjectStore:
@@ -87,23 +108,24 @@ class ObjectStore:
     # --- reads ------------------------------------------------------------------------
 
     async def get(self, rt: ResourceType, *, namespace: str | None = None, name: str) -> dict[str, Any]:
-        return codec.decode(await get_kv(self._store, rt, namespace=namespace, name=name))
+        return _viewed(rt, codec.decode(await get_kv(self._store, rt, namespace=namespace, name=name)))
 
     async def get_encoded(self, rt: ResourceType, *, namespace: str | None = None, name: str) -> bytes:
-        return codec.with_resource_version(await get_kv(self._store, rt, namespace=namespace, name=name))
+        encoded = codec.with_resource_version(await get_kv(self._store, rt, namespace=namespace, name=name))
+        return codec.bytes_as_version(encoded, rt.api_version) if rt.stored_api_version else encoded
 
     async def list(self, rt: ResourceType, *, namespace: str | None = None, **options: Unpack[ListArgs]) -> ObjectList:
         page = await list_page(self._store, rt, namespace, ListOptions(**options))
         items = [
             obj if obj is not None else codec.decode(kv) for kv, obj in zip(page.kvs, page.objects, strict=True)
         ]
-        return ObjectList(items, str(page.revision), page.continue_token)
+        return ObjectList([_viewed(rt, obj) for obj in items], str(page.revision), page.continue_token)
 
     async def list_encoded(
         self, rt: ResourceType, *, namespace: str | None = None, **options: Unpack[ListArgs]
     ) -> EncodedList:
         page = await list_page(self._store, rt, namespace, ListOptions(**options))
-        return EncodedList(page.kvs, str(page.revision), page.continue_token)
+        return EncodedList(page.kvs, str(page.revision), page.continue_token, rt.api_version if rt.stored_api_version else "")
 
     # --- writes -----------------------------------------------------------------------
 
@@ -115,7 +137,7 @@ class ObjectStore:
         ``validate`` (admission) sees the final object before it is stored.
         """
         created, _ = await self._writer.create_owned(rt, checked_body(rt, obj, namespace=namespace), WriteOptions(**options))
-        return created
+        return _viewed(rt, created)
 
     async def create_encoded(
         self, rt: ResourceType, obj: dict[str, Any], *, namespace: str | None = None, **options: Unpack[WriteArgs]
@@ -128,7 +150,8 @@ class ObjectStore:
         created, stored = await self._writer.create_owned(
             rt, checked_body(rt, obj, namespace=namespace, copy_body=False), WriteOptions(**options)
         )
-        return codec.dumps(created) if stored is None else codec.with_resource_version(stored)
+        encoded = codec.dumps(created) if stored is None else codec.with_resource_version(stored)
+        return codec.bytes_as_version(encoded, rt.api_version) if rt.stored_api_version else encoded
 
     async def update(
         self,
@@ -145,9 +168,9 @@ class ObjectStore:
         For kinds with a status subresource the main resource keeps the stored
         ``.status``; ``subresource="status"`` changes only ``.status``.
         """
-        return await self._writer.update(
+        return _viewed(rt, await self._writer.update(
             rt, obj, namespace=namespace, name=name, subresource=subresource, options=WriteOptions(**options)
-        )
+        ))
 
     async def update_status(self, rt: ResourceType, obj: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         """``update(..., subresource="status")``: write only ``.status``."""
@@ -170,10 +193,10 @@ class ObjectStore:
         A ``metadata.resourceVersion`` inside the patch is a precondition. Server-side
         apply of a missing object creates it.
         """
-        return await self._writer.patch(
+        return _viewed(rt, await self._writer.patch(
             rt, namespace=namespace, name=name, patch_type=patch_type, patch=patch, subresource=subresource,
             force=force, options=WriteOptions(**options),
-        )
+        ))
 
     # --- scale subresource --------------------------------------------------------------
 
@@ -234,7 +257,8 @@ class ObjectStore:
         graph, so dependents are not cascaded.
         """
         options = DeleteOptions(preconditions, propagation_policy, dry_run)
-        return await self._deleter.delete(rt, namespace=namespace, name=name, options=options)
+        result = await self._deleter.delete(rt, namespace=namespace, name=name, options=options)
+        return dataclasses.replace(result, object=_viewed(rt, result.object)) if rt.stored_api_version else result
 
     async def delete_collection(
         self,
@@ -271,4 +295,5 @@ class ObjectStore:
     ) -> AsyncIterator[ObjectEvent]:
         """Events for objects of ``rt`` as kube's watch sends them (see :func:`.events.watch_events`)."""
         options = WatchOptions(label_selector, field_selector, resource_version, bookmark_interval)
-        return watch_events(self._store, rt, namespace=namespace, options=options)
+        events = watch_events(self._store, rt, namespace=namespace, options=options)
+        return _viewed_events(rt, events) if rt.stored_api_version else events

@@ -70,8 +70,12 @@ class EncodedList:
     kvs: list[storage.KeyValue]
     resource_version: str
     continue_token: str = ""
+    #: Items are shown as this apiVersion (another served version of a custom kind), if set.
+    api_version: str = ""
 
     def items(self) -> Iterator[bytes]:
+        if self.api_version:
+            return (codec.bytes_as_version(codec.with_resource_version(kv), self.api_version) for kv in self.kvs)
         return (codec.with_resource_version(kv) for kv in self.kvs)
 
     @property
