@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from controlplane.apis.apiextensions.kind import CustomKind
 from controlplane.apis.kube import defaulting, validation
 from controlplane.apis.kube.defaulting import Defaulter
 from controlplane.apis.kube.validation import Validator
@@ -154,14 +155,8 @@ class ResourceType:
     #: kube's validation of the kind beyond ``model``: (new, stored on update) → field errors;
     #: any error refuses the write with 422 Invalid (built-in kinds: :mod:`controlplane.apis.kube`).
     validate: Validator | None = None
-    #: Drops the fields the kind's schema does not declare, in place, and returns their paths
-    #: (custom resources: kube's pruning); ``fieldValidation=Strict`` refuses them instead.
-    prune: Callable[[dict[str, Any]], list[tuple[str | int, ...]]] | None = None
-    #: The kind's OpenAPI v3 schema as written (custom resources), served as its definition.
-    openapi_schema: Mapping[str, Any] | None = None
-    #: The apiVersion objects are stored as, when another (a custom kind's other served
-    #: version, conversion None): writes accept either and store it, reads show this type's.
-    stored_api_version: str = ""
+    #: A CustomResourceDefinition's kind: its schema, pruning and the apiVersion it is stored as.
+    custom: CustomKind | None = None
 
     @property
     def api_version(self) -> str:
@@ -202,9 +197,6 @@ class ResourceType:
 
 class Registry:
     """An immutable set of served resource types with the look-ups the server needs."""
-
-    #: Changes whenever what is served changes (a registry that serves CustomResourceDefinitions).
-    generation: int = 0
 
     def __init__(self, *groups: Iterable[ResourceType]) -> None:
         self._types: tuple[ResourceType, ...] = tuple(rt for group in groups for rt in group)

@@ -347,8 +347,8 @@ def check_object(
             # valid (``{application: {bogus: 1}}`` becomes ``{application: {}}``).
             checked = check_model(obj, rt.model)
         causes.extend(checked.causes)
-    elif rt.prune is not None:
-        obj, pruned_warnings = _pruned(obj, rt.prune, field_validation)
+    elif rt.custom is not None:
+        obj, pruned_warnings = _pruned(obj, rt.custom.prune, field_validation)
         warnings.extend(pruned_warnings)
     if rt.validate is not None:
         causes.extend(Cause(str(e.type), e.message, e.field) for e in rt.validate(obj, old))

@@ -53,14 +53,15 @@ def test_every_served_version_is_served_most_preferred_first() -> None:
     rt, beta = custom_types(CRD)
     assert (rt.version, beta.version) == ("v1", "v1beta1")
     # conversion None: the other version reads and writes the same objects, stored as v1.
-    assert (rt.stored_api_version, beta.stored_api_version) == ("", "ml.example.com/v1")
+    assert rt.custom is not None and beta.custom is not None
+    assert (rt.custom.stored_api_version, beta.custom.stored_api_version) == ("", "ml.example.com/v1")
     assert beta.key(namespace=None, name="a") == rt.key(namespace=None, name="a")
     assert beta.prepare is not None
     obj: dict[str, Any] = {"apiVersion": "ml.example.com/v1beta1"}
     beta.prepare(obj)
     assert obj["apiVersion"] == "ml.example.com/v1"
     # Each version has its own schema's hooks and columns.
-    assert beta.columns != rt.columns and beta.openapi_schema == {"type": "object"}
+    assert beta.columns != rt.columns and beta.custom.schema == {"type": "object"}
 
 
 def test_the_storage_version_is_served_with_the_crds_names_and_subresources() -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 from controlplane.apis.apiextensions import cel
 from controlplane.apis.apiextensions import crd as crds
+from controlplane.apis.apiextensions.kind import CustomKind
 from controlplane.apis.apiextensions.schema import Schema, apply_defaults, prune, validate
 from controlplane.apis.kube.field import ErrorType, FieldError
 from controlplane.apiserver import columns as col
@@ -183,8 +184,8 @@ def custom_types(crd: dict[str, Any]) -> list[ResourceType]:
                 status_replicas=_dotted(scale["statusReplicasPath"]),
                 label_selector=_dotted(scale.get("labelSelectorPath") or ".status.selector"),
             ) if isinstance(scale, dict) else None,
-            defaults=defaults, validate=check, prune=prune_unknown, openapi_schema=schema,
+            defaults=defaults, validate=check,
             prepare=_stored_as(stored) if api_version != stored else None,
-            stored_api_version=stored if api_version != stored else "",
+            custom=CustomKind(schema, prune_unknown, stored if api_version != stored else ""),
         ))
     return out

@@ -46,9 +46,14 @@ from controlplane.apiserver.resources import Registry, ResourceType
 from controlplane.storage import interface as storage
 
 
+def _shown_as(rt: ResourceType) -> bool:
+    """Whether ``rt``'s objects are stored as another apiVersion than the one it shows."""
+    return rt.custom is not None and bool(rt.custom.stored_api_version)
+
+
 def _viewed(rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
     """``obj`` as ``rt`` shows it: another served version of a custom kind shows its own apiVersion."""
-    return codec.as_version(obj, rt.api_version) if rt.stored_api_version else obj
+    return codec.as_version(obj, rt.api_version) if _shown_as(rt) else obj
 
 
 async def _viewed_events(rt: ResourceType, events: AsyncIterator[ObjectEvent]) -> AsyncIterator[ObjectEvent]:
@@ -112,7 +117,7 @@ class ObjectStore:
 
     async def get_encoded(self, rt: ResourceType, *, namespace: str | None = None, name: str) -> bytes:
         encoded = codec.with_resource_version(await get_kv(self._store, rt, namespace=namespace, name=name))
-        return codec.bytes_as_version(encoded, rt.api_version) if rt.stored_api_version else encoded
+        return codec.bytes_as_version(encoded, rt.api_version) if _shown_as(rt) else encoded
 
     async def list(self, rt: ResourceType, *, namespace: str | None = None, **options: Unpack[ListArgs]) -> ObjectList:
         page = await list_page(self._store, rt, namespace, ListOptions(**options))
@@ -125,7 +130,7 @@ class ObjectStore:
         self, rt: ResourceType, *, namespace: str | None = None, **options: Unpack[ListArgs]
     ) -> EncodedList:
         page = await list_page(self._store, rt, namespace, ListOptions(**options))
-        return EncodedList(page.kvs, str(page.revision), page.continue_token, rt.api_version if rt.stored_api_version else "")
+        return EncodedList(page.kvs, str(page.revision), page.continue_token, rt.api_version if _shown_as(rt) else "")
 
     # --- writes -----------------------------------------------------------------------
 
@@ -151,7 +156,7 @@ class ObjectStore:
             rt, checked_body(rt, obj, namespace=namespace, copy_body=False), WriteOptions(**options)
         )
         encoded = codec.dumps(created) if stored is None else codec.with_resource_version(stored)
-        return codec.bytes_as_version(encoded, rt.api_version) if rt.stored_api_version else encoded
+        return codec.bytes_as_version(encoded, rt.api_version) if _shown_as(rt) else encoded
 
     async def update(
         self,
@@ -258,7 +263,7 @@ class ObjectStore:
         """
         options = DeleteOptions(preconditions, propagation_policy, dry_run)
         result = await self._deleter.delete(rt, namespace=namespace, name=name, options=options)
-        return dataclasses.replace(result, object=_viewed(rt, result.object)) if rt.stored_api_version else result
+        return dataclasses.replace(result, object=_viewed(rt, result.object)) if _shown_as(rt) else result
 
     async def delete_collection(
         self,
@@ -296,4 +301,4 @@ class ObjectStore:
         """Events for objects of ``rt`` as kube's watch sends them (see :func:`.events.watch_events`)."""
         options = WatchOptions(label_selector, field_selector, resource_version, bookmark_interval)
         events = watch_events(self._store, rt, namespace=namespace, options=options)
-        return _viewed_events(rt, events) if rt.stored_api_version else events
+        return _viewed_events(rt, events) if _shown_as(rt) else events

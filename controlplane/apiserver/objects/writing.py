@@ -275,7 +275,7 @@ def checked_body(
     checked: dict[str, Any] = obj
     api_version = obj.setdefault("apiVersion", rt.api_version)
     kind = obj.setdefault("kind", rt.kind)
-    if rt.stored_api_version and api_version == rt.stored_api_version:
+    if rt.custom is not None and rt.custom.stored_api_version and api_version == rt.custom.stored_api_version:
         obj["apiVersion"] = api_version = rt.api_version  # a stored object patched through another version
     if api_version != rt.api_version:
         raise errors.BadRequest(

@@ -75,9 +75,9 @@ def kind_schema(
 ) -> KindSchema:
     """Where ``rt``'s schema comes from (see the module docstring); ``json_schema`` renders a model."""
     gvk = [{"group": rt.group, "version": rt.version, "kind": rt.kind}]
-    if rt.openapi_schema is not None:
+    if rt.custom is not None:
         name = reversed_dns_name(rt)
-        definitions = {name: custom_resource_schema(rt.openapi_schema)}
+        definitions = {name: custom_resource_schema(rt.custom.schema)}
     elif rt.model is not None:
         name = reversed_dns_name(rt)
         definitions = model_definitions(json_schema(rt.model), name=name, kind=rt.kind)
