@@ -243,3 +243,15 @@ async def test_served_versions_share_objects_stored_as_the_storage_version(repli
     watch.close()
     event = json.loads(line)
     assert (event["type"], event["object"]["apiVersion"]) == ("ADDED", "ml.example.com/v1beta1")
+
+
+async def test_a_watch_ends_when_its_crd_is_deleted(replicas: tuple[Client, Client]) -> None:
+    first, second = replicas
+    assert (await first.post(CRDS, json=CRD)).status == 201
+    await _until(lambda: _established(second))
+    watch = await second.get("/apis/ml.example.com/v1/trainers", params={"watch": "1", "timeoutSeconds": "60"})
+    assert watch.status == 200
+    assert (await first.delete(f"{CRDS}/trainers.ml.example.com")).status == 200
+    # The stream ends (well before its 60 s timeout) once the kind is gone.
+    async with asyncio.timeout(10):
+        assert await watch.content.read() == b""
