@@ -24,7 +24,7 @@ from controlplane.apis.apiextensions.crd import storage_version
 from controlplane.apiserver import errors
 from controlplane.apiserver.crd.registry import DynamicRegistry, name_conflicts
 from controlplane.apiserver.crd.types import CLEANUP_FINALIZER, custom_types
-from controlplane.apiserver.objects import ObjectStore
+from controlplane.apiserver.objects import ObjectEvent, ObjectStore, WatchEventType
 from controlplane.apiserver.resources import ResourceType
 
 logger = logging.getLogger(__name__)
@@ -109,28 +109,47 @@ class CrdController:
         self._crds = {obj["metadata"]["name"]: obj for obj in listed.items}
         await self.sync()
         self._synced.set()
-        events = self._objects.watch(self._crd_type, resource_version=listed.resource_version)
+        # The watch is read by its own task into a queue, so that waiting with a timeout (to look
+        # at terminating CRDs again) never cancels the watch stream itself.
+        queue: asyncio.Queue[ObjectEvent | None] = asyncio.Queue()
+        pump = asyncio.create_task(self._pump(listed.resource_version, queue), name="crd-watch")
         try:
             while not stop.is_set():
                 try:
                     async with asyncio.timeout(CLEANUP_RESYNC_SECONDS):
-                        event = await anext(events)
+                        event = await queue.get()
                 except TimeoutError:
                     if any(c["metadata"].get("deletionTimestamp") for c in self._crds.values()):
                         await self.sync()
                     continue
-                except StopAsyncIteration:
+                if event is None:
+                    await pump  # the watch ended (its error, if any, is raised here): list again
                     return
+                if event.type is WatchEventType.ERROR:
+                    return  # e.g. 410 Gone: list again
                 name = event.object.get("metadata", {}).get("name")
-                if event.type.value == "DELETED":
+                if event.type is WatchEventType.DELETED:
                     self._crds.pop(name, None)
-                elif event.type.value in ("ADDED", "MODIFIED"):
+                elif event.type in (WatchEventType.ADDED, WatchEventType.MODIFIED):
                     self._crds[name] = event.object
                 else:
                     continue
                 await self.sync()
         finally:
-            await events.aclose()  # type: ignore[attr-defined]
+            pump.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await pump
+
+    async def _pump(self, resource_version: str, queue: asyncio.Queue[ObjectEvent | None]) -> None:
+        events = self._objects.watch(self._crd_type, resource_version=resource_version)
+        try:
+            async for event in events:
+                queue.put_nowait(event)
+        finally:
+            queue.put_nowait(None)
+            aclose = getattr(events, "aclose", None)
+            if aclose is not None:
+                await aclose()
 
     def _types_of(self, crd: dict[str, Any]) -> list[ResourceType]:
         name = crd["metadata"]["name"]
