@@ -7,7 +7,10 @@ much; :func:`compile_schema_rules` collects every rule of a schema and
 node, ``oldSelf`` the stored value on update). As kube does: a rule with ``oldSelf`` (a
 transition rule) runs only when there is an old value; a failing rule gives a field error
 at its node (or ``fieldPath``) with its ``message``, its ``messageExpression``'s result, or
-``failed rule: <rule>``; ``reason`` picks the error type.
+``failed rule: <rule>``; ``reason`` picks the error type. Rules have the libraries of kube's
+CRD environment beyond core CEL: cel-go's strings, math, sets and encoders extensions (the
+package's ``cel.stdlib``) and kube's list (``isSorted``, ``sum``, ``min``, ``max``,
+``indexOf``, ``lastIndexOf``) and regex (``find``, ``findAll``, RE2) functions.
 
 Cost is bounded before anything runs, as kube bounds it: each comprehension macro (``all``,
 ``exists``, ``exists_one``, ``map``, ``filter``) costs the most elements its receiver's schema
@@ -18,13 +21,15 @@ whose rule exceeds kube's per-rule budget is refused. Pure: no I/O.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import cel
+from cel import stdlib
 
-from controlplane.apis.apiextensions.schema import Path, Schema, format_path, type_name
+from controlplane.apis.apiextensions.schema import Path, Schema, compiled_pattern, format_path, type_name
 from controlplane.apis.kube.field import ErrorType, FieldError
 
 #: kube's StaticEstimatedCostLimit for one rule.
@@ -40,6 +45,51 @@ _REASONS = {
     "FieldValueRequired": ErrorType.REQUIRED,
     "FieldValueDuplicate": ErrorType.DUPLICATE,
 }
+
+
+def _is_sorted(items: list[Any]) -> bool:
+    return all(a <= b for a, b in itertools.pairwise(items))
+
+
+def _index_of(container: Any, item: Any, *offset: int) -> int:
+    if isinstance(container, str):
+        return int(stdlib.index_of(container, item, *offset))
+    return container.index(item) if item in container else -1
+
+
+def _last_index_of(container: Any, item: Any, *offset: int) -> int:
+    if isinstance(container, str):
+        return int(stdlib.last_index_of(container, item, *offset))
+    return len(container) - 1 - container[::-1].index(item) if item in container else -1
+
+
+def _find(text: str, pattern: str) -> str:
+    compiled = compiled_pattern(pattern)
+    if isinstance(compiled, str):
+        raise ValueError(f"invalid regular expression: {compiled}")
+    match = compiled.search(text)
+    return match.group(0) if match else ""
+
+
+def _find_all(text: str, pattern: str, *limit: int) -> list[str]:
+    compiled = compiled_pattern(pattern)
+    if isinstance(compiled, str):
+        raise ValueError(f"invalid regular expression: {compiled}")
+    found = [m.group(0) for m in compiled.finditer(text)]
+    return found[: limit[0]] if limit and limit[0] >= 0 else found
+
+
+def _kube_functions() -> dict[str, Any]:
+    """The CEL libraries kube's CRD validation environment has beyond CEL's core: cel-go's
+    strings, math, sets and encoders extensions, and kube's list and regex functions."""
+    out: dict[str, Any] = {}
+    for library in ("core", "strings", "math", "sets", "encoders"):
+        out.update(stdlib.EXTENSIONS[library])
+    out.update(isSorted=_is_sorted, indexOf=_index_of, lastIndexOf=_last_index_of, find=_find, findAll=_find_all)
+    return out
+
+
+FUNCTIONS = _kube_functions()
 
 
 def _compile(rule: str) -> Any:
@@ -198,10 +248,11 @@ def _check(rule: Rule, value: Any, old: Any, path: Path) -> FieldError | None:
     variables: dict[str, Any] = {"self": value}
     if old is not None:
         variables["oldSelf"] = old
+    context = cel.Context(variables, FUNCTIONS)
     where = format_path((*path, *[p for p in rule.field_path.split(".") if p]))
     shown = f'"{type_name(value)}"'
     try:
-        result = rule.program.execute(variables)
+        result = rule.program.execute(context)
     except KeyError as exc:  # a field the rule reads is not set: kube's "no such key"
         return FieldError(ErrorType.INVALID, where, f"Invalid value: {shown}: no such key: {exc.args[0] if exc.args else ''}")
     except Exception as exc:  # the evaluator's message is kube's "Invalid value" detail
@@ -211,7 +262,7 @@ def _check(rule: Rule, value: Any, old: Any, path: Path) -> FieldError | None:
     message = rule.message or f"failed rule: {rule.source}"
     if rule.message_expression is not None:
         try:
-            produced = rule.message_expression.execute(variables)
+            produced = rule.message_expression.execute(context)
         except Exception:  # kube falls back to message when messageExpression fails
             produced = None
         if isinstance(produced, str) and produced.strip():

@@ -161,3 +161,23 @@ def test_crd_defaults() -> None:
     assert crd["spec"]["names"]["listKind"] == "TrainerList"
     assert crd["spec"]["names"]["singular"] == "trainer"
     assert crd["spec"]["conversion"] == {"strategy": "None"}
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        "self.name.lowerAscii() == 'abc' && self.name.upperAscii() == 'ABC'",
+        "self.csv.split(',') == ['a', 'b'] && ['a', 'b'].join('-') == 'a-b'",
+        "self.name.indexOf('b') == 1 && self.name.substring(1) == 'bc' && self.name.replace('b', 'x') == 'axc'",
+        "self.items.isSorted() && self.items.sum() == 6 && self.items.min() == 1 && self.items.max() == 3",
+        "self.items.indexOf(2) == 1 && self.items.lastIndexOf(3) == 2",
+        "self.name.find('[bc]+') == 'bc' && self.name.findAll('[a-c]').size() == 3",
+        "sets.contains(self.items, [1, 2]) && sets.intersects(self.items, [3, 4])",
+        "math.greatest(self.items) == 3 && math.abs(-1) == 1",
+        "self.name.matches('^a') && duration('1s') < duration('2s')",
+    ],
+)
+def test_kubes_cel_libraries_are_available(rule: str) -> None:
+    """Rules may use what kube's CRD validation environment offers beyond core CEL."""
+    rules = cel.compile_schema_rules({"type": "object", "x-kubernetes-validations": [{"rule": rule}]})
+    assert rules.evaluate({"name": "abc", "csv": "a,b", "items": [1, 2, 3]}, None) == []
