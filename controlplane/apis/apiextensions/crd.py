@@ -6,17 +6,27 @@
 the group a domain with a dot, names DNS labels, ``scope`` Cluster or Namespaced, versions
 named as DNS labels with no duplicates and exactly one ``storage``, every version with a
 structural ``openAPIV3Schema`` (a type on every node that declares fields), valid
-``pattern``s, scale paths under ``.spec``/``.status``, and CEL rules that compile.
+``pattern``s, ``default``s valid against their node, ``preserveUnknownFields`` false, scale
+paths under ``.spec``/``.status``, and CEL rules that compile within the cost budget.
 Pure: no I/O.
 """
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Callable
 from typing import Any
 
-from controlplane.apis.apiextensions.schema import Path, Schema, compiled_pattern, format_path, walk
+from controlplane.apis.apiextensions.schema import (
+    Path,
+    Schema,
+    apply_defaults,
+    compiled_pattern,
+    format_path,
+    validate,
+    walk,
+)
 from controlplane.apis.kube.field import ErrorType, FieldError
 
 GROUP = "apiextensions.k8s.io"
@@ -88,6 +98,8 @@ def validate_crd(crd: dict[str, Any], *, compile_rule: RuleCompiler | None = Non
         out.append(FieldError(
             ErrorType.NOT_SUPPORTED, "spec.scope", f'Unsupported value: "{scope}": supported values: "Cluster", "Namespaced"'
         ))
+    if spec.get("preserveUnknownFields") is True:
+        out.append(_invalid("spec.preserveUnknownFields", True, "must be false"))
     conversion = spec.get("conversion") or {}
     if isinstance(conversion, dict) and conversion.get("strategy") not in ("None", None):
         out.append(FieldError(
@@ -223,6 +235,11 @@ def structural_errors(schema: Schema, base: str, compile_rule: RuleCompiler | No
             out.append(_invalid(f"{where}.pattern", pattern, f"must be a valid regular expression, but isn't: {problem}"))
         if node.get("properties") and isinstance(node.get("additionalProperties"), dict):
             out.append(FieldError(ErrorType.FORBIDDEN, f"{where}.additionalProperties", "Forbidden: additionalProperties and properties are mutual exclusive"))
+        if "default" in node and node["default"] is not None:
+            # As kube: the default with the defaults nested under it applied is what must be valid.
+            default = copy.deepcopy(node["default"])
+            apply_defaults(default, node)
+            out.extend(validate(default, node, path=(f"{where}.default",)))
         list_type = node.get("x-kubernetes-list-type")
         if list_type is not None and list_type not in ("atomic", "set", "map"):
             out.append(FieldError(

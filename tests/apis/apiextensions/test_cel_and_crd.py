@@ -140,6 +140,14 @@ def _schema(crd: dict[str, Any]) -> dict[str, Any]:
         (lambda c: _schema(c)["properties"]["spec"].update(pattern="(?<=a)b"),
          ("spec.versions[0].schema.openAPIV3Schema.properties[spec].pattern",
           'Invalid value: "(?<=a)b": must be a valid regular expression, but isn\'t: invalid perl operator: (?<=')),
+        (lambda c: _schema(c)["properties"].update(size={"type": "integer", "minimum": 1, "default": 0}),
+         ("spec.versions[0].schema.openAPIV3Schema.properties[size].default",
+          "Invalid value: 0: spec.versions[0].schema.openAPIV3Schema.properties[size].default in body should be greater than or equal to 1")),
+        # A default is valid once the defaults under it are applied (Kueue's `default: {}`).
+        (lambda c: _schema(c)["properties"].update(opts={
+            "type": "object", "default": {}, "required": ["mode"], "properties": {"mode": {"type": "string", "default": "Never"}},
+        }), []),
+        (lambda c: c["spec"].update(preserveUnknownFields=True), ("spec.preserveUnknownFields", "Invalid value: true: must be false")),
         (lambda c: c["spec"]["names"].update(plural="Trainers"),
          ("spec.names.plural", 'Invalid value: "Trainers": a lowercase RFC 1123 label must consist of lower case alphanumeric '
           "characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
