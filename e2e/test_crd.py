@@ -68,6 +68,11 @@ def test_a_crd_is_served_validated_scaled_and_deleted_with_its_objects(processes
     assert "llama" in kubectl.run("get", "tr", "-n", "default", "-o", "name").stdout
     assert "trainer.ml.example.com/mistral" in kubectl.run("get", "ml", "-n", "default", "-o", "name").stdout
 
+    # The older served version shows the same objects as its own.
+    old = kubectl.run("get", "trainers.v1beta1.ml.example.com", "mistral", "-n", "default", "-o", "json").stdout
+    assert json.loads(old)["apiVersion"] == "ml.example.com/v1beta1"
+    assert json.loads(old)["spec"]["model"] == "mistral-7b"
+
     # kubectl explain reads the kind's schema from the hub's OpenAPI (v3, and v2 as protobuf).
     explained = kubectl.run("explain", "trainer.spec.replicas").stdout
     assert "FIELD: replicas <integer>" in explained
