@@ -8,9 +8,7 @@ node, ``oldSelf`` the stored value on update). As kube does: a rule with ``oldSe
 transition rule) runs only when there is an old value; a failing rule gives a field error
 at its node (or ``fieldPath``) with its ``message``, its ``messageExpression``'s result, or
 ``failed rule: <rule>``; ``reason`` picks the error type. Rules have the libraries of kube's
-CRD environment beyond core CEL: cel-go's strings, math, sets and encoders extensions (the
-package's ``cel.stdlib``) and kube's list (``isSorted``, ``sum``, ``min``, ``max``,
-``indexOf``, ``lastIndexOf``) and regex (``find``, ``findAll``, RE2) functions.
+CRD environment beyond core CEL (:mod:`.cel_library`).
 
 Cost is bounded before anything runs, as kube bounds it: each comprehension macro (``all``,
 ``exists``, ``exists_one``, ``map``, ``filter``) costs the most elements its receiver's schema
@@ -21,15 +19,17 @@ whose rule exceeds kube's per-rule budget is refused. Pure: no I/O.
 
 from __future__ import annotations
 
-import itertools
+import contextlib
+import io
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import cel
-from cel import stdlib
 
-from controlplane.apis.apiextensions.schema import Path, Schema, compiled_pattern, format_path, type_name
+from controlplane.apis.apiextensions.cel_library import FUNCTIONS
+from controlplane.apis.apiextensions.schema import Path, Schema, format_path, type_name
 from controlplane.apis.kube.field import ErrorType, FieldError
 
 #: kube's StaticEstimatedCostLimit for one rule.
@@ -39,57 +39,15 @@ COST_LIMIT = 10_000_000
 UNBOUNDED_SIZE = 3 * 1024 * 1024 // 2
 #: A comprehension macro on a receiver: ``self.spec.items.all(x, ...`` (receiver, macro, variable).
 _MACRO = re.compile(r"([A-Za-z_][\w]*(?:\s*\.\s*[A-Za-z_]\w*)*|\))\s*\.\s*(all|exists_one|exists|map|filter)\s*\(\s*([A-Za-z_]\w*)\s*,")
+#: How the package wraps a library function's exception: "Function 'f' error: Python function
+#: call failed: ValueError: <message>. Check function arguments and their types."
+_WRAPPED = re.compile(r"Python function call failed: \w+: (.*?)\.? Check function arguments and their types\.?$", re.S)
 _REASONS = {
     "FieldValueInvalid": ErrorType.INVALID,
     "FieldValueForbidden": ErrorType.FORBIDDEN,
     "FieldValueRequired": ErrorType.REQUIRED,
     "FieldValueDuplicate": ErrorType.DUPLICATE,
 }
-
-
-def _is_sorted(items: list[Any]) -> bool:
-    return all(a <= b for a, b in itertools.pairwise(items))
-
-
-def _index_of(container: Any, item: Any, *offset: int) -> int:
-    if isinstance(container, str):
-        return int(stdlib.index_of(container, item, *offset))
-    return container.index(item) if item in container else -1
-
-
-def _last_index_of(container: Any, item: Any, *offset: int) -> int:
-    if isinstance(container, str):
-        return int(stdlib.last_index_of(container, item, *offset))
-    return len(container) - 1 - container[::-1].index(item) if item in container else -1
-
-
-def _find(text: str, pattern: str) -> str:
-    compiled = compiled_pattern(pattern)
-    if isinstance(compiled, str):
-        raise ValueError(f"invalid regular expression: {compiled}")
-    match = compiled.search(text)
-    return match.group(0) if match else ""
-
-
-def _find_all(text: str, pattern: str, *limit: int) -> list[str]:
-    compiled = compiled_pattern(pattern)
-    if isinstance(compiled, str):
-        raise ValueError(f"invalid regular expression: {compiled}")
-    found = [m.group(0) for m in compiled.finditer(text)]
-    return found[: limit[0]] if limit and limit[0] >= 0 else found
-
-
-def _kube_functions() -> dict[str, Any]:
-    """The CEL libraries kube's CRD validation environment has beyond CEL's core: cel-go's
-    strings, math, sets and encoders extensions, and kube's list and regex functions."""
-    out: dict[str, Any] = {}
-    for library in ("core", "strings", "math", "sets", "encoders"):
-        out.update(stdlib.EXTENSIONS[library])
-    out.update(isSorted=_is_sorted, indexOf=_index_of, lastIndexOf=_last_index_of, find=_find, findAll=_find_all)
-    return out
-
-
-FUNCTIONS = _kube_functions()
 
 
 def _compile(rule: str) -> Any:
@@ -250,13 +208,33 @@ def _check(rule: Rule, value: Any, old: Any, path: Path) -> FieldError | None:
         variables["oldSelf"] = old
     context = cel.Context(variables, FUNCTIONS)
     where = format_path((*path, *[p for p in rule.field_path.split(".") if p]))
-    shown = f'"{type_name(value)}"'
+    with _quiet():
+        return _outcome(rule, context, f'"{type_name(value)}"', where)
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """The ``cel`` package prints a line to ``sys.stderr`` whenever a library function raises;
+    a rule failing on a user's object is an answer to that user, not a server log line.
+    (Logging handlers hold the real stream and are not affected.)"""
+    with contextlib.redirect_stderr(io.StringIO()):
+        yield
+
+
+def _runtime_message(exc: Exception) -> str:
+    """The evaluator's message without the package's wrapping of a library function's error."""
+    text = str(exc).strip() or type(exc).__name__
+    match = _WRAPPED.search(text)
+    return match.group(1) if match else text
+
+
+def _outcome(rule: Rule, context: Any, shown: str, where: str) -> FieldError | None:
     try:
         result = rule.program.execute(context)
     except KeyError as exc:  # a field the rule reads is not set: kube's "no such key"
         return FieldError(ErrorType.INVALID, where, f"Invalid value: {shown}: no such key: {exc.args[0] if exc.args else ''}")
     except Exception as exc:  # the evaluator's message is kube's "Invalid value" detail
-        return FieldError(ErrorType.INVALID, where, f"Invalid value: {shown}: {str(exc).strip() or type(exc).__name__}")
+        return FieldError(ErrorType.INVALID, where, f"Invalid value: {shown}: {_runtime_message(exc)}")
     if result is True:
         return None
     message = rule.message or f"failed rule: {rule.source}"

@@ -183,9 +183,26 @@ def test_crd_defaults() -> None:
         "sets.contains(self.items, [1, 2]) && sets.intersects(self.items, [3, 4])",
         "math.greatest(self.items) == 3 && math.abs(-1) == 1",
         "self.name.matches('^a') && duration('1s') < duration('2s')",
+        "quantity('1Gi') == quantity('1024Mi') && quantity('1Gi').isGreaterThan(quantity('1M'))",
+        "isQuantity('500m') && !isQuantity('five') && quantity('500m').isInteger() == false",
+        "quantity('1Gi').add(quantity('1Gi')).compareTo(quantity('2Gi')) == 0 && quantity('2k').asInteger() == 2000",
+        "quantity('1.5').asApproximateFloat() == 1.5 && quantity('1').sub(quantity('2')).sign() == -1",
     ],
 )
 def test_kubes_cel_libraries_are_available(rule: str) -> None:
     """Rules may use what kube's CRD validation environment offers beyond core CEL."""
     rules = cel.compile_schema_rules({"type": "object", "x-kubernetes-validations": [{"rule": rule}]})
     assert rules.evaluate({"name": "abc", "csv": "a,b", "items": [1, 2, 3]}, None) == []
+
+
+def test_a_library_error_is_the_rules_message_and_prints_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    rules = cel.compile_schema_rules({"type": "object", "properties": {"memory": {
+        "type": "string", "x-kubernetes-validations": [{"rule": "quantity(self).isLessThan(quantity('1Gi'))"}],
+    }}})
+    found = rules.evaluate({"memory": "lots"}, None)
+    assert [(e.field, e.message) for e in found] == [(
+        "memory", 'Invalid value: "string": quantities must match the regular expression: '
+        "'lots' is not a valid quantity (e.g. 500m, 2, 1Gi)",
+    )]
+    assert capsys.readouterr().err == ""
+    assert rules.evaluate({"memory": "512Mi"}, None) == []
