@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -169,6 +170,8 @@ class SchemaRules:
     properties: dict[str, SchemaRules] = field(default_factory=dict)
     items: SchemaRules | None = None
     values: SchemaRules | None = None
+    #: ``x-kubernetes-list-map-keys`` of a ``map`` list: how its items find their old selves.
+    map_keys: tuple[str, ...] = ()
 
     def empty(self) -> bool:
         return not (self.rules or self.properties or self.items or self.values)
@@ -198,8 +201,16 @@ class SchemaRules:
                     _old = old.get(key) if isinstance(old, dict) else None
                     self.values._run(item, _old, (*path, key), out)
         elif isinstance(value, list) and self.items is not None:
+            # As kube: only a map list's items have old selves (the old item with the same keys).
+            olds = {}
+            if self.map_keys and isinstance(old, list):
+                olds = {self._key(item): item for item in old if isinstance(item, dict)}
             for index, item in enumerate(value):
-                self.items._run(item, None, (*path, index), out)
+                previous = olds.get(self._key(item)) if olds and isinstance(item, dict) else None
+                self.items._run(item, previous, (*path, index), out)
+
+    def _key(self, item: dict[str, Any]) -> str:
+        return json.dumps([item.get(key) for key in self.map_keys], sort_keys=True, default=str)
 
 
 def _check(rule: Rule, value: Any, old: Any, path: Path) -> FieldError | None:
@@ -272,6 +283,8 @@ def compile_schema_rules(schema: Schema) -> SchemaRules:
     if isinstance(schema.get("items"), dict):
         child = compile_schema_rules(schema["items"])
         node.items = None if child.empty() else child
+        if schema.get("x-kubernetes-list-type") == "map":
+            node.map_keys = tuple(schema.get("x-kubernetes-list-map-keys") or ())
     if isinstance(schema.get("additionalProperties"), dict):
         child = compile_schema_rules(schema["additionalProperties"])
         node.values = None if child.empty() else child

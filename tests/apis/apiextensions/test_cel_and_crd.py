@@ -206,3 +206,17 @@ def test_a_library_error_is_the_rules_message_and_prints_nothing(capsys: pytest.
     )]
     assert capsys.readouterr().err == ""
     assert rules.evaluate({"memory": "512Mi"}, None) == []
+
+
+def test_transition_rules_in_a_map_list_see_the_old_item_with_the_same_keys() -> None:
+    rules = cel.compile_schema_rules({"type": "object", "properties": {"ports": {
+        "type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+        "items": {"type": "object", "x-kubernetes-validations": [
+            {"rule": "self.port == oldSelf.port", "message": "port is immutable"},
+        ]},
+    }}})
+    old = {"ports": [{"name": "a", "port": 1}, {"name": "b", "port": 2}]}
+    new = {"ports": [{"name": "b", "port": 3}, {"name": "a", "port": 1}, {"name": "c", "port": 9}]}
+    found = rules.evaluate(new, old)
+    # Item b changed its port; a is unchanged (found by its key, not its index); c is new.
+    assert [(e.field, e.message) for e in found] == [("ports[0]", 'Invalid value: "object": port is immutable')]
