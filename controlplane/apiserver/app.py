@@ -4,7 +4,10 @@
 aiohttp application serving: health (``/healthz``, ``/livez``, ``/readyz``, no auth),
 ``/version``, discovery (``/api``, ``/api/v1``, ``/apis``, ``/apis/<g>[/<v>]``),
 OpenAPI (``/openapi/v3``, one v3 document per group-version, and ``/openapi/v2`` as JSON
-or protobuf: :mod:`controlplane.apiserver.openapi`), and every resource path.
+or protobuf: :mod:`controlplane.apiserver.openapi`), and every resource path. Given a
+:class:`DynamicRegistry` (the hub's), it also runs a CRD controller
+(:mod:`controlplane.apiserver.crd`) that serves the CustomResourceDefinitions in the store,
+synced before the first request is answered.
 
 Two middlewares wrap every request, outermost first: one parses the request
 (:func:`routing.parse_request`), turns any error into a Kubernetes ``Status``

@@ -6,6 +6,8 @@ the object layer calls: it raises ``Invalid`` (422) with causes, or ``BadRequest
 for unknown fields under ``fieldValidation=Strict``, and for Warn/Ignore returns the
 object with unknown fields removed plus the warnings to send. Pure: no I/O.
 
+Custom kinds (a CRD's) are pruned by their structural schema (:mod:`controlplane.apis.apiextensions`),
+with the same Strict/Warn/Ignore answers; their schema validation is the type's ``validate``.
 Typed kinds are validated with their pydantic model. ``metadata`` is validated here, by
 kube's rules, not by the model (models describe spec and status; metadata belongs to
 the server), so model errors and unknown fields under ``metadata`` are ignored.
