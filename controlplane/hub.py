@@ -54,12 +54,15 @@ from controlplane.apiserver.auth.rbac.escalation import RbacEscalationCheck
 from controlplane.apiserver.auth.rbac.kinds import rbac_resources
 from controlplane.apiserver.auth.rbac.reviews import review_routes
 from controlplane.apiserver.auth.tokens import TokenStore
+from controlplane.apiserver.crd.registry import DynamicRegistry
+from controlplane.apiserver.crd.types import crd_resource_type
 from controlplane.apiserver.identity import Role
 from controlplane.apiserver.kinds import builtin_kind_resources, gpu_workload_resources
 from controlplane.apiserver.kubeconfig import KubeconfigError, load_kubeconfig, write_kubeconfig
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.resources import (
     Registry,
+    ResourceType,
     Warner,
     coordination_resources,
     core_resources,
@@ -163,29 +166,36 @@ class HubConfig:
 MEMBER_ONLY_RESOURCES = frozenset({"nodes"})
 
 
-def hub_registry() -> Registry:
-    """Everything the hub serves: DESIGN.md's objects table."""
+def hub_registry() -> DynamicRegistry:
+    """Everything the hub serves: DESIGN.md's objects table, plus the kinds of the
+    CustomResourceDefinitions applied to it."""
     core = [rt for rt in core_resources() if rt.plural not in MEMBER_ONLY_RESOURCES]
-    return with_selector_warnings(
-        Registry(
-            core,
-            workload_resources(),
-            builtin_kind_resources(),
-            gpu_workload_resources(),
-            coordination_resources(),
-            gpufed_resources(),
-            rbac_resources(),
-            [waste_report_type()],
+    registry = DynamicRegistry(
+        with_selector_warnings(
+            [
+                *core,
+                *workload_resources(),
+                *builtin_kind_resources(),
+                *gpu_workload_resources(),
+                *coordination_resources(),
+                *gpufed_resources(),
+                *rbac_resources(),
+                waste_report_type(),
+                crd_resource_type(),
+            ],
+            lambda: registry,  # the registry as it is at the time of a write
         )
     )
+    return registry
 
 
-def with_selector_warnings(registry: Registry) -> Registry:
-    """``registry`` with the policy kinds also warning about ``resourceSelectors`` that name a kind
-    ``registry`` cannot propagate (:mod:`policies.served`)."""
+def with_selector_warnings(types: list[ResourceType], registry: Callable[[], Registry]) -> list[ResourceType]:
+    """``types`` with the policy kinds also warning about ``resourceSelectors`` that name a kind
+    the served registry cannot propagate (:mod:`policies.served`); ``registry`` gives the registry
+    as it is at the time of the write, so a kind a CRD added since counts as served."""
 
     def lookup(api_version: str, kind: str) -> KindStatus:
-        rt = registry.for_kind(api_version, kind)
+        rt = registry().for_kind(api_version, kind)
         if rt is None:
             return KindStatus.UNSERVED
         if not rt.namespaced:
@@ -199,9 +209,7 @@ def with_selector_warnings(registry: Registry) -> Registry:
         return warn
 
     policy_groups = (POLICY_GROUP, KARMADA_POLICY_GROUP)
-    return Registry(
-        [replace(rt, warn=warner(rt.warn)) if rt.group in policy_groups else rt for rt in registry]
-    )
+    return [replace(rt, warn=warner(rt.warn)) if rt.group in policy_groups else rt for rt in types]
 
 
 def advertised_host(host: str) -> str:

@@ -4,7 +4,10 @@
 aiohttp application serving: health (``/healthz``, ``/livez``, ``/readyz``, no auth),
 ``/version``, discovery (``/api``, ``/api/v1``, ``/apis``, ``/apis/<g>[/<v>]``),
 OpenAPI (``/openapi/v3``, one v3 document per group-version, and ``/openapi/v2`` as JSON
-or protobuf: :mod:`controlplane.apiserver.openapi`), and every resource path.
+or protobuf: :mod:`controlplane.apiserver.openapi`), and every resource path. Given a
+:class:`DynamicRegistry` (the hub's), it also runs a CRD controller
+(:mod:`controlplane.apiserver.crd`) that serves the CustomResourceDefinitions in the store,
+synced before the first request is answered.
 
 Two middlewares wrap every request, outermost first: one parses the request
 (:func:`routing.parse_request`), turns any error into a Kubernetes ``Status``
@@ -20,6 +23,7 @@ asked that way first, so a cached token costs no await and no timer.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
@@ -29,8 +33,13 @@ from typing import Protocol, runtime_checkable
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
+from controlplane.apis.apiextensions.crd import GROUP as CRD_GROUP
+from controlplane.apis.apiextensions.crd import VERSION as CRD_VERSION
 from controlplane.apiserver import discovery, errors
 from controlplane.apiserver.admission import AdmissionPlugin, ValidateWrite, write_validation
+from controlplane.apiserver.crd.controller import CrdController
+from controlplane.apiserver.crd.registry import DynamicRegistry
+from controlplane.apiserver.crd.types import CRD_KIND
 from controlplane.apiserver.handlers import REQUEST_INFO, ResourceHandlers, json_response
 from controlplane.apiserver.identity import (
     Authenticator,
@@ -346,8 +355,18 @@ def create_app(
 
     async def lifecycle(_app: web.Application) -> AsyncIterator[None]:
         await object_store.bootstrap()
+        crd_task = None
+        if isinstance(registry, DynamicRegistry):
+            # This replica serves the CRDs in the store from before it answers its first request.
+            crds = CrdController(object_store, registry, registry.require(f"{CRD_GROUP}/{CRD_VERSION}", CRD_KIND))
+            crd_task = asyncio.create_task(crds.run(stop), name="crd-controller")
+            await crds.wait_synced()
         yield
         stop.set()
+        if crd_task is not None:
+            crd_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await crd_task
 
     async def on_shutdown(_app: web.Application) -> None:
         # Runs before the server waits for open requests: let watches end now.

@@ -295,7 +295,10 @@ class ResourceHandlers:
         async with asyncio.TaskGroup() as tasks:
             pump = tasks.create_task(_pump(events, buffer, encode=encode, on_slow=drop_slow_client))
             try:
-                while not self._stop.is_set() and not _closed(request):
+                # A watch ends when its kind stops being served (its CRD was deleted), as kube's does.
+                while not self._stop.is_set() and not _closed(request) and self._registry.get(
+                    info.group, info.version, info.resource
+                ) is not None:
                     remaining = deadline - loop.time()
                     if remaining <= 0:
                         break

@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from controlplane.apis.apiextensions.kind import CustomKind
 from controlplane.apis.kube import defaulting, validation
 from controlplane.apis.kube.defaulting import Defaulter
 from controlplane.apis.kube.validation import Validator
@@ -165,6 +166,8 @@ class ResourceType:
     #: The group whose objects this type serves (kube's Event in core and events.k8s.io): stored once,
     #: under that group's key and apiVersion, served with this type's. None: its own group.
     stored_as: str | None = None
+    #: A CustomResourceDefinition's kind: its schema, pruning and the apiVersion it is stored as.
+    custom: CustomKind | None = None
 
     @property
     def api_version(self) -> str:
@@ -184,7 +187,10 @@ class ResourceType:
 
     @property
     def storage_api_version(self) -> str:
-        """The apiVersion objects of this type are stored with (``api_version`` unless an alias)."""
+        """The apiVersion objects of this type are stored with: ``api_version`` unless an alias of
+        another group's type, or a custom kind's version other than its CRD's storage version."""
+        if self.custom is not None and self.custom.stored_api_version:
+            return self.custom.stored_api_version
         return f"{self.stored_as}/{self.version}" if self.stored_as else self.api_version
 
     @property

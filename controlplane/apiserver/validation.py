@@ -6,6 +6,8 @@ the object layer calls: it raises ``Invalid`` (422) with causes, or ``BadRequest
 for unknown fields under ``fieldValidation=Strict``, and for Warn/Ignore returns the
 object with unknown fields removed plus the warnings to send. Pure: no I/O.
 
+Custom kinds (a CRD's) are pruned by their structural schema (:mod:`controlplane.apis.apiextensions`),
+with the same Strict/Warn/Ignore answers; their schema validation is the type's ``validate``.
 Typed kinds are validated with their pydantic model. ``metadata`` is validated here, by
 kube's rules, not by the model (models describe spec and status; metadata belongs to
 the server), so model errors and unknown fields under ``metadata`` are ignored.
@@ -16,6 +18,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -301,6 +304,20 @@ def check_model(obj: dict[str, Any], model: type[BaseModel]) -> ModelCheck:
     return result
 
 
+def _pruned(
+    obj: dict[str, Any], prune: Callable[[dict[str, Any]], list[Loc]], field_validation: FieldValidation
+) -> tuple[dict[str, Any], list[str]]:
+    """``obj`` without the fields its kind's schema does not declare, and the warnings to send
+    (BadRequest under ``fieldValidation=Strict``, as kube answers for a custom resource)."""
+    unknown = prune(obj)
+    paths = [format_path(loc) for loc in unknown]
+    if paths and field_validation is FieldValidation.STRICT:
+        raise BadRequest("strict decoding error: " + ", ".join(f'unknown field "{p}"' for p in paths))
+    if field_validation is FieldValidation.WARN:
+        return obj, [f'unknown field "{p}"' for p in paths]
+    return obj, []
+
+
 @dataclass(slots=True)
 class Checked:
     obj: dict[str, Any]
@@ -336,6 +353,9 @@ def check_object(
             # valid (``{application: {bogus: 1}}`` becomes ``{application: {}}``).
             checked = check_model(obj, rt.model)
         causes.extend(checked.causes)
+    elif rt.custom is not None:
+        obj, pruned_warnings = _pruned(obj, rt.custom.prune, field_validation)
+        warnings.extend(pruned_warnings)
     if rt.validate is not None:
         causes.extend(Cause(str(e.type), e.message, e.field) for e in rt.validate(obj, old))
     if causes:

@@ -280,6 +280,8 @@ def checked_body(
     checked: dict[str, Any] = obj
     api_version = obj.setdefault("apiVersion", rt.api_version)
     kind = obj.setdefault("kind", rt.kind)
+    if rt.custom is not None and rt.custom.stored_api_version and api_version == rt.custom.stored_api_version:
+        obj["apiVersion"] = api_version = rt.api_version  # a stored object patched through another version
     if api_version != rt.api_version:
         raise errors.BadRequest(
             f"the API version in the data ({api_version}) does not match the expected API version ({rt.api_version})"

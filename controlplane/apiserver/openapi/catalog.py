@@ -13,8 +13,9 @@ Pure: in a registry and kube's definitions, out JSON-ready dicts.
 
 from __future__ import annotations
 
+import copy
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +26,7 @@ from controlplane.apiserver.openapi.models import model_definitions, model_json_
 from controlplane.apiserver.openapi.upstream import (
     DEFINITIONS_PREFIX,
     DELETE_OPTIONS,
+    OBJECT_META,
     PATCH,
     STATUS,
     UpstreamDefinitions,
@@ -57,12 +59,26 @@ def _open_schema(rt: ResourceType) -> dict[str, Any]:
     }
 
 
+def custom_resource_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """A CRD version's schema as kube publishes it: ``metadata`` is ObjectMeta, ``apiVersion``
+    and ``kind`` described, the rest as written."""
+    out = copy.deepcopy(dict(schema))
+    properties = out.setdefault("properties", {})
+    properties["metadata"] = {"$ref": DEFINITIONS_PREFIX + OBJECT_META}
+    properties.setdefault("apiVersion", {"type": "string", "description": "APIVersion defines the versioned schema of this representation of an object."})
+    properties.setdefault("kind", {"type": "string", "description": "Kind is a string value representing the REST resource this object represents."})
+    return out
+
+
 def kind_schema(
     rt: ResourceType, upstream: UpstreamDefinitions, json_schema: Callable[[type[BaseModel]], dict[str, Any]]
 ) -> KindSchema:
     """Where ``rt``'s schema comes from (see the module docstring); ``json_schema`` renders a model."""
     gvk = [{"group": rt.group, "version": rt.version, "kind": rt.kind}]
-    if rt.model is not None:
+    if rt.custom is not None:
+        name = reversed_dns_name(rt)
+        definitions = {name: custom_resource_schema(rt.custom.schema)}
+    elif rt.model is not None:
         name = reversed_dns_name(rt)
         definitions = model_definitions(json_schema(rt.model), name=name, kind=rt.kind)
     elif (extra := extra_kind_definitions(rt.group, rt.version, rt.kind)) is not None:

@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from controlplane.apiserver.crd.registry import DynamicRegistry
 from controlplane.apiserver.openapi.catalog import SchemaCatalog
 from controlplane.apiserver.openapi.gnostic import encode_document
 from controlplane.apiserver.openapi.upstream import UpstreamDefinitions
@@ -52,6 +53,11 @@ class _Built:
     v2_protobuf: Rendered | None = None
 
 
+def _generation(registry: Registry) -> int:
+    """Changes whenever what ``registry`` serves changes (CustomResourceDefinitions)."""
+    return registry.generation if isinstance(registry, DynamicRegistry) else 0
+
+
 class OpenApiDocuments:
     """The documents of ``registry``; ``load_upstream`` reads kube's definitions (once)."""
 
@@ -64,17 +70,20 @@ class OpenApiDocuments:
         self._registry = registry
         self._load_upstream = load_upstream
         self._built: _Built | None = None
+        #: The registry's generation the documents were rendered for (a CRD change renders anew).
+        self._generation = _generation(registry)
 
     @property
     def built(self) -> bool:
-        return self._built is not None
+        return self._built is not None and self._generation == _generation(self._registry)
 
     def build(self) -> None:
         """Render every document now (the first request does it otherwise)."""
         self._build()
 
     def _build(self) -> _Built:
-        if self._built is None:
+        if self._built is None or self._generation != _generation(self._registry):
+            self._generation = _generation(self._registry)
             catalog = SchemaCatalog(self._registry, self._load_upstream())
             v3: dict[str, Rendered] = {}
             for group, versions in self._registry.group_versions().items():

@@ -1,0 +1,291 @@
+"""``x-kubernetes-validations``: a CRD schema's CEL rules, compiled once and run on each write.
+
+Rules are compiled with the ``cel`` package (common-expression-language, a Rust CEL
+implementation). :func:`compile_error` says why a rule does not compile or would cost too
+much; :func:`compile_schema_rules` collects every rule of a schema and
+:meth:`SchemaRules.evaluate` runs them over an object (``self`` the value at the rule's
+node, ``oldSelf`` the stored value on update). As kube does: a rule with ``oldSelf`` (a
+transition rule) runs only when there is an old value; a failing rule gives a field error
+at its node (or ``fieldPath``) with its ``message``, its ``messageExpression``'s result, or
+``failed rule: <rule>``; ``reason`` picks the error type. Rules have the libraries of kube's
+CRD environment beyond core CEL (:mod:`.cel_library`).
+
+Cost is bounded before anything runs, as kube bounds it: each comprehension macro (``all``,
+``exists``, ``exists_one``, ``map``, ``filter``) costs the most elements its receiver's schema
+allows (``maxItems``, ``maxProperties``; without them, what fits in a request) times the cost
+of its body, so nested comprehensions multiply along the fields they actually walk; a CRD
+whose rule exceeds kube's per-rule budget is refused. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import cel
+
+from controlplane.apis.apiextensions.cel_library import FUNCTIONS
+from controlplane.apis.apiextensions.schema import Path, Schema, format_path, type_name
+from controlplane.apis.kube.field import ErrorType, FieldError
+
+#: kube's StaticEstimatedCostLimit for one rule.
+COST_LIMIT = 10_000_000
+#: The most elements a list, map or string could have without a declared bound (what a 3 MiB
+#: request can hold: kube estimates unbounded sizes from the request size limit too).
+UNBOUNDED_SIZE = 3 * 1024 * 1024 // 2
+#: A comprehension macro on a receiver: ``self.spec.items.all(x, ...`` (receiver, macro, variable).
+_MACRO = re.compile(r"([A-Za-z_][\w]*(?:\s*\.\s*[A-Za-z_]\w*)*|\))\s*\.\s*(all|exists_one|exists|map|filter)\s*\(\s*([A-Za-z_]\w*)\s*,")
+#: How the package wraps a library function's exception: "Function 'f' error: Python function
+#: call failed: ValueError: <message>. Check function arguments and their types."
+_WRAPPED = re.compile(r"Python function call failed: \w+: (.*?)\.? Check function arguments and their types\.?$", re.S)
+_REASONS = {
+    "FieldValueInvalid": ErrorType.INVALID,
+    "FieldValueForbidden": ErrorType.FORBIDDEN,
+    "FieldValueRequired": ErrorType.REQUIRED,
+    "FieldValueDuplicate": ErrorType.DUPLICATE,
+}
+
+
+def _compile(rule: str) -> Any:
+    return cel.compile(rule)
+
+
+def _closing(text: str, start: int) -> int:
+    """The index of the parenthesis closing the one opened just before ``start``."""
+    depth = 1
+    quote = ""
+    for index in range(start, len(text)):
+        char = text[index]
+        if quote:
+            if char == quote and text[index - 1] != "\\":
+                quote = ""
+        elif char in "'\"":
+            quote = char
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth == 0:
+                return index
+    return len(text)
+
+
+def _size_and_element(schema: Schema | None) -> tuple[int, Schema | None]:
+    """How many elements a comprehension over ``schema`` can visit, and their schema."""
+    if schema is None:
+        return UNBOUNDED_SIZE, None
+    if schema.get("type") == "array":
+        return int(schema.get("maxItems", UNBOUNDED_SIZE)), schema.get("items")
+    if schema.get("type") == "object":
+        return int(schema.get("maxProperties", UNBOUNDED_SIZE)), schema.get("additionalProperties") or {"type": "string"}
+    return UNBOUNDED_SIZE, None
+
+
+def _receiver(path: str, env: dict[str, Schema | None]) -> Schema | None:
+    parts = [p.strip() for p in path.split(".")]
+    if parts[0] not in env:
+        return None
+    node = env[parts[0]]
+    for name in parts[1:]:
+        node = ((node or {}).get("properties") or {}).get(name)
+        if node is None:
+            return None
+    return node
+
+
+def _cost(text: str, env: dict[str, Schema | None]) -> int:
+    """The comprehensions' cost in ``text``: each visits its receiver's bound (``maxItems``,
+    ``maxProperties``; unbounded: what a request can hold) times its body's cost."""
+    total = 0
+    index = 0
+    while (match := _MACRO.search(text, index)) is not None:
+        receiver, _macro, variable = match.groups()
+        size, element = _size_and_element(None if receiver == ")" else _receiver(receiver, env))
+        body_end = _closing(text, match.end())
+        body = text[match.end():body_end]
+        total += size * (1 + _cost(body, {**env, variable: element}))
+        index = body_end + 1
+    return total
+
+
+def estimated_cost(rule: str, schema: Schema) -> int:
+    """An upper bound of the rule's cost at ``schema``'s node (``self``)."""
+    return max(1, _cost(rule, {"self": schema, "oldSelf": schema}))
+
+
+def compile_error(rule: str, schema: Schema | None = None) -> str | None:
+    """Why ``rule`` cannot be used (None: it compiles and fits the cost budget)."""
+    try:
+        _compile(rule)
+    except Exception as exc:  # the compiler's own message is the answer
+        text = str(exc).strip()
+        if ": ERROR: " in text:
+            text = "ERROR: " + text.split(": ERROR: ", 1)[1]
+        return text.splitlines()[0] if text else type(exc).__name__
+    if schema is not None:
+        cost = estimated_cost(rule, schema)
+        if cost > COST_LIMIT:
+            return (
+                f"estimated rule cost exceeds budget by factor of {cost // COST_LIMIT}x (try simplifying the rule, "
+                "or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)"
+            )
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    source: str
+    program: Any
+    message: str = ""
+    message_expression: Any = None
+    reason: ErrorType = ErrorType.INVALID
+    field_path: str = ""
+    transition: bool = False
+
+
+def _rule(spec: dict[str, Any]) -> Rule:
+    source = str(spec["rule"])
+    expression = spec.get("messageExpression")
+    return Rule(
+        source=source,
+        program=_compile(source),
+        message=str(spec.get("message") or ""),
+        message_expression=_compile(expression) if isinstance(expression, str) and expression else None,
+        reason=_REASONS.get(str(spec.get("reason") or ""), ErrorType.INVALID),
+        field_path=str(spec.get("fieldPath") or "").lstrip("."),
+        transition=re.search(r"\boldSelf\b", source) is not None,
+    )
+
+
+@dataclass(slots=True)
+class SchemaRules:
+    """The compiled rules of one schema node and of the nodes below it."""
+
+    rules: list[Rule] = field(default_factory=list)
+    properties: dict[str, SchemaRules] = field(default_factory=dict)
+    items: SchemaRules | None = None
+    values: SchemaRules | None = None
+    #: ``x-kubernetes-list-map-keys`` of a ``map`` list: how its items find their old selves.
+    map_keys: tuple[str, ...] = ()
+
+    def empty(self) -> bool:
+        return not (self.rules or self.properties or self.items or self.values)
+
+    def evaluate(self, obj: Any, old: Any) -> list[FieldError]:
+        """Every failed rule's field error for ``obj`` (``old``: the stored object, on update)."""
+        out: list[FieldError] = []
+        self._run(obj, old, (), out)
+        return out
+
+    def _run(self, value: Any, old: Any, path: Path, out: list[FieldError]) -> None:
+        if value is None:
+            return
+        for rule in self.rules:
+            if rule.transition and old is None:
+                continue
+            error = _check(rule, value, old, path)
+            if error is not None:
+                out.append(error)
+        if isinstance(value, dict):
+            for key, sub in self.properties.items():
+                if key in value:
+                    _old = old.get(key) if isinstance(old, dict) else None
+                    sub._run(value[key], _old, (*path, key), out)
+            if self.values is not None:
+                for key, item in value.items():
+                    _old = old.get(key) if isinstance(old, dict) else None
+                    self.values._run(item, _old, (*path, key), out)
+        elif isinstance(value, list) and self.items is not None:
+            # As kube: only a map list's items have old selves (the old item with the same keys).
+            olds = {}
+            if self.map_keys and isinstance(old, list):
+                olds = {self._key(item): item for item in old if isinstance(item, dict)}
+            for index, item in enumerate(value):
+                previous = olds.get(self._key(item)) if olds and isinstance(item, dict) else None
+                self.items._run(item, previous, (*path, index), out)
+
+    def _key(self, item: dict[str, Any]) -> str:
+        return json.dumps([item.get(key) for key in self.map_keys], sort_keys=True, default=str)
+
+
+def _check(rule: Rule, value: Any, old: Any, path: Path) -> FieldError | None:
+    variables: dict[str, Any] = {"self": value}
+    if old is not None:
+        variables["oldSelf"] = old
+    context = cel.Context(variables, FUNCTIONS)
+    where = format_path((*path, *[p for p in rule.field_path.split(".") if p]))
+    with _quiet():
+        return _outcome(rule, context, f'"{type_name(value)}"', where)
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """The ``cel`` package prints a line to ``sys.stderr`` whenever a library function raises;
+    a rule failing on a user's object is an answer to that user, not a server log line.
+    (Logging handlers hold the real stream and are not affected.)"""
+    with contextlib.redirect_stderr(io.StringIO()):
+        yield
+
+
+def _runtime_message(exc: Exception) -> str:
+    """The evaluator's message without the package's wrapping of a library function's error."""
+    text = str(exc).strip() or type(exc).__name__
+    match = _WRAPPED.search(text)
+    return match.group(1) if match else text
+
+
+def _outcome(rule: Rule, context: Any, shown: str, where: str) -> FieldError | None:
+    try:
+        result = rule.program.execute(context)
+    except KeyError as exc:  # a field the rule reads is not set: kube's "no such key"
+        return FieldError(ErrorType.INVALID, where, f"Invalid value: {shown}: no such key: {exc.args[0] if exc.args else ''}")
+    except Exception as exc:  # the evaluator's message is kube's "Invalid value" detail
+        return FieldError(ErrorType.INVALID, where, f"Invalid value: {shown}: {_runtime_message(exc)}")
+    if result is True:
+        return None
+    message = rule.message or f"failed rule: {rule.source}"
+    if rule.message_expression is not None:
+        try:
+            produced = rule.message_expression.execute(context)
+        except Exception:  # kube falls back to message when messageExpression fails
+            produced = None
+        if isinstance(produced, str) and produced.strip():
+            message = produced
+    if rule.reason is ErrorType.FORBIDDEN:
+        return FieldError(rule.reason, where, f"Forbidden: {message}")
+    if rule.reason is ErrorType.REQUIRED:
+        return FieldError(rule.reason, where, f"Required value: {message}")
+    if rule.reason is ErrorType.DUPLICATE:
+        return FieldError(rule.reason, where, f"Duplicate value: {message}")
+    return FieldError(ErrorType.INVALID, where, f"Invalid value: {shown}: {message}")
+
+
+def compile_schema_rules(schema: Schema) -> SchemaRules:
+    """The rules of ``schema`` (rules that do not compile are left out: the CRD's validation
+    refuses them before any object is written)."""
+    node = SchemaRules()
+    for spec in schema.get("x-kubernetes-validations") or []:
+        if isinstance(spec, dict) and isinstance(spec.get("rule"), str):
+            try:
+                node.rules.append(_rule(spec))
+            except Exception:  # refused by compile_error when the CRD was written
+                continue
+    for name, sub in (schema.get("properties") or {}).items():
+        if isinstance(sub, dict):
+            child = compile_schema_rules(sub)
+            if not child.empty():
+                node.properties[name] = child
+    if isinstance(schema.get("items"), dict):
+        child = compile_schema_rules(schema["items"])
+        node.items = None if child.empty() else child
+        if schema.get("x-kubernetes-list-type") == "map":
+            node.map_keys = tuple(schema.get("x-kubernetes-list-map-keys") or ())
+    if isinstance(schema.get("additionalProperties"), dict):
+        child = compile_schema_rules(schema["additionalProperties"])
+        node.values = None if child.empty() else child
+    return node

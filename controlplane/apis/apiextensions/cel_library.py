@@ -1,0 +1,128 @@
+"""The CEL functions kube's CRD validation environment has beyond core CEL, for rules.
+
+cel-go's strings, math, sets and encoders extensions come from the ``cel`` package's
+``cel.stdlib``; kube's own libraries are here: lists (``isSorted``, ``sum``, ``min``,
+``max``, ``indexOf``, ``lastIndexOf``), regex (``find``, ``findAll``; RE2, as kube) and
+quantities (``quantity("1Gi")``, ``isQuantity``, and on a quantity ``isGreaterThan``,
+``isLessThan``, ``compareTo``, ``add``, ``sub``, ``asInteger``, ``isInteger``,
+``asApproximateFloat``, ``sign``). A quantity is carried between calls as a map holding its
+exact value in canonical form, so two equal quantities compare equal (``1Gi == 1024Mi``).
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import itertools
+from decimal import Decimal
+from typing import Any
+
+from cel import stdlib
+
+from controlplane.apis.apiextensions.schema import compiled_pattern
+from controlplane.apis.quantity import QuantityError, parse_quantity
+
+_QUANTITY_KEY = "kubernetes.io/quantity"
+_INT64_MAX = 2**63 - 1
+
+
+def _is_sorted(items: list[Any]) -> bool:
+    return all(a <= b for a, b in itertools.pairwise(items))
+
+
+def _index_of(container: Any, item: Any, *offset: int) -> int:
+    if isinstance(container, str):
+        return int(stdlib.index_of(container, item, *offset))
+    return container.index(item) if item in container else -1
+
+
+def _last_index_of(container: Any, item: Any, *offset: int) -> int:
+    if isinstance(container, str):
+        return int(stdlib.last_index_of(container, item, *offset))
+    return len(container) - 1 - container[::-1].index(item) if item in container else -1
+
+
+def _regex(pattern: str) -> Any:
+    compiled = compiled_pattern(pattern)
+    if isinstance(compiled, str):
+        raise ValueError(f"invalid regular expression: {compiled}")
+    return compiled
+
+
+def _find(text: str, pattern: str) -> str:
+    match = _regex(pattern).search(text)
+    return match.group(0) if match else ""
+
+
+def _find_all(text: str, pattern: str, *limit: int) -> list[str]:
+    found = [m.group(0) for m in _regex(pattern).finditer(text)]
+    return found[: limit[0]] if limit and limit[0] >= 0 else found
+
+
+# --- quantities ----------------------------------------------------------------------------
+
+
+def _quantity_of(value: Decimal) -> dict[str, str]:
+    return {_QUANTITY_KEY: str(value.normalize())}
+
+
+def _value(quantity: Any) -> Decimal:
+    if isinstance(quantity, dict) and _QUANTITY_KEY in quantity:
+        return Decimal(quantity[_QUANTITY_KEY])
+    if isinstance(quantity, int) and not isinstance(quantity, bool):
+        return Decimal(quantity)
+    raise ValueError(f"no such overload: expected a quantity, got {quantity!r}")
+
+
+def _quantity(text: str) -> dict[str, str]:
+    try:
+        return _quantity_of(parse_quantity(text))
+    except QuantityError as exc:
+        raise ValueError(f"quantities must match the regular expression: {exc}") from None
+
+
+def _is_quantity(text: str) -> bool:
+    try:
+        parse_quantity(text)
+    except (QuantityError, TypeError):
+        return False
+    return True
+
+
+def _compare(a: Any, b: Any) -> int:
+    left, right = _value(a), _value(b)
+    return (left > right) - (left < right)
+
+
+def _as_integer(quantity: Any) -> int:
+    value = _value(quantity)
+    if value != value.to_integral_value() or abs(value) > _INT64_MAX:
+        raise ValueError("cannot convert value to integer")
+    return int(value)
+
+
+def _is_integer(quantity: Any) -> bool:
+    value = _value(quantity)
+    return value == value.to_integral_value() and abs(value) <= _INT64_MAX
+
+
+def _kube_functions() -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for library in ("core", "strings", "math", "sets", "encoders"):
+        out.update(stdlib.EXTENSIONS[library])
+    out.update(
+        isSorted=_is_sorted, indexOf=_index_of, lastIndexOf=_last_index_of, find=_find, findAll=_find_all,
+        quantity=_quantity, isQuantity=_is_quantity,
+        compareTo=_compare,
+        isGreaterThan=lambda a, b: _compare(a, b) > 0,
+        isLessThan=lambda a, b: _compare(a, b) < 0,
+        add=lambda a, b: _quantity_of(_value(a) + _value(b)),
+        sub=lambda a, b: _quantity_of(_value(a) - _value(b)),
+        asInteger=_as_integer, isInteger=_is_integer,
+        asApproximateFloat=lambda q: float(_value(q)),
+        sign=lambda q: _compare(q, 0),
+    )
+    return out
+
+
+#: Every function a rule may call beyond core CEL, by name.
+FUNCTIONS: dict[str, Any] = _kube_functions()

@@ -1,0 +1,23 @@
+"""What a CustomResourceDefinition's kind adds to a served resource type. Pure: no I/O."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from controlplane.apis.apiextensions.schema import Path
+
+
+@dataclass(frozen=True, slots=True)
+class CustomKind:
+    """One served version of a CRD's kind."""
+
+    #: The version's ``openAPIV3Schema`` as written, served as the kind's OpenAPI definition.
+    schema: Mapping[str, Any]
+    #: Drops the fields the schema does not declare, in place, and returns their paths
+    #: (kube's pruning); ``fieldValidation=Strict`` refuses them instead.
+    prune: Callable[[dict[str, Any]], list[Path]]
+    #: The apiVersion objects are stored as when it is another version (``conversion: None``):
+    #: writes accept either and store it, reads show this version's. Empty: this version's own.
+    stored_api_version: str = ""

@@ -1,0 +1,376 @@
+"""A CustomResourceDefinition's structural schema applied to its objects, as kube does it.
+
+Three passes over an object, each driven by the version's ``openAPIV3Schema`` (a plain
+JSONSchemaProps dict):
+
+* :func:`prune` drops every field the schema does not declare (kube's pruning), unless a
+  node says ``x-kubernetes-preserve-unknown-fields``; it returns the dropped paths so the
+  server can warn about them or, with ``fieldValidation=Strict``, refuse the write.
+* :func:`apply_defaults` fills unset fields from the schema's ``default`` values.
+* :func:`validate` returns kube's field errors for the value validations: types,
+  ``nullable``, ``required``, ``enum``, ``pattern`` (RE2, as kube), bounds, lengths and sizes, ``format``
+  where kube checks it, ``x-kubernetes-int-or-string``, ``x-kubernetes-embedded-resource``,
+  list types (``set``/``map`` uniqueness) and ``allOf``/``anyOf``/``oneOf``/``not``.
+
+Field paths and messages are kube's (``spec.replicas: Invalid value: "string": spec.replicas
+in body must be of type integer: "string"``). Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import functools
+import ipaddress
+import json
+import re
+import uuid
+from collections.abc import Iterator
+from datetime import date, datetime
+from typing import Any
+
+import re2
+
+from controlplane.apis.kube.field import ErrorType, FieldError
+
+Schema = dict[str, Any]
+Path = tuple[str | int, ...]
+
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False
+_FIELD_NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
+#: Fields every object keeps whatever its schema says (kube's pruning leaves them to the server).
+_ROOT_KEPT = ("apiVersion", "kind", "metadata")
+
+
+def format_path(path: Path) -> str:
+    """``("spec", "items", 0, "name")`` → ``spec.items[0].name``; odd map keys in brackets."""
+    out = ""
+    for part in path:
+        if isinstance(part, int) or (out and not _FIELD_NAME.fullmatch(part)):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else part
+    return out
+
+
+def type_name(value: Any) -> str:
+    """The JSON type of ``value`` as kube's messages name it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def _shown(value: Any) -> str:
+    """A value as kube's ``Invalid value: ...`` shows it (JSON)."""
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+
+# --- pruning -----------------------------------------------------------------------------
+
+
+def prune(obj: Any, schema: Schema, *, root: bool = True) -> list[Path]:
+    """Drop the fields of ``obj`` that ``schema`` does not declare, in place; the dropped paths."""
+    dropped: list[Path] = []
+    _prune(obj, schema, (), dropped, root=root)
+    return dropped
+
+
+def _prune(value: Any, schema: Schema, path: Path, dropped: list[Path], *, root: bool) -> None:
+    if isinstance(value, dict):
+        properties: dict[str, Schema] = schema.get("properties") or {}
+        additional = schema.get("additionalProperties")
+        preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields"))
+        embedded = bool(schema.get("x-kubernetes-embedded-resource"))
+        for key in list(value):
+            if (root or embedded) and key == "metadata":
+                continue  # ObjectMeta is the server's: a schema's ``metadata: {type: object}`` prunes nothing
+            if key in properties:
+                _prune(value[key], properties[key], (*path, key), dropped, root=False)
+            elif isinstance(additional, dict):
+                _prune(value[key], additional, (*path, key), dropped, root=False)
+            elif (root or embedded) and key in _ROOT_KEPT:
+                continue
+            elif not preserve and additional is not True:
+                del value[key]
+                dropped.append((*path, key))
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for index, item in enumerate(value):
+            _prune(item, schema["items"], (*path, index), dropped, root=False)
+
+
+# --- defaulting --------------------------------------------------------------------------
+
+
+def apply_defaults(obj: Any, schema: Schema) -> None:
+    """Set every unset field that has a ``default`` in ``schema``, in place (kube's defaulting:
+    also where a field is null and not nullable)."""
+    if isinstance(obj, dict):
+        properties: dict[str, Schema] = schema.get("properties") or {}
+        for key, sub in properties.items():
+            if "default" in sub and (key not in obj or (obj[key] is None and not sub.get("nullable"))):
+                obj[key] = copy.deepcopy(sub["default"])
+        for key, value in obj.items():
+            if key in properties:
+                apply_defaults(value, properties[key])
+            elif isinstance(schema.get("additionalProperties"), dict):
+                apply_defaults(value, schema["additionalProperties"])
+    elif isinstance(obj, list) and isinstance(schema.get("items"), dict):
+        for item in obj:
+            apply_defaults(item, schema["items"])
+
+
+# --- validation --------------------------------------------------------------------------
+
+
+def _err(kind: ErrorType, path: Path, message: str) -> FieldError:
+    return FieldError(kind, format_path(path), message)
+
+
+def _invalid(path: Path, value: Any, detail: str) -> FieldError:
+    return _err(ErrorType.INVALID, path, f"Invalid value: {_shown(value)}: {detail}")
+
+
+def validate(obj: Any, schema: Schema, *, path: Path = ()) -> list[FieldError]:
+    """kube's field errors for ``obj`` against ``schema`` (empty: valid)."""
+    out: list[FieldError] = []
+    _validate(obj, schema, path, out, root=not path)
+    return out
+
+
+def _type_ok(value: Any, schema: Schema) -> bool:
+    wanted = schema.get("type")
+    if schema.get("x-kubernetes-int-or-string"):
+        return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+    if not wanted:
+        return True
+    actual = type_name(value)
+    if wanted == "number":
+        return actual in ("number", "integer")
+    if wanted == "integer" and actual == "number":
+        return bool(float(value).is_integer())
+    return bool(actual == wanted)
+
+
+def _validate(value: Any, schema: Schema, path: Path, out: list[FieldError], *, root: bool = False) -> None:
+    where = format_path(path) or "body"
+    if value is None:
+        if not schema.get("nullable") and (schema.get("type") or schema.get("x-kubernetes-int-or-string")):
+            wanted = "integer or string" if schema.get("x-kubernetes-int-or-string") else schema.get("type")
+            out.append(_invalid(path, "null", f"{where} in body must be of type {wanted}: \"null\""))
+        return
+    if not _type_ok(value, schema):
+        wanted = "integer or string" if schema.get("x-kubernetes-int-or-string") else schema["type"]
+        actual = type_name(value)
+        out.append(_invalid(path, actual, f'{where} in body must be of type {wanted}: "{actual}"'))
+        return
+    before = len(out)
+    _value_checks(value, schema, path, where, out)
+    for sub in schema.get("allOf") or []:
+        _validate(value, sub, path, out)
+    if schema.get("anyOf") and not any(_passes(value, sub, path) for sub in schema["anyOf"]):
+        out.append(_invalid(path, value, f"{where} in body must match at least one schema in anyOf"))
+    if schema.get("oneOf") and sum(_passes(value, sub, path) for sub in schema["oneOf"]) != 1:
+        out.append(_invalid(path, value, f"{where} in body must validate one and only one schema (oneOf)"))
+    if isinstance(schema.get("not"), dict) and _passes(value, schema["not"], path):
+        out.append(_invalid(path, value, f"{where} in body must not validate the schema (not)"))
+    if len(out) > before:
+        return
+    if isinstance(value, dict):
+        _validate_object(value, schema, path, out, root=root)
+    elif isinstance(value, list):
+        _validate_array(value, schema, path, out)
+
+
+def _passes(value: Any, schema: Schema, path: Path) -> bool:
+    found: list[FieldError] = []
+    _validate(value, schema, path, found)
+    return not found
+
+
+def _value_checks(value: Any, schema: Schema, path: Path, where: str, out: list[FieldError]) -> None:
+    if "enum" in schema and value not in schema["enum"]:
+        supported = ", ".join(_shown(v) for v in schema["enum"])
+        out.append(_err(ErrorType.NOT_SUPPORTED, path, f"Unsupported value: {_shown(value)}: supported values: {supported}"))
+    if isinstance(value, str):
+        _string_checks(value, schema, path, where, out)
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        _number_checks(value, schema, path, where, out)
+    elif isinstance(value, list):
+        if "maxItems" in schema and len(value) > schema["maxItems"]:
+            out.append(_err(ErrorType.TOO_MANY, path, f"Too many: {len(value)}: must have at most {schema['maxItems']} items"))
+        if "minItems" in schema and len(value) < schema["minItems"]:
+            out.append(_invalid(path, len(value), f"{where} in body should have at least {schema['minItems']} items"))
+    elif isinstance(value, dict):
+        if "maxProperties" in schema and len(value) > schema["maxProperties"]:
+            out.append(_err(
+                ErrorType.TOO_MANY, path, f"Too many: {len(value)}: must have at most {schema['maxProperties']} items"
+            ))
+        if "minProperties" in schema and len(value) < schema["minProperties"]:
+            out.append(_invalid(path, len(value), f"{where} in body should have at least {schema['minProperties']} properties"))
+
+
+def _string_checks(value: str, schema: Schema, path: Path, where: str, out: list[FieldError]) -> None:
+    if "maxLength" in schema and len(value) > schema["maxLength"]:
+        out.append(_err(ErrorType.TOO_LONG, path, f"Too long: may not be more than {schema['maxLength']} bytes"))
+    if "minLength" in schema and len(value) < schema["minLength"]:
+        out.append(_invalid(path, value, f"{where} in body should be at least {schema['minLength']} chars long"))
+    pattern = schema.get("pattern")
+    if isinstance(pattern, str):
+        compiled = compiled_pattern(pattern)
+        # A pattern that does not compile was refused with its CRD; nothing to check here.
+        if not isinstance(compiled, str) and compiled.search(value) is None:
+            out.append(_invalid(path, value, f"{where} in body should match '{pattern}'"))
+    fmt = schema.get("format")
+    if isinstance(fmt, str) and not schema.get("x-kubernetes-int-or-string") and not format_ok(fmt, value):
+        out.append(_invalid(path, value, f'{where} in body must be of type {fmt}: "{value}"'))
+
+
+def _number_checks(value: float, schema: Schema, path: Path, where: str, out: list[FieldError]) -> None:
+    if "maximum" in schema:
+        limit = schema["maximum"]
+        if schema.get("exclusiveMaximum") and value >= limit:
+            out.append(_invalid(path, value, f"{where} in body should be less than {_number(limit)}"))
+        elif value > limit:
+            out.append(_invalid(path, value, f"{where} in body should be less than or equal to {_number(limit)}"))
+    if "minimum" in schema:
+        limit = schema["minimum"]
+        if schema.get("exclusiveMinimum") and value <= limit:
+            out.append(_invalid(path, value, f"{where} in body should be greater than {_number(limit)}"))
+        elif value < limit:
+            out.append(_invalid(path, value, f"{where} in body should be greater than or equal to {_number(limit)}"))
+    factor = schema.get("multipleOf")
+    if isinstance(factor, int | float) and factor > 0 and (value / factor) != int(value / factor):
+        out.append(_invalid(path, value, f"{where} in body should be a multiple of {_number(factor)}"))
+
+
+def _validate_object(value: dict[str, Any], schema: Schema, path: Path, out: list[FieldError], *, root: bool) -> None:
+    properties: dict[str, Schema] = schema.get("properties") or {}
+    for name in schema.get("required") or []:
+        if name not in value:
+            out.append(_err(ErrorType.REQUIRED, (*path, name), "Required value"))
+    if schema.get("x-kubernetes-embedded-resource"):
+        for name in ("apiVersion", "kind"):
+            if not isinstance(value.get(name), str) or not value.get(name):
+                out.append(_err(ErrorType.REQUIRED, (*path, name), "Required value: must not be empty"))
+    additional = schema.get("additionalProperties")
+    for key, item in value.items():
+        if root and key in _ROOT_KEPT and key not in properties:
+            continue
+        if key in properties:
+            _validate(item, properties[key], (*path, key), out)
+        elif isinstance(additional, dict):
+            _validate(item, additional, (*path, key), out)
+
+
+def _validate_array(value: list[Any], schema: Schema, path: Path, out: list[FieldError]) -> None:
+    items = schema.get("items")
+    if isinstance(items, dict):
+        for index, item in enumerate(value):
+            _validate(item, items, (*path, index), out)
+    list_type = schema.get("x-kubernetes-list-type")
+    if list_type == "set":
+        seen: list[Any] = []
+        for index, item in enumerate(value):
+            if item in seen:
+                out.append(_err(ErrorType.DUPLICATE, (*path, index), f"Duplicate value: {_shown(item)}"))
+            else:
+                seen.append(item)
+    elif list_type == "map":
+        keys = list(schema.get("x-kubernetes-list-map-keys") or [])
+        seen_keys: set[str] = set()
+        for index, item in enumerate(value):
+            if not isinstance(item, dict):
+                continue
+            identity = {k: item.get(k) for k in keys if k in item}
+            marker = json.dumps(identity, sort_keys=True, default=str)
+            if marker in seen_keys:
+                out.append(_err(ErrorType.DUPLICATE, (*path, index), f"Duplicate value: {_shown(identity)}"))
+            seen_keys.add(marker)
+
+
+@functools.lru_cache(maxsize=1024)
+def compiled_pattern(pattern: str) -> Any:
+    """``pattern`` compiled with RE2, as kube matches it (linear time whatever the input: a
+    pattern cannot stall the server), or why it does not compile."""
+    try:
+        return re2.compile(pattern, options=_RE2_OPTIONS)
+    except re2.error as exc:
+        detail = exc.args[0] if exc.args else "invalid"
+        return detail.decode(errors="replace") if isinstance(detail, bytes) else str(detail)
+
+
+# --- formats -----------------------------------------------------------------------------
+
+_HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?)*$")
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+_DURATION = re.compile(r"^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h|d|w))+$")
+_MAC = re.compile(r"^([0-9A-Fa-f]{2}[:-]){5}[0-9A-Fa-f]{2}$")
+
+
+def _datetime_ok(value: str) -> bool:
+    try:
+        datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        return False
+    return "T" in value.upper()
+
+
+def _parses(parse: Any, value: str) -> bool:
+    try:
+        parse(value)
+    except (ValueError, TypeError):
+        return False
+    return True
+
+
+def format_ok(fmt: str, value: str) -> bool:
+    """Whether ``value`` is a valid ``fmt`` (kube's strfmt checks; unknown formats pass)."""
+    checks: dict[str, Any] = {
+        "date-time": _datetime_ok,
+        "datetime": _datetime_ok,
+        "date": lambda v: _parses(date.fromisoformat, v) and len(v) == 10,
+        "uuid": lambda v: _parses(uuid.UUID, v) and len(v) == 36,
+        "ipv4": lambda v: _parses(ipaddress.IPv4Address, v),
+        "ipv6": lambda v: _parses(ipaddress.IPv6Address, v),
+        "cidr": lambda v: "/" in v and _parses(lambda s: ipaddress.ip_network(s, strict=False), v),
+        "byte": lambda v: _parses(lambda s: base64.b64decode(s, validate=True), v),
+        "hostname": lambda v: _HOSTNAME.match(v) is not None,
+        "email": lambda v: _EMAIL.match(v) is not None,
+        "duration": lambda v: _DURATION.match(v) is not None,
+        "mac": lambda v: _MAC.match(v) is not None,
+    }
+    check = checks.get(fmt)
+    return True if check is None else bool(check(value))
+
+
+# --- walking -----------------------------------------------------------------------------
+
+
+def walk(schema: Schema, path: Path = ()) -> Iterator[tuple[Path, Schema]]:
+    """Every node of ``schema`` with its path (``*`` for array items and map values)."""
+    yield path, schema
+    for name, sub in (schema.get("properties") or {}).items():
+        if isinstance(sub, dict):
+            yield from walk(sub, (*path, name))
+    if isinstance(schema.get("items"), dict):
+        yield from walk(schema["items"], (*path, "*"))
+    if isinstance(schema.get("additionalProperties"), dict):
+        yield from walk(schema["additionalProperties"], (*path, "*"))

@@ -1,0 +1,191 @@
+"""From CustomResourceDefinition objects to the :class:`ResourceType` s the server serves.
+
+:func:`crd_resource_type` is the CustomResourceDefinition kind itself
+(``apiextensions.k8s.io/v1``, with kube's defaulting and validation); :func:`custom_types`
+turns one established CRD into a type per served version: names, scope, status and
+scale subresources, ``additionalPrinterColumns`` as table columns, and the version's
+structural schema wired as the kind's pruning, defaulting and validation (CEL rules
+included). Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from controlplane.apis.apiextensions import cel
+from controlplane.apis.apiextensions import crd as crds
+from controlplane.apis.apiextensions.kind import CustomKind
+from controlplane.apis.apiextensions.schema import Schema, apply_defaults, prune, validate
+from controlplane.apis.kube.field import ErrorType, FieldError
+from controlplane.apiserver import columns as col
+from controlplane.apiserver.resources import AGE, ResourceType, ScaleSubresource, TableColumn, path
+
+#: kube's finalizer on every CRD: its objects are deleted before it goes.
+CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
+CRD_KIND = "CustomResourceDefinition"
+
+
+def _crd_prepare(obj: dict[str, Any]) -> None:
+    finalizers = obj.setdefault("metadata", {}).setdefault("finalizers", [])
+    if isinstance(finalizers, list) and CLEANUP_FINALIZER not in finalizers and not obj["metadata"].get("deletionTimestamp"):
+        finalizers.append(CLEANUP_FINALIZER)
+
+
+def _crd_validate(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+    errors = crds.validate_crd(obj, compile_rule=cel.compile_error)
+    if old is not None:
+        for key in ("group", "scope"):
+            before, after = (old.get("spec") or {}).get(key), (obj.get("spec") or {}).get(key)
+            if before != after:
+                errors.append(FieldError(
+                    ErrorType.INVALID, f"spec.{key}", f'Invalid value: "{after}": field is immutable'
+                ))
+    return errors
+
+
+def crd_resource_type() -> ResourceType:
+    """``customresourcedefinitions.apiextensions.k8s.io``."""
+    return ResourceType(
+        crds.GROUP, crds.VERSION, CRD_KIND, "customresourcedefinitions",
+        "customresourcedefinition", namespaced=False, short_names=("crd", "crds"),
+        categories=("api-extensions",), has_status=True,
+        columns=(TableColumn("Created At", path("metadata.creationTimestamp"), type="date"),),
+        prepare=_crd_prepare, defaults=crds.default_crd, validate=_crd_validate,
+    )
+
+
+# --- printer columns ----------------------------------------------------------------------
+
+_STEP = re.compile(r"\.([A-Za-z0-9_\-/]+)|\[(\d+)\]|\[\?\(@\.([A-Za-z0-9_]+)==[\"']([^\"']*)[\"']\)\]|\['([^']+)'\]")
+
+
+def json_path_getter(expression: str) -> Callable[[Any], Any]:
+    """A reader of kube's simple JSONPath (``.spec.x``, ``[0]``, ``['a.b']``,
+    ``[?(@.type=="Ready")]``) over an object; None where nothing matches."""
+    steps = [m.groups() for m in _STEP.finditer(expression.strip().removeprefix("{").removesuffix("}"))]
+
+    def get(obj: Any) -> Any:
+        node = obj
+        for name, index, key, wanted, quoted in steps:
+            if name is not None or quoted is not None:
+                node = node.get(name or quoted) if isinstance(node, dict) else None
+            elif index is not None:
+                node = node[int(index)] if isinstance(node, list) and int(index) < len(node) else None
+            else:
+                matches = [i for i in node if isinstance(i, dict) and str(i.get(key)) == wanted] if isinstance(node, list) else []
+                node = matches[0] if matches else None
+            if node is None:
+                return None
+        return node
+
+    return get
+
+
+def _column(definition: dict[str, Any]) -> TableColumn:
+    get = json_path_getter(str(definition.get("jsonPath", "")))
+    kind = str(definition.get("type") or "string")
+
+    def cell(obj: dict[str, Any], now: datetime) -> Any:
+        value = get(obj)
+        if kind == "date":
+            return col.since(value, now) if value is not None else "<unknown>"
+        if value is None:
+            return None
+        if isinstance(value, dict | list):
+            return str(value)
+        return value
+
+    return TableColumn(
+        str(definition["name"]), cell, type=kind, priority=int(definition.get("priority") or 0),
+        description=str(definition.get("description") or ""), format=str(definition.get("format") or ""),
+    )
+
+
+# --- instances ---------------------------------------------------------------------------
+
+
+def _dotted(json_path: str) -> str:
+    return ".".join(crds.field_path(json_path))
+
+
+def _schema_hooks(schema: Schema) -> tuple[
+    Callable[[dict[str, Any]], list[tuple[str | int, ...]]],
+    Callable[[dict[str, Any]], None],
+    Callable[[dict[str, Any], dict[str, Any] | None], list[FieldError]],
+]:
+    rules = cel.compile_schema_rules(schema)
+
+    def prune_unknown(obj: dict[str, Any]) -> list[tuple[str | int, ...]]:
+        return prune(obj, schema)
+
+    def defaults(obj: dict[str, Any]) -> None:
+        apply_defaults(obj, schema)
+
+    def check(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+        found = validate(obj, schema)
+        if not found:
+            found = rules.evaluate(obj, old)
+        return found
+
+    return prune_unknown, defaults, check
+
+
+_KUBE_VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
+
+
+def version_priority(name: str) -> tuple[int, int, int, str]:
+    """kube's ordering of version names (sort ascending = most preferred first): GA before beta
+    before alpha, higher numbers first, then anything else alphabetically."""
+    match = _KUBE_VERSION.match(name)
+    if match is None:
+        return (3, 0, 0, name)
+    major, level, minor = match.groups()
+    rank = {None: 0, "beta": 1, "alpha": 2}[level]
+    return (rank, -int(major), -int(minor or 0), name)
+
+
+def _stored_as(api_version: str) -> Callable[[dict[str, Any]], None]:
+    def prepare(obj: dict[str, Any]) -> None:
+        obj["apiVersion"] = api_version
+
+    return prepare
+
+
+def custom_types(crd: dict[str, Any]) -> list[ResourceType]:
+    """The types an established ``crd`` serves: one per served version, most preferred first
+    (see the module docstring). With ``conversion: None`` every version reads and writes the
+    same objects, stored as the storage version; each version has its own schema and columns."""
+    spec = crd["spec"]
+    names = spec["names"]
+    group = spec["group"]
+    stored = f"{group}/{crds.storage_version(crd)}"
+    out: list[ResourceType] = []
+    for version in sorted(spec["versions"], key=lambda v: version_priority(v["name"])):
+        if not version.get("served"):
+            continue
+        schema: Schema = version["schema"]["openAPIV3Schema"]
+        subresources = version.get("subresources") or {}
+        scale = subresources.get("scale")
+        printer = version.get("additionalPrinterColumns")
+        prune_unknown, defaults, check = _schema_hooks(schema)
+        api_version = f"{group}/{version['name']}"
+        out.append(ResourceType(
+            group, version["name"], names["kind"], names["plural"], names.get("singular") or names["kind"].lower(),
+            namespaced=spec["scope"] == "Namespaced",
+            short_names=tuple(names.get("shortNames") or ()),
+            categories=tuple(names.get("categories") or ()),
+            has_status="status" in subresources,
+            columns=tuple(_column(c) for c in printer) if printer else (AGE,),
+            scale=ScaleSubresource(
+                spec_replicas=_dotted(scale["specReplicasPath"]),
+                status_replicas=_dotted(scale["statusReplicasPath"]),
+                label_selector=_dotted(scale.get("labelSelectorPath") or ".status.selector"),
+            ) if isinstance(scale, dict) else None,
+            defaults=defaults, validate=check,
+            prepare=_stored_as(stored) if api_version != stored else None,
+            custom=CustomKind(schema, prune_unknown, stored if api_version != stored else ""),
+        ))
+    return out

@@ -1,0 +1,222 @@
+"""CEL rules (``x-kubernetes-validations``) and kube's validation of a CRD itself (table-driven)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from controlplane.apis.apiextensions import cel
+from controlplane.apis.apiextensions.crd import default_crd, validate_crd
+
+RULES: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "spec": {
+            "type": "object",
+            "x-kubernetes-validations": [
+                {"rule": "self.replicas <= self.maxReplicas", "message": "replicas must not exceed maxReplicas"},
+                {"rule": "self.model.startsWith('m')"},
+                {"rule": "self.replicas >= oldSelf.replicas", "message": "may not scale down", "reason": "FieldValueForbidden"},
+                {"rule": "self.replicas != 7", "messageExpression": "'replicas may not be ' + string(self.replicas)",
+                 "fieldPath": ".replicas"},
+            ],
+            "properties": {
+                "model": {"type": "string"},
+                "replicas": {"type": "integer"},
+                "maxReplicas": {"type": "integer"},
+                "tags": {"type": "array", "items": {"type": "string", "x-kubernetes-validations": [{"rule": "self.size() < 4"}]}},
+            },
+        },
+    },
+}
+
+
+def _errors(spec: dict[str, Any], old: dict[str, Any] | None = None) -> list[tuple[str, str, str]]:
+    rules = cel.compile_schema_rules(RULES)
+    found = rules.evaluate({"spec": spec}, {"spec": old} if old is not None else None)
+    return [(e.type.value, e.field, e.message) for e in found]
+
+
+@pytest.mark.parametrize(
+    ("spec", "old", "expected"),
+    [
+        ({"model": "m1", "replicas": 1, "maxReplicas": 2}, None, []),
+        ({"model": "m1", "replicas": 3, "maxReplicas": 2}, None,
+         [("FieldValueInvalid", "spec", 'Invalid value: "object": replicas must not exceed maxReplicas')]),
+        ({"model": "x", "replicas": 1, "maxReplicas": 2}, None,
+         [("FieldValueInvalid", "spec", "Invalid value: \"object\": failed rule: self.model.startsWith('m')")]),
+        # A transition rule runs only on update, with the stored value as oldSelf.
+        ({"model": "m", "replicas": 1, "maxReplicas": 2}, {"model": "m", "replicas": 2, "maxReplicas": 2},
+         [("FieldValueForbidden", "spec", "Forbidden: may not scale down")]),
+        ({"model": "m", "replicas": 7, "maxReplicas": 9}, None,
+         [("FieldValueInvalid", "spec.replicas", 'Invalid value: "object": replicas may not be 7')]),
+        ({"model": "m", "replicas": 1}, None,
+         [("FieldValueInvalid", "spec", 'Invalid value: "object": no such key: maxReplicas')]),
+        ({"model": "m", "replicas": 1, "maxReplicas": 1, "tags": ["ok", "toolong"]}, None,
+         [("FieldValueInvalid", "spec.tags[1]", 'Invalid value: "string": failed rule: self.size() < 4')]),
+    ],
+)
+def test_rules_fail_with_kubes_messages(spec: dict[str, Any], old: dict[str, Any] | None, expected: list[Any]) -> None:
+    assert _errors(spec, old) == expected
+
+
+def test_compile_errors_and_cost_budget() -> None:
+    assert cel.compile_error("self.x > 1") is None
+    assert (cel.compile_error("self.x >") or "").startswith("ERROR: <input>:1:9: Syntax error")
+    unbounded = {"type": "array", "items": {"type": "array", "items": {"type": "string"}}}
+    nested = "self.all(x, x.all(y, self.exists(z, z == y)))"
+    problem = cel.compile_error(nested, unbounded)
+    assert problem is not None and problem.startswith("estimated rule cost exceeds budget by factor of")
+    bounded = {"type": "array", "maxItems": 10, "items": {"type": "array", "maxItems": 10, "items": {"type": "string"}}}
+    assert cel.compile_error(nested, bounded) is None
+    assert cel.estimated_cost(nested, bounded) == 10 * (1 + 10 * (1 + 10))
+    # Nesting multiplies along the fields walked, not the largest list anywhere (Kueue's
+    # ClusterQueue rule over 16 groups x 64 flavors x 64 resources, beside an unbounded list).
+    queue = {"type": "object", "properties": {
+        "admissionChecks": {"type": "array", "items": {"type": "string"}},
+        "resourceGroups": {"type": "array", "maxItems": 16, "items": {"type": "object", "properties": {
+            "flavors": {"type": "array", "maxItems": 64, "items": {"type": "object", "properties": {
+                "resources": {"type": "array", "maxItems": 64, "items": {"type": "object"}},
+            }}},
+        }}},
+    }}
+    rule = "has(self.resourceGroups) ? self.resourceGroups.all(rg, rg.flavors.all(f, f.resources.all(r, !has(r.x)))) : true"
+    assert cel.compile_error(rule, queue) is None
+    assert cel.estimated_cost(rule, queue) == 16 * (1 + 64 * (1 + 64))
+    quadratic = "self.admissionChecks.all(x, self.admissionChecks.exists(y, y == x))"
+    assert (cel.compile_error(quadratic, queue) or "").startswith("estimated rule cost exceeds budget")
+
+
+CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "trainers.ml.example.com"},
+    "spec": {
+        "group": "ml.example.com",
+        "scope": "Namespaced",
+        "names": {"plural": "trainers", "kind": "Trainer"},
+        "versions": [{
+            "name": "v1", "served": True, "storage": True,
+            "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {"type": "object"}}}},
+        }],
+    },
+}
+
+
+def _crd_errors(change: Any) -> list[tuple[str, str]]:
+    crd = copy.deepcopy(CRD)
+    change(crd)
+    default_crd(crd)
+    return [(e.field, e.message) for e in validate_crd(crd, compile_rule=cel.compile_error)]
+
+
+def _schema(crd: dict[str, Any]) -> dict[str, Any]:
+    return crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (lambda c: None, []),
+        (lambda c: c["metadata"].update(name="trainer.ml.example.com"),
+         ("metadata.name", 'Invalid value: "trainer.ml.example.com": must be spec.names.plural+"."+spec.group')),
+        (lambda c: c["spec"].update(group="example"), ("spec.group", 'Invalid value: "example": should be a domain with at least one dot')),
+        (lambda c: c["spec"].update(scope="Global"), ("spec.scope", 'Unsupported value: "Global": supported values: "Cluster", "Namespaced"')),
+        (lambda c: c["spec"]["versions"][0].update(storage=False),
+         ("spec.versions", "Invalid value: 0: must have exactly one version marked as storage version")),
+        (lambda c: c["spec"]["versions"].append(copy.deepcopy(c["spec"]["versions"][0])),
+         ("spec.versions[1].name", 'Duplicate value: "v1"')),
+        (lambda c: c["spec"]["versions"][0].pop("schema"),
+         ("spec.versions[0].schema.openAPIV3Schema", "Required value: schemas are required")),
+        (lambda c: _schema(c)["properties"].update(size={"description": "no type"}),
+         ("spec.versions[0].schema.openAPIV3Schema.properties[size].type", "Required value: must not be empty for specified object fields")),
+        (lambda c: _schema(c)["properties"]["spec"].update({"x-kubernetes-validations": [{"rule": "self.a >"}]}),
+         ("spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule",
+          'Invalid value: "self.a >": compilation failed: ERROR: <input>:1:9: Syntax error: mismatched input')),
+        (lambda c: c["spec"]["versions"][0].update(subresources={"scale": {"specReplicasPath": ".replicas", "statusReplicasPath": ".status.replicas"}}),
+         ("spec.versions[0].subresources.scale.specReplicasPath", 'Invalid value: ".replicas": should be a json path under .spec')),
+        (lambda c: _schema(c)["properties"]["spec"].update(pattern="(?<=a)b"),
+         ("spec.versions[0].schema.openAPIV3Schema.properties[spec].pattern",
+          'Invalid value: "(?<=a)b": must be a valid regular expression, but isn\'t: invalid perl operator: (?<=')),
+        (lambda c: _schema(c)["properties"].update(size={"type": "integer", "minimum": 1, "default": 0}),
+         ("spec.versions[0].schema.openAPIV3Schema.properties[size].default",
+          "Invalid value: 0: spec.versions[0].schema.openAPIV3Schema.properties[size].default in body should be greater than or equal to 1")),
+        # A default is valid once the defaults under it are applied (Kueue's `default: {}`).
+        (lambda c: _schema(c)["properties"].update(opts={
+            "type": "object", "default": {}, "required": ["mode"], "properties": {"mode": {"type": "string", "default": "Never"}},
+        }), []),
+        (lambda c: c["spec"].update(preserveUnknownFields=True), ("spec.preserveUnknownFields", "Invalid value: true: must be false")),
+        (lambda c: c["spec"]["names"].update(plural="Trainers"),
+         ("spec.names.plural", 'Invalid value: "Trainers": a lowercase RFC 1123 label must consist of lower case alphanumeric '
+          "characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
+          "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")),
+    ],
+)
+def test_crd_validation(change: Any, expected: tuple[str, str] | list[Any]) -> None:
+    found = _crd_errors(change)
+    if expected == []:
+        assert found == []
+    else:
+        field, message = expected
+        assert any(f == field and m.startswith(message) for f, m in found), found
+
+
+def test_crd_defaults() -> None:
+    crd = copy.deepcopy(CRD)
+    default_crd(crd)
+    assert crd["spec"]["names"]["listKind"] == "TrainerList"
+    assert crd["spec"]["names"]["singular"] == "trainer"
+    assert crd["spec"]["conversion"] == {"strategy": "None"}
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        "self.name.lowerAscii() == 'abc' && self.name.upperAscii() == 'ABC'",
+        "self.csv.split(',') == ['a', 'b'] && ['a', 'b'].join('-') == 'a-b'",
+        "self.name.indexOf('b') == 1 && self.name.substring(1) == 'bc' && self.name.replace('b', 'x') == 'axc'",
+        "self.items.isSorted() && self.items.sum() == 6 && self.items.min() == 1 && self.items.max() == 3",
+        "self.items.indexOf(2) == 1 && self.items.lastIndexOf(3) == 2",
+        "self.name.find('[bc]+') == 'bc' && self.name.findAll('[a-c]').size() == 3",
+        "sets.contains(self.items, [1, 2]) && sets.intersects(self.items, [3, 4])",
+        "math.greatest(self.items) == 3 && math.abs(-1) == 1",
+        "self.name.matches('^a') && duration('1s') < duration('2s')",
+        "quantity('1Gi') == quantity('1024Mi') && quantity('1Gi').isGreaterThan(quantity('1M'))",
+        "isQuantity('500m') && !isQuantity('five') && quantity('500m').isInteger() == false",
+        "quantity('1Gi').add(quantity('1Gi')).compareTo(quantity('2Gi')) == 0 && quantity('2k').asInteger() == 2000",
+        "quantity('1.5').asApproximateFloat() == 1.5 && quantity('1').sub(quantity('2')).sign() == -1",
+    ],
+)
+def test_kubes_cel_libraries_are_available(rule: str) -> None:
+    """Rules may use what kube's CRD validation environment offers beyond core CEL."""
+    rules = cel.compile_schema_rules({"type": "object", "x-kubernetes-validations": [{"rule": rule}]})
+    assert rules.evaluate({"name": "abc", "csv": "a,b", "items": [1, 2, 3]}, None) == []
+
+
+def test_a_library_error_is_the_rules_message_and_prints_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    rules = cel.compile_schema_rules({"type": "object", "properties": {"memory": {
+        "type": "string", "x-kubernetes-validations": [{"rule": "quantity(self).isLessThan(quantity('1Gi'))"}],
+    }}})
+    found = rules.evaluate({"memory": "lots"}, None)
+    assert [(e.field, e.message) for e in found] == [(
+        "memory", 'Invalid value: "string": quantities must match the regular expression: '
+        "'lots' is not a valid quantity (e.g. 500m, 2, 1Gi)",
+    )]
+    assert capsys.readouterr().err == ""
+    assert rules.evaluate({"memory": "512Mi"}, None) == []
+
+
+def test_transition_rules_in_a_map_list_see_the_old_item_with_the_same_keys() -> None:
+    rules = cel.compile_schema_rules({"type": "object", "properties": {"ports": {
+        "type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+        "items": {"type": "object", "x-kubernetes-validations": [
+            {"rule": "self.port == oldSelf.port", "message": "port is immutable"},
+        ]},
+    }}})
+    old = {"ports": [{"name": "a", "port": 1}, {"name": "b", "port": 2}]}
+    new = {"ports": [{"name": "b", "port": 3}, {"name": "a", "port": 1}, {"name": "c", "port": 9}]}
+    found = rules.evaluate(new, old)
+    # Item b changed its port; a is unchanged (found by its key, not its index); c is new.
+    assert [(e.field, e.message) for e in found] == [("ports[0]", 'Invalid value: "object": port is immutable')]

@@ -1,0 +1,257 @@
+"""CustomResourceDefinitions served in process: two API server replicas over one store both
+serve a CRD written through either, kube's conditions are written once, names that clash with
+a served kind are refused, and the kind's OpenAPI comes from its schema."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from controlplane.apiserver import codec
+from controlplane.apiserver.app import create_app
+from controlplane.apiserver.crd.registry import DynamicRegistry
+from controlplane.apiserver.crd.types import crd_resource_type
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.apiserver.resources import coordination_resources, core_resources, workload_resources
+from controlplane.storage import MemoryStore
+
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "trainers.ml.example.com"},
+    "spec": {
+        "group": "ml.example.com",
+        "scope": "Namespaced",
+        "names": {"plural": "trainers", "kind": "Trainer", "shortNames": ["tr"]},
+        "versions": [{
+            "name": "v1", "served": True, "storage": True,
+            "subresources": {"status": {}},
+            "schema": {"openAPIV3Schema": {
+                "type": "object",
+                "properties": {"spec": {"type": "object", "properties": {
+                    "model": {"type": "string", "description": "The model to train."},
+                }}},
+            }},
+        }],
+    },
+}
+Client = TestClient[Any, Any]
+
+
+@pytest.fixture
+async def replicas() -> AsyncIterator[tuple[Client, Client]]:
+    """Two API servers (each with its own registry and CRD controller) over one store, which
+    already holds a malformed CRD written around the API (it must not stop the others)."""
+    async with MemoryStore() as memory:
+        malformed = {**copy.deepcopy(CRD), "metadata": {"name": "broken.ml.example.com"}}
+        malformed["spec"]["names"] = {"plural": "brokens", "kind": "Broken"}
+        malformed["spec"]["versions"] = [{"name": "v1", "storage": True}]
+        await memory.create(crd_resource_type().key(namespace=None, name="broken.ml.example.com"), codec.encode(malformed))
+        clients = []
+        for _ in range(2):
+            registry = DynamicRegistry(core_resources(), workload_resources(), coordination_resources(), [crd_resource_type()])
+            objects = ObjectStore(memory, registry)
+            clients.append(TestClient(TestServer(create_app(objects, registry))))
+        for client in clients:
+            await client.start_server()
+        try:
+            yield clients[0], clients[1]
+        finally:
+            for client in clients:
+                await client.close()
+
+
+async def _until(check: Callable[[], Awaitable[Any]]) -> Any:
+    """Poll ``check`` until it returns something truthy; fail after 10 s."""
+    async with asyncio.timeout(10):
+        while True:
+            if result := await check():
+                return result
+            await asyncio.sleep(0.02)
+
+
+async def _conditions(client: Client, name: str) -> dict[str, dict[str, Any]]:
+    body = await (await client.get(f"{CRDS}/{name}")).json()
+    return {c["type"]: c for c in (body.get("status") or {}).get("conditions") or []}
+
+
+async def test_a_crd_written_through_one_replica_is_served_by_both(replicas: tuple[Client, Client]) -> None:
+    first, second = replicas
+    created = await first.post(CRDS, json=CRD)
+    assert created.status == 201, await created.text()
+    assert (await created.json())["metadata"]["finalizers"] == ["customresourcecleanup.apiextensions.k8s.io"]
+
+    async def served_by_second() -> bool:
+        return (await second.get("/apis/ml.example.com/v1")).status == 200
+
+    await _until(served_by_second)
+    listing = await (await second.get("/apis/ml.example.com/v1")).json()
+    assert [(r["name"], r.get("shortNames")) for r in listing["resources"]] == [("trainers", ["tr"]), ("trainers/status", None)]
+    conditions = await _until(lambda: _established(second))
+    assert conditions["NamesAccepted"]["reason"] == "NoConflicts"
+    assert conditions["Established"]["message"] == "the initial names have been accepted"
+
+    obj = {"apiVersion": "ml.example.com/v1", "kind": "Trainer", "metadata": {"name": "a"}, "spec": {"model": "m"}}
+    written = await second.post("/apis/ml.example.com/v1/namespaces/default/trainers", json=obj)
+    assert written.status == 201, await written.text()
+    read = await (await first.get("/apis/ml.example.com/v1/namespaces/default/trainers/a")).json()
+    assert read["spec"] == {"model": "m"}
+
+    document = await (await first.get("/openapi/v3/apis/ml.example.com/v1")).json()
+    schema = document["components"]["schemas"]["com.example.ml.v1.Trainer"]
+    assert schema["properties"]["spec"]["properties"]["model"]["description"] == "The model to train."
+    assert schema["x-kubernetes-group-version-kind"] == [{"group": "ml.example.com", "version": "v1", "kind": "Trainer"}]
+
+
+async def _established(client: Client) -> dict[str, dict[str, Any]] | None:
+    conditions = await _conditions(client, "trainers.ml.example.com")
+    ready = conditions.get("Established", {}).get("status") == "True"
+    return conditions if ready else None
+
+
+async def test_names_already_served_are_not_accepted(replicas: tuple[Client, Client]) -> None:
+    first, _ = replicas
+    assert (await first.post(CRDS, json=CRD)).status == 201
+    await _until(lambda: _established(first))
+    # A built-in kind's plural, and a short name an older CRD holds.
+    leases = copy.deepcopy(CRD)
+    leases["metadata"]["name"] = "leases.coordination.k8s.io"
+    leases["spec"]["group"] = "coordination.k8s.io"
+    leases["spec"]["names"] = {"plural": "leases", "kind": "Lease2"}
+    models = copy.deepcopy(CRD)
+    models["metadata"]["name"] = "models.ml.example.com"
+    models["spec"]["names"] = {"plural": "models", "kind": "Model", "shortNames": ["tr"]}
+    for crd in (leases, models):
+        assert (await first.post(CRDS, json=crd)).status == 201
+
+    for name, reason, message in (
+        ("leases.coordination.k8s.io", "PluralConflict", '"leases" is already in use'),
+        ("models.ml.example.com", "ShortNamesConflict", '"tr" is already in use'),
+    ):
+        async def refused(name: str = name) -> dict[str, dict[str, Any]] | None:
+            conditions = await _conditions(first, name)
+            return conditions if "NamesAccepted" in conditions else None
+
+        conditions = await _until(refused)
+        assert conditions["NamesAccepted"]["status"] == "False"
+        assert (conditions["NamesAccepted"]["reason"], conditions["NamesAccepted"]["message"]) == (reason, message)
+        assert (conditions["Established"]["status"], conditions["Established"]["reason"]) == ("False", "NotAccepted")
+    kinds = {r["kind"] for r in (await (await first.get("/apis/ml.example.com/v1")).json())["resources"]}
+    assert kinds == {"Trainer"}
+    assert (await first.get("/apis/coordination.k8s.io/v1/namespaces/default/leases")).status == 200
+
+
+async def test_an_invalid_crd_is_refused_with_kubes_causes(replicas: tuple[Client, Client]) -> None:
+    first, _ = replicas
+    bad = copy.deepcopy(CRD)
+    bad["spec"]["versions"][0]["storage"] = False
+    bad["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["size"] = {}
+    answer = await first.post(CRDS, json=bad)
+    assert answer.status == 422
+    causes = {(c["field"], c["message"]) for c in (await answer.json())["details"]["causes"]}
+    assert ("spec.versions", "Invalid value: 0: must have exactly one version marked as storage version") in causes
+    assert (
+        "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[size].type",
+        "Required value: must not be empty for specified object fields",
+    ) in causes
+
+
+async def test_deleting_a_crd_waits_for_its_objects_finalizers_then_goes(replicas: tuple[Client, Client]) -> None:
+    first, second = replicas
+    assert (await first.post(CRDS, json=CRD)).status == 201
+    await _until(lambda: _established(second))
+    objects = "/apis/ml.example.com/v1/namespaces/default/trainers"
+    held = {"apiVersion": "ml.example.com/v1", "kind": "Trainer", "metadata": {"name": "held", "finalizers": ["example.com/hold"]}}
+    free = {"apiVersion": "ml.example.com/v1", "kind": "Trainer", "metadata": {"name": "free"}}
+    for obj in (held, free):
+        assert (await second.post(objects, json=obj)).status == 201
+
+    assert (await first.delete(f"{CRDS}/trainers.ml.example.com")).status == 200
+
+    async def terminating() -> dict[str, dict[str, Any]] | None:
+        conditions = await _conditions(first, "trainers.ml.example.com")
+        return conditions if "Terminating" in conditions else None
+
+    conditions = await _until(terminating)
+    assert conditions["Terminating"]["reason"] == "InstanceDeletionInProgress"
+
+    async def only_held_left() -> bool:
+        listed = await (await first.get(objects)).json()
+        names = [item["metadata"]["name"] for item in listed["items"]]
+        return names == ["held"] and bool(listed["items"][0]["metadata"].get("deletionTimestamp"))
+
+    await _until(only_held_left)
+    # The CRD stays while an object's own finalizer holds it ...
+    assert (await first.get(f"{CRDS}/trainers.ml.example.com")).status == 200
+    released = await first.patch(
+        f"{objects}/held", json={"metadata": {"finalizers": None}}, headers={"Content-Type": "application/merge-patch+json"}
+    )
+    assert released.status == 200, await released.text()
+
+    # ... and goes once its objects are gone; neither replica serves the kind any more.
+    async def gone() -> bool:
+        crd = await first.get(f"{CRDS}/trainers.ml.example.com")
+        served = [await c.get("/apis/ml.example.com/v1") for c in (first, second)]
+        return crd.status == 404 and all(answer.status == 404 for answer in served)
+
+    await _until(gone)
+
+
+async def test_served_versions_share_objects_stored_as_the_storage_version(replicas: tuple[Client, Client]) -> None:
+    first, second = replicas
+    crd = copy.deepcopy(CRD)
+    beta = copy.deepcopy(crd["spec"]["versions"][0])
+    beta.update(name="v1beta1", storage=False)
+    beta["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["size"] = {"type": "integer", "default": 3}
+    crd["spec"]["versions"].append(beta)
+    assert (await first.post(CRDS, json=crd)).status == 201
+    await _until(lambda: _established(second))
+    group = await (await second.get("/apis/ml.example.com")).json()
+    assert [v["version"] for v in group["versions"]] == ["v1", "v1beta1"]
+    assert group["preferredVersion"]["version"] == "v1"
+
+    v1 = "/apis/ml.example.com/v1/namespaces/default/trainers"
+    v1beta1 = "/apis/ml.example.com/v1beta1/namespaces/default/trainers"
+    obj = {"apiVersion": "ml.example.com/v1beta1", "kind": "Trainer", "metadata": {"name": "a"}, "spec": {"model": "m"}}
+    created = await second.post(v1beta1, json=obj)
+    assert created.status == 201, await created.text()
+    # Written through v1beta1: its schema's default applies, and the answer is in v1beta1.
+    assert (await created.json())["apiVersion"] == "ml.example.com/v1beta1"
+    assert (await created.json())["spec"] == {"model": "m", "size": 3}
+    # Read through v1 it is a v1 object (conversion None: the same fields).
+    read = await (await first.get(f"{v1}/a")).json()
+    assert (read["apiVersion"], read["spec"]) == ("ml.example.com/v1", {"model": "m", "size": 3})
+    listed = await (await first.get(v1beta1)).json()
+    assert [item["apiVersion"] for item in listed["items"]] == ["ml.example.com/v1beta1"]
+    # A patch through v1beta1 of the stored (v1) object works and answers in v1beta1.
+    patched = await second.patch(
+        f"{v1beta1}/a", json={"spec": {"model": "n"}}, headers={"Content-Type": "application/merge-patch+json"}
+    )
+    assert patched.status == 200, await patched.text()
+    assert ((await patched.json())["apiVersion"], (await patched.json())["spec"]["model"]) == ("ml.example.com/v1beta1", "n")
+    assert (await (await first.get(f"{v1}/a")).json())["spec"]["model"] == "n"
+    # A watch through v1beta1 sees v1beta1 objects.
+    watch = await second.get(v1beta1, params={"watch": "1", "resourceVersion": "0", "timeoutSeconds": "5"})
+    line = await watch.content.readline()
+    watch.close()
+    event = json.loads(line)
+    assert (event["type"], event["object"]["apiVersion"]) == ("ADDED", "ml.example.com/v1beta1")
+
+
+async def test_a_watch_ends_when_its_crd_is_deleted(replicas: tuple[Client, Client]) -> None:
+    first, second = replicas
+    assert (await first.post(CRDS, json=CRD)).status == 201
+    await _until(lambda: _established(second))
+    watch = await second.get("/apis/ml.example.com/v1/trainers", params={"watch": "1", "timeoutSeconds": "60"})
+    assert watch.status == 200
+    assert (await first.delete(f"{CRDS}/trainers.ml.example.com")).status == 200
+    # The stream ends (well before its 60 s timeout) once the kind is gone.
+    async with asyncio.timeout(10):
+        assert await watch.content.read() == b""
