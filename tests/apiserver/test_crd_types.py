@@ -56,10 +56,8 @@ def test_every_served_version_is_served_most_preferred_first() -> None:
     assert rt.custom is not None and beta.custom is not None
     assert (rt.custom.stored_api_version, beta.custom.stored_api_version) == ("", "ml.example.com/v1")
     assert beta.key(namespace=None, name="a") == rt.key(namespace=None, name="a")
-    assert beta.prepare is not None
-    obj: dict[str, Any] = {"apiVersion": "ml.example.com/v1beta1"}
-    beta.prepare(obj)
-    assert obj["apiVersion"] == "ml.example.com/v1"
+    assert (beta.api_version, beta.storage_api_version) == ("ml.example.com/v1beta1", "ml.example.com/v1")
+    assert rt.storage_api_version == rt.api_version == "ml.example.com/v1"
     # Each version has its own schema's hooks and columns.
     assert beta.columns != rt.columns and beta.custom.schema == {"type": "object"}
 

@@ -147,13 +147,6 @@ def version_priority(name: str) -> tuple[int, int, int, str]:
     return (rank, -int(major), -int(minor or 0), name)
 
 
-def _stored_as(api_version: str) -> Callable[[dict[str, Any]], None]:
-    def prepare(obj: dict[str, Any]) -> None:
-        obj["apiVersion"] = api_version
-
-    return prepare
-
-
 def custom_types(crd: dict[str, Any]) -> list[ResourceType]:
     """The types an established ``crd`` serves: one per served version, most preferred first
     (see the module docstring). With ``conversion: None`` every version reads and writes the
@@ -185,7 +178,6 @@ def custom_types(crd: dict[str, Any]) -> list[ResourceType]:
                 label_selector=_dotted(scale.get("labelSelectorPath") or ".status.selector"),
             ) if isinstance(scale, dict) else None,
             defaults=defaults, validate=check,
-            prepare=_stored_as(stored) if api_version != stored else None,
             custom=CustomKind(schema, prune_unknown, stored if api_version != stored else ""),
         ))
     return out
