@@ -210,14 +210,14 @@ async def test_pod_defaults_requests_from_limits_and_status(api: Client) -> None
 async def test_service_defaults(api: Client) -> None:
     body = {
         "apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
-        "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}, {"port": 443, "targetPort": "https"}]},
+        "spec": {"selector": {"app": "web"}, "ports": [{"name": "http", "port": 80}, {"name": "https", "port": 443, "targetPort": "https"}]},
     }
     got = await create(api, "/api/v1/namespaces/default/services", body)
     assert got["spec"] == {
         "selector": {"app": "web"},
         "ports": [
-            {"port": 80, "protocol": "TCP", "targetPort": 80},
-            {"port": 443, "targetPort": "https", "protocol": "TCP"},
+            {"name": "http", "port": 80, "protocol": "TCP", "targetPort": 80},
+            {"name": "https", "port": 443, "targetPort": "https", "protocol": "TCP"},
         ],
         "type": "ClusterIP",
         "sessionAffinity": "None",

@@ -210,8 +210,10 @@ CASES: list[tuple[str, Callable[[], Obj], Callable[[Obj], None], str, str]] = [
     ("volume-duplicate", deployment, setting(*TEMPLATE_SPEC, "volumes", value=[
         {"name": "data", "emptyDir": {}}, {"name": "data", "emptyDir": {}}]),
      "spec.template.spec.volumes[1].name", 'Duplicate value: "data"'),
-    ("volume-no-type", deployment, setting(*TEMPLATE_SPEC, "volumes", value=[{"name": "data"}]),
-     "spec.template.spec.volumes[0]", "Required value: must specify a volume type"),
+    # A volume with no type is not refused: kube's defaulting makes it an emptyDir.
+    ("volume-two-types", deployment,
+     setting(*TEMPLATE_SPEC, "volumes", value=[{"name": "data", "emptyDir": {}, "hostPath": {"path": "/d"}}]),
+     "spec.template.spec.volumes[0].hostPath", "Forbidden: may not specify more than 1 volume type"),
     ("mount-unknown-volume", deployment, lambda o: ctr(o).update(volumeMounts=[{"name": "data", "mountPath": "/d"}]),
      "spec.template.spec.containers[0].volumeMounts[0].name", 'Not found: "data"'),
     ("deployment-restart-never", deployment, setting(*TEMPLATE_SPEC, "restartPolicy", value="Never"),
@@ -249,7 +251,9 @@ CASES: list[tuple[str, Callable[[], Obj], Callable[[Obj], None], str, str]] = [
      "spec.backoffLimit", "Invalid value: -1: must be greater than or equal to 0"),
     ("job-restart-always", lambda: workload("Job"), removing(*TEMPLATE_SPEC, "restartPolicy"),
      "spec.template.spec.restartPolicy", 'Unsupported value: "Always": supported values: "OnFailure", "Never"'),
-    ("job-indexed-without-completions", lambda: workload("Job"), setting("spec", "completionMode", value="Indexed"),
+    # With parallelism set, kube's defaulting leaves completions unset.
+    ("job-indexed-without-completions", lambda: workload("Job"),
+     lambda o: o["spec"].update(completionMode="Indexed", parallelism=2),
      "spec.completions", "Required value: when completion mode is Indexed"),
     ("job-gpu-fraction", lambda: workload("Job"),
      lambda o: res(o, requests={GPU: "1.5"}, limits={GPU: "1.5"}),

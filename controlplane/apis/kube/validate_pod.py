@@ -37,13 +37,16 @@ TERMINATION_MESSAGE_POLICIES = ("File", "FallbackToLogsOnError")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 MAX_INT32 = 2**31 - 1
 
-#: Every member of ``VolumeSource``: a volume names exactly one.
+#: Every member of ``VolumeSource``, in the order kube's validateVolumeSource checks them: a volume
+#: names exactly one, and each after the first is "forbidden".
 VOLUME_TYPES = (
-    "hostPath", "emptyDir", "gcePersistentDisk", "awsElasticBlockStore", "gitRepo", "secret", "nfs",
-    "iscsi", "glusterfs", "persistentVolumeClaim", "rbd", "flexVolume", "cinder", "cephfs", "flocker",
-    "downwardAPI", "fc", "azureFile", "configMap", "vsphereVolume", "quobyte", "azureDisk",
-    "photonPersistentDisk", "projected", "portworxVolume", "scaleIO", "storageos", "csi", "ephemeral", "image",
+    "emptyDir", "hostPath", "gitRepo", "gcePersistentDisk", "awsElasticBlockStore", "secret", "nfs", "iscsi",
+    "glusterfs", "flocker", "persistentVolumeClaim", "rbd", "cinder", "cephfs", "quobyte", "downwardAPI", "fc",
+    "flexVolume", "configMap", "azureFile", "vsphereVolume", "photonPersistentDisk", "portworxVolume",
+    "azureDisk", "storageos", "projected", "scaleIO", "csi", "ephemeral", "image",
 )
+#: The field kube names in "may not specify more than 1 volume type" where it differs from the key.
+_FORBIDDEN_FIELD = {"cephfs": "cephFS", "downwardAPI": "downwarAPI"}
 #: The field of a volume source that names what it mounts, and must be set.
 _VOLUME_REQUIRED = {
     "persistentVolumeClaim": "claimName",
@@ -93,7 +96,10 @@ def volumes_errors(volumes: Any, path: str) -> tuple[set[str], list[FieldError]]
         types = [t for t in VOLUME_TYPES if volume.get(t) is not None]
         if not types:
             found.append(field.required(index_path, "must specify a volume type"))
-        found += [field.forbidden(f"{index_path}.{t}", "may not specify more than 1 volume type") for t in types[1:]]
+        found += [
+            field.forbidden(f"{index_path}.{_FORBIDDEN_FIELD.get(t, t)}", "may not specify more than 1 volume type")
+            for t in types[1:]
+        ]
         for kind in types[:1]:
             needed = _VOLUME_REQUIRED.get(kind)
             if needed and not field.mapping(volume.get(kind)).get(needed):
