@@ -214,6 +214,11 @@ _KINDS: Mapping[str, FieldSchema] = MappingProxyType(
             metadata=OBJECT_META, spec=_struct(hard=_map()), status=_struct(hard=_map(), used=_map())
         ),
         "StorageClass": _struct(metadata=OBJECT_META, parameters=_map()),
+        # RBAC: rules, subjects and aggregationRule.clusterRoleSelectors are ``+listType=atomic``.
+        "Role": _METADATA_ONLY,
+        "ClusterRole": _METADATA_ONLY,
+        "RoleBinding": _METADATA_ONLY,
+        "ClusterRoleBinding": _METADATA_ONLY,
         "Pod": _struct(
             metadata=OBJECT_META,
             spec=_POD_SPEC,
