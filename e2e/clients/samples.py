@@ -78,6 +78,7 @@ SPECS: dict[tuple[str, str], Builder] = {
     ("", "LimitRange"): lambda name: {
         "spec": {"limits": [{"type": "Container", "default": {"cpu": "1"}, "defaultRequest": {"cpu": "500m"}}]}
     },
+    ("", "Pod"): lambda name: {"spec": _pod_template(name, gpus=True)["spec"]},
     ("scheduling.k8s.io", "PriorityClass"): lambda name: {"value": 1000, "description": "clients suite"},
     ("coordination.k8s.io", "Lease"): lambda name: {"spec": {"holderIdentity": "clients-suite", "leaseDurationSeconds": 40}},
     ("apps", "Deployment"): lambda name: {"spec": {"replicas": 2, **_selected(name, gpus=True)}},
@@ -91,6 +92,56 @@ SPECS: dict[tuple[str, str], Builder] = {
         "spec": {
             "schedule": "*/5 * * * *",
             "jobTemplate": {"spec": {"template": _pod_template(name, restart_policy="OnFailure")}},
+        }
+    },
+    ("networking.k8s.io", "Ingress"): lambda name: {
+        "spec": {
+            "ingressClassName": "nginx",
+            "rules": [{
+                "host": "llm.acme.internal",
+                "http": {"paths": [{
+                    "path": "/", "pathType": "Prefix",
+                    "backend": {"service": {"name": name, "port": {"number": 80}}},
+                }]},
+            }],
+        }
+    },
+    ("networking.k8s.io", "IngressClass"): lambda name: {"spec": {"controller": "acme.internal/ingress-controller"}},
+    ("networking.k8s.io", "NetworkPolicy"): lambda name: {
+        "spec": {
+            "podSelector": {"matchLabels": {"app": name}},
+            "policyTypes": ["Ingress"],
+            "ingress": [{"from": [{"podSelector": {}}], "ports": [{"protocol": "TCP", "port": 8000}]}],
+        }
+    },
+    ("policy", "PodDisruptionBudget"): lambda name: {
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": name}}}
+    },
+    ("autoscaling", "HorizontalPodAutoscaler"): lambda name: {
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+            "minReplicas": 1, "maxReplicas": 4,
+            "metrics": [{
+                "type": "Resource",
+                "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}},
+            }],
+        }
+    },
+    ("storage.k8s.io", "StorageClass"): lambda name: {
+        "provisioner": "csi.acme.internal", "reclaimPolicy": "Delete", "volumeBindingMode": "WaitForFirstConsumer",
+    },
+    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): lambda name: {
+        "spec": {
+            "replicas": 1,
+            "leaderWorkerTemplate": {"size": 2, "workerTemplate": _pod_template(name, gpus=True)},
+        }
+    },
+    ("jobset.x-k8s.io", "JobSet"): lambda name: {
+        "spec": {
+            "replicatedJobs": [{
+                "name": "workers", "replicas": 1,
+                "template": {"spec": {"backoffLimit": 0, "template": _pod_template(name, restart_policy="Never", gpus=True)}},
+            }],
         }
     },
     ("rbac.authorization.k8s.io", "Role"): lambda name: {"rules": _ROLE_RULES},

@@ -1,7 +1,8 @@
 """The real kubectl against the hub, over every kind it serves: client-side ``apply``, then
-``apply --server-side`` of a change, then a ``get -o yaml`` round trip (what kubectl printed,
-replaced unchanged, changes nothing); the client- to server-side apply migration; and
-Karmada's taint-toleration sample policy applied as Karmada's users apply it."""
+``apply --server-side`` of a change, then a ``get -o yaml`` round trip (the ``List`` kubectl
+printed, replaced and applied unchanged, changes nothing); ``create -f`` and ``delete -f`` of a
+``List``; the client- to server-side apply migration; and Karmada's taint-toleration sample
+policy applied as Karmada's users apply it."""
 
 from __future__ import annotations
 
@@ -29,8 +30,12 @@ def written(hub: Hub, served_verbs: dict[str, frozenset[str]]) -> list[tuple[Ser
     ]
 
 
+def resource(kind: ServedKind) -> str:
+    return f"{kind.kind.lower()}.{kind.group}" if kind.group else kind.kind.lower()
+
+
 def resource_name(kind: ServedKind, name: str) -> str:
-    return f"{kind.kind.lower()}.{kind.group}/{name}" if kind.group else f"{kind.kind.lower()}/{name}"
+    return f"{resource(kind)}/{name}"
 
 
 class TextTimestamps(yaml.SafeLoader):
@@ -76,21 +81,34 @@ def test_apply_client_then_server_side_and_get_yaml_round_trip(
         managers = {(e["manager"], e["operation"]) for e in item["metadata"]["managedFields"]}
         assert ("kubectl", "Apply") in managers, (item["kind"], managers)
 
-    # `get -o yaml` round trip: what kubectl printed goes back unchanged and leaves the objects
-    # as they were (kubectl replace rewrites only its last-applied annotation, as against kube).
-    # kubectl prints a List; its items go back as documents of their own, since kubectl checks a
-    # List document against /openapi/v2, which the hub does not serve yet; the YAML it printed
-    # is read as such, so the documents are what it printed, item by item.
-    printed = yaml.load(hub.kubectl.run("get", "-f", str(manifest), "-o", "yaml").stdout, TextTimestamps)["items"]
+    # `get -o yaml` round trip: the List kubectl printed goes back unchanged (kubectl checks it
+    # against /openapi/v2) and leaves the objects as they were: `replace` and client-side
+    # `apply` rewrite only kubectl's last-applied annotation, as against kube.
     before = hub.kubectl.json("get", "-f", str(manifest))["items"]
-    documents = "\n".join(json.dumps(item) for item in printed)
-    replaced = hub.kubectl.run("replace", "-f", "-", input_text=documents).stdout.splitlines()
-    assert replaced == [f"{resource_name(k, o['metadata']['name'])} replaced" for k, o in objects]
-    after = hub.kubectl.json("get", "-f", str(manifest))["items"]
-    assert [comparable(item) for item in after] == [comparable(item) for item in before]
+    for verb, outcome in (("replace", "replaced"), ("apply", "configured")):
+        printed = hub.kubectl.run("get", "-f", str(manifest), "-o", "yaml").stdout
+        assert yaml.load(printed, TextTimestamps)["kind"] == "List"
+        answered = hub.kubectl.run(verb, "-f", "-", input_text=printed).stdout.splitlines()
+        assert answered == [f"{resource_name(k, o['metadata']['name'])} {outcome}" for k, o in objects], verb
+        after = hub.kubectl.json("get", "-f", str(manifest))["items"]
+        assert [comparable(item) for item in after] == [comparable(item) for item in before], verb
 
     deleted = hub.kubectl.run("delete", "-f", str(manifest), "--wait=false").stdout.splitlines()
     assert len(deleted) == len(objects)
+
+
+def test_create_and_delete_a_list_of_every_kind(hub: Hub, served_verbs: dict[str, frozenset[str]], tmp_path: Path) -> None:
+    objects = written(hub, served_verbs)
+    manifest = tmp_path / "list.yaml"
+    manifest.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [obj for _, obj in objects]}))
+    created = hub.kubectl.run("create", "-f", str(manifest)).stdout.splitlines()
+    assert created == [f"{resource_name(k, o['metadata']['name'])} created" for k, o in objects]
+    live = hub.kubectl.json("get", "-f", str(manifest))["items"]
+    assert [(item["kind"], item["metadata"]["name"]) for item in live] == [
+        (o["kind"], o["metadata"]["name"]) for _, o in objects
+    ]
+    deleted = hub.kubectl.run("delete", "-f", str(manifest), "--wait=false").stdout.splitlines()
+    assert deleted == [f'{resource(k)} "{o["metadata"]["name"]}" deleted' for k, o in objects]
 
 
 def test_client_side_then_server_side_apply_takes_over_without_conflict(hub: Hub, tmp_path: Path) -> None:

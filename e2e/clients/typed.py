@@ -119,7 +119,20 @@ class TypedDriver:
         raise AssertionError(f"the watch of {self.kind.id} ended without the change")
 
     async def delete(self, name: str) -> None:
-        await self.run(lambda: self.method("delete")(*self.args(name)))
+        answer = await self.run(lambda: self.method("delete")(*self.args(name)))
+        # The generated method's return type is kube's answer: the deleted object for the kinds
+        # whose registry returns it (V1Pod…), a success Status for the others (V1Status, which
+        # a client may hand back as a dict), and the Namespace, terminating, for a namespace.
+        if isinstance(answer, self.model):
+            assert answer.kind == self.kind.kind, answer.kind
+            return
+        kind, status = (answer.get("kind"), answer.get("status")) if isinstance(answer, dict) else (
+            answer.kind, answer.status
+        )
+        if self.kind.plural == "namespaces":
+            assert kind == "Namespace" and "Terminating" in str(status), (kind, status)
+        else:
+            assert (kind, status) == ("Status", "Success"), (kind, status)
 
     async def exists(self, name: str) -> bool:
         try:

@@ -1,5 +1,5 @@
 """What a delete answers, as kube-apiserver does: the deleted object for the kinds whose registry
-returns it (Pod, PersistentVolumeClaim, Service, ServiceAccount), a success Status for the other
+returns it (Pod, PersistentVolumeClaim, Service, ServiceAccount, ResourceQuota, StorageClass), a success Status for the other
 built-in kinds; and ``/version/`` served like ``/version``."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from controlplane.apiserver.app import create_app
+from controlplane.apiserver.kinds import builtin_kind_resources
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.resources import Registry, core_resources
 from controlplane.storage import MemoryStore
@@ -24,13 +25,17 @@ OBJECTS: dict[str, dict[str, Any]] = {
     "serviceaccounts": {"kind": "ServiceAccount"},
     "pods": {"kind": "Pod", "spec": {"containers": [{"name": "main", "image": "nginx:1"}]}},
     "configmaps": {"kind": "ConfigMap", "data": {"a": "1"}},
+    "resourcequotas": {"kind": "ResourceQuota", "spec": {"hard": {"pods": "10"}}},
+    "limitranges": {"kind": "LimitRange", "spec": {"limits": [{"type": "Container", "max": {"cpu": "2"}}]}},
+    "storageclasses": {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "provisioner": "csi.example.com"},
 }
+BASES = {"storageclasses": "/apis/storage.k8s.io/v1/storageclasses"}
 
 
 @pytest.fixture
 async def api() -> AsyncIterator[TestClient[Any, Any]]:
     async with MemoryStore() as memory:
-        objects = ObjectStore(memory, Registry(core_resources()))
+        objects = ObjectStore(memory, Registry(core_resources(), builtin_kind_resources()))
         await objects.bootstrap()
         async with TestClient(TestServer(create_app(objects, objects.registry))) as client:
             yield client
@@ -44,10 +49,13 @@ async def api() -> AsyncIterator[TestClient[Any, Any]]:
         ("serviceaccounts", "ServiceAccount"),
         ("pods", "Pod"),
         ("configmaps", "Status"),
+        ("resourcequotas", "ResourceQuota"),
+        ("storageclasses", "StorageClass"),
+        ("limitranges", "Status"),
     ],
 )
 async def test_delete_answers_as_kube(api: TestClient[Any, Any], plural: str, answer: str) -> None:
-    base = f"/api/v1/namespaces/default/{plural}"
+    base = BASES.get(plural, f"/api/v1/namespaces/default/{plural}")
     body = {"apiVersion": "v1", "metadata": {"name": "x"}, **OBJECTS[plural]}
     created = await api.post(base, json=body)
     assert created.status == 201, await created.text()

@@ -17,9 +17,10 @@ from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.openapi import PROTOBUF_V2_MEDIA_TYPE, OpenApiDocuments
 from controlplane.apiserver.openapi.catalog import SchemaCatalog
 from controlplane.apiserver.openapi.gnostic import ACCEPTED_MEDIA_TYPES
-from controlplane.apiserver.openapi.upstream import UpstreamDefinitions
+from controlplane.apiserver.openapi.upstream import DEFINITIONS_PREFIX, UpstreamDefinitions
 from controlplane.apiserver.protobuf.wire import iter_fields
 from controlplane.apiserver.resources import Registry, ResourceType
+from controlplane.controllers.workloads import is_plain, is_propagatable
 from controlplane.hub import hub_registry
 from controlplane.storage.memory import MemoryStore
 
@@ -257,3 +258,26 @@ def test_a_newly_served_built_in_kind_gets_kubes_schema_without_wiring() -> None
     }
     # Everything the kind refers to comes along: the pod template, down to containers.
     assert "io.k8s.api.core.v1.Container" in document["components"]["schemas"]
+
+
+def test_every_kind_the_hub_writes_conditions_on_has_them_in_its_schema(
+    registry: Registry, catalog: SchemaCatalog
+) -> None:
+    # The hub adds Propagated and Schedulable to a workload's status.conditions; kubectl checks
+    # what `get -o yaml` printed against /openapi/v2 when it goes back (replace, apply), so
+    # every such kind's status must have the field.
+    kinds = [rt for rt in registry if rt.has_status and is_propagatable(rt) and not is_plain(rt.api_version, rt.kind)]
+    assert {"Deployment", "PyTorchJob", "RayJob", "RayCluster", "JobSet"} <= {rt.kind for rt in kinds}
+    for rt in kinds:
+        definitions = catalog.definitions([rt])
+
+        def resolved(schema: dict[str, Any], definitions: dict[str, Any] = definitions) -> dict[str, Any]:
+            ref = schema.get("$ref")
+            return definitions[ref.removeprefix(DEFINITIONS_PREFIX)] if ref else schema
+
+        kind = resolved(definitions[catalog.kind(rt).name])
+        if "properties" not in kind:  # an open schema (LeaderWorkerSet, JobSet): every field is kept
+            assert kind["x-kubernetes-preserve-unknown-fields"] is True, rt.kind
+            continue
+        status = resolved(kind["properties"]["status"])
+        assert "conditions" in status.get("properties", {}), rt.kind

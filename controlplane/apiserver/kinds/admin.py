@@ -45,7 +45,7 @@ LIMIT_RANGE = ResourceType(
 
 RESOURCE_QUOTA = ResourceType(
     "", "v1", "ResourceQuota", "resourcequotas", "resourcequota", namespaced=True,
-    short_names=("quota",), has_status=True, strategic_merge=True,
+    short_names=("quota",), has_status=True, strategic_merge=True, returns_deleted_object=True,
     columns=(
         AGE,
         TableColumn("Request", cells.quota_usage(limits=False), description="Request represents a minimum amount."),
@@ -55,7 +55,7 @@ RESOURCE_QUOTA = ResourceType(
 
 STORAGE_CLASS = ResourceType(
     "storage.k8s.io", "v1", "StorageClass", "storageclasses", "storageclass", namespaced=False,
-    short_names=("sc",), strategic_merge=True,
+    short_names=("sc",), strategic_merge=True, returns_deleted_object=True,
     columns=(
         TableColumn("Provisioner", cells.text_at("provisioner", none=""),
                     description="Indicates the type of the provisioner."),

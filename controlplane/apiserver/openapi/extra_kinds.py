@@ -246,6 +246,10 @@ _RAY_DEFINITIONS: dict[str, Any] = {
             "succeeded": _int("The number of times the job succeeded."),
             "failed": _int("The number of times the job failed."),
             "rayClusterStatus": _ref(_RAY + "RayClusterStatus", "The status of the job's Ray cluster."),
+            "conditions": _array(
+                "Conditions of the job: the hub's Propagated and Schedulable, beside the operator's own.",
+                {"$ref": DEFINITIONS_PREFIX + _CONDITION},
+            ),
         },
     ),
     _RAY + "RayClusterStatus": _object(

@@ -172,23 +172,53 @@ _POD_TEMPLATE = _struct(metadata=OBJECT_META, spec=_POD_SPEC)
 
 _WORKLOAD_STATUS = _struct(conditions=_CONDITIONS)
 
+#: Deployment, StatefulSet, ReplicaSet, DaemonSet: a selector (LabelSelector, ``+structType=atomic``)
+#: and a pod template; conditions keyed by ``type``.
+_POD_CONTROLLER = _struct(
+    metadata=OBJECT_META,
+    spec=_struct(selector=_atomic(), template=_POD_TEMPLATE),
+    status=_WORKLOAD_STATUS,
+)
+
+_JOB_SPEC = _struct(selector=_atomic(), template=_POD_TEMPLATE)
+
+_METADATA_ONLY = _struct(metadata=OBJECT_META)
+
 _KINDS: Mapping[str, FieldSchema] = MappingProxyType(
     {
-        "Deployment": _struct(
-            metadata=OBJECT_META,
-            spec=_struct(selector=_atomic(), template=_POD_TEMPLATE),
-            status=_WORKLOAD_STATUS,
-        ),
-        "StatefulSet": _struct(
-            metadata=OBJECT_META,
-            spec=_struct(selector=_atomic(), template=_POD_TEMPLATE),
-            status=_WORKLOAD_STATUS,
-        ),
+        "Deployment": _POD_CONTROLLER,
+        "StatefulSet": _POD_CONTROLLER,
+        "ReplicaSet": _POD_CONTROLLER,
+        "DaemonSet": _POD_CONTROLLER,
         "Job": _struct(
             metadata=OBJECT_META,
-            spec=_struct(selector=_atomic(), template=_POD_TEMPLATE),
+            spec=_JOB_SPEC,
             status=_struct(conditions=_keyed(UNKNOWN, "type", apply_atomic=True)),
         ),
+        # CronJobStatus.active is ``+listType=atomic`` without patch tags: replaced whole.
+        "CronJob": _struct(metadata=OBJECT_META, spec=_struct(jobTemplate=_struct(metadata=OBJECT_META, spec=_JOB_SPEC))),
+        # Ingress rules/tls, NetworkPolicy ingress/egress/policyTypes, LimitRange limits and
+        # StorageClass mountOptions/allowedTopologies are ``+listType=atomic``: the defaults.
+        "Ingress": _METADATA_ONLY,
+        "IngressClass": _METADATA_ONLY,
+        "NetworkPolicy": _struct(metadata=OBJECT_META, spec=_struct(podSelector=_atomic())),
+        "PodDisruptionBudget": _struct(
+            metadata=OBJECT_META,
+            spec=_struct(selector=_atomic()),
+            status=_struct(conditions=_CONDITIONS, disruptedPods=_map()),
+        ),
+        # HorizontalPodAutoscaler (autoscaling/v2): metrics and currentMetrics are atomic.
+        "HorizontalPodAutoscaler": _struct(metadata=OBJECT_META, status=_struct(conditions=_CONDITIONS)),
+        "LimitRange": _METADATA_ONLY,
+        "ResourceQuota": _struct(
+            metadata=OBJECT_META, spec=_struct(hard=_map()), status=_struct(hard=_map(), used=_map())
+        ),
+        "StorageClass": _struct(metadata=OBJECT_META, parameters=_map()),
+        # RBAC: rules, subjects and aggregationRule.clusterRoleSelectors are ``+listType=atomic``.
+        "Role": _METADATA_ONLY,
+        "ClusterRole": _METADATA_ONLY,
+        "RoleBinding": _METADATA_ONLY,
+        "ClusterRoleBinding": _METADATA_ONLY,
         "Pod": _struct(
             metadata=OBJECT_META,
             spec=_POD_SPEC,

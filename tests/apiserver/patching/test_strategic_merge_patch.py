@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from controlplane.apiserver.patching import PatchError, strategic_merge_patch, supported_strategic_kinds
-from controlplane.apiserver.resources import core_resources, workload_resources
+from controlplane.hub import hub_registry
 
 from .builders import make_object
 from .conftest import KubectlPatch
@@ -770,6 +770,6 @@ def test_unknown_directive_keys_are_ignored() -> None:
 def test_every_kind_served_with_strategic_merge_has_a_schema() -> None:
     # kubectl apply (client-side) patches with strategic merge: a served kind without a
     # schema would answer every re-apply with 415.
-    served = {rt.kind for rt in [*core_resources(), *workload_resources()] if rt.strategic_merge}
-    assert "PersistentVolumeClaim" in served
+    served = {rt.kind for rt in hub_registry() if rt.strategic_merge}
+    assert {"PersistentVolumeClaim", "ReplicaSet", "CronJob", "StorageClass", "ClusterRole"} <= served
     assert served - supported_strategic_kinds() == set()
