@@ -37,16 +37,8 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
-from policies.models import (
-    AnyOverridePolicy,
-    AnyPropagationPolicy,
-    ClusterAffinity,
-    ClusterOverridePolicy,
-    OverridePolicy,
-    Overriders,
-    PropagationPolicy,
-    ResourceSelector,
-)
+from policies.models import AnyPropagationPolicy, ClusterAffinity, PropagationPolicy, ResourceSelector
+from policies.override_models import AnyOverridePolicy, ClusterOverridePolicy, OverridePolicy, Overriders
 
 # TODO: move to controlplane/apis/constants.py (owned by the lead) once agreed.
 _RESERVED_NAMESPACE = re.compile(r"^(gpufed-system|gpufed-cluster-lease|gpufed-es-.*|kube-.*)$")

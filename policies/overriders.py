@@ -42,7 +42,7 @@ import yaml
 
 from policies.affinity import ClusterView, cluster_matches_affinity
 from policies.matching import OverrideRule
-from policies.models import (
+from policies.override_models import (
     CommandArgsOverrider,
     FieldOverrider,
     ImageOverrider,

@@ -21,15 +21,12 @@ from pydantic import ValidationError
 
 from controlplane.apis.meta import CauseReason, FieldCause, validation_causes
 from policies.models import (
-    POLICY_KINDS,
-    AnyPolicy,
-    ClusterOverridePolicy,
     ClusterPropagationPolicy,
     DivisionStrategy,
-    OverridePolicy,
     PropagationPolicy,
     ResourceSelector,
 )
+from policies.override_models import POLICY_KINDS, AnyPolicy, ClusterOverridePolicy, OverridePolicy
 
 
 @dataclass(frozen=True)

@@ -584,12 +584,8 @@ def gpufed_resources() -> list[ResourceType]:
         ResourceBinding,
         Work,
     )
-    from policies.models import (  # type: ignore[import-not-found,unused-ignore]
-        ClusterOverridePolicy,
-        ClusterPropagationPolicy,
-        OverridePolicy,
-        PropagationPolicy,
-    )
+    from policies.models import ClusterPropagationPolicy, PropagationPolicy
+    from policies.override_models import ClusterOverridePolicy, OverridePolicy
     from policies.validation import validate_policy  # type: ignore[import-not-found,unused-ignore]
 
     def policy_warnings(obj: dict[str, Any]) -> list[str]:

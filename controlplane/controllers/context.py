@@ -30,15 +30,8 @@ from controlplane.controllers.informing import Informer
 from controlplane.controllers.workloads import propagatable_types
 from controlplane.controllers.works import binding_key_of_work
 from policies.matching import PolicyRef
-from policies.models import (
-    AnyOverridePolicy,
-    AnyPolicy,
-    AnyPropagationPolicy,
-    ClusterOverridePolicy,
-    ClusterPropagationPolicy,
-    OverridePolicy,
-    PropagationPolicy,
-)
+from policies.models import AnyPropagationPolicy, ClusterPropagationPolicy, PropagationPolicy
+from policies.override_models import AnyOverridePolicy, AnyPolicy, ClusterOverridePolicy, OverridePolicy
 from policies.validation import parse_policy
 
 log = logging.getLogger(__name__)

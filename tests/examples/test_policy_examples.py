@@ -27,7 +27,8 @@ from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
 from controlplane.interpreter import interpreter_for
 from policies.matching import select_policy
-from policies.models import POLICY_KINDS, ClusterPropagationPolicy, PropagationPolicy
+from policies.models import ClusterPropagationPolicy, PropagationPolicy
+from policies.override_models import POLICY_KINDS
 from policies.validation import validate_policy
 
 from .fleet import (

@@ -16,14 +16,12 @@ from policies.matching import (
     selector_match,
 )
 from policies.models import (
-    AnyOverridePolicy,
     AnyPropagationPolicy,
-    ClusterOverridePolicy,
     ClusterPropagationPolicy,
-    OverridePolicy,
     PropagationPolicy,
     ResourceSelector,
 )
+from policies.override_models import AnyOverridePolicy, ClusterOverridePolicy, OverridePolicy
 
 WORKLOAD: dict[str, Any] = {
     "apiVersion": "apps/v1",

@@ -8,14 +8,8 @@ import pytest
 import yaml
 
 from controlplane.apis.meta import CauseReason
-from policies.models import (
-    ClusterOverridePolicy,
-    ClusterPropagationPolicy,
-    DivisionStrategy,
-    OverridePolicy,
-    Placement,
-    PropagationPolicy,
-)
+from policies.models import ClusterPropagationPolicy, DivisionStrategy, Placement, PropagationPolicy
+from policies.override_models import ClusterOverridePolicy, OverridePolicy
 from policies.validation import policy_warnings, validate_policy
 
 # Realistic documents in the shape of Karmada's documentation examples.

@@ -11,7 +11,8 @@ import yaml
 
 from policies.affinity import ClusterView
 from policies.matching import OverrideRule, collect_override_rules
-from policies.models import ClusterAffinity, ImageOverrider, OverridePolicy, Overriders
+from policies.models import ClusterAffinity
+from policies.override_models import ImageOverrider, OverridePolicy, Overriders
 from policies.overriders import ImageReference, apply_overrides, override_image, parse_image
 
 DIGEST = "sha256:50d858e0985ecc7f60418aaf0cc5ab587f42c2570a884095a9e8ccacd0f6545c"
