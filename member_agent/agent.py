@@ -74,6 +74,7 @@ from member_agent.registering import (
     rfc3339,
     write_cluster_status,
 )
+from member_agent.tunnel import AgentTunnel
 
 logger = logging.getLogger(__name__)
 
@@ -178,6 +179,8 @@ class Agent:
         self.nodes: Informer | None = None
         self.pods: Informer | None = None
         self.works: Informer | None = None
+        #: The cluster proxy's tunnel to the hub (``--enable-proxy``).
+        self.tunnel: AgentTunnel | None = None
 
     # lifecycle -------------------------------------------------------------------------
 
@@ -290,6 +293,11 @@ class Agent:
         group.create_task(self._work_loop())
         if cfg.dcgm_url:
             group.create_task(self._dcgm_loop(cfg.dcgm_url))
+        if cfg.enable_proxy:
+            self.tunnel = AgentTunnel(
+                cluster=cfg.cluster_name, hub=hub.client, member=self.member.client, identity=cfg.proxy_identity
+            )
+            group.create_task(self.tunnel.run())
 
     # heartbeat -------------------------------------------------------------------------
 
