@@ -233,3 +233,15 @@ async def test_cut_tunnel_ends_streams_with_a_status_and_the_agent_reconnects(fl
 async def _reconnected(fleet: Fleet) -> bool:
     tunnel = fleet.agent.tunnel
     return tunnel is not None and tunnel.connections >= 2 and tunnel.connected.is_set()
+
+
+async def test_member_errors_pass_through_as_the_members_status(fleet: Fleet) -> None:
+    await _running_pod(fleet)
+    code, body = await fleet.request("GET", PROXY + "/api/v1/namespaces/default/pods/nope/log")
+    assert code == 404 and body["kind"] == "Status" and body["message"] == 'pods "nope" not found'
+    code, body = await fleet.request("GET", PROXY + "/api/v1/namespaces/default/pods/train-0/log?container=side")
+    assert code == 400 and body["message"] == "container side is not valid for pod train-0"
+    code, body = await fleet.request("GET", PROXY + "/api/v1/namespaces/default/pods/train-0/log?tailLines=x")
+    assert code == 400 and "tailLines" in body["message"]
+    code, body = await fleet.request("GET", PROXY + "/api/v1/namespaces/default/pods/train-0/log?tailLines=2")
+    assert code == 200 and body.splitlines()[0].startswith("[main] step ") and len(body.splitlines()) == 2
