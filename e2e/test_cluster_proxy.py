@@ -89,6 +89,23 @@ class Lines:
         return self._lines.get(timeout=timeout)
 
 
+def _started(pods: list[dict[str, Any]]) -> int:
+    return sum(1 for pod in pods if pod.get("status", {}).get("startTime"))
+
+
+def _gpufed(hub: Kubectl, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([GPUFED, *args, "-n", "default", "--kubeconfig", str(hub.kubeconfig)],
+                          capture_output=True, text=True, timeout=60, check=False)
+
+
+def _timeline(hub: Kubectl) -> list[list[str]] | None:
+    """The rows of `gpufed events deployment/infer` once both the hub and the member have some."""
+    result = _gpufed(hub, "events", "deployment/infer")
+    rows = [line.split(None, 5) for line in result.stdout.splitlines()[1:]]
+    origins = {row[1] for row in rows}
+    return rows if {"hub", CLUSTER} <= origins else None
+
+
 def _step(line: str | None) -> int:
     assert line is not None and line.startswith("[main] step "), line
     return int(line.split()[2].rstrip(":"))
@@ -138,6 +155,20 @@ def test_cluster_proxy_through_the_agent(processes: ProcessGroup, tmp_path: Path
     )
     assert table.stdout.splitlines()[0].split()[:2] == ["CLUSTER", "NAME"], table
     assert table.stdout.splitlines()[1].split()[:2] == [CLUSTER, "train-0"], table
+
+    # A workload propagated by the hub: its pods' logs and its events, wherever it runs.
+    manifests = Path(__file__).parent / "manifests"
+    hub.run("apply", "-f", str(manifests / "policy.yaml"))
+    hub.run("apply", "-f", str(manifests / "deployment.yaml"))
+    wait_for(lambda: _started(member.json("get", "pods", "-n", "default", "-l", "app=infer")["items"]) == 3,
+             timeout=90, what="the Deployment's 3 pods to start on the member")
+    logs = _gpufed(hub, "logs", "deployment/infer", "-c", "server", "--all-pods", "--tail", "1")
+    assert logs.returncode == 0, logs.stderr
+    assert len(logs.stdout.splitlines()) == 3, logs.stdout
+    assert all(line.startswith(f"[{CLUSTER}/infer-") and "[server] step" in line for line in logs.stdout.splitlines())
+    events = wait_for(lambda: _timeline(hub), timeout=60, what="hub and member events")
+    assert any(row[1] == "hub" and row[4] == "deployment/infer" for row in events), events
+    assert any(row[1] == CLUSTER and row[4].startswith("pod/infer-") for row in events), events
 
     # gpufed logs -f follows the pod's log through the agent: new lines arrive as they are written.
     follow = subprocess.Popen(

@@ -135,3 +135,22 @@ async def stream_lines(hub: HubClient, cluster: str, path: str, params: Sequence
         raise HubError(f"cluster {cluster}: the stream ended early ({exc}); its agent may have disconnected") from exc
     except aiohttp.ClientConnectorError as exc:
         raise HubError(f"cannot reach the hub at {hub.server}: {exc.os_error or exc}") from exc
+
+
+async def workload_pods(
+    hub: HubClient, namespace: str, kind: str, name: str, candidates: Sequence[str]
+) -> tuple[dict[str, list[dict[str, Any]]], dict[str, str]]:
+    """The pods of workload ``namespace/kind/name`` per cluster, on the ``candidates`` its Works
+    reach (all of them when no Work names it), and the clusters that could not be asked, with why."""
+    carried = await workload_clusters(hub, namespace, kind, name)
+    where = [cluster for cluster in candidates if cluster in carried] if carried else list(candidates)
+    found: dict[str, list[dict[str, Any]]] = {}
+    failed: dict[str, str] = {}
+    for cluster in where:
+        try:
+            listing = await hub.request("GET", proxy_path(cluster, f"/api/v1/namespaces/{namespace}/pods"))
+        except HubError as exc:
+            failed[cluster] = str(exc)
+            continue
+        found[cluster] = [pod for pod in listing.get("items") or [] if owned_by(pod, kind, name)]
+    return found, failed

@@ -13,10 +13,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from typing import Any
 
 from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
-from gpufed.memberproxy import clusters, owned_by, proxy_path, resolve, stream_lines, workload_clusters
+from gpufed.memberproxy import clusters, proxy_path, resolve, stream_lines, workload_pods
 from gpufed.timeparse import parse_duration
 
 
@@ -37,27 +36,17 @@ async def _pods_of(hub: HubClient, args: argparse.Namespace, kind_word: str, nam
     namespace = args.namespace
     candidates = await clusters(hub, args.clusters)
     if kind_word in ("", "pod", "pods", "po"):
-        found = await asyncio.gather(
+        answers = await asyncio.gather(
             *(hub.request("GET", proxy_path(cluster, f"/api/v1/namespaces/{namespace}/pods/{name}"))
               for cluster in candidates),
             return_exceptions=True,
         )
-        return [(cluster, name) for cluster, pod in zip(candidates, found, strict=True) if isinstance(pod, dict)]
+        return [(cluster, name) for cluster, pod in zip(candidates, answers, strict=True) if isinstance(pod, dict)]
     kind = (await resolve(hub, None, kind_word)).kind
-    carried = await workload_clusters(hub, namespace, kind, name)
-    where = [cluster for cluster in candidates if cluster in carried] if carried else candidates
-    pairs: list[tuple[str, str]] = []
-    for cluster in where:
-        try:
-            listing: dict[str, Any] = await hub.request(
-                "GET", proxy_path(cluster, f"/api/v1/namespaces/{namespace}/pods")
-            )
-        except HubError as exc:
-            print(f"cluster {cluster}: {exc}", file=sys.stderr)
-            continue
-        pairs.extend(
-            (cluster, pod["metadata"]["name"]) for pod in listing.get("items") or [] if owned_by(pod, kind, name)
-        )
+    found, failed = await workload_pods(hub, namespace, kind, name, candidates)
+    for cluster, why in failed.items():
+        print(f"cluster {cluster}: {why}", file=sys.stderr)
+    pairs = [(cluster, pod["metadata"]["name"]) for cluster, pods in found.items() for pod in pods]
     return sorted(pairs)
 
 

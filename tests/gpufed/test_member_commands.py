@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpufed.commands.events import about, timeline
 from gpufed.commands.get import render
 from gpufed.memberproxy import owned_by
 
@@ -43,3 +44,24 @@ def test_workload_pods_are_found_by_ownership() -> None:
     assert not owned_by(_pod("ReplicaSet", "llm-7d9f8c6b5"), "Deployment", "llm-serving")
     assert not owned_by(_pod("Job", "train"), "PyTorchJob", "train")
     assert not owned_by({"metadata": {}}, "Deployment", "x")
+
+
+def _event(kind: str, name: str, at: str, reason: str = "Scheduled") -> dict[str, Any]:
+    return {"involvedObject": {"kind": kind, "name": name}, "lastTimestamp": at, "type": "Normal",
+            "reason": reason, "message": f"about {name}"}
+
+
+def test_events_about_a_workload_its_replicasets_and_its_pods_merge_oldest_first() -> None:
+    pods = {"infer-7d9f8c6b5-abcde"}
+    assert about(_event("Deployment", "infer", ""), "Deployment", "infer", pods)
+    assert about(_event("ReplicaSet", "infer-7d9f8c6b5", ""), "Deployment", "infer", pods)
+    assert about(_event("Pod", "infer-7d9f8c6b5-abcde", ""), "Deployment", "infer", pods)
+    assert not about(_event("Pod", "other-1", ""), "Deployment", "infer", pods)
+    assert not about(_event("Deployment", "infer2", ""), "Deployment", "infer", pods)
+    lines = timeline([
+        ("c1", _event("Pod", "infer-7d9f8c6b5-abcde", "2026-01-01T00:00:05Z")),
+        ("hub", _event("Deployment", "infer", "2026-01-01T00:00:01Z")),
+    ])
+    assert [line.split()[:2] for line in lines] == [["TIME", "CLUSTER"], ["2026-01-01T00:00:01Z", "hub"],
+                                                    ["2026-01-01T00:00:05Z", "c1"]]
+    assert timeline([]) == []
