@@ -151,7 +151,14 @@ async def test_viewer_may_read_but_not_write_and_agents_may_not_proxy(fleet: Fle
     code, body = await fleet.request("GET", f"/apis/cluster.gpufed.io/v1alpha1/clusters/{CLUSTER}/tunnel")
     assert code == 403 and f"only cluster {CLUSTER}'s agent" in body["message"]
     code, body = await fleet.request("GET", "/apis/cluster.gpufed.io/v1alpha1/clusters/nowhere/proxy/api/v1/pods")
-    assert code == 503 and body["message"].startswith("cluster nowhere's agent is not connected")
+    assert code == 404 and body["kind"] == "Status" and '"nowhere" not found' in body["message"]
+    clusters = fleet.hub.objects.registry.require("cluster.gpufed.io/v1alpha1", "Cluster")
+    await fleet.hub.objects.create(
+        clusters, {"apiVersion": "cluster.gpufed.io/v1alpha1", "kind": "Cluster", "metadata": {"name": "idle"},
+         "spec": {"provider": "onprem"}}
+    )
+    code, body = await fleet.request("GET", "/apis/cluster.gpufed.io/v1alpha1/clusters/idle/proxy/api/v1/pods")
+    assert code == 503 and body["message"].startswith("cluster idle's agent is not connected")
 
 
 async def test_follow_streams_new_log_lines(fleet: Fleet) -> None:

@@ -23,7 +23,7 @@ from aiohttp import WSMsgType, web
 from controlplane import proxyframing as framing
 from controlplane.apis.constants import CLUSTER_GROUP, VERSION
 from controlplane.apiserver import errors
-from controlplane.apiserver.app import USER
+from controlplane.apiserver.app import OBJECT_STORE, USER
 from controlplane.apiserver.identity import Role, UserInfo
 from controlplane.apiserver.proxy.tunnels import HubStream, TooManyStreams, TunnelRegistry
 from controlplane.proxyframing import FrameKind, ProxyRequest
@@ -93,6 +93,9 @@ class ProxyEndpoints:
         tail = request.match_info.get("tail", "")
         tunnel = self.tunnels.get(cluster)
         if tunnel is None:
+            objects = request.app[OBJECT_STORE]
+            # An unknown cluster is a 404, as for any other Cluster subresource.
+            await objects.get(objects.registry.require(f"{CLUSTER_GROUP}/{VERSION}", "Cluster"), name=cluster)
             raise errors.ServiceUnavailable(
                 f"cluster {cluster}'s agent is not connected: the hub reaches a member only through the "
                 "tunnel its agent opens (the agent needs --enable-proxy)",
