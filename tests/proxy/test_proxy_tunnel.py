@@ -34,7 +34,7 @@ T = TypeVar("T")
 CLUSTER = "sim-p"
 PROXY = f"/apis/cluster.gpufed.io/v1alpha1/clusters/{CLUSTER}/proxy"
 #: Small, so that a slow client fills the window quickly.
-LIMITS = ProxyLimits(window_bytes=16 * 1024, chunk_bytes=4 * 1024)
+LIMITS = ProxyLimits(window_bytes=16 * 1024, chunk_bytes=4 * 1024, max_streams=3)
 FLEET = {
     "clusters": [
         {"name": CLUSTER, "nodeGroups": [{"name": "cpu", "count": 1, "cpu": 64, "memoryGiB": 256}]}
@@ -252,3 +252,30 @@ async def test_member_errors_pass_through_as_the_members_status(fleet: Fleet) ->
     assert code == 400 and "tailLines" in body["message"]
     code, body = await fleet.request("GET", PROXY + "/api/v1/namespaces/default/pods/train-0/log?tailLines=2")
     assert code == 200 and body.splitlines()[0].startswith("[main] step ") and len(body.splitlines()) == 2
+
+
+async def test_streams_per_cluster_and_header_size_are_bounded(fleet: Fleet) -> None:
+    await _running_pod(fleet)
+    url = fleet.hub.url + PROXY + "/api/v1/namespaces/default/pods/train-0/log?follow=true"
+    headers = {"Authorization": f"Bearer {fleet.tokens['admin']}"}
+    async with aiohttp.ClientSession() as session:
+        follows = [await session.get(url, ssl=fleet.ssl, headers=headers) for _ in range(LIMITS.max_streams)]
+        try:
+            assert [r.status for r in follows] == [200] * LIMITS.max_streams
+            code, body = await fleet.request("GET", PROXY + "/api/v1/namespaces")
+            assert code == 429 and f"{LIMITS.max_streams} proxied requests" in body["message"]
+        finally:
+            for response in follows:
+                response.close()
+        big = {f"X-Big-{i}": "x" * 7000 for i in range(3)}
+        async with session.get(fleet.hub.url + PROXY + "/api/v1/namespaces", ssl=fleet.ssl,
+                               headers={**headers, **big}) as response:
+            assert response.status == 431
+            assert (await response.json())["kind"] == "Status"
+    # Streams whose clients left are released: the proxy answers again.
+    await eventually(lambda: _answers(fleet), what="the closed streams to be released")
+
+
+async def _answers(fleet: Fleet) -> bool:
+    code, _ = await fleet.request("GET", PROXY + "/api/v1/namespaces")
+    return code == 200
