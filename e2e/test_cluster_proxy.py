@@ -134,6 +134,8 @@ def test_cluster_proxy_through_the_agent(processes: ProcessGroup, tmp_path: Path
     # kubectl pointed at the proxy as its server, as Karmada documents for its proxy.
     through = _kubeconfig(hub, tmp_path / "proxy.kubeconfig", server=_server(hub) + PROXY)
     assert "train-0" in through.run("get", "pods", "-n", "ml").stdout
+    tail = through.run("logs", "train-0", "-n", "ml", "--tail", "2").stdout.splitlines()
+    assert len(tail) == 2 and _step(tail[1]) == _step(tail[0]) + 1
 
     # A viewer may read but not write; an agent credential may not proxy at all.
     viewer_token = subprocess.run(
