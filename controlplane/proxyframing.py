@@ -80,6 +80,9 @@ class ProxyLimits:
     max_header_bytes: int = 16 * 1024
     #: Seconds the hub waits for the member's response head.
     head_timeout_seconds: float = 30.0
+    #: Seconds a client may take no bytes at all while the hub has some for it; then the stream
+    #: ends (and its slot and window are freed).
+    stall_timeout_seconds: float = 60.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,9 +7,10 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
+import socket
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -181,13 +182,13 @@ async def test_slow_client_cannot_grow_the_agents_buffer(fleet: Fleet) -> None:
     pod = await _running_pod(fleet)
     # A pod that has run for hours: its log is far longer than the window.
     pods = fleet.sim.objects.registry.require("v1", "Pod")
-    started = rfc3339(fleet.sim.cluster.clock.now() - 20_000 * LINE_INTERVAL)
+    started = rfc3339(fleet.sim.cluster.clock.now() - 100_000 * LINE_INTERVAL)
     await fleet.sim.objects.update_status(pods, {**pod, "status": {**pod["status"], "startTime": started}})
     assert await _log_longer_than(fleet, 20 * LIMITS.window_bytes)
     url = fleet.hub.url + PROXY + "/api/v1/namespaces/default/pods/train-0/log?follow=true"
     tunnel = fleet.hub.proxy.tunnels.get(CLUSTER)
     assert fleet.agent.tunnel is not None
-    async with aiohttp.ClientSession() as session, session.get(
+    async with _slow_session() as session, session.get(
         url, ssl=fleet.ssl, headers={"Authorization": f"Bearer {fleet.tokens['admin']}"}, read_bufsize=1024
     ) as response:
         # The client reads nothing: the agent stalls once the window is used up.
@@ -201,6 +202,19 @@ async def test_slow_client_cannot_grow_the_agents_buffer(fleet: Fleet) -> None:
             await asyncio.sleep(0)
         assert fleet.agent.tunnel.peak_buffered_bytes <= LIMITS.chunk_bytes
         assert all(s.peak_queued_bytes <= LIMITS.window_bytes for s in tunnel.streams())
+
+
+def _tiny_receive_buffer(addr_info: Any) -> socket.socket:
+    """A client socket whose kernel receive buffer stays small (no autotuning), so that a client
+    that does not read is soon seen as not reading by the hub."""
+    family, type_, proto, _, _ = addr_info
+    sock = socket.socket(family=family, type=type_, proto=proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    return sock
+
+
+def _slow_session() -> aiohttp.ClientSession:
+    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(socket_factory=_tiny_receive_buffer))
 
 
 async def _log_longer_than(fleet: Fleet, size: int) -> bool:
@@ -279,3 +293,26 @@ async def test_streams_per_cluster_and_header_size_are_bounded(fleet: Fleet) -> 
 async def _answers(fleet: Fleet) -> bool:
     code, _ = await fleet.request("GET", PROXY + "/api/v1/namespaces")
     return code == 200
+
+
+async def test_a_client_that_takes_nothing_loses_its_stream(fleet: Fleet) -> None:
+    pod = await _running_pod(fleet)
+    pods = fleet.sim.objects.registry.require("v1", "Pod")
+    started = rfc3339(fleet.sim.cluster.clock.now() - 100_000 * LINE_INTERVAL)
+    await fleet.sim.objects.update_status(pods, {**pod, "status": {**pod["status"], "startTime": started}})
+    tunnel = fleet.hub.proxy.tunnels.get(CLUSTER)
+    tunnel.limits = replace(LIMITS, stall_timeout_seconds=0.5)
+    url = fleet.hub.url + PROXY + "/api/v1/namespaces/default/pods/train-0/log?follow=true"
+    async with _slow_session() as session, session.get(
+        url, ssl=fleet.ssl, headers={"Authorization": f"Bearer {fleet.tokens['admin']}"}, read_bufsize=1024
+    ) as response:
+        assert response.status == 200
+        await eventually(lambda: _stalled(fleet), what="the agent to wait for credit")
+        # The hub ends the stream it cannot deliver; the agent's member request is cancelled too.
+        await eventually(lambda: _no_streams(fleet), what="the stalled stream to end")
+
+
+async def _no_streams(fleet: Fleet) -> bool:
+    tunnel = fleet.hub.proxy.tunnels.get(CLUSTER)
+    assert fleet.agent.tunnel is not None
+    return not tunnel.streams() and not fleet.agent.tunnel._streams

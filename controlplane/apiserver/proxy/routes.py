@@ -149,7 +149,18 @@ async def _relay(request: web.Request, stream: HubStream, head: bytes) -> tuple[
     while True:
         frame = await stream.next_frame()
         if frame.kind is FrameKind.DATA:
-            await response.write(frame.payload)  # waits while the client is slow: backpressure
+            try:
+                # Waits while the client is slow (backpressure), but not for ever.
+                async with asyncio.timeout(stream.tunnel.limits.stall_timeout_seconds):
+                    await response.write(frame.payload)
+            except TimeoutError:
+                logger.info(
+                    "proxied stream %s to cluster %s ended: its client took nothing for %gs",
+                    request.path, stream.tunnel.cluster, stream.tunnel.limits.stall_timeout_seconds,
+                )
+                if request.transport is not None:
+                    request.transport.close()
+                return response, False
             await stream.credit(len(frame.payload))
         elif frame.kind is FrameKind.END:
             await response.write_eof()
