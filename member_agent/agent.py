@@ -66,6 +66,7 @@ from member_agent.config import AgentConfig
 from member_agent.informing import Informer
 from member_agent.kubeapi import ApiError, Conflict, KubeApi, NotFound, is_retryable
 from member_agent.ledger import Ledger
+from member_agent.metrics import NAMESPACE as METRICS_NAMESPACE
 from member_agent.metrics import AgentMetrics, MetricsServer, parse_listen
 from member_agent.registering import (
     desired_cluster,
@@ -74,7 +75,7 @@ from member_agent.registering import (
     rfc3339,
     write_cluster_status,
 )
-from member_agent.tunnel import AgentTunnel
+from member_agent.tunnel import AgentTunnel, TunnelCollector
 
 logger = logging.getLogger(__name__)
 
@@ -297,6 +298,7 @@ class Agent:
             self.tunnel = AgentTunnel(
                 cluster=cfg.cluster_name, hub=hub.client, member=self.member.client, identity=cfg.proxy_identity
             )
+            self.metrics.registry.register(TunnelCollector(self.tunnel, prefix=METRICS_NAMESPACE))
             group.create_task(self.tunnel.run())
 
     # heartbeat -------------------------------------------------------------------------

@@ -24,11 +24,14 @@ import asyncio
 import contextlib
 import logging
 import random
+from collections.abc import Iterator
 from typing import Literal
 
 import aiohttp
 from kubernetes_asyncio.client import ApiClient
 from multidict import CIMultiDict
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from controlplane import proxyframing as framing
 from controlplane.proxyframing import Frame, FrameKind, ProxyLimits, ProxyRequest
@@ -87,6 +90,10 @@ class AgentTunnel:
         self.peak_buffered_bytes = 0
         self._streams: dict[int, _Stream] = {}
         self._send_lock = asyncio.Lock()
+
+    def stream_credits(self) -> list[int]:
+        """The credit left to each open stream (0 or little: it waits for its client)."""
+        return [stream.credit for stream in self._streams.values()]
 
     @property
     def url(self) -> str:
@@ -208,3 +215,26 @@ class AgentTunnel:
     def _hold(self, count: int) -> None:
         self.buffered_bytes += count
         self.peak_buffered_bytes = max(self.peak_buffered_bytes, self.buffered_bytes)
+
+
+class TunnelCollector(Collector):
+    """The tunnel's state as Prometheus gauges: connected, connections opened, open streams,
+    bytes read from the member and not yet sent (now and at most)."""
+
+    def __init__(self, tunnel: AgentTunnel, *, prefix: str) -> None:
+        self._tunnel = tunnel
+        self._prefix = prefix
+
+    def collect(self) -> Iterator[Metric]:
+        tunnel = self._tunnel
+        values = (
+            ("proxy_tunnel_connected", "1 while the proxy tunnel to the hub is open.", float(tunnel.connected.is_set())),
+            ("proxy_tunnel_connections", "Proxy tunnels opened to the hub (each reconnect adds one).", tunnel.connections),
+            ("proxy_streams", "Proxied requests in progress.", len(tunnel.stream_credits())),
+            ("proxy_buffered_bytes", "Member response bytes read and not yet sent to the hub.", tunnel.buffered_bytes),
+            ("proxy_buffered_bytes_peak", "The most member response bytes ever held at once.", tunnel.peak_buffered_bytes),
+        )
+        for name, help_text, value in values:
+            family = GaugeMetricFamily(f"{self._prefix}_{name}", help_text, labels=["cluster"])
+            family.add_metric([tunnel.cluster], float(value))
+            yield family

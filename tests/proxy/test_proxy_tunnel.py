@@ -225,8 +225,8 @@ async def _log_longer_than(fleet: Fleet, size: int) -> bool:
 async def _stalled(fleet: Fleet) -> bool:
     tunnel = fleet.agent.tunnel
     assert tunnel is not None
-    streams = list(tunnel._streams.values())
-    return bool(streams) and all(s.credit < LIMITS.chunk_bytes for s in streams) and tunnel.buffered_bytes > 0
+    credits = tunnel.stream_credits()
+    return bool(credits) and all(credit < LIMITS.chunk_bytes for credit in credits) and tunnel.buffered_bytes > 0
 
 
 async def test_cut_tunnel_ends_streams_with_a_status_and_the_agent_reconnects(fleet: Fleet) -> None:
@@ -247,6 +247,9 @@ async def test_cut_tunnel_ends_streams_with_a_status_and_the_agent_reconnects(fl
     assert lines[-1]["object"]["code"] == 503
     assert f"cluster {CLUSTER}'s" in lines[-1]["object"]["message"]
     await eventually(lambda: _reconnected(fleet), what="the agent to reopen its tunnel")
+    metrics = fleet.agent.metrics.render().decode()
+    assert f'gpufed_agent_proxy_tunnel_connected{{cluster="{CLUSTER}"}} 1.0' in metrics
+    assert f'gpufed_agent_proxy_tunnel_connections{{cluster="{CLUSTER}"}} 2.0' in metrics
     code, body = await fleet.request("GET", PROXY + "/api/v1/namespaces/default/pods")
     assert code == 200 and body["items"]
 
@@ -315,4 +318,4 @@ async def test_a_client_that_takes_nothing_loses_its_stream(fleet: Fleet) -> Non
 async def _no_streams(fleet: Fleet) -> bool:
     tunnel = fleet.hub.proxy.tunnels.get(CLUSTER)
     assert fleet.agent.tunnel is not None
-    return not tunnel.streams() and not fleet.agent.tunnel._streams
+    return not tunnel.streams() and not fleet.agent.tunnel.stream_credits()
