@@ -319,3 +319,11 @@ async def _no_streams(fleet: Fleet) -> bool:
     tunnel = fleet.hub.proxy.tunnels.get(CLUSTER)
     assert fleet.agent.tunnel is not None
     return not tunnel.streams() and not fleet.agent.tunnel.stream_credits()
+
+
+async def test_the_query_reaches_the_member(fleet: Fleet) -> None:
+    await _running_pod(fleet)
+    code, body = await fleet.request("GET", PROXY + "/api/v1/namespaces/default/pods?labelSelector=app%3Dtrain%2Cx%21%3Dy")
+    assert code == 200 and [p["metadata"]["name"] for p in body["items"]] == ["train-0"]
+    code, body = await fleet.request("GET", PROXY + "/api/v1/namespaces/default/pods?labelSelector=app%3Dother")
+    assert code == 200 and body["items"] == []

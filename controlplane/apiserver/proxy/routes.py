@@ -90,7 +90,6 @@ class ProxyEndpoints:
 
     async def proxy(self, request: web.Request) -> web.StreamResponse:
         cluster = request.match_info["name"]
-        tail = request.match_info.get("tail", "")
         tunnel = self.tunnels.get(cluster)
         if tunnel is None:
             objects = request.app[OBJECT_STORE]
@@ -110,7 +109,12 @@ class ProxyEndpoints:
             raise error
         body = await request.read()
         user = request[USER]
-        path = "/" + tail + (f"?{request.query_string}" if request.query_string else "")
+        # The member path as the client encoded it (not decoded and re-encoded).
+        raw_path = request.rel_url.raw_path
+        marker = f"/{cluster}/proxy"
+        tail = raw_path[raw_path.index(marker) + len(marker):]
+        query = request.rel_url.raw_query_string
+        path = (tail if tail.startswith("/") else "/" + tail) + (f"?{query}" if query else "")
         proxied = ProxyRequest(request.method, path, headers, user=user.name, groups=user_groups(user))
         try:
             stream = tunnel.open_stream()
@@ -118,7 +122,12 @@ class ProxyEndpoints:
             raise errors.TooManyRequests(f"{exc}; retry when some finish", retry_after_seconds=1) from None
         finished = False
         try:
-            await stream.tunnel.send(framing.open_frame(stream.id, proxied, body))
+            try:
+                await stream.tunnel.send(framing.open_frame(stream.id, proxied, body))
+            except ConnectionResetError:
+                raise errors.ServiceUnavailable(
+                    f"cluster {cluster}'s agent disconnected", retry_after_seconds=5
+                ) from None
             try:
                 async with asyncio.timeout(tunnel.limits.head_timeout_seconds):
                     first = await stream.next_frame()
@@ -133,8 +142,6 @@ class ProxyEndpoints:
                 raise errors.ServiceUnavailable(f"cluster {cluster}'s agent sent a response without its head")
             response, finished = await _relay(request, stream, first.payload)
             return response
-        except ConnectionResetError:
-            raise errors.ServiceUnavailable(f"cluster {cluster}'s agent disconnected", retry_after_seconds=5) from None
         finally:
             await stream.close(cancel=not finished)
 
