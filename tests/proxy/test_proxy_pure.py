@@ -1,12 +1,15 @@
-"""The proxy's pure parts: frames, the request attributes of a proxy path, simulated log lines."""
+"""The proxy's pure parts: frames, the request attributes of a proxy path, the headers the agent
+sends the member, simulated log lines."""
 
 from __future__ import annotations
 
 import pytest
+from kubernetes_asyncio.client import ApiClient, Configuration
 
 from controlplane import proxyframing as framing
 from controlplane.apiserver.routing import parse_request
 from controlplane.proxyframing import FrameKind, ProxyRequest
+from member_agent.tunnel import AgentTunnel
 from simulator.podlogs import line_range
 
 PROXY = "/apis/cluster.gpufed.io/v1alpha1/clusters/c1/proxy/api/v1/namespaces/ml/pods"
@@ -47,3 +50,15 @@ def test_log_line_range_follows_tail_and_since() -> None:
     assert line_range(100.0, 109.5, tail=3, since=None) == range(7, 10)
     assert line_range(100.0, 109.5, tail=None, since=105.0) == range(5, 10)
     assert line_range(100.0, 99.0, tail=None, since=None) == range(0)
+
+
+async def test_the_agent_impersonates_the_hub_user_only_when_configured() -> None:
+    request = ProxyRequest("GET", "/api/v1/pods", [("Accept", "application/json"), ("Impersonate-User", "root")],
+                           user="ann", groups=["gpufed:viewers", "system:authenticated"])
+    async with ApiClient(Configuration()) as hub, ApiClient(Configuration()) as member:
+        impersonating = AgentTunnel(cluster="c1", hub=hub, member=member, identity="impersonate")
+        headers = impersonating.member_headers(request)
+        assert headers.getall("Impersonate-User") == ["ann"]
+        assert headers.getall("Impersonate-Group") == ["gpufed:viewers", "system:authenticated"]
+        as_agent = AgentTunnel(cluster="c1", hub=hub, member=member, identity="agent")
+        assert dict(as_agent.member_headers(request)) == {"Accept": "application/json"}
