@@ -60,6 +60,7 @@ from controlplane.apiserver.identity import Role
 from controlplane.apiserver.kinds import builtin_kind_resources, gpu_workload_resources
 from controlplane.apiserver.kubeconfig import KubeconfigError, load_kubeconfig, write_kubeconfig
 from controlplane.apiserver.objects import ObjectStore
+from controlplane.apiserver.proxy.routes import ProxyEndpoints
 from controlplane.apiserver.resources import (
     Registry,
     ResourceType,
@@ -238,6 +239,8 @@ class Hub:
         self._leader_tasks: list[asyncio.Task[None]] = []
         self.metrics: HubMetrics = hub_metrics()
         self.waste_sampler: WasteSampler | None = None
+        #: The cluster proxy: the agents' tunnels and the proxy route.
+        self.proxy = ProxyEndpoints()
         self._waste_task: asyncio.Task[None] | None = None
         self.url = ""
         self._runner: web.AppRunner | None = None
@@ -299,6 +302,7 @@ class Hub:
         # the data they show comes from authenticated API calls).
         extra.extend(waste_report_routes(ReportSource(self.store, sampler=self.waste_sampler)))
         extra.extend(ui_routes())
+        extra.extend(self.proxy.routes())
         extra.extend(self.metrics.routes())
         for factory in self.config.extra_routes:
             extra.extend(factory(self))
@@ -490,6 +494,7 @@ class Hub:
         for task in self._background:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        await self.proxy.close()
         if self._runner is not None:
             await self._runner.cleanup()
         if self.store is not None:

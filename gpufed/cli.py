@@ -25,6 +25,9 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "uncordon": ("gpufed.commands.cordon", "mark a member cluster schedulable again"),
     "taint": ("gpufed.commands.cordon", "add or remove taints on a member cluster (key=value:Effect, key:Effect-)"),
     "explain": ("gpufed.commands.explain", "why a workload runs where it runs: per cluster, chosen or not and why"),
+    "get": ("gpufed.commands.get", "list objects on member clusters through the hub's cluster proxy, CLUSTER column first"),
+    "events": ("gpufed.commands.events", "a workload's events on the hub and on its member clusters, one timeline"),
+    "logs": ("gpufed.commands.logs", "a pod's log, or every pod's of a workload, from member clusters through the hub"),
 }
 
 

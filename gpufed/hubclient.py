@@ -77,9 +77,10 @@ class HubClient:
         return self.credentials.server.rstrip("/")
 
     async def request(self, method: str, path: str, *, body: Any = None,
-                      content_type: str = "application/json", params: dict[str, str] | None = None) -> Any:
+                      content_type: str = "application/json", params: dict[str, str] | None = None,
+                      accept: str = "application/json") -> Any:
         ssl_context = client_ssl_context(self.credentials.ca_pem)
-        headers = {"Authorization": f"Bearer {self.credentials.token}", "Accept": "application/json"}
+        headers = {"Authorization": f"Bearer {self.credentials.token}", "Accept": accept}
         data = None
         if body is not None:
             data = json.dumps(body).encode()

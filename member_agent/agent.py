@@ -66,6 +66,7 @@ from member_agent.config import AgentConfig
 from member_agent.informing import Informer
 from member_agent.kubeapi import ApiError, Conflict, KubeApi, NotFound, is_retryable
 from member_agent.ledger import Ledger
+from member_agent.metrics import NAMESPACE as METRICS_NAMESPACE
 from member_agent.metrics import AgentMetrics, MetricsServer, parse_listen
 from member_agent.registering import (
     desired_cluster,
@@ -74,6 +75,7 @@ from member_agent.registering import (
     rfc3339,
     write_cluster_status,
 )
+from member_agent.tunnel import AgentTunnel, TunnelCollector
 
 logger = logging.getLogger(__name__)
 
@@ -178,6 +180,8 @@ class Agent:
         self.nodes: Informer | None = None
         self.pods: Informer | None = None
         self.works: Informer | None = None
+        #: The cluster proxy's tunnel to the hub (``--enable-proxy``).
+        self.tunnel: AgentTunnel | None = None
 
     # lifecycle -------------------------------------------------------------------------
 
@@ -290,6 +294,12 @@ class Agent:
         group.create_task(self._work_loop())
         if cfg.dcgm_url:
             group.create_task(self._dcgm_loop(cfg.dcgm_url))
+        if cfg.enable_proxy:
+            self.tunnel = AgentTunnel(
+                cluster=cfg.cluster_name, hub=hub.client, member=self.member.client, identity=cfg.proxy_identity
+            )
+            self.metrics.registry.register(TunnelCollector(self.tunnel, prefix=METRICS_NAMESPACE))
+            group.create_task(self.tunnel.run())
 
     # heartbeat -------------------------------------------------------------------------
 

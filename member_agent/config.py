@@ -13,7 +13,7 @@ import argparse
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
@@ -40,6 +40,10 @@ class AgentConfig(BaseModel):
     dcgm_url: str | None = None
     #: HOST:PORT to serve the agent's Prometheus /metrics on; None serves none.
     metrics_listen: str | None = None
+    #: Keep a tunnel open to the hub that carries the cluster proxy (member_agent.tunnel).
+    enable_proxy: bool = False
+    #: Who proxied requests act as at the member: the hub user (impersonate) or the agent itself.
+    proxy_identity: Literal["impersonate", "agent"] = "impersonate"
 
     provider: str = "onprem"
     region: str | None = None
@@ -188,6 +192,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--metrics-listen", metavar="HOST:PORT", help="serve Prometheus /metrics here (default: not served)"
     )
+    parser.add_argument(
+        "--enable-proxy",
+        action="store_true",
+        default=None,
+        help="keep a tunnel open to the hub carrying the cluster proxy (default: off)",
+    )
+    parser.add_argument(
+        "--proxy-identity",
+        choices=["impersonate", "agent"],
+        help="proxied requests act at the member as the hub user (impersonate, the default; the agent's member "
+        "identity needs the impersonate verb) or as the agent itself",
+    )
 
 
 def _cluster_file(path: Path) -> dict[str, Any]:
@@ -249,6 +265,8 @@ def config_from_args(ns: argparse.Namespace) -> AgentConfig:
         "status_resync_interval": "status_resync_interval",
         "member_probe_interval": "member_probe_interval",
         "member_failure_threshold": "member_failure_threshold",
+        "enable_proxy": "enable_proxy",
+        "proxy_identity": "proxy_identity",
     }
     for attr, key in intervals.items():
         if getattr(ns, attr, None) is not None:

@@ -12,6 +12,10 @@ The store lives in memory, so the server snapshots it to ``<state-dir>/snapshot.
 and on shutdown, and restores it on start: a member restarted on the same state dir
 comes back with its objects and their resourceVersions, like a real cluster's etcd.
 
+Pod logs (``pods/<name>/log``, :mod:`simulator.podlogs`) are generated lines; the server
+records its recent callers (peer address and ``Impersonate-*`` headers) at
+``/debug/gpufed/callers``.
+
 ``/livez``, ``/readyz`` and ``/healthz`` answer in kube-apiserver's format
 (:mod:`simulator.health`); stopping the process takes the member's API down, and starting it
 again on the same ``--listen`` address and state dir brings the same cluster back.
@@ -44,6 +48,7 @@ from controlplane.storage.interface import KeyValue
 from controlplane.storage.memory import MemoryStore
 from simulator.cluster import SimulatedCluster
 from simulator.health import health_middleware
+from simulator.podlogs import CallerLog, PodLogs
 from simulator.profile import ClusterProfile
 from simulator.resources import member_registry
 from simulator.scheduling.model import Scoring
@@ -143,6 +148,8 @@ class SimServer:
             config.profile, self.objects, time_scale=config.time_scale, seed=config.seed, scoring=config.scoring
         )
         self.statuses = StatusControllers(self.objects, clock=self.cluster.clock, salt=config.profile.name)
+        #: Who called the API (peer, impersonated user): served at /debug/gpufed/callers.
+        self.callers = CallerLog()
         self.url = ""
         self.dcgm_url = ""
         self._runners: list[web.AppRunner] = []
@@ -173,14 +180,17 @@ class SimServer:
             log.info("restored %d objects of %s from %s", len(items), self.config.profile.name, self.snapshot_path)
         pki = ensure_pki(state, hosts=[self.config.host, socket.gethostname()])
         token = load_or_create_token(state / "admin.token")
+        logs = PodLogs(self.objects, self.cluster.clock, self._stopped)
         app = create_app(
             self.objects,
             self.objects.registry,
             authenticator=StaticTokenAuthenticator(token),
+            extra_routes=[*logs.routes(), *self.callers.routes()],
             outer_middlewares=[
                 health_middleware(
                     {"ping": _passes, "log": _passes, "etcd": self._store_answers, "shutdown": self._not_stopping}
-                )
+                ),
+                self.callers.middleware(),
             ],
         )
         port = await self._serve(app, self.config.host, self.config.port, ssl_context=pki.server_ssl_context())

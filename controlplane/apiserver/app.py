@@ -72,6 +72,9 @@ WATCH_STOP = web.AppKey("watch_stop", asyncio.Event)
 USER = web.RequestKey("user", UserInfo)
 
 PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
+#: Subresources kube counts as long-running (not in the in-flight limit): proxied streams and
+#: the agents' tunnels that carry them.
+_LONG_RUNNING_SUBRESOURCES = frozenset({"proxy", "tunnel", "log", "exec", "attach", "portforward"})
 #: kube-apiserver's request body limit.
 MAX_BODY_BYTES = 3 * 1024 * 1024
 AUTH_TIMEOUT_SECONDS = 10.0
@@ -299,7 +302,7 @@ def _long_running_or_health(request: web.Request) -> bool:
     if request.path in PUBLIC_PATHS:
         return True
     info = request.get(REQUEST_INFO)
-    return info is not None and info.verb == "watch"
+    return info is not None and (info.verb == "watch" or info.subresource in _LONG_RUNNING_SUBRESOURCES)
 
 
 def create_app(

@@ -61,6 +61,10 @@ def parse_request(method: str, path: str, query: Mapping[str, str]) -> RequestIn
     resource = rest[0]
     name = rest[1] if len(rest) > 1 else None
     subresource = rest[2] if len(rest) > 2 else ""
+    if len(rest) > 3 and subresource == "proxy":
+        # A proxy subresource takes the rest of the path as its own (kube's pods/proxy/<path>);
+        # the verb comes from the method alone.
+        return RequestInfo(path, _proxy_verb(method), True, group, version, namespace, resource, name, subresource)
     if len(rest) > 3:
         # Deeper paths do not exist; an empty verb makes the handler answer 404.
         return RequestInfo(path, "", True, group, version, namespace, resource, name, "/".join(rest[2:]))
@@ -74,3 +78,11 @@ def parse_request(method: str, path: str, query: Mapping[str, str]) -> RequestIn
     else:
         verb = _METHOD_VERBS.get(method, "")
     return RequestInfo(path, verb, True, group, version, namespace, resource, name, subresource)
+
+
+def _proxy_verb(method: str) -> str:
+    if method in ("GET", "HEAD"):
+        return "get"
+    if method == "DELETE":
+        return "delete"
+    return _METHOD_VERBS.get(method, method.lower())

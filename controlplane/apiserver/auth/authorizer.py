@@ -18,7 +18,7 @@ The rights, least privilege first:
 - **agent** of cluster C (``UserInfo.cluster``): read and watch the Works in its
   execution namespace ``gpufed-es-C`` and update their ``status``; get, create and
   update its own Cluster ``C`` and its ``status``; get, create and update its Lease
-  ``gpufed-cluster-lease/C``; read discovery, OpenAPI, version and health. Nothing else.
+  ``gpufed-cluster-lease/C``; open its proxy tunnel (``get clusters/tunnel`` named C); read discovery, OpenAPI, version and health. Nothing else.
 - **bootstrap**: create a ``clusterjoins`` (the token exchange) and read discovery,
   version and health. Nothing else.
 
@@ -118,6 +118,12 @@ def _authorize_agent(attributes: RequestAttributes) -> Decision:
                 return _ALLOW
             return _deny(attributes, f"agents may only update the status of the Works of their own cluster ({own})")
         return _deny(attributes, f"agents may only read the Works in {own} and update their status")
+
+    if group == CLUSTER_GROUP and resource == "clusters" and sub == "tunnel":
+        # The proxy tunnel (controlplane.apiserver.proxy): an agent opens its own cluster's.
+        if verb == "get" and attributes.name == cluster:
+            return _ALLOW
+        return _deny(attributes, f"agents may only open their own cluster's proxy tunnel ({cluster})")
 
     if group == CLUSTER_GROUP and resource == "clusters":
         allowed_verbs = _AGENT_WRITE_VERBS if sub == "" else _STATUS_VERBS

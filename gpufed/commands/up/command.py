@@ -226,7 +226,7 @@ def _agent_spec(
                      "--cluster-name", name, "--kubeconfig", str(layout.member_dir(name) / "kubeconfig"),
                      "--state-dir", str(state),
                      "--dcgm-url", f"http://{HOST}:{ports.members[name]['dcgm']}/metrics",
-                     "--cluster-file", str(declared), *common),
+                     "--cluster-file", str(declared), "--enable-proxy", *common),
         log_path=layout.log(f"agent-{name}"),
         ready=hub_view.agent_probe(name),
         prepare=prepare,

@@ -1,0 +1,155 @@
+"""The hub's end of the agents' tunnels: which cluster's agent is connected, and its streams.
+
+An agent's WebSocket becomes a :class:`Tunnel` in the :class:`TunnelRegistry` under its cluster
+name (a newer connection of the same cluster replaces the older one). A proxied request opens
+a :class:`HubStream` on it: the OPEN frame goes out, and the tunnel's reader delivers the
+agent's HEAD, DATA, END and ERROR frames to the stream's queue. The queue never holds more
+than the flow-control window: the agent only sends what the hub has credited, and the hub
+credits only what its client has taken. When the tunnel drops, every open stream ends with an
+error naming the cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+from collections.abc import Awaitable, Callable
+
+from controlplane import proxyframing as framing
+from controlplane.proxyframing import Frame, FrameKind, ProxyLimits
+
+logger = logging.getLogger(__name__)
+
+Send = Callable[[bytes], Awaitable[None]]
+
+
+class TooManyStreams(Exception):
+    """The cluster's tunnel already carries ``max_streams`` proxied requests."""
+
+
+class HubStream:
+    """One proxied request as the hub sees it: the agent's frames, in order."""
+
+    def __init__(self, tunnel: Tunnel, stream_id: int) -> None:
+        self.tunnel = tunnel
+        self.id = stream_id
+        self._frames: asyncio.Queue[Frame] = asyncio.Queue()
+        #: DATA bytes received and not yet taken by the client; and the most ever held.
+        self.queued_bytes = 0
+        self.peak_queued_bytes = 0
+        self.closed = False
+
+    def deliver(self, frame: Frame) -> None:
+        if frame.kind is FrameKind.DATA:
+            self.queued_bytes += len(frame.payload)
+            self.peak_queued_bytes = max(self.peak_queued_bytes, self.queued_bytes)
+        self._frames.put_nowait(frame)
+
+    async def next_frame(self) -> Frame:
+        frame = await self._frames.get()
+        if frame.kind is FrameKind.DATA:
+            self.queued_bytes -= len(frame.payload)
+        return frame
+
+    async def credit(self, count: int) -> None:
+        if count > 0 and not self.closed:
+            await self.tunnel.send(framing.credit_frame(self.id, count))
+
+    async def close(self, *, cancel: bool) -> None:
+        """Forget the stream; ``cancel`` tells the agent to stop the member request."""
+        if self.closed:
+            return
+        self.closed = True
+        self.tunnel.forget(self.id)
+        if cancel and self.tunnel.connected:
+            with contextlib.suppress(ConnectionError):
+                await self.tunnel.send(Frame(FrameKind.CANCEL, self.id))
+
+
+class Tunnel:
+    """One agent's connection: sends frames, routes the agent's frames to their streams."""
+
+    def __init__(self, cluster: str, send: Send, limits: ProxyLimits) -> None:
+        self.cluster = cluster
+        self.limits = limits
+        self._send = send
+        self._send_lock = asyncio.Lock()
+        self._streams: dict[int, HubStream] = {}
+        self._ids = itertools.count(1)
+        self.connected = True
+
+    def streams(self) -> list[HubStream]:
+        """The open streams (their ``queued_bytes`` counters show what the hub holds)."""
+        return list(self._streams.values())
+
+    async def send(self, frame: Frame) -> None:
+        if not self.connected:
+            raise ConnectionResetError(f"cluster {self.cluster}'s agent disconnected")
+        async with self._send_lock:
+            await self._send(framing.encode(frame))
+
+    def open_stream(self) -> HubStream:
+        if len(self._streams) >= self.limits.max_streams:
+            raise TooManyStreams(
+                f"cluster {self.cluster}'s tunnel already carries {self.limits.max_streams} proxied requests"
+            )
+        stream = HubStream(self, next(self._ids) & 0xFFFFFFFF)
+        self._streams[stream.id] = stream
+        return stream
+
+    def forget(self, stream_id: int) -> None:
+        self._streams.pop(stream_id, None)
+
+    def receive(self, message: bytes) -> None:
+        """Route one frame from the agent; raises :class:`framing.FrameError` on garbage."""
+        frame = framing.decode(message)
+        if frame.kind not in (FrameKind.HEAD, FrameKind.DATA, FrameKind.END, FrameKind.ERROR):
+            raise framing.FrameError(f"an agent may not send {frame.kind.name} frames")
+        stream = self._streams.get(frame.stream)
+        if stream is None:
+            return  # the client left; the CANCEL crossed this frame
+        if frame.kind is FrameKind.DATA and stream.queued_bytes + len(frame.payload) > self.limits.window_bytes:
+            raise framing.FrameError(
+                f"cluster {self.cluster}'s agent sent past the flow-control window on stream {frame.stream}"
+            )
+        stream.deliver(frame)
+
+    def disconnect(self, reason: str) -> None:
+        """The connection is gone: every open stream ends with ``reason``."""
+        self.connected = False
+        for stream in list(self._streams.values()):
+            stream.deliver(framing.error_frame(stream.id, 503, reason))
+        self._streams.clear()
+
+
+class TunnelRegistry:
+    """The connected agents' tunnels, by cluster name."""
+
+    def __init__(self, limits: ProxyLimits | None = None) -> None:
+        self.limits = limits or ProxyLimits()
+        self._tunnels: dict[str, Tunnel] = {}
+
+    def get(self, cluster: str) -> Tunnel | None:
+        tunnel = self._tunnels.get(cluster)
+        return tunnel if tunnel is not None and tunnel.connected else None
+
+    def connect(self, cluster: str, send: Send) -> Tunnel:
+        old = self._tunnels.get(cluster)
+        if old is not None:
+            old.disconnect(f"cluster {cluster}'s agent opened a new tunnel; this request was cut")
+        tunnel = Tunnel(cluster, send, self.limits)
+        self._tunnels[cluster] = tunnel
+        logger.info("cluster %s's agent connected its proxy tunnel", cluster)
+        return tunnel
+
+    def disconnect(self, tunnel: Tunnel, reason: str) -> None:
+        tunnel.disconnect(reason)
+        if self._tunnels.get(tunnel.cluster) is tunnel:
+            del self._tunnels[tunnel.cluster]
+            logger.info("cluster %s's agent proxy tunnel closed", tunnel.cluster)
+
+    def close_all(self) -> None:
+        for tunnel in list(self._tunnels.values()):
+            self.disconnect(tunnel, f"cluster {tunnel.cluster}'s tunnel closed: the hub is shutting down")

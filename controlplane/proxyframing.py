@@ -1,0 +1,196 @@
+"""The cluster proxy's wire format between the hub and a member's agent (shared by both). Pure: no I/O.
+
+The agent keeps one WebSocket open to the hub; every proxied HTTP request is a *stream* on it,
+named by a 32-bit id the hub picks. Each WebSocket binary message is one frame::
+
+    kind (1 byte) | stream id (4 bytes, big-endian) | payload
+
+=========  ===============  ===========================================================
+kind       direction        payload
+=========  ===============  ===========================================================
+OPEN       hub -> agent     4-byte length, JSON :class:`ProxyRequest`, then the body
+CREDIT     hub -> agent     4-byte count: the hub's client took that many more bytes
+CANCEL     hub -> agent     empty: the hub's client left; stop the member request
+HEAD       agent -> hub     JSON ``{"status": int, "headers": [[name, value], ...]}``
+DATA       agent -> hub     response body bytes (at most ``chunk_bytes``)
+END        agent -> hub     empty: the response is complete
+ERROR      agent -> hub     JSON ``{"code": int, "message": str}``: the stream failed
+=========  ===============  ===========================================================
+
+Flow control is credit-based, per stream: the agent may have at most ``window_bytes`` of DATA
+unacknowledged; the hub returns CREDIT only once its client has taken the bytes, so neither
+side buffers more than a window for a client that reads slowly.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import struct
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+_HEADER: Final = struct.Struct(">BI")
+_U32: Final = struct.Struct(">I")
+
+#: Request headers never forwarded to the member: the hub's credential, any impersonation
+#: the caller tried to set itself, and hop-by-hop headers.
+DROPPED_REQUEST_HEADERS: Final = frozenset({
+    "authorization", "host", "connection", "keep-alive", "proxy-authorization", "proxy-connection",
+    "te", "trailer", "transfer-encoding", "upgrade", "content-length", "cookie",
+})
+#: Response headers the hub does not copy to its client (it frames the body itself).
+DROPPED_RESPONSE_HEADERS: Final = frozenset({
+    "connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding", "date", "server",
+})
+
+
+class FrameKind(enum.IntEnum):
+    OPEN = 1
+    CREDIT = 2
+    CANCEL = 3
+    HEAD = 4
+    DATA = 5
+    END = 6
+    ERROR = 7
+
+
+class FrameError(ValueError):
+    """A malformed frame: the peer does not speak this protocol; the tunnel is closed."""
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    kind: FrameKind
+    stream: int
+    payload: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
+class ProxyLimits:
+    """What one cluster's tunnel may hold at once."""
+
+    #: Proxied requests open at once per cluster; more are answered 429.
+    max_streams: int = 64
+    #: Unacknowledged response bytes per stream (the flow-control window).
+    window_bytes: int = 256 * 1024
+    #: Largest DATA frame.
+    chunk_bytes: int = 32 * 1024
+    #: Total size of the forwarded request headers.
+    max_header_bytes: int = 16 * 1024
+    #: Seconds the hub waits for the member's response head.
+    head_timeout_seconds: float = 30.0
+    #: Seconds a client may take no bytes at all while the hub has some for it; then the stream
+    #: ends (and its slot and window are freed).
+    stall_timeout_seconds: float = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class ProxyRequest:
+    """One request to perform against the member's API, as the hub forwards it."""
+
+    method: str
+    #: The member API path (``/api/v1/namespaces/ml/pods``), query string included.
+    path: str
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    #: The authenticated hub user (impersonated at the member when the agent is so configured).
+    user: str = ""
+    groups: list[str] = field(default_factory=list)
+
+
+def encode(frame: Frame) -> bytes:
+    return _HEADER.pack(int(frame.kind), frame.stream) + frame.payload
+
+
+def decode(message: bytes) -> Frame:
+    if len(message) < _HEADER.size:
+        raise FrameError(f"a frame of {len(message)} bytes is shorter than its {_HEADER.size}-byte header")
+    kind, stream = _HEADER.unpack_from(message)
+    try:
+        frame_kind = FrameKind(kind)
+    except ValueError:
+        raise FrameError(f"unknown frame kind {kind}") from None
+    return Frame(frame_kind, stream, bytes(message[_HEADER.size:]))
+
+
+def open_frame(stream: int, request: ProxyRequest, body: bytes) -> Frame:
+    head = json.dumps({
+        "method": request.method, "path": request.path, "headers": request.headers,
+        "user": request.user, "groups": request.groups,
+    }).encode()
+    return Frame(FrameKind.OPEN, stream, _U32.pack(len(head)) + head + body)
+
+
+def parse_open(payload: bytes) -> tuple[ProxyRequest, bytes]:
+    if len(payload) < _U32.size:
+        raise FrameError("an OPEN frame without its header length")
+    (size,) = _U32.unpack_from(payload)
+    data = _json(payload[_U32.size:_U32.size + size])
+    try:
+        request = ProxyRequest(
+            method=str(data["method"]), path=str(data["path"]),
+            headers=[(str(k), str(v)) for k, v in data.get("headers", [])],
+            user=str(data.get("user", "")), groups=[str(g) for g in data.get("groups", [])],
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise FrameError(f"a malformed OPEN frame: {exc!r}") from None
+    if not request.path.startswith("/"):
+        raise FrameError(f"an OPEN frame whose path {request.path!r} does not start with /")
+    return request, payload[_U32.size + size:]
+
+
+def credit_frame(stream: int, count: int) -> Frame:
+    return Frame(FrameKind.CREDIT, stream, _U32.pack(count))
+
+
+def parse_credit(payload: bytes) -> int:
+    if len(payload) != _U32.size:
+        raise FrameError("a CREDIT frame must carry exactly 4 bytes")
+    (count,) = _U32.unpack(payload)
+    return int(count)
+
+
+def head_frame(stream: int, status: int, headers: list[tuple[str, str]]) -> Frame:
+    return Frame(FrameKind.HEAD, stream, json.dumps({"status": status, "headers": headers}).encode())
+
+
+def parse_head(payload: bytes) -> tuple[int, list[tuple[str, str]]]:
+    data = _json(payload)
+    try:
+        return int(data["status"]), [(str(k), str(v)) for k, v in data.get("headers", [])]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise FrameError(f"a malformed HEAD frame: {exc!r}") from None
+
+
+def error_frame(stream: int, code: int, message: str) -> Frame:
+    return Frame(FrameKind.ERROR, stream, json.dumps({"code": code, "message": message}).encode())
+
+
+def parse_error(payload: bytes) -> tuple[int, str]:
+    data = _json(payload)
+    try:
+        return int(data.get("code", 503)), str(data["message"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise FrameError(f"a malformed ERROR frame: {exc!r}") from None
+
+
+def forwarded_headers(headers: list[tuple[str, str]], *, drop: frozenset[str]) -> list[tuple[str, str]]:
+    """``headers`` without the dropped ones and without any ``Impersonate-*`` header."""
+    return [
+        (name, value) for name, value in headers
+        if name.lower() not in drop and not name.lower().startswith("impersonate-")
+    ]
+
+
+def header_bytes(headers: list[tuple[str, str]]) -> int:
+    return sum(len(name) + len(value) + 4 for name, value in headers)
+
+
+def _json(raw: bytes) -> dict[str, Any]:
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise FrameError(f"a frame whose JSON does not parse: {exc}") from None
+    if not isinstance(data, dict):
+        raise FrameError("a frame whose JSON is not an object")
+    return data

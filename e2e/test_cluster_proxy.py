@@ -1,0 +1,211 @@
+"""The cluster proxy with real processes: a hub, a simulated member, its agent with
+``--enable-proxy``, the real kubectl and the `gpufed get|logs` commands.
+
+The hub reaches the member only through the tunnel its agent opened: while a log is being
+followed through the proxy, the hub process holds no connection to the member's API port
+(read from /proc), the agent does. Restarting the hub ends the follow with an error, and the
+agent opens its tunnel again to the new hub process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import threading
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+import yaml
+
+from controlplane.hub import ADMIN_USER
+from e2e.harness import GPUFED, Kubectl, ProcessGroup, wait_for
+from e2e.test_members import FLEET, _agent_kubeconfig, _ready
+
+pytestmark = pytest.mark.e2e
+CLUSTER = "onprem-a100"
+PROXY = f"/apis/cluster.gpufed.io/v1alpha1/clusters/{CLUSTER}/proxy"
+POD = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "train-0", "namespace": "ml", "labels": {"app": "train"}},
+    "spec": {"containers": [{"name": "main", "image": "train:1", "resources": {"requests": {"cpu": "1"}}}]},
+}
+
+
+def _kubeconfig(base: Kubectl, target: Path, *, server: str | None = None, token: str | None = None) -> Kubectl:
+    config = yaml.safe_load(base.kubeconfig.read_text())
+    if server is not None:
+        config["clusters"][0]["cluster"]["server"] = server
+    if token is not None:
+        config["users"][0]["user"]["token"] = token
+    target.write_text(yaml.safe_dump(config))
+    return Kubectl(target)
+
+
+def _server(kubectl: Kubectl) -> str:
+    return str(yaml.safe_load(kubectl.kubeconfig.read_text())["clusters"][0]["cluster"]["server"]).rstrip("/")
+
+
+def _remote_ports(pid: int) -> set[int]:
+    """The remote TCP ports of every socket process ``pid`` holds (from /proc)."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:["):-1])
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as handle:
+            for line in handle.readlines()[1:]:
+                fields = line.split()
+                if fields[9] in inodes:
+                    ports.add(int(fields[2].rsplit(":", 1)[1], 16))
+    return ports
+
+
+class Lines:
+    """A child's stdout, line by line, readable with a timeout."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.proc = proc
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self._lines.put(line.rstrip("\n"))
+        self._lines.put(None)
+
+    def next(self, timeout: float = 60.0) -> str | None:
+        return self._lines.get(timeout=timeout)
+
+
+def _started(pods: list[dict[str, Any]]) -> int:
+    return sum(1 for pod in pods if pod.get("status", {}).get("startTime"))
+
+
+def _gpufed(hub: Kubectl, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([GPUFED, *args, "-n", "default", "--kubeconfig", str(hub.kubeconfig)],
+                          capture_output=True, text=True, timeout=60, check=False)
+
+
+def _timeline(hub: Kubectl) -> list[list[str]] | None:
+    """The rows of `gpufed events deployment/infer` once both the hub and the member have some."""
+    result = _gpufed(hub, "events", "deployment/infer")
+    rows = [line.split(None, 5) for line in result.stdout.splitlines()[1:]]
+    origins = {row[1] for row in rows}
+    return rows if {"hub", CLUSTER} <= origins else None
+
+
+def _step(line: str | None) -> int:
+    assert line is not None and line.startswith("[main] step "), line
+    return int(line.split()[2].rstrip(":"))
+
+
+def test_cluster_proxy_through_the_agent(processes: ProcessGroup, tmp_path: Path) -> None:
+    hub_proc, hub = processes.start_hub()
+    _sim, member, dcgm = processes.start_member(FLEET, CLUSTER)
+    agent = processes.start_agent(hub, FLEET, CLUSTER, member, dcgm, extra=("--enable-proxy",))
+    wait_for(lambda: _ready(hub.json("get", "cluster", CLUSTER)), timeout=90, what=f"{CLUSTER} Ready")
+    # The workload's pod, created on the member directly (the test's setup, not the proxy).
+    member.run("create", "namespace", "ml")
+    member.run("apply", "-f", "-", input_text=json.dumps(POD))
+    wait_for(lambda: member.json("get", "pod", "train-0", "-n", "ml").get("status", {}).get("startTime"),
+             timeout=60, what="the pod to start")
+
+    # An admin lists the member's pods through the hub.
+    def proxied() -> Any:
+        result = hub.run("get", "--raw", PROXY + "/api/v1/namespaces/ml/pods", check=False)
+        return result.returncode == 0 and json.loads(result.stdout)["items"]
+
+    # The tunnel may open a moment after the cluster is Ready.
+    pods = wait_for(proxied, timeout=60, what="the proxy to answer")
+    assert [p["metadata"]["name"] for p in pods] == ["train-0"]
+
+    # kubectl pointed at the proxy as its server, as Karmada documents for its proxy.
+    through = _kubeconfig(hub, tmp_path / "proxy.kubeconfig", server=_server(hub) + PROXY)
+    assert "train-0" in through.run("get", "pods", "-n", "ml").stdout
+    tail = through.run("logs", "train-0", "-n", "ml", "--tail", "2").stdout.splitlines()
+    assert len(tail) == 2 and _step(tail[1]) == _step(tail[0]) + 1
+
+    # A viewer may read but not write; an agent credential may not proxy at all.
+    viewer_token = subprocess.run(
+        [GPUFED, "token", "create", "--kubeconfig", str(hub.kubeconfig), "--role", "viewer", "--name", "ann"],
+        capture_output=True, text=True, check=True, timeout=60,
+    ).stdout.strip()
+    viewer = _kubeconfig(through, tmp_path / "viewer.kubeconfig", token=viewer_token)
+    assert "train-0" in viewer.run("get", "pods", "-n", "ml").stdout
+    denied = viewer.run("create", "namespace", "x", check=False)
+    assert denied.returncode != 0 and "(Forbidden)" in denied.stderr and "clusters/proxy" in denied.stderr
+    agent_kubectl = Kubectl(_agent_kubeconfig(processes.root / f"agent-{CLUSTER}", hub, tmp_path))
+    refused = agent_kubectl.run("get", "--raw", PROXY + "/api/v1/namespaces/ml/pods", check=False)
+    assert refused.returncode != 0 and "forbidden" in refused.stderr.lower()
+
+    # gpufed get fans out with a CLUSTER column.
+    table = subprocess.run(
+        [GPUFED, "get", "pods", "-n", "ml", "-l", "app=train", "--clusters", "all", "--kubeconfig", str(hub.kubeconfig)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )
+    assert table.stdout.splitlines()[0].split()[:2] == ["CLUSTER", "NAME"], table
+    assert table.stdout.splitlines()[1].split()[:2] == [CLUSTER, "train-0"], table
+
+    # A workload propagated by the hub: its pods' logs and its events, wherever it runs.
+    manifests = Path(__file__).parent / "manifests"
+    hub.run("apply", "-f", str(manifests / "policy.yaml"))
+    hub.run("apply", "-f", str(manifests / "deployment.yaml"))
+    wait_for(lambda: _started(member.json("get", "pods", "-n", "default", "-l", "app=infer")["items"]) == 3,
+             timeout=90, what="the Deployment's 3 pods to start on the member")
+    logs = _gpufed(hub, "logs", "deployment/infer", "-c", "server", "--all-pods", "--tail", "1")
+    assert logs.returncode == 0, logs.stderr
+    assert len(logs.stdout.splitlines()) == 3, logs.stdout
+    assert all(line.startswith(f"[{CLUSTER}/infer-") and "[server] step" in line for line in logs.stdout.splitlines())
+    events = wait_for(lambda: _timeline(hub), timeout=60, what="hub and member events")
+    assert any(row[1] == "hub" and row[4] == "deployment/infer" for row in events), events
+    assert any(row[1] == CLUSTER and row[4].startswith("pod/infer-") for row in events), events
+
+    # gpufed logs -f follows the pod's log through the agent: new lines arrive as they are written.
+    follow = subprocess.Popen(
+        [GPUFED, "logs", "pod/train-0", "-n", "ml", "-f", "--tail", "1", "--kubeconfig", str(hub.kubeconfig)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    lines = Lines(follow)
+    try:
+        first = _step(lines.next())
+        assert [_step(lines.next()) for _ in range(3)] == [first + 1, first + 2, first + 3]
+
+        # While the stream is open, only the agent is connected to the member's API port.
+        member_port = urlsplit(_server(member)).port
+        assert member_port is not None and hub_proc.popen is not None and agent.popen is not None
+        assert member_port in _remote_ports(agent.popen.pid)
+        assert member_port not in _remote_ports(hub_proc.popen.pid)
+        callers = json.loads(member.run("get", "--raw", "/debug/gpufed/callers").stdout)["callers"]
+        logged = [c for c in callers if c["path"] == "/api/v1/namespaces/ml/pods/train-0/log"]
+        assert logged and {c["impersonateUser"] for c in logged} == {ADMIN_USER}, logged
+
+        # The hub goes away: the follow ends with an error naming the cluster.
+        port = urlsplit(_server(hub)).port
+        hub_proc.stop()
+        assert follow.wait(timeout=60) != 0
+        assert follow.stderr is not None
+        assert CLUSTER in follow.stderr.read()
+    finally:
+        follow.kill()
+        follow.wait(timeout=10)
+        lines.thread.join(timeout=10)
+        for pipe in (follow.stdout, follow.stderr):
+            if pipe is not None:
+                pipe.close()
+
+    # The hub comes back on the same address: the agent opens its tunnel again.
+    processes.start("hub-again", "controlplane", "--state-dir", str(processes.root / "hub"),
+                    "--listen", f"127.0.0.1:{port}")
+    wait_for(proxied, timeout=90, what="the agent's tunnel to the restarted hub")

@@ -1,0 +1,90 @@
+"""`gpufed logs POD|KIND/NAME [-n NS] [-c C] [-f] [--tail N] [--since D] [--all-pods] [--clusters ...]`.
+
+A pod's log, or the logs of a hub workload's pods wherever they run, read through the hub's
+cluster proxy (the member's ``pods/<name>/log`` with kube's options). A workload's pods are
+those its owner references tie to it, on the clusters the hub's Works carry it to; without
+``--all-pods`` one of them is shown (as ``kubectl logs deploy/x`` does), with it every one,
+each line prefixed ``[cluster/pod]``. With ``-f`` the streams stay open and lines appear as
+the members write them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
+from gpufed.memberproxy import clusters, proxy_path, resolve, stream_lines, workload_pods
+from gpufed.timeparse import parse_duration
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", metavar="POD|KIND/NAME", help="e.g. train-0, pod/train-0, pytorchjob/train")
+    parser.add_argument("-n", "--namespace", default="default")
+    parser.add_argument("-c", "--container", help="the container (required when a pod has several)")
+    parser.add_argument("-f", "--follow", action="store_true", help="keep streaming new lines")
+    parser.add_argument("--tail", type=int, help="only the last N lines of each log")
+    parser.add_argument("--since", help="only lines newer than this (e.g. 10s, 5m, 1h)")
+    parser.add_argument("--all-pods", action="store_true", help="every pod of the workload, not one")
+    parser.add_argument("--clusters", default="all", help="where to look: c1,c2 or all (default all)")
+    add_kubeconfig_argument(parser)
+
+
+async def _pods_of(hub: HubClient, args: argparse.Namespace, kind_word: str, name: str) -> list[tuple[str, str]]:
+    """(cluster, pod) pairs of the target."""
+    namespace = args.namespace
+    candidates = await clusters(hub, args.clusters)
+    if kind_word in ("", "pod", "pods", "po"):
+        answers = await asyncio.gather(
+            *(hub.request("GET", proxy_path(cluster, f"/api/v1/namespaces/{namespace}/pods/{name}"))
+              for cluster in candidates),
+            return_exceptions=True,
+        )
+        return [(cluster, name) for cluster, pod in zip(candidates, answers, strict=True) if isinstance(pod, dict)]
+    kind = (await resolve(hub, None, kind_word)).kind
+    found, failed = await workload_pods(hub, namespace, kind, name, candidates)
+    for cluster, why in failed.items():
+        print(f"cluster {cluster}: {why}", file=sys.stderr)
+    pairs = [(cluster, pod["metadata"]["name"]) for cluster, pods in found.items() for pod in pods]
+    return sorted(pairs)
+
+
+async def _follow(hub: HubClient, args: argparse.Namespace, cluster: str, pod: str, prefix: bool) -> None:
+    params = [("follow", "true")] if args.follow else []
+    if args.container:
+        params.append(("container", args.container))
+    if args.tail is not None:
+        params.append(("tailLines", str(args.tail)))
+    if args.since:
+        params.append(("sinceSeconds", str(max(1, int(parse_duration(args.since).total_seconds())))))
+    path = f"/api/v1/namespaces/{args.namespace}/pods/{pod}/log"
+    async for line in stream_lines(hub, cluster, path, params):
+        print(f"[{cluster}/{pod}] {line}" if prefix else line, flush=True)
+
+
+async def logs(args: argparse.Namespace) -> int:
+    hub = HubClient.from_kubeconfig(args.kubeconfig)
+    kind_word, _, name = args.target.rpartition("/")
+    pods = await _pods_of(hub, args, kind_word.lower(), name)
+    if not pods:
+        raise HubError(f'{args.target} has no pods in namespace "{args.namespace}" on the clusters searched')
+    if not args.all_pods:
+        pods = pods[:1]
+    results = await asyncio.gather(
+        *(_follow(hub, args, cluster, pod, prefix=args.all_pods) for cluster, pod in pods), return_exceptions=True
+    )
+    failed = [r for r in results if isinstance(r, BaseException)]
+    for error in failed:
+        if not isinstance(error, HubError):
+            raise error
+        print(f"error: {error}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        return asyncio.run(logs(args))
+    except (HubError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1

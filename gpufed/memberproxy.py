@@ -1,0 +1,156 @@
+"""How `gpufed get` and `gpufed logs` reach member clusters: through the hub's cluster proxy.
+
+Every call goes to ``/apis/cluster.gpufed.io/v1alpha1/clusters/<name>/proxy/<member path>`` on
+the hub with the user's hub credential; the hub forwards it through that cluster's agent.
+This module lists the clusters (``--clusters c1,c2`` or ``all``), resolves a kind the way
+kubectl does (plural, singular, kind or short name, from the member's discovery), picks the
+pods of a hub workload (the clusters its Works carry it to, then the pods it owns), and
+streams a response line by line.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+
+from controlplane.apis import constants as c
+from controlplane.apiserver.tls import client_ssl_context
+from controlplane.reports.owners import propagated_workloads
+from gpufed.hubclient import HubClient, HubError
+
+CLUSTERS_PATH = f"/apis/{c.CLUSTER_GROUP}/{c.VERSION}/clusters"
+WORKS_PATH = f"/apis/{c.WORK_GROUP}/{c.VERSION}/works"
+TABLE_ACCEPT = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+
+
+def proxy_path(cluster: str, path: str) -> str:
+    return f"{CLUSTERS_PATH}/{cluster}/proxy{path}"
+
+
+async def clusters(hub: HubClient, wanted: str) -> list[str]:
+    """The clusters ``--clusters`` names (``all``: every Cluster on the hub), sorted."""
+    known = sorted(item["metadata"]["name"] for item in (await hub.request("GET", CLUSTERS_PATH))["items"])
+    if wanted in ("", "all"):
+        return known
+    names = [name.strip() for name in wanted.split(",") if name.strip()]
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise HubError(f"no such cluster(s): {', '.join(unknown)}; the hub has: {', '.join(known) or 'none'}")
+    return names
+
+
+@dataclass(frozen=True)
+class Resource:
+    """A member resource as discovery lists it."""
+
+    path: str  # /api/v1 or /apis/<group>/<version>
+    plural: str
+    kind: str
+    namespaced: bool
+
+    def collection(self, namespace: str | None) -> str:
+        where = f"/namespaces/{namespace}" if self.namespaced and namespace else ""
+        return f"{self.path}{where}/{self.plural}"
+
+
+def _matches(entry: Mapping[str, Any], word: str) -> bool:
+    word = word.lower()
+    names = {str(entry.get("name", "")), str(entry.get("singularName", "")), str(entry.get("kind", "")).lower()}
+    return word in names or word in {str(s) for s in entry.get("shortNames") or []}
+
+
+async def resolve(hub: HubClient, cluster: str | None, word: str) -> Resource:
+    """The resource ``word`` names (``pods``, ``pod``, ``po``, ``Deployment``, ``deploy.apps``) on
+    member ``cluster``, or on the hub itself when ``cluster`` is None."""
+
+    def at(path: str) -> str:
+        return path if cluster is None else proxy_path(cluster, path)
+
+    word, _, group = word.partition(".")
+    candidates: list[str] = []
+    if not group:
+        candidates.append("/api/v1")
+    groups = await hub.request("GET", at("/apis"))
+    for item in groups.get("groups") or []:
+        if group and item.get("name") != group:
+            continue
+        version = (item.get("preferredVersion") or {}).get("groupVersion")
+        if version:
+            candidates.append(f"/apis/{version}")
+    for path in candidates:
+        listing = await hub.request("GET", at(path))
+        for entry in listing.get("resources") or []:
+            if "/" not in str(entry.get("name", "")) and _matches(entry, word):
+                return Resource(path, str(entry["name"]), str(entry.get("kind", "")), bool(entry.get("namespaced")))
+    where = f"cluster {cluster}" if cluster else "the hub"
+    raise HubError(f'the server doesn\'t have a resource type "{word}" ({where})')
+
+
+def owned_by(pod: Mapping[str, Any], kind: str, name: str) -> bool:
+    """Whether ``pod`` belongs to workload ``kind/name``: owned by it, or (Deployments) by one of
+    its ReplicaSets, which are named ``<deployment>-<pod-template-hash>``."""
+    for ref in (pod.get("metadata") or {}).get("ownerReferences") or []:
+        owner_kind, owner = ref.get("kind"), str(ref.get("name", ""))
+        if owner_kind == kind and owner == name:
+            return True
+        if kind == "Deployment" and owner_kind == "ReplicaSet" and owner.rsplit("-", 1)[0] == name:
+            return True
+    return False
+
+
+async def workload_clusters(hub: HubClient, namespace: str, kind: str, name: str) -> list[str]:
+    """The clusters the hub's Works carry workload ``namespace/kind/name`` to."""
+    works = (await hub.request("GET", WORKS_PATH))["items"]
+    return sorted(
+        cluster for cluster, workloads in propagated_workloads(works).items()
+        if (namespace, kind, name) in workloads
+    )
+
+
+async def stream_lines(hub: HubClient, cluster: str, path: str, params: Sequence[tuple[str, str]]) -> AsyncIterator[str]:
+    """The lines of a (possibly endless) proxied response."""
+    headers = {"Authorization": f"Bearer {hub.credentials.token}"}
+    connector = aiohttp.TCPConnector(ssl=client_ssl_context(hub.credentials.ca_pem))
+    timeout = aiohttp.ClientTimeout(total=None, connect=30, sock_connect=30)
+    url = hub.server + proxy_path(cluster, path)
+    try:
+        async with (
+            aiohttp.ClientSession(connector=connector, timeout=timeout) as session,
+            session.get(url, params=list(params), headers=headers) as response,
+        ):
+            if response.status >= 400:
+                text = await response.text()
+                try:
+                    message = json.loads(text).get("message") or text
+                except ValueError:
+                    message = text
+                raise HubError(f"cluster {cluster}: {message.strip()}", status=response.status)
+            async for raw in response.content:
+                yield raw.decode(errors="replace").rstrip("\n")
+    except aiohttp.ClientPayloadError as exc:
+        raise HubError(f"cluster {cluster}: the stream ended early ({exc}); its agent may have disconnected") from exc
+    except aiohttp.ClientConnectorError as exc:
+        raise HubError(f"cannot reach the hub at {hub.server}: {exc.os_error or exc}") from exc
+
+
+async def workload_pods(
+    hub: HubClient, namespace: str, kind: str, name: str, candidates: Sequence[str]
+) -> tuple[dict[str, list[dict[str, Any]]], dict[str, str]]:
+    """The pods of workload ``namespace/kind/name`` per cluster, on the ``candidates`` its Works
+    reach (all of them when no Work names it), and the clusters that could not be asked, with why."""
+    carried = await workload_clusters(hub, namespace, kind, name)
+    where = [cluster for cluster in candidates if cluster in carried] if carried else list(candidates)
+    found: dict[str, list[dict[str, Any]]] = {}
+    failed: dict[str, str] = {}
+    for cluster in where:
+        try:
+            listing = await hub.request("GET", proxy_path(cluster, f"/api/v1/namespaces/{namespace}/pods"))
+        except HubError as exc:
+            failed[cluster] = str(exc)
+            continue
+        found[cluster] = [pod for pod in listing.get("items") or [] if owned_by(pod, kind, name)]
+    return found, failed

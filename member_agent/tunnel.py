@@ -1,0 +1,240 @@
+"""The agent's end of the cluster proxy: a tunnel it keeps open to the hub.
+
+The agent dials the hub (HTTPS, its own bearer token) and opens a WebSocket on
+``/apis/cluster.gpufed.io/v1alpha1/clusters/<name>/tunnel``; the hub never connects to the
+member. Each OPEN frame the hub sends is one request to perform against the member's API
+with the agent's member client; the answer streams back as HEAD, DATA and END frames
+(:mod:`controlplane.proxyframing`). A stream sends DATA only while the hub has credited it,
+so a client that reads slowly stalls the member read instead of growing a buffer:
+:attr:`AgentTunnel.buffered_bytes` (read from the member, not yet sent) never exceeds one
+chunk per stream, and :attr:`AgentTunnel.peak_buffered_bytes` records the most ever held.
+
+With ``identity="impersonate"`` the member sees the hub user (``Impersonate-User`` and
+``Impersonate-Group``), so the member's RBAC limits what each user may do through the proxy;
+the agent's member identity then needs the ``impersonate`` verb on users and groups. With
+``identity="agent"`` requests run with the agent's own member rights.
+
+A lost connection is re-established with exponential backoff; streams open at that moment
+are cancelled (the hub ends them with an error naming the cluster).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections.abc import Iterator
+from typing import Literal
+
+import aiohttp
+from kubernetes_asyncio.client import ApiClient
+from multidict import CIMultiDict
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from controlplane import proxyframing as framing
+from controlplane.proxyframing import Frame, FrameKind, ProxyLimits, ProxyRequest
+
+logger = logging.getLogger(__name__)
+
+MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+HEARTBEAT_SECONDS = 20.0
+CONNECT_TIMEOUT_SECONDS = 10.0
+MIN_BACKOFF = 0.5
+MAX_BACKOFF = 30.0
+#: A tunnel that stayed up this long resets the backoff.
+STABLE_SECONDS = 10.0
+
+Identity = Literal["impersonate", "agent"]
+
+
+class _Stream:
+    def __init__(self, window: int) -> None:
+        self.credit = window
+        self.credited = asyncio.Event()
+        self.task: asyncio.Task[None] | None = None
+
+    def add_credit(self, count: int) -> None:
+        self.credit += count
+        self.credited.set()
+
+    async def take(self, count: int) -> None:
+        while self.credit < count:
+            self.credited.clear()
+            await self.credited.wait()
+        self.credit -= count
+
+
+class AgentTunnel:
+    """``await tunnel.run()`` until cancelled."""
+
+    def __init__(
+        self,
+        *,
+        cluster: str,
+        hub: ApiClient,
+        member: ApiClient,
+        identity: Identity = "impersonate",
+        limits: ProxyLimits | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.hub = hub
+        self.member = member
+        self.identity = identity
+        self.limits = limits or ProxyLimits()
+        self.connected = asyncio.Event()
+        #: Tunnels opened so far (a reconnect adds one).
+        self.connections = 0
+        self.buffered_bytes = 0
+        self.peak_buffered_bytes = 0
+        self._streams: dict[int, _Stream] = {}
+        self._send_lock = asyncio.Lock()
+
+    def stream_credits(self) -> list[int]:
+        """The credit left to each open stream (0 or little: it waits for its client)."""
+        return [stream.credit for stream in self._streams.values()]
+
+    @property
+    def url(self) -> str:
+        host = str(self.hub.configuration.host).rstrip("/")
+        return f"{host}/apis/cluster.gpufed.io/v1alpha1/clusters/{self.cluster}/tunnel"
+
+    async def run(self) -> None:
+        backoff = MIN_BACKOFF
+        loop = asyncio.get_running_loop()
+        while True:
+            started = loop.time()
+            try:
+                await self._connect_once()
+                logger.warning("the proxy tunnel of cluster %s to the hub closed; reconnecting", self.cluster)
+            except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+                logger.warning("the proxy tunnel of cluster %s cannot reach the hub: %s", self.cluster, exc)
+            if loop.time() - started > STABLE_SECONDS:
+                backoff = MIN_BACKOFF
+            await asyncio.sleep(backoff * (1 + random.random() / 2))
+            backoff = min(backoff * 2, MAX_BACKOFF)
+
+    async def _connect_once(self) -> None:
+        headers: dict[str, str] = {}
+        await self.hub.update_params_for_auth(headers, [], ["BearerToken"])
+        session: aiohttp.ClientSession = self.hub.rest_client.pool_manager
+        async with session.ws_connect(
+            self.url, headers=headers, heartbeat=HEARTBEAT_SECONDS, max_msg_size=MAX_MESSAGE_BYTES,
+            timeout=aiohttp.ClientWSTimeout(ws_receive=None, ws_close=CONNECT_TIMEOUT_SECONDS),
+        ) as ws:
+            self.connections += 1
+            self.connected.set()
+            logger.info("cluster %s's proxy tunnel to the hub is open", self.cluster)
+            try:
+                async for message in ws:
+                    if message.type is not aiohttp.WSMsgType.BINARY:
+                        continue
+                    try:
+                        self._receive(ws, message.data)
+                    except framing.FrameError as exc:
+                        logger.warning("the hub broke the tunnel protocol: %s; reconnecting", exc)
+                        break
+            finally:
+                self.connected.clear()
+                await self._cancel_all()
+
+    def _receive(self, ws: aiohttp.ClientWebSocketResponse, message: bytes) -> None:
+        frame = framing.decode(message)
+        stream = self._streams.get(frame.stream)
+        if frame.kind is FrameKind.OPEN:
+            request, body = framing.parse_open(frame.payload)
+            if stream is not None or len(self._streams) >= self.limits.max_streams:
+                raise framing.FrameError(f"stream {frame.stream} cannot be opened (already open or too many)")
+            stream = _Stream(self.limits.window_bytes)
+            self._streams[frame.stream] = stream
+            stream.task = asyncio.create_task(self._serve(ws, frame.stream, stream, request, body))
+        elif frame.kind is FrameKind.CREDIT:
+            if stream is not None:
+                stream.add_credit(framing.parse_credit(frame.payload))
+        elif frame.kind is FrameKind.CANCEL:
+            if stream is not None and stream.task is not None:
+                stream.task.cancel()
+        else:
+            raise framing.FrameError(f"the hub may not send {frame.kind.name} frames")
+
+    async def _cancel_all(self) -> None:
+        tasks = [s.task for s in self._streams.values() if s.task is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._streams.clear()
+
+    async def _send(self, ws: aiohttp.ClientWebSocketResponse, frame: Frame) -> None:
+        async with self._send_lock:
+            await ws.send_bytes(framing.encode(frame))
+
+    def member_headers(self, request: ProxyRequest) -> CIMultiDict[str]:
+        """The headers sent to the member: the caller's, minus credentials, plus the identity."""
+        headers: CIMultiDict[str] = CIMultiDict(
+            framing.forwarded_headers(request.headers, drop=framing.DROPPED_REQUEST_HEADERS)
+        )
+        if self.identity == "impersonate":
+            headers["Impersonate-User"] = request.user
+            for group in request.groups:
+                headers.add("Impersonate-Group", group)
+        return headers
+
+    async def _serve(
+        self, ws: aiohttp.ClientWebSocketResponse, stream_id: int, stream: _Stream, request: ProxyRequest, body: bytes
+    ) -> None:
+        headers = self.member_headers(request)
+        auth: dict[str, str] = {}
+        await self.member.update_params_for_auth(auth, [], ["BearerToken"])
+        headers.update(auth)
+        url = str(self.member.configuration.host).rstrip("/") + request.path
+        session: aiohttp.ClientSession = self.member.rest_client.pool_manager
+        timeout = aiohttp.ClientTimeout(total=None, connect=CONNECT_TIMEOUT_SECONDS, sock_connect=CONNECT_TIMEOUT_SECONDS)
+        try:
+            async with session.request(
+                request.method, url, headers=headers, data=body or None, timeout=timeout, allow_redirects=False
+            ) as response:
+                await self._send(ws, framing.head_frame(stream_id, response.status, list(response.headers.items())))
+                while chunk := await response.content.read(self.limits.chunk_bytes):
+                    self._hold(len(chunk))
+                    try:
+                        await stream.take(len(chunk))
+                        await self._send(ws, Frame(FrameKind.DATA, stream_id, chunk))
+                    finally:
+                        self._hold(-len(chunk))
+                await self._send(ws, Frame(FrameKind.END, stream_id))
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            message = f"cluster {self.cluster}'s API did not answer the proxied request: {exc}"
+            with contextlib.suppress(aiohttp.ClientError, OSError):
+                await self._send(ws, framing.error_frame(stream_id, 502, message))
+        finally:
+            self._streams.pop(stream_id, None)
+
+    def _hold(self, count: int) -> None:
+        self.buffered_bytes += count
+        self.peak_buffered_bytes = max(self.peak_buffered_bytes, self.buffered_bytes)
+
+
+class TunnelCollector(Collector):
+    """The tunnel's state as Prometheus gauges: connected, connections opened, open streams,
+    bytes read from the member and not yet sent (now and at most)."""
+
+    def __init__(self, tunnel: AgentTunnel, *, prefix: str) -> None:
+        self._tunnel = tunnel
+        self._prefix = prefix
+
+    def collect(self) -> Iterator[Metric]:
+        tunnel = self._tunnel
+        values = (
+            ("proxy_tunnel_connected", "1 while the proxy tunnel to the hub is open.", float(tunnel.connected.is_set())),
+            ("proxy_tunnel_connections", "Proxy tunnels opened to the hub (each reconnect adds one).", tunnel.connections),
+            ("proxy_streams", "Proxied requests in progress.", len(tunnel.stream_credits())),
+            ("proxy_buffered_bytes", "Member response bytes read and not yet sent to the hub.", tunnel.buffered_bytes),
+            ("proxy_buffered_bytes_peak", "The most member response bytes ever held at once.", tunnel.peak_buffered_bytes),
+        )
+        for name, help_text, value in values:
+            family = GaugeMetricFamily(f"{self._prefix}_{name}", help_text, labels=["cluster"])
+            family.add_metric([tunnel.cluster], float(value))
+            yield family

@@ -1,0 +1,67 @@
+"""`gpufed get` and `gpufed logs`: the pure parts (table merging, workload ownership)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpufed.commands.events import about, timeline
+from gpufed.commands.get import render
+from gpufed.memberproxy import owned_by
+
+COLUMNS = [
+    {"name": "Name", "priority": 0},
+    {"name": "Ready", "priority": 0},
+    {"name": "IP", "priority": 1},
+]
+
+
+def _table(*rows: tuple[str, str, str, str]) -> dict[str, Any]:
+    return {
+        "columnDefinitions": COLUMNS,
+        "rows": [{"cells": [n, r, ip], "object": {"metadata": {"namespace": ns}}} for ns, n, r, ip in rows],
+    }
+
+
+def test_tables_of_several_clusters_share_one_header_with_cluster_first() -> None:
+    lines = render(
+        [("a", _table(("ml", "p-1", "1/1", "10.0.0.1"))), ("bb", _table(("ml", "p-2", "0/1", "10.0.0.2")))],
+        wide=False, all_namespaces=False,
+    )
+    assert [line.split() for line in lines] == [["CLUSTER", "NAME", "READY"], ["a", "p-1", "1/1"], ["bb", "p-2", "0/1"]]
+    wide = render([("a", _table(("ml", "p-1", "1/1", "10.0.0.1")))], wide=True, all_namespaces=True)
+    assert [line.split() for line in wide] == [["CLUSTER", "NAMESPACE", "NAME", "READY", "IP"],
+                                                ["a", "ml", "p-1", "1/1", "10.0.0.1"]]
+    assert render([("a", _table())], wide=False, all_namespaces=False) == []
+
+
+def _pod(kind: str, name: str) -> dict[str, Any]:
+    return {"metadata": {"ownerReferences": [{"kind": kind, "name": name}]}}
+
+
+def test_workload_pods_are_found_by_ownership() -> None:
+    assert owned_by(_pod("PyTorchJob", "train"), "PyTorchJob", "train")
+    assert owned_by(_pod("ReplicaSet", "llm-serving-7d9f8c6b5"), "Deployment", "llm-serving")
+    assert not owned_by(_pod("ReplicaSet", "llm-7d9f8c6b5"), "Deployment", "llm-serving")
+    assert not owned_by(_pod("Job", "train"), "PyTorchJob", "train")
+    assert not owned_by({"metadata": {}}, "Deployment", "x")
+
+
+def _event(kind: str, name: str, at: str, reason: str = "Scheduled") -> dict[str, Any]:
+    return {"involvedObject": {"kind": kind, "name": name}, "lastTimestamp": at, "type": "Normal",
+            "reason": reason, "message": f"about {name}"}
+
+
+def test_events_about_a_workload_its_replicasets_and_its_pods_merge_oldest_first() -> None:
+    pods = {"infer-7d9f8c6b5-abcde"}
+    assert about(_event("Deployment", "infer", ""), "Deployment", "infer", pods)
+    assert about(_event("ReplicaSet", "infer-7d9f8c6b5", ""), "Deployment", "infer", pods)
+    assert about(_event("Pod", "infer-7d9f8c6b5-abcde", ""), "Deployment", "infer", pods)
+    assert not about(_event("Pod", "other-1", ""), "Deployment", "infer", pods)
+    assert not about(_event("Deployment", "infer2", ""), "Deployment", "infer", pods)
+    lines = timeline([
+        ("c1", _event("Pod", "infer-7d9f8c6b5-abcde", "2026-01-01T00:00:05Z")),
+        ("hub", _event("Deployment", "infer", "2026-01-01T00:00:01Z")),
+    ])
+    assert [line.split()[:2] for line in lines] == [["TIME", "CLUSTER"], ["2026-01-01T00:00:01Z", "hub"],
+                                                    ["2026-01-01T00:00:05Z", "c1"]]
+    assert timeline([]) == []

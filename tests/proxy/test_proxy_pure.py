@@ -1,0 +1,64 @@
+"""The proxy's pure parts: frames, the request attributes of a proxy path, the headers the agent
+sends the member, simulated log lines."""
+
+from __future__ import annotations
+
+import pytest
+from kubernetes_asyncio.client import ApiClient, Configuration
+
+from controlplane import proxyframing as framing
+from controlplane.apiserver.routing import parse_request
+from controlplane.proxyframing import FrameKind, ProxyRequest
+from member_agent.tunnel import AgentTunnel
+from simulator.podlogs import line_range
+
+PROXY = "/apis/cluster.gpufed.io/v1alpha1/clusters/c1/proxy/api/v1/namespaces/ml/pods"
+
+
+def test_open_frame_round_trips_request_and_body() -> None:
+    request = ProxyRequest("POST", "/api/v1/namespaces?dryRun=All", [("Content-Type", "application/json")],
+                           user="alice", groups=["gpufed:viewers"])
+    frame = framing.decode(framing.encode(framing.open_frame(7, request, b'{"a":1}')))
+    assert frame.kind is FrameKind.OPEN and frame.stream == 7
+    assert framing.parse_open(frame.payload) == (request, b'{"a":1}')
+    assert framing.parse_credit(framing.credit_frame(3, 4096).payload) == 4096
+
+
+@pytest.mark.parametrize("message", [b"", b"\x63\x00\x00\x00\x01", b"\x01\x00\x00\x00\x01\x00\x00\x00\x05{}"])
+def test_garbage_frames_are_refused(message: bytes) -> None:
+    with pytest.raises(framing.FrameError):
+        frame = framing.decode(message)
+        framing.parse_open(frame.payload)
+
+
+def test_credentials_and_impersonation_are_never_forwarded() -> None:
+    headers = [("Authorization", "Bearer x"), ("Impersonate-User", "root"), ("Accept", "application/json")]
+    assert framing.forwarded_headers(headers, drop=framing.DROPPED_REQUEST_HEADERS) == [("Accept", "application/json")]
+
+
+@pytest.mark.parametrize(("method", "verb"), [("GET", "get"), ("POST", "create"), ("PUT", "update"),
+                                              ("PATCH", "patch"), ("DELETE", "delete")])
+def test_proxy_path_is_the_clusters_proxy_subresource(method: str, verb: str) -> None:
+    info = parse_request(method, PROXY, {"watch": "true"})
+    assert (info.verb, info.group, info.resource, info.name, info.subresource) == (
+        verb, "cluster.gpufed.io", "clusters", "c1", "proxy"
+    )
+
+
+def test_log_line_range_follows_tail_and_since() -> None:
+    assert line_range(100.0, 109.5, tail=None, since=None) == range(0, 10)
+    assert line_range(100.0, 109.5, tail=3, since=None) == range(7, 10)
+    assert line_range(100.0, 109.5, tail=None, since=105.0) == range(5, 10)
+    assert line_range(100.0, 99.0, tail=None, since=None) == range(0)
+
+
+async def test_the_agent_impersonates_the_hub_user_only_when_configured() -> None:
+    request = ProxyRequest("GET", "/api/v1/pods", [("Accept", "application/json"), ("Impersonate-User", "root")],
+                           user="ann", groups=["gpufed:viewers", "system:authenticated"])
+    async with ApiClient(Configuration()) as hub, ApiClient(Configuration()) as member:
+        impersonating = AgentTunnel(cluster="c1", hub=hub, member=member, identity="impersonate")
+        headers = impersonating.member_headers(request)
+        assert headers.getall("Impersonate-User") == ["ann"]
+        assert headers.getall("Impersonate-Group") == ["gpufed:viewers", "system:authenticated"]
+        as_agent = AgentTunnel(cluster="c1", hub=hub, member=member, identity="agent")
+        assert dict(as_agent.member_headers(request)) == {"Accept": "application/json"}
