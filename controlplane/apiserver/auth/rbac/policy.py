@@ -185,6 +185,9 @@ def gpufed_cluster_roles() -> list[dict[str, Any]]:
             rule(READ, (COORDINATION_GROUP,), ("leases",)),
             rule(READ, ("scheduling.k8s.io",), ("priorityclasses",)),
             rule(("get",), urls=("/metrics",)),
+            # Reads through the cluster proxy (GET only; the member decides what the viewer
+            # may see under its impersonated identity).
+            rule(("get",), (CLUSTER_GROUP,), ("clusters/proxy",)),
         ]),
         cluster_role("gpufed:cluster-joiner", [rule(("create",), (AUTH_GROUP,), ("clusterjoins",))]),
     ]
