@@ -69,11 +69,19 @@ def deep_json(depth: int = 1000) -> bytes:
 
 
 def huge_object(kind: Kind, namespace: str) -> bytes:
+    """A ConfigMap over etcd's limit (kube refuses one over 1 MiB before it reaches etcd)."""
     meta: dict[str, Any] = {"name": "huge"}
     if kind.namespaced:
         meta["namespace"] = namespace
     obj = {"apiVersion": kind.group_version, "kind": kind.kind, "metadata": meta,
            "data": {"blob": "x" * OVER_ETCD_LIMIT_BYTES}}
+    return json.dumps(obj).encode()
+
+
+def huge_lease(namespace: str) -> bytes:
+    """A Lease over etcd's limit: kube sets no size limit on a Lease, so etcd's is the one that answers."""
+    obj = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "huge", "namespace": namespace},
+           "spec": {"holderIdentity": "x" * OVER_ETCD_LIMIT_BYTES}}
     return json.dumps(obj).encode()
 
 
@@ -96,8 +104,11 @@ def reported_cases(configmaps: Kind, namespace: str) -> list[FuzzRequest]:
                     expect=(400,)),
         FuzzRequest("?resourceVersion=2^64 (watch)", "GET", f"{base}?watch=1&resourceVersion={big}", expect=(400,)),
         FuzzRequest("JSON nested 1,000 deep", "POST", base, "application/json", deep_json(), (400,)),
-        FuzzRequest("2.9 MB object over etcd's limit", "POST", base, "application/json",
-                    huge_object(configmaps, namespace), (413,)),
+        FuzzRequest("2.9 MB ConfigMap (over kube's 1 MiB)", "POST", base, "application/json",
+                    huge_object(configmaps, namespace), (422,)),
+        FuzzRequest("2.9 MB Lease over etcd's limit", "POST",
+                    f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases", "application/json",
+                    huge_lease(namespace), (413,)),
         FuzzRequest("wastereports/last-99999999999999h", "GET",
                     "/apis/reports.gpufed.io/v1alpha1/wastereports/last-99999999999999h", expect=(404,)),
         FuzzRequest('DELETE {"preconditions":"x"}', "DELETE", item, "application/json", b'{"preconditions":"x"}', (400,)),

@@ -55,6 +55,19 @@ def _override_spec(name: str) -> dict[str, Any]:
     }
 
 
+def _crd_spec(name: str) -> dict[str, Any]:
+    """A CRD named ``<plural>.<group>`` (see :func:`sample`), its group its own so that clients
+    creating one each at once never clash on the kind."""
+    plural, group = name.split(".", 1)
+    schema = {"type": "object", "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}}
+    return {
+        "group": group,
+        "scope": "Namespaced",
+        "names": {"plural": plural, "singular": plural, "kind": "Widget", "listKind": "WidgetList"},
+        "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": schema}}],
+    }
+
+
 _ROLE_RULES = [{"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get", "list"]}]
 
 #: (group, kind) -> the object's body without apiVersion, kind and metadata.
@@ -175,6 +188,7 @@ SPECS: dict[tuple[str, str], Builder] = {
             ],
         }
     },
+    ("apiextensions.k8s.io", "CustomResourceDefinition"): lambda name: {"spec": _crd_spec(name)},
     ("cluster.gpufed.io", "Cluster"): lambda name: {"spec": {"provider": "onprem", "region": "eu-west", "tier": 0}},
     ("work.gpufed.io", "ResourceBinding"): lambda name: {
         "spec": {"resource": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name, "namespace": "default"}}
@@ -190,13 +204,17 @@ SPECS.update({("policy.karmada.io", kind): SPECS[("policy.gpufed.io", kind)] for
 
 
 def sample(api_version: str, kind: str, name: str, *, namespace: str | None) -> dict[str, Any]:
-    """A minimal valid ``kind`` named ``name`` (in ``namespace`` when the kind is namespaced)."""
+    """A minimal valid ``kind`` named ``name`` (in ``namespace`` when the kind is namespaced); a
+    CustomResourceDefinition's name must be ``<plural>.<group>``, so it is named from ``name``:
+    read the name from the sample."""
     group = api_version.rpartition("/")[0]
     builder = SPECS.get((group, kind))
     if builder is None:
         raise MissingSample(
             f"the hub serves {kind} ({api_version}) but e2e/clients/samples.py has no sample of it: add one to SPECS"
         )
+    if (group, kind) == ("apiextensions.k8s.io", "CustomResourceDefinition"):
+        name = f"{name}.{name}.example.com"  # kube's rule: <plural>.<group>
     metadata: dict[str, Any] = {"name": name, "labels": {"suite": "clients"}}
     if namespace:
         metadata["namespace"] = namespace

@@ -58,8 +58,8 @@ async def exercise(driver: Driver, kind: ServedKind, verbs: frozenset[str], *, c
         for seen in await driver.list():
             assert (await driver.read(seen.name)).name == seen.name
         return
-    name = unique_name(f"{client}-{kind.kind.lower()}")
-    manifest = sample(kind.api_version, kind.kind, name, namespace=kind.namespace())
+    manifest = sample(kind.api_version, kind.kind, unique_name(f"{client}-{kind.kind.lower()}"), namespace=kind.namespace())
+    name = manifest["metadata"]["name"]
 
     created = await driver.create(manifest)
     assert created.name == name and created.uid, created
