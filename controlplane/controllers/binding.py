@@ -233,8 +233,7 @@ class BindingController:
         ctx.bindings.add_handler(self._on_binding)
         ctx.works.add_handler(self._on_work)
         ctx.clusters.add_handler(self._on_cluster)
-        for rt in ctx.workload_types:
-            ctx.informer(rt).add_handler(self._on_workload)
+        ctx.add_workload_handler(self._on_workload)
         for rt in ctx.override_types:
             ctx.informer(rt).add_handler(self._on_override_policy)
         for rt in ctx.propagation_types:

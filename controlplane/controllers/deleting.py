@@ -49,8 +49,7 @@ class DeletionController:
     def __init__(self, ctx: ControllerContext) -> None:
         self.ctx = ctx
         self.loop: ReconcileLoop[WorkloadRef] = ReconcileLoop(self.name, self.reconcile, workers=ctx.settings.workers)
-        for rt in ctx.workload_types:
-            ctx.informer(rt).add_handler(self._on_workload)
+        ctx.add_workload_handler(self._on_workload)
 
     async def _on_workload(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         if event is not WatchEventType.DELETED and is_deleting(obj):

@@ -240,8 +240,7 @@ class Detector:
     def __init__(self, ctx: ControllerContext) -> None:
         self.ctx = ctx
         self.loop: ReconcileLoop[WorkloadRef] = ReconcileLoop(self.name, self.reconcile, workers=ctx.settings.workers)
-        for rt in ctx.workload_types:
-            ctx.informer(rt).add_handler(self._on_workload)
+        ctx.add_workload_handler(self._on_workload)
         for rt in ctx.propagation_types:
             ctx.informer(rt).add_handler(self._on_policy)
         ctx.bindings.add_handler(self._on_binding)

@@ -123,8 +123,7 @@ class StatusController:
         self.loop: ReconcileLoop[BindingKey] = ReconcileLoop(self.name, self.reconcile, workers=ctx.settings.workers)
         ctx.works.add_handler(self._on_work)
         ctx.bindings.add_handler(self._on_binding)
-        for rt in ctx.workload_types:
-            ctx.informer(rt).add_handler(self._on_workload)
+        ctx.add_workload_handler(self._on_workload)
 
     async def _on_work(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         key = binding_key_of_work(obj)

@@ -92,8 +92,12 @@ class WorkloadRef:
 
 def propagatable_types(registry: Registry) -> list[ResourceType]:
     """Namespaced kinds the detector watches: every kind the hub serves that may propagate
-    (:func:`is_propagatable`), with an interpreter or not."""
-    return [rt for rt in registry if is_propagatable(rt)]
+    (:func:`is_propagatable`), with an interpreter or not. A custom kind served in several
+    versions (``conversion: None``: one set of objects) is watched once, in its storage version."""
+    return [
+        rt for rt in registry
+        if is_propagatable(rt) and not (rt.custom is not None and rt.custom.stored_api_version)
+    ]
 
 
 def is_deleting(obj: Mapping[str, Any] | None) -> bool:

@@ -1,0 +1,133 @@
+"""The controllers follow the kinds CustomResourceDefinitions add to the hub while they run.
+
+A CRD established after the controller manager started gets an informer: its instances are
+matched by policies and bound. A manager started after the CRD (a new leader) watches it from
+the start. Deleting the CRD deletes its instances (and their bindings) and stops the watch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from controlplane.apiserver import errors
+from controlplane.apiserver.crd.controller import CrdController
+from controlplane.apiserver.crd.registry import DynamicRegistry
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.controllers.manager import ControllerManager
+from controlplane.controllers.workloads import propagatable_types
+
+from .conftest import FAST
+from .fleet import eventually, propagation_policy
+
+NS = "default"
+GROUP = "ml.example.com"
+
+
+def crd(*, versions: tuple[str, ...] = ("v1",)) -> dict[str, Any]:
+    schema = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"trainers.{GROUP}"},
+        "spec": {
+            "group": GROUP,
+            "scope": "Namespaced",
+            "names": {"plural": "trainers", "kind": "Trainer"},
+            "versions": [
+                {"name": v, "served": True, "storage": v == versions[0], "schema": schema} for v in versions
+            ],
+        },
+    }
+
+
+def trainer(name: str) -> dict[str, Any]:
+    return {"apiVersion": f"{GROUP}/v1", "kind": "Trainer", "metadata": {"name": name, "namespace": NS}, "spec": {"epochs": 3}}
+
+
+@pytest.fixture
+async def crds(objects: ObjectStore) -> AsyncIterator[CrdController]:
+    registry = objects.registry
+    assert isinstance(registry, DynamicRegistry)
+    controller = CrdController(objects, registry, registry.require("apiextensions.k8s.io/v1", "CustomResourceDefinition"))
+    stop = asyncio.Event()
+    task = asyncio.create_task(controller.run(stop))
+    await controller.wait_synced()
+    yield controller
+    stop.set()
+    await task
+
+
+async def _binding(objects: ObjectStore, name: str) -> dict[str, Any] | None:
+    rt = objects.registry.require("work.gpufed.io/v1alpha1", "ResourceBinding")
+    try:
+        return await objects.get(rt, namespace=NS, name=f"{name}-trainer")
+    except errors.NotFound:
+        return None
+
+
+async def _served(objects: ObjectStore) -> bool:
+    return objects.registry.for_kind(f"{GROUP}/v1", "Trainer") is not None
+
+
+async def test_a_crd_established_while_running_is_watched_and_propagated(
+    objects: ObjectStore, crds: CrdController
+) -> None:
+    policy_rt = objects.registry.require("policy.gpufed.io/v1alpha1", "PropagationPolicy")
+    crd_rt = objects.registry.require("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+    async with ControllerManager(objects, settings=FAST) as manager:
+        ctx = manager.context
+        assert ctx is not None
+        assert all(rt.group != GROUP for rt in ctx.workload_types)
+        await objects.create(policy_rt, propagation_policy("trainers", kind="Trainer", api_version=f"{GROUP}/v1"))
+        await objects.create(crd_rt, crd())
+        await eventually(lambda: _served(objects), what="Trainer served")
+        trainer_rt = objects.registry.require(f"{GROUP}/v1", "Trainer")
+        await objects.create(trainer_rt, trainer("bert"))
+
+        binding = await eventually(lambda: _binding(objects, "bert"), what="the Trainer's binding")
+        assert binding["spec"]["resource"]["kind"] == "Trainer"
+        assert binding["spec"]["resource"]["apiVersion"] == f"{GROUP}/v1"
+        assert binding["spec"]["replicas"] == 0  # no interpreter: the whole object goes to each cluster
+        assert any(rt.group == GROUP for rt in ctx.workload_types)
+
+        # Deleting the CRD deletes its instance (the deletion controller lets it go, with its
+        # binding), then the CRD; its kind is no longer watched.
+        await objects.delete(crd_rt, name=f"trainers.{GROUP}")
+
+        async def crd_gone() -> bool:
+            try:
+                await objects.get(crd_rt, name=f"trainers.{GROUP}")
+            except errors.NotFound:
+                return True
+            return False
+
+        await eventually(crd_gone, what="the CRD deleted with its instances")
+        assert await _binding(objects, "bert") is None
+
+        async def unwatched() -> bool:
+            return all(rt.group != GROUP for rt in ctx.workload_types) and ctx.workload_informer(
+                f"{GROUP}/v1", "Trainer"
+            ) is None
+
+        await eventually(unwatched, what="the Trainer informer stopped")
+
+
+async def test_a_manager_started_after_the_crd_watches_it(objects: ObjectStore, crds: CrdController) -> None:
+    crd_rt = objects.registry.require("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+    policy_rt = objects.registry.require("policy.gpufed.io/v1alpha1", "PropagationPolicy")
+    await objects.create(crd_rt, crd(versions=("v1", "v1beta1")))
+    await eventually(lambda: _served(objects), what="Trainer served")
+    await objects.create(objects.registry.require(f"{GROUP}/v1", "Trainer"), trainer("gpt"))
+    await objects.create(policy_rt, propagation_policy("trainers", kind="Trainer", api_version=f"{GROUP}/v1"))
+    # Two served versions, one set of objects: watched once, in the storage version.
+    assert [rt.version for rt in propagatable_types(objects.registry) if rt.group == GROUP] == ["v1"]
+    async with ControllerManager(objects, settings=FAST) as manager:
+        ctx = manager.context
+        assert ctx is not None
+        assert ctx.workload_informer(f"{GROUP}/v1beta1", "Trainer") is ctx.workload_informer(f"{GROUP}/v1", "Trainer")
+        binding = await eventually(lambda: _binding(objects, "gpt"), what="the Trainer's binding")
+        assert binding["spec"]["policy"]["name"] == "trainers"
