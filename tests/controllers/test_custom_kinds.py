@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from controlplane.apis.constants import LABEL_BINDING
 from controlplane.apiserver import errors
 from controlplane.apiserver.crd.controller import CrdController
 from controlplane.apiserver.crd.registry import DynamicRegistry
@@ -21,7 +22,7 @@ from controlplane.controllers.manager import ControllerManager
 from controlplane.controllers.workloads import propagatable_types
 
 from .conftest import FAST
-from .fleet import eventually, propagation_policy
+from .fleet import eventually, node_shape, propagation_policy, put_cluster
 
 NS = "default"
 GROUP = "ml.example.com"
@@ -131,3 +132,52 @@ async def test_a_manager_started_after_the_crd_watches_it(objects: ObjectStore, 
         assert ctx.workload_informer(f"{GROUP}/v1beta1", "Trainer") is ctx.workload_informer(f"{GROUP}/v1", "Trainer")
         binding = await eventually(lambda: _binding(objects, "gpt"), what="the Trainer's binding")
         assert binding["spec"]["policy"]["name"] == "trainers"
+
+
+async def test_an_instance_goes_whole_to_each_cluster_with_its_overrides(
+    objects: ObjectStore, crds: CrdController
+) -> None:
+    """No interpreter: Duplicated whole to each chosen cluster; an OverridePolicy's plaintext
+    overrider changes the copy of one cluster only."""
+    crd_rt = objects.registry.require("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+    await put_cluster(objects, "onprem", node_shape(2, gpus=1))
+    await put_cluster(objects, "cloud", node_shape(2, gpus=1), provider="aws")
+    placement = {
+        "clusterAffinity": {"clusterNames": ["onprem", "cloud"]},
+        "replicaScheduling": {"replicaSchedulingType": "Duplicated"},
+    }
+    override = {
+        "apiVersion": "policy.gpufed.io/v1alpha1",
+        "kind": "OverridePolicy",
+        "metadata": {"name": "more-epochs-in-the-cloud", "namespace": NS},
+        "spec": {
+            "resourceSelectors": [{"apiVersion": f"{GROUP}/v1", "kind": "Trainer"}],
+            "overrideRules": [{
+                "targetCluster": {"clusterNames": ["cloud"]},
+                "overriders": {"plaintext": [{"path": "/spec/epochs", "operator": "replace", "value": 9}]},
+            }],
+        },
+    }
+    async with ControllerManager(objects, settings=FAST):
+        await objects.create(crd_rt, crd())
+        await eventually(lambda: _served(objects), what="Trainer served")
+        await objects.create(
+            objects.registry.require("policy.gpufed.io/v1alpha1", "PropagationPolicy"),
+            propagation_policy("trainers", kind="Trainer", api_version=f"{GROUP}/v1", placement=placement),
+        )
+        await objects.create(objects.registry.require("policy.gpufed.io/v1alpha1", "OverridePolicy"), override)
+        await objects.create(objects.registry.require(f"{GROUP}/v1", "Trainer"), trainer("bert"))
+        work_rt = objects.registry.require("work.gpufed.io/v1alpha1", "Work")
+
+        async def both() -> dict[str, dict[str, Any]] | None:
+            listed = await objects.list(work_rt, label_selector=f"{LABEL_BINDING}=bert-trainer")
+            works = {w["metadata"]["namespace"].removeprefix("gpufed-es-"): w for w in listed.items}
+            manifests = {name: w["spec"]["workload"]["manifests"][0] for name, w in works.items()}
+            done = set(manifests) == {"onprem", "cloud"} and manifests["cloud"]["spec"]["epochs"] == 9
+            return manifests if done else None
+
+        manifests = await eventually(both, what="a Work per cluster, the cloud's overridden")
+    assert manifests["onprem"]["spec"] == {"epochs": 3}
+    assert manifests["cloud"]["spec"] == {"epochs": 9}
+    assert {m["kind"] for m in manifests.values()} == {"Trainer"}
+    assert "status" not in manifests["onprem"]
