@@ -52,7 +52,6 @@ is (not created when absent) and an ``OverrideFailed`` Event names the rule.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import logging
 from collections.abc import Mapping
@@ -79,7 +78,7 @@ from controlplane.controllers.context import (
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.failover import evicting_clusters
 from controlplane.controllers.reconciling import ReconcileLoop
-from controlplane.controllers.workloads import is_deleting
+from controlplane.controllers.workloads import binding_namespace, is_deleting
 from controlplane.controllers.works import (
     binding_key_of_work,
     build_work,
@@ -269,7 +268,7 @@ class BindingController:
         if event is WatchEventType.MODIFIED and not _workload_changed(old, obj):
             return
         meta = obj["metadata"]
-        key = (str(meta.get("namespace")), binding_name(str(meta["name"]), str(obj.get("kind"))))
+        key = (binding_namespace(meta.get("namespace")), binding_name(str(meta["name"]), str(obj.get("kind"))))
         if self.ctx.bindings.get(*key) is None and not self.ctx.works.index_keys(INDEX_BINDING, key):
             return  # not propagated (yet): the binding's own events bring it here
         await self.loop.add(key)
@@ -333,17 +332,6 @@ class BindingController:
         view = ClusterSnapshot.from_cluster(obj).view
         self._views[cluster] = (version, view)
         return view
-
-    async def _ensure_namespace(self, namespace: str) -> None:
-        if namespace in self._namespaces:
-            return
-        ctx = self.ctx
-        if await ctx.get(ctx.namespace_rt, None, namespace) is None:
-            with contextlib.suppress(errors.AlreadyExists):
-                await ctx.objects.create(
-                    ctx.namespace_rt, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
-                )
-        self._namespaces.add(namespace)
 
     def _preserve(self, binding: dict[str, Any], existing: list[dict[str, Any]]) -> bool:
         """The ``preserveResourcesOnDeletion`` the binding's Works carry (see the module docstring)."""
@@ -461,7 +449,7 @@ class BindingController:
             return
         current = await ctx.get(ctx.work_rt, namespace, name)
         if current is None:
-            await self._ensure_namespace(namespace)
+            await self.ctx.ensure_namespace(namespace)
             await ctx.objects.create(ctx.work_rt, desired)
             log.info("work %s/%s created", namespace, name)
             return

@@ -136,6 +136,7 @@ class ControllerContext:
         self._informer_tasks: dict[tuple[str, str, str], asyncio.Task[None]] = {}
         self._informer_group: asyncio.TaskGroup | None = None
         self._workload_handlers: list[Handler] = []
+        self._namespaces: set[str] = set()
         self._parsed: dict[tuple[str, str, str, str], tuple[str, AnyPolicy | None]] = {}
 
         self.bindings = self.informer(self.binding_rt)
@@ -256,6 +257,17 @@ class ControllerContext:
         return format_time(self.clock())
 
     # --- reads -----------------------------------------------------------------------
+
+    async def ensure_namespace(self, namespace: str) -> None:
+        """Create ``namespace`` on the hub unless it exists (remembered for this term)."""
+        if namespace in self._namespaces:
+            return
+        if await self.get(self.namespace_rt, None, namespace) is None:
+            with contextlib.suppress(errors.AlreadyExists):
+                await self.objects.create(
+                    self.namespace_rt, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+                )
+        self._namespaces.add(namespace)
 
     async def get(self, rt: ResourceType, namespace: str | None, name: str) -> dict[str, Any] | None:
         """A fresh read from the store (None when absent)."""

@@ -66,12 +66,12 @@ class DeletionController:
         finalizers = list(workload["metadata"].get("finalizers") or [])
         if FINALIZER_WORKLOAD not in finalizers:
             return None
-        binding = await ctx.get(ctx.binding_rt, ref.namespace, ref.binding_name)
+        binding = await ctx.get(ctx.binding_rt, ref.binding_namespace, ref.binding_name)
         resource = ((binding or {}).get("spec") or {}).get("resource") or {}
         if binding is not None and resource.get("kind") == ref.kind:
-            await ctx.delete(ctx.binding_rt, ref.namespace, ref.binding_name)
-            log.info("binding %s/%s deleted with %s", ref.namespace, ref.binding_name, ref)
-        works = ctx.works.by_index(INDEX_BINDING, (ref.namespace, ref.binding_name))
+            await ctx.delete(ctx.binding_rt, ref.binding_namespace, ref.binding_name)
+            log.info("binding %s/%s deleted with %s", ref.binding_namespace, ref.binding_name, ref)
+        works = ctx.works.by_index(INDEX_BINDING, (ref.binding_namespace, ref.binding_name))
         for work in works:
             meta = work["metadata"]
             await ctx.delete(ctx.work_rt, meta.get("namespace"), meta["name"])

@@ -261,7 +261,7 @@ class Detector:
 
     def _plain_object_matters(self, ref: WorkloadRef) -> bool:
         ctx = self.ctx
-        return ctx.binding_for(ref.namespace, ref.name, ref.kind) is not None or ctx.policy_selects_kind(
+        return ctx.binding_for(ref.binding_namespace, ref.name, ref.kind) is not None or ctx.policy_selects_kind(
             ref.namespace or None, ref.api_version, ref.kind
         )
 
@@ -341,14 +341,14 @@ class Detector:
             return None
         # Cached reads: every write below is a compare-and-swap, so a stale copy only loses a race.
         workload = ctx.cached(rt, ref.namespace, ref.name)
-        binding = ctx.bindings.get(ref.namespace, ref.binding_name)
+        binding = ctx.bindings.get(ref.binding_namespace, ref.binding_name)
         if binding is not None and not _binding_is_for(binding, ref):
             binding = None  # another kind's binding that happens to share the name
         if workload is None:
             if binding is not None:
                 # Gone without passing through the finalizer (it was removed by hand).
                 log.info("workload %s is gone; deleting its binding", ref)
-                await ctx.delete(ctx.binding_rt, ref.namespace, ref.binding_name)
+                await ctx.delete(ctx.binding_rt, ref.binding_namespace, ref.binding_name)
             return None
         if is_deleting(workload) or is_reserved_namespace(ref.namespace):
             return None
@@ -408,18 +408,20 @@ class Detector:
         """Create or update the binding with ``spec``; return it as written (or as it is, when unchanged)."""
         ctx = self.ctx
         if binding is None:
+            if not ref.namespace:
+                await ctx.ensure_namespace(ref.binding_namespace)
             created = {
                 "apiVersion": ctx.binding_rt.api_version,
                 "kind": ctx.binding_rt.kind,
-                "metadata": {"name": ref.binding_name, "namespace": ref.namespace},
+                "metadata": {"name": ref.binding_name, "namespace": ref.binding_namespace},
                 "spec": spec,
             }
             try:
                 written = await ctx.objects.create(ctx.binding_rt, created)
             except errors.AlreadyExists:
                 # Created by an earlier reconcile whose event the cache has not seen yet.
-                raise errors.Conflict(f"binding {ref.namespace}/{ref.binding_name} exists already") from None
-            log.info("binding %s/%s created for %s (%s)", ref.namespace, ref.binding_name, ref, describe_policy(match.ref))
+                raise errors.Conflict(f"binding {ref.binding_namespace}/{ref.binding_name} exists already") from None
+            log.info("binding %s/%s created for %s (%s)", ref.binding_namespace, ref.binding_name, ref, describe_policy(match.ref))
             return written
         if _comparable(binding.get("spec")) == _comparable(spec):
             return binding

@@ -41,6 +41,7 @@ from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.workloads import (
     WorkloadConditionType,
+    binding_namespace,
     find_condition,
     is_deleting,
     with_condition,
@@ -170,7 +171,7 @@ class StatusController:
         ):
             return
         meta = obj["metadata"]
-        key = (str(meta.get("namespace")), binding_name(str(meta["name"]), str(obj.get("kind"))))
+        key = (binding_namespace(meta.get("namespace")), binding_name(str(meta["name"]), str(obj.get("kind"))))
         if self.ctx.bindings.get(*key) is None:
             return  # not propagated (yet): the binding's own events bring the status here
         await self.loop.add(key)

@@ -21,6 +21,7 @@ from controlplane.apis.constants import (
     KARMADA_POLICY_GROUP,
     POLICY_GROUP,
     REPORTS_GROUP,
+    SYSTEM_NAMESPACE,
     WORK_GROUP,
 )
 from controlplane.apis.kube.defaults_batch import without_generated_selector
@@ -35,6 +36,18 @@ HUB_ONLY_GROUPS: frozenset[str] = frozenset(
 )
 #: Core kinds that never propagate: Events describe hub objects.
 HUB_ONLY_KINDS: frozenset[tuple[str, str]] = frozenset({("", "Event")})
+#: Cluster-scoped kinds a ClusterPropagationPolicy may propagate: CustomResourceDefinitions (as
+#: Karmada users send a CRD to the clusters its instances go to). Their bindings live in
+#: :data:`CLUSTER_SCOPED_BINDING_NAMESPACE` (Karmada's ClusterResourceBinding, as a namespaced one).
+PROPAGATABLE_CLUSTER_KINDS: frozenset[tuple[str, str]] = frozenset(
+    {("apiextensions.k8s.io", "CustomResourceDefinition")}
+)
+CLUSTER_SCOPED_BINDING_NAMESPACE = SYSTEM_NAMESPACE
+
+
+def binding_namespace(namespace: str | None) -> str:
+    """The namespace of the binding of a workload in ``namespace`` (None or "": cluster-scoped)."""
+    return namespace or CLUSTER_SCOPED_BINDING_NAMESPACE
 
 
 def is_plain(api_version: str, kind: str) -> bool:
@@ -45,8 +58,10 @@ def is_plain(api_version: str, kind: str) -> bool:
 
 def is_propagatable(rt: ResourceType) -> bool:
     """Whether a policy may propagate objects of ``rt``: any namespaced kind the hub serves that
-    is not part of the hub's own machinery."""
-    return rt.namespaced and rt.group not in HUB_ONLY_GROUPS and (rt.group, rt.kind) not in HUB_ONLY_KINDS
+    is not part of the hub's own machinery, and CustomResourceDefinitions."""
+    if not rt.namespaced:
+        return (rt.group, rt.kind) in PROPAGATABLE_CLUSTER_KINDS
+    return rt.group not in HUB_ONLY_GROUPS and (rt.group, rt.kind) not in HUB_ONLY_KINDS
 
 
 class WorkloadConditionType(StrEnum):
@@ -80,6 +95,10 @@ class WorkloadRef:
     @property
     def binding_name(self) -> str:
         return binding_name(self.name, self.kind)
+
+    @property
+    def binding_namespace(self) -> str:
+        return binding_namespace(self.namespace)
 
     @classmethod
     def of(cls, obj: Mapping[str, Any]) -> WorkloadRef:

@@ -181,3 +181,59 @@ async def test_an_instance_goes_whole_to_each_cluster_with_its_overrides(
     assert manifests["cloud"]["spec"] == {"epochs": 9}
     assert {m["kind"] for m in manifests.values()} == {"Trainer"}
     assert "status" not in manifests["onprem"]
+
+
+async def test_a_cluster_propagation_policy_sends_the_crd_to_the_clusters(
+    objects: ObjectStore, crds: CrdController
+) -> None:
+    """The first cluster-scoped kind that propagates: a ClusterPropagationPolicy selecting the
+    CRD by name (as Karmada users do) gives it a binding in gpufed-system and a Work per
+    cluster; deleting the CRD at the hub deletes those Works before it goes."""
+    crd_rt = objects.registry.require("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+    work_rt = objects.registry.require("work.gpufed.io/v1alpha1", "Work")
+    await put_cluster(objects, "onprem", node_shape(2, gpus=1))
+    await put_cluster(objects, "cloud", node_shape(2, gpus=1), provider="aws")
+    policy = {
+        "apiVersion": "policy.karmada.io/v1alpha1",
+        "kind": "ClusterPropagationPolicy",
+        "metadata": {"name": "trainer-crd"},
+        "spec": {
+            "resourceSelectors": [{
+                "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "name": f"trainers.{GROUP}",
+            }],
+            "placement": {"clusterAffinity": {"clusterNames": ["onprem", "cloud"]}},
+        },
+    }
+    async with ControllerManager(objects, settings=FAST):
+        await objects.create(objects.registry.require("policy.karmada.io/v1alpha1", "ClusterPropagationPolicy"), policy)
+        await objects.create(crd_rt, crd())
+        binding_name = f"trainers.{GROUP}-customresourcedefinition"
+
+        async def works() -> dict[str, dict[str, Any]] | None:
+            listed = await objects.list(work_rt, label_selector=f"{LABEL_BINDING}={binding_name}")
+            found = {w["metadata"]["namespace"].removeprefix("gpufed-es-"): w for w in listed.items}
+            return found if set(found) == {"onprem", "cloud"} else None
+
+        found = await eventually(works, what="the CRD's Works in both clusters")
+        binding_rt = objects.registry.require("work.gpufed.io/v1alpha1", "ResourceBinding")
+        binding = await objects.get(binding_rt, namespace="gpufed-system", name=binding_name)
+        assert binding["spec"]["resource"]["kind"] == "CustomResourceDefinition"
+        assert not binding["spec"]["resource"].get("namespace")
+        for work in found.values():
+            manifest = work["spec"]["workload"]["manifests"][0]
+            assert manifest["kind"] == "CustomResourceDefinition"
+            assert manifest["metadata"] == {"name": f"trainers.{GROUP}"}
+            assert manifest["spec"]["names"]["kind"] == "Trainer"
+            assert "status" not in manifest
+
+        await objects.delete(crd_rt, name=f"trainers.{GROUP}")
+
+        async def gone() -> bool:
+            listed = await objects.list(work_rt, label_selector=f"{LABEL_BINDING}={binding_name}")
+            try:
+                await objects.get(crd_rt, name=f"trainers.{GROUP}")
+            except errors.NotFound:
+                return not listed.items
+            return False
+
+        await eventually(gone, what="the CRD and its Works deleted")
