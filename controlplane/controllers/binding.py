@@ -78,7 +78,7 @@ from controlplane.controllers.context import (
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.failover import evicting_clusters
 from controlplane.controllers.reconciling import ReconcileLoop
-from controlplane.controllers.workloads import binding_namespace, is_deleting
+from controlplane.controllers.workloads import binding_namespace, is_deleting, shape_problem
 from controlplane.controllers.works import (
     binding_key_of_work,
     build_work,
@@ -91,7 +91,6 @@ from controlplane.controllers.works import (
     works_preserve,
 )
 from controlplane.interpreter import interpreter_for
-from controlplane.interpreter.shape import malformed
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 from policies.affinity import ClusterView
 from policies.matching import PolicyRef, collect_override_rules
@@ -396,7 +395,7 @@ class BindingController:
         targets = (binding.get("spec") or {}).get("clusters")
         if targets is None:
             return None  # not scheduled yet
-        invalid = malformed(workload)
+        invalid = shape_problem(informer.rt, workload) if informer is not None else None
         if invalid is not None:
             await self._workload_invalid(key, workload, invalid.message)
             return None  # looked at again when the workload changes

@@ -69,11 +69,12 @@ from controlplane.controllers.workloads import (
     find_condition,
     is_deleting,
     is_plain,
+    shape_problem,
     with_condition,
 )
 from controlplane.interpreter import interpreter_for
 from controlplane.interpreter.registry import group_of
-from controlplane.interpreter.shape import InvalidObject, malformed
+from controlplane.interpreter.shape import InvalidObject
 from policies.matching import PolicyMatch, PolicyRef, is_reserved_namespace, policy_ref, select_policy
 from policies.models import AnyPropagationPolicy, SchedulePriority
 
@@ -521,7 +522,7 @@ def _interpret(
 ) -> dict[str, Any] | InvalidObject:
     """The binding spec, or :class:`InvalidObject` when the workload cannot be read or is one
     kube would refuse (stored before the API validated its kind). Pure."""
-    invalid = malformed(workload)
+    invalid = shape_problem(rt, workload)
     if invalid is not None:
         return invalid
     refused = rt.validate(workload, None) if rt.validate is not None else []

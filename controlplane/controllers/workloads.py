@@ -28,6 +28,7 @@ from controlplane.apis.kube.defaults_batch import without_generated_selector
 from controlplane.apis.work_v1alpha1 import binding_name
 from controlplane.apiserver.resources import Registry, ResourceType
 from controlplane.interpreter import interpreter_for
+from controlplane.interpreter.shape import InvalidObject, malformed
 
 #: API groups whose kinds are the hub's own machinery and never propagate: gpufed's and
 #: Karmada's policy kinds, bindings, Works, clusters, reports, and Leases.
@@ -107,6 +108,16 @@ class WorkloadRef:
 
     def __str__(self) -> str:
         return f"{self.kind}/{self.namespace}/{self.name}"
+
+
+def shape_problem(rt: ResourceType, obj: Mapping[str, Any]) -> InvalidObject | None:
+    """The first field of ``obj`` the hub cannot read (:func:`malformed`), or None. A custom
+    kind's objects and CRDs are left to their own validation: the field names the shape check
+    reads by name (``replicas``, ``containers``...) mean something else in them (a CRD's schema
+    has them as property names)."""
+    if rt.custom is not None or (rt.group, rt.kind) in PROPAGATABLE_CLUSTER_KINDS:
+        return None
+    return malformed(obj)
 
 
 def propagatable_types(registry: Registry) -> list[ResourceType]:

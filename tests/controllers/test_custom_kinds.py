@@ -29,7 +29,9 @@ GROUP = "ml.example.com"
 
 
 def crd(*, versions: tuple[str, ...] = ("v1",)) -> dict[str, Any]:
-    schema = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
+    # A property named like a pod template's fields (replicas): the CRD must not read as malformed.
+    spec = {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": {"replicas": {"type": "integer"}}}
+    schema = {"openAPIV3Schema": {"type": "object", "properties": {"spec": spec}}}
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
