@@ -4,7 +4,10 @@ One :class:`ControllerContext` is built per run of the :class:`ControllerManager
 one :class:`Informer` per kind (controllers share them, so each kind is listed and watched
 once), the indexes controllers need to avoid scans (bindings by policy, by cluster and by
 namespace; Works by binding; namespaced objects by namespace), and a memo of parsed policy
-models keyed by resourceVersion. Controllers read from here and write through
+models keyed by resourceVersion. The propagatable kinds follow the hub's
+:class:`DynamicRegistry` while the informers run: a CRD established later gets an informer
+(with every handler controllers registered through ``add_workload_handler``), a deleted one's
+is stopped. Controllers read from here and write through
 ``objects``.
 """
 
