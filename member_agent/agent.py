@@ -76,6 +76,7 @@ from member_agent.registering import (
     write_cluster_status,
 )
 from member_agent.tunnel import AgentTunnel, TunnelCollector
+from member_agent.unserved import UnservedRetries, carries_crd
 
 logger = logging.getLogger(__name__)
 
@@ -166,6 +167,9 @@ class Agent:
         self.status_passes = 0
         self._group: asyncio.TaskGroup | None = None
         self._applied_generation: dict[str, int] = {}
+        #: Works waiting for a kind the member does not serve yet (see :mod:`member_agent.unserved`).
+        self._unserved = UnservedRetries()
+        self._unserved_timers: dict[str, asyncio.TimerHandle] = {}
         #: Per Work, its ``preserveResourcesOnDeletion`` as last seen on the hub: a deleted Work's
         #: objects are released rather than deleted when it was set (the hub clears it before
         #: deleting a Work whose cluster left the placement, and waits until this agent has
@@ -638,6 +642,7 @@ class Agent:
                 await applier.remove_work(key, preserve=self._preserve_on_deletion.get(key))
             self._preserve_on_deletion.pop(key, None)
             self._hold_kinds(key, None)
+            self._unserved.forget(key)
             return False
         if _suspended(work):
             # Not applied, but the flag it carries now decides its objects' fate on deletion,
@@ -652,7 +657,28 @@ class Agent:
         self._hold_kinds(key, work)
         self._applied_generation[key] = generation
         await self._write_work_status(work, status)
+        self._retry_unserved(key, work, status)
         return True
+
+    def _retry_unserved(self, key: str, work: Mapping[str, Any], status: Mapping[str, Any]) -> None:
+        """Apply ``key`` again after a back-off while a kind it needs is not served; apply the
+        Works waiting so at once when ``work`` brought a CRD."""
+        loop = asyncio.get_running_loop()
+        timer = self._unserved_timers.pop(key, None)
+        if timer is not None:
+            timer.cancel()
+        delay = self._unserved.after(key, status)
+        if delay is not None:
+            self._unserved_timers[key] = loop.call_later(delay, self._apply_again, key)
+        elif carries_crd(work):
+            for waiting in self._unserved.waiting():
+                self._apply_again(waiting)
+
+    def _apply_again(self, key: str) -> None:
+        self._unserved_timers.pop(key, None)
+        self._applied_generation.pop(key, None)
+        self._dirty_works.add(key)
+        self._work_due.set()
 
     async def _write_work_status(self, work: Mapping[str, Any], status: Mapping[str, Any]) -> None:
         assert self.hub is not None

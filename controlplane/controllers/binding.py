@@ -52,7 +52,6 @@ is (not created when absent) and an ``OverrideFailed`` Event names the rule.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import logging
 from collections.abc import Mapping
@@ -79,7 +78,7 @@ from controlplane.controllers.context import (
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.failover import evicting_clusters
 from controlplane.controllers.reconciling import ReconcileLoop
-from controlplane.controllers.workloads import is_deleting
+from controlplane.controllers.workloads import binding_namespace, is_deleting, shape_problem
 from controlplane.controllers.works import (
     binding_key_of_work,
     build_work,
@@ -92,7 +91,6 @@ from controlplane.controllers.works import (
     works_preserve,
 )
 from controlplane.interpreter import interpreter_for
-from controlplane.interpreter.shape import malformed
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 from policies.affinity import ClusterView
 from policies.matching import PolicyRef, collect_override_rules
@@ -233,8 +231,7 @@ class BindingController:
         ctx.bindings.add_handler(self._on_binding)
         ctx.works.add_handler(self._on_work)
         ctx.clusters.add_handler(self._on_cluster)
-        for rt in ctx.workload_types:
-            ctx.informer(rt).add_handler(self._on_workload)
+        ctx.add_workload_handler(self._on_workload)
         for rt in ctx.override_types:
             ctx.informer(rt).add_handler(self._on_override_policy)
         for rt in ctx.propagation_types:
@@ -270,7 +267,7 @@ class BindingController:
         if event is WatchEventType.MODIFIED and not _workload_changed(old, obj):
             return
         meta = obj["metadata"]
-        key = (str(meta.get("namespace")), binding_name(str(meta["name"]), str(obj.get("kind"))))
+        key = (binding_namespace(meta.get("namespace")), binding_name(str(meta["name"]), str(obj.get("kind"))))
         if self.ctx.bindings.get(*key) is None and not self.ctx.works.index_keys(INDEX_BINDING, key):
             return  # not propagated (yet): the binding's own events bring it here
         await self.loop.add(key)
@@ -335,17 +332,6 @@ class BindingController:
         self._views[cluster] = (version, view)
         return view
 
-    async def _ensure_namespace(self, namespace: str) -> None:
-        if namespace in self._namespaces:
-            return
-        ctx = self.ctx
-        if await ctx.get(ctx.namespace_rt, None, namespace) is None:
-            with contextlib.suppress(errors.AlreadyExists):
-                await ctx.objects.create(
-                    ctx.namespace_rt, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
-                )
-        self._namespaces.add(namespace)
-
     def _preserve(self, binding: dict[str, Any], existing: list[dict[str, Any]]) -> bool:
         """The ``preserveResourcesOnDeletion`` the binding's Works carry (see the module docstring)."""
         needed_by = (binding.get("spec") or {}).get("requiredBy")
@@ -409,7 +395,7 @@ class BindingController:
         targets = (binding.get("spec") or {}).get("clusters")
         if targets is None:
             return None  # not scheduled yet
-        invalid = malformed(workload)
+        invalid = shape_problem(informer.rt, workload) if informer is not None else None
         if invalid is not None:
             await self._workload_invalid(key, workload, invalid.message)
             return None  # looked at again when the workload changes
@@ -462,7 +448,7 @@ class BindingController:
             return
         current = await ctx.get(ctx.work_rt, namespace, name)
         if current is None:
-            await self._ensure_namespace(namespace)
+            await self.ctx.ensure_namespace(namespace)
             await ctx.objects.create(ctx.work_rt, desired)
             log.info("work %s/%s created", namespace, name)
             return

@@ -4,7 +4,10 @@ One :class:`ControllerContext` is built per run of the :class:`ControllerManager
 one :class:`Informer` per kind (controllers share them, so each kind is listed and watched
 once), the indexes controllers need to avoid scans (bindings by policy, by cluster and by
 namespace; Works by binding; namespaced objects by namespace), and a memo of parsed policy
-models keyed by resourceVersion. Controllers read from here and write through
+models keyed by resourceVersion. The propagatable kinds follow the hub's
+:class:`DynamicRegistry` while the informers run: a CRD established later gets an informer
+(with every handler controllers registered through ``add_workload_handler``), a deleted one's
+is stopped. Controllers read from here and write through
 ``objects``.
 """
 
@@ -24,9 +27,10 @@ from controlplane.apis import constants as c
 from controlplane.apis.meta import format_time
 from controlplane.apis.work_v1alpha1 import binding_name
 from controlplane.apiserver import errors
+from controlplane.apiserver.crd.registry import DynamicRegistry
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.resources import ResourceType
-from controlplane.controllers.informing import Informer
+from controlplane.controllers.informing import Handler, Informer
 from controlplane.controllers.workloads import propagatable_types
 from controlplane.controllers.works import binding_key_of_work
 from policies.matching import PolicyRef
@@ -100,6 +104,10 @@ def _binding_of_work(obj: dict[str, Any]) -> Iterable[Hashable]:
     return (key,) if key else ()
 
 
+def _key(rt: ResourceType) -> tuple[str, str, str]:
+    return (rt.group, rt.version, rt.plural)
+
+
 def policy_key(ref: PolicyRef) -> tuple[str, str | None, str]:
     """The ``policy`` index value of bindings claimed by ``ref``."""
     return (ref.kind, ref.namespace or None, ref.name)
@@ -128,6 +136,10 @@ class ControllerContext:
         self.propagation_types = self._policy_types(PROPAGATION_KINDS)
         self.override_types = self._policy_types(OVERRIDE_KINDS)
         self._informers: dict[tuple[str, str, str], Informer] = {}
+        self._informer_tasks: dict[tuple[str, str, str], asyncio.Task[None]] = {}
+        self._informer_group: asyncio.TaskGroup | None = None
+        self._workload_handlers: list[Handler] = []
+        self._namespaces: set[str] = set()
         self._parsed: dict[tuple[str, str, str, str], tuple[str, AnyPolicy | None]] = {}
 
         self.bindings = self.informer(self.binding_rt)
@@ -142,6 +154,41 @@ class ControllerContext:
             if rt.namespaced:
                 informer.add_index(INDEX_NAMESPACE, _namespace_of)
 
+    def add_workload_handler(self, handler: Handler) -> None:
+        """Call ``handler`` with the changes of every propagatable kind: those served now and
+        those a CustomResourceDefinition adds later (see :meth:`follow_registry`)."""
+        self._workload_handlers.append(handler)
+        for rt in self.workload_types:
+            self.informer(rt).add_handler(handler)
+
+    def follow_registry(self) -> tuple[list[ResourceType], list[ResourceType]]:
+        """Watch the propagatable kinds the registry serves now: an informer (with the namespace
+        index and every workload handler) for each new kind, started at once when the informers
+        run; the informer of a kind no longer served is stopped and dropped. Returns (added,
+        removed). A CRD's kind goes only after its objects are gone (its cleanup finalizer), so
+        the handlers have seen them deleted by then."""
+        wanted = {_key(rt): rt for rt in propagatable_types(self.registry)}
+        current = {_key(rt): rt for rt in self.workload_types}
+        removed = [rt for key, rt in current.items() if key not in wanted]
+        added = [rt for key, rt in wanted.items() if key not in current]
+        for rt in removed:
+            self._informers.pop(_key(rt), None)
+            task = self._informer_tasks.pop(_key(rt), None)
+            if task is not None:
+                task.cancel()
+        for rt in added:
+            informer = self.informer(rt)
+            informer.add_index(INDEX_NAMESPACE, _namespace_of)
+            for handler in self._workload_handlers:
+                informer.add_handler(handler)
+            self._start(informer)
+        self.workload_types = list(wanted.values())
+        for rt in removed:
+            log.info("stopped watching %s.%s: no longer served", rt.plural, rt.group)
+        for rt in added:
+            log.info("watching %s.%s for propagation", rt.plural, rt.group)
+        return added, removed
+
     def _policy_types(self, kinds: Iterable[str]) -> list[ResourceType]:
         """The policy kinds as stored: policy.karmada.io serves the same objects (one set)."""
         out = []
@@ -154,7 +201,7 @@ class ControllerContext:
     # --- informers --------------------------------------------------------------------
 
     def informer(self, rt: ResourceType) -> Informer:
-        key = (rt.group, rt.version, rt.plural)
+        key = _key(rt)
         found = self._informers.get(key)
         if found is None:
             found = self._informers[key] = Informer(self.objects, rt)
@@ -165,9 +212,32 @@ class ControllerContext:
         return list(self._informers.values())
 
     async def run_informers(self) -> None:
+        """Run every informer; with a :class:`DynamicRegistry`, also follow the kinds it serves
+        (CRDs established or deleted while the controllers run) until cancelled."""
+        changed = asyncio.Event()
         async with asyncio.TaskGroup() as group:
-            for informer in self._informers.values():
-                group.create_task(informer.run(), name=f"informer-{informer.rt.plural}.{informer.rt.group}")
+            self._informer_group = group
+            for informer in list(self._informers.values()):
+                self._start(informer)
+            if isinstance(self.registry, DynamicRegistry):
+                self.registry.add_listener(changed.set)
+                try:
+                    self.follow_registry()  # what changed between __init__ and now
+                    while True:
+                        await changed.wait()
+                        changed.clear()
+                        self.follow_registry()
+                finally:
+                    self.registry.remove_listener(changed.set)
+                    self._informer_group = None
+
+    def _start(self, informer: Informer) -> None:
+        group, key = self._informer_group, _key(informer.rt)
+        if group is None or key in self._informer_tasks:
+            return
+        self._informer_tasks[key] = group.create_task(
+            informer.run(), name=f"informer-{informer.rt.plural}.{informer.rt.group}"
+        )
 
     async def wait_synced(self) -> None:
         for informer in self._informers.values():
@@ -175,9 +245,11 @@ class ControllerContext:
 
     def workload_informer(self, api_version: str, kind: str) -> Informer | None:
         rt = self.registry.for_kind(api_version, kind)
+        if rt is not None and rt.custom is not None and rt.custom.stored_api_version:
+            rt = self.registry.for_kind(rt.custom.stored_api_version, kind)  # watched in its storage version
         if rt is None:
             return None
-        return self._informers.get((rt.group, rt.version, rt.plural))
+        return self._informers.get(_key(rt))
 
     # --- time ------------------------------------------------------------------------
 
@@ -188,6 +260,17 @@ class ControllerContext:
         return format_time(self.clock())
 
     # --- reads -----------------------------------------------------------------------
+
+    async def ensure_namespace(self, namespace: str) -> None:
+        """Create ``namespace`` on the hub unless it exists (remembered for this term)."""
+        if namespace in self._namespaces:
+            return
+        if await self.get(self.namespace_rt, None, namespace) is None:
+            with contextlib.suppress(errors.AlreadyExists):
+                await self.objects.create(
+                    self.namespace_rt, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+                )
+        self._namespaces.add(namespace)
 
     async def get(self, rt: ResourceType, namespace: str | None, name: str) -> dict[str, Any] | None:
         """A fresh read from the store (None when absent)."""

@@ -49,8 +49,7 @@ class DeletionController:
     def __init__(self, ctx: ControllerContext) -> None:
         self.ctx = ctx
         self.loop: ReconcileLoop[WorkloadRef] = ReconcileLoop(self.name, self.reconcile, workers=ctx.settings.workers)
-        for rt in ctx.workload_types:
-            ctx.informer(rt).add_handler(self._on_workload)
+        ctx.add_workload_handler(self._on_workload)
 
     async def _on_workload(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         if event is not WatchEventType.DELETED and is_deleting(obj):
@@ -67,12 +66,12 @@ class DeletionController:
         finalizers = list(workload["metadata"].get("finalizers") or [])
         if FINALIZER_WORKLOAD not in finalizers:
             return None
-        binding = await ctx.get(ctx.binding_rt, ref.namespace, ref.binding_name)
+        binding = await ctx.get(ctx.binding_rt, ref.binding_namespace, ref.binding_name)
         resource = ((binding or {}).get("spec") or {}).get("resource") or {}
         if binding is not None and resource.get("kind") == ref.kind:
-            await ctx.delete(ctx.binding_rt, ref.namespace, ref.binding_name)
-            log.info("binding %s/%s deleted with %s", ref.namespace, ref.binding_name, ref)
-        works = ctx.works.by_index(INDEX_BINDING, (ref.namespace, ref.binding_name))
+            await ctx.delete(ctx.binding_rt, ref.binding_namespace, ref.binding_name)
+            log.info("binding %s/%s deleted with %s", ref.binding_namespace, ref.binding_name, ref)
+        works = ctx.works.by_index(INDEX_BINDING, (ref.binding_namespace, ref.binding_name))
         for work in works:
             meta = work["metadata"]
             await ctx.delete(ctx.work_rt, meta.get("namespace"), meta["name"])

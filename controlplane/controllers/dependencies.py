@@ -125,8 +125,7 @@ class DependenciesController:
         # Per parent: the missing objects its last DependencyMissing Event named.
         self._reported: dict[BindingKey, str] = {}
         ctx.bindings.add_handler(self._on_binding)
-        for rt in ctx.workload_types:
-            ctx.informer(rt).add_handler(self._on_object)
+        ctx.add_workload_handler(self._on_object)
         for rt in ctx.propagation_types:
             ctx.informer(rt).add_handler(self._on_policy)
 

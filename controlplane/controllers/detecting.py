@@ -69,11 +69,12 @@ from controlplane.controllers.workloads import (
     find_condition,
     is_deleting,
     is_plain,
+    shape_problem,
     with_condition,
 )
 from controlplane.interpreter import interpreter_for
 from controlplane.interpreter.registry import group_of
-from controlplane.interpreter.shape import InvalidObject, malformed
+from controlplane.interpreter.shape import InvalidObject
 from policies.matching import PolicyMatch, PolicyRef, is_reserved_namespace, policy_ref, select_policy
 from policies.models import AnyPropagationPolicy, SchedulePriority
 
@@ -240,8 +241,7 @@ class Detector:
     def __init__(self, ctx: ControllerContext) -> None:
         self.ctx = ctx
         self.loop: ReconcileLoop[WorkloadRef] = ReconcileLoop(self.name, self.reconcile, workers=ctx.settings.workers)
-        for rt in ctx.workload_types:
-            ctx.informer(rt).add_handler(self._on_workload)
+        ctx.add_workload_handler(self._on_workload)
         for rt in ctx.propagation_types:
             ctx.informer(rt).add_handler(self._on_policy)
         ctx.bindings.add_handler(self._on_binding)
@@ -262,7 +262,7 @@ class Detector:
 
     def _plain_object_matters(self, ref: WorkloadRef) -> bool:
         ctx = self.ctx
-        return ctx.binding_for(ref.namespace, ref.name, ref.kind) is not None or ctx.policy_selects_kind(
+        return ctx.binding_for(ref.binding_namespace, ref.name, ref.kind) is not None or ctx.policy_selects_kind(
             ref.namespace or None, ref.api_version, ref.kind
         )
 
@@ -342,14 +342,14 @@ class Detector:
             return None
         # Cached reads: every write below is a compare-and-swap, so a stale copy only loses a race.
         workload = ctx.cached(rt, ref.namespace, ref.name)
-        binding = ctx.bindings.get(ref.namespace, ref.binding_name)
+        binding = ctx.bindings.get(ref.binding_namespace, ref.binding_name)
         if binding is not None and not _binding_is_for(binding, ref):
             binding = None  # another kind's binding that happens to share the name
         if workload is None:
             if binding is not None:
                 # Gone without passing through the finalizer (it was removed by hand).
                 log.info("workload %s is gone; deleting its binding", ref)
-                await ctx.delete(ctx.binding_rt, ref.namespace, ref.binding_name)
+                await ctx.delete(ctx.binding_rt, ref.binding_namespace, ref.binding_name)
             return None
         if is_deleting(workload) or is_reserved_namespace(ref.namespace):
             return None
@@ -409,18 +409,20 @@ class Detector:
         """Create or update the binding with ``spec``; return it as written (or as it is, when unchanged)."""
         ctx = self.ctx
         if binding is None:
+            if not ref.namespace:
+                await ctx.ensure_namespace(ref.binding_namespace)
             created = {
                 "apiVersion": ctx.binding_rt.api_version,
                 "kind": ctx.binding_rt.kind,
-                "metadata": {"name": ref.binding_name, "namespace": ref.namespace},
+                "metadata": {"name": ref.binding_name, "namespace": ref.binding_namespace},
                 "spec": spec,
             }
             try:
                 written = await ctx.objects.create(ctx.binding_rt, created)
             except errors.AlreadyExists:
                 # Created by an earlier reconcile whose event the cache has not seen yet.
-                raise errors.Conflict(f"binding {ref.namespace}/{ref.binding_name} exists already") from None
-            log.info("binding %s/%s created for %s (%s)", ref.namespace, ref.binding_name, ref, describe_policy(match.ref))
+                raise errors.Conflict(f"binding {ref.binding_namespace}/{ref.binding_name} exists already") from None
+            log.info("binding %s/%s created for %s (%s)", ref.binding_namespace, ref.binding_name, ref, describe_policy(match.ref))
             return written
         if _comparable(binding.get("spec")) == _comparable(spec):
             return binding
@@ -520,7 +522,7 @@ def _interpret(
 ) -> dict[str, Any] | InvalidObject:
     """The binding spec, or :class:`InvalidObject` when the workload cannot be read or is one
     kube would refuse (stored before the API validated its kind). Pure."""
-    invalid = malformed(workload)
+    invalid = shape_problem(rt, workload)
     if invalid is not None:
         return invalid
     refused = rt.validate(workload, None) if rt.validate is not None else []

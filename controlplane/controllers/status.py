@@ -41,6 +41,7 @@ from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.workloads import (
     WorkloadConditionType,
+    binding_namespace,
     find_condition,
     is_deleting,
     with_condition,
@@ -123,8 +124,7 @@ class StatusController:
         self.loop: ReconcileLoop[BindingKey] = ReconcileLoop(self.name, self.reconcile, workers=ctx.settings.workers)
         ctx.works.add_handler(self._on_work)
         ctx.bindings.add_handler(self._on_binding)
-        for rt in ctx.workload_types:
-            ctx.informer(rt).add_handler(self._on_workload)
+        ctx.add_workload_handler(self._on_workload)
 
     async def _on_work(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         key = binding_key_of_work(obj)
@@ -171,7 +171,7 @@ class StatusController:
         ):
             return
         meta = obj["metadata"]
-        key = (str(meta.get("namespace")), binding_name(str(meta["name"]), str(obj.get("kind"))))
+        key = (binding_namespace(meta.get("namespace")), binding_name(str(meta["name"]), str(obj.get("kind"))))
         if self.ctx.bindings.get(*key) is None:
             return  # not propagated (yet): the binding's own events bring the status here
         await self.loop.add(key)

@@ -1,7 +1,8 @@
 """What the hub's controllers share about workloads: which kinds propagate, keys, conditions.
 
 In: the hub's :class:`Registry` and workload objects as dicts. Out: the propagatable
-resource types (every namespaced kind but the hub's own), :class:`WorkloadRef` keys (a workload, and the name of its binding), the
+resource types (every namespaced kind but the hub's own, and CustomResourceDefinitions, whose
+bindings live in ``gpufed-system``), :class:`WorkloadRef` keys (a workload, and the name of its binding), the
 ``Propagated`` condition the detector sets on a hub workload's status, and a dict version
 of ``set_condition`` for status conditions. Pure; no I/O.
 """
@@ -21,12 +22,14 @@ from controlplane.apis.constants import (
     KARMADA_POLICY_GROUP,
     POLICY_GROUP,
     REPORTS_GROUP,
+    SYSTEM_NAMESPACE,
     WORK_GROUP,
 )
 from controlplane.apis.kube.defaults_batch import without_generated_selector
 from controlplane.apis.work_v1alpha1 import binding_name
 from controlplane.apiserver.resources import Registry, ResourceType
 from controlplane.interpreter import interpreter_for
+from controlplane.interpreter.shape import InvalidObject, malformed
 
 #: API groups whose kinds are the hub's own machinery and never propagate: gpufed's and
 #: Karmada's policy kinds, bindings, Works, clusters, reports, and Leases.
@@ -35,6 +38,18 @@ HUB_ONLY_GROUPS: frozenset[str] = frozenset(
 )
 #: Core kinds that never propagate: Events describe hub objects.
 HUB_ONLY_KINDS: frozenset[tuple[str, str]] = frozenset({("", "Event")})
+#: Cluster-scoped kinds a ClusterPropagationPolicy may propagate: CustomResourceDefinitions (as
+#: Karmada users send a CRD to the clusters its instances go to). Their bindings live in
+#: :data:`CLUSTER_SCOPED_BINDING_NAMESPACE` (Karmada's ClusterResourceBinding, as a namespaced one).
+PROPAGATABLE_CLUSTER_KINDS: frozenset[tuple[str, str]] = frozenset(
+    {("apiextensions.k8s.io", "CustomResourceDefinition")}
+)
+CLUSTER_SCOPED_BINDING_NAMESPACE = SYSTEM_NAMESPACE
+
+
+def binding_namespace(namespace: str | None) -> str:
+    """The namespace of the binding of a workload in ``namespace`` (None or "": cluster-scoped)."""
+    return namespace or CLUSTER_SCOPED_BINDING_NAMESPACE
 
 
 def is_plain(api_version: str, kind: str) -> bool:
@@ -45,8 +60,10 @@ def is_plain(api_version: str, kind: str) -> bool:
 
 def is_propagatable(rt: ResourceType) -> bool:
     """Whether a policy may propagate objects of ``rt``: any namespaced kind the hub serves that
-    is not part of the hub's own machinery."""
-    return rt.namespaced and rt.group not in HUB_ONLY_GROUPS and (rt.group, rt.kind) not in HUB_ONLY_KINDS
+    is not part of the hub's own machinery, and CustomResourceDefinitions."""
+    if not rt.namespaced:
+        return (rt.group, rt.kind) in PROPAGATABLE_CLUSTER_KINDS
+    return rt.group not in HUB_ONLY_GROUPS and (rt.group, rt.kind) not in HUB_ONLY_KINDS
 
 
 class WorkloadConditionType(StrEnum):
@@ -81,6 +98,10 @@ class WorkloadRef:
     def binding_name(self) -> str:
         return binding_name(self.name, self.kind)
 
+    @property
+    def binding_namespace(self) -> str:
+        return binding_namespace(self.namespace)
+
     @classmethod
     def of(cls, obj: Mapping[str, Any]) -> WorkloadRef:
         meta = obj.get("metadata") or {}
@@ -90,10 +111,24 @@ class WorkloadRef:
         return f"{self.kind}/{self.namespace}/{self.name}"
 
 
+def shape_problem(rt: ResourceType, obj: Mapping[str, Any]) -> InvalidObject | None:
+    """The first field of ``obj`` the hub cannot read (:func:`malformed`), or None. A custom
+    kind's objects and CRDs are left to their own validation: the field names the shape check
+    reads by name (``replicas``, ``containers``...) mean something else in them (a CRD's schema
+    has them as property names)."""
+    if rt.custom is not None or (rt.group, rt.kind) in PROPAGATABLE_CLUSTER_KINDS:
+        return None
+    return malformed(obj)
+
+
 def propagatable_types(registry: Registry) -> list[ResourceType]:
     """Namespaced kinds the detector watches: every kind the hub serves that may propagate
-    (:func:`is_propagatable`), with an interpreter or not."""
-    return [rt for rt in registry if is_propagatable(rt)]
+    (:func:`is_propagatable`), with an interpreter or not. A custom kind served in several
+    versions (``conversion: None``: one set of objects) is watched once, in its storage version."""
+    return [
+        rt for rt in registry
+        if is_propagatable(rt) and not (rt.custom is not None and rt.custom.stored_api_version)
+    ]
 
 
 def is_deleting(obj: Mapping[str, Any] | None) -> bool:

@@ -129,3 +129,46 @@ async def test_kubectl_sees_replicasets_and_scheduler_events(kubectl: Kubectl) -
     assert events[0].split() == ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]  # as kube prints it
     assert any("FailedScheduling" in line and "pod/too-big" in line for line in events)
     assert any("Scheduled" in line and f"pod/{pod}" in line for line in events)
+
+
+TRAINER_CRD = """
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: trainers.ml.example.com}
+spec:
+  group: ml.example.com
+  scope: Namespaced
+  names: {plural: trainers, singular: trainer, kind: Trainer}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    additionalPrinterColumns:
+    - {name: Epochs, type: integer, jsonPath: .spec.epochs}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              epochs: {type: integer, default: 3}
+"""
+
+TRAINER = """
+apiVersion: ml.example.com/v1
+kind: Trainer
+metadata: {name: bert, namespace: default}
+spec: {}
+"""
+
+
+async def test_a_member_serves_a_crd_applied_to_it(kubectl: Kubectl) -> None:
+    """What an agent does with a propagated CRD: the member serves its kind at once (schema
+    defaults, printer columns), as a real cluster does."""
+    await kubectl.run("apply", "-f", "-", stdin=TRAINER_CRD)
+    await kubectl.run("wait", "--for=condition=Established", "crd/trainers.ml.example.com", "--timeout=30s")
+    await kubectl.run("apply", "-f", "-", stdin=TRAINER)
+    lines = (await kubectl.run("get", "trainers", "-n", "default")).splitlines()
+    assert lines[0].split() == ["NAME", "EPOCHS"]
+    assert lines[1].split() == ["bert", "3"]

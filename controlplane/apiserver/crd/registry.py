@@ -11,7 +11,7 @@ served in the group, by a built-in kind or an older CRD, is refused). Pure: no I
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from controlplane.apiserver.resources import Registry, ResourceType
@@ -25,6 +25,15 @@ class DynamicRegistry(Registry):
         self.static: tuple[ResourceType, ...] = self._types
         self.custom: tuple[ResourceType, ...] = ()
         self.generation = 0
+        self._listeners: list[Callable[[], None]] = []
+
+    def add_listener(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` (synchronously, no arguments) after every change of the served kinds."""
+        self._listeners.append(listener)
+
+    def remove_listener(self, listener: Callable[[], None]) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
 
     def serve(self, custom: Iterable[ResourceType]) -> None:
         """Serve the static kinds and ``custom`` from now on (one atomic swap)."""
@@ -36,6 +45,8 @@ class DynamicRegistry(Registry):
         self._types, self._by_resource, self._by_kind = fresh._types, fresh._by_resource, fresh._by_kind
         self.custom = custom
         self.generation += 1
+        for listener in list(self._listeners):
+            listener()
 
 
 def _names(crd: dict[str, Any]) -> tuple[str, list[tuple[str, str]], str]:

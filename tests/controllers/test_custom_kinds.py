@@ -1,0 +1,241 @@
+"""The controllers follow the kinds CustomResourceDefinitions add to the hub while they run.
+
+A CRD established after the controller manager started gets an informer: its instances are
+matched by policies and bound. A manager started after the CRD (a new leader) watches it from
+the start. Deleting the CRD deletes its instances (and their bindings) and stops the watch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from controlplane.apis.constants import LABEL_BINDING
+from controlplane.apiserver import errors
+from controlplane.apiserver.crd.controller import CrdController
+from controlplane.apiserver.crd.registry import DynamicRegistry
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.controllers.manager import ControllerManager
+from controlplane.controllers.workloads import propagatable_types
+
+from .conftest import FAST
+from .fleet import eventually, node_shape, propagation_policy, put_cluster
+
+NS = "default"
+GROUP = "ml.example.com"
+
+
+def crd(*, versions: tuple[str, ...] = ("v1",)) -> dict[str, Any]:
+    # A property named like a pod template's fields (replicas): the CRD must not read as malformed.
+    spec = {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": {"replicas": {"type": "integer"}}}
+    schema = {"openAPIV3Schema": {"type": "object", "properties": {"spec": spec}}}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"trainers.{GROUP}"},
+        "spec": {
+            "group": GROUP,
+            "scope": "Namespaced",
+            "names": {"plural": "trainers", "kind": "Trainer"},
+            "versions": [
+                {"name": v, "served": True, "storage": v == versions[0], "schema": schema} for v in versions
+            ],
+        },
+    }
+
+
+def trainer(name: str) -> dict[str, Any]:
+    return {"apiVersion": f"{GROUP}/v1", "kind": "Trainer", "metadata": {"name": name, "namespace": NS}, "spec": {"epochs": 3}}
+
+
+@pytest.fixture
+async def crds(objects: ObjectStore) -> AsyncIterator[CrdController]:
+    registry = objects.registry
+    assert isinstance(registry, DynamicRegistry)
+    controller = CrdController(objects, registry, registry.require("apiextensions.k8s.io/v1", "CustomResourceDefinition"))
+    stop = asyncio.Event()
+    task = asyncio.create_task(controller.run(stop))
+    await controller.wait_synced()
+    yield controller
+    stop.set()
+    await task
+
+
+async def _binding(objects: ObjectStore, name: str) -> dict[str, Any] | None:
+    rt = objects.registry.require("work.gpufed.io/v1alpha1", "ResourceBinding")
+    try:
+        return await objects.get(rt, namespace=NS, name=f"{name}-trainer")
+    except errors.NotFound:
+        return None
+
+
+async def _served(objects: ObjectStore) -> bool:
+    return objects.registry.for_kind(f"{GROUP}/v1", "Trainer") is not None
+
+
+async def test_a_crd_established_while_running_is_watched_and_propagated(
+    objects: ObjectStore, crds: CrdController
+) -> None:
+    policy_rt = objects.registry.require("policy.gpufed.io/v1alpha1", "PropagationPolicy")
+    crd_rt = objects.registry.require("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+    async with ControllerManager(objects, settings=FAST) as manager:
+        ctx = manager.context
+        assert ctx is not None
+        assert all(rt.group != GROUP for rt in ctx.workload_types)
+        await objects.create(policy_rt, propagation_policy("trainers", kind="Trainer", api_version=f"{GROUP}/v1"))
+        await objects.create(crd_rt, crd())
+        await eventually(lambda: _served(objects), what="Trainer served")
+        trainer_rt = objects.registry.require(f"{GROUP}/v1", "Trainer")
+        await objects.create(trainer_rt, trainer("bert"))
+
+        binding = await eventually(lambda: _binding(objects, "bert"), what="the Trainer's binding")
+        assert binding["spec"]["resource"]["kind"] == "Trainer"
+        assert binding["spec"]["resource"]["apiVersion"] == f"{GROUP}/v1"
+        assert binding["spec"]["replicas"] == 0  # no interpreter: the whole object goes to each cluster
+        assert any(rt.group == GROUP for rt in ctx.workload_types)
+
+        # Deleting the CRD deletes its instance (the deletion controller lets it go, with its
+        # binding), then the CRD; its kind is no longer watched.
+        await objects.delete(crd_rt, name=f"trainers.{GROUP}")
+
+        async def crd_gone() -> bool:
+            try:
+                await objects.get(crd_rt, name=f"trainers.{GROUP}")
+            except errors.NotFound:
+                return True
+            return False
+
+        await eventually(crd_gone, what="the CRD deleted with its instances")
+        assert await _binding(objects, "bert") is None
+
+        async def unwatched() -> bool:
+            return all(rt.group != GROUP for rt in ctx.workload_types) and ctx.workload_informer(
+                f"{GROUP}/v1", "Trainer"
+            ) is None
+
+        await eventually(unwatched, what="the Trainer informer stopped")
+
+
+async def test_a_manager_started_after_the_crd_watches_it(objects: ObjectStore, crds: CrdController) -> None:
+    crd_rt = objects.registry.require("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+    policy_rt = objects.registry.require("policy.gpufed.io/v1alpha1", "PropagationPolicy")
+    await objects.create(crd_rt, crd(versions=("v1", "v1beta1")))
+    await eventually(lambda: _served(objects), what="Trainer served")
+    await objects.create(objects.registry.require(f"{GROUP}/v1", "Trainer"), trainer("gpt"))
+    await objects.create(policy_rt, propagation_policy("trainers", kind="Trainer", api_version=f"{GROUP}/v1"))
+    # Two served versions, one set of objects: watched once, in the storage version.
+    assert [rt.version for rt in propagatable_types(objects.registry) if rt.group == GROUP] == ["v1"]
+    async with ControllerManager(objects, settings=FAST) as manager:
+        ctx = manager.context
+        assert ctx is not None
+        assert ctx.workload_informer(f"{GROUP}/v1beta1", "Trainer") is ctx.workload_informer(f"{GROUP}/v1", "Trainer")
+        binding = await eventually(lambda: _binding(objects, "gpt"), what="the Trainer's binding")
+        assert binding["spec"]["policy"]["name"] == "trainers"
+
+
+async def test_an_instance_goes_whole_to_each_cluster_with_its_overrides(
+    objects: ObjectStore, crds: CrdController
+) -> None:
+    """No interpreter: Duplicated whole to each chosen cluster; an OverridePolicy's plaintext
+    overrider changes the copy of one cluster only."""
+    crd_rt = objects.registry.require("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+    await put_cluster(objects, "onprem", node_shape(2, gpus=1))
+    await put_cluster(objects, "cloud", node_shape(2, gpus=1), provider="aws")
+    placement = {
+        "clusterAffinity": {"clusterNames": ["onprem", "cloud"]},
+        "replicaScheduling": {"replicaSchedulingType": "Duplicated"},
+    }
+    override = {
+        "apiVersion": "policy.gpufed.io/v1alpha1",
+        "kind": "OverridePolicy",
+        "metadata": {"name": "more-epochs-in-the-cloud", "namespace": NS},
+        "spec": {
+            "resourceSelectors": [{"apiVersion": f"{GROUP}/v1", "kind": "Trainer"}],
+            "overrideRules": [{
+                "targetCluster": {"clusterNames": ["cloud"]},
+                "overriders": {"plaintext": [{"path": "/spec/epochs", "operator": "replace", "value": 9}]},
+            }],
+        },
+    }
+    async with ControllerManager(objects, settings=FAST):
+        await objects.create(crd_rt, crd())
+        await eventually(lambda: _served(objects), what="Trainer served")
+        await objects.create(
+            objects.registry.require("policy.gpufed.io/v1alpha1", "PropagationPolicy"),
+            propagation_policy("trainers", kind="Trainer", api_version=f"{GROUP}/v1", placement=placement),
+        )
+        await objects.create(objects.registry.require("policy.gpufed.io/v1alpha1", "OverridePolicy"), override)
+        await objects.create(objects.registry.require(f"{GROUP}/v1", "Trainer"), trainer("bert"))
+        work_rt = objects.registry.require("work.gpufed.io/v1alpha1", "Work")
+
+        async def both() -> dict[str, dict[str, Any]] | None:
+            listed = await objects.list(work_rt, label_selector=f"{LABEL_BINDING}=bert-trainer")
+            works = {w["metadata"]["namespace"].removeprefix("gpufed-es-"): w for w in listed.items}
+            manifests = {name: w["spec"]["workload"]["manifests"][0] for name, w in works.items()}
+            done = set(manifests) == {"onprem", "cloud"} and manifests["cloud"]["spec"]["epochs"] == 9
+            return manifests if done else None
+
+        manifests = await eventually(both, what="a Work per cluster, the cloud's overridden")
+    assert manifests["onprem"]["spec"] == {"epochs": 3}
+    assert manifests["cloud"]["spec"] == {"epochs": 9}
+    assert {m["kind"] for m in manifests.values()} == {"Trainer"}
+    assert "status" not in manifests["onprem"]
+
+
+async def test_a_cluster_propagation_policy_sends_the_crd_to_the_clusters(
+    objects: ObjectStore, crds: CrdController
+) -> None:
+    """The first cluster-scoped kind that propagates: a ClusterPropagationPolicy selecting the
+    CRD by name (as Karmada users do) gives it a binding in gpufed-system and a Work per
+    cluster; deleting the CRD at the hub deletes those Works before it goes."""
+    crd_rt = objects.registry.require("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+    work_rt = objects.registry.require("work.gpufed.io/v1alpha1", "Work")
+    await put_cluster(objects, "onprem", node_shape(2, gpus=1))
+    await put_cluster(objects, "cloud", node_shape(2, gpus=1), provider="aws")
+    policy = {
+        "apiVersion": "policy.karmada.io/v1alpha1",
+        "kind": "ClusterPropagationPolicy",
+        "metadata": {"name": "trainer-crd"},
+        "spec": {
+            "resourceSelectors": [{
+                "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "name": f"trainers.{GROUP}",
+            }],
+            "placement": {"clusterAffinity": {"clusterNames": ["onprem", "cloud"]}},
+        },
+    }
+    async with ControllerManager(objects, settings=FAST):
+        await objects.create(objects.registry.require("policy.karmada.io/v1alpha1", "ClusterPropagationPolicy"), policy)
+        await objects.create(crd_rt, crd())
+        binding_name = f"trainers.{GROUP}-customresourcedefinition"
+
+        async def works() -> dict[str, dict[str, Any]] | None:
+            listed = await objects.list(work_rt, label_selector=f"{LABEL_BINDING}={binding_name}")
+            found = {w["metadata"]["namespace"].removeprefix("gpufed-es-"): w for w in listed.items}
+            return found if set(found) == {"onprem", "cloud"} else None
+
+        found = await eventually(works, what="the CRD's Works in both clusters")
+        binding_rt = objects.registry.require("work.gpufed.io/v1alpha1", "ResourceBinding")
+        binding = await objects.get(binding_rt, namespace="gpufed-system", name=binding_name)
+        assert binding["spec"]["resource"]["kind"] == "CustomResourceDefinition"
+        assert not binding["spec"]["resource"].get("namespace")
+        for work in found.values():
+            manifest = work["spec"]["workload"]["manifests"][0]
+            assert manifest["kind"] == "CustomResourceDefinition"
+            assert manifest["metadata"] == {"name": f"trainers.{GROUP}"}
+            assert manifest["spec"]["names"]["kind"] == "Trainer"
+            assert "status" not in manifest
+
+        await objects.delete(crd_rt, name=f"trainers.{GROUP}")
+
+        async def gone() -> bool:
+            listed = await objects.list(work_rt, label_selector=f"{LABEL_BINDING}={binding_name}")
+            try:
+                await objects.get(crd_rt, name=f"trainers.{GROUP}")
+            except errors.NotFound:
+                return not listed.items
+            return False
+
+        await eventually(gone, what="the CRD and its Works deleted")
