@@ -1,0 +1,192 @@
+"""A sandboxed Lua runtime for Karmada's ResourceInterpreterCustomization scripts.
+
+Each call runs in a fresh Lua 5.4 state (lupa) so no script sees another call's globals:
+only the base, ``string``, ``table``, ``math`` and ``utf8`` libraries are reachable (no ``io``,
+``os``, ``debug``, ``package``, ``load``, ``dofile``…), ``require`` answers only ``"kube"``,
+Python objects expose no attributes, an instruction budget stops endless loops and lupa's
+``max_memory`` bounds the state's allocations. Inputs are converted afresh into Lua tables
+(JSON arrays become 1-indexed sequences, ``None`` becomes ``nil``) and results back into
+JSON-compatible values as Karmada's luavm does (a sequence becomes a list, integral numbers
+become ints, an empty table becomes ``[]`` where the input held a list there and ``{}``
+otherwise).
+
+Every failure — a script that does not compile, a missing function, a runtime error, the
+instruction or memory budget spent — is a :class:`LuaScriptError` with a readable message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import lupa.lua54 as lua54
+
+__all__ = [
+    "DEFAULT_INSTRUCTION_LIMIT",
+    "DEFAULT_MEMORY_LIMIT",
+    "LuaScriptError",
+    "call_function",
+    "check_script",
+]
+
+#: Lua VM instructions one call may run before it is stopped.
+DEFAULT_INSTRUCTION_LIMIT = 5_000_000
+#: Bytes one call's Lua state may allocate.
+DEFAULT_MEMORY_LIMIT = 32 * 1024 * 1024
+#: Deepest input or output nesting converted (hostile or cyclic tables stop here).
+MAX_DEPTH = 64
+
+_HOOK_EVERY = 1000
+_SANDBOX = """
+local budget, every, kube = ...
+local steps = 0
+debug.sethook(function()
+  steps = steps + every
+  if steps > budget then error("instruction limit exceeded (" .. budget .. " instructions): the script runs too long", 0) end
+end, "", every)
+for _, name in ipairs({"io", "os", "debug", "package", "load", "loadfile", "dofile", "loadstring",
+                       "collectgarbage", "python", "coroutine", "rawset", "rawget", "rawequal"}) do
+  _G[name] = nil
+end
+_G.require = function(name)
+  if name == "kube" then return kube end
+  error("module '" .. tostring(name) .. "' is not available (only require(\\"kube\\") is)", 2)
+end
+"""
+
+KubeLibrary = Mapping[str, Callable[..., Any]]
+
+
+class LuaScriptError(Exception):
+    """A customization script failed: compile error, missing function, runtime error or budget spent."""
+
+
+def _deny_attributes(obj: Any, name: Any, is_setting: bool) -> Any:
+    raise AttributeError("Python attributes are not reachable from interpreter scripts")
+
+
+class _State:
+    """One fresh sandboxed Lua state with ``kube`` installed."""
+
+    def __init__(self, kube: KubeLibrary, instructions: int, memory: int) -> None:
+        self.lua = lua54.LuaRuntime(
+            register_eval=False,
+            register_builtins=False,
+            unpack_returned_tuples=True,
+            attribute_filter=_deny_attributes,
+            max_memory=memory,
+        )
+        library = self.lua.table_from({name: self._wrap(fn) for name, fn in kube.items()})
+        self.lua.execute(_SANDBOX, instructions, _HOOK_EVERY, library)
+
+    def _wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any) -> Any:
+            try:
+                result = fn(*(to_python(a) for a in args))
+            except Exception as exc:  # a kube library misuse is the script's runtime error
+                raise LuaScriptError(str(exc)) from exc
+            return self.to_lua(result)
+
+        return call
+
+    def to_lua(self, value: Any, depth: int = 0) -> Any:
+        if depth > MAX_DEPTH:
+            raise LuaScriptError(f"object nested deeper than {MAX_DEPTH} levels")
+        if isinstance(value, Mapping):
+            return self.lua.table_from(
+                {str(k): self.to_lua(v, depth + 1) for k, v in value.items() if v is not None}
+            )
+        if isinstance(value, list | tuple):
+            return self.lua.table_from([self.to_lua(v, depth + 1) for v in value])
+        return value
+
+
+def _is_table(value: Any) -> bool:
+    return bool(lua54.lua_type(value) == "table")
+
+
+def to_python(value: Any, like: Any = None, depth: int = 0) -> Any:
+    """A Lua value as JSON-compatible Python; ``like`` (the input at the same place) decides
+    whether an empty table is ``[]`` or ``{}``."""
+    if depth > MAX_DEPTH:
+        raise LuaScriptError(f"result nested deeper than {MAX_DEPTH} levels")
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if not _is_table(value):
+        if lua54.lua_type(value) is not None:
+            raise LuaScriptError(f"a {lua54.lua_type(value)} cannot be converted to JSON")
+        return value
+    items = list(value.items())
+    if not items:
+        return [] if isinstance(like, list) else {}
+    keys = [k for k, _ in items]
+    if all(isinstance(k, int) and not isinstance(k, bool) for k in keys) and sorted(keys) == list(
+        range(1, len(keys) + 1)
+    ):
+        sample = like if isinstance(like, list) else []
+        return [
+            to_python(v, sample[k - 1] if k - 1 < len(sample) else None, depth + 1) for k, v in sorted(items)
+        ]
+    hints = like if isinstance(like, Mapping) else {}
+    return {str(k): to_python(v, hints.get(str(k)), depth + 1) for k, v in items}
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip()
+    if isinstance(exc, lua54.LuaMemoryError):
+        return "memory limit exceeded: the script allocates too much"
+    return text.replace('[string "<python>"]', "script") or type(exc).__name__
+
+
+def _load(state: _State, script: str, function: str) -> Any:
+    try:
+        state.lua.execute(script)
+    except lua54.LuaSyntaxError as exc:
+        raise LuaScriptError(f"the script does not compile: {_describe(exc)}") from exc
+    except (lua54.LuaError, LuaScriptError) as exc:
+        raise LuaScriptError(f"loading the script failed: {_describe(exc)}") from exc
+    fn = state.lua.globals()[function]
+    if lua54.lua_type(fn) != "function":
+        raise LuaScriptError(f"the script does not define function {function}")
+    return fn
+
+
+def check_script(script: str, function: str, kube: KubeLibrary) -> None:
+    """Raise :class:`LuaScriptError` unless ``script`` compiles, loads and defines ``function``."""
+    state = _State(kube, DEFAULT_INSTRUCTION_LIMIT, DEFAULT_MEMORY_LIMIT)
+    _load(state, script, function)
+
+
+def call_function(
+    script: str,
+    function: str,
+    args: tuple[Any, ...],
+    kube: KubeLibrary,
+    *,
+    instructions: int = DEFAULT_INSTRUCTION_LIMIT,
+    memory: int = DEFAULT_MEMORY_LIMIT,
+    results: int = 1,
+) -> list[Any]:
+    """Run ``function`` of ``script`` on fresh copies of ``args``; its first ``results`` return
+    values as JSON-compatible Python (missing ones are None). Each result is converted with the
+    matching argument as the shape hint (Karmada's scripts return their edited input)."""
+    try:
+        state = _State(kube, instructions, memory)
+        fn = _load(state, script, function)
+        out = fn(*(state.to_lua(a) for a in args))
+    except LuaScriptError:
+        raise
+    except lua54.LuaMemoryError as exc:
+        raise LuaScriptError(_describe(exc)) from exc
+    except lua54.LuaError as exc:
+        raise LuaScriptError(f"{function} failed: {_describe(exc)}") from exc
+    except MemoryError as exc:
+        raise LuaScriptError("memory limit exceeded: the script allocates too much") from exc
+    except (AttributeError, TypeError, ValueError) as exc:  # raised by lupa inside the script
+        raise LuaScriptError(f"{function} failed: {exc}") from exc
+    values = list(out) if isinstance(out, tuple) else [out]
+    values += [None] * (results - len(values))
+    hints = list(args) + [None] * results
+    return [to_python(v, hints[i]) for i, v in enumerate(values[:results])]
