@@ -1,0 +1,30 @@
+"""Karmada's ``config.karmada.io/v1alpha1`` ResourceInterpreterCustomization, served by the hub.
+
+Cluster-scoped, with a status subresource (the hub reports failing scripts there), validated
+by :func:`~controlplane.interpreter.customization_validation.validate_customization`: the target
+is required and every hook's Lua script compiles and defines its function.
+"""
+
+from __future__ import annotations
+
+from controlplane.apiserver.kinds import cells
+from controlplane.apiserver.resources import AGE, ResourceType, TableColumn
+from controlplane.interpreter.customization_validation import validate_customization
+
+CONFIG_GROUP = "config.karmada.io"
+
+RESOURCE_INTERPRETER_CUSTOMIZATION = ResourceType(
+    CONFIG_GROUP, "v1alpha1", "ResourceInterpreterCustomization", "resourceinterpretercustomizations",
+    "resourceinterpretercustomization", namespaced=False, short_names=("ric",), has_status=True,
+    validate=validate_customization,
+    columns=(
+        TableColumn("Target-API-Version", cells.text_at("spec", "target", "apiVersion", none="")),
+        TableColumn("Target-Kind", cells.text_at("spec", "target", "kind", none="")),
+        AGE,
+    ),
+)
+
+
+def interpreter_customization_resources() -> list[ResourceType]:
+    """The kinds of ``config.karmada.io`` the hub serves."""
+    return [RESOURCE_INTERPRETER_CUSTOMIZATION]
