@@ -3,8 +3,9 @@
 ``spec.target.apiVersion`` and ``spec.target.kind`` are required; every
 ``spec.customizations.<hook>.luaScript`` must be a known hook whose script compiles in the
 sandbox and defines the hook's function (``GetReplicas`` for ``replicaResource``…). In: the
-object. Out: kube field errors (none: valid). :func:`merge` is the cross-object rule —
-one customization per target and hook — over all the customizations. Pure.
+object. Out: kube field errors (none: valid). The cross-object rule — one customization per
+target and hook — is :func:`validate_against_others` on write and :func:`merge` (which decides
+between customizations stored anyway, e.g. by two writes at once) over all of them. Pure.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from controlplane.interpreter.customized import HOOK_FUNCTIONS, Customization
 from controlplane.interpreter.kubelib import KUBE_LIBRARY
 from controlplane.interpreter.luavm import LuaScriptError, check_script
 
-__all__ = ["MAX_SCRIPT_BYTES", "merge", "validate_customization"]
+__all__ = ["MAX_SCRIPT_BYTES", "merge", "validate_against_others", "validate_customization"]
 
 #: Longest accepted script (bytes); Karmada's scripts are a few kB.
 MAX_SCRIPT_BYTES = 64 * 1024
@@ -53,6 +54,28 @@ def validate_customization(obj: dict[str, Any], _old: dict[str, Any] | None = No
             check_script(script, HOOK_FUNCTIONS[hook], KUBE_LIBRARY)
         except LuaScriptError as exc:
             errors.append(field.invalid(f"{where}.luaScript", "<script>", str(exc)))
+    return errors
+
+
+def validate_against_others(obj: dict[str, Any], others: list[dict[str, Any]]) -> list[FieldError]:
+    """Karmada's webhook rule: no other customization of the same target sets the same hook."""
+    custom = Customization.from_object(obj)
+    errors: list[FieldError] = []
+    for other in others:
+        if (other.get("metadata") or {}).get("deletionTimestamp"):
+            continue
+        theirs = Customization.from_object(other)
+        if (theirs.api_version, theirs.kind) != (custom.api_version, custom.kind):
+            continue
+        for hook in sorted(set(custom.scripts) & set(theirs.scripts)):
+            errors.append(
+                field.invalid(
+                    f"spec.customizations.{hook}", hook,
+                    f"ResourceInterpreterCustomization {theirs.name} already customizes {hook} of "
+                    f"{custom.kind} ({custom.api_version}): one customization per target and hook; "
+                    f"remove {hook} from one of them",
+                )
+            )
     return errors
 
 

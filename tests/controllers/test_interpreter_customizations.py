@@ -268,3 +268,17 @@ async def test_an_invalid_customization_is_refused_with_field_causes(hub: Object
     [cause] = status["details"]["causes"]
     assert cause["field"] == "spec.customizations.replicaResource.luaScript"
     assert "does not compile" in cause["message"]
+
+
+async def test_a_second_customization_of_the_same_hook_is_refused(hub: ObjectStore) -> None:
+    rt = hub.registry.require(RIC_API, "ResourceInterpreterCustomization")
+    await hub.create(rt, customization(replicaResource=GET_REPLICAS))
+    second = customization(replicaResource=GET_REPLICAS, statusAggregation=AGGREGATE)
+    second["metadata"]["name"] = "trainingrun-status"
+    with pytest.raises(errors.ApiError) as refused:
+        await hub.create(rt, second)
+    [cause] = refused.value.to_status()["details"]["causes"]
+    assert cause["field"] == "spec.customizations.replicaResource"
+    assert "trainingrun already customizes replicaResource" in cause["message"]
+    del second["spec"]["customizations"]["replicaResource"]
+    await hub.create(rt, second)  # another hook of the same target is fine

@@ -6,7 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from controlplane.apis.work_v1alpha1 import Health
-from controlplane.interpreter.customization_validation import merge, validate_customization
+from controlplane.interpreter.customization_validation import (
+    merge,
+    validate_against_others,
+    validate_customization,
+)
 from controlplane.interpreter.customized import Customization, CustomizedInterpreter, ScriptFailure
 from controlplane.interpreter.dependencies import Dependency
 from controlplane.interpreter.registry import builtin_interpreter_for
@@ -221,3 +225,14 @@ def test_one_customization_per_target_and_hook() -> None:
     assert refused == {"newer": {"replicaResource": "older"}}
     [custom] = merged
     assert custom.owners == {"replicaResource": "older", "healthInterpretation": "newer", "statusAggregation": "status"}
+
+
+def test_a_second_customization_of_a_target_and_hook_is_refused() -> None:
+    older = ric("older", replicaResource=GET_REPLICAS)
+    [error] = validate_against_others(ric("newer", replicaResource=GET_REPLICAS, healthInterpretation=HEALTH), [older])
+    assert error.field == "spec.customizations.replicaResource"
+    assert "ResourceInterpreterCustomization older already customizes replicaResource" in error.message
+    assert validate_against_others(ric("status", statusAggregation=AGGREGATE), [older]) == []
+    other_target = ric("other", replicaResource=GET_REPLICAS)
+    other_target["spec"]["target"]["kind"] = "Other"
+    assert validate_against_others(other_target, [older]) == []
