@@ -10,9 +10,10 @@ requirements, rendered manifests and status follow at once.
 A script that fails while another controller runs it (runtime error, instruction or memory
 budget spent, a result of the wrong shape) falls back to the default interpretation there;
 its :class:`ScriptFailure` comes here and becomes the customization's ``Ready=False``
-condition (reason ``ScriptFailed``) and a Warning Event on the customization and on the
-binding of the object it failed on — once per distinct failure, so a script failing on every
-reconcile does not flood. A change of the customization clears its failures.
+condition (reason ``ScriptFailed``), the binding's ``Interpreted=False`` condition and a Warning
+Event on the customization and on the binding of the object it failed on — once per distinct
+failure, so a script failing on every reconcile does not flood. A change of the customization
+clears its failures and removes the bindings' conditions it caused.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from controlplane.apiserver.objects import WatchEventType
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.reconciling import ReconcileLoop
-from controlplane.controllers.workloads import find_condition
+from controlplane.controllers.workloads import find_condition, with_condition
 from controlplane.interpreter.customization_validation import merge
 from controlplane.interpreter.customized import Customization, CustomizedInterpreter, ScriptFailure
 from controlplane.interpreter.registry import builtin_interpreter_for, set_customized
@@ -40,6 +41,10 @@ log = logging.getLogger(__name__)
 RIC_API_VERSION = "config.karmada.io/v1alpha1"
 RIC_KIND = "ResourceInterpreterCustomization"
 READY = "Ready"
+#: The binding condition that says a customization's script failed on its object.
+INTERPRETED = "Interpreted"
+#: When a binding condition write lost a race, the customization is looked at again after this.
+RETRY_SECONDS = 0.2
 #: The key that re-merges every customization (object names are never empty).
 ALL = ""
 
@@ -63,6 +68,11 @@ class CustomizationsController:
         #: (customization, hook, message, object) whose Event on the customization / binding was written.
         self._reported: set[tuple[str, str, str, str]] = set()
         self._binding_reported: set[tuple[str, str, str, str]] = set()
+        #: Customization name → the bindings whose ``Interpreted=False`` condition names it.
+        self._marked: dict[str, set[tuple[str, str]]] = {}
+        self._to_clear: dict[str, set[tuple[str, str]]] = {}
+        #: Customization name → binding → the message of a condition still to write.
+        self._unmarked: dict[str, dict[tuple[str, str], str]] = {}
         self._pending: set[asyncio.Task[None]] = set()
         if self.rt is not None:
             ctx.informer(self.rt).add_handler(self._on_customization)
@@ -77,6 +87,8 @@ class CustomizationsController:
         self._failures.pop(name, None)
         self._reported = {r for r in self._reported if r[0] != name}
         self._binding_reported = {r for r in self._binding_reported if r[0] != name}
+        self._to_clear.setdefault(name, set()).update(self._marked.pop(name, set()))
+        self._unmarked.pop(name, None)
         await self.loop.add(ALL)
         await self.loop.add(name)
 
@@ -101,14 +113,24 @@ class CustomizationsController:
         if key == ALL:
             await self.install()
             return None
+        clearing = self._to_clear.pop(key, set())
+        uncleared = {k for k in sorted(clearing) if not await self._set_binding_condition(k, None)}
+        if uncleared:
+            self._to_clear.setdefault(key, set()).update(uncleared)
         obj = self.ctx.cached(self.rt, None, key)
         if obj is None:
             self._failures.pop(key, None)
-            return None
-        for failure in list(self._failures.get(key, {}).values()):
+            return RETRY_SECONDS if uncleared else None
+        current = Customization.from_object(obj).scripts
+        failures = self._failures.get(key, {})
+        for failure_key, failure in list(failures.items()):
+            if current.get(failure.hook) != failure.script:
+                del failures[failure_key]  # reported by a script since replaced
+                continue
             await self._report(obj, failure)
         await self._write_condition(obj)
-        return None
+        marked = await self._mark_bindings(key)
+        return None if marked and not uncleared else RETRY_SECONDS
 
     async def install(self) -> None:
         """Merge the cached customizations and install what changed in the interpreter registry."""
@@ -153,6 +175,37 @@ class CustomizationsController:
             await record_event(
                 self.ctx, binding, type=EventType.WARNING, reason=EventReason.SCRIPT_FAILED, message=message
             )
+            binding_key = (str(binding["metadata"].get("namespace") or ""), str(binding["metadata"]["name"]))
+            self._marked.setdefault(failure.customization, set()).add(binding_key)
+            self._unmarked.setdefault(failure.customization, {})[binding_key] = message
+
+    async def _mark_bindings(self, name: str) -> bool:
+        """Write the ``Interpreted=False`` conditions not written yet; False if one lost a race."""
+        pending = self._unmarked.get(name, {})
+        for binding_key, message in sorted(pending.items()):
+            condition = {"type": INTERPRETED, "status": "False", "reason": "ScriptFailed", "message": message}
+            if await self._set_binding_condition(binding_key, condition):
+                del pending[binding_key]
+        return not pending
+
+    async def _set_binding_condition(self, key: tuple[str, str], condition: dict[str, str] | None) -> bool:
+        """Set (or with None remove) the binding's ``Interpreted`` condition; False on a lost race."""
+        binding = await self.ctx.get(self.ctx.binding_rt, key[0], key[1])  # fresh: the cache may lag our last write
+        if binding is None:
+            return True
+        status = copy.deepcopy(binding.get("status") or {})
+        conditions = status.get("conditions") or []
+        if condition is None:
+            status["conditions"] = [c for c in conditions if c.get("type") != INTERPRETED]
+        else:
+            status["conditions"] = with_condition(conditions, condition, now=self.ctx.now_text())
+        if status == (binding.get("status") or {}):
+            return True
+        try:
+            await self.ctx.objects.update_status(self.ctx.binding_rt, {**binding, "status": status})
+        except (errors.Conflict, errors.NotFound):
+            return False
+        return True
 
     def _condition(self, name: str) -> dict[str, str]:
         refused = self._refused.get(name)

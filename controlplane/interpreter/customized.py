@@ -88,6 +88,8 @@ class ScriptFailure:
     hook: str
     message: str
     obj: Obj
+    #: The script that failed (a report may arrive after the customization changed).
+    script: str = ""
 
     def describe(self) -> str:
         return f"{self.hook} script of ResourceInterpreterCustomization {self.customization} failed: {self.message}"
@@ -147,7 +149,8 @@ class CustomizedInterpreter:
 
     def _report(self, hook: str, message: str, obj: Obj) -> None:
         if self._on_failure is not None:
-            self._on_failure(ScriptFailure(self.custom.owner(hook), hook, message, obj))
+            failure = ScriptFailure(self.custom.owner(hook), hook, message, obj, self.custom.scripts.get(hook, ""))
+            self._on_failure(failure)
 
     def _replica_resource(self, obj: Obj) -> tuple[int, ReplicaRequirements] | None:
         out = self._run("replicaResource", obj, (obj,), results=2)

@@ -154,6 +154,14 @@ async def ready_condition(objects: ObjectStore, reason: str) -> dict[str, Any] |
     return None
 
 
+async def binding_condition(objects: ObjectStore, name: str, status: str) -> dict[str, Any] | None:
+    found = await get(objects, WORK_API, "ResourceBinding", f"{name}-trainingrun", "default")
+    for cond in ((found or {}).get("status") or {}).get("conditions") or ():
+        if cond.get("type") == "Interpreted" and cond.get("status") == status:
+            return dict(cond)
+    return None
+
+
 async def events_about(objects: ObjectStore, kind: str, name: str) -> list[dict[str, Any]]:
     rt = objects.registry.require("v1", "Event")
     listed = await objects.list(rt)
@@ -236,6 +244,8 @@ async def test_a_looping_or_failing_script_is_a_condition_and_the_hub_keeps_work
                                 what="an Event on the binding")
         # The hub still works: the default interpretation (no replicas) propagates the object.
         assert await eventually(lambda: binding(objects, "looping"), what="looping bound by the default")
+        marked = await eventually(lambda: binding_condition(objects, "looping", "False"), what="Interpreted=False")
+        assert marked["reason"] == "ScriptFailed" and "instruction limit exceeded" in marked["message"]
 
         # Fixing the script clears the condition and the kind is interpreted again at once.
         rt = objects.registry.require(RIC_API, "ResourceInterpreterCustomization")
@@ -249,6 +259,13 @@ async def test_a_looping_or_failing_script_is_a_condition_and_the_hub_keeps_work
             return found if found and found["spec"].get("replicas") == 2 else None
 
         assert await eventually(reinterpreted, what="the binding re-interpreted with 2 replicas")
+
+        async def unmarked() -> bool:
+            found = await get(objects, WORK_API, "ResourceBinding", "looping-trainingrun", "default")
+            conditions = ((found or {}).get("status") or {}).get("conditions") or []
+            return not any(c.get("type") == "Interpreted" for c in conditions)
+
+        assert await eventually(unmarked, what="the binding's Interpreted condition removed")
 
         # A runtime error is reported the same way.
         current = await objects.get(rt, name="trainingrun")
