@@ -103,7 +103,11 @@ class CustomizationsController:
         if key not in known:
             log.warning("%s (on %s %s)", failure.describe(), failure.obj.get("kind"), where)
         known[key] = failure
-        task = asyncio.get_running_loop().create_task(self.loop.add(failure.customization))
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # run outside the event loop: reported with the next failure or change
+        task = loop.create_task(self.loop.add(failure.customization))
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
 
