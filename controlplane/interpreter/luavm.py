@@ -4,7 +4,8 @@ Each call runs in a fresh Lua 5.4 state (lupa) so no script sees another call's 
 only the base, ``string``, ``table``, ``math`` and ``utf8`` libraries are reachable (no ``io``,
 ``os``, ``debug``, ``package``, ``load``, ``dofile``…), ``require`` answers only ``"kube"``,
 Python objects expose no attributes, an instruction budget stops endless loops and lupa's
-``max_memory`` bounds the state's allocations. Inputs are converted afresh into Lua tables
+``max_memory`` bounds the state's allocations; Lua patterns (matched in C, where the hook
+cannot stop them) are refused when their backtracking could cost more than ``_PATTERN_BUDGET``. Inputs are converted afresh into Lua tables
 (JSON arrays become 1-indexed sequences, ``None`` becomes ``nil``) and results back into
 JSON-compatible values as Karmada's luavm does (a sequence becomes a list, integral numbers
 become ints, an empty table becomes ``[]`` where the input held a list there and ``{}``
@@ -37,8 +38,11 @@ DEFAULT_MEMORY_LIMIT = 32 * 1024 * 1024
 MAX_DEPTH = 64
 
 _HOOK_EVERY = 1000
+#: Largest (subject length + 1) ** (quantifiers + 1) a Lua pattern may be matched with: the
+#: matcher is C code the instruction hook cannot stop, and backtracks polynomially.
+_PATTERN_BUDGET = 10**8
 _SANDBOX = """
-local budget, every, kube = ...
+local budget, every, kube, pattern_budget = ...
 local steps = 0
 debug.sethook(function()
   steps = steps + every
@@ -48,6 +52,33 @@ for _, name in ipairs({"io", "os", "debug", "package", "load", "loadfile", "dofi
                        "collectgarbage", "python", "coroutine", "rawset", "rawget", "rawequal"}) do
   _G[name] = nil
 end
+-- Lua's pattern matcher runs in C, out of the hook's reach, and backtracks: cost grows as the
+-- subject's length to the power of the pattern's quantifiers (plus one unless anchored).
+local sub, find, match, gmatch, gsub = string.sub, string.find, string.match, string.gmatch, string.gsub
+local function check(s, pattern, anchorable)
+  if type(s) == "number" then s = tostring(s) end
+  if type(s) ~= "string" or type(pattern) ~= "string" then return end
+  local quantifiers, i = 0, 1
+  while i <= #pattern do
+    local c = sub(pattern, i, i)
+    if c == "%" then i = i + 2 else
+      if c == "*" or c == "+" or c == "-" or c == "?" then quantifiers = quantifiers + 1 end
+      i = i + 1
+    end
+  end
+  local power = quantifiers + ((anchorable and sub(pattern, 1, 1) == "^") and 0 or 1)
+  if (#s + 1) ^ power > pattern_budget then
+    error("pattern " .. string.format("%q", sub(pattern, 1, 40)) .. " is too costly on a subject of " .. #s ..
+          " bytes (" .. quantifiers .. " quantifiers): use plain find or a simpler pattern", 3)
+  end
+end
+string.find = function(s, pattern, init, plain)
+  if not plain then check(s, pattern, true) end
+  return find(s, pattern, init, plain)
+end
+string.match = function(s, pattern, init) check(s, pattern, true); return match(s, pattern, init) end
+string.gmatch = function(s, pattern) check(s, pattern, false); return gmatch(s, pattern) end
+string.gsub = function(s, pattern, repl, n) check(s, pattern, true); return gsub(s, pattern, repl, n) end
 _G.require = function(name)
   if name == "kube" then return kube end
   error("module '" .. tostring(name) .. "' is not available (only require(\\"kube\\") is)", 2)
@@ -77,7 +108,7 @@ class _State:
             max_memory=memory,
         )
         library = self.lua.table_from({name: self._wrap(fn) for name, fn in kube.items()})
-        self.lua.execute(_SANDBOX, instructions, _HOOK_EVERY, library)
+        self.lua.execute(_SANDBOX, instructions, _HOOK_EVERY, library, _PATTERN_BUDGET)
 
     def _wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         def call(*args: Any) -> Any:

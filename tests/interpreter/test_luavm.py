@@ -148,3 +148,21 @@ def test_kube_library() -> None:
 def test_a_kube_library_misuse_is_the_scripts_error() -> None:
     with pytest.raises(LuaScriptError, match="not a valid quantity"):
         run("function F() return require('kube').resourceAdd('lots', '1') end")
+
+
+def test_a_backtracking_pattern_is_refused_before_it_runs() -> None:
+    """The matcher is C code the instruction hook cannot stop: 'a-a-b' on 3,000 bytes takes
+    about a minute, so it is refused; patterns scripts use on names and quantities still work."""
+    with pytest.raises(LuaScriptError, match=r"pattern \"a-a-b\" is too costly on a subject of 3000 bytes"):
+        run("function F() return string.find(string.rep('a', 3000), 'a-a-b') end")
+    with pytest.raises(LuaScriptError, match="too costly"):
+        run("function F() return (string.rep('a', 3000)):match('a*a*b') end")
+    script = """
+    function F()
+      local n = 0
+      for _ in string.gmatch("a b c", "%a+") do n = n + 1 end
+      return {string.find("nvidia.com/gpu", "gpu", 1, true), ("abc-123"):match("^(%a+)-(%d+)"),
+              (string.gsub("a.b.c", "%.", "/")), n}
+    end
+    """
+    assert run(script) == [[12, "abc", "a/b/c", 3]]  # as Lua does: only the last call keeps all its results
