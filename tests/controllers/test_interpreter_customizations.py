@@ -273,6 +273,15 @@ async def test_a_looping_or_failing_script_is_a_condition_and_the_hub_keeps_work
         await objects.update(rt, current)
         cond = await eventually(lambda: ready_condition(objects, "ScriptFailed"), what="the runtime error reported")
         assert "attempt to index a nil value" in cond["message"]
+
+        # Deleted, the customization no longer interprets the kind.
+        assert interpreter_for(API, "TrainingRun") is not None
+        await objects.delete(rt, name="trainingrun")
+
+        async def uncustomized() -> bool:
+            return interpreter_for(API, "TrainingRun") is None
+
+        assert await eventually(uncustomized, what="the customization removed from the registry")
         await settled(manager)
 
 
