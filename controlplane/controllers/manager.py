@@ -100,25 +100,27 @@ class ControllerManager:
         ]
         self.context, self.scheduler, self.evictions, self._loops = ctx, scheduler, evictions, loops
         tasks: list[asyncio.Task[None]] = []
-        async with asyncio.TaskGroup() as group:
-            tasks.append(group.create_task(ctx.run_informers(), name="informers"))
-            synced = group.create_task(ctx.wait_synced())
-            stopped = group.create_task(self._stop.wait())
-            await asyncio.wait({synced, stopped}, return_when=asyncio.FIRST_COMPLETED)
-            if synced.done():
-                await customizations.install()  # scripts in force before any workload is interpreted
+        try:
+            async with asyncio.TaskGroup() as group:
+                tasks.append(group.create_task(ctx.run_informers(), name="informers"))
+                synced = group.create_task(ctx.wait_synced())
+                stopped = group.create_task(self._stop.wait())
+                await asyncio.wait({synced, stopped}, return_when=asyncio.FIRST_COMPLETED)
+                if synced.done():
+                    await customizations.install()  # scripts in force before any workload is interpreted
+                    for loop in loops:
+                        tasks.append(group.create_task(loop.run(), name=f"controller-{loop.name}"))
+                    tasks.append(group.create_task(scheduler.maintain(), name="scheduler-maintenance"))
+                    self._started.set()
+                    log.info("controllers started: %s", ", ".join(loop.name for loop in loops))
+                await stopped
+                synced.cancel()
                 for loop in loops:
-                    tasks.append(group.create_task(loop.run(), name=f"controller-{loop.name}"))
-                tasks.append(group.create_task(scheduler.maintain(), name="scheduler-maintenance"))
-                self._started.set()
-                log.info("controllers started: %s", ", ".join(loop.name for loop in loops))
-            await stopped
-            synced.cancel()
-            for loop in loops:
-                await loop.shutdown()
-            for task in tasks:
-                task.cancel()
-        customizations.forget()
+                    await loop.shutdown()
+                for task in tasks:
+                    task.cancel()
+        finally:
+            customizations.forget()  # a later term (or another manager) starts from the stored ones
         self._started.clear()
         log.info("controllers stopped")
 
