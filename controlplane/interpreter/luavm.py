@@ -44,10 +44,19 @@ _PATTERN_BUDGET = 10**8
 _SANDBOX = """
 local budget, every, kube, pattern_budget = ...
 local steps = 0
+local spent = "instruction limit exceeded (" .. budget .. " instructions): the script runs too long"
 debug.sethook(function()
   steps = steps + every
-  if steps > budget then error("instruction limit exceeded (" .. budget .. " instructions): the script runs too long", 0) end
+  if steps > budget then error(spent, 0) end
 end, "", every)
+-- pcall/xpcall must not swallow the budget's error: once spent, it goes on up.
+local pcall_, xpcall_, pack, unpack = pcall, xpcall, table.pack, table.unpack
+local function passed(results)
+  if steps > budget then error(spent, 0) end
+  return unpack(results, 1, results.n)
+end
+pcall = function(...) return passed(pack(pcall_(...))) end
+xpcall = function(...) return passed(pack(xpcall_(...))) end
 for _, name in ipairs({"io", "os", "debug", "package", "load", "loadfile", "dofile", "loadstring",
                        "collectgarbage", "python", "coroutine", "rawset", "rawget", "rawequal"}) do
   _G[name] = nil

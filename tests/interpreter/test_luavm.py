@@ -50,6 +50,13 @@ def test_an_endless_loop_is_stopped() -> None:
         run("function F() while true do end end", instructions=100_000)
 
 
+@pytest.mark.parametrize("call", ["pcall(spin)", "xpcall(spin, function(m) return m end)"])
+def test_pcall_does_not_swallow_the_budget(call: str) -> None:
+    with pytest.raises(LuaScriptError, match="instruction limit exceeded"):
+        run(f"function F() local function spin() while true do end end while true do {call} end end", instructions=100_000)
+    assert run("function F() return pcall(error, 'boom') end", results=2) == [False, "boom"]
+
+
 def test_memory_is_bounded() -> None:
     with pytest.raises(LuaScriptError, match="memory limit exceeded"):
         run("function F() local t = {} for i = 1, 1e9 do t[i] = string.rep('x', 1024) .. i end end", memory=4 << 20)
