@@ -57,6 +57,12 @@ local function passed(results)
 end
 pcall = function(...) return passed(pack(pcall_(...))) end
 xpcall = function(...) return passed(pack(xpcall_(...))) end
+-- Finalizers would run when the state closes, after the call: objects get none.
+local setmetatable_, rawget_ = setmetatable, rawget
+setmetatable = function(t, mt)
+  if type(mt) == "table" and rawget_(mt, "__gc") ~= nil then error("__gc metamethods are not available", 2) end
+  return setmetatable_(t, mt)
+end
 for _, name in ipairs({"io", "os", "debug", "package", "load", "loadfile", "dofile", "loadstring",
                        "collectgarbage", "python", "coroutine", "rawset", "rawget", "rawequal"}) do
   _G[name] = nil

@@ -57,6 +57,12 @@ def test_pcall_does_not_swallow_the_budget(call: str) -> None:
     assert run("function F() return pcall(error, 'boom') end", results=2) == [False, "boom"]
 
 
+def test_no_finalizers() -> None:
+    with pytest.raises(LuaScriptError, match="__gc metamethods are not available"):
+        run("function F() setmetatable({}, {__gc = function() while true do end end}) end")
+    assert run("function F() return setmetatable({}, {__index = {a = 1}}).a end") == [1]
+
+
 def test_memory_is_bounded() -> None:
     with pytest.raises(LuaScriptError, match="memory limit exceeded"):
         run("function F() local t = {} for i = 1, 1e9 do t[i] = string.rep('x', 1024) .. i end end", memory=4 << 20)
