@@ -25,6 +25,7 @@ from pydantic import BaseModel
 from controlplane.apis.apiextensions.kind import CustomKind
 from controlplane.apis.kube import defaulting, validation
 from controlplane.apis.kube.defaulting import Defaulter
+from controlplane.apis.kube.field import FieldError
 from controlplane.apis.kube.validation import Validator
 from controlplane.apiserver import columns as col
 
@@ -160,6 +161,9 @@ class ResourceType:
     #: kube's validation of the kind beyond ``model``: (new, stored on update) → field errors;
     #: any error refuses the write with 422 Invalid (built-in kinds: :mod:`controlplane.apis.kube`).
     validate: Validator | None = None
+    #: Validation against the other stored objects of the kind (new object, those objects) →
+    #: field errors: rules across objects, as a webhook that lists its kind enforces them.
+    validate_against_stored: Callable[[dict[str, Any], list[dict[str, Any]]], list[FieldError]] | None = None
     #: kube answers a delete of this kind with the deleted object, not a success Status (its
     #: registry's ``ReturnDeletedObject``: Pod, PersistentVolumeClaim, Service, ServiceAccount…).
     returns_deleted_object: bool = False

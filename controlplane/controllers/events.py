@@ -37,6 +37,7 @@ class EventReason(StrEnum):
     SCHEDULE_PRIORITY_UNRESOLVED = "SchedulePriorityUnresolved"
     INVALID_OBJECT = "InvalidObject"
     KIND_NOT_SERVED = "KindNotServed"
+    SCRIPT_FAILED = "InterpreterScriptFailed"
 
 
 async def record_event(

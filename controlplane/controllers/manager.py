@@ -26,12 +26,15 @@ from typing import Any
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.binding import BindingController
 from controlplane.controllers.context import ControllerContext, ControllerSettings, utc_now
+from controlplane.controllers.customizations import CustomizationsController
 from controlplane.controllers.deleting import DeletionController
 from controlplane.controllers.dependencies import DependenciesController
 from controlplane.controllers.detecting import Detector
 from controlplane.controllers.evicting import GracefulEvictionController
 from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.status import StatusController
+from controlplane.controllers.workloads import WorkloadRef
+from controlplane.interpreter.registry import group_of
 from controlplane.scheduler.controller import SchedulerController
 
 log = logging.getLogger(__name__)
@@ -77,29 +80,47 @@ class ControllerManager:
         deletion = DeletionController(ctx)
         evictions = GracefulEvictionController(ctx)
         dependencies = DependenciesController(ctx)
+
+        async def reinterpret(api_version: str, kind: str) -> None:
+            """A kind's interpretation changed: its workloads and bindings are looked at again."""
+            informer = ctx.workload_informer(api_version, kind)
+            for obj in informer.items() if informer is not None else ():
+                await detector.loop.add(WorkloadRef.of(obj))
+            for binding in ctx.bindings.items():
+                resource = (binding.get("spec") or {}).get("resource") or {}
+                if resource.get("kind") == kind and group_of(str(resource.get("apiVersion"))) == group_of(api_version):
+                    key = (str(binding["metadata"].get("namespace") or ""), str(binding["metadata"]["name"]))
+                    await binder.loop.add(key)
+                    await status.loop.add(key)
+
+        customizations = CustomizationsController(ctx, reinterpret)
         loops: list[ReconcileLoop[Any]] = [
-            detector.loop, scheduler.loop, binder.loop, status.loop, evictions.loop,
+            customizations.loop, detector.loop, scheduler.loop, binder.loop, status.loop, evictions.loop,
             *dependencies.loops, deletion.loop,
         ]
         self.context, self.scheduler, self.evictions, self._loops = ctx, scheduler, evictions, loops
         tasks: list[asyncio.Task[None]] = []
-        async with asyncio.TaskGroup() as group:
-            tasks.append(group.create_task(ctx.run_informers(), name="informers"))
-            synced = group.create_task(ctx.wait_synced())
-            stopped = group.create_task(self._stop.wait())
-            await asyncio.wait({synced, stopped}, return_when=asyncio.FIRST_COMPLETED)
-            if synced.done():
+        try:
+            async with asyncio.TaskGroup() as group:
+                tasks.append(group.create_task(ctx.run_informers(), name="informers"))
+                synced = group.create_task(ctx.wait_synced())
+                stopped = group.create_task(self._stop.wait())
+                await asyncio.wait({synced, stopped}, return_when=asyncio.FIRST_COMPLETED)
+                if synced.done():
+                    await customizations.install()  # scripts in force before any workload is interpreted
+                    for loop in loops:
+                        tasks.append(group.create_task(loop.run(), name=f"controller-{loop.name}"))
+                    tasks.append(group.create_task(scheduler.maintain(), name="scheduler-maintenance"))
+                    self._started.set()
+                    log.info("controllers started: %s", ", ".join(loop.name for loop in loops))
+                await stopped
+                synced.cancel()
                 for loop in loops:
-                    tasks.append(group.create_task(loop.run(), name=f"controller-{loop.name}"))
-                tasks.append(group.create_task(scheduler.maintain(), name="scheduler-maintenance"))
-                self._started.set()
-                log.info("controllers started: %s", ", ".join(loop.name for loop in loops))
-            await stopped
-            synced.cancel()
-            for loop in loops:
-                await loop.shutdown()
-            for task in tasks:
-                task.cancel()
+                    await loop.shutdown()
+                for task in tasks:
+                    task.cancel()
+        finally:
+            customizations.forget()  # a later term (or another manager) starts from the stored ones
         self._started.clear()
         log.info("controllers stopped")
 

@@ -49,7 +49,7 @@ from controlplane.controllers.workloads import (
 from controlplane.controllers.works import binding_key_of_work, cluster_of_namespace
 from controlplane.interpreter import interpreter_for, keep_finished
 from controlplane.interpreter.native import StatusInterpreter, status_interpreter_for
-from controlplane.interpreter.registry import group_of
+from controlplane.interpreter.registry import customized_status_for, group_of
 
 log = logging.getLogger(__name__)
 
@@ -188,7 +188,9 @@ class StatusController:
         resource = spec.get("resource") or {}
         api_version, kind = str(resource.get("apiVersion")), str(resource.get("kind"))
         interpreter = interpreter_for(api_version, kind)
-        folding = interpreter if interpreter is not None else status_interpreter_for(group_of(api_version), kind)
+        folding = interpreter or customized_status_for(api_version, kind) or status_interpreter_for(
+            group_of(api_version), kind
+        )
         works: dict[str, dict[str, Any]] = {}
         for work in ctx.works.by_index(INDEX_BINDING, key):
             cluster = cluster_of_namespace(str(work["metadata"].get("namespace") or ""))

@@ -32,6 +32,7 @@ from controlplane.apis.work_v1alpha1 import API_VERSION, WORK_KIND
 from controlplane.controllers.workloads import without_server_fields
 from controlplane.interpreter import KindInterpreter
 from controlplane.interpreter.base import PodTemplateKind
+from controlplane.interpreter.customized import CustomizedInterpreter
 from policies.affinity import ClusterView
 from policies.matching import OverrideRule
 from policies.overriders import OverrideError, apply_overrides
@@ -140,11 +141,20 @@ def _requests_gpu(template: Any) -> bool:
     return False
 
 
+def _template_kind(interpreter: KindInterpreter) -> PodTemplateKind | None:
+    """Where the kind keeps its pod templates: its built-in interpreter's knowledge, also
+    under a ResourceInterpreterCustomization of the kind; None when the hub does not know."""
+    if isinstance(interpreter, CustomizedInterpreter):
+        return _template_kind(interpreter.base) if interpreter.base is not None else None
+    return interpreter if isinstance(interpreter, PodTemplateKind) else None
+
+
 def _gpu_templates(obj: dict[str, Any], interpreter: KindInterpreter) -> list[bool]:
     """Per pod template of ``obj`` (in ``template_slots`` order), whether it requests a GPU."""
-    if not isinstance(interpreter, PodTemplateKind):
+    templates = _template_kind(interpreter)
+    if templates is None:
         return []
-    return [_requests_gpu(parent.get(key)) for parent, key in interpreter.template_slots(obj)]
+    return [_requests_gpu(parent.get(key)) for parent, key in templates.template_slots(obj)]
 
 
 def _add_node_selector(
@@ -152,9 +162,10 @@ def _add_node_selector(
 ) -> None:
     """Merge ``selector`` into the pod templates that request a GPU (``gpu_templates``, by slot):
     a CPU-only role (a PyTorchJob Master without a GPU) may run on any node."""
-    if not selector or not isinstance(interpreter, PodTemplateKind):
+    templates = _template_kind(interpreter)
+    if not selector or templates is None:
         return
-    for (parent, key), wants_gpu in zip(interpreter.template_slots(obj), gpu_templates, strict=False):
+    for (parent, key), wants_gpu in zip(templates.template_slots(obj), gpu_templates, strict=False):
         template = parent.get(key)
         if not wants_gpu or not isinstance(template, dict):
             continue

@@ -5,12 +5,14 @@ share one interpreter, as their replica specs have the same shape. Kinds without
 interpreter (ConfigMap, Service, DaemonSet, any kind the hub serves…) have no replicas:
 callers treat ``None`` as "propagate the whole object to every chosen cluster" (Karmada's
 default interpretation); :func:`~controlplane.interpreter.native.status_interpreter_for` says
-how the hub status of some of them is folded from the members'.
+how the hub status of some of them is folded from the members'. A ResourceInterpreterCustomization
+installed with :func:`set_customized` overrides the kind's interpreter (group and kind, as above).
 """
 
 from __future__ import annotations
 
 from controlplane.interpreter.base import KindInterpreter
+from controlplane.interpreter.customized import CustomizedInterpreter
 from controlplane.interpreter.deployment import DeploymentInterpreter
 from controlplane.interpreter.job import JobInterpreter
 from controlplane.interpreter.jobset import JobSetInterpreter
@@ -23,6 +25,8 @@ from controlplane.interpreter.replicaset import ReplicaSetInterpreter
 from controlplane.interpreter.statefulset import StatefulSetInterpreter
 
 _REGISTRY: dict[tuple[str, str], KindInterpreter] = {}
+#: Interpreters made from ResourceInterpreterCustomizations; they win over the built-in ones.
+_CUSTOMIZED: dict[tuple[str, str], CustomizedInterpreter] = {}
 
 
 def group_of(api_version: str) -> str:
@@ -36,8 +40,35 @@ def register(interpreter: KindInterpreter) -> None:
 
 
 def interpreter_for(api_version: str, kind: str) -> KindInterpreter | None:
-    """The interpreter for objects of ``apiVersion``/``kind``, or None when the kind has none."""
+    """The interpreter for objects of ``apiVersion``/``kind``, or None when the kind has none.
+
+    A customization of the kind wins when the kind has replicas (a built-in interpreter or a
+    replica hook); one that only interprets status is :func:`customized_status_for`'s."""
+    key = (group_of(api_version), kind)
+    custom = _CUSTOMIZED.get(key)
+    if custom is not None and custom.replicated:
+        return custom
+    return _REGISTRY.get(key)
+
+
+def builtin_interpreter_for(api_version: str, kind: str) -> KindInterpreter | None:
+    """The built-in interpreter of the kind, customizations aside."""
     return _REGISTRY.get((group_of(api_version), kind))
+
+
+def customized_status_for(api_version: str, kind: str) -> CustomizedInterpreter | None:
+    """The customization of a kind without replicas, which folds and judges its status."""
+    custom = _CUSTOMIZED.get((group_of(api_version), kind))
+    return custom if custom is not None and not custom.replicated else None
+
+
+def set_customized(api_version: str, kind: str, interpreter: CustomizedInterpreter | None) -> None:
+    """Install (or with None remove) the customization-made interpreter of a kind."""
+    key = (group_of(api_version), kind)
+    if interpreter is None:
+        _CUSTOMIZED.pop(key, None)
+    else:
+        _CUSTOMIZED[key] = interpreter
 
 
 def registered_kinds() -> list[tuple[str, str]]:

@@ -9,6 +9,7 @@ import pytest
 from controlplane.apis.kube import defaulting
 from controlplane.controllers.works import ChosenShape, render_manifest
 from controlplane.interpreter import interpreter_for
+from controlplane.interpreter.customized import Customization, CustomizedInterpreter
 from policies.affinity import ClusterView
 
 H100 = "NVIDIA-H100-80GB-HBM3"
@@ -111,3 +112,20 @@ def test_a_job_reaches_the_member_without_the_hubs_generated_selector() -> None:
     assert rendered["spec"]["template"]["metadata"]["labels"] == {"team": "ml"}
     assert rendered["metadata"]["labels"] == {"team": "ml"}
     assert rendered["spec"]["manualSelector"] is False and rendered["spec"]["backoffLimit"] == 6
+
+
+def test_a_customized_native_kind_keeps_its_gpu_shape_rendering() -> None:
+    """A ResourceInterpreterCustomization of Deployment (here: replicaRevision) changes its hook
+    only: the chosen GPU shape still rewrites the pod template and pins its node selector."""
+    revise = "function ReviseReplica(obj, n) obj.spec.replicas = n; obj.metadata.labels = {revised = 'yes'}; return obj end"
+    custom = Customization("deploy", "apps/v1", "Deployment", {"replicaRevision": revise})
+    interpreter = CustomizedInterpreter(custom, interpreter_for("apps/v1", "Deployment"))
+    rendered = render_manifest(
+        deployment(template({"nvidia.com/gpu": "1"})), interpreter=interpreter, replicas=3, shape=SHAPE, rules=(),
+        cluster=ClusterView(name="cloud"),
+    )
+    manifest = rendered.manifest
+    assert manifest["spec"]["replicas"] == 3 and manifest["metadata"]["labels"] == {"revised": "yes"}
+    [spec] = pod_specs(manifest)
+    assert spec["nodeSelector"] == {PRODUCT: H100}
+    assert spec["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "2"}

@@ -81,6 +81,18 @@ class Writer:
                     raise
         raise AssertionError("unreachable")
 
+    async def _check_against_stored(self, rt: ResourceType, obj: dict[str, Any]) -> None:
+        """``rt.validate_against_stored`` over the kind's other stored objects (422 on errors)."""
+        if rt.validate_against_stored is None:
+            return
+        meta = obj["metadata"]
+        listed = await store_call(rt, meta["name"], self._store.list(rt.key_prefix(meta.get("namespace"))))
+        others = [o for o in (decode(rt, kv) for kv in listed.items) if o["metadata"].get("name") != meta["name"]]
+        found = rt.validate_against_stored(obj, others)
+        if found:
+            causes = [errors.Cause(str(e.type), e.message, e.field) for e in found]
+            raise errors.invalid(kind=rt.kind, group=rt.group, name=meta["name"], causes=causes)
+
     async def _create_attempt(
         self, rt: ResourceType, obj: dict[str, Any], options: WriteOptions
     ) -> tuple[dict[str, Any], storage.KeyValue | None]:
@@ -102,6 +114,7 @@ class Writer:
         checked = check_object(obj, rt, field_validation=options.field_validation)
         obj = checked.obj
         meta = obj["metadata"]
+        await self._check_against_stored(rt, obj)
         if rt.namespaced:
             await self._namespaces.require(rt, meta["namespace"], meta["name"])
         now = self.now()
@@ -214,6 +227,8 @@ class Writer:
             rt.defaults(new)
         checked = check_object(new, rt, field_validation=options.field_validation, old=old)
         new = checked.obj
+        if subresource is None:
+            await self._check_against_stored(rt, new)
         meta = new["metadata"]
         old_meta = old["metadata"]
         name = meta["name"]

@@ -1,0 +1,310 @@
+"""A ResourceInterpreterCustomization drives a custom GPU training kind through the hub (on real
+etcd): its Lua ``replicaResource`` decides the binding's replicas and GPU requirements (and so
+the clusters chosen), ``replicaRevision`` each cluster's share in its Work, ``statusAggregation``
+the hub object's status from the members' statuses; a script that loops forever or fails is a
+``Ready=False`` condition and an Event, and the hub keeps working."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from controlplane.apiserver import errors
+from controlplane.apiserver.crd.controller import CrdController
+from controlplane.apiserver.crd.registry import DynamicRegistry
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.controllers.manager import ControllerManager
+from controlplane.hub import hub_registry
+from controlplane.interpreter import interpreter_for
+from controlplane.storage import EtcdStore
+
+from .conftest import FAST
+from .fleet import eventually, node_shape, propagation_policy, put_cluster, settled
+
+API = "ml.example.com/v1"
+WORK_API = "work.gpufed.io/v1alpha1"
+RIC_API = "config.karmada.io/v1alpha1"
+
+CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "trainingruns.ml.example.com"},
+    "spec": {
+        "group": "ml.example.com",
+        "scope": "Namespaced",
+        "names": {"plural": "trainingruns", "kind": "TrainingRun"},
+        "versions": [
+            {
+                "name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+            }
+        ],
+    },
+}
+
+GET_REPLICAS = """
+function GetReplicas(obj)
+  local kube = require("kube")
+  return obj.spec.workers, kube.accuratePodRequirements(obj.spec.template)
+end
+"""
+REVISE = """
+function ReviseReplica(obj, desiredReplica)
+  obj.spec.workers = desiredReplica
+  return obj
+end
+"""
+AGGREGATE = """
+function AggregateStatus(desiredObj, statusItems)
+  local ready = 0
+  for i = 1, #statusItems do
+    local item = statusItems[i]
+    if item.status ~= nil and item.status.readyWorkers ~= nil then
+      ready = ready + item.status.readyWorkers
+    end
+  end
+  desiredObj.status = {readyWorkers = ready, clusters = #statusItems}
+  return desiredObj
+end
+"""
+
+
+def customization(**hooks: str) -> dict[str, Any]:
+    return {
+        "apiVersion": RIC_API,
+        "kind": "ResourceInterpreterCustomization",
+        "metadata": {"name": "trainingrun"},
+        "spec": {
+            "target": {"apiVersion": API, "kind": "TrainingRun"},
+            "customizations": {hook: {"luaScript": script} for hook, script in hooks.items()},
+        },
+    }
+
+
+def training_run(name: str, *, workers: int, gpus: int) -> dict[str, Any]:
+    return {
+        "apiVersion": API,
+        "kind": "TrainingRun",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "workers": workers,
+            "template": {
+                "spec": {
+                    "containers": [
+                        {"name": "trainer", "image": "trainer:1",
+                         "resources": {"requests": {"cpu": "2", "nvidia.com/gpu": str(gpus)},
+                                       "limits": {"nvidia.com/gpu": str(gpus)}}}
+                    ]
+                }
+            },
+        },
+    }
+
+
+@pytest.fixture
+async def hub(etcd_endpoint: str) -> AsyncIterator[ObjectStore]:
+    """An etcd-backed hub store serving the TrainingRun CRD (through the CRD controller)."""
+    async with EtcdStore([etcd_endpoint], prefix=f"/gpufed-test/{uuid.uuid4().hex}") as store:
+        registry = hub_registry()
+        objects = ObjectStore(store, registry)
+        await objects.bootstrap()
+        crd_type = registry.require("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+        stop = asyncio.Event()
+        crds = CrdController(objects, registry, crd_type)
+        task = asyncio.create_task(crds.run(stop))
+        try:
+            await crds.wait_synced()
+            await objects.create(crd_type, CRD)
+            await eventually(lambda: _served(registry), what="the TrainingRun CRD served")
+            yield objects
+        finally:
+            stop.set()
+            await task
+
+
+async def _served(registry: DynamicRegistry) -> bool:
+    return registry.for_kind(API, "TrainingRun") is not None
+
+
+async def create(objects: ObjectStore, obj: dict[str, Any]) -> dict[str, Any]:
+    return await objects.create(objects.registry.require(obj["apiVersion"], obj["kind"]), obj)
+
+
+async def get(objects: ObjectStore, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+    try:
+        return await objects.get(objects.registry.require(api_version, kind), namespace=namespace, name=name)
+    except errors.NotFound:
+        return None
+
+
+async def binding(objects: ObjectStore, name: str) -> dict[str, Any] | None:
+    found = await get(objects, WORK_API, "ResourceBinding", f"{name}-trainingrun", "default")
+    return found if found and (found.get("spec") or {}).get("clusters") else None
+
+
+async def ready_condition(objects: ObjectStore, reason: str) -> dict[str, Any] | None:
+    ric = await get(objects, RIC_API, "ResourceInterpreterCustomization", "trainingrun")
+    for cond in ((ric or {}).get("status") or {}).get("conditions") or ():
+        if cond.get("type") == "Ready" and cond.get("reason") == reason:
+            return dict(cond)
+    return None
+
+
+async def binding_condition(objects: ObjectStore, name: str, status: str) -> dict[str, Any] | None:
+    found = await get(objects, WORK_API, "ResourceBinding", f"{name}-trainingrun", "default")
+    for cond in ((found or {}).get("status") or {}).get("conditions") or ():
+        if cond.get("type") == "Interpreted" and cond.get("status") == status:
+            return dict(cond)
+    return None
+
+
+async def events_about(objects: ObjectStore, kind: str, name: str) -> list[dict[str, Any]]:
+    rt = objects.registry.require("v1", "Event")
+    listed = await objects.list(rt)
+    return [
+        e for e in listed.items
+        if (e.get("involvedObject") or {}).get("kind") == kind and (e.get("involvedObject") or {}).get("name") == name
+        and e.get("reason") == "InterpreterScriptFailed"
+    ]
+
+
+async def report_member_status(objects: ObjectStore, cluster: str, name: str, status: dict[str, Any]) -> None:
+    """What the member agent writes: the Work applied and the member object's status."""
+    rt = objects.registry.require(WORK_API, "Work")
+    work = await eventually(
+        lambda: get(objects, WORK_API, "Work", f"default-{name}-trainingrun", f"gpufed-es-{cluster}"),
+        what=f"the Work in {cluster}",
+    )
+    work_status = {
+        "conditions": [{"type": "Applied", "status": "True", "reason": "AppliedSuccessful", "message": "applied",
+                        "lastTransitionTime": "2026-01-01T00:00:00Z",
+                        "observedGeneration": work["metadata"]["generation"]}],
+        "manifestStatuses": [{
+            "identifier": {"group": "ml.example.com", "version": "v1", "kind": "TrainingRun",
+                           "namespace": "default", "name": name, "ordinal": 0},
+            "status": status,
+        }],
+    }
+    await objects.update_status(rt, {**work, "status": work_status})
+
+
+async def test_lua_scripts_drive_placement_and_hub_status(hub: ObjectStore) -> None:
+    objects = hub
+    await put_cluster(objects, "east", node_shape(1, gpus=8))
+    await put_cluster(objects, "west", node_shape(1, gpus=8))
+    await create(objects, customization(replicaResource=GET_REPLICAS, replicaRevision=REVISE, statusAggregation=AGGREGATE))
+    await create(objects, propagation_policy("runs", kind="TrainingRun", api_version=API))
+    async with ControllerManager(objects, settings=FAST) as manager:
+        await eventually(lambda: ready_condition(objects, "Loaded"), what="the customization Ready")
+        await create(objects, training_run("llm", workers=3, gpus=4))
+        bound = await eventually(lambda: binding(objects, "llm"), what="llm scheduled")
+        spec = bound["spec"]
+        assert spec["replicas"] == 3  # GetReplicas
+        assert spec["replicaRequirements"]["resourceRequest"]["nvidia.com/gpu"] == "4"  # accuratePodRequirements
+        shares = {t["name"]: t["replicas"] for t in spec["clusters"]}
+        assert sum(shares.values()) == 3 and max(shares.values()) <= 2  # 4-GPU workers: two fit a cluster
+        for cluster, share in shares.items():
+            work = await eventually(
+                lambda c=cluster: get(objects, WORK_API, "Work", "default-llm-trainingrun", f"gpufed-es-{c}"),
+                what=f"the Work in {cluster}",
+            )
+            assert work["spec"]["workload"]["manifests"][0]["spec"]["workers"] == share  # ReviseReplica
+            await report_member_status(objects, cluster, "llm", {"readyWorkers": share, "noise": "x"})
+
+        async def folded() -> dict[str, Any] | None:
+            run = await get(objects, API, "TrainingRun", "llm", "default")
+            status = (run or {}).get("status") or {}
+            return status if status.get("readyWorkers") == 3 else None
+
+        status = await eventually(folded, what="the hub status folded by AggregateStatus")
+        assert status["clusters"] == len(shares)
+        assert "noise" not in status  # only what AggregateStatus wrote (and the hub's own conditions)
+        await settled(manager)
+    assert interpreter_for(API, "TrainingRun") is None  # the manager stopped: its customizations are gone
+
+
+async def test_a_looping_or_failing_script_is_a_condition_and_the_hub_keeps_working(hub: ObjectStore) -> None:
+    objects = hub
+    await put_cluster(objects, "east", node_shape(1, gpus=8))
+    await create(objects, propagation_policy("runs", kind="TrainingRun", api_version=API))
+    await create(objects, customization(replicaResource="function GetReplicas(obj) while true do end end"))
+    async with ControllerManager(objects, settings=FAST) as manager:
+        await create(objects, training_run("looping", workers=2, gpus=1))
+        cond = await eventually(lambda: ready_condition(objects, "ScriptFailed"), what="the ScriptFailed condition")
+        assert cond["status"] == "False"
+        assert "replicaResource script of ResourceInterpreterCustomization trainingrun failed" in cond["message"]
+        assert "instruction limit exceeded" in cond["message"] and "default/looping" in cond["message"]
+        assert await eventually(lambda: events_about(objects, "ResourceInterpreterCustomization", "trainingrun"),
+                                what="an Event on the customization")
+        assert await eventually(lambda: events_about(objects, "ResourceBinding", "looping-trainingrun"),
+                                what="an Event on the binding")
+        # The hub still works: the default interpretation (no replicas) propagates the object.
+        assert await eventually(lambda: binding(objects, "looping"), what="looping bound by the default")
+        marked = await eventually(lambda: binding_condition(objects, "looping", "False"), what="Interpreted=False")
+        assert marked["reason"] == "ScriptFailed" and "instruction limit exceeded" in marked["message"]
+
+        # Fixing the script clears the condition and the kind is interpreted again at once.
+        rt = objects.registry.require(RIC_API, "ResourceInterpreterCustomization")
+        current = await objects.get(rt, name="trainingrun")
+        current["spec"] = customization(replicaResource=GET_REPLICAS)["spec"]
+        await objects.update(rt, current)
+        await eventually(lambda: ready_condition(objects, "Loaded"), what="the customization Ready again")
+
+        async def reinterpreted() -> dict[str, Any] | None:
+            found = await binding(objects, "looping")
+            return found if found and found["spec"].get("replicas") == 2 else None
+
+        assert await eventually(reinterpreted, what="the binding re-interpreted with 2 replicas")
+
+        async def unmarked() -> bool:
+            found = await get(objects, WORK_API, "ResourceBinding", "looping-trainingrun", "default")
+            conditions = ((found or {}).get("status") or {}).get("conditions") or []
+            return not any(c.get("type") == "Interpreted" for c in conditions)
+
+        assert await eventually(unmarked, what="the binding's Interpreted condition removed")
+
+        # A runtime error is reported the same way.
+        current = await objects.get(rt, name="trainingrun")
+        current["spec"] = customization(replicaResource="function GetReplicas(obj) return obj.spec.nothing.here end")["spec"]
+        await objects.update(rt, current)
+        cond = await eventually(lambda: ready_condition(objects, "ScriptFailed"), what="the runtime error reported")
+        assert "attempt to index a nil value" in cond["message"]
+
+        # Deleted, the customization no longer interprets the kind.
+        assert interpreter_for(API, "TrainingRun") is not None
+        await objects.delete(rt, name="trainingrun")
+
+        async def uncustomized() -> bool:
+            return interpreter_for(API, "TrainingRun") is None
+
+        assert await eventually(uncustomized, what="the customization removed from the registry")
+        await settled(manager)
+
+
+async def test_an_invalid_customization_is_refused_with_field_causes(hub: ObjectStore) -> None:
+    rt = hub.registry.require(RIC_API, "ResourceInterpreterCustomization")
+    with pytest.raises(errors.ApiError) as refused:
+        await hub.create(rt, customization(replicaResource="function GetReplicas(obj"))
+    status = refused.value.to_status()
+    assert status["code"] == 422 and status["reason"] == "Invalid"
+    [cause] = status["details"]["causes"]
+    assert cause["field"] == "spec.customizations.replicaResource.luaScript"
+    assert "does not compile" in cause["message"]
+
+
+async def test_a_second_customization_of_the_same_hook_is_refused(hub: ObjectStore) -> None:
+    rt = hub.registry.require(RIC_API, "ResourceInterpreterCustomization")
+    await hub.create(rt, customization(replicaResource=GET_REPLICAS))
+    second = customization(replicaResource=GET_REPLICAS, statusAggregation=AGGREGATE)
+    second["metadata"]["name"] = "trainingrun-status"
+    with pytest.raises(errors.ApiError) as refused:
+        await hub.create(rt, second)
+    [cause] = refused.value.to_status()["details"]["causes"]
+    assert cause["field"] == "spec.customizations.replicaResource"
+    assert "trainingrun already customizes replicaResource" in cause["message"]
+    del second["spec"]["customizations"]["replicaResource"]
+    await hub.create(rt, second)  # another hook of the same target is fine
