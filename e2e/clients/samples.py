@@ -189,6 +189,15 @@ SPECS: dict[tuple[str, str], Builder] = {
         }
     },
     ("apiextensions.k8s.io", "CustomResourceDefinition"): lambda name: {"spec": _crd_spec(name)},
+    ("config.karmada.io", "ResourceInterpreterCustomization"): lambda name: {
+        "spec": {
+            # One customization per target and hook: each sample its own target kind.
+            "target": {"apiVersion": "clients.example.com/v1", "kind": "Widget" + name.replace("-", "")},
+            "customizations": {
+                "healthInterpretation": {"luaScript": "function InterpretHealth(observedObj)\n  return true\nend\n"},
+            },
+        }
+    },
     ("cluster.gpufed.io", "Cluster"): lambda name: {"spec": {"provider": "onprem", "region": "eu-west", "tier": 0}},
     ("work.gpufed.io", "ResourceBinding"): lambda name: {
         "spec": {"resource": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name, "namespace": "default"}}
