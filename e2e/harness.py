@@ -8,6 +8,7 @@ test ends. Their logs land in the test's tmp dir and are printed when a test fai
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -18,7 +19,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -118,6 +119,11 @@ class Kubectl:
 
     def json(self, *args: str) -> Any:
         return json.loads(self.run(*args, "-o", "json").stdout)
+
+    def json_or_none(self, *args: str) -> Any:
+        """:meth:`json`, or None when kubectl fails (the object is not there yet, or any more)."""
+        result = self.run(*args, "-o", "json", check=False)
+        return json.loads(result.stdout) if result.returncode == 0 else None
 
 
 @dataclass
@@ -255,6 +261,22 @@ class ProcessGroup:
     @staticmethod
     def etcd_peer_port(proc: Process) -> int:
         return int(proc.argv[proc.argv.index("--listen-peer-urls") + 1].rsplit(":", 1)[1])
+
+    @staticmethod
+    @contextlib.contextmanager
+    def running_fleet(
+        root: Path, fleet: Path, clusters: tuple[str, ...], *hub_flags: str
+    ) -> Iterator[tuple[Kubectl, dict[str, Kubectl]]]:
+        """:meth:`start_fleet` in a group of its own (for a module-scoped fixture): its processes'
+        logs go to stderr when starting or a test fails, and all are stopped at the end."""
+        group = ProcessGroup(root=root)
+        try:
+            yield group.start_fleet(fleet, clusters, *hub_flags)
+        except BaseException:
+            sys.stderr.write(group.dump_logs())
+            raise
+        finally:
+            group.stop_all()
 
     def dump_logs(self) -> str:
         return "\n".join(f"===== {p.name} =====\n{p.log()[-6000:]}" for p in self.processes)

@@ -7,8 +7,6 @@ members (time scale 20), two agents, the real kubectl; one fleet shared by the t
 
 from __future__ import annotations
 
-import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -105,21 +103,8 @@ spec:
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Kubectl, dict[str, Kubectl]]]:
-    group = ProcessGroup(root=tmp_path_factory.mktemp("any-kind"))
-    try:
-        yield group.start_fleet(FLEET, ("east", "west"))
-    except BaseException:
-        sys.stderr.write(group.dump_logs())
-        raise
-    finally:
-        group.stop_all()
-
-
-def _get(kubectl: Kubectl, *args: str) -> Any:
-    result = kubectl.run("get", *args, "-o", "json", check=False)
-    if result.returncode != 0:
-        return None
-    return json.loads(result.stdout)
+    with ProcessGroup.running_fleet(tmp_path_factory.mktemp("any-kind"), FLEET, ("east", "west")) as fleet:
+        yield fleet
 
 
 def test_daemonset_cronjob_and_service_land_everywhere_and_fold_back(
@@ -130,7 +115,7 @@ def test_daemonset_cronjob_and_service_land_everywhere_and_fold_back(
 
     # Every member runs its copy; the member's own controllers give it a status.
     def member_daemonsets() -> dict[str, Any] | None:
-        found = {name: _get(m, "daemonset", "node-exporter", "-n", "ml") for name, m in members.items()}
+        found = {name: m.json_or_none("get", "daemonset", "node-exporter", "-n", "ml") for name, m in members.items()}
         if any(ds is None or not (ds.get("status") or {}).get("desiredNumberScheduled") for ds in found.values()):
             return None
         return found
@@ -141,7 +126,7 @@ def test_daemonset_cronjob_and_service_land_everywhere_and_fold_back(
 
     # The hub's DaemonSet sums the members' node counts.
     def hub_daemonset_counts() -> dict[str, Any] | None:
-        status = (_get(hub, "daemonset", "node-exporter", "-n", "ml") or {}).get("status") or {}
+        status = (hub.json_or_none("get", "daemonset", "node-exporter", "-n", "ml") or {}).get("status") or {}
         return status if status.get("numberReady") == sum(nodes.values()) else None
 
     status = wait_for(hub_daemonset_counts, timeout=120, what="the hub DaemonSet counting every member's nodes")
@@ -154,7 +139,7 @@ def test_daemonset_cronjob_and_service_land_everywhere_and_fold_back(
     def member_addresses() -> set[str] | None:
         out: set[str] = set()
         for m in members.values():
-            points = ((_get(m, "service", "gateway", "-n", "ml") or {}).get("status") or {}).get("loadBalancer", {}).get("ingress")
+            points = ((m.json_or_none("get", "service", "gateway", "-n", "ml") or {}).get("status") or {}).get("loadBalancer", {}).get("ingress")
             if not points:
                 return None
             out.update(p["ip"] for p in points)
@@ -163,22 +148,22 @@ def test_daemonset_cronjob_and_service_land_everywhere_and_fold_back(
     addresses = wait_for(member_addresses, timeout=120, what="both members giving the Service an address")
 
     def hub_addresses() -> bool:
-        points = ((_get(hub, "service", "gateway", "-n", "ml") or {}).get("status") or {}).get("loadBalancer", {}).get("ingress") or []
+        points = ((hub.json_or_none("get", "service", "gateway", "-n", "ml") or {}).get("status") or {}).get("loadBalancer", {}).get("ingress") or []
         return {p["ip"] for p in points} == addresses
 
     wait_for(hub_addresses, timeout=120, what="the hub Service showing every member's load balancer address")
 
     # The CronJob: each member runs Jobs on schedule; the hub lists them and the last schedule.
     def hub_cronjob() -> dict[str, Any] | None:
-        status = (_get(hub, "cronjob", "checkpoint-sweeper", "-n", "ml") or {}).get("status") or {}
+        status = (hub.json_or_none("get", "cronjob", "checkpoint-sweeper", "-n", "ml") or {}).get("status") or {}
         clusters = {str(ref.get("name")).split("/", 1)[0] for ref in status.get("active") or ()}
         return status if clusters == set(members) and status.get("lastScheduleTime") else None
 
     cron_status = wait_for(hub_cronjob, timeout=180, what="the hub CronJob listing both members' active Jobs")
     for member in members.values():
-        member_status = (_get(member, "cronjob", "checkpoint-sweeper", "-n", "ml") or {}).get("status") or {}
+        member_status = (member.json_or_none("get", "cronjob", "checkpoint-sweeper", "-n", "ml") or {}).get("status") or {}
         for ref in member_status.get("active") or ():
-            assert _get(member, "job", str(ref["name"]), "-n", "ml") is not None
+            assert member.json_or_none("get", "job", str(ref["name"]), "-n", "ml") is not None
         assert member_status["lastScheduleTime"] <= cron_status["lastScheduleTime"]
     cron_table = hub.run("get", "cronjob", "checkpoint-sweeper", "-n", "ml").stdout.split("\n")
     assert cron_table[0].split() == ["NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST", "SCHEDULE", "AGE"]
@@ -198,7 +183,7 @@ def test_a_kind_the_member_does_not_serve_is_a_work_condition_and_an_event(
     hub.run("apply", "-f", "-", input_text=JOBSET_ON_WEST)
 
     def applied_condition() -> dict[str, Any] | None:
-        work = _get(hub, "work", "ml-train-jobset", "-n", "gpufed-es-west")
+        work = hub.json_or_none("get", "work", "ml-train-jobset", "-n", "gpufed-es-west")
         for cond in ((work or {}).get("status") or {}).get("conditions") or ():
             if cond["type"] == "Applied" and cond["status"] == "False":
                 return dict(cond)

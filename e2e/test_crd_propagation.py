@@ -8,8 +8,6 @@ the real kubectl."""
 
 from __future__ import annotations
 
-import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -63,21 +61,8 @@ spec: {model: mistral-7b}
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Kubectl, dict[str, Kubectl]]]:
-    group = ProcessGroup(root=tmp_path_factory.mktemp("crd-propagation"))
-    try:
-        yield group.start_fleet(FLEET, ("east", "west"))
-    except BaseException:
-        sys.stderr.write(group.dump_logs())
-        raise
-    finally:
-        group.stop_all()
-
-
-def _get(kubectl: Kubectl, *args: str) -> Any:
-    result = kubectl.run("get", *args, "-o", "json", check=False)
-    if result.returncode != 0:
-        return None
-    return json.loads(result.stdout)
+    with ProcessGroup.running_fleet(tmp_path_factory.mktemp("crd-propagation"), FLEET, ("east", "west")) as fleet:
+        yield fleet
 
 
 def test_the_crd_and_its_instances_land_in_the_members_with_the_overrides(
@@ -92,7 +77,7 @@ def test_the_crd_and_its_instances_land_in_the_members_with_the_overrides(
     def member_trainers() -> dict[str, dict[str, Any]] | None:
         found: dict[str, dict[str, Any]] = {}
         for name, member in members.items():
-            listed = _get(member, "trainers.ml.example.com", "-n", "ml")
+            listed = member.json_or_none("get", "trainers.ml.example.com", "-n", "ml")
             items = {t["metadata"]["name"]: t for t in (listed or {}).get("items") or ()}
             if set(items) != {"llama", "mistral"}:
                 return None
@@ -127,6 +112,6 @@ def test_the_crd_and_its_instances_land_in_the_members_with_the_overrides(
     hub.run("delete", "crd", "trainers.ml.example.com", "--timeout=120s")
 
     def members_without_it() -> bool:
-        return all(_get(member, "crd", "trainers.ml.example.com") is None for member in members.values())
+        return all(member.json_or_none("get", "crd", "trainers.ml.example.com") is None for member in members.values())
 
     wait_for(members_without_it, timeout=120, what="the CRD gone from both members")
