@@ -4,7 +4,7 @@ The agent dials the hub (HTTPS, its own bearer token) and opens a WebSocket on
 ``/apis/cluster.gpufed.io/v1alpha1/clusters/<name>/tunnel``; the hub never connects to the
 member. Each OPEN frame the hub sends is one request to perform against the member's API
 with the agent's member client; the answer streams back as HEAD, DATA and END frames
-(:mod:`controlplane.proxyframing`). A stream sends DATA only while the hub has credited it,
+(:mod:`controlplane.apis.proxyframing`). A stream sends DATA only while the hub has credited it,
 so a client that reads slowly stalls the member read instead of growing a buffer:
 :attr:`AgentTunnel.buffered_bytes` (read from the member, not yet sent) never exceeds one
 chunk per stream, and :attr:`AgentTunnel.peak_buffered_bytes` records the most ever held.
@@ -33,8 +33,8 @@ from multidict import CIMultiDict
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from controlplane import proxyframing as framing
-from controlplane.proxyframing import Frame, FrameKind, ProxyLimits, ProxyRequest
+from controlplane.apis import proxyframing as framing
+from controlplane.apis.proxyframing import Frame, FrameKind, ProxyLimits, ProxyRequest
 
 logger = logging.getLogger(__name__)
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from kubernetes_asyncio.client import ApiClient, Configuration
 
-from controlplane import proxyframing as framing
+from controlplane.apis import proxyframing as framing
+from controlplane.apis.proxyframing import FrameKind, ProxyRequest
 from controlplane.apiserver.routing import parse_request
-from controlplane.proxyframing import FrameKind, ProxyRequest
 from member_agent.tunnel import AgentTunnel
 from simulator.podlogs import line_range
 

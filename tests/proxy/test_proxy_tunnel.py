@@ -18,10 +18,10 @@ import aiohttp
 import pytest
 
 from controlplane import hub as hub_module
+from controlplane.apis.proxyframing import ProxyLimits
 from controlplane.apiserver.identity import Role
 from controlplane.apiserver.proxy.tunnels import TunnelRegistry
 from controlplane.apiserver.tls import ca_hash
-from controlplane.proxyframing import ProxyLimits
 from member_agent.agent import Agent
 from member_agent.config import AgentConfig
 from simulator.clock import rfc3339

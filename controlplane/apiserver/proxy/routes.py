@@ -20,13 +20,13 @@ import logging
 
 from aiohttp import WSMsgType, web
 
-from controlplane import proxyframing as framing
+from controlplane.apis import proxyframing as framing
 from controlplane.apis.constants import CLUSTER_GROUP, VERSION
+from controlplane.apis.proxyframing import FrameKind, ProxyRequest
 from controlplane.apiserver import errors
 from controlplane.apiserver.app import OBJECT_STORE, USER
 from controlplane.apiserver.identity import Role, UserInfo
 from controlplane.apiserver.proxy.tunnels import HubStream, TooManyStreams, TunnelRegistry
-from controlplane.proxyframing import FrameKind, ProxyRequest
 
 logger = logging.getLogger(__name__)
 

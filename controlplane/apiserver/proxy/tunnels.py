@@ -17,8 +17,8 @@ import itertools
 import logging
 from collections.abc import Awaitable, Callable
 
-from controlplane import proxyframing as framing
-from controlplane.proxyframing import Frame, FrameKind, ProxyLimits
+from controlplane.apis import proxyframing as framing
+from controlplane.apis.proxyframing import Frame, FrameKind, ProxyLimits
 
 logger = logging.getLogger(__name__)
 
