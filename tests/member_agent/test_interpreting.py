@@ -11,8 +11,7 @@ import pytest
 from controlplane.apis.work_v1alpha1 import Health, WorkStatus
 from member_agent.applying import Identifier, ManifestResult, work_status
 from member_agent.interpreting import MemberInterpreters
-
-API = "ml.example.com/v1"
+from tests.interpreter.test_customized import API, ric
 
 RETAIN = """
 function Retain(desiredObj, observedObj)
@@ -35,18 +34,6 @@ end
 """
 LOOP = "function ReflectStatus(observedObj)\n  while true do end\nend\n"
 BROKEN = "function InterpretHealth(observedObj)\n  return observedObj.status.missing.field\nend\n"
-
-
-def ric(name: str, created: str = "2026-01-01T00:00:00Z", **scripts: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "config.karmada.io/v1alpha1",
-        "kind": "ResourceInterpreterCustomization",
-        "metadata": {"name": name, "creationTimestamp": created},
-        "spec": {
-            "target": {"apiVersion": API, "kind": "TrainingRun"},
-            "customizations": {hook: {"luaScript": script} for hook, script in scripts.items()},
-        },
-    }
 
 
 def member_object(*, workers: int = 2, ready: int = 2, suspend: bool | None = None) -> dict[str, Any]:
