@@ -13,6 +13,11 @@ The decisions are pure functions (:func:`decide_apply`, :func:`prune_targets`,
 :func:`assess_health`, :func:`unschedulable_summary`, :func:`work_conditions`); the
 :class:`WorkApplier` only performs them.
 
+A ResourceInterpreterCustomization of the kind (:mod:`member_agent.interpreting`) retains the
+member's fields before an update of an existing object (``retention``) and makes its manifest
+status from the whole member object (``statusReflection``, ``healthInterpretation``; such kinds
+are read from the member, not the watch caches' trimmed copies).
+
 Conflict resolution: an existing member object that does not carry this Work's ownership labels
 is a conflict. ``Abort`` (the default) leaves it untouched and the Work's Applied condition says
 so; ``Overwrite`` takes it over (a forced apply that also sets the ownership labels). Objects
