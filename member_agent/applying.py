@@ -51,7 +51,7 @@ from controlplane.apis import constants as c
 from controlplane.apis.work_v1alpha1 import ConditionType as WorkConditionType
 from controlplane.apis.work_v1alpha1 import Health, WorkReason
 from member_agent.assessing import as_int, assess_health
-from member_agent.interpreting import MemberInterpreters, failure_condition
+from member_agent.interpreting import MemberInterpreters
 from member_agent.kubeapi import ApiError, Conflict, KindNotServed, KubeApi, NotFound
 from member_agent.ledger import Ledger
 
@@ -496,9 +496,8 @@ def manifest_status(
     if interpreted is not None:
         if interpreted.interpreted_by:
             entry["interpretedBy"] = interpreted.interpreted_by
-        condition = failure_condition(interpreted.failures)
-        if condition is not None:
-            entry["conditions"] = [condition]
+        if interpreted.condition is not None:
+            entry["conditions"] = [interpreted.condition]
     return entry, health
 
 

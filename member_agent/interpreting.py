@@ -56,15 +56,22 @@ _SERVER_SET_METADATA = ("resourceVersion", "uid", "creationTimestamp", "managedF
 ObjectKey = tuple[str, str, str, str]
 
 
-def failure_condition(failures: Iterable[ScriptFailure]) -> dict[str, Any] | None:
-    """The manifest status' ``Interpreted=False`` condition for the failures (None: none failed).
-    No timestamp: a status pass that finds the same failure writes nothing."""
+def failure_condition(failures: Iterable[ScriptFailure], generations: Mapping[str, int]) -> dict[str, Any] | None:
+    """The manifest status' ``Interpreted=False`` condition for the failures (None: none failed),
+    its ``observedGeneration`` the failing customization's generation (so the hub can tell a
+    report about a script since replaced). No timestamp: a status pass that finds the same
+    failure writes nothing."""
     failures = list(failures)
     if not failures:
         return None
     first = failures[0]
     message = "; ".join(dict.fromkeys(f.describe() for f in failures))
-    return {"type": INTERPRETED, "status": "False", "reason": failure_reason(first.hook), "message": message}
+    condition: dict[str, Any] = {
+        "type": INTERPRETED, "status": "False", "reason": failure_reason(first.hook), "message": message,
+    }
+    if first.customization in generations:
+        condition["observedGeneration"] = generations[first.customization]
+    return condition
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +83,8 @@ class Interpretation:
     #: hook → customization, for each status hook that ran.
     interpreted_by: dict[str, str] = field(default_factory=dict)
     failures: list[ScriptFailure] = field(default_factory=list)
+    #: The manifest status condition the failures make (:func:`failure_condition`).
+    condition: dict[str, Any] | None = None
 
 
 def _object_key(obj: Mapping[str, Any]) -> ObjectKey:
@@ -94,13 +103,20 @@ class MemberInterpreters:
     def __init__(self) -> None:
         self._by_kind: dict[tuple[str, str], CustomizedInterpreter] = {}
         self._failures: list[ScriptFailure] = []
+        self._generations: dict[str, int] = {}
         #: Member objects whose last retention failed, with the failure.
         self._retention_failures: dict[ObjectKey, ScriptFailure] = {}
 
     def update(self, customizations: Iterable[Mapping[str, Any]]) -> None:
         """Put the given ResourceInterpreterCustomization objects in force (all of them: the
         hub's collection as listed and watched)."""
+        customizations = list(customizations)
         merged, _refused = merge(customizations)
+        self._generations = {
+            str(obj["metadata"].get("name")): int(obj["metadata"].get("generation") or 0)
+            for obj in customizations
+            if isinstance(obj.get("metadata"), Mapping)
+        }
         self._by_kind = {
             (group_of(custom.api_version), custom.kind): CustomizedInterpreter(custom, None, self._failures.append)
             for custom in merged
@@ -144,7 +160,9 @@ class MemberInterpreters:
         retention = self._retention_failures.get(_object_key(observed))
         custom = self._for(str(observed.get("apiVersion") or ""), str(observed.get("kind") or ""), _STATUS_HOOKS)
         if custom is None:
-            return None if retention is None else Interpretation(None, None, failures=[retention])
+            if retention is None:
+                return None
+            return Interpretation(None, None, failures=[retention], condition=failure_condition([retention], self._generations))
         self._drain()
         obj = dict(observed)
         status = custom.reflect_object(obj) if custom.has("statusReflection") else None
@@ -152,7 +170,10 @@ class MemberInterpreters:
         failures = ([retention] if retention is not None else []) + self._drain()
         interpreted_by = {hook: custom.custom.owner(hook) for hook in _STATUS_HOOKS if custom.has(hook)}
         # A hook that failed is listed too: its fallback stands, the hub does not run it again.
-        return Interpretation(status=status, health=health, interpreted_by=interpreted_by, failures=failures)
+        return Interpretation(
+            status=status, health=health, interpreted_by=interpreted_by, failures=failures,
+            condition=failure_condition(failures, self._generations),
+        )
 
 
 def _apply_body(retained: Mapping[str, Any], desired: Mapping[str, Any]) -> dict[str, Any]:

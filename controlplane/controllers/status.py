@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -38,6 +38,7 @@ from controlplane.apis.events import EventType
 from controlplane.apis.work_v1alpha1 import BindingKey, ConditionType, WorkReason, binding_name
 from controlplane.apiserver.objects import WatchEventType
 from controlplane.controllers.context import INDEX_BINDING, ControllerContext
+from controlplane.controllers.customizations import INTERPRETED, RIC_API_VERSION, RIC_KIND
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.workloads import (
@@ -54,9 +55,6 @@ from controlplane.interpreter.native import StatusInterpreter, status_interprete
 from controlplane.interpreter.registry import customized_status_for, group_of
 
 log = logging.getLogger(__name__)
-
-#: The manifest status condition by which an agent says a customization's script failed there.
-INTERPRETED = "Interpreted"
 
 
 
@@ -140,14 +138,14 @@ class AgentInterpretation:
     reflected: frozenset[str]
     #: Cluster → health, where the agent judged it with the customization's healthInterpretation.
     healths: dict[str, str]
-    #: (cluster, hook, message) of each script that failed at an agent.
-    failures: list[tuple[str, str, str]]
+    #: (cluster, hook, message, customization generation) of each script that failed at an agent.
+    failures: list[tuple[str, str, str, int | None]]
 
 
 def agent_interpretation(resource: Mapping[str, Any], works: Mapping[str, Mapping[str, Any]]) -> AgentInterpretation:
     reflected: set[str] = set()
     healths: dict[str, str] = {}
-    failures: list[tuple[str, str, str]] = []
+    failures: list[tuple[str, str, str, int | None]] = []
     for cluster, work in sorted(works.items()):
         manifest = main_manifest(work, resource) or {}
         interpreted = manifest.get("interpretedBy") or {}
@@ -158,21 +156,30 @@ def agent_interpretation(resource: Mapping[str, Any], works: Mapping[str, Mappin
         for condition in manifest.get("conditions") or ():
             hook = hook_of_reason(str(condition.get("reason") or ""))
             if condition.get("type") == INTERPRETED and condition.get("status") == "False" and hook is not None:
-                failures.append((cluster, hook, str(condition.get("message") or "")))
+                generation = condition.get("observedGeneration")
+                failures.append((cluster, hook, str(condition.get("message") or ""), generation))
     return AgentInterpretation(frozenset(reflected), healths, failures)
 
 
 def report_agent_failures(
-    interpreter: CustomizedInterpreter, resource: Mapping[str, Any], failures: list[tuple[str, str, str]]
+    interpreter: CustomizedInterpreter,
+    resource: Mapping[str, Any],
+    failures: list[tuple[str, str, str, int | None]],
+    generation_of: Callable[[str], int | None],
 ) -> None:
     """Hand the scripts that failed at agents to the customization's failure reporting (the
-    customizations controller: conditions and Events, once per distinct failure)."""
+    customizations controller: conditions and Events, once per distinct failure), leaving out
+    reports about an earlier generation of the customization (a script since replaced)."""
     obj = {
         "apiVersion": resource.get("apiVersion"),
         "kind": resource.get("kind"),
         "metadata": {"namespace": resource.get("namespace"), "name": resource.get("name")},
     }
-    for cluster, hook, message in failures:
+    for cluster, hook, message, generation in failures:
+        owner = interpreter.custom.owner(hook)
+        current = generation_of(owner)
+        if generation is not None and current is not None and generation != current:
+            continue
         prefix = f"{hook} script of ResourceInterpreterCustomization {interpreter.custom.owner(hook)} failed: "
         interpreter.report_member_failure(hook, f"{message.removeprefix(prefix)} (in cluster {cluster})", obj)
 
@@ -263,11 +270,17 @@ class StatusController:
         interpreted = None
         if isinstance(folding, CustomizedInterpreter):
             interpreted = agent_interpretation(resource, works)
-            report_agent_failures(folding, resource, interpreted.failures)
+            report_agent_failures(folding, resource, interpreted.failures, self._customization_generation)
         await self._write_binding_status(binding, items, pending, len(targets))
         if folding is not None:
             await self._write_workload_status(api_version, kind, resource, folding, members, interpreted)
         return None
+
+    def _customization_generation(self, name: str) -> int | None:
+        rt = self.ctx.registry.for_kind(RIC_API_VERSION, RIC_KIND)
+        found = self.ctx.cached(rt, None, name) if rt is not None else None
+        generation = ((found or {}).get("metadata") or {}).get("generation")
+        return int(generation) if generation is not None else None
 
     async def _write_binding_status(
         self, binding: dict[str, Any], items: list[dict[str, Any]], pending: list[str], total: int

@@ -273,9 +273,19 @@ async def test_statuses_the_agents_reflected_are_taken_as_they_are_and_their_fai
             "message": "statusReflection script of ResourceInterpreterCustomization trainingrun failed: "
             "instruction limit exceeded (5000000 instructions): the script runs too long",
         }
+        ric = await get(objects, RIC_API, "ResourceInterpreterCustomization", "trainingrun")
+        assert ric is not None
+        generation = ric["metadata"]["generation"]
+        # About a script the customization no longer has (an earlier generation): not reported.
         await report_member_status(
             objects, "east", "llm", {"readyWorkers": 1},
-            interpretedBy={"statusReflection": "trainingrun"}, conditions=[failed],
+            interpretedBy={"statusReflection": "trainingrun"}, conditions=[{**failed, "observedGeneration": generation + 1}],
+        )
+        await settled(manager)
+        assert await ready_condition(objects, "Loaded") is not None
+        await report_member_status(
+            objects, "east", "llm", {"readyWorkers": 1},
+            interpretedBy={"statusReflection": "trainingrun"}, conditions=[{**failed, "observedGeneration": generation}],
         )
         cond = await eventually(lambda: ready_condition(objects, "ScriptFailed"), what="the agent's failure reported")
         assert cond["message"].startswith(

@@ -69,7 +69,7 @@ def desired(workers: int = 3) -> dict[str, Any]:
 
 def interpreters(*objects: dict[str, Any]) -> MemberInterpreters:
     found = MemberInterpreters()
-    found.update(objects)
+    found.update([{**obj, "metadata": {**obj["metadata"], "generation": 1}} for obj in objects])
     return found
 
 
@@ -149,6 +149,7 @@ def test_a_failing_script_is_a_condition_and_falls_back(scripts: dict[str, str],
     [condition] = entry["conditions"]
     assert (condition["type"], condition["status"], condition["reason"]) == ("Interpreted", "False", reason)
     assert "ResourceInterpreterCustomization bad failed" in condition["message"] and words in condition["message"]
+    assert condition["observedGeneration"] == 1  # the customization's generation the script came from
     # The hook ran here (and fell back): the hub does not run the failing script again.
     assert set(entry["interpretedBy"]) == set(scripts)
     assert entry["status"]["noise"] == [1, 2, 3]  # the whole status
