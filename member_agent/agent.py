@@ -21,6 +21,10 @@ each in a ``TaskGroup``:
   can lag behind a release, and an apply must not take over what is no longer gpufed's. The
   watch on a kind stops once no Work holds that kind any more (after its objects were pruned)
   and starts again when a Work needs it;
+* ResourceInterpreterCustomization informer on the hub (read-only), whose member-side hooks
+  (:mod:`member_agent.interpreting`: retention before each update of an existing member object,
+  statusReflection and healthInterpretation on the whole member object for the Work status)
+  the applier runs; a change makes every Work's status due;
 * member API probe — asks the member's ``/readyz`` and ``/livez`` every
   ``member_probe_interval`` (:mod:`member_agent.probing`); once they have failed for
   ``member_failure_threshold`` the reports say Ready False (``MemberAPIUnreachable`` or
@@ -64,6 +68,7 @@ from member_agent.applying import (
 )
 from member_agent.config import AgentConfig
 from member_agent.informing import Informer
+from member_agent.interpreting import CUSTOMIZATIONS_PATH, MemberInterpreters
 from member_agent.kubeapi import ApiError, Conflict, KubeApi, NotFound, is_retryable
 from member_agent.ledger import Ledger
 from member_agent.metrics import NAMESPACE as METRICS_NAMESPACE
@@ -184,6 +189,9 @@ class Agent:
         self.nodes: Informer | None = None
         self.pods: Informer | None = None
         self.works: Informer | None = None
+        #: The hub's ResourceInterpreterCustomizations, and their member-side hooks in force.
+        self.customizations: Informer | None = None
+        self.interpreters = MemberInterpreters()
         #: The cluster proxy's tunnel to the hub (``--enable-proxy``).
         self.tunnel: AgentTunnel | None = None
 
@@ -288,7 +296,11 @@ class Agent:
         self.works = Informer(
             hub, f"{WORK_API}/namespaces/{namespace}/works", name="works", on_change=self._on_work_change
         )
+        self.customizations = Informer(
+            hub, CUSTOMIZATIONS_PATH, name="customizations", on_change=self._on_customization_change
+        )
         self._group = group
+        group.create_task(self.customizations.run())
         group.create_task(self._heartbeat_loop())
         group.create_task(self.nodes.run())
         group.create_task(self.pods.run())
@@ -449,6 +461,16 @@ class Agent:
         self._dirty_works.add(key)
         self._work_due.set()
 
+    def _on_customization_change(self, key: str) -> None:
+        """Put the customizations in force; every Work's status is due (its interpretation may
+        have changed), and the next apply of each object runs the retention now in force."""
+        if self.customizations is None:
+            return
+        self.interpreters.update(self.customizations.objects.values())
+        if self.works is not None:
+            self._status_dirty.update(self.works.objects)
+            self._work_due.set()
+
     def _index_work(self, key: str) -> None:
         """Keep :attr:`_work_objects` in step with the Work's manifests."""
         for ref in self._work_index.pop(key, ()):
@@ -574,9 +596,16 @@ class Agent:
         assert self.works is not None and self.member is not None and self.hub is not None
         cfg = self.config
         applier = WorkApplier(
-            member=self.member, ledger=Ledger(cfg.state_dir), pods=self._pods, cached=self.cached_object
+            member=self.member, ledger=Ledger(cfg.state_dir), pods=self._pods, cached=self.cached_object,
+            interpreters=self.interpreters,
         )
         await self.works.synced.wait()
+        if self.customizations is not None:
+            # Retention must be in force before the first update; a hub that serves no
+            # customizations (an older one) delays the start by one request timeout only.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(cfg.request_timeout):
+                    await self.customizations.synced.wait()
         for key in list(self.works.objects):
             self._index_work(key)
         loop = asyncio.get_running_loop()

@@ -13,6 +13,11 @@ The decisions are pure functions (:func:`decide_apply`, :func:`prune_targets`,
 :func:`assess_health`, :func:`unschedulable_summary`, :func:`work_conditions`); the
 :class:`WorkApplier` only performs them.
 
+A ResourceInterpreterCustomization of the kind (:mod:`member_agent.interpreting`) retains the
+member's fields before an update of an existing object (``retention``) and makes its manifest
+status from the whole member object (``statusReflection``, ``healthInterpretation``; such kinds
+are read from the member, not the watch caches' trimmed copies).
+
 Conflict resolution: an existing member object that does not carry this Work's ownership labels
 is a conflict. ``Abort`` (the default) leaves it untouched and the Work's Applied condition says
 so; ``Overwrite`` takes it over (a forced apply that also sets the ownership labels). Objects
@@ -46,6 +51,7 @@ from controlplane.apis import constants as c
 from controlplane.apis.work_v1alpha1 import ConditionType as WorkConditionType
 from controlplane.apis.work_v1alpha1 import Health, WorkReason
 from member_agent.assessing import as_int, assess_health
+from member_agent.interpreting import MemberInterpreters
 from member_agent.kubeapi import ApiError, Conflict, KindNotServed, KubeApi, NotFound
 from member_agent.ledger import Ledger
 
@@ -470,24 +476,42 @@ def work_conditions(
 
 
 def manifest_status(
-    result: ManifestResult, pods: Iterable[Mapping[str, Any]]
+    result: ManifestResult, pods: Iterable[Mapping[str, Any]], interpreters: MemberInterpreters | None = None
 ) -> tuple[dict[str, Any], Health]:
-    health = assess_health(result.live) if not result.conflict else Health.UNKNOWN
+    """One manifest's status: the member object's status and health, by its kind's customization
+    (:mod:`member_agent.interpreting`) when one interprets it, else whole and by the agent's rules."""
+    own = result.live is not None and not result.conflict
+    interpreted = interpreters.interpret(result.live) if interpreters and result.live is not None and own else None
+    health = assess_health(result.live) if own else Health.UNKNOWN
+    if interpreted is not None and interpreted.health is not None:
+        health = interpreted.health
     entry: dict[str, Any] = {"identifier": result.identifier.as_dict(), "health": str(health)}
-    if result.live is not None and not result.conflict:
+    if result.live is not None and own:
         entry["status"] = result.live.get("status") or {}
+        if interpreted is not None and "statusReflection" in interpreted.interpreted_by:
+            entry["status"] = dict(interpreted.status or {})
         unschedulable = unschedulable_summary(result.live, pods)
         if unschedulable:
             entry["unschedulable"] = unschedulable
+    if interpreted is not None:
+        if interpreted.interpreted_by:
+            entry["interpretedBy"] = interpreted.interpreted_by
+        if interpreted.condition is not None:
+            entry["conditions"] = [interpreted.condition]
     return entry, health
 
 
 def work_status(
-    work: Mapping[str, Any], results: Sequence[ManifestResult], pods: Sequence[Mapping[str, Any]], *, now: str
+    work: Mapping[str, Any],
+    results: Sequence[ManifestResult],
+    pods: Sequence[Mapping[str, Any]],
+    *,
+    now: str,
+    interpreters: MemberInterpreters | None = None,
 ) -> dict[str, Any]:
     """The Work's status from the apply results (ordered by manifest ordinal)."""
     ordered = sorted(results, key=lambda r: r.identifier.ordinal)
-    entries = [manifest_status(r, pods) for r in ordered]
+    entries = [manifest_status(r, pods, interpreters) for r in ordered]
     generation = as_int((work.get("metadata") or {}).get("generation"), 0)
     previous = (work.get("status") or {}).get("conditions") or []
     return {
@@ -538,6 +562,8 @@ class WorkApplier:
     pods: Callable[[], Sequence[Mapping[str, Any]]]
     field_manager: str = c.FIELD_MANAGER_AGENT
     cached: CachedObject = _no_cache
+    #: The customizations whose member-side hooks (retention, status reflection, health) run here.
+    interpreters: MemberInterpreters | None = None
     _namespaces: set[str] = field(default_factory=set)
 
     async def _live(self, path: str) -> dict[str, Any] | None:
@@ -548,7 +574,10 @@ class WorkApplier:
 
     async def _current(self, ident: Identifier, path: str) -> dict[str, Any] | None:
         """The member object ``ident`` names: from the watch caches, else from the member."""
-        known = self.cached(ident)
+        interpreted = self.interpreters is not None and self.interpreters.interprets_status(
+            ident.api_version, ident.kind
+        )
+        known = None if interpreted else self.cached(ident)  # a customization sees the whole object
         if known is not None:
             return dict(known)
         return await self._live(path)
@@ -600,6 +629,11 @@ class WorkApplier:
                 result.error = "exists and is not managed by this Work"
                 result.live = live
                 return result
+            if live is not None and self.interpreters is not None:
+                body, failure = self.interpreters.retain(body, live)
+                if failure is not None:  # the member's object stays as it is; the status says why
+                    result.error, result.live = f"not updated: {failure.describe()}", live
+                    return result
             result.live = await self.member.apply(path, body, field_manager=self.field_manager, force=True)
             result.applied = True
             if ident.kind == "Namespace":
@@ -650,7 +684,7 @@ class WorkApplier:
         for ident in targets:
             await self._delete_owned(ident, work_namespace=work_ns, work_name=work_name)
         self.ledger.set(key, [r.identifier.as_dict() for r in results], preserve=preserve)
-        return work_status(work, results, list(self.pods()), now=now)
+        return work_status(work, results, list(self.pods()), now=now, interpreters=self.interpreters)
 
     async def refresh_status(self, work: Mapping[str, Any], *, now: str) -> dict[str, Any]:
         """The Work's status from the member objects as they are now, without applying."""
@@ -684,7 +718,7 @@ class WorkApplier:
             else:
                 result.applied = True
             results.append(result)
-        return work_status(work, results, list(self.pods()), now=now)
+        return work_status(work, results, list(self.pods()), now=now, interpreters=self.interpreters)
 
     def record_preserve(self, key: str, preserve: bool) -> None:
         """Record a Work's ``preserveResourcesOnDeletion`` as seen now without applying it (a

@@ -373,6 +373,11 @@ class ManifestStatus(WireModel):
     """Health of the object: Healthy, Unhealthy or Unknown."""
     unschedulable: UnschedulablePods | None = None
     """Pods of the object that the member cluster cannot schedule, if any."""
+    interpreted_by: dict[str, str] | None = None
+    """The ResourceInterpreterCustomization of each hook (statusReflection, healthInterpretation)
+    that made status and health from the member object at the agent."""
+    conditions: list[Condition] | None = None
+    """Interpreted=False when a customization's script failed at the agent on this object."""
 
 
 class WorkStatus(WireModel):

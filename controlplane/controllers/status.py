@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -37,6 +38,7 @@ from controlplane.apis.events import EventType
 from controlplane.apis.work_v1alpha1 import BindingKey, ConditionType, WorkReason, binding_name
 from controlplane.apiserver.objects import WatchEventType
 from controlplane.controllers.context import INDEX_BINDING, ControllerContext
+from controlplane.controllers.customizations import INTERPRETED, RIC_API_VERSION, RIC_KIND
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.workloads import (
@@ -48,6 +50,7 @@ from controlplane.controllers.workloads import (
 )
 from controlplane.controllers.works import binding_key_of_work, cluster_of_namespace
 from controlplane.interpreter import interpreter_for, keep_finished
+from controlplane.interpreter.customized import CustomizedInterpreter, hook_of_reason
 from controlplane.interpreter.native import StatusInterpreter, status_interpreter_for
 from controlplane.interpreter.registry import customized_status_for, group_of
 
@@ -103,7 +106,9 @@ def aggregate(
         manifest = main_manifest(work, resource)
         member_status = manifest.get("status") if manifest else None
         health = manifest.get("health") if manifest else None
-        if health is None and interpreter is not None and member_status is not None:
+        if member_status is not None and interpreter is not None and (
+            health is None or _judges_health_here(interpreter, manifest)
+        ):
             health = str(interpreter.health(member_status))
         if health:
             item["health"] = str(health)
@@ -112,6 +117,71 @@ def aggregate(
         items.append(item)
         members.append((cluster, member_status))
     return items, members, pending
+
+
+def _judges_health_here(interpreter: StatusInterpreter, manifest: Mapping[str, Any] | None) -> bool:
+    """Whether the customization's healthInterpretation runs at the hub for this manifest: its
+    agent reported the health by its own rules, not by the script (an older agent)."""
+    interpreted = (manifest or {}).get("interpretedBy") or {}
+    return (
+        isinstance(interpreter, CustomizedInterpreter)
+        and interpreter.has("healthInterpretation")
+        and "healthInterpretation" not in interpreted
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class AgentInterpretation:
+    """What the agents' customization hooks made of the member objects, from the Works."""
+
+    #: Clusters whose status the agent reflected with the customization's statusReflection.
+    reflected: frozenset[str]
+    #: Cluster → health, where the agent judged it with the customization's healthInterpretation.
+    healths: dict[str, str]
+    #: (cluster, hook, message, customization generation) of each script that failed at an agent.
+    failures: list[tuple[str, str, str, int | None]]
+
+
+def agent_interpretation(resource: Mapping[str, Any], works: Mapping[str, Mapping[str, Any]]) -> AgentInterpretation:
+    reflected: set[str] = set()
+    healths: dict[str, str] = {}
+    failures: list[tuple[str, str, str, int | None]] = []
+    for cluster, work in sorted(works.items()):
+        manifest = main_manifest(work, resource) or {}
+        interpreted = manifest.get("interpretedBy") or {}
+        if "statusReflection" in interpreted:
+            reflected.add(cluster)
+        if "healthInterpretation" in interpreted and manifest.get("health"):
+            healths[cluster] = str(manifest["health"])
+        for condition in manifest.get("conditions") or ():
+            hook = hook_of_reason(str(condition.get("reason") or ""))
+            if condition.get("type") == INTERPRETED and condition.get("status") == "False" and hook is not None:
+                generation = condition.get("observedGeneration")
+                failures.append((cluster, hook, str(condition.get("message") or ""), generation))
+    return AgentInterpretation(frozenset(reflected), healths, failures)
+
+
+def report_agent_failures(
+    interpreter: CustomizedInterpreter,
+    resource: Mapping[str, Any],
+    failures: list[tuple[str, str, str, int | None]],
+    generation_of: Callable[[str], int | None],
+) -> None:
+    """Hand the scripts that failed at agents to the customization's failure reporting (the
+    customizations controller: conditions and Events, once per distinct failure), leaving out
+    reports about an earlier generation of the customization (a script since replaced)."""
+    obj = {
+        "apiVersion": resource.get("apiVersion"),
+        "kind": resource.get("kind"),
+        "metadata": {"namespace": resource.get("namespace"), "name": resource.get("name")},
+    }
+    for cluster, hook, message, generation in failures:
+        owner = interpreter.custom.owner(hook)
+        current = generation_of(owner)
+        if generation is not None and current is not None and generation != current:
+            continue
+        prefix = f"{hook} script of ResourceInterpreterCustomization {interpreter.custom.owner(hook)} failed: "
+        interpreter.report_member_failure(hook, f"{message.removeprefix(prefix)} (in cluster {cluster})", obj)
 
 
 class StatusController:
@@ -197,10 +267,20 @@ class StatusController:
             if cluster is not None:
                 works[cluster] = work
         items, members, pending = aggregate(resource, list(targets), works, folding)
+        interpreted = None
+        if isinstance(folding, CustomizedInterpreter):
+            interpreted = agent_interpretation(resource, works)
+            report_agent_failures(folding, resource, interpreted.failures, self._customization_generation)
         await self._write_binding_status(binding, items, pending, len(targets))
         if folding is not None:
-            await self._write_workload_status(api_version, kind, resource, folding, members)
+            await self._write_workload_status(api_version, kind, resource, folding, members, interpreted)
         return None
+
+    def _customization_generation(self, name: str) -> int | None:
+        rt = self.ctx.registry.for_kind(RIC_API_VERSION, RIC_KIND)
+        found = self.ctx.cached(rt, None, name) if rt is not None else None
+        generation = ((found or {}).get("metadata") or {}).get("generation")
+        return int(generation) if generation is not None else None
 
     async def _write_binding_status(
         self, binding: dict[str, Any], items: list[dict[str, Any]], pending: list[str], total: int
@@ -234,6 +314,7 @@ class StatusController:
         resource: Mapping[str, Any],
         interpreter: StatusInterpreter,
         members: list[tuple[str, Mapping[str, Any] | None]],
+        interpreted: AgentInterpretation | None = None,
     ) -> None:
         ctx = self.ctx
         rt = ctx.registry.for_kind(api_version, kind)
@@ -246,7 +327,13 @@ class StatusController:
         if resource.get("uid") and (workload.get("metadata") or {}).get("uid") != resource.get("uid"):
             return  # the binding still describes an earlier object of that name
         current = workload.get("status") or {}
-        aggregated = keep_finished(interpreter, current, interpreter.aggregate_status(workload, members))
+        if isinstance(interpreter, CustomizedInterpreter) and interpreted is not None:
+            folded = interpreter.aggregate_status(
+                workload, members, reflected=interpreted.reflected, healths=interpreted.healths
+            )
+        else:
+            folded = interpreter.aggregate_status(workload, members)
+        aggregated = keep_finished(interpreter, current, folded)
         if aggregated is current:
             return  # finished: final
         merged: dict[str, Any] = dict(aggregated)

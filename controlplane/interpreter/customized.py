@@ -14,6 +14,12 @@ the hub has none for, Karmada's default: no replicas, the object unchanged, heal
 - ``dependencyInterpretation`` (``GetDependencies``) → the objects ``propagateDeps`` sends along;
 - ``retention`` (``Retain``) → :meth:`CustomizedInterpreter.retain`.
 
+``retention``, ``statusReflection`` and ``healthInterpretation`` need the member object: the
+agents run them (:meth:`~CustomizedInterpreter.retain`, :meth:`~CustomizedInterpreter.reflect_object`,
+:meth:`~CustomizedInterpreter.health_of`); the hub runs the last two on ``{apiVersion, kind,
+status}`` only for an agent that reported the whole status (:meth:`~CustomizedInterpreter.reflect`,
+:meth:`~CustomizedInterpreter.health`).
+
 A script that fails (runtime error, too slow, too much memory, a result of the wrong shape)
 never raises to the caller: the hook falls back and the failure goes to ``on_failure`` with the
 object it was run on, for the customizations controller to report.
@@ -22,7 +28,7 @@ object it was run on, for the customizations controller to report.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +39,14 @@ from controlplane.interpreter.kubelib import KUBE_LIBRARY, requirements_from_kar
 from controlplane.interpreter.luavm import LuaScriptError, call_function
 from controlplane.interpreter.requirements import Obj, ReplicaRequirements
 
-__all__ = ["HOOK_FUNCTIONS", "Customization", "CustomizedInterpreter", "ScriptFailure"]
+__all__ = [
+    "HOOK_FUNCTIONS",
+    "Customization",
+    "CustomizedInterpreter",
+    "ScriptFailure",
+    "failure_reason",
+    "hook_of_reason",
+]
 
 #: Karmada's hook names and the Lua function each script must define.
 HOOK_FUNCTIONS: Mapping[str, str] = {
@@ -96,6 +109,16 @@ class ScriptFailure:
 
 
 OnFailure = Callable[[ScriptFailure], None]
+
+
+def failure_reason(hook: str) -> str:
+    """The condition reason that says the hook's script failed (``StatusReflectionFailed``)."""
+    return hook[0].upper() + hook[1:] + "Failed"
+
+
+def hook_of_reason(reason: str) -> str | None:
+    """The hook whose failure a condition reason names (:func:`failure_reason`), if any."""
+    return next((hook for hook in HOOK_FUNCTIONS if failure_reason(hook) == reason), None)
 
 
 class _Unusable(ValueError):
@@ -220,28 +243,52 @@ class CustomizedInterpreter:
     def is_gang(self, obj: Obj) -> bool:
         return self.base.is_gang(obj) if self.base is not None else False
 
+    def _synthetic(self, status: Mapping[str, Any]) -> Obj:
+        """The member object as the hub knows it from an agent that reports only its status."""
+        return {"apiVersion": self.custom.api_version, "kind": self.kind, "status": dict(status)}
+
     def reflect(self, status: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
-        """What the hub takes of one member's ``.status`` (``statusReflection``; all of it by default)."""
+        """What the hub takes of one member's ``.status`` (``statusReflection``; all of it by
+        default), for an agent that reported the whole status (:meth:`reflect_object` runs at
+        agents that reflect, on the whole member object)."""
         if status is None or not self.has("statusReflection"):
             return status
-        observed: Obj = {"apiVersion": self.custom.api_version, "kind": self.kind, "status": dict(status)}
+        return self.reflect_object(self._synthetic(status))
+
+    def reflect_object(self, observed: Obj) -> Mapping[str, Any] | None:
+        """``statusReflection`` on a member object; its whole ``.status`` by default."""
+        status = observed.get("status")
+        if not self.has("statusReflection"):
+            return status if isinstance(status, Mapping) else None
         out = self._run("statusReflection", observed, (observed,))
         if out is None:
-            return status
+            return status if isinstance(status, Mapping) else None
         if out[0] is not None and not isinstance(out[0], dict):
             self._report("statusReflection", f"ReflectStatus must return a table, not {out[0]!r}", observed)
-            return status
+            return status if isinstance(status, Mapping) else None
         return out[0]
 
-    def aggregate_status(self, obj: Obj, member_statuses: MemberStatuses) -> Obj:
-        reflected = [(name, self.reflect(status)) for name, status in member_statuses]
+    def aggregate_status(
+        self,
+        obj: Obj,
+        member_statuses: MemberStatuses,
+        *,
+        reflected: Collection[str] = (),
+        healths: Mapping[str, str] | None = None,
+    ) -> Obj:
+        """The hub object's status from the members'. The statuses of the ``reflected`` clusters
+        were reflected at their agents (the others are reflected here); ``healths`` are the
+        members' healths as their agents judged them (the others are judged here)."""
+        reflected_statuses = [
+            (name, status if name in reflected else self.reflect(status)) for name, status in member_statuses
+        ]
         if self.has("statusAggregation"):
             items = []
-            for name, status in reflected:
+            for name, status in reflected_statuses:
                 item: Obj = {"clusterName": name, "applied": status is not None}
                 if status is not None:
                     item["status"] = dict(status)
-                    item["health"] = str(self.health(status))
+                    item["health"] = (healths or {}).get(name) or str(self.health(status))
                 items.append(item)
             out = self._run("statusAggregation", obj, (obj, items))
             if out is not None:
@@ -250,18 +297,31 @@ class CustomizedInterpreter:
                     return dict(status_out) if isinstance(status_out, dict) else {}
                 self._report("statusAggregation", f"AggregateStatus must return the object, not {out[0]!r}", obj)
         if self.base is not None:
-            return self.base.aggregate_status(obj, reflected)
+            return self.base.aggregate_status(obj, reflected_statuses)
         return dict(obj.get("status") or {})
 
     def health(self, status: Mapping[str, Any] | None) -> Health:
+        """A member copy's health from its status alone (an agent that does not interpret)."""
         if self.has("healthInterpretation") and status is not None:
-            observed: Obj = {"apiVersion": self.custom.api_version, "kind": self.kind, "status": dict(status)}
+            return self.health_of(self._synthetic(status))
+        return self.base.health(status) if self.base is not None else Health.UNKNOWN
+
+    def health_of(self, observed: Obj) -> Health:
+        """``healthInterpretation`` on a member object; the built-in rule (or Unknown) by default."""
+        status = observed.get("status")
+        fallback = status if isinstance(status, Mapping) else None
+        if self.has("healthInterpretation"):
             out = self._run("healthInterpretation", observed, (observed,))
             if out is not None:
                 if isinstance(out[0], bool):
                     return Health.HEALTHY if out[0] else Health.UNHEALTHY
                 self._report("healthInterpretation", f"InterpretHealth must return a boolean, not {out[0]!r}", observed)
-        return self.base.health(status) if self.base is not None else Health.UNKNOWN
+        return self.base.health(fallback) if self.base is not None else Health.UNKNOWN
+
+    def report_member_failure(self, hook: str, message: str, obj: Obj) -> None:
+        """A hook's script failed at a member's agent, on the member copy of ``obj``."""
+        if hook in HOOK_FUNCTIONS:
+            self._report(hook, message, obj)
 
     def finished(self, status: Mapping[str, Any] | None) -> FinishedPhase | None:
         return self.base.finished(status) if self.base is not None else None

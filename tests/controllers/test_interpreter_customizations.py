@@ -172,8 +172,11 @@ async def events_about(objects: ObjectStore, kind: str, name: str) -> list[dict[
     ]
 
 
-async def report_member_status(objects: ObjectStore, cluster: str, name: str, status: dict[str, Any]) -> None:
-    """What the member agent writes: the Work applied and the member object's status."""
+async def report_member_status(
+    objects: ObjectStore, cluster: str, name: str, status: dict[str, Any], **manifest: Any
+) -> None:
+    """What the member agent writes: the Work applied and the member object's status (and, from
+    an agent that interprets, ``interpretedBy`` and ``conditions``)."""
     rt = objects.registry.require(WORK_API, "Work")
     work = await eventually(
         lambda: get(objects, WORK_API, "Work", f"default-{name}-trainingrun", f"gpufed-es-{cluster}"),
@@ -187,6 +190,7 @@ async def report_member_status(objects: ObjectStore, cluster: str, name: str, st
             "identifier": {"group": "ml.example.com", "version": "v1", "kind": "TrainingRun",
                            "namespace": "default", "name": name, "ordinal": 0},
             "status": status,
+            **manifest,
         }],
     }
     await objects.update_status(rt, {**work, "status": work_status})
@@ -225,6 +229,72 @@ async def test_lua_scripts_drive_placement_and_hub_status(hub: ObjectStore) -> N
         assert "noise" not in status  # only what AggregateStatus wrote (and the hub's own conditions)
         await settled(manager)
     assert interpreter_for(API, "TrainingRun") is None  # the manager stopped: its customizations are gone
+
+
+REFLECT = """
+function ReflectStatus(observedObj)
+  return {readyWorkers = observedObj.status.running}
+end
+"""
+
+
+async def test_statuses_the_agents_reflected_are_taken_as_they_are_and_their_failures_reported(
+    hub: ObjectStore,
+) -> None:
+    objects = hub
+    await put_cluster(objects, "east", node_shape(1, gpus=4))  # one 4-GPU worker each
+    await put_cluster(objects, "west", node_shape(1, gpus=4))
+    await create(objects, customization(
+        replicaResource=GET_REPLICAS, replicaRevision=REVISE, statusAggregation=AGGREGATE, statusReflection=REFLECT,
+    ))
+    await create(objects, propagation_policy("runs", kind="TrainingRun", api_version=API))
+    async with ControllerManager(objects, settings=FAST) as manager:
+        await eventually(lambda: ready_condition(objects, "Loaded"), what="the customization Ready")
+        await create(objects, training_run("llm", workers=2, gpus=4))
+        bound = await eventually(lambda: binding(objects, "llm"), what="llm scheduled")
+        assert {t["name"]: t["replicas"] for t in bound["spec"]["clusters"]} == {"east": 1, "west": 1}
+        # east's agent reflected (reflecting again would lose readyWorkers); west's is an older
+        # agent that reports the whole status, which the hub reflects itself.
+        await report_member_status(
+            objects, "east", "llm", {"readyWorkers": 1}, interpretedBy={"statusReflection": "trainingrun"}
+        )
+        await report_member_status(objects, "west", "llm", {"running": 1, "noise": "x"})
+
+        async def folded() -> dict[str, Any] | None:
+            run = await get(objects, API, "TrainingRun", "llm", "default")
+            status = (run or {}).get("status") or {}
+            return status if status.get("readyWorkers") == 2 else None
+
+        assert await eventually(folded, what="both members' reflected statuses folded")
+
+        # A script that failed at east's agent is reported as the hub's own failures are.
+        failed = {
+            "type": "Interpreted", "status": "False", "reason": "StatusReflectionFailed",
+            "message": "statusReflection script of ResourceInterpreterCustomization trainingrun failed: "
+            "instruction limit exceeded (5000000 instructions): the script runs too long",
+        }
+        ric = await get(objects, RIC_API, "ResourceInterpreterCustomization", "trainingrun")
+        assert ric is not None
+        generation = ric["metadata"]["generation"]
+        # About a script the customization no longer has (an earlier generation): not reported.
+        await report_member_status(
+            objects, "east", "llm", {"readyWorkers": 1},
+            interpretedBy={"statusReflection": "trainingrun"}, conditions=[{**failed, "observedGeneration": generation + 1}],
+        )
+        await settled(manager)
+        assert await ready_condition(objects, "Loaded") is not None
+        await report_member_status(
+            objects, "east", "llm", {"readyWorkers": 1},
+            interpretedBy={"statusReflection": "trainingrun"}, conditions=[{**failed, "observedGeneration": generation}],
+        )
+        cond = await eventually(lambda: ready_condition(objects, "ScriptFailed"), what="the agent's failure reported")
+        assert cond["message"].startswith(
+            "statusReflection script of ResourceInterpreterCustomization trainingrun failed: instruction limit"
+        )
+        assert "(in cluster east)" in cond["message"] and "default/llm" in cond["message"]
+        assert await eventually(lambda: events_about(objects, "ResourceBinding", "llm-trainingrun"),
+                                what="an Event on the binding")
+        await settled(manager)
 
 
 async def test_a_looping_or_failing_script_is_a_condition_and_the_hub_keeps_working(hub: ObjectStore) -> None:

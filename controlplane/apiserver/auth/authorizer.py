@@ -18,7 +18,10 @@ The rights, least privilege first:
 - **agent** of cluster C (``UserInfo.cluster``): read and watch the Works in its
   execution namespace ``gpufed-es-C`` and update their ``status``; get, create and
   update its own Cluster ``C`` and its ``status``; get, create and update its Lease
-  ``gpufed-cluster-lease/C``; open its proxy tunnel (``get clusters/tunnel`` named C); read discovery, OpenAPI, version and health. Nothing else.
+  ``gpufed-cluster-lease/C``; open its proxy tunnel (``get clusters/tunnel`` named C); get, list
+  and watch ResourceInterpreterCustomizations (cluster-scoped, no secrets: the agent runs their
+  member-side hooks, as Karmada's agent does); read discovery, OpenAPI, version and health.
+  Nothing else.
 - **bootstrap**: create a ``clusterjoins`` (the token exchange) and read discovery,
   version and health. Nothing else.
 
@@ -61,6 +64,8 @@ READ_VERBS: Final = frozenset({"get", "list", "watch"})
 _NON_RESOURCE_READ_VERBS: Final = frozenset({"get", "head"})
 _AGENT_WRITE_VERBS: Final = frozenset({"get", "create", "update", "patch"})
 _STATUS_VERBS: Final = frozenset({"get", "update", "patch"})
+_CUSTOMIZATIONS_GROUP: Final = "config.karmada.io"
+_CUSTOMIZATIONS: Final = "resourceinterpretercustomizations"
 _DISCOVERY_ROOTS: Final = ("/api", "/apis", "/openapi")
 _PUBLIC_INFO_ROOTS: Final = ("/version", "/healthz", "/livez", "/readyz")
 
@@ -135,6 +140,11 @@ def _authorize_agent(attributes: RequestAttributes) -> Decision:
             return _deny(attributes, f"the request does not name a Cluster; agents may only write their own ({cluster})")
         return _deny(attributes, f"agents may only write their own Cluster ({cluster})")
 
+    if group == _CUSTOMIZATIONS_GROUP and resource == _CUSTOMIZATIONS:
+        if sub == "" and verb in READ_VERBS:
+            return _ALLOW
+        return _deny(attributes, "agents may only read ResourceInterpreterCustomizations")
+
     if group == COORDINATION_GROUP and resource == "leases":
         own_lease = f"{LEASE_NAMESPACE}/{cluster}"
         if (
@@ -146,7 +156,9 @@ def _authorize_agent(attributes: RequestAttributes) -> Decision:
             return _ALLOW
         return _deny(attributes, f"agents may only get, create and update their own Lease ({own_lease})")
 
-    return _deny(attributes, "agents may only access their own Cluster, Lease and Works")
+    return _deny(
+        attributes, "agents may only access their own Cluster, Lease and Works, and read interpreter customizations"
+    )
 
 
 def _authorize_bootstrap(attributes: RequestAttributes) -> Decision:
