@@ -1,4 +1,4 @@
-"""A simulated GPU member cluster running in-process over the API machinery's ObjectStore.
+"""A simulated GPU member cluster running in-process over the API machinery's ObjectClient.
 
 :class:`SimulatedCluster` gives the object store of a member cluster its GPU nodes
 and the behaviour a real cluster would show: the scheduler binds pending pods (see
@@ -18,7 +18,7 @@ owner whose children it has just created or deleted (kube's "expectations"), so 
 stale cache never doubles pods; other writes are compare-and-swap on the
 resourceVersion, and a conflict is left to the watch event that follows it.
 
-In: a :class:`~simulator.profile.ClusterProfile` and an ``ObjectStore`` serving at least
+In: a :class:`~simulator.profile.ClusterProfile` and an ``ObjectClient`` serving at least
 Namespace, Node and Pod (the workload kinds it also serves get controllers; a served
 Deployment needs ReplicaSet served too, see :func:`simulator.resources.member_registry`;
 Events are recorded when Event is served).
@@ -38,9 +38,8 @@ from types import TracebackType
 from typing import Any, Final, Self
 
 from controlplane.apis.events import EventType
-from controlplane.apiserver import errors
-from controlplane.apiserver.objects import ObjectStore, WatchEventType
 from controlplane.controllers.informing import Informer
+from controlplane.objectclient import ObjectClient, WatchEventType, errors
 from simulator import kubelet
 from simulator.clock import Clock, ScaledClock, rfc3339
 from simulator.controllers.base import is_terminating, phase
@@ -70,7 +69,7 @@ class SimulatedCluster:
     def __init__(
         self,
         profile: ClusterProfile,
-        objects: ObjectStore,
+        objects: ObjectClient,
         *,
         clock: Clock | None = None,
         time_scale: float = 1.0,

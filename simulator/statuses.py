@@ -31,10 +31,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from croniter import croniter
 
 from controlplane.apis.pods import Taint, Toleration, untolerated
-from controlplane.apiserver import errors
 from controlplane.apiserver.columns import parse_time
-from controlplane.apiserver.objects import ObjectStore
-from controlplane.apiserver.resources import ResourceType
+from controlplane.objectclient import ObjectClient, ResourceType, errors
 from simulator.clock import Clock, rfc3339
 from simulator.controllers.base import owner_reference
 
@@ -180,7 +178,7 @@ class StatusControllers:
     (and a CronJob's Jobs). ``async with`` starts it; leaving stops it."""
 
     def __init__(
-        self, objects: ObjectStore, *, clock: Clock, salt: str, interval: float = 0.5
+        self, objects: ObjectClient, *, clock: Clock, salt: str, interval: float = 0.5
     ) -> None:
         self.objects = objects
         self.clock = clock

@@ -50,7 +50,6 @@ from typing import Any
 
 from controlplane.apis import constants as c
 from controlplane.apis.meta import format_time, parse_time
-from controlplane.apiserver.objects import ObjectStore, WatchEventType, utc_now
 from controlplane.controllers.disruption import (
     DEFAULT_UNHEALTHY_THRESHOLD,
     EvictionTaints,
@@ -62,6 +61,7 @@ from controlplane.controllers.disruption import (
 from controlplane.controllers.informing import Informer
 from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.workloads import find_condition, with_condition
+from controlplane.objectclient import ObjectClient, WatchEventType, utc_now
 
 log = logging.getLogger(__name__)
 
@@ -249,7 +249,7 @@ class ClusterHealthMonitor:
 
     def __init__(
         self,
-        objects: ObjectStore,
+        objects: ObjectClient,
         *,
         grace_period: float = DEFAULT_GRACE_PERIOD,
         clock: Callable[[], datetime] = utc_now,

@@ -1,6 +1,6 @@
-"""The controller manager: runs the hub's federation loop over one ObjectStore.
+"""The controller manager: runs the hub's federation loop over one ObjectClient.
 
-In: an :class:`ObjectStore` (in-process, no HTTP) and :class:`ControllerSettings`. Out:
+In: an :class:`ObjectClient` (in-process, no HTTP) and :class:`ControllerSettings`. Out:
 the detector, scheduler, binding, status, graceful eviction, dependencies (``propagateDeps``)
 and deletion controllers running, sharing one informer per kind.
 
@@ -23,7 +23,6 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any
 
-from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.binding import BindingController
 from controlplane.controllers.context import ControllerContext, ControllerSettings, utc_now
 from controlplane.controllers.customizations import CustomizationsController
@@ -35,6 +34,7 @@ from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.status import StatusController
 from controlplane.controllers.workloads import WorkloadRef
 from controlplane.interpreter.registry import group_of
+from controlplane.objectclient import ObjectClient
 from controlplane.scheduler.controller import SchedulerController
 
 log = logging.getLogger(__name__)
@@ -47,7 +47,7 @@ class ControllerManager:
 
     def __init__(
         self,
-        objects: ObjectStore,
+        objects: ObjectClient,
         *,
         settings: ControllerSettings | None = None,
         clock: Callable[[], datetime] = utc_now,

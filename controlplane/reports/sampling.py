@@ -1,6 +1,6 @@
 """The hub's waste accounting loop: sample the fleet every interval, account it, persist it.
 
-In: the hub's :class:`~controlplane.apiserver.objects.ObjectStore` (Clusters, ResourceBindings
+In: the hub's :class:`~controlplane.objectclient.ObjectClient` (Clusters, ResourceBindings
 and Works are read through it, as a client of the API would see them) and the raw
 :class:`~controlplane.storage.interface.Store` the rollups are kept in
 (:class:`~controlplane.reports.persistence.RollupStore`). Out: a live
@@ -37,8 +37,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from controlplane.apis import constants as c
-from controlplane.apiserver import errors
-from controlplane.apiserver.objects import ObjectStore
+from controlplane.objectclient import ObjectClient, errors
 from controlplane.reports.accounting import Accumulator
 from controlplane.reports.classify import classify_fleet
 from controlplane.reports.fleet import FleetSample
@@ -78,7 +77,7 @@ class WasteSampler:
 
     def __init__(
         self,
-        objects: ObjectStore,
+        objects: ObjectClient,
         store: Store,
         *,
         interval: float = DEFAULT_INTERVAL,
