@@ -30,7 +30,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
 
-from controlplane.apis.pods import Taint, Toleration, untolerated
+from controlplane.apis.pods import FrozenTaint, Toleration, untolerated
 from controlplane.apiserver.columns import parse_time
 from controlplane.objectclient import ObjectClient, ResourceType, errors
 from simulator.clock import Clock, rfc3339
@@ -58,7 +58,7 @@ def daemon_nodes(daemonset: Mapping[str, Any], nodes: Iterable[Mapping[str, Any]
         labels = (node.get("metadata") or {}).get("labels") or {}
         if any(labels.get(k) != v for k, v in selector.items()) or not _node_ready(node):
             continue
-        taints = [Taint.from_dict(t) for t in (node.get("spec") or {}).get("taints") or () if isinstance(t, Mapping)]
+        taints = [FrozenTaint.from_dict(t) for t in (node.get("spec") or {}).get("taints") or () if isinstance(t, Mapping)]
         if untolerated(taints, tolerations):
             continue
         out.append(str((node.get("metadata") or {}).get("name")))

@@ -77,6 +77,7 @@ from controlplane.scheduler.controller.writing import (
     write_waiting,
 )
 from controlplane.scheduler.core.cache import SchedulerCache
+from controlplane.scheduler.core.deciding import schedule
 from controlplane.scheduler.core.framework import BindingRequest
 from controlplane.scheduler.core.neverfit import capacity_facts, never_fit_result, never_fits
 from controlplane.scheduler.core.outcome import ScheduleResult
@@ -85,7 +86,6 @@ from controlplane.scheduler.core.rescheduling import (
     decide_with_moves,
     placement_broken,
 )
-from controlplane.scheduler.core.scheduling import schedule
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 
 log = logging.getLogger(__name__)
