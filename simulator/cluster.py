@@ -1,4 +1,4 @@
-"""A simulated GPU member cluster running in-process over the API machinery's ObjectClient.
+"""A simulated GPU member cluster running in-process over an ObjectClient (the API machinery's object layer).
 
 :class:`SimulatedCluster` gives the object store of a member cluster its GPU nodes
 and the behaviour a real cluster would show: the scheduler binds pending pods (see
@@ -34,11 +34,11 @@ import copy
 import logging
 import random
 from collections.abc import Mapping
-from types import TracebackType
-from typing import Any, Final, Self
+from typing import Any, Final
 
 from controlplane.apis.events import EventType
 from controlplane.controllers.informing import Informer
+from controlplane.lifecycle import Service
 from controlplane.objectclient import ObjectClient, WatchEventType, errors
 from simulator import kubelet
 from simulator.clock import Clock, ScaledClock, rfc3339
@@ -63,7 +63,7 @@ SCHEDULER_NAME: Final = "default-scheduler"
 _DEFAULT_NAMESPACES: Final = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
-class SimulatedCluster:
+class SimulatedCluster(Service):
     """Nodes, scheduler, kubelet, controllers, Events and DCGM metrics of one simulated member."""
 
     def __init__(
@@ -76,6 +76,7 @@ class SimulatedCluster:
         seed: int | None = None,
         scoring: Scoring | None = None,
     ) -> None:
+        super().__init__(f"sim-cluster-{profile.name}")
         self.profile = profile
         self.objects = objects
         self.clock: Clock = clock if clock is not None else ScaledClock(time_scale)
@@ -102,32 +103,12 @@ class SimulatedCluster:
         self._new_pending: set[str] = set()
         self._requests: dict[str, tuple[str, PodRequest]] = {}
         self._times: dict[str, kubelet.KubeletTimes] = {}
-        self._stop = asyncio.Event()
         self.started = asyncio.Event()
-        self._runner: asyncio.Task[None] | None = None
 
     # --- lifecycle -----------------------------------------------------------------------
 
-    async def __aenter__(self) -> Self:
-        self._runner = asyncio.create_task(self.run(), name=f"sim-cluster-{self.profile.name}")
-        started = asyncio.create_task(self.started.wait())
-        await asyncio.wait({self._runner, started}, return_when=asyncio.FIRST_COMPLETED)
-        if self._runner.done():
-            started.cancel()
-            self._runner.result()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.shutdown()
-        if self._runner is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._runner
-
-    async def shutdown(self) -> None:
-        """Stop every loop (idempotent)."""
-        self._stop.set()
+    def ready(self) -> asyncio.Event:
+        return self.started
 
     async def run(self) -> None:
         """Create namespaces and nodes, then run the loops until :meth:`shutdown`."""

@@ -32,6 +32,7 @@ from croniter import croniter
 
 from controlplane.apis.pods import FrozenTaint, Toleration, untolerated
 from controlplane.apiserver.columns import parse_time
+from controlplane.lifecycle import Service
 from controlplane.objectclient import ObjectClient, ResourceType, errors
 from simulator.clock import Clock, rfc3339
 from simulator.controllers.base import owner_reference
@@ -173,35 +174,26 @@ def cronjob_status(
     return status
 
 
-class StatusControllers:
+class StatusControllers(Service):
     """Polls the member's DaemonSets, CronJobs, Services and Ingresses and writes their status
     (and a CronJob's Jobs). ``async with`` starts it; leaving stops it."""
 
     def __init__(
         self, objects: ObjectClient, *, clock: Clock, salt: str, interval: float = 0.5
     ) -> None:
+        super().__init__("status-controllers")
         self.objects = objects
         self.clock = clock
         self.salt = salt
         self.interval = interval
-        self._task: asyncio.Task[None] | None = None
 
     def _rt(self, api_version: str, kind: str) -> ResourceType | None:
         return self.objects.registry.for_kind(api_version, kind)
 
-    async def __aenter__(self) -> StatusControllers:
-        self._task = asyncio.create_task(self.run(), name="status-controllers")
-        return self
-
-    async def __aexit__(self, *_exc: object) -> None:
-        await self.shutdown()
-
-    async def shutdown(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+    def request_stop(self) -> None:
+        """Stop polling at once (a pass is only reads and idempotent writes)."""
+        if self._task is not None:
+            self._task.cancel()
 
     async def run(self) -> None:
         while True:
