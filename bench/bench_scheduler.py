@@ -58,9 +58,9 @@ from typing import Any
 from controlplane.interpreter.base import Component
 from controlplane.interpreter.requirements import ReplicaRequirements
 from controlplane.scheduler.core.cache import SchedulerCache
+from controlplane.scheduler.core.deciding import reserve_decision, schedule
 from controlplane.scheduler.core.framework import BindingRequest, GpuShape
 from controlplane.scheduler.core.reservations import Reservations
-from controlplane.scheduler.core.scheduling import reserve_decision, schedule
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 from policies.models import Placement
 

@@ -29,7 +29,6 @@ import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from aiohttp import web
@@ -82,6 +81,7 @@ from controlplane.controllers.manager import ControllerManager
 from controlplane.controllers.workloads import is_propagatable
 from controlplane.leader.election import DEFAULT_TTL as DEFAULT_LEADER_LEASE_TTL
 from controlplane.leader.election import LeaderElector, Term, default_identity
+from controlplane.lifecycle import ShutdownOnce
 from controlplane.metrics import HubMetrics, hub_metrics
 from controlplane.pki import PkiError
 from controlplane.reports.api import ReportSource, waste_report_routes, waste_report_type
@@ -224,7 +224,7 @@ def url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-class Hub:
+class Hub(ShutdownOnce):
     """One hub replica. ``async with Hub(config) as hub: await hub.wait_stopped()``."""
 
     def __init__(self, config: HubConfig) -> None:
@@ -248,7 +248,6 @@ class Hub:
         self._runner: web.AppRunner | None = None
         self._background: list[asyncio.Task[None]] = []
         self._stopped = asyncio.Event()
-        self._closed = False
 
     @property
     def kubeconfig_path(self) -> Path:
@@ -339,7 +338,7 @@ class Hub:
             on_started_leading=self._start_leading,
             on_stopped_leading=self._stop_leading,
         )
-        self.elector.start()
+        self.elector.spawn()
         log.info("hub serving at %s; kubeconfig: %s", self.url, self.kubeconfig_path)
 
     def _serving_certificate(self, host: str) -> ServingCertificate:
@@ -382,8 +381,8 @@ class Hub:
             on_fleet_state=self.metrics.record_fleet_state,
         )
         self._leader_tasks = [
-            self.controllers.start(),
-            self.health.start(),
+            self.controllers.spawn(),
+            self.health.spawn(),
             asyncio.create_task(ClusterNamespaceController(fenced).run(), name="cluster-namespaces"),
             asyncio.create_task(ClusterRoleAggregationController(fenced).run(), name="clusterrole-aggregation"),
         ]
@@ -400,7 +399,7 @@ class Hub:
         if self.health is not None:
             await self.health.shutdown()
         if self.waste_sampler is not None:
-            self.waste_sampler.shutdown()
+            self.waste_sampler.request_stop()
         if self._waste_task is not None:
             # Let the sampler save its last rollups (a deposed leader's save may fail: fine).
             await _finish(self._waste_task, seconds=WASTE_SAVE_SECONDS)
@@ -476,10 +475,7 @@ class Hub:
     def request_stop(self) -> None:
         self._stopped.set()
 
-    async def shutdown(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
+    async def _release(self) -> None:
         self._stopped.set()
         if self.elector is not None:
             # Stops the leader's work and resigns, so another replica takes over at once.
@@ -487,7 +483,7 @@ class Hub:
         if self.controllers is not None:
             await self.controllers.shutdown()
         if self.waste_sampler is not None:
-            self.waste_sampler.shutdown()
+            self.waste_sampler.request_stop()
         if self._waste_task is not None:
             # Let the sampler save its last rollups before the store closes.
             await _finish(self._waste_task, seconds=WASTE_SAVE_SECONDS)
@@ -503,19 +499,6 @@ class Hub:
             await self.store.close()
         if self.etcd is not None:
             await self.etcd.stop()
-
-    async def __aenter__(self) -> Hub:
-        try:
-            await self.start()
-        except BaseException:
-            await self.shutdown()
-            raise
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.shutdown()
 
 
 def _bound_port(site: web.TCPSite, *, default: int) -> int:

@@ -47,7 +47,6 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from types import TracebackType
 from typing import Any
 
 import aiohttp
@@ -56,6 +55,7 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 from tenacity import AsyncRetrying, retry_if_exception, wait_exponential_jitter
 
 from controlplane.apis import constants as c
+from controlplane.lifecycle import Service
 from member_agent import capacity, dcgm, hubclient, probing
 from member_agent.applying import (
     Identifier,
@@ -135,10 +135,11 @@ def _retrying(what: str) -> AsyncRetrying:
     )
 
 
-class Agent:
+class Agent(Service):
     """One member agent; see the module docstring for what it runs."""
 
     def __init__(self, config: AgentConfig, *, clock: Clock = _utc_now) -> None:
+        super().__init__(f"agent-{config.cluster_name}")
         self.config = config
         self.clock = clock
         self.hub: KubeApi | None = None
@@ -150,7 +151,6 @@ class Agent:
         self.metrics = AgentMetrics(config.cluster_name)
         self.metrics_server: MetricsServer | None = None
         self.registered = asyncio.Event()
-        self._stop = asyncio.Event()
         self._report_due = asyncio.Event()
         self._work_due = asyncio.Event()
         self._dirty_works: set[str] = set()
@@ -185,7 +185,6 @@ class Agent:
         self._kubernetes_version: str | None = None
         #: The member API's health by the probe; None until the member client exists.
         self.member_api_health: probing.MemberApiHealth | None = None
-        self._task: asyncio.Task[None] | None = None
         self.nodes: Informer | None = None
         self.pods: Informer | None = None
         self.works: Informer | None = None
@@ -196,22 +195,6 @@ class Agent:
         self.tunnel: AgentTunnel | None = None
 
     # lifecycle -------------------------------------------------------------------------
-
-    async def __aenter__(self) -> Agent:
-        self._task = asyncio.create_task(self.run(), name=f"agent-{self.config.cluster_name}")
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.shutdown()
-        if self._task is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-
-    def shutdown(self) -> None:
-        """Ask :meth:`run` to stop; safe to call any number of times."""
-        self._stop.set()
 
     async def run(self) -> None:
         """Run until :meth:`shutdown`; raises the first fatal error (e.g. the hub CA does not

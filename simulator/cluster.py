@@ -1,4 +1,4 @@
-"""A simulated GPU member cluster running in-process over the API machinery's ObjectStore.
+"""A simulated GPU member cluster running in-process over an ObjectClient (the API machinery's object layer).
 
 :class:`SimulatedCluster` gives the object store of a member cluster its GPU nodes
 and the behaviour a real cluster would show: the scheduler binds pending pods (see
@@ -18,7 +18,7 @@ owner whose children it has just created or deleted (kube's "expectations"), so 
 stale cache never doubles pods; other writes are compare-and-swap on the
 resourceVersion, and a conflict is left to the watch event that follows it.
 
-In: a :class:`~simulator.profile.ClusterProfile` and an ``ObjectStore`` serving at least
+In: a :class:`~simulator.profile.ClusterProfile` and an ``ObjectClient`` serving at least
 Namespace, Node and Pod (the workload kinds it also serves get controllers; a served
 Deployment needs ReplicaSet served too, see :func:`simulator.resources.member_registry`;
 Events are recorded when Event is served).
@@ -34,13 +34,12 @@ import copy
 import logging
 import random
 from collections.abc import Mapping
-from types import TracebackType
-from typing import Any, Final, Self
+from typing import Any, Final
 
 from controlplane.apis.events import EventType
-from controlplane.apiserver import errors
-from controlplane.apiserver.objects import ObjectStore, WatchEventType
 from controlplane.controllers.informing import Informer
+from controlplane.lifecycle import Service
+from controlplane.objectclient import ObjectClient, WatchEventType, errors
 from simulator import kubelet
 from simulator.clock import Clock, ScaledClock, rfc3339
 from simulator.controllers.base import is_terminating, phase
@@ -64,19 +63,20 @@ SCHEDULER_NAME: Final = "default-scheduler"
 _DEFAULT_NAMESPACES: Final = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
-class SimulatedCluster:
+class SimulatedCluster(Service):
     """Nodes, scheduler, kubelet, controllers, Events and DCGM metrics of one simulated member."""
 
     def __init__(
         self,
         profile: ClusterProfile,
-        objects: ObjectStore,
+        objects: ObjectClient,
         *,
         clock: Clock | None = None,
         time_scale: float = 1.0,
         seed: int | None = None,
         scoring: Scoring | None = None,
     ) -> None:
+        super().__init__(f"sim-cluster-{profile.name}")
         self.profile = profile
         self.objects = objects
         self.clock: Clock = clock if clock is not None else ScaledClock(time_scale)
@@ -103,32 +103,12 @@ class SimulatedCluster:
         self._new_pending: set[str] = set()
         self._requests: dict[str, tuple[str, PodRequest]] = {}
         self._times: dict[str, kubelet.KubeletTimes] = {}
-        self._stop = asyncio.Event()
         self.started = asyncio.Event()
-        self._runner: asyncio.Task[None] | None = None
 
     # --- lifecycle -----------------------------------------------------------------------
 
-    async def __aenter__(self) -> Self:
-        self._runner = asyncio.create_task(self.run(), name=f"sim-cluster-{self.profile.name}")
-        started = asyncio.create_task(self.started.wait())
-        await asyncio.wait({self._runner, started}, return_when=asyncio.FIRST_COMPLETED)
-        if self._runner.done():
-            started.cancel()
-            self._runner.result()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.shutdown()
-        if self._runner is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._runner
-
-    async def shutdown(self) -> None:
-        """Stop every loop (idempotent)."""
-        self._stop.set()
+    def ready(self) -> asyncio.Event:
+        return self.started
 
     async def run(self) -> None:
         """Create namespaces and nodes, then run the loops until :meth:`shutdown`."""

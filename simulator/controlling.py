@@ -1,6 +1,6 @@
 """The workload controllers and garbage collector of a simulated member, as running loops.
 
-In: the member's ``ObjectStore`` (every kind of :data:`simulator.controllers.registry.CONTROLLERS`
+In: the member's ``ObjectClient`` (every kind of :data:`simulator.controllers.registry.CONTROLLERS`
 it serves gets a controller), the pod informer of :class:`~simulator.cluster.SimulatedCluster`,
 its clock and random source. Out: :class:`WorkloadControllers`: an informer per controlled
 kind, one level-based loop per kind (:meth:`WorkloadControllers.controller_loop`) that runs the
@@ -22,10 +22,8 @@ import logging
 import random
 from typing import Any
 
-from controlplane.apiserver import errors
-from controlplane.apiserver.objects import ObjectStore, WatchEventType
-from controlplane.apiserver.resources import ResourceType
 from controlplane.controllers.informing import Informer
+from controlplane.objectclient import ObjectClient, ResourceType, WatchEventType, errors
 from simulator.clock import Clock, rfc3339
 from simulator.controllers.base import Changes, is_terminating
 from simulator.controllers.registry import CONTROLLERS, Controller
@@ -85,7 +83,7 @@ class _Expectations:
 class WorkloadControllers:
     """One controller per workload kind the member serves, and the garbage collector."""
 
-    def __init__(self, objects: ObjectStore, *, pods: Informer, clock: Clock, rng: random.Random) -> None:
+    def __init__(self, objects: ObjectClient, *, pods: Informer, clock: Clock, rng: random.Random) -> None:
         self._objects = objects
         self._pods = pods
         self._pod_rt = pods.rt

@@ -1,6 +1,6 @@
 """The simulated member's informers: caches of its objects fed by watches, indexed by owner.
 
-In: the member's ``ObjectStore`` and a resource type. Out: a hub
+In: the member's ``ObjectClient`` and a resource type. Out: a hub
 :class:`~controlplane.controllers.informing.Informer` with the :data:`INDEX_OWNER` index (children
 by the uid of their controller owner) whose handler calls a plain :data:`Listener`
 ``(event, old, new)`` (new is None on DELETED), and the ``namespace/name`` keys the loops of
@@ -12,9 +12,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping
 from typing import Any, Final
 
-from controlplane.apiserver.objects import ObjectStore, WatchEventType
-from controlplane.apiserver.resources import ResourceType
 from controlplane.controllers.informing import Informer
+from controlplane.objectclient import ObjectClient, ResourceType, WatchEventType
 from simulator.controllers.base import controller_uid
 
 #: Informer index: the uid of an object's controller owner.
@@ -54,7 +53,7 @@ def as_handler(listener: Listener) -> Handler:
     return handle
 
 
-def owned_informer(objects: ObjectStore, rt: ResourceType, listener: Listener) -> Informer:
+def owned_informer(objects: ObjectClient, rt: ResourceType, listener: Listener) -> Informer:
     """An informer of ``rt`` indexed by controller owner, telling ``listener`` of every change."""
     informer = Informer(objects, rt)
     informer.add_index(INDEX_OWNER, _owner_index)

@@ -22,8 +22,7 @@ from typing import Any
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
-from controlplane.apiserver import errors
-from controlplane.apiserver.objects import ObjectStore
+from controlplane.objectclient import ObjectClient, errors
 from simulator.clock import Clock, parse_rfc3339, rfc3339
 
 #: Simulated seconds between two log lines of a running container.
@@ -85,7 +84,7 @@ def container_of(pod: Mapping[str, Any], wanted: str | None) -> str:
 
 
 class PodLogs:
-    def __init__(self, objects: ObjectStore, clock: Clock, stop: asyncio.Event) -> None:
+    def __init__(self, objects: ObjectClient, clock: Clock, stop: asyncio.Event) -> None:
         self.objects = objects
         self.clock = clock
         self.stop = stop

@@ -8,7 +8,7 @@ falls back to create) -- and deletes the Events past their TTL or over their
 namespace's cap. Occurrences between two writes of one Event coalesce into one write.
 Failing to write an Event is logged and never fails the caller.
 
-In: the member's ObjectStore, the v1 Event resource type, a clock. Out: v1 Events in the
+In: the member's ObjectClient, the v1 Event resource type, a clock. Out: v1 Events in the
 store. ``async run()`` until cancelled.
 """
 
@@ -20,9 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from controlplane.apis.events import EventType
-from controlplane.apiserver import errors
-from controlplane.apiserver.objects import ObjectStore
-from controlplane.apiserver.resources import ResourceType
+from controlplane.objectclient import ObjectClient, ResourceType, errors
 from controlplane.storage.interface import StorageError
 from simulator.clock import Clock
 from simulator.events import EventAction, EventBook, EventKey, EventReason, EventRecord
@@ -34,7 +32,7 @@ class EventRecorder:
     """``record()`` from any loop; ``await run()`` in a task of the member."""
 
     def __init__(
-        self, objects: ObjectStore, rt: ResourceType, *, clock: Clock, component: str, book: EventBook | None = None
+        self, objects: ObjectClient, rt: ResourceType, *, clock: Clock, component: str, book: EventBook | None = None
     ) -> None:
         self.objects = objects
         self.rt = rt

@@ -34,7 +34,6 @@ import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from aiohttp import web
@@ -44,6 +43,7 @@ from controlplane.apiserver.auth.static import StaticTokenAuthenticator, load_or
 from controlplane.apiserver.kubeconfig import write_kubeconfig
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.tls import ensure_pki
+from controlplane.lifecycle import ShutdownOnce
 from controlplane.storage.interface import KeyValue
 from controlplane.storage.memory import MemoryStore
 from simulator.cluster import SimulatedCluster
@@ -137,7 +137,7 @@ class SimServerConfig:
     snapshot_interval: float | None = 10.0
 
 
-class SimServer:
+class SimServer(ShutdownOnce):
     """``async with SimServer(config) as sim: await sim.wait_stopped()``."""
 
     def __init__(self, config: SimServerConfig) -> None:
@@ -154,7 +154,6 @@ class SimServer:
         self.dcgm_url = ""
         self._runners: list[web.AppRunner] = []
         self._stopped = asyncio.Event()
-        self._closed = False
         self._snapshotter: asyncio.Task[None] | None = None
         self._snapshot_revision = 0
 
@@ -197,8 +196,8 @@ class SimServer:
         host = self.config.host if ":" not in self.config.host else f"[{self.config.host}]"
         self.url = f"https://{host}:{port}"
 
-        await self.cluster.__aenter__()
-        await self.statuses.__aenter__()
+        await self.cluster.start()
+        await self.statuses.start()
 
         dcgm = web.Application()
         dcgm.router.add_get("/metrics", self._metrics)
@@ -259,10 +258,7 @@ class SimServer:
     async def wait_stopped(self) -> None:
         await self._stopped.wait()
 
-    async def shutdown(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
+    async def _release(self) -> None:
         self._stopped.set()
         if self._snapshotter is not None:
             self._snapshotter.cancel()
@@ -271,7 +267,7 @@ class SimServer:
         for runner in reversed(self._runners):
             await runner.cleanup()
         await self.statuses.shutdown()
-        await self.cluster.__aexit__(None, None, None)
+        await self.cluster.shutdown()
         if self.url:  # started: the store holds this cluster's state
             try:
                 self._snapshot_revision = 0  # always mark the final snapshot clean
@@ -279,19 +275,6 @@ class SimServer:
             except OSError:
                 log.exception("cannot write the snapshot %s", self.snapshot_path)
         await self.store.close()
-
-    async def __aenter__(self) -> SimServer:
-        try:
-            await self.start()
-        except BaseException:
-            await self.shutdown()
-            raise
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.shutdown()
 
 
 async def _passes() -> None:

@@ -30,11 +30,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
 
-from controlplane.apis.pods import Taint, Toleration, untolerated
-from controlplane.apiserver import errors
+from controlplane.apis.pods import FrozenTaint, Toleration, untolerated
 from controlplane.apiserver.columns import parse_time
-from controlplane.apiserver.objects import ObjectStore
-from controlplane.apiserver.resources import ResourceType
+from controlplane.lifecycle import Service
+from controlplane.objectclient import ObjectClient, ResourceType, errors
 from simulator.clock import Clock, rfc3339
 from simulator.controllers.base import owner_reference
 
@@ -60,7 +59,7 @@ def daemon_nodes(daemonset: Mapping[str, Any], nodes: Iterable[Mapping[str, Any]
         labels = (node.get("metadata") or {}).get("labels") or {}
         if any(labels.get(k) != v for k, v in selector.items()) or not _node_ready(node):
             continue
-        taints = [Taint.from_dict(t) for t in (node.get("spec") or {}).get("taints") or () if isinstance(t, Mapping)]
+        taints = [FrozenTaint.from_dict(t) for t in (node.get("spec") or {}).get("taints") or () if isinstance(t, Mapping)]
         if untolerated(taints, tolerations):
             continue
         out.append(str((node.get("metadata") or {}).get("name")))
@@ -175,35 +174,26 @@ def cronjob_status(
     return status
 
 
-class StatusControllers:
+class StatusControllers(Service):
     """Polls the member's DaemonSets, CronJobs, Services and Ingresses and writes their status
     (and a CronJob's Jobs). ``async with`` starts it; leaving stops it."""
 
     def __init__(
-        self, objects: ObjectStore, *, clock: Clock, salt: str, interval: float = 0.5
+        self, objects: ObjectClient, *, clock: Clock, salt: str, interval: float = 0.5
     ) -> None:
+        super().__init__("status-controllers")
         self.objects = objects
         self.clock = clock
         self.salt = salt
         self.interval = interval
-        self._task: asyncio.Task[None] | None = None
 
     def _rt(self, api_version: str, kind: str) -> ResourceType | None:
         return self.objects.registry.for_kind(api_version, kind)
 
-    async def __aenter__(self) -> StatusControllers:
-        self._task = asyncio.create_task(self.run(), name="status-controllers")
-        return self
-
-    async def __aexit__(self, *_exc: object) -> None:
-        await self.shutdown()
-
-    async def shutdown(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+    def request_stop(self) -> None:
+        """Stop polling at once (a pass is only reads and idempotent writes)."""
+        if self._task is not None:
+            self._task.cancel()
 
     async def run(self) -> None:
         while True:

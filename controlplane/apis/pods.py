@@ -67,7 +67,7 @@ class SelectorOperator(StrEnum):
 
 
 class TaintLike(Protocol):
-    """Anything with a taint's fields (the frozen :class:`Taint`, the API model)."""
+    """Anything with a taint's fields (the frozen :class:`FrozenTaint`, the API model :class:`controlplane.apis.meta.Taint`)."""
 
     @property
     def key(self) -> str: ...
@@ -104,7 +104,7 @@ def tolerates(toleration: TolerationLike, taint: TaintLike) -> bool:
     return False
 
 
-def untolerated(taints: Iterable[Taint], tolerations: Iterable[TolerationLike]) -> tuple[Taint, ...]:
+def untolerated(taints: Iterable[FrozenTaint], tolerations: Iterable[TolerationLike]) -> tuple[FrozenTaint, ...]:
     """Taints with a scheduling effect (NoSchedule, NoExecute) that no toleration covers."""
     tols = tuple(tolerations)
     return tuple(
@@ -113,13 +113,16 @@ def untolerated(taints: Iterable[Taint], tolerations: Iterable[TolerationLike]) 
 
 
 @dataclass(frozen=True, slots=True)
-class Taint:
+class FrozenTaint:
+    """A node's or cluster's taint as the pure semantics compare it: a hashable value read once from
+    the object (the pydantic API model is :class:`controlplane.apis.meta.Taint`)."""
+
     key: str
     value: str = ""
     effect: str = TaintEffect.NO_SCHEDULE
 
     @classmethod
-    def from_dict(cls, raw: Mapping[str, Any]) -> Taint:
+    def from_dict(cls, raw: Mapping[str, Any]) -> FrozenTaint:
         return cls(
             key=str(raw.get("key", "")),
             value=str(raw.get("value") or ""),

@@ -64,8 +64,6 @@ from controlplane.apis.constants import execution_namespace
 from controlplane.apis.events import EventType
 from controlplane.apis.meta import parse_time
 from controlplane.apis.work_v1alpha1 import BindingKey, binding_name
-from controlplane.apiserver import errors
-from controlplane.apiserver.objects import WatchEventType
 from controlplane.controllers.context import (
     INDEX_BINDING,
     INDEX_CLUSTER,
@@ -91,6 +89,7 @@ from controlplane.controllers.works import (
     works_preserve,
 )
 from controlplane.interpreter import interpreter_for
+from controlplane.objectclient import WatchEventType, errors
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 from policies.affinity import ClusterView
 from policies.matching import PolicyRef, collect_override_rules

@@ -19,17 +19,16 @@ import contextlib
 import logging
 from typing import Any
 
-from controlplane.apiserver import errors
 from controlplane.apiserver.auth.rbac.aggregation import aggregated_rules
-from controlplane.apiserver.objects import ObjectStore, WatchEventType
 from controlplane.controllers.informing import Informer
 from controlplane.controllers.reconciling import ReconcileLoop
+from controlplane.objectclient import ObjectClient, WatchEventType, errors
 
 log = logging.getLogger(__name__)
 
 
 class ClusterRoleAggregationController:
-    def __init__(self, objects: ObjectStore) -> None:
+    def __init__(self, objects: ObjectClient) -> None:
         self._objects = objects
         self._rt = objects.registry.require("rbac.authorization.k8s.io/v1", "ClusterRole")
         self.roles = Informer(objects, self._rt)

@@ -19,16 +19,15 @@ from controlplane.apis.constants import (
     MANAGED_BY_VALUE,
     execution_namespace,
 )
-from controlplane.apiserver import errors
-from controlplane.apiserver.objects import ObjectStore, WatchEventType
 from controlplane.controllers.informing import Informer
 from controlplane.controllers.queueing import ShutDown, WorkQueue
+from controlplane.objectclient import ObjectClient, WatchEventType, errors
 
 log = logging.getLogger(__name__)
 
 
 class ClusterNamespaceController:
-    def __init__(self, objects: ObjectStore) -> None:
+    def __init__(self, objects: ObjectClient) -> None:
         self._objects = objects
         registry = objects.registry
         self._cluster_rt = registry.require("cluster.gpufed.io/v1alpha1", "Cluster")

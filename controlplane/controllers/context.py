@@ -26,13 +26,10 @@ from pydantic import ValidationError
 from controlplane.apis import constants as c
 from controlplane.apis.meta import format_time
 from controlplane.apis.work_v1alpha1 import binding_name
-from controlplane.apiserver import errors
-from controlplane.apiserver.crd.registry import DynamicRegistry
-from controlplane.apiserver.objects import ObjectStore
-from controlplane.apiserver.resources import ResourceType
 from controlplane.controllers.informing import Handler, Informer
 from controlplane.controllers.workloads import propagatable_types
 from controlplane.controllers.works import binding_key_of_work
+from controlplane.objectclient import DynamicRegistry, ObjectClient, ResourceType, errors
 from policies.matching import PolicyRef
 from policies.models import AnyPropagationPolicy, ClusterPropagationPolicy, PropagationPolicy
 from policies.override_models import AnyOverridePolicy, AnyPolicy, ClusterOverridePolicy, OverridePolicy
@@ -116,7 +113,7 @@ def policy_key(ref: PolicyRef) -> tuple[str, str | None, str]:
 class ControllerContext:
     def __init__(
         self,
-        objects: ObjectStore,
+        objects: ObjectClient,
         *,
         settings: ControllerSettings,
         clock: Callable[[], datetime] = utc_now,

@@ -26,8 +26,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from controlplane.apis.events import EventType
-from controlplane.apiserver import errors
-from controlplane.apiserver.objects import WatchEventType
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.reconciling import ReconcileLoop
@@ -35,6 +33,7 @@ from controlplane.controllers.workloads import find_condition, with_condition
 from controlplane.interpreter.customization_validation import merge
 from controlplane.interpreter.customized import Customization, CustomizedInterpreter, ScriptFailure
 from controlplane.interpreter.registry import builtin_interpreter_for, set_customized
+from controlplane.objectclient import WatchEventType, errors
 
 log = logging.getLogger(__name__)
 

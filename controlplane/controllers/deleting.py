@@ -33,10 +33,10 @@ import logging
 from typing import Any
 
 from controlplane.apis.constants import FINALIZER_WORKLOAD
-from controlplane.apiserver.objects import WatchEventType
 from controlplane.controllers.context import INDEX_BINDING, ControllerContext
 from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.workloads import WorkloadRef, is_deleting
+from controlplane.objectclient import WatchEventType
 
 log = logging.getLogger(__name__)
 

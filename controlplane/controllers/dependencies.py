@@ -57,8 +57,6 @@ from typing import Any
 
 from controlplane.apis.events import EventType
 from controlplane.apis.work_v1alpha1 import BindingKey, ConditionType, ScheduledReason, binding_name
-from controlplane.apiserver import errors
-from controlplane.apiserver.objects import WatchEventType
 from controlplane.controllers.attachments import (
     BindingSnapshot,
     DependencyConditionType,
@@ -91,6 +89,7 @@ from controlplane.interpreter import interpreter_for
 from controlplane.interpreter.dependencies import DEPENDENCY_KINDS, Dependency
 from controlplane.interpreter.registry import group_of
 from controlplane.interpreter.shape import malformed
+from controlplane.objectclient import WatchEventType, errors
 from policies.matching import PolicyRef
 
 log = logging.getLogger(__name__)

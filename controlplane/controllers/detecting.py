@@ -50,9 +50,6 @@ from typing import Any
 
 from controlplane.apis.constants import FINALIZER_WORKLOAD
 from controlplane.apis.events import EventType
-from controlplane.apiserver import errors
-from controlplane.apiserver.objects import WatchEventType
-from controlplane.apiserver.resources import ResourceType
 from controlplane.controllers.context import (
     INDEX_NAMESPACE,
     INDEX_POLICY,
@@ -75,6 +72,7 @@ from controlplane.controllers.workloads import (
 from controlplane.interpreter import interpreter_for
 from controlplane.interpreter.registry import group_of
 from controlplane.interpreter.shape import InvalidObject
+from controlplane.objectclient import ResourceType, WatchEventType, errors
 from policies.matching import PolicyMatch, PolicyRef, is_reserved_namespace, policy_ref, select_policy
 from policies.models import AnyPropagationPolicy, SchedulePriority
 

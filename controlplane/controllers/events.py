@@ -15,8 +15,8 @@ from enum import StrEnum
 from typing import Any
 
 from controlplane.apis.events import EventType
-from controlplane.apiserver import errors
 from controlplane.controllers.context import ControllerContext
+from controlplane.objectclient import errors
 from controlplane.storage.interface import StorageError
 
 log = logging.getLogger(__name__)

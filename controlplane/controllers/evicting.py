@@ -30,7 +30,6 @@ from typing import Any
 
 from controlplane.apis.events import EventType
 from controlplane.apis.work_v1alpha1 import BindingKey
-from controlplane.apiserver.objects import WatchEventType
 from controlplane.controllers.context import INDEX_BINDING, ControllerContext
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.failover import assess_task, new_placement_ready
@@ -39,6 +38,7 @@ from controlplane.controllers.status import aggregate
 from controlplane.controllers.workloads import is_deleting
 from controlplane.controllers.works import binding_key_of_work, cluster_of_namespace
 from controlplane.interpreter import KindInterpreter, interpreter_for
+from controlplane.objectclient import WatchEventType
 
 log = logging.getLogger(__name__)
 

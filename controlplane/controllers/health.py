@@ -45,12 +45,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
-from types import TracebackType
 from typing import Any
 
 from controlplane.apis import constants as c
 from controlplane.apis.meta import format_time, parse_time
-from controlplane.apiserver.objects import ObjectStore, WatchEventType, utc_now
 from controlplane.controllers.disruption import (
     DEFAULT_UNHEALTHY_THRESHOLD,
     EvictionTaints,
@@ -62,6 +60,8 @@ from controlplane.controllers.disruption import (
 from controlplane.controllers.informing import Informer
 from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.workloads import find_condition, with_condition
+from controlplane.lifecycle import Service
+from controlplane.objectclient import ObjectClient, WatchEventType, utc_now
 
 log = logging.getLogger(__name__)
 
@@ -240,16 +240,18 @@ def desired_taints(
     return out
 
 
-class ClusterHealthMonitor:
+class ClusterHealthMonitor(Service):
     """``async with ClusterHealthMonitor(objects): ...`` or ``await run()`` / ``shutdown()``.
 
     Each ``run()`` starts afresh (new informers, no remembered heartbeats), so the hub can
     run it for every leadership term.
     """
 
+    shutdown_raises = False  # stopped in the hub's cleanup, which must go on
+
     def __init__(
         self,
-        objects: ObjectStore,
+        objects: ObjectClient,
         *,
         grace_period: float = DEFAULT_GRACE_PERIOD,
         clock: Callable[[], datetime] = utc_now,
@@ -271,9 +273,8 @@ class ClusterHealthMonitor:
         registry = objects.registry
         self._cluster_rt = registry.require(f"{c.CLUSTER_GROUP}/{c.VERSION}", "Cluster")
         self._lease_rt = registry.require(f"{c.COORDINATION_GROUP}/v1", "Lease")
-        self._stop = asyncio.Event()
+        super().__init__("cluster-health")
         self._started = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
         self._new_term()
 
     def _new_term(self) -> None:
@@ -331,31 +332,8 @@ class ClusterHealthMonitor:
         await self.clusters.synced.wait()
         await self.leases.synced.wait()
 
-    async def shutdown(self) -> None:
-        """Stop (idempotent); waits for a run started with :meth:`start`."""
-        self._stop.set()
-        task, self._task = self._task, None
-        if task is not None and task is not asyncio.current_task():
-            await asyncio.gather(task, return_exceptions=True)
-
-    def start(self) -> asyncio.Task[None]:
-        if self._task is None or self._task.done():
-            self._task = asyncio.create_task(self.run(), name="cluster-health")
-        return self._task
-
-    async def __aenter__(self) -> ClusterHealthMonitor:
-        task = self.start()
-        started = asyncio.ensure_future(self._started.wait())
-        await asyncio.wait({task, started}, return_when=asyncio.FIRST_COMPLETED)
-        if not started.done():
-            started.cancel()
-            await task
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.shutdown()
+    def ready(self) -> asyncio.Event:
+        return self._started
 
     async def reconcile(self, name: str) -> float | None:
         """Bring one cluster's Ready condition and taints in line; return when to look again."""

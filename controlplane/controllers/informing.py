@@ -9,7 +9,7 @@ differences as events, so handlers never miss a change, only coalesce some.
 Indexes (``add_index``) map a value computed from each object (the clusters a binding
 is placed on, the policy that claims it, the binding a Work belongs to) to the keys of
 the objects that have it, so controllers find "every binding on cluster X" without
-scanning. Controllers read from the cache and write through the ObjectStore.
+scanning. Controllers read from the cache and write through the ObjectClient.
 """
 
 from __future__ import annotations
@@ -19,9 +19,7 @@ import logging
 from collections.abc import Awaitable, Callable, Hashable, Iterable
 from typing import Any
 
-from controlplane.apiserver import errors
-from controlplane.apiserver.objects import ObjectStore, WatchEventType
-from controlplane.apiserver.resources import ResourceType
+from controlplane.objectclient import ObjectClient, ResourceType, WatchEventType, errors
 from controlplane.storage.interface import Gone, Unavailable
 
 log = logging.getLogger(__name__)
@@ -62,7 +60,7 @@ class _Index:
 class Informer:
     def __init__(
         self,
-        objects: ObjectStore,
+        objects: ObjectClient,
         rt: ResourceType,
         *,
         namespace: str | None = None,

@@ -1,6 +1,6 @@
-"""The controller manager: runs the hub's federation loop over one ObjectStore.
+"""The controller manager: runs the hub's federation loop over one ObjectClient.
 
-In: an :class:`ObjectStore` (in-process, no HTTP) and :class:`ControllerSettings`. Out:
+In: an :class:`ObjectClient` (in-process, no HTTP) and :class:`ControllerSettings`. Out:
 the detector, scheduler, binding, status, graceful eviction, dependencies (``propagateDeps``)
 and deletion controllers running, sharing one informer per kind.
 
@@ -16,14 +16,11 @@ except reservations, which the next capacity reports replace).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 from datetime import datetime
-from types import TracebackType
 from typing import Any
 
-from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.binding import BindingController
 from controlplane.controllers.context import ControllerContext, ControllerSettings, utc_now
 from controlplane.controllers.customizations import CustomizationsController
@@ -35,6 +32,8 @@ from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.status import StatusController
 from controlplane.controllers.workloads import WorkloadRef
 from controlplane.interpreter.registry import group_of
+from controlplane.lifecycle import Service
+from controlplane.objectclient import ObjectClient
 from controlplane.scheduler.controller import SchedulerController
 
 log = logging.getLogger(__name__)
@@ -42,22 +41,21 @@ log = logging.getLogger(__name__)
 IDLE_HORIZON = 1.0
 
 
-class ControllerManager:
+class ControllerManager(Service):
     """``async with ControllerManager(objects): ...`` or ``await manager.run()`` / ``shutdown()``."""
 
     def __init__(
         self,
-        objects: ObjectStore,
+        objects: ObjectClient,
         *,
         settings: ControllerSettings | None = None,
         clock: Callable[[], datetime] = utc_now,
     ) -> None:
+        super().__init__("controller-manager")
         self.objects = objects
         self.settings = settings or ControllerSettings()
         self._clock = clock
-        self._stop = asyncio.Event()
         self._started = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
         self.context: ControllerContext | None = None
         self.scheduler: SchedulerController | None = None
         self.evictions: GracefulEvictionController | None = None
@@ -124,19 +122,8 @@ class ControllerManager:
         self._started.clear()
         log.info("controllers stopped")
 
-    async def shutdown(self) -> None:
-        """Stop the controllers (idempotent); waits for a run started with ``start()``."""
-        self._stop.set()
-        task, self._task = self._task, None
-        if task is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-
-    def start(self) -> asyncio.Task[None]:
-        """Run in a background task (what ``async with`` does)."""
-        if self._task is None or self._task.done():
-            self._task = asyncio.create_task(self.run(), name="controller-manager")
-        return self._task
+    def ready(self) -> asyncio.Event:
+        return self._started
 
     def idle(self) -> bool:
         """No key is waiting, being reconciled, or due again within a second (a retry after a lost
@@ -156,17 +143,3 @@ class ControllerManager:
             else:
                 quiet_since = None
             await asyncio.sleep(0.01)
-
-    async def __aenter__(self) -> ControllerManager:
-        task = self.start()
-        started = asyncio.ensure_future(self._started.wait())
-        await asyncio.wait({task, started}, return_when=asyncio.FIRST_COMPLETED)
-        if not started.done():
-            started.cancel()
-            await task  # raises what stopped it
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.shutdown()

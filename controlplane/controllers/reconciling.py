@@ -21,8 +21,8 @@ import logging
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Generic, TypeVar
 
-from controlplane.apiserver import errors
 from controlplane.controllers.queueing import ShutDown, WorkQueue
+from controlplane.objectclient import errors
 from controlplane.storage.interface import StorageError
 
 log = logging.getLogger(__name__)

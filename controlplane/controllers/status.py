@@ -36,7 +36,6 @@ from typing import Any
 
 from controlplane.apis.events import EventType
 from controlplane.apis.work_v1alpha1 import BindingKey, ConditionType, WorkReason, binding_name
-from controlplane.apiserver.objects import WatchEventType
 from controlplane.controllers.context import INDEX_BINDING, ControllerContext
 from controlplane.controllers.customizations import INTERPRETED, RIC_API_VERSION, RIC_KIND
 from controlplane.controllers.events import EventReason, record_event
@@ -53,6 +52,7 @@ from controlplane.interpreter import interpreter_for, keep_finished
 from controlplane.interpreter.customized import CustomizedInterpreter, hook_of_reason
 from controlplane.interpreter.native import StatusInterpreter, status_interpreter_for
 from controlplane.interpreter.registry import customized_status_for, group_of
+from controlplane.objectclient import WatchEventType
 
 log = logging.getLogger(__name__)
 

@@ -27,9 +27,9 @@ from controlplane.apis.constants import (
 )
 from controlplane.apis.kube.defaults_batch import without_generated_selector
 from controlplane.apis.work_v1alpha1 import binding_name
-from controlplane.apiserver.resources import Registry, ResourceType
 from controlplane.interpreter import interpreter_for
 from controlplane.interpreter.shape import InvalidObject, malformed
+from controlplane.objectclient import Registry, ResourceType
 
 #: API groups whose kinds are the hub's own machinery and never propagate: gpufed's and
 #: Karmada's policy kinds, bindings, Works, clusters, reports, and Leases.

@@ -39,10 +39,10 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from types import TracebackType
 from typing import Any
 
 from controlplane.leader.fencing import FencedStore
+from controlplane.lifecycle import Service
 from controlplane.storage.etcd import EtcdStore
 from controlplane.storage.interface import AlreadyExists, EventType, KeyValue, NotFound, StorageError
 
@@ -77,8 +77,14 @@ def holder_of(value: bytes) -> str:
     return str(decoded.get("holderIdentity", "")) if isinstance(decoded, dict) else str(decoded)
 
 
-class LeaderElector:
-    """``await elector.run()`` (until ``shutdown()``), or ``async with LeaderElector(...)``."""
+class LeaderElector(Service):
+    """``await elector.run()`` (until ``shutdown()``), or ``async with LeaderElector(...)``.
+
+    ``shutdown()`` stops campaigning; a leader stops its work and resigns (others take over
+    at once).
+    """
+
+    shutdown_raises = False  # stopped in the hub's cleanup, which must go on
 
     def __init__(
         self,
@@ -92,6 +98,7 @@ class LeaderElector:
     ) -> None:
         if ttl < 2:
             raise ValueError(f"the leader lease TTL must be at least 2 seconds (etcd's minimum), got {ttl}")
+        super().__init__(f"leader-elector-{identity}")
         self.store = store
         self.identity = identity
         self.key = key
@@ -102,8 +109,6 @@ class LeaderElector:
         self._on_stopped = on_stopped_leading
         self._term: Term | None = None
         self._leader: str | None = None
-        self._stop = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
         self._changed = asyncio.Condition()
 
     # -- what others read ----------------------------------------------------------------
@@ -153,27 +158,6 @@ class LeaderElector:
             except StorageError as exc:
                 log.warning("leader election: etcd call failed: %s; retrying", exc)
                 await self._sleep(min(self.renew_interval, 1.0))
-
-    async def shutdown(self) -> None:
-        """Stop campaigning; a leader stops its work and resigns (others take over at once)."""
-        self._stop.set()
-        task, self._task = self._task, None
-        if task is not None and task is not asyncio.current_task():
-            await asyncio.gather(task, return_exceptions=True)
-
-    def start(self) -> asyncio.Task[None]:
-        if self._task is None or self._task.done():
-            self._task = asyncio.create_task(self.run(), name=f"leader-elector-{self.identity}")
-        return self._task
-
-    async def __aenter__(self) -> LeaderElector:
-        self.start()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.shutdown()
 
     # -- campaigning ---------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """The hub's waste accounting loop: sample the fleet every interval, account it, persist it.
 
-In: the hub's :class:`~controlplane.apiserver.objects.ObjectStore` (Clusters, ResourceBindings
+In: the hub's :class:`~controlplane.objectclient.ObjectClient` (Clusters, ResourceBindings
 and Works are read through it, as a client of the API would see them) and the raw
 :class:`~controlplane.storage.interface.Store` the rollups are kept in
 (:class:`~controlplane.reports.persistence.RollupStore`). Out: a live
@@ -33,12 +33,11 @@ import logging
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from controlplane.apis import constants as c
-from controlplane.apiserver import errors
-from controlplane.apiserver.objects import ObjectStore
+from controlplane.lifecycle import Service
+from controlplane.objectclient import ObjectClient, errors
 from controlplane.reports.accounting import Accumulator
 from controlplane.reports.classify import classify_fleet
 from controlplane.reports.fleet import FleetSample
@@ -69,16 +68,16 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-class WasteSampler:
+class WasteSampler(Service):
     """Samples the fleet every ``interval`` seconds into an accumulator kept in ``store``.
 
     ``async with WasteSampler(objects, store, interval=60):`` runs it in the background, or
-    ``await sampler.run()`` / ``sampler.shutdown()``.
+    ``await sampler.run()`` / ``sampler.request_stop()`` (it returns after the current pass).
     """
 
     def __init__(
         self,
-        objects: ObjectStore,
+        objects: ObjectClient,
         store: Store,
         *,
         interval: float = DEFAULT_INTERVAL,
@@ -91,6 +90,7 @@ class WasteSampler:
     ) -> None:
         if interval <= 0:
             raise ValueError("the waste sample interval must be positive")
+        super().__init__("waste-sampler")
         self._objects = objects
         self._store = store
         self.interval = interval
@@ -106,8 +106,6 @@ class WasteSampler:
         self._work_type = registry.require(_API_VERSION_WORK, "Work")
         self._accumulator: Accumulator | None = None
         self._rollups: RollupStore | None = None
-        self._stop = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
         self.samples_taken = 0
         self.last_sample: FleetSample | None = None
 
@@ -117,22 +115,6 @@ class WasteSampler:
     def accumulator(self) -> Accumulator | None:
         """The live accumulator while :meth:`run` runs (after the restore); else None."""
         return self._accumulator
-
-    async def __aenter__(self) -> WasteSampler:
-        self._task = asyncio.create_task(self.run(), name="waste-sampler")
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.shutdown()
-        if self._task is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-
-    def shutdown(self) -> None:
-        """Ask :meth:`run` to return after the current pass; safe to call any number of times."""
-        self._stop.set()
 
     async def run(self, *, store: Store | None = None) -> None:
         """Restore the rollups, then sample every ``interval`` until :meth:`shutdown`.

@@ -56,11 +56,11 @@ import ssl
 import subprocess
 import time
 from pathlib import Path
-from types import TracebackType
 
 import aiohttp
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
+from controlplane.lifecycle import Lifecycle
 from controlplane.pki import ensure_certificate, load_or_create_ca
 from controlplane.processes import dying_with_parent
 from controlplane.storage.connecting import EtcdClientTls
@@ -138,7 +138,7 @@ def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
     return "\n".join(text.splitlines()[-lines:]) or "(empty log)"
 
 
-class EmbeddedEtcd:
+class EmbeddedEtcd(Lifecycle):
     """One etcd member on this machine; ``async with`` starts and stops it."""
 
     def __init__(
@@ -242,17 +242,7 @@ class EmbeddedEtcd:
         await self._terminate()
         self._client_url = None
 
-    async def __aenter__(self) -> EmbeddedEtcd:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.stop()
+    shutdown = stop
 
     # -- internals -----------------------------------------------------------------
 

@@ -28,6 +28,7 @@ from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from itertools import islice
 
+from controlplane.lifecycle import Lifecycle
 from controlplane.storage.interface import (
     AlreadyExists,
     Conflict,
@@ -76,7 +77,7 @@ class _Watcher:
         return True
 
 
-class MemoryStore:
+class MemoryStore(Lifecycle):
     """In-memory store with etcd's revision, compaction and watch semantics."""
 
     def __init__(
@@ -290,11 +291,7 @@ class MemoryStore:
             watcher.wakeup.set()
         self._watchers.clear()
 
-    async def __aenter__(self) -> MemoryStore:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
+    shutdown = close
 
     # -- internals -----------------------------------------------------------------
 

@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
         agent = Agent(config)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, agent.shutdown)
+            loop.add_signal_handler(sig, agent.request_stop)
         await agent.run()
 
     try:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from controlplane.apis.pods import Taint, node_selector_matches
+from controlplane.apis.pods import FrozenTaint, node_selector_matches
 from simulator.scheduling.model import TAINT_UNSCHEDULABLE, FilterReason, NodeState, PodRequest
 
 _MIN_FEASIBLE_NODES: Final = 100
@@ -32,7 +32,7 @@ def adaptive_nodes_to_find(node_count: int, percentage: int = 0) -> int:
 def static_reason(pod: PodRequest, node: NodeState) -> str | None:
     """The first usage-independent filter that rejects ``node``, in kube's plugin order."""
     if node.unschedulable and not any(
-        t.tolerates(Taint(TAINT_UNSCHEDULABLE, "", "NoSchedule")) for t in pod.tolerations
+        t.tolerates(FrozenTaint(TAINT_UNSCHEDULABLE, "", "NoSchedule")) for t in pod.tolerations
     ):
         return FilterReason.UNSCHEDULABLE.value
     for taint in node.taints:

@@ -2,7 +2,7 @@
 
 In: nothing but values; out: the frozen :class:`PodRequest` (a pod as the scheduler
 needs it), :class:`NodeState` (a node's static facts plus what is requested on it),
-:class:`Requirement` (node selector terms; :class:`Taint` / :class:`Toleration` and the
+:class:`Requirement` (node selector terms; :class:`FrozenTaint` / :class:`Toleration` and the
 matching rules are :mod:`controlplane.apis.pods`),
 :class:`Allocation`, :class:`Binding`, :class:`Unschedulable` and :class:`ScheduleResult`
 (what one scheduling pass decided), :class:`Scoring` (how feasible nodes are ranked) and
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final
 
-from controlplane.apis.pods import Taint, Toleration, requirement_matches
+from controlplane.apis.pods import FrozenTaint, Toleration, requirement_matches
 from simulator.devices import Device, NodeInventory
 
 #: Pod-group label (scheduler-plugins coscheduling) and the simulator's min-member annotation.
@@ -132,7 +132,7 @@ class NodeState:
 
     name: str
     labels: Mapping[str, str]
-    taints: tuple[Taint, ...]
+    taints: tuple[FrozenTaint, ...]
     unschedulable: bool
     allocatable: dict[str, int]
     requested: dict[str, int] = field(default_factory=dict)

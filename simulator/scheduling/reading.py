@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from controlplane.apis.gpus import is_nvidia_resource
-from controlplane.apis.pods import Taint, Toleration, pod_requests
+from controlplane.apis.pods import FrozenTaint, Toleration, pod_requests
 from controlplane.apis.quantity import QuantityError, to_int
 from simulator.devices import NodeInventory
 from simulator.scheduling.model import (
@@ -112,7 +112,7 @@ def node_state(node: Mapping[str, Any], inventory: NodeInventory | None = None) 
     spec = node.get("spec") or {}
     status = node.get("status") or {}
     taints = [
-        Taint(t["key"], t.get("value") or "", t["effect"])
+        FrozenTaint(t["key"], t.get("value") or "", t["effect"])
         for t in spec.get("taints") or []
         if t.get("effect") in ("NoSchedule", "NoExecute", "PreferNoSchedule")
     ]
@@ -120,7 +120,7 @@ def node_state(node: Mapping[str, Any], inventory: NodeInventory | None = None) 
         c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or []
     )
     if not ready and not any(t.key == TAINT_NOT_READY for t in taints):
-        taints.append(Taint(TAINT_NOT_READY, "", "NoSchedule"))
+        taints.append(FrozenTaint(TAINT_NOT_READY, "", "NoSchedule"))
     allocatable = {name: to_int(name, qty) for name, qty in (status.get("allocatable") or {}).items()}
     state = NodeState(
         name=meta["name"],

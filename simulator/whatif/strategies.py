@@ -2,7 +2,7 @@
 
 * **gpufed** -- the hub's real scheduler: for every arriving job the members' current
   ``Cluster`` reports become :class:`~controlplane.scheduler.core.snapshot.ClusterSnapshot`
-  objects, :func:`controlplane.scheduler.core.scheduling.schedule` chooses the cluster under
+  objects, :func:`controlplane.scheduler.core.deciding.schedule` chooses the cluster under
   the PropagationPolicy's placement (default: Divided, TieredOverflow: cheapest tier first),
   and the member's scheduler picks the node. When the member cannot place the pod (the hub's
   shape-level estimate was optimistic), the job is rescheduled without that cluster, as the
@@ -43,8 +43,8 @@ from controlplane.interpreter.requirements import (
     ReplicaRequirements,
 )
 from controlplane.scheduler.core.cache import SchedulerCache
+from controlplane.scheduler.core.deciding import schedule
 from controlplane.scheduler.core.framework import BindingRequest
-from controlplane.scheduler.core.scheduling import schedule
 from policies.division import divide_by_dynamic_weights
 from policies.models import Placement
 from simulator.profile import ClusterProfile

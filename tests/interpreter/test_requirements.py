@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from controlplane.apis.pods import Taint, Toleration, untolerated
+from controlplane.apis.pods import FrozenTaint, Toleration, untolerated
 from controlplane.interpreter.requirements import NodeSelectorRequirement, ReplicaRequirements, requirements
 
 GI = 2**30
@@ -133,23 +133,23 @@ def test_node_selector_operators(
 @pytest.mark.parametrize(
     ("toleration", "taint", "tolerated"),
     [
-        (Toleration(key="gpu", operator="Exists"), Taint("gpu", "x", "NoSchedule"), True),
-        (Toleration(key="gpu", value="x"), Taint("gpu", "x", "NoExecute"), True),
-        (Toleration(key="gpu", value="y"), Taint("gpu", "x", "NoSchedule"), False),
+        (Toleration(key="gpu", operator="Exists"), FrozenTaint("gpu", "x", "NoSchedule"), True),
+        (Toleration(key="gpu", value="x"), FrozenTaint("gpu", "x", "NoExecute"), True),
+        (Toleration(key="gpu", value="y"), FrozenTaint("gpu", "x", "NoSchedule"), False),
         (
             Toleration(key="gpu", operator="Exists", effect="NoExecute"),
-            Taint("gpu", "x", "NoSchedule"),
+            FrozenTaint("gpu", "x", "NoSchedule"),
             False,
         ),
-        (Toleration(operator="Exists"), Taint("anything", "", "NoSchedule"), True),
+        (Toleration(operator="Exists"), FrozenTaint("anything", "", "NoSchedule"), True),
     ],
 )
-def test_tolerations(toleration: Toleration, taint: Taint, tolerated: bool) -> None:
+def test_tolerations(toleration: Toleration, taint: FrozenTaint, tolerated: bool) -> None:
     assert (untolerated([taint], [toleration]) == ()) is tolerated
 
 
 def test_prefer_no_schedule_never_blocks() -> None:
-    assert untolerated([Taint("spot", "", "PreferNoSchedule")], []) == ()
+    assert untolerated([FrozenTaint("spot", "", "PreferNoSchedule")], []) == ()
 
 
 def test_with_gpu_shape_swaps_only_gpu_resources() -> None:

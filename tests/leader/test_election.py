@@ -37,7 +37,7 @@ class Replica:
         self.stops += 1
 
     def start(self) -> None:
-        self.task = self.elector.start()
+        self.task = self.elector.spawn()
 
     async def crash(self) -> None:
         """Stop as a killed process would: no resignation, the lease is left to expire."""
@@ -145,7 +145,7 @@ async def test_failing_to_start_the_leaders_work_resigns(stores: Callable[[], Aw
 
     store = await stores()
     elector = LeaderElector(store, "a", ttl=TTL, on_started_leading=broken, on_stopped_leading=stopped)
-    elector.start()
+    elector.spawn()
     await eventually(lambda: failures >= 2, what="the elector to retry after resigning")
     await elector.shutdown()
     assert not elector.is_leader

@@ -30,13 +30,13 @@ from controlplane.interpreter.base import Component
 from controlplane.interpreter.requirements import ReplicaRequirements
 from controlplane.scheduler.core import reservations as reservations_module
 from controlplane.scheduler.core.cache import SchedulerCache
+from controlplane.scheduler.core.deciding import reserve_decision, schedule
 from controlplane.scheduler.core.dividing import _divide_tiered
 from controlplane.scheduler.core.estimating import Estimate
 from controlplane.scheduler.core.estimator import estimate_max_replicas
 from controlplane.scheduler.core.framework import BindingRequest, CycleState, Feasibility, GpuShape
 from controlplane.scheduler.core.outcome import ScheduleResult
 from controlplane.scheduler.core.reservations import Demand, Reservation, Reservations
-from controlplane.scheduler.core.scheduling import reserve_decision, schedule
 from controlplane.scheduler.core.snapshot import ClusterSnapshot, NodeShape, SnapshotMemo
 from policies.division import TierCandidate, divide_tiered_overflow
 from policies.models import Placement

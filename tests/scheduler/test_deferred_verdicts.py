@@ -23,11 +23,11 @@ import pytest
 
 from controlplane.interpreter.requirements import ReplicaRequirements
 from controlplane.scheduler.core.cache import SchedulerCache
+from controlplane.scheduler.core.deciding import reserve_decision, schedule
 from controlplane.scheduler.core.explanation import ClusterExplanation, cluster_explanation
 from controlplane.scheduler.core.framework import BindingRequest, CycleState, Profile, Status
 from controlplane.scheduler.core.plugins import DEFAULT_PROFILE, GpuFeasibility
 from controlplane.scheduler.core.reservations import Demand, Reservation, Reservations
-from controlplane.scheduler.core.scheduling import reserve_decision, schedule
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 from policies.models import Placement
 

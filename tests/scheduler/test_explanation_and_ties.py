@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from controlplane.interpreter.requirements import ReplicaRequirements
+from controlplane.scheduler.core.deciding import schedule
 from controlplane.scheduler.core.framework import BindingRequest
-from controlplane.scheduler.core.scheduling import schedule
 from policies.division import divide_aggregated
 from policies.models import Placement
 

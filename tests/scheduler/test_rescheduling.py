@@ -12,6 +12,7 @@ import pytest
 from controlplane.apis.work_v1alpha1 import ScheduledReason
 from controlplane.interpreter.base import Component
 from controlplane.interpreter.requirements import ReplicaRequirements
+from controlplane.scheduler.core.deciding import schedule
 from controlplane.scheduler.core.framework import BindingRequest
 from controlplane.scheduler.core.neverfit import capacity_facts, never_fit_result
 from controlplane.scheduler.core.outcome import ScheduleResult
@@ -21,7 +22,6 @@ from controlplane.scheduler.core.rescheduling import (
     placement_broken,
 )
 from controlplane.scheduler.core.reservations import Reservations
-from controlplane.scheduler.core.scheduling import schedule
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 from policies.models import Placement
 

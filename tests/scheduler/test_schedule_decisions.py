@@ -11,10 +11,10 @@ import pytest
 from controlplane.apis.work_v1alpha1 import ResourceBinding, ScheduledReason
 from controlplane.interpreter.base import Component
 from controlplane.interpreter.requirements import ReplicaRequirements
+from controlplane.scheduler.core.deciding import reserve_decision, schedule
 from controlplane.scheduler.core.framework import BindingRequest, GpuShape
 from controlplane.scheduler.core.outcome import ScheduleResult
 from controlplane.scheduler.core.reservations import Reservations
-from controlplane.scheduler.core.scheduling import reserve_decision, schedule
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 from policies.models import GpuShapeAlternative, Placement
 

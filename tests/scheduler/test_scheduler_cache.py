@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 from controlplane.interpreter.requirements import ReplicaRequirements
 from controlplane.scheduler.core.cache import BoundedMemo, SchedulerCache
+from controlplane.scheduler.core.deciding import schedule
 from controlplane.scheduler.core.framework import BindingRequest
-from controlplane.scheduler.core.scheduling import schedule
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 from policies.models import Placement
 

@@ -18,10 +18,10 @@ from controlplane.apis.pods import Toleration
 from controlplane.apis.work_v1alpha1 import ResourceBinding, ScheduledReason
 from controlplane.interpreter.base import Component
 from controlplane.interpreter.requirements import ReplicaRequirements
+from controlplane.scheduler.core.deciding import schedule
 from controlplane.scheduler.core.estimator import can_ever_run
 from controlplane.scheduler.core.framework import BindingRequest, GpuShape
 from controlplane.scheduler.core.outcome import ScheduleResult
-from controlplane.scheduler.core.scheduling import schedule
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 from policies.models import GpuShapeAlternative, Placement
 

@@ -20,8 +20,8 @@ from controlplane.apiserver.objects.reading import decode, get_kv, store_call, s
 from controlplane.apiserver.objects.values import (
     DeleteOptions,
     DeleteResult,
+    DeletionPropagation,
     Preconditions,
-    PropagationPolicy,
 )
 from controlplane.apiserver.objects.writing import PATCH_RETRIES, LostRace
 from controlplane.apiserver.resources import Registry, ResourceType
@@ -49,7 +49,7 @@ class Deleter:
     ) -> DeleteResult:
         """Delete now, or (with finalizers) mark with ``deletionTimestamp`` and keep."""
         propagation_policy, dry_run = options.propagation_policy, options.dry_run
-        if propagation_policy and propagation_policy not in {p.value for p in PropagationPolicy}:
+        if propagation_policy and propagation_policy not in {p.value for p in DeletionPropagation}:
             raise errors.BadRequest(
                 f'propagationPolicy: Unsupported value: "{propagation_policy}": supported values: '
                 '"Background", "Foreground", "Orphan"'

@@ -41,7 +41,9 @@ class WatchEventType(StrEnum):
     ERROR = "ERROR"
 
 
-class PropagationPolicy(StrEnum):
+class DeletionPropagation(StrEnum):
+    """metav1.DeletionPropagation: how a delete treats the object's dependents (``propagationPolicy``)."""
+
     BACKGROUND = "Background"
     FOREGROUND = "Foreground"
     ORPHAN = "Orphan"

@@ -45,7 +45,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from controlplane.apis.work_v1alpha1 import BindingKey, ConditionType, ResourceBinding, ScheduledReason
-from controlplane.apiserver.objects import WatchEventType
 from controlplane.controllers.attachments import is_attached
 from controlplane.controllers.context import INDEX_CLUSTER, ControllerContext, policy_ref_of_binding
 from controlplane.controllers.detecting import binding_priority
@@ -55,6 +54,7 @@ from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.workloads import find_condition, is_deleting
 from controlplane.controllers.works import binding_key_of_work, cluster_of_namespace
 from controlplane.metrics import observe_scheduling_latency
+from controlplane.objectclient import WatchEventType
 from controlplane.scheduler.controller.evictions import FailoverEvictions, with_default_tolerations
 from controlplane.scheduler.controller.finished import finished_phase
 from controlplane.scheduler.controller.moves import UnschedulableMoves
@@ -77,6 +77,7 @@ from controlplane.scheduler.controller.writing import (
     write_waiting,
 )
 from controlplane.scheduler.core.cache import SchedulerCache
+from controlplane.scheduler.core.deciding import schedule
 from controlplane.scheduler.core.framework import BindingRequest
 from controlplane.scheduler.core.neverfit import capacity_facts, never_fit_result, never_fits
 from controlplane.scheduler.core.outcome import ScheduleResult
@@ -85,7 +86,6 @@ from controlplane.scheduler.core.rescheduling import (
     decide_with_moves,
     placement_broken,
 )
-from controlplane.scheduler.core.scheduling import schedule
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 
 log = logging.getLogger(__name__)

@@ -46,10 +46,10 @@ from controlplane.scheduler.controller.reading import (
     transition_time,
     unschedulable_pods,
 )
+from controlplane.scheduler.core.deciding import reserve_decision
 from controlplane.scheduler.core.framework import BindingRequest, GpuShape
 from controlplane.scheduler.core.outcome import ScheduleResult
 from controlplane.scheduler.core.reservations import Demand, Reservations
-from controlplane.scheduler.core.scheduling import reserve_decision
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 
 

@@ -35,10 +35,10 @@ from controlplane.scheduler.controller.explaining import (
 from controlplane.scheduler.controller.recording import record_decision, record_evictions, record_rescheduled
 from controlplane.scheduler.controller.reserving import ReservationKeeper
 from controlplane.scheduler.core.cache import SchedulerCache
+from controlplane.scheduler.core.deciding import schedule
 from controlplane.scheduler.core.framework import BindingRequest
 from controlplane.scheduler.core.outcome import ScheduledCondition, ScheduleResult
 from controlplane.scheduler.core.reservations import Reservations
-from controlplane.scheduler.core.scheduling import schedule
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 
 

@@ -6,6 +6,7 @@ scheduler controller reads and writes the objects around it.
 """
 
 from controlplane.scheduler.core.cache import SchedulerCache
+from controlplane.scheduler.core.deciding import reserve_decision, schedule
 from controlplane.scheduler.core.estimating import Estimate
 from controlplane.scheduler.core.estimator import estimate_max_replicas
 from controlplane.scheduler.core.explanation import ClusterExplanation
@@ -13,7 +14,6 @@ from controlplane.scheduler.core.framework import BindingRequest, GpuShape
 from controlplane.scheduler.core.gangs import fits_gang
 from controlplane.scheduler.core.outcome import ScheduledCondition, ScheduleResult
 from controlplane.scheduler.core.reservations import Demand, Reservation, Reservations
-from controlplane.scheduler.core.scheduling import reserve_decision, schedule
 from controlplane.scheduler.core.snapshot import ClusterSnapshot, NodeShape
 
 __all__ = [

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 from controlplane.apis.gpus import is_gpu_resource
-from controlplane.apis.pods import Taint, untolerated
+from controlplane.apis.pods import FrozenTaint, untolerated
 from controlplane.apis.quantity import format_quantity
 from controlplane.interpreter.requirements import RESOURCE_PODS, ReplicaRequirements
 from controlplane.scheduler.core.snapshot import ClusterSnapshot, NodeShape, ReportChange
@@ -288,7 +288,7 @@ def explain_shapes(shapes: Sequence[NodeShape], req: ReplicaRequirements) -> tup
         return ("0/0 nodes are available: the cluster reports no Ready, schedulable nodes",)
     wants_gpu = any(is_gpu_resource(name) for name, _ in req.resources)
     selector_misses = affinity_misses = invalid_mig = 0
-    taint_misses: dict[Taint, int] = {}
+    taint_misses: dict[FrozenTaint, int] = {}
     invalid_products: set[str] = set()
     # resource -> [nodes short of it, largest free on one node, free in total]
     short: dict[str, list[int]] = {}

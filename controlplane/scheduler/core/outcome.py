@@ -1,6 +1,6 @@
 """What one scheduling decision produced: clusters and replicas, the condition, and why.
 
-:class:`ScheduleResult` holds the decision :func:`~controlplane.scheduler.core.scheduling.schedule`
+:class:`ScheduleResult` holds the decision :func:`~controlplane.scheduler.core.deciding.schedule`
 took and its ``Scheduled`` condition (:class:`ScheduledCondition`); its per-cluster
 explanation (chosen or not, and why) is built when first read, from values fixed at
 decision time, so decisions whose explanation is never read do not pay for it.

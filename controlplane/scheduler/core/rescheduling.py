@@ -20,10 +20,10 @@ from dataclasses import replace
 from datetime import datetime
 
 from controlplane.scheduler.core.cache import SchedulerCache
+from controlplane.scheduler.core.deciding import schedule
 from controlplane.scheduler.core.framework import BindingRequest
 from controlplane.scheduler.core.outcome import ScheduleResult
 from controlplane.scheduler.core.reservations import Reservations
-from controlplane.scheduler.core.scheduling import schedule
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 from policies.affinity import cluster_matches_affinity
 

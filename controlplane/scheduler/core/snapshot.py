@@ -34,9 +34,8 @@ from pydantic import BaseModel
 
 from controlplane.apis.constants import LABEL_GPU_PRODUCT
 from controlplane.apis.gpus import is_mig_invalid_product
-from controlplane.apis.meta import Taint as ApiTaint
-from controlplane.apis.meta import parse_time
-from controlplane.apis.pods import Taint
+from controlplane.apis.meta import Taint, parse_time
+from controlplane.apis.pods import FrozenTaint
 from controlplane.scheduler.core.cache import SchedulerCache
 from policies.affinity import ClusterView
 
@@ -66,7 +65,7 @@ class NodeShape:
 
     count: int
     labels: Mapping[str, str]
-    taints: tuple[Taint, ...]
+    taints: tuple[FrozenTaint, ...]
     free: Mapping[str, int]
     allocatable: Mapping[str, int]
     gpu: GpuInfo | None = None
@@ -110,7 +109,7 @@ class NodeShape:
         shape = cls(
             count=int(raw.get("count") or 1),
             labels={str(k): str(v) for k, v in (raw.get("labels") or {}).items()},
-            taints=tuple(Taint.from_dict(t) for t in raw.get("taints") or ()),
+            taints=tuple(FrozenTaint.from_dict(t) for t in raw.get("taints") or ()),
             free={str(k): int(v) for k, v in (raw.get("free") or {}).items()},
             allocatable={str(k): int(v) for k, v in (raw.get("allocatable") or {}).items()},
             gpu=gpu,
@@ -206,7 +205,7 @@ class ClusterSnapshot:
     tier: int = 0
     labels: Mapping[str, str] = field(default_factory=dict)
     pricing: Mapping[str, float] = field(default_factory=dict)
-    taints: tuple[Taint, ...] = ()
+    taints: tuple[FrozenTaint, ...] = ()
     unschedulable: bool = False
     ready: bool = True
     report_time: datetime | None = None
@@ -260,7 +259,7 @@ class ClusterSnapshot:
             zone=self.zone,
             tier=self.tier,
             taints=tuple(
-                ApiTaint.model_validate({"key": t.key, "value": t.value or None, "effect": t.effect})
+                Taint.model_validate({"key": t.key, "value": t.value or None, "effect": t.effect})
                 for t in self.taints
             ),
             unschedulable=self.unschedulable,
@@ -323,7 +322,7 @@ class ClusterSnapshot:
             tier=int(tier) if tier is not None else (0 if provider == PROVIDER_ONPREM else 1),
             labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
             pricing={str(k): float(v) for k, v in (spec.get("pricing") or {}).items()},
-            taints=tuple(Taint.from_dict(t) for t in spec.get("taints") or ()),
+            taints=tuple(FrozenTaint.from_dict(t) for t in spec.get("taints") or ()),
             unschedulable=bool(spec.get("unschedulable")),
             ready=ready,
             report_time=parse_time(report) if report else None,

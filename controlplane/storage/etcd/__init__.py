@@ -56,12 +56,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any
 
 from aetcd import rpc
 from aetcd.utils import prefix_range_end
 
+from controlplane.lifecycle import Lifecycle
 from controlplane.storage.connecting import EtcdClientTls
 from controlplane.storage.etcd.calls import DEFAULT_MAX_RESPONSE_BYTES, EtcdCalls
 from controlplane.storage.etcd.watching import compacted_revision, key_value, watch_range
@@ -99,7 +99,7 @@ class WriteGuard:
     create_revision: int
 
 
-class EtcdStore:
+class EtcdStore(Lifecycle):
     """A :class:`Store` on an etcd cluster; use ``async with`` or ``connect()``/``close()``."""
 
     def __init__(
@@ -142,17 +142,9 @@ class EtcdStore:
         """End every watch and close the channels. Idempotent."""
         await self._calls.close()
 
-    async def __aenter__(self) -> EtcdStore:
-        await self.connect()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.close()
+    #: ``async with`` connects, and closes on the way out.
+    start = connect
+    shutdown = close
 
     # -- reads ---------------------------------------------------------------------
 

@@ -1,0 +1,85 @@
+"""The object client: what every in-process consumer of the hub's (or a simulated member's)
+objects calls — controllers, the scheduler controller, the waste sampler, the simulator.
+
+:class:`ObjectClient` is the typed protocol of those calls (get, list, create, update,
+update_status, delete, watch and the registry of kinds served); the values they take and
+return are re-exported here, and the error types they raise are in :mod:`.errors`. The API
+server's :class:`~controlplane.apiserver.objects.ObjectStore` implements it; only the
+composition roots (``controlplane.hub``, the simulator's server, tests) build one. Consumers
+import from this package only, never from ``controlplane.apiserver`` (an import contract in
+pyproject.toml holds that), so the object layer can change behind it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any, Protocol, Unpack
+
+from controlplane.apiserver.crd.registry import DynamicRegistry
+from controlplane.apiserver.objects.values import (
+    DeleteResult,
+    FieldSelectorArg,
+    LabelSelectorArg,
+    ListArgs,
+    ObjectEvent,
+    ObjectList,
+    Preconditions,
+    WatchEventType,
+    WriteArgs,
+    utc_now,
+)
+from controlplane.apiserver.resources import Registry, ResourceType
+
+__all__ = [
+    "DeleteResult",
+    "DynamicRegistry",
+    "ListArgs",
+    "ObjectClient",
+    "ObjectEvent",
+    "ObjectList",
+    "Preconditions",
+    "Registry",
+    "ResourceType",
+    "WatchEventType",
+    "WriteArgs",
+    "utc_now",
+]
+
+
+class ObjectClient(Protocol):
+    """Kubernetes object semantics for the kinds in :attr:`registry`, in process (no HTTP).
+
+    Calls take and return object dicts; they raise the :mod:`.errors` tree (NotFound,
+    Conflict, AlreadyExists, ...) exactly as the API server answers them over HTTP.
+    """
+
+    @property
+    def registry(self) -> Registry: ...
+
+    async def get(self, rt: ResourceType, *, namespace: str | None = None, name: str) -> dict[str, Any]: ...
+
+    async def list(
+        self, rt: ResourceType, *, namespace: str | None = None, **options: Unpack[ListArgs]
+    ) -> ObjectList: ...
+
+    async def create(
+        self, rt: ResourceType, obj: dict[str, Any], *, namespace: str | None = None, **options: Unpack[WriteArgs]
+    ) -> dict[str, Any]: ...
+
+    async def update(
+        self, rt: ResourceType, obj: dict[str, Any], *, namespace: str | None = None, name: str | None = None,
+        subresource: str | None = None, **options: Unpack[WriteArgs],
+    ) -> dict[str, Any]: ...
+
+    async def update_status(self, rt: ResourceType, obj: dict[str, Any], **kwargs: Any) -> dict[str, Any]: ...
+
+    async def delete(
+        self, rt: ResourceType, *, namespace: str | None = None, name: str, preconditions: Preconditions | None = None,
+        propagation_policy: str | None = None, dry_run: bool = False,
+    ) -> DeleteResult: ...
+
+    def watch(
+        self, rt: ResourceType, *, namespace: str | None = None, label_selector: LabelSelectorArg = None,
+        field_selector: FieldSelectorArg = None, resource_version: str | None = None,
+        bookmark_interval: float | None = None,
+    ) -> AsyncIterator[ObjectEvent]: ...
