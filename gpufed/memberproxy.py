@@ -91,6 +91,16 @@ async def resolve(hub: HubClient, cluster: str | None, word: str) -> Resource:
     raise HubError(f'the server doesn\'t have a resource type "{word}" ({where})')
 
 
+async def cluster_utilization(hub: HubClient, cluster: str) -> Any:
+    """The DCGM data cluster's agent last reported (``Cluster.status.utilization``; None when the
+    hub has none or the caller may not read the Cluster): which pod holds which GPU device."""
+    try:
+        found = await hub.get_or_none(f"{CLUSTERS_PATH}/{cluster}")
+    except HubError:
+        return None
+    return ((found or {}).get("status") or {}).get("utilization")
+
+
 async def workload_clusters(hub: HubClient, namespace: str, kind: str, name: str) -> list[str]:
     """The clusters the hub's Works carry workload ``namespace/kind/name`` to."""
     works = (await hub.request("GET", WORKS_PATH))["items"]

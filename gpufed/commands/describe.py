@@ -30,7 +30,7 @@ from controlplane.apis.podview import (
 )
 from gpufed.commands.events import about, collect, timeline
 from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
-from gpufed.memberproxy import CLUSTERS_PATH, clusters, proxy_path, resolve
+from gpufed.memberproxy import cluster_utilization, clusters, proxy_path, resolve
 
 BINDING_PATH = "/apis/work.gpufed.io/v1alpha1/namespaces/{namespace}/resourcebindings/{name}"
 POD_WORDS = ("pod", "pods", "po")
@@ -128,25 +128,15 @@ def _resources(values: Mapping[str, Any] | None) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted((values or {}).items())) or "<none>"
 
 
-async def _optional(hub: HubClient, path: str) -> dict[str, Any] | None:
-    try:
-        found = await hub.request("GET", path)
-    except HubError as exc:
-        if exc.status == 404:
-            return None
-        raise
-    return found if isinstance(found, dict) else None
-
-
 async def _describe_pod(hub: HubClient, name: str, namespace: str, candidates: list[str]) -> list[str]:
     path = f"/api/v1/namespaces/{namespace}/pods/{name}"
-    answers = await asyncio.gather(*(_optional(hub, proxy_path(c, path)) for c in candidates), return_exceptions=True)
+    answers = await asyncio.gather(*(hub.get_or_none(proxy_path(c, path)) for c in candidates), return_exceptions=True)
     found = [(cluster, pod) for cluster, pod in zip(candidates, answers, strict=True) if isinstance(pod, dict)]
     if not found:
         raise HubError(f'pods "{name}" not found in namespace "{namespace}" on {", ".join(candidates) or "no cluster"}')
     out: list[str] = []
     for cluster, pod in found:
-        utilization = ((await _optional(hub, f"{CLUSTERS_PATH}/{cluster}") or {}).get("status") or {}).get("utilization")
+        utilization = await cluster_utilization(hub, cluster)
         listing = await hub.request("GET", proxy_path(cluster, f"/api/v1/namespaces/{namespace}/events"))
         events = [(cluster, e) for e in listing.get("items") or [] if about(e, "Pod", name, {name})]
         out += [*([""] if out else []), *render_pod(cluster, pod, devices_by_pod(utilization).get((namespace, name), []), events)]
@@ -166,16 +156,16 @@ async def describe(args: argparse.Namespace) -> list[str]:
         return await _describe_pod(hub, name, namespace, candidates)
     resource = await resolve(hub, None, kind_word)
     object_path = resource.collection(namespace) + f"/{name}"
-    workload = await _optional(hub, object_path)
+    workload = await hub.get_or_none(object_path)
     if workload is None:
         raise HubError(f'{resource.plural} "{name}" not found in namespace "{namespace}" on the hub')
     binding_path = BINDING_PATH.format(namespace=namespace, name=binding_name(name, resource.kind))
-    binding = await _optional(hub, binding_path)
+    binding = await hub.get_or_none(binding_path)
     lines = render_hub(workload, binding)
     placed = {str(c.get("name")) for c in ((binding or {}).get("spec") or {}).get("clusters") or []}
     for cluster in (c for c in candidates if c in placed):
         try:
-            member = await _optional(hub, proxy_path(cluster, object_path))
+            member = await hub.get_or_none(proxy_path(cluster, object_path))
             lines += render_member(cluster, member, None)
         except HubError as exc:
             lines += render_member(cluster, None, str(exc))

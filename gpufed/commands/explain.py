@@ -63,16 +63,6 @@ def parse_target(target: str) -> tuple[str, str]:
     return kind, name
 
 
-async def _get(client: HubClient, path: str) -> dict[str, Any] | None:
-    try:
-        found = await client.request("GET", path)
-    except HubError as exc:
-        if exc.status == 404:
-            return None
-        raise
-    return found if isinstance(found, dict) else None
-
-
 async def _run(args: argparse.Namespace) -> str:
     from controlplane.apis.work_v1alpha1 import binding_name
 
@@ -80,11 +70,11 @@ async def _run(args: argparse.Namespace) -> str:
     api_version, kind, plural = resolve_kind(kind_text)
     base = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
     client = HubClient.from_kubeconfig(args.kubeconfig)
-    workload = await _get(client, f"{base}/namespaces/{args.namespace}/{plural}/{name}")
+    workload = await client.get_or_none(f"{base}/namespaces/{args.namespace}/{plural}/{name}")
     if workload is None:
         raise ValueError(f'{plural} "{name}" not found in namespace {args.namespace}')
     path = BINDINGS_PATH.format(namespace=args.namespace, name=binding_name(name, kind))
-    binding = await _get(client, path)
+    binding = await client.get_or_none(path)
     text = render_explanation(workload, binding)
     if binding is None:
         return text

@@ -25,7 +25,7 @@ from controlplane.apis.podview import GpuDevice, align, devices_by_pod, percent
 from controlplane.apis.quantity import parse_quantity
 from controlplane.apis.utilization import expand_utilization
 from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
-from gpufed.memberproxy import CLUSTERS_PATH, clusters, proxy_path
+from gpufed.memberproxy import cluster_utilization, clusters, proxy_path
 
 METRICS = "/apis/metrics.k8s.io/v1beta1"
 
@@ -94,19 +94,11 @@ def node_table(answers: Sequence[tuple[str, Mapping[str, Any], Mapping[str, Mapp
     return align(rows) if len(rows) > 1 else []
 
 
-async def _utilization(hub: HubClient, cluster: str) -> Any:
-    try:
-        found = await hub.request("GET", f"{CLUSTERS_PATH}/{cluster}")
-    except HubError:
-        return None
-    return (found.get("status") or {}).get("utilization") if isinstance(found, dict) else None
-
-
 async def _pods(hub: HubClient, cluster: str, args: argparse.Namespace) -> Any:
     where = "" if args.all_namespaces else f"/namespaces/{args.namespace}"
     params = {"labelSelector": args.selector} if args.selector else None
     listing = await hub.request("GET", proxy_path(cluster, f"{METRICS}{where}/pods"), params=params)
-    return cluster, listing, devices_by_pod(await _utilization(hub, cluster))
+    return cluster, listing, devices_by_pod(await cluster_utilization(hub, cluster))
 
 
 async def _nodes(hub: HubClient, cluster: str, args: argparse.Namespace) -> Any:
@@ -114,7 +106,7 @@ async def _nodes(hub: HubClient, cluster: str, args: argparse.Namespace) -> Any:
     listing = await hub.request("GET", proxy_path(cluster, f"{METRICS}/nodes"), params=params)
     nodes = await hub.request("GET", proxy_path(cluster, "/api/v1/nodes"), params=params)
     by_name = {str(n["metadata"]["name"]): n for n in nodes.get("items") or []}
-    return cluster, listing, by_name, await _utilization(hub, cluster)
+    return cluster, listing, by_name, await cluster_utilization(hub, cluster)
 
 
 async def top(args: argparse.Namespace) -> int:
