@@ -172,6 +172,9 @@ def test_cluster_proxy_through_the_agent(processes: ProcessGroup, tmp_path: Path
     assert any(row[1] == "hub" and row[4] == "deployment/infer" for row in events), events
     assert any(row[1] == CLUSTER and row[4].startswith("pod/infer-") for row in events), events
     _workload_pod_views(hub, tmp_path)
+    # kubectl top through the proxy: the member serves metrics.k8s.io as metrics-server does.
+    top = through.run("top", "pods", "-n", "default", "-l", "app=infer").stdout.splitlines()
+    assert top[0].split() == ["NAME", "CPU(cores)", "MEMORY(bytes)"] and len(top) == 4, top
 
     # gpufed logs -f follows the pod's log through the agent: new lines arrive as they are written.
     follow = subprocess.Popen(
