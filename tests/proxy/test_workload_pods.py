@@ -120,6 +120,12 @@ async def test_the_hubs_metrics_count_proxied_requests_bytes_streams_and_tunnels
     relayed = sample(after, "gpufed_proxy_relayed_bytes_total", cluster=CLUSTER, direction="from_member")
     assert relayed > sample(before, "gpufed_proxy_relayed_bytes_total", cluster=CLUSTER, direction="from_member")
     assert sample(after, "gpufed_proxy_open_streams", cluster=CLUSTER) == 0.0
+    # A name that is no cluster does not become a label value.
+    code, _ = await fleet.request("GET", "/apis/cluster.gpufed.io/v1alpha1/clusters/made-up/proxy/api/v1/pods")
+    assert code == 404
+    _, last = await fleet.request("GET", "/metrics")
+    assert 'cluster="made-up"' not in last
+    assert sample(last, "gpufed_proxy_requests_total", cluster="", code="404") >= 1
 
 
 async def test_a_member_serves_resource_metrics_as_metrics_server_does(fleet: Fleet) -> None:

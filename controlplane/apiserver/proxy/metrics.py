@@ -2,7 +2,8 @@
 
 * ``gpufed_proxy_requests_total{cluster,verb,code}`` -- proxied requests by the cluster they
   went to, the verb the authorizer saw (get, list, watch, create...) and the HTTP code answered
-  (a stream cut short after its head counts with the head's code);
+  (a stream cut short after its head counts with the head's code; a name that is no cluster
+  counts as ``cluster=""``, so callers cannot grow the label set);
 * ``gpufed_proxy_open_streams{cluster}`` -- proxied requests in flight;
 * ``gpufed_proxy_relayed_bytes_total{cluster,direction}`` -- body bytes carried
   ``to_member`` (request bodies) and ``from_member`` (responses taken by the hub's clients);

@@ -98,6 +98,8 @@ class ProxyEndpoints:
     async def proxy(self, request: web.Request) -> web.StreamResponse:
         """The proxied request, counted by cluster, verb and code."""
         code = 500
+        # A name that is no cluster is counted without it, so callers cannot grow the label set.
+        connected = self.tunnels.get(request.match_info["name"]) is not None
         try:
             response = await self._proxy(request)
             code = response.status
@@ -109,7 +111,7 @@ class ProxyEndpoints:
             if self.metrics is not None:
                 info = request.get(REQUEST_INFO)
                 verb = info.verb if info is not None and info.verb else request.method.lower()
-                self.metrics.request(request.match_info["name"], verb, code)
+                self.metrics.request(request.match_info["name"] if connected or code != 404 else "", verb, code)
 
     async def _proxy(self, request: web.Request) -> web.StreamResponse:
         cluster = request.match_info["name"]
