@@ -60,6 +60,7 @@ from controlplane.apiserver.kinds import builtin_kind_resources, gpu_workload_re
 from controlplane.apiserver.kinds.karmada_config import interpreter_customization_resources
 from controlplane.apiserver.kubeconfig import KubeconfigError, load_kubeconfig, write_kubeconfig
 from controlplane.apiserver.objects import ObjectStore
+from controlplane.apiserver.proxy.podlist import pod_list_routes
 from controlplane.apiserver.proxy.routes import ProxyEndpoints
 from controlplane.apiserver.resources import (
     Registry,
@@ -242,7 +243,7 @@ class Hub(ShutdownOnce):
         self.metrics: HubMetrics = hub_metrics()
         self.waste_sampler: WasteSampler | None = None
         #: The cluster proxy: the agents' tunnels and the proxy route.
-        self.proxy = ProxyEndpoints()
+        self.proxy = ProxyEndpoints(metrics=self.metrics.proxy)
         self._waste_task: asyncio.Task[None] | None = None
         self.url = ""
         self._runner: web.AppRunner | None = None
@@ -304,6 +305,7 @@ class Hub(ShutdownOnce):
         extra.extend(waste_report_routes(ReportSource(self.store, sampler=self.waste_sampler)))
         extra.extend(ui_routes())
         extra.extend(self.proxy.routes())
+        extra.extend(pod_list_routes(self.proxy, authorizer))
         extra.extend(self.metrics.routes())
         for factory in self.config.extra_routes:
             extra.extend(factory(self))

@@ -25,6 +25,9 @@ Metrics (all prefixed ``gpufed_``):
   ``PartialDisruption``, ``FullDisruption``: the hub suspects itself and evicts nothing), 0 for
   the others; ``fleet_clusters{health}`` -- clusters ``ready`` and ``unhealthy`` as the cluster
   health monitor last counted them (see controllers/disruption.py);
+* ``proxy_requests_total{cluster,verb,code}``, ``proxy_open_streams{cluster}``,
+  ``proxy_relayed_bytes_total{cluster,direction}``, ``proxy_tunnel_connected{cluster}`` -- the
+  cluster proxy (:mod:`controlplane.apiserver.proxy.metrics`);
 * ``waste_samples_total{result}`` and ``waste_sample_duration_seconds`` -- the sampler itself.
 
 Each :class:`HubMetrics` has its own ``CollectorRegistry`` (with the process and Python GC
@@ -60,6 +63,7 @@ from prometheus_client.registry import Collector
 
 from controlplane.apis.meta import parse_time
 from controlplane.apiserver.handlers import REQUEST_INFO
+from controlplane.apiserver.proxy.metrics import ProxyMetrics
 from controlplane.controllers.disruption import FleetState
 from controlplane.reports.classify import DeviceState
 
@@ -180,6 +184,8 @@ class HubMetrics:
             "Clusters Ready ('ready') and not ready or unreachable ('unhealthy') at the health monitor's last pass.",
             ["health"],
         )
+        #: The cluster proxy's requests, streams, bytes and tunnels (controlplane.apiserver.proxy).
+        self.proxy = ProxyMetrics(self.registry)
         self._report_lag = _ReportLagCollector(clock)
         self.registry.register(self._report_lag)
         #: The last sample's per-second rates: (GPU-equivalents, dollars per second) per key.

@@ -171,6 +171,10 @@ def test_cluster_proxy_through_the_agent(processes: ProcessGroup, tmp_path: Path
     events = wait_for(lambda: _timeline(hub), timeout=60, what="hub and member events")
     assert any(row[1] == "hub" and row[4] == "deployment/infer" for row in events), events
     assert any(row[1] == CLUSTER and row[4].startswith("pod/infer-") for row in events), events
+    _workload_pod_views(hub, tmp_path)
+    # kubectl top through the proxy: the member serves metrics.k8s.io as metrics-server does.
+    top = through.run("top", "pods", "-n", "default", "-l", "app=infer").stdout.splitlines()
+    assert top[0].split() == ["NAME", "CPU(cores)", "MEMORY(bytes)"] and len(top) == 4, top
 
     # gpufed logs -f follows the pod's log through the agent: new lines arrive as they are written.
     follow = subprocess.Popen(
@@ -209,3 +213,84 @@ def test_cluster_proxy_through_the_agent(processes: ProcessGroup, tmp_path: Path
     processes.start("hub-again", "controlplane", "--state-dir", str(processes.root / "hub"),
                     "--listen", f"127.0.0.1:{port}")
     wait_for(proxied, timeout=90, what="the agent's tunnel to the restarted hub")
+
+
+def _pod_rows(text: str) -> list[list[str]]:
+    """The rows of a pod table (CLUSTER NAME STATUS NODE GPU-REQUEST DEVICES GPU-UTIL RESTARTS)."""
+    return [line.split() for line in text.splitlines() if line.split()[:1] == [CLUSTER] and "infer-" in line]
+
+
+def _metric(text: str, name: str, **labels: str) -> float:
+    for line in text.splitlines():
+        if line.startswith(name + "{") and all(f'{k}="{v}"' in line for k, v in labels.items()):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def _workload_pod_views(hub: Kubectl, tmp_path: Path) -> None:
+    """explain, describe, top, the hub's pod list (what the dashboard shows) and its RBAC, and
+    the hub's proxy metrics, for the Deployment infer running on the member."""
+
+    def explained() -> list[list[str]] | None:
+        rows = _pod_rows(_gpufed(hub, "explain", "deployment/infer").stdout)
+        # GPU devices come with the agent's next DCGM report.
+        return rows if len(rows) == 3 and all(row[5].startswith("gpu") for row in rows) else None
+
+    rows = wait_for(explained, timeout=90, what="explain to list the 3 pods with their GPU devices")
+    assert all(row[2] == "Running" and row[4] == "nvidia.com/gpu=1" and row[7] == "0" for row in rows), rows
+    explain = _gpufed(hub, "explain", "deployment/infer").stdout
+    assert "gpufed logs deployment/infer -n default --all-pods -f" in explain, explain
+
+    described = _gpufed(hub, "describe", "deployment/infer")
+    assert described.returncode == 0, described.stderr
+    assert f"Placement:    {CLUSTER}=3" in described.stdout and f"Cluster {CLUSTER}:" in described.stdout
+    assert len(_pod_rows(described.stdout)) == 3, described.stdout
+    pod = rows[0][1]
+    one = _gpufed(hub, "describe", f"pod/{pod}")
+    assert one.returncode == 0 and f"Cluster:      {CLUSTER}" in one.stdout and "GPU devices:  gpu" in one.stdout, one
+
+    top = _gpufed(hub, "top", "pods")
+    assert top.returncode == 0, top.stderr
+    header, *lines = top.stdout.splitlines()
+    assert header.split()[:3] == ["CLUSTER", "NAME", "CPU(cores)"] and "GPU DEVICES" in header, header
+    used = [line.split() for line in lines if "infer-" in line]
+    assert len(used) == 3 and all(row[0] == CLUSTER and row[4] == "1" and row[5].startswith("gpu") for row in used), top
+    nodes = _gpufed(hub, "top", "nodes")
+    assert nodes.returncode == 0 and "GPUS(used/total)" in nodes.stdout, nodes
+
+    # The hub's pod list the dashboard reads, with each pod's log link.
+    pods_path = "/apis/work.gpufed.io/v1alpha1/namespaces/default/resourcebindings/infer-deployment/pods"
+    listing = json.loads(hub.run("get", "--raw", pods_path).stdout)
+    [cluster] = listing["clusters"]
+    assert sorted(p["name"] for p in cluster["pods"]) == sorted(row[1] for row in rows)
+    log_path = cluster["pods"][0]["logPath"]
+    assert "[server] step" in hub.run("get", "--raw", log_path + "?tailLines=1&container=server").stdout
+    assert "resourcebindings/${encodeURIComponent(shownPods.name)}/pods" in hub.run("get", "--raw", "/ui/dashboard.js").stdout
+
+    # A team bound to view, without clusters/proxy: the list says so and shows no pod; no log.
+    token = subprocess.run(
+        [GPUFED, "token", "create", "--kubeconfig", str(hub.kubeconfig), "--user", "tess", "--group", "team"],
+        capture_output=True, text=True, check=True, timeout=60,
+    ).stdout.strip()
+    hub.run("create", "clusterrolebinding", "team-view", "--clusterrole", "view", "--group", "team")
+    team = _kubeconfig(hub, tmp_path / "team.kubeconfig", token=token)
+
+    def team_listing() -> Any:
+        result = team.run("get", "--raw", pods_path, check=False)
+        return result.returncode == 0 and json.loads(result.stdout)
+
+    [seen] = wait_for(team_listing, timeout=60, what="the team's binding to take effect")["clusters"]
+    assert seen["pods"] == [] and "clusters/proxy" in seen["forbidden"], seen
+    refused = team.run("get", "--raw", log_path, check=False)
+    assert refused.returncode != 0 and "(Forbidden)" in refused.stderr, refused.stderr
+
+    # The hub's proxy metrics move with a proxied request.
+    before = hub.run("get", "--raw", "/metrics").stdout
+    assert _metric(before, "gpufed_proxy_tunnel_connected", cluster=CLUSTER) == 1.0
+    hub.run("get", "--raw", PROXY + "/api/v1/namespaces/ml/pods")
+    after = hub.run("get", "--raw", "/metrics").stdout
+    labels = {"cluster": CLUSTER, "verb": "get", "code": "200"}
+    assert _metric(after, "gpufed_proxy_requests_total", **labels) > _metric(before, "gpufed_proxy_requests_total", **labels)
+    direction = {"cluster": CLUSTER, "direction": "from_member"}
+    assert _metric(after, "gpufed_proxy_relayed_bytes_total", **direction) > _metric(
+        before, "gpufed_proxy_relayed_bytes_total", **direction)

@@ -28,6 +28,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "get": ("gpufed.commands.get", "list objects on member clusters through the hub's cluster proxy, CLUSTER column first"),
     "events": ("gpufed.commands.events", "a workload's events on the hub and on its member clusters, one timeline"),
     "logs": ("gpufed.commands.logs", "a pod's log, or every pod's of a workload, from member clusters through the hub"),
+    "describe": ("gpufed.commands.describe", "an object as the hub and its member clusters see it: placement, pods, events"),
+    "top": ("gpufed.commands.top", "CPU, memory and GPU use of pods or nodes on member clusters, CLUSTER column first"),
 }
 
 

@@ -103,3 +103,13 @@ class HubClient:
             raise HubError(f"cannot reach the hub at {self.server}: {exc.os_error or exc}") from exc
         except TimeoutError as exc:
             raise HubError(f"the hub at {self.server} did not answer within {REQUEST_TIMEOUT.total:.0f}s") from exc
+
+    async def get_or_none(self, path: str) -> dict[str, Any] | None:
+        """The object at ``path``, or None when the server answers 404."""
+        try:
+            found = await self.request("GET", path)
+        except HubError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return found if isinstance(found, dict) else None

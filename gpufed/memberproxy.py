@@ -18,6 +18,7 @@ from typing import Any
 import aiohttp
 
 from controlplane.apis import constants as c
+from controlplane.apis.podview import owned_by
 from controlplane.apiserver.tls import client_ssl_context
 from controlplane.reports.owners import propagated_workloads
 from gpufed.hubclient import HubClient, HubError
@@ -90,16 +91,14 @@ async def resolve(hub: HubClient, cluster: str | None, word: str) -> Resource:
     raise HubError(f'the server doesn\'t have a resource type "{word}" ({where})')
 
 
-def owned_by(pod: Mapping[str, Any], kind: str, name: str) -> bool:
-    """Whether ``pod`` belongs to workload ``kind/name``: owned by it, or (Deployments) by one of
-    its ReplicaSets, which are named ``<deployment>-<pod-template-hash>``."""
-    for ref in (pod.get("metadata") or {}).get("ownerReferences") or []:
-        owner_kind, owner = ref.get("kind"), str(ref.get("name", ""))
-        if owner_kind == kind and owner == name:
-            return True
-        if kind == "Deployment" and owner_kind == "ReplicaSet" and owner.rsplit("-", 1)[0] == name:
-            return True
-    return False
+async def cluster_utilization(hub: HubClient, cluster: str) -> Any:
+    """The DCGM data cluster's agent last reported (``Cluster.status.utilization``; None when the
+    hub has none or the caller may not read the Cluster): which pod holds which GPU device."""
+    try:
+        found = await hub.get_or_none(f"{CLUSTERS_PATH}/{cluster}")
+    except HubError:
+        return None
+    return ((found or {}).get("status") or {}).get("utilization")
 
 
 async def workload_clusters(hub: HubClient, namespace: str, kind: str, name: str) -> list[str]:

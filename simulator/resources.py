@@ -20,6 +20,7 @@ from controlplane.apiserver.resources import (
     core_resources,
     workload_resources,
 )
+from simulator.podmetrics import metrics_resource_types
 
 __all__ = ["REPLICASET", "member_registry"]
 
@@ -38,4 +39,6 @@ def member_registry(*, without: frozenset[str] = frozenset()) -> DynamicRegistry
         served(gpu_workload_resources()),
         served(coordination_resources()),
         served([crd_resource_type()]),
+        # Read-only, served by simulator.podmetrics (metrics-server's API, for `kubectl top`).
+        metrics_resource_types(),
     )

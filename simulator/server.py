@@ -12,7 +12,8 @@ The store lives in memory, so the server snapshots it to ``<state-dir>/snapshot.
 and on shutdown, and restores it on start: a member restarted on the same state dir
 comes back with its objects and their resourceVersions, like a real cluster's etcd.
 
-Pod logs (``pods/<name>/log``, :mod:`simulator.podlogs`) are generated lines; the server
+Pod logs (``pods/<name>/log``, :mod:`simulator.podlogs`) are generated lines, the resource
+metrics API (``metrics.k8s.io/v1beta1``, :mod:`simulator.podmetrics`) modelled usage; the server
 records its recent callers (peer address and ``Impersonate-*`` headers) at
 ``/debug/gpufed/callers``.
 
@@ -49,6 +50,7 @@ from controlplane.storage.memory import MemoryStore
 from simulator.cluster import SimulatedCluster
 from simulator.health import health_middleware
 from simulator.podlogs import CallerLog, PodLogs
+from simulator.podmetrics import ResourceMetrics
 from simulator.profile import ClusterProfile
 from simulator.resources import member_registry
 from simulator.scheduling.model import Scoring
@@ -180,11 +182,12 @@ class SimServer(ShutdownOnce):
         pki = ensure_pki(state, hosts=[self.config.host, socket.gethostname()])
         token = load_or_create_token(state / "admin.token")
         logs = PodLogs(self.objects, self.cluster.clock, self._stopped)
+        usage = ResourceMetrics(self.objects, self.cluster.clock, lambda key: self.cluster.utilization.get(key, 0.0))
         app = create_app(
             self.objects,
             self.objects.registry,
             authenticator=StaticTokenAuthenticator(token),
-            extra_routes=[*logs.routes(), *self.callers.routes()],
+            extra_routes=[*logs.routes(), *usage.routes(), *self.callers.routes()],
             outer_middlewares=[
                 health_middleware(
                     {"ping": _passes, "log": _passes, "etcd": self._store_answers, "shutdown": self._not_stopping}

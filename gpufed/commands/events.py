@@ -59,19 +59,17 @@ def timeline(events: Iterable[tuple[str, Mapping[str, Any]]]) -> list[str]:
     return ["   ".join([*(c.ljust(w) for c, w in zip(row, widths, strict=False)), row[-1]]).rstrip() for row in rows]
 
 
-async def events(args: argparse.Namespace) -> int:
-    hub = HubClient.from_kubeconfig(args.kubeconfig)
-    kind_word, _, name = args.target.partition("/")
-    if not name:
-        raise HubError("give the workload as KIND/NAME, e.g. deployment/llm-serving")
-    kind = (await resolve(hub, None, kind_word)).kind
-    namespace = args.namespace
+async def collect(
+    hub: HubClient, namespace: str, kind: str, name: str, candidates: list[str]
+) -> tuple[list[tuple[str, Mapping[str, Any]]], dict[str, str]]:
+    """The hub's and the members' events about workload ``namespace/kind/name`` (with the
+    cluster each comes from), and the clusters that could not be asked, with why."""
     events_path = f"/api/v1/namespaces/{namespace}/events"
     merged: list[tuple[str, Mapping[str, Any]]] = [
         (HUB, event) for event in (await hub.request("GET", events_path)).get("items") or []
         if about(event, kind, name, set())
     ]
-    found, failed = await workload_pods(hub, namespace, kind, name, await clusters(hub, args.clusters))
+    found, failed = await workload_pods(hub, namespace, kind, name, candidates)
     for cluster, pods in found.items():
         try:
             listing = await hub.request("GET", proxy_path(cluster, events_path))
@@ -80,6 +78,17 @@ async def events(args: argparse.Namespace) -> int:
             continue
         names = {pod["metadata"]["name"] for pod in pods}
         merged.extend((cluster, event) for event in listing.get("items") or [] if about(event, kind, name, names))
+    return merged, failed
+
+
+async def events(args: argparse.Namespace) -> int:
+    hub = HubClient.from_kubeconfig(args.kubeconfig)
+    kind_word, _, name = args.target.partition("/")
+    if not name:
+        raise HubError("give the workload as KIND/NAME, e.g. deployment/llm-serving")
+    kind = (await resolve(hub, None, kind_word)).kind
+    namespace = args.namespace
+    merged, failed = await collect(hub, namespace, kind, name, await clusters(hub, args.clusters))
     for cluster, why in failed.items():
         print(f"cluster {cluster}: {why}", file=sys.stderr)
     lines = timeline(merged)

@@ -4,7 +4,9 @@ Reads the workload and its ResourceBinding (``<name>-<kind>``) from the hub and 
 policy that claimed it, its replicas and per-replica request, the Scheduled and
 FullyApplied conditions, then one block per cluster: chosen or rejected, replicas, tier,
 price, and every reason the scheduler recorded (affinity, taint, "insufficient
-nvidia.com/mig-3g.40gb: need 4, 1 free", tier, price). A workload no policy claims prints
+nvidia.com/mig-3g.40gb: need 4, 1 free", tier, price); then its pods per cluster (status,
+node, GPU request, the GPU devices DCGM says each holds, restarts), which the hub reads
+through the cluster proxy with the caller's rights, and the command that follows their logs. A workload no policy claims prints
 its ``Propagated`` condition instead, and when no policy selects it, the resourceSelector a
 policy needs to claim it.
 """
@@ -61,16 +63,6 @@ def parse_target(target: str) -> tuple[str, str]:
     return kind, name
 
 
-async def _get(client: HubClient, path: str) -> dict[str, Any] | None:
-    try:
-        found = await client.request("GET", path)
-    except HubError as exc:
-        if exc.status == 404:
-            return None
-        raise
-    return found if isinstance(found, dict) else None
-
-
 async def _run(args: argparse.Namespace) -> str:
     from controlplane.apis.work_v1alpha1 import binding_name
 
@@ -78,13 +70,30 @@ async def _run(args: argparse.Namespace) -> str:
     api_version, kind, plural = resolve_kind(kind_text)
     base = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
     client = HubClient.from_kubeconfig(args.kubeconfig)
-    workload = await _get(client, f"{base}/namespaces/{args.namespace}/{plural}/{name}")
+    workload = await client.get_or_none(f"{base}/namespaces/{args.namespace}/{plural}/{name}")
     if workload is None:
         raise ValueError(f'{plural} "{name}" not found in namespace {args.namespace}')
-    binding = await _get(
-        client, BINDINGS_PATH.format(namespace=args.namespace, name=binding_name(name, kind))
-    )
-    return render_explanation(workload, binding)
+    path = BINDINGS_PATH.format(namespace=args.namespace, name=binding_name(name, kind))
+    binding = await client.get_or_none(path)
+    text = render_explanation(workload, binding)
+    if binding is None:
+        return text
+    return "\n".join([text, "", *await pods_section(client, path, f"{kind_text.lower()}/{name}", args.namespace)])
+
+
+async def pods_section(client: HubClient, binding_path: str, target: str, namespace: str) -> list[str]:
+    """The workload's pods per cluster (the hub reads them through the cluster proxy), and how
+    to follow their logs."""
+    from controlplane.apis.podview import render_pod_list
+
+    try:
+        answer = await client.request("GET", binding_path + "/pods")
+    except HubError as exc:
+        return [f"{'Pods:':<13}not shown: {exc}"]
+    lines = render_pod_list(answer)
+    if not lines:
+        return [f"{'Pods:':<13}none yet"]
+    return ["Pods:", *lines, f"{'Logs:':<13}gpufed logs {target} -n {namespace} --all-pods -f"]
 
 
 def _condition(obj: Mapping[str, Any] | None, ctype: str) -> Mapping[str, Any] | None:

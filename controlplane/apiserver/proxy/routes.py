@@ -25,7 +25,9 @@ from controlplane.apis.constants import CLUSTER_GROUP, VERSION
 from controlplane.apis.proxyframing import FrameKind, ProxyRequest
 from controlplane.apiserver import errors
 from controlplane.apiserver.app import OBJECT_STORE, USER
+from controlplane.apiserver.handlers import REQUEST_INFO
 from controlplane.apiserver.identity import Role, UserInfo
+from controlplane.apiserver.proxy.metrics import ProxyMetrics
 from controlplane.apiserver.proxy.tunnels import HubStream, TooManyStreams, TunnelRegistry
 
 logger = logging.getLogger(__name__)
@@ -43,8 +45,9 @@ def user_groups(user: UserInfo) -> list[str]:
 
 
 class ProxyEndpoints:
-    def __init__(self, registry: TunnelRegistry | None = None) -> None:
+    def __init__(self, registry: TunnelRegistry | None = None, *, metrics: ProxyMetrics | None = None) -> None:
         self.tunnels = registry or TunnelRegistry()
+        self.metrics = metrics
         self._sockets: set[web.WebSocketResponse] = set()
 
     async def close(self) -> None:
@@ -71,6 +74,8 @@ class ProxyEndpoints:
         await ws.prepare(request)
         self._sockets.add(ws)
         tunnel = self.tunnels.connect(cluster, ws.send_bytes)
+        if self.metrics is not None:
+            self.metrics.connected(cluster, up=True)
         reason = f"cluster {cluster}'s agent disconnected"
         try:
             async for message in ws:
@@ -86,9 +91,29 @@ class ProxyEndpoints:
         finally:
             self._sockets.discard(ws)
             self.tunnels.disconnect(tunnel, reason)
+            if self.metrics is not None and self.tunnels.get(cluster) is None:
+                self.metrics.connected(cluster, up=False)
         return ws
 
     async def proxy(self, request: web.Request) -> web.StreamResponse:
+        """The proxied request, counted by cluster, verb and code."""
+        code = 500
+        # A name that is no cluster is counted without it, so callers cannot grow the label set.
+        connected = self.tunnels.get(request.match_info["name"]) is not None
+        try:
+            response = await self._proxy(request)
+            code = response.status
+            return response
+        except errors.ApiError as exc:
+            code = exc.code
+            raise
+        finally:
+            if self.metrics is not None:
+                info = request.get(REQUEST_INFO)
+                verb = info.verb if info is not None and info.verb else request.method.lower()
+                self.metrics.request(request.match_info["name"] if connected or code != 404 else "", verb, code)
+
+    async def _proxy(self, request: web.Request) -> web.StreamResponse:
         cluster = request.match_info["name"]
         tunnel = self.tunnels.get(cluster)
         if tunnel is None:
@@ -121,6 +146,9 @@ class ProxyEndpoints:
         except TooManyStreams as exc:
             raise errors.TooManyRequests(f"{exc}; retry when some finish", retry_after_seconds=1) from None
         finished = False
+        if self.metrics is not None:
+            self.metrics.open_streams.labels(cluster).inc()
+            self.metrics.relayed(cluster, len(body), to_member=True)
         try:
             try:
                 await stream.tunnel.send(framing.open_frame(stream.id, proxied, body))
@@ -140,13 +168,17 @@ class ProxyEndpoints:
                 raise _status_error(code, message)
             if first.kind is not FrameKind.HEAD:
                 raise errors.ServiceUnavailable(f"cluster {cluster}'s agent sent a response without its head")
-            response, finished = await _relay(request, stream, first.payload)
+            response, finished = await _relay(request, stream, first.payload, self.metrics)
             return response
         finally:
+            if self.metrics is not None:
+                self.metrics.open_streams.labels(cluster).dec()
             await stream.close(cancel=not finished)
 
 
-async def _relay(request: web.Request, stream: HubStream, head: bytes) -> tuple[web.StreamResponse, bool]:
+async def _relay(
+    request: web.Request, stream: HubStream, head: bytes, metrics: ProxyMetrics | None
+) -> tuple[web.StreamResponse, bool]:
     """Copy the member's answer to the client; and whether it was complete."""
     status, headers = framing.parse_head(head)
     response = web.StreamResponse(status=status)
@@ -169,6 +201,8 @@ async def _relay(request: web.Request, stream: HubStream, head: bytes) -> tuple[
                     request.transport.close()
                 return response, False
             await stream.credit(len(frame.payload))
+            if metrics is not None:
+                metrics.relayed(stream.tunnel.cluster, len(frame.payload), to_member=False)
         elif frame.kind is FrameKind.END:
             await response.write_eof()
             return response, True

@@ -207,9 +207,74 @@ function renderWorkloads(bindings) {
       el("td", {}, el("div", {}, workloadName(b)), el("div", { class: "message" }, (b.spec.resource || {}).kind || "")),
       el("td", {}, String(b.spec.replicas ?? "")),
       el("td", {}, ...(placed.length ? placed.map((t) => el("span", { class: "chip" }, `${t.name} × ${t.replicas}`)) : ["–"])),
-      el("td", {}, scheduled ? el("span", { class: `badge ${scheduled.status === "True" ? "ok" : "bad"}` }, scheduled.reason || scheduled.status) : "–"));
+      el("td", {}, scheduled ? el("span", { class: `badge ${scheduled.status === "True" ? "ok" : "bad"}` }, scheduled.reason || scheduled.status) : "–"),
+      el("td", {}, podsButton(b)));
   });
-  fill($("workloads"), rows, 4, "no workloads on the hub");
+  fill($("workloads"), rows, 5, "no workloads on the hub");
+}
+
+// ---------------------------------------------------------------------------------------------
+// A workload's pods per cluster (the hub reads them through the cluster proxy with this token)
+// and a pod's log (the proxy's pods/<name>/log route, so clusters/proxy RBAC decides).
+
+let shownPods = null;
+function podsButton(binding) {
+  const button = el("button", { class: "link", type: "button", "data-pods": `${binding.metadata.namespace}/${binding.metadata.name}` }, "pods");
+  button.addEventListener("click", () => {
+    shownPods = { namespace: binding.metadata.namespace, name: binding.metadata.name, title: workloadName(binding) };
+    loadPods();
+  });
+  return button;
+}
+
+function percentText(value) { return value === undefined || value === null ? "–" : `${Math.round(value * 100)}%`; }
+function deviceText(devices) {
+  return (devices || []).map((d) => d.profile ? `gpu${d.gpu}/${d.profile}` : `gpu${d.gpu}`).join(", ") || "–";
+}
+
+async function loadPods() {
+  if (!shownPods) return;
+  const path = `/apis/work.gpufed.io/v1alpha1/namespaces/${encodeURIComponent(shownPods.namespace)}/resourcebindings/${encodeURIComponent(shownPods.name)}/pods`;
+  $("pods-card").hidden = false;
+  $("pods-workload").textContent = shownPods.title;
+  let answer;
+  try {
+    answer = await api(path);
+  } catch (error) {
+    fill($("pods"), [], 9, `pods not shown: ${error.message}`);
+    return;
+  }
+  const rows = [];
+  for (const cluster of answer.clusters || []) {
+    if (cluster.forbidden || cluster.error) {
+      rows.push(el("tr", { "data-cluster": cluster.name }, el("td", {}, cluster.name),
+        el("td", { colspan: "8", class: "message" }, cluster.forbidden ? `pods not shown: ${cluster.forbidden}` : cluster.error)));
+    }
+    for (const pod of cluster.pods || []) {
+      const log = el("button", { class: "link", type: "button", "data-log": pod.logPath }, "log");
+      log.addEventListener("click", () => showLog(pod));
+      rows.push(el("tr", { "data-pod": `${cluster.name}/${pod.name}` },
+        el("td", {}, cluster.name), el("td", {}, pod.name), el("td", {}, pod.status), el("td", {}, pod.node),
+        el("td", {}, pod.gpuRequest), el("td", {}, deviceText(pod.devices)), el("td", {}, percentText(pod.gpuUtilization)),
+        el("td", {}, String(pod.restarts)), el("td", {}, pod.logPath ? log : "–")));
+    }
+  }
+  fill($("pods"), rows, 9, "no pods yet");
+}
+
+async function showLog(pod) {
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  const view = $("pod-log");
+  view.hidden = false;
+  const response = await fetch(`${pod.logPath}?tailLines=200`, { headers: { Authorization: `Bearer ${token}` } });
+  const text = await response.text();
+  if (response.ok) {
+    view.textContent = text || `(${pod.name} has written nothing yet)`;
+    return;
+  }
+  let message = `${response.status} ${response.statusText}`;
+  try { message = JSON.parse(text).message || message; } catch (_) { /* not a Status */ }
+  view.textContent = `log of ${pod.name} not shown: ${message}`;
 }
 
 function renderPending(bindings, works) {
@@ -364,6 +429,7 @@ async function load() {
     renderRecommendations(report);
     renderWorkloads(bindings);
     renderPending(bindings, works);
+    loadPods();
     $("error").hidden = problems.length === 0;
     $("error").textContent = problems.join("; ");
     $("updated").textContent = new Date().toLocaleTimeString();

@@ -172,6 +172,8 @@ def gpufed_cluster_roles() -> list[dict[str, Any]]:
     view = [
         rule(READ, _POLICY_GROUPS, (*_POLICIES, *_CLUSTER_POLICIES)),
         rule(READ, (WORK_GROUP,), ("resourcebindings", "resourcebindings/status", "works", "works/status")),
+        # A workload's pods per cluster; the clusters a reader may not proxy to are listed without them.
+        rule(("get",), (WORK_GROUP,), ("resourcebindings/pods",)),
         rule(READ, (CLUSTER_GROUP,), ("clusters", "clusters/status")),
         rule(("get", "list"), (REPORTS_GROUP,), ("wastereports",)),
     ]

@@ -1,0 +1,204 @@
+"""A workload's pods as the hub shows them: which pods are its, and one row per pod.
+
+`gpufed explain`, `gpufed describe`, `gpufed top` and the dashboard's pod list (through the
+hub's ``resourcebindings/<name>/pods`` route) all show the same thing, so it is computed once
+here: which pods of a member's listing belong to a hub workload (:func:`owned_by`: owned by
+it, or by one of a Deployment's ReplicaSets), and per pod its cluster, status (as kubectl's
+STATUS column words it), node, GPU request, the GPU devices it holds (whole GPUs by index,
+MIG instances with their profile) with their utilization, and restart count.
+
+Where the devices come from: not the pod (a real kubelet records no device IDs on it) but the
+DCGM exporter, whose series carry the pod that holds each device; the agent scrapes it and
+reports it in ``Cluster.status.utilization`` (:mod:`controlplane.apis.utilization`), and
+:func:`devices_by_pod` reads that back. The hub's waste report reads the same data.
+
+In: pods as the member API returns them, the Cluster's ``status.utilization``. Out: plain
+values and text rows. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from controlplane.apis.gpus import is_gpu_resource
+from controlplane.apis.pods import pod_requests
+from controlplane.apis.utilization import expand_utilization
+
+#: ``(namespace, pod)``
+PodKey = tuple[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class GpuDevice:
+    """A device a pod holds, as DCGM reports it: GPU index, MIG profile (None: whole GPU)."""
+
+    gpu: str
+    profile: str | None = None
+    utilization: float | None = None
+
+    def label(self) -> str:
+        return f"gpu{self.gpu}/{self.profile}" if self.profile else f"gpu{self.gpu}"
+
+
+@dataclass(frozen=True, slots=True)
+class PodRow:
+    cluster: str
+    namespace: str
+    name: str
+    status: str
+    node: str
+    gpu_request: str
+    devices: tuple[GpuDevice, ...] = field(default=())
+    restarts: int = 0
+
+    def utilization(self) -> float | None:
+        """The mean utilization of the pod's devices (None when DCGM reported none)."""
+        values = [d.utilization for d in self.devices if d.utilization is not None]
+        return sum(values) / len(values) if values else None
+
+    def as_json(self) -> dict[str, Any]:
+        """The row as the hub's pod list serves it (and the dashboard reads it)."""
+        util = self.utilization()
+        return {
+            "cluster": self.cluster, "namespace": self.namespace, "name": self.name, "status": self.status,
+            "node": self.node, "gpuRequest": self.gpu_request, "restarts": self.restarts,
+            "devices": [
+                {"gpu": d.gpu, **({"profile": d.profile} if d.profile else {}),
+                 **({"utilization": d.utilization} if d.utilization is not None else {})}
+                for d in self.devices
+            ],
+            **({"gpuUtilization": round(util, 4)} if util is not None else {}),
+        }
+
+
+def owned_by(pod: Mapping[str, Any], kind: str, name: str) -> bool:
+    """Whether ``pod`` belongs to workload ``kind/name``: owned by it, or (Deployments) by one of
+    its ReplicaSets, which are named ``<deployment>-<pod-template-hash>``."""
+    for ref in (pod.get("metadata") or {}).get("ownerReferences") or []:
+        owner_kind, owner = ref.get("kind"), str(ref.get("name", ""))
+        if owner_kind == kind and owner == name:
+            return True
+        if kind == "Deployment" and owner_kind == "ReplicaSet" and owner.rsplit("-", 1)[0] == name:
+            return True
+    return False
+
+
+def pod_status(pod: Mapping[str, Any]) -> str:
+    """The pod's status as kubectl's STATUS column words it: Terminating, a container's waiting
+    or terminated reason (CrashLoopBackOff, ContainerCreating, Error), else the phase."""
+    if (pod.get("metadata") or {}).get("deletionTimestamp"):
+        return "Terminating"
+    status = pod.get("status") or {}
+    for container in status.get("containerStatuses") or []:
+        state = container.get("state") or {}
+        for key in ("waiting", "terminated"):
+            reason = (state.get(key) or {}).get("reason")
+            if reason and not (key == "terminated" and reason == "Completed"):
+                return str(reason)
+    return str(status.get("phase") or "Unknown")
+
+
+def restart_count(pod: Mapping[str, Any]) -> int:
+    return sum(
+        int(c.get("restartCount") or 0) for c in (pod.get("status") or {}).get("containerStatuses") or []
+    )
+
+
+def gpu_request(pod: Mapping[str, Any]) -> str:
+    """What the pod asks for in GPUs: ``nvidia.com/gpu=2``, ``nvidia.com/mig-3g.40gb=1`` ("-": none)."""
+    try:
+        requests = pod_requests(pod.get("spec") or {})
+    except ValueError:  # a malformed quantity
+        return "?"
+    asked = [f"{name}={amount}" for name, amount in sorted(requests.items()) if is_gpu_resource(name)]
+    return ",".join(asked) or "-"
+
+
+def devices_by_pod(utilization: Any) -> dict[PodKey, list[GpuDevice]]:
+    """The devices each pod holds, from a Cluster's ``status.utilization`` (either encoding)."""
+    out: dict[PodKey, list[GpuDevice]] = {}
+    for node in expand_utilization(utilization):
+        for device in node.get("devices") or []:
+            pod, namespace = device.get("pod"), device.get("namespace")
+            if not pod or not namespace:
+                continue
+            value = device.get("utilization")
+            out.setdefault((str(namespace), str(pod)), []).append(
+                GpuDevice(
+                    str(device.get("gpu")),
+                    str(device["profile"]) if device.get("profile") else None,
+                    float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None,
+                )
+            )
+    return out
+
+
+def pod_rows(
+    cluster: str, pods: Iterable[Mapping[str, Any]], devices: Mapping[PodKey, Sequence[GpuDevice]]
+) -> list[PodRow]:
+    """One row per pod of ``cluster``, by name."""
+    rows = []
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        rows.append(PodRow(
+            cluster, key[0], key[1], pod_status(pod), str((pod.get("spec") or {}).get("nodeName") or "<none>"),
+            gpu_request(pod), tuple(devices.get(key, ())), restart_count(pod),
+        ))
+    return sorted(rows, key=lambda row: (row.cluster, row.name))
+
+
+def percent(value: float | None) -> str:
+    return "-" if value is None else f"{round(value * 100)}%"
+
+
+def align(rows: Sequence[Sequence[str]], *, gap: str = "   ") -> list[str]:
+    """Rows as left-aligned columns (the last column unpadded), as kubectl prints tables."""
+    if not rows:
+        return []
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [gap.join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
+
+
+def render_pod_rows(rows: Sequence[PodRow]) -> list[str]:
+    """The pod table `gpufed explain` and `gpufed describe` print (no lines when no pods)."""
+    if not rows:
+        return []
+    table = [["CLUSTER", "NAME", "STATUS", "NODE", "GPU REQUEST", "DEVICES", "GPU UTIL", "RESTARTS"]]
+    for row in rows:
+        table.append([
+            row.cluster, row.name, row.status, row.node, row.gpu_request,
+            ",".join(d.label() for d in row.devices) or "-", percent(row.utilization()), str(row.restarts),
+        ])
+    return align(table)
+
+
+def row_from_json(cluster: str, pod: Mapping[str, Any]) -> PodRow:
+    """A row of the hub's pod list read back (the inverse of :meth:`PodRow.as_json`)."""
+    devices = tuple(
+        GpuDevice(
+            str(d.get("gpu")), str(d["profile"]) if d.get("profile") else None,
+            float(d["utilization"]) if isinstance(d.get("utilization"), int | float) else None,
+        )
+        for d in pod.get("devices") or [] if isinstance(d, Mapping)
+    )
+    return PodRow(
+        cluster, str(pod.get("namespace") or ""), str(pod.get("name") or ""), str(pod.get("status") or ""),
+        str(pod.get("node") or ""), str(pod.get("gpuRequest") or "-"), devices, int(pod.get("restarts") or 0),
+    )
+
+
+def render_pod_list(answer: Mapping[str, Any]) -> list[str]:
+    """The hub's ``WorkloadPodList`` as a table, then one line per cluster it could not show."""
+    rows: list[PodRow] = []
+    notes: list[str] = []
+    for entry in answer.get("clusters") or []:
+        cluster = str(entry.get("name") or "")
+        if entry.get("forbidden"):
+            notes.append(f"cluster {cluster}: pods not shown: {entry['forbidden']}")
+        elif entry.get("error"):
+            notes.append(f"cluster {cluster}: {entry['error']}")
+        rows.extend(row_from_json(cluster, pod) for pod in entry.get("pods") or [] if isinstance(pod, Mapping))
+    return [*render_pod_rows(sorted(rows, key=lambda row: (row.cluster, row.name))), *notes]

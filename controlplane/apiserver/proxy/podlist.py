@@ -1,0 +1,146 @@
+"""A workload's pods per member cluster, read by the hub through the agents' tunnels.
+
+``GET /apis/work.gpufed.io/v1alpha1/namespaces/<ns>/resourcebindings/<name>/pods`` answers a
+``WorkloadPodList``: for each cluster the binding places the workload on, the pods that belong
+to it (:func:`controlplane.apis.podview.owned_by`) with status, node, GPU request, the GPU
+devices DCGM says they hold and restart count, and per pod the proxy path of its log. The
+dashboard's pod list reads it.
+
+Authorization, so nothing leaks: the API server has already checked ``get
+resourcebindings/pods`` in the namespace. Then, per cluster, this handler asks the authorizer
+the same question the proxy route asks (``get clusters/proxy`` named after the cluster): a
+cluster the caller may not proxy to is listed with ``forbidden`` and the authorizer's reason,
+without pods. Allowed clusters are read as the caller (impersonated at the member, as every
+proxied request is), so the member's RBAC limits it too.
+
+The member's answer is read whole, bounded by :data:`MAX_LIST_BYTES`; the hub never opens a
+connection toward a member (a cluster without a tunnel is listed with its error).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any
+
+from aiohttp import web
+
+from controlplane.apis import proxyframing as framing
+from controlplane.apis.constants import CLUSTER_GROUP, VERSION, WORK_GROUP
+from controlplane.apis.podview import devices_by_pod, owned_by, pod_rows
+from controlplane.apis.proxyframing import FrameKind, ProxyRequest
+from controlplane.apiserver import errors
+from controlplane.apiserver.app import OBJECT_STORE, USER
+from controlplane.apiserver.identity import Authorizer, RequestAttributes, UserInfo
+from controlplane.apiserver.proxy.routes import CLUSTERS_PATH, ProxyEndpoints, user_groups
+from controlplane.apiserver.proxy.tunnels import TooManyStreams, TunnelRegistry
+
+logger = logging.getLogger(__name__)
+
+PODS_PATH = f"/apis/{WORK_GROUP}/{VERSION}/namespaces/{{namespace}}/resourcebindings/{{name}}/pods"
+#: The most bytes of one member's pod list the hub reads.
+MAX_LIST_BYTES = 16 * 1024 * 1024
+#: Per-cluster time for the whole list.
+FETCH_TIMEOUT_SECONDS = 30.0
+
+
+class FetchError(Exception):
+    """A member could not be read through its tunnel; the message names the cluster."""
+
+
+async def fetch_json(tunnels: TunnelRegistry, cluster: str, path: str, user: UserInfo) -> Any:
+    """GET ``path`` on member ``cluster`` as ``user``, through its agent; the parsed JSON body."""
+    tunnel = tunnels.get(cluster)
+    if tunnel is None:
+        raise FetchError(f"cluster {cluster}'s agent is not connected")
+    request = ProxyRequest("GET", path, [("Accept", "application/json")], user=user.name, groups=user_groups(user))
+    try:
+        stream = tunnel.open_stream()
+    except TooManyStreams as exc:
+        raise FetchError(str(exc)) from None
+    finished = False
+    try:
+        async with asyncio.timeout(FETCH_TIMEOUT_SECONDS):
+            await tunnel.send(framing.open_frame(stream.id, request, b""))
+            status, body = 0, bytearray()
+            while True:
+                frame = await stream.next_frame()
+                if frame.kind is FrameKind.HEAD:
+                    status, _ = framing.parse_head(frame.payload)
+                elif frame.kind is FrameKind.DATA:
+                    body += frame.payload
+                    if len(body) > MAX_LIST_BYTES:
+                        raise FetchError(f"cluster {cluster}'s answer exceeds {MAX_LIST_BYTES} bytes")
+                    await stream.credit(len(frame.payload))
+                elif frame.kind is FrameKind.ERROR:
+                    raise FetchError(framing.parse_error(frame.payload)[1])
+                elif frame.kind is FrameKind.END:
+                    finished = True
+                    break
+    except TimeoutError:
+        raise FetchError(f"cluster {cluster} did not answer within {FETCH_TIMEOUT_SECONDS:g}s") from None
+    except ConnectionResetError:
+        raise FetchError(f"cluster {cluster}'s agent disconnected") from None
+    finally:
+        await stream.close(cancel=not finished)
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        raise FetchError(f"cluster {cluster} answered {status} with a body that is not JSON") from None
+    if status >= 400:
+        message = answer.get("message") if isinstance(answer, dict) else None
+        raise FetchError(f"cluster {cluster}: {message or status}")
+    return answer
+
+
+def pod_list_routes(proxy: ProxyEndpoints, authorizer: Authorizer) -> list[web.RouteDef]:
+    """The ``resourcebindings/<name>/pods`` route over ``proxy``'s tunnels; register it before the
+    generic ``/apis`` routes."""
+
+    async def workload_pods(request: web.Request) -> web.StreamResponse:
+        namespace, name = request.match_info["namespace"], request.match_info["name"]
+        user: UserInfo = request[USER]
+        objects = request.app[OBJECT_STORE]
+        binding = await objects.get(
+            objects.registry.require(f"{WORK_GROUP}/{VERSION}", "ResourceBinding"), namespace=namespace, name=name
+        )
+        resource = (binding.get("spec") or {}).get("resource") or {}
+        kind, workload = str(resource.get("kind") or ""), str(resource.get("name") or "")
+        placed = [str(c.get("name")) for c in (binding.get("spec") or {}).get("clusters") or [] if c.get("name")]
+        cluster_type = objects.registry.require(f"{CLUSTER_GROUP}/{VERSION}", "Cluster")
+
+        async def one(cluster: str) -> dict[str, Any]:
+            entry: dict[str, Any] = {"name": cluster, "pods": []}
+            decision = authorizer.authorize(RequestAttributes(
+                user=user, verb="get", api_group=CLUSTER_GROUP, resource="clusters", subresource="proxy", name=cluster,
+            ))
+            if not decision.allowed:
+                entry["forbidden"] = decision.reason or f"no right on clusters/proxy for {cluster}"
+                return entry
+            try:
+                listing = await fetch_json(proxy.tunnels, cluster, f"/api/v1/namespaces/{namespace}/pods", user)
+            except FetchError as exc:
+                entry["error"] = str(exc)
+                return entry
+            try:
+                utilization = ((await objects.get(cluster_type, name=cluster)).get("status") or {}).get("utilization")
+            except errors.NotFound:
+                utilization = None
+            pods = [pod for pod in listing.get("items") or [] if owned_by(pod, kind, workload)]
+            for row in pod_rows(cluster, pods, devices_by_pod(utilization)):
+                pod = row.as_json()
+                pod["logPath"] = f"{CLUSTERS_PATH}/{cluster}/proxy/api/v1/namespaces/{namespace}/pods/{row.name}/log"
+                entry["pods"].append(pod)
+            return entry
+
+        clusters = await asyncio.gather(*(one(cluster) for cluster in sorted(placed)))
+        return web.json_response({
+            "kind": "WorkloadPodList", "apiVersion": f"{WORK_GROUP}/{VERSION}",
+            "workload": {"apiVersion": resource.get("apiVersion"), "kind": kind, "namespace": namespace,
+                         "name": workload},
+            "clusters": list(clusters),
+        })
+
+    return [web.get(PODS_PATH.format(namespace="{namespace}", name="{name}"), workload_pods)]
+

@@ -1,0 +1,192 @@
+"""`gpufed describe KIND/NAME [-n NS] [--clusters c1,c2|all]`: an object as the hub and its members see it.
+
+For a hub workload: the hub's object (labels, its status), its placement (the binding's
+clusters and replica shares, Scheduled and FullyApplied), then per cluster the member's copy's
+status and conditions (read through the cluster proxy), the workload's pods (status, node, GPU
+request, the GPU devices DCGM says each holds, restarts; the hub's ``resourcebindings/<name>/pods``)
+and one events timeline, hub and members merged oldest first. For ``pod/NAME`` the pod as
+``kubectl describe pod`` shows it in whichever cluster has it, with its GPU devices and events.
+
+The rendering functions are pure; the I/O is in :func:`describe`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from controlplane.apis.podview import (
+    GpuDevice,
+    align,
+    devices_by_pod,
+    gpu_request,
+    percent,
+    pod_status,
+    render_pod_list,
+    restart_count,
+)
+from gpufed.commands.events import about, collect, timeline
+from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
+from gpufed.memberproxy import cluster_utilization, clusters, proxy_path, resolve
+
+BINDING_PATH = "/apis/work.gpufed.io/v1alpha1/namespaces/{namespace}/resourcebindings/{name}"
+POD_WORDS = ("pod", "pods", "po")
+LABEL_WIDTH = 14
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", metavar="KIND/NAME", help="e.g. deployment/llm-serving, pytorchjob/train, pod/x-0")
+    parser.add_argument("-n", "--namespace", default="default")
+    parser.add_argument("--clusters", default="all", help="where to look: c1,c2 or all (default all)")
+    add_kubeconfig_argument(parser)
+
+
+def field(label: str, value: object, *, indent: str = "") -> str:
+    return f"{indent}{label + ':':<{LABEL_WIDTH}}{value}".rstrip()
+
+
+def _labels(meta: Mapping[str, Any]) -> str:
+    labels = meta.get("labels") or {}
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items())) or "<none>"
+
+
+def status_fields(status: Mapping[str, Any]) -> str:
+    """A status's plain fields (replicas, readyReplicas, phase, ...) on one line, by name."""
+    plain = {k: v for k, v in status.items() if isinstance(v, str | int | float) and not isinstance(v, bool)}
+    return ", ".join(f"{k}={v}" for k, v in sorted(plain.items())) or "<none>"
+
+
+def condition_lines(obj: Mapping[str, Any], *, indent: str = "  ") -> list[str]:
+    conditions = [c for c in (obj.get("status") or {}).get("conditions") or [] if isinstance(c, Mapping)]
+    if not conditions:
+        return []
+    rows = [["TYPE", "STATUS", "REASON", "MESSAGE"]]
+    rows += [[str(c.get("type", "")), str(c.get("status", "")), str(c.get("reason") or ""),
+              " ".join(str(c.get("message") or "").split())] for c in conditions]
+    return [indent + line for line in align(rows)]
+
+
+def render_hub(workload: Mapping[str, Any], binding: Mapping[str, Any] | None) -> list[str]:
+    """The hub's object and its placement."""
+    meta = workload.get("metadata") or {}
+    lines = [
+        field("Name", meta.get("name")), field("Namespace", meta.get("namespace")),
+        field("Kind", f"{workload.get('kind')} ({workload.get('apiVersion')})"),
+        field("Labels", _labels(meta)), field("Created", meta.get("creationTimestamp", "")),
+        field("Hub status", status_fields(workload.get("status") or {})),
+    ]
+    if binding is None:
+        return [*lines, field("Placement", "no ResourceBinding: no policy claims it yet (see gpufed explain)")]
+    placed = (binding.get("spec") or {}).get("clusters") or []
+    shares = ", ".join(f"{c.get('name')}={c.get('replicas', '-')}" for c in placed) or "none yet"
+    return [*lines, field("Placement", shares), *condition_lines(binding)]
+
+
+def render_member(cluster: str, obj: Mapping[str, Any] | None, error: str | None) -> list[str]:
+    """One cluster's copy of the workload."""
+    lines = [f"Cluster {cluster}:"]
+    if error is not None:
+        return [*lines, field("Error", error, indent="  ")]
+    if obj is None:
+        return [*lines, field("Status", "not in this cluster (yet)", indent="  ")]
+    return [*lines, field("Status", status_fields(obj.get("status") or {}), indent="  "), *condition_lines(obj)]
+
+
+def render_pod(cluster: str, pod: Mapping[str, Any], devices: Sequence[GpuDevice],
+               events: Iterable[tuple[str, Mapping[str, Any]]]) -> list[str]:
+    """``pod/NAME`` in ``cluster``, as kubectl describe shows a pod, with its GPU devices."""
+    meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
+    owners = ", ".join(f"{o.get('kind')}/{o.get('name')}" for o in meta.get("ownerReferences") or []) or "<none>"
+    lines = [
+        field("Name", meta.get("name")), field("Namespace", meta.get("namespace")), field("Cluster", cluster),
+        field("Node", spec.get("nodeName") or "<none>"), field("Start Time", status.get("startTime") or "<none>"),
+        field("Labels", _labels(meta)), field("Status", pod_status(pod)), field("IP", status.get("podIP") or "<none>"),
+        field("Controlled By", owners), field("GPU request", gpu_request(pod)),
+        field("GPU devices", ", ".join(f"{d.label()} ({percent(d.utilization)} busy)" for d in devices) or "<none>"),
+        field("Restarts", restart_count(pod)), "Containers:",
+    ]
+    states = {str(c.get("name")): c for c in status.get("containerStatuses") or []}
+    for container in spec.get("containers") or []:
+        name = str(container.get("name"))
+        state = (states.get(name) or {}).get("state") or {}
+        resources = container.get("resources") or {}
+        lines += [
+            f"  {name}:", field("Image", container.get("image", ""), indent="    "),
+            field("State", ", ".join(sorted(state)) or "<unknown>", indent="    "),
+            field("Restarts", (states.get(name) or {}).get("restartCount", 0), indent="    "),
+            field("Requests", _resources(resources.get("requests")), indent="    "),
+            field("Limits", _resources(resources.get("limits")), indent="    "),
+        ]
+    lines += ["Conditions:", *condition_lines(pod), "Events:"]
+    return lines + (["  " + line for line in timeline(events)] or ["  <none>"])
+
+
+def _resources(values: Mapping[str, Any] | None) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted((values or {}).items())) or "<none>"
+
+
+async def _describe_pod(hub: HubClient, name: str, namespace: str, candidates: list[str]) -> list[str]:
+    path = f"/api/v1/namespaces/{namespace}/pods/{name}"
+    answers = await asyncio.gather(*(hub.get_or_none(proxy_path(c, path)) for c in candidates), return_exceptions=True)
+    found = [(cluster, pod) for cluster, pod in zip(candidates, answers, strict=True) if isinstance(pod, dict)]
+    if not found:
+        raise HubError(f'pods "{name}" not found in namespace "{namespace}" on {", ".join(candidates) or "no cluster"}')
+    out: list[str] = []
+    for cluster, pod in found:
+        utilization = await cluster_utilization(hub, cluster)
+        listing = await hub.request("GET", proxy_path(cluster, f"/api/v1/namespaces/{namespace}/events"))
+        events = [(cluster, e) for e in listing.get("items") or [] if about(e, "Pod", name, {name})]
+        out += [*([""] if out else []), *render_pod(cluster, pod, devices_by_pod(utilization).get((namespace, name), []), events)]
+    return out
+
+
+async def describe(args: argparse.Namespace) -> list[str]:
+    from controlplane.apis.work_v1alpha1 import binding_name
+
+    hub = HubClient.from_kubeconfig(args.kubeconfig)
+    kind_word, _, name = args.target.partition("/")
+    if not name:
+        raise HubError("give the object as KIND/NAME, e.g. deployment/llm-serving or pod/train-0")
+    namespace = args.namespace
+    candidates = await clusters(hub, args.clusters)
+    if kind_word.lower() in POD_WORDS:
+        return await _describe_pod(hub, name, namespace, candidates)
+    resource = await resolve(hub, None, kind_word)
+    object_path = resource.collection(namespace) + f"/{name}"
+    workload = await hub.get_or_none(object_path)
+    if workload is None:
+        raise HubError(f'{resource.plural} "{name}" not found in namespace "{namespace}" on the hub')
+    binding_path = BINDING_PATH.format(namespace=namespace, name=binding_name(name, resource.kind))
+    binding = await hub.get_or_none(binding_path)
+    lines = render_hub(workload, binding)
+    placed = {str(c.get("name")) for c in ((binding or {}).get("spec") or {}).get("clusters") or []}
+    for cluster in (c for c in candidates if c in placed):
+        try:
+            member = await hub.get_or_none(proxy_path(cluster, object_path))
+            lines += render_member(cluster, member, None)
+        except HubError as exc:
+            lines += render_member(cluster, None, str(exc))
+    if binding is not None:
+        try:
+            pods = render_pod_list(await hub.request("GET", binding_path + "/pods"))
+        except HubError as exc:
+            pods = [f"  not shown: {exc}"]
+        lines += ["Pods:", *(["  " + line for line in pods] or ["  <none>"])]
+    merged, failed = await collect(hub, namespace, resource.kind, name, candidates)
+    for cluster, why in failed.items():
+        print(f"cluster {cluster}: {why}", file=sys.stderr)
+    lines += ["Events:", *(["  " + line for line in timeline(merged)] or ["  <none>"])]
+    return lines
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        lines = asyncio.run(describe(args))
+    except HubError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print("\n".join(lines))
+    return 0

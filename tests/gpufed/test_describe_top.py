@@ -1,0 +1,92 @@
+"""`gpufed describe` and `gpufed top`: the pure rendering, and the simulated metrics API's usage model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controlplane.apis.podview import GpuDevice
+from gpufed.commands.describe import render_hub, render_member, render_pod, status_fields
+from gpufed.commands.top import mebibytes, millicores, node_table, pod_table
+from simulator.podmetrics import IDLE_CPU_MILLI, SYSTEM_CPU_MILLI, container_usage, node_usage
+
+WORKLOAD = {
+    "apiVersion": "apps/v1", "kind": "Deployment",
+    "metadata": {"name": "infer", "namespace": "ml", "labels": {"app": "infer"}, "creationTimestamp": "T0"},
+    "status": {"replicas": 3, "readyReplicas": 2, "conditions": [{"type": "Available"}]},
+}
+BINDING = {
+    "spec": {"clusters": [{"name": "onprem", "replicas": 2}, {"name": "cloud", "replicas": 1}]},
+    "status": {"conditions": [{"type": "Scheduled", "status": "True", "reason": "Success", "message": "ok"}]},
+}
+
+
+def _fields(lines: list[str]) -> dict[str, str]:
+    return {line.split(":", 1)[0].strip(): line.split(":", 1)[1].strip() for line in lines if ":" in line}
+
+
+def test_describe_shows_the_hub_object_its_placement_and_each_members_copy() -> None:
+    hub = _fields(render_hub(WORKLOAD, BINDING))
+    assert hub["Kind"] == "Deployment (apps/v1)" and hub["Labels"] == "app=infer"
+    assert hub["Hub status"] == "readyReplicas=2, replicas=3"  # plain fields only, by name
+    assert hub["Placement"] == "onprem=2, cloud=1"
+    assert any(line.split()[:3] == ["Scheduled", "True", "Success"] for line in render_hub(WORKLOAD, BINDING))
+    assert "no ResourceBinding" in _fields(render_hub(WORKLOAD, None))["Placement"]
+    member = render_member("onprem", {"status": {"replicas": 2, "conditions": [
+        {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable"}]}}, None)
+    assert member[0] == "Cluster onprem:" and _fields(member[1:2]) == {"Status": "replicas=2"}
+    assert member[-1].split() == ["Available", "True", "MinimumReplicasAvailable"]
+    assert "not in this cluster" in render_member("cloud", None, None)[1]
+    assert render_member("spot", None, "cluster spot's agent is not connected")[1].endswith("not connected")
+    assert status_fields({"phase": "Running", "ok": True, "nested": {}}) == "phase=Running"
+
+
+def test_describe_pod_shows_gpu_devices_containers_and_events() -> None:
+    pod = {
+        "metadata": {"name": "infer-0", "namespace": "ml", "ownerReferences": [{"kind": "ReplicaSet", "name": "infer-7d"}]},
+        "spec": {"nodeName": "n1", "containers": [{"name": "server", "image": "infer:1",
+                                                   "resources": {"limits": {"nvidia.com/gpu": 1}}}]},
+        "status": {"phase": "Running", "containerStatuses": [{"name": "server", "restartCount": 4,
+                                                             "state": {"running": {}}}]},
+    }
+    event = {"involvedObject": {"kind": "Pod", "name": "infer-0"}, "reason": "Scheduled", "type": "Normal",
+             "lastTimestamp": "2026-01-01T00:00:00Z", "message": "assigned"}
+    lines = render_pod("onprem", pod, [GpuDevice("3", None, 0.5)], [("onprem", event)])
+    fields = _fields(lines)
+    assert fields["Cluster"] == "onprem" and fields["Node"] == "n1" and fields["Controlled By"] == "ReplicaSet/infer-7d"
+    assert fields["GPU request"] == "nvidia.com/gpu=1" and fields["GPU devices"] == "gpu3 (50% busy)"
+    assert fields["Restarts"] == "4" and fields["State"] == "running"
+    assert lines[-1].split()[:4] == ["2026-01-01T00:00:00Z", "onprem", "Normal", "Scheduled"]
+
+
+def test_top_pods_has_a_cluster_column_and_gpu_columns_from_dcgm() -> None:
+    listing = {"items": [
+        {"metadata": {"name": "b", "namespace": "ml"}, "containers": [
+            {"usage": {"cpu": "1500000000n", "memory": "2097152Ki"}}, {"usage": {"cpu": "500m", "memory": "1Mi"}}]},
+        {"metadata": {"name": "a", "namespace": "ml"}, "containers": [{"usage": {"cpu": "0", "memory": "0"}}]},
+    ]}
+    devices = {("ml", "b"): [GpuDevice("0", None, 0.8), GpuDevice("1", None, 0.4)]}
+    lines = pod_table([("onprem", listing, devices)], all_namespaces=False)
+    assert [line.split() for line in lines] == [
+        ["CLUSTER", "NAME", "CPU(cores)", "MEMORY(bytes)", "GPUS", "GPU", "DEVICES", "GPU", "UTIL"],
+        ["onprem", "a", "0m", "0Mi", "0", "-", "-"],
+        ["onprem", "b", "2000m", "2049Mi", "2", "gpu0,gpu1", "60%"],
+    ]
+    assert pod_table([("onprem", {"items": []}, {})], all_namespaces=True) == []
+
+
+def test_top_nodes_shows_use_against_allocatable_and_gpus_in_use() -> None:
+    listing = {"items": [{"metadata": {"name": "n1"}, "usage": {"cpu": "8", "memory": "32Gi"}}]}
+    nodes: dict[str, Any] = {"n1": {"status": {"allocatable": {"cpu": "64", "memory": "256Gi"}}}}
+    utilization = {"nodes": [{"name": "n1", "devices": [
+        {"gpu": 0, "pod": "p", "namespace": "ml", "utilization": 0.5}, {"gpu": 1, "utilization": 0.0}]}]}
+    lines = node_table([("onprem", listing, nodes, utilization)])
+    assert lines[1].split() == ["onprem", "n1", "8000m", "12%", "32768Mi", "12%", "1/2", "50%"]
+    assert millicores("250m") == 250 and millicores("1000000n") == 1 and mebibytes("1Gi") == 1024
+
+
+def test_simulated_usage_grows_with_gpu_utilization_within_the_request() -> None:
+    container = {"resources": {"requests": {"cpu": "2", "memory": "1Gi"}}}
+    idle, busy = container_usage(container, 0.0), container_usage(container, 1.0)
+    assert idle[0] < busy[0] <= 2000 and idle[1] < busy[1] <= 1024**3
+    assert container_usage({}, 1.0)[0] == IDLE_CPU_MILLI
+    assert node_usage([idle, busy])[0] == SYSTEM_CPU_MILLI + idle[0] + busy[0]

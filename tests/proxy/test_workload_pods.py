@@ -1,0 +1,151 @@
+"""The hub's workload pod list (``resourcebindings/<name>/pods``), its log links, the proxy's
+metrics on the hub's /metrics and a member's ``metrics.k8s.io`` API: in one process with a real
+hub, a simulated member and its agent's tunnel (the fleet of test_proxy_tunnel)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from controlplane.apiserver.identity import Role
+from tests.proxy.test_proxy_tunnel import CLUSTER, PROXY, Fleet, eventually, fleet
+
+pytestmark = pytest.mark.timeout(120)
+__all__ = ["fleet"]
+
+BINDING = "/apis/work.gpufed.io/v1alpha1/namespaces/default/resourcebindings/infer-deployment"
+DEPLOYMENT = {
+    "apiVersion": "apps/v1",
+    "kind": "Deployment",
+    "metadata": {"name": "infer", "namespace": "default"},
+    "spec": {
+        "replicas": 2,
+        "selector": {"matchLabels": {"app": "infer"}},
+        "template": {
+            "metadata": {"labels": {"app": "infer"}},
+            "spec": {"containers": [{"name": "server", "image": "infer:1",
+                                     "resources": {"requests": {"cpu": "2", "memory": "1Gi"}}}]},
+        },
+    },
+}
+POLICIES = "/apis/policy.gpufed.io/v1alpha1/namespaces/default/propagationpolicies"
+DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
+POLICY = {
+    "apiVersion": "policy.gpufed.io/v1alpha1", "kind": "PropagationPolicy",
+    "metadata": {"name": "infer", "namespace": "default"},
+    "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "infer"}],
+             "placement": {"clusterAffinity": {"clusterNames": [CLUSTER]}}},
+}
+LONER = {
+    "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "other-0", "namespace": "default"},
+    "spec": {"containers": [{"name": "main", "image": "x:1"}]},
+}
+
+
+async def _placed_workload(fleet: Fleet) -> None:
+    """A Deployment applied to the hub with a policy placing it on the member, where it runs
+    (2 pods, beside an unrelated pod)."""
+    sim = fleet.sim.objects
+    await sim.create(sim.registry.require("v1", "Pod"), LONER)
+    for path, obj in ((POLICIES, POLICY), (DEPLOYMENTS, DEPLOYMENT)):
+        code, body = await fleet.request("POST", path, body=obj)
+        assert code == 201, body
+
+
+async def _pods(fleet: Fleet, who: str = "admin") -> dict[str, Any] | None:
+    code, body = await fleet.request("GET", BINDING + "/pods", who=who)
+    if code == 404:
+        return None  # the hub has not made the binding yet
+    assert code == 200, body
+    if not body["clusters"]:
+        return None
+    running = [p for p in body["clusters"][0]["pods"] if p["status"] == "Running"]
+    return body if len(running) == 2 else None
+
+
+async def test_the_hub_lists_a_workloads_pods_per_cluster_with_their_log_links(fleet: Fleet) -> None:
+    await _placed_workload(fleet)
+    body = await eventually(lambda: _pods(fleet), what="the Deployment's 2 pods to run")
+    assert body["workload"] == {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "default", "name": "infer"}
+    [cluster] = body["clusters"]
+    assert cluster["name"] == CLUSTER and "forbidden" not in cluster and "error" not in cluster
+    names = sorted(p["name"] for p in cluster["pods"])
+    assert len(names) == 2 and all(n.startswith("infer-") for n in names), names  # not other-0
+    pod = cluster["pods"][0]
+    assert pod["node"] != "<none>" and pod["restarts"] == 0 and pod["gpuRequest"] == "-"
+    code, log = await fleet.request("GET", pod["logPath"] + "?tailLines=1")
+    assert code == 200 and "[server] step" in log, log
+
+    # A team bound to `view` but without clusters/proxy sees that it may not, and no pod.
+    assert fleet.hub.tokens is not None
+    fleet.tokens["team"] = (await fleet.hub.tokens.create(role=Role.USER, name="tess", groups=("team",))).token
+    code, body = await fleet.request("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", body={
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": "team-view"}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io",
+                                                       "kind": "ClusterRole", "name": "view"},
+        "subjects": [{"kind": "Group", "name": "team", "apiGroup": "rbac.authorization.k8s.io"}],
+    })
+    assert code == 201, body
+
+    async def team_denied() -> dict[str, Any] | None:
+        code, body = await fleet.request("GET", BINDING + "/pods", who="team")
+        return body if code == 200 else None
+
+    body = await eventually(team_denied, what="the team's binding to take effect")
+    [cluster] = body["clusters"]
+    assert cluster["pods"] == [] and "clusters/proxy" in cluster["forbidden"], cluster
+    code, denied = await fleet.request("GET", pod["logPath"], who="team")
+    assert code == 403 and "clusters/proxy" in denied["message"], denied
+
+
+async def test_the_hubs_metrics_count_proxied_requests_bytes_streams_and_tunnels(fleet: Fleet) -> None:
+    def sample(text: str, name: str, **labels: str) -> float:
+        for line in text.splitlines():
+            if line.startswith(name + "{") and all(f'{k}="{v}"' in line for k, v in labels.items()):
+                return float(line.rsplit(" ", 1)[1])
+        return 0.0
+
+    _, before = await fleet.request("GET", "/metrics")
+    assert sample(before, "gpufed_proxy_tunnel_connected", cluster=CLUSTER) == 1.0
+    code, _ = await fleet.request("GET", PROXY + "/api/v1/namespaces/default/pods")
+    assert code == 200
+    code, _ = await fleet.request("GET", PROXY + "/api/v1/namespaces/default/pods/missing")
+    assert code == 404
+    _, after = await fleet.request("GET", "/metrics")
+    for code_label in ("200", "404"):
+        counted = sample(after, "gpufed_proxy_requests_total", cluster=CLUSTER, verb="get", code=code_label)
+        assert counted == sample(before, "gpufed_proxy_requests_total", cluster=CLUSTER, verb="get",
+                                 code=code_label) + 1, after
+    relayed = sample(after, "gpufed_proxy_relayed_bytes_total", cluster=CLUSTER, direction="from_member")
+    assert relayed > sample(before, "gpufed_proxy_relayed_bytes_total", cluster=CLUSTER, direction="from_member")
+    assert sample(after, "gpufed_proxy_open_streams", cluster=CLUSTER) == 0.0
+    # A name that is no cluster does not become a label value.
+    code, _ = await fleet.request("GET", "/apis/cluster.gpufed.io/v1alpha1/clusters/made-up/proxy/api/v1/pods")
+    assert code == 404
+    _, last = await fleet.request("GET", "/metrics")
+    assert 'cluster="made-up"' not in last
+    assert sample(last, "gpufed_proxy_requests_total", cluster="", code="404") >= 1
+
+
+async def test_a_member_serves_resource_metrics_as_metrics_server_does(fleet: Fleet) -> None:
+    await _placed_workload(fleet)
+    await eventually(lambda: _pods(fleet), what="the Deployment's 2 pods to run")
+    code, groups = await fleet.request("GET", PROXY + "/apis")
+    assert code == 200 and "metrics.k8s.io" in {g["name"] for g in groups["groups"]}
+    code, listing = await fleet.request("GET", PROXY + "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods"
+                                        "?labelSelector=app%3Dinfer")
+    assert code == 200 and listing["kind"] == "PodMetricsList", listing
+    assert len(listing["items"]) == 2
+    usage = listing["items"][0]["containers"][0]["usage"]
+    assert usage["cpu"].endswith("n") and usage["memory"].endswith("Ki")
+    assert 0 < int(usage["cpu"][:-1]) <= 2 * 10**9  # at most the 2 cores it requests
+    code, nodes = await fleet.request("GET", PROXY + "/apis/metrics.k8s.io/v1beta1/nodes")
+    assert code == 200 and len(nodes["items"]) == 1
+    node_cpu = int(nodes["items"][0]["usage"]["cpu"][:-1])
+    pods_cpu = sum(int(i["containers"][0]["usage"]["cpu"][:-1]) for i in listing["items"])
+    assert node_cpu > pods_cpu  # the pods plus the node's own share
+    code, missing = await fleet.request("GET", PROXY + "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods/nope")
+    assert code == 404 and missing["reason"] == "NotFound"
+    code, refused = await fleet.request("DELETE", PROXY + "/apis/metrics.k8s.io/v1beta1/nodes")
+    assert code == 405, refused
