@@ -35,6 +35,17 @@ POD = {
     "spec": {"containers": [{"name": "main", "image": "train:1", "resources": {"requests": {"cpu": "1"}}}]},
 }
 
+TEAM_USER = "tess"
+#: Lets user tess proxy to (and exec through) cluster onprem-a100 at the hub.
+TEAM_RBAC = [
+    {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "proxy-onprem"},
+     "rules": [{"apiGroups": ["cluster.gpufed.io"], "resources": ["clusters/proxy"], "resourceNames": [CLUSTER],
+                "verbs": ["get", "create"]}]},
+    {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "tess-proxy"},
+     "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "proxy-onprem"},
+     "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": TEAM_USER}]},
+]
+
 
 def _kubeconfig(base: Kubectl, target: Path, *, server: str | None = None, token: str | None = None) -> Kubectl:
     config = yaml.safe_load(base.kubeconfig.read_text())
@@ -106,6 +117,57 @@ def _timeline(hub: Kubectl) -> list[list[str]] | None:
     return rows if {"hub", CLUSTER} <= origins else None
 
 
+def _limited_fleet(tmp_path: Path) -> Path:
+    """The shared fleet, with the member's rules for impersonated hub users: admins anything,
+    viewers read, user tess only namespace ml (as a member's RBAC would)."""
+    fleet = yaml.safe_load(FLEET.read_text())
+    entry = next(c for c in fleet["clusters"] if c["name"] == CLUSTER)
+    entry["impersonatedAccess"] = [
+        {"subjects": ["gpufed:admins"]},
+        {"subjects": ["gpufed:viewers"], "verbs": ["get", "list", "watch"]},
+        {"subjects": [TEAM_USER], "namespaces": ["ml"]},
+    ]
+    path = tmp_path / "fleet.yaml"
+    path.write_text(yaml.safe_dump(fleet))
+    return path
+
+
+def _exec(hub: Kubectl, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([GPUFED, "exec", "--kubeconfig", str(hub.kubeconfig), *args], input=stdin,
+                          capture_output=True, text=True, timeout=60, check=False)
+
+
+def _exec_through_the_proxy(hub: Kubectl, through: Kubectl, viewer: Kubectl, tmp_path: Path) -> None:
+    """kubectl exec and gpufed exec through the proxy; the hub's RBAC and the member's limit them."""
+    # The real kubectl, pointed at the proxy: exec over WebSockets (v5.channel.k8s.io).
+    assert through.run("exec", "train-0", "-n", "ml", "--", "echo", "hi").stdout == "hi\n"
+    failed = through.run("exec", "train-0", "-n", "ml", "--", "sh", "-c", "exit 3", check=False)
+    assert failed.returncode == 3, failed
+    # gpufed exec: the remote command's output and exit code; stdin with -i; a workload's pod.
+    result = _exec(hub, "-n", "ml", "train-0", "--", "sh", "-c", "hostname; exit 4")
+    assert (result.returncode, result.stdout) == (4, "train-0\n"), result
+    assert _exec(hub, "-n", "ml", "train-0", "-i", "--", "cat", stdin="hello\n").stdout == "hello\n"
+    infer = _exec(hub, "deployment/infer", "-c", "server", "--", "hostname")
+    assert infer.returncode == 0 and infer.stdout.startswith("infer-"), infer
+    # A viewer may read through the proxy but not exec (exec is create on clusters/proxy).
+    refused = viewer.run("exec", "train-0", "-n", "ml", "--", "echo", "hi", check=False)
+    assert refused.returncode != 0 and "Forbidden" in refused.stderr and "clusters/proxy" in refused.stderr, refused
+    # A team allowed to proxy to the cluster at the hub is limited to namespace ml by the member.
+    hub.run("apply", "-f", "-", input_text=json.dumps({"apiVersion": "v1", "kind": "List", "items": TEAM_RBAC}))
+    token = subprocess.run(
+        [GPUFED, "token", "create", "--kubeconfig", str(hub.kubeconfig), "--user", TEAM_USER, "--name", TEAM_USER],
+        capture_output=True, text=True, check=True, timeout=60,
+    ).stdout.strip()
+    team = _kubeconfig(hub, tmp_path / "team.kubeconfig", token=token)
+    assert team.run("get", "--raw", PROXY + "/api/v1/namespaces/ml/pods").returncode == 0
+    other = team.run("get", "--raw", PROXY + "/api/v1/namespaces/default/pods", check=False)
+    assert other.returncode != 0 and "Forbidden" in other.stderr and "member cluster" in other.stderr, other
+    assert _exec(team, "-n", "ml", "train-0", "--", "echo", "ok").stdout == "ok\n"
+    pod = through.json("get", "pods", "-n", "default", "-l", "app=infer")["items"][0]["metadata"]["name"]
+    denied = _exec(team, pod, "-c", "server", "--", "echo", "ok")
+    assert denied.returncode == 1 and f'User "{TEAM_USER}" cannot get' in denied.stderr, denied
+
+
 def _step(line: str | None) -> int:
     assert line is not None and line.startswith("[main] step "), line
     return int(line.split()[2].rstrip(":"))
@@ -113,7 +175,7 @@ def _step(line: str | None) -> int:
 
 def test_cluster_proxy_through_the_agent(processes: ProcessGroup, tmp_path: Path) -> None:
     hub_proc, hub = processes.start_hub()
-    _sim, member, dcgm = processes.start_member(FLEET, CLUSTER)
+    _sim, member, dcgm = processes.start_member(_limited_fleet(tmp_path), CLUSTER)
     agent = processes.start_agent(hub, FLEET, CLUSTER, member, dcgm, extra=("--enable-proxy",))
     wait_for(lambda: _ready(hub.json("get", "cluster", CLUSTER)), timeout=90, what=f"{CLUSTER} Ready")
     # The workload's pod, created on the member directly (the test's setup, not the proxy).
@@ -168,6 +230,7 @@ def test_cluster_proxy_through_the_agent(processes: ProcessGroup, tmp_path: Path
     assert logs.returncode == 0, logs.stderr
     assert len(logs.stdout.splitlines()) == 3, logs.stdout
     assert all(line.startswith(f"[{CLUSTER}/infer-") and "[server] step" in line for line in logs.stdout.splitlines())
+    _exec_through_the_proxy(hub, through, viewer, tmp_path)
     events = wait_for(lambda: _timeline(hub), timeout=60, what="hub and member events")
     assert any(row[1] == "hub" and row[4] == "deployment/infer" for row in events), events
     assert any(row[1] == CLUSTER and row[4].startswith("pod/infer-") for row in events), events

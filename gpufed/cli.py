@@ -28,6 +28,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "get": ("gpufed.commands.get", "list objects on member clusters through the hub's cluster proxy, CLUSTER column first"),
     "events": ("gpufed.commands.events", "a workload's events on the hub and on its member clusters, one timeline"),
     "logs": ("gpufed.commands.logs", "a pod's log, or every pod's of a workload, from member clusters through the hub"),
+    "exec": ("gpufed.commands.execute", "run a command in a member cluster's pod through the hub; its exit code is the command's"),
 }
 
 

@@ -12,7 +12,8 @@ The store lives in memory, so the server snapshots it to ``<state-dir>/snapshot.
 and on shutdown, and restores it on start: a member restarted on the same state dir
 comes back with its objects and their resourceVersions, like a real cluster's etcd.
 
-Pod logs (``pods/<name>/log``, :mod:`simulator.podlogs`) are generated lines; the server
+Pod logs (``pods/<name>/log``, :mod:`simulator.podlogs`) are generated lines, ``pods/<name>/exec``
+runs a small command set over WebSockets (:mod:`simulator.podexec`); the server
 records its recent callers (peer address and ``Impersonate-*`` headers) at
 ``/debug/gpufed/callers``.
 
@@ -38,6 +39,7 @@ from types import TracebackType
 from typing import Any
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 
 from controlplane.apiserver.app import create_app
 from controlplane.apiserver.auth.static import StaticTokenAuthenticator, load_or_create_token
@@ -48,6 +50,8 @@ from controlplane.storage.interface import KeyValue
 from controlplane.storage.memory import MemoryStore
 from simulator.cluster import SimulatedCluster
 from simulator.health import health_middleware
+from simulator.memberaccess import access_middleware
+from simulator.podexec import PodExec
 from simulator.podlogs import CallerLog, PodLogs
 from simulator.profile import ClusterProfile
 from simulator.resources import member_registry
@@ -181,16 +185,18 @@ class SimServer:
         pki = ensure_pki(state, hosts=[self.config.host, socket.gethostname()])
         token = load_or_create_token(state / "admin.token")
         logs = PodLogs(self.objects, self.cluster.clock, self._stopped)
+        execs = PodExec(self.objects, self.cluster.inventory)
         app = create_app(
             self.objects,
             self.objects.registry,
             authenticator=StaticTokenAuthenticator(token),
-            extra_routes=[*logs.routes(), *self.callers.routes()],
+            extra_routes=[*logs.routes(), *execs.routes(), *self.callers.routes()],
             outer_middlewares=[
                 health_middleware(
                     {"ping": _passes, "log": _passes, "etcd": self._store_answers, "shutdown": self._not_stopping}
                 ),
                 self.callers.middleware(),
+                *self._access_middlewares(),
             ],
         )
         port = await self._serve(app, self.config.host, self.config.port, ssl_context=pki.server_ssl_context())
@@ -214,6 +220,10 @@ class SimServer:
                 self._snapshot_periodically(self.config.snapshot_interval), name="snapshot"
             )
         log.info("simulated cluster %s serving at %s (DCGM at %s)", self.config.profile.name, self.url, self.dcgm_url)
+
+    def _access_middlewares(self) -> list[Middleware]:
+        rules = self.config.profile.impersonatedAccess
+        return [] if rules is None else [access_middleware(rules, self.config.profile.name)]
 
     async def _store_answers(self) -> None:
         await self.store.current_revision()
