@@ -1,5 +1,9 @@
 """The cluster proxy with real processes: a hub, a simulated member, its agent with
-``--enable-proxy``, the real kubectl and the `gpufed get|logs` commands.
+``--enable-proxy``, the real kubectl and the `gpufed get|logs|exec` commands.
+
+``kubectl exec`` and ``gpufed exec`` reach the member's pod over WebSockets through the agent;
+the hub's RBAC refuses a viewer's exec, and the member's rules for impersonated users
+(``impersonatedAccess`` in the fleet entry) keep a team's user in its namespace.
 
 The hub reaches the member only through the tunnel its agent opened: while a log is being
 followed through the proxy, the hub process holds no connection to the member's API port
@@ -162,9 +166,10 @@ def _exec_through_the_proxy(hub: Kubectl, through: Kubectl, viewer: Kubectl, tmp
     assert team.run("get", "--raw", PROXY + "/api/v1/namespaces/ml/pods").returncode == 0
     other = team.run("get", "--raw", PROXY + "/api/v1/namespaces/default/pods", check=False)
     assert other.returncode != 0 and "Forbidden" in other.stderr and "member cluster" in other.stderr, other
-    assert _exec(team, "-n", "ml", "train-0", "--", "echo", "ok").stdout == "ok\n"
+    # (the team may not list Clusters at the hub: it names the one it uses)
+    assert _exec(team, "--cluster", CLUSTER, "-n", "ml", "train-0", "--", "echo", "ok").stdout == "ok\n"
     pod = through.json("get", "pods", "-n", "default", "-l", "app=infer")["items"][0]["metadata"]["name"]
-    denied = _exec(team, pod, "-c", "server", "--", "echo", "ok")
+    denied = _exec(team, "--cluster", CLUSTER, pod, "-c", "server", "--", "echo", "ok")
     assert denied.returncode == 1 and f'User "{TEAM_USER}" cannot get' in denied.stderr, denied
 
 

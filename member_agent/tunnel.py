@@ -8,6 +8,8 @@ with the agent's member client; the answer streams back as HEAD, DATA and END fr
 so a client that reads slowly stalls the member read instead of growing a buffer:
 :attr:`AgentTunnel.buffered_bytes` (read from the member, not yet sent) never exceeds one
 chunk per stream, and :attr:`AgentTunnel.peak_buffered_bytes` records the most ever held.
+An UPGRADE frame (exec, attach, port-forward) opens a WebSocket to the member instead and
+relays its messages both ways (:mod:`member_agent.tunnelupgrades`).
 
 With ``identity="impersonate"`` the member sees the hub user (``Impersonate-User`` and
 ``Impersonate-Group``), so the member's RBAC limits what each user may do through the proxy;
