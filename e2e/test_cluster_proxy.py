@@ -26,7 +26,7 @@ import pytest
 import yaml
 
 from controlplane.hub import ADMIN_USER
-from e2e.harness import GPUFED, Kubectl, ProcessGroup, wait_for
+from e2e.harness import GPUFED, KUBECTL, Kubectl, ProcessGroup, wait_for
 from e2e.test_members import FLEET, _agent_kubeconfig, _ready
 
 pytestmark = pytest.mark.e2e
@@ -142,11 +142,25 @@ def _exec(hub: Kubectl, *args: str, stdin: str | None = None) -> subprocess.Comp
 
 
 def _exec_through_the_proxy(hub: Kubectl, through: Kubectl, viewer: Kubectl, tmp_path: Path) -> None:
-    """kubectl exec and gpufed exec through the proxy; the hub's RBAC and the member's limit them."""
+    """kubectl exec|attach and gpufed exec through the proxy; the hub's RBAC and the member's limit them."""
     # The real kubectl, pointed at the proxy: exec over WebSockets (v5.channel.k8s.io).
     assert through.run("exec", "train-0", "-n", "ml", "--", "echo", "hi").stdout == "hi\n"
     failed = through.run("exec", "train-0", "-n", "ml", "--", "sh", "-c", "exit 3", check=False)
     assert failed.returncode == 3, failed
+    # kubectl attach: the container's output as it is written, until kubectl leaves.
+    attach = subprocess.Popen([KUBECTL, "--kubeconfig", str(through.kubeconfig), "attach", "train-0", "-n", "ml"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = Lines(attach)
+    try:
+        first = _step(lines.next())
+        assert _step(lines.next()) == first + 1
+    finally:
+        attach.kill()
+        attach.wait(timeout=10)
+        lines.thread.join(timeout=10)
+        for pipe in (attach.stdout, attach.stderr):
+            if pipe is not None:
+                pipe.close()
     # gpufed exec: the remote command's output and exit code; stdin with -i; a workload's pod.
     result = _exec(hub, "-n", "ml", "train-0", "--", "sh", "-c", "hostname; exit 4")
     assert (result.returncode, result.stdout) == (4, "train-0\n"), result

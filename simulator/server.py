@@ -13,7 +13,8 @@ and on shutdown, and restores it on start: a member restarted on the same state 
 comes back with its objects and their resourceVersions, like a real cluster's etcd.
 
 Pod logs (``pods/<name>/log``, :mod:`simulator.podlogs`) are generated lines, ``pods/<name>/exec``
-runs a small command set over WebSockets (:mod:`simulator.podexec`); the server
+runs a small command set and ``attach`` streams the container's output, over WebSockets
+(:mod:`simulator.podexec`); the server
 records its recent callers (peer address and ``Impersonate-*`` headers) at
 ``/debug/gpufed/callers``.
 
@@ -185,7 +186,7 @@ class SimServer:
         pki = ensure_pki(state, hosts=[self.config.host, socket.gethostname()])
         token = load_or_create_token(state / "admin.token")
         logs = PodLogs(self.objects, self.cluster.clock, self._stopped)
-        execs = PodExec(self.objects, self.cluster.inventory)
+        execs = PodExec(self.objects, self.cluster.inventory, self.cluster.clock, self._stopped)
         app = create_app(
             self.objects,
             self.objects.registry,

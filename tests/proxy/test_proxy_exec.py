@@ -130,3 +130,17 @@ async def test_exec_needs_create_on_clusters_proxy_and_spdy_is_refused(fleet: Fl
     ) as response:
         body = await response.json()
     assert response.status == 400 and "WebSocket upgrades only" in body["message"]
+
+
+async def test_attach_streams_the_containers_output_from_now_on(fleet: Fleet) -> None:
+    await _running_pod(fleet)
+    params = [("container", "main"), ("stdout", "true"), ("stderr", "true")]
+    url = fleet.hub.url + PROXY + "/api/v1/namespaces/default/pods/train-0/attach"
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=fleet.ssl)) as session, dial(
+        session, url, params=params, protocols=(V5,), headers={"Authorization": f"Bearer {fleet.tokens['admin']}"},
+    ) as ws:
+        first = await ws.receive()
+        second = await ws.receive()
+    steps = [int(m.data[1:].decode().splitlines()[0].split()[2].rstrip(":")) for m in (first, second)]
+    assert first.data[0] == 1 and first.data[1:].startswith(b"[main] step ")
+    assert steps[1] > steps[0]
