@@ -103,6 +103,15 @@ class Lines:
     def next(self, timeout: float = 60.0) -> str | None:
         return self._lines.get(timeout=timeout)
 
+    def stop(self) -> None:
+        """Kill the child (if still running) and release its pipes."""
+        self.proc.kill()
+        self.proc.wait(timeout=10)
+        self.thread.join(timeout=10)
+        for pipe in (self.proc.stdout, self.proc.stderr):
+            if pipe is not None:
+                pipe.close()
+
 
 def _started(pods: list[dict[str, Any]]) -> int:
     return sum(1 for pod in pods if pod.get("status", {}).get("startTime"))
@@ -155,12 +164,7 @@ def _exec_through_the_proxy(hub: Kubectl, through: Kubectl, viewer: Kubectl, tmp
         first = _step(lines.next())
         assert _step(lines.next()) == first + 1
     finally:
-        attach.kill()
-        attach.wait(timeout=10)
-        lines.thread.join(timeout=10)
-        for pipe in (attach.stdout, attach.stderr):
-            if pipe is not None:
-                pipe.close()
+        lines.stop()
     # gpufed exec: the remote command's output and exit code; stdin with -i; a workload's pod.
     result = _exec(hub, "-n", "ml", "train-0", "--", "sh", "-c", "hostname; exit 4")
     assert (result.returncode, result.stdout) == (4, "train-0\n"), result
@@ -280,12 +284,7 @@ def test_cluster_proxy_through_the_agent(processes: ProcessGroup, tmp_path: Path
         assert follow.stderr is not None
         assert CLUSTER in follow.stderr.read()
     finally:
-        follow.kill()
-        follow.wait(timeout=10)
-        lines.thread.join(timeout=10)
-        for pipe in (follow.stdout, follow.stderr):
-            if pipe is not None:
-                pipe.close()
+        lines.stop()
 
     # The hub comes back on the same address: the agent opens its tunnel again.
     processes.start("hub-again", "controlplane", "--state-dir", str(processes.root / "hub"),
