@@ -1,5 +1,9 @@
 """The cluster proxy with real processes: a hub, a simulated member, its agent with
-``--enable-proxy``, the real kubectl and the `gpufed get|logs` commands.
+``--enable-proxy``, the real kubectl and the `gpufed get|logs|exec` commands.
+
+``kubectl exec`` and ``gpufed exec`` reach the member's pod over WebSockets through the agent;
+the hub's RBAC refuses a viewer's exec, and the member's rules for impersonated users
+(``impersonatedAccess`` in the fleet entry) keep a team's user in its namespace.
 
 The hub reaches the member only through the tunnel its agent opened: while a log is being
 followed through the proxy, the hub process holds no connection to the member's API port
@@ -22,7 +26,7 @@ import pytest
 import yaml
 
 from controlplane.hub import ADMIN_USER
-from e2e.harness import GPUFED, Kubectl, ProcessGroup, wait_for
+from e2e.harness import GPUFED, KUBECTL, Kubectl, ProcessGroup, wait_for
 from e2e.test_members import FLEET, _agent_kubeconfig, _ready
 
 pytestmark = pytest.mark.e2e
@@ -34,6 +38,17 @@ POD = {
     "metadata": {"name": "train-0", "namespace": "ml", "labels": {"app": "train"}},
     "spec": {"containers": [{"name": "main", "image": "train:1", "resources": {"requests": {"cpu": "1"}}}]},
 }
+
+TEAM_USER = "tess"
+#: Lets user tess proxy to (and exec through) cluster onprem-a100 at the hub.
+TEAM_RBAC = [
+    {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "proxy-onprem"},
+     "rules": [{"apiGroups": ["cluster.gpufed.io"], "resources": ["clusters/proxy"], "resourceNames": [CLUSTER],
+                "verbs": ["get", "create"]}]},
+    {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "tess-proxy"},
+     "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "proxy-onprem"},
+     "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": TEAM_USER}]},
+]
 
 
 def _kubeconfig(base: Kubectl, target: Path, *, server: str | None = None, token: str | None = None) -> Kubectl:
@@ -88,6 +103,15 @@ class Lines:
     def next(self, timeout: float = 60.0) -> str | None:
         return self._lines.get(timeout=timeout)
 
+    def stop(self) -> None:
+        """Kill the child (if still running) and release its pipes."""
+        self.proc.kill()
+        self.proc.wait(timeout=10)
+        self.thread.join(timeout=10)
+        for pipe in (self.proc.stdout, self.proc.stderr):
+            if pipe is not None:
+                pipe.close()
+
 
 def _started(pods: list[dict[str, Any]]) -> int:
     return sum(1 for pod in pods if pod.get("status", {}).get("startTime"))
@@ -106,6 +130,67 @@ def _timeline(hub: Kubectl) -> list[list[str]] | None:
     return rows if {"hub", CLUSTER} <= origins else None
 
 
+def _limited_fleet(tmp_path: Path) -> Path:
+    """The shared fleet, with the member's rules for impersonated hub users: admins anything,
+    viewers read, user tess only namespace ml (as a member's RBAC would)."""
+    fleet = yaml.safe_load(FLEET.read_text())
+    entry = next(c for c in fleet["clusters"] if c["name"] == CLUSTER)
+    entry["impersonatedAccess"] = [
+        {"subjects": ["gpufed:admins"]},
+        {"subjects": ["gpufed:viewers"], "verbs": ["get", "list", "watch"]},
+        {"subjects": [TEAM_USER], "namespaces": ["ml"]},
+    ]
+    path = tmp_path / "fleet.yaml"
+    path.write_text(yaml.safe_dump(fleet))
+    return path
+
+
+def _exec(hub: Kubectl, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([GPUFED, "exec", "--kubeconfig", str(hub.kubeconfig), *args], input=stdin,
+                          capture_output=True, text=True, timeout=60, check=False)
+
+
+def _exec_through_the_proxy(hub: Kubectl, through: Kubectl, viewer: Kubectl, tmp_path: Path) -> None:
+    """kubectl exec|attach and gpufed exec through the proxy; the hub's RBAC and the member's limit them."""
+    # The real kubectl, pointed at the proxy: exec over WebSockets (v5.channel.k8s.io).
+    assert through.run("exec", "train-0", "-n", "ml", "--", "echo", "hi").stdout == "hi\n"
+    failed = through.run("exec", "train-0", "-n", "ml", "--", "sh", "-c", "exit 3", check=False)
+    assert failed.returncode == 3, failed
+    # kubectl attach: the container's output as it is written, until kubectl leaves.
+    attach = subprocess.Popen([KUBECTL, "--kubeconfig", str(through.kubeconfig), "attach", "train-0", "-n", "ml"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = Lines(attach)
+    try:
+        first = _step(lines.next())
+        assert _step(lines.next()) == first + 1
+    finally:
+        lines.stop()
+    # gpufed exec: the remote command's output and exit code; stdin with -i; a workload's pod.
+    result = _exec(hub, "-n", "ml", "train-0", "--", "sh", "-c", "hostname; exit 4")
+    assert (result.returncode, result.stdout) == (4, "train-0\n"), result
+    assert _exec(hub, "-n", "ml", "train-0", "-i", "--", "cat", stdin="hello\n").stdout == "hello\n"
+    infer = _exec(hub, "deployment/infer", "-c", "server", "--", "hostname")
+    assert infer.returncode == 0 and infer.stdout.startswith("infer-"), infer
+    # A viewer may read through the proxy but not exec (exec is create on clusters/proxy).
+    refused = viewer.run("exec", "train-0", "-n", "ml", "--", "echo", "hi", check=False)
+    assert refused.returncode != 0 and "Forbidden" in refused.stderr and "clusters/proxy" in refused.stderr, refused
+    # A team allowed to proxy to the cluster at the hub is limited to namespace ml by the member.
+    hub.run("apply", "-f", "-", input_text=json.dumps({"apiVersion": "v1", "kind": "List", "items": TEAM_RBAC}))
+    token = subprocess.run(
+        [GPUFED, "token", "create", "--kubeconfig", str(hub.kubeconfig), "--user", TEAM_USER, "--name", TEAM_USER],
+        capture_output=True, text=True, check=True, timeout=60,
+    ).stdout.strip()
+    team = _kubeconfig(hub, tmp_path / "team.kubeconfig", token=token)
+    assert team.run("get", "--raw", PROXY + "/api/v1/namespaces/ml/pods").returncode == 0
+    other = team.run("get", "--raw", PROXY + "/api/v1/namespaces/default/pods", check=False)
+    assert other.returncode != 0 and "Forbidden" in other.stderr and "member cluster" in other.stderr, other
+    # (the team may not list Clusters at the hub: it names the one it uses)
+    assert _exec(team, "--cluster", CLUSTER, "-n", "ml", "train-0", "--", "echo", "ok").stdout == "ok\n"
+    pod = through.json("get", "pods", "-n", "default", "-l", "app=infer")["items"][0]["metadata"]["name"]
+    denied = _exec(team, "--cluster", CLUSTER, pod, "-c", "server", "--", "echo", "ok")
+    assert denied.returncode == 1 and f'User "{TEAM_USER}" cannot get' in denied.stderr, denied
+
+
 def _step(line: str | None) -> int:
     assert line is not None and line.startswith("[main] step "), line
     return int(line.split()[2].rstrip(":"))
@@ -113,7 +198,7 @@ def _step(line: str | None) -> int:
 
 def test_cluster_proxy_through_the_agent(processes: ProcessGroup, tmp_path: Path) -> None:
     hub_proc, hub = processes.start_hub()
-    _sim, member, dcgm = processes.start_member(FLEET, CLUSTER)
+    _sim, member, dcgm = processes.start_member(_limited_fleet(tmp_path), CLUSTER)
     agent = processes.start_agent(hub, FLEET, CLUSTER, member, dcgm, extra=("--enable-proxy",))
     wait_for(lambda: _ready(hub.json("get", "cluster", CLUSTER)), timeout=90, what=f"{CLUSTER} Ready")
     # The workload's pod, created on the member directly (the test's setup, not the proxy).
@@ -168,6 +253,7 @@ def test_cluster_proxy_through_the_agent(processes: ProcessGroup, tmp_path: Path
     assert logs.returncode == 0, logs.stderr
     assert len(logs.stdout.splitlines()) == 3, logs.stdout
     assert all(line.startswith(f"[{CLUSTER}/infer-") and "[server] step" in line for line in logs.stdout.splitlines())
+    _exec_through_the_proxy(hub, through, viewer, tmp_path)
     events = wait_for(lambda: _timeline(hub), timeout=60, what="hub and member events")
     assert any(row[1] == "hub" and row[4] == "deployment/infer" for row in events), events
     assert any(row[1] == CLUSTER and row[4].startswith("pod/infer-") for row in events), events
@@ -202,12 +288,7 @@ def test_cluster_proxy_through_the_agent(processes: ProcessGroup, tmp_path: Path
         assert follow.stderr is not None
         assert CLUSTER in follow.stderr.read()
     finally:
-        follow.kill()
-        follow.wait(timeout=10)
-        lines.thread.join(timeout=10)
-        for pipe in (follow.stdout, follow.stderr):
-            if pipe is not None:
-                pipe.close()
+        lines.stop()
 
     # The hub comes back on the same address: the agent opens its tunnel again.
     processes.start("hub-again", "controlplane", "--state-dir", str(processes.root / "hub"),

@@ -8,6 +8,8 @@ with the agent's member client; the answer streams back as HEAD, DATA and END fr
 so a client that reads slowly stalls the member read instead of growing a buffer:
 :attr:`AgentTunnel.buffered_bytes` (read from the member, not yet sent) never exceeds one
 chunk per stream, and :attr:`AgentTunnel.peak_buffered_bytes` records the most ever held.
+An UPGRADE frame (exec, attach, port-forward) opens a WebSocket to the member instead and
+relays its messages both ways (:mod:`member_agent.tunnelupgrades`).
 
 With ``identity="impersonate"`` the member sees the hub user (``Impersonate-User`` and
 ``Impersonate-Group``), so the member's RBAC limits what each user may do through the proxy;
@@ -24,7 +26,7 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from typing import Literal
 
 import aiohttp
@@ -35,6 +37,7 @@ from prometheus_client.registry import Collector
 
 from controlplane.apis import proxyframing as framing
 from controlplane.apis.proxyframing import Frame, FrameKind, ProxyLimits, ProxyRequest
+from member_agent.tunnelupgrades import AgentStream, serve_upgrade
 
 logger = logging.getLogger(__name__)
 
@@ -47,23 +50,6 @@ MAX_BACKOFF = 30.0
 STABLE_SECONDS = 10.0
 
 Identity = Literal["impersonate", "agent"]
-
-
-class _Stream:
-    def __init__(self, window: int) -> None:
-        self.credit = window
-        self.credited = asyncio.Event()
-        self.task: asyncio.Task[None] | None = None
-
-    def add_credit(self, count: int) -> None:
-        self.credit += count
-        self.credited.set()
-
-    async def take(self, count: int) -> None:
-        while self.credit < count:
-            self.credited.clear()
-            await self.credited.wait()
-        self.credit -= count
 
 
 class AgentTunnel:
@@ -88,7 +74,7 @@ class AgentTunnel:
         self.connections = 0
         self.buffered_bytes = 0
         self.peak_buffered_bytes = 0
-        self._streams: dict[int, _Stream] = {}
+        self._streams: dict[int, AgentStream] = {}
         self._send_lock = asyncio.Lock()
 
     def stream_credits(self) -> list[int]:
@@ -142,16 +128,23 @@ class AgentTunnel:
     def _receive(self, ws: aiohttp.ClientWebSocketResponse, message: bytes) -> None:
         frame = framing.decode(message)
         stream = self._streams.get(frame.stream)
-        if frame.kind is FrameKind.OPEN:
+        if frame.kind in (FrameKind.OPEN, FrameKind.UPGRADE):
             request, body = framing.parse_open(frame.payload)
             if stream is not None or len(self._streams) >= self.limits.max_streams:
                 raise framing.FrameError(f"stream {frame.stream} cannot be opened (already open or too many)")
-            stream = _Stream(self.limits.window_bytes)
+            upgraded = frame.kind is FrameKind.UPGRADE
+            stream = AgentStream(self.limits.window_bytes, upgraded=upgraded)
             self._streams[frame.stream] = stream
-            stream.task = asyncio.create_task(self._serve(ws, frame.stream, stream, request, body))
+            serve = self._serve_upgrade(ws, frame.stream, stream, request) if upgraded else self._serve(
+                ws, frame.stream, stream, request, body
+            )
+            stream.task = asyncio.create_task(serve)
+        elif frame.kind in (FrameKind.MESSAGE, FrameKind.CLOSE):
+            if stream is not None:
+                stream.accept(frame, self.limits)
         elif frame.kind is FrameKind.CREDIT:
             if stream is not None:
-                stream.add_credit(framing.parse_credit(frame.payload))
+                stream.add(framing.parse_credit(frame.payload))
         elif frame.kind is FrameKind.CANCEL:
             if stream is not None and stream.task is not None:
                 stream.task.cancel()
@@ -182,35 +175,68 @@ class AgentTunnel:
                 headers.add("Impersonate-Group", group)
         return headers
 
-    async def _serve(
-        self, ws: aiohttp.ClientWebSocketResponse, stream_id: int, stream: _Stream, request: ProxyRequest, body: bytes
-    ) -> None:
+    async def _authorized_headers(self, request: ProxyRequest, *, upgrade: bool) -> CIMultiDict[str]:
         headers = self.member_headers(request)
+        if upgrade:
+            for name in framing.WEBSOCKET_HANDSHAKE_HEADERS:
+                headers.popall(name, None)
         auth: dict[str, str] = {}
         await self.member.update_params_for_auth(auth, [], ["BearerToken"])
         headers.update(auth)
+        return headers
+
+    async def _guarded(
+        self, ws: aiohttp.ClientWebSocketResponse, stream_id: int, work: Awaitable[None], failure: str
+    ) -> None:
+        """Run one stream's ``work``; a failure to reach the member ends the stream with ERROR."""
+        try:
+            await work
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            with contextlib.suppress(aiohttp.ClientError, OSError):
+                await self._send(ws, framing.error_frame(stream_id, 502, f"cluster {self.cluster}'s API {failure}: {exc}"))
+        finally:
+            self._streams.pop(stream_id, None)
+
+    async def _serve_upgrade(
+        self, ws: aiohttp.ClientWebSocketResponse, stream_id: int, stream: AgentStream, request: ProxyRequest
+    ) -> None:
+        async def send(frame: Frame) -> None:
+            await self._send(ws, frame)
+
+        work = serve_upgrade(
+            cluster=self.cluster, session=self.member.rest_client.pool_manager,
+            url=str(self.member.configuration.host).rstrip("/") + request.path, request=request,
+            headers=await self._authorized_headers(request, upgrade=True), stream_id=stream_id, stream=stream,
+            limits=self.limits, send=send, hold=self._hold,
+        )
+        await self._guarded(ws, stream_id, work, "did not accept the proxied connection")
+
+    async def _serve(
+        self, ws: aiohttp.ClientWebSocketResponse, stream_id: int, stream: AgentStream, request: ProxyRequest, body: bytes
+    ) -> None:
+        headers = await self._authorized_headers(request, upgrade=False)
+        work = self._relay(ws, stream_id, stream, request, headers, body)
+        await self._guarded(ws, stream_id, work, "did not answer the proxied request")
+
+    async def _relay(
+        self, ws: aiohttp.ClientWebSocketResponse, stream_id: int, stream: AgentStream, request: ProxyRequest,
+        headers: CIMultiDict[str], body: bytes,
+    ) -> None:
         url = str(self.member.configuration.host).rstrip("/") + request.path
         session: aiohttp.ClientSession = self.member.rest_client.pool_manager
         timeout = aiohttp.ClientTimeout(total=None, connect=CONNECT_TIMEOUT_SECONDS, sock_connect=CONNECT_TIMEOUT_SECONDS)
-        try:
-            async with session.request(
-                request.method, url, headers=headers, data=body or None, timeout=timeout, allow_redirects=False
-            ) as response:
-                await self._send(ws, framing.head_frame(stream_id, response.status, list(response.headers.items())))
-                while chunk := await response.content.read(self.limits.chunk_bytes):
-                    self._hold(len(chunk))
-                    try:
-                        await stream.take(len(chunk))
-                        await self._send(ws, Frame(FrameKind.DATA, stream_id, chunk))
-                    finally:
-                        self._hold(-len(chunk))
-                await self._send(ws, Frame(FrameKind.END, stream_id))
-        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-            message = f"cluster {self.cluster}'s API did not answer the proxied request: {exc}"
-            with contextlib.suppress(aiohttp.ClientError, OSError):
-                await self._send(ws, framing.error_frame(stream_id, 502, message))
-        finally:
-            self._streams.pop(stream_id, None)
+        async with session.request(
+            request.method, url, headers=headers, data=body or None, timeout=timeout, allow_redirects=False
+        ) as response:
+            await self._send(ws, framing.head_frame(stream_id, response.status, list(response.headers.items())))
+            while chunk := await response.content.read(self.limits.chunk_bytes):
+                self._hold(len(chunk))
+                try:
+                    await stream.take(len(chunk))
+                    await self._send(ws, Frame(FrameKind.DATA, stream_id, chunk))
+                finally:
+                    self._hold(-len(chunk))
+            await self._send(ws, Frame(FrameKind.END, stream_id))
 
     def _hold(self, count: int) -> None:
         self.buffered_bytes += count

@@ -290,6 +290,18 @@ class SimulationDefaults(_Model):
     cudaDriverVersion: str = DEFAULT_CUDA_DRIVER
 
 
+class AccessRule(_Model):
+    """What impersonated hub users may do at a simulated member (:mod:`simulator.memberaccess`)."""
+
+    #: User names or groups (``gpufed:admins``, ``gpufed:viewers``, ``gpufed:users``).
+    subjects: list[str] = Field(min_length=1)
+    verbs: list[str] = Field(default_factory=lambda: ["*"])
+    #: ``pods``, ``pods/exec``, ``pods/log`` ... or ``*``.
+    resources: list[str] = Field(default_factory=lambda: ["*"])
+    #: Namespaces, or ``*`` (which alone also allows cluster-wide requests).
+    namespaces: list[str] = Field(default_factory=lambda: ["*"])
+
+
 class ClusterProfile(_Model):
     name: str = Field(min_length=1, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
     provider: str = "onprem"
@@ -305,6 +317,9 @@ class ClusterProfile(_Model):
     #: Resources (plurals, e.g. ``jobsets``) this member's API does not serve, as a cluster
     #: without an operator's CustomResourceDefinitions installed.
     unservedResources: list[str] = Field(default_factory=list)
+    #: When set, requests impersonating a hub user pass only if one of these rules allows them
+    #: (this member's RBAC for hub users coming through the cluster proxy).
+    impersonatedAccess: list[AccessRule] | None = None
 
     @model_validator(mode="after")
     def _check(self) -> ClusterProfile:

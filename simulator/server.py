@@ -12,8 +12,10 @@ The store lives in memory, so the server snapshots it to ``<state-dir>/snapshot.
 and on shutdown, and restores it on start: a member restarted on the same state dir
 comes back with its objects and their resourceVersions, like a real cluster's etcd.
 
-Pod logs (``pods/<name>/log``, :mod:`simulator.podlogs`) are generated lines, the resource
-metrics API (``metrics.k8s.io/v1beta1``, :mod:`simulator.podmetrics`) modelled usage; the server
+Pod logs (``pods/<name>/log``, :mod:`simulator.podlogs`) are generated lines, ``pods/<name>/exec``
+runs a small command set and ``attach`` streams the container's output, over WebSockets
+(:mod:`simulator.podexec`), the resource metrics API (``metrics.k8s.io/v1beta1``,
+:mod:`simulator.podmetrics`) modelled usage; the server
 records its recent callers (peer address and ``Impersonate-*`` headers) at
 ``/debug/gpufed/callers``.
 
@@ -38,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 
 from controlplane.apiserver.app import create_app
 from controlplane.apiserver.auth.static import StaticTokenAuthenticator, load_or_create_token
@@ -49,6 +52,8 @@ from controlplane.storage.interface import KeyValue
 from controlplane.storage.memory import MemoryStore
 from simulator.cluster import SimulatedCluster
 from simulator.health import health_middleware
+from simulator.memberaccess import access_middleware
+from simulator.podexec import PodExec
 from simulator.podlogs import CallerLog, PodLogs
 from simulator.podmetrics import ResourceMetrics
 from simulator.profile import ClusterProfile
@@ -183,16 +188,18 @@ class SimServer(ShutdownOnce):
         token = load_or_create_token(state / "admin.token")
         logs = PodLogs(self.objects, self.cluster.clock, self._stopped)
         usage = ResourceMetrics(self.objects, self.cluster.clock, lambda key: self.cluster.utilization.get(key, 0.0))
+        execs = PodExec(self.objects, self.cluster.inventory, self.cluster.clock, self._stopped)
         app = create_app(
             self.objects,
             self.objects.registry,
             authenticator=StaticTokenAuthenticator(token),
-            extra_routes=[*logs.routes(), *usage.routes(), *self.callers.routes()],
+            extra_routes=[*logs.routes(), *execs.routes(), *usage.routes(), *self.callers.routes()],
             outer_middlewares=[
                 health_middleware(
                     {"ping": _passes, "log": _passes, "etcd": self._store_answers, "shutdown": self._not_stopping}
                 ),
                 self.callers.middleware(),
+                *self._access_middlewares(),
             ],
         )
         port = await self._serve(app, self.config.host, self.config.port, ssl_context=pki.server_ssl_context())
@@ -216,6 +223,10 @@ class SimServer(ShutdownOnce):
                 self._snapshot_periodically(self.config.snapshot_interval), name="snapshot"
             )
         log.info("simulated cluster %s serving at %s (DCGM at %s)", self.config.profile.name, self.url, self.dcgm_url)
+
+    def _access_middlewares(self) -> list[Middleware]:
+        rules = self.config.profile.impersonatedAccess
+        return [] if rules is None else [access_middleware(rules, self.config.profile.name)]
 
     async def _store_answers(self) -> None:
         await self.store.current_revision()

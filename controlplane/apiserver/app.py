@@ -58,7 +58,7 @@ from controlplane.apiserver.impersonation import (
 from controlplane.apiserver.objects import ObjectStore, utc_now
 from controlplane.apiserver.openapi.serving import OpenApiEndpoints
 from controlplane.apiserver.resources import Registry
-from controlplane.apiserver.routing import RequestInfo, parse_request
+from controlplane.apiserver.routing import RequestInfo, is_upgrade, parse_request
 from controlplane.apiserver.serving import inflight_middleware
 from controlplane.apiserver.watching import WatchLimits
 from controlplane.storage import interface as storage
@@ -122,7 +122,9 @@ async def status_middleware(request: web.Request, handler: Handler) -> web.Strea
     started = time.perf_counter()
     code = 500
     try:
-        request[REQUEST_INFO] = parse_request(request.method, request.path, request.query)
+        request[REQUEST_INFO] = parse_request(
+            request.method, request.path, request.query, upgrade=is_upgrade(request.headers)
+        )
         response = await handler(request)
         code = response.status
         return response

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 #: Subresources of a namespace (so /api/v1/namespaces/x/status is not a list of "status").
 _NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 _TRUE = frozenset({"1", "true", "True"})
+#: Subresources whose upgraded (WebSocket) GET kube authorizes as ``create``, like their SPDY POST.
+_STREAMING_SUBRESOURCES = frozenset({"exec", "attach", "portforward"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +37,16 @@ class RequestInfo:
 _METHOD_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch"}
 
 
-def parse_request(method: str, path: str, query: Mapping[str, str]) -> RequestInfo:
+def is_upgrade(headers: Mapping[str, str]) -> bool:
+    """Whether a request asks to switch protocols (a WebSocket or SPDY upgrade)."""
+    connection = {token.strip().lower() for token in headers.get("Connection", "").split(",")}
+    return "upgrade" in connection and bool(headers.get("Upgrade"))
+
+
+def parse_request(method: str, path: str, query: Mapping[str, str], *, upgrade: bool = False) -> RequestInfo:
+    """``upgrade``: the request asks to switch protocols; through ``clusters/proxy`` and on
+    ``pods/exec``, ``attach`` and ``portforward`` that is ``create`` whatever the method, as kube
+    authorizes a WebSocket ``GET`` of ``pods/exec`` like its SPDY ``POST``."""
     parts = [p for p in path.split("/") if p]
     non_resource = RequestInfo(path=path, verb=method.lower(), is_resource=False)
     if not parts or parts[0] not in ("api", "apis"):
@@ -64,12 +75,15 @@ def parse_request(method: str, path: str, query: Mapping[str, str]) -> RequestIn
     if len(rest) > 3 and subresource == "proxy":
         # A proxy subresource takes the rest of the path as its own (kube's pods/proxy/<path>);
         # the verb comes from the method alone.
-        return RequestInfo(path, _proxy_verb(method), True, group, version, namespace, resource, name, subresource)
+        verb = "create" if upgrade else _proxy_verb(method)
+        return RequestInfo(path, verb, True, group, version, namespace, resource, name, subresource)
     if len(rest) > 3:
         # Deeper paths do not exist; an empty verb makes the handler answer 404.
         return RequestInfo(path, "", True, group, version, namespace, resource, name, "/".join(rest[2:]))
 
-    if method in ("GET", "HEAD") and name is not None:
+    if upgrade and subresource in _STREAMING_SUBRESOURCES:
+        verb = "create"
+    elif method in ("GET", "HEAD") and name is not None:
         verb = "get"
     elif method in ("GET", "HEAD"):
         verb = "watch" if query.get("watch", "") in _TRUE else "list"

@@ -15,7 +15,7 @@ import asyncio
 import sys
 
 from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
-from gpufed.memberproxy import clusters, proxy_path, resolve, stream_lines, workload_pods
+from gpufed.memberproxy import stream_lines, target_pods
 from gpufed.timeparse import parse_duration
 
 
@@ -33,21 +33,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 async def _pods_of(hub: HubClient, args: argparse.Namespace, kind_word: str, name: str) -> list[tuple[str, str]]:
     """(cluster, pod) pairs of the target."""
-    namespace = args.namespace
-    candidates = await clusters(hub, args.clusters)
-    if kind_word in ("", "pod", "pods", "po"):
-        answers = await asyncio.gather(
-            *(hub.request("GET", proxy_path(cluster, f"/api/v1/namespaces/{namespace}/pods/{name}"))
-              for cluster in candidates),
-            return_exceptions=True,
-        )
-        return [(cluster, name) for cluster, pod in zip(candidates, answers, strict=True) if isinstance(pod, dict)]
-    kind = (await resolve(hub, None, kind_word)).kind
-    found, failed = await workload_pods(hub, namespace, kind, name, candidates)
+    pairs, failed = await target_pods(hub, args.namespace, args.clusters, kind_word, name)
     for cluster, why in failed.items():
         print(f"cluster {cluster}: {why}", file=sys.stderr)
-    pairs = [(cluster, pod["metadata"]["name"]) for cluster, pods in found.items() for pod in pods]
-    return sorted(pairs)
+    return pairs
 
 
 async def _follow(hub: HubClient, args: argparse.Namespace, cluster: str, pod: str, prefix: bool) -> None:

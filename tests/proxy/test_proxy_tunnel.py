@@ -35,7 +35,7 @@ T = TypeVar("T")
 CLUSTER = "sim-p"
 PROXY = f"/apis/cluster.gpufed.io/v1alpha1/clusters/{CLUSTER}/proxy"
 #: Small, so that a slow client fills the window quickly.
-LIMITS = ProxyLimits(window_bytes=16 * 1024, chunk_bytes=4 * 1024, max_streams=3)
+LIMITS = ProxyLimits(window_bytes=16 * 1024, chunk_bytes=4 * 1024, max_streams=3, max_message_bytes=8 * 1024)
 FLEET = {
     "clusters": [
         {"name": CLUSTER, "nodeGroups": [{"name": "cpu", "count": 1, "cpu": 64, "memoryGiB": 256}]}

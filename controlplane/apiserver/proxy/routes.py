@@ -5,8 +5,10 @@
   this handler checks the credential's cluster again).
 - ``* /apis/cluster.gpufed.io/v1alpha1/clusters/<name>/proxy/<member path>``: the authorizer
   has already checked the caller's right on ``clusters/proxy`` for ``<name>`` (verb from the
-  HTTP method, as kube does for ``pods/proxy``); this handler forwards the request over the
-  tunnel and streams the member's answer back, crediting the agent as the client reads.
+  HTTP method, as kube does for ``pods/proxy``; ``create`` for an upgrade, as for
+  ``pods/exec``); this handler forwards the request over the tunnel and streams the member's
+  answer back, crediting the agent as the client reads. WebSocket upgrades (exec, attach,
+  port-forward) are relayed message by message (:mod:`.upgrades`).
 
 The hub never opens a connection toward a member: a cluster whose agent has no tunnel open
 is answered 503.
@@ -27,8 +29,10 @@ from controlplane.apiserver import errors
 from controlplane.apiserver.app import OBJECT_STORE, USER
 from controlplane.apiserver.handlers import REQUEST_INFO
 from controlplane.apiserver.identity import Role, UserInfo
+from controlplane.apiserver.proxy import upgrades
 from controlplane.apiserver.proxy.metrics import ProxyMetrics
 from controlplane.apiserver.proxy.tunnels import HubStream, TooManyStreams, TunnelRegistry
+from controlplane.apiserver.routing import is_upgrade
 
 logger = logging.getLogger(__name__)
 
@@ -125,14 +129,17 @@ class ProxyEndpoints:
                 "tunnel its agent opens (the agent needs --enable-proxy)",
                 retry_after_seconds=5,
             )
-        headers = framing.forwarded_headers(list(request.headers.items()), drop=framing.DROPPED_REQUEST_HEADERS)
+        upgrade = is_upgrade(request.headers)
+        protocols = upgrades.check_websocket(request) if upgrade else []
+        drop = framing.DROPPED_REQUEST_HEADERS | (framing.WEBSOCKET_HANDSHAKE_HEADERS if upgrade else frozenset())
+        headers = framing.forwarded_headers(list(request.headers.items()), drop=drop)
         if framing.header_bytes(headers) > tunnel.limits.max_header_bytes:
             error = errors.BadRequest(
                 f"the request headers exceed the proxy's limit of {tunnel.limits.max_header_bytes} bytes"
             )
             error.code = 431
             raise error
-        body = await request.read()
+        body = b"" if upgrade else await request.read()
         user = request[USER]
         # The member path as the client encoded it (not decoded and re-encoded).
         raw_path = request.rel_url.raw_path
@@ -140,9 +147,11 @@ class ProxyEndpoints:
         tail = raw_path[raw_path.index(marker) + len(marker):]
         query = request.rel_url.raw_query_string
         path = (tail if tail.startswith("/") else "/" + tail) + (f"?{query}" if query else "")
-        proxied = ProxyRequest(request.method, path, headers, user=user.name, groups=user_groups(user))
+        proxied = ProxyRequest(
+            request.method, path, headers, user=user.name, groups=user_groups(user), protocols=protocols
+        )
         try:
-            stream = tunnel.open_stream()
+            stream = tunnel.open_stream(upgraded=upgrade)
         except TooManyStreams as exc:
             raise errors.TooManyRequests(f"{exc}; retry when some finish", retry_after_seconds=1) from None
         finished = False
@@ -151,7 +160,8 @@ class ProxyEndpoints:
             self.metrics.relayed(cluster, len(body), to_member=True)
         try:
             try:
-                await stream.tunnel.send(framing.open_frame(stream.id, proxied, body))
+                kind = FrameKind.UPGRADE if upgrade else FrameKind.OPEN
+                await stream.tunnel.send(framing.open_frame(stream.id, proxied, body, kind=kind))
             except ConnectionResetError:
                 raise errors.ServiceUnavailable(
                     f"cluster {cluster}'s agent disconnected", retry_after_seconds=5
@@ -168,7 +178,11 @@ class ProxyEndpoints:
                 raise _status_error(code, message)
             if first.kind is not FrameKind.HEAD:
                 raise errors.ServiceUnavailable(f"cluster {cluster}'s agent sent a response without its head")
-            response, finished = await _relay(request, stream, first.payload, self.metrics)
+            status, head = framing.parse_head(first.payload)
+            if upgrade and status == 101:
+                response, finished = await upgrades.relay_websocket(request, stream, head)
+            else:
+                response, finished = await _relay(request, stream, status, head, self.metrics)
             return response
         finally:
             if self.metrics is not None:
@@ -177,10 +191,10 @@ class ProxyEndpoints:
 
 
 async def _relay(
-    request: web.Request, stream: HubStream, head: bytes, metrics: ProxyMetrics | None
+    request: web.Request, stream: HubStream, status: int, headers: list[tuple[str, str]],
+    metrics: ProxyMetrics | None,
 ) -> tuple[web.StreamResponse, bool]:
     """Copy the member's answer to the client; and whether it was complete."""
-    status, headers = framing.parse_head(head)
     response = web.StreamResponse(status=status)
     for name, value in framing.forwarded_headers(headers, drop=framing.DROPPED_RESPONSE_HEADERS):
         response.headers.add(name, value)

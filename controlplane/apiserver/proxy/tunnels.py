@@ -25,6 +25,12 @@ logger = logging.getLogger(__name__)
 Send = Callable[[bytes], Awaitable[None]]
 
 
+_FROM_AGENT = frozenset({
+    FrameKind.HEAD, FrameKind.DATA, FrameKind.END, FrameKind.ERROR, FrameKind.MESSAGE, FrameKind.CLOSE, FrameKind.CREDIT,
+})
+_UPGRADED_ONLY = frozenset({FrameKind.MESSAGE, FrameKind.CLOSE, FrameKind.CREDIT})
+
+
 class TooManyStreams(Exception):
     """The cluster's tunnel already carries ``max_streams`` proxied requests."""
 
@@ -32,9 +38,13 @@ class TooManyStreams(Exception):
 class HubStream:
     """One proxied request as the hub sees it: the agent's frames, in order."""
 
-    def __init__(self, tunnel: Tunnel, stream_id: int) -> None:
+    def __init__(self, tunnel: Tunnel, stream_id: int, *, upgraded: bool = False) -> None:
         self.tunnel = tunnel
         self.id = stream_id
+        #: An upgraded connection (exec, attach, port-forward): MESSAGE frames both ways.
+        self.upgraded = upgraded
+        #: What the agent lets the hub send it (MESSAGE bytes), credited as the member takes them.
+        self.send_credit = framing.Credit(tunnel.limits.window_bytes)
         self._frames: asyncio.Queue[Frame] = asyncio.Queue()
         #: DATA bytes received and not yet taken by the client; and the most ever held.
         self.queued_bytes = 0
@@ -42,15 +52,13 @@ class HubStream:
         self.closed = False
 
     def deliver(self, frame: Frame) -> None:
-        if frame.kind is FrameKind.DATA:
-            self.queued_bytes += len(frame.payload)
-            self.peak_queued_bytes = max(self.peak_queued_bytes, self.queued_bytes)
+        self.queued_bytes += framing.window_bytes(frame)
+        self.peak_queued_bytes = max(self.peak_queued_bytes, self.queued_bytes)
         self._frames.put_nowait(frame)
 
     async def next_frame(self) -> Frame:
         frame = await self._frames.get()
-        if frame.kind is FrameKind.DATA:
-            self.queued_bytes -= len(frame.payload)
+        self.queued_bytes -= framing.window_bytes(frame)
         return frame
 
     async def credit(self, count: int) -> None:
@@ -90,12 +98,12 @@ class Tunnel:
         async with self._send_lock:
             await self._send(framing.encode(frame))
 
-    def open_stream(self) -> HubStream:
+    def open_stream(self, *, upgraded: bool = False) -> HubStream:
         if len(self._streams) >= self.limits.max_streams:
             raise TooManyStreams(
                 f"cluster {self.cluster}'s tunnel already carries {self.limits.max_streams} proxied requests"
             )
-        stream = HubStream(self, next(self._ids) & 0xFFFFFFFF)
+        stream = HubStream(self, next(self._ids) & 0xFFFFFFFF, upgraded=upgraded)
         self._streams[stream.id] = stream
         return stream
 
@@ -105,12 +113,19 @@ class Tunnel:
     def receive(self, message: bytes) -> None:
         """Route one frame from the agent; raises :class:`framing.FrameError` on garbage."""
         frame = framing.decode(message)
-        if frame.kind not in (FrameKind.HEAD, FrameKind.DATA, FrameKind.END, FrameKind.ERROR):
+        if frame.kind not in _FROM_AGENT:
             raise framing.FrameError(f"an agent may not send {frame.kind.name} frames")
         stream = self._streams.get(frame.stream)
         if stream is None:
             return  # the client left; the CANCEL crossed this frame
-        if frame.kind is FrameKind.DATA and stream.queued_bytes + len(frame.payload) > self.limits.window_bytes:
+        if frame.kind in _UPGRADED_ONLY and not stream.upgraded:
+            raise framing.FrameError(f"{frame.kind.name} on stream {frame.stream}, which is not an upgraded connection")
+        if frame.kind is FrameKind.CREDIT:
+            stream.send_credit.add(framing.parse_credit(frame.payload))
+            return
+        if frame.kind is FrameKind.MESSAGE and len(frame.payload) > self.limits.max_message_bytes + 1:
+            raise framing.FrameError(f"a message of {len(frame.payload)} bytes on stream {frame.stream}")
+        if stream.queued_bytes + framing.window_bytes(frame) > self.limits.window_bytes:
             raise framing.FrameError(
                 f"cluster {self.cluster}'s agent sent past the flow-control window on stream {frame.stream}"
             )

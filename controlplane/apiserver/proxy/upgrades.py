@@ -1,0 +1,157 @@
+"""Upgraded connections through the cluster proxy: ``kubectl exec``, ``attach`` and ``port-forward``.
+
+The client's WebSocket handshake on the proxy path becomes an UPGRADE frame offering the
+client's subprotocols (``v5.channel.k8s.io``, ``v4.channel.k8s.io``, ``v2.portforward.k8s.io``
+...). The agent opens a WebSocket to the member with the same offer; only when the member
+accepted (HEAD 101 with its chosen subprotocol) does the hub accept the client's handshake with
+that subprotocol, so both ends speak what the member chose. A member's refusal (403, 404, 400)
+reaches the client as the member's own Status.
+
+Then every WebSocket message is one MESSAGE frame, each direction under its own credit window:
+the hub forwards a client message only while the agent has credit for it, and credits the agent
+only once the client took a message. The stream ends when either side closes (the close code
+is passed on), when nothing moved either way for ``idle_timeout_seconds``, or when the tunnel
+drops: the client then gets, on the channel protocols, a Status on the error channel (3) naming
+the cluster, as kube reports a failed stream, and a close with code 1011.
+
+SPDY upgrades (kubectl's fallback when a WebSocket upgrade is refused) are answered 400.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Callable
+
+from aiohttp import WSMsgType, web
+
+from controlplane.apis import proxyframing as framing
+from controlplane.apis.proxyframing import FrameKind
+from controlplane.apiserver import errors
+from controlplane.apiserver.proxy.tunnels import HubStream
+
+logger = logging.getLogger(__name__)
+
+#: Subprotocols whose error channel (3) carries a Status (kube's v4 and v5 channel protocols).
+STATUS_CHANNEL_PROTOCOLS = frozenset({"v4.channel.k8s.io", "v5.channel.k8s.io"})
+ERROR_CHANNEL = 3
+
+
+def check_websocket(request: web.BaseRequest) -> list[str]:
+    """The subprotocols a WebSocket upgrade offers; a 400 for any other upgrade."""
+    upgrade = request.headers.get("Upgrade", "")
+    if upgrade.lower() != "websocket":
+        raise errors.BadRequest(
+            f"the cluster proxy carries WebSocket upgrades only, not {upgrade!r}: use a client that speaks "
+            "WebSockets (kubectl 1.30 or newer does for exec, attach and port-forward)"
+        )
+    return [
+        protocol.strip()
+        for value in request.headers.getall("Sec-WebSocket-Protocol", [])
+        for protocol in value.split(",") if protocol.strip()
+    ]
+
+
+def _header(headers: list[tuple[str, str]], name: str) -> str:
+    return next((value for key, value in headers if key.lower() == name.lower()), "")
+
+
+async def relay_websocket(
+    request: web.Request, stream: HubStream, head: list[tuple[str, str]]
+) -> tuple[web.StreamResponse, bool]:
+    """Accept the client's handshake with the member's subprotocol and relay messages both ways
+    until one side closes; returns the response and whether the stream ended cleanly."""
+    limits = stream.tunnel.limits
+    protocol = _header(head, "Sec-WebSocket-Protocol")
+    ws = web.WebSocketResponse(protocols=(protocol,) if protocol else (), max_msg_size=limits.max_message_bytes)
+    await ws.prepare(request)
+    loop = asyncio.get_running_loop()
+    pending: set[asyncio.Task[bool]] = set()
+    finished = False
+    try:
+        async with asyncio.timeout(limits.idle_timeout_seconds) as idle:
+
+            def touch() -> None:
+                idle.reschedule(loop.time() + limits.idle_timeout_seconds)
+
+            pending = {
+                asyncio.create_task(_client_to_agent(ws, stream, touch)),
+                asyncio.create_task(_agent_to_client(ws, stream, protocol, touch)),
+            }
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            finished = all(not task.exception() and task.result() for task in done)
+    except TimeoutError:
+        logger.info("upgraded stream %s to cluster %s closed: idle for %gs", request.path,
+                    stream.tunnel.cluster, limits.idle_timeout_seconds)
+        await _fail(ws, protocol, f"the connection was idle for {limits.idle_timeout_seconds:g}s")
+    finally:
+        for task in pending:
+            task.cancel()
+        for task in pending:
+            with contextlib.suppress(asyncio.CancelledError, ConnectionError):
+                await task
+        if not ws.closed:
+            await ws.close()
+    return ws, finished
+
+
+async def _client_to_agent(ws: web.WebSocketResponse, stream: HubStream, touch: Callable[[], None]) -> bool:
+    """The client's messages to the agent, within the agent's credit; True once the client closed."""
+    async for message in ws:
+        if message.type is WSMsgType.BINARY:
+            data, text = bytes(message.data), False
+        elif message.type is WSMsgType.TEXT:
+            data, text = str(message.data).encode(), True
+        else:
+            continue
+        await stream.send_credit.take(len(data))
+        await stream.tunnel.send(framing.message_frame(stream.id, data, text=text))
+        touch()
+    code = ws.close_code or 1000
+    with contextlib.suppress(ConnectionError):
+        await stream.tunnel.send(framing.close_frame(stream.id, code))
+    return True
+
+
+async def _agent_to_client(
+    ws: web.WebSocketResponse, stream: HubStream, protocol: str, touch: Callable[[], None]
+) -> bool:
+    """The member's messages to the client, crediting the agent as the client takes them; True
+    once the member closed, False when the stream failed (the client is told why)."""
+    limits = stream.tunnel.limits
+    while True:
+        frame = await stream.next_frame()
+        if frame.kind is FrameKind.MESSAGE:
+            data, text = framing.parse_message(frame.payload)
+            try:
+                async with asyncio.timeout(limits.stall_timeout_seconds):
+                    await (ws.send_str(data.decode(errors="replace")) if text else ws.send_bytes(data))
+            except TimeoutError:
+                await _fail(ws, protocol, f"the client took nothing for {limits.stall_timeout_seconds:g}s")
+                return False
+            await stream.credit(len(data))
+            touch()
+        elif frame.kind is FrameKind.CLOSE:
+            code, reason = framing.parse_close(frame.payload)
+            await ws.close(code=framing.sendable_close_code(code), message=reason.encode()[:framing.MAX_CLOSE_REASON_BYTES])
+            return True
+        else:
+            message = (
+                framing.parse_error(frame.payload)[1] if frame.kind is FrameKind.ERROR
+                else f"cluster {stream.tunnel.cluster}'s agent sent {frame.kind.name} on an upgraded stream"
+            )
+            logger.info("upgraded stream to cluster %s ended: %s", stream.tunnel.cluster, message)
+            await _fail(ws, protocol, message)
+            return False
+
+
+async def _fail(ws: web.WebSocketResponse, protocol: str, message: str) -> None:
+    """End the client's connection with ``message``: on kube's channel protocols as a Status on
+    the error channel first (kubectl prints it), then as the close reason (code 1011)."""
+    with contextlib.suppress(ConnectionError, RuntimeError):
+        if protocol in STATUS_CHANNEL_PROTOCOLS:
+            status = errors.ServiceUnavailable(message).to_status()
+            await ws.send_bytes(bytes([ERROR_CHANNEL]) + json.dumps(status).encode())
+        await ws.close(code=1011, message=message.encode()[:framing.MAX_CLOSE_REASON_BYTES])
