@@ -350,7 +350,7 @@ def _workload_pod_views(hub: Kubectl, tmp_path: Path) -> None:
 
     # A team bound to view, without clusters/proxy: the list says so and shows no pod; no log.
     token = subprocess.run(
-        [GPUFED, "token", "create", "--kubeconfig", str(hub.kubeconfig), "--user", "tess", "--group", "team"],
+        [GPUFED, "token", "create", "--kubeconfig", str(hub.kubeconfig), "--user", "vera", "--group", "team"],
         capture_output=True, text=True, check=True, timeout=60,
     ).stdout.strip()
     hub.run("create", "clusterrolebinding", "team-view", "--clusterrole", "view", "--group", "team")
