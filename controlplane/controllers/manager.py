@@ -32,6 +32,7 @@ from controlplane.controllers.dependencies import DependenciesController
 from controlplane.controllers.detecting import Detector
 from controlplane.controllers.evicting import GracefulEvictionController
 from controlplane.controllers.reconciling import ReconcileLoop
+from controlplane.controllers.scaling import ScaleInterpreters
 from controlplane.controllers.status import StatusController
 from controlplane.controllers.workloads import WorkloadRef
 from controlplane.interpreter.registry import group_of
@@ -93,6 +94,7 @@ class ControllerManager:
                     await binder.loop.add(key)
                     await status.loop.add(key)
 
+        scaling = ScaleInterpreters(ctx.registry, reinterpret)
         customizations = CustomizationsController(ctx, reinterpret)
         loops: list[ReconcileLoop[Any]] = [
             customizations.loop, detector.loop, scheduler.loop, binder.loop, status.loop, evictions.loop,
@@ -107,7 +109,9 @@ class ControllerManager:
                 stopped = group.create_task(self._stop.wait())
                 await asyncio.wait({synced, stopped}, return_when=asyncio.FIRST_COMPLETED)
                 if synced.done():
+                    scaling.install()  # custom kinds' replicas, which customizations fall back to
                     await customizations.install()  # scripts in force before any workload is interpreted
+                    tasks.append(group.create_task(scaling.run(), name="scale-interpreters"))
                     for loop in loops:
                         tasks.append(group.create_task(loop.run(), name=f"controller-{loop.name}"))
                     tasks.append(group.create_task(scheduler.maintain(), name="scheduler-maintenance"))
@@ -121,6 +125,7 @@ class ControllerManager:
                     task.cancel()
         finally:
             customizations.forget()  # a later term (or another manager) starts from the stored ones
+            scaling.forget()
         self._started.clear()
         log.info("controllers stopped")
 
