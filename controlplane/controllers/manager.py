@@ -31,6 +31,7 @@ from controlplane.controllers.deleting import DeletionController
 from controlplane.controllers.dependencies import DependenciesController
 from controlplane.controllers.detecting import Detector
 from controlplane.controllers.evicting import GracefulEvictionController
+from controlplane.controllers.policyselectors import PolicySelectorsController
 from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.scaling import ScaleInterpreters
 from controlplane.controllers.status import StatusController
@@ -81,6 +82,7 @@ class ControllerManager:
         deletion = DeletionController(ctx)
         evictions = GracefulEvictionController(ctx)
         dependencies = DependenciesController(ctx)
+        selectors = PolicySelectorsController(ctx)
 
         async def reinterpret(api_version: str, kind: str) -> None:
             """A kind's interpretation changed: its workloads and bindings are looked at again."""
@@ -98,7 +100,7 @@ class ControllerManager:
         customizations = CustomizationsController(ctx, reinterpret)
         loops: list[ReconcileLoop[Any]] = [
             customizations.loop, detector.loop, scheduler.loop, binder.loop, status.loop, evictions.loop,
-            *dependencies.loops, deletion.loop,
+            *dependencies.loops, deletion.loop, selectors.loop,
         ]
         self.context, self.scheduler, self.evictions, self._loops = ctx, scheduler, evictions, loops
         tasks: list[asyncio.Task[None]] = []
@@ -112,6 +114,7 @@ class ControllerManager:
                     scaling.install()  # custom kinds' replicas, which customizations fall back to
                     await customizations.install()  # scripts in force before any workload is interpreted
                     tasks.append(group.create_task(scaling.run(), name="scale-interpreters"))
+                    tasks.append(group.create_task(selectors.follow_served_kinds(), name="policy-selectors-served"))
                     for loop in loops:
                         tasks.append(group.create_task(loop.run(), name=f"controller-{loop.name}"))
                     tasks.append(group.create_task(scheduler.maintain(), name="scheduler-maintenance"))

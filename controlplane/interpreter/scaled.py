@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 from controlplane.interpreter.base import Health, MemberStatuses, PodTemplateKind, TemplateSlot, as_int, dig
@@ -45,38 +46,21 @@ def _is_pod_template(value: Any) -> bool:
     return isinstance(spec, dict) and isinstance(spec.get("containers"), list)
 
 
+@dataclass
 class ScaleInterpreter(PodTemplateKind):
     """:class:`~controlplane.interpreter.base.KindInterpreter` of one custom kind, from the paths
     of its CRD's scale subresource (see the module docstring)."""
 
-    def __init__(
-        self,
-        group: str,
-        kind: str,
-        *,
-        spec_replicas: FieldPath,
-        status_replicas: FieldPath,
-        label_selector: FieldPath = (),
-    ) -> None:
-        if not spec_replicas or not status_replicas or status_replicas[0] != "status":
+    group: str
+    kind: str
+    _: KW_ONLY
+    spec_replicas: FieldPath
+    status_replicas: FieldPath
+    label_selector: FieldPath = ()
+
+    def __post_init__(self) -> None:
+        if not self.spec_replicas or self.status_replicas[:1] != ("status",) or len(self.status_replicas) < 2:
             raise ValueError("specReplicasPath and a statusReplicasPath under .status are required")
-        self.group = group
-        self.kind = kind
-        self.spec_replicas = spec_replicas
-        self.status_replicas = status_replicas
-        self.label_selector = label_selector
-
-    def _key(self) -> tuple[str, str, FieldPath, FieldPath, FieldPath]:
-        return (self.group, self.kind, self.spec_replicas, self.status_replicas, self.label_selector)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, ScaleInterpreter) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return f"ScaleInterpreter({self.group}/{self.kind}, spec={'.'.join(self.spec_replicas)})"
 
     def template_slots(self, obj: Obj) -> list[TemplateSlot]:
         spec = obj.get("spec")
