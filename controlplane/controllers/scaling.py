@@ -27,9 +27,9 @@ log = logging.getLogger(__name__)
 KindChanged = Callable[[str, str], Awaitable[None]]
 
 
-def scale_interpreters(types: Iterable[ResourceType]) -> dict[str, ScaleInterpreter]:
-    """The interpreters of the custom kinds among ``types`` that have a scale subresource, by
-    the apiVersion their objects are stored as. Pure."""
+def scale_interpreters(types: Iterable[ResourceType]) -> list[tuple[str, ScaleInterpreter]]:
+    """The interpreters of the custom kinds among ``types`` that have a scale subresource, each
+    with the apiVersion its kind's objects are stored as."""
     chosen: dict[tuple[str, str], ResourceType] = {}
     for rt in types:
         if rt.custom is None or rt.scale is None:
@@ -37,16 +37,16 @@ def scale_interpreters(types: Iterable[ResourceType]) -> dict[str, ScaleInterpre
         key = (rt.group, rt.kind)
         if key not in chosen or not rt.custom.stored_api_version:  # the storage version wins
             chosen[key] = rt
-    out: dict[str, ScaleInterpreter] = {}
+    out: list[tuple[str, ScaleInterpreter]] = []
     for (group, kind), rt in sorted(chosen.items()):
         assert rt.scale is not None
         try:
-            out[f"{group}/{rt.version}"] = ScaleInterpreter(
+            out.append((f"{group}/{rt.version}", ScaleInterpreter(
                 group, kind,
                 spec_replicas=tuple(rt.scale.spec_replicas.split(".")),
                 status_replicas=tuple(rt.scale.status_replicas.split(".")),
                 label_selector=tuple(rt.scale.label_selector.split(".")),
-            )
+            )))
         except ValueError as exc:  # only a CRD written around the API's validation gets here
             log.warning("%s.%s: its scale subresource gives it no replicas: %s", kind, group, exc)
     return out
@@ -67,8 +67,8 @@ class ScaleInterpreters:
     def install(self) -> list[tuple[str, str]]:
         """Install the interpreters the registry's kinds call for; the (group, kind) keys changed."""
         wanted = scale_interpreters(self._registry)
-        self._api_versions.update({(i.group, i.kind): api_version for api_version, i in wanted.items()})
-        changed = set_scaled(wanted.values())
+        self._api_versions.update({(i.group, i.kind): api_version for api_version, i in wanted})
+        changed = set_scaled(i for _, i in wanted)
         self._changed.extend((self._api_versions[key], key[1]) for key in changed)
         if changed:
             self._wake.set()

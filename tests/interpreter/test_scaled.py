@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from controlplane.apiserver.crd.types import custom_types
-from controlplane.apiserver.resources import ScaleSubresource
 from controlplane.controllers.scaling import scale_interpreters
 from controlplane.interpreter import Health
 from controlplane.interpreter.customized import Customization, CustomizedInterpreter
@@ -87,15 +86,15 @@ def test_a_status_replicas_path_outside_status_is_refused() -> None:
         ScaleInterpreter("g", "K", spec_replicas=("spec", "replicas"), status_replicas=("spec", "running"))
 
 
-def _crd(scale: dict[str, Any] | None, *, versions: tuple[str, ...] = ("v1",)) -> dict[str, Any]:
+def _crd(name: str, kind: str, scale: dict[str, Any] | None, *, versions: tuple[str, ...] = ("v1",)) -> dict[str, Any]:
     schema = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
     subresources: dict[str, Any] = {"status": {}}
     if scale is not None:
         subresources["scale"] = scale
     return {
-        "metadata": {"name": "trainers.ml.example.com"},
+        "metadata": {"name": f"{name}.ml.example.com"},
         "spec": {
-            "group": "ml.example.com", "scope": "Namespaced", "names": {"plural": "trainers", "kind": "Trainer"},
+            "group": "ml.example.com", "scope": "Namespaced", "names": {"plural": name, "kind": kind},
             "versions": [
                 {"name": v, "served": True, "storage": v == versions[0], "schema": schema, "subresources": subresources}
                 for v in versions
@@ -106,13 +105,18 @@ def _crd(scale: dict[str, Any] | None, *, versions: tuple[str, ...] = ("v1",)) -
 
 def test_served_crds_with_a_scale_subresource_get_an_interpreter_by_their_storage_version() -> None:
     scale = {"specReplicasPath": ".spec.workers.count", "statusReplicasPath": ".status.workers.running"}
-    found = scale_interpreters(custom_types(_crd(scale, versions=("v2", "v1"))))
-    assert list(found) == ["ml.example.com/v2"]
-    interpreter = found["ml.example.com/v2"]
-    assert interpreter.spec_replicas == ("spec", "workers", "count")
-    assert interpreter.status_replicas == ("status", "workers", "running")
-    assert scale_interpreters(custom_types(_crd(None))) == {}
-    assert ScaleSubresource().spec_replicas == "spec.replicas"
+    types = [
+        *custom_types(_crd("trainers", "Trainer", scale, versions=("v1beta1", "v1"))),  # served v1 first
+        *custom_types(_crd("evaluators", "Evaluator", {**scale, "specReplicasPath": ".spec.replicas"}, versions=("v2",))),
+        *custom_types(_crd("datasets", "Dataset", None)),
+    ]
+    found = {interpreter.kind: (api_version, interpreter) for api_version, interpreter in scale_interpreters(types)}
+    assert sorted(found) == ["Evaluator", "Trainer"]  # two kinds of one group and version; no scale, no interpreter
+    api_version, trainer_interpreter = found["Trainer"]
+    assert api_version == "ml.example.com/v1beta1"  # the storage version
+    assert trainer_interpreter.spec_replicas == ("spec", "workers", "count")
+    assert trainer_interpreter.status_replicas == ("status", "workers", "running")
+    assert found["Evaluator"][1].spec_replicas == ("spec", "replicas")
 
 
 def test_install_and_remove_with_precedence_customization_builtin_scale() -> None:
