@@ -52,8 +52,10 @@ class PolicySelectorsController:
     async def _on_policy(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         if event is WatchEventType.DELETED:
             return
-        if event is WatchEventType.MODIFIED and old is not None and old.get("spec") == obj.get("spec"):
-            return  # a status write (this controller's own included)
+        if event is WatchEventType.MODIFIED and old is not None and old.get("spec") == obj.get("spec") and (
+            find_condition((obj.get("status") or {}).get("conditions"), SELECTORS_SERVED) is not None
+        ):
+            return  # a status write (this controller's own included) that kept the condition
         meta = obj.get("metadata") or {}
         await self.loop.add((str(obj.get("kind")), str(meta.get("namespace") or ""), str(meta.get("name"))))
 
@@ -63,6 +65,7 @@ class PolicySelectorsController:
         if not isinstance(registry, DynamicRegistry):
             return
         registry.add_listener(self._served_changed.set)
+        self._served_changed.set()  # whatever changed before the listener was in place
         try:
             while True:
                 await self._served_changed.wait()

@@ -113,6 +113,10 @@ async def test_served_and_unpropagatable_kinds(objects: ObjectStore) -> None:
         assert (served["status"], served["reason"]) == ("True", "KindsServed")
         assert await _events(objects, "ClusterPropagationPolicy") == []  # nothing to warn about
 
+        # A status write that drops the condition (another client's) has it written again.
+        await objects.update_status(rt, {**await objects.get(rt, name="trainers"), "status": {}})
+        await eventually(lambda: _condition(objects, "ClusterPropagationPolicy"), what="the condition written again")
+
         current = await objects.get(rt, name="trainers")
         changed = policy("ClusterPropagationPolicy", ("storage.k8s.io/v1", "StorageClass"))
         await objects.update(rt, {**changed, "metadata": current["metadata"]})
