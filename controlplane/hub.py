@@ -79,7 +79,7 @@ from controlplane.controllers.clusters import ClusterNamespaceController
 from controlplane.controllers.context import ControllerSettings
 from controlplane.controllers.health import ClusterHealthMonitor
 from controlplane.controllers.manager import ControllerManager
-from controlplane.controllers.workloads import is_propagatable
+from controlplane.controllers.workloads import kind_status
 from controlplane.leader.election import DEFAULT_TTL as DEFAULT_LEADER_LEASE_TTL
 from controlplane.leader.election import LeaderElector, Term, default_identity
 from controlplane.lifecycle import ShutdownOnce
@@ -199,12 +199,7 @@ def with_selector_warnings(types: list[ResourceType], registry: Callable[[], Reg
     as it is at the time of the write, so a kind a CRD added since counts as served."""
 
     def lookup(api_version: str, kind: str) -> KindStatus:
-        rt = registry().for_kind(api_version, kind)
-        if rt is None:
-            return KindStatus.UNSERVED
-        if not rt.namespaced:
-            return KindStatus.CLUSTER_SCOPED
-        return KindStatus.PROPAGATABLE if is_propagatable(rt) else KindStatus.HUB_ONLY
+        return kind_status(registry(), api_version, kind)
 
     def warner(previous: Warner | None) -> Warner:
         def warn(obj: dict[str, Any]) -> list[str]:

@@ -27,7 +27,7 @@ from typing import Any, Final, Literal, TypeAlias
 
 from pydantic import Field, ValidationInfo, field_validator
 
-from controlplane.apis.meta import LabelSelector, ObjectMeta, SpecModel, Toleration
+from controlplane.apis.meta import Condition, LabelSelector, ObjectMeta, SpecModel, Toleration, WireModel
 from controlplane.apis.quantity import QuantityError, parse_quantity
 
 GPUFED_API_VERSION: Final = "policy.gpufed.io/v1alpha1"
@@ -644,6 +644,14 @@ class PropagationSpec(SpecModel):
         return self.placement or Placement()
 
 
+class PolicyStatus(WireModel):
+    """What the hub observed of the policy (an addition to Karmada's policies, which clients ignore)."""
+
+    conditions: list[Condition] | None = None
+    """The hub's observations. ResourceSelectorsServed is False while a resource selector names a
+    kind the hub cannot propagate (not served yet, cluster-scoped, or one of the hub's own)."""
+
+
 class PropagationPolicy(SpecModel):
     """Namespaced (short name ``pp``): propagates resource templates of its own namespace."""
 
@@ -652,6 +660,8 @@ class PropagationPolicy(SpecModel):
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: PropagationSpec
     """Spec is the desired behavior of the PropagationPolicy."""
+    status: PolicyStatus | None = None
+    """What the hub observed of the policy: its ResourceSelectorsServed condition."""
 
 
 class ClusterPropagationPolicy(SpecModel):
@@ -662,6 +672,8 @@ class ClusterPropagationPolicy(SpecModel):
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: PropagationSpec
     """Spec is the desired behavior of the ClusterPropagationPolicy."""
+    status: PolicyStatus | None = None
+    """What the hub observed of the policy: its ResourceSelectorsServed condition."""
 
 
 AnyPropagationPolicy: TypeAlias = PropagationPolicy | ClusterPropagationPolicy

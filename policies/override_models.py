@@ -18,6 +18,7 @@ from policies.models import (
     ClusterAffinity,
     ClusterPropagationPolicy,
     PolicyApiVersion,
+    PolicyStatus,
     PropagationPolicy,
     ResourceSelector,
 )
@@ -188,6 +189,8 @@ class OverridePolicy(SpecModel):
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: OverrideSpec
     """Spec is the desired behavior of the OverridePolicy."""
+    status: PolicyStatus | None = None
+    """What the hub observed of the policy: its ResourceSelectorsServed condition."""
 
 
 class ClusterOverridePolicy(SpecModel):
@@ -198,6 +201,8 @@ class ClusterOverridePolicy(SpecModel):
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: OverrideSpec
     """Spec is the desired behavior of the ClusterOverridePolicy."""
+    status: PolicyStatus | None = None
+    """What the hub observed of the policy: its ResourceSelectorsServed condition."""
 
 
 AnyOverridePolicy: TypeAlias = OverridePolicy | ClusterOverridePolicy

@@ -1,20 +1,25 @@
-"""Warnings for policies that select a kind gpufed cannot propagate.
+"""Warnings and a condition for policies that select a kind gpufed cannot propagate.
 
 A ``resourceSelectors`` entry naming a kind the hub does not serve (a CRD not installed, a typo
 in ``apiVersion``), a cluster-scoped kind (gpufed propagates namespaced objects) or one of the
 hub's own kinds (Events, Leases, Works…) is accepted — the kind may be served later — but the
 policy selects nothing through it, which the author should hear at apply time (kubectl prints
-each as ``Warning: ...``).
+each as ``Warning: ...``) and see on the policy afterwards: its ``ResourceSelectorsServed``
+condition (:func:`selectors_served_condition`), which the hub keeps current as CRDs come and go.
 
-In: a policy document and :data:`KindLookup`, what the hub knows of a kind. Out: warning strings.
-Pure.
+In: a policy document and :data:`KindLookup`, what the hub knows of a kind. Out: warning strings,
+a condition. Pure.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
+
+#: The policy condition that says whether every resource selector names a propagatable kind.
+SELECTORS_SERVED = "ResourceSelectorsServed"
 
 
 class KindStatus(StrEnum):
@@ -28,9 +33,25 @@ class KindStatus(StrEnum):
 KindLookup = Callable[[str, str], KindStatus]
 
 
-def unpropagatable_selector_warnings(policy: Mapping[str, Any], lookup: KindLookup) -> list[str]:
-    """One warning per ``spec.resourceSelectors[i]`` whose kind cannot be propagated."""
-    out: list[str] = []
+class SelectorsServedReason(StrEnum):
+    SERVED = "KindsServed"
+    UNSERVED_KIND = "UnservedKind"
+    UNPROPAGATABLE_KIND = "UnpropagatableKind"
+
+
+@dataclass(frozen=True, slots=True)
+class Unpropagatable:
+    """A ``spec.resourceSelectors[index]`` whose kind cannot be propagated, and why."""
+
+    index: int
+    api_version: str
+    kind: str
+    status: KindStatus
+
+
+def unpropagatable_selectors(policy: Mapping[str, Any], lookup: KindLookup) -> list[Unpropagatable]:
+    """The resource selectors of ``policy`` naming a kind the hub cannot propagate, in order."""
+    out: list[Unpropagatable] = []
     selectors = (policy.get("spec") or {}).get("resourceSelectors")
     if not isinstance(selectors, list):
         return out
@@ -40,8 +61,18 @@ def unpropagatable_selector_warnings(policy: Mapping[str, Any], lookup: KindLook
         api_version, kind = str(selector.get("apiVersion") or ""), str(selector.get("kind") or "")
         if not api_version or not kind:
             continue
-        where = f"spec.resourceSelectors[{index}]"
         status = lookup(api_version, kind)
+        if status is not KindStatus.PROPAGATABLE:
+            out.append(Unpropagatable(index, api_version, kind, status))
+    return out
+
+
+def unpropagatable_selector_warnings(policy: Mapping[str, Any], lookup: KindLookup) -> list[str]:
+    """One warning per ``spec.resourceSelectors[i]`` whose kind cannot be propagated."""
+    out: list[str] = []
+    for found in unpropagatable_selectors(policy, lookup):
+        where, status = f"spec.resourceSelectors[{found.index}]", found.status
+        kind, api_version = found.kind, found.api_version
         if status is KindStatus.UNSERVED:
             out.append(
                 f"{where}: the hub does not serve kind {kind} in {api_version}, so this selector matches "
@@ -58,3 +89,30 @@ def unpropagatable_selector_warnings(policy: Mapping[str, Any], lookup: KindLook
                 "so this selector matches nothing"
             )
     return out
+
+
+def selectors_served_condition(policy: Mapping[str, Any], lookup: KindLookup) -> dict[str, str]:
+    """The policy's ``ResourceSelectorsServed`` condition (without times): False, naming the kinds,
+    while a selector names a kind the hub does not serve (reason ``UnservedKind``) or serves but
+    cannot propagate (``UnpropagatableKind``); True otherwise."""
+    found = unpropagatable_selectors(policy, lookup)
+    if not found:
+        return {
+            "type": SELECTORS_SERVED, "status": "True", "reason": str(SelectorsServedReason.SERVED),
+            "message": "every resource selector names a kind the hub propagates",
+        }
+    unserved = [f for f in found if f.status is KindStatus.UNSERVED]
+    parts = [f"spec.resourceSelectors[{f.index}] {f.kind} ({f.api_version}) is {_WHY[f.status]}" for f in found]
+    message = "these selectors match nothing: " + "; ".join(parts)
+    if unserved:
+        message += " (a kind is served once its CustomResourceDefinition is applied; kubectl api-resources lists what the hub serves)"
+    reason = SelectorsServedReason.UNSERVED_KIND if unserved else SelectorsServedReason.UNPROPAGATABLE_KIND
+    return {"type": SELECTORS_SERVED, "status": "False", "reason": str(reason), "message": message}
+
+
+_WHY: Mapping[KindStatus, str] = {
+    KindStatus.UNSERVED: "not served by the hub",
+    KindStatus.CLUSTER_SCOPED: "cluster-scoped (gpufed propagates namespaced kinds)",
+    KindStatus.HUB_ONLY: "part of the hub's own machinery",
+    KindStatus.PROPAGATABLE: "propagatable",
+}

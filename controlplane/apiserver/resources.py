@@ -573,6 +573,8 @@ def gpufed_resource_types(
                     # its full names (propagationpolicies.policy.karmada.io).
                     short_names=shorts if group == c.POLICY_GROUP else (),
                     model=policy_models.get(kind),
+                    # gpufed's addition: the hub's ResourceSelectorsServed condition.
+                    has_status=True,
                     columns=(TableColumn("Priority", path("spec.priority"), type="integer"), AGE),
                     warn=policy_warnings,
                     stored_as=c.POLICY_GROUP if group != c.POLICY_GROUP else None,

@@ -38,6 +38,8 @@ class EventReason(StrEnum):
     INVALID_OBJECT = "InvalidObject"
     KIND_NOT_SERVED = "KindNotServed"
     SCRIPT_FAILED = "InterpreterScriptFailed"
+    SELECTORS_NOT_SERVED = "ResourceSelectorsNotServed"
+    SELECTORS_SERVED = "ResourceSelectorsServed"
 
 
 async def record_event(

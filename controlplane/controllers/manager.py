@@ -28,7 +28,9 @@ from controlplane.controllers.deleting import DeletionController
 from controlplane.controllers.dependencies import DependenciesController
 from controlplane.controllers.detecting import Detector
 from controlplane.controllers.evicting import GracefulEvictionController
+from controlplane.controllers.policyselectors import PolicySelectorsController
 from controlplane.controllers.reconciling import ReconcileLoop
+from controlplane.controllers.scaling import ScaleInterpreters
 from controlplane.controllers.status import StatusController
 from controlplane.controllers.workloads import WorkloadRef
 from controlplane.interpreter.registry import group_of
@@ -78,6 +80,7 @@ class ControllerManager(Service):
         deletion = DeletionController(ctx)
         evictions = GracefulEvictionController(ctx)
         dependencies = DependenciesController(ctx)
+        selectors = PolicySelectorsController(ctx)
 
         async def reinterpret(api_version: str, kind: str) -> None:
             """A kind's interpretation changed: its workloads and bindings are looked at again."""
@@ -91,10 +94,11 @@ class ControllerManager(Service):
                     await binder.loop.add(key)
                     await status.loop.add(key)
 
+        scaling = ScaleInterpreters(ctx.registry, reinterpret)
         customizations = CustomizationsController(ctx, reinterpret)
         loops: list[ReconcileLoop[Any]] = [
             customizations.loop, detector.loop, scheduler.loop, binder.loop, status.loop, evictions.loop,
-            *dependencies.loops, deletion.loop,
+            *dependencies.loops, deletion.loop, selectors.loop,
         ]
         self.context, self.scheduler, self.evictions, self._loops = ctx, scheduler, evictions, loops
         tasks: list[asyncio.Task[None]] = []
@@ -105,7 +109,10 @@ class ControllerManager(Service):
                 stopped = group.create_task(self._stop.wait())
                 await asyncio.wait({synced, stopped}, return_when=asyncio.FIRST_COMPLETED)
                 if synced.done():
+                    scaling.install()  # custom kinds' replicas, which customizations fall back to
                     await customizations.install()  # scripts in force before any workload is interpreted
+                    tasks.append(group.create_task(scaling.run(), name="scale-interpreters"))
+                    tasks.append(group.create_task(selectors.follow_served_kinds(), name="policy-selectors-served"))
                     for loop in loops:
                         tasks.append(group.create_task(loop.run(), name=f"controller-{loop.name}"))
                     tasks.append(group.create_task(scheduler.maintain(), name="scheduler-maintenance"))
@@ -119,6 +126,7 @@ class ControllerManager(Service):
                     task.cancel()
         finally:
             customizations.forget()  # a later term (or another manager) starts from the stored ones
+            scaling.forget()
         self._started.clear()
         log.info("controllers stopped")
 

@@ -30,6 +30,7 @@ from controlplane.apis.work_v1alpha1 import binding_name
 from controlplane.interpreter import interpreter_for
 from controlplane.interpreter.shape import InvalidObject, malformed
 from controlplane.objectclient import Registry, ResourceType
+from policies.served import KindStatus
 
 #: API groups whose kinds are the hub's own machinery and never propagate: gpufed's and
 #: Karmada's policy kinds, bindings, Works, clusters, reports, and Leases.
@@ -64,6 +65,16 @@ def is_propagatable(rt: ResourceType) -> bool:
     if not rt.namespaced:
         return (rt.group, rt.kind) in PROPAGATABLE_CLUSTER_KINDS
     return rt.group not in HUB_ONLY_GROUPS and (rt.group, rt.kind) not in HUB_ONLY_KINDS
+
+
+def kind_status(registry: Registry, api_version: str, kind: str) -> KindStatus:
+    """What ``registry`` says of a kind a policy selects (:data:`policies.served.KindLookup`)."""
+    rt = registry.for_kind(api_version, kind)
+    if rt is None:
+        return KindStatus.UNSERVED
+    if is_propagatable(rt):
+        return KindStatus.PROPAGATABLE
+    return KindStatus.HUB_ONLY if rt.namespaced else KindStatus.CLUSTER_SCOPED
 
 
 class WorkloadConditionType(StrEnum):

@@ -152,6 +152,10 @@ class CustomizedInterpreter:
         self.kind = custom.kind
         self._on_failure = on_failure
 
+    def rebased(self, base: KindInterpreter | None) -> CustomizedInterpreter:
+        """The same scripts falling back to ``base`` (the kind's interpretation changed)."""
+        return CustomizedInterpreter(self.custom, base, self._on_failure)
+
     def has(self, hook: str) -> bool:
         return hook in self.custom.scripts
 

@@ -7,9 +7,15 @@ callers treat ``None`` as "propagate the whole object to every chosen cluster" (
 default interpretation); :func:`~controlplane.interpreter.native.status_interpreter_for` says
 how the hub status of some of them is folded from the members'. A ResourceInterpreterCustomization
 installed with :func:`set_customized` overrides the kind's interpreter (group and kind, as above).
+A custom kind whose CRD has a ``scale`` subresource gets a :class:`ScaleInterpreter`
+(:func:`set_scaled`) unless a built-in interpreter knows the kind. Precedence: a customization,
+then the built-in interpreter, then the CRD's scale subresource; a customization's hooks fall
+back to whichever of the other two the kind has.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from controlplane.interpreter.base import KindInterpreter
 from controlplane.interpreter.customized import CustomizedInterpreter
@@ -22,11 +28,14 @@ from controlplane.interpreter.pytorchjob import PyTorchJobInterpreter
 from controlplane.interpreter.raycluster import RayClusterInterpreter
 from controlplane.interpreter.rayjob import RayJobInterpreter
 from controlplane.interpreter.replicaset import ReplicaSetInterpreter
+from controlplane.interpreter.scaled import ScaleInterpreter
 from controlplane.interpreter.statefulset import StatefulSetInterpreter
 
 _REGISTRY: dict[tuple[str, str], KindInterpreter] = {}
 #: Interpreters made from ResourceInterpreterCustomizations; they win over the built-in ones.
 _CUSTOMIZED: dict[tuple[str, str], CustomizedInterpreter] = {}
+#: Interpreters made from the scale subresources of the served CRDs; the built-in ones win.
+_SCALED: dict[tuple[str, str], ScaleInterpreter] = {}
 
 
 def group_of(api_version: str) -> str:
@@ -48,12 +57,16 @@ def interpreter_for(api_version: str, kind: str) -> KindInterpreter | None:
     custom = _CUSTOMIZED.get(key)
     if custom is not None and custom.replicated:
         return custom
-    return _REGISTRY.get(key)
+    return _uncustomized(key)
+
+
+def _uncustomized(key: tuple[str, str]) -> KindInterpreter | None:
+    return _REGISTRY.get(key) or _SCALED.get(key)
 
 
 def builtin_interpreter_for(api_version: str, kind: str) -> KindInterpreter | None:
-    """The built-in interpreter of the kind, customizations aside."""
-    return _REGISTRY.get((group_of(api_version), kind))
+    """The interpreter of the kind customizations aside: the built-in one, else its CRD's scale one."""
+    return _uncustomized((group_of(api_version), kind))
 
 
 def customized_status_for(api_version: str, kind: str) -> CustomizedInterpreter | None:
@@ -69,6 +82,25 @@ def set_customized(api_version: str, kind: str, interpreter: CustomizedInterpret
         _CUSTOMIZED.pop(key, None)
     else:
         _CUSTOMIZED[key] = interpreter
+
+
+def set_scaled(interpreters: Iterable[ScaleInterpreter]) -> list[tuple[str, str]]:
+    """Make ``interpreters`` the CRD scale interpreters in force (replacing the previous set) and
+    return the (group, kind) keys whose interpretation changed. A customization installed on
+    one of them is rebuilt on the new fallback, so its hooks keep falling back to the kind's
+    replicas however the CRD and the customization came and went."""
+    wanted = {(i.group, i.kind): i for i in interpreters}
+    changed = [key for key in sorted(set(_SCALED) | set(wanted)) if _SCALED.get(key) != wanted.get(key)]
+    for key in changed:
+        before = _uncustomized(key)
+        if key in wanted:
+            _SCALED[key] = wanted[key]
+        else:
+            _SCALED.pop(key, None)
+        after, custom = _uncustomized(key), _CUSTOMIZED.get(key)
+        if custom is not None and custom.base is before and after is not before:
+            _CUSTOMIZED[key] = custom.rebased(after)
+    return changed
 
 
 def registered_kinds() -> list[tuple[str, str]]:

@@ -72,6 +72,7 @@ async def test_selectors_the_hub_cannot_propagate_warn_and_the_policy_is_accepte
         ("policy/v1", "PodDisruptionBudget"),
         ("autoscaling/v2", "HorizontalPodAutoscaler"),
         ("jobset.x-k8s.io/v1alpha2", "JobSet"),
+        ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),  # the one cluster-scoped kind that propagates
     ],
 )
 async def test_served_namespaced_kinds_draw_no_warning(hub: TestClient[Any, Any], api_version: str, kind: str) -> None:

@@ -3,10 +3,13 @@ controller manager with short grace periods."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
 
+from controlplane.apiserver.crd.controller import CrdController
+from controlplane.apiserver.crd.registry import DynamicRegistry
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.context import ControllerSettings
 from controlplane.controllers.manager import ControllerManager
@@ -33,3 +36,17 @@ async def objects() -> AsyncIterator[ObjectStore]:
 async def manager(objects: ObjectStore) -> AsyncIterator[ControllerManager]:
     async with ControllerManager(objects, settings=FAST) as running:
         yield running
+
+
+@pytest.fixture
+async def crds(objects: ObjectStore) -> AsyncIterator[CrdController]:
+    """The hub's CRD controller, serving the CRDs stored in ``objects`` as they come and go."""
+    registry = objects.registry
+    assert isinstance(registry, DynamicRegistry)
+    controller = CrdController(objects, registry, registry.require("apiextensions.k8s.io/v1", "CustomResourceDefinition"))
+    stop = asyncio.Event()
+    task = asyncio.create_task(controller.run(stop))
+    await controller.wait_synced()
+    yield controller
+    stop.set()
+    await task

@@ -7,16 +7,11 @@ the start. Deleting the CRD deletes its instances (and their bindings) and stops
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
-
-import pytest
 
 from controlplane.apis.constants import LABEL_BINDING
 from controlplane.apiserver import errors
 from controlplane.apiserver.crd.controller import CrdController
-from controlplane.apiserver.crd.registry import DynamicRegistry
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
 from controlplane.controllers.workloads import propagatable_types
@@ -49,19 +44,6 @@ def crd(*, versions: tuple[str, ...] = ("v1",)) -> dict[str, Any]:
 
 def trainer(name: str) -> dict[str, Any]:
     return {"apiVersion": f"{GROUP}/v1", "kind": "Trainer", "metadata": {"name": name, "namespace": NS}, "spec": {"epochs": 3}}
-
-
-@pytest.fixture
-async def crds(objects: ObjectStore) -> AsyncIterator[CrdController]:
-    registry = objects.registry
-    assert isinstance(registry, DynamicRegistry)
-    controller = CrdController(objects, registry, registry.require("apiextensions.k8s.io/v1", "CustomResourceDefinition"))
-    stop = asyncio.Event()
-    task = asyncio.create_task(controller.run(stop))
-    await controller.wait_synced()
-    yield controller
-    stop.set()
-    await task
 
 
 async def _binding(objects: ObjectStore, name: str) -> dict[str, Any] | None:
