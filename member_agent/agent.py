@@ -254,15 +254,7 @@ class Agent:
                     state=hubclient.StateDir(cfg.state_dir),
                     request_timeout=cfg.request_timeout,
                 )
-        desired = desired_cluster(
-            cfg.cluster_name,
-            provider=cfg.provider,
-            region=cfg.region,
-            zone=cfg.zone,
-            tier=cfg.tier,
-            labels=cfg.labels,
-            pricing=cfg.pricing,
-        )
+        desired = self._desired_cluster()
         hub = self.hub
         assert hub is not None and self.member is not None
         async for attempt in _retrying("registering the cluster"):
@@ -400,10 +392,9 @@ class Agent:
                 self._report_due.set()
                 await asyncio.sleep(min(MAX_BACKOFF, 0.5 * 2**failures))
 
-    async def _reregister(self) -> dict[str, Any]:
+    def _desired_cluster(self) -> dict[str, Any]:
         cfg = self.config
-        assert self.hub is not None
-        desired = desired_cluster(
+        return desired_cluster(
             cfg.cluster_name,
             provider=cfg.provider,
             region=cfg.region,
@@ -412,6 +403,11 @@ class Agent:
             labels=cfg.labels,
             pricing=cfg.pricing,
         )
+
+    async def _reregister(self) -> dict[str, Any]:
+        cfg = self.config
+        assert self.hub is not None
+        desired = self._desired_cluster()
         while True:
             try:
                 return await register_cluster(self.hub, desired)
