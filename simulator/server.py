@@ -44,7 +44,6 @@ from controlplane.apiserver.auth.static import StaticTokenAuthenticator, load_or
 from controlplane.apiserver.kubeconfig import write_kubeconfig
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.tls import ensure_pki
-from controlplane.pki import private_directory
 from controlplane.storage.interface import KeyValue
 from controlplane.storage.memory import MemoryStore
 from simulator.cluster import SimulatedCluster
@@ -168,8 +167,11 @@ class SimServer:
         return self.config.state_dir / KUBECONFIG_NAME
 
     async def start(self) -> None:
+        state = self.config.state_dir
         # The snapshot, the admin token and the CA key live here: the owner's alone.
-        state = private_directory(self.config.state_dir)
+        state.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with contextlib.suppress(PermissionError):  # a mounted volume's root may not be ours to change
+            state.chmod(0o700)
         snapshot = read_snapshot(self.snapshot_path)
         if snapshot is not None:
             items, revision = snapshot
