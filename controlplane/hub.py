@@ -84,7 +84,7 @@ from controlplane.leader.election import DEFAULT_TTL as DEFAULT_LEADER_LEASE_TTL
 from controlplane.leader.election import LeaderElector, Term, default_identity
 from controlplane.lifecycle import ShutdownOnce
 from controlplane.metrics import HubMetrics, hub_metrics
-from controlplane.pki import PkiError
+from controlplane.pki import PkiError, private_directory
 from controlplane.reports.api import ReportSource, waste_report_routes, waste_report_type
 from controlplane.reports.sampling import DEFAULT_INTERVAL as DEFAULT_WASTE_SAMPLE_INTERVAL
 from controlplane.reports.sampling import WasteSampler
@@ -250,11 +250,8 @@ class Hub(ShutdownOnce):
         return self.config.state_dir / KUBECONFIG_NAME
 
     async def start(self) -> None:
-        state = self.config.state_dir
         # etcd's data, the CA key and the admin kubeconfig live here: the owner's alone.
-        state.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with contextlib.suppress(PermissionError):  # a mounted volume's root may not be ours to change
-            state.chmod(0o700)
+        state = private_directory(self.config.state_dir)
         host = advertised_host(self.config.host)
         # Settings first (the store's constructor checks them without connecting), so that
         # a bad etcd setting or provided certificate fails before anything is started.

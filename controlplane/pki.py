@@ -15,6 +15,7 @@ Anything unusable is a :class:`PkiError` whose message names the file and what t
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import ipaddress
 import logging
@@ -46,6 +47,15 @@ class PkiError(Exception):
     certificate, an expired certificate, or a certificate that must be re-issued but
     whose CA key is gone. The message names the file and says what to do."""
 
+
+
+def private_directory(path: Path) -> Path:
+    """``path``, created when missing and made the owner's alone (0700): it holds keys, tokens or
+    credentials. A directory that is not ours to change (a mounted volume's root) keeps its mode."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with contextlib.suppress(PermissionError):
+        path.chmod(0o700)
+    return path
 
 
 def load_or_create_ca(cert_path: Path, key_path: Path, *, common_name: str) -> x509.Certificate:

@@ -245,15 +245,7 @@ class Agent(Service):
                     state=hubclient.StateDir(cfg.state_dir),
                     request_timeout=cfg.request_timeout,
                 )
-        desired = desired_cluster(
-            cfg.cluster_name,
-            provider=cfg.provider,
-            region=cfg.region,
-            zone=cfg.zone,
-            tier=cfg.tier,
-            labels=cfg.labels,
-            pricing=cfg.pricing,
-        )
+        desired = self._desired_cluster()
         hub = self.hub
         assert hub is not None and self.member is not None
         async for attempt in _retrying("registering the cluster"):
@@ -395,10 +387,9 @@ class Agent(Service):
                 self._report_due.set()
                 await asyncio.sleep(min(MAX_BACKOFF, 0.5 * 2**failures))
 
-    async def _reregister(self) -> dict[str, Any]:
+    def _desired_cluster(self) -> dict[str, Any]:
         cfg = self.config
-        assert self.hub is not None
-        desired = desired_cluster(
+        return desired_cluster(
             cfg.cluster_name,
             provider=cfg.provider,
             region=cfg.region,
@@ -407,6 +398,11 @@ class Agent(Service):
             labels=cfg.labels,
             pricing=cfg.pricing,
         )
+
+    async def _reregister(self) -> dict[str, Any]:
+        cfg = self.config
+        assert self.hub is not None
+        desired = self._desired_cluster()
         while True:
             try:
                 return await register_cluster(self.hub, desired)

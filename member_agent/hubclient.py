@@ -14,7 +14,6 @@ pinned CA and the bearer token). Tokens are never logged.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -26,6 +25,7 @@ from typing import Any
 import aiohttp
 from kubernetes_asyncio.client import ApiClient, Configuration
 
+from controlplane.pki import private_directory
 from member_agent.kubeapi import ApiError, KubeApi, Unavailable, error_from_status
 from member_agent.trust import TrustError, verify_ca
 
@@ -50,9 +50,7 @@ class Credential:
 
 
 def _write_private(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    with contextlib.suppress(PermissionError):  # a mounted volume's root may not be ours to change
-        path.parent.chmod(0o700)
+    private_directory(path.parent)
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as handle:

@@ -93,12 +93,7 @@ class KubeApi:
         response = await self._send(
             method, path, query=query, body=body, content_type=content_type, request_timeout=request_timeout
         )
-        try:
-            data = await response.read()
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise Unavailable(0, "Unavailable", f"{method} {path}: {exc!r}") from exc
-        finally:
-            response.release()
+        data = await _read(response, method, path)
         if not 200 <= response.status < 300:
             raise error_from_status(response.status, data)
         if not data:
@@ -118,12 +113,7 @@ class KubeApi:
         """GET a plain-text endpoint (``/readyz``, ``/livez``): its HTTP status and body, whatever
         the status; :class:`Unavailable` only when no answer came."""
         response = await self._send("GET", path, query=query, request_timeout=request_timeout)
-        try:
-            data = await response.read()
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise Unavailable(0, "Unavailable", f"GET {path}: {exc!r}") from exc
-        finally:
-            response.release()
+        data = await _read(response, "GET", path)
         return response.status, data.decode("utf-8", errors="replace")
 
     @property
@@ -240,3 +230,13 @@ def _query_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+async def _read(response: aiohttp.ClientResponse, method: str, path: str) -> bytes:
+    """The whole body of ``response``, which is released; :class:`Unavailable` when it breaks off."""
+    try:
+        return await response.read()
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        raise Unavailable(0, "Unavailable", f"{method} {path}: {exc!r}") from exc
+    finally:
+        response.release()

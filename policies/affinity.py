@@ -225,6 +225,10 @@ class SpreadSelection:
     """For the last non-cluster constraint: chosen group -> its chosen clusters."""
 
 
+def _too_few(needed: str, found: str) -> SpreadSelection:
+    return SpreadSelection((), fits=False, reason=f"spreadConstraints need at least {needed}, only {found}")
+
+
 def _constraint_name(constraint: SpreadConstraint) -> str:
     if constraint.spread_by_label:
         return f"label {constraint.spread_by_label}"
@@ -265,14 +269,7 @@ def select_by_spread_constraints(
         ranked = sorted(groups, key=lambda g: (-sum(capacity(c.name) for c in groups[g]), g))
         name = _constraint_name(constraint)
         if len(ranked) < constraint.effective_min_groups:
-            return SpreadSelection(
-                (),
-                fits=False,
-                reason=(
-                    f"spreadConstraints need at least {constraint.effective_min_groups} {name} groups, "
-                    f"only {len(ranked)} have eligible clusters"
-                ),
-            )
+            return _too_few(f"{constraint.effective_min_groups} {name} groups", f"{len(ranked)} have eligible clusters")
         if constraint.max_groups:
             ranked = ranked[: constraint.max_groups]
         chosen_groups = {group: tuple(c.name for c in groups[group]) for group in ranked}
@@ -281,14 +278,7 @@ def select_by_spread_constraints(
 
     for constraint in cluster_constraints:
         if len(remaining) < constraint.effective_min_groups:
-            return SpreadSelection(
-                (),
-                fits=False,
-                reason=(
-                    f"spreadConstraints need at least {constraint.effective_min_groups} clusters, "
-                    f"only {len(remaining)} are eligible"
-                ),
-            )
+            return _too_few(f"{constraint.effective_min_groups} clusters", f"{len(remaining)} are eligible")
         if constraint.max_groups and len(remaining) > constraint.max_groups:
             firsts = [names[0] for names in chosen_groups.values() if names]
             picked = [c for c in remaining if c.name in firsts][: constraint.max_groups]

@@ -212,6 +212,21 @@ def _scale_down(replicas: int, current: Mapping[str, int]) -> DivisionResult:
     return _result(take_by_weight(replicas, current, last=current), 0)
 
 
+def _from_current(
+    replicas: int, available: Mapping[str, int], current: Mapping[str, int] | None
+) -> DivisionResult | tuple[dict[str, int], int]:
+    """The start of a division that keeps what runs: the result when nothing is to add (same count, or a
+    scale-down), else the replicas kept per candidate and how many are still to place."""
+    _check_replicas(replicas)
+    kept = _candidates_current(available, current)
+    assigned = sum(kept.values())
+    if replicas == assigned:
+        return _result(kept, 0)
+    if replicas < assigned:
+        return _scale_down(replicas, kept)
+    return kept, replicas - assigned
+
+
 def _dispense(replicas: int, weights: Mapping[str, int], *, last: Mapping[str, int]) -> dict[str, int]:
     """:func:`take_by_weight` without its zero entries, for many clusters and few replicas.
 
@@ -250,14 +265,10 @@ def divide_by_dynamic_weights(
     See the module docstring for scale-up/scale-down stability. Replicas beyond the total
     available are returned as ``unplaced``.
     """
-    _check_replicas(replicas)
-    kept = _candidates_current(available, current)
-    assigned = sum(kept.values())
-    if replicas == assigned:
-        return _result(kept, 0)
-    if replicas < assigned:
-        return _scale_down(replicas, kept)
-    extra = replicas - assigned
+    start = _from_current(replicas, available, current)
+    if isinstance(start, DivisionResult):
+        return start
+    kept, extra = start
     if min(available.values(), default=1) > 0:  # the usual case: every candidate has room
         total_free = sum(available.values())
         reasons: dict[str, str] = {}
@@ -277,14 +288,10 @@ def divide_aggregated(
     prices: Mapping[str, float] | None = None,
 ) -> DivisionResult:
     """As few clusters as possible (Karmada ``Aggregated``); see the module docstring."""
-    _check_replicas(replicas)
-    kept = _candidates_current(available, current)
-    assigned = sum(kept.values())
-    if replicas == assigned:
-        return _result(kept, 0)
-    if replicas < assigned:
-        return _scale_down(replicas, kept)
-    extra = replicas - assigned
+    start = _from_current(replicas, available, current)
+    if isinstance(start, DivisionResult):
+        return start
+    kept, extra = start
     chosen: dict[str, int] = {}
     total = 0
     for name in sorted(kept, key=lambda name: (-available[name], name)):

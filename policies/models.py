@@ -402,6 +402,14 @@ DEFAULT_FAILOVER_TOLERATION_SECONDS: Final = 300
 DEFAULT_GRACE_PERIOD_SECONDS: Final = 600
 
 
+def _grace_only_when_gracious(seconds: int | None, info: ValidationInfo) -> int | None:
+    """``gracePeriodSeconds`` of a failover behaviour: only with a gracious ``purgeMode``."""
+    mode = info.data.get("purge_mode")
+    if seconds is not None and mode in ("Immediately", "Directly", "Never"):
+        raise ValueError(f"only applies when purgeMode is 'Graciously' or 'Gracefully' (got {mode!r})")
+    return seconds
+
+
 class ApplicationFailoverBehavior(SpecModel):
     """``failover.application``: move replicas off a cluster where the application is unhealthy.
 
@@ -420,13 +428,7 @@ class ApplicationFailoverBehavior(SpecModel):
     state_preservation: StatePreservation | None = None
     """State to carry from the failed copy to the replacement."""
 
-    @field_validator("grace_period_seconds")
-    @classmethod
-    def _grace_only_when_gracious(cls, seconds: int | None, info: ValidationInfo) -> int | None:
-        mode = info.data.get("purge_mode")
-        if seconds is not None and mode in ("Immediately", "Directly", "Never"):
-            raise ValueError(f"only applies when purgeMode is 'Graciously' or 'Gracefully' (got {mode!r})")
-        return seconds
+    _grace_only_when_gracious = field_validator("grace_period_seconds")(_grace_only_when_gracious)
 
     @property
     def effective_toleration_seconds(self) -> int:
@@ -455,13 +457,7 @@ class ClusterFailoverBehavior(SpecModel):
     state_preservation: StatePreservation | None = None
     """State to carry from the failed copy to the replacement."""
 
-    @field_validator("grace_period_seconds")
-    @classmethod
-    def _grace_only_when_gracious(cls, seconds: int | None, info: ValidationInfo) -> int | None:
-        mode = info.data.get("purge_mode")
-        if seconds is not None and mode in ("Immediately", "Directly", "Never"):
-            raise ValueError(f"only applies when purgeMode is 'Graciously' or 'Gracefully' (got {mode!r})")
-        return seconds
+    _grace_only_when_gracious = field_validator("grace_period_seconds")(_grace_only_when_gracious)
 
 
 class FailoverBehavior(SpecModel):

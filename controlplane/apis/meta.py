@@ -14,7 +14,6 @@ pydantic ``ValidationError`` into Kubernetes ``Status`` causes with dotted field
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -31,6 +30,13 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from controlplane.apis.kube.names import (
+    DNS_LABEL,
+    DNS_LABEL_REGEX_MESSAGE,
+    DNS_SUBDOMAIN,
+    DNS_SUBDOMAIN_REGEX_MESSAGE,
+    format_errors,
+)
 from controlplane.apis.pods import FILTERED_EFFECTS, tolerates
 
 # ---------------------------------------------------------------------------------------------
@@ -105,41 +111,16 @@ Timestamp = Annotated[str, AfterValidator(_check_time)]
 
 DNS1123_LABEL_MAX_LENGTH = 63
 DNS1123_SUBDOMAIN_MAX_LENGTH = 253
-_DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_SUBDOMAIN_FMT = _DNS1123_LABEL_FMT + r"(\." + _DNS1123_LABEL_FMT + ")*"
-_DNS1123_LABEL_RE = re.compile("^" + _DNS1123_LABEL_FMT + "$")
-_DNS1123_SUBDOMAIN_RE = re.compile("^" + _DNS1123_SUBDOMAIN_FMT + "$")
-
-_DNS1123_LABEL_MSG = (
-    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
-    "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
-    f"regex used for validation is '{_DNS1123_LABEL_FMT}')"
-)
-_DNS1123_SUBDOMAIN_MSG = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
-    "and must start and end with an alphanumeric character (e.g. 'example.com', "
-    f"regex used for validation is '{_DNS1123_SUBDOMAIN_FMT}')"
-)
 
 
 def validate_dns1123_label(value: str) -> list[str]:
-    """Kubernetes' ``IsDNS1123Label``: the problems with ``value``, empty when it is valid."""
-    errors: list[str] = []
-    if len(value) > DNS1123_LABEL_MAX_LENGTH:
-        errors.append(f"must be no more than {DNS1123_LABEL_MAX_LENGTH} characters")
-    if not _DNS1123_LABEL_RE.match(value):
-        errors.append(_DNS1123_LABEL_MSG)
-    return errors
+    """Kubernetes' ``IsDNS1123Label`` (without its dots hint): the problems with ``value``, empty when it is valid."""
+    return format_errors(value, DNS_LABEL, DNS1123_LABEL_MAX_LENGTH, DNS_LABEL_REGEX_MESSAGE)
 
 
 def validate_dns1123_subdomain(value: str) -> list[str]:
     """Kubernetes' ``IsDNS1123Subdomain``: the problems with ``value``, empty when it is valid."""
-    errors: list[str] = []
-    if len(value) > DNS1123_SUBDOMAIN_MAX_LENGTH:
-        errors.append(f"must be no more than {DNS1123_SUBDOMAIN_MAX_LENGTH} characters")
-    if not _DNS1123_SUBDOMAIN_RE.match(value):
-        errors.append(_DNS1123_SUBDOMAIN_MSG)
-    return errors
+    return format_errors(value, DNS_SUBDOMAIN, DNS1123_SUBDOMAIN_MAX_LENGTH, DNS_SUBDOMAIN_REGEX_MESSAGE)
 
 
 # ---------------------------------------------------------------------------------------------

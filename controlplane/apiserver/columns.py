@@ -35,6 +35,17 @@ def parse_time(value: Any) -> datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
+_YEAR = 365 * 86400
+#: kube's ``HumanDuration`` steps: (unit in seconds, its letter, the smaller unit and its letter, below how
+#: many units both are shown, below how many the unit alone is); past the last step, whole years.
+_DURATION_STEPS: tuple[tuple[int, str, int, str, int, int], ...] = (
+    (60, "m", 1, "s", 10, 180),
+    (3600, "h", 60, "m", 8, 48),
+    (86400, "d", 3600, "h", 8, 365 * 2),
+    (_YEAR, "y", 86400, "d", 8, 8),
+)
+
+
 def human_duration(seconds_total: float) -> str:
     """kube's ``duration.HumanDuration``: 45s, 5m30s, 3h, 2d4h, 1y20d."""
     seconds = int(seconds_total)
@@ -44,27 +55,14 @@ def human_duration(seconds_total: float) -> str:
         return "0s"
     if seconds < 120:
         return f"{seconds}s"
-    minutes = seconds // 60
-    if minutes < 10:
-        rest = seconds % 60
-        return f"{minutes}m" if rest == 0 else f"{minutes}m{rest}s"
-    if minutes < 180:
-        return f"{minutes}m"
-    hours = seconds // 3600
-    if hours < 8:
-        rest = minutes % 60
-        return f"{hours}h" if rest == 0 else f"{hours}h{rest}m"
-    if hours < 48:
-        return f"{hours}h"
-    if hours < 24 * 8:
-        rest = hours % 24
-        return f"{hours // 24}d" if rest == 0 else f"{hours // 24}d{rest}h"
-    if hours < 24 * 365 * 2:
-        return f"{hours // 24}d"
-    if hours < 24 * 365 * 8:
-        days = (hours // 24) % 365
-        return f"{hours // 24 // 365}y" if days == 0 else f"{hours // 24 // 365}y{days}d"
-    return f"{hours // 24 // 365}y"
+    for unit, letter, smaller, smaller_letter, both_below, alone_below in _DURATION_STEPS:
+        count = seconds // unit
+        if count < both_below:
+            rest = seconds % unit // smaller
+            return f"{count}{letter}" if rest == 0 else f"{count}{letter}{rest}{smaller_letter}"
+        if count < alone_below:
+            return f"{count}{letter}"
+    return f"{seconds // _YEAR}y"
 
 
 def since(value: Any, now: datetime) -> str:

@@ -25,7 +25,17 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from controlplane.apis.kube.names import label_value_errors, qualified_name_errors
+from controlplane.apis.kube.names import (
+    DNS_1035,
+    DNS_1035_REGEX_MESSAGE,
+    DNS_LABEL,
+    DNS_LABEL_REGEX_MESSAGE,
+    DNS_SUBDOMAIN,
+    DNS_SUBDOMAIN_REGEX_MESSAGE,
+    format_errors,
+    label_value_errors,
+    qualified_name_errors,
+)
 from controlplane.apiserver.errors import BadRequest, Cause, CauseType, invalid
 from controlplane.apiserver.resources import NameRule, ResourceType
 
@@ -49,29 +59,10 @@ class FieldValidation(StrEnum):
         )
 
 
-_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_LABEL_1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_LABEL_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-
-SUBDOMAIN_MESSAGE = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
-    "and must start and end with an alphanumeric character (e.g. 'example.com', regex used for "
-    "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
-)
-LABEL_1123_MESSAGE = (
-    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must "
-    "start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for "
-    "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
-)
-LABEL_1035_MESSAGE = (
-    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
-    "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
-    "regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
-)
 _NAME_RULES: dict[NameRule, tuple[re.Pattern[str], int, str]] = {
-    NameRule.SUBDOMAIN: (_SUBDOMAIN, 253, SUBDOMAIN_MESSAGE),
-    NameRule.LABEL: (_LABEL_1123, 63, LABEL_1123_MESSAGE),
-    NameRule.LABEL_1035: (_LABEL_1035, 63, LABEL_1035_MESSAGE),
+    NameRule.SUBDOMAIN: (DNS_SUBDOMAIN, 253, DNS_SUBDOMAIN_REGEX_MESSAGE),
+    NameRule.LABEL: (DNS_LABEL, 63, DNS_LABEL_REGEX_MESSAGE),
+    NameRule.LABEL_1035: (DNS_1035, 63, DNS_1035_REGEX_MESSAGE),
 }
 MAX_ANNOTATIONS_BYTES = 256 * 1024
 
@@ -82,13 +73,7 @@ def name_errors(name: str, rule: NameRule) -> list[str]:
         if name in (".", ".."):
             return [f"may not be '{name}'"]
         return [f"may not contain '{bad}'" for bad in ("/", "%") if bad in name]
-    pattern, max_len, message = _NAME_RULES[rule]
-    errors = []
-    if len(name) > max_len:
-        errors.append(f"must be no more than {max_len} characters")
-    if not pattern.match(name):
-        errors.append(message)
-    return errors
+    return format_errors(name, *_NAME_RULES[rule])
 
 
 def _quote(value: Any) -> str:

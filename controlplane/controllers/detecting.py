@@ -300,7 +300,11 @@ class Detector:
             "generation"
         ) == (obj.get("metadata") or {}).get("generation"):
             return
-        resource = (obj.get("spec") or {}).get("resource") or {}
+        await self._add_bound_workload(obj)
+
+    async def _add_bound_workload(self, binding: dict[str, Any]) -> None:
+        """Queue the workload a binding's ``spec.resource`` names (when it names one)."""
+        resource = (binding.get("spec") or {}).get("resource") or {}
         if resource.get("name") and resource.get("kind"):
             await self.loop.add(
                 WorkloadRef(
@@ -321,14 +325,7 @@ class Detector:
             policy = self.ctx.propagation_policy(claimed_by) if claimed_by else None
             if policy is None or policy.spec.schedule_priority is None:
                 continue
-            resource = (binding.get("spec") or {}).get("resource") or {}
-            if resource.get("name") and resource.get("kind"):
-                await self.loop.add(
-                    WorkloadRef(
-                        str(resource.get("apiVersion")), str(resource["kind"]),
-                        str(resource.get("namespace") or ""), str(resource["name"]),
-                    )
-                )
+            await self._add_bound_workload(binding)
 
     # --- reconcile --------------------------------------------------------------------
 

@@ -166,8 +166,24 @@ def _allows(
     return value not in excluded and (allowed is None or value in allowed)
 
 
+class _PlacementLimits:
+    """Where replicas may run: GPU products and clusters allowed (None: any) and excluded."""
+
+    __slots__ = ()
+    products: frozenset[str] | None
+    clusters: frozenset[str] | None
+    excluded_products: frozenset[str]
+    excluded_clusters: frozenset[str]
+
+    def allows(self, cluster: str, product: str) -> bool:
+        """Whether a replica may run on a ``product`` GPU in ``cluster``."""
+        return _allows(cluster, self.clusters, self.excluded_clusters) and _allows(
+            product, self.products, self.excluded_products
+        )
+
+
 @dataclass(frozen=True, slots=True)
-class PendingDemand:
+class PendingDemand(_PlacementLimits):
     """Replicas of one workload waiting for GPUs.
 
     ``requests`` is per replica in base units (only GPU-like resources matter here).
@@ -195,15 +211,10 @@ class PendingDemand:
             if is_gpu_resource(name) and amount > 0
         }
 
-    def allows(self, cluster: str, product: str) -> bool:
-        """Whether a replica may run on a ``product`` GPU in ``cluster``."""
-        return _allows(cluster, self.clusters, self.excluded_clusters) and _allows(
-            product, self.products, self.excluded_products
-        )
 
 
 @dataclass(frozen=True, slots=True)
-class WorkloadConstraints:
+class WorkloadConstraints(_PlacementLimits):
     """Where a placed workload's replicas may run (for "move" recommendations)."""
 
     namespace: str
@@ -213,10 +224,6 @@ class WorkloadConstraints:
     excluded_products: frozenset[str] = frozenset()
     excluded_clusters: frozenset[str] = frozenset()
 
-    def allows(self, cluster: str, product: str) -> bool:
-        return _allows(cluster, self.clusters, self.excluded_clusters) and _allows(
-            product, self.products, self.excluded_products
-        )
 
 
 @dataclass(frozen=True, slots=True)

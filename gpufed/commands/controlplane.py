@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import sys
 from pathlib import Path
@@ -14,6 +13,7 @@ from controlplane.apiserver.watching import (
     DEFAULT_WATCH_BUFFER_EVENTS,
     WatchLimits,
 )
+from gpufed.commands.running import serve_reporting
 from gpufed.logging_setup import configure_logging
 
 log = logging.getLogger("gpufed.controlplane")
@@ -242,12 +242,5 @@ def run(args: argparse.Namespace) -> int:
             slow_timeout=args.watch_slow_client_timeout,
         ),
     )
-    try:
-        asyncio.run(run_until_signalled(Hub(config)))
-    except (Unavailable, EtcdStartError, EtcdConfigError, PkiError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    except OSError as exc:
-        print(f"error: cannot serve on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
-        return 1
-    return 0
+    return serve_reporting(run_until_signalled(Hub(config)), host=host, port=port,
+                           expected=(Unavailable, EtcdStartError, EtcdConfigError, PkiError))

@@ -9,11 +9,11 @@ clusters the hub's Works carry it to; merged oldest first with the cluster they 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from gpufed.commands.running import run_reporting
 from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
 from gpufed.memberproxy import clusters, proxy_path, resolve, workload_pods
 
@@ -100,8 +100,4 @@ async def events(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        return asyncio.run(events(args))
-    except HubError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    return run_reporting(events(args), (HubError,))

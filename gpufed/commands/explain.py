@@ -14,11 +14,10 @@ policy needs to claim it.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import sys
 from collections.abc import Mapping
 from typing import Any
 
+from gpufed.commands.running import run_reporting
 from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
 
 BINDINGS_PATH = "/apis/work.gpufed.io/v1alpha1/namespaces/{namespace}/resourcebindings/{name}"
@@ -32,11 +31,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        print(asyncio.run(_run(args)))
-    except (HubError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    return run_reporting(_explain(args), (HubError, ValueError))
+
+
+async def _explain(args: argparse.Namespace) -> int:
+    print(await _run(args))
     return 0
 
 

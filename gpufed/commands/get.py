@@ -13,6 +13,7 @@ import asyncio
 import sys
 from typing import Any
 
+from gpufed.commands.running import run_reporting
 from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
 from gpufed.memberproxy import TABLE_ACCEPT, clusters, proxy_path, resolve
 
@@ -85,8 +86,4 @@ async def get(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        return asyncio.run(get(args))
-    except HubError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    return run_reporting(get(args), (HubError,))

@@ -14,6 +14,7 @@ import argparse
 import asyncio
 import sys
 
+from gpufed.commands.running import run_reporting
 from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
 from gpufed.memberproxy import stream_lines, target_pods
 from gpufed.timeparse import parse_duration
@@ -72,8 +73,4 @@ async def logs(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        return asyncio.run(logs(args))
-    except (HubError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    return run_reporting(logs(args), (HubError, ValueError))

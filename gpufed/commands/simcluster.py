@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from pathlib import Path
 
 from gpufed.commands.controlplane import parse_listen
+from gpufed.commands.running import serve_reporting
 from gpufed.logging_setup import configure_logging
 
 SCORINGS = ("least-allocated", "most-allocated", "best-fit", "random")
@@ -64,12 +64,5 @@ def run(args: argparse.Namespace) -> int:
         dcgm_port=dcgm_port, time_scale=args.time_scale,
         scoring=Scoring(args.member_scoring) if args.member_scoring else None, seed=args.seed,
     )
-    try:
-        asyncio.run(run_until_signalled(SimServer(config)))
-    except SnapshotError as exc:
-        print(f"error: {exc} (move the file away to start this member empty)", file=sys.stderr)
-        return 1
-    except OSError as exc:
-        print(f"error: cannot serve on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
-        return 1
-    return 0
+    return serve_reporting(run_until_signalled(SimServer(config)), host=host, port=port, expected=(SnapshotError,),
+                           hint=" (move the file away to start this member empty)")

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
-import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from gpufed.commands.running import run_reporting
 from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
 from gpufed.timeparse import parse_duration
 
@@ -66,11 +65,7 @@ def token_rows(items: Iterable[Mapping[str, Any]]) -> list[tuple[str, ...]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        return asyncio.run(_run(args))
-    except (HubError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    return run_reporting(_run(args), (HubError, ValueError))
 
 
 async def _run(args: argparse.Namespace) -> int:

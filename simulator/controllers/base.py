@@ -229,6 +229,11 @@ def compact(status: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def put_present(status: dict[str, Any], **values: Any) -> None:
+    """Set the ``values`` that are set (not None, not empty), in order: the controllers omit the others."""
+    status.update((key, value) for key, value in values.items() if value)
+
+
 def changed(old: Mapping[str, Any] | None, new: dict[str, Any]) -> dict[str, Any] | None:
     if old is not None and _strip_times(old) == _strip_times(new):
         return None

@@ -23,6 +23,7 @@ from simulator.controllers.base import (
     is_ready,
     new_pod,
     phase,
+    put_present,
     random_suffix,
 )
 
@@ -124,11 +125,6 @@ def reconcile_job(
     )
     status["ready"] = sum(1 for p in active if is_ready(p))
     status["uncountedTerminatedPods"] = {}
-    if start_time:
-        status["startTime"] = start_time
-    if completion_time:
-        status["completionTime"] = completion_time
-    if conditions:
-        status["conditions"] = conditions
+    put_present(status, startTime=start_time, completionTime=completion_time, conditions=conditions)
     changes.status = changed(status_old, status)
     return changes

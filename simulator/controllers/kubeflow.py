@@ -29,6 +29,7 @@ from simulator.controllers.base import (
     is_terminating,
     new_pod,
     phase,
+    put_present,
 )
 from simulator.scheduling.model import ANNOTATION_MIN_MEMBER, LABEL_POD_GROUP
 
@@ -221,9 +222,6 @@ def reconcile_kubeflow_job(
             if start_time is None:
                 start_time = now
     status: dict[str, Any] = {"conditions": conditions, "replicaStatuses": replica_statuses}
-    if start_time:
-        status["startTime"] = start_time
-    if completion_time:
-        status["completionTime"] = completion_time
+    put_present(status, startTime=start_time, completionTime=completion_time)
     changes.status = changed(status_old, status)
     return changes

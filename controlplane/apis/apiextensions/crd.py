@@ -28,23 +28,17 @@ from controlplane.apis.apiextensions.schema import (
     walk,
 )
 from controlplane.apis.kube.field import ErrorType, FieldError
+from controlplane.apis.kube.names import (
+    DNS_1035,
+    DNS_1035_REGEX_MESSAGE,
+    DNS_LABEL,
+    DNS_LABEL_REGEX_MESSAGE,
+    DNS_SUBDOMAIN,
+)
 
 GROUP = "apiextensions.k8s.io"
 VERSION = "v1"
-_LABEL_1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_LABEL_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _KIND = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
-_LABEL_MESSAGE = (
-    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must "
-    "start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for "
-    "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
-)
-_VERSION_MESSAGE = (
-    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
-    "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
-    "regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
-)
 _SCHEMA_TYPES = ("object", "array", "string", "integer", "number", "boolean")
 #: Checks a CEL rule at a schema node: None when it compiles within the cost budget, else why not.
 RuleCompiler = Callable[[str, Schema], str | None]
@@ -88,7 +82,7 @@ def validate_crd(crd: dict[str, Any], *, compile_rule: RuleCompiler | None = Non
         out.append(_invalid("metadata.name", name, 'must be spec.names.plural+"."+spec.group'))
     if not group:
         out.append(_required("spec.group"))
-    elif not isinstance(group, str) or not _SUBDOMAIN.match(group) or "." not in group:
+    elif not isinstance(group, str) or not DNS_SUBDOMAIN.match(group) or "." not in group:
         out.append(_invalid("spec.group", group, "should be a domain with at least one dot"))
     out.extend(_names_errors(names))
     scope = spec.get("scope")
@@ -117,8 +111,8 @@ def _names_errors(names: dict[str, Any]) -> list[FieldError]:
         if not value:
             if key == "plural":
                 out.append(_required("spec.names.plural"))
-        elif not isinstance(value, str) or not _LABEL_1123.match(value):
-            out.append(_invalid(f"spec.names.{key}", value, _LABEL_MESSAGE))
+        elif not isinstance(value, str) or not DNS_LABEL.match(value):
+            out.append(_invalid(f"spec.names.{key}", value, DNS_LABEL_REGEX_MESSAGE))
     for key in ("kind", "listKind"):
         value = names.get(key)
         if not value:
@@ -128,11 +122,11 @@ def _names_errors(names: dict[str, Any]) -> list[FieldError]:
     if names.get("kind") and names.get("kind") == names.get("listKind"):
         out.append(_invalid("spec.names.listKind", names.get("listKind"), "kind and listKind may not be the same"))
     for index, short in enumerate(names.get("shortNames") or []):
-        if not isinstance(short, str) or not _LABEL_1123.match(short):
-            out.append(_invalid(f"spec.names.shortNames[{index}]", short, _LABEL_MESSAGE))
+        if not isinstance(short, str) or not DNS_LABEL.match(short):
+            out.append(_invalid(f"spec.names.shortNames[{index}]", short, DNS_LABEL_REGEX_MESSAGE))
     for index, category in enumerate(names.get("categories") or []):
-        if not isinstance(category, str) or not _LABEL_1123.match(category):
-            out.append(_invalid(f"spec.names.categories[{index}]", category, _LABEL_MESSAGE))
+        if not isinstance(category, str) or not DNS_LABEL.match(category):
+            out.append(_invalid(f"spec.names.categories[{index}]", category, DNS_LABEL_REGEX_MESSAGE))
     return out
 
 
@@ -150,8 +144,8 @@ def _versions_errors(versions: Any, compile_rule: RuleCompiler | None) -> list[F
         vname = version.get("name")
         if not vname:
             out.append(_required(f"{base}.name"))
-        elif not isinstance(vname, str) or not _LABEL_1035.match(vname):
-            out.append(_invalid(f"{base}.name", vname, _VERSION_MESSAGE))
+        elif not isinstance(vname, str) or not DNS_1035.match(vname):
+            out.append(_invalid(f"{base}.name", vname, DNS_1035_REGEX_MESSAGE))
         elif vname in seen:
             out.append(FieldError(ErrorType.DUPLICATE, f"{base}.name", f'Duplicate value: "{vname}"'))
         else:

@@ -13,7 +13,7 @@ The constructors (:func:`invalid`, :func:`required`, ...) write the message as k
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -169,3 +169,9 @@ def mapping(value: Any) -> dict[str, Any]:
 def items(value: Any) -> list[Any]:
     """``value`` if it is a list, else an empty one."""
     return value if isinstance(value, list) else []
+
+
+def indexed(value: Any, path: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Each entry of the list ``value`` as an object (see :func:`mapping`), with its path ``path[i]``."""
+    for i, entry in enumerate(items(value)):
+        yield f"{path}[{i}]", mapping(entry)

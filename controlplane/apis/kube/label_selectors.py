@@ -23,9 +23,7 @@ def selector_errors(selector: Any, path: str) -> list[FieldError]:
     """``ValidateLabelSelector`` of a selector that is set (strict label values)."""
     selector = field.mapping(selector)
     errors = labels_errors(selector.get("matchLabels"), f"{path}.matchLabels")
-    for i, expr in enumerate(field.items(selector.get("matchExpressions"))):
-        expr = field.mapping(expr)
-        index_path = f"{path}.matchExpressions[{i}]"
+    for index_path, expr in field.indexed(selector.get("matchExpressions"), f"{path}.matchExpressions"):
         operator, values = expr.get("operator"), field.items(expr.get("values"))
         if operator in ("In", "NotIn"):
             if not values:

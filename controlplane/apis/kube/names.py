@@ -21,9 +21,9 @@ _CONFIG_KEY_FMT = "[-._a-zA-Z0-9]+"
 _PERCENT_FMT = "[0-9]+%"
 _C_IDENTIFIER_FMT = "[A-Za-z_][A-Za-z0-9_]*"
 
-_DNS_LABEL = re.compile(f"^{_DNS_LABEL_FMT}$")
-_DNS_SUBDOMAIN = re.compile(f"^{_DNS_SUBDOMAIN_FMT}$")
-_DNS_1035 = re.compile(f"^{_DNS_1035_FMT}$")
+DNS_LABEL = re.compile(f"^{_DNS_LABEL_FMT}$")
+DNS_SUBDOMAIN = re.compile(f"^{_DNS_SUBDOMAIN_FMT}$")
+DNS_1035 = re.compile(f"^{_DNS_1035_FMT}$")
 _QUALIFIED_NAME = re.compile(f"^{_QUALIFIED_NAME_FMT}$")
 _LABEL_VALUE = re.compile(f"^{_LABEL_VALUE_FMT}$")
 _CONFIG_KEY = re.compile(f"^{_CONFIG_KEY_FMT}$")
@@ -83,34 +83,42 @@ LABEL_VALUE_MESSAGE = regex_error(
 )
 
 
+#: The whole messages of a value that does not match the format (examples and regex included).
+DNS_LABEL_REGEX_MESSAGE = regex_error(_DNS_LABEL_MESSAGE, _DNS_LABEL_FMT, "my-name", "123-abc")
+DNS_SUBDOMAIN_REGEX_MESSAGE = regex_error(_DNS_SUBDOMAIN_MESSAGE, _DNS_SUBDOMAIN_FMT, "example.com")
+DNS_1035_REGEX_MESSAGE = regex_error(_DNS_1035_MESSAGE, _DNS_1035_FMT, "my-name", "abc-123")
+
+
 @_memoised
 def dns_label_errors(value: str) -> list[str]:
     """``IsDNS1123Label``."""
     errors = [max_len_error(63)] if len(value) > 63 else []
-    if not _DNS_LABEL.match(value):
-        if _DNS_SUBDOMAIN.match(value):
+    if not DNS_LABEL.match(value):
+        if DNS_SUBDOMAIN.match(value):
             errors.append("must not contain dots")
         else:
-            errors.append(regex_error(_DNS_LABEL_MESSAGE, _DNS_LABEL_FMT, "my-name", "123-abc"))
+            errors.append(DNS_LABEL_REGEX_MESSAGE)
+    return errors
+
+
+def format_errors(value: str, pattern: re.Pattern[str], max_len: int, message: str) -> list[str]:
+    """The messages of a value that must match ``pattern`` within ``max_len`` characters."""
+    errors = [max_len_error(max_len)] if len(value) > max_len else []
+    if not pattern.match(value):
+        errors.append(message)
     return errors
 
 
 @_memoised
 def dns_subdomain_errors(value: str) -> list[str]:
     """``IsDNS1123Subdomain``."""
-    errors = [max_len_error(253)] if len(value) > 253 else []
-    if not _DNS_SUBDOMAIN.match(value):
-        errors.append(regex_error(_DNS_SUBDOMAIN_MESSAGE, _DNS_SUBDOMAIN_FMT, "example.com"))
-    return errors
+    return format_errors(value, DNS_SUBDOMAIN, 253, DNS_SUBDOMAIN_REGEX_MESSAGE)
 
 
 @_memoised
 def dns_1035_errors(value: str) -> list[str]:
     """``IsDNS1035Label``."""
-    errors = [max_len_error(63)] if len(value) > 63 else []
-    if not _DNS_1035.match(value):
-        errors.append(regex_error(_DNS_1035_MESSAGE, _DNS_1035_FMT, "my-name", "abc-123"))
-    return errors
+    return format_errors(value, DNS_1035, 63, DNS_1035_REGEX_MESSAGE)
 
 
 @_memoised
@@ -121,7 +129,7 @@ def qualified_name_errors(key: str) -> list[str]:
     if slash:
         if not prefix:
             errors.append("prefix part must be non-empty")
-        elif len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix):
+        elif len(prefix) > 253 or not DNS_SUBDOMAIN.match(prefix):
             errors.append("prefix part " + _DNS_SUBDOMAIN_MESSAGE)
     if not name:
         errors.append("name part must be non-empty")

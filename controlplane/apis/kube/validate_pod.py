@@ -88,9 +88,7 @@ def volumes_errors(volumes: Any, path: str) -> tuple[set[str], list[FieldError]]
     """``ValidateVolumes``: the valid volume names, and the errors."""
     errors: list[FieldError] = []
     names: set[str] = set()
-    for i, volume in enumerate(field.items(volumes)):
-        volume = field.mapping(volume)
-        index_path = f"{path}[{i}]"
+    for index_path, volume in field.indexed(volumes, path):
         name = volume.get("name")
         found: list[FieldError] = []
         types = [t for t in VOLUME_TYPES if volume.get(t) is not None]
@@ -118,9 +116,7 @@ def _ports_errors(ports: Any, path: str) -> list[FieldError]:
     """``validateContainerPorts``."""
     errors: list[FieldError] = []
     names: set[str] = set()
-    for i, port in enumerate(field.items(ports)):
-        port = field.mapping(port)
-        index_path = f"{path}[{i}]"
+    for index_path, port in field.indexed(ports, path):
         name = port.get("name")
         if isinstance(name, str) and name:
             messages = port_name_errors(name)
@@ -145,9 +141,7 @@ def _ports_errors(ports: Any, path: str) -> list[FieldError]:
 def _env_errors(env: Any, path: str) -> list[FieldError]:
     """``ValidateEnv``: names (kube 1.32's relaxed rule) and one source of each value."""
     errors: list[FieldError] = []
-    for i, var in enumerate(field.items(env)):
-        var = field.mapping(var)
-        index_path = f"{path}[{i}]"
+    for index_path, var in field.indexed(env, path):
         name = var.get("name")
         if not name:
             errors.append(field.required(f"{index_path}.name"))
@@ -176,9 +170,7 @@ def _mounts_errors(mounts: Any, volumes: set[str], path: str) -> list[FieldError
     """``ValidateVolumeMounts``: each names a volume of the pod, at a unique path."""
     errors: list[FieldError] = []
     seen: set[str] = set()
-    for i, mount in enumerate(field.items(mounts)):
-        mount = field.mapping(mount)
-        index_path = f"{path}[{i}]"
+    for index_path, mount in field.indexed(mounts, path):
         name, mount_path = mount.get("name"), mount.get("mountPath")
         if not name:
             errors.append(field.required(f"{index_path}.name"))
@@ -218,9 +210,7 @@ def containers_errors(spec: dict[str, Any], volumes: set[str], path: str) -> lis
     if not field.items(containers):
         errors.append(field.required(f"{path}.containers"))
     names: set[str] = set()
-    for i, container in enumerate(field.items(containers)):
-        container = field.mapping(container)
-        index_path = f"{path}.containers[{i}]"
+    for index_path, container in field.indexed(containers, f"{path}.containers"):
         errors += _container_errors(container, volumes, index_path)
         name = container.get("name")
         if isinstance(name, str) and name in names:
@@ -229,9 +219,7 @@ def containers_errors(spec: dict[str, Any], volumes: set[str], path: str) -> lis
             names.add(name)
         if container.get("restartPolicy") is not None:
             errors.append(field.forbidden(f"{index_path}.restartPolicy", "may not be set for non-init containers"))
-    for i, container in enumerate(field.items(spec.get("initContainers"))):
-        container = field.mapping(container)
-        index_path = f"{path}.initContainers[{i}]"
+    for index_path, container in field.indexed(spec.get("initContainers"), f"{path}.initContainers"):
         errors += _container_errors(container, volumes, index_path)
         policy = container.get("restartPolicy")
         if policy is not None and policy != "Always":
@@ -247,9 +235,7 @@ def containers_errors(spec: dict[str, Any], volumes: set[str], path: str) -> lis
 def _tolerations_errors(tolerations: Any, path: str) -> list[FieldError]:
     """``ValidateTolerations``."""
     errors: list[FieldError] = []
-    for i, toleration in enumerate(field.items(tolerations)):
-        toleration = field.mapping(toleration)
-        index_path = f"{path}[{i}]"
+    for index_path, toleration in field.indexed(tolerations, path):
         key, operator = toleration.get("key") or "", toleration.get("operator") or ""
         value, effect = toleration.get("value") or "", toleration.get("effect") or ""
         if key:

@@ -396,29 +396,28 @@ class TokenStore:
 
     async def revoke_cluster_agents(self, cluster: str, *, keep: str | None = None) -> builtins.list[str]:
         """Revoke every agent token of ``cluster`` except the one with id ``keep``."""
+        return await self._revoke_where(
+            lambda stored: stored.role is Role.AGENT and stored.cluster == cluster and stored.id != keep
+        )
+
+    async def prune(self) -> builtins.list[str]:
+        """Delete expired tokens and used one-time tokens; return their ids."""
+        now = self._clock()
+        return await self._revoke_where(
+            lambda stored: (stored.expires_at is not None and stored.expires_at <= now) or stored.used_at is not None
+        )
+
+    async def _revoke_where(self, chosen: Callable[[StoredToken], bool]) -> builtins.list[str]:
+        """Revoke the stored tokens ``chosen`` picks; the ids of those revoked (one gone already is skipped)."""
         revoked = []
         for stored in await self._list_stored():
-            if stored.role is Role.AGENT and stored.cluster == cluster and stored.id != keep:
+            if chosen(stored):
                 try:
                     await self.revoke(stored.id)
                 except TokenNotFound:
                     continue
                 revoked.append(stored.id)
         return revoked
-
-    async def prune(self) -> builtins.list[str]:
-        """Delete expired tokens and used one-time tokens; return their ids."""
-        now = self._clock()
-        pruned = []
-        for stored in await self._list_stored():
-            expired = stored.expires_at is not None and stored.expires_at <= now
-            if expired or stored.used_at is not None:
-                try:
-                    await self.revoke(stored.id)
-                except TokenNotFound:
-                    continue
-                pruned.append(stored.id)
-        return pruned
 
     def _problem(self, stored: StoredToken | None, *, token_id: str, secret: str) -> TokenRejectedReason | None:
         if stored is None or stored.id != token_id:

@@ -363,32 +363,24 @@ def _kind(kind: str, prefix: str, description: str) -> dict[str, Any]:
     return {"description": description, "type": "object", "properties": properties}
 
 
+#: (group, version, kind, definition prefix, description) of each kind listed here.
+_KINDS: tuple[tuple[str, str, str, str, str], ...] = (
+    ("kubeflow.org", "v1", "PyTorchJob", _KUBEFLOW, "PyTorchJob represents a distributed PyTorch training job (Kubeflow)."),
+    ("kubeflow.org", "v1", "MPIJob", _KUBEFLOW,
+     "MPIJob represents an MPI (Horovod, DeepSpeed, ...) training job (Kubeflow)."),
+    ("ray.io", "v1", "RayJob", _RAY, "RayJob runs one program on a Ray cluster created for it (KubeRay)."),
+    ("ray.io", "v1", "RayCluster", _RAY,
+     "RayCluster represents a Ray cluster: a head pod and groups of workers (KubeRay)."),
+    ("reports.gpufed.io", "v1alpha1", "WasteReport", _REPORTS,
+     "WasteReport tells, in GPU-hours and dollars, where the fleet's GPUs were busy, idle while "
+     "allocated, or free, over a window of time. Computed on request; read-only."),
+)
+
+
 def _kinds() -> dict[tuple[str, str, str], tuple[str, dict[str, Any]]]:
     return {
-        ("kubeflow.org", "v1", "PyTorchJob"): (
-            _KUBEFLOW + "PyTorchJob",
-            _kind("PyTorchJob", _KUBEFLOW, "PyTorchJob represents a distributed PyTorch training job (Kubeflow)."),
-        ),
-        ("kubeflow.org", "v1", "MPIJob"): (
-            _KUBEFLOW + "MPIJob",
-            _kind("MPIJob", _KUBEFLOW, "MPIJob represents an MPI (Horovod, DeepSpeed, ...) training job (Kubeflow)."),
-        ),
-        ("ray.io", "v1", "RayJob"): (
-            _RAY + "RayJob",
-            _kind("RayJob", _RAY, "RayJob runs one program on a Ray cluster created for it (KubeRay)."),
-        ),
-        ("ray.io", "v1", "RayCluster"): (
-            _RAY + "RayCluster",
-            _kind("RayCluster", _RAY, "RayCluster represents a Ray cluster: a head pod and groups of workers (KubeRay)."),
-        ),
-        ("reports.gpufed.io", "v1alpha1", "WasteReport"): (
-            _REPORTS + "WasteReport",
-            _kind(
-                "WasteReport", _REPORTS,
-                "WasteReport tells, in GPU-hours and dollars, where the fleet's GPUs were busy, idle while "
-                "allocated, or free, over a window of time. Computed on request; read-only.",
-            ),
-        ),
+        (group, version, kind): (prefix + kind, _kind(kind, prefix, description))
+        for group, version, kind, prefix, description in _KINDS
     }
 
 

@@ -6,8 +6,9 @@ serviceaccount|service|deployment|job``) send built-in kinds as
 calls :func:`decode_object` for such bodies and continues exactly as for JSON.
 
 Layout: :mod:`.wire` splits bytes into fields; :mod:`.schema` describes field tables;
-:mod:`.meta_v1`, :mod:`.core_v1`, :mod:`.apps_v1`, :mod:`.batch_v1` hold the tables taken
-from the upstream ``generated.proto`` files; :mod:`.kinds` lists the decodable kinds;
+:mod:`.tables` reads the tables (``meta_v1.yaml``, ``core_v1.yaml``, ``apps_v1.yaml``,
+``batch_v1.yaml``, ``rbac_v1.yaml``) taken from the upstream ``generated.proto`` files;
+:mod:`.kinds` lists the decodable kinds;
 :mod:`.decoding` reads the envelope and applies the tables.
 """
 

@@ -2,7 +2,8 @@
 
 Each :class:`Message` lists, by field number, what the field is called in JSON and how
 to read it. The numbers come from the ``generated.proto`` files of ``k8s.io/api`` and
-``k8s.io/apimachinery``; the proto field names there are the JSON names.
+``k8s.io/apimachinery``; the proto field names there are the JSON names. The tables
+themselves are data (:mod:`~controlplane.apiserver.protobuf.tables`).
 
 Two facts of Go's generated marshalling shape the tables:
 
@@ -64,56 +65,3 @@ class Message:
 
     name: str
     fields: Mapping[int, Field] = field(default_factory=dict)
-
-
-# --- constructors that keep the tables short --------------------------------------------
-
-
-def string(name: str, *, repeated: bool = False, pointer: bool = False) -> Field:
-    return Field(name, FieldType.STRING, repeated=repeated, pointer=pointer)
-
-
-def int32(name: str, *, pointer: bool = False, repeated: bool = False) -> Field:
-    return Field(name, FieldType.INT32, pointer=pointer, repeated=repeated)
-
-
-def int64(name: str, *, pointer: bool = False, repeated: bool = False) -> Field:
-    return Field(name, FieldType.INT64, pointer=pointer, repeated=repeated)
-
-
-def boolean(name: str, *, pointer: bool = False) -> Field:
-    return Field(name, FieldType.BOOL, pointer=pointer)
-
-
-def nested(
-    name: str, message: Message, *, repeated: bool = False, pointer: bool = False, inline: bool = False
-) -> Field:
-    return Field(name, FieldType.MESSAGE, message=message, repeated=repeated, pointer=pointer, inline=inline)
-
-
-def quantity(name: str, *, pointer: bool = False) -> Field:
-    return Field(name, FieldType.QUANTITY, pointer=pointer)
-
-
-def int_or_string(name: str, *, pointer: bool = False) -> Field:
-    return Field(name, FieldType.INT_OR_STRING, pointer=pointer)
-
-
-def time(name: str, *, pointer: bool = False) -> Field:
-    return Field(name, FieldType.TIME, pointer=pointer)
-
-
-def string_map(name: str) -> Field:
-    return Field(name, FieldType.STRING_MAP)
-
-
-def bytes_map(name: str) -> Field:
-    return Field(name, FieldType.BYTES_MAP)
-
-
-def quantity_map(name: str) -> Field:
-    return Field(name, FieldType.QUANTITY_MAP)
-
-
-def unsupported(name: str, *, repeated: bool = False, pointer: bool = False) -> Field:
-    return Field(name, FieldType.UNSUPPORTED, repeated=repeated, pointer=pointer)

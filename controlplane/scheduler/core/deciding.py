@@ -65,6 +65,7 @@ from controlplane.scheduler.core.outcome import (
     capacity_of,
     decision_result,
     no_scores,
+    scheduled,
 )
 from controlplane.scheduler.core.plugins import DEFAULT_PROFILE
 from controlplane.scheduler.core.reservations import Demand, Reservations
@@ -206,11 +207,7 @@ def _schedule_term(
         )
         condition = ScheduledCondition(False, ScheduledReason.UNSCHEDULABLE, message)
     else:
-        condition = ScheduledCondition(
-            True,
-            ScheduledReason.SUCCESS,
-            f"scheduled {request.replicas} replica(s) to {len(assignments)} cluster(s)",
-        )
+        condition = scheduled(request.replicas, len(assignments))
     return decision_result(
         state,
         clusters,

@@ -39,6 +39,11 @@ class ScheduledCondition:
         }
 
 
+def scheduled(replicas: int, clusters: int) -> ScheduledCondition:
+    """``Scheduled`` True: all ``replicas`` found a place, in ``clusters`` clusters."""
+    return ScheduledCondition(True, ScheduledReason.SUCCESS, f"scheduled {replicas} replica(s) to {clusters} cluster(s)")
+
+
 Explanation = list[ClusterExplanation]
 
 

@@ -17,7 +17,6 @@ import heapq
 from collections.abc import Mapping, Sequence
 from operator import itemgetter
 
-from controlplane.apis.work_v1alpha1 import ScheduledReason
 from controlplane.scheduler.core.cache import BoundOrder, SchedulerCache
 from controlplane.scheduler.core.dividing import UNTIERED, Row, not_needed_reason, tier_rows
 from controlplane.scheduler.core.framework import (
@@ -28,7 +27,7 @@ from controlplane.scheduler.core.framework import (
     Status,
     run_scorers,
 )
-from controlplane.scheduler.core.outcome import ScheduledCondition, ScheduleResult, decision_result, no_scores
+from controlplane.scheduler.core.outcome import ScheduleResult, decision_result, no_scores, scheduled
 from controlplane.scheduler.core.plugins import DEFAULT_PROFILE
 from controlplane.scheduler.core.reservations import Checkpoint
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
@@ -187,17 +186,12 @@ class VerdictWalk:
             return out
 
         assignments = dict(result.assignments)
-        condition = ScheduledCondition(
-            True,
-            ScheduledReason.SUCCESS,
-            f"scheduled {request.replicas} replica(s) to {len(assignments)} cluster(s)",
-        )
         return decision_result(
             state,
             self.clusters,
             assignments=assignments,
             unplaced=0,
-            condition=condition,
+            condition=scheduled(request.replicas, len(assignments)),
             rejected=self.rejected,
             scores=no_scores,
             division_reasons=reasons,
@@ -211,21 +205,12 @@ class VerdictWalk:
         """Fill ``extra`` replicas in (tier, price, name) order, judging clusters only as far as that
         order needs: returns the rows the division needs (those filled before the replicas ran
         out and those running the binding), the judged rows after them, and what is left."""
-        pending = self.pending
-        clusters = self.clusters
-        feasibility = self.state.feasibility
         heap = list(rows)
         heapq.heapify(heap)
         emitted: list[Row] = []
-        position, end = 0, len(order)
+        position = 0
         while extra:
-            while position < end and (not heap or order[position][0] < heap[0][:3]):
-                bound, index = order[position]
-                cluster = clusters[index]
-                position += 1
-                if cluster.name in pending and self._judge(cluster):
-                    found = feasibility[cluster.name]
-                    heapq.heappush(heap, (bound[0], found.price, cluster.name, found.available))
+            position = self._judge_while_better(order, position, heap)
             if not heap:
                 break
             row = heapq.heappop(heap)
@@ -235,16 +220,13 @@ class VerdictWalk:
         emitted.extend(row for row in heap if row[2] in running)
         return emitted, spare, extra
 
-    def _gang(self, order: Sequence[tuple[Bound, int]], *, affinity_name: str | None) -> ScheduleResult | None:
-        """The gang's cluster: the first feasible one in (tier, price, name) order. Every feasible
-        cluster holds the whole gang and none runs it, so the default scores tie: the name decides."""
-        state = self.state
-        request = state.request
+    def _judge_while_better(self, order: Sequence[tuple[Bound, int]], position: int, heap: list[Row]) -> int:
+        """Judge the clusters of ``order`` from ``position`` on while the next one's bound may beat the
+        best row of ``heap``, pushing a row for each feasible one; returns where the walk stopped."""
         pending = self.pending
         clusters = self.clusters
-        feasibility = state.feasibility
-        heap: list[Row] = []
-        position, end = 0, len(order)
+        feasibility = self.state.feasibility
+        end = len(order)
         while position < end and (not heap or order[position][0] < heap[0][:3]):
             bound, index = order[position]
             cluster = clusters[index]
@@ -252,6 +234,15 @@ class VerdictWalk:
             if cluster.name in pending and self._judge(cluster):
                 found = feasibility[cluster.name]
                 heapq.heappush(heap, (bound[0], found.price, cluster.name, found.available))
+        return position
+
+    def _gang(self, order: Sequence[tuple[Bound, int]], *, affinity_name: str | None) -> ScheduleResult | None:
+        """The gang's cluster: the first feasible one in (tier, price, name) order. Every feasible
+        cluster holds the whole gang and none runs it, so the default scores tie: the name decides."""
+        state = self.state
+        request = state.request
+        heap: list[Row] = []
+        self._judge_while_better(order, 0, heap)
         if not heap:
             self._judge_rest()
             return None
@@ -267,11 +258,7 @@ class VerdictWalk:
             reason = f"gang placed whole in {chosen} (better tier, price or score)"
             return {c.name: reason for c in self.feasible() if c.name != chosen}
 
-        condition = ScheduledCondition(
-            True,
-            ScheduledReason.SUCCESS,
-            f"scheduled {request.replicas} replica(s) to 1 cluster(s)",
-        )
+        condition = scheduled(request.replicas, 1)
         return decision_result(
             state,
             self.clusters,

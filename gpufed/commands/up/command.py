@@ -20,6 +20,7 @@ from typing import Any, Final
 import yaml
 
 from controlplane.apis.constants import BOOTSTRAP_TOKEN_ENV
+from controlplane.pki import private_directory
 from gpufed.commands.up.board import StatusBoard, welcome
 from gpufed.commands.up.layout import (
     DEFAULT_STATE_DIR,
@@ -76,9 +77,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         # Kubeconfigs, agent credentials, member snapshots (Secrets included): the owner's alone.
-        layout.root.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with contextlib.suppress(PermissionError):  # a mounted volume's root may not be ours to change
-            layout.root.chmod(0o700)
+        private_directory(layout.root)
         with exclusive(layout.lock):
             fleet_path = resolve_fleet(args.fleet, layout)
             try:

@@ -92,6 +92,15 @@ class TaintToleration:
         return taints_status(cluster.view, request.tolerations, running=cluster.name in request.previous)
 
 
+def _keep_current(state: CycleState, cluster: ClusterSnapshot, refusal: Status) -> Status:
+    """A cluster closed to new replicas keeps the ones it runs (capped at them); with none, ``refusal``."""
+    current = state.request.previous.get(cluster.name, 0)
+    if not current:
+        return refusal
+    state.caps[cluster.name] = current
+    return SUCCESS
+
+
 class Cordon:
     """A cordoned cluster (``spec.unschedulable``) takes no new replicas; it keeps the ones it runs."""
 
@@ -101,11 +110,7 @@ class Cordon:
     def filter(self, state: CycleState, cluster: ClusterSnapshot) -> Status:
         if not cluster.unschedulable:
             return SUCCESS
-        current = state.request.previous.get(cluster.name, 0)
-        if current:
-            state.caps[cluster.name] = current
-            return SUCCESS
-        return Status(Code.UNRESOLVABLE, ("cluster is cordoned (spec.unschedulable)",), self.name)
+        return _keep_current(state, cluster, Status(Code.UNRESOLVABLE, ("cluster is cordoned (spec.unschedulable)",), self.name))
 
 
 class ClusterReady:
@@ -121,11 +126,7 @@ class ClusterReady:
     def filter(self, state: CycleState, cluster: ClusterSnapshot) -> Status:
         if cluster.ready:
             return SUCCESS
-        current = state.request.previous.get(cluster.name, 0)
-        if current:
-            state.caps[cluster.name] = current
-            return SUCCESS
-        return Status(Code.UNSCHEDULABLE, ("cluster is not Ready",), self.name)
+        return _keep_current(state, cluster, Status(Code.UNSCHEDULABLE, ("cluster is not Ready",), self.name))
 
 
 class SpreadConstraint:
