@@ -479,7 +479,8 @@ class ClusterState:
                     slots[device.gpu_index] = max(slots[device.gpu_index] - round(device.share * GPU_MILLI), 0)
         return slots
 
-    def _mix(self) -> DemandMix:
+    def fgd_mix(self) -> DemandMix:
+        """The task mix FGD scores against: the given one, else the one learned so far."""
         if self.demand_mix is not None:
             return self.demand_mix
         if self._learned is None:
@@ -499,7 +500,7 @@ class ClusterState:
         """FGD's score per row and, for a share of one GPU, the GPU it would take there."""
         assert self._fgd is not None
         _, demand, generic = pod_task(pod, self._units_for(pod))
-        mix = self._fgd.use_mix(self._mix())
+        mix = self._fgd.use_mix(self.fgd_mix())
         cpu_free = self._free[rows, self._columns["cpu"]]
         after = None
         if not generic:
