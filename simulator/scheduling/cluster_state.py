@@ -568,6 +568,11 @@ class ClusterState:
         else:
             scores = self._scores(self._demand(pod), rows)
         best = rows[scores == scores.max()]
+        if self.scoring is Scoring.FGD:
+            # FGD's ties go to the first node in name order: a fixed order packs the many
+            # equal-score placements (CPU-only tasks) instead of scattering them, which is
+            # what reproduces the paper's published allocation (docs/whatif.md).
+            return self._order[int(best.min())]
         if len(best) == 1:
             return self._order[int(best[0])]
         return self._order[int(best[self.rng.choice(range(len(best)))])]
