@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import random
+
+import numpy as np
 import pytest
 
 from controlplane.apis.fragmentation import DemandMix, TaskShape, fgd_score, node_fragmentation
+from simulator.scheduling.fgd import FgdDemand, FgdRows
 from simulator.whatif.engine import fleet_nodes
 from simulator.whatif.member import MemberScoring, trace_mix
 from simulator.whatif.strategies import PooledStrategy, StrategyName, build_strategy
@@ -83,3 +87,43 @@ def test_fgd_learns_the_mix_online_without_one() -> None:
     for name in ("a", "b"):
         assert strategy.try_place(Job(name, 0, 10, 1, 1000, cpu_milli=1000)).placed is not None
     assert state.fgd_mix().shapes == ((ONE, 1.0),)
+
+
+def test_array_scores_match_the_one_node_definition() -> None:
+    rng = random.Random(1)
+    counts: dict[TaskShape, float] = {}
+    for _ in range(12):
+        num = rng.choice([0, 1, 1, 1, 2, 4, 8])
+        milli = 0 if num == 0 else (rng.choice([100, 250, 500, 700, 1000]) if num == 1 else 1000)
+        counts[TaskShape(rng.choice([1000, 4000, 8000, 16000]), milli, num, rng.choice([(), (), ("A",)]))] = rng.random()
+    mix = DemandMix.from_counts(counts, threshold_pct=100)
+    rows = FgdRows(30, 8)
+    cpu = np.array([rng.choice([0, 2000, 8000, 32000]) for _ in range(30)], dtype=np.int64)
+    for row in range(30):
+        slots = [rng.choice([0, 100, 300, 500, 800, 1000, 1000]) for _ in range(rng.choice([2, 4, 8]))]
+        rows.set_row(row, slots, rng.choice(["A", "B"]))
+    arrays = rows.use_mix(mix)
+    every = np.arange(30)
+    for demand in (FgdDemand(1000, share_milli=300), FgdDemand(2000, whole_gpus=2), FgdDemand(500)):
+        scores, gpus = rows.scores(every, cpu, demand, arrays)
+        for row in range(30):
+            slots = [int(x) for x in rows.slots[row]]
+            model = rows.models[row]
+            before = node_fragmentation(int(cpu[row]), slots, model, mix)
+            left = int(cpu[row]) - demand.cpu_milli
+            if demand.share_milli:
+                options = []
+                for index, free in enumerate(slots):
+                    if free >= demand.share_milli:
+                        after = [*slots[:index], free - demand.share_milli, *slots[index + 1 :]]
+                        options.append((fgd_score(before, node_fragmentation(left, after, model, mix)), -index))
+                if options:
+                    best, index = max(options)
+                    assert (scores[row], gpus[row]) == (best, -index)
+                continue
+            after = list(slots)
+            wanted = demand.whole_gpus
+            for index, free in enumerate(after):
+                if wanted and free == 1000:
+                    after[index], wanted = 0, wanted - 1
+            assert scores[row] == fgd_score(before, node_fragmentation(left, after, model, mix))
