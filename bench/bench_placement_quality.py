@@ -28,8 +28,8 @@ import statistics
 import time
 from collections import Counter
 from collections.abc import Sequence
-from pathlib import Path
 
+from bench.bench_whatif import DATA, NODES, SEED, TRACE
 from bench.common import BenchmarkResult, Figure, Size, Status, benchmark_main
 from simulator.profile import ALIBABA_MODELS, CsvNode, parse_fleet, read_alibaba_nodes
 from simulator.whatif.engine import Settings, compare, fleet_nodes
@@ -39,10 +39,6 @@ from simulator.whatif.strategies import StrategyName
 from simulator.whatif.trace import Job, read_trace
 from simulator.whatif.variants import BENCH_VARIANTS, VariantKind, make_variant
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "alibaba-gpu-v2023"
-NODES = DATA / "openb_node_list_gpu_node.csv"
-TRACE = DATA / "openb_pod_list_default.csv"
-SEED = 42
 SCORINGS = (MemberScoring.LEAST_ALLOCATED, MemberScoring.BEST_FIT, MemberScoring.FGD)
 SPLITS = (SplitBy.ONPREM_CLOUD, SplitBy.MODEL, SplitBy.RANDOM)
 FLEET_STRATEGIES = (StrategyName.GPUFED, StrategyName.STATIC, StrategyName.KARMADA_LIKE, StrategyName.POOLED)
