@@ -112,7 +112,7 @@ class ClusterState:
         demand_mix: DemandMix | None = None,
     ) -> None:
         self.scoring = Scoring(scoring)
-        #: FGD's task mix; None learns it from the pods this state is asked to place.
+        #: FGD's task mix; None learns it from the pods this state places.
         self.demand_mix = demand_mix
         self._seen: Counter[TaskShape] = Counter()
         self._learned: DemandMix | None = None
@@ -610,12 +610,12 @@ class ClusterState:
         if pod.node_name is not None:
             allocation = self.assume(pod, pod.node_name)
             return Binding(pod.key, allocation.node, allocation.devices), None
-        self.record_task(pod)
         rows, reasons = self._feasible_rows(pod)
         if not len(rows):
             return None, Unschedulable(pod.key, fit_error_message(len(self._order), reasons), dict(reasons))
         node = self._select(pod, rows)
         allocation = self._allocate(pod, node)
+        self.record_task(pod)
         return Binding(pod.key, node.name, allocation.devices), None
 
     def _schedule_gang(self, gang: str, members: list[PodRequest], result: ScheduleResult) -> None:

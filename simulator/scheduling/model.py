@@ -65,7 +65,7 @@ class Scoring(StrEnum):
       (:mod:`controlplane.apis.fragmentation`): the score is
       ``int(sigmoid((F before - F after) / 1000) x 100)`` with ``F`` the node's expected
       unusable free GPU thousandths for the task mix (given to the state, else learned from
-      the pods it is asked to place); a share of one GPU goes to the GPU that scores best.
+      the pods it places); a share of one GPU goes to the GPU that scores best.
       Ties go to the first node in name order (not to the seeded generator).
     * ``random``: a uniform draw among the feasible nodes.
     """
