@@ -25,7 +25,7 @@ from controlplane.apis.constants import LABEL_GPU_PRODUCT
 from controlplane.apis.fragmentation import DemandMix, TaskShape
 from controlplane.apis.gpus import is_nvidia_resource
 from simulator.devices import Device, NodeInventory
-from simulator.scheduling.fgd import FgdRows, pod_task
+from simulator.scheduling.fgd import FgdRows, device_slots, pod_task, slots_after
 from simulator.scheduling.filtering import adaptive_nodes_to_find, fit_error_message, static_reason
 from simulator.scheduling.model import (
     GPU_MILLI,
@@ -460,24 +460,7 @@ class ClusterState:
 
     def _gpu_slots(self, node: NodeState) -> list[int]:
         """Free thousandths of each of the node's GPUs (by GPU index), for FGD."""
-        inventory = node.inventory
-        if inventory is None or not inventory.gpus:
-            return []
-        slots = [0] * len(inventory.gpus)
-        for devices in node.free_devices.values():
-            for device in devices:
-                if 0 <= device.gpu_index < len(slots):
-                    slots[device.gpu_index] += round(device.share * GPU_MILLI)
-        return [min(slot, GPU_MILLI) for slot in slots]
-
-    def _slots_after(self, node: NodeState, pod: PodRequest) -> list[int]:
-        """The node's GPU slots after ``pod`` takes the devices ``_allocate`` would hand it."""
-        slots = self._gpu_slots(node)
-        for resource, amount in pod.requests.items():
-            for device in node.free_devices.get(resource, [])[:amount]:
-                if 0 <= device.gpu_index < len(slots):
-                    slots[device.gpu_index] = max(slots[device.gpu_index] - round(device.share * GPU_MILLI), 0)
-        return slots
+        return device_slots(node)
 
     def fgd_mix(self) -> DemandMix:
         """The task mix FGD scores against: the given one, else the one learned so far."""
@@ -507,7 +490,8 @@ class ClusterState:
             width = self._fgd.slots.shape[1]
             after = np.zeros((len(rows), width), dtype=np.int64)
             for index, row in enumerate(rows):
-                slots = self._slots_after(self._order[int(row)], pod)[:width]
+                node = self._order[int(row)]
+                slots = slots_after(node, self._gpu_slots(node), pod)[:width]
                 after[index, : len(slots)] = slots
         return self._fgd.scores(rows, cpu_free, demand, mix, after=after)
 

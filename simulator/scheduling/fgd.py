@@ -36,7 +36,7 @@ from controlplane.apis.fragmentation import (
     fragmentation_rows,
 )
 from controlplane.apis.gpus import is_nvidia_resource
-from simulator.scheduling.model import RESOURCE_GPU_MILLI, PodRequest
+from simulator.scheduling.model import RESOURCE_GPU_MILLI, NodeState, PodRequest
 
 IntArray = NDArray[np.int64]
 FloatArray = NDArray[np.float64]
@@ -201,3 +201,26 @@ def _accepted_models(pod: PodRequest) -> tuple[str, ...]:
             if requirement.key == LABEL_GPU_PRODUCT and requirement.operator == "In" and not requirement.field:
                 return tuple(sorted(requirement.values))
     return ()
+
+
+def device_slots(node: NodeState) -> list[int]:
+    """Free thousandths of each of the node's GPUs, from its free devices (by GPU index)."""
+    inventory = node.inventory
+    if inventory is None or not inventory.gpus:
+        return []
+    slots = [0] * len(inventory.gpus)
+    for devices in node.free_devices.values():
+        for device in devices:
+            if 0 <= device.gpu_index < len(slots):
+                slots[device.gpu_index] += round(device.share * GPU_MILLI)
+    return [min(slot, GPU_MILLI) for slot in slots]
+
+
+def slots_after(node: NodeState, slots: Sequence[int], pod: PodRequest) -> list[int]:
+    """``slots`` after ``pod`` takes the devices the node hands out first (as the scheduler binds)."""
+    out = list(slots)
+    for resource, amount in pod.requests.items():
+        for device in node.free_devices.get(resource, [])[:amount]:
+            if 0 <= device.gpu_index < len(out):
+                out[device.gpu_index] = max(out[device.gpu_index] - round(device.share * GPU_MILLI), 0)
+    return out
