@@ -127,3 +127,13 @@ def test_array_scores_match_the_one_node_definition() -> None:
                 if wanted and free == 1000:
                     after[index], wanted = 0, wanted - 1
             assert scores[row] == fgd_score(before, node_fragmentation(left, after, model, mix))
+
+
+def test_a_fleet_profile_can_ask_for_fgd() -> None:
+    from simulator.profile import parse_fleet
+    from simulator.scheduling.model import Scoring
+
+    cluster = t4_cluster("a", nodes=1, gpus=2)
+    cluster["simulation"] = {"scoring": "fgd"}
+    fleet = parse_fleet({"clusters": [cluster]})
+    assert fleet.clusters[0].simulation.scoring is Scoring.FGD
