@@ -11,7 +11,8 @@ each benchmark's details and the machine they were measured on.
 
 Benchmarks (in run order): scheduler (bench/bench_scheduler.py), agent
 (bench/bench_agent_report.py, with bench/bench_sim_bind.py), api (bench/bench_api.py),
-rbac (bench/bench_rbac.py), whatif (bench/bench_whatif.py), e2e (bench/bench_e2e_apply.py).
+rbac (bench/bench_rbac.py), whatif (bench/bench_whatif.py), placement
+(bench/bench_placement_quality.py), e2e (bench/bench_e2e_apply.py).
 
 A module with ``run(size) -> BenchmarkResult | dict`` is run through the hidden
 ``--child NAME`` mode of this command; bench_scheduler.py is run through its own command
@@ -172,6 +173,13 @@ SPECS: tuple[BenchmarkSpec, ...] = (
         unavailable=_whatif_unavailable,
     ),
     BenchmarkSpec(
+        name="placement",
+        what="GPU allocation at 100 % demand, default trace + variants x splits x member scorings",
+        command=_child_command("placement"),
+        parse=_parse_child,
+        timeout={Size.TINY: 300, Size.QUICK: 3600, Size.FULL: 21600},
+    ),
+    BenchmarkSpec(
         name="e2e",
         what="apply -> all replicas Running on the hub, 1,000 workloads over 10 simulated clusters",
         command=_child_command("e2e"),
@@ -187,6 +195,7 @@ CHILD_MODULES = {
     "api": "bench.bench_api",
     "rbac": "bench.bench_rbac",
     "whatif": "bench.bench_whatif",
+    "placement": "bench.bench_placement_quality",
     "e2e": "bench.bench_e2e_apply",
 }
 

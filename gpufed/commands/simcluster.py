@@ -10,7 +10,7 @@ from gpufed.commands.controlplane import parse_listen
 from gpufed.commands.running import serve_reporting
 from gpufed.logging_setup import configure_logging
 
-SCORINGS = ("least-allocated", "most-allocated", "best-fit", "random")
+SCORINGS = ("least-allocated", "most-allocated", "best-fit", "fgd", "random")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

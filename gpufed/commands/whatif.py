@@ -3,7 +3,9 @@
 ``run`` loads a fleet YAML and a trace (Alibaba openb CSV or the generic CSV), replays it
 once per strategy (gpufed's hub scheduler, static partitioning, a Karmada-like baseline,
 all nodes pooled) and prints a table or the JSON contract; ``--plot`` draws the curves.
-``split`` turns the openb node list into a fleet YAML on stdout. Details: docs/whatif.md.
+``split`` turns the openb node list into a fleet YAML on stdout; ``variant`` writes a seeded
+variant of an openb pod list (the FGD paper's gpushare/multigpu/gpuspec/cpu kinds) on stdout.
+Details: docs/whatif.md.
 """
 
 from __future__ import annotations
@@ -58,7 +60,8 @@ def _positive(text: str) -> int:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from simulator.whatif.fleetsplit import SplitBy
     from simulator.whatif.member import MemberScoring
-    from simulator.whatif.strategies import StrategyName
+    from simulator.whatif.strategies import DEFAULT_STRATEGIES, StrategyName
+    from simulator.whatif.variants import VariantKind
 
     sub = parser.add_subparsers(dest="whatif_command", metavar="ACTION")
     sub.required = True
@@ -73,9 +76,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--compare",
         type=_strategies,
-        default=[str(s) for s in StrategyName],
+        default=[str(s) for s in DEFAULT_STRATEGIES],
         metavar="STRATEGIES",
-        help=f"comma-separated strategies (default: all of {','.join(StrategyName)})",
+        help=f"comma-separated strategies of {','.join(StrategyName)} (default: {','.join(DEFAULT_STRATEGIES)})",
     )
     run.add_argument(
         "--member-scoring",
@@ -112,11 +115,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     split.add_argument("--clusters", type=_positive, required=True)
     split.add_argument("--by", choices=[str(s) for s in SplitBy], default=str(SplitBy.MODEL))
     split.add_argument("--seed", type=int, default=0)
+    variant = sub.add_parser("variant", help="write a seeded variant of an openb pod list (on stdout)")
+    variant.add_argument("trace", type=Path, metavar="TRACE.csv")
+    variant.add_argument("--kind", choices=[str(k) for k in VariantKind], required=True)
+    variant.add_argument("--percent", type=_positive, required=True, metavar="X")
+    variant.add_argument("--nodes", type=Path, metavar="NODES.csv", help="node list (gpuspec draws its models)")
+    variant.add_argument("--seed", type=int, default=0)
 
 
 def run(args: argparse.Namespace) -> int:
     if args.whatif_command == "split":
         return _split(args)
+    if args.whatif_command == "variant":
+        return _variant(args)
     configure_logging(args.log_level, component="whatif")
     from simulator.profile import ProfileError
     from simulator.whatif.trace import TraceError
@@ -149,6 +160,28 @@ def _split(args: argparse.Namespace) -> int:
     return 0
 
 
+def _variant(args: argparse.Namespace) -> int:
+    from collections import Counter
+
+    from simulator.profile import ALIBABA_MODELS, read_alibaba_nodes
+    from simulator.whatif.trace import TraceError, read_trace
+    from simulator.whatif.variants import VariantError, VariantKind, make_variant, to_openb_csv
+
+    try:
+        _, jobs = read_trace(args.trace)
+        model_gpus: Counter[str] = Counter()
+        if args.nodes is not None:
+            for node in read_alibaba_nodes(args.nodes):
+                if node.gpuCount and node.model in ALIBABA_MODELS:
+                    model_gpus[ALIBABA_MODELS[node.model][0]] += node.gpuCount
+        jobs = make_variant(jobs, VariantKind(args.kind), args.percent, seed=args.seed, model_gpus=model_gpus)
+    except (OSError, TraceError, VariantError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    sys.stdout.write(to_openb_csv(jobs))
+    return 0
+
+
 def _load_policy(path: Path) -> Any:
     from policies.models import ClusterPropagationPolicy, PropagationPolicy
     from policies.validation import parse_policy
@@ -170,17 +203,25 @@ def _load_policy(path: Path) -> Any:
 
 
 class _Progress:
-    """One self-overwriting stderr line, only when stderr is a terminal."""
+    """One self-overwriting stderr line on a terminal; elsewhere a plain line every 10 % of a phase."""
+
+    STEP_PCT = 10
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
         self.enabled = stream.isatty()
         self.width = 0
+        self.logged: dict[str, int] = {}
 
     def __call__(self, phase: str, done: int, total: int) -> None:
-        if not self.enabled:
-            return
         pct = 100 * done // max(total, 1)
+        if not self.enabled:
+            step = pct // self.STEP_PCT
+            if step > self.logged.get(phase, 0) or (done >= total and phase not in self.logged):
+                self.logged[phase] = step
+                self.stream.write(f"whatif: {phase} {done}/{total} ({pct} %)\n")
+                self.stream.flush()
+            return
         bar = "#" * (pct // 4) + "." * (25 - pct // 4)
         line = f"{phase:<22} [{bar}] {done}/{total}"
         self.width = max(self.width, len(line))
@@ -197,10 +238,19 @@ def _run(args: argparse.Namespace) -> int:
     from simulator.whatif.strategies import StrategyName
     from simulator.whatif.trace import read_trace
 
+    if args.plot:
+        from simulator.whatif.plot import check_target
+
+        check_target(args.plot)
     fleet = load_fleet(args.fleet)
     trace_format, jobs = read_trace(args.trace)
     if not jobs:
         raise ValueError(f"{args.trace}: the trace has no jobs")
+    if not trace_format.timed and not args.no_replay:
+        raise ValueError(
+            f"{args.trace}: the pod list has no creation_time/deletion_time columns, so it cannot be "
+            "replayed in time; add --no-replay for the allocation figures"
+        )
     placement = _load_policy(args.policy) if args.policy else None
     settings = Settings(
         seed=args.seed,
@@ -252,9 +302,13 @@ def format_table(result: dict[str, Any]) -> str:
         row = [name]
         for _, key in COLUMNS[1:]:
             assert key is not None
+            if values[key] is None:
+                row.append("-")
+                continue
             value = float(values[key])
             row.append(f"{value:.1f}" if key.endswith(("pct_at_100", "pct_at_130")) else f"{value:,.1f}")
-        row += [f"{float(values['gpu_hours'].get(s, 0.0)):,.0f}" for s in STATE_COLUMNS]
+        hours = values["gpu_hours"]
+        row += ["-" if hours is None else f"{float(hours.get(s, 0.0)):,.0f}" for s in STATE_COLUMNS]
         rows.append(row)
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     lines = ["   ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
@@ -264,4 +318,8 @@ def format_table(result: dict[str, Any]) -> str:
         f"fleet: {fleet['gpus']} GPUs in {len(fleet['clusters'])} cluster(s); trace: {result['trace']['jobs']} jobs; "
         f"waits in seconds; allocation = GPUs allocated / capacity when arrived demand reached the mark."
     )
+    scorings = {name: values.get("member_scoring") for name, values in result["strategies"].items()}
+    lines.append("member scoring: " + ", ".join(f"{name} {scoring}" for name, scoring in scorings.items()))
+    if any(values["wait_mean_s"] is None for values in result["strategies"].values()):
+        lines.append("no replay ran (--no-replay): waits, costs and GPU-hours were not measured.")
     return "\n".join(lines) + "\n"

@@ -21,8 +21,11 @@ from typing import Any, Final, cast
 import numpy as np
 from numpy.typing import NDArray
 
+from controlplane.apis.constants import LABEL_GPU_PRODUCT
+from controlplane.apis.fragmentation import DemandMix, TaskShape
 from controlplane.apis.gpus import is_nvidia_resource
 from simulator.devices import Device, NodeInventory
+from simulator.scheduling.fgd import FgdRows, device_slots, pod_task, slots_after
 from simulator.scheduling.filtering import adaptive_nodes_to_find, fit_error_message, static_reason
 from simulator.scheduling.model import (
     GPU_MILLI,
@@ -106,8 +109,14 @@ class ClusterState:
         scoring: Scoring = Scoring.LEAST_ALLOCATED,
         seed: int | None = None,
         percentage_of_nodes_to_score: int = 0,
+        demand_mix: DemandMix | None = None,
     ) -> None:
         self.scoring = Scoring(scoring)
+        #: FGD's task mix; None learns it from the pods this state places.
+        self.demand_mix = demand_mix
+        self._seen: Counter[TaskShape] = Counter()
+        self._learned: DemandMix | None = None
+        self._fgd: FgdRows | None = None
         self.rng = random.Random(seed)
         self.percentage = percentage_of_nodes_to_score
         self.nodes: dict[str, NodeState] = {}
@@ -196,6 +205,9 @@ class ClusterState:
         self._free = np.zeros(shape, dtype=np.int64)
         self._units = np.zeros(shape, dtype=np.int64)
         self._gpu_left = np.zeros(len(self._order), dtype=np.int64)
+        if self.scoring is Scoring.FGD:
+            width = max((len(self._gpu_slots(node)) for node in self._order), default=0)
+            self._fgd = FgdRows(len(self._order), width)
         self._built = True
         for row, node in enumerate(self._order):
             self._write_row(row, node)
@@ -234,6 +246,8 @@ class ClusterState:
         for index, amount in extra_cells:
             free[index] = amount
         self._gpu_left[row] = node.gpu_milli_free()
+        if self._fgd is not None:
+            self._fgd.set_row(row, self._gpu_slots(node), node.labels.get(LABEL_GPU_PRODUCT, ""))
 
     def _demand(self, pod: PodRequest) -> _Demand:
         key = tuple(pod.requests.items())
@@ -438,7 +452,60 @@ class ClusterState:
         """Each node's score for ``pod`` under this state's :class:`Scoring` (0 under random)."""
         self._ensure_arrays()
         rows = np.array([self._row[node.name] for node in nodes], dtype=np.intp)
+        if self.scoring is Scoring.FGD:
+            return [int(score) for score in self._fgd_scores(pod, rows)[0]]
         return [int(score) for score in self._scores(self._demand(pod), rows)]
+
+    # --- FGD -----------------------------------------------------------------------------
+
+    def _gpu_slots(self, node: NodeState) -> list[int]:
+        """Free thousandths of each of the node's GPUs (by GPU index), for FGD."""
+        return device_slots(node)
+
+    def fgd_mix(self) -> DemandMix:
+        """The task mix FGD scores against: the given one, else the one learned so far."""
+        if self.demand_mix is not None:
+            return self.demand_mix
+        if self._learned is None:
+            self._learned = DemandMix.from_counts(self._seen)
+        return self._learned
+
+    def _units_for(self, pod: PodRequest) -> dict[str, int]:
+        """GPU thousandths per unit of the pod's GPU resources (the largest any node gives)."""
+        self._ensure_arrays()
+        return {
+            resource: int(self._units[:, self._columns[resource]].max(initial=0))
+            for resource in pod.requests
+            if resource in self._columns and is_nvidia_resource(resource)
+        }
+
+    def _fgd_scores(self, pod: PodRequest, rows: IndexArray) -> tuple[IntArray, IntArray]:
+        """FGD's score per row and, for a share of one GPU, the GPU it would take there."""
+        assert self._fgd is not None
+        _, demand, generic = pod_task(pod, self._units_for(pod))
+        mix = self._fgd.use_mix(self.fgd_mix())
+        cpu_free = self._free[rows, self._columns["cpu"]]
+        after = None
+        if not generic:
+            width = self._fgd.slots.shape[1]
+            after = np.zeros((len(rows), width), dtype=np.int64)
+            for index, row in enumerate(rows):
+                node = self._order[int(row)]
+                slots = slots_after(node, self._gpu_slots(node), pod)[:width]
+                after[index, : len(slots)] = slots
+        return self._fgd.scores(rows, cpu_free, demand, mix, after=after)
+
+    def fgd_gpu(self, pod: PodRequest, node: NodeState) -> int:
+        """Under FGD, the GPU index a share of one GPU goes to on ``node`` (-1 if none fits)."""
+        self._ensure_arrays()
+        rows = np.array([self._row[node.name]], dtype=np.intp)
+        return int(self._fgd_scores(pod, rows)[1][0])
+
+    def record_task(self, pod: PodRequest) -> None:
+        """Count ``pod`` into the learned FGD mix (when no mix was given)."""
+        if self.demand_mix is None and self.scoring is Scoring.FGD:
+            self._seen[pod_task(pod, self._units_for(pod))[0]] += 1
+            self._learned = None
 
     def _scores(self, demand: _Demand, rows: IndexArray) -> IntArray:
         if self.scoring is Scoring.RANDOM:
@@ -480,8 +547,16 @@ class ClusterState:
             return self._order[int(rows[0])]
         if self.scoring is Scoring.RANDOM:
             return self._order[int(rows[self.rng.choice(range(len(rows)))])]
-        scores = self._scores(self._demand(pod), rows)
+        if self.scoring is Scoring.FGD:
+            scores = self._fgd_scores(pod, rows)[0]
+        else:
+            scores = self._scores(self._demand(pod), rows)
         best = rows[scores == scores.max()]
+        if self.scoring is Scoring.FGD:
+            # FGD's ties go to the first node in name order: a fixed order packs the many
+            # equal-score placements (CPU-only tasks) instead of scattering them, which is
+            # what reproduces the paper's published allocation (docs/whatif.md).
+            return self._order[int(best.min())]
         if len(best) == 1:
             return self._order[int(best[0])]
         return self._order[int(best[self.rng.choice(range(len(best)))])]
@@ -524,6 +599,7 @@ class ClusterState:
             return None, Unschedulable(pod.key, fit_error_message(len(self._order), reasons), dict(reasons))
         node = self._select(pod, rows)
         allocation = self._allocate(pod, node)
+        self.record_task(pod)
         return Binding(pod.key, node.name, allocation.devices), None
 
     def _schedule_gang(self, gang: str, members: list[PodRequest], result: ScheduleResult) -> None:

@@ -61,12 +61,19 @@ class Scoring(StrEnum):
       1/N (unknown GPU resources as 0); on a node that advertises
       :data:`RESOURCE_GPU_MILLI` it is that resource's free amount alone, and the pod's whole
       GPUs count 1000 each. CPU left does not use kube's non-zero default.
+    * ``fgd``: the FGD paper's Fragmentation Gradient Descent
+      (:mod:`controlplane.apis.fragmentation`): the score is
+      ``int(sigmoid((F before - F after) / 1000) x 100)`` with ``F`` the node's expected
+      unusable free GPU thousandths for the task mix (given to the state, else learned from
+      the pods it places); a share of one GPU goes to the GPU that scores best.
+      Ties go to the first node in name order (not to the seeded generator).
     * ``random``: a uniform draw among the feasible nodes.
     """
 
     LEAST_ALLOCATED = "least-allocated"
     MOST_ALLOCATED = "most-allocated"
     BEST_FIT = "best-fit"
+    FGD = "fgd"
     RANDOM = "random"
 
 

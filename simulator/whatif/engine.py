@@ -31,13 +31,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from controlplane.apis.fragmentation import DemandMix
 from controlplane.reports.classify import DEFAULT_THRESHOLD, WasteState
 from policies.models import Placement
 from simulator.nodes import build_inventory, build_nodes
 from simulator.profile import Fleet
-from simulator.whatif.member import MemberScoring
+from simulator.whatif.member import MemberScoring, trace_mix
 from simulator.whatif.metrics import MARKS, FillResult, ReplayResult, StrategyResult
-from simulator.whatif.strategies import FleetNodes, Strategy, StrategyName, build_strategy
+from simulator.whatif.strategies import (
+    DEFAULT_STRATEGIES,
+    POOLED_SCORING,
+    FleetNodes,
+    Strategy,
+    StrategyName,
+    build_strategy,
+)
 from simulator.whatif.trace import Job
 
 logger = logging.getLogger(__name__)
@@ -337,7 +345,7 @@ def run_replay(
     return _Replay(strategy, nodes, settings=settings, progress=progress).run(jobs)
 
 
-def _strategy(name: StrategyName, nodes: FleetNodes, settings: Settings) -> Strategy:
+def _strategy(name: StrategyName, nodes: FleetNodes, settings: Settings, mix: DemandMix) -> Strategy:
     return build_strategy(
         name,
         nodes,
@@ -345,14 +353,26 @@ def _strategy(name: StrategyName, nodes: FleetNodes, settings: Settings) -> Stra
         seed=settings.seed,
         placement=settings.placement,
         percentage=settings.percentage_of_nodes_to_score,
+        demand_mix=mix,
     )
+
+
+def scoring_used(name: StrategyName, nodes: FleetNodes, settings: Settings) -> str:
+    """The member scoring a strategy runs with: forced, else the run's, else the clusters' own."""
+    forced = POOLED_SCORING.get(name)
+    if forced is not None:
+        return str(forced)
+    if settings.scoring is not None:
+        return str(settings.scoring.scoring)
+    profiles = nodes.profiles[:1] if name is StrategyName.POOLED else nodes.profiles
+    return ",".join(sorted({str(p.simulation.scoring) for p in profiles}))
 
 
 def compare(
     fleet: Fleet,
     jobs: Sequence[Job],
     *,
-    strategies: Sequence[StrategyName] = tuple(StrategyName),
+    strategies: Sequence[StrategyName] = DEFAULT_STRATEGIES,
     settings: Settings = Settings(),
     progress: Progress | None = None,
     nodes: FleetNodes | None = None,
@@ -367,6 +387,7 @@ def compare(
     total = sum(capacity.values())
     comparison = Comparison(capacity_gpus=total, clusters=capacity, jobs=len(jobs), settings=settings)
     sequence = fill_sequence(jobs, capacity_gpus=total, inflate=settings.inflate, seed=settings.seed)
+    mix = trace_mix(jobs)
     for name in strategies:
 
         def report(phase: str, done: int, of: int, _name: str = str(name)) -> None:
@@ -374,16 +395,23 @@ def compare(
                 progress(f"{_name} {phase}", done, of)
 
         started = time.perf_counter()
-        fill = run_fill(_strategy(name, nodes, settings), sequence, capacity_gpus=total, progress=report)
+        fill = run_fill(_strategy(name, nodes, settings, mix), sequence, capacity_gpus=total, progress=report)
         seconds = {"fill": time.perf_counter() - started}
         replay = ReplayResult()
         if settings.replay:
             started = time.perf_counter()
             replay = run_replay(
-                _strategy(name, nodes, settings), jobs, nodes, settings=settings, progress=report
+                _strategy(name, nodes, settings, mix), jobs, nodes, settings=settings, progress=report
             )
             seconds["replay"] = time.perf_counter() - started
-        comparison.results[str(name)] = StrategyResult(str(name), fill, replay, seconds)
+        comparison.results[str(name)] = StrategyResult(
+            str(name),
+            fill,
+            replay,
+            seconds,
+            member_scoring=scoring_used(name, nodes, settings),
+            replayed=settings.replay,
+        )
         logger.info(
             "strategy replayed",
             extra={"strategy": str(name), "allocation_at_100": round(fill.allocation_at(100), 2), **seconds},

@@ -36,6 +36,7 @@ from enum import StrEnum
 from typing import Any, Final
 
 from controlplane.apis.constants import LABEL_GPU_PRODUCT, RESOURCE_GPU
+from controlplane.apis.fragmentation import DemandMix, TaskShape
 from controlplane.apis.quantity import format_quantity
 from controlplane.scheduler.core.snapshot import ClusterSnapshot, NodeShape
 from member_agent.capacity import summarize, trim_node
@@ -46,7 +47,7 @@ from simulator.scheduling.cluster_state import ClusterState
 from simulator.scheduling.model import RESOURCE_GPU_MILLI as RESOURCE_GPU_MILLI  # re-exported for the what-if
 from simulator.scheduling.model import Allocation, NodeState, PodRequest, Requirement, Scoring
 from simulator.scheduling.reading import node_state
-from simulator.whatif.trace import MILLI_PER_GPU
+from simulator.whatif.trace import MILLI_PER_GPU, Job
 
 #: ``lastReportTime`` of every what-if report: the replay has no wall clock.
 REPORT_TIME: Final = "2023-01-01T00:00:00Z"
@@ -65,6 +66,7 @@ class MemberScoring(StrEnum):
     LEAST_ALLOCATED = "least-allocated"
     MOST_ALLOCATED = "most-allocated"
     BEST_FIT = "best-fit"
+    FGD = "fgd"
     RANDOM = "random"
     FGD_BEST_FIT = "fgd-best-fit"
 
@@ -102,11 +104,13 @@ class SharingClusterState(ClusterState):
         scoring: Scoring = Scoring.LEAST_ALLOCATED,
         seed: int | None = None,
         percentage_of_nodes_to_score: int = 100,
+        demand_mix: DemandMix | None = None,
     ) -> None:
         super().__init__(
             scoring=scoring,
             seed=seed,
             percentage_of_nodes_to_score=percentage_of_nodes_to_score,
+            demand_mix=demand_mix,
         )
         self.ledgers: dict[str, GpuLedger] = {}
         self._shares: dict[str, tuple[str, int, int]] = {}
@@ -138,6 +142,10 @@ class SharingClusterState(ClusterState):
         ledger = self.ledgers.get(node.name)
         return {LARGEST_FREE_GPU_COLUMN: max(ledger.free, default=0) if ledger is not None else -1}
 
+    def _gpu_slots(self, node: NodeState) -> list[int]:
+        ledger = self.ledgers.get(node.name)
+        return list(ledger.free) if ledger is not None else super()._gpu_slots(node)
+
     def _extra_demand(self, pod: PodRequest) -> Mapping[str, int]:
         milli = pod.requests.get(RESOURCE_GPU_MILLI)
         return {} if milli is None else {LARGEST_FREE_GPU_COLUMN: milli}
@@ -152,7 +160,9 @@ class SharingClusterState(ClusterState):
             return super()._allocate(pod, state, device_ids=device_ids)
         milli = pod.requests.get(RESOURCE_GPU_MILLI, 0)
         if milli:
-            index = self._pick_gpu(ledger, milli)
+            index = self.fgd_gpu(pod, state) if self.scoring is Scoring.FGD else -1
+            if index < 0:
+                index = self._pick_gpu(ledger, milli)
             allocation = super()._allocate(pod, state)
             if ledger.free[index] == MILLI_PER_GPU:
                 ledger.shared.add(index)
@@ -302,6 +312,7 @@ class MemberCluster:
         scoring: MemberScoring | None = None,
         seed: int = 0,
         percentage_of_nodes_to_score: int = 100,
+        demand_mix: DemandMix | None = None,
         nodes: Sequence[Mapping[str, Any]] | None = None,
         inventories: Mapping[str, NodeInventory] | None = None,
         name: str | None = None,
@@ -315,6 +326,7 @@ class MemberCluster:
             scoring=chosen.scoring,
             seed=seed,
             percentage_of_nodes_to_score=percentage_of_nodes_to_score,
+            demand_mix=demand_mix,
         )
         node_objects = self.state.add_nodes(node_objects, inventory)
         self.products: dict[str, str] = {}
@@ -499,3 +511,13 @@ class MemberCluster:
         """Free resources summed over the cluster's schedulable nodes (a ``resourceSummary`` view)."""
         self._refresh()
         return self._free_totals
+
+
+def job_task(job: Job) -> TaskShape:
+    """A trace job as a task of FGD's mix (its GPU models as the member labels them)."""
+    return TaskShape(job.cpu_milli, job.gpu_milli if job.num_gpu else 0, job.num_gpu, job.gpu_products)
+
+
+def trace_mix(jobs: Sequence[Job]) -> DemandMix:
+    """FGD's task mix of a trace: its most popular task shapes (see :class:`DemandMix`)."""
+    return DemandMix.from_tasks(job_task(job) for job in jobs)

@@ -111,23 +111,31 @@ class StrategyResult:
     fill: FillResult
     replay: ReplayResult
     seconds: dict[str, float] = field(default_factory=dict)
+    #: The member scoring the strategy's members ran with.
+    member_scoring: str = ""
+    #: False when no replay ran: waits, GPU-hours and costs are then null, not zero.
+    replayed: bool = True
 
     def to_json(self) -> dict[str, Any]:
         replay = self.replay
+        measured = self.replayed
         return {
+            "member_scoring": self.member_scoring,
             "allocation_pct_at_100": round(self.fill.allocation_at(100), 3),
             "allocation_pct_at_130": round(self.fill.allocation_at(130), 3),
             "unallocated_gpus_at_100": round(self.fill.unallocated_gpus_at(100), 3),
-            "wait_mean_s": round(replay.wait_mean_s, 3),
-            "wait_p99_s": round(replay.wait_p99_s, 3),
-            "gpu_hours": {str(s): round(h, 3) for s, h in replay.waste.gpu_hours.items()},
-            "cost_usd": round(replay.allocated_cost_usd, 2),
-            "cost_by_state_usd": {str(s): round(v, 2) for s, v in replay.waste.cost_usd.items()},
+            "wait_mean_s": round(replay.wait_mean_s, 3) if measured else None,
+            "wait_p99_s": round(replay.wait_p99_s, 3) if measured else None,
+            "gpu_hours": {str(s): round(h, 3) for s, h in replay.waste.gpu_hours.items()} if measured else None,
+            "cost_usd": round(replay.allocated_cost_usd, 2) if measured else None,
+            "cost_by_state_usd": (
+                {str(s): round(v, 2) for s, v in replay.waste.cost_usd.items()} if measured else None
+            ),
             "allocation_curve": [[mark, round(pct, 3)] for mark, pct in sorted(self.fill.curve.items())],
             "jobs": {
                 "fill_submitted": self.fill.jobs_submitted,
                 "fill_placed": self.fill.jobs_placed,
-                "replay_never_started": replay.never_started,
+                "replay_never_started": replay.never_started if measured else None,
             },
             "replay_seconds": {k: round(v, 3) for k, v in self.seconds.items()},
         }

@@ -1,7 +1,8 @@
 """Draw a what-if comparison: allocation as demand grows, and GPU-hours by waste state.
 
 Left panel: GPU allocation (% of capacity) against arrived GPU demand (% of capacity) from
-the fill pass, one line per strategy, with the 100 % and 130 % marks. Right panel: the
+the fill pass, one line per strategy, with the 100 % and 130 % marks, zoomed to where the
+curves part (they run together while demand is low). Right panel: the
 replay's GPU-hours per waste state, stacked per strategy, free-spare (usually most of a
 fleet's hours) named in the title instead of drawn (left out when no replay ran).
 
@@ -32,11 +33,36 @@ STATE_COLORS = {
 }
 
 
-def render(comparison: Mapping[str, Any], path: str | Path) -> Path:
-    """Write the figure to ``path``; raises ValueError for an unknown extension."""
+def check_target(path: str | Path) -> Path:
+    """Check before a run that the figure can be written: a known extension, an existing directory."""
     path = Path(path)
     if path.suffix.lower() not in FORMATS:
         raise ValueError(f"--plot {path}: use a .png, .svg or .pdf file name")
+    parent = path.parent
+    if not parent.is_dir():
+        raise ValueError(f"--plot {path}: directory {parent} does not exist")
+    return path
+
+
+def zoom(strategies: Mapping[str, Mapping[str, Any]]) -> tuple[float, float, float, float] | None:
+    """(x0, x1, y0, y1) around where the allocation curves part (None when they never do)."""
+    curves = [dict(map(tuple, r.get("allocation_curve") or [])) for r in strategies.values()]
+    curves = [c for c in curves if c]
+    if len(curves) < 2:
+        return None
+    marks = sorted(set.intersection(*(set(c) for c in curves)))
+    apart = [m for m in marks if max(c[m] for c in curves) - min(c[m] for c in curves) > 0.5]
+    if not apart:
+        return None
+    x0 = max(apart[0] - 5, 0)
+    x1 = max(max(c) for c in curves)
+    shown = [v for c in curves for m, v in c.items() if m >= x0]
+    return float(x0), float(x1), max(min(shown) - 2, 0.0), min(max(shown) + 2, 105.0)
+
+
+def render(comparison: Mapping[str, Any], path: str | Path) -> Path:
+    """Write the figure to ``path``; raises ValueError for an unknown extension."""
+    path = check_target(path)
     strategies: Mapping[str, Mapping[str, Any]] = comparison["strategies"]
     hours = {name: r.get("gpu_hours") or {} for name, r in strategies.items()}
     with_replay = any(any(v for v in h.values()) for h in hours.values())
@@ -55,7 +81,12 @@ def render(comparison: Mapping[str, Any], path: str | Path) -> Path:
         curve_ax.axvline(mark, color="#868e96", linestyle="--", linewidth=0.8)
     curve_ax.set_xlabel("arrived GPU demand (% of capacity)")
     curve_ax.set_ylabel("GPUs allocated (% of capacity)")
-    curve_ax.set_ylim(0, 105)
+    window = zoom(strategies)
+    if window is None:
+        curve_ax.set_ylim(0, 105)
+    else:
+        curve_ax.set_xlim(window[0], window[1])
+        curve_ax.set_ylim(window[2], window[3])
     curve_ax.set_title("GPU allocation as demand arrives")
     curve_ax.legend(loc="lower right")
     curve_ax.grid(alpha=0.3)

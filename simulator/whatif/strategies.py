@@ -15,7 +15,10 @@
   with one free GPU each look like room for an 8-GPU job), the replica goes to the cluster
   with the most (``policies.division.divide_by_dynamic_weights``), and a job the member then
   cannot place waits in that member.
-* **pooled** -- the upper bound: every node of the fleet in one cluster, no hub.
+* **pooled** -- every node of the fleet in one cluster, no hub, under the fleet's member
+  scoring; **pooled-best-fit** and **pooled-fgd** the same under best-fit and FGD whatever
+  the fleet's scoring (one big cluster is not an upper bound: under least-allocated it
+  spreads multi-GPU jobs; the packing references are these two).
 
 A job's GPU request has one or more :class:`~simulator.whatif.member.PodShape` forms: whole
 GPUs; for a fraction of a GPU, thousandths of one GPU (:data:`RESOURCE_GPU_MILLI`), else the
@@ -37,6 +40,7 @@ from enum import StrEnum
 from typing import Any, ClassVar
 
 from controlplane.apis.constants import LABEL_GPU_PRODUCT, RESOURCE_GPU
+from controlplane.apis.fragmentation import DemandMix
 from controlplane.interpreter.requirements import (
     NodeSelectorRequirement,
     NodeSelectorTerm,
@@ -73,6 +77,18 @@ class StrategyName(StrEnum):
     STATIC = "static"
     KARMADA_LIKE = "karmada-like"
     POOLED = "pooled"
+    POOLED_BEST_FIT = "pooled-best-fit"
+    POOLED_FGD = "pooled-fgd"
+
+
+#: The strategies a run compares unless told otherwise.
+DEFAULT_STRATEGIES = (StrategyName.GPUFED, StrategyName.STATIC, StrategyName.KARMADA_LIKE, StrategyName.POOLED)
+#: The member scoring each pooled baseline forces (None: the fleet's).
+POOLED_SCORING: dict[StrategyName, MemberScoring | None] = {
+    StrategyName.POOLED: None,
+    StrategyName.POOLED_BEST_FIT: MemberScoring.BEST_FIT,
+    StrategyName.POOLED_FGD: MemberScoring.FGD,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -338,7 +354,12 @@ class FleetNodes:
 
 
 def build_members(
-    fleet: FleetNodes, *, scoring: MemberScoring | None, seed: int, percentage: int = 100
+    fleet: FleetNodes,
+    *,
+    scoring: MemberScoring | None,
+    seed: int,
+    percentage: int = 100,
+    demand_mix: DemandMix | None = None,
 ) -> dict[str, MemberCluster]:
     members = {}
     for index, profile in enumerate(fleet.profiles):
@@ -347,6 +368,7 @@ def build_members(
             scoring=scoring,
             seed=seed + index,
             percentage_of_nodes_to_score=percentage,
+            demand_mix=demand_mix,
             nodes=fleet.nodes[profile.name],
             inventories=fleet.inventories[profile.name],
         )
@@ -354,7 +376,12 @@ def build_members(
 
 
 def build_pooled(
-    fleet: FleetNodes, *, scoring: MemberScoring | None, seed: int, percentage: int = 100
+    fleet: FleetNodes,
+    *,
+    scoring: MemberScoring | None,
+    seed: int,
+    percentage: int = 100,
+    demand_mix: DemandMix | None = None,
 ) -> MemberCluster:
     first = fleet.profiles[0]
     pricing: dict[str, float] = {}
@@ -371,6 +398,7 @@ def build_pooled(
         scoring=scoring,
         seed=seed,
         percentage_of_nodes_to_score=percentage,
+        demand_mix=demand_mix,
         nodes=nodes,
         inventories=inventories,
     )
@@ -384,12 +412,16 @@ def build_strategy(
     seed: int = 0,
     placement: Placement | None = None,
     percentage: int = 100,
+    demand_mix: DemandMix | None = None,
 ) -> Strategy:
-    if name is StrategyName.POOLED:
-        return PooledStrategy(
-            {"pooled": build_pooled(fleet, scoring=scoring, seed=seed, percentage=percentage)}
+    """A fresh strategy; ``demand_mix`` is FGD's task mix (None: members learn it from arrivals)."""
+    if name in POOLED_SCORING:
+        forced = POOLED_SCORING[name]
+        pooled = build_pooled(
+            fleet, scoring=forced or scoring, seed=seed, percentage=percentage, demand_mix=demand_mix
         )
-    members = build_members(fleet, scoring=scoring, seed=seed, percentage=percentage)
+        return PooledStrategy({"pooled": pooled})
+    members = build_members(fleet, scoring=scoring, seed=seed, percentage=percentage, demand_mix=demand_mix)
     if name is StrategyName.GPUFED:
         return GpufedStrategy(members, placement=placement)
     if name is StrategyName.STATIC:

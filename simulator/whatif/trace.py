@@ -11,7 +11,9 @@ Two formats, told apart by their header line:
   (CC BY 4.0; Weng et al., "Beware of Fragmentation", USENIX ATC '23). Columns
   ``name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,
   deletion_time,scheduled_time``. A job arrives at ``creation_time`` and runs for
-  ``deletion_time - (scheduled_time or creation_time)`` seconds (at least 1). ``gpu_spec``
+  ``deletion_time - (scheduled_time or creation_time)`` seconds (at least 1); only the
+  first five columns are required, and a list without the times
+  (:attr:`TraceFormat.OPENB_UNTIMED`) serves the fill but not the replay. ``gpu_spec``
   lists acceptable model codes (``V100M16|V100M32``), mapped to GFD product labels with
   :data:`simulator.profile.ALIBABA_MODELS`.
 * **generic** -- ``name,submit_s,duration_s,gpus`` and optionally ``cpu_milli,memory_mib,
@@ -42,23 +44,24 @@ logger = logging.getLogger(__name__)
 MILLI_PER_GPU = 1000
 """A GPU counted in thousandths, as the Alibaba trace and its GPU-sharing scheduler count it."""
 
-OPENB_COLUMNS = (
-    "name",
-    "cpu_milli",
-    "memory_mib",
-    "num_gpu",
-    "gpu_milli",
-    "gpu_spec",
-    "creation_time",
-    "deletion_time",
-)
+#: The columns every openb pod list has (the public multi-GPU variants have only these).
+OPENB_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")
+#: Optional openb columns: accepted GPU models, and the times a replay needs.
+OPENB_OPTIONAL = ("gpu_spec", "creation_time", "deletion_time", "scheduled_time")
+OPENB_TIME_COLUMNS = ("creation_time", "deletion_time")
 GENERIC_COLUMNS = ("name", "submit_s", "duration_s", "gpus")
 GENERIC_OPTIONAL = ("cpu_milli", "memory_mib", "gpu_models", "cluster")
 
 
 class TraceFormat(StrEnum):
     OPENB = "openb"
+    #: An openb pod list without ``creation_time``/``deletion_time``: good for the fill only.
+    OPENB_UNTIMED = "openb-untimed"
     GENERIC = "generic"
+
+    @property
+    def timed(self) -> bool:
+        return self is not TraceFormat.OPENB_UNTIMED
 
 
 class TraceError(ValueError):
@@ -98,16 +101,29 @@ class Job:
 
 
 def detect_format(header: Iterable[str]) -> TraceFormat:
+    """The trace's format from its header; the error names the columns each format misses."""
     columns = {c.strip() for c in header}
     if set(OPENB_COLUMNS) <= columns:
         return TraceFormat.OPENB
     if set(GENERIC_COLUMNS) <= columns:
         return TraceFormat.GENERIC
+    openb_missing = [c for c in OPENB_COLUMNS if c not in columns]
+    generic_missing = [c for c in GENERIC_COLUMNS if c not in columns]
+    if len(openb_missing) <= len(generic_missing):
+        raise TraceError(
+            f"line 1: the header lacks column(s) {','.join(openb_missing)} of an openb pod list "
+            f"(needs {','.join(OPENB_COLUMNS)}; optional {','.join(OPENB_OPTIONAL)})"
+        )
     raise TraceError(
-        "line 1: unknown trace header; an openb trace needs columns "
-        f"{','.join(OPENB_COLUMNS)}, a generic one {','.join(GENERIC_COLUMNS)} "
-        f"(optional: {','.join(GENERIC_OPTIONAL)})"
+        f"line 1: the header lacks column(s) {','.join(generic_missing)} of a generic trace "
+        f"(needs {','.join(GENERIC_COLUMNS)}; optional {','.join(GENERIC_OPTIONAL)})"
     )
+
+
+def has_times(header: Iterable[str]) -> bool:
+    """Whether an openb header carries the times a replay needs."""
+    columns = {c.strip() for c in header}
+    return set(OPENB_TIME_COLUMNS) <= columns
 
 
 def _int(row: Mapping[str, str | None], column: str, line: int, *, default: int | None = None) -> int:
@@ -175,8 +191,9 @@ def _openb_job(row: Mapping[str, str | None], line: int) -> Job:
     name = (row.get("name") or "").strip()
     if not name:
         raise TraceError(f"line {line}: column name is empty")
-    created = _int(row, "creation_time", line)
-    deleted = _int(row, "deletion_time", line)
+    timed = "creation_time" in row or "deletion_time" in row
+    created = _int(row, "creation_time", line) if timed else 0
+    deleted = _int(row, "deletion_time", line) if timed else 1
     started = _int(row, "scheduled_time", line, default=created)
     if deleted < created:
         raise TraceError(f"line {line}: deletion_time {deleted} is before creation_time {created}")
@@ -232,7 +249,9 @@ def parse_trace(lines: Iterable[str]) -> tuple[TraceFormat, list[Job]]:
     if reader.fieldnames is None:
         raise TraceError("line 1: the trace is empty (no header line)")
     fmt = detect_format(reader.fieldnames)
-    make = _openb_job if fmt is TraceFormat.OPENB else _generic_job
+    make = _generic_job if fmt is TraceFormat.GENERIC else _openb_job
+    if fmt is TraceFormat.OPENB and not has_times(reader.fieldnames):
+        fmt = TraceFormat.OPENB_UNTIMED
     jobs: list[Job] = []
     seen: dict[str, int] = {}
     for row in reader:

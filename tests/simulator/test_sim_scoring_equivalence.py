@@ -228,7 +228,8 @@ def random_pod(rng: random.Random, index: int) -> PodRequest:
 # ------------------------------------------------------------------------------------------ the test
 
 
-@pytest.mark.parametrize("scoring", list(Scoring))
+# FGD's array form is checked against its one-node definition in tests/whatif/test_fgd.py.
+@pytest.mark.parametrize("scoring", [s for s in Scoring if s is not Scoring.FGD])
 @pytest.mark.parametrize(("percentage", "seed"), [(0, 1), (100, 2), (0, 3)])
 def test_array_scheduler_matches_the_node_by_node_reference(
     scoring: Scoring, percentage: int, seed: int
@@ -290,3 +291,21 @@ def test_a_node_added_after_scheduling_joins_the_arrays() -> None:
     extra = ref_score(Scoring.BEST_FIT, reference.nodes[0], {"cpu": 1000})
     probe = PodRequest(key="t/probe", namespace="t", name="probe", requests={"cpu": 1000})
     assert state.score_nodes(probe, [state.nodes[reference.nodes[0].name]]) == [extra]
+
+
+def test_fgd_schedules_over_mig_and_shared_devices_with_a_learned_mix() -> None:
+    rng = random.Random(7)
+    built = [random_node(rng, i) for i in range(40)]
+    state = ClusterState(scoring=Scoring.FGD, seed=1, percentage_of_nodes_to_score=100)
+    for node, inventory, _ in built:
+        state.add_node(node, inventory)
+    bound = 0
+    for index in range(200):
+        pod = random_pod(rng, index)
+        fits = state.fits_somewhere(pod)
+        result = state.schedule([pod])
+        # FGD only ranks: a pod binds exactly when some node fits it
+        assert bool(result.bindings) == fits
+        bound += len(result.bindings)
+    assert bound > 20
+    assert state.fgd_mix().shapes

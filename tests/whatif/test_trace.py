@@ -75,7 +75,8 @@ def test_generic_rows_become_jobs() -> None:
             "line 2: deletion_time 5 is before creation_time 9",
         ),
         ([OPENB_HEADER, "p,-1,1,1,1000,,LS,Running,0,5,0"], "line 2: column cpu_milli: '-1' is negative"),
-        (["id,when"], "line 1: unknown trace header"),
+        (["id,when"], "line 1: the header lacks column(s) name,submit_s,duration_s,gpus of a generic trace"),
+        (["name,cpu_milli,num_gpu"], "line 1: the header lacks column(s) memory_mib,gpu_milli of an openb pod list"),
         ([], "line 1: the trace is empty"),
     ],
 )

@@ -1,0 +1,226 @@
+"""FGD scoring for the member scheduler: per-node GPU slots and the fragmentation delta of a placement.
+
+:class:`FgdRows` keeps, for every node row of :class:`~.cluster_state.ClusterState`, the
+free thousandths of each of its GPUs ("slots", padded with 0) and its GPU model, and scores
+feasible rows for a pod with :mod:`controlplane.apis.fragmentation`: the fragmentation of
+the node now, and after the pod, as FGD (Weng et al., ATC '23) does:
+
+* a share of one GPU (:data:`~.model.RESOURCE_GPU_MILLI`) is tried on every GPU that holds
+  it; the node's score is the best GPU's, and that GPU is the one the share gets (the
+  lowest index on ties, as the paper's simulator picks);
+* whole GPUs take fully free GPUs (which ones does not change the measure);
+* a task without GPUs changes only the node's free CPU;
+* other GPU resources (MIG instances, time-sliced shares) take the devices the node would
+  hand out, worked out per node by the caller (``after`` rows).
+
+The fragmentation of a node now is cached per row and recomputed only after the row
+changes. Pure: arrays in, scores out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+from numpy.typing import NDArray
+
+from controlplane.apis.constants import LABEL_GPU_PRODUCT, RESOURCE_GPU
+from controlplane.apis.fragmentation import (
+    GPU_MILLI,
+    DemandMix,
+    MixArrays,
+    TaskShape,
+    fgd_scores,
+    fragmentation_rows,
+)
+from controlplane.apis.gpus import is_nvidia_resource
+from simulator.scheduling.model import RESOURCE_GPU_MILLI, NodeState, PodRequest
+
+IntArray = NDArray[np.int64]
+FloatArray = NDArray[np.float64]
+IndexArray = NDArray[np.intp]
+_NO_GPU: Final = -1
+
+
+@dataclass(frozen=True, slots=True)
+class FgdDemand:
+    """What a pod takes, as FGD counts it: CPU, and GPUs as a share of one, whole ones, or neither."""
+
+    cpu_milli: int
+    share_milli: int = 0
+    whole_gpus: int = 0
+
+
+class FgdRows:
+    """GPU slots and models per node row, the mix's arrays, and the cached fragmentation per row."""
+
+    def __init__(self, rows: int, width: int) -> None:
+        self.slots: IntArray = np.zeros((rows, max(width, 1)), dtype=np.int64)
+        self.models: list[str] = [""] * rows
+        self._frag: FloatArray = np.zeros(rows, dtype=np.float64)
+        self._fresh: NDArray[np.bool_] = np.zeros(rows, dtype=bool)
+        self._mix: DemandMix | None = None
+        self._arrays: MixArrays | None = None
+
+    def set_row(self, row: int, slots: Sequence[int], model: str) -> None:
+        line = self.slots[row]
+        line[:] = 0
+        count = min(len(slots), len(line))
+        line[:count] = slots[:count]
+        self.models[row] = model
+        self._fresh[row] = False
+
+    def use_mix(self, mix: DemandMix) -> MixArrays:
+        if mix is not self._mix or self._arrays is None:
+            self._mix = mix
+            self._arrays = MixArrays.of(mix, self.models)
+            self._fresh[:] = False
+        return self._arrays
+
+    def fragmentation(self, rows: IndexArray, cpu_free: IntArray, mix: MixArrays) -> FloatArray:
+        """Fragmentation of the rows now (``cpu_free`` per row), from the cache where it holds."""
+        stale = rows[~self._fresh[rows]]
+        if len(stale):
+            position = {int(r): i for i, r in enumerate(rows)}
+            cpu = cpu_free[[position[int(r)] for r in stale]]
+            access = mix.access_rows([self.models[int(r)] for r in stale])
+            self._frag[stale] = fragmentation_rows(cpu, self.slots[stale], access, mix)
+            self._fresh[stale] = True
+        values: FloatArray = self._frag[rows]
+        return values
+
+    def scores(
+        self,
+        rows: IndexArray,
+        cpu_free: IntArray,
+        demand: FgdDemand,
+        mix: MixArrays,
+        *,
+        after: IntArray | None = None,
+    ) -> tuple[IntArray, IntArray]:
+        """Per row: FGD's score for the pod and, for a share, the GPU it would take (else -1).
+
+        ``after`` (N, width) gives the rows' slots after the pod when the pod takes devices
+        the generic rules here do not cover.
+        """
+        before = self.fragmentation(rows, cpu_free, mix)
+        cpu_after = cpu_free - demand.cpu_milli
+        slots = self.slots[rows]
+        access = mix.access_rows([self.models[int(r)] for r in rows])
+        no_gpu = np.full(len(rows), _NO_GPU, dtype=np.int64)
+        if demand.share_milli:
+            return _share_scores(slots, cpu_after, access, mix, before, demand.share_milli)
+        if after is None:
+            after = slots
+            if demand.whole_gpus:
+                full = slots >= GPU_MILLI
+                taken = full & (np.cumsum(full, axis=1) <= demand.whole_gpus)
+                after = np.where(taken, 0, slots)
+        frag_after = fragmentation_rows(cpu_after, after, access, mix)
+        return fgd_scores(before, frag_after), no_gpu
+
+
+def _share_scores(
+    slots: IntArray,
+    cpu_after: IntArray,
+    access: NDArray[np.bool_],
+    mix: MixArrays,
+    before: FloatArray,
+    milli: int,
+) -> tuple[IntArray, IntArray]:
+    """Every GPU holding the share as a candidate; the best GPU's score per row.
+
+    Only the chosen GPU's contribution changes, so the after-state of all (row, GPU)
+    candidates is the row's sums corrected for that one GPU.
+    """
+    rows = len(slots)
+    if not len(mix.freq):
+        return np.full(rows, 50, dtype=np.int64), np.argmax(slots >= milli, axis=1).astype(np.int64)
+    m = mix.milli[None, None, :]
+    fits = slots[:, :, None] >= m
+    fitting = fits.sum(axis=1)
+    small = np.where(fits, 0, slots[:, :, None]).sum(axis=1)
+    total = slots.sum(axis=1)
+    reduced = slots - milli
+    fits_after = reduced[:, :, None] >= m
+    fitting_g = fitting[:, None, :] - fits + fits_after
+    small_g = (
+        small[:, None, :]
+        - np.where(fits, 0, slots[:, :, None])
+        + np.where(fits_after, 0, reduced[:, :, None])
+    )
+    hosted = (
+        (mix.milli[None, None, :] > 0)
+        & access[:, None, :]
+        & (cpu_after[:, None, None] >= mix.cpu[None, None, :])
+        & (fitting_g >= mix.num[None, None, :])
+    )
+    frag = np.where(hosted, small_g, (total - milli)[:, None, None]).astype(np.float64)
+    after = frag @ mix.freq
+    candidate = slots >= milli
+    scores = fgd_scores(np.repeat(before[:, None], slots.shape[1], axis=1), after)
+    scores = np.where(candidate, scores, -1)
+    best = np.argmax(scores, axis=1)
+    chosen: IntArray = best.astype(np.int64)
+    result: IntArray = scores[np.arange(rows), best]
+    return result, chosen
+
+
+def pod_task(pod: PodRequest, units: Mapping[str, int]) -> tuple[TaskShape, FgdDemand, bool]:
+    """The pod as a task of the mix, what it takes, and whether it takes only whole GPUs or shares.
+
+    ``units`` gives the thousandths of a GPU one unit of a GPU resource is (MIG instances,
+    time-sliced shares); such pods count as a share of one GPU of that size in the mix,
+    and their after-state is the caller's (the third value is False).
+    """
+    requests = pod.requests
+    cpu = requests.get("cpu", 0)
+    models = _accepted_models(pod)
+    share = requests.get(RESOURCE_GPU_MILLI, 0)
+    whole = requests.get(RESOURCE_GPU, 0)
+    if share:
+        return TaskShape(cpu, share, 1, models), FgdDemand(cpu, share_milli=share), True
+    others = {r: a for r, a in requests.items() if is_nvidia_resource(r) and r != RESOURCE_GPU and a}
+    if whole and not others:
+        return TaskShape(cpu, GPU_MILLI, whole, models), FgdDemand(cpu, whole_gpus=whole), True
+    if not others and not whole:
+        return TaskShape(cpu, 0, 0, models), FgdDemand(cpu), True
+    milli = min(GPU_MILLI, sum(units.get(r, 0) * a for r, a in others.items()) + whole * GPU_MILLI)
+    return TaskShape(cpu, milli, 1, models), FgdDemand(cpu), False
+
+
+def _accepted_models(pod: PodRequest) -> tuple[str, ...]:
+    """GPU models the pod accepts through ``nodeSelector`` or one required affinity term (else any)."""
+    selected = pod.node_selector.get(LABEL_GPU_PRODUCT)
+    if selected:
+        return (selected,)
+    if pod.affinity is not None and len(pod.affinity) == 1:
+        for requirement in pod.affinity[0]:
+            if requirement.key == LABEL_GPU_PRODUCT and requirement.operator == "In" and not requirement.field:
+                return tuple(sorted(requirement.values))
+    return ()
+
+
+def device_slots(node: NodeState) -> list[int]:
+    """Free thousandths of each of the node's GPUs, from its free devices (by GPU index)."""
+    inventory = node.inventory
+    if inventory is None or not inventory.gpus:
+        return []
+    slots = [0] * len(inventory.gpus)
+    for devices in node.free_devices.values():
+        for device in devices:
+            if 0 <= device.gpu_index < len(slots):
+                slots[device.gpu_index] += round(device.share * GPU_MILLI)
+    return [min(slot, GPU_MILLI) for slot in slots]
+
+
+def slots_after(node: NodeState, slots: Sequence[int], pod: PodRequest) -> list[int]:
+    """``slots`` after ``pod`` takes the devices the node hands out first (as the scheduler binds)."""
+    out = list(slots)
+    for resource, amount in pod.requests.items():
+        for device in node.free_devices.get(resource, [])[:amount]:
+            if 0 <= device.gpu_index < len(out):
+                out[device.gpu_index] = max(out[device.gpu_index] - round(device.share * GPU_MILLI), 0)
+    return out
