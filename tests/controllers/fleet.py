@@ -120,7 +120,7 @@ def propagation_policy(name: str, *, kind: str = "Deployment", api_version: str 
     }
 
 
-WAIT_SECONDS = 10.0
+WAIT_SECONDS = 30.0
 
 
 async def eventually(probe: Callable[[], Awaitable[T | None]], *, what: str = "condition") -> T:
