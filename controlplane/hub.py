@@ -82,7 +82,7 @@ from controlplane.controllers.manager import ControllerManager
 from controlplane.controllers.workloads import is_propagatable
 from controlplane.leader.election import DEFAULT_TTL as DEFAULT_LEADER_LEASE_TTL
 from controlplane.leader.election import LeaderElector, Term, default_identity
-from controlplane.metrics import HubMetrics, hub_metrics
+from controlplane.metrics import HubMetrics, hub_metrics, write_ledger_routes
 from controlplane.pki import PkiError
 from controlplane.reports.api import ReportSource, waste_report_routes, waste_report_type
 from controlplane.reports.sampling import DEFAULT_INTERVAL as DEFAULT_WASTE_SAMPLE_INTERVAL
@@ -90,6 +90,7 @@ from controlplane.reports.sampling import WasteSampler
 from controlplane.storage.connecting import EtcdClientTls
 from controlplane.storage.embedded import EmbeddedEtcd
 from controlplane.storage.etcd import DEFAULT_MAX_RESPONSE_BYTES, EtcdStore
+from controlplane.storage.ledger import LedgerStore, WriteLedger
 from controlplane.ui.serving import ui_public_paths, ui_routes
 from policies.served import KindStatus, unpropagatable_selector_warnings
 
@@ -162,6 +163,8 @@ class HubConfig:
     serving_limits: ServingLimits = field(default_factory=ServingLimits)
     #: What one watch may hold for a client that does not read, and how long before it is dropped.
     watch_limits: WatchLimits = field(default_factory=WatchLimits)
+    #: Keep the last this many writes in full for ``/debug/writes`` (0: counters only).
+    write_journal: int = 0
 
 
 #: Core kinds that only exist inside a member cluster; the hub does not serve them.
@@ -240,6 +243,8 @@ class Hub:
         self.rbac: RbacCache | None = None
         self._leader_tasks: list[asyncio.Task[None]] = []
         self.metrics: HubMetrics = hub_metrics()
+        #: Every write the API and the controllers make, counted (``gpufed_storage_writes_total``).
+        self.ledger = WriteLedger(journal=config.write_journal)
         self.waste_sampler: WasteSampler | None = None
         #: The cluster proxy: the agents' tunnels and the proxy route.
         self.proxy = ProxyEndpoints()
@@ -281,7 +286,8 @@ class Hub:
 
         self.tokens = TokenStore(self.store)
         registry = hub_registry()
-        self.objects = ObjectStore(self.store, registry)
+        self.objects = ObjectStore(LedgerStore(self.store, self.ledger), registry)
+        self.metrics.count_writes(self.ledger)
         await self.objects.bootstrap()
         await self._ensure_namespaces(LEASE_NAMESPACE, SYSTEM_NAMESPACE)
         # RBAC: the default policy, then every replica's in-memory index of the four kinds,
@@ -306,6 +312,7 @@ class Hub:
         extra.extend(ui_routes())
         extra.extend(self.proxy.routes())
         extra.extend(self.metrics.routes())
+        extra.extend(write_ledger_routes(self.ledger))
         for factory in self.config.extra_routes:
             extra.extend(factory(self))
         app = create_app(
@@ -364,7 +371,7 @@ class Hub:
         """This replica leads: run the controllers over an ObjectStore fenced to ``term``."""
         assert self.elector is not None and self.objects is not None
         fenced_store = self.elector.fenced_store(term)
-        fenced = ObjectStore(fenced_store, self.objects.registry)
+        fenced = ObjectStore(LedgerStore(fenced_store, self.ledger), self.objects.registry)
         config = self.config
         self.controllers = ControllerManager(
             fenced,

@@ -25,7 +25,12 @@ Metrics (all prefixed ``gpufed_``):
   ``PartialDisruption``, ``FullDisruption``: the hub suspects itself and evicts nothing), 0 for
   the others; ``fleet_clusters{health}`` -- clusters ``ready`` and ``unhealthy`` as the cluster
   health monitor last counted them (see controllers/disruption.py);
-* ``waste_samples_total{result}`` and ``waste_sample_duration_seconds`` -- the sampler itself.
+* ``waste_samples_total{result}`` and ``waste_sample_duration_seconds`` -- the sampler itself;
+* ``storage_writes_total{resource,subresource,writer,verb}`` -- every etcd write of the API and
+  the controllers, by who wrote (``admin``, ``agent``, ``controller:status``...) and
+  ``watch_events_decoded_total{resource,watcher}`` -- every watch event a watcher decoded (the
+  write ledger, :mod:`controlplane.storage.ledger`; ``GET /debug/writes`` shows it to admins
+  as JSON, with the last writes in full when the hub runs with ``--debug-write-journal N``).
 
 Each :class:`HubMetrics` has its own ``CollectorRegistry`` (with the process and Python GC
 collectors), so tests can make fresh ones; :func:`hub_metrics` is the process's instance,
@@ -52,16 +57,20 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.gc_collector import GCCollector
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
 from controlplane.apis.meta import parse_time
+from controlplane.apiserver import errors
+from controlplane.apiserver.app import USER
 from controlplane.apiserver.handlers import REQUEST_INFO
+from controlplane.apiserver.identity import SYSTEM_MASTERS
 from controlplane.controllers.disruption import FleetState
 from controlplane.reports.classify import DeviceState
+from controlplane.storage.ledger import WriteLedger
 
 logger = logging.getLogger(__name__)
 
@@ -105,6 +114,33 @@ class _ReportLagCollector(Collector):
         for cluster, reported in reports:
             family.add_metric([cluster], max(now - reported, 0.0))
         yield family
+
+
+class _LedgerCollector(Collector):
+    """``gpufed_storage_writes_total`` and ``gpufed_watch_events_decoded_total`` from the ledger."""
+
+    def __init__(self) -> None:
+        self.ledger: WriteLedger | None = None
+
+    def collect(self) -> Iterator[Metric]:
+        writes = CounterMetricFamily(
+            f"{NAMESPACE}_storage_writes",
+            "Writes to etcd by the API and the controllers, by resource, subresource, writer and verb.",
+            labels=["resource", "subresource", "writer", "verb"],
+        )
+        events = CounterMetricFamily(
+            f"{NAMESPACE}_watch_events_decoded",
+            "Watch events decoded, by resource and watcher (each watcher decodes every event it gets).",
+            labels=["resource", "watcher"],
+        )
+        ledger = self.ledger
+        if ledger is not None:
+            for labels, count in sorted(ledger.writes.items()):
+                writes.add_metric(list(labels), count)
+            for (resource, watcher), count in sorted(ledger.events.items()):
+                events.add_metric([resource, watcher], count)
+        yield writes
+        yield events
 
 
 class HubMetrics:
@@ -182,10 +218,16 @@ class HubMetrics:
         )
         self._report_lag = _ReportLagCollector(clock)
         self.registry.register(self._report_lag)
+        self._ledger = _LedgerCollector()
+        self.registry.register(self._ledger)
         #: The last sample's per-second rates: (GPU-equivalents, dollars per second) per key.
         self._held: tuple[float, dict[_StateKey, tuple[float, float]]] | None = None
 
     # -- observations --------------------------------------------------------------------------
+
+    def count_writes(self, ledger: WriteLedger) -> None:
+        """Serve ``ledger``'s counters (the hub's; the last one given wins)."""
+        self._ledger.ledger = ledger
 
     def observe_scheduling(self, seconds: float, *, result: str) -> None:
         """One binding scheduled in ``seconds`` with ``result`` (e.g. Success, NoClusterFit)."""
@@ -304,6 +346,22 @@ class HubMetrics:
         return [web.get(METRICS_PATH, metrics)]
 
 
+DEBUG_WRITES_PATH = "/debug/writes"
+
+
+def write_ledger_routes(ledger: WriteLedger) -> list[web.RouteDef]:
+    """``GET /debug/writes``: the write ledger as JSON, for members of ``system:masters`` only
+    (its journal names objects' keys)."""
+
+    async def writes(request: web.Request) -> web.StreamResponse:
+        user = request.get(USER)
+        if user is None or SYSTEM_MASTERS not in user.groups:
+            raise errors.Forbidden(f"only members of {SYSTEM_MASTERS} may read {DEBUG_WRITES_PATH} (an admin token)")
+        return web.json_response(ledger.snapshot())
+
+    return [web.get(DEBUG_WRITES_PATH, writes)]
+
+
 _default: HubMetrics | None = None
 
 
@@ -329,4 +387,5 @@ __all__ = [
     "HubMetrics",
     "hub_metrics",
     "observe_scheduling_latency",
+    "write_ledger_routes",
 ]
