@@ -172,7 +172,24 @@ def event_rows(before: Mapping[str, Any], after: Mapping[str, Any], resources: S
     ]
 
 
-def format_ledger(case: str, rows: list[dict[str, Any]], events: list[dict[str, Any]], background: int) -> str:
+def read_rows(before: Mapping[str, Any], after: Mapping[str, Any], resources: Sequence[str]) -> list[dict[str, Any]]:
+    """Single-key etcd reads between two ledger snapshots, per resource and reader."""
+
+    def counts(snapshot: Mapping[str, Any]) -> Counter[tuple[str, str]]:
+        return Counter({(e["resource"], e["reader"]): int(e["count"]) for e in snapshot.get("reads") or []})
+
+    delta = counts(after)
+    delta.subtract(counts(before))
+    return [
+        {"resource": resource, "reader": reader, "count": count}
+        for (resource, reader), count in sorted(delta.items())
+        if count > 0 and resource in resources
+    ]
+
+
+def format_ledger(
+    case: str, rows: list[dict[str, Any]], events: list[dict[str, Any]], reads: list[dict[str, Any]], background: int
+) -> str:
     total = sum(r["count"] for r in rows)
     lines = [f"== {case}: {total} writes at the hub ({background} background writes in the window)"]
     lines.append(f"{'resource':34} {'sub':7} {'writer':26} {'verb':7} {'count':>5}  changed fields (times)")
@@ -183,6 +200,8 @@ def format_ledger(case: str, rows: list[dict[str, Any]], events: list[dict[str, 
         )
     lines.append(f"-- watch events decoded: {sum(e['count'] for e in events)}")
     lines.extend(f"{e['resource']:34} {e['watcher']:42} {e['count']:>5}" for e in events)
+    lines.append(f"-- etcd reads (get): {sum(r['count'] for r in reads)}")
+    lines.extend(f"{r['resource']:34} {r['reader']:42} {r['count']:>5}" for r in reads)
     return "\n".join(lines)
 
 
@@ -258,18 +277,21 @@ async def one_case(hub: Hub, case: str, namespace: str, workloads: list[dict[str
     )
     rows = write_rows(mine)
     events = event_rows(before, after, WORKLOAD_RESOURCES)
+    reads = read_rows(before, after, WORKLOAD_RESOURCES)
     count = len(workloads)
     replicas = sum(int(w["spec"]["replicas"]) for w in workloads)
     title = f"{case}: {count} workload(s), {replicas} replica(s)" + (f", per workload x{count}" if count > 1 else "")
-    print(format_ledger(title, rows, events, sum(background.values())))
+    print(format_ledger(title, rows, events, reads, sum(background.values())))
     return {
         "workloads": count,
         "writes_per_workload": round(sum(r["count"] for r in rows) / count, 2),
         "status_writes_per_workload": round(sum(r["count"] for r in rows if r["subresource"] == "status") / count, 2),
         "watch_events_per_workload": round(sum(e["count"] for e in events) / count, 2),
+        "reads_per_workload": round(sum(r["count"] for r in reads) / count, 2),
         "seconds_to_all_running": round(running_s, 2),
         "table": rows,
         "watch_events_table": events,
+        "reads_table": reads,
         "sequence": [
             f"{e['revision']} {e['resource']} {e['subresource'] or '-'} {e['writer']} {e['verb']} {','.join(e['changed'])}"
             for e in mine
@@ -345,6 +367,7 @@ def run(size: Size) -> BenchmarkResult:
             Figure(f"{case}: hub writes per workload, apply -> Running", data["writes_per_workload"]),
             Figure(f"{case}: of which status writes", data["status_writes_per_workload"]),
             Figure(f"{case}: watch events decoded per workload", data["watch_events_per_workload"]),
+            Figure(f"{case}: etcd reads per workload", data["reads_per_workload"]),
         ]
     return BenchmarkResult(
         benchmark=NAME, size=size, figures=figures, details=cases, seconds=time.perf_counter() - started

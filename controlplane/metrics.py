@@ -29,7 +29,8 @@ Metrics (all prefixed ``gpufed_``):
 * ``storage_writes_total{resource,subresource,writer,verb}`` -- every etcd write of the API and
   the controllers, by who wrote (``admin``, ``agent``, ``controller:status``...) and
   ``watch_events_decoded_total{resource,watcher}`` -- every watch event a watcher decoded (the
-  write ledger, :mod:`controlplane.storage.ledger`; ``GET /debug/writes`` shows it to admins
+  write ledger, :mod:`controlplane.storage.ledger`, which also counts
+  ``storage_reads_total{resource,reader}``; ``GET /debug/writes`` shows it to admins
   as JSON, with the last writes in full when the hub runs with ``--debug-write-journal N``).
 
 Each :class:`HubMetrics` has its own ``CollectorRegistry`` (with the process and Python GC
@@ -133,14 +134,22 @@ class _LedgerCollector(Collector):
             "Watch events decoded, by resource and watcher (each watcher decodes every event it gets).",
             labels=["resource", "watcher"],
         )
+        reads = CounterMetricFamily(
+            f"{NAMESPACE}_storage_reads",
+            "Single-key reads from etcd by the API and the controllers, by resource and reader.",
+            labels=["resource", "reader"],
+        )
         ledger = self.ledger
         if ledger is not None:
             for labels, count in sorted(ledger.writes.items()):
                 writes.add_metric(list(labels), count)
             for (resource, watcher), count in sorted(ledger.events.items()):
                 events.add_metric([resource, watcher], count)
+            for (resource, reader), count in sorted(ledger.reads.items()):
+                reads.add_metric([resource, reader], count)
         yield writes
         yield events
+        yield reads
 
 
 class HubMetrics:

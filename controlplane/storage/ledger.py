@@ -6,7 +6,8 @@
 * every write (create, update, delete) by resource (``deployments.apps``, from the key),
   subresource (``status`` or empty), writer and verb;
 * every watch event handed to a watcher (each one is decoded once by its watcher), by
-  resource and watcher.
+  resource and watcher;
+* every single-key read (``get``), by resource and reader.
 
 The writer and the watcher are whoever is running: :data:`WRITER` is a context variable
 that the API server sets per request (the caller's role: ``admin``, ``agent``, ...) and each
@@ -109,6 +110,7 @@ class WriteLedger:
     def __init__(self, *, journal: int = 0) -> None:
         self.writes: Counter[WriteKey] = Counter()
         self.events: Counter[EventKey] = Counter()
+        self.reads: Counter[EventKey] = Counter()
         self.journal: deque[JournalEntry] | None = deque(maxlen=journal) if journal > 0 else None
 
     def record_write(self, key: str, verb: str, revision: int) -> None:
@@ -119,6 +121,9 @@ class WriteLedger:
         if self.journal is not None:
             changed = reason.changed() if reason is not None and reason.changed is not None else []
             self.journal.append(JournalEntry(revision, key, writer, verb, subresource, tuple(changed)))
+
+    def record_read(self, key: str) -> None:
+        self.reads[(resource_of(key), WRITER.get())] += 1
 
     def record_event(self, key: str, watcher: str) -> None:
         self.events[(resource_of(key), watcher)] += 1
@@ -133,6 +138,7 @@ class WriteLedger:
             "watchEvents": [
                 {"resource": r, "watcher": w, "count": n} for (r, w), n in sorted(self.events.items())
             ],
+            "reads": [{"resource": r, "reader": w, "count": n} for (r, w), n in sorted(self.reads.items())],
         }
         if self.journal is not None:
             out["journal"] = [entry.as_dict() for entry in self.journal]
@@ -147,6 +153,7 @@ class LedgerStore:
         self.ledger = ledger
 
     async def get(self, key: str) -> KeyValue:
+        self.ledger.record_read(key)
         return await self.inner.get(key)
 
     async def list(
