@@ -91,6 +91,7 @@ from controlplane.storage.connecting import EtcdClientTls
 from controlplane.storage.embedded import EmbeddedEtcd
 from controlplane.storage.etcd import DEFAULT_MAX_RESPONSE_BYTES, EtcdStore
 from controlplane.storage.ledger import LedgerStore, WriteLedger
+from controlplane.storage.recent import RecentStore, RecentValues
 from controlplane.ui.serving import ui_public_paths, ui_routes
 from policies.served import KindStatus, unpropagatable_selector_warnings
 
@@ -245,6 +246,8 @@ class Hub:
         self.metrics: HubMetrics = hub_metrics()
         #: Every write the API and the controllers make, counted (``gpufed_storage_writes_total``).
         self.ledger = WriteLedger(journal=config.write_journal)
+        #: The values the API and the controllers have just seen: updates made from them skip a read.
+        self.recent = RecentValues()
         self.waste_sampler: WasteSampler | None = None
         #: The cluster proxy: the agents' tunnels and the proxy route.
         self.proxy = ProxyEndpoints()
@@ -286,7 +289,7 @@ class Hub:
 
         self.tokens = TokenStore(self.store)
         registry = hub_registry()
-        self.objects = ObjectStore(LedgerStore(self.store, self.ledger), registry)
+        self.objects = ObjectStore(RecentStore(LedgerStore(self.store, self.ledger), self.recent), registry)
         self.metrics.count_writes(self.ledger)
         await self.objects.bootstrap()
         await self._ensure_namespaces(LEASE_NAMESPACE, SYSTEM_NAMESPACE)
@@ -371,7 +374,7 @@ class Hub:
         """This replica leads: run the controllers over an ObjectStore fenced to ``term``."""
         assert self.elector is not None and self.objects is not None
         fenced_store = self.elector.fenced_store(term)
-        fenced = ObjectStore(LedgerStore(fenced_store, self.ledger), self.objects.registry)
+        fenced = ObjectStore(RecentStore(LedgerStore(fenced_store, self.ledger), self.recent), self.objects.registry)
         config = self.config
         self.controllers = ControllerManager(
             fenced,

@@ -58,6 +58,7 @@ TWO_CLUSTERS = {
     ("works.work.gpufed.io", "", "controller:binding"): 2,
     ("works.work.gpufed.io", "status", "agent"): 4,
 }
+WORKLOAD_RESOURCES = ("deployments.apps", BINDINGS, "works.work.gpufed.io", "events")
 WEIGHTED = {
     "replicaScheduling": {
         "replicaSchedulingType": "Divided",
@@ -144,7 +145,8 @@ async def test_a_workload_from_apply_to_running_writes_at_most_its_budget(
     await objects.create(policies, propagation_policy("spread", placement=placement))
     manager = await eventually(lambda: _started(hub), what="the controllers")
     await settled(manager)
-    start = max((e["revision"] for e in (await admin_call(hub, "GET", "/debug/writes"))["journal"]), default=0)
+    before = await admin_call(hub, "GET", "/debug/writes")
+    start = max((e["revision"] for e in before["journal"]), default=0)
 
     await admin_call(hub, "POST", "/apis/apps/v1/namespaces/default/deployments", deployment("web", replicas=replicas))
     works_rt = objects.registry.require("work.gpufed.io/v1alpha1", "Work")
@@ -166,7 +168,8 @@ async def test_a_workload_from_apply_to_running_writes_at_most_its_budget(
     await eventually(running, what="the hub Deployment Running")
     await settled(manager)
 
-    journal = (await admin_call(hub, "GET", "/debug/writes"))["journal"]
+    after = await admin_call(hub, "GET", "/debug/writes")
+    journal = after["journal"]
     written = Counter(
         (e["resource"], e["subresource"], e["writer"])
         for e in journal
@@ -176,6 +179,16 @@ async def test_a_workload_from_apply_to_running_writes_at_most_its_budget(
     over = {key: (count, budget.get(key, 0)) for key, count in written.items() if count > budget.get(key, 0)}
     assert not over, f"writes over budget (written, budget): {over}"
     assert sum(written.values()) <= sum(budget.values())
+    # Updates made from the revision their writer saw do not read etcd first: the agent's and
+    # the status controller's never do; what reads is bounded by the Works (one per cluster).
+    reads = Counter({(e["resource"], e["reader"]): e["count"] for e in after["reads"]})
+    reads.subtract(Counter({(e["resource"], e["reader"]): e["count"] for e in before["reads"]}))
+    workload_reads = {  # "hub": this test's own reads
+        k: n for k, n in reads.items() if n > 0 and k[0] in WORKLOAD_RESOURCES and k[1] != "hub"
+    }
+    print(f"etcd reads: {workload_reads}")
+    assert not {k for k in workload_reads if k[1] in ("agent", "controller:status")}, workload_reads
+    assert sum(workload_reads.values()) <= 3 + 2 * replicas, workload_reads
 
 
 async def _started(hub: Hub) -> Any:

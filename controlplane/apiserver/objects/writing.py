@@ -31,6 +31,7 @@ from controlplane.apiserver.resources import ResourceType
 from controlplane.apiserver.validation import check_object
 from controlplane.storage import interface as storage
 from controlplane.storage.ledger import WriteReason, writing_because
+from controlplane.storage.recent import known_value
 
 #: How often a patch re-reads and retries after losing a compare-and-swap race; every
 #: round one of the racing writers wins, so this bounds the writers racing on one object.
@@ -157,8 +158,12 @@ class Writer:
         """
         obj = checked_body(rt, obj, namespace=namespace, name=name)
         meta = obj["metadata"]
-        kv = await get_kv(self._store, rt, namespace=meta.get("namespace"), name=meta["name"])
         wanted = meta.get("resourceVersion")
+        # An update made from a revision the hub has just seen skips the read: the
+        # compare-and-swap below fails on that revision as the read would have.
+        kv = _known(self._store, rt, meta, wanted) or await get_kv(
+            self._store, rt, namespace=meta.get("namespace"), name=meta["name"]
+        )
         if wanted and str(wanted) != str(kv.mod_revision):
             raise errors.conflict_modified(plural=rt.plural, group=rt.group, name=meta["name"])
         old = decode(rt, kv)
@@ -282,6 +287,12 @@ class Writer:
             raise errors.from_storage_error(exc, plural=rt.plural, group=rt.group, name=name) from exc
         meta["resourceVersion"] = str(written.mod_revision)
         return new
+
+
+def _known(store: storage.Store, rt: ResourceType, meta: dict[str, Any], wanted: Any) -> storage.KeyValue | None:
+    if not isinstance(wanted, str) or not wanted.isdigit() or (rt.namespaced and not meta.get("namespace")):
+        return None
+    return known_value(store, rt.key(namespace=meta.get("namespace"), name=meta["name"]), int(wanted))
 
 
 def checked_body(

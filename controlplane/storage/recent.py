@@ -1,0 +1,114 @@
+"""The values the hub has just seen, by key and revision: a read it can skip.
+
+Each write's answer and each watch event carries a key's value at a revision, and a key's
+value at a given ``mod_revision`` never changes (etcd's revisions only grow; a deleted and
+re-created key starts at a new one). :class:`RecentStore` wraps a store and keeps the latest
+such :class:`KeyValue` per key (at most ``capacity`` keys, least recently seen dropped), so
+an update that names the revision it was made from (``metadata.resourceVersion``, as every
+controller and agent update does) takes the stored object from here instead of reading it
+from etcd again. The update itself is still a compare-and-swap on that revision: a stale
+entry can only make it fail as a conflict, as the read would have.
+
+Several wrappers may share one :class:`RecentValues` (the hub's API and its controllers).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import AsyncIterator
+
+from controlplane.storage.interface import EventType, KeyValue, ListResult, Store, WatchEvent
+
+DEFAULT_CAPACITY = 8192
+
+
+class RecentValues:
+    """The latest value seen per key, for at most ``capacity`` keys."""
+
+    def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
+        self._capacity = capacity
+        self._kvs: OrderedDict[str, KeyValue] = OrderedDict()
+
+    def saw(self, kv: KeyValue) -> None:
+        current = self._kvs.get(kv.key)
+        if current is not None and current.mod_revision >= kv.mod_revision:
+            return
+        self._kvs[kv.key] = kv
+        self._kvs.move_to_end(kv.key)
+        if len(self._kvs) > self._capacity:
+            self._kvs.popitem(last=False)
+
+    def forget(self, key: str) -> None:
+        self._kvs.pop(key, None)
+
+    def at(self, key: str, revision: int) -> KeyValue | None:
+        """The value of ``key`` at exactly ``revision``, if it is the latest seen."""
+        kv = self._kvs.get(key)
+        return kv if kv is not None and kv.mod_revision == revision else None
+
+    def __len__(self) -> int:
+        return len(self._kvs)
+
+
+class RecentStore:
+    """``inner``, remembering in ``recent`` the values its writes, reads and watches return."""
+
+    def __init__(self, inner: Store, recent: RecentValues | None = None) -> None:
+        self.inner = inner
+        self.recent = recent if recent is not None else RecentValues()
+
+    def known(self, key: str, revision: int) -> KeyValue | None:
+        return self.recent.at(key, revision)
+
+    async def get(self, key: str) -> KeyValue:
+        kv = await self.inner.get(key)
+        self.recent.saw(kv)
+        return kv
+
+    async def list(
+        self, prefix: str, *, revision: int | None = None, limit: int = 0, start_after: str | None = None
+    ) -> ListResult:
+        return await self.inner.list(prefix, revision=revision, limit=limit, start_after=start_after)
+
+    async def create(self, key: str, value: bytes) -> KeyValue:
+        kv = await self.inner.create(key, value)
+        self.recent.saw(kv)
+        return kv
+
+    async def update(self, key: str, value: bytes, *, expected_revision: int) -> KeyValue:
+        kv = await self.inner.update(key, value, expected_revision=expected_revision)
+        self.recent.saw(kv)
+        return kv
+
+    async def delete(self, key: str, *, expected_revision: int | None = None) -> KeyValue:
+        self.recent.forget(key)
+        return await self.inner.delete(key, expected_revision=expected_revision)
+
+    async def watch(self, prefix: str, *, from_revision: int) -> AsyncIterator[WatchEvent]:
+        recent = self.recent
+        events = self.inner.watch(prefix, from_revision=from_revision)
+        try:
+            async for event in events:
+                if event.type is EventType.DELETE:
+                    recent.forget(event.kv.key)
+                else:
+                    recent.saw(event.kv)
+                yield event
+        finally:
+            aclose = getattr(events, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+    async def current_revision(self) -> int:
+        return await self.inner.current_revision()
+
+    async def compact(self, revision: int) -> None:
+        await self.inner.compact(revision)
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
+def known_value(store: Store, key: str, revision: int) -> KeyValue | None:
+    """``key`` at ``revision`` when ``store`` remembers it (a :class:`RecentStore`), else None."""
+    return store.known(key, revision) if isinstance(store, RecentStore) else None
