@@ -40,8 +40,8 @@ from typing import Any
 
 import yaml
 
-from bench.bench_e2e_apply import Hub, deployment, is_running
-from bench.common import BenchmarkResult, Figure, Size, Status, benchmark_main
+from bench.bench_e2e_apply import Hub, deployment, fleet_meter, is_running
+from bench.common import BenchmarkResult, CpuMeter, Figure, Size, Status, benchmark_main
 from e2e.harness import Kubectl, ProcessGroup, wait_for
 
 log = logging.getLogger(__name__)
@@ -251,10 +251,13 @@ async def settle(hub: Hub, start_revision: int, *, namespace: str, name: str) ->
         await asyncio.sleep(POLL_SECONDS)
 
 
-async def one_case(hub: Hub, case: str, namespace: str, workloads: list[dict[str, Any]], *, rate: float) -> dict[str, Any]:
+async def one_case(
+    hub: Hub, meter: CpuMeter, case: str, namespace: str, workloads: list[dict[str, Any]], *, rate: float
+) -> dict[str, Any]:
     """Create ``workloads`` in ``namespace`` (``rate`` per second), wait until all run and
-    settle; the ledger of the window, per workload."""
+    settle; the ledger of the window, per workload, and the CPU each process used in it."""
     name = workloads[0]["metadata"]["name"] if len(workloads) == 1 else ""
+    cpu_before = meter.sample()
     before = await ledger(hub)
     start_revision = _last_revision(before)
     path = f"/apis/apps/v1/namespaces/{namespace}/deployments"
@@ -268,6 +271,10 @@ async def one_case(hub: Hub, case: str, namespace: str, workloads: list[dict[str
     await wait_running(hub, path, [w["metadata"]["name"] for w in workloads])
     running_s = time.perf_counter() - started
     after = await settle(hub, start_revision, namespace=namespace, name=name)
+    cpu: dict[str, float] = {}
+    for process, seconds in CpuMeter.delta(cpu_before, meter.sample()).items():
+        role = process.split("-", 1)[0]  # hub, etcd, sim, agent, client
+        cpu[role] = cpu.get(role, 0.0) + seconds
     window = [e for e in after.get("journal") or [] if e["revision"] > start_revision]
     mine = [e for e in window if is_workload_key(e["key"], namespace=namespace, name=name)]
     background = Counter(
@@ -282,6 +289,7 @@ async def one_case(hub: Hub, case: str, namespace: str, workloads: list[dict[str
     replicas = sum(int(w["spec"]["replicas"]) for w in workloads)
     title = f"{case}: {count} workload(s), {replicas} replica(s)" + (f", per workload x{count}" if count > 1 else "")
     print(format_ledger(title, rows, events, reads, sum(background.values())))
+    print(f"-- CPU seconds in the window (machine load varies): { {k: round(v, 2) for k, v in sorted(cpu.items())} }")
     return {
         "workloads": count,
         "writes_per_workload": round(sum(r["count"] for r in rows) / count, 2),
@@ -289,6 +297,8 @@ async def one_case(hub: Hub, case: str, namespace: str, workloads: list[dict[str
         "watch_events_per_workload": round(sum(e["count"] for e in events) / count, 2),
         "reads_per_workload": round(sum(r["count"] for r in reads) / count, 2),
         "seconds_to_all_running": round(running_s, 2),
+        # Includes the quiet wait after Running (heartbeats, leases): noisy, and loaded machines differ.
+        "cpu_ms_per_workload": {role: round(seconds * 1000 / count, 1) for role, seconds in sorted(cpu.items())},
         "table": rows,
         "watch_events_table": events,
         "reads_table": reads,
@@ -307,7 +317,7 @@ def load_workloads() -> list[dict[str, Any]]:
     ]
 
 
-async def measure(kubeconfig: Path, *, load: bool) -> dict[str, dict[str, Any]]:
+async def measure(kubeconfig: Path, meter: CpuMeter, *, load: bool) -> dict[str, dict[str, Any]]:
     out = {}
     cases = list(CASES)
     if load:
@@ -323,9 +333,9 @@ async def measure(kubeconfig: Path, *, load: bool) -> dict[str, dict[str, Any]]:
             )
         for case, namespace, replicas, _placement in CASES:
             workload = deployment(f"{case}-workload", replicas=replicas, resource="nvidia.com/gpu", amount=1)
-            out[case] = await one_case(hub, case, namespace, [workload], rate=1.0)
+            out[case] = await one_case(hub, meter, case, namespace, [workload], rate=1.0)
         if load:
-            out["load"] = await one_case(hub, "load", LOAD_NAMESPACE, load_workloads(), rate=LOAD_RATE)
+            out["load"] = await one_case(hub, meter, "load", LOAD_NAMESPACE, load_workloads(), rate=LOAD_RATE)
     return out
 
 
@@ -352,7 +362,7 @@ def run(size: Size) -> BenchmarkResult:
                 _, member, dcgm = group.start_member(fleet, name, extra=("--log-level", "WARNING"))
                 group.start_agent(hub, fleet, name, member, dcgm, extra=("--log-level", "WARNING"))
             wait_for(lambda: _clusters_ready(hub), timeout=120, interval=1.0, what="clusters Ready")
-            cases = asyncio.run(measure(hub.kubeconfig, load=size is not Size.TINY))
+            cases = asyncio.run(measure(hub.kubeconfig, fleet_meter(group), load=size is not Size.TINY))
         except Exception as exc:
             log.exception("the write ledger benchmark failed")
             return BenchmarkResult(
