@@ -157,32 +157,20 @@ def write_rows(journal: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def event_rows(before: Mapping[str, Any], after: Mapping[str, Any], resources: Sequence[str]) -> list[dict[str, Any]]:
-    """Watch events decoded between two ledger snapshots, per resource and watcher."""
+def delta_rows(
+    before: Mapping[str, Any], after: Mapping[str, Any], section: str, who: str, resources: Sequence[str]
+) -> list[dict[str, Any]]:
+    """A ledger counter's growth between two snapshots (``section``: watchEvents or reads, whose
+    entries name the watcher or reader in ``who``), per resource of ``resources`` and who."""
 
     def counts(snapshot: Mapping[str, Any]) -> Counter[tuple[str, str]]:
-        return Counter({(e["resource"], e["watcher"]): int(e["count"]) for e in snapshot.get("watchEvents") or []})
+        return Counter({(e["resource"], e[who]): int(e["count"]) for e in snapshot.get(section) or []})
 
     delta = counts(after)
     delta.subtract(counts(before))
     return [
-        {"resource": resource, "watcher": watcher, "count": count}
-        for (resource, watcher), count in sorted(delta.items())
-        if count > 0 and resource in resources
-    ]
-
-
-def read_rows(before: Mapping[str, Any], after: Mapping[str, Any], resources: Sequence[str]) -> list[dict[str, Any]]:
-    """Single-key etcd reads between two ledger snapshots, per resource and reader."""
-
-    def counts(snapshot: Mapping[str, Any]) -> Counter[tuple[str, str]]:
-        return Counter({(e["resource"], e["reader"]): int(e["count"]) for e in snapshot.get("reads") or []})
-
-    delta = counts(after)
-    delta.subtract(counts(before))
-    return [
-        {"resource": resource, "reader": reader, "count": count}
-        for (resource, reader), count in sorted(delta.items())
+        {"resource": resource, who: name, "count": count}
+        for (resource, name), count in sorted(delta.items())
         if count > 0 and resource in resources
     ]
 
@@ -283,8 +271,8 @@ async def one_case(
         if not is_workload_key(e["key"], namespace=namespace, name=name)
     )
     rows = write_rows(mine)
-    events = event_rows(before, after, WORKLOAD_RESOURCES)
-    reads = read_rows(before, after, WORKLOAD_RESOURCES)
+    events = delta_rows(before, after, "watchEvents", "watcher", WORKLOAD_RESOURCES)
+    reads = delta_rows(before, after, "reads", "reader", WORKLOAD_RESOURCES)
     count = len(workloads)
     replicas = sum(int(w["spec"]["replicas"]) for w in workloads)
     title = f"{case}: {count} workload(s), {replicas} replica(s)" + (f", per workload x{count}" if count > 1 else "")

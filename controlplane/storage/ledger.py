@@ -28,9 +28,12 @@ from collections import Counter, deque
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-from controlplane.storage.interface import KeyValue, ListResult, Store, WatchEvent
+from controlplane.storage.interface import KeyValue, Store, WatchEvent
+from controlplane.storage.wrapping import WrappedStore
+
+T = TypeVar("T")
 
 #: Who is writing (or watching) in this task: an API role or ``controller:<name>``.
 WRITER: ContextVar[str] = ContextVar("gpufed_writer", default="hub")
@@ -49,22 +52,21 @@ WRITE_REASON: ContextVar[WriteReason | None] = ContextVar("gpufed_write_reason",
 
 
 @contextlib.contextmanager
-def acting_as(writer: str) -> Iterator[None]:
+def _bound(variable: ContextVar[T], value: T) -> Iterator[None]:
+    token = variable.set(value)
+    try:
+        yield
+    finally:
+        variable.reset(token)
+
+
+def acting_as(writer: str) -> contextlib.AbstractContextManager[None]:
     """Count what this block writes and watches as ``writer``'s."""
-    token = WRITER.set(writer)
-    try:
-        yield
-    finally:
-        WRITER.reset(token)
+    return _bound(WRITER, writer)
 
 
-@contextlib.contextmanager
-def writing_because(reason: WriteReason) -> Iterator[None]:
-    token = WRITE_REASON.set(reason)
-    try:
-        yield
-    finally:
-        WRITE_REASON.reset(token)
+def writing_because(reason: WriteReason) -> contextlib.AbstractContextManager[None]:
+    return _bound(WRITE_REASON, reason)
 
 
 def resource_of(key: str) -> str:
@@ -145,21 +147,17 @@ class WriteLedger:
         return out
 
 
-class LedgerStore:
-    """``inner`` with every write and every delivered watch event counted in ``ledger``."""
+class LedgerStore(WrappedStore):
+    """``inner`` with every write, every single-key read and every delivered watch event
+    counted in ``ledger``."""
 
     def __init__(self, inner: Store, ledger: WriteLedger) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.ledger = ledger
 
     async def get(self, key: str) -> KeyValue:
         self.ledger.record_read(key)
         return await self.inner.get(key)
-
-    async def list(
-        self, prefix: str, *, revision: int | None = None, limit: int = 0, start_after: str | None = None
-    ) -> ListResult:
-        return await self.inner.list(prefix, revision=revision, limit=limit, start_after=start_after)
 
     async def create(self, key: str, value: bytes) -> KeyValue:
         kv = await self.inner.create(key, value)
@@ -176,24 +174,6 @@ class LedgerStore:
         self.ledger.record_write(key, "delete", kv.mod_revision)
         return kv
 
-    async def watch(self, prefix: str, *, from_revision: int) -> AsyncIterator[WatchEvent]:
-        watcher = WRITER.get()
-        record = self.ledger.record_event
-        events = self.inner.watch(prefix, from_revision=from_revision)
-        try:
-            async for event in events:
-                record(event.kv.key, watcher)
-                yield event
-        finally:
-            aclose = getattr(events, "aclose", None)
-            if aclose is not None:
-                await aclose()
-
-    async def current_revision(self) -> int:
-        return await self.inner.current_revision()
-
-    async def compact(self, revision: int) -> None:
-        await self.inner.compact(revision)
-
-    async def close(self) -> None:
-        await self.inner.close()
+    def watch(self, prefix: str, *, from_revision: int) -> AsyncIterator[WatchEvent]:
+        watcher, record = WRITER.get(), self.ledger.record_event
+        return self.watch_seeing(prefix, from_revision, lambda event: record(event.kv.key, watcher))

@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import AsyncIterator
 
-from controlplane.storage.interface import EventType, KeyValue, ListResult, Store, WatchEvent
+from controlplane.storage.interface import EventType, KeyValue, Store, WatchEvent
+from controlplane.storage.wrapping import WrappedStore
 
 DEFAULT_CAPACITY = 8192
 
@@ -50,11 +51,11 @@ class RecentValues:
         return len(self._kvs)
 
 
-class RecentStore:
+class RecentStore(WrappedStore):
     """``inner``, remembering in ``recent`` the values its writes, reads and watches return."""
 
     def __init__(self, inner: Store, recent: RecentValues | None = None) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.recent = recent if recent is not None else RecentValues()
 
     def known(self, key: str, revision: int) -> KeyValue | None:
@@ -64,11 +65,6 @@ class RecentStore:
         kv = await self.inner.get(key)
         self.recent.saw(kv)
         return kv
-
-    async def list(
-        self, prefix: str, *, revision: int | None = None, limit: int = 0, start_after: str | None = None
-    ) -> ListResult:
-        return await self.inner.list(prefix, revision=revision, limit=limit, start_after=start_after)
 
     async def create(self, key: str, value: bytes) -> KeyValue:
         kv = await self.inner.create(key, value)
@@ -84,29 +80,14 @@ class RecentStore:
         self.recent.forget(key)
         return await self.inner.delete(key, expected_revision=expected_revision)
 
-    async def watch(self, prefix: str, *, from_revision: int) -> AsyncIterator[WatchEvent]:
-        recent = self.recent
-        events = self.inner.watch(prefix, from_revision=from_revision)
-        try:
-            async for event in events:
-                if event.type is EventType.DELETE:
-                    recent.forget(event.kv.key)
-                else:
-                    recent.saw(event.kv)
-                yield event
-        finally:
-            aclose = getattr(events, "aclose", None)
-            if aclose is not None:
-                await aclose()
+    def watch(self, prefix: str, *, from_revision: int) -> AsyncIterator[WatchEvent]:
+        return self.watch_seeing(prefix, from_revision, self._saw_event)
 
-    async def current_revision(self) -> int:
-        return await self.inner.current_revision()
-
-    async def compact(self, revision: int) -> None:
-        await self.inner.compact(revision)
-
-    async def close(self) -> None:
-        await self.inner.close()
+    def _saw_event(self, event: WatchEvent) -> None:
+        if event.type is EventType.DELETE:
+            self.recent.forget(event.kv.key)
+        else:
+            self.recent.saw(event.kv)
 
 
 def known_value(store: Store, key: str, revision: int) -> KeyValue | None:
