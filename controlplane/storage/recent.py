@@ -47,6 +47,12 @@ class RecentValues:
         kv = self._kvs.get(key)
         return kv if kv is not None and kv.mod_revision == revision else None
 
+    def newer_than(self, key: str, revision: int) -> bool:
+        """Whether ``key`` is known to have changed after ``revision`` (so a compare-and-swap on
+        ``revision`` cannot succeed)."""
+        kv = self._kvs.get(key)
+        return kv is not None and kv.mod_revision > revision
+
     def __len__(self) -> int:
         return len(self._kvs)
 
@@ -93,3 +99,8 @@ class RecentStore(WrappedStore):
 def known_value(store: Store, key: str, revision: int) -> KeyValue | None:
     """``key`` at ``revision`` when ``store`` remembers it (a :class:`RecentStore`), else None."""
     return store.known(key, revision) if isinstance(store, RecentStore) else None
+
+
+def known_stale(store: Store, key: str, revision: int) -> bool:
+    """Whether ``store`` (a :class:`RecentStore`) has seen ``key`` change after ``revision``."""
+    return isinstance(store, RecentStore) and store.recent.newer_than(key, revision)

@@ -53,12 +53,13 @@ async def test_an_update_from_a_seen_revision_does_not_read(stack: tuple[ObjectS
 async def test_a_stale_revision_is_a_conflict_and_a_deleted_object_not_found(
     stack: tuple[ObjectStore, ObjectStore, WriteLedger],
 ) -> None:
-    api, controllers, _ = stack
+    api, controllers, ledger = stack
     rt = api.registry.require("v1", "ConfigMap")
     created = await api.create(rt, config_map("1"))
     await controllers.update(rt, {**created, "data": {"k": "2"}})
-    with pytest.raises(errors.Conflict):
+    with pytest.raises(errors.Conflict, match="the object has been modified"):
         await api.update(rt, {**created, "data": {"k": "stale"}})
+    assert reads(ledger) == 0  # the hub had seen the newer revision: no read needed to know
     current = await api.get(rt, namespace="default", name="c")
     await api.delete(rt, namespace="default", name="c")
     with pytest.raises(errors.NotFound):

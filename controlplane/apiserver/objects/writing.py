@@ -31,7 +31,7 @@ from controlplane.apiserver.resources import ResourceType
 from controlplane.apiserver.validation import check_object
 from controlplane.storage import interface as storage
 from controlplane.storage.ledger import WriteReason, writing_because
-from controlplane.storage.recent import known_value
+from controlplane.storage.recent import known_stale, known_value
 
 #: How often a patch re-reads and retries after losing a compare-and-swap race; every
 #: round one of the racing writers wins, so this bounds the writers racing on one object.
@@ -290,9 +290,14 @@ class Writer:
 
 
 def _known(store: storage.Store, rt: ResourceType, meta: dict[str, Any], wanted: Any) -> storage.KeyValue | None:
+    """The stored value at the revision an update names, when the hub has just seen it; a
+    Conflict when it has seen the object change since (the read would show the same)."""
     if not isinstance(wanted, str) or not wanted.isdigit() or (rt.namespaced and not meta.get("namespace")):
         return None
-    return known_value(store, rt.key(namespace=meta.get("namespace"), name=meta["name"]), int(wanted))
+    key = rt.key(namespace=meta.get("namespace"), name=meta["name"])
+    if known_stale(store, key, int(wanted)):
+        raise errors.conflict_modified(plural=rt.plural, group=rt.group, name=meta["name"])
+    return known_value(store, key, int(wanted))
 
 
 def checked_body(
