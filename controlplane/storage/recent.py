@@ -3,7 +3,8 @@
 Each write's answer and each watch event carries a key's value at a revision, and a key's
 value at a given ``mod_revision`` never changes (etcd's revisions only grow; a deleted and
 re-created key starts at a new one). :class:`RecentStore` wraps a store and keeps the latest
-such :class:`KeyValue` per key (at most ``capacity`` keys, least recently seen dropped), so
+such :class:`KeyValue` per key (at most ``capacity`` keys and ``max_bytes`` of values, least
+recently seen dropped first), so
 an update that names the revision it was made from (``metadata.resourceVersion``, as every
 controller and agent update does) takes the stored object from here instead of reading it
 from etcd again. The update itself is still a compare-and-swap on that revision: a stale
@@ -21,26 +22,37 @@ from controlplane.storage.interface import EventType, KeyValue, Store, WatchEven
 from controlplane.storage.wrapping import WrappedStore
 
 DEFAULT_CAPACITY = 8192
+#: What the kept values may weigh in all (the hub's memory, whatever its objects' sizes).
+DEFAULT_MAX_BYTES = 64 * 2**20
 
 
 class RecentValues:
-    """The latest value seen per key, for at most ``capacity`` keys."""
+    """The latest value seen per key, for at most ``capacity`` keys and ``max_bytes`` of values."""
 
-    def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
+    def __init__(self, capacity: int = DEFAULT_CAPACITY, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self._capacity = capacity
+        self._max_bytes = max_bytes
+        self._bytes = 0
         self._kvs: OrderedDict[str, KeyValue] = OrderedDict()
 
     def saw(self, kv: KeyValue) -> None:
         current = self._kvs.get(kv.key)
         if current is not None and current.mod_revision >= kv.mod_revision:
             return
+        if len(kv.value) > self._max_bytes // 16:
+            self.forget(kv.key)  # a value this big is read when it is needed
+            return
+        self.forget(kv.key)
         self._kvs[kv.key] = kv
-        self._kvs.move_to_end(kv.key)
-        if len(self._kvs) > self._capacity:
-            self._kvs.popitem(last=False)
+        self._bytes += len(kv.value)
+        while len(self._kvs) > self._capacity or self._bytes > self._max_bytes:
+            _, dropped = self._kvs.popitem(last=False)
+            self._bytes -= len(dropped.value)
 
     def forget(self, key: str) -> None:
-        self._kvs.pop(key, None)
+        dropped = self._kvs.pop(key, None)
+        if dropped is not None:
+            self._bytes -= len(dropped.value)
 
     def at(self, key: str, revision: int) -> KeyValue | None:
         """The value of ``key`` at exactly ``revision``, if it is the latest seen."""

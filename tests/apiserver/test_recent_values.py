@@ -76,3 +76,18 @@ def test_recent_values_keep_the_latest_revision_of_a_bounded_set_of_keys() -> No
     recent.saw(KeyValue("/b", b"", 3, 3))
     recent.saw(KeyValue("/c", b"", 4, 4))
     assert len(recent) == 2 and recent.at("/a", 2) is None
+
+
+def test_recent_values_keep_a_bounded_weight() -> None:
+    recent = RecentValues(capacity=100, max_bytes=1600)
+    for index in range(10):
+        recent.saw(KeyValue(f"/k{index}", b"x" * 100, index + 1, index + 1))
+    assert len(recent) == 10
+    recent.saw(KeyValue("/k10", b"x" * 100, 11, 11))  # 1,100 bytes
+    recent.saw(KeyValue("/k0", b"x" * 99, 1, 12))  # replaces its older value
+    assert len(recent) == 11 and recent.at("/k0", 12) is not None
+    for index in range(11, 20):
+        recent.saw(KeyValue(f"/k{index}", b"x" * 100, index + 1, index + 100))
+    assert len(recent) == 16 and recent.at("/k1", 2) is None  # the least recently seen went first
+    recent.saw(KeyValue("/big", b"x" * 101, 50, 500))  # over a sixteenth of the budget: not kept
+    assert recent.at("/big", 500) is None
