@@ -12,7 +12,7 @@ each benchmark's details and the machine they were measured on.
 Benchmarks (in run order): scheduler (bench/bench_scheduler.py), agent
 (bench/bench_agent_report.py, with bench/bench_sim_bind.py), api (bench/bench_api.py),
 rbac (bench/bench_rbac.py), whatif (bench/bench_whatif.py), placement
-(bench/bench_placement_quality.py), e2e (bench/bench_e2e_apply.py).
+(bench/bench_placement_quality.py), e2e (bench/bench_e2e_apply.py), ledger (bench/bench_ledger.py).
 
 A module with ``run(size) -> BenchmarkResult | dict`` is run through the hidden
 ``--child NAME`` mode of this command; bench_scheduler.py is run through its own command
@@ -186,6 +186,13 @@ SPECS: tuple[BenchmarkSpec, ...] = (
         parse=_parse_child,
         timeout={Size.TINY: 240, Size.QUICK: 360, Size.FULL: 600},
     ),
+    BenchmarkSpec(
+        name="ledger",
+        what="etcd writes, reads and decoded watch events per workload, apply -> Running (the write ledger)",
+        command=_child_command("ledger"),
+        parse=_parse_child,
+        timeout={Size.TINY: 240, Size.QUICK: 300, Size.FULL: 300},
+    ),
 )
 SPECS_BY_NAME = {spec.name: spec for spec in SPECS}
 
@@ -197,6 +204,7 @@ CHILD_MODULES = {
     "whatif": "bench.bench_whatif",
     "placement": "bench.bench_placement_quality",
     "e2e": "bench.bench_e2e_apply",
+    "ledger": "bench.bench_ledger",
 }
 
 

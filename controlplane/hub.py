@@ -83,7 +83,7 @@ from controlplane.controllers.workloads import kind_status
 from controlplane.leader.election import DEFAULT_TTL as DEFAULT_LEADER_LEASE_TTL
 from controlplane.leader.election import LeaderElector, Term, default_identity
 from controlplane.lifecycle import ShutdownOnce
-from controlplane.metrics import HubMetrics, hub_metrics
+from controlplane.metrics import HubMetrics, hub_metrics, write_ledger_routes
 from controlplane.pki import PkiError, private_directory
 from controlplane.reports.api import ReportSource, waste_report_routes, waste_report_type
 from controlplane.reports.sampling import DEFAULT_INTERVAL as DEFAULT_WASTE_SAMPLE_INTERVAL
@@ -91,6 +91,8 @@ from controlplane.reports.sampling import WasteSampler
 from controlplane.storage.connecting import EtcdClientTls
 from controlplane.storage.embedded import EmbeddedEtcd
 from controlplane.storage.etcd import DEFAULT_MAX_RESPONSE_BYTES, EtcdStore
+from controlplane.storage.ledger import LedgerStore, WriteLedger
+from controlplane.storage.recent import RecentStore, RecentValues
 from controlplane.ui.serving import ui_public_paths, ui_routes
 from policies.served import KindStatus, unpropagatable_selector_warnings
 
@@ -163,6 +165,8 @@ class HubConfig:
     serving_limits: ServingLimits = field(default_factory=ServingLimits)
     #: What one watch may hold for a client that does not read, and how long before it is dropped.
     watch_limits: WatchLimits = field(default_factory=WatchLimits)
+    #: Keep the last this many writes in full for ``/debug/writes`` (0: counters only).
+    write_journal: int = 0
 
 
 #: Core kinds that only exist inside a member cluster; the hub does not serve them.
@@ -236,6 +240,10 @@ class Hub(ShutdownOnce):
         self.rbac: RbacCache | None = None
         self._leader_tasks: list[asyncio.Task[None]] = []
         self.metrics: HubMetrics = hub_metrics()
+        #: Every write the API and the controllers make, counted (``gpufed_storage_writes_total``).
+        self.ledger = WriteLedger(journal=config.write_journal)
+        #: The values the API and the controllers have just seen: updates made from them skip a read.
+        self.recent = RecentValues()
         self.waste_sampler: WasteSampler | None = None
         #: The cluster proxy: the agents' tunnels and the proxy route.
         self.proxy = ProxyEndpoints(metrics=self.metrics.proxy)
@@ -273,7 +281,8 @@ class Hub(ShutdownOnce):
 
         self.tokens = TokenStore(self.store)
         registry = hub_registry()
-        self.objects = ObjectStore(self.store, registry)
+        self.objects = ObjectStore(RecentStore(LedgerStore(self.store, self.ledger), self.recent), registry)
+        self.metrics.count_writes(self.ledger)
         await self.objects.bootstrap()
         await self._ensure_namespaces(LEASE_NAMESPACE, SYSTEM_NAMESPACE)
         # RBAC: the default policy, then every replica's in-memory index of the four kinds,
@@ -299,6 +308,7 @@ class Hub(ShutdownOnce):
         extra.extend(self.proxy.routes())
         extra.extend(pod_list_routes(self.proxy, authorizer))
         extra.extend(self.metrics.routes())
+        extra.extend(write_ledger_routes(self.ledger))
         for factory in self.config.extra_routes:
             extra.extend(factory(self))
         app = create_app(
@@ -357,7 +367,7 @@ class Hub(ShutdownOnce):
         """This replica leads: run the controllers over an ObjectStore fenced to ``term``."""
         assert self.elector is not None and self.objects is not None
         fenced_store = self.elector.fenced_store(term)
-        fenced = ObjectStore(fenced_store, self.objects.registry)
+        fenced = ObjectStore(RecentStore(LedgerStore(fenced_store, self.ledger), self.recent), self.objects.registry)
         config = self.config
         self.controllers = ControllerManager(
             fenced,

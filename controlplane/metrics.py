@@ -29,6 +29,13 @@ Metrics (all prefixed ``gpufed_``):
   ``proxy_relayed_bytes_total{cluster,direction}``, ``proxy_tunnel_connected{cluster}`` -- the
   cluster proxy (:mod:`controlplane.apiserver.proxy.metrics`);
 * ``waste_samples_total{result}`` and ``waste_sample_duration_seconds`` -- the sampler itself.
+* ``waste_samples_total{result}`` and ``waste_sample_duration_seconds`` -- the sampler itself;
+* ``storage_writes_total{resource,subresource,writer,verb}`` -- every etcd write of the API and
+  the controllers, by who wrote (``admin``, ``agent``, ``controller:status``...) and
+  ``watch_events_decoded_total{resource,watcher}`` -- every watch event a watcher decoded (the
+  write ledger, :mod:`controlplane.storage.ledger`, which also counts
+  ``storage_reads_total{resource,reader}``; ``GET /debug/writes`` shows it to admins
+  as JSON, with the last writes in full when the hub runs with ``--debug-write-journal N``).
 
 Each :class:`HubMetrics` has its own ``CollectorRegistry`` (with the process and Python GC
 collectors), so tests can make fresh ones; :func:`hub_metrics` is the process's instance,
@@ -55,17 +62,21 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.gc_collector import GCCollector
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
 from controlplane.apis.meta import parse_time
+from controlplane.apiserver import errors
+from controlplane.apiserver.app import USER
 from controlplane.apiserver.handlers import REQUEST_INFO
+from controlplane.apiserver.identity import SYSTEM_MASTERS
 from controlplane.apiserver.proxy.metrics import ProxyMetrics
 from controlplane.controllers.disruption import FleetState
 from controlplane.reports.classify import DeviceState
+from controlplane.storage.ledger import WriteLedger
 
 logger = logging.getLogger(__name__)
 
@@ -109,6 +120,41 @@ class _ReportLagCollector(Collector):
         for cluster, reported in reports:
             family.add_metric([cluster], max(now - reported, 0.0))
         yield family
+
+
+class _LedgerCollector(Collector):
+    """``gpufed_storage_writes_total`` and ``gpufed_watch_events_decoded_total`` from the ledger."""
+
+    def __init__(self) -> None:
+        self.ledger: WriteLedger | None = None
+
+    def collect(self) -> Iterator[Metric]:
+        writes = CounterMetricFamily(
+            f"{NAMESPACE}_storage_writes",
+            "Writes to etcd by the API and the controllers, by resource, subresource, writer and verb.",
+            labels=["resource", "subresource", "writer", "verb"],
+        )
+        events = CounterMetricFamily(
+            f"{NAMESPACE}_watch_events_decoded",
+            "Watch events decoded, by resource and watcher (each watcher decodes every event it gets).",
+            labels=["resource", "watcher"],
+        )
+        reads = CounterMetricFamily(
+            f"{NAMESPACE}_storage_reads",
+            "Single-key reads from etcd by the API and the controllers, by resource and reader.",
+            labels=["resource", "reader"],
+        )
+        ledger = self.ledger
+        if ledger is not None:
+            for labels, count in sorted(ledger.writes.items()):
+                writes.add_metric(list(labels), count)
+            for (resource, watcher), count in sorted(ledger.events.items()):
+                events.add_metric([resource, watcher], count)
+            for (resource, reader), count in sorted(ledger.reads.items()):
+                reads.add_metric([resource, reader], count)
+        yield writes
+        yield events
+        yield reads
 
 
 class HubMetrics:
@@ -188,10 +234,16 @@ class HubMetrics:
         self.proxy = ProxyMetrics(self.registry)
         self._report_lag = _ReportLagCollector(clock)
         self.registry.register(self._report_lag)
+        self._ledger = _LedgerCollector()
+        self.registry.register(self._ledger)
         #: The last sample's per-second rates: (GPU-equivalents, dollars per second) per key.
         self._held: tuple[float, dict[_StateKey, tuple[float, float]]] | None = None
 
     # -- observations --------------------------------------------------------------------------
+
+    def count_writes(self, ledger: WriteLedger) -> None:
+        """Serve ``ledger``'s counters (the hub's; the last one given wins)."""
+        self._ledger.ledger = ledger
 
     def observe_scheduling(self, seconds: float, *, result: str) -> None:
         """One binding scheduled in ``seconds`` with ``result`` (e.g. Success, NoClusterFit)."""
@@ -310,6 +362,22 @@ class HubMetrics:
         return [web.get(METRICS_PATH, metrics)]
 
 
+DEBUG_WRITES_PATH = "/debug/writes"
+
+
+def write_ledger_routes(ledger: WriteLedger) -> list[web.RouteDef]:
+    """``GET /debug/writes``: the write ledger as JSON, for members of ``system:masters`` only
+    (its journal names objects' keys)."""
+
+    async def writes(request: web.Request) -> web.StreamResponse:
+        user = request.get(USER)
+        if user is None or SYSTEM_MASTERS not in user.groups:
+            raise errors.Forbidden(f"only members of {SYSTEM_MASTERS} may read {DEBUG_WRITES_PATH} (an admin token)")
+        return web.json_response(ledger.snapshot())
+
+    return [web.get(DEBUG_WRITES_PATH, writes)]
+
+
 _default: HubMetrics | None = None
 
 
@@ -335,4 +403,5 @@ __all__ = [
     "HubMetrics",
     "hub_metrics",
     "observe_scheduling_latency",
+    "write_ledger_routes",
 ]

@@ -62,6 +62,7 @@ from controlplane.apiserver.routing import RequestInfo, is_upgrade, parse_reques
 from controlplane.apiserver.serving import inflight_middleware
 from controlplane.apiserver.watching import WatchLimits
 from controlplane.storage import interface as storage
+from controlplane.storage.ledger import acting_as
 
 logger = logging.getLogger(__name__)
 access_logger = logging.getLogger(__name__ + ".access")
@@ -236,7 +237,8 @@ def auth_middleware(
             if not decision.allowed:
                 target = errors.Target(name=info.name or "", group=info.group, kind=info.resource)
                 raise errors.Forbidden(decision.reason or forbidden_message(attrs), target=target)
-        return await handler(request)
+        with acting_as(user.role.value):  # the write ledger counts this request's writes as the role's
+            return await handler(request)
 
     return authenticate
 

@@ -445,12 +445,13 @@ class BindingController:
         cached = ctx.works.get(namespace, name)
         if cached is not None and not _differs(cached, desired):
             return
-        current = await ctx.get(ctx.work_rt, namespace, name)
-        if current is None:
-            await self.ctx.ensure_namespace(namespace)
-            await ctx.objects.create(ctx.work_rt, desired)
-            log.info("work %s/%s created", namespace, name)
+        # A Work the informer has not seen is most likely new: create it without reading first
+        # (one etcd call instead of two); one that exists after all is read and compared.
+        if cached is None and await self._created(desired):
             return
+        current = await ctx.get(ctx.work_rt, namespace, name)
+        if current is None:  # deleted meanwhile: the retry (after the informer has seen it) creates it
+            raise errors.conflict_modified(plural=ctx.work_rt.plural, group=ctx.work_rt.group, name=name)
         if not _differs(current, desired):
             return
         updated = copy.deepcopy(current)
@@ -459,6 +460,17 @@ class BindingController:
         (updated["metadata"].get("annotations") or {}).pop(ANNOTATION_PRESERVE_CLEARED, None)  # chosen again
         await ctx.objects.update(ctx.work_rt, updated)
         log.info("work %s/%s updated", namespace, name)
+
+    async def _created(self, work: dict[str, Any]) -> bool:
+        """Create ``work``; False when it already exists."""
+        namespace, name = work["metadata"]["namespace"], work["metadata"]["name"]
+        await self.ctx.ensure_namespace(namespace)
+        try:
+            await self.ctx.objects.create(self.ctx.work_rt, work)
+        except errors.AlreadyExists:
+            return False
+        log.info("work %s/%s created", namespace, name)
+        return True
 
     async def _workload_invalid(self, key: BindingKey, workload: dict[str, Any], message: str) -> None:
         """The workload became malformed after it was placed: its Works stay as they are."""

@@ -30,6 +30,7 @@ from controlplane.controllers.informing import Handler, Informer
 from controlplane.controllers.workloads import propagatable_types
 from controlplane.controllers.works import binding_key_of_work
 from controlplane.objectclient import DynamicRegistry, ObjectClient, ResourceType, errors
+from controlplane.storage.ledger import WRITER
 from policies.matching import PolicyRef
 from policies.models import AnyPropagationPolicy, ClusterPropagationPolicy, PropagationPolicy
 from policies.override_models import AnyOverridePolicy, AnyPolicy, ClusterOverridePolicy, OverridePolicy
@@ -211,6 +212,7 @@ class ControllerContext:
     async def run_informers(self) -> None:
         """Run every informer; with a :class:`DynamicRegistry`, also follow the kinds it serves
         (CRDs established or deleted while the controllers run) until cancelled."""
+        WRITER.set("controller:informers")  # their watches, in the write ledger
         changed = asyncio.Event()
         async with asyncio.TaskGroup() as group:
             self._informer_group = group

@@ -24,6 +24,7 @@ from typing import Generic, TypeVar
 from controlplane.controllers.queueing import ShutDown, WorkQueue
 from controlplane.objectclient import errors
 from controlplane.storage.interface import StorageError
+from controlplane.storage.ledger import WRITER
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +58,7 @@ class ReconcileLoop(Generic[K]):
         await self.queue.shutdown()
 
     async def _work(self) -> None:
+        WRITER.set(f"controller:{self.name}")  # this worker task's writes, in the write ledger
         queue = self.queue
         while True:
             try:

@@ -22,13 +22,19 @@ count the same replicas twice (a Deployment would show more ready replicas than 
 ``kubectl get resourcebinding -o yaml`` still shows the task, and the Work its status.
 
 Both are written only when they change (compare and swap), so a restarted hub or a repeated
-reconcile writes nothing.
+reconcile writes nothing. A change to a state in which some chosen cluster is only *waiting*
+(its Work not written yet, or its member not reporting the current generation yet) is held
+for up to :data:`WAITING_HOLD_SECONDS`: the Work's creation and the member's first report
+come moments apart, and each would otherwise cost the binding (and the workload) a status
+write that the next one replaces at once. The next Work event writes the state it brings;
+a member that stays silent shows as waiting once the hold is over.
 """
 
 from __future__ import annotations
 
 import copy
 import logging
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -56,6 +62,12 @@ from controlplane.objectclient import WatchEventType
 
 log = logging.getLogger(__name__)
 
+#: How long a status in which a cluster is only waiting (see the module docstring) is held back
+#: (within the controller manager's idle horizon: a held binding counts as work to do).
+WAITING_HOLD_SECONDS = 1.0
+WORK_NOT_WRITTEN = "the Work is not written yet"
+WORK_NOT_APPLIED = "the member has not applied the current Work yet"
+WAITING_MESSAGES = frozenset({WORK_NOT_WRITTEN, WORK_NOT_APPLIED})
 
 
 class FullyAppliedReason(StrEnum):
@@ -87,7 +99,7 @@ def aggregate(
         cluster = str(target.get("name"))
         work = works.get(cluster)
         if work is None:
-            items.append({"clusterName": cluster, "applied": False, "appliedMessage": "the Work is not written yet"})
+            items.append({"clusterName": cluster, "applied": False, "appliedMessage": WORK_NOT_WRITTEN})
             members.append((cluster, None))
             pending.append(f"{cluster}: Work not written yet")
             continue
@@ -98,7 +110,7 @@ def aggregate(
         item: dict[str, Any] = {"clusterName": cluster, "applied": applied}
         if not applied:
             if applied_condition is None or not current:
-                message = "the member has not applied the current Work yet"
+                message = WORK_NOT_APPLIED
             else:
                 message = str(applied_condition.get("message") or applied_condition.get("reason") or "not applied")
             item["appliedMessage"] = message
@@ -192,6 +204,8 @@ class StatusController:
     def __init__(self, ctx: ControllerContext) -> None:
         self.ctx = ctx
         self.loop: ReconcileLoop[BindingKey] = ReconcileLoop(self.name, self.reconcile, workers=ctx.settings.workers)
+        #: Bindings whose status is held while a cluster is waiting: since when (monotonic).
+        self._waiting_since: dict[BindingKey, float] = {}
         ctx.works.add_handler(self._on_work)
         ctx.bindings.add_handler(self._on_binding)
         ctx.add_workload_handler(self._on_workload)
@@ -250,6 +264,7 @@ class StatusController:
         ctx = self.ctx
         binding = ctx.bindings.get(key[0], key[1])  # cached: the status write is a compare-and-swap
         if binding is None or is_deleting(binding):
+            self._waiting_since.pop(key, None)
             return None
         spec = binding.get("spec") or {}
         targets = spec.get("clusters")
@@ -271,6 +286,9 @@ class StatusController:
         if isinstance(folding, CustomizedInterpreter):
             interpreted = agent_interpretation(resource, works)
             report_agent_failures(folding, resource, interpreted.failures, self._customization_generation)
+        hold = self._hold(key, items)
+        if hold is not None:
+            return hold
         await self._write_binding_status(binding, items, pending, len(targets))
         if folding is not None:
             await self._write_workload_status(api_version, kind, resource, folding, members, interpreted)
@@ -281,6 +299,15 @@ class StatusController:
         found = self.ctx.cached(rt, None, name) if rt is not None else None
         generation = ((found or {}).get("metadata") or {}).get("generation")
         return int(generation) if generation is not None else None
+
+    def _hold(self, key: BindingKey, items: list[dict[str, Any]]) -> float | None:
+        """Seconds to hold the status back while a cluster is only waiting; None: write now."""
+        if not any(item.get("appliedMessage") in WAITING_MESSAGES for item in items):
+            self._waiting_since.pop(key, None)
+            return None
+        now = time.monotonic()
+        left = WAITING_HOLD_SECONDS - (now - self._waiting_since.setdefault(key, now))
+        return left if left > 0 else None
 
     async def _write_binding_status(
         self, binding: dict[str, Any], items: list[dict[str, Any]], pending: list[str], total: int

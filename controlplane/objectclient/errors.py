@@ -19,6 +19,7 @@ from controlplane.apiserver.errors import (
     Target,
     Timeout,
     TooManyRequests,
+    conflict_modified,
 )
 
 __all__ = [
@@ -38,4 +39,5 @@ __all__ = [
     "Target",
     "Timeout",
     "TooManyRequests",
+    "conflict_modified",
 ]

@@ -71,6 +71,17 @@ def _positive_int(text: str) -> int:
     return int(text)
 
 
+#: The write journal's largest size (--debug-write-journal): about 30 MB of entries.
+MAX_WRITE_JOURNAL = 100_000
+
+
+def _journal_size(text: str) -> int:
+    size = _whole_number(text)
+    if size > MAX_WRITE_JOURNAL:
+        raise argparse.ArgumentTypeError(f"expected at most {MAX_WRITE_JOURNAL}, not {text!r}")
+    return size
+
+
 #: Below etcd's default request limit (1.5 MiB) one stored object could be unreadable.
 MIN_ETCD_RESPONSE_BYTES = 2 * 1024 * 1024
 
@@ -165,6 +176,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="how long a watch's buffer may stay full before the hub closes the watch as "
                              "unresponsive; the client re-watches or re-lists, as with kube "
                              f"(default {DEFAULT_SLOW_WATCHER_TIMEOUT:g})")
+    parser.add_argument("--debug-write-journal", type=_journal_size, default=0, metavar="N",
+                        help="keep the last N etcd writes (key, writer, subresource, changed fields) for "
+                             f"GET /debug/writes, admins only (default 0: counters only; at most {MAX_WRITE_JOURNAL})")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
 
 
@@ -241,6 +255,7 @@ def run(args: argparse.Namespace) -> int:
             max_events=args.watch_buffer_events,
             slow_timeout=args.watch_slow_client_timeout,
         ),
+        write_journal=args.debug_write_journal,
     )
     return serve_reporting(run_until_signalled(Hub(config)), host=host, port=port,
                            expected=(Unavailable, EtcdStartError, EtcdConfigError, PkiError))

@@ -18,6 +18,7 @@ import dataclasses
 import secrets
 import uuid
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from controlplane.apiserver import errors
@@ -29,6 +30,8 @@ from controlplane.apiserver.patches import PatchType, apply_patch, record_update
 from controlplane.apiserver.resources import ResourceType
 from controlplane.apiserver.validation import check_object
 from controlplane.storage import interface as storage
+from controlplane.storage.ledger import WriteReason, writing_because
+from controlplane.storage.recent import known_stale, known_value
 
 #: How often a patch re-reads and retries after losing a compare-and-swap race; every
 #: round one of the racing writers wins, so this bounds the writers racing on one object.
@@ -155,8 +158,12 @@ class Writer:
         """
         obj = checked_body(rt, obj, namespace=namespace, name=name)
         meta = obj["metadata"]
-        kv = await get_kv(self._store, rt, namespace=meta.get("namespace"), name=meta["name"])
         wanted = meta.get("resourceVersion")
+        # An update made from a revision the hub has just seen skips the read: the
+        # compare-and-swap below fails on that revision as the read would have.
+        kv = _known(self._store, rt, meta, wanted) or await get_kv(
+            self._store, rt, namespace=meta.get("namespace"), name=meta["name"]
+        )
         if wanted and str(wanted) != str(kv.mod_revision):
             raise errors.conflict_modified(plural=rt.plural, group=rt.group, name=meta["name"])
         old = decode(rt, kv)
@@ -272,13 +279,25 @@ class Writer:
                 await self._namespaces.content_deleted(meta["namespace"])
             return new
         try:
-            written = await self._store.update(key, stored_form(rt, new), expected_revision=kv.mod_revision)
+            with writing_because(WriteReason(subresource or "", partial(changed_fields, old, new))):
+                written = await self._store.update(key, stored_form(rt, new), expected_revision=kv.mod_revision)
         except storage.Conflict as exc:
             raise LostRace(errors.conflict_modified(plural=rt.plural, group=rt.group, name=name).message) from exc
         except storage.StorageError as exc:
             raise errors.from_storage_error(exc, plural=rt.plural, group=rt.group, name=name) from exc
         meta["resourceVersion"] = str(written.mod_revision)
         return new
+
+
+def _known(store: storage.Store, rt: ResourceType, meta: dict[str, Any], wanted: Any) -> storage.KeyValue | None:
+    """The stored value at the revision an update names, when the hub has just seen it; a
+    Conflict when it has seen the object change since (the read would show the same)."""
+    if not isinstance(wanted, str) or not wanted.isdigit() or (rt.namespaced and not meta.get("namespace")):
+        return None
+    key = rt.key(namespace=meta.get("namespace"), name=meta["name"])
+    if known_stale(store, key, int(wanted)):
+        raise errors.conflict_modified(plural=rt.plural, group=rt.group, name=meta["name"])
+    return known_value(store, key, int(wanted))
 
 
 def checked_body(
@@ -369,3 +388,22 @@ def _spec_of(obj: dict[str, Any]) -> dict[str, Any]:
 def _without_resource_version(obj: dict[str, Any]) -> dict[str, Any]:
     meta = {k: v for k, v in obj["metadata"].items() if k != "resourceVersion"}
     return {**obj, "metadata": meta}
+
+
+def changed_fields(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """The fields an update changes, two levels deep (``status.conditions``,
+    ``metadata.managedFields``, ``spec``): why a write happened, for the write ledger."""
+    out: list[str] = []
+    for key in sorted(set(old) | set(new)):
+        before, after = old.get(key), new.get(key)
+        if before == after:
+            continue
+        if isinstance(before, dict) and isinstance(after, dict) and key in ("metadata", "status"):
+            out.extend(
+                f"{key}.{sub}"
+                for sub in sorted(set(before) | set(after))
+                if sub != "resourceVersion" and before.get(sub) != after.get(sub)
+            )
+        else:
+            out.append(key)
+    return out

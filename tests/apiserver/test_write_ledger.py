@@ -1,0 +1,161 @@
+"""The write ledger (controlplane/storage/ledger.py) over the object layer: every write counted
+by resource, subresource, writer and verb, every delivered watch event by watcher, and no
+write at all for an update, patch or status update that changes nothing (kube's no-op rule:
+the stored object comes back, resourceVersion and managedFields untouched)."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.apiserver.patches import PatchType
+from controlplane.hub import hub_registry
+from controlplane.storage import MemoryStore
+from controlplane.storage.ledger import LedgerStore, WriteLedger, acting_as, resource_of
+
+MANAGER = "kubectl-client-side-apply"
+
+
+def deployment(name: str = "web", *, replicas: int = 1) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "default", "labels": {"app": name}},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "c", "image": "registry.local/web:1"}]},
+            },
+        },
+    }
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+CLOCK = Clock()
+
+
+@pytest.fixture
+async def ledgered() -> AsyncIterator[tuple[ObjectStore, WriteLedger]]:
+    ledger = WriteLedger(journal=100)
+    async with MemoryStore() as memory:
+        objects = ObjectStore(LedgerStore(memory, ledger), hub_registry(), clock=CLOCK)
+        await objects.bootstrap()
+        ledger.writes.clear()
+        ledger.journal.clear() if ledger.journal is not None else None
+        yield objects, ledger
+
+
+def total(ledger: WriteLedger) -> int:
+    return sum(ledger.writes.values())
+
+
+def test_resource_of_names_kube_resources() -> None:
+    assert resource_of("/registry/apps/deployments/ns/web") == "deployments.apps"
+    assert resource_of("/registry/core/events/ns/web.1") == "events"
+    assert resource_of("/registry/work.gpufed.io/works/gpufed-es-a/w") == "works.work.gpufed.io"
+    assert resource_of("/other/thing/x") == "/other/thing"
+
+
+async def test_writes_are_counted_by_resource_subresource_writer_and_verb(
+    ledgered: tuple[ObjectStore, WriteLedger],
+) -> None:
+    objects, ledger = ledgered
+    rt = objects.registry.require("apps/v1", "Deployment")
+    with acting_as("admin"):
+        created = await objects.create(rt, deployment(), field_manager=MANAGER)
+    with acting_as("controller:status"):
+        await objects.update_status(rt, {**created, "status": {"replicas": 1, "readyReplicas": 1}})
+    await objects.delete(rt, namespace="default", name="web")
+    assert ledger.writes == {
+        ("deployments.apps", "", "admin", "create"): 1,
+        ("deployments.apps", "status", "controller:status", "update"): 1,
+        ("deployments.apps", "", "hub", "delete"): 1,
+    }
+    assert ledger.journal is not None
+    status_write = ledger.journal[1].as_dict()
+    assert status_write["key"] == "/registry/apps/deployments/default/web"
+    assert status_write["changed"] == ["status.readyReplicas", "status.replicas"]
+    snapshot = ledger.snapshot()
+    assert {"resource": "deployments.apps", "subresource": "status", "writer": "controller:status",
+            "verb": "update", "count": 1} in snapshot["writes"]
+    assert len(snapshot["journal"]) == 3
+
+
+async def test_no_op_updates_patches_and_status_updates_write_nothing(
+    ledgered: tuple[ObjectStore, WriteLedger],
+) -> None:
+    objects, ledger = ledgered
+    rt = objects.registry.require("apps/v1", "Deployment")
+    created = await objects.create(rt, deployment(), field_manager=MANAGER)
+    with_status = await objects.update_status(rt, {**created, "status": {"replicas": 1}}, field_manager="agent")
+    applied = await objects.patch(
+        rt, namespace="default", name="web", patch_type=PatchType.APPLY, patch=deployment(), field_manager="ssa",
+    )
+    stored = copy.deepcopy(applied)
+    written = total(ledger)
+    assert written == 3
+
+    # Later timestamps must not turn a no-op into a managedFields-only write.
+    CLOCK.now += timedelta(minutes=5)
+    same = [
+        await objects.update(rt, copy.deepcopy(stored), field_manager=MANAGER),
+        await objects.update(rt, copy.deepcopy(stored), field_manager="someone-else"),
+        await objects.update_status(rt, {**copy.deepcopy(stored), "status": with_status["status"]}, field_manager="agent"),
+        await objects.update_status(rt, copy.deepcopy(stored), field_manager="someone-else"),
+        await objects.patch(rt, namespace="default", name="web", patch_type=PatchType.MERGE,
+                            patch={"spec": {"replicas": 1}}, field_manager=MANAGER),
+        await objects.patch(rt, namespace="default", name="web", patch_type=PatchType.STRATEGIC,
+                            patch={"metadata": {"labels": {"app": "web"}}}, field_manager=MANAGER),
+        await objects.patch(rt, namespace="default", name="web", patch_type=PatchType.JSON,
+                            patch=[{"op": "replace", "path": "/spec/replicas", "value": 1}], field_manager=MANAGER),
+        await objects.patch(rt, namespace="default", name="web", patch_type=PatchType.MERGE,
+                            patch={"status": {"replicas": 1}}, subresource="status", field_manager="agent"),
+        await objects.patch(rt, namespace="default", name="web", patch_type=PatchType.APPLY,
+                            patch=deployment(), field_manager="ssa"),
+    ]
+    assert total(ledger) == written, ledger.snapshot()["journal"][written:]
+    for answer in same:
+        assert answer["metadata"]["resourceVersion"] == stored["metadata"]["resourceVersion"]
+        assert answer["metadata"]["managedFields"] == stored["metadata"]["managedFields"]
+    # A real change still writes.
+    await objects.patch(rt, namespace="default", name="web", patch_type=PatchType.MERGE,
+                        patch={"spec": {"replicas": 2}}, field_manager=MANAGER)
+    assert total(ledger) == written + 1
+
+
+async def test_watch_events_are_counted_per_watcher(ledgered: tuple[ObjectStore, WriteLedger]) -> None:
+    objects, ledger = ledgered
+    rt = objects.registry.require("apps/v1", "Deployment")
+    created = await objects.create(rt, deployment())
+    revision = created["metadata"]["resourceVersion"]
+
+    async def watch(watcher: str, events: int) -> None:
+        with acting_as(watcher):
+            stream = objects.watch(rt, namespace="default", resource_version=revision)
+            seen = 0
+            async for _event in stream:
+                seen += 1
+                if seen == events:
+                    break
+            await stream.aclose()  # type: ignore[attr-defined]
+
+    watchers = asyncio.gather(watch("agent", 2), watch("controller:informers", 2))
+    await objects.update_status(rt, {**created, "status": {"replicas": 1}})
+    await objects.delete(rt, namespace="default", name="web")
+    await watchers
+    assert ledger.events == {("deployments.apps", "agent"): 2, ("deployments.apps", "controller:informers"): 2}

@@ -1,0 +1,197 @@
+"""What one workload costs the hub in etcd writes, pinned (issue 19): a real hub (embedded etcd,
+HTTPS, its controllers) takes a Deployment created over HTTPS with the admin token from apply to
+Running while the test reports its Works' status as an agent does (applied with no replica
+ready, then ready), and the hub's write ledger (``GET /debug/writes``) must show at most the
+budgeted writes per resource, subresource and writer. The budgets are the ledger's counts
+(``python -m bench.bench_ledger``, docs/benchmarks.md) plus at most one write of slack for a
+slow machine: a change that multiplies the writes fails here."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+import pytest
+
+from bench.bench_ledger import is_workload_key
+from controlplane.apis.constants import LABEL_BINDING
+from controlplane.apiserver.identity import Role
+from controlplane.apiserver.kubeconfig import load_kubeconfig
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.apiserver.tls import client_ssl_context
+from controlplane.hub import Hub, HubConfig
+from controlplane.storage.ledger import acting_as
+from tests.controllers.fleet import (
+    deployment,
+    eventually,
+    node_shape,
+    propagation_policy,
+    put_cluster,
+    settled,
+)
+
+BINDINGS = "resourcebindings.work.gpufed.io"
+#: (resource, subresource, writer) -> at most this many writes, for one replica on one cluster.
+ONE_CLUSTER = {
+    ("deployments.apps", "", "admin"): 1,
+    ("deployments.apps", "", "controller:detector"): 1,  # the propagation finalizer
+    ("deployments.apps", "status", "controller:detector"): 1,  # Propagated
+    ("deployments.apps", "status", "controller:status"): 2,  # replicas, then ready
+    ("events", "", "controller:scheduler"): 1,  # Scheduled
+    (BINDINGS, "", "controller:detector"): 1,
+    (BINDINGS, "", "controller:scheduler"): 1,  # spec.clusters
+    (BINDINGS, "status", "controller:scheduler"): 1,  # Scheduled, explanation
+    (BINDINGS, "status", "controller:status"): 2 + 1,  # applied, ready (+1: a hold that ran out)
+    ("works.work.gpufed.io", "", "controller:binding"): 1,
+    ("works.work.gpufed.io", "status", "agent"): 2,
+}
+#: Two replicas, Divided by equal static weights over two clusters (one each).
+TWO_CLUSTERS = {
+    **ONE_CLUSTER,
+    ("deployments.apps", "status", "controller:status"): 3 + 1,
+    (BINDINGS, "status", "controller:status"): 3 + 1,
+    ("works.work.gpufed.io", "", "controller:binding"): 2,
+    ("works.work.gpufed.io", "status", "agent"): 4,
+}
+WORKLOAD_RESOURCES = ("deployments.apps", BINDINGS, "works.work.gpufed.io", "events")
+WEIGHTED = {
+    "replicaScheduling": {
+        "replicaSchedulingType": "Divided",
+        "replicaDivisionPreference": "Weighted",
+        "weightPreference": {
+            "staticWeightList": [
+                {"targetCluster": {"clusterNames": [name]}, "weight": 1} for name in ("gpu-a", "gpu-b")
+            ]
+        },
+    }
+}
+
+
+@pytest.fixture
+async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
+    async with Hub(HubConfig(state_dir=tmp_path / "hub", port=0, write_journal=10_000)) as running:
+        yield running
+
+
+async def call(hub: Hub, method: str, path: str, body: Any = None, *, token: str | None = None) -> tuple[int, Any]:
+    credentials = load_kubeconfig(hub.kubeconfig_path)
+    connector = aiohttp.TCPConnector(ssl=client_ssl_context(credentials.ca_pem))
+    headers = {"Authorization": f"Bearer {token or credentials.token}", "Content-Type": "application/json"}
+    async with (
+        aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=30)) as session,
+        session.request(method, f"{hub.url}{path}", data=orjson.dumps(body) if body else None, headers=headers) as r,
+    ):
+        return r.status, orjson.loads(await r.read())
+
+
+async def admin_call(hub: Hub, method: str, path: str, body: Any = None) -> Any:
+    status, answer = await call(hub, method, path, body)
+    assert status in (200, 201), answer
+    return answer
+
+
+async def test_only_admins_read_the_write_ledger(hub: Hub) -> None:
+    assert hub.tokens is not None
+    viewer = (await hub.tokens.create(role=Role.VIEWER, name="viewer")).token
+    status, answer = await call(hub, "GET", "/debug/writes", token=viewer)
+    assert status == 403 and answer["kind"] == "Status", answer
+    assert "/debug/writes" in answer["message"]
+    ledger = await admin_call(hub, "GET", "/debug/writes")
+    assert {"writes", "watchEvents", "journal"} <= set(ledger)
+
+
+async def report_as_agent(objects: ObjectStore, work: dict[str, Any], *, ready: bool) -> None:
+    """The agent's Work status: Applied at the current generation and the member Deployment's status."""
+    manifest = work["spec"]["workload"]["manifests"][0]
+    replicas = manifest["spec"]["replicas"]
+    status = {
+        "conditions": [
+            {"type": "Applied", "status": "True", "reason": "AppliedSuccessful", "message": "all 1 manifest(s) applied",
+             "lastTransitionTime": "2026-01-01T00:00:00Z", "observedGeneration": work["metadata"]["generation"]},
+        ],
+        "manifestStatuses": [{
+            "identifier": {"group": "apps", "version": "v1", "kind": "Deployment", "namespace": "default",
+                           "name": manifest["metadata"]["name"], "ordinal": 0},
+            "status": {"observedGeneration": 1, "replicas": replicas, "updatedReplicas": replicas,
+                       "readyReplicas": replicas if ready else 0, "availableReplicas": replicas if ready else 0},
+            "health": "Healthy" if ready else "Unhealthy",
+        }],
+    }
+    work_rt = objects.registry.require("work.gpufed.io/v1alpha1", "Work")
+    current = await objects.get(work_rt, namespace=work["metadata"]["namespace"], name=work["metadata"]["name"])
+    with acting_as("agent"):
+        await objects.update_status(work_rt, {**current, "status": status})
+
+
+@pytest.mark.parametrize(
+    ("replicas", "placement", "budget"),
+    [pytest.param(1, None, ONE_CLUSTER, id="one-replica"), pytest.param(2, WEIGHTED, TWO_CLUSTERS, id="divided")],
+)
+async def test_a_workload_from_apply_to_running_writes_at_most_its_budget(
+    hub: Hub, replicas: int, placement: dict[str, Any] | None, budget: dict[tuple[str, str, str], int]
+) -> None:
+    objects = hub.objects
+    assert objects is not None
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    with acting_as("agent"):
+        for cluster in ("gpu-a", "gpu-b"):
+            await put_cluster(objects, cluster, node_shape(2, gpus=8), report_time=now)
+    policies = objects.registry.require("policy.gpufed.io/v1alpha1", "PropagationPolicy")
+    await objects.create(policies, propagation_policy("spread", placement=placement))
+    manager = await eventually(lambda: _started(hub), what="the controllers")
+    await settled(manager)
+    before = await admin_call(hub, "GET", "/debug/writes")
+    start = max((e["revision"] for e in before["journal"]), default=0)
+
+    await admin_call(hub, "POST", "/apis/apps/v1/namespaces/default/deployments", deployment("web", replicas=replicas))
+    works_rt = objects.registry.require("work.gpufed.io/v1alpha1", "Work")
+
+    async def works() -> list[dict[str, Any]] | None:
+        listed = await objects.list(works_rt, label_selector=f"{LABEL_BINDING}=web-deployment")
+        return listed.items if len(listed.items) == replicas else None  # one replica per cluster
+
+    placed = await eventually(works, what=f"{replicas} Work(s)")
+    for ready in (False, True):
+        for work in placed:
+            await report_as_agent(objects, work, ready=ready)
+    deployments = objects.registry.require("apps/v1", "Deployment")
+
+    async def running() -> bool:
+        current = await objects.get(deployments, namespace="default", name="web")
+        return (current.get("status") or {}).get("readyReplicas") == replicas
+
+    await eventually(running, what="the hub Deployment Running")
+    await settled(manager)
+
+    after = await admin_call(hub, "GET", "/debug/writes")
+    journal = after["journal"]
+    written = Counter(
+        (e["resource"], e["subresource"], e["writer"])
+        for e in journal
+        if e["revision"] > start and is_workload_key(e["key"], namespace="default", name="web")
+    )
+    print(f"writes of one workload ({replicas} replica(s)): {sum(written.values())}: {dict(written)}")
+    over = {key: (count, budget.get(key, 0)) for key, count in written.items() if count > budget.get(key, 0)}
+    assert not over, f"writes over budget (written, budget): {over}"
+    assert sum(written.values()) <= sum(budget.values())
+    # Updates made from the revision their writer saw do not read etcd first (the agent's and
+    # the status controller's never do), nor does a new Work's create: what is left is the
+    # scheduler's fresh reads of the binding and the detector's, with one of slack per Work.
+    reads = Counter({(e["resource"], e["reader"]): e["count"] for e in after["reads"]})
+    reads.subtract(Counter({(e["resource"], e["reader"]): e["count"] for e in before["reads"]}))
+    workload_reads = {  # "hub": this test's own reads
+        k: n for k, n in reads.items() if n > 0 and k[0] in WORKLOAD_RESOURCES and k[1] != "hub"
+    }
+    print(f"etcd reads: {workload_reads}")
+    assert not {k for k in workload_reads if k[1] in ("agent", "controller:status")}, workload_reads
+    assert sum(workload_reads.values()) <= 3 + replicas, workload_reads
+
+
+async def _started(hub: Hub) -> Any:
+    manager = hub.controllers
+    return manager if manager is not None and manager.started.is_set() else None
