@@ -86,6 +86,12 @@ def data_count(obj: Obj, _now: datetime) -> int:
     return (len(data) if isinstance(data, dict) else 0) + (len(binary) if isinstance(binary, dict) else 0)
 
 
+def secrets_count(obj: Obj, _now: datetime) -> int:
+    """A ServiceAccount's ``secrets`` (kube's SECRETS column)."""
+    secrets = obj.get("secrets")
+    return len(secrets) if isinstance(secrets, list) else 0
+
+
 def selector_string(dotted: str) -> Callable[[Obj, datetime], str]:
     keys = dotted.split(".")
 

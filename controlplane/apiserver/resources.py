@@ -408,6 +408,7 @@ def core_resources() -> list[ResourceType]:
         ResourceType(
             "", "v1", "ServiceAccount", "serviceaccounts", "serviceaccount", namespaced=True,
             short_names=("sa",), strategic_merge=True, returns_deleted_object=True,
+            columns=(TableColumn("Secrets", col.secrets_count, type="integer"), AGE),
         ),
         # Not core/v1, but as plain: the hub reads it for schedulePriority (detector).
         ResourceType(

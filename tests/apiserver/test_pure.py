@@ -226,6 +226,13 @@ def test_registry_rejects_duplicates_and_finds_kinds() -> None:
         Registry(core_resources(), core_resources())
 
 
+def test_service_account_columns_are_kubes() -> None:
+    accounts = Registry(core_resources()).require("v1", "ServiceAccount")
+    obj = {"metadata": {"name": "trainer", "creationTimestamp": "2024-01-01T00:00:00Z"}, "secrets": [{"name": "token"}]}
+    now = datetime(2024, 1, 1, 0, 5, tzinfo=UTC)
+    assert [(c.name, c.getter(obj, now)) for c in accounts.columns] == [("Secrets", 1), ("Age", "5m")]
+
+
 def test_cluster_columns_from_status() -> None:
     from controlplane.apiserver.resources import gpufed_resource_types
 
