@@ -171,6 +171,15 @@ async def agent_config(hub: Hub, member: Member, state_dir: Path, *, token: str 
     )
 
 
+async def joining_agent_config(hub: Hub, member: Member, state_dir: Path) -> AgentConfig:
+    """The config of an agent that joins with a fresh one-time bootstrap token."""
+    assert hub.tokens is not None
+    issued = await hub.tokens.create(
+        role=Role.BOOTSTRAP, name="join-sim-a", cluster=CLUSTER, ttl=dt.timedelta(hours=1), one_time=True
+    )
+    return await agent_config(hub, member, state_dir, token=issued.token)
+
+
 def work_object(name: str, manifests: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
     return {
         "apiVersion": "work.gpufed.io/v1alpha1",
@@ -210,11 +219,8 @@ CONFIGMAP = {
 
 
 async def test_agent_registers_reports_applies_and_prunes(hub: Hub, member: Member, tmp_path: Path) -> None:
-    assert hub.tokens is not None and hub.objects is not None
-    issued = await hub.tokens.create(
-        role=Role.BOOTSTRAP, name="join-sim-a", cluster=CLUSTER, ttl=dt.timedelta(hours=1), one_time=True
-    )
-    cfg = await agent_config(hub, member, tmp_path / "agent", token=issued.token)
+    assert hub.objects is not None
+    cfg = await joining_agent_config(hub, member, tmp_path / "agent")
     cluster_rt = hub.objects.registry.require("cluster.gpufed.io/v1alpha1", "Cluster")
     work_rt = hub.objects.registry.require("work.gpufed.io/v1alpha1", "Work")
     lease_rt = hub.objects.registry.require("coordination.k8s.io/v1", "Lease")
@@ -421,11 +427,8 @@ async def test_a_changed_retention_applies_the_works_of_its_kind_again(
 ) -> None:
     """A customization whose retention comes (or changes) applies the Works carrying its kind at
     once, not at the next Work change or periodic resync (300 s, longer than this test)."""
-    assert hub.tokens is not None and hub.objects is not None
-    issued = await hub.tokens.create(
-        role=Role.BOOTSTRAP, name="join-sim-a", cluster=CLUSTER, ttl=dt.timedelta(hours=1), one_time=True
-    )
-    cfg = await agent_config(hub, member, tmp_path / "agent", token=issued.token)
+    assert hub.objects is not None
+    cfg = await joining_agent_config(hub, member, tmp_path / "agent")
     work_rt = hub.objects.registry.require("work.gpufed.io/v1alpha1", "Work")
     customization_rt = hub.objects.registry.require("config.karmada.io/v1alpha1", "ResourceInterpreterCustomization")
     async with Agent(cfg):
