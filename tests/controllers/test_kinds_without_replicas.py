@@ -1,5 +1,6 @@
-"""A kind without replicas under a Divided policy goes whole to every cluster; a workload scaled to
-zero under the same policy keeps one cluster (the detector tells them apart by the interpreter)."""
+"""A kind without replicas under a Divided policy goes whole to every cluster, one that joins later
+included; a workload scaled to zero under the same policy keeps one cluster (the detector tells
+them apart by the interpreter)."""
 
 from __future__ import annotations
 
@@ -53,4 +54,15 @@ async def test_a_config_map_under_a_divided_policy_reaches_every_cluster(objects
 
         idle = await eventually(lambda: _scheduled(objects, "idle-deployment"), what="the Deployment scheduled")
         assert [c["replicas"] for c in idle["spec"]["clusters"]] == [0]  # scaled to zero: one cluster
+
+        # A cluster that joins later gets the ConfigMap too (Karmada schedules such objects again);
+        # the Deployment scaled to zero stays where it is.
+        await put_cluster(objects, "late", node_shape(1))
+
+        async def in_the_late_cluster() -> bool:
+            return await _work_clusters(objects, "settings-configmap") == CLUSTERS | {"late"}
+
+        await eventually(in_the_late_cluster, what="a Work of the ConfigMap in the cluster that joined")
+        still = await _scheduled(objects, "idle-deployment")
+        assert still is not None and still["spec"]["clusters"] == idle["spec"]["clusters"]
 
