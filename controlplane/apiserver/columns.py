@@ -269,6 +269,20 @@ def pod_restarts(obj: Obj, _now: datetime) -> str:
 # --- jobs -----------------------------------------------------------------------------
 
 
+def pod_readiness_gates(obj: Obj, _now: datetime) -> str:
+    """kube's READINESS GATES cell: how many of the pod's readiness gates have a True condition."""
+    gates = dig(obj, "spec", "readinessGates")
+    if not isinstance(gates, list) or not gates:
+        return "<none>"
+    conditions = dig(obj, "status", "conditions")
+    statuses: dict[Any, Any] = {}
+    for found in conditions if isinstance(conditions, list) else ():
+        if isinstance(found, dict):
+            statuses.setdefault(found.get("type"), found.get("status"))
+    met = sum(1 for gate in gates if isinstance(gate, dict) and statuses.get(gate.get("conditionType")) == "True")
+    return f"{met}/{len(gates)}"
+
+
 def job_status(obj: Obj, _now: datetime) -> str:
     for cond_type, shown in (("Complete", "Complete"), ("Failed", "Failed"), ("Suspended", "Suspended")):
         cond = condition(obj, cond_type)

@@ -394,8 +394,10 @@ def core_resources() -> list[ResourceType]:
                 TableColumn("Status", col.pod_status),
                 TableColumn("Restarts", col.pod_restarts, type="string"),
                 AGE,
-                TableColumn("IP", path("status.podIP"), priority=1),
-                TableColumn("Node", path("spec.nodeName"), priority=1),
+                TableColumn("IP", path("status.podIP", default="<none>"), priority=1),
+                TableColumn("Node", path("spec.nodeName", default="<none>"), priority=1),
+                TableColumn("Nominated Node", path("status.nominatedNodeName", default="<none>"), priority=1),
+                TableColumn("Readiness Gates", col.pod_readiness_gates, priority=1),
             ),
             extra_field_selectors={
                 name: _field_path(name)
