@@ -42,6 +42,7 @@ PLURALS = {
     "PersistentVolumeClaim": "/api/v1/namespaces/default/persistentvolumeclaims",
     "PodDisruptionBudget": "/apis/policy/v1/namespaces/default/poddisruptionbudgets",
     "PriorityClass": "/apis/scheduling.k8s.io/v1/priorityclasses",
+    "StorageClass": "/apis/storage.k8s.io/v1/storageclasses",
     "HorizontalPodAutoscaler": "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers",
 }
 API_VERSIONS = {"Deployment": "apps/v1", "StatefulSet": "apps/v1", "Job": "batch/v1"}
@@ -105,6 +106,13 @@ def budget() -> Obj:
 
 def priority_class(name: str = "x", value: int = 1000) -> Obj:
     return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
+
+
+def storage_class() -> Obj:
+    return {
+        "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "x"},
+        "provisioner": "csi.example.com", "parameters": {"type": "ssd"},
+    }
 
 
 def autoscaler() -> Obj:
@@ -325,6 +333,11 @@ CASES: list[tuple[str, Callable[[], Obj], Callable[[Obj], None], str, str]] = [
      "Forbidden: maximum allowed value of a user defined priority is 1000000000"),
     ("priority-preemption", priority_class, setting("preemptionPolicy", value="Always"), "preemptionPolicy",
      'Unsupported value: "Always": supported values: "Never", "PreemptLowerPriority"'),
+    ("storageclass-provisioner", storage_class, setting("provisioner", value=""), "provisioner", "Required value"),
+    ("storageclass-reclaim", storage_class, setting("reclaimPolicy", value="Recycle"), "reclaimPolicy",
+     'Unsupported value: "Recycle": supported values: "Delete", "Retain"'),
+    ("storageclass-binding-mode", storage_class, setting("volumeBindingMode", value="Later"), "volumeBindingMode",
+     'Unsupported value: "Later": supported values: "Immediate", "WaitForFirstConsumer"'),
     ("hpa-min-zero", autoscaler, setting("spec", "minReplicas", value=0), "spec.minReplicas",
      "Invalid value: 0: must be greater than or equal to 1"),
     ("hpa-max-below-min", autoscaler, setting("spec", "minReplicas", value=5), "spec.maxReplicas",
@@ -427,6 +440,10 @@ UPDATES: list[tuple[str, Callable[[], Obj], Callable[[Obj], None], str, str]] = 
      "data", "Forbidden: field is immutable when `immutable` is set"),
     ("priorityclass-value", priority_class, setting("value", value=2000),
      "value", "Forbidden: may not be changed in an update."),
+    ("storageclass-parameters", storage_class, setting("parameters", value={"type": "hdd"}),
+     "parameters", "Forbidden: updates to parameters are forbidden."),
+    ("storageclass-binding-mode", storage_class, setting("volumeBindingMode", value="WaitForFirstConsumer"),
+     "volumeBindingMode", 'Invalid value: "WaitForFirstConsumer": field is immutable'),
 ]
 
 

@@ -1,6 +1,8 @@
 """kube's validation of PodDisruptionBudget (``pkg/apis/policy/validation``), PriorityClass
-(``pkg/apis/scheduling/validation``) and HorizontalPodAutoscaler (``pkg/apis/autoscaling/validation``:
-its replica bounds and target reference; the metric and behavior rules are not checked here).
+(``pkg/apis/scheduling/validation``), StorageClass (``pkg/apis/storage/validation``: not its
+parameters' sizes or allowed topologies) and HorizontalPodAutoscaler
+(``pkg/apis/autoscaling/validation``: its replica bounds and target reference; the metric and
+behavior rules are not checked here).
 """
 
 from __future__ import annotations
@@ -10,12 +12,15 @@ from typing import Any
 from controlplane.apis.kube import field
 from controlplane.apis.kube.field import FieldError
 from controlplane.apis.kube.label_selectors import selector_errors
+from controlplane.apis.kube.names import qualified_name_errors
 from controlplane.apis.kube.validate_apps import positive_int_or_percent_errors
 
 Obj = dict[str, Any]
 
 _UNHEALTHY_POD_EVICTION_POLICIES = ("AlwaysAllow", "IfHealthyBudget")
 _PREEMPTION_POLICIES = ("Never", "PreemptLowerPriority")
+_RECLAIM_POLICIES = ("Delete", "Retain")
+_VOLUME_BINDING_MODES = ("Immediate", "WaitForFirstConsumer")
 #: ``scheduling.HighestUserDefinablePriority``.
 HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
 SYSTEM_PRIORITY_CLASS_PREFIX = "system-"
@@ -109,3 +114,27 @@ def _path_segment_errors(name: str) -> list[str]:
     if name in (".", ".."):
         return [f"may not be '{name}'"]
     return [f"may not contain '{bad}'" for bad in ("/", "%") if bad in name]
+
+
+def validate_storage_class(obj: Obj, old: Obj | None) -> list[FieldError]:
+    """``ValidateStorageClass`` / ``ValidateStorageClassUpdate``."""
+    provisioner = str(obj.get("provisioner") or "")
+    errors: list[FieldError] = []
+    if not provisioner:
+        errors.append(field.required("provisioner"))
+    else:
+        errors += [field.invalid("provisioner", provisioner, msg) for msg in qualified_name_errors(provisioner.lower())]
+    reclaim = obj.get("reclaimPolicy")
+    if reclaim and reclaim not in _RECLAIM_POLICIES:
+        errors.append(field.not_supported("reclaimPolicy", reclaim, _RECLAIM_POLICIES))
+    mode = obj.get("volumeBindingMode")
+    if mode is None:
+        errors.append(field.required("volumeBindingMode"))
+    elif mode not in _VOLUME_BINDING_MODES:
+        errors.append(field.not_supported("volumeBindingMode", mode, _VOLUME_BINDING_MODES))
+    if old is not None:
+        for key in ("parameters", "provisioner", "reclaimPolicy"):
+            if (obj.get(key) or None) != (old.get(key) or None):
+                errors.append(field.forbidden(key, f"updates to {key} are forbidden."))
+        errors += field.immutable(mode, old.get("volumeBindingMode"), "volumeBindingMode")
+    return errors

@@ -32,6 +32,7 @@ _VALIDATORS: dict[tuple[str, str], Validator] = {
     ("batch", "CronJob"): validate_batch.validate_cron_job,
     ("policy", "PodDisruptionBudget"): validate_groups.validate_pod_disruption_budget,
     ("scheduling.k8s.io", "PriorityClass"): validate_groups.validate_priority_class,
+    ("storage.k8s.io", "StorageClass"): validate_groups.validate_storage_class,
     ("autoscaling", "HorizontalPodAutoscaler"): validate_groups.validate_horizontal_pod_autoscaler,
 }
 
