@@ -1,7 +1,7 @@
 """CRD instances propagate, end to end: a CRD (printer columns, a CEL rule, defaults, a scale
 subresource) and two of its instances applied to the hub with a ClusterPropagationPolicy that
-divides the scale subresource's replicas by weight (the CRD has a policy of its own), and an
-OverridePolicy. The policy, applied
+divides the scale subresource's replicas by weight (the same policy sends the CRD, which has no
+replicas, whole to every member it selects), and an OverridePolicy. The policy, applied
 before the CRD, says its Trainer selector matches nothing (ResourceSelectorsServed=False) until
 the CRD is served. The CRD lands whole in both members (each serves the kind at once), each
 instance's replicas are split across them at ``.spec.replicas``, one copy overridden in one
@@ -24,25 +24,15 @@ FLEET = Path(__file__).parent / "fleets" / "any-kind.yaml"
 CRD = Path(__file__).parent / "manifests" / "crd" / "trainers.yaml"
 pytestmark = pytest.mark.e2e
 
-# As in Karmada's guestbook sample, the CRD has a policy of its own: the whole CRD goes to both
-# members, while the Trainers' replicas are divided between them.
+# One policy for the CRD and its instances: the CRD has no replicas, so it goes whole to every
+# member its Divided placement selects, while the Trainers' replicas are divided between them.
 POLICIES = """
-apiVersion: policy.karmada.io/v1alpha1
-kind: ClusterPropagationPolicy
-metadata: {name: trainers-crd}
-spec:
-  resourceSelectors:
-    - {apiVersion: apiextensions.k8s.io/v1, kind: CustomResourceDefinition, name: trainers.ml.example.com}
-  placement:
-    clusterAffinity:
-      clusterNames: [east, west]
-    replicaScheduling: {replicaSchedulingType: Duplicated}
----
 apiVersion: policy.karmada.io/v1alpha1
 kind: ClusterPropagationPolicy
 metadata: {name: trainers-everywhere}
 spec:
   resourceSelectors:
+    - {apiVersion: apiextensions.k8s.io/v1, kind: CustomResourceDefinition, name: trainers.ml.example.com}
     - {apiVersion: ml.example.com/v1, kind: Trainer}
   placement:
     clusterAffinity:

@@ -442,12 +442,16 @@ class Agent(Service):
 
     def _on_customization_change(self, key: str) -> None:
         """Put the customizations in force; every Work's status is due (its interpretation may
-        have changed), and the next apply of each object runs the retention now in force."""
+        have changed), and the Works carrying a kind whose retention changed are applied again
+        (so the member objects are as the retention now in force keeps them)."""
         if self.customizations is None:
             return
-        self.interpreters.update(self.customizations.objects.values())
+        retention_changed = self.interpreters.update(self.customizations.objects.values())
         if self.works is not None:
             self._status_dirty.update(self.works.objects)
+            for work in works_carrying(self.works.objects, retention_changed):
+                self._applied_generation.pop(work, None)
+                self._dirty_works.add(work)
             self._work_due.set()
 
     def _index_work(self, key: str) -> None:
@@ -716,3 +720,14 @@ class Agent(Service):
 
 def _suspended(work: Mapping[str, Any]) -> bool:
     return bool((work.get("spec") or {}).get("suspendDispatching"))
+
+
+def works_carrying(works: Mapping[str, Mapping[str, Any]], kinds: set[tuple[str, str]]) -> list[str]:
+    """The keys of the Works with a manifest of one of ``kinds`` (API group, kind)."""
+    if not kinds:
+        return []
+    return [
+        key
+        for key, work in works.items()
+        if any((ident.group, ident.kind) in kinds for ident, _ in desired_manifests(work))
+    ]

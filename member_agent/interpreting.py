@@ -107,9 +107,11 @@ class MemberInterpreters:
         #: Member objects whose last retention failed, with the failure.
         self._retention_failures: dict[ObjectKey, ScriptFailure] = {}
 
-    def update(self, customizations: Iterable[Mapping[str, Any]]) -> None:
+    def update(self, customizations: Iterable[Mapping[str, Any]]) -> set[tuple[str, str]]:
         """Put the given ResourceInterpreterCustomization objects in force (all of them: the
-        hub's collection as listed and watched)."""
+        hub's collection as listed and watched). Returns the targets (API group, kind) whose
+        ``retention`` script came, went or changed: their objects are due to be applied again."""
+        before = self._retention_scripts()
         customizations = list(customizations)
         merged, _refused = merge(customizations)
         self._generations = {
@@ -123,6 +125,15 @@ class MemberInterpreters:
             if any(hook in custom.scripts for hook in MEMBER_HOOKS)
         }
         self._retention_failures.clear()
+        after = self._retention_scripts()
+        return {target for target in before.keys() | after.keys() if before.get(target) != after.get(target)}
+
+    def _retention_scripts(self) -> dict[tuple[str, str], str]:
+        return {
+            target: interpreter.custom.scripts["retention"]
+            for target, interpreter in self._by_kind.items()
+            if "retention" in interpreter.custom.scripts
+        }
 
     def _for(self, api_version: str, kind: str, hooks: Iterable[str]) -> CustomizedInterpreter | None:
         found = self._by_kind.get((group_of(api_version), kind))

@@ -86,6 +86,12 @@ def data_count(obj: Obj, _now: datetime) -> int:
     return (len(data) if isinstance(data, dict) else 0) + (len(binary) if isinstance(binary, dict) else 0)
 
 
+def secrets_count(obj: Obj, _now: datetime) -> int:
+    """A ServiceAccount's ``secrets`` (kube's SECRETS column)."""
+    secrets = obj.get("secrets")
+    return len(secrets) if isinstance(secrets, list) else 0
+
+
 def selector_string(dotted: str) -> Callable[[Obj, datetime], str]:
     keys = dotted.split(".")
 
@@ -261,6 +267,20 @@ def pod_restarts(obj: Obj, _now: datetime) -> str:
 
 
 # --- jobs -----------------------------------------------------------------------------
+
+
+def pod_readiness_gates(obj: Obj, _now: datetime) -> str:
+    """kube's READINESS GATES cell: how many of the pod's readiness gates have a True condition."""
+    gates = dig(obj, "spec", "readinessGates")
+    if not isinstance(gates, list) or not gates:
+        return "<none>"
+    conditions = dig(obj, "status", "conditions")
+    statuses: dict[Any, Any] = {}
+    for found in conditions if isinstance(conditions, list) else ():
+        if isinstance(found, dict):
+            statuses.setdefault(found.get("type"), found.get("status"))
+    met = sum(1 for gate in gates if isinstance(gate, dict) and statuses.get(gate.get("conditionType")) == "True")
+    return f"{met}/{len(gates)}"
 
 
 def job_status(obj: Obj, _now: datetime) -> str:

@@ -394,8 +394,10 @@ def core_resources() -> list[ResourceType]:
                 TableColumn("Status", col.pod_status),
                 TableColumn("Restarts", col.pod_restarts, type="string"),
                 AGE,
-                TableColumn("IP", path("status.podIP"), priority=1),
-                TableColumn("Node", path("spec.nodeName"), priority=1),
+                TableColumn("IP", path("status.podIP", default="<none>"), priority=1),
+                TableColumn("Node", path("spec.nodeName", default="<none>"), priority=1),
+                TableColumn("Nominated Node", path("status.nominatedNodeName", default="<none>"), priority=1),
+                TableColumn("Readiness Gates", col.pod_readiness_gates, priority=1),
             ),
             extra_field_selectors={
                 name: _field_path(name)
@@ -408,6 +410,7 @@ def core_resources() -> list[ResourceType]:
         ResourceType(
             "", "v1", "ServiceAccount", "serviceaccounts", "serviceaccount", namespaced=True,
             short_names=("sa",), strategic_merge=True, returns_deleted_object=True,
+            columns=(TableColumn("Secrets", col.secrets_count, type="integer"), AGE),
         ),
         # Not core/v1, but as plain: the hub reads it for schedulePriority (detector).
         ResourceType(

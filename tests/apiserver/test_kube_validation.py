@@ -40,6 +40,10 @@ PLURALS = {
     "ConfigMap": "/api/v1/namespaces/default/configmaps",
     "Secret": "/api/v1/namespaces/default/secrets",
     "PersistentVolumeClaim": "/api/v1/namespaces/default/persistentvolumeclaims",
+    "PodDisruptionBudget": "/apis/policy/v1/namespaces/default/poddisruptionbudgets",
+    "PriorityClass": "/apis/scheduling.k8s.io/v1/priorityclasses",
+    "StorageClass": "/apis/storage.k8s.io/v1/storageclasses",
+    "HorizontalPodAutoscaler": "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers",
 }
 API_VERSIONS = {"Deployment": "apps/v1", "StatefulSet": "apps/v1", "Job": "batch/v1"}
 
@@ -91,6 +95,31 @@ def claim() -> Obj:
         "PersistentVolumeClaim",
         spec={"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
     )
+
+
+def budget() -> Obj:
+    return {
+        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "x"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "x"}}},
+    }
+
+
+def priority_class(name: str = "x", value: int = 1000) -> Obj:
+    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
+
+
+def storage_class() -> Obj:
+    return {
+        "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "x"},
+        "provisioner": "csi.example.com", "parameters": {"type": "ssd"},
+    }
+
+
+def autoscaler() -> Obj:
+    return {
+        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "x"},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "x"}, "maxReplicas": 4},
+    }
 
 
 def ctr(obj: Obj, index: int = 0) -> Obj:
@@ -287,6 +316,36 @@ CASES: list[tuple[str, Callable[[], Obj], Callable[[Obj], None], str, str]] = [
      "spec.accessModes", "Required value: at least 1 access mode is required"),
     ("pvc-storage", claim, setting("spec", "resources", "requests", "storage", value="0"),
      "spec.resources[storage]", 'Invalid value: "0": must be greater than zero'),
+    ("pdb-both-bounds", budget, setting("spec", "maxUnavailable", value=1), "spec",
+     'Invalid value: {"maxUnavailable":1,"minAvailable":1,"selector":{"matchLabels":{"app":"x"}}}: '
+     "minAvailable and maxUnavailable cannot be both set"),
+    ("pdb-negative", budget, setting("spec", "minAvailable", value=-1), "spec.minAvailable",
+     "Invalid value: -1: must be greater than or equal to 0"),
+    ("pdb-over-100-percent", budget, setting("spec", "minAvailable", value="120%"), "spec.minAvailable",
+     'Invalid value: intstr.IntOrString{Type:1, IntVal:0, StrVal:"120%"}: must not be greater than 100%'),
+    ("pdb-selector-operator", budget,
+     setting("spec", "selector", value={"matchExpressions": [{"key": "app", "operator": "Near"}]}),
+     "spec.selector.matchExpressions[0].operator", 'Invalid value: "Near": not a valid selector operator'),
+    ("pdb-eviction-policy", budget, setting("spec", "unhealthyPodEvictionPolicy", value="Sometimes"),
+     "spec.unhealthyPodEvictionPolicy",
+     'Unsupported value: "Sometimes": supported values: "AlwaysAllow", "IfHealthyBudget"'),
+    ("priority-too-high", priority_class, setting("value", value=1_000_000_001), "value",
+     "Forbidden: maximum allowed value of a user defined priority is 1000000000"),
+    ("priority-preemption", priority_class, setting("preemptionPolicy", value="Always"), "preemptionPolicy",
+     'Unsupported value: "Always": supported values: "Never", "PreemptLowerPriority"'),
+    ("storageclass-provisioner", storage_class, setting("provisioner", value=""), "provisioner", "Required value"),
+    ("storageclass-reclaim", storage_class, setting("reclaimPolicy", value="Recycle"), "reclaimPolicy",
+     'Unsupported value: "Recycle": supported values: "Delete", "Retain"'),
+    ("storageclass-binding-mode", storage_class, setting("volumeBindingMode", value="Later"), "volumeBindingMode",
+     'Unsupported value: "Later": supported values: "Immediate", "WaitForFirstConsumer"'),
+    ("hpa-min-zero", autoscaler, setting("spec", "minReplicas", value=0), "spec.minReplicas",
+     "Invalid value: 0: must be greater than or equal to 1"),
+    ("hpa-max-below-min", autoscaler, setting("spec", "minReplicas", value=5), "spec.maxReplicas",
+     "Invalid value: 4: must be greater than or equal to `minReplicas`"),
+    ("hpa-no-target-name", autoscaler, setting("spec", "scaleTargetRef", "name", value=""),
+     "spec.scaleTargetRef.name", "Required value"),
+    ("hpa-target-slash", autoscaler, setting("spec", "scaleTargetRef", "name", value="a/b"),
+     "spec.scaleTargetRef.name", "Invalid value: \"a/b\": may not contain '/'"),
 ]
 
 
@@ -379,6 +438,12 @@ UPDATES: list[tuple[str, Callable[[], Obj], Callable[[Obj], None], str, str]] = 
     ("configmap-immutable", lambda: core("ConfigMap", immutable=True, data={"a": "1"}),
      setting("data", value={"a": "2"}),
      "data", "Forbidden: field is immutable when `immutable` is set"),
+    ("priorityclass-value", priority_class, setting("value", value=2000),
+     "value", "Forbidden: may not be changed in an update."),
+    ("storageclass-parameters", storage_class, setting("parameters", value={"type": "hdd"}),
+     "parameters", "Forbidden: updates to parameters are forbidden."),
+    ("storageclass-binding-mode", storage_class, setting("volumeBindingMode", value="WaitForFirstConsumer"),
+     "volumeBindingMode", 'Invalid value: "WaitForFirstConsumer": field is immutable'),
 ]
 
 
@@ -407,6 +472,17 @@ async def test_allowed_updates_pass(hub: Client) -> None:
     job["spec"]["parallelism"] = 4
     code, body = await _replace(hub, job)
     assert code == 200, body
+
+
+async def test_system_priority_class_names_are_kubes_own(hub: Client) -> None:
+    await _created(hub, priority_class("system-cluster-critical", 2_000_000_000))
+    code, status = await post(hub, PLURALS["PriorityClass"], priority_class("system-x"))
+    assert code == 422, status
+    assert cause_list(status) == [(
+        "metadata.name",
+        "Forbidden: priority class names with 'system-' prefix are reserved for system use only. "
+        "error: system-x is not a known system priority class",
+    )]
 
 
 @pytest.fixture

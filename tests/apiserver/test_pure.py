@@ -226,6 +226,28 @@ def test_registry_rejects_duplicates_and_finds_kinds() -> None:
         Registry(core_resources(), core_resources())
 
 
+def test_service_account_columns_are_kubes() -> None:
+    accounts = Registry(core_resources()).require("v1", "ServiceAccount")
+    obj = {"metadata": {"name": "trainer", "creationTimestamp": "2024-01-01T00:00:00Z"}, "secrets": [{"name": "token"}]}
+    now = datetime(2024, 1, 1, 0, 5, tzinfo=UTC)
+    assert [(c.name, c.getter(obj, now)) for c in accounts.columns] == [("Secrets", 1), ("Age", "5m")]
+
+
+def test_pod_wide_columns_are_kubes() -> None:
+    pods = Registry(core_resources()).require("v1", "Pod")
+    now = datetime(2024, 1, 1, 0, 5, tzinfo=UTC)
+    wide = [c.name for c in pods.columns if c.priority]
+    assert wide == ["IP", "Node", "Nominated Node", "Readiness Gates"]
+    pending = {"metadata": {"name": "p"}, "spec": {}}
+    assert [c.getter(pending, now) for c in pods.columns if c.priority] == ["<none>"] * 4
+    gated = {
+        "metadata": {"name": "p"},
+        "spec": {"nodeName": "n1", "readinessGates": [{"conditionType": "a"}, {"conditionType": "b"}]},
+        "status": {"podIP": "10.0.0.7", "conditions": [{"type": "a", "status": "True"}, {"type": "b", "status": "False"}]},
+    }
+    assert [c.getter(gated, now) for c in pods.columns if c.priority] == ["10.0.0.7", "n1", "<none>", "1/2"]
+
+
 def test_cluster_columns_from_status() -> None:
     from controlplane.apiserver.resources import gpufed_resource_types
 

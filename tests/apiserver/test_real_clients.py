@@ -20,6 +20,7 @@ from controlplane.apiserver.app import create_app
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.patches import PatchType
 from controlplane.apiserver.resources import Registry
+from controlplane.hub import hub_registry
 
 from .kinds import deployment
 
@@ -204,6 +205,46 @@ async def test_kubectl_get_watch_prints_changes(kubeconfig: Path, objects: Objec
     assert header.decode().split()[:2] == ["NAME", "READY"]
     assert first.decode().split()[:2] == ["w1", "0/1"]
     assert second.decode().split()[:2] == ["w2", "0/4"]
+
+
+GET_ALL = """
+apiVersion: v1
+kind: Service
+metadata: {name: gateway, namespace: default}
+spec:
+  selector: {app: gateway}
+  ports: [{port: 443}]
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: sweeper, namespace: default}
+spec:
+  schedule: "0 * * * *"
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: OnFailure
+          containers: [{name: sweep, image: sweeper:1}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: default}
+data: {a: "1"}
+"""
+
+
+@needs_kubectl
+@pytest.mark.parametrize("api_registry", [pytest.param(hub_registry(), id="hub")])
+async def test_kubectl_get_all_lists_the_kinds_of_the_all_category(kubeconfig: Path) -> None:
+    """``kubectl get all`` expands the ``all`` category from the hub's discovery, as on kube."""
+    code, _, err = await kubectl(kubeconfig, "apply", "-f", "-", stdin=GET_ALL)
+    assert code == 0, err
+    code, out, err = await kubectl(kubeconfig, "get", "all", "-o", "name")
+    assert code == 0, err
+    listed = set(out.split())
+    assert {"service/gateway", "cronjob.batch/sweeper"} <= listed
+    assert not any(name.startswith("configmap/") for name in listed)  # not in the category, as on kube
 
 
 def _sync_dynamic_client(url: str, cache: Path) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from controlplane.apiserver import app as app_module
 from controlplane.apiserver import errors
 from controlplane.apiserver.identity import Role
 from controlplane.apiserver.objects import ObjectStore
+from controlplane.apiserver.patches import PatchType
 from controlplane.apiserver.resources import Registry, core_resources, workload_resources
 from controlplane.apiserver.tls import ca_hash
 from controlplane.storage import MemoryStore
@@ -170,6 +171,15 @@ async def agent_config(hub: Hub, member: Member, state_dir: Path, *, token: str 
     )
 
 
+async def joining_agent_config(hub: Hub, member: Member, state_dir: Path) -> AgentConfig:
+    """The config of an agent that joins with a fresh one-time bootstrap token."""
+    assert hub.tokens is not None
+    issued = await hub.tokens.create(
+        role=Role.BOOTSTRAP, name="join-sim-a", cluster=CLUSTER, ttl=dt.timedelta(hours=1), one_time=True
+    )
+    return await agent_config(hub, member, state_dir, token=issued.token)
+
+
 def work_object(name: str, manifests: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
     return {
         "apiVersion": "work.gpufed.io/v1alpha1",
@@ -209,11 +219,8 @@ CONFIGMAP = {
 
 
 async def test_agent_registers_reports_applies_and_prunes(hub: Hub, member: Member, tmp_path: Path) -> None:
-    assert hub.tokens is not None and hub.objects is not None
-    issued = await hub.tokens.create(
-        role=Role.BOOTSTRAP, name="join-sim-a", cluster=CLUSTER, ttl=dt.timedelta(hours=1), one_time=True
-    )
-    cfg = await agent_config(hub, member, tmp_path / "agent", token=issued.token)
+    assert hub.objects is not None
+    cfg = await joining_agent_config(hub, member, tmp_path / "agent")
     cluster_rt = hub.objects.registry.require("cluster.gpufed.io/v1alpha1", "Cluster")
     work_rt = hub.objects.registry.require("work.gpufed.io/v1alpha1", "Work")
     lease_rt = hub.objects.registry.require("coordination.k8s.io/v1", "Lease")
@@ -405,6 +412,51 @@ async def test_agent_registers_reports_applies_and_prunes(hub: Hub, member: Memb
 
     async with Agent(restarted):
         await eventually(reported_again, what="a report from the restarted agent")
+
+
+RETAIN_MEMBER_VALUE = """
+function Retain(desiredObj, observedObj)
+  desiredObj.data.retained = observedObj.data.k
+  return desiredObj
+end
+"""
+
+
+async def test_a_changed_retention_applies_the_works_of_its_kind_again(
+    hub: Hub, member: Member, tmp_path: Path
+) -> None:
+    """A customization whose retention comes (or changes) applies the Works carrying its kind at
+    once, not at the next Work change or periodic resync (300 s, longer than this test)."""
+    assert hub.objects is not None
+    cfg = await joining_agent_config(hub, member, tmp_path / "agent")
+    work_rt = hub.objects.registry.require("work.gpufed.io/v1alpha1", "Work")
+    customization_rt = hub.objects.registry.require("config.karmada.io/v1alpha1", "ResourceInterpreterCustomization")
+    async with Agent(cfg):
+        await hub.objects.create(work_rt, work_object("settings", [CONFIGMAP]))
+        await eventually(lambda: member.get("v1", "ConfigMap", "settings", "ml"), what="the ConfigMap in the member")
+        await member.objects.patch(
+            member.rt("v1", "ConfigMap"), namespace="ml", name="settings", patch_type=PatchType.MERGE,
+            patch={"data": {"k": "member"}}, field_manager="someone-else",
+        )
+        await hub.objects.create(
+            customization_rt,
+            {
+                "apiVersion": "config.karmada.io/v1alpha1",
+                "kind": "ResourceInterpreterCustomization",
+                "metadata": {"name": "configmap-retention"},
+                "spec": {
+                    "target": {"apiVersion": "v1", "kind": "ConfigMap"},
+                    "customizations": {"retention": {"luaScript": RETAIN_MEMBER_VALUE}},
+                },
+            },
+        )
+
+        async def retained() -> dict[str, Any] | None:
+            live = await member.get("v1", "ConfigMap", "settings", "ml")
+            return live if live is not None and (live.get("data") or {}).get("retained") == "member" else None
+
+        live = await eventually(retained, what="the ConfigMap applied again with the new retention")
+        assert live["data"]["k"] == "v"  # the Work's value applied again, the member's kept aside
 
 
 async def test_agent_refuses_a_hub_whose_ca_does_not_match_the_pin(

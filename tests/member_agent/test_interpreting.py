@@ -89,6 +89,18 @@ def test_without_a_retention_script_the_desired_object_is_applied_as_it_is() -> 
     assert (body, failure) == (want, None)
 
 
+def test_update_names_the_kinds_whose_retention_came_changed_or_went() -> None:
+    found = MemberInterpreters()
+    target = ("ml.example.com", "TrainingRun")
+    assert found.update([ric("keep", retention=RETAIN)]) == {target}
+    assert found.update([ric("keep", retention=RETAIN)]) == set()  # the same script: nothing to re-apply
+    # Another hook of the kind changed, not its retention.
+    assert found.update([ric("keep", retention=RETAIN), ric("reflect", statusReflection=REFLECT)]) == set()
+    edited = RETAIN.replace("desiredObj.metadata.labels = {}", "")
+    assert found.update([ric("keep", retention=edited), ric("reflect", statusReflection=REFLECT)]) == {target}
+    assert found.update([ric("reflect", statusReflection=REFLECT)]) == {target}
+
+
 def test_status_reflection_and_health_see_the_whole_member_object() -> None:
     found = interpreters(ric("status", statusReflection=REFLECT, healthInterpretation=HEALTH))
     assert found.interprets_status(API, "TrainingRun")

@@ -16,6 +16,7 @@ from typing import Any
 from controlplane.apis.kube import defaults_apps as apps
 from controlplane.apis.kube import defaults_batch as batch
 from controlplane.apis.kube import defaults_core as core
+from controlplane.apis.kube import defaults_groups as groups
 
 #: Fills unset fields of one object in place.
 Defaulter = Callable[[dict[str, Any]], None]
@@ -39,6 +40,9 @@ _DEFAULTERS: dict[tuple[str, str], Defaulter] = {
     ("apps", "ReplicaSet"): apps.replica_set,
     ("batch", "Job"): batch.job,
     ("batch", "CronJob"): batch.cron_job,
+    ("networking.k8s.io", "NetworkPolicy"): groups.network_policy,
+    ("storage.k8s.io", "StorageClass"): groups.storage_class,
+    ("autoscaling", "HorizontalPodAutoscaler"): groups.horizontal_pod_autoscaler,
 }
 
 _READERS: dict[tuple[str, str], Defaulter] = {

@@ -4,7 +4,7 @@ A validator gets the object to be stored and, on update, the stored one, and ret
 kube's field errors (none: valid). Metadata (names, labels, annotations) is checked by
 the API server for every kind and is not repeated here. The rules themselves live by
 API group: :mod:`.validate_core` (with :mod:`.validate_pod` for pod specs and templates),
-:mod:`.validate_apps` and :mod:`.validate_batch`.
+:mod:`.validate_apps`, :mod:`.validate_batch` and :mod:`.validate_groups`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from controlplane.apis.kube import validate_apps, validate_batch, validate_core
+from controlplane.apis.kube import validate_apps, validate_batch, validate_core, validate_groups
 from controlplane.apis.kube.field import FieldError
 
 #: (new object, stored object on update or None) → field errors.
@@ -30,6 +30,10 @@ _VALIDATORS: dict[tuple[str, str], Validator] = {
     ("apps", "DaemonSet"): validate_apps.validate_daemon_set,
     ("batch", "Job"): validate_batch.validate_job,
     ("batch", "CronJob"): validate_batch.validate_cron_job,
+    ("policy", "PodDisruptionBudget"): validate_groups.validate_pod_disruption_budget,
+    ("scheduling.k8s.io", "PriorityClass"): validate_groups.validate_priority_class,
+    ("storage.k8s.io", "StorageClass"): validate_groups.validate_storage_class,
+    ("autoscaling", "HorizontalPodAutoscaler"): validate_groups.validate_horizontal_pod_autoscaler,
 }
 
 

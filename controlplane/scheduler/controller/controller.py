@@ -15,6 +15,8 @@ not move for nothing:
 * it is not fully placed (``Scheduled`` is not True): retried on every capacity report of
   any cluster, and every 30 s in any case;
 * a cluster it runs in is gone, or no longer admitted by the placement's affinity term;
+* for a kind without replicas (it goes to every feasible cluster): a cluster it does not run in
+  joined or changed (labels, taints, readiness), as Karmada schedules such objects every time;
 * a member reported replicas it cannot place, and a report confirms there is no room for them
   or they waited longer than the grace period (:mod:`~controlplane.scheduler.controller.moves`).
   Those replicas are moved — the cluster keeps the rest and takes no new ones in that
@@ -61,6 +63,7 @@ from controlplane.scheduler.controller.moves import UnschedulableMoves
 from controlplane.scheduler.controller.reading import (
     applied_condition,
     binding_key,
+    goes_everywhere_but,
     key_text,
     placement_facts,
     unhealthy_reported,
@@ -91,6 +94,8 @@ from controlplane.scheduler.core.snapshot import ClusterSnapshot
 log = logging.getLogger(__name__)
 
 UNPLACED_RETRY_SECONDS = 30.0
+#: Why a kind without replicas is scheduled again: a cluster it does not run in joined or changed.
+FLEET_CHANGED = "a cluster joined or changed (a kind without replicas goes to every feasible cluster)"
 MAINTENANCE_SECONDS = 15.0
 
 
@@ -123,6 +128,8 @@ class SchedulerController:
         self._rebuilt = False
         # Bindings whose explanation judged a cluster whose labels, taints or readiness changed since.
         self._stale_explanations: set[BindingKey] = set()
+        #: Bindings of kinds without replicas that a cluster they do not run in may now admit.
+        self._fleet_changed: set[BindingKey] = set()
         ctx.bindings.add_handler(self._on_binding)
         ctx.clusters.add_handler(self._on_cluster)
         ctx.works.add_handler(self._on_work)
@@ -176,6 +183,7 @@ class SchedulerController:
         self.reserving.observe_report(name, obj, snapshot)
         if event is WatchEventType.ADDED or placement_facts(old) != placement_facts(obj):
             await self._requeue_cluster(name)
+            await self._requeue_everywhere_kinds(name)
             if event is WatchEventType.MODIFIED:
                 await self._requeue_stale_explanations(name)
         # Bindings whose pods this member reports unschedulable: the new report may confirm
@@ -210,6 +218,14 @@ class SchedulerController:
         for key in self.ctx.bindings.index_keys(INDEX_CLUSTER, cluster):
             await self._requeue(key)
 
+    async def _requeue_everywhere_kinds(self, cluster: str) -> None:
+        """Bindings of kinds without replicas, placed but not in ``cluster``: it may admit them now."""
+        for binding in self.ctx.bindings.items():
+            if goes_everywhere_but(binding, cluster):
+                key = binding_key(binding)
+                self._fleet_changed.add(key)
+                await self.loop.add(key, priority=binding_priority(binding))
+
     async def _requeue_stale_explanations(self, cluster: str) -> None:
         """Bindings whose explanation did not choose ``cluster`` as it was: judged again (explaining.py;
         the entries of clusters a binding runs in stay as decided)."""
@@ -242,6 +258,7 @@ class SchedulerController:
         self.moves.forget(key)
         self.evictions.forget(key)
         self._stale_explanations.discard(key)
+        self._fleet_changed.discard(key)
         self._never_fit.discard(key)
 
     async def maintain(self) -> None:
@@ -303,6 +320,10 @@ class SchedulerController:
             why = "not fully placed"
         else:
             why = placement_broken(request, all_snapshots)
+        if key in self._fleet_changed:
+            self._fleet_changed.discard(key)
+            if why is None and not request.has_replicas:
+                why = FLEET_CHANGED
         if not moves:
             self.moves.blocked.discard(key)
         if why is None and not moves and not check.due:
@@ -366,6 +387,8 @@ class SchedulerController:
         # Every cluster due for eviction that the decision leaves gets an eviction task.
         evicted = {name: cause for name, cause in check.due.items() if name in previous and name not in result.clusters}
         waiting = {} if moved else moves
+        if why == FLEET_CHANGED and set(result.clusters) == set(previous):
+            why = None  # the fleet changed, but not for this binding
         if why is None and not moved and not evicted:
             if waiting:  # members report unplaceable pods, but nothing else can take them yet
                 await write_waiting(ctx, binding, waiting)

@@ -80,3 +80,15 @@ def workload_of(ctx: ControllerContext, binding: Mapping[str, Any]) -> dict[str,
     resource = (binding.get("spec") or {}).get("resource") or {}
     informer = ctx.workload_informer(str(resource.get("apiVersion")), str(resource.get("kind")))
     return informer.get(resource.get("namespace"), str(resource.get("name"))) if informer else None
+
+
+def goes_everywhere_but(binding: Mapping[str, Any], cluster: str) -> bool:
+    """Whether ``binding`` is of a kind without replicas (no ``replicaRequirements``: it goes to
+    every feasible cluster), placed, of its own placement (not propagateDeps'), and not in ``cluster``."""
+    spec = binding.get("spec") or {}
+    if spec.get("replicaRequirements") is not None or spec.get("replicas") or spec.get("requiredBy"):
+        return False
+    placed = spec.get("clusters")
+    return isinstance(placed, list) and all(
+        not isinstance(target, Mapping) or target.get("name") != cluster for target in placed
+    )

@@ -11,7 +11,10 @@ constraints and then the division the placement asks for (``policies.division``)
 * **Divided** — static weights (Webster), dynamic weights by available replicas,
   Aggregated (fewest clusters), or **TieredOverflow** (tier, then price order; spill the
   rest; shrink the most expensive first). Capacity comes from the estimator; replicas
-  that fit nowhere are ``unplaced`` and the condition says Unschedulable.
+  that fit nowhere are ``unplaced`` and the condition says Unschedulable. A workload scaled
+  to zero stays where it was (or goes to the best cluster).
+* **A kind without replicas** (``has_replicas`` False: ConfigMap, Service, a CRD without a
+  scale subresource) — the whole object goes to every feasible cluster, whatever the division.
 * **Gangs** — all pods in one cluster, whatever the division mode: the best feasible one
   by tier (``tieredOverflow.tiers`` when listed: a cluster matching none is not used),
   price, then score; a gang already running whole in a cluster stays (when its size is
@@ -188,7 +191,13 @@ def _schedule_term(
     division, more_reasons = divide(state, feasible, scores)
     division_reasons.update(division.reasons)
     assignments = dict(division.assignments)
-    if not assignments and request.replicas == 0 and request.strategy is not DivisionStrategy.DUPLICATED:
+    if not request.has_replicas:
+        # A kind without replicas (ConfigMap, Service, a CRD without a scale subresource) goes whole to
+        # every feasible cluster, whatever the division, as Karmada's assignReplicas does (a listed
+        # tieredOverflow.tiers still leaves out the clusters matching none).
+        tiers, _ = cluster_tiers(state, feasible)
+        assignments = {c.name: 0 for c in feasible if c.name in tiers}
+    elif not assignments and request.replicas == 0 and request.strategy is not DivisionStrategy.DUPLICATED:
         # Nothing to run, but the workload object still belongs somewhere (scaled to zero).
         tiers, _ = cluster_tiers(state, feasible)
         previous_names = [c.name for c in feasible if c.name in request.previous and c.name in tiers]
@@ -206,6 +215,12 @@ def _schedule_term(
             + summarize_rejections(len(clusters), rejected)
         )
         condition = ScheduledCondition(False, ScheduledReason.UNSCHEDULABLE, message)
+    elif not request.has_replicas:
+        condition = ScheduledCondition(
+            True,
+            ScheduledReason.SUCCESS,
+            f"scheduled to {len(assignments)} cluster(s): a kind without replicas goes to every feasible cluster",
+        )
     else:
         condition = scheduled(request.replicas, len(assignments))
     return decision_result(

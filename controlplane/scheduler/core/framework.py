@@ -182,7 +182,9 @@ class BindingRequest:
     ``gpu_shapes`` the policy's ``spec.gpuShapes.alternatives`` as the binding carries them
     (tried after the workload's own request); ``components`` the roles of a multi-role gang;
     ``keep_only`` the clusters that take none of its new replicas (the controller sets it when
-    it moves replicas a member cannot place).
+    it moves replicas a member cannot place). ``has_replicas`` is False for a kind without
+    replicas (no interpreter: ConfigMap, Service, a CRD without a scale subresource); its binding
+    then has no ``spec.replicaRequirements``, and the whole object goes to every feasible cluster.
     """
 
     key: str
@@ -198,6 +200,10 @@ class BindingRequest:
     """Clusters that keep the replicas they run of the binding but take no new ones in this
     decision, each with why (it goes into the explanation): e.g. its member reported replicas
     it cannot place, which are being moved elsewhere."""
+    has_replicas: bool = True
+    """False for a kind without replicas: it goes whole to every feasible cluster, whatever the
+    division (Karmada's ``assignReplicas`` for a non-workload), instead of where a workload scaled
+    to zero would be kept."""
 
     @property
     def strategy(self) -> DivisionStrategy:
@@ -235,6 +241,8 @@ class BindingRequest:
             gpu_shapes=tuple(GpuShape.from_alternative(a) for a in gpu_shapes),
             previous={c.name: c.replicas for c in spec.clusters or ()},
             previous_affinity_name=status.scheduler_observing_affinity_name if status else None,
+            # The detector writes replicaRequirements for every kind it has an interpreter for.
+            has_replicas=spec.replica_requirements is not None or spec.replicas > 0,
         )
 
     def gang_components(self) -> tuple[Component, ...]:

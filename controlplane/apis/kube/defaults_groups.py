@@ -1,0 +1,79 @@
+"""kube's defaulting of the kinds of the networking, storage and autoscaling groups that users
+propagate: NetworkPolicy (``pkg/apis/networking/v1/defaults.go``), StorageClass
+(``pkg/apis/storage/v1/defaults.go``) and HorizontalPodAutoscaler
+(``pkg/apis/autoscaling/v2/defaults.go``).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from controlplane.apis.kube.objects import child, items
+
+#: ``defaultHPAScaleUpRules``: the older HPA's behaviour (4 pods or double, every 15 s).
+_SCALE_UP_RULES: dict[str, Any] = {
+    "stabilizationWindowSeconds": 0,
+    "selectPolicy": "Max",
+    "policies": [
+        {"type": "Pods", "value": 4, "periodSeconds": 15},
+        {"type": "Percent", "value": 100, "periodSeconds": 15},
+    ],
+}
+#: ``defaultHPAScaleDownRules``: no stabilization window (the controller's flag decides it).
+_SCALE_DOWN_RULES: dict[str, Any] = {
+    "selectPolicy": "Max",
+    "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}],
+}
+#: ``autoscaling.DefaultCPUUtilization``.
+_DEFAULT_CPU_UTILIZATION = 80
+
+
+def network_policy(obj: dict[str, Any]) -> None:
+    """``SetDefaults_NetworkPolicy`` and ``SetDefaults_NetworkPolicyPort``: policy types implied by
+    the rules, each port's protocol TCP."""
+    spec = child(obj, "spec")
+    if spec is None:
+        return
+    for direction in ("ingress", "egress"):
+        for rule in items(spec, direction):
+            for port in items(rule, "ports"):
+                if port.get("protocol") is None:
+                    port["protocol"] = "TCP"
+    if not spec.get("policyTypes"):
+        egress = spec.get("egress")
+        spec["policyTypes"] = ["Ingress", "Egress"] if isinstance(egress, list) and egress else ["Ingress"]
+
+
+def storage_class(obj: dict[str, Any]) -> None:
+    """``SetDefaults_StorageClass``."""
+    if obj.get("reclaimPolicy") is None:
+        obj["reclaimPolicy"] = "Delete"
+    if obj.get("volumeBindingMode") is None:
+        obj["volumeBindingMode"] = "Immediate"
+
+
+def horizontal_pod_autoscaler(obj: dict[str, Any]) -> None:
+    """autoscaling/v2 ``SetDefaults_HorizontalPodAutoscaler``: one minimum replica, 80 % CPU when
+    no metric is given, and a given ``behavior``'s unset rules and fields filled."""
+    spec = child(obj, "spec")
+    if spec is None:
+        return
+    if spec.get("minReplicas") is None:
+        spec["minReplicas"] = 1
+    if not spec.get("metrics"):
+        spec["metrics"] = [{
+            "type": "Resource",
+            "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": _DEFAULT_CPU_UTILIZATION}},
+        }]
+    behavior = child(spec, "behavior")
+    if behavior is None:
+        return
+    for key, rules in (("scaleUp", _SCALE_UP_RULES), ("scaleDown", _SCALE_DOWN_RULES)):
+        given = behavior.get(key)
+        if given is None:
+            behavior[key] = copy.deepcopy(rules)
+        elif isinstance(given, dict):
+            for field, value in rules.items():
+                if given.get(field) is None:
+                    given[field] = copy.deepcopy(value)
