@@ -14,19 +14,16 @@ a view names it once: ``BindingView(binding).resource``.
 
 Zero-copy: a view wraps the dict it is given (``None`` reads as an empty object) and every
 property is one or two lookups, so views are cheap on hot paths; a missing or empty field
-reads as an empty mapping or sequence, exactly as the ``.get(...) or {}`` chains did. Views
-never write: writers still copy and change the dict (:attr:`ObjectView.raw`). Pure: no I/O,
+reads as a fresh empty dict or an empty tuple, exactly as the ``.get(...) or {}`` chains did.
+Views never write (their mappings are typed read-only): writers still copy and change the
+dict (:attr:`ObjectView.raw`). Pure: no I/O,
 no other layer.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from types import MappingProxyType
-from typing import Any, Final
-
-#: What a missing or empty object/field reads as.
-EMPTY: Final[Mapping[str, Any]] = MappingProxyType({})
+from typing import Any
 
 
 class ObjectView:
@@ -35,7 +32,7 @@ class ObjectView:
     __slots__ = ("raw",)
 
     def __init__(self, raw: Mapping[str, Any] | None) -> None:
-        self.raw: Mapping[str, Any] = raw or EMPTY
+        self.raw: Mapping[str, Any] = raw or {}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.namespace}/{self.name})"
@@ -50,15 +47,15 @@ class ObjectView:
 
     @property
     def metadata(self) -> Mapping[str, Any]:
-        return self.raw.get("metadata") or EMPTY
+        return self.raw.get("metadata") or {}
 
     @property
     def spec(self) -> Mapping[str, Any]:
-        return self.raw.get("spec") or EMPTY
+        return self.raw.get("spec") or {}
 
     @property
     def status(self) -> Mapping[str, Any]:
-        return self.raw.get("status") or EMPTY
+        return self.raw.get("status") or {}
 
     @property
     def name(self) -> str:
@@ -90,11 +87,11 @@ class ObjectView:
 
     @property
     def labels(self) -> Mapping[str, str]:
-        return self.metadata.get("labels") or EMPTY
+        return self.metadata.get("labels") or {}
 
     @property
     def annotations(self) -> Mapping[str, str]:
-        return self.metadata.get("annotations") or EMPTY
+        return self.metadata.get("annotations") or {}
 
     @property
     def finalizers(self) -> Sequence[str]:
@@ -124,7 +121,7 @@ class BindingView(ObjectView):
     @property
     def resource(self) -> Mapping[str, Any]:
         """``spec.resource``: the workload bound (apiVersion, kind, namespace, name, uid …)."""
-        return self.spec.get("resource") or EMPTY
+        return self.spec.get("resource") or {}
 
     @property
     def clusters(self) -> Sequence[Mapping[str, Any]]:
@@ -143,12 +140,12 @@ class BindingView(ObjectView):
     @property
     def policy(self) -> Mapping[str, Any]:
         """``spec.policy``: the policy that claimed the workload (kind, name, namespace)."""
-        return self.spec.get("policy") or EMPTY
+        return self.spec.get("policy") or {}
 
     @property
     def priority(self) -> int:
         """``spec.schedulePriority.priority`` (0 when it has none): the scheduling order."""
-        value = (self.spec.get("schedulePriority") or EMPTY).get("priority")
+        value = (self.spec.get("schedulePriority") or {}).get("priority")
         return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
     @property
@@ -173,7 +170,7 @@ class WorkView(ObjectView):
     @property
     def manifests(self) -> Sequence[Mapping[str, Any]]:
         """``spec.workload.manifests``: the objects the agent applies."""
-        return (self.spec.get("workload") or EMPTY).get("manifests") or ()
+        return (self.spec.get("workload") or {}).get("manifests") or ()
 
     @property
     def manifest_statuses(self) -> Sequence[Mapping[str, Any]]:
