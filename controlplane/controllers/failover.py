@@ -38,6 +38,7 @@ from typing import Any
 
 from controlplane.apis import constants as c
 from controlplane.apis.meta import Taint, Toleration, format_time, parse_time
+from controlplane.apis.views import WorkView
 from policies.affinity import ClusterView, no_execute_eviction
 
 
@@ -247,8 +248,8 @@ def new_placement_ready(aggregated: Sequence[Mapping[str, Any]], targets: Iterab
 def reported_health(work: Mapping[str, Any], resource: Mapping[str, Any]) -> str | None:
     """The health the member reports for the workload in ``work``, when it is about the Work's
     current generation (an older report says nothing about what the Work asks for now)."""
-    status = work.get("status") or {}
-    generation = (work.get("metadata") or {}).get("generation")
+    status = WorkView(work).status
+    generation = WorkView(work).generation
     applied = next((cond for cond in status.get("conditions") or () if cond.get("type") == "Applied"), None)
     if applied is None or applied.get("status") != "True" or applied.get("observedGeneration") not in (None, generation):
         return None
