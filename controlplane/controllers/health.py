@@ -339,7 +339,7 @@ class ClusterHealthMonitor(Service):
     async def reconcile(self, name: str) -> float | None:
         """Bring one cluster's Ready condition and taints in line; return when to look again."""
         cluster = self.clusters.get(None, name)
-        if cluster is None or ClusterObjectView(cluster).metadata.get("deletionTimestamp"):
+        if cluster is None or ClusterObjectView(cluster).is_deleting:
             self.tracker.forget(name)
             self._health.pop(name, None)
             return None

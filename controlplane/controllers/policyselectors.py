@@ -79,7 +79,7 @@ class PolicySelectorsController:
         kind, namespace, name = key
         rt = self._types.get(kind)
         obj = self.ctx.cached(rt, namespace or None, name) if rt is not None else None
-        if rt is None or obj is None or ObjectView(obj).metadata.get("deletionTimestamp"):
+        if rt is None or obj is None or ObjectView(obj).is_deleting:
             return None
         wanted = selectors_served_condition(obj, lambda api_version, k: kind_status(self.ctx.registry, api_version, k))
         status = copy.deepcopy(obj.get("status") or {})

@@ -144,7 +144,7 @@ def propagatable_types(registry: Registry) -> list[ResourceType]:
 
 
 def is_deleting(obj: Mapping[str, Any] | None) -> bool:
-    return bool(obj and ObjectView(obj).metadata.get("deletionTimestamp"))
+    return ObjectView(obj).is_deleting
 
 
 def find_condition(conditions: Sequence[Mapping[str, Any]] | None, ctype: str) -> Mapping[str, Any] | None:

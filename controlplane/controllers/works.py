@@ -102,7 +102,7 @@ def encode_shapes(shapes: Mapping[str, ChosenShape]) -> str | None:
 
 
 def decode_shapes(binding: Mapping[str, Any]) -> dict[str, ChosenShape]:
-    raw = (BindingView(binding).annotations).get(ANNOTATION_GPU_SHAPES)
+    raw = BindingView(binding).annotations.get(ANNOTATION_GPU_SHAPES)
     if not raw:
         return {}
     try:
