@@ -44,7 +44,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from controlplane.apis.views import BindingView, ObjectView
+from controlplane.apis.views import BindingView, ClusterObjectView, WorkView
 from controlplane.apis.work_v1alpha1 import BindingKey, ConditionType, ResourceBinding, ScheduledReason
 from controlplane.controllers.attachments import is_attached
 from controlplane.controllers.context import INDEX_CLUSTER, ControllerContext, policy_ref_of_binding
@@ -52,7 +52,7 @@ from controlplane.controllers.detecting import binding_priority
 from controlplane.controllers.failover import evicting_clusters
 from controlplane.controllers.pods import owner_key
 from controlplane.controllers.reconciling import ReconcileLoop
-from controlplane.controllers.workloads import find_condition, is_deleting
+from controlplane.controllers.workloads import is_deleting
 from controlplane.controllers.works import binding_key_of_work, cluster_of_namespace
 from controlplane.metrics import observe_scheduling_latency
 from controlplane.objectclient import WatchEventType
@@ -131,12 +131,12 @@ class SchedulerController:
     # --- event handlers ---------------------------------------------------------------
 
     async def _on_binding(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        meta = ObjectView(obj).metadata
-        key = (str(meta.get("namespace")), str(meta.get("name")))
+        view = BindingView(obj)
+        key = (str(view.metadata.get("namespace")), str(view.metadata.get("name")))
         if event is WatchEventType.DELETED:
             self._forget(key)
             return
-        scheduled = ObjectView(obj).condition(ConditionType.SCHEDULED)
+        scheduled = view.condition(ConditionType.SCHEDULED)
         if scheduled is not None and scheduled.get("reason") == ScheduledReason.NEVER_FITS:
             self._never_fit.add(key)
             self._unplaced.discard(key)
@@ -149,14 +149,14 @@ class SchedulerController:
         if (
             event is WatchEventType.MODIFIED
             and old is not None
-            and ObjectView(old).generation == meta.get("generation")
-            and not is_deleting(obj)
+            and BindingView(old).generation == view.generation
+            and not view.is_deleting
         ):
             return
-        await self.loop.add(key, priority=binding_priority(obj))
+        await self.loop.add(key, priority=view.priority)
 
     async def _on_cluster(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        name = str(ObjectView(obj).metadata.get("name"))
+        name = str(ClusterObjectView(obj).metadata.get("name"))
         if event is WatchEventType.DELETED:
             self._snapshots.pop(name, None)
             self._capacity.pop(name, None)
@@ -187,7 +187,7 @@ class SchedulerController:
 
     async def _on_work(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         key = binding_key_of_work(obj)
-        cluster = cluster_of_namespace(ObjectView(obj).namespace)
+        cluster = cluster_of_namespace(WorkView(obj).namespace)
         if key is None or cluster is None or event is WatchEventType.DELETED:
             return
         if applied_condition(obj) is not None:
@@ -277,7 +277,8 @@ class SchedulerController:
         except ValidationError as exc:
             log.warning("binding %s is not valid: %s", key_text(key), exc)
             return None
-        self.reserving.owners[key_text(key)] = owner_key(BindingView(binding).resource)
+        view = BindingView(binding)
+        self.reserving.owners[key_text(key)] = owner_key(view.resource)
         policy_ref = policy_ref_of_binding(binding)
         policy = ctx.propagation_policy(policy_ref) if policy_ref else None
         request = with_default_tolerations(
@@ -285,20 +286,18 @@ class SchedulerController:
             unreachable_seconds=ctx.settings.default_unreachable_toleration_seconds,
             not_ready_seconds=ctx.settings.default_not_ready_toleration_seconds,
         )
-        spec = BindingView(binding).spec
+        spec = view.spec
         all_snapshots = dict(self._snapshots)
         evicting = evicting_clusters(spec)
         snapshots = {name: s for name, s in all_snapshots.items() if name not in evicting}
         moves, wait, move_reasons = self.moves.due(key, binding, request)
         now = ctx.now()
-        check = self.evictions.check(key, request, policy, all_snapshots, spec.get("resource") or {}, now=now)
+        check = self.evictions.check(key, request, policy, all_snapshots, view.resource, now=now)
         wait = _sooner(wait, check.seconds_until_next(now))
 
-        status = BindingView(binding).status
-        scheduled = find_condition(status.get("conditions"), ConditionType.SCHEDULED)
-        generation = BindingView(binding).generation
+        scheduled = view.condition(ConditionType.SCHEDULED)
         why: str | None = None
-        if status.get("observedGeneration") != generation or scheduled is None:
+        if view.status.get("observedGeneration") != view.generation or scheduled is None:
             why = "spec changed"
         elif scheduled.get("status") != "True":
             why = "not fully placed"
