@@ -15,10 +15,9 @@ from datetime import datetime
 from typing import Any
 
 from controlplane.apis.meta import parse_time
-from controlplane.apis.views import BindingView, ObjectView, WorkView
+from controlplane.apis.views import BindingView, ClusterObjectView, WorkView
 from controlplane.apis.work_v1alpha1 import BindingKey, ConditionType
 from controlplane.controllers.context import ControllerContext
-from controlplane.controllers.workloads import find_condition
 
 
 def key_text(key: BindingKey) -> str:
@@ -38,29 +37,26 @@ def placement_facts(obj: Mapping[str, Any] | None) -> Any:
     """What about a Cluster can change where bindings may run (not its capacity)."""
     if obj is None:
         return None
-    meta = ObjectView(obj).metadata
-    ready = ObjectView(obj).condition("Ready")
+    view = ClusterObjectView(obj)
+    meta = view.metadata
+    ready = view.condition("Ready")
     return (obj.get("spec"), meta.get("labels"), (ready or {}).get("status"), meta.get("deletionTimestamp"))
 
 
 def unschedulable_pods(work: Mapping[str, Any]) -> int:
     """Pods the member reports it cannot place, when the report is about the Work's current generation."""
-    generation = WorkView(work).generation
-    status = WorkView(work).status
-    applied = find_condition(status.get("conditions"), ConditionType.APPLIED)
-    if applied is None or applied.get("observedGeneration") != generation:
+    view = WorkView(work)
+    applied = view.condition(ConditionType.APPLIED)
+    if applied is None or applied.get("observedGeneration") != view.generation:
         return 0
-    return sum(int((m.get("unschedulable") or {}).get("pods") or 0) for m in status.get("manifestStatuses") or ())
+    return sum(int((m.get("unschedulable") or {}).get("pods") or 0) for m in view.manifest_statuses)
 
 
 def applied_condition(work: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The Work's Applied=True condition when it is about the Work's current generation, else None."""
-    applied = WorkView(work).condition(ConditionType.APPLIED)
-    if (
-        applied is None
-        or applied.get("status") != "True"
-        or applied.get("observedGeneration") != WorkView(work).generation
-    ):
+    view = WorkView(work)
+    applied = view.condition(ConditionType.APPLIED)
+    if applied is None or applied.get("status") != "True" or applied.get("observedGeneration") != view.generation:
         return None
     return applied
 
