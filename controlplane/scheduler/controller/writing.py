@@ -56,8 +56,8 @@ async def write_decision(
     waiting: Mapping[str, int] | None = None,
     why: str | None = None,
 ) -> None:
-    spec = BindingView(binding).spec
-    meta = BindingView(binding).metadata
+    view = BindingView(binding)
+    spec = view.spec
     evicted = evicted or {}
     clusters = result.target_clusters()
     now = ctx.now()
@@ -69,7 +69,7 @@ async def write_decision(
         name: ChosenShape(shape.resource_map, dict(shape.node_selector)) for name, shape in result.chosen_shapes.items()
     }
     annotation = encode_shapes(shapes)
-    annotations = dict(meta.get("annotations") or {})
+    annotations = dict(view.annotations)
     updated = binding
     previous_clusters = spec.get("clusters")
     if previous_clusters != clusters or annotations.get(ANNOTATION_GPU_SHAPES) != annotation or added:
