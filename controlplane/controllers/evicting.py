@@ -54,7 +54,7 @@ def work_carries(work: Mapping[str, Any], replicas: int, interpreter: KindInterp
     rendered the new placement into it); without an interpreter there is nothing to count."""
     if interpreter is None:
         return True
-    manifests = (WorkView(work).spec.get("workload") or {}).get("manifests") or []
+    manifests = WorkView(work).manifests
     if not manifests:
         return False
     try:
