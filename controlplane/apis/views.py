@@ -168,8 +168,9 @@ class WorkView(ObjectView):
     __slots__ = ()
 
     @property
-    def manifests(self) -> Sequence[Mapping[str, Any]]:
-        """``spec.workload.manifests``: the objects the agent applies."""
+    def manifests(self) -> Sequence[dict[str, Any]]:
+        """``spec.workload.manifests``: the objects the agent applies (as stored: the interpreters
+        read them as they read any object)."""
         return (self.spec.get("workload") or {}).get("manifests") or ()
 
     @property
