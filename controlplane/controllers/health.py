@@ -173,10 +173,10 @@ def assess_cluster(
     cluster: Mapping[str, Any], *, last_heartbeat: datetime | None, now: datetime, grace: timedelta
 ) -> HealthAssessment:
     """The health of ``cluster`` whose latest heartbeat arrived at ``last_heartbeat`` (None: never)."""
-    meta = ClusterObjectView(cluster).metadata
-    created = _parse(meta.get("creationTimestamp"))
+    view = ClusterObjectView(cluster)
+    created = _parse(view.metadata.get("creationTimestamp"))
     seen = last_heartbeat or created or now
-    ready = ClusterObjectView(cluster).condition(READY)
+    ready = view.condition(READY)
     if now - seen > grace:
         if last_heartbeat is None:
             reason, message = (
@@ -423,11 +423,10 @@ class ClusterHealthMonitor(Service):
         self, cluster: dict[str, Any], verdict: HealthAssessment, *, now: datetime, eviction: EvictionTaints
     ) -> bool:
         """Write the cluster's managed taints; True when a NoExecute health taint was added."""
-        spec = ClusterObjectView(cluster).spec
-        current = list(spec.get("taints") or ())
-        wanted = desired_taints(
-            current, health=verdict.health, cordoned=bool(spec.get("unschedulable")), now=now, eviction=eviction
-        )
+        view = ClusterObjectView(cluster)
+        spec = view.spec
+        current = list(view.taints)
+        wanted = desired_taints(current, health=verdict.health, cordoned=view.unschedulable, now=now, eviction=eviction)
         if wanted == current:
             return False
         name = cluster["metadata"]["name"]
