@@ -78,12 +78,10 @@ class CustomizationsController:
             ctx.informer(self.rt).add_handler(self._on_customization)
 
     async def _on_customization(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        meta = ObjectView(obj).metadata
-        if event is WatchEventType.MODIFIED and old is not None and ObjectView(old).metadata.get(
-            "generation"
-        ) == meta.get("generation"):
+        view = ObjectView(obj)
+        if event is WatchEventType.MODIFIED and old is not None and ObjectView(old).generation == view.generation:
             return  # a status write (ours)
-        name = str(meta.get("name"))
+        name = str(view.metadata.get("name"))
         self._failures.pop(name, None)
         self._reported = {r for r in self._reported if r[0] != name}
         self._binding_reported = {r for r in self._binding_reported if r[0] != name}
