@@ -248,13 +248,11 @@ def new_placement_ready(aggregated: Sequence[Mapping[str, Any]], targets: Iterab
 def reported_health(work: Mapping[str, Any], resource: Mapping[str, Any]) -> str | None:
     """The health the member reports for the workload in ``work``, when it is about the Work's
     current generation (an older report says nothing about what the Work asks for now)."""
-    status = WorkView(work).status
-    generation = WorkView(work).generation
-    applied = next((cond for cond in status.get("conditions") or () if cond.get("type") == "Applied"), None)
-    if applied is None or applied.get("status") != "True" or applied.get("observedGeneration") not in (None, generation):
+    view = WorkView(work)
+    applied = view.condition("Applied")
+    if applied is None or applied.get("status") != "True" or applied.get("observedGeneration") not in (None, view.generation):
         return None
-    entries = status.get("manifestStatuses") or []
-    for entry in entries:
+    for entry in view.manifest_statuses:
         ident = entry.get("identifier") or {}
         if ident.get("kind") == resource.get("kind") and ident.get("name") == resource.get("name"):
             return str(entry.get("health")) if entry.get("health") else None
