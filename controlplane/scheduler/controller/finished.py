@@ -27,8 +27,8 @@ from controlplane.interpreter import FinishedPhase, interpreter_for
 
 def finished_phase(ctx: ControllerContext, binding: Mapping[str, Any]) -> FinishedPhase | None:
     """The terminal phase of ``binding``'s workload, from its hub status or its members' statuses."""
-    spec = BindingView(binding).spec
-    resource = spec.get("resource") or {}
+    view = BindingView(binding)
+    resource = view.resource
     api_version, kind = str(resource.get("apiVersion")), str(resource.get("kind"))
     interpreter = interpreter_for(api_version, kind)
     if interpreter is None:
@@ -42,13 +42,12 @@ def finished_phase(ctx: ControllerContext, binding: Mapping[str, Any]) -> Finish
         phase = interpreter.finished(workload.get("status"))
         if phase is not None:
             return phase
-    meta = BindingView(binding).metadata
     works: dict[str, dict[str, Any]] = {}
-    for work in ctx.works.by_index(INDEX_BINDING, (str(meta.get("namespace")), str(meta.get("name")))):
+    for work in ctx.works.by_index(INDEX_BINDING, (str(view.metadata.get("namespace")), str(view.metadata.get("name")))):
         cluster = cluster_of_namespace(str(work["metadata"].get("namespace") or ""))
         if cluster is not None:
             works[cluster] = work
-    targets = [str(t.get("name")) for t in spec.get("clusters") or ()]
+    targets = [str(t.get("name")) for t in view.clusters]
     phases = []
     for cluster in targets:
         share = works.get(cluster)
