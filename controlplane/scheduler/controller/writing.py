@@ -107,8 +107,9 @@ async def write_decision(
         status["schedulerObservingAffinityName"] = result.affinity_name
     else:
         status.pop("schedulerObservingAffinityName", None)
-    status["observedGeneration"] = BindingView(updated).generation
-    if status != BindingView(updated).status:
+    stored = BindingView(updated)
+    status["observedGeneration"] = stored.generation
+    if status != stored.status:
         await ctx.objects.update_status(ctx.binding_rt, {**updated, "status": status})
     await record_decision(ctx, binding, old_condition, new_condition, previous_clusters, clusters, moved)
     if not moved and not evicted:
