@@ -217,7 +217,7 @@ def binding_spec(
     if schedule_priority is not None:
         spec["schedulePriority"] = {"priority": schedule_priority}
     for owned_by_scheduler in ("clusters", "gracefulEvictionTasks"):
-        value = BindingView(existing).spec.get(owned_by_scheduler)
+        value = ((existing or {}).get("spec") or {}).get(owned_by_scheduler)
         if value is not None:
             spec[owned_by_scheduler] = value
     return spec

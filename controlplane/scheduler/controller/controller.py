@@ -295,9 +295,11 @@ class SchedulerController:
         check = self.evictions.check(key, request, policy, all_snapshots, view.resource, now=now)
         wait = _sooner(wait, check.seconds_until_next(now))
 
+        status = view.status
         scheduled = view.condition(ConditionType.SCHEDULED)
+        generation = view.generation
         why: str | None = None
-        if view.status.get("observedGeneration") != view.generation or scheduled is None:
+        if status.get("observedGeneration") != generation or scheduled is None:
             why = "spec changed"
         elif scheduled.get("status") != "True":
             why = "not fully placed"

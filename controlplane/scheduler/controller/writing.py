@@ -107,9 +107,8 @@ async def write_decision(
         status["schedulerObservingAffinityName"] = result.affinity_name
     else:
         status.pop("schedulerObservingAffinityName", None)
-    stored = BindingView(updated)
-    status["observedGeneration"] = stored.generation
-    if status != stored.status:
+    status["observedGeneration"] = (updated.get("metadata") or {}).get("generation")
+    if status != (updated.get("status") or {}):
         await ctx.objects.update_status(ctx.binding_rt, {**updated, "status": status})
     await record_decision(ctx, binding, old_condition, new_condition, previous_clusters, clusters, moved)
     if not moved and not evicted:
