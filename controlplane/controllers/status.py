@@ -280,7 +280,7 @@ class StatusController:
     def _customization_generation(self, name: str) -> int | None:
         rt = self.ctx.registry.for_kind(RIC_API_VERSION, RIC_KIND)
         found = self.ctx.cached(rt, None, name) if rt is not None else None
-        generation = ObjectView(found).generation
+        generation = ((found or {}).get("metadata") or {}).get("generation")
         return int(generation) if generation is not None else None
 
     async def _write_binding_status(
