@@ -23,7 +23,10 @@ no other layer.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
+
+#: Looked into, never handed out (typed read-only): a property that returns a part returns a fresh ``{}``.
+_NOTHING: Final[Mapping[str, Any]] = {}
 
 
 class ObjectView:
@@ -59,51 +62,51 @@ class ObjectView:
 
     @property
     def name(self) -> str:
-        return str(self.metadata.get("name") or "")
+        return str((self.raw.get("metadata") or _NOTHING).get("name") or "")
 
     @property
     def namespace(self) -> str:
         """The namespace ("" for a cluster-scoped object)."""
-        return str(self.metadata.get("namespace") or "")
+        return str((self.raw.get("metadata") or _NOTHING).get("namespace") or "")
 
     @property
     def uid(self) -> str | None:
-        uid = self.metadata.get("uid")
+        uid = (self.raw.get("metadata") or _NOTHING).get("uid")
         return str(uid) if uid else None
 
     @property
     def generation(self) -> Any:
         """``metadata.generation`` as stored (compared, never computed with)."""
-        return self.metadata.get("generation")
+        return (self.raw.get("metadata") or _NOTHING).get("generation")
 
     @property
     def deletion_timestamp(self) -> str | None:
-        stamp = self.metadata.get("deletionTimestamp")
+        stamp = (self.raw.get("metadata") or _NOTHING).get("deletionTimestamp")
         return str(stamp) if stamp else None
 
     @property
     def is_deleting(self) -> bool:
-        return bool(self.metadata.get("deletionTimestamp"))
+        return bool((self.raw.get("metadata") or _NOTHING).get("deletionTimestamp"))
 
     @property
     def labels(self) -> Mapping[str, str]:
-        return self.metadata.get("labels") or {}
+        return (self.raw.get("metadata") or _NOTHING).get("labels") or {}
 
     @property
     def annotations(self) -> Mapping[str, str]:
-        return self.metadata.get("annotations") or {}
+        return (self.raw.get("metadata") or _NOTHING).get("annotations") or {}
 
     @property
     def finalizers(self) -> Sequence[str]:
-        return self.metadata.get("finalizers") or ()
+        return (self.raw.get("metadata") or _NOTHING).get("finalizers") or ()
 
     @property
     def owner_references(self) -> Sequence[Mapping[str, Any]]:
-        return self.metadata.get("ownerReferences") or ()
+        return (self.raw.get("metadata") or _NOTHING).get("ownerReferences") or ()
 
     @property
     def conditions(self) -> Sequence[Mapping[str, Any]]:
-        return self.status.get("conditions") or ()
+        return (self.raw.get("status") or _NOTHING).get("conditions") or ()
 
     def condition(self, ctype: str) -> Mapping[str, Any] | None:
         """The status condition of type ``ctype`` (None when there is none)."""
@@ -121,12 +124,12 @@ class BindingView(ObjectView):
     @property
     def resource(self) -> Mapping[str, Any]:
         """``spec.resource``: the workload bound (apiVersion, kind, namespace, name, uid …)."""
-        return self.spec.get("resource") or {}
+        return (self.raw.get("spec") or _NOTHING).get("resource") or {}
 
     @property
     def clusters(self) -> Sequence[Mapping[str, Any]]:
         """``spec.clusters``: the scheduler's targets (``name``, ``replicas``)."""
-        return self.spec.get("clusters") or ()
+        return (self.raw.get("spec") or _NOTHING).get("clusters") or ()
 
     @property
     def cluster_names(self) -> tuple[str, ...]:
@@ -135,31 +138,31 @@ class BindingView(ObjectView):
     @property
     def eviction_tasks(self) -> Sequence[Mapping[str, Any]]:
         """``spec.gracefulEvictionTasks``."""
-        return self.spec.get("gracefulEvictionTasks") or ()
+        return (self.raw.get("spec") or _NOTHING).get("gracefulEvictionTasks") or ()
 
     @property
     def policy(self) -> Mapping[str, Any]:
         """``spec.policy``: the policy that claimed the workload (kind, name, namespace)."""
-        return self.spec.get("policy") or {}
+        return (self.raw.get("spec") or _NOTHING).get("policy") or {}
 
     @property
     def priority(self) -> int:
         """``spec.schedulePriority.priority`` (0 when it has none): the scheduling order."""
-        value = (self.spec.get("schedulePriority") or {}).get("priority")
+        value = ((self.raw.get("spec") or _NOTHING).get("schedulePriority") or _NOTHING).get("priority")
         return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
     @property
     def propagate_deps(self) -> bool:
-        return bool(self.spec.get("propagateDeps"))
+        return bool((self.raw.get("spec") or _NOTHING).get("propagateDeps"))
 
     @property
     def preserve_resources_on_deletion(self) -> bool:
-        return bool(self.spec.get("preserveResourcesOnDeletion"))
+        return bool((self.raw.get("spec") or _NOTHING).get("preserveResourcesOnDeletion"))
 
     @property
     def explanation(self) -> Sequence[Mapping[str, Any]]:
         """``status.explanation``: the scheduler's last per-cluster reasons."""
-        return self.status.get("explanation") or ()
+        return (self.raw.get("status") or _NOTHING).get("explanation") or ()
 
 
 class WorkView(ObjectView):
@@ -171,12 +174,12 @@ class WorkView(ObjectView):
     def manifests(self) -> Sequence[dict[str, Any]]:
         """``spec.workload.manifests``: the objects the agent applies (as stored: the interpreters
         read them as they read any object)."""
-        return (self.spec.get("workload") or {}).get("manifests") or ()
+        return ((self.raw.get("spec") or _NOTHING).get("workload") or _NOTHING).get("manifests") or ()
 
     @property
     def manifest_statuses(self) -> Sequence[Mapping[str, Any]]:
         """``status.manifestStatuses``: the agent's report per manifest."""
-        return self.status.get("manifestStatuses") or ()
+        return (self.raw.get("status") or _NOTHING).get("manifestStatuses") or ()
 
 
 class ClusterObjectView(ObjectView):
@@ -186,15 +189,15 @@ class ClusterObjectView(ObjectView):
 
     @property
     def taints(self) -> Sequence[Mapping[str, Any]]:
-        return self.spec.get("taints") or ()
+        return (self.raw.get("spec") or _NOTHING).get("taints") or ()
 
     @property
     def unschedulable(self) -> bool:
         """``spec.unschedulable``: cordoned."""
-        return bool(self.spec.get("unschedulable"))
+        return bool((self.raw.get("spec") or _NOTHING).get("unschedulable"))
 
     @property
     def last_report_time(self) -> str | None:
         """``status.lastReportTime``: when the agent last reported."""
-        value = self.status.get("lastReportTime")
+        value = (self.raw.get("status") or _NOTHING).get("lastReportTime")
         return str(value) if value else None
