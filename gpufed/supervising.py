@@ -41,6 +41,7 @@ from typing import Final
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, wait_exponential_jitter
 
+from controlplane.lifecycle import ShutdownOnce
 from controlplane.processes import dying_with_parent
 
 log = logging.getLogger(__name__)
@@ -362,8 +363,9 @@ class SupervisedProcess:
             self._on_change(self)
 
 
-class Supervisor:
-    """Owns the children of one ``gpufed up``; use ``async with`` and :meth:`start`."""
+class Supervisor(ShutdownOnce):
+    """Owns the children of one ``gpufed up``: ``async with`` it, then :meth:`launch` each child;
+    ``shutdown()`` (the way out of ``async with``) stops whatever still runs, newest first."""
 
     def __init__(
         self,
@@ -377,20 +379,21 @@ class Supervisor:
         self._group = asyncio.TaskGroup()
         self._tracker: asyncio.Task[None] | None = None
 
-    async def __aenter__(self) -> Supervisor:
+    async def start(self) -> None:
         await self._group.__aenter__()
         self._tracker = self._group.create_task(self._track_loop(), name="track-descendants")
-        return self
 
-    async def __aexit__(self, *exc_info: object) -> None:
+    async def _release(self) -> None:
+        if self._tracker is None:
+            return
         try:
             await self.stop_all()
         finally:
-            if self._tracker is not None:
-                self._tracker.cancel()
+            self._tracker.cancel()
             await self._group.__aexit__(None, None, None)
 
-    def start(self, spec: ProcessSpec) -> SupervisedProcess:
+    def launch(self, spec: ProcessSpec) -> SupervisedProcess:
+        """Start supervising ``spec``'s process: run it, probe it, restart it when it crashes."""
         process = SupervisedProcess(spec, backoff=self.backoff, on_change=self._on_change)
         self.processes.append(process)
         self._group.create_task(process.run(), name=f"supervise-{spec.name}")

@@ -30,7 +30,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
 
-from controlplane.apis.pods import FrozenTaint, Toleration, untolerated
+from controlplane.apis.pods import FrozenTaint, FrozenToleration, untolerated
 from controlplane.apiserver.columns import parse_time
 from controlplane.lifecycle import Service
 from controlplane.objectclient import ObjectClient, ResourceType, errors
@@ -53,7 +53,7 @@ def daemon_nodes(daemonset: Mapping[str, Any], nodes: Iterable[Mapping[str, Any]
     """Names of the Ready nodes a daemon pod of ``daemonset`` runs on."""
     pod_spec = ((daemonset.get("spec") or {}).get("template") or {}).get("spec") or {}
     selector = pod_spec.get("nodeSelector") or {}
-    tolerations = [Toleration.from_dict(t) for t in pod_spec.get("tolerations") or () if isinstance(t, Mapping)]
+    tolerations = [FrozenToleration.from_dict(t) for t in pod_spec.get("tolerations") or () if isinstance(t, Mapping)]
     out = []
     for node in nodes:
         labels = (node.get("metadata") or {}).get("labels") or {}

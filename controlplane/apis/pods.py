@@ -78,7 +78,8 @@ class TaintLike(Protocol):
 
 
 class TolerationLike(Protocol):
-    """Anything with a toleration's fields (the frozen :class:`Toleration`, the API model)."""
+    """Anything with a toleration's fields (the frozen :class:`FrozenToleration`, the API model
+    :class:`controlplane.apis.meta.Toleration`)."""
 
     @property
     def key(self) -> str | None: ...
@@ -135,7 +136,10 @@ class FrozenTaint:
 
 
 @dataclass(frozen=True, slots=True)
-class Toleration:
+class FrozenToleration:
+    """A pod's toleration as the pure semantics compare it: a hashable value read once from the
+    object (the pydantic API model is :class:`controlplane.apis.meta.Toleration`)."""
+
     key: str = ""
     operator: str = TolerationOperator.EQUAL
     value: str = ""
@@ -143,7 +147,7 @@ class Toleration:
     toleration_seconds: int | None = None
 
     @classmethod
-    def from_dict(cls, raw: Mapping[str, Any]) -> Toleration:
+    def from_dict(cls, raw: Mapping[str, Any]) -> FrozenToleration:
         seconds = raw.get("tolerationSeconds")
         return cls(
             key=str(raw.get("key") or ""),

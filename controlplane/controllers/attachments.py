@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from controlplane.apis.views import BindingView, ObjectView
 from controlplane.apis.work_v1alpha1 import binding_name
 from controlplane.controllers.failover import PurgeMode, evicting_clusters
 from controlplane.controllers.workloads import is_deleting
@@ -86,7 +87,7 @@ class BindingSnapshot:
 
 def required_by(binding: Mapping[str, Any] | None) -> list[BindingSnapshot] | None:
     """The parents an attached binding records, or None when ``binding`` records none."""
-    data = ((binding or {}).get("spec") or {}).get("requiredBy")
+    data = BindingView(binding).spec.get("requiredBy")
     if data is None:
         return None
     return [BindingSnapshot.from_wire(item) for item in data if isinstance(item, Mapping)]
@@ -101,32 +102,32 @@ def is_attached(binding: Mapping[str, Any] | None) -> bool:
     """Whether ``binding`` exists only because workloads need its object (``propagateDeps``):
     it records parents and has no placement or policy of its own. The scheduler skips these;
     their clusters are their parents'."""
-    spec = (binding or {}).get("spec") or {}
+    spec = BindingView(binding).spec
     return required_by(binding) is not None and spec.get("placement") is None and not spec.get("policy")
 
 
 def is_parent_candidate(binding: Mapping[str, Any] | None) -> bool:
     """Whether ``binding`` is claimed by a policy (only those can propagate dependencies) and
     alive, or being deleted while it preserves (its objects stay until it is gone)."""
-    spec = (binding or {}).get("spec") or {}
+    spec = BindingView(binding).spec
     return bool(spec.get("policy")) and (not is_deleting(binding) or preserves(binding))
 
 
 def propagates_deps(binding: Mapping[str, Any] | None) -> bool:
     """Whether ``binding`` carries ``spec.propagateDeps: true`` (copied from its policy by the detector)."""
-    return bool(((binding or {}).get("spec") or {}).get("propagateDeps"))
+    return BindingView(binding).propagate_deps
 
 
 def parent_clusters(binding: Mapping[str, Any]) -> tuple[str, ...]:
     """Where a parent's pods run: its chosen clusters plus those keeping an evicted copy for now."""
-    spec = binding.get("spec") or {}
+    spec = BindingView(binding).spec
     names = {str(t.get("name")) for t in spec.get("clusters") or () if isinstance(t, Mapping) and t.get("name")}
     return tuple(sorted(names | set(evicting_clusters(spec))))
 
 
 def held_clusters(binding: Mapping[str, Any] | None) -> set[str]:
     """The clusters whose Works an attached binding holds for a deleted, preserved parent."""
-    tasks = ((binding or {}).get("spec") or {}).get("gracefulEvictionTasks") or ()
+    tasks = BindingView(binding).eviction_tasks
     return {
         str(task.get("fromCluster"))
         for task in tasks
@@ -147,7 +148,7 @@ def attached_spec(
         "namespace": key.namespace,
         "name": key.name,
     }
-    uid = (obj.get("metadata") or {}).get("uid")
+    uid = ObjectView(obj).metadata.get("uid")
     if uid:
         resource["uid"] = uid
     clusters = sorted({c for parent in parents for c in parent.clusters})
@@ -176,7 +177,7 @@ def attached_spec(
 
 
 def binding_is_for(binding: Mapping[str, Any] | None, key: DependencyKey) -> bool:
-    resource = ((binding or {}).get("spec") or {}).get("resource") or {}
+    resource = BindingView(binding).resource
     return bool(
         resource.get("kind") == key.kind
         and resource.get("name") == key.name

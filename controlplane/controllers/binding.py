@@ -63,6 +63,7 @@ from typing import Any
 from controlplane.apis.constants import execution_namespace
 from controlplane.apis.events import EventType
 from controlplane.apis.meta import parse_time
+from controlplane.apis.views import BindingView, ClusterObjectView, ObjectView, WorkView
 from controlplane.apis.work_v1alpha1 import BindingKey, binding_name
 from controlplane.controllers.context import (
     INDEX_BINDING,
@@ -128,7 +129,7 @@ class ReleaseStep:
 
 def applied_generation(work: Mapping[str, Any]) -> int | None:
     """The ``observedGeneration`` of the Work's ``Applied`` condition (None when not reported)."""
-    for cond in (work.get("status") or {}).get("conditions") or ():
+    for cond in WorkView(work).conditions:
         if isinstance(cond, Mapping) and cond.get("type") == "Applied":
             value = cond.get("observedGeneration")
             return value if isinstance(value, int) and not isinstance(value, bool) else None
@@ -138,7 +139,7 @@ def applied_generation(work: Mapping[str, Any]) -> int | None:
 def ready_since(cluster: Mapping[str, Any]) -> datetime | None:
     """Since when the Cluster is Ready (its Ready condition's ``lastTransitionTime``); None when
     it is not Ready. An unreadable or missing time counts as the start of time."""
-    for cond in (cluster.get("status") or {}).get("conditions") or ():
+    for cond in ClusterObjectView(cluster).conditions:
         if isinstance(cond, Mapping) and cond.get("type") == "Ready":
             if cond.get("status") != "True":
                 return None
@@ -154,15 +155,15 @@ def release_step(
 ) -> ReleaseStep:
     """The next step for a Work whose cluster left the placement (``cluster``: its Cluster, None
     when gone); see the module docstring for the rule. Pure."""
-    meta = work.get("metadata") or {}
-    if cluster is None or (cluster.get("metadata") or {}).get("deletionTimestamp"):
+    view = WorkView(work)
+    if cluster is None or ClusterObjectView(cluster).is_deleting:
         return ReleaseStep(ReleaseVerdict.DELETE, "its cluster is removed")
     if preserves(work):
         return ReleaseStep(ReleaseVerdict.CLEAR, "it preserves its objects on deletion")
-    cleared_text = (meta.get("annotations") or {}).get(ANNOTATION_PRESERVE_CLEARED)
+    cleared_text = view.annotations.get(ANNOTATION_PRESERVE_CLEARED)
     if cleared_text is None:
         return ReleaseStep(ReleaseVerdict.DELETE, "it does not preserve its objects")
-    generation = int(meta.get("generation") or 0)
+    generation = int(view.generation or 0)
     seen = applied_generation(work)
     if seen is not None and seen >= generation:
         return ReleaseStep(ReleaseVerdict.DELETE, f"its agent applied generation {seen} without the flag")
@@ -192,7 +193,7 @@ def _workload_changed(old: dict[str, Any] | None, new: dict[str, Any]) -> bool:
     """Whether a workload changed in what its Works carry (not a status-only write)."""
     if old is None:
         return True
-    before, after = old.get("metadata") or {}, new.get("metadata") or {}
+    before, after = ObjectView(old).metadata, ObjectView(new).metadata
     return any(
         before.get(key) != after.get(key) for key in ("generation", "labels", "annotations", "deletionTimestamp")
     )
@@ -210,7 +211,7 @@ def _suspended(policy: AnyPropagationPolicy | None, cluster: str) -> bool:
 
 def _differs(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
     """:func:`work_differs`, and a Work released while its cluster was out of the placement."""
-    annotations = (existing.get("metadata") or {}).get("annotations") or {}
+    annotations = ObjectView(existing).annotations
     return work_differs(existing, desired) or ANNOTATION_PRESERVE_CLEARED in annotations
 
 
@@ -249,7 +250,7 @@ class BindingController:
         if old is not None and preserves(old) != preserves(obj):
             # The attached bindings of the objects it needs carry the flag too.
             for attached in self.ctx.bindings.by_index(INDEX_NAMESPACE, namespace):
-                needed_by = (attached.get("spec") or {}).get("requiredBy") or ()
+                needed_by = BindingView(attached).spec.get("requiredBy") or ()
                 if any(str(parent.get("name")) == name for parent in needed_by):
                     await self.loop.add((namespace, str(attached["metadata"]["name"])))
 
@@ -276,7 +277,7 @@ class BindingController:
     ) -> None:
         if event is WatchEventType.MODIFIED and old is not None and old.get("spec") == obj.get("spec"):
             return
-        namespace = (obj.get("metadata") or {}).get("namespace")
+        namespace = ObjectView(obj).metadata.get("namespace")
         keys = (
             self.ctx.bindings.index_keys(INDEX_NAMESPACE, namespace)
             if namespace
@@ -290,20 +291,20 @@ class BindingController:
     ) -> None:
         if event is WatchEventType.MODIFIED and old is not None and old.get("spec") == obj.get("spec"):
             return
-        meta = obj.get("metadata") or {}
+        meta = ObjectView(obj).metadata
         ref = PolicyRef(kind=str(obj.get("kind")), name=str(meta.get("name")), namespace=meta.get("namespace") or None)
         for key in self.ctx.bindings.index_keys(INDEX_POLICY, policy_key(ref)):
             await self.loop.add(key)
 
     async def _on_cluster(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        meta = obj.get("metadata") or {}
+        meta = ObjectView(obj).metadata
         removed = event is WatchEventType.DELETED or bool(meta.get("deletionTimestamp"))
         if removed or (old is not None and ready_since(old) != ready_since(obj)):
             # Released Works wait in the cluster's namespace for its agent: the cluster's removal
             # ends that, and its readiness starts (or stops) the clock of a connected agent.
             namespace = execution_namespace(str(meta.get("name")))
             for work in self.ctx.works.items():
-                work_meta = work.get("metadata") or {}
+                work_meta = WorkView(work).metadata
                 if work_meta.get("namespace") == namespace and ANNOTATION_PRESERVE_CLEARED in (
                     work_meta.get("annotations") or {}
                 ):
@@ -311,7 +312,7 @@ class BindingController:
                     if binding is not None:
                         await self.loop.add(binding)
         if event is WatchEventType.MODIFIED and old is not None and old.get("spec") == obj.get("spec") and (
-            (old.get("metadata") or {}).get("labels") == meta.get("labels")
+            ObjectView(old).metadata.get("labels") == meta.get("labels")
         ):
             return  # a capacity report: overrides do not depend on it
         for key in self.ctx.bindings.index_keys(INDEX_CLUSTER, str(meta.get("name"))):
@@ -333,7 +334,7 @@ class BindingController:
 
     def _preserve(self, binding: dict[str, Any], existing: list[dict[str, Any]]) -> bool:
         """The ``preserveResourcesOnDeletion`` the binding's Works carry (see the module docstring)."""
-        needed_by = (binding.get("spec") or {}).get("requiredBy")
+        needed_by = BindingView(binding).spec.get("requiredBy")
         namespace = str(binding["metadata"].get("namespace"))
         parents = [
             self.ctx.bindings.get(str(parent.get("namespace") or namespace), str(parent.get("name")))
@@ -384,14 +385,14 @@ class BindingController:
         ctx = self.ctx
         existing = ctx.works.by_index(INDEX_BINDING, key)
         binding = ctx.bindings.get(key[0], key[1])  # cached: Work writes are compare-and-swaps
-        resource = ((binding or {}).get("spec") or {}).get("resource") or {}
+        resource = BindingView(binding).resource
         api_version, kind = str(resource.get("apiVersion")), str(resource.get("kind"))
         informer = ctx.workload_informer(api_version, kind)
         workload = informer.get(resource.get("namespace"), str(resource.get("name"))) if informer else None
         if binding is None or is_deleting(binding) or workload is None or is_deleting(workload):
             await self._delete_works(key, existing)
             return None
-        targets = (binding.get("spec") or {}).get("clusters")
+        targets = BindingView(binding).spec.get("clusters")
         if targets is None:
             return None  # not scheduled yet
         invalid = shape_problem(informer.rt, workload) if informer is not None else None

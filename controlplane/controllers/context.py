@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from controlplane.apis import constants as c
 from controlplane.apis.meta import format_time
+from controlplane.apis.views import BindingView, ObjectView
 from controlplane.apis.work_v1alpha1 import binding_name
 from controlplane.controllers.informing import Handler, Informer
 from controlplane.controllers.workloads import propagatable_types
@@ -82,19 +83,19 @@ def utc_now() -> datetime:
 
 
 def _namespace_of(obj: dict[str, Any]) -> Iterable[Hashable]:
-    namespace = (obj.get("metadata") or {}).get("namespace")
+    namespace = ObjectView(obj).metadata.get("namespace")
     return (namespace,) if namespace else ()
 
 
 def _policy_of_binding(obj: dict[str, Any]) -> Iterable[Hashable]:
-    policy = (obj.get("spec") or {}).get("policy") or {}
+    policy = BindingView(obj).policy
     if not policy.get("name"):
         return ()
     return ((str(policy.get("kind")), policy.get("namespace") or None, str(policy["name"])),)
 
 
 def _clusters_of_binding(obj: dict[str, Any]) -> Iterable[Hashable]:
-    return tuple(str(t.get("name")) for t in (obj.get("spec") or {}).get("clusters") or () if t.get("name"))
+    return tuple(str(t.get("name")) for t in BindingView(obj).clusters if t.get("name"))
 
 
 def _binding_of_work(obj: dict[str, Any]) -> Iterable[Hashable]:
@@ -293,7 +294,7 @@ class ControllerContext:
         in a resource selector (plain objects such as ConfigMaps matter only then)."""
         for rt in self.propagation_types:
             for obj in self._policy_objects(rt, namespace):
-                for selector in (obj.get("spec") or {}).get("resourceSelectors") or ():
+                for selector in ObjectView(obj).spec.get("resourceSelectors") or ():
                     if selector.get("kind") == kind and selector.get("apiVersion") == api_version:
                         return True
         return False
@@ -305,7 +306,7 @@ class ControllerContext:
     # --- policies --------------------------------------------------------------------
 
     def parsed_policy(self, obj: dict[str, Any]) -> AnyPolicy | None:
-        meta = obj.get("metadata") or {}
+        meta = ObjectView(obj).metadata
         key = (str(obj.get("apiVersion")), str(obj.get("kind")), str(meta.get("namespace") or ""), str(meta.get("name")))
         version = str(meta.get("resourceVersion") or "")
         cached = self._parsed.get(key)
@@ -368,7 +369,7 @@ class ControllerContext:
 
 
 def policy_ref_of_binding(binding: dict[str, Any] | None) -> PolicyRef | None:
-    policy = ((binding or {}).get("spec") or {}).get("policy") or {}
+    policy = BindingView(binding).policy
     if not policy.get("name"):
         return None
     return PolicyRef(kind=str(policy.get("kind")), name=str(policy["name"]), namespace=policy.get("namespace") or None)

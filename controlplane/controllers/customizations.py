@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from controlplane.apis.events import EventType
+from controlplane.apis.views import BindingView, ObjectView
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.reconciling import ReconcileLoop
@@ -77,12 +78,10 @@ class CustomizationsController:
             ctx.informer(self.rt).add_handler(self._on_customization)
 
     async def _on_customization(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        meta = obj.get("metadata") or {}
-        if event is WatchEventType.MODIFIED and old is not None and (old.get("metadata") or {}).get(
-            "generation"
-        ) == meta.get("generation"):
+        view = ObjectView(obj)
+        if event is WatchEventType.MODIFIED and old is not None and ObjectView(old).generation == view.generation:
             return  # a status write (ours)
-        name = str(meta.get("name"))
+        name = str(view.metadata.get("name"))
         self._failures.pop(name, None)
         self._reported = {r for r in self._reported if r[0] != name}
         self._binding_reported = {r for r in self._binding_reported if r[0] != name}
@@ -93,7 +92,7 @@ class CustomizationsController:
 
     def _failed(self, failure: ScriptFailure) -> None:
         """Called (synchronously) by whichever controller ran the failing script."""
-        meta = failure.obj.get("metadata") or {}
+        meta = ObjectView(failure.obj).metadata
         where = f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
         key = (failure.hook, failure.message, where)
         known = self._failures.setdefault(failure.customization, {})
@@ -161,7 +160,7 @@ class CustomizationsController:
                 await self._on_kind_changed(api_version, kind)
 
     async def _report(self, obj: dict[str, Any], failure: ScriptFailure) -> None:
-        meta = failure.obj.get("metadata") or {}
+        meta = ObjectView(failure.obj).metadata
         where = f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
         seen = (failure.customization, failure.hook, failure.message, where)
         message = f"{failure.describe()} on {failure.obj.get('kind')} {where.strip('/')}"
@@ -202,7 +201,7 @@ class CustomizationsController:
             status["conditions"] = [c for c in conditions if c.get("type") != INTERPRETED]
         else:
             status["conditions"] = with_condition(conditions, condition, now=self.ctx.now_text())
-        if status == (binding.get("status") or {}):
+        if status == BindingView(binding).status:
             return True
         try:
             await self.ctx.objects.update_status(self.ctx.binding_rt, {**binding, "status": status})
@@ -221,7 +220,7 @@ class CustomizationsController:
         failures = list(self._failures.get(name, {}).values())
         if failures:
             last = failures[-1]
-            meta = last.obj.get("metadata") or {}
+            meta = ObjectView(last.obj).metadata
             return {
                 "type": READY, "status": "False", "reason": "ScriptFailed",
                 "message": f"{last.describe()} on {last.obj.get('kind')} {meta.get('namespace') or ''}/"

@@ -33,6 +33,7 @@ import logging
 from typing import Any
 
 from controlplane.apis.constants import FINALIZER_WORKLOAD
+from controlplane.apis.views import BindingView
 from controlplane.controllers.context import INDEX_BINDING, ControllerContext
 from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.workloads import WorkloadRef, is_deleting
@@ -67,7 +68,7 @@ class DeletionController:
         if FINALIZER_WORKLOAD not in finalizers:
             return None
         binding = await ctx.get(ctx.binding_rt, ref.binding_namespace, ref.binding_name)
-        resource = ((binding or {}).get("spec") or {}).get("resource") or {}
+        resource = BindingView(binding).resource
         if binding is not None and resource.get("kind") == ref.kind:
             await ctx.delete(ctx.binding_rt, ref.binding_namespace, ref.binding_name)
             log.info("binding %s/%s deleted with %s", ref.binding_namespace, ref.binding_name, ref)

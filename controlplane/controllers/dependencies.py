@@ -56,6 +56,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from controlplane.apis.events import EventType
+from controlplane.apis.views import BindingView, ObjectView
 from controlplane.apis.work_v1alpha1 import BindingKey, ConditionType, ScheduledReason, binding_name
 from controlplane.controllers.attachments import (
     BindingSnapshot,
@@ -135,12 +136,12 @@ class DependenciesController:
     # --- event handlers -----------------------------------------------------------------
 
     async def _on_binding(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        meta = obj.get("metadata") or {}
+        meta = ObjectView(obj).metadata
         if event is WatchEventType.MODIFIED and old is not None and old.get("spec") == obj.get("spec") and (
             is_deleting(old) == is_deleting(obj)
         ):
             return  # a status write
-        resource = (obj.get("spec") or {}).get("resource") or {}
+        resource = BindingView(obj).resource
         if resource.get("kind") in DEPENDENCY_KINDS and group_of(str(resource.get("apiVersion"))) == "":
             dependency = DependencyKey(str(meta.get("namespace") or ""), str(resource["kind"]), str(resource.get("name")))
             await self.loop.add(dependency)
@@ -150,14 +151,14 @@ class DependenciesController:
             await self._queue_parent(key)
 
     async def _on_object(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        meta = obj.get("metadata") or {}
+        meta = ObjectView(obj).metadata
         namespace, name = str(meta.get("namespace") or ""), str(meta.get("name"))
         kind, api_version = str(obj.get("kind")), str(obj.get("apiVersion"))
         if kind in DEPENDENCY_KINDS and group_of(api_version) == "":
             # Created or deleted (or replaced): its attached binding appears or goes, and the
             # parents' condition changes. Edits reach the Works through the binding controller.
             if event is WatchEventType.MODIFIED and old is not None and (
-                (old.get("metadata") or {}).get("uid") == meta.get("uid") and is_deleting(old) == is_deleting(obj)
+                ObjectView(old).metadata.get("uid") == meta.get("uid") and is_deleting(old) == is_deleting(obj)
             ):
                 return
             key = DependencyKey(namespace, kind, name)
@@ -169,7 +170,7 @@ class DependenciesController:
         if event is WatchEventType.DELETED:
             self._memo.pop((group_of(api_version), kind, namespace, name), None)
         if event is WatchEventType.MODIFIED and old is not None and (
-            (old.get("metadata") or {}).get("generation") == meta.get("generation")
+            ObjectView(old).generation == meta.get("generation")
             and is_deleting(old) == is_deleting(obj)
         ):
             return
@@ -214,12 +215,12 @@ class DependenciesController:
         it exists (parents' ``propagateDeps`` reaches here through their bindings)."""
         if event is WatchEventType.MODIFIED:
             return
-        meta = obj.get("metadata") or {}
+        meta = ObjectView(obj).metadata
         ref = PolicyRef(kind=str(obj.get("kind")), name=str(meta.get("name")), namespace=meta.get("namespace") or None)
         for binding in self.ctx.bindings.by_index(INDEX_POLICY, policy_key(ref)):
-            resource = (binding.get("spec") or {}).get("resource") or {}
+            resource = BindingView(binding).resource
             if resource.get("kind") in DEPENDENCY_KINDS and group_of(str(resource.get("apiVersion"))) == "":
-                namespace = str((binding.get("metadata") or {}).get("namespace") or "")
+                namespace = ObjectView(binding).namespace
                 dependency = DependencyKey(namespace, str(resource["kind"]), str(resource.get("name")))
                 await self.loop.add(dependency)
                 await self._requeue_parents_of(dependency)
@@ -242,7 +243,7 @@ class DependenciesController:
 
     def _workload_of(self, binding: Mapping[str, Any], *, deleting: bool = False) -> dict[str, Any] | None:
         """The binding's cached hub workload; one being deleted only with ``deleting``."""
-        resource = (binding.get("spec") or {}).get("resource") or {}
+        resource = BindingView(binding).resource
         informer = self.ctx.workload_informer(str(resource.get("apiVersion")), str(resource.get("kind")))
         if informer is None or not resource.get("name"):
             return None
@@ -256,7 +257,7 @@ class DependenciesController:
         interpreter = interpreter_for(api_version, kind)
         if interpreter is None:
             return ()
-        meta = workload.get("metadata") or {}
+        meta = ObjectView(workload).metadata
         memo_key = (group_of(api_version), kind, str(meta.get("namespace") or ""), str(meta.get("name")))
         version = (meta.get("uid"), meta.get("generation") or meta.get("resourceVersion"))
         cached = self._memo.get(memo_key)
@@ -322,7 +323,7 @@ class DependenciesController:
                 continue
             own = self.ctx.bindings.get(key[0], dep_key.binding_name)
             if self._is_independent(own, dep_key):
-                independent[dependency] = describe_policy(((own or {}).get("spec") or {}).get("policy") or {})
+                independent[dependency] = describe_policy(BindingView(own).policy)
             else:
                 following.append(dependency)
         await self.write_parent_condition(binding, dependencies_condition(following, missing, independent), missing=missing)
@@ -335,12 +336,12 @@ class DependenciesController:
         meanwhile is left alone. A ``DependencyMissing`` Event names newly missing objects first."""
         ctx = self.ctx
         ctype = str(DependencyConditionType.DEPENDENCIES_PROPAGATED)
-        conditions = (binding.get("status") or {}).get("conditions") or []
+        conditions = ObjectView(binding).conditions
         current = find_condition(conditions, ctype)
         if condition is None:
             if current is None:
                 return
-            status = {**(binding.get("status") or {}), "conditions": [c for c in conditions if c.get("type") != ctype]}
+            status = {**ObjectView(binding).status, "conditions": [c for c in conditions if c.get("type") != ctype]}
             await self._update_parent_status(binding, status)
             return
         if current is not None and all(current.get(k) == v for k, v in condition.items()):
@@ -425,7 +426,7 @@ class DependenciesController:
         still = {c for p in parents for c in p.clusters}
         works: dict[str, dict[str, Any]] = {}
         for work in ctx.works.by_index(INDEX_BINDING, (key.namespace, key.binding_name)):
-            cluster = cluster_of_namespace(str((work.get("metadata") or {}).get("namespace") or ""))
+            cluster = cluster_of_namespace(ObjectView(work).namespace)
             if cluster is not None:
                 works[cluster] = work
         flagged = {cluster for cluster, work in works.items() if preserves(work)}
@@ -440,7 +441,7 @@ class DependenciesController:
                 released.append(BindingSnapshot(recorded.namespace or key.namespace, recorded.name, shared))
         held = held_clusters(existing) - still
         for cluster in sorted(held & set(works)):
-            meta = works[cluster].get("metadata") or {}
+            meta = ObjectView(works[cluster]).metadata
             await ctx.delete(ctx.work_rt, meta.get("namespace"), str(meta.get("name")))
             log.info("work %s/%s deleted with its flag: a preserved workload keeps %s there", meta.get("namespace"), meta.get("name"), key)
         holds = sorted((gone & flagged) | (held & set(works)))
@@ -448,7 +449,7 @@ class DependenciesController:
 
     async def _release_independent(self, binding: Mapping[str, Any]) -> None:
         """A policy claims the object itself now: its binding is the policy's, without parents."""
-        if "requiredBy" not in (binding.get("spec") or {}) or is_deleting(binding):
+        if "requiredBy" not in ObjectView(binding).spec or is_deleting(binding):
             return
         updated = copy.deepcopy(dict(binding))
         del updated["spec"]["requiredBy"]

@@ -50,6 +50,7 @@ from typing import Any
 
 from controlplane.apis.constants import FINALIZER_WORKLOAD
 from controlplane.apis.events import EventType
+from controlplane.apis.views import BindingView, ObjectView
 from controlplane.controllers.context import (
     INDEX_NAMESPACE,
     INDEX_POLICY,
@@ -63,7 +64,6 @@ from controlplane.controllers.workloads import (
     PropagatedReason,
     WorkloadConditionType,
     WorkloadRef,
-    find_condition,
     is_deleting,
     is_plain,
     shape_problem,
@@ -131,7 +131,7 @@ def resolve_schedule_priority(
     if not name:
         defaults = sorted(
             (pc for pc in classes if pc.get("globalDefault") is True),
-            key=lambda pc: str((pc.get("metadata") or {}).get("name")),
+            key=lambda pc: ObjectView(pc).name,
         )
         if not defaults:
             return PriorityResolution(
@@ -141,10 +141,10 @@ def resolve_schedule_priority(
         value = _priority_value(chosen) or 0
         return PriorityResolution(
             value, True, PriorityReason.DEFAULT,
-            f"priority {value} from the globalDefault PriorityClass {(chosen.get('metadata') or {}).get('name')}",
+            f"priority {value} from the globalDefault PriorityClass {ObjectView(chosen).name}",
         )
     for pc in classes:
-        if (pc.get("metadata") or {}).get("name") == name:
+        if ObjectView(pc).name == name:
             value = _priority_value(pc) or 0
             return PriorityResolution(value, True, PriorityReason.RESOLVED, f"priority {value} from PriorityClass {name}")
     return PriorityResolution(
@@ -155,8 +155,7 @@ def resolve_schedule_priority(
 
 def binding_priority(binding: Mapping[str, Any] | None) -> int:
     """A binding's ``spec.schedulePriority.priority`` (0 when it has none): its scheduling order."""
-    value = (((binding or {}).get("spec") or {}).get("schedulePriority") or {}).get("priority")
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    return BindingView(binding).priority
 
 
 def describe_policy(ref: PolicyRef) -> str:
@@ -167,7 +166,7 @@ def _meta_changed(old: dict[str, Any] | None, new: dict[str, Any]) -> bool:
     """Whether a workload changed in anything the detector reads (not a status-only write)."""
     if old is None:
         return True
-    before, after = old.get("metadata") or {}, new.get("metadata") or {}
+    before, after = ObjectView(old).metadata, ObjectView(new).metadata
     return any(
         before.get(key) != after.get(key)
         for key in ("generation", "labels", "deletionTimestamp", "finalizers", "uid")
@@ -183,7 +182,7 @@ def binding_spec(
 ) -> dict[str, Any]:
     """The binding spec for ``workload`` claimed by ``policy``, keeping the scheduler's fields.
     ``schedule_priority``: the policy's ``schedulePriority`` resolved (None when it has none)."""
-    meta = workload.get("metadata") or {}
+    meta = ObjectView(workload).metadata
     api_version, kind = str(workload.get("apiVersion")), str(workload.get("kind"))
     interpreter = interpreter_for(api_version, kind)
     resource: dict[str, Any] = {"apiVersion": api_version, "kind": kind, "namespace": meta.get("namespace")}
@@ -265,16 +264,16 @@ class Detector:
         )
 
     async def _on_policy(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        view = ObjectView(obj)
         if event is WatchEventType.MODIFIED and old is not None and old.get("spec") == obj.get("spec") and (
-            (old.get("metadata") or {}).get("deletionTimestamp") == (obj.get("metadata") or {}).get("deletionTimestamp")
+            ObjectView(old).deletion_timestamp == view.deletion_timestamp
         ):
             return
         refs: set[WorkloadRef] = set()
-        meta = obj.get("metadata") or {}
-        namespace = meta.get("namespace") or None
-        ref = PolicyRef(kind=str(obj.get("kind")), name=str(meta.get("name")), namespace=namespace)
+        namespace = view.namespace or None
+        ref = PolicyRef(kind=str(obj.get("kind")), name=str(view.metadata.get("name")), namespace=namespace)
         for binding in self.ctx.bindings.by_index(INDEX_POLICY, policy_key(ref)):
-            resource = (binding.get("spec") or {}).get("resource") or {}
+            resource = BindingView(binding).resource
             if resource.get("name"):
                 refs.add(
                     WorkloadRef(
@@ -284,7 +283,7 @@ class Detector:
                 )
         selected: set[tuple[str, str]] = set()
         for version in (obj, old):
-            for selector in ((version or {}).get("spec") or {}).get("resourceSelectors") or ():
+            for selector in ObjectView(version).spec.get("resourceSelectors") or ():
                 selected.add((str(selector.get("apiVersion")), str(selector.get("kind"))))
         for api_version, kind in selected:
             informer = self.ctx.workload_informer(api_version, kind)
@@ -296,15 +295,15 @@ class Detector:
             await self.loop.add(workload)
 
     async def _on_binding(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        if event is WatchEventType.MODIFIED and old is not None and (old.get("metadata") or {}).get(
-            "generation"
-        ) == (obj.get("metadata") or {}).get("generation"):
+        if event is WatchEventType.MODIFIED and old is not None and (
+            ObjectView(old).generation == ObjectView(obj).generation
+        ):
             return
         await self._add_bound_workload(obj)
 
     async def _add_bound_workload(self, binding: dict[str, Any]) -> None:
         """Queue the workload a binding's ``spec.resource`` names (when it names one)."""
-        resource = (binding.get("spec") or {}).get("resource") or {}
+        resource = BindingView(binding).resource
         if resource.get("name") and resource.get("kind"):
             await self.loop.add(
                 WorkloadRef(
@@ -385,7 +384,7 @@ class Detector:
         return None
 
     async def _ensure_finalizer(self, rt: ResourceType, workload: dict[str, Any]) -> dict[str, Any]:
-        finalizers = list((workload.get("metadata") or {}).get("finalizers") or [])
+        finalizers = list(ObjectView(workload).finalizers)
         if FINALIZER_WORKLOAD in finalizers:
             return workload
         updated = copy.deepcopy(workload)
@@ -437,15 +436,16 @@ class Detector:
         """``SchedulePriorityResolved`` on the binding: set while its policy has ``schedulePriority``,
         removed when it has none. A priority that cannot be resolved is also a Warning Event on
         the workload (once per change of the condition)."""
-        conditions = (binding.get("status") or {}).get("conditions") or []
+        view = BindingView(binding)
+        conditions = view.conditions
         ctype = str(BindingConditionType.SCHEDULE_PRIORITY_RESOLVED)
-        current = find_condition(conditions, ctype)
+        current = view.condition(ctype)
         if priority is None:
             if current is None:
                 return
             kept = [dict(cond) for cond in conditions if cond.get("type") != ctype]
             await self.ctx.objects.update_status(
-                self.ctx.binding_rt, {**binding, "status": {**(binding.get("status") or {}), "conditions": kept}}
+                self.ctx.binding_rt, {**binding, "status": {**view.status, "conditions": kept}}
             )
             return
         wanted = {
@@ -457,13 +457,12 @@ class Detector:
         if current is not None and all(current.get(k) == v for k, v in wanted.items()):
             return
         status = {
-            **(binding.get("status") or {}),
+            **view.status,
             "conditions": with_condition(conditions, wanted, now=self.ctx.now_text()),
         }
         await self.ctx.objects.update_status(self.ctx.binding_rt, {**binding, "status": status})
         if not priority.resolved:
-            meta = binding.get("metadata") or {}
-            log.warning("binding %s/%s: %s", meta.get("namespace"), meta.get("name"), priority.message)
+            log.warning("binding %s/%s: %s", view.metadata.get("namespace"), view.name, priority.message)
             await record_event(
                 self.ctx, workload, type=EventType.WARNING, reason=EventReason.SCHEDULE_PRIORITY_UNRESOLVED,
                 message=priority.message,
@@ -472,7 +471,7 @@ class Detector:
     async def _report_invalid(self, rt: ResourceType, workload: dict[str, Any], invalid: InvalidObject) -> None:
         """``Propagated=False`` (InvalidObject) and a Warning Event naming the field, once per change."""
         message = f"not propagated: {invalid.message}; correct the object and it propagates"
-        meta = workload.get("metadata") or {}
+        meta = ObjectView(workload).metadata
         changed = await self._set_propagated(rt, workload, False, PropagatedReason.INVALID_OBJECT, message)
         if changed:
             log.warning(
@@ -488,14 +487,15 @@ class Detector:
         """Set the ``Propagated`` condition; True when it changed (or the kind keeps no status)."""
         if not rt.has_status or is_plain(rt.api_version, rt.kind):
             return True
-        conditions = (workload.get("status") or {}).get("conditions") or []
+        view = ObjectView(workload)
+        conditions = view.conditions
         wanted = {
             "type": str(WorkloadConditionType.PROPAGATED),
             "status": "True" if status else "False",
             "reason": str(reason),
             "message": message,
         }
-        current = find_condition(conditions, WorkloadConditionType.PROPAGATED)
+        current = view.condition(WorkloadConditionType.PROPAGATED)
         if current is not None and all(current.get(k) == v for k, v in wanted.items()):
             return False
         updated = copy.deepcopy(workload)
@@ -535,7 +535,7 @@ def _interpret(
 
 
 def _binding_is_for(binding: dict[str, Any], ref: WorkloadRef) -> bool:
-    resource = (binding.get("spec") or {}).get("resource") or {}
+    resource = BindingView(binding).resource
     return bool(resource.get("kind") == ref.kind and group_of(str(resource.get("apiVersion"))) == group_of(ref.api_version))
 
 

@@ -15,6 +15,7 @@ from enum import StrEnum
 from typing import Any
 
 from controlplane.apis.events import EventType
+from controlplane.apis.views import ObjectView
 from controlplane.controllers.context import ControllerContext
 from controlplane.objectclient import errors
 from controlplane.storage.interface import StorageError
@@ -52,7 +53,7 @@ async def record_event(
 ) -> None:
     if not ctx.settings.record_events or ctx.event_rt is None:
         return
-    meta = involved.get("metadata") or {}
+    meta = ObjectView(involved).metadata
     namespace = meta.get("namespace") or "default"
     now = ctx.now_text()
     event = {

@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from controlplane.apis.events import EventType
+from controlplane.apis.views import BindingView, ObjectView, WorkView
 from controlplane.apis.work_v1alpha1 import BindingKey
 from controlplane.controllers.context import INDEX_BINDING, ControllerContext
 from controlplane.controllers.events import EventReason, record_event
@@ -45,7 +46,7 @@ log = logging.getLogger(__name__)
 
 
 def _has_tasks(binding: Mapping[str, Any] | None) -> bool:
-    return bool(((binding or {}).get("spec") or {}).get("gracefulEvictionTasks"))
+    return bool(BindingView(binding).eviction_tasks)
 
 
 def work_carries(work: Mapping[str, Any], replicas: int, interpreter: KindInterpreter | None) -> bool:
@@ -53,7 +54,7 @@ def work_carries(work: Mapping[str, Any], replicas: int, interpreter: KindInterp
     rendered the new placement into it); without an interpreter there is nothing to count."""
     if interpreter is None:
         return True
-    manifests = ((work.get("spec") or {}).get("workload") or {}).get("manifests") or []
+    manifests = WorkView(work).manifests
     if not manifests:
         return False
     try:
@@ -77,7 +78,7 @@ class GracefulEvictionController:
     async def _on_binding(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         if event is WatchEventType.DELETED or not _has_tasks(obj):
             return
-        meta = obj.get("metadata") or {}
+        meta = ObjectView(obj).metadata
         await self.loop.add((str(meta.get("namespace")), str(meta.get("name"))))
 
     async def _on_work(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
@@ -88,9 +89,9 @@ class GracefulEvictionController:
     async def _on_cluster(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         if event is not WatchEventType.DELETED:
             return
-        name = str((obj.get("metadata") or {}).get("name"))
+        name = str(ObjectView(obj).metadata.get("name"))
         for binding in self.ctx.bindings.items():
-            tasks = (binding.get("spec") or {}).get("gracefulEvictionTasks") or ()
+            tasks = BindingView(binding).eviction_tasks
             if any(task.get("fromCluster") == name for task in tasks):
                 meta = binding["metadata"]
                 await self.loop.add((str(meta.get("namespace")), str(meta["name"])))
@@ -150,10 +151,10 @@ class GracefulEvictionController:
         return None if recheck is None else max((recheck - now).total_seconds(), 0.0)
 
     async def _record(self, binding: Mapping[str, Any], ended: list[tuple[dict[str, Any], str]]) -> None:
-        resource = (binding.get("spec") or {}).get("resource") or {}
+        resource = BindingView(binding).resource
         informer = self.ctx.workload_informer(str(resource.get("apiVersion")), str(resource.get("kind")))
         workload = informer.get(resource.get("namespace"), str(resource.get("name"))) if informer else None
-        meta = binding.get("metadata") or {}
+        meta = BindingView(binding).metadata
         for task, why in ended:
             cluster = str(task.get("fromCluster"))
             log.info(

@@ -38,6 +38,7 @@ from typing import Any
 
 from controlplane.apis import constants as c
 from controlplane.apis.meta import Taint, Toleration, format_time, parse_time
+from controlplane.apis.views import WorkView
 from policies.affinity import ClusterView, no_execute_eviction
 
 
@@ -247,13 +248,11 @@ def new_placement_ready(aggregated: Sequence[Mapping[str, Any]], targets: Iterab
 def reported_health(work: Mapping[str, Any], resource: Mapping[str, Any]) -> str | None:
     """The health the member reports for the workload in ``work``, when it is about the Work's
     current generation (an older report says nothing about what the Work asks for now)."""
-    status = work.get("status") or {}
-    generation = (work.get("metadata") or {}).get("generation")
-    applied = next((cond for cond in status.get("conditions") or () if cond.get("type") == "Applied"), None)
-    if applied is None or applied.get("status") != "True" or applied.get("observedGeneration") not in (None, generation):
+    view = WorkView(work)
+    applied = view.condition("Applied")
+    if applied is None or applied.get("status") != "True" or applied.get("observedGeneration") not in (None, view.generation):
         return None
-    entries = status.get("manifestStatuses") or []
-    for entry in entries:
+    for entry in view.manifest_statuses:
         ident = entry.get("identifier") or {}
         if ident.get("kind") == resource.get("kind") and ident.get("name") == resource.get("name"):
             return str(entry.get("health")) if entry.get("health") else None

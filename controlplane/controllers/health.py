@@ -49,6 +49,7 @@ from typing import Any
 
 from controlplane.apis import constants as c
 from controlplane.apis.meta import format_time, parse_time
+from controlplane.apis.views import ClusterObjectView, ObjectView
 from controlplane.controllers.disruption import (
     DEFAULT_UNHEALTHY_THRESHOLD,
     EvictionTaints,
@@ -59,7 +60,7 @@ from controlplane.controllers.disruption import (
 )
 from controlplane.controllers.informing import Informer
 from controlplane.controllers.reconciling import ReconcileLoop
-from controlplane.controllers.workloads import find_condition, with_condition
+from controlplane.controllers.workloads import with_condition
 from controlplane.lifecycle import Service
 from controlplane.objectclient import ObjectClient, WatchEventType, utc_now
 
@@ -126,8 +127,8 @@ def _parse(value: object) -> datetime | None:
 
 def heartbeat_marker(cluster: Mapping[str, Any], lease: Mapping[str, Any] | None) -> tuple[str | None, str | None]:
     """The agent-written values that change with every heartbeat (Lease renewTime, lastReportTime)."""
-    renew = ((lease or {}).get("spec") or {}).get("renewTime")
-    report = (cluster.get("status") or {}).get("lastReportTime")
+    renew = ObjectView(lease).spec.get("renewTime")
+    report = ClusterObjectView(cluster).last_report_time
     return (str(renew) if renew else None, str(report) if report else None)
 
 
@@ -172,10 +173,10 @@ def assess_cluster(
     cluster: Mapping[str, Any], *, last_heartbeat: datetime | None, now: datetime, grace: timedelta
 ) -> HealthAssessment:
     """The health of ``cluster`` whose latest heartbeat arrived at ``last_heartbeat`` (None: never)."""
-    meta = cluster.get("metadata") or {}
-    created = _parse(meta.get("creationTimestamp"))
+    view = ClusterObjectView(cluster)
+    created = _parse(view.metadata.get("creationTimestamp"))
     seen = last_heartbeat or created or now
-    ready = find_condition((cluster.get("status") or {}).get("conditions"), READY)
+    ready = view.condition(READY)
     if now - seen > grace:
         if last_heartbeat is None:
             reason, message = (
@@ -338,7 +339,7 @@ class ClusterHealthMonitor(Service):
     async def reconcile(self, name: str) -> float | None:
         """Bring one cluster's Ready condition and taints in line; return when to look again."""
         cluster = self.clusters.get(None, name)
-        if cluster is None or (cluster.get("metadata") or {}).get("deletionTimestamp"):
+        if cluster is None or ClusterObjectView(cluster).is_deleting:
             self.tracker.forget(name)
             self._health.pop(name, None)
             return None
@@ -367,7 +368,7 @@ class ClusterHealthMonitor(Service):
         """Every live cluster's health at ``now`` (one consistent view of the fleet)."""
         self._health.clear()
         for cluster in self.clusters.items():
-            meta = cluster.get("metadata") or {}
+            meta = ClusterObjectView(cluster).metadata
             if meta.get("deletionTimestamp"):
                 continue
             name = str(meta.get("name"))
@@ -399,16 +400,16 @@ class ClusterHealthMonitor(Service):
         self, cluster: dict[str, Any], verdict: HealthAssessment, *, now: datetime
     ) -> dict[str, Any]:
         wanted = verdict.ready_condition
-        status = cluster.get("status") or {}
-        current = find_condition(status.get("conditions"), READY)
+        view = ClusterObjectView(cluster)
+        current = view.condition(READY)
         if wanted is None or (
             current is not None
             and current.get("status") == wanted["status"]
             and current.get("reason") == wanted["reason"]
         ):
             return cluster
-        new_status = copy.deepcopy(status)
-        new_status["conditions"] = with_condition(status.get("conditions"), wanted, now=format_time(now))
+        new_status = copy.deepcopy(dict(view.status))
+        new_status["conditions"] = with_condition(view.conditions, wanted, now=format_time(now))
         name = cluster["metadata"]["name"]
         log.warning(
             "cluster %s is %s: %s", name, wanted["status"], wanted["message"],
@@ -422,11 +423,10 @@ class ClusterHealthMonitor(Service):
         self, cluster: dict[str, Any], verdict: HealthAssessment, *, now: datetime, eviction: EvictionTaints
     ) -> bool:
         """Write the cluster's managed taints; True when a NoExecute health taint was added."""
-        spec = cluster.get("spec") or {}
-        current = list(spec.get("taints") or ())
-        wanted = desired_taints(
-            current, health=verdict.health, cordoned=bool(spec.get("unschedulable")), now=now, eviction=eviction
-        )
+        view = ClusterObjectView(cluster)
+        spec = view.spec
+        current = list(view.taints)
+        wanted = desired_taints(current, health=verdict.health, cordoned=view.unschedulable, now=now, eviction=eviction)
         if wanted == current:
             return False
         name = cluster["metadata"]["name"]

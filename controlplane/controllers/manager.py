@@ -21,6 +21,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from controlplane.apis.views import BindingView
 from controlplane.controllers.binding import BindingController
 from controlplane.controllers.context import ControllerContext, ControllerSettings, utc_now
 from controlplane.controllers.customizations import CustomizationsController
@@ -88,7 +89,7 @@ class ControllerManager(Service):
             for obj in informer.items() if informer is not None else ():
                 await detector.loop.add(WorkloadRef.of(obj))
             for binding in ctx.bindings.items():
-                resource = (binding.get("spec") or {}).get("resource") or {}
+                resource = BindingView(binding).resource
                 if resource.get("kind") == kind and group_of(str(resource.get("apiVersion"))) == group_of(api_version):
                     key = (str(binding["metadata"].get("namespace") or ""), str(binding["metadata"]["name"]))
                     await binder.loop.add(key)

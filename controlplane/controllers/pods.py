@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from controlplane.apis.utilization import expand_utilization
+from controlplane.apis.views import ClusterObjectView
 
 OwnerKey = tuple[str, str, str]
 """(namespace, kind, name) of the workload that owns pods in the member."""
@@ -29,7 +30,7 @@ RayCluster), so the report cannot say how many of theirs are bound."""
 
 def bound_pods_by_owner(cluster: Mapping[str, Any]) -> Counter[OwnerKey] | None:
     """GPU pods bound in the member per owning workload, as the cluster's last report lists them."""
-    nodes = expand_utilization((cluster.get("status") or {}).get("utilization"))
+    nodes = expand_utilization(ClusterObjectView(cluster).status.get("utilization"))
     if not nodes:
         return None
     counts: Counter[OwnerKey] = Counter()

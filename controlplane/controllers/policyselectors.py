@@ -19,6 +19,7 @@ import logging
 from typing import Any
 
 from controlplane.apis.events import EventType
+from controlplane.apis.views import ObjectView
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.reconciling import ReconcileLoop
@@ -50,10 +51,10 @@ class PolicySelectorsController:
         if event is WatchEventType.DELETED:
             return
         if event is WatchEventType.MODIFIED and old is not None and old.get("spec") == obj.get("spec") and (
-            find_condition((obj.get("status") or {}).get("conditions"), SELECTORS_SERVED) is not None
+            ObjectView(obj).condition(SELECTORS_SERVED) is not None
         ):
             return  # a status write (this controller's own included) that kept the condition
-        meta = obj.get("metadata") or {}
+        meta = ObjectView(obj).metadata
         await self.loop.add((str(obj.get("kind")), str(meta.get("namespace") or ""), str(meta.get("name"))))
 
     async def follow_served_kinds(self) -> None:
@@ -69,7 +70,7 @@ class PolicySelectorsController:
                 self._served_changed.clear()
                 for kind, rt in self._types.items():
                     for obj in self.ctx.informer(rt).items():
-                        meta = obj.get("metadata") or {}
+                        meta = ObjectView(obj).metadata
                         await self.loop.add((kind, str(meta.get("namespace") or ""), str(meta.get("name"))))
         finally:
             registry.remove_listener(self._served_changed.set)
@@ -78,7 +79,7 @@ class PolicySelectorsController:
         kind, namespace, name = key
         rt = self._types.get(kind)
         obj = self.ctx.cached(rt, namespace or None, name) if rt is not None else None
-        if rt is None or obj is None or (obj.get("metadata") or {}).get("deletionTimestamp"):
+        if rt is None or obj is None or ObjectView(obj).is_deleting:
             return None
         wanted = selectors_served_condition(obj, lambda api_version, k: kind_status(self.ctx.registry, api_version, k))
         status = copy.deepcopy(obj.get("status") or {})

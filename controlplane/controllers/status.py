@@ -41,6 +41,7 @@ from enum import StrEnum
 from typing import Any
 
 from controlplane.apis.events import EventType
+from controlplane.apis.views import BindingView, ObjectView, WorkView
 from controlplane.apis.work_v1alpha1 import BindingKey, ConditionType, WorkReason, binding_name
 from controlplane.controllers.context import INDEX_BINDING, ControllerContext
 from controlplane.controllers.customizations import INTERPRETED, RIC_API_VERSION, RIC_KIND
@@ -77,7 +78,7 @@ class FullyAppliedReason(StrEnum):
 
 def main_manifest(work: Mapping[str, Any], resource: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The manifest status of the workload itself (a Work may one day carry dependencies too)."""
-    entries = (work.get("status") or {}).get("manifestStatuses") or []
+    entries = WorkView(work).manifest_statuses
     for entry in entries:
         ident = entry.get("identifier") or {}
         if ident.get("kind") == resource.get("kind") and ident.get("name") == resource.get("name"):
@@ -222,18 +223,18 @@ class StatusController:
     ) -> None:
         """A Warning Event on the hub workload when a member starts reporting that it does not
         serve the workload's kind (the Work's ``Applied=False`` reason ``KindNotServed``)."""
-        condition = find_condition((work.get("status") or {}).get("conditions"), ConditionType.APPLIED)
-        before = find_condition(((old or {}).get("status") or {}).get("conditions"), ConditionType.APPLIED)
+        condition = WorkView(work).condition(ConditionType.APPLIED)
+        before = WorkView(old).condition(ConditionType.APPLIED)
         if condition is None or condition.get("reason") != WorkReason.KIND_NOT_SERVED:
             return
         if before is not None and before.get("reason") == WorkReason.KIND_NOT_SERVED:
             return
-        resource = ((self.ctx.bindings.get(*key) or {}).get("spec") or {}).get("resource") or {}
+        resource = BindingView(self.ctx.bindings.get(*key)).resource
         informer = self.ctx.workload_informer(str(resource.get("apiVersion")), str(resource.get("kind")))
         workload = informer.get(resource.get("namespace"), str(resource.get("name"))) if informer else None
         if workload is None:
             return
-        cluster = cluster_of_namespace(str((work.get("metadata") or {}).get("namespace") or ""))
+        cluster = cluster_of_namespace(WorkView(work).namespace)
         await record_event(
             self.ctx, workload, type=EventType.WARNING, reason=EventReason.KIND_NOT_SERVED,
             message=f"cluster {cluster}: {condition.get('message')}",
@@ -251,7 +252,7 @@ class StatusController:
         if event is WatchEventType.DELETED:
             return
         if event is WatchEventType.MODIFIED and old is not None and (
-            (old.get("metadata") or {}).get("generation") == (obj.get("metadata") or {}).get("generation")
+            ObjectView(old).generation == ObjectView(obj).generation
         ):
             return
         meta = obj["metadata"]
@@ -266,11 +267,11 @@ class StatusController:
         if binding is None or is_deleting(binding):
             self._waiting_since.pop(key, None)
             return None
-        spec = binding.get("spec") or {}
-        targets = spec.get("clusters")
+        view = BindingView(binding)
+        targets = view.spec.get("clusters")
         if targets is None:
             return None
-        resource = spec.get("resource") or {}
+        resource = view.resource
         api_version, kind = str(resource.get("apiVersion")), str(resource.get("kind"))
         interpreter = interpreter_for(api_version, kind)
         folding = interpreter or customized_status_for(api_version, kind) or status_interpreter_for(
@@ -331,7 +332,7 @@ class StatusController:
             }
         status["conditions"] = with_condition(status.get("conditions"), condition, now=ctx.now_text())
         status["aggregatedStatus"] = items
-        if status != (binding.get("status") or {}):
+        if status != BindingView(binding).status:
             await ctx.objects.update_status(ctx.binding_rt, {**binding, "status": status})
 
     async def _write_workload_status(
@@ -351,7 +352,7 @@ class StatusController:
         workload = informer.get(resource.get("namespace"), str(resource.get("name")))
         if workload is None or is_deleting(workload):
             return
-        if resource.get("uid") and (workload.get("metadata") or {}).get("uid") != resource.get("uid"):
+        if resource.get("uid") and ObjectView(workload).metadata.get("uid") != resource.get("uid"):
             return  # the binding still describes an earlier object of that name
         current = workload.get("status") or {}
         if isinstance(interpreter, CustomizedInterpreter) and interpreted is not None:

@@ -26,6 +26,7 @@ from controlplane.apis.constants import (
     WORK_GROUP,
 )
 from controlplane.apis.kube.defaults_batch import without_generated_selector
+from controlplane.apis.views import ObjectView
 from controlplane.apis.work_v1alpha1 import binding_name
 from controlplane.interpreter import interpreter_for
 from controlplane.interpreter.shape import InvalidObject, malformed
@@ -115,7 +116,7 @@ class WorkloadRef:
 
     @classmethod
     def of(cls, obj: Mapping[str, Any]) -> WorkloadRef:
-        meta = obj.get("metadata") or {}
+        meta = ObjectView(obj).metadata
         return cls(str(obj.get("apiVersion")), str(obj.get("kind")), str(meta.get("namespace") or ""), str(meta["name"]))
 
     def __str__(self) -> str:
@@ -143,7 +144,7 @@ def propagatable_types(registry: Registry) -> list[ResourceType]:
 
 
 def is_deleting(obj: Mapping[str, Any] | None) -> bool:
-    return bool(obj and (obj.get("metadata") or {}).get("deletionTimestamp"))
+    return ObjectView(obj).is_deleting
 
 
 def find_condition(conditions: Sequence[Mapping[str, Any]] | None, ctype: str) -> Mapping[str, Any] | None:
@@ -154,7 +155,7 @@ def find_condition(conditions: Sequence[Mapping[str, Any]] | None, ctype: str) -
 
 
 def condition_is_true(obj: Mapping[str, Any] | None, ctype: str) -> bool:
-    cond = find_condition(((obj or {}).get("status") or {}).get("conditions"), ctype)
+    cond = ObjectView(obj).condition(ctype)
     return cond is not None and cond.get("status") == "True"
 
 
@@ -188,7 +189,7 @@ def without_server_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
     selector or labels generated for a Job (the member generates its own)."""
     out = copy.deepcopy(dict(obj))
     out.pop("status", None)
-    meta = out.get("metadata") or {}
+    meta = ObjectView(out).metadata
     kept = {
         key: meta[key]
         for key in ("name", "namespace", "labels", "annotations")

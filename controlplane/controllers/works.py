@@ -28,6 +28,7 @@ from typing import Any
 
 from controlplane.apis import constants as c
 from controlplane.apis.gpus import is_gpu_resource
+from controlplane.apis.views import BindingView, ObjectView, WorkView
 from controlplane.apis.work_v1alpha1 import API_VERSION, WORK_KIND
 from controlplane.controllers.workloads import without_server_fields
 from controlplane.interpreter import KindInterpreter
@@ -73,7 +74,7 @@ def work_labels(*, binding_namespace: str, binding: str, cluster: str) -> dict[s
 
 def binding_key_of_work(work: Mapping[str, Any]) -> tuple[str, str] | None:
     """(namespace, name) of the binding a Work belongs to, from its labels."""
-    labels = (work.get("metadata") or {}).get("labels") or {}
+    labels = WorkView(work).labels
     name, namespace = labels.get(c.LABEL_BINDING), labels.get(c.LABEL_WORK_NAMESPACE)
     if not name or not namespace:
         return None
@@ -101,7 +102,7 @@ def encode_shapes(shapes: Mapping[str, ChosenShape]) -> str | None:
 
 
 def decode_shapes(binding: Mapping[str, Any]) -> dict[str, ChosenShape]:
-    raw = ((binding.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_GPU_SHAPES)
+    raw = BindingView(binding).annotations.get(ANNOTATION_GPU_SHAPES)
     if not raw:
         return {}
     try:
@@ -131,7 +132,7 @@ def _requests_gpu(template: Any) -> bool:
     """Whether a pod template has a container (or init container) requesting or limiting a GPU-like resource."""
     if not isinstance(template, Mapping):
         return False
-    spec = template.get("spec") or {}
+    spec = ObjectView(template).spec
     for key in ("containers", "initContainers"):
         for container in spec.get(key) or ():
             resources = (container or {}).get("resources") or {}
@@ -230,7 +231,7 @@ def build_work(
 
 def preserves(obj: Mapping[str, Any] | None) -> bool:
     """Whether a binding's or a Work's ``spec.preserveResourcesOnDeletion`` is set."""
-    return bool(((obj or {}).get("spec") or {}).get("preserveResourcesOnDeletion"))
+    return bool(ObjectView(obj).spec.get("preserveResourcesOnDeletion"))
 
 
 def works_preserve(
@@ -245,7 +246,7 @@ def works_preserve(
     until its binding is gone; from then until the dependencies controller drops it from
     ``requiredBy`` (having deleted, flag and all, the Works in the clusters only it needed),
     the ``existing`` Works keep the flag they have."""
-    if (binding.get("spec") or {}).get("requiredBy") is None:
+    if BindingView(binding).spec.get("requiredBy") is None:
         return preserves(binding)
     parent_gone = False
     for parent in parents:
@@ -260,6 +261,6 @@ def work_differs(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> boo
     """Whether writing ``desired`` over ``existing`` would change anything we own."""
     if existing.get("spec") != desired.get("spec"):
         return True
-    have = (existing.get("metadata") or {}).get("labels") or {}
-    want = (desired.get("metadata") or {}).get("labels") or {}
+    have = ObjectView(existing).labels
+    want = ObjectView(desired).labels
     return any(have.get(k) != v for k, v in want.items())

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controlplane.apis.gpus import is_gpu_resource
-from controlplane.apis.pods import SelectorOperator, Toleration, pod_requests, requirement_matches
+from controlplane.apis.pods import FrozenToleration, SelectorOperator, pod_requests, requirement_matches
 from controlplane.apis.quantity import format_quantity, to_int
 
 Obj = dict[str, Any]
@@ -100,7 +100,7 @@ class ReplicaRequirements:
     node_selector: tuple[tuple[str, str], ...] = ()
     node_affinity: tuple[NodeSelectorTerm, ...] = ()
     """Required node affinity terms (ORed); empty means no constraint."""
-    tolerations: tuple[Toleration, ...] = ()
+    tolerations: tuple[FrozenToleration, ...] = ()
     priority_class_name: str | None = None
     _hash: int = field(default=0, init=False, repr=False, compare=False)
     _wants_gpu: bool = field(default=False, init=False, repr=False, compare=False)
@@ -132,7 +132,7 @@ class ReplicaRequirements:
         *,
         node_selector: Mapping[str, str] | None = None,
         node_affinity: Iterable[NodeSelectorTerm] = (),
-        tolerations: Iterable[Toleration] = (),
+        tolerations: Iterable[FrozenToleration] = (),
         priority_class_name: str | None = None,
     ) -> ReplicaRequirements:
         """Normalising constructor: sorts maps into tuples and drops zero amounts; interned."""
@@ -227,7 +227,7 @@ class ReplicaRequirements:
             {k: to_int(k, v) for k, v in (spec.get("resourceRequest") or {}).items()},
             node_selector={str(k): str(v) for k, v in (spec.get("nodeSelector") or {}).items()},
             node_affinity=parse_required_node_affinity(spec.get("nodeAffinity")),
-            tolerations=[Toleration.from_dict(t) for t in spec.get("tolerations") or ()],
+            tolerations=[FrozenToleration.from_dict(t) for t in spec.get("tolerations") or ()],
             priority_class_name=spec.get("priorityClassName") or None,
         )
 
@@ -268,7 +268,7 @@ def requirements(pod_template: Mapping[str, Any] | None) -> ReplicaRequirements:
         pod_requests(spec),
         node_selector={str(k): str(v) for k, v in (spec.get("nodeSelector") or {}).items()},
         node_affinity=parse_required_node_affinity(affinity),
-        tolerations=[Toleration.from_dict(t) for t in spec.get("tolerations") or ()],
+        tolerations=[FrozenToleration.from_dict(t) for t in spec.get("tolerations") or ()],
         priority_class_name=spec.get("priorityClassName") or None,
     )
 

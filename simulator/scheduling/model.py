@@ -2,7 +2,7 @@
 
 In: nothing but values; out: the frozen :class:`PodRequest` (a pod as the scheduler
 needs it), :class:`NodeState` (a node's static facts plus what is requested on it),
-:class:`Requirement` (node selector terms; :class:`FrozenTaint` / :class:`Toleration` and the
+:class:`Requirement` (node selector terms; :class:`FrozenTaint` / :class:`FrozenToleration` and the
 matching rules are :mod:`controlplane.apis.pods`),
 :class:`Allocation`, :class:`Binding`, :class:`Unschedulable` and :class:`ScheduleResult`
 (what one scheduling pass decided), :class:`Scoring` (how feasible nodes are ranked) and
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final
 
-from controlplane.apis.pods import FrozenTaint, Toleration, requirement_matches
+from controlplane.apis.pods import FrozenTaint, FrozenToleration, requirement_matches
 from simulator.devices import Device, NodeInventory
 
 #: Pod-group label (scheduler-plugins coscheduling) and the simulator's min-member annotation.
@@ -120,7 +120,7 @@ class PodRequest:
     node_selector: Mapping[str, str] = field(default_factory=dict)
     #: Required node affinity terms (ORed); None when the pod has none.
     affinity: tuple[SelectorTerm, ...] | None = None
-    tolerations: tuple[Toleration, ...] = ()
+    tolerations: tuple[FrozenToleration, ...] = ()
     gang: str | None = None
     #: Pods the gang needs before any binds; 0 means all pods of the gang that exist.
     min_member: int = 0

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from controlplane.apis.gpus import is_nvidia_resource
-from controlplane.apis.pods import FrozenTaint, Toleration, pod_requests
+from controlplane.apis.pods import FrozenTaint, FrozenToleration, pod_requests
 from controlplane.apis.quantity import QuantityError, to_int
 from simulator.devices import NodeInventory
 from simulator.scheduling.model import (
@@ -83,7 +83,7 @@ def pod_request(pod: Mapping[str, Any]) -> PodRequest:
     except QuantityError as exc:
         raise ValueError(f"pod {namespace}/{name}: {exc}") from exc
     tolerations = tuple(
-        Toleration(
+        FrozenToleration(
             t.get("key") or "",
             t.get("operator") or "Equal",
             t.get("value") or "",

@@ -45,7 +45,7 @@ def test_descendants(table: dict[int, tuple[int, int]], root: int, expected: lis
 async def test_a_crashing_process_is_restarted_until_stopped(tmp_path: Path) -> None:
     states: list[ProcessState] = []
     async with Supervisor(backoff=FAST, on_change=lambda p: states.append(p.state)) as supervisor:
-        crasher = supervisor.start(ProcessSpec(name="crasher", argv=("sh", "-c", "echo run; exit 3"),
+        crasher = supervisor.launch(ProcessSpec(name="crasher", argv=("sh", "-c", "echo run; exit 3"),
                                                log_path=tmp_path / "crasher.log"))
         for _ in range(200):
             if crasher.restarts >= 3:
@@ -67,7 +67,7 @@ async def test_stop_kills_what_ignores_sigterm_and_what_it_left_behind(tmp_path:
     )
     spec = ProcessSpec(name="stubborn", argv=("sh", "-c", script), log_path=tmp_path / "s.log", stop_timeout=0.5)
     async with Supervisor(backoff=FAST) as supervisor:
-        process = supervisor.start(spec)
+        process = supervisor.launch(spec)
         await asyncio.wait_for(process.wait_ready(), 10)
         for _ in range(100):
             if marker.exists() and marker.read_text().strip():
@@ -100,7 +100,7 @@ async def test_readiness_probe_and_prepared_environment(tmp_path: Path) -> None:
     spec = ProcessSpec(name="waiter", argv=("sh", "-c", f'sleep 0.3; echo "$JOIN_TOKEN" > {flag}; sleep 30'),
                        log_path=tmp_path / "w.log", ready=probe, prepare=prepare)
     async with Supervisor(backoff=FAST) as supervisor:
-        process: SupervisedProcess = supervisor.start(spec)
+        process: SupervisedProcess = supervisor.launch(spec)
         await asyncio.sleep(0.1)
         assert process.state is ProcessState.STARTING
         await asyncio.wait_for(process.wait_ready(), 10)
@@ -155,7 +155,7 @@ def test_children_inherit_no_terminal_session(tmp_path: Path) -> None:
     # A Ctrl-C in the terminal reaches `gpufed up` only: children run in their own session.
     async def main() -> int:
         async with Supervisor(backoff=FAST) as supervisor:
-            process = supervisor.start(ProcessSpec(name="s", argv=("sleep", "30"), log_path=tmp_path / "s.log"))
+            process = supervisor.launch(ProcessSpec(name="s", argv=("sleep", "30"), log_path=tmp_path / "s.log"))
             await asyncio.wait_for(process.wait_ready(), 10)
             assert process.pid is not None
             return os.getsid(process.pid)

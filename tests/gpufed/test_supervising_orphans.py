@@ -49,9 +49,9 @@ SUPERVISOR = textwrap.dedent(
 
     async def main() -> None:
         async with Supervisor() as supervisor:
-            plain = supervisor.start(ProcessSpec(
+            plain = supervisor.launch(ProcessSpec(
                 name="plain", argv=("sleep", "300"), log_path=OUT.parent / "plain.log"))
-            hub = supervisor.start(ProcessSpec(
+            hub = supervisor.launch(ProcessSpec(
                 name="hub-like", argv=(sys.executable, "-c", HUB_LIKE, str(OUT.parent / "grandchild")),
                 log_path=OUT.parent / "hub.log"))
             await asyncio.gather(plain.wait_ready(), hub.wait_ready())

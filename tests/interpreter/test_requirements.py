@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from controlplane.apis.pods import FrozenTaint, Toleration, untolerated
+from controlplane.apis.pods import FrozenTaint, FrozenToleration, untolerated
 from controlplane.interpreter.requirements import NodeSelectorRequirement, ReplicaRequirements, requirements
 
 GI = 2**30
@@ -97,7 +97,7 @@ def test_selectors_affinity_tolerations_priority() -> None:
     assert req.node_selector_map == {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
     [term] = req.node_affinity  # preferred terms do not filter
     assert term.expressions == (NodeSelectorRequirement("nvidia.com/gpu.memory", "Gt", ("40000",)),)
-    assert req.tolerations == (Toleration(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule"),)
+    assert req.tolerations == (FrozenToleration(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule"),)
     assert req.priority_class_name == "high"
     assert ReplicaRequirements.from_spec(req.to_spec()) == req
     assert hash(ReplicaRequirements.from_spec(req.to_spec())) == hash(req)
@@ -133,18 +133,18 @@ def test_node_selector_operators(
 @pytest.mark.parametrize(
     ("toleration", "taint", "tolerated"),
     [
-        (Toleration(key="gpu", operator="Exists"), FrozenTaint("gpu", "x", "NoSchedule"), True),
-        (Toleration(key="gpu", value="x"), FrozenTaint("gpu", "x", "NoExecute"), True),
-        (Toleration(key="gpu", value="y"), FrozenTaint("gpu", "x", "NoSchedule"), False),
+        (FrozenToleration(key="gpu", operator="Exists"), FrozenTaint("gpu", "x", "NoSchedule"), True),
+        (FrozenToleration(key="gpu", value="x"), FrozenTaint("gpu", "x", "NoExecute"), True),
+        (FrozenToleration(key="gpu", value="y"), FrozenTaint("gpu", "x", "NoSchedule"), False),
         (
-            Toleration(key="gpu", operator="Exists", effect="NoExecute"),
+            FrozenToleration(key="gpu", operator="Exists", effect="NoExecute"),
             FrozenTaint("gpu", "x", "NoSchedule"),
             False,
         ),
-        (Toleration(operator="Exists"), FrozenTaint("anything", "", "NoSchedule"), True),
+        (FrozenToleration(operator="Exists"), FrozenTaint("anything", "", "NoSchedule"), True),
     ],
 )
-def test_tolerations(toleration: Toleration, taint: FrozenTaint, tolerated: bool) -> None:
+def test_tolerations(toleration: FrozenToleration, taint: FrozenTaint, tolerated: bool) -> None:
     assert (untolerated([taint], [toleration]) == ()) is tolerated
 
 

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from controlplane.apis.gpus import is_gpu_resource
-from controlplane.apis.pods import Toleration
+from controlplane.apis.pods import FrozenToleration
 from controlplane.interpreter.base import Component
 from controlplane.interpreter.requirements import ReplicaRequirements
 from controlplane.scheduler.core import reservations as reservations_module
@@ -57,7 +57,7 @@ REQUIREMENTS = (
     ReplicaRequirements.build({"nvidia.com/gpu": 1}, node_selector={"nvidia.com/gpu.product": A100}),
     ReplicaRequirements.build({"nvidia.com/gpu.shared": 1, "cpu": 500}),
     ReplicaRequirements.build(
-        {"nvidia.com/gpu": 1}, tolerations=[Toleration(key="dedicated", operator="Exists")]
+        {"nvidia.com/gpu": 1}, tolerations=[FrozenToleration(key="dedicated", operator="Exists")]
     ),
     ReplicaRequirements.build({"cpu": 2_000, "memory": 8 * GI}),
 )

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from controlplane.apis.pods import Toleration
+from controlplane.apis.pods import FrozenToleration
 from controlplane.interpreter.base import Component
 from controlplane.interpreter.requirements import (
     NodeSelectorRequirement,
@@ -211,7 +211,7 @@ CASES = [
             shape(3, gpus=8, taints=[{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]),
         ),
         ReplicaRequirements.build(
-            {"nvidia.com/gpu": 8}, tolerations=[Toleration(key="nvidia.com/gpu", operator="Exists")]
+            {"nvidia.com/gpu": 8}, tolerations=[FrozenToleration(key="nvidia.com/gpu", operator="Exists")]
         ),
         3,
         None,

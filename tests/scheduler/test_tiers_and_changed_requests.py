@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from controlplane.apis.pods import Toleration
+from controlplane.apis.pods import FrozenToleration
 from controlplane.apis.work_v1alpha1 import ResourceBinding, ScheduledReason
 from controlplane.interpreter.base import Component
 from controlplane.interpreter.requirements import ReplicaRequirements
@@ -253,7 +253,7 @@ FULL_PODS = shape(1, gpus=8, product=A100, extra={"pods": 0}, allocatable={"pods
             TAINTED,
             ReplicaRequirements.build(
                 {"nvidia.com/gpu": 1},
-                tolerations=[Toleration(key="dedicated", operator="Equal", value="ml", effect="NoSchedule")],
+                tolerations=[FrozenToleration(key="dedicated", operator="Equal", value="ml", effect="NoSchedule")],
             ),
             True,
             id="tolerated-taint",

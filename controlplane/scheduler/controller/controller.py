@@ -46,6 +46,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from controlplane.apis.views import BindingView, ClusterObjectView, WorkView
 from controlplane.apis.work_v1alpha1 import BindingKey, ConditionType, ResourceBinding, ScheduledReason
 from controlplane.controllers.attachments import is_attached
 from controlplane.controllers.context import INDEX_CLUSTER, ControllerContext, policy_ref_of_binding
@@ -53,7 +54,7 @@ from controlplane.controllers.detecting import binding_priority
 from controlplane.controllers.failover import evicting_clusters
 from controlplane.controllers.pods import owner_key
 from controlplane.controllers.reconciling import ReconcileLoop
-from controlplane.controllers.workloads import find_condition, is_deleting
+from controlplane.controllers.workloads import is_deleting
 from controlplane.controllers.works import binding_key_of_work, cluster_of_namespace
 from controlplane.metrics import observe_scheduling_latency
 from controlplane.objectclient import WatchEventType
@@ -137,12 +138,12 @@ class SchedulerController:
     # --- event handlers ---------------------------------------------------------------
 
     async def _on_binding(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        meta = obj.get("metadata") or {}
-        key = (str(meta.get("namespace")), str(meta.get("name")))
+        view = BindingView(obj)
+        key = (str(view.metadata.get("namespace")), str(view.metadata.get("name")))
         if event is WatchEventType.DELETED:
             self._forget(key)
             return
-        scheduled = find_condition((obj.get("status") or {}).get("conditions"), ConditionType.SCHEDULED)
+        scheduled = view.condition(ConditionType.SCHEDULED)
         if scheduled is not None and scheduled.get("reason") == ScheduledReason.NEVER_FITS:
             self._never_fit.add(key)
             self._unplaced.discard(key)
@@ -155,14 +156,14 @@ class SchedulerController:
         if (
             event is WatchEventType.MODIFIED
             and old is not None
-            and (old.get("metadata") or {}).get("generation") == meta.get("generation")
-            and not is_deleting(obj)
+            and BindingView(old).generation == view.generation
+            and not view.is_deleting
         ):
             return
-        await self.loop.add(key, priority=binding_priority(obj))
+        await self.loop.add(key, priority=view.priority)
 
     async def _on_cluster(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        name = str((obj.get("metadata") or {}).get("name"))
+        name = str(ClusterObjectView(obj).metadata.get("name"))
         if event is WatchEventType.DELETED:
             self._snapshots.pop(name, None)
             self._capacity.pop(name, None)
@@ -194,7 +195,7 @@ class SchedulerController:
 
     async def _on_work(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         key = binding_key_of_work(obj)
-        cluster = cluster_of_namespace(str((obj.get("metadata") or {}).get("namespace") or ""))
+        cluster = cluster_of_namespace(WorkView(obj).namespace)
         if key is None or cluster is None or event is WatchEventType.DELETED:
             return
         if applied_condition(obj) is not None:
@@ -230,7 +231,7 @@ class SchedulerController:
         """Bindings whose explanation did not choose ``cluster`` as it was: judged again (explaining.py;
         the entries of clusters a binding runs in stay as decided)."""
         for binding in self.ctx.bindings.items():
-            explained = (binding.get("status") or {}).get("explanation") or ()
+            explained = BindingView(binding).explanation
             if any(entry.get("cluster") == cluster and not entry.get("chosen") for entry in explained):
                 key = binding_key(binding)
                 self._stale_explanations.add(key)
@@ -293,7 +294,8 @@ class SchedulerController:
         except ValidationError as exc:
             log.warning("binding %s is not valid: %s", key_text(key), exc)
             return None
-        self.reserving.owners[key_text(key)] = owner_key((binding.get("spec") or {}).get("resource") or {})
+        view = BindingView(binding)
+        self.reserving.owners[key_text(key)] = owner_key(view.resource)
         policy_ref = policy_ref_of_binding(binding)
         policy = ctx.propagation_policy(policy_ref) if policy_ref else None
         request = with_default_tolerations(
@@ -301,18 +303,18 @@ class SchedulerController:
             unreachable_seconds=ctx.settings.default_unreachable_toleration_seconds,
             not_ready_seconds=ctx.settings.default_not_ready_toleration_seconds,
         )
-        spec = binding.get("spec") or {}
+        spec = view.spec
         all_snapshots = dict(self._snapshots)
         evicting = evicting_clusters(spec)
         snapshots = {name: s for name, s in all_snapshots.items() if name not in evicting}
         moves, wait, move_reasons = self.moves.due(key, binding, request)
         now = ctx.now()
-        check = self.evictions.check(key, request, policy, all_snapshots, spec.get("resource") or {}, now=now)
+        check = self.evictions.check(key, request, policy, all_snapshots, view.resource, now=now)
         wait = _sooner(wait, check.seconds_until_next(now))
 
-        status = binding.get("status") or {}
-        scheduled = find_condition(status.get("conditions"), ConditionType.SCHEDULED)
-        generation = (binding.get("metadata") or {}).get("generation")
+        status = view.status
+        scheduled = view.condition(ConditionType.SCHEDULED)
+        generation = view.generation
         why: str | None = None
         if status.get("observedGeneration") != generation or scheduled is None:
             why = "spec changed"

@@ -33,6 +33,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from controlplane.apis.meta import Taint
+from controlplane.apis.views import ClusterObjectView
 from controlplane.apis.work_v1alpha1 import BindingKey
 from controlplane.controllers.context import INDEX_BINDING, ControllerContext
 from controlplane.controllers.failover import (
@@ -139,7 +140,7 @@ class FailoverEvictions:
             if obj is None or name not in snapshots:
                 continue
             taints: list[Taint] = []
-            for raw in (obj.get("spec") or {}).get("taints") or ():
+            for raw in ClusterObjectView(obj).taints:
                 try:
                     taints.append(Taint.model_validate(raw))
                 except ValidationError:

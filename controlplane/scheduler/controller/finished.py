@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from controlplane.apis.views import BindingView, ObjectView
 from controlplane.controllers.context import INDEX_BINDING, ControllerContext
 from controlplane.controllers.status import main_manifest
 from controlplane.controllers.works import cluster_of_namespace
@@ -26,8 +27,8 @@ from controlplane.interpreter import FinishedPhase, interpreter_for
 
 def finished_phase(ctx: ControllerContext, binding: Mapping[str, Any]) -> FinishedPhase | None:
     """The terminal phase of ``binding``'s workload, from its hub status or its members' statuses."""
-    spec = binding.get("spec") or {}
-    resource = spec.get("resource") or {}
+    view = BindingView(binding)
+    resource = view.resource
     api_version, kind = str(resource.get("apiVersion")), str(resource.get("kind"))
     interpreter = interpreter_for(api_version, kind)
     if interpreter is None:
@@ -36,18 +37,17 @@ def finished_phase(ctx: ControllerContext, binding: Mapping[str, Any]) -> Finish
     workload = informer.get(resource.get("namespace"), str(resource.get("name"))) if informer else None
     if workload is not None:
         uid = resource.get("uid")
-        if uid and (workload.get("metadata") or {}).get("uid") != uid:
+        if uid and ObjectView(workload).metadata.get("uid") != uid:
             return None  # the binding still describes an earlier object of that name
         phase = interpreter.finished(workload.get("status"))
         if phase is not None:
             return phase
-    meta = binding.get("metadata") or {}
     works: dict[str, dict[str, Any]] = {}
-    for work in ctx.works.by_index(INDEX_BINDING, (str(meta.get("namespace")), str(meta.get("name")))):
+    for work in ctx.works.by_index(INDEX_BINDING, (str(view.metadata.get("namespace")), str(view.metadata.get("name")))):
         cluster = cluster_of_namespace(str(work["metadata"].get("namespace") or ""))
         if cluster is not None:
             works[cluster] = work
-    targets = [str(t.get("name")) for t in spec.get("clusters") or ()]
+    targets = [str(t.get("name")) for t in view.clusters]
     phases = []
     for cluster in targets:
         share = works.get(cluster)

@@ -15,9 +15,9 @@ from datetime import datetime
 from typing import Any
 
 from controlplane.apis.meta import parse_time
+from controlplane.apis.views import BindingView, ClusterObjectView, WorkView
 from controlplane.apis.work_v1alpha1 import BindingKey, ConditionType
 from controlplane.controllers.context import ControllerContext
-from controlplane.controllers.workloads import find_condition
 
 
 def key_text(key: BindingKey) -> str:
@@ -25,41 +25,38 @@ def key_text(key: BindingKey) -> str:
 
 
 def binding_key(binding: Mapping[str, Any]) -> BindingKey:
-    meta = binding.get("metadata") or {}
+    meta = BindingView(binding).metadata
     return (str(meta.get("namespace")), str(meta.get("name")))
 
 
 def unhealthy_reported(work: Mapping[str, Any]) -> bool:
-    return any(m.get("health") == "Unhealthy" for m in (work.get("status") or {}).get("manifestStatuses") or ())
+    return any(m.get("health") == "Unhealthy" for m in WorkView(work).manifest_statuses)
 
 
 def placement_facts(obj: Mapping[str, Any] | None) -> Any:
     """What about a Cluster can change where bindings may run (not its capacity)."""
     if obj is None:
         return None
-    meta = obj.get("metadata") or {}
-    ready = find_condition((obj.get("status") or {}).get("conditions"), "Ready")
+    view = ClusterObjectView(obj)
+    meta = view.metadata
+    ready = view.condition("Ready")
     return (obj.get("spec"), meta.get("labels"), (ready or {}).get("status"), meta.get("deletionTimestamp"))
 
 
 def unschedulable_pods(work: Mapping[str, Any]) -> int:
     """Pods the member reports it cannot place, when the report is about the Work's current generation."""
-    generation = (work.get("metadata") or {}).get("generation")
-    status = work.get("status") or {}
-    applied = find_condition(status.get("conditions"), ConditionType.APPLIED)
-    if applied is None or applied.get("observedGeneration") != generation:
+    view = WorkView(work)
+    applied = view.condition(ConditionType.APPLIED)
+    if applied is None or applied.get("observedGeneration") != view.generation:
         return 0
-    return sum(int((m.get("unschedulable") or {}).get("pods") or 0) for m in status.get("manifestStatuses") or ())
+    return sum(int((m.get("unschedulable") or {}).get("pods") or 0) for m in view.manifest_statuses)
 
 
 def applied_condition(work: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The Work's Applied=True condition when it is about the Work's current generation, else None."""
-    applied = find_condition((work.get("status") or {}).get("conditions"), ConditionType.APPLIED)
-    if (
-        applied is None
-        or applied.get("status") != "True"
-        or applied.get("observedGeneration") != (work.get("metadata") or {}).get("generation")
-    ):
+    view = WorkView(work)
+    applied = view.condition(ConditionType.APPLIED)
+    if applied is None or applied.get("status") != "True" or applied.get("observedGeneration") != view.generation:
         return None
     return applied
 
@@ -77,7 +74,7 @@ def transition_time(condition: Mapping[str, Any] | None) -> datetime | None:
 
 def workload_of(ctx: ControllerContext, binding: Mapping[str, Any]) -> dict[str, Any] | None:
     """The hub workload ``binding`` describes, from its informer (None when not known)."""
-    resource = (binding.get("spec") or {}).get("resource") or {}
+    resource = BindingView(binding).resource
     informer = ctx.workload_informer(str(resource.get("apiVersion")), str(resource.get("kind")))
     return informer.get(resource.get("namespace"), str(resource.get("name"))) if informer else None
 

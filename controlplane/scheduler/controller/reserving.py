@@ -33,6 +33,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from controlplane.apis.views import BindingView
 from controlplane.apis.work_v1alpha1 import ResourceBinding
 from controlplane.controllers.context import INDEX_BINDING, ControllerContext
 from controlplane.controllers.pods import OwnerKey, bound_pods_by_owner, owner_key
@@ -149,7 +150,7 @@ class ReservationKeeper:
                 continue
             key = binding_key(binding)
             text = key_text(key)
-            owner = owner_key((binding.get("spec") or {}).get("resource") or {})
+            owner = owner_key(BindingView(binding).resource)
             self.owners[text] = owner
             request = BindingRequest.from_binding(model)
             shapes = decode_shapes(binding)

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from controlplane.apis.views import BindingView, ObjectView
 from controlplane.apis.work_v1alpha1 import ConditionType, ScheduledReason
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.failover import EvictionCause, eviction_task, with_tasks
@@ -55,8 +56,8 @@ async def write_decision(
     waiting: Mapping[str, int] | None = None,
     why: str | None = None,
 ) -> None:
-    spec = binding.get("spec") or {}
-    meta = binding.get("metadata") or {}
+    view = BindingView(binding)
+    spec = view.spec
     evicted = evicted or {}
     clusters = result.target_clusters()
     now = ctx.now()
@@ -68,7 +69,7 @@ async def write_decision(
         name: ChosenShape(shape.resource_map, dict(shape.node_selector)) for name, shape in result.chosen_shapes.items()
     }
     annotation = encode_shapes(shapes)
-    annotations = dict(meta.get("annotations") or {})
+    annotations = dict(view.annotations)
     updated = binding
     previous_clusters = spec.get("clusters")
     if previous_clusters != clusters or annotations.get(ANNOTATION_GPU_SHAPES) != annotation or added:
@@ -96,7 +97,7 @@ async def write_decision(
 
     explanation = [entry.to_wire() for entry in result.explanation]
     explain_waiting(explanation, waiting or {}, grace=ctx.settings.unschedulable_grace_seconds)
-    explain_evictions(explanation, evicted=evicted, tasks=(updated.get("spec") or {}).get("gracefulEvictionTasks") or ())
+    explain_evictions(explanation, evicted=evicted, tasks=BindingView(updated).eviction_tasks)
     status = copy.deepcopy(binding.get("status") or {})
     old_condition = find_condition(status.get("conditions"), ConditionType.SCHEDULED)
     new_condition = result.condition.to_wire()
@@ -125,7 +126,7 @@ async def write_waiting(ctx: ControllerContext, binding: dict[str, Any], waiting
     ]
     explain_waiting(explanation, waiting, grace=ctx.settings.unschedulable_grace_seconds)
     status["explanation"] = explanation
-    if status != (binding.get("status") or {}):
+    if status != BindingView(binding).status:
         await ctx.objects.update_status(ctx.binding_rt, {**binding, "status": status})
 
 
@@ -155,7 +156,7 @@ async def write_error(ctx: ControllerContext, binding: dict[str, Any], message: 
     condition = ScheduledCondition(False, ScheduledReason.SCHEDULER_ERROR, message).to_wire()
     status = copy.deepcopy(binding.get("status") or {})
     status["conditions"] = with_condition(status.get("conditions"), condition, now=ctx.now_text())
-    if status != (binding.get("status") or {}):
+    if status != BindingView(binding).status:
         await ctx.objects.update_status(ctx.binding_rt, {**binding, "status": status})
 
 
@@ -164,7 +165,7 @@ async def set_schedulable(ctx: ControllerContext, workload: Mapping[str, Any], d
     rt = ctx.registry.for_kind(str(workload.get("apiVersion")), str(workload.get("kind")))
     if rt is None or not rt.has_status:
         return
-    status = workload.get("status") or {}
+    status = ObjectView(workload).status
     conditions = status.get("conditions") or []
     current = find_condition(conditions, WorkloadConditionType.SCHEDULABLE)
     if decided.reason is ScheduledReason.NEVER_FITS:

@@ -29,7 +29,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Protocol
 
-from controlplane.apis.meta import Toleration as ApiToleration
+from controlplane.apis.meta import Toleration
 from controlplane.apis.quantity import to_int
 from controlplane.apis.work_v1alpha1 import ResourceBinding
 from controlplane.interpreter.base import Component
@@ -210,7 +210,7 @@ class BindingRequest:
         return self.placement.division_strategy
 
     @property
-    def tolerations(self) -> Sequence[ApiToleration]:
+    def tolerations(self) -> Sequence[Toleration]:
         return self.placement.cluster_tolerations or ()
 
     @classmethod

@@ -36,6 +36,7 @@ from controlplane.apis.constants import LABEL_GPU_PRODUCT
 from controlplane.apis.gpus import is_mig_invalid_product
 from controlplane.apis.meta import Taint, parse_time
 from controlplane.apis.pods import FrozenTaint
+from controlplane.apis.views import ClusterObjectView
 from controlplane.scheduler.core.cache import SchedulerCache
 from policies.affinity import ClusterView
 
@@ -305,28 +306,25 @@ class ClusterSnapshot:
             raw = cluster.model_dump(mode="json", by_alias=True, exclude_none=True)
         else:
             raw = cluster
-        meta = raw.get("metadata") or {}
-        spec = raw.get("spec") or {}
-        status = raw.get("status") or {}
+        view = ClusterObjectView(raw)
+        spec = view.spec
         provider = str(spec.get("provider") or "")
         tier = spec.get("tier")
-        ready = any(
-            c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ()
-        )
-        report = status.get("lastReportTime")
+        ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in view.conditions)
+        report = view.last_report_time
         snapshot = cls(
-            name=str(meta.get("name") or ""),
+            name=view.name,
             provider=provider,
             region=spec.get("region"),
             zone=spec.get("zone"),
             tier=int(tier) if tier is not None else (0 if provider == PROVIDER_ONPREM else 1),
-            labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
+            labels={str(k): str(v) for k, v in view.labels.items()},
             pricing={str(k): float(v) for k, v in (spec.get("pricing") or {}).items()},
-            taints=tuple(FrozenTaint.from_dict(t) for t in spec.get("taints") or ()),
-            unschedulable=bool(spec.get("unschedulable")),
+            taints=tuple(FrozenTaint.from_dict(t) for t in view.taints),
+            unschedulable=view.unschedulable,
             ready=ready,
             report_time=parse_time(report) if report else None,
-            shapes=tuple(NodeShape.from_dict(s, cache=cache) for s in status.get("nodeShapes") or ()),
+            shapes=tuple(NodeShape.from_dict(s, cache=cache) for s in view.status.get("nodeShapes") or ()),
         )
         if cache is not None and previous is not None and previous.name == snapshot.name:
             _link_report(previous, snapshot)

@@ -153,7 +153,7 @@ async def _up(args: argparse.Namespace, layout: Layout, names: list[str], fleet:
                         await hub_view.changed.wait()
                 hub_view.changed.clear()
 
-        hub = supervisor.start(ProcessSpec(
+        hub = supervisor.launch(ProcessSpec(
             name="hub",
             argv=_gpufed("controlplane", "--state-dir", str(layout.hub_dir), "--listen", f"{HOST}:{hub_port}",
                          *common, *_waste_interval(args)),
@@ -168,7 +168,7 @@ async def _up(args: argparse.Namespace, layout: Layout, names: list[str], fleet:
             background.append(asyncio.create_task(hub_view.run(), name="hub-view"))
 
             members = [
-                supervisor.start(ProcessSpec(
+                supervisor.launch(ProcessSpec(
                     name=f"member/{name}",
                     argv=_gpufed("sim-cluster", "--profile", str(layout.fleet), "--cluster", name,
                                  "--state-dir", str(layout.member_dir(name)),
@@ -184,7 +184,7 @@ async def _up(args: argparse.Namespace, layout: Layout, names: list[str], fleet:
                 return await _shut_down(supervisor, board, stop, failed=True)
 
             agents = [
-                supervisor.start(_agent_spec(layout, name, fleet.cluster(name), ports, hub_view, common))
+                supervisor.launch(_agent_spec(layout, name, fleet.cluster(name), ports, hub_view, common))
                 for name in names
             ]
             if not await _wait_all(agents, stop, AGENT_START_TIMEOUT, board):

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from controlplane.apis.meta import Toleration as ApiToleration
-from controlplane.apis.meta import taints_tolerated
+from controlplane.apis.meta import Toleration, taints_tolerated
 from controlplane.scheduler.core.framework import SUCCESS, Code, CycleState, Status
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 from policies.affinity import ClusterView, cluster_matches_affinity, spread_group, tolerates_cluster_taints
@@ -33,7 +32,7 @@ def affinity_status(view: ClusterView, term: ClusterAffinityTerm) -> Status:
     return Status(Code.UNRESOLVABLE, (verdict.reason,), AFFINITY)
 
 
-def taints_status(view: ClusterView, tolerations: Sequence[ApiToleration], *, running: bool) -> Status:
+def taints_status(view: ClusterView, tolerations: Sequence[Toleration], *, running: bool) -> Status:
     """The :class:`TaintToleration` verdict: whether ``tolerations`` tolerate the cluster's taints,
     for a binding that runs there (only NoExecute counts) or not (NoSchedule and NoExecute)."""
     if not view.taints:
