@@ -79,10 +79,12 @@ class Cacher:
             if not watcher.offer(event):
                 return True
         self._watchers.add(watcher)
+        self.counters.watchers = len(self._watchers)
         return True
 
     def detach(self, watcher: CacheWatcher) -> None:
         self._watchers.discard(watcher)
+        self.counters.watchers = len(self._watchers)
 
     async def stop(self) -> None:
         """Stop following the store; open watches end."""
@@ -146,7 +148,7 @@ class Cacher:
         self.window.append(cached)
         overflowed = [watcher for watcher in self._watchers if not watcher.offer(cached)]
         for watcher in overflowed:
-            self._watchers.discard(watcher)
+            self.detach(watcher)
             logger.warning(
                 "closing a watch of %s that fell behind", self.rt.plural, extra={"revision": cached.revision}
             )
@@ -154,5 +156,6 @@ class Cacher:
 
     def _close_watchers(self, error: errors.ApiError | None) -> None:
         watchers, self._watchers = self._watchers, set()
+        self.counters.watchers = 0
         for watcher in watchers:
             watcher.close(error)

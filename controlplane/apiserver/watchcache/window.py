@@ -29,9 +29,11 @@ DEFAULT_WINDOW_BYTES = 64 * 1024 * 1024
 
 @dataclass(slots=True)
 class CacheCounters:
-    """What a cache did: store events taken, objects decoded, watch lines encoded."""
+    """What a cache did: store events taken, objects decoded, watch lines encoded; and the
+    watches it now serves."""
 
     events: int = 0
+    watchers: int = 0
     decodes: int = 0
     lines: int = 0
 
