@@ -241,7 +241,8 @@ async def test_a_cache_that_loses_its_place_lists_again_and_its_watchers_get_410
                 await _take(watch, 10)
             # It lists again and serves the current state.
             counters = cache.counters()["widgets.test.gpufed.io"]
-            await _until(lambda counters=counters: counters.watchers == 0)
+            await _until(lambda counters=counters: counters.lists == 2)
             listed = await cache.list(WIDGET, resource_version="0")
             assert len(listed.items) == 7
+            assert listed.resource_version == str(await memory.current_revision())
 

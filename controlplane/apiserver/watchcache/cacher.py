@@ -133,6 +133,7 @@ class Cacher:
         self.state = {kv.key: kv for kv in listed.items}
         self.revision = listed.revision
         self.window.reset(listed.revision)
+        self.counters.lists += 1
         self._ready.set()
 
     def _apply(self, event: storage.WatchEvent) -> None:

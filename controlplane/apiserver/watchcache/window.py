@@ -29,9 +29,10 @@ DEFAULT_WINDOW_BYTES = 64 * 1024 * 1024
 
 @dataclass(slots=True)
 class CacheCounters:
-    """What a cache did: store events taken, objects decoded, watch lines encoded; and the
-    watches it now serves."""
+    """What a cache did: lists of the store, store events taken, objects decoded, watch lines
+    encoded; and the watches it now serves."""
 
+    lists: int = 0
     events: int = 0
     watchers: int = 0
     decodes: int = 0
