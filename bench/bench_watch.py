@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -196,9 +196,5 @@ def run(size: Size) -> BenchmarkResult:
     )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    return benchmark_main(run, argv, description=__doc__.splitlines()[0] if __doc__ else NAME)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(benchmark_main(run, sys.argv[1:], description=(__doc__ or NAME).splitlines()[0]))

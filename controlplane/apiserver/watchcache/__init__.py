@@ -119,7 +119,7 @@ class WatchCache:
             raise errors.ServiceUnavailable("the API server is shutting down")
         key = (rt.group, rt.version, rt.plural)
         cacher = self._cachers.get(key)
-        if cacher is not None and cacher.rt is not rt:
+        if cacher is not None and cacher.rt is not rt and cacher.rt != rt:
             # The kind changed (its CRD was updated): the old cache's watches end; clients watch again.
             task = asyncio.create_task(cacher.stop())
             self._retired.add(task)
