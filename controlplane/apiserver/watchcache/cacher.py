@@ -71,7 +71,9 @@ class Cacher:
 
     def attach(self, watcher: CacheWatcher, after: int) -> bool:
         """Send ``watcher`` every event after revision ``after`` (those still in the window at
-        once); False when some of them are no longer in the window."""
+        once); False when some of them are no longer in the window, or the cache is listing again."""
+        if not self._ready.is_set() or self._stopped:
+            return False
         earlier = self.window.since(after)
         if earlier is None:
             return False
