@@ -138,7 +138,12 @@ async def test_a_watch_resumes_from_the_window_and_older_ones_from_the_store(obj
         expired = cache.watch(WIDGET, resource_version=first["metadata"]["resourceVersion"])
         with pytest.raises(errors.Gone, match="too old resource version"):
             await _take(expired, 1)
-        for events in (from_window, from_store):
+        # The window is memory: it still serves a resume the store's history no longer could.
+        with pytest.raises(errors.Gone):
+            await _take(objects_on.watch(WIDGET, resource_version=w3["metadata"]["resourceVersion"]), 1)
+        resumed = cache.watch(WIDGET, resource_version=w3["metadata"]["resourceVersion"])
+        assert _summary(await _take(resumed, 2)) == [("ADDED", "w4"), ("ADDED", "w5")]
+        for events in (from_window, from_store, resumed):
             await events.aclose()  # type: ignore[attr-defined]
 
 
