@@ -16,6 +16,7 @@ Cost: the state holds each object's stored bytes (what etcd holds for the type, 
 from __future__ import annotations
 
 import asyncio
+import bisect
 import logging
 import random
 
@@ -41,6 +42,8 @@ class Cacher:
         self.window = window
         #: key -> the stored value, as of :attr:`revision`.
         self.state: dict[str, storage.KeyValue] = {}
+        #: The keys of :attr:`state` in order, kept until one is added or removed.
+        self._sorted: list[str] | None = None
         #: Every store event up to this revision is in :attr:`state`.
         self.revision = 0
         self.counters = CacheCounters()
@@ -65,9 +68,17 @@ class Cacher:
 
     def snapshot(self, prefix: str) -> list[storage.KeyValue]:
         """The stored objects under ``prefix`` as of :attr:`revision`, in key order."""
+        if self._sorted is None:
+            self._sorted = sorted(self.state)
+        keys = self._sorted
         if prefix == self._prefix:
-            return [self.state[key] for key in sorted(self.state)]
-        return [self.state[key] for key in sorted(self.state) if key.startswith(prefix)]
+            return [self.state[key] for key in keys]
+        found: list[storage.KeyValue] = []
+        for index in range(bisect.bisect_left(keys, prefix), len(keys)):
+            if not keys[index].startswith(prefix):
+                break
+            found.append(self.state[keys[index]])
+        return found
 
     def attach(self, watcher: CacheWatcher, after: int) -> bool:
         """Send ``watcher`` every event after revision ``after`` (those still in the window at
@@ -133,6 +144,7 @@ class Cacher:
 
     def _replace(self, listed: storage.ListResult) -> None:
         self.state = {kv.key: kv for kv in listed.items}
+        self._sorted = None
         self.revision = listed.revision
         self.window.reset(listed.revision)
         self.counters.lists += 1
@@ -145,6 +157,8 @@ class Cacher:
         else:
             prev = self.state.get(key)
             self.state[key] = event.kv
+        if prev is None or event.type is storage.EventType.DELETE:
+            self._sorted = None
         cached = CachedEvent(self.rt, event, prev, self.counters)
         self.counters.events += 1
         self.revision = cached.revision
