@@ -215,7 +215,8 @@ async def test_lists_at_revision_0_come_from_memory_as_the_store_serves_them(
 ) -> None:
     for index in range(4):
         await objects_on.create(WIDGET, widget(f"w{index}", labels={"even": str(index % 2 == 0).lower()}))
-    await _take(cache.watch(WIDGET, resource_version="0"), 4)
+    await objects_on.create(WIDGET, widget("w9", namespace="kube-system", labels={"even": "true"}))
+    await _take(cache.watch(WIDGET, resource_version="0"), 5)
     stored = await objects_on.list_encoded(WIDGET)
     cached = await cache.list_encoded(WIDGET, resource_version="0", limit=2)  # limit ignored at "0", as kube's
     assert (list(cached.items()), cached.resource_version, cached.continue_token) == (
@@ -223,7 +224,10 @@ async def test_lists_at_revision_0_come_from_memory_as_the_store_serves_them(
     )
     selected = await cache.list(WIDGET, namespace="default", resource_version="0", label_selector="even=true")
     assert [item["metadata"]["name"] for item in selected.items] == ["w0", "w2"]
-    assert selected.items == (await objects_on.list(WIDGET, label_selector="even=true")).items
+    assert selected.items == (await objects_on.list(WIDGET, namespace="default", label_selector="even=true")).items
+    assert [item["metadata"]["name"] for item in (await cache.list(WIDGET, resource_version="0")).items] == [
+        "w0", "w1", "w2", "w3", "w9",
+    ]
     # A limit with another resourceVersion, or a continue token, reads the store (and pages).
     paged = await cache.list_encoded(WIDGET, resource_version=stored.resource_version, limit=2)
     assert paged.continue_token
