@@ -215,6 +215,10 @@ class ResourceHandlers:
 
     async def _list(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
         query = request.query
+        if "sendInitialEvents" in query:
+            raise errors.Invalid(
+                'ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list'
+            )
         limit = _int_param(query.get("limit"), "limit")
         common: ListArgs = {
             "label_selector": query.get("labelSelector"),

@@ -92,3 +92,9 @@ async def test_watch_list_options_are_checked_before_the_stream(
     status = await response.json()
     assert status["kind"] == "Status"
     assert message in status["message"]
+
+
+async def test_send_initial_events_is_refused_on_a_list(api: Client) -> None:
+    response = await api.get(WIDGETS, params={"sendInitialEvents": "true", "resourceVersionMatch": "NotOlderThan"})
+    assert response.status == 422
+    assert "sendInitialEvents is forbidden for list" in (await response.json())["message"]

@@ -59,6 +59,7 @@ from controlplane.storage import interface as storage
 __all__ = ["DEFAULT_WATCH_CACHE", "WatchCache", "WatchCacheConfig", "check_watch_list_options"]
 
 _NOT_OLDER_THAN = "NotOlderThan"
+_INVALID_OPTIONS = 'ListOptions.meta.k8s.io "" is invalid: '
 #: Seconds a request waits for a type's first list into the cache before the store answers it.
 READY_SECONDS = 2.0
 
@@ -80,11 +81,13 @@ def check_watch_list_options(send_initial_events: bool | None, resource_version_
     """kube's validation of a watch's ``sendInitialEvents`` and ``resourceVersionMatch``."""
     if send_initial_events is not None and resource_version_match != _NOT_OLDER_THAN:
         raise errors.Invalid(
-            f"resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to {_NOT_OLDER_THAN}"
+            f"{_INVALID_OPTIONS}resourceVersionMatch: Forbidden: sendInitialEvents requires setting "
+            f"resourceVersionMatch to {_NOT_OLDER_THAN}"
         )
     if resource_version_match and send_initial_events is None:
         raise errors.Invalid(
-            "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"
+            f"{_INVALID_OPTIONS}resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch "
+            "unless sendInitialEvents is provided"
         )
 
 
