@@ -13,12 +13,13 @@ from typing import Any
 import pytest
 
 from controlplane.apiserver import errors
+from controlplane.apiserver.crd.registry import DynamicRegistry
 from controlplane.apiserver.objects import ObjectEvent, ObjectStore, WatchEventType
 from controlplane.apiserver.watchcache import WatchCache, WatchCacheConfig
 from controlplane.apiserver.watchcache.watcher import SharedEvent, WatcherLimits
 from controlplane.storage import MemoryStore
 
-from .kinds import WIDGET, make_registry, widget
+from .kinds import GADGET, WIDGET, make_registry, widget
 
 Events = AsyncIterator[ObjectEvent]
 
@@ -255,3 +256,27 @@ async def test_a_cache_that_loses_its_place_lists_again_and_its_watchers_get_410
             assert len(listed.items) == 7
             assert listed.resource_version == str(await memory.current_revision())
 
+
+
+
+async def test_the_cache_of_a_kind_no_longer_served_stops_and_its_watches_end() -> None:
+    registry = DynamicRegistry([rt for rt in make_registry() if rt.plural != "gadgets"])
+    registry.serve([GADGET])  # served as a CRD's kind is
+    async with MemoryStore() as memory:
+        objects = ObjectStore(memory, registry)
+        await objects.bootstrap()
+        cache = WatchCache(objects)
+        try:
+            watch = cache.watch(GADGET, resource_version="0")
+            pending = asyncio.ensure_future(anext(watch))
+            await _until(lambda: "gadgets.test.gpufed.io" in cache.counters()
+                         and cache.counters()["gadgets.test.gpufed.io"].watchers == 1)
+            registry.serve([GADGET])  # unchanged: the cache stays
+            assert "gadgets.test.gpufed.io" in cache.counters()
+            registry.serve([])  # its CRD was deleted
+            with pytest.raises(StopAsyncIteration):
+                async with asyncio.timeout(10):
+                    await pending
+            assert "gadgets.test.gpufed.io" not in cache.counters()
+        finally:
+            await cache.close()

@@ -29,6 +29,7 @@ from functools import partial
 from typing import Unpack
 
 from controlplane.apiserver import errors
+from controlplane.apiserver.crd.registry import DynamicRegistry
 from controlplane.apiserver.objects import EncodedList, ListArgs, ObjectEvent, ObjectList, ObjectStore
 from controlplane.apiserver.objects.events import watch_events
 from controlplane.apiserver.objects.reading import (
@@ -102,6 +103,9 @@ class WatchCache:
         self._cachers: dict[tuple[str, str, str], Cacher] = {}
         self._retired: set[asyncio.Task[None]] = set()
         self._closed = False
+        self._registry = objects.registry
+        if isinstance(self._registry, DynamicRegistry):
+            self._registry.add_listener(self._kinds_changed)
 
     def counters(self) -> dict[str, CacheCounters]:
         """Each cached type's counters (store events taken, objects decoded, lines encoded)."""
@@ -114,6 +118,8 @@ class WatchCache:
 
     async def close(self) -> None:
         self._closed = True
+        if isinstance(self._registry, DynamicRegistry):
+            self._registry.remove_listener(self._kinds_changed)
         cachers, self._cachers = list(self._cachers.values()), {}
         await asyncio.gather(*(cacher.stop() for cacher in cachers), *self._retired, return_exceptions=True)
 
@@ -123,16 +129,27 @@ class WatchCache:
         key = (rt.group, rt.version, rt.plural)
         cacher = self._cachers.get(key)
         if cacher is not None and cacher.rt is not rt and cacher.rt != rt:
-            # The kind changed (its CRD was updated): the old cache's watches end; clients watch again.
-            task = asyncio.create_task(cacher.stop())
-            self._retired.add(task)
-            task.add_done_callback(self._retired.discard)
+            self._retire(key)
             cacher = None
         if cacher is None:
             window = EventWindow(max_events=self._config.window_events, max_bytes=self._config.window_bytes)
             cacher = self._cachers[key] = Cacher(self._store, rt, window)
             cacher.start()
         return cacher
+
+    def _retire(self, key: tuple[str, str, str]) -> None:
+        """Stop the cache of a kind that changed (its CRD was updated) or is no longer served:
+        its watches end, and clients watch again."""
+        cacher = self._cachers.pop(key)
+        task = asyncio.create_task(cacher.stop())
+        self._retired.add(task)
+        task.add_done_callback(self._retired.discard)
+
+    def _kinds_changed(self) -> None:
+        for key, cacher in list(self._cachers.items()):
+            rt = self._registry.get(*key)
+            if rt is None or (rt is not cacher.rt and rt != cacher.rt):
+                self._retire(key)
 
     async def _ready(self, rt: ResourceType) -> Cacher | None:
         """The type's cacher once it has listed; None when that takes longer than
