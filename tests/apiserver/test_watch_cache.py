@@ -280,3 +280,20 @@ async def test_the_cache_of_a_kind_no_longer_served_stops_and_its_watches_end() 
             assert "gadgets.test.gpufed.io" not in cache.counters()
         finally:
             await cache.close()
+
+
+@pytest.mark.parametrize("resource_version", ["", "0"])
+async def test_watch_list_without_initial_events_starts_after_the_current_state(
+    objects_on: ObjectStore, cache: WatchCache, resource_version: str
+) -> None:
+    await objects_on.create(WIDGET, widget("old"))
+    seen = cache.watch(WIDGET, resource_version="0")
+    await _take(seen, 1)  # the cache holds it
+    await seen.aclose()  # type: ignore[attr-defined]
+    events = cache.watch(WIDGET, resource_version=resource_version, send_initial_events=False, bookmark_interval=60)
+    first = asyncio.ensure_future(anext(events))
+    await _until(lambda: cache.counters()["widgets.test.gpufed.io"].watchers >= 1)
+    await objects_on.create(WIDGET, widget("new"))
+    async with asyncio.timeout(10):
+        assert _summary([await first]) == [("ADDED", "new")]
+    await events.aclose()  # type: ignore[attr-defined]

@@ -250,9 +250,9 @@ class WatchCache:
                 initial = cacher.snapshot(prefix)
             start = cacher.revision
         elif send_initial_events is False:
-            start = await store_call(rt, "", self._store.current_revision()) if consistent else (
-                parse_resource_version(str(resource_version))
-            )
+            start = await store_call(rt, "", self._store.current_revision()) if (
+                consistent or resource_version == "0"
+            ) else parse_resource_version(str(resource_version))
         elif consistent or send_initial_events:
             listed = await store_call(rt, "", self._store.list(prefix))
             initial, start = listed.items, listed.revision
