@@ -11,7 +11,7 @@ each benchmark's details and the machine they were measured on.
 
 Benchmarks (in run order): scheduler (bench/bench_scheduler.py), agent
 (bench/bench_agent_report.py, with bench/bench_sim_bind.py), api (bench/bench_api.py),
-rbac (bench/bench_rbac.py), whatif (bench/bench_whatif.py), placement
+rbac (bench/bench_rbac.py), watch (bench/bench_watch.py), whatif (bench/bench_whatif.py), placement
 (bench/bench_placement_quality.py), e2e (bench/bench_e2e_apply.py), ledger (bench/bench_ledger.py).
 
 A module with ``run(size) -> BenchmarkResult | dict`` is run through the hidden
@@ -165,6 +165,13 @@ SPECS: tuple[BenchmarkSpec, ...] = (
         timeout={Size.TINY: 60, Size.QUICK: 120, Size.FULL: 180},
     ),
     BenchmarkSpec(
+        name="watch",
+        what="watch fan-out to 100 and 1,000 watchers of Works, without and with the watch cache, in process",
+        command=_child_command("watch"),
+        parse=_parse_child,
+        timeout={Size.TINY: 60, Size.QUICK: 180, Size.FULL: 300},
+    ),
+    BenchmarkSpec(
         name="whatif",
         what="default trace replay time per strategy",
         command=_child_command("whatif"),
@@ -201,6 +208,7 @@ CHILD_MODULES = {
     "agent": "bench.bench_agent_report",
     "api": "bench.bench_api",
     "rbac": "bench.bench_rbac",
+    "watch": "bench.bench_watch",
     "whatif": "bench.bench_whatif",
     "placement": "bench.bench_placement_quality",
     "e2e": "bench.bench_e2e_apply",

@@ -36,11 +36,13 @@ from aiohttp import web
 from controlplane.apis.cluster_v1alpha1 import API_VERSION as CLUSTER_API_VERSION
 from controlplane.apis.cluster_v1alpha1 import KIND as CLUSTER_KIND
 from controlplane.apis.constants import (
+    CLUSTER_GROUP,
     COORDINATION_GROUP,
     KARMADA_POLICY_GROUP,
     LEASE_NAMESPACE,
     POLICY_GROUP,
     SYSTEM_NAMESPACE,
+    WORK_GROUP,
 )
 from controlplane.apiserver import errors
 from controlplane.apiserver.app import create_app
@@ -102,6 +104,8 @@ KUBECONFIG_NAME = "hub.kubeconfig"
 #: The coordination.k8s.io Lease in gpufed-system that shows which replica leads.
 LEADER_LEASE_NAME = "gpufed-controllers"
 ADMIN_USER = "gpufed-admin"
+#: The kinds every member agent watches: the watch cache holds them from the start.
+HOT_KINDS = ((WORK_GROUP, "works"), (CLUSTER_GROUP, "clusters"), (COORDINATION_GROUP, "leases"))
 #: How long a stopping hub lets the waste sampler save its last rollups.
 WASTE_SAVE_SECONDS = 10.0
 
@@ -322,6 +326,7 @@ class Hub(ShutdownOnce):
             outer_middlewares=[self.metrics.middleware()],
             max_requests_inflight=self.config.serving_limits.max_requests_inflight,
             watch_limits=self.config.watch_limits,
+            warm=HOT_KINDS,
         )
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False, keepalive_timeout=IDLE_TIMEOUT)
         await self._runner.setup()

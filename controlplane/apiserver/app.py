@@ -60,6 +60,7 @@ from controlplane.apiserver.openapi.serving import OpenApiEndpoints
 from controlplane.apiserver.resources import Registry
 from controlplane.apiserver.routing import RequestInfo, is_upgrade, parse_request
 from controlplane.apiserver.serving import inflight_middleware
+from controlplane.apiserver.watchcache import DEFAULT_WATCH_CACHE, WatchCache, WatchCacheConfig
 from controlplane.apiserver.watching import WatchLimits
 from controlplane.storage import interface as storage
 from controlplane.storage.ledger import acting_as
@@ -324,6 +325,8 @@ def create_app(
     watch_limits: WatchLimits | None = None,
     clock: Callable[[], datetime] = utc_now,
     max_requests_inflight: int = 0,
+    watch_cache: WatchCacheConfig | None = DEFAULT_WATCH_CACHE,
+    warm: Iterable[tuple[str, str]] = (),
 ) -> web.Application:
     """The API server application over ``object_store`` serving ``registry``.
 
@@ -335,17 +338,21 @@ def create_app(
     Beyond ``max_requests_inflight`` requests at once (0: no limit; watches and health
     checks not counted) a request is answered 429.
     ``watch_limits`` bound what one watch holds for a client that does not read.
+    ``watch_cache`` configures the watch cache (None: none, every read goes to the store);
+    ``warm`` names the kinds (group, plural) it caches from the start.
     """
     stop = asyncio.Event()
     plugins = tuple(admission)
+    wanted = frozenset(warm)
 
     def validation(request: web.Request) -> ValidateWrite | None:
         return write_validation(plugins, request.get(USER))
 
+    cache = WatchCache(object_store, watch_cache) if watch_cache is not None else None
     resources = ResourceHandlers(
         object_store, stop=stop, bookmark_interval=bookmark_interval,
         watch_timeout_seconds=watch_timeout_seconds, clock=clock, validation=validation,
-        watch_limits=watch_limits,
+        watch_limits=watch_limits, watch_cache=cache,
     )
     endpoints = _Endpoints(object_store, registry, resources)
     middlewares: list[Middleware] = [
@@ -368,8 +375,12 @@ def create_app(
             crds = CrdController(object_store, registry, registry.require(f"{CRD_GROUP}/{CRD_VERSION}", CRD_KIND))
             crd_task = asyncio.create_task(crds.run(stop), name="crd-controller")
             await crds.wait_synced()
+        if cache is not None:
+            cache.warm(rt for rt in registry if (rt.group, rt.plural) in wanted)
         yield
         stop.set()
+        if cache is not None:
+            await cache.close()
         if crd_task is not None:
             crd_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

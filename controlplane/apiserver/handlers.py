@@ -39,6 +39,8 @@ from controlplane.apiserver.routing import RequestInfo
 from controlplane.apiserver.selectors import parse_field_selector, parse_label_selector
 from controlplane.apiserver.tables import TABLE_CONTENT_TYPE, IncludeObject, table, wants_table
 from controlplane.apiserver.validation import FieldValidation
+from controlplane.apiserver.watchcache import WatchCache, check_watch_list_options
+from controlplane.apiserver.watchcache.watcher import SharedEvent
 from controlplane.apiserver.watching import SlowWatcher, WatchBuffer, WatchLimits
 
 logger = logging.getLogger(__name__)
@@ -120,8 +122,12 @@ class ResourceHandlers:
         clock: Callable[[], datetime],
         validation: Callable[[web.Request], ValidateWrite | None] = lambda _request: None,
         watch_limits: WatchLimits | None = None,
+        watch_cache: WatchCache | None = None,
     ) -> None:
         self._objects = objects
+        #: Serves watches and the lists it can from memory (None: every read goes to the store).
+        self._cache = watch_cache
+        self._reads: ObjectStore | WatchCache = watch_cache or objects
         #: The admission checks of one request's writes (None: nothing to check).
         self._validation = validation
         self._registry = objects.registry
@@ -209,6 +215,10 @@ class ResourceHandlers:
 
     async def _list(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
         query = request.query
+        if "sendInitialEvents" in query:
+            raise errors.Invalid(
+                'ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list'
+            )
         limit = _int_param(query.get("limit"), "limit")
         common: ListArgs = {
             "label_selector": query.get("labelSelector"),
@@ -220,13 +230,13 @@ class ResourceHandlers:
         }
         if wants_table(request.headers.get("Accept")):
             include = IncludeObject.parse(query.get("includeObject"))
-            listed = await self._objects.list(rt, namespace=info.namespace, **common)
+            listed = await self._reads.list(rt, namespace=info.namespace, **common)
             rendered = table(
                 rt, listed.items, include=include, now=self._clock(),
                 resource_version=listed.resource_version, continue_token=listed.continue_token,
             )
             return json_response(rendered, content_type=TABLE_CONTENT_TYPE)
-        encoded = await self._objects.list_encoded(rt, namespace=info.namespace, **common)
+        encoded = await self._reads.list_encoded(rt, namespace=info.namespace, **common)
         metadata: dict[str, str] = {"resourceVersion": encoded.resource_version}
         if encoded.continue_token:
             metadata["continue"] = encoded.continue_token
@@ -252,10 +262,22 @@ class ResourceHandlers:
         if resource_version not in (None, "", "0") and _int_param(resource_version, "resourceVersion") >= INT64_MAX:
             # The watch starts one revision later, which must still be an etcd (int64) revision.
             raise errors.BadRequest(f'resourceVersion: Invalid value: "{resource_version}": too large')
-        events = self._objects.watch(
-            rt, namespace=info.namespace, label_selector=labels, field_selector=fields,
-            resource_version=resource_version, bookmark_interval=self._bookmark_interval if bookmarks else None,
-        )
+        send_initial_events = _bool_param(query.get("sendInitialEvents"), "sendInitialEvents")
+        check_watch_list_options(send_initial_events, query.get("resourceVersionMatch"))
+        bookmark_interval = self._bookmark_interval if bookmarks else None
+        if self._cache is not None:
+            events = self._cache.watch(
+                rt, namespace=info.namespace, label_selector=labels, field_selector=fields,
+                resource_version=resource_version, bookmark_interval=bookmark_interval,
+                send_initial_events=send_initial_events,
+            )
+        elif send_initial_events is not None:
+            raise errors.BadRequest("sendInitialEvents: Forbidden: this server has no watch cache to serve it")
+        else:
+            events = self._objects.watch(
+                rt, namespace=info.namespace, label_selector=labels, field_selector=fields,
+                resource_version=resource_version, bookmark_interval=bookmark_interval,
+            )
         response = web.StreamResponse(
             headers={"Content-Type": TABLE_CONTENT_TYPE if as_table else JSON_CONTENT_TYPE}
         )
@@ -265,6 +287,8 @@ class ResourceHandlers:
 
         def encode(event: ObjectEvent) -> bytes:
             nonlocal first
+            if isinstance(event, SharedEvent) and not as_table:
+                return event.line  # encoded once for every watch of the event
             obj = event.object
             if as_table and event.type not in (WatchEventType.BOOKMARK, WatchEventType.ERROR):
                 obj = table(rt, [obj], include=include, now=self._clock(), with_definitions=first)
@@ -488,6 +512,16 @@ def _int_param(value: str | None, name: str) -> int:
 def _closed(request: web.Request) -> bool:
     transport = request.transport
     return transport is None or transport.is_closing()
+
+
+def _bool_param(value: str | None, name: str) -> bool | None:
+    if value is None:
+        return None
+    if value in ("true", "1", "True"):
+        return True
+    if value in ("false", "0", "False"):
+        return False
+    raise errors.BadRequest(f'{name}: Invalid value: "{value}": must be true or false')
 
 
 def _event_line(event_type: str, obj: Any) -> bytes:

@@ -1,0 +1,299 @@
+"""The hub's watch cache, as kube-apiserver's cacher: watches and lists served from memory.
+
+One :class:`~.cacher.Cacher` per resource type, started on the type's first cached request
+(or at start for the kinds passed to :meth:`WatchCache.warm`), follows one store watch and
+fans each event out, decoded once, to every watch of the type. What is served from it:
+
+* every watch: ``resourceVersion`` "0" starts from the cache's state; unset (or a watch-list,
+  ``sendInitialEvents=true``, without one) from a consistent read of the store, after which
+  the watch follows the cache; "N" resumes from the cache's window of recent events, or --
+  when N is older than the window -- from the store's history as without a cache (410 once
+  compacted);
+* lists with ``resourceVersion`` "0" (``limit`` is ignored, as kube's cache does) or "N"
+  (``resourceVersionMatch`` unset or ``NotOlderThan``, without ``limit``) once the cache has
+  reached N. Lists without a resourceVersion (consistent reads), with ``Exact``, a
+  ``continue`` token, or a ``limit`` with a resourceVersion other than "0" read the store,
+  as kube's do.
+
+Objects come out exactly as the object layer serves them (the same stored bytes and
+decoding); cached events are shared between watchers and must not be changed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Unpack
+
+from controlplane.apiserver import errors
+from controlplane.apiserver.crd.registry import DynamicRegistry
+from controlplane.apiserver.objects import EncodedList, ListArgs, ObjectEvent, ObjectList, ObjectStore
+from controlplane.apiserver.objects.events import watch_events
+from controlplane.apiserver.objects.reading import (
+    decode,
+    encoded,
+    field_selector_of,
+    label_selector_of,
+    parse_resource_version,
+    store_call,
+)
+from controlplane.apiserver.objects.values import (
+    FieldSelectorArg,
+    LabelSelectorArg,
+    WatchEventType,
+    WatchOptions,
+)
+from controlplane.apiserver.resources import ResourceType
+from controlplane.apiserver.watchcache.cacher import Cacher
+from controlplane.apiserver.watchcache.watcher import CacheWatcher, WatcherLimits, bookmark
+from controlplane.apiserver.watchcache.window import (
+    DEFAULT_WINDOW_BYTES,
+    DEFAULT_WINDOW_EVENTS,
+    CacheCounters,
+    EventWindow,
+)
+from controlplane.storage import interface as storage
+
+__all__ = ["DEFAULT_WATCH_CACHE", "WatchCache", "WatchCacheConfig", "check_watch_list_options"]
+
+_NOT_OLDER_THAN = "NotOlderThan"
+_INVALID_OPTIONS = 'ListOptions.meta.k8s.io "" is invalid: '
+#: Seconds a request waits for a type's first list into the cache before the store answers it.
+READY_SECONDS = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class WatchCacheConfig:
+    """How much the cache keeps: the event window of each type, and each watch's queue."""
+
+    window_events: int = DEFAULT_WINDOW_EVENTS
+    window_bytes: int = DEFAULT_WINDOW_BYTES
+    watcher: WatcherLimits = field(default_factory=WatcherLimits)
+
+
+#: The watch cache's default bounds.
+DEFAULT_WATCH_CACHE = WatchCacheConfig()
+
+
+def check_watch_list_options(send_initial_events: bool | None, resource_version_match: str | None) -> None:
+    """kube's validation of a watch's ``sendInitialEvents`` and ``resourceVersionMatch``."""
+    if send_initial_events is not None and resource_version_match != _NOT_OLDER_THAN:
+        raise errors.Invalid(
+            f"{_INVALID_OPTIONS}resourceVersionMatch: Forbidden: sendInitialEvents requires setting "
+            f"resourceVersionMatch to {_NOT_OLDER_THAN}"
+        )
+    if resource_version_match and send_initial_events is None:
+        raise errors.Invalid(
+            f"{_INVALID_OPTIONS}resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch "
+            "unless sendInitialEvents is provided"
+        )
+
+
+class WatchCache:
+    """Watches and lists of the API served from memory (see the module docstring); what is not
+    served from memory goes to ``objects``."""
+
+    def __init__(self, objects: ObjectStore, config: WatchCacheConfig | None = None) -> None:
+        self._objects = objects
+        self._store = objects.store
+        self._config = config or WatchCacheConfig()
+        self._cachers: dict[tuple[str, str, str], Cacher] = {}
+        self._retired: set[asyncio.Task[None]] = set()
+        self._closed = False
+        self._registry = objects.registry
+        if isinstance(self._registry, DynamicRegistry):
+            self._registry.add_listener(self._kinds_changed)
+
+    def counters(self) -> dict[str, CacheCounters]:
+        """Each cached type's counters (store events taken, objects decoded, lines encoded)."""
+        return {f"{cacher.rt.plural}.{cacher.rt.group}": cacher.counters for cacher in self._cachers.values()}
+
+    def warm(self, types: Iterable[ResourceType]) -> None:
+        """Start caching ``types`` now rather than on their first request."""
+        for rt in types:
+            self._cacher(rt)
+
+    async def close(self) -> None:
+        self._closed = True
+        if isinstance(self._registry, DynamicRegistry):
+            self._registry.remove_listener(self._kinds_changed)
+        cachers, self._cachers = list(self._cachers.values()), {}
+        await asyncio.gather(*(cacher.stop() for cacher in cachers), *self._retired, return_exceptions=True)
+
+    def _cacher(self, rt: ResourceType) -> Cacher:
+        if self._closed:
+            raise errors.ServiceUnavailable("the API server is shutting down")
+        key = (rt.group, rt.version, rt.plural)
+        cacher = self._cachers.get(key)
+        if cacher is not None and cacher.rt is not rt and cacher.rt != rt:
+            self._retire(key)
+            cacher = None
+        if cacher is None:
+            window = EventWindow(max_events=self._config.window_events, max_bytes=self._config.window_bytes)
+            cacher = self._cachers[key] = Cacher(self._store, rt, window)
+            cacher.start()
+        return cacher
+
+    def _retire(self, key: tuple[str, str, str]) -> None:
+        """Stop the cache of a kind that changed (its CRD was updated) or is no longer served:
+        its watches end, and clients watch again."""
+        cacher = self._cachers.pop(key)
+        task = asyncio.create_task(cacher.stop())
+        self._retired.add(task)
+        task.add_done_callback(self._retired.discard)
+
+    def _kinds_changed(self) -> None:
+        for key, cacher in list(self._cachers.items()):
+            rt = self._registry.get(*key)
+            if rt is None or (rt is not cacher.rt and rt != cacher.rt):
+                self._retire(key)
+
+    async def _ready(self, rt: ResourceType) -> Cacher | None:
+        """The type's cacher once it has listed; None when that takes longer than
+        :data:`READY_SECONDS` (the store then answers)."""
+        cacher = self._cacher(rt)
+        try:
+            async with asyncio.timeout(READY_SECONDS):
+                await cacher.wait_ready()
+        except TimeoutError:
+            return None
+        return cacher
+
+    # --- lists ------------------------------------------------------------------------
+
+    async def list_encoded(
+        self, rt: ResourceType, *, namespace: str | None = None, **options: Unpack[ListArgs]
+    ) -> EncodedList:
+        served = await self._from_cache(rt, namespace, options)
+        if served is None:
+            return await self._objects.list_encoded(rt, namespace=namespace, **options)
+        kvs, revision = served
+        return EncodedList(kvs, str(revision), encode=partial(encoded, rt))
+
+    async def list(self, rt: ResourceType, *, namespace: str | None = None, **options: Unpack[ListArgs]) -> ObjectList:
+        served = await self._from_cache(rt, namespace, options)
+        if served is None:
+            return await self._objects.list(rt, namespace=namespace, **options)
+        kvs, revision = served
+        return ObjectList([decode(rt, kv) for kv in kvs], str(revision))
+
+    async def _from_cache(
+        self, rt: ResourceType, namespace: str | None, options: ListArgs
+    ) -> tuple[builtins.list[storage.KeyValue], int] | None:
+        """The list's items and revision from the cache; None when the store must answer it."""
+        resource_version = options.get("resource_version")
+        if options.get("continue_token") or options.get("resource_version_match") not in (None, "", _NOT_OLDER_THAN):
+            return None
+        if resource_version in (None, ""):
+            return None
+        try:
+            wanted = int(resource_version)
+        except ValueError:
+            return None
+        if wanted < 0 or (options.get("limit") and wanted != 0):
+            return None
+        if rt.namespaced is False and namespace:
+            return None
+        labels = label_selector_of(options.get("label_selector"))
+        fields = field_selector_of(rt, options.get("field_selector"))
+        cacher = await self._ready(rt)
+        if cacher is None or cacher.revision < wanted:
+            # The cache has not seen that revision: the store answers (or says it is too new).
+            return None
+        kvs = cacher.snapshot(rt.key_prefix(namespace))
+        revision = cacher.revision
+        if not (labels.empty and fields.empty):
+            kvs = [
+                kv for kv in kvs
+                if labels.matches((obj := decode(rt, kv))["metadata"].get("labels")) and fields.matches(obj)
+            ]
+        return kvs, revision
+
+    # --- watches ---------------------------------------------------------------------
+
+    async def watch(
+        self,
+        rt: ResourceType,
+        *,
+        namespace: str | None = None,
+        label_selector: LabelSelectorArg = None,
+        field_selector: FieldSelectorArg = None,
+        resource_version: str | None = None,
+        bookmark_interval: float | None = None,
+        send_initial_events: bool | None = None,
+    ) -> AsyncIterator[ObjectEvent]:
+        """Events for objects of ``rt`` as kube's watch sends them (:meth:`ObjectStore.watch`),
+        plus kube's watch-list: with ``send_initial_events`` the current objects as ADDED, then
+        (with bookmarks allowed, ``bookmark_interval`` not None) a BOOKMARK annotated
+        ``k8s.io/initial-events-end``."""
+        labels = label_selector_of(label_selector)
+        fields = field_selector_of(rt, field_selector)
+        filtered = not (labels.empty and fields.empty)
+        prefix = rt.key_prefix(namespace)
+        cacher = await self._ready(rt)
+        if cacher is None and send_initial_events is None:
+            # Not listed yet (the store is slow or away): the store serves this watch, as without a cache.
+            options = WatchOptions(labels, fields, resource_version, bookmark_interval)
+            async for event in self._store_events(rt, namespace, options):
+                yield event
+            return
+        initial: builtins.list[storage.KeyValue] = []
+        consistent = resource_version in (None, "")
+        if cacher is not None and (resource_version == "0" or (
+            send_initial_events and not consistent and cacher.revision >= parse_resource_version(str(resource_version))
+        )):
+            # From the cache's state; attached below in the same step, so no event falls between.
+            if send_initial_events is not False:
+                initial = cacher.snapshot(prefix)
+            start = cacher.revision
+        elif send_initial_events is False:
+            start = await store_call(rt, "", self._store.current_revision()) if (
+                consistent or resource_version == "0"
+            ) else parse_resource_version(str(resource_version))
+        elif consistent or send_initial_events:
+            listed = await store_call(rt, "", self._store.list(prefix))
+            initial, start = listed.items, listed.revision
+            del listed
+        else:
+            start = parse_resource_version(str(resource_version))
+        watcher = CacheWatcher(rt, prefix=prefix, labels=labels, fields=fields, after=start, limits=self._config.watcher)
+        events: AsyncGenerator[ObjectEvent]
+        if cacher is not None and cacher.attach(watcher, start):
+            events = watcher.events(bookmark_interval=bookmark_interval, on_close=cacher.detach)
+        else:
+            # Older than the cache's window: the store's history serves it, as without a cache.
+            events = self._store_events(rt, namespace, WatchOptions(labels, fields, str(start), bookmark_interval))
+        try:
+            initial.reverse()
+            while initial:
+                kv = initial.pop()
+                obj = decode(rt, kv)
+                revision = kv.mod_revision
+                del kv
+                if not filtered or watcher.matches(obj):
+                    yield ObjectEvent(WatchEventType.ADDED, obj, revision)
+                del obj
+            if send_initial_events and bookmark_interval is not None:
+                yield bookmark(rt, start, initial_events_end=True)
+            async for event in events:
+                yield event
+        finally:
+            await events.aclose()
+            watcher.close()
+            if cacher is not None:
+                cacher.detach(watcher)
+
+    async def _store_events(
+        self, rt: ResourceType, namespace: str | None, options: WatchOptions
+    ) -> AsyncGenerator[ObjectEvent]:
+        events = watch_events(self._store, rt, namespace=namespace, options=options)
+        try:
+            async for event in events:
+                yield event
+        finally:
+            aclose = getattr(events, "aclose", None)
+            if aclose is not None:
+                await aclose()

@@ -1,0 +1,178 @@
+"""The cache of one resource type: what the store holds for it, kept current by one store watch.
+
+A :class:`Cacher` lists the type's key range once, then follows one store watch from the
+list's revision. Every store event updates :attr:`Cacher.state`, joins the
+:class:`~.window.EventWindow`, and is offered to every attached watcher -- decoded once for
+all of them. When the store watch fails (its revision compacted, the store unreachable) the
+cacher lists again: its watchers are closed with 410 ``Expired`` first (the client relists,
+as after any expired watch), since the events between the two reads are lost. When the store
+closes, the watchers' streams end.
+
+Cost: the state holds each object's stored bytes (what etcd holds for the type, plus about
+200 bytes of bookkeeping per object); the window at most ``window_events`` events and
+``window_bytes`` stored bytes; decoded objects only while an event is being fanned out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import logging
+import random
+
+from controlplane.apiserver import errors
+from controlplane.apiserver.resources import ResourceType
+from controlplane.apiserver.watchcache.watcher import CacheWatcher
+from controlplane.apiserver.watchcache.window import CacheCounters, CachedEvent, EventWindow
+from controlplane.storage import interface as storage
+
+logger = logging.getLogger(__name__)
+
+#: Seconds between a failed list or watch of the store and the next try (jittered, doubling).
+_RETRY_SECONDS = (0.1, 5.0)
+
+
+class Cacher:
+    """The cached state and recent events of ``rt`` (all namespaces), fed by one store watch."""
+
+    def __init__(self, store: storage.Store, rt: ResourceType, window: EventWindow) -> None:
+        self.rt = rt
+        self._store = store
+        self._prefix = rt.key_prefix(None)
+        self.window = window
+        #: key -> the stored value, as of :attr:`revision`.
+        self.state: dict[str, storage.KeyValue] = {}
+        #: The keys of :attr:`state` in order, kept until one is added or removed.
+        self._sorted: list[str] | None = None
+        #: Every store event up to this revision is in :attr:`state`.
+        self.revision = 0
+        self.counters = CacheCounters()
+        self._watchers: set[CacheWatcher] = set()
+        self._ready = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._stopped = False
+
+    @property
+    def watcher_count(self) -> int:
+        return len(self._watchers)
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name=f"watch-cache-{self.rt.plural}")
+
+    async def wait_ready(self) -> None:
+        """Return once the state is listed (the first time, or again after a failed watch)."""
+        if self._stopped:
+            raise errors.ServiceUnavailable(f"the watch cache of {self.rt.plural} is shutting down")
+        await self._ready.wait()
+
+    def snapshot(self, prefix: str) -> list[storage.KeyValue]:
+        """The stored objects under ``prefix`` as of :attr:`revision`, in key order."""
+        if self._sorted is None:
+            self._sorted = sorted(self.state)
+        keys = self._sorted
+        if prefix == self._prefix:
+            return [self.state[key] for key in keys]
+        found: list[storage.KeyValue] = []
+        for index in range(bisect.bisect_left(keys, prefix), len(keys)):
+            if not keys[index].startswith(prefix):
+                break
+            found.append(self.state[keys[index]])
+        return found
+
+    def attach(self, watcher: CacheWatcher, after: int) -> bool:
+        """Send ``watcher`` every event after revision ``after`` (those still in the window at
+        once); False when some of them are no longer in the window, or the cache is listing again."""
+        if not self._ready.is_set() or self._stopped:
+            return False
+        earlier = self.window.since(after)
+        if earlier is None:
+            return False
+        for event in earlier:
+            if not watcher.offer(event):
+                return True
+        self._watchers.add(watcher)
+        self.counters.watchers = len(self._watchers)
+        return True
+
+    def detach(self, watcher: CacheWatcher) -> None:
+        self._watchers.discard(watcher)
+        self.counters.watchers = len(self._watchers)
+
+    async def stop(self) -> None:
+        """Stop following the store; open watches end."""
+        self._stopped = True
+        self._ready.set()
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        self._close_watchers(None)
+
+    async def _run(self) -> None:
+        delay = _RETRY_SECONDS[0]
+        while True:
+            try:
+                listed = await self._store.list(self._prefix)
+                self._replace(listed)
+                delay = _RETRY_SECONDS[0]
+                async for event in self._store.watch(self._prefix, from_revision=self.revision + 1):
+                    self._apply(event)
+                # The store closed.
+                self._stopped = True
+                self._ready.set()
+                self._close_watchers(None)
+                return
+            except storage.StorageError as exc:
+                logger.info(
+                    "watch cache of %s lists again: %s", self.rt.plural, exc,
+                    extra={"revision": self.revision},
+                )
+                error = self._lost(exc)
+            except Exception:
+                logger.exception("watch cache of %s failed; listing again", self.rt.plural)
+                error = errors.InternalError("the watch stream failed; see the server log")
+            self._ready.clear()
+            self._close_watchers(error)
+            await asyncio.sleep(random.uniform(delay / 2, delay))
+            delay = min(delay * 2, _RETRY_SECONDS[1])
+
+    def _lost(self, exc: storage.StorageError) -> errors.ApiError:
+        """What the cache's watches end with when its store watch failed with ``exc``."""
+        if isinstance(exc, storage.Gone):
+            return errors.expired_resource_version(self.revision, exc.compacted_revision)
+        return errors.from_storage_error(exc, plural=self.rt.plural, group=self.rt.group)
+
+    def _replace(self, listed: storage.ListResult) -> None:
+        self.state = {kv.key: kv for kv in listed.items}
+        self._sorted = None
+        self.revision = listed.revision
+        self.window.reset(listed.revision)
+        self.counters.lists += 1
+        self._ready.set()
+
+    def _apply(self, event: storage.WatchEvent) -> None:
+        key = event.kv.key
+        if event.type is storage.EventType.DELETE:
+            prev = self.state.pop(key, None)
+        else:
+            prev = self.state.get(key)
+            self.state[key] = event.kv
+        if prev is None or event.type is storage.EventType.DELETE:
+            self._sorted = None
+        cached = CachedEvent(self.rt, event, prev, self.counters)
+        self.counters.events += 1
+        self.revision = cached.revision
+        self.window.append(cached)
+        overflowed = [watcher for watcher in self._watchers if not watcher.offer(cached)]
+        for watcher in overflowed:
+            self.detach(watcher)
+            logger.warning(
+                "closing a watch of %s that fell behind", self.rt.plural, extra={"revision": cached.revision}
+            )
+        cached.release()
+
+    def _close_watchers(self, error: errors.ApiError | None) -> None:
+        watchers, self._watchers = self._watchers, set()
+        self.counters.watchers = 0
+        for watcher in watchers:
+            watcher.close(error)

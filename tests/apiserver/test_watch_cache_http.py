@@ -1,0 +1,100 @@
+"""The watch cache over HTTP: the same bytes as the store serves, kube's watch-list, and its
+option checks before the stream starts."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from controlplane.apiserver.app import create_app
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.apiserver.resources import Registry
+
+from .kinds import widget
+
+WIDGETS = "/apis/test.gpufed.io/v1/namespaces/default/widgets"
+Client = TestClient[Any, Any]
+
+
+@pytest.fixture
+async def uncached(objects: ObjectStore, api_registry: Registry) -> AsyncIterator[Client]:
+    """The API over the same store as ``api``, without a watch cache."""
+    app = create_app(objects, api_registry, bookmark_interval=0.2, watch_cache=None)
+    async with TestClient(TestServer(app)) as client:
+        yield client
+
+
+async def _lines(response: Any, count: int) -> list[bytes]:
+    lines: list[bytes] = []
+    async with asyncio.timeout(10):
+        while len(lines) < count:
+            lines.append(await response.content.readline())
+    return lines
+
+
+async def test_watches_and_lists_from_the_cache_are_byte_identical(api: Client, uncached: Client) -> None:
+    created = await (await api.post(WIDGETS, json=widget("a", labels={"x": "1"}))).json()
+    rv = created["metadata"]["resourceVersion"]
+    params = {"watch": "1", "resourceVersion": rv}
+    watches = [await api.get(WIDGETS, params=params), await uncached.get(WIDGETS, params=params)]
+    initial = {"watch": "1", "resourceVersion": "0"}
+    firsts = [await api.get(WIDGETS, params=initial), await uncached.get(WIDGETS, params=initial)]
+    patched = await api.patch(
+        f"{WIDGETS}/a", data='{"spec":{"size":5}}', headers={"Content-Type": "application/merge-patch+json"}
+    )
+    assert patched.status == 200
+    cached_lines, store_lines = [await _lines(response, 1) for response in watches]
+    assert cached_lines == store_lines
+    assert json.loads(cached_lines[0])["object"]["spec"]["size"] == 5
+    first_cached, first_store = [await _lines(response, 1) for response in firsts]
+    assert first_cached == first_store
+    for response in (*watches, *firsts):
+        response.close()
+    listed = [await (await api.get(WIDGETS, params={"resourceVersion": "0"})).read(),
+              await (await uncached.get(WIDGETS)).read()]
+    assert listed[0] == listed[1]
+
+
+async def test_watch_list_over_http(api: Client) -> None:
+    for name in ("a", "b"):
+        assert (await api.post(WIDGETS, json=widget(name))).status == 201
+    response = await api.get(WIDGETS, params={
+        "watch": "1", "sendInitialEvents": "true", "resourceVersionMatch": "NotOlderThan",
+        "allowWatchBookmarks": "true",
+    })
+    assert response.status == 200
+    events = [json.loads(line) for line in await _lines(response, 3)]
+    response.close()
+    assert [(e["type"], e["object"]["metadata"].get("name")) for e in events] == [
+        ("ADDED", "a"), ("ADDED", "b"), ("BOOKMARK", None),
+    ]
+    assert events[2]["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ({"sendInitialEvents": "true"}, "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"),
+        ({"resourceVersionMatch": "NotOlderThan"}, "resourceVersionMatch is forbidden for watch unless sendInitialEvents"),
+        ({"sendInitialEvents": "maybe"}, 'sendInitialEvents: Invalid value: "maybe"'),
+    ],
+)
+async def test_watch_list_options_are_checked_before_the_stream(
+    api: Client, query: dict[str, str], message: str
+) -> None:
+    response = await api.get(WIDGETS, params={"watch": "1", **query})
+    assert response.status in (400, 422)
+    status = await response.json()
+    assert status["kind"] == "Status"
+    assert message in status["message"]
+
+
+async def test_send_initial_events_is_refused_on_a_list(api: Client) -> None:
+    response = await api.get(WIDGETS, params={"sendInitialEvents": "true", "resourceVersionMatch": "NotOlderThan"})
+    assert response.status == 422
+    assert "sendInitialEvents is forbidden for list" in (await response.json())["message"]
