@@ -16,6 +16,7 @@ cores, where a process can stall for seconds; the bound itself is measured in th
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import threading
 import time
@@ -142,7 +143,9 @@ def test_reclaimed_spot_replicas_run_elsewhere_within_seconds(
     )
     assert result.returncode == 0, result.stderr
     # "reclaimed spot-l4-g2-spot-0, spot-l4-g2-spot-1 (3 pod(s) gone)": the busiest two of 2/1/1.
-    lost = int(result.stdout.rsplit("(", 1)[1].split()[0])
+    found = re.search(r"\((\d+) pod\(s\) gone\)", result.stdout)
+    assert found is not None, result.stdout
+    lost = int(found.group(1))
     assert lost == 3, result.stdout
 
     wait_for(lambda: _running(onprem) == lost and _placement(hub) == {SPOT: 4 - lost, ONPREM: lost},

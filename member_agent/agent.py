@@ -322,16 +322,19 @@ class Agent(Service):
         """A spot node gone (or given a reclaim notice) is reported like any node change, and the
         Works of the workloads that lost pods with it get their status written."""
         node = self.nodes.objects.get(key) if self.nodes is not None else None
-        news, touched = self.reclaims.node_changed(key, node, self._pods(), now=self.clock())
+        news, touched = self.reclaims.node_changed(key, node, now=self.clock())
         if news:
             logger.info("spot node %s of cluster %s %s", key, self.config.cluster_name,
                         "got a reclaim notice" if node is not None else f"was reclaimed ({len(touched)} workload(s) hit)")
+        self._reclaims_touched(touched)
+        self._on_capacity_change(key)
+
+    def _reclaims_touched(self, touched: set[tuple[str, str, str]]) -> None:
         for ref in touched:
             work = self._work_objects.get(ref)
             if work is not None:
                 self._status_dirty.add(work)
                 self._work_due.set()
-        self._on_capacity_change(key)
 
     def build_status(self) -> dict[str, Any]:
         assert self.nodes is not None and self.pods is not None
@@ -496,6 +499,7 @@ class Agent(Service):
     def _on_pod_change(self, key: str) -> None:
         self._on_capacity_change(key)
         pod = self.pods.objects.get(key) if self.pods is not None else None
+        self._reclaims_touched(self.reclaims.pod_changed(key, pod, now=self.clock()))
         work = None
         if pod is not None:
             namespace = str((pod.get("metadata") or {}).get("namespace") or "")

@@ -52,25 +52,46 @@ def test_report_marks_spot_shapes_and_counts_spot_nodes() -> None:
 )
 def test_notice_is_news_once(node: dict[str, Any], news: bool) -> None:
     log = ReclaimLog()
-    assert log.node_changed("a", node, [], now=T0) == (news, set())
-    assert log.node_changed("a", node, [], now=T0) == (False, set())
+    assert log.node_changed("a", node, now=T0) == (news, set())
+    assert log.node_changed("a", node, now=T0) == (False, set())
+
+
+def _log_with(pods: list[dict[str, Any]], *nodes: dict[str, Any]) -> ReclaimLog:
+    log = ReclaimLog(window_seconds=60)
+    for node in nodes:
+        log.node_changed(node["metadata"]["name"], node, now=T0)
+    for pod in pods:
+        log.pod_changed(pod["metadata"]["name"], pod, now=T0)
+    return log
 
 
 def test_a_spot_node_gone_counts_its_running_pods_per_workload() -> None:
-    log = ReclaimLog(window_seconds=60)
     pods = [_pod("1", "a"), _pod("2", "a"), _pod("3", "b"), _pod("4", "a", deployment="done", phase="Succeeded")]
-    for name in ("a", "b"):
-        log.node_changed(name, _node(name, labels=SPOT), pods, now=T0)
-    assert log.node_changed("a", None, pods, now=T0) == (True, {("ml", "Deployment", "infer")})
-    assert log.node_changed("b", None, pods, now=T0 + timedelta(seconds=5)) == (True, {("ml", "Deployment", "infer")})
+    log = _log_with(pods, _node("a", labels=SPOT), _node("b", labels=SPOT), _node("c"))
     ref = ("ml", "Deployment", "infer")
+    assert log.node_changed("a", None, now=T0) == (True, {ref})
+    # The pods' own deletions come later: counted once.
+    assert log.pod_changed("infer-abc-1", None, now=T0) == set()
+    assert log.node_changed("b", None, now=T0 + timedelta(seconds=5)) == (True, {ref})
     assert log.entry(ref, now=T0 + timedelta(seconds=5)) == {"pods": 3, "nodes": ["a", "b"], "time": "2026-01-01T00:00:05Z"}
     # A node that was not spot going away is not a reclaim.
-    log.node_changed("c", _node("c"), pods, now=T0)
-    assert log.node_changed("c", None, [_pod("5", "c")], now=T0) == (False, set())
+    log.pod_changed("infer-abc-5", _pod("5", "c"), now=T0)
+    assert log.node_changed("c", None, now=T0) == (False, set())
 
     status = {"manifestStatuses": [{"identifier": {"kind": "Deployment", "namespace": "ml", "name": "infer"}}]}
     annotated = log.annotate(status, now=T0 + timedelta(seconds=10))
     assert annotated["manifestStatuses"][0]["reclaimed"]["pods"] == 3
     # Past the window the entry leaves the status.
     assert "reclaimed" not in log.annotate(annotated, now=T0 + timedelta(seconds=70))["manifestStatuses"][0]
+
+
+def test_pods_deleted_just_before_their_node_still_count() -> None:
+    """The pod watch may deliver the deletions before the node watch delivers the node's."""
+    log = _log_with([_pod("1", "a"), _pod("2", "b")], _node("a", labels=SPOT), _node("b", labels=SPOT))
+    ref = ("ml", "Deployment", "infer")
+    assert log.pod_changed("infer-abc-1", None, now=T0) == set()
+    assert log.node_changed("a", None, now=T0 + timedelta(seconds=1)) == (True, {ref})
+    assert log.entry(ref, now=T0 + timedelta(seconds=2)) == {"pods": 1, "nodes": ["a"], "time": "2026-01-01T00:00:01Z"}
+    # A pod deleted long before its node went is not the reclaim's.
+    assert log.pod_changed("infer-abc-2", None, now=T0) == set()
+    assert log.node_changed("b", None, now=T0 + timedelta(minutes=5)) == (True, set())
