@@ -168,7 +168,7 @@ def test_reclaimed_spot_replicas_run_elsewhere_within_seconds(
     start = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=2)
     end = start + timedelta(seconds=20)
     time.sleep(max((end - datetime.now(UTC)).total_seconds() + 4, 0))
-    report = _waste(hub, "--from", _stamp(start), "--to", _stamp(end), "-n", "ml", "--by", "namespace,workload")
+    report = _waste(hub, "--from", _stamp(start), "--to", _stamp(end), "-n", "ml", "--by", "cluster,namespace,workload")
     fleet = _waste(hub, "--from", _stamp(start), "--to", _stamp(end), "--by", "cluster")
     observed = fleet["window"]["observed_hours"]
     assert observed > 0
@@ -176,7 +176,7 @@ def test_reclaimed_spot_replicas_run_elsewhere_within_seconds(
     assert fleet["totals"]["gpu_hours_total"] == pytest.approx(12 * observed, abs=12 * per_sample)
     held = report["totals"]["gpu_hours"]
     allocated = held["busy"] + held["idle-allocated"] + held["unmeasured"]
-    assert allocated == pytest.approx(4 * observed, abs=4 * per_sample), report["totals"]
+    assert allocated == pytest.approx(4 * observed, abs=4 * per_sample), (report["groups"], fleet["groups"], observed)
     infer = next(w for w in report["top_idle_workloads"] if w["workload"].endswith("Deployment/infer"))
     assert infer["gpus_now"] == 4
     assert report["spot_reclaims"] == {"reclaims": 1, "replicas": lost}
