@@ -8,7 +8,8 @@ the waste report counts no GPU twice: after the reclaim the fleet's GPU-hours ar
 are left times the window, and the workload holds its 4 GPUs, not the reclaimed ones as well.
 
 Timing: the replacements must run on-prem within 10 s of the reclaim (the issue's bound). The
-moment is measured from a watch on the on-prem member's pods (printed), and asserted by waiting
+time from the first node's DELETED event (a watch on the spot member's nodes) to the replacements'
+Running (a watch on the on-prem member's pods) is printed, and it is asserted by waiting
 for the condition with a timeout of 10 s plus SLACK: this machine runs many test processes on 2
 cores, where a process can stall for seconds; the bound itself is measured in the printed figure.
 """
@@ -73,14 +74,15 @@ def _placement(hub: Kubectl) -> dict[str, int]:
     return {t["name"]: t["replicas"] for t in binding["spec"].get("clusters") or ()}
 
 
-class RunningWatch:
-    """``kubectl get pods -w`` on a member: when each pod was first seen Running (monotonic clock)."""
+class Watch:
+    """``kubectl get KIND -w --output-watch-events`` on a member: when each object was first seen
+    in each state (``ADDED``/``MODIFIED``/``DELETED``, or a pod's phase), on the monotonic clock."""
 
-    def __init__(self, member: Kubectl) -> None:
-        self.first_running: dict[str, float] = {}
+    def __init__(self, member: Kubectl, *args: str) -> None:
+        self.first: dict[tuple[str, str], float] = {}
         self._proc = subprocess.Popen(
-            [KUBECTL, "--kubeconfig", str(member.kubeconfig), "get", "pods", "-n", "ml", "-l", "app=infer",
-             "-w", "-o", "jsonpath={.metadata.name} {.status.phase}{\"\\n\"}"],
+            [KUBECTL, "--kubeconfig", str(member.kubeconfig), "get", *args, "-w", "--output-watch-events",
+             "-o", "jsonpath={.type} {.object.metadata.name} {.object.status.phase}{\"\\n\"}"],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
         )
         self._thread = threading.Thread(target=self._read, daemon=True)
@@ -89,13 +91,14 @@ class RunningWatch:
     def _read(self) -> None:
         assert self._proc.stdout is not None
         for line in self._proc.stdout:
-            name, _, phase = line.strip().partition(" ")
-            if phase == "Running":
-                self.first_running.setdefault(name, time.monotonic())
+            event, name, *phase = line.split()
+            now = time.monotonic()
+            self.first.setdefault((event, name), now)
+            if phase:
+                self.first.setdefault((phase[0], name), now)
 
-    def nth_running_at(self, n: int) -> float | None:
-        times = sorted(self.first_running.values())
-        return times[n - 1] if len(times) >= n else None
+    def seen(self, state: str) -> list[float]:
+        return sorted(t for (what, _), t in self.first.items() if what == state)
 
     def stop(self) -> None:
         self._proc.terminate()
@@ -103,8 +106,8 @@ class RunningWatch:
 
 
 @pytest.fixture
-def watches() -> Iterator[list[RunningWatch]]:
-    started: list[RunningWatch] = []
+def watches() -> Iterator[list[Watch]]:
+    started: list[Watch] = []
     yield started
     for watch in started:
         watch.stop()
@@ -122,7 +125,7 @@ def _stamp(moment: datetime) -> str:
 
 
 def test_reclaimed_spot_replicas_run_elsewhere_within_seconds(
-    processes: ProcessGroup, watches: list[RunningWatch]
+    processes: ProcessGroup, watches: list[Watch]
 ) -> None:
     hub, members = processes.start_fleet(FLEET, (SPOT, ONPREM), "--waste-sample-interval", "1")
     spot, onprem = members[SPOT], members[ONPREM]
@@ -134,9 +137,9 @@ def test_reclaimed_spot_replicas_run_elsewhere_within_seconds(
     wait_for(lambda: _running(spot) == 4, timeout=90, what="4 replicas Running in the spot cluster")
     assert _placement(hub) == {SPOT: 4}
 
-    watch = RunningWatch(onprem)
-    watches.append(watch)
-    reclaimed_at = time.monotonic()
+    nodes, pods = Watch(spot, "nodes"), Watch(onprem, "pods", "-n", "ml", "-l", "app=infer")
+    watches.extend((nodes, pods))
+    wait_for(lambda: len(nodes.seen("ADDED")) == 3, timeout=30, what="the node watch to list the spot nodes")
     result = subprocess.run(
         [GPUFED, "sim-cluster", "reclaim", "--state-dir", str(processes.root / f"member-{SPOT}"), "--nodes", "2"],
         capture_output=True, text=True, timeout=60, check=False,
@@ -148,13 +151,18 @@ def test_reclaimed_spot_replicas_run_elsewhere_within_seconds(
     lost = int(found.group(1))
     assert lost == 3, result.stdout
 
-    wait_for(lambda: _running(onprem) == lost and _placement(hub) == {SPOT: 4 - lost, ONPREM: lost},
+    # The lost replicas run on-prem. (The spot cluster keeps the one left, or gives it up too when
+    # its report shows the last node full with the member's own replacements.)
+    wait_for(lambda: _running(onprem) >= lost and _placement(hub).get(ONPREM, 0) >= lost
+             and sum(_placement(hub).values()) == 4,
              timeout=BOUND_SECONDS + SLACK_SECONDS, what=f"{lost} replicas Running on-prem")
-    running_at = watch.nth_running_at(lost)
-    assert running_at is not None
-    print(f"\nreclaim -> {lost} replacements Running on-prem: {running_at - reclaimed_at:.2f} s "
-          f"(bound {BOUND_SECONDS:g} s)")
-    wait_for(lambda: _running(spot) == 4 - lost, timeout=60, what="the spot cluster to keep what is left")
+    reclaimed_at, running = nodes.seen("DELETED")[0], pods.seen("Running")
+    assert len(running) >= lost
+    print(f"\nreclaim (first node DELETED) -> {lost} replacements Running on-prem: "
+          f"{running[lost - 1] - reclaimed_at:.2f} s (bound {BOUND_SECONDS:g} s)")
+    kept = _placement(hub).get(SPOT, 0)
+    wait_for(lambda: _running(spot) == kept and _running(onprem) == 4 - kept, timeout=60,
+             what="each cluster to run what the hub placed there")
 
     # The Event names the reclaim; the binding counts it.
     events = hub.json("get", "events", "-n", "ml", "--field-selector", "reason=SpotReclaimed")["items"]
@@ -162,21 +170,27 @@ def test_reclaimed_spot_replicas_run_elsewhere_within_seconds(
     assert f"of cluster {SPOT} reclaimed: {lost} replica(s) replaced" in events[0]["message"]
     annotations = hub.json("get", "resourcebinding", "infer-deployment", "-n", "ml")["metadata"]["annotations"]
     assert json.loads(annotations["scheduler.gpufed.io/spot-reclaims"])["count"] == 1
+    explained = subprocess.run([GPUFED, "explain", "deployment/infer", "-n", "ml", "--kubeconfig", str(hub.kubeconfig)],
+                               capture_output=True, text=True, timeout=60, check=False)
+    assert f"1 reclaim(s) survived; the latest took {lost} replica(s) from {SPOT}" in explained.stdout, explained
 
     # Nothing counted twice: over a window after the replacement the fleet's GPU-hours are its
     # GPUs left (4 spot L4s, 8 A100s) times the window, and the workload held 4 GPUs, not 7.
-    start = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=2)
-    end = start + timedelta(seconds=20)
+    # Rollups are per minute: a whole minute after the reclaim (as in test_waste.py).
+    start = (datetime.now(UTC) + timedelta(seconds=65)).replace(second=0, microsecond=0)
+    end = start + timedelta(minutes=1)
     time.sleep(max((end - datetime.now(UTC)).total_seconds() + 4, 0))
     report = _waste(hub, "--from", _stamp(start), "--to", _stamp(end), "-n", "ml", "--by", "cluster,namespace,workload")
     fleet = _waste(hub, "--from", _stamp(start), "--to", _stamp(end), "--by", "cluster")
+    print(json.dumps({"ml": report["groups"], "fleet": fleet["groups"], "window": fleet["window"]}, indent=1))
     observed = fleet["window"]["observed_hours"]
     assert observed > 0
-    per_sample = 1 / 3600  # one sample's share of an hour, the most a boundary sample can add
-    assert fleet["totals"]["gpu_hours_total"] == pytest.approx(12 * observed, abs=12 * per_sample)
+    rounding = 1e-4  # the JSON rounds hours to 4 digits
+    totals = fleet["totals"]
+    assert totals["gpu_hours_total"] - totals["gpu_hours"]["unavailable"] == pytest.approx(12 * observed, abs=12 * rounding)
     held = report["totals"]["gpu_hours"]
     allocated = held["busy"] + held["idle-allocated"] + held["unmeasured"]
-    assert allocated == pytest.approx(4 * observed, abs=4 * per_sample), (report["groups"], fleet["groups"], observed)
+    assert allocated == pytest.approx(4 * observed, abs=4 * rounding), (report["groups"], fleet["groups"], observed)
     infer = next(w for w in report["top_idle_workloads"] if w["workload"].endswith("Deployment/infer"))
     assert infer["gpus_now"] == 4
     assert report["spot_reclaims"] == {"reclaims": 1, "replicas": lost}
