@@ -19,6 +19,9 @@ runs a small command set and ``attach`` streams the container's output, over Web
 records its recent callers (peer address and ``Impersonate-*`` headers) at
 ``/debug/gpufed/callers``.
 
+``POST /debug/gpufed/reclaim`` reclaims spot nodes as a cloud does, and the fleet file's
+``reclaim`` does it periodically (:mod:`simulator.reclaiming`).
+
 ``/livez``, ``/readyz`` and ``/healthz`` answer in kube-apiserver's format
 (:mod:`simulator.health`); stopping the process takes the member's API down, and starting it
 again on the same ``--listen`` address and state dir brings the same cluster back.

@@ -342,12 +342,12 @@ class SchedulerController:
                     return wait
                 decided = None
                 non_spot = False
-                for candidates, non_spot_only in self.reclaims.candidate_sets(
-                    binding, policy.spec if policy else None, ordered if moves else (),
+                # After repeated reclaims, non-spot clusters are tried first (reclaims.py).
+                candidate_sets = self.reclaims.candidate_sets(
+                    binding, policy.spec if policy else None, ordered,
                     previous=request.previous, reclaimed=bool(reclaimed),
-                ):
-                    if not moves:
-                        break
+                )
+                for candidates, non_spot_only in candidate_sets if moves else ():
                     decided = decide_with_moves(
                         request, candidates, moves, reasons=move_reasons, reservations=self.reservations,
                         now=now, cache=self.cache,
