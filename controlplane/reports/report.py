@@ -15,7 +15,8 @@ The JSON contract (``gpufed waste -o json``; fields may be added, never renamed)
                              "measured_gpu_hours", "allocated_gpus", "mean_utilization",
                              "idle_gpu_hours", "idle_cost_usd", "cost_usd"}],
      "recommendations": [{"kind", "text", "savings_usd_per_day"}],
-     "spot_reclaims": {"reclaims": n, "replicas": n},
+     "spot_reclaims": {"reclaims": n, "replicas": n,
+                       "items": [{"namespace", "workload", "cluster", "time", "replicas"}]},
      "never_fit": [{"namespace", "workload", "replicas", "requests": {<resource>: n}, "message"}]}
 
 with every state of DESIGN.md's table present in each ``gpu_hours``/``cost_usd`` map (the
@@ -117,6 +118,11 @@ def to_json(report: WasteReport, *, top: int = DEFAULT_TOP) -> dict[str, Any]:
         "spot_reclaims": {
             "reclaims": len(report.spot_reclaims),
             "replicas": sum(r.replicas for r in report.spot_reclaims),
+            "items": [
+                {"namespace": r.namespace, "workload": r.workload, "cluster": r.cluster,
+                 "time": format_time(r.time), "replicas": r.replicas}
+                for r in report.spot_reclaims
+            ],
         },
         "never_fit": [
             {

@@ -11,7 +11,8 @@ import pytest
 from controlplane.apis.spot import ANNOTATION_SPOT_RECLAIMS, recorded_reclaims
 from controlplane.reports.accounting import Accumulator
 from controlplane.reports.fleet import FleetSample
-from controlplane.reports.report import to_json
+from controlplane.reports.report import render_table, to_json
+from controlplane.reports.resource import report_from_json
 from controlplane.reports.scoping import for_namespace
 from controlplane.scheduler.controller.reclaims import (
     History,
@@ -87,6 +88,12 @@ def test_the_waste_report_counts_reclaims_in_its_window_and_namespace() -> None:
     accumulator.add(FleetSample(time=T0, spot_reclaims=reclaims))
     accumulator.add(FleetSample(time=T0 + timedelta(minutes=2), spot_reclaims=reclaims))
     report = accumulator.query(T0, T0 + timedelta(minutes=2))
-    assert to_json(report)["spot_reclaims"] == {"reclaims": 2, "replicas": 6}
-    assert to_json(for_namespace(report, "ml"))["spot_reclaims"] == {"reclaims": 1, "replicas": 2}
-    assert to_json(accumulator.query(T0, T0 + timedelta(seconds=10)))["spot_reclaims"] == {"reclaims": 0, "replicas": 0}
+    counted = to_json(report)["spot_reclaims"]
+    assert (counted["reclaims"], counted["replicas"]) == (2, 6)
+    assert counted["items"][0] == {"namespace": "ml", "workload": "Deployment/infer", "cluster": "spot",
+                                   "time": "2026-01-01T00:00:30Z", "replicas": 2}
+    # The command renders its table from the JSON: the line survives the round trip.
+    assert "Spot reclaims survived: 2 (6 replica(s) replaced elsewhere)" in render_table(report_from_json(to_json(report)))
+    ml = to_json(for_namespace(report, "ml"))["spot_reclaims"]
+    assert (ml["reclaims"], ml["replicas"]) == (1, 2)
+    assert to_json(accumulator.query(T0, T0 + timedelta(seconds=10)))["spot_reclaims"]["reclaims"] == 0
