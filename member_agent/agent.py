@@ -73,6 +73,7 @@ from member_agent.kubeapi import ApiError, Conflict, KubeApi, NotFound, is_retry
 from member_agent.ledger import Ledger
 from member_agent.metrics import NAMESPACE as METRICS_NAMESPACE
 from member_agent.metrics import AgentMetrics, MetricsServer, parse_listen
+from member_agent.reclaims import ReclaimLog
 from member_agent.registering import (
     desired_cluster,
     register_cluster,
@@ -191,6 +192,8 @@ class Agent(Service):
         #: The hub's ResourceInterpreterCustomizations, and their member-side hooks in force.
         self.customizations: Informer | None = None
         self.interpreters = MemberInterpreters()
+        #: Spot nodes and the pods workloads lost when one was reclaimed.
+        self.reclaims = ReclaimLog()
         #: The cluster proxy's tunnel to the hub (``--enable-proxy``).
         self.tunnel: AgentTunnel | None = None
 
@@ -258,7 +261,7 @@ class Agent(Service):
             "/api/v1/nodes",
             name="nodes",
             transform=capacity.trim_node,
-            on_change=self._on_capacity_change,
+            on_change=self._on_node_change,
         )
         self.pods = Informer(
             self.member,
@@ -314,6 +317,24 @@ class Agent(Service):
 
     def _on_capacity_change(self, key: str) -> None:
         self._report_due.set()
+
+    def _on_node_change(self, key: str) -> None:
+        """A spot node gone (or given a reclaim notice) is reported like any node change, and the
+        Works of the workloads that lost pods with it get their status written."""
+        node = self.nodes.objects.get(key) if self.nodes is not None else None
+        news, touched = self.reclaims.node_changed(key, node, now=self.clock())
+        if news:
+            logger.info("spot node %s of cluster %s %s", key, self.config.cluster_name,
+                        "got a reclaim notice" if node is not None else f"was reclaimed ({len(touched)} workload(s) hit)")
+        self._reclaims_touched(touched)
+        self._on_capacity_change(key)
+
+    def _reclaims_touched(self, touched: set[tuple[str, str, str]]) -> None:
+        for ref in touched:
+            work = self._work_objects.get(ref)
+            if work is not None:
+                self._status_dirty.add(work)
+                self._work_due.set()
 
     def build_status(self) -> dict[str, Any]:
         assert self.nodes is not None and self.pods is not None
@@ -482,6 +503,7 @@ class Agent(Service):
     def _on_pod_change(self, key: str) -> None:
         self._on_capacity_change(key)
         pod = self.pods.objects.get(key) if self.pods is not None else None
+        self._reclaims_touched(self.reclaims.pod_changed(key, pod, now=self.clock()))
         work = None
         if pod is not None:
             namespace = str((pod.get("metadata") or {}).get("namespace") or "")
@@ -694,6 +716,7 @@ class Agent(Service):
 
     async def _write_work_status(self, work: Mapping[str, Any], status: Mapping[str, Any]) -> None:
         assert self.hub is not None
+        status = self.reclaims.annotate(status, now=self.clock())
         if not status_changed(work.get("status"), status):
             return
         meta = work.get("metadata") or {}

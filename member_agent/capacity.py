@@ -37,6 +37,8 @@ Accounting rules, exactly:
   capacity that is not there). Selection-relevant labels are all labels except per-node
   identities (:data:`member_agent.nodes.PER_NODE_LABELS`, and any label whose value is the
   node's own name).
+* Spot nodes (a label clouds put on them, :mod:`controlplane.apis.spot`) make their shape
+  ``spot: true`` and are counted in ``nodeSummary.spot``.
 * ``utilization`` carries, for every node with DCGM devices, each device's holder and
   utilization plus what the hub's waste accounting needs to judge the node on its own
   (``product``, ``ready``, ``schedulable``, ``sharedReplicas``, and ``labels``: node pool, zone,
@@ -55,7 +57,7 @@ from enum import StrEnum
 from typing import Any
 
 from controlplane.apis import constants as c
-from controlplane.apis import pods
+from controlplane.apis import pods, spot
 from controlplane.apis.constants import (
     LABEL_POD_TEMPLATE_HASH,
     LABEL_TRAINING_JOB_NAME,
@@ -304,6 +306,7 @@ def summarize(
         pods_by_node.setdefault(node_name, []).append((pod, requests))
 
     ready_count = 0
+    spot_count = 0
     gpu_entries: dict[tuple[str, str, int], _GpuEntry] = {}
     total_allocatable: dict[str, int] = {}
     total_allocated: dict[str, int] = {}
@@ -316,6 +319,7 @@ def summarize(
         ready = node_is_ready(node)
         schedulable = node_is_schedulable(node)
         ready_count += ready
+        spot_count += spot.is_spot(labels)
         unusable = gpu_is_unusable(node)
         if unusable:
             invalid_nodes.append(name)
@@ -344,13 +348,15 @@ def summarize(
             free = {
                 res: max(amount - allocated.get(res, 0), 0) for res, amount in sorted(allocatable.items())
             }
-            shape = {
+            shape: dict[str, Any] = {
                 "labels": selection_labels(node),
                 "taints": node_taints(node),
                 "free": _round_free(free),
                 "allocatable": dict(sorted(allocatable.items())),
                 "gpu": gpu_info(node),
             }
+            if spot.is_spot(labels):
+                shape["spot"] = True
             shape_counts[json.dumps(shape, sort_keys=True, separators=(",", ":"))] += 1
 
         devices = (utilization or {}).get(name, ())
@@ -404,7 +410,7 @@ def summarize(
         "conditions": [ready_condition],
         "kubernetesVersion": kubernetes_version,
         "lastReportTime": now,
-        "nodeSummary": {"total": total, "ready": ready_count},
+        "nodeSummary": {"total": total, "ready": ready_count, **({"spot": spot_count} if spot_count else {})},
         "gpuSummary": [gpu_entries[key].as_dict() for key in sorted(gpu_entries)],
         "resourceSummary": {
             "allocatable": dict(sorted(total_allocatable.items())),

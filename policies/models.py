@@ -545,6 +545,19 @@ class GpuShapes(SpecModel):
     used, and its Work gets that shape's requests."""
 
 
+class SpotReclaims(SpecModel):
+    """What the hub does with replicas that spot reclaims take away (gpufed extension)."""
+
+    prefer_non_spot_after: int = Field(default=2, ge=1, le=100)
+    """After this many reclaims of the workload's replicas within windowSeconds, the replicas a reclaim takes
+    are replaced on non-spot capacity when it has room (spot clusters when it has none). Defaults to 2."""
+    window_seconds: int = Field(default=3600, ge=1, le=30 * 86400)
+    """The window, in seconds, reclaims are counted over. Defaults to 3600."""
+
+
+DEFAULT_SPOT_RECLAIMS = SpotReclaims()
+
+
 # ---------------------------------------------------------------------------------------------
 # PropagationPolicy / ClusterPropagationPolicy
 # ---------------------------------------------------------------------------------------------
@@ -610,6 +623,9 @@ class PropagationSpec(SpecModel):
     gpu_shapes: GpuShapes | None = None
     """Per-replica GPU requests the workloads accept instead of the pod template's: in each cluster the first
     shape the cluster can hold is used (for example a MIG slice on-prem, a whole GPU in the cloud)."""
+    spot_reclaims: SpotReclaims | None = None
+    """Where replicas taken by spot reclaims are replaced: after preferNonSpotAfter reclaims within
+    windowSeconds (2 within an hour by default), on non-spot capacity first."""
 
     @field_validator("resource_selectors", mode="before")
     @classmethod

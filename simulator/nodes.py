@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controlplane.apis import constants as c
+from controlplane.apis import spot
 from controlplane.apis.gpus import MIG_INVALID_SUFFIX
 from simulator import gpus
 from simulator.devices import Device, Gpu, MigInstance, NodeInventory
@@ -302,6 +303,9 @@ def _node(profile: ClusterProfile, spec: _NodeSpec) -> dict[str, Any]:
         labels[LABEL_ZONE] = zone
     if spec.gpu is not None:
         labels.update(_gpu_labels(profile, spec.gpu, inventory))
+    if profile.group_is_spot(group) and not spot.is_spot(group.labels):
+        key, value = spot.spot_label(profile.provider)
+        labels[key] = value
     labels.update(group.labels)
     capacity: dict[str, str] = {
         "cpu": _cpu(spec.cpu_milli),

@@ -28,6 +28,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from controlplane.apis import spot
 from controlplane.apis.pods import TaintEffect
 from simulator import gpus
 from simulator.scheduling.model import Scoring
@@ -228,6 +229,9 @@ class NodeGroup(_Model):
     instanceType: str | None = None
     zone: str | None = None
     unschedulable: bool = False
+    #: Spot (preemptible) nodes: labelled as the provider labels them (``cloud.google.com/gke-spot``,
+    #: ``eks.amazonaws.com/capacityType``, ``karpenter.sh/capacity-type``), and open to reclaims.
+    spot: bool = False
     fromCsv: CsvSource | None = None
     #: Filled by :func:`load_fleet` from ``fromCsv``; one entry per node.
     csvNodes: list[CsvNode] = Field(default_factory=list)
@@ -302,6 +306,16 @@ class AccessRule(_Model):
     namespaces: list[str] = Field(default_factory=lambda: ["*"])
 
 
+class ReclaimSchedule(_Model):
+    """A periodic spot reclaim for demos: every ``everySeconds``, ``nodes`` spot nodes (of ``pool``,
+    a node group, when set) get a reclaim notice and vanish ``noticeSeconds`` later with their pods."""
+
+    everySeconds: float = Field(gt=0)
+    nodes: int = Field(default=1, ge=1)
+    noticeSeconds: float = Field(default=0.0, ge=0, le=3600)
+    pool: str | None = None
+
+
 class ClusterProfile(_Model):
     name: str = Field(min_length=1, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
     provider: str = "onprem"
@@ -320,6 +334,10 @@ class ClusterProfile(_Model):
     #: When set, requests impersonating a hub user pass only if one of these rules allows them
     #: (this member's RBAC for hub users coming through the cluster proxy).
     impersonatedAccess: list[AccessRule] | None = None
+    #: Every node group of the cluster is spot (see ``NodeGroup.spot``).
+    spot: bool = False
+    #: Reclaim spot nodes periodically (a demo of capacity that comes and goes).
+    reclaim: ReclaimSchedule | None = None
 
     @model_validator(mode="after")
     def _check(self) -> ClusterProfile:
@@ -327,10 +345,19 @@ class ClusterProfile(_Model):
         duplicates = sorted(name for name, n in Counter(names).items() if n > 1)
         if duplicates:
             raise ValueError(f"nodeGroups: duplicate name {duplicates[0]!r}")
+        if self.reclaim is not None:
+            spot = [group.name for group in self.nodeGroups if self.group_is_spot(group)]
+            if not spot:
+                raise ValueError("reclaim: the cluster has no spot node group (set spot: true)")
+            if self.reclaim.pool is not None and self.reclaim.pool not in spot:
+                raise ValueError(f"reclaim.pool: no spot node group {self.reclaim.pool!r} (spot groups: {', '.join(spot)})")
         for product, price in self.pricing.items():
             if not math.isfinite(price) or price < 0:
                 raise ValueError(f"pricing.{product}: must be a non-negative number")
         return self
+
+    def group_is_spot(self, group: NodeGroup) -> bool:
+        return self.spot or group.spot or spot.is_spot(group.labels)
 
     def warnings(self) -> list[str]:
         """Configurations a real cluster accepts but that leave GPUs unusable."""

@@ -19,6 +19,9 @@ runs a small command set and ``attach`` streams the container's output, over Web
 records its recent callers (peer address and ``Impersonate-*`` headers) at
 ``/debug/gpufed/callers``.
 
+``POST /debug/gpufed/reclaim`` reclaims spot nodes as a cloud does, and the fleet file's
+``reclaim`` does it periodically (:mod:`simulator.reclaiming`).
+
 ``/livez``, ``/readyz`` and ``/healthz`` answer in kube-apiserver's format
 (:mod:`simulator.health`); stopping the process takes the member's API down, and starting it
 again on the same ``--listen`` address and state dir brings the same cluster back.
@@ -53,10 +56,12 @@ from controlplane.storage.memory import MemoryStore
 from simulator.cluster import SimulatedCluster
 from simulator.health import health_middleware
 from simulator.memberaccess import access_middleware
+from simulator.nodes import build_nodes
 from simulator.podexec import PodExec
 from simulator.podlogs import CallerLog, PodLogs
 from simulator.podmetrics import ResourceMetrics
 from simulator.profile import ClusterProfile
+from simulator.reclaiming import Reclaimer
 from simulator.resources import member_registry
 from simulator.scheduling.model import Scoring
 from simulator.statuses import StatusControllers
@@ -154,6 +159,10 @@ class SimServer(ShutdownOnce):
         self.cluster = SimulatedCluster(
             config.profile, self.objects, time_scale=config.time_scale, seed=config.seed, scoring=config.scoring
         )
+        self.reclaimer = Reclaimer(
+            config.profile, self.objects, {n["metadata"]["name"]: n for n in build_nodes(config.profile)}
+        )
+        self._reclaims: asyncio.Task[None] | None = None
         self.statuses = StatusControllers(self.objects, clock=self.cluster.clock, salt=config.profile.name)
         #: Who called the API (peer, impersonated user): served at /debug/gpufed/callers.
         self.callers = CallerLog()
@@ -193,7 +202,8 @@ class SimServer(ShutdownOnce):
             self.objects,
             self.objects.registry,
             authenticator=StaticTokenAuthenticator(token),
-            extra_routes=[*logs.routes(), *execs.routes(), *usage.routes(), *self.callers.routes()],
+            extra_routes=[*logs.routes(), *execs.routes(), *usage.routes(), *self.callers.routes(),
+                          *self.reclaimer.routes()],
             outer_middlewares=[
                 health_middleware(
                     {"ping": _passes, "log": _passes, "etcd": self._store_answers, "shutdown": self._not_stopping}
@@ -208,6 +218,8 @@ class SimServer(ShutdownOnce):
 
         await self.cluster.start()
         await self.statuses.start()
+        if self.config.profile.reclaim is not None:
+            self._reclaims = asyncio.create_task(self.reclaimer.run_schedule(), name="spot-reclaims")
 
         dcgm = web.Application()
         dcgm.router.add_get("/metrics", self._metrics)
@@ -278,6 +290,11 @@ class SimServer(ShutdownOnce):
             self._snapshotter.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._snapshotter
+        if self._reclaims is not None:
+            self._reclaims.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reclaims
+        await self.reclaimer.close()
         for runner in reversed(self._runners):
             await runner.cleanup()
         await self.statuses.shutdown()

@@ -80,6 +80,9 @@ class NodeSummary(WireModel):
     """The number of nodes in the cluster."""
     ready: int = Field(ge=0)
     """The number of nodes whose Ready condition is True."""
+    spot: int | None = Field(default=None, ge=0)
+    """The number of spot (preemptible) nodes: labelled cloud.google.com/gke-spot=true, karpenter.sh/capacity-type=spot,
+    eks.amazonaws.com/capacityType=SPOT or kubernetes.azure.com/scalesetpriority=spot."""
 
 
 class GpuSummary(WireModel):
@@ -148,6 +151,8 @@ class NodeShape(WireModel):
     """Allocatable resources of each node of this shape, in the units of free."""
     gpu: NodeGpu | None = None
     """The GPUs of these nodes, from the GPU Feature Discovery labels."""
+    spot: bool | None = None
+    """True when these nodes are spot (preemptible) capacity, which the cloud may reclaim at short notice."""
 
 
 class ClusterStatus(WireModel):

@@ -364,6 +364,15 @@ class UnschedulablePods(WireModel):
     """The member's scheduling message for them."""
 
 
+class ReclaimedPods(WireModel):
+    pods: int = Field(ge=0)
+    """The number of the workload's pods lost with spot nodes the cloud reclaimed (within the agent's window)."""
+    nodes: list[str] | None = None
+    """The reclaimed nodes."""
+    time: Timestamp | None = None
+    """When the latest of them was reclaimed."""
+
+
 class ManifestStatus(WireModel):
     identifier: ResourceIdentifier
     """Which manifest this is."""
@@ -373,6 +382,8 @@ class ManifestStatus(WireModel):
     """Health of the object: Healthy, Unhealthy or Unknown."""
     unschedulable: UnschedulablePods | None = None
     """Pods of the object that the member cluster cannot schedule, if any."""
+    reclaimed: ReclaimedPods | None = None
+    """Pods of the object lost when spot nodes were reclaimed, if any."""
     interpreted_by: dict[str, str] | None = None
     """The ResourceInterpreterCustomization of each hook (statusReflection, healthInterpretation)
     that made status and health from the member object at the agent."""

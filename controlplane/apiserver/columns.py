@@ -363,6 +363,11 @@ def cluster_mig(obj: Obj, _now: datetime) -> str:
     return f"{free}/{total}"
 
 
+def cluster_spot(obj: Obj, _now: datetime) -> str:
+    spot = _int(dig(obj, "status", "nodeSummary", "spot"))
+    return f"{spot}/{_int(dig(obj, 'status', 'nodeSummary', 'total'))}" if spot else "<none>"
+
+
 def cluster_tier(obj: Obj, _now: datetime) -> int:
     tier = dig(obj, "spec", "tier")
     if isinstance(tier, int):

@@ -537,6 +537,7 @@ def gpufed_resource_types(
                 TableColumn("Region", path("spec.region"), priority=1),
                 TableColumn("Tier", col.cluster_tier, type="integer", priority=1),
                 TableColumn("MIG Free", col.cluster_mig, priority=1, description="MIG slices free/total."),
+                TableColumn("Spot", col.cluster_spot, priority=1, description="Spot (preemptible) nodes/all nodes."),
             ),
             extra_field_selectors={"spec.provider": _field_path("spec.provider")},
         ),

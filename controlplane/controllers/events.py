@@ -32,6 +32,7 @@ class EventReason(StrEnum):
     OVERRIDE_FAILED = "OverrideFailed"
     POLICY_PREEMPTED = "PolicyPreempted"
     REPLICAS_EVICTED = "ReplicasEvicted"
+    SPOT_RECLAIMED = "SpotReclaimed"
     EVICTION_WAITING = "EvictionWaiting"
     EVICTION_COMPLETED = "EvictionCompleted"
     DEPENDENCY_MISSING = "DependencyMissing"

@@ -15,6 +15,8 @@ The JSON contract (``gpufed waste -o json``; fields may be added, never renamed)
                              "measured_gpu_hours", "allocated_gpus", "mean_utilization",
                              "idle_gpu_hours", "idle_cost_usd", "cost_usd"}],
      "recommendations": [{"kind", "text", "savings_usd_per_day"}],
+     "spot_reclaims": {"reclaims": n, "replicas": n,
+                       "items": [{"namespace", "workload", "cluster", "time", "replicas"}]},
      "never_fit": [{"namespace", "workload", "replicas", "requests": {<resource>: n}, "message"}]}
 
 with every state of DESIGN.md's table present in each ``gpu_hours``/``cost_usd`` map (the
@@ -24,7 +26,8 @@ first). Per workload, ``gpus_now`` is what it holds in the newest sample, ``allo
 what it held over the window (``measured_gpu_hours`` of it with a utilization), and
 ``allocated_gpus`` the window's mean (GPU-hours / observed hours), not a GPU count.
 ``never_fit`` lists the pending requests no node of the fleet could ever hold (as of the latest
-sample); they are in no state, so the GPUs they cannot use stay free-spare.
+sample); they are in no state, so the GPUs they cannot use stay free-spare. ``spot_reclaims``
+counts the spot reclaims within the window whose replicas the hub replaced elsewhere.
 """
 
 from __future__ import annotations
@@ -112,6 +115,15 @@ def to_json(report: WasteReport, *, top: int = DEFAULT_TOP) -> dict[str, Any]:
             {"kind": r.kind.value, "text": r.text, "savings_usd_per_day": round(r.savings_usd_per_day, 2)}
             for r in report.recommendations
         ],
+        "spot_reclaims": {
+            "reclaims": len(report.spot_reclaims),
+            "replicas": sum(r.replicas for r in report.spot_reclaims),
+            "items": [
+                {"namespace": r.namespace, "workload": r.workload, "cluster": r.cluster,
+                 "time": format_time(r.time), "replicas": r.replicas}
+                for r in report.spot_reclaims
+            ],
+        },
         "never_fit": [
             {
                 "namespace": n.namespace,
@@ -275,6 +287,9 @@ def render_table(report: WasteReport, *, top: int = DEFAULT_TOP) -> str:
             f"{describe_workload(n.namespace, n.workload)} ({n.replicas} pod(s) waiting): {n.message}"
             for n in report.never_fit
         ]
+    if report.spot_reclaims:
+        replicas = sum(r.replicas for r in report.spot_reclaims)
+        out += ["", f"Spot reclaims survived: {len(report.spot_reclaims)} ({replicas} replica(s) replaced elsewhere)"]
     return "\n".join(out) + "\n"
 
 

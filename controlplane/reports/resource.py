@@ -42,6 +42,7 @@ from typing import Any
 
 from controlplane.apis.constants import REPORTS_GROUP
 from controlplane.apis.meta import format_time, parse_time
+from controlplane.apis.spot import RecordedReclaim
 from controlplane.reports.accounting import Accumulator
 from controlplane.reports.classify import STATES, WasteState
 from controlplane.reports.report import DEFAULT_TOP, to_json
@@ -473,6 +474,16 @@ def report_from_json(doc: Mapping[str, Any]) -> WasteReport:
                     message=str(n.get("message") or ""),
                 )
                 for n in doc.get("never_fit") or []
+            ),
+            spot_reclaims=tuple(
+                RecordedReclaim(
+                    namespace=str(r.get("namespace") or ""),
+                    workload=str(r.get("workload") or ""),
+                    cluster=str(r.get("cluster") or ""),
+                    time=parse_time(str(r["time"])),
+                    replicas=int(r.get("replicas") or 0),
+                )
+                for r in (doc.get("spot_reclaims") or {}).get("items") or []
             ),
         )
     except (KeyError, TypeError, AttributeError) as exc:

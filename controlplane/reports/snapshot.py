@@ -54,6 +54,7 @@ from controlplane.apis import constants as c
 from controlplane.apis.cluster_v1alpha1 import PROVIDER_ONPREM
 from controlplane.apis.gpus import is_gpu_resource
 from controlplane.apis.meta import Taint, parse_time
+from controlplane.apis.spot import RecordedReclaim, recorded_reclaims
 from controlplane.apis.untyped import as_int, as_list, as_mapping
 from controlplane.apis.utilization import UNKNOWN_PRODUCT, expand_utilization
 from controlplane.reports.demand import binding_demand, work_demand
@@ -313,7 +314,9 @@ def sample_from_cluster_statuses(
     )
     constraints: dict[tuple[str, str], WorkloadConstraints] = {}
     pending: list[PendingDemand] = []
+    reclaims: list[RecordedReclaim] = []
     for binding in bindings:
+        reclaims.extend(recorded_reclaims(as_mapping(binding)))
         parsed = binding_demand(as_mapping(binding), views)
         if parsed is None:
             continue
@@ -330,4 +333,5 @@ def sample_from_cluster_statuses(
         clusters=samples,
         pending=tuple(pending),
         workloads=MappingProxyType(constraints),
+        spot_reclaims=tuple(reclaims),
     )

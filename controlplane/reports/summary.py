@@ -19,6 +19,7 @@ from datetime import datetime
 from enum import StrEnum
 from types import MappingProxyType
 
+from controlplane.apis.spot import RecordedReclaim
 from controlplane.reports.classify import STATES, WASTE_STATES, WasteState
 
 
@@ -191,6 +192,8 @@ class WasteReport:
     recommendations: tuple[Recommendation, ...] = ()
     unmeasured: tuple[tuple[str, float], ...] = ()
     never_fit: tuple[NeverFitRequest, ...] = ()
+    #: Spot reclaims within the window whose replicas were replaced elsewhere (as the bindings record them).
+    spot_reclaims: tuple[RecordedReclaim, ...] = ()
 
     @property
     def observed_days(self) -> float:

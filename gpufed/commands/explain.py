@@ -17,6 +17,8 @@ import argparse
 from collections.abc import Mapping
 from typing import Any
 
+from controlplane.apis import spot
+from controlplane.apis.spot import recorded_reclaims
 from gpufed.commands.running import run_reporting
 from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
 
@@ -182,6 +184,14 @@ def render_explanation(workload: Mapping[str, Any], binding: Mapping[str, Any] |
     dependencies = _condition(binding, "DependenciesPropagated")
     if dependencies is not None:
         lines.append(_condition_line("Depends on:", dependencies))
+    reclaims = recorded_reclaims(binding)
+    if reclaims:
+        latest = reclaims[-1]
+        count = spot.parse_annotation(
+            ((binding.get("metadata") or {}).get("annotations") or {}).get(spot.ANNOTATION_SPOT_RECLAIMS)
+        ).get("count", len(reclaims))
+        lines.append(f"{'Spot:':<13}{count} reclaim(s) survived; the latest took {latest.replicas} replica(s) "
+                     f"from {latest.cluster} at {latest.time.strftime('%Y-%m-%dT%H:%M:%SZ')}")
     explanation = list(((binding.get("status") or {}).get("explanation")) or [])
     if not explanation:
         lines.append("No per-cluster explanation yet.")

@@ -1,4 +1,7 @@
-"""`gpufed sim-cluster`: run one simulated GPU member cluster until SIGINT/SIGTERM."""
+"""`gpufed sim-cluster`: run one simulated GPU member cluster until SIGINT/SIGTERM.
+
+`gpufed sim-cluster reclaim` takes spot nodes from a running one (:mod:`gpufed.commands.simreclaim`).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from gpufed.commands import simreclaim
 from gpufed.commands.controlplane import parse_listen
 from gpufed.commands.running import serve_reporting
 from gpufed.logging_setup import configure_logging
@@ -14,10 +18,10 @@ SCORINGS = ("least-allocated", "most-allocated", "best-fit", "fgd", "random")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--profile", type=Path, required=True,
+    parser.add_argument("--profile", type=Path,
                         help="fleet YAML (pick an entry with --cluster) or a single cluster entry")
     parser.add_argument("--cluster", help="which cluster of a fleet file to run (default: the only one)")
-    parser.add_argument("--state-dir", type=Path, required=True,
+    parser.add_argument("--state-dir", type=Path,
                         help="where the cluster writes kubeconfig, its PKI and dcgm-url")
     parser.add_argument("--listen", type=parse_listen, default=("127.0.0.1", 0), metavar="HOST:PORT",
                         help="API address; port 0 picks a free port (default 127.0.0.1:0)")
@@ -29,6 +33,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="node scoring of the simulated scheduler (default: the profile's, else least-allocated)")
     parser.add_argument("--seed", type=int, default=None, help="seed for utilization draws and random scoring")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    actions = parser.add_subparsers(dest="action", metavar="ACTION")
+    reclaim = actions.add_parser("reclaim", help="reclaim spot nodes of a running simulated member, as a cloud does")
+    simreclaim.add_arguments(reclaim)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,6 +43,12 @@ def run(args: argparse.Namespace) -> int:
     from simulator.scheduling.model import Scoring
     from simulator.server import SimServer, SimServerConfig, SnapshotError, run_until_signalled
 
+    if getattr(args, "action", None) == "reclaim":
+        return simreclaim.run(args)
+    missing = [flag for flag, value in (("--profile", args.profile), ("--state-dir", args.state_dir)) if value is None]
+    if missing:
+        print(f"error: the following arguments are required: {', '.join(missing)}", file=sys.stderr)
+        return 2
     if args.time_scale <= 0:
         print("error: --time-scale must be > 0", file=sys.stderr)
         return 2

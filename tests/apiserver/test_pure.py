@@ -268,8 +268,10 @@ def test_cluster_columns_from_status() -> None:
     names = [column.name for column in clusters.columns]
     assert dict(zip(names, cells, strict=True)) == {
         "Ready": "True", "Provider": "aws", "GPUs": 8, "Free": 5, "Models": "A100,H100", "Age": "5m",
-        "Region": "", "Tier": 1, "MIG Free": "10/14",
+        "Region": "", "Tier": 1, "MIG Free": "10/14", "Spot": "<none>",
     }
+    spot = {**obj, "status": {**obj["status"], "nodeSummary": {"total": 3, "ready": 3, "spot": 2}}}
+    assert clusters.columns[names.index("Spot")].getter(spot, now) == "2/3"
     cordoned = {**obj, "spec": {"provider": "aws", "unschedulable": True}}
     assert clusters.columns[0].getter(cordoned, now) == "True,SchedulingDisabled"
 

@@ -71,6 +71,7 @@ from controlplane.scheduler.controller.reading import (
     unschedulable_pods,
     workload_of,
 )
+from controlplane.scheduler.controller.reclaims import ReclaimReplacements, reclaimed_of
 from controlplane.scheduler.controller.recording import record_eviction_waits
 from controlplane.scheduler.controller.reserving import ReservationKeeper
 from controlplane.scheduler.controller.writing import (
@@ -120,6 +121,7 @@ class SchedulerController:
         self.reservations = self.reserving.reservations
         self.moves = UnschedulableMoves(ctx, snapshots=self._snapshots, keeper=self.reserving)
         self.evictions = FailoverEvictions(ctx)
+        self.reclaims = ReclaimReplacements(ctx)
         self._unplaced: set[BindingKey] = set()
         # Bindings no node of the fleet could ever hold: looked at again only when the fleet's
         # capacity changes (a cluster's nodes, their labels, taints or allocatable), not on every report.
@@ -200,7 +202,7 @@ class SchedulerController:
             return
         if applied_condition(obj) is not None:
             self.reservations.mark_applied(key_text(key), cluster, at=self.ctx.now())
-        if unschedulable_pods(obj) or (old is not None and unschedulable_pods(old)):
+        if unschedulable_pods(obj) or (old is not None and unschedulable_pods(old)) or reclaimed_of(obj):
             await self._requeue(key)
         elif (unhealthy_reported(obj) or (old is not None and unhealthy_reported(old))) and self._fails_over(key):
             # application failover counts from the first Unhealthy report
@@ -258,6 +260,7 @@ class SchedulerController:
         self._unplaced.discard(key)
         self.moves.forget(key)
         self.evictions.forget(key)
+        self.reclaims.forget(key)
         self._stale_explanations.discard(key)
         self._fleet_changed.discard(key)
         self._never_fit.discard(key)
@@ -308,6 +311,11 @@ class SchedulerController:
         evicting = evicting_clusters(spec)
         snapshots = {name: s for name, s in all_snapshots.items() if name not in evicting}
         moves, wait, move_reasons = self.moves.due(key, binding, request)
+        # Replicas spot reclaims took move at once; the member may report them unschedulable too.
+        reclaimed, reclaim_reasons = self.reclaims.due(key, binding)
+        for cluster, pods in reclaimed.items():
+            moves[cluster] = max(moves.get(cluster, 0), pods)
+            move_reasons[cluster] = reclaim_reasons[cluster]
         now = ctx.now()
         check = self.evictions.check(key, request, policy, all_snapshots, view.resource, now=now)
         wait = _sooner(wait, check.seconds_until_next(now))
@@ -355,19 +363,21 @@ class SchedulerController:
             if result is None:
                 if why is None and not moves:
                     return wait
-                decided = (
-                    decide_with_moves(
-                        request,
-                        ordered,
-                        moves,
-                        reasons=move_reasons,
-                        reservations=self.reservations,
-                        now=now,
-                        cache=self.cache,
-                    )
-                    if moves
-                    else None
+                decided = None
+                non_spot = False
+                # After repeated reclaims, non-spot clusters are tried first (reclaims.py).
+                candidate_sets = self.reclaims.candidate_sets(
+                    binding, policy.spec if policy else None, ordered,
+                    previous=request.previous, reclaimed=bool(reclaimed),
                 )
+                for candidates, non_spot_only in candidate_sets if moves else ():
+                    decided = decide_with_moves(
+                        request, candidates, moves, reasons=move_reasons, reservations=self.reservations,
+                        now=now, cache=self.cache,
+                    )
+                    if decided is not None:
+                        non_spot = non_spot_only
+                        break
                 if decided is not None:
                     request, result = decided
                     moved = dict(moves)
@@ -403,6 +413,8 @@ class SchedulerController:
         )
         if moved:
             self.moves.acted(key, moved)
+            placed = ", ".join(f"{c['name']}:{c['replicas']}" for c in result.target_clusters()) or "no cluster"
+            await self.reclaims.acted(key, binding, moved, placed=placed, non_spot=non_spot)
         if evicted:
             for cluster in evicted:
                 self.reservations.release(key_text(key), cluster=cluster)

@@ -125,6 +125,14 @@ function renderOverview(report, clusters) {
   note.textContent = unmeasured.length
     ? `Utilization not measured for ${fmtHours(hours)} GPU-hours on clusters ${unmeasured.map((u) => u.cluster).join(", ")} (no DCGM data): neither busy nor idle.`
     : "";
+  // Spot reclaims whose replicas the hub replaced elsewhere, in the window.
+  const reclaims = report.spot_reclaims || { reclaims: 0, replicas: 0 };
+  const survived = $("spot-reclaims");
+  survived.hidden = !reclaims.reclaims;
+  survived.dataset.value = String(reclaims.reclaims || 0);
+  survived.textContent = reclaims.reclaims
+    ? `Spot reclaims survived: ${reclaims.reclaims} (${reclaims.replicas} replica(s) replaced elsewhere).`
+    : "";
 }
 
 function renderStates(report) {
