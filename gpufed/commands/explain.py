@@ -152,6 +152,29 @@ def _no_policy_hint(workload: Mapping[str, Any]) -> str:
     )
 
 
+def _move_lines(binding: Mapping[str, Any]) -> list[str]:
+    """The move back to a cheaper tier under way, and the last one finished (binding annotations)."""
+    import json
+
+    from controlplane.scheduler.core.returning import ANNOTATION_LAST_REBALANCE, ANNOTATION_REBALANCE
+
+    annotations = (binding.get("metadata") or {}).get("annotations") or {}
+    lines: list[str] = []
+    try:
+        moving = json.loads(annotations.get(ANNOTATION_REBALANCE) or "null")
+        last = json.loads(annotations.get(ANNOTATION_LAST_REBALANCE) or "null")
+    except ValueError:
+        return lines
+    if isinstance(moving, dict):
+        lines.append(
+            f"{'Moving:':<13}{moving.get('replicas')} replica(s) {moving.get('source')} \u2192 {moving.get('target')}: "
+            f"added in {moving.get('target')}, removed from {moving.get('source')} once ready"
+        )
+    if isinstance(last, dict):
+        lines.append(f"{'Last move:':<13}{last.get('message')} (at {last.get('time')})")
+    return lines
+
+
 def render_explanation(workload: Mapping[str, Any], binding: Mapping[str, Any] | None) -> str:
     """The text ``gpufed explain`` prints for ``workload`` and its binding (None when it has none)."""
     meta = workload.get("metadata") or {}
@@ -182,6 +205,7 @@ def render_explanation(workload: Mapping[str, Any], binding: Mapping[str, Any] |
     dependencies = _condition(binding, "DependenciesPropagated")
     if dependencies is not None:
         lines.append(_condition_line("Depends on:", dependencies))
+    lines.extend(_move_lines(binding))
     explanation = list(((binding.get("status") or {}).get("explanation")) or [])
     if not explanation:
         lines.append("No per-cluster explanation yet.")

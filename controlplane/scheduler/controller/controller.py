@@ -67,6 +67,7 @@ from controlplane.scheduler.controller.reading import (
     unschedulable_pods,
     workload_of,
 )
+from controlplane.scheduler.controller.rebalancing import TierReturns, in_progress
 from controlplane.scheduler.controller.recording import record_eviction_waits
 from controlplane.scheduler.controller.reserving import ReservationKeeper
 from controlplane.scheduler.controller.writing import (
@@ -114,6 +115,7 @@ class SchedulerController:
         self.reservations = self.reserving.reservations
         self.moves = UnschedulableMoves(ctx, snapshots=self._snapshots, keeper=self.reserving)
         self.evictions = FailoverEvictions(ctx)
+        self.returns = TierReturns(ctx, keeper=self.reserving, cache=self.cache)
         self._unplaced: set[BindingKey] = set()
         # Bindings no node of the fleet could ever hold: looked at again only when the fleet's
         # capacity changes (a cluster's nodes, their labels, taints or allocatable), not on every report.
@@ -182,6 +184,8 @@ class SchedulerController:
         # there is no room for them.
         for key in self.moves.waiting_in(name):
             await self._requeue(key)
+        for key in sorted(self.returns.candidates):  # the report may show room in a cheaper tier
+            await self._requeue(key)
         await self._requeue_unplaced()
 
     async def _on_work(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
@@ -196,6 +200,8 @@ class SchedulerController:
         elif (unhealthy_reported(obj) or (old is not None and unhealthy_reported(old))) and self._fails_over(key):
             # application failover counts from the first Unhealthy report
             await self._requeue(key)
+        elif in_progress(self.ctx.bindings.get(key[0], key[1]) or {}) is not None:
+            await self._requeue(key)  # a move back to a cheaper tier waits for its replicas to be ready
 
     def _fails_over(self, key: BindingKey) -> bool:
         """Whether the binding's policy asks for application failover."""
@@ -243,6 +249,7 @@ class SchedulerController:
         self.evictions.forget(key)
         self._stale_explanations.discard(key)
         self._never_fit.discard(key)
+        self.returns.candidates.discard(key)
 
     async def maintain(self) -> None:
         """Expire reservations whose reports never came; retry unplaced bindings when capacity frees."""
@@ -309,6 +316,8 @@ class SchedulerController:
             self.evictions.blocked.discard(key)
             if key in self._stale_explanations:
                 await self._refresh_explanation(binding, request, snapshots, now=now)
+            if self.returns.eligible(binding, request):  # burst replicas back to a cheaper tier (rebalancing.py)
+                wait = _sooner(wait, await self.returns.step(binding, request, snapshots))
             return wait
 
         ordered = [snapshots[name] for name in sorted(snapshots)]
