@@ -39,11 +39,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import ValidationError
 
+from controlplane.apis.apps_karmada_v1alpha1 import requested_after_last_decision
 from controlplane.apis.work_v1alpha1 import BindingKey, ConditionType, ResourceBinding, ScheduledReason
 from controlplane.controllers.attachments import is_attached
 from controlplane.controllers.context import INDEX_CLUSTER, ControllerContext, policy_ref_of_binding
@@ -93,6 +95,7 @@ log = logging.getLogger(__name__)
 
 UNPLACED_RETRY_SECONDS = 30.0
 MAINTENANCE_SECONDS = 15.0
+FRESH_PLACEMENT = "a fresh placement was requested (WorkloadRebalancer)"
 
 
 def _sooner(*delays: float | None) -> float | None:
@@ -304,7 +307,12 @@ class SchedulerController:
         scheduled = find_condition(status.get("conditions"), ConditionType.SCHEDULED)
         generation = (binding.get("metadata") or {}).get("generation")
         why: str | None = None
-        if status.get("observedGeneration") != generation or scheduled is None:
+        previous = dict(request.previous)
+        if requested_after_last_decision(spec, status):
+            # A WorkloadRebalancer asked for a fresh placement: decided as if it ran nowhere.
+            why = FRESH_PLACEMENT
+            request = replace(request, previous={})
+        elif status.get("observedGeneration") != generation or scheduled is None:
             why = "spec changed"
         elif scheduled.get("status") != "True":
             why = "not fully placed"
@@ -321,7 +329,6 @@ class SchedulerController:
             return wait
 
         ordered = [snapshots[name] for name in sorted(snapshots)]
-        previous = dict(request.previous)
         moved: dict[str, int] = {}
         result: ScheduleResult | None = None
         started = time.perf_counter()  # gpufed_scheduling_duration_seconds: one decision's time
@@ -381,6 +388,8 @@ class SchedulerController:
                 return _sooner(wait, UNPLACED_RETRY_SECONDS)
             return wait
         log.debug("scheduling %s: %s", key_text(key), why or ("evicting" if evicted else "moving unschedulable replicas"))
+        if why == FRESH_PLACEMENT:
+            request = replace(request, previous=previous)  # reserved against what runs now
         await write_decision(
             ctx, self.reserving, binding, request, result,
             moved=moved, evicted=evicted, previous=previous, waiting=waiting, why=why,
