@@ -156,13 +156,13 @@ def _move_lines(binding: Mapping[str, Any]) -> list[str]:
     """The move back to a cheaper tier under way, and the last one finished (binding annotations)."""
     import json
 
-    from controlplane.scheduler.core.returning import ANNOTATION_LAST_REBALANCE, ANNOTATION_REBALANCE
+    from controlplane.scheduler.core.returning import ANNOTATION_MOVES, ANNOTATION_REBALANCE
 
     annotations = (binding.get("metadata") or {}).get("annotations") or {}
     lines: list[str] = []
     try:
         moving = json.loads(annotations.get(ANNOTATION_REBALANCE) or "null")
-        last = json.loads(annotations.get(ANNOTATION_LAST_REBALANCE) or "null")
+        done = json.loads(annotations.get(ANNOTATION_MOVES) or "[]")
     except ValueError:
         return lines
     if isinstance(moving, dict):
@@ -170,6 +170,7 @@ def _move_lines(binding: Mapping[str, Any]) -> list[str]:
             f"{'Moving:':<13}{moving.get('replicas')} replica(s) {moving.get('source')} \u2192 {moving.get('target')}: "
             f"added in {moving.get('target')}, removed from {moving.get('source')} once ready"
         )
+    last = done[-1] if isinstance(done, list) and done else None
     if isinstance(last, dict):
         lines.append(f"{'Last move:':<13}{last.get('message')} (at {last.get('time')})")
     return lines

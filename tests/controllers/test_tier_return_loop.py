@@ -14,7 +14,7 @@ from controlplane.apis.meta import format_time
 from controlplane.apiserver import errors
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
-from controlplane.scheduler.core.returning import ANNOTATION_LAST_REBALANCE, ANNOTATION_REBALANCE
+from controlplane.scheduler.core.returning import ANNOTATION_MOVES, ANNOTATION_REBALANCE
 from gpufed.commands.explain import render_explanation
 
 from .fleet import A100, TIERED, deployment, eventually, node_shape, propagation_policy, put_cluster, settled
@@ -116,7 +116,9 @@ async def test_burst_replicas_return_once_ready_on_prem(objects: ObjectStore, ma
     annotations = binding["metadata"]["annotations"]
     assert ANNOTATION_REBALANCE not in annotations
     text = "moved 4 replicas cloud \u2192 onprem: saves $11.60/h"
-    assert json.loads(annotations[ANNOTATION_LAST_REBALANCE])["message"] == text
+    [record] = json.loads(annotations[ANNOTATION_MOVES])
+    assert record["message"] == text
+    assert (record["source"], record["target"], record["replicas"], record["gpusPerReplica"]) == ("cloud", "onprem", 4, 1.0)
     assert text in await eventually(lambda: events_of(objects, "ReplicasMoved"), what="the move's Event")
     workload = await objects.get(objects.registry.require("apps/v1", "Deployment"), namespace="default", name="web")
     assert f"Last move:   {text}" in render_explanation(workload, binding)

@@ -15,9 +15,9 @@ are not sent straight back).
    ``scheduler.gpufed.io/rebalance`` annotation in the same write.
 2. **Shrink.** Once the target member reports at least that many replicas ready (its Work's
    manifest status), the binding is decided for its own replicas again: tiered overflow shrinks
-   the most expensive cluster first, i.e. the move's source. The annotation is replaced by
-   ``scheduler.gpufed.io/last-rebalance`` (when, and the move's text) which the minimum interval
-   reads and ``gpufed explain`` prints, and a ``ReplicasMoved`` Event names the saving.
+   the most expensive cluster first, i.e. the move's source. The annotation goes, the move is
+   appended to ``scheduler.gpufed.io/moves`` (which the minimum interval reads, ``gpufed
+   explain`` prints and the waste report counts), and a ``ReplicasMoved`` Event names the saving.
 
 Both phases live in the binding itself, so a hub restart mid-move resumes it: no replica is
 lost or doubled. A change of the binding's replicas abandons the move (the annotation goes;
@@ -49,8 +49,9 @@ from controlplane.scheduler.core.deciding import schedule
 from controlplane.scheduler.core.framework import BindingRequest
 from controlplane.scheduler.core.plugins.scores import price_for
 from controlplane.scheduler.core.returning import (
-    ANNOTATION_LAST_REBALANCE,
+    ANNOTATION_MOVES,
     ANNOTATION_REBALANCE,
+    MOVES_KEPT,
     Move,
     ReturnSettings,
     plan_return,
@@ -76,16 +77,23 @@ def in_progress(binding: Mapping[str, Any]) -> Move | None:
         return None
 
 
-def last_move(binding: Mapping[str, Any]) -> tuple[datetime | None, str | None]:
-    """When the binding last finished a move, and its text."""
-    raw = ((binding.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_LAST_REBALANCE)
-    if not raw:
-        return None, None
+def moves_done(binding: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The binding's latest finished moves, oldest first (its moves annotation)."""
+    raw = ((binding.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_MOVES)
     try:
-        data = json.loads(raw)
-        return parse_time(str(data["time"])), str(data.get("message") or "")
-    except (ValueError, TypeError, KeyError):
-        return None, None
+        moves = json.loads(raw) if raw else []
+    except ValueError:
+        return []
+    return [m for m in moves if isinstance(m, dict)] if isinstance(moves, list) else []
+
+
+def last_move(binding: Mapping[str, Any]) -> datetime | None:
+    """When the binding last finished a move."""
+    done = moves_done(binding)
+    try:
+        return parse_time(str(done[-1]["time"])) if done else None
+    except (ValueError, KeyError):
+        return None
 
 
 def _with_annotations(binding: Mapping[str, Any], **changes: str | None) -> dict[str, Any]:
@@ -93,7 +101,7 @@ def _with_annotations(binding: Mapping[str, Any], **changes: str | None) -> dict
     out = copy.deepcopy(dict(binding))
     annotations = dict(out["metadata"].get("annotations") or {})
     for key, value in changes.items():
-        name = ANNOTATION_REBALANCE if key == "rebalance" else ANNOTATION_LAST_REBALANCE
+        name = ANNOTATION_REBALANCE if key == "rebalance" else ANNOTATION_MOVES
         if value is None:
             annotations.pop(name, None)
         else:
@@ -166,7 +174,7 @@ class TierReturns:
         budget = min(settings.surge(request.replicas), returnable(previous, order))
         probe = schedule(replace(request, replicas=request.replicas + budget), ordered, reservations=self.keeper.reservations, now=now, cache=self.cache)
         gains = {name: n - previous.get(name, 0) for name, n in probe.clusters.items() if n > previous.get(name, 0)}
-        last, _ = last_move(binding)
+        last = last_move(binding)
         gpus = float(sum(request.requirements.gpu_resources.values()))
         plan = plan_return(previous, gains, order, gpus_per_replica=gpus, settings=settings, last_move=last, now=now)
         if plan.move is None:
@@ -237,9 +245,17 @@ class TierReturns:
             await self.ctx.objects.update(self.ctx.binding_rt, _with_annotations(binding, rebalance=None))
             return None
         text = move.describe()
-        done = _with_annotations(
-            binding, rebalance=None, last=json.dumps({"time": format_time(now), "message": text}, sort_keys=True)
-        )
+        record = {
+            "time": format_time(now),
+            "message": text,
+            "source": move.source,
+            "target": move.target,
+            "replicas": move.replicas,
+            "gpusPerReplica": float(sum(request.requirements.gpu_resources.values())),
+            "savingPerHour": move.saving_per_hour,
+        }
+        history = json.dumps([*moves_done(binding), record][-MOVES_KEPT:], sort_keys=True)
+        done = _with_annotations(binding, rebalance=None, moves=history)
         await write_decision(self.ctx, self.keeper, done, request, result, moved={}, previous=previous, why=text)
         log.info("binding %s: %s", request.key, text)
         workload = workload_of(self.ctx, binding)

@@ -26,8 +26,11 @@ from policies.models import TierRebalance
 
 ANNOTATION_REBALANCE: Final = "scheduler.gpufed.io/rebalance"
 """On a binding, the move in progress: JSON {source, target, replicas, savingPerHour, targetReady, replicasBefore}."""
-ANNOTATION_LAST_REBALANCE: Final = "scheduler.gpufed.io/last-rebalance"
-"""On a binding, its last finished move: JSON {time, message}."""
+ANNOTATION_MOVES: Final = "scheduler.gpufed.io/moves"
+"""On a binding, its latest finished moves, oldest first (at most :data:`MOVES_KEPT`): a JSON list of
+{time, message, source, target, replicas, gpusPerReplica, savingPerHour}. The minimum interval
+reads the last one, ``gpufed explain`` prints it, and the waste report counts them."""
+MOVES_KEPT: Final = 20
 DEFAULT_MIN_SAVING_PER_HOUR: Final = 1.0
 DEFAULT_MIN_MOVE_INTERVAL_SECONDS: Final = 300
 DEFAULT_MAX_SURGE: Final = "25%"
