@@ -47,6 +47,7 @@ from datetime import UTC, datetime, timedelta
 
 from controlplane.reports.classify import DEFAULT_THRESHOLD, classify_fleet
 from controlplane.reports.fleet import FleetSample
+from controlplane.reports.moves import MoveRecord, in_window
 from controlplane.reports.recommend import find_opportunities, recommend
 from controlplane.reports.rollups import (
     FORMAT_VERSION,
@@ -116,6 +117,7 @@ class Accumulator:
         self._expired: set[BucketId] = set()
         self._cursor_dirty = False
         self._never_fit: tuple[NeverFitRequest, ...] = ()
+        self._moves: tuple[MoveRecord, ...] = ()
 
     # -- feeding -------------------------------------------------------------------------------
 
@@ -145,6 +147,7 @@ class Accumulator:
             NeverFitRequest(d.namespace, d.workload, d.replicas, dict(d.gpu_requests or d.requests), d.message)
             for d in classification.never_fit
         )
+        self._moves = sample.moves
         self._newest = now if self._newest is None else max(self._newest, now)
         self._prune()
         return True
@@ -260,6 +263,7 @@ class Accumulator:
             opportunities=opportunity_totals(opportunities, observed, now=now.opportunities if now else {}),
             unmeasured=unmeasured_hours(cells),
             never_fit=self._never_fit,
+            moves=in_window(self._moves, end.astimezone(UTC)),
         )
         return replace(report, recommendations=tuple(recommend(report)))
 

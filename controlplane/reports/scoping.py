@@ -41,4 +41,5 @@ def for_namespace(report: WasteReport, namespace: str) -> WasteReport:
         recommendations=(),
         unmeasured=(),
         never_fit=tuple(n for n in report.never_fit if n.namespace == namespace),
+        moves=tuple(m for m in report.moves if m.namespace == namespace),
     )

@@ -72,6 +72,7 @@ from controlplane.reports.fleet import (
     mig_share,
     profile_of_resource,
 )
+from controlplane.reports.moves import MoveRecord, moves_of_binding
 from controlplane.reports.owners import propagated_workloads, with_owners_by_name
 from controlplane.reports.unreported import SummaryEntry, gpu_summary, unreported_nodes
 from policies.affinity import ClusterView
@@ -313,7 +314,9 @@ def sample_from_cluster_statuses(
     )
     constraints: dict[tuple[str, str], WorkloadConstraints] = {}
     pending: list[PendingDemand] = []
+    moves: list[MoveRecord] = []
     for binding in bindings:
+        moves.extend(moves_of_binding(as_mapping(binding)))
         parsed = binding_demand(as_mapping(binding), views)
         if parsed is None:
             continue
@@ -330,4 +333,5 @@ def sample_from_cluster_statuses(
         clusters=samples,
         pending=tuple(pending),
         workloads=MappingProxyType(constraints),
+        moves=tuple(moves),
     )

@@ -20,6 +20,7 @@ from enum import StrEnum
 from types import MappingProxyType
 
 from controlplane.reports.classify import STATES, WASTE_STATES, WasteState
+from controlplane.reports.moves import MoveRecord, MovesSummary, summarize
 
 
 class Dimension(StrEnum):
@@ -191,6 +192,13 @@ class WasteReport:
     recommendations: tuple[Recommendation, ...] = ()
     unmeasured: tuple[tuple[str, float], ...] = ()
     never_fit: tuple[NeverFitRequest, ...] = ()
+    moves: tuple[MoveRecord, ...] = ()
+    """Moves back to cheaper tiers finished before the window's end (:func:`moves_summary` counts them)."""
+
+    @property
+    def moves_summary(self) -> MovesSummary:
+        """The moves finished in the window, and the GPU-hours shifted and dollars saved in it."""
+        return summarize(self.moves, self.window_from, self.window_to)
 
     @property
     def observed_days(self) -> float:
