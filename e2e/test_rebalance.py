@@ -6,12 +6,13 @@ as simulated members with their agents."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from e2e.harness import KUBECTL, Kubectl, ProcessGroup, wait_for
+from e2e.harness import GPUFED, KUBECTL, Kubectl, ProcessGroup, wait_for
 from gpufed.fleets import __file__ as fleets_init
 
 HERE = Path(__file__).parent
@@ -50,7 +51,7 @@ def _watched_ready(log: Path) -> list[int]:
 
 
 def test_burst_replicas_come_home_and_a_rebalancer_re_places(processes: ProcessGroup) -> None:
-    hub, members = processes.start_fleet(DEMO_FLEET, ("onprem-a100", "cloud-h100"))
+    hub, members = processes.start_fleet(DEMO_FLEET, ("onprem-a100", "cloud-h100"), "--waste-sample-interval", "1")
     onprem, cloud = members["onprem-a100"], members["cloud-h100"]
     hub.run("apply", "-f", str(MANIFESTS / "workloads.yaml"))
     wait_for(lambda: _running(onprem, "filler") == 8, timeout=120, what="filler Running on-prem")
@@ -83,6 +84,15 @@ def test_burst_replicas_come_home_and_a_rebalancer_re_places(processes: ProcessG
     moved = [m for m in _events(hub, "ReplicasMoved") if m.startswith("moved 8 replicas cloud-h100")]
     assert moved == ["moved 8 replicas cloud-h100 \u2192 onprem-a100: saves $23.20/h"], _events(hub, "ReplicasMoved")
     assert _replicas(cloud, "batch") == 4  # its policy turned automatic returns off
+
+    def moves_in_report() -> dict[str, Any] | None:
+        result = subprocess.run([GPUFED, "waste", "--since", "1h", "-o", "json", "--kubeconfig", str(hub.kubeconfig)],
+                                capture_output=True, text=True, timeout=60, check=False)
+        moves = json.loads(result.stdout).get("moves") if result.returncode == 0 else None
+        return moves if moves and moves["replicas_moved"] == 8 and moves["saved_usd"] > 0 else None
+
+    moves = wait_for(moves_in_report, timeout=60, what="the waste report counting the move")
+    assert moves["items"][0]["from"] == "cloud-h100" and moves["items"][0]["to"] == "onprem-a100"
 
     # Room for batch on-prem, then a WorkloadRebalancer applied with kubectl re-places it.
     hub.run("scale", "deployment", "serve", "-n", "ml", "--replicas", "12")

@@ -7,6 +7,7 @@ statuses are written as an agent would (fleet.py).
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -17,6 +18,7 @@ from controlplane.controllers.manager import ControllerManager
 from controlplane.scheduler.core.returning import ANNOTATION_MOVES, ANNOTATION_REBALANCE
 from gpufed.commands.explain import render_explanation
 
+from .conftest import FAST
 from .fleet import A100, TIERED, deployment, eventually, node_shape, propagation_policy, put_cluster, settled
 
 WORK_API = "work.gpufed.io/v1alpha1"
@@ -72,7 +74,18 @@ async def events_of(objects: ObjectStore, reason: str) -> list[str]:
     return [str(e.get("message")) for e in listed.items if e.get("reason") == reason]
 
 
-async def test_burst_replicas_return_once_ready_on_prem(objects: ObjectStore, manager: ControllerManager) -> None:
+def placed_as(objects: ObjectStore, wanted: dict[str, int]) -> Callable[[], Awaitable[dict[str, int] | None]]:
+    """A probe for ``eventually``: web's placement once it is ``wanted``."""
+
+    async def probe() -> dict[str, int] | None:
+        now = await placed(objects, "web")
+        return now if now == wanted else None
+
+    return probe
+
+
+async def burst_then_free(objects: ObjectStore, manager: ControllerManager) -> None:
+    """web's 4 replicas run in the cloud (on-prem was full); then on-prem reports 4 free GPUs."""
     await put_cluster(objects, "onprem", node_shape(1, gpus=0), pricing={A100: 1.2}, pods=[])
     await put_cluster(objects, "cloud", node_shape(1, gpus=8), provider="aws", pricing={A100: 4.1}, pods=[])
     await settled(manager)
@@ -83,15 +96,13 @@ async def test_burst_replicas_return_once_ready_on_prem(objects: ObjectStore, ma
     assert await eventually(lambda: placed(objects, "web"), what="web placed") == {"cloud": 4}
     await report_ready(objects, "cloud", "web", 4)
     await settled(manager)
-
-    # On-prem frees 4 GPUs: 4 replicas are added there first; the cloud keeps its 4.
     await put_cluster(objects, "onprem", node_shape(1, gpus=4), pricing={A100: 1.2}, report_time=later(30), pods=[])
 
-    async def surged() -> dict[str, int] | None:
-        now = await placed(objects, "web")
-        return now if now == {"cloud": 4, "onprem": 4} else None
 
-    await eventually(surged, what="4 replicas added on-prem")
+async def test_burst_replicas_return_once_ready_on_prem(objects: ObjectStore, manager: ControllerManager) -> None:
+    # On-prem frees 4 GPUs: 4 replicas are added there first; the cloud keeps its 4.
+    await burst_then_free(objects, manager)
+    await eventually(placed_as(objects, {"cloud": 4, "onprem": 4}), what="4 replicas added on-prem")
     binding = await binding_of(objects, "web")
     assert binding is not None
     assert json.loads(binding["metadata"]["annotations"][ANNOTATION_REBALANCE])["target"] == "onprem"
@@ -105,12 +116,7 @@ async def test_burst_replicas_return_once_ready_on_prem(objects: ObjectStore, ma
 
     # Ready: the cloud copy goes, the move is an Event and a note on the binding.
     await report_ready(objects, "onprem", "web", 4)
-
-    async def returned() -> dict[str, int] | None:
-        now = await placed(objects, "web")
-        return now if now == {"onprem": 4} else None
-
-    await eventually(returned, what="the cloud copy removed")
+    await eventually(placed_as(objects, {"onprem": 4}), what="the cloud copy removed")
     binding = await binding_of(objects, "web")
     assert binding is not None
     annotations = binding["metadata"]["annotations"]
@@ -136,3 +142,22 @@ async def test_no_move_below_the_minimum_saving(objects: ObjectStore, manager: C
     await put_cluster(objects, "onprem", node_shape(1, gpus=4), pricing={A100: 3.9}, report_time=later(30), pods=[])
     await settled(manager)
     assert await placed(objects, "web") == {"cloud": 4}  # 4 x $0.20/h is below $1/h
+
+
+async def test_a_restart_mid_move_finishes_it_once(objects: ObjectStore) -> None:
+    async with ControllerManager(objects, settings=FAST) as first:
+        await burst_then_free(objects, first)
+        await eventually(placed_as(objects, {"cloud": 4, "onprem": 4}), what="4 replicas added on-prem")
+        await settled(first)
+
+    # A new hub term, with the on-prem replicas not ready yet: the move waits, nothing doubles.
+    async with ControllerManager(objects, settings=FAST) as second:
+        await settled(second)
+        assert await placed(objects, "web") == {"cloud": 4, "onprem": 4}
+        await report_ready(objects, "onprem", "web", 4)
+        await eventually(placed_as(objects, {"onprem": 4}), what="the cloud copy removed after the restart")
+        await settled(second)
+        binding = await binding_of(objects, "web")
+        assert binding is not None
+        assert len(json.loads(binding["metadata"]["annotations"][ANNOTATION_MOVES])) == 1
+        assert await placed(objects, "web") == {"onprem": 4}
