@@ -6,8 +6,17 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from controlplane.scheduler.core.returning import Move, ReturnSettings, plan_return, returnable
+from controlplane.scheduler.core.returning import (
+    Move,
+    ReturnSettings,
+    free_gpu_units,
+    plan_return,
+    returnable,
+    room_grew,
+)
 from policies.models import TierRebalance
+
+from .builders import cluster, shape
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 ORDER = {"onprem-a100": (0, 1.20), "onprem-b": (0, 0.35), "cloud-h100": (1, 4.10), "cloud-cheap": (1, 2.00)}
@@ -111,3 +120,11 @@ def test_policy_defaults_and_surge() -> None:
 def test_policy_rejects_bad_settings(bad: dict[str, object]) -> None:
     with pytest.raises(ValueError):
         TierRebalance.model_validate(bad)
+
+
+def test_room_grows_only_when_a_report_shows_more_free_gpus() -> None:
+    full, two, four = cluster("onprem"), cluster("onprem", shape(1, gpus=2)), cluster("onprem", shape(2, gpus=2))
+    mig = cluster("onprem", shape(1, extra={"nvidia.com/mig-1g.10gb": 7}))
+    assert free_gpu_units(four) == 4 and free_gpu_units(mig) == 7 and free_gpu_units(None) == 0
+    assert room_grew(full, two) and room_grew(two, four) and room_grew(None, two) and room_grew(full, mig)
+    assert not room_grew(four, two) and not room_grew(two, two) and not room_grew(None, full)

@@ -89,6 +89,7 @@ from controlplane.scheduler.core.rescheduling import (
     decide_with_moves,
     placement_broken,
 )
+from controlplane.scheduler.core.returning import room_grew
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 
 log = logging.getLogger(__name__)
@@ -167,8 +168,9 @@ class SchedulerController:
             await self._requeue_cluster(name)
             await self._requeue_unplaced()
             return
+        before = self._snapshots.get(name)
         try:
-            snapshot = ClusterSnapshot.from_cluster(obj, previous=self._snapshots.get(name), cache=self.cache)
+            snapshot = ClusterSnapshot.from_cluster(obj, previous=before, cache=self.cache)
         except (ValueError, TypeError) as exc:
             log.warning("cluster %s has a status the scheduler cannot read: %s", name, exc)
             return
@@ -187,8 +189,9 @@ class SchedulerController:
         # there is no room for them.
         for key in self.moves.waiting_in(name):
             await self._requeue(key)
-        for key in sorted(self.returns.candidates):  # the report may show room in a cheaper tier
-            await self._requeue(key)
+        if room_grew(before, snapshot):  # burst replicas may fit in this cluster now
+            for key in sorted(self.returns.candidates):
+                await self._requeue(key)
         await self._requeue_unplaced()
 
     async def _on_work(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
@@ -262,6 +265,8 @@ class SchedulerController:
             self._ensure_rebuilt()
             if self.reservations.expire(now=self.ctx.now(), max_age=max_age):
                 await self._requeue_unplaced()
+            for key in sorted(self.returns.candidates):  # those that were not settled when room appeared
+                await self._requeue(key)
 
     # --- reconcile --------------------------------------------------------------------
 
@@ -396,6 +401,8 @@ class SchedulerController:
         )
         if moved:
             self.moves.acted(key, moved)
+        if self.returns.eligible(binding, request):
+            self.returns.candidates.add(key)  # looked at again when room appears in a cheaper cluster
         if evicted:
             for cluster in evicted:
                 self.reservations.release(key_text(key), cluster=cluster)

@@ -2,8 +2,9 @@
 
 For a placed, settled binding divided by tiered overflow (a Deployment, ReplicaSet or
 StatefulSet; never a gang or a run-to-completion workload), the scheduler controller asks
-:meth:`TierReturns.step` on every look at the binding (a capacity report of any cluster
-requeues it). Only a settled binding starts a move: every member reports all its replicas
+:meth:`TierReturns.step` on every look at the binding (a capacity report showing more free
+GPUs than the cluster's last one requeues the bindings with replicas outside their cheapest
+cluster, and the controller's 15 s maintenance does too). Only a settled binding starts a move: every member reports all its replicas
 ready and none it cannot place (so replicas just moved off a member that could not place them
 are not sent straight back).
 

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
 
+from controlplane.apis.gpus import is_gpu_resource
+from controlplane.scheduler.core.snapshot import ClusterSnapshot
 from policies.models import TierRebalance
 
 ANNOTATION_REBALANCE: Final = "scheduler.gpufed.io/rebalance"
@@ -95,6 +97,19 @@ class ReturnPlan:
     move: Move | None
     reason: str
     wait_seconds: float | None = None
+
+
+def free_gpu_units(snapshot: ClusterSnapshot | None) -> int:
+    """The GPU resources a cluster's report shows free (whole GPUs, MIG slices and shares alike)."""
+    if snapshot is None:
+        return 0
+    return sum(shape.count * n for shape in snapshot.shapes for name, n in shape.free.items() if is_gpu_resource(name))
+
+
+def room_grew(before: ClusterSnapshot | None, after: ClusterSnapshot) -> bool:
+    """Whether a new report shows more free GPU resources than the one before: burst replicas
+    elsewhere may fit here now."""
+    return free_gpu_units(after) > free_gpu_units(before)
 
 
 def returnable(previous: Mapping[str, int], order: Mapping[str, tuple[int, float]]) -> int:
