@@ -9,7 +9,7 @@ from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
 
 from .fleet import A100, TIERED, deployment, eventually, node_shape, propagation_policy, put_cluster, settled
-from .test_tier_return_loop import later, placed
+from .test_tier_return_loop import binding_of, later, placed
 
 REBALANCER_API = "apps.karmada.io/v1alpha1"
 
@@ -84,3 +84,34 @@ async def test_a_rebalancer_must_list_workloads(objects: ObjectStore) -> None:
             assert "spec.workloads" in str(exc)
         else:
             raise AssertionError(f"{spec} was accepted")
+
+
+async def test_a_running_gang_keeps_its_cluster(objects: ObjectStore, manager: ControllerManager) -> None:
+    await put_cluster(objects, "onprem", node_shape(1, gpus=0), pricing={A100: 1.2}, pods=[])
+    await put_cluster(objects, "cloud", node_shape(1, gpus=8), provider="aws", pricing={A100: 4.1}, pods=[])
+    await settled(manager)
+    await objects.create(objects.registry.require("policy.gpufed.io/v1alpha1", "PropagationPolicy"),
+                         propagation_policy("gang", gang=True))
+    await objects.create(objects.registry.require("apps/v1", "Deployment"), deployment("web", replicas=2))
+    assert await eventually(lambda: placed(objects, "web"), what="web placed") == {"cloud": 2}
+    await put_cluster(objects, "onprem", node_shape(1, gpus=4), pricing={A100: 1.2}, report_time=later(30), pods=[])
+    await settled(manager)
+
+    rt = objects.registry.require(REBALANCER_API, "WorkloadRebalancer")
+    await objects.create(rt, rebalancer("now", "web"))
+
+    async def finished() -> dict[str, Any] | None:
+        status = (await objects.get(rt, name="now")).get("status") or {}
+        return status if status.get("finishTime") else None
+
+    await eventually(finished, what="the rebalancer's results")
+    binding = await eventually(lambda: binding_of(objects, "web"), what="web's binding")
+
+    async def decided_again() -> bool:
+        current = await binding_of(objects, "web") or {}
+        last = (current.get("status") or {}).get("lastScheduledTime") or ""
+        return last > str(current["spec"].get("rescheduleTriggeredAt"))
+
+    await eventually(decided_again, what="the fresh decision")
+    assert binding["spec"]["gang"] is True
+    assert await placed(objects, "web") == {"cloud": 2}

@@ -314,9 +314,11 @@ class SchedulerController:
         why: str | None = None
         previous = dict(request.previous)
         if requested_after_last_decision(spec, status):
-            # A WorkloadRebalancer asked for a fresh placement: decided as if it ran nowhere.
+            # A WorkloadRebalancer asked for a fresh placement: decided as if it ran nowhere
+            # (a running gang stays whole where it runs: it never moves mid-run).
             why = FRESH_PLACEMENT
-            request = replace(request, previous={})
+            if not request.gang:
+                request = replace(request, previous={})
         elif status.get("observedGeneration") != generation or scheduled is None:
             why = "spec changed"
         elif scheduled.get("status") != "True":
