@@ -84,19 +84,29 @@ def placed_as(objects: ObjectStore, wanted: dict[str, int]) -> Callable[[], Awai
     return probe
 
 
-async def burst_then_free(objects: ObjectStore, manager: ControllerManager) -> None:
-    """web's 4 replicas run in the cloud (on-prem was full); then on-prem reports 4 free GPUs."""
-    await put_cluster(objects, "onprem", node_shape(1, gpus=0), pricing={A100: 1.2}, pods=[])
+async def burst_then_free(
+    objects: ObjectStore,
+    manager: ControllerManager,
+    *,
+    onprem_price: float = 1.2,
+    replicas: int = 4,
+    rebalance: dict[str, Any] | None = None,
+    **policy: Any,
+) -> None:
+    """web's replicas run in the cloud (on-prem was full); then on-prem reports 4 free GPUs.
+    ``rebalance`` is the policy's tieredOverflow.rebalance (default REBALANCE); ``policy`` more spec fields."""
+    await put_cluster(objects, "onprem", node_shape(1, gpus=0), pricing={A100: onprem_price}, pods=[])
     await put_cluster(objects, "cloud", node_shape(1, gpus=8), provider="aws", pricing={A100: 4.1}, pods=[])
     await settled(manager)
-    placement = {"replicaScheduling": {**TIERED["replicaScheduling"], "tieredOverflow": {"rebalance": REBALANCE}}}
+    tiered = {"tieredOverflow": {"rebalance": rebalance if rebalance is not None else REBALANCE}}
+    placement = {"replicaScheduling": {**TIERED["replicaScheduling"], **tiered}}
     rt = objects.registry.require("policy.gpufed.io/v1alpha1", "PropagationPolicy")
-    await objects.create(rt, propagation_policy("tiered", placement=placement))
-    await objects.create(objects.registry.require("apps/v1", "Deployment"), deployment("web", replicas=4))
-    assert await eventually(lambda: placed(objects, "web"), what="web placed") == {"cloud": 4}
-    await report_ready(objects, "cloud", "web", 4)
+    await objects.create(rt, propagation_policy("tiered", placement=placement, **policy))
+    await objects.create(objects.registry.require("apps/v1", "Deployment"), deployment("web", replicas=replicas))
+    assert await eventually(lambda: placed(objects, "web"), what="web placed") == {"cloud": replicas}
+    await report_ready(objects, "cloud", "web", replicas)
     await settled(manager)
-    await put_cluster(objects, "onprem", node_shape(1, gpus=4), pricing={A100: 1.2}, report_time=later(30), pods=[])
+    await put_cluster(objects, "onprem", node_shape(1, gpus=4), pricing={A100: onprem_price}, report_time=later(30), pods=[])
 
 
 async def test_burst_replicas_return_once_ready_on_prem(objects: ObjectStore, manager: ControllerManager) -> None:
@@ -131,15 +141,7 @@ async def test_burst_replicas_return_once_ready_on_prem(objects: ObjectStore, ma
 
 
 async def test_no_move_below_the_minimum_saving(objects: ObjectStore, manager: ControllerManager) -> None:
-    await put_cluster(objects, "onprem", node_shape(1, gpus=0), pricing={A100: 3.9}, pods=[])
-    await put_cluster(objects, "cloud", node_shape(1, gpus=8), provider="aws", pricing={A100: 4.1}, pods=[])
-    await settled(manager)
-    placement = {"replicaScheduling": {**TIERED["replicaScheduling"], "tieredOverflow": {"rebalance": REBALANCE}}}
-    rt = objects.registry.require("policy.gpufed.io/v1alpha1", "PropagationPolicy")
-    await objects.create(rt, propagation_policy("tiered", placement=placement))
-    await objects.create(objects.registry.require("apps/v1", "Deployment"), deployment("web", replicas=4))
-    assert await eventually(lambda: placed(objects, "web"), what="web placed") == {"cloud": 4}
-    await put_cluster(objects, "onprem", node_shape(1, gpus=4), pricing={A100: 3.9}, report_time=later(30), pods=[])
+    await burst_then_free(objects, manager, onprem_price=3.9)
     await settled(manager)
     assert await placed(objects, "web") == {"cloud": 4}  # 4 x $0.20/h is below $1/h
 

@@ -8,8 +8,8 @@ from controlplane.apiserver import errors
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
 
-from .fleet import A100, TIERED, deployment, eventually, node_shape, propagation_policy, put_cluster, settled
-from .test_tier_return_loop import binding_of, later, placed
+from .fleet import A100, eventually, node_shape, put_cluster, settled
+from .test_tier_return_loop import binding_of, burst_then_free, later, placed
 
 REBALANCER_API = "apps.karmada.io/v1alpha1"
 
@@ -24,16 +24,8 @@ def rebalancer(name: str, *workloads: str, ttl: int | None = None) -> dict[str, 
 
 
 async def test_a_rebalancer_places_its_workloads_afresh(objects: ObjectStore, manager: ControllerManager) -> None:
-    await put_cluster(objects, "onprem", node_shape(1, gpus=0), pricing={A100: 1.2}, pods=[])
-    await put_cluster(objects, "cloud", node_shape(1, gpus=8), provider="aws", pricing={A100: 4.1}, pods=[])
-    await settled(manager)
     # Automatic returns are off: only the rebalancer moves the replicas.
-    placement = {"replicaScheduling": {**TIERED["replicaScheduling"], "tieredOverflow": {"rebalance": {"enabled": False}}}}
-    await objects.create(objects.registry.require("policy.gpufed.io/v1alpha1", "PropagationPolicy"),
-                         propagation_policy("tiered", placement=placement))
-    await objects.create(objects.registry.require("apps/v1", "Deployment"), deployment("web", replicas=4))
-    assert await eventually(lambda: placed(objects, "web"), what="web placed") == {"cloud": 4}
-    await put_cluster(objects, "onprem", node_shape(1, gpus=4), pricing={A100: 1.2}, report_time=later(30), pods=[])
+    await burst_then_free(objects, manager, rebalance={"enabled": False})
     await settled(manager)
     assert await placed(objects, "web") == {"cloud": 4}
 
@@ -87,14 +79,7 @@ async def test_a_rebalancer_must_list_workloads(objects: ObjectStore) -> None:
 
 
 async def test_a_running_gang_keeps_its_cluster(objects: ObjectStore, manager: ControllerManager) -> None:
-    await put_cluster(objects, "onprem", node_shape(1, gpus=0), pricing={A100: 1.2}, pods=[])
-    await put_cluster(objects, "cloud", node_shape(1, gpus=8), provider="aws", pricing={A100: 4.1}, pods=[])
-    await settled(manager)
-    await objects.create(objects.registry.require("policy.gpufed.io/v1alpha1", "PropagationPolicy"),
-                         propagation_policy("gang", gang=True))
-    await objects.create(objects.registry.require("apps/v1", "Deployment"), deployment("web", replicas=2))
-    assert await eventually(lambda: placed(objects, "web"), what="web placed") == {"cloud": 2}
-    await put_cluster(objects, "onprem", node_shape(1, gpus=4), pricing={A100: 1.2}, report_time=later(30), pods=[])
+    await burst_then_free(objects, manager, replicas=2, gang=True)
     await settled(manager)
 
     rt = objects.registry.require(REBALANCER_API, "WorkloadRebalancer")
