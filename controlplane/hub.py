@@ -59,6 +59,7 @@ from controlplane.apiserver.crd.registry import DynamicRegistry
 from controlplane.apiserver.crd.types import crd_resource_type
 from controlplane.apiserver.identity import Role
 from controlplane.apiserver.kinds import builtin_kind_resources, gpu_workload_resources
+from controlplane.apiserver.kinds.karmada_apps import karmada_apps_resources
 from controlplane.apiserver.kinds.karmada_config import interpreter_customization_resources
 from controlplane.apiserver.kubeconfig import KubeconfigError, load_kubeconfig, write_kubeconfig
 from controlplane.apiserver.objects import ObjectStore
@@ -191,6 +192,7 @@ def hub_registry() -> DynamicRegistry:
                 *coordination_resources(),
                 *gpufed_resources(),
                 *interpreter_customization_resources(),
+                *karmada_apps_resources(),
                 *rbac_resources(),
                 waste_report_type(),
                 crd_resource_type(),

@@ -195,6 +195,44 @@ class Tier(SpecModel):
     """The clusters of this tier. A cluster belongs to the first tier it matches."""
 
 
+class TierRebalance(SpecModel):
+    """gpufed extension: moving burst replicas back to a cheaper tier once it has room.
+
+    When a capacity report shows room in a cheaper tier (or a cheaper cluster of the same
+    tier) for replicas that run in a more expensive one, the scheduler first adds them in the
+    cheaper cluster, waits until the member reports them ready, and only then removes as
+    many from the expensive one: the workload never has fewer ready replicas than before.
+    Gangs and run-to-completion workloads never move this way. Every field is optional::
+
+            tieredOverflow:
+              rebalance:
+                minSavingPerHour: 1
+                minMoveIntervalSeconds: 300
+                maxSurge: 25%
+    """
+
+    enabled: bool | None = None
+    """Whether replicas move back to cheaper tiers on their own. Default true."""
+    min_saving_per_hour: float | None = Field(default=None, ge=0)
+    """The smallest saving, in dollars per hour, worth a move. Default 1."""
+    min_move_interval_seconds: int | None = Field(default=None, ge=0, le=86400 * 7)
+    """The least time between two moves of the workload, in seconds. Default 300."""
+    max_surge: int | str | None = None
+    """How many replicas one move adds before it removes as many (an absolute number or a percentage of the
+    replicas, rounded up; at least 1). Default 25%."""
+
+    @field_validator("max_surge")
+    @classmethod
+    def _surge_is_count_or_percent(cls, value: int | str | None) -> int | str | None:
+        if isinstance(value, int) and value < 1:
+            raise ValueError(f"must be at least 1 (got {value})")
+        if isinstance(value, str):
+            number = value[:-1] if value.endswith("%") else ""
+            if not number.isdigit() or not 1 <= int(number) <= 100:
+                raise ValueError(f"must be a number of replicas or a percentage from 1% to 100% (got {value!r})")
+        return value
+
+
 class TieredOverflow(SpecModel):
     """gpufed extension: how ``replicaDivisionPreference: TieredOverflow`` orders clusters.
 
@@ -228,6 +266,9 @@ class TieredOverflow(SpecModel):
     order: Literal["TierThenPrice"] | None = None
     """How clusters are ordered: TierThenPrice (the only value, and the default) fills lower tiers first and,
     within a tier, the cheaper clusters per GPU-hour first."""
+    rebalance: TierRebalance | None = None
+    """When replicas move back to cheaper tiers that have room again (see TierRebalance). Absent: the
+    defaults (on, $1/h minimum saving, 300 s between moves, 25% surge)."""
 
     @field_validator("tiers")
     @classmethod

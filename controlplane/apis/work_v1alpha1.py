@@ -237,6 +237,9 @@ class ResourceBindingSpec(SpecModel):
     follow it to its clusters, even after the policy is deleted (from the claiming policy)."""
     schedule_priority: SchedulePriority | None = None
     """The scheduling priority of the binding, from the claiming policy's schedulePriority."""
+    reschedule_triggered_at: str | None = None
+    """When a fresh placement was asked for (a WorkloadRebalancer): the scheduler places the binding again,
+    ignoring where it runs, when this is later than status.lastScheduledTime."""
 
     @field_validator("clusters")
     @classmethod
@@ -296,6 +299,8 @@ class ResourceBindingStatus(WireModel):
     """Why each cluster was chosen or not, as kubectl describe and gpufed explain show it."""
     observed_generation: int | None = None
     """The generation of the binding the scheduler last acted on."""
+    last_scheduled_time: str | None = None
+    """When the scheduler last wrote a decision for the binding."""
 
 
 class ResourceBinding(SpecModel):

@@ -216,7 +216,7 @@ def binding_spec(
         spec["propagateDeps"] = True
     if schedule_priority is not None:
         spec["schedulePriority"] = {"priority": schedule_priority}
-    for owned_by_scheduler in ("clusters", "gracefulEvictionTasks"):
+    for owned_by_scheduler in ("clusters", "gracefulEvictionTasks", "rescheduleTriggeredAt"):
         value = ((existing or {}).get("spec") or {}).get(owned_by_scheduler)
         if value is not None:
             spec[owned_by_scheduler] = value

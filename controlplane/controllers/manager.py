@@ -30,6 +30,7 @@ from controlplane.controllers.dependencies import DependenciesController
 from controlplane.controllers.detecting import Detector
 from controlplane.controllers.evicting import GracefulEvictionController
 from controlplane.controllers.policyselectors import PolicySelectorsController
+from controlplane.controllers.rebalancers import RebalancerController
 from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.scaling import ScaleInterpreters
 from controlplane.controllers.status import StatusController
@@ -82,6 +83,7 @@ class ControllerManager(Service):
         evictions = GracefulEvictionController(ctx)
         dependencies = DependenciesController(ctx)
         selectors = PolicySelectorsController(ctx)
+        rebalancers = RebalancerController(ctx)
 
         async def reinterpret(api_version: str, kind: str) -> None:
             """A kind's interpretation changed: its workloads and bindings are looked at again."""
@@ -99,7 +101,7 @@ class ControllerManager(Service):
         customizations = CustomizationsController(ctx, reinterpret)
         loops: list[ReconcileLoop[Any]] = [
             customizations.loop, detector.loop, scheduler.loop, binder.loop, status.loop, evictions.loop,
-            *dependencies.loops, deletion.loop, selectors.loop,
+            *dependencies.loops, deletion.loop, selectors.loop, rebalancers.loop,
         ]
         self.context, self.scheduler, self.evictions, self._loops = ctx, scheduler, evictions, loops
         tasks: list[asyncio.Task[None]] = []

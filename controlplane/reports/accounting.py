@@ -48,6 +48,7 @@ from datetime import UTC, datetime, timedelta
 from controlplane.apis.spot import RecordedReclaim
 from controlplane.reports.classify import DEFAULT_THRESHOLD, classify_fleet
 from controlplane.reports.fleet import FleetSample
+from controlplane.reports.moves import MoveRecord, in_window
 from controlplane.reports.recommend import find_opportunities, recommend
 from controlplane.reports.rollups import (
     FORMAT_VERSION,
@@ -118,6 +119,7 @@ class Accumulator:
         self._cursor_dirty = False
         self._never_fit: tuple[NeverFitRequest, ...] = ()
         self._spot_reclaims: tuple[RecordedReclaim, ...] = ()
+        self._moves: tuple[MoveRecord, ...] = ()
 
     # -- feeding -------------------------------------------------------------------------------
 
@@ -148,6 +150,7 @@ class Accumulator:
             for d in classification.never_fit
         )
         self._spot_reclaims = sample.spot_reclaims
+        self._moves = sample.moves
         self._newest = now if self._newest is None else max(self._newest, now)
         self._prune()
         return True
@@ -264,6 +267,7 @@ class Accumulator:
             unmeasured=unmeasured_hours(cells),
             never_fit=self._never_fit,
             spot_reclaims=tuple(r for r in self._spot_reclaims if start <= r.time < end),
+            moves=in_window(self._moves, end.astimezone(UTC)),
         )
         return replace(report, recommendations=tuple(recommend(report)))
 

@@ -25,6 +25,7 @@ from controlplane.apis import constants as c
 from controlplane.apis.cluster_v1alpha1 import PROVIDER_ONPREM
 from controlplane.apis.gpus import is_gpu_resource
 from controlplane.apis.spot import RecordedReclaim
+from controlplane.reports.moves import MoveRecord
 
 MIG_COMPUTE_SLICES = 7
 #: Profile of the compute slices of a MIG-enabled GPU that no instance uses.
@@ -240,6 +241,8 @@ class FleetSample:
     """Known placement constraints of running workloads, keyed ``(namespace, workload)``."""
     spot_reclaims: tuple[RecordedReclaim, ...] = ()
     """The spot reclaims the bindings record (replicas the hub replaced elsewhere)."""
+    moves: tuple[MoveRecord, ...] = ()
+    """The finished moves back to cheaper tiers the bindings record (:mod:`~controlplane.reports.moves`)."""
 
     def __post_init__(self) -> None:
         if self.time.tzinfo is None:

@@ -17,7 +17,10 @@ The JSON contract (``gpufed waste -o json``; fields may be added, never renamed)
      "recommendations": [{"kind", "text", "savings_usd_per_day"}],
      "spot_reclaims": {"reclaims": n, "replicas": n,
                        "items": [{"namespace", "workload", "cluster", "time", "replicas"}]},
-     "never_fit": [{"namespace", "workload", "replicas", "requests": {<resource>: n}, "message"}]}
+     "never_fit": [{"namespace", "workload", "replicas", "requests": {<resource>: n}, "message"}],
+     "moves": {"moves", "replicas_moved", "gpu_hours_shifted", "saved_usd",
+               "items": [{"namespace", "workload", "time", "from", "to", "replicas", "gpus_per_replica",
+                          "saving_usd_per_hour"}]}}
 
 with every state of DESIGN.md's table present in each ``gpu_hours``/``cost_usd`` map (the
 ``unmeasured`` state is allocated GPU time with no utilization measured: neither busy nor idle,
@@ -28,6 +31,10 @@ what it held over the window (``measured_gpu_hours`` of it with a utilization), 
 ``never_fit`` lists the pending requests no node of the fleet could ever hold (as of the latest
 sample); they are in no state, so the GPUs they cannot use stay free-spare. ``spot_reclaims``
 counts the spot reclaims within the window whose replicas the hub replaced elsewhere.
+``moves`` counts the
+moves back to cheaper tiers finished in the window (``moves``, ``replicas_moved``) and, for every
+move finished before the window's end, the GPU-hours it shifted and the dollars it saved within
+the window (:mod:`~controlplane.reports.moves`); ``items`` lists those moves.
 """
 
 from __future__ import annotations
@@ -134,6 +141,18 @@ def to_json(report: WasteReport, *, top: int = DEFAULT_TOP) -> dict[str, Any]:
             }
             for n in report.never_fit
         ],
+        "moves": _moves_json(report),
+    }
+
+
+def _moves_json(report: WasteReport) -> dict[str, Any]:
+    summary = report.moves_summary
+    return {
+        "moves": summary.moves,
+        "replicas_moved": summary.replicas_moved,
+        "gpu_hours_shifted": round(summary.gpu_hours_shifted, _HOURS_DIGITS),
+        "saved_usd": round(summary.saved_usd, _USD_DIGITS),
+        "items": [m.to_json() for m in report.moves],
     }
 
 
@@ -281,6 +300,19 @@ def render_table(report: WasteReport, *, top: int = DEFAULT_TOP) -> str:
         out += [f"{index}. {r.text}" for index, r in enumerate(report.recommendations, start=1)]
     else:
         out.append("none")
+    if report.moves:
+        moves = report.moves_summary
+        out += [
+            "",
+            "MOVES BACK TO CHEAPER TIERS",
+            f"{moves.replicas_moved} replica(s) moved in {moves.moves} move(s); {moves.gpu_hours_shifted:.2f} GPU-hours "
+            f"shifted to cheaper tiers, ${moves.saved_usd:.2f} saved in this window",
+        ]
+        out += [
+            f"{m.time.isoformat().replace('+00:00', 'Z')}  {describe_workload(m.namespace, m.workload)}: "
+            f"{m.replicas} replica(s) {m.source} \u2192 {m.target}, saves ${m.saving_per_hour:.2f}/h"
+            for m in report.moves[-5:]
+        ]
     if report.never_fit:
         out += ["", "REQUESTS THAT CAN NEVER FIT (not counted as free-needed or free-fragmented)"]
         out += [

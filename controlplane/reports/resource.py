@@ -45,6 +45,7 @@ from controlplane.apis.meta import format_time, parse_time
 from controlplane.apis.spot import RecordedReclaim
 from controlplane.reports.accounting import Accumulator
 from controlplane.reports.classify import STATES, WasteState
+from controlplane.reports.moves import MoveRecord
 from controlplane.reports.report import DEFAULT_TOP, to_json
 from controlplane.reports.scoping import for_namespace, with_namespace
 from controlplane.reports.summary import (
@@ -485,6 +486,7 @@ def report_from_json(doc: Mapping[str, Any]) -> WasteReport:
                 )
                 for r in (doc.get("spot_reclaims") or {}).get("items") or []
             ),
+            moves=tuple(MoveRecord.from_json(m) for m in (doc.get("moves") or {}).get("items") or []),
         )
     except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"not a waste report: missing or malformed {exc}") from exc

@@ -42,4 +42,5 @@ def for_namespace(report: WasteReport, namespace: str) -> WasteReport:
         unmeasured=(),
         never_fit=tuple(n for n in report.never_fit if n.namespace == namespace),
         spot_reclaims=tuple(r for r in report.spot_reclaims if r.namespace == namespace),
+        moves=tuple(m for m in report.moves if m.namespace == namespace),
     )

@@ -73,6 +73,7 @@ from controlplane.reports.fleet import (
     mig_share,
     profile_of_resource,
 )
+from controlplane.reports.moves import MoveRecord, moves_of_binding
 from controlplane.reports.owners import propagated_workloads, with_owners_by_name
 from controlplane.reports.unreported import SummaryEntry, gpu_summary, unreported_nodes
 from policies.affinity import ClusterView
@@ -317,6 +318,9 @@ def sample_from_cluster_statuses(
     reclaims: list[RecordedReclaim] = []
     for binding in bindings:
         reclaims.extend(recorded_reclaims(as_mapping(binding)))
+    moves: list[MoveRecord] = []
+    for binding in bindings:
+        moves.extend(moves_of_binding(as_mapping(binding)))
         parsed = binding_demand(as_mapping(binding), views)
         if parsed is None:
             continue
@@ -334,4 +338,5 @@ def sample_from_cluster_statuses(
         pending=tuple(pending),
         workloads=MappingProxyType(constraints),
         spot_reclaims=tuple(reclaims),
+        moves=tuple(moves),
     )

@@ -21,6 +21,7 @@ from types import MappingProxyType
 
 from controlplane.apis.spot import RecordedReclaim
 from controlplane.reports.classify import STATES, WASTE_STATES, WasteState
+from controlplane.reports.moves import MoveRecord, MovesSummary, summarize
 
 
 class Dimension(StrEnum):
@@ -194,6 +195,13 @@ class WasteReport:
     never_fit: tuple[NeverFitRequest, ...] = ()
     #: Spot reclaims within the window whose replicas were replaced elsewhere (as the bindings record them).
     spot_reclaims: tuple[RecordedReclaim, ...] = ()
+    moves: tuple[MoveRecord, ...] = ()
+    """Moves back to cheaper tiers finished before the window's end (:func:`moves_summary` counts them)."""
+
+    @property
+    def moves_summary(self) -> MovesSummary:
+        """The moves finished in the window, and the GPU-hours shifted and dollars saved in it."""
+        return summarize(self.moves, self.window_from, self.window_to)
 
     @property
     def observed_days(self) -> float:

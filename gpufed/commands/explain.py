@@ -154,6 +154,30 @@ def _no_policy_hint(workload: Mapping[str, Any]) -> str:
     )
 
 
+def _move_lines(binding: Mapping[str, Any]) -> list[str]:
+    """The move back to a cheaper tier under way, and the last one finished (binding annotations)."""
+    import json
+
+    from controlplane.scheduler.core.returning import ANNOTATION_MOVES, ANNOTATION_REBALANCE
+
+    annotations = (binding.get("metadata") or {}).get("annotations") or {}
+    lines: list[str] = []
+    try:
+        moving = json.loads(annotations.get(ANNOTATION_REBALANCE) or "null")
+        done = json.loads(annotations.get(ANNOTATION_MOVES) or "[]")
+    except ValueError:
+        return lines
+    if isinstance(moving, dict):
+        lines.append(
+            f"{'Moving:':<13}{moving.get('replicas')} replica(s) {moving.get('source')} \u2192 {moving.get('target')}: "
+            f"added in {moving.get('target')}, removed from {moving.get('source')} once ready"
+        )
+    last = done[-1] if isinstance(done, list) and done else None
+    if isinstance(last, dict):
+        lines.append(f"{'Last move:':<13}{last.get('message')} (at {last.get('time')})")
+    return lines
+
+
 def render_explanation(workload: Mapping[str, Any], binding: Mapping[str, Any] | None) -> str:
     """The text ``gpufed explain`` prints for ``workload`` and its binding (None when it has none)."""
     meta = workload.get("metadata") or {}
@@ -192,6 +216,7 @@ def render_explanation(workload: Mapping[str, Any], binding: Mapping[str, Any] |
         ).get("count", len(reclaims))
         lines.append(f"{'Spot:':<13}{count} reclaim(s) survived; the latest took {latest.replicas} replica(s) "
                      f"from {latest.cluster} at {latest.time.strftime('%Y-%m-%dT%H:%M:%SZ')}")
+    lines.extend(_move_lines(binding))
     explanation = list(((binding.get("status") or {}).get("explanation")) or [])
     if not explanation:
         lines.append("No per-cluster explanation yet.")

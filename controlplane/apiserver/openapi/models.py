@@ -84,6 +84,11 @@ KIND_DESCRIPTIONS: dict[str, str] = {
     "ClusterOverridePolicy": _OVERRIDE.format(
         scope="Cluster", where=" (cluster-scoped: it applies to resources in any namespace and cluster-scoped ones)"
     ),
+    "WorkloadRebalancer": (
+        "WorkloadRebalancer asks for a fresh placement of the workloads it lists, as if they ran nowhere "
+        "(Karmada's apps.karmada.io kind); its status gives the result per workload, and it is deleted "
+        "ttlSecondsAfterFinished after it finished."
+    ),
 }
 
 #: JSON-schema keywords kube's OpenAPI v2 dialect shares, kept as they are.

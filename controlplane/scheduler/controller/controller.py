@@ -41,11 +41,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import ValidationError
 
+from controlplane.apis.apps_karmada_v1alpha1 import requested_after_last_decision
 from controlplane.apis.views import BindingView, ClusterObjectView, WorkView
 from controlplane.apis.work_v1alpha1 import BindingKey, ConditionType, ResourceBinding, ScheduledReason
 from controlplane.controllers.attachments import is_attached
@@ -71,6 +73,7 @@ from controlplane.scheduler.controller.reading import (
     unschedulable_pods,
     workload_of,
 )
+from controlplane.scheduler.controller.rebalancing import TierReturns, in_progress
 from controlplane.scheduler.controller.reclaims import ReclaimReplacements, reclaimed_of
 from controlplane.scheduler.controller.recording import record_eviction_waits
 from controlplane.scheduler.controller.reserving import ReservationKeeper
@@ -91,6 +94,7 @@ from controlplane.scheduler.core.rescheduling import (
     decide_with_moves,
     placement_broken,
 )
+from controlplane.scheduler.core.returning import room_grew
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 
 log = logging.getLogger(__name__)
@@ -99,6 +103,7 @@ UNPLACED_RETRY_SECONDS = 30.0
 #: Why a kind without replicas is scheduled again: a cluster it does not run in joined or changed.
 FLEET_CHANGED = "a cluster joined or changed (a kind without replicas goes to every feasible cluster)"
 MAINTENANCE_SECONDS = 15.0
+FRESH_PLACEMENT = "a fresh placement was requested (WorkloadRebalancer)"
 
 
 def _sooner(*delays: float | None) -> float | None:
@@ -122,6 +127,7 @@ class SchedulerController:
         self.moves = UnschedulableMoves(ctx, snapshots=self._snapshots, keeper=self.reserving)
         self.evictions = FailoverEvictions(ctx)
         self.reclaims = ReclaimReplacements(ctx)
+        self.returns = TierReturns(ctx, keeper=self.reserving, cache=self.cache)
         self._unplaced: set[BindingKey] = set()
         # Bindings no node of the fleet could ever hold: looked at again only when the fleet's
         # capacity changes (a cluster's nodes, their labels, taints or allocatable), not on every report.
@@ -172,8 +178,9 @@ class SchedulerController:
             await self._requeue_cluster(name)
             await self._requeue_unplaced()
             return
+        before = self._snapshots.get(name)
         try:
-            snapshot = ClusterSnapshot.from_cluster(obj, previous=self._snapshots.get(name), cache=self.cache)
+            snapshot = ClusterSnapshot.from_cluster(obj, previous=before, cache=self.cache)
         except (ValueError, TypeError) as exc:
             log.warning("cluster %s has a status the scheduler cannot read: %s", name, exc)
             return
@@ -193,6 +200,9 @@ class SchedulerController:
         # there is no room for them.
         for key in self.moves.waiting_in(name):
             await self._requeue(key)
+        if room_grew(before, snapshot):  # burst replicas may fit in this cluster now
+            for key in sorted(self.returns.candidates):
+                await self._requeue(key)
         await self._requeue_unplaced()
 
     async def _on_work(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
@@ -207,6 +217,8 @@ class SchedulerController:
         elif (unhealthy_reported(obj) or (old is not None and unhealthy_reported(old))) and self._fails_over(key):
             # application failover counts from the first Unhealthy report
             await self._requeue(key)
+        elif in_progress(self.ctx.bindings.get(key[0], key[1]) or {}) is not None:
+            await self._requeue(key)  # a move back to a cheaper tier waits for its replicas to be ready
 
     def _fails_over(self, key: BindingKey) -> bool:
         """Whether the binding's policy asks for application failover."""
@@ -264,6 +276,7 @@ class SchedulerController:
         self._stale_explanations.discard(key)
         self._fleet_changed.discard(key)
         self._never_fit.discard(key)
+        self.returns.candidates.discard(key)
 
     async def maintain(self) -> None:
         """Expire reservations whose reports never came; retry unplaced bindings when capacity frees."""
@@ -273,6 +286,8 @@ class SchedulerController:
             self._ensure_rebuilt()
             if self.reservations.expire(now=self.ctx.now(), max_age=max_age):
                 await self._requeue_unplaced()
+            for key in sorted(self.returns.candidates):  # those that were not settled when room appeared
+                await self._requeue(key)
 
     # --- reconcile --------------------------------------------------------------------
 
@@ -324,7 +339,14 @@ class SchedulerController:
         scheduled = view.condition(ConditionType.SCHEDULED)
         generation = view.generation
         why: str | None = None
-        if status.get("observedGeneration") != generation or scheduled is None:
+        previous = dict(request.previous)
+        if requested_after_last_decision(spec, status):
+            # A WorkloadRebalancer asked for a fresh placement: decided as if it ran nowhere
+            # (a running gang stays whole where it runs: it never moves mid-run).
+            why = FRESH_PLACEMENT
+            if not request.gang:
+                request = replace(request, previous={})
+        elif status.get("observedGeneration") != generation or scheduled is None:
             why = "spec changed"
         elif scheduled.get("status") != "True":
             why = "not fully placed"
@@ -340,10 +362,11 @@ class SchedulerController:
             self.evictions.blocked.discard(key)
             if key in self._stale_explanations:
                 await self._refresh_explanation(binding, request, snapshots, now=now)
+            if self.returns.eligible(binding, request):  # burst replicas back to a cheaper tier (rebalancing.py)
+                wait = _sooner(wait, await self.returns.step(binding, request, snapshots))
             return wait
 
         ordered = [snapshots[name] for name in sorted(snapshots)]
-        previous = dict(request.previous)
         moved: dict[str, int] = {}
         result: ScheduleResult | None = None
         started = time.perf_counter()  # gpufed_scheduling_duration_seconds: one decision's time
@@ -407,6 +430,8 @@ class SchedulerController:
                 return _sooner(wait, UNPLACED_RETRY_SECONDS)
             return wait
         log.debug("scheduling %s: %s", key_text(key), why or ("evicting" if evicted else "moving unschedulable replicas"))
+        if why == FRESH_PLACEMENT:
+            request = replace(request, previous=previous)  # reserved against what runs now
         await write_decision(
             ctx, self.reserving, binding, request, result,
             moved=moved, evicted=evicted, previous=previous, waiting=waiting, why=why,
@@ -415,6 +440,8 @@ class SchedulerController:
             self.moves.acted(key, moved)
             placed = ", ".join(f"{c['name']}:{c['replicas']}" for c in result.target_clusters()) or "no cluster"
             await self.reclaims.acted(key, binding, moved, placed=placed, non_spot=non_spot)
+        if self.returns.eligible(binding, request):
+            self.returns.candidates.add(key)  # looked at again when room appears in a cheaper cluster
         if evicted:
             for cluster in evicted:
                 self.reservations.release(key_text(key), cluster=cluster)

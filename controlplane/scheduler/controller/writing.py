@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from controlplane.apis.apps_karmada_v1alpha1 import format_micro_time
 from controlplane.apis.views import BindingView, ObjectView
 from controlplane.apis.work_v1alpha1 import ConditionType, ScheduledReason
 from controlplane.controllers.context import ControllerContext
@@ -108,6 +109,7 @@ async def write_decision(
     else:
         status.pop("schedulerObservingAffinityName", None)
     status["observedGeneration"] = (updated.get("metadata") or {}).get("generation")
+    status["lastScheduledTime"] = format_micro_time(now)
     if status != (updated.get("status") or {}):
         await ctx.objects.update_status(ctx.binding_rt, {**updated, "status": status})
     await record_decision(ctx, binding, old_condition, new_condition, previous_clusters, clusters, moved)

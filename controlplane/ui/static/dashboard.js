@@ -202,6 +202,17 @@ function renderRecommendations(report) {
   $("recommendations").replaceChildren(...(items.length ? items : [el("li", { class: "muted" }, "Nothing to recommend in this window.")]));
 }
 
+function renderMoves(report) {
+  // Replicas moved back from dearer tiers when cheaper ones had room, and what that saved in the window.
+  const moves = report.moves || { moves: 0, replicas_moved: 0, gpu_hours_shifted: 0, saved_usd: 0 };
+  const text = moves.gpu_hours_shifted
+    ? `${moves.replicas_moved} replica(s) moved in ${moves.moves} move(s); ${fmtHours(moves.gpu_hours_shifted)} GPU-h shifted, ${fmtMoney(moves.saved_usd)} saved`
+    : "No replicas moved back in this window.";
+  const node = $("moves");
+  node.textContent = text;
+  node.dataset.savedUsd = String(moves.saved_usd || 0);
+}
+
 function workloadName(binding) {
   const resource = binding.spec.resource || {};
   return `${resource.namespace || binding.metadata.namespace}/${resource.name || binding.metadata.name}`;
@@ -435,6 +446,7 @@ async function load() {
     renderNamespaces(byNamespace);
     renderIdle(report);
     renderRecommendations(report);
+    renderMoves(report);
     renderWorkloads(bindings);
     renderPending(bindings, works);
     loadPods();

@@ -176,6 +176,7 @@ def gpufed_cluster_roles() -> list[dict[str, Any]]:
         rule(("get",), (WORK_GROUP,), ("resourcebindings/pods",)),
         rule(READ, (CLUSTER_GROUP,), ("clusters", "clusters/status")),
         rule(("get", "list"), (REPORTS_GROUP,), ("wastereports",)),
+        rule(READ, ("apps.karmada.io",), ("workloadrebalancers", "workloadrebalancers/status")),
     ]
     for group, plurals in _WORKLOAD_KINDS:
         edit.append(rule(WRITE, (group,), plurals))

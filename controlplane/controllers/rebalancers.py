@@ -1,0 +1,138 @@
+"""Karmada's WorkloadRebalancer: a fresh placement of the listed workloads, on request.
+
+In: ``apps.karmada.io/v1alpha1`` WorkloadRebalancers (informer) and the ResourceBindings of the
+workloads they list. Out: each found binding's ``spec.rescheduleTriggeredAt`` set to now (the
+scheduler then places it afresh, as if it ran nowhere, once: see
+:func:`~controlplane.apis.apps_karmada_v1alpha1.requested_after_last_decision`), the
+rebalancer's ``status.observedWorkloads`` (Successful, or Failed with
+``ReferencedBindingNotFound``), ``observedGeneration`` and ``finishTime``, and its deletion
+``spec.ttlSecondsAfterFinished`` after ``finishTime``.
+
+As in Karmada, a new generation (workloads added to the list) triggers the workloads that did
+not succeed yet; those that did keep their result and are not placed again.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from datetime import timedelta
+from typing import Any
+
+from controlplane.apis.apps_karmada_v1alpha1 import (
+    API_VERSION,
+    KIND,
+    RebalanceFailedReason,
+    RebalanceResult,
+    format_micro_time,
+)
+from controlplane.apis.meta import format_time, parse_time
+from controlplane.apis.work_v1alpha1 import binding_name
+from controlplane.controllers.context import ControllerContext
+from controlplane.controllers.reconciling import ReconcileLoop
+from controlplane.controllers.workloads import is_deleting
+from controlplane.objectclient import WatchEventType, errors
+
+log = logging.getLogger(__name__)
+
+CONFLICT_RETRY_SECONDS = 0.2
+
+
+def _ref_key(ref: dict[str, Any]) -> tuple[str, str, str, str]:
+    return (str(ref.get("apiVersion")), str(ref.get("kind")), str(ref.get("namespace") or ""), str(ref.get("name")))
+
+
+class RebalancerController:
+    """Reconciles WorkloadRebalancers (keys: their names)."""
+
+    name = "workload-rebalancers"
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        self.ctx = ctx
+        self.rt = ctx.registry.for_kind(API_VERSION, KIND)
+        self.loop: ReconcileLoop[str] = ReconcileLoop(self.name, self.reconcile, workers=1)
+        if self.rt is not None:
+            ctx.informer(self.rt).add_handler(self._on_rebalancer)
+
+    async def _on_rebalancer(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        if event is not WatchEventType.DELETED:
+            await self.loop.add(str((obj.get("metadata") or {}).get("name")))
+
+    async def reconcile(self, name: str) -> float | None:
+        ctx, rt = self.ctx, self.rt
+        if rt is None:
+            return None
+        obj = await ctx.get(rt, None, name)
+        if obj is None or is_deleting(obj):
+            return None
+        meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
+        if status.get("finishTime") and status.get("observedGeneration") == meta.get("generation"):
+            return await self._expire(obj)
+        done = {
+            _ref_key(w.get("workload") or {}): w
+            for w in status.get("observedWorkloads") or ()
+            if w.get("result") == RebalanceResult.SUCCESSFUL
+        }
+        observed: list[dict[str, Any]] = []
+        for workload in spec.get("workloads") or ():
+            previous = done.get(_ref_key(workload))
+            if previous is not None:
+                observed.append(previous)
+                continue
+            try:
+                found = await self._trigger(workload)
+            except errors.Conflict:
+                return CONFLICT_RETRY_SECONDS  # the binding changed under us: try again
+            entry: dict[str, Any] = {"workload": dict(workload), "result": str(RebalanceResult.SUCCESSFUL)}
+            if not found:
+                entry["result"] = str(RebalanceResult.FAILED)
+                entry["reason"] = str(RebalanceFailedReason.REFERENCED_BINDING_NOT_FOUND)
+            observed.append(entry)
+        new_status = {
+            **copy.deepcopy(status),
+            "observedWorkloads": observed,
+            "observedGeneration": meta.get("generation"),
+            "finishTime": ctx.now_text(),
+        }
+        try:
+            updated = await ctx.objects.update_status(rt, {**obj, "status": new_status})
+        except errors.Conflict:
+            return CONFLICT_RETRY_SECONDS
+        except errors.NotFound:
+            return None
+        results = ", ".join(f"{w['workload'].get('name')}: {w['result']}" for w in observed)
+        log.info("WorkloadRebalancer %s: %s", name, results)
+        return await self._expire(updated)
+
+    async def _trigger(self, workload: dict[str, Any]) -> bool:
+        """Ask for a fresh placement of ``workload``'s binding; False when it has none."""
+        ctx = self.ctx
+        namespace = str(workload.get("namespace") or "") or None
+        binding = await ctx.get(ctx.binding_rt, namespace, binding_name(str(workload.get("name")), str(workload.get("kind"))))
+        resource = ((binding or {}).get("spec") or {}).get("resource") or {}
+        if binding is None or resource.get("apiVersion") != workload.get("apiVersion"):
+            return False
+        written = copy.deepcopy(binding)
+        written["spec"]["rescheduleTriggeredAt"] = format_micro_time(ctx.now())
+        try:
+            await ctx.objects.update(ctx.binding_rt, written)
+        except errors.NotFound:
+            return False
+        return True
+
+    async def _expire(self, obj: dict[str, Any]) -> float | None:
+        """Delete the rebalancer ``ttlSecondsAfterFinished`` after it finished; else the seconds left."""
+        ttl = (obj.get("spec") or {}).get("ttlSecondsAfterFinished")
+        finished = (obj.get("status") or {}).get("finishTime")
+        if ttl is None or not finished or self.rt is None:
+            return None
+        left = (parse_time(str(finished)) + timedelta(seconds=int(ttl)) - self.ctx.now()).total_seconds()
+        if left > 0:
+            return left
+        name = str((obj.get("metadata") or {}).get("name"))
+        try:
+            await self.ctx.objects.delete(self.rt, name=name)
+        except errors.NotFound:
+            return None
+        log.info("WorkloadRebalancer %s deleted %ss after it finished (at %s)", name, ttl, format_time(self.ctx.now()))
+        return None

@@ -1,0 +1,265 @@
+"""Returning burst replicas to a cheaper tier: the two-phase move, driven through the binding.
+
+For a placed, settled binding divided by tiered overflow (a Deployment, ReplicaSet or
+StatefulSet; never a gang or a run-to-completion workload), the scheduler controller asks
+:meth:`TierReturns.step` on every look at the binding (a capacity report showing more free
+GPUs than the cluster's last one requeues the bindings with replicas outside their cheapest
+cluster, and the controller's 15 s maintenance does too). Only a settled binding starts a move: every member reports all its replicas
+ready and none it cannot place (so replicas just moved off a member that could not place them
+are not sent straight back).
+
+1. **Surge.** The pure :func:`~controlplane.scheduler.core.returning.plan_return` picks the move
+   (what a scale-up by the policy's ``maxSurge`` would add in cheaper clusters, the saving and
+   the minimum interval since the last move). The binding is decided again for its replicas
+   plus the move's, every cluster but the target keeping what it runs; the target's Work then
+   carries the extra replicas. The move is recorded in the binding's
+   ``scheduler.gpufed.io/rebalance`` annotation in the same write.
+2. **Shrink.** Once the target member reports at least that many replicas ready (its Work's
+   manifest status), the binding is decided for its own replicas again: tiered overflow shrinks
+   the most expensive cluster first, i.e. the move's source. The annotation goes, the move is
+   appended to ``scheduler.gpufed.io/moves`` (which the minimum interval reads, ``gpufed
+   explain`` prints and the waste report counts), and a ``ReplicasMoved`` Event names the saving.
+
+Both phases live in the binding itself, so a hub restart mid-move resumes it: no replica is
+lost or doubled. A change of the binding's replicas abandons the move (the annotation goes;
+the ordinary decision shrinks the most expensive cluster first anyway).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import replace
+from datetime import datetime
+from typing import Any, Final
+
+from controlplane.apis.events import EventType
+from controlplane.apis.meta import format_time, parse_time
+from controlplane.apis.work_v1alpha1 import BindingKey
+from controlplane.controllers.context import INDEX_BINDING, ControllerContext
+from controlplane.controllers.events import EventReason, record_event
+from controlplane.controllers.status import main_manifest
+from controlplane.controllers.works import cluster_of_namespace
+from controlplane.scheduler.controller.reading import unschedulable_pods, workload_of
+from controlplane.scheduler.controller.reserving import ReservationKeeper
+from controlplane.scheduler.controller.writing import write_decision
+from controlplane.scheduler.core.cache import SchedulerCache
+from controlplane.scheduler.core.deciding import schedule
+from controlplane.scheduler.core.framework import BindingRequest
+from controlplane.scheduler.core.plugins.scores import price_for
+from controlplane.scheduler.core.returning import (
+    ANNOTATION_MOVES,
+    ANNOTATION_REBALANCE,
+    MOVES_KEPT,
+    Move,
+    ReturnSettings,
+    plan_return,
+    returnable,
+)
+from controlplane.scheduler.core.snapshot import ClusterSnapshot
+from policies.division import tier_of
+from policies.models import DivisionStrategy
+
+log = logging.getLogger(__name__)
+
+MOVABLE_KINDS: Final = frozenset({("apps/v1", "Deployment"), ("apps/v1", "ReplicaSet"), ("apps/v1", "StatefulSet")})
+READY_POLL_SECONDS: Final = 5.0
+
+
+def in_progress(binding: Mapping[str, Any]) -> Move | None:
+    """The move recorded in the binding's annotation, or None."""
+    raw = ((binding.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_REBALANCE)
+    try:
+        data = json.loads(raw) if raw else {}
+        return Move(str(data["source"]), str(data["target"]), int(data["replicas"]), float(data["savingPerHour"]))
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return None
+
+
+def moves_done(binding: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The binding's latest finished moves, oldest first (its moves annotation)."""
+    raw = ((binding.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_MOVES)
+    try:
+        moves = json.loads(raw) if raw else []
+    except ValueError:
+        return []
+    return [m for m in moves if isinstance(m, dict)] if isinstance(moves, list) else []
+
+
+def last_move(binding: Mapping[str, Any]) -> datetime | None:
+    """When the binding last finished a move."""
+    done = moves_done(binding)
+    try:
+        return parse_time(str(done[-1]["time"])) if done else None
+    except (ValueError, KeyError):
+        return None
+
+
+def _with_annotations(binding: Mapping[str, Any], **changes: str | None) -> dict[str, Any]:
+    """A copy of ``binding`` with annotations set (a value) or removed (None)."""
+    out = copy.deepcopy(dict(binding))
+    annotations = dict(out["metadata"].get("annotations") or {})
+    for key, value in changes.items():
+        name = ANNOTATION_REBALANCE if key == "rebalance" else ANNOTATION_MOVES
+        if value is None:
+            annotations.pop(name, None)
+        else:
+            annotations[name] = value
+    out["metadata"]["annotations"] = annotations
+    return out
+
+
+class TierReturns:
+    """Starts and finishes moves of a binding's replicas back to cheaper tiers."""
+
+    def __init__(self, ctx: ControllerContext, *, keeper: ReservationKeeper, cache: SchedulerCache) -> None:
+        self.ctx = ctx
+        self.keeper = keeper
+        self.cache = cache
+        # Bindings with replicas outside their cheapest cluster and no move under way: any
+        # capacity report may show room for them in a cheaper one.
+        self.candidates: set[BindingKey] = set()
+
+    def eligible(self, binding: Mapping[str, Any], request: BindingRequest) -> bool:
+        resource = (binding.get("spec") or {}).get("resource") or {}
+        return (
+            request.strategy is DivisionStrategy.TIERED_OVERFLOW
+            and not request.gang
+            and (str(resource.get("apiVersion")), str(resource.get("kind"))) in MOVABLE_KINDS
+        )
+
+    async def step(
+        self, binding: dict[str, Any], request: BindingRequest, snapshots: Mapping[str, ClusterSnapshot]
+    ) -> float | None:
+        """Start a move or carry one on; the seconds until the binding should be looked at again."""
+        meta = binding.get("metadata") or {}
+        key: BindingKey = (str(meta.get("namespace")), str(meta.get("name")))
+        self.candidates.discard(key)
+        move = in_progress(binding)
+        if move is not None:
+            return await self._finish(binding, request, snapshots, move)
+        if returnable(request.previous, self._order(request, snapshots)):
+            self.candidates.add(key)
+        return await self._start(binding, request, snapshots)
+
+    def _settings(self, request: BindingRequest) -> ReturnSettings:
+        scheduling = request.placement.replica_scheduling
+        tiered = scheduling.tiered_overflow if scheduling else None
+        return ReturnSettings.from_policy(tiered.rebalance if tiered else None)
+
+    def _order(self, request: BindingRequest, snapshots: Mapping[str, ClusterSnapshot]) -> dict[str, tuple[int, float]]:
+        scheduling = request.placement.replica_scheduling
+        tiered = scheduling.tiered_overflow if scheduling else None
+        order: dict[str, tuple[int, float]] = {}
+        for name, snapshot in snapshots.items():
+            tier = tier_of(snapshot.view, tiered)
+            if tier is not None:
+                order[name] = (tier, price_for(snapshot, request.requirements, ()))
+        return order
+
+    async def _start(
+        self, binding: dict[str, Any], request: BindingRequest, snapshots: Mapping[str, ClusterSnapshot]
+    ) -> float | None:
+        settings = self._settings(request)
+        order = self._order(request, snapshots)
+        previous = dict(request.previous)
+        if not settings.enabled or sum(previous.values()) != request.replicas or not returnable(previous, order):
+            return None
+        ready = self.ready_by_cluster(binding)
+        if any(ready.get(name, 0) < n for name, n in previous.items()):
+            return None  # only a settled workload moves: every replica ready, none its member cannot place
+        ordered = [snapshots[name] for name in sorted(snapshots)]
+        now = self.ctx.now()
+        budget = min(settings.surge(request.replicas), returnable(previous, order))
+        probe = schedule(replace(request, replicas=request.replicas + budget), ordered, reservations=self.keeper.reservations, now=now, cache=self.cache)
+        gains = {name: n - previous.get(name, 0) for name, n in probe.clusters.items() if n > previous.get(name, 0)}
+        last = last_move(binding)
+        gpus = float(sum(request.requirements.gpu_resources.values()))
+        plan = plan_return(previous, gains, order, gpus_per_replica=gpus, settings=settings, last_move=last, now=now)
+        if plan.move is None:
+            log.debug("binding %s: no return to a cheaper tier: %s", request.key, plan.reason)
+            return plan.wait_seconds
+        move = plan.move
+        keep = {name: f"keeps its replicas while {move.replicas} move to {move.target}" for name in snapshots if name != move.target}
+        surged = replace(request, replicas=request.replicas + move.replicas, keep_only={**request.keep_only, **keep})
+        result = schedule(surged, ordered, reservations=self.keeper.reservations, now=now, cache=self.cache)
+        wanted = {**previous, move.target: previous.get(move.target, 0) + move.replicas}
+        if dict(result.clusters) != wanted or not result.condition.status:
+            log.info("binding %s: the move %s no longer fits; not started", request.key, move.describe())
+            return None
+        record = {
+            "source": move.source,
+            "target": move.target,
+            "replicas": move.replicas,
+            "savingPerHour": move.saving_per_hour,
+            "targetReady": wanted[move.target],
+            "replicasBefore": request.replicas,
+        }
+        marked = _with_annotations(binding, rebalance=json.dumps(record, sort_keys=True))
+        log.info("binding %s: starting: %s", request.key, move.describe())
+        await write_decision(
+            self.ctx, self.keeper, marked, surged, result, moved={}, previous=previous,
+            why=f"adding {move.replicas} replica(s) in {move.target} before removing as many from {move.source}",
+        )
+        return READY_POLL_SECONDS
+
+    def ready_by_cluster(self, binding: Mapping[str, Any]) -> dict[str, int]:
+        """Per cluster, the ready replicas its member reports for the binding's workload (-1 while
+        it reports pods it cannot place)."""
+        resource = (binding.get("spec") or {}).get("resource") or {}
+        meta = binding.get("metadata") or {}
+        key: BindingKey = (str(meta.get("namespace")), str(meta.get("name")))
+        out: dict[str, int] = {}
+        for work in self.ctx.works.by_index(INDEX_BINDING, key):
+            cluster = cluster_of_namespace(str(work["metadata"].get("namespace") or ""))
+            if cluster is None:
+                continue
+            manifest = main_manifest(work, resource) or {}
+            ready = (manifest.get("status") or {}).get("readyReplicas")
+            out[cluster] = -1 if unschedulable_pods(work) else int(ready) if isinstance(ready, int) else 0
+        return out
+
+    async def _finish(
+        self, binding: dict[str, Any], request: BindingRequest, snapshots: Mapping[str, ClusterSnapshot], move: Move
+    ) -> float | None:
+        raw = json.loads(((binding.get("metadata") or {}).get("annotations") or {})[ANNOTATION_REBALANCE])
+        previous = dict(request.previous)
+        expected_total = int(raw.get("replicasBefore", -1)) + move.replicas
+        if request.replicas != int(raw.get("replicasBefore", -1)) or sum(previous.values()) != expected_total:
+            log.info("binding %s: replicas changed during the move %s; abandoned", request.key, move.describe())
+            await self.ctx.objects.update(self.ctx.binding_rt, _with_annotations(binding, rebalance=None))
+            return None
+        ready = self.ready_by_cluster(binding).get(move.target, 0)
+        if ready < int(raw.get("targetReady", 0)):
+            return READY_POLL_SECONDS
+        ordered = [snapshots[name] for name in sorted(snapshots)]
+        now = self.ctx.now()
+        result = schedule(request, ordered, reservations=self.keeper.reservations, now=now, cache=self.cache)
+        wanted = {**previous, move.source: previous.get(move.source, 0) - move.replicas}
+        wanted = {name: n for name, n in wanted.items() if n > 0}
+        if dict(result.clusters) != wanted:
+            # Tiered overflow shrinks the most expensive cluster first; anything else means the
+            # fleet changed under the move: leave the replicas as they are and let the next decision judge.
+            log.info("binding %s: the shrink of %s decided %s; abandoned", request.key, move.describe(), dict(result.clusters))
+            await self.ctx.objects.update(self.ctx.binding_rt, _with_annotations(binding, rebalance=None))
+            return None
+        text = move.describe()
+        record = {
+            "time": format_time(now),
+            "message": text,
+            "source": move.source,
+            "target": move.target,
+            "replicas": move.replicas,
+            "gpusPerReplica": float(sum(request.requirements.gpu_resources.values())),
+            "savingPerHour": move.saving_per_hour,
+        }
+        history = json.dumps([*moves_done(binding), record][-MOVES_KEPT:], sort_keys=True)
+        done = _with_annotations(binding, rebalance=None, moves=history)
+        await write_decision(self.ctx, self.keeper, done, request, result, moved={}, previous=previous, why=text)
+        log.info("binding %s: %s", request.key, text)
+        workload = workload_of(self.ctx, binding)
+        if workload is not None:
+            await record_event(self.ctx, workload, type=EventType.NORMAL, reason=EventReason.REPLICAS_MOVED, message=text)
+        return None

@@ -1,0 +1,166 @@
+"""Returning burst replicas to a cheaper tier: whether, which, and how many (pure).
+
+A binding placed with tiered overflow keeps its replicas where they run, so replicas that burst
+to the cloud while on-prem was full stay there after on-prem frees. This module decides the move
+that brings them back. The scheduler controller (``controller/rebalancing.py``) carries it out in
+two phases: it first adds the replicas in the cheaper cluster, waits until the member reports
+them ready, then removes as many from the expensive one.
+
+In: where the binding runs now (``previous``), what a scale-up by the surge budget would add
+where (``gains``: the scheduler's own tiered overflow answers that, so room, reservations and
+GPU shapes are judged exactly as in a decision), each cluster's (tier, price per GPU-hour), the
+GPUs one replica uses, the policy's :class:`~policies.models.TierRebalance` settings and when
+the binding last moved. Out: a :class:`ReturnPlan`: the :class:`Move`, or why none (and how
+long until the interval since the last move has passed). No I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Final
+
+from controlplane.apis.gpus import is_gpu_resource
+from controlplane.scheduler.core.snapshot import ClusterSnapshot
+from policies.models import TierRebalance
+
+ANNOTATION_REBALANCE: Final = "scheduler.gpufed.io/rebalance"
+"""On a binding, the move in progress: JSON {source, target, replicas, savingPerHour, targetReady, replicasBefore}."""
+ANNOTATION_MOVES: Final = "scheduler.gpufed.io/moves"
+"""On a binding, its latest finished moves, oldest first (at most :data:`MOVES_KEPT`): a JSON list of
+{time, message, source, target, replicas, gpusPerReplica, savingPerHour}. The minimum interval
+reads the last one, ``gpufed explain`` prints it, and the waste report counts them."""
+MOVES_KEPT: Final = 20
+DEFAULT_MIN_SAVING_PER_HOUR: Final = 1.0
+DEFAULT_MIN_MOVE_INTERVAL_SECONDS: Final = 300
+DEFAULT_MAX_SURGE: Final = "25%"
+
+
+@dataclass(frozen=True)
+class ReturnSettings:
+    """A policy's ``tieredOverflow.rebalance`` with the documented defaults applied."""
+
+    enabled: bool = True
+    min_saving_per_hour: float = DEFAULT_MIN_SAVING_PER_HOUR
+    min_move_interval_seconds: float = DEFAULT_MIN_MOVE_INTERVAL_SECONDS
+    max_surge: int | str = DEFAULT_MAX_SURGE
+
+    @classmethod
+    def from_policy(cls, rebalance: TierRebalance | None) -> ReturnSettings:
+        if rebalance is None:
+            return cls()
+        return cls(
+            enabled=rebalance.enabled is not False,
+            min_saving_per_hour=(
+                DEFAULT_MIN_SAVING_PER_HOUR if rebalance.min_saving_per_hour is None else rebalance.min_saving_per_hour
+            ),
+            min_move_interval_seconds=(
+                DEFAULT_MIN_MOVE_INTERVAL_SECONDS
+                if rebalance.min_move_interval_seconds is None
+                else rebalance.min_move_interval_seconds
+            ),
+            max_surge=DEFAULT_MAX_SURGE if rebalance.max_surge is None else rebalance.max_surge,
+        )
+
+    def surge(self, replicas: int) -> int:
+        """Replicas one move may add before it removes as many: ``maxSurge`` of ``replicas``
+        (a percentage rounds up), at least 1."""
+        if isinstance(self.max_surge, int):
+            return max(1, self.max_surge)
+        percent = int(self.max_surge.rstrip("%"))
+        return max(1, math.ceil(replicas * percent / 100))
+
+
+@dataclass(frozen=True)
+class Move:
+    """``replicas`` replicas leave ``source`` for ``target``, saving ``saving_per_hour`` dollars."""
+
+    source: str
+    target: str
+    replicas: int
+    saving_per_hour: float
+
+    def describe(self) -> str:
+        noun = "replica" if self.replicas == 1 else "replicas"
+        return (
+            f"moved {self.replicas} {noun} {self.source} \u2192 {self.target}: saves ${self.saving_per_hour:.2f}/h"
+        )
+
+
+@dataclass(frozen=True)
+class ReturnPlan:
+    """The move to start now, or None with why not; ``wait_seconds`` until it may be asked again
+    (the minimum interval since the last move), None when only a new report can change the answer."""
+
+    move: Move | None
+    reason: str
+    wait_seconds: float | None = None
+
+
+def free_gpu_units(snapshot: ClusterSnapshot | None) -> int:
+    """The GPU resources a cluster's report shows free (whole GPUs, MIG slices and shares alike)."""
+    if snapshot is None:
+        return 0
+    return sum(shape.count * n for shape in snapshot.shapes for name, n in shape.free.items() if is_gpu_resource(name))
+
+
+def room_grew(before: ClusterSnapshot | None, after: ClusterSnapshot) -> bool:
+    """Whether a new report shows more free GPU resources than the one before: burst replicas
+    elsewhere may fit here now."""
+    return free_gpu_units(after) > free_gpu_units(before)
+
+
+def returnable(previous: Mapping[str, int], order: Mapping[str, tuple[int, float]]) -> int:
+    """Replicas running outside the cheapest cluster the placement ranks: the most a move could bring back."""
+    if not order:
+        return 0
+    cheapest = min((rank, name) for name, rank in order.items())
+    return sum(n for name, n in previous.items() if n > 0 and name in order and (order[name], name) > cheapest)
+
+
+def plan_return(
+    previous: Mapping[str, int],
+    gains: Mapping[str, int],
+    order: Mapping[str, tuple[int, float]],
+    *,
+    gpus_per_replica: float,
+    settings: ReturnSettings,
+    last_move: datetime | None,
+    now: datetime,
+) -> ReturnPlan:
+    """The move from the most expensive cluster the binding runs in to the cheapest cluster that
+    would gain replicas, when that saves at least the minimum per hour and the interval since the
+    last move has passed. ``order`` maps a cluster to (tier, price per GPU-hour); a cluster
+    missing from it is not considered."""
+    if not settings.enabled:
+        return ReturnPlan(None, "rebalancing is disabled by the policy")
+    running = sorted(
+        ((order[name], name) for name, n in previous.items() if n > 0 and name in order), reverse=True
+    )
+    if not running:
+        return ReturnPlan(None, "runs in no cluster the placement ranks")
+    (source_tier, source_price), source = running[0]
+    cheaper = sorted(
+        (order[name], name)
+        for name, n in gains.items()
+        if n > 0 and name in order and (order[name], name) < ((source_tier, source_price), source)
+    )
+    if not cheaper:
+        return ReturnPlan(None, "no cheaper cluster has room")
+    (_, target_price), target = cheaper[0]
+    count = min(previous[source], gains[target], settings.surge(sum(previous.values())))
+    saving = round(count * gpus_per_replica * (source_price - target_price), 2)
+    move = Move(source=source, target=target, replicas=count, saving_per_hour=saving)
+    if saving < settings.min_saving_per_hour or saving <= 0:
+        return ReturnPlan(
+            None,
+            f"moving {count} replica(s) {source} \u2192 {target} would save ${saving:.2f}/h, below the policy's "
+            f"minimum of ${settings.min_saving_per_hour:.2f}/h",
+        )
+    if last_move is not None:
+        left = settings.min_move_interval_seconds - (now - last_move).total_seconds()
+        if left > 0:
+            return ReturnPlan(None, f"the last move was less than {settings.min_move_interval_seconds:g}s ago", left)
+    return ReturnPlan(move, move.describe())

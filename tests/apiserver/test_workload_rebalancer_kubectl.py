@@ -1,0 +1,54 @@
+"""Karmada's WorkloadRebalancer YAML applies unchanged with the real kubectl, is listed with its
+results, and a rebalancer listing no workload is refused naming the field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from controlplane.apiserver.kinds.karmada_apps import karmada_apps_resources
+from controlplane.apiserver.resources import Registry, core_resources
+
+from .test_real_clients import kubeconfig, kubectl, needs_kubectl, server_url  # noqa: F401 (fixtures)
+
+# As in Karmada's tutorial (docs/tutorials/workload-rebalancer.md).
+KARMADA_YAML = """\
+apiVersion: apps.karmada.io/v1alpha1
+kind: WorkloadRebalancer
+metadata:
+  name: demo
+spec:
+  workloads:
+    - apiVersion: apps/v1
+      kind: Deployment
+      name: foo
+      namespace: default
+  ttlSecondsAfterFinished: 60
+"""
+
+
+@pytest.fixture
+def api_registry() -> Registry:
+    """The ``objects``, ``server_url`` and ``kubeconfig`` fixtures serve the rebalancer kind."""
+    return Registry(core_resources(), karmada_apps_resources())
+
+
+@needs_kubectl
+async def test_kubectl_applies_a_karmada_workload_rebalancer(kubeconfig: Path, tmp_path: Path) -> None:  # noqa: F811
+    manifest = tmp_path / "rebalancer.yaml"
+    manifest.write_text(KARMADA_YAML)
+    code, out, err = await kubectl(kubeconfig, "apply", "-f", str(manifest))
+    assert code == 0, err
+    assert out.strip() == "workloadrebalancer.apps.karmada.io/demo created"
+    code, out, err = await kubectl(kubeconfig, "get", "workloadrebalancers")
+    assert code == 0, err
+    header, *rows = out.splitlines()
+    assert header.split() == ["NAME", "SUCCESSFUL", "AGE"]
+    assert [row.split()[:2] for row in rows] == [["demo", "0/1"]]
+
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("apiVersion: apps.karmada.io/v1alpha1\nkind: WorkloadRebalancer\nmetadata: {name: empty}\nspec: {workloads: []}\n")
+    code, out, err = await kubectl(kubeconfig, "apply", "-f", str(empty))
+    assert code != 0
+    assert 'WorkloadRebalancer "empty" is invalid' in err and "spec.workloads" in err

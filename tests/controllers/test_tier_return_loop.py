@@ -1,0 +1,165 @@
+"""Burst replicas come back to the cheaper tier: added there first, removed from the cloud once ready.
+
+The scheduler controller on an in-process hub store; the member agents' reports and Work
+statuses are written as an agent would (fleet.py).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from controlplane.apis.meta import format_time
+from controlplane.apiserver import errors
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.controllers.manager import ControllerManager
+from controlplane.scheduler.core.returning import ANNOTATION_MOVES, ANNOTATION_REBALANCE
+from gpufed.commands.explain import render_explanation
+
+from .conftest import FAST
+from .fleet import A100, TIERED, deployment, eventually, node_shape, propagation_policy, put_cluster, settled
+
+WORK_API = "work.gpufed.io/v1alpha1"
+REBALANCE = {"minSavingPerHour": 1, "minMoveIntervalSeconds": 0, "maxSurge": "100%"}
+
+
+def later(seconds: float) -> str:
+    return format_time(datetime.now(UTC) + timedelta(seconds=seconds))
+
+
+async def binding_of(objects: ObjectStore, workload: str) -> dict[str, Any] | None:
+    rt = objects.registry.require(WORK_API, "ResourceBinding")
+    try:
+        return await objects.get(rt, namespace="default", name=f"{workload}-deployment")
+    except errors.NotFound:
+        return None
+
+
+async def placed(objects: ObjectStore, workload: str) -> dict[str, int] | None:
+    binding = await binding_of(objects, workload)
+    clusters = ((binding or {}).get("spec") or {}).get("clusters")
+    return {t["name"]: t["replicas"] for t in clusters} if clusters else None
+
+
+async def report_ready(objects: ObjectStore, cluster: str, workload: str, ready: int) -> None:
+    """The member's Work status: the Deployment applied with ``ready`` replicas ready."""
+    rt = objects.registry.require(WORK_API, "Work")
+
+    async def work_wanting_ready() -> dict[str, Any] | None:
+        try:
+            work = await objects.get(rt, namespace=f"gpufed-es-{cluster}", name=f"default-{workload}-deployment")
+        except errors.NotFound:
+            return None
+        return work if work["spec"]["workload"]["manifests"][0]["spec"]["replicas"] >= ready else None
+
+    work = await eventually(work_wanting_ready, what=f"the Work in {cluster}")
+    replicas = work["spec"]["workload"]["manifests"][0]["spec"]["replicas"]
+    entry = {
+        "identifier": {"group": "apps", "version": "v1", "kind": "Deployment", "namespace": "default", "name": workload, "ordinal": 0},
+        "status": {"replicas": replicas, "readyReplicas": ready},
+        "health": "Healthy" if ready >= replicas else "Unhealthy",
+    }
+    status = {
+        "conditions": [{"type": "Applied", "status": "True", "reason": "AppliedSuccessful", "message": "applied",
+                        "lastTransitionTime": later(0), "observedGeneration": work["metadata"]["generation"]}],
+        "manifestStatuses": [entry],
+    }
+    await objects.update_status(rt, {**work, "status": status})
+
+
+async def events_of(objects: ObjectStore, reason: str) -> list[str]:
+    listed = await objects.list(objects.registry.require("v1", "Event"), namespace="default")
+    return [str(e.get("message")) for e in listed.items if e.get("reason") == reason]
+
+
+def placed_as(objects: ObjectStore, wanted: dict[str, int]) -> Callable[[], Awaitable[dict[str, int] | None]]:
+    """A probe for ``eventually``: web's placement once it is ``wanted``."""
+
+    async def probe() -> dict[str, int] | None:
+        now = await placed(objects, "web")
+        return now if now == wanted else None
+
+    return probe
+
+
+async def burst_then_free(
+    objects: ObjectStore,
+    manager: ControllerManager,
+    *,
+    onprem_price: float = 1.2,
+    replicas: int = 4,
+    rebalance: dict[str, Any] | None = None,
+    **policy: Any,
+) -> None:
+    """web's replicas run in the cloud (on-prem was full); then on-prem reports 4 free GPUs.
+    ``rebalance`` is the policy's tieredOverflow.rebalance (default REBALANCE); ``policy`` more spec fields."""
+    await put_cluster(objects, "onprem", node_shape(1, gpus=0), pricing={A100: onprem_price}, pods=[])
+    await put_cluster(objects, "cloud", node_shape(1, gpus=8), provider="aws", pricing={A100: 4.1}, pods=[])
+    await settled(manager)
+    tiered = {"tieredOverflow": {"rebalance": rebalance if rebalance is not None else REBALANCE}}
+    placement = {"replicaScheduling": {**TIERED["replicaScheduling"], **tiered}}
+    rt = objects.registry.require("policy.gpufed.io/v1alpha1", "PropagationPolicy")
+    await objects.create(rt, propagation_policy("tiered", placement=placement, **policy))
+    await objects.create(objects.registry.require("apps/v1", "Deployment"), deployment("web", replicas=replicas))
+    assert await eventually(lambda: placed(objects, "web"), what="web placed") == {"cloud": replicas}
+    await report_ready(objects, "cloud", "web", replicas)
+    await settled(manager)
+    await put_cluster(objects, "onprem", node_shape(1, gpus=4), pricing={A100: onprem_price}, report_time=later(30), pods=[])
+
+
+async def test_burst_replicas_return_once_ready_on_prem(objects: ObjectStore, manager: ControllerManager) -> None:
+    # On-prem frees 4 GPUs: 4 replicas are added there first; the cloud keeps its 4.
+    await burst_then_free(objects, manager)
+    await eventually(placed_as(objects, {"cloud": 4, "onprem": 4}), what="4 replicas added on-prem")
+    binding = await binding_of(objects, "web")
+    assert binding is not None
+    assert json.loads(binding["metadata"]["annotations"][ANNOTATION_REBALANCE])["target"] == "onprem"
+    workload = await objects.get(objects.registry.require("apps/v1", "Deployment"), namespace="default", name="web")
+    assert "Moving:      4 replica(s) cloud \u2192 onprem" in render_explanation(workload, binding)
+
+    # Not ready yet on-prem: the cloud copy stays.
+    await report_ready(objects, "onprem", "web", 2)
+    await settled(manager)
+    assert await placed(objects, "web") == {"cloud": 4, "onprem": 4}
+
+    # Ready: the cloud copy goes, the move is an Event and a note on the binding.
+    await report_ready(objects, "onprem", "web", 4)
+    await eventually(placed_as(objects, {"onprem": 4}), what="the cloud copy removed")
+    binding = await binding_of(objects, "web")
+    assert binding is not None
+    annotations = binding["metadata"]["annotations"]
+    assert ANNOTATION_REBALANCE not in annotations
+    text = "moved 4 replicas cloud \u2192 onprem: saves $11.60/h"
+    [record] = json.loads(annotations[ANNOTATION_MOVES])
+    assert record["message"] == text
+    assert (record["source"], record["target"], record["replicas"], record["gpusPerReplica"]) == ("cloud", "onprem", 4, 1.0)
+    assert text in await eventually(lambda: events_of(objects, "ReplicasMoved"), what="the move's Event")
+    workload = await objects.get(objects.registry.require("apps/v1", "Deployment"), namespace="default", name="web")
+    assert f"Last move:   {text}" in render_explanation(workload, binding)
+
+
+async def test_no_move_below_the_minimum_saving(objects: ObjectStore, manager: ControllerManager) -> None:
+    await burst_then_free(objects, manager, onprem_price=3.9)
+    await settled(manager)
+    assert await placed(objects, "web") == {"cloud": 4}  # 4 x $0.20/h is below $1/h
+
+
+async def test_a_restart_mid_move_finishes_it_once(objects: ObjectStore) -> None:
+    async with ControllerManager(objects, settings=FAST) as first:
+        await burst_then_free(objects, first)
+        await eventually(placed_as(objects, {"cloud": 4, "onprem": 4}), what="4 replicas added on-prem")
+        await settled(first)
+
+    # A new hub term, with the on-prem replicas not ready yet: the move waits, nothing doubles.
+    async with ControllerManager(objects, settings=FAST) as second:
+        await settled(second)
+        assert await placed(objects, "web") == {"cloud": 4, "onprem": 4}
+        await report_ready(objects, "onprem", "web", 4)
+        await eventually(placed_as(objects, {"onprem": 4}), what="the cloud copy removed after the restart")
+        await settled(second)
+        binding = await binding_of(objects, "web")
+        assert binding is not None
+        assert len(json.loads(binding["metadata"]["annotations"][ANNOTATION_MOVES])) == 1
+        assert await placed(objects, "web") == {"onprem": 4}
