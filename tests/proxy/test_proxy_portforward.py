@@ -1,0 +1,122 @@
+"""``port-forward`` through the cluster proxy in one process (real hub, agent tunnel and
+simulated member, whose pods echo on every port): the real kubectl (SPDY/3.1 tunnelled in a
+WebSocket) and the official ``kubernetes`` client (``v4.channel.k8s.io``)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from kubernetes import client as k8s
+from kubernetes.stream import portforward
+
+from controlplane.apis.proxyframing import ProxyLimits
+from tests.proxy.test_proxy_tunnel import CLUSTER, PROXY, Fleet, _running_pod, fleet
+
+__all__ = ["fleet"]
+pytestmark = pytest.mark.timeout(120)
+KUBECTL = shutil.which("kubectl")
+
+
+def _full_limits(fleet: Fleet) -> None:
+    """The default bounds (the shared fleet's 8 KiB messages are smaller than kubectl's frames)."""
+    assert fleet.agent.tunnel is not None
+    fleet.hub.proxy.tunnels.get(CLUSTER).limits = ProxyLimits()
+    fleet.agent.tunnel.limits = ProxyLimits()
+
+
+def _kubeconfig(fleet: Fleet, tmp_path: Path) -> Path:
+    ca = tmp_path / "hub-ca.crt"
+    ca.write_bytes(fleet.hub.pki.ca_pem)
+    path = tmp_path / "proxy.kubeconfig"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "proxy",
+        "clusters": [{"name": "proxy", "cluster": {"server": fleet.hub.url + PROXY, "certificate-authority": str(ca)}}],
+        "users": [{"name": "admin", "user": {"token": fleet.tokens["admin"]}}],
+        "contexts": [{"name": "proxy", "context": {"cluster": "proxy", "user": "admin"}}],
+    }))
+    return path
+
+
+async def _echo(port: int, payload: bytes) -> bytes:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(payload)
+        await writer.drain()
+        return await reader.readexactly(len(payload))
+    finally:
+        writer.close()
+
+
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
+async def test_kubectl_port_forward_reaches_the_pods_echo_server(fleet: Fleet, tmp_path: Path) -> None:
+    await _running_pod(fleet)
+    _full_limits(fleet)
+    assert KUBECTL is not None
+    proc = await asyncio.create_subprocess_exec(
+        KUBECTL, "--kubeconfig", str(_kubeconfig(fleet, tmp_path)), "port-forward", "pod/train-0", "0:8080",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        assert proc.stdout is not None
+        async with asyncio.timeout(60):
+            line = (await proc.stdout.readline()).decode()
+        found = re.match(r"Forwarding from 127\.0\.0\.1:(\d+) -> 8080", line)
+        assert found, line
+        local = int(found.group(1))
+        assert await _echo(local, b"hello through the proxy\n") == b"hello through the proxy\n"
+        # A second connection, and more than one SPDY data frame (kubectl writes 32 KiB at most).
+        big = os.urandom(100_000)
+        assert await _echo(local, big) == big
+        callers = [c for c in fleet.sim.callers.entries if c["path"].endswith("/train-0/portforward")]
+        assert callers and {c["impersonateUser"] for c in callers} == {"admin-user"}
+    finally:
+        proc.terminate()
+        _out, err = await proc.communicate()
+    assert b"error" not in err.lower(), err
+
+
+def _forward_with_the_python_client(fleet: Fleet, ca: Path, payload: bytes) -> bytes:
+    config = k8s.Configuration(host=fleet.hub.url + PROXY)
+    config.api_key = {"authorization": "Bearer " + fleet.tokens["admin"]}
+    config.ssl_ca_cert = str(ca)
+    with k8s.ApiClient(config) as api_client:
+        api = k8s.CoreV1Api(api_client)
+        forward = portforward(api.connect_get_namespaced_pod_portforward, "train-0", "default", ports="8080,9000")
+        try:
+            got = b""
+            for port in (8080, 9000):
+                sock = forward.socket(port)
+                sock.settimeout(30)
+                sock.sendall(payload)
+                while len(got) < len(payload) * (1 + (port == 9000)):
+                    chunk = sock.recv(65536)
+                    assert chunk, "the forwarded connection closed"
+                    got += chunk
+                sock.close()
+            return got
+        finally:
+            forward.close()
+
+
+async def test_the_kubernetes_client_port_forwards_through_the_proxy(fleet: Fleet, tmp_path: Path) -> None:
+    await _running_pod(fleet)
+    ca = tmp_path / "hub-ca.crt"
+    ca.write_bytes(fleet.hub.pki.ca_pem)
+    got = await asyncio.to_thread(_forward_with_the_python_client, fleet, ca, b"ping")
+    assert got == b"pingping"
+
+
+async def test_port_forward_needs_ports_and_a_running_pod(fleet: Fleet) -> None:
+    await _running_pod(fleet)
+    path = PROXY + "/api/v1/namespaces/default/pods/{pod}/portforward"
+    status, body = await fleet.request("GET", path.format(pod="nope"))
+    assert status == 404 and body["message"] == 'pods "nope" not found'
+    status, body = await fleet.request("GET", path.format(pod="train-0"))
+    assert status == 400 and "WebSocket upgrade offering SPDY/3.1+portforward.k8s.io" in body["message"]
+
