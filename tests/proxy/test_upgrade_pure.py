@@ -11,6 +11,7 @@ import pytest
 from controlplane.apis import proxyframing as framing
 from controlplane.apis.proxyframing import Frame, FrameKind, ProxyLimits, ProxyRequest
 from controlplane.apiserver.proxy.tunnels import Tunnel
+from controlplane.apiserver.proxy.upgrades import asks_member_of_spdy
 from controlplane.apiserver.routing import is_upgrade, parse_request
 from gpufed.commands.execute import exit_code
 from gpufed.hubclient import HubError
@@ -154,3 +155,13 @@ def test_member_rules_for_impersonated_users() -> None:
         'pods is forbidden: User "tess" cannot list resource "pods" in API group "" in the namespace '
         '"default" (member cluster c1\'s access rules for impersonated users)'
     )
+
+
+def test_only_a_pods_streaming_subresource_takes_a_spdy_upgrade_to_the_member() -> None:
+    for path in ("/api/v1/namespaces/ml/pods/p/exec?command=ls", "/api/v1/namespaces/ml/pods/p/attach",
+                 "/api/v1/namespaces/ml/pods/p/portforward"):
+        assert asks_member_of_spdy("POST", path) and asks_member_of_spdy("GET", path)
+        assert not asks_member_of_spdy("DELETE", path)
+    for path in ("/api/v1/namespaces/ml/pods/p", "/api/v1/namespaces/ml/pods", "/api/v1/namespaces/ml/services/s/proxy",
+                 "/apis/apps/v1/namespaces/ml/deployments/d/exec"):
+        assert not asks_member_of_spdy("POST", path)

@@ -1,6 +1,7 @@
-"""``port-forward`` through the cluster proxy in one process (real hub, agent tunnel and
-simulated member, whose pods echo on every port): the real kubectl (SPDY/3.1 tunnelled in a
-WebSocket) and the official ``kubernetes`` client (``v4.channel.k8s.io``)."""
+"""kubectl and the ``kubernetes`` client through the cluster proxy in one process (real hub,
+agent tunnel and simulated member): ``port-forward`` to a pod's echo server with the real
+kubectl (SPDY/3.1 tunnelled in a WebSocket) and the official client (``v4.channel.k8s.io``),
+and a member's refusal of an exec as kubectl shows it (after its SPDY fallback)."""
 
 from __future__ import annotations
 
@@ -41,6 +42,17 @@ def _kubeconfig(fleet: Fleet, tmp_path: Path) -> Path:
         "contexts": [{"name": "proxy", "context": {"cluster": "proxy", "user": "admin"}}],
     }))
     return path
+
+
+async def _kubectl(kubeconfig: Path, *args: str) -> tuple[int, str, str]:
+    assert KUBECTL is not None
+    proc = await asyncio.create_subprocess_exec(
+        KUBECTL, "--kubeconfig", str(kubeconfig), *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    async with asyncio.timeout(60):
+        out, err = await proc.communicate()
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
 
 
 async def _echo(port: int, payload: bytes) -> bytes:
@@ -120,3 +132,16 @@ async def test_port_forward_needs_ports_and_a_running_pod(fleet: Fleet) -> None:
     status, body = await fleet.request("GET", path.format(pod="train-0"))
     assert status == 400 and "WebSocket upgrade offering SPDY/3.1+portforward.k8s.io" in body["message"]
 
+
+
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
+async def test_kubectl_shows_the_members_refusal_of_an_exec(fleet: Fleet, tmp_path: Path) -> None:
+    """The member refuses the WebSocket upgrade; kubectl then tries SPDY, which the hub does not
+    carry but sends on as a plain request, so kubectl shows the member's own Status."""
+    await _running_pod(fleet)
+    kubeconfig = _kubeconfig(fleet, tmp_path)
+    code, _out, err = await _kubectl(kubeconfig, "exec", "train-0", "-c", "nosuch", "--", "ls")
+    assert code != 0 and "container nosuch is not valid for pod train-0" in err, err
+    assert "WebSocket upgrades only" not in err
+    # An exec the member accepts is unchanged.
+    assert await _kubectl(kubeconfig, "exec", "train-0", "--", "echo", "hi") == (0, "hi\n", "")
