@@ -87,10 +87,15 @@ async def test_kubectl_port_forward_reaches_the_pods_echo_server(fleet: Fleet, t
         assert await _echo(local, big) == big
         callers = [c for c in fleet.sim.callers.entries if c["path"].endswith("/train-0/portforward")]
         assert callers and {c["impersonateUser"] for c in callers} == {"admin-user"}
+        # The tunnel drops: kubectl's connection to the pod is gone, and it says so.
+        await fleet.hub.proxy.close()
+        async with asyncio.timeout(60):
+            _out, err = await proc.communicate()
+        assert proc.returncode != 0 and b"lost connection to pod" in err, err
     finally:
-        proc.terminate()
-        _out, err = await proc.communicate()
-    assert b"error" not in err.lower(), err
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
 
 
 def _forward_with_the_python_client(fleet: Fleet, ca: Path, payload: bytes) -> bytes:
