@@ -109,10 +109,8 @@ class GoAway:
 
 
 @dataclass(frozen=True)
-class HeadersFrame:
-    stream_id: int
-    headers: Headers
-    fin: bool = False
+class HeadersFrame(SynReply):
+    """More headers on an open stream (the fields of a ``SYN_REPLY``)."""
 
 
 @dataclass(frozen=True)
@@ -224,10 +222,9 @@ class Encoder:
         if isinstance(frame, SynStream):
             body = struct.pack(">IIBB", frame.stream_id, frame.associated_to, (frame.priority & 7) << 5, 0)
             return _control(SYN_STREAM, frame.fin, body + self._headers(frame.headers))
-        if isinstance(frame, SynReply):
-            return _control(SYN_REPLY, frame.fin, struct.pack(">I", frame.stream_id) + self._headers(frame.headers))
-        if isinstance(frame, HeadersFrame):
-            return _control(HEADERS, frame.fin, struct.pack(">I", frame.stream_id) + self._headers(frame.headers))
+        if isinstance(frame, SynReply):  # or its HeadersFrame
+            kind = HEADERS if isinstance(frame, HeadersFrame) else SYN_REPLY
+            return _control(kind, frame.fin, struct.pack(">I", frame.stream_id) + self._headers(frame.headers))
         if isinstance(frame, RstStream):
             return _control(RST_STREAM, False, struct.pack(">II", frame.stream_id, frame.status))
         if isinstance(frame, Settings):
