@@ -1,22 +1,31 @@
 """kubectl and the ``kubernetes`` client through the cluster proxy in one process (real hub,
 agent tunnel and simulated member): ``port-forward`` to a pod's echo server with the real
 kubectl (SPDY/3.1 tunnelled in a WebSocket) and the official client (``v4.channel.k8s.io``),
-and a member's refusal of an exec as kubectl shows it (after its SPDY fallback)."""
+a member's refusal of an exec as kubectl shows it (after its SPDY fallback), and a terminal's
+size reaching the pod from kubectl and ``gpufed exec -t``."""
 
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import os
+import pty
 import re
 import shutil
+import struct
+import subprocess
+import sys
+import termios
 from pathlib import Path
 
+import aiohttp
 import pytest
 import yaml
 from kubernetes import client as k8s
 from kubernetes.stream import portforward
 
 from controlplane.apis.proxyframing import ProxyLimits
+from controlplane.wsdial import dial
 from tests.proxy.test_proxy_tunnel import CLUSTER, PROXY, Fleet, _running_pod, fleet
 
 __all__ = ["fleet"]
@@ -98,11 +107,15 @@ async def test_kubectl_port_forward_reaches_the_pods_echo_server(fleet: Fleet, t
             await proc.wait()
 
 
-def _forward_with_the_python_client(fleet: Fleet, ca: Path, payload: bytes) -> bytes:
+def _python_client(fleet: Fleet, ca: Path) -> k8s.ApiClient:
     config = k8s.Configuration(host=fleet.hub.url + PROXY)
     config.api_key = {"authorization": "Bearer " + fleet.tokens["admin"]}
     config.ssl_ca_cert = str(ca)
-    with k8s.ApiClient(config) as api_client:
+    return k8s.ApiClient(config)
+
+
+def _forward_with_the_python_client(fleet: Fleet, ca: Path, payload: bytes) -> bytes:
+    with _python_client(fleet, ca) as api_client:
         api = k8s.CoreV1Api(api_client)
         forward = portforward(api.connect_get_namespaced_pod_portforward, "train-0", "default", ports="8080,9000")
         try:
@@ -129,6 +142,27 @@ async def test_the_kubernetes_client_port_forwards_through_the_proxy(fleet: Flee
     assert got == b"pingping"
 
 
+async def test_a_dropped_tunnel_ends_a_port_forward_without_a_status_on_a_ports_channel(fleet: Fleet) -> None:
+    """Exec's error channel 3 is port 9000's error channel here: the hub sends no Status on it,
+    it closes the connection (1011)."""
+    await _running_pod(fleet)
+    channels: dict[int, bytes] = {}
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=fleet.ssl)) as session, dial(
+        session, fleet.hub.url + PROXY + "/api/v1/namespaces/default/pods/train-0/portforward",
+        params=[("ports", "8080,9000")], protocols=("v4.channel.k8s.io",),
+        headers={"Authorization": f"Bearer {fleet.tokens['admin']}"},
+    ) as ws:
+        await ws.send_bytes(b"\x00ping")
+        async for message in ws:
+            channels[message.data[0]] = channels.get(message.data[0], b"") + message.data[1:]
+            if channels.get(0, b"").endswith(b"ping"):
+                await fleet.hub.proxy.close()  # the hub drops every agent's tunnel
+        assert ws.close_code == 1011
+    ports = {0: struct.pack("<H", 8080), 1: struct.pack("<H", 8080), 2: struct.pack("<H", 9000),
+             3: struct.pack("<H", 9000)}
+    assert channels == {**ports, 0: ports[0] + b"ping"}
+
+
 async def test_port_forward_needs_ports_and_a_running_pod(fleet: Fleet) -> None:
     await _running_pod(fleet)
     path = PROXY + "/api/v1/namespaces/default/pods/{pod}/portforward"
@@ -150,3 +184,45 @@ async def test_kubectl_shows_the_members_refusal_of_an_exec(fleet: Fleet, tmp_pa
     assert "WebSocket upgrades only" not in err
     # An exec the member accepts is unchanged.
     assert await _kubectl(kubeconfig, "exec", "train-0", "--", "echo", "hi") == (0, "hi\n", "")
+
+
+def _in_a_terminal(argv: list[str], rows: int, columns: int) -> tuple[int, bytes]:
+    """Run ``argv`` with a pseudo-terminal of that size as its stdin, stdout and stderr; its exit
+    code and everything it wrote."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+    proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
+    os.close(slave)
+    out = b""
+    try:
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # EIO: every holder of the terminal's other side is gone
+                break
+            if not chunk:
+                break
+            out += chunk
+        return proc.wait(timeout=60), out
+    finally:
+        os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
+async def test_the_terminal_size_reaches_the_pod(fleet: Fleet, tmp_path: Path) -> None:
+    await _running_pod(fleet)
+    assert KUBECTL is not None
+    kubectl = [KUBECTL, "--kubeconfig", str(_kubeconfig(fleet, tmp_path)), "exec", "-it", "train-0", "--", "stty", "size"]
+    code, out = await asyncio.to_thread(_in_a_terminal, kubectl, 33, 101)
+    assert (code, out.strip()) == (0, b"33 101"), out
+    hub_config = tmp_path / "hub.kubeconfig"
+    config = yaml.safe_load(_kubeconfig(fleet, tmp_path).read_text())
+    config["clusters"][0]["cluster"]["server"] = fleet.hub.url
+    hub_config.write_text(yaml.safe_dump(config))
+    gpufed = [str(Path(sys.executable).with_name("gpufed")), "exec", "--kubeconfig", str(hub_config),
+              "--cluster", CLUSTER, "-n", "default", "train-0", "-t", "--", "stty", "size"]
+    code, out = await asyncio.to_thread(_in_a_terminal, gpufed, 40, 120)
+    assert (code, out.strip()) == (0, b"40 120"), out

@@ -89,6 +89,8 @@ async def relay_websocket(
     protocol = _header(head, "Sec-WebSocket-Protocol")
     ws = web.WebSocketResponse(protocols=(protocol,) if protocol else (), max_msg_size=limits.max_message_bytes)
     await ws.prepare(request)
+    if request.path.endswith("/portforward"):
+        protocol = ""  # a port-forward's channels are per port: no error channel for a Status
     loop = asyncio.get_running_loop()
     pending: set[asyncio.Task[bool]] = set()
     finished = False
