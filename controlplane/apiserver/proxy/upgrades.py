@@ -11,8 +11,9 @@ Then every WebSocket message is one MESSAGE frame, each direction under its own 
 the hub forwards a client message only while the agent has credit for it, and credits the agent
 only once the client took a message. The stream ends when either side closes (the close code
 is passed on), when nothing moved either way for ``idle_timeout_seconds``, or when the tunnel
-drops: the client then gets, on the channel protocols, a Status on the error channel (3) naming
-the cluster, as kube reports a failed stream, and a close with code 1011.
+drops: the client then gets, on the channel protocols (not for a port-forward, whose channel 3
+is a port's), a Status on the error channel (3) naming the cluster, as kube reports a failed
+stream, and a close with code 1011.
 
 SPDY upgrades are not carried. kubectl falls back to one whenever its WebSocket upgrade is
 refused, and shows what the SPDY attempt gets: so the hub sends a SPDY upgrade of a pod's
