@@ -5,10 +5,15 @@
 the hub's RBAC refuses a viewer's exec, and the member's rules for impersonated users
 (``impersonatedAccess`` in the fleet entry) keep a team's user in its namespace.
 
+``kubectl port-forward`` reaches the pod's echo server (SPDY/3.1 tunnelled in a WebSocket),
+and a member's refusal of an exec is what kubectl shows, after its fallback to SPDY.
+
 The hub reaches the member only through the tunnel its agent opened: while a log is being
 followed through the proxy, the hub process holds no connection to the member's API port
 (read from /proc), the agent does. Restarting the hub ends the follow with an error, and the
-agent opens its tunnel again to the new hub process.
+agent opens its tunnel again to the new hub process. Killing the agent (SIGKILL) ends a
+followed log and an exec in flight with errors naming the cluster; the agent started again
+reopens its tunnel.
 """
 
 from __future__ import annotations
@@ -16,8 +21,11 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
+import socket
 import subprocess
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -26,7 +34,7 @@ import pytest
 import yaml
 
 from controlplane.hub import ADMIN_USER
-from e2e.harness import GPUFED, KUBECTL, Kubectl, ProcessGroup, wait_for
+from e2e.harness import GPUFED, KUBECTL, Kubectl, Process, ProcessGroup, wait_for
 from e2e.test_members import FLEET, _agent_kubeconfig, _ready
 
 pytestmark = pytest.mark.e2e
@@ -132,13 +140,14 @@ def _timeline(hub: Kubectl) -> list[list[str]] | None:
 
 def _limited_fleet(tmp_path: Path) -> Path:
     """The shared fleet, with the member's rules for impersonated hub users: admins anything,
-    viewers read, user tess only namespace ml (as a member's RBAC would)."""
+    viewers read, user tess namespace ml and only reading pods in default (as a member's RBAC would)."""
     fleet = yaml.safe_load(FLEET.read_text())
     entry = next(c for c in fleet["clusters"] if c["name"] == CLUSTER)
     entry["impersonatedAccess"] = [
         {"subjects": ["gpufed:admins"]},
         {"subjects": ["gpufed:viewers"], "verbs": ["get", "list", "watch"]},
         {"subjects": [TEAM_USER], "namespaces": ["ml"]},
+        {"subjects": [TEAM_USER], "verbs": ["get"], "resources": ["pods"], "namespaces": ["default"]},
     ]
     path = tmp_path / "fleet.yaml"
     path.write_text(yaml.safe_dump(fleet))
@@ -188,7 +197,36 @@ def _exec_through_the_proxy(hub: Kubectl, through: Kubectl, viewer: Kubectl, tmp
     assert _exec(team, "--cluster", CLUSTER, "-n", "ml", "train-0", "--", "echo", "ok").stdout == "ok\n"
     pod = through.json("get", "pods", "-n", "default", "-l", "app=infer")["items"][0]["metadata"]["name"]
     denied = _exec(team, "--cluster", CLUSTER, pod, "-c", "server", "--", "echo", "ok")
-    assert denied.returncode == 1 and f'User "{TEAM_USER}" cannot get' in denied.stderr, denied
+    refusal = f'User "{TEAM_USER}" cannot create resource "pods/exec"'
+    assert denied.returncode == 1 and refusal in denied.stderr, denied
+    # kubectl shows the member's refusal too (its WebSocket is refused, its SPDY retry gets the same).
+    team_through = _kubeconfig(through, tmp_path / "team-proxy.kubeconfig", token=token)
+    refused = team_through.run("exec", pod, "-n", "default", "-c", "server", "--", "echo", "ok", check=False)
+    assert refused.returncode != 0 and refusal in refused.stderr and "(Forbidden)" in refused.stderr, refused
+
+
+def _port_forward(through: Kubectl) -> None:
+    """kubectl port-forward through the proxy: every port of a simulated pod echoes."""
+    forward = subprocess.Popen(
+        [KUBECTL, "--kubeconfig", str(through.kubeconfig), "port-forward", "pod/train-0", "-n", "ml", "0:8080"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    lines = Lines(forward)
+    try:
+        line = lines.next()
+        found = re.match(r"Forwarding from 127\.0\.0\.1:(\d+) -> 8080", line or "")
+        assert found, line
+        payload = b"through the hub, the agent and the member\n" * 2000
+        with socket.create_connection(("127.0.0.1", int(found.group(1))), timeout=60) as conn:
+            conn.sendall(payload)
+            echoed = b""
+            while len(echoed) < len(payload):
+                chunk = conn.recv(65536)
+                assert chunk, echoed[-100:]
+                echoed += chunk
+        assert echoed == payload
+    finally:
+        lines.stop()
 
 
 def _step(line: str | None) -> int:
@@ -254,6 +292,7 @@ def test_cluster_proxy_through_the_agent(processes: ProcessGroup, tmp_path: Path
     assert len(logs.stdout.splitlines()) == 3, logs.stdout
     assert all(line.startswith(f"[{CLUSTER}/infer-") and "[server] step" in line for line in logs.stdout.splitlines())
     _exec_through_the_proxy(hub, through, viewer, tmp_path)
+    _port_forward(through)
     events = wait_for(lambda: _timeline(hub), timeout=60, what="hub and member events")
     assert any(row[1] == "hub" and row[4] == "deployment/infer" for row in events), events
     assert any(row[1] == CLUSTER and row[4].startswith("pod/infer-") for row in events), events
@@ -291,9 +330,48 @@ def test_cluster_proxy_through_the_agent(processes: ProcessGroup, tmp_path: Path
         lines.stop()
 
     # The hub comes back on the same address: the agent opens its tunnel again.
-    processes.start("hub-again", "controlplane", "--state-dir", str(processes.root / "hub"),
-                    "--listen", f"127.0.0.1:{port}")
+    hub_again = processes.start("hub-again", "controlplane", "--state-dir", str(processes.root / "hub"),
+                                "--listen", f"127.0.0.1:{port}")
     wait_for(proxied, timeout=90, what="the agent's tunnel to the restarted hub")
+    _agent_killed(processes, hub, through, agent, hub_again, member_port, proxied)
+
+
+def _agent_killed(
+    processes: ProcessGroup, hub: Kubectl, through: Kubectl, agent: Process, hub_proc: Process, member_port: int,
+    proxied: Callable[[], Any],
+) -> None:
+    """The agent is killed (SIGKILL) while a log is followed and an exec runs through it: both
+    clients end with an error naming the cluster; the agent started again (its credential in its
+    state dir) reopens its tunnel, and the hub still holds no connection to the member."""
+    follow = subprocess.Popen(
+        [GPUFED, "logs", "pod/train-0", "-n", "ml", "-f", "--tail", "1", "--kubeconfig", str(hub.kubeconfig)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    execing = subprocess.Popen(
+        [KUBECTL, "--kubeconfig", str(through.kubeconfig), "exec", "-i", "train-0", "-n", "ml", "--", "cat"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    followed, echoed = Lines(follow), Lines(execing)
+    try:
+        _step(followed.next())
+        assert execing.stdin is not None
+        execing.stdin.write("hello\n")
+        execing.stdin.flush()
+        assert echoed.next() == "hello"
+        agent.stop(kill=True)
+        for client in (follow, execing):
+            assert client.wait(timeout=60) != 0
+            assert client.stderr is not None
+            stderr = client.stderr.read()
+            assert CLUSTER in stderr, stderr
+    finally:
+        followed.stop()
+        echoed.stop()
+        if execing.stdin is not None:
+            execing.stdin.close()
+    processes.start_raw("agent-again", agent.argv)
+    wait_for(proxied, timeout=90, what="the restarted agent's tunnel")
+    assert hub_proc.popen is not None and member_port not in _remote_ports(hub_proc.popen.pid)
 
 
 def _pod_rows(text: str) -> list[list[str]]:

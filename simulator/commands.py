@@ -2,8 +2,9 @@
 
 A small, fixed command set — enough to show exec working through the hub: ``echo``,
 ``hostname``, ``env``, ``cat`` (a few files, or stdin), ``nvidia-smi -L`` (the pod's simulated
-GPUs and MIG instances), ``true``, ``false``, ``exit N`` and ``sh -c`` of a script made of
-those, joined with ``;``, ``&&`` or ``||``. Anything else exits 127 with the shell's message.
+GPUs and MIG instances), ``stty size`` (the terminal's rows and columns, with a tty),
+``true``, ``false``, ``exit N`` and ``sh -c`` of a script made of those, joined with ``;``,
+``&&`` or ``||``. Anything else exits 127 with the shell's message.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ class Container:
     container: str
     env: Mapping[str, str] = field(default_factory=dict)
     gpus: tuple[GpuView, ...] = ()
+    #: The terminal's (rows, columns) when the exec has a tty; None without one.
+    terminal: tuple[int, int] | None = None
 
 
 @dataclass(slots=True)
@@ -83,6 +86,11 @@ def reads_stdin(argv: Sequence[str]) -> bool:
     return list(argv) in (["cat"], ["cat", "-"])
 
 
+def reads_terminal(argv: Sequence[str]) -> bool:
+    """Whether the command reports the terminal's size (``stty size``)."""
+    return list(argv) == ["stty", "size"]
+
+
 def run(argv: Sequence[str], container: Container, *, stdin: str = "") -> Result:
     """Run one command line (``argv`` as exec passes it)."""
     if not argv:
@@ -101,6 +109,10 @@ def run(argv: Sequence[str], container: Container, *, stdin: str = "") -> Result
         return _cat(args, container, stdin)
     if name == "nvidia-smi":
         return nvidia_smi_list(container.gpus)
+    if name == "stty" and args == ["size"]:
+        if container.terminal is None:
+            return Result(stderr="stty: 'standard input': Inappropriate ioctl for device\n", exit_code=1)
+        return Result(stdout=f"{container.terminal[0]} {container.terminal[1]}\n")
     if name in ("true", "false"):
         return Result(exit_code=0 if name == "true" else 1)
     if name == "exit":

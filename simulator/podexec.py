@@ -9,6 +9,9 @@ kube's ``PodExecOptions``: ``command`` (repeated), ``container``, ``stdin``, ``s
 :mod:`simulator.commands`; its exit status arrives on channel 3 as kubelet sends it
 (``Success``, or ``Failure`` with reason ``NonZeroExitCode`` and an ``ExitCode`` cause), then
 the server closes the connection. ``cat`` with ``stdin=true`` copies stdin back as it arrives.
+With ``tty=true``, ``stty size`` first waits (at most :data:`TERMINAL_WAIT_SECONDS`) for the
+client's terminal size, the JSON ``{"Width": W, "Height": H}`` kubectl sends on channel 4 as
+soon as it connects, and prints it (``0 0`` when none came).
 ``attach`` streams the container's output from now on (its generated log lines, as
 :mod:`simulator.podlogs` writes them) until the client leaves or the pod is deleted.
 Errors before the upgrade are kube's Status: 404 unknown pod, 400 bad container, missing
@@ -37,6 +40,8 @@ PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io")
 STDIN, STDOUT, STDERR, ERROR, RESIZE, CLOSE = 0, 1, 2, 3, 4, 255
 #: The most stdin one ``cat`` copies (a bound on a misbehaving client).
 MAX_STDIN_BYTES = 1024 * 1024
+#: How long ``stty size`` waits for the client's first terminal size.
+TERMINAL_WAIT_SECONDS = 5.0
 _TRUE = ("1", "true", "True")
 
 
@@ -124,12 +129,14 @@ class PodExec:
         name, namespace = pod["metadata"]["name"], pod["metadata"]["namespace"]
         argv = request.query.getall("command", [])
         spec = next(c for c in pod["spec"]["containers"] if c.get("name") == container)
+        options = _options(request)
+        terminal = await _terminal_size(ws) if options["tty"] and commands.reads_terminal(argv) else None
         view = Container(
             pod=name, namespace=namespace, container=container,
             env={str(e["name"]): str(e.get("value", "")) for e in spec.get("env") or [] if "name" in e},
             gpus=gpu_views(pod, self.inventory.get(str((pod.get("spec") or {}).get("nodeName") or ""))),
+            terminal=terminal,
         )
-        options = _options(request)
         if options["stdin"] and commands.reads_stdin(argv):
             await _copy_stdin(ws, protocol, options)
             result = commands.Result()
@@ -173,6 +180,30 @@ class PodExec:
 
 def _options(request: web.Request) -> dict[str, bool]:
     return {key: request.query.get(key, "") in _TRUE for key in ("stdin", "stdout", "stderr", "tty")}
+
+
+def parse_resize(data: bytes) -> tuple[int, int] | None:
+    """(rows, columns) of a resize message's JSON ``{"Width": W, "Height": H}``; None if malformed."""
+    try:
+        size = json.loads(data)
+        rows, columns = int(size["Height"]), int(size["Width"])
+    except (ValueError, TypeError, KeyError):
+        return None
+    return (rows, columns) if 0 <= rows < 65536 and 0 <= columns < 65536 else None
+
+
+async def _terminal_size(ws: web.WebSocketResponse) -> tuple[int, int]:
+    """The first terminal size the client sends (channel 4), or (0, 0) if none comes in time."""
+    try:
+        async with asyncio.timeout(TERMINAL_WAIT_SECONDS):
+            async for message in ws:
+                if message.type is WSMsgType.BINARY and message.data[:1] == bytes([RESIZE]):
+                    size = parse_resize(message.data[1:])
+                    if size is not None:
+                        return size
+    except TimeoutError:
+        pass
+    return (0, 0)
 
 
 async def _drain(ws: web.WebSocketResponse) -> None:

@@ -14,7 +14,8 @@ comes back with its objects and their resourceVersions, like a real cluster's et
 
 Pod logs (``pods/<name>/log``, :mod:`simulator.podlogs`) are generated lines, ``pods/<name>/exec``
 runs a small command set and ``attach`` streams the container's output, over WebSockets
-(:mod:`simulator.podexec`), the resource metrics API (``metrics.k8s.io/v1beta1``,
+(:mod:`simulator.podexec`), ``pods/<name>/portforward`` echoes on every port
+(:mod:`simulator.portforward`), the resource metrics API (``metrics.k8s.io/v1beta1``,
 :mod:`simulator.podmetrics`) modelled usage; the server
 records its recent callers (peer address and ``Impersonate-*`` headers) at
 ``/debug/gpufed/callers``.
@@ -60,6 +61,7 @@ from simulator.nodes import build_nodes
 from simulator.podexec import PodExec
 from simulator.podlogs import CallerLog, PodLogs
 from simulator.podmetrics import ResourceMetrics
+from simulator.portforward import PodPortForward
 from simulator.profile import ClusterProfile
 from simulator.reclaiming import Reclaimer
 from simulator.resources import member_registry
@@ -198,11 +200,12 @@ class SimServer(ShutdownOnce):
         logs = PodLogs(self.objects, self.cluster.clock, self._stopped)
         usage = ResourceMetrics(self.objects, self.cluster.clock, lambda key: self.cluster.utilization.get(key, 0.0))
         execs = PodExec(self.objects, self.cluster.inventory, self.cluster.clock, self._stopped)
+        forwards = PodPortForward(self.objects, self._stopped)
         app = create_app(
             self.objects,
             self.objects.registry,
             authenticator=StaticTokenAuthenticator(token),
-            extra_routes=[*logs.routes(), *execs.routes(), *usage.routes(), *self.callers.routes(),
+            extra_routes=[*logs.routes(), *execs.routes(), *forwards.routes(), *usage.routes(), *self.callers.routes(),
                           *self.reclaimer.routes()],
             outer_middlewares=[
                 health_middleware(

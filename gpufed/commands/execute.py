@@ -5,7 +5,8 @@ credential: a WebSocket to the member's ``pods/<name>/exec`` (kube's ``v5.channe
 else ``v4``), relayed by the cluster's agent. ``POD`` is looked for on every cluster (or the
 one ``--cluster`` names); for ``KIND/NAME`` the first pod of the hub workload, on a cluster its
 Works carry it to, as ``kubectl exec deploy/x`` picks one. ``-i`` sends stdin (closing it at
-its end), ``-t`` asks for a terminal (stderr joins stdout; a local terminal is put in raw mode).
+its end), ``-t`` asks for a terminal (stderr joins stdout; a local terminal is put in raw mode,
+and its size is sent, again whenever it is resized).
 The exit code is the remote command's; 1 when it could not run, with the reason.
 """
 
@@ -16,6 +17,7 @@ import asyncio
 import contextlib
 import json
 import os
+import signal
 import sys
 import threading
 from collections.abc import Iterator, Mapping
@@ -29,7 +31,7 @@ from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
 from gpufed.memberproxy import proxy_path, target_pods
 
 PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io")
-STDIN, STDOUT, STDERR, ERROR = 0, 1, 2, 3
+STDIN, STDOUT, STDERR, ERROR, RESIZE = 0, 1, 2, 3, 4
 CLOSE_STREAM = 255
 STDIN_CHUNK = 32 * 1024
 MAX_MESSAGE_BYTES = 64 * 1024 + 1
@@ -95,6 +97,26 @@ async def _feed_stdin(ws: aiohttp.ClientWebSocketResponse) -> None:
         await ws.send_bytes(bytes([CLOSE_STREAM, STDIN]))
 
 
+def resize_message(columns: int, rows: int) -> bytes:
+    """A terminal size on the resize channel, as kubectl sends it."""
+    return bytes([RESIZE]) + json.dumps({"Width": columns, "Height": rows}).encode()
+
+
+async def _send_sizes(ws: aiohttp.ClientWebSocketResponse, fd: int) -> None:
+    """The terminal's size now and after every SIGWINCH (the terminal was resized)."""
+    loop = asyncio.get_running_loop()
+    changed = asyncio.Event()
+    loop.add_signal_handler(signal.SIGWINCH, changed.set)
+    try:
+        while True:
+            size = os.get_terminal_size(fd)
+            await ws.send_bytes(resize_message(size.columns, size.lines))
+            await changed.wait()
+            changed.clear()
+    finally:
+        loop.remove_signal_handler(signal.SIGWINCH)
+
+
 @contextlib.contextmanager
 def _raw_terminal(enabled: bool) -> Iterator[None]:
     if not enabled or not sys.stdin.isatty():
@@ -111,9 +133,11 @@ def _raw_terminal(enabled: bool) -> Iterator[None]:
         termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, saved)
 
 
-async def _converse(ws: aiohttp.ClientWebSocketResponse, *, stdin: bool) -> dict[str, Any] | None:
-    """Print the command's output; the Status from the error channel."""
+async def _converse(ws: aiohttp.ClientWebSocketResponse, *, stdin: bool, tty: bool) -> dict[str, Any] | None:
+    """Print the command's output; the Status from the error channel. With a tty whose output
+    is a terminal, its size goes along (channel 4) and follows its resizes."""
     feeder = asyncio.create_task(_feed_stdin(ws)) if stdin else None
+    sizes = asyncio.create_task(_send_sizes(ws, sys.stdout.fileno())) if tty and sys.stdout.isatty() else None
     status: dict[str, Any] | None = None
     try:
         async for message in ws:
@@ -128,10 +152,11 @@ async def _converse(ws: aiohttp.ClientWebSocketResponse, *, stdin: bool) -> dict
                 with contextlib.suppress(ValueError):
                     status = json.loads(data)
     finally:
-        if feeder is not None:
-            feeder.cancel()
-            with contextlib.suppress(asyncio.CancelledError, ConnectionError):
-                await feeder
+        for task in (feeder, sizes):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, ConnectionError):
+                    await task
     return status
 
 
@@ -154,7 +179,7 @@ async def execute(args: argparse.Namespace) -> int:
                  max_msg_size=MAX_MESSAGE_BYTES) as ws,
         ):
             with _raw_terminal(args.tty and args.stdin):
-                status = await _converse(ws, stdin=args.stdin)
+                status = await _converse(ws, stdin=args.stdin, tty=args.tty)
             close = f"close code {ws.close_code}"
     except HandshakeRefused as refused:
         raise HubError(f"cluster {cluster}: {refused.message}", status=refused.status) from refused

@@ -5,20 +5,22 @@ code `gpufed exec` returns and a simulated member's rules for impersonated users
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 import pytest
 
 from controlplane.apis import proxyframing as framing
 from controlplane.apis.proxyframing import Frame, FrameKind, ProxyLimits, ProxyRequest
 from controlplane.apiserver.proxy.tunnels import Tunnel
+from controlplane.apiserver.proxy.upgrades import asks_member_of_spdy
 from controlplane.apiserver.routing import is_upgrade, parse_request
-from gpufed.commands.execute import exit_code
+from gpufed.commands.execute import exit_code, resize_message
 from gpufed.hubclient import HubError
 from member_agent.tunnelupgrades import AgentStream
 from simulator import commands
 from simulator.commands import Container, GpuView
 from simulator.memberaccess import allows, refusal
-from simulator.podexec import exit_status
+from simulator.podexec import exit_status, parse_resize
 from simulator.profile import AccessRule
 
 LIMITS = ProxyLimits(window_bytes=100, max_message_bytes=60)
@@ -154,3 +156,23 @@ def test_member_rules_for_impersonated_users() -> None:
         'pods is forbidden: User "tess" cannot list resource "pods" in API group "" in the namespace '
         '"default" (member cluster c1\'s access rules for impersonated users)'
     )
+
+
+def test_only_a_pods_streaming_subresource_takes_a_spdy_upgrade_to_the_member() -> None:
+    for path in ("/api/v1/namespaces/ml/pods/p/exec?command=ls", "/api/v1/namespaces/ml/pods/p/attach",
+                 "/api/v1/namespaces/ml/pods/p/portforward"):
+        assert asks_member_of_spdy("POST", path) and asks_member_of_spdy("GET", path)
+        assert not asks_member_of_spdy("DELETE", path)
+    for path in ("/api/v1/namespaces/ml/pods/p", "/api/v1/namespaces/ml/pods", "/api/v1/namespaces/ml/services/s/proxy",
+                 "/apis/apps/v1/namespaces/ml/deployments/d/exec"):
+        assert not asks_member_of_spdy("POST", path)
+
+
+def test_terminal_sizes_go_on_the_resize_channel() -> None:
+    message = resize_message(120, 40)
+    assert message[0] == 4 and parse_resize(message[1:]) == (40, 120)
+    assert parse_resize(b"{}") is None and parse_resize(b"x") is None
+    assert parse_resize(b'{"Width": -1, "Height": 3}') is None
+    assert commands.run(["stty", "size"], replace(POD, terminal=(40, 120))).stdout == "40 120\n"
+    without = commands.run(["stty", "size"], POD)
+    assert without.exit_code == 1 and "Inappropriate ioctl" in without.stderr

@@ -8,7 +8,8 @@
   HTTP method, as kube does for ``pods/proxy``; ``create`` for an upgrade, as for
   ``pods/exec``); this handler forwards the request over the tunnel and streams the member's
   answer back, crediting the agent as the client reads. WebSocket upgrades (exec, attach,
-  port-forward) are relayed message by message (:mod:`.upgrades`).
+  port-forward) are relayed message by message (:mod:`.upgrades`); a SPDY upgrade only gets
+  the member's refusal (or the hub's 400).
 
 The hub never opens a connection toward a member: a cluster whose agent has no tunnel open
 is answered 503.
@@ -129,8 +130,10 @@ class ProxyEndpoints:
                 "tunnel its agent opens (the agent needs --enable-proxy)",
                 retry_after_seconds=5,
             )
-        upgrade = is_upgrade(request.headers)
-        protocols = upgrades.check_websocket(request) if upgrade else []
+        # A SPDY upgrade is sent as a plain request: only the member's refusal is relayed.
+        upgrade = is_upgrade(request.headers) and upgrades.is_websocket(request)
+        spdy = is_upgrade(request.headers) and not upgrade
+        protocols = upgrades.offered_protocols(request) if upgrade else []
         drop = framing.DROPPED_REQUEST_HEADERS | (framing.WEBSOCKET_HANDSHAKE_HEADERS if upgrade else frozenset())
         headers = framing.forwarded_headers(list(request.headers.items()), drop=drop)
         if framing.header_bytes(headers) > tunnel.limits.max_header_bytes:
@@ -139,7 +142,7 @@ class ProxyEndpoints:
             )
             error.code = 431
             raise error
-        body = b"" if upgrade else await request.read()
+        body = b"" if upgrade or spdy else await request.read()
         user = request[USER]
         # The member path as the client encoded it (not decoded and re-encoded).
         raw_path = request.rel_url.raw_path
@@ -147,6 +150,8 @@ class ProxyEndpoints:
         tail = raw_path[raw_path.index(marker) + len(marker):]
         query = request.rel_url.raw_query_string
         path = (tail if tail.startswith("/") else "/" + tail) + (f"?{query}" if query else "")
+        if spdy and not upgrades.asks_member_of_spdy(request.method, path):
+            raise upgrades.spdy_refused(request)
         proxied = ProxyRequest(
             request.method, path, headers, user=user.name, groups=user_groups(user), protocols=protocols
         )
@@ -181,6 +186,8 @@ class ProxyEndpoints:
             status, head = framing.parse_head(first.payload)
             if upgrade and status == 101:
                 response, finished = await upgrades.relay_websocket(request, stream, head)
+            elif spdy and status < 400:
+                raise upgrades.spdy_refused(request)
             else:
                 response, finished = await _relay(request, stream, status, head, self.metrics)
             return response

@@ -11,10 +11,16 @@ Then every WebSocket message is one MESSAGE frame, each direction under its own 
 the hub forwards a client message only while the agent has credit for it, and credits the agent
 only once the client took a message. The stream ends when either side closes (the close code
 is passed on), when nothing moved either way for ``idle_timeout_seconds``, or when the tunnel
-drops: the client then gets, on the channel protocols, a Status on the error channel (3) naming
-the cluster, as kube reports a failed stream, and a close with code 1011.
+drops: the client then gets, on the channel protocols (not for a port-forward, whose channel 3
+is a port's), a Status on the error channel (3) naming the cluster, as kube reports a failed
+stream, and a close with code 1011.
 
-SPDY upgrades (kubectl's fallback when a WebSocket upgrade is refused) are answered 400.
+SPDY upgrades are not carried. kubectl falls back to one whenever its WebSocket upgrade is
+refused, and shows what the SPDY attempt gets: so the hub sends a SPDY upgrade of a pod's
+``exec``, ``attach`` or ``portforward`` to the member without its upgrade headers (no body),
+and a member's refusal (its Status: ``403``, ``404``, ``400`` ...) reaches the client as
+kube-apiserver would give it; any other answer, or any other SPDY upgrade, is the hub's ``400``
+saying SPDY is not carried.
 """
 
 from __future__ import annotations
@@ -31,27 +37,44 @@ from controlplane.apis import proxyframing as framing
 from controlplane.apis.proxyframing import FrameKind
 from controlplane.apiserver import errors
 from controlplane.apiserver.proxy.tunnels import HubStream
+from controlplane.apiserver.routing import parse_request
 
 logger = logging.getLogger(__name__)
 
 #: Subprotocols whose error channel (3) carries a Status (kube's v4 and v5 channel protocols).
 STATUS_CHANNEL_PROTOCOLS = frozenset({"v4.channel.k8s.io", "v5.channel.k8s.io"})
 ERROR_CHANNEL = 3
+STREAMING_SUBRESOURCES = frozenset({"exec", "attach", "portforward"})
 
 
-def check_websocket(request: web.BaseRequest) -> list[str]:
-    """The subprotocols a WebSocket upgrade offers; a 400 for any other upgrade."""
-    upgrade = request.headers.get("Upgrade", "")
-    if upgrade.lower() != "websocket":
-        raise errors.BadRequest(
-            f"the cluster proxy carries WebSocket upgrades only, not {upgrade!r}: use a client that speaks "
-            "WebSockets (kubectl 1.30 or newer does for exec, attach and port-forward)"
-        )
+def is_websocket(request: web.BaseRequest) -> bool:
+    """Whether an upgrade asks for a WebSocket (rather than SPDY)."""
+    return request.headers.get("Upgrade", "").lower() == "websocket"
+
+
+def offered_protocols(request: web.BaseRequest) -> list[str]:
+    """The subprotocols a WebSocket upgrade offers."""
     return [
         protocol.strip()
         for value in request.headers.getall("Sec-WebSocket-Protocol", [])
         for protocol in value.split(",") if protocol.strip()
     ]
+
+
+def asks_member_of_spdy(method: str, member_path: str) -> bool:
+    """Whether a SPDY upgrade is sent on to the member (for its refusal): only kubectl's
+    ``POST`` (or ``GET``) of a pod's ``exec``, ``attach`` or ``portforward``, which a member
+    refuses without an upgrade and never performs."""
+    info = parse_request(method, member_path.split("?", 1)[0], {}, upgrade=True)
+    return method in ("GET", "POST") and info.resource == "pods" and info.subresource in STREAMING_SUBRESOURCES
+
+
+def spdy_refused(request: web.BaseRequest) -> errors.ApiError:
+    """The hub's answer to an upgrade it does not carry (SPDY) that the member did not refuse."""
+    return errors.BadRequest(
+        f"the cluster proxy carries WebSocket upgrades only, not {request.headers.get('Upgrade', '')!r}: use a "
+        "client that speaks WebSockets (kubectl 1.30 or newer does for exec, attach and port-forward)"
+    )
 
 
 def _header(headers: list[tuple[str, str]], name: str) -> str:
@@ -67,6 +90,8 @@ async def relay_websocket(
     protocol = _header(head, "Sec-WebSocket-Protocol")
     ws = web.WebSocketResponse(protocols=(protocol,) if protocol else (), max_msg_size=limits.max_message_bytes)
     await ws.prepare(request)
+    if request.path.endswith("/portforward"):
+        protocol = ""  # a port-forward's channels are per port: no error channel for a Status
     loop = asyncio.get_running_loop()
     pending: set[asyncio.Task[bool]] = set()
     finished = False
