@@ -244,12 +244,15 @@ class SchedulerController:
     async def _requeue_stale_explanations(self, cluster: str) -> None:
         """Bindings whose explanation did not choose ``cluster`` as it was: judged again (explaining.py;
         the entries of clusters a binding runs in stay as decided)."""
+        stale = 0
         for binding in self.ctx.bindings.items():
             explained = BindingView(binding).explanation
             if any(entry.get("cluster") == cluster and not entry.get("chosen") for entry in explained):
                 key = binding_key(binding)
                 self._stale_explanations.add(key)
                 await self.loop.add(key, priority=binding_priority(binding))
+                stale += 1
+        log.debug("cluster %s changed: the explanations of %d binding(s) are judged again", cluster, stale)
 
     async def _requeue_unplaced(self) -> None:
         for key in sorted(self._unplaced | self.evictions.blocked | self.moves.blocked):
@@ -458,8 +461,11 @@ class SchedulerController:
     async def _refresh_explanation(
         self, binding: dict[str, Any], request: BindingRequest, snapshots: dict[str, ClusterSnapshot], *, now: datetime
     ) -> None:
-        """Store the fleet's verdicts as they are now for a binding whose decision stands."""
-        self._stale_explanations.discard(binding_key(binding))
+        """Store the fleet's verdicts as they are now for a binding whose decision stands.
+
+        The binding stays stale until the write went through: a write that loses a race (a
+        Conflict with the status controller) is retried with the reconcile, not forgotten."""
         await write_refreshed_explanation(
             self.ctx, binding, request, snapshots, reservations=self.reservations, now=now, cache=self.cache
         )
+        self._stale_explanations.discard(binding_key(binding))
