@@ -121,9 +121,13 @@ def storage_class() -> Obj:
 
 
 def autoscaler() -> Obj:
+    cpu = {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}
     return {
         "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "x"},
-        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "x"}, "maxReplicas": 4},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "x"}, "maxReplicas": 4,
+            "metrics": [cpu],
+        },
     }
 
 
@@ -407,6 +411,37 @@ CASES: list[tuple[str, Callable[[], Obj], Callable[[Obj], None], str, str]] = [
      "spec.scaleTargetRef.name", "Required value"),
     ("hpa-target-slash", autoscaler, setting("spec", "scaleTargetRef", "name", value="a/b"),
      "spec.scaleTargetRef.name", "Invalid value: \"a/b\": may not contain '/'"),
+    ("hpa-metric-type", autoscaler, setting("spec", "metrics", value=[{"type": "Memory"}]), "spec.metrics[0].type",
+     'Unsupported value: "Memory": supported values: "Object", "Pods", "Resource", "External", "ContainerResource"'),
+    ("hpa-metric-source-of-another-type", autoscaler, setting("spec", "metrics", 0, "type", value="Pods"),
+     "spec.metrics[0].pods", "Required value: must populate information for the given metric source (pods)"),
+    ("hpa-pods-average-value", autoscaler,
+     setting("spec", "metrics", value=[{"type": "Pods", "pods": {"metric": {"name": "qps"},
+                                                                 "target": {"type": "Value", "value": "10"}}}]),
+     "spec.metrics[0].pods.target.averageValue", "Required value: must specify a positive target averageValue"),
+    ("hpa-utilization-zero", autoscaler,
+     setting("spec", "metrics", 0, "resource", "target", value={"type": "Utilization", "averageUtilization": 0}),
+     "spec.metrics[0].resource.target.averageUtilization", "Invalid value: 0: must be greater than 0"),
+    ("hpa-target-type", autoscaler,
+     setting("spec", "metrics", 0, "resource", "target", value={"type": "Percent", "averageUtilization": 50}),
+     "spec.metrics[0].resource.target.type",
+     'Invalid value: "Percent": must be either Utilization, Value, or AverageValue'),
+    ("hpa-external-value-and-average", autoscaler,
+     setting("spec", "metrics", value=[{"type": "External", "external": {
+         "metric": {"name": "queue"}, "target": {"type": "Value", "value": "10", "averageValue": "2"}}}]),
+     "spec.metrics[0].external.target.value",
+     "Forbidden: may not set both a target value for metric and a per-pod target"),
+    ("hpa-stabilization-window", autoscaler,
+     setting("spec", "behavior", value={"scaleDown": {"stabilizationWindowSeconds": 4000}}),
+     "spec.behavior.scaleDown.stabilizationWindowSeconds", "Invalid value: 4000: must be less than or equal to 3600"),
+    ("hpa-select-policy", autoscaler, setting("spec", "behavior", value={"scaleUp": {"selectPolicy": "Average"}}),
+     "spec.behavior.scaleUp.selectPolicy", 'Unsupported value: "Average": supported values: "Max", "Min", "Disabled"'),
+    ("hpa-policy-period", autoscaler,
+     setting("spec", "behavior", value={"scaleUp": {"policies": [{"type": "Pods", "value": 4, "periodSeconds": 3600}]}}),
+     "spec.behavior.scaleUp.policies[0].periodSeconds", "Invalid value: 3600: must be less than or equal to 1800"),
+    ("hpa-policy-type", autoscaler,
+     setting("spec", "behavior", value={"scaleUp": {"policies": [{"type": "Nodes", "value": 4, "periodSeconds": 60}]}}),
+     "spec.behavior.scaleUp.policies[0].type", 'Unsupported value: "Nodes": supported values: "Pods", "Percent"'),
     ("ingress-no-rules", ingress, removing("spec", "rules"), "spec",
      "Invalid value: []networking.IngressRule(nil): either `defaultBackend` or `rules` must be specified"),
     ("ingress-host-ip", ingress, setting("spec", "rules", 0, "host", value="10.0.0.1"), "spec.rules[0].host",
