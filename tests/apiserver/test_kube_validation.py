@@ -44,6 +44,11 @@ PLURALS = {
     "PriorityClass": "/apis/scheduling.k8s.io/v1/priorityclasses",
     "StorageClass": "/apis/storage.k8s.io/v1/storageclasses",
     "HorizontalPodAutoscaler": "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers",
+    "Ingress": "/apis/networking.k8s.io/v1/namespaces/default/ingresses",
+    "IngressClass": "/apis/networking.k8s.io/v1/ingressclasses",
+    "NetworkPolicy": "/apis/networking.k8s.io/v1/namespaces/default/networkpolicies",
+    "LimitRange": "/api/v1/namespaces/default/limitranges",
+    "ResourceQuota": "/api/v1/namespaces/default/resourcequotas",
 }
 API_VERSIONS = {"Deployment": "apps/v1", "StatefulSet": "apps/v1", "Job": "batch/v1"}
 
@@ -116,10 +121,65 @@ def storage_class() -> Obj:
 
 
 def autoscaler() -> Obj:
+    cpu = {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}
     return {
         "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "x"},
-        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "x"}, "maxReplicas": 4},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "x"}, "maxReplicas": 4,
+            "metrics": [cpu],
+        },
     }
+
+
+def ingress() -> Obj:
+    backend = {"service": {"name": "web", "port": {"number": 80}}}
+    return {
+        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "x"},
+        "spec": {
+            "ingressClassName": "nginx",
+            "rules": [{"host": "gpu.example.com", "http": {"paths": [{"path": "/", "pathType": "Prefix", "backend": backend}]}}],
+            "tls": [{"hosts": ["gpu.example.com"], "secretName": "tls"}],
+        },
+    }
+
+
+def ingress_class() -> Obj:
+    params = {"apiGroup": "k8s.example.com", "kind": "Params", "name": "lb", "scope": "Namespace", "namespace": "default"}
+    return {
+        "apiVersion": "networking.k8s.io/v1", "kind": "IngressClass", "metadata": {"name": "x"},
+        "spec": {"controller": "example.com/ingress", "parameters": params},
+    }
+
+
+def network_policy() -> Obj:
+    peer = {"ipBlock": {"cidr": "10.0.0.0/16", "except": ["10.0.1.0/24"]}}
+    return {
+        "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": {"name": "x"},
+        "spec": {
+            "podSelector": {"matchLabels": {"app": "x"}},
+            "ingress": [{"from": [peer], "ports": [{"protocol": "TCP", "port": 8080, "endPort": 8090}]}],
+        },
+    }
+
+
+def limit_range() -> Obj:
+    return core("LimitRange", spec={"limits": [{
+        "type": "Container", "max": {"cpu": "2", GPU: "4"}, "min": {"cpu": "100m"},
+        "default": {"cpu": "1", GPU: "1"}, "defaultRequest": {"cpu": "500m", GPU: "1"},
+        "maxLimitRequestRatio": {"cpu": "4"},
+    }]})
+
+
+def quota() -> Obj:
+    return core("ResourceQuota", spec={
+        "hard": {"pods": "10", "requests.cpu": "16", f"requests.{GPU}": "8"}, "scopes": ["NotBestEffort"],
+    })
+
+
+def pod_limits(obj: Obj) -> None:
+    limit = obj["spec"]["limits"][0]
+    limit["type"] = "Pod"
+    del limit["maxLimitRequestRatio"]
 
 
 def ctr(obj: Obj, index: int = 0) -> Obj:
@@ -155,6 +215,11 @@ def removing(*keys: str) -> Callable[[Obj], None]:
 
 
 TEMPLATE_SPEC = ("spec", "template", "spec")
+DNS_SUBDOMAIN = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
+    "start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
 GPU = "nvidia.com/gpu"
 RES = "spec.template.spec.containers[0].resources"
 #: (id, valid manifest, the change that breaks it, field path, kube's message)
@@ -346,6 +411,133 @@ CASES: list[tuple[str, Callable[[], Obj], Callable[[Obj], None], str, str]] = [
      "spec.scaleTargetRef.name", "Required value"),
     ("hpa-target-slash", autoscaler, setting("spec", "scaleTargetRef", "name", value="a/b"),
      "spec.scaleTargetRef.name", "Invalid value: \"a/b\": may not contain '/'"),
+    ("hpa-metric-type", autoscaler, setting("spec", "metrics", value=[{"type": "Memory"}]), "spec.metrics[0].type",
+     'Unsupported value: "Memory": supported values: "Object", "Pods", "Resource", "External", "ContainerResource"'),
+    ("hpa-metric-source-of-another-type", autoscaler, setting("spec", "metrics", 0, "type", value="Pods"),
+     "spec.metrics[0].pods", "Required value: must populate information for the given metric source (pods)"),
+    ("hpa-pods-average-value", autoscaler,
+     setting("spec", "metrics", value=[{"type": "Pods", "pods": {"metric": {"name": "qps"},
+                                                                 "target": {"type": "Value", "value": "10"}}}]),
+     "spec.metrics[0].pods.target.averageValue", "Required value: must specify a positive target averageValue"),
+    ("hpa-utilization-zero", autoscaler,
+     setting("spec", "metrics", 0, "resource", "target", value={"type": "Utilization", "averageUtilization": 0}),
+     "spec.metrics[0].resource.target.averageUtilization", "Invalid value: 0: must be greater than 0"),
+    ("hpa-target-type", autoscaler,
+     setting("spec", "metrics", 0, "resource", "target", value={"type": "Percent", "averageUtilization": 50}),
+     "spec.metrics[0].resource.target.type",
+     'Invalid value: "Percent": must be either Utilization, Value, or AverageValue'),
+    ("hpa-external-value-and-average", autoscaler,
+     setting("spec", "metrics", value=[{"type": "External", "external": {
+         "metric": {"name": "queue"}, "target": {"type": "Value", "value": "10", "averageValue": "2"}}}]),
+     "spec.metrics[0].external.target.value",
+     "Forbidden: may not set both a target value for metric and a per-pod target"),
+    ("hpa-stabilization-window", autoscaler,
+     setting("spec", "behavior", value={"scaleDown": {"stabilizationWindowSeconds": 4000}}),
+     "spec.behavior.scaleDown.stabilizationWindowSeconds", "Invalid value: 4000: must be less than or equal to 3600"),
+    ("hpa-select-policy", autoscaler, setting("spec", "behavior", value={"scaleUp": {"selectPolicy": "Average"}}),
+     "spec.behavior.scaleUp.selectPolicy", 'Unsupported value: "Average": supported values: "Max", "Min", "Disabled"'),
+    ("hpa-policy-period", autoscaler,
+     setting("spec", "behavior", value={"scaleUp": {"policies": [{"type": "Pods", "value": 4, "periodSeconds": 3600}]}}),
+     "spec.behavior.scaleUp.policies[0].periodSeconds", "Invalid value: 3600: must be less than or equal to 1800"),
+    ("hpa-policy-type", autoscaler,
+     setting("spec", "behavior", value={"scaleUp": {"policies": [{"type": "Nodes", "value": 4, "periodSeconds": 60}]}}),
+     "spec.behavior.scaleUp.policies[0].type", 'Unsupported value: "Nodes": supported values: "Pods", "Percent"'),
+    ("ingress-no-rules", ingress, removing("spec", "rules"), "spec",
+     "Invalid value: []networking.IngressRule(nil): either `defaultBackend` or `rules` must be specified"),
+    ("ingress-host-ip", ingress, setting("spec", "rules", 0, "host", value="10.0.0.1"), "spec.rules[0].host",
+     'Invalid value: "10.0.0.1": must be a DNS name, not an IP address'),
+    ("ingress-host-wildcard", ingress, setting("spec", "rules", 0, "host", value="gpu.*.com"), "spec.rules[0].host",
+     "Invalid value: \"gpu.*.com\": a wildcard DNS-1123 subdomain must start with '*.', followed by a valid DNS "
+     "subdomain, which must consist of lower case alphanumeric characters, '-' or '.' and end with an alphanumeric "
+     "character (e.g. '*.example.com', regex used for validation is "
+     "'\\*\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"),
+    ("ingress-path-relative", ingress, setting("spec", "rules", 0, "http", "paths", 0, "path", value="api"),
+     "spec.rules[0].http.paths[0].path", 'Invalid value: "api": must be an absolute path'),
+    ("ingress-path-traversal", ingress, setting("spec", "rules", 0, "http", "paths", 0, "path", value="/a/../b"),
+     "spec.rules[0].http.paths[0].path", "Invalid value: \"/a/../b\": must not contain '/../'"),
+    ("ingress-path-type", ingress, setting("spec", "rules", 0, "http", "paths", 0, "pathType", value="Regex"),
+     "spec.rules[0].http.paths[0].pathType",
+     'Unsupported value: "Regex": supported values: "Exact", "ImplementationSpecific", "Prefix"'),
+    ("ingress-two-backends", ingress,
+     setting("spec", "rules", 0, "http", "paths", 0, "backend", "resource", value={"kind": "Bucket", "name": "b"}),
+     "spec.rules[0].http.paths[0].backend", 'Invalid value: "": cannot set both resource and service backends'),
+    ("ingress-port-name-and-number", ingress,
+     setting("spec", "rules", 0, "http", "paths", 0, "backend", "service", "port", value={"number": 80, "name": "http"}),
+     "spec.rules[0].http.paths[0].backend", 'Invalid value: "": cannot set both port name & port number'),
+    ("ingress-service-port", ingress,
+     setting("spec", "rules", 0, "http", "paths", 0, "backend", "service", "port", value={"number": 70000}),
+     "spec.rules[0].http.paths[0].backend.service.port.number",
+     "Invalid value: 70000: must be between 1 and 65535, inclusive"),
+    ("ingress-tls-host", ingress, setting("spec", "tls", 0, "hosts", 0, value="GPU.example.com"), "spec.tls[0].hosts[0]",
+     'Invalid value: "GPU.example.com": ' + DNS_SUBDOMAIN),
+    ("ingress-class-annotation", ingress,
+     setting("metadata", "annotations", value={"kubernetes.io/ingress.class": "other"}),
+     "annotations.kubernetes.io/ingress.class",
+     'Invalid value: "other": must match `ingressClassName` when both are specified'),
+    ("ingressclass-controller", ingress_class, setting("spec", "controller", value="nginx"), "spec.controller",
+     'Invalid value: "nginx": must be a domain-prefixed path (such as "acme.io/foo")'),
+    ("ingressclass-scope", ingress_class, setting("spec", "parameters", "scope", value="Global"),
+     "spec.parameters.scope", 'Unsupported value: "Global": supported values: "Cluster", "Namespace"'),
+    ("ingressclass-cluster-namespace", ingress_class, setting("spec", "parameters", "scope", value="Cluster"),
+     "spec.parameters.namespace", "Forbidden: `parameters.scope` is set to 'Cluster'"),
+    ("netpol-cidr", network_policy, setting("spec", "ingress", 0, "from", 0, "ipBlock", "cidr", value="10.0.0.0"),
+     "spec.ingress[0].from[0].ipBlock.cidr",
+     'Invalid value: "10.0.0.0": must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)'),
+    ("netpol-except-outside", network_policy,
+     setting("spec", "ingress", 0, "from", 0, "ipBlock", "except", value=["192.168.0.0/24"]),
+     "spec.ingress[0].from[0].ipBlock.except[0]", 'Invalid value: "192.168.0.0/24": must be a strict subset of `cidr`'),
+    ("netpol-ipblock-and-selector", network_policy,
+     setting("spec", "ingress", 0, "from", 0, "podSelector", value={"matchLabels": {"app": "y"}}),
+     "spec.ingress[0].from[0]", "Forbidden: may not specify both ipBlock and another peer"),
+    ("netpol-empty-peer", network_policy, setting("spec", "ingress", 0, "from", value=[{}]),
+     "spec.ingress[0].from[0]", "Required value: must specify a peer"),
+    ("netpol-end-port-below-port", network_policy, setting("spec", "ingress", 0, "ports", 0, "endPort", value=8000),
+     "spec.ingress[0].ports[0].endPort", "Invalid value: 8080: must be greater than or equal to `port`"),
+    ("netpol-protocol", network_policy, setting("spec", "ingress", 0, "ports", 0, "protocol", value="ICMP"),
+     "spec.ingress[0].ports[0].protocol", 'Unsupported value: "ICMP": supported values: "TCP", "UDP", "SCTP"'),
+    ("netpol-policy-type", network_policy, setting("spec", "policyTypes", value=["Ingress", "Both"]),
+     "spec.policyTypes[1]", 'Unsupported value: "Both": supported values: "Ingress", "Egress"'),
+    ("limitrange-type", limit_range, setting("spec", "limits", 0, "type", value="Node"), "spec.limits[0].type",
+     'Invalid value: "Node": must be a standard limit type or fully qualified'),
+    ("limitrange-min-over-max", limit_range, setting("spec", "limits", 0, "min", "cpu", value="3"),
+     "spec.limits[0].min[cpu]", 'Invalid value: "3": min value 3 is greater than max value 2'),
+    ("limitrange-request-over-default", limit_range, setting("spec", "limits", 0, "defaultRequest", "cpu", value="1500m"),
+     "spec.limits[0].defaultRequest[cpu]",
+     'Invalid value: "1500m": default request value 1500m is greater than default limit value 1'),
+    ("limitrange-gpu-default-request", limit_range, setting("spec", "limits", 0, "default", GPU, value="2"),
+     f"spec.limits[0].defaultRequest[{GPU}]",
+     f'Invalid value: "1": default value 2 must equal to defaultRequest value 1 in {GPU}'),
+    ("limitrange-ratio-below-one", limit_range, setting("spec", "limits", 0, "maxLimitRequestRatio", "cpu", value="500m"),
+     "spec.limits[0].maxLimitRequestRatio[cpu]", 'Invalid value: "500m": ratio 500m is less than 1'),
+    ("limitrange-ratio-over-max-min", limit_range, setting("spec", "limits", 0, "maxLimitRequestRatio", "cpu", value="30"),
+     "spec.limits[0].maxLimitRequestRatio[cpu]", 'Invalid value: "30": ratio 30 is greater than max/min = 20.000000'),
+    ("limitrange-container-resource", limit_range, setting("spec", "limits", 0, "max", "pods", value="1"),
+     "spec.limits[0].max[pods]", 'Invalid value: "pods": must be a standard resource for containers'),
+    ("limitrange-pod-default", limit_range, pod_limits, "spec.limits[0].default",
+     "Forbidden: may not be specified when `type` is 'Pod'"),
+    ("quota-resource-name", quota, setting("spec", "hard", "gpu", value="1"), "spec.hard[gpu]",
+     'Invalid value: "gpu": must be a standard resource type or fully qualified'),
+    ("quota-storage", quota, setting("spec", "hard", "storage", value="1Gi"), "spec.hard[storage]",
+     'Invalid value: "storage": must be a standard resource for quota'),
+    ("quota-negative", quota, setting("spec", "hard", "pods", value="-1"), "spec.hard[pods]",
+     'Invalid value: "-1": must be greater than or equal to 0'),
+    ("quota-unknown-scope", quota, setting("spec", "scopes", value=["Weekend"]), "spec.scopes",
+     'Invalid value: []core.ResourceQuotaScope{"Weekend"}: unsupported scope'),
+    ("quota-scope-for-resource", quota, setting("spec", "scopes", value=["BestEffort"]), "spec.scopes",
+     'Invalid value: []core.ResourceQuotaScope{"BestEffort"}: unsupported scope applied to resource'),
+    ("quota-conflicting-scopes", quota, setting("spec", "scopes", value=["Terminating", "NotTerminating"]),
+     "spec.scopes", 'Invalid value: []core.ResourceQuotaScope{"Terminating", "NotTerminating"}: conflicting scopes'),
+    ("quota-selector-values", quota,
+     setting("spec", "scopeSelector", value={"matchExpressions": [{"scopeName": "PriorityClass", "operator": "In"}]}),
+     "spec.scopeSelector.matchExpressions.values",
+     "Required value: must be at least one value when `operator` is 'In' or 'NotIn' for scope selector"),
+    ("quota-selector-exists-only", quota,
+     setting("spec", "scopeSelector", value={"matchExpressions": [
+         {"scopeName": "NotTerminating", "operator": "In", "values": ["x"]}]}),
+     "spec.scopeSelector.matchExpressions.operator",
+     "Invalid value: \"In\": must be 'Exist' when scope is any of ResourceQuotaScopeTerminating, "
+     "ResourceQuotaScopeNotTerminating, ResourceQuotaScopeBestEffort, ResourceQuotaScopeNotBestEffort or "
+     "ResourceQuotaScopeCrossNamespacePodAffinity"),
 ]
 
 
@@ -399,6 +591,35 @@ def test_causes_are_one_per_field_in_kube_order() -> None:
     ]
 
 
+def test_a_service_account_is_checked_by_its_metadata_only() -> None:
+    """kube's ValidateServiceAccount checks only the metadata (the API server's name check); its
+    secrets and image pull secrets are free references."""
+    validator = for_kind("", "ServiceAccount")
+    assert validator is not None
+    account = core("ServiceAccount", secrets=[{"name": "token"}], imagePullSecrets=[{"name": "registry"}])
+    assert validator(account, None) == []
+    assert validator(account, core("ServiceAccount")) == []
+
+
+def test_limit_range_bounds_are_all_reported() -> None:
+    """A LimitRange whose bounds contradict each other gets one cause per broken comparison."""
+    broken = limit_range()
+    broken["spec"]["limits"][0]["min"]["cpu"] = "3"
+    broken["spec"]["limits"][0]["defaultRequest"]["cpu"] = "2500m"
+    validator = for_kind("", "LimitRange")
+    assert validator is not None
+    causes = [(e.field.removeprefix("spec.limits[0]."), e.message) for e in validator(broken, None)]
+    assert causes == [
+        ("min[cpu]", 'Invalid value: "3": min value 3 is greater than max value 2'),
+        ("defaultRequest[cpu]", 'Invalid value: "2500m": min value 3 is greater than default request value 2500m'),
+        ("defaultRequest[cpu]", 'Invalid value: "2500m": default request value 2500m is greater than max value 2'),
+        ("defaultRequest[cpu]",
+         'Invalid value: "2500m": default request value 2500m is greater than default limit value 1'),
+        ("default[cpu]", 'Invalid value: "3": min value 3 is greater than default value 1'),
+        ("maxLimitRequestRatio[cpu]", 'Invalid value: "4": ratio 4 is greater than max/min = 0.666667'),
+    ]
+
+
 async def _created(hub: Client, obj: Obj) -> Obj:
     code, body = await post(hub, PLURALS[obj["kind"]], obj)
     assert code == 201, body
@@ -444,6 +665,10 @@ UPDATES: list[tuple[str, Callable[[], Obj], Callable[[Obj], None], str, str]] = 
      "parameters", "Forbidden: updates to parameters are forbidden."),
     ("storageclass-binding-mode", storage_class, setting("volumeBindingMode", value="WaitForFirstConsumer"),
      "volumeBindingMode", 'Invalid value: "WaitForFirstConsumer": field is immutable'),
+    ("ingressclass-controller", ingress_class, setting("spec", "controller", value="example.com/other"),
+     "spec.controller", 'Invalid value: "example.com/other": field is immutable'),
+    ("quota-scopes", quota, setting("spec", "scopes", value=["NotTerminating"]),
+     "spec.scopes", 'Invalid value: []core.ResourceQuotaScope{"NotTerminating"}: field is immutable'),
 ]
 
 

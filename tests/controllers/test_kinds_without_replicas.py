@@ -1,6 +1,6 @@
 """A kind without replicas under a Divided policy goes whole to every cluster, one that joins later
 included; a workload scaled to zero under the same policy keeps one cluster (the detector tells
-them apart by the interpreter)."""
+them apart by the interpreter). A Duplicated workload reaches a cluster that joins later too."""
 
 from __future__ import annotations
 
@@ -66,3 +66,30 @@ async def test_a_config_map_under_a_divided_policy_reaches_every_cluster(objects
         still = await _scheduled(objects, "idle-deployment")
         assert still is not None and still["spec"]["clusters"] == idle["spec"]["clusters"]
 
+
+
+async def test_a_duplicated_workload_reaches_a_cluster_that_joins_with_all_its_replicas(objects: ObjectStore) -> None:
+    await put_cluster(objects, "onprem", node_shape(2, gpus=8))
+    policy_rt = objects.registry.require("policy.gpufed.io/v1alpha1", "PropagationPolicy")
+    duplicated = {"replicaScheduling": {"replicaSchedulingType": "Duplicated"}}
+    await objects.create(policy_rt, propagation_policy("serving", placement=duplicated))
+    async with ControllerManager(objects, settings=FAST):
+        await objects.create(objects.registry.require("apps/v1", "Deployment"), deployment("serve", replicas=2))
+        binding = await eventually(lambda: _scheduled(objects, "serve-deployment"), what="the Deployment scheduled")
+        assert binding["spec"]["clusters"] == [{"name": "onprem", "replicas": 2}]
+
+        # A GPU cluster that joins later runs the full replicas too (Karmada reschedules Duplicated work);
+        # the cluster it ran in keeps its replicas.
+        await put_cluster(objects, "late", node_shape(1, gpus=8))
+
+        async def in_both() -> dict[str, int] | None:
+            found = await _scheduled(objects, "serve-deployment")
+            placed = {c["name"]: c["replicas"] for c in found["spec"]["clusters"]} if found else {}
+            return placed if placed == {"onprem": 2, "late": 2} else None
+
+        await eventually(in_both, what="the Duplicated Deployment scheduled to the cluster that joined")
+
+        async def works_in_both() -> bool:
+            return await _work_clusters(objects, "serve-deployment") == {"onprem", "late"}
+
+        await eventually(works_in_both, what="a Work of the Deployment in the cluster that joined")

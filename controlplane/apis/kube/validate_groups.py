@@ -1,8 +1,7 @@
 """kube's validation of PodDisruptionBudget (``pkg/apis/policy/validation``), PriorityClass
 (``pkg/apis/scheduling/validation``), StorageClass (``pkg/apis/storage/validation``: not its
 parameters' sizes or allowed topologies) and HorizontalPodAutoscaler
-(``pkg/apis/autoscaling/validation``: its replica bounds and target reference; the metric and
-behavior rules are not checked here).
+(``pkg/apis/autoscaling/validation``: its replica bounds, target reference, metrics and behavior).
 """
 
 from __future__ import annotations
@@ -12,8 +11,9 @@ from typing import Any
 from controlplane.apis.kube import field
 from controlplane.apis.kube.field import FieldError
 from controlplane.apis.kube.label_selectors import selector_errors
-from controlplane.apis.kube.names import qualified_name_errors
+from controlplane.apis.kube.names import dns_label_errors, qualified_name_errors
 from controlplane.apis.kube.validate_apps import positive_int_or_percent_errors
+from controlplane.apis.kube.validate_resources import parse, shown
 
 Obj = dict[str, Any]
 
@@ -106,6 +106,157 @@ def validate_horizontal_pod_autoscaler(obj: Obj, old: Obj | None) -> list[FieldE
             errors.append(field.required(path))
         else:
             errors += [field.invalid(path, value, msg) for msg in _path_segment_errors(value)]
+    errors += _metrics_errors(field.items(spec.get("metrics")), min_replicas)
+    behavior = spec.get("behavior")
+    if behavior is not None:
+        for key in ("scaleUp", "scaleDown"):
+            rules = field.mapping(behavior).get(key) if isinstance(behavior, dict) else None
+            if rules is not None:
+                errors += _scaling_rules_errors(field.mapping(rules), f"spec.behavior.{key}")
+    return errors
+
+
+_METRIC_SOURCES = {
+    "Object": "object", "Pods": "pods", "Resource": "resource", "External": "external",
+    "ContainerResource": "containerResource",
+}
+_TARGET_TYPES = ("Utilization", "Value", "AverageValue")
+_SELECT_POLICIES = ("Max", "Min", "Disabled")
+_POLICY_TYPES = ("Pods", "Percent")
+MAX_STABILIZATION_WINDOW_SECONDS = 3600
+MAX_PERIOD_SECONDS = 1800
+
+
+def _metrics_errors(metrics: list[Any], min_replicas: Any) -> list[FieldError]:
+    """``validateMetrics``: each metric's source, and an Object or External one to scale to zero."""
+    errors: list[FieldError] = []
+    for path, metric in field.indexed(metrics, "spec.metrics"):
+        errors += _metric_errors(metric, path)
+    if min_replicas == 0 and not any(field.mapping(m).get("type") in ("Object", "External") for m in metrics):
+        errors.append(field.forbidden(
+            "spec.metrics", "must specify at least one Object or External metric to support scaling to zero replicas"
+        ))
+    return errors
+
+
+def _metric_errors(metric: Obj, path: str) -> list[FieldError]:
+    """``validateMetricSpec``: a known type, and the source of that type only."""
+    kind = str(metric.get("type") or "")
+    errors: list[FieldError] = []
+    if not kind:
+        errors.append(field.required(f"{path}.type", "must specify a metric source type"))
+    if kind not in _METRIC_SOURCES:
+        errors.append(field.not_supported(f"{path}.type", kind, _METRIC_SOURCES))
+    present = [key for key in _METRIC_SOURCES.values() if metric.get(key) is not None]
+    if present:
+        errors += _source_errors(present[0], field.mapping(metric.get(present[0])), f"{path}.{present[0]}")
+    expected = _METRIC_SOURCES.get(kind, "")
+    if expected not in present:
+        errors.append(field.required(
+            f"{path}.{expected}", f"must populate information for the given metric source ({expected})"
+        ))
+    if len(present) != 1:
+        errors += [
+            field.forbidden(f"{path}.{key}", "must populate the given metric source only")
+            for key in present if key != expected
+        ]
+    return errors
+
+
+def _source_errors(key: str, source: Obj, path: str) -> list[FieldError]:
+    """``validate{Object,Pods,Resource,External,ContainerResource}Source``."""
+    errors: list[FieldError] = []
+    target = field.mapping(source.get("target"))
+    if key in ("resource", "containerResource"):
+        if not source.get("name"):
+            errors.append(field.required(f"{path}.name", "must specify a resource name"))
+        if key == "containerResource":
+            container = str(source.get("container") or "")
+            if not container:
+                errors.append(field.required(f"{path}.container", "must specify a container"))
+            errors += [field.invalid(f"{path}.container", container, m) for m in dns_label_errors(container)] \
+                if container else []
+        return errors + _target_errors(target, f"{path}.target")
+    if key == "object":
+        described = field.mapping(source.get("describedObject"))
+        for part in ("kind", "name"):
+            value = str(described.get(part) or "")
+            part_path = f"{path}.describedObject.{part}"
+            errors += [field.required(part_path)] if not value else [
+                field.invalid(part_path, value, m) for m in _path_segment_errors(value)
+            ]
+    metric = field.mapping(source.get("metric"))
+    name = str(metric.get("name") or "")
+    if not name:
+        errors.append(field.required(f"{path}.metric.name", "must specify a metric name"))
+    else:
+        errors += [field.invalid(f"{path}.metric.name", name, m) for m in _path_segment_errors(name)]
+    if metric.get("selector") is not None:
+        errors += selector_errors(metric.get("selector"), f"{path}.metric.selector")
+    errors += _target_errors(target, f"{path}.target")
+    wanted, average = target.get("value"), target.get("averageValue")
+    if key == "pods" and average is None:
+        errors.append(field.required(f"{path}.target.averageValue", "must specify a positive target averageValue"))
+    elif key == "object" and wanted is None and average is None:
+        errors.append(field.required(f"{path}.target.averageValue", "must set either a target value or averageValue"))
+    elif key == "external" and wanted is None and average is None:
+        errors.append(field.required(
+            f"{path}.target.averageValue", "must set either a target value for metric or a per-pod target"
+        ))
+    elif key == "external" and wanted is not None and average is not None:
+        errors.append(field.forbidden(
+            f"{path}.target.value", "may not set both a target value for metric and a per-pod target"
+        ))
+    return errors
+
+
+def _target_errors(target: Obj, path: str) -> list[FieldError]:
+    """``validateMetricTarget``: a type, and positive values."""
+    kind = target.get("type")
+    if not kind:
+        return [field.required(f"{path}.type", "must specify a metric target type")]
+    errors: list[FieldError] = []
+    if kind not in _TARGET_TYPES:
+        errors.append(field.invalid(f"{path}.type", kind, "must be either Utilization, Value, or AverageValue"))
+    for key in ("value", "averageValue"):
+        raw = target.get(key)
+        quantity = parse(raw) if raw is not None else None
+        if quantity is not None and quantity <= 0:
+            errors.append(field.invalid(f"{path}.{key}", shown(raw, quantity), "must be positive"))
+    utilization = target.get("averageUtilization")
+    if isinstance(utilization, int) and utilization < 1:
+        errors.append(field.invalid(f"{path}.averageUtilization", utilization, "must be greater than 0"))
+    return errors
+
+
+def _scaling_rules_errors(rules: Obj, path: str) -> list[FieldError]:
+    """``validateScalingRules``: the stabilization window, select policy and each policy."""
+    errors: list[FieldError] = []
+    window = rules.get("stabilizationWindowSeconds")
+    if isinstance(window, int) and window < 0:
+        errors.append(field.invalid(f"{path}.stabilizationWindowSeconds", window, "must be greater than or equal to zero"))
+    if isinstance(window, int) and window > MAX_STABILIZATION_WINDOW_SECONDS:
+        errors.append(field.invalid(
+            f"{path}.stabilizationWindowSeconds", window, f"must be less than or equal to {MAX_STABILIZATION_WINDOW_SECONDS}"
+        ))
+    select = rules.get("selectPolicy")
+    if select is not None and select not in _SELECT_POLICIES:
+        errors.append(field.not_supported(f"{path}.selectPolicy", select, _SELECT_POLICIES))
+    policies = field.items(rules.get("policies"))
+    if not policies:
+        errors.append(field.required(f"{path}.policies", "must specify at least one Policy"))
+    for policy_path, policy in field.indexed(policies, f"{path}.policies"):
+        if policy.get("type") not in _POLICY_TYPES:
+            errors.append(field.not_supported(f"{policy_path}.type", policy.get("type") or "", _POLICY_TYPES))
+        value, period = policy.get("value", 0), policy.get("periodSeconds", 0)
+        if isinstance(value, int) and value <= 0:
+            errors.append(field.invalid(f"{policy_path}.value", value, "must be greater than zero"))
+        if isinstance(period, int) and period <= 0:
+            errors.append(field.invalid(f"{policy_path}.periodSeconds", period, "must be greater than zero"))
+        if isinstance(period, int) and period > MAX_PERIOD_SECONDS:
+            errors.append(field.invalid(
+                f"{policy_path}.periodSeconds", period, f"must be less than or equal to {MAX_PERIOD_SECONDS}"
+            ))
     return errors
 
 

@@ -192,3 +192,14 @@ def requirements_errors(resources: Any, path: str) -> list[FieldError]:
     if has_hugepages and not has_compute:
         errors.append(field.forbidden(path, "HugePages require cpu or memory"))
     return errors
+
+
+def resource_name_errors(name: str, path: str, *, container: bool) -> list[FieldError]:
+    """``validateContainerResourceName`` (``container``) or ``validateResourceName``: a qualified
+    name, and a standard resource when it has no domain."""
+    if container:
+        return _container_resource_name_errors(name, path)
+    messages = qualified_name_errors(name)
+    if not messages and "/" not in name and name not in _STANDARD and not is_hugepages(name):
+        messages = ["must be a standard resource type or fully qualified"]
+    return [field.invalid(path, name, message) for message in messages]

@@ -4,7 +4,9 @@ A validator gets the object to be stored and, on update, the stored one, and ret
 kube's field errors (none: valid). Metadata (names, labels, annotations) is checked by
 the API server for every kind and is not repeated here. The rules themselves live by
 API group: :mod:`.validate_core` (with :mod:`.validate_pod` for pod specs and templates),
-:mod:`.validate_apps`, :mod:`.validate_batch` and :mod:`.validate_groups`.
+:mod:`.validate_apps`, :mod:`.validate_batch`, :mod:`.validate_groups`, :mod:`.validate_networking`
+(Ingress, IngressClass, NetworkPolicy) and :mod:`.validate_admin` (LimitRange, ResourceQuota,
+ServiceAccount).
 """
 
 from __future__ import annotations
@@ -12,7 +14,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from controlplane.apis.kube import validate_apps, validate_batch, validate_core, validate_groups
+from controlplane.apis.kube import (
+    validate_admin,
+    validate_apps,
+    validate_batch,
+    validate_core,
+    validate_groups,
+    validate_networking,
+)
 from controlplane.apis.kube.field import FieldError
 
 #: (new object, stored object on update or None) → field errors.
@@ -24,6 +33,9 @@ _VALIDATORS: dict[tuple[str, str], Validator] = {
     ("", "ConfigMap"): validate_core.validate_config_map,
     ("", "Secret"): validate_core.validate_secret,
     ("", "PersistentVolumeClaim"): validate_core.validate_persistent_volume_claim,
+    ("", "LimitRange"): validate_admin.validate_limit_range,
+    ("", "ResourceQuota"): validate_admin.validate_resource_quota,
+    ("", "ServiceAccount"): validate_admin.validate_service_account,
     ("apps", "Deployment"): validate_apps.validate_deployment,
     ("apps", "ReplicaSet"): validate_apps.validate_replica_set,
     ("apps", "StatefulSet"): validate_apps.validate_stateful_set,
@@ -34,6 +46,9 @@ _VALIDATORS: dict[tuple[str, str], Validator] = {
     ("scheduling.k8s.io", "PriorityClass"): validate_groups.validate_priority_class,
     ("storage.k8s.io", "StorageClass"): validate_groups.validate_storage_class,
     ("autoscaling", "HorizontalPodAutoscaler"): validate_groups.validate_horizontal_pod_autoscaler,
+    ("networking.k8s.io", "Ingress"): validate_networking.validate_ingress,
+    ("networking.k8s.io", "IngressClass"): validate_networking.validate_ingress_class,
+    ("networking.k8s.io", "NetworkPolicy"): validate_networking.validate_network_policy,
 }
 
 

@@ -15,8 +15,9 @@ not move for nothing:
 * it is not fully placed (``Scheduled`` is not True): retried on every capacity report of
   any cluster, and every 30 s in any case;
 * a cluster it runs in is gone, or no longer admitted by the placement's affinity term;
-* for a kind without replicas (it goes to every feasible cluster): a cluster it does not run in
-  joined or changed (labels, taints, readiness), as Karmada schedules such objects every time;
+* for a kind without replicas or a Duplicated workload (it goes to every feasible cluster): a
+  cluster it does not run in joined or changed (labels, taints, readiness), as Karmada schedules
+  such objects every time and reschedules a Duplicated workload when the fleet changes;
 * a member reported replicas it cannot place, and a report confirms there is no room for them
   or they waited longer than the grace period (:mod:`~controlplane.scheduler.controller.moves`).
   Those replicas are moved — the cluster keeps the rest and takes no new ones in that
@@ -96,12 +97,14 @@ from controlplane.scheduler.core.rescheduling import (
 )
 from controlplane.scheduler.core.returning import room_grew
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
+from policies.models import DivisionStrategy
 
 log = logging.getLogger(__name__)
 
 UNPLACED_RETRY_SECONDS = 30.0
-#: Why a kind without replicas is scheduled again: a cluster it does not run in joined or changed.
-FLEET_CHANGED = "a cluster joined or changed (a kind without replicas goes to every feasible cluster)"
+#: Why a binding that goes to every feasible cluster (a kind without replicas, a Duplicated workload) is
+#: scheduled again: a cluster it does not run in joined or changed.
+FLEET_CHANGED = "a cluster joined or changed (the binding goes to every feasible cluster)"
 MAINTENANCE_SECONDS = 15.0
 FRESH_PLACEMENT = "a fresh placement was requested (WorkloadRebalancer)"
 
@@ -137,7 +140,7 @@ class SchedulerController:
         self._rebuilt = False
         # Bindings whose explanation judged a cluster whose labels, taints or readiness changed since.
         self._stale_explanations: set[BindingKey] = set()
-        #: Bindings of kinds without replicas that a cluster they do not run in may now admit.
+        #: Bindings going to every feasible cluster that a cluster they do not run in may now admit.
         self._fleet_changed: set[BindingKey] = set()
         ctx.bindings.add_handler(self._on_binding)
         ctx.clusters.add_handler(self._on_cluster)
@@ -234,7 +237,7 @@ class SchedulerController:
             await self._requeue(key)
 
     async def _requeue_everywhere_kinds(self, cluster: str) -> None:
-        """Bindings of kinds without replicas, placed but not in ``cluster``: it may admit them now."""
+        """Bindings that go to every feasible cluster, placed but not in ``cluster``: it may admit them now."""
         for binding in self.ctx.bindings.items():
             if goes_everywhere_but(binding, cluster):
                 key = binding_key(binding)
@@ -357,7 +360,7 @@ class SchedulerController:
             why = placement_broken(request, all_snapshots)
         if key in self._fleet_changed:
             self._fleet_changed.discard(key)
-            if why is None and not request.has_replicas:
+            if why is None and (not request.has_replicas or request.strategy is DivisionStrategy.DUPLICATED):
                 why = FLEET_CHANGED
         if not moves:
             self.moves.blocked.discard(key)
@@ -425,8 +428,8 @@ class SchedulerController:
         # Every cluster due for eviction that the decision leaves gets an eviction task.
         evicted = {name: cause for name, cause in check.due.items() if name in previous and name not in result.clusters}
         waiting = {} if moved else moves
-        if why == FLEET_CHANGED and set(result.clusters) == set(previous):
-            why = None  # the fleet changed, but not for this binding
+        if why == FLEET_CHANGED and not set(result.clusters) > set(previous):
+            why = None  # the fleet changed, but adds no cluster to this binding (nor takes one away)
         if why is None and not moved and not evicted:
             if waiting:  # members report unplaceable pods, but nothing else can take them yet
                 await write_waiting(ctx, binding, waiting)

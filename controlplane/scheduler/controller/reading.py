@@ -80,12 +80,25 @@ def workload_of(ctx: ControllerContext, binding: Mapping[str, Any]) -> dict[str,
 
 
 def goes_everywhere_but(binding: Mapping[str, Any], cluster: str) -> bool:
-    """Whether ``binding`` is of a kind without replicas (no ``replicaRequirements``: it goes to
-    every feasible cluster), placed, of its own placement (not propagateDeps'), and not in ``cluster``."""
+    """Whether ``binding`` goes to every feasible cluster — a kind without replicas (no
+    ``replicaRequirements``) or a workload whose placement is Duplicated (every feasible cluster runs
+    all its replicas) —, is placed, of its own placement (not propagateDeps'), and not in ``cluster``."""
     spec = binding.get("spec") or {}
-    if spec.get("replicaRequirements") is not None or spec.get("replicas") or spec.get("requiredBy"):
+    if spec.get("requiredBy"):
+        return False
+    has_replicas = spec.get("replicaRequirements") is not None or bool(spec.get("replicas"))
+    if has_replicas and not duplicated(spec.get("placement")):
         return False
     placed = spec.get("clusters")
     return isinstance(placed, list) and all(
         not isinstance(target, Mapping) or target.get("name") != cluster for target in placed
     )
+
+
+def duplicated(placement: Any) -> bool:
+    """Whether a binding's ``spec.placement`` is Duplicated: no ``replicaScheduling`` (Karmada's
+    default) or ``replicaSchedulingType: Duplicated``."""
+    scheduling = placement.get("replicaScheduling") if isinstance(placement, Mapping) else None
+    if not isinstance(scheduling, Mapping):
+        return True
+    return scheduling.get("replicaSchedulingType") == "Duplicated"
