@@ -446,7 +446,7 @@ class SchedulerController:
             self.moves.acted(key, moved)
             placed = ", ".join(f"{c['name']}:{c['replicas']}" for c in result.target_clusters()) or "no cluster"
             await self.reclaims.acted(key, binding, moved, placed=placed, non_spot=non_spot)
-        if self.returns.eligible(binding, request):
+        if self.returns.eligible(binding, request) and self.returns.has_burst(request, result, snapshots):
             self.returns.candidates.add(key)  # looked at again when room appears in a cheaper cluster
         if evicted:
             for cluster in evicted:

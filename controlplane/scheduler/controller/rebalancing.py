@@ -48,6 +48,7 @@ from controlplane.scheduler.controller.writing import write_decision
 from controlplane.scheduler.core.cache import SchedulerCache
 from controlplane.scheduler.core.deciding import schedule
 from controlplane.scheduler.core.framework import BindingRequest
+from controlplane.scheduler.core.outcome import ScheduleResult
 from controlplane.scheduler.core.plugins.scores import price_for
 from controlplane.scheduler.core.returning import (
     ANNOTATION_MOVES,
@@ -129,6 +130,14 @@ class TierReturns:
             and not request.gang
             and (str(resource.get("apiVersion")), str(resource.get("kind"))) in MOVABLE_KINDS
         )
+
+    def has_burst(
+        self, request: BindingRequest, result: ScheduleResult, snapshots: Mapping[str, ClusterSnapshot]
+    ) -> bool:
+        """Whether the decision runs replicas outside the cheapest cluster the policy ranks (a
+        placement that runs nothing, such as a request that never fits, has none to bring back)."""
+        placed = {str(c["name"]): int(c["replicas"]) for c in result.target_clusters()}
+        return returnable(placed, self._order(request, snapshots)) > 0
 
     async def step(
         self, binding: dict[str, Any], request: BindingRequest, snapshots: Mapping[str, ClusterSnapshot]
