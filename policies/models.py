@@ -228,6 +228,10 @@ class TieredOverflow(SpecModel):
     order: Literal["TierThenPrice"] | None = None
     """How clusters are ordered: TierThenPrice (the only value, and the default) fills lower tiers first and,
     within a tier, the cheaper clusters per GPU-hour first."""
+    scarcity_aware: bool | None = None
+    """Among clusters tied on tier and price, whether a replica that accepts several GPU models avoids
+    the capacity recent replicas accepting only some models need (default true). Ties are otherwise
+    broken by the expected growth of GPU fragmentation, then by the most free GPUs."""
 
     @field_validator("tiers")
     @classmethod

@@ -70,6 +70,7 @@ from controlplane.scheduler.core.outcome import (
 from controlplane.scheduler.core.plugins import DEFAULT_PROFILE
 from controlplane.scheduler.core.reservations import Demand, Reservations
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
+from controlplane.scheduler.core.tiebreak import observe
 from controlplane.scheduler.core.verdict_walk import VerdictWalk
 from policies.affinity import select_by_spread_constraints
 from policies.models import ClusterAffinityTerm, DivisionStrategy, Placement
@@ -92,6 +93,7 @@ def schedule(
     """
     if cache is None:
         cache = SchedulerCache()
+    observe(binding, cache)
     ordered = sorted(clusters, key=_NAME)
     placement = binding.placement
     terms = _affinity_terms(placement, cache)
@@ -101,7 +103,9 @@ def schedule(
         start = next((i for i, t in enumerate(terms) if t.affinity_name == binding.previous_affinity_name), 0)
     best: ScheduleResult | None = None
     for term in terms[start:]:
-        state = CycleState(request=binding, term=term, reservations=reservations, now=now, cache=cache)
+        state = CycleState(
+            request=binding, term=term, reservations=reservations, now=now, cache=cache, fleet_clusters=ordered
+        )
         result = _schedule_term(state, ordered, profile, affinity_name=term.affinity_name if named else None)
         if result.condition.status:
             return result
