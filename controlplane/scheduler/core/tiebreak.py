@@ -171,7 +171,7 @@ def _explain(state: CycleState, ranked: Sequence[TieCost]) -> None:
     reasons = state.tie_reasons
     for index, cost in enumerate(ranked):
         figures = (
-            f"fragmentation +{cost.fragmentation:.2f} GPUs, scarcity {cost.scarcity:.2f} GPUs, "
+            f"fragmentation {cost.fragmentation:+.2f} GPUs, scarcity {cost.scarcity:.2f} GPUs, "
             f"{cost.free:g} free GPUs" if cost.fits else "no node hosts it as reported"
         )
         place = "first" if index == 0 else f"#{index + 1}"
