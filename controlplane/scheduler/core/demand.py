@@ -30,7 +30,7 @@ from controlplane.apis.fragmentation import GPU_MILLI, DemandMix, TaskShape
 #: Arrivals the window holds.
 WINDOW: Final = 4096
 #: Fewest new arrivals before the mix is worked out again.
-MIN_REFRESH: Final = 64
+MIN_REFRESH: Final = 1
 
 _VERSIONS: Iterator[int] = itertools.count(1)
 """Source of mix versions for every history: answers memoised per version (on node shapes, which

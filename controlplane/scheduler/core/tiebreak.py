@@ -12,7 +12,8 @@ price; what that order leaves open is decided here, never by the cluster's name 
    * *scarcity* (unless ``tieredOverflow.scarcityAware: false``): the GPUs of recent demand that
      accepts only this cluster's GPU models the replica would take, weighed by that demand
      against the fleet's free GPUs of those models;
-3. the most free GPUs the replica accepts;
+3. the fewest free GPUs the replica accepts (it packs: the clusters with more stay whole for
+   larger replicas, as best-fit does among nodes);
 4. only when everything else is equal, the name (the order must be total).
 
 A tie of many clusters compares its first :data:`TIE_LIMIT` by name (the others come after
@@ -88,7 +89,7 @@ class TieCost:
     @property
     def key(self) -> tuple[bool, float, float, str]:
         cost = round((self.fragmentation + self.scarcity) / EPSILON) * EPSILON
-        return (not self.fits, cost, -self.free, self.name)
+        return (not self.fits, cost, self.free, self.name)
 
 
 def _free(cluster: ClusterSnapshot, cache: SchedulerCache) -> dict[str, float]:
@@ -165,7 +166,7 @@ def _explain(state: CycleState, ranked: Sequence[TieCost]) -> None:
         more_fragmentation = runner.fragmentation - best.fragmentation
         why = "scarcity" if runner.scarcity - best.scarcity > more_fragmentation else "fragmentation"
     elif best.free != runner.free:
-        why = "most free GPUs"
+        why = "fewest free GPUs"
     else:
         why = "name (equal in fragmentation, scarcity and free GPUs)"
     reasons = state.tie_reasons
