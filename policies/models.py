@@ -198,8 +198,8 @@ class Tier(SpecModel):
 class TieredOverflow(SpecModel):
     """gpufed extension: how ``replicaDivisionPreference: TieredOverflow`` orders clusters.
 
-    Replicas fill clusters in order of (tier, price per GPU-hour, name), each up to the
-    replicas it can hold; the remainder spills to the next. On scale-down the most expensive
+    Replicas fill clusters in order of (tier, price per GPU-hour), each up to the replicas it
+    can hold (clusters of equal tier and price by fragmentation and scarcity, docs/policies.md); the remainder spills to the next. On scale-down the most expensive
     replicas go first; the others stay where they are. By default a cluster's tier is its
     ``spec.tier`` (0 for ``provider: onprem``, 1 otherwise) and its price comes from
     ``spec.pricing``, so "fill on-prem first, overflow to cloud, shrink the most expensive

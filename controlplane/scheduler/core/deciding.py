@@ -19,8 +19,10 @@ constraints and then the division the placement asks for (``policies.division``)
 * **Alternative GPU shapes** — per cluster the first shape that fits (the workload's own
   request first); clusters that got an alternative appear in ``ScheduleResult.shapes``.
 
-The result records, per cluster, why it was chosen or not. Pure and deterministic:
-clusters are taken in name order, ties break by name.
+The result records, per cluster, why it was chosen or not. Pure and deterministic given the
+scheduler cache's recent demand: clusters are taken in name order; ties of tier and price of
+tiered overflow and gangs are broken by fragmentation and scarcity
+(:mod:`~controlplane.scheduler.core.tiebreak`), other ties by name.
 
 **Only the verdicts a decision needs.** Tiered overflow, and a gang with nothing to break a
 tie of tier and price, judge GPU feasibility cluster by cluster in (tier, price, name) order

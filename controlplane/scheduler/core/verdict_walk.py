@@ -7,7 +7,11 @@ from below, so that order is known before the verdicts (:func:`_bound_order`, re
 fleet); :class:`VerdictWalk` judges clusters in it and stops where the replicas run out.
 The other clusters' verdicts only feed the explanation: they are worked out when it is
 first read, against the reservations as they stood at the decision
-(``Reservations.checkpoint``), so it says exactly what an eager decision would have. No I/O.
+(``Reservations.checkpoint``), so it says exactly what an eager decision would have.
+
+Clusters that tie on (tier, price) are all judged (their first ``TIE_LIMIT`` names) before the
+first of them is filled, and are filled in :mod:`~controlplane.scheduler.core.tiebreak` order
+rather than by name, as the eager division does. No I/O.
 """
 
 from __future__ import annotations
@@ -277,8 +281,8 @@ class VerdictWalk:
         return best
 
     def _gang(self, order: Sequence[tuple[Bound, int]], *, affinity_name: str | None) -> ScheduleResult | None:
-        """The gang's cluster: the first feasible one in (tier, price, name) order. Every feasible
-        cluster holds the whole gang and none runs it, so the default scores tie: the name decides."""
+        """The gang's cluster: the first feasible one in (tier, price) order. Every feasible cluster
+        holds the whole gang and none runs it, so the default scores tie: ``tiebreak`` decides."""
         state = self.state
         request = state.request
         heap: list[Row] = []
