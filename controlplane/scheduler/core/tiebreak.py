@@ -125,7 +125,7 @@ def _fit(cluster: ClusterSnapshot, task: TaskShape, cache: SchedulerCache) -> tu
 
 def costs(state: CycleState, tied: Sequence[ClusterSnapshot]) -> list[TieCost]:
     """Each tied cluster's cost for this cycle's replica, best first (see the module)."""
-    fleet = state.fleet_clusters or tied
+    fleet = state.fleet_clusters
     cache = state.cache
     task = task_for(state.request, cache)
     if task is None:
@@ -135,7 +135,9 @@ def costs(state: CycleState, tied: Sequence[ClusterSnapshot]) -> list[TieCost]:
     constrained = cache.demand.constrained() if scarcity_aware(state) and task.num_gpu else {}
     fleet_models: dict[str, float] = {}
     if constrained:
-        serials = fleet_key(fleet)
+        if not fleet:
+            fleet = tied
+        serials = state.fleet(fleet) if fleet is state.fleet_clusters else fleet_key(fleet)
         found = cache.fleet_free.get(serials)
         if found is None:
             found = cache.fleet_free.remember(serials, summed(_free(c, cache) for c in fleet))
