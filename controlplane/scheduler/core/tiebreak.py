@@ -11,7 +11,8 @@ price; what that order leaves open is decided here, never by the cluster's name 
      :mod:`~controlplane.scheduler.core.clusterfit`), in GPUs;
    * *scarcity* (unless ``tieredOverflow.scarcityAware: false``): the GPUs of recent demand that
      accepts only this cluster's GPU models the replica would take, weighed by that demand
-     against the fleet's free GPUs of those models;
+     against the fleet's free GPUs of those models; only when the tied clusters differ in the
+     GPU models they have free (otherwise constrained demand can go to any of them alike);
 3. the fewest free GPUs the replica accepts (it packs: the clusters with more stay whole for
    larger replicas, as best-fit does among nodes);
 4. only when everything else is equal, the name (the order must be total).
@@ -133,6 +134,8 @@ def costs(state: CycleState, tied: Sequence[ClusterSnapshot]) -> list[TieCost]:
         out.sort(key=lambda cost: cost.key)
         return out
     constrained = cache.demand.constrained() if scarcity_aware(state) and task.num_gpu else {}
+    if constrained and len({frozenset(m for m, f in _free(c, cache).items() if f > 0) for c in tied}) < 2:
+        constrained = {}  # every tied cluster offers the same models: none deprives constrained demand
     fleet_models: dict[str, float] = {}
     if constrained:
         if not fleet:
