@@ -334,10 +334,12 @@ class TierCandidate:
     available: int
     tier: int = 0
     price: float = 0.0
+    rank: int = 0
+    """Order among clusters of equal tier and price (lower first; the scheduler's tie-break), then name."""
 
     @property
-    def order_key(self) -> tuple[int, float, str]:
-        return (self.tier, self.price, self.name)
+    def order_key(self) -> tuple[int, float, int, str]:
+        return (self.tier, self.price, self.rank, self.name)
 
 
 def tier_of(cluster: ClusterView, tiered: TieredOverflow | None) -> int | None:

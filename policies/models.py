@@ -236,8 +236,9 @@ class TierRebalance(SpecModel):
 class TieredOverflow(SpecModel):
     """gpufed extension: how ``replicaDivisionPreference: TieredOverflow`` orders clusters.
 
-    Replicas fill clusters in order of (tier, price per GPU-hour, name), each up to the
-    replicas it can hold; the remainder spills to the next. On scale-down the most expensive
+    Replicas fill clusters in order of (tier, price per GPU-hour), each up to the replicas it
+    can hold (clusters of equal tier and price by fragmentation and scarcity, docs/policies.md);
+    the remainder spills to the next. On scale-down the most expensive
     replicas go first; the others stay where they are. By default a cluster's tier is its
     ``spec.tier`` (0 for ``provider: onprem``, 1 otherwise) and its price comes from
     ``spec.pricing``, so "fill on-prem first, overflow to cloud, shrink the most expensive
@@ -269,6 +270,10 @@ class TieredOverflow(SpecModel):
     rebalance: TierRebalance | None = None
     """When replicas move back to cheaper tiers that have room again (see TierRebalance). Absent: the
     defaults (on, $1/h minimum saving, 300 s between moves, 25% surge)."""
+    scarcity_aware: bool | None = None
+    """Among clusters tied on tier and price, whether a replica that accepts several GPU models avoids
+    the capacity recent replicas accepting only some models need (default true). Ties are otherwise
+    broken by the expected growth of GPU fragmentation, then by the fewest free GPUs."""
 
     @field_validator("tiers")
     @classmethod

@@ -31,7 +31,7 @@ from controlplane.interpreter.requirements import ReplicaRequirements
 from controlplane.scheduler.core import reservations as reservations_module
 from controlplane.scheduler.core.cache import SchedulerCache
 from controlplane.scheduler.core.deciding import reserve_decision, schedule
-from controlplane.scheduler.core.dividing import _divide_tiered
+from controlplane.scheduler.core.dividing import _break_ties, _divide_tiered, tier_rows
 from controlplane.scheduler.core.estimating import Estimate
 from controlplane.scheduler.core.estimator import estimate_max_replicas
 from controlplane.scheduler.core.framework import BindingRequest, CycleState, Feasibility, GpuShape
@@ -355,7 +355,8 @@ def test_decisions_with_warm_caches_match_cold_ones(seed: int) -> None:
         else:
             request = random_request(rng, f"ns/b{step}", placements)
         warm = schedule(request, list(hot.values()), reservations=reservations, now=now, cache=cache)
-        fresh = SchedulerCache()  # the cold run shares nothing with the warm one
+        # The cold run shares nothing with the warm one but the recent demand (state, not a memo).
+        fresh = SchedulerCache(demand=cache.demand.copy())
         cold_fleet = [ClusterSnapshot.from_cluster(wire, cache=fresh) for wire in wires.values()]
         cold = schedule(request, cold_fleet, reservations=reservations, now=now, cache=fresh)
         # The cold explanation first: a lazy one that read state changed since would differ.
@@ -410,11 +411,19 @@ def test_tiered_division_over_the_clusters_that_matter_equals_the_full_division(
         )
     division, more = _divide_tiered(state, feasible, previous)
     reasons = {**division.reasons, **(more() if more is not None else {})}
+    # Ties of tier and price are broken by the tie-break's order, the same for both.
+    extra = request.replicas - sum(previous.values())
+    order = _break_ties(state, sorted(tier_rows(state, feasible)[0]), feasible, extra)
+    ranks = {row[2]: index for index, row in enumerate(order)}
     full = divide_tiered_overflow(
         request.replicas,
         [
             TierCandidate(
-                c.name, state.feasibility[c.name].available, c.tier, state.feasibility[c.name].price
+                c.name,
+                state.feasibility[c.name].available,
+                c.tier,
+                state.feasibility[c.name].price,
+                rank=ranks[c.name],
             )
             for c in feasible
         ],

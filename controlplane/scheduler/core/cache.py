@@ -3,8 +3,11 @@
 As Karmada's ``pkg/scheduler/cache``, the cache is created by the scheduler controller and
 passed into the core (``schedule(..., cache=...)``, ``ClusterSnapshot.from_cluster(...,
 cache=...)``); the core keeps no table of its own between calls. A decision given no cache
-works with a fresh one, so it is answered exactly as with a warm cache, only slower. Tests
-that want cold answers make a new :class:`SchedulerCache`.
+works with a fresh one, so it is answered exactly as with a warm cache, only slower, except
+for the one piece of state the cache also holds: the recent demand
+(:class:`~controlplane.scheduler.core.demand.DemandHistory`, bounded), which breaks ties of
+tier and price. Tests that want cold answers make a new :class:`SchedulerCache` (with a copy of
+the demand history to get the same answers).
 
 **What is remembered and when it is invalid.** Every table answers a question whose answer
 depends only on its key, so no entry is ever stale:
@@ -35,7 +38,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
+from controlplane.scheduler.core.demand import DemandHistory
+
 if TYPE_CHECKING:
+    from controlplane.apis.fragmentation import TaskShape
+    from controlplane.interpreter.requirements import ReplicaRequirements
+    from controlplane.scheduler.core.clusterfit import NodeRow
     from controlplane.scheduler.core.framework import Status
     from controlplane.scheduler.core.snapshot import NodeShape
     from policies.models import ClusterAffinityTerm, Placement, TieredOverflow
@@ -129,6 +137,25 @@ class SchedulerCache:
     """id(tieredOverflow) (0: the clusters' own tiers) -> the fleet's (tier, price, name) order."""
     verdict_ids: BoundedMemo[tuple[object, ...], int] = field(default_factory=lambda: BoundedMemo(16_384))
     """Request kind -> a small id, so per-snapshot verdict memos hash an int."""
+    demand: DemandHistory = field(default_factory=DemandHistory)
+    """The recent arrivals' task shapes: the demand mix and constrained demand (see ``demand``)."""
+    tasks: BoundedMemo[ReplicaRequirements, TaskShape | None] = field(default_factory=lambda: BoundedMemo(4096))
+    """Requirements -> the replica as a task of the demand mix (``clusterfit.task_of``)."""
+    free_by_model: BoundedMemo[int, dict[str, float]] = field(default_factory=lambda: BoundedMemo(4096))
+    """Snapshot serial -> its free GPUs per model (``clusterfit.free_by_model``)."""
+    fleet_free: BoundedMemo[tuple[int, ...], dict[str, float]] = field(default_factory=lambda: BoundedMemo(64))
+    """Serials of a set of clusters -> their free GPUs per model, summed."""
+    node_rows: BoundedMemo[int, tuple[NodeRow, ...]] = field(default_factory=lambda: BoundedMemo(4096))
+    """Snapshot serial -> its distinct nodes as fragmentation sees them (``clusterfit.node_rows``)."""
+    growths: BoundedMemo[tuple[int, TaskShape], BoundedMemo[NodeRow, float | None]] = field(
+        default_factory=lambda: BoundedMemo(256)
+    )
+    """(mix version, task) -> per distinct node, its fragmentation growth when it hosts the task."""
+    tie_costs: BoundedMemo[tuple[int, int, TaskShape], tuple[bool, float, float]] = field(
+        default_factory=lambda: BoundedMemo(16_384)
+    )
+    """(snapshot serial, mix version, task) -> whether it hosts the task, the least fragmentation
+    growth, and the free GPUs the task accepts (``tiebreak``)."""
 
     def verdict_id(self, kind: tuple[object, ...]) -> int:
         """The id of a request kind (see :data:`_VERDICT_IDS`)."""

@@ -22,8 +22,10 @@ constraints and then the division the placement asks for (``policies.division``)
 * **Alternative GPU shapes** — per cluster the first shape that fits (the workload's own
   request first); clusters that got an alternative appear in ``ScheduleResult.shapes``.
 
-The result records, per cluster, why it was chosen or not. Pure and deterministic:
-clusters are taken in name order, ties break by name.
+The result records, per cluster, why it was chosen or not. Pure and deterministic given the
+scheduler cache's recent demand: clusters are taken in name order; ties of tier and price of
+tiered overflow and gangs are broken by fragmentation and scarcity
+(:mod:`~controlplane.scheduler.core.tiebreak`), other ties by name.
 
 **Only the verdicts a decision needs.** Tiered overflow, and a gang with nothing to break a
 tie of tier and price, judge GPU feasibility cluster by cluster in (tier, price, name) order
@@ -73,6 +75,7 @@ from controlplane.scheduler.core.outcome import (
 from controlplane.scheduler.core.plugins import DEFAULT_PROFILE
 from controlplane.scheduler.core.reservations import Demand, Reservations
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
+from controlplane.scheduler.core.tiebreak import observe
 from controlplane.scheduler.core.verdict_walk import VerdictWalk
 from policies.affinity import select_by_spread_constraints
 from policies.models import ClusterAffinityTerm, DivisionStrategy, Placement
@@ -95,6 +98,7 @@ def schedule(
     """
     if cache is None:
         cache = SchedulerCache()
+    observe(binding, cache)
     ordered = sorted(clusters, key=_NAME)
     placement = binding.placement
     terms = _affinity_terms(placement, cache)
@@ -104,7 +108,9 @@ def schedule(
         start = next((i for i, t in enumerate(terms) if t.affinity_name == binding.previous_affinity_name), 0)
     best: ScheduleResult | None = None
     for term in terms[start:]:
-        state = CycleState(request=binding, term=term, reservations=reservations, now=now, cache=cache)
+        state = CycleState(
+            request=binding, term=term, reservations=reservations, now=now, cache=cache, fleet_clusters=ordered
+        )
         result = _schedule_term(state, ordered, profile, affinity_name=term.affinity_name if named else None)
         if result.condition.status:
             return result

@@ -17,6 +17,7 @@ from controlplane.scheduler.core.framework import CycleState
 from controlplane.scheduler.core.outcome import LazyReasons, Scores
 from controlplane.scheduler.core.plugins import cluster_price
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
+from controlplane.scheduler.core.tiebreak import TIE_LIMIT, rank
 from policies.division import (
     DivisionResult,
     TierCandidate,
@@ -74,7 +75,7 @@ def best_cluster(
     tiers: Mapping[str, int],
 ) -> ClusterSnapshot | None:
     """The best cluster for a whole workload among those with a tier in ``tiers``: the one it
-    runs in, else tier, price, score, name (None when no cluster has a tier)."""
+    runs in, else tier, price, score, then ``tiebreak`` (None when no cluster has a tier)."""
     candidates = [c for c in feasible if c.name in tiers]
     previous = [c for c in candidates if state.request.previous.get(c.name)]
     if len(previous) == 1:
@@ -91,7 +92,12 @@ def best_cluster(
     if len(tied) == 1:
         return tied[0]
     by_score = scores()
-    return min(tied, key=lambda c: (-by_score.get(c.name, 0.0), c.name))
+    top = max(by_score.get(c.name, 0.0) for c in tied)
+    tied = [c for c in tied if by_score.get(c.name, 0.0) == top]
+    if len(tied) == 1:
+        return tied[0]
+    first = rank(state, sorted(tied, key=lambda c: c.name)[:TIE_LIMIT])[0]
+    return next(c for c in tied if c.name == first)
 
 
 def divide(
@@ -155,6 +161,30 @@ def tier_rows(state: CycleState, clusters: Iterable[ClusterSnapshot]) -> tuple[l
     return rows, untiered
 
 
+def _break_ties(state: CycleState, rows: list[Row], feasible: Sequence[ClusterSnapshot], extra: int) -> list[Row]:
+    """Sorted ``rows`` with the ties of (tier, price) that fill ``extra`` replicas in ``tiebreak``
+    order (the first :data:`TIE_LIMIT` names of each, as the walk of ``verdict_walk`` ranks them;
+    the rest of a tie, and the ties after those, keep name order)."""
+    by_name = {c.name: c for c in feasible}
+    out: list[Row] = []
+    start = 0
+    while start < len(rows):
+        end = start + 1
+        while end < len(rows) and rows[end][:2] == rows[start][:2]:
+            end += 1
+        group = rows[start:end]
+        if extra > 0 and len(group) > 1:
+            named = {row[2]: row for row in group[:TIE_LIMIT]}
+            ranked = rank(state, [by_name[name] for name in named])
+            group = [named[name] for name in ranked] + group[TIE_LIMIT:]
+        for row in group:
+            if extra > 0:
+                extra -= min(extra, max(row[3], 0))
+        out.extend(group)
+        start = end
+    return out
+
+
 def _divide_tiered(
     state: CycleState, feasible: Sequence[ClusterSnapshot], current: Mapping[str, int]
 ) -> tuple[DivisionResult, LazyReasons]:
@@ -168,10 +198,10 @@ def _divide_tiered(
     request = state.request
     replicas = request.replicas
     rows, untiered = tier_rows(state, feasible)
-    rows.sort()
     kept = {name: count for name, count in current.items() if count > 0}
     running = {row[2] for row in rows if row[2] in kept}
     extra = replicas - sum(kept[name] for name in running)
+    rows = _break_ties(state, sorted(rows), feasible, extra)
     spare: list[tuple[int, float, str, int]] = []
     if extra >= 0:
         cut = len(rows)
@@ -185,7 +215,11 @@ def _divide_tiered(
             rows = rows[:cut] + [row for row in rows[cut:] if row[2] in running]
     else:  # scaling down touches only the clusters running the binding
         rows = [row for row in rows if row[2] in running]
-    candidates = [TierCandidate(name=name, available=free, tier=tier, price=price) for tier, price, name, free in rows]
+    ranks = {row[2]: index for index, row in enumerate(rows)}
+    candidates = [
+        TierCandidate(name=name, available=free, tier=tier, price=price, rank=ranks[name])
+        for tier, price, name, free in rows
+    ]
     result = divide_tiered_overflow(replicas, candidates, current=current)
     division = DivisionResult(result.assignments, result.unplaced, {**untiered, **result.reasons})
     if not spare:

@@ -282,6 +282,10 @@ class CycleState:
     """Clusters that keep what they run but take no more (cordoned or not Ready while assigned)."""
     cap_reasons: dict[str, str] = field(default_factory=dict)
     """Why a cluster in ``caps`` takes no more, when not because it is cordoned or not Ready."""
+    fleet_clusters: Sequence[ClusterSnapshot] = ()
+    """Every cluster the decision looks at (the fleet whose free GPUs scarcity weighs demand against)."""
+    tie_reasons: dict[str, str] = field(default_factory=dict)
+    """What decided between clusters tied on tier and price (``tiebreak``), per cluster of the tie."""
     strategy: DivisionStrategy = field(init=False)
     """The placement's division strategy, resolved once per cycle."""
     placement_key: str = field(init=False)

@@ -255,13 +255,17 @@ def _explanation(
                        else "holds the whole gang",)
             if feasibility is not None and feasibility.shape is not None:
                 reasons += (f"GPU shape {feasibility.shape.describe()} (alternative)",)
+            if name in state.tie_reasons:
+                reasons += (state.tie_reasons[name],)
             if name in state.caps:
                 reasons += (
                     state.cap_reasons.get(name)
                     or "takes no new replicas (cordoned or not Ready); keeps the ones it runs",
                 )
         else:
-            reasons = (division_reasons.get(name) or "feasible but not needed by the division",)
+            reasons = (
+                state.tie_reasons.get(name) or division_reasons.get(name) or "feasible but not needed by the division",
+            )
         explanation.append(
             cluster_explanation(
                 name,

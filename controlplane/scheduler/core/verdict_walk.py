@@ -7,7 +7,11 @@ from below, so that order is known before the verdicts (:func:`_bound_order`, re
 fleet); :class:`VerdictWalk` judges clusters in it and stops where the replicas run out.
 The other clusters' verdicts only feed the explanation: they are worked out when it is
 first read, against the reservations as they stood at the decision
-(``Reservations.checkpoint``), so it says exactly what an eager decision would have. No I/O.
+(``Reservations.checkpoint``), so it says exactly what an eager decision would have.
+
+Clusters that tie on (tier, price) are all judged (their first ``TIE_LIMIT`` names) before the
+first of them is filled, and are filled in :mod:`~controlplane.scheduler.core.tiebreak` order
+rather than by name, as the eager division does. No I/O.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from controlplane.scheduler.core.outcome import ScheduleResult, decision_result,
 from controlplane.scheduler.core.plugins import DEFAULT_PROFILE
 from controlplane.scheduler.core.reservations import Checkpoint
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
+from controlplane.scheduler.core.tiebreak import TIE_LIMIT, rank
 from policies.division import TierCandidate, divide_tiered_overflow, tier_of
 from policies.models import TieredOverflow
 
@@ -112,6 +117,10 @@ class VerdictWalk:
         self.pending: dict[str, ClusterSnapshot] = {c.name: c for c in deferred}
         """Deferred clusters not judged yet."""
         self.checkpoint: Checkpoint | None = None
+        self.ranks: dict[str, int] = {}
+        """Clusters in the order the walk filled them (ties of tier and price broken by ``tiebreak``)."""
+        self.tie_orders: dict[tuple[int, float], list[str]] = {}
+        """Per (tier, price) tie: its clusters in ``tiebreak`` order, ranked once when first needed."""
 
     def _judge(self, cluster: ClusterSnapshot) -> bool:
         del self.pending[cluster.name]
@@ -158,7 +167,11 @@ class VerdictWalk:
             if extra:
                 self._judge_rest()
                 return None
-        candidates = [TierCandidate(name=name, available=free, tier=tier, price=price) for tier, price, name, free in emitted]
+        last = len(self.ranks)
+        candidates = [
+            TierCandidate(name=name, available=free, tier=tier, price=price, rank=self.ranks.get(name, last))
+            for tier, price, name, free in emitted
+        ]
         current = {c.name: previous[c.name] for c in self.running if previous.get(c.name)}
         result = divide_tiered_overflow(request.replicas, candidates, current=current)
         if result.unplaced:
@@ -210,25 +223,36 @@ class VerdictWalk:
         emitted: list[Row] = []
         position = 0
         while extra:
-            position = self._judge_while_better(order, position, heap)
+            position = self._judge_while_better(order, position, heap, ties=True)
             if not heap:
                 break
-            row = heapq.heappop(heap)
+            row = self._pop_best(heap)
+            self.ranks[row[2]] = len(emitted)
             emitted.append(row)
             extra -= min(extra, max(row[3], 0))
         spare = [row for row in heap if row[2] not in running]
         emitted.extend(row for row in heap if row[2] in running)
         return emitted, spare, extra
 
-    def _judge_while_better(self, order: Sequence[tuple[Bound, int]], position: int, heap: list[Row]) -> int:
+    def _judge_while_better(
+        self, order: Sequence[tuple[Bound, int]], position: int, heap: list[Row], *, ties: bool = False
+    ) -> int:
         """Judge the clusters of ``order`` from ``position`` on while the next one's bound may beat the
-        best row of ``heap``, pushing a row for each feasible one; returns where the walk stopped."""
+        best row of ``heap`` (with ``ties``, or tie with it on tier and price while it may be among
+        the first :data:`TIE_LIMIT` names of the tie), pushing a row for each feasible one; returns
+        where the walk stopped."""
         pending = self.pending
         clusters = self.clusters
         feasibility = self.state.feasibility
         end = len(order)
-        while position < end and (not heap or order[position][0] < heap[0][:3]):
+        while position < end:
             bound, index = order[position]
+            if heap and not bound < heap[0][:3]:
+                if not ties or bound[:2] > heap[0][:2]:
+                    break
+                names = sorted(row[2] for row in heap if row[:2] == heap[0][:2])
+                if len(names) >= TIE_LIMIT and bound[2] > names[TIE_LIMIT - 1]:
+                    break
             cluster = clusters[index]
             position += 1
             if cluster.name in pending and self._judge(cluster):
@@ -236,17 +260,37 @@ class VerdictWalk:
                 heapq.heappush(heap, (bound[0], found.price, cluster.name, found.available))
         return position
 
+    def _pop_best(self, heap: list[Row]) -> Row:
+        """Pop the best row of ``heap``: the first in (tier, price) order, ties broken by ``tiebreak``."""
+        row = heapq.heappop(heap)
+        if not heap or heap[0][:2] != row[:2]:
+            return row
+        tied = {row[2]: row}
+        while heap and heap[0][:2] == row[:2]:
+            other = heapq.heappop(heap)
+            tied[other[2]] = other
+        order = self.tie_orders.get(row[:2])
+        if order is None:  # the first names of the tie are judged by now: rank them once
+            head = set(sorted(tied)[:TIE_LIMIT])
+            members = [c for c in self.clusters if c.name in head]
+            order = self.tie_orders[row[:2]] = rank(self.state, members)
+        best = tied[next((name for name in order if name in tied), min(tied))]
+        for other in tied.values():
+            if other is not best:
+                heapq.heappush(heap, other)
+        return best
+
     def _gang(self, order: Sequence[tuple[Bound, int]], *, affinity_name: str | None) -> ScheduleResult | None:
-        """The gang's cluster: the first feasible one in (tier, price, name) order. Every feasible
-        cluster holds the whole gang and none runs it, so the default scores tie: the name decides."""
+        """The gang's cluster: the first feasible one in (tier, price) order. Every feasible cluster
+        holds the whole gang and none runs it, so the default scores tie: ``tiebreak`` decides."""
         state = self.state
         request = state.request
         heap: list[Row] = []
-        self._judge_while_better(order, 0, heap)
+        self._judge_while_better(order, 0, heap, ties=True)
         if not heap:
             self._judge_rest()
             return None
-        chosen = heap[0][2]
+        chosen = self._pop_best(heap)[2]
         self._pin()
 
         def scores() -> Mapping[str, float]:

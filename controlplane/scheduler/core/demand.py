@@ -1,0 +1,110 @@
+"""The recent demand the hub has seen: task shapes of the latest arrivals, learned online.
+
+The scheduler keeps one :class:`DemandHistory` in its cache (``SchedulerCache.demand``). Every
+decision for a binding with replicas records the binding's replica as a
+:class:`~controlplane.apis.fragmentation.TaskShape` (once per binding while it is in the
+window: a binding decided again, rescaled or rescheduled, is not counted twice). Two things are
+read from it:
+
+* the **demand mix** (:meth:`DemandHistory.mix`): FGD's popular task shapes of the window,
+  recomputed when enough new arrivals have come in (half the window, at least
+  :data:`MIN_REFRESH`), each recomputation a new :attr:`DemandHistory.version`, so answers
+  memoised per version stay valid;
+* the **constrained demand** (:meth:`DemandHistory.constrained`): per GPU model, the GPUs of
+  recent replicas that accept only some GPU models (a replica accepting two models counts half
+  for each).
+
+Bounded: the window holds at most ``limit`` arrivals; the oldest leave as new ones come. No I/O.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter, deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Final
+
+from controlplane.apis.fragmentation import GPU_MILLI, DemandMix, TaskShape
+
+#: Arrivals the window holds.
+WINDOW: Final = 4096
+#: Fewest new arrivals before the mix is worked out again.
+MIN_REFRESH: Final = 1
+
+_VERSIONS: Iterator[int] = itertools.count(1)
+"""Source of mix versions for every history: answers memoised per version (on node shapes, which
+two caches may share) must never mean two mixes."""
+
+
+@dataclass(eq=False)
+class DemandHistory:
+    """The latest ``limit`` arrivals, their mix and their constrained GPU demand (see the module)."""
+
+    limit: int = WINDOW
+    version: int = 0
+    """Changes whenever :meth:`mix` changes (unique across histories)."""
+    _window: deque[tuple[str, TaskShape]] = field(default_factory=deque)
+    _keys: Counter[str] = field(default_factory=Counter)
+    _counts: Counter[TaskShape] = field(default_factory=Counter)
+    _constrained: dict[str, float] = field(default_factory=dict)
+    _since: int = 0
+    _mix: DemandMix = field(default_factory=lambda: DemandMix(()))
+
+    def __len__(self) -> int:
+        return len(self._window)
+
+    def copy(self) -> DemandHistory:
+        """An independent history with the same arrivals, mix and version."""
+        return DemandHistory(
+            limit=self.limit,
+            version=self.version,
+            _window=deque(self._window),
+            _keys=Counter(self._keys),
+            _counts=Counter(self._counts),
+            _constrained=dict(self._constrained),
+            _since=self._since,
+            _mix=self._mix,
+        )
+
+    def observe(self, key: str, task: TaskShape) -> None:
+        """Record one arrival of binding ``key`` (ignored while ``key`` is in the window)."""
+        if key in self._keys:
+            return
+        self._window.append((key, task))
+        self._keys[key] += 1
+        self._counts[task] += 1
+        self._add_constrained(task, 1.0)
+        if len(self._window) > self.limit:
+            old_key, old_task = self._window.popleft()
+            self._keys[old_key] -= 1
+            if not self._keys[old_key]:
+                del self._keys[old_key]
+            self._counts[old_task] -= 1
+            if not self._counts[old_task]:
+                del self._counts[old_task]
+            self._add_constrained(old_task, -1.0)
+        self._since += 1
+
+    def _add_constrained(self, task: TaskShape, sign: float) -> None:
+        if not task.models or not task.num_gpu:
+            return
+        gpus = sign * task.num_gpu * task.gpu_milli / GPU_MILLI / len(task.models)
+        for model in task.models:
+            value = self._constrained.get(model, 0.0) + gpus
+            if value > 1e-9:
+                self._constrained[model] = value
+            else:
+                self._constrained.pop(model, None)
+
+    def mix(self) -> DemandMix:
+        """FGD's demand mix of the window, worked out again once enough arrivals are new."""
+        if self._since >= max(MIN_REFRESH, len(self._window) // 2):
+            self._mix = DemandMix.from_counts(self._counts)
+            self._since = 0
+            self.version = next(_VERSIONS)
+        return self._mix
+
+    def constrained(self) -> dict[str, float]:
+        """Per GPU model: GPUs recent model-constrained replicas need (see the module)."""
+        return self._constrained
