@@ -103,6 +103,9 @@ class Watch:
     def stop(self) -> None:
         self._proc.terminate()
         self._proc.wait(timeout=10)
+        self._thread.join(timeout=10)
+        if self._proc.stdout is not None:
+            self._proc.stdout.close()
 
 
 @pytest.fixture

@@ -198,6 +198,9 @@ SPECS: dict[tuple[str, str], Builder] = {
             },
         }
     },
+    ("apps.karmada.io", "WorkloadRebalancer"): lambda name: {
+        "spec": {"workloads": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": name, "namespace": "default"}]}
+    },
     ("cluster.gpufed.io", "Cluster"): lambda name: {"spec": {"provider": "onprem", "region": "eu-west", "tier": 0}},
     ("work.gpufed.io", "ResourceBinding"): lambda name: {
         "spec": {"resource": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name, "namespace": "default"}}
