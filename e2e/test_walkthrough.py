@@ -58,8 +58,14 @@ def _columns(lines: list[str], count: int) -> list[list[str]]:
 
 
 def _table_rows(lines: list[str]) -> dict[str, list[str]]:
-    """Rows of a printed table keyed by their first cell."""
-    return {line.split()[0]: line.split() for line in lines if line.strip()}
+    """Rows of a printed table keyed by their first cell; the table ends at the first blank line
+    (``gpufed explain`` prints the workload's pods after it)."""
+    rows: dict[str, list[str]] = {}
+    for line in lines:
+        if not line.strip():
+            break
+        rows[line.split()[0]] = line.split()
+    return rows
 
 
 SHELL_STATE = (". ", "source ", "export ")
