@@ -364,6 +364,8 @@ class SchedulerController:
                 why = FLEET_CHANGED
         if not moves:
             self.moves.blocked.discard(key)
+        if why == "spec changed" and in_progress(binding) is not None and self.returns.eligible(binding, request):
+            why = None  # a move under way judges its binding's changes itself (rebalancing.py)
         if why is None and not moves and not check.due:
             self.evictions.blocked.discard(key)
             if key in self._stale_explanations:

@@ -17,9 +17,9 @@ decide too, and must not promise the same capacity again; a write that fails tak
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 from controlplane.apis.apps_karmada_v1alpha1 import format_micro_time
 from controlplane.apis.views import BindingView, ObjectView
@@ -28,6 +28,7 @@ from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.failover import EvictionCause, eviction_task, with_tasks
 from controlplane.controllers.workloads import WorkloadConditionType, find_condition, with_condition
 from controlplane.controllers.works import ANNOTATION_GPU_SHAPES, ChosenShape, encode_shapes
+from controlplane.objectclient import errors
 from controlplane.scheduler.controller.explaining import (
     WAITING_PREFIX,
     explain_evictions,
@@ -42,6 +43,38 @@ from controlplane.scheduler.core.framework import BindingRequest
 from controlplane.scheduler.core.outcome import ScheduledCondition, ScheduleResult
 from controlplane.scheduler.core.reservations import Reservations
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
+
+# The binding's status is shared: the status controller writes its aggregatedStatus and
+# FullyApplied condition while the scheduler writes Scheduled, explanation and observedGeneration.
+STATUS_WRITE_ATTEMPTS: Final = 5
+
+
+async def update_binding_status(
+    ctx: ControllerContext, binding: dict[str, Any], change: Callable[[dict[str, Any]], None]
+) -> dict[str, Any]:
+    """Write ``change`` applied to the binding's status and return the stored binding.
+
+    A Conflict with a write that left the spec as it was (the status controller's, a label's)
+    re-reads the binding and applies ``change`` again: the scheduler's status fields never wait
+    for a requeue, which would see the new spec next to the old ``observedGeneration`` and
+    decide once more. A spec changed meanwhile is the next decision's, so that Conflict is raised.
+    """
+    current = binding
+    for attempt in range(STATUS_WRITE_ATTEMPTS):
+        status = copy.deepcopy(current.get("status") or {})
+        change(status)
+        if status == (current.get("status") or {}):
+            return current
+        try:
+            return await ctx.objects.update_status(ctx.binding_rt, {**current, "status": status})
+        except errors.Conflict:
+            meta = current.get("metadata") or {}
+            fresh = await ctx.get(ctx.binding_rt, meta.get("namespace"), str(meta.get("name")))
+            same_spec = fresh is not None and (fresh.get("metadata") or {}).get("generation") == meta.get("generation")
+            if fresh is None or not same_spec or attempt == STATUS_WRITE_ATTEMPTS - 1:
+                raise
+            current = fresh
+    return current
 
 
 async def write_decision(
@@ -99,19 +132,20 @@ async def write_decision(
     explanation = [entry.to_wire() for entry in result.explanation]
     explain_waiting(explanation, waiting or {}, grace=ctx.settings.unschedulable_grace_seconds)
     explain_evictions(explanation, evicted=evicted, tasks=BindingView(updated).eviction_tasks)
-    status = copy.deepcopy(binding.get("status") or {})
-    old_condition = find_condition(status.get("conditions"), ConditionType.SCHEDULED)
+    old_condition = find_condition((binding.get("status") or {}).get("conditions"), ConditionType.SCHEDULED)
     new_condition = result.condition.to_wire()
-    status["conditions"] = with_condition(status.get("conditions"), new_condition, now=ctx.now_text())
-    status["explanation"] = explanation
-    if result.affinity_name:
-        status["schedulerObservingAffinityName"] = result.affinity_name
-    else:
-        status.pop("schedulerObservingAffinityName", None)
-    status["observedGeneration"] = (updated.get("metadata") or {}).get("generation")
-    status["lastScheduledTime"] = format_micro_time(now)
-    if status != (updated.get("status") or {}):
-        await ctx.objects.update_status(ctx.binding_rt, {**updated, "status": status})
+
+    def decided(status: dict[str, Any]) -> None:
+        status["conditions"] = with_condition(status.get("conditions"), new_condition, now=ctx.now_text())
+        status["explanation"] = explanation
+        if result.affinity_name:
+            status["schedulerObservingAffinityName"] = result.affinity_name
+        else:
+            status.pop("schedulerObservingAffinityName", None)
+        status["observedGeneration"] = (updated.get("metadata") or {}).get("generation")
+        status["lastScheduledTime"] = format_micro_time(now)
+
+    await update_binding_status(ctx, updated, decided)
     await record_decision(ctx, binding, old_condition, new_condition, previous_clusters, clusters, moved)
     if not moved and not evicted:
         await record_rescheduled(ctx, binding, previous or {}, result.clusters, clusters, why=why)
