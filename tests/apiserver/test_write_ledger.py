@@ -115,6 +115,8 @@ async def test_no_op_updates_patches_and_status_updates_write_nothing(
     same = [
         await objects.update(rt, copy.deepcopy(stored), field_manager=MANAGER),
         await objects.update(rt, copy.deepcopy(stored), field_manager="someone-else"),
+        # as `kubectl replace` sends it: no managedFields (kubectl hides them), the same fields
+        await objects.update(rt, _without_managed_fields(stored), field_manager=MANAGER),
         await objects.update_status(rt, {**copy.deepcopy(stored), "status": with_status["status"]}, field_manager="agent"),
         await objects.update_status(rt, copy.deepcopy(stored), field_manager="someone-else"),
         await objects.patch(rt, namespace="default", name="web", patch_type=PatchType.MERGE,
@@ -159,3 +161,9 @@ async def test_watch_events_are_counted_per_watcher(ledgered: tuple[ObjectStore,
     await objects.delete(rt, namespace="default", name="web")
     await watchers
     assert ledger.events == {("deployments.apps", "agent"): 2, ("deployments.apps", "controller:informers"): 2}
+
+
+def _without_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(obj)
+    out["metadata"].pop("managedFields", None)
+    return out

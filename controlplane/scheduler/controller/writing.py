@@ -135,7 +135,10 @@ async def write_decision(
     old_condition = find_condition((binding.get("status") or {}).get("conditions"), ConditionType.SCHEDULED)
     new_condition = result.condition.to_wire()
 
+    spec_written = updated is not binding
+
     def decided(status: dict[str, Any]) -> None:
+        before = copy.deepcopy(status)
         status["conditions"] = with_condition(status.get("conditions"), new_condition, now=ctx.now_text())
         status["explanation"] = explanation
         if result.affinity_name:
@@ -143,7 +146,10 @@ async def write_decision(
         else:
             status.pop("schedulerObservingAffinityName", None)
         status["observedGeneration"] = (updated.get("metadata") or {}).get("generation")
-        status["lastScheduledTime"] = format_micro_time(now)
+        # A retry that decides what the binding already says writes nothing (an unplaced
+        # binding is looked at again every few seconds): the time moves with a decision.
+        if spec_written or status != before or "lastScheduledTime" not in status:
+            status["lastScheduledTime"] = format_micro_time(now)
 
     await update_binding_status(ctx, updated, decided)
     await record_decision(ctx, binding, old_condition, new_condition, previous_clusters, clusters, moved)
