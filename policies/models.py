@@ -532,28 +532,32 @@ class PolicyStatus(WireModel):
     kind the hub cannot propagate (not served yet, cluster-scoped, or one of the hub's own)."""
 
 
-class PropagationPolicy(SpecModel):
+class PolicyObject(SpecModel):
+    """What the four policy kinds share: either API version, kind, metadata, spec and status. Each
+    kind narrows ``kind`` and ``spec``; the fields keep this order on the wire."""
+
+    api_version: PolicyApiVersion = GPUFED_API_VERSION
+    kind: str
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: Any
+    status: PolicyStatus | None = None
+    """What the hub observed of the policy: its ResourceSelectorsServed condition."""
+
+
+class PropagationPolicy(PolicyObject):
     """Namespaced (short name ``pp``): propagates resource templates of its own namespace."""
 
-    api_version: PolicyApiVersion = GPUFED_API_VERSION
     kind: Literal["PropagationPolicy"] = "PropagationPolicy"
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: PropagationSpec
     """Spec is the desired behavior of the PropagationPolicy."""
-    status: PolicyStatus | None = None
-    """What the hub observed of the policy: its ResourceSelectorsServed condition."""
 
 
-class ClusterPropagationPolicy(SpecModel):
+class ClusterPropagationPolicy(PolicyObject):
     """Cluster-scoped (short name ``cpp``): propagates cluster-scoped resources and any namespace's."""
 
-    api_version: PolicyApiVersion = GPUFED_API_VERSION
     kind: Literal["ClusterPropagationPolicy"] = "ClusterPropagationPolicy"
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: PropagationSpec
     """Spec is the desired behavior of the ClusterPropagationPolicy."""
-    status: PolicyStatus | None = None
-    """What the hub observed of the policy: its ResourceSelectorsServed condition."""
 
 
 AnyPropagationPolicy: TypeAlias = PropagationPolicy | ClusterPropagationPolicy
