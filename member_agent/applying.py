@@ -187,9 +187,23 @@ def work_conditions(
     now: str,
     previous: Sequence[Mapping[str, Any]] = (),
 ) -> list[dict[str, Any]]:
+    """The Work's Applied and Available conditions (a transition time kept while a status holds)."""
+    applied = _applied(results)
+    available = _available(results, healths)
+    return [
+        _condition(WorkConditionType.APPLIED, *applied, generation=generation, now=now, previous=previous),
+        _condition(WorkConditionType.AVAILABLE, *available, generation=generation, now=now, previous=previous),
+    ]
+
+
+def _applied(results: Sequence[ManifestResult]) -> tuple[str, WorkReason, str]:
+    """Applied's status, reason and message: unserved kinds first, then conflicts, then failures."""
     conflicts = [r for r in results if r.conflict]
     unserved = [r for r in results if r.not_served]
     failures = [r for r in results if r.error and not r.conflict and not r.not_served]
+    also_failed = (
+        " | also failed: " + _listing([f"{r.identifier.describe()}: {r.error}" for r in failures]) if failures else ""
+    )
     if unserved and not conflicts:
         message = _listing(
             [
@@ -199,18 +213,8 @@ def work_conditions(
                 for r in unserved
             ]
         )
-        if failures:
-            message += " | also failed: " + _listing([f"{r.identifier.describe()}: {r.error}" for r in failures])
-        applied = _condition(
-            WorkConditionType.APPLIED,
-            "False",
-            WorkReason.KIND_NOT_SERVED,
-            message,
-            generation=generation,
-            now=now,
-            previous=previous,
-        )
-    elif conflicts:
+        return "False", WorkReason.KIND_NOT_SERVED, message + also_failed
+    if conflicts:
         message = _listing(
             [
                 f"{r.identifier.describe()} already exists in the member cluster and is not managed by this Work;"
@@ -218,74 +222,22 @@ def work_conditions(
                 for r in conflicts
             ]
         )
-        if failures:
-            message += " | also failed: " + _listing(
-                [f"{r.identifier.describe()}: {r.error}" for r in failures]
-            )
-        applied = _condition(
-            WorkConditionType.APPLIED,
-            "False",
-            WorkReason.CONFLICT,
-            message,
-            generation=generation,
-            now=now,
-            previous=previous,
-        )
-    elif failures:
-        applied = _condition(
-            WorkConditionType.APPLIED,
-            "False",
-            WorkReason.APPLY_FAILED,
-            _listing([f"{r.identifier.describe()}: {r.error}" for r in failures]),
-            generation=generation,
-            now=now,
-            previous=previous,
-        )
-    else:
-        applied = _condition(
-            WorkConditionType.APPLIED,
-            "True",
-            WorkReason.APPLIED,
-            f"all {len(results)} manifest(s) applied",
-            generation=generation,
-            now=now,
-            previous=previous,
-        )
-    unhealthy = [
-        r.identifier.describe() for r, h in zip(results, healths, strict=True) if h == Health.UNHEALTHY
-    ]
-    unknown = [r.identifier.describe() for r, h in zip(results, healths, strict=True) if h == Health.UNKNOWN]
+        return "False", WorkReason.CONFLICT, message + also_failed
+    if failures:
+        return "False", WorkReason.APPLY_FAILED, _listing([f"{r.identifier.describe()}: {r.error}" for r in failures])
+    return "True", WorkReason.APPLIED, f"all {len(results)} manifest(s) applied"
+
+
+def _available(results: Sequence[ManifestResult], healths: Sequence[Health]) -> tuple[str, WorkReason, str]:
+    """Available's status, reason and message: any unhealthy manifest first, then unknown health."""
+    pairs = list(zip(results, healths, strict=True))
+    unhealthy = [r.identifier.describe() for r, h in pairs if h == Health.UNHEALTHY]
+    unknown = [r.identifier.describe() for r, h in pairs if h == Health.UNKNOWN]
     if unhealthy:
-        available = _condition(
-            WorkConditionType.AVAILABLE,
-            "False",
-            WorkReason.UNHEALTHY,
-            "not healthy: " + _listing(unhealthy),
-            generation=generation,
-            now=now,
-            previous=previous,
-        )
-    elif unknown:
-        available = _condition(
-            WorkConditionType.AVAILABLE,
-            "Unknown",
-            WorkReason.HEALTH_UNKNOWN,
-            "health not known yet: " + _listing(unknown),
-            generation=generation,
-            now=now,
-            previous=previous,
-        )
-    else:
-        available = _condition(
-            WorkConditionType.AVAILABLE,
-            "True",
-            WorkReason.AVAILABLE,
-            f"all {len(results)} manifest(s) healthy",
-            generation=generation,
-            now=now,
-            previous=previous,
-        )
-    return [applied, available]
+        return "False", WorkReason.UNHEALTHY, "not healthy: " + _listing(unhealthy)
+    if unknown:
+        return "Unknown", WorkReason.HEALTH_UNKNOWN, "health not known yet: " + _listing(unknown)
+    return "True", WorkReason.AVAILABLE, f"all {len(results)} manifest(s) healthy"
 
 
 def manifest_status(
