@@ -24,14 +24,13 @@ import gzip
 import json
 import logging
 import random
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from bench import bench_sim_bind
-from bench.common import BenchmarkResult, Figure, Size, benchmark_main, latency_summary, percentile
+from bench.common import BenchmarkResult, Figure, Size, latency_summary, percentile, script_main
 from member_agent import capacity, dcgm
 from simulator.dcgm import PodDevice, render_metrics
 from simulator.nodes import LABEL_NODE_GROUP, build_inventory, build_nodes
@@ -275,9 +274,5 @@ def run(size: Size) -> BenchmarkResult:
     )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    return benchmark_main(run, argv, description=__doc__.splitlines()[0] if __doc__ else NAME)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    script_main(run, __doc__, name=NAME)

@@ -29,10 +29,9 @@ import asyncio
 import json
 import logging
 import random
-import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,12 +45,12 @@ from bench.common import (
     CpuMeter,
     Figure,
     Size,
-    Status,
     at_least,
-    benchmark_main,
     etcd_pid,
+    failed_run,
     latency_summary,
     percentile,
+    script_main,
 )
 from controlplane.apiserver.kubeconfig import load_kubeconfig
 from controlplane.apiserver.tls import client_ssl_context
@@ -420,15 +419,7 @@ def run(size: Size) -> BenchmarkResult:
             )
             figures, details = asyncio.run(bench.run())
         except Exception as exc:
-            log.exception("the API benchmark failed")
-            return BenchmarkResult(
-                benchmark=NAME,
-                size=size,
-                status=Status.FAILED,
-                reason=f"{type(exc).__name__}: {exc}",
-                details={"logs": group.dump_logs()[-4000:]},
-                seconds=time.perf_counter() - started,
-            )
+            return failed_run(NAME, size, exc, logs=group.dump_logs()[-4000:], started=started)
         finally:
             group.stop_all()
     details["hub"] = "separate process (gpufed controlplane, embedded etcd), HTTPS + bearer token"
@@ -438,9 +429,5 @@ def run(size: Size) -> BenchmarkResult:
     )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    return benchmark_main(run, argv, description=__doc__.splitlines()[0] if __doc__ else NAME)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    script_main(run, __doc__, name=NAME)

@@ -22,13 +22,11 @@ import asyncio
 import copy
 import dataclasses
 import statistics
-import sys
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bench.common import BenchmarkResult, Figure, Size, benchmark_main
+from bench.common import BenchmarkResult, Figure, Size, script_main
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.resources import Registry, core_resources, workload_resources
 from controlplane.storage import MemoryStore
@@ -149,9 +147,5 @@ def run(size: Size) -> BenchmarkResult:
     )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    return benchmark_main(run, argv, description=__doc__.splitlines()[0] if __doc__ else NAME)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    script_main(run, __doc__, name=NAME)

@@ -35,10 +35,9 @@ import asyncio
 import contextlib
 import logging
 import random
-import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,10 +54,11 @@ from bench.common import (
     Status,
     at_least,
     at_most,
-    benchmark_main,
     etcd_pid,
+    failed_run,
     latency_summary,
     percentile,
+    script_main,
 )
 from controlplane.apiserver.kubeconfig import load_kubeconfig
 from controlplane.apiserver.tls import client_ssl_context
@@ -602,15 +602,7 @@ def run(size: Size) -> BenchmarkResult:
                 seconds=time.perf_counter() - started,
             )
         except Exception as exc:
-            log.exception("the end-to-end benchmark failed")
-            return BenchmarkResult(
-                benchmark=NAME,
-                size=size,
-                status=Status.FAILED,
-                reason=f"{type(exc).__name__}: {exc}",
-                details={"logs": group.dump_logs()[-6000:]},
-                seconds=time.perf_counter() - started,
-            )
+            return failed_run(NAME, size, exc, logs=group.dump_logs()[-6000:], started=started)
         finally:
             group.stop_all()
     return BenchmarkResult(
@@ -618,9 +610,5 @@ def run(size: Size) -> BenchmarkResult:
     )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    return benchmark_main(run, argv, description=__doc__.splitlines()[0] if __doc__ else NAME)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    script_main(run, __doc__, name=NAME)

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -41,7 +40,7 @@ from typing import Any
 import yaml
 
 from bench.bench_e2e_apply import Hub, deployment, fleet_meter, is_running
-from bench.common import BenchmarkResult, CpuMeter, Figure, Size, Status, benchmark_main
+from bench.common import BenchmarkResult, CpuMeter, Figure, Size, failed_run, script_main
 from e2e.harness import Kubectl, ProcessGroup, wait_for
 
 log = logging.getLogger(__name__)
@@ -352,11 +351,7 @@ def run(size: Size) -> BenchmarkResult:
             wait_for(lambda: _clusters_ready(hub), timeout=120, interval=1.0, what="clusters Ready")
             cases = asyncio.run(measure(hub.kubeconfig, fleet_meter(group), load=size is not Size.TINY))
         except Exception as exc:
-            log.exception("the write ledger benchmark failed")
-            return BenchmarkResult(
-                benchmark=NAME, size=size, status=Status.FAILED, reason=f"{type(exc).__name__}: {exc}",
-                details={"logs": group.dump_logs()[-6000:]}, seconds=time.perf_counter() - started,
-            )
+            return failed_run(NAME, size, exc, logs=group.dump_logs()[-6000:], started=started)
         finally:
             group.stop_all()
     figures = []
@@ -372,9 +367,5 @@ def run(size: Size) -> BenchmarkResult:
     )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    return benchmark_main(run, argv, description=__doc__.splitlines()[0] if __doc__ else NAME)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    script_main(run, __doc__, name=NAME)

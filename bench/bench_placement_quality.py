@@ -30,7 +30,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from bench.bench_whatif import DATA, NODES, SEED, TRACE
-from bench.common import BenchmarkResult, Figure, Size, Status, benchmark_main
+from bench.common import BenchmarkResult, Figure, Size, Status, script_main
 from simulator.profile import ALIBABA_MODELS, CsvNode, parse_fleet, read_alibaba_nodes
 from simulator.whatif.engine import Settings, compare, fleet_nodes
 from simulator.whatif.fleetsplit import SplitBy, split_nodes
@@ -141,6 +141,4 @@ def _summary(rows: Sequence[dict[str, object]]) -> list[Figure]:
 
 
 if __name__ == "__main__":
-    raise SystemExit(
-        benchmark_main(run, description="placement quality: allocation at 100 % demand, gpufed vs alternatives")
-    )
+    script_main(run, __doc__, name="placement quality: allocation at 100 % demand, gpufed vs alternatives")

@@ -16,10 +16,9 @@ Reproduce: ``.venv/bin/python -m bench.bench_rbac [--size quick|full]``
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from typing import Any
 
-from bench.common import BenchmarkResult, Figure, Size, at_most, benchmark_main, percentile
+from bench.common import BenchmarkResult, Figure, Size, at_most, percentile, script_main
 from controlplane.apiserver.auth.rbac.authorizing import HubAuthorizer
 from controlplane.apiserver.auth.rbac.index import (
     CLUSTER_ROLE,
@@ -94,9 +93,5 @@ def run(size: Size) -> BenchmarkResult:
                            seconds=time.perf_counter() - started)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    return benchmark_main(run, argv, description=__doc__)
-
-
 if __name__ == "__main__":
-    raise SystemExit(main())
+    script_main(run, __doc__, name="rbac")

@@ -22,13 +22,12 @@ Reproduce: ``.venv/bin/python -m bench.bench_watch [--size tiny|quick|full] [--j
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bench.common import BenchmarkResult, Figure, Size, benchmark_main, percentile
+from bench.common import BenchmarkResult, Figure, Size, percentile, script_main
 from controlplane.apiserver import codec
 from controlplane.apiserver.objects import ObjectEvent, ObjectStore, events
 from controlplane.apiserver.patches import PatchType
@@ -207,4 +206,4 @@ def run(size: Size) -> BenchmarkResult:
 
 
 if __name__ == "__main__":
-    sys.exit(benchmark_main(run, sys.argv[1:], description=(__doc__ or NAME).splitlines()[0]))
+    script_main(run, __doc__, name=NAME)

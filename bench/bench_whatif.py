@@ -22,7 +22,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from bench.common import BenchmarkResult, Figure, Size, Status, at_most, benchmark_main
+from bench.common import BenchmarkResult, Figure, Size, Status, at_most, script_main
 from simulator.profile import parse_fleet, read_alibaba_nodes
 from simulator.whatif.engine import Settings, compare, fleet_nodes
 from simulator.whatif.fleetsplit import SplitBy, split_nodes
@@ -81,4 +81,4 @@ def run(size: Size) -> BenchmarkResult:
 
 
 if __name__ == "__main__":
-    raise SystemExit(benchmark_main(run, description=__doc__ or "what-if replay benchmark"))
+    script_main(run, __doc__, name="what-if replay benchmark")

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 log = logging.getLogger(__name__)
 
@@ -390,6 +390,26 @@ def benchmark_main(
     if args.json is not None:
         write_json(args.json, result.as_dict())
     return 1 if result.status is Status.FAILED else 0
+
+
+def script_main(run: Callable[[Size], BenchmarkResult], doc: str | None, *, name: str) -> NoReturn:
+    """A benchmark module's ``if __name__ == "__main__":`` body: :func:`benchmark_main` over the
+    command line, described by the first line of the module's docstring."""
+    sys.exit(benchmark_main(run, sys.argv[1:], description=(doc or name).splitlines()[0]))
+
+
+def failed_run(name: str, size: Size, exc: Exception, *, logs: str, started: float) -> BenchmarkResult:
+    """The result of a benchmark whose run raised ``exc`` (logged with its traceback): the
+    error and the tail of the processes' logs, for the report."""
+    log.error("the %s benchmark failed", name, exc_info=exc)
+    return BenchmarkResult(
+        benchmark=name,
+        size=size,
+        status=Status.FAILED,
+        reason=f"{type(exc).__name__}: {exc}",
+        details={"logs": logs},
+        seconds=time.perf_counter() - started,
+    )
 
 
 def _exit_on_signal(signum: int, _frame: object) -> None:

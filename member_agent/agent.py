@@ -57,20 +57,13 @@ from tenacity import AsyncRetrying, retry_if_exception, wait_exponential_jitter
 from controlplane.apis import constants as c
 from controlplane.lifecycle import Service
 from member_agent import capacity, dcgm, hubclient, probing
-from member_agent.applying import (
-    Identifier,
-    WorkApplier,
-    desired_manifests,
-    preserves_on_deletion,
-    status_changed,
-    status_fields,
-    work_key,
-)
+from member_agent.applying import WorkApplier, status_changed, status_fields
 from member_agent.config import AgentConfig
 from member_agent.informing import Informer
 from member_agent.interpreting import CUSTOMIZATIONS_PATH, MemberInterpreters
 from member_agent.kubeapi import ApiError, Conflict, KubeApi, NotFound, is_retryable
 from member_agent.ledger import Ledger
+from member_agent.manifests import Identifier, desired_manifests, preserves_on_deletion, work_key
 from member_agent.metrics import NAMESPACE as METRICS_NAMESPACE
 from member_agent.metrics import AgentMetrics, MetricsServer, parse_listen
 from member_agent.reclaims import ReclaimLog

@@ -9,7 +9,7 @@ labels ``work.gpufed.io/name`` / ``work.gpufed.io/namespace`` (+ ``app.kubernete
 gpufed``); objects a Work no longer holds (or of a deleted Work) deleted; and the Work's status
 (Applied/Available conditions, per-manifest member status, health and unschedulable pods).
 
-The decisions are pure functions (:func:`decide_apply`, :func:`prune_targets`,
+The decisions are pure functions (the manifests' in :mod:`member_agent.manifests`,
 :func:`assess_health`, :func:`unschedulable_summary`, :func:`work_conditions`); the
 :class:`WorkApplier` only performs them.
 
@@ -44,7 +44,6 @@ import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 from controlplane.apis import constants as c
@@ -54,206 +53,20 @@ from member_agent.assessing import as_int, assess_health
 from member_agent.interpreting import MemberInterpreters
 from member_agent.kubeapi import ApiError, Conflict, KindNotServed, KubeApi, NotFound
 from member_agent.ledger import Ledger
-
-logger = logging.getLogger(__name__)
-
-
-class ConflictResolution(StrEnum):
-    ABORT = "Abort"
-    OVERWRITE = "Overwrite"
-
-
-class ApplyDecision(StrEnum):
-    APPLY = "Apply"
-    SKIP_CONFLICT = "SkipConflict"
-
-
-#: Apply order: namespaces and definitions first, then the policies and quotas pods are admitted
-#: under, then what workloads refer to, then the workloads, then what refers to them (Helm's
-#: install order, with CustomResourceDefinitions before everything but namespaces so a custom
-#: kind's objects find it served). A kind not listed goes with the workloads.
-_KIND_ORDER = {
-    "Namespace": 0,
-    "CustomResourceDefinition": 1,
-    "PriorityClass": 2,
-    "NetworkPolicy": 2,
-    "ResourceQuota": 2,
-    "LimitRange": 2,
-    "PodDisruptionBudget": 2,
-    "StorageClass": 2,
-    "IngressClass": 2,
-    "ServiceAccount": 3,
-    "ConfigMap": 3,
-    "Secret": 3,
-    "PersistentVolumeClaim": 3,
-    "ClusterRole": 3,
-    "Role": 3,
-    "ClusterRoleBinding": 4,
-    "RoleBinding": 4,
-    "Service": 5,
-    "HorizontalPodAutoscaler": 11,
-    "Ingress": 11,
-}
-_SERVER_SET_METADATA = (
-    "resourceVersion",
-    "uid",
-    "creationTimestamp",
-    "managedFields",
-    "generation",
-    "selfLink",
-    "deletionTimestamp",
+from member_agent.manifests import (
+    ApplyDecision,
+    Identifier,
+    conflict_resolution,
+    decide_apply,
+    desired_manifests,
+    owned_by,
+    preserves_on_deletion,
+    prune_targets,
+    released,
+    work_key,
 )
 
-
-@dataclass(frozen=True, slots=True)
-class Identifier:
-    """Which member object a manifest is: the Work status' ``identifier``."""
-
-    group: str
-    version: str
-    kind: str
-    namespace: str
-    name: str
-    ordinal: int
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
-
-    @property
-    def object_key(self) -> tuple[str, str, str, str]:
-        """Identity of the member object regardless of API version or position in the Work."""
-        return (self.group, self.kind, self.namespace, self.name)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "group": self.group,
-            "version": self.version,
-            "kind": self.kind,
-            "namespace": self.namespace,
-            "name": self.name,
-            "ordinal": self.ordinal,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Identifier:
-        return cls(
-            group=str(data.get("group") or ""),
-            version=str(data.get("version") or ""),
-            kind=str(data.get("kind") or ""),
-            namespace=str(data.get("namespace") or ""),
-            name=str(data.get("name") or ""),
-            ordinal=int(data.get("ordinal") or 0),
-        )
-
-    def describe(self) -> str:
-        where = f" in namespace {self.namespace}" if self.namespace else ""
-        return f"{self.kind} {self.name}{where}"
-
-
-def identifier_of(manifest: Mapping[str, Any], ordinal: int) -> Identifier:
-    api_version = str(manifest.get("apiVersion") or "")
-    group, _, version = api_version.rpartition("/")
-    metadata = manifest.get("metadata") or {}
-    return Identifier(
-        group=group,
-        version=version,
-        kind=str(manifest.get("kind") or ""),
-        namespace=str(metadata.get("namespace") or ""),
-        name=str(metadata.get("name") or ""),
-        ordinal=ordinal,
-    )
-
-
-def work_key(work: Mapping[str, Any]) -> str:
-    metadata = work.get("metadata") or {}
-    return f"{metadata.get('namespace')}/{metadata.get('name')}"
-
-
-def ownership_labels(work_namespace: str, work_name: str) -> dict[str, str]:
-    return {
-        c.LABEL_MANAGED_BY: c.MANAGED_BY_VALUE,
-        c.LABEL_WORK_NAMESPACE: work_namespace,
-        c.LABEL_WORK_NAME: work_name,
-    }
-
-
-def owned_by(live: Mapping[str, Any], *, work_namespace: str, work_name: str) -> bool:
-    labels = (live.get("metadata") or {}).get("labels") or {}
-    return bool(
-        labels.get(c.LABEL_WORK_NAME) == work_name and labels.get(c.LABEL_WORK_NAMESPACE) == work_namespace
-    )
-
-
-def preserves_on_deletion(work: Mapping[str, Any]) -> bool:
-    """Whether the Work's objects stay in the member when the Work is deleted."""
-    return (work.get("spec") or {}).get("preserveResourcesOnDeletion") is True
-
-
-def released(live: Mapping[str, Any], *, work_namespace: str, work_name: str) -> dict[str, Any] | None:
-    """``live`` without gpufed's ownership labels, for an update; None when the object is not this
-    Work's (nothing to release). Its other labels, annotations and spec are left as they are."""
-    if not owned_by(live, work_namespace=work_namespace, work_name=work_name):
-        return None
-    metadata = dict(live.get("metadata") or {})
-    labels = {
-        key: value
-        for key, value in (metadata.get("labels") or {}).items()
-        if key not in (c.LABEL_WORK_NAME, c.LABEL_WORK_NAMESPACE)
-        and not (key == c.LABEL_MANAGED_BY and value == c.MANAGED_BY_VALUE)
-    }
-    metadata["labels"] = labels
-    metadata.pop("managedFields", None)  # omitted: the member keeps its field ownership as it is
-    return {**live, "metadata": metadata}
-
-
-def conflict_resolution(work: Mapping[str, Any]) -> ConflictResolution:
-    value = (work.get("spec") or {}).get("conflictResolution") or ConflictResolution.ABORT
-    return ConflictResolution.OVERWRITE if value == ConflictResolution.OVERWRITE else ConflictResolution.ABORT
-
-
-def desired_manifests(work: Mapping[str, Any]) -> list[tuple[Identifier, dict[str, Any]]]:
-    """The Work's manifests as apply bodies (ownership labels added, server fields removed),
-    in apply order."""
-    metadata = work.get("metadata") or {}
-    labels = ownership_labels(str(metadata.get("namespace")), str(metadata.get("name")))
-    manifests = ((work.get("spec") or {}).get("workload") or {}).get("manifests") or []
-    out: list[tuple[Identifier, dict[str, Any]]] = []
-    for ordinal, manifest in enumerate(manifests):
-        if not isinstance(manifest, Mapping):
-            continue
-        body = {k: v for k, v in manifest.items() if k != "status"}
-        meta = {k: v for k, v in (manifest.get("metadata") or {}).items() if k not in _SERVER_SET_METADATA}
-        meta["labels"] = {**(meta.get("labels") or {}), **labels}
-        body["metadata"] = meta
-        out.append((identifier_of(manifest, ordinal), body))
-    out.sort(key=lambda item: (_KIND_ORDER.get(item[0].kind, 10), item[0].ordinal))
-    return out
-
-
-def decide_apply(
-    live: Mapping[str, Any] | None, *, work_namespace: str, work_name: str, resolution: ConflictResolution
-) -> ApplyDecision:
-    """Whether to apply over ``live`` (None: the object does not exist yet)."""
-    if live is None or owned_by(live, work_namespace=work_namespace, work_name=work_name):
-        return ApplyDecision.APPLY
-    if resolution == ConflictResolution.OVERWRITE:
-        return ApplyDecision.APPLY
-    return ApplyDecision.SKIP_CONFLICT
-
-
-def prune_targets(previous: Iterable[Identifier], desired: Iterable[Identifier]) -> list[Identifier]:
-    """Objects applied before that the Work no longer holds (compared by group/kind/namespace/name)."""
-    wanted = {ident.object_key for ident in desired}
-    seen: set[tuple[str, str, str, str]] = set()
-    out = []
-    for ident in previous:
-        if ident.object_key in wanted or ident.object_key in seen:
-            continue
-        seen.add(ident.object_key)
-        out.append(ident)
-    # Workloads before the namespaces that hold them.
-    return sorted(out, key=lambda i: (-_KIND_ORDER.get(i.kind, 10), i.namespace, i.name))
+logger = logging.getLogger(__name__)
 
 
 def status_fields(obj: Mapping[str, Any], *, api_version: str, kind: str) -> dict[str, Any]:
@@ -374,9 +187,23 @@ def work_conditions(
     now: str,
     previous: Sequence[Mapping[str, Any]] = (),
 ) -> list[dict[str, Any]]:
+    """The Work's Applied and Available conditions (a transition time kept while a status holds)."""
+    applied = _applied(results)
+    available = _available(results, healths)
+    return [
+        _condition(WorkConditionType.APPLIED, *applied, generation=generation, now=now, previous=previous),
+        _condition(WorkConditionType.AVAILABLE, *available, generation=generation, now=now, previous=previous),
+    ]
+
+
+def _applied(results: Sequence[ManifestResult]) -> tuple[str, WorkReason, str]:
+    """Applied's status, reason and message: unserved kinds first, then conflicts, then failures."""
     conflicts = [r for r in results if r.conflict]
     unserved = [r for r in results if r.not_served]
     failures = [r for r in results if r.error and not r.conflict and not r.not_served]
+    also_failed = (
+        " | also failed: " + _listing([f"{r.identifier.describe()}: {r.error}" for r in failures]) if failures else ""
+    )
     if unserved and not conflicts:
         message = _listing(
             [
@@ -386,18 +213,8 @@ def work_conditions(
                 for r in unserved
             ]
         )
-        if failures:
-            message += " | also failed: " + _listing([f"{r.identifier.describe()}: {r.error}" for r in failures])
-        applied = _condition(
-            WorkConditionType.APPLIED,
-            "False",
-            WorkReason.KIND_NOT_SERVED,
-            message,
-            generation=generation,
-            now=now,
-            previous=previous,
-        )
-    elif conflicts:
+        return "False", WorkReason.KIND_NOT_SERVED, message + also_failed
+    if conflicts:
         message = _listing(
             [
                 f"{r.identifier.describe()} already exists in the member cluster and is not managed by this Work;"
@@ -405,74 +222,22 @@ def work_conditions(
                 for r in conflicts
             ]
         )
-        if failures:
-            message += " | also failed: " + _listing(
-                [f"{r.identifier.describe()}: {r.error}" for r in failures]
-            )
-        applied = _condition(
-            WorkConditionType.APPLIED,
-            "False",
-            WorkReason.CONFLICT,
-            message,
-            generation=generation,
-            now=now,
-            previous=previous,
-        )
-    elif failures:
-        applied = _condition(
-            WorkConditionType.APPLIED,
-            "False",
-            WorkReason.APPLY_FAILED,
-            _listing([f"{r.identifier.describe()}: {r.error}" for r in failures]),
-            generation=generation,
-            now=now,
-            previous=previous,
-        )
-    else:
-        applied = _condition(
-            WorkConditionType.APPLIED,
-            "True",
-            WorkReason.APPLIED,
-            f"all {len(results)} manifest(s) applied",
-            generation=generation,
-            now=now,
-            previous=previous,
-        )
-    unhealthy = [
-        r.identifier.describe() for r, h in zip(results, healths, strict=True) if h == Health.UNHEALTHY
-    ]
-    unknown = [r.identifier.describe() for r, h in zip(results, healths, strict=True) if h == Health.UNKNOWN]
+        return "False", WorkReason.CONFLICT, message + also_failed
+    if failures:
+        return "False", WorkReason.APPLY_FAILED, _listing([f"{r.identifier.describe()}: {r.error}" for r in failures])
+    return "True", WorkReason.APPLIED, f"all {len(results)} manifest(s) applied"
+
+
+def _available(results: Sequence[ManifestResult], healths: Sequence[Health]) -> tuple[str, WorkReason, str]:
+    """Available's status, reason and message: any unhealthy manifest first, then unknown health."""
+    pairs = list(zip(results, healths, strict=True))
+    unhealthy = [r.identifier.describe() for r, h in pairs if h == Health.UNHEALTHY]
+    unknown = [r.identifier.describe() for r, h in pairs if h == Health.UNKNOWN]
     if unhealthy:
-        available = _condition(
-            WorkConditionType.AVAILABLE,
-            "False",
-            WorkReason.UNHEALTHY,
-            "not healthy: " + _listing(unhealthy),
-            generation=generation,
-            now=now,
-            previous=previous,
-        )
-    elif unknown:
-        available = _condition(
-            WorkConditionType.AVAILABLE,
-            "Unknown",
-            WorkReason.HEALTH_UNKNOWN,
-            "health not known yet: " + _listing(unknown),
-            generation=generation,
-            now=now,
-            previous=previous,
-        )
-    else:
-        available = _condition(
-            WorkConditionType.AVAILABLE,
-            "True",
-            WorkReason.AVAILABLE,
-            f"all {len(results)} manifest(s) healthy",
-            generation=generation,
-            now=now,
-            previous=previous,
-        )
-    return [applied, available]
+        return "False", WorkReason.UNHEALTHY, "not healthy: " + _listing(unhealthy)
+    if unknown:
+        return "Unknown", WorkReason.HEALTH_UNKNOWN, "health not known yet: " + _listing(unknown)
+    return "True", WorkReason.AVAILABLE, f"all {len(results)} manifest(s) healthy"
 
 
 def manifest_status(

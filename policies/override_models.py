@@ -11,14 +11,12 @@ from typing import Any, Final, Literal, TypeAlias
 
 from pydantic import Field, ValidationInfo, field_validator
 
-from controlplane.apis.meta import ObjectMeta, SpecModel
+from controlplane.apis.meta import SpecModel
 from policies.models import (
-    GPUFED_API_VERSION,
     AnyPropagationPolicy,
     ClusterAffinity,
     ClusterPropagationPolicy,
-    PolicyApiVersion,
-    PolicyStatus,
+    PolicyObject,
     PropagationPolicy,
     ResourceSelector,
 )
@@ -181,28 +179,20 @@ class OverrideSpec(SpecModel):
         return []
 
 
-class OverridePolicy(SpecModel):
+class OverridePolicy(PolicyObject):
     """Namespaced (short name ``op``)."""
 
-    api_version: PolicyApiVersion = GPUFED_API_VERSION
     kind: Literal["OverridePolicy"] = "OverridePolicy"
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: OverrideSpec
     """Spec is the desired behavior of the OverridePolicy."""
-    status: PolicyStatus | None = None
-    """What the hub observed of the policy: its ResourceSelectorsServed condition."""
 
 
-class ClusterOverridePolicy(SpecModel):
+class ClusterOverridePolicy(PolicyObject):
     """Cluster-scoped (short name ``cop``)."""
 
-    api_version: PolicyApiVersion = GPUFED_API_VERSION
     kind: Literal["ClusterOverridePolicy"] = "ClusterOverridePolicy"
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: OverrideSpec
     """Spec is the desired behavior of the ClusterOverridePolicy."""
-    status: PolicyStatus | None = None
-    """What the hub observed of the policy: its ResourceSelectorsServed condition."""
 
 
 AnyOverridePolicy: TypeAlias = OverridePolicy | ClusterOverridePolicy

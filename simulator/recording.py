@@ -21,7 +21,6 @@ from typing import Any
 
 from controlplane.apis.events import EventType
 from controlplane.objectclient import ObjectClient, ResourceType, errors
-from controlplane.storage.interface import StorageError
 from simulator.clock import Clock
 from simulator.events import EventAction, EventBook, EventKey, EventReason, EventRecord
 
@@ -100,7 +99,7 @@ class EventRecorder:
                     pass
             await self.objects.create(self.rt, manifest)
             self._written.add(record.key)
-        except (errors.ApiError, StorageError) as exc:
+        except (errors.ApiError, errors.StorageError) as exc:
             logger.info(
                 "could not record event %s on %s/%s: %s",
                 manifest["reason"], record.namespace, manifest["involvedObject"].get("name"), exc,
@@ -111,5 +110,5 @@ class EventRecorder:
             await self.objects.delete(self.rt, namespace=record.namespace, name=record.name)
         except errors.NotFound:
             pass
-        except (errors.ApiError, StorageError) as exc:
+        except (errors.ApiError, errors.StorageError) as exc:
             logger.info("could not delete expired event %s/%s: %s", record.namespace, record.name, exc)

@@ -30,8 +30,7 @@ from controlplane.apis.work_v1alpha1 import binding_name
 from controlplane.controllers.informing import Handler, Informer
 from controlplane.controllers.workloads import propagatable_types
 from controlplane.controllers.works import binding_key_of_work
-from controlplane.objectclient import DynamicRegistry, ObjectClient, ResourceType, errors
-from controlplane.storage.ledger import WRITER
+from controlplane.objectclient import WRITER, DynamicRegistry, ObjectClient, ResourceType, errors
 from policies.matching import PolicyRef
 from policies.models import AnyPropagationPolicy, ClusterPropagationPolicy, PropagationPolicy
 from policies.override_models import AnyOverridePolicy, AnyPolicy, ClusterOverridePolicy, OverridePolicy

@@ -18,7 +18,6 @@ from controlplane.apis.events import EventType
 from controlplane.apis.views import ObjectView
 from controlplane.controllers.context import ControllerContext
 from controlplane.objectclient import errors
-from controlplane.storage.interface import StorageError
 
 log = logging.getLogger(__name__)
 
@@ -80,5 +79,5 @@ async def record_event(
     }
     try:
         await ctx.objects.create(ctx.event_rt, event)
-    except (errors.ApiError, StorageError) as exc:
+    except (errors.ApiError, errors.StorageError) as exc:
         log.info("could not record event %s on %s/%s: %s", reason, namespace, meta.get("name"), exc)

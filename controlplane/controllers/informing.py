@@ -20,7 +20,6 @@ from collections.abc import Awaitable, Callable, Hashable, Iterable
 from typing import Any
 
 from controlplane.objectclient import ObjectClient, ResourceType, WatchEventType, errors
-from controlplane.storage.interface import Gone, Unavailable
 
 log = logging.getLogger(__name__)
 
@@ -188,10 +187,10 @@ class Informer:
                     await self._emit(event.type, event.object, previous)
             except asyncio.CancelledError:
                 raise
-            except (Gone, errors.Gone):
+            except (errors.StoreGone, errors.Gone):
                 log.info("watch of %s expired; relisting", self.rt.plural)
                 need_list = True
-            except (Unavailable, errors.ApiError) as exc:
+            except (errors.StoreUnavailable, errors.ApiError) as exc:
                 if interrupted:
                     log.debug("watch of %s still interrupted: %s; retrying", self.rt.plural, exc)
                 else:

@@ -22,9 +22,7 @@ from collections.abc import Awaitable, Callable, Hashable
 from typing import Generic, TypeVar
 
 from controlplane.controllers.queueing import ShutDown, WorkQueue
-from controlplane.objectclient import errors
-from controlplane.storage.interface import StorageError
-from controlplane.storage.ledger import WRITER
+from controlplane.objectclient import WRITER, errors
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +71,7 @@ class ReconcileLoop(Generic[K]):
                 log.debug("%s: %s lost a write race, retrying: %s", self.name, key, exc)
                 # The next attempt re-reads, so a lost race is retried soon, not backed off for long.
                 await queue.add_rate_limited(key, max_delay=CONFLICT_MAX_DELAY)
-            except (errors.ApiError, StorageError) as exc:
+            except (errors.ApiError, errors.StorageError) as exc:
                 log.warning("%s: reconciling %s failed: %s; retrying", self.name, key, exc)
                 await queue.add_rate_limited(key)
             except Exception as exc:

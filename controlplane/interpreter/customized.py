@@ -30,7 +30,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from controlplane.apis.work_v1alpha1 import Health
 from controlplane.interpreter.base import Component, FinishedPhase, KindInterpreter, MemberStatuses
@@ -121,6 +121,9 @@ def hook_of_reason(reason: str) -> str | None:
     return next((hook for hook in HOOK_FUNCTIONS if failure_reason(hook) == reason), None)
 
 
+_T = TypeVar("_T")
+
+
 class _Unusable(ValueError):
     """A script returned a value of the wrong shape."""
 
@@ -131,10 +134,15 @@ def _as_int(value: Any, what: str) -> int:
     return int(value)
 
 
-def _as_object(value: Any, what: str) -> Obj:
-    if not isinstance(value, dict):
-        raise _Unusable(f"{what} must return the object (a table), not {value!r}")
-    return value
+def _as_object_of(what: str) -> Callable[[Any], Obj]:
+    """Reads the result of the script function ``what`` as the object it must return."""
+
+    def read(value: Any) -> Obj:
+        if not isinstance(value, dict):
+            raise _Unusable(f"{what} must return the object (a table), not {value!r}")
+        return value
+
+    return read
 
 
 class CustomizedInterpreter:
@@ -174,6 +182,22 @@ class CustomizedInterpreter:
             self._report(hook, str(exc), obj)
             return None
 
+    def _read(
+        self, hook: str, obj: Obj, args: tuple[Any, ...], read: Callable[[Any], _T], unusable: tuple[type[Exception], ...]
+    ) -> _T | None:
+        """``hook``'s script on ``args``, its result read by ``read``; None when the kind has no such
+        hook, or its script failed or gave what ``read`` refuses with ``unusable`` (reported)."""
+        if not self.has(hook):
+            return None
+        out = self._run(hook, obj, args)
+        if out is None:
+            return None
+        try:
+            return read(out[0])
+        except unusable as exc:
+            self._report(hook, str(exc), obj)
+            return None
+
     def _report(self, hook: str, message: str, obj: Obj) -> None:
         if self._on_failure is not None:
             failure = ScriptFailure(self.custom.owner(hook), hook, message, obj, self.custom.scripts.get(hook, ""))
@@ -210,13 +234,9 @@ class CustomizedInterpreter:
         return self.base.replica_requirements(obj) if self.base is not None else ReplicaRequirements()
 
     def components(self, obj: Obj) -> list[Component]:
-        if self.has("componentResource"):
-            out = self._run("componentResource", obj, (obj,))
-            if out is not None:
-                try:
-                    return self._components(out[0])
-                except (ValueError, KeyError, TypeError) as exc:
-                    self._report("componentResource", str(exc), obj)
+        got = self._read("componentResource", obj, (obj,), self._components, (ValueError, KeyError, TypeError))
+        if got is not None:
+            return got
         return self.base.components(obj) if self.base is not None else []
 
     @staticmethod
@@ -235,13 +255,9 @@ class CustomizedInterpreter:
         ]
 
     def with_replicas(self, obj: Obj, replicas: int) -> Obj:
-        if self.has("replicaRevision"):
-            out = self._run("replicaRevision", obj, (obj, replicas))
-            if out is not None:
-                try:
-                    return _as_object(out[0], "ReviseReplica")
-                except _Unusable as exc:
-                    self._report("replicaRevision", str(exc), obj)
+        got = self._read("replicaRevision", obj, (obj, replicas), _as_object_of("ReviseReplica"), (_Unusable,))
+        if got is not None:
+            return got
         return self.base.with_replicas(obj, replicas) if self.base is not None else copy.deepcopy(obj)
 
     def is_gang(self, obj: Obj) -> bool:
@@ -334,13 +350,9 @@ class CustomizedInterpreter:
         return self.base.with_gpu_request(obj, resources) if self.base is not None else copy.deepcopy(obj)
 
     def dependencies(self, obj: Obj) -> list[Dependency]:
-        if self.has("dependencyInterpretation"):
-            out = self._run("dependencyInterpretation", obj, (obj,))
-            if out is not None:
-                try:
-                    return self._dependencies(out[0])
-                except (_Unusable, KeyError, TypeError) as exc:
-                    self._report("dependencyInterpretation", str(exc), obj)
+        got = self._read("dependencyInterpretation", obj, (obj,), self._dependencies, (_Unusable, KeyError, TypeError))
+        if got is not None:
+            return got
         return self.base.dependencies(obj) if self.base is not None else []
 
     @staticmethod
@@ -361,11 +373,5 @@ class CustomizedInterpreter:
 
     def retain(self, desired: Obj, observed: Obj) -> Obj:
         """``desired`` with the fields ``retention`` keeps from the member's ``observed`` copy."""
-        if self.has("retention"):
-            out = self._run("retention", desired, (desired, observed))
-            if out is not None:
-                try:
-                    return _as_object(out[0], "Retain")
-                except _Unusable as exc:
-                    self._report("retention", str(exc), desired)
-        return copy.deepcopy(desired)
+        got = self._read("retention", desired, (desired, observed), _as_object_of("Retain"), (_Unusable,))
+        return got if got is not None else copy.deepcopy(desired)

@@ -6,8 +6,9 @@ update_status, delete, watch and the registry of kinds served); the values they 
 return are re-exported here, and the error types they raise are in :mod:`.errors`. The API
 server's :class:`~controlplane.apiserver.objects.ObjectStore` implements it; only the
 composition roots (``controlplane.hub``, the simulator's server, tests) build one. Consumers
-import from this package only, never from ``controlplane.apiserver`` (an import contract in
-pyproject.toml holds that), so the object layer can change behind it.
+import from this package only, never from ``controlplane.apiserver`` or ``controlplane.storage``
+(import contracts in pyproject.toml hold that), so the object layer can change behind it.
+:data:`WRITER` names who writes in the current task (``controller:<name>``) for the write ledger.
 """
 
 from __future__ import annotations
@@ -29,8 +30,10 @@ from controlplane.apiserver.objects.values import (
     utc_now,
 )
 from controlplane.apiserver.resources import Registry, ResourceType
+from controlplane.storage.ledger import WRITER
 
 __all__ = [
+    "WRITER",
     "DeleteResult",
     "DynamicRegistry",
     "ListArgs",

@@ -1,6 +1,8 @@
 """The errors an :class:`~controlplane.objectclient.ObjectClient` raises: the API server's
 error tree itself (the same classes, so ``except errors.NotFound`` catches what the object
-layer raises), without its HTTP translation."""
+layer raises), without its HTTP translation; and the store errors the object layer lets
+through unchanged (:class:`StorageError`, a watch's compacted revision :class:`StoreGone`,
+an unreachable store :class:`StoreUnavailable`), so consumers never import the storage layer."""
 
 from controlplane.apiserver.errors import (
     AlreadyExists,
@@ -21,6 +23,9 @@ from controlplane.apiserver.errors import (
     TooManyRequests,
     conflict_modified,
 )
+from controlplane.storage.interface import Gone as StoreGone
+from controlplane.storage.interface import StorageError
+from controlplane.storage.interface import Unavailable as StoreUnavailable
 
 __all__ = [
     "AlreadyExists",
@@ -36,6 +41,9 @@ __all__ = [
     "NotFound",
     "ServiceUnavailable",
     "StatusReason",
+    "StorageError",
+    "StoreGone",
+    "StoreUnavailable",
     "Target",
     "Timeout",
     "TooManyRequests",

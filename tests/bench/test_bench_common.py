@@ -14,6 +14,7 @@ from bench.common import (
     Status,
     at_least,
     at_most,
+    failed_run,
     format_number,
     format_table,
     latency_summary,
@@ -134,3 +135,11 @@ def test_run_results_of_every_accepted_form_become_a_result() -> None:
     assert flat.details == {"tasks": 5}
     with pytest.raises(TypeError):
         result_from_run("whatif", Size.TINY, [1, 2])
+
+
+def test_a_run_that_raised_is_a_failed_result_with_the_error_and_the_logs() -> None:
+    result = failed_run("api", Size.TINY, RuntimeError("hub did not start"), logs="tail of logs", started=0.0)
+    assert (result.benchmark, result.size, result.status) == ("api", Size.TINY, Status.FAILED)
+    assert result.reason == "RuntimeError: hub did not start"
+    assert result.details == {"logs": "tail of logs"}
+    assert result.seconds is not None and result.seconds > 0

@@ -14,36 +14,8 @@ from controlplane.interpreter.customization_validation import (
 from controlplane.interpreter.customized import Customization, CustomizedInterpreter, ScriptFailure
 from controlplane.interpreter.dependencies import Dependency
 from controlplane.interpreter.registry import builtin_interpreter_for
+from tests.interpreter.trainingrun_scripts import AGGREGATE, API, GET_REPLICAS, REVISE, customization
 
-API = "ml.example.com/v1"
-
-GET_REPLICAS = """
-function GetReplicas(obj)
-  local kube = require("kube")
-  return obj.spec.workers, kube.accuratePodRequirements(obj.spec.template)
-end
-"""
-REVISE = """
-function ReviseReplica(obj, desiredReplica)
-  obj.spec.workers = desiredReplica
-  return obj
-end
-"""
-AGGREGATE = """
-function AggregateStatus(desiredObj, statusItems)
-  if statusItems == nil then return desiredObj end
-  local ready, clusters = 0, {}
-  for i = 1, #statusItems do
-    local item = statusItems[i]
-    if item.status ~= nil and item.status.readyWorkers ~= nil then
-      ready = ready + item.status.readyWorkers
-    end
-    clusters[i] = item.clusterName
-  end
-  desiredObj.status = {readyWorkers = ready, clusters = clusters}
-  return desiredObj
-end
-"""
 HEALTH = """
 function InterpretHealth(observedObj)
   return observedObj.status ~= nil and observedObj.status.phase ~= "Failed"
@@ -186,15 +158,7 @@ def test_built_in_interpreter_is_the_fallback_for_a_native_kind() -> None:
 
 
 def ric(name: str, created: str = "2026-01-01T00:00:00Z", **hooks: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "config.karmada.io/v1alpha1",
-        "kind": "ResourceInterpreterCustomization",
-        "metadata": {"name": name, "creationTimestamp": created},
-        "spec": {
-            "target": {"apiVersion": API, "kind": "TrainingRun"},
-            "customizations": {hook: {"luaScript": script} for hook, script in hooks.items()},
-        },
-    }
+    return customization(name, created=created, **hooks)
 
 
 def test_validation_compiles_every_script() -> None:

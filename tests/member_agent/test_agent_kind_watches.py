@@ -27,8 +27,8 @@ from controlplane.apiserver.resources import Registry, core_resources, workload_
 from controlplane.apiserver.tls import ca_hash
 from controlplane.storage import MemoryStore
 from member_agent.agent import Agent
-from member_agent.applying import desired_manifests
 from member_agent.config import AgentConfig
+from member_agent.manifests import desired_manifests
 
 Hub = Any
 

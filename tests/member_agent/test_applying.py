@@ -7,8 +7,9 @@ from typing import Any
 import pytest
 
 from controlplane.apis.work_v1alpha1 import Health
-from member_agent import applying
-from member_agent.applying import ApplyDecision, ConflictResolution, Identifier, ManifestResult
+from member_agent import applying, manifests
+from member_agent.applying import ManifestResult
+from member_agent.manifests import ApplyDecision, ConflictResolution, Identifier
 
 NOW = "2025-01-01T00:00:00Z"
 
@@ -40,7 +41,7 @@ CONFIG = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg", "
 
 
 def test_desired_manifests_add_ownership_strip_server_fields_and_order() -> None:
-    desired = applying.desired_manifests(work([DEPLOY, CONFIG, NAMESPACE]))
+    desired = manifests.desired_manifests(work([DEPLOY, CONFIG, NAMESPACE]))
     assert [ident.kind for ident, _ in desired] == ["Namespace", "ConfigMap", "Deployment"]
     ident, body = desired[2]
     assert ident == Identifier("apps", "v1", "Deployment", "ml", "web", 0)
@@ -72,15 +73,15 @@ def test_manifests_apply_in_dependency_order() -> None:
         manifest("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
         manifest("v1", "Namespace"),
     ]
-    order = [ident.kind for ident, _ in applying.desired_manifests(work(shuffled))]
+    order = [ident.kind for ident, _ in manifests.desired_manifests(work(shuffled))]
     assert order == [
         "Namespace", "CustomResourceDefinition", "ResourceQuota", "Secret", "Service", "Widget", "DaemonSet",
         "HorizontalPodAutoscaler",
     ]
 
 
-OWNED = {"metadata": {"labels": applying.ownership_labels("gpufed-es-a", "web-deployment")}}
-OTHER_WORK = {"metadata": {"labels": applying.ownership_labels("gpufed-es-a", "other")}}
+OWNED = {"metadata": {"labels": manifests.ownership_labels("gpufed-es-a", "web-deployment")}}
+OTHER_WORK = {"metadata": {"labels": manifests.ownership_labels("gpufed-es-a", "other")}}
 FOREIGN = {"metadata": {"labels": {"app": "web"}}}
 
 
@@ -99,7 +100,7 @@ def test_decide_apply(
     live: dict[str, Any] | None, resolution: ConflictResolution, expected: ApplyDecision
 ) -> None:
     assert (
-        applying.decide_apply(
+        manifests.decide_apply(
             live, work_namespace="gpufed-es-a", work_name="web-deployment", resolution=resolution
         )
         == expected
@@ -112,7 +113,7 @@ def test_decide_apply(
 )
 def test_conflict_resolution_defaults_to_abort(value: str | None, expected: str) -> None:
     spec = {} if value is None else {"conflictResolution": value}
-    assert applying.conflict_resolution(work([], **spec)) == expected
+    assert manifests.conflict_resolution(work([], **spec)) == expected
 
 
 def ident(
@@ -160,7 +161,7 @@ def ident(
 def test_prune_targets(
     previous: list[Identifier], desired: list[Identifier], expected: list[Identifier]
 ) -> None:
-    assert applying.prune_targets(previous, desired) == expected
+    assert manifests.prune_targets(previous, desired) == expected
 
 
 def obj(

@@ -38,7 +38,7 @@ from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.resources import Registry, core_resources, workload_resources
 from controlplane.apiserver.tls import ca_hash
 from controlplane.storage import MemoryStore
-from member_agent import applying
+from member_agent import applying, manifests
 from member_agent.agent import Agent
 from member_agent.config import AgentConfig
 from member_agent.kubeapi import KubeApi
@@ -82,7 +82,7 @@ def test_released_drops_only_the_ownership_labels(labels: dict[str, str], expect
         },
         "spec": {"replicas": 3},
     }
-    body = applying.released(live, work_namespace=WORK_NS, work_name="keep")
+    body = manifests.released(live, work_namespace=WORK_NS, work_name="keep")
     assert body is not None
     assert body["metadata"]["labels"] == expected
     assert body["metadata"]["annotations"] == {"note": "x"}
@@ -98,13 +98,13 @@ def test_released_drops_only_the_ownership_labels(labels: dict[str, str], expect
 )
 def test_an_object_of_no_or_another_work_is_not_released(labels: dict[str, str]) -> None:
     live = {"metadata": {"name": "web", "labels": labels}}
-    assert applying.released(live, work_namespace=WORK_NS, work_name="keep") is None
+    assert manifests.released(live, work_namespace=WORK_NS, work_name="keep") is None
 
 
 @pytest.mark.parametrize(("spec", "expected"), [({}, False), ({"preserveResourcesOnDeletion": True}, True),
                                                 ({"preserveResourcesOnDeletion": False}, False)])
 def test_preserves_on_deletion(spec: dict[str, Any], expected: bool) -> None:
-    assert applying.preserves_on_deletion({"spec": spec}) is expected
+    assert manifests.preserves_on_deletion({"spec": spec}) is expected
 
 
 def test_the_ledger_remembers_the_flag_across_restarts_and_reads_its_first_format(tmp_path: Path) -> None:
@@ -340,7 +340,7 @@ async def test_an_apply_checks_ownership_on_the_member_not_a_lagging_cache(membe
     stale = deployment("kept")  # as the watch last saw it, before the release
     stale["metadata"]["labels"] = {**OWNERSHIP, "app": "kept"}
 
-    def lagging(ident: applying.Identifier) -> dict[str, Any] | None:
+    def lagging(ident: manifests.Identifier) -> dict[str, Any] | None:
         return stale if (ident.kind, ident.name) == ("Deployment", "kept") else None
 
     api = KubeApi(ApiClient(configuration=Configuration(host=member.url)), timeout=10)

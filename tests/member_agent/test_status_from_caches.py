@@ -23,18 +23,11 @@ from controlplane.apiserver import app as app_module
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.resources import Registry, core_resources, workload_resources
 from controlplane.storage import MemoryStore
-from member_agent.applying import (
-    Identifier,
-    ManifestResult,
-    WorkApplier,
-    identifier_of,
-    owned_by,
-    status_fields,
-    work_status,
-)
+from member_agent.applying import ManifestResult, WorkApplier, status_fields, work_status
 from member_agent.informing import Informer
 from member_agent.kubeapi import KubeApi
 from member_agent.ledger import Ledger
+from member_agent.manifests import Identifier, identifier_of, owned_by
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -10,6 +10,8 @@ from controlplane import objectclient
 from controlplane.apiserver import errors as apiserver_errors
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.objectclient import ObjectClient, errors
+from controlplane.storage import interface as storage_interface
+from controlplane.storage import ledger
 
 MEMBERS = sorted(
     name for name in vars(ObjectClient) if not name.startswith("_") and name not in {"registry"}
@@ -31,10 +33,23 @@ def test_each_call_has_the_object_stores_signature(name: str) -> None:
     )
 
 
-@pytest.mark.parametrize("name", errors.__all__)
+STORE_ERRORS = {"StorageError": "StorageError", "StoreGone": "Gone", "StoreUnavailable": "Unavailable"}
+
+
+@pytest.mark.parametrize("name", sorted(set(errors.__all__) - set(STORE_ERRORS)))
 def test_errors_are_the_api_servers_own_classes(name: str) -> None:
     # ``except errors.NotFound`` in a consumer catches what the object layer raises.
     assert getattr(errors, name) is getattr(apiserver_errors, name)
+
+
+@pytest.mark.parametrize(("name", "store_name"), sorted(STORE_ERRORS.items()))
+def test_store_errors_the_object_layer_lets_through_are_the_stores_own(name: str, store_name: str) -> None:
+    # ``except errors.StoreGone`` in an informer catches the compacted revision a watch raises.
+    assert getattr(errors, name) is getattr(storage_interface, store_name)
+
+
+def test_the_writer_is_the_write_ledgers() -> None:
+    assert objectclient.WRITER is ledger.WRITER
 
 
 def test_the_error_tree_consumers_catch_is_complete() -> None:

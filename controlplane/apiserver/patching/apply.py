@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -49,6 +48,7 @@ from controlplane.apiserver.patching.fieldpaths import (
     item_element,
     with_named_ancestors,
 )
+from controlplane.apiserver.patching.merging import merge_applied, remove_path
 from controlplane.apiserver.patching.schema import FieldSchema, ListType, apply_schema
 
 logger = logging.getLogger(__name__)
@@ -164,7 +164,7 @@ def server_side_apply(
     _drop_managed_fields(current)
 
     # The merge shares untouched subtrees with `current`; pruning must not reach them.
-    merged: dict[str, Any] = copy.deepcopy(_merge(current, config, schema))
+    merged: dict[str, Any] = copy.deepcopy(merge_applied(current, config, schema))
     config_fields: set[Path] = set()
     field_set(config, schema, (), config_fields)
     owned = _trackable(config_fields, section)
@@ -180,7 +180,7 @@ def server_side_apply(
         doomed = with_named_ancestors(last) - with_named_ancestors(keep)
         for path in sorted(doomed, key=len):
             if path not in _UNOWNED and _in_section(path, section):
-                _remove_path(merged, path, schema)
+                remove_path(merged, path, schema)
 
     comparison = Comparison()
     compare(current, merged, schema, (), comparison)
@@ -530,114 +530,3 @@ def _validate_config(value: Any, schema: FieldSchema, path: Path) -> None:
         seen.add(element)
         if schema.list_type is ListType.MAP:
             _validate_config(item, schema.element(), (*path, element))
-
-
-def _clean(value: Any, schema: FieldSchema) -> Any:
-    """A copy of an applied value for a field the live object lacks: nulls mean "not set"."""
-    if isinstance(value, Mapping) and not schema.atomic:
-        return {k: _clean(v, schema.child(k)) for k, v in value.items() if v is not None}
-    if isinstance(value, list) and schema.list_type is ListType.MAP:
-        return [_clean(item, schema.element()) for item in value if item is not None]
-    return copy.deepcopy(value)
-
-
-def _merge(live: Any, config: Any, schema: FieldSchema) -> Any:
-    """Server-side apply's merge: objects field by field, associative lists item by item."""
-    if isinstance(live, Mapping) and isinstance(config, Mapping) and not schema.atomic:
-        out = dict(live)
-        for key, value in config.items():
-            if value is None:
-                out.pop(key, None)
-            elif key in live:
-                out[key] = _merge(live[key], value, schema.child(key))
-            else:
-                out[key] = _clean(value, schema.child(key))
-        return out
-    if isinstance(live, list) and isinstance(config, list) and schema.list_type is not ListType.ATOMIC:
-        return _merge_items(live, [item for item in config if item is not None], schema)
-    return _clean(config, schema)
-
-
-def _merge_items(live: list[Any], config: list[Any], schema: FieldSchema) -> list[Any]:
-    """Merge two keyed lists keeping live-only items in place and applied items in applied order."""
-    item_schema = schema.element()
-    live_keys: list[PathElement | tuple[str, int]] = [
-        item_element(item, schema) or ("?", index) for index, item in enumerate(live)
-    ]
-    config_keys: list[PathElement | tuple[str, int]] = [
-        item_element(item, schema) or ("?", -1 - index) for index, item in enumerate(config)
-    ]
-    in_config = set(config_keys)
-    live_by_key: dict[Any, Any] = {}
-    for key, item in zip(live_keys, live, strict=True):
-        live_by_key.setdefault(key, item)
-    shared: deque[Any] = deque(k for k in config_keys if k in live_by_key)
-    next_shared = shared.popleft() if shared else None
-
-    def merged_item(key: Any, item: Any) -> Any:
-        if key in live_by_key and schema.list_type is ListType.MAP:
-            return _merge(live_by_key[key], item, item_schema)
-        return _clean(item, item_schema)
-
-    out: list[Any] = []
-    done: set[Any] = set()
-    li, ci = 0, 0
-    while li < len(live) or ci < len(config):
-        if li < len(live) and ci < len(config):
-            key = live_keys[li]
-            if key == config_keys[ci]:
-                out.append(merged_item(key, config[ci]))
-                done.add(key)
-                li += 1
-                ci += 1
-                next_shared = shared.popleft() if shared else None
-                continue
-            if key in in_config and next_shared is not None and next_shared != key:
-                li += 1
-                continue
-        if li < len(live):
-            key = live_keys[li]
-            if key not in in_config:
-                out.append(live[li])
-                li += 1
-                continue
-            if key in done:
-                li += 1
-                continue
-        if ci < len(config):
-            key = config_keys[ci]
-            done.add(key)
-            out.append(merged_item(key, config[ci]))
-            ci += 1
-            if next_shared is not None and next_shared == key:
-                next_shared = shared.popleft() if shared else None
-    return out
-
-
-def _remove_path(obj: Any, path: Path, schema: FieldSchema) -> None:
-    """Delete the value at ``path`` (a field, a list item or a set value) if it is there."""
-    node = obj
-    current = schema
-    for position, (kind, text) in enumerate(path):
-        last = position == len(path) - 1
-        if kind == FIELD:
-            if not isinstance(node, dict) or text not in node:
-                return
-            if last:
-                del node[text]
-                return
-            node = node[text]
-            current = current.child(text)
-            continue
-        if not isinstance(node, list):
-            return
-        element = (kind, text)
-        matches = [i for i, item in enumerate(node) if item_element(item, current) == element]
-        if not matches:
-            return
-        if last:
-            for index in reversed(matches):
-                del node[index]
-            return
-        node = node[matches[0]]
-        current = current.element()

@@ -1,0 +1,200 @@
+"""The blocks of a PropagationSpec that say what happens after placement: failover (application
+and cluster), suspension, schedule priority, and the gpufed extensions for alternative GPU shapes
+(``spec.gpuShapes``) and spot reclaims (``spec.spotReclaims``).
+
+In: the wire form of those blocks. Out: validated models, with the same conventions as
+:mod:`policies.models` (which composes them into :class:`~policies.models.PropagationSpec` and
+re-exports the names other packages use).
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal, TypeAlias
+
+from pydantic import Field, ValidationInfo, field_validator
+
+from controlplane.apis.meta import SpecModel
+from controlplane.apis.quantity import QuantityError, parse_quantity
+
+# ---------------------------------------------------------------------------------------------
+# Failover, suspension, priority
+# ---------------------------------------------------------------------------------------------
+
+
+class DecisionConditions(SpecModel):
+    toleration_seconds: int | None = Field(default=None, ge=0)
+    """How long the application may stay unhealthy before it is moved. Defaults to 300."""
+
+
+class StatePreservationRule(SpecModel):
+    alias_label_name: str = Field(min_length=1)
+    """The label under which the preserved value is given to the new copy."""
+    json_path: str = Field(min_length=1, alias="jsonPath")
+    """A JSONPath into the old copy's status that selects the value to preserve."""
+
+
+class StatePreservation(SpecModel):
+    rules: list[StatePreservationRule] = Field(min_length=1)
+    """What to carry from the failed copy to its replacement, one rule per value. Accepted, not acted
+    on yet: nothing is carried over."""
+
+
+PurgeMode: TypeAlias = Literal["Immediately", "Graciously", "Never", "Directly", "Gracefully"]
+DEFAULT_FAILOVER_TOLERATION_SECONDS: Final = 300
+DEFAULT_GRACE_PERIOD_SECONDS: Final = 600
+
+
+def _grace_only_when_gracious(seconds: int | None, info: ValidationInfo) -> int | None:
+    """``gracePeriodSeconds`` of a failover behaviour: only with a gracious ``purgeMode``."""
+    mode = info.data.get("purge_mode")
+    if seconds is not None and mode in ("Immediately", "Directly", "Never"):
+        raise ValueError(f"only applies when purgeMode is 'Graciously' or 'Gracefully' (got {mode!r})")
+    return seconds
+
+
+class ApplicationFailoverBehavior(SpecModel):
+    """``failover.application``: move replicas off a cluster where the application is unhealthy.
+
+    ``purgeMode`` accepts both Karmada spellings (``Immediately|Graciously|Never`` and the newer
+    ``Directly|Gracefully|Never``).
+    """
+
+    decision_conditions: DecisionConditions = Field(default_factory=DecisionConditions)
+    """When the application counts as failed in a cluster."""
+    purge_mode: PurgeMode | None = None
+    """How the copy in the failed cluster is removed: Immediately or Directly (at once), Graciously or
+    Gracefully (once the replacement is healthy, or after gracePeriodSeconds), Never (left to the user)."""
+    grace_period_seconds: int | None = Field(default=None, gt=0)
+    """How long a gracious removal waits for the replacement to become healthy. Only with Graciously or
+    Gracefully. Defaults to 600."""
+    state_preservation: StatePreservation | None = None
+    """State to carry from the failed copy to the replacement."""
+
+    _grace_only_when_gracious = field_validator("grace_period_seconds")(_grace_only_when_gracious)
+
+    @property
+    def effective_toleration_seconds(self) -> int:
+        seconds = self.decision_conditions.toleration_seconds
+        return DEFAULT_FAILOVER_TOLERATION_SECONDS if seconds is None else seconds
+
+    @property
+    def effective_grace_period_seconds(self) -> int:
+        return self.grace_period_seconds or DEFAULT_GRACE_PERIOD_SECONDS
+
+
+class ClusterFailoverBehavior(SpecModel):
+    """``failover.cluster`` (newer Karmada): what to do with replicas on a failed cluster.
+
+    ``gracePeriodSeconds`` is a gpufed extension (Karmada takes it from a controller flag):
+    how long a Gracefully evicted copy may wait for its replacement to be Healthy; unset,
+    the hub's ``--graceful-eviction-timeout`` applies.
+    """
+
+    purge_mode: PurgeMode | None = None
+    """How the copy in a failed cluster is removed: Immediately or Directly, Graciously or Gracefully, or
+    Never."""
+    grace_period_seconds: int | None = Field(default=None, gt=0)
+    """How long a gracious removal waits for the replacement to become healthy. Only with Graciously or
+    Gracefully. Defaults to the hub's graceful eviction timeout."""
+    state_preservation: StatePreservation | None = None
+    """State to carry from the failed copy to the replacement."""
+
+    _grace_only_when_gracious = field_validator("grace_period_seconds")(_grace_only_when_gracious)
+
+
+class FailoverBehavior(SpecModel):
+    application: ApplicationFailoverBehavior | None = None
+    """Moves replicas off a cluster where the application stays unhealthy. Requires propagateDeps."""
+    cluster: ClusterFailoverBehavior | None = None
+    """What happens to replicas on a cluster that fails."""
+
+
+class SuspendClusters(SpecModel):
+    cluster_names: list[str] | None = None
+    """The clusters to which changes are not delivered."""
+
+
+class Suspension(SpecModel):
+    dispatching: bool | None = None
+    """When true, changes to the selected resources are delivered to no cluster until it is false again."""
+    dispatching_on_clusters: SuspendClusters | None = None
+    """Stops delivering changes to the listed clusters only. Cannot be set together with dispatching: true."""
+
+    @field_validator("dispatching_on_clusters")
+    @classmethod
+    def _not_both(cls, clusters: SuspendClusters | None, info: ValidationInfo) -> SuspendClusters | None:
+        if clusters is not None and info.data.get("dispatching"):
+            raise ValueError("can not be set together with dispatching: true, which suspends every cluster")
+        return clusters
+
+
+class SchedulePriority(SpecModel):
+    priority_class_source: Literal["KubePriorityClass", "PodPriorityClass", "FederatedPriorityClass"]
+    """Where the priority comes from: KubePriorityClass (a PriorityClass on the hub, named by
+    priorityClassName), PodPriorityClass or FederatedPriorityClass."""
+    priority_class_name: str | None = None
+    """The PriorityClass whose value is the scheduling priority."""
+
+
+# ---------------------------------------------------------------------------------------------
+# gpufed extension: alternative GPU shapes
+# ---------------------------------------------------------------------------------------------
+
+
+class GpuShapeAlternative(SpecModel):
+    """One acceptable per-replica GPU request (replaces the GPU requests of the pod template)."""
+
+    name: str | None = None
+    """A name for the shape, shown in the scheduling explanation."""
+    resources: dict[str, str | int]
+    """The per-replica GPU requests of this shape (for example nvidia.com/gpu: 1 or nvidia.com/mig-3g.40gb:
+    1); they replace the GPU requests of the pod template. Whole numbers for extended resources."""
+    node_selector: dict[str, str] | None = None
+    """Node labels this shape needs in addition to the pod template's, for example nvidia.com/gpu.product:
+    NVIDIA-A100-SXM4-80GB."""
+
+    @field_validator("resources")
+    @classmethod
+    def _quantities(cls, resources: dict[str, str | int]) -> dict[str, str | int]:
+        if not resources:
+            raise ValueError("must request at least one resource, e.g. {nvidia.com/gpu: 1}")
+        for name, quantity in resources.items():
+            try:
+                amount = parse_quantity(quantity)
+            except QuantityError as exc:
+                raise ValueError(f"{name}: {exc}") from exc
+            if amount <= 0:
+                raise ValueError(f"{name}: must be a positive quantity, got {quantity!r}")
+            if name != "cpu" and "/" in name and amount != amount.to_integral_value():
+                raise ValueError(f"{name}: extended resources must be whole numbers, got {quantity!r}")
+        return resources
+
+
+class GpuShapes(SpecModel):
+    """gpufed extension ``spec.gpuShapes``: per-replica GPU requests the workload accepts.
+
+    The hub picks, per cluster, the first alternative (in listed order) that the cluster can
+    hold, and rewrites the pod template's GPU requests in that cluster's Work::
+
+        gpuShapes:
+          alternatives:
+            - resources: {nvidia.com/mig-3g.40gb: 1}
+            - resources: {nvidia.com/gpu: 1}
+    """
+
+    alternatives: list[GpuShapeAlternative] = Field(min_length=1)
+    """The acceptable shapes, most preferred first: in each cluster the first one the cluster can hold is
+    used, and its Work gets that shape's requests."""
+
+
+class SpotReclaims(SpecModel):
+    """What the hub does with replicas that spot reclaims take away (gpufed extension)."""
+
+    prefer_non_spot_after: int = Field(default=2, ge=1, le=100)
+    """After this many reclaims of the workload's replicas within windowSeconds, the replicas a reclaim takes
+    are replaced on non-spot capacity when it has room (spot clusters when it has none). Defaults to 2."""
+    window_seconds: int = Field(default=3600, ge=1, le=30 * 86400)
+    """The window, in seconds, reclaims are counted over. Defaults to 3600."""
+
+
+DEFAULT_SPOT_RECLAIMS = SpotReclaims()
