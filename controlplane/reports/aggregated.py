@@ -40,6 +40,8 @@ Format, ``W`` workloads, ``C`` node classes::
     held: {workload, product, ready, kind, state (0 busy, 1 idle, 2 unmeasured), count, percent: [int]}
     shapes: [[[kind, count]]]                           # what one pod holds
     pods: {workload, product, ready, shape, count: [int]}
+    perDevice: {...} | null           # the per-device encoding, for the pod views, while it is
+                                      # small (:mod:`controlplane.reports.agentreport`)
 
 ``workloads.pods`` is how many GPU pods of the workload the agent saw bound (also those no
 device series names yet); the scheduler controller counts them (:func:`pods_by_owner`).
@@ -54,13 +56,14 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from controlplane.apis.untyped import as_int, as_list, as_mapping
+from controlplane.apis.utilization import AGGREGATED_VERSION
 from controlplane.reports.classify import DEFAULT_THRESHOLD
 from controlplane.reports.fleet import DeviceSample, NodeSample, PodRef
 
-#: ``status.utilization.version`` of this form.
-AGGREGATED_VERSION: Final = 3
 #: ``held.state`` values.
 BUSY, IDLE, UNMEASURED = 0, 1, 2
+__all__ = ["AGGREGATED_VERSION", "BUSY", "IDLE", "UNMEASURED", "aggregate", "expand", "is_aggregated",
+           "node_count", "pods_by_owner"]
 _HELD: Final = ("workload", "product", "ready", "kind", "state", "count", "percent")
 _PODS: Final = ("workload", "product", "ready", "shape", "count")
 
@@ -189,7 +192,7 @@ def _columns_of(rows: Iterable[Sequence[int]], names: Sequence[str]) -> dict[str
 
 
 def is_aggregated(utilization: Any) -> bool:
-    """Whether a ``status.utilization`` is of this form."""
+    """Whether a ``status.utilization`` is of this form (``AGGREGATED_VERSION``, re-exported)."""
     return as_int(as_mapping(utilization).get("version"), 1) == AGGREGATED_VERSION
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from controlplane.apis.podview import GpuDevice, devices_by_pod
 from controlplane.reports import aggregated
 from member_agent import capacity
 
@@ -378,6 +379,8 @@ def test_utilization_and_gpu_pod_allocations_per_node() -> None:
     }
     assert util["shapes"] == [[[0, 1]]]
     assert util["pods"] == {"workload": [0], "product": [0], "ready": [1], "shape": [0], "count": [1]}
+    # A small member's report keeps the per-device encoding for the pod views.
+    assert devices_by_pod(util) == {("default", "gpu-pod"): [GpuDevice("0", None, 0.5)]}
 
 
 def test_trimmed_objects_give_the_same_report() -> None:

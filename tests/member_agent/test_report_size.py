@@ -201,6 +201,7 @@ async def test_fully_allocated_five_thousand_node_report_is_stored_within_bounds
     await objects.update_status(rt, {**created, "status": status})
     stored = await objects.get_encoded(rt, name="big")
     assert len(stored) < MAX_STORED_BYTES, f"stored Cluster is {len(stored) / 1024:.0f} KiB"
+    assert status["utilization"]["perDevice"] is None, "the per-device part is only kept while small"
 
     # The hub's accounting reads every physical GPU back, each one fully held by a pod.
     cluster = await objects.get(rt, name="big")
