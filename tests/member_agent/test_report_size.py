@@ -236,17 +236,13 @@ def k8s_node(name: str, *, product: str, resources: dict[str, int], ready: bool 
     }
 
 
-def k8s_pod(name: str, node: str, resources: dict[str, int], *, deployment: str = "infer") -> dict[str, Any]:
-    return {
-        "metadata": {
-            "name": name,
-            "namespace": "ml",
-            "labels": {"pod-template-hash": "abc12"},
-            "ownerReferences": [{"kind": "ReplicaSet", "name": f"{deployment}-abc12", "controller": True}],
-        },
-        "spec": {"nodeName": node, "containers": [{"name": "main", "resources": {"limits": resources}}]},
-        "status": {"phase": "Running"},
-    }
+def k8s_pod(name: str, node: str, resources: dict[str, int], *, deployment: str = "ml-infer") -> dict[str, Any]:
+    """A pod of Deployment ``deployment`` (namespace ``team-ml``) named ``name``, bound to ``node``."""
+    [(resource, amount)] = resources.items()
+    pod = deployment_pod(deployment, resource=resource, amount=amount, rng=random.Random(name))
+    pod["metadata"]["name"] = name
+    pod["spec"]["nodeName"] = node
+    return pod
 
 
 def both_reports(
@@ -343,24 +339,24 @@ def test_mig_remainders_shares_and_unlabelled_devices_give_the_same_figures(monk
         k8s_node("n2", product=A100, resources={"nvidia.com/gpu": 2}, ready=False),
     ]
     pods = [
-        k8s_pod("train-abc12-y", "m1", {"nvidia.com/mig-2g.20gb": 1}, deployment="train"),
-        k8s_pod("infer-abc12-x", "n1", {"nvidia.com/gpu": 1}),
-        k8s_pod("infer-abc12-z", "n2", {"nvidia.com/gpu": 1}),
+        k8s_pod("ml-train-abc12-y", "m1", {"nvidia.com/mig-2g.20gb": 1}, deployment="ml-train"),
+        k8s_pod("ml-infer-abc12-x", "n1", {"nvidia.com/gpu": 1}),
+        k8s_pod("ml-infer-abc12-z", "n2", {"nvidia.com/gpu": 1}),
     ]
     devices = {
         "m1": [
             {"gpu": 0, "uuid": "GPU-A", "profile": "1g.10gb", "instance": 1, "utilization": 0.0},
             {"gpu": 0, "uuid": "GPU-A", "profile": "1g.10gb", "instance": 2, "utilization": 0.0},
-            {"gpu": 0, "uuid": "GPU-A", "profile": "2g.20gb", "instance": 3, "pod": "train-abc12-y",
-             "namespace": "ml", "utilization": 0.7},
+            {"gpu": 0, "uuid": "GPU-A", "profile": "2g.20gb", "instance": 3, "pod": "ml-train-abc12-y",
+             "namespace": "team-ml", "utilization": 0.7},
         ],
         "n1": [{"gpu": 0, "uuid": "GPU-0", "utilization": 0.5}, {"gpu": 1, "uuid": "GPU-1", "utilization": 0.0}],
-        "n2": [{"gpu": 0, "uuid": "GPU-2", "pod": "infer-abc12-z", "namespace": "ml", "utilization": 0.3},
-               {"gpu": 1, "uuid": "GPU-3", "pod": "gone-7f9-q", "namespace": "ml", "utilization": 0.02}],
+        "n2": [{"gpu": 0, "uuid": "GPU-2", "pod": "ml-infer-abc12-z", "namespace": "team-ml", "utilization": 0.3},
+               {"gpu": 1, "uuid": "GPU-3", "pod": "gone-7f9-q", "namespace": "team-ml", "utilization": 0.02}],
     }
     old, new = both_reports(monkeypatch, nodes, pods, devices)
-    pending = (PendingDemand("ml", "Deployment/wait", 2, {"nvidia.com/mig-2g.20gb": 1}),)
+    pending = (PendingDemand("team-ml", "Deployment/wait", 2, {"nvidia.com/mig-2g.20gb": 1}),)
     assert_same(figures(old, pending), figures(new, pending))
     assert aggregated.pods_by_owner(new["utilization"]) == {
-        ("ml", "Deployment", "train"): 1, ("ml", "Deployment", "infer"): 2
+        ("team-ml", "Deployment", "ml-train"): 1, ("team-ml", "Deployment", "ml-infer"): 2
     }
