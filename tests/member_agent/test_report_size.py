@@ -222,7 +222,8 @@ async def test_fully_allocated_five_thousand_node_report_is_stored_within_bounds
 
 A10 = "NVIDIA-A10"
 T0 = parse_time(NOW)
-PRICING = {A100: 2.0, H100: 4.0, A10: 0.5}
+L40S = "NVIDIA-L40S"
+PRICING = {A100: 2.0, H100: 4.0, A10: 0.5, L40S: 2.0}
 
 
 def k8s_node(name: str, *, product: str, resources: dict[str, int], ready: bool = True) -> dict[str, Any]:
@@ -360,3 +361,18 @@ def test_mig_remainders_shares_and_unlabelled_devices_give_the_same_figures(monk
     assert aggregated.pods_by_owner(new["utilization"]) == {
         ("team-ml", "Deployment", "ml-train"): 1, ("team-ml", "Deployment", "ml-infer"): 2
     }
+
+
+def test_ties_the_accounting_breaks_by_node_name_fall_the_same_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two nodes alike but for their GPU model, at one price: a waiting replica is matched to the
+    node first by name, so which model's GPU is free-needed depends on the nodes' order."""
+    nodes = [
+        k8s_node("a-node", product=L40S, resources={"nvidia.com/gpu": 2}),
+        k8s_node("b-node", product=A100, resources={"nvidia.com/gpu": 2}),
+    ]
+    devices = {name: [{"gpu": 0, "uuid": f"{name}-0"}, {"gpu": 1, "uuid": f"{name}-1"}] for name in ("a-node", "b-node")}
+    old, new = both_reports(monkeypatch, nodes, [], devices)
+    pending = (PendingDemand("team-ml", "Deployment/wait", 1, {"nvidia.com/gpu": 2}),)
+    expected = figures(old, pending)
+    assert any(key[0] == "free-needed" and key[2] == L40S for key in expected["cells"])
+    assert_same(expected, figures(new, pending))
