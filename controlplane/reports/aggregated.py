@@ -18,7 +18,7 @@ or pod count:
 
 The agent builds it from the same node samples the hub would build from a per-device report
 (:func:`aggregate` over :func:`controlplane.reports.snapshot.node_sample`), so the hub's
-figures are the same from either form (tests/reports/test_aggregated.py compares them). The
+figures are the same from either form (tests/member_agent/test_report_size.py compares them). The
 hub turns it back into node samples (:func:`expand`): one per node, named ``n000000``... in
 the original order (so every tie the accounting breaks by node name falls the same way), the
 free devices on their node, each held device on the first node of its product and readiness,
