@@ -43,8 +43,10 @@ Accounting rules, exactly:
   utilization plus what the hub's waste accounting needs to judge the node on its own
   (``product``, ``ready``, ``schedulable``, ``sharedReplicas``, and ``labels``: node pool, zone,
   instance type... see :func:`member_agent.nodes.utilization_labels`), with the node's GPU pods
-  (their GPU requests and owning workload), in the compact columnar encoding of
-  :mod:`controlplane.apis.utilization`.
+  (their GPU requests and owning workload), aggregated per workload, node class and waste
+  state (:mod:`controlplane.reports.aggregated`, built by
+  :func:`controlplane.reports.agentreport.utilization_report`), so its size follows the
+  member's workloads, not its node or pod count.
 """
 
 from __future__ import annotations
@@ -64,7 +66,8 @@ from controlplane.apis.constants import (
     LABEL_TRAINING_OPERATOR_NAME,
 )
 from controlplane.apis.gpus import MIG_INVALID_SUFFIX, is_nvidia_resource
-from controlplane.apis.utilization import NodeUtilization, PodAllocation, encode_utilization
+from controlplane.apis.utilization import NodeUtilization, PodAllocation
+from controlplane.reports.agentreport import utilization_report
 from member_agent.nodes import (
     UNKNOWN_PRODUCT,
     gpu_info,
@@ -417,7 +420,7 @@ def summarize(
             "allocated": dict(sorted(total_allocated.items())),
         },
         "nodeShapes": shapes,
-        "utilization": encode_utilization(util_nodes, sample_time=utilization_time),
+        "utilization": utilization_report(util_nodes, sample_time=utilization_time),
     }
     return status
 

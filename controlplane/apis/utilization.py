@@ -68,8 +68,12 @@ Only nodes with DCGM devices are listed (the hub fills in GPUs that no exporter 
 ``gpuSummary``), and per node only its pods that request GPUs or hold a device. A device's
 UUID and framebuffer use are not reported: the accounting reads neither.
 
-The reader, :func:`expand_utilization`, turns a ``status.utilization`` of either encoding into
-per-node entries: the compact one above (``version: 2``) and the original list of per-node
+The current agent reports the aggregated form (``version: 3``,
+:mod:`controlplane.reports.aggregated`), which the waste accounting reads; it carries this
+encoding as its ``perDevice`` field while that stays small (and null for a large member), for
+the pod views. The reader, :func:`expand_utilization`, turns a ``status.utilization`` of any
+version into per-node entries: a version 3 one's ``perDevice`` (none when left out), the
+compact one above (``version: 2``) and the original list of per-node
 objects (``{sampleTime, nodes: [{name, devices: [{gpu, uuid, profile?, instance?, pod?,
 namespace?, utilization, fbUsedMiB?}], pods: [{pod, namespace, resources, owner?: {kind,
 name}}]}]}``, no ``version``), so agents of both kinds can report to one hub. The hub's waste
@@ -88,6 +92,8 @@ from controlplane.apis.untyped import as_int, as_list, as_mapping
 
 #: ``status.utilization.version`` of this encoding (the original per-node object list had none).
 UTILIZATION_VERSION = 2
+#: ``status.utilization.version`` of the aggregated form, whose ``perDevice`` field holds this encoding.
+AGGREGATED_VERSION = 3
 #: ``devices.pod`` of a device nobody holds.
 NO_POD = -1
 #: ``podGroups.kind`` of bare pods.
@@ -345,6 +351,10 @@ def expand_utilization(utilization: Any) -> list[dict[str, Any]]:
     outside their tables are skipped, so a malformed report loses only what it garbled.
     """
     raw = as_mapping(utilization)
+    if as_int(raw.get("version"), 1) == AGGREGATED_VERSION:
+        raw = as_mapping(raw.get("perDevice"))
+        if not raw:
+            return []
     if as_int(raw.get("version"), 1) < 2:
         return [dict(as_mapping(node)) for node in as_list(raw.get("nodes"))]
     products, label_sets, layouts = (as_list(raw.get(k)) for k in ("products", "labelSets", "layouts"))

@@ -1,9 +1,10 @@
 """What a member's capacity report says about the pods of each workload.
 
-The agent's report (``Cluster.status.utilization``, see ``member_agent.capacity``; read with
-:func:`controlplane.apis.utilization.expand_utilization`, whichever encoding the agent used)
-lists, per node it has GPU metrics for, the pods bound there that request a GPU, with their
-namespace and owning workload (a ReplicaSet's pods under their Deployment). The scheduler
+The agent's report (``Cluster.status.utilization``, see ``member_agent.capacity``) counts the
+pods bound on nodes it has GPU metrics for that request a GPU, per namespace and owning
+workload (a ReplicaSet's pods under their Deployment): the aggregated form
+(:func:`controlplane.reports.aggregated.pods_by_owner`) or, from an older agent, per node
+(:func:`controlplane.apis.utilization.expand_utilization`). The scheduler
 controller counts them per workload to settle its reservations exactly: a reservation stays
 until a report shows the binding's pods bound, however late the member gets to them. In:
 the Cluster object as stored. Out: pod counts per :data:`OwnerKey`, or None when the report
@@ -18,6 +19,7 @@ from typing import Any
 
 from controlplane.apis.utilization import expand_utilization
 from controlplane.apis.views import ClusterObjectView
+from controlplane.reports.aggregated import is_aggregated, node_count, pods_by_owner
 
 OwnerKey = tuple[str, str, str]
 """(namespace, kind, name) of the workload that owns pods in the member."""
@@ -30,7 +32,10 @@ RayCluster), so the report cannot say how many of theirs are bound."""
 
 def bound_pods_by_owner(cluster: Mapping[str, Any]) -> Counter[OwnerKey] | None:
     """GPU pods bound in the member per owning workload, as the cluster's last report lists them."""
-    nodes = expand_utilization(ClusterObjectView(cluster).status.get("utilization"))
+    utilization = ClusterObjectView(cluster).status.get("utilization")
+    if is_aggregated(utilization):
+        return pods_by_owner(utilization) if node_count(utilization) else None
+    nodes = expand_utilization(utilization)
     if not nodes:
         return None
     counts: Counter[OwnerKey] = Counter()

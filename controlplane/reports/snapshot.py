@@ -7,8 +7,9 @@ instant into a :class:`~controlplane.reports.fleet.FleetSample`. It is pure; the
 lists the objects and feeds the accumulator is :mod:`controlplane.reports.sampling`.
 
 * ``Cluster`` objects: ``spec.pricing/provider/tier/unschedulable``, the Ready condition and
-  ``status.utilization`` (written by :func:`member_agent.capacity.summarize`, read in either
-  encoding with :func:`controlplane.apis.utilization.expand_utilization`), with
+  ``status.utilization`` (written by :func:`member_agent.capacity.summarize`: the aggregated
+  form of :mod:`controlplane.reports.aggregated`, or an older agent's per-device encodings,
+  read with :func:`controlplane.apis.utilization.expand_utilization`), with
   ``gpuSummary`` and ``nodeShapes`` filling in GPUs that no DCGM series reported
   (:mod:`controlplane.reports.unreported`).
 * ``ResourceBinding`` and ``Work`` objects: pending demand and placement constraints
@@ -57,6 +58,8 @@ from controlplane.apis.meta import Taint, parse_time
 from controlplane.apis.spot import RecordedReclaim, recorded_reclaims
 from controlplane.apis.untyped import as_int, as_list, as_mapping
 from controlplane.apis.utilization import UNKNOWN_PRODUCT, expand_utilization
+from controlplane.reports.aggregated import expand as expand_aggregated
+from controlplane.reports.aggregated import is_aggregated
 from controlplane.reports.demand import binding_demand, work_demand
 from controlplane.reports.fleet import (
     MIG_COMPUTE_SLICES,
@@ -253,7 +256,9 @@ def _assign_unlabelled(
     return devices
 
 
-def _node_sample(raw: Mapping[str, Any], summary: Sequence[SummaryEntry]) -> NodeSample:
+def node_sample(raw: Mapping[str, Any], summary: Sequence[SummaryEntry] = ()) -> NodeSample:
+    """One per-node utilization entry (:func:`~controlplane.apis.utilization.expand_utilization`)
+    as the accounting sees it (the agent builds its aggregated report from these too)."""
     name = str(raw.get("name") or "")
     entries = [as_mapping(d) for d in as_list(raw.get("devices"))]
     product = str(raw.get("product") or _infer_product(entries, summary))
@@ -279,7 +284,11 @@ def _cluster_sample(
 ) -> ClusterSample:
     status = as_mapping(raw.get("status"))
     summary = gpu_summary(status)
-    reported = [_node_sample(node, summary) for node in expand_utilization(status.get("utilization"))]
+    utilization = status.get("utilization")
+    if is_aggregated(utilization):
+        reported = expand_aggregated(utilization)
+    else:
+        reported = [node_sample(node, summary) for node in expand_utilization(utilization)]
     reported = [n for n in reported if n.devices]
     shapes = [as_mapping(s) for s in as_list(status.get("nodeShapes"))]
     nodes = reported + unreported_nodes(summary, reported, shapes)

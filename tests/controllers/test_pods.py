@@ -7,6 +7,8 @@ from typing import Any
 import pytest
 
 from controlplane.controllers.pods import bound_pods_by_owner, owner_key
+from controlplane.reports.aggregated import aggregate
+from controlplane.reports.fleet import DeviceSample, NodeSample, PodRef
 
 from .fleet import bound_pod
 
@@ -38,6 +40,16 @@ def cluster(utilization: Any) -> dict[str, Any]:
 def test_bound_pods_by_owner(utilization: Any, expected: dict[tuple[str, str, str], int] | None) -> None:
     counted = bound_pods_by_owner(cluster(utilization))
     assert (dict(counted) if counted is not None else None) == expected
+
+
+def test_bound_pods_by_owner_from_an_aggregated_report() -> None:
+    """The current agents' report counts pods per workload, also those no device series names yet."""
+    held = DeviceSample("0", "", allocated_to=PodRef("default", "train-abc-x", "Deployment", "train"))
+    node = NodeSample("n0", "A100", (held, DeviceSample("1", "")))
+    bound = [("default", "Deployment", "train")] * 2 + [("default", "Job", "eval"), ("default", None, None)]
+    counted = bound_pods_by_owner(cluster(aggregate([node], bound, sample_time=None)))
+    assert counted == {("default", "Deployment", "train"): 2, ("default", "Job", "eval"): 1}
+    assert bound_pods_by_owner(cluster(aggregate([], [], sample_time=None))) is None  # no node listed
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from controlplane.apis.utilization import expand_utilization
+from controlplane.apis.podview import GpuDevice, devices_by_pod
+from controlplane.reports import aggregated
 from member_agent import capacity
 
 NOW = "2025-01-01T00:00:00Z"
@@ -364,22 +365,22 @@ def test_utilization_and_gpu_pod_allocations_per_node() -> None:
     status = capacity.summarize(nodes, pods, now=NOW, utilization=devices, utilization_time=NOW)
     util = status["utilization"]
     assert util["sampleTime"] == NOW
-    # Only n1 has DCGM devices; the CPU pod is not listed; the ReplicaSet's pod is its Deployment's.
-    assert util["nodes"]["name"] == ["n1"]
-    assert util["podGroups"] == {
-        "namespace": [0],
-        "kind": [0],
-        "name": ["web"],
-        "request": [0],
-        "podPrefix": ["gpu-pod"],  # a group of one: the prefix is the whole name
+    # Only n1 has DCGM devices, one GPU held; the CPU pod is not listed; the ReplicaSet's pod is its
+    # Deployment's, measured 50 % busy.
+    assert util["version"] == 3
+    assert util["nodes"] == {"class": [0], "count": [1]}
+    assert util["nodeClasses"] == [{"product": 0, "ready": 1, "schedulable": 1, "free": []}]
+    assert util["kinds"] == [[None, 1.0, "nvidia.com/gpu"]]
+    assert (util["namespaces"], util["ownerKinds"]) == (["default"], ["Deployment"])
+    assert util["workloads"] == {"namespace": [0], "kind": [0], "name": ["web"], "pods": [1]}
+    busy = aggregated.BUSY
+    assert util["held"] == {
+        "workload": [0], "product": [0], "ready": [1], "kind": [0], "state": [busy], "count": [1], "percent": [50]
     }
-    assert (util["namespaces"], util["kinds"], util["requests"]) == (
-        ["default"],
-        ["Deployment"],
-        [{"nvidia.com/gpu": 1}],
-    )
-    assert util["pods"] == {"group": [0], "name": [""]}
-    assert util["devices"] == {"pod": [0], "utilization": [50]}
+    assert util["shapes"] == [[[0, 1]]]
+    assert util["pods"] == {"workload": [0], "product": [0], "ready": [1], "shape": [0], "count": [1]}
+    # A small member's report keeps the per-device encoding for the pod views.
+    assert devices_by_pod(util) == {("default", "gpu-pod"): [GpuDevice("0", None, 0.5)]}
 
 
 def test_trimmed_objects_give_the_same_report() -> None:
@@ -442,7 +443,7 @@ def test_thousand_node_cluster_report_is_compact() -> None:
     capacity_part = {k: v for k, v in status.items() if k != "utilization"}
     size = len(json.dumps(capacity_part, separators=(",", ":")))
     assert size < 16_000, f"capacity report is {size} bytes"
-    # The per-pod allocations grow with GPU pods only, by a small constant each.
+    # The utilization grows with GPU pods only, by a small constant each (here: one workload per pod).
     per_pod = len(json.dumps(status["utilization"], separators=(",", ":"))) / len(pods)
     assert per_pod < 200, f"{per_pod:.0f} bytes per GPU pod"
     gpu = {(e["resource"], e.get("sharedReplicas", 1)): e for e in status["gpuSummary"]}
@@ -472,8 +473,5 @@ def test_a_finished_pod_dcgm_still_names_is_reported_under_its_deployment() -> N
                        "utilization": 0.4}]}
     for pods in ([finished], [capacity.trim_pod(finished)]):
         status = capacity.summarize(nodes, pods, now=NOW, utilization=devices, utilization_time=NOW)
-        [entry] = expand_utilization(status["utilization"])
-        assert entry["pods"] == [
-            {"pod": "infer-weighted-56fd5b7d5-9rdjm", "namespace": "gpu", "resources": {},
-             "owner": {"kind": "Deployment", "name": "infer-weighted"}}
-        ]
+        [sample] = aggregated.expand(status["utilization"])
+        assert [d.allocated_to.workload for d in sample.devices if d.allocated_to] == ["Deployment/infer-weighted"]

@@ -282,3 +282,13 @@ def test_a_garbled_report_loses_only_what_is_garbled(garbled: dict[str, Any], na
     expanded = expand_utilization(garbled)
     assert [entry["name"] for entry in expanded] == names
     assert all(entry["devices"] == [] for entry in expanded)
+
+
+def test_the_aggregated_report_carries_the_per_device_encoding_while_small() -> None:
+    """Version 3 reports are read per device from their ``perDevice`` field (the pod views); a
+    large member's report leaves it out, and the per-device readers see no node."""
+    nodes = [node("n1", [whole(0, 0.5, "web-7d4-abcde")], (rs_pod("web-7d4-abcde", "web", GPU1),))]
+    per_device = encode_utilization(nodes, sample_time=T)
+    expected = expand_utilization(per_device)
+    assert expected and expand_utilization({"version": 3, "perDevice": per_device}) == expected
+    assert expand_utilization({"version": 3, "perDevice": None}) == []

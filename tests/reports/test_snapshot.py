@@ -1,12 +1,18 @@
-"""The adapter from hub objects, fed with the Cluster status the member agent really produces."""
+"""The adapter from hub objects, fed with the Cluster status the member agent really produces.
+
+The per-device adapter's rules (device shares, MIG remainders, unlabelled devices) are checked
+on the per-device report older agents write (the current agent runs the same rules before it
+aggregates; tests/member_agent/test_report_size.py compares the two forms' figures)."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from typing import Any
+from unittest import mock
 
 import pytest
 
+from controlplane.apis.utilization import encode_utilization
 from controlplane.reports.classify import WasteState, classify
 from controlplane.reports.fleet import UNPARTITIONED, PendingReason, PodRef
 from controlplane.reports.snapshot import sample_from_cluster_statuses
@@ -58,7 +64,8 @@ def cluster_object(
     pricing: dict[str, float],
     provider: str = "onprem",
 ) -> dict[str, Any]:
-    status = capacity.summarize(nodes, pods, now=NOW, utilization=utilization, utilization_time=NOW)
+    with mock.patch.object(capacity, "utilization_report", encode_utilization):  # an older agent's report
+        status = capacity.summarize(nodes, pods, now=NOW, utilization=utilization, utilization_time=NOW)
     return {
         "apiVersion": "cluster.gpufed.io/v1alpha1",
         "kind": "Cluster",
