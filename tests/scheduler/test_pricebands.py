@@ -102,6 +102,7 @@ def test_a_flexible_replica_goes_where_its_model_is_least_scarce_within_the_band
     if expected == {"b-v100": 1}:
         assert "decided by scarcity" in reasons(result, "b-v100")[-1]
         assert "scarcity 0.75 GPUs" in reasons(result, "a-t4")[0]
+        assert "#2 of 2 clusters tied on tier and price band" in reasons(result, "a-t4")[0]
 
 
 def test_replicas_spill_from_the_preferred_cluster_of_the_band_to_the_other() -> None:
