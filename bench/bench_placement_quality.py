@@ -31,6 +31,7 @@ from collections.abc import Sequence
 
 from bench.bench_whatif import DATA, NODES, SEED, TRACE
 from bench.common import BenchmarkResult, Figure, Size, Status, benchmark_main
+from policies.models import Placement
 from simulator.profile import ALIBABA_MODELS, CsvNode, parse_fleet, read_alibaba_nodes
 from simulator.whatif.engine import Settings, compare, fleet_nodes
 from simulator.whatif.fleetsplit import SplitBy, split_nodes
@@ -63,9 +64,15 @@ def _traces(size: Size, jobs: list[Job], nodes: Sequence[CsvNode]) -> list[tuple
     return out
 
 
-def _allocation(fleet_doc: dict[str, object], jobs: Sequence[Job], names: Sequence[StrategyName], scoring: MemberScoring) -> dict[str, tuple[float, float]]:
+def _allocation(
+    fleet_doc: dict[str, object],
+    jobs: Sequence[Job],
+    names: Sequence[StrategyName],
+    scoring: MemberScoring,
+    placement: Placement | None = None,
+) -> dict[str, tuple[float, float]]:
     fleet = parse_fleet(fleet_doc)
-    settings = Settings(seed=SEED, scoring=scoring, replay=False)
+    settings = Settings(seed=SEED, scoring=scoring, replay=False, placement=placement)
     result = compare(fleet, jobs, strategies=names, settings=settings, nodes=fleet_nodes(fleet))
     return {
         name: (r.fill.allocation_at(100), r.fill.unallocated_gpus_at(100)) for name, r in result.results.items()
