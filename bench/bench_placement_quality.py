@@ -52,11 +52,27 @@ QUICK_VARIANTS = (
 COLUMNS = ("gpufed", "static", "karmada-like", "pooled", "pooled-best-fit", "pooled-fgd")
 
 
-def _traces(size: Size, jobs: list[Job], nodes: Sequence[CsvNode]) -> list[tuple[str, list[Job]]]:
+def inputs(size: Size) -> tuple[list[CsvNode], list[Job]] | None:
+    """The node list of ``size`` (all of it, every fourth node for quick, every eighth for tiny)
+    and the default trace's jobs; None when the data files are missing."""
+    if not NODES.exists() or not TRACE.exists():
+        return None
+    nodes = read_alibaba_nodes(NODES)
+    _, jobs = read_trace(TRACE)
+    return {Size.FULL: nodes, Size.QUICK: nodes[::4], Size.TINY: nodes[::8]}[size], jobs
+
+
+def gpus_by_model(nodes: Sequence[CsvNode]) -> Counter[str]:
+    """GPUs per GFD product of ``nodes`` (what ``gpuspec`` variants draw models by)."""
     model_gpus: Counter[str] = Counter()
     for node in nodes:
         if node.gpuCount and node.model in ALIBABA_MODELS:
             model_gpus[ALIBABA_MODELS[node.model][0]] += node.gpuCount
+    return model_gpus
+
+
+def _traces(size: Size, jobs: list[Job], nodes: Sequence[CsvNode]) -> list[tuple[str, list[Job]]]:
+    model_gpus = gpus_by_model(nodes)
     out = [("default", jobs)]
     variants = {Size.FULL: BENCH_VARIANTS, Size.QUICK: QUICK_VARIANTS, Size.TINY: ()}[size]
     for kind, percent in variants:
@@ -80,14 +96,13 @@ def _allocation(
 
 
 def run(size: Size) -> BenchmarkResult:
-    if not NODES.exists() or not TRACE.exists():
+    started = time.perf_counter()
+    found = inputs(size)
+    if found is None:
         return BenchmarkResult(
             benchmark="placement", size=size, status=Status.SKIPPED, reason=f"trace files not found under {DATA}"
         )
-    started = time.perf_counter()
-    nodes = read_alibaba_nodes(NODES)
-    nodes = {Size.FULL: nodes, Size.QUICK: nodes[::4], Size.TINY: nodes[::8]}[size]
-    _, jobs = read_trace(TRACE)
+    nodes, jobs = found
     splits = SPLITS if size is not Size.TINY else SPLITS[:1]
     scorings = SCORINGS if size is not Size.TINY else (MemberScoring.BEST_FIT,)
     rows: list[dict[str, object]] = []

@@ -21,17 +21,14 @@ Reproduce::
 from __future__ import annotations
 
 import time
-from collections import Counter
 
-from bench.bench_placement_quality import SCORINGS, _allocation
-from bench.bench_whatif import DATA, NODES, SEED, TRACE
+from bench.bench_placement_quality import SCORINGS, _allocation, gpus_by_model, inputs
+from bench.bench_whatif import DATA, NODES, SEED
 from bench.common import BenchmarkResult, Figure, Size, Status, benchmark_main
 from policies.models import Placement
-from simulator.profile import ALIBABA_MODELS, read_alibaba_nodes
 from simulator.whatif.fleetsplit import SplitBy, split_nodes
 from simulator.whatif.member import MemberScoring
 from simulator.whatif.strategies import StrategyName
-from simulator.whatif.trace import read_trace
 from simulator.whatif.variants import VariantKind, make_variant
 
 BANDS = (0, 100, 500)
@@ -53,19 +50,12 @@ def banded(percent: int) -> Placement:
 
 
 def run(size: Size) -> BenchmarkResult:
-    if not NODES.exists() or not TRACE.exists():
-        return BenchmarkResult(
-            benchmark="pricebands", size=size, status=Status.SKIPPED, reason=f"trace files not found under {DATA}"
-        )
     started = time.perf_counter()
-    nodes = read_alibaba_nodes(NODES)
-    nodes = {Size.FULL: nodes, Size.QUICK: nodes[::4], Size.TINY: nodes[::8]}[size]
-    model_gpus: Counter[str] = Counter()
-    for node in nodes:
-        if node.gpuCount and node.model in ALIBABA_MODELS:
-            model_gpus[ALIBABA_MODELS[node.model][0]] += node.gpuCount
-    _, jobs = read_trace(TRACE)
-    trace = make_variant(jobs, VariantKind.GPUSPEC, 33, seed=SEED, model_gpus=model_gpus)
+    found = inputs(size)
+    if found is None:
+        return BenchmarkResult(benchmark="pricebands", size=size, status=Status.SKIPPED, reason=f"no trace under {DATA}")
+    nodes, jobs = found
+    trace = make_variant(jobs, VariantKind.GPUSPEC, 33, seed=SEED, model_gpus=gpus_by_model(nodes))
     fleet = split_nodes(nodes, clusters=4, by=SplitBy.MODEL, seed=SEED, csv_path=str(NODES))
     scorings = SCORINGS if size is not Size.TINY else (MemberScoring.BEST_FIT,)
     columns = [f"gpufed band {b} %" for b in BANDS] + [str(s) for s in BASELINES]
@@ -81,13 +71,9 @@ def run(size: Size) -> BenchmarkResult:
         rows.append({"scoring": str(scoring), "cells": cells})
         print(f"| {scoring} | " + " | ".join(f"{cells[c][0]:.1f}" for c in columns) + " |", flush=True)
         figures.extend(Figure(f"{scoring}: {c}", round(cells[c][0], 1), "%") for c in columns)
-    return BenchmarkResult(
-        benchmark="pricebands",
-        size=size,
-        figures=figures,
-        details={"nodes": len(nodes), "rows": rows},
-        seconds=time.perf_counter() - started,
-    )
+    details: dict[str, object] = {"nodes": len(nodes), "rows": rows}
+    seconds = time.perf_counter() - started
+    return BenchmarkResult(benchmark="pricebands", size=size, figures=figures, details=details, seconds=seconds)
 
 
 if __name__ == "__main__":
