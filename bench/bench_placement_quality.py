@@ -31,6 +31,7 @@ from collections.abc import Sequence
 
 from bench.bench_whatif import DATA, NODES, SEED, TRACE
 from bench.common import BenchmarkResult, Figure, Size, Status, script_main
+from policies.models import Placement
 from simulator.profile import ALIBABA_MODELS, CsvNode, parse_fleet, read_alibaba_nodes
 from simulator.whatif.engine import Settings, compare, fleet_nodes
 from simulator.whatif.fleetsplit import SplitBy, split_nodes
@@ -51,11 +52,27 @@ QUICK_VARIANTS = (
 COLUMNS = ("gpufed", "static", "karmada-like", "pooled", "pooled-best-fit", "pooled-fgd")
 
 
-def _traces(size: Size, jobs: list[Job], nodes: Sequence[CsvNode]) -> list[tuple[str, list[Job]]]:
+def inputs(size: Size) -> tuple[list[CsvNode], list[Job]] | None:
+    """The node list of ``size`` (all of it, every fourth node for quick, every eighth for tiny)
+    and the default trace's jobs; None when the data files are missing."""
+    if not NODES.exists() or not TRACE.exists():
+        return None
+    nodes = read_alibaba_nodes(NODES)
+    _, jobs = read_trace(TRACE)
+    return {Size.FULL: nodes, Size.QUICK: nodes[::4], Size.TINY: nodes[::8]}[size], jobs
+
+
+def gpus_by_model(nodes: Sequence[CsvNode]) -> Counter[str]:
+    """GPUs per GFD product of ``nodes`` (what ``gpuspec`` variants draw models by)."""
     model_gpus: Counter[str] = Counter()
     for node in nodes:
         if node.gpuCount and node.model in ALIBABA_MODELS:
             model_gpus[ALIBABA_MODELS[node.model][0]] += node.gpuCount
+    return model_gpus
+
+
+def _traces(size: Size, jobs: list[Job], nodes: Sequence[CsvNode]) -> list[tuple[str, list[Job]]]:
+    model_gpus = gpus_by_model(nodes)
     out = [("default", jobs)]
     variants = {Size.FULL: BENCH_VARIANTS, Size.QUICK: QUICK_VARIANTS, Size.TINY: ()}[size]
     for kind, percent in variants:
@@ -63,9 +80,15 @@ def _traces(size: Size, jobs: list[Job], nodes: Sequence[CsvNode]) -> list[tuple
     return out
 
 
-def _allocation(fleet_doc: dict[str, object], jobs: Sequence[Job], names: Sequence[StrategyName], scoring: MemberScoring) -> dict[str, tuple[float, float]]:
+def _allocation(
+    fleet_doc: dict[str, object],
+    jobs: Sequence[Job],
+    names: Sequence[StrategyName],
+    scoring: MemberScoring,
+    placement: Placement | None = None,
+) -> dict[str, tuple[float, float]]:
     fleet = parse_fleet(fleet_doc)
-    settings = Settings(seed=SEED, scoring=scoring, replay=False)
+    settings = Settings(seed=SEED, scoring=scoring, replay=False, placement=placement)
     result = compare(fleet, jobs, strategies=names, settings=settings, nodes=fleet_nodes(fleet))
     return {
         name: (r.fill.allocation_at(100), r.fill.unallocated_gpus_at(100)) for name, r in result.results.items()
@@ -73,14 +96,13 @@ def _allocation(fleet_doc: dict[str, object], jobs: Sequence[Job], names: Sequen
 
 
 def run(size: Size) -> BenchmarkResult:
-    if not NODES.exists() or not TRACE.exists():
+    started = time.perf_counter()
+    found = inputs(size)
+    if found is None:
         return BenchmarkResult(
             benchmark="placement", size=size, status=Status.SKIPPED, reason=f"trace files not found under {DATA}"
         )
-    started = time.perf_counter()
-    nodes = read_alibaba_nodes(NODES)
-    nodes = {Size.FULL: nodes, Size.QUICK: nodes[::4], Size.TINY: nodes[::8]}[size]
-    _, jobs = read_trace(TRACE)
+    nodes, jobs = found
     splits = SPLITS if size is not Size.TINY else SPLITS[:1]
     scorings = SCORINGS if size is not Size.TINY else (MemberScoring.BEST_FIT,)
     rows: list[dict[str, object]] = []

@@ -280,6 +280,11 @@ class TieredOverflow(SpecModel):
     """Among clusters tied on tier and price, whether a replica that accepts several GPU models avoids
     the capacity recent replicas accepting only some models need (default true). Ties are otherwise
     broken by the expected growth of GPU fragmentation, then by the fewest free GPUs."""
+    price_band_percent: float | None = Field(default=None, ge=0, le=1000)
+    """Prices per GPU-hour within this many percent of each other tie (default 0: only equal prices). The
+    fleet's listed prices, lowest first, are cut into bands: the lowest starts the first band, which holds
+    every price up to this percentage above it; the next price starts the next band. Clusters of one tier
+    whose prices share a band are ordered as clusters of equal price (fragmentation, scarcity)."""
 
     @field_validator("tiers")
     @classmethod

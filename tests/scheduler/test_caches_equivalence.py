@@ -266,6 +266,13 @@ PLACEMENTS: tuple[dict[str, Any], ...] = (
         }
     },
     {"replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Aggregated"}},
+    {
+        "replicaScheduling": {
+            "replicaSchedulingType": "Divided",
+            "replicaDivisionPreference": "TieredOverflow",
+            "tieredOverflow": {"priceBandPercent": 25},
+        }
+    },
     {"replicaScheduling": {"replicaSchedulingType": "Duplicated"}},
     {
         "clusterAffinity": {

@@ -106,6 +106,8 @@ class BoundOrder(NamedTuple):
     """Per position of the fleet, its bound (None: no tier)."""
     order: list[tuple[tuple[int, float, str], int]]
     tainted: bool
+    starts: tuple[float, ...] = ()
+    """The price bands' starts the bounds were worked out with (``pricebands``; empty without bands)."""
 
 
 _VERDICT_IDS: Iterator[int] = itertools.count(1)
@@ -133,8 +135,9 @@ class SchedulerCache:
     """Placement key -> the placement-only verdicts of the fleet generation last judged under it."""
     screened: BoundedMemo[str, Screened] = field(default_factory=lambda: BoundedMemo(256))
     """Placement key -> that fleet generation split into passing and failing clusters."""
-    bound_orders: BoundedMemo[int, BoundOrder] = field(default_factory=lambda: BoundedMemo(256))
-    """id(tieredOverflow) (0: the clusters' own tiers) -> the fleet's (tier, price, name) order."""
+    bound_orders: BoundedMemo[tuple[int, float], BoundOrder] = field(default_factory=lambda: BoundedMemo(256))
+    """(id(tieredOverflow) (0: the clusters' own tiers), priceBandPercent) -> the fleet's (tier, price
+    band, name) order."""
     verdict_ids: BoundedMemo[tuple[object, ...], int] = field(default_factory=lambda: BoundedMemo(16_384))
     """Request kind -> a small id, so per-snapshot verdict memos hash an int."""
     demand: DemandHistory = field(default_factory=DemandHistory)
@@ -156,6 +159,10 @@ class SchedulerCache:
     )
     """(snapshot serial, mix version, task) -> whether it hosts the task, the least fragmentation
     growth, and the free GPUs the task accepts (``tiebreak``)."""
+    price_bands: BoundedMemo[tuple[tuple[int, ...], float], tuple[float, ...]] = field(
+        default_factory=lambda: BoundedMemo(64)
+    )
+    """(fleet serials, priceBandPercent) -> the starts of the fleet's price bands (``pricebands``)."""
 
     def verdict_id(self, kind: tuple[object, ...]) -> int:
         """The id of a request kind (see :data:`_VERDICT_IDS`)."""

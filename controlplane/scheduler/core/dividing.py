@@ -11,11 +11,12 @@ the same outcome as the full division. No I/O.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from controlplane.scheduler.core.framework import CycleState
 from controlplane.scheduler.core.outcome import LazyReasons, Scores
 from controlplane.scheduler.core.plugins import cluster_price
+from controlplane.scheduler.core.pricebands import band_percent, band_price, banded, fleet_band_starts
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 from controlplane.scheduler.core.tiebreak import TIE_LIMIT, rank
 from policies.division import (
@@ -32,7 +33,7 @@ from policies.division import (
 from policies.models import DivisionStrategy
 
 Row = tuple[int, float, str, int]
-"""(tier, price, cluster, available): a cluster as tiered overflow orders it."""
+"""(tier, price band, cluster, available): a cluster as tiered overflow orders it."""
 
 
 @functools.lru_cache(maxsize=64)
@@ -84,7 +85,15 @@ def best_cluster(
         return None
     feasibility = state.feasibility
     keyed = [
-        (tiers[c.name], found.price if (found := feasibility.get(c.name)) is not None else cluster_price(state, c), c)
+        (
+            tiers[c.name],
+            band_price(
+                state,
+                found.price if (found := feasibility.get(c.name)) is not None else cluster_price(state, c),
+                feasible,
+            ),
+            c,
+        )
         for c in candidates
     ]
     lowest = min((tier, price) for tier, price, _ in keyed)
@@ -139,13 +148,16 @@ def divide(
     return divide_by_static_weights(replicas, weights, available=available, current=current), None
 
 
-def tier_rows(state: CycleState, clusters: Iterable[ClusterSnapshot]) -> tuple[list[Row], dict[str, str]]:
+def tier_rows(state: CycleState, clusters: Sequence[ClusterSnapshot]) -> tuple[list[Row], dict[str, str]]:
     """Tiered overflow's rows ``(tier, price, name, available)`` for ``clusters`` (available 0
-    for a cluster the GPU filter has not passed), and the clusters no listed tier takes."""
+    for a cluster the GPU filter has not passed; the price as its band's start, ``pricebands``),
+    and the clusters no listed tier takes."""
     replica_scheduling = state.request.placement.replica_scheduling
     tiered = replica_scheduling.tiered_overflow if replica_scheduling else None
     listed = tiered is not None and bool(tiered.tiers)
     feasibility = state.feasibility
+    percent = band_percent(state)
+    starts = fleet_band_starts(state, clusters, percent) if percent else ()
     rows: list[Row] = []
     untiered: dict[str, str] = {}
     for cluster in clusters:
@@ -154,10 +166,10 @@ def tier_rows(state: CycleState, clusters: Iterable[ClusterSnapshot]) -> tuple[l
             untiered[cluster.name] = UNTIERED
             continue
         found = feasibility.get(cluster.name)
-        if found is not None:
-            rows.append((tier, found.price, cluster.name, found.available))
-        else:
-            rows.append((tier, cluster_price(state, cluster), cluster.name, 0))
+        price = found.price if found is not None else cluster_price(state, cluster)
+        if starts:
+            price = banded(price, starts)
+        rows.append((tier, price, cluster.name, found.available if found is not None else 0))
     return rows, untiered
 
 

@@ -42,6 +42,7 @@ from controlplane.scheduler.core.clusterfit import (
     task_of,
 )
 from controlplane.scheduler.core.framework import BindingRequest, CycleState
+from controlplane.scheduler.core.pricebands import band_percent
 from controlplane.scheduler.core.snapshot import ClusterSnapshot, fleet_key
 
 #: Clusters of one tie compared: the first by name (a decision stays cheap in a large fleet of
@@ -175,6 +176,7 @@ def _explain(state: CycleState, ranked: Sequence[TieCost]) -> None:
     else:
         why = "name (equal in fragmentation, scarcity and free GPUs)"
     reasons = state.tie_reasons
+    tied_on = "tier and price band" if band_percent(state) else "tier and price"
     for index, cost in enumerate(ranked):
         figures = (
             f"fragmentation {cost.fragmentation:+.2f} GPUs, scarcity {cost.scarcity:.2f} GPUs, "
@@ -182,5 +184,5 @@ def _explain(state: CycleState, ranked: Sequence[TieCost]) -> None:
         )
         place = "first" if index == 0 else f"#{index + 1}"
         reasons[cost.name] = (
-            f"{place} of {len(ranked)} clusters tied on tier and price, decided by {why} ({figures})"
+            f"{place} of {len(ranked)} clusters tied on {tied_on}, decided by {why} ({figures})"
         )

@@ -33,6 +33,7 @@ from controlplane.scheduler.core.framework import (
 )
 from controlplane.scheduler.core.outcome import ScheduleResult, decision_result, no_scores, scheduled
 from controlplane.scheduler.core.plugins import DEFAULT_PROFILE
+from controlplane.scheduler.core.pricebands import band_percent, banded, fleet_band_starts
 from controlplane.scheduler.core.reservations import Checkpoint
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 from controlplane.scheduler.core.tiebreak import TIE_LIMIT, rank
@@ -44,20 +45,27 @@ Bound = tuple[int, float, str]
 
 
 def _bound_order(
-    fleet: Sequence[ClusterSnapshot], serials: tuple[int, ...], tiered: TieredOverflow | None, cache: SchedulerCache
+    fleet: Sequence[ClusterSnapshot],
+    serials: tuple[int, ...],
+    tiered: TieredOverflow | None,
+    cache: SchedulerCache,
+    starts: tuple[float, ...] = (),
 ) -> tuple[list[tuple[Bound, int]], bool]:
     """The fleet's positions in order of the earliest place each cluster could take in (tier,
     price, name) order, whatever its verdict: its tier and its cheapest listed price (every price a
     binding pays there is one of those); and whether some cluster has taints.
 
+    With price bands (``starts``, see ``pricebands``) the price is its band's start.
+
     Remembered per fleet in ``cache`` (``SchedulerCache.bound_orders``); a new report of a cluster rarely moves it (its tier and prices are in
     its spec), so a fleet that differs from the last one by reports is sorted again only then.
     """
     listed = tiered is not None and bool(tiered.tiers)
-    key = id(tiered) if listed else 0
+    percent = (tiered.price_band_percent or 0.0) if tiered is not None else 0.0
+    key = (id(tiered) if listed else 0, percent)
     memo = cache.bound_orders
     found = memo.get(key)
-    if found is not None and (found.tiered is tiered or not listed):
+    if found is not None and (found.tiered is tiered or not listed) and found.starts == starts:
         if found.serials == serials:
             return found.order, found.tainted
         if len(found.serials) == len(serials):
@@ -65,25 +73,26 @@ def _bound_order(
             moved = False
             for index, (now, before) in enumerate(zip(serials, found.serials, strict=True)):
                 if now != before:
-                    bound = _bound(fleet[index], tiered if listed else None)
+                    bound = _bound(fleet[index], tiered if listed else None, starts)
                     moved = moved or bound != bounds[index]
                     bounds[index] = bound
             if not moved:
                 tainted = any(cluster.taints for cluster in fleet)
                 memo[key] = found._replace(serials=serials, bounds=bounds, tainted=tainted)
                 return found.order, tainted
-    bounds = [_bound(cluster, tiered if listed else None) for cluster in fleet]
+    bounds = [_bound(cluster, tiered if listed else None, starts) for cluster in fleet]
     order = sorted(((bound, index) for index, bound in enumerate(bounds) if bound is not None), key=_FIRST)
     tainted = any(cluster.taints for cluster in fleet)
-    memo.remember(key, BoundOrder(serials, tiered if listed else None, bounds, order, tainted))
+    memo.remember(key, BoundOrder(serials, tiered if listed else None, bounds, order, tainted, starts))
     return order, tainted
 
 
-def _bound(cluster: ClusterSnapshot, tiered: TieredOverflow | None) -> Bound | None:
+def _bound(cluster: ClusterSnapshot, tiered: TieredOverflow | None, starts: tuple[float, ...]) -> Bound | None:
     tier = tier_of(cluster.view, tiered) if tiered is not None else cluster.tier
     if tier is None:
         return None
-    return (tier, min(cluster.pricing.values(), default=0.0), cluster.name)
+    lowest = min(cluster.pricing.values(), default=0.0)
+    return (tier, banded(lowest, starts) if starts else lowest, cluster.name)
 
 
 _FIRST = itemgetter(0)
@@ -119,6 +128,8 @@ class VerdictWalk:
         self.checkpoint: Checkpoint | None = None
         self.ranks: dict[str, int] = {}
         """Clusters in the order the walk filled them (ties of tier and price broken by ``tiebreak``)."""
+        self.starts: tuple[float, ...] = ()
+        """The price bands' starts (``pricebands``; empty without bands)."""
         self.tie_orders: dict[tuple[int, float], list[str]] = {}
         """Per (tier, price) tie: its clusters in ``tiebreak`` order, ranked once when first needed."""
 
@@ -150,7 +161,9 @@ class VerdictWalk:
         listed = tiered is not None and bool(tiered.tiers)
         feasibility = state.feasibility
         rows, untiered = tier_rows(state, self.running)
-        order, tainted = _bound_order(self.clusters, state.fleet(self.clusters), tiered, state.cache)
+        percent = band_percent(state)
+        self.starts = fleet_band_starts(state, self.clusters, percent) if percent else ()
+        order, tainted = _bound_order(self.clusters, state.fleet(self.clusters), tiered, state.cache, self.starts)
         if request.gang:
             if tainted:  # scores might break a tie of tier and price differently
                 self._judge_rest()
@@ -257,7 +270,8 @@ class VerdictWalk:
             position += 1
             if cluster.name in pending and self._judge(cluster):
                 found = feasibility[cluster.name]
-                heapq.heappush(heap, (bound[0], found.price, cluster.name, found.available))
+                price = banded(found.price, self.starts) if self.starts else found.price
+                heapq.heappush(heap, (bound[0], price, cluster.name, found.available))
         return position
 
     def _pop_best(self, heap: list[Row]) -> Row:
