@@ -31,13 +31,16 @@ unit: install
 	$(BIN)/python -m pytest tests -q
 
 e2e: install
-	$(BIN)/python -m pytest e2e -q -n $(TEST_WORKERS)
+	$(BIN)/python -m pytest e2e -q $(XDIST)
 
-# The end-to-end tests mostly wait on real processes, so they run side by side.
+# The end-to-end tests mostly wait on real processes, so they run side by side. They are
+# collected first (e2e/conftest.py) and handed out two at a time, so the workers share the
+# long ones from the start and the short unit tests fill in around them.
 TEST_WORKERS ?= 3
+XDIST = -n $(TEST_WORKERS) --maxschedchunk 2
 
 test: install lint typecheck contracts
-	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --durations=15
+	$(BIN)/python -m pytest -q -p no:cacheprovider $(XDIST) --durations=15
 
 bench: install
 	$(BIN)/python -m bench

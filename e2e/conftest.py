@@ -44,10 +44,19 @@ FOREIGN_LEAKED_SOCKETS = (
 )
 
 
+def _is_e2e(item: pytest.Item) -> bool:
+    return "e2e" in item.nodeid.split("/")[0]
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if "e2e" not in item.nodeid.split("/")[0]:
+        if not _is_e2e(item):
             continue
         if item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(E2E_TIMEOUT_SECONDS))
         item.add_marker(pytest.mark.filterwarnings(FOREIGN_LEAKED_SOCKETS))
+    # pytest-xdist hands tests out in this order: the end-to-end tests (up to minutes each) go
+    # first, so the workers share them from the start and the many short unit tests fill in
+    # around them, instead of a long test started last holding up the end of the run (the
+    # Makefile's small --maxschedchunk keeps one worker from queueing many of them at once).
+    items.sort(key=lambda item: not _is_e2e(item))

@@ -36,6 +36,8 @@ SPOT, ONPREM = "spot-l4", "onprem-a100"
 BOUND_SECONDS = 10.0
 #: Allowance for a loaded machine on top of the issue's bound (see the module docstring).
 SLACK_SECONDS = 20.0
+#: How much of the minute after the replacement the waste report covers.
+REPORTED_SECONDS = 20
 pytestmark = pytest.mark.e2e
 
 POLICY = """
@@ -179,9 +181,11 @@ def test_reclaimed_spot_replicas_run_elsewhere_within_seconds(
 
     # Nothing counted twice: over a window after the replacement the fleet's GPU-hours are its
     # GPUs left (4 spot L4s, 8 A100s) times the window, and the workload held 4 GPUs, not 7.
-    # Rollups are per minute: a whole minute after the reclaim (as in test_waste.py).
+    # Rollups are per minute and a bucket partly inside the window counts in proportion: the
+    # first seconds of a minute that starts after the replacement (its bucket holds nothing
+    # from before it; test_waste.py checks a whole minute to the dollar).
     start = (datetime.now(UTC) + timedelta(seconds=65)).replace(second=0, microsecond=0)
-    end = start + timedelta(minutes=1)
+    end = start + timedelta(seconds=REPORTED_SECONDS)
     time.sleep(max((end - datetime.now(UTC)).total_seconds() + 4, 0))
     report = _waste(hub, "--from", _stamp(start), "--to", _stamp(end), "-n", "ml", "--by", "cluster,namespace,workload")
     fleet = _waste(hub, "--from", _stamp(start), "--to", _stamp(end), "--by", "cluster")
@@ -193,6 +197,8 @@ def test_reclaimed_spot_replicas_run_elsewhere_within_seconds(
     assert totals["gpu_hours_total"] - totals["gpu_hours"]["unavailable"] == pytest.approx(12 * observed, abs=12 * rounding)
     held = report["totals"]["gpu_hours"]
     allocated = held["busy"] + held["idle-allocated"] + held["unmeasured"]
+    # Each report against its own observed hours: the minute's bucket fills while they are read.
+    observed = report["window"]["observed_hours"]
     assert allocated == pytest.approx(4 * observed, abs=4 * rounding), (report["groups"], fleet["groups"], observed)
     infer = next(w for w in report["top_idle_workloads"] if w["workload"].endswith("Deployment/infer"))
     assert infer["gpus_now"] == 4

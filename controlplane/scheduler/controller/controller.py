@@ -246,11 +246,15 @@ class SchedulerController:
 
     async def _requeue_stale_explanations(self, cluster: str) -> None:
         """Bindings whose explanation did not choose ``cluster`` as it was: judged again (explaining.py;
-        the entries of clusters a binding runs in stay as decided)."""
+        the entries of clusters a binding runs in stay as decided).
+
+        The cache may not hold a binding's newest status yet (its explanation written a moment
+        ago, its event still on the way): a binding counts unless its cached explanation chose
+        ``cluster``, and the reconcile reads it afresh."""
         stale = 0
         for binding in self.ctx.bindings.items():
             explained = BindingView(binding).explanation
-            if any(entry.get("cluster") == cluster and not entry.get("chosen") for entry in explained):
+            if not any(entry.get("cluster") == cluster and entry.get("chosen") for entry in explained):
                 key = binding_key(binding)
                 self._stale_explanations.add(key)
                 await self.loop.add(key, priority=binding_priority(binding))
@@ -444,6 +448,7 @@ class SchedulerController:
             ctx, self.reserving, binding, request, result,
             moved=moved, evicted=evicted, previous=previous, waiting=waiting, why=why,
         )
+        self._stale_explanations.discard(key)  # the decision judged the fleet as it is now
         if moved:
             self.moves.acted(key, moved)
             placed = ", ".join(f"{c['name']}:{c['replicas']}" for c in result.target_clusters()) or "no cluster"
