@@ -18,9 +18,9 @@ from controlplane.scheduler.core.returning import (
     room_grew,
     surge_time_left,
 )
-from policies.models import Placement, TierRebalance
+from policies.models import TierRebalance
 
-from .builders import A100, cluster, shape
+from .builders import A100, cluster, shape, tiered_placement
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 ORDER = {"onprem-a100": (0, 1.20), "onprem-b": (0, 0.35), "cloud-h100": (1, 4.10), "cloud-cheap": (1, 2.00)}
@@ -130,18 +130,6 @@ def test_a_surge_has_until_its_timeout() -> None:
     assert surge_time_left(None, NOW, settings) == 60  # no start recorded: counts from now
 
 
-def _tiered(**rebalance: object) -> Placement:
-    return Placement.model_validate(
-        {
-            "replicaScheduling": {
-                "replicaSchedulingType": "Divided",
-                "replicaDivisionPreference": "TieredOverflow",
-                "tieredOverflow": {"rebalance": rebalance},
-            }
-        }
-    )
-
-
 @pytest.mark.parametrize(
     ("onprem_gpus", "rebalance", "move", "reason"),
     [
@@ -164,7 +152,7 @@ def test_propose_return_asks_the_scheduler_where_a_surge_would_go(
         key="default/web",
         replicas=4,
         requirements=ReplicaRequirements.build({"nvidia.com/gpu": 1}),
-        placement=_tiered(**rebalance),
+        placement=tiered_placement(**rebalance),
         previous={"cloud": 4},
     )
     plan = propose_return(request, snapshots, last_move=None, now=NOW)

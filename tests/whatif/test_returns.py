@@ -16,24 +16,13 @@ from simulator.whatif.engine import Settings, compare, fleet_nodes, run_replay
 from simulator.whatif.returns import return_candidates
 from simulator.whatif.strategies import StrategyName, build_strategy
 from simulator.whatif.trace import Job
+from tests.scheduler.builders import tiered_placement
 from tests.whatif.fleets import make_fleet, t4_cluster
 
 # One on-prem GPU at $1/h (tier 0), one cloud GPU at $3/h (tier 1).
 FLEET = make_fleet(t4_cluster("onprem", nodes=1, gpus=1), t4_cluster("cloud", nodes=1, gpus=1, provider="aws"))
 # "a" holds on-prem for 1 h, so "b" (3 h) bursts to the cloud; at 1 h on-prem frees.
 JOBS = [Job("a", 0, 3600, 1, 1000), Job("b", 0, 3 * 3600, 1, 1000)]
-
-
-def _placement(**rebalance: Any) -> Placement:
-    return Placement.model_validate(
-        {
-            "replicaScheduling": {
-                "replicaSchedulingType": "Divided",
-                "replicaDivisionPreference": "TieredOverflow",
-                "tieredOverflow": {"rebalance": rebalance},
-            }
-        }
-    )
 
 
 def _replay(name: StrategyName, jobs: list[Job], placement: Placement | None = None) -> Any:
@@ -60,14 +49,14 @@ def test_a_burst_job_comes_home_when_on_prem_frees() -> None:
 
 
 def test_a_saving_below_the_policy_minimum_moves_nothing() -> None:
-    placement = _placement(minSavingPerHour=2.5)
+    placement = tiered_placement(minSavingPerHour=2.5)
     returning = _replay(StrategyName.GPUFED_REBALANCE, JOBS, placement)
     assert returning.returns is not None and returning.returns.moves == 0
     assert returning.allocated_cost_usd == pytest.approx(10.0)
 
 
 def test_a_disabled_rebalance_moves_nothing() -> None:
-    returning = _replay(StrategyName.GPUFED_REBALANCE, JOBS, _placement(enabled=False))
+    returning = _replay(StrategyName.GPUFED_REBALANCE, JOBS, tiered_placement(enabled=False))
     assert returning.returns is not None and returning.returns.moves == 0
 
 
