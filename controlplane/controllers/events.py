@@ -28,6 +28,7 @@ class EventReason(StrEnum):
     SCHEDULED = "Scheduled"
     FAILED_SCHEDULING = "FailedScheduling"
     REPLICAS_MOVED = "ReplicasMoved"
+    MOVE_ABANDONED = "MoveAbandoned"
     OVERRIDE_FAILED = "OverrideFailed"
     POLICY_PREEMPTED = "PolicyPreempted"
     REPLICAS_EVICTED = "ReplicasEvicted"
