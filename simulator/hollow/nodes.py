@@ -67,4 +67,4 @@ class HollowNodes:
 
     def fill(self, state: ClusterState) -> None:
         """Give the allocator every node (sharing the template's device inventory)."""
-        state.add_nodes((self.manifest(i, resource_version="1") for i in range(self.count)), self.inventory)
+        state.add_uniform_nodes((self.manifest(i, resource_version="1") for i in range(self.count)), self.inventory)
