@@ -49,7 +49,7 @@ from typing import Any
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
-from bench.bench_e2e_apply import WORKS, Hub, deployment, fleet_meter, is_running
+from bench.bench_e2e_apply import WORKS, Hub, apply_all, deployment, fleet_meter, is_running
 from bench.common import (
     BenchmarkResult,
     CpuMeter,
@@ -220,7 +220,7 @@ class Tracker:
     applied: dict[str, float] = field(default_factory=dict)
     works: dict[str, float] = field(default_factory=dict)
     running: dict[str, float] = field(default_factory=dict)
-    create_seconds: list[float] = field(default_factory=list)
+    apply_seconds: list[float] = field(default_factory=list)
     read_seconds: list[float] = field(default_factory=list)
     all_running: asyncio.Event = field(default_factory=asyncio.Event)
     expected: int = 0
@@ -261,23 +261,6 @@ async def read_probe(hub: Hub, tracker: Tracker) -> None:
         await hub.get(CLUSTERS)
         tracker.read_seconds.append(time.perf_counter() - started)
         await asyncio.sleep(0.5)
-
-
-async def apply_all(hub: Hub, objs: list[dict[str, Any]], tracker: Tracker, *, rate: float) -> None:
-    started = time.perf_counter()
-
-    async def create(index: int, obj: dict[str, Any]) -> None:
-        delay = started + index / rate - time.perf_counter()
-        if delay > 0:
-            await asyncio.sleep(delay)
-        name = obj["metadata"]["name"]
-        tracker.applied[name] = time.perf_counter()
-        await hub.create(DEPLOYMENTS, obj)
-        tracker.create_seconds.append(time.perf_counter() - tracker.applied[name])
-
-    async with asyncio.TaskGroup() as group:
-        for index, obj in enumerate(objs):
-            group.create_task(create(index, obj))
 
 
 async def scrape(hub: Hub) -> str:
@@ -344,7 +327,7 @@ async def measure(kubeconfig: Path, plan: Plan, meter: CpuMeter, hub_pid: int, e
         window = Window(meter).open()
         peak_rss = 0
         try:
-            await apply_all(hub, objs, tracker, rate=plan.rate)
+            await apply_all(hub, objs, tracker, rate=plan.rate, path=DEPLOYMENTS)
             peak_rss = rss(hub_pid)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(tracker.all_running.wait(), plan.drain_timeout)
@@ -384,7 +367,7 @@ async def measure(kubeconfig: Path, plan: Plan, meter: CpuMeter, hub_pid: int, e
     figures += [
         Figure("mutating API p99 (hub histogram)", ms(mutating[99]), "ms", at_most(API_P99_S * 1000)),
         Figure("read API p99 (hub histogram)", ms(reads[99]), "ms", at_most(API_P99_S * 1000)),
-        Figure("client create p99", round(percentile(tracker.create_seconds, 99) * 1000, 1) if tracker.create_seconds else None, "ms"),
+        Figure("client create p99", round(percentile(tracker.apply_seconds, 99) * 1000, 1) if tracker.apply_seconds else None, "ms"),
         Figure("client LIST clusters p99", round(percentile(tracker.read_seconds, 99) * 1000, 1) if tracker.read_seconds else None, "ms"),
     ]
     details.update(
