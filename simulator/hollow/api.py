@@ -150,10 +150,10 @@ class HollowKubeApi(KubeApi):
             selector = parse_selector(selector_text)
         except ValueError as exc:
             raise HollowError(400, "BadRequest", str(exc)) from exc
-        items = self.member.page(collection, namespace, 0, self.member.count(collection))
+        items = self.member.page(collection, namespace, 0, self.member.count(collection))  # fresh copies
         if selector_text:
             items = [i for i in items if selector((i.get("metadata") or {}).get("labels") or {})]
-        return {"kind": "List", "apiVersion": "v1", "items": orjson.loads(orjson.dumps(items)),
+        return {"kind": "List", "apiVersion": "v1", "items": items,
                 "metadata": {"resourceVersion": str(self.member.watches.revision)}}
 
     async def watch(

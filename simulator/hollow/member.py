@@ -158,7 +158,8 @@ class HollowMember:
         return sum(1 for key in self.objects if key[0] == collection)
 
     def page(self, collection: str, namespace: str | None, start: int, limit: int) -> list[dict[str, Any]]:
-        """Items ``start`` .. ``start + limit`` of a collection (in a stable order)."""
+        """Items ``start`` .. ``start + limit`` of a collection (in a stable order), each a fresh
+        copy the caller may keep."""
         if collection == NODES:
             rv = "1"
             return [self.nodes.manifest(i, resource_version=rv) for i in range(start, min(self.nodes.count, start + limit))]
@@ -166,7 +167,8 @@ class HollowMember:
             pods = (p for p in self.pods.values() if namespace is None or p.namespace == namespace)
             return [p.manifest() for p in itertools.islice(pods, start, start + limit)]
         objs = (o for k, o in self.objects.items() if k[0] == collection and (namespace is None or k[1] == namespace))
-        return list(itertools.islice(objs, start, start + limit))
+        copied: list[dict[str, Any]] = _copy(list(itertools.islice(objs, start, start + limit)))
+        return copied
 
     # --- writes ---------------------------------------------------------------------------
 
