@@ -130,3 +130,19 @@ async def test_the_agents_informer_follows_pods_and_an_expired_version_answers_4
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_watch_that_falls_behind_is_closed_with_410() -> None:
+    hollow = member(nodes=4)
+    hollow.watches.queue_limit = 2
+    api = HollowKubeApi(hollow)
+    await api.create("/api/v1/namespaces", {"metadata": {"name": "ml"}})
+    stream = api.watch("/api/v1/pods", resource_version=str(hollow.watches.revision), timeout_seconds=5)
+    first = asyncio.ensure_future(anext(stream))
+    await asyncio.sleep(0)  # the watch is open, its reader waits for the first event
+    await apply(api, deployment("a", 4, 1))  # four pods at once: more than the watch may hold back
+    assert (await first)["type"] == "ADDED"
+    with pytest.raises(Gone):
+        async for _ in stream:
+            pass
+    assert hollow.watches.open_watches == 0
