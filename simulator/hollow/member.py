@@ -30,6 +30,7 @@ from simulator.hollow.nodes import HollowNodes
 from simulator.hollow.watching import Event, WatchHub
 from simulator.profile import ClusterProfile
 from simulator.scheduling.cluster_state import ClusterState
+from simulator.scheduling.model import PodRequest
 from simulator.scheduling.reading import pod_request
 
 #: The kinds a hollow member serves: apiVersion -> (plural, kind, namespaced).
@@ -75,6 +76,8 @@ class _Pod:
     resource_version: int = 0
     node: str | None = None
     unschedulable: str | None = None
+    #: What the allocator needs of the pod, read once.
+    request: PodRequest | None = None
 
     @property
     def key(self) -> str:
@@ -200,6 +203,12 @@ class HollowMember:
             if ("v1/namespaces", "", namespace) not in self.objects:
                 raise HollowError(404, "NotFound", f'namespaces "{namespace}" not found')
         obj["apiVersion"], obj["kind"] = api_version, kind
+        if collection in WORKLOADS:
+            template = (obj.get("spec") or {}).get("template") or {}
+            try:  # as kube's admission would, refuse a pod template the allocator cannot read
+                pod_request({"metadata": {"name": name, "namespace": namespace}, "spec": template.get("spec") or {}})
+            except (ValueError, TypeError, AttributeError) as exc:
+                raise HollowError(422, "Invalid", f"spec.template: {exc}") from exc
         return (collection, namespace if namespaced else "", name), obj
 
     def create(self, collection: str, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -286,8 +295,10 @@ class HollowMember:
         else:
             labels["job-name"] = name
             pod_name = f"{name}-{next(self._names):05x}"
-        return _Pod(namespace, pod_name, str(uuid.uuid4()), key, labels, dict(template.get("spec") or {}),
-                    owner, _now())
+        pod = _Pod(namespace, pod_name, str(uuid.uuid4()), key, labels, dict(template.get("spec") or {}),
+                   owner, _now())
+        pod.request = pod_request(pod.manifest())
+        return pod
 
     def _reconcile(self, key: Key) -> None:
         """Give the workload its pods (placed and Running at once) and its status."""
@@ -314,7 +325,7 @@ class HollowMember:
     def _place_pending(self) -> None:
         if not self._pending:
             return
-        requests = [pod_request(pod.manifest()) for pod in self._pending.values()]
+        requests = [pod.request or pod_request(pod.manifest()) for pod in self._pending.values()]
         result = self.allocator.schedule(requests)
         touched: set[Key] = set()
         for binding in result.bindings:

@@ -9,7 +9,7 @@ import pytest
 
 from member_agent import capacity
 from member_agent.informing import Informer
-from member_agent.kubeapi import AlreadyExists, Conflict, Gone, KindNotServed, NotFound
+from member_agent.kubeapi import AlreadyExists, ApiError, Conflict, Gone, KindNotServed, NotFound
 from simulator.hollow.api import HollowKubeApi
 from simulator.hollow.member import HollowMember
 from simulator.hollow.nodes import hollow_profile
@@ -146,3 +146,14 @@ async def test_a_watch_that_falls_behind_is_closed_with_410() -> None:
         async for _ in stream:
             pass
     assert hollow.watches.open_watches == 0
+
+
+async def test_a_workload_whose_pods_cannot_be_read_is_refused_as_invalid() -> None:
+    api = HollowKubeApi(member(nodes=1))
+    await api.create("/api/v1/namespaces", {"metadata": {"name": "ml"}})
+    body = deployment("bad", 1, 1)
+    body["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "lots"
+    with pytest.raises(ApiError) as refused:
+        await apply(api, body)
+    assert refused.value.code == 422 and "spec.template" in refused.value.message
+    assert await pods(api) == []
