@@ -17,7 +17,7 @@ import signal
 import sys
 from pathlib import Path
 
-from pydantic import SecretStr
+from pydantic import SecretStr, ValidationError
 
 from gpufed.hubclient import HubClient, HubError
 from gpufed.logging_setup import configure_logging
@@ -59,7 +59,24 @@ def _check(args: argparse.Namespace) -> str | None:
         return "give either --hub-kubeconfig (tokens are created) or --token-file with --hub and --hub-ca-hash"
     if args.token_file is not None and not (args.hub and args.hub_ca_hash):
         return "--token-file needs --hub and --hub-ca-hash"
+    from simulator.hollow.nodes import hollow_profile
+
+    for model in _models(args):
+        try:
+            hollow_profile("check", nodes=1, gpus_per_node=args.gpus_per_node, product=model)
+        except ValidationError as exc:
+            return f"--models: {_first_error(exc)}"
     return None
+
+
+def _models(args: argparse.Namespace) -> tuple[str, ...]:
+    return tuple(m.strip() for m in args.models.split(",") if m.strip())
+
+
+def _first_error(exc: ValidationError) -> str:
+    """The first problem pydantic found, as one line (its message without the "Value error, ")."""
+    first = exc.errors()[0]
+    return str(first.get("msg", exc)).removeprefix("Value error, ")
 
 
 async def _tokens(args: argparse.Namespace, names: list[str]) -> tuple[str, str, list[str]]:
@@ -88,17 +105,22 @@ async def _main(args: argparse.Namespace) -> int:
     from member_agent.config import AgentConfig
     from simulator.hollow.fleet import FleetPlan, HollowFleet
 
-    models = tuple(m.strip() for m in args.models.split(",") if m.strip())
+    models = _models(args)
+    if not models:
+        raise ValueError("--models names no GPU product")
     plan = FleetPlan(clusters=args.clusters, nodes=args.nodes, gpus_per_node=args.gpus_per_node,
                      models=models, prefix=args.name_prefix, seed=args.seed)
     names = plan.names()
     hub, hub_ca_hash, tokens = await _tokens(args, names)
-    configs = [
-        AgentConfig(hub=hub, hub_ca_hash=hub_ca_hash, bootstrap_token=SecretStr(token), cluster_name=name,
-                    state_dir=args.state_dir / name, heartbeat_interval=args.heartbeat_interval,
-                    report_interval=args.report_interval)
-        for name, token in zip(names, tokens, strict=True)
-    ]
+    try:
+        configs = [
+            AgentConfig(hub=hub, hub_ca_hash=hub_ca_hash, bootstrap_token=SecretStr(token), cluster_name=name,
+                        state_dir=args.state_dir / name, heartbeat_interval=args.heartbeat_interval,
+                        report_interval=args.report_interval)
+            for name, token in zip(names, tokens, strict=True)
+        ]
+    except ValidationError as exc:
+        raise ValueError(_first_error(exc)) from None
     fleet = HollowFleet(plan, configs)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
