@@ -17,6 +17,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "up": ("gpufed.commands.up", "run a hub and a demo fleet of simulated GPU clusters with their agents"),
     "controlplane": ("gpufed.commands.controlplane", "run the hub: API server, controllers, embedded etcd if none given"),
     "sim-cluster": ("gpufed.commands.simcluster", "run a simulated GPU member cluster"),
+    "sim-fleet": ("gpufed.commands.simfleet", "run many hollow member clusters with their agents in one process (scale tests)"),
     "agent": ("gpufed.commands.agent", "run the member agent for one cluster"),
     "token": ("gpufed.commands.token", "create, list and revoke hub tokens (join tokens for agents)"),
     "whatif": ("gpufed.commands.whatif", "replay a GPU job trace against a simulated fleet and compare placement strategies"),
