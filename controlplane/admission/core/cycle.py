@@ -98,6 +98,9 @@ class Decisions:
     waiting: tuple[Waiting, ...]
 
 
+PODS = "pods"
+
+
 class _NoFit(Exception):
     def __init__(self, message: str, *, never: bool = False) -> None:
         super().__init__(message)
@@ -119,7 +122,8 @@ def assign(
     assignments: list[Assignment] = []
     for ps in workload.pod_sets:
         flavors: dict[str, str] = {}
-        requested = [r for r, amount in ps.per_pod.items() if amount > 0]
+        # Every pod takes one "pods" of the quota when the queue covers it (as in Kueue); else it is not counted.
+        requested = [r for r, amount in ps.per_pod.items() if amount > 0 and (r != PODS or queue.group_of(r) is not None)]
         for resource in requested:
             if queue.group_of(resource) is None:
                 raise _NoFit(f"resource {resource} unavailable in ClusterQueue", never=True)
