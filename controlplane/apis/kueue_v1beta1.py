@@ -173,11 +173,14 @@ class FairSharing(SpecModel):
 
 class AdmissionCheckStrategyRule(SpecModel):
     name: str
+    """The AdmissionCheck's name."""
     on_flavors: list[str] | None = None
+    """The flavors the check applies to (absent: all)."""
 
 
 class AdmissionChecksStrategy(SpecModel):
     admission_checks: list[AdmissionCheckStrategyRule] | None = None
+    """The checks and the flavors each applies to."""
 
 
 class ClusterQueueSpec(SpecModel):
@@ -230,17 +233,23 @@ class ClusterQueueSpec(SpecModel):
 
 class ResourceUsage(WireModel):
     name: str
+    """The resource."""
     total: str | int | None = None
+    """What is used of it in the flavor."""
     borrowed: str | int | None = None
+    """The part of total beyond the queue's nominal quota (borrowed from the cohort)."""
 
 
 class FlavorUsage(WireModel):
     name: str
+    """The ResourceFlavor."""
     resources: list[ResourceUsage] = Field(default_factory=list)
+    """Usage per resource."""
 
 
 class ClusterQueueStatus(WireModel):
     conditions: list[Condition] | None = None
+    """The queue's conditions."""
     flavors_reservation: list[FlavorUsage] | None = None
     """Quota reserved per flavor and resource, and how much of it is borrowed."""
     flavors_usage: list[FlavorUsage] | None = None
@@ -281,11 +290,17 @@ class LocalQueueSpec(SpecModel):
 
 class LocalQueueStatus(WireModel):
     conditions: list[Condition] | None = None
+    """The queue's conditions."""
     pending_workloads: int | None = None
+    """Workloads of the queue waiting for quota."""
     reserving_workloads: int | None = None
+    """Workloads of the queue holding quota."""
     admitted_workloads: int | None = None
+    """Admitted workloads of the queue that have not finished."""
     flavors_reservation: list[FlavorUsage] | None = None
+    """Quota reserved by the queue's workloads per flavor (not written by the hub yet)."""
     flavor_usage: list[FlavorUsage] | None = None
+    """Quota used by the queue's admitted workloads per flavor (not written by the hub yet)."""
 
 
 class LocalQueue(SpecModel):
@@ -361,17 +376,20 @@ class WorkloadSpec(SpecModel):
 
 class PodSetAssignment(WireModel):
     name: str
+    """The pod set."""
     flavors: dict[str, str] | None = None
     """The flavor given to each resource."""
     resource_usage: dict[str, str | int] | None = None
     """What the pod set uses of each resource."""
     count: int | None = None
+    """How many pods were admitted."""
 
 
 class Admission(WireModel):
     cluster_queue: str
     """The ClusterQueue whose quota the workload holds."""
     pod_set_assignments: list[PodSetAssignment] = Field(default_factory=list)
+    """The flavors of each pod set."""
 
 
 class WorkloadStatus(WireModel):
@@ -380,9 +398,13 @@ class WorkloadStatus(WireModel):
     conditions: list[Condition] | None = None
     """QuotaReserved, Admitted, Finished, Evicted ... as Kueue sets them."""
     requeue_state: dict[str, Any] | None = None
+    """When an evicted workload is queued again (not written by the hub yet)."""
     reclaimable_pods: list[dict[str, Any]] | None = None
+    """Pods whose quota may be released early (not used by the hub)."""
     admission_checks: list[dict[str, Any]] | None = None
+    """States of admission checks (not used by the hub)."""
     resource_requests: list[dict[str, Any]] | None = None
+    """Total requests per pod set (not written by the hub)."""
 
 
 class Workload(SpecModel):
