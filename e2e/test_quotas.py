@@ -9,6 +9,7 @@ Job is deleted, team B's waiting Job is admitted and Running on-prem, where its 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,10 @@ def _admitted_in(hub: Kubectl, job: str) -> str | None:
     return str(wl["status"]["admission"]["clusterQueue"])
 
 
+def _admitted_by(hub: Kubectl, job: str, queue: str) -> Callable[[], bool]:
+    return lambda: _admitted_in(hub, job) == queue
+
+
 def _running_pods(member: Kubectl, job: str) -> int:
     items = member.json("get", "pods", "-n", "ml", "-l", f"job-name={job}")["items"]
     return sum(1 for p in items if (p.get("status") or {}).get("phase") == "Running")
@@ -66,7 +71,7 @@ def test_two_teams_share_a_cohort(processes: ProcessGroup) -> None:
 
     for name in ("a1", "a2", "a3"):  # 3 GPUs: team A's 2, and 1 borrowed from idle team B
         _submit(hub, name, "team-a")
-        wait_for(lambda n=name: _admitted_in(hub, n) == "team-a", timeout=60, what=f"{name} admitted by team-a")
+        wait_for(_admitted_by(hub, name, "team-a"), timeout=60, what=f"{name} admitted by team-a")
     onprem, cloud = members["onprem-a100"], members["cloud-h100"]
     wait_for(lambda: all(_running_pods(onprem, n) == 1 for n in ("a1", "a2", "a3")), timeout=120,
              what="team A's Jobs Running on-prem")
@@ -78,7 +83,7 @@ def test_two_teams_share_a_cohort(processes: ProcessGroup) -> None:
     def b2_pending() -> bool:
         wl = hub.json_or_none("get", "workload", "job-b2", "-n", "ml")
         conds = {c["type"]: c for c in ((wl or {}).get("status") or {}).get("conditions") or ()}
-        return conds.get("QuotaReserved", {}).get("reason") == "Pending"
+        return bool(conds.get("QuotaReserved", {}).get("reason") == "Pending")
 
     wait_for(b2_pending, timeout=60, what="b2's Workload Pending")
     table = hub.run("get", "workloads", "-n", "ml").stdout.splitlines()

@@ -4,6 +4,7 @@ reason beyond it, is admitted when quota frees, and is placed where its flavor s
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from controlplane.apiserver import errors
@@ -78,6 +79,10 @@ async def admitted_in(objects: ObjectStore, name: str) -> str | None:
     return str(((wl or {}).get("status") or {})["admission"]["clusterQueue"])
 
 
+def admitted_probe(objects: ObjectStore, name: str) -> Callable[[], Awaitable[str | None]]:
+    return lambda: admitted_in(objects, name)
+
+
 async def placed(objects: ObjectStore, name: str) -> dict[str, int] | None:
     binding = await get(objects, "work.gpufed.io/v1alpha1", "ResourceBinding", f"{name}-deployment")
     clusters = ((binding or {}).get("spec") or {}).get("clusters")
@@ -88,7 +93,7 @@ async def test_borrow_wait_and_admit_when_quota_frees(objects: ObjectStore, mana
     await setup_fleet(objects, manager)
     for name in ("a1", "a2", "a3"):  # 12 GPUs: 8 of team A's quota, 4 borrowed from idle team B
         await create(objects, queued(name, "team-a"))
-        assert await eventually(lambda n=name: admitted_in(objects, n), what=f"{name} admitted") == "team-a"  # type: ignore[misc]
+        assert await eventually(admitted_probe(objects, name), what=f"{name} admitted") == "team-a"
     wl = await get(objects, KUEUE, "Workload", "deployment-a1")
     assert wl is not None
     assert wl["spec"]["queueName"] == "team-a"
