@@ -9,13 +9,14 @@ Job is deleted, team B's waiting Job is admitted and Running on-prem, where its 
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from e2e.harness import Kubectl, ProcessGroup, wait_for
+from e2e.harness import GPUFED, Kubectl, ProcessGroup, wait_for
 
 HERE = Path(__file__).parent
 FLEET = HERE / "fleets" / "placement.yaml"
@@ -98,6 +99,12 @@ def test_two_teams_share_a_cohort(processes: ProcessGroup) -> None:
     assert {line.split()[0]: line.split()[1:4] for line in cqs[1:]} == {
         "team-a": ["research", "0", "3"], "team-b": ["research", "1", "1"],
     }
+    queues = subprocess.run(
+        [GPUFED, "queues", "--kubeconfig", str(hub.kubeconfig), "-o", "json"], capture_output=True, text=True, check=True, timeout=60
+    )
+    gpus = {r["clusterQueue"]: r for r in json.loads(queues.stdout) if r["resource"] == "nvidia.com/gpu"}
+    assert (gpus["team-a"]["usage"], gpus["team-a"]["borrowed"]) == ("3", "1")
+    assert (gpus["team-b"]["usage"], gpus["team-b"]["borrowed"]) == ("1", "0")
     job = hub.json("get", "job", "b2", "-n", "ml")
     assert job["spec"]["suspend"] is True
     assert hub.json_or_none("get", "resourcebinding", "b2-job", "-n", "ml") is None
