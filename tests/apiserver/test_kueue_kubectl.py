@@ -122,33 +122,36 @@ async def test_kubectl_applies_kueue_yaml_unchanged(kubeconfig: Path, tmp_path: 
     assert [row.split()[:2] for row in out.splitlines()[1:]] == [["sample-priority", "10000"]]
 
 
+async def _refused(kubeconfig: Path, path: Path) -> str:  # noqa: F811
+    """kubectl apply of ``path`` fails; its stderr."""
+    code, _, err = await kubectl(kubeconfig, "apply", "-f", str(path))
+    assert code != 0
+    return err
+
+
+BAD_QUEUE = """\
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {{name: {name}}}
+spec:
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors:
+    - name: f
+      resources: [{quota}]
+"""
+
+
 @needs_kubectl
 async def test_kubectl_refuses_broken_kueue_objects_naming_the_field(kubeconfig: Path, tmp_path: Path) -> None:  # noqa: F811
-    unknown = tmp_path / "unknown.yaml"
+    unknown, negative, no_cohort = (tmp_path / f"{n}.yaml" for n in ("unknown", "negative", "no-cohort"))
     unknown.write_text(
         "apiVersion: kueue.x-k8s.io/v1beta1\nkind: LocalQueue\nmetadata: {name: q, namespace: default}\n"
         "spec: {clusterQueue: cq, clusterQueu: typo}\n"
     )
-    code, _, err = await kubectl(kubeconfig, "apply", "-f", str(unknown))
-    assert code != 0
-    assert "clusterQueu" in err
-
-    negative = tmp_path / "negative.yaml"
-    negative.write_text(
-        "apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata: {name: bad}\nspec:\n"
-        "  resourceGroups:\n  - coveredResources: [nvidia.com/gpu]\n    flavors:\n    - name: f\n"
-        "      resources: [{name: nvidia.com/gpu, nominalQuota: '-1'}]\n"
-    )
-    code, _, err = await kubectl(kubeconfig, "apply", "-f", str(negative))
-    assert code != 0
+    negative.write_text(BAD_QUEUE.format(name="bad", quota="{name: nvidia.com/gpu, nominalQuota: '-1'}"))
+    no_cohort.write_text(BAD_QUEUE.format(name="lonely", quota="{name: nvidia.com/gpu, nominalQuota: 4, borrowingLimit: 2}"))
+    assert "clusterQueu" in await _refused(kubeconfig, unknown)
+    err = await _refused(kubeconfig, negative)
     assert 'ClusterQueue "bad" is invalid' in err and "nominalQuota" in err
-
-    no_cohort = tmp_path / "no-cohort.yaml"
-    no_cohort.write_text(
-        "apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata: {name: lonely}\nspec:\n"
-        "  resourceGroups:\n  - coveredResources: [nvidia.com/gpu]\n    flavors:\n    - name: f\n"
-        "      resources: [{name: nvidia.com/gpu, nominalQuota: 4, borrowingLimit: 2}]\n"
-    )
-    code, _, err = await kubectl(kubeconfig, "apply", "-f", str(no_cohort))
-    assert code != 0
-    assert "need spec.cohort" in err
+    assert "need spec.cohort" in await _refused(kubeconfig, no_cohort)
