@@ -208,6 +208,14 @@ class AdmissionController:
         if wl is None:
             await ctx.objects.create(wl_rt, self._new_workload(source, queue, pod_sets))
             log.info("Workload %s/%s created for %s in queue %s", ref.namespace, adm.workload_name(ref.kind, ref.name), ref, queue)
+        elif adm.admission_of(wl) is None and not adm.is_finished(wl):
+            # Still waiting: the Workload follows the workload's pods, queue and priority (as Kueue
+            # does for a suspended job).
+            wanted = self._new_workload(source, queue, pod_sets)["spec"]
+            if (wl.get("spec") or {}) != wanted:
+                await ctx.objects.update(wl_rt, {**wl, "spec": wanted})
+                return
+            await self._follow_source(wl_rt, wl, source, ref)
         else:
             await self._follow_source(wl_rt, wl, source, ref)
 

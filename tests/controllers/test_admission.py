@@ -137,6 +137,19 @@ async def test_borrow_wait_and_admit_when_quota_frees(objects: ObjectStore, mana
     lq_b = await get(objects, KUEUE, "LocalQueue", "team-b")
     assert lq_b is not None and (lq_b["status"]["pendingWorkloads"], lq_b["status"]["admittedWorkloads"]) == (1, 1)
 
+    # While it waits, its Workload follows it: scaled to 2 replicas, it needs 2 GPUs.
+    deployments = objects.registry.require("apps/v1", "Deployment")
+    b2 = await objects.get(deployments, namespace="default", name="b2")
+    b2["spec"]["replicas"] = 2
+    await objects.update(deployments, b2)
+
+    async def b2_follows() -> dict[str, Any] | None:
+        wl = await get(objects, KUEUE, "Workload", "deployment-b2")
+        cond = condition(wl, "QuotaReserved")
+        return cond if wl and wl["spec"]["podSets"][0]["count"] == 2 and "2 more needed" in cond.get("message", "") else None
+
+    await eventually(b2_follows, what="b2's Workload at 2 pods, 2 GPUs short")
+
     # Team A's borrowing workload goes: its Workload with it, and team B's waiting one is admitted and placed.
     await objects.delete(objects.registry.require("apps/v1", "Deployment"), namespace="default", name="a3")
 
@@ -145,7 +158,7 @@ async def test_borrow_wait_and_admit_when_quota_frees(objects: ObjectStore, mana
 
     await eventually(a3_gone, what="a3's Workload deleted")
     assert await eventually(lambda: admitted_in(objects, "b2"), what="b2 admitted") == "team-b"
-    assert await eventually(lambda: placed(objects, "b2"), what="b2 placed") == {"onprem": 4}
+    assert await eventually(lambda: placed(objects, "b2"), what="b2 placed") == {"onprem": 2}
 
 
 async def test_a_queued_job_stays_suspended_until_admitted(objects: ObjectStore, manager: ControllerManager) -> None:
