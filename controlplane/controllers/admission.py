@@ -33,7 +33,9 @@ from typing import Any, Final
 from controlplane.admission import objects as adm
 from controlplane.admission.core import ClusterQueue, Pending, Usage, Waiting, decide
 from controlplane.apis import kueue_v1beta1 as kueue
+from controlplane.apis.events import EventType
 from controlplane.controllers.context import ControllerContext
+from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.workloads import WorkloadRef, is_deleting, with_condition
 from controlplane.interpreter import interpreter_for
@@ -334,8 +336,12 @@ class AdmissionController:
         ):
             conditions = with_condition(conditions, cond, now=now)
         status["conditions"] = conditions
-        await self.ctx.objects.update_status(rt, updated)
+        written = await self.ctx.objects.update_status(rt, updated)
         log.info("Workload %s admitted by ClusterQueue %s", adm.key_of(wl), queue)
+        await record_event(self.ctx, written, type=EventType.NORMAL, reason=EventReason.QUOTA_RESERVED,
+                           message=f"Quota reserved in ClusterQueue {queue}")
+        await record_event(self.ctx, written, type=EventType.NORMAL, reason=EventReason.ADMITTED,
+                           message=f"Admitted by ClusterQueue {queue}")
 
     async def _wait(self, wl: dict[str, Any], waiting: Waiting) -> None:
         rt = self.kinds.workload
@@ -347,7 +353,8 @@ class AdmissionController:
         updated = copy.deepcopy(wl)
         status = updated.setdefault("status", {})
         status["conditions"] = with_condition(status.get("conditions") or [], cond, now=self.ctx.now_text())
-        await self.ctx.objects.update_status(rt, updated)
+        written = await self.ctx.objects.update_status(rt, updated)
+        await record_event(self.ctx, written, type=EventType.NORMAL, reason=EventReason.PENDING, message=waiting.message)
 
     async def _queue_statuses(
         self,

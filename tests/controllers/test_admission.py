@@ -128,6 +128,9 @@ async def test_borrow_wait_and_admit_when_quota_frees(objects: ObjectStore, mana
     assert reserved["reason"] == "Pending"
     assert f"insufficient unused quota for {GPU} in flavor onprem, 4 more needed" in reserved["message"]
     await settled(manager)
+    events = (await objects.list(objects.registry.require("v1", "Event"), namespace="default")).items
+    told = {(e["involvedObject"]["name"], e["reason"]) for e in events if e["involvedObject"]["kind"] == "Workload"}
+    assert {("deployment-b1", "QuotaReserved"), ("deployment-b1", "Admitted"), ("deployment-b2", "Pending")} <= told
     assert await get(objects, "work.gpufed.io/v1alpha1", "ResourceBinding", "b2-deployment") is None
     propagated = condition(await get(objects, "apps/v1", "Deployment", "b2"), "Propagated")
     assert (propagated["status"], propagated["reason"]) == ("False", "WaitingForQuota")
