@@ -61,6 +61,7 @@ from controlplane.apiserver.identity import Role
 from controlplane.apiserver.kinds import builtin_kind_resources, gpu_workload_resources
 from controlplane.apiserver.kinds.karmada_apps import karmada_apps_resources
 from controlplane.apiserver.kinds.karmada_config import interpreter_customization_resources
+from controlplane.apiserver.kinds.kueue import kueue_resources
 from controlplane.apiserver.kubeconfig import KubeconfigError, load_kubeconfig, write_kubeconfig
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.proxy.podlist import pod_list_routes
@@ -193,6 +194,7 @@ def hub_registry() -> DynamicRegistry:
                 *gpufed_resources(),
                 *interpreter_customization_resources(),
                 *karmada_apps_resources(),
+                *kueue_resources(),
                 *rbac_resources(),
                 waste_report_type(),
                 crd_resource_type(),

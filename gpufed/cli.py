@@ -31,6 +31,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "logs": ("gpufed.commands.logs", "a pod's log, or every pod's of a workload, from member clusters through the hub"),
     "describe": ("gpufed.commands.describe", "an object as the hub and its member clusters see it: placement, pods, events"),
     "top": ("gpufed.commands.top", "CPU, memory and GPU use of pods or nodes on member clusters, CLUSTER column first"),
+    "queues": ("gpufed.commands.queues", "fleet quotas per ClusterQueue, flavor and resource: nominal, limits, usage, borrowed, pending"),
     "exec": ("gpufed.commands.execute", "run a command in a member cluster's pod through the hub; its exit code is the command's"),
 }
 

@@ -42,6 +42,10 @@ class EventReason(StrEnum):
     SCRIPT_FAILED = "InterpreterScriptFailed"
     SELECTORS_NOT_SERVED = "ResourceSelectorsNotServed"
     SELECTORS_SERVED = "ResourceSelectorsServed"
+    # Kueue's reasons on a Workload (fleet admission).
+    QUOTA_RESERVED = "QuotaReserved"
+    ADMITTED = "Admitted"
+    PENDING = "Pending"
 
 
 async def record_event(
