@@ -1,5 +1,5 @@
 """Priority and fairness over real HTTPS: while one user's slow LISTs fill global-default
-(held by a gate in the store) and its queue, the agent's Cluster status report and Lease
+(held by a gate in the object layer, over memory and etcd) and its queue, the agent's Cluster status report and Lease
 renewal are still served, an admin is exempt, the flood beyond the queue is refused with
 kube's 429 Status and Retry-After, and the held LISTs all complete once the gate opens."""
 
@@ -10,7 +10,7 @@ import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 import aiohttp
 import pytest
@@ -30,11 +30,11 @@ from controlplane.apiserver.flowcontrol import (
 )
 from controlplane.apiserver.flowcontrol.levels import object_uid
 from controlplane.apiserver.identity import Role
-from controlplane.apiserver.objects import ObjectStore
+from controlplane.apiserver.objects import EncodedList, ListArgs, ObjectList, ObjectStore
+from controlplane.apiserver.resources import Registry, ResourceType
 from controlplane.apiserver.tls import ensure_pki
 from controlplane.hub import hub_registry
-from controlplane.storage.interface import ListResult
-from controlplane.storage.memory import MemoryStore
+from controlplane.storage import Store
 
 CLUSTER = "/apis/cluster.gpufed.io/v1alpha1/clusters/c1"
 LEASES = f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases"
@@ -45,31 +45,38 @@ SEATS = CONFIG.seats()[Level.GLOBAL_DEFAULT]
 FLOOD = SEATS + CONFIG.queue_length + 2
 
 
-class GatedStore(MemoryStore):
-    """A MemoryStore whose ConfigMap lists wait for ``gate`` (a slow LIST, held on purpose)."""
+class GatedObjects(ObjectStore):
+    """The object layer, whose ConfigMap lists wait for ``gate`` (a slow LIST, held on purpose)."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, store: Store, registry: Registry) -> None:
+        super().__init__(store, registry)
         self.gate = asyncio.Event()
         self.held = 0
         self.all_held = asyncio.Event()
 
-    async def list(
-        self, prefix: str, *, revision: int | None = None, limit: int = 0, start_after: str | None = None
-    ) -> ListResult:
-        if "/configmaps/" in prefix:
+    async def _hold(self, rt: ResourceType) -> None:
+        if rt.plural == "configmaps":
             self.held += 1
             if self.held == SEATS:
                 self.all_held.set()
             await self.gate.wait()
-        return await super().list(prefix, revision=revision, limit=limit, start_after=start_after)
+
+    async def list(self, rt: ResourceType, *, namespace: str | None = None, **options: Unpack[ListArgs]) -> ObjectList:
+        await self._hold(rt)
+        return await super().list(rt, namespace=namespace, **options)
+
+    async def list_encoded(
+        self, rt: ResourceType, *, namespace: str | None = None, **options: Unpack[ListArgs]
+    ) -> EncodedList:
+        await self._hold(rt)
+        return await super().list_encoded(rt, namespace=namespace, **options)
 
 
 @dataclass
 class Hub:
     session: aiohttp.ClientSession
     url: str
-    store: GatedStore
+    objects: GatedObjects
     metrics: CollectorRegistry
     tokens: dict[str, str]
 
@@ -86,34 +93,34 @@ class Hub:
 
 
 @pytest.fixture
-async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
+async def hub(tmp_path: Path, store: Store) -> AsyncIterator[Hub]:
+    """The hub's API over HTTPS on each store kind (memory and etcd)."""
     pki = ensure_pki(tmp_path, hosts=[])
     registry = hub_registry()
-    async with GatedStore() as store:
-        objects = ObjectStore(store, registry)
-        tokens = TokenStore(store)
-        metrics = CollectorRegistry()
-        app = create_app(
-            objects, registry, authenticator=tokens, authorizer=RoleAuthorizer(), admission=[ClusterRestriction()],
-            flow_control=CONFIG, flow_control_metrics=FlowControlMetrics(metrics), watch_cache=None,
-        )
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=pki.server_ssl_context())
-        await site.start()
-        port = runner.addresses[0][1]
-        issued = {
-            "admin": (await tokens.create(role=Role.ADMIN, name="admin")).token,
-            "agent": (await tokens.create(role=Role.AGENT, name="agent:c1", cluster="c1")).token,
-            "viewer": (await tokens.create(role=Role.VIEWER, name="dashboard")).token,
-        }
-        connector = aiohttp.TCPConnector(ssl=pki.client_ssl_context(), limit=0)
-        try:
-            async with aiohttp.ClientSession(connector=connector) as session:
-                yield Hub(session, f"https://127.0.0.1:{port}", store, metrics, issued)
-        finally:
-            store.gate.set()
-            await runner.cleanup()
+    objects = GatedObjects(store, registry)
+    tokens = TokenStore(store)
+    metrics = CollectorRegistry()
+    app = create_app(
+        objects, registry, authenticator=tokens, authorizer=RoleAuthorizer(), admission=[ClusterRestriction()],
+        flow_control=CONFIG, flow_control_metrics=FlowControlMetrics(metrics), watch_cache=None,
+    )
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=pki.server_ssl_context())
+    await site.start()
+    port = runner.addresses[0][1]
+    issued = {
+        "admin": (await tokens.create(role=Role.ADMIN, name="admin")).token,
+        "agent": (await tokens.create(role=Role.AGENT, name="agent:c1", cluster="c1")).token,
+        "viewer": (await tokens.create(role=Role.VIEWER, name="dashboard")).token,
+    }
+    connector = aiohttp.TCPConnector(ssl=pki.client_ssl_context(), limit=0)
+    try:
+        async with aiohttp.ClientSession(connector=connector) as session:
+            yield Hub(session, f"https://127.0.0.1:{port}", objects, metrics, issued)
+    finally:
+        objects.gate.set()
+        await runner.cleanup()
 
 
 def _value(metrics: CollectorRegistry, name: str, **labels: str) -> float | None:
@@ -152,8 +159,8 @@ async def test_agents_are_served_while_user_lists_flood_the_hub(hub: Hub) -> Non
     while len(refused) < FLOOD - SEATS - CONFIG.queue_length:
         done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
         refused.extend(task.result() for task in done)
-    await hub.store.all_held.wait()
-    assert len(pending) == SEATS + CONFIG.queue_length and not hub.store.gate.is_set()
+    await hub.objects.all_held.wait()
+    assert len(pending) == SEATS + CONFIG.queue_length and not hub.objects.gate.is_set()
     for code, status_body, headers in refused:
         assert code == 429, status_body
         assert headers["Retry-After"] == "1"
@@ -182,10 +189,10 @@ async def test_agents_are_served_while_user_lists_flood_the_hub(hub: Hub) -> Non
     code, body, headers = await hub.call("GET", CLUSTER, who="admin")
     assert code == 200 and body["status"]["lastReportTime"] == "2026-01-01T00:00:10Z"
     assert headers[PRIORITY_LEVEL_HEADER] == object_uid("prioritylevelconfigurations", "exempt")
-    assert not any(task.done() for task in pending) and not hub.store.gate.is_set()
+    assert not any(task.done() for task in pending) and not hub.objects.gate.is_set()
 
     # The gate opens: every held and queued LIST is served.
-    hub.store.gate.set()
+    hub.objects.gate.set()
     served = await asyncio.gather(*pending)
     assert [code for code, _, _ in served] == [200] * len(pending)
     assert _value(hub.metrics, "apiserver_flowcontrol_current_executing_requests", priority_level="global-default",
