@@ -165,3 +165,19 @@ async def test_a_queued_request_runs_when_a_seat_frees() -> None:
     await first.__aexit__(None, None, None)
     await task
     assert ran.is_set() and controller.levels[Level.GLOBAL_DEFAULT].executing == 0
+
+
+def test_the_hub_serves_the_metrics_under_kube_names() -> None:
+    from prometheus_client import generate_latest
+
+    from controlplane.metrics import HubMetrics
+
+    metrics = HubMetrics(process_collectors=False)
+    metrics.flowcontrol.reject(classify(ALICE, verb="list", group="", resource="pods"), "queue-full")
+    text = generate_latest(metrics.registry).decode()
+    assert (
+        'apiserver_flowcontrol_rejected_requests_total{flow_schema="global-default",'
+        'priority_level="global-default",reason="queue-full"} 1.0'
+    ) in text
+    for name in ("current_inqueue_requests", "current_executing_requests", "request_wait_duration_seconds"):
+        assert f"# TYPE apiserver_flowcontrol_{name} " in text
