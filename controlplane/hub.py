@@ -328,7 +328,8 @@ class Hub(ShutdownOnce):
             extra_routes=extra,
             public_paths=[CA_PATH, *ui_public_paths()],
             outer_middlewares=[self.metrics.middleware()],
-            max_requests_inflight=self.config.serving_limits.max_requests_inflight,
+            flow_control=self.config.serving_limits.flow_control(),
+            flow_control_metrics=self.metrics.flowcontrol,
             watch_limits=self.config.watch_limits,
             warm=HOT_KINDS,
         )
