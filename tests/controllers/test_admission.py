@@ -202,7 +202,11 @@ async def test_a_queued_job_stays_suspended_until_admitted(objects: ObjectStore,
     assert obj["spec"]["template"]["spec"]["nodeSelector"] == {"nvidia.com/gpu.product": A100}
 
     async def bound() -> dict[str, Any] | None:
-        return await get(objects, "work.gpufed.io/v1alpha1", "ResourceBinding", "train-job")
+        # The detector may first see the admitted Job as its informer had it (before the
+        # unsuspending write): the binding follows the Job's nodeSelector on the next event.
+        binding = await get(objects, "work.gpufed.io/v1alpha1", "ResourceBinding", "train-job")
+        selector = ((binding or {}).get("spec") or {}).get("replicaRequirements", {}).get("nodeSelector")
+        return binding if selector else None
 
-    binding = await eventually(bound, what="the Job's binding")
+    binding = await eventually(bound, what="the Job's binding with the flavor's node labels")
     assert binding["spec"]["replicaRequirements"]["nodeSelector"] == {"nvidia.com/gpu.product": A100}
