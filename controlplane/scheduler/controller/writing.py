@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Final
 
-from controlplane.apis.apps_karmada_v1alpha1 import format_micro_time
+from controlplane.apis.apps_karmada_v1alpha1 import format_micro_time, requested_after_last_decision
 from controlplane.apis.views import BindingView, ObjectView
 from controlplane.apis.work_v1alpha1 import ConditionType, ScheduledReason
 from controlplane.controllers.context import ControllerContext
@@ -136,6 +136,7 @@ async def write_decision(
     new_condition = result.condition.to_wire()
 
     def decided(status: dict[str, Any]) -> None:
+        before = dict(status)
         status["conditions"] = with_condition(status.get("conditions"), new_condition, now=ctx.now_text())
         status["explanation"] = explanation
         if result.affinity_name:
@@ -143,7 +144,10 @@ async def write_decision(
         else:
             status.pop("schedulerObservingAffinityName", None)
         status["observedGeneration"] = (updated.get("metadata") or {}).get("generation")
-        status["lastScheduledTime"] = format_micro_time(now)
+        # A decision that changes nothing (an unplaced binding tried again, the same verdicts)
+        # is not written: only a requested fresh placement needs the time alone to move on.
+        if status != before or requested_after_last_decision(BindingView(updated).spec, status):
+            status["lastScheduledTime"] = format_micro_time(now)
 
     await update_binding_status(ctx, updated, decided)
     await record_decision(ctx, binding, old_condition, new_condition, previous_clusters, clusters, moved)
