@@ -26,8 +26,11 @@ reconcile writes nothing. A change to a state in which some chosen cluster is on
 (its Work not written yet, or its member not reporting the current generation yet) is held
 for up to :data:`WAITING_HOLD_SECONDS`: the Work's creation and the member's first report
 come moments apart, and each would otherwise cost the binding (and the workload) a status
-write that the next one replaces at once. The next Work event writes the state it brings;
-a member that stays silent shows as waiting once the hold is over.
+write that the next one replaces at once. A cluster whose member applied the Work but whose
+object is not healthy yet (a Deployment's replicas starting) counts as waiting too: most
+become healthy within the hold, and the ready state is then the first one written. The next
+Work event writes the state it brings; a member that stays silent shows as waiting, and an
+object that stays unhealthy shows so, once the hold is over.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from typing import Any
 
 from controlplane.apis.events import EventType
 from controlplane.apis.views import BindingView, ObjectView, WorkView
-from controlplane.apis.work_v1alpha1 import BindingKey, ConditionType, WorkReason, binding_name
+from controlplane.apis.work_v1alpha1 import BindingKey, ConditionType, Health, WorkReason, binding_name
 from controlplane.controllers.context import INDEX_BINDING, ControllerContext
 from controlplane.controllers.customizations import INTERPRETED, RIC_API_VERSION, RIC_KIND
 from controlplane.controllers.events import EventReason, record_event
@@ -130,6 +133,14 @@ def aggregate(
         items.append(item)
         members.append((cluster, member_status))
     return items, members, pending
+
+
+def _waiting(item: Mapping[str, Any]) -> bool:
+    """Whether an aggregatedStatus entry is a state that usually lasts moments: the Work not
+    written or applied yet, or applied with the member's object not healthy yet."""
+    if item.get("appliedMessage") in WAITING_MESSAGES:
+        return True
+    return bool(item.get("applied")) and item.get("health") == Health.UNHEALTHY
 
 
 def _judges_health_here(interpreter: StatusInterpreter, manifest: Mapping[str, Any] | None) -> bool:
@@ -303,7 +314,7 @@ class StatusController:
 
     def _hold(self, key: BindingKey, items: list[dict[str, Any]]) -> float | None:
         """Seconds to hold the status back while a cluster is only waiting; None: write now."""
-        if not any(item.get("appliedMessage") in WAITING_MESSAGES for item in items):
+        if not any(_waiting(item) for item in items):
             self._waiting_since.pop(key, None)
             return None
         now = time.monotonic()
