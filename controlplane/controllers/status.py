@@ -28,7 +28,8 @@ for up to :data:`WAITING_HOLD_SECONDS`: the Work's creation and the member's fir
 come moments apart, and each would otherwise cost the binding (and the workload) a status
 write that the next one replaces at once. A cluster whose member applied the Work but whose
 object is not healthy yet (a Deployment's replicas starting) counts as waiting too: most
-become healthy within the hold, and the ready state is then the first one written. The next
+become healthy within the hold, and the ready state is then the first one written (that hold
+starts when the last Work is applied, so a slow Work does not use it up). The next
 Work event writes the state it brings; a member that stays silent shows as waiting, and an
 object that stays unhealthy shows so, once the hold is over.
 """
@@ -217,7 +218,8 @@ class StatusController:
         self.ctx = ctx
         self.loop: ReconcileLoop[BindingKey] = ReconcileLoop(self.name, self.reconcile, workers=ctx.settings.workers)
         #: Bindings whose status is held while a cluster is waiting: since when (monotonic).
-        self._waiting_since: dict[BindingKey, float] = {}
+        # A binding held: since when, and whether every Work was applied then (replicas starting).
+        self._waiting_since: dict[BindingKey, tuple[float, bool]] = {}
         ctx.works.add_handler(self._on_work)
         ctx.bindings.add_handler(self._on_binding)
         ctx.add_workload_handler(self._on_workload)
@@ -318,7 +320,12 @@ class StatusController:
             self._waiting_since.pop(key, None)
             return None
         now = time.monotonic()
-        left = WAITING_HOLD_SECONDS - (now - self._waiting_since.setdefault(key, now))
+        starting = not any(item.get("appliedMessage") in WAITING_MESSAGES for item in items)
+        since, was_starting = self._waiting_since.get(key, (now, starting))
+        if starting and not was_starting:
+            since = now  # every Work applied: the replicas' start gets a hold of its own
+        self._waiting_since[key] = (since, starting)
+        left = WAITING_HOLD_SECONDS - (now - since)
         return left if left > 0 else None
 
     async def _write_binding_status(
