@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -60,3 +61,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # around them, instead of a long test started last holding up the end of the run (the
     # Makefile's small --maxschedchunk keeps one worker from queueing many of them at once).
     items.sort(key=lambda item: not _is_e2e(item))
+
+
+@pytest.fixture(autouse=True)
+def _collect_what_the_test_left() -> Iterator[None]:
+    """The end-to-end tests run first, then unit tests in the same workers: what an end-to-end
+    test's clients left for the garbage collector is collected at its own teardown (where
+    FOREIGN_LEAKED_SOCKETS applies), not during a later unit test that did not leak it."""
+    yield
+    gc.collect()

@@ -186,7 +186,8 @@ class HollowKubeApi(KubeApi):
         try:
             while True:
                 try:  # a timeout per wait: a deadline around the yields would cancel the consumer
-                    event = await asyncio.wait_for(opened.queue.get(), max(0.0, deadline - loop.time()))
+                    async with asyncio.timeout(max(0.0, deadline - loop.time())):
+                        event = await opened.queue.get()
                 except TimeoutError:
                     return
                 if event is None:
