@@ -325,7 +325,7 @@ def create_app(
     watch_limits: WatchLimits | None = None,
     clock: Callable[[], datetime] = utc_now,
     max_requests_inflight: int = 0,
-    watch_cache: WatchCacheConfig | None = DEFAULT_WATCH_CACHE,
+    watch_cache: WatchCacheConfig | WatchCache | None = DEFAULT_WATCH_CACHE,
     warm: Iterable[tuple[str, str]] = (),
 ) -> web.Application:
     """The API server application over ``object_store`` serving ``registry``.
@@ -338,7 +338,8 @@ def create_app(
     Beyond ``max_requests_inflight`` requests at once (0: no limit; watches and health
     checks not counted) a request is answered 429.
     ``watch_limits`` bound what one watch holds for a client that does not read.
-    ``watch_cache`` configures the watch cache (None: none, every read goes to the store);
+    ``watch_cache`` configures the watch cache (None: none, every read goes to the store), or is
+    one the caller built over ``object_store`` to share with in-process watchers (the app closes it);
     ``warm`` names the kinds (group, plural) it caches from the start.
     """
     stop = asyncio.Event()
@@ -348,7 +349,9 @@ def create_app(
     def validation(request: web.Request) -> ValidateWrite | None:
         return write_validation(plugins, request.get(USER))
 
-    cache = WatchCache(object_store, watch_cache) if watch_cache is not None else None
+    cache = watch_cache if isinstance(watch_cache, WatchCache) or watch_cache is None else WatchCache(
+        object_store, watch_cache
+    )
     resources = ResourceHandlers(
         object_store, stop=stop, bookmark_interval=bookmark_interval,
         watch_timeout_seconds=watch_timeout_seconds, clock=clock, validation=validation,
