@@ -14,6 +14,7 @@ import pytest
 
 from controlplane.apiserver.objects import ObjectStore, WatchEventType
 from controlplane.apiserver.watchcache import WatchCache, WatchCacheConfig
+from controlplane.apiserver.watchcache.cacher import CACHE_WATCHER
 from controlplane.apiserver.watchcache.client import CachedObjects
 from controlplane.apiserver.watchcache.watcher import WatcherLimits
 from controlplane.controllers.informing import Informer
@@ -132,9 +133,26 @@ async def test_n_informers_over_the_cache_cost_one_watch_event_and_one_decode_pe
                 await objects.create(WIDGET, widget(f"w{index}"))
             await _until(lambda: all(len(log) == 3 for log in seen))
             assert (sum(ledger.events.values()) - events, counters.decodes - decodes) == (3, 3)
+            assert {watcher for _resource, watcher in ledger.events} == {CACHE_WATCHER}
         # The same informers over the store: each decodes every change for itself.
         async with _informers(*[objects] * 5) as (_, seen):
             events = sum(ledger.events.values())
             await objects.create(WIDGET, widget("w3"))
             await _until(lambda: all(len(log) == 4 for log in seen))  # 3 listed, 1 watched
             assert sum(ledger.events.values()) - events == 5
+
+
+async def test_a_watch_from_the_clients_consistent_list_follows_the_cache(objects_on: ObjectStore) -> None:
+    async with _cached(objects_on) as (cached, cache):
+        listed = await cached.list(WIDGET)
+        # Another kind's write moves the store's revision past the list's before the watch.
+        await objects_on.store.create("/registry/other/x", b"{}")
+        watch = cached.watch(WIDGET, resource_version=listed.resource_version)
+        first = asyncio.ensure_future(anext(watch))
+        counters = cache.counters()["widgets.test.gpufed.io"]
+        await _until(lambda: counters.watchers == 1)  # not a store watch of its own
+        created = await objects_on.create(WIDGET, widget("w"))
+        async with asyncio.timeout(10):
+            event = await first
+        assert (event.type, event.revision) == (WatchEventType.ADDED, int(created["metadata"]["resourceVersion"]))
+        await watch.aclose()  # type: ignore[attr-defined]

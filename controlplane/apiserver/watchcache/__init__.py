@@ -116,6 +116,12 @@ class WatchCache:
         for rt in types:
             self._cacher(rt)
 
+    async def listed(self, rt: ResourceType) -> None:
+        """Start caching ``rt`` and wait (at most :data:`READY_SECONDS`) for its first list: a
+        consistent read of the store after this is at or after the cache's start, so a watch from
+        its revision is served by the cache rather than by a store watch of its own."""
+        await self._ready(rt)
+
     async def close(self) -> None:
         self._closed = True
         if isinstance(self._registry, DynamicRegistry):

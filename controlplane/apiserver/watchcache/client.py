@@ -6,7 +6,8 @@ lists come from the :class:`~controlplane.apiserver.watchcache.WatchCache` the A
 clients read (so each store event of a kind is decoded once for every watcher of that kind,
 in process or over HTTP), and whose reads of one object and writes go to ``objects`` (the
 leader's fenced object store, say). Lists and watches follow the cache's rules (see its module
-docstring): a list without a resourceVersion is a consistent read of the store, one with
+docstring): a list without a resourceVersion is a consistent read of the store (made once the
+cache of its kind has listed, so that a watch from the list's revision follows the cache), one with
 resourceVersion "0" or ``NotOlderThan`` is served from memory; a watch that falls behind ends
 with 410 ``Gone``, and the informer lists again, as after any expired watch.
 
@@ -51,6 +52,10 @@ class CachedObjects:
     async def list(
         self, rt: ResourceType, *, namespace: str | None = None, **options: Unpack[ListArgs]
     ) -> ObjectList:
+        if options.get("resource_version") in (None, ""):
+            # A consistent read (the store's): at or after the cache's own list, so that the
+            # informer's watch from it resumes from the cache.
+            await self._cache.listed(rt)
         return await self._cache.list(rt, namespace=namespace, **options)
 
     async def create(
