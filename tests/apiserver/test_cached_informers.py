@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from controlplane.apiserver import errors
 from controlplane.apiserver.objects import ObjectStore, WatchEventType
 from controlplane.apiserver.watchcache import WatchCache, WatchCacheConfig
 from controlplane.apiserver.watchcache.cacher import CACHE_WATCHER
@@ -156,3 +157,25 @@ async def test_a_watch_from_the_clients_consistent_list_follows_the_cache(object
             event = await first
         assert (event.type, event.revision) == (WatchEventType.ADDED, int(created["metadata"]["resourceVersion"]))
         await watch.aclose()  # type: ignore[attr-defined]
+
+
+async def test_a_resume_from_before_the_window_is_410_not_a_store_watch(objects_on: ObjectStore) -> None:
+    async with _cached(objects_on, WatchCacheConfig(window_events=2)) as (cached, cache):
+        await objects_on.create(WIDGET, widget("w0"))
+        listed = await cached.list(WIDGET)  # the cache has listed
+        for index in range(1, 5):
+            await objects_on.create(WIDGET, widget(f"w{index}"))
+        counters = cache.counters()["widgets.test.gpufed.io"]
+        await _until(lambda: counters.events == 4)
+        # The store's history still has it (the API's watch would resume from there) ...
+        api_watch = cache.watch(WIDGET, resource_version=listed.resource_version)
+        assert [event.object["metadata"]["name"] async for event in _first(api_watch)] == ["w1"]
+        # ... but the in-process client relists instead of watching the store for itself.
+        with pytest.raises(errors.Gone, match="too old resource version"):
+            await anext(cached.watch(WIDGET, resource_version=listed.resource_version))
+
+
+async def _first(events: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    async with asyncio.timeout(10):
+        yield await anext(events)
+    await events.aclose()  # type: ignore[attr-defined]

@@ -230,11 +230,14 @@ class WatchCache:
         resource_version: str | None = None,
         bookmark_interval: float | None = None,
         send_initial_events: bool | None = None,
+        window_only: bool = False,
     ) -> AsyncIterator[ObjectEvent]:
         """Events for objects of ``rt`` as kube's watch sends them (:meth:`ObjectStore.watch`),
         plus kube's watch-list: with ``send_initial_events`` the current objects as ADDED, then
         (with bookmarks allowed, ``bookmark_interval`` not None) a BOOKMARK annotated
-        ``k8s.io/initial-events-end``."""
+        ``k8s.io/initial-events-end``. With ``window_only`` a resume from before the cache's window
+        is 410 ``Expired`` (as kube's cacher answers it) instead of a store watch of its own: the
+        in-process informers then relist and follow the cache again."""
         labels = label_selector_of(label_selector)
         fields = field_selector_of(rt, field_selector)
         filtered = not (labels.empty and fields.empty)
@@ -269,6 +272,8 @@ class WatchCache:
         events: AsyncGenerator[ObjectEvent]
         if cacher is not None and cacher.attach(watcher, start):
             events = watcher.events(bookmark_interval=bookmark_interval, on_close=cacher.detach)
+        elif cacher is not None and window_only:
+            raise errors.expired_resource_version(start, cacher.window.floor)
         else:
             # Older than the cache's window: the store's history serves it, as without a cache.
             events = self._store_events(rt, namespace, WatchOptions(labels, fields, str(start), bookmark_interval))

@@ -1,5 +1,5 @@
 """The in-process object client over the watch cache: what the hub's controllers, scheduler
-and reports call when the hub runs with a watch cache.
+and health monitor call when the hub runs with a watch cache.
 
 :class:`CachedObjects` is an :class:`~controlplane.objectclient.ObjectClient` whose watches and
 lists come from the :class:`~controlplane.apiserver.watchcache.WatchCache` the API's HTTP
@@ -8,7 +8,8 @@ in process or over HTTP), and whose reads of one object and writes go to ``objec
 leader's fenced object store, say). Lists and watches follow the cache's rules (see its module
 docstring): a list without a resourceVersion is a consistent read of the store (made once the
 cache of its kind has listed, so that a watch from the list's revision follows the cache), one with
-resourceVersion "0" or ``NotOlderThan`` is served from memory; a watch that falls behind ends
+resourceVersion "0" or ``NotOlderThan`` is served from memory; a watch that falls behind, or
+resumes from before the cache's window of recent events (after the cache listed again), ends
 with 410 ``Gone``, and the informer lists again, as after any expired watch.
 
 Objects from the cache's watches are shared between every watcher of the same event: never
@@ -88,5 +89,5 @@ class CachedObjects:
     ) -> AsyncIterator[ObjectEvent]:
         return self._cache.watch(
             rt, namespace=namespace, label_selector=label_selector, field_selector=field_selector,
-            resource_version=resource_version, bookmark_interval=bookmark_interval,
+            resource_version=resource_version, bookmark_interval=bookmark_interval, window_only=True,
         )
