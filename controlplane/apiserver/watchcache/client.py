@@ -22,18 +22,18 @@ from collections.abc import AsyncIterator
 from typing import Any, Unpack
 
 from controlplane.apiserver.objects import ObjectStore
-from controlplane.apiserver.objects.values import (
+from controlplane.apiserver.objects.values import FieldSelectorArg, LabelSelectorArg
+from controlplane.apiserver.watchcache import WatchCache
+from controlplane.objectclient import (
     DeleteResult,
-    FieldSelectorArg,
-    LabelSelectorArg,
     ListArgs,
     ObjectEvent,
     ObjectList,
     Preconditions,
+    Registry,
+    ResourceType,
     WriteArgs,
 )
-from controlplane.apiserver.resources import Registry, ResourceType
-from controlplane.apiserver.watchcache import WatchCache
 
 
 class CachedObjects:
