@@ -12,7 +12,8 @@ each benchmark's details and the machine they were measured on.
 Benchmarks (in run order): scheduler (bench/bench_scheduler.py), agent
 (bench/bench_agent_report.py, with bench/bench_sim_bind.py), api (bench/bench_api.py),
 rbac (bench/bench_rbac.py), watch (bench/bench_watch.py), whatif (bench/bench_whatif.py), placement
-(bench/bench_placement_quality.py), e2e (bench/bench_e2e_apply.py), ledger (bench/bench_ledger.py).
+(bench/bench_placement_quality.py), e2e (bench/bench_e2e_apply.py), scale (bench/bench_scale.py),
+admission (bench/bench_admission.py), ledger (bench/bench_ledger.py).
 
 A module with ``run(size) -> BenchmarkResult | dict`` is run through the hidden
 ``--child NAME`` mode of this command; bench_scheduler.py is run through its own command
@@ -194,6 +195,20 @@ SPECS: tuple[BenchmarkSpec, ...] = (
         timeout={Size.TINY: 240, Size.QUICK: 360, Size.FULL: 600},
     ),
     BenchmarkSpec(
+        name="scale",
+        what="hub under a hollow fleet (sim-fleet, real agents) joined by bootstrap tokens: RSS, CPU, latencies",
+        command=_child_command("scale"),
+        parse=_parse_child,
+        timeout={Size.TINY: 300, Size.QUICK: 1200, Size.FULL: 14400},
+    ),
+    BenchmarkSpec(
+        name="admission",
+        what="fleet admission decisions per second, in process, 1,000 pending workloads over 50 ClusterQueues",
+        command=_child_command("admission"),
+        parse=_parse_child,
+        timeout={Size.TINY: 60, Size.QUICK: 120, Size.FULL: 180},
+    ),
+    BenchmarkSpec(
         name="ledger",
         what="etcd writes, reads and decoded watch events per workload, apply -> Running (the write ledger)",
         command=_child_command("ledger"),
@@ -213,6 +228,8 @@ CHILD_MODULES = {
     "placement": "bench.bench_placement_quality",
     "e2e": "bench.bench_e2e_apply",
     "ledger": "bench.bench_ledger",
+    "scale": "bench.bench_scale",
+    "admission": "bench.bench_admission",
 }
 
 

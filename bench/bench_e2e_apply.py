@@ -40,7 +40,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import aiohttp
 import orjson
@@ -299,9 +299,18 @@ async def follow(hub: Hub, tracker: Tracker) -> None:
                     tracker.observe(event.get("object") or {}, time.perf_counter())
 
 
-async def apply_all(hub: Hub, workloads: list[dict[str, Any]], tracker: Tracker, *, rate: float) -> float:
-    """Create the workloads on an open-loop schedule (``rate`` per second); returns the
-    seconds the creating took."""
+class Applies(Protocol):
+    """Where :func:`apply_all` records each create's start and duration."""
+
+    applied: dict[str, float]
+    apply_seconds: list[float]
+
+
+async def apply_all(
+    hub: Hub, workloads: list[dict[str, Any]], tracker: Applies, *, rate: float, path: str = DEPLOYMENTS
+) -> float:
+    """Create the workloads (in collection ``path``) on an open-loop schedule (``rate`` per
+    second); returns the seconds the creating took."""
     started = time.perf_counter()
 
     async def create(index: int, obj: dict[str, Any]) -> None:
@@ -310,7 +319,7 @@ async def apply_all(hub: Hub, workloads: list[dict[str, Any]], tracker: Tracker,
             await asyncio.sleep(delay)
         name = obj["metadata"]["name"]
         tracker.applied[name] = time.perf_counter()
-        await hub.create(DEPLOYMENTS, obj)
+        await hub.create(path, obj)
         tracker.apply_seconds.append(time.perf_counter() - tracker.applied[name])
 
     async with asyncio.TaskGroup() as group:

@@ -61,6 +61,7 @@ from controlplane.apiserver.identity import Role
 from controlplane.apiserver.kinds import builtin_kind_resources, gpu_workload_resources
 from controlplane.apiserver.kinds.karmada_apps import karmada_apps_resources
 from controlplane.apiserver.kinds.karmada_config import interpreter_customization_resources
+from controlplane.apiserver.kinds.kueue import kueue_resources
 from controlplane.apiserver.kubeconfig import KubeconfigError, load_kubeconfig, write_kubeconfig
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.proxy.podlist import pod_list_routes
@@ -199,6 +200,7 @@ def hub_registry() -> DynamicRegistry:
                 *gpufed_resources(),
                 *interpreter_customization_resources(),
                 *karmada_apps_resources(),
+                *kueue_resources(),
                 *rbac_resources(),
                 waste_report_type(),
                 crd_resource_type(),
@@ -335,7 +337,8 @@ class Hub(ShutdownOnce):
             extra_routes=extra,
             public_paths=[CA_PATH, *ui_public_paths()],
             outer_middlewares=[self.metrics.middleware()],
-            max_requests_inflight=self.config.serving_limits.max_requests_inflight,
+            flow_control=self.config.serving_limits.flow_control(),
+            flow_control_metrics=self.metrics.flowcontrol,
             watch_limits=self.config.watch_limits,
             watch_cache=self.watch_cache,
             warm=HOT_KINDS,

@@ -28,6 +28,8 @@ Metrics (all prefixed ``gpufed_``):
 * ``proxy_requests_total{cluster,verb,code}``, ``proxy_open_streams{cluster}``,
   ``proxy_relayed_bytes_total{cluster,direction}``, ``proxy_tunnel_connected{cluster}`` -- the
   cluster proxy (:mod:`controlplane.apiserver.proxy.metrics`);
+* ``apiserver_flowcontrol_*`` (kube's names, no prefix) -- API Priority and Fairness
+  (:mod:`controlplane.apiserver.flowcontrol.metrics`);
 * ``waste_samples_total{result}`` and ``waste_sample_duration_seconds`` -- the sampler itself.
 * ``waste_samples_total{result}`` and ``waste_sample_duration_seconds`` -- the sampler itself;
 * ``storage_writes_total{resource,subresource,writer,verb}`` -- every etcd write of the API and
@@ -71,6 +73,7 @@ from prometheus_client.registry import Collector
 from controlplane.apis.meta import parse_time
 from controlplane.apiserver import errors
 from controlplane.apiserver.app import USER
+from controlplane.apiserver.flowcontrol import FlowControlMetrics
 from controlplane.apiserver.handlers import REQUEST_INFO
 from controlplane.apiserver.identity import SYSTEM_MASTERS
 from controlplane.apiserver.proxy.metrics import ProxyMetrics
@@ -232,6 +235,8 @@ class HubMetrics:
         )
         #: The cluster proxy's requests, streams, bytes and tunnels (controlplane.apiserver.proxy).
         self.proxy = ProxyMetrics(self.registry)
+        #: API Priority and Fairness, under kube's metric names (controlplane.apiserver.flowcontrol).
+        self.flowcontrol = FlowControlMetrics(self.registry)
         self._report_lag = _ReportLagCollector(clock)
         self.registry.register(self._report_lag)
         self._ledger = _LedgerCollector()

@@ -17,6 +17,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "up": ("gpufed.commands.up", "run a hub and a demo fleet of simulated GPU clusters with their agents"),
     "controlplane": ("gpufed.commands.controlplane", "run the hub: API server, controllers, embedded etcd if none given"),
     "sim-cluster": ("gpufed.commands.simcluster", "run a simulated GPU member cluster"),
+    "sim-fleet": ("gpufed.commands.simfleet", "run many hollow member clusters with their agents in one process (scale tests)"),
     "agent": ("gpufed.commands.agent", "run the member agent for one cluster"),
     "token": ("gpufed.commands.token", "create, list and revoke hub tokens (join tokens for agents)"),
     "whatif": ("gpufed.commands.whatif", "replay a GPU job trace against a simulated fleet and compare placement strategies"),
@@ -30,6 +31,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "logs": ("gpufed.commands.logs", "a pod's log, or every pod's of a workload, from member clusters through the hub"),
     "describe": ("gpufed.commands.describe", "an object as the hub and its member clusters see it: placement, pods, events"),
     "top": ("gpufed.commands.top", "CPU, memory and GPU use of pods or nodes on member clusters, CLUSTER column first"),
+    "queues": ("gpufed.commands.queues", "fleet quotas per ClusterQueue, flavor and resource: nominal, limits, usage, borrowed, pending"),
     "exec": ("gpufed.commands.execute", "run a command in a member cluster's pod through the hub; its exit code is the command's"),
 }
 

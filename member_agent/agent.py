@@ -44,7 +44,7 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -116,6 +116,11 @@ async def member_api(config: AgentConfig) -> KubeApi:
     return KubeApi(ApiClient(configuration=configuration), timeout=config.request_timeout)
 
 
+#: How the agent gets its member client: :func:`member_api` (kubeconfig or in-cluster), or an
+#: in-process client of a hollow member (``gpufed sim-fleet``), which sits below this seam.
+MemberClient = Callable[[AgentConfig], Awaitable[KubeApi]]
+
+
 def _retrying(what: str) -> AsyncRetrying:
     def log(state: Any) -> None:
         exc = state.outcome.exception() if state.outcome else None
@@ -132,10 +137,14 @@ def _retrying(what: str) -> AsyncRetrying:
 class Agent(Service):
     """One member agent; see the module docstring for what it runs."""
 
-    def __init__(self, config: AgentConfig, *, clock: Clock = _utc_now) -> None:
+    def __init__(
+        self, config: AgentConfig, *, clock: Clock = _utc_now, member_client: MemberClient = member_api
+    ) -> None:
         super().__init__(f"agent-{config.cluster_name}")
         self.config = config
         self.clock = clock
+        #: Builds the member client (a hollow member's in-process one in a hollow fleet).
+        self._member_client = member_client
         self.hub: KubeApi | None = None
         self.member: KubeApi | None = None
         self.cluster: dict[str, Any] | None = None
@@ -229,7 +238,7 @@ class Agent(Service):
         cfg = self.config
         async for attempt in _retrying("connecting to the member cluster"):
             with attempt:
-                self.member = await member_api(cfg)
+                self.member = await self._member_client(cfg)
                 self._kubernetes_version = await self.member.version()
         async for attempt in _retrying("joining the hub"):
             with attempt:

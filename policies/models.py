@@ -215,6 +215,7 @@ class TierRebalance(SpecModel):
                 minSavingPerHour: 1
                 minMoveIntervalSeconds: 300
                 maxSurge: 25%
+                surgeTimeoutSeconds: 600
     """
 
     enabled: bool | None = None
@@ -226,6 +227,9 @@ class TierRebalance(SpecModel):
     max_surge: int | str | None = None
     """How many replicas one move adds before it removes as many (an absolute number or a percentage of the
     replicas, rounded up; at least 1). Default 25%."""
+    surge_timeout_seconds: int | None = Field(default=None, ge=1, le=86400)
+    """How long a move waits for the replicas it added to be ready, in seconds; past it the move is abandoned
+    (the added replicas are removed, the others stay where they run) with a MoveAbandoned Event. Default 600."""
 
     @field_validator("max_surge")
     @classmethod

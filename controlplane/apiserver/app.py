@@ -40,6 +40,12 @@ from controlplane.apiserver.admission import AdmissionPlugin, ValidateWrite, wri
 from controlplane.apiserver.crd.controller import CrdController
 from controlplane.apiserver.crd.registry import DynamicRegistry
 from controlplane.apiserver.crd.types import CRD_KIND
+from controlplane.apiserver.flowcontrol import (
+    FlowControlConfig,
+    FlowController,
+    FlowControlMetrics,
+    add_flow_headers,
+)
 from controlplane.apiserver.handlers import REQUEST_INFO, ResourceHandlers, json_response
 from controlplane.apiserver.identity import (
     Authenticator,
@@ -59,7 +65,6 @@ from controlplane.apiserver.objects import ObjectStore, utc_now
 from controlplane.apiserver.openapi.serving import OpenApiEndpoints
 from controlplane.apiserver.resources import Registry
 from controlplane.apiserver.routing import RequestInfo, is_upgrade, parse_request
-from controlplane.apiserver.serving import inflight_middleware
 from controlplane.apiserver.watchcache import DEFAULT_WATCH_CACHE, WatchCache, WatchCacheConfig
 from controlplane.apiserver.watching import WatchLimits
 from controlplane.storage import interface as storage
@@ -325,6 +330,8 @@ def create_app(
     watch_limits: WatchLimits | None = None,
     clock: Callable[[], datetime] = utc_now,
     max_requests_inflight: int = 0,
+    flow_control: FlowControlConfig | None = None,
+    flow_control_metrics: FlowControlMetrics | None = None,
     watch_cache: WatchCacheConfig | WatchCache | None = DEFAULT_WATCH_CACHE,
     warm: Iterable[tuple[str, str]] = (),
 ) -> web.Application:
@@ -335,8 +342,9 @@ def create_app(
     ``admission`` plugins then check each write's final object for its user. Open
     watches end when the application shuts down; the store is the caller's to close.
     ``outer_middlewares`` wrap everything else (e.g. the hub's request-latency metrics).
-    Beyond ``max_requests_inflight`` requests at once (0: no limit; watches and health
-    checks not counted) a request is answered 429.
+    ``max_requests_inflight`` requests at once (0: no limit; watches and health checks not
+    counted) are shared by priority levels (API Priority and Fairness, ``flow_control``
+    configures it in full); beyond a level's seats and queues a request is answered 429.
     ``watch_limits`` bound what one watch holds for a client that does not read.
     ``watch_cache`` configures the watch cache (None: none, every read goes to the store), or is
     one the caller built over ``object_store`` to share with in-process watchers (the app closes it);
@@ -361,11 +369,17 @@ def create_app(
     middlewares: list[Middleware] = [
         *outer_middlewares,
         status_middleware,
-        inflight_middleware(max_requests_inflight, exempt=_long_running_or_health),
     ]
     if authenticator is not None:
         middlewares.append(auth_middleware(authenticator, authorizer, PUBLIC_PATHS | frozenset(public_paths)))
+    if flow_control is None and max_requests_inflight > 0:
+        flow_control = FlowControlConfig(total_concurrency=max_requests_inflight)
+    if flow_control is not None and flow_control.total_concurrency > 0:
+        # After authentication: a request's level and flow depend on who sends it.
+        controller = FlowController(flow_control, metrics=flow_control_metrics)
+        middlewares.append(controller.middleware(user_key=USER, not_counted=_long_running_or_health))
     app = web.Application(middlewares=middlewares, client_max_size=MAX_BODY_BYTES)
+    app.on_response_prepare.append(add_flow_headers)
     app[OBJECT_STORE] = object_store
     app[REGISTRY] = registry
     app[WATCH_STOP] = stop

@@ -1,8 +1,8 @@
 """Bounds on what a client can hold of the server before it has been authenticated.
 
 In: the aiohttp runner of an API server application and :class:`ServingLimits`. Out: a
-listening site whose connections are guarded (:class:`GuardedTCPSite`) and a middleware
-that bounds the requests in flight (:func:`inflight_middleware`).
+listening site whose connections are guarded (:class:`GuardedTCPSite`), and the
+configuration of the API's priority and fairness (:meth:`ServingLimits.flow_control`).
 
 - **Header timeout** (``--request-header-timeout``, as Go's ``ReadHeaderTimeout`` in
   kube-apiserver): a connection must deliver its first request's headers (TLS handshake
@@ -15,8 +15,9 @@ that bounds the requests in flight (:func:`inflight_middleware`).
   slow client ("slowloris") can hold.
 - **Requests in flight** (``--max-requests-inflight``, kube's flag of the same name):
   requests being served at once, watches and health checks excluded (kube counts
-  long-running requests apart too). Beyond it a request is answered 429 TooManyRequests
-  with ``Retry-After: 1`` and a client retries.
+  long-running requests apart too), shared by priority levels
+  (:mod:`controlplane.apiserver.flowcontrol`). Beyond a level's seats and queues a request
+  is answered 429 TooManyRequests with ``Retry-After: 1`` and a client retries.
 """
 
 from __future__ import annotations
@@ -24,15 +25,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
-from aiohttp.typedefs import Middleware
 
-from controlplane.apiserver import errors
-from controlplane.apiserver.handlers import json_response
+from controlplane.apiserver.flowcontrol import (
+    DEFAULT_QUEUE_LENGTH,
+    DEFAULT_QUEUE_WAIT_SECONDS,
+    DEFAULT_SHARES,
+    FlowControlConfig,
+    Level,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -44,15 +49,22 @@ IDLE_TIMEOUT = 90.0
 #: What separates a request's headers from its body (bare LFs are tolerated by the parser).
 _HEADER_ENDS = (b"\r\n\r\n", b"\n\n")
 
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
 @dataclass(frozen=True, slots=True)
 class ServingLimits:
     request_header_timeout: float = DEFAULT_REQUEST_HEADER_TIMEOUT
     max_pending_connections: int = DEFAULT_MAX_PENDING_CONNECTIONS
     #: 0: no limit.
     max_requests_inflight: int = DEFAULT_MAX_REQUESTS_INFLIGHT
+    #: Each priority level's share of ``max_requests_inflight`` (``--flowcontrol-shares``).
+    flowcontrol_shares: Mapping[Level, int] = field(default_factory=lambda: dict(DEFAULT_SHARES))
+    flowcontrol_queue_length: int = DEFAULT_QUEUE_LENGTH
+    flowcontrol_queue_wait_seconds: float = DEFAULT_QUEUE_WAIT_SECONDS
+
+    def flow_control(self) -> FlowControlConfig:
+        return FlowControlConfig(
+            total_concurrency=self.max_requests_inflight, shares=self.flowcontrol_shares,
+            queue_length=self.flowcontrol_queue_length, queue_wait_seconds=self.flowcontrol_queue_wait_seconds,
+        )
 
 
 class _ConnectionGuard:
@@ -164,30 +176,3 @@ class GuardedTCPSite(web.TCPSite):
         self._server = await loop.create_server(factory, self._bind[0], self._bind[1], **kwargs)
         sockets = self._server.sockets
         self._bound_port = sockets[0].getsockname()[1] if sockets else self._bind[1]
-
-
-def inflight_middleware(limit: int, *, exempt: Callable[[web.Request], bool]) -> Middleware:
-    """429 TooManyRequests beyond ``limit`` requests in flight (``exempt`` ones not counted)."""
-    inflight = 0
-
-    @web.middleware
-    async def bound(request: web.Request, handler: Handler) -> web.StreamResponse:
-        nonlocal inflight
-        if limit <= 0 or exempt(request):
-            return await handler(request)
-        if inflight >= limit:
-            error = errors.TooManyRequests(
-                "Too many requests, please try again later: the server is serving its limit of "
-                f"{limit} requests at once (--max-requests-inflight)",
-                retry_after_seconds=1,
-            )
-            response = json_response(error.to_status(), status=error.code)
-            response.headers["Retry-After"] = "1"
-            return response
-        inflight += 1
-        try:
-            return await handler(request)
-        finally:
-            inflight -= 1
-
-    return bound

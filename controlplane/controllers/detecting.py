@@ -51,6 +51,7 @@ from typing import Any
 from controlplane.apis.constants import FINALIZER_WORKLOAD
 from controlplane.apis.events import EventType
 from controlplane.apis.views import BindingView, ObjectView
+from controlplane.controllers.admission import AdmissionGate, constrain_placement
 from controlplane.controllers.context import (
     INDEX_NAMESPACE,
     INDEX_POLICY,
@@ -246,6 +247,8 @@ class Detector:
         self._priority_classes = ctx.informer(priority_class_rt) if priority_class_rt is not None else None
         if self._priority_classes is not None:
             self._priority_classes.add_handler(self._on_priority_class)
+        # A queued workload (label kueue.x-k8s.io/queue-name) propagates only once its Workload is admitted.
+        self.admission = AdmissionGate(ctx, self.loop.add)
 
     # --- event handlers ---------------------------------------------------------------
 
@@ -366,6 +369,10 @@ class Detector:
                 )
             return None
 
+        gate = self.admission.gate(workload)
+        if gate.held is not None and binding is None:
+            await self._set_propagated(rt, workload, False, PropagatedReason.WAITING_FOR_QUOTA, gate.held)
+            return None
         priority = resolve_schedule_priority(
             match.policy.spec.schedule_priority,
             priority_classes=self._priority_classes.items() if self._priority_classes is not None else (),
@@ -375,6 +382,7 @@ class Detector:
             # A value, not a retry: nothing changes until the object does (its next event).
             await self._report_invalid(rt, workload, spec)
             return None
+        constrain_placement(spec, gate.cluster_labels)
         workload = await self._ensure_finalizer(rt, workload)
         written = await self._write_binding(ref, workload, match, binding, spec=spec)
         await self._set_priority_condition(written, priority, workload=workload)

@@ -28,6 +28,7 @@ class EventReason(StrEnum):
     SCHEDULED = "Scheduled"
     FAILED_SCHEDULING = "FailedScheduling"
     REPLICAS_MOVED = "ReplicasMoved"
+    MOVE_ABANDONED = "MoveAbandoned"
     OVERRIDE_FAILED = "OverrideFailed"
     POLICY_PREEMPTED = "PolicyPreempted"
     REPLICAS_EVICTED = "ReplicasEvicted"
@@ -41,6 +42,10 @@ class EventReason(StrEnum):
     SCRIPT_FAILED = "InterpreterScriptFailed"
     SELECTORS_NOT_SERVED = "ResourceSelectorsNotServed"
     SELECTORS_SERVED = "ResourceSelectorsServed"
+    # Kueue's reasons on a Workload (fleet admission).
+    QUOTA_RESERVED = "QuotaReserved"
+    ADMITTED = "Admitted"
+    PENDING = "Pending"
 
 
 async def record_event(

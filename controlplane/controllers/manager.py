@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from controlplane.apis.views import BindingView
+from controlplane.controllers.admission import AdmissionController
 from controlplane.controllers.binding import BindingController
 from controlplane.controllers.context import ControllerContext, ControllerSettings, utc_now
 from controlplane.controllers.customizations import CustomizationsController
@@ -84,6 +85,7 @@ class ControllerManager(Service):
         dependencies = DependenciesController(ctx)
         selectors = PolicySelectorsController(ctx)
         rebalancers = RebalancerController(ctx)
+        admission = AdmissionController(ctx)
 
         async def reinterpret(api_version: str, kind: str) -> None:
             """A kind's interpretation changed: its workloads and bindings are looked at again."""
@@ -102,6 +104,7 @@ class ControllerManager(Service):
         loops: list[ReconcileLoop[Any]] = [
             customizations.loop, detector.loop, scheduler.loop, binder.loop, status.loop, evictions.loop,
             *dependencies.loops, deletion.loop, selectors.loop, rebalancers.loop,
+            admission.loop,
         ]
         self.context, self.scheduler, self.evictions, self._loops = ctx, scheduler, evictions, loops
         tasks: list[asyncio.Task[None]] = []

@@ -26,8 +26,12 @@ reconcile writes nothing. A change to a state in which some chosen cluster is on
 (its Work not written yet, or its member not reporting the current generation yet) is held
 for up to :data:`WAITING_HOLD_SECONDS`: the Work's creation and the member's first report
 come moments apart, and each would otherwise cost the binding (and the workload) a status
-write that the next one replaces at once. The next Work event writes the state it brings;
-a member that stays silent shows as waiting once the hold is over.
+write that the next one replaces at once. A cluster whose member applied the Work but whose
+object is not healthy yet (a Deployment's replicas starting) counts as waiting too: most
+become healthy within the hold, and the ready state is then the first one written (that hold
+starts when the last Work is applied, so a slow Work does not use it up). The next
+Work event writes the state it brings; a member that stays silent shows as waiting, and an
+object that stays unhealthy shows so, once the hold is over.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from typing import Any
 
 from controlplane.apis.events import EventType
 from controlplane.apis.views import BindingView, ObjectView, WorkView
-from controlplane.apis.work_v1alpha1 import BindingKey, ConditionType, WorkReason, binding_name
+from controlplane.apis.work_v1alpha1 import BindingKey, ConditionType, Health, WorkReason, binding_name
 from controlplane.controllers.context import INDEX_BINDING, ControllerContext
 from controlplane.controllers.customizations import INTERPRETED, RIC_API_VERSION, RIC_KIND
 from controlplane.controllers.events import EventReason, record_event
@@ -132,6 +136,14 @@ def aggregate(
     return items, members, pending
 
 
+def _waiting(item: Mapping[str, Any]) -> bool:
+    """Whether an aggregatedStatus entry is a state that usually lasts moments: the Work not
+    written or applied yet, or applied with the member's object not healthy yet."""
+    if item.get("appliedMessage") in WAITING_MESSAGES:
+        return True
+    return bool(item.get("applied")) and item.get("health") == Health.UNHEALTHY
+
+
 def _judges_health_here(interpreter: StatusInterpreter, manifest: Mapping[str, Any] | None) -> bool:
     """Whether the customization's healthInterpretation runs at the hub for this manifest: its
     agent reported the health by its own rules, not by the script (an older agent)."""
@@ -206,7 +218,8 @@ class StatusController:
         self.ctx = ctx
         self.loop: ReconcileLoop[BindingKey] = ReconcileLoop(self.name, self.reconcile, workers=ctx.settings.workers)
         #: Bindings whose status is held while a cluster is waiting: since when (monotonic).
-        self._waiting_since: dict[BindingKey, float] = {}
+        # A binding held: since when, and whether every Work was applied then (replicas starting).
+        self._waiting_since: dict[BindingKey, tuple[float, bool]] = {}
         ctx.works.add_handler(self._on_work)
         ctx.bindings.add_handler(self._on_binding)
         ctx.add_workload_handler(self._on_workload)
@@ -303,11 +316,16 @@ class StatusController:
 
     def _hold(self, key: BindingKey, items: list[dict[str, Any]]) -> float | None:
         """Seconds to hold the status back while a cluster is only waiting; None: write now."""
-        if not any(item.get("appliedMessage") in WAITING_MESSAGES for item in items):
+        if not any(_waiting(item) for item in items):
             self._waiting_since.pop(key, None)
             return None
         now = time.monotonic()
-        left = WAITING_HOLD_SECONDS - (now - self._waiting_since.setdefault(key, now))
+        starting = not any(item.get("appliedMessage") in WAITING_MESSAGES for item in items)
+        since, was_starting = self._waiting_since.get(key, (now, starting))
+        if starting and not was_starting:
+            since = now  # every Work applied: the replicas' start gets a hold of its own
+        self._waiting_since[key] = (since, starting)
+        left = WAITING_HOLD_SECONDS - (now - since)
         return left if left > 0 else None
 
     async def _write_binding_status(

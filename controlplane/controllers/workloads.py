@@ -34,9 +34,9 @@ from controlplane.objectclient import Registry, ResourceType
 from policies.served import KindStatus
 
 #: API groups whose kinds are the hub's own machinery and never propagate: gpufed's and
-#: Karmada's policy kinds, bindings, Works, clusters, reports, and Leases.
+#: Karmada's policy kinds, bindings, Works, clusters, reports, Leases, and the fleet's quotas (Kueue's kinds).
 HUB_ONLY_GROUPS: frozenset[str] = frozenset(
-    {CLUSTER_GROUP, POLICY_GROUP, KARMADA_POLICY_GROUP, WORK_GROUP, REPORTS_GROUP, COORDINATION_GROUP}
+    {CLUSTER_GROUP, POLICY_GROUP, KARMADA_POLICY_GROUP, WORK_GROUP, REPORTS_GROUP, COORDINATION_GROUP, "kueue.x-k8s.io"}
 )
 #: Core kinds that never propagate: Events describe hub objects.
 HUB_ONLY_KINDS: frozenset[tuple[str, str]] = frozenset({("", "Event")})
@@ -95,6 +95,8 @@ class PropagatedReason(StrEnum):
     """The policy that claimed it no longer does; it keeps running where it was placed."""
     INVALID_OBJECT = "InvalidObject"
     """A field the hub must read has the wrong type: nothing is propagated until it is fixed."""
+    WAITING_FOR_QUOTA = "WaitingForQuota"
+    """Queued (label kueue.x-k8s.io/queue-name): held at the hub until its Workload is admitted."""
 
 
 @dataclass(frozen=True, slots=True, order=True)

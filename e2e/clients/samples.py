@@ -201,6 +201,20 @@ SPECS: dict[tuple[str, str], Builder] = {
     ("apps.karmada.io", "WorkloadRebalancer"): lambda name: {
         "spec": {"workloads": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": name, "namespace": "default"}]}
     },
+    ("kueue.x-k8s.io", "ResourceFlavor"): lambda name: {"spec": {"nodeLabels": {"cluster.gpufed.io/tier": "0"}}},
+    ("kueue.x-k8s.io", "ClusterQueue"): lambda name: {
+        "spec": {
+            "namespaceSelector": {},
+            "resourceGroups": [
+                {"coveredResources": ["nvidia.com/gpu"], "flavors": [{"name": name, "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 8}]}]}
+            ],
+        }
+    },
+    ("kueue.x-k8s.io", "LocalQueue"): lambda name: {"spec": {"clusterQueue": name}},
+    ("kueue.x-k8s.io", "WorkloadPriorityClass"): lambda name: {"value": 1000, "description": "clients suite"},
+    ("kueue.x-k8s.io", "Workload"): lambda name: {
+        "spec": {"queueName": name, "podSets": [{"name": "main", "count": 1, "template": _pod_template(name, gpus=True)}]}
+    },
     ("cluster.gpufed.io", "Cluster"): lambda name: {"spec": {"provider": "onprem", "region": "eu-west", "tier": 0}},
     ("work.gpufed.io", "ResourceBinding"): lambda name: {
         "spec": {"resource": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name, "namespace": "default"}}

@@ -7,6 +7,13 @@ import logging
 import sys
 from pathlib import Path
 
+from controlplane.apiserver.flowcontrol.levels import (
+    DEFAULT_QUEUE_LENGTH,
+    DEFAULT_QUEUE_WAIT_SECONDS,
+    DEFAULT_SHARES,
+    Level,
+    parse_shares,
+)
 from controlplane.apiserver.watching import (
     DEFAULT_SLOW_WATCHER_TIMEOUT,
     DEFAULT_WATCH_BUFFER_BYTES,
@@ -57,6 +64,13 @@ def _whole_seconds(text: str) -> int:
     if not text.isdigit():
         raise argparse.ArgumentTypeError(f"expected whole seconds >= 0, not {text!r}")
     return int(text)
+
+
+def _flowcontrol_shares(text: str) -> dict[Level, int]:
+    try:
+        return parse_shares(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _whole_number(text: str) -> int:
@@ -161,8 +175,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="connections that have not sent a request yet, at most; more are closed at once "
                              "(default 512)")
     parser.add_argument("--max-requests-inflight", type=_whole_number, default=400, metavar="N",
-                        help="requests served at once, watches excluded; beyond it 429 TooManyRequests with "
-                             "Retry-After (default 400, 0: no limit)")
+                        help="requests served at once, watches excluded, shared by the priority levels; "
+                             "beyond a level's share and queues 429 TooManyRequests with Retry-After "
+                             "(default 400, 0: no limit)")
+    parser.add_argument("--flowcontrol-shares", type=_flowcontrol_shares, default=dict(DEFAULT_SHARES),
+                        metavar="LEVEL=N,...",
+                        help="each priority level's share of --max-requests-inflight (default "
+                             + ",".join(f"{level}={share}" for level, share in DEFAULT_SHARES.items())
+                             + "; levels not named keep theirs)")
+    parser.add_argument("--flowcontrol-queue-length", type=_whole_number, default=DEFAULT_QUEUE_LENGTH,
+                        metavar="N",
+                        help="requests one of a level's queues holds while they wait for a seat "
+                             f"(default {DEFAULT_QUEUE_LENGTH}, 0: no queueing)")
+    parser.add_argument("--flowcontrol-queue-wait-seconds", type=_positive_seconds,
+                        default=DEFAULT_QUEUE_WAIT_SECONDS, metavar="SECONDS",
+                        help="how long a request may wait for a seat before 429 "
+                             f"(default {DEFAULT_QUEUE_WAIT_SECONDS:g})")
     parser.add_argument("--watch-buffer-bytes", type=_positive_int, default=DEFAULT_WATCH_BUFFER_BYTES,
                         metavar="BYTES",
                         help="encoded events one watch may hold that its client has not read yet (default "
@@ -248,6 +276,9 @@ def run(args: argparse.Namespace) -> int:
             request_header_timeout=args.request_header_timeout,
             max_pending_connections=args.max_pending_connections,
             max_requests_inflight=args.max_requests_inflight,
+            flowcontrol_shares=args.flowcontrol_shares,
+            flowcontrol_queue_length=args.flowcontrol_queue_length,
+            flowcontrol_queue_wait_seconds=args.flowcontrol_queue_wait_seconds,
         ),
         etcd_max_response_bytes=args.etcd_max_response_bytes or DEFAULT_MAX_RESPONSE_BYTES,
         watch_limits=WatchLimits(

@@ -81,6 +81,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"comma-separated strategies of {','.join(StrategyName)} (default: {','.join(DEFAULT_STRATEGIES)})",
     )
     run.add_argument(
+        "--rebalance",
+        action="store_true",
+        help="also replay gpufed with automatic returns to a cheaper tier (gpufed-rebalance) and "
+        "report what they saved against gpufed without them",
+    )
+    run.add_argument(
         "--member-scoring",
         choices=[str(s) for s in MemberScoring],
         help="scoring of every member's scheduler (default: each cluster's simulation.scoring)",
@@ -252,6 +258,9 @@ def _run(args: argparse.Namespace) -> int:
             "replayed in time; add --no-replay for the allocation figures"
         )
     placement = _load_policy(args.policy) if args.policy else None
+    names = list(args.compare)
+    if args.rebalance:
+        names += [str(s) for s in (StrategyName.GPUFED, StrategyName.GPUFED_REBALANCE) if str(s) not in names]
     settings = Settings(
         seed=args.seed,
         inflate=args.inflate,
@@ -263,7 +272,7 @@ def _run(args: argparse.Namespace) -> int:
     comparison = compare(
         fleet,
         jobs,
-        strategies=[StrategyName(s) for s in args.compare],
+        strategies=[StrategyName(s) for s in names],
         settings=settings,
         progress=_Progress(sys.stderr),
     )
@@ -320,6 +329,24 @@ def format_table(result: dict[str, Any]) -> str:
     )
     scorings = {name: values.get("member_scoring") for name, values in result["strategies"].items()}
     lines.append("member scoring: " + ", ".join(f"{name} {scoring}" for name, scoring in scorings.items()))
+    rebalance = result.get("rebalance")
+    if rebalance is not None:
+        lines += format_rebalance(rebalance)
     if any(values["wait_mean_s"] is None for values in result["strategies"].values()):
         lines.append("no replay ran (--no-replay): waits, costs and GPU-hours were not measured.")
     return "\n".join(lines) + "\n"
+
+
+def _tiers(hours: dict[str, float]) -> str:
+    return ", ".join(f"{tier} {value:,.0f}" for tier, value in hours.items()) or "none"
+
+
+def format_rebalance(rebalance: dict[str, Any]) -> list[str]:
+    """What automatic returns to a cheaper tier did, ``gpufed-rebalance`` against ``gpufed``."""
+    cost, hours = rebalance["cost_usd"], rebalance["gpu_hours_by_tier"]
+    return [
+        f"returns to a cheaper tier (gpufed-rebalance against gpufed): saved ${rebalance['saved_usd']:,.2f} "
+        f"(cost ${cost['without']:,.2f} -> ${cost['with']:,.2f}); {rebalance['replicas_moved']} replica(s) "
+        f"moved ({rebalance['gpus_moved']:,.1f} GPUs), the moves' own estimate ${rebalance['estimated_saving_usd']:,.2f}",
+        f"allocated GPU-hours by tier: without {_tiers(hours['without'])}; with {_tiers(hours['with'])}",
+    ]

@@ -152,6 +152,13 @@ class ClusterState:
         self.nodes[state.name] = state
         self._reindex()
 
+    def add_uniform_nodes(self, nodes: Iterable[Mapping[str, Any]], inventory: NodeInventory | None = None) -> None:
+        """Add many new nodes at once (one re-sort instead of one per node), all with ``inventory``."""
+        for node in nodes:
+            state = node_state(node, inventory)
+            self.nodes[state.name] = state
+        self._reindex()
+
     def remove_node(self, name: str) -> None:
         if self.nodes.pop(name, None) is not None:
             self._reindex()

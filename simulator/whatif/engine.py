@@ -12,7 +12,9 @@ Per strategy, two passes over fresh simulated members (:mod:`simulator.whatif.st
    in the member it was sent to, and is tried again in arrival order whenever a job leaves
    the cluster it waits for (or, waiting at the hub, any cluster). Between events every
    cluster's GPUs are classified into waste states (busy / idle-allocated by the job's
-   drawn utilization; free-needed / free-fragmented / free-spare by what waits).
+   drawn utilization; free-needed / free-fragmented / free-spare by what waits). For
+   ``gpufed-rebalance``, once the waiting jobs had their try, running jobs move back to a
+   cheaper tier where a job left (:mod:`simulator.whatif.returns`).
 
 In: a validated :class:`~simulator.profile.Fleet` and jobs from :mod:`simulator.whatif.trace`.
 Out: :class:`Comparison` with one :class:`~simulator.whatif.metrics.StrategyResult` per
@@ -31,17 +33,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from controlplane.apis.cluster_v1alpha1 import ClusterSpec
 from controlplane.apis.fragmentation import DemandMix
 from controlplane.reports.classify import DEFAULT_THRESHOLD, WasteState
 from policies.models import Placement
 from simulator.nodes import build_inventory, build_nodes
-from simulator.profile import Fleet
+from simulator.profile import ClusterProfile, Fleet
 from simulator.whatif.member import MemberScoring, trace_mix
 from simulator.whatif.metrics import MARKS, FillResult, ReplayResult, StrategyResult
+from simulator.whatif.returns import ReturnTally
 from simulator.whatif.strategies import (
     DEFAULT_STRATEGIES,
     POOLED_SCORING,
     FleetNodes,
+    ReturningGpufedStrategy,
     Strategy,
     StrategyName,
     build_strategy,
@@ -85,6 +90,7 @@ class Comparison:
         return {
             "strategies": {name: result.to_json() for name, result in self.results.items()},
             "fleet": {"gpus": self.capacity_gpus, "clusters": self.clusters},
+            "rebalance": self.rebalance_json(),
             "trace": {"jobs": self.jobs},
             "settings": {
                 "seed": settings.seed,
@@ -93,6 +99,27 @@ class Comparison:
                 "percentage_of_nodes_to_score": settings.percentage_of_nodes_to_score,
                 "utilization_threshold": settings.utilization_threshold,
             },
+        }
+
+
+    def rebalance_json(self) -> dict[str, Any] | None:
+        """``gpufed-rebalance`` against ``gpufed`` (no automatic returns), when both replayed."""
+        plain = self.results.get(str(StrategyName.GPUFED))
+        returning = self.results.get(str(StrategyName.GPUFED_REBALANCE))
+        if plain is None or returning is None or not (plain.replayed and returning.replayed):
+            return None
+        tally = returning.replay.returns or ReturnTally()
+        return {
+            "saved_usd": round(plain.replay.allocated_cost_usd - returning.replay.allocated_cost_usd, 2),
+            "cost_usd": {
+                "without": round(plain.replay.allocated_cost_usd, 2),
+                "with": round(returning.replay.allocated_cost_usd, 2),
+            },
+            "gpu_hours_by_tier": {
+                "without": {t: round(h, 3) for t, h in sorted(plain.replay.gpu_hours_by_tier.items())},
+                "with": {t: round(h, 3) for t, h in sorted(returning.replay.gpu_hours_by_tier.items())},
+            },
+            **tally.to_json(),
         }
 
 
@@ -168,10 +195,16 @@ def run_fill(
 
 @dataclass
 class _Running:
+    job: Job
     cluster: str
     held: float
     busy: bool
     start: float
+
+
+def cluster_tier(profile: ClusterProfile) -> str:
+    """The cluster's overflow tier as the hub reads it (``tier``, else 0 on-prem and 1 elsewhere)."""
+    return f"tier {ClusterSpec(provider=profile.provider, tier=profile.tier).effective_tier}"
 
 
 class _Replay:
@@ -212,6 +245,9 @@ class _Replay:
         self.idle: dict[str, float] = defaultdict(float)
         self.pending: dict[str, tuple[Job, str | None]] = {}
         self.result = ReplayResult()
+        self.tiers = {p.name: cluster_tier(p) for p in nodes.profiles}
+        if isinstance(strategy, ReturningGpufedStrategy):
+            self.result.returns = ReturnTally()
         self.events: list[tuple[float, int, int, Job]] = []
         self._seq = 0
         self._states: dict[str, dict[WasteState, float]] | None = None
@@ -226,7 +262,7 @@ class _Replay:
         rng = random.Random(f"{self.settings.seed}:util:{job.name}")
         utilization = profile.simulation.gpuUtilization.draw(rng) if profile is not None else 1.0
         busy = utilization >= self.settings.utilization_threshold
-        self.running[job.name] = _Running(account, held, busy, now)
+        self.running[job.name] = _Running(job, account, held, busy, now)
         (self.busy if busy else self.idle)[account] += held
         self.result.waits_s.append(now - job.submit_s)
         self._push(now + job.duration_s, 0, job)
@@ -260,6 +296,36 @@ class _Replay:
             if name in self.pending and not self._attempt(job, now):
                 failed.add(signature)
         self._states = None
+
+    def _return(self, now: float, freed: set[str | None]) -> None:
+        """Move running jobs back to a cheaper tier into the room ``freed`` clusters gained."""
+        strategy, tally = self.strategy, self.result.returns
+        if not isinstance(strategy, ReturningGpufedStrategy) or tally is None:
+            return
+        clusters = {c for c in freed if c is not None}
+        if not clusters:
+            return
+        running = {name: run.job for name, run in self.running.items()}
+        for returned in strategy.return_jobs(running, clusters, now_s=now):
+            run = self.running[returned.job]
+            held = returned.placed.shape.held_gpus
+            (self.busy if run.busy else self.idle)[run.cluster] -= run.held
+            run.cluster = self.node_cluster.get(returned.placed.node, returned.placed.cluster)
+            run.held = held
+            (self.busy if run.busy else self.idle)[run.cluster] += held
+            hours_left = max(run.start + run.job.duration_s - now, 0.0) / 3600
+            tally.count(returned.move, gpus=held, hours_left=hours_left)
+        self._states = None
+
+    def _tier_hours(self, seconds: float) -> None:
+        if seconds <= 0:
+            return
+        by_tier = self.result.gpu_hours_by_tier
+        for cluster in self.capacity:
+            allocated = self.busy[cluster] + self.idle[cluster]
+            if allocated:
+                tier = self.tiers[cluster]
+                by_tier[tier] = by_tier.get(tier, 0.0) + allocated * seconds / 3600
 
     def _waste_states(self) -> dict[str, dict[WasteState, float]]:
         if self._states is not None:
@@ -309,6 +375,7 @@ class _Replay:
         while self.events:
             now = self.events[0][0]
             self.result.waste.add(now - last, self._waste_states(), self.prices)
+            self._tier_hours(now - last)
             last = now
             freed: set[str | None] = set()
             while self.events and self.events[0][0] == now:
@@ -327,6 +394,7 @@ class _Replay:
             if self.pending:
                 for cluster in sorted(freed, key=lambda c: c or ""):
                     self._retry(now, cluster)
+            self._return(now, freed)
         self.result.end_s = last
         for job, _ in self.pending.values():
             self.result.waits_s.append(max(last - job.submit_s, 0.0))

@@ -9,7 +9,8 @@ Two measurements, from the engine's two passes (:mod:`simulator.whatif.engine`):
 * the **replay** in trace time: per-job waits and, per cluster and interval between events,
   how many GPUs were in each waste state of DESIGN.md (the
   :class:`controlplane.reports.classify.WasteState` names), summed into GPU-hours and
-  dollars at the cluster's price.
+  dollars at the cluster's price; allocated GPU-hours per cluster tier; and, for
+  ``gpufed-rebalance``, the moves back to a cheaper tier.
 
 In: numbers from the engine. Out: :class:`StrategyResult` and its JSON form
 (``to_json``), whose keys follow the what-if JSON contract. Pure; no I/O.
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controlplane.reports.classify import WasteState
+from simulator.whatif.returns import ReturnTally
 
 #: The two arrived-demand marks of the JSON contract, in percent of capacity.
 MARKS = (100, 130)
@@ -91,6 +93,10 @@ class ReplayResult:
     never_started: int = 0
     end_s: float = 0.0
     waste: WasteLedger = field(default_factory=WasteLedger)
+    #: Allocated (busy + idle-allocated) GPU-hours per cluster tier ("tier 0", "tier 1", ...).
+    gpu_hours_by_tier: dict[str, float] = field(default_factory=dict)
+    #: What automatic returns to a cheaper tier did (None: the strategy makes none).
+    returns: ReturnTally | None = None
 
     @property
     def wait_mean_s(self) -> float:
@@ -131,6 +137,10 @@ class StrategyResult:
             "cost_by_state_usd": (
                 {str(s): round(v, 2) for s, v in replay.waste.cost_usd.items()} if measured else None
             ),
+            "gpu_hours_by_tier": (
+                {tier: round(h, 3) for tier, h in sorted(replay.gpu_hours_by_tier.items())} if measured else None
+            ),
+            "returns": replay.returns.to_json() if measured and replay.returns is not None else None,
             "allocation_curve": [[mark, round(pct, 3)] for mark, pct in sorted(self.fill.curve.items())],
             "jobs": {
                 "fill_submitted": self.fill.jobs_submitted,

@@ -7,6 +7,9 @@
   and the member's scheduler picks the node. When the member cannot place the pod (the hub's
   shape-level estimate was optimistic), the job is rescheduled without that cluster, as the
   hub does with replicas a member reports unschedulable.
+* **gpufed-rebalance** -- ``gpufed`` plus automatic returns to a cheaper tier
+  (``tieredOverflow.rebalance``): when room frees in a cheaper cluster, running jobs move
+  there as the hub would move a Deployment's replicas (:mod:`simulator.whatif.returns`).
 * **static** -- every job has a fixed home cluster (the trace's ``cluster`` column, else a
   seeded draw weighted by the clusters' GPU counts among those with the GPU models it
   accepts) and waits there.
@@ -33,9 +36,9 @@ from __future__ import annotations
 import math
 import random
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any, ClassVar
 
@@ -49,6 +52,7 @@ from controlplane.interpreter.requirements import (
 from controlplane.scheduler.core.cache import SchedulerCache
 from controlplane.scheduler.core.deciding import schedule
 from controlplane.scheduler.core.framework import BindingRequest
+from controlplane.scheduler.core.returning import propose_return, return_order
 from policies.division import divide_by_dynamic_weights
 from policies.models import Placement
 from simulator.profile import ClusterProfile
@@ -61,6 +65,7 @@ from simulator.whatif.member import (
     PodShape,
     pod_request,
 )
+from simulator.whatif.returns import Returned, return_candidates
 from simulator.whatif.trace import MILLI_PER_GPU, Job
 
 #: The hub's clock in the replay; decisions do not depend on it.
@@ -74,6 +79,7 @@ DEFAULT_PLACEMENT = Placement.model_validate(
 
 class StrategyName(StrEnum):
     GPUFED = "gpufed"
+    GPUFED_REBALANCE = "gpufed-rebalance"
     STATIC = "static"
     KARMADA_LIKE = "karmada-like"
     POOLED = "pooled"
@@ -251,6 +257,71 @@ class GpufedStrategy(Strategy):
         return Outcome(None)
 
 
+class ReturningGpufedStrategy(GpufedStrategy):
+    """``gpufed`` whose running jobs move back to a cheaper tier when room frees there."""
+
+    name = StrategyName.GPUFED_REBALANCE
+
+    def __init__(self, members: Mapping[str, MemberCluster], *, placement: Placement | None = None) -> None:
+        super().__init__(members, placement=placement)
+        self.shape_of: dict[str, PodShape] = {}
+        self.last_move: dict[str, datetime] = {}
+
+    def place_in(
+        self, member: MemberCluster, job: Job, shapes: Sequence[PodShape] | None = None
+    ) -> Placed | None:
+        placed = super().place_in(member, job, shapes)
+        if placed is not None:
+            self.shape_of[job.name] = placed.shape
+        return placed
+
+    def release(self, job: Job) -> Placed | None:
+        self.shape_of.pop(job.name, None)
+        self.last_move.pop(job.name, None)
+        return super().release(job)
+
+    def return_jobs(self, running: Mapping[str, Job], freed: Iterable[str], *, now_s: float) -> list[Returned]:
+        """Offer ``running`` jobs (by name) a move into the room ``freed`` clusters gained, most
+        expensive first; make the moves :func:`propose_return` picks. A job shaped like one that
+        could not move from the same cluster is not asked again in this round."""
+        now = HUB_NOW + timedelta(seconds=now_s)
+        where = {name: self.where[name] for name in running if name in self.where}
+        if not where:
+            return []
+        ranking = BindingRequest(
+            key="whatif/order", replicas=1, requirements=ReplicaRequirements.build({}), placement=self.placement
+        )
+        order = return_order(ranking, [m.snapshot() for m in self.members.values()])
+        out: list[Returned] = []
+        failed: set[tuple[object, ...]] = set()
+        for name in return_candidates(where, order, freed):
+            job, source, shape = running[name], where[name], self.shape_of.get(name)
+            signature = (source, shape, job.cpu_milli, job.memory_mib, job.gpu_products)
+            if shape is None or signature in failed:
+                continue
+            request = BindingRequest(
+                key=f"whatif/{name}",
+                replicas=1,
+                requirements=_requirements(job, shape),
+                placement=self.placement,
+                previous={source: 1},
+            )
+            snapshots = [m.snapshot() for m in self.members.values()]
+            plan = propose_return(
+                request, snapshots, last_move=self.last_move.get(name), now=now, cache=self.cache
+            )
+            move = plan.move
+            placed = None if move is None else self.members[move.target].place(self.pods(job, (shape,)), (shape,))
+            if move is None or placed is None:
+                failed.add(signature)
+                continue
+            self.members[source].release(f"whatif/{name}")
+            self.where[name] = move.target
+            self.last_move[name] = now
+            out.append(Returned(name, move, placed))
+        return out
+
+
 class StaticStrategy(Strategy):
     name = StrategyName.STATIC
 
@@ -424,6 +495,8 @@ def build_strategy(
     members = build_members(fleet, scoring=scoring, seed=seed, percentage=percentage, demand_mix=demand_mix)
     if name is StrategyName.GPUFED:
         return GpufedStrategy(members, placement=placement)
+    if name is StrategyName.GPUFED_REBALANCE:
+        return ReturningGpufedStrategy(members, placement=placement)
     if name is StrategyName.STATIC:
         return StaticStrategy(members, seed=seed)
     return KarmadaLikeStrategy(members)

@@ -1,5 +1,5 @@
-"""--max-requests-inflight: beyond the limit a request gets kube's 429, health checks and
-watches still pass, and the count goes down as requests finish."""
+"""--max-requests-inflight: beyond the limit (and the priority level's queue) a request gets
+kube's 429, health checks and watches still pass, and the count goes down as requests finish."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from controlplane.apiserver.app import create_app
+from controlplane.apiserver.flowcontrol import FlowControlConfig
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.resources import Registry
 from gpufed.logging_setup import ClientNoiseFilter
@@ -23,7 +24,9 @@ async def test_requests_beyond_the_inflight_limit_get_429(objects: ObjectStore, 
         await release.wait()
         return web.Response(text="done")
 
-    app = create_app(objects, api_registry, max_requests_inflight=1, extra_routes=[web.get("/slow", slow)])
+    # One seat and no queue: the second request is refused at once.
+    limits = FlowControlConfig(total_concurrency=1, queue_length=0)
+    app = create_app(objects, api_registry, flow_control=limits, extra_routes=[web.get("/slow", slow)])
     async with TestClient(TestServer(app)) as client:
         first = asyncio.create_task(client.get("/slow"))
         await entered.wait()

@@ -15,7 +15,7 @@ from controlplane.apis.meta import format_time
 from controlplane.apiserver import errors
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
-from controlplane.scheduler.core.returning import ANNOTATION_MOVES, ANNOTATION_REBALANCE
+from controlplane.scheduler.core.returning import ANNOTATION_ABANDONED, ANNOTATION_MOVES, ANNOTATION_REBALANCE
 from gpufed.commands.explain import render_explanation
 
 from .conftest import FAST
@@ -43,8 +43,9 @@ async def placed(objects: ObjectStore, workload: str) -> dict[str, int] | None:
     return {t["name"]: t["replicas"] for t in clusters} if clusters else None
 
 
-async def report_ready(objects: ObjectStore, cluster: str, workload: str, ready: int) -> None:
-    """The member's Work status: the Deployment applied with ``ready`` replicas ready."""
+async def report_ready(objects: ObjectStore, cluster: str, workload: str, ready: int, *, unschedulable: int = 0) -> None:
+    """The member's Work status: the Deployment applied with ``ready`` replicas ready (and
+    ``unschedulable`` pods its scheduler cannot place)."""
     rt = objects.registry.require(WORK_API, "Work")
 
     async def work_wanting_ready() -> dict[str, Any] | None:
@@ -61,6 +62,8 @@ async def report_ready(objects: ObjectStore, cluster: str, workload: str, ready:
         "status": {"replicas": replicas, "readyReplicas": ready},
         "health": "Healthy" if ready >= replicas else "Unhealthy",
     }
+    if unschedulable:
+        entry["unschedulable"] = {"pods": unschedulable}
     status = {
         "conditions": [{"type": "Applied", "status": "True", "reason": "AppliedSuccessful", "message": "applied",
                         "lastTransitionTime": later(0), "observedGeneration": work["metadata"]["generation"]}],
@@ -144,6 +147,61 @@ async def test_no_move_below_the_minimum_saving(objects: ObjectStore, manager: C
     await burst_then_free(objects, manager, onprem_price=3.9)
     await settled(manager)
     assert await placed(objects, "web") == {"cloud": 4}  # 4 x $0.20/h is below $1/h
+
+
+class MovableClock:
+    """The controllers' clock from now on; the test moves it forward."""
+
+    def __init__(self) -> None:
+        self.now = datetime.now(UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+async def test_a_surge_never_ready_in_time_is_abandoned(objects: ObjectStore) -> None:
+    # On-prem takes the 4 added replicas but never reports them ready within the 60 s timeout.
+    clock = MovableClock()
+    rebalance = {**REBALANCE, "minMoveIntervalSeconds": 3600, "surgeTimeoutSeconds": 60}
+    async with ControllerManager(objects, settings=FAST, clock=clock) as manager:
+        await burst_then_free(objects, manager, rebalance=rebalance)
+        await eventually(placed_as(objects, {"cloud": 4, "onprem": 4}), what="4 replicas added on-prem")
+        await report_ready(objects, "onprem", "web", 1)
+        await settled(manager)
+        assert await placed(objects, "web") == {"cloud": 4, "onprem": 4}  # still within the timeout
+        clock.now += timedelta(seconds=61)
+        await report_ready(objects, "onprem", "web", 1)  # the next look is past the timeout
+        # The added replicas go; the cloud keeps its 4 ready ones.
+        await eventually(placed_as(objects, {"cloud": 4}), what="the added replicas removed")
+        messages = await eventually(lambda: events_of(objects, "MoveAbandoned"), what="the abandon's Event")
+        assert messages == [
+            "abandoned moving 4 replica(s) cloud \u2192 onprem: they were not ready in onprem within 60s; "
+            "the added replicas were removed"
+        ]
+        binding = await binding_of(objects, "web")
+        assert binding is not None
+        annotations = binding["metadata"]["annotations"]
+        assert ANNOTATION_REBALANCE not in annotations and ANNOTATION_MOVES not in annotations
+        assert ANNOTATION_ABANDONED in annotations
+        # The minimum interval counts from the abandon: no new surge at once, though on-prem has room.
+        await settled(manager)
+        assert await placed(objects, "web") == {"cloud": 4}
+        assert await events_of(objects, "ReplicasMoved") == []
+
+
+async def test_a_surge_the_target_cannot_place_is_abandoned_at_once(
+    objects: ObjectStore, manager: ControllerManager
+) -> None:
+    # On-prem's scheduler cannot place the 4 added replicas: no waiting for the 600 s timeout,
+    # and they are not moved elsewhere either (the cloud already runs the workload's 4).
+    await burst_then_free(objects, manager, rebalance={**REBALANCE, "minMoveIntervalSeconds": 3600})
+    await eventually(placed_as(objects, {"cloud": 4, "onprem": 4}), what="4 replicas added on-prem")
+    await report_ready(objects, "onprem", "web", 0, unschedulable=4)
+    await eventually(placed_as(objects, {"cloud": 4}), what="the added replicas removed")
+    messages = await eventually(lambda: events_of(objects, "MoveAbandoned"), what="the abandon's Event")
+    assert messages == ["abandoned moving 4 replica(s) cloud \u2192 onprem: onprem cannot place them; the added replicas were removed"]
+    await settled(manager)
+    assert await placed(objects, "web") == {"cloud": 4}
 
 
 async def test_a_restart_mid_move_finishes_it_once(objects: ObjectStore) -> None:

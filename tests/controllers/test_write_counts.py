@@ -3,8 +3,8 @@ HTTPS, its controllers) takes a Deployment created over HTTPS with the admin tok
 Running while the test reports its Works' status as an agent does (applied with no replica
 ready, then ready), and the hub's write ledger (``GET /debug/writes``) must show at most the
 budgeted writes per resource, subresource and writer. The budgets are the ledger's counts
-(``python -m bench.bench_ledger``, docs/benchmarks.md) plus at most one write of slack for a
-slow machine: a change that multiplies the writes fails here."""
+(``python -m bench.bench_ledger``, docs/benchmarks.md) plus one write of slack where a slow
+machine can add one (two at most in all): a change that adds writes fails here."""
 
 from __future__ import annotations
 
@@ -36,29 +36,35 @@ from tests.controllers.fleet import (
 )
 
 BINDINGS = "resourcebindings.work.gpufed.io"
-#: (resource, subresource, writer) -> at most this many writes, for one replica on one cluster.
+#: (resource, subresource, writer) -> the ledger's count, for one replica on one cluster.
 ONE_CLUSTER = {
     ("deployments.apps", "", "admin"): 1,
     ("deployments.apps", "", "controller:detector"): 1,  # the propagation finalizer
-    # Propagated (+1: a second write seen once on a loaded 2-core CI run; its cause is not traced yet)
-    ("deployments.apps", "status", "controller:detector"): 1 + 1,
-    ("deployments.apps", "status", "controller:status"): 2,  # replicas, then ready
+    ("deployments.apps", "status", "controller:detector"): 1,  # Propagated
+    ("deployments.apps", "status", "controller:status"): 1,  # ready (replicas starting is held)
     ("events", "", "controller:scheduler"): 1,  # Scheduled
     (BINDINGS, "", "controller:detector"): 1,
     (BINDINGS, "", "controller:scheduler"): 1,  # spec.clusters
     (BINDINGS, "status", "controller:scheduler"): 1,  # Scheduled, explanation
-    (BINDINGS, "status", "controller:status"): 2 + 1,  # applied, ready (+1: a hold that ran out)
+    (BINDINGS, "status", "controller:status"): 1,  # applied and ready (applied, starting is held)
     ("works.work.gpufed.io", "", "controller:binding"): 1,
     ("works.work.gpufed.io", "status", "agent"): 2,
 }
 #: Two replicas, Divided by equal static weights over two clusters (one each).
 TWO_CLUSTERS = {
     **ONE_CLUSTER,
-    ("deployments.apps", "status", "controller:status"): 3 + 1,
-    (BINDINGS, "status", "controller:status"): 3 + 1,
     ("works.work.gpufed.io", "", "controller:binding"): 2,
     ("works.work.gpufed.io", "status", "agent"): 4,
 }
+#: Where a slow machine may add one write: a second Propagated write (seen once on a loaded
+#: 2-core CI run; its cause is not traced yet), a status hold that ran out before the ready report.
+SLACK = {
+    ("deployments.apps", "status", "controller:detector"),
+    ("deployments.apps", "status", "controller:status"),
+    (BINDINGS, "status", "controller:status"),
+}
+#: And at most this many such extra writes in all.
+TOTAL_SLACK = 2
 WORKLOAD_RESOURCES = ("deployments.apps", BINDINGS, "works.work.gpufed.io", "events")
 WEIGHTED = {
     "replicaScheduling": {
@@ -177,9 +183,10 @@ async def test_a_workload_from_apply_to_running_writes_at_most_its_budget(
         if e["revision"] > start and is_workload_key(e["key"], namespace="default", name="web")
     )
     print(f"writes of one workload ({replicas} replica(s)): {sum(written.values())}: {dict(written)}")
-    over = {key: (count, budget.get(key, 0)) for key, count in written.items() if count > budget.get(key, 0)}
+    allowed = {key: count + (1 if key in SLACK else 0) for key, count in budget.items()}
+    over = {key: (count, allowed.get(key, 0)) for key, count in written.items() if count > allowed.get(key, 0)}
     assert not over, f"writes over budget (written, budget): {over}"
-    assert sum(written.values()) <= sum(budget.values())
+    assert sum(written.values()) <= sum(budget.values()) + TOTAL_SLACK
     # Updates made from the revision their writer saw do not read etcd first (the agent's and
     # the status controller's never do), nor does a new Work's create: what is left is the
     # scheduler's fresh reads of the binding and the detector's, with one of slack per Work.

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
+from policies.models import Placement
 
 GI = 2**30
 A100 = "NVIDIA-A100-SXM4-80GB"
@@ -84,5 +85,18 @@ def cluster(
                 "lastReportTime": report_time,
                 "nodeShapes": list(shapes),
             },
+        }
+    )
+
+
+def tiered_placement(**rebalance: object) -> Placement:
+    """Divided + TieredOverflow with ``tieredOverflow.rebalance`` set to ``rebalance``."""
+    return Placement.model_validate(
+        {
+            "replicaScheduling": {
+                "replicaSchedulingType": "Divided",
+                "replicaDivisionPreference": "TieredOverflow",
+                "tieredOverflow": {"rebalance": rebalance},
+            }
         }
     )

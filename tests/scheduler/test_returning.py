@@ -6,17 +6,21 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from controlplane.interpreter.requirements import ReplicaRequirements
+from controlplane.scheduler.core.framework import BindingRequest
 from controlplane.scheduler.core.returning import (
     Move,
     ReturnSettings,
     free_gpu_units,
     plan_return,
+    propose_return,
     returnable,
     room_grew,
+    surge_time_left,
 )
 from policies.models import TierRebalance
 
-from .builders import cluster, shape
+from .builders import A100, cluster, shape, tiered_placement
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 ORDER = {"onprem-a100": (0, 1.20), "onprem-b": (0, 0.35), "cloud-h100": (1, 4.10), "cloud-cheap": (1, 2.00)}
@@ -114,6 +118,47 @@ def test_policy_defaults_and_surge() -> None:
         TierRebalance.model_validate({"enabled": False, "minSavingPerHour": 0.5, "minMoveIntervalSeconds": 5, "maxSurge": "50%"})
     )
     assert (custom.enabled, custom.min_saving_per_hour, custom.min_move_interval_seconds, custom.surge(5)) == (False, 0.5, 5, 3)
+    assert defaults.surge_timeout_seconds == 600
+    assert ReturnSettings.from_policy(TierRebalance.model_validate({"surgeTimeoutSeconds": 30})).surge_timeout_seconds == 30
+
+
+def test_a_surge_has_until_its_timeout() -> None:
+    settings = ReturnSettings(surge_timeout_seconds=60)
+    assert surge_time_left(NOW - timedelta(seconds=45), NOW, settings) == 15
+    assert surge_time_left(NOW - timedelta(seconds=60), NOW, settings) == 0
+    assert surge_time_left(NOW - timedelta(seconds=90), NOW, settings) == -30
+    assert surge_time_left(None, NOW, settings) == 60  # no start recorded: counts from now
+
+
+@pytest.mark.parametrize(
+    ("onprem_gpus", "rebalance", "move", "reason"),
+    [
+        # on-prem has room for 2 of the 4 cloud replicas: 2 x ($4.10 - $1.20)
+        (2, {"maxSurge": "100%"}, Move("cloud", "onprem", 2, 5.80), None),
+        # the surge budget bounds what the probe may add: 25% of 4 replicas
+        (8, {}, Move("cloud", "onprem", 1, 2.90), None),
+        (0, {}, None, "no cheaper cluster has room"),
+        (8, {"enabled": False}, None, "rebalancing is disabled by the policy"),
+    ],
+)
+def test_propose_return_asks_the_scheduler_where_a_surge_would_go(
+    onprem_gpus: int, rebalance: dict[str, object], move: Move | None, reason: str | None
+) -> None:
+    snapshots = [
+        cluster("cloud", shape(1, gpus=8), provider="aws", pricing={A100: 4.10}),
+        cluster("onprem", shape(1, gpus=onprem_gpus), pricing={A100: 1.20}),
+    ]
+    request = BindingRequest(
+        key="default/web",
+        replicas=4,
+        requirements=ReplicaRequirements.build({"nvidia.com/gpu": 1}),
+        placement=tiered_placement(**rebalance),
+        previous={"cloud": 4},
+    )
+    plan = propose_return(request, snapshots, last_move=None, now=NOW)
+    assert plan.move == move
+    if reason is not None:
+        assert plan.reason == reason
 
 
 @pytest.mark.parametrize("bad", [{"maxSurge": 0}, {"maxSurge": "0%"}, {"maxSurge": "120%"}, {"maxSurge": "x"}, {"minSavingPerHour": -1}])

@@ -84,6 +84,26 @@ KIND_DESCRIPTIONS: dict[str, str] = {
     "ClusterOverridePolicy": _OVERRIDE.format(
         scope="Cluster", where=" (cluster-scoped: it applies to resources in any namespace and cluster-scoped ones)"
     ),
+    "ResourceFlavor": (
+        "ResourceFlavor is a class of fleet capacity (Kueue's kind): its node labels select GPU products, "
+        "MIG profiles or cluster labels; ClusterQueues give quota per flavor."
+    ),
+    "ClusterQueue": (
+        "ClusterQueue is a pool of quota per flavor and resource (Kueue's kind); queues of a cohort lend "
+        "each other unused quota, and the hub admits queued workloads when the quota allows."
+    ),
+    "LocalQueue": (
+        "LocalQueue is a namespace's queue (Kueue's kind): workloads labelled kueue.x-k8s.io/queue-name "
+        "with its name use the quota of its ClusterQueue."
+    ),
+    "WorkloadPriorityClass": (
+        "WorkloadPriorityClass gives queued workloads a priority (Kueue's kind), named by the label "
+        "kueue.x-k8s.io/priority-class; higher values are admitted first."
+    ),
+    "Workload": (
+        "Workload is one queued workload's claim on quota (Kueue's kind): the hub creates it, admits it "
+        "when its ClusterQueue's quota allows, and only then propagates the workload."
+    ),
     "WorkloadRebalancer": (
         "WorkloadRebalancer asks for a fresh placement of the workloads it lists, as if they ran nowhere "
         "(Karmada's apps.karmada.io kind); its status gives the result per workload, and it is deleted "

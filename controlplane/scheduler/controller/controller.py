@@ -336,6 +336,9 @@ class SchedulerController:
         evicting = evicting_clusters(spec)
         snapshots = {name: s for name, s in all_snapshots.items() if name not in evicting}
         moves, wait, move_reasons = self.moves.due(key, binding, request)
+        underway = in_progress(binding)
+        if underway is not None and underway.target in moves and self.returns.eligible(binding, request):
+            moves.pop(underway.target)  # the move's own replicas the target cannot place: the move abandons them
         # Replicas spot reclaims took move at once; the member may report them unschedulable too.
         reclaimed, reclaim_reasons = self.reclaims.due(key, binding)
         for cluster, pods in reclaimed.items():

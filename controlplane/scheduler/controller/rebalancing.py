@@ -19,6 +19,9 @@ are not sent straight back).
    the most expensive cluster first, i.e. the move's source. The annotation goes, the move is
    appended to ``scheduler.gpufed.io/moves`` (which the minimum interval reads, ``gpufed
    explain`` prints and the waste report counts), and a ``ReplicasMoved`` Event names the saving.
+   A move whose added replicas are not ready within the policy's ``surgeTimeoutSeconds`` is
+   abandoned instead: the added replicas are removed from the target, every other cluster keeps
+   what it runs, and a ``MoveAbandoned`` Warning Event says so.
 
 Both phases live in the binding itself, so a hub restart mid-move resumes it: no replica is
 lost or doubled. A change of the binding's replicas abandons the move (the annotation goes;
@@ -49,18 +52,19 @@ from controlplane.scheduler.core.cache import SchedulerCache
 from controlplane.scheduler.core.deciding import schedule
 from controlplane.scheduler.core.framework import BindingRequest
 from controlplane.scheduler.core.outcome import ScheduleResult
-from controlplane.scheduler.core.plugins.scores import price_for
 from controlplane.scheduler.core.returning import (
+    ANNOTATION_ABANDONED,
     ANNOTATION_MOVES,
     ANNOTATION_REBALANCE,
     MOVES_KEPT,
     Move,
-    ReturnSettings,
-    plan_return,
+    propose_return,
+    return_order,
+    return_settings,
     returnable,
+    surge_time_left,
 )
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
-from policies.division import tier_of
 from policies.models import DivisionStrategy
 
 log = logging.getLogger(__name__)
@@ -90,11 +94,20 @@ def moves_done(binding: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def last_move(binding: Mapping[str, Any]) -> datetime | None:
-    """When the binding last finished a move."""
+    """When the binding last finished or abandoned a move."""
     done = moves_done(binding)
     try:
-        return parse_time(str(done[-1]["time"])) if done else None
+        finished = parse_time(str(done[-1]["time"])) if done else None
     except (ValueError, KeyError):
+        finished = None
+    abandoned = _time_or_none(((binding.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_ABANDONED))
+    return max((t for t in (finished, abandoned) if t is not None), default=None)
+
+
+def _time_or_none(value: object) -> datetime | None:
+    try:
+        return parse_time(str(value)) if value else None
+    except ValueError:
         return None
 
 
@@ -102,8 +115,9 @@ def _with_annotations(binding: Mapping[str, Any], **changes: str | None) -> dict
     """A copy of ``binding`` with annotations set (a value) or removed (None)."""
     out = copy.deepcopy(dict(binding))
     annotations = dict(out["metadata"].get("annotations") or {})
+    names = {"rebalance": ANNOTATION_REBALANCE, "moves": ANNOTATION_MOVES, "abandoned": ANNOTATION_ABANDONED}
     for key, value in changes.items():
-        name = ANNOTATION_REBALANCE if key == "rebalance" else ANNOTATION_MOVES
+        name = names[key]
         if value is None:
             annotations.pop(name, None)
         else:
@@ -153,40 +167,27 @@ class TierReturns:
             self.candidates.add(key)
         return await self._start(binding, request, snapshots)
 
-    def _settings(self, request: BindingRequest) -> ReturnSettings:
-        scheduling = request.placement.replica_scheduling
-        tiered = scheduling.tiered_overflow if scheduling else None
-        return ReturnSettings.from_policy(tiered.rebalance if tiered else None)
-
     def _order(self, request: BindingRequest, snapshots: Mapping[str, ClusterSnapshot]) -> dict[str, tuple[int, float]]:
-        scheduling = request.placement.replica_scheduling
-        tiered = scheduling.tiered_overflow if scheduling else None
-        order: dict[str, tuple[int, float]] = {}
-        for name, snapshot in snapshots.items():
-            tier = tier_of(snapshot.view, tiered)
-            if tier is not None:
-                order[name] = (tier, price_for(snapshot, request.requirements, ()))
-        return order
+        return return_order(request, snapshots.values())
 
     async def _start(
         self, binding: dict[str, Any], request: BindingRequest, snapshots: Mapping[str, ClusterSnapshot]
     ) -> float | None:
-        settings = self._settings(request)
-        order = self._order(request, snapshots)
         previous = dict(request.previous)
-        if not settings.enabled or sum(previous.values()) != request.replicas or not returnable(previous, order):
+        if (
+            not return_settings(request.placement).enabled
+            or sum(previous.values()) != request.replicas
+            or not returnable(previous, self._order(request, snapshots))
+        ):
             return None
         ready = self.ready_by_cluster(binding)
         if any(ready.get(name, 0) < n for name, n in previous.items()):
             return None  # only a settled workload moves: every replica ready, none its member cannot place
         ordered = [snapshots[name] for name in sorted(snapshots)]
         now = self.ctx.now()
-        budget = min(settings.surge(request.replicas), returnable(previous, order))
-        probe = schedule(replace(request, replicas=request.replicas + budget), ordered, reservations=self.keeper.reservations, now=now, cache=self.cache)
-        gains = {name: n - previous.get(name, 0) for name, n in probe.clusters.items() if n > previous.get(name, 0)}
-        last = last_move(binding)
-        gpus = float(sum(request.requirements.gpu_resources.values()))
-        plan = plan_return(previous, gains, order, gpus_per_replica=gpus, settings=settings, last_move=last, now=now)
+        plan = propose_return(
+            request, ordered, last_move=last_move(binding), now=now, reservations=self.keeper.reservations, cache=self.cache
+        )
         if plan.move is None:
             log.debug("binding %s: no return to a cheaper tier: %s", request.key, plan.reason)
             return plan.wait_seconds
@@ -205,6 +206,7 @@ class TierReturns:
             "savingPerHour": move.saving_per_hour,
             "targetReady": wanted[move.target],
             "replicasBefore": request.replicas,
+            "started": format_time(now),
         }
         marked = _with_annotations(binding, rebalance=json.dumps(record, sort_keys=True))
         log.info("binding %s: starting: %s", request.key, move.describe())
@@ -213,6 +215,39 @@ class TierReturns:
             why=f"adding {move.replicas} replica(s) in {move.target} before removing as many from {move.source}",
         )
         return READY_POLL_SECONDS
+
+    async def _abandon(
+        self,
+        binding: dict[str, Any],
+        request: BindingRequest,
+        ordered: list[ClusterSnapshot],
+        move: Move,
+        previous: Mapping[str, int],
+        *,
+        why: str,
+        now: datetime,
+    ) -> None:
+        """The move's added replicas will not get ready (``why``): remove them from the target,
+        every other cluster keeping what it runs, and say so in an Event."""
+        wanted = {**previous, move.target: previous.get(move.target, 0) - move.replicas}
+        wanted = {name: n for name, n in wanted.items() if n > 0}
+        text = (
+            f"abandoned moving {move.replicas} replica(s) {move.source} \u2192 {move.target}: {why}; "
+            "the added replicas were removed"
+        )
+        keep = {name: f"keeps its replicas: {text}" for name in (snapshot.name for snapshot in ordered)}
+        undo = replace(request, previous=wanted, keep_only={**request.keep_only, **keep})
+        result = schedule(undo, ordered, reservations=self.keeper.reservations, now=now, cache=self.cache)
+        cleared = _with_annotations(binding, rebalance=None, abandoned=format_time(now))
+        if dict(result.clusters) != wanted:
+            log.info("binding %s: %s; the fleet changed, the next decision judges", request.key, text)
+            await self.ctx.objects.update(self.ctx.binding_rt, cleared)
+        else:
+            log.info("binding %s: %s", request.key, text)
+            await write_decision(self.ctx, self.keeper, cleared, undo, result, moved={}, previous=dict(previous), why=text)
+        workload = workload_of(self.ctx, binding)
+        if workload is not None:
+            await record_event(self.ctx, workload, type=EventType.WARNING, reason=EventReason.MOVE_ABANDONED, message=text)
 
     def ready_by_cluster(self, binding: Mapping[str, Any]) -> dict[str, int]:
         """Per cluster, the ready replicas its member reports for the binding's workload (-1 while
@@ -241,10 +276,20 @@ class TierReturns:
             await self.ctx.objects.update(self.ctx.binding_rt, _with_annotations(binding, rebalance=None))
             return None
         ready = self.ready_by_cluster(binding).get(move.target, 0)
-        if ready < int(raw.get("targetReady", 0)):
-            return READY_POLL_SECONDS
         ordered = [snapshots[name] for name in sorted(snapshots)]
         now = self.ctx.now()
+        if ready < int(raw.get("targetReady", 0)):
+            settings = return_settings(request.placement)
+            left = surge_time_left(_time_or_none(raw.get("started")), now, settings)
+            if ready >= 0 and left > 0:
+                return min(READY_POLL_SECONDS, left)
+            why = (
+                f"{move.target} cannot place them"
+                if ready < 0
+                else f"they were not ready in {move.target} within {settings.surge_timeout_seconds:g}s"
+            )
+            await self._abandon(binding, request, ordered, move, previous, why=why, now=now)
+            return None
         result = schedule(request, ordered, reservations=self.keeper.reservations, now=now, cache=self.cache)
         wanted = {**previous, move.source: previous.get(move.source, 0) - move.replicas}
         wanted = {name: n for name, n in wanted.items() if n > 0}

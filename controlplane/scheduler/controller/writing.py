@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Final
 
-from controlplane.apis.apps_karmada_v1alpha1 import format_micro_time
+from controlplane.apis.apps_karmada_v1alpha1 import format_micro_time, requested_after_last_decision
 from controlplane.apis.views import BindingView, ObjectView
 from controlplane.apis.work_v1alpha1 import ConditionType, ScheduledReason
 from controlplane.controllers.context import ControllerContext
@@ -146,9 +146,14 @@ async def write_decision(
         else:
             status.pop("schedulerObservingAffinityName", None)
         status["observedGeneration"] = (updated.get("metadata") or {}).get("generation")
-        # A retry that decides what the binding already says writes nothing (an unplaced
-        # binding is looked at again every few seconds): the time moves with a decision.
-        if spec_written or status != before or "lastScheduledTime" not in status:
+        # A decision that changes nothing (an unplaced binding tried again, the same verdicts)
+        # is not written: the time moves with a decision, or for a requested fresh placement.
+        if (
+            spec_written
+            or status != before
+            or "lastScheduledTime" not in status
+            or requested_after_last_decision(BindingView(updated).spec, status)
+        ):
             status["lastScheduledTime"] = format_micro_time(now)
 
     await update_binding_status(ctx, updated, decided)

@@ -11,31 +11,43 @@ where (``gains``: the scheduler's own tiered overflow answers that, so room, res
 GPU shapes are judged exactly as in a decision), each cluster's (tier, price per GPU-hour), the
 GPUs one replica uses, the policy's :class:`~policies.models.TierRebalance` settings and when
 the binding last moved. Out: a :class:`ReturnPlan`: the :class:`Move`, or why none (and how
-long until the interval since the last move has passed). No I/O.
+long until the interval since the last move has passed). :func:`propose_return` puts it all
+together for one binding over the clusters' snapshots; the hub's controller and the what-if
+replay (``simulator/whatif/returns.py``) both ask it. No I/O.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Final
 
 from controlplane.apis.gpus import is_gpu_resource
+from controlplane.scheduler.core.cache import SchedulerCache
+from controlplane.scheduler.core.deciding import schedule
+from controlplane.scheduler.core.framework import BindingRequest
+from controlplane.scheduler.core.plugins.scores import price_for
+from controlplane.scheduler.core.reservations import Reservations
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
-from policies.models import TierRebalance
+from policies.division import tier_of
+from policies.models import Placement, TierRebalance
 
 ANNOTATION_REBALANCE: Final = "scheduler.gpufed.io/rebalance"
-"""On a binding, the move in progress: JSON {source, target, replicas, savingPerHour, targetReady, replicasBefore}."""
+"""On a binding, the move in progress: JSON {source, target, replicas, savingPerHour, targetReady, replicasBefore, started}."""
 ANNOTATION_MOVES: Final = "scheduler.gpufed.io/moves"
 """On a binding, its latest finished moves, oldest first (at most :data:`MOVES_KEPT`): a JSON list of
 {time, message, source, target, replicas, gpusPerReplica, savingPerHour}. The minimum interval
 reads the last one, ``gpufed explain`` prints it, and the waste report counts them."""
 MOVES_KEPT: Final = 20
+ANNOTATION_ABANDONED: Final = "scheduler.gpufed.io/move-abandoned"
+"""On a binding, when its latest abandoned move was abandoned (RFC 3339): the minimum interval
+counts from it as from a finished move, so a surge that never gets ready is not retried at once."""
 DEFAULT_MIN_SAVING_PER_HOUR: Final = 1.0
 DEFAULT_MIN_MOVE_INTERVAL_SECONDS: Final = 300
 DEFAULT_MAX_SURGE: Final = "25%"
+DEFAULT_SURGE_TIMEOUT_SECONDS: Final = 600
 
 
 @dataclass(frozen=True)
@@ -46,6 +58,7 @@ class ReturnSettings:
     min_saving_per_hour: float = DEFAULT_MIN_SAVING_PER_HOUR
     min_move_interval_seconds: float = DEFAULT_MIN_MOVE_INTERVAL_SECONDS
     max_surge: int | str = DEFAULT_MAX_SURGE
+    surge_timeout_seconds: float = DEFAULT_SURGE_TIMEOUT_SECONDS
 
     @classmethod
     def from_policy(cls, rebalance: TierRebalance | None) -> ReturnSettings:
@@ -62,6 +75,9 @@ class ReturnSettings:
                 else rebalance.min_move_interval_seconds
             ),
             max_surge=DEFAULT_MAX_SURGE if rebalance.max_surge is None else rebalance.max_surge,
+            surge_timeout_seconds=(
+                DEFAULT_SURGE_TIMEOUT_SECONDS if rebalance.surge_timeout_seconds is None else rebalance.surge_timeout_seconds
+            ),
         )
 
     def surge(self, replicas: int) -> int:
@@ -97,6 +113,15 @@ class ReturnPlan:
     move: Move | None
     reason: str
     wait_seconds: float | None = None
+
+
+def surge_time_left(started: datetime | None, now: datetime, settings: ReturnSettings) -> float:
+    """Seconds the move started at ``started`` may still wait for its added replicas to be ready
+    (``surgeTimeoutSeconds``); at or below 0 it is abandoned. A move with no start time recorded
+    (written before the field existed) counts from ``now``."""
+    if started is None:
+        return settings.surge_timeout_seconds
+    return settings.surge_timeout_seconds - (now - started).total_seconds()
 
 
 def free_gpu_units(snapshot: ClusterSnapshot | None) -> int:
@@ -164,3 +189,50 @@ def plan_return(
         if left > 0:
             return ReturnPlan(None, f"the last move was less than {settings.min_move_interval_seconds:g}s ago", left)
     return ReturnPlan(move, move.describe())
+
+
+def return_settings(placement: Placement) -> ReturnSettings:
+    """The placement's ``tieredOverflow.rebalance`` with the defaults applied."""
+    scheduling = placement.replica_scheduling
+    tiered = scheduling.tiered_overflow if scheduling else None
+    return ReturnSettings.from_policy(tiered.rebalance if tiered else None)
+
+
+def return_order(request: BindingRequest, snapshots: Iterable[ClusterSnapshot]) -> dict[str, tuple[int, float]]:
+    """Per cluster the placement ranks, (tier, price per GPU-hour a replica of the request pays there)."""
+    scheduling = request.placement.replica_scheduling
+    tiered = scheduling.tiered_overflow if scheduling else None
+    order: dict[str, tuple[int, float]] = {}
+    for snapshot in snapshots:
+        tier = tier_of(snapshot.view, tiered)
+        if tier is not None:
+            order[snapshot.name] = (tier, price_for(snapshot, request.requirements, ()))
+    return order
+
+
+def propose_return(
+    request: BindingRequest,
+    snapshots: Sequence[ClusterSnapshot],
+    *,
+    last_move: datetime | None,
+    now: datetime,
+    reservations: Reservations | None = None,
+    cache: SchedulerCache | None = None,
+) -> ReturnPlan:
+    """The move :func:`plan_return` picks for a binding running ``request.previous``: the gains are
+    what the scheduler's own decision for the replicas plus the surge budget adds where, so room,
+    reservations and GPU shapes are judged exactly as in a decision. ``snapshots`` in a stable order."""
+    settings = return_settings(request.placement)
+    if not settings.enabled:
+        return ReturnPlan(None, "rebalancing is disabled by the policy")
+    order = return_order(request, snapshots)
+    previous = dict(request.previous)
+    if not returnable(previous, order):
+        return ReturnPlan(None, "no replica runs outside the cheapest cluster")
+    budget = min(settings.surge(request.replicas), returnable(previous, order))
+    probe = schedule(
+        replace(request, replicas=request.replicas + budget), snapshots, reservations=reservations, now=now, cache=cache
+    )
+    gains = {name: n - previous.get(name, 0) for name, n in probe.clusters.items() if n > previous.get(name, 0)}
+    gpus = float(sum(request.requirements.gpu_resources.values()))
+    return plan_return(previous, gains, order, gpus_per_replica=gpus, settings=settings, last_move=last_move, now=now)

@@ -163,6 +163,8 @@ def cluster_roles() -> list[dict[str, Any]]:
     ]
 
 
+KUEUE_GROUP: Final = "kueue.x-k8s.io"
+_KUEUE_KINDS: Final = ("resourceflavors", "clusterqueues", "localqueues", "workloadpriorityclasses", "workloads")
 _WORKLOAD_KINDS: Final = (("kubeflow.org", ("pytorchjobs", "mpijobs")), ("ray.io", ("rayjobs", "rayclusters")))
 
 
@@ -177,7 +179,11 @@ def gpufed_cluster_roles() -> list[dict[str, Any]]:
         rule(READ, (CLUSTER_GROUP,), ("clusters", "clusters/status")),
         rule(("get", "list"), (REPORTS_GROUP,), ("wastereports",)),
         rule(READ, ("apps.karmada.io",), ("workloadrebalancers", "workloadrebalancers/status")),
+        # Quotas: everyone may see the queues and why a workload waits (the status subresources too).
+        rule(READ, (KUEUE_GROUP,), (*_KUEUE_KINDS, *(f"{p}/status" for p in _KUEUE_KINDS))),
     ]
+    # A namespace's editors manage its LocalQueues; ClusterQueues and flavors are the cluster admin's.
+    edit.append(rule(WRITE, (KUEUE_GROUP,), ("localqueues",)))
     for group, plurals in _WORKLOAD_KINDS:
         edit.append(rule(WRITE, (group,), plurals))
         view.append(rule(READ, (group,), (*plurals, *(f"{p}/status" for p in plurals))))

@@ -1,0 +1,443 @@
+"""Scale: a hub and a hollow fleet (``gpufed sim-fleet``: N clusters x M nodes x 8 GPUs, the
+real agent for each cluster, all in one process) joined through bootstrap tokens (issue 17).
+
+What runs, all real processes: a hub (``gpufed controlplane``, embedded etcd) and one
+``gpufed sim-fleet`` process whose agents mint nothing themselves: the fleet creates one
+one-time bootstrap token per cluster with the admin kubeconfig and every agent joins with
+its own, then renews its lease, writes capacity reports and watches its Works over HTTPS
+as a ``gpufed agent`` process does, at the agent's default intervals.
+
+What is measured, in order:
+
+* join: seconds until every cluster has reported, and the fleet process's RSS per node;
+* steady state (no applies, a window of ``steady_seconds``): hub RSS and CPU (cores), etcd
+  database size, report size per cluster (``Cluster.status`` as JSON);
+* under load: Deployments (1 or 2 replicas of one whole GPU) created at a steady ``rate``
+  in a namespace a PropagationPolicy (Divided) claims; per workload, apply -> its first Work
+  written (Work watch) and apply -> all replicas Running (the hub's aggregated status);
+  hub RSS and CPU over the load; scheduler decision p50/p90/p99 from
+  ``gpufed_scheduling_duration_seconds`` and mutating / read API latency p99 from
+  ``gpufed_apiserver_request_duration_seconds`` (histogram quantiles over the load, as
+  PromQL's ``histogram_quantile`` interpolates).
+
+Targets: Karmada's 100-cluster figures (scheduling p50/p90/p99 12/15/32 ms, distribution
+p99 989 ms), kube's API SLO (p99 <= 1 s), hub RSS <= 4 GiB and steady-state hub CPU <= 0.5
+core. When one is missed, ``bottleneck`` in the details says which resource ran out (CPU
+of the machine, by process, or memory) with the numbers.
+
+Not measured yet: watch fan-out to 1,000 watchers (issue 17's watch cache).
+
+Reproduce: ``.venv/bin/python -m bench.bench_scale [--size tiny|quick|full] [--json FILE]``
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import random
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from prometheus_client.parser import text_string_to_metric_families
+
+from bench.bench_e2e_apply import WORKS, Hub, apply_all, deployment, fleet_meter, is_running
+from bench.common import (
+    BenchmarkResult,
+    CpuMeter,
+    Figure,
+    Size,
+    Status,
+    at_least,
+    at_most,
+    benchmark_main,
+    latency_summary,
+    percentile,
+)
+from e2e.harness import Kubectl, Process, ProcessGroup, wait_for
+
+log = logging.getLogger(__name__)
+
+NAME = "scale"
+NAMESPACE = "bench-scale"
+A100 = "NVIDIA-A100-SXM4-80GB"
+H100 = "NVIDIA-H100-80GB-HBM3"
+DEPLOYMENTS = f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments"
+CLUSTERS = "/apis/cluster.gpufed.io/v1alpha1/clusters"
+#: Karmada's published 100-cluster figures and the kube API SLO.
+KARMADA_SCHEDULE_MS = {50: 12.0, 90: 15.0, 99: 32.0}
+KARMADA_DISTRIBUTION_P99_S = 0.989
+API_P99_S = 1.0
+HUB_RSS_GIB = 4.0
+HUB_STEADY_CORES = 0.5
+MUTATING = frozenset({"create", "update", "patch", "delete", "deletecollection", "apply"})
+READS = frozenset({"get", "list"})
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    clusters: int
+    nodes: int
+    workloads: int
+    rate: float
+    steady_seconds: float
+    join_timeout: float
+    drain_timeout: float
+
+
+PLANS = {
+    Size.TINY: Plan(clusters=2, nodes=20, workloads=10, rate=5.0, steady_seconds=5, join_timeout=120, drain_timeout=60),
+    Size.QUICK: Plan(clusters=10, nodes=500, workloads=300, rate=10.0, steady_seconds=30, join_timeout=600,
+                     drain_timeout=180),
+    Size.FULL: Plan(clusters=100, nodes=5000, workloads=20_000, rate=50.0, steady_seconds=60, join_timeout=3600,
+                    drain_timeout=600),
+}
+
+
+# ----------------------------------------------------------------------------- pure helpers
+
+
+def histogram(text: str, name: str, keep: Any = None) -> dict[float, float]:
+    """Cumulative bucket counts (upper bound -> count) of a Prometheus histogram, summed over
+    the label sets ``keep(labels)`` accepts (all when None)."""
+    buckets: dict[float, float] = {}
+    for family in text_string_to_metric_families(text):
+        if family.name != name:
+            continue
+        for sample in family.samples:
+            if not sample.name.endswith("_bucket") or (keep is not None and not keep(sample.labels)):
+                continue
+            bound = float(sample.labels["le"])
+            buckets[bound] = buckets.get(bound, 0.0) + sample.value
+    return buckets
+
+
+def bucket_delta(after: Mapping[float, float], before: Mapping[float, float]) -> dict[float, float]:
+    return {bound: count - before.get(bound, 0.0) for bound, count in after.items()}
+
+
+def histogram_quantile(q: float, buckets: Mapping[float, float]) -> float | None:
+    """PromQL's ``histogram_quantile``: linear within the bucket the rank falls in."""
+    ordered = sorted(buckets.items())
+    if not ordered or ordered[-1][1] <= 0:
+        return None
+    rank = q * ordered[-1][1]
+    lower_bound, lower_count = 0.0, 0.0
+    for bound, count in ordered:
+        if count >= rank:
+            if bound == float("inf"):
+                return lower_bound
+            width = count - lower_count
+            return lower_bound + (bound - lower_bound) * ((rank - lower_count) / width if width else 1.0)
+        lower_bound, lower_count = bound, count
+    return ordered[-1][0]
+
+
+def bottleneck(cpu_seconds: Mapping[str, float], seconds: float, *, cores: int, machine_busy: float,
+               memory: Mapping[str, int]) -> str:
+    """Which resource ran out over a window: CPU when the machine's cores were >= 85 % busy (ours
+    and other processes'), memory when less than 10 % is available; else that neither did."""
+    used = {name: value / seconds for name, value in cpu_seconds.items() if seconds > 0}
+    ours = sum(used.values())
+    by_process = ", ".join(f"{name} {value:.2f}" for name, value in sorted(used.items(), key=lambda kv: -kv[1]))
+    available, installed = memory.get("MemAvailable", 0), memory.get("MemTotal", 0)
+    if installed and available < 0.1 * installed:
+        return f"memory: {available / 2**30:.1f} of {installed / 2**30:.1f} GiB available"
+    busy = f"{machine_busy:.2f} of {cores} cores busy, {ours:.2f} of them ours ({by_process})"
+    if machine_busy >= 0.85 * cores:
+        return f"CPU: {busy}"
+    return f"neither CPU ({busy}) nor memory ran out"
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds all cores have been busy since boot (``/proc/stat``: all but idle and iowait)."""
+    try:
+        fields = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:9]]
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    return (sum(fields) - fields[3] - fields[4]) / (os.sysconf("SC_CLK_TCK") or 100)
+
+
+def meminfo() -> dict[str, int]:
+    out: dict[str, int] = {}
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            key, _, rest = line.partition(":")
+            parts = rest.split()
+            if parts and parts[0].isdigit():
+                out[key] = int(parts[0]) * 1024
+    return out
+
+
+def rss(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def file_mib(path: Path | None) -> float | None:
+    try:
+        return round(path.stat().st_size / 2**20, 1) if path is not None else None
+    except OSError:
+        return None
+
+
+def policy() -> dict[str, Any]:
+    return {
+        "apiVersion": "policy.gpufed.io/v1alpha1", "kind": "PropagationPolicy",
+        "metadata": {"name": NAME, "namespace": NAMESPACE},
+        "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}],
+                 "placement": {"replicaScheduling": {"replicaSchedulingType": "Divided",
+                                                     "replicaDivisionPreference": "Weighted"}}},
+    }
+
+
+def workloads(count: int, *, seed: int = 1) -> list[dict[str, Any]]:
+    rng = random.Random(seed)
+    out = []
+    for index in range(count):
+        obj = deployment(f"s-{index:05d}", replicas=rng.choice((1, 2)), resource="nvidia.com/gpu", amount=1)
+        obj["metadata"]["namespace"] = NAMESPACE
+        obj["metadata"]["labels"]["bench"] = NAME
+        out.append(obj)
+    return out
+
+
+# ----------------------------------------------------------------------------- measuring
+
+
+@dataclass
+class Tracker:
+    applied: dict[str, float] = field(default_factory=dict)
+    works: dict[str, float] = field(default_factory=dict)
+    running: dict[str, float] = field(default_factory=dict)
+    apply_seconds: list[float] = field(default_factory=list)
+    read_seconds: list[float] = field(default_factory=list)
+    all_running: asyncio.Event = field(default_factory=asyncio.Event)
+    expected: int = 0
+
+    def saw_work(self, work: Mapping[str, Any], now: float) -> None:
+        for manifest in ((work.get("spec") or {}).get("workload") or {}).get("manifests") or []:
+            name = str((manifest.get("metadata") or {}).get("name"))
+            if name in self.applied and name not in self.works:
+                self.works[name] = now
+
+    def saw_workload(self, obj: Mapping[str, Any], now: float) -> None:
+        name = str((obj.get("metadata") or {}).get("name"))
+        if name in self.applied and name not in self.running and is_running(dict(obj)):
+            self.running[name] = now
+            if len(self.running) >= self.expected:
+                self.all_running.set()
+
+
+async def follow(hub: Hub, path: str, on_object: Any) -> None:
+    """List then watch ``path``, calling ``on_object(obj, time)``; re-lists when a stream ends."""
+    while True:
+        status, listing = await hub.get(path)
+        if status != 200:
+            raise RuntimeError(f"LIST {path}: HTTP {status}")
+        for item in listing.get("items") or []:
+            on_object(item, time.perf_counter())
+        version = str((listing.get("metadata") or {}).get("resourceVersion", "0"))
+        with contextlib.suppress(aiohttp.ClientPayloadError, TimeoutError):
+            async for event in hub.watch(path, version):
+                if event.get("type") in ("ADDED", "MODIFIED"):
+                    on_object(event.get("object") or {}, time.perf_counter())
+
+
+async def read_probe(hub: Hub, tracker: Tracker) -> None:
+    """A user's LIST of the clusters, twice a second, timed (what a dashboard does)."""
+    while True:
+        started = time.perf_counter()
+        await hub.get(CLUSTERS)
+        tracker.read_seconds.append(time.perf_counter() - started)
+        await asyncio.sleep(0.5)
+
+
+async def scrape(hub: Hub) -> str:
+    async with hub.session.get(hub.base + "/metrics") as response:
+        return await response.text()
+
+
+@dataclass
+class Window:
+    """CPU seconds by process and wall seconds between two samples."""
+
+    meter: CpuMeter
+    before: dict[str, float] = field(default_factory=dict)
+    started: float = 0.0
+    machine_before: float = 0.0
+    #: Cores the whole machine kept busy over the window (set by :meth:`close`).
+    machine_busy: float = 0.0
+
+    def open(self) -> Window:
+        self.before, self.started = self.meter.sample(), time.perf_counter()
+        self.machine_before = machine_busy_seconds()
+        return self
+
+    def close(self) -> tuple[dict[str, float], float]:
+        seconds = time.perf_counter() - self.started
+        self.machine_busy = (machine_busy_seconds() - self.machine_before) / seconds if seconds > 0 else 0.0
+        return CpuMeter.delta(self.before, self.meter.sample()), seconds
+
+
+def _by_process(used: Mapping[str, float]) -> dict[str, float]:
+    return {name.split("-", 1)[0]: round(value, 2) for name, value in used.items()}
+
+
+async def measure(kubeconfig: Path, plan: Plan, meter: CpuMeter, hub_pid: int, etcd_db: Path | None) -> tuple[list[Figure], dict[str, Any]]:
+    figures: list[Figure] = []
+    details: dict[str, Any] = {}
+    cores = os.cpu_count() or 1
+    async with Hub.connect(kubeconfig, connections=64) as hub:
+        window = Window(meter).open()
+        await asyncio.sleep(plan.steady_seconds)  # the steady-state window: nothing is applied
+        steady_cpu, steady_s = window.close()
+        steady_cores = steady_cpu.get("hub", 0.0) / steady_s
+        _, clusters = await hub.get(CLUSTERS)
+        report_sizes = [len(json.dumps(c.get("status") or {}, separators=(",", ":"))) for c in clusters["items"]]
+        figures += [
+            Figure("hub CPU, steady state", round(steady_cores, 3), "cores", at_most(HUB_STEADY_CORES)),
+            Figure("hub RSS, steady state", round(rss(hub_pid) / 2**20, 1), "MiB", at_most(HUB_RSS_GIB * 1024)),
+            Figure("report size per cluster (max)", round(max(report_sizes) / 1024, 1), "KiB"),
+            Figure("etcd db size", file_mib(etcd_db), "MiB"),
+        ]
+        details["steady_cpu_cores_by_process"] = {k: round(v / steady_s, 3) for k, v in _by_process(steady_cpu).items()}
+        details["report_bytes"] = {"min": min(report_sizes), "median": round(percentile(report_sizes, 50)),
+                                   "max": max(report_sizes)}
+        details["steady_machine_busy_cores"] = round(window.machine_busy, 2)
+
+        await hub.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
+        await hub.create(f"/apis/policy.gpufed.io/v1alpha1/namespaces/{NAMESPACE}/propagationpolicies", policy())
+        objs = workloads(plan.workloads)
+        tracker = Tracker(expected=len(objs))
+        metrics_before = await scrape(hub)
+        tasks = [asyncio.create_task(follow(hub, WORKS, tracker.saw_work)),
+                 asyncio.create_task(follow(hub, DEPLOYMENTS, tracker.saw_workload)),
+                 asyncio.create_task(read_probe(hub, tracker))]
+        window = Window(meter).open()
+        peak_rss = 0
+        try:
+            await apply_all(hub, objs, tracker, rate=plan.rate, path=DEPLOYMENTS)
+            peak_rss = rss(hub_pid)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(tracker.all_running.wait(), plan.drain_timeout)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        load_cpu, load_s = window.close()
+        peak_rss = max(peak_rss, rss(hub_pid))
+        metrics_after = await scrape(hub)
+
+    def quantiles(name: str, keep: Any = None) -> dict[int, float | None]:
+        delta = bucket_delta(histogram(metrics_after, name, keep), histogram(metrics_before, name, keep))
+        return {q: histogram_quantile(q / 100, delta) for q in (50, 90, 99)}
+
+    schedule = quantiles("gpufed_scheduling_duration_seconds")
+    mutating = quantiles("gpufed_apiserver_request_duration_seconds", lambda labels: labels.get("verb", "").lower() in MUTATING)
+    reads = quantiles("gpufed_apiserver_request_duration_seconds", lambda labels: labels.get("verb", "").lower() in READS)
+    to_works = [tracker.works[n] - tracker.applied[n] for n in tracker.works]
+    to_running = [tracker.running[n] - tracker.applied[n] for n in tracker.running]
+
+    def ms(value: float | None) -> float | None:
+        return None if value is None else round(value * 1000, 1)
+
+    figures += [
+        Figure(f"workloads Running (of {len(objs):,})", len(to_running), "", at_least(len(objs))),
+        Figure("hub CPU, under load", round(load_cpu.get("hub", 0.0) / load_s, 3), "cores"),
+        Figure("hub RSS, under load (peak seen)", round(peak_rss / 2**20, 1), "MiB", at_most(HUB_RSS_GIB * 1024)),
+    ]
+    figures += [Figure(f"scheduler decision p{q}", ms(schedule[q]), "ms", at_most(KARMADA_SCHEDULE_MS[q])) for q in (50, 90, 99)]
+    if to_works:
+        figures += [Figure("apply -> Works written p50", round(percentile(to_works, 50), 3), "s"),
+                    Figure("apply -> Works written p99", round(percentile(to_works, 99), 3), "s")]
+    if to_running:
+        figures.append(Figure("apply -> Running p99", round(percentile(to_running, 99), 3), "s",
+                              at_most(KARMADA_DISTRIBUTION_P99_S)))
+    figures += [
+        Figure("mutating API p99 (hub histogram)", ms(mutating[99]), "ms", at_most(API_P99_S * 1000)),
+        Figure("read API p99 (hub histogram)", ms(reads[99]), "ms", at_most(API_P99_S * 1000)),
+        Figure("client create p99", round(percentile(tracker.apply_seconds, 99) * 1000, 1) if tracker.apply_seconds else None, "ms"),
+        Figure("client LIST clusters p99", round(percentile(tracker.read_seconds, 99) * 1000, 1) if tracker.read_seconds else None, "ms"),
+    ]
+    details.update(
+        clusters=plan.clusters, nodes_per_cluster=plan.nodes, gpus_per_node=8, workloads=len(objs), rate_per_s=plan.rate,
+        load_seconds=round(load_s, 1), load_cpu_cores_by_process={k: round(v / load_s, 3) for k, v in _by_process(load_cpu).items()},
+        apply_to_works=latency_summary(to_works), apply_to_running=latency_summary(to_running),
+        load_machine_busy_cores=round(window.machine_busy, 2),
+        not_running=len(objs) - len(to_running),
+    )
+    missed = [f.name for f in figures if f.ok is False]
+    if missed:
+        details["targets_missed"] = missed
+        details["bottleneck"] = bottleneck(load_cpu, load_s, cores=cores, machine_busy=window.machine_busy,
+                                           memory=meminfo())
+    return figures, details
+
+
+# ----------------------------------------------------------------------------- processes
+
+
+def _clusters_ready(hub: Kubectl, count: int) -> bool:
+    items = hub.json("get", "clusters")["items"]
+    return len(items) >= count and all(
+        (c.get("status") or {}).get("nodeShapes")
+        and any(x["type"] == "Ready" and x["status"] == "True" for x in c["status"].get("conditions", []))
+        for c in items)
+
+
+def start(group: ProcessGroup, plan: Plan) -> tuple[Process, Kubectl, Process, dict[str, Any]]:
+    hub_proc, hub = group.start_hub("hub", "--log-level", "WARNING")
+    state = group.root / "fleet"
+    fleet = group.start("fleet", "sim-fleet", "--clusters", str(plan.clusters), "--nodes", str(plan.nodes),
+                        "--models", f"{A100},{H100}", "--hub-kubeconfig", str(hub.kubeconfig),
+                        "--state-dir", str(state), "--log-level", "WARNING")
+    stats = state / "fleet.json"
+    wait_for(lambda: stats.exists() or not fleet.alive(), timeout=plan.join_timeout, interval=1.0,
+             what="every hollow cluster to report")
+    assert fleet.alive(), f"sim-fleet exited:\n{fleet.log()[-4000:]}"
+    wait_for(lambda: _clusters_ready(hub, plan.clusters), timeout=plan.join_timeout, interval=2.0, what="clusters Ready")
+    return hub_proc, hub, fleet, json.loads(stats.read_text())
+
+
+def run(size: Size) -> BenchmarkResult:
+    plan = PLANS[size]
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="gpufed-bench-scale-") as tmp:
+        group = ProcessGroup(root=Path(tmp))
+        try:
+            hub_proc, hub, _, joined = start(group, plan)
+            assert hub_proc.popen is not None
+            db = next(iter((group.root / "hub").rglob("member/snap/db")), None)
+            figures = [
+                Figure("fleet join (all clusters reported)", joined["joinSeconds"], "s"),
+                Figure("fleet RSS per node (sim-fleet process)", round(joined["rssPerNodeBytes"] / 1024, 1), "KiB"),
+            ]
+            measured, details = asyncio.run(measure(hub.kubeconfig, plan, fleet_meter(group), hub_proc.popen.pid, db))
+            figures += measured
+            details["fleet"] = joined
+        except Exception as exc:
+            log.exception("the scale benchmark failed")
+            return BenchmarkResult(benchmark=NAME, size=size, status=Status.FAILED, reason=f"{type(exc).__name__}: {exc}",
+                                   details={"logs": group.dump_logs()[-6000:]}, seconds=time.perf_counter() - started)
+        finally:
+            group.stop_all()
+    return BenchmarkResult(benchmark=NAME, size=size, figures=figures, details=details, seconds=time.perf_counter() - started)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return benchmark_main(run, argv, description=__doc__.splitlines()[0] if __doc__ else NAME)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,251 @@
+"""Kueue's objects (wire dicts) to the admission core's values and back. Pure.
+
+* a queued workload (a Job, Deployment, PyTorchJob ... with the label
+  ``kueue.x-k8s.io/queue-name``) → the spec of its Workload: one pod set per role the
+  interpreter reads (count and per-pod requests; the pod template holds those requests);
+* Workloads, ClusterQueues, LocalQueues, ResourceFlavors → :func:`controlplane.admission.core.decide`'s input;
+* a decision → the Workload's ``status.admission`` and conditions, and the queues' counts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+from controlplane.admission.core import (
+    Admission,
+    Admitted,
+    ClusterQueue,
+    FlavorQuotas,
+    Pending,
+    PodSetRequest,
+    QueueingStrategy,
+    Quota,
+    ResourceGroup,
+    Usage,
+)
+from controlplane.apis import kueue_v1beta1 as kueue
+from controlplane.apis.meta import LabelSelector
+from controlplane.apis.quantity import QuantityError, format_quantity, to_int
+from controlplane.interpreter import interpreter_for
+from controlplane.interpreter.requirements import ReplicaRequirements
+
+Obj = dict[str, Any]
+
+_MAX_NAME: Final = 253
+
+
+def queue_name(workload: Mapping[str, Any]) -> str | None:
+    """The LocalQueue a workload asks for (its label ``kueue.x-k8s.io/queue-name``)."""
+    labels = (workload.get("metadata") or {}).get("labels") or {}
+    value = labels.get(kueue.LABEL_QUEUE_NAME)
+    return value if isinstance(value, str) and value else None
+
+
+def workload_name(kind: str, name: str) -> str:
+    """The Workload's name for a workload: ``<kind>-<name>`` (Kueue's ``job-<name>``), shortened
+    with a hash when too long."""
+    full = f"{kind.lower()}-{name}"
+    if len(full) <= _MAX_NAME:
+        return full
+    digest = hashlib.sha256(full.encode()).hexdigest()[:10]
+    return f"{full[: _MAX_NAME - 11]}-{digest}"
+
+
+def _template(req: ReplicaRequirements) -> Obj:
+    requests = {r: format_quantity(r, v) for r, v in req.resources if r != "pods"}
+    spec: Obj = {"containers": [{"name": "main", "resources": {"requests": requests}}]}
+    if req.node_selector:
+        spec["nodeSelector"] = dict(req.node_selector)
+    return {"spec": spec}
+
+
+def pod_sets(workload: Mapping[str, Any]) -> list[Obj] | None:
+    """The Workload ``spec.podSets`` of a workload (None: no interpreter knows the kind)."""
+    interpreter = interpreter_for(str(workload.get("apiVersion")), str(workload.get("kind")))
+    if interpreter is None:
+        return None
+    obj = dict(workload)
+    components = interpreter.components(obj)
+    if components:
+        return [
+            {"name": c.name.lower()[:63], "count": c.replicas, "template": _template(c.requirements)} for c in components
+        ]
+    return [{"name": "main", "count": interpreter.replicas(obj), "template": _template(interpreter.replica_requirements(obj))}]
+
+
+def _int(resource: str, value: Any) -> int:
+    try:
+        return to_int(resource, value)
+    except (QuantityError, TypeError, ValueError):
+        return 0
+
+
+def pod_set_requests(workload: Mapping[str, Any]) -> tuple[PodSetRequest, ...]:
+    """A Workload's pod sets as the core reads them (requests summed over containers)."""
+    out: list[PodSetRequest] = []
+    for ps in (workload.get("spec") or {}).get("podSets") or ():
+        spec = (ps.get("template") or {}).get("spec") or {}
+        per_pod: dict[str, int] = {"pods": 1}
+        for container in spec.get("containers") or ():
+            for resource, value in ((container.get("resources") or {}).get("requests") or {}).items():
+                per_pod[resource] = per_pod.get(resource, 0) + _int(resource, value)
+        selector = {str(k): str(v) for k, v in (spec.get("nodeSelector") or {}).items()}
+        out.append(PodSetRequest(str(ps.get("name") or "main"), int(ps.get("count", 1)), per_pod, selector))
+    return tuple(out)
+
+
+def condition(obj: Mapping[str, Any], ctype: str) -> Mapping[str, Any] | None:
+    for cond in (obj.get("status") or {}).get("conditions") or ():
+        if isinstance(cond, dict) and cond.get("type") == ctype:
+            return cond
+    return None
+
+
+def is_true(obj: Mapping[str, Any], ctype: str) -> bool:
+    cond = condition(obj, ctype)
+    return cond is not None and cond.get("status") == "True"
+
+
+def is_finished(workload: Mapping[str, Any]) -> bool:
+    return is_true(workload, kueue.COND_FINISHED)
+
+
+def admission_of(workload: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """``status.admission`` of a Workload that holds quota (and has not finished)."""
+    admission = (workload.get("status") or {}).get("admission")
+    return admission if isinstance(admission, dict) and admission.get("clusterQueue") and not is_finished(workload) else None
+
+
+def key_of(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace')}/{meta.get('name')}"
+
+
+def _quota(raw: Mapping[str, Any]) -> Quota:
+    name = str(raw.get("name"))
+    borrow, lend = raw.get("borrowingLimit"), raw.get("lendingLimit")
+    return Quota(
+        _int(name, raw.get("nominalQuota", 0)),
+        _int(name, borrow) if borrow is not None else None,
+        _int(name, lend) if lend is not None else None,
+    )
+
+
+def cluster_queue(obj: Mapping[str, Any], flavors: Mapping[str, Mapping[str, str]]) -> ClusterQueue:
+    """A ClusterQueue as the core reads it; inactive when it is held or names a missing flavor."""
+    spec = obj.get("spec") or {}
+    groups = tuple(
+        ResourceGroup(
+            tuple(str(r) for r in group.get("coveredResources") or ()),
+            tuple(
+                FlavorQuotas(str(fq.get("name")), {str(r.get("name")): _quota(r) for r in fq.get("resources") or ()})
+                for fq in group.get("flavors") or ()
+            ),
+        )
+        for group in spec.get("resourceGroups") or ()
+    )
+    missing = sorted({fq.flavor for g in groups for fq in g.flavors} - set(flavors))
+    inactive = None
+    if spec.get("stopPolicy") in ("Hold", "HoldAndDrain"):
+        inactive = f"stopPolicy is {spec['stopPolicy']}"
+    elif missing:
+        inactive = f"ResourceFlavor {', '.join(missing)} not found"
+    fungibility = spec.get("flavorFungibility") or {}
+    return ClusterQueue(
+        name=str((obj.get("metadata") or {}).get("name")),
+        groups=groups,
+        cohort=spec.get("cohort") or None,
+        strategy=QueueingStrategy(spec.get("queueingStrategy") or QueueingStrategy.BEST_EFFORT_FIFO),
+        try_next_flavor_before_borrowing=fungibility.get("whenCanBorrow") == "TryNextFlavor",
+        inactive_reason=inactive,
+    )
+
+
+def flavor_labels(flavors: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, str]]:
+    return {
+        str((f.get("metadata") or {}).get("name")): {str(k): str(v) for k, v in ((f.get("spec") or {}).get("nodeLabels") or {}).items()}
+        for f in flavors
+    }
+
+
+def namespace_allowed(cq: Mapping[str, Any], namespace_labels: Mapping[str, str]) -> bool:
+    """Whether a ClusterQueue's ``namespaceSelector`` admits a namespace (absent selects none, as in Kueue)."""
+    raw = (cq.get("spec") or {}).get("namespaceSelector")
+    if raw is None:
+        return False
+    return LabelSelector.model_validate(raw).matches(namespace_labels)
+
+
+def pending_of(workload: Mapping[str, Any], cluster_queue_name: str) -> Pending:
+    spec = workload.get("spec") or {}
+    meta = workload.get("metadata") or {}
+    priority = spec.get("priority")
+    return Pending(
+        key_of(workload), cluster_queue_name, pod_set_requests(workload),
+        priority if isinstance(priority, int) else 0, str(meta.get("creationTimestamp") or ""),
+    )
+
+
+def admitted_of(workload: Mapping[str, Any]) -> Admitted | None:
+    admission = admission_of(workload)
+    if admission is None:
+        return None
+    usage: dict[tuple[str, str], int] = {}
+    for psa in admission.get("podSetAssignments") or ():
+        flavors = psa.get("flavors") or {}
+        for resource, amount in (psa.get("resourceUsage") or {}).items():
+            if resource in flavors:
+                fr = (str(flavors[resource]), str(resource))
+                usage[fr] = usage.get(fr, 0) + _int(resource, amount)
+    return Admitted(key_of(workload), str(admission["clusterQueue"]), usage)
+
+
+def admission_status(decision: Admission) -> Obj:
+    """``status.admission`` of an admitted Workload."""
+    return {
+        "clusterQueue": decision.queue,
+        "podSetAssignments": [
+            {
+                "name": a.pod_set,
+                "flavors": dict(a.flavors),
+                "resourceUsage": {r: format_quantity(r, v) for r, v in a.usage.items()},
+                "count": a.count,
+            }
+            for a in decision.assignments
+        ],
+    }
+
+
+def flavors_usage(queue: ClusterQueue, usage: Usage) -> list[Obj]:
+    """``status.flavorsReservation`` / ``flavorsUsage`` of a ClusterQueue: per flavor and resource,
+    the total it holds and how much of it is borrowed."""
+    out: list[Obj] = []
+    for group in queue.groups:
+        for fq in group.flavors:
+            resources = []
+            for resource in group.covered:
+                fr = (fq.flavor, resource)
+                resources.append({
+                    "name": resource,
+                    "total": format_quantity(resource, usage.of(queue.name, fr)),
+                    "borrowed": format_quantity(resource, usage.borrowed(queue.name, fr)),
+                })
+            out.append({"name": fq.flavor, "resources": resources})
+    return out
+
+
+def flavor_constraints(
+    admission: Mapping[str, Any], flavors: Mapping[str, Mapping[str, str]], cluster_label_keys: Iterable[str]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """The admitted flavors' node labels split into (cluster labels, node labels): a key some
+    member Cluster carries as a label selects clusters, any other key selects nodes."""
+    cluster_keys = set(cluster_label_keys)
+    on_clusters: dict[str, str] = {}
+    on_nodes: dict[str, str] = {}
+    for psa in admission.get("podSetAssignments") or ():
+        for flavor in set((psa.get("flavors") or {}).values()):
+            for key, value in flavors.get(str(flavor), {}).items():
+                (on_clusters if key in cluster_keys else on_nodes)[key] = value
+    return on_clusters, on_nodes

@@ -1,0 +1,419 @@
+"""Kueue's ``kueue.x-k8s.io/v1beta1`` quota kinds: ResourceFlavor, ClusterQueue, LocalQueue,
+WorkloadPriorityClass and Workload.
+
+Field-compatible with Kueue's ``apis/kueue/v1beta1`` types, so YAML written for a Kueue cluster
+applies to the hub unchanged; unknown spec fields are refused (or pruned with
+``fieldValidation=Ignore``) as kube does for a structural schema. Quantities are kube quantities
+("8", "36Gi"). The pure admission maths lives in :mod:`controlplane.admission.core`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Final, Literal
+
+from pydantic import AfterValidator, Field, field_validator, model_validator
+
+from controlplane.apis.meta import (
+    Condition,
+    LabelSelector,
+    ObjectMeta,
+    SpecModel,
+    Taint,
+    Toleration,
+    WireModel,
+)
+from controlplane.apis.quantity import QuantityError, parse_quantity
+
+API_GROUP: Final = "kueue.x-k8s.io"
+VERSION: Final = "v1beta1"
+API_VERSION: Final = "kueue.x-k8s.io/v1beta1"
+
+#: The label that puts a job (or any workload) in a LocalQueue of its namespace.
+LABEL_QUEUE_NAME: Final = "kueue.x-k8s.io/queue-name"
+#: The label naming a job's WorkloadPriorityClass.
+LABEL_PRIORITY_CLASS: Final = "kueue.x-k8s.io/priority-class"
+
+# Workload condition types and reasons (Kueue's names).
+COND_QUOTA_RESERVED: Final = "QuotaReserved"
+COND_ADMITTED: Final = "Admitted"
+COND_FINISHED: Final = "Finished"
+COND_EVICTED: Final = "Evicted"
+REASON_PENDING: Final = "Pending"
+REASON_QUOTA_RESERVED: Final = "QuotaReserved"
+REASON_ADMITTED: Final = "Admitted"
+REASON_INADMISSIBLE: Final = "Inadmissible"
+
+_MAX_ITEMS: Final = 16
+
+
+def _quantity(value: str | int) -> str | int:
+    try:
+        amount = parse_quantity(value)
+    except QuantityError as err:
+        raise ValueError(str(err)) from None
+    if amount < 0:
+        raise ValueError(f"must be greater than or equal to 0, not {value}")
+    return value
+
+
+Quantity = Annotated[str | int, AfterValidator(_quantity)]
+"""A non-negative kube quantity ("8", "500m", "36Gi")."""
+
+
+def _unique_names(items: list[Any], what: str) -> None:
+    seen: set[str] = set()
+    for item in items:
+        name = item if isinstance(item, str) else item.name
+        if name in seen:
+            raise ValueError(f"{what} {name!r} is listed twice")
+        seen.add(name)
+
+
+# ---------------------------------------------------------------------------------------------
+# ResourceFlavor
+# ---------------------------------------------------------------------------------------------
+
+
+class ResourceFlavorSpec(SpecModel):
+    node_labels: dict[str, str] | None = Field(default=None, max_length=8)
+    """Labels of the capacity this flavor stands for. At the hub they select fleet GPU classes:
+    a GPU product (nvidia.com/gpu.product), a MIG profile, or cluster labels such as
+    cluster.gpufed.io/tier; an admitted workload is placed only where they all match."""
+    node_taints: list[Taint] | None = Field(default=None, max_length=8)
+    """Taints of that capacity; a workload must tolerate them to be admitted in the flavor."""
+    tolerations: list[Toleration] | None = Field(default=None, max_length=8)
+    """Tolerations added to the pods of a workload admitted in this flavor."""
+    topology_name: str | None = None
+    """The Topology of the flavor (topology-aware scheduling; kept, not used by the hub)."""
+
+
+class ResourceFlavor(SpecModel):
+    """A class of capacity (Kueue's ResourceFlavor); ClusterQueues give quota per flavor."""
+
+    api_version: Literal["kueue.x-k8s.io/v1beta1"] = API_VERSION
+    kind: Literal["ResourceFlavor"] = "ResourceFlavor"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: ResourceFlavorSpec = Field(default_factory=ResourceFlavorSpec)
+    """The labels, taints and tolerations of the flavor."""
+
+
+# ---------------------------------------------------------------------------------------------
+# ClusterQueue
+# ---------------------------------------------------------------------------------------------
+
+
+class ResourceQuota(SpecModel):
+    name: str = Field(min_length=1)
+    """The resource, e.g. nvidia.com/gpu, cpu, memory."""
+    nominal_quota: Quantity
+    """What the queue may use of this flavor and resource."""
+    borrowing_limit: Quantity | None = None
+    """How much more it may borrow from its cohort's unused quota (absent: no limit). Only in a cohort."""
+    lending_limit: Quantity | None = None
+    """How much of its unused nominal quota the cohort may borrow (absent: all of it). Only in a cohort."""
+
+
+class FlavorQuotas(SpecModel):
+    name: str = Field(min_length=1)
+    """A ResourceFlavor's name."""
+    resources: list[ResourceQuota] = Field(min_length=1, max_length=_MAX_ITEMS)
+    """The quota of each covered resource in this flavor."""
+
+
+class ResourceGroup(SpecModel):
+    covered_resources: list[str] = Field(min_length=1, max_length=_MAX_ITEMS)
+    """The resources the group's flavors give quota for; a workload gets one flavor for all of them."""
+    flavors: list[FlavorQuotas] = Field(min_length=1, max_length=_MAX_ITEMS)
+    """The flavors in the order admission tries them."""
+
+    @model_validator(mode="after")
+    def _every_flavor_covers_the_resources(self) -> ResourceGroup:
+        _unique_names(self.covered_resources, "resource")
+        _unique_names(self.flavors, "flavor")
+        for flavor in self.flavors:
+            names = [r.name for r in flavor.resources]
+            if names != self.covered_resources:
+                raise ValueError(
+                    f"flavor {flavor.name!r} must list the covered resources {self.covered_resources} in that order, "
+                    f"not {names}"
+                )
+        return self
+
+
+class BorrowWithinCohort(SpecModel):
+    policy: Literal["Never", "LowerPriority"] | None = None
+    """Whether a borrowing workload may preempt lower-priority workloads of the cohort."""
+    max_priority_threshold: int | None = None
+    """Only workloads at or below this priority are preempted."""
+
+
+PreemptionPolicy = Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority", "Any"]
+
+
+class ClusterQueuePreemption(SpecModel):
+    reclaim_within_cohort: PreemptionPolicy | None = None
+    """Which workloads of other queues in the cohort may be preempted to reclaim nominal quota."""
+    borrow_within_cohort: BorrowWithinCohort | None = None
+    """Preemption while borrowing."""
+    within_cluster_queue: Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"] | None = None
+    """Which workloads of this queue may be preempted for a pending one."""
+
+
+class FlavorFungibility(SpecModel):
+    when_can_borrow: Literal["Borrow", "TryNextFlavor"] | None = None
+    """Borrow in this flavor, or try the next flavor first."""
+    when_can_preempt: Literal["Preempt", "TryNextFlavor"] | None = None
+    """Preempt in this flavor, or try the next flavor first."""
+
+
+class FairSharing(SpecModel):
+    weight: Quantity | None = None
+    """The queue's share weight in its cohort (default 1)."""
+
+
+class AdmissionCheckStrategyRule(SpecModel):
+    name: str
+    """The AdmissionCheck's name."""
+    on_flavors: list[str] | None = None
+    """The flavors the check applies to (absent: all)."""
+
+
+class AdmissionChecksStrategy(SpecModel):
+    admission_checks: list[AdmissionCheckStrategyRule] | None = None
+    """The checks and the flavors each applies to."""
+
+
+class ClusterQueueSpec(SpecModel):
+    resource_groups: list[ResourceGroup] | None = Field(default=None, max_length=_MAX_ITEMS)
+    """Quota per flavor and resource, in groups of resources that share a flavor."""
+    cohort: str | None = None
+    """The cohort whose queues lend each other unused quota."""
+    queueing_strategy: Literal["StrictFIFO", "BestEffortFIFO"] | None = None
+    """StrictFIFO: a workload that does not fit blocks those after it; BestEffortFIFO (default): they may go first."""
+    namespace_selector: LabelSelector | None = None
+    """The namespaces whose LocalQueues may point at this queue (absent: none; {}: all)."""
+    flavor_fungibility: FlavorFungibility | None = None
+    """When admission tries the next flavor instead of borrowing or preempting."""
+    preemption: ClusterQueuePreemption | None = None
+    """Preemption policies (served; not enforced by the hub yet)."""
+    admission_checks: list[str] | None = None
+    """Admission checks (served; not enforced by the hub)."""
+    admission_checks_strategy: AdmissionChecksStrategy | None = None
+    """Admission checks per flavor (served; not enforced by the hub)."""
+    stop_policy: Literal["None", "Hold", "HoldAndDrain"] | None = None
+    """Hold: admit nothing new; HoldAndDrain: also evict the admitted workloads."""
+    fair_sharing: FairSharing | None = None
+    """Fair-sharing weight (served; not enforced by the hub yet)."""
+    admission_scope: dict[str, Any] | None = None
+    """Admission fair sharing scope (served; not enforced)."""
+
+    @field_validator("resource_groups")
+    @classmethod
+    def _resources_once(cls, groups: list[ResourceGroup] | None) -> list[ResourceGroup] | None:
+        resources = [r for group in groups or () for r in group.covered_resources]
+        _unique_names(resources, "resource")
+        flavors = [f.name for group in groups or () for f in group.flavors]
+        _unique_names(flavors, "flavor")
+        return groups
+
+    @model_validator(mode="after")
+    def _limits_need_a_cohort(self) -> ClusterQueueSpec:
+        if self.cohort:
+            return self
+        for group in self.resource_groups or ():
+            for flavor in group.flavors:
+                for quota in flavor.resources:
+                    if quota.borrowing_limit is not None or quota.lending_limit is not None:
+                        raise ValueError(
+                            f"flavor {flavor.name!r} resource {quota.name!r}: borrowingLimit and lendingLimit "
+                            "need spec.cohort"
+                        )
+        return self
+
+
+class ResourceUsage(WireModel):
+    name: str
+    """The resource."""
+    total: str | int | None = None
+    """What is used of it in the flavor."""
+    borrowed: str | int | None = None
+    """The part of total beyond the queue's nominal quota (borrowed from the cohort)."""
+
+
+class FlavorUsage(WireModel):
+    name: str
+    """The ResourceFlavor."""
+    resources: list[ResourceUsage] = Field(default_factory=list)
+    """Usage per resource."""
+
+
+class ClusterQueueStatus(WireModel):
+    conditions: list[Condition] | None = None
+    """The queue's conditions."""
+    flavors_reservation: list[FlavorUsage] | None = None
+    """Quota reserved per flavor and resource, and how much of it is borrowed."""
+    flavors_usage: list[FlavorUsage] | None = None
+    """Quota used by admitted workloads per flavor and resource."""
+    pending_workloads: int | None = None
+    """Workloads waiting for quota."""
+    reserving_workloads: int | None = None
+    """Workloads holding quota."""
+    admitted_workloads: int | None = None
+    """Admitted workloads that have not finished."""
+
+
+class ClusterQueue(SpecModel):
+    """A pool of quota (Kueue's ClusterQueue); LocalQueues of namespaces point at it."""
+
+    api_version: Literal["kueue.x-k8s.io/v1beta1"] = API_VERSION
+    kind: Literal["ClusterQueue"] = "ClusterQueue"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: ClusterQueueSpec = Field(default_factory=ClusterQueueSpec)
+    """Quotas, cohort and policies."""
+    status: ClusterQueueStatus | None = None
+    """Usage and workload counts."""
+
+
+# ---------------------------------------------------------------------------------------------
+# LocalQueue
+# ---------------------------------------------------------------------------------------------
+
+
+class LocalQueueSpec(SpecModel):
+    cluster_queue: str | None = None
+    """The ClusterQueue whose quota the namespace's workloads in this queue use."""
+    stop_policy: Literal["None", "Hold", "HoldAndDrain"] | None = None
+    """Hold: admit nothing new from this queue; HoldAndDrain: also evict its admitted workloads."""
+    fair_sharing: FairSharing | None = None
+    """Fair-sharing weight of the queue (served; not enforced)."""
+
+
+class LocalQueueStatus(WireModel):
+    conditions: list[Condition] | None = None
+    """The queue's conditions."""
+    pending_workloads: int | None = None
+    """Workloads of the queue waiting for quota."""
+    reserving_workloads: int | None = None
+    """Workloads of the queue holding quota."""
+    admitted_workloads: int | None = None
+    """Admitted workloads of the queue that have not finished."""
+    flavors_reservation: list[FlavorUsage] | None = None
+    """Quota reserved by the queue's workloads per flavor (not written by the hub yet)."""
+    flavor_usage: list[FlavorUsage] | None = None
+    """Quota used by the queue's admitted workloads per flavor (not written by the hub yet)."""
+
+
+class LocalQueue(SpecModel):
+    """A namespace's queue (Kueue's LocalQueue); jobs name it in the label kueue.x-k8s.io/queue-name."""
+
+    api_version: Literal["kueue.x-k8s.io/v1beta1"] = API_VERSION
+    kind: Literal["LocalQueue"] = "LocalQueue"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: LocalQueueSpec = Field(default_factory=LocalQueueSpec)
+    """The ClusterQueue behind the queue."""
+    status: LocalQueueStatus | None = None
+    """Workload counts and usage."""
+
+
+# ---------------------------------------------------------------------------------------------
+# WorkloadPriorityClass
+# ---------------------------------------------------------------------------------------------
+
+
+class WorkloadPriorityClass(SpecModel):
+    """A priority for queued workloads (Kueue's WorkloadPriorityClass), named by the label
+    kueue.x-k8s.io/priority-class; higher values are admitted first."""
+
+    api_version: Literal["kueue.x-k8s.io/v1beta1"] = API_VERSION
+    kind: Literal["WorkloadPriorityClass"] = "WorkloadPriorityClass"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    value: int = Field(ge=-(2**31), le=2**31 - 1)
+    """The priority."""
+    description: str | None = None
+    """What the priority is for."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Workload
+# ---------------------------------------------------------------------------------------------
+
+
+class PodSet(SpecModel):
+    name: str = Field(default="main", min_length=1, max_length=63)
+    """The pod set's name (a role of the job, e.g. main, worker)."""
+    template: dict[str, Any] = Field(default_factory=dict)
+    """The pod template: its containers' requests are what the pod set asks of the quota."""
+    count: int = Field(default=1, ge=0)
+    """How many pods."""
+    min_count: int | None = Field(default=None, ge=0)
+    """Partial admission: the fewest pods the job can run with (served; the hub admits count)."""
+    topology_request: dict[str, Any] | None = None
+    """Topology-aware scheduling request (served; not used)."""
+
+
+class WorkloadSpec(SpecModel):
+    pod_sets: list[PodSet] = Field(min_length=1, max_length=8)
+    """The pods the workload needs, per role."""
+    queue_name: str | None = None
+    """The LocalQueue (in the workload's namespace) the workload waits in."""
+    priority_class_name: str | None = None
+    """The WorkloadPriorityClass (or PriorityClass) giving the priority."""
+    priority: int | None = None
+    """The priority: higher first."""
+    priority_class_source: Literal["", "kueue.x-k8s.io/workloadpriorityclass", "scheduling.k8s.io/priorityclass"] | None = None
+    """Where priorityClassName comes from."""
+    active: bool | None = None
+    """False: the workload is deactivated (evicted and not admitted again)."""
+    maximum_execution_time_seconds: int | None = Field(default=None, ge=1)
+    """Served; not enforced by the hub."""
+
+    @field_validator("pod_sets")
+    @classmethod
+    def _unique_pod_sets(cls, pod_sets: list[PodSet]) -> list[PodSet]:
+        _unique_names(pod_sets, "pod set")
+        return pod_sets
+
+
+class PodSetAssignment(WireModel):
+    name: str
+    """The pod set."""
+    flavors: dict[str, str] | None = None
+    """The flavor given to each resource."""
+    resource_usage: dict[str, str | int] | None = None
+    """What the pod set uses of each resource."""
+    count: int | None = None
+    """How many pods were admitted."""
+
+
+class Admission(WireModel):
+    cluster_queue: str
+    """The ClusterQueue whose quota the workload holds."""
+    pod_set_assignments: list[PodSetAssignment] = Field(default_factory=list)
+    """The flavors of each pod set."""
+
+
+class WorkloadStatus(WireModel):
+    admission: Admission | None = None
+    """Where the workload holds quota, and in which flavors."""
+    conditions: list[Condition] | None = None
+    """QuotaReserved, Admitted, Finished, Evicted ... as Kueue sets them."""
+    requeue_state: dict[str, Any] | None = None
+    """When an evicted workload is queued again (not written by the hub yet)."""
+    reclaimable_pods: list[dict[str, Any]] | None = None
+    """Pods whose quota may be released early (not used by the hub)."""
+    admission_checks: list[dict[str, Any]] | None = None
+    """States of admission checks (not used by the hub)."""
+    resource_requests: list[dict[str, Any]] | None = None
+    """Total requests per pod set (not written by the hub)."""
+
+
+class Workload(SpecModel):
+    """One job's claim on quota (Kueue's Workload); the hub creates one per queued workload."""
+
+    api_version: Literal["kueue.x-k8s.io/v1beta1"] = API_VERSION
+    kind: Literal["Workload"] = "Workload"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: WorkloadSpec
+    """The pods needed, the queue and the priority."""
+    status: WorkloadStatus | None = None
+    """Admission and conditions."""

@@ -1,0 +1,67 @@
+"""Kueue's ``kueue.x-k8s.io/v1beta1`` quota kinds, served by the hub with Kueue's printer columns.
+
+Validated by their models (:mod:`controlplane.apis.kueue_v1beta1`); the admission controller is
+:mod:`controlplane.controllers.admission`.
+"""
+
+from __future__ import annotations
+
+from controlplane.apis import kueue_v1beta1 as kueue
+from controlplane.apiserver.kinds import cells
+from controlplane.apiserver.resources import AGE, ResourceType, TableColumn
+
+_PENDING = TableColumn(
+    "Pending Workloads", cells.int_at("status", "pendingWorkloads"), type="integer",
+    description="Number of pending workloads",
+)
+_ADMITTED = TableColumn(
+    "Admitted Workloads", cells.int_at("status", "admittedWorkloads"), type="integer",
+    description="Number of admitted workloads that haven't finished yet",
+)
+
+
+RESOURCE_FLAVOR = ResourceType(
+    kueue.API_GROUP, kueue.VERSION, "ResourceFlavor", "resourceflavors", "resourceflavor", namespaced=False, short_names=("flavor", "flavors", "rf"),
+    model=kueue.ResourceFlavor,
+)
+CLUSTER_QUEUE = ResourceType(
+    kueue.API_GROUP, kueue.VERSION, "ClusterQueue", "clusterqueues", "clusterqueue", namespaced=False, short_names=("cq",), has_status=True, model=kueue.ClusterQueue,
+    columns=(
+        TableColumn("Cohort", cells.text_at("spec", "cohort"), description="Cohort that this ClusterQueue belongs to"),
+        TableColumn("Strategy", cells.text_at("spec", "queueingStrategy"), priority=1,
+                    description="The queueing strategy used to prioritize workloads"),
+        _PENDING,
+        _ADMITTED,
+        AGE,
+    ),
+)
+LOCAL_QUEUE = ResourceType(
+    kueue.API_GROUP, kueue.VERSION, "LocalQueue", "localqueues", "localqueue", namespaced=True, short_names=("queue", "queues", "lq"), has_status=True,
+    model=kueue.LocalQueue,
+    columns=(
+        TableColumn("ClusterQueue", cells.text_at("spec", "clusterQueue"), description="Backing ClusterQueue"),
+        _PENDING,
+        _ADMITTED,
+        AGE,
+    ),
+)
+WORKLOAD_PRIORITY_CLASS = ResourceType(
+    kueue.API_GROUP, kueue.VERSION, "WorkloadPriorityClass", "workloadpriorityclasses", "workloadpriorityclass", namespaced=False, model=kueue.WorkloadPriorityClass,
+    columns=(TableColumn("Value", cells.int_at("value"), type="integer", description="The priority"), AGE),
+)
+WORKLOAD = ResourceType(
+    kueue.API_GROUP, kueue.VERSION, "Workload", "workloads", "workload", namespaced=True, short_names=("wl",), has_status=True, model=kueue.Workload,
+    columns=(
+        TableColumn("Queue", cells.text_at("spec", "queueName"), description="Name of the queue this workload was submitted to"),
+        TableColumn("Reserved in", cells.text_at("status", "admission", "clusterQueue"),
+                    description="Name of the ClusterQueue where the workload is reserving quota"),
+        TableColumn("Admitted", cells.condition_at(kueue.COND_ADMITTED), description="Admission status"),
+        TableColumn("Finished", cells.condition_at(kueue.COND_FINISHED), description="Workload finished"),
+        AGE,
+    ),
+)
+
+
+def kueue_resources() -> list[ResourceType]:
+    """The kinds of ``kueue.x-k8s.io`` the hub serves."""
+    return [RESOURCE_FLAVOR, CLUSTER_QUEUE, LOCAL_QUEUE, WORKLOAD_PRIORITY_CLASS, WORKLOAD]

@@ -1,0 +1,408 @@
+"""Fleet admission with Kueue's API: quota decides *when* a queued workload may be placed.
+
+In: hub workloads with the label ``kueue.x-k8s.io/queue-name`` (any kind the interpreter reads:
+Job, Deployment, PyTorchJob ...), and Kueue's ``kueue.x-k8s.io/v1beta1`` ResourceFlavors,
+ClusterQueues, LocalQueues, WorkloadPriorityClasses and Workloads (informers). Out:
+
+* per queued workload a Workload ``<kind>-<name>`` in its namespace (owner: the workload) with
+  one pod set per role the interpreter reads, ``spec.queueName`` and the priority of its
+  WorkloadPriorityClass (label ``kueue.x-k8s.io/priority-class``); a batch/v1 Job is kept
+  ``spec.suspend: true`` at the hub until admitted (as Kueue does) and unsuspended then, with the
+  admitted flavor's node labels in its pod template's nodeSelector;
+* the admission cycle (:func:`controlplane.admission.core.decide`) over every ClusterQueue: an
+  admitted Workload gets ``status.admission`` (ClusterQueue and flavor per resource) and the
+  conditions QuotaReserved and Admitted; a waiting one QuotaReserved=False with Kueue's reason
+  (Pending, Inadmissible) and message;
+* ClusterQueue and LocalQueue status: pending/reserving/admitted counts, usage per flavor;
+* a finished workload's Workload gets Finished=True, and its quota is free again; a deleted
+  workload's Workload is deleted.
+
+The detector holds a queued workload (no binding, so the scheduler never sees it) until its
+Workload is admitted (:class:`AdmissionGate`), and adds the admitted flavor's cluster labels
+to its placement.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from controlplane.admission import objects as adm
+from controlplane.admission.core import ClusterQueue, Pending, Usage, Waiting, decide
+from controlplane.apis import kueue_v1beta1 as kueue
+from controlplane.apis.events import EventType
+from controlplane.controllers.context import ControllerContext
+from controlplane.controllers.events import EventReason, record_event
+from controlplane.controllers.reconciling import ReconcileLoop
+from controlplane.controllers.workloads import WorkloadRef, is_deleting, with_condition
+from controlplane.interpreter import interpreter_for
+from controlplane.objectclient import ResourceType, WatchEventType, errors
+
+log = logging.getLogger(__name__)
+
+API: Final = kueue.API_VERSION
+CYCLE: Final = ("cycle",)
+JOB: Final = ("batch/v1", "Job")
+
+Key = tuple[str, ...]
+
+
+def _owner(wl: Mapping[str, Any]) -> WorkloadRef | None:
+    meta = wl.get("metadata") or {}
+    for ref in meta.get("ownerReferences") or ():
+        if ref.get("controller"):
+            return WorkloadRef(str(ref.get("apiVersion")), str(ref.get("kind")), str(meta.get("namespace") or ""), str(ref.get("name")))
+    return None
+
+
+@dataclass
+class Kinds:
+    """Kueue's kinds as the hub serves them (None: not served)."""
+
+    ctx: ControllerContext
+    workload: ResourceType | None = field(init=False)
+    cluster_queue: ResourceType | None = field(init=False)
+    local_queue: ResourceType | None = field(init=False)
+    flavor: ResourceType | None = field(init=False)
+    priority_class: ResourceType | None = field(init=False)
+
+    def __post_init__(self) -> None:
+        kind = self.ctx.registry.for_kind
+        self.workload, self.cluster_queue = kind(API, "Workload"), kind(API, "ClusterQueue")
+        self.local_queue, self.flavor = kind(API, "LocalQueue"), kind(API, "ResourceFlavor")
+        self.priority_class = kind(API, "WorkloadPriorityClass")
+
+    def items(self, rt: ResourceType | None) -> list[dict[str, Any]]:
+        return self.ctx.informer(rt).items() if rt is not None else []
+
+    def flavors(self) -> dict[str, dict[str, str]]:
+        return adm.flavor_labels(self.items(self.flavor))
+
+    def workload_of(self, ref: WorkloadRef) -> dict[str, Any] | None:
+        if self.workload is None:
+            return None
+        return self.ctx.informer(self.workload).get(ref.namespace, adm.workload_name(ref.kind, ref.name))
+
+
+@dataclass(frozen=True)
+class Gate:
+    """What admission says of a workload's propagation: held (with why), or free with the
+    admitted flavor's cluster labels (empty when it is not queued)."""
+
+    held: str | None = None
+    cluster_labels: Mapping[str, str] = field(default_factory=dict)
+
+
+class AdmissionGate:
+    """The detector's view of admission: a queued workload propagates only once admitted."""
+
+    def __init__(self, ctx: ControllerContext, on_change: Callable[[WorkloadRef], Awaitable[None]]) -> None:
+        self.kinds = Kinds(ctx)
+        self._on_change = on_change
+        if self.kinds.workload is not None:
+            ctx.informer(self.kinds.workload).add_handler(self._on_workload)
+
+    async def _on_workload(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        owner = _owner(obj)
+        if owner is not None and (old is None or old.get("status") != obj.get("status") or event is WatchEventType.DELETED):
+            await self._on_change(owner)
+
+    def gate(self, workload: Mapping[str, Any]) -> Gate:
+        if adm.queue_name(workload) is None or self.kinds.workload is None:
+            return Gate()
+        if interpreter_for(str(workload.get("apiVersion")), str(workload.get("kind"))) is None:
+            return Gate()
+        wl = self.kinds.workload_of(WorkloadRef.of(workload))
+        if wl is None:
+            return Gate(held="waiting for its Workload to be created")
+        admission = adm.admission_of(wl)
+        if admission is None or not adm.is_true(wl, kueue.COND_ADMITTED):
+            if adm.is_finished(wl):
+                return Gate()
+            cond = adm.condition(wl, kueue.COND_QUOTA_RESERVED) or {}
+            why = cond.get("message") or "not admitted yet"
+            return Gate(held=f"waiting for quota (Workload {adm.key_of(wl)}): {why}")
+        cluster_keys = {k for c in self.kinds.ctx.clusters.items() for k in ((c.get("metadata") or {}).get("labels") or {})}
+        on_clusters, _ = adm.flavor_constraints(admission, self.kinds.flavors(), cluster_keys)
+        return Gate(cluster_labels=on_clusters)
+
+
+def constrain_placement(spec: dict[str, Any], cluster_labels: Mapping[str, str]) -> None:
+    """Add ``cluster_labels`` to a binding spec's cluster affinity (every term of
+    ``clusterAffinities``), in place."""
+    if not cluster_labels:
+        return
+    placement = spec.setdefault("placement", {})
+    terms = placement.get("clusterAffinities")
+    affinities = list(terms) if isinstance(terms, list) and terms else [placement.setdefault("clusterAffinity", {})]
+    for affinity in affinities:
+        selector = affinity.setdefault("labelSelector", {})
+        selector["matchLabels"] = {**(selector.get("matchLabels") or {}), **cluster_labels}
+
+
+class AdmissionController:
+    """Keeps a Workload per queued workload and runs the admission cycle (keys: ``("cycle",)``
+    or ``("workload", apiVersion, kind, namespace, name)``)."""
+
+    name = "admission"
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        self.ctx = ctx
+        self.kinds = Kinds(ctx)
+        self.loop: ReconcileLoop[Key] = ReconcileLoop(self.name, self.reconcile, workers=1)
+        if self.kinds.workload is None:
+            return
+        ctx.add_workload_handler(self._on_source)
+        for rt in (self.kinds.cluster_queue, self.kinds.local_queue, self.kinds.flavor, self.kinds.workload):
+            if rt is not None:
+                ctx.informer(rt).add_handler(self._on_queue_object)
+        ctx.informer(self.kinds.workload).add_handler(self._on_workload)
+
+    async def _on_source(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        if adm.queue_name(obj) is None and (old is None or adm.queue_name(old) is None):
+            return
+        ref = WorkloadRef.of(obj)
+        await self.loop.add(("workload", ref.api_version, ref.kind, ref.namespace, ref.name))
+
+    async def _on_queue_object(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        if event is WatchEventType.MODIFIED and old is not None and old.get("spec") == obj.get("spec") and (
+            obj.get("kind") != "Workload" or adm.is_finished(old) == adm.is_finished(obj)
+        ):
+            return
+        await self.loop.add(CYCLE)
+
+    async def _on_workload(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        owner = _owner(obj)
+        if owner is not None and (old is None or adm.admission_of(old) != adm.admission_of(obj)):
+            await self.loop.add(("workload", owner.api_version, owner.kind, owner.namespace, owner.name))
+
+    async def reconcile(self, key: Key) -> float | None:
+        try:
+            if key == CYCLE:
+                await self.cycle()
+            else:
+                await self.sync(WorkloadRef(*key[1:]))
+        except errors.Conflict:
+            return 0.2
+        return None
+
+    # --- one queued workload ------------------------------------------------------------
+
+    async def sync(self, ref: WorkloadRef) -> None:
+        ctx, wl_rt = self.ctx, self.kinds.workload
+        rt = ctx.registry.for_kind(ref.api_version, ref.kind)
+        if rt is None or wl_rt is None:
+            return
+        source = ctx.cached(rt, ref.namespace, ref.name)
+        wl = self.kinds.workload_of(ref)
+        queue = adm.queue_name(source) if source is not None else None
+        if source is None or is_deleting(source) or queue is None:
+            if wl is not None:
+                await ctx.delete(wl_rt, ref.namespace, str(wl["metadata"]["name"]))
+                await self.loop.add(CYCLE)
+            return
+        pod_sets = adm.pod_sets(source)
+        if pod_sets is None:
+            return
+        if wl is None:
+            await ctx.objects.create(wl_rt, self._new_workload(source, queue, pod_sets))
+            log.info("Workload %s/%s created for %s in queue %s", ref.namespace, adm.workload_name(ref.kind, ref.name), ref, queue)
+        elif adm.admission_of(wl) is None and not adm.is_finished(wl):
+            # Still waiting: the Workload follows the workload's pods, queue and priority (as Kueue
+            # does for a suspended job).
+            wanted = self._new_workload(source, queue, pod_sets)["spec"]
+            if (wl.get("spec") or {}) != wanted:
+                await ctx.objects.update(wl_rt, {**wl, "spec": wanted})
+                return
+            await self._follow_source(wl_rt, wl, source, ref)
+        else:
+            await self._follow_source(wl_rt, wl, source, ref)
+
+    def _priority(self, source: Mapping[str, Any]) -> tuple[str | None, int]:
+        name = ((source.get("metadata") or {}).get("labels") or {}).get(kueue.LABEL_PRIORITY_CLASS)
+        for pc in self.kinds.items(self.kinds.priority_class):
+            if name and (pc.get("metadata") or {}).get("name") == name and isinstance(pc.get("value"), int):
+                return name, int(pc["value"])
+        return None, 0
+
+    def _new_workload(self, source: Mapping[str, Any], queue: str, pod_sets: list[dict[str, Any]]) -> dict[str, Any]:
+        meta = source.get("metadata") or {}
+        priority_class, priority = self._priority(source)
+        spec: dict[str, Any] = {"queueName": queue, "podSets": pod_sets, "priority": priority}
+        if priority_class:
+            spec["priorityClassName"] = priority_class
+            spec["priorityClassSource"] = "kueue.x-k8s.io/workloadpriorityclass"
+        owner = {
+            "apiVersion": source.get("apiVersion"), "kind": source.get("kind"), "name": meta.get("name"),
+            "uid": meta.get("uid"), "controller": True, "blockOwnerDeletion": True,
+        }
+        return {
+            "apiVersion": API, "kind": "Workload",
+            "metadata": {
+                "name": adm.workload_name(str(source.get("kind")), str(meta.get("name"))),
+                "namespace": meta.get("namespace"), "ownerReferences": [owner],
+            },
+            "spec": spec,
+        }
+
+    async def _follow_source(self, wl_rt: ResourceType, wl: dict[str, Any], source: dict[str, Any], ref: WorkloadRef) -> None:
+        """Finished → Finished=True (quota freed); a Job is suspended until admitted, then unsuspended."""
+        ctx = self.ctx
+        interpreter = interpreter_for(ref.api_version, ref.kind)
+        phase = interpreter.finished(source.get("status")) if interpreter is not None else None
+        if phase is not None and not adm.is_finished(wl):
+            finished = {"type": kueue.COND_FINISHED, "status": "True", "reason": str(phase), "message": f"Job finished: {phase}"}
+            updated = copy.deepcopy(wl)
+            status = updated.setdefault("status", {})
+            status["conditions"] = with_condition(status.get("conditions") or [], finished, now=ctx.now_text())
+            await ctx.objects.update_status(wl_rt, updated)
+            return
+        if (ref.api_version, ref.kind) != JOB or phase is not None:
+            return
+        admitted = adm.admission_of(wl) is not None and adm.is_true(wl, kueue.COND_ADMITTED)
+        spec = source.get("spec") or {}
+        if admitted == (spec.get("suspend") is not True):
+            return
+        rt = ctx.registry.require(ref.api_version, ref.kind)
+        updated = copy.deepcopy(source)
+        updated["spec"]["suspend"] = not admitted
+        if admitted:
+            cluster_keys = {k for c in ctx.clusters.items() for k in ((c.get("metadata") or {}).get("labels") or {})}
+            _, on_nodes = adm.flavor_constraints(adm.admission_of(wl) or {}, self.kinds.flavors(), cluster_keys)
+            if on_nodes:
+                pod_spec = updated["spec"].setdefault("template", {}).setdefault("spec", {})
+                pod_spec["nodeSelector"] = {**(pod_spec.get("nodeSelector") or {}), **on_nodes}
+        await ctx.objects.update(rt, updated)
+        log.info("%s %s", "unsuspended" if admitted else "suspended until admitted:", ref)
+
+    # --- the admission cycle -----------------------------------------------------------------
+
+    async def cycle(self) -> None:
+        kinds = self.kinds
+        flavors = kinds.flavors()
+        cq_objs = {str(o["metadata"]["name"]): o for o in kinds.items(kinds.cluster_queue)}
+        queues = {name: adm.cluster_queue(o, flavors) for name, o in cq_objs.items()}
+        lqs = {(str(o["metadata"].get("namespace")), str(o["metadata"]["name"])): o for o in kinds.items(kinds.local_queue)}
+        namespaces = {str(o["metadata"]["name"]): (o["metadata"].get("labels") or {}) for o in self.ctx.informer(self.ctx.namespace_rt).items()}
+        workloads = {adm.key_of(w): w for w in kinds.items(kinds.workload)}
+        pending: list[Pending] = []
+        unqueued: dict[str, Waiting] = {}
+        admitted = []
+        for key, wl in workloads.items():
+            if adm.is_finished(wl) or is_deleting(wl):
+                continue
+            held = adm.admitted_of(wl)
+            if held is not None:
+                admitted.append(held)
+                continue
+            namespace = str(wl["metadata"].get("namespace"))
+            queue_name = str((wl.get("spec") or {}).get("queueName") or "")
+            lq = lqs.get((namespace, queue_name))
+            cq_name = str(((lq or {}).get("spec") or {}).get("clusterQueue") or "")
+            if lq is None:
+                unqueued[key] = Waiting(key, "", "Inadmissible", f"LocalQueue {queue_name} doesn't exist", 0)
+            elif cq_name in cq_objs and not adm.namespace_allowed(cq_objs[cq_name], namespaces.get(namespace, {})):
+                unqueued[key] = Waiting(key, cq_name, "Inadmissible", "Workload namespace doesn't match ClusterQueue selector", 0)
+            else:
+                pending.append(adm.pending_of(wl, cq_name))
+        decisions = decide(queues, pending, admitted, flavors)
+        usage = Usage(queues)
+        for a in admitted:
+            usage.add(a.queue, a.usage)
+        for decision in decisions.admitted:
+            usage.add(decision.queue, decision.usage())
+            await self._admit(workloads[decision.key], adm.admission_status(decision), decision.queue)
+        for waiting in (*decisions.waiting, *unqueued.values()):
+            await self._wait(workloads[waiting.key], waiting)
+        holders = {a.key: a.queue for a in admitted} | {d.key: d.queue for d in decisions.admitted}
+        await self._queue_statuses(queues, cq_objs, lqs, workloads, decisions.waiting, holders, usage)
+
+    async def _admit(self, wl: dict[str, Any], admission: dict[str, Any], queue: str) -> None:
+        rt = self.kinds.workload
+        assert rt is not None
+        now = self.ctx.now_text()
+        updated = copy.deepcopy(wl)
+        status = updated.setdefault("status", {})
+        status["admission"] = admission
+        conditions = status.get("conditions") or []
+        for cond in (
+            {"type": kueue.COND_QUOTA_RESERVED, "status": "True", "reason": kueue.REASON_QUOTA_RESERVED,
+             "message": f"Quota reserved in ClusterQueue {queue}"},
+            {"type": kueue.COND_ADMITTED, "status": "True", "reason": kueue.REASON_ADMITTED,
+             "message": "The workload is admitted"},
+        ):
+            conditions = with_condition(conditions, cond, now=now)
+        status["conditions"] = conditions
+        written = await self.ctx.objects.update_status(rt, updated)
+        log.info("Workload %s admitted by ClusterQueue %s", adm.key_of(wl), queue)
+        await record_event(self.ctx, written, type=EventType.NORMAL, reason=EventReason.QUOTA_RESERVED,
+                           message=f"Quota reserved in ClusterQueue {queue}")
+        await record_event(self.ctx, written, type=EventType.NORMAL, reason=EventReason.ADMITTED,
+                           message=f"Admitted by ClusterQueue {queue}")
+
+    async def _wait(self, wl: dict[str, Any], waiting: Waiting) -> None:
+        rt = self.kinds.workload
+        assert rt is not None
+        cond = {"type": kueue.COND_QUOTA_RESERVED, "status": "False", "reason": waiting.reason, "message": waiting.message}
+        current = adm.condition(wl, kueue.COND_QUOTA_RESERVED)
+        if current is not None and all(current.get(k) == v for k, v in cond.items()):
+            return
+        updated = copy.deepcopy(wl)
+        status = updated.setdefault("status", {})
+        status["conditions"] = with_condition(status.get("conditions") or [], cond, now=self.ctx.now_text())
+        written = await self.ctx.objects.update_status(rt, updated)
+        await record_event(self.ctx, written, type=EventType.NORMAL, reason=EventReason.PENDING, message=waiting.message)
+
+    async def _queue_statuses(
+        self,
+        queues: Mapping[str, ClusterQueue],
+        cq_objs: Mapping[str, dict[str, Any]],
+        lqs: Mapping[tuple[str, str], dict[str, Any]],
+        workloads: Mapping[str, dict[str, Any]],
+        waiting: tuple[Waiting, ...],
+        holders: Mapping[str, str],
+        usage: Usage,
+    ) -> None:
+        """Counts and usage of every ClusterQueue and LocalQueue. ``holders``: Workload key →
+        the ClusterQueue whose quota it holds."""
+        cq_counts: dict[str, list[int]] = {}
+        lq_counts: dict[tuple[str, str], list[int]] = {}
+
+        def lq_of(key: str) -> tuple[str, str]:
+            wl = workloads[key]
+            return (str(wl["metadata"].get("namespace")), str((wl.get("spec") or {}).get("queueName") or ""))
+
+        for w in waiting:
+            cq_counts.setdefault(w.queue, [0, 0])[0] += 1
+            lq_counts.setdefault(lq_of(w.key), [0, 0])[0] += 1
+        for key, queue in holders.items():
+            cq_counts.setdefault(queue, [0, 0])[1] += 1
+            lq_counts.setdefault(lq_of(key), [0, 0])[1] += 1
+        for name, obj in cq_objs.items():
+            pending, holding = cq_counts.get(name, [0, 0])
+            flavors = adm.flavors_usage(queues[name], usage)
+            status = {
+                **(obj.get("status") or {}),
+                "pendingWorkloads": pending, "reservingWorkloads": holding, "admittedWorkloads": holding,
+                "flavorsReservation": flavors, "flavorsUsage": flavors,
+            }
+            await self._write_status(self.kinds.cluster_queue, obj, status)
+        for lq_key, obj in lqs.items():
+            pending, holding = lq_counts.get(lq_key, [0, 0])
+            status = {
+                **(obj.get("status") or {}),
+                "pendingWorkloads": pending, "reservingWorkloads": holding, "admittedWorkloads": holding,
+            }
+            await self._write_status(self.kinds.local_queue, obj, status)
+
+    async def _write_status(self, rt: ResourceType | None, obj: dict[str, Any], status: dict[str, Any]) -> None:
+        if rt is None or obj.get("status") == status:
+            return
+        # A Conflict (a stale cached copy) goes up: the cycle runs again a moment later.
+        await self.ctx.objects.update_status(rt, {**obj, "status": status})
+
+
+__all__ = ["AdmissionController", "AdmissionGate", "Gate", "constrain_placement"]

@@ -1,0 +1,198 @@
+"""The member agent's client of a hollow member: :class:`KubeApi` without the HTTP hop.
+
+The seam: the agent reaches its member only through :class:`member_agent.kubeapi.KubeApi`
+(``request``, ``get_text`` and ``watch``; every other verb, ``list_all``, discovery and
+``version`` are built on them). :class:`HollowKubeApi` overrides those three to route a
+request by method and path to a :class:`~simulator.hollow.member.HollowMember` in the same
+process instead of sending it. Everything above them is the real agent: informers, applier,
+status passes, reports, leases, and every request it makes to the hub over HTTPS. Answers are
+serialized and parsed as they would be off the wire (so the agent never shares an object
+with the member), errors are Kubernetes ``Status`` bodies turned into the agent's
+:class:`ApiError` classes by the agent's own :func:`error_from_status`.
+
+What is left out: the member's HTTP server, TLS and authentication, paging (a LIST answers in
+one page, as kube-apiserver's watch cache does), and label selectors other than equality and
+existence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import orjson
+
+from member_agent.apierrors import error_from_status
+from member_agent.discovery import DiscoveryCache
+from member_agent.kubeapi import APPLY_PATCH, KubeApi
+from simulator.hollow.member import SERVED, HollowError, HollowMember
+from simulator.hollow.watching import Expired, parse_selector
+
+#: Health endpoints answered "ok" (the hollow member is up while its process runs).
+HEALTH = frozenset({"/readyz", "/livez", "/healthz"})
+
+
+def _wire(obj: Any) -> dict[str, Any]:
+    """``obj`` as the client gets it off the wire: a fresh copy."""
+    answer: dict[str, Any] = orjson.loads(orjson.dumps(obj))
+    return answer
+
+
+def _raise(error: HollowError) -> None:
+    raise error_from_status(error.code, orjson.dumps(error.status()))
+
+
+def discovery(api_version: str) -> dict[str, Any] | None:
+    served = SERVED.get(api_version)
+    if served is None:
+        return None
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": api_version, "resources": [
+        {"name": plural, "kind": kind, "namespaced": namespaced, "singularName": kind.lower(),
+         "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]}
+        for plural, kind, namespaced in served]}
+
+
+def parse_path(path: str) -> tuple[str, str | None, str | None] | None:
+    """(collection, namespace or None, name or None) of a resource path; None when it is not one."""
+    parts = [p for p in path.split("/") if p]
+    if len(parts) >= 2 and parts[0] == "api":
+        api_version, rest = parts[1], parts[2:]
+    elif len(parts) >= 3 and parts[0] == "apis":
+        api_version, rest = f"{parts[1]}/{parts[2]}", parts[3:]
+    else:
+        return None
+    namespace: str | None = None
+    if len(rest) >= 3 and rest[0] == "namespaces":
+        namespace, rest = rest[1], rest[2:]
+    if not rest or len(rest) > 2:
+        return None
+    return f"{api_version}/{rest[0]}", namespace, rest[1] if len(rest) == 2 else None
+
+
+class HollowKubeApi(KubeApi):
+    """A :class:`KubeApi` whose requests a :class:`HollowMember` answers in-process."""
+
+    def __init__(self, member: HollowMember, *, timeout: float = 30.0) -> None:
+        # No ApiClient: nothing is sent. The agent's proxy tunnel (which needs one) is not
+        # offered by a hollow fleet.
+        self.member = member
+        self.timeout = timeout
+        self.discovery = DiscoveryCache()
+        self.requests = 0
+
+    async def close(self) -> None:
+        return None
+
+    @property
+    def server(self) -> str:
+        return f"hollow://{self.member.name}"
+
+    async def get_text(
+        self, path: str, *, query: Mapping[str, Any] | None = None, request_timeout: float | None = None
+    ) -> tuple[int, str]:
+        self.requests += 1
+        return (200, "ok") if path in HEALTH else (404, "404 page not found")
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        request_timeout: float | None = None,
+    ) -> dict[str, Any]:
+        self.requests += 1
+        await asyncio.sleep(0)  # a request yields to the loop, as a real one does
+        try:
+            return self._answer(method, path, dict(query or {}), body, content_type)
+        except HollowError as exc:
+            _raise(exc)
+            raise  # unreachable: _raise always raises
+
+    def _answer(self, method: str, path: str, query: dict[str, Any], body: Any, content_type: str) -> dict[str, Any]:
+        member = self.member
+        if method == "GET" and path == "/version":
+            return {"gitVersion": member.kubernetes_version, "major": "1", "platform": "linux/amd64"}
+        if method == "GET" and path.startswith(("/api/", "/apis/")):
+            api_version = path.removeprefix("/api/").removeprefix("/apis/").strip("/")
+            if api_version.count("/") <= 1 and ("/" in api_version) == path.startswith("/apis/"):
+                document = discovery(api_version)
+                if document is None:
+                    raise HollowError(404, "NotFound", f"the server could not find the requested resource ({path})")
+                return document
+        parsed = parse_path(path)
+        if parsed is None or parsed[0].rpartition("/")[0] not in SERVED:
+            raise HollowError(404, "NotFound", f"the server could not find the requested resource ({path})")
+        collection, namespace, name = parsed
+        ns = namespace or ""
+        if name is None:
+            if method == "GET":
+                return self._list(collection, namespace, str(query.get("labelSelector") or ""))
+            if method == "POST":
+                return _wire(member.create(collection, ns, body or {}))
+        elif method == "GET":
+            return _wire(member.get(collection, ns, name))
+        elif method == "PATCH" and content_type == APPLY_PATCH:
+            return _wire(member.apply(collection, ns, name, body or {}))
+        elif method == "PATCH":
+            raise HollowError(415, "UnsupportedMediaType", f"the hollow member takes only {APPLY_PATCH} patches")
+        elif method == "PUT":
+            return _wire(member.replace(collection, ns, name, body or {}))
+        elif method == "DELETE":
+            return _wire(member.delete(collection, ns, name))
+        raise HollowError(405, "MethodNotAllowed", f"{method} is not supported on {path}")
+
+    def _list(self, collection: str, namespace: str | None, selector_text: str) -> dict[str, Any]:
+        try:
+            selector = parse_selector(selector_text)
+        except ValueError as exc:
+            raise HollowError(400, "BadRequest", str(exc)) from exc
+        items = self.member.page(collection, namespace, 0, self.member.count(collection))  # fresh copies
+        if selector_text:
+            items = [i for i in items if selector((i.get("metadata") or {}).get("labels") or {})]
+        return {"kind": "List", "apiVersion": "v1", "items": items,
+                "metadata": {"resourceVersion": str(self.member.watches.revision)}}
+
+    async def watch(
+        self,
+        path: str,
+        *,
+        resource_version: str,
+        query: Mapping[str, Any] | None = None,
+        timeout_seconds: int = 300,
+    ) -> AsyncIterator[dict[str, Any]]:
+        self.requests += 1
+        parsed = parse_path(path)
+        if parsed is None or parsed[2] is not None:
+            _raise(HollowError(404, "NotFound", f"cannot watch {path}"))
+            return
+        collection, namespace, _ = parsed
+        hub = self.member.watches
+        try:
+            selector = parse_selector(str((query or {}).get("labelSelector") or ""))
+            since = int(resource_version) if resource_version not in ("", "0") else hub.revision
+            opened = hub.open(collection, namespace, selector, since)
+        except Expired as exc:
+            _raise(HollowError(410, "Expired", str(exc)))
+            return
+        except ValueError as exc:
+            _raise(HollowError(400, "BadRequest", f"resourceVersion or labelSelector: {exc}"))
+            return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_seconds
+        try:
+            while True:
+                try:  # a timeout per wait: a deadline around the yields would cancel the consumer
+                    event = await asyncio.wait_for(opened.queue.get(), max(0.0, deadline - loop.time()))
+                except TimeoutError:
+                    return
+                if event is None:
+                    break
+                yield {"type": event.type, "object": _wire(event.object)}
+            if opened.dropped:
+                _raise(HollowError(410, "Expired", "the watch fell too far behind; list again"))
+        finally:
+            hub.close(opened)

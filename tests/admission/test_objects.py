@@ -1,0 +1,109 @@
+"""Kueue's objects to the admission core and back: pod sets read by the interpreter, a
+ClusterQueue's quotas and activity, the admitted flavor split into cluster and node labels, and
+the placement constraint the detector adds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from controlplane.admission import objects as adm
+from controlplane.controllers.admission import constrain_placement
+
+GPU = "nvidia.com/gpu"
+
+
+def pytorchjob() -> dict[str, Any]:
+    def role(replicas: int, gpus: int) -> dict[str, Any]:
+        return {"replicas": replicas, "template": {"spec": {"containers": [
+            {"name": "pytorch", "image": "x", "resources": {"limits": {GPU: str(gpus)}, "requests": {"cpu": "2"}}}]}}}
+
+    return {
+        "apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+        "metadata": {"name": "ft", "namespace": "ml", "labels": {"kueue.x-k8s.io/queue-name": "team-a"}},
+        "spec": {"pytorchReplicaSpecs": {"Master": role(1, 1), "Worker": role(3, 2)}},
+    }
+
+
+def test_a_multi_role_workload_gets_a_pod_set_per_role() -> None:
+    job = pytorchjob()
+    assert adm.queue_name(job) == "team-a"
+    pod_sets = adm.pod_sets(job)
+    assert pod_sets is not None
+    assert [(p["name"], p["count"]) for p in pod_sets] == [("master", 1), ("worker", 3)]
+    requests = adm.pod_set_requests({"spec": {"podSets": pod_sets}})
+    assert [(r.name, r.count, r.per_pod[GPU], r.per_pod["cpu"]) for r in requests] == [
+        ("master", 1, 1, 2000), ("worker", 3, 2, 2000),
+    ]
+
+
+def test_a_kind_without_interpreter_has_no_pod_sets() -> None:
+    assert adm.pod_sets({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}) is None
+
+
+def test_workload_names_stay_within_kube_limits() -> None:
+    assert adm.workload_name("Job", "train") == "job-train"
+    long = adm.workload_name("Deployment", "x" * 300)
+    assert len(long) == 253 and long != adm.workload_name("Deployment", "x" * 299)
+
+
+def cq(**spec: Any) -> dict[str, Any]:
+    base = {"resourceGroups": [{"coveredResources": [GPU], "flavors": [
+        {"name": "a100", "resources": [{"name": GPU, "nominalQuota": "8", "borrowingLimit": 2, "lendingLimit": "4"}]}]}]}
+    return {"metadata": {"name": "team-a"}, "spec": {**base, **spec}}
+
+
+@pytest.mark.parametrize(
+    ("spec", "flavors", "inactive"),
+    [
+        ({}, {"a100": {}}, None),
+        ({"stopPolicy": "Hold"}, {"a100": {}}, "stopPolicy is Hold"),
+        ({}, {}, "ResourceFlavor a100 not found"),
+    ],
+)
+def test_cluster_queue(spec: dict[str, Any], flavors: dict[str, dict[str, str]], inactive: str | None) -> None:
+    queue = adm.cluster_queue(cq(cohort="c", **spec), flavors)
+    assert queue.inactive_reason == inactive
+    quota = queue.quota(("a100", GPU))
+    assert quota is not None and (quota.nominal, quota.borrowing_limit, quota.lending_limit, quota.guaranteed) == (8, 2, 4, 4)
+
+
+def test_namespace_selector_absent_selects_none() -> None:
+    assert not adm.namespace_allowed(cq(), {"team": "a"})
+    assert adm.namespace_allowed(cq(namespaceSelector={}), {"team": "a"})
+    assert not adm.namespace_allowed(cq(namespaceSelector={"matchLabels": {"team": "b"}}), {"team": "a"})
+
+
+def test_flavor_labels_split_into_cluster_and_node_labels() -> None:
+    admission = {"clusterQueue": "team-a", "podSetAssignments": [{"name": "main", "flavors": {GPU: "a100", "cpu": "a100"}}]}
+    flavors = {"a100": {"tier": "onprem", "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}}
+    assert adm.flavor_constraints(admission, flavors, {"tier", "region"}) == (
+        {"tier": "onprem"}, {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"},
+    )
+
+
+@pytest.mark.parametrize(
+    ("placement", "expected"),
+    [
+        (None, {"clusterAffinity": {"labelSelector": {"matchLabels": {"tier": "onprem"}}}}),
+        (
+            {"clusterAffinity": {"labelSelector": {"matchLabels": {"region": "eu"}}}},
+            {"clusterAffinity": {"labelSelector": {"matchLabels": {"region": "eu", "tier": "onprem"}}}},
+        ),
+        (
+            {"clusterAffinities": [{"affinityName": "a", "clusterNames": ["x"]}, {"affinityName": "b"}]},
+            {"clusterAffinities": [
+                {"affinityName": "a", "clusterNames": ["x"], "labelSelector": {"matchLabels": {"tier": "onprem"}}},
+                {"affinityName": "b", "labelSelector": {"matchLabels": {"tier": "onprem"}}},
+            ]},
+        ),
+    ],
+)
+def test_the_admitted_flavor_constrains_the_placement(placement: dict[str, Any] | None, expected: dict[str, Any]) -> None:
+    spec: dict[str, Any] = {} if placement is None else {"placement": placement}
+    constrain_placement(spec, {"tier": "onprem"})
+    assert spec["placement"] == expected
+    untouched: dict[str, Any] = {}
+    constrain_placement(untouched, {})
+    assert untouched == {}

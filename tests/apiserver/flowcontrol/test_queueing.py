@@ -1,0 +1,183 @@
+"""Priority and fairness, the pure parts: classification, each level's seats, and fair
+queuing within a level (bounded queues, round robin across flows, withdrawal)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from controlplane.apiserver import errors
+from controlplane.apiserver.flowcontrol import FlowControlConfig, FlowController, Level, classify
+from controlplane.apiserver.flowcontrol.levels import parse_shares
+from controlplane.apiserver.flowcontrol.queueing import FairQueues, LevelLimits, Outcome, queue_index
+from controlplane.apiserver.identity import Role, UserInfo
+
+ADMIN = UserInfo("admin", Role.ADMIN)
+AGENT = UserInfo("agent:c1", Role.AGENT, cluster="c1")
+VIEWER = UserInfo("dashboard", Role.VIEWER)
+ALICE = UserInfo("alice", Role.USER, user_groups=("team-a", "system:authenticated"))
+NOBODY = UserInfo("system:anonymous", Role.USER, user_groups=("system:unauthenticated",))
+
+
+@pytest.mark.parametrize(
+    ("user", "verb", "group", "resource", "schema", "level", "flow"),
+    [
+        (ADMIN, "list", "", "configmaps", "exempt", Level.EXEMPT, "admin"),
+        (AGENT, "update", "coordination.k8s.io", "leases", "system-agents", Level.SYSTEM, "agent:c1"),
+        (AGENT, "patch", "cluster.gpufed.io", "clusters", "system-agents", Level.SYSTEM, "agent:c1"),
+        (ALICE, "update", "coordination.k8s.io", "leases", "leader-election", Level.WORKLOAD_HIGH, "alice"),
+        (ALICE, "list", "coordination.k8s.io", "leases", "global-default", Level.GLOBAL_DEFAULT, "alice"),
+        (VIEWER, "list", "", "configmaps", "global-default", Level.GLOBAL_DEFAULT, "dashboard"),
+        (NOBODY, "get", "", "namespaces", "catch-all", Level.CATCH_ALL, "system:anonymous"),
+        (None, "get", "", "namespaces", "catch-all", Level.CATCH_ALL, ""),
+    ],
+)
+def test_classification(
+    user: UserInfo | None, verb: str, group: str, resource: str, schema: str, level: Level, flow: str
+) -> None:
+    found = classify(user, verb=verb, group=group, resource=resource)
+    assert (found.flow_schema, found.level, found.flow) == (schema, level, flow)
+
+
+@pytest.mark.parametrize(
+    ("total", "expected"),
+    [
+        (400, {Level.SYSTEM: 127, Level.WORKLOAD_HIGH: 169, Level.GLOBAL_DEFAULT: 85, Level.CATCH_ALL: 22}),
+        (1, {Level.SYSTEM: 1, Level.WORKLOAD_HIGH: 1, Level.GLOBAL_DEFAULT: 1, Level.CATCH_ALL: 1}),
+    ],
+)
+def test_levels_share_the_total_as_kube_computes_nominal_limits(total: int, expected: dict[Level, int]) -> None:
+    assert FlowControlConfig(total_concurrency=total).seats() == expected
+
+
+def test_shares_flag() -> None:
+    shares = parse_shares("system=60, catch-all=1")
+    assert (shares[Level.SYSTEM], shares[Level.CATCH_ALL], shares[Level.GLOBAL_DEFAULT]) == (60, 1, 20)
+    for bad, says in [("exempt=5", "unknown priority level"), ("system=0", "SHARES >= 1"), ("nope=1", "nope")]:
+        with pytest.raises(ValueError, match=says):
+            parse_shares(bad)
+
+
+def _flows_in_distinct_queues(count: int, queues: int) -> list[str]:
+    flows: list[str] = []
+    for n in range(1000):
+        name = f"user-{n}"
+        if queue_index(name, queues) not in {queue_index(f, queues) for f in flows}:
+            flows.append(name)
+        if len(flows) == count:
+            return flows
+    raise AssertionError("no distinct queues found")
+
+
+@pytest.mark.parametrize(
+    ("limits", "offers", "outcomes"),
+    [
+        # Seats first; then the flow's queue until it is full.
+        (LevelLimits(2, 8, 2), [0, 0, 0, 0, 0], ["execute", "execute", "queued", "queued", "queue-full"]),
+        # A full queue does not refuse another flow's requests.
+        (LevelLimits(1, 8, 1), [0, 0, 0, 1], ["execute", "queued", "queue-full", "queued"]),
+        # No queueing at all: beyond the seats, refused at once.
+        (LevelLimits(1, 8, 0), [0, 1], ["execute", "concurrency-limit"]),
+    ],
+)
+def test_bounded_queues(limits: LevelLimits, offers: list[int], outcomes: list[str]) -> None:
+    flows = _flows_in_distinct_queues(2, limits.queues)
+    level: FairQueues[str] = FairQueues(limits)
+    assert [level.offer(flows[i], f"r{n}").value for n, i in enumerate(offers)] == outcomes
+
+
+@pytest.mark.parametrize(
+    "waiting",
+    [
+        {0: 5, 1: 1, 2: 2},
+        {0: 1, 1: 6},
+        {0: 3, 1: 3, 2: 3, 3: 3},
+    ],
+)
+def test_seats_go_round_robin_across_flows(waiting: dict[int, int]) -> None:
+    flows = _flows_in_distinct_queues(len(waiting), 64)
+    level: FairQueues[tuple[int, int]] = FairQueues(LevelLimits(1, 64, 50))
+    assert level.offer("holder", (-1, 0)) is Outcome.EXECUTE
+    for flow, count in waiting.items():
+        for n in range(count):
+            assert level.offer(flows[flow], (flow, n)) is Outcome.QUEUED
+    served: list[tuple[int, int]] = []
+    while (following := level.finish()) is not None:
+        served.append(following)
+    assert level.executing == 0 and level.waiting == 0
+    # Round robin: each round serves every flow still waiting once (in queue order), so a flow
+    # with many requests waiting gets one turn per turn of a flow with few.
+    order = sorted(waiting, key=lambda f: queue_index(flows[f], 64))
+    rounds = range(max(waiting.values()))
+    assert served == [(f, n) for n in rounds for f in order if waiting[f] > n]
+
+
+def test_a_withdrawn_request_is_not_dispatched() -> None:
+    level: FairQueues[str] = FairQueues(LevelLimits(1, 4, 5))
+    assert [level.offer("a", r) for r in ("r0", "r1", "r2")] == [Outcome.EXECUTE, Outcome.QUEUED, Outcome.QUEUED]
+    assert level.withdraw("a", "r1") is True
+    assert level.withdraw("a", "r1") is False
+    assert level.finish() == "r2"
+    assert level.finish() is None
+    assert (level.executing, level.waiting) == (0, 0)
+
+
+async def test_levels_are_isolated_and_a_wait_times_out() -> None:
+    controller = FlowController(FlowControlConfig(total_concurrency=2, queue_length=5, queue_wait_seconds=0.05))
+    flood = classify(VIEWER, verb="list", group="", resource="configmaps")
+    agent = classify(AGENT, verb="update", group="coordination.k8s.io", resource="leases")
+    seats = controller.levels[Level.GLOBAL_DEFAULT].limits.seats
+    held = [controller.seat(flood) for _ in range(seats)]
+    for seat in held:
+        await seat.__aenter__()
+    # global-default is full: the flood's next request waits, then is refused with 429 ...
+    with pytest.raises(errors.TooManyRequests, match=r"global-default.*time-out") as refused:
+        async with controller.seat(flood):
+            pass
+    assert refused.value.retry_after_seconds == 1
+    rejected = controller.metrics.rejected.labels("global-default", "global-default", "time-out")
+    assert rejected._value.get() == 1
+    assert controller.levels[Level.GLOBAL_DEFAULT].waiting == 0
+    # ... while the system level serves the agent at once.
+    async with asyncio.timeout(5):
+        async with controller.seat(agent):
+            assert controller.levels[Level.SYSTEM].executing == 1
+    for seat in held:
+        await seat.__aexit__(None, None, None)
+    assert controller.levels[Level.GLOBAL_DEFAULT].executing == 0
+
+
+async def test_a_queued_request_runs_when_a_seat_frees() -> None:
+    controller = FlowController(FlowControlConfig(total_concurrency=1, queue_length=5, queue_wait_seconds=60))
+    flow = classify(ALICE, verb="list", group="", resource="configmaps")
+    first = controller.seat(flow)
+    await first.__aenter__()
+    ran = asyncio.Event()
+
+    async def second() -> None:
+        async with controller.seat(flow):
+            ran.set()
+
+    task = asyncio.create_task(second())
+    await asyncio.sleep(0)  # one step of the loop: the task queues (it has no other await before)
+    assert controller.levels[Level.GLOBAL_DEFAULT].waiting == 1 and not ran.is_set()
+    await first.__aexit__(None, None, None)
+    await task
+    assert ran.is_set() and controller.levels[Level.GLOBAL_DEFAULT].executing == 0
+
+
+def test_the_hub_serves_the_metrics_under_kube_names() -> None:
+    from prometheus_client import generate_latest
+
+    from controlplane.metrics import HubMetrics
+
+    metrics = HubMetrics(process_collectors=False)
+    metrics.flowcontrol.reject(classify(ALICE, verb="list", group="", resource="pods"), "queue-full")
+    text = generate_latest(metrics.registry).decode()
+    assert (
+        'apiserver_flowcontrol_rejected_requests_total{flow_schema="global-default",'
+        'priority_level="global-default",reason="queue-full"} 1.0'
+    ) in text
+    for name in ("current_inqueue_requests", "current_executing_requests", "request_wait_duration_seconds"):
+        assert f"# TYPE apiserver_flowcontrol_{name} " in text

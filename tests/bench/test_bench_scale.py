@@ -1,0 +1,40 @@
+"""The scale benchmark's pure parts: histogram quantiles from /metrics text, and naming what ran out."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.bench_scale import bottleneck, bucket_delta, histogram, histogram_quantile
+
+METRICS = """\
+# HELP gpufed_scheduling_duration_seconds one decision
+# TYPE gpufed_scheduling_duration_seconds histogram
+gpufed_scheduling_duration_seconds_bucket{le="0.01",result="scheduled"} 50.0
+gpufed_scheduling_duration_seconds_bucket{le="0.02",result="scheduled"} 90.0
+gpufed_scheduling_duration_seconds_bucket{le="+Inf",result="scheduled"} 100.0
+gpufed_scheduling_duration_seconds_count{result="scheduled"} 100.0
+gpufed_scheduling_duration_seconds_sum{result="scheduled"} 1.0
+gpufed_scheduling_duration_seconds_bucket{le="0.01",result="unschedulable"} 0.0
+gpufed_scheduling_duration_seconds_bucket{le="0.02",result="unschedulable"} 0.0
+gpufed_scheduling_duration_seconds_bucket{le="+Inf",result="unschedulable"} 0.0
+"""
+
+
+def test_quantiles_interpolate_within_buckets_as_promql_does() -> None:
+    buckets = histogram(METRICS, "gpufed_scheduling_duration_seconds")
+    assert buckets == {0.01: 50.0, 0.02: 90.0, float("inf"): 100.0}
+    assert histogram_quantile(0.5, buckets) == pytest.approx(0.01)
+    assert histogram_quantile(0.7, buckets) == pytest.approx(0.015)
+    assert histogram_quantile(0.99, buckets) == pytest.approx(0.02)  # in +Inf: the last finite bound
+    assert histogram_quantile(0.5, bucket_delta(buckets, buckets)) is None
+    kept = histogram(METRICS, "gpufed_scheduling_duration_seconds", lambda labels: labels["result"] == "unschedulable")
+    assert histogram_quantile(0.5, kept) is None
+
+
+def test_the_bottleneck_names_the_resource_that_ran_out() -> None:
+    plenty = {"MemTotal": 16 * 2**30, "MemAvailable": 8 * 2**30}
+    cpu = {"hub": 10.0, "fleet": 6.0, "etcd": 2.0}
+    assert bottleneck(cpu, 10.0, cores=2, machine_busy=1.95, memory=plenty).startswith("CPU: 1.95 of 2 cores busy, 1.80")
+    assert bottleneck(cpu, 10.0, cores=8, machine_busy=2.0, memory=plenty).startswith("neither CPU")
+    low = {"MemTotal": 16 * 2**30, "MemAvailable": 2**30}
+    assert bottleneck(cpu, 10.0, cores=8, machine_busy=2.0, memory=low).startswith("memory: 1.0 of 16.0 GiB")

@@ -1,0 +1,212 @@
+"""Fleet admission with Kueue's API at the hub: a queued workload gets a Workload, is held (no
+binding) until its ClusterQueue admits it, borrows a cohort's idle quota, waits with Kueue's
+reason beyond it, is admitted when quota frees, and is placed where its flavor says."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from controlplane.apiserver import errors
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.controllers.manager import ControllerManager
+
+from .fleet import A100, deployment, eventually, node_shape, propagation_policy, put_cluster, settled
+
+KUEUE = "kueue.x-k8s.io/v1beta1"
+GPU = "nvidia.com/gpu"
+PLACEMENT = {"replicaScheduling": {"replicaSchedulingType": "Divided"}}
+
+
+def kueue_obj(kind: str, name: str, namespace: str | None = None, **body: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if namespace:
+        meta["namespace"] = namespace
+    return {"apiVersion": KUEUE, "kind": kind, "metadata": meta, **body}
+
+
+def team_queue(name: str, gpus: int, *, flavor: str = "onprem") -> dict[str, Any]:
+    return kueue_obj("ClusterQueue", name, spec={
+        "namespaceSelector": {}, "cohort": "fleet",
+        "resourceGroups": [{
+            "coveredResources": ["cpu", GPU],
+            "flavors": [{"name": flavor, "resources": [{"name": "cpu", "nominalQuota": 100}, {"name": GPU, "nominalQuota": gpus}]}],
+        }],
+    })
+
+
+async def create(objects: ObjectStore, obj: dict[str, Any]) -> dict[str, Any]:
+    api_version, kind = obj["apiVersion"], obj["kind"]
+    return await objects.create(objects.registry.require(api_version, kind), obj)
+
+
+async def get(objects: ObjectStore, api_version: str, kind: str, name: str, namespace: str | None = "default") -> dict[str, Any] | None:
+    try:
+        return await objects.get(objects.registry.require(api_version, kind), namespace=namespace, name=name)
+    except errors.NotFound:
+        return None
+
+
+def queued(name: str, queue: str, *, replicas: int = 4) -> dict[str, Any]:
+    obj = deployment(name, replicas=replicas)
+    obj["metadata"]["labels"] = {"app": name, "kueue.x-k8s.io/queue-name": queue}
+    return obj
+
+
+def condition(obj: dict[str, Any] | None, ctype: str) -> dict[str, Any]:
+    for cond in ((obj or {}).get("status") or {}).get("conditions") or ():
+        if cond.get("type") == ctype:
+            return dict(cond)
+    return {}
+
+
+async def setup_fleet(objects: ObjectStore, manager: ControllerManager) -> None:
+    await put_cluster(objects, "onprem", node_shape(2, gpus=8), labels={"gpufed.io/pool": "onprem"}, pods=[])
+    await put_cluster(objects, "cloud", node_shape(2, gpus=8), provider="aws", labels={"gpufed.io/pool": "cloud"}, pods=[])
+    await create(objects, kueue_obj("ResourceFlavor", "onprem", spec={"nodeLabels": {"gpufed.io/pool": "onprem"}}))
+    await create(objects, team_queue("team-a", 8))
+    await create(objects, team_queue("team-b", 8))
+    await create(objects, kueue_obj("LocalQueue", "team-a", "default", spec={"clusterQueue": "team-a"}))
+    await create(objects, kueue_obj("LocalQueue", "team-b", "default", spec={"clusterQueue": "team-b"}))
+    await create(objects, propagation_policy("all", placement=PLACEMENT))
+    await settled(manager)
+
+
+async def admitted_in(objects: ObjectStore, name: str) -> str | None:
+    wl = await get(objects, KUEUE, "Workload", f"deployment-{name}")
+    if condition(wl, "Admitted").get("status") != "True":
+        return None
+    return str(((wl or {}).get("status") or {})["admission"]["clusterQueue"])
+
+
+def admitted_probe(objects: ObjectStore, name: str) -> Callable[[], Awaitable[str | None]]:
+    return lambda: admitted_in(objects, name)
+
+
+async def placed(objects: ObjectStore, name: str) -> dict[str, int] | None:
+    binding = await get(objects, "work.gpufed.io/v1alpha1", "ResourceBinding", f"{name}-deployment")
+    clusters = ((binding or {}).get("spec") or {}).get("clusters")
+    return {t["name"]: t["replicas"] for t in clusters} if clusters else None
+
+
+async def test_borrow_wait_and_admit_when_quota_frees(objects: ObjectStore, manager: ControllerManager) -> None:
+    await setup_fleet(objects, manager)
+    for name in ("a1", "a2", "a3"):  # 12 GPUs: 8 of team A's quota, 4 borrowed from idle team B
+        await create(objects, queued(name, "team-a"))
+        assert await eventually(admitted_probe(objects, name), what=f"{name} admitted") == "team-a"
+    wl = await get(objects, KUEUE, "Workload", "deployment-a1")
+    assert wl is not None
+    assert wl["spec"]["queueName"] == "team-a"
+    assert [(p["name"], p["count"]) for p in wl["spec"]["podSets"]] == [("main", 4)]
+    assert wl["metadata"]["ownerReferences"][0]["kind"] == "Deployment"
+    assert wl["status"]["admission"]["podSetAssignments"][0]["flavors"] == {"cpu": "onprem", GPU: "onprem"}
+    # Placed by the policy, only where the flavor's cluster label matches.
+    assert await eventually(lambda: placed(objects, "a3"), what="a3 placed") == {"onprem": 4}
+    binding = await get(objects, "work.gpufed.io/v1alpha1", "ResourceBinding", "a3-deployment")
+    assert binding is not None
+    assert binding["spec"]["placement"]["clusterAffinity"]["labelSelector"]["matchLabels"] == {"gpufed.io/pool": "onprem"}
+
+    async def usage_written() -> dict[str, Any] | None:
+        cq = await get(objects, KUEUE, "ClusterQueue", "team-a", None)
+        status = (cq or {}).get("status") or {}
+        return status if status.get("admittedWorkloads") == 3 else None
+
+    status = await eventually(usage_written, what="team-a's usage")
+    gpu = next(r for r in status["flavorsReservation"][0]["resources"] if r["name"] == GPU)
+    assert (gpu["total"], gpu["borrowed"]) == ("12", "4")
+
+    # Team B gets the 4 GPUs nobody borrows; its second Job waits with Kueue's reason, unbound.
+    await create(objects, queued("b1", "team-b"))
+    assert await eventually(lambda: admitted_in(objects, "b1"), what="b1 admitted") == "team-b"
+    await create(objects, queued("b2", "team-b"))
+
+    async def b2_waiting() -> dict[str, Any] | None:
+        cond = condition(await get(objects, KUEUE, "Workload", "deployment-b2"), "QuotaReserved")
+        return cond if cond.get("status") == "False" else None
+
+    reserved = await eventually(b2_waiting, what="b2 waiting")
+    assert reserved["reason"] == "Pending"
+    assert f"insufficient unused quota for {GPU} in flavor onprem, 4 more needed" in reserved["message"]
+    await settled(manager)
+    events = (await objects.list(objects.registry.require("v1", "Event"), namespace="default")).items
+    told = {(e["involvedObject"]["name"], e["reason"]) for e in events if e["involvedObject"]["kind"] == "Workload"}
+    assert {("deployment-b1", "QuotaReserved"), ("deployment-b1", "Admitted"), ("deployment-b2", "Pending")} <= told
+    assert await get(objects, "work.gpufed.io/v1alpha1", "ResourceBinding", "b2-deployment") is None
+    propagated = condition(await get(objects, "apps/v1", "Deployment", "b2"), "Propagated")
+    assert (propagated["status"], propagated["reason"]) == ("False", "WaitingForQuota")
+    assert "4 more needed" in propagated["message"]
+    cq_b = await get(objects, KUEUE, "ClusterQueue", "team-b", None)
+    assert cq_b is not None and cq_b["status"]["pendingWorkloads"] == 1
+    lq_b = await get(objects, KUEUE, "LocalQueue", "team-b")
+    assert lq_b is not None and (lq_b["status"]["pendingWorkloads"], lq_b["status"]["admittedWorkloads"]) == (1, 1)
+
+    # While it waits, its Workload follows it: scaled to 2 replicas, it needs 2 GPUs.
+    deployments = objects.registry.require("apps/v1", "Deployment")
+    b2 = await objects.get(deployments, namespace="default", name="b2")
+    b2["spec"]["replicas"] = 2
+    await objects.update(deployments, b2)
+
+    async def b2_follows() -> dict[str, Any] | None:
+        wl = await get(objects, KUEUE, "Workload", "deployment-b2")
+        cond = condition(wl, "QuotaReserved")
+        return cond if wl and wl["spec"]["podSets"][0]["count"] == 2 and "2 more needed" in cond.get("message", "") else None
+
+    await eventually(b2_follows, what="b2's Workload at 2 pods, 2 GPUs short")
+
+    # Team A's borrowing workload goes: its Workload with it, and team B's waiting one is admitted and placed.
+    await objects.delete(objects.registry.require("apps/v1", "Deployment"), namespace="default", name="a3")
+
+    async def a3_gone() -> bool:
+        return await get(objects, KUEUE, "Workload", "deployment-a3") is None
+
+    await eventually(a3_gone, what="a3's Workload deleted")
+    assert await eventually(lambda: admitted_in(objects, "b2"), what="b2 admitted") == "team-b"
+    assert await eventually(lambda: placed(objects, "b2"), what="b2 placed") == {"onprem": 2}
+
+
+async def test_a_queued_job_stays_suspended_until_admitted(objects: ObjectStore, manager: ControllerManager) -> None:
+    await put_cluster(objects, "onprem", node_shape(2, gpus=8), pods=[])
+    await create(objects, kueue_obj("ResourceFlavor", "a100", spec={"nodeLabels": {"nvidia.com/gpu.product": A100}}))
+    cq = kueue_obj("ClusterQueue", "solo", spec={
+        "namespaceSelector": {},
+        "resourceGroups": [{"coveredResources": [GPU], "flavors": [{"name": "a100", "resources": [{"name": GPU, "nominalQuota": 2}]}]}],
+    })
+    await create(objects, cq)
+    await create(objects, propagation_policy("jobs", kind="Job", api_version="batch/v1", placement=PLACEMENT))
+    job = {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "train", "namespace": "default", "labels": {"kueue.x-k8s.io/queue-name": "solo-lq"}},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [
+            {"name": "main", "image": "registry.local/train:1", "resources": {"limits": {GPU: "2"}}}]}}},
+    }
+    await create(objects, job)
+
+    async def suspended_waiting() -> dict[str, Any] | None:
+        obj = await get(objects, "batch/v1", "Job", "train")
+        wl = await get(objects, KUEUE, "Workload", "job-train")
+        cond = condition(wl, "QuotaReserved")
+        return obj if obj and obj["spec"].get("suspend") is True and cond.get("reason") == "Inadmissible" else None
+
+    await eventually(suspended_waiting, what="the Job suspended, its Workload waiting for a LocalQueue")
+    wl = await get(objects, KUEUE, "Workload", "job-train")
+    assert condition(wl, "QuotaReserved")["message"] == "LocalQueue solo-lq doesn't exist"
+    assert await get(objects, "work.gpufed.io/v1alpha1", "ResourceBinding", "train-job") is None
+
+    await create(objects, kueue_obj("LocalQueue", "solo-lq", "default", spec={"clusterQueue": "solo"}))
+
+    async def running() -> dict[str, Any] | None:
+        obj = await get(objects, "batch/v1", "Job", "train")
+        return obj if obj and obj["spec"].get("suspend") is False else None
+
+    obj = await eventually(running, what="the Job unsuspended")
+    assert obj["spec"]["template"]["spec"]["nodeSelector"] == {"nvidia.com/gpu.product": A100}
+
+    async def bound() -> dict[str, Any] | None:
+        # The detector may first see the admitted Job as its informer had it (before the
+        # unsuspending write): the binding follows the Job's nodeSelector on the next event.
+        binding = await get(objects, "work.gpufed.io/v1alpha1", "ResourceBinding", "train-job")
+        selector = ((binding or {}).get("spec") or {}).get("replicaRequirements", {}).get("nodeSelector")
+        return binding if selector else None
+
+    binding = await eventually(bound, what="the Job's binding with the flavor's node labels")
+    assert binding["spec"]["replicaRequirements"]["nodeSelector"] == {"nvidia.com/gpu.product": A100}

@@ -1,0 +1,159 @@
+"""A hollow member as the agent's client sees it: nodes, workloads whose pods start at once, watches."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from member_agent import capacity
+from member_agent.informing import Informer
+from member_agent.kubeapi import AlreadyExists, ApiError, Conflict, Gone, KindNotServed, NotFound
+from simulator.hollow.api import HollowKubeApi
+from simulator.hollow.member import HollowMember
+from simulator.hollow.nodes import hollow_profile
+
+DEPLOYMENTS = "/apis/apps/v1/namespaces/ml/deployments"
+
+
+def member(nodes: int = 10, *, history: int = 512) -> HollowMember:
+    profile = hollow_profile("h-0", nodes=nodes, gpus_per_node=8, product="NVIDIA-A100-SXM4-80GB")
+    return HollowMember(profile, seed=1, history=history)
+
+
+def deployment(name: str, replicas: int, gpus: int) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "labels": {"team": "a"}},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}}, "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "main", "image": "x",
+                                         "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]}}}}
+
+
+async def apply(api: HollowKubeApi, body: dict[str, Any]) -> dict[str, Any]:
+    name = body["metadata"]["name"]
+    return await api.apply(f"{DEPLOYMENTS}/{name}", body, field_manager="test", force=True)
+
+
+async def pods(api: HollowKubeApi) -> list[dict[str, Any]]:
+    items, _ = await api.list_all("/api/v1/pods")
+    return items
+
+
+async def test_nodes_are_listed_from_one_template_with_their_gpus() -> None:
+    api = HollowKubeApi(member(nodes=25))
+    nodes, rv = await api.list_all("/api/v1/nodes")
+    assert [n["metadata"]["name"] for n in nodes] == [f"h-0-gpu-{i}" for i in range(25)]
+    assert {n["status"]["allocatable"]["nvidia.com/gpu"] for n in nodes} == {"8"}
+    assert nodes[7]["metadata"]["labels"]["kubernetes.io/hostname"] == "h-0-gpu-7"
+    assert (await api.get("/api/v1/nodes/h-0-gpu-24"))["metadata"]["name"] == "h-0-gpu-24"
+    with pytest.raises(NotFound):
+        await api.get("/api/v1/nodes/h-0-gpu-25")
+    assert int(rv) >= 1
+    assert (await api.get_text("/readyz")) == (200, "ok")
+    assert await api.version()
+
+
+async def test_a_deployment_runs_at_once_placed_by_the_device_allocator() -> None:
+    api = HollowKubeApi(member(nodes=10))
+    await api.create("/api/v1/namespaces", {"metadata": {"name": "ml"}})
+    with pytest.raises(AlreadyExists):
+        await api.create("/api/v1/namespaces", {"metadata": {"name": "ml"}})
+    live = await apply(api, deployment("train", 3, 8))
+    assert live["status"]["readyReplicas"] == 3
+    running = await pods(api)
+    assert len(running) == 3
+    assert all(p["status"]["phase"] == "Running" for p in running)
+    assert len({p["spec"]["nodeName"] for p in running}) == 3  # 8 GPUs each: one node each
+    assert capacity.owner_workload(capacity.trim_pod(running[0])) == {"kind": "Deployment", "name": "train"}
+
+    bigger = await apply(api, deployment("train", 12, 8))
+    assert bigger["status"]["readyReplicas"] == 10
+    assert bigger["metadata"]["generation"] == 2
+    pending = [p for p in await pods(api) if p["status"]["phase"] == "Pending"]
+    assert len(pending) == 2
+    assert "Insufficient nvidia.com/gpu" in pending[0]["status"]["conditions"][0]["message"]
+
+    await apply(api, deployment("train", 9, 8))
+    assert all(p["status"]["phase"] == "Running" for p in await pods(api))
+    await api.delete(f"{DEPLOYMENTS}/train")
+    assert await pods(api) == []
+    with pytest.raises(NotFound):
+        await api.get(f"{DEPLOYMENTS}/train")
+
+
+async def test_a_replace_with_a_stale_resource_version_conflicts() -> None:
+    api = HollowKubeApi(member(nodes=2))
+    await api.create("/api/v1/namespaces", {"metadata": {"name": "ml"}})
+    live = await apply(api, deployment("d", 1, 1))
+    await apply(api, deployment("d", 2, 1))
+    with pytest.raises(Conflict):
+        await api.replace(f"{DEPLOYMENTS}/d", live)
+
+
+async def test_unserved_kinds_are_told_apart_by_discovery() -> None:
+    api = HollowKubeApi(member(nodes=1))
+    info = await api.resource_info("apps/v1", "Deployment")
+    assert (info.plural, info.namespaced) == ("deployments", True)
+    with pytest.raises(KindNotServed):
+        await api.resource_info("kubeflow.org/v1", "PyTorchJob")
+
+
+async def test_the_agents_informer_follows_pods_and_an_expired_version_answers_410() -> None:
+    hollow = member(nodes=4, history=4)
+    api = HollowKubeApi(hollow)
+    await api.create("/api/v1/namespaces", {"metadata": {"name": "ml"}})
+    changed = asyncio.Event()
+    informer = Informer(api, "/api/v1/pods", name="pods", transform=capacity.trim_pod,
+                        on_change=lambda _key: changed.set())
+    task = asyncio.create_task(informer.run())
+    try:
+        await asyncio.wait_for(informer.synced.wait(), 10)
+        await apply(api, deployment("a", 2, 4))
+
+        async def holds(n: int) -> None:
+            while len(informer.objects) != n:
+                changed.clear()
+                await changed.wait()
+
+        await asyncio.wait_for(holds(2), 10)
+        assert all(p["status"]["phase"] == "Running" for p in informer.objects.values())
+
+        async def watch_from_the_start() -> None:
+            async for _ in api.watch("/api/v1/pods", resource_version="2", timeout_seconds=5):
+                pass
+
+        with pytest.raises(Gone):  # the history keeps 4 events
+            await watch_from_the_start()
+        await api.delete(f"{DEPLOYMENTS}/a")
+        await asyncio.wait_for(holds(0), 10)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_watch_that_falls_behind_is_closed_with_410() -> None:
+    hollow = member(nodes=4)
+    hollow.watches.queue_limit = 2
+    api = HollowKubeApi(hollow)
+    await api.create("/api/v1/namespaces", {"metadata": {"name": "ml"}})
+    stream = api.watch("/api/v1/pods", resource_version=str(hollow.watches.revision), timeout_seconds=5)
+    first = asyncio.ensure_future(anext(stream))
+    await asyncio.sleep(0)  # the watch is open, its reader waits for the first event
+    await apply(api, deployment("a", 4, 1))  # four pods at once: more than the watch may hold back
+    assert (await first)["type"] == "ADDED"
+    with pytest.raises(Gone):
+        async for _ in stream:
+            pass
+    assert hollow.watches.open_watches == 0
+
+
+async def test_a_workload_whose_pods_cannot_be_read_is_refused_as_invalid() -> None:
+    api = HollowKubeApi(member(nodes=1))
+    await api.create("/api/v1/namespaces", {"metadata": {"name": "ml"}})
+    body = deployment("bad", 1, 1)
+    body["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "lots"
+    with pytest.raises(ApiError) as refused:
+        await apply(api, body)
+    assert refused.value.code == 422 and "spec.template" in refused.value.message
+    assert await pods(api) == []
