@@ -77,6 +77,8 @@ from controlplane.apiserver.resources import (
 )
 from controlplane.apiserver.serving import IDLE_TIMEOUT, GuardedTCPSite, ServingLimits
 from controlplane.apiserver.tls import ServingCertificate, ensure_pki, load_serving_certificate
+from controlplane.apiserver.watchcache import DEFAULT_WATCH_CACHE, WatchCache
+from controlplane.apiserver.watchcache.client import CachedObjects
 from controlplane.apiserver.watching import WatchLimits
 from controlplane.controllers.clusterroleaggregation import ClusterRoleAggregationController
 from controlplane.controllers.clusters import ClusterNamespaceController
@@ -88,6 +90,7 @@ from controlplane.leader.election import DEFAULT_TTL as DEFAULT_LEADER_LEASE_TTL
 from controlplane.leader.election import LeaderElector, Term, default_identity
 from controlplane.lifecycle import ShutdownOnce
 from controlplane.metrics import HubMetrics, hub_metrics, write_ledger_routes
+from controlplane.objectclient import ObjectClient
 from controlplane.pki import PkiError, private_directory
 from controlplane.reports.api import ReportSource, waste_report_routes, waste_report_type
 from controlplane.reports.sampling import DEFAULT_INTERVAL as DEFAULT_WASTE_SAMPLE_INTERVAL
@@ -173,6 +176,9 @@ class HubConfig:
     watch_limits: WatchLimits = field(default_factory=WatchLimits)
     #: Keep the last this many writes in full for ``/debug/writes`` (0: counters only).
     write_journal: int = 0
+    #: The controllers', scheduler's and waste sampler's lists and watches served by the API's
+    #: watch cache (each event decoded once for all watchers); False: each reads the store itself.
+    cached_informers: bool = True
 
 
 #: Core kinds that only exist inside a member cluster; the hub does not serve them.
@@ -241,6 +247,8 @@ class Hub(ShutdownOnce):
         self.store: EtcdStore | None = None
         self.tokens: TokenStore | None = None
         self.objects: ObjectStore | None = None
+        #: The API's watch cache, shared with the leader's controllers (``cached_informers``).
+        self.watch_cache: WatchCache | None = None
         self.pki: ServingCertificate | None = None
         self.controllers: ControllerManager | None = None
         self.elector: LeaderElector | None = None
@@ -319,6 +327,7 @@ class Hub(ShutdownOnce):
         extra.extend(write_ledger_routes(self.ledger))
         for factory in self.config.extra_routes:
             extra.extend(factory(self))
+        self.watch_cache = WatchCache(self.objects, DEFAULT_WATCH_CACHE)
         app = create_app(
             self.objects,
             registry,
@@ -331,6 +340,7 @@ class Hub(ShutdownOnce):
             flow_control=self.config.serving_limits.flow_control(),
             flow_control_metrics=self.metrics.flowcontrol,
             watch_limits=self.config.watch_limits,
+            watch_cache=self.watch_cache,
             warm=HOT_KINDS,
         )
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False, keepalive_timeout=IDLE_TIMEOUT)
@@ -377,8 +387,12 @@ class Hub(ShutdownOnce):
         """This replica leads: run the controllers over an ObjectStore fenced to ``term``."""
         assert self.elector is not None and self.objects is not None
         fenced_store = self.elector.fenced_store(term)
-        fenced = ObjectStore(RecentStore(LedgerStore(fenced_store, self.ledger), self.recent), self.objects.registry)
+        writes = ObjectStore(RecentStore(LedgerStore(fenced_store, self.ledger), self.recent), self.objects.registry)
         config = self.config
+        # Writes fenced to the term; lists and watches from the API's watch cache when it is shared.
+        fenced: ObjectClient = writes if self.watch_cache is None or not config.cached_informers else CachedObjects(
+            writes, self.watch_cache
+        )
         self.controllers = ControllerManager(
             fenced,
             settings=ControllerSettings(
@@ -404,7 +418,7 @@ class Hub(ShutdownOnce):
             self._waste_task = asyncio.create_task(
                 self.waste_sampler.run(store=fenced_store), name="waste-sampler"
             )
-        await self._mirror_leader_lease(fenced, term)
+        await self._mirror_leader_lease(writes, term)
 
     async def _stop_leading(self) -> None:
         """Leadership ended (or the hub stops): stop everything :meth:`_start_leading` started."""

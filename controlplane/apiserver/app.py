@@ -332,7 +332,7 @@ def create_app(
     max_requests_inflight: int = 0,
     flow_control: FlowControlConfig | None = None,
     flow_control_metrics: FlowControlMetrics | None = None,
-    watch_cache: WatchCacheConfig | None = DEFAULT_WATCH_CACHE,
+    watch_cache: WatchCacheConfig | WatchCache | None = DEFAULT_WATCH_CACHE,
     warm: Iterable[tuple[str, str]] = (),
 ) -> web.Application:
     """The API server application over ``object_store`` serving ``registry``.
@@ -346,7 +346,8 @@ def create_app(
     counted) are shared by priority levels (API Priority and Fairness, ``flow_control``
     configures it in full); beyond a level's seats and queues a request is answered 429.
     ``watch_limits`` bound what one watch holds for a client that does not read.
-    ``watch_cache`` configures the watch cache (None: none, every read goes to the store);
+    ``watch_cache`` configures the watch cache (None: none, every read goes to the store), or is
+    one the caller built over ``object_store`` to share with in-process watchers (the app closes it);
     ``warm`` names the kinds (group, plural) it caches from the start.
     """
     stop = asyncio.Event()
@@ -356,7 +357,9 @@ def create_app(
     def validation(request: web.Request) -> ValidateWrite | None:
         return write_validation(plugins, request.get(USER))
 
-    cache = WatchCache(object_store, watch_cache) if watch_cache is not None else None
+    cache = watch_cache if isinstance(watch_cache, WatchCache) or watch_cache is None else WatchCache(
+        object_store, watch_cache
+    )
     resources = ResourceHandlers(
         object_store, stop=stop, bookmark_interval=bookmark_interval,
         watch_timeout_seconds=watch_timeout_seconds, clock=clock, validation=validation,

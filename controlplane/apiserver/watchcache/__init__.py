@@ -116,6 +116,12 @@ class WatchCache:
         for rt in types:
             self._cacher(rt)
 
+    async def listed(self, rt: ResourceType) -> None:
+        """Start caching ``rt`` and wait (at most :data:`READY_SECONDS`) for its first list: a
+        consistent read of the store after this is at or after the cache's start, so a watch from
+        its revision is served by the cache rather than by a store watch of its own."""
+        await self._ready(rt)
+
     async def close(self) -> None:
         self._closed = True
         if isinstance(self._registry, DynamicRegistry):
@@ -224,11 +230,14 @@ class WatchCache:
         resource_version: str | None = None,
         bookmark_interval: float | None = None,
         send_initial_events: bool | None = None,
+        window_only: bool = False,
     ) -> AsyncIterator[ObjectEvent]:
         """Events for objects of ``rt`` as kube's watch sends them (:meth:`ObjectStore.watch`),
         plus kube's watch-list: with ``send_initial_events`` the current objects as ADDED, then
         (with bookmarks allowed, ``bookmark_interval`` not None) a BOOKMARK annotated
-        ``k8s.io/initial-events-end``."""
+        ``k8s.io/initial-events-end``. With ``window_only`` a resume from before the cache's window
+        is 410 ``Expired`` (as kube's cacher answers it) instead of a store watch of its own: the
+        in-process informers then relist and follow the cache again."""
         labels = label_selector_of(label_selector)
         fields = field_selector_of(rt, field_selector)
         filtered = not (labels.empty and fields.empty)
@@ -263,6 +272,8 @@ class WatchCache:
         events: AsyncGenerator[ObjectEvent]
         if cacher is not None and cacher.attach(watcher, start):
             events = watcher.events(bookmark_interval=bookmark_interval, on_close=cacher.detach)
+        elif cacher is not None and window_only:
+            raise errors.expired_resource_version(start, cacher.window.floor)
         else:
             # Older than the cache's window: the store's history serves it, as without a cache.
             events = self._store_events(rt, namespace, WatchOptions(labels, fields, str(start), bookmark_interval))

@@ -25,9 +25,12 @@ from controlplane.apiserver.resources import ResourceType
 from controlplane.apiserver.watchcache.watcher import CacheWatcher
 from controlplane.apiserver.watchcache.window import CacheCounters, CachedEvent, EventWindow
 from controlplane.storage import interface as storage
+from controlplane.storage.ledger import acting_as
 
 logger = logging.getLogger(__name__)
 
+#: Who decodes the cache's store events, in the write ledger.
+CACHE_WATCHER = "watch-cache"
 #: Seconds between a failed list or watch of the store and the next try (jittered, doubling).
 _RETRY_SECONDS = (0.1, 5.0)
 
@@ -58,7 +61,9 @@ class Cacher:
 
     def start(self) -> None:
         if self._task is None:
-            self._task = asyncio.create_task(self._run(), name=f"watch-cache-{self.rt.plural}")
+            # The write ledger counts its store watch's events as the cache's, whoever asked first.
+            with acting_as(CACHE_WATCHER):
+                self._task = asyncio.create_task(self._run(), name=f"watch-cache-{self.rt.plural}")
 
     async def wait_ready(self) -> None:
         """Return once the state is listed (the first time, or again after a failed watch)."""
