@@ -9,16 +9,18 @@ them ready, then removes as many from the expensive one.
 In: where the binding runs now (``previous``), what a scale-up by the surge budget would add
 where (``gains``: the scheduler's own tiered overflow answers that, so room, reservations and
 GPU shapes are judged exactly as in a decision), each cluster's rank (tier, price band) and
-price per GPU-hour, the GPUs one replica uses, the policy's :class:`~policies.models.TierRebalance` settings and when
-the binding last moved. Out: a :class:`ReturnPlan`: the :class:`Move`, or why none (and how
-long until the interval since the last move has passed). Clusters rank as tiered overflow
-orders them: by tier, then price, a price counting as its band's start when the placement sets
-``tieredOverflow.priceBandPercent`` (:mod:`~controlplane.scheduler.core.pricebands`). A move
-needs a strictly better rank, so a replica never moves between clusters the division takes as
-equal (it would fight the division's own tie-break); the saving is still the real price
-difference. :func:`propose_return` puts it all
-together for one binding over the clusters' snapshots; the hub's controller and the what-if
-replay (``simulator/whatif/returns.py``) both ask it. No I/O.
+price per GPU-hour, the GPUs one replica uses, the policy's
+:class:`~policies.models.TierRebalance` settings and when the binding last moved. Out: a
+:class:`ReturnPlan`: the :class:`Move`, or why none (and how long until the interval since the
+last move has passed).
+
+Clusters rank as tiered overflow orders them: by tier, then price, a price counting as its
+band's start when the placement sets ``tieredOverflow.priceBandPercent``
+(:mod:`~controlplane.scheduler.core.pricebands`). A move needs a strictly better rank, so a
+replica never moves between clusters the division takes as equal (it would fight the
+division's own tie-break); the saving is still the real price difference.
+:func:`propose_return` puts it all together for one binding over the clusters' snapshots; the
+hub's controller and the what-if replay (``simulator/whatif/returns.py``) both ask it. No I/O.
 """
 
 from __future__ import annotations
