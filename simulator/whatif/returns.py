@@ -68,8 +68,10 @@ class ReturnTally:
 def return_candidates(
     running: Mapping[str, str], order: Mapping[str, tuple[int, float]], freed: Iterable[str]
 ) -> list[str]:
-    """Jobs (name -> cluster) running in a cluster ranked above some freed cluster, most
-    expensive cluster first, then by name: the ones a return into the freed room could save on."""
+    """Jobs (name -> cluster) running in a cluster ranked above some freed cluster (``order``:
+    the rank returns use, tier then price band, from
+    :func:`~controlplane.scheduler.core.returning.return_order`), worst-ranked cluster first,
+    then by name: the ones a return into the freed room could save on."""
     ranks = [order[name] for name in freed if name in order]
     if not ranks:
         return []

@@ -14,11 +14,12 @@ from controlplane.scheduler.core.returning import (
     free_gpu_units,
     plan_return,
     propose_return,
+    return_order,
     returnable,
     room_grew,
     surge_time_left,
 )
-from policies.models import TierRebalance
+from policies.models import Placement, TierRebalance
 
 from .builders import A100, cluster, shape, tiered_placement
 
@@ -159,6 +160,84 @@ def test_propose_return_asks_the_scheduler_where_a_surge_would_go(
     assert plan.move == move
     if reason is not None:
         assert plan.reason == reason
+
+
+def banded_placement(band: float | None, **rebalance: object) -> Placement:
+    """``tiered_placement`` with ``tieredOverflow.priceBandPercent`` set to ``band`` (unset when None)."""
+    tiered: dict[str, object] = {"rebalance": rebalance}
+    if band is not None:
+        tiered["priceBandPercent"] = band
+    return Placement.model_validate(
+        {"replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "TieredOverflow", "tieredOverflow": tiered}}
+    )
+
+
+EASY = {"minSavingPerHour": 0.1, "maxSurge": "100%"}
+
+
+@pytest.mark.parametrize(
+    ("band", "cloud_running", "cheap_gpus", "returnable_replicas", "move", "reason"),
+    [
+        # on-prem "dear" ($1.50) runs the 4 replicas, on-prem "cheap" ($1.20) has room:
+        # without a band, or with one too narrow to join them, they move: 4 x $0.30
+        (None, False, 8, 4, Move("dear", "cheap", 4, 1.20), None),
+        (0, False, 8, 4, Move("dear", "cheap", 4, 1.20), None),
+        (10, False, 8, 4, Move("dear", "cheap", 4, 1.20), None),  # $1.20 + 10% = $1.32 < $1.50
+        # a band holding both prices ties the two clusters, as the division does: nothing moves
+        (50, False, 8, 0, None, "no replica runs outside the cheapest cluster"),
+        (25, False, 8, 0, None, "no replica runs outside the cheapest cluster"),  # $1.20 + 25% = $1.50
+        # from the cloud, the band's dearer cluster is a strictly better rank; the saving is the
+        # real price difference, 4 x ($4.10 - $1.50), not the band start's
+        (50, True, 0, 4, Move("cloud", "dear", 4, 10.40), None),
+    ],
+)
+def test_returns_rank_clusters_by_tier_and_price_band(
+    band: float | None, cloud_running: bool, cheap_gpus: int, returnable_replicas: int, move: Move | None, reason: str | None
+) -> None:
+    snapshots = [
+        cluster("cheap", shape(1, gpus=cheap_gpus), pricing={A100: 1.20}),
+        cluster("cloud", shape(1, gpus=0), provider="aws", pricing={A100: 4.10}),
+        cluster("dear", shape(1, gpus=8 if cloud_running else 0), pricing={A100: 1.50}),
+    ]
+    request = BindingRequest(
+        key="default/web",
+        replicas=4,
+        requirements=ReplicaRequirements.build({"nvidia.com/gpu": 1}),
+        placement=banded_placement(band, **EASY),
+        previous={"cloud" if cloud_running else "dear": 4},
+    )
+    assert returnable(request.previous, return_order(request, snapshots)) == returnable_replicas
+    plan = propose_return(request, snapshots, last_move=None, now=NOW)
+    assert plan.move == move
+    if reason is not None:
+        assert plan.reason == reason
+
+
+# "dear" ($1.50) and "cheap" ($1.20) share a band starting at $1.20; "cloud" is a tier above.
+BANDED = {"cheap": (0, 1.20), "dear": (0, 1.20), "cloud": (1, 4.10)}
+PRICES = {"cheap": 1.20, "dear": 1.50, "cloud": 4.10}
+
+
+@pytest.mark.parametrize(
+    ("previous", "gains", "move", "reason"),
+    [
+        ({"dear": 4}, {"cheap": 4}, None, "cheap has room but ties with dear on tier and price band"),
+        # the worst-ranked cluster the binding runs in goes first; the target is the best-ranked with room
+        ({"dear": 2, "cloud": 2}, {"cheap": 4}, Move("cloud", "cheap", 2, 5.80), None),
+        ({"cloud": 2}, {"dear": 1, "cheap": 1}, Move("cloud", "cheap", 1, 2.90), None),
+        ({"cloud": 2}, {"dear": 2}, Move("cloud", "dear", 2, 5.20), None),
+    ],
+)
+def test_plan_return_needs_a_better_band_and_saves_the_real_difference(
+    previous: dict[str, int], gains: dict[str, int], move: Move | None, reason: str | None
+) -> None:
+    plan = plan_return(
+        previous, gains, BANDED, gpus_per_replica=1, settings=OPEN, last_move=None, now=NOW, prices=PRICES
+    )
+    assert plan.move == move
+    if reason is not None:
+        assert plan.reason == reason
+    assert returnable({"dear": 4}, BANDED) == 0 and returnable({"dear": 1, "cloud": 3}, BANDED) == 3
 
 
 @pytest.mark.parametrize("bad", [{"maxSurge": 0}, {"maxSurge": "0%"}, {"maxSurge": "120%"}, {"maxSurge": "x"}, {"minSavingPerHour": -1}])

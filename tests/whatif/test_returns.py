@@ -116,3 +116,37 @@ def test_cli_rebalance_adds_both_replays(tmp_path: Path, capsys: pytest.CaptureF
     assert out["rebalance"]["saved_usd"] == pytest.approx(4.0)
     assert main(args) == 0
     assert "returns to a cheaper tier (gpufed-rebalance against gpufed): saved $4.00" in capsys.readouterr().out
+
+
+def _banded(band: float | None) -> Placement:
+    tiered: dict[str, Any] = {"rebalance": {"minSavingPerHour": 0.1}}
+    if band is not None:
+        tiered["priceBandPercent"] = band
+    return Placement.model_validate(
+        {"replicaScheduling": {"replicaDivisionPreference": "TieredOverflow", "tieredOverflow": tiered}}
+    )
+
+
+@pytest.mark.parametrize(
+    ("band", "cost", "moves"),
+    [
+        # "b" runs in "dear" ($1.30) while "a" holds "cheap" ($1.00); at 1 h it moves to "cheap":
+        # a 1 h x $1 + b 1 h x $1.30 + 2 h x $1
+        (None, 4.30, 1),
+        (20, 4.30, 1),  # $1.00 + 20% = $1.20: separate bands
+        # one band: the division takes the two as equal, so the replay does not move "b" either
+        (50, 4.90, 0),
+    ],
+)
+def test_returns_in_the_replay_respect_price_bands(band: float | None, cost: float, moves: int) -> None:
+    # two on-prem clusters of one tier; "dear" has 2 GPUs, so a tie of the band sends "a" to "cheap" (fewest free GPUs)
+    fleet = make_fleet(
+        t4_cluster("cheap", nodes=1, gpus=1, pricing={"Tesla-T4": 1.0}),
+        t4_cluster("dear", nodes=1, gpus=2, pricing={"Tesla-T4": 1.3}),
+    )
+    nodes = fleet_nodes(fleet)
+    placement = _banded(band)
+    strategy = build_strategy(StrategyName.GPUFED_REBALANCE, nodes, placement=placement)
+    result = run_replay(strategy, JOBS, nodes, settings=Settings(placement=placement))
+    assert result.returns is not None and result.returns.moves == moves
+    assert result.allocated_cost_usd == pytest.approx(cost)

@@ -10,8 +10,9 @@ scarcity, then the fewest free GPUs). A price below the lowest listed one (a clu
 pricing pays 0) keeps its own value.
 
 The map from a price to its band's start never decreases, so a cluster's cheapest listed price
-still bounds its place from below (``verdict_walk``). In: the policy's percentage and the
-fleet's snapshots; out: band starts and banded prices. No I/O.
+still bounds its place from below (``verdict_walk``). Returns to a cheaper tier
+(``returning``) rank clusters with the same bands, so they never move a replica within one.
+In: the policy's percentage and the fleet's snapshots; out: band starts and banded prices. No I/O.
 """
 
 from __future__ import annotations
@@ -22,14 +23,20 @@ from typing import Final
 
 from controlplane.scheduler.core.framework import CycleState
 from controlplane.scheduler.core.snapshot import ClusterSnapshot, fleet_key
+from policies.models import Placement
 
 #: Relative slack when comparing a price with a band's upper end (float sums of list prices).
 _SLACK: Final = 1e-9
 
 
 def band_percent(state: CycleState) -> float:
-    """The placement's ``tieredOverflow.priceBandPercent`` (0 when unset)."""
-    replica_scheduling = state.request.placement.replica_scheduling
+    """The cycle's placement's ``tieredOverflow.priceBandPercent`` (0 when unset)."""
+    return placement_band_percent(state.request.placement)
+
+
+def placement_band_percent(placement: Placement) -> float:
+    """``placement``'s ``tieredOverflow.priceBandPercent`` (0 when unset)."""
+    replica_scheduling = placement.replica_scheduling
     tiered = replica_scheduling.tiered_overflow if replica_scheduling else None
     if tiered is None or not tiered.price_band_percent:
         return 0.0
@@ -44,6 +51,11 @@ def band_starts(prices: Iterable[float], percent: float) -> tuple[float, ...]:
         if not starts or price > starts[-1] * factor * (1.0 + _SLACK):
             starts.append(price)
     return tuple(starts)
+
+
+def listed_band_starts(clusters: Iterable[ClusterSnapshot], percent: float) -> tuple[float, ...]:
+    """:func:`band_starts` of every price ``clusters`` list (their ``spec.pricing``)."""
+    return band_starts((p for c in clusters for p in c.pricing.values()), percent)
 
 
 def banded(price: float, starts: Sequence[float]) -> float:
@@ -61,7 +73,7 @@ def fleet_band_starts(state: CycleState, clusters: Sequence[ClusterSnapshot], pe
     memo = state.cache.price_bands
     found = memo.get(key)
     if found is None:
-        found = memo.remember(key, band_starts((p for c in fleet for p in c.pricing.values()), percent))
+        found = memo.remember(key, listed_band_starts(fleet, percent))
     return found
 
 

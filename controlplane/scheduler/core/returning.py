@@ -8,18 +8,25 @@ them ready, then removes as many from the expensive one.
 
 In: where the binding runs now (``previous``), what a scale-up by the surge budget would add
 where (``gains``: the scheduler's own tiered overflow answers that, so room, reservations and
-GPU shapes are judged exactly as in a decision), each cluster's (tier, price per GPU-hour), the
-GPUs one replica uses, the policy's :class:`~policies.models.TierRebalance` settings and when
-the binding last moved. Out: a :class:`ReturnPlan`: the :class:`Move`, or why none (and how
-long until the interval since the last move has passed). :func:`propose_return` puts it all
-together for one binding over the clusters' snapshots; the hub's controller and the what-if
-replay (``simulator/whatif/returns.py``) both ask it. No I/O.
+GPU shapes are judged exactly as in a decision), each cluster's rank (tier, price band) and
+price per GPU-hour, the GPUs one replica uses, the policy's
+:class:`~policies.models.TierRebalance` settings and when the binding last moved. Out: a
+:class:`ReturnPlan`: the :class:`Move`, or why none (and how long until the interval since the
+last move has passed).
+
+Clusters rank as tiered overflow orders them: by tier, then price, a price counting as its
+band's start when the placement sets ``tieredOverflow.priceBandPercent``
+(:mod:`~controlplane.scheduler.core.pricebands`). A move needs a strictly better rank, so a
+replica never moves between clusters the division takes as equal (it would fight the
+division's own tie-break); the saving is still the real price difference.
+:func:`propose_return` puts it all together for one binding over the clusters' snapshots; the
+hub's controller and the what-if replay (``simulator/whatif/returns.py``) both ask it. No I/O.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Final
@@ -29,6 +36,7 @@ from controlplane.scheduler.core.cache import SchedulerCache
 from controlplane.scheduler.core.deciding import schedule
 from controlplane.scheduler.core.framework import BindingRequest
 from controlplane.scheduler.core.plugins.scores import price_for
+from controlplane.scheduler.core.pricebands import banded, listed_band_starts, placement_band_percent
 from controlplane.scheduler.core.reservations import Reservations
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 from policies.division import tier_of
@@ -138,11 +146,12 @@ def room_grew(before: ClusterSnapshot | None, after: ClusterSnapshot) -> bool:
 
 
 def returnable(previous: Mapping[str, int], order: Mapping[str, tuple[int, float]]) -> int:
-    """Replicas running outside the cheapest cluster the placement ranks: the most a move could bring back."""
+    """Replicas running in clusters ranked below the best rank the placement gives: the most a
+    move could bring back (a cluster tied with the best never loses replicas to it)."""
     if not order:
         return 0
-    cheapest = min((rank, name) for name, rank in order.items())
-    return sum(n for name, n in previous.items() if n > 0 and name in order and (order[name], name) > cheapest)
+    best = min(order.values())
+    return sum(n for name, n in previous.items() if n > 0 and name in order and order[name] > best)
 
 
 def plan_return(
@@ -154,11 +163,14 @@ def plan_return(
     settings: ReturnSettings,
     last_move: datetime | None,
     now: datetime,
+    prices: Mapping[str, float] | None = None,
 ) -> ReturnPlan:
-    """The move from the most expensive cluster the binding runs in to the cheapest cluster that
-    would gain replicas, when that saves at least the minimum per hour and the interval since the
-    last move has passed. ``order`` maps a cluster to (tier, price per GPU-hour); a cluster
-    missing from it is not considered."""
+    """The move from the worst-ranked cluster the binding runs in (the one tiered overflow
+    shrinks first) to the best-ranked cluster that would gain replicas, when that rank is
+    strictly better, the move saves at least the minimum per hour and the interval since the
+    last move has passed. ``order`` maps a cluster to its rank (tier, price band: see
+    :func:`return_order`); a cluster missing from it is not considered. ``prices``: each
+    cluster's own price per GPU-hour, which the saving counts (the rank's price when not given)."""
     if not settings.enabled:
         return ReturnPlan(None, "rebalancing is disabled by the policy")
     running = sorted(
@@ -166,17 +178,21 @@ def plan_return(
     )
     if not running:
         return ReturnPlan(None, "runs in no cluster the placement ranks")
-    (source_tier, source_price), source = running[0]
-    cheaper = sorted(
-        (order[name], name)
-        for name, n in gains.items()
-        if n > 0 and name in order and (order[name], name) < ((source_tier, source_price), source)
-    )
+    source_rank, source = running[0]
+    offered = [name for name, n in gains.items() if n > 0 and name in order]
+    cheaper = sorted((order[name], name) for name in offered if order[name] < source_rank)
     if not cheaper:
+        tied = sorted(name for name in offered if order[name] == source_rank and name != source)
+        if tied:
+            return ReturnPlan(None, f"{tied[0]} has room but ties with {source} on tier and price band")
         return ReturnPlan(None, "no cheaper cluster has room")
-    (_, target_price), target = cheaper[0]
+    target = cheaper[0][1]
     count = min(previous[source], gains[target], settings.surge(sum(previous.values())))
-    saving = round(count * gpus_per_replica * (source_price - target_price), 2)
+
+    def price(name: str) -> float:
+        return prices[name] if prices is not None and name in prices else order[name][1]
+
+    saving = round(count * gpus_per_replica * (price(source) - price(target)), 2)
     move = Move(source=source, target=target, replicas=count, saving_per_hour=saving)
     if saving < settings.min_saving_per_hour or saving <= 0:
         return ReturnPlan(
@@ -198,16 +214,35 @@ def return_settings(placement: Placement) -> ReturnSettings:
     return ReturnSettings.from_policy(tiered.rebalance if tiered else None)
 
 
-def return_order(request: BindingRequest, snapshots: Iterable[ClusterSnapshot]) -> dict[str, tuple[int, float]]:
+def return_prices(request: BindingRequest, snapshots: Iterable[ClusterSnapshot]) -> dict[str, tuple[int, float]]:
     """Per cluster the placement ranks, (tier, price per GPU-hour a replica of the request pays there)."""
     scheduling = request.placement.replica_scheduling
     tiered = scheduling.tiered_overflow if scheduling else None
-    order: dict[str, tuple[int, float]] = {}
+    priced: dict[str, tuple[int, float]] = {}
     for snapshot in snapshots:
         tier = tier_of(snapshot.view, tiered)
         if tier is not None:
-            order[snapshot.name] = (tier, price_for(snapshot, request.requirements, ()))
-    return order
+            priced[snapshot.name] = (tier, price_for(snapshot, request.requirements, ()))
+    return priced
+
+
+def _ranks(
+    priced: Mapping[str, tuple[int, float]], placement: Placement, snapshots: Iterable[ClusterSnapshot]
+) -> dict[str, tuple[int, float]]:
+    """``priced`` with each price as its band's start over ``snapshots``' listed prices, as
+    tiered overflow orders them (unchanged without ``priceBandPercent``)."""
+    percent = placement_band_percent(placement)
+    if not percent:
+        return dict(priced)
+    starts = listed_band_starts(snapshots, percent)
+    return {name: (tier, banded(price, starts)) for name, (tier, price) in priced.items()}
+
+
+def return_order(request: BindingRequest, snapshots: Collection[ClusterSnapshot]) -> dict[str, tuple[int, float]]:
+    """Per cluster the placement ranks, its rank (tier, price band) for returns: the price per
+    GPU-hour a replica of the request pays there, as its band's start over the prices
+    ``snapshots`` (the fleet) list when the placement sets ``priceBandPercent``."""
+    return _ranks(return_prices(request, snapshots), request.placement, snapshots)
 
 
 def propose_return(
@@ -225,7 +260,8 @@ def propose_return(
     settings = return_settings(request.placement)
     if not settings.enabled:
         return ReturnPlan(None, "rebalancing is disabled by the policy")
-    order = return_order(request, snapshots)
+    priced = return_prices(request, snapshots)
+    order = _ranks(priced, request.placement, snapshots)
     previous = dict(request.previous)
     if not returnable(previous, order):
         return ReturnPlan(None, "no replica runs outside the cheapest cluster")
@@ -235,4 +271,7 @@ def propose_return(
     )
     gains = {name: n - previous.get(name, 0) for name, n in probe.clusters.items() if n > previous.get(name, 0)}
     gpus = float(sum(request.requirements.gpu_resources.values()))
-    return plan_return(previous, gains, order, gpus_per_replica=gpus, settings=settings, last_move=last_move, now=now)
+    prices = {name: price for name, (_, price) in priced.items()}
+    return plan_return(
+        previous, gains, order, gpus_per_replica=gpus, settings=settings, last_move=last_move, now=now, prices=prices
+    )
