@@ -100,9 +100,9 @@ def candidates(preemptor: Preemptor, usage: Usage, holders: Iterable[Holder]) ->
             if reclaim is PreemptionPolicy.NEVER or (reclaim is not PreemptionPolicy.ANY and h.priority >= preemptor.priority):
                 continue
             out.append(h)
-    # Other queues' first, lower priority first, most recently admitted first.
-    out.sort(key=lambda h: (h.key, h.queue))
-    out.sort(key=lambda h: h.reserved_at, reverse=True)
+    # Other queues' first, lower priority first, most recently admitted first (then the newest:
+    # times have a resolution of a second).
+    out.sort(key=lambda h: (h.reserved_at, h.created, h.key), reverse=True)
     out.sort(key=lambda h: (h.queue == queue.name, h.priority))
     return out
 
