@@ -32,6 +32,7 @@ from typing import Any, Final
 
 from controlplane.admission import objects as adm
 from controlplane.admission.core import ClusterQueue, Pending, Target, Usage, Waiting, decide
+from controlplane.admission.core.preemption import HUMAN_REASONS
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.events import EventType
 from controlplane.controllers.context import ControllerContext
@@ -371,7 +372,7 @@ class AdmissionController:
         uid = (preemptor.get("metadata") or {}).get("uid")
         message = (
             f"Preempted to accommodate a workload (UID: {uid}, Workload: {adm.key_of(preemptor)}) "
-            f"due to {target.reason.human}"
+            f"due to {HUMAN_REASONS[target.reason]}"
         )
         updated = copy.deepcopy(wl)
         status = updated.setdefault("status", {})

@@ -8,20 +8,9 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from controlplane.admission.core import (
-    Admitted,
-    ClusterQueue,
-    FlavorQuotas,
-    Pending,
-    PodSetRequest,
-    Preemption,
-    PreemptionPolicy,
-    Quota,
-    ResourceGroup,
-    Usage,
-    decide,
-)
+from controlplane.admission.core import Admitted, Pending, PodSetRequest, Preemption, PreemptionPolicy, decide
 from controlplane.admission.core.preemption import Preemptor, targets
+from controlplane.admission.core.quota import ClusterQueue, FlavorQuotas, Quota, ResourceGroup, Usage
 
 GPU = "nvidia.com/gpu"
 FR = ("default", GPU)
@@ -131,7 +120,7 @@ def test_targets(case: Case) -> None:
     before = {q: dict(u) for q, u in usage.used.items()}
     cq = case.queues[case.cq]
     lacking = case.gpus > usage.available(cq, FR)
-    preemptor = Preemptor(cq, case.prio, case.created, {FR: case.gpus}, frozenset({FR}) if lacking else frozenset())
+    preemptor = Preemptor(cq, {FR: case.gpus}, frozenset({FR}) if lacking else frozenset(), case.prio, case.created)
     got = targets(preemptor, usage, case.admitted)
     assert {t.key: str(t.reason) for t in got} == case.want
     assert {q: dict(u) for q, u in usage.used.items()} == before, "the simulation leaves usage as it was"

@@ -255,7 +255,7 @@ def _preemptor(
             for r, amount in wanted.items():
                 taken[(best[0], r)] = taken.get((best[0], r), 0) + amount
             needs |= best[1]
-    return Preemptor(queue, workload.priority, workload.created, taken, frozenset(needs)) if needs else None
+    return Preemptor(queue, taken, frozenset(needs), workload.priority, workload.created) if needs else None
 
 
 def _try_preempting(

@@ -29,12 +29,9 @@ class Reason(StrEnum):
     IN_COHORT_RECLAMATION = "InCohortReclamation"
     IN_COHORT_RECLAIM_WHILE_BORROWING = "InCohortReclaimWhileBorrowing"
 
-    @property
-    def human(self) -> str:
-        return _HUMAN[self]
 
-
-_HUMAN = {
+#: Kueue's words for each reason, in the eviction message ("... due to <words>").
+HUMAN_REASONS = {
     Reason.IN_CLUSTER_QUEUE: "prioritization in the ClusterQueue",
     Reason.IN_COHORT_RECLAMATION: "reclamation within the cohort",
     Reason.IN_COHORT_RECLAIM_WHILE_BORROWING: "reclamation within the cohort while borrowing",
@@ -70,12 +67,12 @@ class Target:
 @dataclass(frozen=True)
 class Preemptor:
     queue: ClusterQueue
-    priority: int
-    created: str
     request: Mapping[FlavorResource, int]
     """Its whole usage in the flavors it would get."""
     needs: frozenset[FlavorResource]
     """The flavors and resources where it does not fit now."""
+    priority: int = 0
+    created: str = ""
 
 
 def candidates(preemptor: Preemptor, usage: Usage, holders: Iterable[Holder]) -> list[Holder]:
