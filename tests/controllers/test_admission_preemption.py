@@ -92,3 +92,13 @@ async def test_an_in_quota_job_preempts_a_borrowing_one(objects: ObjectStore, ma
     assert await works_of(objects, "b2")
     cq_a = await get(objects, KUEUE, "ClusterQueue", "team-a", None)
     assert cq_a is not None and (cq_a["status"]["pendingWorkloads"], cq_a["status"]["admittedWorkloads"]) == (1, 2)
+
+    # Once team B's Job goes, a3 is admitted again: the eviction is history, and it propagates anew.
+    await objects.delete(objects.registry.require("batch/v1", "Job"), namespace="default", name="b2")
+    assert await eventually(lambda: admitted(objects, "a3"), what="a3 admitted again") == "team-a"
+    wl = await get(objects, KUEUE, "Workload", "job-a3")
+    evicted = condition(wl, "Evicted")
+    assert (evicted["status"], evicted["reason"]) == ("False", "QuotaReserved")
+    assert evicted["message"].startswith("Previously: Preempted to accommodate")
+    assert condition(wl, "Preempted")["status"] == "False"
+    await eventually(a3_bound, what="a3's Work again")
