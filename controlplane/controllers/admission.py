@@ -13,6 +13,10 @@ ClusterQueues, LocalQueues, WorkloadPriorityClasses and Workloads (informers). O
   admitted Workload gets ``status.admission`` (ClusterQueue and flavor per resource) and the
   conditions QuotaReserved and Admitted; a waiting one QuotaReserved=False with Kueue's reason
   (Pending, Inadmissible) and message;
+* preemption (the ClusterQueues' ``preemption`` policies): a target Workload is evicted — Evicted
+  and Preempted, its admission removed, back in the queue, an Event naming the preemptor — so its
+  Job is suspended again and the detector deletes its binding (its pods stop in every member);
+  the preemptor is admitted by a later cycle, once the quota is released;
 * ClusterQueue and LocalQueue status: pending/reserving/admitted counts, usage per flavor;
 * a finished workload's Workload gets Finished=True, and its quota is free again; a deleted
   workload's Workload is deleted.
