@@ -2,8 +2,10 @@
 cloud member with their agents, kubectl): Kueue's ClusterQueue/LocalQueue YAML applies
 unchanged; team A's Jobs take its 2 on-prem GPUs and borrow team B's idle one; team B's first
 Job gets the last free GPU of the cohort, its second waits (Pending Workload with Kueue's reason
-in ``kubectl get workloads`` and ``kubectl describe``, no pod anywhere); when team A's borrowing
-Job is deleted, team B's waiting Job is admitted and Running on-prem, where its flavor says.
+in ``kubectl get workloads`` and ``kubectl describe``, no pod anywhere); once team B's ClusterQueue
+may reclaim (``reclaimWithinCohort: Any``), team A's borrowing Job is preempted — its pods leave
+the member, its Workload is Evicted and Pending — and team B's Job is admitted and Running
+on-prem, where its flavor says.
 """
 
 from __future__ import annotations
@@ -60,6 +62,11 @@ def _admitted_by(hub: Kubectl, job: str, queue: str) -> Callable[[], bool]:
     return lambda: _admitted_in(hub, job) == queue
 
 
+def _pods(member: Kubectl, job: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = member.json("get", "pods", "-n", "ml", "-l", f"job-name={job}")["items"]
+    return items
+
+
 def _running_pods(member: Kubectl, job: str) -> int:
     items = member.json("get", "pods", "-n", "ml", "-l", f"job-name={job}")["items"]
     return sum(1 for p in items if (p.get("status") or {}).get("phase") == "Running")
@@ -110,9 +117,22 @@ def test_two_teams_share_a_cohort(processes: ProcessGroup) -> None:
     assert hub.json_or_none("get", "resourcebinding", "b2-job", "-n", "ml") is None
     assert _running_pods(onprem, "b2") == 0 and _running_pods(cloud, "b2") == 0
 
-    # Team A's borrowing Job goes: team B's waiting one is admitted and runs where its flavor says.
-    hub.run("delete", "job", "a3", "-n", "ml", "--wait=false")
-    wait_for(lambda: _admitted_in(hub, "b2") == "team-b", timeout=90, what="b2 admitted once a3 is gone")
+    # Team B may now reclaim its lent quota: team A's borrowing Job (the most recently admitted)
+    # is preempted in the member it runs in, and goes back to the queue; b2 is admitted and runs
+    # where its flavor says.
+    hub.run("patch", "clusterqueue", "team-b", "--type", "merge", "-p", '{"spec":{"preemption":{"reclaimWithinCohort":"Any"}}}')
+    wait_for(lambda: _admitted_in(hub, "b2") == "team-b", timeout=90, what="b2 admitted once a3 is preempted")
+    wait_for(lambda: not _pods(onprem, "a3") and not _pods(cloud, "a3"), timeout=120, what="a3's pods gone from the members")
     wait_for(lambda: _running_pods(onprem, "b2") == 1, timeout=120, what="b2 Running on-prem")
     assert hub.json("get", "job", "b2", "-n", "ml")["spec"]["suspend"] is False
     assert _running_pods(cloud, "b2") == 0
+    wl = hub.json("get", "workload", "job-a3", "-n", "ml")
+    conds = {c["type"]: c for c in wl["status"]["conditions"]}
+    assert (conds["Evicted"]["status"], conds["Evicted"]["reason"]) == ("True", "Preempted")
+    assert "Workload: ml/job-b2" in conds["Evicted"]["message"]
+    assert (conds["QuotaReserved"]["status"], conds["QuotaReserved"]["reason"]) == ("False", "Pending")
+    assert "admission" not in wl["status"]
+    assert hub.json("get", "job", "a3", "-n", "ml")["spec"]["suspend"] is True
+    assert all(_running_pods(onprem, n) == 1 for n in ("a1", "a2"))
+    described = hub.run("describe", "workload", "job-a3", "-n", "ml").stdout
+    assert "Preempted to accommodate a workload" in described

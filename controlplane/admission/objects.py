@@ -20,6 +20,8 @@ from controlplane.admission.core import (
     FlavorQuotas,
     Pending,
     PodSetRequest,
+    Preemption,
+    PreemptionPolicy,
     QueueingStrategy,
     Quota,
     ResourceGroup,
@@ -153,6 +155,15 @@ def cluster_queue(obj: Mapping[str, Any], flavors: Mapping[str, Mapping[str, str
     elif missing:
         inactive = f"ResourceFlavor {', '.join(missing)} not found"
     fungibility = spec.get("flavorFungibility") or {}
+    policies = spec.get("preemption") or {}
+    borrow_within = policies.get("borrowWithinCohort") or {}
+    threshold = borrow_within.get("maxPriorityThreshold")
+    preemption = Preemption(
+        PreemptionPolicy(policies.get("withinClusterQueue") or "Never"),
+        PreemptionPolicy(policies.get("reclaimWithinCohort") or "Never"),
+        PreemptionPolicy(borrow_within.get("policy") or "Never"),
+        threshold if isinstance(threshold, int) else None,
+    )
     return ClusterQueue(
         name=str((obj.get("metadata") or {}).get("name")),
         groups=groups,
@@ -160,6 +171,7 @@ def cluster_queue(obj: Mapping[str, Any], flavors: Mapping[str, Mapping[str, str
         strategy=QueueingStrategy(spec.get("queueingStrategy") or QueueingStrategy.BEST_EFFORT_FIFO),
         try_next_flavor_before_borrowing=fungibility.get("whenCanBorrow") == "TryNextFlavor",
         inactive_reason=inactive,
+        preemption=preemption,
     )
 
 
@@ -199,7 +211,13 @@ def admitted_of(workload: Mapping[str, Any]) -> Admitted | None:
             if resource in flavors:
                 fr = (str(flavors[resource]), str(resource))
                 usage[fr] = usage.get(fr, 0) + _int(resource, amount)
-    return Admitted(key_of(workload), str(admission["clusterQueue"]), usage)
+    spec, meta = workload.get("spec") or {}, workload.get("metadata") or {}
+    priority = spec.get("priority")
+    reserved = condition(workload, kueue.COND_QUOTA_RESERVED) or {}
+    return Admitted(
+        key_of(workload), str(admission["clusterQueue"]), usage, priority if isinstance(priority, int) else 0,
+        str(meta.get("creationTimestamp") or ""), str(reserved.get("lastTransitionTime") or ""),
+    )
 
 
 def admission_status(decision: Admission) -> Obj:

@@ -38,10 +38,13 @@ COND_QUOTA_RESERVED: Final = "QuotaReserved"
 COND_ADMITTED: Final = "Admitted"
 COND_FINISHED: Final = "Finished"
 COND_EVICTED: Final = "Evicted"
+COND_PREEMPTED: Final = "Preempted"
 REASON_PENDING: Final = "Pending"
 REASON_QUOTA_RESERVED: Final = "QuotaReserved"
 REASON_ADMITTED: Final = "Admitted"
 REASON_INADMISSIBLE: Final = "Inadmissible"
+REASON_PREEMPTED: Final = "Preempted"
+REASON_NO_RESERVATION: Final = "NoReservation"
 
 _MAX_ITEMS: Final = 16
 
@@ -195,7 +198,7 @@ class ClusterQueueSpec(SpecModel):
     flavor_fungibility: FlavorFungibility | None = None
     """When admission tries the next flavor instead of borrowing or preempting."""
     preemption: ClusterQueuePreemption | None = None
-    """Preemption policies (served; not enforced by the hub yet)."""
+    """Preemption policies (withinClusterQueue, reclaimWithinCohort, borrowWithinCohort)."""
     admission_checks: list[str] | None = None
     """Admission checks (served; not enforced by the hub)."""
     admission_checks_strategy: AdmissionChecksStrategy | None = None

@@ -13,6 +13,10 @@ ClusterQueues, LocalQueues, WorkloadPriorityClasses and Workloads (informers). O
   admitted Workload gets ``status.admission`` (ClusterQueue and flavor per resource) and the
   conditions QuotaReserved and Admitted; a waiting one QuotaReserved=False with Kueue's reason
   (Pending, Inadmissible) and message;
+* preemption (the ClusterQueues' ``preemption`` policies): a target Workload is evicted — Evicted
+  and Preempted, its admission removed, back in the queue, an Event naming the preemptor — so its
+  Job is suspended again and the detector deletes its binding (its pods stop in every member);
+  the preemptor is admitted by a later cycle, once the quota is released;
 * ClusterQueue and LocalQueue status: pending/reserving/admitted counts, usage per flavor;
 * a finished workload's Workload gets Finished=True, and its quota is free again; a deleted
   workload's Workload is deleted.
@@ -31,7 +35,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from controlplane.admission import objects as adm
-from controlplane.admission.core import ClusterQueue, Pending, Usage, Waiting, decide
+from controlplane.admission.core import ClusterQueue, Pending, Target, Usage, Waiting, decide
+from controlplane.admission.core.preemption import HUMAN_REASONS
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.events import EventType
 from controlplane.controllers.context import ControllerContext
@@ -94,6 +99,8 @@ class Gate:
 
     held: str | None = None
     cluster_labels: Mapping[str, str] = field(default_factory=dict)
+    evicted: bool = False
+    """Held because its Workload was evicted: what it propagated must be removed."""
 
 
 class AdmissionGate:
@@ -124,7 +131,11 @@ class AdmissionGate:
                 return Gate()
             cond = adm.condition(wl, kueue.COND_QUOTA_RESERVED) or {}
             why = cond.get("message") or "not admitted yet"
-            return Gate(held=f"waiting for quota (Workload {adm.key_of(wl)}): {why}")
+            held = f"waiting for quota (Workload {adm.key_of(wl)}): {why}"
+            evicted = adm.condition(wl, kueue.COND_EVICTED) or {}
+            if evicted.get("status") == "True":
+                return Gate(held=f"evicted: {evicted.get('message', '')}; {held}", evicted=True)
+            return Gate(held=held)
         cluster_keys = {k for c in self.kinds.ctx.clusters.items() for k in ((c.get("metadata") or {}).get("labels") or {})}
         on_clusters, _ = adm.flavor_constraints(admission, self.kinds.flavors(), cluster_keys)
         return Gate(cluster_labels=on_clusters)
@@ -169,7 +180,8 @@ class AdmissionController:
 
     async def _on_queue_object(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         if event is WatchEventType.MODIFIED and old is not None and old.get("spec") == obj.get("spec") and (
-            obj.get("kind") != "Workload" or adm.is_finished(old) == adm.is_finished(obj)
+            obj.get("kind") != "Workload"
+            or (adm.is_finished(old) == adm.is_finished(obj) and adm.admission_of(old) == adm.admission_of(obj))
         ):
             return
         await self.loop.add(CYCLE)
@@ -309,6 +321,9 @@ class AdmissionController:
             else:
                 pending.append(adm.pending_of(wl, cq_name))
         decisions = decide(queues, pending, admitted, flavors)
+        for preempting in decisions.preempting:
+            for target in preempting.targets:
+                await self._evict(workloads[target.key], workloads[preempting.key], target)
         usage = Usage(queues)
         for a in admitted:
             usage.add(a.queue, a.usage)
@@ -328,6 +343,13 @@ class AdmissionController:
         status = updated.setdefault("status", {})
         status["admission"] = admission
         conditions = status.get("conditions") or []
+        for ctype in (kueue.COND_EVICTED, kueue.COND_PREEMPTED):
+            # As Kueue does on readmission: the eviction is history.
+            if (before := adm.condition(wl, ctype)) is not None and before.get("status") == "True":
+                conditions = with_condition(conditions, {
+                    "type": ctype, "status": "False", "reason": kueue.REASON_QUOTA_RESERVED,
+                    "message": f"Previously: {before.get('message', '')}",
+                }, now=now)
         for cond in (
             {"type": kueue.COND_QUOTA_RESERVED, "status": "True", "reason": kueue.REASON_QUOTA_RESERVED,
              "message": f"Quota reserved in ClusterQueue {queue}"},
@@ -342,6 +364,36 @@ class AdmissionController:
                            message=f"Quota reserved in ClusterQueue {queue}")
         await record_event(self.ctx, written, type=EventType.NORMAL, reason=EventReason.ADMITTED,
                            message=f"Admitted by ClusterQueue {queue}")
+
+    async def _evict(self, wl: dict[str, Any], preemptor: Mapping[str, Any], target: Target) -> None:
+        """Kueue's eviction by preemption, in one write: Evicted and Preempted, the quota released
+        (back to the queue), and an Event naming the preemptor. The Job is suspended again and its
+        binding removed (:meth:`sync`, :class:`AdmissionGate`), so its pods stop in every member."""
+        rt = self.kinds.workload
+        assert rt is not None
+        if adm.is_true(wl, kueue.COND_EVICTED):
+            return  # already on its way out
+        uid = (preemptor.get("metadata") or {}).get("uid")
+        message = (
+            f"Preempted to accommodate a workload (UID: {uid}, Workload: {adm.key_of(preemptor)}) "
+            f"due to {HUMAN_REASONS[target.reason]}"
+        )
+        updated = copy.deepcopy(wl)
+        status = updated.setdefault("status", {})
+        status.pop("admission", None)
+        conditions = status.get("conditions") or []
+        for cond in (
+            {"type": kueue.COND_EVICTED, "status": "True", "reason": kueue.REASON_PREEMPTED, "message": message},
+            {"type": kueue.COND_PREEMPTED, "status": "True", "reason": str(target.reason), "message": message},
+            {"type": kueue.COND_QUOTA_RESERVED, "status": "False", "reason": kueue.REASON_PENDING, "message": message},
+            {"type": kueue.COND_ADMITTED, "status": "False", "reason": kueue.REASON_NO_RESERVATION,
+             "message": "The workload has no reservation"},
+        ):
+            conditions = with_condition(conditions, cond, now=self.ctx.now_text())
+        status["conditions"] = conditions
+        written = await self.ctx.objects.update_status(rt, updated)
+        log.info("Workload %s preempted by %s (%s)", adm.key_of(wl), adm.key_of(preemptor), target.reason)
+        await record_event(self.ctx, written, type=EventType.NORMAL, reason=EventReason.PREEMPTED, message=message)
 
     async def _wait(self, wl: dict[str, Any], waiting: Waiting) -> None:
         rt = self.kinds.workload

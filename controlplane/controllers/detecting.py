@@ -370,7 +370,11 @@ class Detector:
             return None
 
         gate = self.admission.gate(workload)
-        if gate.held is not None and binding is None:
+        if gate.held is not None and (binding is None or gate.evicted):
+            if binding is not None:
+                # Preempted: its Works go, and with them its pods in every member.
+                log.info("workload %s evicted by admission; deleting its binding", ref)
+                await ctx.delete(ctx.binding_rt, ref.binding_namespace, ref.binding_name)
             await self._set_propagated(rt, workload, False, PropagatedReason.WAITING_FOR_QUOTA, gate.held)
             return None
         priority = resolve_schedule_priority(

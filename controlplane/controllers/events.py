@@ -46,6 +46,7 @@ class EventReason(StrEnum):
     QUOTA_RESERVED = "QuotaReserved"
     ADMITTED = "Admitted"
     PENDING = "Pending"
+    PREEMPTED = "Preempted"
 
 
 async def record_event(

@@ -171,7 +171,7 @@ def test_decide(case: Case) -> None:
 
 def test_issue_scenario_team_b_gets_its_idle_share_back_as_quota_frees() -> None:
     """Two teams of 8 GPUs in a cohort: A's 12 GPUs admit (4 borrowed); B's 8 then get only the 4
-    nobody borrows until A's borrowed Job finishes (preemption is not done yet)."""
+    nobody borrows until A's borrowed Job finishes (no preemption policy: nothing is evicted)."""
     queues = {q.name: q for q in (team("a", 8), team("b", 8))}
     a_jobs = [job(f"a{i}", "a", 4, at=f"0{i}") for i in range(3)]
     first = decide(queues, a_jobs, [], {})

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from controlplane.admission import objects as adm
+from controlplane.admission.core import Admitted, Preemption, PreemptionPolicy
 from controlplane.controllers.admission import constrain_placement
 
 GPU = "nvidia.com/gpu"
@@ -67,6 +68,27 @@ def test_cluster_queue(spec: dict[str, Any], flavors: dict[str, dict[str, str]],
     assert queue.inactive_reason == inactive
     quota = queue.quota(("a100", GPU))
     assert quota is not None and (quota.nominal, quota.borrowing_limit, quota.lending_limit, quota.guaranteed) == (8, 2, 4, 4)
+
+
+def test_preemption_policies_and_what_preemption_reads_of_an_admitted_workload() -> None:
+    policies = {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any",
+                "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": 100}}
+    assert adm.cluster_queue(cq(preemption=policies), {"a100": {}}).preemption == Preemption(
+        PreemptionPolicy.LOWER_PRIORITY, PreemptionPolicy.ANY, PreemptionPolicy.LOWER_PRIORITY, 100,
+    )
+    assert adm.cluster_queue(cq(), {"a100": {}}).preemption == Preemption()
+    workload = {
+        "metadata": {"name": "job-a", "namespace": "ml", "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {"priority": 7},
+        "status": {
+            "admission": {"clusterQueue": "team-a", "podSetAssignments": [
+                {"name": "main", "flavors": {GPU: "a100"}, "resourceUsage": {GPU: "4"}, "count": 4}]},
+            "conditions": [{"type": "QuotaReserved", "status": "True", "lastTransitionTime": "2026-01-01T00:01:00Z"}],
+        },
+    }
+    assert adm.admitted_of(workload) == Admitted(
+        "ml/job-a", "team-a", {("a100", GPU): 4}, 7, "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z",
+    )
 
 
 def test_namespace_selector_absent_selects_none() -> None:

@@ -7,13 +7,17 @@ from controlplane.admission.core.cycle import (
     Decisions,
     Pending,
     PodSetRequest,
+    Preempting,
     Waiting,
     decide,
 )
+from controlplane.admission.core.preemption import Reason, Target
 from controlplane.admission.core.quota import (
     ClusterQueue,
     FlavorQuotas,
     FlavorResource,
+    Preemption,
+    PreemptionPolicy,
     QueueingStrategy,
     Quota,
     ResourceGroup,
@@ -22,5 +26,6 @@ from controlplane.admission.core.quota import (
 
 __all__ = [
     "Admission", "Admitted", "Assignment", "ClusterQueue", "Decisions", "FlavorQuotas", "FlavorResource",
-    "Pending", "PodSetRequest", "QueueingStrategy", "Quota", "ResourceGroup", "Usage", "Waiting", "decide",
+    "Pending", "PodSetRequest", "Preempting", "Preemption", "PreemptionPolicy", "QueueingStrategy", "Quota", "Reason",
+    "ResourceGroup", "Target", "Usage", "Waiting", "decide",
 ]

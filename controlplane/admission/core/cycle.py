@@ -6,7 +6,9 @@ blocks the queue; BestEffortFIFO offers the next one instead); the offered workl
 in order — those fitting nominal quota before those that must borrow, then priority, then age —
 each against the usage the earlier admissions left. A pod set gets one flavor per resource group:
 the first flavor (in the ClusterQueue's order) whose node labels the pod set does not contradict
-and that has the quota for every resource of the group it requests.
+and that has the quota for every resource of the group it requests. A workload that does not fit
+may preempt (:mod:`controlplane.admission.core.preemption`): it waits until its targets are
+evicted, and is admitted by a later cycle; one preemption per cohort (or lone queue) per cycle.
 """
 
 from __future__ import annotations
@@ -14,10 +16,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from controlplane.admission.core.preemption import Preemptor, Target, targets
 from controlplane.admission.core.quota import (
     ClusterQueue,
     FlavorQuotas,
     FlavorResource,
+    PreemptionPolicy,
     QueueingStrategy,
     Usage,
 )
@@ -53,6 +57,10 @@ class Admitted:
     key: str
     queue: str
     usage: Mapping[FlavorResource, int]
+    priority: int = 0
+    created: str = ""
+    reserved_at: str = ""
+    """When its quota was reserved (RFC 3339): preemption evicts the most recent first."""
 
 
 @dataclass(frozen=True)
@@ -93,9 +101,19 @@ class Waiting:
 
 
 @dataclass(frozen=True)
+class Preempting:
+    """A waiting workload that fits once ``targets`` are evicted."""
+
+    key: str
+    queue: str
+    targets: tuple[Target, ...]
+
+
+@dataclass(frozen=True)
 class Decisions:
     admitted: tuple[Admission, ...]
     waiting: tuple[Waiting, ...]
+    preempting: tuple[Preempting, ...] = ()
 
 
 PODS = "pods"
@@ -187,6 +205,83 @@ def _pick_flavor(
     raise _NoFit(f"couldn't assign flavors to pod set {ps.name}: " + ", ".join(reasons), never=never)
 
 
+def _lacking(
+    queue: ClusterQueue, flavor: str, wanted: Mapping[str, int], taken: Mapping[FlavorResource, int], usage: Usage
+) -> set[FlavorResource] | None:
+    """Where the flavor lacks quota for ``wanted`` now; None: more than preempting could free."""
+    may_borrow = queue.preemption.borrow_within_cohort is not PreemptionPolicy.NEVER
+    lacking: set[FlavorResource] = set()
+    for resource, amount in wanted.items():
+        fr = (flavor, resource)
+        need = amount + taken.get(fr, 0)
+        if need <= usage.available(queue, fr):
+            continue
+        quota = queue.quota(fr)
+        if need > (usage.maximum(queue, fr) if may_borrow else (quota.nominal if quota is not None else 0)):
+            return None
+        lacking.add(fr)
+    return lacking
+
+
+def _preemptor(
+    queue: ClusterQueue, workload: Pending, usage: Usage, flavor_labels: Mapping[str, Mapping[str, str]]
+) -> Preemptor | None:
+    """The flavors the workload would get if preemption freed quota, as Kueue's flavor assigner
+    picks them in Preempt mode: per resource group the first flavor that fits now, else the first
+    whose nominal quota (with ``borrowWithinCohort``: what the queue may ever borrow) holds the
+    request. None: preempting cannot help."""
+    taken: dict[FlavorResource, int] = {}
+    needs: set[FlavorResource] = set()
+    for ps in workload.pod_sets:
+        requested = [r for r, amount in ps.per_pod.items() if amount > 0 and (r != PODS or queue.group_of(r) is not None)]
+        groups = [g for g in queue.groups if any(r in g.covered for r in requested)]
+        if len({r for g in groups for r in g.covered if r in requested}) < len(requested):
+            return None
+        for group in groups:
+            wanted = {r: ps.total(r) for r in requested if r in group.covered}
+            best: tuple[str, set[FlavorResource]] | None = None
+            for fq in group.flavors:
+                if not _compatible(flavor_labels.get(fq.flavor, {}), ps.node_selector):
+                    continue
+                lacking = _lacking(queue, fq.flavor, wanted, taken, usage)
+                if lacking is None:
+                    continue
+                if not lacking:
+                    best = (fq.flavor, lacking)
+                    break
+                best = best or (fq.flavor, lacking)
+            if best is None:
+                return None
+            for r, amount in wanted.items():
+                taken[(best[0], r)] = taken.get((best[0], r), 0) + amount
+            needs |= best[1]
+    return Preemptor(queue, taken, frozenset(needs), workload.priority, workload.created) if needs else None
+
+
+def _try_preempting(
+    queue: ClusterQueue,
+    workload: Pending,
+    usage: Usage,
+    holders: Sequence[Admitted],
+    flavor_labels: Mapping[str, Mapping[str, str]],
+) -> Preempting | None:
+    """The evictions that let ``workload`` in; its quota is then reserved in ``usage`` (what is
+    left of its nominal quota), so that the rest of the cycle does not take what they free."""
+    preemptor = _preemptor(queue, workload, usage, flavor_labels)
+    chosen = targets(preemptor, usage, holders) if preemptor is not None else ()
+    if preemptor is None or not chosen:
+        return None
+    reserve: dict[FlavorResource, int] = {}
+    for fr, amount in preemptor.request.items():
+        quota = queue.quota(fr)
+        most = quota.nominal if quota is not None else 0
+        if queue.preemption.borrow_within_cohort is not PreemptionPolicy.NEVER:
+            most = usage.maximum(queue, fr)
+        reserve[fr] = max(0, min(amount, most - usage.of(queue.name, fr)))
+    usage.add(queue.name, reserve)
+    return Preempting(workload.key, queue.name, chosen)
+
+
 def _order(pending: Pending) -> tuple[int, str, str]:
     return (-pending.priority, pending.created, pending.key)
 
@@ -212,6 +307,8 @@ def decide(
     cursor = dict.fromkeys(by_queue, 0)
     blocked: set[str] = set()
     done: list[Admission] = []
+    preempting: list[Preempting] = []
+    preempted_in: set[tuple[str, str]] = set()
     while True:
         offered: list[tuple[tuple[bool, int, str, str], Pending, Admission | _NoFit]] = []
         for name, items in by_queue.items():
@@ -239,7 +336,16 @@ def decide(
                 done.append(result)
                 continue
             reason = "Inadmissible" if result.never else "Pending"
-            waiting[head.key] = Waiting(head.key, head.queue, reason, str(result), order[head.key])
+            message = str(result)
+            queue = queues[head.queue]
+            scope = ("cohort", queue.cohort) if queue.cohort else ("queue", queue.name)
+            if not result.never and queue.preemption.enabled and scope not in preempted_in:
+                chosen = _try_preempting(queue, head, usage, admitted, flavor_labels)
+                if chosen is not None:
+                    preempting.append(chosen)
+                    preempted_in.add(scope)
+                    message += f". Pending the preemption of {len(chosen.targets)} workload(s)"
+            waiting[head.key] = Waiting(head.key, head.queue, reason, message, order[head.key])
             if queues[head.queue].strategy is QueueingStrategy.STRICT_FIFO:
                 blocked.add(head.queue)
                 for later in items[cursor[head.queue]:]:
@@ -254,4 +360,4 @@ def decide(
     for w in still:
         out.append(replace(w, position=positions.get(w.queue, 0)))
         positions[w.queue] = positions.get(w.queue, 0) + 1
-    return Decisions(tuple(done), tuple(out))
+    return Decisions(tuple(done), tuple(out), tuple(preempting))

@@ -24,6 +24,29 @@ class QueueingStrategy(StrEnum):
     BEST_EFFORT_FIFO = "BestEffortFIFO"
 
 
+class PreemptionPolicy(StrEnum):
+    NEVER = "Never"
+    LOWER_PRIORITY = "LowerPriority"
+    LOWER_OR_NEWER_EQUAL_PRIORITY = "LowerOrNewerEqualPriority"
+    ANY = "Any"
+
+
+@dataclass(frozen=True)
+class Preemption:
+    """A ClusterQueue's ``preemption`` policies (Kueue's defaults: preempt nothing)."""
+
+    within_cluster_queue: PreemptionPolicy = PreemptionPolicy.NEVER
+    reclaim_within_cohort: PreemptionPolicy = PreemptionPolicy.NEVER
+    #: ``borrowWithinCohort.policy``: Never or LowerPriority.
+    borrow_within_cohort: PreemptionPolicy = PreemptionPolicy.NEVER
+    #: ``borrowWithinCohort.maxPriorityThreshold``: only workloads at or below it are preempted.
+    max_priority_threshold: int | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return any(p is not PreemptionPolicy.NEVER for p in (self.within_cluster_queue, self.reclaim_within_cohort))
+
+
 @dataclass(frozen=True)
 class Quota:
     nominal: int
@@ -60,6 +83,7 @@ class ClusterQueue:
     try_next_flavor_before_borrowing: bool = False
     #: Why the queue admits nothing (stopPolicy Hold, a missing ResourceFlavor ...); None: active.
     inactive_reason: str | None = None
+    preemption: Preemption = field(default_factory=Preemption)
 
     def quota(self, fr: FlavorResource) -> Quota | None:
         flavor, resource = fr
@@ -143,6 +167,12 @@ class Usage:
         q = self.queues.get(queue)
         quota = q.quota(fr) if q is not None else None
         return max(0, self.of(queue, fr) - (quota.nominal if quota is not None else 0))
+
+    def borrowing(self, queue: ClusterQueue, frs: Iterable[FlavorResource]) -> bool:
+        """Whether a cohort member uses more than its nominal quota of some of ``frs``."""
+        return queue.cohort is not None and any(
+            (quota := queue.quota(fr)) is not None and self.of(queue.name, fr) > quota.nominal for fr in frs
+        )
 
     def borrows(self, queue: ClusterQueue, amounts: Mapping[FlavorResource, int]) -> bool:
         """Whether adding ``amounts`` takes the queue beyond its nominal quota somewhere."""

@@ -1,0 +1,104 @@
+"""Fleet preemption at the hub: team A borrows team B's idle quota; team B's in-quota Job then
+reclaims it — A's borrowing Job is evicted wherever it runs (suspended again, its binding and
+Works gone, its Workload Evicted and back in the queue, an Event naming the preemptor) and B's
+Job is admitted in its place."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.controllers.manager import ControllerManager
+
+from .fleet import eventually, node_shape, propagation_policy, put_cluster, settled
+from .test_admission import GPU, KUEUE, PLACEMENT, condition, create, get, kueue_obj, team_queue
+
+WORK = "work.gpufed.io/v1alpha1"
+
+
+def job(name: str, queue: str, pods: int = 4) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name, "namespace": "default", "labels": {"kueue.x-k8s.io/queue-name": queue}},
+        "spec": {"parallelism": pods, "completions": pods, "template": {"spec": {"restartPolicy": "Never", "containers": [
+            {"name": "main", "image": "registry.local/train:1", "resources": {"limits": {GPU: "1"}}}]}}},
+    }
+
+
+async def admitted(objects: ObjectStore, name: str) -> str | None:
+    wl = await get(objects, KUEUE, "Workload", f"job-{name}")
+    if condition(wl, "Admitted").get("status") != "True":
+        return None
+    return str(((wl or {}).get("status") or {})["admission"]["clusterQueue"])
+
+
+async def works_of(objects: ObjectStore, name: str) -> list[str]:
+    works = (await objects.list(objects.registry.require(WORK, "Work"))).items
+    return [w["metadata"]["name"] for w in works if w["metadata"]["name"] == f"default-{name}-job"]
+
+
+async def test_an_in_quota_job_preempts_a_borrowing_one(objects: ObjectStore, manager: ControllerManager) -> None:
+    await put_cluster(objects, "onprem", node_shape(2, gpus=8), labels={"gpufed.io/pool": "onprem"}, pods=[])
+    await create(objects, kueue_obj("ResourceFlavor", "onprem", spec={"nodeLabels": {"gpufed.io/pool": "onprem"}}))
+    for team in ("team-a", "team-b"):
+        cq = team_queue(team, 8)
+        cq["spec"]["preemption"] = {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}
+        await create(objects, cq)
+        await create(objects, kueue_obj("LocalQueue", team, "default", spec={"clusterQueue": team}))
+    await create(objects, propagation_policy("jobs", kind="Job", api_version="batch/v1", placement=PLACEMENT))
+    await settled(manager)
+
+    for name in ("a1", "a2", "a3"):  # 12 GPUs: 8 of team A's quota, 4 borrowed from idle team B
+        await create(objects, job(name, "team-a"))
+        assert await eventually(lambda n=name: admitted(objects, n), what=f"{name} admitted") == "team-a"  # type: ignore[misc]
+
+    async def a3_bound() -> list[str] | None:
+        return await works_of(objects, "a3") or None
+
+    await eventually(a3_bound, what="a3's Work")
+    await create(objects, job("b1", "team-b"))  # the 4 GPUs nobody borrows
+    assert await eventually(lambda: admitted(objects, "b1"), what="b1 admitted") == "team-b"
+    await create(objects, job("b2", "team-b"))  # within B's nominal quota: reclaims what A borrowed
+    assert await eventually(lambda: admitted(objects, "b2"), what="b2 admitted after preempting") == "team-b"
+
+    async def a3_evicted() -> dict[str, Any] | None:
+        wl = await get(objects, KUEUE, "Workload", "job-a3")
+        return wl if condition(wl, "Evicted").get("status") == "True" else None
+
+    wl = await eventually(a3_evicted, what="a3's Workload evicted")
+    evicted, preempted = condition(wl, "Evicted"), condition(wl, "Preempted")
+    assert evicted["reason"] == "Preempted" and "Workload: default/job-b2" in evicted["message"]
+    assert "due to reclamation within the cohort" in evicted["message"]
+    assert (preempted["status"], preempted["reason"]) == ("True", "InCohortReclamation")
+    assert "admission" not in wl["status"]
+    reserved = condition(wl, "QuotaReserved")
+    assert (reserved["status"], reserved["reason"]) == ("False", "Pending")
+    for other in ("a1", "a2"):
+        assert await admitted(objects, other) == "team-a"
+
+    async def a3_stopped() -> dict[str, Any] | None:
+        obj = await get(objects, "batch/v1", "Job", "a3")
+        gone = await get(objects, WORK, "ResourceBinding", "a3-job") is None and not await works_of(objects, "a3")
+        return obj if gone and obj and obj["spec"].get("suspend") is True else None
+
+    a3 = await eventually(a3_stopped, what="a3 suspended, its binding and Works gone")
+    propagated = condition(a3, "Propagated")
+    assert (propagated["status"], propagated["reason"]) == ("False", "WaitingForQuota")
+    assert "evicted: Preempted to accommodate" in propagated["message"]
+    await settled(manager)
+    events = (await objects.list(objects.registry.require("v1", "Event"), namespace="default")).items
+    told = [e["message"] for e in events if e["involvedObject"]["name"] == "job-a3" and e["reason"] == "Preempted"]
+    assert told and "default/job-b2" in told[0]
+    assert await works_of(objects, "b2")
+    cq_a = await get(objects, KUEUE, "ClusterQueue", "team-a", None)
+    assert cq_a is not None and (cq_a["status"]["pendingWorkloads"], cq_a["status"]["admittedWorkloads"]) == (1, 2)
+
+    # Once team B's Job goes, a3 is admitted again: the eviction is history, and it propagates anew.
+    await objects.delete(objects.registry.require("batch/v1", "Job"), namespace="default", name="b2")
+    assert await eventually(lambda: admitted(objects, "a3"), what="a3 admitted again") == "team-a"
+    wl = await get(objects, KUEUE, "Workload", "job-a3")
+    evicted = condition(wl, "Evicted")
+    assert (evicted["status"], evicted["reason"]) == ("False", "QuotaReserved")
+    assert evicted["message"].startswith("Previously: Preempted to accommodate")
+    assert condition(wl, "Preempted")["status"] == "False"
+    await eventually(a3_bound, what="a3's Work again")
