@@ -13,7 +13,9 @@ each in a ``TaskGroup``:
 * Work status follows the member: informers on the kinds the Works applied (label-selected by
   the ownership labels the agent sets, so they see only gpufed's objects) and the pod informer
   (a pod maps to its Work through its owning workload) mark the owning Work; its status is
-  recomputed ``status_debounce`` seconds later and written only when it changed. Every Work's
+  recomputed ``status_debounce`` seconds later and written only when it changed (a status
+  saying *applied, replicas starting* is held up to ``status_hold`` seconds, so that a quick
+  rollout costs one write: :mod:`member_agent.holding`). Every Work's
   status is recomputed every ``status_resync_interval`` anyway. A status pass reads those
   informers' caches (a synced watch holds every object gpufed owns of its kind) and asks the
   member only for what they do not hold (an object missing, or one not labelled as gpufed's:
@@ -59,6 +61,7 @@ from controlplane.lifecycle import Service
 from member_agent import capacity, dcgm, hubclient, probing
 from member_agent.applying import WorkApplier, status_changed, status_fields
 from member_agent.config import AgentConfig
+from member_agent.holding import StatusHold
 from member_agent.informing import Informer
 from member_agent.interpreting import CUSTOMIZATIONS_PATH, MemberInterpreters
 from member_agent.kubeapi import ApiError, Conflict, KubeApi, NotFound, is_retryable
@@ -159,6 +162,10 @@ class Agent(Service):
         self._dirty_works: set[str] = set()
         #: Works whose status must be recomputed (a pod or workload object of theirs changed).
         self._status_dirty: set[str] = set()
+        #: Works whose held status is due now (see :mod:`member_agent.holding`), and the timers.
+        self._hold = StatusHold(config.status_hold)
+        self._hold_timers: dict[str, asyncio.TimerHandle] = {}
+        self._hold_over = False
         #: (namespace, kind, name) of every object a Work holds -> that Work's key.
         self._work_objects: dict[tuple[str, str, str], str] = {}
         self._work_index: dict[str, list[tuple[str, str, str]]] = {}
@@ -583,6 +590,11 @@ class Agent(Service):
             logger.info("stopped watching %s %s: no work holds it any more", *kind)
 
     @property
+    def held_works(self) -> frozenset[str]:
+        """The Works whose status is held back right now (:mod:`member_agent.holding`)."""
+        return frozenset(self._hold_timers)
+
+    @property
     def watched_kinds(self) -> frozenset[Kind]:
         """The member kinds watched right now: those some Work holds."""
         return frozenset(self._watched_kinds)
@@ -629,9 +641,10 @@ class Agent(Service):
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(timeout):
                     await self._work_due.wait()
-            if self._status_dirty and not self._dirty_works:
+            if self._status_dirty and not self._dirty_works and not self._hold_over:
                 await asyncio.sleep(cfg.status_debounce)  # let a burst of member events settle
             self._work_due.clear()
+            self._hold_over = False
             now = loop.time()
             if now >= next_resync:
                 self._applied_generation.clear()
@@ -677,6 +690,8 @@ class Agent(Service):
                 # As last seen; after a restart, as the ledger recorded it when last applied.
                 await applier.remove_work(key, preserve=self._preserve_on_deletion.get(key))
             self._preserve_on_deletion.pop(key, None)
+            self._hold.forget(key)
+            self._end_hold(key)
             self._hold_kinds(key, None)
             self._unserved.forget(key)
             return False
@@ -716,10 +731,31 @@ class Agent(Service):
         self._dirty_works.add(key)
         self._work_due.set()
 
+    def _end_hold(self, key: str) -> None:
+        timer = self._hold_timers.pop(key, None)
+        if timer is not None:
+            timer.cancel()
+
+    def _hold_ended(self, key: str) -> None:
+        """The hold on ``key`` ran out: its status is written as it is now, without a debounce."""
+        self._hold_timers.pop(key, None)
+        self._hold.expire(key)
+        self._status_dirty.add(key)
+        self._hold_over = True
+        self._work_due.set()
+
     async def _write_work_status(self, work: Mapping[str, Any], status: Mapping[str, Any]) -> None:
         assert self.hub is not None
         status = self.reclaims.annotate(status, now=self.clock())
+        loop, held_key = asyncio.get_running_loop(), work_key(work)
+        held = self._hold.delay(held_key, status, now=loop.time())
+        if held is None:
+            self._end_hold(held_key)
         if not status_changed(work.get("status"), status):
+            return
+        if held is not None:
+            if held_key not in self._hold_timers:
+                self._hold_timers[held_key] = loop.call_later(held, self._hold_ended, held_key)
             return
         meta = work.get("metadata") or {}
         path = f"{WORK_API}/namespaces/{meta.get('namespace')}/works/{meta.get('name')}/status"

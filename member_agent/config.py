@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from controlplane.apis.constants import BOOTSTRAP_TOKEN_ENV
 from member_agent.dcgm import MAX_SCRAPE_BYTES
+from member_agent.holding import DEFAULT_HOLD_SECONDS
 from member_agent.trust import TrustError, normalize_hash
 
 TOKEN_ENV = BOOTSTRAP_TOKEN_ENV
@@ -63,6 +64,9 @@ class AgentConfig(BaseModel):
     #: Work statuses follow member events (pods, applied workloads) after this pause, which lets
     #: a burst of events settle into one status write.
     status_debounce: float = Field(default=0.2, ge=0)
+    #: A Work status saying *applied, replicas starting* is held back up to this long, so a
+    #: workload ready within it costs one status write (:mod:`member_agent.holding`); 0: none.
+    status_hold: float = Field(default=DEFAULT_HOLD_SECONDS, ge=0, le=60)
     #: Every Work's status is recomputed this often anyway (events missed by a watch, kinds the
     #: agent does not watch).
     status_resync_interval: float = Field(default=60.0, gt=0)
@@ -180,6 +184,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="seconds between recomputing every Work's status; member changes update it at once (default 60)",
     )
     parser.add_argument(
+        "--status-hold",
+        type=float,
+        help="seconds a Work status saying 'applied, replicas starting' is held back, so a workload ready "
+        "within it costs one status write; one that is not is reported after it (default 1, 0: no hold)",
+    )
+    parser.add_argument(
         "--member-probe-interval",
         type=float,
         help="seconds between probes of the member API's /readyz and /livez (default 10)",
@@ -263,6 +273,7 @@ def config_from_args(ns: argparse.Namespace) -> AgentConfig:
         "dcgm_interval": "dcgm_interval",
         "dcgm_max_bytes": "dcgm_max_bytes",
         "status_resync_interval": "status_resync_interval",
+        "status_hold": "status_hold",
         "member_probe_interval": "member_probe_interval",
         "member_failure_threshold": "member_failure_threshold",
         "enable_proxy": "enable_proxy",
