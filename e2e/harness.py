@@ -282,3 +282,11 @@ class ProcessGroup:
         return "\n".join(f"===== {p.name} =====\n{p.log()[-6000:]}" for p in self.processes)
 
 
+def apply_overflow_policy_without_returns(hub: Kubectl, manifests: Path) -> None:
+    """On-prem first, overflow to the cloud (``manifests``/overflow-policy.yaml), without moving
+    replicas back to the cheaper tier once on-prem recovers: tests that count replicas across a
+    failover and a recovery leave the move back (a surge in on-prem, then the cloud shrinks) to
+    e2e/test_rebalance.py."""
+    hub.run("apply", "-f", str(manifests / "overflow-policy.yaml"))
+    no_returns = {"spec": {"placement": {"replicaScheduling": {"tieredOverflow": {"rebalance": {"enabled": False}}}}}}
+    hub.run("patch", "propagationpolicy", "onprem-first", "-n", "ml", "--type", "merge", "-p", json.dumps(no_returns))

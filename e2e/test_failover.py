@@ -21,7 +21,6 @@ Timings are shortened by flags: cluster monitor grace 4 s, default unreachable t
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import socket
 import subprocess
@@ -34,7 +33,15 @@ from typing import Any
 import pytest
 import yaml
 
-from e2e.harness import GPUFED, KUBECTL, Kubectl, ProcessGroup, free_port, wait_for
+from e2e.harness import (
+    GPUFED,
+    KUBECTL,
+    Kubectl,
+    ProcessGroup,
+    apply_overflow_policy_without_returns,
+    free_port,
+    wait_for,
+)
 
 HERE = Path(__file__).parent
 FLEET = HERE / "fleets" / "failover.yaml"
@@ -71,15 +78,6 @@ def _running(member: Kubectl, selector: str, namespace: str = "ml") -> int:
 def _pod_uids(member: Kubectl, selector: str, namespace: str = "ml") -> set[str]:
     pods = member.json("get", "pods", "-n", namespace, "-l", selector, "--field-selector=status.phase=Running")
     return {p["metadata"]["uid"] for p in pods["items"]}
-
-
-def _apply_overflow_policy(hub: Kubectl) -> None:
-    """On-prem first, overflow to the cloud, without moving replicas back to the cheaper tier once
-    on-prem recovers: these tests count replicas across a failover and a recovery, and the move
-    back (a surge in on-prem, then the cloud shrinks) is e2e/test_rebalance.py's to check."""
-    hub.run("apply", "-f", str(MANIFESTS / "overflow-policy.yaml"))
-    hub.run("patch", "propagationpolicy", "onprem-first", "-n", "ml", "--type", "merge", "-p",
-            json.dumps({"spec": {"placement": {"replicaScheduling": {"tieredOverflow": {"rebalance": {"enabled": False}}}}}}))
 
 
 def _gpufed(hub: Kubectl, *args: str) -> str:
@@ -136,7 +134,7 @@ def _start_fleet(processes: ProcessGroup, hub: Kubectl, *, via: dict[str, str] |
 def test_silent_agent_goes_unknown_its_replicas_move_and_cordon_keeps_running_work(processes: ProcessGroup) -> None:
     _, hub = processes.start_hub("hub", *FAST_FAILOVER)
     members, agents, dcgms = _start_fleet(processes, hub)
-    _apply_overflow_policy(hub)
+    apply_overflow_policy_without_returns(hub, MANIFESTS)
     hub.run("apply", "-f", str(MANIFESTS / "infer.yaml"))
     onprem, cloud = members[ONPREM], members[CLOUD]
     wait_for(lambda: _running(onprem, "app=infer") == 6 and _running(cloud, "app=infer") == 4,
@@ -312,7 +310,7 @@ def test_a_cut_off_agent_keeps_its_pods_and_reconnecting_removes_only_what_moved
     with partition_proxy(hub_port) as proxy:
         members, _, _ = _start_fleet(processes, hub, via={ONPREM: proxy.url})
         onprem, cloud = members[ONPREM], members[CLOUD]
-        _apply_overflow_policy(hub)
+        apply_overflow_policy_without_returns(hub, MANIFESTS)
         infer = (MANIFESTS / "infer.yaml").read_text().replace("replicas: 10", "replicas: 4")
         hub.run("apply", "-f", "-", input_text=infer)
         hub.run("apply", "-f", "-", input_text=PINNED)
