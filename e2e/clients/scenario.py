@@ -48,6 +48,27 @@ class Driver(Protocol):
         ...
     async def delete(self, name: str) -> None: ...
     async def exists(self, name: str) -> bool: ...
+    def conflicted(self, error: Exception) -> bool:
+        """Whether ``error`` is the client's form of kube's 409 Conflict."""
+        ...
+
+
+#: How many times a read-modify-replace is done again after a Conflict.
+REPLACE_ATTEMPTS = 5
+
+
+async def replace_retrying(driver: Driver, name: str, labels: dict[str, str]) -> Seen:
+    """``replace_labels`` as client-go's ``RetryOnConflict`` does it: the hub's controllers write
+    some kinds (a ResourceBinding's spec and status, a Cluster's status) right after they are
+    created, and a replace built from a read taken before such a write is answered 409 Conflict
+    (kube's optimistic concurrency); the round trip is then done again from a fresh read."""
+    for attempt in range(REPLACE_ATTEMPTS):
+        try:
+            return await driver.replace_labels(name, labels)
+        except Exception as error:
+            if attempt == REPLACE_ATTEMPTS - 1 or not driver.conflicted(error):
+                raise
+    raise AssertionError("unreachable")
 
 
 async def exercise(driver: Driver, kind: ServedKind, verbs: frozenset[str], *, client: str) -> None:
@@ -77,7 +98,7 @@ async def exercise(driver: Driver, kind: ServedKind, verbs: frozenset[str], *, c
     event, watched = await asyncio.wait_for(driver.watch_change(name, created.resource_version), WATCH_TIMEOUT)
     assert event == "MODIFIED" and watched.labels.get("patched") == "yes", (event, watched)
 
-    replaced = await driver.replace_labels(name, {"replaced": "yes"})
+    replaced = await replace_retrying(driver, name, {"replaced": "yes"})
     assert replaced.labels.get("replaced") == "yes", replaced
     assert int(replaced.resource_version) > int(patched.resource_version)
 

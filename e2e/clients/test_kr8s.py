@@ -77,6 +77,9 @@ class Kr8sDriver:
         ) as response:
             return self._checked(self.cls(response.json(), api=self.api))
 
+    def conflicted(self, error: Exception) -> bool:
+        return isinstance(error, kr8s.ServerError) and error.response is not None and error.response.status_code == 409
+
     async def watch_change(self, name: str, resource_version: str) -> tuple[str, Seen]:
         async for event_type, obj in self.api.watch(
             self.cls, namespace=self.namespace, field_selector=f"metadata.name={name}", since=resource_version

@@ -68,6 +68,9 @@ class LightkubeDriver:
             current.metadata.labels = {**(current.metadata.labels or {}), **labels}
         return self._checked(await self.client.replace(current))
 
+    def conflicted(self, error: Exception) -> bool:
+        return isinstance(error, ApiError) and error.status.code == 409
+
     async def watch_change(self, name: str, resource_version: str) -> tuple[str, Seen]:
         async for event_type, obj in self.client.watch(
             self.res, fields={"metadata.name": name}, resource_version=resource_version, **self.where

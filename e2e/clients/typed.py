@@ -110,6 +110,10 @@ class TypedDriver:
         current.metadata.labels = {**(current.metadata.labels or {}), **labels}
         return await self._typed(lambda: self.method("replace")(*self.args(name), current))
 
+    def conflicted(self, error: Exception) -> bool:
+        # Both generated clients raise their own ApiException carrying the HTTP status.
+        return type(error).__name__ == "ApiException" and getattr(error, "status", None) == 409
+
     async def watch_change(self, name: str, resource_version: str) -> tuple[str, Seen]:
         async for event_type, obj in self.events(resource_version, name):
             assert isinstance(obj, self.model), type(obj)

@@ -105,7 +105,8 @@ async def write_decision(
     annotation = encode_shapes(shapes)
     annotations = dict(view.annotations)
     updated = binding
-    previous_clusters = spec.get("clusters")
+    # An absent list and an empty one say the same: no write turns one into the other.
+    previous_clusters = spec.get("clusters") or []
     if previous_clusters != clusters or annotations.get(ANNOTATION_GPU_SHAPES) != annotation or added:
         written = copy.deepcopy(binding)
         written["spec"]["clusters"] = clusters
