@@ -28,6 +28,7 @@ class Reason(StrEnum):
     IN_CLUSTER_QUEUE = "InClusterQueue"
     IN_COHORT_RECLAMATION = "InCohortReclamation"
     IN_COHORT_RECLAIM_WHILE_BORROWING = "InCohortReclaimWhileBorrowing"
+    IN_COHORT_FAIR_SHARING = "InCohortFairSharing"
 
 
 #: Kueue's words for each reason, in the eviction message ("... due to <words>").
@@ -35,6 +36,7 @@ HUMAN_REASONS = {
     Reason.IN_CLUSTER_QUEUE: "prioritization in the ClusterQueue",
     Reason.IN_COHORT_RECLAMATION: "reclamation within the cohort",
     Reason.IN_COHORT_RECLAIM_WHILE_BORROWING: "reclamation within the cohort while borrowing",
+    Reason.IN_COHORT_FAIR_SHARING: "Fair Sharing within the cohort",
 }
 
 
@@ -79,7 +81,9 @@ def candidates(preemptor: Preemptor, usage: Usage, holders: Iterable[Holder]) ->
     """The admitted workloads the preemptor's policies allow it to evict, in Kueue's order."""
     queue, policy = preemptor.queue, preemptor.queue.preemption
     out: list[Holder] = []
-    lenders = {q.name for q in usage.queues.values() if q.cohort == queue.cohort and q.name != queue.name}
+    # Every other queue of the preemptor's cohort tree (hierarchical cohorts: under the same root).
+    root = usage.root_of(queue.name)
+    lenders = {name for name in usage.queues if name != queue.name and root is not None and usage.root_of(name) is root}
     borrowing = {name for name in lenders if usage.borrowing(usage.queues[name], preemptor.needs)}
     for h in holders:
         if not any(fr in preemptor.needs for fr in h.usage):
