@@ -19,7 +19,8 @@ from controlplane.apis.kueue_v1beta1 import (
     FairSharing,
     FairSharingStatus,
     ResourceGroup,
-    unique_names,
+    limits_need,
+    resources_once,
 )
 from controlplane.apis.meta import Condition, ObjectMeta, SpecModel, WireModel
 
@@ -39,22 +40,12 @@ class CohortSpec(SpecModel):
     @field_validator("resource_groups")
     @classmethod
     def _resources_once(cls, groups: list[ResourceGroup] | None) -> list[ResourceGroup] | None:
-        unique_names([r for group in groups or () for r in group.covered_resources], "resource")
-        unique_names([f.name for group in groups or () for f in group.flavors], "flavor")
-        return groups
+        return resources_once(groups)
 
     @model_validator(mode="after")
     def _limits_need_a_parent(self) -> CohortSpec:
-        if self.parent_name:
-            return self
-        for group in self.resource_groups or ():
-            for flavor in group.flavors:
-                for quota in flavor.resources:
-                    if quota.borrowing_limit is not None or quota.lending_limit is not None:
-                        raise ValueError(
-                            f"flavor {flavor.name!r} resource {quota.name!r}: borrowingLimit and lendingLimit "
-                            "need spec.parentName"
-                        )
+        if not self.parent_name:
+            limits_need(self.resource_groups, "spec.parentName")
         return self
 
 

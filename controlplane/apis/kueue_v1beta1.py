@@ -143,6 +143,25 @@ class ResourceGroup(SpecModel):
         return self
 
 
+def resources_once(groups: list[ResourceGroup] | None) -> list[ResourceGroup] | None:
+    """``groups``, refused when a resource or a flavor is in two of them."""
+    unique_names([r for group in groups or () for r in group.covered_resources], "resource")
+    unique_names([f.name for group in groups or () for f in group.flavors], "flavor")
+    return groups
+
+
+def limits_need(groups: list[ResourceGroup] | None, field: str) -> None:
+    """Refuse borrowing and lending limits where there is nothing to borrow from or lend to
+    (``field``: what the object lacks, spec.cohort or spec.parentName)."""
+    for group in groups or ():
+        for flavor in group.flavors:
+            for quota in flavor.resources:
+                if quota.borrowing_limit is not None or quota.lending_limit is not None:
+                    raise ValueError(
+                        f"flavor {flavor.name!r} resource {quota.name!r}: borrowingLimit and lendingLimit need {field}"
+                    )
+
+
 class BorrowWithinCohort(SpecModel):
     policy: Literal["Never", "LowerPriority"] | None = None
     """Whether a borrowing workload may preempt lower-priority workloads of the cohort."""
@@ -220,24 +239,12 @@ class ClusterQueueSpec(SpecModel):
     @field_validator("resource_groups")
     @classmethod
     def _resources_once(cls, groups: list[ResourceGroup] | None) -> list[ResourceGroup] | None:
-        resources = [r for group in groups or () for r in group.covered_resources]
-        unique_names(resources, "resource")
-        flavors = [f.name for group in groups or () for f in group.flavors]
-        unique_names(flavors, "flavor")
-        return groups
+        return resources_once(groups)
 
     @model_validator(mode="after")
     def _limits_need_a_cohort(self) -> ClusterQueueSpec:
-        if self.cohort:
-            return self
-        for group in self.resource_groups or ():
-            for flavor in group.flavors:
-                for quota in flavor.resources:
-                    if quota.borrowing_limit is not None or quota.lending_limit is not None:
-                        raise ValueError(
-                            f"flavor {flavor.name!r} resource {quota.name!r}: borrowingLimit and lendingLimit "
-                            "need spec.cohort"
-                        )
+        if not self.cohort:
+            limits_need(self.resource_groups, "spec.cohort")
         return self
 
 

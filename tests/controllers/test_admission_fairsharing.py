@@ -14,9 +14,9 @@ from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
 
 from .conftest import FAST
-from .fleet import eventually, node_shape, propagation_policy, put_cluster, settled
-from .test_admission import KUEUE, PLACEMENT, condition, create, get, kueue_obj, team_queue
-from .test_admission_preemption import admitted, job
+from .fleet import eventually
+from .test_admission import KUEUE, condition, create, get
+from .test_admission_preemption import admitted, job, team_a_borrows
 
 COHORT = "kueue.x-k8s.io/v1alpha1"
 
@@ -34,21 +34,8 @@ async def share(objects: ObjectStore, api_version: str, kind: str, name: str) ->
 
 
 async def test_fair_sharing_reports_shares_and_preempts_by_share(objects: ObjectStore, fair_manager: ControllerManager) -> None:
-    await put_cluster(objects, "onprem", node_shape(2, gpus=8), labels={"gpufed.io/pool": "onprem"}, pods=[])
-    await create(objects, kueue_obj("ResourceFlavor", "onprem", spec={"nodeLabels": {"gpufed.io/pool": "onprem"}}))
     await create(objects, {"apiVersion": COHORT, "kind": "Cohort", "metadata": {"name": "fleet"}, "spec": {"parentName": "org"}})
-    for team in ("team-a", "team-b"):
-        cq = team_queue(team, 8)
-        cq["spec"]["preemption"] = {"reclaimWithinCohort": "Any"}
-        cq["spec"]["fairSharing"] = {"weight": "1"}
-        await create(objects, cq)
-        await create(objects, kueue_obj("LocalQueue", team, "default", spec={"clusterQueue": team}))
-    await create(objects, propagation_policy("jobs", kind="Job", api_version="batch/v1", placement=PLACEMENT))
-    await settled(fair_manager)
-
-    for name in ("a1", "a2", "a3"):  # 12 GPUs: 8 of team A's quota, 4 borrowed from idle team B
-        await create(objects, job(name, "team-a"))
-        assert await eventually(lambda n=name: admitted(objects, n), what=f"{name} admitted") == "team-a"  # type: ignore[misc]
+    await team_a_borrows(objects, fair_manager, {"preemption": {"reclaimWithinCohort": "Any"}, "fairSharing": {"weight": "1"}})
 
     async def a_share() -> int | None:
         return await share(objects, KUEUE, "ClusterQueue", "team-a") or None

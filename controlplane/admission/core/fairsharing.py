@@ -25,26 +25,22 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Protocol, TypeVar
+from typing import TypeVar
 
-from controlplane.admission.core.preemption import Holder, Preemptor, Reason, Target, candidates
+from controlplane.admission.core.preemption import (
+    Holder,
+    Preemptor,
+    Queued,
+    Reason,
+    Target,
+    candidates,
+    fits_now,
+    settle,
+)
 from controlplane.admission.core.quota import FlavorResource, Node, Usage
 
-
-class Entry(Protocol):
-    """A head offered to the cycle, as the tournament reads it."""
-
-    @property
-    def key(self) -> str: ...
-    @property
-    def queue(self) -> str: ...
-    @property
-    def priority(self) -> int: ...
-    @property
-    def created(self) -> str: ...
-
-
-E = TypeVar("E", bound=Entry)
+#: A head offered to the cycle.
+E = TypeVar("E", bound=Queued)
 
 
 def tournament(entries: Sequence[E], usage: Usage, request: Callable[[E], Mapping[FlavorResource, int]]) -> Iterator[E]:
@@ -178,7 +174,7 @@ def fair_targets(preemptor: Preemptor, usage: Usage, holders: Iterable[Holder]) 
         usage.add(h.queue, h.usage, -1)
         chosen.append((h, reason))
         usage.add(queue.name, preemptor.request, -1)
-        fits = all(amount <= usage.available(preemptor.queue, fr) for fr, amount in preemptor.request.items())
+        fits = fits_now(preemptor, usage, True)
         usage.add(queue.name, preemptor.request)
         return fits
 
@@ -214,15 +210,4 @@ def fair_targets(preemptor: Preemptor, usage: Usage, holders: Iterable[Holder]) 
                 break
             order.drop(target)
     usage.add(queue.name, preemptor.request, -1)
-    if fits:
-        # Give back, latest first, those the preemptor does not need gone (never the last one).
-        for i in range(len(chosen) - 2, -1, -1):
-            h = chosen[i][0]
-            usage.add(h.queue, h.usage)
-            if all(amount <= usage.available(preemptor.queue, fr) for fr, amount in preemptor.request.items()):
-                del chosen[i]
-            else:
-                usage.add(h.queue, h.usage, -1)
-    for h, _ in chosen:
-        usage.add(h.queue, h.usage)
-    return tuple(Target(h.key, h.queue, reason) for h, reason in chosen) if fits else ()
+    return settle(chosen, usage, (lambda: fits_now(preemptor, usage, True)) if fits else None)
