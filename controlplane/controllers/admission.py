@@ -349,7 +349,8 @@ class AdmissionController:
             status = {k: v for k, v in (obj.get("status") or {}).items() if k != "fairSharing"}
             if fair_sharing:
                 status["fairSharing"] = {"weightedShare": usage.share(usage.cohorts[name])}
-            await self._write_status(kinds.cohort, obj, status)
+            if status != (obj.get("status") or {}):
+                await self._write_status(kinds.cohort, obj, status)
 
     async def _admit(self, wl: dict[str, Any], admission: dict[str, Any], queue: str) -> None:
         rt = self.kinds.workload

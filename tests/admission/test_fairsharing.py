@@ -29,6 +29,7 @@ from controlplane.admission.core import (
 )
 from controlplane.admission.core.fairsharing import fair_targets
 from controlplane.admission.core.preemption import Preemptor
+from controlplane.admission.objects import deactivate_cycles
 
 GPU = "nvidia.com/gpu"
 CPU = "cpu"
@@ -107,6 +108,19 @@ def test_share(case: ShareCase) -> None:
     for name, amounts in case.usage.items():
         usage.add(name, amounts)
     assert {name: usage.queue_share(name) for name in case.want} == case.want
+
+
+def test_a_cycle_of_parents_makes_its_queues_inactive() -> None:
+    """Kueue disables the queues of a cohort whose parents loop; the arithmetic still ends."""
+    cohorts = {"x": Cohort("x", "y"), "y": Cohort("y", "x")}
+    qs = queues(queue("a", 4, cohort="x"), queue("b", 4, cohort=None))
+    usage = Usage(qs, cohorts)
+    assert usage.cycles >= {"x", "y"}
+    qs = deactivate_cycles(qs, usage.cycles)
+    decisions = decide(qs, [job("a1", "a", 1), job("b1", "b", 1)], [], {}, fair_sharing=True, cohorts=cohorts)
+    assert [a.key for a in decisions.admitted] == ["b1"]
+    assert [(w.key, w.reason) for w in decisions.waiting] == [("a1", "Inadmissible")]
+    assert "cycle" in decisions.waiting[0].message
 
 
 def test_cohort_share_sums_its_subtree() -> None:
