@@ -342,8 +342,9 @@ def test_kep_example_150_150_then_30_30_90() -> None:
 
 
 def test_kep_example_without_fair_sharing_is_first_come() -> None:
-    """The same backlogs without fair sharing: each queue takes one head per round until the 300
-    GPUs are gone (75 each), and nothing moves afterwards."""
+    """The same backlogs without fair sharing: each queue takes one 10-GPU head per round until the
+    300 GPUs are gone (the older heads of the last round first: 80, 80, 70, 70), and nothing moves
+    afterwards, whatever the weights."""
     held_by = run_cycles(kep_queues(), KEP_COHORTS, Hub(backlog("1a", "1b", "1c", "2a")), fair_sharing=False)
     assert held_by == {"shared": 0, "1a": 80, "1b": 80, "1c": 70, "2a": 70}
 
