@@ -401,6 +401,7 @@ class Hub(ShutdownOnce):
                 graceful_eviction_timeout_seconds=config.graceful_eviction_timeout,
                 unschedulable_grace_seconds=config.unschedulable_grace_seconds,
             ),
+            queue_metrics=self.metrics.queues,
         )
         self.health = ClusterHealthMonitor(
             fenced,
