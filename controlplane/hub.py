@@ -319,7 +319,7 @@ class Hub(ShutdownOnce):
         )
         # The reports API, the dashboard and /metrics (all read-only; /ui's static files are public,
         # the data they show comes from authenticated API calls).
-        extra.extend(waste_report_routes(ReportSource(self.store, sampler=self.waste_sampler)))
+        extra.extend(waste_report_routes(ReportSource(self.store, sampler=self.waste_sampler), objects=self.objects))
         extra.extend(ui_routes())
         extra.extend(self.proxy.routes())
         extra.extend(pod_list_routes(self.proxy, authorizer))
