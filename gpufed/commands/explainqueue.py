@@ -191,7 +191,7 @@ async def queue_section(client: HubClient, workload: Mapping[str, Any]) -> list[
     admission = (wl.get("status") or {}).get("admission") or {}
     cq_name = str(admission.get("clusterQueue") or ((local_queue or {}).get("spec") or {}).get("clusterQueue") or "")
     cluster_queue = await _readable(client, f"{BASE}/clusterqueues/{cq_name}") if cq_name else None
-    mine = (await client.request("GET", f"{BASE}/namespaces/{namespace}/workloads")).get("items") or []
+    mine = ((await _readable(client, f"{BASE}/namespaces/{namespace}/workloads")) or {}).get("items") or [wl]
     local_peers = [w for w in mine if (w.get("spec") or {}).get("queueName") == queue_name]
     cq_peers = None
     if cluster_queue is not None:
