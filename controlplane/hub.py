@@ -321,7 +321,7 @@ class Hub(ShutdownOnce):
         )
         # The reports API, the dashboard and /metrics (all read-only; /ui's static files are public,
         # the data they show comes from authenticated API calls).
-        extra.extend(waste_report_routes(ReportSource(self.store, sampler=self.waste_sampler)))
+        extra.extend(waste_report_routes(ReportSource(self.store, sampler=self.waste_sampler), objects=self.objects))
         extra.extend(ui_routes())
         extra.extend(self.proxy.routes())
         extra.extend(pod_list_routes(self.proxy, authorizer))
@@ -404,6 +404,7 @@ class Hub(ShutdownOnce):
                 unschedulable_grace_seconds=config.unschedulable_grace_seconds,
                 kueue_fair_sharing=config.kueue_fair_sharing,
             ),
+            queue_metrics=self.metrics.queues,
         )
         self.health = ClusterHealthMonitor(
             fenced,

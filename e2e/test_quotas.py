@@ -138,6 +138,20 @@ def test_two_teams_share_a_cohort(processes: ProcessGroup) -> None:
     described = hub.run("describe", "workload", "job-a3", "-n", "ml").stdout
     assert "Preempted to accommodate a workload" in described
 
+    # Visible to people: Kueue's metrics on the hub's /metrics, and why a3 waits now.
+    def metrics_say_so() -> bool:
+        text = hub.run("get", "--raw", "/metrics").stdout
+        return ('kueue_evicted_workloads_total{cluster_queue="team-a",reason="Preempted"} 1.0' in text
+                and 'kueue_pending_workloads{cluster_queue="team-a",status="active"} 1.0' in text)
+
+    wait_for(metrics_say_so, timeout=30, what="Kueue's metrics to show a3's eviction")
+    explained = subprocess.run(
+        [GPUFED, "explain", "job/a3", "-n", "ml", "--kubeconfig", str(hub.kubeconfig)],
+        capture_output=True, text=True, check=True, timeout=60,
+    ).stdout
+    assert "Evicted:     Preempted: Preempted to accommodate a workload" in explained, explained
+    assert "Position:    1 of 1 waiting in ClusterQueue team-a" in explained, explained
+
     # Kueue's fair-sharing fields apply as they are: a Cohort with a weight, a ClusterQueue with
     # fairSharing.weight; `gpufed queues` shows the weight and what the queue lends.
     fair = (

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -40,9 +41,11 @@ from typing import Any, Final
 from controlplane.admission import objects as adm
 from controlplane.admission.core import ClusterQueue, Pending, Target, Usage, Waiting, decide
 from controlplane.admission.core.preemption import HUMAN_REASONS
+from controlplane.admission.metrics import QueueMetrics, queue_figures
 from controlplane.apis import kueue_v1alpha1
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.events import EventType
+from controlplane.apis.meta import parse_time
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.reconciling import ReconcileLoop
@@ -167,9 +170,11 @@ class AdmissionController:
 
     name = "admission"
 
-    def __init__(self, ctx: ControllerContext) -> None:
+    def __init__(self, ctx: ControllerContext, *, metrics: QueueMetrics | None = None) -> None:
         self.ctx = ctx
         self.kinds = Kinds(ctx)
+        self.metrics = metrics
+        """Kueue's metrics (the hub's /metrics), fed from each cycle; None: not exported."""
         self.loop: ReconcileLoop[Key] = ReconcileLoop(self.name, self.reconcile, workers=1)
         if self.kinds.workload is None:
             return
@@ -300,6 +305,7 @@ class AdmissionController:
     # --- the admission cycle -----------------------------------------------------------------
 
     async def cycle(self) -> None:
+        started = time.perf_counter()
         kinds = self.kinds
         flavors = kinds.flavors()
         cq_objs = {str(o["metadata"]["name"]): o for o in kinds.items(kinds.cluster_queue)}
@@ -334,7 +340,7 @@ class AdmissionController:
         decisions = decide(queues, pending, admitted, flavors, fair_sharing=fair_sharing, cohorts=cohorts)
         for preempting in decisions.preempting:
             for target in preempting.targets:
-                await self._evict(workloads[target.key], workloads[preempting.key], target)
+                await self._evict(workloads[target.key], workloads[preempting.key], target, preempting.queue)
         usage = Usage(queues, cohorts)
         for a in admitted:
             usage.add(a.queue, a.usage)
@@ -344,6 +350,10 @@ class AdmissionController:
         for waiting in (*decisions.waiting, *unqueued.values()):
             await self._wait(workloads[waiting.key], waiting)
         holders = {a.key: a.queue for a in admitted} | {d.key: d.queue for d in decisions.admitted}
+        if self.metrics is not None:
+            self.metrics.attempt(time.perf_counter() - started, admitted=bool(decisions.admitted))
+            in_line = (*decisions.waiting, *(u for u in unqueued.values() if u.queue))
+            self.metrics.record_queues(queue_figures(queues, cq_objs, usage, in_line, holders))
         await self._queue_statuses(queues, cq_objs, lqs, workloads, decisions.waiting, holders, usage)
         for name, obj in cohort_objs.items():
             status = {k: v for k, v in (obj.get("status") or {}).items() if k != "fairSharing"}
@@ -377,12 +387,25 @@ class AdmissionController:
         status["conditions"] = conditions
         written = await self.ctx.objects.update_status(rt, updated)
         log.info("Workload %s admitted by ClusterQueue %s", adm.key_of(wl), queue)
+        if self.metrics is not None:
+            self.metrics.admitted(queue, waited_seconds=self._waited(wl))
         await record_event(self.ctx, written, type=EventType.NORMAL, reason=EventReason.QUOTA_RESERVED,
                            message=f"Quota reserved in ClusterQueue {queue}")
         await record_event(self.ctx, written, type=EventType.NORMAL, reason=EventReason.ADMITTED,
                            message=f"Admitted by ClusterQueue {queue}")
 
-    async def _evict(self, wl: dict[str, Any], preemptor: Mapping[str, Any], target: Target) -> None:
+    def _waited(self, wl: Mapping[str, Any]) -> float:
+        """Seconds since the Workload was created or, evicted, requeued (Kueue's admission wait)."""
+        since = str((wl.get("metadata") or {}).get("creationTimestamp") or "")
+        evicted = adm.condition(wl, kueue.COND_EVICTED) or {}
+        if evicted.get("status") == "True" and evicted.get("lastTransitionTime"):
+            since = str(evicted["lastTransitionTime"])
+        try:
+            return (self.ctx.now() - parse_time(since)).total_seconds()
+        except ValueError:
+            return 0.0
+
+    async def _evict(self, wl: dict[str, Any], preemptor: Mapping[str, Any], target: Target, preempting_queue: str) -> None:
         """Kueue's eviction by preemption, in one write: Evicted and Preempted, the quota released
         (back to the queue), and an Event naming the preemptor. The Job is suspended again and its
         binding removed (:meth:`sync`, :class:`AdmissionGate`), so its pods stop in every member."""
@@ -410,6 +433,9 @@ class AdmissionController:
         status["conditions"] = conditions
         written = await self.ctx.objects.update_status(rt, updated)
         log.info("Workload %s preempted by %s (%s)", adm.key_of(wl), adm.key_of(preemptor), target.reason)
+        if self.metrics is not None:
+            self.metrics.evicted(target.queue, reason=kueue.REASON_PREEMPTED,
+                                 preempting_cluster_queue=preempting_queue, preemption_reason=str(target.reason))
         await record_event(self.ctx, written, type=EventType.NORMAL, reason=EventReason.PREEMPTED, message=message)
 
     async def _wait(self, wl: dict[str, Any], waiting: Waiting) -> None:
