@@ -200,6 +200,8 @@ class Agent(CapacityReporting, WorkSyncing):
         if cfg.dcgm_url:
             group.create_task(self._dcgm_loop(cfg.dcgm_url))
         if cfg.enable_proxy:
+            if not isinstance(self.member, KubeApi):
+                raise ValueError(f"the cluster proxy needs an HTTP client of the member, not {self.member.server}")
             self.tunnel = AgentTunnel(
                 cluster=cfg.cluster_name, hub=hub.client, member=self.member.client, identity=cfg.proxy_identity
             )

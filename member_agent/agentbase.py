@@ -22,7 +22,7 @@ from member_agent.config import AgentConfig
 from member_agent.holding import StatusHold
 from member_agent.informing import Informer
 from member_agent.interpreting import MemberInterpreters
-from member_agent.kubeapi import KubeApi
+from member_agent.kubeapi import KubeApi, KubeTransport
 from member_agent.metrics import AgentMetrics, MetricsServer
 from member_agent.reclaims import ReclaimLog
 from member_agent.tunnel import AgentTunnel
@@ -35,7 +35,7 @@ Clock = Callable[[], datetime]
 #: How the agent gets its member client: :func:`member_agent.agent.member_api` (kubeconfig or
 #: in-cluster), or an in-process client of a hollow member (``gpufed sim-fleet``), which sits
 #: below this seam.
-MemberClient = Callable[[AgentConfig], Awaitable[KubeApi]]
+MemberClient = Callable[[AgentConfig], Awaitable[KubeTransport]]
 
 #: A member kind as a Work's manifest names it: (apiVersion, kind).
 Kind = tuple[str, str]
@@ -63,7 +63,7 @@ class AgentBase(Service):
         #: Builds the member client (a hollow member's in-process one in a hollow fleet).
         self._member_client = member_client
         self.hub: KubeApi | None = None
-        self.member: KubeApi | None = None
+        self.member: KubeTransport | None = None
         self.cluster: dict[str, Any] | None = None
         self.lease: dict[str, Any] | None = None
         self.last_status: dict[str, Any] | None = None
