@@ -37,7 +37,7 @@ import logging
 import random
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -283,20 +283,26 @@ class Tracker:
         return [self.running[name] - self.applied[name] for name in self.running]
 
 
-async def follow(hub: Hub, tracker: Tracker) -> None:
-    """Watch the hub's Deployments, re-listing whenever a stream ends, until cancelled."""
+async def follow(hub: Hub, path: str, on_object: Callable[[dict[str, Any], float], None]) -> None:
+    """List then watch ``path``, calling ``on_object(obj, time)`` for every object listed, added or
+    modified; re-lists whenever a stream ends, until cancelled."""
     while True:
-        status, listing = await hub.get(DEPLOYMENTS)
+        status, listing = await hub.get(path)
         if status != 200:
-            raise RuntimeError(f"LIST {DEPLOYMENTS}: HTTP {status}")
-        now = time.perf_counter()
+            raise RuntimeError(f"LIST {path}: HTTP {status}")
         for item in listing.get("items") or []:
-            tracker.observe(item, now)
+            on_object(item, time.perf_counter())
         version = str((listing.get("metadata") or {}).get("resourceVersion", "0"))
         with contextlib.suppress(aiohttp.ClientPayloadError, TimeoutError):
-            async for event in hub.watch(DEPLOYMENTS, version):
+            async for event in hub.watch(path, version):
                 if event.get("type") in ("ADDED", "MODIFIED"):
-                    tracker.observe(event.get("object") or {}, time.perf_counter())
+                    on_object(event.get("object") or {}, time.perf_counter())
+
+
+async def claim_namespace(hub: Hub, namespace: str, policy: dict[str, Any]) -> None:
+    """Create the benchmark's namespace and the PropagationPolicy that claims its workloads."""
+    await hub.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    await hub.create(f"/apis/policy.gpufed.io/v1alpha1/namespaces/{namespace}/propagationpolicies", policy)
 
 
 class Applies(Protocol):
@@ -447,20 +453,10 @@ async def probe(hub: Hub, name: str) -> dict[str, float]:
         if RUNNING_STAGE in seen:
             running.set()
 
-    async def watch(path: str) -> None:
-        while True:
-            status, listing = await hub.get(path)
-            if status != 200:
-                raise RuntimeError(f"LIST {path}: HTTP {status}")
-            for item in listing.get("items") or []:
-                observe(path, item)
-            version = str((listing.get("metadata") or {}).get("resourceVersion", "0"))
-            with contextlib.suppress(aiohttp.ClientPayloadError, TimeoutError):
-                async for event in hub.watch(path, version):
-                    if event.get("type") in ("ADDED", "MODIFIED"):
-                        observe(path, event.get("object") or {})
-
-    watchers = [asyncio.create_task(watch(path)) for path in (BINDINGS, WORKS, DEPLOYMENTS)]
+    watchers = [
+        asyncio.create_task(follow(hub, path, lambda obj, _now, path=path: observe(path, obj)))
+        for path in (BINDINGS, WORKS, DEPLOYMENTS)
+    ]
     try:
         await asyncio.sleep(0.5)  # let the watches open before the create
         started = time.perf_counter()
@@ -483,12 +479,7 @@ async def probe(hub: Hub, name: str) -> dict[str, float]:
 
 async def measure(kubeconfig: Path, plan: Plan, meter: CpuMeter) -> tuple[list[Figure], dict[str, Any]]:
     async with Hub.connect(kubeconfig) as hub:
-        await hub.create(
-            "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
-        )
-        await hub.create(
-            f"/apis/policy.gpufed.io/v1alpha1/namespaces/{NAMESPACE}/propagationpolicies", policy()
-        )
+        await claim_namespace(hub, NAMESPACE, policy())
 
         stages: list[dict[str, float]] = []
         for index in range(plan.probes):
@@ -498,7 +489,7 @@ async def measure(kubeconfig: Path, plan: Plan, meter: CpuMeter) -> tuple[list[F
 
         workloads = workload_mix(plan)
         tracker = Tracker(expected=len(workloads))
-        watcher = asyncio.create_task(follow(hub, tracker))
+        watcher = asyncio.create_task(follow(hub, DEPLOYMENTS, tracker.observe))
         cpu_before = meter.sample()
         try:
             apply_s = await apply_all(hub, workloads, tracker, rate=plan.rate)
@@ -560,15 +551,14 @@ async def measure(kubeconfig: Path, plan: Plan, meter: CpuMeter) -> tuple[list[F
 # ----------------------------------------------------------------------------- processes
 
 
-def _clusters_ready(hub: Kubectl, names: set[str]) -> bool:
-    items = hub.json("get", "clusters")["items"]
-    ready = {
+def ready_clusters(hub: Kubectl) -> set[str]:
+    """The clusters the hub has Ready with a capacity report (``status.nodeShapes``)."""
+    return {
         c["metadata"]["name"]
-        for c in items
+        for c in hub.json("get", "clusters")["items"]
         if (c.get("status") or {}).get("nodeShapes")
         and any(x["type"] == "Ready" and x["status"] == "True" for x in c["status"].get("conditions", []))
     }
-    return names <= ready
 
 
 def start_fleet(group: ProcessGroup, plan: Plan) -> Kubectl:
@@ -584,7 +574,7 @@ def start_fleet(group: ProcessGroup, plan: Plan) -> Kubectl:
         group.start_agent(hub, fleet_file, name, member, dcgm, extra=("--log-level", "WARNING"))
         names.add(name)
     wait_for(
-        lambda: _clusters_ready(hub, names),
+        lambda: names <= ready_clusters(hub),
         timeout=CLUSTERS_READY_TIMEOUT,
         interval=1.0,
         what="clusters Ready",
