@@ -39,8 +39,9 @@ from typing import Any
 
 import yaml
 
-from bench.bench_e2e_apply import Hub, deployment, fleet_meter, is_running, ready_clusters
+from bench.bench_e2e_apply import deployment
 from bench.common import BenchmarkResult, CpuMeter, Figure, Size, failed_run, script_main
+from bench.hubdriving import Hub, fleet_meter, is_running, ready_clusters
 from e2e.harness import ProcessGroup, wait_for
 
 log = logging.getLogger(__name__)

@@ -48,17 +48,7 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from bench.bench_e2e_apply import (
-    WORKS,
-    Hub,
-    apply_all,
-    claim_namespace,
-    deployment,
-    fleet_meter,
-    follow,
-    is_running,
-    ready_clusters,
-)
+from bench.bench_e2e_apply import deployment
 from bench.common import (
     BenchmarkResult,
     CpuMeter,
@@ -70,6 +60,16 @@ from bench.common import (
     failed_run,
     latency_summary,
     percentile,
+)
+from bench.hubdriving import (
+    WORKS,
+    Hub,
+    apply_all,
+    claim_namespace,
+    fleet_meter,
+    follow,
+    is_running,
+    ready_clusters,
 )
 from e2e.harness import Kubectl, Process, ProcessGroup, wait_for
 
