@@ -23,16 +23,15 @@ from bench.common import BenchmarkResult, Figure, Size, at_least, script_main
 from controlplane.admission.core import (
     Admitted,
     ClusterQueue,
-    FlavorQuotas,
     Pending,
     PodSetRequest,
     Preemption,
     PreemptionPolicy,
     QueueingStrategy,
     Quota,
-    ResourceGroup,
     decide,
 )
+from tests.admission.builders import cluster_queue
 
 NAME = "admission"
 GPU = "nvidia.com/gpu"
@@ -57,12 +56,12 @@ PLANS = {
 def fleet(queues: int) -> dict[str, ClusterQueue]:
     out: dict[str, ClusterQueue] = {}
     for i in range(queues):
-        flavors = (
-            FlavorQuotas("onprem-a100", {"cpu": Quota(256_000), GPU: Quota(16, borrowing_limit=8, lending_limit=8)}),
-            FlavorQuotas("cloud-h100", {"cpu": Quota(128_000), GPU: Quota(8)}),
-        )
+        flavors = {
+            "onprem-a100": {"cpu": 256_000, GPU: Quota(16, borrowing_limit=8, lending_limit=8)},
+            "cloud-h100": {"cpu": 128_000, GPU: 8},
+        }
         strategy = QueueingStrategy.STRICT_FIFO if i % 5 == 0 else QueueingStrategy.BEST_EFFORT_FIFO
-        out[f"cq-{i}"] = ClusterQueue(f"cq-{i}", (ResourceGroup(("cpu", GPU), flavors),), f"cohort-{i % 5}", strategy)
+        out[f"cq-{i}"] = cluster_queue(f"cq-{i}", flavors, cohort=f"cohort-{i % 5}", strategy=strategy)
     return out
 
 

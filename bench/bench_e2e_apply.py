@@ -37,13 +37,10 @@ import logging
 import random
 import tempfile
 import time
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-import aiohttp
-import orjson
 import yaml
 
 from bench.common import (
@@ -54,14 +51,21 @@ from bench.common import (
     Status,
     at_least,
     at_most,
-    etcd_pid,
     failed_run,
     latency_summary,
     percentile,
     script_main,
 )
-from controlplane.apiserver.kubeconfig import load_kubeconfig
-from controlplane.apiserver.tls import client_ssl_context
+from bench.hubdriving import (
+    WORKS,
+    Hub,
+    apply_all,
+    claim_namespace,
+    fleet_meter,
+    follow,
+    is_running,
+    ready_clusters,
+)
 from e2e.harness import Kubectl, ProcessGroup, wait_for
 
 log = logging.getLogger(__name__)
@@ -77,10 +81,6 @@ P99_TARGET_S = 1.0
 #: How long the probe workload may take to run before the benchmark is skipped.
 PROBE_TIMEOUT = 90.0
 CLUSTERS_READY_TIMEOUT = 240.0
-REQUEST_TIMEOUT = aiohttp.ClientTimeout(total=60)
-#: aiohttp closes TLS transports a moment after the session (its documented graceful shutdown).
-SSL_CLOSE_GRACE = 0.25
-WATCH_TIMEOUT = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=120)
 #: Cluster kinds in the order clusters are added: 10 clusters = 4 A100, 2 MIG, 4 H100.
 CLUSTER_KINDS = ("a100", "mig", "h100", "a100", "h100", "a100", "mig", "h100", "a100", "h100")
 
@@ -200,61 +200,6 @@ def workload_mix(plan: Plan, *, seed: int = 1) -> list[dict[str, Any]]:
     return out
 
 
-def is_running(obj: dict[str, Any]) -> bool:
-    """All replicas Ready, as the hub's aggregated workload status says."""
-    wanted = int((obj.get("spec") or {}).get("replicas", 1))
-    ready = int((obj.get("status") or {}).get("readyReplicas") or 0)
-    return ready >= wanted
-
-
-# ----------------------------------------------------------------------------- the hub client
-
-
-@dataclass
-class Hub:
-    """A small HTTPS client for the hub: one session, the admin bearer token."""
-
-    session: aiohttp.ClientSession
-    base: str
-
-    @classmethod
-    @contextlib.asynccontextmanager
-    async def connect(cls, kubeconfig: Path, *, connections: int = 32) -> AsyncIterator[Hub]:
-        creds = load_kubeconfig(kubeconfig)
-        connector = aiohttp.TCPConnector(ssl=client_ssl_context(creds.ca_pem), limit=connections)
-        headers = {"Authorization": f"Bearer {creds.token}", "Accept": "application/json"}
-        async with aiohttp.ClientSession(
-            connector=connector, timeout=REQUEST_TIMEOUT, headers=headers
-        ) as session:
-            yield cls(session, creds.server.rstrip("/"))
-        await asyncio.sleep(SSL_CLOSE_GRACE)
-
-    async def get(self, path: str) -> tuple[int, Any]:
-        async with self.session.get(self.base + path) as response:
-            body = await response.read()
-            return response.status, orjson.loads(body) if body else None
-
-    async def create(self, path: str, obj: dict[str, Any]) -> int:
-        body = orjson.dumps(obj)
-        async with self.session.post(
-            self.base + path, data=body, headers={"Content-Type": "application/json"}
-        ) as response:
-            text = await response.read()
-            if response.status not in (201, 409):
-                raise RuntimeError(f"POST {path}: HTTP {response.status}: {text[:300]!r}")
-            return response.status
-
-    async def watch(self, path: str, resource_version: str) -> AsyncIterator[dict[str, Any]]:
-        """Events of one watch stream, from ``resource_version``; ends when the server ends it."""
-        url = f"{self.base}{path}?watch=1&allowWatchBookmarks=true&resourceVersion={resource_version}"
-        async with self.session.get(url, timeout=WATCH_TIMEOUT) as response:
-            if response.status != 200:
-                raise RuntimeError(f"watch {path}: HTTP {response.status}: {(await response.read())[:300]!r}")
-            async for line in response.content:
-                if line.strip():
-                    yield orjson.loads(line)
-
-
 DEPLOYMENTS = f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments"
 
 
@@ -281,51 +226,6 @@ class Tracker:
 
     def latencies(self) -> list[float]:
         return [self.running[name] - self.applied[name] for name in self.running]
-
-
-async def follow(hub: Hub, tracker: Tracker) -> None:
-    """Watch the hub's Deployments, re-listing whenever a stream ends, until cancelled."""
-    while True:
-        status, listing = await hub.get(DEPLOYMENTS)
-        if status != 200:
-            raise RuntimeError(f"LIST {DEPLOYMENTS}: HTTP {status}")
-        now = time.perf_counter()
-        for item in listing.get("items") or []:
-            tracker.observe(item, now)
-        version = str((listing.get("metadata") or {}).get("resourceVersion", "0"))
-        with contextlib.suppress(aiohttp.ClientPayloadError, TimeoutError):
-            async for event in hub.watch(DEPLOYMENTS, version):
-                if event.get("type") in ("ADDED", "MODIFIED"):
-                    tracker.observe(event.get("object") or {}, time.perf_counter())
-
-
-class Applies(Protocol):
-    """Where :func:`apply_all` records each create's start and duration."""
-
-    applied: dict[str, float]
-    apply_seconds: list[float]
-
-
-async def apply_all(
-    hub: Hub, workloads: list[dict[str, Any]], tracker: Applies, *, rate: float, path: str = DEPLOYMENTS
-) -> float:
-    """Create the workloads (in collection ``path``) on an open-loop schedule (``rate`` per
-    second); returns the seconds the creating took."""
-    started = time.perf_counter()
-
-    async def create(index: int, obj: dict[str, Any]) -> None:
-        delay = started + index / rate - time.perf_counter()
-        if delay > 0:
-            await asyncio.sleep(delay)
-        name = obj["metadata"]["name"]
-        tracker.applied[name] = time.perf_counter()
-        await hub.create(path, obj)
-        tracker.apply_seconds.append(time.perf_counter() - tracker.applied[name])
-
-    async with asyncio.TaskGroup() as group:
-        for index, obj in enumerate(workloads):
-            group.create_task(create(index, obj))
-    return time.perf_counter() - started
 
 
 async def diagnose(hub: Hub, name: str) -> str:
@@ -365,15 +265,6 @@ async def diagnose(hub: Hub, name: str) -> str:
     )
 
 
-def fleet_meter(group: ProcessGroup) -> CpuMeter:
-    """CPU of every process the benchmark started, plus the hub's etcd."""
-    pids = {proc.name: proc.popen.pid for proc in group.processes if proc.popen is not None}
-    etcd = etcd_pid(group.root / "hub" / "etcd" / "etcd")
-    if etcd is not None:
-        pids["etcd"] = etcd
-    return CpuMeter(pids)
-
-
 def cpu_by_role(used: dict[str, float]) -> dict[str, float]:
     """CPU seconds summed per role: hub, etcd, sim (all members), agent (all agents), client."""
     roles: dict[str, float] = {}
@@ -384,7 +275,6 @@ def cpu_by_role(used: dict[str, float]) -> dict[str, float]:
 
 
 RUNNING_STAGE = "hub workload Running"
-WORKS = "/apis/work.gpufed.io/v1alpha1/works"
 BINDINGS = f"/apis/work.gpufed.io/v1alpha1/namespaces/{NAMESPACE}/resourcebindings"
 
 
@@ -447,20 +337,10 @@ async def probe(hub: Hub, name: str) -> dict[str, float]:
         if RUNNING_STAGE in seen:
             running.set()
 
-    async def watch(path: str) -> None:
-        while True:
-            status, listing = await hub.get(path)
-            if status != 200:
-                raise RuntimeError(f"LIST {path}: HTTP {status}")
-            for item in listing.get("items") or []:
-                observe(path, item)
-            version = str((listing.get("metadata") or {}).get("resourceVersion", "0"))
-            with contextlib.suppress(aiohttp.ClientPayloadError, TimeoutError):
-                async for event in hub.watch(path, version):
-                    if event.get("type") in ("ADDED", "MODIFIED"):
-                        observe(path, event.get("object") or {})
-
-    watchers = [asyncio.create_task(watch(path)) for path in (BINDINGS, WORKS, DEPLOYMENTS)]
+    watchers = [
+        asyncio.create_task(follow(hub, path, lambda obj, _now, path=path: observe(path, obj)))
+        for path in (BINDINGS, WORKS, DEPLOYMENTS)
+    ]
     try:
         await asyncio.sleep(0.5)  # let the watches open before the create
         started = time.perf_counter()
@@ -483,12 +363,7 @@ async def probe(hub: Hub, name: str) -> dict[str, float]:
 
 async def measure(kubeconfig: Path, plan: Plan, meter: CpuMeter) -> tuple[list[Figure], dict[str, Any]]:
     async with Hub.connect(kubeconfig) as hub:
-        await hub.create(
-            "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
-        )
-        await hub.create(
-            f"/apis/policy.gpufed.io/v1alpha1/namespaces/{NAMESPACE}/propagationpolicies", policy()
-        )
+        await claim_namespace(hub, NAMESPACE, policy())
 
         stages: list[dict[str, float]] = []
         for index in range(plan.probes):
@@ -498,10 +373,10 @@ async def measure(kubeconfig: Path, plan: Plan, meter: CpuMeter) -> tuple[list[F
 
         workloads = workload_mix(plan)
         tracker = Tracker(expected=len(workloads))
-        watcher = asyncio.create_task(follow(hub, tracker))
+        watcher = asyncio.create_task(follow(hub, DEPLOYMENTS, tracker.observe))
         cpu_before = meter.sample()
         try:
-            apply_s = await apply_all(hub, workloads, tracker, rate=plan.rate)
+            apply_s = await apply_all(hub, workloads, tracker, rate=plan.rate, path=DEPLOYMENTS)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(tracker.all_running.wait(), plan.drain_timeout)
             cpu_used = CpuMeter.delta(cpu_before, meter.sample())
@@ -560,17 +435,6 @@ async def measure(kubeconfig: Path, plan: Plan, meter: CpuMeter) -> tuple[list[F
 # ----------------------------------------------------------------------------- processes
 
 
-def _clusters_ready(hub: Kubectl, names: set[str]) -> bool:
-    items = hub.json("get", "clusters")["items"]
-    ready = {
-        c["metadata"]["name"]
-        for c in items
-        if (c.get("status") or {}).get("nodeShapes")
-        and any(x["type"] == "Ready" and x["status"] == "True" for x in c["status"].get("conditions", []))
-    }
-    return names <= ready
-
-
 def start_fleet(group: ProcessGroup, plan: Plan) -> Kubectl:
     """Hub, members and agents; returns the hub's kubectl once every cluster is Ready."""
     fleet_file = group.root / "fleet.yaml"
@@ -584,7 +448,7 @@ def start_fleet(group: ProcessGroup, plan: Plan) -> Kubectl:
         group.start_agent(hub, fleet_file, name, member, dcgm, extra=("--log-level", "WARNING"))
         names.add(name)
     wait_for(
-        lambda: _clusters_ready(hub, names),
+        lambda: names <= ready_clusters(hub),
         timeout=CLUSTERS_READY_TIMEOUT,
         interval=1.0,
         what="clusters Ready",

@@ -39,9 +39,10 @@ from typing import Any
 
 import yaml
 
-from bench.bench_e2e_apply import Hub, deployment, fleet_meter, is_running
+from bench.bench_e2e_apply import deployment
 from bench.common import BenchmarkResult, CpuMeter, Figure, Size, failed_run, script_main
-from e2e.harness import Kubectl, ProcessGroup, wait_for
+from bench.hubdriving import Hub, fleet_meter, is_running, ready_clusters
+from e2e.harness import ProcessGroup, wait_for
 
 log = logging.getLogger(__name__)
 
@@ -326,17 +327,6 @@ async def measure(kubeconfig: Path, meter: CpuMeter, *, load: bool) -> dict[str,
     return out
 
 
-def _clusters_ready(hub: Kubectl) -> bool:
-    items = hub.json("get", "clusters")["items"]
-    ready = {
-        c["metadata"]["name"]
-        for c in items
-        if (c.get("status") or {}).get("nodeShapes")
-        and any(x["type"] == "Ready" and x["status"] == "True" for x in c["status"].get("conditions", []))
-    }
-    return set(CLUSTERS) <= ready
-
-
 def run(size: Size) -> BenchmarkResult:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="gpufed-bench-ledger-") as tmp:
@@ -348,7 +338,7 @@ def run(size: Size) -> BenchmarkResult:
             for name in CLUSTERS:
                 _, member, dcgm = group.start_member(fleet, name, extra=("--log-level", "WARNING"))
                 group.start_agent(hub, fleet, name, member, dcgm, extra=("--log-level", "WARNING"))
-            wait_for(lambda: _clusters_ready(hub), timeout=120, interval=1.0, what="clusters Ready")
+            wait_for(lambda: set(CLUSTERS) <= ready_clusters(hub), timeout=120, interval=1.0, what="clusters Ready")
             cases = asyncio.run(measure(hub.kubeconfig, fleet_meter(group), load=size is not Size.TINY))
         except Exception as exc:
             return failed_run(NAME, size, exc, logs=group.dump_logs()[-6000:], started=started)

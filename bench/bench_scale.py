@@ -46,21 +46,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
-from bench.bench_e2e_apply import WORKS, Hub, apply_all, deployment, fleet_meter, is_running
+from bench.bench_e2e_apply import deployment
 from bench.common import (
     BenchmarkResult,
     CpuMeter,
     Figure,
     Size,
-    Status,
     at_least,
     at_most,
     benchmark_main,
+    failed_run,
     latency_summary,
     percentile,
+)
+from bench.hubdriving import (
+    WORKS,
+    Hub,
+    apply_all,
+    claim_namespace,
+    fleet_meter,
+    follow,
+    is_running,
+    ready_clusters,
 )
 from e2e.harness import Kubectl, Process, ProcessGroup, wait_for
 
@@ -239,21 +248,6 @@ class Tracker:
                 self.all_running.set()
 
 
-async def follow(hub: Hub, path: str, on_object: Any) -> None:
-    """List then watch ``path``, calling ``on_object(obj, time)``; re-lists when a stream ends."""
-    while True:
-        status, listing = await hub.get(path)
-        if status != 200:
-            raise RuntimeError(f"LIST {path}: HTTP {status}")
-        for item in listing.get("items") or []:
-            on_object(item, time.perf_counter())
-        version = str((listing.get("metadata") or {}).get("resourceVersion", "0"))
-        with contextlib.suppress(aiohttp.ClientPayloadError, TimeoutError):
-            async for event in hub.watch(path, version):
-                if event.get("type") in ("ADDED", "MODIFIED"):
-                    on_object(event.get("object") or {}, time.perf_counter())
-
-
 async def read_probe(hub: Hub, tracker: Tracker) -> None:
     """A user's LIST of the clusters, twice a second, timed (what a dashboard does)."""
     while True:
@@ -316,8 +310,7 @@ async def measure(kubeconfig: Path, plan: Plan, meter: CpuMeter, hub_pid: int, e
                                    "max": max(report_sizes)}
         details["steady_machine_busy_cores"] = round(window.machine_busy, 2)
 
-        await hub.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
-        await hub.create(f"/apis/policy.gpufed.io/v1alpha1/namespaces/{NAMESPACE}/propagationpolicies", policy())
+        await claim_namespace(hub, NAMESPACE, policy())
         objs = workloads(plan.workloads)
         tracker = Tracker(expected=len(objs))
         metrics_before = await scrape(hub)
@@ -388,14 +381,6 @@ async def measure(kubeconfig: Path, plan: Plan, meter: CpuMeter, hub_pid: int, e
 # ----------------------------------------------------------------------------- processes
 
 
-def _clusters_ready(hub: Kubectl, count: int) -> bool:
-    items = hub.json("get", "clusters")["items"]
-    return len(items) >= count and all(
-        (c.get("status") or {}).get("nodeShapes")
-        and any(x["type"] == "Ready" and x["status"] == "True" for x in c["status"].get("conditions", []))
-        for c in items)
-
-
 def start(group: ProcessGroup, plan: Plan) -> tuple[Process, Kubectl, Process, dict[str, Any]]:
     hub_proc, hub = group.start_hub("hub", "--log-level", "WARNING")
     state = group.root / "fleet"
@@ -406,7 +391,7 @@ def start(group: ProcessGroup, plan: Plan) -> tuple[Process, Kubectl, Process, d
     wait_for(lambda: stats.exists() or not fleet.alive(), timeout=plan.join_timeout, interval=1.0,
              what="every hollow cluster to report")
     assert fleet.alive(), f"sim-fleet exited:\n{fleet.log()[-4000:]}"
-    wait_for(lambda: _clusters_ready(hub, plan.clusters), timeout=plan.join_timeout, interval=2.0, what="clusters Ready")
+    wait_for(lambda: len(ready_clusters(hub)) >= plan.clusters, timeout=plan.join_timeout, interval=2.0, what="clusters Ready")
     return hub_proc, hub, fleet, json.loads(stats.read_text())
 
 
@@ -427,9 +412,7 @@ def run(size: Size) -> BenchmarkResult:
             figures += measured
             details["fleet"] = joined
         except Exception as exc:
-            log.exception("the scale benchmark failed")
-            return BenchmarkResult(benchmark=NAME, size=size, status=Status.FAILED, reason=f"{type(exc).__name__}: {exc}",
-                                   details={"logs": group.dump_logs()[-6000:]}, seconds=time.perf_counter() - started)
+            return failed_run(NAME, size, exc, logs=group.dump_logs()[-6000:], started=started)
         finally:
             group.stop_all()
     return BenchmarkResult(benchmark=NAME, size=size, figures=figures, details=details, seconds=time.perf_counter() - started)

@@ -432,9 +432,10 @@ class Hub(ShutdownOnce):
             await self.health.shutdown()
         if self.waste_sampler is not None:
             self.waste_sampler.request_stop()
-        if self._waste_task is not None:
+        waste_task, self._waste_task = self._waste_task, None
+        if waste_task is not None:
             # Let the sampler save its last rollups (a deposed leader's save may fail: fine).
-            await _finish(self._waste_task, seconds=WASTE_SAVE_SECONDS)
+            await _finish(waste_task, seconds=WASTE_SAVE_SECONDS)
         tasks, self._leader_tasks = self._leader_tasks, []
         for task in tasks:
             task.cancel()
@@ -512,13 +513,9 @@ class Hub(ShutdownOnce):
         if self.elector is not None:
             # Stops the leader's work and resigns, so another replica takes over at once.
             await self.elector.shutdown()
-        if self.controllers is not None:
-            await self.controllers.shutdown()
-        if self.waste_sampler is not None:
-            self.waste_sampler.request_stop()
-        if self._waste_task is not None:
-            # Let the sampler save its last rollups before the store closes.
-            await _finish(self._waste_task, seconds=WASTE_SAVE_SECONDS)
+        # Whatever leading started, before the store closes (already stopped when the elector
+        # stopped it; stopping it again does nothing).
+        await self._stop_leading()
         for task in self._background:
             task.cancel()
         for task in self._background:

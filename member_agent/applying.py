@@ -51,7 +51,7 @@ from controlplane.apis.work_v1alpha1 import ConditionType as WorkConditionType
 from controlplane.apis.work_v1alpha1 import Health, WorkReason
 from member_agent.assessing import as_int, assess_health
 from member_agent.interpreting import MemberInterpreters
-from member_agent.kubeapi import ApiError, Conflict, KindNotServed, KubeApi, NotFound
+from member_agent.kubeapi import ApiError, Conflict, KindNotServed, KubeTransport, NotFound
 from member_agent.ledger import Ledger
 from member_agent.manifests import (
     ApplyDecision,
@@ -322,7 +322,7 @@ class WorkApplier:
     reads the live object for its ownership decision.
     """
 
-    member: KubeApi
+    member: KubeTransport
     ledger: Ledger
     pods: Callable[[], Sequence[Mapping[str, Any]]]
     field_manager: str = c.FIELD_MANAGER_AGENT

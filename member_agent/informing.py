@@ -1,6 +1,6 @@
 """A list+watch cache of one collection (nodes, pods, Works), as client-go's informers keep.
 
-In: a :class:`~member_agent.kubeapi.KubeApi`, a collection path, an optional ``transform``
+In: a :class:`~member_agent.kubeapi.KubeTransport`, a collection path, an optional ``transform``
 (to keep only the fields the agent needs, which bounds memory), and an ``on_change`` callback
 that receives the key (``namespace/name`` or ``name``) of every object that was added, changed
 or removed. Out: :attr:`Informer.objects`, the current objects by key, and :attr:`Informer.synced`.
@@ -21,7 +21,7 @@ from typing import Any
 import aiohttp
 from tenacity import AsyncRetrying, retry_if_exception_type, wait_exponential_jitter
 
-from member_agent.kubeapi import ApiError, Gone, KubeApi
+from member_agent.kubeapi import ApiError, Gone, KubeTransport
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ class Informer:
 
     def __init__(
         self,
-        api: KubeApi,
+        api: KubeTransport,
         path: str,
         *,
         name: str,

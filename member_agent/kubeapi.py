@@ -8,15 +8,18 @@ cost CPU and memory. Watches are streamed here line by line so the informer can 
 its last resourceVersion and relist on 410 (``Watch`` in kubernetes_asyncio turns objects into
 typed models and retries a 410 only once).
 
-In: an ``ApiClient``. Out: dict objects, and :class:`ApiError` subclasses for non-2xx answers
+:class:`KubeTransport` holds the verbs over three transport calls; :class:`KubeApi` is the HTTP
+transport. In: an ``ApiClient``. Out: dict objects, and :class:`ApiError` subclasses for non-2xx answers
 (the Kubernetes ``Status`` message preserved). Every request has a timeout.
 """
 
 from __future__ import annotations
 
+import abc
 import json
 import logging
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
@@ -43,42 +46,52 @@ APPLY_PATCH = "application/apply-patch+yaml"
 MERGE_PATCH = "application/merge-patch+json"
 
 
-class KubeApi:
-    """JSON requests against one API server through a kubernetes_asyncio ``ApiClient``."""
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One JSON request: what every verb of :class:`KubeTransport` comes down to."""
 
-    def __init__(self, client: ApiClient, *, timeout: float = DEFAULT_TIMEOUT) -> None:
-        self.client = client
+    method: str
+    path: str
+    query: Mapping[str, Any] = field(default_factory=dict)
+    body: Any = None
+    content_type: str = "application/json"
+    #: None: the transport's default timeout.
+    timeout: float | None = None
+
+
+class KubeTransport(abc.ABC):
+    """The verbs the agent speaks to a Kubernetes-compatible API, over three transport calls.
+
+    A transport answers a JSON request (:meth:`_exchange`), a plain-text GET (:meth:`_text`) and a
+    watch stream (:meth:`_events`); CRUD, server-side apply, paginated lists, discovery and the
+    server's version are built on them here, once. :class:`KubeApi` sends them over HTTP; a hollow
+    member's client (:class:`simulator.hollow.api.HollowKubeApi`) answers them in-process.
+    """
+
+    def __init__(self, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         self.timeout = timeout
         self.discovery = DiscoveryCache()
 
-    async def close(self) -> None:
-        await self.client.close()
+    @abc.abstractmethod
+    async def _exchange(self, request: Request) -> dict[str, Any]:
+        """The JSON answer to ``request``; an :class:`ApiError` for anything but a 2xx answer."""
 
-    async def _send(
-        self,
-        method: str,
-        path: str,
-        *,
-        query: Mapping[str, Any] | None = None,
-        body: Any = None,
-        content_type: str = "application/json",
-        request_timeout: float | aiohttp.ClientTimeout | None = None,
-    ) -> aiohttp.ClientResponse:
-        params = [(k, _query_value(v)) for k, v in (query or {}).items() if v is not None]
-        try:
-            response: aiohttp.ClientResponse = await self.client.call_api(
-                path,
-                method,
-                query_params=params,
-                header_params={"Accept": "application/json", "Content-Type": content_type},
-                body=body,
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _request_timeout=request_timeout if request_timeout is not None else self.timeout,
-            )
-        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-            raise Unavailable(0, "Unavailable", f"{method} {path}: {exc!r}") from exc
-        return response
+    @abc.abstractmethod
+    async def _text(self, request: Request) -> tuple[int, str]:
+        """The HTTP status and body of a plain-text GET, whatever the status."""
+
+    @abc.abstractmethod
+    def _events(self, path: str, query: Mapping[str, Any], *, timeout_seconds: int) -> AsyncIterator[dict[str, Any]]:
+        """The events of a watch request (``query`` carries ``watch``, ``resourceVersion`` and the
+        rest of the watch parameters) until the server ends the stream."""
+
+    @property
+    @abc.abstractmethod
+    def server(self) -> str:
+        """The API server's address, for messages."""
+
+    async def close(self) -> None:
+        return None
 
     async def request(
         self,
@@ -90,19 +103,9 @@ class KubeApi:
         content_type: str = "application/json",
         request_timeout: float | None = None,
     ) -> dict[str, Any]:
-        response = await self._send(
-            method, path, query=query, body=body, content_type=content_type, request_timeout=request_timeout
+        return await self._exchange(
+            Request(method, path, query=query or {}, body=body, content_type=content_type, timeout=request_timeout)
         )
-        data = await _read(response, method, path)
-        if not 200 <= response.status < 300:
-            raise error_from_status(response.status, data)
-        if not data:
-            return {}
-        try:
-            parsed = json.loads(data)
-        except ValueError as exc:
-            raise ApiError(response.status, "BadResponse", f"{method} {path}: answer is not JSON") from exc
-        return parsed if isinstance(parsed, dict) else {"items": parsed}
 
     async def get(self, path: str, *, query: Mapping[str, Any] | None = None) -> dict[str, Any]:
         return await self.request("GET", path, query=query)
@@ -112,14 +115,7 @@ class KubeApi:
     ) -> tuple[int, str]:
         """GET a plain-text endpoint (``/readyz``, ``/livez``): its HTTP status and body, whatever
         the status; :class:`Unavailable` only when no answer came."""
-        response = await self._send("GET", path, query=query, request_timeout=request_timeout)
-        data = await _read(response, "GET", path)
-        return response.status, data.decode("utf-8", errors="replace")
-
-    @property
-    def server(self) -> str:
-        """The API server's URL, as the client configuration names it."""
-        return str(self.client.configuration.host)
+        return await self._text(Request("GET", path, query=query or {}, timeout=request_timeout))
 
     async def create(self, collection_path: str, body: Mapping[str, Any]) -> dict[str, Any]:
         return await self.request("POST", collection_path, body=dict(body))
@@ -154,7 +150,7 @@ class KubeApi:
                 return items, str(meta.get("resourceVersion") or "")
             params["continue"] = token
 
-    async def watch(
+    def watch(
         self,
         path: str,
         *,
@@ -175,11 +171,93 @@ class KubeApi:
                 "timeoutSeconds": timeout_seconds,
             }
         )
+        return self._events(path, params, timeout_seconds=timeout_seconds)
+
+    async def resource_info(self, api_version: str, kind: str) -> ResourceInfo:
+        """Plural name and scope of a kind, from the server's discovery document (cached; a kind
+        the server does not serve raises :class:`KindNotServed`, answered from memory during its
+        back-off, see :mod:`member_agent.discovery`)."""
+        known = self.discovery.cached(api_version, kind)
+        if known is not None:
+            return known
+        try:
+            document: dict[str, Any] | None = await self.get(discovery_path(api_version))
+        except NotFound:
+            document = None
+        return self.discovery.learn(api_version, document, kind=kind)
+
+    async def version(self) -> str | None:
+        try:
+            answer = await self.get("/version")
+        except ApiError:
+            return None
+        version = answer.get("gitVersion")
+        return str(version) if version else None
+
+
+class KubeApi(KubeTransport):
+    """JSON requests against one API server through a kubernetes_asyncio ``ApiClient``."""
+
+    def __init__(self, client: ApiClient, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        super().__init__(timeout=timeout)
+        self.client = client
+
+    async def close(self) -> None:
+        await self.client.close()
+
+    @property
+    def server(self) -> str:
+        """The API server's URL, as the client configuration names it."""
+        return str(self.client.configuration.host)
+
+    async def _send(
+        self, request: Request, *, request_timeout: float | aiohttp.ClientTimeout | None = None
+    ) -> aiohttp.ClientResponse:
+        params = [(k, _query_value(v)) for k, v in request.query.items() if v is not None]
+        if request_timeout is None:
+            request_timeout = request.timeout if request.timeout is not None else self.timeout
+        try:
+            response: aiohttp.ClientResponse = await self.client.call_api(
+                request.path,
+                request.method,
+                query_params=params,
+                header_params={"Accept": "application/json", "Content-Type": request.content_type},
+                body=request.body,
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _request_timeout=request_timeout,
+            )
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            raise Unavailable(0, "Unavailable", f"{request.method} {request.path}: {exc!r}") from exc
+        return response
+
+    async def _exchange(self, request: Request) -> dict[str, Any]:
+        method, path = request.method, request.path
+        response = await self._send(request)
+        data = await _read(response, method, path)
+        if not 200 <= response.status < 300:
+            raise error_from_status(response.status, data)
+        if not data:
+            return {}
+        try:
+            parsed = json.loads(data)
+        except ValueError as exc:
+            raise ApiError(response.status, "BadResponse", f"{method} {path}: answer is not JSON") from exc
+        return parsed if isinstance(parsed, dict) else {"items": parsed}
+
+    async def _text(self, request: Request) -> tuple[int, str]:
+        response = await self._send(request)
+        data = await _read(response, request.method, request.path)
+        return response.status, data.decode("utf-8", errors="replace")
+
+    async def _events(
+        self, path: str, query: Mapping[str, Any], *, timeout_seconds: int
+    ) -> AsyncIterator[dict[str, Any]]:
         # The server ends the stream after timeoutSeconds; the read timeout guards against a dead peer.
         client_timeout = aiohttp.ClientTimeout(
             total=None, connect=self.timeout, sock_read=timeout_seconds + 30
         )
-        response = await self._send("GET", path, query=params, request_timeout=client_timeout)
+        response = await self._send(Request("GET", path, query=query), request_timeout=client_timeout)
         try:
             if not 200 <= response.status < 300:
                 raise error_from_status(response.status, await response.read())
@@ -203,27 +281,6 @@ class KubeApi:
                 yield event
         finally:
             response.release()
-
-    async def resource_info(self, api_version: str, kind: str) -> ResourceInfo:
-        """Plural name and scope of a kind, from the server's discovery document (cached; a kind
-        the server does not serve raises :class:`KindNotServed`, answered from memory during its
-        back-off, see :mod:`member_agent.discovery`)."""
-        known = self.discovery.cached(api_version, kind)
-        if known is not None:
-            return known
-        try:
-            document: dict[str, Any] | None = await self.get(discovery_path(api_version))
-        except NotFound:
-            document = None
-        return self.discovery.learn(api_version, document, kind=kind)
-
-    async def version(self) -> str | None:
-        try:
-            answer = await self.get("/version")
-        except ApiError:
-            return None
-        version = answer.get("gitVersion")
-        return str(version) if version else None
 
 
 def _query_value(value: Any) -> str:

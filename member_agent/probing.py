@@ -7,7 +7,7 @@ agent asks the API server itself, as Karmada's cluster status controller does (`
 too. Both are asked with ``?verbose`` so a failing answer names its failed checks
 (``[-]etcd failed: reason withheld``).
 
-In: a :class:`~member_agent.kubeapi.KubeApi` on the member. Out: a :class:`ProbeResult` per
+In: a :class:`~member_agent.kubeapi.KubeTransport` on the member. Out: a :class:`ProbeResult` per
 probe (:func:`probe_member_api`, the only I/O here), and from a run of them, through
 :class:`MemberApiHealth` (pure), the problem the Ready condition must report — or None while the
 API answers, or has failed for less than the failure threshold (Karmada's
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from member_agent.capacity import ReadyReason
-from member_agent.kubeapi import KubeApi, Unavailable
+from member_agent.kubeapi import KubeTransport, Unavailable
 
 #: Readiness, and its fallback for an API server that answers ``/readyz`` with 404; then
 #: liveness (skipped when not served).
@@ -78,7 +78,7 @@ def _cause(exc: Unavailable) -> str:
     return exc.message
 
 
-async def probe_member_api(api: KubeApi, *, request_timeout: float) -> ProbeResult:
+async def probe_member_api(api: KubeTransport, *, request_timeout: float) -> ProbeResult:
     """Ask the member's API server whether it is ready and live (each request within ``request_timeout``)."""
     readiness, fallback = READINESS_ENDPOINTS
     try:

@@ -194,7 +194,7 @@ class ReplicatedTemplateKind(PodTemplateKind):
         return out
 
     def aggregate_status(self, obj: Obj, member_statuses: MemberStatuses) -> Obj:
-        present = [s for _, s in member_statuses if s is not None]
+        present = reported(member_statuses)
         if not present:
             return {}
         out: Obj = dict(sum_fields(present, self.replica_fields))
@@ -238,6 +238,11 @@ def as_int(value: Any, default: int = 0) -> int:
         return int(value)
     except (TypeError, ValueError):
         return default
+
+
+def reported(member_statuses: MemberStatuses) -> list[Mapping[str, Any]]:
+    """The statuses the members reported, in cluster order (a member without one is left out)."""
+    return [s for _, s in member_statuses if s is not None]
 
 
 def sum_fields(statuses: Sequence[Mapping[str, Any]], fields: Sequence[str]) -> dict[str, int]:

@@ -31,6 +31,7 @@ from controlplane.interpreter.base import (
     condition_true,
     extreme_time,
     merge_conditions,
+    reported,
     sum_fields,
 )
 from controlplane.interpreter.requirements import Obj
@@ -93,7 +94,7 @@ class JobInterpreter(PodTemplateKind):
         return False
 
     def aggregate_status(self, obj: Obj, member_statuses: MemberStatuses) -> Obj:
-        present = [s for _, s in member_statuses if s is not None]
+        present = reported(member_statuses)
         if not present:
             return {}
         out: Obj = {k: v for k, v in sum_fields(present, COUNT_FIELDS).items() if v}

@@ -26,6 +26,7 @@ from controlplane.interpreter.base import (
     as_int,
     condition_true,
     merge_conditions,
+    reported,
 )
 from controlplane.interpreter.requirements import Obj, ReplicaRequirements, requirements
 
@@ -86,7 +87,7 @@ class JobSetInterpreter(PodTemplateKind):
         return copy.deepcopy(obj)
 
     def aggregate_status(self, obj: Obj, member_statuses: MemberStatuses) -> Obj:
-        present = [s for _, s in member_statuses if s is not None]
+        present = reported(member_statuses)
         if not present:
             return {}
         by_name: dict[str, dict[str, Any]] = {}
@@ -106,7 +107,7 @@ class JobSetInterpreter(PodTemplateKind):
         conditions = merge_conditions(member_statuses, any_true=frozenset({"Failed"}))
         if conditions:
             out["conditions"] = conditions
-        states = [str(s.get("terminalState") or "") for _, s in member_statuses if s is not None]
+        states = [str(s.get("terminalState") or "") for s in reported(member_statuses)]
         if "Failed" in states:
             out["terminalState"] = "Failed"
         elif states and len(present) == len(member_statuses) and all(s == "Completed" for s in states):

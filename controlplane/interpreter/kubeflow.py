@@ -25,6 +25,7 @@ from controlplane.interpreter.base import (
     condition_true,
     extreme_time,
     merge_conditions,
+    reported,
 )
 from controlplane.interpreter.requirements import Obj, ReplicaRequirements, requirements
 
@@ -76,7 +77,7 @@ class KubeflowJobInterpreter(PodTemplateKind):
         return out
 
     def aggregate_status(self, obj: Obj, member_statuses: MemberStatuses) -> Obj:
-        present = [s for _, s in member_statuses if s is not None]
+        present = reported(member_statuses)
         if not present:
             return {}
         replica_statuses: dict[str, dict[str, int]] = {}

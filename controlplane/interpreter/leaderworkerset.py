@@ -25,6 +25,7 @@ from controlplane.interpreter.base import (
     as_int,
     condition_true,
     merge_conditions,
+    reported,
     sum_fields,
 )
 from controlplane.interpreter.requirements import Obj, ReplicaRequirements, requirements
@@ -79,7 +80,7 @@ class LeaderWorkerSetInterpreter(PodTemplateKind):
         return out
 
     def aggregate_status(self, obj: Obj, member_statuses: MemberStatuses) -> Obj:
-        present = [s for _, s in member_statuses if s is not None]
+        present = reported(member_statuses)
         if not present:
             return {}
         out: Obj = dict(sum_fields(present, GROUP_FIELDS))

@@ -31,6 +31,7 @@ from controlplane.interpreter.base import (
     as_int,
     extreme_time,
     merge_conditions,
+    reported,
     sum_fields,
 )
 from controlplane.interpreter.requirements import Obj
@@ -55,10 +56,6 @@ class _NeverFinishes:
 
     def finished(self, status: Mapping[str, Any] | None) -> FinishedPhase | None:
         return None
-
-
-def _present(member_statuses: MemberStatuses) -> list[Mapping[str, Any]]:
-    return [s for _, s in member_statuses if s is not None]
 
 
 def _observed(obj: Obj, member_statuses: MemberStatuses, out: Obj) -> None:
@@ -87,7 +84,7 @@ class SummedStatus(_NeverFinishes):
     omitted_when_zero: frozenset[str] = frozenset()
 
     def aggregate_status(self, obj: Obj, member_statuses: MemberStatuses) -> Obj:
-        present = _present(member_statuses)
+        present = reported(member_statuses)
         if not present:
             return {}
         sums = sum_fields(present, self.fields)

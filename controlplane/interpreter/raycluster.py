@@ -23,6 +23,7 @@ from controlplane.interpreter.base import (
     PodTemplateKind,
     TemplateSlot,
     as_int,
+    reported,
     scale_counts,
     sum_fields,
 )
@@ -140,7 +141,7 @@ class RayClusterInterpreter(PodTemplateKind):
         return out
 
     def aggregate_status(self, obj: Obj, member_statuses: MemberStatuses) -> Obj:
-        present = [s for _, s in member_statuses if s is not None]
+        present = reported(member_statuses)
         if not present:
             return {}
         out: Obj = {k: v for k, v in sum_fields(present, COUNT_FIELDS).items() if v}

@@ -20,6 +20,7 @@ from controlplane.interpreter.base import (
     MemberStatuses,
     PodTemplateKind,
     TemplateSlot,
+    reported,
 )
 from controlplane.interpreter.dependencies import pod_template_dependencies, sorted_dependencies
 from controlplane.interpreter.raycluster import (
@@ -80,7 +81,7 @@ class RayJobInterpreter(PodTemplateKind):
         return out
 
     def aggregate_status(self, obj: Obj, member_statuses: MemberStatuses) -> Obj:
-        present = [s for _, s in member_statuses if s is not None]
+        present = reported(member_statuses)
         if not present:
             return {}
 

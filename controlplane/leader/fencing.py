@@ -21,21 +21,22 @@ the plain store, so the API keeps serving on every replica.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
 
 from controlplane.storage.etcd import EtcdStore, GuardFailed, WriteGuard
-from controlplane.storage.interface import Fenced, KeyValue, ListResult, NotFound, Store, WatchEvent
+from controlplane.storage.interface import Fenced, KeyValue, NotFound, Store
+from controlplane.storage.wrapping import WrappedStore
 
 log = logging.getLogger(__name__)
 
 
-class FencedStore:
-    """A :class:`Store` whose writes hold only while ``guard_key`` has ``create_revision == term``."""
+class FencedStore(WrappedStore):
+    """A :class:`Store` whose writes hold only while ``guard_key`` has ``create_revision == term``;
+    reads (get, list, watch, the current revision) pass straight through."""
 
     def __init__(self, store: Store, *, guard_key: str, term: int) -> None:
         if term <= 0:
             raise ValueError(f"a leadership term is a positive etcd revision, got {term}")
-        self._store = store
+        super().__init__(store)
         self._guard = WriteGuard(key=guard_key, create_revision=term)
         self._fenced = False
 
@@ -48,25 +49,9 @@ class FencedStore:
         """True once a write found the term over."""
         return self._fenced
 
-    # -- reads pass through ------------------------------------------------------------
-
-    async def get(self, key: str) -> KeyValue:
-        return await self._store.get(key)
-
-    async def list(
-        self, prefix: str, *, revision: int | None = None, limit: int = 0, start_after: str | None = None
-    ) -> ListResult:
-        return await self._store.list(prefix, revision=revision, limit=limit, start_after=start_after)
-
-    def watch(self, prefix: str, *, from_revision: int) -> AsyncIterator[WatchEvent]:
-        return self._store.watch(prefix, from_revision=from_revision)
-
-    async def current_revision(self) -> int:
-        return await self._store.current_revision()
-
     async def compact(self, revision: int) -> None:
         await self._check_term()
-        await self._store.compact(revision)
+        await self.inner.compact(revision)
 
     async def close(self) -> None:
         """Nothing to release: the wrapped store belongs to its creator."""
@@ -74,7 +59,7 @@ class FencedStore:
     # -- fenced writes -----------------------------------------------------------------
 
     async def create(self, key: str, value: bytes) -> KeyValue:
-        store = self._store
+        store = self.inner
         if isinstance(store, EtcdStore):
             self._check_not_fenced()
             try:
@@ -85,7 +70,7 @@ class FencedStore:
         return await store.create(key, value)
 
     async def update(self, key: str, value: bytes, *, expected_revision: int) -> KeyValue:
-        store = self._store
+        store = self.inner
         if isinstance(store, EtcdStore):
             self._check_not_fenced()
             try:
@@ -96,7 +81,7 @@ class FencedStore:
         return await store.update(key, value, expected_revision=expected_revision)
 
     async def delete(self, key: str, *, expected_revision: int | None = None) -> KeyValue:
-        store = self._store
+        store = self.inner
         if isinstance(store, EtcdStore):
             self._check_not_fenced()
             try:
@@ -115,7 +100,7 @@ class FencedStore:
     async def _check_term(self) -> None:
         self._check_not_fenced()
         try:
-            holder = await self._store.get(self._guard.key)
+            holder = await self.inner.get(self._guard.key)
         except NotFound as exc:
             raise self._deposed() from exc
         if holder.create_revision != self._guard.create_revision:

@@ -1,9 +1,9 @@
-"""The member agent's client of a hollow member: :class:`KubeApi` without the HTTP hop.
+"""The member agent's client of a hollow member: a :class:`KubeTransport` without the HTTP hop.
 
-The seam: the agent reaches its member only through :class:`member_agent.kubeapi.KubeApi`
-(``request``, ``get_text`` and ``watch``; every other verb, ``list_all``, discovery and
-``version`` are built on them). :class:`HollowKubeApi` overrides those three to route a
-request by method and path to a :class:`~simulator.hollow.member.HollowMember` in the same
+The seam: the agent reaches its member only through :class:`member_agent.kubeapi.KubeTransport`,
+whose verbs, ``list_all``, discovery and ``version`` are built on three transport calls (a JSON
+request, a plain-text GET, a watch stream). :class:`HollowKubeApi` answers those three by routing
+a request by method and path to a :class:`~simulator.hollow.member.HollowMember` in the same
 process instead of sending it. Everything above them is the real agent: informers, applier,
 status passes, reports, leases, and every request it makes to the hub over HTTPS. Answers are
 serialized and parsed as they would be off the wire (so the agent never shares an object
@@ -24,8 +24,7 @@ from typing import Any
 import orjson
 
 from member_agent.apierrors import error_from_status
-from member_agent.discovery import DiscoveryCache
-from member_agent.kubeapi import APPLY_PATCH, KubeApi
+from member_agent.kubeapi import APPLY_PATCH, KubeTransport, Request
 from simulator.hollow.member import SERVED, HollowError, HollowMember
 from simulator.hollow.watching import Expired, parse_selector
 
@@ -70,44 +69,29 @@ def parse_path(path: str) -> tuple[str, str | None, str | None] | None:
     return f"{api_version}/{rest[0]}", namespace, rest[1] if len(rest) == 2 else None
 
 
-class HollowKubeApi(KubeApi):
-    """A :class:`KubeApi` whose requests a :class:`HollowMember` answers in-process."""
+class HollowKubeApi(KubeTransport):
+    """A :class:`KubeTransport` whose requests a :class:`HollowMember` answers in-process."""
 
     def __init__(self, member: HollowMember, *, timeout: float = 30.0) -> None:
         # No ApiClient: nothing is sent. The agent's proxy tunnel (which needs one) is not
         # offered by a hollow fleet.
+        super().__init__(timeout=timeout)
         self.member = member
-        self.timeout = timeout
-        self.discovery = DiscoveryCache()
         self.requests = 0
-
-    async def close(self) -> None:
-        return None
 
     @property
     def server(self) -> str:
         return f"hollow://{self.member.name}"
 
-    async def get_text(
-        self, path: str, *, query: Mapping[str, Any] | None = None, request_timeout: float | None = None
-    ) -> tuple[int, str]:
+    async def _text(self, request: Request) -> tuple[int, str]:
         self.requests += 1
-        return (200, "ok") if path in HEALTH else (404, "404 page not found")
+        return (200, "ok") if request.path in HEALTH else (404, "404 page not found")
 
-    async def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        query: Mapping[str, Any] | None = None,
-        body: Any = None,
-        content_type: str = "application/json",
-        request_timeout: float | None = None,
-    ) -> dict[str, Any]:
+    async def _exchange(self, request: Request) -> dict[str, Any]:
         self.requests += 1
         await asyncio.sleep(0)  # a request yields to the loop, as a real one does
         try:
-            return self._answer(method, path, dict(query or {}), body, content_type)
+            return self._answer(request.method, request.path, dict(request.query), request.body, request.content_type)
         except HollowError as exc:
             _raise(exc)
             raise  # unreachable: _raise always raises
@@ -156,13 +140,8 @@ class HollowKubeApi(KubeApi):
         return {"kind": "List", "apiVersion": "v1", "items": items,
                 "metadata": {"resourceVersion": str(self.member.watches.revision)}}
 
-    async def watch(
-        self,
-        path: str,
-        *,
-        resource_version: str,
-        query: Mapping[str, Any] | None = None,
-        timeout_seconds: int = 300,
+    async def _events(
+        self, path: str, query: Mapping[str, Any], *, timeout_seconds: int
     ) -> AsyncIterator[dict[str, Any]]:
         self.requests += 1
         parsed = parse_path(path)
@@ -172,7 +151,8 @@ class HollowKubeApi(KubeApi):
         collection, namespace, _ = parsed
         hub = self.member.watches
         try:
-            selector = parse_selector(str((query or {}).get("labelSelector") or ""))
+            selector = parse_selector(str(query.get("labelSelector") or ""))
+            resource_version = str(query.get("resourceVersion") or "")
             since = int(resource_version) if resource_version not in ("", "0") else hub.revision
             opened = hub.open(collection, namespace, selector, since)
         except Expired as exc:

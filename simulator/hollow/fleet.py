@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from controlplane.lifecycle import Service
 from member_agent.agent import Agent
 from member_agent.config import AgentConfig
-from member_agent.kubeapi import KubeApi
+from member_agent.kubeapi import KubeTransport
 from simulator.hollow.api import HollowKubeApi
 from simulator.hollow.member import HollowMember
 from simulator.hollow.nodes import hollow_profile
@@ -161,5 +161,5 @@ class _HollowClient:
 
     api: HollowKubeApi
 
-    async def __call__(self, _config: AgentConfig) -> KubeApi:
+    async def __call__(self, _config: AgentConfig) -> KubeTransport:
         return self.api

@@ -11,35 +11,16 @@ import pytest
 from controlplane.admission.core import (
     Admitted,
     ClusterQueue,
-    FlavorQuotas,
     Pending,
     PodSetRequest,
     QueueingStrategy,
     Quota,
-    ResourceGroup,
     decide,
 )
+from tests.admission.builders import cluster_queue as cq
 
 GPU = "nvidia.com/gpu"
 CPU = "cpu"
-
-
-def cq(
-    name: str,
-    flavors: Mapping[str, Mapping[str, Quota | int]],
-    *,
-    cohort: str | None = None,
-    strategy: QueueingStrategy = QueueingStrategy.BEST_EFFORT_FIFO,
-    try_next: bool = False,
-    inactive: str | None = None,
-) -> ClusterQueue:
-    """One resource group covering the resources of the first flavor."""
-    covered = tuple(next(iter(flavors.values())))
-    fqs = tuple(
-        FlavorQuotas(f, {r: q if isinstance(q, Quota) else Quota(q) for r, q in quotas.items()})
-        for f, quotas in flavors.items()
-    )
-    return ClusterQueue(name, (ResourceGroup(covered, fqs),), cohort, strategy, try_next, inactive)
 
 
 def job(key: str, queue: str, gpus: int = 1, *, pods: int = 1, prio: int = 0, at: str = "", cpu: int = 0,

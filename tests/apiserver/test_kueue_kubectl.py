@@ -11,7 +11,14 @@ import pytest
 from controlplane.apiserver.kinds.kueue import kueue_resources
 from controlplane.apiserver.resources import Registry, core_resources
 
-from .test_real_clients import kubeconfig, kubectl, needs_kubectl, server_url  # noqa: F401 (fixtures)
+from .test_real_clients import (  # noqa: F401 (fixtures)
+    kubeconfig,
+    kubectl,
+    kubectl_apply,
+    kubectl_apply_refused,
+    needs_kubectl,
+    server_url,
+)
 
 # As in Kueue's docs (site/content/en/docs/tasks/manage/administer_cluster_quotas.md).
 KUEUE_YAML = """\
@@ -97,12 +104,8 @@ def api_registry() -> Registry:
 
 
 @needs_kubectl
-async def test_kubectl_applies_kueue_yaml_unchanged(kubeconfig: Path, tmp_path: Path) -> None:  # noqa: F811
-    manifest = tmp_path / "kueue.yaml"
-    manifest.write_text(KUEUE_YAML)
-    code, out, err = await kubectl(kubeconfig, "apply", "-f", str(manifest))
-    assert code == 0, err
-    assert out == CREATED
+async def test_kubectl_applies_kueue_yaml_unchanged(kubeconfig: Path) -> None:  # noqa: F811
+    assert await kubectl_apply(kubeconfig, KUEUE_YAML) == CREATED
 
     code, out, err = await kubectl(kubeconfig, "get", "clusterqueues")
     assert code == 0, err
@@ -122,13 +125,6 @@ async def test_kubectl_applies_kueue_yaml_unchanged(kubeconfig: Path, tmp_path: 
     assert [row.split()[:2] for row in out.splitlines()[1:]] == [["sample-priority", "10000"]]
 
 
-async def _refused(kubeconfig: Path, path: Path) -> str:  # noqa: F811
-    """kubectl apply of ``path`` fails; its stderr."""
-    code, _, err = await kubectl(kubeconfig, "apply", "-f", str(path))
-    assert code != 0
-    return err
-
-
 BAD_QUEUE = """\
 apiVersion: kueue.x-k8s.io/v1beta1
 kind: ClusterQueue
@@ -143,18 +139,17 @@ spec:
 
 
 @needs_kubectl
-async def test_kubectl_refuses_broken_kueue_objects_naming_the_field(kubeconfig: Path, tmp_path: Path) -> None:  # noqa: F811
-    unknown, negative, no_cohort = (tmp_path / f"{n}.yaml" for n in ("unknown", "negative", "no-cohort"))
-    unknown.write_text(
+async def test_kubectl_refuses_broken_kueue_objects_naming_the_field(kubeconfig: Path) -> None:  # noqa: F811
+    unknown = (
         "apiVersion: kueue.x-k8s.io/v1beta1\nkind: LocalQueue\nmetadata: {name: q, namespace: default}\n"
         "spec: {clusterQueue: cq, clusterQueu: typo}\n"
     )
-    negative.write_text(BAD_QUEUE.format(name="bad", quota="{name: nvidia.com/gpu, nominalQuota: '-1'}"))
-    no_cohort.write_text(BAD_QUEUE.format(name="lonely", quota="{name: nvidia.com/gpu, nominalQuota: 4, borrowingLimit: 2}"))
-    assert "clusterQueu" in await _refused(kubeconfig, unknown)
-    err = await _refused(kubeconfig, negative)
+    negative = BAD_QUEUE.format(name="bad", quota="{name: nvidia.com/gpu, nominalQuota: '-1'}")
+    no_cohort = BAD_QUEUE.format(name="lonely", quota="{name: nvidia.com/gpu, nominalQuota: 4, borrowingLimit: 2}")
+    assert "clusterQueu" in await kubectl_apply_refused(kubeconfig, unknown)
+    err = await kubectl_apply_refused(kubeconfig, negative)
     assert 'ClusterQueue "bad" is invalid' in err and "nominalQuota" in err
-    assert "need spec.cohort" in await _refused(kubeconfig, no_cohort)
+    assert "need spec.cohort" in await kubectl_apply_refused(kubeconfig, no_cohort)
 
 
 # Kueue's fair sharing (site/content/en/docs/concepts/fair_sharing.md) with hierarchical cohorts:
@@ -219,14 +214,12 @@ async def test_kubectl_applies_fair_sharing_weights_and_cohorts(kubeconfig: Path
     code, out, err = await kubectl(kubeconfig, "get", "clusterqueue", "cluster-queue", "-o", "jsonpath={.spec.fairSharing.weight}")
     assert code == 0, err
     assert out == "0.5"
-    root_limits = tmp_path / "root-limits.yaml"
-    root_limits.write_text(
+    root_limits = (
         "apiVersion: kueue.x-k8s.io/v1alpha1\nkind: Cohort\nmetadata: {name: top}\nspec:\n  resourceGroups:\n"
         "  - coveredResources: [nvidia.com/gpu]\n    flavors:\n    - name: f\n"
         "      resources: [{name: nvidia.com/gpu, nominalQuota: 4, lendingLimit: 2}]\n"
     )
-    assert "need spec.parentName" in await _refused(kubeconfig, root_limits)
-    bad_weight = tmp_path / "bad-weight.yaml"
-    bad_weight.write_text(BAD_QUEUE.format(name="heavy", quota="{name: nvidia.com/gpu, nominalQuota: 4}") + "  fairSharing: {weight: '-1'}\n")
-    err = await _refused(kubeconfig, bad_weight)
+    assert "need spec.parentName" in await kubectl_apply_refused(kubeconfig, root_limits)
+    bad_weight = BAD_QUEUE.format(name="heavy", quota="{name: nvidia.com/gpu, nominalQuota: 4}") + "  fairSharing: {weight: '-1'}\n"
+    err = await kubectl_apply_refused(kubeconfig, bad_weight)
     assert "fairSharing" in err and "weight" in err

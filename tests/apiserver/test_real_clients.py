@@ -80,6 +80,20 @@ async def kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> tup
     return process.returncode, out.decode(), err.decode()
 
 
+async def kubectl_apply(kubeconfig: Path, manifest: str) -> str:
+    """``kubectl apply -f -`` of ``manifest`` succeeds; its output."""
+    code, out, err = await kubectl(kubeconfig, "apply", "-f", "-", stdin=manifest)
+    assert code == 0, err
+    return out
+
+
+async def kubectl_apply_refused(kubeconfig: Path, manifest: str) -> str:
+    """``kubectl apply -f -`` of ``manifest`` fails; its error output."""
+    code, _, err = await kubectl(kubeconfig, "apply", "-f", "-", stdin=manifest)
+    assert code != 0
+    return err
+
+
 def two_container_deployment(name: str, *, image_a: str, image_b: str) -> dict[str, Any]:
     obj = deployment(name, replicas=2)
     obj["spec"]["template"]["spec"]["containers"] = [

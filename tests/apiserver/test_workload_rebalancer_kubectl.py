@@ -10,7 +10,14 @@ import pytest
 from controlplane.apiserver.kinds.karmada_apps import karmada_apps_resources
 from controlplane.apiserver.resources import Registry, core_resources
 
-from .test_real_clients import kubeconfig, kubectl, needs_kubectl, server_url  # noqa: F401 (fixtures)
+from .test_real_clients import (  # noqa: F401 (fixtures)
+    kubeconfig,
+    kubectl,
+    kubectl_apply,
+    kubectl_apply_refused,
+    needs_kubectl,
+    server_url,
+)
 
 # As in Karmada's tutorial (docs/tutorials/workload-rebalancer.md).
 KARMADA_YAML = """\
@@ -35,11 +42,8 @@ def api_registry() -> Registry:
 
 
 @needs_kubectl
-async def test_kubectl_applies_a_karmada_workload_rebalancer(kubeconfig: Path, tmp_path: Path) -> None:  # noqa: F811
-    manifest = tmp_path / "rebalancer.yaml"
-    manifest.write_text(KARMADA_YAML)
-    code, out, err = await kubectl(kubeconfig, "apply", "-f", str(manifest))
-    assert code == 0, err
+async def test_kubectl_applies_a_karmada_workload_rebalancer(kubeconfig: Path) -> None:  # noqa: F811
+    out = await kubectl_apply(kubeconfig, KARMADA_YAML)
     assert out.strip() == "workloadrebalancer.apps.karmada.io/demo created"
     code, out, err = await kubectl(kubeconfig, "get", "workloadrebalancers")
     assert code == 0, err
@@ -47,8 +51,6 @@ async def test_kubectl_applies_a_karmada_workload_rebalancer(kubeconfig: Path, t
     assert header.split() == ["NAME", "SUCCESSFUL", "AGE"]
     assert [row.split()[:2] for row in rows] == [["demo", "0/1"]]
 
-    empty = tmp_path / "empty.yaml"
-    empty.write_text("apiVersion: apps.karmada.io/v1alpha1\nkind: WorkloadRebalancer\nmetadata: {name: empty}\nspec: {workloads: []}\n")
-    code, out, err = await kubectl(kubeconfig, "apply", "-f", str(empty))
-    assert code != 0
+    empty = "apiVersion: apps.karmada.io/v1alpha1\nkind: WorkloadRebalancer\nmetadata: {name: empty}\nspec: {workloads: []}\n"
+    err = await kubectl_apply_refused(kubeconfig, empty)
     assert 'WorkloadRebalancer "empty" is invalid' in err and "spec.workloads" in err

@@ -211,6 +211,17 @@ class _Replay:
         return placed
 
 
+def _known_adjustment(cluster: ClusterSnapshot, version: int) -> ClusterSnapshot | None:
+    """``cluster`` adjusted for reservations ``version`` without a replay: itself when nothing is
+    reserved in it (version 0), the memoised adjustment when it is for that version; else None."""
+    if not version:
+        return cluster
+    cached = cluster.memo.adjustment
+    if cached is not None and cached.version == version:
+        return cached.snapshot
+    return None
+
+
 def adjusted_snapshot(cluster: ClusterSnapshot, reservations: Reservations | None) -> ClusterSnapshot:
     """``cluster`` with the capacity reserved in it subtracted (memoised per reservations version).
 
@@ -220,11 +231,10 @@ def adjusted_snapshot(cluster: ClusterSnapshot, reservations: Reservations | Non
     if reservations is None:
         return cluster
     version = reservations.version(cluster.name)
-    if not version:
-        return cluster
+    known = _known_adjustment(cluster, version)
+    if known is not None:
+        return known
     cached = cluster.memo.adjustment
-    if cached is not None and cached.version == version:
-        return cached.snapshot
     generation, entries = reservations.journal(cluster.name)
     base = cluster
     todo: Sequence[Entry] = entries
@@ -276,12 +286,9 @@ def adjusted_at(cluster: ClusterSnapshot, checkpoint: Checkpoint) -> ClusterSnap
     was then, replayed afresh on a copy that nothing else shares (the cluster's own memo keeps
     serving the current reservations). Same answer as :func:`adjusted_snapshot` gave then.
     """
-    version = checkpoint.version(cluster.name)
-    if not version:
-        return cluster
-    cached = cluster.memo.adjustment
-    if cached is not None and cached.version == version:
-        return cached.snapshot
+    known = _known_adjustment(cluster, checkpoint.version(cluster.name))
+    if known is not None:
+        return known
     replay = _Replay(cluster, Ledger([()] * len(cluster.shapes), {}))
     for entry in checkpoint.journal(cluster.name).entries:
         replay.apply(entry)

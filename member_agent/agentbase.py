@@ -1,0 +1,121 @@
+"""The member agent's state, which its concerns share: the configuration, the two clients, the
+informers, and the bookkeeping of capacity reports and of Works.
+
+:class:`AgentBase` only holds that state; :class:`~member_agent.reporting.CapacityReporting` (capacity
+reports, the member API probe, DCGM) and :class:`~member_agent.syncing.WorkSyncing` (applying Works
+and writing their status) build on it, and :class:`member_agent.agent.Agent` joins them into the
+running process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from controlplane.apis import constants as c
+from controlplane.lifecycle import Service
+from member_agent import probing
+from member_agent.config import AgentConfig
+from member_agent.holding import StatusHold
+from member_agent.informing import Informer
+from member_agent.interpreting import MemberInterpreters
+from member_agent.kubeapi import KubeApi, KubeTransport
+from member_agent.metrics import AgentMetrics, MetricsServer
+from member_agent.reclaims import ReclaimLog
+from member_agent.tunnel import AgentTunnel
+from member_agent.unserved import UnservedRetries
+
+WORK_API = f"/apis/{c.WORK_GROUP}/{c.VERSION}"
+MAX_BACKOFF = 30.0
+Clock = Callable[[], datetime]
+
+#: How the agent gets its member client: :func:`member_agent.agent.member_api` (kubeconfig or
+#: in-cluster), or an in-process client of a hollow member (``gpufed sim-fleet``), which sits
+#: below this seam.
+MemberClient = Callable[[AgentConfig], Awaitable[KubeTransport]]
+
+#: A member kind as a Work's manifest names it: (apiVersion, kind).
+Kind = tuple[str, str]
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class KindWatch:
+    """The informer on one member kind the Works hold, and the task that runs it."""
+
+    informer: Informer
+    task: asyncio.Task[None]
+
+
+class AgentBase(Service):
+    """The state of one member agent (see :mod:`member_agent.agent` for what it runs)."""
+
+    def __init__(self, config: AgentConfig, *, clock: Clock, member_client: MemberClient) -> None:
+        super().__init__(f"agent-{config.cluster_name}")
+        self.config = config
+        self.clock = clock
+        #: Builds the member client (a hollow member's in-process one in a hollow fleet).
+        self._member_client = member_client
+        self.hub: KubeApi | None = None
+        self.member: KubeTransport | None = None
+        self.cluster: dict[str, Any] | None = None
+        self.lease: dict[str, Any] | None = None
+        self.last_status: dict[str, Any] | None = None
+        self.reports_written = 0
+        self.metrics = AgentMetrics(config.cluster_name)
+        self.metrics_server: MetricsServer | None = None
+        self.registered = asyncio.Event()
+        self._report_due = asyncio.Event()
+        self._work_due = asyncio.Event()
+        self._dirty_works: set[str] = set()
+        #: Works whose status must be recomputed (a pod or workload object of theirs changed).
+        self._status_dirty: set[str] = set()
+        #: Works whose held status is due now (see :mod:`member_agent.holding`), and the timers.
+        self._hold = StatusHold(config.status_hold)
+        self._hold_timers: dict[str, asyncio.TimerHandle] = {}
+        self._hold_over = False
+        #: (namespace, kind, name) of every object a Work holds -> that Work's key.
+        self._work_objects: dict[tuple[str, str, str], str] = {}
+        self._work_index: dict[str, list[tuple[str, str, str]]] = {}
+        #: The Work a member object (pod or workload) was last seen to belong to, by its key
+        #: (``Pod:<namespace>/<name>``, or ``<informer name>:<object key>`` for the kinds Works
+        #: hold), so its deletion still finds the Work.
+        self._owner_of: dict[str, str] = {}
+        self._watched_kinds: dict[Kind, KindWatch] = {}
+        #: The kinds each Work held when it was last applied, and the Works holding each kind;
+        #: a kind no Work holds is not watched.
+        self._kinds_of_work: dict[str, frozenset[Kind]] = {}
+        self._holders: dict[Kind, set[str]] = {}
+        #: Work status passes made (every ``_refresh_work_status``), for tests and measurements.
+        self.status_passes = 0
+        self._group: asyncio.TaskGroup | None = None
+        self._applied_generation: dict[str, int] = {}
+        #: Works waiting for a kind the member does not serve yet (see :mod:`member_agent.unserved`).
+        self._unserved = UnservedRetries()
+        self._unserved_timers: dict[str, asyncio.TimerHandle] = {}
+        #: Per Work, its ``preserveResourcesOnDeletion`` as last seen on the hub: a deleted Work's
+        #: objects are released rather than deleted when it was set (the hub clears it before
+        #: deleting a Work whose cluster left the placement, and waits until this agent has
+        #: applied that generation, whose flag the ledger then holds across restarts).
+        self._preserve_on_deletion: dict[str, bool] = {}
+        self._utilization: dict[str, list[dict[str, Any]]] | None = None
+        self._utilization_time: str | None = None
+        self._kubernetes_version: str | None = None
+        #: The member API's health by the probe; None until the member client exists.
+        self.member_api_health: probing.MemberApiHealth | None = None
+        self.nodes: Informer | None = None
+        self.pods: Informer | None = None
+        self.works: Informer | None = None
+        #: The hub's ResourceInterpreterCustomizations, and their member-side hooks in force.
+        self.customizations: Informer | None = None
+        self.interpreters = MemberInterpreters()
+        #: Spot nodes and the pods workloads lost when one was reclaimed.
+        self.reclaims = ReclaimLog()
+        #: The cluster proxy's tunnel to the hub (``--enable-proxy``).
+        self.tunnel: AgentTunnel | None = None

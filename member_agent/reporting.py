@@ -1,0 +1,145 @@
+"""The member agent's capacity reports: ``Cluster.status`` from the node and pod informers, the
+member API probe's verdict and the last DCGM scrape (:func:`member_agent.capacity.summarize`).
+
+The report is written ``report_debounce`` seconds after nodes or pods change and every
+``report_interval`` anyway; a cluster gone from the hub is registered again. The probe asks the
+member's ``/readyz`` and ``/livez`` every ``member_probe_interval``; a change of its verdict is
+reported at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+import aiohttp
+
+from member_agent import capacity, dcgm, probing
+from member_agent.agentbase import MAX_BACKOFF, AgentBase
+from member_agent.kubeapi import ApiError, NotFound
+from member_agent.registering import desired_cluster, register_cluster, rfc3339, write_cluster_status
+
+logger = logging.getLogger(__name__)
+
+
+class CapacityReporting(AgentBase):
+    """The capacity report, the member API probe and the DCGM scraper of one agent."""
+
+    def _on_capacity_change(self, key: str) -> None:
+        self._report_due.set()
+
+    def build_status(self) -> dict[str, Any]:
+        assert self.nodes is not None and self.pods is not None
+        previous = (self.cluster or {}).get("status") or {}
+        return capacity.summarize(
+            list(self.nodes.objects.values()),
+            list(self.pods.objects.values()),
+            now=rfc3339(self.clock()),
+            utilization=self._utilization,
+            utilization_time=self._utilization_time,
+            kubernetes_version=self._kubernetes_version
+            or capacity.kubelet_version(self.nodes.objects.values()),
+            previous_conditions=previous.get("conditions") or [],
+            api_problem=(problem.reason, problem.message)
+            if self.member_api_health is not None and (problem := self.member_api_health.problem) is not None
+            else None,
+        )
+
+    async def _probe_loop(self) -> None:
+        assert self.member is not None
+        cfg = self.config
+        health = self.member_api_health = probing.MemberApiHealth(
+            server=self.member.server, failure_threshold=cfg.member_failure_threshold
+        )
+        loop = asyncio.get_running_loop()
+        while True:
+            before = health.problem
+            result = await probing.probe_member_api(
+                self.member, request_timeout=min(cfg.request_timeout, cfg.member_probe_interval)
+            )
+            problem = health.observe(result, now=loop.time())
+            if (before and before.reason) != (problem and problem.reason):
+                if problem is None:
+                    logger.info("the API of member cluster %s answers again", cfg.cluster_name)
+                else:
+                    logger.warning("cluster %s is not ready: %s", cfg.cluster_name, problem.message)
+                self._report_due.set()
+            elif result.outcome is not probing.ProbeOutcome.OK and problem is None:
+                logger.info("probe of member cluster %s failed: %s", cfg.cluster_name, result.detail)
+            await asyncio.sleep(cfg.member_probe_interval)
+
+    async def _report_loop(self) -> None:
+        assert self.nodes is not None and self.pods is not None and self.hub is not None
+        await self.nodes.synced.wait()
+        await self.pods.synced.wait()
+        failures = 0
+        while True:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.config.report_interval):
+                    await self._report_due.wait()
+                await asyncio.sleep(self.config.report_debounce)  # let a burst of changes settle
+            self._report_due.clear()
+            status = self.build_status()
+            try:
+                assert self.cluster is not None
+                self.cluster = await write_cluster_status(self.hub, self.cluster, status)
+                self.last_status = status
+                self.reports_written += 1
+                self.metrics.report_written()
+                failures = 0
+            except NotFound:
+                logger.warning(
+                    "cluster %s is gone from the hub; registering it again", self.config.cluster_name
+                )
+                self.cluster = await self._reregister()
+                self._report_due.set()
+            except ApiError as exc:
+                failures += 1
+                self.metrics.report_failed()
+                logger.warning("capacity report for cluster %s failed: %s", self.config.cluster_name, exc)
+                self._report_due.set()
+                await asyncio.sleep(min(MAX_BACKOFF, 0.5 * 2**failures))
+
+    def _desired_cluster(self) -> dict[str, Any]:
+        cfg = self.config
+        return desired_cluster(
+            cfg.cluster_name,
+            provider=cfg.provider,
+            region=cfg.region,
+            zone=cfg.zone,
+            tier=cfg.tier,
+            labels=cfg.labels,
+            pricing=cfg.pricing,
+        )
+
+    async def _reregister(self) -> dict[str, Any]:
+        cfg = self.config
+        assert self.hub is not None
+        desired = self._desired_cluster()
+        while True:
+            try:
+                return await register_cluster(self.hub, desired)
+            except ApiError as exc:
+                logger.warning("registering cluster %s again failed: %s", cfg.cluster_name, exc)
+                await asyncio.sleep(MAX_BACKOFF)
+
+    async def _dcgm_loop(self, url: str) -> None:
+        async with aiohttp.ClientSession() as session:
+            while True:
+                try:
+                    text = await dcgm.scrape(
+                        session,
+                        url,
+                        request_timeout=min(self.config.request_timeout, dcgm.DEFAULT_SCRAPE_TIMEOUT),
+                        max_bytes=self.config.dcgm_max_bytes,
+                    )
+                    self._utilization = dcgm.utilization_by_node(dcgm.parse_metrics(text))
+                    self._utilization_time = rfc3339(self.clock())
+                    self.metrics.dcgm_scraped(ok=True)
+                except dcgm.ScrapeError as exc:
+                    self.metrics.dcgm_scraped(ok=False)
+                    logger.warning("DCGM scrape failed: %s", exc)
+                await asyncio.sleep(self.config.dcgm_interval)
+

@@ -1,0 +1,357 @@
+"""The member agent's Works: apply what the hub's Works hold in the member, and write their status.
+
+The Work worker applies changed Works, removes deleted ones and reapplies everything every
+``resync_interval`` (repairing drift in the member). Work status follows the member: informers on
+the kinds the Works applied (label-selected by the ownership labels the agent sets) and the pod
+informer mark the owning Work, whose status is recomputed ``status_debounce`` seconds later and
+written only when it changed (held up to ``status_hold`` seconds while replicas start:
+:mod:`member_agent.holding`). The watch on a kind stops once no Work holds it any more.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from controlplane.apis import constants as c
+from member_agent.agentbase import MAX_BACKOFF, WORK_API, AgentBase, Kind, KindWatch
+from member_agent.applying import WorkApplier, status_changed, status_fields
+from member_agent.informing import Informer
+from member_agent.kubeapi import ApiError, Conflict, NotFound
+from member_agent.ledger import Ledger
+from member_agent.manifests import Identifier, desired_manifests, preserves_on_deletion, work_key
+from member_agent.registering import rfc3339
+from member_agent.unserved import carries_crd
+
+logger = logging.getLogger(__name__)
+
+
+class WorkSyncing(AgentBase):
+    """The Work informer's handlers, the watches on the kinds Works hold, and the Work worker."""
+
+    def _on_work_change(self, key: str) -> None:
+        work = self.works.objects.get(key) if self.works is not None else None
+        if work is not None:
+            self._preserve_on_deletion[key] = preserves_on_deletion(work)
+        self._index_work(key)
+        self._dirty_works.add(key)
+        self._work_due.set()
+
+    def _on_customization_change(self, key: str) -> None:
+        """Put the customizations in force; every Work's status is due (its interpretation may
+        have changed), and the Works carrying a kind whose retention changed are applied again
+        (so the member objects are as the retention now in force keeps them)."""
+        if self.customizations is None:
+            return
+        retention_changed = self.interpreters.update(self.customizations.objects.values())
+        if self.works is not None:
+            self._status_dirty.update(self.works.objects)
+            for work in works_carrying(self.works.objects, retention_changed):
+                self._applied_generation.pop(work, None)
+                self._dirty_works.add(work)
+            self._work_due.set()
+
+    def _index_work(self, key: str) -> None:
+        """Keep :attr:`_work_objects` in step with the Work's manifests."""
+        for ref in self._work_index.pop(key, ()):
+            if self._work_objects.get(ref) == key:
+                del self._work_objects[ref]
+        work = self.works.objects.get(key) if self.works is not None else None
+        if work is None:
+            return
+        refs = [
+            (ident.namespace or "default", ident.kind, ident.name) for ident, _ in desired_manifests(work)
+        ]
+        self._work_index[key] = refs
+        for ref in refs:
+            self._work_objects[ref] = key
+
+    def _mark_status(self, member_key: str, work: str | None) -> None:
+        """A member object changed: its Work's status is due (the last known Work on deletion)."""
+        if work is None:
+            work = self._owner_of.pop(member_key, None)
+        else:
+            self._owner_of[member_key] = work
+        if work is not None:
+            self._status_dirty.add(work)
+            self._work_due.set()
+
+    def _reclaims_touched(self, touched: set[tuple[str, str, str]]) -> None:
+        for ref in touched:
+            work = self._work_objects.get(ref)
+            if work is not None:
+                self._status_dirty.add(work)
+                self._work_due.set()
+
+    def _on_workload_change(self, informer: Informer, key: str) -> None:
+        live = informer.objects.get(key)
+        work = None
+        if live is not None:
+            labels = (live.get("metadata") or {}).get("labels") or {}
+            work = f"{labels.get(c.LABEL_WORK_NAMESPACE)}/{labels.get(c.LABEL_WORK_NAME)}"
+        self._mark_status(f"{informer.name}:{key}", work)
+
+    async def _watch_kinds(self, work: Mapping[str, Any]) -> None:
+        """Start an informer on each kind the Work holds that none watches yet, selecting the
+        objects this agent's Works own (by the ownership labels every apply sets)."""
+        assert self.member is not None
+        namespace = (work.get("metadata") or {}).get("namespace")
+        selector = f"{c.LABEL_WORK_NAMESPACE}={namespace}"
+        for ident, _ in desired_manifests(work):
+            kind = (ident.api_version, ident.kind)
+            if kind in self._watched_kinds or self._group is None:
+                continue
+            try:
+                info = await self.member.resource_info(ident.api_version, ident.kind)
+            except ApiError as exc:
+                logger.info("not watching %s %s: %s", ident.api_version, ident.kind, exc.message)
+                continue
+            prefix = (
+                f"/api/{info.api_version}" if "/" not in info.api_version else f"/apis/{info.api_version}"
+            )
+            informer = Informer(
+                self.member,
+                f"{prefix}/{info.plural}",
+                name=f"{info.plural}.{info.api_version}",
+                transform=functools.partial(status_fields, api_version=info.api_version, kind=info.kind),
+                query={"labelSelector": selector},
+            )
+            informer.on_change = lambda key, informer=informer: self._on_workload_change(informer, key)
+            task = self._group.create_task(informer.run(), name=f"watch-{informer.name}")
+            self._watched_kinds[kind] = KindWatch(informer=informer, task=task)
+            logger.info("watching %s %s owned by works in %s", ident.api_version, ident.kind, namespace)
+
+    def _hold_kinds(self, key: str, work: Mapping[str, Any] | None) -> None:
+        """Record the kinds the Work holds now (none once it is gone; its objects are pruned by
+        then) and stop watching the kinds no Work holds any more."""
+        before = self._kinds_of_work.pop(key, frozenset())
+        now: frozenset[Kind] = frozenset()
+        if work is not None:
+            now = frozenset((ident.api_version, ident.kind) for ident, _ in desired_manifests(work))
+            self._kinds_of_work[key] = now
+        for kind in before - now:
+            holders = self._holders.get(kind, set())
+            holders.discard(key)
+            if not holders:
+                self._holders.pop(kind, None)
+        for kind in now - before:
+            self._holders.setdefault(kind, set()).add(key)
+        # Every watch without a holder, not only this Work's: a Work that failed to apply after
+        # its watches started, and then went, leaves watches nobody holds.
+        for kind in [kind for kind in self._watched_kinds if kind not in self._holders]:
+            watch = self._watched_kinds.pop(kind)
+            watch.task.cancel()
+            # Forget which Work the kind's objects belonged to: no event of theirs will come.
+            prefix = f"{watch.informer.name}:"
+            for member_key in [k for k in self._owner_of if k.startswith(prefix)]:
+                del self._owner_of[member_key]
+            logger.info("stopped watching %s %s: no work holds it any more", *kind)
+
+    @property
+    def held_works(self) -> frozenset[str]:
+        """The Works whose status is held back right now (:mod:`member_agent.holding`)."""
+        return frozenset(self._hold_timers)
+
+    @property
+    def watched_kinds(self) -> frozenset[Kind]:
+        """The member kinds watched right now: those some Work holds."""
+        return frozenset(self._watched_kinds)
+
+    def cached_object(self, ident: Identifier) -> Mapping[str, Any] | None:
+        """The member object ``ident`` names as its kind's synced watch last saw it; None when no
+        watch covers it (see :data:`member_agent.applying.CachedObject`)."""
+        watch = self._watched_kinds.get((ident.api_version, ident.kind))
+        if watch is None or not watch.informer.synced.is_set():
+            return None
+        key = f"{ident.namespace}/{ident.name}" if ident.namespace else ident.name
+        return watch.informer.objects.get(key)
+
+    def _pods(self) -> list[Mapping[str, Any]]:
+        return list(self.pods.objects.values()) if self.pods is not None else []
+
+    async def _work_loop(self) -> None:
+        assert self.works is not None and self.member is not None and self.hub is not None
+        cfg = self.config
+        applier = WorkApplier(
+            member=self.member, ledger=Ledger(cfg.state_dir), pods=self._pods, cached=self.cached_object,
+            interpreters=self.interpreters,
+        )
+        await self.works.synced.wait()
+        if self.customizations is not None:
+            # Retention must be in force before the first update; a hub that serves no
+            # customizations (an older one) delays the start by one request timeout only.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(cfg.request_timeout):
+                    await self.customizations.synced.wait()
+        for key in list(self.works.objects):
+            self._index_work(key)
+        loop = asyncio.get_running_loop()
+        # Works deleted while the agent was not running (due now, even when no Work is left to
+        # announce itself).
+        self._dirty_works.update(k for k in applier.ledger if k not in self.works.objects)
+        if self._dirty_works:
+            self._work_due.set()
+        next_status = loop.time() + cfg.status_resync_interval
+        next_resync = loop.time() + cfg.resync_interval
+        failures = 0
+        while True:
+            timeout = max(0.0, min(next_status, next_resync) - loop.time())
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(timeout):
+                    await self._work_due.wait()
+            if self._status_dirty and not self._dirty_works and not self._hold_over:
+                await asyncio.sleep(cfg.status_debounce)  # let a burst of member events settle
+            self._work_due.clear()
+            self._hold_over = False
+            now = loop.time()
+            if now >= next_resync:
+                self._applied_generation.clear()
+                self._dirty_works.update(self.works.objects)
+                next_resync = now + cfg.resync_interval
+            if now >= next_status:
+                self._status_dirty.update(self.works.objects)
+                next_status = now + cfg.status_resync_interval
+            keys = sorted(self._dirty_works)
+            self._dirty_works.clear()
+            status_keys = set(self._status_dirty)
+            self._status_dirty.clear()
+            try:
+                for key in keys:
+                    if await self._reconcile_work(applier, key):
+                        status_keys.discard(key)
+                for key in sorted(status_keys):
+                    await self._refresh_work_status(applier, key)
+                failures = 0
+            except ApiError as exc:
+                failures += 1
+                logger.warning("applying works failed: %s; retrying", exc)
+                self._dirty_works.update(keys)
+                self._status_dirty.update(status_keys)
+                await asyncio.sleep(min(MAX_BACKOFF, 0.2 * 2**failures))
+                self._work_due.set()
+
+    async def _refresh_work_status(self, applier: WorkApplier, key: str) -> None:
+        assert self.works is not None
+        work = self.works.objects.get(key)
+        if work is None or _suspended(work) or (work.get("metadata") or {}).get("deletionTimestamp"):
+            return
+        self.status_passes += 1
+        await self._write_work_status(work, await applier.refresh_status(work, now=rfc3339(self.clock())))
+
+    async def _reconcile_work(self, applier: WorkApplier, key: str) -> bool:
+        """Apply (or remove) the Work; True when its status was computed and written."""
+        assert self.works is not None
+        work = self.works.objects.get(key)
+        if work is None or (work.get("metadata") or {}).get("deletionTimestamp"):
+            self._applied_generation.pop(key, None)
+            if key in applier.ledger:
+                # As last seen; after a restart, as the ledger recorded it when last applied.
+                await applier.remove_work(key, preserve=self._preserve_on_deletion.get(key))
+            self._preserve_on_deletion.pop(key, None)
+            self._hold.forget(key)
+            self._end_hold(key)
+            self._hold_kinds(key, None)
+            self._unserved.forget(key)
+            return False
+        if _suspended(work):
+            # Not applied, but the flag it carries now decides its objects' fate on deletion,
+            # after a restart too.
+            applier.record_preserve(key, preserves_on_deletion(work))
+            return False
+        generation = int((work.get("metadata") or {}).get("generation") or 0)
+        if self._applied_generation.get(key) == generation:
+            return False  # a status write of ours, or a no-op update
+        await self._watch_kinds(work)
+        status = await applier.reconcile(work, now=rfc3339(self.clock()))
+        self._hold_kinds(key, work)
+        self._applied_generation[key] = generation
+        await self._write_work_status(work, status)
+        self._retry_unserved(key, work, status)
+        return True
+
+    def _retry_unserved(self, key: str, work: Mapping[str, Any], status: Mapping[str, Any]) -> None:
+        """Apply ``key`` again after a back-off while a kind it needs is not served; apply the
+        Works waiting so at once when ``work`` brought a CRD."""
+        loop = asyncio.get_running_loop()
+        timer = self._unserved_timers.pop(key, None)
+        if timer is not None:
+            timer.cancel()
+        delay = self._unserved.after(key, status)
+        if delay is not None:
+            self._unserved_timers[key] = loop.call_later(delay, self._apply_again, key)
+        elif carries_crd(work):
+            for waiting in self._unserved.waiting():
+                self._apply_again(waiting)
+
+    def _apply_again(self, key: str) -> None:
+        self._unserved_timers.pop(key, None)
+        self._applied_generation.pop(key, None)
+        self._dirty_works.add(key)
+        self._work_due.set()
+
+    def _end_hold(self, key: str) -> None:
+        timer = self._hold_timers.pop(key, None)
+        if timer is not None:
+            timer.cancel()
+
+    def _hold_ended(self, key: str) -> None:
+        """The hold on ``key`` ran out: its status is written as it is now, without a debounce."""
+        self._hold_timers.pop(key, None)
+        self._hold.expire(key)
+        self._status_dirty.add(key)
+        self._hold_over = True
+        self._work_due.set()
+
+    async def _write_work_status(self, work: Mapping[str, Any], status: Mapping[str, Any]) -> None:
+        assert self.hub is not None
+        status = self.reclaims.annotate(status, now=self.clock())
+        loop, held_key = asyncio.get_running_loop(), work_key(work)
+        held = self._hold.delay(held_key, status, now=loop.time())
+        if held is None:
+            self._end_hold(held_key)
+        if not status_changed(work.get("status"), status):
+            return
+        if held is not None:
+            if held_key not in self._hold_timers:
+                self._hold_timers[held_key] = loop.call_later(held, self._hold_ended, held_key)
+            return
+        meta = work.get("metadata") or {}
+        path = f"{WORK_API}/namespaces/{meta.get('namespace')}/works/{meta.get('name')}/status"
+        current = dict(work)
+        for _ in range(3):
+            try:
+                updated = await self.hub.replace(path, {**current, "status": dict(status)})
+                key = work_key(updated)
+                if self.works is not None and key in self.works.objects:
+                    # Keep the cache current so the next comparison sees what was written; a spec
+                    # change picked up by a conflict re-read must still be applied.
+                    self.works.objects[key] = updated
+                    generation = int((updated.get("metadata") or {}).get("generation") or 0)
+                    if self._applied_generation.get(key) != generation:
+                        self._on_work_change(key)
+                return
+            except NotFound:
+                return  # the Work was deleted meanwhile; its DELETED event follows
+            except Conflict:
+                current = await self.hub.get(path.removesuffix("/status"))
+        logger.warning("work %s kept changing; its status will be written on the next pass", work_key(work))
+
+
+
+def _suspended(work: Mapping[str, Any]) -> bool:
+    return bool((work.get("spec") or {}).get("suspendDispatching"))
+
+
+def works_carrying(works: Mapping[str, Mapping[str, Any]], kinds: set[tuple[str, str]]) -> list[str]:
+    """The keys of the Works with a manifest of one of ``kinds`` (API group, kind)."""
+    if not kinds:
+        return []
+    return [
+        key
+        for key, work in works.items()
+        if any((ident.group, ident.kind) in kinds for ident, _ in desired_manifests(work))
+    ]
