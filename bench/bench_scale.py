@@ -65,7 +65,7 @@ from bench.common import (
     latency_summary,
     percentile,
 )
-from bench.watch_fanout import FanoutPlan, FanoutSummary, fan_out
+from bench.watch_fanout import FanoutPlan, FanoutSummary, by_quarter, fan_out
 from e2e.harness import Kubectl, Process, ProcessGroup, wait_for
 
 log = logging.getLogger(__name__)
@@ -408,6 +408,7 @@ def watch_fanout_figures(summary: FanoutSummary, seen: dict[str, Any], cpu: Mapp
         return round(cpu.get(name, 0.0) / seconds, 3) if seconds > 0 else 0.0
 
     last_p99 = round(percentile(summary.last, 99) * 1000, 1) if summary.last else None
+    deliveries = len(summary.delays) + summary.other_events
     figures = [
         Figure(f"watch fan-out: watchers attached at the end (of {watchers:,})", seen.get("attached_at_end"), "",
                at_least(watchers)),
@@ -418,6 +419,8 @@ def watch_fanout_figures(summary: FanoutSummary, seen: dict[str, Any], cpu: Mapp
         Figure(f"watch fan-out: deliveries missed (of {summary.expected:,})", summary.missed, "", at_most(0)),
         Figure("watch fan-out: watchers dropped (410 or closed)", summary.dropped + summary.closed, "", at_most(0)),
         Figure("watch fan-out: hub CPU", cores("hub"), "cores"),
+        Figure("watch fan-out: hub CPU per delivery (its other work included)",
+               round(cpu.get("hub", 0.0) / deliveries * 1e6) if deliveries else None, "us"),
         Figure("watch fan-out: client CPU (the measuring process)", cores("client"), "cores"),
     ]
     details: dict[str, Any] = {
@@ -426,7 +429,7 @@ def watch_fanout_figures(summary: FanoutSummary, seen: dict[str, Any], cpu: Mapp
         "before_reply": summary.before_reply, "other_events": summary.other_events, "dropped_410": summary.dropped,
         "closed_by_hub": summary.closed, "refused": summary.refused, "watchers_missing": summary.watchers_missing,
         "watchers_late": summary.watchers_late, "by_kind": summary.by_kind, "seconds": round(seconds, 1),
-        "from_write_sent": latency_summary(summary.from_sent),
+        "from_write_sent": latency_summary(summary.from_sent), "last_watcher_p50_ms_by_quarter": by_quarter(summary.last),
         "cpu_cores_by_process": {k: round(v / seconds, 3) for k, v in _by_process(dict(cpu)).items()} if seconds else {},
         "machine_busy_cores": round(machine_busy, 2),
     }

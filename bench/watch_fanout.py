@@ -284,6 +284,14 @@ class Ledger:
         )
 
 
+def by_quarter(values: Sequence[float]) -> list[float]:
+    """The median of each quarter of ``values`` (in the order given), in ms: a delay that grows
+    from quarter to quarter is a pipeline falling behind, a flat one a fixed cost."""
+    size = len(values) / 4
+    quarters = [values[round(i * size):round((i + 1) * size)] for i in range(4)]
+    return [round(percentile(q, 50) * 1000, 1) for q in quarters if q]
+
+
 # ----------------------------------------------------------------------------- the client
 
 

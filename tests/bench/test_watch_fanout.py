@@ -9,6 +9,7 @@ from bench.watch_fanout import (
     GROUP_LABEL,
     Ledger,
     WatcherSpec,
+    by_quarter,
     group_names,
     namespace_names,
     watcher_mix,
@@ -102,3 +103,10 @@ def test_the_warm_up_round_is_not_timed() -> None:
     # Revision 7 was kept (after the warm-up) but nobody wrote it: unexpected.
     assert summary.unexpected == 1
     assert summary.quantile_ms(99) is None
+
+
+def test_quarters_show_a_delay_that_grows() -> None:
+    growing = [0.01 * i for i in range(1, 9)]  # 10 ms .. 80 ms over eight writes
+    assert by_quarter(growing) == pytest.approx([10.0, 30.0, 50.0, 70.0])
+    assert by_quarter([0.2, 0.2, 0.2]) == pytest.approx([200.0, 200.0, 200.0])  # too few for four
+    assert by_quarter([]) == []
