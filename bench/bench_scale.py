@@ -18,16 +18,21 @@ What is measured, in order:
   hub RSS and CPU over the load; scheduler decision p50/p90/p99 from
   ``gpufed_scheduling_duration_seconds`` and mutating / read API latency p99 from
   ``gpufed_apiserver_request_duration_seconds`` (histogram quantiles over the load, as
-  PromQL's ``histogram_quantile`` interpolates).
+  PromQL's ``histogram_quantile`` interpolates);
+* watch fan-out (``bench/watch_fanout.py``), after the load: N concurrent watchers of Works
+  (tiny 20, quick 200, full 1,000; ``--watchers N`` sets it), each its own HTTPS stream, 1 in
+  10 in every namespace, 6 in 10 in one, 3 in 10 by label; the benchmark patches probe Works
+  of its own at a steady rate and times each patch from its reply to every matching watcher
+  (p50/p99/max, the last watcher's p99), counts missed deliveries and watchers dropped (410
+  or closed), and reports the hub's and its own CPU over the phase.
 
 Targets: Karmada's 100-cluster figures (scheduling p50/p90/p99 12/15/32 ms, distribution
-p99 989 ms), kube's API SLO (p99 <= 1 s), hub RSS <= 4 GiB and steady-state hub CPU <= 0.5
-core. When one is missed, ``bottleneck`` in the details says which resource ran out (CPU
-of the machine, by process, or memory) with the numbers.
+p99 989 ms), kube's API SLO (p99 <= 1 s), hub RSS <= 4 GiB, steady-state hub CPU <= 0.5
+core and fan-out p99 <= 1 s. When one is missed, ``bottleneck`` in the details (the load's;
+``fanout.bottleneck`` for the fan-out phase) says which resource ran out (CPU of the machine,
+by process, or memory) with the numbers.
 
-Not measured yet: watch fan-out to 1,000 watchers (issue 17's watch cache).
-
-Reproduce: ``.venv/bin/python -m bench.bench_scale [--size tiny|quick|full] [--json FILE]``
+Reproduce: ``.venv/bin/python -m bench.bench_scale [--size tiny|quick|full] [--watchers N] [--json FILE]``
 """
 
 from __future__ import annotations
