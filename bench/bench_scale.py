@@ -422,7 +422,7 @@ def watch_fanout_figures(summary: FanoutSummary, seen: dict[str, Any], cpu: Mapp
         Figure("watch fan-out: write -> watcher max", summary.quantile_ms(100), "ms"),
         Figure("watch fan-out: write -> last watcher p99", last_p99, "ms"),
         Figure(f"watch fan-out: deliveries missed (of {summary.expected:,})", summary.missed, "", at_most(0)),
-        Figure("watch fan-out: watchers dropped (410 or closed)", summary.dropped + summary.closed, "", at_most(0)),
+        Figure("watch fan-out: watches dropped (410 or closed by the hub)", summary.dropped + summary.closed, "", at_most(0)),
         Figure("watch fan-out: hub CPU", cores("hub"), "cores"),
         Figure("watch fan-out: hub CPU per delivery (its other work included)",
                round(cpu.get("hub", 0.0) / deliveries * 1e6) if deliveries else None, "us"),
