@@ -169,6 +169,8 @@ class FanoutSummary:
     #: Watchers that missed a delivery, and those with a delivery later than the target.
     watchers_missing: int
     watchers_late: int
+    #: Watchers that fell behind: either of the two.
+    watchers_behind: int
     by_kind: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def quantile_ms(self, q: float) -> float | None:
@@ -279,7 +281,7 @@ class Ledger:
             writes=len(self.writes), expected=expected, delays=delays, from_sent=from_sent, last=last, missed=missed,
             unexpected=unexpected, duplicates=self.duplicates, before_reply=before_reply,
             other_events=self.other_events, dropped=self.dropped, closed=self.closed, refused=self.refused,
-            watchers_missing=len(missing), watchers_late=len(late),
+            watchers_missing=len(missing), watchers_late=len(late), watchers_behind=len(missing | late),
             by_kind={kind: latency_summary(values) for kind, values in sorted(by_kind.items())},
         )
 

@@ -86,6 +86,7 @@ def test_delays_run_from_the_write_reply_and_count_misses_and_early_events() -> 
     assert summary.other_events == 1
     assert summary.last == pytest.approx([1.5])  # only write 11 reached every watcher it should
     assert summary.watchers_late == 1  # watcher 0's 1.5 s is past the 1 s target
+    assert summary.watchers_behind == 2  # watcher 0 (late) and watcher 2 (missed)
     assert summary.quantile_ms(50) == pytest.approx(250.0)
     assert summary.quantile_ms(100) == pytest.approx(1500.0)
     assert summary.by_kind["namespace+label"]["p50_ms"] == pytest.approx(500.0)
