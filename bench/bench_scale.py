@@ -18,22 +18,30 @@ What is measured, in order:
   hub RSS and CPU over the load; scheduler decision p50/p90/p99 from
   ``gpufed_scheduling_duration_seconds`` and mutating / read API latency p99 from
   ``gpufed_apiserver_request_duration_seconds`` (histogram quantiles over the load, as
-  PromQL's ``histogram_quantile`` interpolates).
+  PromQL's ``histogram_quantile`` interpolates);
+* watch fan-out (``bench/watch_fanout.py``), after the load: N concurrent watchers of Works
+  (tiny 20, quick 200, full 1,000; ``--watchers N`` sets it), each its own HTTPS stream, 1 in
+  10 in every namespace, 6 in 10 in one, 3 in 10 by label; the benchmark patches probe Works
+  of its own at a steady rate and times each patch from its reply to every matching watcher
+  (p50/p99/max, the last watcher's p99), counts missed deliveries and watchers dropped (410
+  or closed), and reports the hub's and its own CPU over the phase.
 
 Targets: Karmada's 100-cluster figures (scheduling p50/p90/p99 12/15/32 ms, distribution
-p99 989 ms), kube's API SLO (p99 <= 1 s), hub RSS <= 4 GiB and steady-state hub CPU <= 0.5
-core. When one is missed, ``bottleneck`` in the details says which resource ran out (CPU
-of the machine, by process, or memory) with the numbers.
+p99 989 ms), kube's API SLO (p99 <= 1 s), hub RSS <= 4 GiB, steady-state hub CPU <= 0.5
+core and fan-out p99 <= 1 s. When one is missed, ``bottleneck`` in the details (the load's;
+``fanout.bottleneck`` for the fan-out phase) says which resource ran out (CPU of the machine,
+by process, or memory) with the numbers.
 
-Not measured yet: watch fan-out to 1,000 watchers (issue 17's watch cache).
-
-Reproduce: ``.venv/bin/python -m bench.bench_scale [--size tiny|quick|full] [--json FILE]``
+Reproduce: ``.venv/bin/python -m bench.bench_scale [--size tiny|quick|full] [--watchers N] [--json FILE]``
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
+import dataclasses
+import functools
 import json
 import logging
 import os
@@ -71,6 +79,7 @@ from bench.hubdriving import (
     is_running,
     ready_clusters,
 )
+from bench.watch_fanout import FanoutPlan, FanoutSummary, by_quarter, fan_out
 from e2e.harness import Kubectl, Process, ProcessGroup, wait_for
 
 log = logging.getLogger(__name__)
@@ -87,6 +96,8 @@ KARMADA_DISTRIBUTION_P99_S = 0.989
 API_P99_S = 1.0
 HUB_RSS_GIB = 4.0
 HUB_STEADY_CORES = 0.5
+#: Issue 17: 1,000 concurrent watchers of Works receive an event within p99 <= 1 s.
+FANOUT_P99_S = 1.0
 MUTATING = frozenset({"create", "update", "patch", "delete", "deletecollection", "apply"})
 READS = frozenset({"get", "list"})
 
@@ -100,14 +111,16 @@ class Plan:
     steady_seconds: float
     join_timeout: float
     drain_timeout: float
+    fanout: FanoutPlan
 
 
 PLANS = {
-    Size.TINY: Plan(clusters=2, nodes=20, workloads=10, rate=5.0, steady_seconds=5, join_timeout=120, drain_timeout=60),
+    Size.TINY: Plan(clusters=2, nodes=20, workloads=10, rate=5.0, steady_seconds=5, join_timeout=120, drain_timeout=60,
+                    fanout=FanoutPlan(watchers=20, namespaces=2, groups=2, rate=5.0, seconds=5)),
     Size.QUICK: Plan(clusters=10, nodes=500, workloads=300, rate=10.0, steady_seconds=30, join_timeout=600,
-                     drain_timeout=180),
+                     drain_timeout=180, fanout=FanoutPlan(watchers=200, namespaces=10, groups=4, rate=10.0, seconds=30)),
     Size.FULL: Plan(clusters=100, nodes=5000, workloads=20_000, rate=50.0, steady_seconds=60, join_timeout=3600,
-                    drain_timeout=600),
+                    drain_timeout=600, fanout=FanoutPlan(watchers=1000, namespaces=20, groups=4, rate=20.0, seconds=60)),
 }
 
 
@@ -331,6 +344,9 @@ async def measure(kubeconfig: Path, plan: Plan, meter: CpuMeter, hub_pid: int, e
         load_cpu, load_s = window.close()
         peak_rss = max(peak_rss, rss(hub_pid))
         metrics_after = await scrape(hub)
+        window_fanout = Window(meter).open()
+        fanout, seen = await fan_out(hub, kubeconfig, plan.fanout)
+        fanout_cpu, fanout_s = window_fanout.close()
 
     def quantiles(name: str, keep: Any = None) -> dict[int, float | None]:
         delta = bucket_delta(histogram(metrics_after, name, keep), histogram(metrics_before, name, keep))
@@ -375,6 +391,52 @@ async def measure(kubeconfig: Path, plan: Plan, meter: CpuMeter, hub_pid: int, e
         details["targets_missed"] = missed
         details["bottleneck"] = bottleneck(load_cpu, load_s, cores=cores, machine_busy=window.machine_busy,
                                            memory=meminfo())
+    fanout_figures, details["fanout"] = watch_fanout_figures(fanout, seen, fanout_cpu, fanout_s,
+                                                             machine_busy=window_fanout.machine_busy)
+    return figures + fanout_figures, details
+
+
+def watch_fanout_figures(summary: FanoutSummary, seen: dict[str, Any], cpu: Mapping[str, float], seconds: float, *,
+                         machine_busy: float) -> tuple[list[Figure], dict[str, Any]]:
+    """The watch fan-out phase's figures (issue 17: p99 <= 1 s to 1,000 watchers) and details;
+    when a target is missed, which resource ran out over the phase."""
+    watchers = int(seen["watchers"])
+
+    def cores(name: str) -> float:
+        return round(cpu.get(name, 0.0) / seconds, 3) if seconds > 0 else 0.0
+
+    last_p99 = round(percentile(summary.last, 99) * 1000, 1) if summary.last else None
+    deliveries = len(summary.delays) + summary.other_events
+    figures = [
+        Figure(f"watch fan-out: watchers attached at the end (of {watchers:,})", seen.get("attached_at_end"), "",
+               at_least(watchers)),
+        Figure("watch fan-out: write -> watcher p50", summary.quantile_ms(50), "ms"),
+        Figure("watch fan-out: write -> watcher p99", summary.quantile_ms(99), "ms", at_most(FANOUT_P99_S * 1000)),
+        Figure("watch fan-out: write -> watcher max", summary.quantile_ms(100), "ms"),
+        Figure("watch fan-out: write -> last watcher p99", last_p99, "ms"),
+        Figure(f"watch fan-out: deliveries missed (of {summary.expected:,})", summary.missed, "", at_most(0)),
+        Figure(f"watch fan-out: watchers behind (a delivery missed or > {FANOUT_P99_S:g} s)", summary.watchers_behind, ""),
+        Figure("watch fan-out: watches dropped (410 or closed by the hub)", summary.dropped + summary.closed, "", at_most(0)),
+        Figure("watch fan-out: hub CPU", cores("hub"), "cores"),
+        Figure("watch fan-out: hub CPU per delivery (its other work included)",
+               round(cpu.get("hub", 0.0) / deliveries * 1e6) if deliveries else None, "us"),
+        Figure("watch fan-out: client CPU (the measuring process)", cores("client"), "cores"),
+    ]
+    details: dict[str, Any] = {
+        **seen, "writes": summary.writes, "expected_deliveries": summary.expected, "timed": len(summary.delays),
+        "missed": summary.missed, "unexpected": summary.unexpected, "duplicates": summary.duplicates,
+        "before_reply": summary.before_reply, "other_events": summary.other_events, "dropped_410": summary.dropped,
+        "closed_by_hub": summary.closed, "refused": summary.refused, "watchers_missing": summary.watchers_missing,
+        "watchers_late": summary.watchers_late, "watchers_behind": summary.watchers_behind, "by_kind": summary.by_kind, "seconds": round(seconds, 1),
+        "from_write_sent": latency_summary(summary.from_sent), "last_watcher_p50_ms_by_quarter": by_quarter(summary.last),
+        "cpu_cores_by_process": {k: round(v / seconds, 3) for k, v in _by_process(dict(cpu)).items()} if seconds else {},
+        "machine_busy_cores": round(machine_busy, 2),
+    }
+    missed = [f.name for f in figures if f.ok is False]
+    if missed:
+        details["targets_missed"] = missed
+        details["bottleneck"] = bottleneck(cpu, seconds, cores=os.cpu_count() or 1, machine_busy=machine_busy,
+                                           memory=meminfo())
     return figures, details
 
 
@@ -395,8 +457,10 @@ def start(group: ProcessGroup, plan: Plan) -> tuple[Process, Kubectl, Process, d
     return hub_proc, hub, fleet, json.loads(stats.read_text())
 
 
-def run(size: Size) -> BenchmarkResult:
+def run(size: Size, *, watchers: int | None = None) -> BenchmarkResult:
     plan = PLANS[size]
+    if watchers is not None:
+        plan = dataclasses.replace(plan, fanout=dataclasses.replace(plan.fanout, watchers=watchers))
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="gpufed-bench-scale-") as tmp:
         group = ProcessGroup(root=Path(tmp))
@@ -419,7 +483,12 @@ def run(size: Size) -> BenchmarkResult:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return benchmark_main(run, argv, description=__doc__.splitlines()[0] if __doc__ else NAME)
+    """The common benchmark options, plus ``--watchers N`` (the size's watcher count otherwise)."""
+    extra = argparse.ArgumentParser(add_help=False)
+    extra.add_argument("--watchers", type=int, default=None)
+    known, rest = extra.parse_known_args(argv)
+    description = (__doc__.splitlines()[0] if __doc__ else NAME) + " [--watchers N: concurrent Work watchers]"
+    return benchmark_main(functools.partial(run, watchers=known.watchers), rest, description=description)
 
 
 if __name__ == "__main__":
