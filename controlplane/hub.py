@@ -33,6 +33,7 @@ from typing import Any
 
 from aiohttp import web
 
+from controlplane.admission.requeuing import WaitForPodsReady
 from controlplane.apis.cluster_v1alpha1 import API_VERSION as CLUSTER_API_VERSION
 from controlplane.apis.cluster_v1alpha1 import KIND as CLUSTER_KIND
 from controlplane.apis.constants import (
@@ -162,6 +163,8 @@ class HubConfig:
     graceful_eviction_timeout: int = 600
     #: Seconds a member may report replicas it cannot place before the hub moves them elsewhere.
     unschedulable_grace_seconds: float = 120.0
+    #: Fleet admission: Kueue's waitForPodsReady timeout (0: off) and requeuing backoff.
+    wait_for_pods_ready: WaitForPodsReady = field(default_factory=WaitForPodsReady)
     #: TTL of the etcd lease behind controller leadership: a dead leader is replaced within it.
     leader_lease_ttl: int = DEFAULT_LEADER_LEASE_TTL
     #: This replica's name in leader election (empty: host-pid-random).
@@ -400,6 +403,7 @@ class Hub(ShutdownOnce):
                 default_not_ready_toleration_seconds=config.default_not_ready_toleration_seconds,
                 graceful_eviction_timeout_seconds=config.graceful_eviction_timeout,
                 unschedulable_grace_seconds=config.unschedulable_grace_seconds,
+                wait_for_pods_ready=config.wait_for_pods_ready,
             ),
         )
         self.health = ClusterHealthMonitor(

@@ -32,9 +32,11 @@ import copy
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Final
 
 from controlplane.admission import objects as adm
+from controlplane.admission import requeuing
 from controlplane.admission.core import ClusterQueue, Pending, Target, Usage, Waiting, decide
 from controlplane.admission.core.preemption import HUMAN_REASONS
 from controlplane.apis import kueue_v1beta1 as kueue
@@ -42,6 +44,7 @@ from controlplane.apis.events import EventType
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.reconciling import ReconcileLoop
+from controlplane.controllers.requeuing import Requeuing
 from controlplane.controllers.workloads import WorkloadRef, is_deleting, with_condition
 from controlplane.interpreter import interpreter_for
 from controlplane.objectclient import ResourceType, WatchEventType, errors
@@ -166,6 +169,7 @@ class AdmissionController:
         self.loop: ReconcileLoop[Key] = ReconcileLoop(self.name, self.reconcile, workers=1)
         if self.kinds.workload is None:
             return
+        self.requeuing = Requeuing(ctx, self.kinds.workload)
         ctx.add_workload_handler(self._on_source)
         for rt in (self.kinds.cluster_queue, self.kinds.local_queue, self.kinds.flavor, self.kinds.workload):
             if rt is not None:
@@ -194,7 +198,7 @@ class AdmissionController:
     async def reconcile(self, key: Key) -> float | None:
         try:
             if key == CYCLE:
-                await self.cycle()
+                return await self.cycle()
             else:
                 await self.sync(WorkloadRef(*key[1:]))
         except errors.Conflict:
@@ -226,6 +230,8 @@ class AdmissionController:
             # Still waiting: the Workload follows the workload's pods, queue and priority (as Kueue
             # does for a suspended job).
             wanted = self._new_workload(source, queue, pod_sets)["spec"]
+            if (wl.get("spec") or {}).get("active") is False:
+                wanted["active"] = False  # deactivated (by hand, or past the requeuing limit)
             if (wl.get("spec") or {}) != wanted:
                 await ctx.objects.update(wl_rt, {**wl, "spec": wanted})
                 return
@@ -272,6 +278,7 @@ class AdmissionController:
             status["conditions"] = with_condition(status.get("conditions") or [], finished, now=ctx.now_text())
             await ctx.objects.update_status(wl_rt, updated)
             return
+        await self.requeuing.record_pods_ready(wl, source)
         if (ref.api_version, ref.kind) != JOB or phase is not None:
             return
         admitted = adm.admission_of(wl) is not None and adm.is_true(wl, kueue.COND_ADMITTED)
@@ -292,8 +299,12 @@ class AdmissionController:
 
     # --- the admission cycle -----------------------------------------------------------------
 
-    async def cycle(self) -> None:
+    async def cycle(self) -> float | None:
+        """One admission cycle; returns when to run again (a PodsReady deadline or the end of a
+        requeuing backoff), None when nothing waits on time."""
         kinds = self.kinds
+        now = self.ctx.now()
+        wake: list[float] = []
         flavors = kinds.flavors()
         cq_objs = {str(o["metadata"]["name"]): o for o in kinds.items(kinds.cluster_queue)}
         queues = {name: adm.cluster_queue(o, flavors) for name, o in cq_objs.items()}
@@ -303,23 +314,39 @@ class AdmissionController:
         pending: list[Pending] = []
         unqueued: dict[str, Waiting] = {}
         admitted = []
-        for key, wl in workloads.items():
-            if adm.is_finished(wl) or is_deleting(wl):
+        timed_out: list[dict[str, Any]] = []
+        backing_off: list[Waiting] = []
+        for key, wl in list(workloads.items()):
+            if adm.is_finished(wl) or is_deleting(wl) or not requeuing.is_active(wl):
                 continue
             held = adm.admitted_of(wl)
             if held is not None:
+                deadline = self._pods_ready_deadline(wl)
+                if deadline is not None and deadline <= now:
+                    timed_out.append(wl)  # evicted below: its quota is free for this cycle
+                    continue
+                if deadline is not None:
+                    wake.append((deadline - now).total_seconds())
                 admitted.append(held)
                 continue
             namespace = str(wl["metadata"].get("namespace"))
             queue_name = str((wl.get("spec") or {}).get("queueName") or "")
             lq = lqs.get((namespace, queue_name))
             cq_name = str(((lq or {}).get("spec") or {}).get("clusterQueue") or "")
+            if (until := requeuing.requeue_at(wl)) is not None:
+                if until > now:  # its requeuing backoff: pending, not a candidate yet
+                    wake.append((until - now).total_seconds())
+                    backing_off.append(Waiting(key, cq_name, kueue.REASON_PENDING, "", 0))
+                    continue
+                wl = workloads[key] = await self.requeuing.release(wl)
             if lq is None:
                 unqueued[key] = Waiting(key, "", "Inadmissible", f"LocalQueue {queue_name} doesn't exist", 0)
             elif cq_name in cq_objs and not adm.namespace_allowed(cq_objs[cq_name], namespaces.get(namespace, {})):
                 unqueued[key] = Waiting(key, cq_name, "Inadmissible", "Workload namespace doesn't match ClusterQueue selector", 0)
             else:
                 pending.append(adm.pending_of(wl, cq_name))
+        for wl in timed_out:
+            await self.requeuing.time_out(wl)
         decisions = decide(queues, pending, admitted, flavors)
         for preempting in decisions.preempting:
             for target in preempting.targets:
@@ -333,7 +360,19 @@ class AdmissionController:
         for waiting in (*decisions.waiting, *unqueued.values()):
             await self._wait(workloads[waiting.key], waiting)
         holders = {a.key: a.queue for a in admitted} | {d.key: d.queue for d in decisions.admitted}
-        await self._queue_statuses(queues, cq_objs, lqs, workloads, decisions.waiting, holders, usage)
+        await self._queue_statuses(queues, cq_objs, lqs, workloads, (*decisions.waiting, *backing_off), holders, usage)
+        return max(0.0, min(wake)) if wake else None
+
+    def _pods_ready_deadline(self, wl: Mapping[str, Any]) -> datetime | None:
+        """When an admitted Workload times out waiting for its pods (None: not counting, or its
+        workload's status says they are ready, though PodsReady is not written yet)."""
+        deadline = requeuing.ready_deadline(wl, self.ctx.settings.wait_for_pods_ready)
+        owner = _owner(wl)
+        rt = self.ctx.registry.for_kind(owner.api_version, owner.kind) if owner is not None else None
+        source = self.ctx.cached(rt, owner.namespace, owner.name) if owner is not None and rt is not None else None
+        if deadline is None or source is None or requeuing.pods_ready(source) is not False:
+            return None
+        return deadline
 
     async def _admit(self, wl: dict[str, Any], admission: dict[str, Any], queue: str) -> None:
         rt = self.kinds.workload
@@ -355,6 +394,8 @@ class AdmissionController:
              "message": f"Quota reserved in ClusterQueue {queue}"},
             {"type": kueue.COND_ADMITTED, "status": "True", "reason": kueue.REASON_ADMITTED,
              "message": "The workload is admitted"},
+            # Admitted with its job suspended: the PodsReady timeout counts from now.
+            *([requeuing.pods_ready_condition(False)] if self.ctx.settings.wait_for_pods_ready.enabled else []),
         ):
             conditions = with_condition(conditions, cond, now=now)
         status["conditions"] = conditions
@@ -388,6 +429,8 @@ class AdmissionController:
             {"type": kueue.COND_QUOTA_RESERVED, "status": "False", "reason": kueue.REASON_PENDING, "message": message},
             {"type": kueue.COND_ADMITTED, "status": "False", "reason": kueue.REASON_NO_RESERVATION,
              "message": "The workload has no reservation"},
+            # As Kueue: a preempted workload is queued again at once (no backoff).
+            {"type": kueue.COND_REQUEUED, "status": "True", "reason": kueue.REASON_PREEMPTED, "message": message},
         ):
             conditions = with_condition(conditions, cond, now=self.ctx.now_text())
         status["conditions"] = conditions
