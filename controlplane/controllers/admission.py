@@ -135,6 +135,10 @@ class AdmissionGate:
             cond = adm.condition(wl, kueue.COND_QUOTA_RESERVED) or {}
             why = cond.get("message") or "not admitted yet"
             held = f"waiting for quota (Workload {adm.key_of(wl)}): {why}"
+            if not requeuing.is_active(wl):
+                held = f"its Workload {adm.key_of(wl)} is deactivated (spec.active: false)"
+            elif requeuing.requeue_at(wl) is not None and (state := (wl.get("status") or {}).get("requeueState") or {}).get("requeueAt"):
+                held += f"; requeued at {state.get('requeueAt')} (backoff after {state.get('count')} PodsReady timeout(s))"
             evicted = adm.condition(wl, kueue.COND_EVICTED) or {}
             if evicted.get("status") == "True":
                 return Gate(held=f"evicted: {evicted.get('message', '')}; {held}", evicted=True)

@@ -3,7 +3,7 @@ after the timeout (its Job suspended again, its Works gone), waits out the reque
 (``Requeued=False``, ``requeueState``), is admitted again (``Requeued=True``, BackoffFinished),
 and past the requeuing limit is deactivated; made active again, it is queued at once.
 
-The hub runs with a 1 s timeout and a 1 s backoff (its flags; Kueue's defaults are 300 s and 60 s),
+The hub runs with a 1 s timeout and a 2 s backoff (its flags; Kueue's defaults are 300 s and 60 s),
 and no member runs the Job's pods, so they never become ready.
 """
 
@@ -25,7 +25,7 @@ from .test_admission import KUEUE, PLACEMENT, condition, create, get, kueue_obj,
 from .test_admission_preemption import job, works_of
 
 SETTINGS = replace(FAST, wait_for_pods_ready=WaitForPodsReady(
-    timeout_seconds=1, backoff_base_seconds=1, backoff_max_seconds=1, backoff_limit_count=1,
+    timeout_seconds=1, backoff_base_seconds=2, backoff_max_seconds=2, backoff_limit_count=1,
 ))
 
 
@@ -63,6 +63,15 @@ async def test_a_job_whose_pods_never_get_ready_is_requeued_with_backoff_then_de
     assert (requeued["status"], requeued["reason"]) == ("False", "PodsReadyTimeout")
     assert (condition(wl, "QuotaReserved")["status"], condition(wl, "QuotaReserved")["reason"]) == ("False", "Pending")
     assert condition(wl, "PodsReady")["reason"] == "WaitForStart"
+
+    async def explained() -> str | None:
+        hub_job = await get(objects, "batch/v1", "Job", "slow")
+        message = str(condition(hub_job, "Propagated").get("message", ""))
+        return message if "PodsReady timeout(s))" in message else None
+
+    message = await eventually(explained, what="the Job's Propagated condition naming the backoff")
+    assert message.startswith("evicted: Exceeded the PodsReady timeout default/job-slow")
+    assert f"requeued at {wl['status']['requeueState']['requeueAt']} (backoff after 1 PodsReady timeout(s))" in message
 
     # After the backoff it is queued and admitted again; the count stays, the time goes.
     async def readmitted() -> dict[str, Any] | None:
