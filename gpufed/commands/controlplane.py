@@ -251,6 +251,16 @@ def conflicting_flags(args: argparse.Namespace) -> str | None:
     return None
 
 
+def wait_for_pods_ready(args: argparse.Namespace) -> WaitForPodsReady:
+    """Kueue's waitForPodsReady and requeuing strategy, from the ``--kueue-*`` flags."""
+    return WaitForPodsReady(
+        timeout_seconds=args.kueue_wait_for_pods_ready_timeout,
+        backoff_base_seconds=args.kueue_requeuing_backoff_base_seconds,
+        backoff_max_seconds=args.kueue_requeuing_backoff_max_seconds,
+        backoff_limit_count=args.kueue_requeuing_backoff_limit_count,
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     configure_logging(args.log_level, component="hub")
     from controlplane.allocator import return_large_buffers_to_the_system
@@ -288,12 +298,7 @@ def run(args: argparse.Namespace) -> int:
         unhealthy_fleet_threshold=args.unhealthy_fleet_threshold,
         graceful_eviction_timeout=args.graceful_eviction_timeout,
         unschedulable_grace_seconds=args.unschedulable_grace_seconds,
-        wait_for_pods_ready=WaitForPodsReady(
-            timeout_seconds=args.kueue_wait_for_pods_ready_timeout,
-            backoff_base_seconds=args.kueue_requeuing_backoff_base_seconds,
-            backoff_max_seconds=args.kueue_requeuing_backoff_max_seconds,
-            backoff_limit_count=args.kueue_requeuing_backoff_limit_count,
-        ),
+        wait_for_pods_ready=wait_for_pods_ready(args),
         leader_lease_ttl=args.leader_lease_ttl,
         identity=args.identity,
         waste_sample_interval=args.waste_sample_interval,
