@@ -14,6 +14,7 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
+from controlplane.apis.kube import objects
 from controlplane.apis.meta import (
     Condition,
     LabelSelector,
@@ -55,23 +56,24 @@ def suspend_path(api_version: str, kind: str) -> tuple[str, ...] | None:
 def job_suspend(obj: Mapping[str, Any]) -> bool | None:
     """The suspend flag of a job of a kind Kueue manages (None: another kind, or not set)."""
     path = suspend_path(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""))
-    value: Any = obj
-    for key in path or ():
-        value = value.get(key) if isinstance(value, Mapping) else None
-    return value if path is not None and isinstance(value, bool) else None
+    if path is None:
+        return None
+    parent: dict[str, Any] | None = dict(obj)
+    for key in path[:-1]:
+        parent = objects.child(parent, key)
+    value = parent.get(path[-1]) if parent is not None else None
+    return value if isinstance(value, bool) else None
 
 
 def set_job_suspend(obj: dict[str, Any], value: bool) -> bool:
-    """Set, in place, the suspend flag of a job of a kind Kueue manages; False for another kind."""
+    """Set, in place, the suspend flag of a job of a kind Kueue manages; False for another kind
+    (or one whose parents of the flag are not maps: left as written for validation to report)."""
     path = suspend_path(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""))
-    if path is None:
+    parent: dict[str, Any] | None = obj if path is not None else None
+    for key in (path or ())[:-1]:
+        parent = objects.ensure(parent, key) if parent is not None else None
+    if path is None or parent is None:
         return False
-    parent = obj
-    for key in path[:-1]:
-        child = parent.get(key)
-        if not isinstance(child, dict):
-            child = parent[key] = {}
-        parent = child
     parent[path[-1]] = value
     return True
 

@@ -372,11 +372,11 @@ class AdmissionController:
         workload's status says they are ready, though PodsReady is not written yet)."""
         deadline = requeuing.ready_deadline(wl, self.ctx.settings.wait_for_pods_ready)
         owner = _owner(wl)
-        rt = self.ctx.registry.for_kind(owner.api_version, owner.kind) if owner is not None else None
-        source = self.ctx.cached(rt, owner.namespace, owner.name) if owner is not None and rt is not None else None
-        if deadline is None or source is None or requeuing.pods_ready(source) is not False:
+        if deadline is None or owner is None:
             return None
-        return deadline
+        rt = self.ctx.registry.for_kind(owner.api_version, owner.kind)
+        source = self.ctx.cached(rt, owner.namespace, owner.name) if rt is not None else None
+        return deadline if source is not None and requeuing.pods_ready(source) is False else None
 
     async def _admit(self, wl: dict[str, Any], admission: dict[str, Any], queue: str) -> None:
         rt = self.kinds.workload
