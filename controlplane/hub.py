@@ -161,6 +161,8 @@ class HubConfig:
     unhealthy_fleet_threshold: float = 0.55
     #: Failover: seconds a Gracefully evicted copy may wait for its replacement to be Healthy.
     graceful_eviction_timeout: int = 600
+    #: Fleet admission: Kueue's fair sharing (--kueue-fair-sharing; off, as Kueue's fairSharing.enable).
+    kueue_fair_sharing: bool = False
     #: Seconds a member may report replicas it cannot place before the hub moves them elsewhere.
     unschedulable_grace_seconds: float = 120.0
     #: Fleet admission: Kueue's waitForPodsReady timeout (0: off) and requeuing backoff.
@@ -322,7 +324,7 @@ class Hub(ShutdownOnce):
         )
         # The reports API, the dashboard and /metrics (all read-only; /ui's static files are public,
         # the data they show comes from authenticated API calls).
-        extra.extend(waste_report_routes(ReportSource(self.store, sampler=self.waste_sampler)))
+        extra.extend(waste_report_routes(ReportSource(self.store, sampler=self.waste_sampler), objects=self.objects))
         extra.extend(ui_routes())
         extra.extend(self.proxy.routes())
         extra.extend(pod_list_routes(self.proxy, authorizer))
@@ -403,8 +405,10 @@ class Hub(ShutdownOnce):
                 default_not_ready_toleration_seconds=config.default_not_ready_toleration_seconds,
                 graceful_eviction_timeout_seconds=config.graceful_eviction_timeout,
                 unschedulable_grace_seconds=config.unschedulable_grace_seconds,
+                kueue_fair_sharing=config.kueue_fair_sharing,
                 wait_for_pods_ready=config.wait_for_pods_ready,
             ),
+            queue_metrics=self.metrics.queues,
         )
         self.health = ClusterHealthMonitor(
             fenced,

@@ -30,7 +30,9 @@ Metrics (all prefixed ``gpufed_``):
   cluster proxy (:mod:`controlplane.apiserver.proxy.metrics`);
 * ``apiserver_flowcontrol_*`` (kube's names, no prefix) -- API Priority and Fairness
   (:mod:`controlplane.apiserver.flowcontrol.metrics`);
-* ``waste_samples_total{result}`` and ``waste_sample_duration_seconds`` -- the sampler itself.
+* ``kueue_*`` (Kueue's names, no prefix) -- fleet admission: pending, reserving and admitted
+  workloads, usage and quotas per ClusterQueue, flavor and resource, admissions, evictions and
+  wait times (:mod:`controlplane.admission.metrics`);
 * ``waste_samples_total{result}`` and ``waste_sample_duration_seconds`` -- the sampler itself;
 * ``storage_writes_total{resource,subresource,writer,verb}`` -- every etcd write of the API and
   the controllers, by who wrote (``admin``, ``agent``, ``controller:status``...) and
@@ -70,6 +72,7 @@ from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
+from controlplane.admission.metrics import QueueMetrics
 from controlplane.apis.meta import parse_time
 from controlplane.apiserver import errors
 from controlplane.apiserver.app import USER
@@ -237,6 +240,8 @@ class HubMetrics:
         self.proxy = ProxyMetrics(self.registry)
         #: API Priority and Fairness, under kube's metric names (controlplane.apiserver.flowcontrol).
         self.flowcontrol = FlowControlMetrics(self.registry)
+        #: Fleet admission, under Kueue's metric names (controlplane.admission.metrics).
+        self.queues = QueueMetrics(self.registry)
         self._report_lag = _ReportLagCollector(clock)
         self.registry.register(self._report_lag)
         self._ledger = _LedgerCollector()

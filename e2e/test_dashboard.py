@@ -118,6 +118,10 @@ return {
   recommendations: [...document.querySelectorAll("#recommendations li[data-kind]")].map((li) => li.dataset.kind),
   unmeasured: document.getElementById("unmeasured").hidden ? null : text("unmeasured"),
   recommendationTexts: [...document.querySelectorAll("#recommendations li[data-kind]")].map((li) => li.textContent),
+  queues: [...document.querySelectorAll("#queues tr[data-queue]")].map((row) => ({
+    queue: row.dataset.queue, resource: row.dataset.resource || null,
+    cells: Object.fromEntries([...row.querySelectorAll("td[data-field]")].map((td) => [td.dataset.field, td.textContent]))})),
+  queuesNote: document.getElementById("queues-note").hidden ? null : text("queues-note"),
 };
 """
 
@@ -148,6 +152,18 @@ def test_dashboard_shows_the_same_numbers_as_the_api(processes: ProcessGroup, tm
     def idle_accounted() -> bool:
         report = _api(hub, f"{REPORTS}/last-1h")["status"]
         return bool(report["totals"]["gpu_hours"]["idle-allocated"] > 0 and report["top_idle_workloads"])
+
+    # A team's quota (Kueue's ClusterQueue and its LocalQueue), for the queues view.
+    hub.run("create", "namespace", "team-a")
+    (tmp_path / "queues.yaml").write_text(yaml.safe_dump_all([
+        {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": "a100"}},
+        {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": "team-a"}, "spec": {
+            "namespaceSelector": {}, "cohort": "research", "resourceGroups": [{"coveredResources": ["nvidia.com/gpu"],
+                "flavors": [{"name": "a100", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 8}]}]}]}},
+        {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue", "metadata": {"name": "team-a", "namespace": "team-a"},
+         "spec": {"clusterQueue": "team-a"}},
+    ]))
+    hub.run("apply", "-f", str(tmp_path / "queues.yaml"))
 
     # Reports end at the last complete minute: wait for one with the idle workload in it.
     wait_for(idle_accounted, timeout=150, interval=2, what="the idle workload to show in the report")
@@ -206,12 +222,15 @@ def test_dashboard_shows_the_same_numbers_as_the_api(processes: ProcessGroup, tm
     assert page["recommendationTexts"] == [r["text"] for r in report["recommendations"]]
     assert all(text.count("/day") == 1 for text in page["recommendationTexts"]), page["recommendationTexts"]
 
+    # The queues view: the ClusterQueue's quota as the hub keeps it.
+    assert page["queues"] == [{"queue": "team-a", "resource": "nvidia.com/gpu", "cells": {
+        "nominal": "8", "usage": "0", "borrowed": "0", "pending": "0", "admitted": "0"}}], page["queues"]
+
     ARTIFACTS.mkdir(exist_ok=True)
     browser.save_screenshot(str(ARTIFACTS / "dashboard.png"))
     assert (ARTIFACTS / "dashboard.png").stat().st_size > 10_000
 
     # A team's view: alice, in group team-a bound to view in team-a, sees team-a's share.
-    hub.run("create", "namespace", "team-a", check=False)
     hub.run("create", "rolebinding", "team-a-view", "--clusterrole=view", "--group=team-a", "-n", "team-a")
     alice = subprocess.run(
         [GPUFED, "token", "create", "--user", "alice", "--group", "team-a", "--kubeconfig", str(kubeconfig)],
@@ -230,6 +249,10 @@ def test_dashboard_shows_the_same_numbers_as_the_api(processes: ProcessGroup, tm
     assert team["totals"]["gpu_hours"]["free-spare"] == 0  # no fleet capacity in a team's view
     assert set(team_page["idle"]) == {"team-a/Deployment/idle-infer"}
     assert team_page["recommendations"] == []
+    # Its LocalQueue; the ClusterQueue behind it is cluster-scoped, beyond a namespace's view.
+    assert [(q["queue"], q["cells"]["nominal"], q["cells"]["pending"]) for q in team_page["queues"]] == [
+        ("team-a/team-a", "\u2013", "0")], team_page["queues"]
+    assert "Quota of ClusterQueue team-a not shown" in (team_page["queuesNote"] or ""), team_page["queuesNote"]
 
     # A wrong token sends the user back to the login form with a message.
     browser.execute_script("sessionStorage.setItem('gpufed.token', 'not-a-token')")

@@ -17,6 +17,9 @@ ClusterQueues, LocalQueues, WorkloadPriorityClasses and Workloads (informers). O
   and Preempted, its admission removed, back in the queue, an Event naming the preemptor — so its
   Job is suspended again and the detector deletes its binding (its pods stop in every member);
   the preemptor is admitted by a later cycle, once the quota is released;
+* with ``--kueue-fair-sharing`` the cycle runs with Kueue's fair sharing over the tree of cohorts
+  (``kueue.x-k8s.io/v1alpha1`` Cohorts: parents, quota, weights), and ClusterQueues and Cohorts
+  get ``status.fairSharing.weightedShare``;
 * ClusterQueue and LocalQueue status: pending/reserving/admitted counts, usage per flavor;
 * a finished workload's Workload gets Finished=True, and its quota is free again; a deleted
   workload's Workload is deleted.
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -39,8 +43,11 @@ from controlplane.admission import objects as adm
 from controlplane.admission import requeuing
 from controlplane.admission.core import ClusterQueue, Pending, Target, Usage, Waiting, decide
 from controlplane.admission.core.preemption import HUMAN_REASONS
+from controlplane.admission.metrics import QueueMetrics, queue_figures
+from controlplane.apis import kueue_v1alpha1
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.events import EventType
+from controlplane.apis.meta import parse_time
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.reconciling import ReconcileLoop
@@ -52,6 +59,7 @@ from controlplane.objectclient import ResourceType, WatchEventType, errors
 log = logging.getLogger(__name__)
 
 API: Final = kueue.API_VERSION
+COHORT_API: Final = kueue_v1alpha1.API_VERSION
 CYCLE: Final = ("cycle",)
 JOB: Final = ("batch/v1", "Job")
 
@@ -76,12 +84,14 @@ class Kinds:
     local_queue: ResourceType | None = field(init=False)
     flavor: ResourceType | None = field(init=False)
     priority_class: ResourceType | None = field(init=False)
+    cohort: ResourceType | None = field(init=False)
 
     def __post_init__(self) -> None:
         kind = self.ctx.registry.for_kind
         self.workload, self.cluster_queue = kind(API, "Workload"), kind(API, "ClusterQueue")
         self.local_queue, self.flavor = kind(API, "LocalQueue"), kind(API, "ResourceFlavor")
         self.priority_class = kind(API, "WorkloadPriorityClass")
+        self.cohort = kind(COHORT_API, "Cohort")
 
     def items(self, rt: ResourceType | None) -> list[dict[str, Any]]:
         return self.ctx.informer(rt).items() if rt is not None else []
@@ -167,15 +177,17 @@ class AdmissionController:
 
     name = "admission"
 
-    def __init__(self, ctx: ControllerContext) -> None:
+    def __init__(self, ctx: ControllerContext, *, metrics: QueueMetrics | None = None) -> None:
         self.ctx = ctx
         self.kinds = Kinds(ctx)
+        self.metrics = metrics
+        """Kueue's metrics (the hub's /metrics), fed from each cycle; None: not exported."""
         self.loop: ReconcileLoop[Key] = ReconcileLoop(self.name, self.reconcile, workers=1)
         if self.kinds.workload is None:
             return
-        self.requeuing = Requeuing(ctx, self.kinds.workload)
+        self.requeuing = Requeuing(ctx, self.kinds.workload, metrics=metrics)
         ctx.add_workload_handler(self._on_source)
-        for rt in (self.kinds.cluster_queue, self.kinds.local_queue, self.kinds.flavor, self.kinds.workload):
+        for rt in (self.kinds.cluster_queue, self.kinds.local_queue, self.kinds.flavor, self.kinds.workload, self.kinds.cohort):
             if rt is not None:
                 ctx.informer(rt).add_handler(self._on_queue_object)
         ctx.informer(self.kinds.workload).add_handler(self._on_workload)
@@ -306,12 +318,17 @@ class AdmissionController:
     async def cycle(self) -> float | None:
         """One admission cycle; returns when to run again (a PodsReady deadline or the end of a
         requeuing backoff), None when nothing waits on time."""
+        started = time.perf_counter()
         kinds = self.kinds
         now = self.ctx.now()
         wake: list[float] = []
         flavors = kinds.flavors()
         cq_objs = {str(o["metadata"]["name"]): o for o in kinds.items(kinds.cluster_queue)}
+        cohort_objs = {str(o["metadata"]["name"]): o for o in kinds.items(kinds.cohort)}
+        cohorts = {name: adm.cohort(o) for name, o in cohort_objs.items()}
         queues = {name: adm.cluster_queue(o, flavors) for name, o in cq_objs.items()}
+        queues = adm.deactivate_cycles(queues, Usage(queues, cohorts).cycles)
+        fair_sharing = self.ctx.settings.kueue_fair_sharing
         lqs = {(str(o["metadata"].get("namespace")), str(o["metadata"]["name"])): o for o in kinds.items(kinds.local_queue)}
         namespaces = {str(o["metadata"]["name"]): (o["metadata"].get("labels") or {}) for o in self.ctx.informer(self.ctx.namespace_rt).items()}
         workloads = {adm.key_of(w): w for w in kinds.items(kinds.workload)}
@@ -340,7 +357,7 @@ class AdmissionController:
             if (until := requeuing.requeue_at(wl)) is not None:
                 if until > now:  # its requeuing backoff: pending, not a candidate yet
                     wake.append((until - now).total_seconds())
-                    backing_off.append(Waiting(key, cq_name, kueue.REASON_PENDING, "", 0))
+                    backing_off.append(Waiting(key, cq_name, kueue.REASON_INADMISSIBLE, "", 0))
                     continue
                 wl = workloads[key] = await self.requeuing.release(wl)
             if lq is None:
@@ -351,11 +368,11 @@ class AdmissionController:
                 pending.append(adm.pending_of(wl, cq_name))
         for wl in timed_out:
             await self.requeuing.time_out(wl)
-        decisions = decide(queues, pending, admitted, flavors)
+        decisions = decide(queues, pending, admitted, flavors, fair_sharing=fair_sharing, cohorts=cohorts)
         for preempting in decisions.preempting:
             for target in preempting.targets:
-                await self._evict(workloads[target.key], workloads[preempting.key], target)
-        usage = Usage(queues)
+                await self._evict(workloads[target.key], workloads[preempting.key], target, preempting.queue)
+        usage = Usage(queues, cohorts)
         for a in admitted:
             usage.add(a.queue, a.usage)
         for decision in decisions.admitted:
@@ -364,7 +381,18 @@ class AdmissionController:
         for waiting in (*decisions.waiting, *unqueued.values()):
             await self._wait(workloads[waiting.key], waiting)
         holders = {a.key: a.queue for a in admitted} | {d.key: d.queue for d in decisions.admitted}
-        await self._queue_statuses(queues, cq_objs, lqs, workloads, (*decisions.waiting, *backing_off), holders, usage)
+        queued = (*decisions.waiting, *backing_off)  # backing off: pending, though no candidate yet
+        if self.metrics is not None:
+            self.metrics.attempt(time.perf_counter() - started, admitted=bool(decisions.admitted))
+            in_line = (*queued, *(u for u in unqueued.values() if u.queue))
+            self.metrics.record_queues(queue_figures(queues, cq_objs, usage, in_line, holders))
+        await self._queue_statuses(queues, cq_objs, lqs, workloads, queued, holders, usage)
+        for name, obj in cohort_objs.items():
+            status = {k: v for k, v in (obj.get("status") or {}).items() if k != "fairSharing"}
+            if fair_sharing:
+                status["fairSharing"] = {"weightedShare": usage.share(usage.cohorts[name])}
+            if status != (obj.get("status") or {}):
+                await self._write_status(kinds.cohort, obj, status)
         return max(0.0, min(wake)) if wake else None
 
     def _pods_ready_deadline(self, wl: Mapping[str, Any]) -> datetime | None:
@@ -405,12 +433,25 @@ class AdmissionController:
         status["conditions"] = conditions
         written = await self.ctx.objects.update_status(rt, updated)
         log.info("Workload %s admitted by ClusterQueue %s", adm.key_of(wl), queue)
+        if self.metrics is not None:
+            self.metrics.admitted(queue, waited_seconds=self._waited(wl))
         await record_event(self.ctx, written, type=EventType.NORMAL, reason=EventReason.QUOTA_RESERVED,
                            message=f"Quota reserved in ClusterQueue {queue}")
         await record_event(self.ctx, written, type=EventType.NORMAL, reason=EventReason.ADMITTED,
                            message=f"Admitted by ClusterQueue {queue}")
 
-    async def _evict(self, wl: dict[str, Any], preemptor: Mapping[str, Any], target: Target) -> None:
+    def _waited(self, wl: Mapping[str, Any]) -> float:
+        """Seconds since the Workload was created or, evicted, requeued (Kueue's admission wait)."""
+        since = str((wl.get("metadata") or {}).get("creationTimestamp") or "")
+        evicted = adm.condition(wl, kueue.COND_EVICTED) or {}
+        if evicted.get("status") == "True" and evicted.get("lastTransitionTime"):
+            since = str(evicted["lastTransitionTime"])
+        try:
+            return (self.ctx.now() - parse_time(since)).total_seconds()
+        except ValueError:
+            return 0.0
+
+    async def _evict(self, wl: dict[str, Any], preemptor: Mapping[str, Any], target: Target, preempting_queue: str) -> None:
         """Kueue's eviction by preemption, in one write: Evicted and Preempted, the quota released
         (back to the queue), and an Event naming the preemptor. The Job is suspended again and its
         binding removed (:meth:`sync`, :class:`AdmissionGate`), so its pods stop in every member."""
@@ -440,6 +481,9 @@ class AdmissionController:
         status["conditions"] = conditions
         written = await self.ctx.objects.update_status(rt, updated)
         log.info("Workload %s preempted by %s (%s)", adm.key_of(wl), adm.key_of(preemptor), target.reason)
+        if self.metrics is not None:
+            self.metrics.evicted(target.queue, reason=kueue.REASON_PREEMPTED,
+                                 preempting_cluster_queue=preempting_queue, preemption_reason=str(target.reason))
         await record_event(self.ctx, written, type=EventType.NORMAL, reason=EventReason.PREEMPTED, message=message)
 
     async def _wait(self, wl: dict[str, Any], waiting: Waiting) -> None:
@@ -484,10 +528,12 @@ class AdmissionController:
             pending, holding = cq_counts.get(name, [0, 0])
             flavors = adm.flavors_usage(queues[name], usage)
             status = {
-                **(obj.get("status") or {}),
+                **{k: v for k, v in (obj.get("status") or {}).items() if k != "fairSharing"},
                 "pendingWorkloads": pending, "reservingWorkloads": holding, "admittedWorkloads": holding,
                 "flavorsReservation": flavors, "flavorsUsage": flavors,
             }
+            if self.ctx.settings.kueue_fair_sharing:
+                status["fairSharing"] = {"weightedShare": usage.queue_share(name)}
             await self._write_status(self.kinds.cluster_queue, obj, status)
         for lq_key, obj in lqs.items():
             pending, holding = lq_counts.get(lq_key, [0, 0])

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from controlplane.admission.metrics import QueueMetrics
 from controlplane.apis.views import BindingView
 from controlplane.controllers.admission import AdmissionController
 from controlplane.controllers.binding import BindingController
@@ -55,9 +56,12 @@ class ControllerManager(Service):
         *,
         settings: ControllerSettings | None = None,
         clock: Callable[[], datetime] = utc_now,
+        queue_metrics: QueueMetrics | None = None,
     ) -> None:
         super().__init__("controller-manager")
         self.objects = objects
+        self.queue_metrics = queue_metrics
+        """Kueue's metrics, which the admission controller feeds while the controllers run."""
         self.settings = settings or ControllerSettings()
         self._clock = clock
         self._started = asyncio.Event()
@@ -85,7 +89,7 @@ class ControllerManager(Service):
         dependencies = DependenciesController(ctx)
         selectors = PolicySelectorsController(ctx)
         rebalancers = RebalancerController(ctx)
-        admission = AdmissionController(ctx)
+        admission = AdmissionController(ctx, metrics=self.queue_metrics)
 
         async def reinterpret(api_version: str, kind: str) -> None:
             """A kind's interpretation changed: its workloads and bindings are looked at again."""
@@ -133,6 +137,8 @@ class ControllerManager(Service):
         finally:
             customizations.forget()  # a later term (or another manager) starts from the stored ones
             scaling.forget()
+            if self.queue_metrics is not None:
+                self.queue_metrics.forget()  # another replica leads now: it reports the queues
         self._started.clear()
         log.info("controllers stopped")
 

@@ -27,6 +27,7 @@ from typing import Any
 
 from controlplane.admission import objects as adm
 from controlplane.admission import requeuing
+from controlplane.admission.metrics import QueueMetrics
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.events import EventType
 from controlplane.controllers.context import ControllerContext
@@ -60,10 +61,12 @@ def _evicted(reason: str, message: str) -> list[dict[str, Any]]:
 class Requeuing:
     """Writes Kueue's PodsReady timeouts, requeuing backoff and reactivation on Workloads."""
 
-    def __init__(self, ctx: ControllerContext, workload_rt: ResourceType) -> None:
+    def __init__(self, ctx: ControllerContext, workload_rt: ResourceType, *, metrics: QueueMetrics | None = None) -> None:
         self.ctx = ctx
         self.rt = workload_rt
         self.settings = ctx.settings.wait_for_pods_ready
+        self.metrics = metrics
+        """Kueue's metrics: an eviction counts in ``kueue_evicted_workloads_total``."""
 
     async def record_pods_ready(self, wl: Mapping[str, Any], source: Mapping[str, Any]) -> None:
         """Keep an admitted Workload's ``PodsReady`` condition as its workload's status says."""
@@ -84,6 +87,7 @@ class Requeuing:
         """Evict an admitted Workload whose pods were not ready in time (see the module docstring)."""
         ctx = self.ctx
         requeue = requeuing.requeue_after_timeout(wl, self.settings, now=ctx.now())
+        queue = str((adm.admission_of(wl) or {}).get("clusterQueue") or "")
         updated = copy.deepcopy(dict(wl))
         if requeue.deactivated:
             updated["spec"]["active"] = False
@@ -102,6 +106,8 @@ class Requeuing:
         _with_conditions(status, _evicted(reason, message), now=ctx.now_text())
         written = await ctx.objects.update_status(self.rt, updated)
         log.info("Workload %s evicted: %s (%s)", adm.key_of(wl), message, requeue.state or "deactivated")
+        if self.metrics is not None and queue:
+            self.metrics.evicted(queue, reason=reason)
         await record_event(ctx, written, type=EventType.NORMAL, reason=event, message=message)
 
     async def release(self, wl: Mapping[str, Any]) -> dict[str, Any]:

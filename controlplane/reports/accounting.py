@@ -71,6 +71,7 @@ from controlplane.reports.rollups import (
 )
 from controlplane.reports.summary import Dimension, NeverFitRequest, WasteReport
 from controlplane.reports.totals import (
+    QueueOf,
     group_totals,
     opportunity_totals,
     state_totals,
@@ -233,8 +234,11 @@ class Accumulator:
             parts.append((Resolution.MINUTE, max(start, split), end))
         return parts
 
-    def query(self, start: datetime, end: datetime, *, by: Iterable[Dimension | str] = ()) -> WasteReport:
-        """The waste report for ``[start, end)``, grouped by ``by`` (any of :class:`Dimension`)."""
+    def query(
+        self, start: datetime, end: datetime, *, by: Iterable[Dimension | str] = (), queues: QueueOf | None = None
+    ) -> WasteReport:
+        """The waste report for ``[start, end)``, grouped by ``by`` (any of :class:`Dimension`;
+        ``queues`` says which ClusterQueue admitted each workload, for ``clusterqueue``)."""
         window_start, window_end = _timestamp(start), _timestamp(end)
         if window_end <= window_start:
             raise ValueError("the report window must end after it starts")
@@ -261,7 +265,7 @@ class Accumulator:
             unobserved_seconds=unobserved,
             by=dimensions,
             totals=state_totals(cells.items()),
-            groups=group_totals(cells, dimensions),
+            groups=group_totals(cells, dimensions, queues=queues),
             workloads=workload_usage(cells, observed, now=now.cells if now else {}),
             opportunities=opportunity_totals(opportunities, observed, now=now.opportunities if now else {}),
             unmeasured=unmeasured_hours(cells),

@@ -37,13 +37,16 @@ from typing import Any
 
 from aiohttp import web
 
+from controlplane.apis.kueue_v1beta1 import API_VERSION as KUEUE_API_VERSION
 from controlplane.apiserver import errors
 from controlplane.apiserver.handlers import json_response
 from controlplane.apiserver.resources import ResourceType, TableColumn
 from controlplane.apiserver.tables import TABLE_CONTENT_TYPE, IncludeObject, table, wants_table
+from controlplane.objectclient import ObjectClient
 from controlplane.reports.accounting import Accumulator
 from controlplane.reports.classify import STATES, WasteState
 from controlplane.reports.persistence import DEFAULT_PREFIX, RollupStore
+from controlplane.reports.queues import cluster_queues_of
 from controlplane.reports.resource import (
     COLLECTION_PATH,
     GROUP,
@@ -61,6 +64,8 @@ from controlplane.reports.resource import (
     report_object,
 )
 from controlplane.reports.sampling import WasteSampler
+from controlplane.reports.summary import Dimension
+from controlplane.reports.totals import QueueOf
 from controlplane.storage.interface import StorageError, Store
 
 logger = logging.getLogger(__name__)
@@ -248,15 +253,30 @@ def _method_not_allowed(request: web.Request) -> errors.ApiError:
 
 
 class _ReportHandlers:
-    def __init__(self, source: ReportSource, *, clock: Clock) -> None:
+    def __init__(self, source: ReportSource, *, clock: Clock, objects: ObjectClient | None) -> None:
         self._source = source
         self._clock = clock
         self._type = waste_report_type()
+        self._kueue = objects
 
-    def _objects(self, request: web.Request, queries: list[ReportQuery], accumulator: Accumulator) -> list[dict[str, Any]]:
+    async def _queues(self, queries: list[ReportQuery], namespace: str | None) -> QueueOf | None:
+        """Which ClusterQueue admitted each workload, read only when a query groups by it."""
+        if self._kueue is None or not any(Dimension.CLUSTER_QUEUE in q.by for q in queries):
+            return None
+        registry = self._kueue.registry
+        workload_rt = registry.for_kind(KUEUE_API_VERSION, "Workload")
+        local_queue_rt = registry.for_kind(KUEUE_API_VERSION, "LocalQueue")
+        if workload_rt is None or local_queue_rt is None:
+            return None
+        workloads = await self._kueue.list(workload_rt, namespace=namespace)
+        local_queues = await self._kueue.list(local_queue_rt, namespace=namespace)
+        return cluster_queues_of(workloads.items, local_queues.items)
+
+    async def _objects(self, request: web.Request, queries: list[ReportQuery], accumulator: Accumulator) -> list[dict[str, Any]]:
         now = self._clock()
         namespace = request.match_info.get("namespace")
-        return [report_object(query, accumulator, now=now, namespace=namespace) for query in queries]
+        queues = await self._queues(queries, namespace)
+        return [report_object(query, accumulator, now=now, namespace=namespace, queues=queues) for query in queries]
 
     def _respond(self, request: web.Request, objects: list[dict[str, Any]], *, single: bool) -> web.StreamResponse:
         if wants_table(request.headers.get("Accept")):
@@ -282,7 +302,7 @@ class _ReportHandlers:
             else:
                 queries = default_queries(params)
             accumulator = await self._source.accumulator()
-            objects = self._objects(request, queries, accumulator)
+            objects = await self._objects(request, queries, accumulator)
         except QueryError as exc:
             raise _api_error(exc) from exc
         return self._respond(request, objects, single=False)
@@ -294,15 +314,19 @@ class _ReportHandlers:
         try:
             query = parse_query(name, _params(request))
             accumulator = await self._source.accumulator()
-            objects = self._objects(request, [query], accumulator)
+            objects = await self._objects(request, [query], accumulator)
         except QueryError as exc:
             raise _api_error(exc, name=name) from exc
         return self._respond(request, objects, single=True)
 
 
-def waste_report_routes(source: ReportSource, *, clock: Clock = _utc_now) -> list[web.RouteDef]:
-    """The routes of the reports API; register them before the generic ``/apis`` routes."""
-    handlers = _ReportHandlers(source, clock=clock)
+def waste_report_routes(
+    source: ReportSource, *, clock: Clock = _utc_now, objects: ObjectClient | None = None
+) -> list[web.RouteDef]:
+    """The routes of the reports API; register them before the generic ``/apis`` routes.
+    ``objects``: where Kueue's Workloads and LocalQueues are read for ``by=clusterqueue``
+    (without it every workload is in the ``-`` group)."""
+    handlers = _ReportHandlers(source, clock=clock, objects=objects)
     return [
         web.route("*", GROUP_VERSION_PATH, handlers.discovery),
         web.route("*", COLLECTION_PATH, handlers.collection),

@@ -58,6 +58,7 @@ from controlplane.reports.summary import (
     WasteReport,
     WorkloadUsage,
 )
+from controlplane.reports.totals import QueueOf
 
 GROUP = REPORTS_GROUP
 VERSION = "v1alpha1"
@@ -358,15 +359,17 @@ def report_object(
     *,
     now: datetime,
     namespace: str | None = None,
+    queues: QueueOf | None = None,
 ) -> dict[str, Any]:
     """The WasteReport object ``query`` asks for, computed from ``accumulator``; with a
-    ``namespace``, that namespace's share of it (no fleet-wide ``series``)."""
+    ``namespace``, that namespace's share of it (no fleet-wide ``series``). ``queues``: the
+    ClusterQueue of each queued workload, for ``by=clusterqueue``."""
     start, end = query.window(newest=accumulator.newest, now=now)
     metadata: dict[str, Any] = {"name": query.name, "creationTimestamp": format_time(now)}
     if namespace is None:
-        report = accumulator.query(start, end, by=query.by)
+        report = accumulator.query(start, end, by=query.by, queues=queues)
     else:
-        report = for_namespace(accumulator.query(start, end, by=with_namespace(query.by)), namespace)
+        report = for_namespace(accumulator.query(start, end, by=with_namespace(query.by), queues=queues), namespace)
         metadata["namespace"] = namespace
     status = to_json(report, top=query.top)
     if query.step is not None and namespace is None:

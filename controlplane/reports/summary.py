@@ -32,6 +32,8 @@ class Dimension(StrEnum):
     PROFILE = "profile"
     NAMESPACE = "namespace"
     WORKLOAD = "workload"
+    CLUSTER_QUEUE = "clusterqueue"
+    """The Kueue ClusterQueue that admitted the workload (``-``: not admitted through a queue)."""
 
 
 class RecommendationKind(StrEnum):

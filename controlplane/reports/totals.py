@@ -36,11 +36,21 @@ from controlplane.reports.summary import (
 SECONDS_PER_DAY = 86400.0
 
 
-def _group_key(dimensions: Sequence[Dimension], cell: CellKey) -> tuple[tuple[str, str | None], ...]:
+NO_QUEUE = "-"
+"""The ClusterQueue group of GPU time no queue admitted (free GPUs, workloads not queued)."""
+QueueOf = Mapping[tuple[str, str], str]
+"""(namespace, ``Kind/name``) of a hub workload → the ClusterQueue that admitted it."""
+
+
+def _group_key(
+    dimensions: Sequence[Dimension], cell: CellKey, queues: QueueOf
+) -> tuple[tuple[str, str | None], ...]:
     _, cluster, product, profile, namespace, workload = cell
     parts: dict[str, str | None] = {}
     for dimension in dimensions:
-        if dimension is Dimension.CLUSTER:
+        if dimension is Dimension.CLUSTER_QUEUE:
+            parts["clusterqueue"] = queues.get((namespace, workload), NO_QUEUE)
+        elif dimension is Dimension.CLUSTER:
             parts["cluster"] = cluster
         elif dimension is Dimension.MODEL:
             parts["model"] = product
@@ -66,14 +76,15 @@ def state_totals(cells: Iterable[tuple[CellKey, list[float]]]) -> StateTotals:
 
 
 def group_totals(
-    cells: Mapping[CellKey, list[float]], dimensions: Sequence[Dimension]
+    cells: Mapping[CellKey, list[float]], dimensions: Sequence[Dimension], *, queues: QueueOf | None = None
 ) -> tuple[GroupTotals, ...]:
-    """State totals per group of ``dimensions``, costliest first."""
+    """State totals per group of ``dimensions``, costliest first (``queues``: which ClusterQueue
+    admitted each workload, for :attr:`Dimension.CLUSTER_QUEUE`)."""
     if not dimensions:
         return ()
     grouped: dict[tuple[tuple[str, str | None], ...], list[tuple[CellKey, list[float]]]] = {}
     for key, values in cells.items():
-        grouped.setdefault(_group_key(dimensions, key), []).append((key, values))
+        grouped.setdefault(_group_key(dimensions, key, queues or {}), []).append((key, values))
     groups = [GroupTotals(dict(key), state_totals(members)) for key, members in grouped.items()]
     groups.sort(
         key=lambda g: (

@@ -8,7 +8,8 @@ nvidia.com/mig-3g.40gb: need 4, 1 free", tier, price); then its pods per cluster
 node, GPU request, the GPU devices DCGM says each holds, restarts), which the hub reads
 through the cluster proxy with the caller's rights, and the command that follows their logs. A workload no policy claims prints
 its ``Propagated`` condition instead, and when no policy selects it, the resourceSelector a
-policy needs to claim it.
+policy needs to claim it. A workload queued with Kueue's label gets a queue block
+(:mod:`gpufed.commands.explainqueue`): why it waits, its position, or the flavor it was admitted in.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 from controlplane.apis import spot
 from controlplane.apis.spot import recorded_reclaims
+from gpufed.commands.explainqueue import queue_section
 from gpufed.commands.running import run_reporting
 from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
 
@@ -77,6 +79,9 @@ async def _run(args: argparse.Namespace) -> str:
     path = BINDINGS_PATH.format(namespace=args.namespace, name=binding_name(name, kind))
     binding = await client.get_or_none(path)
     text = render_explanation(workload, binding)
+    queue = await queue_section(client, workload)
+    if queue:
+        text = "\n".join([text, "", *queue])
     if binding is None:
         return text
     return "\n".join([text, "", *await pods_section(client, path, f"{kind_text.lower()}/{name}", args.namespace)])

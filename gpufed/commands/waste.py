@@ -18,7 +18,7 @@ from urllib.parse import quote
 from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
 from gpufed.timeparse import parse_duration, parse_time
 
-DIMENSIONS = ("cluster", "model", "profile", "namespace", "workload")
+DIMENSIONS = ("cluster", "model", "profile", "namespace", "workload", "clusterqueue")
 OUTPUTS = ("table", "json", "csv")
 
 

@@ -14,7 +14,9 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from prometheus_client import CollectorRegistry
 
+from controlplane.admission.metrics import QueueMetrics
 from controlplane.admission.requeuing import WaitForPodsReady
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
@@ -30,8 +32,13 @@ SETTINGS = replace(FAST, wait_for_pods_ready=WaitForPodsReady(
 
 
 @pytest.fixture
-async def slow_manager(objects: ObjectStore) -> AsyncIterator[ControllerManager]:
-    async with ControllerManager(objects, settings=SETTINGS) as running:
+def registry() -> CollectorRegistry:
+    return CollectorRegistry()
+
+
+@pytest.fixture
+async def slow_manager(objects: ObjectStore, registry: CollectorRegistry) -> AsyncIterator[ControllerManager]:
+    async with ControllerManager(objects, settings=SETTINGS, queue_metrics=QueueMetrics(registry)) as running:
         yield running
 
 
@@ -40,7 +47,7 @@ async def workload(objects: ObjectStore) -> dict[str, Any]:
 
 
 async def test_a_job_whose_pods_never_get_ready_is_requeued_with_backoff_then_deactivated(
-    objects: ObjectStore, slow_manager: ControllerManager
+    objects: ObjectStore, slow_manager: ControllerManager, registry: CollectorRegistry
 ) -> None:
     await put_cluster(objects, "onprem", node_shape(2, gpus=8), labels={"gpufed.io/pool": "onprem"}, pods=[])
     await create(objects, kueue_obj("ResourceFlavor", "onprem", spec={"nodeLabels": {"gpufed.io/pool": "onprem"}}))
@@ -106,6 +113,10 @@ async def test_a_job_whose_pods_never_get_ready_is_requeued_with_backoff_then_de
     events = (await objects.list(objects.registry.require("v1", "Event"), namespace="default")).items
     reasons = [e["reason"] for e in events if e["involvedObject"]["name"] == "job-slow"]
     assert "EvictedDueToPodsReadyTimeout" in reasons and "EvictedDueToInactiveWorkloadRequeuingLimitExceeded" in reasons
+    evictions = "kueue_evicted_workloads_total"
+    assert registry.get_sample_value(evictions, {"cluster_queue": "team-a", "reason": "PodsReadyTimeout"}) == 1
+    assert registry.get_sample_value(
+        evictions, {"cluster_queue": "team-a", "reason": "InactiveWorkloadRequeuingLimitExceeded"}) == 1
 
     # Made active again (as a Kueue user does), it is queued at once.
     wl["spec"]["active"] = True

@@ -64,7 +64,7 @@ async def test_the_page_loads_only_its_own_assets(client: tuple[TestClient[Any, 
     icons = re.findall(r'<link rel="icon" href="([^"]+)">', html)
     assert icons == ["data:,"]
     referenced -= set(icons)
-    assert referenced == {"/ui/dashboard.css", "/ui/dashboard.js"}
+    assert referenced == {"/ui/dashboard.css", "/ui/dashboard.js", "/ui/queues.js"}
     assert "<script>" not in html and "style=" not in html  # nothing inline: the CSP forbids it
     for path in referenced:
         async with test_client.get(path) as asset:
@@ -91,7 +91,8 @@ async def test_the_data_the_page_reads_needs_a_token(
 
 
 def test_every_api_path_the_script_calls_is_served() -> None:
-    script = load_static_files()["dashboard.js"].body.decode()
+    files = load_static_files()
+    script = files["dashboard.js"].body.decode()
     paths = set(re.findall(r'"(/apis/[^"]+)"', script))
     assert paths == {
         "/apis/reports.gpufed.io/v1alpha1/wastereports",
@@ -99,4 +100,18 @@ def test_every_api_path_the_script_calls_is_served() -> None:
         "/apis/work.gpufed.io/v1alpha1/resourcebindings",
         "/apis/work.gpufed.io/v1alpha1/works",
     }
-    assert "innerHTML" not in script  # values go in with textContent only
+    queues = files["queues.js"].body.decode()
+    assert set(re.findall(r'"(/apis/[^"]+)"', queues)) == {"/apis/kueue.x-k8s.io/v1beta1"}
+    for source in (script, queues):
+        assert "innerHTML" not in source  # values go in with textContent only
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/apis/kueue.x-k8s.io/v1beta1/clusterqueues", "/apis/kueue.x-k8s.io/v1beta1/namespaces/team-a/localqueues"],
+)
+async def test_the_queues_view_reads_what_a_viewer_may_read(client: tuple[TestClient[Any, Any], str], path: str) -> None:
+    test_client, viewer = client
+    async with test_client.get(path, headers={"Authorization": f"Bearer {viewer}"}) as response:
+        assert response.status == 200, await response.text()
+        assert (await response.json())["items"] == []

@@ -18,7 +18,7 @@ from typing import Any
 
 from cel import stdlib
 
-from controlplane.apis.apiextensions.schema import compiled_pattern
+from controlplane.apis.apiextensions.schema import compiled_pattern, parses
 from controlplane.apis.quantity import QuantityError, parse_quantity
 
 _QUANTITY_KEY = "kubernetes.io/quantity"
@@ -81,11 +81,7 @@ def _quantity(text: str) -> dict[str, str]:
 
 
 def _is_quantity(text: str) -> bool:
-    try:
-        parse_quantity(text)
-    except (QuantityError, TypeError):
-        return False
-    return True
+    return parses(parse_quantity, text)
 
 
 def _compare(a: Any, b: Any) -> int:

@@ -333,7 +333,8 @@ def _datetime_ok(value: str) -> bool:
     return "T" in value.upper()
 
 
-def _parses(parse: Any, value: str) -> bool:
+def parses(parse: Any, value: Any) -> bool:
+    """Whether ``parse(value)`` reads it (raises no ValueError or TypeError)."""
     try:
         parse(value)
     except (ValueError, TypeError):
@@ -346,12 +347,12 @@ def format_ok(fmt: str, value: str) -> bool:
     checks: dict[str, Any] = {
         "date-time": _datetime_ok,
         "datetime": _datetime_ok,
-        "date": lambda v: _parses(date.fromisoformat, v) and len(v) == 10,
-        "uuid": lambda v: _parses(uuid.UUID, v) and len(v) == 36,
-        "ipv4": lambda v: _parses(ipaddress.IPv4Address, v),
-        "ipv6": lambda v: _parses(ipaddress.IPv6Address, v),
-        "cidr": lambda v: "/" in v and _parses(lambda s: ipaddress.ip_network(s, strict=False), v),
-        "byte": lambda v: _parses(lambda s: base64.b64decode(s, validate=True), v),
+        "date": lambda v: parses(date.fromisoformat, v) and len(v) == 10,
+        "uuid": lambda v: parses(uuid.UUID, v) and len(v) == 36,
+        "ipv4": lambda v: parses(ipaddress.IPv4Address, v),
+        "ipv6": lambda v: parses(ipaddress.IPv6Address, v),
+        "cidr": lambda v: "/" in v and parses(lambda s: ipaddress.ip_network(s, strict=False), v),
+        "byte": lambda v: parses(lambda s: base64.b64decode(s, validate=True), v),
         "hostname": lambda v: _HOSTNAME.match(v) is not None,
         "email": lambda v: _EMAIL.match(v) is not None,
         "duration": lambda v: _DURATION.match(v) is not None,

@@ -2,7 +2,7 @@
 
 The options are kube's metav1 options (``ListOptions``; ``CreateOptions``,
 ``UpdateOptions`` and ``PatchOptions`` as one :class:`WriteOptions`, plus where a write's
-warnings go and the admission check), each also as a ``TypedDict`` so that the store's
+warnings go and the admission check; ``WatchOptions``), each also as a ``TypedDict`` so that the store's
 calls take them as keyword arguments. The results are what reads, deletes and watches
 return: :class:`ObjectList`, :class:`EncodedList` (items still encoded, for the HTTP
 layer), :class:`DeleteResult` and :class:`ObjectEvent`.
@@ -161,6 +161,16 @@ class WatchOptions:
     field_selector: FieldSelectorArg = None
     resource_version: str | None = None
     bookmark_interval: float | None = None
+
+
+class WatchArgs(TypedDict, total=False):
+    """:class:`WatchOptions` as the keyword arguments of ``watch`` (the object store's, the
+    watch cache's and its in-process client's)."""
+
+    label_selector: LabelSelectorArg
+    field_selector: FieldSelectorArg
+    resource_version: str | None
+    bookmark_interval: float | None
 
 
 class ListArgs(TypedDict, total=False):

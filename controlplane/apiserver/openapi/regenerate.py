@@ -23,7 +23,13 @@ from typing import Any
 
 import orjson
 
-from controlplane.apiserver.openapi.upstream import DATA_FILE, INT_OR_STRING, QUANTITY
+from controlplane.apiserver.openapi.upstream import (
+    DATA_FILE,
+    DEFINITIONS_PREFIX,
+    INT_OR_STRING,
+    QUANTITY,
+    rewrite_schema,
+)
 
 DEFAULT_RELEASE = "v1.37.0"
 
@@ -51,26 +57,19 @@ _SCALARS: dict[str, dict[str, Any]] = {
 
 def to_swagger(node: Any) -> Any:
     """One JSON Schema 2020-12 node of the bundled definitions in kube's OpenAPI v2 dialect."""
-    if isinstance(node, list):
-        return [to_swagger(item) for item in node]
-    if not isinstance(node, dict):
-        return node
-    out: dict[str, Any] = {}
-    for key, value in node.items():
-        if key == "$ref" and isinstance(value, str):
-            out[key] = "#/definitions/" + value.rsplit("/", 1)[-1]
-        elif key == "type" and isinstance(value, list):
-            types = [t for t in value if t != "null"]
-            out[key] = types[0] if len(types) == 1 else types
-        elif key == "properties" and isinstance(value, dict):
-            out[key] = {name: to_swagger(sub) for name, sub in value.items()}
-            for name in ("apiVersion", "kind"):
-                if isinstance(out[key].get(name), dict):
-                    out[key][name].pop("enum", None)
-        elif key in ("enum", "default", "example", "x-kubernetes-group-version-kind"):
-            out[key] = value
-        else:
-            out[key] = to_swagger(value)
+    return rewrite_schema(node, ref=lambda ref: DEFINITIONS_PREFIX + ref.rsplit("/", 1)[-1], finish=_swagger_node)
+
+
+def _swagger_node(out: dict[str, Any]) -> dict[str, Any]:
+    """One type per schema (``["string", "null"]`` is ``string``), and no ``apiVersion``/``kind`` enums."""
+    if isinstance(out.get("type"), list):
+        types = [t for t in out["type"] if t != "null"]
+        out["type"] = types[0] if len(types) == 1 else types
+    properties = out.get("properties")
+    if isinstance(properties, dict):
+        for name in ("apiVersion", "kind"):
+            if isinstance(properties.get(name), dict):
+                properties[name].pop("enum", None)
     return out
 
 

@@ -13,7 +13,7 @@ In: the data file. Out: read-only dicts (callers copy before changing them).
 from __future__ import annotations
 
 import gzip
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,36 @@ PATCH = "io.k8s.apimachinery.pkg.apis.meta.v1.Patch"
 POD_TEMPLATE_SPEC = "io.k8s.api.core.v1.PodTemplateSpec"
 INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
+
+
+#: Keys whose values are data, never schemas: a rewrite copies them as they are.
+_DATA_KEYS = frozenset({"enum", "default", "example", "x-kubernetes-group-version-kind"})
+
+
+def rewrite_schema(node: Any, *, ref: Callable[[str], str], finish: Callable[[dict[str, Any]], Any]) -> Any:
+    """A copy of a schema tree in another dialect: every ``$ref`` through ``ref``, and every
+    schema object, once its parts are rewritten, through ``finish`` (which may change it in
+    place and returns what stands for it). Property names, enums, defaults, examples and
+    group-version-kinds are data: copied as they are."""
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key == "$ref" and isinstance(value, str):
+                out[key] = ref(value)
+            elif key == "properties" and isinstance(value, dict):
+                out[key] = {name: walk(sub) for name, sub in value.items()}
+            elif key in _DATA_KEYS:
+                out[key] = value
+            else:
+                out[key] = walk(value)
+        return finish(out)
+
+    return walk(node)
 
 
 def refs_in(node: Any) -> Iterator[str]:

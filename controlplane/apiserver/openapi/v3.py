@@ -16,7 +16,12 @@ from typing import Any
 
 from controlplane.apiserver.openapi.catalog import SchemaCatalog
 from controlplane.apiserver.openapi.paths import PARAMETERS, Operation, PathItem, kind_paths
-from controlplane.apiserver.openapi.upstream import DEFINITIONS_PREFIX, INT_OR_STRING, QUANTITY
+from controlplane.apiserver.openapi.upstream import (
+    DEFINITIONS_PREFIX,
+    INT_OR_STRING,
+    QUANTITY,
+    rewrite_schema,
+)
 from controlplane.apiserver.resources import Registry
 
 COMPONENTS_PREFIX = "#/components/schemas/"
@@ -31,20 +36,14 @@ def document_path(group: str, version: str) -> str:
 
 def to_v3(node: Any) -> Any:
     """One schema of kube's v2 dialect in OpenAPI 3.0, as kube-apiserver serves it."""
-    if isinstance(node, list):
-        return [to_v3(item) for item in node]
-    if not isinstance(node, dict):
-        return node
-    out: dict[str, Any] = {}
-    for key, value in node.items():
-        if key == "$ref" and isinstance(value, str):
-            out[key] = COMPONENTS_PREFIX + value.removeprefix(DEFINITIONS_PREFIX)
-        elif key == "properties" and isinstance(value, dict):
-            out[key] = {name: to_v3(sub) for name, sub in value.items()}
-        elif key in ("enum", "default", "example", "x-kubernetes-group-version-kind"):
-            out[key] = value
-        else:
-            out[key] = to_v3(value)
+    return rewrite_schema(
+        node, ref=lambda ref: COMPONENTS_PREFIX + ref.removeprefix(DEFINITIONS_PREFIX), finish=_v3_node
+    )
+
+
+def _v3_node(out: dict[str, Any]) -> dict[str, Any]:
+    """A reference with a description of its own as ``allOf: [{$ref}]`` beside it; an inline
+    int-or-string field as kube-openapi spells it."""
     if "$ref" in out and len(out) > 1:
         return {"allOf": [{"$ref": out.pop("$ref")}], **out}
     if out.get("format") == "int-or-string" and out.get("type") == "string":

@@ -41,8 +41,7 @@ from controlplane.apiserver.objects.reading import (
     store_call,
 )
 from controlplane.apiserver.objects.values import (
-    FieldSelectorArg,
-    LabelSelectorArg,
+    WatchArgs,
     WatchEventType,
     WatchOptions,
 )
@@ -225,12 +224,9 @@ class WatchCache:
         rt: ResourceType,
         *,
         namespace: str | None = None,
-        label_selector: LabelSelectorArg = None,
-        field_selector: FieldSelectorArg = None,
-        resource_version: str | None = None,
-        bookmark_interval: float | None = None,
         send_initial_events: bool | None = None,
         window_only: bool = False,
+        **options: Unpack[WatchArgs],
     ) -> AsyncIterator[ObjectEvent]:
         """Events for objects of ``rt`` as kube's watch sends them (:meth:`ObjectStore.watch`),
         plus kube's watch-list: with ``send_initial_events`` the current objects as ADDED, then
@@ -238,15 +234,17 @@ class WatchCache:
         ``k8s.io/initial-events-end``. With ``window_only`` a resume from before the cache's window
         is 410 ``Expired`` (as kube's cacher answers it) instead of a store watch of its own: the
         in-process informers then relist and follow the cache again."""
-        labels = label_selector_of(label_selector)
-        fields = field_selector_of(rt, field_selector)
+        asked = WatchOptions(**options)
+        resource_version, bookmark_interval = asked.resource_version, asked.bookmark_interval
+        labels = label_selector_of(asked.label_selector)
+        fields = field_selector_of(rt, asked.field_selector)
         filtered = not (labels.empty and fields.empty)
         prefix = rt.key_prefix(namespace)
         cacher = await self._ready(rt)
         if cacher is None and send_initial_events is None:
             # Not listed yet (the store is slow or away): the store serves this watch, as without a cache.
-            options = WatchOptions(labels, fields, resource_version, bookmark_interval)
-            async for event in self._store_events(rt, namespace, options):
+            parsed = WatchOptions(labels, fields, resource_version, bookmark_interval)
+            async for event in self._store_events(rt, namespace, parsed):
                 yield event
             return
         initial: builtins.list[storage.KeyValue] = []

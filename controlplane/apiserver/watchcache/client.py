@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator
 from typing import Any, Unpack
 
 from controlplane.apiserver.objects import ObjectStore
-from controlplane.apiserver.objects.values import FieldSelectorArg, LabelSelectorArg
+from controlplane.apiserver.objects.values import WatchArgs
 from controlplane.apiserver.watchcache import WatchCache
 from controlplane.objectclient import (
     DeleteResult,
@@ -83,11 +83,6 @@ class CachedObjects:
         )
 
     def watch(
-        self, rt: ResourceType, *, namespace: str | None = None, label_selector: LabelSelectorArg = None,
-        field_selector: FieldSelectorArg = None, resource_version: str | None = None,
-        bookmark_interval: float | None = None,
+        self, rt: ResourceType, *, namespace: str | None = None, **options: Unpack[WatchArgs]
     ) -> AsyncIterator[ObjectEvent]:
-        return self._cache.watch(
-            rt, namespace=namespace, label_selector=label_selector, field_selector=field_selector,
-            resource_version=resource_version, bookmark_interval=bookmark_interval, window_only=True,
-        )
+        return self._cache.watch(rt, namespace=namespace, window_only=True, **options)

@@ -450,6 +450,7 @@ async function load() {
     renderWorkloads(bindings);
     renderPending(bindings, works);
     loadPods();
+    await loadQueues();  // queues.js
     $("error").hidden = problems.length === 0;
     $("error").textContent = problems.join("; ");
     $("updated").textContent = new Date().toLocaleTimeString();

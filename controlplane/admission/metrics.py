@@ -1,0 +1,258 @@
+"""Kueue's Prometheus metrics for the hub's fleet admission, under Kueue's names and labels.
+
+Why this module exists: dashboards and alerts written for Kueue read ``kueue_*`` series; the hub
+admits for the whole fleet, so it exports the same names and labels (Kueue's "Prometheus
+metrics" reference), fed by the admission controller from what each cycle already computed —
+a scrape reads no object. In: per cycle the ClusterQueues as the core reads them, their
+objects, the quota usage, the waiting workloads and the quota holders
+(:func:`queue_figures`); per event an admission, an eviction or a preemption. Out, in the
+``CollectorRegistry`` given (the hub's ``/metrics``):
+
+* gauges per ClusterQueue: ``kueue_pending_workloads{cluster_queue,status}`` (``active``:
+  waiting for quota, ``inadmissible``: cannot be admitted as things are),
+  ``kueue_reserving_active_workloads{cluster_queue}``, ``kueue_admitted_active_workloads{cluster_queue}``,
+  ``kueue_cluster_queue_status{cluster_queue,status}`` (1 for one of ``pending``, ``active``,
+  ``terminating``);
+* gauges per ClusterQueue, flavor and resource, labelled ``{cohort,cluster_queue,flavor,resource}``:
+  ``kueue_cluster_queue_resource_usage``, ``kueue_cluster_queue_resource_reservation``,
+  ``kueue_cluster_queue_nominal_quota``, ``kueue_cluster_queue_borrowing_limit``,
+  ``kueue_cluster_queue_lending_limit`` (``+Inf`` when no limit is set, as Kueue reports it), in
+  Kueue's units: cpu in cores, memory in bytes, GPUs and pods as counts;
+* counters: ``kueue_admitted_workloads_total{cluster_queue}``,
+  ``kueue_quota_reserved_workloads_total{cluster_queue}``,
+  ``kueue_evicted_workloads_total{cluster_queue,reason}``,
+  ``kueue_preempted_workloads_total{preempting_cluster_queue,reason}``,
+  ``kueue_admission_attempts_total{result}`` (``success``: the cycle admitted something);
+* histograms: ``kueue_admission_wait_time_seconds{cluster_queue}`` and
+  ``kueue_quota_reserved_wait_time_seconds{cluster_queue}`` (from creation, or the last
+  eviction, to admission; Kueue's buckets 1, 2.5, 5 … 10240 s),
+  ``kueue_admission_attempt_duration_seconds{result}``.
+
+A ClusterQueue deleted takes its series with it (as Kueue clears them); a hub replica that stops
+leading forgets the gauges (:meth:`QueueMetrics.forget`), so only the leader reports queues.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Final
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from controlplane.admission.core import ClusterQueue, Usage, Waiting
+from controlplane.apis import kueue_v1beta1 as kueue
+from controlplane.apis.quantity import MILLI_RESOURCES
+
+NAMESPACE: Final = "kueue"
+WAIT_BUCKETS: Final = (1.0, *(2.5 * 2**i for i in range(13)))
+"""Kueue's ``generateExponentialBuckets(14)``: 1, 2.5, 5, 10 … 10240 seconds."""
+ATTEMPT_BUCKETS: Final = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+STATUS_PENDING: Final = "pending"
+STATUS_ACTIVE: Final = "active"
+STATUS_TERMINATING: Final = "terminating"
+CQ_STATUSES: Final = (STATUS_PENDING, STATUS_ACTIVE, STATUS_TERMINATING)
+PENDING_ACTIVE: Final = "active"
+PENDING_INADMISSIBLE: Final = "inadmissible"
+
+
+def kueue_units(resource: str, amount: int) -> float:
+    """An amount in the core's base unit (cpu: millicores) as Kueue's metrics report it (cpu: cores)."""
+    return amount / 1000.0 if resource in MILLI_RESOURCES else float(amount)
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceFigures:
+    flavor: str
+    resource: str
+    nominal: float
+    borrowing_limit: float
+    lending_limit: float
+    usage: float
+
+
+@dataclass(frozen=True, slots=True)
+class QueueFigures:
+    """One ClusterQueue's figures at the end of an admission cycle."""
+
+    name: str
+    cohort: str
+    status: str
+    pending_active: int
+    pending_inadmissible: int
+    reserving: int
+    resources: tuple[ResourceFigures, ...]
+
+
+def queue_figures(
+    queues: Mapping[str, ClusterQueue],
+    objects: Mapping[str, Mapping[str, Any]],
+    usage: Usage,
+    waiting: Iterable[Waiting],
+    holders: Mapping[str, str],
+) -> list[QueueFigures]:
+    """Each ClusterQueue's figures: ``waiting`` (its reason says active or inadmissible),
+    ``holders`` (Workload key → the ClusterQueue whose quota it holds) and ``usage``. Pure."""
+    pending: dict[str, list[int]] = {}
+    for w in waiting:
+        pending.setdefault(w.queue, [0, 0])[0 if w.reason != kueue.REASON_INADMISSIBLE else 1] += 1
+    reserving: dict[str, int] = {}
+    for holder_queue in holders.values():
+        reserving[holder_queue] = reserving.get(holder_queue, 0) + 1
+    out: list[QueueFigures] = []
+    for name in sorted(queues):
+        queue = queues[name]
+        meta = objects.get(name, {}).get("metadata") or {}
+        status = STATUS_TERMINATING if meta.get("deletionTimestamp") else (
+            STATUS_ACTIVE if queue.inactive_reason is None else STATUS_PENDING
+        )
+        resources = []
+        for group in queue.groups:
+            for fq in group.flavors:
+                for resource, quota in fq.quotas.items():
+                    units = partial(kueue_units, resource)
+                    resources.append(ResourceFigures(
+                        fq.flavor, resource, units(quota.nominal),
+                        math.inf if quota.borrowing_limit is None else units(quota.borrowing_limit),
+                        math.inf if quota.lending_limit is None else units(quota.lending_limit),
+                        units(usage.of(name, (fq.flavor, resource))),
+                    ))
+        active, inadmissible = pending.get(name, [0, 0])
+        out.append(QueueFigures(name, queue.cohort or "", status, active, inadmissible, reserving.get(name, 0), tuple(resources)))
+    return out
+
+
+class QueueMetrics:
+    """Kueue's metrics in ``registry`` (see the module docstring)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        gauge = partial(Gauge, namespace=NAMESPACE, registry=registry)
+        counter = partial(Counter, namespace=NAMESPACE, registry=registry)
+        histogram = partial(Histogram, namespace=NAMESPACE, registry=registry)
+        cq, per_resource = ["cluster_queue"], ["cohort", "cluster_queue", "flavor", "resource"]
+        self.pending = gauge("pending_workloads", "The number of pending workloads, per 'cluster_queue' and 'status' "
+                             "(active: waiting for quota; inadmissible: cannot be admitted as things are).",
+                             ["cluster_queue", "status"])
+        self.reserving = gauge("reserving_active_workloads",
+                               "The number of Workloads that are reserving quota, per 'cluster_queue'.", cq)
+        self.admitted_active = gauge("admitted_active_workloads", "The number of admitted Workloads that are active "
+                                     "(unsuspended and not finished), per 'cluster_queue'.", cq)
+        self.status = gauge("cluster_queue_status", "Reports 'cluster_queue' with its 'status' (pending, active or "
+                            "terminating): 1 for one of the statuses.", ["cluster_queue", "status"])
+        self.usage = gauge("cluster_queue_resource_usage",
+                           "Reports the cluster_queue's total resource usage within all the flavors.", per_resource)
+        self.reservation = gauge("cluster_queue_resource_reservation",
+                                 "Reports the cluster_queue's total resource reservation within all the flavors.",
+                                 per_resource)
+        self.nominal = gauge("cluster_queue_nominal_quota",
+                             "Reports the cluster_queue's resource nominal quota within all the flavors.", per_resource)
+        self.borrowing_limit = gauge("cluster_queue_borrowing_limit", "Reports the cluster_queue's resource borrowing "
+                                     "limit within all the flavors (+Inf: no limit).", per_resource)
+        self.lending_limit = gauge("cluster_queue_lending_limit", "Reports the cluster_queue's resource lending limit "
+                                   "within all the flavors (+Inf: no limit).", per_resource)
+        self.admitted_total = counter("admitted_workloads", "The total number of admitted workloads per 'cluster_queue'.", cq)
+        self.reserved_total = counter("quota_reserved_workloads",
+                                      "The total number of quota reserved workloads per 'cluster_queue'.", cq)
+        self.evicted_total = counter("evicted_workloads", "The number of evicted workloads per 'cluster_queue' and "
+                                     "'reason' (Preempted).", ["cluster_queue", "reason"])
+        self.preempted_total = counter("preempted_workloads", "The number of preempted workloads per "
+                                       "'preempting_cluster_queue' and 'reason' (InClusterQueue, InCohortReclamation, "
+                                       "InCohortReclaimWhileBorrowing).", ["preempting_cluster_queue", "reason"])
+        self.attempts_total = counter("admission_attempts", "The total number of admission cycles, by 'result' "
+                                      "(success: at least one workload admitted; inadmissible: none).", ["result"])
+        self.admission_wait = histogram("admission_wait_time_seconds", "The time between a workload was created or "
+                                        "requeued until admission, per 'cluster_queue'.", cq, buckets=WAIT_BUCKETS)
+        self.reserved_wait = histogram("quota_reserved_wait_time_seconds", "The time between a workload was created "
+                                       "or requeued until it got quota reservation, per 'cluster_queue'.", cq,
+                                       buckets=WAIT_BUCKETS)
+        self.attempt_duration = histogram("admission_attempt_duration_seconds", "The latency of an admission cycle, "
+                                          "by 'result'.", ["result"], buckets=ATTEMPT_BUCKETS)
+        self._gauges = (self.pending, self.reserving, self.admitted_active, self.status, self.usage, self.reservation,
+                        self.nominal, self.borrowing_limit, self.lending_limit)
+        self._queues: set[str] = set()
+        self._evicted: set[tuple[str, str]] = set()
+        self._preempted: set[tuple[str, str]] = set()
+
+    # -- per cycle ----------------------------------------------------------------------------
+
+    def record_queues(self, figures: Iterable[QueueFigures]) -> None:
+        """The ClusterQueues as the last cycle left them; any other ClusterQueue's series go."""
+        for g in self._gauges:
+            g.clear()
+        present: set[str] = set()
+        for q in figures:
+            present.add(q.name)
+            self.pending.labels(q.name, PENDING_ACTIVE).set(q.pending_active)
+            self.pending.labels(q.name, PENDING_INADMISSIBLE).set(q.pending_inadmissible)
+            self.reserving.labels(q.name).set(q.reserving)
+            self.admitted_active.labels(q.name).set(q.reserving)  # no admission checks: reserved is admitted
+            for status in CQ_STATUSES:
+                self.status.labels(q.name, status).set(1 if status == q.status else 0)
+            for r in q.resources:
+                labels = (q.cohort, q.name, r.flavor, r.resource)
+                self.usage.labels(*labels).set(r.usage)
+                self.reservation.labels(*labels).set(r.usage)
+                self.nominal.labels(*labels).set(r.nominal)
+                self.borrowing_limit.labels(*labels).set(r.borrowing_limit)
+                self.lending_limit.labels(*labels).set(r.lending_limit)
+        for gone in self._queues - present:
+            self._forget_queue(gone)
+        self._queues = present
+
+    def attempt(self, seconds: float, *, admitted: bool) -> None:
+        result = "success" if admitted else "inadmissible"
+        self.attempts_total.labels(result).inc()
+        self.attempt_duration.labels(result).observe(max(seconds, 0.0))
+
+    # -- per event ----------------------------------------------------------------------------
+
+    def admitted(self, cluster_queue: str, *, waited_seconds: float) -> None:
+        """A workload reserved quota in ``cluster_queue`` and was admitted after waiting that long."""
+        wait = max(waited_seconds, 0.0)
+        self.admitted_total.labels(cluster_queue).inc()
+        self.reserved_total.labels(cluster_queue).inc()
+        self.admission_wait.labels(cluster_queue).observe(wait)
+        self.reserved_wait.labels(cluster_queue).observe(wait)
+        self._queues.add(cluster_queue)
+
+    def evicted(
+        self, cluster_queue: str, *, reason: str, preempting_cluster_queue: str | None = None,
+        preemption_reason: str | None = None,
+    ) -> None:
+        """A workload of ``cluster_queue`` was evicted (``reason``: Preempted, PodsReadyTimeout …);
+        when preempted, for one of ``preempting_cluster_queue`` (``preemption_reason``:
+        InClusterQueue, InCohortReclamation …)."""
+        self.evicted_total.labels(cluster_queue, reason).inc()
+        self._evicted.add((cluster_queue, reason))
+        self._queues.add(cluster_queue)
+        if preempting_cluster_queue is not None and preemption_reason is not None:
+            self.preempted_total.labels(preempting_cluster_queue, preemption_reason).inc()
+            self._preempted.add((preempting_cluster_queue, preemption_reason))
+            self._queues.add(preempting_cluster_queue)
+
+    # -- cleaning up ---------------------------------------------------------------------------
+
+    def _forget_queue(self, name: str) -> None:
+        for metric in (self.admitted_total, self.reserved_total, self.admission_wait, self.reserved_wait):
+            with contextlib.suppress(KeyError):  # never admitted anything
+                metric.remove(name)
+        for labels in [e for e in self._evicted if e[0] == name]:
+            self.evicted_total.remove(*labels)
+            self._evicted.discard(labels)
+        for labels in [p for p in self._preempted if p[0] == name]:
+            self.preempted_total.remove(*labels)
+            self._preempted.discard(labels)
+
+    def forget(self) -> None:
+        """Stop reporting queues (this replica no longer runs the admission controller)."""
+        for g in self._gauges:
+            g.clear()
+        for name in list(self._queues):
+            self._forget_queue(name)
+        self._queues = set()
+
+
+__all__ = ["QueueFigures", "QueueMetrics", "ResourceFigures", "kueue_units", "queue_figures"]

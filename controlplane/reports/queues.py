@@ -1,0 +1,48 @@
+"""Which Kueue ClusterQueue each hub workload's GPU time belongs to (``gpufed waste --by clusterqueue``).
+
+Why this module exists: a team's quota is a ClusterQueue, so its idle GPU-hours and their cost
+are the GPU time of the workloads that queue admitted. In: the hub's Kueue Workloads (each owned
+by the workload it queues, named in its controller ownerReference) and LocalQueues. Out: a map
+from (namespace, ``Kind/name``) — the report's workload key — to the ClusterQueue: the one in the
+Workload's ``status.admission`` (kept once it finished, as Kueue keeps it), else, for a workload
+evicted and waiting again, the ClusterQueue its LocalQueue points at. Workloads that no queue
+admitted are not in the map (the report groups them under ``-``). Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+
+def _controller(workload: Mapping[str, Any]) -> tuple[str, str] | None:
+    for ref in (workload.get("metadata") or {}).get("ownerReferences") or ():
+        if isinstance(ref, Mapping) and ref.get("controller") and ref.get("kind") and ref.get("name"):
+            return str(ref["kind"]), str(ref["name"])
+    return None
+
+
+def cluster_queues_of(
+    workloads: Iterable[Mapping[str, Any]], local_queues: Iterable[Mapping[str, Any]]
+) -> dict[tuple[str, str], str]:
+    """(namespace, ``Kind/name``) of each queued hub workload → its ClusterQueue."""
+    pointing = {
+        (str((lq.get("metadata") or {}).get("namespace")), str((lq.get("metadata") or {}).get("name"))):
+            str((lq.get("spec") or {}).get("clusterQueue") or "")
+        for lq in local_queues
+    }
+    out: dict[tuple[str, str], str] = {}
+    for wl in workloads:
+        owner = _controller(wl)
+        if owner is None:
+            continue
+        namespace = str((wl.get("metadata") or {}).get("namespace") or "")
+        admission = (wl.get("status") or {}).get("admission") or {}
+        queue = admission.get("clusterQueue") if isinstance(admission, Mapping) else None
+        queue = queue or pointing.get((namespace, str((wl.get("spec") or {}).get("queueName") or "")))
+        if queue:
+            out[(namespace, f"{owner[0]}/{owner[1]}")] = str(queue)
+    return out
+
+
+__all__ = ["cluster_queues_of"]

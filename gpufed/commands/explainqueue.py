@@ -1,0 +1,206 @@
+"""`gpufed explain`'s queue block: why a queued workload waits, or what admitted it.
+
+In: a hub workload with the label ``kueue.x-k8s.io/queue-name``, and from the hub its Workload
+(``<kind>-<name>``), its LocalQueue, the ClusterQueue behind it and the Workloads waiting there.
+Out: lines — the LocalQueue and ClusterQueue (cohort, queueing strategy), the Workload's
+QuotaReserved condition (Kueue's reason and message: which flavor and resource lacks quota,
+how much more is needed), the ClusterQueue's quota and usage for what the workload asks, its
+eviction if it was preempted, its position among the workloads waiting in the ClusterQueue and
+in its LocalQueue (higher priority first, then older: the order the hub's admission cycle takes
+them in), and once admitted the flavor each pod set got and whether the ClusterQueue borrows.
+
+A user who may not read cluster-wide (a team bound to view in its namespace) still gets the
+position in its LocalQueue; the ClusterQueue's part is left out with what to ask for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
+
+from controlplane.admission import objects as adm
+from controlplane.apis import kueue_v1beta1 as kueue
+from gpufed.hubclient import HubClient, HubError
+
+BASE: Final = f"/apis/{kueue.API_VERSION}"
+W: Final = 13
+"""Label width, as the rest of ``gpufed explain``."""
+
+
+def _line(label: str, text: str) -> str:
+    return f"{label:<{W}}{text}"
+
+
+def _order(workload: Mapping[str, Any]) -> tuple[int, str, str]:
+    """The admission cycle's order within a ClusterQueue: higher priority first, then older."""
+    pending = adm.pending_of(workload, "")
+    return (-pending.priority, pending.created, pending.key)
+
+
+def is_waiting(workload: Mapping[str, Any]) -> bool:
+    meta = workload.get("metadata") or {}
+    return adm.admission_of(workload) is None and not adm.is_finished(workload) and not meta.get("deletionTimestamp")
+
+
+def position(workload: Mapping[str, Any], peers: Iterable[Mapping[str, Any]]) -> tuple[int, int]:
+    """(1-based place, how many wait) of ``workload`` among the waiting ``peers`` (itself included)."""
+    key = adm.key_of(workload)
+    waiting = [p for p in peers if is_waiting(p) and adm.key_of(p) != key]
+    waiting.append(workload)
+    waiting.sort(key=_order)
+    return [adm.key_of(p) for p in waiting].index(key) + 1, len(waiting)
+
+
+def in_cluster_queue(
+    workloads: Iterable[Mapping[str, Any]], local_queues: Iterable[Mapping[str, Any]], cluster_queue: str
+) -> list[Mapping[str, Any]]:
+    """The Workloads submitted through LocalQueues that point at ``cluster_queue``."""
+    targets = {
+        (str((lq.get("metadata") or {}).get("namespace")), str((lq.get("metadata") or {}).get("name")))
+        for lq in local_queues if (lq.get("spec") or {}).get("clusterQueue") == cluster_queue
+    }
+    return [
+        w for w in workloads
+        if (str((w.get("metadata") or {}).get("namespace")), str((w.get("spec") or {}).get("queueName"))) in targets
+    ]
+
+
+def _requested(workload: Mapping[str, Any]) -> list[str]:
+    resources: list[str] = []
+    for ps in adm.pod_set_requests(workload):
+        resources.extend(r for r, v in ps.per_pod.items() if v > 0 and r != "pods" and r not in resources)
+    return resources
+
+
+def _quota_lines(cq: Mapping[str, Any], resources: Sequence[str], flavors: set[str] | None) -> list[str]:
+    """Per flavor and requested resource of the ClusterQueue: used of nominal, and borrowed."""
+    used: dict[tuple[str, str], Mapping[str, Any]] = {}
+    for fr in (cq.get("status") or {}).get("flavorsReservation") or ():
+        for r in fr.get("resources") or ():
+            used[(str(fr.get("name")), str(r.get("name")))] = r
+    out: list[str] = []
+    for group in (cq.get("spec") or {}).get("resourceGroups") or ():
+        for flavor in group.get("flavors") or ():
+            name = str(flavor.get("name"))
+            if flavors is not None and name not in flavors:
+                continue
+            for quota in flavor.get("resources") or ():
+                resource = str(quota.get("name"))
+                if resource not in resources:
+                    continue
+                figures = used.get((name, resource), {})
+                limit = f", may borrow {quota['borrowingLimit']}" if quota.get("borrowingLimit") is not None else ""
+                borrowed = str(figures.get("borrowed", "0"))
+                lent = f"; borrows {borrowed} from its cohort" if borrowed not in ("0", "") else ""
+                out.append(f"{resource} in {name}: {figures.get('total', '0')} in use of {quota.get('nominalQuota')} "
+                           f"nominal{limit}{lent}")
+    return [_line("Quota:" if i == 0 else "", text) for i, text in enumerate(out)]
+
+
+def _assignment_lines(admission: Mapping[str, Any]) -> list[str]:
+    rows = []
+    for psa in admission.get("podSetAssignments") or ():
+        flavors = ", ".join(f"{r}={f}" for r, f in sorted((psa.get("flavors") or {}).items()))
+        rows.append(f"{psa.get('name')} x{psa.get('count', '?')}: {flavors or '(no resources)'}")
+    return [_line("Flavors:" if i == 0 else "", row) for i, row in enumerate(rows)]
+
+
+def render_queue(
+    workload: Mapping[str, Any],
+    *,
+    local_queue: Mapping[str, Any] | None,
+    cluster_queue: Mapping[str, Any] | None,
+    cluster_queue_peers: Sequence[Mapping[str, Any]] | None,
+    local_queue_peers: Sequence[Mapping[str, Any]],
+) -> list[str]:
+    """The queue block for a Workload. ``cluster_queue`` and ``cluster_queue_peers`` are None when
+    the caller may not read them. Pure."""
+    meta, spec = workload.get("metadata") or {}, workload.get("spec") or {}
+    namespace, queue_name = str(meta.get("namespace")), str(spec.get("queueName") or "")
+    admission = (workload.get("status") or {}).get("admission") or {}
+    cq_name = str(admission.get("clusterQueue") or ((local_queue or {}).get("spec") or {}).get("clusterQueue") or "")
+    lines = []
+    if local_queue is None:
+        lines.append(_line("Queue:", f"LocalQueue {namespace}/{queue_name} does not exist: create it, or fix the "
+                           f"label {kueue.LABEL_QUEUE_NAME}"))
+    elif cluster_queue is None:
+        lines.append(_line("Queue:", f"LocalQueue {namespace}/{queue_name} -> ClusterQueue {cq_name} (not readable "
+                           "with these credentials: it takes `get clusterqueues` cluster-wide)"))
+    else:
+        cq_spec = cluster_queue.get("spec") or {}
+        cohort = f"cohort {cq_spec['cohort']}, " if cq_spec.get("cohort") else ""
+        strategy = cq_spec.get("queueingStrategy") or "BestEffortFIFO"
+        lines.append(_line("Queue:", f"LocalQueue {namespace}/{queue_name} -> ClusterQueue {cq_name} ({cohort}{strategy})"))
+    priority = spec.get("priority", 0)
+    by = f" (WorkloadPriorityClass {spec['priorityClassName']})" if spec.get("priorityClassName") else ""
+    lines.append(_line("Workload:", f"{adm.key_of(workload)}, priority {priority}{by}"))
+    reserved = adm.condition(workload, kueue.COND_QUOTA_RESERVED)
+    finished = adm.condition(workload, kueue.COND_FINISHED)
+    if finished is not None and finished.get("status") == "True":
+        lines.append(_line("Admission:", f"finished ({finished.get('reason')}): its quota is free again"))
+        return lines
+    if admission and adm.is_true(workload, kueue.COND_ADMITTED):
+        lines.append(_line("Admission:", f"admitted by ClusterQueue {cq_name}"))
+        lines.extend(_assignment_lines(admission))
+        if cluster_queue is not None:
+            got = {str(f) for psa in admission.get("podSetAssignments") or () for f in (psa.get("flavors") or {}).values()}
+            lines.extend(_quota_lines(cluster_queue, _requested(workload), got))
+        return lines
+    if reserved is None:
+        lines.append(_line("Admission:", "not looked at yet (is the hub's admission controller running?)"))
+    else:
+        lines.append(_line("Admission:", f"QuotaReserved={reserved.get('status')} ({reserved.get('reason')}): "
+                           f"{reserved.get('message') or ''}".rstrip()))
+    evicted = adm.condition(workload, kueue.COND_EVICTED)
+    if evicted is not None and evicted.get("status") == "True":
+        lines.append(_line("Evicted:", f"{evicted.get('reason')}: {evicted.get('message') or ''}".rstrip()))
+    if cluster_queue is not None:
+        lines.extend(_quota_lines(cluster_queue, _requested(workload), None))
+    places = []
+    if cluster_queue_peers is not None:
+        place, total = position(workload, cluster_queue_peers)
+        places.append(f"{place} of {total} waiting in ClusterQueue {cq_name}")
+    place, total = position(workload, local_queue_peers)
+    places.append(f"{place} of {total} in LocalQueue {namespace}/{queue_name}")
+    lines.append(_line("Position:", "; ".join(places) + " (higher priority first, then older)"))
+    return lines
+
+
+async def _readable(client: HubClient, path: str) -> dict[str, Any] | None:
+    """The object or list at ``path``; None when it is missing or these credentials may not read it."""
+    try:
+        return await client.get_or_none(path)
+    except HubError as exc:
+        if exc.status == 403:
+            return None
+        raise
+
+
+async def queue_section(client: HubClient, workload: Mapping[str, Any]) -> list[str]:
+    """The queue block of ``workload`` read from the hub ([] when it names no queue)."""
+    if adm.queue_name(workload) is None:
+        return []
+    meta = workload.get("metadata") or {}
+    namespace = str(meta.get("namespace"))
+    name = adm.workload_name(str(workload.get("kind")), str(meta.get("name")))
+    wl = await client.get_or_none(f"{BASE}/namespaces/{namespace}/workloads/{name}")
+    if wl is None:
+        return [_line("Queue:", f"no Workload {namespace}/{name} yet (is the hub's admission controller running?)")]
+    queue_name = str((wl.get("spec") or {}).get("queueName") or "")
+    local_queue = await client.get_or_none(f"{BASE}/namespaces/{namespace}/localqueues/{queue_name}")
+    admission = (wl.get("status") or {}).get("admission") or {}
+    cq_name = str(admission.get("clusterQueue") or ((local_queue or {}).get("spec") or {}).get("clusterQueue") or "")
+    cluster_queue = await _readable(client, f"{BASE}/clusterqueues/{cq_name}") if cq_name else None
+    mine = ((await _readable(client, f"{BASE}/namespaces/{namespace}/workloads")) or {}).get("items") or [wl]
+    local_peers = [w for w in mine if (w.get("spec") or {}).get("queueName") == queue_name]
+    cq_peers = None
+    if cluster_queue is not None:
+        every = await _readable(client, f"{BASE}/workloads")
+        local_queues = await _readable(client, f"{BASE}/localqueues")
+        if every is not None and local_queues is not None:
+            cq_peers = in_cluster_queue(every.get("items") or [], local_queues.get("items") or [], cq_name)
+    return render_queue(wl, local_queue=local_queue, cluster_queue=cluster_queue,
+                        cluster_queue_peers=cq_peers, local_queue_peers=local_peers)
+
+
+__all__ = ["in_cluster_queue", "position", "queue_section", "render_queue"]

@@ -1,0 +1,153 @@
+"""`gpufed explain` on queued workloads: why one waits (its ClusterQueue, Kueue's reason and
+message, the quota it lacks, its place in the queue), and the flavor an admitted one got —
+against a real hub, and the block's rules table-driven."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from controlplane.apiserver import errors
+from controlplane.hub import Hub, HubConfig
+from gpufed.commands.explainqueue import in_cluster_queue, position, render_queue
+
+from .test_explain_command import gpufed
+
+KUEUE = "kueue.x-k8s.io/v1beta1"
+GPU = "nvidia.com/gpu"
+
+
+@pytest.fixture
+async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
+    async with Hub(HubConfig(state_dir=tmp_path / "hub", port=0)) as running:
+        yield running
+
+
+def job(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name, "namespace": "default", "labels": {"kueue.x-k8s.io/queue-name": "team-a"}},
+        "spec": {"parallelism": 1, "completions": 1, "template": {"spec": {"restartPolicy": "Never", "containers": [
+            {"name": "main", "image": "registry.local/train:1", "resources": {"limits": {GPU: "1"}}}]}}},
+    }
+
+
+async def reserved(hub: Hub, name: str) -> str:
+    """The Workload's QuotaReserved status once the admission cycle has looked at it."""
+    assert hub.objects is not None
+    rt = hub.objects.registry.require(KUEUE, "Workload")
+    for _ in range(400):
+        try:
+            wl = await hub.objects.get(rt, namespace="default", name=f"job-{name}")
+        except errors.NotFound:  # not created yet
+            wl = {}
+        for cond in (wl.get("status") or {}).get("conditions") or ():
+            if cond.get("type") == "QuotaReserved":
+                return str(cond["status"])
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"job-{name} was never looked at by the admission cycle")
+
+
+async def test_explain_says_why_a_job_waits_and_where_the_admitted_one_went(
+    hub: Hub, capsys: pytest.CaptureFixture[str]
+) -> None:
+    objects = hub.objects
+    assert objects is not None
+
+    async def create(obj: dict[str, Any]) -> None:
+        await objects.create(objects.registry.require(obj["apiVersion"], obj["kind"]), obj)
+
+    await create({"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": "onprem"}, "spec": {}})
+    await create({"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": "team-a"}, "spec": {
+        "namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu", GPU], "flavors": [
+            {"name": "onprem", "resources": [{"name": "cpu", "nominalQuota": 8}, {"name": GPU, "nominalQuota": 1}]}]}]}})
+    await create({"apiVersion": KUEUE, "kind": "LocalQueue", "metadata": {"name": "team-a", "namespace": "default"},
+                  "spec": {"clusterQueue": "team-a"}})
+    await create(job("j1"))
+    assert await reserved(hub, "j1") == "True"
+    for name in ("j2", "j3"):
+        await create(job(name))
+        assert await reserved(hub, name) == "False"
+
+    assert await gpufed(hub, "explain", "job/j3") == 0
+    out = capsys.readouterr().out
+    assert "Queue:       LocalQueue default/team-a -> ClusterQueue team-a (BestEffortFIFO)" in out
+    assert (f"Admission:   QuotaReserved=False (Pending): couldn't assign flavors to pod set main: insufficient "
+            f"unused quota for {GPU} in flavor onprem, 1 more needed") in out
+    assert f"Quota:       {GPU} in onprem: 1 in use of 1 nominal" in out
+    assert "Position:    2 of 2 waiting in ClusterQueue team-a; 2 of 2 in LocalQueue default/team-a" in out
+
+    assert await gpufed(hub, "explain", "job/j1") == 0
+    out = capsys.readouterr().out
+    assert "Admission:   admitted by ClusterQueue team-a" in out
+    assert f"Flavors:     main x1: {GPU}=onprem" in out
+    assert "Position:" not in out
+
+
+def workload(name: str, *, priority: int = 0, created: str = "2026-01-01T00:00:00Z", queue: str = "lq",
+             namespace: str = "default", status: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        "apiVersion": KUEUE, "kind": "Workload",
+        "metadata": {"name": name, "namespace": namespace, "creationTimestamp": created},
+        "spec": {"queueName": queue, "priority": priority, "podSets": [{"name": "main", "count": 2, "template": {
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {GPU: "1"}}}]}}}]},
+        "status": status or {},
+    }
+
+
+ADMITTED = {"admission": {"clusterQueue": "cq", "podSetAssignments": [{"name": "main", "flavors": {GPU: "a100"}, "count": 2}]},
+            "conditions": [{"type": "Admitted", "status": "True"}]}
+
+
+@pytest.mark.parametrize(
+    ("peers", "expected"),
+    [
+        ([], (1, 1)),  # alone
+        ([workload("old", created="2025-12-31T00:00:00Z")], (2, 2)),  # older first
+        ([workload("old", created="2025-12-31T00:00:00Z", priority=-1)], (1, 2)),  # higher priority first
+        ([workload("old", created="2025-12-31T00:00:00Z", status=ADMITTED)], (1, 1)),  # admitted ones do not wait
+        ([workload("a-same", created="2026-01-01T00:00:00Z")], (2, 2)),  # same age: by key
+    ],
+)
+def test_position_follows_the_admission_order(peers: list[dict[str, Any]], expected: tuple[int, int]) -> None:
+    me = workload("me")
+    assert position(me, [*peers, me]) == expected
+
+
+def test_workloads_of_a_cluster_queue_come_through_its_local_queues() -> None:
+    lqs = [{"metadata": {"name": "lq", "namespace": ns}, "spec": {"clusterQueue": cq}}
+           for ns, cq in (("team-a", "cq"), ("team-b", "cq"), ("team-c", "other"))]
+    wls = [workload(f"w-{ns}", namespace=ns) for ns in ("team-a", "team-b", "team-c")]
+    assert [w["metadata"]["name"] for w in in_cluster_queue(wls, lqs, "cq")] == ["w-team-a", "w-team-b"]
+
+
+def test_a_team_that_cannot_read_the_cluster_queue_still_sees_its_local_position() -> None:
+    me = workload("me", status={"conditions": [{"type": "QuotaReserved", "status": "False", "reason": "Pending",
+                                                 "message": "insufficient unused quota"}]})
+    lines = render_queue(me, local_queue={"spec": {"clusterQueue": "cq"}}, cluster_queue=None,
+                         cluster_queue_peers=None, local_queue_peers=[me])
+    text = "\n".join(lines)
+    assert "ClusterQueue cq (not readable with these credentials" in text
+    assert "Position:    1 of 1 in LocalQueue default/lq" in text
+    assert "Quota:" not in text
+
+
+def test_an_evicted_workload_says_so_and_an_admitted_one_shows_its_borrowing() -> None:
+    cq = {"spec": {"cohort": "research", "queueingStrategy": "StrictFIFO", "resourceGroups": [
+        {"coveredResources": [GPU], "flavors": [{"name": "a100", "resources": [{"name": GPU, "nominalQuota": 8, "borrowingLimit": 4}]}]}]},
+        "status": {"flavorsReservation": [{"name": "a100", "resources": [{"name": GPU, "total": "10", "borrowed": "2"}]}]}}
+    evicted = workload("me", status={"conditions": [
+        {"type": "Evicted", "status": "True", "reason": "Preempted", "message": "Preempted to accommodate a workload"},
+        {"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": "Preempted to accommodate a workload"}]})
+    text = "\n".join(render_queue(evicted, local_queue={"spec": {"clusterQueue": "cq"}}, cluster_queue=cq,
+                                  cluster_queue_peers=[evicted], local_queue_peers=[evicted]))
+    assert "ClusterQueue cq (cohort research, StrictFIFO)" in text
+    assert "Evicted:     Preempted: Preempted to accommodate a workload" in text
+    admitted = workload("me", status=ADMITTED)
+    text = "\n".join(render_queue(admitted, local_queue={"spec": {"clusterQueue": "cq"}}, cluster_queue=cq, cluster_queue_peers=[], local_queue_peers=[]))
+    assert f"Flavors:     main x2: {GPU}=a100" in text
+    assert f"Quota:       {GPU} in a100: 10 in use of 8 nominal, may borrow 4; borrows 2 from its cohort" in text
