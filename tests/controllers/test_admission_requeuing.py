@@ -32,11 +32,6 @@ SETTINGS = replace(FAST, wait_for_pods_ready=WaitForPodsReady(
 
 
 @pytest.fixture
-def registry() -> CollectorRegistry:
-    return CollectorRegistry()
-
-
-@pytest.fixture
 async def slow_manager(objects: ObjectStore, registry: CollectorRegistry) -> AsyncIterator[ControllerManager]:
     async with ControllerManager(objects, settings=SETTINGS, queue_metrics=QueueMetrics(registry)) as running:
         yield running
