@@ -16,7 +16,12 @@ ClusterQueues, LocalQueues, WorkloadPriorityClasses and Workloads (informers). O
 * preemption (the ClusterQueues' ``preemption`` policies): a target Workload is evicted — Evicted
   and Preempted, its admission removed, back in the queue, an Event naming the preemptor — so its
   Job is suspended again and the detector deletes its binding (its pods stop in every member);
-  the preemptor is admitted by a later cycle, once the quota is released;
+  the preemptor is admitted by a later cycle, once the quota is released; the evicted Workload is
+  ``Requeued=True`` at once, as in Kueue;
+* with ``--kueue-wait-for-pods-ready-timeout``, Kueue's waitForPodsReady: an admitted Workload
+  whose pods are not ready in time is evicted and requeued after a backoff, or deactivated past
+  the limit (the writes in :mod:`controlplane.controllers.requeuing`, the rules in
+  :mod:`controlplane.admission.requeuing`); the cycle returns when a deadline or a backoff ends;
 * with ``--kueue-fair-sharing`` the cycle runs with Kueue's fair sharing over the tree of cohorts
   (``kueue.x-k8s.io/v1alpha1`` Cohorts: parents, quota, weights), and ClusterQueues and Cohorts
   get ``status.fairSharing.weightedShare``;
