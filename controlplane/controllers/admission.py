@@ -251,8 +251,8 @@ class AdmissionController:
             # Still waiting: the Workload follows the workload's pods, queue and priority (as Kueue
             # does for a suspended job).
             wanted = self._new_workload(source, queue, pod_sets)["spec"]
-            if (wl.get("spec") or {}).get("active") is False:
-                wanted["active"] = False  # deactivated (by hand, or past the requeuing limit)
+            if isinstance(active := (wl.get("spec") or {}).get("active"), bool):
+                wanted["active"] = active  # Kueue's switch: set by hand, or past the requeuing limit
             if (wl.get("spec") or {}) != wanted:
                 await ctx.objects.update(wl_rt, {**wl, "spec": wanted})
                 return
