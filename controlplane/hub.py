@@ -33,6 +33,7 @@ from typing import Any
 
 from aiohttp import web
 
+from controlplane.admission.requeuing import WaitForPodsReady
 from controlplane.apis.cluster_v1alpha1 import API_VERSION as CLUSTER_API_VERSION
 from controlplane.apis.cluster_v1alpha1 import KIND as CLUSTER_KIND
 from controlplane.apis.constants import (
@@ -164,6 +165,8 @@ class HubConfig:
     kueue_fair_sharing: bool = False
     #: Seconds a member may report replicas it cannot place before the hub moves them elsewhere.
     unschedulable_grace_seconds: float = 120.0
+    #: Fleet admission: Kueue's waitForPodsReady timeout (0: off) and requeuing backoff.
+    wait_for_pods_ready: WaitForPodsReady = field(default_factory=WaitForPodsReady)
     #: TTL of the etcd lease behind controller leadership: a dead leader is replaced within it.
     leader_lease_ttl: int = DEFAULT_LEADER_LEASE_TTL
     #: This replica's name in leader election (empty: host-pid-random).
@@ -403,6 +406,7 @@ class Hub(ShutdownOnce):
                 graceful_eviction_timeout_seconds=config.graceful_eviction_timeout,
                 unschedulable_grace_seconds=config.unschedulable_grace_seconds,
                 kueue_fair_sharing=config.kueue_fair_sharing,
+                wait_for_pods_ready=config.wait_for_pods_ready,
             ),
             queue_metrics=self.metrics.queues,
         )

@@ -18,6 +18,11 @@ member's fields before an update of an existing object (``retention``) and makes
 status from the whole member object (``statusReflection``, ``healthInterpretation``; such kinds
 are read from the member, not the watch caches' trimmed copies).
 
+A queued job in a member that runs Kueue (its manifest keeps the label
+``kueue.x-k8s.io/queue-name``) is created as the Work says (suspended); an update keeps the
+member's suspend flag (:func:`~member_agent.manifests.with_member_kueue_suspend`), which is
+the member's Kueue's to flip.
+
 Conflict resolution: an existing member object that does not carry this Work's ownership labels
 is a conflict. ``Abort`` (the default) leaves it untouched and the Work's Applied condition says
 so; ``Overwrite`` takes it over (a forced apply that also sets the ownership labels). Objects
@@ -63,6 +68,7 @@ from member_agent.manifests import (
     preserves_on_deletion,
     prune_targets,
     released,
+    with_member_kueue_suspend,
     work_key,
 )
 
@@ -394,6 +400,8 @@ class WorkApplier:
                 result.error = "exists and is not managed by this Work"
                 result.live = live
                 return result
+            if live is not None:
+                body = with_member_kueue_suspend(body, live)
             if live is not None and self.interpreters is not None:
                 body, failure = self.interpreters.retain(body, live)
                 if failure is not None:  # the member's object stays as it is; the status says why

@@ -8,12 +8,14 @@ In: Work objects and live member objects (plain mappings). Out: values; no I/O. 
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from controlplane.apis import constants as c
+from controlplane.apis import kueue_v1beta1 as kueue
 
 
 class ConflictResolution(StrEnum):
@@ -198,6 +200,21 @@ def decide_apply(
     if resolution == ConflictResolution.OVERWRITE:
         return ApplyDecision.APPLY
     return ApplyDecision.SKIP_CONFLICT
+
+
+def with_member_kueue_suspend(body: dict[str, Any], live: Mapping[str, Any]) -> dict[str, Any]:
+    """Two-level admission: a queued job (label ``kueue.x-k8s.io/queue-name``, which the hub
+    leaves only in the Works of members that run Kueue) is created suspended, and from then on its
+    suspend flag is the member's Kueue's to flip. An update of the existing ``live`` object keeps
+    the flag as the member has it, so the Work never suspends again a job the member's Kueue
+    admitted (nor starts one it holds). ``body`` unchanged when not such a job."""
+    labels = (body.get("metadata") or {}).get("labels") or {}
+    have = kueue.job_suspend(live)
+    if kueue.LABEL_QUEUE_NAME not in labels or have is None:
+        return body
+    out = copy.deepcopy(body)
+    kueue.set_job_suspend(out, have)
+    return out
 
 
 def prune_targets(previous: Iterable[Identifier], desired: Iterable[Identifier]) -> list[Identifier]:

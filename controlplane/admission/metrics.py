@@ -218,14 +218,20 @@ class QueueMetrics:
         self.reserved_wait.labels(cluster_queue).observe(wait)
         self._queues.add(cluster_queue)
 
-    def evicted(self, cluster_queue: str, *, reason: str, preempting_cluster_queue: str, preemption_reason: str) -> None:
-        """A workload of ``cluster_queue`` was evicted (``reason``: Preempted) for one of
-        ``preempting_cluster_queue`` (``preemption_reason``: InClusterQueue, InCohortReclamation …)."""
+    def evicted(
+        self, cluster_queue: str, *, reason: str, preempting_cluster_queue: str | None = None,
+        preemption_reason: str | None = None,
+    ) -> None:
+        """A workload of ``cluster_queue`` was evicted (``reason``: Preempted, PodsReadyTimeout …);
+        when preempted, for one of ``preempting_cluster_queue`` (``preemption_reason``:
+        InClusterQueue, InCohortReclamation …)."""
         self.evicted_total.labels(cluster_queue, reason).inc()
-        self.preempted_total.labels(preempting_cluster_queue, preemption_reason).inc()
         self._evicted.add((cluster_queue, reason))
-        self._preempted.add((preempting_cluster_queue, preemption_reason))
-        self._queues.update((cluster_queue, preempting_cluster_queue))
+        self._queues.add(cluster_queue)
+        if preempting_cluster_queue is not None and preemption_reason is not None:
+            self.preempted_total.labels(preempting_cluster_queue, preemption_reason).inc()
+            self._preempted.add((preempting_cluster_queue, preemption_reason))
+            self._queues.add(preempting_cluster_queue)
 
     # -- cleaning up ---------------------------------------------------------------------------
 

@@ -1,7 +1,7 @@
 """``cluster.gpufed.io/v1alpha1`` Cluster: one member cluster, its placement facts and capacity.
 
 The spec is what an operator (or the agent at registration) declares: provider, region,
-zone, overflow tier, GPU pricing, taints, cordon. The status is what the member agent
+zone, overflow tier, GPU pricing, taints, cordon, whether it runs Kueue. The status is what the member agent
 reports: readiness, node and GPU summaries and the per-node free *shapes* that the hub's
 estimator walks. Quantities in the status are integers in base units (see
 ``controlplane/apis/quantity.py``). Spec models reject unknown fields; status models keep
@@ -10,7 +10,8 @@ them, so a newer agent can report more than this hub knows about.
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from collections.abc import Mapping
+from typing import Any, Final, Literal
 
 from pydantic import Field, field_validator
 
@@ -25,6 +26,29 @@ DEFAULT_ONPREM_TIER = 0
 DEFAULT_CLOUD_TIER = 1
 
 
+class KueueIntegration(SpecModel):
+    """``spec.kueue`` of a Cluster: whether the member runs its own Kueue.
+
+    Example::
+
+        spec:
+          kueue: {enabled: true}
+    """
+
+    enabled: bool = False
+    """Enabled says the member runs Kueue with the same namespaces and LocalQueues as the hub (as a
+    MultiKueue worker cluster does). A queued workload the hub admitted then reaches the member with
+    its kueue.x-k8s.io/queue-name label and a batch/v1 Job still suspended, so the member's Kueue admits
+    it again against the member's own quota (two-level admission). Otherwise the hub strips the label
+    and the Job arrives unsuspended."""
+
+
+def runs_kueue(cluster: Mapping[str, Any] | None) -> bool:
+    """Whether a Cluster (wire dict) declares ``spec.kueue.enabled: true``."""
+    kueue = ((cluster or {}).get("spec") or {}).get("kueue")
+    return isinstance(kueue, Mapping) and kueue.get("enabled") is True
+
+
 class ClusterSpec(SpecModel):
     """``spec`` of a Cluster.
 
@@ -37,6 +61,7 @@ class ClusterSpec(SpecModel):
           tier: 1
           pricing: {NVIDIA-A100-SXM4-80GB: 4.1, NVIDIA-H100-80GB-HBM3: 9.8}
           taints: [{key: gpufed.io/spot, value: "true", effect: PreferNoSchedule}]
+          kueue: {enabled: true}
     """
 
     provider: str = Field(min_length=1)
@@ -58,6 +83,8 @@ class ClusterSpec(SpecModel):
     score lower."""
     unschedulable: bool | None = None
     """Unschedulable cordons the cluster: no new replicas are placed on it; what runs there stays."""
+    kueue: KueueIntegration | None = None
+    """Kueue says whether the member runs its own Kueue (two-level admission of queued workloads)."""
 
     @field_validator("pricing")
     @classmethod

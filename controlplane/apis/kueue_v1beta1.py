@@ -9,10 +9,12 @@ applies to the hub unchanged; unknown spec fields are refused (or pruned with
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Final, Literal
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
+from controlplane.apis.kube import objects
 from controlplane.apis.meta import (
     Condition,
     LabelSelector,
@@ -33,6 +35,49 @@ LABEL_QUEUE_NAME: Final = "kueue.x-k8s.io/queue-name"
 #: The label naming a job's WorkloadPriorityClass.
 LABEL_PRIORITY_CLASS: Final = "kueue.x-k8s.io/priority-class"
 
+#: Where Kueue's job integrations keep the flag it flips to start a job it admitted (Kueue suspends
+#: a queued job when it is created and unsuspends it on admission), by API group and kind.
+SUSPEND_PATHS: Final[dict[tuple[str, str], tuple[str, ...]]] = {
+    ("batch", "Job"): ("spec", "suspend"),
+    ("jobset.x-k8s.io", "JobSet"): ("spec", "suspend"),
+    ("ray.io", "RayJob"): ("spec", "suspend"),
+    ("ray.io", "RayCluster"): ("spec", "suspend"),
+    **{("kubeflow.org", kind): ("spec", "runPolicy", "suspend")
+       for kind in ("PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "MPIJob")},
+}
+
+
+def suspend_path(api_version: str, kind: str) -> tuple[str, ...] | None:
+    """The path of the field Kueue flips to start a job of this kind (None: not a Kueue job kind)."""
+    group = api_version.rpartition("/")[0]
+    return SUSPEND_PATHS.get((group, kind))
+
+
+def job_suspend(obj: Mapping[str, Any]) -> bool | None:
+    """The suspend flag of a job of a kind Kueue manages (None: another kind, or not set)."""
+    path = suspend_path(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""))
+    if path is None:
+        return None
+    parent: dict[str, Any] | None = dict(obj)
+    for key in path[:-1]:
+        parent = objects.child(parent, key)
+    value = parent.get(path[-1]) if parent is not None else None
+    return value if isinstance(value, bool) else None
+
+
+def set_job_suspend(obj: dict[str, Any], value: bool) -> bool:
+    """Set, in place, the suspend flag of a job of a kind Kueue manages; False for another kind
+    (or one whose parents of the flag are not maps: left as written for validation to report)."""
+    path = suspend_path(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""))
+    parent: dict[str, Any] | None = obj if path is not None else None
+    for key in (path or ())[:-1]:
+        parent = objects.ensure(parent, key) if parent is not None else None
+    if path is None or parent is None:
+        return False
+    parent[path[-1]] = value
+    return True
+
+
 # Workload condition types and reasons (Kueue's names).
 COND_QUOTA_RESERVED: Final = "QuotaReserved"
 COND_ADMITTED: Final = "Admitted"
@@ -45,6 +90,13 @@ REASON_ADMITTED: Final = "Admitted"
 REASON_INADMISSIBLE: Final = "Inadmissible"
 REASON_PREEMPTED: Final = "Preempted"
 REASON_NO_RESERVATION: Final = "NoReservation"
+COND_REQUEUED: Final = "Requeued"
+COND_PODS_READY: Final = "PodsReady"
+REASON_PODS_READY: Final = "PodsReady"
+REASON_WAIT_FOR_START: Final = "WaitForStart"
+REASON_PODS_READY_TIMEOUT: Final = "PodsReadyTimeout"
+REASON_BACKOFF_FINISHED: Final = "BackoffFinished"
+REASON_REQUEUING_LIMIT_EXCEEDED: Final = "InactiveWorkloadRequeuingLimitExceeded"
 
 MAX_ITEMS: Final = 16
 
@@ -417,7 +469,8 @@ class WorkloadStatus(WireModel):
     conditions: list[Condition] | None = None
     """QuotaReserved, Admitted, Finished, Evicted ... as Kueue sets them."""
     requeue_state: dict[str, Any] | None = None
-    """When an evicted workload is queued again (not written by the hub yet)."""
+    """How often the workload was requeued after a PodsReady timeout (count) and when it may be
+    admitted again (requeueAt)."""
     reclaimable_pods: list[dict[str, Any]] | None = None
     """Pods whose quota may be released early (not used by the hub)."""
     admission_checks: list[dict[str, Any]] | None = None

@@ -16,7 +16,12 @@ ClusterQueues, LocalQueues, WorkloadPriorityClasses and Workloads (informers). O
 * preemption (the ClusterQueues' ``preemption`` policies): a target Workload is evicted — Evicted
   and Preempted, its admission removed, back in the queue, an Event naming the preemptor — so its
   Job is suspended again and the detector deletes its binding (its pods stop in every member);
-  the preemptor is admitted by a later cycle, once the quota is released;
+  the preemptor is admitted by a later cycle, once the quota is released; the evicted Workload is
+  ``Requeued=True`` at once, as in Kueue;
+* with ``--kueue-wait-for-pods-ready-timeout``, Kueue's waitForPodsReady: an admitted Workload
+  whose pods are not ready in time is evicted and requeued after a backoff, or deactivated past
+  the limit (the writes in :mod:`controlplane.controllers.requeuing`, the rules in
+  :mod:`controlplane.admission.requeuing`); the cycle returns when a deadline or a backoff ends;
 * with ``--kueue-fair-sharing`` the cycle runs with Kueue's fair sharing over the tree of cohorts
   (``kueue.x-k8s.io/v1alpha1`` Cohorts: parents, quota, weights), and ClusterQueues and Cohorts
   get ``status.fairSharing.weightedShare``;
@@ -36,9 +41,11 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Final
 
 from controlplane.admission import objects as adm
+from controlplane.admission import requeuing
 from controlplane.admission.core import ClusterQueue, Pending, Target, Usage, Waiting, decide
 from controlplane.admission.core.preemption import HUMAN_REASONS
 from controlplane.admission.metrics import QueueMetrics, queue_figures
@@ -49,6 +56,7 @@ from controlplane.apis.meta import parse_time
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.reconciling import ReconcileLoop
+from controlplane.controllers.requeuing import Requeuing
 from controlplane.controllers.workloads import WorkloadRef, is_deleting, with_condition
 from controlplane.interpreter import interpreter_for
 from controlplane.objectclient import ResourceType, WatchEventType, errors
@@ -142,6 +150,10 @@ class AdmissionGate:
             cond = adm.condition(wl, kueue.COND_QUOTA_RESERVED) or {}
             why = cond.get("message") or "not admitted yet"
             held = f"waiting for quota (Workload {adm.key_of(wl)}): {why}"
+            if not requeuing.is_active(wl):
+                held = f"its Workload {adm.key_of(wl)} is deactivated (spec.active: false)"
+            elif requeuing.requeue_at(wl) is not None and (state := (wl.get("status") or {}).get("requeueState") or {}).get("requeueAt"):
+                held += f"; requeued at {state.get('requeueAt')} (backoff after {state.get('count')} PodsReady timeout(s))"
             evicted = adm.condition(wl, kueue.COND_EVICTED) or {}
             if evicted.get("status") == "True":
                 return Gate(held=f"evicted: {evicted.get('message', '')}; {held}", evicted=True)
@@ -178,6 +190,7 @@ class AdmissionController:
         self.loop: ReconcileLoop[Key] = ReconcileLoop(self.name, self.reconcile, workers=1)
         if self.kinds.workload is None:
             return
+        self.requeuing = Requeuing(ctx, self.kinds.workload, metrics=metrics)
         ctx.add_workload_handler(self._on_source)
         for rt in (self.kinds.cluster_queue, self.kinds.local_queue, self.kinds.flavor, self.kinds.workload, self.kinds.cohort):
             if rt is not None:
@@ -206,7 +219,7 @@ class AdmissionController:
     async def reconcile(self, key: Key) -> float | None:
         try:
             if key == CYCLE:
-                await self.cycle()
+                return await self.cycle()
             else:
                 await self.sync(WorkloadRef(*key[1:]))
         except errors.Conflict:
@@ -238,6 +251,8 @@ class AdmissionController:
             # Still waiting: the Workload follows the workload's pods, queue and priority (as Kueue
             # does for a suspended job).
             wanted = self._new_workload(source, queue, pod_sets)["spec"]
+            if isinstance(active := (wl.get("spec") or {}).get("active"), bool):
+                wanted["active"] = active  # Kueue's switch: set by hand, or past the requeuing limit
             if (wl.get("spec") or {}) != wanted:
                 await ctx.objects.update(wl_rt, {**wl, "spec": wanted})
                 return
@@ -284,6 +299,7 @@ class AdmissionController:
             status["conditions"] = with_condition(status.get("conditions") or [], finished, now=ctx.now_text())
             await ctx.objects.update_status(wl_rt, updated)
             return
+        await self.requeuing.record_pods_ready(wl, source)
         if (ref.api_version, ref.kind) != JOB or phase is not None:
             return
         admitted = adm.admission_of(wl) is not None and adm.is_true(wl, kueue.COND_ADMITTED)
@@ -304,9 +320,13 @@ class AdmissionController:
 
     # --- the admission cycle -----------------------------------------------------------------
 
-    async def cycle(self) -> None:
+    async def cycle(self) -> float | None:
+        """One admission cycle; returns when to run again (a PodsReady deadline or the end of a
+        requeuing backoff), None when nothing waits on time."""
         started = time.perf_counter()
         kinds = self.kinds
+        now = self.ctx.now()
+        wake: list[float] = []
         flavors = kinds.flavors()
         cq_objs = {str(o["metadata"]["name"]): o for o in kinds.items(kinds.cluster_queue)}
         cohort_objs = {str(o["metadata"]["name"]): o for o in kinds.items(kinds.cohort)}
@@ -320,23 +340,39 @@ class AdmissionController:
         pending: list[Pending] = []
         unqueued: dict[str, Waiting] = {}
         admitted = []
-        for key, wl in workloads.items():
-            if adm.is_finished(wl) or is_deleting(wl):
+        timed_out: list[dict[str, Any]] = []
+        backing_off: list[Waiting] = []
+        for key, wl in list(workloads.items()):
+            if adm.is_finished(wl) or is_deleting(wl) or not requeuing.is_active(wl):
                 continue
             held = adm.admitted_of(wl)
             if held is not None:
+                deadline = self._pods_ready_deadline(wl)
+                if deadline is not None and deadline <= now:
+                    timed_out.append(wl)  # evicted below: its quota is free for this cycle
+                    continue
+                if deadline is not None:
+                    wake.append((deadline - now).total_seconds())
                 admitted.append(held)
                 continue
             namespace = str(wl["metadata"].get("namespace"))
             queue_name = str((wl.get("spec") or {}).get("queueName") or "")
             lq = lqs.get((namespace, queue_name))
             cq_name = str(((lq or {}).get("spec") or {}).get("clusterQueue") or "")
+            if (until := requeuing.requeue_at(wl)) is not None:
+                if until > now:  # its requeuing backoff: pending, not a candidate yet
+                    wake.append((until - now).total_seconds())
+                    backing_off.append(Waiting(key, cq_name, kueue.REASON_INADMISSIBLE, "", 0))
+                    continue
+                wl = workloads[key] = await self.requeuing.release(wl)
             if lq is None:
                 unqueued[key] = Waiting(key, "", "Inadmissible", f"LocalQueue {queue_name} doesn't exist", 0)
             elif cq_name in cq_objs and not adm.namespace_allowed(cq_objs[cq_name], namespaces.get(namespace, {})):
                 unqueued[key] = Waiting(key, cq_name, "Inadmissible", "Workload namespace doesn't match ClusterQueue selector", 0)
             else:
                 pending.append(adm.pending_of(wl, cq_name))
+        for wl in timed_out:
+            await self.requeuing.time_out(wl)
         decisions = decide(queues, pending, admitted, flavors, fair_sharing=fair_sharing, cohorts=cohorts)
         for preempting in decisions.preempting:
             for target in preempting.targets:
@@ -350,17 +386,30 @@ class AdmissionController:
         for waiting in (*decisions.waiting, *unqueued.values()):
             await self._wait(workloads[waiting.key], waiting)
         holders = {a.key: a.queue for a in admitted} | {d.key: d.queue for d in decisions.admitted}
+        queued = (*decisions.waiting, *backing_off)  # backing off: pending, though no candidate yet
         if self.metrics is not None:
             self.metrics.attempt(time.perf_counter() - started, admitted=bool(decisions.admitted))
-            in_line = (*decisions.waiting, *(u for u in unqueued.values() if u.queue))
+            in_line = (*queued, *(u for u in unqueued.values() if u.queue))
             self.metrics.record_queues(queue_figures(queues, cq_objs, usage, in_line, holders))
-        await self._queue_statuses(queues, cq_objs, lqs, workloads, decisions.waiting, holders, usage)
+        await self._queue_statuses(queues, cq_objs, lqs, workloads, queued, holders, usage)
         for name, obj in cohort_objs.items():
             status = {k: v for k, v in (obj.get("status") or {}).items() if k != "fairSharing"}
             if fair_sharing:
                 status["fairSharing"] = {"weightedShare": usage.share(usage.cohorts[name])}
             if status != (obj.get("status") or {}):
                 await self._write_status(kinds.cohort, obj, status)
+        return max(0.0, min(wake)) if wake else None
+
+    def _pods_ready_deadline(self, wl: Mapping[str, Any]) -> datetime | None:
+        """When an admitted Workload times out waiting for its pods (None: not counting, or its
+        workload's status says they are ready, though PodsReady is not written yet)."""
+        deadline = requeuing.ready_deadline(wl, self.ctx.settings.wait_for_pods_ready)
+        owner = _owner(wl)
+        if deadline is None or owner is None:
+            return None
+        rt = self.ctx.registry.for_kind(owner.api_version, owner.kind)
+        source = self.ctx.cached(rt, owner.namespace, owner.name) if rt is not None else None
+        return deadline if source is not None and requeuing.pods_ready(source) is False else None
 
     async def _admit(self, wl: dict[str, Any], admission: dict[str, Any], queue: str) -> None:
         rt = self.kinds.workload
@@ -382,6 +431,8 @@ class AdmissionController:
              "message": f"Quota reserved in ClusterQueue {queue}"},
             {"type": kueue.COND_ADMITTED, "status": "True", "reason": kueue.REASON_ADMITTED,
              "message": "The workload is admitted"},
+            # Admitted with its job suspended: the PodsReady timeout counts from now.
+            *([requeuing.pods_ready_condition(False)] if self.ctx.settings.wait_for_pods_ready.enabled else []),
         ):
             conditions = with_condition(conditions, cond, now=now)
         status["conditions"] = conditions
@@ -428,6 +479,8 @@ class AdmissionController:
             {"type": kueue.COND_QUOTA_RESERVED, "status": "False", "reason": kueue.REASON_PENDING, "message": message},
             {"type": kueue.COND_ADMITTED, "status": "False", "reason": kueue.REASON_NO_RESERVATION,
              "message": "The workload has no reservation"},
+            # As Kueue: a preempted workload is queued again at once (no backoff).
+            {"type": kueue.COND_REQUEUED, "status": "True", "reason": kueue.REASON_PREEMPTED, "message": message},
         ):
             conditions = with_condition(conditions, cond, now=self.ctx.now_text())
         status["conditions"] = conditions

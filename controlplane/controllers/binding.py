@@ -6,7 +6,8 @@ ClusterOverridePolicies that select the workload, the claiming policy (for
 ``targetCluster``). Out: in ``gpufed-es-<cluster>`` (created when missing) a Work named
 ``<namespace>-<name>-<kind>`` labelled ``work.gpufed.io/binding=<binding>`` and
 ``work.gpufed.io/namespace=<namespace>``, holding the workload rendered for that cluster
-(``works.render_manifest``: replicas revised, GPU shape rewritten, overrides applied); Works
+(``works.render_manifest``: replicas revised, GPU shape rewritten, Kueue's queue label kept
+for a member that runs Kueue and stripped otherwise, overrides applied); Works
 of clusters no longer chosen are deleted, and so are all of a binding's Works once the
 binding or its workload is gone or being deleted. The Work of a cluster with a graceful
 eviction task (``spec.gracefulEvictionTasks``) is left exactly as it is — neither rewritten
@@ -60,6 +61,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
+from controlplane.apis.cluster_v1alpha1 import runs_kueue
 from controlplane.apis.constants import execution_namespace
 from controlplane.apis.events import EventType
 from controlplane.apis.meta import parse_time
@@ -418,6 +420,7 @@ class BindingController:
                 shape=shapes.get(cluster),
                 rules=rules,
                 cluster=self._view(cluster),
+                member_runs_kueue=runs_kueue(ctx.clusters.get(None, cluster)),
             )
             if rendered.error is not None:
                 await self._override_failed(key, cluster, workload, str(rendered.error))

@@ -17,12 +17,13 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Hashable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
 
+from controlplane.admission.requeuing import WaitForPodsReady
 from controlplane.apis import constants as c
 from controlplane.apis.meta import format_time
 from controlplane.apis.views import BindingView, ObjectView
@@ -77,6 +78,9 @@ class ControllerSettings:
     graceful_eviction_timeout_seconds: int = 600
     """How long a Gracefully evicted copy waits for its replacement to be Healthy when the policy
     sets no ``failover.*.gracePeriodSeconds`` (``--graceful-eviction-timeout``)."""
+    wait_for_pods_ready: WaitForPodsReady = field(default_factory=WaitForPodsReady)
+    """Fleet admission: Kueue's ``waitForPodsReady`` timeout and requeuing backoff
+    (``--kueue-wait-for-pods-ready-timeout``, ``--kueue-requeuing-backoff-*``)."""
 
 
 def utc_now() -> datetime:

@@ -47,6 +47,8 @@ class EventReason(StrEnum):
     ADMITTED = "Admitted"
     PENDING = "Pending"
     PREEMPTED = "Preempted"
+    EVICTED_PODS_READY_TIMEOUT = "EvictedDueToPodsReadyTimeout"
+    EVICTED_REQUEUING_LIMIT = "EvictedDueToInactiveWorkloadRequeuingLimitExceeded"
 
 
 async def record_event(

@@ -8,10 +8,12 @@ the cluster's :class:`ClusterView`. Out: the Work object to create or compare, o
 Rendering order follows Karmada's binding controller: the workload without server-owned
 fields, then the cluster's replicas (``with_replicas``), then the GPU shape the scheduler
 picked for that cluster (``with_gpu_request`` plus the shape's node selector, both only in
-the pod templates that request a GPU), then the override rules, so that an OverridePolicy
-has the last word. The Work's spec also carries the policy's ``conflictResolution``, whether
-dispatching is suspended, and ``preserveResourcesOnDeletion`` (as Karmada's Work does: the
-agent reads it when the Work is deleted).
+the pod templates that request a GPU), then Kueue's queue label and suspension as the member
+wants them (``queue_for_member``: kept for a member that runs Kueue, stripped otherwise), then
+the override rules, so that an OverridePolicy has the last word. The Work's spec also
+carries the policy's ``conflictResolution``, whether dispatching is suspended, and
+``preserveResourcesOnDeletion`` (as Karmada's Work does: the agent reads it when the Work is
+deleted).
 
 Work names are ``<namespace>-<name>-<kind>``; when that is longer than a label value may
 be (63, because the agent labels member objects with the Work's name), it is cut and a
@@ -27,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controlplane.apis import constants as c
+from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.gpus import is_gpu_resource
 from controlplane.apis.views import BindingView, ObjectView, WorkView
 from controlplane.apis.work_v1alpha1 import API_VERSION, WORK_KIND
@@ -176,6 +179,23 @@ def _add_node_selector(
         spec["nodeSelector"] = merged
 
 
+def queue_for_member(manifest: dict[str, Any], *, member_runs_kueue: bool) -> None:
+    """Two-level admission, in place. A workload queued at the hub (label
+    ``kueue.x-k8s.io/queue-name``) keeps the label in a member that runs Kueue, and a job of a
+    kind Kueue manages is suspended there, as Kueue wants it created: the member's Kueue admits it
+    in its LocalQueue of the same name and unsuspends it. Any other member gets no label (no
+    queue there would ever admit it) and the job as the hub admitted it (unsuspended)."""
+    labels = manifest.get("metadata", {}).get("labels")
+    if not isinstance(labels, dict) or kueue.LABEL_QUEUE_NAME not in labels:
+        return
+    if not member_runs_kueue:
+        del labels[kueue.LABEL_QUEUE_NAME]
+        if not labels:
+            del manifest["metadata"]["labels"]
+        return
+    kueue.set_job_suspend(manifest, True)
+
+
 def render_manifest(
     workload: Mapping[str, Any],
     *,
@@ -184,6 +204,7 @@ def render_manifest(
     shape: ChosenShape | None,
     rules: Sequence[OverrideRule],
     cluster: ClusterView,
+    member_runs_kueue: bool = False,
 ) -> RenderedManifest:
     """The workload as ``cluster`` must run it (see the module docstring for the order)."""
     manifest = without_server_fields(workload)
@@ -193,6 +214,7 @@ def render_manifest(
             gpu_templates = _gpu_templates(manifest, interpreter)
             manifest = interpreter.with_gpu_request(manifest, dict(shape.resources))
             _add_node_selector(manifest, interpreter, shape.node_selector, gpu_templates=gpu_templates)
+    queue_for_member(manifest, member_runs_kueue=member_runs_kueue)
     if not rules:
         return RenderedManifest(manifest)
     result = apply_overrides(manifest, rules, cluster)

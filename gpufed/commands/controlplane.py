@@ -7,6 +7,11 @@ import logging
 import sys
 from pathlib import Path
 
+from controlplane.admission.requeuing import (
+    DEFAULT_BACKOFF_BASE_SECONDS,
+    DEFAULT_BACKOFF_MAX_SECONDS,
+    WaitForPodsReady,
+)
 from controlplane.apiserver.flowcontrol.levels import (
     DEFAULT_QUEUE_LENGTH,
     DEFAULT_QUEUE_WAIT_SECONDS,
@@ -165,6 +170,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--unschedulable-grace-seconds", type=_positive_seconds, default=120.0, metavar="SECONDS",
                         help="how long replicas a member reports unschedulable wait there before the hub moves "
                              "them to another cluster (default 120)")
+    parser.add_argument("--kueue-wait-for-pods-ready-timeout", type=_whole_seconds, default=0, metavar="SECONDS",
+                        help="fleet admission: evict an admitted workload whose pods are not all ready (or "
+                             "succeeded) within this time and requeue it with backoff, as Kueue's "
+                             "waitForPodsReady.timeout (default 0: off, as in Kueue; Kueue's timeout is 300)")
+    parser.add_argument("--kueue-requeuing-backoff-base-seconds", type=_positive_int,
+                        default=DEFAULT_BACKOFF_BASE_SECONDS, metavar="SECONDS",
+                        help="fleet admission: the n-th requeue after a PodsReady timeout waits base*2^(n-1) "
+                             "seconds (Kueue's requeuingStrategy.backoffBaseSeconds; default 60)")
+    parser.add_argument("--kueue-requeuing-backoff-max-seconds", type=_positive_int,
+                        default=DEFAULT_BACKOFF_MAX_SECONDS, metavar="SECONDS",
+                        help="fleet admission: at most this long (Kueue's backoffMaxSeconds; default 3600)")
+    parser.add_argument("--kueue-requeuing-backoff-limit-count", type=_whole_number, default=None, metavar="N",
+                        help="fleet admission: after this many PodsReady timeouts the Workload is deactivated "
+                             "(Kueue's backoffLimitCount; default: requeued forever)")
     parser.add_argument("--leader-lease-ttl", type=_leader_lease_ttl, default=10, metavar="SECONDS",
                         help="TTL of the etcd lease behind controller leadership among hub replicas; a dead "
                              "leader is replaced within it (default 10, minimum 2)")
@@ -236,6 +255,16 @@ def conflicting_flags(args: argparse.Namespace) -> str | None:
     return None
 
 
+def wait_for_pods_ready(args: argparse.Namespace) -> WaitForPodsReady:
+    """Kueue's waitForPodsReady and requeuing strategy, from the ``--kueue-*`` flags."""
+    return WaitForPodsReady(
+        timeout_seconds=args.kueue_wait_for_pods_ready_timeout,
+        backoff_base_seconds=args.kueue_requeuing_backoff_base_seconds,
+        backoff_max_seconds=args.kueue_requeuing_backoff_max_seconds,
+        backoff_limit_count=args.kueue_requeuing_backoff_limit_count,
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     configure_logging(args.log_level, component="hub")
     from controlplane.allocator import return_large_buffers_to_the_system
@@ -274,6 +303,7 @@ def run(args: argparse.Namespace) -> int:
         graceful_eviction_timeout=args.graceful_eviction_timeout,
         kueue_fair_sharing=args.kueue_fair_sharing,
         unschedulable_grace_seconds=args.unschedulable_grace_seconds,
+        wait_for_pods_ready=wait_for_pods_ready(args),
         leader_lease_ttl=args.leader_lease_ttl,
         identity=args.identity,
         waste_sample_interval=args.waste_sample_interval,

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from controlplane.admission import objects as adm
+from controlplane.admission import requeuing
 from controlplane.apis import kueue_v1beta1 as kueue
 from gpufed.hubclient import HubClient, HubError
 
@@ -49,6 +50,18 @@ def position(workload: Mapping[str, Any], peers: Iterable[Mapping[str, Any]]) ->
     waiting.append(workload)
     waiting.sort(key=_order)
     return [adm.key_of(p) for p in waiting].index(key) + 1, len(waiting)
+
+
+def _requeue_line(workload: Mapping[str, Any]) -> str | None:
+    """Why a Workload is held out of its queue: deactivated, or its requeuing backoff after
+    PodsReady timeouts (None: it is not held)."""
+    state = (workload.get("status") or {}).get("requeueState") or {}
+    if not requeuing.is_active(workload):
+        return "deactivated (spec.active: false): not queued until it is active again"
+    if requeuing.requeue_at(workload) is not None and state.get("requeueAt"):
+        return (f"backing off until {state['requeueAt']} after {state.get('count')} PodsReady timeout(s); "
+                "no candidate for admission until then")
+    return None
 
 
 def in_cluster_queue(
@@ -154,6 +167,8 @@ def render_queue(
     evicted = adm.condition(workload, kueue.COND_EVICTED)
     if evicted is not None and evicted.get("status") == "True":
         lines.append(_line("Evicted:", f"{evicted.get('reason')}: {evicted.get('message') or ''}".rstrip()))
+    if (requeue := _requeue_line(workload)) is not None:
+        lines.append(_line("Requeue:", requeue))
     if cluster_queue is not None:
         lines.extend(_quota_lines(cluster_queue, _requested(workload), None))
     places = []

@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from controlplane.apiserver.crd.controller import CrdController
 from controlplane.apiserver.crd.registry import DynamicRegistry
@@ -22,6 +23,12 @@ FAST = ControllerSettings(
     reservation_settle_seconds=0.0,
     deletion_poll_seconds=0.05,
 )
+
+
+@pytest.fixture
+def registry() -> CollectorRegistry:
+    """A Prometheus registry of the test's own, for a manager's Kueue metrics."""
+    return CollectorRegistry()
 
 
 @pytest.fixture

@@ -21,11 +21,6 @@ from .test_admission_preemption import admitted, job
 
 
 @pytest.fixture
-def registry() -> CollectorRegistry:
-    return CollectorRegistry()
-
-
-@pytest.fixture
 async def metered(objects: ObjectStore, registry: CollectorRegistry) -> AsyncIterator[ControllerManager]:
     async with ControllerManager(objects, settings=FAST, queue_metrics=QueueMetrics(registry)) as running:
         yield running

@@ -75,6 +75,8 @@ async def test_an_in_quota_job_preempts_a_borrowing_one(objects: ObjectStore, ma
     assert evicted["reason"] == "Preempted" and "Workload: default/job-b2" in evicted["message"]
     assert "due to reclamation within the cohort" in evicted["message"]
     assert (preempted["status"], preempted["reason"]) == ("True", "InCohortReclamation")
+    requeued = condition(wl, "Requeued")  # as Kueue: back in the queue at once, no backoff
+    assert (requeued["status"], requeued["reason"]) == ("True", "Preempted") and "requeueState" not in wl["status"]
     assert "admission" not in wl["status"]
     reserved = condition(wl, "QuotaReserved")
     assert (reserved["status"], reserved["reason"]) == ("False", "Pending")

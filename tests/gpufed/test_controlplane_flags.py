@@ -1,5 +1,6 @@
 """`gpufed controlplane --etcd-max-response-bytes`: a number of bytes no smaller than what one
-etcd object may take (below it a stored object could not be read back)."""
+etcd object may take (below it a stored object could not be read back). The ``--kueue-*`` flags:
+Kueue's waitForPodsReady (off) and requeuing strategy defaults."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import argparse
 
 import pytest
 
-from gpufed.commands.controlplane import MIN_ETCD_RESPONSE_BYTES, add_arguments
+from controlplane.admission.requeuing import WaitForPodsReady
+from gpufed.commands.controlplane import MIN_ETCD_RESPONSE_BYTES, add_arguments, wait_for_pods_ready
 
 
 def parse(*argv: str) -> argparse.Namespace:
@@ -31,3 +33,24 @@ def test_anything_else_is_refused(value: str, capsys: pytest.CaptureFixture[str]
     with pytest.raises(SystemExit):
         parse("--etcd-max-response-bytes", value)
     assert "--etcd-max-response-bytes" in capsys.readouterr().err
+
+
+def test_the_requeuing_defaults_are_kueues() -> None:
+    settings = wait_for_pods_ready(parse())
+    assert settings == WaitForPodsReady(timeout_seconds=0, backoff_base_seconds=60, backoff_max_seconds=3600)
+    assert not settings.enabled and settings.backoff_limit_count is None
+
+
+def test_the_requeuing_flags() -> None:
+    args = parse("--kueue-wait-for-pods-ready-timeout", "300", "--kueue-requeuing-backoff-base-seconds", "10",
+                 "--kueue-requeuing-backoff-max-seconds", "600", "--kueue-requeuing-backoff-limit-count", "0")
+    assert wait_for_pods_ready(args) == WaitForPodsReady(300, 10, 600, 0)
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--kueue-requeuing-backoff-base-seconds", "0"),
+                                             ("--kueue-wait-for-pods-ready-timeout", "-1"),
+                                             ("--kueue-requeuing-backoff-limit-count", "x")])
+def test_bad_requeuing_values_are_refused(flag: str, value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        parse(flag, value)
+    assert flag in capsys.readouterr().err

@@ -151,3 +151,25 @@ def test_an_evicted_workload_says_so_and_an_admitted_one_shows_its_borrowing() -
     text = "\n".join(render_queue(admitted, local_queue={"spec": {"clusterQueue": "cq"}}, cluster_queue=cq, cluster_queue_peers=[], local_queue_peers=[]))
     assert f"Flavors:     main x2: {GPU}=a100" in text
     assert f"Quota:       {GPU} in a100: 10 in use of 8 nominal, may borrow 4; borrows 2 from its cohort" in text
+
+
+def test_a_workload_backing_off_or_deactivated_says_until_when() -> None:
+    timed_out = {"type": "Evicted", "status": "True", "reason": "PodsReadyTimeout",
+                 "message": "Exceeded the PodsReady timeout default/me"}
+    backing_off = workload("me", status={"requeueState": {"count": 2, "requeueAt": "2026-01-01T12:02:00Z"}, "conditions": [
+        timed_out, {"type": "Requeued", "status": "False", "reason": "PodsReadyTimeout", "message": "x"}]})
+    text = "\n".join(render_queue(backing_off, local_queue={"spec": {"clusterQueue": "cq"}}, cluster_queue=None,
+                                  cluster_queue_peers=None, local_queue_peers=[backing_off]))
+    assert "Evicted:     PodsReadyTimeout: Exceeded the PodsReady timeout default/me" in text
+    assert "Requeue:     backing off until 2026-01-01T12:02:00Z after 2 PodsReady timeout(s)" in text
+    deactivated = workload("me", status={"conditions": [timed_out]})
+    deactivated["spec"]["active"] = False
+    text = "\n".join(render_queue(deactivated, local_queue={"spec": {"clusterQueue": "cq"}}, cluster_queue=None,
+                                  cluster_queue_peers=None, local_queue_peers=[deactivated]))
+    assert "Requeue:     deactivated (spec.active: false)" in text
+    # Back in the queue once the backoff is over: nothing more to say.
+    done = workload("me", status={"requeueState": {"count": 2}, "conditions": [
+        {"type": "Requeued", "status": "True", "reason": "BackoffFinished", "message": "x"}]})
+    assert not any(line.startswith("Requeue:") for line in render_queue(
+        done, local_queue={"spec": {"clusterQueue": "cq"}}, cluster_queue=None, cluster_queue_peers=None,
+        local_queue_peers=[done]))

@@ -1,0 +1,164 @@
+"""Kueue's ``waitForPodsReady`` and requeuing strategy, at the hub. Pure; no I/O.
+
+An admitted workload whose pods are not all ready (or succeeded) within the timeout is evicted
+(``Evicted``, reason ``PodsReadyTimeout``) and goes back to its queue after a backoff: Kueue's
+``requeuingStrategy`` with ``backoffBaseSeconds`` (60), ``backoffMaxSeconds`` (3600) and
+``backoffLimitCount`` (unlimited). The n-th eviction waits ``base * 2^(n-1)`` seconds, at most
+``max`` (Kueue adds a jitter of 0.01 %; the hub does not, so the times are exact). The Workload
+records it in ``status.requeueState`` (``count``, ``requeueAt``) and the condition ``Requeued``
+(False with reason ``PodsReadyTimeout`` while it waits, True with reason ``BackoffFinished``
+after). Past ``backoffLimitCount`` the Workload is deactivated instead (``spec.active: false``).
+
+In: the queued workload (its status as the members report it), its Workload (wire dict), the
+hub's :class:`WaitForPodsReady` settings and the time. Out: values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+
+from controlplane.apis import kueue_v1beta1 as kueue
+from controlplane.apis.meta import format_time, parse_time
+
+DEFAULT_TIMEOUT_SECONDS: Final = 300
+DEFAULT_BACKOFF_BASE_SECONDS: Final = 60
+DEFAULT_BACKOFF_MAX_SECONDS: Final = 3600
+
+
+@dataclass(frozen=True)
+class WaitForPodsReady:
+    """Kueue's ``waitForPodsReady`` configuration, as the hub's flags set it."""
+
+    timeout_seconds: int = 0
+    """How long an admitted workload may run without all its pods ready (0: not checked, as
+    Kueue's ``waitForPodsReady.enable: false``; Kueue's timeout when enabled is 300)."""
+    backoff_base_seconds: int = DEFAULT_BACKOFF_BASE_SECONDS
+    backoff_max_seconds: int = DEFAULT_BACKOFF_MAX_SECONDS
+    backoff_limit_count: int | None = None
+    """Evictions after which the Workload is deactivated instead of requeued (None: never)."""
+
+    @property
+    def enabled(self) -> bool:
+        return self.timeout_seconds > 0
+
+
+def backoff_seconds(count: int, *, base: int, maximum: int) -> int:
+    """The wait before the ``count``-th requeue: ``base * 2^(count-1)``, at most ``maximum``."""
+    if count < 1:
+        return 0
+    # Doubling past the cap is pointless (and 2^count of a large count is a huge number).
+    wait = base
+    for _ in range(count - 1):
+        if wait >= maximum:
+            break
+        wait *= 2
+    return min(wait, maximum)
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def pods_ready(workload: Mapping[str, Any]) -> bool | None:
+    """Whether all of a queued workload's pods are ready or succeeded, from its hub status (the
+    members' statuses merged); None for a kind whose status does not say."""
+    api_version, kind = str(workload.get("apiVersion") or ""), str(workload.get("kind") or "")
+    spec, status = workload.get("spec") or {}, workload.get("status") or {}
+    if (api_version, kind) == ("batch/v1", "Job"):
+        parallelism = spec.get("parallelism")
+        pods = parallelism if isinstance(parallelism, int) else 1
+        completions = spec.get("completions")
+        if isinstance(completions, int):
+            pods = min(pods, completions)
+        return _int(status.get("ready")) + _int(status.get("succeeded")) >= pods
+    if api_version == "apps/v1" and kind in ("Deployment", "StatefulSet"):
+        replicas = spec.get("replicas")
+        return _int(status.get("readyReplicas")) >= (replicas if isinstance(replicas, int) else 1)
+    return None
+
+
+def pods_ready_condition(ready: bool) -> dict[str, str]:
+    """The Workload's ``PodsReady`` condition (Kueue's reasons and messages)."""
+    if ready:
+        return {"type": kueue.COND_PODS_READY, "status": "True", "reason": kueue.REASON_PODS_READY,
+                "message": "All pods reached readiness and the workload is running"}
+    return {"type": kueue.COND_PODS_READY, "status": "False", "reason": kueue.REASON_WAIT_FOR_START,
+            "message": "Not all pods are ready or succeeded"}
+
+
+def _condition(workload: Mapping[str, Any], ctype: str) -> Mapping[str, Any] | None:
+    for cond in (workload.get("status") or {}).get("conditions") or ():
+        if isinstance(cond, Mapping) and cond.get("type") == ctype:
+            return cond
+    return None
+
+
+def _time(value: Any) -> datetime | None:
+    try:
+        return parse_time(str(value)) if value else None
+    except ValueError:
+        return None
+
+
+def ready_deadline(workload: Mapping[str, Any], settings: WaitForPodsReady) -> datetime | None:
+    """When an admitted Workload whose pods are not ready times out (None: not counting — the
+    check is off, it is not admitted, or its pods are ready). Counted from its admission, or from
+    when its pods stopped being ready if that came later, as Kueue does."""
+    if not settings.enabled:
+        return None
+    admitted = _condition(workload, kueue.COND_ADMITTED)
+    if admitted is None or admitted.get("status") != "True" or not (workload.get("status") or {}).get("admission"):
+        return None
+    ready = _condition(workload, kueue.COND_PODS_READY)
+    if ready is not None and ready.get("status") == "True":
+        return None
+    since = _time(admitted.get("lastTransitionTime"))
+    if ready is not None and (not_ready_since := _time(ready.get("lastTransitionTime"))) is not None:
+        since = max(since, not_ready_since) if since is not None else not_ready_since
+    return since + timedelta(seconds=settings.timeout_seconds) if since is not None else None
+
+
+@dataclass(frozen=True)
+class Requeue:
+    """What a PodsReady timeout does to a Workload: requeued with ``state`` (``requeueState``),
+    or deactivated (``state`` None) past the limit."""
+
+    state: dict[str, Any] | None
+
+    @property
+    def deactivated(self) -> bool:
+        return self.state is None
+
+
+def requeue_after_timeout(workload: Mapping[str, Any], settings: WaitForPodsReady, *, now: datetime) -> Requeue:
+    """The requeue of a Workload evicted by the PodsReady timeout now (Kueue's
+    ``triggerDeactivationOrBackoffRequeue``)."""
+    state = (workload.get("status") or {}).get("requeueState") or {}
+    count = _int(state.get("count")) + 1
+    if settings.backoff_limit_count is not None and count > settings.backoff_limit_count:
+        return Requeue(None)
+    wait = backoff_seconds(count, base=settings.backoff_base_seconds, maximum=settings.backoff_max_seconds)
+    return Requeue({"count": count, "requeueAt": format_time(now + timedelta(seconds=wait))})
+
+
+def requeue_at(workload: Mapping[str, Any]) -> datetime | None:
+    """When an active Workload held out of its queue by ``Requeued=False`` may be queued again:
+    ``requeueAt`` after a PodsReady timeout, at once after a deactivation (it is active again);
+    None when it is not held."""
+    requeued = _condition(workload, kueue.COND_REQUEUED)
+    if requeued is None or requeued.get("status") != "False":
+        return None
+    if requeued.get("reason") == kueue.REASON_REQUEUING_LIMIT_EXCEEDED:
+        return datetime.min.replace(tzinfo=UTC)
+    if requeued.get("reason") != kueue.REASON_PODS_READY_TIMEOUT:
+        return None
+    state = (workload.get("status") or {}).get("requeueState") or {}
+    return _time(state.get("requeueAt")) or datetime.min.replace(tzinfo=UTC)
+
+
+def is_active(workload: Mapping[str, Any]) -> bool:
+    """Whether a Workload takes part in admission (``spec.active``, default true)."""
+    return (workload.get("spec") or {}).get("active") is not False

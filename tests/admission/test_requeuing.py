@@ -1,0 +1,134 @@
+"""Kueue's waitForPodsReady and requeuing backoff, table-driven: the backoff after the n-th
+eviction, the requeueState it writes, when an admitted Workload times out, whose pods are
+ready, and when a Workload held by ``Requeued=False`` may be queued again."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from controlplane.admission.requeuing import (
+    WaitForPodsReady,
+    backoff_seconds,
+    is_active,
+    pods_ready,
+    ready_deadline,
+    requeue_after_timeout,
+    requeue_at,
+)
+
+NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+KUEUE_DEFAULTS = WaitForPodsReady(timeout_seconds=300)
+
+
+@pytest.mark.parametrize(
+    ("count", "expected"),
+    # Kueue's documented sequence with backoffBaseSeconds 60 and backoffMaxSeconds 3600.
+    [(1, 60), (2, 120), (3, 240), (4, 480), (5, 960), (6, 1920), (7, 3600), (8, 3600), (1000, 3600), (0, 0)],
+)
+def test_backoff_doubles_from_the_base_up_to_the_max(count: int, expected: int) -> None:
+    assert backoff_seconds(count, base=60, maximum=3600) == expected
+
+
+def workload(**status: Any) -> dict[str, Any]:
+    return {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "Workload", "metadata": {"name": "job-a", "namespace": "ml"},
+            "spec": {"queueName": "q"}, "status": status}
+
+
+@pytest.mark.parametrize(
+    ("previous", "settings", "expected"),
+    [
+        (None, KUEUE_DEFAULTS, {"count": 1, "requeueAt": "2026-01-01T12:01:00Z"}),
+        ({"count": 2}, KUEUE_DEFAULTS, {"count": 3, "requeueAt": "2026-01-01T12:04:00Z"}),
+        ({"count": 9, "requeueAt": "2026-01-01T11:00:00Z"}, KUEUE_DEFAULTS, {"count": 10, "requeueAt": "2026-01-01T13:00:00Z"}),
+        ({"count": 1}, WaitForPodsReady(timeout_seconds=1, backoff_base_seconds=5, backoff_max_seconds=7),
+         {"count": 2, "requeueAt": "2026-01-01T12:00:07Z"}),
+        # Past backoffLimitCount: deactivated, no requeueState.
+        ({"count": 2}, WaitForPodsReady(timeout_seconds=300, backoff_limit_count=2), None),
+        (None, WaitForPodsReady(timeout_seconds=300, backoff_limit_count=0), None),
+    ],
+)
+def test_requeue_state_after_a_pods_ready_timeout(
+    previous: dict[str, Any] | None, settings: WaitForPodsReady, expected: dict[str, Any] | None
+) -> None:
+    requeue = requeue_after_timeout(workload(requeueState=previous) if previous else workload(), settings, now=NOW)
+    assert requeue.state == expected
+    assert requeue.deactivated is (expected is None)
+
+
+ADMISSION = {"clusterQueue": "cq", "podSetAssignments": []}
+
+
+def cond(ctype: str, status: str, at: datetime, reason: str = "") -> dict[str, Any]:
+    return {"type": ctype, "status": status, "reason": reason, "message": "",
+            "lastTransitionTime": at.strftime("%Y-%m-%dT%H:%M:%SZ")}
+
+
+ADMITTED_AT = NOW - timedelta(seconds=100)
+
+
+@pytest.mark.parametrize(
+    ("wl", "settings", "expected"),
+    [
+        # Counting from the admission ...
+        (workload(admission=ADMISSION, conditions=[cond("Admitted", "True", ADMITTED_AT)]), KUEUE_DEFAULTS,
+         ADMITTED_AT + timedelta(seconds=300)),
+        (workload(admission=ADMISSION, conditions=[cond("Admitted", "True", ADMITTED_AT),
+                                                   cond("PodsReady", "False", ADMITTED_AT - timedelta(seconds=50))]),
+         KUEUE_DEFAULTS, ADMITTED_AT + timedelta(seconds=300)),
+        # ... or from when its pods stopped being ready, if later.
+        (workload(admission=ADMISSION, conditions=[cond("Admitted", "True", ADMITTED_AT),
+                                                   cond("PodsReady", "False", NOW)]),
+         KUEUE_DEFAULTS, NOW + timedelta(seconds=300)),
+        # Not counting: its pods are ready, it is not admitted, the check is off.
+        (workload(admission=ADMISSION, conditions=[cond("Admitted", "True", ADMITTED_AT), cond("PodsReady", "True", NOW)]),
+         KUEUE_DEFAULTS, None),
+        (workload(conditions=[cond("Admitted", "False", ADMITTED_AT)]), KUEUE_DEFAULTS, None),
+        (workload(admission=ADMISSION, conditions=[cond("Admitted", "True", ADMITTED_AT)]), WaitForPodsReady(), None),
+    ],
+)
+def test_when_an_admitted_workload_times_out(wl: dict[str, Any], settings: WaitForPodsReady, expected: datetime | None) -> None:
+    assert ready_deadline(wl, settings) == expected
+
+
+@pytest.mark.parametrize(
+    ("obj", "expected"),
+    [
+        ({"apiVersion": "batch/v1", "kind": "Job", "spec": {"parallelism": 4}, "status": {"ready": 3}}, False),
+        ({"apiVersion": "batch/v1", "kind": "Job", "spec": {"parallelism": 4}, "status": {"ready": 3, "succeeded": 1}}, True),
+        ({"apiVersion": "batch/v1", "kind": "Job", "spec": {"parallelism": 4, "completions": 2}, "status": {"ready": 2}}, True),
+        ({"apiVersion": "batch/v1", "kind": "Job", "spec": {}, "status": {}}, False),
+        ({"apiVersion": "apps/v1", "kind": "Deployment", "spec": {"replicas": 2}, "status": {"readyReplicas": 2}}, True),
+        ({"apiVersion": "apps/v1", "kind": "StatefulSet", "spec": {"replicas": 2}, "status": {"readyReplicas": 1}}, False),
+        ({"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "spec": {}, "status": {}}, None),
+    ],
+)
+def test_pods_ready_from_the_workloads_status(obj: dict[str, Any], expected: bool | None) -> None:
+    assert pods_ready(obj) is expected
+
+
+@pytest.mark.parametrize(
+    ("wl", "expected"),
+    [
+        (workload(requeueState={"count": 1, "requeueAt": "2026-01-01T12:01:00Z"},
+                  conditions=[cond("Requeued", "False", NOW, "PodsReadyTimeout")]), NOW + timedelta(minutes=1)),
+        (workload(requeueState={"count": 1}, conditions=[cond("Requeued", "False", NOW, "PodsReadyTimeout")]),
+         datetime.min.replace(tzinfo=UTC)),
+        # Deactivated past the limit and active again: queued at once.
+        (workload(conditions=[cond("Requeued", "False", NOW, "InactiveWorkloadRequeuingLimitExceeded")]),
+         datetime.min.replace(tzinfo=UTC)),
+        # A preempted workload is requeued at once (Requeued=True); the backoff is over.
+        (workload(conditions=[cond("Requeued", "True", NOW, "Preempted")]), None),
+        (workload(requeueState={"count": 1}, conditions=[cond("Requeued", "True", NOW, "BackoffFinished")]), None),
+        (workload(), None),
+    ],
+)
+def test_when_a_held_workload_is_queued_again(wl: dict[str, Any], expected: datetime | None) -> None:
+    assert requeue_at(wl) == expected
+
+
+@pytest.mark.parametrize(("spec", "expected"), [({}, True), ({"active": True}, True), ({"active": False}, False)])
+def test_inactive_workloads_take_no_part(spec: dict[str, Any], expected: bool) -> None:
+    assert is_active({"spec": spec}) is expected

@@ -1,0 +1,120 @@
+"""Kueue's waitForPodsReady at the hub: an admitted Job whose pods never become ready is evicted
+after the timeout (its Job suspended again, its Works gone), waits out the requeuing backoff
+(``Requeued=False``, ``requeueState``), is admitted again (``Requeued=True``, BackoffFinished),
+and past the requeuing limit is deactivated; made active again, it is queued at once.
+
+The hub runs with a 1 s timeout and a 2 s backoff (its flags; Kueue's defaults are 300 s and 60 s),
+and no member runs the Job's pods, so they never become ready.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from controlplane.admission.metrics import QueueMetrics
+from controlplane.admission.requeuing import WaitForPodsReady
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.controllers.manager import ControllerManager
+
+from .conftest import FAST
+from .fleet import eventually, node_shape, propagation_policy, put_cluster, settled
+from .test_admission import KUEUE, PLACEMENT, condition, create, get, kueue_obj, team_queue
+from .test_admission_preemption import job, works_of
+
+SETTINGS = replace(FAST, wait_for_pods_ready=WaitForPodsReady(
+    timeout_seconds=1, backoff_base_seconds=2, backoff_max_seconds=2, backoff_limit_count=1,
+))
+
+
+@pytest.fixture
+async def slow_manager(objects: ObjectStore, registry: CollectorRegistry) -> AsyncIterator[ControllerManager]:
+    async with ControllerManager(objects, settings=SETTINGS, queue_metrics=QueueMetrics(registry)) as running:
+        yield running
+
+
+async def workload(objects: ObjectStore) -> dict[str, Any]:
+    return await get(objects, KUEUE, "Workload", "job-slow") or {"spec": {}, "status": {}}
+
+
+async def test_a_job_whose_pods_never_get_ready_is_requeued_with_backoff_then_deactivated(
+    objects: ObjectStore, slow_manager: ControllerManager, registry: CollectorRegistry
+) -> None:
+    await put_cluster(objects, "onprem", node_shape(2, gpus=8), labels={"gpufed.io/pool": "onprem"}, pods=[])
+    await create(objects, kueue_obj("ResourceFlavor", "onprem", spec={"nodeLabels": {"gpufed.io/pool": "onprem"}}))
+    await create(objects, team_queue("team-a", 8))
+    await create(objects, kueue_obj("LocalQueue", "team-a", "default", spec={"clusterQueue": "team-a"}))
+    await create(objects, propagation_policy("jobs", kind="Job", api_version="batch/v1", placement=PLACEMENT))
+    await settled(slow_manager)
+    await create(objects, job("slow", "team-a"))
+
+    async def evicted_by_timeout() -> dict[str, Any] | None:
+        wl = await workload(objects)
+        return wl if condition(wl, "Evicted").get("reason") == "PodsReadyTimeout" and condition(wl, "Evicted")["status"] == "True" else None
+
+    wl = await eventually(evicted_by_timeout, what="the first PodsReady timeout")
+    assert wl["status"]["requeueState"]["count"] == 1 and wl["status"]["requeueState"]["requeueAt"]
+    assert "admission" not in wl["status"]
+    evicted = condition(wl, "Evicted")
+    assert evicted["message"] == "Exceeded the PodsReady timeout default/job-slow"
+    requeued = condition(wl, "Requeued")
+    assert (requeued["status"], requeued["reason"]) == ("False", "PodsReadyTimeout")
+    assert (condition(wl, "QuotaReserved")["status"], condition(wl, "QuotaReserved")["reason"]) == ("False", "Pending")
+    assert condition(wl, "PodsReady")["reason"] == "WaitForStart"
+
+    async def explained() -> str | None:
+        hub_job = await get(objects, "batch/v1", "Job", "slow")
+        message = str(condition(hub_job, "Propagated").get("message", ""))
+        return message if "PodsReady timeout(s))" in message else None
+
+    message = await eventually(explained, what="the Job's Propagated condition naming the backoff")
+    assert message.startswith("evicted: Exceeded the PodsReady timeout default/job-slow")
+    assert f"requeued at {wl['status']['requeueState']['requeueAt']} (backoff after 1 PodsReady timeout(s))" in message
+
+    # After the backoff it is queued and admitted again; the count stays, the time goes.
+    async def readmitted() -> dict[str, Any] | None:
+        wl = await workload(objects)
+        return wl if condition(wl, "Admitted").get("status") == "True" else None
+
+    wl = await eventually(readmitted, what="admitted again after the backoff")
+    requeued = condition(wl, "Requeued")
+    assert (requeued["status"], requeued["reason"]) == ("True", "BackoffFinished")
+    assert wl["status"]["requeueState"] == {"count": 1}
+    assert condition(wl, "Evicted")["message"].startswith("Previously: Exceeded the PodsReady timeout")
+
+    # The second timeout is past backoffLimitCount (1): deactivated, not requeued.
+    async def deactivated() -> dict[str, Any] | None:
+        wl = await workload(objects)
+        return wl if wl["spec"].get("active") is False and condition(wl, "Evicted").get("status") == "True" else None
+
+    wl = await eventually(deactivated, what="deactivated past the requeuing limit")
+    evicted = condition(wl, "Evicted")
+    assert evicted["reason"] == "InactiveWorkloadRequeuingLimitExceeded"
+    assert "exceeding the maximum number of re-queuing retries" in evicted["message"]
+    assert "requeueState" not in wl["status"] and "admission" not in wl["status"]
+
+    async def stopped() -> dict[str, Any] | None:
+        hub_job = await get(objects, "batch/v1", "Job", "slow")
+        return hub_job if hub_job and hub_job["spec"]["suspend"] is True and not await works_of(objects, "slow") else None
+
+    await eventually(stopped, what="the Job suspended at the hub and its Works gone")
+    await settled(slow_manager)
+    wl = await workload(objects)
+    assert condition(wl, "Admitted")["status"] == "False" and wl["spec"]["active"] is False
+    events = (await objects.list(objects.registry.require("v1", "Event"), namespace="default")).items
+    reasons = [e["reason"] for e in events if e["involvedObject"]["name"] == "job-slow"]
+    assert "EvictedDueToPodsReadyTimeout" in reasons and "EvictedDueToInactiveWorkloadRequeuingLimitExceeded" in reasons
+    evictions = "kueue_evicted_workloads_total"
+    assert registry.get_sample_value(evictions, {"cluster_queue": "team-a", "reason": "PodsReadyTimeout"}) == 1
+    assert registry.get_sample_value(
+        evictions, {"cluster_queue": "team-a", "reason": "InactiveWorkloadRequeuingLimitExceeded"}) == 1
+
+    # Made active again (as a Kueue user does), it is queued at once.
+    wl["spec"]["active"] = True
+    await objects.update(objects.registry.require(KUEUE, "Workload"), wl)
+    wl = await eventually(readmitted, what="admitted again once active")
+    assert (condition(wl, "Requeued")["status"], condition(wl, "Requeued")["reason"]) == ("True", "Reactivated")
