@@ -41,7 +41,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from bench.bench_e2e_apply import WATCH_TIMEOUT, WORKS, Hub
+from bench.hubdriving import WATCH_TIMEOUT, WORKS, Hub
 from bench.bench_watch import work
 from bench.common import latency_summary, percentile
 
