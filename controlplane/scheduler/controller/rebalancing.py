@@ -209,11 +209,11 @@ class TierReturns:
             "started": format_time(now),
         }
         marked = _with_annotations(binding, rebalance=json.dumps(record, sort_keys=True))
-        log.info("binding %s: starting: %s", request.key, move.describe())
         await write_decision(
             self.ctx, self.keeper, marked, surged, result, moved={}, previous=previous,
             why=f"adding {move.replicas} replica(s) in {move.target} before removing as many from {move.source}",
         )
+        log.info("binding %s: started: %s", request.key, move.describe())  # once the surge is stored
         return READY_POLL_SECONDS
 
     async def _abandon(
