@@ -355,9 +355,9 @@ class SchedulerController:
         previous = dict(request.previous)
         if requested_after_last_decision(spec, status):
             # A WorkloadRebalancer asked for a fresh placement: decided as if it ran nowhere
-            # (a running gang stays whole where it runs: it never moves mid-run).
+            # (a running gang stays whole where it runs: it moves only between runs).
             why = FRESH_PLACEMENT
-            if not request.gang:
+            if not request.gang or self.returns.between_runs(binding):
                 request = replace(request, previous={})
         elif status.get("observedGeneration") != generation or scheduled is None:
             why = "spec changed"

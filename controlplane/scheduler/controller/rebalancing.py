@@ -45,19 +45,26 @@ from controlplane.controllers.context import INDEX_BINDING, ControllerContext
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.status import main_manifest
 from controlplane.controllers.works import cluster_of_namespace
-from controlplane.scheduler.controller.reading import unschedulable_pods, workload_of
+from controlplane.interpreter import interpreter_for
+from controlplane.scheduler.controller.reading import binding_key, unschedulable_pods, workload_of
 from controlplane.scheduler.controller.reserving import ReservationKeeper
 from controlplane.scheduler.controller.writing import write_decision
 from controlplane.scheduler.core.cache import SchedulerCache
-from controlplane.scheduler.core.deciding import schedule
 from controlplane.scheduler.core.framework import BindingRequest
 from controlplane.scheduler.core.outcome import ScheduleResult
+from controlplane.scheduler.core.preferring import (
+    fell_back,
+    pinned_decision,
+    preference_unmet,
+    states_preference,
+)
 from controlplane.scheduler.core.returning import (
     ANNOTATION_ABANDONED,
     ANNOTATION_MOVES,
     ANNOTATION_REBALANCE,
     MOVES_KEPT,
     Move,
+    propose_gang_move,
     propose_return,
     return_order,
     return_settings,
@@ -78,7 +85,10 @@ def in_progress(binding: Mapping[str, Any]) -> Move | None:
     raw = ((binding.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_REBALANCE)
     try:
         data = json.loads(raw) if raw else {}
-        return Move(str(data["source"]), str(data["target"]), int(data["replicas"]), float(data["savingPerHour"]))
+        return Move(
+            str(data["source"]), str(data["target"]), int(data["replicas"]), float(data["savingPerHour"]),
+            why=str(data.get("why") or ""),
+        )
     except (ValueError, TypeError, KeyError, AttributeError):
         return None
 
@@ -138,20 +148,40 @@ class TierReturns:
         self.candidates: set[BindingKey] = set()
 
     def eligible(self, binding: Mapping[str, Any], request: BindingRequest) -> bool:
+        """Whether the binding may move on its own: a Deployment, ReplicaSet or StatefulSet divided by
+        tiered overflow or by a policy that states a preference (``preferring.py``), or a gang whose
+        interpreter tells when it is between runs (it moves whole, then only)."""
         resource = (binding.get("spec") or {}).get("resource") or {}
-        return (
-            request.strategy is DivisionStrategy.TIERED_OVERFLOW
-            and not request.gang
-            and (str(resource.get("apiVersion")), str(resource.get("kind"))) in MOVABLE_KINDS
+        kind = (str(resource.get("apiVersion")), str(resource.get("kind")))
+        if request.gang:
+            return interpreter_for(*kind) is not None
+        return kind in MOVABLE_KINDS and (
+            request.strategy is DivisionStrategy.TIERED_OVERFLOW or states_preference(request)
         )
 
     def has_burst(
         self, request: BindingRequest, result: ScheduleResult, snapshots: Mapping[str, ClusterSnapshot]
     ) -> bool:
-        """Whether the decision runs replicas outside the cheapest cluster the policy ranks (a
+        """Whether the decision runs replicas outside the placement the policy prefers: outside the
+        cheapest cluster it ranks, under a later affinity term, or off the static weights (a
         placement that runs nothing, such as a request that never fits, has none to bring back)."""
         placed = {str(c["name"]): int(c["replicas"]) for c in result.target_clusters()}
-        return returnable(placed, self._order(request, snapshots)) > 0
+        return self._unmet(request, placed, snapshots, affinity_name=result.affinity_name)
+
+    def _unmet(
+        self,
+        request: BindingRequest,
+        placed: Mapping[str, int],
+        snapshots: Mapping[str, ClusterSnapshot],
+        *,
+        affinity_name: str | None,
+    ) -> bool:
+        ranked = request.strategy is DivisionStrategy.TIERED_OVERFLOW or request.gang
+        if ranked and returnable(placed, self._order(request, snapshots)) > 0:
+            return True
+        if request.gang:
+            return fell_back(replace(request, previous_affinity_name=affinity_name))
+        return preference_unmet(request, placed, list(snapshots.values()), affinity_name=affinity_name)
 
     async def step(
         self, binding: dict[str, Any], request: BindingRequest, snapshots: Mapping[str, ClusterSnapshot]
@@ -163,8 +193,11 @@ class TierReturns:
         move = in_progress(binding)
         if move is not None:
             return await self._finish(binding, request, snapshots, move)
-        if returnable(request.previous, self._order(request, snapshots)):
-            self.candidates.add(key)
+        if not self._unmet(request, request.previous, snapshots, affinity_name=request.previous_affinity_name):
+            return None
+        self.candidates.add(key)
+        if request.gang:
+            return await self._move_gang(binding, request, snapshots)
         return await self._start(binding, request, snapshots)
 
     def _order(self, request: BindingRequest, snapshots: Mapping[str, ClusterSnapshot]) -> dict[str, tuple[int, float]]:
@@ -174,11 +207,7 @@ class TierReturns:
         self, binding: dict[str, Any], request: BindingRequest, snapshots: Mapping[str, ClusterSnapshot]
     ) -> float | None:
         previous = dict(request.previous)
-        if (
-            not return_settings(request.placement).enabled
-            or sum(previous.values()) != request.replicas
-            or not returnable(previous, self._order(request, snapshots))
-        ):
+        if not return_settings(request.placement).enabled or sum(previous.values()) != request.replicas:
             return None
         ready = self.ready_by_cluster(binding)
         if any(ready.get(name, 0) < n for name, n in previous.items()):
@@ -192,13 +221,15 @@ class TierReturns:
             log.debug("binding %s: no return to a cheaper tier: %s", request.key, plan.reason)
             return plan.wait_seconds
         move = plan.move
-        keep = {name: f"keeps its replicas while {move.replicas} move to {move.target}" for name in snapshots if name != move.target}
-        surged = replace(request, replicas=request.replicas + move.replicas, keep_only={**request.keep_only, **keep})
-        result = schedule(surged, ordered, reservations=self.keeper.reservations, now=now, cache=self.cache)
         wanted = {**previous, move.target: previous.get(move.target, 0) + move.replicas}
-        if dict(result.clusters) != wanted or not result.condition.status:
+        result = pinned_decision(
+            request, ordered, wanted, why=f"keeps its replicas while {move.replicas} move to {move.target}",
+            reservations=self.keeper.reservations, now=now, cache=self.cache,
+        )
+        if result is None:
             log.info("binding %s: the move %s no longer fits; not started", request.key, move.describe())
             return None
+        surged = replace(request, replicas=request.replicas + move.replicas)
         record = {
             "source": move.source,
             "target": move.target,
@@ -207,6 +238,7 @@ class TierReturns:
             "targetReady": wanted[move.target],
             "replicasBefore": request.replicas,
             "started": format_time(now),
+            **({"why": move.why} if move.why else {}),
         }
         marked = _with_annotations(binding, rebalance=json.dumps(record, sort_keys=True))
         await write_decision(
@@ -235,19 +267,60 @@ class TierReturns:
             f"abandoned moving {move.replicas} replica(s) {move.source} \u2192 {move.target}: {why}; "
             "the added replicas were removed"
         )
-        keep = {name: f"keeps its replicas: {text}" for name in (snapshot.name for snapshot in ordered)}
-        undo = replace(request, previous=wanted, keep_only={**request.keep_only, **keep})
-        result = schedule(undo, ordered, reservations=self.keeper.reservations, now=now, cache=self.cache)
+        result = pinned_decision(
+            request, ordered, wanted, why=f"keeps its replicas: {text}",
+            reservations=self.keeper.reservations, now=now, cache=self.cache,
+        )
         cleared = _with_annotations(binding, rebalance=None, abandoned=format_time(now))
-        if dict(result.clusters) != wanted:
-            log.info("binding %s: %s; the fleet changed, the next decision judges", request.key, text)
+        if result is None:  # removing replicas needs no room: not expected
             await self.ctx.objects.update(self.ctx.binding_rt, cleared)
         else:
-            log.info("binding %s: %s", request.key, text)
-            await write_decision(self.ctx, self.keeper, cleared, undo, result, moved={}, previous=dict(previous), why=text)
+            await write_decision(self.ctx, self.keeper, cleared, request, result, moved={}, previous=dict(previous), why=text)
+        log.info("binding %s: %s", request.key, text)
         workload = workload_of(self.ctx, binding)
         if workload is not None:
             await record_event(self.ctx, workload, type=EventType.WARNING, reason=EventReason.MOVE_ABANDONED, message=text)
+
+    def between_runs(self, binding: Mapping[str, Any]) -> bool:
+        """Whether every member the gang is placed in reports it between runs (no status yet: not
+        started), as the kind's interpreter reads the member's status (``between_runs``)."""
+        resource = (binding.get("spec") or {}).get("resource") or {}
+        interpreter = interpreter_for(str(resource.get("apiVersion")), str(resource.get("kind")))
+        if interpreter is None:
+            return False
+        statuses = {
+            cluster: (main_manifest(work, resource) or {}).get("status")
+            for work in self.ctx.works.by_index(INDEX_BINDING, binding_key(binding))
+            if (cluster := cluster_of_namespace(str(work["metadata"].get("namespace") or ""))) is not None
+        }
+        placed = [str(c.get("name")) for c in (binding.get("spec") or {}).get("clusters") or ()]
+        return bool(placed) and all(interpreter.between_runs(statuses.get(name)) for name in placed)
+
+    async def _move_gang(
+        self, binding: dict[str, Any], request: BindingRequest, snapshots: Mapping[str, ClusterSnapshot]
+    ) -> float | None:
+        """Move a gang whole, in one step, while it is between runs (nothing of it runs, so there
+        are no ready replicas to keep); never mid-run."""
+        if not self.between_runs(binding):
+            return None
+        ordered = [snapshots[name] for name in sorted(snapshots)]
+        now = self.ctx.now()
+        plan = propose_gang_move(
+            request, ordered, last_move=last_move(binding), now=now, reservations=self.keeper.reservations, cache=self.cache
+        )
+        move = plan.move
+        if move is None:
+            log.debug("binding %s: the gang stays: %s", request.key, plan.reason)
+            return plan.wait_seconds
+        text = move.describe()
+        result = pinned_decision(
+            request, ordered, {move.target: request.replicas}, why=text,
+            reservations=self.keeper.reservations, now=now, cache=self.cache,
+        )
+        if result is None:
+            return None
+        await self._record_move(binding, request, result, move, now=now)
+        return None
 
     def ready_by_cluster(self, binding: Mapping[str, Any]) -> dict[str, int]:
         """Per cluster, the ready replicas its member reports for the binding's workload (-1 while
@@ -290,15 +363,22 @@ class TierReturns:
             )
             await self._abandon(binding, request, ordered, move, previous, why=why, now=now)
             return None
-        result = schedule(request, ordered, reservations=self.keeper.reservations, now=now, cache=self.cache)
         wanted = {**previous, move.source: previous.get(move.source, 0) - move.replicas}
         wanted = {name: n for name, n in wanted.items() if n > 0}
-        if dict(result.clusters) != wanted:
-            # Tiered overflow shrinks the most expensive cluster first; anything else means the
-            # fleet changed under the move: leave the replicas as they are and let the next decision judge.
-            log.info("binding %s: the shrink of %s decided %s; abandoned", request.key, move.describe(), dict(result.clusters))
+        text = move.describe()
+        result = pinned_decision(
+            request, ordered, wanted, why=text, reservations=self.keeper.reservations, now=now, cache=self.cache
+        )
+        if result is None:  # removing replicas needs no room: not expected
             await self.ctx.objects.update(self.ctx.binding_rt, _with_annotations(binding, rebalance=None))
             return None
+        await self._record_move(binding, request, result, move, now=now)
+        return None
+
+    async def _record_move(
+        self, binding: dict[str, Any], request: BindingRequest, result: ScheduleResult, move: Move, *, now: datetime
+    ) -> None:
+        """Write the decision that ends ``move``, append it to the binding's moves and say so in an Event."""
         text = move.describe()
         record = {
             "time": format_time(now),
@@ -311,9 +391,10 @@ class TierReturns:
         }
         history = json.dumps([*moves_done(binding), record][-MOVES_KEPT:], sort_keys=True)
         done = _with_annotations(binding, rebalance=None, moves=history)
-        await write_decision(self.ctx, self.keeper, done, request, result, moved={}, previous=previous, why=text)
+        await write_decision(
+            self.ctx, self.keeper, done, request, result, moved={}, previous=dict(request.previous), why=text
+        )
         log.info("binding %s: %s", request.key, text)
         workload = workload_of(self.ctx, binding)
         if workload is not None:
             await record_event(self.ctx, workload, type=EventType.NORMAL, reason=EventReason.REPLICAS_MOVED, message=text)
-        return None
