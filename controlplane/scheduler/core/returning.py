@@ -286,6 +286,8 @@ def propose_return(
         )
         if plan.move is not None or request.strategy is not DivisionStrategy.TIERED_OVERFLOW:
             return plan
+    elif request.strategy is not DivisionStrategy.TIERED_OVERFLOW:
+        return ReturnPlan(None, f"a {request.strategy} division states no preference a move could meet better")
     priced = return_prices(request, snapshots)
     order = _ranks(priced, request.placement, snapshots)
     previous = dict(request.previous)
