@@ -29,16 +29,16 @@ def later(seconds: float) -> str:
     return format_time(datetime.now(UTC) + timedelta(seconds=seconds))
 
 
-async def binding_of(objects: ObjectStore, workload: str) -> dict[str, Any] | None:
+async def binding_of(objects: ObjectStore, workload: str, *, kind: str = "deployment") -> dict[str, Any] | None:
     rt = objects.registry.require(WORK_API, "ResourceBinding")
     try:
-        return await objects.get(rt, namespace="default", name=f"{workload}-deployment")
+        return await objects.get(rt, namespace="default", name=f"{workload}-{kind}")
     except errors.NotFound:
         return None
 
 
-async def placed(objects: ObjectStore, workload: str) -> dict[str, int] | None:
-    binding = await binding_of(objects, workload)
+async def placed(objects: ObjectStore, workload: str, *, kind: str = "deployment") -> dict[str, int] | None:
+    binding = await binding_of(objects, workload, kind=kind)
     clusters = ((binding or {}).get("spec") or {}).get("clusters")
     return {t["name"]: t["replicas"] for t in clusters} if clusters else None
 

@@ -392,7 +392,8 @@ class TierReturns:
         history = json.dumps([*moves_done(binding), record][-MOVES_KEPT:], sort_keys=True)
         done = _with_annotations(binding, rebalance=None, moves=history)
         await write_decision(
-            self.ctx, self.keeper, done, request, result, moved={}, previous=dict(request.previous), why=text
+            self.ctx, self.keeper, done, request, result, moved={}, previous=dict(request.previous), why=text,
+            announced=True,
         )
         log.info("binding %s: %s", request.key, text)
         workload = workload_of(self.ctx, binding)
