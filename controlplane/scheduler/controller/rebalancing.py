@@ -64,6 +64,7 @@ from controlplane.scheduler.core.returning import (
     ANNOTATION_REBALANCE,
     MOVES_KEPT,
     Move,
+    gpus_per_replica,
     propose_gang_move,
     propose_return,
     return_order,
@@ -386,7 +387,7 @@ class TierReturns:
             "source": move.source,
             "target": move.target,
             "replicas": move.replicas,
-            "gpusPerReplica": float(sum(request.requirements.gpu_resources.values())),
+            "gpusPerReplica": gpus_per_replica(request),
             "savingPerHour": move.saving_per_hour,
         }
         history = json.dumps([*moves_done(binding), record][-MOVES_KEPT:], sort_keys=True)

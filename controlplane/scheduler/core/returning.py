@@ -132,6 +132,14 @@ class ReturnPlan:
     wait_seconds: float | None = None
 
 
+def gpus_per_replica(request: BindingRequest) -> float:
+    """The GPUs one replica holds, on average over a gang's roles (its master often has none)."""
+    components = request.gang_components()
+    pods = sum(c.replicas for c in components)
+    gpus = sum(c.replicas * sum(c.requirements.gpu_resources.values()) for c in components)
+    return float(gpus) / pods if pods else 0.0
+
+
 def surge_time_left(started: datetime | None, now: datetime, settings: ReturnSettings) -> float:
     """Seconds the move started at ``started`` may still wait for its added replicas to be ready
     (``surgeTimeoutSeconds``); at or below 0 it is abandoned. A move with no start time recorded
@@ -375,7 +383,7 @@ def propose_gang_move(
     order = _ranks(priced, request.placement, snapshots)
     if not earlier_term and not (source in order and target in order and order[target] < order[source]):
         return ReturnPlan(None, f"{target} holds the gang now but ranks no better than {source}")
-    gpus = sum(c.replicas * sum(c.requirements.gpu_resources.values()) for c in request.gang_components())
+    gpus = gpus_per_replica(request) * request.replicas
     saving = round(gpus * (priced.get(source, (0, 0.0))[1] - priced.get(target, (0, 0.0))[1]), 2)
     why = f"the gang, between runs, back to clusterAffinities term {fresh.affinity_name}" if earlier_term else (
         "the gang, between runs"
