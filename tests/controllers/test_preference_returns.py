@@ -11,9 +11,18 @@ from controlplane.apiserver import errors
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
 
-from .fleet import A100, deployment, eventually, node_shape, propagation_policy, put_cluster, settled
+from .fleet import A100, eventually, node_shape, propagation_policy, put_cluster, settled
 from .test_failover_loop import pytorchjob
-from .test_tier_return_loop import WORK_API, binding_of, events_of, later, placed, placed_as, report_ready
+from .test_tier_return_loop import (
+    WORK_API,
+    binding_of,
+    burst_then_free,
+    events_of,
+    later,
+    placed,
+    placed_as,
+    report_ready,
+)
 
 REBALANCE = {"minMoveIntervalSeconds": 0, "maxSurge": "50%"}
 TERMS = [{"affinityName": "home", "clusterNames": ["onprem"]}, {"affinityName": "burst", "clusterNames": ["cloud"]}]
@@ -21,25 +30,10 @@ WEIGHTS = {"staticWeightList": [{"targetCluster": {"clusterNames": ["onprem"]}, 
                                 {"targetCluster": {"clusterNames": ["cloud"]}, "weight": 1}]}
 
 
-async def cloud_only_then_onprem_frees(objects: ObjectStore, manager: ControllerManager, placement: dict[str, Any]) -> None:
-    """web (4 one-GPU replicas) lands whole in the cloud while on-prem is full, runs ready; then
-    on-prem reports 4 free GPUs."""
-    await put_cluster(objects, "onprem", node_shape(1, gpus=0), pricing={A100: 1.2}, pods=[])
-    await put_cluster(objects, "cloud", node_shape(1, gpus=8), provider="aws", pricing={A100: 4.1}, pods=[])
-    await settled(manager)
-    rt = objects.registry.require("policy.gpufed.io/v1alpha1", "PropagationPolicy")
-    await objects.create(rt, propagation_policy("prefers", placement=placement))
-    await objects.create(objects.registry.require("apps/v1", "Deployment"), deployment("web", replicas=4))
-    assert await eventually(lambda: placed(objects, "web"), what="web placed") == {"cloud": 4}
-    await report_ready(objects, "cloud", "web", 4)
-    await settled(manager)
-    await put_cluster(objects, "onprem", node_shape(1, gpus=4), pricing={A100: 1.2}, report_time=later(30), pods=[])
-
-
 async def test_a_later_affinity_term_comes_back_to_the_first(objects: ObjectStore, manager: ControllerManager) -> None:
     placement = {"clusterAffinities": TERMS,
                  "replicaScheduling": {"replicaSchedulingType": "Divided", "rebalance": REBALANCE}}
-    await cloud_only_then_onprem_frees(objects, manager, placement)
+    await burst_then_free(objects, manager, placement=placement)
     binding = await binding_of(objects, "web")
     assert binding is not None and binding["status"]["schedulerObservingAffinityName"] == "burst"
 
@@ -66,7 +60,7 @@ async def test_static_weights_cut_short_by_a_full_cluster_are_restored(
 ) -> None:
     placement = {"replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted",
                                        "weightPreference": WEIGHTS, "rebalance": REBALANCE}}
-    await cloud_only_then_onprem_frees(objects, manager, placement)
+    await burst_then_free(objects, manager, placement=placement)
     await eventually(placed_as(objects, {"cloud": 4, "onprem": 2}), what="2 replicas added on-prem")
     await report_ready(objects, "onprem", "web", 2)
     await eventually(placed_as(objects, {"cloud": 2, "onprem": 2}), what="the weights' division 1:1")
@@ -80,7 +74,7 @@ async def test_static_weights_cut_short_by_a_full_cluster_are_restored(
 async def test_automatic_moves_can_be_turned_off(objects: ObjectStore, manager: ControllerManager) -> None:
     placement = {"clusterAffinities": TERMS,
                  "replicaScheduling": {"replicaSchedulingType": "Divided", "rebalance": {"enabled": False}}}
-    await cloud_only_then_onprem_frees(objects, manager, placement)
+    await burst_then_free(objects, manager, placement=placement)
     await settled(manager)
     assert await placed(objects, "web") == {"cloud": 4}
 

@@ -1,5 +1,5 @@
 """Moves toward a policy's own preference (core/preferring.py) and gangs that move whole between
-runs (core/returning.py: propose_gang_move): which policies state one, what falls short of it,
+runs (core/returning.py: propose_return for a gang): which policies state one, what falls short of it,
 the step toward it, and the decisions that carry a step out."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from controlplane.scheduler.core.preferring import (
     states_preference,
 )
 from controlplane.scheduler.core.rescheduling import placement_broken
-from controlplane.scheduler.core.returning import Move, propose_gang_move, propose_return
+from controlplane.scheduler.core.returning import Move, propose_return
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 from policies.models import Placement
 
@@ -225,7 +225,7 @@ def test_a_gang_between_runs_moves_whole(
     place: Placement, observed: str | None, onprem_free: int, onprem_price: float, move: Move | None, reason: str | None
 ) -> None:
     asked = request(place, {"cloud": 4}, observed=observed, replicas=4, gang=True)
-    plan = propose_gang_move(asked, gang_fleet(onprem_free, onprem_price=onprem_price), last_move=None, now=NOW)
+    plan = propose_return(asked, gang_fleet(onprem_free, onprem_price=onprem_price), last_move=None, now=NOW)
     assert plan.move == move, plan.reason
     if reason is not None:
         assert reason in plan.reason

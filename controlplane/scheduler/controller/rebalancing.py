@@ -65,7 +65,6 @@ from controlplane.scheduler.core.returning import (
     MOVES_KEPT,
     Move,
     gpus_per_replica,
-    propose_gang_move,
     propose_return,
     return_order,
     return_settings,
@@ -306,7 +305,7 @@ class TierReturns:
             return None
         ordered = [snapshots[name] for name in sorted(snapshots)]
         now = self.ctx.now()
-        plan = propose_gang_move(
+        plan = propose_return(
             request, ordered, last_move=last_move(binding), now=now, reservations=self.keeper.reservations, cache=self.cache
         )
         move = plan.move

@@ -284,10 +284,13 @@ def propose_return(
     reservations and GPU shapes are judged exactly as in a decision. ``snapshots`` in a stable order.
 
     A binding that fell back to a later ``clusterAffinities`` term, or one divided by static
-    weights, moves toward its policy's preference first (:func:`propose_preferred`)."""
+    weights, moves toward its policy's preference first (:func:`propose_preferred`); a gang (asked
+    only between runs) moves whole (:func:`_propose_gang_move`)."""
     settings = return_settings(request.placement)
     if not settings.enabled:
         return ReturnPlan(None, "rebalancing is disabled by the policy")
+    if request.gang:
+        return _propose_gang_move(request, snapshots, settings, last_move=last_move, now=now, reservations=reservations, cache=cache)
     if states_preference(request) and (request.strategy is not DivisionStrategy.TIERED_OVERFLOW or fell_back(request)):
         plan = propose_preferred(
             request, snapshots, settings=settings, last_move=last_move, now=now, reservations=reservations, cache=cache
@@ -344,23 +347,21 @@ def propose_preferred(
     return _after_interval(move, settings, last_move=last_move, now=now)
 
 
-def propose_gang_move(
+def _propose_gang_move(
     request: BindingRequest,
     snapshots: Sequence[ClusterSnapshot],
+    settings: ReturnSettings,
     *,
     last_move: datetime | None,
     now: datetime,
-    reservations: Reservations | None = None,
-    cache: SchedulerCache | None = None,
+    reservations: Reservations | None,
+    cache: SchedulerCache | None,
 ) -> ReturnPlan:
     """Where a gang between runs (the controller asks only then) moves whole: the cluster a fresh
     decision picks, when it belongs to an earlier ``clusterAffinities`` term than the gang's, or
     ranks strictly better (tier, price band) and saves at least the policy's minimum; once the
     minimum interval since the last move has passed. The gang's own GPUs where it is placed count
     as taken, so a move needs room for the whole gang elsewhere."""
-    settings = return_settings(request.placement)
-    if not settings.enabled:
-        return ReturnPlan(None, "rebalancing is disabled by the policy")
     placed = [name for name, n in request.previous.items() if n > 0]
     if len(placed) != 1:
         return ReturnPlan(None, "the gang is not placed whole in one cluster")
