@@ -113,6 +113,13 @@ def test_which_placements_fall_short(
     assert preference_unmet(request(place, placed), placed, fleet(8), affinity_name=observed) is unmet
 
 
+def test_equal_weights_leave_out_clusters_that_could_never_run_a_replica() -> None:
+    snapshots = [*fleet(8), cluster("cpu-only", shape(2, product=None))]
+    placed = {"onprem": 4, "cloud": 4}
+    assert not preference_unmet(request(placement(), placed), placed, snapshots, affinity_name=None)
+    assert preference_unmet(request(placement(), {"cloud": 8}), {"cloud": 8}, snapshots, affinity_name=None)
+
+
 @pytest.mark.parametrize(
     ("place", "previous", "observed", "onprem_free", "move", "reason"),
     [

@@ -1,31 +1,38 @@
-"""Returning burst replicas to a cheaper tier: the two-phase move, driven through the binding.
+"""Moving replicas back to what their policy prefers: the two-phase move, driven through the binding.
 
-For a placed, settled binding divided by tiered overflow (a Deployment, ReplicaSet or
-StatefulSet; never a gang or a run-to-completion workload), the scheduler controller asks
-:meth:`TierReturns.step` on every look at the binding (a capacity report showing more free
-GPUs than the cluster's last one requeues the bindings with replicas outside their cheapest
-cluster, and the controller's 15 s maintenance does too). Only a settled binding starts a move: every member reports all its replicas
-ready and none it cannot place (so replicas just moved off a member that could not place them
-are not sent straight back).
+For a placed, settled Deployment, ReplicaSet or StatefulSet whose placement falls short of its
+policy's preference (tiered overflow: replicas outside the cheapest cluster; ordered
+``clusterAffinities``: a later term than the first; static weights: a division a full cluster
+cut short; see ``core/preferring.py``), the scheduler controller asks :meth:`TierReturns.step`
+on every look at the binding (a capacity report showing more free GPUs than the cluster's last
+one requeues those bindings, and the controller's 15 s maintenance does too). Only a settled
+binding starts a move: every member reports all its replicas ready and none it cannot place
+(so replicas just moved off a member that could not place them are not sent straight back).
 
-1. **Surge.** The pure :func:`~controlplane.scheduler.core.returning.plan_return` picks the move
-   (what a scale-up by the policy's ``maxSurge`` would add in cheaper clusters, the saving and
-   the minimum interval since the last move). The binding is decided again for its replicas
-   plus the move's, every cluster but the target keeping what it runs; the target's Work then
-   carries the extra replicas. The move is recorded in the binding's
-   ``scheduler.gpufed.io/rebalance`` annotation in the same write.
+1. **Surge.** The pure :func:`~controlplane.scheduler.core.returning.propose_return` picks the
+   move (source, target, how many within ``maxSurge``, the saving, the minimum interval since
+   the last move). The binding is written with the target's replicas raised by the move's,
+   every other cluster keeping what it runs (:func:`~controlplane.scheduler.core.preferring.pinned_decision`
+   judges the target's room); the target's Work then carries the extra replicas. The move is
+   recorded in the binding's ``scheduler.gpufed.io/rebalance`` annotation in the same write,
+   and logged once that write succeeded.
 2. **Shrink.** Once the target member reports at least that many replicas ready (its Work's
-   manifest status), the binding is decided for its own replicas again: tiered overflow shrinks
-   the most expensive cluster first, i.e. the move's source. The annotation goes, the move is
-   appended to ``scheduler.gpufed.io/moves`` (which the minimum interval reads, ``gpufed
-   explain`` prints and the waste report counts), and a ``ReplicasMoved`` Event names the saving.
-   A move whose added replicas are not ready within the policy's ``surgeTimeoutSeconds`` is
-   abandoned instead: the added replicas are removed from the target, every other cluster keeps
-   what it runs, and a ``MoveAbandoned`` Warning Event says so.
+   manifest status), the source loses as many (a pinned decision again; under
+   ``clusterAffinities`` the binding observes the first term again once no replica is left
+   outside it). The annotation goes, the move is appended to ``scheduler.gpufed.io/moves``
+   (which the minimum interval reads, ``gpufed explain`` prints and the waste report counts),
+   and a ``ReplicasMoved`` Event names the saving. A move whose added replicas are not ready
+   within the policy's ``surgeTimeoutSeconds`` is abandoned instead: the added replicas are
+   removed from the target, every other cluster keeps what it runs, and a ``MoveAbandoned``
+   Warning Event says so.
 
 Both phases live in the binding itself, so a hub restart mid-move resumes it: no replica is
 lost or doubled. A change of the binding's replicas abandons the move (the annotation goes;
-the ordinary decision shrinks the most expensive cluster first anyway).
+the ordinary decision judges the new count).
+
+A gang moves whole and in one step, and only between runs (every member it is placed in reports
+it not started or restarting, as its interpreter reads the status: ``between_runs``): nothing of
+it runs, so there are no ready replicas to keep. Finished work never gets here (controller.py).
 """
 
 from __future__ import annotations
@@ -137,14 +144,15 @@ def _with_annotations(binding: Mapping[str, Any], **changes: str | None) -> dict
 
 
 class TierReturns:
-    """Starts and finishes moves of a binding's replicas back to cheaper tiers."""
+    """Starts and finishes moves of a binding's replicas toward what its policy prefers (cheaper
+    tiers, the first affinity term, the static weights), and moves gangs whole between runs."""
 
     def __init__(self, ctx: ControllerContext, *, keeper: ReservationKeeper, cache: SchedulerCache) -> None:
         self.ctx = ctx
         self.keeper = keeper
         self.cache = cache
-        # Bindings with replicas outside their cheapest cluster and no move under way: any
-        # capacity report may show room for them in a cheaper one.
+        # Bindings whose placement falls short of their policy's preference and no move under
+        # way: any capacity report may show room for them where the policy prefers.
         self.candidates: set[BindingKey] = set()
 
     def eligible(self, binding: Mapping[str, Any], request: BindingRequest) -> bool:

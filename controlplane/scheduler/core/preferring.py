@@ -36,6 +36,7 @@ from operator import attrgetter
 
 from controlplane.scheduler.core.cache import SchedulerCache
 from controlplane.scheduler.core.deciding import schedule
+from controlplane.scheduler.core.estimator import can_ever_run
 from controlplane.scheduler.core.framework import BindingRequest, CycleState, Status, run_filters
 from controlplane.scheduler.core.outcome import ScheduleResult, decision_result, no_scores, scheduled
 from controlplane.scheduler.core.plugins import DEFAULT_PROFILE
@@ -95,7 +96,7 @@ def preference_unmet(
 ) -> bool:
     """Whether ``placed`` (under ``affinity_name``) falls short of the policy's preference, ignoring
     room: a later affinity term than the first, or a division the static weights alone would not
-    make (among the clusters the term admits). A cheap test that says which bindings a report of
+    make (among the clusters the term admits that could ever run a replica). A cheap test that says which bindings a report of
     more room should look at again; :func:`preferred_move` judges the room."""
     if not states_preference(request) or not any(placed.values()):
         return False
@@ -105,7 +106,11 @@ def preference_unmet(
     if request.strategy is not DivisionStrategy.STATIC_WEIGHT:
         return False
     term = next((t for t in terms if t.affinity_name == affinity_name), terms[0])
-    admitted = [s.view for s in sorted(snapshots, key=_NAME) if cluster_matches_affinity(s.view, term).fits]
+    admitted = [
+        s.view
+        for s in sorted(snapshots, key=_NAME)
+        if cluster_matches_affinity(s.view, term).fits and (s.name in placed or can_ever_run(s, request.requirements))
+    ]
     scheduling = request.placement.replica_scheduling
     weight_list = scheduling.weight_preference.static_weight_list if scheduling and scheduling.weight_preference else None
     ideal = divide_by_static_weights(request.replicas, resolve_static_weights(admitted, weight_list)).assignments

@@ -20,7 +20,11 @@ band's start when the placement sets ``tieredOverflow.priceBandPercent``
 replica never moves between clusters the division takes as equal (it would fight the
 division's own tie-break); the saving is still the real price difference.
 :func:`propose_return` puts it all together for one binding over the clusters' snapshots; the
-hub's controller and the what-if replay (``simulator/whatif/returns.py``) both ask it. No I/O.
+hub's controller and the what-if replay (``simulator/whatif/returns.py``) both ask it. It also
+answers for the preferences of other policies (an earlier ``clusterAffinities`` term, static
+weights: :mod:`~controlplane.scheduler.core.preferring`), where the saving is reported but not
+required, and for a gang between runs, which moves whole to where a fresh decision places it
+when that is an earlier term or a better rank. No I/O.
 """
 
 from __future__ import annotations
