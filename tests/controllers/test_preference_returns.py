@@ -60,6 +60,8 @@ async def test_static_weights_cut_short_by_a_full_cluster_are_restored(
 ) -> None:
     placement = {"replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted",
                                        "weightPreference": WEIGHTS, "rebalance": REBALANCE}}
+    # On-prem first reports no GPU it could ever run a replica on (its weight counts for nothing),
+    # then 4 GPUs: the change of its nodes makes the weights' 1:1 the preference again.
     await burst_then_free(objects, manager, placement=placement)
     await eventually(placed_as(objects, {"cloud": 4, "onprem": 2}), what="2 replicas added on-prem")
     await report_ready(objects, "onprem", "web", 2)

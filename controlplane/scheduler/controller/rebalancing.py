@@ -154,6 +154,21 @@ class TierReturns:
         # Bindings whose placement falls short of their policy's preference and no move under
         # way: any capacity report may show room for them where the policy prefers.
         self.candidates: set[BindingKey] = set()
+        # Bindings divided by static weights: their preference counts only clusters that could
+        # ever run a replica, so a cluster whose nodes change may make it unmet (controller.py
+        # requeues them then).
+        self.weighted: set[BindingKey] = set()
+
+    def watch(self, key: BindingKey, request: BindingRequest, *, unmet: bool) -> None:
+        """Remember a decided binding: a candidate when ``unmet``, weighted when it is."""
+        if unmet:
+            self.candidates.add(key)
+        if request.strategy is DivisionStrategy.STATIC_WEIGHT and not request.gang:
+            self.weighted.add(key)
+
+    def forget(self, key: BindingKey) -> None:
+        self.candidates.discard(key)
+        self.weighted.discard(key)
 
     def eligible(self, binding: Mapping[str, Any], request: BindingRequest) -> bool:
         """Whether the binding may move on its own: a Deployment, ReplicaSet or StatefulSet divided by
@@ -201,9 +216,10 @@ class TierReturns:
         move = in_progress(binding)
         if move is not None:
             return await self._finish(binding, request, snapshots, move)
-        if not self._unmet(request, request.previous, snapshots, affinity_name=request.previous_affinity_name):
+        unmet = self._unmet(request, request.previous, snapshots, affinity_name=request.previous_affinity_name)
+        self.watch(key, request, unmet=unmet)
+        if not unmet:
             return None
-        self.candidates.add(key)
         if request.gang:
             return await self._move_gang(binding, request, snapshots)
         return await self._start(binding, request, snapshots)
@@ -226,7 +242,7 @@ class TierReturns:
             request, ordered, last_move=last_move(binding), now=now, reservations=self.keeper.reservations, cache=self.cache
         )
         if plan.move is None:
-            log.debug("binding %s: no return to a cheaper tier: %s", request.key, plan.reason)
+            log.debug("binding %s: no move toward the policy's preference: %s", request.key, plan.reason)
             return plan.wait_seconds
         move = plan.move
         wanted = {**previous, move.target: previous.get(move.target, 0) + move.replicas}
