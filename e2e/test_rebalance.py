@@ -1,6 +1,6 @@
 """Cost follows capacity, end to end: burst replicas come home when on-prem frees, without ever
-showing fewer ready replicas, and a Karmada WorkloadRebalancer applied with kubectl re-places
-its workloads. Real hub on real etcd, the README's demo fleet (on-prem A100s, cloud H100s)
+showing fewer ready replicas, a Karmada WorkloadRebalancer applied with kubectl re-places
+its workloads, and replicas that fell over to a later clusterAffinities term come back to the first. Real hub on real etcd, the README's demo fleet (on-prem A100s, cloud H100s)
 as simulated members with their agents."""
 
 from __future__ import annotations
@@ -112,3 +112,15 @@ def test_burst_replicas_come_home_and_a_rebalancer_re_places(processes: ProcessG
     assert observed == {"batch": ("Successful", None), "gone": ("Failed", "ReferencedBindingNotFound")}, json.dumps(status)
     table = hub.run("get", "workloadrebalancers").stdout.splitlines()
     assert table[1].split()[:2] == ["batch-home", "1/2"], table
+
+    # On-prem is full again (serve 12, batch 4): steady falls over to its second affinity term.
+    hub.run("apply", "-f", str(MANIFESTS / "steady.yaml"))
+    wait_for(lambda: _running(cloud, "steady") == 2, timeout=120, what="steady Running in the cloud (term burst)")
+    # Two GPUs free on-prem: steady comes back to its first term, added there before the cloud copy goes.
+    hub.run("scale", "deployment", "serve", "-n", "ml", "--replicas", "10")
+    wait_for(lambda: _replicas(cloud, "steady") is None and _running(onprem, "steady") == 2,
+             timeout=180, what="steady back on-prem and its cloud copy gone")
+    home = [m for m in _events(hub, "ReplicasMoved") if m.startswith("moved 2 replicas")]
+    assert home == ["moved 2 replicas cloud-h100 \u2192 onprem-a100: back to clusterAffinities term home, saves $5.80/h"]
+    binding = hub.json("get", "resourcebinding", "steady-deployment", "-n", "ml")
+    assert binding["status"]["schedulerObservingAffinityName"] == "home"

@@ -208,7 +208,9 @@ class TierRebalance(SpecModel):
     tier) for replicas that run in a more expensive one, the scheduler first adds them in the
     cheaper cluster, waits until the member reports them ready, and only then removes as
     many from the expensive one: the workload never has fewer ready replicas than before.
-    Gangs and run-to-completion workloads never move this way. Every field is optional::
+    The same settings, as ``replicaScheduling.rebalance``, govern moves toward other policies'
+    preferences (an earlier clusterAffinities term, the static weights). A gang moves whole and
+    only between runs; finished work never moves. Every field is optional::
 
             tieredOverflow:
               rebalance:
@@ -331,6 +333,19 @@ class ReplicaSchedulingStrategy(SpecModel):
     """The weights for Weighted division. Absent: equal weights."""
     tiered_overflow: TieredOverflow | None = None
     """Options of TieredOverflow division: which clusters form each tier."""
+    rebalance: TierRebalance | None = None
+    """gpufed extension: when replicas move toward the policy's preference once there is room (a later
+    clusterAffinities term back to the first, a static-weight division a full cluster cut short), with the
+    fields of tieredOverflow.rebalance (minSavingPerHour applies to returns to a cheaper tier only). Absent:
+    the defaults (on, 300 s between moves, 25% surge)."""
+
+    @field_validator("rebalance")
+    @classmethod
+    def _rebalance_once(cls, rebalance: TierRebalance | None, info: ValidationInfo) -> TierRebalance | None:
+        tiered = info.data.get("tiered_overflow")
+        if rebalance is not None and tiered is not None and tiered.rebalance is not None:
+            raise ValueError("set rebalance in one place: tieredOverflow.rebalance or replicaScheduling.rebalance")
+        return rebalance
 
     @field_validator("tiered_overflow")
     @classmethod

@@ -116,6 +116,12 @@ class KindInterpreter(Protocol):
         RayCluster). A finished workload is never moved, re-placed or run again."""
         ...
 
+    def between_runs(self, status: Mapping[str, Any] | None) -> bool:
+        """Whether one member's copy of a gang, by its ``.status``, is between runs: not started
+        (no pod running yet) or restarting after a failed attempt, and not finished. Only then may
+        the hub move the gang whole; False for kinds that cannot tell (they never move)."""
+        ...
+
     def with_gpu_request(self, obj: Obj, resources: Mapping[str, int | str]) -> Obj:
         """A new object whose GPU containers request ``resources`` (alternative GPU shape)."""
         ...
@@ -155,6 +161,9 @@ class PodTemplateKind:
 
     def finished(self, status: Mapping[str, Any] | None) -> FinishedPhase | None:
         return None
+
+    def between_runs(self, status: Mapping[str, Any] | None) -> bool:
+        return False
 
     def with_gpu_request(self, obj: Obj, resources: Mapping[str, int | str]) -> Obj:
         out = copy.deepcopy(obj)

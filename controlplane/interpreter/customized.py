@@ -346,6 +346,9 @@ class CustomizedInterpreter:
     def finished(self, status: Mapping[str, Any] | None) -> FinishedPhase | None:
         return self.base.finished(status) if self.base is not None else None
 
+    def between_runs(self, status: Mapping[str, Any] | None) -> bool:
+        return self.base.between_runs(status) if self.base is not None else False
+
     def with_gpu_request(self, obj: Obj, resources: Mapping[str, int | str]) -> Obj:
         return self.base.with_gpu_request(obj, resources) if self.base is not None else copy.deepcopy(obj)
 

@@ -124,3 +124,12 @@ class JobInterpreter(PodTemplateKind):
         if condition_true(status, "Complete"):
             return FinishedPhase.SUCCEEDED
         return None
+
+    def between_runs(self, status: Mapping[str, Any] | None) -> bool:
+        """Not finished, no pod ready (``status.ready``; pods pending or none created) and none
+        succeeded: not started, or retrying after failed pods (``status.failed``) with no
+        completion to lose."""
+        if self.finished(status) is not None:
+            return False
+        status = status or {}
+        return not as_int(status.get("ready")) and not as_int(status.get("succeeded"))

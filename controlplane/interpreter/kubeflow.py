@@ -109,3 +109,16 @@ class KubeflowJobInterpreter(PodTemplateKind):
         if condition_true(status, "Succeeded"):
             return FinishedPhase.SUCCEEDED
         return None
+
+    def between_runs(self, status: Mapping[str, Any] | None) -> bool:
+        """Not finished, and either restarting after a failed attempt (the operator's
+        ``Restarting`` condition, which it sets with ``Running`` False) or not started: not
+        ``Running`` and no pod of any role active."""
+        if self.finished(status) is not None:
+            return False
+        if condition_true(status, "Restarting"):
+            return True
+        if condition_true(status, "Running"):
+            return False
+        roles = (status or {}).get("replicaStatuses") or {}
+        return not any(as_int((counts or {}).get("active")) for counts in roles.values() if isinstance(counts, Mapping))

@@ -29,16 +29,16 @@ def later(seconds: float) -> str:
     return format_time(datetime.now(UTC) + timedelta(seconds=seconds))
 
 
-async def binding_of(objects: ObjectStore, workload: str) -> dict[str, Any] | None:
+async def binding_of(objects: ObjectStore, workload: str, *, kind: str = "deployment") -> dict[str, Any] | None:
     rt = objects.registry.require(WORK_API, "ResourceBinding")
     try:
-        return await objects.get(rt, namespace="default", name=f"{workload}-deployment")
+        return await objects.get(rt, namespace="default", name=f"{workload}-{kind}")
     except errors.NotFound:
         return None
 
 
-async def placed(objects: ObjectStore, workload: str) -> dict[str, int] | None:
-    binding = await binding_of(objects, workload)
+async def placed(objects: ObjectStore, workload: str, *, kind: str = "deployment") -> dict[str, int] | None:
+    binding = await binding_of(objects, workload, kind=kind)
     clusters = ((binding or {}).get("spec") or {}).get("clusters")
     return {t["name"]: t["replicas"] for t in clusters} if clusters else None
 
@@ -94,15 +94,18 @@ async def burst_then_free(
     onprem_price: float = 1.2,
     replicas: int = 4,
     rebalance: dict[str, Any] | None = None,
+    placement: dict[str, Any] | None = None,
     **policy: Any,
 ) -> None:
     """web's replicas run in the cloud (on-prem was full); then on-prem reports 4 free GPUs.
-    ``rebalance`` is the policy's tieredOverflow.rebalance (default REBALANCE); ``policy`` more spec fields."""
+    ``rebalance`` is the policy's tieredOverflow.rebalance (default REBALANCE); ``placement``
+    replaces the tiered placement; ``policy`` more spec fields."""
     await put_cluster(objects, "onprem", node_shape(1, gpus=0), pricing={A100: onprem_price}, pods=[])
     await put_cluster(objects, "cloud", node_shape(1, gpus=8), provider="aws", pricing={A100: 4.1}, pods=[])
     await settled(manager)
-    tiered = {"tieredOverflow": {"rebalance": rebalance if rebalance is not None else REBALANCE}}
-    placement = {"replicaScheduling": {**TIERED["replicaScheduling"], **tiered}}
+    if placement is None:
+        tiered = {"tieredOverflow": {"rebalance": rebalance if rebalance is not None else REBALANCE}}
+        placement = {"replicaScheduling": {**TIERED["replicaScheduling"], **tiered}}
     rt = objects.registry.require("policy.gpufed.io/v1alpha1", "PropagationPolicy")
     await objects.create(rt, propagation_policy("tiered", placement=placement, **policy))
     await objects.create(objects.registry.require("apps/v1", "Deployment"), deployment("web", replicas=replicas))

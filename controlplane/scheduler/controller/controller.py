@@ -193,6 +193,8 @@ class SchedulerController:
             self._capacity[name] = facts
             for key in sorted(self._never_fit):  # the fleet's capacity changed: they may fit now
                 await self._requeue(key)
+            for key in sorted(self.returns.weighted):  # the clusters their weights count may change
+                await self._requeue(key)
         self.reserving.observe_report(name, obj, snapshot)
         if event is WatchEventType.ADDED or placement_facts(old) != placement_facts(obj):
             await self._requeue_cluster(name)
@@ -286,7 +288,7 @@ class SchedulerController:
         self._stale_explanations.discard(key)
         self._fleet_changed.discard(key)
         self._never_fit.discard(key)
-        self.returns.candidates.discard(key)
+        self.returns.forget(key)
 
     async def maintain(self) -> None:
         """Expire reservations whose reports never came; retry unplaced bindings when capacity frees."""
@@ -355,9 +357,9 @@ class SchedulerController:
         previous = dict(request.previous)
         if requested_after_last_decision(spec, status):
             # A WorkloadRebalancer asked for a fresh placement: decided as if it ran nowhere
-            # (a running gang stays whole where it runs: it never moves mid-run).
+            # (a running gang stays whole where it runs: it moves only between runs).
             why = FRESH_PLACEMENT
-            if not request.gang:
+            if not request.gang or self.returns.between_runs(binding):
                 request = replace(request, previous={})
         elif status.get("observedGeneration") != generation or scheduled is None:
             why = "spec changed"
@@ -456,8 +458,8 @@ class SchedulerController:
             self.moves.acted(key, moved)
             placed = ", ".join(f"{c['name']}:{c['replicas']}" for c in result.target_clusters()) or "no cluster"
             await self.reclaims.acted(key, binding, moved, placed=placed, non_spot=non_spot)
-        if self.returns.eligible(binding, request) and self.returns.has_burst(request, result, snapshots):
-            self.returns.candidates.add(key)  # looked at again when room appears in a cheaper cluster
+        if self.returns.eligible(binding, request):  # looked at again when room appears where the policy prefers
+            self.returns.watch(key, request, unmet=self.returns.has_burst(request, result, snapshots))
         if evicted:
             for cluster in evicted:
                 self.reservations.release(key_text(key), cluster=cluster)

@@ -89,7 +89,10 @@ async def write_decision(
     previous: Mapping[str, int] | None = None,
     waiting: Mapping[str, int] | None = None,
     why: str | None = None,
+    announced: bool = False,
 ) -> None:
+    """Write ``result`` as the binding's decision and record its Events; ``announced``: the caller
+    records the move's own ``ReplicasMoved`` Event (a return, rebalancing.py)."""
     view = BindingView(binding)
     spec = view.spec
     evicted = evicted or {}
@@ -159,7 +162,7 @@ async def write_decision(
 
     await update_binding_status(ctx, updated, decided)
     await record_decision(ctx, binding, old_condition, new_condition, previous_clusters, clusters, moved)
-    if not moved and not evicted:
+    if not moved and not evicted and not announced:
         await record_rescheduled(ctx, binding, previous or {}, result.clusters, clusters, why=why)
     if evicted:
         await record_evictions(ctx, binding, evicted, clusters)

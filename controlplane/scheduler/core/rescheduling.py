@@ -31,16 +31,18 @@ from policies.affinity import cluster_matches_affinity
 def placement_broken(request: BindingRequest, snapshots: Mapping[str, ClusterSnapshot]) -> str | None:
     """Why clusters the binding runs in can no longer hold it (gone, affinity), or None.
 
+    Under ``clusterAffinities`` a cluster of an earlier term than the one observed is in place
+    too: replicas on their way back to a preferred term run there (``preferring.py``).
     ``NoExecute`` taints are failover's (:func:`decide_with_evictions`): they evict only once
     their toleration runs out.
     """
     terms = request.placement.affinity_terms()
-    term = next((t for t in terms if t.affinity_name == request.previous_affinity_name), terms[0])
+    observed = next((i for i, t in enumerate(terms) if t.affinity_name == request.previous_affinity_name), 0)
     for name in sorted(request.previous):
         snapshot = snapshots.get(name)
         if snapshot is None:
             return f"cluster {name} is gone"
-        if not cluster_matches_affinity(snapshot.view, term).fits:
+        if not any(cluster_matches_affinity(snapshot.view, term).fits for term in terms[: observed + 1]):
             return f"cluster {name} no longer matches the placement's cluster affinity"
     return None
 

@@ -20,7 +20,11 @@ band's start when the placement sets ``tieredOverflow.priceBandPercent``
 replica never moves between clusters the division takes as equal (it would fight the
 division's own tie-break); the saving is still the real price difference.
 :func:`propose_return` puts it all together for one binding over the clusters' snapshots; the
-hub's controller and the what-if replay (``simulator/whatif/returns.py``) both ask it. No I/O.
+hub's controller and the what-if replay (``simulator/whatif/returns.py``) both ask it. It also
+answers for the preferences of other policies (an earlier ``clusterAffinities`` term, static
+weights: :mod:`~controlplane.scheduler.core.preferring`), where the saving is reported but not
+required, and for a gang between runs, which moves whole to where a fresh decision places it
+when that is an earlier term or a better rank. No I/O.
 """
 
 from __future__ import annotations
@@ -36,11 +40,12 @@ from controlplane.scheduler.core.cache import SchedulerCache
 from controlplane.scheduler.core.deciding import schedule
 from controlplane.scheduler.core.framework import BindingRequest
 from controlplane.scheduler.core.plugins.scores import price_for
+from controlplane.scheduler.core.preferring import fell_back, preferred_move, states_preference
 from controlplane.scheduler.core.pricebands import banded, listed_band_starts, placement_band_percent
 from controlplane.scheduler.core.reservations import Reservations
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 from policies.division import tier_of
-from policies.models import Placement, TierRebalance
+from policies.models import DivisionStrategy, Placement, TierRebalance
 
 ANNOTATION_REBALANCE: Final = "scheduler.gpufed.io/rebalance"
 """On a binding, the move in progress: JSON {source, target, replicas, savingPerHour, targetReady, replicasBefore, started}."""
@@ -105,12 +110,20 @@ class Move:
     target: str
     replicas: int
     saving_per_hour: float
+    why: str = ""
+    """The policy preference the move restores (:mod:`~controlplane.scheduler.core.preferring`);
+    empty for a return to a cheaper tier, which the saving explains."""
 
     def describe(self) -> str:
         noun = "replica" if self.replicas == 1 else "replicas"
-        return (
-            f"moved {self.replicas} {noun} {self.source} \u2192 {self.target}: saves ${self.saving_per_hour:.2f}/h"
-        )
+        head = f"moved {self.replicas} {noun} {self.source} \u2192 {self.target}"
+        if not self.why:
+            return f"{head}: saves ${self.saving_per_hour:.2f}/h"
+        if self.saving_per_hour > 0:
+            return f"{head}: {self.why}, saves ${self.saving_per_hour:.2f}/h"
+        if self.saving_per_hour < 0:
+            return f"{head}: {self.why}, costs ${-self.saving_per_hour:.2f}/h more"
+        return f"{head}: {self.why}"
 
 
 @dataclass(frozen=True)
@@ -121,6 +134,14 @@ class ReturnPlan:
     move: Move | None
     reason: str
     wait_seconds: float | None = None
+
+
+def gpus_per_replica(request: BindingRequest) -> float:
+    """The GPUs one replica holds, on average over a gang's roles (its master often has none)."""
+    components = request.gang_components()
+    pods = sum(c.replicas for c in components)
+    gpus = sum(c.replicas * sum(c.requirements.gpu_resources.values()) for c in components)
+    return float(gpus) / pods if pods else 0.0
 
 
 def surge_time_left(started: datetime | None, now: datetime, settings: ReturnSettings) -> float:
@@ -200,6 +221,11 @@ def plan_return(
             f"moving {count} replica(s) {source} \u2192 {target} would save ${saving:.2f}/h, below the policy's "
             f"minimum of ${settings.min_saving_per_hour:.2f}/h",
         )
+    return _after_interval(move, settings, last_move=last_move, now=now)
+
+
+def _after_interval(move: Move, settings: ReturnSettings, *, last_move: datetime | None, now: datetime) -> ReturnPlan:
+    """``move`` once the minimum interval since the last move has passed, else how long to wait."""
     if last_move is not None:
         left = settings.min_move_interval_seconds - (now - last_move).total_seconds()
         if left > 0:
@@ -208,10 +234,13 @@ def plan_return(
 
 
 def return_settings(placement: Placement) -> ReturnSettings:
-    """The placement's ``tieredOverflow.rebalance`` with the defaults applied."""
+    """The placement's ``tieredOverflow.rebalance`` (or ``replicaScheduling.rebalance``) with the
+    defaults applied."""
     scheduling = placement.replica_scheduling
-    tiered = scheduling.tiered_overflow if scheduling else None
-    return ReturnSettings.from_policy(tiered.rebalance if tiered else None)
+    if scheduling is None:
+        return ReturnSettings()
+    tiered = scheduling.tiered_overflow
+    return ReturnSettings.from_policy(tiered.rebalance if tiered and tiered.rebalance else scheduling.rebalance)
 
 
 def return_prices(request: BindingRequest, snapshots: Iterable[ClusterSnapshot]) -> dict[str, tuple[int, float]]:
@@ -256,10 +285,24 @@ def propose_return(
 ) -> ReturnPlan:
     """The move :func:`plan_return` picks for a binding running ``request.previous``: the gains are
     what the scheduler's own decision for the replicas plus the surge budget adds where, so room,
-    reservations and GPU shapes are judged exactly as in a decision. ``snapshots`` in a stable order."""
+    reservations and GPU shapes are judged exactly as in a decision. ``snapshots`` in a stable order.
+
+    A binding that fell back to a later ``clusterAffinities`` term, or one divided by static
+    weights, moves toward its policy's preference first (:func:`propose_preferred`); a gang (asked
+    only between runs) moves whole (:func:`_propose_gang_move`)."""
     settings = return_settings(request.placement)
     if not settings.enabled:
         return ReturnPlan(None, "rebalancing is disabled by the policy")
+    if request.gang:
+        return _propose_gang_move(request, snapshots, settings, last_move=last_move, now=now, reservations=reservations, cache=cache)
+    if states_preference(request) and (request.strategy is not DivisionStrategy.TIERED_OVERFLOW or fell_back(request)):
+        plan = propose_preferred(
+            request, snapshots, settings=settings, last_move=last_move, now=now, reservations=reservations, cache=cache
+        )
+        if plan.move is not None or request.strategy is not DivisionStrategy.TIERED_OVERFLOW:
+            return plan
+    elif request.strategy is not DivisionStrategy.TIERED_OVERFLOW:
+        return ReturnPlan(None, f"a {request.strategy} division states no preference a move could meet better")
     priced = return_prices(request, snapshots)
     order = _ranks(priced, request.placement, snapshots)
     previous = dict(request.previous)
@@ -275,3 +318,85 @@ def propose_return(
     return plan_return(
         previous, gains, order, gpus_per_replica=gpus, settings=settings, last_move=last_move, now=now, prices=prices
     )
+
+
+def propose_preferred(
+    request: BindingRequest,
+    snapshots: Sequence[ClusterSnapshot],
+    *,
+    settings: ReturnSettings,
+    last_move: datetime | None,
+    now: datetime,
+    reservations: Reservations | None = None,
+    cache: SchedulerCache | None = None,
+) -> ReturnPlan:
+    """The step toward the policy's preference :func:`~controlplane.scheduler.core.preferring.preferred_move`
+    picks, once the minimum interval since the last move has passed. The saving (negative when
+    the preferred cluster is dearer) is reported, not required: the policy's own order asks for
+    the move."""
+    found = preferred_move(
+        request, snapshots, surge=settings.surge(request.replicas), reservations=reservations, now=now, cache=cache
+    )
+    if isinstance(found, str):
+        return ReturnPlan(None, found)
+    by_name = {s.name: s for s in snapshots}
+    gpus = float(sum(request.requirements.gpu_resources.values()))
+
+    def price(name: str) -> float:
+        snapshot = by_name.get(name)
+        return price_for(snapshot, request.requirements, ()) if snapshot is not None else 0.0
+
+    saving = round(found.replicas * gpus * (price(found.source) - price(found.target)), 2)
+    move = Move(found.source, found.target, found.replicas, saving, why=found.why)
+    return _after_interval(move, settings, last_move=last_move, now=now)
+
+
+def _propose_gang_move(
+    request: BindingRequest,
+    snapshots: Sequence[ClusterSnapshot],
+    settings: ReturnSettings,
+    *,
+    last_move: datetime | None,
+    now: datetime,
+    reservations: Reservations | None,
+    cache: SchedulerCache | None,
+) -> ReturnPlan:
+    """Where a gang between runs (the controller asks only then) moves whole: the cluster a fresh
+    decision picks, when it belongs to an earlier ``clusterAffinities`` term than the gang's, or
+    ranks strictly better (tier, price band) and saves at least the policy's minimum; once the
+    minimum interval since the last move has passed. The gang's own GPUs where it is placed count
+    as taken, so a move needs room for the whole gang elsewhere."""
+    placed = [name for name, n in request.previous.items() if n > 0]
+    if len(placed) != 1:
+        return ReturnPlan(None, "the gang is not placed whole in one cluster")
+    source = placed[0]
+    fresh = schedule(
+        replace(request, previous={}, previous_affinity_name=None), snapshots, reservations=reservations, now=now, cache=cache
+    )
+    if not fresh.condition.status or len(fresh.clusters) != 1:
+        return ReturnPlan(None, "no other cluster holds the whole gang now")
+    [target] = fresh.clusters
+    if target == source:
+        return ReturnPlan(None, "the gang is placed where a fresh decision would place it")
+    terms = [t.affinity_name for t in request.placement.cluster_affinities or ()]
+    earlier_term = (
+        fresh.affinity_name in terms
+        and request.previous_affinity_name in terms
+        and terms.index(str(fresh.affinity_name)) < terms.index(str(request.previous_affinity_name))
+    )
+    priced = return_prices(request, snapshots)
+    order = _ranks(priced, request.placement, snapshots)
+    if not earlier_term and not (source in order and target in order and order[target] < order[source]):
+        return ReturnPlan(None, f"{target} holds the gang now but ranks no better than {source}")
+    gpus = gpus_per_replica(request) * request.replicas
+    saving = round(gpus * (priced.get(source, (0, 0.0))[1] - priced.get(target, (0, 0.0))[1]), 2)
+    why = f"the gang, between runs, back to clusterAffinities term {fresh.affinity_name}" if earlier_term else (
+        "the gang, between runs"
+    )
+    move = Move(source=source, target=target, replicas=request.replicas, saving_per_hour=saving, why=why)
+    if not earlier_term and (saving < settings.min_saving_per_hour or saving <= 0):
+        return ReturnPlan(
+            None, f"moving the gang {source} \u2192 {target} would save ${saving:.2f}/h, below the policy's minimum "
+            f"of ${settings.min_saving_per_hour:.2f}/h",
+        )
+    return _after_interval(move, settings, last_move=last_move, now=now)
