@@ -41,9 +41,9 @@ from typing import Any
 import aiohttp
 import orjson
 
-from bench.hubdriving import WATCH_TIMEOUT, WORKS, Hub
 from bench.bench_watch import work
 from bench.common import latency_summary, percentile
+from bench.hubdriving import WATCH_TIMEOUT, WORKS, Hub
 
 log = logging.getLogger(__name__)
 
