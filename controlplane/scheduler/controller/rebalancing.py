@@ -121,6 +121,21 @@ def last_move(binding: Mapping[str, Any]) -> datetime | None:
     return max((t for t in (finished, abandoned) if t is not None), default=None)
 
 
+def last_scheduled(binding: Mapping[str, Any]) -> datetime | None:
+    """When the scheduler last changed the binding's placement (``status.lastScheduledTime``)."""
+    return _time_or_none((binding.get("status") or {}).get("lastScheduledTime"))
+
+
+def _applied(work: Mapping[str, Any]) -> bool:
+    """Whether the member applied the Work as it is now (its ``Applied`` condition, current)."""
+    generation = (work.get("metadata") or {}).get("generation")
+    for condition in (work.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == "Applied":
+            observed = condition.get("observedGeneration")
+            return condition.get("status") == "True" and (observed is None or observed == generation)
+    return False
+
+
 def _time_or_none(value: object) -> datetime | None:
     try:
         return parse_time(str(value)) if value else None
@@ -312,13 +327,19 @@ class TierReturns:
         interpreter = interpreter_for(str(resource.get("apiVersion")), str(resource.get("kind")))
         if interpreter is None:
             return False
-        statuses = {
-            cluster: (main_manifest(work, resource) or {}).get("status")
+        works = {
+            cluster: work
             for work in self.ctx.works.by_index(INDEX_BINDING, binding_key(binding))
             if (cluster := cluster_of_namespace(str(work["metadata"].get("namespace") or ""))) is not None
         }
         placed = [str(c.get("name")) for c in (binding.get("spec") or {}).get("clusters") or ()]
-        return bool(placed) and all(interpreter.between_runs(statuses.get(name)) for name in placed)
+        # A placement whose Work is not applied yet is a move still in flight (the gang just moved,
+        # say because its member could not place it), not a gang between runs.
+        return bool(placed) and all(
+            name in works and _applied(works[name])
+            and interpreter.between_runs((main_manifest(works[name], resource) or {}).get("status"))
+            for name in placed
+        )
 
     async def _move_gang(
         self, binding: dict[str, Any], request: BindingRequest, snapshots: Mapping[str, ClusterSnapshot]
@@ -329,8 +350,11 @@ class TierReturns:
             return None
         ordered = [snapshots[name] for name in sorted(snapshots)]
         now = self.ctx.now()
+        # The interval counts from the gang's last placement too, whatever moved it (its member
+        # could not place it, a failover): a gang is not sent back where it just left.
+        since = max((t for t in (last_move(binding), last_scheduled(binding)) if t is not None), default=None)
         plan = propose_return(
-            request, ordered, last_move=last_move(binding), now=now, reservations=self.keeper.reservations, cache=self.cache
+            request, ordered, last_move=since, now=now, reservations=self.keeper.reservations, cache=self.cache
         )
         move = plan.move
         if move is None:
