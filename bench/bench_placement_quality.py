@@ -7,10 +7,12 @@ paper's kinds), each split into a 4-cluster fleet ``--by onprem-cloud``, ``model
 pooled (one cluster, the same scoring), and once per trace of pooled-best-fit and pooled-fgd
 (which do not depend on the split or the fleet's scoring).
 
-Printed: one row per cell, and the summary figures the placement targets are stated in:
-cells where gpufed allocates at least as much as static, the median reduction of
-unallocated GPUs against static, the median gap to pooled-fgd, cells where gpufed reaches
-pooled-best-fit, cells where it beats karmada-like.
+Printed: one row per cell, each followed by what gpufed's and static's allocation lack (the
+arrived demand when a task asking for GPUs first found no room, and the GPUs of the tasks
+left unplaced by 100 %, by kind; in the JSON for every strategy), and the summary figures
+the placement targets are stated in: cells where gpufed allocates at least as much as
+static, the median reduction of unallocated GPUs against static, the median gap to
+pooled-fgd, cells where gpufed reaches pooled-best-fit, cells where it beats karmada-like.
 
 Sizes: ``full`` the whole node list and eight variants (hours of CPU); ``quick`` a quarter
 of the nodes (every fourth) and four variants; ``tiny`` an eighth of the nodes, the default
@@ -36,6 +38,7 @@ from simulator.profile import ALIBABA_MODELS, CsvNode, parse_fleet, read_alibaba
 from simulator.whatif.engine import Settings, compare, fleet_nodes
 from simulator.whatif.fleetsplit import SplitBy, split_nodes
 from simulator.whatif.member import MemberScoring
+from simulator.whatif.metrics import FillResult
 from simulator.whatif.strategies import StrategyName
 from simulator.whatif.trace import Job, read_trace
 from simulator.whatif.variants import BENCH_VARIANTS, VariantKind, make_variant
@@ -86,12 +89,29 @@ def _allocation(
     names: Sequence[StrategyName],
     scoring: MemberScoring,
     placement: Placement | None = None,
+    *,
+    lacking: dict[str, dict[str, object]] | None = None,
 ) -> dict[str, tuple[float, float]]:
+    """Per strategy, (allocation %, unallocated GPUs) at 100 % arrived demand; ``lacking``, when
+    given, gets per strategy what that allocation lacks (:func:`_lacking`)."""
     fleet = parse_fleet(fleet_doc)
     settings = Settings(seed=SEED, scoring=scoring, replay=False, placement=placement)
     result = compare(fleet, jobs, strategies=names, settings=settings, nodes=fleet_nodes(fleet))
+    if lacking is not None:
+        lacking.update({name: _lacking(r.fill) for name, r in result.results.items()})
     return {
         name: (r.fill.allocation_at(100), r.fill.unallocated_gpus_at(100)) for name, r in result.results.items()
+    }
+
+
+def _lacking(fill: FillResult) -> dict[str, object]:
+    """Where the first task asking for GPUs found no room, and the GPUs of the tasks left
+    unplaced by 100 % arrived demand, by kind (largest first)."""
+    unplaced = sorted(fill.unplaced_gpus.items(), key=lambda kv: (-kv[1], kv[0]))
+    first = fill.first_unplaced_at
+    return {
+        "first_unplaced_at_pct": round(first, 1) if first is not None else None,
+        "unplaced_gpus": {kind: round(gpus, 1) for kind, gpus in unplaced},
     }
 
 
@@ -112,10 +132,20 @@ def run(size: Size) -> BenchmarkResult:
         for split in splits:
             fleet = split_nodes(nodes, clusters=4, by=split, seed=SEED, csv_path=str(NODES))
             for scoring in scorings:
-                cell = _allocation(fleet, trace, FLEET_STRATEGIES, scoring)
+                lacking: dict[str, dict[str, object]] = {}
+                cell = _allocation(fleet, trace, FLEET_STRATEGIES, scoring, lacking=lacking)
                 cell.update(pooled)
-                rows.append({"trace": trace_name, "split": str(split), "scoring": str(scoring), "cells": cell})
+                rows.append(
+                    {
+                        "trace": trace_name,
+                        "split": str(split),
+                        "scoring": str(scoring),
+                        "cells": cell,
+                        "lacking": lacking,
+                    }
+                )
                 print(_row(rows[-1]), flush=True)
+                print(_lacking_line(lacking), flush=True)
     figures = _summary(rows)
     print(_table(rows))
     return BenchmarkResult(
@@ -134,6 +164,20 @@ def _row(row: dict[str, object]) -> str:
     gpufed, static = cells["gpufed"][1], cells["static"][1]
     reduction = f"{100 * (1 - gpufed / static):.0f} %" if static > 0 else "-"
     return f"| {row['trace']} | {row['split']} | {row['scoring']} | {values} | {reduction} |"
+
+
+def _lacking_line(lacking: dict[str, dict[str, object]]) -> str:
+    """What gpufed's and static's allocation at 100 % lack, on one line."""
+    parts = []
+    for name in (StrategyName.GPUFED, StrategyName.STATIC):
+        found = lacking.get(name)
+        if found is None:
+            continue
+        unplaced = found["unplaced_gpus"]
+        assert isinstance(unplaced, dict)
+        kinds = ", ".join(f"{kind} {gpus:g}" for kind, gpus in unplaced.items()) or "none"
+        parts.append(f"{name}: first unplaced at {found['first_unplaced_at_pct']} %, unplaced GPUs {kinds}")
+    return "    " + "; ".join(parts)
 
 
 def _table(rows: Sequence[dict[str, object]]) -> str:

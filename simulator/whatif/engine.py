@@ -183,6 +183,7 @@ def run_fill(
             held += outcome.placed.shape.held_gpus
         else:
             strategy.forget(job)
+            _note_unplaced(result, job, arrived=arrived, counted=next_mark <= 100)
         reached = math.floor(arrived / capacity_gpus * 100 + 1e-9)
         while next_mark <= reached:
             result.curve[next_mark] = held / capacity_gpus * 100
@@ -191,6 +192,16 @@ def run_fill(
         if progress is not None and (index % PROGRESS_EVERY == 0 or index == total):
             progress("fill", index, total)
     return result
+
+
+def _note_unplaced(result: FillResult, job: Job, *, arrived: float, counted: bool) -> None:
+    """Record a job the fill left unplaced (its GPUs count while the 100 % mark is not passed)."""
+    if not job.gpus:
+        return
+    if result.first_unplaced_at is None:
+        result.first_unplaced_at = arrived / result.capacity_gpus * 100
+    if counted:
+        result.unplaced_gpus[job.kind] = result.unplaced_gpus.get(job.kind, 0.0) + job.gpus
 
 
 @dataclass

@@ -48,6 +48,11 @@ class FillResult:
     allocated_gpus: dict[int, float] = field(default_factory=dict)
     jobs_submitted: int = 0
     jobs_placed: int = 0
+    unplaced_gpus: dict[str, float] = field(default_factory=dict)
+    """GPUs of the jobs left unplaced by the time arrived demand reached 100 % of capacity, by
+    :attr:`~simulator.whatif.trace.Job.kind` (what the allocation at 100 % lacks)."""
+    first_unplaced_at: float | None = None
+    """Arrived GPU demand (% of capacity) when the first job asking for GPUs was left unplaced."""
 
     def allocation_at(self, mark: int) -> float:
         if mark in self.curve:
@@ -130,6 +135,10 @@ class StrategyResult:
             "allocation_pct_at_100": round(self.fill.allocation_at(100), 3),
             "allocation_pct_at_130": round(self.fill.allocation_at(130), 3),
             "unallocated_gpus_at_100": round(self.fill.unallocated_gpus_at(100), 3),
+            "unplaced_gpus_at_100": {k: round(v, 3) for k, v in sorted(self.fill.unplaced_gpus.items())},
+            "first_unplaced_at_pct": (
+                round(self.fill.first_unplaced_at, 2) if self.fill.first_unplaced_at is not None else None
+            ),
             "wait_mean_s": round(replay.wait_mean_s, 3) if measured else None,
             "wait_p99_s": round(replay.wait_p99_s, 3) if measured else None,
             "gpu_hours": {str(s): round(h, 3) for s, h in replay.waste.gpu_hours.items()} if measured else None,

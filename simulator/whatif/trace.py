@@ -99,6 +99,15 @@ class Job:
         """A share of one GPU (``gpu_milli`` below a whole GPU)."""
         return self.num_gpu == 1 and 0 < self.gpu_milli < MILLI_PER_GPU
 
+    @property
+    def kind(self) -> str:
+        """The job's kind in a placement diagnosis: ``cpu-only``, ``gpu-share`` or ``N-gpu``,
+        with `` one-model`` when it accepts only some GPU models."""
+        if not self.gpu_milli_total:
+            return "cpu-only"
+        kind = "gpu-share" if self.fractional else f"{self.num_gpu}-gpu"
+        return f"{kind} one-model" if self.gpu_products else kind
+
 
 def detect_format(header: Iterable[str]) -> TraceFormat:
     """The trace's format from its header; the error names the columns each format misses."""

@@ -5,15 +5,23 @@ import pytest
 from controlplane.reports.classify import WasteState
 from simulator.whatif.engine import Settings, compare, fleet_nodes, run_fill, run_replay
 from simulator.whatif.member import MemberScoring
+from simulator.whatif.metrics import FillResult
 from simulator.whatif.strategies import StrategyName, build_strategy
 from simulator.whatif.trace import Job
 from tests.whatif.fleets import make_fleet, t4_cluster
 
 
+def fill_two_t4_nodes(jobs: list[Job]) -> FillResult:
+    """The fill of ``jobs`` on one best-fit cluster of two nodes of two T4s (capacity 4)."""
+    nodes = fleet_nodes(make_fleet(t4_cluster("a", nodes=2, gpus=2)))
+    return run_fill(
+        build_strategy(StrategyName.POOLED, nodes, scoring=MemberScoring.BEST_FIT), jobs, capacity_gpus=4
+    )
+
+
 def test_fill_allocation_by_hand() -> None:
     # Two nodes of two GPUs (capacity 4). Best fit: "two" fills one node, the two halves share
     # GPU 0 of the other, "one" takes its GPU 1; "late" finds nothing.
-    nodes = fleet_nodes(make_fleet(t4_cluster("a", nodes=2, gpus=2)))
     jobs = [
         Job("two", 0, 1, 2, 1000),
         Job("half1", 0, 1, 1, 500),
@@ -21,9 +29,7 @@ def test_fill_allocation_by_hand() -> None:
         Job("one", 0, 1, 1, 1000),
         Job("late", 0, 1, 1, 1000),
     ]
-    result = run_fill(
-        build_strategy(StrategyName.POOLED, nodes, scoring=MemberScoring.BEST_FIT), jobs, capacity_gpus=4
-    )
+    result = fill_two_t4_nodes(jobs)
     # arrived: 2, 2.5, 3, 4, 5 GPUs = 50, 62.5, 75, 100, 125 % of capacity
     assert result.curve[50] == 50.0
     # a mark takes the allocation after the arrival that first reaches it
@@ -32,6 +38,37 @@ def test_fill_allocation_by_hand() -> None:
     assert result.allocation_at(100) == 100.0 and result.unallocated_gpus_at(100) == 0.0
     assert result.allocation_at(125) == 100.0
     assert (result.jobs_submitted, result.jobs_placed) == (5, 4)
+
+
+def test_fill_names_what_the_allocation_at_100_lacks() -> None:
+    # Two nodes of two T4s (capacity 4). "v100" finds no V100 (25 % arrived, the first task left
+    # unplaced), "two" fills a node, "three" fits no node: it brings arrived demand to 150 %, so
+    # the 100 % mark is taken after it and its GPUs count. "late" is placed and "late2" is not,
+    # both past the mark: they are not what the allocation at 100 % lacks.
+    jobs = [
+        Job("v100", 0, 1, 1, 1000, gpu_products=("Tesla-V100-SXM2-16GB",)),
+        Job("two", 0, 1, 2, 1000),
+        Job("three", 0, 1, 3, 1000),
+        Job("late", 0, 1, 1, 1000),
+        Job("late2", 0, 1, 2, 1000),
+    ]
+    result = fill_two_t4_nodes(jobs)
+    assert result.allocation_at(100) == 50.0
+    assert result.unplaced_gpus == {"1-gpu one-model": 1.0, "3-gpu": 3.0}
+    assert result.first_unplaced_at == 25.0
+
+
+@pytest.mark.parametrize(
+    ("job", "kind"),
+    [
+        (Job("c", 0, 1, 0, 0, cpu_milli=100), "cpu-only"),
+        (Job("s", 0, 1, 1, 300), "gpu-share"),
+        (Job("s", 0, 1, 1, 300, gpu_products=("Tesla-T4",)), "gpu-share one-model"),
+        (Job("w", 0, 1, 8, 1000), "8-gpu"),
+    ],
+)
+def test_job_kinds(job: Job, kind: str) -> None:
+    assert job.kind == kind
 
 
 def test_replay_waits_and_gpu_hours_by_hand() -> None:
