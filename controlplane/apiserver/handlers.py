@@ -328,12 +328,12 @@ class ResourceHandlers:
                         break
                     try:
                         async with asyncio.timeout(min(remaining, WATCH_POLL_SECONDS)):
-                            line = await buffer.get()
+                            lines = await buffer.take()  # the lines waiting, in one write
                     except TimeoutError:
                         continue
-                    if line is None:
+                    if lines is None:
                         break
-                    await response.write(line)
+                    await response.write(lines)
             except ConnectionResetError:
                 logger.debug("watch client went away", extra={"path": request.path})
             finally:

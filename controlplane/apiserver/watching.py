@@ -18,8 +18,10 @@ last resourceVersion, or re-lists on ``410 Gone``. This module does the same:
   the connection, which also frees what the transport still holds. A client that reads,
   however slowly, keeps making room and is never dropped.
 
-In: encoded event lines (bytes). Out: the same lines, in order, to one writer; ``None`` once
-the producer has finished (or the buffer was abandoned).
+In: encoded event lines (bytes). Out: the same lines, in order, to one writer -- one at a
+time (:meth:`WatchBuffer.get`), or all those waiting joined for one transport write
+(:meth:`WatchBuffer.take`: a client behind by several events gets them in one TLS record
+rather than one each); ``None`` once the producer has finished (or the buffer was abandoned).
 """
 
 from __future__ import annotations
@@ -125,6 +127,23 @@ class WatchBuffer:
         self._finished = True
         self._ready.set()
         self._room.set()
+
+    async def take(self) -> bytes | None:
+        """Every line waiting, joined, for one write (a lone line as it is, never waiting for
+        more); ``None`` once the producer finished and every line was taken."""
+        while not self._lines:
+            if self._finished:
+                return None
+            self._ready.clear()
+            await self._ready.wait()
+        if len(self._lines) == 1:
+            lines = self._lines.popleft()
+        else:
+            lines = b"".join(self._lines)
+            self._lines.clear()
+        self._bytes = 0
+        self._room.set()
+        return lines
 
     async def get(self) -> bytes | None:
         """The next line, or ``None`` once the producer finished and every line was taken."""

@@ -88,6 +88,23 @@ async def test_finish_is_never_refused_and_abandon_ends_the_reader() -> None:
     assert await abandoned.get() is None
 
 
+async def test_the_writer_takes_every_waiting_line_in_one_piece_and_a_lone_line_at_once() -> None:
+    buffer = WatchBuffer(WatchLimits(max_bytes=1000, max_events=3, slow_timeout=0.05))
+    buffer.put(b"a\n")
+    assert await buffer.take() == b"a\n"  # a lone line is not held back for company
+    for line in (b"b\n", b"c\n", b"d\n"):
+        buffer.put(line)
+    assert not buffer.has_room()
+    assert await buffer.take() == b"b\nc\nd\n"
+    assert (buffer.buffered_bytes, len(buffer), buffer.has_room()) == (0, 0, True)
+    later = asyncio.ensure_future(buffer.take())
+    await asyncio.sleep(0)
+    assert not later.done()  # nothing waiting: the writer waits
+    buffer.finish(b"e\n")
+    assert await later == b"e\n"
+    assert await buffer.take() is None
+
+
 @pytest.mark.parametrize("kwargs", [{"max_bytes": 0}, {"max_events": 0}, {"slow_timeout": 0}])
 def test_limits_must_be_positive(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match="positive"):

@@ -110,6 +110,12 @@ class WatchCache:
         """Each cached type's counters (store events taken, objects decoded, lines encoded)."""
         return {f"{cacher.rt.plural}.{cacher.rt.group}": cacher.counters for cacher in self._cachers.values()}
 
+    def watcher_index(self, rt: ResourceType) -> dict[tuple[str, str], int]:
+        """How many of ``rt``'s cached watches each entry of its watcher index holds (by trigger:
+        every key, a namespace's prefix, one object's key, one name)."""
+        cacher = self._cachers.get((rt.group, rt.version, rt.plural))
+        return {} if cacher is None else cacher.indexed()
+
     def warm(self, types: Iterable[ResourceType]) -> None:
         """Start caching ``types`` now rather than on their first request."""
         for rt in types:

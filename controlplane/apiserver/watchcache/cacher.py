@@ -2,8 +2,13 @@
 
 A :class:`Cacher` lists the type's key range once, then follows one store watch from the
 list's revision. Every store event updates :attr:`Cacher.state`, joins the
-:class:`~.window.EventWindow`, and is offered to every attached watcher -- decoded once for
-all of them. When the store watch fails (its revision compacted, the store unreachable) the
+:class:`~.window.EventWindow`, and is offered to the attached watchers that may see it --
+decoded once for all of them. As kube's cacher indexes its watchers by trigger, watchers are
+kept by the keys they may see (every key, a namespace, one object, one name in every
+namespace: :attr:`~.watcher.CacheWatcher.trigger`), so an event is offered only to those of
+its namespace and name and to the watchers of every key; a namespace's entry goes with its
+last watcher. Watchers that asked for the same selectors share one
+:class:`~.watcher.Selection`, matched once per event. When the store watch fails (its revision compacted, the store unreachable) the
 cacher lists again: its watchers are closed with 410 ``Expired`` first (the client relists,
 as after any expired watch), since the events between the two reads are lost. When the store
 closes, the watchers' streams end.
@@ -22,7 +27,7 @@ import random
 
 from controlplane.apiserver import errors
 from controlplane.apiserver.resources import ResourceType
-from controlplane.apiserver.watchcache.watcher import CacheWatcher
+from controlplane.apiserver.watchcache.watcher import CacheWatcher, Selection, event_triggers
 from controlplane.apiserver.watchcache.window import CacheCounters, CachedEvent, EventWindow
 from controlplane.storage import interface as storage
 from controlplane.storage.ledger import acting_as
@@ -51,6 +56,10 @@ class Cacher:
         self.revision = 0
         self.counters = CacheCounters()
         self._watchers: set[CacheWatcher] = set()
+        #: The attached watchers by trigger (see the module docstring); no entry is ever empty.
+        self._index: dict[tuple[str, str], set[CacheWatcher]] = {}
+        #: The selections of the attached watchers, by their selectors.
+        self._selections: dict[tuple[object, object], Selection] = {}
         self._ready = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._stopped = False
@@ -58,6 +67,10 @@ class Cacher:
     @property
     def watcher_count(self) -> int:
         return len(self._watchers)
+
+    def indexed(self) -> dict[tuple[str, str], int]:
+        """How many watchers each index entry holds."""
+        return {trigger: len(watchers) for trigger, watchers in self._index.items()}
 
     def start(self) -> None:
         if self._task is None:
@@ -93,15 +106,35 @@ class Cacher:
         earlier = self.window.since(after)
         if earlier is None:
             return False
+        selection = watcher.selection
+        watcher.selection = self._selections.setdefault((selection.labels, selection.fields), selection)
+        watcher.selection.users += 1
+        self._watchers.add(watcher)
         for event in earlier:
             if not watcher.offer(event):
+                self.detach(watcher)
                 return True
-        self._watchers.add(watcher)
+        watcher.follow(self._revision)
+        self._index.setdefault(watcher.trigger, set()).add(watcher)
         self.counters.watchers = len(self._watchers)
         return True
 
+    def _revision(self) -> int:
+        return self.revision
+
     def detach(self, watcher: CacheWatcher) -> None:
+        if watcher not in self._watchers:
+            return
         self._watchers.discard(watcher)
+        watchers = self._index.get(watcher.trigger)
+        if watchers is not None:
+            watchers.discard(watcher)
+            if not watchers:
+                del self._index[watcher.trigger]
+        selection = watcher.selection
+        selection.users -= 1
+        if selection.users == 0:
+            del self._selections[(selection.labels, selection.fields)]
         self.counters.watchers = len(self._watchers)
 
     async def stop(self) -> None:
@@ -168,7 +201,14 @@ class Cacher:
         self.counters.events += 1
         self.revision = cached.revision
         self.window.append(cached)
-        overflowed = [watcher for watcher in self._watchers if not watcher.offer(cached)]
+        overflowed: list[CacheWatcher] = []
+        index = self._index
+        for trigger in event_triggers(self._prefix, key):
+            watchers = index.get(trigger)
+            if watchers:
+                for watcher in watchers:
+                    if not watcher.offer(cached):
+                        overflowed.append(watcher)
         for watcher in overflowed:
             self.detach(watcher)
             logger.warning(
@@ -178,6 +218,8 @@ class Cacher:
 
     def _close_watchers(self, error: errors.ApiError | None) -> None:
         watchers, self._watchers = self._watchers, set()
+        self._index = {}
+        self._selections = {}
         self.counters.watchers = 0
         for watcher in watchers:
             watcher.close(error)

@@ -1,10 +1,12 @@
 """One watch served by the watch cache: its filters, its bounded queue, its event stream.
 
-The cacher hands every event of its type to :meth:`CacheWatcher.offer`, which never waits:
-an event outside the watch's namespace or selectors is skipped (an object that stops matching
-arrives as DELETED, one that starts as ADDED, as kube's cacher does from the event's previous
-object), and a matching one is queued as a :class:`SharedEvent` whose line every watcher of
-that event shares. A watcher whose queue is full -- its client reads slower than the type
+The cacher hands each event to the watchers its index names for the event's key (see
+:attr:`CacheWatcher.trigger`) through :meth:`CacheWatcher.offer`, which never waits: an event
+outside the watch's namespace or selectors is skipped (an object that stops matching arrives
+as DELETED, one that starts as ADDED, as kube's cacher does from the event's previous object),
+and a matching one is queued as a :class:`SharedEvent`. Watchers with the same selectors share
+one :class:`Selection`, so an event is matched once per distinct selector, and the event's
+:class:`SharedEvent` (object and encoded line) once per selection. A watcher whose queue is full -- its client reads slower than the type
 changes -- is closed with a 410 ``Expired`` ERROR event, as kube's cacher closes an
 unresponsive watcher; the client then watches again from the last resourceVersion it got,
 or lists again. The others never wait for it.
@@ -38,6 +40,57 @@ class SharedEvent(ObjectEvent):
     line: bytes = b""
 
 
+#: The index entry of the watchers of every object of the type.
+EVERY_KEY = ("", "")
+#: A name in an index entry: the watchers of one object (``key``), or of one name in every namespace (``name``).
+NAMESPACE, KEY, NAME = "namespace", "key", "name"
+
+_UNSET: Any = object()
+
+
+class Selection:
+    """A label and field selector pair, shared by every watcher of a cache that asked for the
+    same ones: an event is matched against it (and its previous version) once, however many
+    watchers share it. Hashed by identity, so memos keyed by it cost one pointer hash."""
+
+    __slots__ = ("fields", "filtered", "labels", "users")
+
+    def __init__(self, labels: LabelSelector, fields: FieldSelector) -> None:
+        self.labels = labels
+        self.fields = fields
+        self.filtered = not (labels.empty and fields.empty)
+        #: Watchers of the cache that share it (kept by the cacher).
+        self.users = 0
+
+    def matches(self, obj: dict[str, Any]) -> bool:
+        return self.labels.matches(obj["metadata"].get("labels")) and self.fields.matches(obj)
+
+    def kind(self, event: CachedEvent) -> WatchEventType | None:
+        """The type of ``event`` for a watch with these selectors; None when it does not see it."""
+        if event.deleted:
+            if self.filtered and not self.matches(event.object()):
+                return None
+            return WatchEventType.DELETED
+        if not self.filtered:
+            return WatchEventType.ADDED if event.created else WatchEventType.MODIFIED
+        previous = event.prev_object()
+        was = previous is not None and self.matches(previous)
+        if self.matches(event.object()):
+            return WatchEventType.MODIFIED if was else WatchEventType.ADDED
+        return WatchEventType.DELETED if was else None
+
+    def shared(self, event: CachedEvent) -> SharedEvent | None:
+        """What a watch with these selectors queues for ``event`` (worked out once per event)."""
+        found = event.memo.get(self, _UNSET)
+        if found is not _UNSET:
+            shared: SharedEvent | None = found
+            return shared
+        kind = self.kind(event)
+        shared = None if kind is None else SharedEvent(kind, event.object(), event.revision, event.line(kind))
+        event.memo[self] = shared
+        return shared
+
+
 @dataclass(frozen=True, slots=True)
 class WatcherLimits:
     max_events: int = DEFAULT_WATCHER_EVENTS
@@ -59,9 +112,7 @@ class CacheWatcher:
     ) -> None:
         self._rt = rt
         self._prefix = prefix
-        self._labels = labels
-        self._fields = fields
-        self._filtered = not (labels.empty and fields.empty)
+        self.selection = Selection(labels, fields)
         self._after = after
         self._limits = limits
         self._queue: deque[SharedEvent] = deque()
@@ -69,15 +120,31 @@ class CacheWatcher:
         self._wake = asyncio.Event()
         self._error: errors.ApiError | None = None
         self._closed = False
-        #: The latest revision the cache has sent this watch past (what a BOOKMARK carries).
+        #: The latest revision the cache has sent this watch past (what a BOOKMARK carries,
+        #: unless the cache it follows is further on: see :meth:`follow`).
         self.last_revision = after
+        self._progress: Callable[[], int] | None = None
+        #: The cacher's index entry for this watch: the events it may see are those of every
+        #: key (:data:`EVERY_KEY`), of one namespace, of one key, or of one name in every namespace.
+        self.trigger = _trigger(rt, prefix, fields.exact_name())
 
     @property
     def closed(self) -> bool:
         return self._closed
 
     def matches(self, obj: dict[str, Any]) -> bool:
-        return self._labels.matches(obj["metadata"].get("labels")) and self._fields.matches(obj)
+        return self.selection.matches(obj)
+
+    def follow(self, progress: Callable[[], int]) -> None:
+        """``progress()`` is the revision up to which every event this watch may see was offered
+        to it (the cache's revision): its bookmarks carry that."""
+        self._progress = progress
+
+    @property
+    def bookmark_revision(self) -> int:
+        if self._progress is None:
+            return self.last_revision
+        return max(self.last_revision, self._progress())
 
     def offer(self, event: CachedEvent) -> bool:
         """Queue ``event`` if this watch wants it; False when the queue overflowed (the watch is closed)."""
@@ -86,8 +153,8 @@ class CacheWatcher:
         self.last_revision = event.revision
         if not event.key.startswith(self._prefix):
             return True
-        kind = self._kind(event)
-        if kind is None:
+        shared = self.selection.shared(event)
+        if shared is None:
             return True
         if len(self._queue) >= self._limits.max_events or self._bytes >= self._limits.max_bytes:
             self.close(errors.Gone(
@@ -96,24 +163,10 @@ class CacheWatcher:
                 "received, or list again"
             ))
             return False
-        line = event.line(kind)
-        self._queue.append(SharedEvent(kind, event.object(), event.revision, line))
-        self._bytes += len(line)
+        self._queue.append(shared)
+        self._bytes += len(shared.line)
         self._wake.set()
         return True
-
-    def _kind(self, event: CachedEvent) -> WatchEventType | None:
-        if event.deleted:
-            if self._filtered and not self.matches(event.object()):
-                return None
-            return WatchEventType.DELETED
-        if not self._filtered:
-            return WatchEventType.ADDED if event.created else WatchEventType.MODIFIED
-        previous = event.prev_object()
-        was = previous is not None and self.matches(previous)
-        if self.matches(event.object()):
-            return WatchEventType.MODIFIED if was else WatchEventType.ADDED
-        return WatchEventType.DELETED if was else None
 
     def close(self, error: errors.ApiError | None = None) -> None:
         """No events after those queued; then ``error`` (if any) ends the stream."""
@@ -146,11 +199,28 @@ class CacheWatcher:
                     async with asyncio.timeout(bookmark_interval):
                         await self._wake.wait()
                 except TimeoutError:
-                    yield bookmark(self._rt, self.last_revision)
+                    if not self._queue:  # an event that came as the wait ran out goes first
+                        yield bookmark(self._rt, self.bookmark_revision)
         finally:
             self._closed = True
             self._queue.clear()
             on_close(self)
+
+
+def _trigger(rt: ResourceType, prefix: str, name: str | None) -> tuple[str, str]:
+    every = rt.key_prefix(None)
+    if name is not None:
+        return (NAME, name) if prefix == every else (KEY, prefix + name)
+    return EVERY_KEY if prefix == every else (NAMESPACE, prefix)
+
+
+def event_triggers(every: str, key: str) -> tuple[tuple[str, str], ...]:
+    """The index entries whose watchers may see an event of ``key`` (``every``: the type's prefix)."""
+    cut = key.rfind("/") + 1
+    scope = key[:cut]
+    if scope == every:
+        return EVERY_KEY, (KEY, key), (NAME, key[cut:])
+    return EVERY_KEY, (NAMESPACE, scope), (KEY, key), (NAME, key[cut:])
 
 
 def bookmark(rt: ResourceType, revision: int, *, initial_events_end: bool = False) -> ObjectEvent:

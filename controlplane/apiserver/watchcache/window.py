@@ -3,7 +3,8 @@ recent events a watch may resume from.
 
 A :class:`CachedEvent` is decoded at most once however many watchers receive it, and each
 of its watch lines (``{"type": ..., "object": ...}``) is encoded at most once per event
-type; :meth:`CachedEvent.release` drops both once the event has been fanned out, so the
+type (and what each distinct selection of watchers gets of it worked out once);
+:meth:`CachedEvent.release` drops all that once the event has been fanned out, so the
 window keeps only the stored bytes. An :class:`EventWindow` keeps the latest events, bounded
 by count and by stored bytes; a watch from revision ``r`` resumes from it while ``r`` is at
 or after its :attr:`EventWindow.floor` (every later event is still in it).
@@ -42,7 +43,7 @@ class CacheCounters:
 class CachedEvent:
     """One store event of the cached type, with the value it replaced (``prev``)."""
 
-    __slots__ = ("_lines", "_object", "_prev_object", "counters", "created", "deleted", "kv", "prev", "rt")
+    __slots__ = ("_lines", "_object", "_prev_object", "counters", "created", "deleted", "kv", "memo", "prev", "rt")
 
     def __init__(
         self,
@@ -60,6 +61,8 @@ class CachedEvent:
         self._object: dict[str, Any] | None = None
         self._prev_object: dict[str, Any] | None = None
         self._lines: dict[WatchEventType, bytes] = {}
+        #: What each selection of watchers gets of this event, worked out once (see ``Selection.shared``).
+        self.memo: dict[Any, Any] = {}
 
     @property
     def revision(self) -> int:
@@ -101,6 +104,7 @@ class CachedEvent:
         """Forget the decoded objects and lines (the watchers that got them keep theirs)."""
         self._object = self._prev_object = None
         self._lines = {}
+        self.memo = {}
 
 
 class EventWindow:
