@@ -1,0 +1,273 @@
+"""Kueue quotas in the what-if replay: each job waits in its tenant's queue until admitted.
+
+``gpufed whatif run --quotas FILE`` reads a YAML file of Kueue objects as a user would apply
+them to the hub (ResourceFlavor, ClusterQueue, LocalQueue; WorkloadPriorityClass and Cohort
+are accepted and ignored), validated by the hub's own models
+(:mod:`controlplane.apis.kueue_v1beta1`) and translated by the hub's own translation
+(:mod:`controlplane.admission.objects`). A job's tenant is a namespace: the job goes to that
+namespace's LocalQueue and so to its ClusterQueue, and is admitted by the same pure core the
+hub's admission controller calls (:func:`controlplane.admission.core.decide`), with every
+admitted job's usage held until it finishes.
+
+A job is one pod set of one pod. It requests what its pod would: ``nvidia.com/gpu`` (whole
+GPUs) or ``nvidia.com/gpu-milli`` (thousandths of one GPU), ``cpu`` and ``memory`` when the
+trace gives them, and ``pods`` (counted only where a ClusterQueue covers it). As in Kueue a
+ClusterQueue must cover every resource its jobs request; :func:`resolve` says which are
+missing before the replay starts. A job that accepts exactly one GPU model carries it as a
+``nvidia.com/gpu.product`` nodeSelector, so flavors whose node labels say otherwise are
+skipped; once admitted, a flavor's ``nvidia.com/gpu.product`` narrows the models the job
+accepts, so placement honours the flavor.
+
+In: Kueue YAML (:func:`read_quotas` is the only I/O), jobs. Out: :class:`QuotaGate`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from controlplane.admission import objects
+from controlplane.admission.core import Admitted, ClusterQueue, Pending, PodSetRequest, decide
+from controlplane.apis import kueue_v1beta1 as kueue
+from controlplane.apis.constants import LABEL_GPU_PRODUCT, RESOURCE_GPU
+from controlplane.apis.meta import SpecModel
+from controlplane.apis.quantity import parse_quantity
+from simulator.profile import format_validation_error
+from simulator.scheduling.model import RESOURCE_GPU_MILLI
+from simulator.whatif.trace import Job
+
+MIB = 2**20
+_MODELS: dict[str, type[SpecModel]] = {
+    "ResourceFlavor": kueue.ResourceFlavor,
+    "ClusterQueue": kueue.ClusterQueue,
+    "LocalQueue": kueue.LocalQueue,
+    "WorkloadPriorityClass": kueue.WorkloadPriorityClass,
+}
+_IGNORED = ("WorkloadPriorityClass", "Cohort")
+
+
+class QuotaError(ValueError):
+    """A quotas file that cannot be used; the message says what to change."""
+
+
+@dataclass(frozen=True)
+class Quotas:
+    """The Kueue objects of a quotas file, read into the admission core's values."""
+
+    queues: Mapping[str, ClusterQueue]
+    flavor_labels: Mapping[str, Mapping[str, str]]
+    #: namespace -> (LocalQueue, ClusterQueue) for every LocalQueue in the file.
+    local_queues: Mapping[str, tuple[str, str]]
+    #: ClusterQueue -> ``spec.fairSharing.weight`` (default 1).
+    weights: Mapping[str, float]
+    #: ClusterQueue objects as written, for their namespaceSelector.
+    raw_queues: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+
+def parse_quotas(documents: Iterable[Any], *, source: str = "quotas") -> Quotas:
+    """Validate Kueue objects (YAML documents) as the hub would and read them."""
+    flavors: list[Mapping[str, Any]] = []
+    cqs: dict[str, Mapping[str, Any]] = {}
+    local: dict[str, list[tuple[str, str]]] = {}
+    for index, doc in enumerate(documents, 1):
+        if doc is None:
+            continue
+        if not isinstance(doc, dict):
+            raise QuotaError(f"{source}: document {index} is not a Kubernetes object")
+        kind = str(doc.get("kind"))
+        if doc.get("apiVersion") != kueue.API_VERSION and kind != "Cohort":
+            raise QuotaError(f"{source}: document {index}: apiVersion must be {kueue.API_VERSION}, not {doc.get('apiVersion')!r}")
+        if kind not in _MODELS and kind not in _IGNORED:
+            raise QuotaError(
+                f"{source}: document {index}: kind {kind!r} is not a quota kind "
+                "(give ResourceFlavor, ClusterQueue and LocalQueue objects)"
+            )
+        if kind in _MODELS:
+            try:
+                _MODELS[kind].model_validate(doc)
+            except ValidationError as exc:
+                raise QuotaError(f"{source}: {kind} {_name(doc)!r}: {format_validation_error(exc)}") from exc
+        name = _name(doc)
+        if kind == "ResourceFlavor":
+            flavors.append(doc)
+        elif kind == "ClusterQueue":
+            cqs[name] = doc
+        elif kind == "LocalQueue":
+            namespace = str((doc.get("metadata") or {}).get("namespace") or "default")
+            cluster_queue = str((doc.get("spec") or {}).get("clusterQueue") or "")
+            if not cluster_queue:
+                raise QuotaError(f"{source}: LocalQueue {namespace}/{name}: spec.clusterQueue is required")
+            local.setdefault(namespace, []).append((name, cluster_queue))
+    if not cqs:
+        raise QuotaError(f"{source}: no ClusterQueue (give ResourceFlavor, ClusterQueue and LocalQueue objects)")
+    several = {ns: sorted(q for q, _ in qs) for ns, qs in local.items() if len(qs) > 1}
+    if several:
+        ns, names = sorted(several.items())[0]
+        raise QuotaError(
+            f"{source}: namespace {ns} has several LocalQueues ({', '.join(names)}); the what-if puts a "
+            "tenant's jobs in its namespace's one LocalQueue"
+        )
+    labels = objects.flavor_labels(flavors)
+    return Quotas(
+        queues={name: objects.cluster_queue(doc, labels) for name, doc in cqs.items()},
+        flavor_labels=labels,
+        local_queues={ns: qs[0] for ns, qs in local.items()},
+        weights={name: _weight(doc) for name, doc in cqs.items()},
+        raw_queues=cqs,
+    )
+
+
+def _name(doc: Mapping[str, Any]) -> str:
+    return str((doc.get("metadata") or {}).get("name") or "")
+
+
+def _weight(cq: Mapping[str, Any]) -> float:
+    raw = ((cq.get("spec") or {}).get("fairSharing") or {}).get("weight")
+    return 1.0 if raw is None else float(parse_quantity(raw))
+
+
+def read_quotas(path: str | Path) -> Quotas:
+    path = Path(path)
+    try:
+        documents = list(yaml.safe_load_all(path.read_text(encoding="utf-8")))
+    except OSError as exc:
+        raise QuotaError(f"cannot read quotas {path}: {exc.strerror or exc}") from exc
+    except yaml.YAMLError as exc:
+        raise QuotaError(f"{path} is not valid YAML: {exc}") from exc
+    return parse_quotas(documents, source=str(path))
+
+
+def requests(job: Job) -> dict[str, int]:
+    """What the job's pod requests, in the admission core's base units."""
+    out = {"pods": 1}
+    if job.num_gpu:
+        if job.fractional:
+            out[RESOURCE_GPU_MILLI] = job.gpu_milli
+        else:
+            out[RESOURCE_GPU] = job.num_gpu
+    if job.cpu_milli:
+        out["cpu"] = job.cpu_milli
+    if job.memory_mib:
+        out["memory"] = job.memory_mib * MIB
+    return out
+
+
+@dataclass(frozen=True)
+class Tenancy:
+    """Where each tenant's jobs queue, and each tenant's share."""
+
+    queue_of: Mapping[str, str]
+    """tenant -> ClusterQueue"""
+    shares: Mapping[str, float]
+
+
+def resolve(quotas: Quotas, jobs: Sequence[Job]) -> Tenancy:
+    """Each tenant's ClusterQueue; raises :class:`QuotaError` naming what the file lacks."""
+    untenanted = [job for job in jobs if job.tenant is None]
+    if untenanted:
+        first = untenanted[0]
+        raise QuotaError(
+            f"{len(untenanted)} job(s) have no tenant (first: {first.name}, line {first.line}); give the "
+            "trace a tenant column or use --synthetic-tenants N"
+        )
+    queue_of: dict[str, str] = {}
+    tenants = sorted({str(job.tenant) for job in jobs})
+    lacking = [t for t in tenants if t not in quotas.local_queues]
+    if lacking:
+        raise QuotaError(
+            f"namespace(s) {', '.join(lacking)} of the trace's tenants have no LocalQueue in the quotas file; "
+            "add one per namespace for its jobs"
+        )
+    for tenant in tenants:
+        local, cq = quotas.local_queues[tenant]
+        if cq not in quotas.queues:
+            raise QuotaError(f"LocalQueue {tenant}/{local} points at ClusterQueue {cq}, which the quotas file lacks")
+        namespace_labels = {"kubernetes.io/metadata.name": tenant}
+        if not objects.namespace_allowed(quotas.raw_queues[cq], namespace_labels):
+            raise QuotaError(
+                f"ClusterQueue {cq}'s namespaceSelector does not select namespace {tenant} (absent selects none, "
+                "as in Kueue; {} selects all)"
+            )
+        queue_of[tenant] = cq
+    for job in jobs:
+        queue = quotas.queues[queue_of[str(job.tenant)]]
+        missing = sorted(r for r in requests(job) if r != "pods" and queue.group_of(r) is None)
+        if missing:
+            raise QuotaError(
+                f"ClusterQueue {queue.name} does not cover {', '.join(missing)}, which job {job.name} of tenant "
+                f"{job.tenant} requests; Kueue would keep it Inadmissible: add them to a resourceGroup's "
+                "coveredResources"
+            )
+    tenants_of: dict[str, int] = {}
+    for cq in queue_of.values():
+        tenants_of[cq] = tenants_of.get(cq, 0) + 1
+    shares = {t: quotas.weights[cq] / tenants_of[cq] for t, cq in queue_of.items()}
+    return Tenancy(queue_of, shares)
+
+
+def _moment(seconds: float) -> str:
+    """A time as a string that sorts as the time does (the core orders by creation time)."""
+    return f"{seconds:020.6f}"
+
+
+class QuotaGate:
+    """Jobs wait here until their ClusterQueue admits them; admitted jobs hold quota until they finish."""
+
+    def __init__(self, quotas: Quotas, tenancy: Tenancy, *, fair_sharing: bool = False) -> None:
+        self.quotas = quotas
+        self.tenancy = tenancy
+        self.fair_sharing = fair_sharing
+        self.waiting: dict[str, tuple[Job, Pending]] = {}
+        self.holding: dict[str, Admitted] = {}
+        self.waiting_by_tenant: dict[str, int] = dict.fromkeys(tenancy.queue_of, 0)
+        self._changed = False
+
+    def submit(self, job: Job) -> None:
+        tenant = str(job.tenant)
+        selector = {LABEL_GPU_PRODUCT: job.gpu_products[0]} if len(job.gpu_products) == 1 else {}
+        pod_set = PodSetRequest("main", 1, requests(job), selector)
+        key = f"{tenant}/{job.name}"
+        self.waiting[key] = (job, Pending(key, self.tenancy.queue_of[tenant], (pod_set,), 0, _moment(job.submit_s)))
+        self.waiting_by_tenant[tenant] += 1
+        self._changed = True
+
+    def release(self, job: Job) -> None:
+        """The job finished (or will never run): its quota is free again."""
+        if self.holding.pop(f"{job.tenant}/{job.name}", None) is not None:
+            self._changed = True
+
+    def admit(self, now: float) -> list[Job]:
+        """Run one admission cycle if a job arrived or quota was freed since the last one (one cycle
+        admits everything that fits); the jobs it admitted, in admission order, with the GPU
+        models their flavor allows."""
+        if not self._changed or not self.waiting:
+            return []
+        self._changed = False
+        decisions = decide(
+            self.quotas.queues,
+            [pending for _, pending in self.waiting.values()],
+            list(self.holding.values()),
+            self.quotas.flavor_labels,
+        )
+        admitted: list[Job] = []
+        for admission in decisions.admitted:
+            job, _ = self.waiting.pop(admission.key)
+            self.waiting_by_tenant[str(job.tenant)] -= 1
+            self.holding[admission.key] = Admitted(
+                admission.key, admission.queue, admission.usage(), 0, _moment(job.submit_s), _moment(now)
+            )
+            products = {
+                labels[LABEL_GPU_PRODUCT]
+                for a in admission.assignments
+                for flavor in a.flavors.values()
+                if LABEL_GPU_PRODUCT in (labels := self.quotas.flavor_labels.get(flavor, {}))
+            }
+            if len(products) == 1:
+                job = replace(job, gpu_products=tuple(products))
+            admitted.append(job)
+        return admitted
