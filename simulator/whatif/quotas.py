@@ -32,7 +32,14 @@ import yaml
 from pydantic import ValidationError
 
 from controlplane.admission import objects
-from controlplane.admission.core import Admitted, ClusterQueue, Pending, PodSetRequest, decide
+from controlplane.admission.core import (
+    Admitted,
+    ClusterQueue,
+    Pending,
+    PodSetRequest,
+    QueueingStrategy,
+    decide,
+)
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.constants import LABEL_GPU_PRODUCT, RESOURCE_GPU
 from controlplane.apis.meta import SpecModel
@@ -218,14 +225,20 @@ def _moment(seconds: float) -> str:
 class QuotaGate:
     """Jobs wait here until their ClusterQueue admits them; admitted jobs hold quota until they finish."""
 
-    def __init__(self, quotas: Quotas, tenancy: Tenancy, *, fair_sharing: bool = False) -> None:
+    def __init__(
+        self, quotas: Quotas, tenancy: Tenancy, *, fair_sharing: bool = False, park_inadmissible: bool = True
+    ) -> None:
         self.quotas = quotas
+        #: False: every cycle offers every waiting job (the reference the parking is checked against).
+        self.park_inadmissible = park_inadmissible
         self.tenancy = tenancy
         self.fair_sharing = fair_sharing
         self.waiting: dict[str, tuple[Job, Pending]] = {}
         self.holding: dict[str, Admitted] = {}
         self.waiting_by_tenant: dict[str, int] = dict.fromkeys(tenancy.queue_of, 0)
-        self._changed = False
+        #: Jobs that arrived since the last cycle; quota freed since then.
+        self._fresh: list[str] = []
+        self._freed = False
 
     def submit(self, job: Job) -> None:
         tenant = str(job.tenant)
@@ -234,26 +247,39 @@ class QuotaGate:
         key = f"{tenant}/{job.name}"
         self.waiting[key] = (job, Pending(key, self.tenancy.queue_of[tenant], (pod_set,), 0, _moment(job.submit_s)))
         self.waiting_by_tenant[tenant] += 1
-        self._changed = True
+        self._fresh.append(key)
 
     def release(self, job: Job) -> None:
         """The job finished (or will never run): its quota is free again."""
         if self.holding.pop(f"{job.tenant}/{job.name}", None) is not None:
-            self._changed = True
+            self._freed = True
 
     def admit(self, now: float) -> list[Job]:
         """Run one admission cycle if a job arrived or quota was freed since the last one (one cycle
         admits everything that fits); the jobs it admitted, in admission order, with the GPU
-        models their flavor allows."""
-        if not self._changed or not self.waiting:
+        models their flavor allows.
+
+        As Kueue parks inadmissible workloads until quota frees, a cycle after arrivals alone
+        offers only the new jobs: with usage unchanged since the last cycle, the jobs that did
+        not fit then do not fit now (and a StrictFIFO queue with an older waiting job admits
+        nothing), so the decisions are those of a cycle over every waiting job."""
+        fresh, self._fresh = self._fresh, []
+        freed, self._freed = self._freed, False
+        if not self.waiting or not (fresh or freed):
             return []
-        self._changed = False
-        decisions = decide(
-            self.quotas.queues,
-            [pending for _, pending in self.waiting.values()],
-            list(self.holding.values()),
-            self.quotas.flavor_labels,
-        )
+        if freed or not self.park_inadmissible:
+            offered = [pending for _, pending in self.waiting.values()]
+        else:
+            fresh_keys = set(fresh)
+            blocked = {
+                pending.queue
+                for key, (_, pending) in self.waiting.items()
+                if key not in fresh_keys and self.quotas.queues[pending.queue].strategy is QueueingStrategy.STRICT_FIFO
+            }
+            offered = [p for key in fresh if (p := self.waiting[key][1]).queue not in blocked]
+        if not offered:
+            return []
+        decisions = decide(self.quotas.queues, offered, list(self.holding.values()), self.quotas.flavor_labels)
         admitted: list[Job] = []
         for admission in decisions.admitted:
             job, _ = self.waiting.pop(admission.key)
