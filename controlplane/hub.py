@@ -160,6 +160,8 @@ class HubConfig:
     unhealthy_fleet_threshold: float = 0.55
     #: Failover: seconds a Gracefully evicted copy may wait for its replacement to be Healthy.
     graceful_eviction_timeout: int = 600
+    #: Fleet admission: Kueue's fair sharing (--kueue-fair-sharing; off, as Kueue's fairSharing.enable).
+    kueue_fair_sharing: bool = False
     #: Seconds a member may report replicas it cannot place before the hub moves them elsewhere.
     unschedulable_grace_seconds: float = 120.0
     #: TTL of the etcd lease behind controller leadership: a dead leader is replaced within it.
@@ -400,6 +402,7 @@ class Hub(ShutdownOnce):
                 default_not_ready_toleration_seconds=config.default_not_ready_toleration_seconds,
                 graceful_eviction_timeout_seconds=config.graceful_eviction_timeout,
                 unschedulable_grace_seconds=config.unschedulable_grace_seconds,
+                kueue_fair_sharing=config.kueue_fair_sharing,
             ),
         )
         self.health = ClusterHealthMonitor(

@@ -5,7 +5,8 @@ Job gets the last free GPU of the cohort, its second waits (Pending Workload wit
 in ``kubectl get workloads`` and ``kubectl describe``, no pod anywhere); once team B's ClusterQueue
 may reclaim (``reclaimWithinCohort: Any``), team A's borrowing Job is preempted — its pods leave
 the member, its Workload is Evicted and Pending — and team B's Job is admitted and Running
-on-prem, where its flavor says.
+on-prem, where its flavor says. Kueue's fair-sharing fields (a v1alpha1 Cohort's and a
+ClusterQueue's ``fairSharing.weight``) apply unchanged and show in ``gpufed queues``.
 """
 
 from __future__ import annotations
@@ -136,3 +137,20 @@ def test_two_teams_share_a_cohort(processes: ProcessGroup) -> None:
     assert all(_running_pods(onprem, n) == 1 for n in ("a1", "a2"))
     described = hub.run("describe", "workload", "job-a3", "-n", "ml").stdout
     assert "Preempted to accommodate a workload" in described
+
+    # Kueue's fair-sharing fields apply as they are: a Cohort with a weight, a ClusterQueue with
+    # fairSharing.weight; `gpufed queues` shows the weight and what the queue lends.
+    fair = (
+        "apiVersion: kueue.x-k8s.io/v1alpha1\nkind: Cohort\nmetadata: {name: other}\nspec:\n  fairSharing: {weight: \"2\"}\n"
+        "---\napiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata: {name: team-c}\nspec:\n"
+        "  namespaceSelector: {}\n  cohort: other\n  fairSharing: {weight: \"3\"}\n  resourceGroups:\n"
+        "  - coveredResources: [nvidia.com/gpu]\n    flavors:\n    - name: onprem\n"
+        "      resources: [{name: nvidia.com/gpu, nominalQuota: 2, lendingLimit: 1}]\n"
+    )
+    out = hub.run("apply", "-f", "-", input_text=fair).stdout
+    assert "cohort.kueue.x-k8s.io/other created" in out and "clusterqueue.kueue.x-k8s.io/team-c created" in out
+    queues = subprocess.run(
+        [GPUFED, "queues", "--kubeconfig", str(hub.kubeconfig), "-o", "json"], capture_output=True, text=True, check=True, timeout=60
+    )
+    team_c = next(r for r in json.loads(queues.stdout) if r["clusterQueue"] == "team-c")
+    assert (team_c["weight"], team_c["lent"], team_c["weightedShare"]) == ("3", "1", None)  # fair sharing is off

@@ -9,14 +9,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from controlplane.admission.core import (
+    DEFAULT_WEIGHT,
     Admission,
     Admitted,
     ClusterQueue,
+    Cohort,
     FlavorQuotas,
     Pending,
     PodSetRequest,
@@ -29,7 +33,7 @@ from controlplane.admission.core import (
 )
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.meta import LabelSelector
-from controlplane.apis.quantity import QuantityError, format_quantity, to_int
+from controlplane.apis.quantity import QuantityError, format_quantity, parse_quantity, to_int
 from controlplane.interpreter import interpreter_for
 from controlplane.interpreter.requirements import ReplicaRequirements
 
@@ -135,10 +139,8 @@ def _quota(raw: Mapping[str, Any]) -> Quota:
     )
 
 
-def cluster_queue(obj: Mapping[str, Any], flavors: Mapping[str, Mapping[str, str]]) -> ClusterQueue:
-    """A ClusterQueue as the core reads it; inactive when it is held or names a missing flavor."""
-    spec = obj.get("spec") or {}
-    groups = tuple(
+def _groups(spec: Mapping[str, Any]) -> tuple[ResourceGroup, ...]:
+    return tuple(
         ResourceGroup(
             tuple(str(r) for r in group.get("coveredResources") or ()),
             tuple(
@@ -148,6 +150,39 @@ def cluster_queue(obj: Mapping[str, Any], flavors: Mapping[str, Mapping[str, str
         )
         for group in spec.get("resourceGroups") or ()
     )
+
+
+def fair_weight(spec: Mapping[str, Any]) -> int:
+    """``spec.fairSharing.weight`` in thousandths, rounded up as kube's MilliValue (absent: 1)."""
+    weight = (spec.get("fairSharing") or {}).get("weight")
+    if weight is None:
+        return DEFAULT_WEIGHT
+    try:
+        return max(0, math.ceil(parse_quantity(weight) * 1000))
+    except (QuantityError, TypeError, ValueError):
+        return DEFAULT_WEIGHT
+
+
+def cohort(obj: Mapping[str, Any]) -> Cohort:
+    """A ``kueue.x-k8s.io`` Cohort as the core reads it."""
+    spec = obj.get("spec") or {}
+    return Cohort(str((obj.get("metadata") or {}).get("name")), spec.get("parentName") or None, _groups(spec), fair_weight(spec))
+
+
+def deactivate_cycles(queues: Mapping[str, ClusterQueue], cycles: Iterable[str]) -> dict[str, ClusterQueue]:
+    """The queues, those whose cohort is in a cycle of parents inactive (as Kueue disables them)."""
+    looping = set(cycles)
+    return {
+        name: dataclasses.replace(q, inactive_reason=f"Cohort {q.cohort} is in a cycle of parentName")
+        if q.cohort in looping and q.inactive_reason is None else q
+        for name, q in queues.items()
+    }
+
+
+def cluster_queue(obj: Mapping[str, Any], flavors: Mapping[str, Mapping[str, str]]) -> ClusterQueue:
+    """A ClusterQueue as the core reads it; inactive when it is held or names a missing flavor."""
+    spec = obj.get("spec") or {}
+    groups = _groups(spec)
     missing = sorted({fq.flavor for g in groups for fq in g.flavors} - set(flavors))
     inactive = None
     if spec.get("stopPolicy") in ("Hold", "HoldAndDrain"):
@@ -172,6 +207,7 @@ def cluster_queue(obj: Mapping[str, Any], flavors: Mapping[str, Mapping[str, str
         try_next_flavor_before_borrowing=fungibility.get("whenCanBorrow") == "TryNextFlavor",
         inactive_reason=inactive,
         preemption=preemption,
+        fair_weight=fair_weight(spec),
     )
 
 

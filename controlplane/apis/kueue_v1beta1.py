@@ -46,7 +46,7 @@ REASON_INADMISSIBLE: Final = "Inadmissible"
 REASON_PREEMPTED: Final = "Preempted"
 REASON_NO_RESERVATION: Final = "NoReservation"
 
-_MAX_ITEMS: Final = 16
+MAX_ITEMS: Final = 16
 
 
 def _quantity(value: str | int) -> str | int:
@@ -63,7 +63,7 @@ Quantity = Annotated[str | int, AfterValidator(_quantity)]
 """A non-negative kube quantity ("8", "500m", "36Gi")."""
 
 
-def _unique_names(items: list[Any], what: str) -> None:
+def unique_names(items: list[Any], what: str) -> None:
     seen: set[str] = set()
     for item in items:
         name = item if isinstance(item, str) else item.name
@@ -119,20 +119,20 @@ class ResourceQuota(SpecModel):
 class FlavorQuotas(SpecModel):
     name: str = Field(min_length=1)
     """A ResourceFlavor's name."""
-    resources: list[ResourceQuota] = Field(min_length=1, max_length=_MAX_ITEMS)
+    resources: list[ResourceQuota] = Field(min_length=1, max_length=MAX_ITEMS)
     """The quota of each covered resource in this flavor."""
 
 
 class ResourceGroup(SpecModel):
-    covered_resources: list[str] = Field(min_length=1, max_length=_MAX_ITEMS)
+    covered_resources: list[str] = Field(min_length=1, max_length=MAX_ITEMS)
     """The resources the group's flavors give quota for; a workload gets one flavor for all of them."""
-    flavors: list[FlavorQuotas] = Field(min_length=1, max_length=_MAX_ITEMS)
+    flavors: list[FlavorQuotas] = Field(min_length=1, max_length=MAX_ITEMS)
     """The flavors in the order admission tries them."""
 
     @model_validator(mode="after")
     def _every_flavor_covers_the_resources(self) -> ResourceGroup:
-        _unique_names(self.covered_resources, "resource")
-        _unique_names(self.flavors, "flavor")
+        unique_names(self.covered_resources, "resource")
+        unique_names(self.flavors, "flavor")
         for flavor in self.flavors:
             names = [r.name for r in flavor.resources]
             if names != self.covered_resources:
@@ -141,6 +141,25 @@ class ResourceGroup(SpecModel):
                     f"not {names}"
                 )
         return self
+
+
+def resources_once(groups: list[ResourceGroup] | None) -> list[ResourceGroup] | None:
+    """``groups``, refused when a resource or a flavor is in two of them."""
+    unique_names([r for group in groups or () for r in group.covered_resources], "resource")
+    unique_names([f.name for group in groups or () for f in group.flavors], "flavor")
+    return groups
+
+
+def limits_need(groups: list[ResourceGroup] | None, field: str) -> None:
+    """Refuse borrowing and lending limits where there is nothing to borrow from or lend to
+    (``field``: what the object lacks, spec.cohort or spec.parentName)."""
+    for group in groups or ():
+        for flavor in group.flavors:
+            for quota in flavor.resources:
+                if quota.borrowing_limit is not None or quota.lending_limit is not None:
+                    raise ValueError(
+                        f"flavor {flavor.name!r} resource {quota.name!r}: borrowingLimit and lendingLimit need {field}"
+                    )
 
 
 class BorrowWithinCohort(SpecModel):
@@ -171,7 +190,14 @@ class FlavorFungibility(SpecModel):
 
 class FairSharing(SpecModel):
     weight: Quantity | None = None
-    """The queue's share weight in its cohort (default 1)."""
+    """The share weight among its siblings in the cohort tree (default 1; 0: it borrows only what
+    no other queue wants). Used when the hub runs with --kueue-fair-sharing."""
+
+
+class FairSharingStatus(WireModel):
+    weighted_share: int = 0
+    """The dominant resource share (per thousand of what the cohort could lend) divided by the
+    weight; 0 when not borrowing. Written when the hub runs with --kueue-fair-sharing."""
 
 
 class AdmissionCheckStrategyRule(SpecModel):
@@ -187,7 +213,7 @@ class AdmissionChecksStrategy(SpecModel):
 
 
 class ClusterQueueSpec(SpecModel):
-    resource_groups: list[ResourceGroup] | None = Field(default=None, max_length=_MAX_ITEMS)
+    resource_groups: list[ResourceGroup] | None = Field(default=None, max_length=MAX_ITEMS)
     """Quota per flavor and resource, in groups of resources that share a flavor."""
     cohort: str | None = None
     """The cohort whose queues lend each other unused quota."""
@@ -206,31 +232,19 @@ class ClusterQueueSpec(SpecModel):
     stop_policy: Literal["None", "Hold", "HoldAndDrain"] | None = None
     """Hold: admit nothing new; HoldAndDrain: also evict the admitted workloads."""
     fair_sharing: FairSharing | None = None
-    """Fair-sharing weight (served; not enforced by the hub yet)."""
+    """Fair-sharing weight among the cohort's queues and cohorts."""
     admission_scope: dict[str, Any] | None = None
     """Admission fair sharing scope (served; not enforced)."""
 
     @field_validator("resource_groups")
     @classmethod
     def _resources_once(cls, groups: list[ResourceGroup] | None) -> list[ResourceGroup] | None:
-        resources = [r for group in groups or () for r in group.covered_resources]
-        _unique_names(resources, "resource")
-        flavors = [f.name for group in groups or () for f in group.flavors]
-        _unique_names(flavors, "flavor")
-        return groups
+        return resources_once(groups)
 
     @model_validator(mode="after")
     def _limits_need_a_cohort(self) -> ClusterQueueSpec:
-        if self.cohort:
-            return self
-        for group in self.resource_groups or ():
-            for flavor in group.flavors:
-                for quota in flavor.resources:
-                    if quota.borrowing_limit is not None or quota.lending_limit is not None:
-                        raise ValueError(
-                            f"flavor {flavor.name!r} resource {quota.name!r}: borrowingLimit and lendingLimit "
-                            "need spec.cohort"
-                        )
+        if not self.cohort:
+            limits_need(self.resource_groups, "spec.cohort")
         return self
 
 
@@ -263,6 +277,8 @@ class ClusterQueueStatus(WireModel):
     """Workloads holding quota."""
     admitted_workloads: int | None = None
     """Admitted workloads that have not finished."""
+    fair_sharing: FairSharingStatus | None = None
+    """The queue's weighted share (with --kueue-fair-sharing)."""
 
 
 class ClusterQueue(SpecModel):
@@ -373,7 +389,7 @@ class WorkloadSpec(SpecModel):
     @field_validator("pod_sets")
     @classmethod
     def _unique_pod_sets(cls, pod_sets: list[PodSet]) -> list[PodSet]:
-        _unique_names(pod_sets, "pod set")
+        unique_names(pod_sets, "pod set")
         return pod_sets
 
 

@@ -17,6 +17,9 @@ ClusterQueues, LocalQueues, WorkloadPriorityClasses and Workloads (informers). O
   and Preempted, its admission removed, back in the queue, an Event naming the preemptor — so its
   Job is suspended again and the detector deletes its binding (its pods stop in every member);
   the preemptor is admitted by a later cycle, once the quota is released;
+* with ``--kueue-fair-sharing`` the cycle runs with Kueue's fair sharing over the tree of cohorts
+  (``kueue.x-k8s.io/v1alpha1`` Cohorts: parents, quota, weights), and ClusterQueues and Cohorts
+  get ``status.fairSharing.weightedShare``;
 * ClusterQueue and LocalQueue status: pending/reserving/admitted counts, usage per flavor;
 * a finished workload's Workload gets Finished=True, and its quota is free again; a deleted
   workload's Workload is deleted.
@@ -37,6 +40,7 @@ from typing import Any, Final
 from controlplane.admission import objects as adm
 from controlplane.admission.core import ClusterQueue, Pending, Target, Usage, Waiting, decide
 from controlplane.admission.core.preemption import HUMAN_REASONS
+from controlplane.apis import kueue_v1alpha1
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.events import EventType
 from controlplane.controllers.context import ControllerContext
@@ -49,6 +53,7 @@ from controlplane.objectclient import ResourceType, WatchEventType, errors
 log = logging.getLogger(__name__)
 
 API: Final = kueue.API_VERSION
+COHORT_API: Final = kueue_v1alpha1.API_VERSION
 CYCLE: Final = ("cycle",)
 JOB: Final = ("batch/v1", "Job")
 
@@ -73,12 +78,14 @@ class Kinds:
     local_queue: ResourceType | None = field(init=False)
     flavor: ResourceType | None = field(init=False)
     priority_class: ResourceType | None = field(init=False)
+    cohort: ResourceType | None = field(init=False)
 
     def __post_init__(self) -> None:
         kind = self.ctx.registry.for_kind
         self.workload, self.cluster_queue = kind(API, "Workload"), kind(API, "ClusterQueue")
         self.local_queue, self.flavor = kind(API, "LocalQueue"), kind(API, "ResourceFlavor")
         self.priority_class = kind(API, "WorkloadPriorityClass")
+        self.cohort = kind(COHORT_API, "Cohort")
 
     def items(self, rt: ResourceType | None) -> list[dict[str, Any]]:
         return self.ctx.informer(rt).items() if rt is not None else []
@@ -167,7 +174,7 @@ class AdmissionController:
         if self.kinds.workload is None:
             return
         ctx.add_workload_handler(self._on_source)
-        for rt in (self.kinds.cluster_queue, self.kinds.local_queue, self.kinds.flavor, self.kinds.workload):
+        for rt in (self.kinds.cluster_queue, self.kinds.local_queue, self.kinds.flavor, self.kinds.workload, self.kinds.cohort):
             if rt is not None:
                 ctx.informer(rt).add_handler(self._on_queue_object)
         ctx.informer(self.kinds.workload).add_handler(self._on_workload)
@@ -296,7 +303,11 @@ class AdmissionController:
         kinds = self.kinds
         flavors = kinds.flavors()
         cq_objs = {str(o["metadata"]["name"]): o for o in kinds.items(kinds.cluster_queue)}
+        cohort_objs = {str(o["metadata"]["name"]): o for o in kinds.items(kinds.cohort)}
+        cohorts = {name: adm.cohort(o) for name, o in cohort_objs.items()}
         queues = {name: adm.cluster_queue(o, flavors) for name, o in cq_objs.items()}
+        queues = adm.deactivate_cycles(queues, Usage(queues, cohorts).cycles)
+        fair_sharing = self.ctx.settings.kueue_fair_sharing
         lqs = {(str(o["metadata"].get("namespace")), str(o["metadata"]["name"])): o for o in kinds.items(kinds.local_queue)}
         namespaces = {str(o["metadata"]["name"]): (o["metadata"].get("labels") or {}) for o in self.ctx.informer(self.ctx.namespace_rt).items()}
         workloads = {adm.key_of(w): w for w in kinds.items(kinds.workload)}
@@ -320,11 +331,11 @@ class AdmissionController:
                 unqueued[key] = Waiting(key, cq_name, "Inadmissible", "Workload namespace doesn't match ClusterQueue selector", 0)
             else:
                 pending.append(adm.pending_of(wl, cq_name))
-        decisions = decide(queues, pending, admitted, flavors)
+        decisions = decide(queues, pending, admitted, flavors, fair_sharing=fair_sharing, cohorts=cohorts)
         for preempting in decisions.preempting:
             for target in preempting.targets:
                 await self._evict(workloads[target.key], workloads[preempting.key], target)
-        usage = Usage(queues)
+        usage = Usage(queues, cohorts)
         for a in admitted:
             usage.add(a.queue, a.usage)
         for decision in decisions.admitted:
@@ -334,6 +345,12 @@ class AdmissionController:
             await self._wait(workloads[waiting.key], waiting)
         holders = {a.key: a.queue for a in admitted} | {d.key: d.queue for d in decisions.admitted}
         await self._queue_statuses(queues, cq_objs, lqs, workloads, decisions.waiting, holders, usage)
+        for name, obj in cohort_objs.items():
+            status = {k: v for k, v in (obj.get("status") or {}).items() if k != "fairSharing"}
+            if fair_sharing:
+                status["fairSharing"] = {"weightedShare": usage.share(usage.cohorts[name])}
+            if status != (obj.get("status") or {}):
+                await self._write_status(kinds.cohort, obj, status)
 
     async def _admit(self, wl: dict[str, Any], admission: dict[str, Any], queue: str) -> None:
         rt = self.kinds.workload
@@ -437,10 +454,12 @@ class AdmissionController:
             pending, holding = cq_counts.get(name, [0, 0])
             flavors = adm.flavors_usage(queues[name], usage)
             status = {
-                **(obj.get("status") or {}),
+                **{k: v for k, v in (obj.get("status") or {}).items() if k != "fairSharing"},
                 "pendingWorkloads": pending, "reservingWorkloads": holding, "admittedWorkloads": holding,
                 "flavorsReservation": flavors, "flavorsUsage": flavors,
             }
+            if self.ctx.settings.kueue_fair_sharing:
+                status["fairSharing"] = {"weightedShare": usage.queue_share(name)}
             await self._write_status(self.kinds.cluster_queue, obj, status)
         for lq_key, obj in lqs.items():
             pending, holding = lq_counts.get(lq_key, [0, 0])

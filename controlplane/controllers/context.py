@@ -72,6 +72,8 @@ class ControllerSettings:
     ``cluster.gpufed.io/unreachable:NoExecute`` (``--default-unreachable-toleration-seconds``)."""
     default_not_ready_toleration_seconds: int = 300
     """The same for ``cluster.gpufed.io/not-ready:NoExecute`` (``--default-not-ready-toleration-seconds``)."""
+    kueue_fair_sharing: bool = False
+    """Fleet admission with Kueue's fair sharing (``--kueue-fair-sharing``, Kueue's ``fairSharing.enable``)."""
     graceful_eviction_timeout_seconds: int = 600
     """How long a Gracefully evicted copy waits for its replacement to be Healthy when the policy
     sets no ``failover.*.gracePeriodSeconds`` (``--graceful-eviction-timeout``)."""

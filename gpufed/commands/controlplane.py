@@ -155,6 +155,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="failover: when more than 2 clusters and at least this fraction of the fleet are not "
                              "ready at once, hold evictions back; when none is ready, suspect the hub itself and "
                              "evict nothing (default 0.55, as kube's --unhealthy-zone-threshold)")
+    parser.add_argument("--kueue-fair-sharing", action="store_true",
+                        help="fleet quotas: Kueue's fair sharing (its fairSharing.enable): queues that borrow are "
+                             "admitted by their dominant resource share over fairSharing.weight, and preempt within "
+                             "the cohort by fair share (default off, as in Kueue)")
     parser.add_argument("--graceful-eviction-timeout", type=_whole_seconds, default=600, metavar="SECONDS",
                         help="failover: how long an evicted copy keeps running while its replacement starts, "
                              "when the policy sets no failover gracePeriodSeconds (default 600)")
@@ -268,6 +272,7 @@ def run(args: argparse.Namespace) -> int:
         default_not_ready_toleration_seconds=args.default_not_ready_toleration_seconds,
         unhealthy_fleet_threshold=args.unhealthy_fleet_threshold,
         graceful_eviction_timeout=args.graceful_eviction_timeout,
+        kueue_fair_sharing=args.kueue_fair_sharing,
         unschedulable_grace_seconds=args.unschedulable_grace_seconds,
         leader_lease_ttl=args.leader_lease_ttl,
         identity=args.identity,

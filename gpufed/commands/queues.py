@@ -2,8 +2,12 @@
 
 In: the hub's ``kueue.x-k8s.io/v1beta1`` ClusterQueues (their spec and the status the hub's
 admission controller writes). Out: a table — CLUSTERQUEUE, COHORT, FLAVOR, RESOURCE, NOMINAL,
-BORROWING LIMIT, LENDING LIMIT, USAGE, BORROWED, PENDING, ADMITTED — or the same as JSON
-(``-o json``). Pending and admitted are per ClusterQueue (shown on its first row).
+BORROWING LIMIT, LENDING LIMIT, USAGE, BORROWED, LENT, PENDING, ADMITTED, WEIGHT, SHARE — or the
+same as JSON (``-o json``). LENT is what the queue offers its cohort now: its unused nominal
+quota, at most its lendingLimit. Pending, admitted, the fair-sharing weight and the weighted
+share (``status.fairSharing.weightedShare``, written when the hub runs with
+``--kueue-fair-sharing``; "inf" for a weight-0 queue that borrows) are per ClusterQueue (shown on
+its first row).
 """
 
 from __future__ import annotations
@@ -15,13 +19,16 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from controlplane.apis.quantity import QuantityError, format_quantity, to_int
 from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
 
 PATH = "/apis/kueue.x-k8s.io/v1beta1/clusterqueues"
 HEADER = (
     "CLUSTERQUEUE", "COHORT", "FLAVOR", "RESOURCE", "NOMINAL", "BORROWING LIMIT", "LENDING LIMIT",
-    "USAGE", "BORROWED", "PENDING", "ADMITTED",
+    "USAGE", "BORROWED", "LENT", "PENDING", "ADMITTED", "WEIGHT", "SHARE",
 )
+#: The weighted share of a weight-0 queue that borrows (Kueue's math.MaxInt).
+INFINITE_SHARE = 2**63 - 1
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,6 +44,23 @@ def _usage(status: Mapping[str, Any]) -> dict[tuple[str, str], Mapping[str, Any]
     return out
 
 
+def _amount(resource: str, value: Any) -> int:
+    try:
+        return to_int(resource, value) if value is not None else 0
+    except (QuantityError, TypeError, ValueError):
+        return 0
+
+
+def _lent(resource: str, quota: Mapping[str, Any], used: Any, in_cohort: bool) -> str:
+    """Unused nominal quota, at most the lendingLimit (nothing outside a cohort)."""
+    if not in_cohort:
+        return "0"
+    unused = max(0, _amount(resource, quota.get("nominalQuota")) - _amount(resource, used))
+    if quota.get("lendingLimit") is not None:
+        unused = min(unused, _amount(resource, quota["lendingLimit"]))
+    return format_quantity(resource, unused)
+
+
 def queue_rows(cluster_queues: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """One row per ClusterQueue, flavor and resource (sorted by ClusterQueue name). Pure."""
     rows: list[dict[str, Any]] = []
@@ -44,11 +68,14 @@ def queue_rows(cluster_queues: Iterable[Mapping[str, Any]]) -> list[dict[str, An
         name = str((cq.get("metadata") or {}).get("name"))
         spec, status = cq.get("spec") or {}, cq.get("status") or {}
         usage = _usage(status)
+        weight = (spec.get("fairSharing") or {}).get("weight", 1)
+        share = (status.get("fairSharing") or {}).get("weightedShare")
         first = True
         for group in spec.get("resourceGroups") or ():
             for flavor in group.get("flavors") or ():
                 for quota in flavor.get("resources") or ():
                     used = usage.get((str(flavor.get("name")), str(quota.get("name"))), {})
+                    resource = str(quota.get("name"))
                     rows.append({
                         "clusterQueue": name, "cohort": spec.get("cohort") or "",
                         "flavor": flavor.get("name"), "resource": quota.get("name"),
@@ -56,8 +83,11 @@ def queue_rows(cluster_queues: Iterable[Mapping[str, Any]]) -> list[dict[str, An
                         "borrowingLimit": str(quota.get("borrowingLimit", "")),
                         "lendingLimit": str(quota.get("lendingLimit", "")),
                         "usage": str(used.get("total", "0")), "borrowed": str(used.get("borrowed", "0")),
+                        "lent": _lent(resource, quota, used.get("total"), bool(spec.get("cohort"))),
                         "pending": status.get("pendingWorkloads", 0) if first else None,
                         "admitted": status.get("admittedWorkloads", 0) if first else None,
+                        "weight": str(weight) if first else None,
+                        "weightedShare": share if first else None,
                     })
                     first = False
     return rows
@@ -65,10 +95,17 @@ def queue_rows(cluster_queues: Iterable[Mapping[str, Any]]) -> list[dict[str, An
 
 def render(rows: list[dict[str, Any]]) -> str:
     keys = ("clusterQueue", "cohort", "flavor", "resource", "nominal", "borrowingLimit", "lendingLimit",
-            "usage", "borrowed", "pending", "admitted")
-    cells = [HEADER, *[tuple("" if r[k] is None else str(r[k]) or "-" for k in keys) for r in rows]]
+            "usage", "borrowed", "lent", "pending", "admitted", "weight")
+    cells = [HEADER, *[(*("" if r[k] is None else str(r[k]) or "-" for k in keys), _share_cell(r)) for r in rows]]
     widths = [max(len(row[i]) for row in cells) for i in range(len(HEADER))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in cells)
+
+
+def _share_cell(row: Mapping[str, Any]) -> str:
+    share = row["weightedShare"]
+    if share is None:
+        return "" if row["pending"] is None else "-"
+    return "inf" if share == INFINITE_SHARE else str(share)
 
 
 async def fetch(args: argparse.Namespace) -> list[dict[str, Any]]:

@@ -155,3 +155,78 @@ async def test_kubectl_refuses_broken_kueue_objects_naming_the_field(kubeconfig:
     err = await _refused(kubeconfig, negative)
     assert 'ClusterQueue "bad" is invalid' in err and "nominalQuota" in err
     assert "need spec.cohort" in await _refused(kubeconfig, no_cohort)
+
+
+# Kueue's fair sharing (site/content/en/docs/concepts/fair_sharing.md) with hierarchical cohorts:
+# a ClusterQueue's fairSharing.weight and a v1alpha1 Cohort with a parent and a weight.
+FAIR_SHARING_YAML = """\
+apiVersion: kueue.x-k8s.io/v1alpha1
+kind: Cohort
+metadata:
+  name: research
+spec:
+  parentName: org
+  fairSharing:
+    weight: "2"
+---
+apiVersion: kueue.x-k8s.io/v1alpha1
+kind: Cohort
+metadata:
+  name: org
+spec:
+  resourceGroups:
+  - coveredResources: ["nvidia.com/gpu"]
+    flavors:
+    - name: "default-flavor"
+      resources:
+      - name: "nvidia.com/gpu"
+        nominalQuota: 300
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata:
+  name: "cluster-queue"
+spec:
+  namespaceSelector: {}
+  cohort: research
+  resourceGroups:
+  - coveredResources: ["nvidia.com/gpu"]
+    flavors:
+    - name: "default-flavor"
+      resources:
+      - name: "nvidia.com/gpu"
+        nominalQuota: 9
+  fairSharing:
+    weight: "0.5"
+"""
+
+
+@needs_kubectl
+async def test_kubectl_applies_fair_sharing_weights_and_cohorts(kubeconfig: Path, tmp_path: Path) -> None:  # noqa: F811
+    manifest = tmp_path / "fair.yaml"
+    manifest.write_text(FAIR_SHARING_YAML)
+    code, out, err = await kubectl(kubeconfig, "apply", "-f", str(manifest))
+    assert code == 0, err
+    assert out.splitlines() == [
+        "cohort.kueue.x-k8s.io/research created", "cohort.kueue.x-k8s.io/org created",
+        "clusterqueue.kueue.x-k8s.io/cluster-queue created",
+    ]
+    code, out, err = await kubectl(kubeconfig, "get", "cohorts", "-o", "wide")
+    assert code == 0, err
+    header, *rows = out.splitlines()
+    assert header.split()[:5] == ["NAME", "PARENT", "WEIGHT", "WEIGHTED", "SHARE"]
+    assert [row.split()[:3] for row in rows] == [["org", "<none>", "<none>"], ["research", "org", "2"]]
+    code, out, err = await kubectl(kubeconfig, "get", "clusterqueue", "cluster-queue", "-o", "jsonpath={.spec.fairSharing.weight}")
+    assert code == 0, err
+    assert out == "0.5"
+    root_limits = tmp_path / "root-limits.yaml"
+    root_limits.write_text(
+        "apiVersion: kueue.x-k8s.io/v1alpha1\nkind: Cohort\nmetadata: {name: top}\nspec:\n  resourceGroups:\n"
+        "  - coveredResources: [nvidia.com/gpu]\n    flavors:\n    - name: f\n"
+        "      resources: [{name: nvidia.com/gpu, nominalQuota: 4, lendingLimit: 2}]\n"
+    )
+    assert "need spec.parentName" in await _refused(kubeconfig, root_limits)
+    bad_weight = tmp_path / "bad-weight.yaml"
+    bad_weight.write_text(BAD_QUEUE.format(name="heavy", quota="{name: nvidia.com/gpu, nominalQuota: 4}") + "  fairSharing: {weight: '-1'}\n")
+    err = await _refused(kubeconfig, bad_weight)
+    assert "fairSharing" in err and "weight" in err

@@ -37,20 +37,25 @@ async def works_of(objects: ObjectStore, name: str) -> list[str]:
     return [w["metadata"]["name"] for w in works if w["metadata"]["name"] == f"default-{name}-job"]
 
 
-async def test_an_in_quota_job_preempts_a_borrowing_one(objects: ObjectStore, manager: ControllerManager) -> None:
+async def team_a_borrows(objects: ObjectStore, manager: ControllerManager, spec: dict[str, Any]) -> None:
+    """An on-prem cluster; teams A and B with 8 GPUs each in one cohort (``spec`` added to both
+    ClusterQueues); team A's three 4-GPU Jobs admitted, the third borrowing B's idle quota."""
     await put_cluster(objects, "onprem", node_shape(2, gpus=8), labels={"gpufed.io/pool": "onprem"}, pods=[])
     await create(objects, kueue_obj("ResourceFlavor", "onprem", spec={"nodeLabels": {"gpufed.io/pool": "onprem"}}))
     for team in ("team-a", "team-b"):
         cq = team_queue(team, 8)
-        cq["spec"]["preemption"] = {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}
+        cq["spec"].update(spec)
         await create(objects, cq)
         await create(objects, kueue_obj("LocalQueue", team, "default", spec={"clusterQueue": team}))
     await create(objects, propagation_policy("jobs", kind="Job", api_version="batch/v1", placement=PLACEMENT))
     await settled(manager)
-
     for name in ("a1", "a2", "a3"):  # 12 GPUs: 8 of team A's quota, 4 borrowed from idle team B
         await create(objects, job(name, "team-a"))
         assert await eventually(lambda n=name: admitted(objects, n), what=f"{name} admitted") == "team-a"  # type: ignore[misc]
+
+
+async def test_an_in_quota_job_preempts_a_borrowing_one(objects: ObjectStore, manager: ControllerManager) -> None:
+    await team_a_borrows(objects, manager, {"preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}})
 
     async def a3_bound() -> list[str] | None:
         return await works_of(objects, "a3") or None

@@ -13,7 +13,10 @@ from controlplane.admission.core.cycle import (
 )
 from controlplane.admission.core.preemption import Reason, Target
 from controlplane.admission.core.quota import (
+    DEFAULT_WEIGHT,
+    INFINITE_SHARE,
     ClusterQueue,
+    Cohort,
     FlavorQuotas,
     FlavorResource,
     Preemption,
@@ -25,7 +28,8 @@ from controlplane.admission.core.quota import (
 )
 
 __all__ = [
-    "Admission", "Admitted", "Assignment", "ClusterQueue", "Decisions", "FlavorQuotas", "FlavorResource",
+    "DEFAULT_WEIGHT", "INFINITE_SHARE",
+    "Admission", "Admitted", "Assignment", "ClusterQueue", "Cohort", "Decisions", "FlavorQuotas", "FlavorResource",
     "Pending", "PodSetRequest", "Preempting", "Preemption", "PreemptionPolicy", "QueueingStrategy", "Quota", "Reason",
     "ResourceGroup", "Target", "Usage", "Waiting", "decide",
 ]

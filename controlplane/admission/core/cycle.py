@@ -8,17 +8,23 @@ each against the usage the earlier admissions left. A pod set gets one flavor pe
 the first flavor (in the ClusterQueue's order) whose node labels the pod set does not contradict
 and that has the quota for every resource of the group it requests. A workload that does not fit
 may preempt (:mod:`controlplane.admission.core.preemption`): it waits until its targets are
-evicted, and is admitted by a later cycle; one preemption per cohort (or lone queue) per cycle.
+evicted, and is admitted by a later cycle; one preemption per cohort tree (or lone queue) per cycle.
+With fair sharing on (Kueue's ``fairSharing.enable``) the offered workloads are tried in
+fair-sharing order instead, and preemption in a cohort follows the queues' shares
+(:mod:`controlplane.admission.core.fairsharing`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from controlplane.admission.core.fairsharing import fair_targets, tournament
 from controlplane.admission.core.preemption import Preemptor, Target, targets
 from controlplane.admission.core.quota import (
     ClusterQueue,
+    Cohort,
     FlavorQuotas,
     FlavorResource,
     PreemptionPolicy,
@@ -205,11 +211,20 @@ def _pick_flavor(
     raise _NoFit(f"couldn't assign flavors to pod set {ps.name}: " + ", ".join(reasons), never=never)
 
 
+def _may_preempt_while_borrowing(queue: ClusterQueue, fair_sharing: bool) -> bool:
+    """Kueue's ``canPreemptWhileBorrowing``: borrowWithinCohort, or fair sharing with reclaimWithinCohort."""
+    policy = queue.preemption
+    return policy.borrow_within_cohort is not PreemptionPolicy.NEVER or (
+        fair_sharing and policy.reclaim_within_cohort is not PreemptionPolicy.NEVER
+    )
+
+
 def _lacking(
-    queue: ClusterQueue, flavor: str, wanted: Mapping[str, int], taken: Mapping[FlavorResource, int], usage: Usage
+    queue: ClusterQueue, flavor: str, wanted: Mapping[str, int], taken: Mapping[FlavorResource, int], usage: Usage,
+    fair_sharing: bool,
 ) -> set[FlavorResource] | None:
     """Where the flavor lacks quota for ``wanted`` now; None: more than preempting could free."""
-    may_borrow = queue.preemption.borrow_within_cohort is not PreemptionPolicy.NEVER
+    may_borrow = _may_preempt_while_borrowing(queue, fair_sharing)
     lacking: set[FlavorResource] = set()
     for resource, amount in wanted.items():
         fr = (flavor, resource)
@@ -224,7 +239,7 @@ def _lacking(
 
 
 def _preemptor(
-    queue: ClusterQueue, workload: Pending, usage: Usage, flavor_labels: Mapping[str, Mapping[str, str]]
+    queue: ClusterQueue, workload: Pending, usage: Usage, flavor_labels: Mapping[str, Mapping[str, str]], fair_sharing: bool
 ) -> Preemptor | None:
     """The flavors the workload would get if preemption freed quota, as Kueue's flavor assigner
     picks them in Preempt mode: per resource group the first flavor that fits now, else the first
@@ -243,7 +258,7 @@ def _preemptor(
             for fq in group.flavors:
                 if not _compatible(flavor_labels.get(fq.flavor, {}), ps.node_selector):
                     continue
-                lacking = _lacking(queue, fq.flavor, wanted, taken, usage)
+                lacking = _lacking(queue, fq.flavor, wanted, taken, usage, fair_sharing)
                 if lacking is None:
                     continue
                 if not lacking:
@@ -264,22 +279,31 @@ def _try_preempting(
     usage: Usage,
     holders: Sequence[Admitted],
     flavor_labels: Mapping[str, Mapping[str, str]],
+    fair_sharing: bool,
 ) -> Preempting | None:
     """The evictions that let ``workload`` in; its quota is then reserved in ``usage`` (what is
     left of its nominal quota), so that the rest of the cycle does not take what they free."""
-    preemptor = _preemptor(queue, workload, usage, flavor_labels)
-    chosen = targets(preemptor, usage, holders) if preemptor is not None else ()
+    preemptor = _preemptor(queue, workload, usage, flavor_labels, fair_sharing)
+    chosen: tuple[Target, ...] = ()
+    if preemptor is not None:
+        chosen = fair_targets(preemptor, usage, holders) if fair_sharing else targets(preemptor, usage, holders)
     if preemptor is None or not chosen:
         return None
     reserve: dict[FlavorResource, int] = {}
     for fr, amount in preemptor.request.items():
         quota = queue.quota(fr)
         most = quota.nominal if quota is not None else 0
-        if queue.preemption.borrow_within_cohort is not PreemptionPolicy.NEVER:
+        if _may_preempt_while_borrowing(queue, fair_sharing):
             most = usage.maximum(queue, fr)
         reserve[fr] = max(0, min(amount, most - usage.of(queue.name, fr)))
     usage.add(queue.name, reserve)
     return Preempting(workload.key, queue.name, chosen)
+
+
+def _usage_of(first_tries: Mapping[str, Admission | _NoFit], head: Pending) -> Mapping[FlavorResource, int]:
+    """What admitting ``head`` would add, as its first try this round found it (nothing when it did not fit)."""
+    first_try = first_tries[head.key]
+    return first_try.usage() if isinstance(first_try, Admission) else {}
 
 
 def _order(pending: Pending) -> tuple[int, str, str]:
@@ -291,9 +315,17 @@ def decide(
     pending: Sequence[Pending],
     admitted: Sequence[Admitted],
     flavor_labels: Mapping[str, Mapping[str, str]],
+    *,
+    fair_sharing: bool = False,
+    cohorts: Mapping[str, Cohort] | None = None,
 ) -> Decisions:
-    """Admit what the quotas allow now; the rest waits with Kueue's reason and message."""
-    usage = Usage(queues)
+    """Admit what the quotas allow now; the rest waits with Kueue's reason and message.
+
+    ``fair_sharing`` (Kueue's ``fairSharing.enable``): the heads are taken in fair-sharing order
+    and preemption in a cohort follows fair shares (:mod:`controlplane.admission.core.fairsharing`).
+    ``cohorts``: Cohort objects (parents, quotas, weights); a cohort only named by ClusterQueues
+    has no quota of its own, no parent and weight 1."""
+    usage = Usage(queues, cohorts)
     for a in admitted:
         usage.add(a.queue, a.usage)
     by_queue: dict[str, list[Pending]] = {}
@@ -323,7 +355,13 @@ def decide(
             offered.append(((borrows, *_order(head)), head, result))
         if not offered:
             break
-        for _, head, first_try in sorted(offered, key=lambda o: o[0]):
+        offered.sort(key=lambda o: o[0])
+        first_tries = {head.key: first_try for _, head, first_try in offered}
+        heads: Iterable[Pending] = (head for _, head, _ in offered)
+        if fair_sharing:
+            heads = tournament([head for _, head, _ in offered], usage, functools.partial(_usage_of, first_tries))
+        for head in heads:
+            first_try = first_tries[head.key]
             items = by_queue[head.queue]
             cursor[head.queue] += 1
             try:
@@ -338,9 +376,10 @@ def decide(
             reason = "Inadmissible" if result.never else "Pending"
             message = str(result)
             queue = queues[head.queue]
-            scope = ("cohort", queue.cohort) if queue.cohort else ("queue", queue.name)
+            root = usage.root_of(queue.name)
+            scope = ("cohort", root.name) if root is not None else ("queue", queue.name)
             if not result.never and queue.preemption.enabled and scope not in preempted_in:
-                chosen = _try_preempting(queue, head, usage, admitted, flavor_labels)
+                chosen = _try_preempting(queue, head, usage, admitted, flavor_labels, fair_sharing)
                 if chosen is not None:
                     preempting.append(chosen)
                     preempted_in.add(scope)

@@ -14,7 +14,7 @@ a borrowing preemptor may evict other queues' workloads below the priority thres
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
@@ -28,6 +28,7 @@ class Reason(StrEnum):
     IN_CLUSTER_QUEUE = "InClusterQueue"
     IN_COHORT_RECLAMATION = "InCohortReclamation"
     IN_COHORT_RECLAIM_WHILE_BORROWING = "InCohortReclaimWhileBorrowing"
+    IN_COHORT_FAIR_SHARING = "InCohortFairSharing"
 
 
 #: Kueue's words for each reason, in the eviction message ("... due to <words>").
@@ -35,22 +36,28 @@ HUMAN_REASONS = {
     Reason.IN_CLUSTER_QUEUE: "prioritization in the ClusterQueue",
     Reason.IN_COHORT_RECLAMATION: "reclamation within the cohort",
     Reason.IN_COHORT_RECLAIM_WHILE_BORROWING: "reclamation within the cohort while borrowing",
+    Reason.IN_COHORT_FAIR_SHARING: "Fair Sharing within the cohort",
 }
 
 
-class Holder(Protocol):
-    """An admitted workload, as preemption reads it."""
+class Queued(Protocol):
+    """A workload of a ClusterQueue, pending or admitted, as ordering reads it."""
 
     @property
     def key(self) -> str: ...
     @property
     def queue(self) -> str: ...
     @property
-    def usage(self) -> Mapping[FlavorResource, int]: ...
-    @property
     def priority(self) -> int: ...
     @property
     def created(self) -> str: ...
+
+
+class Holder(Queued, Protocol):
+    """An admitted workload, as preemption reads it."""
+
+    @property
+    def usage(self) -> Mapping[FlavorResource, int]: ...
     @property
     def reserved_at(self) -> str:
         """When its quota was reserved (RFC 3339); more recent ones go first."""
@@ -79,7 +86,9 @@ def candidates(preemptor: Preemptor, usage: Usage, holders: Iterable[Holder]) ->
     """The admitted workloads the preemptor's policies allow it to evict, in Kueue's order."""
     queue, policy = preemptor.queue, preemptor.queue.preemption
     out: list[Holder] = []
-    lenders = {q.name for q in usage.queues.values() if q.cohort == queue.cohort and q.name != queue.name}
+    # Every other queue of the preemptor's cohort tree (hierarchical cohorts: under the same root).
+    root = usage.root_of(queue.name)
+    lenders = {name for name in usage.queues if name != queue.name and root is not None and usage.root_of(name) is root}
     borrowing = {name for name in lenders if usage.borrowing(usage.queues[name], preemptor.needs)}
     for h in holders:
         if not any(fr in preemptor.needs for fr in h.usage):
@@ -134,7 +143,8 @@ def _under_nominal(preemptor: Preemptor, usage: Usage) -> bool:
     return all(usage.of(queue.name, fr) < (q.nominal if (q := queue.quota(fr)) else 0) for fr in preemptor.needs)
 
 
-def _fits(preemptor: Preemptor, usage: Usage, borrow: bool) -> bool:
+def fits_now(preemptor: Preemptor, usage: Usage, borrow: bool) -> bool:
+    """Whether the preemptor's request fits ``usage`` now (without borrowing unless ``borrow``)."""
     queue = preemptor.queue
     for fr, amount in preemptor.request.items():
         if not borrow and usage.borrows(queue, {fr: amount}):
@@ -164,18 +174,24 @@ def _minimal(
                     reason = Reason.IN_COHORT_RECLAIM_WHILE_BORROWING
         usage.add(h.queue, h.usage, -1)
         chosen.append((h, reason))
-        if _fits(preemptor, usage, borrow):
+        if fits_now(preemptor, usage, borrow):
             fits = True
             break
-    if fits:
-        # Give back, latest first, those the preemptor does not need gone (never the last one).
+    return settle(chosen, usage, (lambda: fits_now(preemptor, usage, borrow)) if fits else None)
+
+
+def settle(chosen: list[tuple[Holder, Reason]], usage: Usage, fits: Callable[[], bool] | None) -> tuple[Target, ...]:
+    """The targets of a search that removed ``chosen`` from ``usage``: none when the preemptor
+    still does not fit (``fits`` None); else those still needed once the others are given back,
+    latest first (never the last one, Kueue's fillBackWorkloads). ``usage`` is restored."""
+    if fits is not None:
         for i in range(len(chosen) - 2, -1, -1):
             h = chosen[i][0]
             usage.add(h.queue, h.usage)
-            if _fits(preemptor, usage, borrow):
+            if fits():
                 del chosen[i]
             else:
                 usage.add(h.queue, h.usage, -1)
     for h, _ in chosen:
         usage.add(h.queue, h.usage)
-    return tuple(Target(h.key, h.queue, reason) for h, reason in chosen) if fits else ()
+    return tuple(Target(h.key, h.queue, reason) for h, reason in chosen) if fits is not None else ()

@@ -1,4 +1,4 @@
-"""Quota arithmetic of ClusterQueues and their cohort, as Kueue's ``pkg/cache`` computes it.
+"""Quota arithmetic of ClusterQueues and their cohorts, as Kueue's ``pkg/cache`` computes it.
 
 Every amount is an integer in base units (GPUs as a count, CPU in millicores, memory in bytes).
 Per flavor and resource a ClusterQueue has a nominal quota; in a cohort it may also lend unused
@@ -6,17 +6,32 @@ nominal quota (up to ``lendingLimit``; absent: all of it) and borrow the cohort'
 (up to ``borrowingLimit``; absent: no limit). The part of nominal quota it does not lend is its
 own (guaranteed); what it uses beyond that draws on the cohort's pool, which is the sum of what
 its members lend.
+
+Cohorts form a tree (Kueue's hierarchical cohorts: a Cohort names its ``parentName`` and may
+hold quota of its own), so the pool of a cohort is its own quota plus what its children lend,
+and a child borrows from its parent's pool, which borrows from its own parent. Each node of the
+tree keeps its subtree quota and its usage (a cohort's usage is what its children use beyond
+their guaranteed part), updated as workloads are added and removed.
+
+The dominant resource share (DRS) of a node, used by fair sharing, is Kueue's: per resource,
+what the node uses beyond its subtree quota (summed over flavors) per thousand of what its
+parent could lend it, the largest of those, divided by the node's ``fairSharing.weight``.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 #: (flavor, resource)
 FlavorResource = tuple[str, str]
+
+
+#: ``fairSharing.weight`` 1, in thousandths.
+DEFAULT_WEIGHT = 1000
+#: The share of a node with weight 0 that borrows (Kueue's ``math.MaxInt``).
+INFINITE_SHARE = 2**63 - 1
 
 
 class QueueingStrategy(StrEnum):
@@ -84,6 +99,9 @@ class ClusterQueue:
     #: Why the queue admits nothing (stopPolicy Hold, a missing ResourceFlavor ...); None: active.
     inactive_reason: str | None = None
     preemption: Preemption = field(default_factory=Preemption)
+    #: ``fairSharing.weight`` in thousandths (Kueue's MilliValue): 1000 is the default weight 1;
+    #: 0 borrows only what no other queue wants.
+    fair_weight: int = DEFAULT_WEIGHT
 
     def quota(self, fr: FlavorResource) -> Quota | None:
         flavor, resource = fr
@@ -101,72 +119,202 @@ class ClusterQueue:
         return None
 
 
-@dataclass
-class Usage:
-    """What each ClusterQueue uses per flavor and resource (mutable: admission adds to it)."""
 
-    queues: Mapping[str, ClusterQueue]
-    used: dict[str, dict[FlavorResource, int]] = field(default_factory=lambda: defaultdict(dict))
+
+@dataclass(frozen=True)
+class Cohort:
+    """A cohort (Kueue's ``Cohort`` object, or only named by ClusterQueues): a node of the quota
+    tree with optional quota of its own, a parent and a fair-sharing weight."""
+
+    name: str
+    parent: str | None = None
+    groups: tuple[ResourceGroup, ...] = ()
+    fair_weight: int = DEFAULT_WEIGHT
+
+
+def _quotas(groups: Iterable[ResourceGroup]) -> dict[FlavorResource, Quota]:
+    return {(fq.flavor, r): q for g in groups for fq in g.flavors for r, q in fq.quotas.items()}
+
+
+class Node:
+    """A ClusterQueue or a cohort in the quota tree (read-only outside :class:`Usage`)."""
+
+    __slots__ = ("children", "is_cohort", "name", "parent", "quotas", "subtree", "usage", "weight")
+
+    def __init__(self, name: str, *, is_cohort: bool, quotas: dict[FlavorResource, Quota], weight: int) -> None:
+        self.name, self.is_cohort, self.quotas, self.weight = name, is_cohort, quotas, weight
+        self.parent: Node | None = None
+        self.children: list[Node] = []
+        self.subtree: dict[FlavorResource, int] = {}
+        self.usage: dict[FlavorResource, int] = {}
+
+    def __repr__(self) -> str:
+        return f"{'Cohort' if self.is_cohort else 'ClusterQueue'}({self.name})"
+
+    def guaranteed(self, fr: FlavorResource) -> int:
+        """The part of the subtree quota the node does not lend to its parent."""
+        quota = self.quotas.get(fr)
+        if quota is None or quota.lending_limit is None:
+            return 0
+        return max(0, self.subtree.get(fr, 0) - quota.lending_limit)
+
+    def local_available(self, fr: FlavorResource) -> int:
+        return max(0, self.guaranteed(fr) - self.usage.get(fr, 0))
+
+    def path_to_root(self) -> list[Node]:
+        """This node, its parent ... the root."""
+        out, node = [self], self.parent
+        while node is not None:
+            out.append(node)
+            node = node.parent
+        return out
+
+    def root(self) -> Node:
+        return self.path_to_root()[-1]
+
+
+class Usage:
+    """What each ClusterQueue uses per flavor and resource, over the tree of its cohorts (mutable:
+    admission adds to it, preemption simulates removals)."""
+
+    def __init__(self, queues: Mapping[str, ClusterQueue], cohorts: Mapping[str, Cohort] | None = None) -> None:
+        self.queues = queues
+        self.cohorts: dict[str, Node] = {}
+        self.nodes: dict[str, Node] = {}
+        specs = dict(cohorts or {})
+        for q in queues.values():
+            if q.cohort:
+                specs.setdefault(q.cohort, Cohort(q.cohort))
+        for c in list(specs.values()):
+            if c.parent:
+                specs.setdefault(c.parent, Cohort(c.parent))
+        for c in specs.values():
+            self.cohorts[c.name] = Node(c.name, is_cohort=True, quotas=_quotas(c.groups), weight=c.fair_weight)
+        #: Cohorts whose chain of parents loops (Kueue makes their ClusterQueues inactive); the
+        #: loop is cut here so that the arithmetic ends.
+        self.cycles: set[str] = set()
+        for c in sorted(specs.values(), key=lambda c: c.name):
+            if c.parent and not self._loops(c.name, c.parent, specs):
+                self._link(self.cohorts[c.name], self.cohorts[c.parent])
+        for q in queues.values():
+            node = Node(q.name, is_cohort=False, quotas=_quotas(q.groups), weight=q.fair_weight)
+            self.nodes[q.name] = node
+            if q.cohort:
+                self._link(node, self.cohorts[q.cohort])
+        for node in self.cohorts.values():
+            node.children.sort(key=lambda n: (not n.is_cohort, n.name))
+        for root in [n for n in (*self.cohorts.values(), *self.nodes.values()) if n.parent is None]:
+            self._accumulate(root)
+        self._lendable: dict[int, dict[str, int]] = {}
+
+    def _loops(self, name: str, parent: str, specs: Mapping[str, Cohort]) -> bool:
+        seen = {name}
+        at: str | None = parent
+        while at is not None:
+            if at in seen:
+                self.cycles.update(seen)
+                return True
+            seen.add(at)
+            at = specs[at].parent if at in specs else None
+        return False
+
+    @staticmethod
+    def _link(child: Node, parent: Node) -> None:
+        child.parent = parent
+        parent.children.append(child)
+
+    def _accumulate(self, node: Node) -> None:
+        node.subtree = {fr: q.nominal for fr, q in node.quotas.items()}
+        for child in node.children:
+            self._accumulate(child)
+            for fr, amount in child.subtree.items():
+                node.subtree[fr] = node.subtree.get(fr, 0) + amount - child.guaranteed(fr)
+
+    # --- usage ----------------------------------------------------------------------------
+
+    @property
+    def used(self) -> dict[str, dict[FlavorResource, int]]:
+        """Per ClusterQueue, its usage per flavor and resource."""
+        out = {name: {fr: v for fr, v in node.usage.items() if v} for name, node in self.nodes.items()}
+        return {name: used for name, used in out.items() if used}
 
     def of(self, queue: str, fr: FlavorResource) -> int:
-        return self.used.get(queue, {}).get(fr, 0)
+        node = self.nodes.get(queue)
+        return node.usage.get(fr, 0) if node is not None else 0
 
     def add(self, queue: str, amounts: Mapping[FlavorResource, int], sign: int = 1) -> None:
-        mine = self.used.setdefault(queue, {})
+        node = self.nodes.get(queue)
+        if node is None:
+            return  # a workload still holding quota of a ClusterQueue that was deleted
         for fr, amount in amounts.items():
-            mine[fr] = mine.get(fr, 0) + sign * amount
+            delta = sign * amount
+            if delta > 0:
+                self._add(node, fr, delta)
+            elif delta < 0:
+                self._remove(node, fr, -delta)
 
-    def members(self, cohort: str) -> Iterable[ClusterQueue]:
-        return (q for q in self.queues.values() if q.cohort == cohort)
+    def _add(self, node: Node, fr: FlavorResource, amount: int) -> None:
+        # Usage beyond the guaranteed part is stored in the parent too (Kueue's addUsage).
+        local = node.local_available(fr)
+        node.usage[fr] = node.usage.get(fr, 0) + amount
+        if node.parent is not None and amount > local:
+            self._add(node.parent, fr, amount - local)
 
-    def cohort_available(self, cohort: str, fr: FlavorResource) -> int:
-        """What the cohort's pool still has of ``fr``: the sum of what members lend, less what
-        members use beyond their guaranteed part."""
-        capacity = used = 0
-        for member in self.members(cohort):
-            quota = member.quota(fr)
-            if quota is None:
-                continue
-            capacity += quota.nominal - quota.guaranteed
-            used += max(0, self.of(member.name, fr) - quota.guaranteed)
-        return capacity - used
+    def _remove(self, node: Node, fr: FlavorResource, amount: int) -> None:
+        stored_in_parent = node.usage.get(fr, 0) - node.guaranteed(fr)
+        node.usage[fr] = node.usage.get(fr, 0) - amount
+        if node.parent is not None and stored_in_parent > 0:
+            self._remove(node.parent, fr, min(amount, stored_in_parent))
+
+    # --- what a queue may take ------------------------------------------------------------------
+
+    def _available(self, node: Node, fr: FlavorResource) -> int:
+        if node.parent is None:
+            return node.subtree.get(fr, 0) - node.usage.get(fr, 0)
+        from_parent = self._available(node.parent, fr)
+        quota = node.quotas.get(fr)
+        if quota is not None and quota.borrowing_limit is not None:
+            stored = node.subtree.get(fr, 0) - node.guaranteed(fr)
+            used = max(0, node.usage.get(fr, 0) - node.guaranteed(fr))
+            from_parent = min(stored - used + quota.borrowing_limit, from_parent)
+        return node.local_available(fr) + from_parent
+
+    def _potential(self, node: Node, fr: FlavorResource) -> int:
+        if node.parent is None:
+            return node.subtree.get(fr, 0)
+        most = node.guaranteed(fr) + self._potential(node.parent, fr)
+        quota = node.quotas.get(fr)
+        if quota is not None and quota.borrowing_limit is not None:
+            most = min(most, node.subtree.get(fr, 0) + quota.borrowing_limit)
+        return most
 
     def available(self, queue: ClusterQueue, fr: FlavorResource) -> int:
         """How much more of ``fr`` the queue may take now (borrowing included)."""
-        quota = queue.quota(fr)
-        if quota is None:
+        if queue.quota(fr) is None:
             return 0
-        used = self.of(queue.name, fr)
-        if queue.cohort is None:
-            return max(0, quota.nominal - used)
-        available = max(0, quota.guaranteed - used) + self.cohort_available(queue.cohort, fr)
-        if quota.borrowing_limit is not None:
-            available = min(available, quota.nominal + quota.borrowing_limit - used)
-        return max(0, available)
+        return max(0, self._available(self.nodes[queue.name], fr))
 
     def maximum(self, queue: ClusterQueue, fr: FlavorResource) -> int:
         """The most the queue could ever hold of ``fr`` (nominal + what it may borrow), for the
         'request > maximum capacity' answer."""
-        quota = queue.quota(fr)
-        if quota is None:
+        if queue.quota(fr) is None:
             return 0
-        if queue.cohort is None:
-            return quota.nominal
-        pool = sum(
-            (q.nominal - q.guaranteed)
-            for m in self.members(queue.cohort)
-            if m.name != queue.name and (q := m.quota(fr)) is not None
-        )
-        most = quota.nominal + pool
-        if quota.borrowing_limit is not None:
-            most = min(most, quota.nominal + quota.borrowing_limit)
-        return most
+        return self._potential(self.nodes[queue.name], fr)
 
     def borrowed(self, queue: str, fr: FlavorResource) -> int:
         """What the queue uses of ``fr`` beyond its nominal quota."""
         q = self.queues.get(queue)
         quota = q.quota(fr) if q is not None else None
         return max(0, self.of(queue, fr) - (quota.nominal if quota is not None else 0))
+
+    def lent(self, queue: ClusterQueue, fr: FlavorResource) -> int:
+        """What the queue offers its cohort of ``fr`` now: its unused nominal quota, at most its
+        ``lendingLimit`` (0 outside a cohort)."""
+        quota = queue.quota(fr)
+        if quota is None or queue.cohort is None:
+            return 0
+        unused = max(0, quota.nominal - self.of(queue.name, fr))
+        return min(unused, quota.lending_limit) if quota.lending_limit is not None else unused
 
     def borrowing(self, queue: ClusterQueue, frs: Iterable[FlavorResource]) -> bool:
         """Whether a cohort member uses more than its nominal quota of some of ``frs``."""
@@ -181,3 +329,41 @@ class Usage:
             if quota is not None and self.of(queue.name, fr) + amount > quota.nominal:
                 return True
         return False
+
+    def root_of(self, queue: str) -> Node | None:
+        """The root cohort of the queue's tree (None: the queue is in no cohort)."""
+        node = self.nodes[queue]
+        return node.root() if node.parent is not None else None
+
+    # --- fair sharing ----------------------------------------------------------------------------
+
+    def lendable(self, parent: Node) -> dict[str, int]:
+        """Per resource, the most the tree could lend a child of ``parent`` (summed over flavors)."""
+        cached = self._lendable.get(id(parent))
+        if cached is None:
+            cached = {}
+            for fr in parent.root().subtree:
+                cached[fr[1]] = cached.get(fr[1], 0) + self._potential(parent, fr)
+            self._lendable[id(parent)] = cached
+        return cached
+
+    def share(self, node: Node) -> int:
+        """The node's dominant resource share, divided by its weight (Kueue's weighted share):
+        0 when it borrows nothing, :data:`INFINITE_SHARE` when a weight-0 node borrows."""
+        if node.parent is None:
+            return 0
+        borrowing: dict[str, int] = {}
+        for fr, quota in node.subtree.items():
+            over = node.usage.get(fr, 0) - quota
+            if over > 0:
+                borrowing[fr[1]] = borrowing.get(fr[1], 0) + over
+        if not borrowing:
+            return 0
+        if node.weight == 0:
+            return INFINITE_SHARE
+        lendable = self.lendable(node.parent)
+        ratio = max((b * 1000 // lendable[r] for r, b in borrowing.items() if lendable.get(r, 0) > 0), default=0)
+        return ratio * 1000 // node.weight
+
+    def queue_share(self, queue: str) -> int:
+        return self.share(self.nodes[queue])

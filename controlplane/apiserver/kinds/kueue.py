@@ -1,11 +1,14 @@
-"""Kueue's ``kueue.x-k8s.io/v1beta1`` quota kinds, served by the hub with Kueue's printer columns.
+"""Kueue's ``kueue.x-k8s.io/v1beta1`` quota kinds and its ``v1alpha1`` Cohort, served by the hub
+with Kueue's printer columns.
 
-Validated by their models (:mod:`controlplane.apis.kueue_v1beta1`); the admission controller is
+Validated by their models (:mod:`controlplane.apis.kueue_v1beta1`,
+:mod:`controlplane.apis.kueue_v1alpha1`); the admission controller is
 :mod:`controlplane.controllers.admission`.
 """
 
 from __future__ import annotations
 
+from controlplane.apis import kueue_v1alpha1
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apiserver.kinds import cells
 from controlplane.apiserver.resources import AGE, ResourceType, TableColumn
@@ -30,6 +33,8 @@ CLUSTER_QUEUE = ResourceType(
         TableColumn("Cohort", cells.text_at("spec", "cohort"), description="Cohort that this ClusterQueue belongs to"),
         TableColumn("Strategy", cells.text_at("spec", "queueingStrategy"), priority=1,
                     description="The queueing strategy used to prioritize workloads"),
+        TableColumn("Weighted Share", cells.int_at("status", "fairSharing", "weightedShare"), type="integer", priority=1,
+                    description="Dominant resource share divided by the fair-sharing weight (with fair sharing)"),
         _PENDING,
         _ADMITTED,
         AGE,
@@ -42,6 +47,17 @@ LOCAL_QUEUE = ResourceType(
         TableColumn("ClusterQueue", cells.text_at("spec", "clusterQueue"), description="Backing ClusterQueue"),
         _PENDING,
         _ADMITTED,
+        AGE,
+    ),
+)
+COHORT = ResourceType(
+    kueue.API_GROUP, kueue_v1alpha1.VERSION, "Cohort", "cohorts", "cohort", namespaced=False, has_status=True,
+    model=kueue_v1alpha1.Cohort,
+    columns=(
+        TableColumn("Parent", cells.text_at("spec", "parentName"), description="The parent Cohort"),
+        TableColumn("Weight", cells.text_at("spec", "fairSharing", "weight"), priority=1, description="Fair-sharing weight"),
+        TableColumn("Weighted Share", cells.int_at("status", "fairSharing", "weightedShare"), type="integer", priority=1,
+                    description="Dominant resource share divided by the weight (with fair sharing)"),
         AGE,
     ),
 )
@@ -64,4 +80,4 @@ WORKLOAD = ResourceType(
 
 def kueue_resources() -> list[ResourceType]:
     """The kinds of ``kueue.x-k8s.io`` the hub serves."""
-    return [RESOURCE_FLAVOR, CLUSTER_QUEUE, LOCAL_QUEUE, WORKLOAD_PRIORITY_CLASS, WORKLOAD]
+    return [RESOURCE_FLAVOR, CLUSTER_QUEUE, LOCAL_QUEUE, WORKLOAD_PRIORITY_CLASS, WORKLOAD, COHORT]

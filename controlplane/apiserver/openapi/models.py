@@ -96,6 +96,10 @@ KIND_DESCRIPTIONS: dict[str, str] = {
         "LocalQueue is a namespace's queue (Kueue's kind): workloads labelled kueue.x-k8s.io/queue-name "
         "with its name use the quota of its ClusterQueue."
     ),
+    "Cohort": (
+        "Cohort is a node of the tree of cohorts (Kueue's kind): ClusterQueues and cohorts under it share "
+        "its quota and what they lend each other, and its fair-sharing weight sets its share among its siblings."
+    ),
     "WorkloadPriorityClass": (
         "WorkloadPriorityClass gives queued workloads a priority (Kueue's kind), named by the label "
         "kueue.x-k8s.io/priority-class; higher values are admitted first."

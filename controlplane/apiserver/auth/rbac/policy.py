@@ -164,7 +164,7 @@ def cluster_roles() -> list[dict[str, Any]]:
 
 
 KUEUE_GROUP: Final = "kueue.x-k8s.io"
-_KUEUE_KINDS: Final = ("resourceflavors", "clusterqueues", "localqueues", "workloadpriorityclasses", "workloads")
+_KUEUE_KINDS: Final = ("resourceflavors", "clusterqueues", "localqueues", "workloadpriorityclasses", "workloads", "cohorts")
 _WORKLOAD_KINDS: Final = (("kubeflow.org", ("pytorchjobs", "mpijobs")), ("ray.io", ("rayjobs", "rayclusters")))
 
 

@@ -1,0 +1,68 @@
+"""Kueue's ``kueue.x-k8s.io/v1alpha1`` Cohort: a node of the tree of cohorts (hierarchical cohorts).
+
+Field-compatible with Kueue's ``apis/kueue/v1alpha1`` Cohort: ``spec.parentName`` puts the cohort
+under another one (absent: a root), ``spec.resourceGroups`` gives it quota of its own (lent to
+its subtree; borrowing and lending limits only under a parent), and ``spec.fairSharing.weight``
+its weight among its siblings. A cohort named only by ClusterQueues (``spec.cohort``) exists
+implicitly, without quota, parent or weight. The pure maths lives in
+:mod:`controlplane.admission.core`.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from controlplane.apis.kueue_v1beta1 import (
+    MAX_ITEMS,
+    FairSharing,
+    FairSharingStatus,
+    ResourceGroup,
+    limits_need,
+    resources_once,
+)
+from controlplane.apis.meta import Condition, ObjectMeta, SpecModel, WireModel
+
+VERSION: Final = "v1alpha1"
+API_VERSION: Final = "kueue.x-k8s.io/v1alpha1"
+
+
+class CohortSpec(SpecModel):
+    parent_name: str | None = Field(default=None, max_length=253)
+    """The parent cohort (absent: this cohort is the root of its tree)."""
+    resource_groups: list[ResourceGroup] | None = Field(default=None, max_length=MAX_ITEMS)
+    """Quota of the cohort itself, lent to the queues and cohorts under it; borrowingLimit and
+    lendingLimit bound what its subtree borrows from and lends to the parent."""
+    fair_sharing: FairSharing | None = None
+    """The cohort's weight among its siblings (default 1)."""
+
+    @field_validator("resource_groups")
+    @classmethod
+    def _resources_once(cls, groups: list[ResourceGroup] | None) -> list[ResourceGroup] | None:
+        return resources_once(groups)
+
+    @model_validator(mode="after")
+    def _limits_need_a_parent(self) -> CohortSpec:
+        if not self.parent_name:
+            limits_need(self.resource_groups, "spec.parentName")
+        return self
+
+
+class CohortStatus(WireModel):
+    conditions: list[Condition] | None = None
+    """The cohort's conditions."""
+    fair_sharing: FairSharingStatus | None = None
+    """The cohort's weighted share among its siblings (with --kueue-fair-sharing)."""
+
+
+class Cohort(SpecModel):
+    """A cohort of ClusterQueues and cohorts (Kueue's Cohort): quota they share, a parent, a weight."""
+
+    api_version: Literal["kueue.x-k8s.io/v1alpha1"] = API_VERSION
+    kind: Literal["Cohort"] = "Cohort"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: CohortSpec = Field(default_factory=CohortSpec)
+    """Parent, quota and weight."""
+    status: CohortStatus | None = None
+    """The weighted share."""
