@@ -66,6 +66,8 @@ Progress = Callable[[str, int, int], None]
 """``progress(phase, done, total)``, called every few hundred jobs."""
 
 PROGRESS_EVERY = 250
+#: Admission cycles at one moment of the replay at most (each after the previous one's evictions).
+MAX_CYCLES_PER_EVENT = 16
 
 
 @dataclass(frozen=True)
@@ -285,10 +287,8 @@ class _Replay:
         busy = utilization >= self.settings.utilization_threshold
         self.running[job.name] = _Running(job, account, held, busy, now)
         (self.busy if busy else self.idle)[account] += held
-        self.result.waits_s.append(now - job.submit_s)
         if self.tally is not None:
             self.tally.hold(str(job.tenant), held)
-            self.tally.tenants[str(job.tenant)].waits_s.append(now - job.submit_s)
         self._push(now + job.duration_s, 0, job)
         self._states = None
 
@@ -409,7 +409,14 @@ class _Replay:
             while self.events and self.events[0][0] == now:
                 _, kind, _, job = heapq.heappop(self.events)
                 if kind == 0:
-                    run = self.running.pop(job.name)
+                    run = self.running.get(job.name)
+                    if run is None or run.start + job.duration_s != now:
+                        continue  # the end of a run that was preempted
+                    del self.running[job.name]
+                    # A job's wait runs from its arrival to the start of the run that completes.
+                    self.result.waits_s.append(run.start - job.submit_s)
+                    if self.tally is not None:
+                        self.tally.tenants[str(job.tenant)].waits_s.append(run.start - job.submit_s)
                     (self.busy if run.busy else self.idle)[run.cluster] -= run.held
                     placed = self.strategy.release(job)
                     freed.add(placed.cluster if placed is not None else None)
@@ -444,12 +451,35 @@ class _Replay:
 
     def _admit(self, now: float) -> None:
         """Admit what the quotas allow now and place it (an admitted job that does not fit waits,
-        holding its quota, as an admitted workload does at the hub)."""
+        holding its quota, as an admitted workload does at the hub). Preempted jobs stop at once
+        (their work is lost) and queue again; cycles repeat while they evict."""
         if self.gate is None or self.tally is None:
             return
-        for job in self.gate.admit(now):
-            self.tally.tenants[str(job.tenant)].admitted += 1
-            self._attempt(job, now)
+        for _ in range(MAX_CYCLES_PER_EVENT):
+            cycle = self.gate.admit(now)
+            for key in cycle.evict:
+                self._evict(self.gate.evict(key), now)
+            for job in cycle.admitted:
+                self.tally.tenants[str(job.tenant)].admitted += 1
+                self._attempt(job, now)
+            if not cycle.evict:
+                return
+
+    def _evict(self, job: Job, now: float) -> None:
+        assert self.tally is not None
+        figures = self.tally.tenants[str(job.tenant)]
+        figures.preempted += 1
+        figures.admitted -= 1  # back in the queue; admitted again later
+        self.pending.pop(job.name, None)
+        run = self.running.pop(job.name, None)
+        if run is None:
+            return
+        (self.busy if run.busy else self.idle)[run.cluster] -= run.held
+        self.tally.hold(str(job.tenant), -run.held)
+        placed = self.strategy.release(run.job)
+        self._states = None
+        if self.pending:
+            self._retry(now, placed.cluster if placed is not None else None)
 
 
 def run_replay(

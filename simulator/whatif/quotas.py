@@ -1,13 +1,15 @@
 """Kueue quotas in the what-if replay: each job waits in its tenant's queue until admitted.
 
 ``gpufed whatif run --quotas FILE`` reads a YAML file of Kueue objects as a user would apply
-them to the hub (ResourceFlavor, ClusterQueue, LocalQueue; WorkloadPriorityClass and Cohort
-are accepted and ignored), validated by the hub's own models
-(:mod:`controlplane.apis.kueue_v1beta1`) and translated by the hub's own translation
+them to the hub (ResourceFlavor, ClusterQueue, LocalQueue, and ``kueue.x-k8s.io/v1alpha1``
+Cohort; WorkloadPriorityClass is accepted and ignored), validated by the hub's own models
+(:mod:`controlplane.apis.kueue_v1beta1`, ``kueue_v1alpha1``) and translated by the hub's own translation
 (:mod:`controlplane.admission.objects`). A job's tenant is a namespace: the job goes to that
 namespace's LocalQueue and so to its ClusterQueue, and is admitted by the same pure core the
-hub's admission controller calls (:func:`controlplane.admission.core.decide`), with every
-admitted job's usage held until it finishes.
+hub's admission controller calls (:func:`controlplane.admission.core.decide`, with or without
+fair sharing), with every admitted job's usage held until it finishes. When a ClusterQueue's
+``preemption`` policies let a waiting job preempt, the gate reports the admitted jobs to evict;
+the replay stops them (their work is lost) and they queue again.
 
 A job is one pod set of one pod. It requests what its pod would: ``nvidia.com/gpu`` (whole
 GPUs) or ``nvidia.com/gpu-milli`` (thousandths of one GPU), ``cpu`` and ``memory`` when the
@@ -40,10 +42,11 @@ from controlplane.admission.core import (
     QueueingStrategy,
     decide,
 )
+from controlplane.admission.core.quota import Cohort, Usage
+from controlplane.apis import kueue_v1alpha1
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.constants import LABEL_GPU_PRODUCT, RESOURCE_GPU
 from controlplane.apis.meta import SpecModel
-from controlplane.apis.quantity import parse_quantity
 from simulator.profile import format_validation_error
 from simulator.scheduling.model import RESOURCE_GPU_MILLI
 from simulator.whatif.trace import Job
@@ -54,8 +57,9 @@ _MODELS: dict[str, type[SpecModel]] = {
     "ClusterQueue": kueue.ClusterQueue,
     "LocalQueue": kueue.LocalQueue,
     "WorkloadPriorityClass": kueue.WorkloadPriorityClass,
+    "Cohort": kueue_v1alpha1.Cohort,
 }
-_IGNORED = ("WorkloadPriorityClass", "Cohort")
+_API_VERSIONS = {"Cohort": kueue_v1alpha1.API_VERSION}
 
 
 class QuotaError(ValueError):
@@ -74,12 +78,15 @@ class Quotas:
     weights: Mapping[str, float]
     #: ClusterQueue objects as written, for their namespaceSelector.
     raw_queues: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: Cohort objects (parents, quotas, weights); a cohort only named by ClusterQueues has none.
+    cohorts: Mapping[str, Cohort] = field(default_factory=dict)
 
 
 def parse_quotas(documents: Iterable[Any], *, source: str = "quotas") -> Quotas:
     """Validate Kueue objects (YAML documents) as the hub would and read them."""
     flavors: list[Mapping[str, Any]] = []
     cqs: dict[str, Mapping[str, Any]] = {}
+    cohorts: dict[str, Cohort] = {}
     local: dict[str, list[tuple[str, str]]] = {}
     for index, doc in enumerate(documents, 1):
         if doc is None:
@@ -87,23 +94,25 @@ def parse_quotas(documents: Iterable[Any], *, source: str = "quotas") -> Quotas:
         if not isinstance(doc, dict):
             raise QuotaError(f"{source}: document {index} is not a Kubernetes object")
         kind = str(doc.get("kind"))
-        if doc.get("apiVersion") != kueue.API_VERSION and kind != "Cohort":
-            raise QuotaError(f"{source}: document {index}: apiVersion must be {kueue.API_VERSION}, not {doc.get('apiVersion')!r}")
-        if kind not in _MODELS and kind not in _IGNORED:
+        if kind not in _MODELS:
             raise QuotaError(
                 f"{source}: document {index}: kind {kind!r} is not a quota kind "
-                "(give ResourceFlavor, ClusterQueue and LocalQueue objects)"
+                "(give ResourceFlavor, ClusterQueue, LocalQueue and Cohort objects)"
             )
-        if kind in _MODELS:
-            try:
-                _MODELS[kind].model_validate(doc)
-            except ValidationError as exc:
-                raise QuotaError(f"{source}: {kind} {_name(doc)!r}: {format_validation_error(exc)}") from exc
+        api_version = _API_VERSIONS.get(kind, kueue.API_VERSION)
+        if doc.get("apiVersion") != api_version:
+            raise QuotaError(f"{source}: {kind} {_name(doc)!r}: apiVersion must be {api_version}, not {doc.get('apiVersion')!r}")
+        try:
+            _MODELS[kind].model_validate(doc)
+        except ValidationError as exc:
+            raise QuotaError(f"{source}: {kind} {_name(doc)!r}: {format_validation_error(exc)}") from exc
         name = _name(doc)
         if kind == "ResourceFlavor":
             flavors.append(doc)
         elif kind == "ClusterQueue":
             cqs[name] = doc
+        elif kind == "Cohort":
+            cohorts[name] = objects.cohort(doc)
         elif kind == "LocalQueue":
             namespace = str((doc.get("metadata") or {}).get("namespace") or "default")
             cluster_queue = str((doc.get("spec") or {}).get("clusterQueue") or "")
@@ -120,22 +129,19 @@ def parse_quotas(documents: Iterable[Any], *, source: str = "quotas") -> Quotas:
             "tenant's jobs in its namespace's one LocalQueue"
         )
     labels = objects.flavor_labels(flavors)
+    queues = {name: objects.cluster_queue(doc, labels) for name, doc in cqs.items()}
     return Quotas(
-        queues={name: objects.cluster_queue(doc, labels) for name, doc in cqs.items()},
+        queues=objects.deactivate_cycles(queues, Usage(queues, cohorts).cycles),
         flavor_labels=labels,
         local_queues={ns: qs[0] for ns, qs in local.items()},
-        weights={name: _weight(doc) for name, doc in cqs.items()},
+        weights={name: objects.fair_weight(doc.get("spec") or {}) / 1000 for name, doc in cqs.items()},
         raw_queues=cqs,
+        cohorts=cohorts,
     )
 
 
 def _name(doc: Mapping[str, Any]) -> str:
     return str((doc.get("metadata") or {}).get("name") or "")
-
-
-def _weight(cq: Mapping[str, Any]) -> float:
-    raw = ((cq.get("spec") or {}).get("fairSharing") or {}).get("weight")
-    return 1.0 if raw is None else float(parse_quantity(raw))
 
 
 def read_quotas(path: str | Path) -> Quotas:
@@ -234,11 +240,13 @@ class QuotaGate:
         self.tenancy = tenancy
         self.fair_sharing = fair_sharing
         self.waiting: dict[str, tuple[Job, Pending]] = {}
-        self.holding: dict[str, Admitted] = {}
+        #: Admitted jobs (as submitted) and their usage, until they finish or are evicted.
+        self.holding: dict[str, tuple[Job, Admitted]] = {}
         self.waiting_by_tenant: dict[str, int] = dict.fromkeys(tenancy.queue_of, 0)
         #: Jobs that arrived since the last cycle; quota freed since then.
         self._fresh: list[str] = []
         self._freed = False
+        self._preempting = any(q.preemption.enabled for q in quotas.queues.values())
 
     def submit(self, job: Job) -> None:
         tenant = str(job.tenant)
@@ -250,11 +258,18 @@ class QuotaGate:
         self._fresh.append(key)
 
     def release(self, job: Job) -> None:
-        """The job finished (or will never run): its quota is free again."""
+        """The job finished: its quota is free again."""
         if self.holding.pop(f"{job.tenant}/{job.name}", None) is not None:
             self._freed = True
 
-    def admit(self, now: float) -> list[Job]:
+    def evict(self, key: str) -> Job:
+        """A preempted job gives its quota back and queues again (as submitted, at its submit time)."""
+        job, _ = self.holding.pop(key)
+        self._freed = True
+        self.submit(job)
+        return job
+
+    def admit(self, now: float) -> Cycle:
         """Run one admission cycle if a job arrived or quota was freed since the last one (one cycle
         admits everything that fits); the jobs it admitted, in admission order, with the GPU
         models their flavor allows.
@@ -262,11 +277,13 @@ class QuotaGate:
         As Kueue parks inadmissible workloads until quota frees, a cycle after arrivals alone
         offers only the new jobs: with usage unchanged since the last cycle, the jobs that did
         not fit then do not fit now (and a StrictFIFO queue with an older waiting job admits
-        nothing), so the decisions are those of a cycle over every waiting job."""
+        nothing), so the decisions are those of a cycle over every waiting job. Where a queue may
+        preempt, a cycle after an admission offers every waiting job too (a new holder may be a
+        target for a parked job)."""
         fresh, self._fresh = self._fresh, []
         freed, self._freed = self._freed, False
         if not self.waiting or not (fresh or freed):
-            return []
+            return Cycle()
         if freed or not self.park_inadmissible:
             offered = [pending for _, pending in self.waiting.values()]
         else:
@@ -278,13 +295,20 @@ class QuotaGate:
             }
             offered = [p for key in fresh if (p := self.waiting[key][1]).queue not in blocked]
         if not offered:
-            return []
-        decisions = decide(self.quotas.queues, offered, list(self.holding.values()), self.quotas.flavor_labels)
+            return Cycle()
+        decisions = decide(
+            self.quotas.queues,
+            offered,
+            [admitted for _, admitted in self.holding.values()],
+            self.quotas.flavor_labels,
+            fair_sharing=self.fair_sharing,
+            cohorts=self.quotas.cohorts,
+        )
         admitted: list[Job] = []
         for admission in decisions.admitted:
             job, _ = self.waiting.pop(admission.key)
             self.waiting_by_tenant[str(job.tenant)] -= 1
-            self.holding[admission.key] = Admitted(
+            self.holding[admission.key] = job, Admitted(
                 admission.key, admission.queue, admission.usage(), 0, _moment(job.submit_s), _moment(now)
             )
             products = {
@@ -296,4 +320,17 @@ class QuotaGate:
             if len(products) == 1:
                 job = replace(job, gpu_products=tuple(products))
             admitted.append(job)
-        return admitted
+        if admitted and self._preempting:
+            self._freed = True
+        evict = sorted({t.key for p in decisions.preempting for t in p.targets if t.key in self.holding})
+        return Cycle(admitted, evict)
+
+
+@dataclass(frozen=True)
+class Cycle:
+    """What one admission cycle decided."""
+
+    admitted: list[Job] = field(default_factory=list)
+    """Jobs to place now, with the GPU models their flavor allows."""
+    evict: list[str] = field(default_factory=list)
+    """Keys (``tenant/job``) of admitted jobs to preempt."""

@@ -66,6 +66,8 @@ class TenantFigures:
     share: float
     jobs: int = 0
     admitted: int = 0
+    #: Times one of its running (or admitted) jobs was preempted.
+    preempted: int = 0
     waits_s: list[float] = field(default_factory=list)
     gpu_hours: float = 0.0
     #: Hours during which the tenant had at least one job waiting for quota.
@@ -128,6 +130,7 @@ class TenantTally:
                     "share": round(f.share, 4),
                     "jobs": f.jobs,
                     "jobs_admitted": f.admitted,
+                    "preempted": f.preempted,
                     "wait_mean_s": round(math.fsum(f.waits_s) / len(f.waits_s), 3) if f.waits_s else 0.0,
                     "wait_p99_s": round(percentile(f.waits_s, 99), 3),
                     "gpu_hours": round(f.gpu_hours, 3),

@@ -109,22 +109,26 @@ def test_synthetic_tenants_keep_the_trace_s_own() -> None:
 # --------------------------------------------------------------------------- quotas in the replay
 
 
-def _quotas(*, cohort: str | None = None, nominal: int = 2) -> list[dict[str, Any]]:
+def _quotas(
+    *, cohort: str | None = None, nominal: int = 2, teams: dict[str, int] | None = None, preemption: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
     docs: list[dict[str, Any]] = [
         {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": "default-flavor"}},
     ]
-    for team in ("a", "b"):
+    for team, gpus in (teams or {"a": nominal, "b": nominal}).items():
         spec: dict[str, Any] = {
             "namespaceSelector": {},
             "resourceGroups": [
                 {
                     "coveredResources": ["nvidia.com/gpu"],
-                    "flavors": [{"name": "default-flavor", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": nominal}]}],
+                    "flavors": [{"name": "default-flavor", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": gpus}]}],
                 }
             ],
         }
         if cohort:
             spec["cohort"] = cohort
+        if preemption:
+            spec["preemption"] = preemption
         docs.append({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": f"cq-{team}"}, "spec": spec})
         docs.append(
             {
@@ -145,11 +149,11 @@ JOBS = [
 ]
 
 
-def _replay(docs: list[dict[str, Any]], jobs: list[Job]) -> Any:
+def _replay(docs: list[dict[str, Any]], jobs: list[Job], *, fair_sharing: bool = False) -> Any:
     # One node of 4 GPUs.
     nodes = fleet_nodes(make_fleet(t4_cluster("onprem", nodes=1, gpus=4)))
     settings = Settings(quotas=parse_quotas(docs))
-    return run_replay(build_strategy(StrategyName.GPUFED, nodes), jobs, nodes, settings=settings)
+    return run_replay(build_strategy(StrategyName.GPUFED, nodes), jobs, nodes, settings=settings, fair_sharing=fair_sharing)
 
 
 def test_quota_makes_a_tenant_wait() -> None:
@@ -184,6 +188,43 @@ def test_in_a_cohort_a_tenant_borrows_idle_quota() -> None:
     # b waited 80 s holding nothing: x_b = 0; a never waited -> the index is over b alone, all zero.
     assert tally["tenants"]["b"]["gpus_per_share_while_waiting"] == 0.0
     assert tally["jain_index"] is None
+
+
+def test_reclaiming_quota_preempts_a_borrower() -> None:
+    result = _replay(_quotas(cohort="research", preemption={"reclaimWithinCohort": "Any"}), JOBS)
+    # 10 s: a2 borrows one of b's GPUs. 20 s: b1 (2 GPUs, within b's nominal quota) reclaims it:
+    # a2 is evicted after 10 s of work, b1 starts at once. 30 s: a3 finds no quota (a holds its 2,
+    # b its 2, nobody borrows: nothing to reclaim). 70 s: b1 ends; a2 (older) and a3 borrow its 2.
+    # A wait runs to the start of the run that completes: a2 70 - 10, a3 70 - 30.
+    figures = result.tenants.tenants
+    assert sorted(figures["a"].waits_s) == [0.0, 40.0, 60.0] and figures["b"].waits_s == [0.0]
+    assert (figures["a"].preempted, figures["b"].preempted) == (1, 0)
+    assert (figures["a"].admitted, figures["b"].admitted) == (3, 1)
+    # a held: a1 2 x 100 + a2 1 x (10 + 100) + a3 1 x 10 GPU-seconds (the evicted 10 s count: they were held)
+    assert figures["a"].gpu_hours == pytest.approx(320 / 3600)
+
+
+FAIR_JOBS = [
+    Job("a1", 0, 100, 1, 1000, tenant="a"),
+    Job("a2", 0, 100, 1, 1000, tenant="a"),
+    Job("a3", 0, 30, 1, 1000, tenant="a"),
+    Job("b1", 0, 100, 1, 1000, tenant="b"),
+    Job("a4", 5, 10, 1, 1000, tenant="a"),
+    Job("b2", 6, 10, 1, 1000, tenant="b"),
+]
+
+
+@pytest.mark.parametrize(("fair_sharing", "waits"), [(False, {"a4": 25.0, "b2": 34.0}), (True, {"a4": 35.0, "b2": 24.0})])
+def test_fair_sharing_gives_freed_quota_to_the_lower_share(fair_sharing: bool, waits: dict[str, float]) -> None:
+    # Quotas a 1, b 1, c 2 (c submits nothing) in one cohort of 4 GPUs. At 0 s a takes 3 (borrowing
+    # 2), b 1. a4 (5 s) and b2 (6 s) wait. At 30 s a3 ends and frees one GPU: both would borrow.
+    # Without fair sharing the older a4 goes first, b2 follows when a4 ends at 40 s; with fair
+    # sharing b2 goes first (b would borrow 1, a 2: b's dominant resource share is lower).
+    docs = _quotas(cohort="research", teams={"a": 1, "b": 1, "c": 2})
+    result = _replay(docs, FAIR_JOBS, fair_sharing=fair_sharing)
+    figures = result.tenants.tenants
+    assert max(figures["a"].waits_s) == waits["a4"] and max(figures["b"].waits_s) == waits["b2"]
+    assert result.tenants.fair_sharing is fair_sharing
 
 
 def test_without_quotas_team_b_waits_instead() -> None:
@@ -264,7 +305,7 @@ def test_parking_inadmissible_jobs_changes_no_decision(strategy: str, seed: int)
             done = running.pop(rng.randrange(len(running)))
             for gate in (parked, reference):
                 gate.release(done)
-        ours, theirs = parked.admit(float(step)), reference.admit(float(step))
+        ours, theirs = parked.admit(float(step)).admitted, reference.admit(float(step)).admitted
         assert [j.name for j in ours] == [j.name for j in theirs]
         running += ours
         admitted_total += len(ours)
