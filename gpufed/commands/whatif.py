@@ -119,6 +119,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "tenant's (namespace's) LocalQueue and reports waits, GPU-hours and Jain's index per tenant",
     )
     run.add_argument(
+        "--fair-sharing",
+        choices=["off", "on", "both"],
+        default="off",
+        help="with --quotas: admit with Kueue's fair sharing (fairSharing.enable), without it (default, as "
+        "Kueue), or replay both and show the tenants' figures of each",
+    )
+    run.add_argument(
         "--synthetic-tenants",
         type=_positive,
         metavar="N",
@@ -294,6 +301,7 @@ def _run(args: argparse.Namespace) -> int:
         percentage_of_nodes_to_score=args.nodes_to_score,
         replay=not args.no_replay,
         quotas=quotas,
+        fair_sharing={"off": (False,), "on": (True,), "both": (False, True)}[args.fair_sharing],
     )
     comparison = compare(
         fleet,

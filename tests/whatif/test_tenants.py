@@ -271,9 +271,10 @@ def test_run_with_quotas_and_synthetic_tenants(tmp_path: Path, capsys: pytest.Ca
     assert main([*argv, "-o", "json"]) == 0
     tenants = json.loads(capsys.readouterr().out)["strategies"]["gpufed"]["tenants"]["without_fair_sharing"]
     assert tenants["tenants"]["a"]["wait_p99_s"] == 90.0 and tenants["jain_index"] == 1.0
-    assert main(argv) == 0
+    assert main([*argv, "--fair-sharing", "both"]) == 0
     table = capsys.readouterr().out
-    assert "tenants (gpufed, without fair sharing):" in table and "Jain's fairness index" in table
+    assert "tenants (gpufed, without fair sharing):" in table and "tenants (gpufed, with fair sharing):" in table
+    assert "Jain's fairness index over tenants that waited for quota (with fair sharing): 1.0000" in table
     # A trace without tenants needs --synthetic-tenants; a tenant without a LocalQueue is named.
     trace.write_text("name,submit_s,duration_s,gpus\nx,0,10,1\n")
     assert main(argv) == 1
