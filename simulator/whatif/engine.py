@@ -441,7 +441,7 @@ class _Replay:
         self.result.end_s = last
         never = [job for job, _ in self.pending.values()]
         if self.gate is not None:
-            never += [job for job, _ in self.gate.waiting.values()]
+            never += [job for job, _ in self.gate.waiting.values()] + [job for _, job in self.gate.returning]
         for job in never:
             self.result.waits_s.append(max(last - job.submit_s, 0.0))
             self.result.never_started += 1
@@ -458,7 +458,7 @@ class _Replay:
         for _ in range(MAX_CYCLES_PER_EVENT):
             cycle = self.gate.admit(now)
             for key in cycle.evict:
-                self._evict(self.gate.evict(key), now)
+                self._evict(self.gate.evict(key, now), now)
             for job in cycle.admitted:
                 self.tally.tenants[str(job.tenant)].admitted += 1
                 self._attempt(job, now)

@@ -246,6 +246,8 @@ class QuotaGate:
         #: Jobs that arrived since the last cycle; quota freed since then.
         self._fresh: list[str] = []
         self._freed = False
+        #: Evicted jobs, back in their queue at the next moment (once their pods are gone).
+        self.returning: list[tuple[float, Job]] = []
         self._preempting = any(q.preemption.enabled for q in quotas.queues.values())
 
     def submit(self, job: Job) -> None:
@@ -262,11 +264,13 @@ class QuotaGate:
         if self.holding.pop(f"{job.tenant}/{job.name}", None) is not None:
             self._freed = True
 
-    def evict(self, key: str) -> Job:
-        """A preempted job gives its quota back and queues again (as submitted, at its submit time)."""
+    def evict(self, key: str, now: float) -> Job:
+        """A preempted job gives its quota back now and queues again (as submitted, in its place by
+        submit time) at the next moment of the replay: as in Kueue, an evicted workload is requeued
+        once its pods are gone, so the preemptor gets the quota first."""
         job, _ = self.holding.pop(key)
         self._freed = True
-        self.submit(job)
+        self.returning.append((now, job))
         return job
 
     def admit(self, now: float) -> Cycle:
@@ -280,6 +284,10 @@ class QuotaGate:
         nothing), so the decisions are those of a cycle over every waiting job. Where a queue may
         preempt, a cycle after an admission offers every waiting job too (a new holder may be a
         target for a parked job)."""
+        back = [job for when, job in self.returning if when < now]
+        self.returning = [(when, job) for when, job in self.returning if when >= now]
+        for job in back:
+            self.submit(job)
         fresh, self._fresh = self._fresh, []
         freed, self._freed = self._freed, False
         if not self.waiting or not (fresh or freed):
