@@ -4,7 +4,7 @@ without and with fair sharing.
 Splits the trace's 1,213 nodes into one on-prem and three cloud clusters
 (``gpufed whatif split --by onprem-cloud --clusters 4 --seed 42``), gives the jobs 4
 synthetic tenants (``--synthetic-tenants 4 --seed 42``: team-1 .. team-4, Zipf-weighted) and
-replays them through ``examples/whatif/quotas-4-teams.yaml`` (a ClusterQueue of 8 GPUs and
+replays them through ``examples/whatif/quotas-4-teams.yaml`` (a ClusterQueue of 10 GPUs and
 4,000 GPU-thousandths per team in one cohort) with gpufed's placement, once with plain
 admission and once with fair sharing. Prints, per mode, Jain's fairness index over the
 tenants that waited for quota and each tenant's mean wait; the details hold the whole
