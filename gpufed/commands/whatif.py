@@ -380,6 +380,7 @@ TENANT_COLUMNS = (
     ("SHARE", "share"),
     ("JOBS", "jobs"),
     ("ADMITTED", "jobs_admitted"),
+    ("PREEMPTED", "preempted"),
     ("WAIT MEAN", "wait_mean_s"),
     ("WAIT P99", "wait_p99_s"),
     ("GPU-H", "gpu_hours"),

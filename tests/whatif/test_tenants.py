@@ -14,7 +14,7 @@ import yaml
 
 from gpufed.cli import main
 from simulator.whatif.engine import Settings, fleet_nodes, run_replay
-from simulator.whatif.quotas import QuotaError, QuotaGate, parse_quotas, resolve
+from simulator.whatif.quotas import QuotaError, QuotaGate, parse_quotas, read_quotas, resolve
 from simulator.whatif.strategies import StrategyName, build_strategy
 from simulator.whatif.tenants import TenantTally, assign_synthetic_tenants, jain_index, synthetic_tenant
 from simulator.whatif.trace import Job, TraceError, parse_trace
@@ -311,3 +311,16 @@ def test_parking_inadmissible_jobs_changes_no_decision(strategy: str, seed: int)
         running += ours
         admitted_total += len(ours)
     assert 50 < admitted_total < 300  # quota made some wait, and some got in
+
+
+def test_the_example_quotas_fit_four_synthetic_tenants() -> None:
+    path = Path(__file__).resolve().parents[2] / "examples" / "whatif" / "quotas-4-teams.yaml"
+    quotas = read_quotas(path)
+    jobs = assign_synthetic_tenants(
+        [Job(f"pod-{i}", float(i), 10.0, 1, 500 if i % 2 else 1000, cpu_milli=1000, memory_mib=1024) for i in range(40)],
+        count=4,
+        seed=42,
+    )
+    tenancy = resolve(quotas, jobs)
+    assert tenancy.queue_of == {f"team-{k}": f"team-{k}" for k in range(1, 5)}
+    assert {q.cohort for q in quotas.queues.values()} == {"openb"}
