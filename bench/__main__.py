@@ -11,8 +11,8 @@ each benchmark's details and the machine they were measured on.
 
 Benchmarks (in run order): scheduler (bench/bench_scheduler.py), agent
 (bench/bench_agent_report.py, with bench/bench_sim_bind.py), api (bench/bench_api.py),
-rbac (bench/bench_rbac.py), watch (bench/bench_watch.py), whatif (bench/bench_whatif.py), placement
-(bench/bench_placement_quality.py), e2e (bench/bench_e2e_apply.py), scale (bench/bench_scale.py),
+rbac (bench/bench_rbac.py), watch (bench/bench_watch.py), whatif (bench/bench_whatif.py), tenants
+(bench/bench_whatif_tenants.py), placement (bench/bench_placement_quality.py), e2e (bench/bench_e2e_apply.py), scale (bench/bench_scale.py),
 admission (bench/bench_admission.py), ledger (bench/bench_ledger.py).
 
 A module with ``run(size) -> BenchmarkResult | dict`` is run through the hidden
@@ -181,6 +181,13 @@ SPECS: tuple[BenchmarkSpec, ...] = (
         unavailable=_whatif_unavailable,
     ),
     BenchmarkSpec(
+        name="tenants",
+        what="what-if fairness table: default trace, 4 synthetic tenants under Kueue quotas, without and with fair sharing",
+        command=_child_command("tenants"),
+        parse=_parse_child,
+        timeout={Size.TINY: 120, Size.QUICK: 180, Size.FULL: 600},
+    ),
+    BenchmarkSpec(
         name="placement",
         what="GPU allocation at 100 % demand, default trace + variants x splits x member scorings",
         command=_child_command("placement"),
@@ -225,6 +232,7 @@ CHILD_MODULES = {
     "rbac": "bench.bench_rbac",
     "watch": "bench.bench_watch",
     "whatif": "bench.bench_whatif",
+    "tenants": "bench.bench_whatif_tenants",
     "placement": "bench.bench_placement_quality",
     "e2e": "bench.bench_e2e_apply",
     "ledger": "bench.bench_ledger",

@@ -111,6 +111,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--no-replay", action="store_true", help="skip the timed replay (allocation figures only)"
     )
+    run.add_argument(
+        "--quotas",
+        type=Path,
+        metavar="FILE",
+        help="Kueue ResourceFlavor/ClusterQueue/LocalQueue YAML: the replay admits each job through its "
+        "tenant's (namespace's) LocalQueue and reports waits, GPU-hours and Jain's index per tenant",
+    )
+    run.add_argument(
+        "--fair-sharing",
+        choices=["off", "on", "both"],
+        default="off",
+        help="with --quotas: admit with Kueue's fair sharing (fairSharing.enable), without it (default, as "
+        "Kueue), or replay both and show the tenants' figures of each",
+    )
+    run.add_argument(
+        "--synthetic-tenants",
+        type=_positive,
+        metavar="N",
+        help="give jobs without a tenant one of team-1..team-N, by a hash of the seed and the job's name "
+        "(Zipf weights 1/k: team-1 submits most)",
+    )
     run.add_argument("-o", "--output", choices=["table", "json"], default="table")
     run.add_argument(
         "--plot", type=Path, metavar="FILE", help="also draw the comparison to FILE (.png, .svg, .pdf)"
@@ -252,6 +273,17 @@ def _run(args: argparse.Namespace) -> int:
     trace_format, jobs = read_trace(args.trace)
     if not jobs:
         raise ValueError(f"{args.trace}: the trace has no jobs")
+    if args.synthetic_tenants:
+        from simulator.whatif.tenants import assign_synthetic_tenants
+
+        jobs = assign_synthetic_tenants(jobs, count=args.synthetic_tenants, seed=args.seed)
+    quotas = None
+    if args.quotas:
+        from simulator.whatif.quotas import read_quotas
+
+        if args.no_replay:
+            raise ValueError("--quotas gates the timed replay; it cannot go with --no-replay")
+        quotas = read_quotas(args.quotas)
     if not trace_format.timed and not args.no_replay:
         raise ValueError(
             f"{args.trace}: the pod list has no creation_time/deletion_time columns, so it cannot be "
@@ -268,6 +300,8 @@ def _run(args: argparse.Namespace) -> int:
         placement=placement,
         percentage_of_nodes_to_score=args.nodes_to_score,
         replay=not args.no_replay,
+        quotas=quotas,
+        fair_sharing={"off": (False,), "on": (True,), "both": (False, True)}[args.fair_sharing],
     )
     comparison = compare(
         fleet,
@@ -332,9 +366,55 @@ def format_table(result: dict[str, Any]) -> str:
     rebalance = result.get("rebalance")
     if rebalance is not None:
         lines += format_rebalance(rebalance)
+    for name, values in result["strategies"].items():
+        for tally in (values.get("tenants") or {}).values():
+            lines += ["", *format_tenants(name, tally)]
     if any(values["wait_mean_s"] is None for values in result["strategies"].values()):
         lines.append("no replay ran (--no-replay): waits, costs and GPU-hours were not measured.")
     return "\n".join(lines) + "\n"
+
+
+TENANT_COLUMNS = (
+    ("TENANT", None),
+    ("CLUSTERQUEUE", "cluster_queue"),
+    ("SHARE", "share"),
+    ("JOBS", "jobs"),
+    ("ADMITTED", "jobs_admitted"),
+    ("PREEMPTED", "preempted"),
+    ("WAIT MEAN", "wait_mean_s"),
+    ("WAIT P99", "wait_p99_s"),
+    ("GPU-H", "gpu_hours"),
+    ("QUOTA-WAIT H", "quota_wait_hours"),
+    ("GPUS/SHARE WAITING", "gpus_per_share_while_waiting"),
+)
+
+
+def format_tenants(strategy: str, tally: dict[str, Any]) -> list[str]:
+    """One replay's per-tenant figures and Jain's index (formula: docs/whatif.md)."""
+    rows = [[name for name, _ in TENANT_COLUMNS]]
+    for tenant, values in tally["tenants"].items():
+        row = [tenant]
+        for _, key in TENANT_COLUMNS[1:]:
+            assert key is not None
+            value = values[key]
+            if value is None:
+                row.append("-")
+            elif isinstance(value, str):
+                row.append(value)
+            elif isinstance(value, int):
+                row.append(f"{value:,}")
+            else:
+                row.append(f"{value:,.2f}" if key in ("share", "gpus_per_share_while_waiting") else f"{value:,.1f}")
+        rows.append(row)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    mode = "with" if tally["fair_sharing"] else "without"
+    jain = tally["jain_index"]
+    return [
+        f"tenants ({strategy}, {mode} fair sharing):",
+        *("   ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows),
+        f"Jain's fairness index over tenants that waited for quota ({mode} fair sharing): "
+        + (f"{jain:.4f}" if jain is not None else "- (no tenant waited for quota)"),
+    ]
 
 
 def _tiers(hours: dict[str, float]) -> str:

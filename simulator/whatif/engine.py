@@ -14,7 +14,12 @@ Per strategy, two passes over fresh simulated members (:mod:`simulator.whatif.st
    cluster's GPUs are classified into waste states (busy / idle-allocated by the job's
    drawn utilization; free-needed / free-fragmented / free-spare by what waits). For
    ``gpufed-rebalance``, once the waiting jobs had their try, running jobs move back to a
-   cheaper tier where a job left (:mod:`simulator.whatif.returns`).
+   cheaper tier where a job left (:mod:`simulator.whatif.returns`). With quotas
+   (:mod:`simulator.whatif.quotas`) a job first waits in its tenant's queue until the
+   admission core admits it, and is placed then; a finished job frees its quota. Per-tenant
+   figures go to a :class:`~simulator.whatif.tenants.TenantTally`; with
+   ``Settings.fair_sharing = (False, True)`` the replay runs once more, with fair sharing,
+   for the tenants' figures.
 
 In: a validated :class:`~simulator.profile.Fleet` and jobs from :mod:`simulator.whatif.trace`.
 Out: :class:`Comparison` with one :class:`~simulator.whatif.metrics.StrategyResult` per
@@ -41,6 +46,7 @@ from simulator.nodes import build_inventory, build_nodes
 from simulator.profile import ClusterProfile, Fleet
 from simulator.whatif.member import MemberScoring, trace_mix
 from simulator.whatif.metrics import MARKS, FillResult, ReplayResult, StrategyResult
+from simulator.whatif.quotas import QuotaGate, Quotas, Tenancy, resolve
 from simulator.whatif.returns import ReturnTally
 from simulator.whatif.strategies import (
     DEFAULT_STRATEGIES,
@@ -51,6 +57,7 @@ from simulator.whatif.strategies import (
     StrategyName,
     build_strategy,
 )
+from simulator.whatif.tenants import TenantTally
 from simulator.whatif.trace import Job
 
 logger = logging.getLogger(__name__)
@@ -59,6 +66,8 @@ Progress = Callable[[str, int, int], None]
 """``progress(phase, done, total)``, called every few hundred jobs."""
 
 PROGRESS_EVERY = 250
+#: Admission cycles at one moment of the replay at most (each after the previous one's evictions).
+MAX_CYCLES_PER_EVENT = 16
 
 
 @dataclass(frozen=True)
@@ -75,6 +84,10 @@ class Settings:
     utilization_threshold: float = DEFAULT_THRESHOLD
     #: Run the replay pass (off for allocation-only runs such as the paper validation).
     replay: bool = True
+    #: Kueue quotas the replay admits jobs through (None: every job is placed on arrival).
+    quotas: Quotas | None = None
+    #: With quotas: the admission modes replayed, the first for the strategy's own figures.
+    fair_sharing: tuple[bool, ...] = (False,)
 
 
 @dataclass
@@ -98,6 +111,7 @@ class Comparison:
                 "member_scoring": str(settings.scoring) if settings.scoring else None,
                 "percentage_of_nodes_to_score": settings.percentage_of_nodes_to_score,
                 "utilization_threshold": settings.utilization_threshold,
+                "fair_sharing": list(settings.fair_sharing) if settings.quotas is not None else None,
             },
         }
 
@@ -228,6 +242,8 @@ class _Replay:
         *,
         settings: Settings,
         progress: Progress | None,
+        tenancy: Tenancy | None = None,
+        fair_sharing: bool = False,
     ) -> None:
         self.strategy = strategy
         self.settings = settings
@@ -259,6 +275,13 @@ class _Replay:
         self.tiers = {p.name: cluster_tier(p) for p in nodes.profiles}
         if isinstance(strategy, ReturningGpufedStrategy):
             self.result.returns = ReturnTally()
+        self.gate: QuotaGate | None = None
+        self.tally: TenantTally | None = None
+        if settings.quotas is not None and tenancy is not None:
+            self.gate = QuotaGate(settings.quotas, tenancy, fair_sharing=fair_sharing)
+            self.tally = self.result.tenants = TenantTally.for_tenants(
+                tenancy.queue_of, tenancy.shares, fair_sharing=fair_sharing
+            )
         self.events: list[tuple[float, int, int, Job]] = []
         self._seq = 0
         self._states: dict[str, dict[WasteState, float]] | None = None
@@ -275,7 +298,8 @@ class _Replay:
         busy = utilization >= self.settings.utilization_threshold
         self.running[job.name] = _Running(job, account, held, busy, now)
         (self.busy if busy else self.idle)[account] += held
-        self.result.waits_s.append(now - job.submit_s)
+        if self.tally is not None:
+            self.tally.hold(str(job.tenant), held)
         self._push(now + job.duration_s, 0, job)
         self._states = None
 
@@ -322,6 +346,8 @@ class _Replay:
             held = returned.placed.shape.held_gpus
             (self.busy if run.busy else self.idle)[run.cluster] -= run.held
             run.cluster = self.node_cluster.get(returned.placed.node, returned.placed.cluster)
+            if self.tally is not None:
+                self.tally.hold(str(run.job.tenant), held - run.held)
             run.held = held
             (self.busy if run.busy else self.idle)[run.cluster] += held
             hours_left = max(run.start + run.job.duration_s - now, 0.0) / 3600
@@ -387,30 +413,84 @@ class _Replay:
             now = self.events[0][0]
             self.result.waste.add(now - last, self._waste_states(), self.prices)
             self._tier_hours(now - last)
+            if self.tally is not None and self.gate is not None:
+                self.tally.advance(now - last, self.gate.waiting_by_tenant)
             last = now
             freed: set[str | None] = set()
             while self.events and self.events[0][0] == now:
                 _, kind, _, job = heapq.heappop(self.events)
                 if kind == 0:
-                    run = self.running.pop(job.name)
+                    run = self.running.get(job.name)
+                    if run is None or run.start + job.duration_s != now:
+                        continue  # the end of a run that was preempted
+                    del self.running[job.name]
+                    # A job's wait runs from its arrival to the start of the run that completes.
+                    self.result.waits_s.append(run.start - job.submit_s)
+                    if self.tally is not None:
+                        self.tally.tenants[str(job.tenant)].waits_s.append(run.start - job.submit_s)
                     (self.busy if run.busy else self.idle)[run.cluster] -= run.held
                     placed = self.strategy.release(job)
                     freed.add(placed.cluster if placed is not None else None)
                     self._states = None
+                    if self.gate is not None and self.tally is not None:
+                        self.gate.release(job)
+                        self.tally.hold(str(job.tenant), -run.held)
                 else:
                     arrived += 1
-                    self._attempt(job, now)
+                    if self.gate is not None and self.tally is not None:
+                        self.gate.submit(job)
+                        self.tally.tenants[str(job.tenant)].jobs += 1
+                    else:
+                        self._attempt(job, now)
                     if self.progress is not None and (arrived % PROGRESS_EVERY == 0 or arrived == total):
                         self.progress("replay", arrived, total)
             if self.pending:
                 for cluster in sorted(freed, key=lambda c: c or ""):
                     self._retry(now, cluster)
+            self._admit(now)
             self._return(now, freed)
         self.result.end_s = last
-        for job, _ in self.pending.values():
+        never = [job for job, _ in self.pending.values()]
+        if self.gate is not None:
+            never += [job for job, _ in self.gate.waiting.values()] + [job for _, job in self.gate.returning]
+        for job in never:
             self.result.waits_s.append(max(last - job.submit_s, 0.0))
             self.result.never_started += 1
+            if self.tally is not None:
+                self.tally.tenants[str(job.tenant)].waits_s.append(max(last - job.submit_s, 0.0))
         return self.result
+
+    def _admit(self, now: float) -> None:
+        """Admit what the quotas allow now and place it (an admitted job that does not fit waits,
+        holding its quota, as an admitted workload does at the hub). Preempted jobs stop at once
+        (their work is lost) and queue again; cycles repeat while they evict."""
+        if self.gate is None or self.tally is None:
+            return
+        for _ in range(MAX_CYCLES_PER_EVENT):
+            cycle = self.gate.admit(now)
+            for key in cycle.evict:
+                self._evict(self.gate.evict(key, now), now)
+            for job in cycle.admitted:
+                self.tally.tenants[str(job.tenant)].admitted += 1
+                self._attempt(job, now)
+            if not cycle.evict:
+                return
+
+    def _evict(self, job: Job, now: float) -> None:
+        assert self.tally is not None
+        figures = self.tally.tenants[str(job.tenant)]
+        figures.preempted += 1
+        figures.admitted -= 1  # back in the queue; admitted again later
+        self.pending.pop(job.name, None)
+        run = self.running.pop(job.name, None)
+        if run is None:
+            return
+        (self.busy if run.busy else self.idle)[run.cluster] -= run.held
+        self.tally.hold(str(job.tenant), -run.held)
+        placed = self.strategy.release(run.job)
+        self._states = None
+        if self.pending:
+            self._retry(now, placed.cluster if placed is not None else None)
 
 
 def run_replay(
@@ -420,8 +500,14 @@ def run_replay(
     *,
     settings: Settings,
     progress: Progress | None = None,
+    tenancy: Tenancy | None = None,
+    fair_sharing: bool = False,
 ) -> ReplayResult:
-    return _Replay(strategy, nodes, settings=settings, progress=progress).run(jobs)
+    if settings.quotas is not None and tenancy is None:
+        tenancy = resolve(settings.quotas, jobs)
+    return _Replay(
+        strategy, nodes, settings=settings, progress=progress, tenancy=tenancy, fair_sharing=fair_sharing
+    ).run(jobs)
 
 
 def _strategy(name: StrategyName, nodes: FleetNodes, settings: Settings, mix: DemandMix) -> Strategy:
@@ -465,6 +551,7 @@ def compare(
     capacity = capacity_by_cluster(nodes)
     total = sum(capacity.values())
     comparison = Comparison(capacity_gpus=total, clusters=capacity, jobs=len(jobs), settings=settings)
+    tenancy = resolve(settings.quotas, jobs) if settings.quotas is not None and settings.replay else None
     sequence = fill_sequence(jobs, capacity_gpus=total, inflate=settings.inflate, seed=settings.seed)
     mix = trace_mix(jobs)
     for name in strategies:
@@ -477,12 +564,20 @@ def compare(
         fill = run_fill(_strategy(name, nodes, settings, mix), sequence, capacity_gpus=total, progress=report)
         seconds = {"fill": time.perf_counter() - started}
         replay = ReplayResult()
+        tenants: list[TenantTally] = []
         if settings.replay:
-            started = time.perf_counter()
-            replay = run_replay(
-                _strategy(name, nodes, settings, mix), jobs, nodes, settings=settings, progress=report
-            )
-            seconds["replay"] = time.perf_counter() - started
+            modes = settings.fair_sharing if tenancy is not None else (False,)
+            for index, mode in enumerate(modes):
+                started = time.perf_counter()
+                replayed = run_replay(
+                    _strategy(name, nodes, settings, mix), jobs, nodes, settings=settings, progress=report,
+                    tenancy=tenancy, fair_sharing=mode,
+                )
+                if index == 0:
+                    replay = replayed
+                seconds["replay" if index == 0 else "replay_fair_sharing"] = time.perf_counter() - started
+                if replayed.tenants is not None:
+                    tenants.append(replayed.tenants)
         comparison.results[str(name)] = StrategyResult(
             str(name),
             fill,
@@ -490,6 +585,7 @@ def compare(
             seconds,
             member_scoring=scoring_used(name, nodes, settings),
             replayed=settings.replay,
+            tenants=tenants,
         )
         logger.info(
             "strategy replayed",

@@ -21,10 +21,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from controlplane.reports.classify import WasteState
 from simulator.whatif.returns import ReturnTally
+
+if TYPE_CHECKING:
+    from simulator.whatif.tenants import TenantTally
 
 #: The two arrived-demand marks of the JSON contract, in percent of capacity.
 MARKS = (100, 130)
@@ -102,6 +105,8 @@ class ReplayResult:
     gpu_hours_by_tier: dict[str, float] = field(default_factory=dict)
     #: What automatic returns to a cheaper tier did (None: the strategy makes none).
     returns: ReturnTally | None = None
+    #: Per-tenant figures of a replay with quotas (None: no quotas).
+    tenants: TenantTally | None = None
 
     @property
     def wait_mean_s(self) -> float:
@@ -126,6 +131,8 @@ class StrategyResult:
     member_scoring: str = ""
     #: False when no replay ran: waits, GPU-hours and costs are then null, not zero.
     replayed: bool = True
+    #: With quotas: the tenants' figures, one per admission mode replayed (without, with fair sharing).
+    tenants: list[TenantTally] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         replay = self.replay
@@ -150,6 +157,11 @@ class StrategyResult:
                 {tier: round(h, 3) for tier, h in sorted(replay.gpu_hours_by_tier.items())} if measured else None
             ),
             "returns": replay.returns.to_json() if measured and replay.returns is not None else None,
+            "tenants": (
+                {("with_fair_sharing" if t.fair_sharing else "without_fair_sharing"): t.to_json() for t in self.tenants}
+                if self.tenants
+                else None
+            ),
             "allocation_curve": [[mark, round(pct, 3)] for mark, pct in sorted(self.fill.curve.items())],
             "jobs": {
                 "fill_submitted": self.fill.jobs_submitted,

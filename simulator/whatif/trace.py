@@ -17,10 +17,12 @@ Two formats, told apart by their header line:
   lists acceptable model codes (``V100M16|V100M32``), mapped to GFD product labels with
   :data:`simulator.profile.ALIBABA_MODELS`.
 * **generic** -- ``name,submit_s,duration_s,gpus`` and optionally ``cpu_milli,memory_mib,
-  gpu_models,cluster``. ``gpus`` is a number: 0, a fraction below 1 (a share of one GPU,
+  gpu_models,cluster,tenant``. ``gpus`` is a number: 0, a fraction below 1 (a share of one GPU,
   at most three decimals), or a whole number of GPUs. ``gpu_models`` is ``|``-separated GFD
   product labels (or Alibaba model codes); ``cluster`` names the job's home cluster for the
-  static-partitioning strategy.
+  static-partitioning strategy; ``tenant`` the namespace the job is submitted in, whose
+  LocalQueue a replay with quotas puts it in (:mod:`simulator.whatif.quotas`). An openb pod
+  list may carry a ``tenant`` column too.
 
 In: lines of CSV text (:func:`parse_trace`) or a path (:func:`read_trace`, the only I/O).
 Out: jobs sorted by arrival then name; a bad row raises :class:`TraceError` whose message
@@ -32,6 +34,7 @@ from __future__ import annotations
 import csv
 import logging
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -47,10 +50,10 @@ MILLI_PER_GPU = 1000
 #: The columns every openb pod list has (the public multi-GPU variants have only these).
 OPENB_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")
 #: Optional openb columns: accepted GPU models, and the times a replay needs.
-OPENB_OPTIONAL = ("gpu_spec", "creation_time", "deletion_time", "scheduled_time")
+OPENB_OPTIONAL = ("gpu_spec", "creation_time", "deletion_time", "scheduled_time", "tenant")
 OPENB_TIME_COLUMNS = ("creation_time", "deletion_time")
 GENERIC_COLUMNS = ("name", "submit_s", "duration_s", "gpus")
-GENERIC_OPTIONAL = ("cpu_milli", "memory_mib", "gpu_models", "cluster")
+GENERIC_OPTIONAL = ("cpu_milli", "memory_mib", "gpu_models", "cluster", "tenant")
 
 
 class TraceFormat(StrEnum):
@@ -82,6 +85,8 @@ class Job:
     #: Acceptable ``nvidia.com/gpu.product`` values; empty means any GPU.
     gpu_products: tuple[str, ...] = ()
     home_cluster: str | None = None
+    #: The namespace the job is submitted in (the trace's ``tenant`` column, or a synthetic one).
+    tenant: str | None = None
     #: Line of the trace file the job came from (0 for jobs made in code).
     line: int = 0
 
@@ -184,6 +189,22 @@ def _products(raw: str, line: int, column: str) -> tuple[str, ...]:
     return tuple(sorted(set(out)))
 
 
+#: A namespace name (DNS-1123 label), as kube checks it.
+_NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+
+
+def _tenant(row: Mapping[str, str | None], line: int) -> str | None:
+    raw = (row.get("tenant") or "").strip()
+    if not raw:
+        return None
+    if not _NAMESPACE.fullmatch(raw):
+        raise TraceError(
+            f"line {line}: column tenant: {raw!r} is not a namespace name (lowercase letters, digits "
+            "and '-', starting and ending with a letter or digit, at most 63 characters)"
+        )
+    return raw
+
+
 def _gpu_request(num_gpu: int, gpu_milli: int, line: int) -> tuple[int, int]:
     if num_gpu == 0 or gpu_milli == 0:
         return 0, 0
@@ -216,6 +237,7 @@ def _openb_job(row: Mapping[str, str | None], line: int) -> Job:
         cpu_milli=_int(row, "cpu_milli", line),
         memory_mib=_int(row, "memory_mib", line),
         gpu_products=_products(row.get("gpu_spec") or "", line, "gpu_spec"),
+        tenant=_tenant(row, line),
         line=line,
     )
 
@@ -248,6 +270,7 @@ def _generic_job(row: Mapping[str, str | None], line: int) -> Job:
         memory_mib=_int(row, "memory_mib", line, default=0),
         gpu_products=_products(row.get("gpu_models") or "", line, "gpu_models"),
         home_cluster=cluster,
+        tenant=_tenant(row, line),
         line=line,
     )
 

@@ -1,0 +1,344 @@
+"""Kueue quotas in the what-if replay: each job waits in its tenant's queue until admitted.
+
+``gpufed whatif run --quotas FILE`` reads a YAML file of Kueue objects as a user would apply
+them to the hub (ResourceFlavor, ClusterQueue, LocalQueue, and ``kueue.x-k8s.io/v1alpha1``
+Cohort; WorkloadPriorityClass is accepted and ignored), validated by the hub's own models
+(:mod:`controlplane.apis.kueue_v1beta1`, ``kueue_v1alpha1``) and translated by the hub's own translation
+(:mod:`controlplane.admission.objects`). A job's tenant is a namespace: the job goes to that
+namespace's LocalQueue and so to its ClusterQueue, and is admitted by the same pure core the
+hub's admission controller calls (:func:`controlplane.admission.core.decide`, with or without
+fair sharing), with every admitted job's usage held until it finishes. When a ClusterQueue's
+``preemption`` policies let a waiting job preempt, the gate reports the admitted jobs to evict;
+the replay stops them (their work is lost) and they queue again.
+
+A job is one pod set of one pod. It requests what its pod would: ``nvidia.com/gpu`` (whole
+GPUs) or ``nvidia.com/gpu-milli`` (thousandths of one GPU), ``cpu`` and ``memory`` when the
+trace gives them, and ``pods`` (counted only where a ClusterQueue covers it). As in Kueue a
+ClusterQueue must cover every resource its jobs request; :func:`resolve` says which are
+missing before the replay starts. A job that accepts exactly one GPU model carries it as a
+``nvidia.com/gpu.product`` nodeSelector, so flavors whose node labels say otherwise are
+skipped; once admitted, a flavor's ``nvidia.com/gpu.product`` narrows the models the job
+accepts, so placement honours the flavor.
+
+In: Kueue YAML (:func:`read_quotas` is the only I/O), jobs. Out: :class:`QuotaGate`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from controlplane.admission import objects
+from controlplane.admission.core import (
+    Admitted,
+    ClusterQueue,
+    Pending,
+    PodSetRequest,
+    QueueingStrategy,
+    decide,
+)
+from controlplane.admission.core.quota import Cohort, Usage
+from controlplane.apis import kueue_v1alpha1
+from controlplane.apis import kueue_v1beta1 as kueue
+from controlplane.apis.constants import LABEL_GPU_PRODUCT, RESOURCE_GPU
+from controlplane.apis.meta import SpecModel
+from simulator.profile import format_validation_error
+from simulator.scheduling.model import RESOURCE_GPU_MILLI
+from simulator.whatif.trace import Job
+
+MIB = 2**20
+_MODELS: dict[str, type[SpecModel]] = {
+    "ResourceFlavor": kueue.ResourceFlavor,
+    "ClusterQueue": kueue.ClusterQueue,
+    "LocalQueue": kueue.LocalQueue,
+    "WorkloadPriorityClass": kueue.WorkloadPriorityClass,
+    "Cohort": kueue_v1alpha1.Cohort,
+}
+_API_VERSIONS = {"Cohort": kueue_v1alpha1.API_VERSION}
+
+
+class QuotaError(ValueError):
+    """A quotas file that cannot be used; the message says what to change."""
+
+
+@dataclass(frozen=True)
+class Quotas:
+    """The Kueue objects of a quotas file, read into the admission core's values."""
+
+    queues: Mapping[str, ClusterQueue]
+    flavor_labels: Mapping[str, Mapping[str, str]]
+    #: namespace -> (LocalQueue, ClusterQueue) for every LocalQueue in the file.
+    local_queues: Mapping[str, tuple[str, str]]
+    #: ClusterQueue -> ``spec.fairSharing.weight`` (default 1).
+    weights: Mapping[str, float]
+    #: ClusterQueue objects as written, for their namespaceSelector.
+    raw_queues: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: Cohort objects (parents, quotas, weights); a cohort only named by ClusterQueues has none.
+    cohorts: Mapping[str, Cohort] = field(default_factory=dict)
+
+
+def parse_quotas(documents: Iterable[Any], *, source: str = "quotas") -> Quotas:
+    """Validate Kueue objects (YAML documents) as the hub would and read them."""
+    flavors: list[Mapping[str, Any]] = []
+    cqs: dict[str, Mapping[str, Any]] = {}
+    cohorts: dict[str, Cohort] = {}
+    local: dict[str, list[tuple[str, str]]] = {}
+    for index, doc in enumerate(documents, 1):
+        if doc is None:
+            continue
+        if not isinstance(doc, dict):
+            raise QuotaError(f"{source}: document {index} is not a Kubernetes object")
+        kind = str(doc.get("kind"))
+        if kind not in _MODELS:
+            raise QuotaError(
+                f"{source}: document {index}: kind {kind!r} is not a quota kind "
+                "(give ResourceFlavor, ClusterQueue, LocalQueue and Cohort objects)"
+            )
+        api_version = _API_VERSIONS.get(kind, kueue.API_VERSION)
+        if doc.get("apiVersion") != api_version:
+            raise QuotaError(f"{source}: {kind} {_name(doc)!r}: apiVersion must be {api_version}, not {doc.get('apiVersion')!r}")
+        try:
+            _MODELS[kind].model_validate(doc)
+        except ValidationError as exc:
+            raise QuotaError(f"{source}: {kind} {_name(doc)!r}: {format_validation_error(exc)}") from exc
+        name = _name(doc)
+        if kind == "ResourceFlavor":
+            flavors.append(doc)
+        elif kind == "ClusterQueue":
+            cqs[name] = doc
+        elif kind == "Cohort":
+            cohorts[name] = objects.cohort(doc)
+        elif kind == "LocalQueue":
+            namespace = str((doc.get("metadata") or {}).get("namespace") or "default")
+            cluster_queue = str((doc.get("spec") or {}).get("clusterQueue") or "")
+            if not cluster_queue:
+                raise QuotaError(f"{source}: LocalQueue {namespace}/{name}: spec.clusterQueue is required")
+            local.setdefault(namespace, []).append((name, cluster_queue))
+    if not cqs:
+        raise QuotaError(f"{source}: no ClusterQueue (give ResourceFlavor, ClusterQueue and LocalQueue objects)")
+    several = {ns: sorted(q for q, _ in qs) for ns, qs in local.items() if len(qs) > 1}
+    if several:
+        ns, names = sorted(several.items())[0]
+        raise QuotaError(
+            f"{source}: namespace {ns} has several LocalQueues ({', '.join(names)}); the what-if puts a "
+            "tenant's jobs in its namespace's one LocalQueue"
+        )
+    labels = objects.flavor_labels(flavors)
+    queues = {name: objects.cluster_queue(doc, labels) for name, doc in cqs.items()}
+    return Quotas(
+        queues=objects.deactivate_cycles(queues, Usage(queues, cohorts).cycles),
+        flavor_labels=labels,
+        local_queues={ns: qs[0] for ns, qs in local.items()},
+        weights={name: objects.fair_weight(doc.get("spec") or {}) / 1000 for name, doc in cqs.items()},
+        raw_queues=cqs,
+        cohorts=cohorts,
+    )
+
+
+def _name(doc: Mapping[str, Any]) -> str:
+    return str((doc.get("metadata") or {}).get("name") or "")
+
+
+def read_quotas(path: str | Path) -> Quotas:
+    path = Path(path)
+    try:
+        documents = list(yaml.safe_load_all(path.read_text(encoding="utf-8")))
+    except OSError as exc:
+        raise QuotaError(f"cannot read quotas {path}: {exc.strerror or exc}") from exc
+    except yaml.YAMLError as exc:
+        raise QuotaError(f"{path} is not valid YAML: {exc}") from exc
+    return parse_quotas(documents, source=str(path))
+
+
+def requests(job: Job) -> dict[str, int]:
+    """What the job's pod requests, in the admission core's base units."""
+    out = {"pods": 1}
+    if job.num_gpu:
+        if job.fractional:
+            out[RESOURCE_GPU_MILLI] = job.gpu_milli
+        else:
+            out[RESOURCE_GPU] = job.num_gpu
+    if job.cpu_milli:
+        out["cpu"] = job.cpu_milli
+    if job.memory_mib:
+        out["memory"] = job.memory_mib * MIB
+    return out
+
+
+@dataclass(frozen=True)
+class Tenancy:
+    """Where each tenant's jobs queue, and each tenant's share."""
+
+    queue_of: Mapping[str, str]
+    """tenant -> ClusterQueue"""
+    shares: Mapping[str, float]
+
+
+def resolve(quotas: Quotas, jobs: Sequence[Job]) -> Tenancy:
+    """Each tenant's ClusterQueue; raises :class:`QuotaError` naming what the file lacks."""
+    untenanted = [job for job in jobs if job.tenant is None]
+    if untenanted:
+        first = untenanted[0]
+        raise QuotaError(
+            f"{len(untenanted)} job(s) have no tenant (first: {first.name}, line {first.line}); give the "
+            "trace a tenant column or use --synthetic-tenants N"
+        )
+    queue_of: dict[str, str] = {}
+    tenants = sorted({str(job.tenant) for job in jobs})
+    lacking = [t for t in tenants if t not in quotas.local_queues]
+    if lacking:
+        raise QuotaError(
+            f"namespace(s) {', '.join(lacking)} of the trace's tenants have no LocalQueue in the quotas file; "
+            "add one per namespace for its jobs"
+        )
+    for tenant in tenants:
+        local, cq = quotas.local_queues[tenant]
+        if cq not in quotas.queues:
+            raise QuotaError(f"LocalQueue {tenant}/{local} points at ClusterQueue {cq}, which the quotas file lacks")
+        namespace_labels = {"kubernetes.io/metadata.name": tenant}
+        if not objects.namespace_allowed(quotas.raw_queues[cq], namespace_labels):
+            raise QuotaError(
+                f"ClusterQueue {cq}'s namespaceSelector does not select namespace {tenant} (absent selects none, "
+                "as in Kueue; {} selects all)"
+            )
+        queue_of[tenant] = cq
+    for job in jobs:
+        queue = quotas.queues[queue_of[str(job.tenant)]]
+        missing = sorted(r for r in requests(job) if r != "pods" and queue.group_of(r) is None)
+        if missing:
+            raise QuotaError(
+                f"ClusterQueue {queue.name} does not cover {', '.join(missing)}, which job {job.name} of tenant "
+                f"{job.tenant} requests; Kueue would keep it Inadmissible: add them to a resourceGroup's "
+                "coveredResources"
+            )
+    tenants_of: dict[str, int] = {}
+    for cq in queue_of.values():
+        tenants_of[cq] = tenants_of.get(cq, 0) + 1
+    shares = {t: quotas.weights[cq] / tenants_of[cq] for t, cq in queue_of.items()}
+    return Tenancy(queue_of, shares)
+
+
+def _moment(seconds: float) -> str:
+    """A time as a string that sorts as the time does (the core orders by creation time)."""
+    return f"{seconds:020.6f}"
+
+
+class QuotaGate:
+    """Jobs wait here until their ClusterQueue admits them; admitted jobs hold quota until they finish."""
+
+    def __init__(
+        self, quotas: Quotas, tenancy: Tenancy, *, fair_sharing: bool = False, park_inadmissible: bool = True
+    ) -> None:
+        self.quotas = quotas
+        #: False: every cycle offers every waiting job (the reference the parking is checked against).
+        self.park_inadmissible = park_inadmissible
+        self.tenancy = tenancy
+        self.fair_sharing = fair_sharing
+        self.waiting: dict[str, tuple[Job, Pending]] = {}
+        #: Admitted jobs (as submitted) and their usage, until they finish or are evicted.
+        self.holding: dict[str, tuple[Job, Admitted]] = {}
+        self.waiting_by_tenant: dict[str, int] = dict.fromkeys(tenancy.queue_of, 0)
+        #: Jobs that arrived since the last cycle; quota freed since then.
+        self._fresh: list[str] = []
+        self._freed = False
+        #: Evicted jobs, back in their queue at the next moment (once their pods are gone).
+        self.returning: list[tuple[float, Job]] = []
+        self._preempting = any(q.preemption.enabled for q in quotas.queues.values())
+
+    def submit(self, job: Job) -> None:
+        tenant = str(job.tenant)
+        selector = {LABEL_GPU_PRODUCT: job.gpu_products[0]} if len(job.gpu_products) == 1 else {}
+        pod_set = PodSetRequest("main", 1, requests(job), selector)
+        key = f"{tenant}/{job.name}"
+        self.waiting[key] = (job, Pending(key, self.tenancy.queue_of[tenant], (pod_set,), 0, _moment(job.submit_s)))
+        self.waiting_by_tenant[tenant] += 1
+        self._fresh.append(key)
+
+    def release(self, job: Job) -> None:
+        """The job finished: its quota is free again."""
+        if self.holding.pop(f"{job.tenant}/{job.name}", None) is not None:
+            self._freed = True
+
+    def evict(self, key: str, now: float) -> Job:
+        """A preempted job gives its quota back now and queues again (as submitted, in its place by
+        submit time) at the next moment of the replay: as in Kueue, an evicted workload is requeued
+        once its pods are gone, so the preemptor gets the quota first."""
+        job, _ = self.holding.pop(key)
+        self._freed = True
+        self.returning.append((now, job))
+        return job
+
+    def admit(self, now: float) -> Cycle:
+        """Run one admission cycle if a job arrived or quota was freed since the last one (one cycle
+        admits everything that fits); the jobs it admitted, in admission order, with the GPU
+        models their flavor allows.
+
+        As Kueue parks inadmissible workloads until quota frees, a cycle after arrivals alone
+        offers only the new jobs: with usage unchanged since the last cycle, the jobs that did
+        not fit then do not fit now (and a StrictFIFO queue with an older waiting job admits
+        nothing), so the decisions are those of a cycle over every waiting job. Where a queue may
+        preempt, a cycle after an admission offers every waiting job too (a new holder may be a
+        target for a parked job)."""
+        back = [job for when, job in self.returning if when < now]
+        self.returning = [(when, job) for when, job in self.returning if when >= now]
+        for job in back:
+            self.submit(job)
+        fresh, self._fresh = self._fresh, []
+        freed, self._freed = self._freed, False
+        if not self.waiting or not (fresh or freed):
+            return Cycle()
+        if freed or not self.park_inadmissible:
+            offered = [pending for _, pending in self.waiting.values()]
+        else:
+            fresh_keys = set(fresh)
+            blocked = {
+                pending.queue
+                for key, (_, pending) in self.waiting.items()
+                if key not in fresh_keys and self.quotas.queues[pending.queue].strategy is QueueingStrategy.STRICT_FIFO
+            }
+            offered = [p for key in fresh if (p := self.waiting[key][1]).queue not in blocked]
+        if not offered:
+            return Cycle()
+        decisions = decide(
+            self.quotas.queues,
+            offered,
+            [admitted for _, admitted in self.holding.values()],
+            self.quotas.flavor_labels,
+            fair_sharing=self.fair_sharing,
+            cohorts=self.quotas.cohorts,
+        )
+        admitted: list[Job] = []
+        for admission in decisions.admitted:
+            job, _ = self.waiting.pop(admission.key)
+            self.waiting_by_tenant[str(job.tenant)] -= 1
+            self.holding[admission.key] = job, Admitted(
+                admission.key, admission.queue, admission.usage(), 0, _moment(job.submit_s), _moment(now)
+            )
+            products = {
+                labels[LABEL_GPU_PRODUCT]
+                for a in admission.assignments
+                for flavor in a.flavors.values()
+                if LABEL_GPU_PRODUCT in (labels := self.quotas.flavor_labels.get(flavor, {}))
+            }
+            if len(products) == 1:
+                job = replace(job, gpu_products=tuple(products))
+            admitted.append(job)
+        if admitted and self._preempting:
+            self._freed = True
+        evict = sorted({t.key for p in decisions.preempting for t in p.targets if t.key in self.holding})
+        return Cycle(admitted, evict)
+
+
+@dataclass(frozen=True)
+class Cycle:
+    """What one admission cycle decided."""
+
+    admitted: list[Job] = field(default_factory=list)
+    """Jobs to place now, with the GPU models their flavor allows."""
+    evict: list[str] = field(default_factory=list)
+    """Keys (``tenant/job``) of admitted jobs to preempt."""
