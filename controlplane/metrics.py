@@ -56,6 +56,7 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
+import orjson
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 from prometheus_client import (
@@ -376,14 +377,18 @@ DEBUG_WRITES_PATH = "/debug/writes"
 
 
 def write_ledger_routes(ledger: WriteLedger) -> list[web.RouteDef]:
-    """``GET /debug/writes``: the write ledger as JSON, for members of ``system:masters`` only
-    (its journal names objects' keys)."""
+    """``GET /debug/writes[?since=REVISION]``: the write ledger as JSON (the journal's writes after
+    ``since`` only, when given), for members of ``system:masters`` only (its journal names objects'
+    keys)."""
 
     async def writes(request: web.Request) -> web.StreamResponse:
         user = request.get(USER)
         if user is None or SYSTEM_MASTERS not in user.groups:
             raise errors.Forbidden(f"only members of {SYSTEM_MASTERS} may read {DEBUG_WRITES_PATH} (an admin token)")
-        return web.json_response(ledger.snapshot())
+        since = request.query.get("since", "0")
+        if not since.isdigit():
+            raise errors.BadRequest(f'since: Invalid value: "{since}": must be a revision (a non-negative integer)')
+        return web.Response(body=orjson.dumps(ledger.snapshot(since=int(since))), content_type="application/json")
 
     return [web.get(DEBUG_WRITES_PATH, writes)]
 

@@ -16,6 +16,7 @@ the server), so model errors and unknown fields under ``metadata`` are ignored.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from controlplane.apis.kube.names import (
     DNS_1035,
@@ -269,8 +270,24 @@ class ModelCheck:
     unknown: list[Loc] = field(default_factory=list)
 
 
-def check_model(obj: dict[str, Any], model: type[BaseModel]) -> ModelCheck:
-    """Validate with the pydantic model; report causes and unknown fields (outside metadata)."""
+@functools.cache
+def _status_adapter(model: type[BaseModel]) -> TypeAdapter[Any] | None:
+    """A validator of ``model``'s ``status`` field alone (None when the model has none)."""
+    found = model.model_fields.get("status")
+    if found is None or found.annotation is None or found.alias not in (None, "status"):
+        return None
+    return TypeAdapter(found.annotation)
+
+
+def check_model(obj: dict[str, Any], model: type[BaseModel], *, status_only: bool = False) -> ModelCheck:
+    """Validate with the pydantic model; report causes and unknown fields (outside metadata).
+
+    ``status_only``: a write of the status subresource, whose other fields are the stored
+    object's, validated when they were written; only its ``status`` is validated (as kube's
+    status strategies validate the status of a status update), when the model has one."""
+    adapter = _status_adapter(model) if status_only else None
+    if adapter is not None:
+        return _check_status(obj, adapter)
     result = ModelCheck()
     try:
         instance = model.model_validate(obj)
@@ -286,6 +303,26 @@ def check_model(obj: dict[str, Any], model: type[BaseModel]) -> ModelCheck:
         return result
     dumped = instance.model_dump(mode="json", by_alias=True, exclude_unset=False)
     result.unknown = [loc for loc in _unknown_paths(obj, dumped, ()) if loc[:1] != ("metadata",)]
+    return result
+
+
+def _check_status(obj: dict[str, Any], adapter: TypeAdapter[Any]) -> ModelCheck:
+    """:func:`check_model` of ``obj["status"]`` alone, with paths from the object's root."""
+    result = ModelCheck()
+    status = obj.get("status")
+    try:
+        instance = adapter.validate_python(status)
+    except ValidationError as exc:
+        errors = [{**e, "loc": ("status", *e["loc"])} for e in exc.errors(include_url=False)]
+        for error in _merge_union_members(errors, obj):
+            loc, cause = _cause_for(error, obj)
+            if error["type"] == "extra_forbidden":
+                result.unknown.append(loc)
+            else:
+                result.causes.append(cause)
+        return result
+    dumped = adapter.dump_python(instance, mode="json", by_alias=True, exclude_unset=False)
+    result.unknown = _unknown_paths(status, dumped, ("status",))
     return result
 
 
@@ -315,14 +352,16 @@ def check_object(
     *,
     field_validation: FieldValidation,
     old: dict[str, Any] | None = None,
+    status_only: bool = False,
 ) -> Checked:
-    """Validate ``obj`` for a write (``old``: the stored object, on update). Raise BadRequest/Invalid;
-    return it (pruned) and warnings."""
+    """Validate ``obj`` for a write (``old``: the stored object, on update; ``status_only``: a
+    write of the status subresource, see :func:`check_model`). Raise BadRequest/Invalid; return
+    it (pruned) and warnings."""
     name = str((obj.get("metadata") or {}).get("name") or "")
     causes = metadata_causes(obj, rt)
     warnings: list[str] = []
     if rt.model is not None:
-        checked = check_model(obj, rt.model)
+        checked = check_model(obj, rt.model, status_only=status_only)
         if checked.unknown:
             paths = [format_path(loc) for loc in checked.unknown]
             if field_validation is FieldValidation.STRICT:
@@ -336,7 +375,7 @@ def check_object(
                 warnings.extend(f'unknown field "{p}"' for p in paths)
             # Validate what will be stored: dropping a field can leave an object that is not
             # valid (``{application: {bogus: 1}}`` becomes ``{application: {}}``).
-            checked = check_model(obj, rt.model)
+            checked = check_model(obj, rt.model, status_only=status_only)
         causes.extend(checked.causes)
     elif rt.custom is not None:
         obj, pruned_warnings = _pruned(obj, rt.custom.prune, field_validation)

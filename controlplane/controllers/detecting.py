@@ -399,9 +399,9 @@ class Detector:
         finalizers = list(ObjectView(workload).finalizers)
         if FINALIZER_WORKLOAD in finalizers:
             return workload
-        updated = copy.deepcopy(workload)
-        updated["metadata"]["finalizers"] = [*finalizers, FINALIZER_WORKLOAD]
-        return await self.ctx.objects.update(rt, updated)
+        # The object layer copies what it writes: the cached workload is not changed here.
+        meta = {**workload["metadata"], "finalizers": [*finalizers, FINALIZER_WORKLOAD]}
+        return await self.ctx.objects.update(rt, {**workload, "metadata": meta})
 
     async def _write_binding(
         self,
@@ -510,12 +510,10 @@ class Detector:
         current = view.condition(WorkloadConditionType.PROPAGATED)
         if current is not None and all(current.get(k) == v for k, v in wanted.items()):
             return False
-        updated = copy.deepcopy(workload)
-        status_block = updated.get("status")
-        if not isinstance(status_block, dict):
-            status_block = updated["status"] = {}
+        current_status = workload.get("status")
+        status_block = dict(current_status) if isinstance(current_status, dict) else {}
         status_block["conditions"] = with_condition(conditions, wanted, now=self.ctx.now_text())
-        await self.ctx.objects.update_status(rt, updated)
+        await self.ctx.objects.update_status(rt, {**workload, "status": status_block})
         return True
 
 

@@ -389,4 +389,4 @@ class StatusController:
                 merged["conditions"] = [*(merged.get("conditions") or []), dict(own)]
         if merged == current:
             return
-        await ctx.objects.update_status(rt, {**copy.deepcopy(workload), "status": merged})
+        await ctx.objects.update_status(rt, {**workload, "status": merged})  # the store copies the status

@@ -114,6 +114,8 @@ class WriteLedger:
         self.events: Counter[EventKey] = Counter()
         self.reads: Counter[EventKey] = Counter()
         self.journal: deque[JournalEntry] | None = deque(maxlen=journal) if journal > 0 else None
+        #: The highest revision the journal has recorded (writes may finish out of order).
+        self.journal_revision = 0
 
     def record_write(self, key: str, verb: str, revision: int) -> None:
         reason = WRITE_REASON.get()
@@ -123,6 +125,7 @@ class WriteLedger:
         if self.journal is not None:
             changed = reason.changed() if reason is not None and reason.changed is not None else []
             self.journal.append(JournalEntry(revision, key, writer, verb, subresource, tuple(changed)))
+            self.journal_revision = max(self.journal_revision, revision)
 
     def record_read(self, key: str) -> None:
         self.reads[(resource_of(key), WRITER.get())] += 1
@@ -130,8 +133,9 @@ class WriteLedger:
     def record_event(self, key: str, watcher: str) -> None:
         self.events[(resource_of(key), watcher)] += 1
 
-    def snapshot(self) -> dict[str, Any]:
-        """The counters (and the journal, when kept) as JSON-ready data."""
+    def snapshot(self, *, since: int = 0) -> dict[str, Any]:
+        """The counters (and the journal's writes after revision ``since``, when kept, with the
+        revision of its last write) as JSON-ready data."""
         out: dict[str, Any] = {
             "writes": [
                 {"resource": r, "subresource": s, "writer": w, "verb": v, "count": n}
@@ -143,7 +147,8 @@ class WriteLedger:
             "reads": [{"resource": r, "reader": w, "count": n} for (r, w), n in sorted(self.reads.items())],
         }
         if self.journal is not None:
-            out["journal"] = [entry.as_dict() for entry in self.journal]
+            out["journal"] = [entry.as_dict() for entry in self.journal if entry.revision > since]
+            out["journalRevision"] = self.journal_revision
         return out
 
 

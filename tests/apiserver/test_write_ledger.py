@@ -94,6 +94,11 @@ async def test_writes_are_counted_by_resource_subresource_writer_and_verb(
     assert {"resource": "deployments.apps", "subresource": "status", "writer": "controller:status",
             "verb": "update", "count": 1} in snapshot["writes"]
     assert len(snapshot["journal"]) == 3
+    # A reader that has seen the writes up to the status update asks for the rest only.
+    assert snapshot["journalRevision"] == ledger.journal[2].revision
+    later = ledger.snapshot(since=ledger.journal[1].revision)
+    assert [entry["verb"] for entry in later["journal"]] == ["delete"]
+    assert later["journalRevision"] == snapshot["journalRevision"] and later["writes"] == snapshot["writes"]
 
 
 async def test_no_op_updates_patches_and_status_updates_write_nothing(

@@ -111,7 +111,13 @@ async def test_only_admins_read_the_write_ledger(hub: Hub) -> None:
     assert status == 403 and answer["kind"] == "Status", answer
     assert "/debug/writes" in answer["message"]
     ledger = await admin_call(hub, "GET", "/debug/writes")
-    assert {"writes", "watchEvents", "journal"} <= set(ledger)
+    assert {"writes", "watchEvents", "journal", "journalRevision"} <= set(ledger)
+    assert ledger["journal"], "the hub's bootstrap writes are in the journal"
+    since = ledger["journalRevision"]
+    later = await admin_call(hub, "GET", f"/debug/writes?since={since}")
+    assert all(e["revision"] > since for e in later["journal"]) and later["journalRevision"] >= since
+    status, answer = await call(hub, "GET", "/debug/writes?since=yesterday")
+    assert status == 400 and answer["kind"] == "Status" and "since" in answer["message"], answer
 
 
 async def report_as_agent(

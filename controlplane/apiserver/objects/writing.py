@@ -156,7 +156,10 @@ class Writer:
         For kinds with a status subresource the main resource keeps the stored
         ``.status``; ``subresource="status"`` changes only ``.status``.
         """
-        obj = checked_body(rt, obj, namespace=namespace, name=name)
+        if subresource == "status":
+            obj = checked_body(rt, _status_request(obj), namespace=namespace, name=name, copy_body=False)
+        else:
+            obj = checked_body(rt, obj, namespace=namespace, name=name)
         meta = obj["metadata"]
         wanted = meta.get("resourceVersion")
         # An update made from a revision the hub has just seen skips the read: the
@@ -232,7 +235,9 @@ class Writer:
             rt.prepare(new)
         if rt.defaults is not None:
             rt.defaults(new)
-        checked = check_object(new, rt, field_validation=options.field_validation, old=old)
+        checked = check_object(
+            new, rt, field_validation=options.field_validation, old=old, status_only=subresource == "status"
+        )
         new = checked.obj
         if subresource is None:
             await self._check_against_stored(rt, new)
@@ -349,12 +354,32 @@ def checked_body(
     return checked
 
 
+def _status_request(obj: Any) -> Any:
+    """A status update's body, copied where the write takes from it: only its ``.status`` is
+    written (its metadata is checked against the URL and names the revision), so its spec is
+    not copied. Anything but an object is left for :func:`checked_body` to refuse."""
+    if not isinstance(obj, dict):
+        return obj
+    out = dict(obj)
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        out["metadata"] = dict(meta)
+    if "status" in obj:
+        out["status"] = copy.deepcopy(obj["status"])
+    return out
+
+
 def merged(
     rt: ResourceType, old: dict[str, Any], incoming: dict[str, Any], *, subresource: str | None
 ) -> dict[str, Any]:
     """The object an update would store: server-owned fields and the other half kept."""
     if subresource == "status":
-        new = copy.deepcopy(old)
+        # ``old`` is this write's own decoded copy. Where the kind is defaulted as it is read, it
+        # carries its defaults already and defaulting ``new`` again writes no new value, so the
+        # two share every subtree but metadata (whose resourceVersion and managedFields change)
+        # and status; otherwise defaulting may fill the spec in: ``new`` gets a copy of its own.
+        shared = rt.defaults_on_read is not None or (rt.defaults is None and rt.prepare is None)
+        new = {**old, "metadata": dict(old["metadata"])} if shared else copy.deepcopy(old)
         if "status" in incoming:
             new["status"] = incoming["status"]
         else:

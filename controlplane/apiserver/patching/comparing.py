@@ -81,6 +81,8 @@ def _is_container(value: Any, schema: FieldSchema) -> bool:
 
 def compare(old: Any, new: Any, schema: FieldSchema, path: Path, out: Comparison) -> None:
     """Record into ``out`` what changed from ``old`` to ``new`` below ``path``."""
+    if old is new:
+        return  # one subtree shared by both objects (a status write's spec): nothing changed
     if isinstance(old, Mapping) and isinstance(new, Mapping) and not schema.atomic and (old or new):
         for key in [*old, *(k for k in new if k not in old)]:
             child_path = (*path, field_element(key))
@@ -139,6 +141,8 @@ def _index_items(items: list[Any], schema: FieldSchema) -> dict[PathElement, Any
 
 def same(left: Any, right: Any) -> bool:
     """JSON equality: ``true`` is not ``1``, ``1`` is ``1.0``."""
+    if left is right:
+        return True
     if isinstance(left, bool) or isinstance(right, bool):
         return type(left) is type(right) and left == right
     if isinstance(left, Mapping):
