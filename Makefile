@@ -34,12 +34,10 @@ e2e: install
 	$(BIN)/python -m pytest e2e -q $(XDIST)
 
 # The end-to-end tests mostly wait on real processes, so they run side by side. They are
-# collected first (e2e/conftest.py) and handed out one at a time, so the workers share the
-# long ones from the start and the short unit tests fill in around them. Tests that share one
-# hub or fleet (a module- or package-scoped fixture) carry an xdist_group mark: the group goes
-# to one worker (the biggest groups first), which starts that hub or fleet once, not on each worker.
+# collected first (e2e/conftest.py) and handed out two at a time, so the workers share the
+# long ones from the start and the short unit tests fill in around them.
 TEST_WORKERS ?= 3
-XDIST = -n $(TEST_WORKERS) --dist loadgroup
+XDIST = -n $(TEST_WORKERS) --maxschedchunk 2
 
 test: install lint typecheck contracts
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(XDIST) --durations=15

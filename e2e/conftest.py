@@ -59,7 +59,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # pytest-xdist hands tests out in this order: the end-to-end tests (up to minutes each) go
     # first, so the workers share them from the start and the many short unit tests fill in
     # around them, instead of a long test started last holding up the end of the run (the
-    # Makefile's --dist loadgroup hands out one test, or one xdist_group, at a time).
+    # Makefile's small --maxschedchunk keeps one worker from queueing many of them at once).
     items.sort(key=lambda item: not _is_e2e(item))
 
 

@@ -16,7 +16,7 @@ import pytest
 from e2e.harness import Kubectl, ProcessGroup, wait_for
 
 FLEET = Path(__file__).parent / "fleets" / "any-kind.yaml"
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("any-kind")]  # one worker, one fleet
+pytestmark = pytest.mark.e2e
 
 EVERYWHERE = """
 apiVersion: policy.karmada.io/v1alpha1

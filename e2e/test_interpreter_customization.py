@@ -20,7 +20,7 @@ import pytest
 from e2e.harness import Kubectl, ProcessGroup, wait_for
 
 FLEET = Path(__file__).parent / "fleets" / "any-kind.yaml"
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("interpreter-customization")]  # one worker, one fleet
+pytestmark = pytest.mark.e2e
 
 
 

@@ -16,7 +16,7 @@ from kr8s.asyncio.objects import APIObject, get_class, new_class
 from e2e.clients.conftest import KINDS, NAMESPACE, Hub, ServedKind
 from e2e.clients.scenario import PATCHED, Seen, exercise
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("clients-hub")]  # one worker, one shared hub
+pytestmark = pytest.mark.e2e
 
 
 def class_of(kind: ServedKind) -> type[APIObject]:

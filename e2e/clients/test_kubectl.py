@@ -16,7 +16,7 @@ import yaml
 from e2e.clients.conftest import KINDS, NAMESPACE, Hub, ServedKind, unique_name
 from e2e.clients.samples import sample
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("clients-hub")]  # one worker, one shared hub
+pytestmark = pytest.mark.e2e
 
 MANIFESTS = Path(__file__).resolve().parent.parent / "manifests"
 

@@ -17,7 +17,7 @@ from e2e.clients.conftest import NAMESPACE, Hub, ServedKind, discovered_kinds, r
 from e2e.clients.scenario import exercise
 from e2e.clients.typed import TYPED, TypedDriver
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("clients-hub")]  # one worker, one shared hub
+pytestmark = pytest.mark.e2e
 
 
 class OfficialDriver(TypedDriver):

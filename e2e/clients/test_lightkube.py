@@ -16,7 +16,7 @@ from lightkube.types import PatchType
 from e2e.clients.conftest import KINDS, NAMESPACE, Hub, ServedKind
 from e2e.clients.scenario import PATCHED, Seen, exercise
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("clients-hub")]  # one worker, one shared hub
+pytestmark = pytest.mark.e2e
 
 def resource_of(kind: ServedKind) -> Any:
     """lightkube's resource class: the typed one for Kubernetes' kinds, else a generic one."""
