@@ -20,6 +20,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,17 +54,27 @@ class Process:
         return self.popen is not None and self.popen.poll() is None
 
     def stop(self, *, kill: bool = False, timeout: float = 15.0) -> None:
+        if self.signal(signal.SIGKILL if kill else signal.SIGTERM):
+            self.reap(deadline=time.monotonic() + timeout)
+
+    def signal(self, sig: signal.Signals) -> bool:
+        """Send ``sig`` to the process's session; False if it had already exited."""
         if self.popen is None or self.popen.poll() is not None:
-            return
-        sig = signal.SIGKILL if kill else signal.SIGTERM
+            return False
         try:
             os.killpg(self.popen.pid, sig)
         except ProcessLookupError:
-            return
+            return False
+        return True
+
+    def reap(self, *, deadline: float) -> None:
+        """Wait for the signalled process until ``deadline`` (monotonic), then SIGKILL it."""
+        assert self.popen is not None
         try:
-            self.popen.wait(timeout=timeout)
+            self.popen.wait(timeout=max(deadline - time.monotonic(), 0.0))
         except subprocess.TimeoutExpired:
-            os.killpg(self.popen.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.popen.pid, signal.SIGKILL)
             self.popen.wait(timeout=5)
 
     def log(self) -> str:
@@ -160,9 +171,14 @@ class ProcessGroup:
         wait_for(lambda: _http_ok(f"{url}/health"), timeout=30, what=f"{name} to be healthy")
         return proc, url
 
-    def stop_all(self) -> None:
-        for proc in reversed(self.processes):
-            proc.stop()
+    def stop_all(self, *, timeout: float = 15.0) -> None:
+        """SIGTERM to every process still running (the newest first), then wait for them all:
+        they shut down side by side, not one after the other; any still running after
+        ``timeout`` is killed."""
+        signalled = [proc for proc in reversed(self.processes) if proc.signal(signal.SIGTERM)]
+        deadline = time.monotonic() + timeout
+        for proc in signalled:
+            proc.reap(deadline=deadline)
 
     def start_hub(self, name: str = "hub", *extra: str) -> tuple[Process, Kubectl]:
         """Start `gpufed controlplane` (embedded etcd unless ``extra`` names endpoints) and
@@ -181,16 +197,27 @@ class ProcessGroup:
         self, fleet: Path, cluster: str, *, time_scale: float = 10.0, extra: tuple[str, ...] = ()
     ) -> tuple[Process, Kubectl, str]:
         """Start `gpufed sim-cluster` for one fleet entry; returns (process, kubectl, dcgm url)."""
+        return self.launch_member(fleet, cluster, time_scale=time_scale, extra=extra)()
+
+    def launch_member(
+        self, fleet: Path, cluster: str, *, time_scale: float = 10.0, extra: tuple[str, ...] = ()
+    ) -> Callable[[], tuple[Process, Kubectl, str]]:
+        """:meth:`start_member` in two steps: the process starts now; the call returned waits
+        until it is up (so several members, and the hub, start side by side)."""
         state = self.root / f"member-{cluster}"
         proc = self.start(
             f"sim-{cluster}", "sim-cluster", "--profile", str(fleet), "--cluster", cluster,
             "--state-dir", str(state), "--time-scale", str(time_scale), "--seed", "7", *extra,
         )
         kubeconfig, dcgm = state / "kubeconfig", state / "dcgm-url"
-        wait_for(lambda: (kubeconfig.exists() and dcgm.exists()) or not proc.alive(),
-                 timeout=60, what=f"member {cluster} to write its kubeconfig")
-        assert proc.alive(), f"member {cluster} exited:\n{proc.log()[-4000:]}"
-        return proc, Kubectl(kubeconfig), dcgm.read_text().strip()
+
+        def up() -> tuple[Process, Kubectl, str]:
+            wait_for(lambda: (kubeconfig.exists() and dcgm.exists()) or not proc.alive(),
+                     timeout=60, what=f"member {cluster} to write its kubeconfig")
+            assert proc.alive(), f"member {cluster} exited:\n{proc.log()[-4000:]}"
+            return proc, Kubectl(kubeconfig), dcgm.read_text().strip()
+
+        return up
 
     def join_command(self, hub: Kubectl, *, cluster: str | None = None) -> list[str]:
         """`gpufed token create [--cluster NAME] --print-join-command`, run as a user would.
@@ -234,17 +261,27 @@ class ProcessGroup:
         ]
         return self.start_raw(f"agent-{cluster}", argv)
 
+    def join_members(
+        self, hub: Kubectl, fleet: Path, launched: dict[str, Callable[[], tuple[Process, Kubectl, str]]],
+    ) -> dict[str, Kubectl]:
+        """Wait for each :meth:`launch_member` and start its agent with a join command of its
+        own (the join commands are made side by side); returns each member's kubectl."""
+        with ThreadPoolExecutor(max_workers=len(launched)) as pool:
+            joins = list(pool.map(lambda _: self.join_command(hub), launched))
+        members: dict[str, Kubectl] = {}
+        for (name, up), join in zip(launched.items(), joins, strict=True):
+            _, members[name], dcgm = up()
+            self.start_agent(hub, fleet, name, members[name], dcgm, join=join)
+        return members
+
     def start_fleet(
         self, fleet: Path, clusters: tuple[str, ...], *hub_flags: str, namespace: str = "ml", timeout: float = 120,
     ) -> tuple[Kubectl, dict[str, Kubectl]]:
         """A hub plus, for each of ``clusters``, a simulated member (time scale 20) and its agent;
         returns once every cluster is Ready with a capacity report, with ``namespace`` created."""
+        launched = {name: self.launch_member(fleet, name, time_scale=20.0) for name in clusters}
         _, hub = self.start_hub("hub", *hub_flags)
-        members: dict[str, Kubectl] = {}
-        for name in clusters:
-            _, member, dcgm = self.start_member(fleet, name, time_scale=20.0)
-            self.start_agent(hub, fleet, name, member, dcgm)
-            members[name] = member
+        members = self.join_members(hub, fleet, launched)
 
         def all_ready() -> bool:
             items = hub.json("get", "clusters")["items"]

@@ -235,8 +235,9 @@ def _step(line: str | None) -> int:
 
 
 def test_cluster_proxy_through_the_agent(processes: ProcessGroup, tmp_path: Path) -> None:
+    launched = processes.launch_member(_limited_fleet(tmp_path), CLUSTER)
     hub_proc, hub = processes.start_hub()
-    _sim, member, dcgm = processes.start_member(_limited_fleet(tmp_path), CLUSTER)
+    _sim, member, dcgm = launched()
     agent = processes.start_agent(hub, FLEET, CLUSTER, member, dcgm, extra=("--enable-proxy",))
     wait_for(lambda: _ready(hub.json("get", "cluster", CLUSTER)), timeout=90, what=f"{CLUSTER} Ready")
     # The workload's pod, created on the member directly (the test's setup, not the proxy).

@@ -129,10 +129,9 @@ return {
 def test_dashboard_shows_the_same_numbers_as_the_api(processes: ProcessGroup, tmp_path: Path, browser: Any) -> None:
     from selenium.webdriver.common.by import By
 
+    launched = {name: processes.launch_member(FLEET, name) for name in ("gpu-a", "mig-b")}
     _, hub = processes.start_hub("hub", "--waste-sample-interval", "1")
-    for name in ("gpu-a", "mig-b"):
-        _, member, dcgm = processes.start_member(FLEET, name)
-        processes.start_agent(hub, FLEET, name, member, dcgm)
+    processes.join_members(hub, FLEET, launched)
     wait_for(lambda: len(hub.json("get", "clusters")["items"]) == 2, timeout=90, what="both clusters to join")
     work = {
         "apiVersion": "work.gpufed.io/v1alpha1", "kind": "Work",

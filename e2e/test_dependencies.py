@@ -78,12 +78,9 @@ def _replicas(member: Kubectl) -> int | None:
 
 
 def test_a_mounted_config_map_goes_only_where_the_deployment_runs(processes: ProcessGroup) -> None:
+    launched = {name: processes.launch_member(FLEET, name, time_scale=20.0) for name in ("onprem-a100", "cloud-h100")}
     _, hub = processes.start_hub()
-    members: dict[str, Kubectl] = {}
-    for name in ("onprem-a100", "cloud-h100"):
-        _, member, dcgm = processes.start_member(FLEET, name, time_scale=20.0)
-        processes.start_agent(hub, FLEET, name, member, dcgm)
-        members[name] = member
+    members = processes.join_members(hub, FLEET, launched)
     onprem, cloud = members["onprem-a100"], members["cloud-h100"]
 
     def all_ready() -> bool:

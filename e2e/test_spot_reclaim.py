@@ -168,6 +168,9 @@ def test_reclaimed_spot_replicas_run_elsewhere_within_seconds(
     kept = _placement(hub).get(SPOT, 0)
     wait_for(lambda: _running(spot) == kept and _running(onprem) == 4 - kept, timeout=60,
              what="each cluster to run what the hub placed there")
+    # The waste report's window (see below) is chosen now; the checks until then run while it comes.
+    start = (datetime.now(UTC) + timedelta(seconds=65)).replace(second=0, microsecond=0)
+    end = start + timedelta(seconds=REPORTED_SECONDS)
 
     # The Event names the reclaim; the binding counts it.
     events = hub.json("get", "events", "-n", "ml", "--field-selector", "reason=SpotReclaimed")["items"]
@@ -184,8 +187,6 @@ def test_reclaimed_spot_replicas_run_elsewhere_within_seconds(
     # Rollups are per minute and a bucket partly inside the window counts in proportion: the
     # first seconds of a minute that starts after the replacement (its bucket holds nothing
     # from before it; test_waste.py checks a whole minute to the dollar).
-    start = (datetime.now(UTC) + timedelta(seconds=65)).replace(second=0, microsecond=0)
-    end = start + timedelta(seconds=REPORTED_SECONDS)
     time.sleep(max((end - datetime.now(UTC)).total_seconds() + 4, 0))
     report = _waste(hub, "--from", _stamp(start), "--to", _stamp(end), "-n", "ml", "--by", "cluster,namespace,workload")
     fleet = _waste(hub, "--from", _stamp(start), "--to", _stamp(end), "--by", "cluster")

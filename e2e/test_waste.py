@@ -121,10 +121,9 @@ def _next_minute(after: datetime) -> datetime:
 def test_idle_and_stranded_gpus_are_reported_with_hand_computed_dollars(
     processes: ProcessGroup, tmp_path: Path
 ) -> None:
+    launched = {name: processes.launch_member(FLEET, name) for name in ("gpu-a", "mig-b")}
     _, hub = processes.start_hub("hub", "--waste-sample-interval", "1")
-    for name in ("gpu-a", "mig-b"):
-        _, member, dcgm = processes.start_member(FLEET, name)
-        processes.start_agent(hub, FLEET, name, member, dcgm)
+    processes.join_members(hub, FLEET, launched)
 
     def joined() -> list[dict[str, Any]]:
         items = hub.json("get", "clusters")["items"]
@@ -153,6 +152,7 @@ def test_idle_and_stranded_gpus_are_reported_with_hand_computed_dollars(
     # sample before it; then wait until a sample after its end has been accounted.
     start = _next_minute(datetime.now(UTC) + timedelta(seconds=4))
     end = start + timedelta(minutes=1)
+    _listing_and_gauges(hub)  # checked while the minute passes
     time.sleep(max((end - datetime.now(UTC)).total_seconds() + 3, 0))
     assert _stable(hub), "the scenario changed during the measured minute"
 
@@ -220,11 +220,7 @@ def test_idle_and_stranded_gpus_are_reported_with_hand_computed_dollars(
     assert "idle-allocated" in table.stdout and "free-fragmented" in table.stdout
     assert "team-a/idle-infer" in table.stdout
 
-    # kubectl reads the same resource: a Table with one column per state.
-    listing = hub.run("get", "wastereports").stdout.splitlines()
-    assert listing[0].split()[:3] == ["NAME", "FROM", "OBSERVED"], listing
-    assert {"BUSY", "IDLE-ALLOCATED", "FREE-FRAGMENTED", "WASTE"} <= set(listing[0].split())
-    assert [line.split()[0] for line in listing[1:]] == ["last-1h", "last-24h", "last-7d", "last-30d"]
+    # kubectl reads the same resource.
     raw = json.loads(hub.run(
         "get", "--raw",
         "/apis/reports.gpufed.io/v1alpha1/wastereports/custom"
@@ -233,11 +229,23 @@ def test_idle_and_stranded_gpus_are_reported_with_hand_computed_dollars(
     assert raw["kind"] == "WasteReport"
     assert raw["status"]["totals"] == report["totals"]
 
-    # The hub's /metrics carries the same accounting as counters and the fleet now as gauges.
-    metrics = hub.run("get", "--raw", "/metrics").stdout
-    gauges = _samples(metrics, "gpufed_gpus")
-    assert gauges[("idle-allocated", "gpu-a", A100)] == pytest.approx(2.0)
-    assert gauges[("free-fragmented", "mig-b", A100)] == pytest.approx(1.0)
+
+def _listing_and_gauges(hub: Kubectl) -> None:
+    """What does not depend on the measured minute: kubectl's Table of the WasteReports, one
+    column per state, and the hub's /metrics (the accounting as counters, the fleet now as gauges)."""
+    listing = hub.run("get", "wastereports").stdout.splitlines()
+    assert listing[0].split()[:3] == ["NAME", "FROM", "OBSERVED"], listing
+    assert {"BUSY", "IDLE-ALLOCATED", "FREE-FRAGMENTED", "WASTE"} <= set(listing[0].split())
+    assert [line.split()[0] for line in listing[1:]] == ["last-1h", "last-24h", "last-7d", "last-30d"]
+    expected = {("idle-allocated", "gpu-a", A100): 2.0, ("free-fragmented", "mig-b", A100): 1.0}
+
+    def sampled() -> str | None:
+        """/metrics once the hub's sampler has seen the stable scenario (a sample a second)."""
+        metrics = hub.run("get", "--raw", "/metrics").stdout
+        gauges = _samples(metrics, "gpufed_gpus")
+        return metrics if all(gauges.get(key) == pytest.approx(value) for key, value in expected.items()) else None
+
+    metrics = wait_for(sampled, timeout=30, interval=1, what=f"the gpufed_gpus gauges {expected}")
     assert any(line.startswith("gpufed_apiserver_request_duration_seconds_bucket") for line in metrics.splitlines())
     lag = _samples(metrics, "gpufed_agent_report_lag_seconds", labels=("cluster",))
     assert set(lag) == {("gpu-a",), ("mig-b",)} and all(math.isfinite(v) for v in lag.values())
