@@ -27,7 +27,15 @@ from typing import Any, Final, Literal, TypeAlias
 
 from pydantic import Field, ValidationInfo, field_validator
 
-from controlplane.apis.meta import Condition, LabelSelector, ObjectMeta, SpecModel, Toleration, WireModel
+from controlplane.apis.meta import (
+    Condition,
+    LabelSelector,
+    ObjectMeta,
+    SpecModel,
+    Toleration,
+    WireModel,
+    repeated,
+)
 from policies.behavior_models import DEFAULT_SPOT_RECLAIMS as DEFAULT_SPOT_RECLAIMS
 from policies.behavior_models import FailoverBehavior, Suspension
 from policies.behavior_models import GpuShapeAlternative as GpuShapeAlternative
@@ -295,11 +303,9 @@ class TieredOverflow(SpecModel):
     @field_validator("tiers")
     @classmethod
     def _unique_tier_names(cls, tiers: list[Tier] | None) -> list[Tier] | None:
-        seen: set[str] = set()
-        for tier in tiers or ():
-            if tier.name in seen:
-                raise ValueError(f"tier name {tier.name!r} is used twice; each tier needs a unique name")
-            seen.add(tier.name)
+        twice = repeated(tier.name for tier in tiers or ())
+        if twice is not None:
+            raise ValueError(f"tier name {twice!r} is used twice; each tier needs a unique name")
         if tiers is not None and not tiers:
             raise ValueError("must list at least one tier, or leave tieredOverflow.tiers out to use cluster tiers")
         return tiers
@@ -408,13 +414,9 @@ class Placement(SpecModel):
     ) -> list[ClusterAffinityTerm] | None:
         if terms and info.data.get("cluster_affinity") is not None:
             raise ValueError("clusterAffinities can not co-exist with clusterAffinity")
-        seen: set[str] = set()
-        for term in terms or ():
-            if term.affinity_name in seen:
-                raise ValueError(
-                    f"affinityName {term.affinity_name!r} is used twice; each term must have a unique name"
-                )
-            seen.add(term.affinity_name)
+        twice = repeated(term.affinity_name for term in terms or ())
+        if twice is not None:
+            raise ValueError(f"affinityName {twice!r} is used twice; each term must have a unique name")
         return terms
 
     @field_validator("spread_constraints")

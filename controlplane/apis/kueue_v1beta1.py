@@ -23,6 +23,7 @@ from controlplane.apis.meta import (
     Taint,
     Toleration,
     WireModel,
+    repeated,
 )
 from controlplane.apis.quantity import QuantityError, parse_quantity
 
@@ -116,12 +117,9 @@ Quantity = Annotated[str | int, AfterValidator(_quantity)]
 
 
 def unique_names(items: list[Any], what: str) -> None:
-    seen: set[str] = set()
-    for item in items:
-        name = item if isinstance(item, str) else item.name
-        if name in seen:
-            raise ValueError(f"{what} {name!r} is listed twice")
-        seen.add(name)
+    twice = repeated(item if isinstance(item, str) else item.name for item in items)
+    if twice is not None:
+        raise ValueError(f"{what} {twice!r} is listed twice")
 
 
 # ---------------------------------------------------------------------------------------------

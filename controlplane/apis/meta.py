@@ -78,6 +78,16 @@ class SpecModel(WireModel):
 # ---------------------------------------------------------------------------------------------
 
 
+def repeated(names: Iterable[str]) -> str | None:
+    """The first name ``names`` holds twice (list fields whose entries must be unique by name), or None."""
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            return name
+        seen.add(name)
+    return None
+
+
 def format_time(moment: datetime) -> str:
     """An RFC 3339 timestamp in UTC with second precision, as Kubernetes writes it."""
     if moment.tzinfo is None:

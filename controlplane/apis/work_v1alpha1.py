@@ -16,7 +16,15 @@ from typing import Any, Final, Literal
 
 from pydantic import Field, field_validator
 
-from controlplane.apis.meta import Condition, ObjectMeta, SpecModel, Timestamp, Toleration, WireModel
+from controlplane.apis.meta import (
+    Condition,
+    ObjectMeta,
+    SpecModel,
+    Timestamp,
+    Toleration,
+    WireModel,
+    repeated,
+)
 from controlplane.apis.quantity import QuantityError, parse_quantity
 from policies.models import GpuShapes, Placement, PurgeMode
 
@@ -244,11 +252,9 @@ class ResourceBindingSpec(SpecModel):
     @field_validator("clusters")
     @classmethod
     def _unique_clusters(cls, clusters: list[TargetCluster] | None) -> list[TargetCluster] | None:
-        seen: set[str] = set()
-        for target in clusters or ():
-            if target.name in seen:
-                raise ValueError(f"cluster {target.name!r} is listed twice")
-            seen.add(target.name)
+        twice = repeated(target.name for target in clusters or ())
+        if twice is not None:
+            raise ValueError(f"cluster {twice!r} is listed twice")
         return clusters
 
     def assignments(self) -> dict[str, int]:

@@ -207,3 +207,14 @@ def test_objects_build_in_python_with_defaults() -> None:
         "metadata": {"name": "w", "namespace": "gpufed-es-a"},
         "spec": {"workload": {"manifests": []}},
     }
+
+
+def test_a_binding_naming_a_cluster_twice_is_refused() -> None:
+    target = {"name": "onprem", "replicas": 1}
+    with pytest.raises(ValidationError, match="cluster 'onprem' is listed twice"):
+        ResourceBinding.model_validate({
+            "apiVersion": "work.gpufed.io/v1alpha1", "kind": "ResourceBinding",
+            "metadata": {"name": "x", "namespace": "default"},
+            "spec": {"resource": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "x", "namespace": "default"},
+                     "clusters": [target, target]},
+        })

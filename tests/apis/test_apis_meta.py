@@ -19,6 +19,7 @@ from controlplane.apis.meta import (
     get_condition,
     is_condition_true,
     parse_time,
+    repeated,
     set_condition,
     taints_tolerated,
     validate_dns1123_label,
@@ -237,3 +238,11 @@ def test_validation_causes_reasons() -> None:
     assert by_field["spec.effect"].reason == CauseReason.FIELD_VALUE_NOT_SUPPORTED
     assert by_field["spec.tolerationSeconds"].reason == CauseReason.FIELD_VALUE_TYPE_INVALID
     assert by_field["spec.effect"].as_status_cause()["field"] == "spec.effect"
+
+
+@pytest.mark.parametrize(
+    ("names", "twice"),
+    [([], None), (["a", "b", "c"], None), (["a", "b", "a"], "a"), (["x", "y", "y", "x"], "y")],
+)
+def test_repeated_names_the_first_name_seen_twice(names: list[str], twice: str | None) -> None:
+    assert repeated(iter(names)) == twice
