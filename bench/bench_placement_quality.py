@@ -176,7 +176,9 @@ def _lacking_line(lacking: dict[str, dict[str, object]]) -> str:
         unplaced = found["unplaced_gpus"]
         assert isinstance(unplaced, dict)
         kinds = ", ".join(f"{kind} {gpus:g}" for kind, gpus in unplaced.items()) or "none"
-        parts.append(f"{name}: first unplaced at {found['first_unplaced_at_pct']} %, unplaced GPUs {kinds}")
+        first = found["first_unplaced_at_pct"]
+        when = "never" if first is None else f"{first} %"
+        parts.append(f"{name}: first unplaced at {when}, unplaced GPUs {kinds}")
     return "    " + "; ".join(parts)
 
 

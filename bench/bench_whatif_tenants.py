@@ -52,8 +52,9 @@ def run(size: Size) -> BenchmarkResult:
     jobs = assign_synthetic_tenants(jobs[: JOBS[size]], count=TENANTS, seed=SEED)
     fleet = parse_fleet(split_nodes(read_alibaba_nodes(NODES), clusters=4, by=SplitBy.ONPREM_CLOUD, seed=SEED, csv_path=str(NODES)))
     nodes = fleet_nodes(fleet)
-    settings = Settings(seed=SEED, quotas=read_quotas(QUOTAS))
-    tenancy = resolve(settings.quotas, jobs) if settings.quotas is not None else None
+    quotas = read_quotas(QUOTAS)
+    settings = Settings(seed=SEED, quotas=quotas)
+    tenancy = resolve(quotas, jobs)
     figures: list[Figure] = []
     details: dict[str, Any] = {"tasks": len(jobs), "quotas": str(QUOTAS.relative_to(ROOT))}
     started = time.perf_counter()

@@ -386,7 +386,7 @@ def write_ledger_routes(ledger: WriteLedger) -> list[web.RouteDef]:
         if user is None or SYSTEM_MASTERS not in user.groups:
             raise errors.Forbidden(f"only members of {SYSTEM_MASTERS} may read {DEBUG_WRITES_PATH} (an admin token)")
         since = request.query.get("since", "0")
-        if not since.isdigit():
+        if not (since.isascii() and since.isdigit()):
             raise errors.BadRequest(f'since: Invalid value: "{since}": must be a revision (a non-negative integer)')
         return web.Response(body=orjson.dumps(ledger.snapshot(since=int(since))), content_type="application/json")
 

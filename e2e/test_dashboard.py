@@ -251,7 +251,7 @@ def test_dashboard_shows_the_same_numbers_as_the_api(processes: ProcessGroup, tm
     # Its LocalQueue; the ClusterQueue behind it is cluster-scoped, beyond a namespace's view.
     assert [(q["queue"], q["cells"]["nominal"], q["cells"]["pending"]) for q in team_page["queues"]] == [
         ("team-a/team-a", "\u2013", "0")], team_page["queues"]
-    assert "Quota of ClusterQueue team-a not shown" in (team_page["queuesNote"] or ""), team_page["queuesNote"]
+    assert "ClusterQueue team-a: reading it takes a cluster-wide view" in (team_page["queuesNote"] or ""), team_page["queuesNote"]
 
     # A wrong token sends the user back to the login form with a message.
     browser.execute_script("sessionStorage.setItem('gpufed.token', 'not-a-token')")

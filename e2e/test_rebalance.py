@@ -47,7 +47,8 @@ def _free_gpus(hub: Kubectl, cluster: str) -> int:
 
 
 def _watched_ready(log: Path) -> list[int]:
-    return [int(line) for line in log.read_text().split() if line.isdigit()]
+    # One line per event; kubectl prints an empty line when readyReplicas is absent (none ready).
+    return [int(line) if line.strip() else 0 for line in log.read_text().splitlines() if line.strip().isdigit() or not line.strip()]
 
 
 def test_burst_replicas_come_home_and_a_rebalancer_re_places(processes: ProcessGroup) -> None:

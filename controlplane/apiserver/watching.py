@@ -20,8 +20,10 @@ last resourceVersion, or re-lists on ``410 Gone``. This module does the same:
 
 In: encoded event lines (bytes). Out: the same lines, in order, to one writer -- one at a
 time (:meth:`WatchBuffer.get`), or all those waiting joined for one transport write
-(:meth:`WatchBuffer.take`: a client behind by several events gets them in one TLS record
-rather than one each); ``None`` once the producer has finished (or the buffer was abandoned).
+(:meth:`WatchBuffer.take`: a client behind by several events gets them in one transport write
+rather than one each; the batch taken no longer counts against the bound, so while it is being
+written the producer may fill the buffer again: a watch holds at most twice the bound);
+``None`` once the producer has finished (or the buffer was abandoned).
 """
 
 from __future__ import annotations

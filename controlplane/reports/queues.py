@@ -5,8 +5,9 @@ are the GPU time of the workloads that queue admitted. In: the hub's Kueue Workl
 by the workload it queues, named in its controller ownerReference) and LocalQueues. Out: a map
 from (namespace, ``Kind/name``) — the report's workload key — to the ClusterQueue: the one in the
 Workload's ``status.admission`` (kept once it finished, as Kueue keeps it), else, for a workload
-evicted and waiting again, the ClusterQueue its LocalQueue points at. Workloads that no queue
-admitted are not in the map (the report groups them under ``-``). Pure.
+not admitted (evicted and waiting again, or never admitted yet), the ClusterQueue its LocalQueue
+points at (a workload never admitted has no GPU time to attribute). Workloads with no Workload
+are not in the map (the report groups them under ``-``). Pure.
 """
 
 from __future__ import annotations

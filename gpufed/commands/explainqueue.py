@@ -40,7 +40,10 @@ def _order(workload: Mapping[str, Any]) -> tuple[int, str, str]:
 
 def is_waiting(workload: Mapping[str, Any]) -> bool:
     meta = workload.get("metadata") or {}
-    return adm.admission_of(workload) is None and not adm.is_finished(workload) and not meta.get("deletionTimestamp")
+    return (
+        adm.admission_of(workload) is None and not adm.is_finished(workload) and not meta.get("deletionTimestamp")
+        and requeuing.is_active(workload)  # a deactivated Workload (spec.active: false) is not in line
+    )
 
 
 def position(workload: Mapping[str, Any], peers: Iterable[Mapping[str, Any]]) -> tuple[int, int]:

@@ -19,6 +19,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from controlplane.admission.core import INFINITE_SHARE
 from controlplane.apis.quantity import QuantityError, format_quantity, to_int
 from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
 
@@ -28,9 +29,6 @@ HEADER = (
     "USAGE", "BORROWED", "LENT", "PENDING", "ADMITTED", "WEIGHT", "SHARE",
 )
 #: The weighted share of a weight-0 queue that borrows (Kueue's math.MaxInt).
-INFINITE_SHARE = 2**63 - 1
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_kubeconfig_argument(parser)
     parser.add_argument("-o", "--output", choices=("table", "json"), default="table", help="table (default) or json")

@@ -115,7 +115,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--quotas",
         type=Path,
         metavar="FILE",
-        help="Kueue ResourceFlavor/ClusterQueue/LocalQueue YAML: the replay admits each job through its "
+        help="Kueue ResourceFlavor/ClusterQueue/LocalQueue (and Cohort) YAML: the replay admits each job through its "
         "tenant's (namespace's) LocalQueue and reports waits, GPU-hours and Jain's index per tenant",
     )
     run.add_argument(
@@ -273,6 +273,9 @@ def _run(args: argparse.Namespace) -> int:
     trace_format, jobs = read_trace(args.trace)
     if not jobs:
         raise ValueError(f"{args.trace}: the trace has no jobs")
+    if not args.quotas and (args.fair_sharing != "off" or args.synthetic_tenants):
+        flag = "--fair-sharing" if args.fair_sharing != "off" else "--synthetic-tenants"
+        raise ValueError(f"{flag} needs --quotas (tenants and fair sharing matter only under Kueue quotas)")
     if args.synthetic_tenants:
         from simulator.whatif.tenants import assign_synthetic_tenants
 

@@ -484,6 +484,9 @@ class _Replay:
         self.pending.pop(job.name, None)
         run = self.running.pop(job.name, None)
         if run is None:
+            # Admitted, not placed yet: the strategy drops what it kept for it (karmada-like's
+            # assigned cluster, cached pods), so the job is placed afresh when admitted again.
+            self.strategy.release(job)
             return
         (self.busy if run.busy else self.idle)[run.cluster] -= run.held
         self.tally.hold(str(job.tenant), -run.held)

@@ -83,6 +83,73 @@ def test_runner_writes_one_results_file_with_machine_and_figures(tmp_path: Path)
     assert (tmp_path / "logs" / "agent.log").read_text().startswith("$ ")
 
 
+@pytest.mark.timeout(300)
+def test_runner_runs_the_admission_and_tenants_benchmarks_at_tiny_size(tmp_path: Path) -> None:
+    """The admission core (bench_admission.py, on tests/admission/builders.py) and the what-if
+    fairness table (bench_whatif_tenants.py, 500 tasks of the default trace) at their smallest size."""
+    out = tmp_path / "results.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench",
+            "--only",
+            "admission,tenants",
+            "--size",
+            "tiny",
+            "--out",
+            str(out),
+            "--logs",
+            str(tmp_path / "logs"),
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=280,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    results = json.loads(out.read_text())
+    assert results["size"] == "tiny"
+    assert list(results["benchmarks"]) == ["tenants", "admission"]  # the runner's order, not --only's
+
+    admission = results["benchmarks"]["admission"]
+    assert admission["status"] == "ok", admission.get("reason")
+    rates = [f for f in admission["figures"] if f["unit"] == "workloads/s"]
+    assert len(rates) == 3  # one cycle, with fair sharing, the next cycle with preemption tried
+    assert rates[0]["name"].startswith("workloads decided/s, 200 pending over 10 ClusterQueues")
+    for rate in rates:
+        assert rate["value"] > 0, rate
+        assert rate["target"] == {"comparison": ">=", "bound": 1000.0}
+        assert rate["ok"] is (rate["value"] >= 1000.0)
+    details = admission["details"]
+    assert (details["pending"], details["queues"]) == (200, 10)
+    assert details["admitted"] > 0 and details["admitted"] + details["waiting"] == details["pending"]
+    assert all(seconds > 0 for seconds in details["cycle_seconds"])
+
+    tenants = results["benchmarks"]["tenants"]
+    assert tenants["status"] == "ok", tenants.get("reason")
+    assert tenants["details"]["tasks"] == 500
+    figures = {f["name"]: f["value"] for f in tenants["figures"]}
+    for mode, key in (("plain", "without_fair_sharing"), ("fair sharing", "with_fair_sharing")):
+        table = tenants["details"][key]
+        assert table["fair_sharing"] is (mode == "fair sharing")
+        jain = table["jain_index"]
+        assert jain is not None and 0 < jain <= 1, (mode, jain)
+        assert figures[f"Jain's index ({mode})"] == jain
+        assert set(table["tenants"]) == {"team-1", "team-2", "team-3", "team-4"}
+        for tenant, row in table["tenants"].items():
+            assert row["jobs"] > 0 and row["wait_mean_s"] >= 0, (mode, tenant, row)
+            assert figures[f"{tenant} wait mean ({mode})"] == row["wait_mean_s"]
+        assert sum(row["jobs"] for row in table["tenants"].values()) == 500
+        assert figures[f"wait mean, all ({mode})"] >= 0
+        assert figures[f"replay ({mode}, cpu)"] > 0
+
+    lines = done.stdout.splitlines()
+    assert sum(line.startswith("admission") for line in lines) == len(admission["figures"])
+    assert sum(line.startswith("tenants") for line in lines) == len(tenants["figures"])
+
+
 def _spec(name: str, code: str, *, timeout: float = 60.0) -> BenchmarkSpec:
     def command(size: Size, out: Path) -> list[str]:
         return [sys.executable, "-c", code, str(out)]

@@ -111,6 +111,8 @@ ADMITTED = {"admission": {"clusterQueue": "cq", "podSetAssignments": [{"name": "
         ([workload("old", created="2025-12-31T00:00:00Z", priority=-1)], (1, 2)),  # higher priority first
         ([workload("old", created="2025-12-31T00:00:00Z", status=ADMITTED)], (1, 1)),  # admitted ones do not wait
         ([workload("a-same", created="2026-01-01T00:00:00Z")], (2, 2)),  # same age: by key
+        ([{**workload("off", created="2025-12-31T00:00:00Z"), "spec": {**workload("off")["spec"], "active": False}}],
+         (1, 1)),  # a deactivated Workload is not in line
     ],
 )
 def test_position_follows_the_admission_order(peers: list[dict[str, Any]], expected: tuple[int, int]) -> None:

@@ -281,6 +281,12 @@ def test_run_with_quotas_and_synthetic_tenants(tmp_path: Path, capsys: pytest.Ca
     assert "have no tenant" in capsys.readouterr().err
     assert main([*argv, "--synthetic-tenants", "2"]) == 1
     assert "namespace(s) team-2 of the trace's tenants have no LocalQueue" in capsys.readouterr().err
+    # Tenants and fair sharing mean something only under quotas: asked for without them, refused.
+    without_quotas = argv[: argv.index("--quotas")] + argv[argv.index("--quotas") + 2 :]
+    assert main([*without_quotas, "--fair-sharing", "on"]) == 1
+    assert "--fair-sharing needs --quotas" in capsys.readouterr().err
+    assert main([*without_quotas, "--synthetic-tenants", "2"]) == 1
+    assert "--synthetic-tenants needs --quotas" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("strategy", ["BestEffortFIFO", "StrictFIFO"])

@@ -307,15 +307,6 @@ class Usage:
         quota = q.quota(fr) if q is not None else None
         return max(0, self.of(queue, fr) - (quota.nominal if quota is not None else 0))
 
-    def lent(self, queue: ClusterQueue, fr: FlavorResource) -> int:
-        """What the queue offers its cohort of ``fr`` now: its unused nominal quota, at most its
-        ``lendingLimit`` (0 outside a cohort)."""
-        quota = queue.quota(fr)
-        if quota is None or queue.cohort is None:
-            return 0
-        unused = max(0, quota.nominal - self.of(queue.name, fr))
-        return min(unused, quota.lending_limit) if quota.lending_limit is not None else unused
-
     def borrowing(self, queue: ClusterQueue, frs: Iterable[FlavorResource]) -> bool:
         """Whether a cohort member uses more than its nominal quota of some of ``frs``."""
         return queue.cohort is not None and any(

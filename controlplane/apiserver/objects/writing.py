@@ -378,7 +378,8 @@ def merged(
         # carries its defaults already and defaulting ``new`` again writes no new value, so the
         # two share every subtree but metadata (whose resourceVersion and managedFields change)
         # and status; otherwise defaulting may fill the spec in: ``new`` gets a copy of its own.
-        shared = rt.defaults_on_read is not None or (rt.defaults is None and rt.prepare is None)
+        # A ``prepare`` may change nested values in place (a CRD's finalizers): never shared with it.
+        shared = rt.prepare is None and (rt.defaults_on_read is not None or rt.defaults is None)
         new = {**old, "metadata": dict(old["metadata"])} if shared else copy.deepcopy(old)
         if "status" in incoming:
             new["status"] = incoming["status"]

@@ -110,10 +110,15 @@ class Cacher:
         watcher.selection = self._selections.setdefault((selection.labels, selection.fields), selection)
         watcher.selection.users += 1
         self._watchers.add(watcher)
-        for event in earlier:
-            if not watcher.offer(event):
-                self.detach(watcher)
-                return True
+        try:
+            for event in earlier:
+                if not watcher.offer(event):
+                    self.detach(watcher)
+                    return True
+        finally:
+            # What the replay decoded stays with this watcher only: the window keeps the stored bytes.
+            for event in earlier:
+                event.release()
         watcher.follow(self._revision)
         self._index.setdefault(watcher.trigger, set()).add(watcher)
         self.counters.watchers = len(self._watchers)

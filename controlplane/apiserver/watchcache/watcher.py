@@ -199,7 +199,9 @@ class CacheWatcher:
                     async with asyncio.timeout(bookmark_interval):
                         await self._wake.wait()
                 except TimeoutError:
-                    if not self._queue:  # an event that came as the wait ran out goes first
+                    # An event that came as the wait ran out goes first; a watch closed meanwhile
+                    # (410, too far behind) gets no bookmark before its error.
+                    if not self._queue and not self._closed:
                         yield bookmark(self._rt, self.bookmark_revision)
         finally:
             self._closed = True

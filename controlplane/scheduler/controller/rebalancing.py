@@ -192,7 +192,10 @@ class TierReturns:
         resource = (binding.get("spec") or {}).get("resource") or {}
         kind = (str(resource.get("apiVersion")), str(resource.get("kind")))
         if request.gang:
-            return interpreter_for(*kind) is not None
+            # A kind that can tell calls a gang with no status yet "not started"; the others
+            # (RayJob, JobSet, LeaderWorkerSet...) never can, so they are not watched at all.
+            interpreter = interpreter_for(*kind)
+            return interpreter is not None and interpreter.between_runs(None)
         return kind in MOVABLE_KINDS and (
             request.strategy is DivisionStrategy.TIERED_OVERFLOW or states_preference(request)
         )

@@ -206,6 +206,8 @@ def pinned_decision(
     for name, n in clusters.items():
         snapshot = by_name.get(name)
         index = _term_index(terms, snapshot) if snapshot is not None else None
+        if index is None and n > request.previous.get(name, 0):
+            return None  # a cluster that gains replicas must be one the policy's terms allow
         if index is not None and n > 0:
             wanted.setdefault(index, []).append(name)
     main_index = next((i for i, t in enumerate(terms) if t.affinity_name == affinity_name), 0) if named else 0

@@ -94,7 +94,9 @@ async function api(path) {
   try { body = text ? JSON.parse(text) : null; } catch (_) { body = null; }
   if (!response.ok) {
     const message = body && body.message ? body.message : `${response.status} ${response.statusText}`;
-    throw new Error(message);
+    const error = new Error(message);
+    error.code = response.status;
+    throw error;
   }
   return body;
 }

@@ -45,12 +45,16 @@ function queueRows(key, title, subtitle, counts, cq) {
 }
 
 async function readableClusterQueue(name) {
-  // A team bound to view in its namespace may not read cluster-scoped ClusterQueues: no quota shown.
+  // A team bound to view in its namespace may not read cluster-scoped ClusterQueues (403): no
+  // quota shown, and the note says why; a LocalQueue naming no or a missing ClusterQueue says so.
+  if (!name) return { cq: null, why: "a LocalQueue names no ClusterQueue" };
   try {
-    return await api(`${KUEUE}/clusterqueues/${encodeURIComponent(name)}`);
+    return { cq: await api(`${KUEUE}/clusterqueues/${encodeURIComponent(name)}`), why: null };
   } catch (error) {
     if (error instanceof Unauthorized) throw error;
-    return null;
+    if (error.code === 403) return { cq: null, why: `ClusterQueue ${name}: reading it takes a cluster-wide view` };
+    if (error.code === 404) return { cq: null, why: `ClusterQueue ${name} doesn't exist` };
+    return { cq: null, why: `ClusterQueue ${name}: ${error.message}` };
   }
 }
 
@@ -72,14 +76,14 @@ async function loadQueues() {
     const unreadable = [];
     for (const lq of locals) {
       const target = (lq.spec || {}).clusterQueue || "";
-      const cq = target ? await readableClusterQueue(target) : null;
-      if (!cq) unreadable.push(target);
+      const { cq, why } = await readableClusterQueue(target);
+      if (why && !unreadable.includes(why)) unreadable.push(why);
       rows.push(...queueRows(`${NAMESPACE}/${lq.metadata.name}`, lq.metadata.name, `→ ClusterQueue ${target}`, lq.status || {}, cq));
     }
     fill($("queues"), rows, 8, `no LocalQueues in namespace ${NAMESPACE}`);
     if (unreadable.length) {
       note.hidden = false;
-      note.textContent = `Quota of ClusterQueue ${unreadable.join(", ")} not shown: reading it takes a cluster-wide view.`;
+      note.textContent = `Quota not shown: ${unreadable.join("; ")}.`;
     }
   } catch (error) {
     if (error instanceof Unauthorized) throw error;
