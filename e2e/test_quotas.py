@@ -7,6 +7,10 @@ may reclaim (``reclaimWithinCohort: Any``), team A's borrowing Job is preempted 
 the member, its Workload is Evicted and Pending — and team B's Job is admitted and Running
 on-prem, where its flavor says. Kueue's fair-sharing fields (a v1alpha1 Cohort's and a
 ClusterQueue's ``fairSharing.weight``) apply unchanged and show in ``gpufed queues``.
+
+A second flavor, ``cloud`` (the cloud member's cluster label ``tier: cloud``), gives team B one
+cloud GPU and team A none, and team A may borrow only one on-prem GPU: team A's fourth Job borrows
+team B's cloud GPU and runs in the cloud member, and is preempted there when team B reclaims it.
 """
 
 from __future__ import annotations
@@ -27,8 +31,24 @@ QUEUES = HERE / "manifests" / "quotas" / "queues.yaml"
 pytestmark = pytest.mark.e2e
 
 
-def _job(name: str, queue: str) -> dict[str, Any]:
+CLOUD_FLAVOR = (
+    "apiVersion: kueue.x-k8s.io/v1beta1\nkind: ResourceFlavor\nmetadata: {name: cloud}\nspec:\n  nodeLabels: {tier: cloud, nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3}\n"
+)
+
+
+def _group(quotas: dict[str, tuple[str, str, int]], onprem_gpu: dict[str, int]) -> dict[str, Any]:
+    """A resource group over cpu, memory and GPUs with these flavors' nominal quotas, in order."""
     return {
+        "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
+        "flavors": [{"name": flavor, "resources": [
+            {"name": "cpu", "nominalQuota": cpu}, {"name": "memory", "nominalQuota": memory},
+            {"name": "nvidia.com/gpu", "nominalQuota": gpu, **(onprem_gpu if flavor == "onprem" else {})},
+        ]} for flavor, (cpu, memory, gpu) in quotas.items()],
+    }
+
+
+def _job(name: str, queue: str, node_selector: dict[str, str] | None = None) -> dict[str, Any]:
+    job: dict[str, Any] = {
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {"name": name, "namespace": "ml", "labels": {"kueue.x-k8s.io/queue-name": queue}},
@@ -45,10 +65,13 @@ def _job(name: str, queue: str) -> dict[str, Any]:
             }
         },
     }
+    if node_selector:
+        job["spec"]["template"]["spec"]["nodeSelector"] = node_selector
+    return job
 
 
-def _submit(hub: Kubectl, name: str, queue: str) -> None:
-    hub.run("apply", "-f", "-", input_text=json.dumps(_job(name, queue)))
+def _submit(hub: Kubectl, name: str, queue: str, node_selector: dict[str, str] | None = None) -> None:
+    hub.run("apply", "-f", "-", input_text=json.dumps(_job(name, queue, node_selector)))
 
 
 def _admitted_in(hub: Kubectl, job: str) -> str | None:
@@ -77,13 +100,27 @@ def test_two_teams_share_a_cohort(processes: ProcessGroup) -> None:
     hub, members = processes.start_fleet(FLEET, ("onprem-a100", "cloud-h100"))
     out = hub.run("apply", "-f", str(QUEUES)).stdout
     assert "clusterqueue.kueue.x-k8s.io/team-a created" in out and "localqueue.kueue.x-k8s.io/team-b created" in out
+    # The cloud flavor selects the cloud member by its cluster label; team B owns its one GPU.
+    out = hub.run("apply", "-f", "-", input_text=CLOUD_FLAVOR).stdout
+    assert "resourceflavor.kueue.x-k8s.io/cloud created" in out
+    # The on-prem flavor names its GPU product too, so that a Job asking for H100s gets the cloud flavor.
+    hub.run("patch", "resourceflavor", "onprem", "--type", "merge", "-p",
+            '{"spec":{"nodeLabels":{"nvidia.com/gpu.product":"NVIDIA-A100-SXM4-80GB"}}}')
+    for team, onprem_gpu, cloud_quota in (("team-a", {"borrowingLimit": 1}, ("0", "0", 0)), ("team-b", {}, ("16", "64Gi", 1))):
+        patch = {"spec": {"resourceGroups": [_group({"onprem": ("16", "64Gi", 2), "cloud": cloud_quota}, onprem_gpu)]}}
+        hub.run("patch", "clusterqueue", team, "--type", "merge", "-p", json.dumps(patch))
 
-    for name in ("a1", "a2", "a3"):  # 3 GPUs: team A's 2, and 1 borrowed from idle team B
+    for name in ("a1", "a2", "a3", "a4"):  # team A's 2 on-prem GPUs, 1 borrowed on-prem and 1 in the cloud from idle team B
         _submit(hub, name, "team-a")
         wait_for(_admitted_by(hub, name, "team-a"), timeout=60, what=f"{name} admitted by team-a")
     onprem, cloud = members["onprem-a100"], members["cloud-h100"]
     wait_for(lambda: all(_running_pods(onprem, n) == 1 for n in ("a1", "a2", "a3")), timeout=120,
              what="team A's Jobs Running on-prem")
+    wait_for(lambda: _running_pods(cloud, "a4") == 1, timeout=120, what="a4 (borrowed cloud GPU) Running in the cloud member")
+    assert not _pods(onprem, "a4") and all(not _pods(cloud, n) for n in ("a1", "a2", "a3"))
+    assert hub.json("get", "workload", "job-a4", "-n", "ml")["status"]["admission"]["podSetAssignments"][0]["flavors"] == {
+        "cpu": "cloud", "memory": "cloud", "nvidia.com/gpu": "cloud",
+    }
 
     _submit(hub, "b1", "team-b")
     wait_for(lambda: _admitted_in(hub, "b1") == "team-b", timeout=60, what="b1 admitted by team-b")
@@ -105,14 +142,17 @@ def test_two_teams_share_a_cohort(processes: ProcessGroup) -> None:
     cqs = hub.run("get", "clusterqueues").stdout.splitlines()
     assert cqs[0].split()[:6] == ["NAME", "COHORT", "PENDING", "WORKLOADS", "ADMITTED", "WORKLOADS"]
     assert {line.split()[0]: line.split()[1:4] for line in cqs[1:]} == {
-        "team-a": ["research", "0", "3"], "team-b": ["research", "1", "1"],
+        "team-a": ["research", "0", "4"], "team-b": ["research", "1", "1"],
     }
     queues = subprocess.run(
         [GPUFED, "queues", "--kubeconfig", str(hub.kubeconfig), "-o", "json"], capture_output=True, text=True, check=True, timeout=60
     )
-    gpus = {r["clusterQueue"]: r for r in json.loads(queues.stdout) if r["resource"] == "nvidia.com/gpu"}
+    rows_by_flavor = {(r["clusterQueue"], r["flavor"]): r for r in json.loads(queues.stdout) if r["resource"] == "nvidia.com/gpu"}
+    gpus = {cq: rows_by_flavor[(cq, "onprem")] for cq in ("team-a", "team-b")}
     assert (gpus["team-a"]["usage"], gpus["team-a"]["borrowed"]) == ("3", "1")
     assert (gpus["team-b"]["usage"], gpus["team-b"]["borrowed"]) == ("1", "0")
+    cloud_a, cloud_b = rows_by_flavor[("team-a", "cloud")], rows_by_flavor[("team-b", "cloud")]
+    assert (cloud_a["usage"], cloud_a["borrowed"], cloud_b["usage"], cloud_b["lent"]) == ("1", "1", "0", "1")
     job = hub.json("get", "job", "b2", "-n", "ml")
     assert job["spec"]["suspend"] is True
     assert hub.json_or_none("get", "resourcebinding", "b2-job", "-n", "ml") is None
@@ -151,6 +191,25 @@ def test_two_teams_share_a_cohort(processes: ProcessGroup) -> None:
     ).stdout
     assert "Evicted:     Preempted: Preempted to accommodate a workload" in explained, explained
     assert "Position:    1 of 1 waiting in ClusterQueue team-a" in explained, explained
+    assert _running_pods(cloud, "a4") == 1  # a4 borrows the cloud GPU team B does not use yet
+
+    # Team B reclaims its cloud GPU too: a4, borrowed in the cloud member, is preempted there, and
+    # b3 is admitted in the cloud flavor and Running in the cloud member; b1 and b2 keep running.
+    _submit(hub, "b3", "team-b", {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"})  # the onprem flavor does not fit it
+    wait_for(lambda: _admitted_in(hub, "b3") == "team-b", timeout=90, what="b3 admitted once a4 is preempted")
+    wait_for(lambda: not _pods(cloud, "a4") and not _pods(onprem, "a4"), timeout=120, what="a4's pods gone from the cloud member")
+    wait_for(lambda: _running_pods(cloud, "b3") == 1, timeout=120, what="b3 Running in the cloud member")
+    assert _running_pods(onprem, "b3") == 0
+    assert all(_running_pods(onprem, n) == 1 for n in ("b1", "b2"))
+    assert hub.json("get", "job", "b3", "-n", "ml")["spec"]["suspend"] is False
+    wl = hub.json("get", "workload", "job-a4", "-n", "ml")
+    conds = {c["type"]: c for c in wl["status"]["conditions"]}
+    assert (conds["Evicted"]["status"], conds["Evicted"]["reason"]) == ("True", "Preempted")
+    assert "Workload: ml/job-b3" in conds["Evicted"]["message"]
+    assert (conds["QuotaReserved"]["status"], conds["QuotaReserved"]["reason"]) == ("False", "Pending")
+    assert "admission" not in wl["status"]
+    assert hub.json("get", "job", "a4", "-n", "ml")["spec"]["suspend"] is True
+    assert all(_running_pods(onprem, n) == 1 for n in ("a1", "a2"))
 
     # Kueue's fair-sharing fields apply as they are: a Cohort with a weight, a ClusterQueue with
     # fairSharing.weight; `gpufed queues` shows the weight and what the queue lends.
