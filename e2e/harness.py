@@ -117,8 +117,11 @@ class Kubectl:
 
     def run(self, *args: str, check: bool = True, input_text: str | None = None,
             timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+        # A discovery cache per server: kubectl keys its default cache by host and port, and a port
+        # one test's member used may be a later test's hub (stale kinds: "doesn't have a resource type").
+        cache = self.kubeconfig.parent / ".kubectl-cache"
         result = subprocess.run(
-            [KUBECTL, "--kubeconfig", str(self.kubeconfig), *args],
+            [KUBECTL, "--kubeconfig", str(self.kubeconfig), "--cache-dir", str(cache), *args],
             capture_output=True, text=True, input=input_text, timeout=timeout, check=False,
         )
         if check and result.returncode != 0:
