@@ -19,20 +19,31 @@ of the nodes (every fourth) and four variants; ``tiny`` an eighth of the nodes, 
 trace, one split and one scoring. Data: Alibaba clusterdata cluster-trace-gpu-v2023
 (CC BY 4.0), Weng et al., USENIX ATC '23.
 
+Node list (``--nodes``): ``gpu`` (default) is ``openb_node_list_gpu_node.csv``, the list the
+paper's simulator runs every variant on, CPU variants included (its ``prepare_input.sh``
+copies the GPU-node list next to every pod list); ``all`` is ``openb_node_list_all_node.csv``,
+the same GPU nodes and 310 CPU-only nodes (quick and tiny sizes take every fourth / eighth
+GPU node and every fourth / eighth CPU-only node). ``--seed`` draws variants, splits and the
+fill again (default 42); ``--traces cpu250`` runs only the named traces of the size.
+
 Reproduce::
 
-    .venv/bin/python -m bench.bench_placement_quality --size quick
+    .venv/bin/python -m bench.bench_placement_quality --size quick [--nodes all] [--seed 7] [--traces cpu250]
 """
 
 from __future__ import annotations
 
+import argparse
+import functools
 import statistics
+import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 
 from bench.bench_whatif import DATA, NODES, SEED, TRACE
-from bench.common import BenchmarkResult, Figure, Size, Status, script_main
+from bench.common import BenchmarkResult, Figure, Size, Status, benchmark_main
 from policies.models import Placement
 from simulator.profile import ALIBABA_MODELS, CsvNode, parse_fleet, read_alibaba_nodes
 from simulator.whatif.engine import Settings, compare, fleet_nodes
@@ -55,14 +66,22 @@ QUICK_VARIANTS = (
 COLUMNS = ("gpufed", "static", "karmada-like", "pooled", "pooled-best-fit", "pooled-fgd")
 
 
-def inputs(size: Size) -> tuple[list[CsvNode], list[Job]] | None:
-    """The node list of ``size`` (all of it, every fourth node for quick, every eighth for tiny)
-    and the default trace's jobs; None when the data files are missing."""
-    if not NODES.exists() or not TRACE.exists():
+ALL_NODES = DATA / "openb_node_list_all_node.csv"
+NODE_LISTS = {"gpu": NODES, "all": ALL_NODES}
+
+
+def inputs(size: Size, path: Path = NODES) -> tuple[list[CsvNode], list[Job]] | None:
+    """The node list of ``size`` (all of it, every fourth GPU node and every fourth CPU-only
+    node for quick, every eighth for tiny) and the default trace's jobs; None when the data
+    files are missing."""
+    if not path.exists() or not TRACE.exists():
         return None
-    nodes = read_alibaba_nodes(NODES)
+    nodes = read_alibaba_nodes(path)
     _, jobs = read_trace(TRACE)
-    return {Size.FULL: nodes, Size.QUICK: nodes[::4], Size.TINY: nodes[::8]}[size], jobs
+    step = {Size.FULL: 1, Size.QUICK: 4, Size.TINY: 8}[size]
+    gpu = [n for n in nodes if n.gpuCount]
+    cpu_only = [n for n in nodes if not n.gpuCount]
+    return gpu[::step] + cpu_only[::step], jobs
 
 
 def gpus_by_model(nodes: Sequence[CsvNode]) -> Counter[str]:
@@ -74,12 +93,12 @@ def gpus_by_model(nodes: Sequence[CsvNode]) -> Counter[str]:
     return model_gpus
 
 
-def _traces(size: Size, jobs: list[Job], nodes: Sequence[CsvNode]) -> list[tuple[str, list[Job]]]:
+def _traces(size: Size, jobs: list[Job], nodes: Sequence[CsvNode], seed: int) -> list[tuple[str, list[Job]]]:
     model_gpus = gpus_by_model(nodes)
     out = [("default", jobs)]
     variants = {Size.FULL: BENCH_VARIANTS, Size.QUICK: QUICK_VARIANTS, Size.TINY: ()}[size]
     for kind, percent in variants:
-        out.append((f"{kind}{percent}", make_variant(jobs, kind, percent, seed=SEED, model_gpus=model_gpus)))
+        out.append((f"{kind}{percent}", make_variant(jobs, kind, percent, seed=seed, model_gpus=model_gpus)))
     return out
 
 
@@ -91,11 +110,12 @@ def _allocation(
     placement: Placement | None = None,
     *,
     lacking: dict[str, dict[str, object]] | None = None,
+    seed: int = SEED,
 ) -> dict[str, tuple[float, float]]:
     """Per strategy, (allocation %, unallocated GPUs) at 100 % arrived demand; ``lacking``, when
     given, gets per strategy what that allocation lacks (:func:`_lacking`)."""
     fleet = parse_fleet(fleet_doc)
-    settings = Settings(seed=SEED, scoring=scoring, replay=False, placement=placement)
+    settings = Settings(seed=seed, scoring=scoring, replay=False, placement=placement)
     result = compare(fleet, jobs, strategies=names, settings=settings, nodes=fleet_nodes(fleet))
     if lacking is not None:
         lacking.update({name: _lacking(r.fill) for name, r in result.results.items()})
@@ -115,9 +135,10 @@ def _lacking(fill: FillResult) -> dict[str, object]:
     }
 
 
-def run(size: Size) -> BenchmarkResult:
+def run(size: Size, *, node_list: str = "gpu", seed: int = SEED, only: Sequence[str] = ()) -> BenchmarkResult:
     started = time.perf_counter()
-    found = inputs(size)
+    path = NODE_LISTS[node_list]
+    found = inputs(size, path)
     if found is None:
         return BenchmarkResult(
             benchmark="placement", size=size, status=Status.SKIPPED, reason=f"trace files not found under {DATA}"
@@ -126,14 +147,18 @@ def run(size: Size) -> BenchmarkResult:
     splits = SPLITS if size is not Size.TINY else SPLITS[:1]
     scorings = SCORINGS if size is not Size.TINY else (MemberScoring.BEST_FIT,)
     rows: list[dict[str, object]] = []
-    for trace_name, trace in _traces(size, jobs, nodes):
-        one = split_nodes(nodes, clusters=1, by=SplitBy.MODEL, seed=SEED, csv_path=str(NODES))
-        pooled = _allocation(one, trace, (StrategyName.POOLED_BEST_FIT, StrategyName.POOLED_FGD), MemberScoring.BEST_FIT)
+    for trace_name, trace in _traces(size, jobs, nodes, seed):
+        if only and trace_name not in only:
+            continue
+        one = split_nodes(nodes, clusters=1, by=SplitBy.MODEL, seed=seed, csv_path=str(path))
+        pooled = _allocation(
+            one, trace, (StrategyName.POOLED_BEST_FIT, StrategyName.POOLED_FGD), MemberScoring.BEST_FIT, seed=seed
+        )
         for split in splits:
-            fleet = split_nodes(nodes, clusters=4, by=split, seed=SEED, csv_path=str(NODES))
+            fleet = split_nodes(nodes, clusters=4, by=split, seed=seed, csv_path=str(path))
             for scoring in scorings:
                 lacking: dict[str, dict[str, object]] = {}
-                cell = _allocation(fleet, trace, FLEET_STRATEGIES, scoring, lacking=lacking)
+                cell = _allocation(fleet, trace, FLEET_STRATEGIES, scoring, lacking=lacking, seed=seed)
                 cell.update(pooled)
                 rows.append(
                     {
@@ -152,7 +177,7 @@ def run(size: Size) -> BenchmarkResult:
         benchmark="placement",
         size=size,
         figures=figures,
-        details={"nodes": len(nodes), "rows": rows},
+        details={"nodes": len(nodes), "node_list": path.name, "seed": seed, "rows": rows},
         seconds=time.perf_counter() - started,
     )
 
@@ -208,5 +233,22 @@ def _summary(rows: Sequence[dict[str, object]]) -> list[Figure]:
     ]
 
 
+OPTIONS = argparse.ArgumentParser(add_help=False)
+OPTIONS.add_argument(
+    "--nodes", choices=sorted(NODE_LISTS), default="gpu", help="node list: gpu (the paper's) or all (with CPU-only nodes)"
+)
+OPTIONS.add_argument("--seed", type=int, default=SEED, help=f"seed of the variants, splits and fill (default {SEED})")
+OPTIONS.add_argument(
+    "--traces", default="", metavar="NAME,...", help="only these traces of the size, e.g. default,cpu250 (default: all)"
+)
+
+
+def main(argv: Sequence[str]) -> int:
+    options, _ = OPTIONS.parse_known_args(argv)
+    only = tuple(name for name in options.traces.split(",") if name)
+    bound = functools.partial(run, node_list=options.nodes, seed=options.seed, only=only)
+    return benchmark_main(bound, argv, description=(__doc__ or "").splitlines()[0], parents=(OPTIONS,))
+
+
 if __name__ == "__main__":
-    script_main(run, __doc__, name="placement quality: allocation at 100 % demand, gpufed vs alternatives")
+    sys.exit(main(sys.argv[1:]))

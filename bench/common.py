@@ -371,10 +371,15 @@ def configure_logging(level: str = "INFO") -> None:
 
 
 def benchmark_main(
-    run: Callable[[Size], BenchmarkResult], argv: Sequence[str] | None = None, *, description: str
+    run: Callable[[Size], BenchmarkResult],
+    argv: Sequence[str] | None = None,
+    *,
+    description: str,
+    parents: Sequence[argparse.ArgumentParser] = (),
 ) -> int:
-    """``python -m bench.<module> [--size tiny|quick|full] [--json FILE]``: run, print, write."""
-    parser = argparse.ArgumentParser(description=description)
+    """``python -m bench.<module> [--size tiny|quick|full] [--json FILE]``: run, print, write;
+    ``parents`` add a benchmark's own options (its ``__main__`` reads them and binds ``run``)."""
+    parser = argparse.ArgumentParser(description=description, parents=list(parents))
     parser.add_argument("--size", type=Size, choices=list(Size), default=Size.FULL)
     parser.add_argument("--json", type=Path, help="also write the result to this file")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])

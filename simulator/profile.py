@@ -448,7 +448,9 @@ def load_fleet(path: str | Path) -> Fleet:
 def read_alibaba_nodes(
     path: Path, *, models: list[str] | None = None, limit: int | None = None
 ) -> list[CsvNode]:
-    """Rows of ``openb_node_list_gpu_node.csv`` (Alibaba cluster-trace-gpu-v2023, CC BY 4.0)."""
+    """Rows of ``openb_node_list_gpu_node.csv`` or ``openb_node_list_all_node.csv`` (Alibaba
+    cluster-trace-gpu-v2023, CC BY 4.0). A CPU-only node (``gpu`` 0, no model) keeps an empty
+    model; ``models`` selects GPU nodes only."""
     wanted = set(models) if models else None
     if wanted is not None:
         unknown = sorted(wanted - set(ALIBABA_MODELS))
@@ -460,7 +462,7 @@ def read_alibaba_nodes(
             model = row["model"].strip()
             if wanted is not None and model not in wanted:
                 continue
-            if model not in ALIBABA_MODELS:
+            if model not in ALIBABA_MODELS and not (model == "" and row["gpu"].strip() == "0"):
                 raise ValueError(f"row {row['sn']}: unknown model {model!r}")
             nodes.append(
                 CsvNode(

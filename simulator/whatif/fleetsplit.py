@@ -5,14 +5,17 @@ YAML (the format of :mod:`simulator.profile`). Each cluster gets one node group 
 the trace's own nodes (``fromCsv`` naming the source file, ``csvNodes`` listing exactly the
 nodes of that cluster, so node names stay the trace's ``sn``):
 
-* ``model`` -- nodes grouped by GPU model. With fewer clusters than models, models are
+* ``model`` -- GPU nodes grouped by GPU model. With fewer clusters than models, models are
   packed largest first onto the cluster with the fewest GPUs; with more, the cluster with
-  the most GPUs is halved (its nodes in a seeded order) until there are N.
-* ``random`` -- nodes in a seeded random order dealt round-robin: N clusters of equal size
-  (within one node), each a sample of the whole fleet.
+  the most GPUs is halved (its nodes in a seeded order) until there are N. CPU-only nodes
+  (``openb_node_list_all_node.csv`` has 310) have no model: they are dealt, in a seeded
+  order, to the clusters in proportion to their GPUs (largest remainder), so each cluster
+  keeps about the fleet's CPU-only nodes per GPU.
+* ``random`` -- nodes (GPU and CPU-only alike) in a seeded random order dealt round-robin:
+  N clusters of equal size (within one node), each a sample of the whole fleet.
 * ``onprem-cloud`` -- one on-prem cluster (``provider: onprem``, tier 0) with half of the
-  nodes drawn at random, and N-1 cloud clusters (``aws``, ``gcp``, ``azure`` in turn, tier 1)
-  sharing the rest round-robin. Needs N >= 2.
+  nodes (GPU and CPU-only alike) drawn at random, and N-1 cloud clusters (``aws``, ``gcp``,
+  ``azure`` in turn, tier 1) sharing the rest round-robin. Needs N >= 2.
 
 Prices ($ per GPU-hour, :data:`CLOUD_PRICES` / :data:`ONPREM_PRICES`) are assumptions to
 edit: cloud prices near public on-demand list prices for one GPU of the model, on-prem
@@ -93,6 +96,31 @@ def _gpus(nodes: Sequence[CsvNode]) -> int:
 
 
 def _by_model(nodes: Sequence[CsvNode], clusters: int, rng: random.Random) -> list[tuple[str, list[CsvNode]]]:
+    cpu_only = [n for n in nodes if not n.gpuCount]
+    if len(cpu_only) == len(nodes):
+        raise SplitError("--by model needs GPU nodes: every node is CPU-only")
+    groups = _by_gpu_model([n for n in nodes if n.gpuCount], clusters, rng)
+    _deal_by_gpus(groups, cpu_only, rng)
+    return groups
+
+
+def _deal_by_gpus(groups: Sequence[tuple[str, list[CsvNode]]], nodes: Sequence[CsvNode], rng: random.Random) -> None:
+    """Deal ``nodes`` (in a seeded order) to ``groups`` in proportion to their GPUs, largest
+    remainder first (ties to the earlier group)."""
+    order = list(nodes)
+    rng.shuffle(order)
+    total = sum(_gpus(members) for _, members in groups)
+    quotas = [len(order) * _gpus(members) / total for _, members in groups]
+    counts = [int(q) for q in quotas]
+    for index in sorted(range(len(groups)), key=lambda i: (counts[i] - quotas[i], i))[: len(order) - sum(counts)]:
+        counts[index] += 1
+    start = 0
+    for (_, members), count in zip(groups, counts, strict=True):
+        members.extend(order[start : start + count])
+        start += count
+
+
+def _by_gpu_model(nodes: Sequence[CsvNode], clusters: int, rng: random.Random) -> list[tuple[str, list[CsvNode]]]:
     by_model: dict[str, list[CsvNode]] = defaultdict(list)
     for node in nodes:
         by_model[node.model].append(node)

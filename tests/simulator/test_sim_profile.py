@@ -10,15 +10,18 @@ import pytest
 
 from simulator.profile import (
     ClusterProfile,
+    CsvNode,
     MigStrategy,
     ProfileError,
     UtilizationDistribution,
     load_fleet,
     parse_fleet,
+    read_alibaba_nodes,
 )
 from simulator.scheduling.model import Scoring
 
 ALIBABA_CSV = Path(__file__).resolve().parents[2] / "data" / "alibaba-gpu-v2023" / "openb_node_list_gpu_node.csv"
+ALIBABA_ALL_CSV = ALIBABA_CSV.with_name("openb_node_list_all_node.csv")
 
 
 def _cluster(gpu: dict[str, Any] | None, **group: Any) -> dict[str, Any]:
@@ -216,6 +219,29 @@ def test_from_csv_relative_path_and_unknown_model(tmp_path: Path) -> None:
     )
     with pytest.raises(ProfileError, match="unknown model 'X9'"):
         load_fleet(fleet_path)
+
+
+def test_all_node_list_is_the_gpu_list_and_310_cpu_only_nodes() -> None:
+    every = read_alibaba_nodes(ALIBABA_ALL_CSV)
+    cpu_only = [n for n in every if not n.gpuCount]
+    assert (len(every), len(cpu_only)) == (1523, 310)
+    assert all(n.model == "" for n in cpu_only)
+
+    def shape(n: CsvNode) -> tuple[int, int, int, str]:
+        return n.cpuMilli, n.memoryMiB, n.gpuCount, n.model
+
+    # the GPU rows, in order, are the GPU-node list's (which numbers its nodes afresh)
+    assert [shape(n) for n in every if n.gpuCount] == [shape(n) for n in read_alibaba_nodes(ALIBABA_CSV)]
+    assert len(read_alibaba_nodes(ALIBABA_ALL_CSV, models=["T4"])) == len(read_alibaba_nodes(ALIBABA_CSV, models=["T4"]))
+
+
+def test_a_gpu_node_needs_a_model(tmp_path: Path) -> None:
+    csv_path = tmp_path / "nodes.csv"
+    csv_path.write_text("sn,cpu_milli,memory_mib,gpu,model\nn1,8000,32768,0,\nn2,8000,32768,2,\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="row n2: unknown model ''"):
+        read_alibaba_nodes(csv_path)
+    csv_path.write_text("sn,cpu_milli,memory_mib,gpu,model\nn1,8000,32768,0,\n", encoding="utf-8")
+    assert [(n.name, n.gpuCount, n.model) for n in read_alibaba_nodes(csv_path)] == [("n1", 0, "")]
 
 
 def test_load_fleet_reports_yaml_and_missing_file(tmp_path: Path) -> None:

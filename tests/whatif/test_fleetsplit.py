@@ -90,3 +90,35 @@ def test_onprem_cloud_prices_and_tiers() -> None:
 def test_impossible_splits_say_why(by: SplitBy, clusters: int, message: str) -> None:
     with pytest.raises(SplitError, match=message.replace("(", r"\(").replace(")", r"\)")):
         split_nodes(nodes(), clusters=clusters, by=by, csv_path="x")
+
+
+def with_cpu_only(count: int) -> list[CsvNode]:
+    return nodes() + [
+        CsvNode(name=f"c{i:02d}", cpuMilli=96000, memoryMiB=524288, gpuCount=0, model="") for i in range(count)
+    ]
+
+
+def test_by_model_deals_cpu_only_nodes_in_proportion_to_gpus() -> None:
+    # GPUs: G2 48, T4 10, V100M32 8, P100 6 (72). Nine CPU-only nodes: quotas 6.0, 1.25, 1.0,
+    # 0.75 -> 6, 1, 1, 0 and the one left to the largest remainder (P100's 0.75)
+    fleet = split_nodes(with_cpu_only(9), clusters=4, by=SplitBy.MODEL, seed=5, csv_path="x")
+    cpu_only = {name: sum(1 for n in names if n.startswith("c")) for name, names in members(fleet).items()}
+    assert cpu_only == {"models-g2": 6, "models-t4": 1, "models-v100m32": 1, "models-p100": 1}
+    placed = sorted(n for names in members(fleet).values() for n in names)
+    assert placed == sorted(n.name for n in with_cpu_only(9))
+    assert all(c["pricing"] for c in fleet["clusters"])  # priced by their GPU models only
+    parse_fleet(fleet)
+
+
+@pytest.mark.parametrize("by", [SplitBy.RANDOM, SplitBy.ONPREM_CLOUD])
+def test_cpu_only_nodes_are_dealt_like_any_node(by: SplitBy) -> None:
+    fleet = split_nodes(with_cpu_only(8), clusters=4, by=by, seed=5, csv_path="x")
+    placed = [n for names in members(fleet).values() for n in names]
+    assert sorted(placed) == sorted(n.name for n in with_cpu_only(8))
+    parse_fleet(fleet)
+
+
+def test_by_model_needs_gpu_nodes() -> None:
+    cpu_only = [n for n in with_cpu_only(3) if not n.gpuCount]
+    with pytest.raises(SplitError, match="every node is CPU-only"):
+        split_nodes(cpu_only, clusters=1, by=SplitBy.MODEL, csv_path="x")

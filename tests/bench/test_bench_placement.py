@@ -1,0 +1,38 @@
+"""The placement benchmark's own options: the node list, the seed and the traces it runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench import bench_placement_quality as placement
+from bench.common import Size
+
+pytestmark = pytest.mark.skipif(
+    not placement.ALL_NODES.exists() or not placement.TRACE.exists(), reason="the openb data files are not here"
+)
+
+
+def test_node_lists_and_their_sizes() -> None:
+    gpu = placement.inputs(Size.QUICK, placement.NODES)
+    every = placement.inputs(Size.QUICK, placement.ALL_NODES)
+    assert gpu is not None and every is not None
+    # every fourth of the 1,213 GPU nodes; with `all`, every fourth of the 310 CPU-only ones too
+    assert (len(gpu[0]), sum(1 for n in gpu[0] if not n.gpuCount)) == (304, 0)
+    assert (len(every[0]), sum(1 for n in every[0] if not n.gpuCount)) == (382, 78)
+    assert sum(n.gpuCount for n in gpu[0]) == sum(n.gpuCount for n in every[0])
+
+
+def test_options_reach_the_run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    seen: list[tuple[Size, str, int, tuple[str, ...]]] = []
+    real = placement.run
+
+    def spy(size: Size, *, node_list: str, seed: int, only: tuple[str, ...]) -> placement.BenchmarkResult:
+        seen.append((size, node_list, seed, only))
+        return real(size, node_list=node_list, seed=seed, only=only)
+
+    monkeypatch.setattr(placement, "run", spy)
+    assert placement.main(["--size", "tiny", "--nodes", "all", "--seed", "7", "--traces", "cpu250"]) == 0
+    assert seen == [(Size.TINY, "all", 7, ("cpu250",))]
+    assert "| default |" not in capsys.readouterr().out  # tiny has only the default trace: nothing ran
+    with pytest.raises(SystemExit):
+        placement.main(["--nodes", "some"])
