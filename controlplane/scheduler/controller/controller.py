@@ -42,6 +42,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -64,6 +65,7 @@ from controlplane.objectclient import WatchEventType
 from controlplane.scheduler.controller.evictions import FailoverEvictions, with_default_tolerations
 from controlplane.scheduler.controller.finished import finished_phase
 from controlplane.scheduler.controller.moves import UnschedulableMoves
+from controlplane.scheduler.controller.ownwrites import OwnPlacements
 from controlplane.scheduler.controller.reading import (
     applied_condition,
     binding_key,
@@ -142,6 +144,8 @@ class SchedulerController:
         self._stale_explanations: set[BindingKey] = set()
         #: Bindings going to every feasible cluster that a cluster they do not run in may now admit.
         self._fleet_changed: set[BindingKey] = set()
+        #: The placements this scheduler writes, whose own watch events need no reconcile.
+        self._own = OwnPlacements()
         ctx.bindings.add_handler(self._on_binding)
         ctx.clusters.add_handler(self._on_cluster)
         ctx.works.add_handler(self._on_work)
@@ -171,6 +175,8 @@ class SchedulerController:
             and not view.is_deleting
         ):
             return
+        if event is WatchEventType.MODIFIED and self._own.is_own(key, view.metadata.get("resourceVersion")):
+            return  # this scheduler's own placement write: decided already (ownwrites.py)
         await self.loop.add(key, priority=view.priority)
 
     async def _on_cluster(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
@@ -289,6 +295,7 @@ class SchedulerController:
         self._fleet_changed.discard(key)
         self._never_fit.discard(key)
         self.returns.forget(key)
+        self._own.forget(key)
 
     async def maintain(self) -> None:
         """Expire reservations whose reports never came; retry unplaced bindings when capacity frees."""
@@ -449,10 +456,32 @@ class SchedulerController:
         log.debug("scheduling %s: %s", key_text(key), why or ("evicting" if evicted else "moving unschedulable replicas"))
         if why == FRESH_PLACEMENT:
             request = replace(request, previous=previous)  # reserved against what runs now
-        await write_decision(
-            ctx, self.reserving, binding, request, result,
-            moved=moved, evicted=evicted, previous=previous, waiting=waiting, why=why,
-        )
+        # A plain decision's own write needs no second reconcile (a fresh read and a decision that
+        # would change nothing); when the new placement is next due (a toleration running out) is
+        # known now. Moves, evictions and tier returns look at their binding again.
+        follow_up = None
+        if not moved and not evicted and in_progress(binding) is None:
+            as_placed = replace(request, previous=dict(result.clusters))
+            follow_up = self.evictions.check(key, as_placed, policy, all_snapshots, view.resource, now=now)
+        own = follow_up is not None and not follow_up.due
+        stored: list[Mapping[str, Any]] = []
+        if own:
+            self._own.begin(key)
+        try:
+            await write_decision(
+                ctx, self.reserving, binding, request, result,
+                moved=moved, evicted=evicted, previous=previous, waiting=waiting, why=why,
+                placement_written=stored.append if own else None,
+            )
+        finally:
+            someone_else = own and self._own.end(key, stored[0] if stored else None)
+        if own and follow_up is not None:
+            wait = _sooner(wait, follow_up.seconds_until_next(now))
+            current = self._snapshots
+            if someone_else or len(current) != len(all_snapshots) or any(
+                current.get(name) is not snapshot for name, snapshot in all_snapshots.items()
+            ):
+                await self._requeue(key)  # the binding or a cluster changed meanwhile: judged again
         self._stale_explanations.discard(key)  # the decision judged the fleet as it is now
         if moved:
             self.moves.acted(key, moved)

@@ -90,9 +90,12 @@ async def write_decision(
     waiting: Mapping[str, int] | None = None,
     why: str | None = None,
     announced: bool = False,
+    placement_written: Callable[[Mapping[str, Any]], None] | None = None,
 ) -> None:
     """Write ``result`` as the binding's decision and record its Events; ``announced``: the caller
-    records the move's own ``ReplicasMoved`` Event (a return, rebalancing.py)."""
+    records the move's own ``ReplicasMoved`` Event (a return, rebalancing.py). ``placement_written``
+    is called with the stored binding as soon as a new placement (spec) is written, before its
+    status, so that the caller knows that write's watch event when it comes."""
     view = BindingView(binding)
     spec = view.spec
     evicted = evicted or {}
@@ -132,6 +135,8 @@ async def write_decision(
         except BaseException:
             keeper.reservations.restore(request.key, saved)
             raise
+        if placement_written is not None:
+            placement_written(updated)
 
     explanation = [entry.to_wire() for entry in result.explanation]
     explain_waiting(explanation, waiting or {}, grace=ctx.settings.unschedulable_grace_seconds)
