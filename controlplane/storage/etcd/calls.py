@@ -29,6 +29,7 @@ from tenacity import (
 )
 
 from controlplane.storage.connecting import EtcdClientTls, EtcdConfigError, endpoint_scheme, grpc_target
+from controlplane.storage.etcd.unary import Unary, direct_unary
 from controlplane.storage.grpcerrors import StreamEnded, is_transient, storage_error
 from controlplane.storage.interface import Unavailable
 from controlplane.storage.outage import DEFAULT_TRIP_AFTER, OutageGate
@@ -93,6 +94,8 @@ class EtcdCalls:
         self._channel: Any = None
         self._watch_channel: Any = None
         self._kv: Any = None
+        #: KV methods that take requests already serialized (:mod:`.wire`), by method name.
+        self._kv_encoded: dict[str, Unary] = {}
         self._watch_stub: Any = None
         self._lease_stub: Any = None
         #: Open watch streams, cancelled by :meth:`close`.
@@ -110,6 +113,10 @@ class EtcdCalls:
             self._channel = self._open_channel(self._channel_options)
             self._watch_channel = self._open_channel([*self._channel_options, *_WATCH_CHANNEL_OPTIONS])
             self._kv = rpc.KVStub(self._channel)
+            self._kv_encoded = {
+                method: direct_unary(self._channel, f"/etcdserverpb.KV/{method}", response)
+                for method, response in (("Txn", rpc.TxnResponse), ("Range", rpc.RangeResponse))
+            }
             self._watch_stub = rpc.WatchStub(self._watch_channel)
             self._lease_stub = rpc.LeaseStub(self._channel)
 
@@ -133,6 +140,7 @@ class EtcdCalls:
         channels = (self._channel, self._watch_channel)
         self._channel = self._watch_channel = None
         self._kv = self._watch_stub = self._lease_stub = None
+        self._kv_encoded = {}
         for channel in channels:
             if channel is not None:
                 await channel.close()
@@ -145,6 +153,14 @@ class EtcdCalls:
         def attempt() -> Awaitable[Any]:
             call: Callable[..., Awaitable[Any]] = getattr(self._kv, method)
             return call(request, timeout=self.timeout)
+
+        return await self.call(what, attempt, idempotent=not write)
+
+    async def kv_encoded(self, what: str, method: str, request: bytes, *, write: bool = False) -> Any:
+        """:meth:`kv` for ``Txn`` and ``Range`` requests serialized by :mod:`.wire`."""
+
+        def attempt() -> Awaitable[Any]:
+            return self._kv_encoded[method](request, timeout=self.timeout)
 
         return await self.call(what, attempt, idempotent=not write)
 
@@ -214,6 +230,7 @@ class EtcdCalls:
                 raise replayed.pop()
             if self._gate.down:  # another call found etcd down meanwhile
                 raise self._gate.unavailable()
+            self.open()  # Unavailable once the store is closed
             try:
                 result = await attempt()
             except Exception as exc:
