@@ -58,6 +58,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+import orjson
+
 from controlplane.apis import constants as c
 from controlplane.apis import pods, spot
 from controlplane.apis.constants import (
@@ -69,6 +71,7 @@ from controlplane.apis.gpus import MIG_INVALID_SUFFIX, is_nvidia_resource
 from controlplane.apis.utilization import NodeUtilization, PodAllocation
 from controlplane.reports.agentreport import utilization_report
 from member_agent.nodes import (
+    PER_NODE_LABELS,
     UNKNOWN_PRODUCT,
     gpu_info,
     gpu_is_unusable,
@@ -448,6 +451,50 @@ def trim_node(node: Mapping[str, Any]) -> dict[str, Any]:
             "nodeInfo": {"kubeletVersion": (status.get("nodeInfo") or {}).get("kubeletVersion")},
         },
     }
+
+
+#: Distinct parts a :class:`NodeTrimmer` keeps for sharing before it starts afresh (a bound for
+#: a member whose every node differs; equal parts are shared again from then on).
+SHARED_PARTS = 4096
+
+
+class NodeTrimmer:
+    """:func:`trim_node` for a cache of many nodes: equal parts are one shared object.
+
+    Nodes of one pool differ in little but their names, so the trimmed copies' ``spec`` and
+    ``status``, and their labels without the per-node identities (:data:`PER_NODE_LABELS`, and a
+    label whose value is the node's own name, which :func:`selection_labels` leaves out too),
+    are kept once per distinct value. Those identity labels are not kept: nothing the agent
+    reads from its node cache uses them. The results are shared and must not be changed.
+    """
+
+    def __init__(self, max_parts: int = SHARED_PARTS) -> None:
+        self._max_parts = max_parts
+        self._parts: dict[bytes, dict[str, Any]] = {}
+
+    def __len__(self) -> int:
+        return len(self._parts)
+
+    def __call__(self, node: Mapping[str, Any]) -> dict[str, Any]:
+        trimmed = trim_node(node)
+        metadata = trimmed["metadata"]
+        name = metadata["name"]
+        metadata["labels"] = self._shared({
+            key: value for key, value in metadata["labels"].items() if key not in PER_NODE_LABELS and value != name
+        })
+        trimmed["spec"] = self._shared(trimmed["spec"])
+        trimmed["status"] = self._shared(trimmed["status"])
+        return trimmed
+
+    def _shared(self, part: dict[str, Any]) -> dict[str, Any]:
+        key = orjson.dumps(part, option=orjson.OPT_SORT_KEYS)
+        found = self._parts.get(key)
+        if found is not None:
+            return found
+        if len(self._parts) >= self._max_parts:
+            self._parts.clear()
+        self._parts[key] = part
+        return part
 
 
 def _trim_container(container: Mapping[str, Any]) -> dict[str, Any]:
