@@ -40,8 +40,8 @@ from controlplane.apiserver.selectors import parse_field_selector, parse_label_s
 from controlplane.apiserver.tables import TABLE_CONTENT_TYPE, IncludeObject, table, wants_table
 from controlplane.apiserver.validation import FieldValidation
 from controlplane.apiserver.watchcache import WatchCache, check_watch_list_options
-from controlplane.apiserver.watchcache.watcher import SharedEvent
-from controlplane.apiserver.watching import SlowWatcher, WatchLimits, event_line, one_by_one, serve_watch
+from controlplane.apiserver.watchcache.watcher import SharedEvent, in_batches_of_one
+from controlplane.apiserver.watching import SlowWatcher, WatchLimits, event_line, serve_watch
 
 logger = logging.getLogger(__name__)
 
@@ -274,7 +274,7 @@ class ResourceHandlers:
         elif send_initial_events is not None:
             raise errors.BadRequest("sendInitialEvents: Forbidden: this server has no watch cache to serve it")
         else:
-            batches = one_by_one(self._objects.watch(
+            batches = in_batches_of_one(self._objects.watch(
                 rt, namespace=info.namespace, label_selector=labels, field_selector=fields,
                 resource_version=resource_version, bookmark_interval=bookmark_interval,
             ))

@@ -26,7 +26,7 @@ resourceVersion, or re-lists on ``410 Gone``. Here:
 * the watch ends at its deadline, or -- checked every ``poll`` seconds by one timer per watch,
   not per event -- when its client went away or the handler says it should stop.
 
-In: batches of watch events (:func:`one_by_one` turns an event stream into batches of one).
+In: batches of watch events (:func:`~.watchcache.watcher.in_batches_of_one` turns an event stream into batches of one).
 Out: the events' lines on the response, then an ERROR event if the source failed.
 """
 
@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from controlplane.apiserver import codec, errors
@@ -119,17 +119,6 @@ class Stall:
         return SlowWatcher(
             f"the client read nothing for {self._stalled:g}s while {buffered} bytes waited for it"
         )
-
-
-async def one_by_one(events: AsyncIterator[ObjectEvent]) -> AsyncGenerator[Sequence[ObjectEvent]]:
-    """An event stream as batches of one event (a source that cannot tell what is waiting)."""
-    try:
-        async for event in events:
-            yield (event,)
-    finally:
-        aclose = getattr(events, "aclose", None)
-        if aclose is not None:
-            await aclose()
 
 
 class _Watchdog:

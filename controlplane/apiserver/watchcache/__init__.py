@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncGenerator, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Unpack
@@ -47,7 +47,13 @@ from controlplane.apiserver.objects.values import (
 )
 from controlplane.apiserver.resources import ResourceType
 from controlplane.apiserver.watchcache.cacher import Cacher
-from controlplane.apiserver.watchcache.watcher import CacheWatcher, WatcherLimits, bookmark
+from controlplane.apiserver.watchcache.watcher import (
+    CacheWatcher,
+    WatcherLimits,
+    bookmark,
+    in_batches_of_one,
+    one_by_one,
+)
 from controlplane.apiserver.watchcache.window import (
     DEFAULT_WINDOW_BYTES,
     DEFAULT_WINDOW_EVENTS,
@@ -228,7 +234,7 @@ class WatchCache:
 
     # --- watches ---------------------------------------------------------------------
 
-    async def watch(
+    def watch(
         self,
         rt: ResourceType,
         *,
@@ -236,22 +242,16 @@ class WatchCache:
         send_initial_events: bool | None = None,
         window_only: bool = False,
         **options: Unpack[WatchArgs],
-    ) -> AsyncIterator[ObjectEvent]:
+    ) -> AsyncGenerator[ObjectEvent]:
         """Events for objects of ``rt`` as kube's watch sends them (:meth:`ObjectStore.watch`),
         plus kube's watch-list: with ``send_initial_events`` the current objects as ADDED, then
         (with bookmarks allowed, ``bookmark_interval`` not None) a BOOKMARK annotated
         ``k8s.io/initial-events-end``. With ``window_only`` a resume from before the cache's window
         is 410 ``Expired`` (as kube's cacher answers it) instead of a store watch of its own: the
         in-process informers then relist and follow the cache again."""
-        batches = self.watch_batches(
+        return one_by_one(self.watch_batches(
             rt, namespace=namespace, send_initial_events=send_initial_events, window_only=window_only, **options
-        )
-        try:
-            async for batch in batches:
-                for event in batch:
-                    yield event
-        finally:
-            await batches.aclose()
+        ))
 
     async def watch_batches(
         self,
@@ -333,14 +333,7 @@ class WatchCache:
             if cacher is not None:
                 cacher.detach(watcher)
 
-    async def _store_batches(
+    def _store_batches(
         self, rt: ResourceType, namespace: str | None, options: WatchOptions
     ) -> AsyncGenerator[Sequence[ObjectEvent]]:
-        events = watch_events(self._store, rt, namespace=namespace, options=options)
-        try:
-            async for event in events:
-                yield (event,)
-        finally:
-            aclose = getattr(events, "aclose", None)
-            if aclose is not None:
-                await aclose()
+        return in_batches_of_one(watch_events(self._store, rt, namespace=namespace, options=options))

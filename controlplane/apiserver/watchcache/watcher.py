@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -253,17 +253,26 @@ class CacheWatcher:
                 self._bookmark_timer = None
             on_close(self)
 
-    async def events(
-        self, *, bookmark_interval: float | None, on_close: Callable[[CacheWatcher], None]
-    ) -> AsyncGenerator[ObjectEvent]:
-        """The events of :meth:`batches` one by one."""
-        batches = self.batches(bookmark_interval=bookmark_interval, on_close=on_close)
-        try:
-            async for batch in batches:
-                for event in batch:
-                    yield event
-        finally:
-            await batches.aclose()
+
+async def one_by_one(batches: AsyncGenerator[Sequence[ObjectEvent]]) -> AsyncGenerator[ObjectEvent]:
+    """The events of a stream of batches, one at a time."""
+    try:
+        async for batch in batches:
+            for event in batch:
+                yield event
+    finally:
+        await batches.aclose()
+
+
+async def in_batches_of_one(events: AsyncIterator[ObjectEvent]) -> AsyncGenerator[Sequence[ObjectEvent]]:
+    """An event stream as batches of one event (a source that cannot tell what is waiting)."""
+    try:
+        async for event in events:
+            yield (event,)
+    finally:
+        aclose = getattr(events, "aclose", None)
+        if aclose is not None:
+            await aclose()
 
 
 def _trigger(rt: ResourceType, prefix: str, name: str | None) -> tuple[str, str]:
