@@ -472,7 +472,9 @@ class NodeTrimmer:
         self._max_parts = max_parts
         self._parts: dict[bytes, dict[str, Any]] = {}
 
-    def __len__(self) -> int:
+    @property
+    def parts(self) -> int:
+        """Distinct parts kept for sharing."""
         return len(self._parts)
 
     def __call__(self, node: Mapping[str, Any]) -> dict[str, Any]:

@@ -57,7 +57,7 @@ class Informer:
         self.api = api
         self.path = path
         self.name = name
-        self.transform = transform or _identity
+        self.transform = transform if transform is not None else _identity
         self.on_change = on_change
         self.query = dict(query or {})
         self.watch_timeout_seconds = watch_timeout_seconds

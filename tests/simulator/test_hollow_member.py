@@ -67,6 +67,21 @@ def test_the_allocator_reads_each_node_as_it_would_from_the_nodes_manifest() -> 
     assert all(first.free_devices[r] is not second.free_devices[r] for r in first.free_devices)
 
 
+async def test_the_agents_node_cache_shares_what_the_nodes_have_in_common() -> None:
+    api = HollowKubeApi(member(nodes=5))
+    informer = Informer(api, "/api/v1/nodes", name="nodes", transform=capacity.NodeTrimmer())
+    task = asyncio.create_task(informer.run())
+    try:
+        await asyncio.wait_for(informer.synced.wait(), 10)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    first, other = informer.objects["h-0-gpu-1"], informer.objects["h-0-gpu-3"]
+    assert first["metadata"]["name"] == "h-0-gpu-1"
+    assert first["status"] is other["status"] and first["spec"] is other["spec"]
+    assert first["metadata"]["labels"] is other["metadata"]["labels"]
+
+
 async def test_a_deployment_runs_at_once_placed_by_the_device_allocator() -> None:
     api = HollowKubeApi(member(nodes=10))
     await api.create("/api/v1/namespaces", {"metadata": {"name": "ml"}})
