@@ -275,6 +275,65 @@ def _with_finished_holders(
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class _NodeFacts:
+    """What the report reads from a node's labels and status (the same for every node that shares
+    them: a :class:`NodeTrimmer`'s nodes of one pool)."""
+
+    #: The labels and status these were read from (held, so that their ids stay theirs).
+    labels: Any
+    status: Any
+    unusable: bool
+    allocatable: dict[str, int]
+    capacity: dict[str, int]
+
+
+def _facts(node: Mapping[str, Any], memo: dict[tuple[int, int], _NodeFacts]) -> _NodeFacts:
+    """The node's :class:`_NodeFacts`, read once per distinct (labels, status) pair of objects."""
+    labels, status = (node.get("metadata") or {}).get("labels"), node.get("status")
+    key = (id(labels), id(status))
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = _NodeFacts(
+            labels, status, gpu_is_unusable(node), node_allocatable(node), node_capacity(node)
+        )
+    return found
+
+
+def _shape(
+    node: Mapping[str, Any],
+    name: str,
+    labels: Mapping[str, str],
+    allocatable: Mapping[str, int],
+    allocated: Mapping[str, int],
+    facts: _NodeFacts,
+    memo: dict[tuple[Any, ...], str],
+) -> str:
+    """The node's shape as the key ``nodeShapes`` groups by, worked out once per distinct
+    (labels, spec, status objects, allocation; the node holds them while the report is built, so
+    their ids are theirs) -- unless a label's value is the node's own name,
+    which the shape's labels leave out for that node alone."""
+    spec = node.get("spec")
+    key = (id(facts), id(spec), tuple(sorted(allocated.items())))
+    shared = name not in labels.values()
+    if shared and (found := memo.get(key)) is not None:
+        return found
+    free = {res: max(amount - allocated.get(res, 0), 0) for res, amount in sorted(allocatable.items())}
+    shape: dict[str, Any] = {
+        "labels": selection_labels(node),
+        "taints": node_taints(node),
+        "free": _round_free(free),
+        "allocatable": dict(sorted(allocatable.items())),
+        "gpu": gpu_info(node),
+    }
+    if spot.is_spot(labels):
+        shape["spot"] = True
+    encoded = json.dumps(shape, sort_keys=True, separators=(",", ":"))
+    if shared:
+        memo[key] = encoded
+    return encoded
+
+
 def summarize(
     nodes: Sequence[Mapping[str, Any]],
     pods: Iterable[Mapping[str, Any]],
@@ -319,6 +378,8 @@ def summarize(
     shape_counts: Counter[str] = Counter()
     invalid_nodes: list[str] = []
     util_nodes: list[NodeUtilization] = []
+    facts_memo: dict[tuple[int, int], _NodeFacts] = {}
+    shapes_memo: dict[tuple[Any, ...], str] = {}
     for node in sorted(nodes, key=lambda n: str((n.get("metadata") or {}).get("name"))):
         name = str((node.get("metadata") or {}).get("name"))
         labels = (node.get("metadata") or {}).get("labels") or {}
@@ -326,17 +387,16 @@ def summarize(
         schedulable = node_is_schedulable(node)
         ready_count += ready
         spot_count += spot.is_spot(labels)
-        unusable = gpu_is_unusable(node)
+        facts = _facts(node, facts_memo)
+        unusable, allocatable, capacity = facts.unusable, facts.allocatable, facts.capacity
         if unusable:
             invalid_nodes.append(name)
-        allocatable = node_allocatable(node)
         allocated = allocated_by_node.get(name, {})
         counted_allocatable = allocatable if ready else {}
         _add(total_allocatable, counted_allocatable)
         _add(total_allocated, allocated)
 
         product = str(labels.get(c.LABEL_GPU_PRODUCT, UNKNOWN_PRODUCT))
-        capacity = node_capacity(node)
         for resource in sorted(set(capacity) | set(allocatable) | set(allocated)):
             if not is_nvidia_resource(resource):
                 continue
@@ -351,19 +411,7 @@ def summarize(
             entry.allocated += allocated.get(resource, 0)
 
         if schedulable:
-            free = {
-                res: max(amount - allocated.get(res, 0), 0) for res, amount in sorted(allocatable.items())
-            }
-            shape: dict[str, Any] = {
-                "labels": selection_labels(node),
-                "taints": node_taints(node),
-                "free": _round_free(free),
-                "allocatable": dict(sorted(allocatable.items())),
-                "gpu": gpu_info(node),
-            }
-            if spot.is_spot(labels):
-                shape["spot"] = True
-            shape_counts[json.dumps(shape, sort_keys=True, separators=(",", ":"))] += 1
+            shape_counts[_shape(node, name, labels, allocatable, allocated, facts, shapes_memo)] += 1
 
         devices = (utilization or {}).get(name, ())
         if devices:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
@@ -508,3 +509,15 @@ def test_a_finished_pod_dcgm_still_names_is_reported_under_its_deployment() -> N
         [sample] = aggregated.expand(status["utilization"])
         assert [d.allocated_to.workload for d in sample.devices if d.allocated_to] == ["Deployment/infer-weighted"]
 
+
+
+def test_nodes_sharing_their_labels_and_status_are_shaped_each_as_on_its_own() -> None:
+    labels = {**A100, "rack": "n1"}  # n1's own name: left out of n1's shape alone
+    status = node("n0", resources={"nvidia.com/gpu": "8"})["status"]
+    nodes = [{"metadata": {"name": f"n{i}", "labels": labels}, "spec": {}, "status": status} for i in range(3)]
+    pods = [pod("p0", "n2", limits={"nvidia.com/gpu": "1"})]
+    shared = capacity.summarize(nodes, pods, now=NOW)
+    alone = capacity.summarize([copy.deepcopy(n) for n in nodes], pods, now=NOW)
+    assert shared == alone
+    shapes = sorted((s["count"], "rack" in s["labels"], s["free"]["nvidia.com/gpu"]) for s in shared["nodeShapes"])
+    assert shapes == [(1, False, 8), (1, True, 7), (1, True, 8)]
