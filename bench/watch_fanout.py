@@ -42,7 +42,7 @@ import aiohttp
 import orjson
 
 from bench.bench_watch import work
-from bench.common import latency_summary, percentile
+from bench.common import CpuMeter, latency_summary, percentile
 from bench.hubdriving import WATCH_TIMEOUT, WORKS, Hub
 
 log = logging.getLogger(__name__)
@@ -395,9 +395,13 @@ async def _write_round(hub: Hub, probes: Iterable[dict[str, Any]], round_: str) 
     return [revision for revision, _, _ in done]
 
 
-async def fan_out(admin: Hub, kubeconfig: Path, plan: FanoutPlan) -> tuple[FanoutSummary, dict[str, Any]]:
+async def fan_out(
+    admin: Hub, kubeconfig: Path, plan: FanoutPlan, *, meter: CpuMeter | None = None
+) -> tuple[FanoutSummary, dict[str, Any]]:
     """Create the probe Works, open the watchers, warm up, write at ``plan.rate`` for
-    ``plan.seconds``, wait for the deliveries; the summary and what the run saw besides."""
+    ``plan.seconds``, wait for the deliveries; the summary and what the run saw besides
+    (with ``meter``, ``steady_cpu``: the CPU seconds of its processes over the writes and
+    their deliveries alone, without the watchers' attaching and warm-up)."""
     namespaces, groups = namespace_names(plan.namespaces), group_names(plan.groups)
     for namespace in namespaces:
         await admin.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
@@ -432,11 +436,14 @@ async def fan_out(admin: Hub, kubeconfig: Path, plan: FanoutPlan) -> tuple[Fanou
             details.update(all_attached=all_attached, attached=len(attached), receiving=len(ledger.receiving),
                            all_receiving=receiving)
             lag.samples.clear()
+            before = meter.sample() if meter is not None else None
             written = await _steady_writes(admin, probes, ledger, plan)
             details["write_seconds"] = round(written, 1)
             drained = time.perf_counter()
             await _until(lambda: ledger.pending() == 0, plan.drain_seconds, interval=0.25)
             details["drain_seconds"] = round(time.perf_counter() - drained, 1)
+            if meter is not None and before is not None:
+                details["steady_cpu"] = CpuMeter.delta(before, meter.sample())
             details["attached_at_end"] = len(attached)
         finally:
             for task in tasks:

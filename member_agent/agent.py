@@ -171,7 +171,7 @@ class Agent(CapacityReporting, WorkSyncing):
             self.member,
             "/api/v1/nodes",
             name="nodes",
-            transform=capacity.trim_node,
+            transform=capacity.NodeTrimmer(),
             on_change=self._on_node_change,
         )
         self.pods = Informer(

@@ -58,6 +58,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+import orjson
+
 from controlplane.apis import constants as c
 from controlplane.apis import pods, spot
 from controlplane.apis.constants import (
@@ -69,6 +71,7 @@ from controlplane.apis.gpus import MIG_INVALID_SUFFIX, is_nvidia_resource
 from controlplane.apis.utilization import NodeUtilization, PodAllocation
 from controlplane.reports.agentreport import utilization_report
 from member_agent.nodes import (
+    PER_NODE_LABELS,
     UNKNOWN_PRODUCT,
     gpu_info,
     gpu_is_unusable,
@@ -272,6 +275,65 @@ def _with_finished_holders(
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class _NodeFacts:
+    """What the report reads from a node's labels and status (the same for every node that shares
+    them: a :class:`NodeTrimmer`'s nodes of one pool)."""
+
+    #: The labels and status these were read from (held, so that their ids stay theirs).
+    labels: Any
+    status: Any
+    unusable: bool
+    allocatable: dict[str, int]
+    capacity: dict[str, int]
+
+
+def _facts(node: Mapping[str, Any], memo: dict[tuple[int, int], _NodeFacts]) -> _NodeFacts:
+    """The node's :class:`_NodeFacts`, read once per distinct (labels, status) pair of objects."""
+    labels, status = (node.get("metadata") or {}).get("labels"), node.get("status")
+    key = (id(labels), id(status))
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = _NodeFacts(
+            labels, status, gpu_is_unusable(node), node_allocatable(node), node_capacity(node)
+        )
+    return found
+
+
+def _shape(
+    node: Mapping[str, Any],
+    name: str,
+    labels: Mapping[str, str],
+    allocatable: Mapping[str, int],
+    allocated: Mapping[str, int],
+    facts: _NodeFacts,
+    memo: dict[tuple[Any, ...], str],
+) -> str:
+    """The node's shape as the key ``nodeShapes`` groups by, worked out once per distinct
+    (labels, spec, status objects, allocation; the node holds them while the report is built, so
+    their ids are theirs) -- unless a label's value is the node's own name,
+    which the shape's labels leave out for that node alone."""
+    spec = node.get("spec")
+    key = (id(facts), id(spec), tuple(sorted(allocated.items())))
+    shared = name not in labels.values()
+    if shared and (found := memo.get(key)) is not None:
+        return found
+    free = {res: max(amount - allocated.get(res, 0), 0) for res, amount in sorted(allocatable.items())}
+    shape: dict[str, Any] = {
+        "labels": selection_labels(node),
+        "taints": node_taints(node),
+        "free": _round_free(free),
+        "allocatable": dict(sorted(allocatable.items())),
+        "gpu": gpu_info(node),
+    }
+    if spot.is_spot(labels):
+        shape["spot"] = True
+    encoded = json.dumps(shape, sort_keys=True, separators=(",", ":"))
+    if shared:
+        memo[key] = encoded
+    return encoded
+
+
 def summarize(
     nodes: Sequence[Mapping[str, Any]],
     pods: Iterable[Mapping[str, Any]],
@@ -316,6 +378,8 @@ def summarize(
     shape_counts: Counter[str] = Counter()
     invalid_nodes: list[str] = []
     util_nodes: list[NodeUtilization] = []
+    facts_memo: dict[tuple[int, int], _NodeFacts] = {}
+    shapes_memo: dict[tuple[Any, ...], str] = {}
     for node in sorted(nodes, key=lambda n: str((n.get("metadata") or {}).get("name"))):
         name = str((node.get("metadata") or {}).get("name"))
         labels = (node.get("metadata") or {}).get("labels") or {}
@@ -323,17 +387,16 @@ def summarize(
         schedulable = node_is_schedulable(node)
         ready_count += ready
         spot_count += spot.is_spot(labels)
-        unusable = gpu_is_unusable(node)
+        facts = _facts(node, facts_memo)
+        unusable, allocatable, capacity = facts.unusable, facts.allocatable, facts.capacity
         if unusable:
             invalid_nodes.append(name)
-        allocatable = node_allocatable(node)
         allocated = allocated_by_node.get(name, {})
         counted_allocatable = allocatable if ready else {}
         _add(total_allocatable, counted_allocatable)
         _add(total_allocated, allocated)
 
         product = str(labels.get(c.LABEL_GPU_PRODUCT, UNKNOWN_PRODUCT))
-        capacity = node_capacity(node)
         for resource in sorted(set(capacity) | set(allocatable) | set(allocated)):
             if not is_nvidia_resource(resource):
                 continue
@@ -348,19 +411,7 @@ def summarize(
             entry.allocated += allocated.get(resource, 0)
 
         if schedulable:
-            free = {
-                res: max(amount - allocated.get(res, 0), 0) for res, amount in sorted(allocatable.items())
-            }
-            shape: dict[str, Any] = {
-                "labels": selection_labels(node),
-                "taints": node_taints(node),
-                "free": _round_free(free),
-                "allocatable": dict(sorted(allocatable.items())),
-                "gpu": gpu_info(node),
-            }
-            if spot.is_spot(labels):
-                shape["spot"] = True
-            shape_counts[json.dumps(shape, sort_keys=True, separators=(",", ":"))] += 1
+            shape_counts[_shape(node, name, labels, allocatable, allocated, facts, shapes_memo)] += 1
 
         devices = (utilization or {}).get(name, ())
         if devices:
@@ -448,6 +499,52 @@ def trim_node(node: Mapping[str, Any]) -> dict[str, Any]:
             "nodeInfo": {"kubeletVersion": (status.get("nodeInfo") or {}).get("kubeletVersion")},
         },
     }
+
+
+#: Distinct parts a :class:`NodeTrimmer` keeps for sharing before it starts afresh (a bound for
+#: a member whose every node differs; equal parts are shared again from then on).
+SHARED_PARTS = 4096
+
+
+class NodeTrimmer:
+    """:func:`trim_node` for a cache of many nodes: equal parts are one shared object.
+
+    Nodes of one pool differ in little but their names, so the trimmed copies' ``spec`` and
+    ``status``, and their labels without the per-node identities (:data:`PER_NODE_LABELS`, and a
+    label whose value is the node's own name, which :func:`selection_labels` leaves out too),
+    are kept once per distinct value. Those identity labels are not kept: nothing the agent
+    reads from its node cache uses them. The results are shared and must not be changed.
+    """
+
+    def __init__(self, max_parts: int = SHARED_PARTS) -> None:
+        self._max_parts = max_parts
+        self._parts: dict[bytes, dict[str, Any]] = {}
+
+    @property
+    def parts(self) -> int:
+        """Distinct parts kept for sharing."""
+        return len(self._parts)
+
+    def __call__(self, node: Mapping[str, Any]) -> dict[str, Any]:
+        trimmed = trim_node(node)
+        metadata = trimmed["metadata"]
+        name = metadata["name"]
+        metadata["labels"] = self._shared({
+            key: value for key, value in metadata["labels"].items() if key not in PER_NODE_LABELS and value != name
+        })
+        trimmed["spec"] = self._shared(trimmed["spec"])
+        trimmed["status"] = self._shared(trimmed["status"])
+        return trimmed
+
+    def _shared(self, part: dict[str, Any]) -> dict[str, Any]:
+        key = orjson.dumps(part, option=orjson.OPT_SORT_KEYS)
+        found = self._parts.get(key)
+        if found is not None:
+            return found
+        if len(self._parts) >= self._max_parts:
+            self._parts.clear()
+        self._parts[key] = part
+        return part
 
 
 def _trim_container(container: Mapping[str, Any]) -> dict[str, Any]:

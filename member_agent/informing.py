@@ -57,7 +57,7 @@ class Informer:
         self.api = api
         self.path = path
         self.name = name
-        self.transform = transform or _identity
+        self.transform = transform if transform is not None else _identity
         self.on_change = on_change
         self.query = dict(query or {})
         self.watch_timeout_seconds = watch_timeout_seconds
@@ -72,8 +72,12 @@ class Informer:
             self.on_change(key)
 
     async def _relist(self) -> None:
-        items, resource_version = await self.api.list_all(self.path, query=self.query)
-        fresh = {object_key(item): self.transform(item) for item in items}
+        fresh: dict[str, dict[str, Any]] = {}
+
+        def keep(item: dict[str, Any]) -> None:
+            fresh[object_key(item)] = self.transform(item)
+
+        resource_version = await self.api.list_each(self.path, keep, query=self.query)
         changed = [key for key, obj in fresh.items() if self.objects.get(key) != obj]
         removed = [key for key in self.objects if key not in fresh]
         self.objects = fresh

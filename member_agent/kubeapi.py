@@ -18,7 +18,7 @@ from __future__ import annotations
 import abc
 import json
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -139,16 +139,31 @@ class KubeTransport(abc.ABC):
     ) -> tuple[list[dict[str, Any]], str]:
         """Every item of a collection (paginated) and the list's resourceVersion."""
         items: list[dict[str, Any]] = []
+        resource_version = await self.list_each(path, items.append, query=query, page=page)
+        return items, resource_version
+
+    async def list_each(
+        self,
+        path: str,
+        each: Callable[[dict[str, Any]], None],
+        *,
+        query: Mapping[str, Any] | None = None,
+        page: int = 500,
+    ) -> str:
+        """Hand every item of a collection to ``each``, a page at a time (so a caller that keeps
+        a trimmed copy never holds more than one page of whole items); the list's resourceVersion."""
         params = dict(query or {})
         params["limit"] = page
         while True:
             answer = await self.get(path, query=params)
-            items.extend(answer.get("items") or [])
+            for item in answer.get("items") or ():
+                each(item)
             meta = answer.get("metadata") or {}
             token = meta.get("continue")
             if not token:
-                return items, str(meta.get("resourceVersion") or "")
+                return str(meta.get("resourceVersion") or "")
             params["continue"] = token
+            del answer
 
     def watch(
         self,

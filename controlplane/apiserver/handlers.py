@@ -40,8 +40,8 @@ from controlplane.apiserver.selectors import parse_field_selector, parse_label_s
 from controlplane.apiserver.tables import TABLE_CONTENT_TYPE, IncludeObject, table, wants_table
 from controlplane.apiserver.validation import FieldValidation
 from controlplane.apiserver.watchcache import WatchCache, check_watch_list_options
-from controlplane.apiserver.watchcache.watcher import SharedEvent
-from controlplane.apiserver.watching import SlowWatcher, WatchBuffer, WatchLimits
+from controlplane.apiserver.watchcache.watcher import SharedEvent, in_batches_of_one
+from controlplane.apiserver.watching import SlowWatcher, WatchLimits, event_line, serve_watch
 
 logger = logging.getLogger(__name__)
 
@@ -266,7 +266,7 @@ class ResourceHandlers:
         check_watch_list_options(send_initial_events, query.get("resourceVersionMatch"))
         bookmark_interval = self._bookmark_interval if bookmarks else None
         if self._cache is not None:
-            events = self._cache.watch(
+            batches = self._cache.watch_batches(
                 rt, namespace=info.namespace, label_selector=labels, field_selector=fields,
                 resource_version=resource_version, bookmark_interval=bookmark_interval,
                 send_initial_events=send_initial_events,
@@ -274,10 +274,10 @@ class ResourceHandlers:
         elif send_initial_events is not None:
             raise errors.BadRequest("sendInitialEvents: Forbidden: this server has no watch cache to serve it")
         else:
-            events = self._objects.watch(
+            batches = in_batches_of_one(self._objects.watch(
                 rt, namespace=info.namespace, label_selector=labels, field_selector=fields,
                 resource_version=resource_version, bookmark_interval=bookmark_interval,
-            )
+            ))
         response = web.StreamResponse(
             headers={"Content-Type": TABLE_CONTENT_TYPE if as_table else JSON_CONTENT_TYPE}
         )
@@ -293,7 +293,7 @@ class ResourceHandlers:
             if as_table and event.type not in (WatchEventType.BOOKMARK, WatchEventType.ERROR):
                 obj = table(rt, [obj], include=include, now=self._clock(), with_definitions=first)
                 first = False
-            return _event_line(event.type.value, obj)
+            return event_line(event.type.value, obj)
 
         def drop_slow_client(reason: SlowWatcher) -> None:
             # kube's cacher closes an unresponsive watcher; the client re-watches or re-lists.
@@ -313,32 +313,25 @@ class ResourceHandlers:
                     sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             transport.abort()
 
-        buffer = WatchBuffer(self._watch_limits)
+        def keep_going() -> bool:
+            # A watch ends when its kind stops being served (its CRD was deleted), as kube's does.
+            return not self._stop.is_set() and not _closed(request) and self._registry.get(
+                info.group, info.version, info.resource
+            ) is not None
+
+        def buffered() -> int:
+            transport = request.transport
+            return 0 if transport is None else transport.get_write_buffer_size()
+
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + float(timeout)
-        async with asyncio.TaskGroup() as tasks:
-            pump = tasks.create_task(_pump(events, buffer, encode=encode, on_slow=drop_slow_client))
-            try:
-                # A watch ends when its kind stops being served (its CRD was deleted), as kube's does.
-                while not self._stop.is_set() and not _closed(request) and self._registry.get(
-                    info.group, info.version, info.resource
-                ) is not None:
-                    remaining = deadline - loop.time()
-                    if remaining <= 0:
-                        break
-                    try:
-                        async with asyncio.timeout(min(remaining, WATCH_POLL_SECONDS)):
-                            lines = await buffer.take()  # the lines waiting, in one write
-                    except TimeoutError:
-                        continue
-                    if lines is None:
-                        break
-                    await response.write(lines)
-            except ConnectionResetError:
-                logger.debug("watch client went away", extra={"path": request.path})
-            finally:
-                buffer.abandon()
-                pump.cancel()
+        try:
+            await serve_watch(
+                batches, encode=encode, write=response.write, limits=self._watch_limits,
+                deadline=loop.time() + float(timeout), poll=WATCH_POLL_SECONDS, keep_going=keep_going,
+                buffered=buffered, on_slow=drop_slow_client,
+            )
+        except ConnectionResetError:
+            logger.debug("watch client went away", extra={"path": request.path})
         with contextlib.suppress(ConnectionResetError):
             await response.write_eof()
         return response
@@ -522,47 +515,3 @@ def _bool_param(value: str | None, name: str) -> bool | None:
     if value in ("false", "0", "False"):
         return False
     raise errors.BadRequest(f'{name}: Invalid value: "{value}": must be true or false')
-
-
-def _event_line(event_type: str, obj: Any) -> bytes:
-    return codec.dumps({"type": event_type, "object": obj}) + b"\n"
-
-
-async def _pump(
-    events: Any,
-    buffer: WatchBuffer,
-    *,
-    encode: Callable[[ObjectEvent], bytes],
-    on_slow: Callable[[SlowWatcher], None],
-) -> None:
-    """Encode watch events into ``buffer``; an error or the end of the stream finishes it.
-
-    Events are encoded here, as they arrive, so the buffer holds bytes whose size it can
-    bound rather than decoded objects; the next event is taken only once there is room.
-    """
-    try:
-        while True:
-            await buffer.wait_for_room()
-            try:
-                event = await anext(events)
-            except StopAsyncIteration:
-                break
-            buffer.put(encode(event))
-            del event
-    except SlowWatcher as slow:
-        buffer.abandon()
-        on_slow(slow)
-        return
-    except errors.ApiError as exc:
-        buffer.finish(_event_line("ERROR", exc.to_status()))
-        return
-    except Exception:
-        logger.exception("watch stream failed")
-        failed = errors.InternalError("the watch stream failed; see the server log")
-        buffer.finish(_event_line("ERROR", failed.to_status()))
-        return
-    finally:
-        aclose = getattr(events, "aclose", None)
-        if aclose is not None:
-            await aclose()
-    buffer.finish()

@@ -1,48 +1,58 @@
-"""A bounded buffer between a watch's event source and its HTTP writer, and the rule
-that ends a watcher which does not read.
+"""Serving one watch over HTTP: its events written in batches, a bound on what it holds for
+its client, and the rule that ends a watcher which does not read.
 
-Why: a watch's events come as fast as etcd delivers them, and leave only as fast as the
-client reads. A client that opens a watch and stops reading (a stalled ``kubectl get -w``,
-or anyone holding a viewer or agent token) would otherwise make the hub hold every event
-it cannot send -- with 100 KiB objects, tens of MB per watch. kube's cacher gives every
-watcher a bounded channel and, when the channel stays full, closes the watcher
-("Forcing watcher close due to unresponsiveness"); the client then re-watches from its
-last resourceVersion, or re-lists on ``410 Gone``. This module does the same:
+Why bounded: a watch's events come as fast as the store delivers them, and leave only as
+fast as the client reads. A client that opens a watch and stops reading (a stalled ``kubectl
+get -w``, or anyone holding a viewer or agent token) would otherwise make the hub hold every
+event it cannot send -- with 100 KiB objects, tens of MB per watch. kube's cacher gives every
+watcher a bounded channel and, when the channel stays full, closes the watcher ("Forcing
+watcher close due to unresponsiveness"); the client then re-watches from its last
+resourceVersion, or re-lists on ``410 Gone``. Here:
 
-* each watch buffers encoded event lines until they reach :attr:`WatchLimits.max_bytes` or
-  :attr:`WatchLimits.max_events` lines (the line that crosses the byte bound is kept, so
-  the bound is exceeded by one event at most and a large object is never undeliverable);
-* when the buffer is full the producer waits for the writer to make room *before* it takes
-  the next event from etcd; if the buffer stays full for :attr:`WatchLimits.slow_timeout`
-  seconds the watcher is slow and :class:`SlowWatcher` is raised -- the handler then drops
-  the connection, which also frees what the transport still holds. A client that reads,
-  however slowly, keeps making room and is never dropped.
+* one task serves a watch (:func:`serve_watch`): it takes every event waiting for the watch as
+  one batch from its source (the watch cache queues a watch's events and wakes its task once
+  for all of them), and writes the batch's lines, joined, in one transport write -- at most
+  :attr:`WatchLimits.max_bytes` or :attr:`WatchLimits.max_events` lines per write (the line
+  that crosses the byte bound is kept, so a large object is never undeliverable);
+* the next batch is taken only once the write is done, i.e. once the transport has room again:
+  what the hub holds for a client is what the transport buffers plus one write. Events that
+  come meanwhile wait in the source: the watch cache bounds each watch's queue and closes a
+  watch that falls too far behind with ``410 Expired``; a store watch is not read further;
+* a write that makes no progress for :attr:`WatchLimits.slow_timeout` seconds (nothing written,
+  and the transport's buffer not shrinking: the client reads nothing) raises
+  :class:`SlowWatcher` -- the handler then drops the connection, which also frees what the
+  transport still holds. A client that reads, however slowly, keeps the buffer shrinking and is
+  never dropped;
+* the watch ends at its deadline, or -- checked every ``poll`` seconds by one timer per watch,
+  not per event -- when its client went away or the handler says it should stop.
 
-In: encoded event lines (bytes). Out: the same lines, in order, to one writer -- one at a
-time (:meth:`WatchBuffer.get`), or all those waiting joined for one transport write
-(:meth:`WatchBuffer.take`: a client behind by several events gets them in one transport write
-rather than one each; the batch taken no longer counts against the bound, so while it is being
-written the producer may fill the buffer again: a watch holds at most twice the bound);
-``None`` once the producer has finished (or the buffer was abandoned).
+In: batches of watch events (:func:`~.watchcache.watcher.in_batches_of_one` turns an event stream into batches of one).
+Out: the events' lines on the response, then an ERROR event if the source failed.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections import deque
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-#: Encoded bytes one watch may hold that its client has not read yet.
+from controlplane.apiserver import codec, errors
+from controlplane.apiserver.objects.values import ObjectEvent
+
+logger = logging.getLogger(__name__)
+
+#: Encoded bytes one write of a watch may carry (the line that crosses it is kept).
 DEFAULT_WATCH_BUFFER_BYTES = 128 * 1024
-#: Events one watch may hold that its client has not read yet.
+#: Events one write of a watch may carry.
 DEFAULT_WATCH_BUFFER_EVENTS = 1000
-#: Seconds a watch's buffer may stay full before its client is dropped as unresponsive.
+#: Seconds a watch's write may make no progress before its client is dropped as unresponsive.
 DEFAULT_SLOW_WATCHER_TIMEOUT = 10.0
 
 
 @dataclass(frozen=True, slots=True)
 class WatchLimits:
-    """How much one watch may hold for its client, and for how long it may stay full."""
+    """How much one write of a watch may carry, and how long it may make no progress."""
 
     max_bytes: int = DEFAULT_WATCH_BUFFER_BYTES
     max_events: int = DEFAULT_WATCH_BUFFER_EVENTS
@@ -58,103 +68,148 @@ class WatchLimits:
 
 
 class SlowWatcher(Exception):
-    """The watch's buffer stayed full for the whole timeout: its client does not read."""
+    """A write of the watch made no progress for the whole timeout: its client does not read."""
 
 
-class WatchBuffer:
-    """One producer, one consumer; bounded by bytes and by count (see the module docstring)."""
+def event_line(event_type: str, obj: object) -> bytes:
+    """One watch event as the stream carries it (a JSON line)."""
+    return codec.dumps({"type": event_type, "object": obj}) + b"\n"
 
-    def __init__(self, limits: WatchLimits) -> None:
-        self._limits = limits
-        self._lines: deque[bytes] = deque()
-        self._bytes = 0
-        self._finished = False
-        self._ready = asyncio.Event()
-        self._room = asyncio.Event()
 
-    @property
-    def buffered_bytes(self) -> int:
-        return self._bytes
+def writes(batch: Sequence[ObjectEvent], encode: Callable[[ObjectEvent], bytes], limits: WatchLimits) -> Iterator[bytes]:
+    """The batch's lines, joined into as few writes as the limits allow (a lone line as it is)."""
+    if len(batch) == 1:
+        yield encode(batch[0])
+        return
+    lines: list[bytes] = []
+    size = 0
+    for event in batch:
+        line = encode(event)
+        lines.append(line)
+        size += len(line)
+        if size >= limits.max_bytes or len(lines) >= limits.max_events:
+            yield b"".join(lines)
+            lines, size = [], 0
+    if lines:
+        yield b"".join(lines)
 
-    def __len__(self) -> int:
-        return len(self._lines)
 
-    def has_room(self) -> bool:
-        return not self._lines or (
-            len(self._lines) < self._limits.max_events and self._bytes < self._limits.max_bytes
+class Stall:
+    """Tells a client that reads from one that does not, from what is seen at each check:
+    whether a write is under way, how many writes were done, and what the transport buffers."""
+
+    def __init__(self, slow_timeout: float, period: float) -> None:
+        self._slow_timeout = slow_timeout
+        self._period = period
+        self._stalled = 0.0
+        self._writes = -1
+        self._buffered = -1
+
+    def check(self, *, writing: bool, writes: int, buffered: int) -> SlowWatcher | None:
+        """Called every ``period`` seconds; a :class:`SlowWatcher` once a write made no
+        progress (no write finished, the buffer did not shrink) for the whole timeout."""
+        progressed = not writing or writes != self._writes or buffered < self._buffered
+        self._writes, self._buffered = writes, buffered
+        if progressed:
+            self._stalled = 0.0
+            return None
+        self._stalled += self._period
+        if self._stalled < self._slow_timeout:
+            return None
+        return SlowWatcher(
+            f"the client read nothing for {self._stalled:g}s while {buffered} bytes waited for it"
         )
 
-    async def wait_for_room(self) -> None:
-        """Return once another line may be added; raise :class:`SlowWatcher` when no room comes in time.
 
-        The producer waits *before* it takes the next event from its source, so while a client
-        does not read, nothing is held for it beyond this buffer.
-        """
-        if self.has_room() or self._finished:
+class _Watchdog:
+    """One timer per watch, every ``period`` seconds: ends the watch (through its timeout
+    context) when it should stop or its client does not read."""
+
+    def __init__(
+        self,
+        limit: asyncio.Timeout,
+        *,
+        period: float,
+        stall: Stall,
+        keep_going: Callable[[], bool],
+        buffered: Callable[[], int],
+        on_slow: Callable[[SlowWatcher], None],
+    ) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._limit = limit
+        self._period = period
+        self._stall = stall
+        self._keep_going = keep_going
+        self._buffered = buffered
+        self._on_slow = on_slow
+        self.writing = False
+        self.writes = 0
+        self.slow = False
+        self._handle: asyncio.TimerHandle | None = self._loop.call_later(period, self._check)
+
+    def _check(self) -> None:
+        self._handle = None
+        if self._limit.expired():
             return
-        try:
-            async with asyncio.timeout(self._limits.slow_timeout):
-                while not (self.has_room() or self._finished):
-                    self._room.clear()
-                    await self._room.wait()
-        except TimeoutError:
-            raise SlowWatcher(
-                f"the client read nothing for {self._limits.slow_timeout:g}s while {len(self._lines)} "
-                f"event(s), {self._bytes} bytes, waited for it"
-            ) from None
-
-    def put(self, line: bytes) -> None:
-        """Append ``line`` (after :meth:`wait_for_room`: the bound is then exceeded by one line at most)."""
-        if self._finished:
+        slow = self._stall.check(writing=self.writing, writes=self.writes, buffered=self._buffered())
+        if slow is not None:
+            self.slow = True
+            self._on_slow(slow)
+        if slow is not None or not self._keep_going():
+            self._limit.reschedule(self._loop.time())
             return
-        self._lines.append(line)
-        self._bytes += len(line)
-        self._ready.set()
+        self._handle = self._loop.call_later(self._period, self._check)
 
-    def finish(self, last: bytes | None = None) -> None:
-        """No more lines after ``last`` (an ERROR event, say; it is never refused)."""
-        if self._finished:
-            return
-        if last is not None:
-            self._lines.append(last)
-            self._bytes += len(last)
-        self._finished = True
-        self._ready.set()
-        self._room.set()
+    def stop(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
 
-    def abandon(self) -> None:
-        """Drop everything buffered (the client is gone); the consumer then gets ``None``."""
-        self._lines.clear()
-        self._bytes = 0
-        self._finished = True
-        self._ready.set()
-        self._room.set()
 
-    async def take(self) -> bytes | None:
-        """Every line waiting, joined, for one write (a lone line as it is, never waiting for
-        more); ``None`` once the producer finished and every line was taken."""
-        while not self._lines:
-            if self._finished:
-                return None
-            self._ready.clear()
-            await self._ready.wait()
-        if len(self._lines) == 1:
-            lines = self._lines.popleft()
-        else:
-            lines = b"".join(self._lines)
-            self._lines.clear()
-        self._bytes = 0
-        self._room.set()
-        return lines
-
-    async def get(self) -> bytes | None:
-        """The next line, or ``None`` once the producer finished and every line was taken."""
-        while not self._lines:
-            if self._finished:
-                return None
-            self._ready.clear()
-            await self._ready.wait()
-        line = self._lines.popleft()
-        self._bytes -= len(line)
-        self._room.set()
-        return line
+async def serve_watch(
+    batches: AsyncIterator[Sequence[ObjectEvent]],
+    *,
+    encode: Callable[[ObjectEvent], bytes],
+    write: Callable[[bytes], Awaitable[None]],
+    limits: WatchLimits,
+    deadline: float,
+    poll: float,
+    keep_going: Callable[[], bool],
+    buffered: Callable[[], int],
+    on_slow: Callable[[SlowWatcher], None],
+) -> None:
+    """Write the watch's batches until its source ends, ``deadline`` (event loop time) passes,
+    ``keep_going()`` turns false or the client does not read (see the module docstring). A
+    source that fails ends the stream with an ERROR event. Raises ConnectionResetError when
+    the client went away during a write."""
+    period = min(poll, limits.slow_timeout / 4)
+    try:
+        async with asyncio.timeout_at(deadline) as limit:
+            watchdog = _Watchdog(
+                limit, period=period, stall=Stall(limits.slow_timeout, period),
+                keep_going=keep_going, buffered=buffered, on_slow=on_slow,
+            )
+            try:
+                try:
+                    async for batch in batches:
+                        for data in writes(batch, encode, limits):
+                            watchdog.writing = True
+                            await write(data)
+                            watchdog.writing = False
+                            watchdog.writes += 1
+                        del batch
+                except ConnectionError:
+                    raise
+                except errors.ApiError as exc:
+                    await write(event_line("ERROR", exc.to_status()))
+                except Exception:
+                    logger.exception("watch stream failed")
+                    failed = errors.InternalError("the watch stream failed; see the server log")
+                    await write(event_line("ERROR", failed.to_status()))
+            finally:
+                watchdog.stop()
+                aclose = getattr(batches, "aclose", None)
+                if aclose is not None:
+                    await aclose()
+    except TimeoutError:
+        pass  # the deadline, or the watchdog ended the watch

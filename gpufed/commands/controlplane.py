@@ -216,15 +216,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"(default {DEFAULT_QUEUE_WAIT_SECONDS:g})")
     parser.add_argument("--watch-buffer-bytes", type=_positive_int, default=DEFAULT_WATCH_BUFFER_BYTES,
                         metavar="BYTES",
-                        help="encoded events one watch may hold that its client has not read yet (default "
+                        help="encoded events one write of a watch may carry (default "
                              f"{DEFAULT_WATCH_BUFFER_BYTES}); a bigger single event still goes through")
     parser.add_argument("--watch-buffer-events", type=_positive_int, default=DEFAULT_WATCH_BUFFER_EVENTS,
                         metavar="N",
-                        help="events one watch may hold that its client has not read yet "
+                        help="events one write of a watch may carry "
                              f"(default {DEFAULT_WATCH_BUFFER_EVENTS})")
     parser.add_argument("--watch-slow-client-timeout", type=_positive_seconds, default=DEFAULT_SLOW_WATCHER_TIMEOUT,
                         metavar="SECONDS",
-                        help="how long a watch's buffer may stay full before the hub closes the watch as "
+                        help="how long a watch's write may make no progress before the hub closes the watch as "
                              "unresponsive; the client re-watches or re-lists, as with kube "
                              f"(default {DEFAULT_SLOW_WATCHER_TIMEOUT:g})")
     parser.add_argument("--debug-write-journal", type=_journal_size, default=0, metavar="N",

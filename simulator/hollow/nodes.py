@@ -11,6 +11,7 @@ Pure: no I/O.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import orjson
@@ -18,6 +19,8 @@ import orjson
 from simulator.nodes import build_inventory, build_nodes
 from simulator.profile import ClusterProfile, GpuSpec, NodeGroup
 from simulator.scheduling.cluster_state import ClusterState
+from simulator.scheduling.model import NodeState
+from simulator.scheduling.reading import node_state
 
 GROUP = "gpu"
 
@@ -65,6 +68,20 @@ class HollowNodes:
         node["metadata"]["resourceVersion"] = resource_version
         return node
 
+    def node_state(self, index: int, template: NodeState) -> NodeState:
+        """Node ``index`` as the allocator reads it (what :func:`node_state` reads from its
+        manifest): the template's state under the node's name, sharing its unchanging parts
+        (allocatable, taints, GPU units, label keys and values) with every other node."""
+        name = self.name(index)
+        old = self._template_name
+        labels = {key: value.replace(old, name) if old in value else value for key, value in template.labels.items()}
+        return dataclasses.replace(
+            template, name=name, labels=labels, requested={},
+            free_devices={resource: list(devices) for resource, devices in template.free_devices.items()},
+        )
+
     def fill(self, state: ClusterState) -> None:
-        """Give the allocator every node (sharing the template's device inventory)."""
-        state.add_uniform_nodes((self.manifest(i, resource_version="1") for i in range(self.count)), self.inventory)
+        """Give the allocator every node (sharing the template's device inventory and its
+        unchanging parts: a node costs its name, its labels dict and its free-device lists)."""
+        template = node_state(orjson.loads(self._template), self.inventory)
+        state.add_node_states(self.node_state(index, template) for index in range(self.count))

@@ -154,8 +154,11 @@ class ClusterState:
 
     def add_uniform_nodes(self, nodes: Iterable[Mapping[str, Any]], inventory: NodeInventory | None = None) -> None:
         """Add many new nodes at once (one re-sort instead of one per node), all with ``inventory``."""
-        for node in nodes:
-            state = node_state(node, inventory)
+        self.add_node_states(node_state(node, inventory) for node in nodes)
+
+    def add_node_states(self, states: Iterable[NodeState]) -> None:
+        """Add many new nodes, already read (one re-sort for all of them)."""
+        for state in states:
             self.nodes[state.name] = state
         self._reindex()
 

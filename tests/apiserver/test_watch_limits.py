@@ -1,6 +1,6 @@
-"""Bounded watch buffers: a watcher that does not read is closed, one that reads is not.
+"""Bounded watch writes: a watcher that does not read is closed, one that reads is not.
 
-The buffer rules are table-driven; the HTTP tests open a real TCP watch that never reads
+The write and stall rules are table-driven; the HTTP tests open a real TCP watch that never reads
 against the API server (aiohttp's test server on a real socket) next to one that does.
 """
 
@@ -18,91 +18,72 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from controlplane.apiserver.app import create_app
 from controlplane.apiserver.objects import ObjectStore
+from controlplane.apiserver.objects.values import ObjectEvent, WatchEventType
 from controlplane.apiserver.resources import Registry
-from controlplane.apiserver.watching import SlowWatcher, WatchBuffer, WatchLimits
+from controlplane.apiserver.watching import SlowWatcher, Stall, WatchLimits, writes
 
 Client = TestClient[Any, Any]
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
 _TCP_ESTABLISHED = 1  # tcpi_state in struct tcp_info (Linux)
 
 
+def _events(*lines: bytes) -> list[ObjectEvent]:
+    return [ObjectEvent(WatchEventType.MODIFIED, {"line": line}, index) for index, line in enumerate(lines)]
+
+
+def _line(event: ObjectEvent) -> bytes:
+    line: bytes = event.object["line"]
+    return line
+
+
 @pytest.mark.parametrize(
-    ("limits", "lines", "fits"),
+    ("limits", "lines", "written"),
     [
-        (WatchLimits(max_bytes=10, max_events=5), [b"12345", b"12345"], True),
-        # The line that crosses the byte bound is kept; the next one must wait.
-        (WatchLimits(max_bytes=10, max_events=5), [b"12345", b"123456"], True),
-        (WatchLimits(max_bytes=10, max_events=5), [b"12345", b"123456", b"1"], False),
-        (WatchLimits(max_bytes=100, max_events=2), [b"a", b"b", b"c"], False),
-        (WatchLimits(max_bytes=100, max_events=3), [b"a", b"b", b"c"], True),
-        # One line larger than the byte bound passes into an empty buffer.
-        (WatchLimits(max_bytes=4), [b"a very long line"], True),
-        (WatchLimits(max_bytes=4), [b"a very long line", b"a"], False),
+        # A lone line is written as it is, however large.
+        (WatchLimits(max_bytes=4), [b"a very long line"], [b"a very long line"]),
+        # Every line of a batch in one write while they fit.
+        (WatchLimits(max_bytes=100, max_events=3), [b"a", b"b", b"c"], [b"abc"]),
+        (WatchLimits(max_bytes=100, max_events=2), [b"a", b"b", b"c"], [b"ab", b"c"]),
+        # The line that crosses the byte bound is kept; the next one goes in the next write.
+        (WatchLimits(max_bytes=10), [b"12345", b"123456", b"1"], [b"12345123456", b"1"]),
+        (WatchLimits(max_bytes=10), [b"12345", b"12345", b"1", b"2"], [b"1234512345", b"12"]),
     ],
 )
-async def test_buffer_bounds_bytes_and_events(limits: WatchLimits, lines: list[bytes], fits: bool) -> None:
-    buffer = WatchBuffer(WatchLimits(max_bytes=limits.max_bytes, max_events=limits.max_events, slow_timeout=0.05))
-
-    async def fill() -> None:
-        for line in lines:
-            await buffer.wait_for_room()
-            buffer.put(line)
-
-    if fits:
-        await fill()
-        assert len(buffer) == len(lines)
-    else:
-        with pytest.raises(SlowWatcher):
-            await fill()
-        assert buffer.buffered_bytes < limits.max_bytes + max(len(line) for line in lines)
+def test_a_batch_is_written_in_as_few_writes_as_the_bounds_allow(
+    limits: WatchLimits, lines: list[bytes], written: list[bytes]
+) -> None:
+    assert list(writes(_events(*lines), _line, limits)) == written
 
 
-async def test_a_reader_that_keeps_up_slowly_is_never_dropped() -> None:
-    buffer = WatchBuffer(WatchLimits(max_bytes=1000, max_events=2, slow_timeout=0.2))
-    received: list[bytes] = []
-
-    async def read() -> None:
-        while (line := await buffer.get()) is not None:
-            received.append(line)
-            await asyncio.sleep(0.05)  # slower than the producer, faster than the timeout
-
-    reader = asyncio.create_task(read())
-    for index in range(20):
-        await buffer.wait_for_room()
-        buffer.put(b"%d" % index)
-    buffer.finish(b"last")
-    await reader
-    assert received == [b"%d" % i for i in range(20)] + [b"last"]
+def test_a_write_that_makes_no_progress_for_the_timeout_is_a_slow_watcher() -> None:
+    stall = Stall(slow_timeout=1.0, period=0.25)
+    # The first check sees the write under way; three more with nothing moving: not yet.
+    for _ in range(4):
+        assert stall.check(writing=True, writes=7, buffered=5000) is None
+    slow = stall.check(writing=True, writes=7, buffered=5000)
+    assert isinstance(slow, SlowWatcher)
+    assert "read nothing for 1s" in str(slow)
 
 
-async def test_finish_is_never_refused_and_abandon_ends_the_reader() -> None:
-    buffer = WatchBuffer(WatchLimits(max_bytes=1, max_events=1, slow_timeout=0.05))
-    buffer.put(b"x")
-    buffer.finish(b"an ERROR event")
-    assert [await buffer.get(), await buffer.get(), await buffer.get()] == [b"x", b"an ERROR event", None]
-
-    abandoned = WatchBuffer(WatchLimits())
-    abandoned.put(b"y")
-    abandoned.abandon()
-    assert abandoned.buffered_bytes == 0
-    assert await abandoned.get() is None
-
-
-async def test_the_writer_takes_every_waiting_line_in_one_piece_and_a_lone_line_at_once() -> None:
-    buffer = WatchBuffer(WatchLimits(max_bytes=1000, max_events=3, slow_timeout=0.05))
-    buffer.put(b"a\n")
-    assert await buffer.take() == b"a\n"  # a lone line is not held back for company
-    for line in (b"b\n", b"c\n", b"d\n"):
-        buffer.put(line)
-    assert not buffer.has_room()
-    assert await buffer.take() == b"b\nc\nd\n"
-    assert (buffer.buffered_bytes, len(buffer), buffer.has_room()) == (0, 0, True)
-    later = asyncio.ensure_future(buffer.take())
-    await asyncio.sleep(0)
-    assert not later.done()  # nothing waiting: the writer waits
-    buffer.finish(b"e\n")
-    assert await later == b"e\n"
-    assert await buffer.take() is None
+@pytest.mark.parametrize(
+    "progress",
+    [
+        {"writing": False},  # waiting for events, not for the client
+        {"writes": 1},  # a write finished since the last check
+        {"buffered": -1},  # the client read some of what the transport holds
+    ],
+)
+def test_a_client_that_reads_however_slowly_is_never_dropped(progress: dict[str, int]) -> None:
+    stall = Stall(slow_timeout=1.0, period=0.25)
+    writes_done, buffered = 0, 100_000
+    for _ in range(40):  # ten times the timeout
+        for _ in range(3):  # stuck for three checks, then some progress
+            assert stall.check(writing=True, writes=writes_done, buffered=buffered) is None
+        writes_done += progress.get("writes", 0)
+        buffered += progress.get("buffered", 0)
+        assert stall.check(
+            writing=bool(progress.get("writing", True)), writes=writes_done, buffered=buffered
+        ) is None
 
 
 @pytest.mark.parametrize("kwargs", [{"max_bytes": 0}, {"max_events": 0}, {"slow_timeout": 0}])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
@@ -410,8 +411,8 @@ def test_trimmed_objects_give_the_same_report() -> None:
     assert full == trimmed
 
 
-def test_thousand_node_cluster_report_is_compact() -> None:
-    """1,000 nodes x 8 GPUs in 4 node groups with pods filling GPUs unevenly: shapes group them."""
+def _thousand_nodes() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """1,000 nodes x 8 GPUs in 4 node groups, and pods filling their GPUs unevenly."""
     groups = [
         ("whole", {**A100, "pool": "whole"}, {"nvidia.com/gpu": "8"}),
         (
@@ -435,6 +436,12 @@ def test_thousand_node_cluster_report_is_compact() -> None:
             pods.append(
                 pod(f"{name}-p{j}", name, requests={"cpu": "4", "memory": "32Gi"}, limits={gpu_resource: "1"})
             )
+    return nodes, pods
+
+
+def test_thousand_node_cluster_report_is_compact() -> None:
+    """1,000 nodes x 8 GPUs in 4 node groups with pods filling GPUs unevenly: shapes group them."""
+    nodes, pods = _thousand_nodes()
     status = capacity.summarize(nodes, pods, now=NOW)
     assert status["nodeSummary"] == {"total": 1000, "ready": 1000}
     assert sum(s["count"] for s in status["nodeShapes"]) == 1000
@@ -451,6 +458,32 @@ def test_thousand_node_cluster_report_is_compact() -> None:
     assert gpu[("nvidia.com/gpu", 1)]["allocated"] == 250 * 3
     assert gpu[("nvidia.com/gpu", 10)]["allocated"] == 250 * 2
     assert gpu[("nvidia.com/mig-1g.10gb", 1)]["allocated"] == sum((i // 4) % 4 for i in range(1, 1000, 4))
+
+
+def test_a_node_cache_that_shares_equal_parts_gives_the_same_report() -> None:
+    nodes, pods = _thousand_nodes()
+    nodes[5]["spec"]["unschedulable"] = True
+    nodes[6]["status"]["conditions"][0]["status"] = "False"
+    trimmer = capacity.NodeTrimmer()
+    shared = [trimmer(n) for n in nodes]
+    trimmed_pods = [capacity.trim_pod(p) for p in pods]
+    assert capacity.summarize(shared, trimmed_pods, now=NOW) == capacity.summarize(
+        [capacity.trim_node(n) for n in nodes], trimmed_pods, now=NOW
+    )
+    # Four pools, one cordoned node and one not Ready: a handful of distinct parts for 1,000 nodes.
+    assert trimmer.parts <= 16
+    assert shared[8]["status"] is shared[12]["status"] and shared[8]["metadata"]["labels"] is shared[12]["metadata"]["labels"]
+    assert shared[8]["metadata"]["name"] == "whole-0008"
+    assert "kubernetes.io/hostname" not in shared[8]["metadata"]["labels"]
+    assert "node-id" not in shared[8]["metadata"]["labels"]  # its value is the node's name
+
+
+def test_the_shared_parts_are_bounded() -> None:
+    trimmer = capacity.NodeTrimmer(max_parts=3)
+    for index in range(50):
+        trimmed = trimmer(node(f"n{index}", labels={"rack": str(index)}))
+        assert trimmed["metadata"]["labels"] == {"rack": str(index)}
+        assert trimmer.parts <= 3
 
 
 def test_owner_labels_survive_trimming() -> None:
@@ -475,3 +508,16 @@ def test_a_finished_pod_dcgm_still_names_is_reported_under_its_deployment() -> N
         status = capacity.summarize(nodes, pods, now=NOW, utilization=devices, utilization_time=NOW)
         [sample] = aggregated.expand(status["utilization"])
         assert [d.allocated_to.workload for d in sample.devices if d.allocated_to] == ["Deployment/infer-weighted"]
+
+
+
+def test_nodes_sharing_their_labels_and_status_are_shaped_each_as_on_its_own() -> None:
+    labels = {**A100, "rack": "n1"}  # n1's own name: left out of n1's shape alone
+    status = node("n0", resources={"nvidia.com/gpu": "8"})["status"]
+    nodes = [{"metadata": {"name": f"n{i}", "labels": labels}, "spec": {}, "status": status} for i in range(3)]
+    pods = [pod("p0", "n2", limits={"nvidia.com/gpu": "1"})]
+    shared = capacity.summarize(nodes, pods, now=NOW)
+    alone = capacity.summarize([copy.deepcopy(n) for n in nodes], pods, now=NOW)
+    assert shared == alone
+    shapes = sorted((s["count"], "rack" in s["labels"], s["free"]["nvidia.com/gpu"]) for s in shared["nodeShapes"])
+    assert shapes == [(1, False, 8), (1, True, 7), (1, True, 8)]

@@ -13,6 +13,7 @@ from member_agent.kubeapi import AlreadyExists, ApiError, Conflict, Gone, KindNo
 from simulator.hollow.api import HollowKubeApi
 from simulator.hollow.member import HollowMember
 from simulator.hollow.nodes import hollow_profile
+from simulator.scheduling.reading import node_state
 
 DEPLOYMENTS = "/apis/apps/v1/namespaces/ml/deployments"
 
@@ -52,6 +53,33 @@ async def test_nodes_are_listed_from_one_template_with_their_gpus() -> None:
     assert int(rv) >= 1
     assert (await api.get_text("/readyz")) == (200, "ok")
     assert await api.version()
+
+
+def test_the_allocator_reads_each_node_as_it_would_from_the_nodes_manifest() -> None:
+    cluster = member(nodes=12)
+    manifests = cluster.nodes
+    for index in range(manifests.count):
+        read = node_state(manifests.manifest(index, resource_version="1"), manifests.inventory)
+        assert cluster.allocator.nodes[read.name] == read
+    first, second = cluster.allocator.nodes["h-0-gpu-1"], cluster.allocator.nodes["h-0-gpu-11"]
+    # What placements change is each node's own, not shared with the template or other nodes.
+    assert first.requested is not second.requested
+    assert all(first.free_devices[r] is not second.free_devices[r] for r in first.free_devices)
+
+
+async def test_the_agents_node_cache_shares_what_the_nodes_have_in_common() -> None:
+    api = HollowKubeApi(member(nodes=5))
+    informer = Informer(api, "/api/v1/nodes", name="nodes", transform=capacity.NodeTrimmer())
+    task = asyncio.create_task(informer.run())
+    try:
+        await asyncio.wait_for(informer.synced.wait(), 10)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    first, other = informer.objects["h-0-gpu-1"], informer.objects["h-0-gpu-3"]
+    assert first["metadata"]["name"] == "h-0-gpu-1"
+    assert first["status"] is other["status"] and first["spec"] is other["spec"]
+    assert first["metadata"]["labels"] is other["metadata"]["labels"]
 
 
 async def test_a_deployment_runs_at_once_placed_by_the_device_allocator() -> None:

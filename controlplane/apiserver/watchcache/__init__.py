@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Unpack
@@ -47,7 +47,13 @@ from controlplane.apiserver.objects.values import (
 )
 from controlplane.apiserver.resources import ResourceType
 from controlplane.apiserver.watchcache.cacher import Cacher
-from controlplane.apiserver.watchcache.watcher import CacheWatcher, WatcherLimits, bookmark
+from controlplane.apiserver.watchcache.watcher import (
+    CacheWatcher,
+    WatcherLimits,
+    bookmark,
+    in_batches_of_one,
+    one_by_one,
+)
 from controlplane.apiserver.watchcache.window import (
     DEFAULT_WINDOW_BYTES,
     DEFAULT_WINDOW_EVENTS,
@@ -62,6 +68,9 @@ _NOT_OLDER_THAN = "NotOlderThan"
 _INVALID_OPTIONS = 'ListOptions.meta.k8s.io "" is invalid: '
 #: Seconds a request waits for a type's first list into the cache before the store answers it.
 READY_SECONDS = 2.0
+#: A watch's initial objects are decoded and handed on this many at a time (or this many stored bytes).
+INITIAL_BATCH_EVENTS = 100
+INITIAL_BATCH_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,7 +234,7 @@ class WatchCache:
 
     # --- watches ---------------------------------------------------------------------
 
-    async def watch(
+    def watch(
         self,
         rt: ResourceType,
         *,
@@ -233,13 +242,29 @@ class WatchCache:
         send_initial_events: bool | None = None,
         window_only: bool = False,
         **options: Unpack[WatchArgs],
-    ) -> AsyncIterator[ObjectEvent]:
+    ) -> AsyncGenerator[ObjectEvent]:
         """Events for objects of ``rt`` as kube's watch sends them (:meth:`ObjectStore.watch`),
         plus kube's watch-list: with ``send_initial_events`` the current objects as ADDED, then
         (with bookmarks allowed, ``bookmark_interval`` not None) a BOOKMARK annotated
         ``k8s.io/initial-events-end``. With ``window_only`` a resume from before the cache's window
         is 410 ``Expired`` (as kube's cacher answers it) instead of a store watch of its own: the
         in-process informers then relist and follow the cache again."""
+        return one_by_one(self.watch_batches(
+            rt, namespace=namespace, send_initial_events=send_initial_events, window_only=window_only, **options
+        ))
+
+    async def watch_batches(
+        self,
+        rt: ResourceType,
+        *,
+        namespace: str | None = None,
+        send_initial_events: bool | None = None,
+        window_only: bool = False,
+        **options: Unpack[WatchArgs],
+    ) -> AsyncGenerator[Sequence[ObjectEvent]]:
+        """The events of :meth:`watch` in batches: the initial objects a few at a time, then
+        every event queued for the watch at once, so that its consumer wakes once per batch
+        (the HTTP handler writes a batch in one transport write)."""
         asked = WatchOptions(**options)
         resource_version, bookmark_interval = asked.resource_version, asked.bookmark_interval
         labels = label_selector_of(asked.label_selector)
@@ -250,8 +275,8 @@ class WatchCache:
         if cacher is None and send_initial_events is None:
             # Not listed yet (the store is slow or away): the store serves this watch, as without a cache.
             parsed = WatchOptions(labels, fields, resource_version, bookmark_interval)
-            async for event in self._store_events(rt, namespace, parsed):
-                yield event
+            async for batch in self._store_batches(rt, namespace, parsed):
+                yield batch
             return
         initial: builtins.list[storage.KeyValue] = []
         consistent = resource_version in (None, "")
@@ -273,42 +298,42 @@ class WatchCache:
         else:
             start = parse_resource_version(str(resource_version))
         watcher = CacheWatcher(rt, prefix=prefix, labels=labels, fields=fields, after=start, limits=self._config.watcher)
-        events: AsyncGenerator[ObjectEvent]
+        events: AsyncGenerator[Sequence[ObjectEvent]]
         if cacher is not None and cacher.attach(watcher, start):
-            events = watcher.events(bookmark_interval=bookmark_interval, on_close=cacher.detach)
+            events = watcher.batches(bookmark_interval=bookmark_interval, on_close=cacher.detach)
         elif cacher is not None and window_only:
             raise errors.expired_resource_version(start, cacher.window.floor)
         else:
             # Older than the cache's window: the store's history serves it, as without a cache.
-            events = self._store_events(rt, namespace, WatchOptions(labels, fields, str(start), bookmark_interval))
+            events = self._store_batches(rt, namespace, WatchOptions(labels, fields, str(start), bookmark_interval))
         try:
             initial.reverse()
+            chunk: builtins.list[ObjectEvent] = []
+            stored = 0
             while initial:
                 kv = initial.pop()
+                stored += len(kv.value)
                 obj = decode(rt, kv)
-                revision = kv.mod_revision
-                del kv
                 if not filtered or watcher.matches(obj):
-                    yield ObjectEvent(WatchEventType.ADDED, obj, revision)
-                del obj
+                    chunk.append(ObjectEvent(WatchEventType.ADDED, obj, kv.mod_revision))
+                del kv, obj
+                if len(chunk) >= INITIAL_BATCH_EVENTS or stored >= INITIAL_BATCH_BYTES:
+                    yield chunk
+                    chunk, stored = [], 0
+            if chunk:
+                yield chunk
+            del chunk
             if send_initial_events and bookmark_interval is not None:
-                yield bookmark(rt, start, initial_events_end=True)
-            async for event in events:
-                yield event
+                yield (bookmark(rt, start, initial_events_end=True),)
+            async for batch in events:
+                yield batch
         finally:
             await events.aclose()
             watcher.close()
             if cacher is not None:
                 cacher.detach(watcher)
 
-    async def _store_events(
+    def _store_batches(
         self, rt: ResourceType, namespace: str | None, options: WatchOptions
-    ) -> AsyncGenerator[ObjectEvent]:
-        events = watch_events(self._store, rt, namespace=namespace, options=options)
-        try:
-            async for event in events:
-                yield event
-        finally:
-            aclose = getattr(events, "aclose", None)
-            if aclose is not None:
-                await aclose()
+    ) -> AsyncGenerator[Sequence[ObjectEvent]]:
+        return in_batches_of_one(watch_events(self._store, rt, namespace=namespace, options=options))

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -117,7 +117,11 @@ class CacheWatcher:
         self._limits = limits
         self._queue: deque[SharedEvent] = deque()
         self._bytes = 0
-        self._wake = asyncio.Event()
+        self._waiter: asyncio.Future[None] | None = None
+        self._bookmark_interval: float | None = None
+        self._bookmark_timer: asyncio.TimerHandle | None = None
+        self._bookmark_due = False
+        self._quiet_since = 0.0
         self._error: errors.ApiError | None = None
         self._closed = False
         #: The latest revision the cache has sent this watch past (what a BOOKMARK carries,
@@ -165,7 +169,7 @@ class CacheWatcher:
             return False
         self._queue.append(shared)
         self._bytes += len(shared.line)
-        self._wake.set()
+        self._wake()
         return True
 
     def close(self, error: errors.ApiError | None = None) -> None:
@@ -174,39 +178,101 @@ class CacheWatcher:
             return
         self._closed = True
         self._error = error
-        self._wake.set()
+        self._wake()
 
-    async def events(
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def _wait(self, bookmark_interval: float | None) -> None:
+        """Until an event is queued, the watch is closed, or (with ``bookmark_interval``) a
+        bookmark is due. One future per wait; the bookmark timer is set once per quiet
+        interval, not once per wait (:meth:`_bookmark_check`)."""
+        loop = asyncio.get_running_loop()
+        if bookmark_interval is not None and self._bookmark_timer is None:
+            self._bookmark_timer = loop.call_at(self._quiet_since + bookmark_interval, self._bookmark_check)
+        self._waiter = loop.create_future()
+        try:
+            await self._waiter
+        finally:
+            self._waiter = None
+
+    def _bookmark_check(self) -> None:
+        """The quiet interval may be over: a watch still waiting with nothing queued gets a
+        bookmark; one that got events meanwhile is checked again at its new deadline."""
+        self._bookmark_timer = None
+        interval = self._bookmark_interval
+        if interval is None or self._waiter is None or self._closed or self._queue:
+            return
+        loop = asyncio.get_running_loop()
+        due = self._quiet_since + interval
+        if loop.time() >= due:
+            self._bookmark_due = True
+            self._wake()
+        else:
+            self._bookmark_timer = loop.call_at(due, self._bookmark_check)
+
+    async def batches(
         self, *, bookmark_interval: float | None, on_close: Callable[[CacheWatcher], None]
-    ) -> AsyncGenerator[ObjectEvent]:
-        """The queued events as they come; a BOOKMARK after ``bookmark_interval`` seconds without one."""
+    ) -> AsyncGenerator[Sequence[ObjectEvent]]:
+        """Every event queued, as one batch, as they come (one wake-up of the consumer per batch
+        however many events it holds); a BOOKMARK after ``bookmark_interval`` seconds without one.
+        A batch is the consumer's (it no longer counts against the queue's bound) and must not be
+        changed: its events are shared with the other watchers."""
+        loop = asyncio.get_running_loop()
+        self._bookmark_interval = bookmark_interval
+        self._quiet_since = loop.time()
         try:
             while True:
-                while self._queue:
-                    event = self._queue.popleft()
-                    self._bytes -= len(event.line)
-                    yield event
-                    del event
+                if self._queue:
+                    batch, self._queue = self._queue, deque()
+                    self._bytes = 0
+                    self._bookmark_due = False  # an event that came as the interval ran out goes instead
+                    if bookmark_interval is not None:
+                        self._quiet_since = loop.time()
+                    yield batch
+                    del batch
+                    continue
                 if self._closed:
                     if self._error is not None:
                         raise self._error
                     return
-                self._wake.clear()
-                if bookmark_interval is None:
-                    await self._wake.wait()
+                if self._bookmark_due:
+                    # A watch closed meanwhile (410, too far behind) gets no bookmark before its error.
+                    self._bookmark_due = False
+                    self._quiet_since = loop.time()
+                    yield (bookmark(self._rt, self.bookmark_revision),)
                     continue
-                try:
-                    async with asyncio.timeout(bookmark_interval):
-                        await self._wake.wait()
-                except TimeoutError:
-                    # An event that came as the wait ran out goes first; a watch closed meanwhile
-                    # (410, too far behind) gets no bookmark before its error.
-                    if not self._queue and not self._closed:
-                        yield bookmark(self._rt, self.bookmark_revision)
+                await self._wait(bookmark_interval)
         finally:
             self._closed = True
             self._queue.clear()
+            if self._bookmark_timer is not None:
+                self._bookmark_timer.cancel()
+                self._bookmark_timer = None
             on_close(self)
+
+
+async def one_by_one(batches: AsyncGenerator[Sequence[ObjectEvent]]) -> AsyncGenerator[ObjectEvent]:
+    """The events of a stream of batches, one at a time."""
+    try:
+        async for batch in batches:
+            for event in batch:
+                yield event
+    finally:
+        await batches.aclose()
+
+
+async def in_batches_of_one(events: AsyncIterator[ObjectEvent]) -> AsyncGenerator[Sequence[ObjectEvent]]:
+    """An event stream as batches of one event (a source that cannot tell what is waiting)."""
+    try:
+        async for event in events:
+            yield (event,)
+    finally:
+        aclose = getattr(events, "aclose", None)
+        if aclose is not None:
+            await aclose()
 
 
 def _trigger(rt: ResourceType, prefix: str, name: str | None) -> tuple[str, str]:
