@@ -192,30 +192,24 @@ class SchemaRules:
     def evaluate(self, obj: Any, old: Any) -> list[FieldError]:
         """Every failed rule's field error for ``obj`` (``old``: the stored object, on update)."""
         out: list[FieldError] = []
-        self._run(obj, old, (), out, NO_OLD if old is None else old, False)
+        self._run(obj, old, (), out, NO_OLD if old is None else old, _Unchanged(None, NO_OLD))
         return out
 
-    def _run(self, value: Any, old: Any, path: Path, out: list[FieldError], was: Any, parent_same: bool) -> None:
+    def _run(self, value: Any, old: Any, path: Path, out: list[FieldError], was: Any, above: _Unchanged) -> None:
         """``old``: the value's old self (``oldSelf``); ``was``: its old value for ratcheting
-        (:data:`NO_OLD` where it has none); ``parent_same``: whether the nearest node above that
-        has one is unchanged."""
+        (:data:`NO_OLD` where it has none); ``above``: whether the nearest node above that has
+        one is unchanged."""
         if value is None:
             return
-        unchanged: bool | None = None if was is not NO_OLD else parent_same
+        unchanged = _Unchanged(value, was) if was is not NO_OLD else above
         for rule in self.rules:
             if rule.transition and old is None:
                 continue
             error = _check(rule, value, old, path)
-            if error is None or rule.transition:
-                if error is not None:
-                    out.append(error)
-                continue
-            if unchanged is None:
-                unchanged = same(value, was)
-            if not unchanged:
+            # As kube: a transition rule is never ratcheted; the others are on unchanged values.
+            if error is not None and (rule.transition or not unchanged()):
                 out.append(error)
-        if was is not NO_OLD:
-            parent_same = same(value, was) if unchanged is None else unchanged
+        above = unchanged
 
         def child(key: str | int, item: Any) -> Any:
             return NO_OLD if was is NO_OLD else correlate(self.list_shape, was, key, item)
@@ -224,11 +218,11 @@ class SchemaRules:
             for key, sub in self.properties.items():
                 if key in value:
                     _old = old.get(key) if isinstance(old, dict) else None
-                    sub._run(value[key], _old, (*path, key), out, child(key, value[key]), parent_same)
+                    sub._run(value[key], _old, (*path, key), out, child(key, value[key]), above)
             if self.values is not None:
                 for key, item in value.items():
                     _old = old.get(key) if isinstance(old, dict) else None
-                    self.values._run(item, _old, (*path, key), out, child(key, item), parent_same)
+                    self.values._run(item, _old, (*path, key), out, child(key, item), above)
         elif isinstance(value, list) and self.items is not None:
             # As kube: only a map list's items have old selves (the old item with the same keys).
             olds = {}
@@ -236,10 +230,26 @@ class SchemaRules:
                 olds = {self._key(item): item for item in old if isinstance(item, dict)}
             for index, item in enumerate(value):
                 previous = olds.get(self._key(item)) if olds and isinstance(item, dict) else None
-                self.items._run(item, previous, (*path, index), out, child(index, item), parent_same)
+                self.items._run(item, previous, (*path, index), out, child(index, item), above)
 
     def _key(self, item: dict[str, Any]) -> str:
         return json.dumps([item.get(key) for key in self.map_keys], sort_keys=True, default=str)
+
+
+class _Unchanged:
+    """Whether a value equals its old value, worked out once and only when a rule failed (a
+    value with no old value, the root of a create: False)."""
+
+    __slots__ = ("_answer", "_value", "_was")
+
+    def __init__(self, value: Any, was: Any) -> None:
+        self._value, self._was = value, was
+        self._answer: bool | None = None if was is not NO_OLD else False
+
+    def __call__(self) -> bool:
+        if self._answer is None:
+            self._answer = same(self._value, self._was)
+        return self._answer
 
 
 def _check(rule: Rule, value: Any, old: Any, path: Path) -> FieldError | None:
