@@ -20,6 +20,7 @@ from controlplane.apiserver.crd.types import crd_resource_type
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.resources import core_resources
 from controlplane.storage import MemoryStore
+from tests.apiserver.test_crds import CRD
 
 Client = TestClient[Any, Any]
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
@@ -27,20 +28,12 @@ TRAINERS = "/apis/ml.example.com/v1/namespaces/default/trainers"
 
 
 def _crd(spec: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "trainers.ml.example.com"},
-        "spec": {
-            "group": "ml.example.com",
-            "scope": "Namespaced",
-            "names": {"plural": "trainers", "kind": "Trainer"},
-            "versions": [{
-                "name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
-                "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": spec, "status": status}}},
-            }],
-        },
+    """test_crds' Trainer (status subresource on) with this spec and status schema."""
+    crd = copy.deepcopy(CRD)
+    crd["spec"]["versions"][0]["schema"] = {
+        "openAPIV3Schema": {"type": "object", "properties": {"spec": spec, "status": status}},
     }
+    return crd
 
 
 STATUS = {"type": "object", "properties": {
