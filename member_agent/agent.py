@@ -66,7 +66,7 @@ from member_agent.metrics import MetricsServer, parse_listen
 from member_agent.registering import register_cluster, renew_lease
 from member_agent.reporting import CapacityReporting
 from member_agent.syncing import WorkSyncing
-from member_agent.tunnel import AgentTunnel, TunnelCollector
+from member_agent.tunnel import AgentTunnel, ReconnectBackoff, TunnelCollector
 
 logger = logging.getLogger(__name__)
 
@@ -203,7 +203,8 @@ class Agent(CapacityReporting, WorkSyncing):
             if not isinstance(self.member, KubeApi):
                 raise ValueError(f"the cluster proxy needs an HTTP client of the member, not {self.member.server}")
             self.tunnel = AgentTunnel(
-                cluster=cfg.cluster_name, hub=hub.client, member=self.member.client, identity=cfg.proxy_identity
+                cluster=cfg.cluster_name, hub=hub.client, member=self.member.client, identity=cfg.proxy_identity,
+                backoff=ReconnectBackoff(cfg.proxy_reconnect_initial_backoff, cfg.proxy_reconnect_max_backoff),
             )
             self.metrics.registry.register(TunnelCollector(self.tunnel, prefix=METRICS_NAMESPACE))
             group.create_task(self.tunnel.run())

@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from controlplane.apis.constants import BOOTSTRAP_TOKEN_ENV
 from member_agent.dcgm import MAX_SCRAPE_BYTES
 from member_agent.holding import DEFAULT_HOLD_SECONDS
 from member_agent.trust import TrustError, normalize_hash
+from member_agent.tunnel import MAX_BACKOFF, MIN_BACKOFF
 
 TOKEN_ENV = BOOTSTRAP_TOKEN_ENV
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -45,6 +46,9 @@ class AgentConfig(BaseModel):
     enable_proxy: bool = False
     #: Who proxied requests act as at the member: the hub user (impersonate) or the agent itself.
     proxy_identity: Literal["impersonate", "agent"] = "impersonate"
+    #: The tunnel's first pause before reconnecting, doubled after each failure up to the maximum.
+    proxy_reconnect_initial_backoff: float = Field(default=MIN_BACKOFF, gt=0)
+    proxy_reconnect_max_backoff: float = Field(default=MAX_BACKOFF, gt=0)
 
     provider: str = "onprem"
     region: str | None = None
@@ -113,6 +117,15 @@ class AgentConfig(BaseModel):
             return normalize_hash(value)
         except TrustError as exc:
             raise ValueError(str(exc)) from exc
+
+    @model_validator(mode="after")
+    def _backoff(self) -> AgentConfig:
+        if self.proxy_reconnect_max_backoff < self.proxy_reconnect_initial_backoff:
+            raise ValueError(
+                f"--proxy-reconnect-max-backoff ({self.proxy_reconnect_max_backoff:g}) must not be less than "
+                f"--proxy-reconnect-initial-backoff ({self.proxy_reconnect_initial_backoff:g})"
+            )
+        return self
 
     @field_validator("pricing")
     @classmethod
@@ -214,6 +227,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="proxied requests act at the member as the hub user (impersonate, the default; the agent's member "
         "identity needs the impersonate verb) or as the agent itself",
     )
+    parser.add_argument(
+        "--proxy-reconnect-initial-backoff",
+        type=float,
+        metavar="SECONDS",
+        help=f"seconds the proxy tunnel first waits before reconnecting to the hub, doubled after each failure "
+        f"(default {MIN_BACKOFF:g})",
+    )
+    parser.add_argument(
+        "--proxy-reconnect-max-backoff",
+        type=float,
+        metavar="SECONDS",
+        help=f"the longest the proxy tunnel waits between reconnects (default {MAX_BACKOFF:g})",
+    )
 
 
 def _cluster_file(path: Path) -> dict[str, Any]:
@@ -278,6 +304,8 @@ def config_from_args(ns: argparse.Namespace) -> AgentConfig:
         "member_failure_threshold": "member_failure_threshold",
         "enable_proxy": "enable_proxy",
         "proxy_identity": "proxy_identity",
+        "proxy_reconnect_initial_backoff": "proxy_reconnect_initial_backoff",
+        "proxy_reconnect_max_backoff": "proxy_reconnect_max_backoff",
     }
     for attr, key in intervals.items():
         if getattr(ns, attr, None) is not None:

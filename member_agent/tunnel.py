@@ -16,8 +16,10 @@ With ``identity="impersonate"`` the member sees the hub user (``Impersonate-User
 the agent's member identity then needs the ``impersonate`` verb on users and groups. With
 ``identity="agent"`` requests run with the agent's own member rights.
 
-A lost connection is re-established with exponential backoff; streams open at that moment
-are cancelled (the hub ends them with an error naming the cluster).
+A lost connection is re-established with exponential backoff (:class:`ReconnectBackoff`: from
+``--proxy-reconnect-initial-backoff``, doubling up to ``--proxy-reconnect-max-backoff``, with
+jitter; a tunnel that stayed up resets it); streams open at that moment are cancelled (the hub
+ends them with an error naming the cluster).
 """
 
 from __future__ import annotations
@@ -52,6 +54,28 @@ STABLE_SECONDS = 10.0
 Identity = Literal["impersonate", "agent"]
 
 
+class ReconnectBackoff:
+    """The pauses between reconnects: ``initial`` seconds, doubling up to ``maximum``, each
+    stretched by up to half again at random (so a hub restart is not met by every agent at once)."""
+
+    def __init__(self, initial: float = MIN_BACKOFF, maximum: float = MAX_BACKOFF) -> None:
+        if not 0 < initial <= maximum:
+            raise ValueError(f"the reconnect backoff needs 0 < initial ({initial}) <= maximum ({maximum})")
+        self.initial = initial
+        self.maximum = maximum
+        #: The pause before jitter that the next reconnect waits.
+        self.base = initial
+
+    def next_delay(self, *, stable: bool) -> float:
+        """The pause before the next reconnect; ``stable``: the last connection stayed up long
+        enough to start again from ``initial``."""
+        if stable:
+            self.base = self.initial
+        delay = self.base * (1 + random.random() / 2)
+        self.base = min(self.base * 2, self.maximum)
+        return delay
+
+
 class AgentTunnel:
     """``await tunnel.run()`` until cancelled."""
 
@@ -63,12 +87,14 @@ class AgentTunnel:
         member: ApiClient,
         identity: Identity = "impersonate",
         limits: ProxyLimits | None = None,
+        backoff: ReconnectBackoff | None = None,
     ) -> None:
         self.cluster = cluster
         self.hub = hub
         self.member = member
         self.identity = identity
         self.limits = limits or ProxyLimits()
+        self.backoff = backoff or ReconnectBackoff()
         self.connected = asyncio.Event()
         #: Tunnels opened so far (a reconnect adds one).
         self.connections = 0
@@ -87,7 +113,6 @@ class AgentTunnel:
         return f"{host}/apis/cluster.gpufed.io/v1alpha1/clusters/{self.cluster}/tunnel"
 
     async def run(self) -> None:
-        backoff = MIN_BACKOFF
         loop = asyncio.get_running_loop()
         while True:
             started = loop.time()
@@ -96,10 +121,7 @@ class AgentTunnel:
                 logger.warning("the proxy tunnel of cluster %s to the hub closed; reconnecting", self.cluster)
             except (aiohttp.ClientError, OSError, TimeoutError) as exc:
                 logger.warning("the proxy tunnel of cluster %s cannot reach the hub: %s", self.cluster, exc)
-            if loop.time() - started > STABLE_SECONDS:
-                backoff = MIN_BACKOFF
-            await asyncio.sleep(backoff * (1 + random.random() / 2))
-            backoff = min(backoff * 2, MAX_BACKOFF)
+            await asyncio.sleep(self.backoff.next_delay(stable=loop.time() - started > STABLE_SECONDS))
 
     async def _connect_once(self) -> None:
         headers: dict[str, str] = {}

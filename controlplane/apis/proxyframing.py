@@ -109,6 +109,11 @@ class ProxyLimits:
     max_message_bytes: int = 64 * 1024
     #: Seconds an upgraded stream may carry no message either way before it is closed.
     idle_timeout_seconds: float = 15 * 60.0
+    #: On kube's channel protocols (exec, attach), the member's messages wait up to this long
+    #: after the client's handshake, unless the client sends first: kubectl registers its
+    #: streams only after the handshake while its reader already runs, and drops what comes
+    #: before (the member, reached first, may have answered already).
+    stream_setup_seconds: float = 0.1
 
     def __post_init__(self) -> None:
         if self.max_message_bytes > self.window_bytes:

@@ -7,7 +7,9 @@ for unknown fields under ``fieldValidation=Strict``, and for Warn/Ignore returns
 object with unknown fields removed plus the warnings to send. Pure: no I/O.
 
 Custom kinds (a CRD's) are pruned by their structural schema (:mod:`controlplane.apis.apiextensions`),
-with the same Strict/Warn/Ignore answers; their schema validation is the type's ``validate``.
+with the same Strict/Warn/Ignore answers; their schema validation is the type's ``validate``, and
+a write of their status subresource prunes and validates what it can change (``CustomKind.prune_status``,
+``validate_status``).
 Typed kinds are validated with their pydantic model. ``metadata`` is validated here, by
 kube's rules, not by the model (models describe spec and status; metadata belongs to
 the server), so model errors and unknown fields under ``metadata`` are ignored.
@@ -377,11 +379,16 @@ def check_object(
             # valid (``{application: {bogus: 1}}`` becomes ``{application: {}}``).
             checked = check_model(obj, rt.model, status_only=status_only)
         causes.extend(checked.causes)
-    elif rt.custom is not None:
-        obj, pruned_warnings = _pruned(obj, rt.custom.prune, field_validation)
+    validate = rt.validate
+    if rt.model is None and rt.custom is not None:
+        prune = rt.custom.prune
+        if status_only:
+            prune = rt.custom.prune_status or prune
+            validate = rt.custom.validate_status or validate
+        obj, pruned_warnings = _pruned(obj, prune, field_validation)
         warnings.extend(pruned_warnings)
-    if rt.validate is not None:
-        causes.extend(Cause(str(e.type), e.message, e.field) for e in rt.validate(obj, old))
+    if validate is not None:
+        causes.extend(Cause(str(e.type), e.message, e.field) for e in validate(obj, old))
     if causes:
         raise invalid(kind=rt.kind, group=rt.group, name=name, causes=causes)
     return Checked(obj, warnings)

@@ -152,6 +152,9 @@ def test_the_join_token_comes_from_a_file_the_environment_or_a_flag(
         (("--price", "A100=cheap"), "not a number"),
         (("--hub-ca-hash", "sha256:1234"), "sha256"),
         (("--dcgm-max-bytes", "0"), "greater than 0"),
+        (("--proxy-reconnect-initial-backoff", "0"), "greater than 0"),
+        (("--proxy-reconnect-initial-backoff", "5", "--proxy-reconnect-max-backoff", "2"),
+         r"--proxy-reconnect-max-backoff \(2\) must not be less than --proxy-reconnect-initial-backoff \(5\)"),
     ],
 )
 def test_bad_flags_are_explained(

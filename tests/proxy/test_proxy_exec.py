@@ -65,6 +65,33 @@ async def test_exec_runs_a_command_in_the_members_pod(fleet: Fleet) -> None:
     assert callers and {c["impersonateUser"] for c in callers} == {"admin-user"}
 
 
+async def test_a_quick_commands_output_waits_for_the_client_to_set_up_its_streams(fleet: Fleet) -> None:
+    """The member, reached before the client's handshake is answered, has sent ``echo``'s
+    output, exit status and close already; the hub gives them to the client only once the
+    client sent a message (kubectl does once its streams exist) or after ``stream_setup_seconds``,
+    never with the handshake (kubectl would drop them: "Unknown stream id 1")."""
+    await _running_pod(fleet)
+    tunnel = fleet.hub.proxy.tunnels.get(CLUSTER)
+    tunnel.limits = replace(LIMITS, stream_setup_seconds=60.0)
+    async with exec_ws(fleet, ["echo", "hi"]) as ws:
+        await eventually(lambda: _held(fleet), what="the hub to hold the member's answer (not send it with the handshake)")
+        with pytest.raises(TimeoutError):
+            await ws.receive(timeout=0.3)
+        await ws.send_bytes(b'\x04{"Width":80,"Height":24}')  # a terminal size: the client is set up
+        out = await channels(ws)
+    assert out[1] == b"hi\n" and status(out)["status"] == "Success"
+    # A client that sends nothing gets it all after stream_setup_seconds.
+    tunnel.limits = replace(LIMITS, stream_setup_seconds=0.2)
+    async with exec_ws(fleet, ["echo", "hi"]) as ws:
+        out = await channels(ws)
+    assert out[1] == b"hi\n" and status(out)["status"] == "Success"
+
+
+async def _held(fleet: Fleet) -> bool:
+    """Whether the hub holds messages of the member's for the client (past the first one)."""
+    return any(stream.queued_bytes for stream in fleet.hub.proxy.tunnels.get(CLUSTER).streams())
+
+
 async def test_stdin_flows_to_the_command_and_its_close_ends_it(fleet: Fleet) -> None:
     await _running_pod(fleet)
     rounds = 3 * LIMITS.window_bytes // 4000

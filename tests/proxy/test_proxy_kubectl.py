@@ -226,3 +226,17 @@ async def test_the_terminal_size_reaches_the_pod(fleet: Fleet, tmp_path: Path) -
               "--cluster", CLUSTER, "-n", "default", "train-0", "-t", "--", "stty", "size"]
     code, out = await asyncio.to_thread(_in_a_terminal, gpufed, 40, 120)
     assert (code, out.strip()) == (0, b"40 120"), out
+
+
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
+async def test_quick_execs_lose_no_output(fleet: Fleet, tmp_path: Path) -> None:
+    """A command that ends at once (its output, exit status and close all sent at the member's
+    handshake) prints all it wrote, every time. kubectl registers its streams only after the
+    handshake, while its reader already runs: a message that comes with the handshake can be
+    read before its stream exists ("Unknown stream id 1, discarding message") and a close
+    before the last one fails the exec ("closed all streams")."""
+    await _running_pod(fleet)
+    _full_limits(fleet)
+    kubeconfig = _kubeconfig(fleet, tmp_path)
+    for _ in range(20):
+        assert await _kubectl(kubeconfig, "exec", "train-0", "--", "echo", "hi") == (0, "hi\n", "")

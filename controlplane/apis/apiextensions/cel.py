@@ -8,7 +8,10 @@ node, ``oldSelf`` the stored value on update). As kube does: a rule with ``oldSe
 transition rule) runs only when there is an old value; a failing rule gives a field error
 at its node (or ``fieldPath``) with its ``message``, its ``messageExpression``'s result, or
 ``failed rule: <rule>``; ``reason`` picks the error type. Rules have the libraries of kube's
-CRD environment beyond core CEL (:mod:`.cel_library`).
+CRD environment beyond core CEL (:mod:`.cel_library`). On update they ratchet as kube does
+(CRDValidationRatcheting): a rule that is not a transition rule does not refuse a value equal to
+its old value, nor a value whose old one cannot be found (an item of a ``set`` list) below an
+unchanged node.
 
 Cost is bounded before anything runs, as kube bounds it: each comprehension macro (``all``,
 ``exists``, ``exists_one``, ``map``, ``filter``) costs the most elements its receiver's schema
@@ -30,7 +33,15 @@ from typing import Any
 import cel
 
 from controlplane.apis.apiextensions.cel_library import FUNCTIONS
-from controlplane.apis.apiextensions.schema import Path, Schema, format_path, type_name
+from controlplane.apis.apiextensions.schema import (
+    NO_OLD,
+    Path,
+    Schema,
+    correlate,
+    format_path,
+    same,
+    type_name,
+)
 from controlplane.apis.kube.field import ErrorType, FieldError
 
 #: kube's StaticEstimatedCostLimit for one rule.
@@ -172,6 +183,8 @@ class SchemaRules:
     values: SchemaRules | None = None
     #: ``x-kubernetes-list-map-keys`` of a ``map`` list: how its items find their old selves.
     map_keys: tuple[str, ...] = ()
+    #: The node's list type and keys, as :func:`~.schema.correlate` reads them (ratcheting).
+    list_shape: Schema = field(default_factory=dict)
 
     def empty(self) -> bool:
         return not (self.rules or self.properties or self.items or self.values)
@@ -179,27 +192,37 @@ class SchemaRules:
     def evaluate(self, obj: Any, old: Any) -> list[FieldError]:
         """Every failed rule's field error for ``obj`` (``old``: the stored object, on update)."""
         out: list[FieldError] = []
-        self._run(obj, old, (), out)
+        self._run(obj, old, (), out, NO_OLD if old is None else old, _Unchanged(None, NO_OLD))
         return out
 
-    def _run(self, value: Any, old: Any, path: Path, out: list[FieldError]) -> None:
+    def _run(self, value: Any, old: Any, path: Path, out: list[FieldError], was: Any, above: _Unchanged) -> None:
+        """``old``: the value's old self (``oldSelf``); ``was``: its old value for ratcheting
+        (:data:`NO_OLD` where it has none); ``above``: whether the nearest node above that has
+        one is unchanged."""
         if value is None:
             return
+        unchanged = _Unchanged(value, was) if was is not NO_OLD else above
         for rule in self.rules:
             if rule.transition and old is None:
                 continue
             error = _check(rule, value, old, path)
-            if error is not None:
+            # As kube: a transition rule is never ratcheted; the others are on unchanged values.
+            if error is not None and (rule.transition or not unchanged()):
                 out.append(error)
+        above = unchanged
+
+        def child(key: str | int, item: Any) -> Any:
+            return NO_OLD if was is NO_OLD else correlate(self.list_shape, was, key, item)
+
         if isinstance(value, dict):
             for key, sub in self.properties.items():
                 if key in value:
                     _old = old.get(key) if isinstance(old, dict) else None
-                    sub._run(value[key], _old, (*path, key), out)
+                    sub._run(value[key], _old, (*path, key), out, child(key, value[key]), above)
             if self.values is not None:
                 for key, item in value.items():
                     _old = old.get(key) if isinstance(old, dict) else None
-                    self.values._run(item, _old, (*path, key), out)
+                    self.values._run(item, _old, (*path, key), out, child(key, item), above)
         elif isinstance(value, list) and self.items is not None:
             # As kube: only a map list's items have old selves (the old item with the same keys).
             olds = {}
@@ -207,10 +230,26 @@ class SchemaRules:
                 olds = {self._key(item): item for item in old if isinstance(item, dict)}
             for index, item in enumerate(value):
                 previous = olds.get(self._key(item)) if olds and isinstance(item, dict) else None
-                self.items._run(item, previous, (*path, index), out)
+                self.items._run(item, previous, (*path, index), out, child(index, item), above)
 
     def _key(self, item: dict[str, Any]) -> str:
         return json.dumps([item.get(key) for key in self.map_keys], sort_keys=True, default=str)
+
+
+class _Unchanged:
+    """Whether a value equals its old value, worked out once and only when a rule failed (a
+    value with no old value, the root of a create: False)."""
+
+    __slots__ = ("_answer", "_value", "_was")
+
+    def __init__(self, value: Any, was: Any) -> None:
+        self._value, self._was = value, was
+        self._answer: bool | None = None if was is not NO_OLD else False
+
+    def __call__(self) -> bool:
+        if self._answer is None:
+            self._answer = same(self._value, self._was)
+        return self._answer
 
 
 def _check(rule: Rule, value: Any, old: Any, path: Path) -> FieldError | None:
@@ -283,6 +322,7 @@ def compile_schema_rules(schema: Schema) -> SchemaRules:
     if isinstance(schema.get("items"), dict):
         child = compile_schema_rules(schema["items"])
         node.items = None if child.empty() else child
+        node.list_shape = {k: schema[k] for k in ("x-kubernetes-list-type", "x-kubernetes-list-map-keys") if k in schema}
         if schema.get("x-kubernetes-list-type") == "map":
             node.map_keys = tuple(schema.get("x-kubernetes-list-map-keys") or ())
     if isinstance(schema.get("additionalProperties"), dict):

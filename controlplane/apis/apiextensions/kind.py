@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controlplane.apis.apiextensions.schema import Path
+from controlplane.apis.kube.field import FieldError
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,3 +22,9 @@ class CustomKind:
     #: The apiVersion objects are stored as when it is another version (``conversion: None``):
     #: writes accept either and store it, reads show this version's. Empty: this version's own.
     stored_api_version: str = ""
+    #: A write of the status subresource: :attr:`prune` of the object's ``status`` alone (its
+    #: other fields are the stored ones, not the request's), and the validation of what such a
+    #: write can change, against the stored object (kube's ``statusStrategy``). None: the
+    #: kind's own pruning and validation.
+    prune_status: Callable[[dict[str, Any]], list[Path]] | None = None
+    validate_status: Callable[[dict[str, Any], dict[str, Any] | None], list[FieldError]] | None = None

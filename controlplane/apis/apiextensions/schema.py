@@ -10,7 +10,11 @@ JSONSchemaProps dict):
 * :func:`validate` returns kube's field errors for the value validations: types,
   ``nullable``, ``required``, ``enum``, ``pattern`` (RE2, as kube), bounds, lengths and sizes, ``format``
   where kube checks it, ``x-kubernetes-int-or-string``, ``x-kubernetes-embedded-resource``,
-  list types (``set``/``map`` uniqueness) and ``allOf``/``anyOf``/``oneOf``/``not``.
+  list types (``set``/``map`` uniqueness) and ``allOf``/``anyOf``/``oneOf``/``not``. Given the
+  stored object of an update it ratchets as kube does (CRDValidationRatcheting): a value equal
+  to its old value (:func:`same`) is not refused, wherever its old value can be found
+  (:func:`correlate`: fields by name, items of ``map`` lists by their keys, items of lists with
+  no list type by index; ``set`` and ``atomic`` lists only as a whole).
 
 Field paths and messages are kube's (``spec.replicas: Invalid value: "string": spec.replicas
 in body must be of type integer: "string"``). Pure: no I/O.
@@ -139,6 +143,41 @@ def apply_defaults(obj: Any, schema: Schema) -> None:
 
 # --- validation --------------------------------------------------------------------------
 
+#: "No old value to ratchet against" (None is a value: a field explicitly null).
+NO_OLD: Any = object()
+
+
+def same(a: Any, b: Any) -> bool:
+    """Deep equality of two JSON values that tells ``1`` from ``1.0`` and ``true`` (as kube's
+    comparison of decoded objects does)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same(value, b[key]) for key, value in a.items())
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def correlate(schema: Schema, old: Any, key: str | int, value: Any) -> Any:
+    """The old value of a child of a node (``key``: a field name or an item's index; ``value``:
+    the child's new value), or :data:`NO_OLD` where kube's ratcheting finds none."""
+    if isinstance(key, str):
+        return old[key] if isinstance(old, dict) and key in old else NO_OLD
+    if not isinstance(old, list):
+        return NO_OLD
+    list_type = schema.get("x-kubernetes-list-type")
+    if list_type == "map":
+        keys = list(schema.get("x-kubernetes-list-map-keys") or [])
+        if not isinstance(value, dict):
+            return NO_OLD
+        wanted = [value.get(k) for k in keys]
+        found = [item for item in old if isinstance(item, dict) and [item.get(k) for k in keys] == wanted]
+        return found[0] if found else NO_OLD
+    if list_type in ("set", "atomic"):
+        return NO_OLD
+    return old[key] if key < len(old) else NO_OLD
+
 
 def _err(kind: ErrorType, path: Path, message: str) -> FieldError:
     return FieldError(kind, format_path(path), message)
@@ -148,10 +187,11 @@ def _invalid(path: Path, value: Any, detail: str) -> FieldError:
     return _err(ErrorType.INVALID, path, f"Invalid value: {_shown(value)}: {detail}")
 
 
-def validate(obj: Any, schema: Schema, *, path: Path = ()) -> list[FieldError]:
-    """kube's field errors for ``obj`` against ``schema`` (empty: valid)."""
+def validate(obj: Any, schema: Schema, *, path: Path = (), old: Any = NO_OLD) -> list[FieldError]:
+    """kube's field errors for ``obj`` against ``schema`` (empty: valid); ``old``: its stored
+    value, on update, to ratchet against (see the module docstring)."""
     out: list[FieldError] = []
-    _validate(obj, schema, path, out, root=not path)
+    _validate(obj, schema, path, out, root=not path, old=old)
     return out
 
 
@@ -169,7 +209,11 @@ def _type_ok(value: Any, schema: Schema) -> bool:
     return bool(actual == wanted)
 
 
-def _validate(value: Any, schema: Schema, path: Path, out: list[FieldError], *, root: bool = False) -> None:
+def _validate(
+    value: Any, schema: Schema, path: Path, out: list[FieldError], *, root: bool = False, old: Any = NO_OLD
+) -> None:
+    if old is not NO_OLD and same(value, old):
+        return  # unchanged: ratcheted, whatever the schema says of it now
     where = format_path(path) or "body"
     if value is None:
         if not schema.get("nullable") and (schema.get("type") or schema.get("x-kubernetes-int-or-string")):
@@ -194,9 +238,9 @@ def _validate(value: Any, schema: Schema, path: Path, out: list[FieldError], *, 
     if len(out) > before:
         return
     if isinstance(value, dict):
-        _validate_object(value, schema, path, out, root=root)
+        _validate_object(value, schema, path, out, root=root, old=old)
     elif isinstance(value, list):
-        _validate_array(value, schema, path, out)
+        _validate_array(value, schema, path, out, old=old)
 
 
 def _passes(value: Any, schema: Schema, path: Path) -> bool:
@@ -261,7 +305,9 @@ def _number_checks(value: float, schema: Schema, path: Path, where: str, out: li
         out.append(_invalid(path, value, f"{where} in body should be a multiple of {_number(factor)}"))
 
 
-def _validate_object(value: dict[str, Any], schema: Schema, path: Path, out: list[FieldError], *, root: bool) -> None:
+def _validate_object(
+    value: dict[str, Any], schema: Schema, path: Path, out: list[FieldError], *, root: bool, old: Any
+) -> None:
     properties: dict[str, Schema] = schema.get("properties") or {}
     for name in schema.get("required") or []:
         if name not in value:
@@ -275,16 +321,16 @@ def _validate_object(value: dict[str, Any], schema: Schema, path: Path, out: lis
         if root and key in _ROOT_KEPT and key not in properties:
             continue
         if key in properties:
-            _validate(item, properties[key], (*path, key), out)
+            _validate(item, properties[key], (*path, key), out, old=correlate(schema, old, key, item))
         elif isinstance(additional, dict):
-            _validate(item, additional, (*path, key), out)
+            _validate(item, additional, (*path, key), out, old=correlate(schema, old, key, item))
 
 
-def _validate_array(value: list[Any], schema: Schema, path: Path, out: list[FieldError]) -> None:
+def _validate_array(value: list[Any], schema: Schema, path: Path, out: list[FieldError], *, old: Any) -> None:
     items = schema.get("items")
     if isinstance(items, dict):
         for index, item in enumerate(value):
-            _validate(item, items, (*path, index), out)
+            _validate(item, items, (*path, index), out, old=correlate(schema, old, index, item))
     list_type = schema.get("x-kubernetes-list-type")
     if list_type == "set":
         seen: list[Any] = []

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from controlplane.apis.apiextensions import cel
 from controlplane.apis.apiextensions import crd as crds
 from controlplane.apis.apiextensions.kind import CustomKind
-from controlplane.apis.apiextensions.schema import Schema, apply_defaults, prune, validate
+from controlplane.apis.apiextensions.schema import NO_OLD, Schema, apply_defaults, prune, validate
 from controlplane.apis.kube.field import ErrorType, FieldError
 from controlplane.apiserver import columns as col
 from controlplane.apiserver.resources import AGE, ResourceType, ScaleSubresource, TableColumn, path
@@ -111,26 +112,62 @@ def _dotted(json_path: str) -> str:
     return ".".join(crds.field_path(json_path))
 
 
-def _schema_hooks(schema: Schema) -> tuple[
-    Callable[[dict[str, Any]], list[tuple[str | int, ...]]],
-    Callable[[dict[str, Any]], None],
-    Callable[[dict[str, Any], dict[str, Any] | None], list[FieldError]],
-]:
+@dataclass(frozen=True, slots=True)
+class _SchemaHooks:
+    """What a version's schema does to its objects (see :class:`CustomKind`)."""
+
+    prune: Callable[[dict[str, Any]], list[tuple[str | int, ...]]]
+    defaults: Callable[[dict[str, Any]], None]
+    validate: Callable[[dict[str, Any], dict[str, Any] | None], list[FieldError]]
+    prune_status: Callable[[dict[str, Any]], list[tuple[str | int, ...]]]
+    validate_status: Callable[[dict[str, Any], dict[str, Any] | None], list[FieldError]]
+
+
+def _schema_hooks(schema: Schema) -> _SchemaHooks:
+    """The pruning, defaulting and validation of objects by ``schema``, as kube's
+    ``customResourceStrategy`` does them, and those of a status write, as its ``statusStrategy``
+    does: only the ``status`` is pruned and checked against the status schema; the CEL rules run
+    over the whole object, ratcheted (an unchanged spec that a newer schema refuses is not the
+    status write's business). On update both ratchet against the stored object."""
     rules = cel.compile_schema_rules(schema)
+    status_schema = (schema.get("properties") or {}).get("status")
+    # The root as pruning sees it when only the status is read: its other fields are not there.
+    status_root = {
+        **{k: v for k, v in schema.items() if k not in ("properties", "required")},
+        "properties": {"status": status_schema} if isinstance(status_schema, dict) else {},
+    }
 
     def prune_unknown(obj: dict[str, Any]) -> list[tuple[str | int, ...]]:
         return prune(obj, schema)
+
+    def prune_status(obj: dict[str, Any]) -> list[tuple[str | int, ...]]:
+        if "status" not in obj:
+            return []
+        alone = {"status": obj["status"]}
+        dropped = prune(alone, status_root)
+        if "status" not in alone:
+            del obj["status"]
+        return dropped
 
     def defaults(obj: dict[str, Any]) -> None:
         apply_defaults(obj, schema)
 
     def check(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
-        found = validate(obj, schema)
+        found = validate(obj, schema, old=NO_OLD if old is None else old)
         if not found:
             found = rules.evaluate(obj, old)
         return found
 
-    return prune_unknown, defaults, check
+    def check_status(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+        found: list[FieldError] = []
+        if "status" in obj and isinstance(status_schema, dict):
+            was = old["status"] if old is not None and "status" in old else NO_OLD
+            found = validate(obj["status"], status_schema, path=("status",), old=was)
+        if not found:
+            found = rules.evaluate(obj, old)
+        return found
+
+    return _SchemaHooks(prune_unknown, defaults, check, prune_status, check_status)
 
 
 _KUBE_VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
@@ -163,7 +200,7 @@ def custom_types(crd: dict[str, Any]) -> list[ResourceType]:
         subresources = version.get("subresources") or {}
         scale = subresources.get("scale")
         printer = version.get("additionalPrinterColumns")
-        prune_unknown, defaults, check = _schema_hooks(schema)
+        hooks = _schema_hooks(schema)
         api_version = f"{group}/{version['name']}"
         out.append(ResourceType(
             group, version["name"], names["kind"], names["plural"], names.get("singular") or names["kind"].lower(),
@@ -177,7 +214,10 @@ def custom_types(crd: dict[str, Any]) -> list[ResourceType]:
                 status_replicas=_dotted(scale["statusReplicasPath"]),
                 label_selector=_dotted(scale.get("labelSelectorPath") or ".status.selector"),
             ) if isinstance(scale, dict) else None,
-            defaults=defaults, validate=check,
-            custom=CustomKind(schema, prune_unknown, stored if api_version != stored else ""),
+            defaults=hooks.defaults, validate=hooks.validate,
+            custom=CustomKind(
+                schema, hooks.prune, stored if api_version != stored else "",
+                prune_status=hooks.prune_status, validate_status=hooks.validate_status,
+            ),
         ))
     return out

@@ -7,6 +7,15 @@ accepted (HEAD 101 with its chosen subprotocol) does the hub accept the client's
 that subprotocol, so both ends speak what the member chose. A member's refusal (403, 404, 400)
 reaches the client as the member's own Status.
 
+On kube's channel protocols (exec, attach) the member's first messages then wait until the
+client sent one (kubectl does once its streams exist: stdin, a terminal size) or for
+``stream_setup_seconds``: the member was reached before the client's handshake was answered, so
+a quick command's output, exit status and close are already there, and kubectl (client-go's
+WebSocket executor) starts reading before it registers its streams; what it reads first is
+dropped ("Unknown stream id 1, discarding message") and a close before the last stream fails
+the exec ("closed all streams"). Through kube-apiserver the kubelet is reached only after the
+client's handshake, which leaves kubectl that time.
+
 Then every WebSocket message is one MESSAGE frame, each direction under its own credit window:
 the hub forwards a client message only while the agent has credit for it, and credits the agent
 only once the client took a message. The stream ends when either side closes (the close code
@@ -93,6 +102,9 @@ async def relay_websocket(
     if request.path.endswith("/portforward"):
         protocol = ""  # a port-forward's channels are per port: no error channel for a Status
     loop = asyncio.get_running_loop()
+    # Set once the member's messages may go to the client (see the module docstring).
+    client_ready = asyncio.Event()
+    setup = loop.call_later(limits.stream_setup_seconds if protocol in STATUS_CHANNEL_PROTOCOLS else 0, client_ready.set)
     pending: set[asyncio.Task[bool]] = set()
     finished = False
     try:
@@ -102,8 +114,8 @@ async def relay_websocket(
                 idle.reschedule(loop.time() + limits.idle_timeout_seconds)
 
             pending = {
-                asyncio.create_task(_client_to_agent(ws, stream, touch)),
-                asyncio.create_task(_agent_to_client(ws, stream, protocol, touch)),
+                asyncio.create_task(_client_to_agent(ws, stream, touch, client_ready)),
+                asyncio.create_task(_agent_to_client(ws, stream, protocol, touch, client_ready)),
             }
             done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
             finished = all(not task.exception() and task.result() for task in done)
@@ -112,6 +124,7 @@ async def relay_websocket(
                     stream.tunnel.cluster, limits.idle_timeout_seconds)
         await _fail(ws, protocol, f"the connection was idle for {limits.idle_timeout_seconds:g}s")
     finally:
+        setup.cancel()
         for task in pending:
             task.cancel()
         for task in pending:
@@ -122,9 +135,12 @@ async def relay_websocket(
     return ws, finished
 
 
-async def _client_to_agent(ws: web.WebSocketResponse, stream: HubStream, touch: Callable[[], None]) -> bool:
+async def _client_to_agent(
+    ws: web.WebSocketResponse, stream: HubStream, touch: Callable[[], None], client_ready: asyncio.Event
+) -> bool:
     """The client's messages to the agent, within the agent's credit; True once the client closed."""
     async for message in ws:
+        client_ready.set()
         if message.type is WSMsgType.BINARY:
             data, text = bytes(message.data), False
         elif message.type is WSMsgType.TEXT:
@@ -141,13 +157,15 @@ async def _client_to_agent(ws: web.WebSocketResponse, stream: HubStream, touch: 
 
 
 async def _agent_to_client(
-    ws: web.WebSocketResponse, stream: HubStream, protocol: str, touch: Callable[[], None]
+    ws: web.WebSocketResponse, stream: HubStream, protocol: str, touch: Callable[[], None], client_ready: asyncio.Event
 ) -> bool:
-    """The member's messages to the client, crediting the agent as the client takes them; True
-    once the member closed, False when the stream failed (the client is told why)."""
+    """The member's messages to the client once it is ready for them, crediting the agent as the
+    client takes them; True once the member closed, False when the stream failed (the client is
+    told why)."""
     limits = stream.tunnel.limits
     while True:
         frame = await stream.next_frame()
+        await client_ready.wait()
         if frame.kind is FrameKind.MESSAGE:
             data, text = framing.parse_message(frame.payload)
             try:

@@ -11,11 +11,12 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import shlex
 import signal
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 import yaml
 
@@ -54,6 +55,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="log level of every component (logs go to DIR/logs)")
     parser.add_argument("--waste-sample-interval", type=float, default=None, metavar="SECONDS",
                         help="how often the hub samples GPU usage for the waste report (default: the hub's, 60)")
+    parser.add_argument("--hub-arg", action="append", default=[], metavar="FLAG",
+                        help="one more flag for the hub (any flag of `gpufed controlplane`), repeatable: "
+                             "--hub-arg=--kueue-fair-sharing --hub-arg='--kueue-wait-for-pods-ready-timeout 300'")
+
+
+#: The hub flags `gpufed up` sets itself, and its own flag that sets each.
+_UP_OWNS_HUB_FLAGS: Final = {"--state-dir": "--state-dir", "--listen": "--port", "--log-level": "--log-level",
+                             "--waste-sample-interval": "--waste-sample-interval"}
+
+
+class _HubFlags(argparse.ArgumentParser):
+    """The hub's own parser, answering a bad flag with an :class:`UpError` instead of exiting."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UpError(f"--hub-arg: {message}")
+
+
+def hub_args(values: Sequence[str]) -> tuple[str, ...]:
+    """The ``--hub-arg`` values as the hub's argv (each split as a shell would: ``"--flag 300"``
+    is a flag and its value), checked by the hub's own parser so that a wrong flag is refused
+    before anything starts; the flags `gpufed up` sets itself are refused with the flag to use."""
+    from gpufed.commands import controlplane
+
+    argv = tuple(part for value in values for part in shlex.split(value))
+    for part in argv:
+        flag = part.split("=", 1)[0]
+        if flag in _UP_OWNS_HUB_FLAGS:
+            raise UpError(f"--hub-arg: gpufed up sets the hub's {flag} itself; use gpufed up {_UP_OWNS_HUB_FLAGS[flag]}")
+    parser = _HubFlags(prog="gpufed controlplane", add_help=False)
+    controlplane.add_arguments(parser)
+    conflict = controlplane.conflicting_flags(parser.parse_args(argv))
+    if conflict:
+        raise UpError(f"--hub-arg: {conflict}")
+    return argv
 
 
 def _waste_interval(args: argparse.Namespace) -> tuple[str, ...]:
@@ -75,6 +110,12 @@ def run(args: argparse.Namespace) -> int:
     if args.time_scale <= 0:
         print("error: --time-scale must be > 0", file=sys.stderr)
         return 2
+    try:
+        extra_hub_args = hub_args(args.hub_arg)
+    except UpError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    args.hub_arg = list(extra_hub_args)
     try:
         # Kubeconfigs, agent credentials, member snapshots (Secrets included): the owner's alone.
         private_directory(layout.root)
@@ -153,13 +194,7 @@ async def _up(args: argparse.Namespace, layout: Layout, names: list[str], fleet:
                         await hub_view.changed.wait()
                 hub_view.changed.clear()
 
-        hub = supervisor.launch(ProcessSpec(
-            name="hub",
-            argv=_gpufed("controlplane", "--state-dir", str(layout.hub_dir), "--listen", f"{HOST}:{hub_port}",
-                         *common, *_waste_interval(args)),
-            log_path=layout.log("hub"),
-            ready=kube_probe(layout.hub_kubeconfig),
-        ))
+        hub = supervisor.launch(hub_spec(args, layout, hub_port))
         background = [asyncio.create_task(ticker(), name="status-board")]
         try:
             if not await _wait_all([hub], stop, HUB_START_TIMEOUT, board):
@@ -197,6 +232,18 @@ async def _up(args: argparse.Namespace, layout: Layout, names: list[str], fleet:
             for task in background:
                 task.cancel()
             await asyncio.gather(*background, return_exceptions=True)
+
+
+def hub_spec(args: argparse.Namespace, layout: Layout, hub_port: int) -> ProcessSpec:
+    """The hub's process: its state, address and log level from `gpufed up`'s flags, then the
+    ``--hub-arg`` flags (checked by :func:`hub_args`)."""
+    return ProcessSpec(
+        name="hub",
+        argv=_gpufed("controlplane", "--state-dir", str(layout.hub_dir), "--listen", f"{HOST}:{hub_port}",
+                     "--log-level", args.log_level, *_waste_interval(args), *args.hub_arg),
+        log_path=layout.log("hub"),
+        ready=kube_probe(layout.hub_kubeconfig),
+    )
 
 
 def _agent_spec(

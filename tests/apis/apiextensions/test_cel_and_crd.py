@@ -220,3 +220,34 @@ def test_transition_rules_in_a_map_list_see_the_old_item_with_the_same_keys() ->
     found = rules.evaluate(new, old)
     # Item b changed its port; a is unchanged (found by its key, not its index); c is new.
     assert [(e.field, e.message) for e in found] == [("ports[0]", 'Invalid value: "object": port is immutable')]
+
+
+def test_rules_ratchet_on_unchanged_values_but_transition_rules_do_not() -> None:
+    """kube's CRDValidationRatcheting: a rule does not refuse a value its stored object already
+    had (nor a value below an unchanged node that has no old self, a set's item); a changed value
+    and a transition rule are checked as ever."""
+    rules = cel.compile_schema_rules({"type": "object", "properties": {
+        "spec": {"type": "object", "x-kubernetes-validations": [{"rule": "self.size < 3", "message": "too big"}],
+                 "properties": {
+                     "size": {"type": "integer"},
+                     "floor": {"type": "integer", "x-kubernetes-validations": [
+                         {"rule": "self >= oldSelf", "message": "may not go down"}]},
+                     "tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {
+                         "type": "string", "x-kubernetes-validations": [{"rule": "self.size() < 4", "message": "long tag"}]}},
+                 }},
+        "status": {"type": "object", "properties": {"phase": {"type": "string"}}},
+    }})
+    old = {"spec": {"size": 5, "floor": 1, "tags": ["toolong"]}, "status": {"phase": "A"}}
+
+    def fields(new: dict[str, Any], stored: dict[str, Any] | None) -> list[tuple[str, str]]:
+        return [(e.field, e.message.rsplit(": ", 1)[1]) for e in rules.evaluate(new, stored)]
+
+    assert fields({**old, "status": {"phase": "B"}}, old) == []  # only the status changed
+    assert fields(old, None) == [("spec", "too big"), ("spec.tags[0]", "long tag")]  # a create ratchets nothing
+    # The spec changed (its rule is checked), its tags did not (theirs is not).
+    assert fields({"spec": {**old["spec"], "size": 6}}, old) == [("spec", "too big")]
+    # The set's item has no old self; its list changed, so it is checked.
+    assert fields({"spec": {**old["spec"], "tags": ["toolong", "ok"]}}, old) == [
+        ("spec", "too big"), ("spec.tags[0]", "long tag"),
+    ]
+    assert fields({"spec": {**old["spec"], "floor": 0}}, old) == [("spec", "too big"), ("spec.floor", "may not go down")]

@@ -162,3 +162,42 @@ def test_metadata_is_never_pruned_even_when_the_schema_declares_it_bare() -> Non
     assert prune(obj, schema) == []
     assert obj["metadata"] == {"name": "a", "labels": {"app": "x"}}
     assert obj["spec"]["template"]["metadata"] == {"labels": {"a": "b"}}
+
+
+RATCHETED: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "limit": {"type": "string", "maxLength": 3},
+        "byIndex": {"type": "array", "items": {"type": "string", "maxLength": 3}},
+        "atomic": {"type": "array", "x-kubernetes-list-type": "atomic", "items": {"type": "string", "maxLength": 3}},
+        "ports": {
+            "type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+            "items": {"type": "object", "properties": {"name": {"type": "string"}, "port": {"type": "integer", "maximum": 10}}},
+        },
+        "count": {"type": "integer", "maximum": 1},
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        # Unchanged values are not refused, however the schema changed since they were written.
+        ({"limit": "long", "count": 5}, {"limit": "long", "count": 1}, []),
+        ({"limit": "long"}, {"limit": "longer"}, ["limit"]),
+        # Lists with no list type find old items by index; map lists by their keys.
+        ({"byIndex": ["long", "a"]}, {"byIndex": ["long", "b"]}, []),
+        ({"byIndex": ["a", "long"]}, {"byIndex": ["long", "a"]}, ["byIndex[0]"]),
+        ({"ports": [{"name": "a", "port": 99}]}, {"ports": [{"name": "b", "port": 1}, {"name": "a", "port": 99}]}, []),
+        # Atomic lists only as a whole: one item changed, every item is checked.
+        ({"atomic": ["long", "a"]}, {"atomic": ["long", "b"]}, ["atomic[0]"]),
+        ({"atomic": ["long"]}, {"atomic": ["long"]}, []),
+        # 1.0 is not 1: a changed type is a change.
+        ({"count": 5}, {"count": 5.0}, ["count"]),
+        # No stored object (a create): nothing ratchets.
+        (None, {"limit": "long"}, ["limit"]),
+    ],
+)
+def test_updates_ratchet_unchanged_values(old: Any, new: dict[str, Any], expected: list[str]) -> None:
+    found = validate(new, RATCHETED) if old is None else validate(new, RATCHETED, old=old)
+    assert [e.field for e in found] == expected

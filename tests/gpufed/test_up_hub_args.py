@@ -1,0 +1,48 @@
+"""`gpufed up --hub-arg`: flags for the demo hub, checked by the hub's own parser before anything
+starts, and passed to the hub's command line after the ones `gpufed up` sets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpufed.cli import build_parser, main
+from gpufed.commands.up.command import hub_args, hub_spec
+from gpufed.commands.up.layout import Layout, UpError
+
+
+def test_hub_args_are_split_and_checked_by_the_hubs_parser() -> None:
+    assert hub_args(["--kueue-fair-sharing", "--kueue-wait-for-pods-ready-timeout 300"]) == (
+        "--kueue-fair-sharing", "--kueue-wait-for-pods-ready-timeout", "300",
+    )
+    assert hub_args([]) == ()
+    for values, message in [
+        (["--no-such-flag"], "--hub-arg: unrecognized arguments: --no-such-flag"),
+        (["--kueue-wait-for-pods-ready-timeout=soon"], "--kueue-wait-for-pods-ready-timeout"),
+        (["--etcd-certfile /c.pem"], "--etcd-certfile and --etcd-keyfile go together"),
+        (["--listen=0.0.0.0:1"], "use gpufed up --port"),
+        (["--state-dir /tmp/x"], "use gpufed up --state-dir"),
+    ]:
+        with pytest.raises(UpError, match="--hub-arg") as refused:
+            hub_args(values)
+        assert message in str(refused.value)
+
+
+def test_the_hub_runs_with_the_hub_args_after_up_own_flags(tmp_path: Path) -> None:
+    args = build_parser().parse_args([
+        "up", "--state-dir", str(tmp_path), "--hub-arg=--kueue-fair-sharing", "--hub-arg", "--leader-lease-ttl 20",
+    ])
+    args.hub_arg = list(hub_args(args.hub_arg))
+    argv = hub_spec(args, Layout(tmp_path), 7443).argv
+    assert argv[argv.index("controlplane"):] == (
+        "controlplane", "--state-dir", str(Layout(tmp_path).hub_dir), "--listen", "127.0.0.1:7443",
+        "--log-level", "INFO", "--kueue-fair-sharing", "--leader-lease-ttl", "20",
+    )
+
+
+def test_up_refuses_a_wrong_hub_arg_before_starting_anything(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    state = tmp_path / "state"
+    assert main(["up", "--state-dir", str(state), "--hub-arg=--kueue-fair-shareing"]) == 2
+    assert "error: --hub-arg: unrecognized arguments: --kueue-fair-shareing" in capsys.readouterr().err
+    assert not state.exists()
