@@ -352,14 +352,27 @@ def _choose(preemptor: Preemptor, usage: Usage, holders: Sequence[Admitted], fai
 
 
 def _oracle(
-    queue: ClusterQueue, workload: Pending, usage: Usage, holders: Sequence[Admitted], fair_sharing: bool
+    queue: ClusterQueue,
+    workload: Pending,
+    usage: Usage,
+    holders: Sequence[Admitted],
+    fair_sharing: bool,
+    memo: dict[tuple[str, FlavorResource, int], tuple[Mode, int]],
 ) -> Oracle:
     """Kueue's ``SimulatePreemption``: the targets preemption would pick for one flavor and
-    resource; PREEMPT when some are of the workload's own queue, RECLAIM when all are others'."""
+    resource; PREEMPT when some are of the workload's own queue, RECLAIM when all are others'.
+    Once per workload, flavor and amount in a cycle (``memo``), as Kueue simulates when it
+    nominates the heads."""
     if not queue.preemption.enabled:
         return _no_preemption
 
     def simulate(fr: FlavorResource, amount: int) -> tuple[Mode, int]:
+        key = (workload.key, fr, amount)
+        if key not in memo:
+            memo[key] = _simulate(fr, amount)
+        return memo[key]
+
+    def _simulate(fr: FlavorResource, amount: int) -> tuple[Mode, int]:
         preemptor = Preemptor(queue, {fr: amount}, frozenset({fr}), workload.priority, workload.created)
         chosen = _choose(preemptor, usage, holders, fair_sharing)
         if not chosen:
@@ -459,6 +472,8 @@ def decide(
         if a.queue in queues:
             holders.setdefault(scope_of(queues[a.queue]), []).append(a)
 
+    simulated: dict[tuple[str, FlavorResource, int], tuple[Mode, int]] = {}
+
     def may_preempt(queue: ClusterQueue) -> bool:
         """Once its cohort tree has a preemption this cycle a workload cannot preempt."""
         scope = scope_of(queue)
@@ -469,7 +484,7 @@ def decide(
         # Flavors are valued without simulating a preemption that cannot happen.
         oracle: Oracle = _no_preemption
         if may_preempt(queue):
-            oracle = _oracle(queue, head, usage, holders[scope_of(queue)], fair_sharing)
+            oracle = _oracle(queue, head, usage, holders[scope_of(queue)], fair_sharing, simulated)
         return _assign(queue, head, usage, flavor_labels, oracle, fair_sharing)
 
     def consider(head: Pending, tried: _Tried, later: Sequence[Pending]) -> None:

@@ -237,6 +237,7 @@ class Usage:
         for root in [n for n in (*self.cohorts.values(), *self.nodes.values()) if n.parent is None]:
             self._accumulate(root)
         self._lendable: dict[int, dict[str, int]] = {}
+        self._tree_queues: dict[int, frozenset[str]] = {}
 
     def _loops(self, name: str, parent: str, specs: Mapping[str, Cohort]) -> bool:
         seen = {name}
@@ -368,6 +369,16 @@ class Usage:
             remaining -= at.local_available(fr)
             at = at.parent
         return _height(node.root()), False
+
+    def tree_queues(self, queue: str) -> frozenset[str]:
+        """The ClusterQueues under the queue's root cohort (none when it is in no cohort)."""
+        root = self.root_of(queue)
+        if root is None:
+            return frozenset()
+        found = self._tree_queues.get(id(root))
+        if found is None:
+            found = self._tree_queues[id(root)] = frozenset(n for n in self.nodes if self.root_of(n) is root)
+        return found
 
     def root_of(self, queue: str) -> Node | None:
         """The root cohort of the queue's tree (None: the queue is in no cohort)."""
