@@ -25,6 +25,7 @@ from controlplane.admission.core import (
     decide,
 )
 from controlplane.apis import kueue_v1beta1 as kueue
+from controlplane.apiserver.kinds.kueue import CLUSTER_QUEUE
 from controlplane.apiserver.validation import check_model
 from tests.admission.builders import cluster_queue
 
@@ -180,3 +181,15 @@ def test_flavor_fungibility_refuses_other_values(field: str, value: str, support
     assert [(c.field, c.message) for c in causes] == [
         (f"spec.flavorFungibility.{field}", f'Unsupported value: "{value}": supported values: {supported}'),
     ]
+
+
+def test_the_hub_defaults_flavor_fungibility_as_kueues_crd() -> None:
+    assert CLUSTER_QUEUE.defaults is not None
+    obj: dict[str, object] = {"spec": {"resourceGroups": []}}
+    CLUSTER_QUEUE.defaults(obj)
+    assert obj["spec"] == {"resourceGroups": [], "flavorFungibility": {"whenCanBorrow": "Borrow", "whenCanPreempt": "TryNextFlavor"}}
+    given: dict[str, object] = {"spec": {"flavorFungibility": {"whenCanBorrow": "TryNextFlavor"}}}
+    CLUSTER_QUEUE.defaults(given)
+    assert given["spec"] == {"flavorFungibility": {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor"}}
+    for hostile in ({"spec": None}, {"spec": {"flavorFungibility": "x"}}, {}):
+        CLUSTER_QUEUE.defaults(hostile)  # left for validation to refuse
