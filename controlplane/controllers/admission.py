@@ -16,7 +16,8 @@ ClusterQueues, LocalQueues, WorkloadPriorityClasses and Workloads (informers). O
 * preemption (the ClusterQueues' ``preemption`` policies): a target Workload is evicted — Evicted
   and Preempted, its admission removed, back in the queue, an Event naming the preemptor — so its
   Job is suspended again and the detector deletes its binding (its pods stop in every member);
-  the preemptor is admitted by a later cycle, once the quota is released; the evicted Workload is
+  the preemptor is admitted by a later cycle, once the quota is released (the next cycle decides
+  it before any other workload, so none takes what its evictions freed); the evicted Workload is
   ``Requeued=True`` at once, as in Kueue;
 * with ``--kueue-wait-for-pods-ready-timeout``, Kueue's waitForPodsReady: an admitted Workload
   whose pods are not ready in time is evicted and requeued after a backoff, or deactivated past

@@ -4,11 +4,15 @@ Kueue's scheduling cycle, as a pure function: each ClusterQueue offers its next 
 (higher priority first, then older; StrictFIFO offers only its head, so a head that does not fit
 blocks the queue; BestEffortFIFO offers the next one instead); the offered workloads are tried
 in order — those fitting nominal quota before those that must borrow, then priority, then age —
-each against the usage the earlier admissions left. A pod set gets one flavor per resource group:
-the first flavor (in the ClusterQueue's order) whose node labels the pod set does not contradict
-and that has the quota for every resource of the group it requests. A workload that does not fit
-may preempt (:mod:`controlplane.admission.core.preemption`): it waits until its targets are
-evicted, and is admitted by a later cycle; one preemption per cohort tree (or lone queue) per cycle.
+each against the usage the earlier admissions left. A pod set gets one flavor per resource group,
+as Kueue's flavor assigner picks it: the flavors whose node labels the pod set does not
+contradict, in the ClusterQueue's order, each valued by how it takes the request (:class:`Mode`:
+fits, fits by reclaiming from other queues' borrowers, by preempting in the own queue, preemption
+finds nothing, no fit) and how far up the cohort tree it borrows; ``flavorFungibility`` says
+which is taken (:func:`_try_next`, :func:`_preferred`). A workload that does not fit may preempt
+(:mod:`controlplane.admission.core.preemption`) in the flavors so chosen: it waits until its
+targets are evicted, and the next cycle decides it first (its claim); one preemption per cohort
+tree (or lone queue) per cycle.
 With fair sharing on (Kueue's ``fairSharing.enable``) the offered workloads are tried in
 fair-sharing order instead, and preemption in a cohort follows the queues' shares
 (:mod:`controlplane.admission.core.fairsharing`).
