@@ -24,6 +24,7 @@ import functools
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
+from typing import NamedTuple
 
 from controlplane.admission.core.fairsharing import fair_targets, tournament
 from controlplane.admission.core.preemption import Preemptor, Target, targets
@@ -150,8 +151,7 @@ class Mode(IntEnum):
     FIT = 4
 
 
-@dataclass(frozen=True)
-class _Granular:
+class _Granular(NamedTuple):
     """A mode and how far up the cohort tree the quota comes from (0: the queue's own)."""
 
     mode: Mode
@@ -289,7 +289,13 @@ def _pick_flavor(
     oracle: Oracle,
     fair_sharing: bool,
 ) -> _Pick:
-    """Kueue's ``findFlavorForPodSets`` for one resource group."""
+    """Kueue's ``findFlavorForPodSets`` for one resource group. When preemption only ever makes
+    it look further (``whenCanPreempt: TryNextFlavor``), a flavor that fits is found first without
+    simulating any preemption: one that fits is preferred to any that would preempt."""
+    if oracle is not _no_preemption and queue.fungibility.when_can_preempt is WhenCanPreempt.TRY_NEXT_FLAVOR:
+        fitting = _pick_flavor(queue, candidates, wanted, ps, usage, taken, flavor_labels, _no_preemption, fair_sharing)
+        if fitting.mode.mode is Mode.FIT:
+            return fitting
     reasons: list[str] = []
     best: _Pick | None = None
     never = True
@@ -317,7 +323,7 @@ def _pick_flavor(
             best = pick
     if best is None:
         return _Pick(None, _WORST, frozenset(), reasons, never)
-    return replace(best, reasons=reasons, never=never)
+    return _Pick(best.flavor, best.mode, best.needs, reasons, never)
 
 
 def _fits(
