@@ -6,14 +6,16 @@ free."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import pytest
 
 from controlplane.admission import objects as adm
 from controlplane.admission.core import (
+    Admission,
     Admitted,
     ClusterQueue,
+    Cohort,
     FlavorFungibility,
     Pending,
     PodSetRequest,
@@ -41,8 +43,8 @@ def held(key: str, cq: str, flavor: str, gpus: int, *, prio: int = 0, at: str = 
     return Admitted(key, cq, {(flavor, GPU): gpus}, prio, "0", at)
 
 
-def flavors_of(decisions_admitted: tuple[object, ...]) -> dict[str, str]:
-    return {a.key: a.assignments[0].flavors[GPU] for a in decisions_admitted}  # type: ignore[attr-defined]
+def flavors_of(admitted: tuple[Admission, ...]) -> dict[str, str]:
+    return {a.key: a.assignments[0].flavors[GPU] for a in admitted}
 
 
 @dataclass
@@ -54,6 +56,7 @@ class Case:
     """The flavor it is admitted in (None: it waits)."""
     want_targets: list[str]
     """What it preempts (empty: nothing)."""
+    cohorts: dict[str, Cohort] = field(default_factory=dict)
 
 
 def two_flavors(name: str = "a", *, cohort: str | None = None, f1: int | Quota = 4, f2: int | Quota = 4,
@@ -88,6 +91,20 @@ CASES = {
          cluster_queue("lender", {"f1": {GPU: 4}, "f2": {GPU: 4}}, cohort="c")],
         [], job("w", "a", 4), "f1", [],
     ),
+    # Cohort x (a, l1) under root (l2): a's 4 GPUs of f1 fit only with root's quota (a subtree
+    # of height 2), of f2 within x (height 1).
+    "whenCanBorrow TryNextFlavor, every flavor borrows: the one borrowing from the lower subtree": Case(
+        [two_flavors(cohort="x", f1=Quota(2), f2=Quota(2), try_next=True),
+         cluster_queue("l1", {"f1": {GPU: 0}, "f2": {GPU: 4}}, cohort="x"),
+         cluster_queue("l2", {"f1": {GPU: 4}, "f2": {GPU: 0}}, cohort="root")],
+        [], job("w", "a", 4), "f2", [], cohorts={"x": Cohort("x", parent="root")},
+    ),
+    "whenCanBorrow Borrow, hierarchical: the first flavor, borrowing from the root": Case(
+        [two_flavors(cohort="x", f1=Quota(2), f2=Quota(2)),
+         cluster_queue("l1", {"f1": {GPU: 0}, "f2": {GPU: 4}}, cohort="x"),
+         cluster_queue("l2", {"f1": {GPU: 4}, "f2": {GPU: 0}}, cohort="root")],
+        [], job("w", "a", 4), "f1", [], cohorts={"x": Cohort("x", parent="root")},
+    ),
     # f1: only a's own lower-priority workload to evict (Preempt); f2: b borrows a's quota (Reclaim).
     "reclaiming from a borrower is preferred to preempting in the own queue": Case(
         [two_flavors(cohort="c", preemption=RECLAIM), two_flavors("b", cohort="c", f1=0, f2=0)],
@@ -107,7 +124,7 @@ CASES = {
 
 @pytest.mark.parametrize("case", CASES.values(), ids=CASES)
 def test_flavor_assignment(case: Case) -> None:
-    decisions = decide({q.name: q for q in case.queues}, [case.pending], case.admitted, {})
+    decisions = decide({q.name: q for q in case.queues}, [case.pending], case.admitted, {}, cohorts=case.cohorts)
     assert flavors_of(decisions.admitted) == ({case.pending.key: case.want_flavor} if case.want_flavor else {})
     assert [t.key for p in decisions.preempting for t in p.targets] == case.want_targets
 
