@@ -387,7 +387,8 @@ def _oracle(
         chosen = _choose(preemptor, usage, holders, fair_sharing)
         if not chosen:
             return Mode.NO_CANDIDATES, 0
-        evicted = [h for h in holders if h.key in {t.key for t in chosen}]
+        keys = {t.key for t in chosen}
+        evicted = [h for h in holders if h.key in keys]
         for h in evicted:
             usage.add(h.queue, h.usage, -1)
         borrow, _ = usage.borrowing_height(queue.name, fr, amount)
