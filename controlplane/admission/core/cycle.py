@@ -390,10 +390,10 @@ def _oracle(
         keys = {t.key for t in chosen}
         evicted = [h for h in holders if h.key in keys]
         for h in evicted:
-            usage.add(h.queue, h.usage, -1)
+            usage.add(h.queue, h.usage, -1, counted=False)
         borrow, _ = usage.borrowing_height(queue.name, fr, amount)
         for h in evicted:
-            usage.add(h.queue, h.usage)
+            usage.add(h.queue, h.usage, counted=False)
         return (Mode.PREEMPT if any(t.queue == queue.name for t in chosen) else Mode.RECLAIM), borrow
 
     return simulate

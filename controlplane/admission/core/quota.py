@@ -238,6 +238,7 @@ class Usage:
             self._accumulate(root)
         self._lendable: dict[int, dict[str, int]] = {}
         self._tree_queues: dict[int, frozenset[str]] = {}
+        self._versions: dict[int, int] = {}
 
     def _loops(self, name: str, parent: str, specs: Mapping[str, Cohort]) -> bool:
         seen = {name}
@@ -274,10 +275,15 @@ class Usage:
         node = self.nodes.get(queue)
         return node.usage.get(fr, 0) if node is not None else 0
 
-    def add(self, queue: str, amounts: Mapping[FlavorResource, int], sign: int = 1) -> None:
+    def add(self, queue: str, amounts: Mapping[FlavorResource, int], sign: int = 1, *, counted: bool = True) -> None:
+        """Add (``sign`` -1: remove) a workload's usage. ``counted`` False: a step of a simulation
+        that is undone right after, which leaves :meth:`version` as it is."""
         node = self.nodes.get(queue)
         if node is None:
             return  # a workload still holding quota of a ClusterQueue that was deleted
+        if amounts and counted:
+            root = node.root()
+            self._versions[id(root)] = self._versions.get(id(root), 0) + 1
         for fr, amount in amounts.items():
             delta = sign * amount
             if delta > 0:
@@ -369,6 +375,10 @@ class Usage:
             remaining -= at.local_available(fr)
             at = at.parent
         return _height(node.root()), False
+
+    def version(self, queue: str) -> int:
+        """A count that changes whenever usage in the queue's tree does (for caches of shares)."""
+        return self._versions.get(id(self.nodes[queue].root()), 0)
 
     def tree_queues(self, queue: str) -> frozenset[str]:
         """The ClusterQueues under the queue's root cohort (none when it is in no cohort)."""
