@@ -188,8 +188,8 @@ def test_flavor_fungibility_is_read_with_kueues_defaults() -> None:
 
 
 @pytest.mark.parametrize(("field", "value", "supported"), [
-    ("whenCanBorrow", "Preempt", '"Borrow" or "TryNextFlavor"'),
-    ("whenCanPreempt", "Borrow", '"Preempt" or "TryNextFlavor"'),
+    ("whenCanBorrow", "Preempt", '"Borrow", "TryNextFlavor"'),
+    ("whenCanPreempt", "Borrow", '"Preempt", "TryNextFlavor"'),
 ])
 def test_flavor_fungibility_refuses_other_values(field: str, value: str, supported: str) -> None:
     obj = {"apiVersion": kueue.API_VERSION, "kind": "ClusterQueue", "metadata": {"name": "a"},
