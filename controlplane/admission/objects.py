@@ -21,6 +21,7 @@ from controlplane.admission.core import (
     Admitted,
     ClusterQueue,
     Cohort,
+    FlavorFungibility,
     FlavorQuotas,
     Pending,
     PodSetRequest,
@@ -30,6 +31,8 @@ from controlplane.admission.core import (
     Quota,
     ResourceGroup,
     Usage,
+    WhenCanBorrow,
+    WhenCanPreempt,
 )
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.meta import LabelSelector
@@ -204,7 +207,10 @@ def cluster_queue(obj: Mapping[str, Any], flavors: Mapping[str, Mapping[str, str
         groups=groups,
         cohort=spec.get("cohort") or None,
         strategy=QueueingStrategy(spec.get("queueingStrategy") or QueueingStrategy.BEST_EFFORT_FIFO),
-        try_next_flavor_before_borrowing=fungibility.get("whenCanBorrow") == "TryNextFlavor",
+        fungibility=FlavorFungibility(
+            WhenCanBorrow(fungibility.get("whenCanBorrow") or WhenCanBorrow.BORROW),
+            WhenCanPreempt(fungibility.get("whenCanPreempt") or WhenCanPreempt.TRY_NEXT_FLAVOR),
+        ),
         inactive_reason=inactive,
         preemption=preemption,
         fair_weight=fair_weight(spec),

@@ -233,9 +233,12 @@ class ClusterQueuePreemption(SpecModel):
 
 class FlavorFungibility(SpecModel):
     when_can_borrow: Literal["Borrow", "TryNextFlavor"] | None = None
-    """Borrow in this flavor, or try the next flavor first."""
+    """Borrow (default): take a flavor that fits by borrowing; TryNextFlavor: try the next
+    flavors first, and take the one that borrows least (from the closest cohort)."""
     when_can_preempt: Literal["Preempt", "TryNextFlavor"] | None = None
-    """Preempt in this flavor, or try the next flavor first."""
+    """TryNextFlavor (default): try the next flavors before preempting, and prefer fitting, then
+    reclaiming from borrowers, then preempting in the own queue; Preempt: preempt in the first
+    flavor where preemption makes room."""
 
 
 class FairSharing(SpecModel):

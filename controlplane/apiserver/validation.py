@@ -226,7 +226,8 @@ def _cause_for(error: dict[str, Any], data: Any) -> tuple[Loc, Cause]:
         return loc, Cause(CauseType.FIELD_VALUE_REQUIRED, "Required value", field_path)
     value = error.get("input")
     if err_type in ("literal_error", "enum"):
-        expected = str((error.get("ctx") or {}).get("expected", "")).replace("'", '"')
+        # pydantic says "'A', 'B' or 'C'"; kube lists them: "A", "B", "C".
+        expected = str((error.get("ctx") or {}).get("expected", "")).replace("' or '", "', '").replace("'", '"')
         return loc, Cause(
             CauseType.FIELD_VALUE_NOT_SUPPORTED,
             f"Unsupported value: {_quote(value)}: supported values: {expected}",

@@ -16,7 +16,8 @@ ClusterQueues, LocalQueues, WorkloadPriorityClasses and Workloads (informers). O
 * preemption (the ClusterQueues' ``preemption`` policies): a target Workload is evicted — Evicted
   and Preempted, its admission removed, back in the queue, an Event naming the preemptor — so its
   Job is suspended again and the detector deletes its binding (its pods stop in every member);
-  the preemptor is admitted by a later cycle, once the quota is released; the evicted Workload is
+  the preemptor is admitted by a later cycle, once the quota is released (the next cycle decides
+  it before any other workload, so none takes what its evictions freed); the evicted Workload is
   ``Requeued=True`` at once, as in Kueue;
 * with ``--kueue-wait-for-pods-ready-timeout``, Kueue's waitForPodsReady: an admitted Workload
   whose pods are not ready in time is evicted and requeued after a backoff, or deactivated past
@@ -188,6 +189,8 @@ class AdmissionController:
         self.metrics = metrics
         """Kueue's metrics (the hub's /metrics), fed from each cycle; None: not exported."""
         self.loop: ReconcileLoop[Key] = ReconcileLoop(self.name, self.reconcile, workers=1)
+        self._claims: set[str] = set()
+        """Workloads whose preemptions the last cycle issued (Kueue's preemptions in progress)."""
         if self.kinds.workload is None:
             return
         self.requeuing = Requeuing(ctx, self.kinds.workload, metrics=metrics)
@@ -332,7 +335,8 @@ class AdmissionController:
         cohort_objs = {str(o["metadata"]["name"]): o for o in kinds.items(kinds.cohort)}
         cohorts = {name: adm.cohort(o) for name, o in cohort_objs.items()}
         queues = {name: adm.cluster_queue(o, flavors) for name, o in cq_objs.items()}
-        queues = adm.deactivate_cycles(queues, Usage(queues, cohorts).cycles)
+        usage = Usage(queues, cohorts)  # the quota tree, built once per cycle
+        queues = adm.deactivate_cycles(queues, usage.cycles)
         fair_sharing = self.ctx.settings.kueue_fair_sharing
         lqs = {(str(o["metadata"].get("namespace")), str(o["metadata"]["name"])): o for o in kinds.items(kinds.local_queue)}
         namespaces = {str(o["metadata"]["name"]): (o["metadata"].get("labels") or {}) for o in self.ctx.informer(self.ctx.namespace_rt).items()}
@@ -373,15 +377,15 @@ class AdmissionController:
                 pending.append(adm.pending_of(wl, cq_name))
         for wl in timed_out:
             await self.requeuing.time_out(wl)
-        decisions = decide(queues, pending, admitted, flavors, fair_sharing=fair_sharing, cohorts=cohorts)
+        decisions = decide(
+            queues, pending, admitted, flavors, fair_sharing=fair_sharing, cohorts=cohorts, usage=usage, claims=self._claims,
+        )
+        # Those preempting now are decided first next cycle, before anyone takes what their evictions free.
+        self._claims = {p.key for p in decisions.preempting}
         for preempting in decisions.preempting:
             for target in preempting.targets:
                 await self._evict(workloads[target.key], workloads[preempting.key], target, preempting.queue)
-        usage = Usage(queues, cohorts)
-        for a in admitted:
-            usage.add(a.queue, a.usage)
-        for decision in decisions.admitted:
-            usage.add(decision.queue, decision.usage())
+        for decision in decisions.admitted:  # ``usage`` holds them now, with the admitted ones
             await self._admit(workloads[decision.key], adm.admission_status(decision), decision.queue)
         for waiting in (*decisions.waiting, *unqueued.values()):
             await self._wait(workloads[waiting.key], waiting)

@@ -249,6 +249,8 @@ class QuotaGate:
         #: Evicted jobs, back in their queue at the next moment (once their pods are gone).
         self.returning: list[tuple[float, Job]] = []
         self._preempting = any(q.preemption.enabled for q in quotas.queues.values())
+        #: Jobs whose preemptions the last cycle issued: the next one decides them first, as the hub does.
+        self._claims: set[str] = set()
 
     def submit(self, job: Job) -> None:
         tenant = str(job.tenant)
@@ -311,7 +313,9 @@ class QuotaGate:
             self.quotas.flavor_labels,
             fair_sharing=self.fair_sharing,
             cohorts=self.quotas.cohorts,
+            claims=self._claims,
         )
+        self._claims = {p.key for p in decisions.preempting}
         admitted: list[Job] = []
         for admission in decisions.admitted:
             job, _ = self.waiting.pop(admission.key)

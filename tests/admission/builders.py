@@ -5,7 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from controlplane.admission.core import ClusterQueue, FlavorQuotas, QueueingStrategy, Quota, ResourceGroup
+from controlplane.admission.core import (
+    ClusterQueue,
+    FlavorFungibility,
+    FlavorQuotas,
+    QueueingStrategy,
+    Quota,
+    ResourceGroup,
+    WhenCanBorrow,
+    WhenCanPreempt,
+)
 
 
 def cluster_queue(
@@ -15,13 +24,19 @@ def cluster_queue(
     cohort: str | None = None,
     strategy: QueueingStrategy = QueueingStrategy.BEST_EFFORT_FIFO,
     try_next: bool = False,
+    preempt_first: bool = False,
     inactive: str | None = None,
 ) -> ClusterQueue:
     """One resource group covering the resources of the first flavor; a bare number is a
-    nominal quota."""
+    nominal quota. ``try_next``: ``whenCanBorrow: TryNextFlavor``; ``preempt_first``:
+    ``whenCanPreempt: Preempt``."""
     covered = tuple(next(iter(flavors.values())))
     fqs = tuple(
         FlavorQuotas(f, {r: q if isinstance(q, Quota) else Quota(q) for r, q in quotas.items()})
         for f, quotas in flavors.items()
     )
-    return ClusterQueue(name, (ResourceGroup(covered, fqs),), cohort, strategy, try_next, inactive)
+    fungibility = FlavorFungibility(
+        WhenCanBorrow.TRY_NEXT_FLAVOR if try_next else WhenCanBorrow.BORROW,
+        WhenCanPreempt.PREEMPT if preempt_first else WhenCanPreempt.TRY_NEXT_FLAVOR,
+    )
+    return ClusterQueue(name, (ResourceGroup(covered, fqs),), cohort, strategy, fungibility, inactive)

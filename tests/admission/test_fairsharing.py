@@ -357,3 +357,34 @@ def test_kep_example_when_one_cohort_came_first() -> None:
     hub.waiting.update(backlog("2a"))
     held_by = run_cycles(qs, KEP_COHORTS, hub, fair_sharing=True)
     assert held_by == {"shared": 0, "1a": 30, "1b": 30, "1c": 90, "2a": 150}
+
+
+# --- the tournament values a head that must preempt with the usage it would take -----------------
+
+
+@dataclass
+class ShareCase:
+    a_gpus: int
+    b_gpus: int
+    want_preemptor: str
+    """One preemption per cohort tree per cycle: the tournament's first pick gets it."""
+
+
+# Cohort of 8 GPUs: A and B 2 each, C 4; C holds 8 (4 borrowed: share 4*1000//8 = 500), nothing free.
+# Share after admission: A with 4 GPUs borrows 2 → 2*1000//8 = 250; with 2 GPUs → 0. Same for B.
+# a1 is older, so it wins a tie; at the current shares (both 0) it would always go first.
+SHARE_CASES = {
+    "the head that would borrow less goes first, though younger": ShareCase(4, 2, "b1"),
+    "equal shares after admission: the older head": ShareCase(2, 2, "a1"),
+    "the older head would borrow less": ShareCase(2, 4, "a1"),
+}
+
+
+@pytest.mark.parametrize("case", SHARE_CASES.values(), ids=SHARE_CASES)
+def test_a_head_that_must_preempt_competes_with_its_share_after_admission(case: ShareCase) -> None:
+    qs = queues(queue("A", 2), queue("B", 2), queue("C", 4))
+    holding = [held("c1", "C", 4, at="1"), held("c2", "C", 4, at="2")]
+    pending = [job("a1", "A", case.a_gpus, at="1"), job("b1", "B", case.b_gpus, at="2")]
+    decisions = decide(qs, pending, holding, {}, fair_sharing=True)
+    assert not decisions.admitted
+    assert [(p.key, [t.key for t in p.targets]) for p in decisions.preempting] == [(case.want_preemptor, ["c2"])]

@@ -109,3 +109,26 @@ async def test_an_in_quota_job_preempts_a_borrowing_one(objects: ObjectStore, ma
     assert evicted["message"].startswith("Previously: Preempted to accommodate")
     assert condition(wl, "Preempted")["status"] == "False"
     await eventually(a3_bound, what="a3's Work again")
+
+
+async def test_the_preemptor_gets_what_its_evictions_freed(objects: ObjectStore, manager: ControllerManager) -> None:
+    """Team A borrows all of team B's 8 GPUs (a4 last). Team B's older b0 wants 10 GPUs: more than
+    its nominal quota, it cannot preempt. b2 (4, within B's quota) reclaims a4's. The next cycle
+    decides b2 first: a4 does not borrow the freed GPUs back before b2 (to be evicted again)."""
+    await team_a_borrows(objects, manager, {"preemption": {"reclaimWithinCohort": "Any"}})
+    await create(objects, job("a4", "team-a"))
+    assert await eventually(lambda: admitted(objects, "a4"), what="a4 admitted") == "team-a"
+    await create(objects, job("b0", "team-b", pods=10))
+    await create(objects, job("b2", "team-b"))
+    assert await eventually(lambda: admitted(objects, "b2"), what="b2 admitted after preempting") == "team-b"
+    await settled(manager)
+    events = (await objects.list(objects.registry.require("v1", "Event"), namespace="default")).items
+    # One eviction, no readmission: without the claim a4 (and then a3) borrowed the GPUs back and
+    # were evicted again.
+    assert [e["involvedObject"]["name"] for e in events if e["reason"] == "Preempted"] == ["job-a4"]
+    assert [e["involvedObject"]["name"] for e in events if e["reason"] == "Admitted"].count("job-a4") == 1
+    evicted = condition(await get(objects, KUEUE, "Workload", "job-a4"), "Evicted")
+    assert evicted["status"] == "True" and "Workload: default/job-b2" in evicted["message"]
+    assert await admitted(objects, "a4") is None and await admitted(objects, "b0") is None
+    for name in ("a1", "a2", "a3"):
+        assert await admitted(objects, name) == "team-a"

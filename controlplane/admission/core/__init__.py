@@ -5,6 +5,7 @@ from controlplane.admission.core.cycle import (
     Admitted,
     Assignment,
     Decisions,
+    Mode,
     Pending,
     PodSetRequest,
     Preempting,
@@ -17,6 +18,7 @@ from controlplane.admission.core.quota import (
     INFINITE_SHARE,
     ClusterQueue,
     Cohort,
+    FlavorFungibility,
     FlavorQuotas,
     FlavorResource,
     Preemption,
@@ -25,11 +27,13 @@ from controlplane.admission.core.quota import (
     Quota,
     ResourceGroup,
     Usage,
+    WhenCanBorrow,
+    WhenCanPreempt,
 )
 
 __all__ = [
     "DEFAULT_WEIGHT", "INFINITE_SHARE",
-    "Admission", "Admitted", "Assignment", "ClusterQueue", "Cohort", "Decisions", "FlavorQuotas", "FlavorResource",
-    "Pending", "PodSetRequest", "Preempting", "Preemption", "PreemptionPolicy", "QueueingStrategy", "Quota", "Reason",
-    "ResourceGroup", "Target", "Usage", "Waiting", "decide",
+    "Admission", "Admitted", "Assignment", "ClusterQueue", "Cohort", "Decisions", "FlavorFungibility", "FlavorQuotas", "FlavorResource",
+    "Mode", "Pending", "PodSetRequest", "Preempting", "Preemption", "PreemptionPolicy", "QueueingStrategy", "Quota", "Reason",
+    "ResourceGroup", "Target", "Usage", "Waiting", "WhenCanBorrow", "WhenCanPreempt", "decide",
 ]

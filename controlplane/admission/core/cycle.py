@@ -4,11 +4,15 @@ Kueue's scheduling cycle, as a pure function: each ClusterQueue offers its next 
 (higher priority first, then older; StrictFIFO offers only its head, so a head that does not fit
 blocks the queue; BestEffortFIFO offers the next one instead); the offered workloads are tried
 in order — those fitting nominal quota before those that must borrow, then priority, then age —
-each against the usage the earlier admissions left. A pod set gets one flavor per resource group:
-the first flavor (in the ClusterQueue's order) whose node labels the pod set does not contradict
-and that has the quota for every resource of the group it requests. A workload that does not fit
-may preempt (:mod:`controlplane.admission.core.preemption`): it waits until its targets are
-evicted, and is admitted by a later cycle; one preemption per cohort tree (or lone queue) per cycle.
+each against the usage the earlier admissions left. A pod set gets one flavor per resource group,
+as Kueue's flavor assigner picks it: the flavors whose node labels the pod set does not
+contradict, in the ClusterQueue's order, each valued by how it takes the request (:class:`Mode`:
+fits, fits by reclaiming from other queues' borrowers, by preempting in the own queue, preemption
+finds nothing, no fit) and how far up the cohort tree it borrows; ``flavorFungibility`` says
+which is taken (:func:`_try_next`, :func:`_preferred`). A workload that does not fit may preempt
+(:mod:`controlplane.admission.core.preemption`) in the flavors so chosen: it waits until its
+targets are evicted, and the next cycle decides it first (its claim); one preemption per cohort
+tree (or lone queue) per cycle.
 With fair sharing on (Kueue's ``fairSharing.enable``) the offered workloads are tried in
 fair-sharing order instead, and preemption in a cohort follows the queues' shares
 (:mod:`controlplane.admission.core.fairsharing`).
@@ -17,19 +21,24 @@ fair-sharing order instead, and preemption in a cohort follows the queues' share
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from enum import IntEnum
+from typing import NamedTuple
 
 from controlplane.admission.core.fairsharing import fair_targets, tournament
 from controlplane.admission.core.preemption import Preemptor, Target, targets
 from controlplane.admission.core.quota import (
     ClusterQueue,
     Cohort,
+    FlavorFungibility,
     FlavorQuotas,
     FlavorResource,
     PreemptionPolicy,
     QueueingStrategy,
     Usage,
+    WhenCanBorrow,
+    WhenCanPreempt,
 )
 
 
@@ -125,32 +134,114 @@ class Decisions:
 PODS = "pods"
 
 
-class _NoFit(Exception):
-    def __init__(self, message: str, *, never: bool = False) -> None:
-        super().__init__(message)
-        self.never = never
-
-
 def _compatible(node_labels: Mapping[str, str], selector: Mapping[str, str]) -> bool:
     return all(node_labels.get(k, v) == v for k, v in selector.items())
 
 
-def assign(
-    queue: ClusterQueue, workload: Pending, usage: Usage, flavor_labels: Mapping[str, Mapping[str, str]]
-) -> Admission:
-    """The flavors of each pod set against ``usage`` (pod sets earlier in the workload counted);
-    raises :class:`_NoFit` with Kueue's message when some pod set does not fit."""
+class Mode(IntEnum):
+    """How a flavor can take a request (Kueue's ``preemptionMode``), least preferred first."""
+
+    NO_FIT = 0
+    NO_CANDIDATES = 1
+    """Only preemption could make room, and there is nothing it may evict."""
+    PREEMPT = 2
+    """Room by evicting workloads of its own ClusterQueue (with others, maybe)."""
+    RECLAIM = 3
+    """Room by evicting only other queues' workloads that borrow."""
+    FIT = 4
+
+
+class _Granular(NamedTuple):
+    """A mode and how far up the cohort tree the quota comes from (0: the queue's own)."""
+
+    mode: Mode
+    borrow: int = 0
+
+
+_BEST = _Granular(Mode.FIT)
+_WORST = _Granular(Mode.NO_FIT, 2**31)
+
+
+def _preferred(a: _Granular, b: _Granular) -> bool:
+    """Kueue's ``isPreferred`` (default preference, borrowing over preemption): fitting beats
+    reclaiming beats preempting; a flavor where preemption finds nothing to evict comes after
+    those; then the flavor whose quota comes from closer."""
+    if a.mode is Mode.NO_FIT:
+        return False
+    if b.mode is Mode.NO_FIT:
+        return True
+    if (a.mode is Mode.NO_CANDIDATES) != (b.mode is Mode.NO_CANDIDATES):
+        return a.mode is not Mode.NO_CANDIDATES
+    if a.mode != b.mode:
+        return a.mode > b.mode
+    return a.borrow < b.borrow
+
+
+def _try_next(mode: _Granular, fungibility: FlavorFungibility) -> bool:
+    """Kueue's ``shouldTryNextFlavor``."""
+    if mode.mode in (Mode.NO_FIT, Mode.NO_CANDIDATES):
+        return True
+    if mode.mode in (Mode.PREEMPT, Mode.RECLAIM) and fungibility.when_can_preempt is WhenCanPreempt.TRY_NEXT_FLAVOR:
+        return True
+    return mode.borrow > 0 and fungibility.when_can_borrow is WhenCanBorrow.TRY_NEXT_FLAVOR
+
+
+#: What preemption could do for a request of one flavor and resource: (mode, borrowing height after it).
+Oracle = Callable[[FlavorResource, int], tuple[Mode, int]]
+
+
+def _no_preemption(fr: FlavorResource, amount: int) -> tuple[Mode, int]:
+    return Mode.NO_CANDIDATES, 0
+
+
+@dataclass(frozen=True)
+class _Tried:
+    """Kueue's flavor assignment of a workload: the flavors (also when they need preemption),
+    the worst mode over its pod sets, where it needs preemption, and why it does not fit now."""
+
+    admission: Admission | None
+    mode: Mode
+    """FIT, NO_FIT, or PREEMPT for any mode in between."""
+    borrowing: int
+    needs: frozenset[FlavorResource] = frozenset()
+    message: str = ""
+    never: bool = False
+    usage: Mapping[FlavorResource, int] = field(default_factory=dict)
+    """What the assignment takes per flavor and resource (nothing when it does not fit)."""
+
+
+def _no_fit(message: str, *, never: bool) -> _Tried:
+    return _Tried(None, Mode.NO_FIT, 2**31, message=message, never=never)
+
+
+def _assign(
+    queue: ClusterQueue,
+    workload: Pending,
+    usage: Usage,
+    flavor_labels: Mapping[str, Mapping[str, str]],
+    oracle: Oracle,
+    fair_sharing: bool = False,
+) -> _Tried:
+    """Kueue's flavor assigner: per pod set and resource group, the flavors in the ClusterQueue's
+    order, each valued by how it takes the request (fit, preempt, no fit) and from how far up it
+    borrows; the first one ``flavorFungibility`` does not pass over is taken, else the most
+    preferred. Pod sets earlier in the workload count against the later ones."""
     if queue.inactive_reason is not None:
-        raise _NoFit(f"ClusterQueue {queue.name} is inactive: {queue.inactive_reason}", never=True)
+        return _no_fit(f"ClusterQueue {queue.name} is inactive: {queue.inactive_reason}", never=True)
     taken: dict[FlavorResource, int] = {}
     assignments: list[Assignment] = []
+    mode, borrowing = Mode.FIT, 0
+    needs: set[FlavorResource] = set()
+    reasons: list[str] = []
     for ps in workload.pod_sets:
         flavors: dict[str, str] = {}
         # Every pod takes one "pods" of the quota when the queue covers it (as in Kueue); else it is not counted.
         requested = [r for r, amount in ps.per_pod.items() if amount > 0 and (r != PODS or queue.group_of(r) is not None)]
         for resource in requested:
             if queue.group_of(resource) is None:
-                raise _NoFit(f"resource {resource} unavailable in ClusterQueue", never=True)
+                return _no_fit(f"resource {resource} unavailable in ClusterQueue", never=True)
+        ps_reasons: list[str] = []
+        ps_mode = Mode.FIT
         done: set[str] = set()
         for resource in requested:
             if resource in done:
@@ -159,12 +250,32 @@ def assign(
             assert group is not None
             wanted = {r: ps.total(r) for r in requested if r in group.covered}
             done.update(wanted)
-            flavors.update({r: _pick_flavor(queue, group.flavors, wanted, ps, usage, taken, flavor_labels) for r in wanted})
+            pick = _pick_flavor(queue, group.flavors, wanted, ps, usage, taken, flavor_labels, oracle, fair_sharing)
+            ps_reasons += pick.reasons
+            if pick.flavor is None:
+                return _no_fit(f"couldn't assign flavors to pod set {ps.name}: " + ", ".join(ps_reasons), never=pick.never)
+            flavors.update(dict.fromkeys(wanted, pick.flavor))
+            needs |= pick.needs
+            borrowing = max(borrowing, pick.mode.borrow)
+            if pick.mode.mode is not Mode.FIT:
+                mode = ps_mode = Mode.PREEMPT
             for r, amount in wanted.items():
-                fr = (flavors[r], r)
+                fr = (pick.flavor, r)
                 taken[fr] = taken.get(fr, 0) + amount
+        if ps_mode is not Mode.FIT:
+            reasons.append(f"couldn't assign flavors to pod set {ps.name}: " + ", ".join(ps_reasons))
         assignments.append(Assignment(ps.name, flavors, {r: ps.total(r) for r in requested}, ps.count))
-    return Admission(workload.key, queue.name, tuple(assignments), usage.borrows(queue, taken))
+    admission = Admission(workload.key, queue.name, tuple(assignments), usage.borrows(queue, taken))
+    return _Tried(admission, mode, borrowing, frozenset(needs), "; ".join(reasons), usage=taken)
+
+
+@dataclass(frozen=True)
+class _Pick:
+    flavor: str | None
+    mode: _Granular
+    needs: frozenset[FlavorResource]
+    reasons: list[str]
+    never: bool
 
 
 def _pick_flavor(
@@ -175,40 +286,67 @@ def _pick_flavor(
     usage: Usage,
     taken: Mapping[FlavorResource, int],
     flavor_labels: Mapping[str, Mapping[str, str]],
-) -> str:
+    oracle: Oracle,
+    fair_sharing: bool,
+) -> _Pick:
+    """Kueue's ``findFlavorForPodSets`` for one resource group. When preemption only ever makes
+    it look further (``whenCanPreempt: TryNextFlavor``), a flavor that fits is found first without
+    simulating any preemption: one that fits is preferred to any that would preempt."""
+    if oracle is not _no_preemption and queue.fungibility.when_can_preempt is WhenCanPreempt.TRY_NEXT_FLAVOR:
+        fitting = _pick_flavor(queue, candidates, wanted, ps, usage, taken, flavor_labels, _no_preemption, fair_sharing)
+        if fitting.mode.mode is Mode.FIT:
+            return fitting
     reasons: list[str] = []
-    borrowing_fit: str | None = None
+    best: _Pick | None = None
     never = True
     for fq in candidates:
         flavor = fq.flavor
         if not _compatible(flavor_labels.get(flavor, {}), ps.node_selector):
             reasons.append(f"flavor {flavor} doesn't match node affinity")
             continue
-        fits, borrows = True, False
+        worst = _BEST
+        needs: set[FlavorResource] = set()
         for resource, amount in wanted.items():
             fr = (flavor, resource)
-            need = amount + taken.get(fr, 0)
-            most = usage.maximum(queue, fr)
-            if need > most:
-                reasons.append(f"insufficient quota for {resource} in flavor {flavor}, request > maximum capacity ({need} > {most})")
-                fits = False
+            mode, exceeds = _fits(queue, fr, taken.get(fr, 0) + amount, usage, oracle, fair_sharing, reasons)
+            never = never and exceeds
+            if _preferred(worst, mode):
+                worst = mode
+            if worst.mode is Mode.NO_FIT:
                 break
-            never = False
-            free = usage.available(queue, fr)
-            if need > free:
-                reasons.append(f"insufficient unused quota for {resource} in flavor {flavor}, {need - free} more needed")
-                fits = False
-                break
-            quota = queue.quota(fr)
-            borrows = borrows or (quota is not None and usage.of(queue.name, fr) + need > quota.nominal)
-        if not fits:
-            continue
-        if not borrows or not queue.try_next_flavor_before_borrowing:
-            return flavor
-        borrowing_fit = borrowing_fit or flavor
-    if borrowing_fit is not None:
-        return borrowing_fit
-    raise _NoFit(f"couldn't assign flavors to pod set {ps.name}: " + ", ".join(reasons), never=never)
+            if mode.mode is not Mode.FIT:
+                needs.add(fr)
+        pick = _Pick(flavor, worst, frozenset(needs), reasons, never)
+        if not _try_next(worst, queue.fungibility):
+            return pick
+        if _preferred(worst, best.mode if best is not None else _WORST):
+            best = pick
+    if best is None:
+        return _Pick(None, _WORST, frozenset(), reasons, never)
+    return _Pick(best.flavor, best.mode, best.needs, reasons, never)
+
+
+def _fits(
+    queue: ClusterQueue, fr: FlavorResource, need: int, usage: Usage, oracle: Oracle, fair_sharing: bool, reasons: list[str]
+) -> tuple[_Granular, bool]:
+    """Kueue's ``fitsResourceQuota``: how the flavor takes ``need`` of a resource (with the
+    earlier pod sets' share), and whether it exceeds what the queue could ever hold."""
+    flavor, resource = fr
+    most = usage.maximum(queue, fr)
+    if need > most:
+        reasons.append(f"insufficient quota for {resource} in flavor {flavor}, request > maximum capacity ({need} > {most})")
+        return _Granular(Mode.NO_FIT), True
+    borrow, may_reclaim = usage.borrowing_height(queue.name, fr, need)
+    free = usage.available(queue, fr)
+    if need <= free:
+        return _Granular(Mode.FIT, borrow), False
+    reasons.append(f"insufficient unused quota for {resource} in flavor {flavor}, {need - free} more needed")
+    quota = queue.quota(fr)
+    nominal = quota.nominal if quota is not None else 0
+    if nominal >= need or may_reclaim or _may_preempt_while_borrowing(queue, fair_sharing):
+        mode, after = oracle(fr, need)
+        return _Granular(mode, after), False
+    return _Granular(Mode.NO_FIT, borrow), False
 
 
 def _may_preempt_while_borrowing(queue: ClusterQueue, fair_sharing: bool) -> bool:
@@ -219,91 +357,76 @@ def _may_preempt_while_borrowing(queue: ClusterQueue, fair_sharing: bool) -> boo
     )
 
 
-def _lacking(
-    queue: ClusterQueue, flavor: str, wanted: Mapping[str, int], taken: Mapping[FlavorResource, int], usage: Usage,
+def _choose(preemptor: Preemptor, usage: Usage, holders: Sequence[Admitted], fair_sharing: bool) -> tuple[Target, ...]:
+    return fair_targets(preemptor, usage, holders) if fair_sharing else targets(preemptor, usage, holders)
+
+
+def _oracle(
+    queue: ClusterQueue,
+    workload: Pending,
+    usage: Usage,
+    holders: Sequence[Admitted],
     fair_sharing: bool,
-) -> set[FlavorResource] | None:
-    """Where the flavor lacks quota for ``wanted`` now; None: more than preempting could free."""
-    may_borrow = _may_preempt_while_borrowing(queue, fair_sharing)
-    lacking: set[FlavorResource] = set()
-    for resource, amount in wanted.items():
-        fr = (flavor, resource)
-        need = amount + taken.get(fr, 0)
-        if need <= usage.available(queue, fr):
-            continue
-        quota = queue.quota(fr)
-        if need > (usage.maximum(queue, fr) if may_borrow else (quota.nominal if quota is not None else 0)):
-            return None
-        lacking.add(fr)
-    return lacking
+    memo: dict[tuple[str, FlavorResource, int], tuple[Mode, int]],
+) -> Oracle:
+    """Kueue's ``SimulatePreemption``: the targets preemption would pick for one flavor and
+    resource; PREEMPT when some are of the workload's own queue, RECLAIM when all are others'.
+    Once per workload, flavor and amount in a cycle (``memo``), as Kueue simulates when it
+    nominates the heads."""
+    if not queue.preemption.enabled:
+        return _no_preemption
 
+    def simulate(fr: FlavorResource, amount: int) -> tuple[Mode, int]:
+        key = (workload.key, fr, amount)
+        if key not in memo:
+            memo[key] = _simulate(fr, amount)
+        return memo[key]
 
-def _preemptor(
-    queue: ClusterQueue, workload: Pending, usage: Usage, flavor_labels: Mapping[str, Mapping[str, str]], fair_sharing: bool
-) -> Preemptor | None:
-    """The flavors the workload would get if preemption freed quota, as Kueue's flavor assigner
-    picks them in Preempt mode: per resource group the first flavor that fits now, else the first
-    whose nominal quota (with ``borrowWithinCohort``: what the queue may ever borrow) holds the
-    request. None: preempting cannot help."""
-    taken: dict[FlavorResource, int] = {}
-    needs: set[FlavorResource] = set()
-    for ps in workload.pod_sets:
-        requested = [r for r, amount in ps.per_pod.items() if amount > 0 and (r != PODS or queue.group_of(r) is not None)]
-        groups = [g for g in queue.groups if any(r in g.covered for r in requested)]
-        if len({r for g in groups for r in g.covered if r in requested}) < len(requested):
-            return None
-        for group in groups:
-            wanted = {r: ps.total(r) for r in requested if r in group.covered}
-            best: tuple[str, set[FlavorResource]] | None = None
-            for fq in group.flavors:
-                if not _compatible(flavor_labels.get(fq.flavor, {}), ps.node_selector):
-                    continue
-                lacking = _lacking(queue, fq.flavor, wanted, taken, usage, fair_sharing)
-                if lacking is None:
-                    continue
-                if not lacking:
-                    best = (fq.flavor, lacking)
-                    break
-                best = best or (fq.flavor, lacking)
-            if best is None:
-                return None
-            for r, amount in wanted.items():
-                taken[(best[0], r)] = taken.get((best[0], r), 0) + amount
-            needs |= best[1]
-    return Preemptor(queue, taken, frozenset(needs), workload.priority, workload.created) if needs else None
+    def _simulate(fr: FlavorResource, amount: int) -> tuple[Mode, int]:
+        preemptor = Preemptor(queue, {fr: amount}, frozenset({fr}), workload.priority, workload.created)
+        chosen = _choose(preemptor, usage, holders, fair_sharing)
+        if not chosen:
+            return Mode.NO_CANDIDATES, 0
+        keys = {t.key for t in chosen}
+        evicted = [h for h in holders if h.key in keys]
+        for h in evicted:
+            usage.add(h.queue, h.usage, -1, counted=False)
+        borrow, _ = usage.borrowing_height(queue.name, fr, amount)
+        for h in evicted:
+            usage.add(h.queue, h.usage, counted=False)
+        return (Mode.PREEMPT if any(t.queue == queue.name for t in chosen) else Mode.RECLAIM), borrow
+
+    return simulate
 
 
 def _try_preempting(
     queue: ClusterQueue,
     workload: Pending,
+    tried: _Tried,
     usage: Usage,
     holders: Sequence[Admitted],
-    flavor_labels: Mapping[str, Mapping[str, str]],
     fair_sharing: bool,
-) -> Preempting | None:
-    """The evictions that let ``workload`` in; its quota is then reserved in ``usage`` (what is
-    left of its nominal quota), so that the rest of the cycle does not take what they free."""
-    preemptor = _preemptor(queue, workload, usage, flavor_labels, fair_sharing)
-    chosen: tuple[Target, ...] = ()
-    if preemptor is not None:
-        chosen = fair_targets(preemptor, usage, holders) if fair_sharing else targets(preemptor, usage, holders)
-    if preemptor is None or not chosen:
+) -> tuple[Preempting, dict[FlavorResource, int]] | None:
+    """The evictions that let ``workload`` in, in the flavors its assignment chose, and its claim:
+    the quota reserved in ``usage`` (Kueue's ``resourcesToReserve``), so that the rest of the
+    cycle does not take what they free."""
+    preemptor = Preemptor(queue, tried.usage, tried.needs, workload.priority, workload.created)
+    chosen = _choose(preemptor, usage, holders, fair_sharing) if tried.needs else ()
+    if not chosen:
         return None
     reserve: dict[FlavorResource, int] = {}
     for fr, amount in preemptor.request.items():
         quota = queue.quota(fr)
         most = quota.nominal if quota is not None else 0
-        if _may_preempt_while_borrowing(queue, fair_sharing):
+        if tried.borrowing > 0 or _may_preempt_while_borrowing(queue, fair_sharing):
             most = usage.maximum(queue, fr)
         reserve[fr] = max(0, min(amount, most - usage.of(queue.name, fr)))
     usage.add(queue.name, reserve)
-    return Preempting(workload.key, queue.name, chosen)
+    return Preempting(workload.key, queue.name, chosen), reserve
 
 
-def _usage_of(first_tries: Mapping[str, Admission | _NoFit], head: Pending) -> Mapping[FlavorResource, int]:
-    """What admitting ``head`` would add, as its first try this round found it (nothing when it did not fit)."""
-    first_try = first_tries[head.key]
-    return first_try.usage() if isinstance(first_try, Admission) else {}
+def _usage_of(tries: Mapping[str, _Tried], head: Pending) -> Mapping[FlavorResource, int]:
+    return tries[head.key].usage
 
 
 def _order(pending: Pending) -> tuple[int, str, str]:
@@ -318,14 +441,22 @@ def decide(
     *,
     fair_sharing: bool = False,
     cohorts: Mapping[str, Cohort] | None = None,
+    usage: Usage | None = None,
+    claims: Collection[str] = (),
 ) -> Decisions:
     """Admit what the quotas allow now; the rest waits with Kueue's reason and message.
 
     ``fair_sharing`` (Kueue's ``fairSharing.enable``): the heads are taken in fair-sharing order
     and preemption in a cohort follows fair shares (:mod:`controlplane.admission.core.fairsharing`).
     ``cohorts``: Cohort objects (parents, quotas, weights); a cohort only named by ClusterQueues
-    has no quota of its own, no parent and weight 1."""
-    usage = Usage(queues, cohorts)
+    has no quota of its own, no parent and weight 1. ``usage``: the tree of ``queues`` and
+    ``cohorts``, built by the caller, with nothing used yet; on return it holds the admitted
+    workloads and the new admissions. ``claims``: pending workloads whose preemptions an earlier
+    cycle issued; they are decided first, ahead of their queue's order, so that no other
+    workload takes the quota their evictions freed (Kueue keeps a preemptor's claim while its
+    preemptions complete)."""
+    if usage is None:
+        usage = Usage(queues, cohorts)
     for a in admitted:
         usage.add(a.queue, a.usage)
     by_queue: dict[str, list[Pending]] = {}
@@ -336,62 +467,94 @@ def decide(
             continue
         by_queue.setdefault(p.queue, []).append(p)
     order = {p.key: i for q in by_queue.values() for i, p in enumerate(q)}
-    cursor = dict.fromkeys(by_queue, 0)
     blocked: set[str] = set()
     done: list[Admission] = []
     preempting: list[Preempting] = []
+    reserved: list[tuple[str, dict[FlavorResource, int]]] = []
     preempted_in: set[tuple[str, str]] = set()
+
+    def scope_of(queue: ClusterQueue) -> tuple[str, str]:
+        root = usage.root_of(queue.name)
+        return ("cohort", root.name) if root is not None else ("queue", queue.name)
+
+    # The admitted workloads a preemptor may evict are in its cohort tree (or its queue).
+    holders: dict[tuple[str, str], list[Admitted]] = {}
+    for a in admitted:
+        if a.queue in queues:
+            holders.setdefault(scope_of(queues[a.queue]), []).append(a)
+
+    simulated: dict[tuple[str, FlavorResource, int], tuple[Mode, int]] = {}
+
+    def may_preempt(queue: ClusterQueue) -> bool:
+        """Once its cohort tree has a preemption this cycle a workload cannot preempt."""
+        scope = scope_of(queue)
+        return queue.preemption.enabled and scope not in preempted_in and bool(holders.get(scope))
+
+    def attempt(head: Pending) -> _Tried:
+        queue = queues[head.queue]
+        # Flavors are valued without simulating a preemption that cannot happen.
+        oracle: Oracle = _no_preemption
+        if may_preempt(queue):
+            oracle = _oracle(queue, head, usage, holders[scope_of(queue)], fair_sharing, simulated)
+        return _assign(queue, head, usage, flavor_labels, oracle, fair_sharing)
+
+    def consider(head: Pending, tried: _Tried, later: Sequence[Pending]) -> None:
+        if tried.mode is Mode.FIT and tried.admission is not None:
+            usage.add(head.queue, tried.usage)
+            done.append(tried.admission)
+            return
+        queue = queues[head.queue]
+        message = tried.message
+        scope = scope_of(queue)
+        if tried.mode is Mode.PREEMPT and may_preempt(queue):
+            found = _try_preempting(queue, head, tried, usage, holders[scope], fair_sharing)
+            if found is not None:
+                preempting.append(found[0])
+                reserved.append((queue.name, found[1]))
+                preempted_in.add(scope)
+                message += f". Pending the preemption of {len(found[0].targets)} workload(s)"
+        reason = "Inadmissible" if tried.never else "Pending"
+        waiting[head.key] = Waiting(head.key, head.queue, reason, message, order[head.key])
+        if queue.strategy is QueueingStrategy.STRICT_FIFO:
+            blocked.add(head.queue)
+            for behind in later:
+                waiting[behind.key] = Waiting(
+                    behind.key, behind.queue, "Pending",
+                    f"waiting behind {head.key} in ClusterQueue {head.queue} (StrictFIFO)", order[behind.key],
+                )
+
+    # Preemptors whose evictions are done go first, before anyone takes what those freed.
+    for head in sorted((p for q in by_queue.values() for p in q if p.key in claims), key=_order):
+        if head.queue not in blocked:
+            by_queue[head.queue].remove(head)
+            consider(head, attempt(head), by_queue[head.queue])
+    cursor = dict.fromkeys(by_queue, 0)
     while True:
-        offered: list[tuple[tuple[bool, int, str, str], Pending, Admission | _NoFit]] = []
+        offered: list[tuple[tuple[int, int, str, str], Pending, _Tried]] = []
         for name, items in by_queue.items():
             if name in blocked or cursor[name] >= len(items):
                 continue
             head = items[cursor[name]]
-            try:
-                result: Admission | _NoFit = assign(queues[name], head, usage, flavor_labels)
-            except _NoFit as err:
-                result = err
-            borrows = result.borrows if isinstance(result, Admission) else True
-            offered.append(((borrows, *_order(head)), head, result))
+            tried = attempt(head)
+            offered.append(((tried.borrowing, *_order(head)), head, tried))
         if not offered:
             break
         offered.sort(key=lambda o: o[0])
-        first_tries = {head.key: first_try for _, head, first_try in offered}
+        first_tries = {head.key: tried for _, head, tried in offered}
         heads: Iterable[Pending] = (head for _, head, _ in offered)
         if fair_sharing:
+            # Each candidate valued with the usage its assignment takes, preempting ones included (Kueue's assignmentUsage).
             heads = tournament([head for _, head, _ in offered], usage, functools.partial(_usage_of, first_tries))
         for head in heads:
-            first_try = first_tries[head.key]
-            items = by_queue[head.queue]
             cursor[head.queue] += 1
-            try:
-                # Earlier admissions of this round may have used the quota the first try saw.
-                result = assign(queues[head.queue], head, usage, flavor_labels) if isinstance(first_try, Admission) else first_try
-            except _NoFit as err:
-                result = err
-            if isinstance(result, Admission):
-                usage.add(head.queue, result.usage())
-                done.append(result)
-                continue
-            reason = "Inadmissible" if result.never else "Pending"
-            message = str(result)
-            queue = queues[head.queue]
-            root = usage.root_of(queue.name)
-            scope = ("cohort", root.name) if root is not None else ("queue", queue.name)
-            if not result.never and queue.preemption.enabled and scope not in preempted_in:
-                chosen = _try_preempting(queue, head, usage, admitted, flavor_labels, fair_sharing)
-                if chosen is not None:
-                    preempting.append(chosen)
-                    preempted_in.add(scope)
-                    message += f". Pending the preemption of {len(chosen.targets)} workload(s)"
-            waiting[head.key] = Waiting(head.key, head.queue, reason, message, order[head.key])
-            if queues[head.queue].strategy is QueueingStrategy.STRICT_FIFO:
-                blocked.add(head.queue)
-                for later in items[cursor[head.queue]:]:
-                    waiting[later.key] = Waiting(
-                        later.key, later.queue, "Pending",
-                        f"waiting behind {head.key} in ClusterQueue {head.queue} (StrictFIFO)", order[later.key],
-                    )
+            first_try = first_tries[head.key]
+            # Earlier admissions of this round may have used the quota the first try saw (a workload
+            # that waits anyway is tried again only when it may preempt).
+            again = first_try.mode is Mode.FIT or (first_try.mode is Mode.PREEMPT and may_preempt(queues[head.queue]))
+            tried = attempt(head) if again else first_try
+            consider(head, tried, by_queue[head.queue][cursor[head.queue]:])
+    for queue_name, amounts in reserved:
+        usage.add(queue_name, amounts, -1)
     # Positions among the workloads still waiting in each ClusterQueue.
     still: list[Waiting] = sorted(waiting.values(), key=lambda w: (w.queue, w.position))
     positions: dict[str, int] = {}

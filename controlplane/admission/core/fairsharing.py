@@ -47,6 +47,8 @@ def tournament(entries: Sequence[E], usage: Usage, request: Callable[[E], Mappin
     """``entries`` (one per ClusterQueue) in fair-sharing order, lazily: each pick sees the usage
     the caller's earlier admissions left. ``request``: what admitting an entry would add."""
     remaining = list(entries)
+    # Per entry, its shares and the version of its tree's usage they were computed at.
+    known: dict[str, tuple[int, dict[tuple[str, str], int]]] = {}
     while remaining:
         first = remaining[0]
         root = usage.root_of(first.queue)
@@ -55,7 +57,13 @@ def tournament(entries: Sequence[E], usage: Usage, request: Callable[[E], Mappin
             yield first
             continue
         in_tree = {e.queue: e for e in remaining if usage.root_of(e.queue) is root}
-        shares = _shares_after_admission(usage, in_tree.values(), request)
+        version = usage.version(first.queue)
+        shares: dict[tuple[str, str], int] = {}
+        for e in in_tree.values():
+            cached = known.get(e.key)
+            if cached is None or cached[0] != version:
+                cached = known[e.key] = (version, _shares_after_admission(usage, (e,), request))
+            shares.update(cached[1])
         winner = _play(root, usage, in_tree, shares)
         assert winner is not None
         remaining.remove(winner)
@@ -70,11 +78,11 @@ def _shares_after_admission(
     out: dict[tuple[str, str], int] = {}
     for e in entries:
         amounts = request(e)
-        usage.add(e.queue, amounts)
+        usage.add(e.queue, amounts, counted=False)
         path = usage.nodes[e.queue].path_to_root()
         for child, parent in itertools.pairwise(path):
             out[(parent.name, e.key)] = usage.share(child)
-        usage.add(e.queue, amounts, -1)
+        usage.add(e.queue, amounts, -1, counted=False)
     return out
 
 

@@ -87,8 +87,7 @@ def candidates(preemptor: Preemptor, usage: Usage, holders: Iterable[Holder]) ->
     queue, policy = preemptor.queue, preemptor.queue.preemption
     out: list[Holder] = []
     # Every other queue of the preemptor's cohort tree (hierarchical cohorts: under the same root).
-    root = usage.root_of(queue.name)
-    lenders = {name for name in usage.queues if name != queue.name and root is not None and usage.root_of(name) is root}
+    lenders = usage.tree_queues(queue.name) - {queue.name}
     borrowing = {name for name in lenders if usage.borrowing(usage.queues[name], preemptor.needs)}
     for h in holders:
         if not any(fr in preemptor.needs for fr in h.usage):

@@ -46,6 +46,29 @@ class PreemptionPolicy(StrEnum):
     ANY = "Any"
 
 
+class WhenCanBorrow(StrEnum):
+    """``flavorFungibility.whenCanBorrow``: take a flavor that fits by borrowing, or look further."""
+
+    BORROW = "Borrow"
+    TRY_NEXT_FLAVOR = "TryNextFlavor"
+
+
+class WhenCanPreempt(StrEnum):
+    """``flavorFungibility.whenCanPreempt``: take a flavor that fits by preempting, or look further."""
+
+    PREEMPT = "Preempt"
+    TRY_NEXT_FLAVOR = "TryNextFlavor"
+
+
+@dataclass(frozen=True)
+class FlavorFungibility:
+    """A ClusterQueue's ``flavorFungibility`` (Kueue's defaults: borrow, but try the next flavor
+    before preempting)."""
+
+    when_can_borrow: WhenCanBorrow = WhenCanBorrow.BORROW
+    when_can_preempt: WhenCanPreempt = WhenCanPreempt.TRY_NEXT_FLAVOR
+
+
 @dataclass(frozen=True)
 class Preemption:
     """A ClusterQueue's ``preemption`` policies (Kueue's defaults: preempt nothing)."""
@@ -94,8 +117,7 @@ class ClusterQueue:
     groups: tuple[ResourceGroup, ...]
     cohort: str | None = None
     strategy: QueueingStrategy = QueueingStrategy.BEST_EFFORT_FIFO
-    #: whenCanBorrow: TryNextFlavor (prefer a later flavor that fits without borrowing).
-    try_next_flavor_before_borrowing: bool = False
+    fungibility: FlavorFungibility = field(default_factory=FlavorFungibility)
     #: Why the queue admits nothing (stopPolicy Hold, a missing ResourceFlavor ...); None: active.
     inactive_reason: str | None = None
     preemption: Preemption = field(default_factory=Preemption)
@@ -173,6 +195,15 @@ class Node:
         return self.path_to_root()[-1]
 
 
+def _height(node: Node) -> int:
+    """The distance from a cohort to its furthest ClusterQueue (Kueue's getNodeHeight)."""
+    height = min(len(node.children), 1)
+    for child in node.children:
+        if child.is_cohort:
+            height = max(height, _height(child) + 1)
+    return height
+
+
 class Usage:
     """What each ClusterQueue uses per flavor and resource, over the tree of its cohorts (mutable:
     admission adds to it, preemption simulates removals)."""
@@ -206,6 +237,8 @@ class Usage:
         for root in [n for n in (*self.cohorts.values(), *self.nodes.values()) if n.parent is None]:
             self._accumulate(root)
         self._lendable: dict[int, dict[str, int]] = {}
+        self._tree_queues: dict[int, frozenset[str]] = {}
+        self._versions: dict[int, int] = {}
 
     def _loops(self, name: str, parent: str, specs: Mapping[str, Cohort]) -> bool:
         seen = {name}
@@ -242,10 +275,15 @@ class Usage:
         node = self.nodes.get(queue)
         return node.usage.get(fr, 0) if node is not None else 0
 
-    def add(self, queue: str, amounts: Mapping[FlavorResource, int], sign: int = 1) -> None:
+    def add(self, queue: str, amounts: Mapping[FlavorResource, int], sign: int = 1, *, counted: bool = True) -> None:
+        """Add (``sign`` -1: remove) a workload's usage. ``counted`` False: a step of a simulation
+        that is undone right after, which leaves :meth:`version` as it is."""
         node = self.nodes.get(queue)
         if node is None:
             return  # a workload still holding quota of a ClusterQueue that was deleted
+        if amounts and counted:
+            root = node.root()
+            self._versions[id(root)] = self._versions.get(id(root), 0) + 1
         for fr, amount in amounts.items():
             delta = sign * amount
             if delta > 0:
@@ -320,6 +358,37 @@ class Usage:
             if quota is not None and self.of(queue.name, fr) + amount > quota.nominal:
                 return True
         return False
+
+    def borrowing_height(self, queue: str, fr: FlavorResource, amount: int) -> tuple[int, bool]:
+        """Kueue's ``FindHeightOfLowestSubtreeThatFits``: the height of the lowest subtree around
+        the queue whose quota holds ``amount`` more of ``fr`` (0: the queue's own quota; a cohort
+        of queues only is 1 ...), and whether that subtree is smaller than the whole tree (the
+        queue may then reclaim within it)."""
+        node = self.nodes[queue]
+        if node.parent is None or node.usage.get(fr, 0) + amount <= node.subtree.get(fr, 0):
+            return 0, node.parent is not None
+        remaining = amount - node.local_available(fr)
+        at: Node | None = node.parent
+        while at is not None:
+            if at.usage.get(fr, 0) + remaining <= at.subtree.get(fr, 0):
+                return _height(at), at.parent is not None
+            remaining -= at.local_available(fr)
+            at = at.parent
+        return _height(node.root()), False
+
+    def version(self, queue: str) -> int:
+        """A count that changes whenever usage in the queue's tree does (for caches of shares)."""
+        return self._versions.get(id(self.nodes[queue].root()), 0)
+
+    def tree_queues(self, queue: str) -> frozenset[str]:
+        """The ClusterQueues under the queue's root cohort (none when it is in no cohort)."""
+        root = self.root_of(queue)
+        if root is None:
+            return frozenset()
+        found = self._tree_queues.get(id(root))
+        if found is None:
+            found = self._tree_queues[id(root)] = frozenset(n for n in self.nodes if self.root_of(n) is root)
+        return found
 
     def root_of(self, queue: str) -> Node | None:
         """The root cohort of the queue's tree (None: the queue is in no cohort)."""

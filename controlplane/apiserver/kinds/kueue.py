@@ -8,6 +8,8 @@ Validated by their models (:mod:`controlplane.apis.kueue_v1beta1`,
 
 from __future__ import annotations
 
+from typing import Any
+
 from controlplane.apis import kueue_v1alpha1
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apiserver.kinds import cells
@@ -23,12 +25,26 @@ _ADMITTED = TableColumn(
 )
 
 
+def _cluster_queue_defaults(obj: dict[str, Any]) -> None:
+    """Kueue's defaults of a ClusterQueue's ``flavorFungibility`` (its CRD defaults the field to
+    {} and then each policy): borrow in a flavor that fits by borrowing, but try the next flavor
+    before preempting."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    fungibility = spec.setdefault("flavorFungibility", {})
+    if isinstance(fungibility, dict):
+        fungibility.setdefault("whenCanBorrow", "Borrow")
+        fungibility.setdefault("whenCanPreempt", "TryNextFlavor")
+
+
 RESOURCE_FLAVOR = ResourceType(
     kueue.API_GROUP, kueue.VERSION, "ResourceFlavor", "resourceflavors", "resourceflavor", namespaced=False, short_names=("flavor", "flavors", "rf"),
     model=kueue.ResourceFlavor,
 )
 CLUSTER_QUEUE = ResourceType(
     kueue.API_GROUP, kueue.VERSION, "ClusterQueue", "clusterqueues", "clusterqueue", namespaced=False, short_names=("cq",), has_status=True, model=kueue.ClusterQueue,
+    defaults=_cluster_queue_defaults,
     columns=(
         TableColumn("Cohort", cells.text_at("spec", "cohort"), description="Cohort that this ClusterQueue belongs to"),
         TableColumn("Strategy", cells.text_at("spec", "queueingStrategy"), priority=1,
