@@ -14,7 +14,7 @@ def test_a_whole_number_at_or_above_the_minimum_is_taken(minimum: int, text: str
     assert whole_number(minimum)(text) == value
 
 
-@pytest.mark.parametrize(("minimum", "text"), [(1, "0"), (2, "1"), (0, "-1"), (0, "1.5"), (0, " 3"), (0, "x"), (0, "")])
+@pytest.mark.parametrize(("minimum", "text"), [(1, "0"), (2, "1"), (0, "-1"), (0, "1.5"), (0, " 3"), (0, "x"), (0, ""), (0, "²"), (0, "١٢")])
 def test_anything_else_is_refused_naming_the_minimum(minimum: int, text: str) -> None:
     with pytest.raises(argparse.ArgumentTypeError, match=rf"^expected a whole number >= {minimum}, not {text!r}$"):
         whole_number(minimum)(text)
