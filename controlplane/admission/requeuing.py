@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from controlplane.apis import kueue_v1beta1 as kueue
-from controlplane.apis.meta import format_time, parse_time
+from controlplane.apis.meta import format_time, parse_time_or_none
 
 DEFAULT_TIMEOUT_SECONDS: Final = 300
 DEFAULT_BACKOFF_BASE_SECONDS: Final = 60
@@ -96,13 +96,6 @@ def _condition(workload: Mapping[str, Any], ctype: str) -> Mapping[str, Any] | N
     return None
 
 
-def _time(value: Any) -> datetime | None:
-    try:
-        return parse_time(str(value)) if value else None
-    except ValueError:
-        return None
-
-
 def ready_deadline(workload: Mapping[str, Any], settings: WaitForPodsReady) -> datetime | None:
     """When an admitted Workload whose pods are not ready times out (None: not counting — the
     check is off, it is not admitted, or its pods are ready). Counted from its admission, or from
@@ -115,8 +108,8 @@ def ready_deadline(workload: Mapping[str, Any], settings: WaitForPodsReady) -> d
     ready = _condition(workload, kueue.COND_PODS_READY)
     if ready is not None and ready.get("status") == "True":
         return None
-    since = _time(admitted.get("lastTransitionTime"))
-    if ready is not None and (not_ready_since := _time(ready.get("lastTransitionTime"))) is not None:
+    since = parse_time_or_none(admitted.get("lastTransitionTime"))
+    if ready is not None and (not_ready_since := parse_time_or_none(ready.get("lastTransitionTime"))) is not None:
         since = max(since, not_ready_since) if since is not None else not_ready_since
     return since + timedelta(seconds=settings.timeout_seconds) if since is not None else None
 
@@ -156,7 +149,7 @@ def requeue_at(workload: Mapping[str, Any]) -> datetime | None:
     if requeued.get("reason") != kueue.REASON_PODS_READY_TIMEOUT:
         return None
     state = (workload.get("status") or {}).get("requeueState") or {}
-    return _time(state.get("requeueAt")) or datetime.min.replace(tzinfo=UTC)
+    return parse_time_or_none(state.get("requeueAt")) or datetime.min.replace(tzinfo=UTC)
 
 
 def is_active(workload: Mapping[str, Any]) -> bool:

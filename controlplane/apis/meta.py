@@ -103,6 +103,17 @@ def parse_time(value: str) -> datetime:
     return moment
 
 
+def parse_time_or_none(value: object) -> datetime | None:
+    """:func:`parse_time` of a timestamp read from an object: None when it is absent, not a
+    string or not RFC 3339 (a reader that must go on with what it can use)."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return parse_time(value)
+    except ValueError:
+        return None
+
+
 def _check_time(value: str) -> str:
     try:
         parse_time(value)

@@ -19,6 +19,8 @@ from typing import Any, NamedTuple
 
 import yaml
 
+from controlplane.yamlfile import read_yaml_mapping
+
 
 class KubeconfigError(ValueError):
     """The kubeconfig is missing a field gpufed needs, or is not a kubeconfig."""
@@ -80,12 +82,7 @@ def load_kubeconfig(path: Path, *, context: str | None = None) -> HubCredentials
     ``token`` or ``tokenFile``; relative file paths resolve against the kubeconfig's
     directory, as kubectl resolves them.
     """
-    try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise KubeconfigError(f"{path} is not valid YAML") from exc
-    if not isinstance(document, dict):
-        raise KubeconfigError(f"{path} is not a kubeconfig")
+    document = read_yaml_mapping(path, not_mapping=" is not a kubeconfig", error=KubeconfigError, quote_error=False)
     context_name = context or document.get("current-context")
     if not context_name:
         raise KubeconfigError(f"{path} has no current-context")

@@ -48,7 +48,7 @@ from enum import StrEnum
 from typing import Any
 
 from controlplane.apis import constants as c
-from controlplane.apis.meta import format_time, parse_time
+from controlplane.apis.meta import format_time, parse_time_or_none
 from controlplane.apis.views import ClusterObjectView, ObjectView
 from controlplane.controllers.disruption import (
     DEFAULT_UNHEALTHY_THRESHOLD,
@@ -116,14 +116,6 @@ class HealthAssessment:
     stale_at: datetime | None
 
 
-def _parse(value: object) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return parse_time(value)
-    except ValueError:
-        return None
-
 
 def heartbeat_marker(cluster: Mapping[str, Any], lease: Mapping[str, Any] | None) -> tuple[str | None, str | None]:
     """The agent-written values that change with every heartbeat (Lease renewTime, lastReportTime)."""
@@ -134,7 +126,7 @@ def heartbeat_marker(cluster: Mapping[str, Any], lease: Mapping[str, Any] | None
 
 def heartbeat_time(marker: tuple[str | None, str | None]) -> datetime | None:
     """The newest timestamp among a heartbeat marker's values, by the agent's clock."""
-    times = [t for t in (_parse(value) for value in marker) if t is not None]
+    times = [t for t in (parse_time_or_none(value) for value in marker) if t is not None]
     return max(times, default=None)
 
 
@@ -174,7 +166,7 @@ def assess_cluster(
 ) -> HealthAssessment:
     """The health of ``cluster`` whose latest heartbeat arrived at ``last_heartbeat`` (None: never)."""
     view = ClusterObjectView(cluster)
-    created = _parse(view.metadata.get("creationTimestamp"))
+    created = parse_time_or_none(view.metadata.get("creationTimestamp"))
     seen = last_heartbeat or created or now
     ready = view.condition(READY)
     if now - seen > grace:

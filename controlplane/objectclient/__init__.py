@@ -19,12 +19,11 @@ from typing import Any, Protocol, Unpack
 from controlplane.apiserver.crd.registry import DynamicRegistry
 from controlplane.apiserver.objects.values import (
     DeleteResult,
-    FieldSelectorArg,
-    LabelSelectorArg,
     ListArgs,
     ObjectEvent,
     ObjectList,
     Preconditions,
+    WatchArgs,
     WatchEventType,
     WriteArgs,
     utc_now,
@@ -43,6 +42,7 @@ __all__ = [
     "Preconditions",
     "Registry",
     "ResourceType",
+    "WatchArgs",
     "WatchEventType",
     "WriteArgs",
     "utc_now",
@@ -82,7 +82,5 @@ class ObjectClient(Protocol):
     ) -> DeleteResult: ...
 
     def watch(
-        self, rt: ResourceType, *, namespace: str | None = None, label_selector: LabelSelectorArg = None,
-        field_selector: FieldSelectorArg = None, resource_version: str | None = None,
-        bookmark_interval: float | None = None,
+        self, rt: ResourceType, *, namespace: str | None = None, **options: Unpack[WatchArgs]
     ) -> AsyncIterator[ObjectEvent]: ...

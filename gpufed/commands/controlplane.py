@@ -25,6 +25,7 @@ from controlplane.apiserver.watching import (
     DEFAULT_WATCH_BUFFER_EVENTS,
     WatchLimits,
 )
+from gpufed.argtypes import whole_number
 from gpufed.commands.running import serve_reporting
 from gpufed.logging_setup import configure_logging
 
@@ -49,10 +50,7 @@ def _positive_seconds(text: str) -> float:
     return value
 
 
-def _leader_lease_ttl(text: str) -> int:
-    if not text.isdigit() or int(text) < 2:
-        raise argparse.ArgumentTypeError(f"expected whole seconds >= 2 (etcd's minimum lease), not {text!r}")
-    return int(text)
+_leader_lease_ttl = whole_number(2, what="whole seconds", why=" (etcd's minimum lease)")
 
 
 def _fraction(text: str) -> float:
@@ -65,10 +63,7 @@ def _fraction(text: str) -> float:
     return value
 
 
-def _whole_seconds(text: str) -> int:
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"expected whole seconds >= 0, not {text!r}")
-    return int(text)
+_whole_seconds = whole_number(what="whole seconds")
 
 
 def _flowcontrol_shares(text: str) -> dict[Level, int]:
@@ -78,16 +73,8 @@ def _flowcontrol_shares(text: str) -> dict[Level, int]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _whole_number(text: str) -> int:
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, not {text!r}")
-    return int(text)
-
-
-def _positive_int(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, not {text!r}")
-    return int(text)
+_whole_number = whole_number()
+_positive_int = whole_number(1)
 
 
 #: The write journal's largest size (--debug-write-journal): about 30 MB of entries.
@@ -105,12 +92,9 @@ def _journal_size(text: str) -> int:
 MIN_ETCD_RESPONSE_BYTES = 2 * 1024 * 1024
 
 
-def _response_bytes(text: str) -> int:
-    if not text.isdigit() or int(text) < MIN_ETCD_RESPONSE_BYTES:
-        raise argparse.ArgumentTypeError(
-            f"expected a number of bytes >= {MIN_ETCD_RESPONSE_BYTES} (above etcd's --max-request-bytes), not {text!r}"
-        )
-    return int(text)
+_response_bytes = whole_number(
+    MIN_ETCD_RESPONSE_BYTES, what="a number of bytes", why=" (above etcd's --max-request-bytes)"
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -22,8 +22,6 @@ work that does not tolerate it.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -31,6 +29,7 @@ from typing import Any
 
 from controlplane.apis import constants as c
 from controlplane.apis.kube.names import label_value_errors, qualified_name_errors
+from gpufed.commands.running import run_reporting
 from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
 
 CLUSTERS_PATH = f"/apis/{c.CLUSTER_GROUP}/{c.VERSION}/clusters"
@@ -158,12 +157,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        message = asyncio.run(edit_cluster(args))
-    except (HubError, TaintSpecError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    print(message)
+    return run_reporting(_edit_and_say(args), (HubError, TaintSpecError))
+
+
+async def _edit_and_say(args: argparse.Namespace) -> int:
+    print(await edit_cluster(args))
     return 0
 
 

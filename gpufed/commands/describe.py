@@ -29,6 +29,7 @@ from controlplane.apis.podview import (
     restart_count,
 )
 from gpufed.commands.events import about, collect, timeline
+from gpufed.commands.running import run_reporting
 from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
 from gpufed.memberproxy import cluster_utilization, clusters, proxy_path, resolve
 
@@ -183,10 +184,9 @@ async def describe(args: argparse.Namespace) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        lines = asyncio.run(describe(args))
-    except HubError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    print("\n".join(lines))
+    return run_reporting(_describe_and_print(args), (HubError,))
+
+
+async def _describe_and_print(args: argparse.Namespace) -> int:
+    print("\n".join(await describe(args)))
     return 0

@@ -27,6 +27,7 @@ import aiohttp
 
 from controlplane.apiserver.tls import client_ssl_context
 from controlplane.wsdial import HandshakeRefused, dial
+from gpufed.commands.running import run_reporting
 from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
 from gpufed.memberproxy import proxy_path, target_pods
 
@@ -191,8 +192,4 @@ async def execute(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        return asyncio.run(execute(args))
-    except (HubError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    return run_reporting(execute(args), (HubError, ValueError))

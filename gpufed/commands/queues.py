@@ -13,14 +13,13 @@ its first row).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
-import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from controlplane.admission.core import INFINITE_SHARE
 from controlplane.apis.quantity import QuantityError, format_quantity, to_int
+from gpufed.commands.running import run_reporting
 from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
 
 PATH = "/apis/kueue.x-k8s.io/v1beta1/clusterqueues"
@@ -113,12 +112,11 @@ async def fetch(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        items = asyncio.run(fetch(args))
-    except HubError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    rows = queue_rows(items)
+    return run_reporting(_show(args), (HubError,))
+
+
+async def _show(args: argparse.Namespace) -> int:
+    rows = queue_rows(await fetch(args))
     if args.output == "json":
         print(json.dumps(rows, indent=2))
     elif not rows:

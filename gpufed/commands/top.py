@@ -24,6 +24,7 @@ from typing import Any
 from controlplane.apis.podview import GpuDevice, align, devices_by_pod, percent
 from controlplane.apis.quantity import parse_quantity
 from controlplane.apis.utilization import expand_utilization
+from gpufed.commands.running import run_reporting
 from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
 from gpufed.memberproxy import cluster_utilization, clusters, proxy_path
 
@@ -132,8 +133,4 @@ async def top(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        return asyncio.run(top(args))
-    except HubError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    return run_reporting(top(args), (HubError,))

@@ -19,6 +19,7 @@ from typing import Any, TextIO
 import yaml
 from pydantic import ValidationError
 
+from gpufed.argtypes import whole_number
 from gpufed.logging_setup import configure_logging
 
 
@@ -51,10 +52,7 @@ def _percent(text: str) -> int:
     return int(text)
 
 
-def _positive(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"want a whole number of at least 1, not {text!r}")
-    return int(text)
+_positive = whole_number(1)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -210,16 +208,12 @@ def _variant(args: argparse.Namespace) -> int:
 
 
 def _load_policy(path: Path) -> Any:
+    from controlplane.yamlfile import read_yaml_mapping
     from policies.models import ClusterPropagationPolicy, PropagationPolicy
     from policies.validation import parse_policy
     from simulator.profile import format_validation_error
 
-    try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise ValueError(f"{path} is not valid YAML: {exc}") from exc
-    if not isinstance(document, dict):
-        raise ValueError(f"{path}: expected one PropagationPolicy document")
+    document = read_yaml_mapping(path, not_mapping=": expected one PropagationPolicy document")
     try:
         policy = parse_policy(document)
     except ValidationError as exc:

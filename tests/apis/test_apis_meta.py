@@ -19,6 +19,7 @@ from controlplane.apis.meta import (
     get_condition,
     is_condition_true,
     parse_time,
+    parse_time_or_none,
     repeated,
     set_condition,
     taints_tolerated,
@@ -246,3 +247,14 @@ def test_validation_causes_reasons() -> None:
 )
 def test_repeated_names_the_first_name_seen_twice(names: list[str], twice: str | None) -> None:
     assert repeated(iter(names)) == twice
+
+
+@pytest.mark.parametrize("value", [None, "", 0, 5, True, ["2024-05-01T10:00:00Z"], "yesterday", "2024-05-01T10:00:00"])
+def test_parse_time_or_none_gives_none_for_what_it_cannot_use(value: Any) -> None:
+    """Absent, not a string, not RFC 3339, or without a time zone: nothing to go on."""
+    assert parse_time_or_none(value) is None
+
+
+def test_parse_time_or_none_reads_a_timestamp() -> None:
+    assert parse_time_or_none("2024-05-01T10:00:00Z") == T0
+    assert parse_time_or_none("2024-05-01T12:00:00+02:00") == T0

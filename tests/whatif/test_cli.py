@@ -113,6 +113,19 @@ def test_bad_policy_is_an_error(
     assert "resourceSelectors" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("text", "message"), [("kind: [", " is not valid YAML: "), ("- a\n- b\n", ": expected one PropagationPolicy document")]
+)
+def test_a_policy_file_that_is_not_one_mapping_is_an_error(
+    files: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, message: str
+) -> None:
+    fleet, trace = files
+    policy = tmp_path / "p.yaml"
+    policy.write_text(text)
+    assert main(["whatif", "run", "--fleet", str(fleet), "--trace", str(trace), "--policy", str(policy)]) == 1
+    assert f"{policy}{message}" in capsys.readouterr().err
+
+
 def test_split_writes_a_fleet(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     nodes = tmp_path / "nodes.csv"
     nodes.write_text(

@@ -34,6 +34,7 @@ from controlplane.apiserver.objects.values import (
     ObjectEvent,
     ObjectList,
     Preconditions,
+    WatchArgs,
     WatchOptions,
     WriteArgs,
     WriteOptions,
@@ -264,15 +265,7 @@ class ObjectStore:
     # --- watch ------------------------------------------------------------------------
 
     def watch(
-        self,
-        rt: ResourceType,
-        *,
-        namespace: str | None = None,
-        label_selector: LabelSelectorArg = None,
-        field_selector: FieldSelectorArg = None,
-        resource_version: str | None = None,
-        bookmark_interval: float | None = None,
+        self, rt: ResourceType, *, namespace: str | None = None, **options: Unpack[WatchArgs]
     ) -> AsyncIterator[ObjectEvent]:
         """Events for objects of ``rt`` as kube's watch sends them (see :func:`.events.watch_events`)."""
-        options = WatchOptions(label_selector, field_selector, resource_version, bookmark_interval)
-        return watch_events(self._store, rt, namespace=namespace, options=options)
+        return watch_events(self._store, rt, namespace=namespace, options=WatchOptions(**options))

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from controlplane.apis.meta import parse_time
+from controlplane.apis.meta import parse_time_or_none
 from controlplane.apis.views import BindingView, ClusterObjectView, WorkView
 from controlplane.apis.work_v1alpha1 import BindingKey, ConditionType
 from controlplane.controllers.context import ControllerContext
@@ -63,13 +63,7 @@ def applied_condition(work: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 def transition_time(condition: Mapping[str, Any] | None) -> datetime | None:
     """A condition's ``lastTransitionTime`` (None when absent or unreadable)."""
-    text = (condition or {}).get("lastTransitionTime")
-    if not text:
-        return None
-    try:
-        return parse_time(str(text))
-    except ValueError:
-        return None
+    return parse_time_or_none((condition or {}).get("lastTransitionTime"))
 
 
 def workload_of(ctx: ControllerContext, binding: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -46,7 +46,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from controlplane.apis.events import EventType
-from controlplane.apis.meta import format_time, parse_time
+from controlplane.apis.meta import format_time, parse_time, parse_time_or_none
 from controlplane.apis.work_v1alpha1 import BindingKey
 from controlplane.controllers.context import INDEX_BINDING, ControllerContext
 from controlplane.controllers.events import EventReason, record_event
@@ -117,13 +117,13 @@ def last_move(binding: Mapping[str, Any]) -> datetime | None:
         finished = parse_time(str(done[-1]["time"])) if done else None
     except (ValueError, KeyError):
         finished = None
-    abandoned = _time_or_none(((binding.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_ABANDONED))
+    abandoned = parse_time_or_none(((binding.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_ABANDONED))
     return max((t for t in (finished, abandoned) if t is not None), default=None)
 
 
 def last_scheduled(binding: Mapping[str, Any]) -> datetime | None:
     """When the scheduler last changed the binding's placement (``status.lastScheduledTime``)."""
-    return _time_or_none((binding.get("status") or {}).get("lastScheduledTime"))
+    return parse_time_or_none((binding.get("status") or {}).get("lastScheduledTime"))
 
 
 def _applied(work: Mapping[str, Any]) -> bool:
@@ -134,13 +134,6 @@ def _applied(work: Mapping[str, Any]) -> bool:
             observed = condition.get("observedGeneration")
             return condition.get("status") == "True" and (observed is None or observed == generation)
     return False
-
-
-def _time_or_none(value: object) -> datetime | None:
-    try:
-        return parse_time(str(value)) if value else None
-    except ValueError:
-        return None
 
 
 def _with_annotations(binding: Mapping[str, Any], **changes: str | None) -> dict[str, Any]:
@@ -404,7 +397,7 @@ class TierReturns:
         now = self.ctx.now()
         if ready < int(raw.get("targetReady", 0)):
             settings = return_settings(request.placement)
-            left = surge_time_left(_time_or_none(raw.get("started")), now, settings)
+            left = surge_time_left(parse_time_or_none(raw.get("started")), now, settings)
             if ready >= 0 and left > 0:
                 return min(READY_POLL_SECONDS, left)
             why = (

@@ -22,6 +22,7 @@ from controlplane.apiserver.kubeconfig import (
     write_kubeconfig,
 )
 from controlplane.apiserver.tls import Pki, ensure_pki
+from controlplane.yamlfile import read_yaml_mapping
 
 TOKEN = "abcdef.0123456789abcdef0123456789abcdef"
 CA_PEM = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
@@ -99,6 +100,25 @@ def test_unusable_kubeconfigs_are_explained(tmp_path: Path, text: str, message: 
     path = tmp_path / "config"
     path.write_text(text)
     with pytest.raises(KubeconfigError, match=message):
+        load_kubeconfig(path)
+
+
+def test_a_kubeconfig_that_is_not_yaml_is_refused_without_quoting_it(tmp_path: Path) -> None:
+    """The YAML parser quotes the lines around a fault; a kubeconfig's may hold its token."""
+    path = tmp_path / "config"
+    path.write_text("users:\n- name: u\n  user: {token: s3cretvalue\n")
+    with pytest.raises(ValueError, match="s3cretvalue"):
+        read_yaml_mapping(path, not_mapping=" is not a mapping")
+    with pytest.raises(KubeconfigError, match="is not valid YAML") as caught:
+        load_kubeconfig(path)
+    assert "s3cret" not in str(caught.value)
+
+
+@pytest.mark.parametrize("text", ["[a, b]", "just text", ""])
+def test_a_yaml_document_that_is_not_a_mapping_is_not_a_kubeconfig(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "config"
+    path.write_text(text)
+    with pytest.raises(KubeconfigError, match=f"^{path} is not a kubeconfig$"):
         load_kubeconfig(path)
 
 

@@ -1,0 +1,22 @@
+"""Argument types the commands share: argparse ``type=`` callables that refuse with a message
+naming what was expected."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+
+def whole_number(minimum: int = 0, *, what: str = "a whole number", why: str = "") -> Callable[[str], int]:
+    """A ``type=`` for a whole number of at least ``minimum`` (ASCII digits only: no sign, no spaces).
+
+    Refuses with ``expected <what> >= <minimum><why>, not '<text>'``; ``why`` is a parenthesised
+    reason for the minimum, with its leading space.
+    """
+
+    def parse(text: str) -> int:
+        if not (text.isascii() and text.isdigit()) or int(text) < minimum:
+            raise argparse.ArgumentTypeError(f"expected {what} >= {minimum}{why}, not {text!r}")
+        return int(text)
+
+    return parse

@@ -1,0 +1,35 @@
+"""The argument types commands share: what they take, what they refuse and how they say it."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from gpufed.argtypes import whole_number
+
+
+@pytest.mark.parametrize(("minimum", "text", "value"), [(0, "0", 0), (0, "17", 17), (1, "1", 1), (2, "40", 40)])
+def test_a_whole_number_at_or_above_the_minimum_is_taken(minimum: int, text: str, value: int) -> None:
+    assert whole_number(minimum)(text) == value
+
+
+@pytest.mark.parametrize(("minimum", "text"), [(1, "0"), (2, "1"), (0, "-1"), (0, "1.5"), (0, " 3"), (0, "x"), (0, ""), (0, "²"), (0, "١٢")])
+def test_anything_else_is_refused_naming_the_minimum(minimum: int, text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match=rf"^expected a whole number >= {minimum}, not {text!r}$"):
+        whole_number(minimum)(text)
+
+
+def test_the_refusal_says_what_and_why() -> None:
+    parse = whole_number(2, what="whole seconds", why=" (etcd's minimum lease)")
+    with pytest.raises(argparse.ArgumentTypeError) as caught:
+        parse("1")
+    assert str(caught.value) == "expected whole seconds >= 2 (etcd's minimum lease), not '1'"
+
+
+def test_argparse_reports_the_refusal_for_the_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--workers", type=whole_number(1))
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--workers", "0"])
+    assert "argument --workers: expected a whole number >= 1, not '0'" in capsys.readouterr().err
