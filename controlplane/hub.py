@@ -37,6 +37,7 @@ from controlplane.admission.requeuing import WaitForPodsReady
 from controlplane.apis.cluster_v1alpha1 import API_VERSION as CLUSTER_API_VERSION
 from controlplane.apis.cluster_v1alpha1 import KIND as CLUSTER_KIND
 from controlplane.apis.constants import (
+    CA_PATH,
     CLUSTER_GROUP,
     COORDINATION_GROUP,
     KARMADA_POLICY_GROUP,
@@ -47,7 +48,6 @@ from controlplane.apis.constants import (
 )
 from controlplane.apiserver import errors
 from controlplane.apiserver.app import create_app
-from controlplane.apiserver.auth.authorizer import CA_PATH
 from controlplane.apiserver.auth.bootstrap import ca_routes, join_routes, token_routes
 from controlplane.apiserver.auth.clusterrestriction import ClusterRestriction
 from controlplane.apiserver.auth.rbac.authorizing import HubAuthorizer

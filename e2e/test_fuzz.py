@@ -12,7 +12,6 @@ import io
 import json
 import os
 import ssl
-import tempfile
 import threading
 import time
 from collections import Counter
@@ -44,18 +43,14 @@ class Hub:
         config = yaml.safe_load(kubectl.kubeconfig.read_text())
         cluster = config["clusters"][0]["cluster"]
         self.url: str = cluster["server"]
-        ca = base64.b64decode(cluster["certificate-authority-data"])
-        handle, ca_path = tempfile.mkstemp(suffix=".crt")
-        os.write(handle, ca)
-        os.close(handle)
-        self.ca_file = ca_path
+        self.ca_pem = base64.b64decode(cluster["certificate-authority-data"]).decode()
         self.token: str = config["users"][0]["user"]["token"]
         host_port = self.url.removeprefix("https://")
         host, _, port = host_port.rpartition(":")
         self.host, self.port = host.strip("[]"), int(port)
 
     def ssl_context(self) -> ssl.SSLContext:
-        return ssl.create_default_context(cafile=self.ca_file)
+        return ssl.create_default_context(cadata=self.ca_pem)
 
 
 class ReadyzProber(threading.Thread):

@@ -20,3 +20,11 @@ def whole_number(minimum: int = 0, *, what: str = "a whole number", why: str = "
         return int(text)
 
     return parse
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """'HOST:PORT' (IPv6 as '[::1]:6443'); port 0 picks a free port."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit():
+        raise argparse.ArgumentTypeError(f"--listen wants HOST:PORT (e.g. 127.0.0.1:6443), not {text!r}")
+    return host.strip("[]") or "0.0.0.0", int(port)

@@ -10,7 +10,7 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 # name -> (module, help). Each module has `add_arguments(parser)` and `run(args) -> int`.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
@@ -36,28 +36,41 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands: Iterable[str] | None = None) -> argparse.ArgumentParser:
+    """The whole command line; with ``commands``, only those subcommands' modules are imported
+    and get their flags (the others are listed for ``gpufed --help`` by name and help alone)."""
     parser = argparse.ArgumentParser(
         prog="gpufed",
         description="Multi-cluster GPU federation: place GPU work across clusters, report GPU waste.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
+    wanted = set(SUBCOMMANDS if commands is None else commands)
     for name, (module_name, help_text) in SUBCOMMANDS.items():
-        module = importlib.import_module(module_name)
         child = sub.add_parser(name, help=help_text, description=help_text)
+        if name not in wanted:
+            continue
+        module = importlib.import_module(module_name)
         module.add_arguments(child)
         run: Callable[[argparse.Namespace], int] = module.run
         child.set_defaults(handler=run)
     return parser
 
 
+def _command(argv: Sequence[str]) -> str | None:
+    """The subcommand named on the command line: its first word that is not an option."""
+    return next((word for word in argv if not word.startswith("-")), None)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     # gRPC (the etcd client) logs a failed TLS handshake to stderr on its own; the command
     # already reports it as one actionable line.
     os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    # Every process (hub, agent, member, each user command) starts through here: importing one
+    # subcommand's module, not all of them, saves seconds of CPU per process started.
+    parser = build_parser([command] if (command := _command(words)) is not None else [])
+    args = parser.parse_args(words)
     try:
         return int(args.handler(args))
     except KeyboardInterrupt:

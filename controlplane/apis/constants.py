@@ -76,6 +76,8 @@ FIELD_MANAGER_HUB: Final = "gpufed-hub"
 # exchange, token management).
 AUTH_GROUP: Final = "auth.gpufed.io"
 COORDINATION_GROUP: Final = "coordination.k8s.io"
+#: Served without authentication: the hub's CA, checked by joining agents against a pin.
+CA_PATH: Final = "/.well-known/gpufed/ca.crt"
 
 # Workload annotations users set.
 ANNOTATION_GANG: Final = "gpufed.io/gang"

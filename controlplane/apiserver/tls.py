@@ -55,7 +55,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from controlplane.apiserver.auth.authorizer import CA_PATH
+from controlplane.apis.constants import CA_PATH
 from controlplane.pki import (
     BACKDATE,
     SERVER_RENEW_BEFORE,

@@ -25,19 +25,11 @@ from controlplane.apiserver.watching import (
     DEFAULT_WATCH_BUFFER_EVENTS,
     WatchLimits,
 )
-from gpufed.argtypes import whole_number
+from gpufed.argtypes import parse_listen, whole_number
 from gpufed.commands.running import serve_reporting
 from gpufed.logging_setup import configure_logging
 
 log = logging.getLogger("gpufed.controlplane")
-
-
-def parse_listen(text: str) -> tuple[str, int]:
-    """'HOST:PORT' (IPv6 as '[::1]:6443'); port 0 picks a free port."""
-    host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit():
-        raise argparse.ArgumentTypeError(f"--listen wants HOST:PORT (e.g. 127.0.0.1:6443), not {text!r}")
-    return host.strip("[]") or "0.0.0.0", int(port)
 
 
 def _positive_seconds(text: str) -> float:

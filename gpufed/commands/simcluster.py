@@ -9,8 +9,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from gpufed.argtypes import parse_listen
 from gpufed.commands import simreclaim
-from gpufed.commands.controlplane import parse_listen
 from gpufed.commands.running import serve_reporting
 from gpufed.logging_setup import configure_logging
 

@@ -7,9 +7,8 @@ Kubernetes RBAC, and ``RoleAuthorizer`` confines agent and join credentials; ``j
 them in through the Protocols in ``controlplane.apiserver.identity``.
 """
 
-from controlplane.apis.constants import AUTH_GROUP
+from controlplane.apis.constants import AUTH_GROUP, CA_PATH
 from controlplane.apiserver.auth.authorizer import (
-    CA_PATH,
     JOIN_PATH,
     TOKENS_PATH,
     RoleAuthorizer,

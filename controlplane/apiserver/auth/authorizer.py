@@ -40,6 +40,7 @@ from typing import Final
 
 from controlplane.apis.constants import (
     AUTH_GROUP,
+    CA_PATH,
     CLUSTER_GROUP,
     COORDINATION_GROUP,
     LEASE_NAMESPACE,
@@ -57,8 +58,6 @@ TOKENS: Final = "tokens"
 JOIN_PATH: Final = f"/apis/{AUTH_GROUP}/{AUTH_VERSION}/{CLUSTERJOINS}"
 #: Admin-only token management (create, list, revoke).
 TOKENS_PATH: Final = f"/apis/{AUTH_GROUP}/{AUTH_VERSION}/{TOKENS}"
-#: Served without authentication: the hub's CA, checked by joining agents against a pin.
-CA_PATH: Final = "/.well-known/gpufed/ca.crt"
 
 READ_VERBS: Final = frozenset({"get", "list", "watch"})
 _NON_RESOURCE_READ_VERBS: Final = frozenset({"get", "head"})

@@ -42,13 +42,12 @@ from typing import Any, Final
 
 from aiohttp import web
 
-from controlplane.apis.constants import AUTH_GROUP, BOOTSTRAP_TOKEN_ENV, EXECUTION_NAMESPACE_PREFIX
+from controlplane.apis.constants import AUTH_GROUP, BOOTSTRAP_TOKEN_ENV, CA_PATH, EXECUTION_NAMESPACE_PREFIX
 from controlplane.apis.meta import DNS1123_LABEL_MAX_LENGTH, format_time, validate_dns1123_label
 from controlplane.apiserver import errors
 from controlplane.apiserver.app import USER
 from controlplane.apiserver.auth.authorizer import (
     AUTH_VERSION,
-    CA_PATH,
     CLUSTERJOINS,
     JOIN_PATH,
     TOKENS,
