@@ -61,3 +61,9 @@ def test_the_whole_parser_still_knows_every_subcommands_flags() -> None:
         assert exited.value.code == 2
     args = parser.parse_args(["agent", "--hub", "https://hub:6443", "--cluster-name", "a", "--state-dir", "/tmp/x"])
     assert (args.command, args.cluster_name) == ("agent", "a")
+
+
+def test_cel_is_imported_with_the_first_validation_rule_not_with_the_servers() -> None:
+    probe = "import json, sys, controlplane.hub, simulator.server; print(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    assert "cel" not in json.loads(done.stdout.splitlines()[-1])

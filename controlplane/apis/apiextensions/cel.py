@@ -23,6 +23,7 @@ whose rule exceeds kube's per-rule budget is refused. Pure: no I/O.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import json
 import re
@@ -30,9 +31,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import cel
-
-from controlplane.apis.apiextensions.cel_library import FUNCTIONS
 from controlplane.apis.apiextensions.schema import (
     NO_OLD,
     Path,
@@ -62,7 +60,19 @@ _REASONS = {
 }
 
 
+@functools.cache
+def _library() -> tuple[Any, dict[str, Any]]:
+    """The CEL library and kube's CEL functions, imported with the first rule: a process that
+    serves no CRD with validation rules (every member, most hubs) does not pay their import."""
+    import cel
+
+    from controlplane.apis.apiextensions.cel_library import FUNCTIONS
+
+    return cel, FUNCTIONS
+
+
 def _compile(rule: str) -> Any:
+    cel, _ = _library()
     return cel.compile(rule)
 
 
@@ -256,7 +266,8 @@ def _check(rule: Rule, value: Any, old: Any, path: Path) -> FieldError | None:
     variables: dict[str, Any] = {"self": value}
     if old is not None:
         variables["oldSelf"] = old
-    context = cel.Context(variables, FUNCTIONS)
+    cel, functions = _library()
+    context = cel.Context(variables, functions)
     where = format_path((*path, *[p for p in rule.field_path.split(".") if p]))
     with _quiet():
         return _outcome(rule, context, f'"{type_name(value)}"', where)
