@@ -14,14 +14,7 @@ from controlplane.interpreter.requirements import (
     ReplicaRequirements,
 )
 from controlplane.scheduler.core.cache import SchedulerCache
-from controlplane.scheduler.core.clusterfit import (
-    fragmentation_growth,
-    gpu_vector,
-    leftover,
-    row_growth,
-    scarcity,
-    task_of,
-)
+from controlplane.scheduler.core.clusterfit import gpu_vector, row_growth, scarcity, task_of
 from controlplane.scheduler.core.deciding import schedule
 from controlplane.scheduler.core.demand import DemandHistory
 from controlplane.scheduler.core.framework import BindingRequest
@@ -82,57 +75,6 @@ def test_one_gpu_replica_fills_a_partly_used_node_rather_than_breaking_a_whole_o
     assert "decided by fragmentation (fragmentation -0.50 GPUs" in reasons(result, "b-partly")[-1]
     assert "#2 of 2 clusters tied on tier and price" in reasons(result, "a-whole")[0]
     assert "fragmentation +1.49 GPUs" in reasons(result, "a-whole")[0]
-
-
-def test_equal_growth_goes_where_the_replica_strands_least_cpu_and_keeps_the_roomy_node() -> None:
-    """Recent demand: 8-GPU tasks of 88 cores only. ``a-roomy`` has one 8-GPU node of 128 cores,
-    ``b-tight`` two of 96 cores (more free GPUs: by fewest free GPUs the replica would go to
-    ``a-roomy``). Every node hosts the task and is then full of GPUs, so F goes from 0 to 0 on
-    each: the growths tie. The replica takes every GPU of its node and strands what CPU is left
-    there: 40 cores in ``a-roomy``, 8 in ``b-tight``, which takes it; ``a-roomy`` stays whole
-    for a task of 120 cores."""
-    cache = SchedulerCache()
-    observe(cache, TaskShape(88_000, 1000, 8), 20, "big")
-    fleet = [
-        cluster("a-roomy", shape(1, gpus=8, cpu=128_000)),
-        cluster("b-tight", shape(2, gpus=8, cpu=96_000)),
-    ]
-    request = BindingRequest(
-        key="ns/job",
-        replicas=1,
-        requirements=ReplicaRequirements.build({"nvidia.com/gpu": 8, "cpu": 88_000}),
-        placement=tiered(),
-    )
-    result = schedule(request, fleet, now=NOW, cache=cache)
-    assert result.clusters == {"b-tight": 1}
-    assert "decided by stranded CPU" in reasons(result, "b-tight")[-1]
-    assert "node left 0 GPUs and 40 CPUs, 8 free GPUs" in reasons(result, "a-roomy")[0]
-    assert "node left 0 GPUs and 8 CPUs, 16 free GPUs" in reasons(result, "b-tight")[-1]
-
-
-def test_leftover_by_hand() -> None:
-    task = TaskShape(2000, 1000, 1)
-    assert leftover(("A100", 10_000, (1000, 1000, 400)), task) == (1400, 8000)
-    rows = [("A100", 10_000, (1000, 1000)), ("A100", 4000, (1000, 1000)), ("A100", 64_000, (1000,) * 4)]
-    mix = DemandMix(((TaskShape(2000, 1000, 1), 1.0),))
-    # A 1-GPU mix leaves no whole GPU unusable: every growth is 0, the tightest node is the
-    # 2-GPU node of 4 CPUs.
-    assert fragmentation_growth(rows, task, mix, {}) == (0.0, (1000, 2000))
-    assert fragmentation_growth(rows, TaskShape(0, 1000, 8), mix, {}) is None
-
-
-def test_a_replica_that_leaves_gpus_free_strands_no_cpu() -> None:
-    """Only a node whose last free GPU the replica takes strands its CPU: a 1-GPU replica on
-    8-GPU nodes falls through to fewest free GPUs (``a-roomy``, 8 against 16)."""
-    cache = SchedulerCache()
-    observe(cache, TaskShape(CPU, 1000, 1), 20, "small")
-    fleet = [
-        cluster("a-roomy", shape(1, gpus=8, cpu=128_000)),
-        cluster("b-tight", shape(2, gpus=8, cpu=96_000)),
-    ]
-    result = schedule(one_gpu("ns/job"), fleet, now=NOW, cache=cache)
-    assert result.clusters == {"a-roomy": 1}
-    assert "decided by fewest free GPUs" in reasons(result, "a-roomy")[-1]
 
 
 def test_row_growth_by_hand() -> None:

@@ -154,7 +154,7 @@ class SchedulerCache:
         default_factory=lambda: BoundedMemo(256)
     )
     """(mix version, task) -> per distinct node, its fragmentation growth when it hosts the task."""
-    tie_costs: BoundedMemo[tuple[int, int, TaskShape], tuple[bool, float, float, tuple[int, int]]] = field(
+    tie_costs: BoundedMemo[tuple[int, int, TaskShape], tuple[bool, float, float]] = field(
         default_factory=lambda: BoundedMemo(16_384)
     )
     """(snapshot serial, mix version, task) -> whether it hosts the task, the least fragmentation

@@ -7,9 +7,8 @@
   (those the allocatable ``nvidia.com/gpu`` no longer counts); the thousandths left on shared
   GPUs are taken as evenly spread over them (the report does not say more).
 * :func:`fragmentation_growth`: how much the cluster's fragmentation for a mix grows when one
-  replica lands where it grows least (FGD's choice inside the cluster), in thousandths of a GPU,
-  with what the tightest such node has left after it (:func:`leftover`); None when no node
-  hosts it. Computed over the cluster's distinct nodes (:func:`node_rows`),
+  replica lands where it grows least (FGD's choice inside the cluster), in thousandths of a GPU;
+  None when no node hosts it. Computed over the cluster's distinct nodes (:func:`node_rows`),
   with a memo per distinct node the caller keeps per task and mix.
 * :func:`free_by_model` and :func:`scarcity`: free GPUs per model, and the constrained demand a
   replica would take capacity from in a cluster: per GPU model of the cluster, the share of
@@ -34,10 +33,6 @@ RESOURCE_GPU_MILLI: Final = "nvidia.com/gpu-milli"
 
 NodeRow = tuple[str, int, tuple[int, ...]]
 """A node as fragmentation sees it: GPU model, free CPU (millicores), free thousandths per GPU."""
-Leftover = tuple[int, int]
-"""Free GPU thousandths and free CPU (millicores) a node has left after hosting a task."""
-#: Growths (thousandths of a GPU) closer than this are equal.
-GROWTH_EPSILON: Final = 1e-3
 
 
 def _accepted_models(requirements: ReplicaRequirements) -> tuple[str, ...]:
@@ -130,32 +125,18 @@ def row_growth(row: NodeRow, task: TaskShape, mix: DemandMix) -> float | None:
 
 def fragmentation_growth(
     rows: Sequence[NodeRow], task: TaskShape, mix: DemandMix, memo: MutableMapping[NodeRow, float | None]
-) -> tuple[float, Leftover] | None:
+) -> float | None:
     """Least growth of a cluster's fragmentation for ``mix`` when one ``task`` lands on one of its
-    node ``rows`` (FGD's choice inside the cluster), and what the tightest node of that least
-    growth has left after it (:func:`leftover`); None when no row hosts the task. ``memo``:
-    row -> growth for this task and mix."""
-    best: tuple[float, Leftover] | None = None
+    node ``rows`` (FGD's choice inside the cluster); ``memo``: row -> growth for this task and mix."""
+    best: float | None = None
     for row in rows:
         if row in memo:
             growth = memo[row]
         else:
             growth = memo[row] = row_growth(row, task, mix)
-        if growth is None:
-            continue
-        if best is None or growth < best[0] - GROWTH_EPSILON:
-            best = (growth, leftover(row, task))
-        elif growth <= best[0] + GROWTH_EPSILON:
-            best = (min(best[0], growth), min(best[1], leftover(row, task)))
+        if growth is not None and (best is None or growth < best):
+            best = growth
     return best
-
-
-def leftover(row: NodeRow, task: TaskShape) -> Leftover:
-    """What one node ``row`` has left after hosting ``task``: free GPU thousandths, then free CPU
-    (best-fit's measure, GPUs first: among nodes of equal fragmentation growth, the tightest one
-    leaves the roomier nodes, e.g. those with the CPU for the largest tasks, to others)."""
-    _, cpu, gpus = row
-    return (sum(gpus) - task.num_gpu * task.gpu_milli, cpu - task.cpu_milli)
 
 
 def free_by_model(cluster: ClusterSnapshot) -> dict[str, float]:

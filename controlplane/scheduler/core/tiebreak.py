@@ -13,15 +13,9 @@ price; what that order leaves open is decided here, never by the cluster's name 
      accepts only this cluster's GPU models the replica would take, weighed by that demand
      against the fleet's free GPUs of those models; only when the tied clusters differ in the
      GPU models they have free (otherwise constrained demand can go to any of them alike);
-3. **stranded CPU**, least first: when the replica takes the last free GPUs of the node of least
-   fragmentation growth (the tightest such node), the CPU that node keeps is lost to GPU work;
-   compared only when the replica takes a node's last GPUs in every cluster of the tie that
-   hosts it (otherwise packing decides, next): among nodes FGD finds equal, the one with just
-   the CPU it needs takes the replica, and a roomier node, perhaps the only kind with the CPU
-   for the largest tasks, stays free for them;
-4. the fewest free GPUs the replica accepts (it packs: the clusters with more stay whole for
+3. the fewest free GPUs the replica accepts (it packs: the clusters with more stay whole for
    larger replicas, as best-fit does among nodes);
-5. only when everything else is equal, the name (the order must be total).
+4. only when everything else is equal, the name (the order must be total).
 
 A tie of many clusters compares its first :data:`TIE_LIMIT` by name (the others come after
 them, in name order), so that a decision in a large fleet of equal clusters stays cheap.
@@ -33,13 +27,12 @@ The demand is learned online from the arrivals (:func:`observe`, ``SchedulerCach
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Final
 
 from controlplane.apis.fragmentation import GPU_MILLI, TaskShape
 from controlplane.scheduler.core.cache import BoundedMemo, SchedulerCache
 from controlplane.scheduler.core.clusterfit import (
-    Leftover,
     NodeRow,
     fragmentation_growth,
     free_by_model,
@@ -94,16 +87,11 @@ class TieCost:
     """GPUs of constrained demand the replica takes."""
     free: float
     """Free GPUs the replica accepts."""
-    left: Leftover = (0, 0)
-    """What the tightest node of least fragmentation growth has left after the replica."""
-    stranded: int = 0
-    """CPU (millicores) the replica strands on that node, when it takes its last free GPUs in every
-    cluster of the tie that hosts it (else 0 everywhere)."""
 
     @property
-    def key(self) -> tuple[bool, float, int, float, str]:
+    def key(self) -> tuple[bool, float, float, str]:
         cost = round((self.fragmentation + self.scarcity) / EPSILON) * EPSILON
-        return (not self.fits, cost, self.stranded, self.free, self.name)
+        return (not self.fits, cost, self.free, self.name)
 
 
 def _free(cluster: ClusterSnapshot, cache: SchedulerCache) -> dict[str, float]:
@@ -120,9 +108,8 @@ def _rows(cluster: ClusterSnapshot, cache: SchedulerCache) -> tuple[NodeRow, ...
     return found
 
 
-def _fit(cluster: ClusterSnapshot, task: TaskShape, cache: SchedulerCache) -> tuple[bool, float, float, Leftover]:
-    """(hosts the task, least fragmentation growth in GPUs, free GPUs it accepts, what the tightest
-    node of that growth has left), remembered."""
+def _fit(cluster: ClusterSnapshot, task: TaskShape, cache: SchedulerCache) -> tuple[bool, float, float]:
+    """(hosts the task, least fragmentation growth in GPUs, free GPUs it accepts), remembered."""
     demand = cache.demand
     mix = demand.mix()
     key = (cluster.serial, demand.version, task)
@@ -132,13 +119,10 @@ def _fit(cluster: ClusterSnapshot, task: TaskShape, cache: SchedulerCache) -> tu
     memo = cache.growths.get(key[1:])
     if memo is None or len(memo) >= ROW_MEMO:
         memo = cache.growths.remember(key[1:], BoundedMemo(ROW_MEMO))
-    found_growth = fragmentation_growth(_rows(cluster, cache), task, mix, memo)
+    growth = fragmentation_growth(_rows(cluster, cache), task, mix, memo)
     free = _free(cluster, cache)
     accepted = sum(f for m, f in free.items() if task.accepts(m)) if task.models else sum(free.values())
-    if found_growth is None:
-        return cache.tie_costs.remember(key, (False, 0.0, accepted, (0, 0)))
-    growth, left = found_growth
-    return cache.tie_costs.remember(key, (True, growth / GPU_MILLI, accepted, left))
+    return cache.tie_costs.remember(key, (growth is not None, (growth or 0.0) / GPU_MILLI, accepted))
 
 
 def costs(state: CycleState, tied: Sequence[ClusterSnapshot]) -> list[TieCost]:
@@ -164,11 +148,9 @@ def costs(state: CycleState, tied: Sequence[ClusterSnapshot]) -> list[TieCost]:
         fleet_models = found
     out = []
     for cluster in tied:
-        fits, growth, accepted, left = _fit(cluster, task, cache)
+        fits, growth, accepted = _fit(cluster, task, cache)
         taken = scarcity(task, _free(cluster, cache), fleet_models, constrained) if fleet_models else 0.0
-        out.append(TieCost(cluster.name, fits, growth, taken, accepted, left))
-    if all(cost.left[0] <= 0 for cost in out if cost.fits):
-        out = [replace(cost, stranded=cost.left[1]) if cost.fits else cost for cost in out]
+        out.append(TieCost(cluster.name, fits, growth, taken, accepted))
     out.sort(key=lambda cost: cost.key)
     return out
 
@@ -189,18 +171,15 @@ def _explain(state: CycleState, ranked: Sequence[TieCost]) -> None:
     elif abs(best.key[1] - runner.key[1]) > EPSILON:
         more_fragmentation = runner.fragmentation - best.fragmentation
         why = "scarcity" if runner.scarcity - best.scarcity > more_fragmentation else "fragmentation"
-    elif best.stranded != runner.stranded:
-        why = "stranded CPU (least left on a node whose GPUs it takes)"
     elif best.free != runner.free:
         why = "fewest free GPUs"
     else:
-        why = "name (equal in fragmentation, scarcity, stranded CPU and free GPUs)"
+        why = "name (equal in fragmentation, scarcity and free GPUs)"
     reasons = state.tie_reasons
     tied_on = "tier and price band" if band_percent(state) else "tier and price"
     for index, cost in enumerate(ranked):
         figures = (
             f"fragmentation {cost.fragmentation:+.2f} GPUs, scarcity {cost.scarcity:.2f} GPUs, "
-            f"node left {cost.left[0] / GPU_MILLI:g} GPUs and {cost.left[1] / 1000:g} CPUs, "
             f"{cost.free:g} free GPUs" if cost.fits else "no node hosts it as reported"
         )
         place = "first" if index == 0 else f"#{index + 1}"
