@@ -36,6 +36,7 @@ from gpufed.commands.up.polling import HubView, kube_probe
 from gpufed.commands.up.ports import HOST, Ports, choose_hub_port
 from gpufed.logging_setup import RedactingFilter
 from gpufed.supervising import ProcessSpec, SupervisedProcess, Supervisor
+from member_agent.clusterfile import CLUSTER_FILE_FIELDS
 
 #: How long each start-up stage may take before `gpufed up` gives up and says why.
 HUB_START_TIMEOUT: Final = 120.0
@@ -99,9 +100,8 @@ def _waste_interval(args: argparse.Namespace) -> tuple[str, ...]:
 
 def cluster_file(profile: Any) -> dict[str, Any]:
     """What the agent declares about its cluster: the fleet entry's placement facts and pricing."""
-    fields = ("provider", "region", "zone", "tier", "labels", "pricing")
-    data = profile.model_dump(include=set(fields), exclude_none=True)
-    return {key: data[key] for key in fields if key in data and data[key] not in ({},)}
+    data = profile.model_dump(include=set(CLUSTER_FILE_FIELDS), exclude_none=True)
+    return {key: data[key] for key in CLUSTER_FILE_FIELDS if key in data and data[key] not in ({},)}
 
 
 def run(args: argparse.Namespace) -> int:
