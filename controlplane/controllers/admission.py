@@ -56,6 +56,7 @@ from controlplane.apis.events import EventType
 from controlplane.apis.meta import parse_time
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.events import EventReason, record_event
+from controlplane.controllers.informing import spec_unchanged
 from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.requeuing import Requeuing
 from controlplane.controllers.workloads import WorkloadRef, is_deleting, with_condition
@@ -207,7 +208,7 @@ class AdmissionController:
         await self.loop.add(("workload", ref.api_version, ref.kind, ref.namespace, ref.name))
 
     async def _on_queue_object(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        if event is WatchEventType.MODIFIED and old is not None and old.get("spec") == obj.get("spec") and (
+        if spec_unchanged(old, obj, event) and (
             obj.get("kind") != "Workload"
             or (adm.is_finished(old) == adm.is_finished(obj) and adm.admission_of(old) == adm.admission_of(obj))
         ):

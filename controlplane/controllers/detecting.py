@@ -60,6 +60,7 @@ from controlplane.controllers.context import (
     policy_ref_of_binding,
 )
 from controlplane.controllers.events import EventReason, record_event
+from controlplane.controllers.informing import spec_unchanged
 from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.workloads import (
     PropagatedReason,
@@ -268,7 +269,7 @@ class Detector:
 
     async def _on_policy(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         view = ObjectView(obj)
-        if event is WatchEventType.MODIFIED and old is not None and old.get("spec") == obj.get("spec") and (
+        if spec_unchanged(old, obj, event) and (
             ObjectView(old).deletion_timestamp == view.deletion_timestamp
         ):
             return

@@ -22,6 +22,7 @@ from controlplane.apis.events import EventType
 from controlplane.apis.views import ObjectView
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.events import EventReason, record_event
+from controlplane.controllers.informing import spec_unchanged
 from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.workloads import find_condition, kind_status, with_condition
 from controlplane.objectclient import DynamicRegistry, ResourceType, WatchEventType, errors
@@ -50,7 +51,7 @@ class PolicySelectorsController:
     async def _on_policy(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         if event is WatchEventType.DELETED:
             return
-        if event is WatchEventType.MODIFIED and old is not None and old.get("spec") == obj.get("spec") and (
+        if spec_unchanged(old, obj, event) and (
             ObjectView(obj).condition(SELECTORS_SERVED) is not None
         ):
             return  # a status write (this controller's own included) that kept the condition

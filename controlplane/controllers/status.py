@@ -50,6 +50,7 @@ from controlplane.apis.work_v1alpha1 import BindingKey, ConditionType, Health, W
 from controlplane.controllers.context import INDEX_BINDING, ControllerContext
 from controlplane.controllers.customizations import INTERPRETED, RIC_API_VERSION, RIC_KIND
 from controlplane.controllers.events import EventReason, record_event
+from controlplane.controllers.informing import spec_unchanged
 from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.workloads import (
     WorkloadConditionType,
@@ -256,7 +257,7 @@ class StatusController:
     async def _on_binding(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         if event is WatchEventType.DELETED:
             return
-        if event is WatchEventType.MODIFIED and old is not None and old.get("spec") == obj.get("spec"):
+        if spec_unchanged(old, obj, event):
             return
         meta = obj["metadata"]
         await self.loop.add((str(meta.get("namespace")), str(meta["name"])))
