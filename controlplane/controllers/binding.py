@@ -79,7 +79,7 @@ from controlplane.controllers.context import (
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.failover import evicting_clusters
 from controlplane.controllers.informing import spec_unchanged
-from controlplane.controllers.reconciling import ReconcileLoop
+from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.workloads import binding_namespace, is_deleting, shape_problem
 from controlplane.controllers.works import (
     binding_key_of_work,
@@ -218,14 +218,13 @@ def _differs(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
     return work_differs(existing, desired) or ANNOTATION_PRESERVE_CLEARED in annotations
 
 
-class BindingController:
+class BindingController(KeyedController[BindingKey]):
     """Reconciles bindings (keys: ``(namespace, name)``) into Works."""
 
     name = "binding"
 
     def __init__(self, ctx: ControllerContext) -> None:
-        self.ctx = ctx
-        self.loop: ReconcileLoop[BindingKey] = ReconcileLoop(self.name, self.reconcile, workers=ctx.settings.workers)
+        super().__init__(ctx)
         self._views: dict[str, tuple[str, ClusterView]] = {}
         self._namespaces: set[str] = set()
         self._override_errors: dict[tuple[BindingKey, str], str] = {}

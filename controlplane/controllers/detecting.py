@@ -61,7 +61,7 @@ from controlplane.controllers.context import (
 )
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.informing import spec_unchanged
-from controlplane.controllers.reconciling import ReconcileLoop
+from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.workloads import (
     PropagatedReason,
     WorkloadConditionType,
@@ -232,14 +232,13 @@ def _comparable(spec: dict[str, Any] | None) -> dict[str, Any]:
     return out
 
 
-class Detector:
+class Detector(KeyedController[WorkloadRef]):
     """Reconciles workloads (keys: :class:`WorkloadRef`) into bindings."""
 
     name = "detector"
 
     def __init__(self, ctx: ControllerContext) -> None:
-        self.ctx = ctx
-        self.loop: ReconcileLoop[WorkloadRef] = ReconcileLoop(self.name, self.reconcile, workers=ctx.settings.workers)
+        super().__init__(ctx)
         ctx.add_workload_handler(self._on_workload)
         for rt in ctx.propagation_types:
             ctx.informer(rt).add_handler(self._on_policy)

@@ -51,7 +51,7 @@ from controlplane.controllers.context import INDEX_BINDING, ControllerContext
 from controlplane.controllers.customizations import INTERPRETED, RIC_API_VERSION, RIC_KIND
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.informing import spec_unchanged
-from controlplane.controllers.reconciling import ReconcileLoop
+from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.workloads import (
     WorkloadConditionType,
     binding_namespace,
@@ -210,14 +210,13 @@ def report_agent_failures(
         interpreter.report_member_failure(hook, f"{message.removeprefix(prefix)} (in cluster {cluster})", obj)
 
 
-class StatusController:
+class StatusController(KeyedController[BindingKey]):
     """Reconciles bindings (keys: ``(namespace, name)``) into binding and workload status."""
 
     name = "status"
 
     def __init__(self, ctx: ControllerContext) -> None:
-        self.ctx = ctx
-        self.loop: ReconcileLoop[BindingKey] = ReconcileLoop(self.name, self.reconcile, workers=ctx.settings.workers)
+        super().__init__(ctx)
         #: Bindings whose status is held while a cluster is waiting: since when (monotonic).
         # A binding held: since when, and whether every Work was applied then (replicas starting).
         self._waiting_since: dict[BindingKey, tuple[float, bool]] = {}
