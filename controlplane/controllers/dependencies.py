@@ -60,7 +60,6 @@ from controlplane.apis.views import BindingView, ObjectView
 from controlplane.apis.work_v1alpha1 import BindingKey, ConditionType, ScheduledReason, binding_name
 from controlplane.controllers.attachments import (
     BindingSnapshot,
-    DependencyConditionType,
     DependencyKey,
     attached_spec,
     binding_is_for,
@@ -336,7 +335,7 @@ class DependenciesController:
         """Set (or, with None, remove) ``condition`` on the parent ``binding``; a binding deleted
         meanwhile is left alone. A ``DependencyMissing`` Event names newly missing objects first."""
         ctx = self.ctx
-        ctype = str(DependencyConditionType.DEPENDENCIES_PROPAGATED)
+        ctype = str(ConditionType.DEPENDENCIES_PROPAGATED)
         conditions = ObjectView(binding).conditions
         current = find_condition(conditions, ctype)
         if condition is None:

@@ -45,12 +45,12 @@ import copy
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 from controlplane.apis.constants import FINALIZER_WORKLOAD
 from controlplane.apis.events import EventType
 from controlplane.apis.views import BindingView, ObjectView
+from controlplane.apis.work_v1alpha1 import ConditionType, PriorityReason
 from controlplane.controllers.admission import AdmissionGate, constrain_placement
 from controlplane.controllers.context import (
     INDEX_NAMESPACE,
@@ -83,21 +83,6 @@ log = logging.getLogger(__name__)
 PRIORITY_CLASS_API_VERSION = "scheduling.k8s.io/v1"
 PRIORITY_CLASS_KIND = "PriorityClass"
 KUBE_PRIORITY_CLASS = "KubePriorityClass"
-
-
-class BindingConditionType(StrEnum):
-    """The condition the detector sets on a binding (the scheduler sets ``Scheduled``)."""
-
-    SCHEDULE_PRIORITY_RESOLVED = "SchedulePriorityResolved"
-
-
-class PriorityReason(StrEnum):
-    """Reasons of ``SchedulePriorityResolved``."""
-
-    RESOLVED = "PriorityClassResolved"
-    DEFAULT = "DefaultPriority"
-    NOT_FOUND = "PriorityClassNotFound"
-    UNSUPPORTED_SOURCE = "PriorityClassSourceUnsupported"
 
 
 @dataclass(frozen=True, slots=True)
@@ -450,7 +435,7 @@ class Detector(KeyedController[WorkloadRef]):
         the workload (once per change of the condition)."""
         view = BindingView(binding)
         conditions = view.conditions
-        ctype = str(BindingConditionType.SCHEDULE_PRIORITY_RESOLVED)
+        ctype = str(ConditionType.SCHEDULE_PRIORITY_RESOLVED)
         current = view.condition(ctype)
         if priority is None:
             if current is None:
@@ -550,9 +535,7 @@ def _binding_is_for(binding: dict[str, Any], ref: WorkloadRef) -> bool:
 
 
 __all__ = [
-    "BindingConditionType",
     "Detector",
-    "PriorityReason",
     "PriorityResolution",
     "binding_priority",
     "binding_spec",

@@ -41,12 +41,18 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 from controlplane.apis.events import EventType
 from controlplane.apis.views import BindingView, ObjectView, WorkView
-from controlplane.apis.work_v1alpha1 import BindingKey, ConditionType, Health, WorkReason, binding_name
+from controlplane.apis.work_v1alpha1 import (
+    BindingKey,
+    ConditionType,
+    FullyAppliedReason,
+    Health,
+    WorkReason,
+    binding_name,
+)
 from controlplane.controllers.context import INDEX_BINDING, ControllerContext
 from controlplane.controllers.customizations import INTERPRETED, RIC_API_VERSION, RIC_KIND
 from controlplane.controllers.events import EventReason, record_event
@@ -74,11 +80,6 @@ WAITING_HOLD_SECONDS = 1.0
 WORK_NOT_WRITTEN = "the Work is not written yet"
 WORK_NOT_APPLIED = "the member has not applied the current Work yet"
 WAITING_MESSAGES = frozenset({WORK_NOT_WRITTEN, WORK_NOT_APPLIED})
-
-
-class FullyAppliedReason(StrEnum):
-    SUCCESS = "FullyAppliedSuccess"
-    NOT_FULLY_APPLIED = "NotFullyApplied"
 
 
 def main_manifest(work: Mapping[str, Any], resource: Mapping[str, Any]) -> Mapping[str, Any] | None:
