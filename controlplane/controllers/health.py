@@ -48,6 +48,7 @@ from enum import StrEnum
 from typing import Any
 
 from controlplane.apis import constants as c
+from controlplane.apis.cluster_v1alpha1 import ClusterReadyReason
 from controlplane.apis.meta import format_time, parse_time_or_none
 from controlplane.apis.views import ClusterObjectView, ObjectView
 from controlplane.controllers.disruption import (
@@ -72,15 +73,6 @@ NO_SCHEDULE = "NoSchedule"
 NO_EXECUTE = "NoExecute"
 #: Re-check a healthy cluster this long after its grace would run out (absorbs timer jitter).
 RECHECK_SLACK_SECONDS = 0.05
-
-
-class HealthReason(StrEnum):
-    """Reasons of the Ready condition the monitor writes."""
-
-    STATUS_UNKNOWN = "ClusterStatusUnknown"
-    """Heartbeats stopped for longer than the grace period."""
-    NEVER_UPDATED = "ClusterStatusNeverUpdated"
-    """The cluster never sent a heartbeat within the start-up grace."""
 
 
 class Health(StrEnum):
@@ -172,13 +164,13 @@ def assess_cluster(
     if now - seen > grace:
         if last_heartbeat is None:
             reason, message = (
-                HealthReason.NEVER_UPDATED,
+                ClusterReadyReason.NEVER_UPDATED,
                 f"the cluster's agent has not reported since the cluster was created at {format_time(seen)} "
                 f"(grace period {grace.total_seconds():g}s)",
             )
         else:
             reason, message = (
-                HealthReason.STATUS_UNKNOWN,
+                ClusterReadyReason.STATUS_UNKNOWN,
                 f"the cluster's agent stopped posting heartbeats; the last arrived at {format_time(seen)} "
                 f"(grace period {grace.total_seconds():g}s)",
             )
