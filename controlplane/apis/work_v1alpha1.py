@@ -84,6 +84,21 @@ class FullyAppliedReason(StrEnum):
     NOT_FULLY_APPLIED = "NotFullyApplied"
 
 
+class EvictionReason(StrEnum):
+    """``gracefulEvictionTasks[].reason``: why replicas left a cluster (Karmada's values)."""
+
+    TAINT_UNTOLERATED = "TaintUntolerated"
+    APPLICATION_FAILURE = "ApplicationFailure"
+
+
+class HoldReason(StrEnum):
+    """The ``reason`` of the graceful eviction task that holds an attached binding's Work."""
+
+    PRESERVED_WORKLOAD_DELETED = "PreservedWorkloadDeleted"
+    """The cluster's copy stays with a deleted, preserved workload: its Work is deleted here,
+    flag and all, while the task keeps the binding controller from clearing the flag first."""
+
+
 class WorkReason(StrEnum):
     """Reasons of a Work's ``Applied`` and ``Available`` conditions, as the agent writes them."""
 

@@ -12,24 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 from controlplane.apis.views import BindingView, ObjectView
-from controlplane.apis.work_v1alpha1 import ConditionType, DependenciesReason, binding_name
+from controlplane.apis.work_v1alpha1 import ConditionType, DependenciesReason, HoldReason, binding_name
 from controlplane.controllers.failover import PurgeMode, evicting_clusters
 from controlplane.controllers.workloads import is_deleting
 from controlplane.controllers.works import preserves
 from controlplane.interpreter.dependencies import Dependency
 from controlplane.interpreter.registry import group_of
-
-
-class HoldReason(StrEnum):
-    """The ``reason`` of the graceful eviction task that holds an attached binding's Work."""
-
-    PRESERVED_WORKLOAD_DELETED = "PreservedWorkloadDeleted"
-    """The cluster's copy stays with a deleted, preserved workload: its Work is deleted here,
-    flag and all, while the task keeps the binding controller from clearing the flag first."""
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -227,7 +218,6 @@ def dependencies_condition(
 __all__ = [
     "BindingSnapshot",
     "DependencyKey",
-    "HoldReason",
     "attached_spec",
     "binding_is_for",
     "dependencies_condition",

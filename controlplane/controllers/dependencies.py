@@ -413,7 +413,7 @@ class DependenciesController:
         A parent that preserves stays in ``requiredBy`` until its binding is gone. Then, in the
         clusters only it needed, its flagged Works must be deleted with the flag (the binding
         controller would clear it first, as for any cluster that leaves a placement): the
-        cluster leaves the binding with a hold (:class:`~controlplane.controllers.attachments.HoldReason`), under which the binding
+        cluster leaves the binding with a hold (:class:`~controlplane.apis.work_v1alpha1.HoldReason`), under which the binding
         controller leaves its Work alone, and once the cached binding shows the hold the Work
         is deleted here and the hold dropped. The agents leave those copies running with the
         preserved workload. In the clusters other parents still need, the copy stays gpufed's
