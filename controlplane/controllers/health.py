@@ -48,7 +48,7 @@ from enum import StrEnum
 from typing import Any
 
 from controlplane.apis import constants as c
-from controlplane.apis.cluster_v1alpha1 import ClusterReadyReason
+from controlplane.apis.cluster_v1alpha1 import ClusterConditionType, ClusterReadyReason
 from controlplane.apis.meta import format_time, parse_time_or_none
 from controlplane.apis.views import ClusterObjectView, ObjectView
 from controlplane.controllers.disruption import (
@@ -68,7 +68,6 @@ from controlplane.objectclient import ObjectClient, WatchEventType, utc_now
 log = logging.getLogger(__name__)
 
 DEFAULT_GRACE_PERIOD = 40.0
-READY = "Ready"
 NO_SCHEDULE = "NoSchedule"
 NO_EXECUTE = "NoExecute"
 #: Re-check a healthy cluster this long after its grace would run out (absorbs timer jitter).
@@ -160,7 +159,7 @@ def assess_cluster(
     view = ClusterObjectView(cluster)
     created = parse_time_or_none(view.metadata.get("creationTimestamp"))
     seen = last_heartbeat or created or now
-    ready = view.condition(READY)
+    ready = view.condition(ClusterConditionType.READY)
     if now - seen > grace:
         if last_heartbeat is None:
             reason, message = (
@@ -174,7 +173,7 @@ def assess_cluster(
                 f"the cluster's agent stopped posting heartbeats; the last arrived at {format_time(seen)} "
                 f"(grace period {grace.total_seconds():g}s)",
             )
-        condition = {"type": READY, "status": "Unknown", "reason": str(reason), "message": message}
+        condition = {"type": str(ClusterConditionType.READY), "status": "Unknown", "reason": str(reason), "message": message}
         return HealthAssessment(Health.UNREACHABLE, condition, None)
     stale_at = seen + grace
     if ready is None:
@@ -385,7 +384,7 @@ class ClusterHealthMonitor(Service):
     ) -> dict[str, Any]:
         wanted = verdict.ready_condition
         view = ClusterObjectView(cluster)
-        current = view.condition(READY)
+        current = view.condition(ClusterConditionType.READY)
         if wanted is None or (
             current is not None
             and current.get("status") == wanted["status"]
