@@ -28,3 +28,22 @@ def parse_listen(text: str) -> tuple[str, int]:
     if not sep or not port.isdigit():
         raise argparse.ArgumentTypeError(f"--listen wants HOST:PORT (e.g. 127.0.0.1:6443), not {text!r}")
     return host.strip("[]") or "0.0.0.0", int(port)
+
+
+def positive_number(what: str = "a number") -> Callable[[str], float]:
+    """A ``type=`` for a number greater than 0 (``float`` syntax: ``2``, ``0.5``, ``1e3``).
+
+    Refuses text that is no number with ``expected <what>, not '<text>'``, and a number at or
+    below 0 with ``must be positive``.
+    """
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, not {text!r}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError("must be positive")
+        return value
+
+    return parse

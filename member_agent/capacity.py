@@ -55,13 +55,13 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 import orjson
 
 from controlplane.apis import constants as c
 from controlplane.apis import pods, spot
+from controlplane.apis.cluster_v1alpha1 import ClusterConditionType, ClusterReadyReason
 from controlplane.apis.constants import (
     LABEL_POD_TEMPLATE_HASH,
     LABEL_TRAINING_JOB_NAME,
@@ -89,20 +89,6 @@ from member_agent.nodes import (
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 CPU_ROUNDING = 1000  # millicores
 MEMORY_ROUNDING = 2**30  # bytes
-
-
-class ConditionType(StrEnum):
-    READY = "Ready"
-
-
-class ReadyReason(StrEnum):
-    MEMBER_HEALTHY = "MemberHealthy"
-    NO_READY_NODES = "NoReadyNodes"
-    INVALID_GPU_CONFIG = "InvalidGPUConfiguration"
-    MEMBER_API_UNREACHABLE = "MemberAPIUnreachable"
-    """The member's API server has not answered the agent's probes for the failure threshold."""
-    MEMBER_API_NOT_READY = "MemberAPINotReady"
-    """The member's API server answers, but its ``/readyz`` or ``/livez`` fails."""
 
 
 def _add(into: dict[str, int], more: Mapping[str, int]) -> None:
@@ -219,10 +205,10 @@ def _condition(
 ) -> dict[str, Any]:
     transition = now
     for old in previous:
-        if old.get("type") == ConditionType.READY and old.get("status") == status:
+        if old.get("type") == ClusterConditionType.READY and old.get("status") == status:
             transition = str(old.get("lastTransitionTime") or now)
     return {
-        "type": str(ConditionType.READY),
+        "type": str(ClusterConditionType.READY),
         "status": status,
         "reason": str(reason),
         "message": message,
@@ -343,7 +329,7 @@ def summarize(
     utilization_time: str | None = None,
     kubernetes_version: str | None = None,
     previous_conditions: Sequence[Mapping[str, Any]] = (),
-    api_problem: tuple[ReadyReason, str] | None = None,
+    api_problem: tuple[ClusterReadyReason, str] | None = None,
 ) -> dict[str, Any]:
     """The Cluster.status report for ``nodes`` and ``pods`` at ``now`` (RFC 3339).
 
@@ -449,15 +435,15 @@ def summarize(
         )
     elif ready_count == 0:
         ready_condition = _condition(
-            "False", ReadyReason.NO_READY_NODES, "; ".join(messages), now=now, previous=previous_conditions
+            "False", ClusterReadyReason.NO_READY_NODES, "; ".join(messages), now=now, previous=previous_conditions
         )
     elif invalid_nodes:
         ready_condition = _condition(
-            "True", ReadyReason.INVALID_GPU_CONFIG, "; ".join(messages), now=now, previous=previous_conditions
+            "True", ClusterReadyReason.INVALID_GPU_CONFIG, "; ".join(messages), now=now, previous=previous_conditions
         )
     else:
         ready_condition = _condition(
-            "True", ReadyReason.MEMBER_HEALTHY, "; ".join(messages), now=now, previous=previous_conditions
+            "True", ClusterReadyReason.MEMBER_HEALTHY, "; ".join(messages), now=now, previous=previous_conditions
         )
 
     status: dict[str, Any] = {

@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from controlplane.apis.constants import BOOTSTRAP_TOKEN_ENV
+from member_agent.clusterfile import CLUSTER_FILE_FIELDS, ClusterFacts
 from member_agent.dcgm import MAX_SCRAPE_BYTES
 from member_agent.holding import DEFAULT_HOLD_SECONDS
 from member_agent.trust import TrustError, normalize_hash
@@ -28,7 +29,7 @@ TOKEN_ENV = BOOTSTRAP_TOKEN_ENV
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
-class AgentConfig(BaseModel):
+class AgentConfig(ClusterFacts):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     hub: str = Field(description="the hub's URL, e.g. https://hub.example:6443")
@@ -49,13 +50,6 @@ class AgentConfig(BaseModel):
     #: The tunnel's first pause before reconnecting, doubled after each failure up to the maximum.
     proxy_reconnect_initial_backoff: float = Field(default=MIN_BACKOFF, gt=0)
     proxy_reconnect_max_backoff: float = Field(default=MAX_BACKOFF, gt=0)
-
-    provider: str = "onprem"
-    region: str | None = None
-    zone: str | None = None
-    tier: int | None = None
-    labels: dict[str, str] = Field(default_factory=dict)
-    pricing: dict[str, float] = Field(default_factory=dict)
 
     heartbeat_interval: float = Field(default=10.0, gt=0)
     lease_duration_seconds: int = Field(default=40, gt=0)
@@ -249,11 +243,10 @@ def _cluster_file(path: Path) -> dict[str, Any]:
         raise ValueError(f"cannot read cluster file {path}: {exc}") from exc
     if not isinstance(data, dict):
         raise ValueError(f"cluster file {path} must be a mapping")
-    allowed = {"provider", "region", "zone", "tier", "labels", "pricing"}
-    unknown = sorted(set(data) - allowed)
+    unknown = sorted(set(data) - set(CLUSTER_FILE_FIELDS))
     if unknown:
         raise ValueError(
-            f"cluster file {path}: unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}"
+            f"cluster file {path}: unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(CLUSTER_FILE_FIELDS))}"
         )
     return data
 

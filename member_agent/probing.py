@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from member_agent.capacity import ReadyReason
+from controlplane.apis.cluster_v1alpha1 import ClusterReadyReason
 from member_agent.kubeapi import KubeTransport, Unavailable
 
 #: Readiness, and its fallback for an API server that answers ``/readyz`` with 404; then
@@ -50,7 +50,7 @@ class ProbeResult:
 class MemberApiProblem:
     """What the Ready condition reports while the member's API is down."""
 
-    reason: ReadyReason
+    reason: ClusterReadyReason
     message: str
 
 
@@ -126,11 +126,11 @@ class MemberApiHealth:
         if failing_for < self.failure_threshold:
             return self._problem  # a blip so far: what was reported stands
         if result.outcome is ProbeOutcome.UNREACHABLE:
-            reason = ReadyReason.MEMBER_API_UNREACHABLE
+            reason = ClusterReadyReason.MEMBER_API_UNREACHABLE
             what = f"the member's API server {self.server} has not answered for {failing_for:.0f}s"
             action = "check that the API server runs and that the agent can reach it"
         else:
-            reason = ReadyReason.MEMBER_API_NOT_READY
+            reason = ClusterReadyReason.MEMBER_API_NOT_READY
             what = f"the member's API server {self.server} has reported itself unhealthy for {failing_for:.0f}s"
             action = "check the failed checks with kubectl get --raw '/readyz?verbose' against the member"
         self._problem = MemberApiProblem(

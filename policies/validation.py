@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from controlplane.apis.meta import CauseReason, FieldCause, validation_causes
+from controlplane.apis.meta import CauseType, FieldCause, validation_causes
 from policies.models import (
     ClusterPropagationPolicy,
     DivisionStrategy,
@@ -132,6 +132,6 @@ def validate_policy(document: Mapping[str, Any]) -> PolicyValidation:
     except ValidationError as exc:
         return PolicyValidation(policy=None, errors=tuple(validation_causes(exc)))
     except ValueError as exc:
-        cause = FieldCause(field="kind", message=str(exc), reason=CauseReason.FIELD_VALUE_NOT_SUPPORTED)
+        cause = FieldCause(field="kind", message=str(exc), reason=CauseType.FIELD_VALUE_NOT_SUPPORTED)
         return PolicyValidation(policy=None, errors=(cause,))
     return PolicyValidation(policy=policy, warnings=tuple(policy_warnings(policy)))

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from controlplane.apis import spot
 from controlplane.apis.pods import TaintEffect
+from member_agent.clusterfile import ClusterFacts
 from simulator import gpus
 from simulator.scheduling.model import Scoring
 
@@ -316,15 +317,11 @@ class ReclaimSchedule(_Model):
     pool: str | None = None
 
 
-class ClusterProfile(_Model):
+class ClusterProfile(_Model, ClusterFacts):
+    """One cluster of a fleet: its name, the facts its agent declares (:class:`ClusterFacts`), and
+    what the simulated member runs."""
+
     name: str = Field(min_length=1, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-    provider: str = "onprem"
-    region: str | None = None
-    zone: str | None = None
-    tier: int | None = None
-    labels: dict[str, str] = Field(default_factory=dict)
-    #: $ per GPU-hour by GFD product label value.
-    pricing: dict[str, float] = Field(default_factory=dict)
     taints: list[TaintSpec] = Field(default_factory=list)
     nodeGroups: list[NodeGroup] = Field(default_factory=list)
     simulation: SimulationDefaults = Field(default_factory=SimulationDefaults)

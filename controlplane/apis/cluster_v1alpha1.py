@@ -11,6 +11,7 @@ them, so a newer agent can report more than this hub knows about.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from enum import StrEnum
 from typing import Any, Final, Literal
 
 from pydantic import Field, field_validator
@@ -24,6 +25,29 @@ PLURAL: Final = "clusters"
 PROVIDER_ONPREM = "onprem"
 DEFAULT_ONPREM_TIER = 0
 DEFAULT_CLOUD_TIER = 1
+
+
+class ClusterConditionType(StrEnum):
+    """Condition types on a Cluster's status."""
+
+    READY = "Ready"
+
+
+class ClusterReadyReason(StrEnum):
+    """Reasons of a Cluster's ``Ready`` condition: the member agent's, from what it sees of its
+    member, and the hub's health monitor's, when the agent falls silent."""
+
+    MEMBER_HEALTHY = "MemberHealthy"
+    NO_READY_NODES = "NoReadyNodes"
+    INVALID_GPU_CONFIG = "InvalidGPUConfiguration"
+    MEMBER_API_UNREACHABLE = "MemberAPIUnreachable"
+    """The member's API server has not answered the agent's probes for the failure threshold."""
+    MEMBER_API_NOT_READY = "MemberAPINotReady"
+    """The member's API server answers, but its ``/readyz`` or ``/livez`` fails."""
+    STATUS_UNKNOWN = "ClusterStatusUnknown"
+    """The monitor's: heartbeats stopped for longer than the grace period."""
+    NEVER_UPDATED = "ClusterStatusNeverUpdated"
+    """The monitor's: the cluster never sent a heartbeat within the start-up grace."""
 
 
 class KueueIntegration(SpecModel):

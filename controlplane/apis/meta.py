@@ -354,15 +354,20 @@ def taints_tolerated(
 # ---------------------------------------------------------------------------------------------
 
 
-class CauseReason(StrEnum):
-    """``Status.details.causes[].reason`` values the API server returns."""
+class CauseType(StrEnum):
+    """``Status.details.causes[].reason`` values the API server returns (metav1.CauseType): the
+    causes of the hub's own ``Status`` errors and of the models' validation errors."""
 
     FIELD_VALUE_INVALID = "FieldValueInvalid"
     FIELD_VALUE_REQUIRED = "FieldValueRequired"
     FIELD_VALUE_NOT_SUPPORTED = "FieldValueNotSupported"
     FIELD_VALUE_DUPLICATE = "FieldValueDuplicate"
+    FIELD_VALUE_FORBIDDEN = "FieldValueForbidden"
     FIELD_VALUE_UNKNOWN = "FieldValueUnknown"
     FIELD_VALUE_TYPE_INVALID = "FieldValueTypeInvalid"
+    FIELD_MANAGER_CONFLICT = "FieldManagerConflict"
+    UNEXPECTED_SERVER_RESPONSE = "UnexpectedServerResponse"
+    RESOURCE_VERSION_TOO_LARGE = "ResourceVersionTooLarge"
 
 
 @dataclass(frozen=True)
@@ -371,7 +376,7 @@ class FieldCause:
 
     field: str
     message: str
-    reason: CauseReason = CauseReason.FIELD_VALUE_INVALID
+    reason: CauseType = CauseType.FIELD_VALUE_INVALID
     type: str = ""
     """The pydantic error type (``extra_forbidden`` for unknown fields); empty for our own checks."""
 
@@ -410,19 +415,19 @@ def validation_causes(error: ValidationError, *, prefix: str = "") -> list[Field
         if message.startswith("Value error, "):
             message = message[len("Value error, ") :]
         if kind == "extra_forbidden":
-            reason = CauseReason.FIELD_VALUE_UNKNOWN
+            reason = CauseType.FIELD_VALUE_UNKNOWN
             text = f'unknown field "{path}"'
         elif kind == "missing":
-            reason = CauseReason.FIELD_VALUE_REQUIRED
+            reason = CauseType.FIELD_VALUE_REQUIRED
             text = f"{path}: Required value"
         elif kind in ("literal_error", "enum"):
-            reason = CauseReason.FIELD_VALUE_NOT_SUPPORTED
+            reason = CauseType.FIELD_VALUE_NOT_SUPPORTED
             text = f"{path}: Unsupported value: {item.get('input')!r}: {message}"
         elif kind.endswith("_type") or kind.endswith("_parsing"):
-            reason = CauseReason.FIELD_VALUE_TYPE_INVALID
+            reason = CauseType.FIELD_VALUE_TYPE_INVALID
             text = f"{path}: Invalid value: {item.get('input')!r}: {message}"
         else:
-            reason = CauseReason.FIELD_VALUE_INVALID
+            reason = CauseType.FIELD_VALUE_INVALID
             shown = item.get("input")
             if isinstance(shown, dict | list):
                 text = f"{path}: Invalid value: {message}"

@@ -42,6 +42,10 @@ class ConditionType(StrEnum):
     FULLY_APPLIED = "FullyApplied"
     APPLIED = "Applied"
     AVAILABLE = "Available"
+    SCHEDULE_PRIORITY_RESOLVED = "SchedulePriorityResolved"
+    """The binding's ``schedulePriority``, as the detector resolved it from its policy."""
+    DEPENDENCIES_PROPAGATED = "DependenciesPropagated"
+    """Whether the objects a workload's pods reference follow it to its clusters."""
 
 
 class ScheduledReason(StrEnum):
@@ -53,6 +57,46 @@ class ScheduledReason(StrEnum):
     SCHEDULER_ERROR = "SchedulerError"
     NEVER_FITS = "NeverFits"
     """No node of the fleet could hold one pod of the workload even empty (too big a request)."""
+
+
+class PriorityReason(StrEnum):
+    """Reasons of the binding's ``SchedulePriorityResolved`` condition."""
+
+    RESOLVED = "PriorityClassResolved"
+    DEFAULT = "DefaultPriority"
+    NOT_FOUND = "PriorityClassNotFound"
+    UNSUPPORTED_SOURCE = "PriorityClassSourceUnsupported"
+
+
+class DependenciesReason(StrEnum):
+    """Reasons of the binding's ``DependenciesPropagated`` condition."""
+
+    PROPAGATED = "DependenciesPropagated"
+    """Every referenced object exists and follows the workload (or has a policy of its own)."""
+    MISSING = "DependencyMissing"
+    """Some referenced object is not on the hub; the workload propagates without it."""
+
+
+class FullyAppliedReason(StrEnum):
+    """Reasons of the binding's ``FullyApplied`` condition."""
+
+    SUCCESS = "FullyAppliedSuccess"
+    NOT_FULLY_APPLIED = "NotFullyApplied"
+
+
+class EvictionReason(StrEnum):
+    """``gracefulEvictionTasks[].reason``: why replicas left a cluster (Karmada's values)."""
+
+    TAINT_UNTOLERATED = "TaintUntolerated"
+    APPLICATION_FAILURE = "ApplicationFailure"
+
+
+class HoldReason(StrEnum):
+    """The ``reason`` of the graceful eviction task that holds an attached binding's Work."""
+
+    PRESERVED_WORKLOAD_DELETED = "PreservedWorkloadDeleted"
+    """The cluster's copy stays with a deleted, preserved workload: its Work is deleted here,
+    flag and all, while the task keeps the binding controller from clearing the flag first."""
 
 
 class WorkReason(StrEnum):

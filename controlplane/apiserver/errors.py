@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from controlplane.apis.meta import CauseType as CauseType  # the causes of the Status errors below
 from controlplane.storage import interface as storage
 
 logger = logging.getLogger(__name__)
@@ -42,19 +43,6 @@ class StatusReason(StrEnum):
     INTERNAL_ERROR = "InternalError"
     SERVICE_UNAVAILABLE = "ServiceUnavailable"
     TIMEOUT = "Timeout"
-
-
-class CauseType(StrEnum):
-    """``Status.details.causes[].reason`` values (metav1.CauseType)."""
-
-    FIELD_VALUE_INVALID = "FieldValueInvalid"
-    FIELD_VALUE_REQUIRED = "FieldValueRequired"
-    FIELD_VALUE_NOT_SUPPORTED = "FieldValueNotSupported"
-    FIELD_VALUE_DUPLICATE = "FieldValueDuplicate"
-    FIELD_VALUE_FORBIDDEN = "FieldValueForbidden"
-    FIELD_MANAGER_CONFLICT = "FieldManagerConflict"
-    UNEXPECTED_SERVER_RESPONSE = "UnexpectedServerResponse"
-    RESOURCE_VERSION_TOO_LARGE = "ResourceVersionTooLarge"
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,7 +56,8 @@ from controlplane.apis.events import EventType
 from controlplane.apis.meta import parse_time
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.events import EventReason, record_event
-from controlplane.controllers.reconciling import ReconcileLoop
+from controlplane.controllers.informing import spec_unchanged
+from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.requeuing import Requeuing
 from controlplane.controllers.workloads import WorkloadRef, is_deleting, with_condition
 from controlplane.interpreter import interpreter_for
@@ -177,18 +178,17 @@ def constrain_placement(spec: dict[str, Any], cluster_labels: Mapping[str, str])
         selector["matchLabels"] = {**(selector.get("matchLabels") or {}), **cluster_labels}
 
 
-class AdmissionController:
+class AdmissionController(KeyedController[Key]):
     """Keeps a Workload per queued workload and runs the admission cycle (keys: ``("cycle",)``
     or ``("workload", apiVersion, kind, namespace, name)``)."""
 
     name = "admission"
 
     def __init__(self, ctx: ControllerContext, *, metrics: QueueMetrics | None = None) -> None:
-        self.ctx = ctx
+        super().__init__(ctx, workers=1)
         self.kinds = Kinds(ctx)
         self.metrics = metrics
         """Kueue's metrics (the hub's /metrics), fed from each cycle; None: not exported."""
-        self.loop: ReconcileLoop[Key] = ReconcileLoop(self.name, self.reconcile, workers=1)
         self._claims: set[str] = set()
         """Workloads whose preemptions the last cycle issued (Kueue's preemptions in progress)."""
         if self.kinds.workload is None:
@@ -207,7 +207,7 @@ class AdmissionController:
         await self.loop.add(("workload", ref.api_version, ref.kind, ref.namespace, ref.name))
 
     async def _on_queue_object(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        if event is WatchEventType.MODIFIED and old is not None and old.get("spec") == obj.get("spec") and (
+        if spec_unchanged(old, obj, event) and (
             obj.get("kind") != "Workload"
             or (adm.is_finished(old) == adm.is_finished(obj) and adm.admission_of(old) == adm.admission_of(obj))
         ):

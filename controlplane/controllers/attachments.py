@@ -12,37 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 from controlplane.apis.views import BindingView, ObjectView
-from controlplane.apis.work_v1alpha1 import binding_name
+from controlplane.apis.work_v1alpha1 import ConditionType, DependenciesReason, HoldReason, binding_name
 from controlplane.controllers.failover import PurgeMode, evicting_clusters
 from controlplane.controllers.workloads import is_deleting
 from controlplane.controllers.works import preserves
 from controlplane.interpreter.dependencies import Dependency
 from controlplane.interpreter.registry import group_of
-
-
-class DependencyConditionType(StrEnum):
-    """The condition this controller sets on a parent binding."""
-
-    DEPENDENCIES_PROPAGATED = "DependenciesPropagated"
-
-
-class DependenciesReason(StrEnum):
-    PROPAGATED = "DependenciesPropagated"
-    """Every referenced object exists and follows the workload (or has a policy of its own)."""
-    MISSING = "DependencyMissing"
-    """Some referenced object is not on the hub; the workload propagates without it."""
-
-
-class HoldReason(StrEnum):
-    """The ``reason`` of the graceful eviction task that holds an attached binding's Work."""
-
-    PRESERVED_WORKLOAD_DELETED = "PreservedWorkloadDeleted"
-    """The cluster's copy stays with a deleted, preserved workload: its Work is deleted here,
-    flag and all, while the task keeps the binding controller from clearing the flag first."""
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -230,7 +208,7 @@ def dependencies_condition(
     for dependency, policy in sorted(independent.items()):
         parts.append(f"{dependency} is placed by its own policy {policy}, not by this workload's placement")
     return {
-        "type": str(DependencyConditionType.DEPENDENCIES_PROPAGATED),
+        "type": str(ConditionType.DEPENDENCIES_PROPAGATED),
         "status": "False" if missing else "True",
         "reason": str(DependenciesReason.MISSING if missing else DependenciesReason.PROPAGATED),
         "message": "; ".join(parts),
@@ -239,10 +217,7 @@ def dependencies_condition(
 
 __all__ = [
     "BindingSnapshot",
-    "DependenciesReason",
-    "DependencyConditionType",
     "DependencyKey",
-    "HoldReason",
     "attached_spec",
     "binding_is_for",
     "dependencies_condition",

@@ -78,7 +78,8 @@ from controlplane.controllers.context import (
 )
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.failover import evicting_clusters
-from controlplane.controllers.reconciling import ReconcileLoop
+from controlplane.controllers.informing import spec_unchanged
+from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.workloads import binding_namespace, is_deleting, shape_problem
 from controlplane.controllers.works import (
     binding_key_of_work,
@@ -217,14 +218,13 @@ def _differs(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
     return work_differs(existing, desired) or ANNOTATION_PRESERVE_CLEARED in annotations
 
 
-class BindingController:
+class BindingController(KeyedController[BindingKey]):
     """Reconciles bindings (keys: ``(namespace, name)``) into Works."""
 
     name = "binding"
 
     def __init__(self, ctx: ControllerContext) -> None:
-        self.ctx = ctx
-        self.loop: ReconcileLoop[BindingKey] = ReconcileLoop(self.name, self.reconcile, workers=ctx.settings.workers)
+        super().__init__(ctx)
         self._views: dict[str, tuple[str, ClusterView]] = {}
         self._namespaces: set[str] = set()
         self._override_errors: dict[tuple[BindingKey, str], str] = {}
@@ -242,8 +242,8 @@ class BindingController:
     # --- event handlers ---------------------------------------------------------------
 
     async def _on_binding(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        if event is WatchEventType.MODIFIED and old is not None and (
-            old.get("spec") == obj.get("spec") and old["metadata"].get("annotations") == obj["metadata"].get("annotations")
+        if spec_unchanged(old, obj, event) and (
+            old["metadata"].get("annotations") == obj["metadata"].get("annotations")
         ) and not is_deleting(obj):
             return
         meta = obj["metadata"]
@@ -257,7 +257,7 @@ class BindingController:
                     await self.loop.add((namespace, str(attached["metadata"]["name"])))
 
     async def _on_work(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        if event is WatchEventType.MODIFIED and old is not None and old.get("spec") == obj.get("spec") and (
+        if spec_unchanged(old, obj, event) and (
             old["metadata"].get("labels") == obj["metadata"].get("labels")
         ) and ANNOTATION_PRESERVE_CLEARED not in (obj["metadata"].get("annotations") or {}):
             return  # a status report (one of a released Work's may end its wait)
@@ -277,7 +277,7 @@ class BindingController:
     async def _on_override_policy(
         self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None
     ) -> None:
-        if event is WatchEventType.MODIFIED and old is not None and old.get("spec") == obj.get("spec"):
+        if spec_unchanged(old, obj, event):
             return
         namespace = ObjectView(obj).metadata.get("namespace")
         keys = (
@@ -291,7 +291,7 @@ class BindingController:
     async def _on_propagation_policy(
         self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None
     ) -> None:
-        if event is WatchEventType.MODIFIED and old is not None and old.get("spec") == obj.get("spec"):
+        if spec_unchanged(old, obj, event):
             return
         meta = ObjectView(obj).metadata
         ref = PolicyRef(kind=str(obj.get("kind")), name=str(meta.get("name")), namespace=meta.get("namespace") or None)
@@ -313,7 +313,7 @@ class BindingController:
                     binding = binding_key_of_work(work)
                     if binding is not None:
                         await self.loop.add(binding)
-        if event is WatchEventType.MODIFIED and old is not None and old.get("spec") == obj.get("spec") and (
+        if spec_unchanged(old, obj, event) and (
             ObjectView(old).metadata.get("labels") == meta.get("labels")
         ):
             return  # a capacity report: overrides do not depend on it

@@ -29,7 +29,7 @@ from controlplane.apis.events import EventType
 from controlplane.apis.views import BindingView, ObjectView
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.events import EventReason, record_event
-from controlplane.controllers.reconciling import ReconcileLoop
+from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.workloads import find_condition, with_condition
 from controlplane.interpreter.customization_validation import merge
 from controlplane.interpreter.customized import Customization, CustomizedInterpreter, ScriptFailure
@@ -51,15 +51,14 @@ ALL = ""
 KindChanged = Callable[[str, str], Awaitable[None]]
 
 
-class CustomizationsController:
+class CustomizationsController(KeyedController[str]):
     """Keeps the interpreter registry in step with the stored customizations."""
 
     name = "interpreter-customizations"
 
     def __init__(self, ctx: ControllerContext, on_kind_changed: KindChanged | None = None) -> None:
-        self.ctx = ctx
+        super().__init__(ctx, workers=1)
         self.rt = ctx.registry.for_kind(RIC_API_VERSION, RIC_KIND)
-        self.loop: ReconcileLoop[str] = ReconcileLoop(self.name, self.reconcile, workers=1)
         self._on_kind_changed = on_kind_changed
         self._installed: dict[tuple[str, str], Customization] = {}
         self._refused: dict[str, dict[str, str]] = {}

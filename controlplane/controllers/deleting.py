@@ -35,21 +35,20 @@ from typing import Any
 from controlplane.apis.constants import FINALIZER_WORKLOAD
 from controlplane.apis.views import BindingView
 from controlplane.controllers.context import INDEX_BINDING, ControllerContext
-from controlplane.controllers.reconciling import ReconcileLoop
+from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.workloads import WorkloadRef, is_deleting
 from controlplane.objectclient import WatchEventType
 
 log = logging.getLogger(__name__)
 
 
-class DeletionController:
+class DeletionController(KeyedController[WorkloadRef]):
     """Reconciles deleting workloads (keys: :class:`WorkloadRef`): clean up, then release."""
 
     name = "deletion"
 
     def __init__(self, ctx: ControllerContext) -> None:
-        self.ctx = ctx
-        self.loop: ReconcileLoop[WorkloadRef] = ReconcileLoop(self.name, self.reconcile, workers=ctx.settings.workers)
+        super().__init__(ctx)
         ctx.add_workload_handler(self._on_workload)
 
     async def _on_workload(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:

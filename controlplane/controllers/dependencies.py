@@ -60,7 +60,6 @@ from controlplane.apis.views import BindingView, ObjectView
 from controlplane.apis.work_v1alpha1 import BindingKey, ConditionType, ScheduledReason, binding_name
 from controlplane.controllers.attachments import (
     BindingSnapshot,
-    DependencyConditionType,
     DependencyKey,
     attached_spec,
     binding_is_for,
@@ -83,6 +82,7 @@ from controlplane.controllers.context import (
     policy_ref_of_binding,
 )
 from controlplane.controllers.events import EventReason, record_event
+from controlplane.controllers.informing import spec_unchanged
 from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.workloads import find_condition, is_deleting, with_condition
 from controlplane.controllers.works import cluster_of_namespace, preserves
@@ -137,7 +137,7 @@ class DependenciesController:
 
     async def _on_binding(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         meta = ObjectView(obj).metadata
-        if event is WatchEventType.MODIFIED and old is not None and old.get("spec") == obj.get("spec") and (
+        if spec_unchanged(old, obj, event) and (
             is_deleting(old) == is_deleting(obj)
         ):
             return  # a status write
@@ -335,7 +335,7 @@ class DependenciesController:
         """Set (or, with None, remove) ``condition`` on the parent ``binding``; a binding deleted
         meanwhile is left alone. A ``DependencyMissing`` Event names newly missing objects first."""
         ctx = self.ctx
-        ctype = str(DependencyConditionType.DEPENDENCIES_PROPAGATED)
+        ctype = str(ConditionType.DEPENDENCIES_PROPAGATED)
         conditions = ObjectView(binding).conditions
         current = find_condition(conditions, ctype)
         if condition is None:
@@ -413,7 +413,7 @@ class DependenciesController:
         A parent that preserves stays in ``requiredBy`` until its binding is gone. Then, in the
         clusters only it needed, its flagged Works must be deleted with the flag (the binding
         controller would clear it first, as for any cluster that leaves a placement): the
-        cluster leaves the binding with a hold (:class:`~controlplane.controllers.attachments.HoldReason`), under which the binding
+        cluster leaves the binding with a hold (:class:`~controlplane.apis.work_v1alpha1.HoldReason`), under which the binding
         controller leaves its Work alone, and once the cached binding shows the hold the Work
         is deleted here and the hold dropped. The agents leave those copies running with the
         preserved workload. In the clusters other parents still need, the copy stays gpufed's

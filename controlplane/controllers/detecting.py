@@ -45,12 +45,12 @@ import copy
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 from controlplane.apis.constants import FINALIZER_WORKLOAD
 from controlplane.apis.events import EventType
 from controlplane.apis.views import BindingView, ObjectView
+from controlplane.apis.work_v1alpha1 import ConditionType, PriorityReason
 from controlplane.controllers.admission import AdmissionGate, constrain_placement
 from controlplane.controllers.context import (
     INDEX_NAMESPACE,
@@ -60,7 +60,8 @@ from controlplane.controllers.context import (
     policy_ref_of_binding,
 )
 from controlplane.controllers.events import EventReason, record_event
-from controlplane.controllers.reconciling import ReconcileLoop
+from controlplane.controllers.informing import spec_unchanged
+from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.workloads import (
     PropagatedReason,
     WorkloadConditionType,
@@ -82,21 +83,6 @@ log = logging.getLogger(__name__)
 PRIORITY_CLASS_API_VERSION = "scheduling.k8s.io/v1"
 PRIORITY_CLASS_KIND = "PriorityClass"
 KUBE_PRIORITY_CLASS = "KubePriorityClass"
-
-
-class BindingConditionType(StrEnum):
-    """The condition the detector sets on a binding (the scheduler sets ``Scheduled``)."""
-
-    SCHEDULE_PRIORITY_RESOLVED = "SchedulePriorityResolved"
-
-
-class PriorityReason(StrEnum):
-    """Reasons of ``SchedulePriorityResolved``."""
-
-    RESOLVED = "PriorityClassResolved"
-    DEFAULT = "DefaultPriority"
-    NOT_FOUND = "PriorityClassNotFound"
-    UNSUPPORTED_SOURCE = "PriorityClassSourceUnsupported"
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,14 +217,13 @@ def _comparable(spec: dict[str, Any] | None) -> dict[str, Any]:
     return out
 
 
-class Detector:
+class Detector(KeyedController[WorkloadRef]):
     """Reconciles workloads (keys: :class:`WorkloadRef`) into bindings."""
 
     name = "detector"
 
     def __init__(self, ctx: ControllerContext) -> None:
-        self.ctx = ctx
-        self.loop: ReconcileLoop[WorkloadRef] = ReconcileLoop(self.name, self.reconcile, workers=ctx.settings.workers)
+        super().__init__(ctx)
         ctx.add_workload_handler(self._on_workload)
         for rt in ctx.propagation_types:
             ctx.informer(rt).add_handler(self._on_policy)
@@ -268,7 +253,7 @@ class Detector:
 
     async def _on_policy(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         view = ObjectView(obj)
-        if event is WatchEventType.MODIFIED and old is not None and old.get("spec") == obj.get("spec") and (
+        if spec_unchanged(old, obj, event) and (
             ObjectView(old).deletion_timestamp == view.deletion_timestamp
         ):
             return
@@ -450,7 +435,7 @@ class Detector:
         the workload (once per change of the condition)."""
         view = BindingView(binding)
         conditions = view.conditions
-        ctype = str(BindingConditionType.SCHEDULE_PRIORITY_RESOLVED)
+        ctype = str(ConditionType.SCHEDULE_PRIORITY_RESOLVED)
         current = view.condition(ctype)
         if priority is None:
             if current is None:
@@ -550,9 +535,7 @@ def _binding_is_for(binding: dict[str, Any], ref: WorkloadRef) -> bool:
 
 
 __all__ = [
-    "BindingConditionType",
     "Detector",
-    "PriorityReason",
     "PriorityResolution",
     "binding_priority",
     "binding_spec",

@@ -34,7 +34,7 @@ from controlplane.apis.work_v1alpha1 import BindingKey
 from controlplane.controllers.context import INDEX_BINDING, ControllerContext
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.failover import assess_task, new_placement_ready
-from controlplane.controllers.reconciling import ReconcileLoop
+from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.status import aggregate
 from controlplane.controllers.workloads import is_deleting
 from controlplane.controllers.works import binding_key_of_work, cluster_of_namespace
@@ -63,14 +63,13 @@ def work_carries(work: Mapping[str, Any], replicas: int, interpreter: KindInterp
         return False
 
 
-class GracefulEvictionController:
+class GracefulEvictionController(KeyedController[BindingKey]):
     """Reconciles bindings (keys: ``(namespace, name)``) that have graceful eviction tasks."""
 
     name = "graceful-eviction"
 
     def __init__(self, ctx: ControllerContext) -> None:
-        self.ctx = ctx
-        self.loop: ReconcileLoop[BindingKey] = ReconcileLoop(self.name, self.reconcile, workers=ctx.settings.workers)
+        super().__init__(ctx)
         ctx.bindings.add_handler(self._on_binding)
         ctx.works.add_handler(self._on_work)
         ctx.clusters.add_handler(self._on_cluster)

@@ -39,14 +39,8 @@ from typing import Any
 from controlplane.apis import constants as c
 from controlplane.apis.meta import Taint, Toleration, format_time, parse_time
 from controlplane.apis.views import WorkView
+from controlplane.apis.work_v1alpha1 import EvictionReason
 from policies.affinity import ClusterView, no_execute_eviction
-
-
-class EvictionReason(StrEnum):
-    """``gracefulEvictionTasks[].reason``: why replicas left a cluster (Karmada's values)."""
-
-    TAINT_UNTOLERATED = "TaintUntolerated"
-    APPLICATION_FAILURE = "ApplicationFailure"
 
 
 class PurgeMode(StrEnum):
@@ -317,7 +311,6 @@ def assess_task(
 __all__ = [
     "EvictionCause",
     "EvictionCheck",
-    "EvictionReason",
     "PurgeMode",
     "TaskAssessment",
     "application_evictions",

@@ -48,6 +48,7 @@ from enum import StrEnum
 from typing import Any
 
 from controlplane.apis import constants as c
+from controlplane.apis.cluster_v1alpha1 import ClusterConditionType, ClusterReadyReason
 from controlplane.apis.meta import format_time, parse_time_or_none
 from controlplane.apis.views import ClusterObjectView, ObjectView
 from controlplane.controllers.disruption import (
@@ -67,20 +68,10 @@ from controlplane.objectclient import ObjectClient, WatchEventType, utc_now
 log = logging.getLogger(__name__)
 
 DEFAULT_GRACE_PERIOD = 40.0
-READY = "Ready"
 NO_SCHEDULE = "NoSchedule"
 NO_EXECUTE = "NoExecute"
 #: Re-check a healthy cluster this long after its grace would run out (absorbs timer jitter).
 RECHECK_SLACK_SECONDS = 0.05
-
-
-class HealthReason(StrEnum):
-    """Reasons of the Ready condition the monitor writes."""
-
-    STATUS_UNKNOWN = "ClusterStatusUnknown"
-    """Heartbeats stopped for longer than the grace period."""
-    NEVER_UPDATED = "ClusterStatusNeverUpdated"
-    """The cluster never sent a heartbeat within the start-up grace."""
 
 
 class Health(StrEnum):
@@ -168,21 +159,21 @@ def assess_cluster(
     view = ClusterObjectView(cluster)
     created = parse_time_or_none(view.metadata.get("creationTimestamp"))
     seen = last_heartbeat or created or now
-    ready = view.condition(READY)
+    ready = view.condition(ClusterConditionType.READY)
     if now - seen > grace:
         if last_heartbeat is None:
             reason, message = (
-                HealthReason.NEVER_UPDATED,
+                ClusterReadyReason.NEVER_UPDATED,
                 f"the cluster's agent has not reported since the cluster was created at {format_time(seen)} "
                 f"(grace period {grace.total_seconds():g}s)",
             )
         else:
             reason, message = (
-                HealthReason.STATUS_UNKNOWN,
+                ClusterReadyReason.STATUS_UNKNOWN,
                 f"the cluster's agent stopped posting heartbeats; the last arrived at {format_time(seen)} "
                 f"(grace period {grace.total_seconds():g}s)",
             )
-        condition = {"type": READY, "status": "Unknown", "reason": str(reason), "message": message}
+        condition = {"type": str(ClusterConditionType.READY), "status": "Unknown", "reason": str(reason), "message": message}
         return HealthAssessment(Health.UNREACHABLE, condition, None)
     stale_at = seen + grace
     if ready is None:
@@ -393,7 +384,7 @@ class ClusterHealthMonitor(Service):
     ) -> dict[str, Any]:
         wanted = verdict.ready_condition
         view = ClusterObjectView(cluster)
-        current = view.condition(READY)
+        current = view.condition(ClusterConditionType.READY)
         if wanted is None or (
             current is not None
             and current.get("status") == wanted["status"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Hashable, Iterable
-from typing import Any
+from typing import Any, TypeGuard
 
 from controlplane.objectclient import ObjectClient, ResourceType, WatchEventType, errors
 
@@ -27,6 +27,12 @@ ObjectKey = tuple[str, str]  # (namespace or "", name)
 Handler = Callable[[WatchEventType, dict[str, Any], dict[str, Any] | None], Awaitable[None]]
 """``(event, object, previous object or None)``; for DELETED the object is the last state seen."""
 IndexFunc = Callable[[dict[str, Any]], Iterable[Hashable]]
+
+
+def spec_unchanged(old: dict[str, Any] | None, obj: dict[str, Any], event: WatchEventType) -> TypeGuard[dict[str, Any]]:
+    """Whether a handler's ``event`` replaced ``old`` by ``obj`` and left ``spec`` as it was: a
+    status (or metadata) write, which most handlers pass over. True narrows ``old`` to an object."""
+    return event is WatchEventType.MODIFIED and old is not None and old.get("spec") == obj.get("spec")
 
 
 def object_key(obj: dict[str, Any]) -> ObjectKey:

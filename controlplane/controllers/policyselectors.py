@@ -22,7 +22,8 @@ from controlplane.apis.events import EventType
 from controlplane.apis.views import ObjectView
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.events import EventReason, record_event
-from controlplane.controllers.reconciling import ReconcileLoop
+from controlplane.controllers.informing import spec_unchanged
+from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.workloads import find_condition, kind_status, with_condition
 from controlplane.objectclient import DynamicRegistry, ResourceType, WatchEventType, errors
 from policies.served import SELECTORS_SERVED, selectors_served_condition
@@ -34,14 +35,13 @@ PolicyKey = tuple[str, str, str]
 RETRY_SECONDS = 0.2
 
 
-class PolicySelectorsController:
+class PolicySelectorsController(KeyedController[PolicyKey]):
     """Keeps every policy's ``ResourceSelectorsServed`` condition current (see the module docstring)."""
 
     name = "policy-selectors"
 
     def __init__(self, ctx: ControllerContext) -> None:
-        self.ctx = ctx
-        self.loop: ReconcileLoop[PolicyKey] = ReconcileLoop(self.name, self.reconcile, workers=1)
+        super().__init__(ctx, workers=1)
         self._types: dict[str, ResourceType] = {rt.kind: rt for rt in (*ctx.propagation_types, *ctx.override_types)}
         self._served_changed = asyncio.Event()
         for rt in self._types.values():
@@ -50,7 +50,7 @@ class PolicySelectorsController:
     async def _on_policy(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         if event is WatchEventType.DELETED:
             return
-        if event is WatchEventType.MODIFIED and old is not None and old.get("spec") == obj.get("spec") and (
+        if spec_unchanged(old, obj, event) and (
             ObjectView(obj).condition(SELECTORS_SERVED) is not None
         ):
             return  # a status write (this controller's own included) that kept the condition

@@ -29,7 +29,7 @@ from controlplane.apis.apps_karmada_v1alpha1 import (
 from controlplane.apis.meta import format_time, parse_time
 from controlplane.apis.work_v1alpha1 import binding_name
 from controlplane.controllers.context import ControllerContext
-from controlplane.controllers.reconciling import ReconcileLoop
+from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.workloads import is_deleting
 from controlplane.objectclient import WatchEventType, errors
 
@@ -42,15 +42,14 @@ def _ref_key(ref: dict[str, Any]) -> tuple[str, str, str, str]:
     return (str(ref.get("apiVersion")), str(ref.get("kind")), str(ref.get("namespace") or ""), str(ref.get("name")))
 
 
-class RebalancerController:
+class RebalancerController(KeyedController[str]):
     """Reconciles WorkloadRebalancers (keys: their names)."""
 
     name = "workload-rebalancers"
 
     def __init__(self, ctx: ControllerContext) -> None:
-        self.ctx = ctx
+        super().__init__(ctx, workers=1)
         self.rt = ctx.registry.for_kind(API_VERSION, KIND)
-        self.loop: ReconcileLoop[str] = ReconcileLoop(self.name, self.reconcile, workers=1)
         if self.rt is not None:
             ctx.informer(self.rt).add_handler(self._on_rebalancer)
 

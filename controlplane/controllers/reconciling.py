@@ -12,6 +12,9 @@ a grace period or for members to catch up). A ``Conflict`` (a compare-and-swap w
 race) re-queues the key with backoff, and the next attempt re-reads; any other failure is
 logged (with its traceback the first time for a key) and re-queued with exponential backoff,
 capped. Malformed objects are not failures: controllers report them on the object.
+
+A controller subclasses :class:`KeyedController`, which gives it the hub's context and a loop
+named after it.
 """
 
 from __future__ import annotations
@@ -19,10 +22,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Hashable
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar
 
 from controlplane.controllers.queueing import ShutDown, WorkQueue
 from controlplane.objectclient import WRITER, errors
+
+if TYPE_CHECKING:
+    from controlplane.controllers.context import ControllerContext
 
 log = logging.getLogger(__name__)
 
@@ -90,3 +96,21 @@ class ReconcileLoop(Generic[K]):
                     await queue.add_after(key, again)
             finally:
                 await queue.done(key)
+
+
+class KeyedController(Generic[K]):
+    """A controller over the hub's context whose ``reconcile`` runs on a loop of its own, named
+    after the controller, with ``workers`` coroutines (default: the context's worker count;
+    different keys in parallel)."""
+
+    name: ClassVar[str]
+
+    def __init__(self, ctx: ControllerContext, *, workers: int | None = None) -> None:
+        self.ctx = ctx
+        self.loop: ReconcileLoop[K] = ReconcileLoop(
+            self.name, self.reconcile, workers=ctx.settings.workers if workers is None else workers
+        )
+
+    async def reconcile(self, key: K) -> float | None:
+        """Make the world match the object behind ``key`` (see the module docstring for outcomes)."""
+        raise NotImplementedError

@@ -41,16 +41,23 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 from controlplane.apis.events import EventType
 from controlplane.apis.views import BindingView, ObjectView, WorkView
-from controlplane.apis.work_v1alpha1 import BindingKey, ConditionType, Health, WorkReason, binding_name
+from controlplane.apis.work_v1alpha1 import (
+    BindingKey,
+    ConditionType,
+    FullyAppliedReason,
+    Health,
+    WorkReason,
+    binding_name,
+)
 from controlplane.controllers.context import INDEX_BINDING, ControllerContext
 from controlplane.controllers.customizations import INTERPRETED, RIC_API_VERSION, RIC_KIND
 from controlplane.controllers.events import EventReason, record_event
-from controlplane.controllers.reconciling import ReconcileLoop
+from controlplane.controllers.informing import spec_unchanged
+from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.workloads import (
     WorkloadConditionType,
     binding_namespace,
@@ -73,11 +80,6 @@ WAITING_HOLD_SECONDS = 1.0
 WORK_NOT_WRITTEN = "the Work is not written yet"
 WORK_NOT_APPLIED = "the member has not applied the current Work yet"
 WAITING_MESSAGES = frozenset({WORK_NOT_WRITTEN, WORK_NOT_APPLIED})
-
-
-class FullyAppliedReason(StrEnum):
-    SUCCESS = "FullyAppliedSuccess"
-    NOT_FULLY_APPLIED = "NotFullyApplied"
 
 
 def main_manifest(work: Mapping[str, Any], resource: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -209,14 +211,13 @@ def report_agent_failures(
         interpreter.report_member_failure(hook, f"{message.removeprefix(prefix)} (in cluster {cluster})", obj)
 
 
-class StatusController:
+class StatusController(KeyedController[BindingKey]):
     """Reconciles bindings (keys: ``(namespace, name)``) into binding and workload status."""
 
     name = "status"
 
     def __init__(self, ctx: ControllerContext) -> None:
-        self.ctx = ctx
-        self.loop: ReconcileLoop[BindingKey] = ReconcileLoop(self.name, self.reconcile, workers=ctx.settings.workers)
+        super().__init__(ctx)
         #: Bindings whose status is held while a cluster is waiting: since when (monotonic).
         # A binding held: since when, and whether every Work was applied then (replicas starting).
         self._waiting_since: dict[BindingKey, tuple[float, bool]] = {}
@@ -256,7 +257,7 @@ class StatusController:
     async def _on_binding(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         if event is WatchEventType.DELETED:
             return
-        if event is WatchEventType.MODIFIED and old is not None and old.get("spec") == obj.get("spec"):
+        if spec_unchanged(old, obj, event):
             return
         meta = obj["metadata"]
         await self.loop.add((str(meta.get("namespace")), str(meta["name"])))

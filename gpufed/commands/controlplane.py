@@ -25,21 +25,14 @@ from controlplane.apiserver.watching import (
     DEFAULT_WATCH_BUFFER_EVENTS,
     WatchLimits,
 )
-from gpufed.argtypes import parse_listen, whole_number
+from gpufed.argtypes import parse_listen, positive_number, whole_number
 from gpufed.commands.running import serve_reporting
 from gpufed.logging_setup import configure_logging
 
 log = logging.getLogger("gpufed.controlplane")
 
 
-def _positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, not {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be positive")
-    return value
+_positive_seconds = positive_number("a number of seconds")
 
 
 _leader_lease_ttl = whole_number(2, what="whole seconds", why=" (etcd's minimum lease)")

@@ -10,7 +10,7 @@ import yaml
 from pydantic import ValidationError
 
 from controlplane.apis.cluster_v1alpha1 import Cluster
-from controlplane.apis.meta import CauseReason, validation_causes
+from controlplane.apis.meta import CauseType, validation_causes
 from controlplane.apis.work_v1alpha1 import ResourceBinding, Work, binding_name
 
 CLUSTER_YAML = """
@@ -132,29 +132,29 @@ def test_cluster_status_accessors() -> None:
 @pytest.mark.parametrize(
     ("model", "text", "mutate", "field", "reason"),
     [
-        (Cluster, CLUSTER_YAML, lambda w: w["spec"].update(colour="red"), "spec.colour", CauseReason.FIELD_VALUE_UNKNOWN),
-        (Cluster, CLUSTER_YAML, lambda w: w.update(extra=1), "extra", CauseReason.FIELD_VALUE_UNKNOWN),
+        (Cluster, CLUSTER_YAML, lambda w: w["spec"].update(colour="red"), "spec.colour", CauseType.FIELD_VALUE_UNKNOWN),
+        (Cluster, CLUSTER_YAML, lambda w: w.update(extra=1), "extra", CauseType.FIELD_VALUE_UNKNOWN),
         (Cluster, CLUSTER_YAML, lambda w: w["spec"]["taints"][0].update(effect="Never"), "spec.taints[0].effect",
-         CauseReason.FIELD_VALUE_NOT_SUPPORTED),
+         CauseType.FIELD_VALUE_NOT_SUPPORTED),
         (Cluster, CLUSTER_YAML, lambda w: w["spec"].update(pricing={"A100": -1}), "spec.pricing",
-         CauseReason.FIELD_VALUE_INVALID),
-        (Cluster, CLUSTER_YAML, lambda w: w["spec"].pop("provider"), "spec.provider", CauseReason.FIELD_VALUE_REQUIRED),
+         CauseType.FIELD_VALUE_INVALID),
+        (Cluster, CLUSTER_YAML, lambda w: w["spec"].pop("provider"), "spec.provider", CauseType.FIELD_VALUE_REQUIRED),
         (ResourceBinding, BINDING_YAML, lambda w: w["spec"]["placement"].update(bogus=True), "spec.placement.bogus",
-         CauseReason.FIELD_VALUE_UNKNOWN),
+         CauseType.FIELD_VALUE_UNKNOWN),
         (ResourceBinding, BINDING_YAML, lambda w: w["spec"]["replicaRequirements"]["resourceRequest"].update(cpu="lots"),
-         "spec.replicaRequirements.resourceRequest", CauseReason.FIELD_VALUE_INVALID),
+         "spec.replicaRequirements.resourceRequest", CauseType.FIELD_VALUE_INVALID),
         (ResourceBinding, BINDING_YAML, lambda w: w["spec"]["clusters"].append({"name": "onprem-a", "replicas": 1}),
-         "spec.clusters", CauseReason.FIELD_VALUE_INVALID),
+         "spec.clusters", CauseType.FIELD_VALUE_INVALID),
         (ResourceBinding, BINDING_YAML, lambda w: w["spec"].update(replicas=-1), "spec.replicas",
-         CauseReason.FIELD_VALUE_INVALID),
+         CauseType.FIELD_VALUE_INVALID),
         (Work, WORK_YAML, lambda w: w["spec"].update(conflictResolution="Merge"), "spec.conflictResolution",
-         CauseReason.FIELD_VALUE_NOT_SUPPORTED),
+         CauseType.FIELD_VALUE_NOT_SUPPORTED),
         (Work, WORK_YAML, lambda w: w["spec"]["workload"]["manifests"].append({"kind": "X"}), "spec.workload.manifests",
-         CauseReason.FIELD_VALUE_INVALID),
+         CauseType.FIELD_VALUE_INVALID),
     ],
 )
 def test_spec_errors_point_at_the_field(
-    model: type[Any], text: str, mutate: Any, field: str, reason: CauseReason
+    model: type[Any], text: str, mutate: Any, field: str, reason: CauseType
 ) -> None:
     wire = yaml.safe_load(text)
     mutate(wire)

@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from controlplane.apis.meta import (
-    CauseReason,
+    CauseType,
     Condition,
     LabelSelector,
     ObjectMeta,
@@ -234,10 +234,10 @@ def test_validation_causes_reasons() -> None:
     with pytest.raises(ValidationError) as info:
         Toleration.model_validate({"key": "k", "effect": "Sometimes", "colour": "red", "tolerationSeconds": "x"})
     by_field = {c.field: c for c in validation_causes(info.value, prefix="spec")}
-    assert by_field["spec.colour"].reason == CauseReason.FIELD_VALUE_UNKNOWN
+    assert by_field["spec.colour"].reason == CauseType.FIELD_VALUE_UNKNOWN
     assert by_field["spec.colour"].type == "extra_forbidden"
-    assert by_field["spec.effect"].reason == CauseReason.FIELD_VALUE_NOT_SUPPORTED
-    assert by_field["spec.tolerationSeconds"].reason == CauseReason.FIELD_VALUE_TYPE_INVALID
+    assert by_field["spec.effect"].reason == CauseType.FIELD_VALUE_NOT_SUPPORTED
+    assert by_field["spec.tolerationSeconds"].reason == CauseType.FIELD_VALUE_TYPE_INVALID
     assert by_field["spec.effect"].as_status_cause()["field"] == "spec.effect"
 
 

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from controlplane.apis.constants import LABEL_BINDING, LABEL_WORK_NAMESPACE
+from controlplane.apis.work_v1alpha1 import ConditionType
 from controlplane.apiserver import errors
 from controlplane.apiserver.objects import ObjectStore, WatchEventType
 from controlplane.controllers.attachments import (
     BindingSnapshot,
-    DependencyConditionType,
     DependencyKey,
     attached_spec,
     dependencies_condition,
@@ -267,7 +267,7 @@ async def test_dependencies_follow_the_workload_to_exactly_its_clusters(objects:
     assert await binding_of(objects, "unrelated-configmap") is None
 
     parent = await binding_of(objects, "web-deployment")
-    condition = next(c for c in parent["status"]["conditions"] if c["type"] == DependencyConditionType.DEPENDENCIES_PROPAGATED)  # type: ignore[index]
+    condition = next(c for c in parent["status"]["conditions"] if c["type"] == ConditionType.DEPENDENCIES_PROPAGATED)  # type: ignore[index]
     assert condition["status"] == "True"
     assert "ConfigMap model-config" in condition["message"] and "Secret hf-token" in condition["message"]
 

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from controlplane.apis import constants as c
+from controlplane.apis.cluster_v1alpha1 import ClusterReadyReason
 from controlplane.apis.meta import format_time
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.disruption import (
@@ -26,7 +27,7 @@ from controlplane.controllers.disruption import (
     eviction_gate,
     fleet_state,
 )
-from controlplane.controllers.health import ClusterHealthMonitor, Health, HealthReason, desired_taints
+from controlplane.controllers.health import ClusterHealthMonitor, Health, desired_taints
 from controlplane.hub import hub_registry
 from controlplane.storage import MemoryStore
 from tests.controllers.test_health import (
@@ -189,7 +190,7 @@ async def test_a_fleet_that_falls_silent_at_once_is_not_tainted_for_eviction(
         clock.set(41)
         with caplog.at_level(logging.WARNING, logger="controlplane.controllers.health"):
             for agent in agents:
-                await look(monitor, agent, ready=("Unknown", HealthReason.STATUS_UNKNOWN), taints=UNREACHABLE_NO_SCHEDULE)
+                await look(monitor, agent, ready=("Unknown", ClusterReadyReason.STATUS_UNKNOWN), taints=UNREACHABLE_NO_SCHEDULE)
         assert monitor.fleet_state is FleetState.FULL_DISRUPTION
         assert recorder.last == (FleetState.FULL_DISRUPTION, 0, 3)
         assert any(
@@ -203,7 +204,7 @@ async def test_a_fleet_that_falls_silent_at_once_is_not_tainted_for_eviction(
         await agents[0].report("True")
         await look(monitor, agents[0], ready=("True", "MemberHealthy"), taints=[])
         for agent in agents[1:]:
-            await look(monitor, agent, ready=("Unknown", HealthReason.STATUS_UNKNOWN), taints=UNREACHABLE)
+            await look(monitor, agent, ready=("Unknown", ClusterReadyReason.STATUS_UNKNOWN), taints=UNREACHABLE)
             noexecute = next(t for t in (await agent.cluster())["spec"]["taints"] if t["effect"] == "NoExecute")
             assert noexecute["timeAdded"] == format_time(at(60))
         assert monitor.fleet_state is FleetState.NORMAL
@@ -221,10 +222,10 @@ async def test_the_first_cluster_to_go_silent_loses_its_eviction_taint_when_the_
         await agent.renew()
     async with ClusterHealthMonitor(hub_objects, grace_period=40, clock=clock) as monitor:
         clock.set(41)
-        await look(monitor, first, ready=("Unknown", HealthReason.STATUS_UNKNOWN), taints=UNREACHABLE)
+        await look(monitor, first, ready=("Unknown", ClusterReadyReason.STATUS_UNKNOWN), taints=UNREACHABLE)
         clock.set(46)
         for agent in (first, *rest):
-            await look(monitor, agent, ready=("Unknown", HealthReason.STATUS_UNKNOWN), taints=UNREACHABLE_NO_SCHEDULE)
+            await look(monitor, agent, ready=("Unknown", ClusterReadyReason.STATUS_UNKNOWN), taints=UNREACHABLE_NO_SCHEDULE)
         assert health_taints(await first.cluster()) == UNREACHABLE_NO_SCHEDULE
 
 
@@ -236,14 +237,14 @@ async def test_a_partial_disruption_holds_new_eviction_taints(hub_objects: Objec
     async with ClusterHealthMonitor(hub_objects, grace_period=40, clock=clock) as monitor:
         # One cluster fails alone: a real failure, tainted for eviction.
         clock.set(41)
-        await look(monitor, agents[0], ready=("Unknown", HealthReason.STATUS_UNKNOWN), taints=UNREACHABLE)
+        await look(monitor, agents[0], ready=("Unknown", ClusterReadyReason.STATUS_UNKNOWN), taints=UNREACHABLE)
         # Two more stop reporting (3 of 4 >= 0.55, more than 2): held, the first keeps its taint.
         await agents[3].renew()
         await agents[3].report("True")
         await until(lambda: _seen_renewal(monitor, agents[3]), "the monitor to see gpu-d's renewal")
         clock.set(61)
         for agent in agents[1:3]:
-            await look(monitor, agent, ready=("Unknown", HealthReason.STATUS_UNKNOWN), taints=UNREACHABLE_NO_SCHEDULE)
+            await look(monitor, agent, ready=("Unknown", ClusterReadyReason.STATUS_UNKNOWN), taints=UNREACHABLE_NO_SCHEDULE)
         assert monitor.fleet_state is FleetState.PARTIAL_DISRUPTION
-        await look(monitor, agents[0], ready=("Unknown", HealthReason.STATUS_UNKNOWN), taints=UNREACHABLE)
+        await look(monitor, agents[0], ready=("Unknown", ClusterReadyReason.STATUS_UNKNOWN), taints=UNREACHABLE)
         await look(monitor, agents[3], ready=("True", "MemberHealthy"), taints=[])

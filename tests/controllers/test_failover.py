@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from controlplane.apis.meta import Taint, Toleration, format_time
+from controlplane.apis.work_v1alpha1 import EvictionReason
 from controlplane.controllers.failover import (
     EvictionCause,
-    EvictionReason,
     PurgeMode,
     application_evictions,
     assess_task,

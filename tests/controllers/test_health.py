@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 from controlplane.apis import constants as c
+from controlplane.apis.cluster_v1alpha1 import ClusterReadyReason
 from controlplane.apis.meta import format_time
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.health import (
     ClusterHealthMonitor,
     Health,
-    HealthReason,
     HeartbeatTracker,
     assess_cluster,
     desired_taints,
@@ -65,11 +65,11 @@ def cluster_obj(*, ready: str | None = None, created: float = 0.0, report: float
         ("Unknown", 30.0, 39.0, Health.UNREACHABLE, None, 70.0),
         # Exactly at the grace period it is still fresh; past it, Unknown.
         ("True", 0.0, 40.0, Health.READY, None, 40.0),
-        ("True", 0.0, 41.0, Health.UNREACHABLE, HealthReason.STATUS_UNKNOWN, None),
-        ("False", 0.0, 100.0, Health.UNREACHABLE, HealthReason.STATUS_UNKNOWN, None),
+        ("True", 0.0, 41.0, Health.UNREACHABLE, ClusterReadyReason.STATUS_UNKNOWN, None),
+        ("False", 0.0, 100.0, Health.UNREACHABLE, ClusterReadyReason.STATUS_UNKNOWN, None),
         # Never reported: start-up grace from creationTimestamp (created at 10).
         (None, None, 45.0, Health.STARTING, None, 50.0),
-        (None, None, 51.0, Health.UNREACHABLE, HealthReason.NEVER_UPDATED, None),
+        (None, None, 51.0, Health.UNREACHABLE, ClusterReadyReason.NEVER_UPDATED, None),
         # A heartbeat but no status yet: no verdict until the grace runs out.
         (None, 20.0, 45.0, Health.STARTING, None, 60.0),
     ],
@@ -79,7 +79,7 @@ def test_assess_cluster(
     heartbeat: float | None,
     now: float,
     health: Health,
-    reason: HealthReason | None,
+    reason: ClusterReadyReason | None,
     stale_at: float | None,
 ) -> None:
     cluster = cluster_obj(ready=ready, created=10.0)
@@ -278,7 +278,7 @@ async def test_monitor_marks_a_silent_cluster_unknown_and_recovers_it(hub_object
         clock.set(41)  # the agent went silent
         await peer.renew()
         await peer.report("True")
-        await look(monitor, agent, ready=("Unknown", HealthReason.STATUS_UNKNOWN),
+        await look(monitor, agent, ready=("Unknown", ClusterReadyReason.STATUS_UNKNOWN),
                    taints=[*UNREACHABLE, ("gpufed.io/spot", "PreferNoSchedule")])
         cluster = await agent.cluster()
         noexecute = next(t for t in cluster["spec"]["taints"] if t["effect"] == "NoExecute")
@@ -286,7 +286,7 @@ async def test_monitor_marks_a_silent_cluster_unknown_and_recovers_it(hub_object
 
         clock.set(60)  # heartbeats are back, the status is not: still unreachable
         await agent.renew()
-        await look(monitor, agent, ready=("Unknown", HealthReason.STATUS_UNKNOWN),
+        await look(monitor, agent, ready=("Unknown", ClusterReadyReason.STATUS_UNKNOWN),
                    taints=[*UNREACHABLE, ("gpufed.io/spot", "PreferNoSchedule")])
 
         await agent.report("True")
@@ -306,7 +306,7 @@ async def test_monitor_gives_new_clusters_a_start_up_grace(hub_objects: ObjectSt
         await peer.renew()
         await peer.report("True")
         clock.set(41)
-        await look(monitor, agent, ready=("Unknown", HealthReason.NEVER_UPDATED), taints=UNREACHABLE)
+        await look(monitor, agent, ready=("Unknown", ClusterReadyReason.NEVER_UPDATED), taints=UNREACHABLE)
 
 
 async def test_monitor_rechecks_on_its_own_when_the_grace_runs_out(hub_objects: ObjectStore, clock: FakeClock) -> None:
@@ -359,4 +359,4 @@ async def test_monitor_can_run_again_after_shutdown(hub_objects: ObjectStore, cl
     await peer.renew()
     await peer.report("True")
     async with monitor:
-        await look(monitor, agent, ready=("Unknown", HealthReason.STATUS_UNKNOWN), taints=UNREACHABLE)
+        await look(monitor, agent, ready=("Unknown", ClusterReadyReason.STATUS_UNKNOWN), taints=UNREACHABLE)

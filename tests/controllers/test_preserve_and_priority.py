@@ -17,13 +17,10 @@ from typing import Any
 import pytest
 
 from controlplane.apis.meta import format_time
+from controlplane.apis.work_v1alpha1 import PriorityReason
 from controlplane.apiserver import errors
 from controlplane.apiserver.objects import ObjectStore, WatchEventType
-from controlplane.controllers.detecting import (
-    PriorityReason,
-    binding_priority,
-    resolve_schedule_priority,
-)
+from controlplane.controllers.detecting import binding_priority, resolve_schedule_priority
 from controlplane.controllers.manager import ControllerManager
 from controlplane.controllers.queueing import WorkQueue
 from controlplane.controllers.works import works_preserve

@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from gpufed.argtypes import whole_number
+from gpufed.argtypes import positive_number, whole_number
 
 
 @pytest.mark.parametrize(("minimum", "text", "value"), [(0, "0", 0), (0, "17", 17), (1, "1", 1), (2, "40", 40)])
@@ -33,3 +33,30 @@ def test_argparse_reports_the_refusal_for_the_flag(capsys: pytest.CaptureFixture
     with pytest.raises(SystemExit):
         parser.parse_args(["--workers", "0"])
     assert "argument --workers: expected a whole number >= 1, not '0'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("text", "value"), [("1", 1.0), ("0.5", 0.5), ("1e3", 1000.0)])
+def test_a_positive_number_is_taken(text: str, value: float) -> None:
+    assert positive_number()(text) == value
+
+
+def test_a_number_at_or_below_zero_is_refused() -> None:
+    for text in ("0", "-2", "-0.1"):
+        with pytest.raises(argparse.ArgumentTypeError, match=r"^must be positive$"):
+            positive_number()(text)
+
+
+def test_text_that_is_no_number_is_refused_naming_what_was_expected() -> None:
+    with pytest.raises(argparse.ArgumentTypeError) as caught:
+        positive_number("a number of seconds")("soon")
+    assert str(caught.value) == "expected a number of seconds, not 'soon'"
+
+
+@pytest.mark.parametrize("command", ["up", "sim-cluster"])
+def test_time_scale_at_zero_is_refused_by_the_commands(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from gpufed.cli import build_parser
+
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args([command, "--time-scale", "0"])
+    assert exited.value.code == 2
+    assert "argument --time-scale: must be positive" in capsys.readouterr().err

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from controlplane.apis.cluster_v1alpha1 import ClusterReadyReason
 from controlplane.apis.podview import GpuDevice, devices_by_pod
 from controlplane.reports import aggregated
 from member_agent import capacity
@@ -219,7 +220,7 @@ def test_mig_invalid_is_unusable_and_named_in_ready_message() -> None:
     assert bad["capacity"] == 8
     ready = status["conditions"][0]
     assert ready["type"] == "Ready"
-    assert ready["reason"] == capacity.ReadyReason.INVALID_GPU_CONFIG
+    assert ready["reason"] == ClusterReadyReason.INVALID_GPU_CONFIG
     assert "bad-1" in ready["message"] and "MIG" in ready["message"]
     bad_shape = next(s for s in status["nodeShapes"] if s["gpu"]["product"].endswith("-MIG-INVALID"))
     assert bad_shape["free"]["nvidia.com/gpu"] == 0

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from controlplane.apis.cluster_v1alpha1 import ClusterReadyReason
 from member_agent import capacity
 from member_agent.agent import member_api
-from member_agent.capacity import ReadyReason
 from member_agent.config import AgentConfig
 from member_agent.probing import (
     MemberApiHealth,
@@ -60,17 +60,17 @@ SICK = ProbeResult(ProbeOutcome.NOT_READY, "GET /readyz answered 500: etcd faile
         # Failing for less than the threshold (30 s): a blip, nothing reported.
         ([(0, OK), (10, DOWN), (20, DOWN), (39, DOWN)], None),
         # Failing for the threshold: reported, by what the last probe saw.
-        ([(10, DOWN), (40, DOWN)], ReadyReason.MEMBER_API_UNREACHABLE),
-        ([(10, SICK), (40, SICK)], ReadyReason.MEMBER_API_NOT_READY),
-        ([(10, DOWN), (40, SICK)], ReadyReason.MEMBER_API_NOT_READY),
+        ([(10, DOWN), (40, DOWN)], ClusterReadyReason.MEMBER_API_UNREACHABLE),
+        ([(10, SICK), (40, SICK)], ClusterReadyReason.MEMBER_API_NOT_READY),
+        ([(10, DOWN), (40, SICK)], ClusterReadyReason.MEMBER_API_NOT_READY),
         # One passing probe clears it, and the threshold counts afresh.
         ([(10, DOWN), (40, DOWN), (50, OK)], None),
         ([(10, DOWN), (20, OK), (30, DOWN), (50, DOWN)], None),
-        ([(10, DOWN), (20, OK), (30, DOWN), (60, DOWN)], ReadyReason.MEMBER_API_UNREACHABLE),
+        ([(10, DOWN), (20, OK), (30, DOWN), (60, DOWN)], ClusterReadyReason.MEMBER_API_UNREACHABLE),
     ],
 )
 def test_member_api_health_needs_the_failure_threshold(
-    probes: list[tuple[float, ProbeResult]], reason: ReadyReason | None
+    probes: list[tuple[float, ProbeResult]], reason: ClusterReadyReason | None
 ) -> None:
     health = MemberApiHealth(server="https://member:6443", failure_threshold=30)
     problem = None
@@ -101,7 +101,7 @@ def test_a_member_api_problem_makes_the_report_not_ready_whatever_the_cache_says
     assert healthy["conditions"][0]["status"] == "True"
     down = capacity.summarize(
         [NODE], [], now="2026-01-01T00:01:00Z", previous_conditions=healthy["conditions"],
-        api_problem=(ReadyReason.MEMBER_API_UNREACHABLE, "the member's API server x has not answered for 31s"),
+        api_problem=(ClusterReadyReason.MEMBER_API_UNREACHABLE, "the member's API server x has not answered for 31s"),
     )
     [ready] = down["conditions"]
     assert (ready["status"], ready["reason"]) == ("False", "MemberAPIUnreachable")

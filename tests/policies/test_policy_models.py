@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import yaml
 
-from controlplane.apis.meta import CauseReason
+from controlplane.apis.meta import CauseType
 from policies.models import ClusterPropagationPolicy, DivisionStrategy, Placement, PropagationPolicy
 from policies.override_models import ClusterOverridePolicy, OverridePolicy
 from policies.validation import policy_warnings, validate_policy
@@ -243,7 +243,7 @@ def test_other_api_version_is_rejected() -> None:
     wire["apiVersion"] = "policy.example.io/v1"
     causes = validate_policy(wire).errors
     assert [c.field for c in causes] == ["apiVersion"]
-    assert causes[0].reason == CauseReason.FIELD_VALUE_NOT_SUPPORTED
+    assert causes[0].reason == CauseType.FIELD_VALUE_NOT_SUPPORTED
 
 
 @pytest.mark.parametrize(

@@ -57,7 +57,7 @@ from controlplane.controllers.context import INDEX_CLUSTER, ControllerContext, p
 from controlplane.controllers.detecting import binding_priority
 from controlplane.controllers.failover import evicting_clusters
 from controlplane.controllers.pods import owner_key
-from controlplane.controllers.reconciling import ReconcileLoop
+from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.workloads import is_deleting
 from controlplane.controllers.works import binding_key_of_work, cluster_of_namespace
 from controlplane.metrics import observe_scheduling_latency
@@ -116,14 +116,13 @@ def _sooner(*delays: float | None) -> float | None:
     return min(known) if known else None
 
 
-class SchedulerController:
+class SchedulerController(KeyedController[BindingKey]):
     """Reconciles bindings (keys: ``(namespace, name)``) into scheduling decisions."""
 
     name = "scheduler"
 
     def __init__(self, ctx: ControllerContext) -> None:
-        self.ctx = ctx
-        self.loop: ReconcileLoop[BindingKey] = ReconcileLoop(self.name, self.reconcile, workers=ctx.settings.workers)
+        super().__init__(ctx)
         self._snapshots: dict[str, ClusterSnapshot] = {}
         # Memos shared by this scheduler's decisions (and its snapshots' node memos).
         self.cache = SchedulerCache()

@@ -22,6 +22,7 @@ import yaml
 
 from controlplane.apis.constants import BOOTSTRAP_TOKEN_ENV
 from controlplane.pki import private_directory
+from gpufed.argtypes import positive_number
 from gpufed.commands.up.board import StatusBoard, welcome
 from gpufed.commands.up.layout import (
     DEFAULT_STATE_DIR,
@@ -35,6 +36,7 @@ from gpufed.commands.up.polling import HubView, kube_probe
 from gpufed.commands.up.ports import HOST, Ports, choose_hub_port
 from gpufed.logging_setup import RedactingFilter
 from gpufed.supervising import ProcessSpec, SupervisedProcess, Supervisor
+from member_agent.clusterfile import CLUSTER_FILE_FIELDS
 
 #: How long each start-up stage may take before `gpufed up` gives up and says why.
 HUB_START_TIMEOUT: Final = 120.0
@@ -49,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="where every component keeps its state and logs (default .gpufed)")
     parser.add_argument("--port", type=int, default=None,
                         help="hub port (default: the previous run's, else 6443; a free one if taken)")
-    parser.add_argument("--time-scale", type=float, default=1.0, metavar="X",
+    parser.add_argument("--time-scale", type=positive_number("a speed-up factor such as 2 or 0.5"), default=1.0, metavar="X",
                         help="simulated members run X times faster than the wall clock (default 1)")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
                         help="log level of every component (logs go to DIR/logs)")
@@ -98,18 +100,14 @@ def _waste_interval(args: argparse.Namespace) -> tuple[str, ...]:
 
 def cluster_file(profile: Any) -> dict[str, Any]:
     """What the agent declares about its cluster: the fleet entry's placement facts and pricing."""
-    fields = ("provider", "region", "zone", "tier", "labels", "pricing")
-    data = profile.model_dump(include=set(fields), exclude_none=True)
-    return {key: data[key] for key in fields if key in data and data[key] not in ({},)}
+    data = profile.model_dump(include=set(CLUSTER_FILE_FIELDS), exclude_none=True)
+    return {key: data[key] for key in CLUSTER_FILE_FIELDS if key in data and data[key] not in ({},)}
 
 
 def run(args: argparse.Namespace) -> int:
     from simulator.profile import ProfileError, load_fleet
 
     layout = Layout(args.state_dir)
-    if args.time_scale <= 0:
-        print("error: --time-scale must be > 0", file=sys.stderr)
-        return 2
     try:
         extra_hub_args = hub_args(args.hub_arg)
     except UpError as exc:
