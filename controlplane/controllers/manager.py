@@ -35,7 +35,7 @@ from controlplane.controllers.policyselectors import PolicySelectorsController
 from controlplane.controllers.rebalancers import RebalancerController
 from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.scaling import ScaleInterpreters
-from controlplane.controllers.status import WAITING_HOLD_SECONDS, StatusController
+from controlplane.controllers.status import StatusController
 from controlplane.controllers.workloads import WorkloadRef
 from controlplane.interpreter.registry import group_of
 from controlplane.lifecycle import Service
@@ -44,9 +44,7 @@ from controlplane.scheduler.controller import SchedulerController
 
 log = logging.getLogger(__name__)
 
-#: Keys due within this many seconds count as work to do: the status controller's hold of a
-#: waiting binding status (:data:`~controlplane.controllers.status.WAITING_HOLD_SECONDS`) fits in it.
-IDLE_HORIZON = WAITING_HOLD_SECONDS
+IDLE_HORIZON = 1.0
 
 
 class ControllerManager(Service):

@@ -28,9 +28,8 @@ for up to :data:`WAITING_HOLD_SECONDS`: the Work's creation and the member's fir
 come moments apart, and each would otherwise cost the binding (and the workload) a status
 write that the next one replaces at once. A cluster whose member applied the Work but whose
 object is not healthy yet (a Deployment's replicas starting) counts as waiting too: most
-become healthy within a hold of :data:`STARTING_HOLD_SECONDS`, and the ready state is then the
-first one written (that hold starts when the last Work is applied, so a slow Work does not use
-it up). The next
+become healthy within the hold, and the ready state is then the first one written (that hold
+starts when the last Work is applied, so a slow Work does not use it up). The next
 Work event writes the state it brings; a member that stays silent shows as waiting, and an
 object that stays unhealthy shows so, once the hold is over.
 """
@@ -68,16 +67,9 @@ from controlplane.objectclient import WatchEventType
 
 log = logging.getLogger(__name__)
 
-#: How long a status in which a chosen cluster's Work is not written or not applied yet is held
-#: back (see the module docstring). Longer than a member agent's own hold of its first report
-#: (``gpufed agent --status-hold``, 1 s, plus its 0.2 s debounce): the agent reports the apply
-#: together with the replicas' start, so a shorter hold here wrote the waiting state for every
-#: workload whose replicas took more than a moment. Within the controller manager's idle
-#: horizon: a held binding counts as work to do.
-WAITING_HOLD_SECONDS = 2.0
-#: How long a status in which every Work is applied but an object is not healthy yet (replicas
-#: starting) is held back, from the moment the last Work is applied.
-STARTING_HOLD_SECONDS = 1.0
+#: How long a status in which a cluster is only waiting (see the module docstring) is held back
+#: (within the controller manager's idle horizon: a held binding counts as work to do).
+WAITING_HOLD_SECONDS = 1.0
 WORK_NOT_WRITTEN = "the Work is not written yet"
 WORK_NOT_APPLIED = "the member has not applied the current Work yet"
 WAITING_MESSAGES = frozenset({WORK_NOT_WRITTEN, WORK_NOT_APPLIED})
@@ -333,7 +325,7 @@ class StatusController:
         if starting and not was_starting:
             since = now  # every Work applied: the replicas' start gets a hold of its own
         self._waiting_since[key] = (since, starting)
-        left = (STARTING_HOLD_SECONDS if starting else WAITING_HOLD_SECONDS) - (now - since)
+        left = WAITING_HOLD_SECONDS - (now - since)
         return left if left > 0 else None
 
     async def _write_binding_status(
