@@ -18,14 +18,12 @@ Reproduce: ``.venv/bin/python -m bench.bench_etcd_watches [--size tiny|quick|ful
 from __future__ import annotations
 
 import asyncio
-import os
-import statistics
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.common import BenchmarkResult, Figure, Size, script_main
+from bench.common import BenchmarkResult, CpuMeter, Size, median_ms_figures, script_main
 from controlplane.storage import EmbeddedEtcd, EtcdStore
 
 NAME = "etcd-watches"
@@ -48,12 +46,6 @@ PLANS = {
 }
 
 
-def process_cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 async def measure(plan: Plan) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {"etcd": [], "client": []}
     with tempfile.TemporaryDirectory(prefix="gpufed-bench-watches-") as tmp:
@@ -63,6 +55,7 @@ async def measure(plan: Plan) -> dict[str, list[float]]:
             pid = etcd.pid
             if pid is None:
                 raise RuntimeError("the embedded etcd is not running")
+            meter = CpuMeter({"etcd": pid})  # and "client": this process
             async with EtcdStore([url], tls=etcd.client_tls) as store:
                 revision = (await store.create(KEY, VALUE)).mod_revision
                 seen = [0] * WATCHES
@@ -87,10 +80,11 @@ async def measure(plan: Plan) -> dict[str, list[float]]:
                 try:
                     await updates(100)  # warm-up: the connection, the streams, gRPC's threads
                     for _ in range(plan.repeats):
-                        etcd_before, client_before = process_cpu_seconds(pid), time.process_time()
+                        before = meter.sample()
                         await updates(plan.updates)
-                        out["etcd"].append((process_cpu_seconds(pid) - etcd_before) / plan.updates)
-                        out["client"].append((time.process_time() - client_before) / plan.updates)
+                        used = CpuMeter.delta(before, meter.sample())
+                        for who in out:
+                            out[who].append(used[who] / plan.updates)
                 finally:
                     for watch in watches:
                         watch.cancel()
@@ -104,16 +98,13 @@ def run(size: Size) -> BenchmarkResult:
     plan = PLANS[size]
     started = time.perf_counter()
     seconds = asyncio.run(measure(plan))
-    figures = [
-        Figure(f"{who}: CPU per update with {WATCHES} watches (median)", round(statistics.median(values) * 1000, 3), "ms")
-        for who, values in seconds.items()
-    ]
+    figures, runs = median_ms_figures(seconds, lambda who: f"{who}: CPU per update with {WATCHES} watches (median)")
     details = {
         "updates": plan.updates,
         "repeats": plan.repeats,
         "watches": WATCHES,
         "value_bytes": len(VALUE),
-        "cpu_ms_per_update": {who: [round(v * 1000, 4) for v in values] for who, values in seconds.items()},
+        "cpu_ms_per_update": runs,
         "store": "EtcdStore over TLS with a client certificate, embedded etcd, in process",
     }
     return BenchmarkResult(
