@@ -18,14 +18,13 @@ Reproduce: ``.venv/bin/python -m bench.bench_etcd_calls [--size tiny|quick|full]
 from __future__ import annotations
 
 import asyncio
-import statistics
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.common import BenchmarkResult, Figure, Size, script_main
+from bench.common import BenchmarkResult, Size, median_ms_figures, script_main
 from controlplane.storage import EmbeddedEtcd, EtcdStore
 
 NAME = "etcd-calls"
@@ -95,15 +94,12 @@ def run(size: Size) -> BenchmarkResult:
     plan = PLANS[size]
     started = time.perf_counter()
     seconds = asyncio.run(measure(plan))
-    figures = [
-        Figure(f"{kind}: CPU per call (median)", round(statistics.median(values) * 1000, 3), "ms")
-        for kind, values in seconds.items()
-    ]
+    figures, runs = median_ms_figures(seconds, lambda kind: f"{kind}: CPU per call (median)")
     details = {
         "calls": plan.calls,
         "repeats": plan.repeats,
         "value_bytes": len(VALUE),
-        "cpu_ms_per_call": {kind: [round(v * 1000, 4) for v in values] for kind, values in seconds.items()},
+        "cpu_ms_per_call": runs,
         "store": "EtcdStore over TLS with a client certificate, embedded etcd, in process",
     }
     return BenchmarkResult(

@@ -20,6 +20,7 @@ import math
 import os
 import platform
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -175,6 +176,15 @@ def percentile(values: Sequence[float], q: float) -> float:
     ordered = sorted(values)
     rank = math.ceil(q / 100 * len(ordered))
     return ordered[max(rank, 1) - 1]
+
+
+def median_ms_figures(
+    seconds: Mapping[str, Sequence[float]], name: Callable[[str], str]
+) -> tuple[list[Figure], dict[str, list[float]]]:
+    """Figures of the median of each series of CPU seconds, in milliseconds (named by ``name``
+    from the series' key), and every series in milliseconds for a result's details."""
+    figures = [Figure(name(key), round(statistics.median(values) * 1000, 3), "ms") for key, values in seconds.items()]
+    return figures, {key: [round(v * 1000, 4) for v in values] for key, values in seconds.items()}
 
 
 def latency_summary(seconds: Sequence[float]) -> dict[str, float]:

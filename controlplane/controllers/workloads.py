@@ -189,11 +189,12 @@ def with_condition(
 def without_server_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of a hub object fit to create in a member: no status, no server-owned metadata, no
     selector or labels generated for a Job (the member generates its own)."""
-    out = copy.deepcopy(dict(obj))
-    out.pop("status", None)
+    # Copied field by field: the status and the metadata left out (managedFields: a field set
+    # per writer) are never copied.
+    out = {key: value if key == "metadata" else copy.deepcopy(value) for key, value in obj.items() if key != "status"}
     meta = ObjectView(out).metadata
     kept = {
-        key: meta[key]
+        key: copy.deepcopy(meta[key])
         for key in ("name", "namespace", "labels", "annotations")
         if meta.get(key) not in (None, {}, [])
     }

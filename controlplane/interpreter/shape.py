@@ -12,11 +12,14 @@ reads has the JSON type Kubernetes gives it, else :class:`InvalidObject` naming 
 field that does not (``spec.template.spec.containers[0].resources``) and what it should be.
 Only the shape the hub relies on is checked (objects, arrays, strings, integers of the
 fields the interpreters read); everything else is the member cluster's API to validate.
-Pure.
+``metadata.managedFields`` (the writers' field sets, often as large as the rest of the object)
+is not walked: nothing the hub interprets reads it. Controllers ask on every reconcile, so the
+walk builds a field's path only for the field it reports. Pure.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -91,6 +94,10 @@ class InvalidObject:
     #: The whole message after the path when set (a kube validation message: ``Required value``).
     body: str = ""
 
+    def at(self, path: str) -> InvalidObject:
+        """The same finding at ``path``."""
+        return dataclasses.replace(self, path=path)
+
     @property
     def message(self) -> str:
         if self.body:
@@ -142,34 +149,53 @@ def malformed(obj: Any) -> InvalidObject | None:
         for name, value in values.items():
             if not isinstance(value, str):
                 return InvalidObject(path=f"{key}.{name}", expected=_STRING, found=_json_type(value))
-    return _walk(obj, "", 0)
+    found = _walk(obj, 0)
+    return None if found is None else found.at(_root_path(found.path))
 
 
-def _walk(value: Any, path: str, depth: int) -> InvalidObject | None:
+#: Fields of ``metadata`` the walk skips: bookkeeping no interpreter reads, as large as the
+#: object itself (``managedFields``: a field set per writer).
+_UNREAD_METADATA = frozenset({"managedFields"})
+
+
+def _root_path(path: str) -> str:
+    return path[1:] if path.startswith(".") else path
+
+
+def _walk(value: Any, depth: int) -> InvalidObject | None:
+    """The first malformed field below ``value``, its path relative to ``value`` (``.spec.replicas``,
+    ``[0].name``): the path is built only for the field found, on the way back up."""
     if depth > _MAX_DEPTH:
         return None
     if isinstance(value, Mapping):
+        top = depth == 0
         for key, child in value.items():
-            child_path = f"{path}.{key}" if path else str(key)
-            expected = _FIELD_TYPES.get(str(key))
+            name = key if isinstance(key, str) else str(key)
+            expected = _FIELD_TYPES.get(name)
             if expected is not None and not _fits(child, expected):
-                return InvalidObject(path=child_path, expected=expected, found=_json_type(child))
-            if str(key) in _STRING_VALUED and isinstance(child, Mapping):
-                for name, item in child.items():
+                return InvalidObject(path=f".{name}", expected=expected, found=_json_type(child))
+            if name in _STRING_VALUED and isinstance(child, Mapping):
+                for item_name, item in child.items():
                     if not isinstance(item, str):
-                        return InvalidObject(path=f"{child_path}.{name}", expected=_STRING, found=_json_type(item))
-            if str(key) in _ARRAYS_OF_OBJECTS and isinstance(child, list):
+                        return InvalidObject(path=f".{name}.{item_name}", expected=_STRING, found=_json_type(item))
+            if name in _ARRAYS_OF_OBJECTS and isinstance(child, list):
                 for index, item in enumerate(child):
                     if not isinstance(item, Mapping):
-                        return InvalidObject(path=f"{child_path}[{index}]", expected=_OBJECT, found=_json_type(item))
-            if str(key) in _OPAQUE_MAPS or (not path and str(key) in _STRING_MAPS):
+                        return InvalidObject(path=f".{name}[{index}]", expected=_OBJECT, found=_json_type(item))
+            if name in _OPAQUE_MAPS or (top and name in _STRING_MAPS):
                 continue
-            found = _walk(child, child_path, depth + 1)
+            if top and name == "metadata" and isinstance(child, Mapping):
+                found = _walk({k: v for k, v in child.items() if k not in _UNREAD_METADATA}, depth + 1)
+            elif isinstance(child, Mapping | list):
+                found = _walk(child, depth + 1)
+            else:
+                continue
             if found is not None:
-                return found
+                return found.at(f".{name}{found.path}")
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            found = _walk(item, f"{path}[{index}]", depth + 1)
-            if found is not None:
-                return found
+            if isinstance(item, Mapping | list):
+                found = _walk(item, depth + 1)
+                if found is not None:
+                    return found.at(f"[{index}]{found.path}")
     return None

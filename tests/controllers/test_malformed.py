@@ -40,6 +40,11 @@ NS = "default"
          "spec.template.spec.containers[0].resources"),
         (lambda d: d["spec"].update(replicas="three"), "spec.replicas"),
         (lambda d: d["metadata"]["labels"].update(app=["x"]), "metadata.labels.app"),
+        (lambda d: d["metadata"].update(annotations=3), "metadata.annotations"),
+        (lambda d: d["spec"]["template"]["spec"].update(volumes=[{"name": "v", "configMap": True}]),
+         "spec.template.spec.volumes[0].configMap"),
+        # managedFields are bookkeeping no interpreter reads: not walked
+        (lambda d: d["metadata"].update(managedFields=[{"fieldsV1": {"labels": 3}}]), None),
         (lambda d: d.update(spec=None), None),  # absent and null read the same
         (lambda d: d["spec"].update(replicas="3"), None),
         (lambda d: None, None),

@@ -132,7 +132,8 @@ async def test_a_gang_not_started_moves_whole(objects: ObjectStore, manager: Con
         return now if now == {"onprem": 4} else None
 
     await eventually(moved, what="the gang moved whole on-prem")
-    [message] = await events_of(objects, "ReplicasMoved")
+    # The move's Event is written after the placement it reports.
+    [message] = await eventually(lambda: events_of(objects, "ReplicasMoved"), what="the ReplicasMoved Event")
     assert message == "moved 4 replicas cloud \u2192 onprem: the gang, between runs, saves $17.40/h"
 
 

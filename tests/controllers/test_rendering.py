@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
 
 from controlplane.apis.kube import defaulting
+from controlplane.controllers.workloads import without_server_fields
 from controlplane.controllers.works import ChosenShape, render_manifest
 from controlplane.interpreter import interpreter_for
 from controlplane.interpreter.customized import Customization, CustomizedInterpreter
@@ -129,3 +131,30 @@ def test_a_customized_native_kind_keeps_its_gpu_shape_rendering() -> None:
     [spec] = pod_specs(manifest)
     assert spec["nodeSelector"] == {PRODUCT: H100}
     assert spec["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "2"}
+
+
+def test_the_member_copy_drops_server_fields_and_shares_nothing_with_the_hub_object() -> None:
+    stored: dict[str, Any] = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": "web", "namespace": "default", "uid": "u-1", "resourceVersion": "7", "generation": 2,
+            "labels": {"app": "web"},
+            "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}", "team": "a"},
+            "managedFields": [{"manager": "kubectl", "fieldsV1": {"f:spec": {}}}],
+            "finalizers": ["gpufed.io/propagation"],
+        },
+        "spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}},
+        "status": {"replicas": 2},
+    }
+    before = copy.deepcopy(stored)
+    out = without_server_fields(stored)
+    assert out == {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "default", "labels": {"app": "web"}, "annotations": {"team": "a"}},
+        "spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}},
+    }
+    out["metadata"]["labels"]["x"] = "y"
+    out["spec"]["template"]["spec"]["containers"][0]["image"] = "j"
+    assert stored == before

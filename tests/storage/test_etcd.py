@@ -233,3 +233,22 @@ async def test_a_collection_larger_than_one_response_is_listed_in_smaller_pages(
         # One value over the limit cannot be read at all: a clear error, not a retry loop.
         with pytest.raises(ResponseTooLarge, match="response limit"):
             await store.get("/huge")
+
+
+async def test_deletes_in_one_watch_response_each_carry_their_deleted_value(etcd_endpoint: str) -> None:
+    """A lease's keys go in one revision, so one watch response holds several DELETE events:
+    each carries the value it deleted (read at the revision before the delete)."""
+    async with EtcdStore([etcd_endpoint], prefix=f"/gpufed-test/{uuid.uuid4().hex}") as store:
+        lease, _ = await store.grant_lease(60)
+        created = [await store.create(f"/leased/k{i}", f"v{i}".encode(), lease=lease) for i in range(3)]
+        events = store.watch("/leased/", from_revision=created[-1].mod_revision + 1)
+        await store.revoke_lease(lease)
+        deleted = await take(events, 3)
+    assert [e.type for e in deleted] == [EventType.DELETE] * 3
+    assert {e.kv.key: e.kv.value for e in deleted} == {
+        "/leased/k0": b"v0", "/leased/k1": b"v1", "/leased/k2": b"v2"
+    }
+    assert {e.kv.key: e.kv.create_revision for e in deleted} == {
+        f"/leased/k{i}": kv.create_revision for i, kv in enumerate(created)
+    }
+    assert len({e.kv.mod_revision for e in deleted}) == 1

@@ -2,9 +2,13 @@
 
 In: an :class:`~controlplane.storage.etcd.calls.EtcdCalls` (channels and call wrapper), the key
 range to watch and the revision to start from. Out: :class:`WatchEvent` values in revision
-order (DELETE events carry the deleted value from etcd's ``prev_kv``), :class:`Gone` once the
+order (DELETE events carry the deleted value, read at the revision before the delete), :class:`Gone` once the
 start revision is compacted, and etcd's compacted revision when a read found one
 (:func:`compacted_revision`, which etcd reports only to a watch).
+
+The watch does not ask etcd for ``prev_kv``: etcd would then read every event's previous value
+from its backend (one range per event and watcher) and send it along, while only a DELETE needs
+it; those are rare, and their previous values are read here, one range each, when they come.
 
 A stream that etcd ends or that drops on a transient failure is reopened from the last
 delivered revision + 1 (or past the last progress notification). Events are handed over one at
@@ -25,7 +29,7 @@ from aetcd import rpc
 from aetcd.utils import prefix_range_end
 
 from controlplane.storage.etcd.calls import EtcdCalls
-from controlplane.storage.grpcerrors import StreamEnded, is_transient
+from controlplane.storage.grpcerrors import RevisionError, StreamEnded, is_transient
 from controlplane.storage.interface import EventType, Gone, KeyValue, StorageError, Unavailable, WatchEvent
 
 logger = logging.getLogger(__name__)
@@ -41,17 +45,17 @@ def key_value(kv: Any, *, namespace: str) -> KeyValue:
     )
 
 
-def watch_event(raw: Any, *, namespace: str) -> WatchEvent:
+def watch_event(raw: Any, *, namespace: str, previous: Any = None) -> WatchEvent:
+    """The store's event of etcd's ``raw``; ``previous``: a DELETE's deleted ``KeyValue`` (None:
+    the value was compacted away)."""
     kv = raw.kv
     if raw.type == rpc.Event.DELETE:
-        # prev_kv is absent only if the previous version was compacted already.
-        previous = raw.prev_kv
         return WatchEvent(
             type=EventType.DELETE,
             kv=KeyValue(
                 key=kv.key.decode()[len(namespace) :],
-                value=previous.value,
-                create_revision=previous.create_revision,
+                value=previous.value if previous is not None else b"",
+                create_revision=previous.create_revision if previous is not None else 0,
                 mod_revision=kv.mod_revision,
             ),
         )
@@ -60,6 +64,25 @@ def watch_event(raw: Any, *, namespace: str) -> WatchEvent:
         kv=key_value(kv, namespace=namespace),
         created=kv.create_revision == kv.mod_revision,
     )
+
+
+async def deleted_values(calls: EtcdCalls, events: Any) -> dict[int, Any]:
+    """The value each DELETE among ``events`` deleted (by index), read at the revision before
+    the delete; a value compacted away since is left out."""
+    deletes = [(index, raw.kv) for index, raw in enumerate(events) if raw.type == rpc.Event.DELETE]
+    if not deletes:
+        return {}
+
+    async def before(kv: Any) -> Any:
+        request = rpc.RangeRequest(key=kv.key, revision=kv.mod_revision - 1)
+        try:
+            response = await calls.kv("watch", "Range", request)
+        except RevisionError:
+            return None
+        return response.kvs[0] if response.kvs else None
+
+    found = await asyncio.gather(*(before(kv) for _, kv in deletes))
+    return {index: value for (index, _), value in zip(deletes, found, strict=True) if value is not None}
 
 
 async def watch_range(
@@ -87,7 +110,11 @@ async def watch_range(
                     # A progress notification: etcd has sent every event up to
                     # header.revision, so a reconnect may start after it.
                     next_revision = max(next_revision, response.header.revision + 1)
-                batch = deque(watch_event(raw, namespace=namespace) for raw in response.events)
+                previous = await deleted_values(calls, response.events)
+                batch = deque(
+                    watch_event(raw, namespace=namespace, previous=previous.get(index))
+                    for index, raw in enumerate(response.events)
+                )
                 # Keep neither the response nor a delivered event while the consumer is
                 # busy: a watcher that stops reading then holds only what it has not taken.
                 del response
@@ -133,7 +160,7 @@ async def open_watch(calls: EtcdCalls, start: bytes, end: bytes, revision: int) 
     """Open a watch stream at ``revision`` and wait for etcd to confirm it."""
     request = rpc.WatchRequest(
         create_request=rpc.WatchCreateRequest(
-            key=start, range_end=end, start_revision=revision, prev_kv=True, progress_notify=True
+            key=start, range_end=end, start_revision=revision, progress_notify=True
         )
     )
 
