@@ -38,11 +38,10 @@ from typing import TYPE_CHECKING, Any
 from controlplane.apis import constants as c
 from controlplane.lifecycle import Service
 from controlplane.objectclient import ObjectClient, errors
-from controlplane.reports.accounting import Accumulator
-from controlplane.reports.classify import classify_fleet
+from controlplane.reports.accounting import Accumulator, PreparedSample
 from controlplane.reports.fleet import FleetSample
 from controlplane.reports.persistence import DEFAULT_PREFIX, RollupStore
-from controlplane.reports.snapshot import sample_from_cluster_statuses
+from controlplane.reports.snapshot import ClusterNodesCache, sample_from_cluster_statuses
 from controlplane.storage.interface import StorageError, Store
 
 if TYPE_CHECKING:
@@ -107,6 +106,8 @@ class WasteSampler(Service):
         self._accumulator: Accumulator | None = None
         self._rollups: RollupStore | None = None
         self.samples_taken = 0
+        #: Each cluster's nodes, rebuilt only when its report changes (only one pass at a time uses it).
+        self._nodes_cache = ClusterNodesCache()
         self.last_sample: FleetSample | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -189,6 +190,19 @@ class WasteSampler(Service):
         async with asyncio.timeout(self._timeout):
             return (await self._objects.list(kind)).items
 
+    def _prepare(
+        self,
+        accumulator: Accumulator,
+        clusters: list[dict[str, Any]],
+        bindings: list[dict[str, Any]],
+        works: list[dict[str, Any]],
+        now: datetime,
+    ) -> PreparedSample:
+        sample = sample_from_cluster_statuses(
+            clusters, bindings, works, now=now, stale_after=self._stale_after, cache=self._nodes_cache
+        )
+        return accumulator.prepare(sample)
+
     async def sample_once(self) -> FleetSample | None:
         """Take one sample, account it and save the rollups; None when the pass failed."""
         accumulator, rollups = self._accumulator, self._rollups
@@ -205,18 +219,16 @@ class WasteSampler(Service):
                 self._metrics.observe_sample(time.perf_counter() - started, ok=False)
             return None
         now = self._clock()
-        sample = sample_from_cluster_statuses(clusters, bindings, works, now=now, stale_after=self._stale_after)
-        if not accumulator.add(sample):
+        # The costly, pure part (every device of the fleet) runs in a worker thread, so the hub's
+        # event loop keeps serving leases and reports meanwhile; the accumulator changes here.
+        prepared = await asyncio.to_thread(self._prepare, accumulator, clusters, bindings, works, now)
+        if not accumulator.commit(prepared):
             return None
+        sample = prepared.sample
         self.samples_taken += 1
         self.last_sample = sample
         if self._metrics is not None:
-            classification = classify_fleet(
-                sample,
-                threshold=accumulator.threshold,
-                cap_needed_by_demand=accumulator.cap_needed_by_demand,
-            )
-            self._metrics.record_fleet(classification.states, time=now)
+            self._metrics.record_fleet_cells(prepared.rates.cells, time=now)
             self._metrics.record_bindings(bindings)
             self._metrics.record_cluster_reports(clusters)
         try:

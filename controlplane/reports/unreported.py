@@ -132,16 +132,20 @@ def unreported_nodes(
         profile = profile_of_resource(entry.resource)
 
         def devices(
-            count: int, holder: PodRef | None, entry: SummaryEntry = entry, profile: str | None = profile
+            count: int,
+            holder: PodRef | None,
+            resource: str = entry.resource,
+            profile: str | None = profile,
+            share: float = unit,
         ) -> list[DeviceSample]:
             return [
                 DeviceSample(
-                    gpu=f"{entry.resource}#{index}",
+                    gpu=f"{resource}#{index}",
                     uuid="",
                     profile=profile,
-                    share=entry.unit,
+                    share=share,
                     allocated_to=holder,
-                    resource=entry.resource,
+                    resource=resource,
                 )
                 for index in range(count)
             ]
