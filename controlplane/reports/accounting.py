@@ -52,7 +52,7 @@ from controlplane.reports.classify import (
     ClassificationMemo,
     classify_fleet,
 )
-from controlplane.reports.fleet import FleetSample
+from controlplane.reports.fleet import ClusterSample, FleetSample
 from controlplane.reports.moves import MoveRecord, in_window
 from controlplane.reports.recommend import find_opportunities, recommend
 from controlplane.reports.rollups import (
@@ -144,11 +144,17 @@ class Accumulator:
         """Account ``sample``; False (and nothing changes) when it is not newer than the last one."""
         return self.commit(self.prepare(sample))
 
+    def warm(self, cluster: ClusterSample) -> bool:
+        """Classify ``cluster``'s devices (before matching) and sum their cells ahead of
+        :meth:`prepare`, unless the last classification's still hold; True when work was done.
+        A caller on an event loop calls it cluster by cluster, with a turn for the loop between."""
+        before = self._classification_memo.misses
+        part = self._classification_memo.base_states(cluster, self.threshold)
+        return self._cells_memo.warm(part) or self._classification_memo.misses > before
+
     def prepare(self, sample: FleetSample) -> PreparedSample:
-        """The pure, costly half of :meth:`add`: classify ``sample`` and work out its rates.
-        It reads and changes nothing the reports read, so it may run in a worker thread while
-        :meth:`query` serves reports; only one :meth:`prepare` may run at a time (it keeps the
-        per-cluster memos of the previous sample)."""
+        """The costly half of :meth:`add`: classify ``sample`` and work out its rates; it changes
+        nothing the reports read (only the per-cluster memos of the previous sample)."""
         classification = classify_fleet(
             sample,
             threshold=self.threshold,

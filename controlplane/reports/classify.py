@@ -142,6 +142,8 @@ class ClassificationMemo:
 
     def __init__(self) -> None:
         self._entries: dict[str, tuple[tuple[NodeSample, ...], tuple[object, ...], tuple[DeviceState, ...]]] = {}
+        #: Clusters classified anew (not found unchanged).
+        self.misses = 0
 
     def base_states(self, cluster: ClusterSample, threshold: float) -> tuple[DeviceState, ...]:
         """The states of ``cluster``'s devices before matching (free devices free-spare)."""
@@ -150,6 +152,7 @@ class ClassificationMemo:
         if entry is not None and entry[0] is cluster.nodes and entry[1] == facts:
             return entry[2]
         states = _base_states(cluster, threshold)
+        self.misses += 1
         self._entries[cluster.name] = (cluster.nodes, facts, states)
         return states
 

@@ -109,6 +109,14 @@ class CellRatesMemo:
     def __init__(self) -> None:
         self._entries: dict[int, tuple[tuple[DeviceState, ...], dict[CellKey, tuple[float, ...]]]] = {}
 
+    def warm(self, part: tuple[DeviceState, ...]) -> bool:
+        """Sum ``part``'s cells ahead of :meth:`rates` unless they are known; True when summed."""
+        entry = self._entries.get(id(part))
+        if entry is not None and entry[0] is part:
+            return False
+        self._entries[id(part)] = (part, cell_rates(part))
+        return True
+
     def rates(self, parts: Sequence[tuple[DeviceState, ...]]) -> dict[CellKey, tuple[float, ...]]:
         """:func:`cell_rates` of the states of every part, in order."""
         entries: dict[int, tuple[tuple[DeviceState, ...], dict[CellKey, tuple[float, ...]]]] = {}

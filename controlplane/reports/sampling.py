@@ -40,8 +40,9 @@ from controlplane.lifecycle import Service
 from controlplane.objectclient import ObjectClient, errors
 from controlplane.reports.accounting import Accumulator, PreparedSample
 from controlplane.reports.fleet import FleetSample
+from controlplane.reports.owners import propagated_workloads
 from controlplane.reports.persistence import DEFAULT_PREFIX, RollupStore
-from controlplane.reports.snapshot import ClusterNodesCache, sample_from_cluster_statuses
+from controlplane.reports.snapshot import ClusterNodesCache, sample_from_cluster_statuses, warm_cluster_nodes
 from controlplane.storage.interface import StorageError, Store
 
 if TYPE_CHECKING:
@@ -190,7 +191,7 @@ class WasteSampler(Service):
         async with asyncio.timeout(self._timeout):
             return (await self._objects.list(kind)).items
 
-    def _prepare(
+    async def _prepare(
         self,
         accumulator: Accumulator,
         clusters: list[dict[str, Any]],
@@ -198,9 +199,20 @@ class WasteSampler(Service):
         works: list[dict[str, Any]],
         now: datetime,
     ) -> PreparedSample:
+        """The sample and its classification, giving the event loop a turn after each cluster
+        whose report changed (its nodes are built and its devices classified anew: 40,000 for a
+        5,000-node cluster), so leases, reports and leadership renewals are served meanwhile.
+        Unchanged clusters are the caches' and cost next to nothing."""
+        owners = propagated_workloads(works)
+        for raw in clusters:
+            if warm_cluster_nodes(raw, owners, cache=self._nodes_cache):
+                await asyncio.sleep(0)
         sample = sample_from_cluster_statuses(
             clusters, bindings, works, now=now, stale_after=self._stale_after, cache=self._nodes_cache
         )
+        for cluster in sample.clusters:
+            if accumulator.warm(cluster):
+                await asyncio.sleep(0)
         return accumulator.prepare(sample)
 
     async def sample_once(self) -> FleetSample | None:
@@ -219,9 +231,7 @@ class WasteSampler(Service):
                 self._metrics.observe_sample(time.perf_counter() - started, ok=False)
             return None
         now = self._clock()
-        # The costly, pure part (every device of the fleet) runs in a worker thread, so the hub's
-        # event loop keeps serving leases and reports meanwhile; the accumulator changes here.
-        prepared = await asyncio.to_thread(self._prepare, accumulator, clusters, bindings, works, now)
+        prepared = await self._prepare(accumulator, clusters, bindings, works, now)
         if not accumulator.commit(prepared):
             return None
         sample = prepared.sample

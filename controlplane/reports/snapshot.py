@@ -323,6 +323,24 @@ def _cluster_nodes(status: Mapping[str, Any], owners: Sequence[tuple[str, str, s
     return with_owners_by_name(tuple(reported + unreported_nodes(summary, reported, shapes)), owners)
 
 
+def _nodes_key(status: Mapping[str, Any], owners: tuple[tuple[str, str, str], ...]) -> tuple[Any, ...]:
+    return (status.get("gpuSummary"), status.get("utilization"), status.get("nodeShapes"), owners)
+
+
+def warm_cluster_nodes(
+    raw: Mapping[str, Any], owners: Mapping[str, Sequence[tuple[str, str, str]]], *, cache: ClusterNodesCache
+) -> bool:
+    """Build the nodes of the Cluster ``raw`` into ``cache`` unless they are there already (its
+    report unchanged); True when they were built. ``owners``: per cluster, the workloads
+    propagated to it (:func:`~controlplane.reports.owners.propagated_workloads`)."""
+    name = str(as_mapping(raw.get("metadata")).get("name") or "")
+    status = as_mapping(raw.get("status"))
+    mine = tuple(owners.get(name, ()))
+    builds = cache.builds
+    cache.nodes(name, _nodes_key(status, mine), lambda: _cluster_nodes(status, mine))
+    return cache.builds > builds
+
+
 def _cluster_sample(
     raw: Mapping[str, Any],
     view: ClusterView,
@@ -337,8 +355,7 @@ def _cluster_sample(
     if cache is None:
         nodes = _cluster_nodes(status, owners)
     else:
-        key = (status.get("gpuSummary"), status.get("utilization"), status.get("nodeShapes"), owners)
-        nodes = cache.nodes(view.name, key, lambda: _cluster_nodes(status, owners))
+        nodes = cache.nodes(view.name, _nodes_key(status, owners), lambda: _cluster_nodes(status, owners))
     return ClusterSample(
         name=view.name,
         nodes=nodes,
