@@ -232,7 +232,12 @@ def _base_states(cluster: ClusterSample, threshold: float) -> tuple[DeviceState,
     (matching decides needed / fragmented)."""
     states: list[DeviceState] = []
     for node in cluster.nodes:
+        # A device sample repeated on a node (the GPUs no report names) has one state object.
+        known: dict[int, DeviceState] = {}
         for device in node.devices:
+            if (same := known.get(id(device))) is not None:
+                states.append(same)
+                continue
             if not (cluster.ready and node.ready):
                 state = WasteState.UNAVAILABLE
             elif device.allocated_to is not None:
@@ -241,7 +246,7 @@ def _base_states(cluster: ClusterSample, threshold: float) -> tuple[DeviceState,
                 state = WasteState.UNAVAILABLE
             else:
                 state = WasteState.FREE_SPARE
-            states.append(_state_of(cluster, node, device, state))
+            states.append(known.setdefault(id(device), _state_of(cluster, node, device, state)))
     return tuple(states)
 
 
