@@ -42,7 +42,7 @@ import logging
 import math
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 from controlplane.apis.spot import RecordedReclaim
@@ -92,6 +92,16 @@ DEFAULT_HOUR_RETENTION = timedelta(days=90)
 
 
 @dataclass(frozen=True, slots=True)
+class PassMemos:
+    """What a pass keeps of the last one (per cluster: classified states, cell rates). Not part
+    of the accounting's state: a new accumulator (a new leadership term restoring the rollups)
+    may take over the last one's, so the fleet is not classified from scratch again."""
+
+    classification: ClassificationMemo = field(default_factory=ClassificationMemo)
+    cells: CellRatesMemo = field(default_factory=CellRatesMemo)
+
+
+@dataclass(frozen=True, slots=True)
 class PreparedSample:
     """A sample classified, with its rates (:meth:`Accumulator.prepare`), not yet accounted."""
 
@@ -135,8 +145,7 @@ class Accumulator:
         self._never_fit: tuple[NeverFitRequest, ...] = ()
         self._spot_reclaims: tuple[RecordedReclaim, ...] = ()
         self._moves: tuple[MoveRecord, ...] = ()
-        self._classification_memo = ClassificationMemo()
-        self._cells_memo = CellRatesMemo()
+        self.memos = PassMemos()
 
     # -- feeding -------------------------------------------------------------------------------
 
@@ -148,9 +157,9 @@ class Accumulator:
         """Classify ``cluster``'s devices (before matching) and sum their cells ahead of
         :meth:`prepare`, unless the last classification's still hold; True when work was done.
         A caller on an event loop calls it cluster by cluster, with a turn for the loop between."""
-        before = self._classification_memo.misses
-        part = self._classification_memo.base_states(cluster, self.threshold)
-        return self._cells_memo.warm(part) or self._classification_memo.misses > before
+        before = self.memos.classification.misses
+        part = self.memos.classification.base_states(cluster, self.threshold)
+        return self.memos.cells.warm(part) or self.memos.classification.misses > before
 
     def prepare(self, sample: FleetSample) -> PreparedSample:
         """The costly half of :meth:`add`: classify ``sample`` and work out its rates; it changes
@@ -159,11 +168,11 @@ class Accumulator:
             sample,
             threshold=self.threshold,
             cap_needed_by_demand=self.cap_needed_by_demand,
-            memo=self._classification_memo,
+            memo=self.memos.classification,
         )
         rates = Rates(
             time=_timestamp(sample.time),
-            cells=self._cells_memo.rates(classification.parts),
+            cells=self.memos.cells.rates(classification.parts),
             opportunities=opportunity_rates(find_opportunities(sample, classification)),
         )
         return PreparedSample(sample, classification, rates)

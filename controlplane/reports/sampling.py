@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from controlplane.apis import constants as c
 from controlplane.lifecycle import Service
 from controlplane.objectclient import ObjectClient, errors
-from controlplane.reports.accounting import Accumulator, PreparedSample
+from controlplane.reports.accounting import Accumulator, PassMemos, PreparedSample
 from controlplane.reports.fleet import FleetSample
 from controlplane.reports.owners import propagated_workloads
 from controlplane.reports.persistence import DEFAULT_PREFIX, RollupStore
@@ -109,6 +109,8 @@ class WasteSampler(Service):
         self.samples_taken = 0
         #: Each cluster's nodes, rebuilt only when its report changes (only one pass at a time uses it).
         self._nodes_cache = ClusterNodesCache()
+        #: The per-cluster memos of the last run's accumulator, handed to the next run's.
+        self._memos: PassMemos | None = None
         self.last_sample: FleetSample | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -128,6 +130,9 @@ class WasteSampler(Service):
             restored = await self._restore(store or self._store)
             if restored is None:
                 return
+            if self._memos is not None:
+                restored.memos = self._memos  # the last term's classification still holds
+            self._memos = restored.memos
             self._accumulator = restored
             logger.info(
                 "waste accounting running: a fleet sample every %.1fs (rollups restored up to %s)",
