@@ -274,8 +274,8 @@ def desired_taints(
 class ClusterHealthMonitor(Service):
     """``async with ClusterHealthMonitor(objects): ...`` or ``await run()`` / ``shutdown()``.
 
-    Each ``run()`` starts afresh (new informers, no remembered heartbeats), so the hub can
-    run it for every leadership term.
+    Each ``run()`` starts afresh (new informers and queue), so the hub can run it for every
+    leadership term; what this process saw of the heartbeats (:attr:`tracker`) is kept.
     """
 
     shutdown_raises = False  # stopped in the hub's cleanup, which must go on
@@ -309,12 +309,15 @@ class ClusterHealthMonitor(Service):
         self._lease_rt = registry.require(f"{c.COORDINATION_GROUP}/v1", "Lease")
         super().__init__("cluster-health")
         self._started = asyncio.Event()
+        #: Kept from one term to the next in this process: what it saw of the heartbeats stays
+        #: true, and a term that starts after a stall (which may have cost the last term its
+        #: lease) must not date the heartbeats the stall kept out by their agents' old stamps.
+        self.tracker = HeartbeatTracker()
         self._new_term()
 
     def _new_term(self) -> None:
         self.clusters = Informer(self.objects, self._cluster_rt)
         self.leases = Informer(self.objects, self._lease_rt, namespace=c.LEASE_NAMESPACE)
-        self.tracker = HeartbeatTracker()
         self.stalls = LoopStalls(tick=self._stall_tick, tolerance=self._stall_tick)
         self.fleet_state = FleetState.NORMAL
         #: Each cluster's health at its latest assessment.

@@ -428,3 +428,19 @@ async def test_a_stalled_hub_does_not_mark_its_clusters_lost(hub_objects: Object
             return ready_of(await agent.cluster())[0] == "Unknown"
 
         await until(unknown, "the cluster to turn Unknown once it stays silent with the hub running")
+
+
+async def test_a_new_term_keeps_what_the_last_one_saw_of_the_heartbeats(hub_objects: ObjectStore, clock: FakeClock) -> None:
+    """A stall can cost the hub its leader lease: the next term in the same process must not
+    date the heartbeats the stall kept out by their agents' old stamps."""
+    agent = Agent(hub_objects, clock, "gpu-t")
+    await agent.register()
+    await agent.renew()
+    await agent.report("True")
+    monitor = ClusterHealthMonitor(hub_objects, grace_period=40, clock=clock)
+    async with monitor:
+        await look(monitor, agent, ready=("True", "MemberHealthy"), taints=[])
+        monitor.tracker.postpone(30, now=at(30))  # as the stall of the last term did
+    clock.set(50)  # 50 s after the agent's stamp, 20 s after the postponed heartbeat
+    async with monitor:
+        await look(monitor, agent, ready=("True", "MemberHealthy"), taints=[])
