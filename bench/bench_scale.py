@@ -32,7 +32,7 @@ core and fan-out p99 <= 1 s. When one is missed, ``bottleneck`` in the details (
 ``fanout.bottleneck`` for the fan-out phase) says which resource ran out (CPU of the machine,
 by process, or memory) with the numbers.
 
-Reproduce: ``.venv/bin/python -m bench.bench_scale [--size tiny|quick|full] [--watchers N] [--json FILE]``
+Reproduce: ``.venv/bin/python -m bench.bench_scale [--size tiny|quick|full] [--watchers N] [--workloads N] [--json FILE]``
 """
 
 from __future__ import annotations
@@ -457,10 +457,12 @@ def start(group: ProcessGroup, plan: Plan) -> tuple[Process, Kubectl, Process, d
     return hub_proc, hub, fleet, json.loads(stats.read_text())
 
 
-def run(size: Size, *, watchers: int | None = None) -> BenchmarkResult:
+def run(size: Size, *, watchers: int | None = None, workloads: int | None = None) -> BenchmarkResult:
     plan = PLANS[size]
     if watchers is not None:
         plan = dataclasses.replace(plan, fanout=dataclasses.replace(plan.fanout, watchers=watchers))
+    if workloads is not None:
+        plan = dataclasses.replace(plan, workloads=workloads)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="gpufed-bench-scale-") as tmp:
         group = ProcessGroup(root=Path(tmp))
@@ -486,9 +488,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The common benchmark options, plus ``--watchers N`` (the size's watcher count otherwise)."""
     extra = argparse.ArgumentParser(add_help=False)
     extra.add_argument("--watchers", type=int, default=None)
+    extra.add_argument("--workloads", type=int, default=None)
     known, rest = extra.parse_known_args(argv)
-    description = (__doc__.splitlines()[0] if __doc__ else NAME) + " [--watchers N: concurrent Work watchers]"
-    return benchmark_main(functools.partial(run, watchers=known.watchers), rest, description=description)
+    description = (__doc__.splitlines()[0] if __doc__ else NAME) + (
+        " [--watchers N: concurrent Work watchers] [--workloads N: Deployments applied]"
+    )
+    return benchmark_main(
+        functools.partial(run, watchers=known.watchers, workloads=known.workloads), rest, description=description
+    )
 
 
 if __name__ == "__main__":

@@ -51,7 +51,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
@@ -83,6 +83,7 @@ from controlplane.apiserver.identity import SYSTEM_MASTERS
 from controlplane.apiserver.proxy.metrics import ProxyMetrics
 from controlplane.controllers.disruption import FleetState
 from controlplane.reports.classify import DeviceState
+from controlplane.reports.rollups import CELL_GPU, CELL_USD, CellKey, cell_rates
 from controlplane.storage.ledger import WriteLedger
 
 logger = logging.getLogger(__name__)
@@ -268,11 +269,16 @@ class HubMetrics:
     def record_fleet(self, states: Iterable[DeviceState], *, time: datetime) -> None:
         """The fleet's device states at ``time``: sets ``gpus`` and integrates the held sample
         into ``gpu_hours_total``/``gpu_cost_usd_total`` up to ``time``."""
+        self.record_fleet_cells(cell_rates(states), time=time)
+
+    def record_fleet_cells(self, cells: Mapping[CellKey, Sequence[float]], *, time: datetime) -> None:
+        """:meth:`record_fleet` from the sample's cell rates (:func:`~controlplane.reports.rollups.cell_rates`,
+        which the accounting has already summed): no pass over every device again."""
         rates: dict[_StateKey, list[float]] = {}
-        for device in states:
-            slot = rates.setdefault((device.state.value, device.cluster, device.product), [0.0, 0.0])
-            slot[0] += device.share
-            slot[1] += device.cost_per_hour / 3600.0
+        for (state, cluster, product, *_), values in cells.items():
+            slot = rates.setdefault((state, cluster, product), [0.0, 0.0])
+            slot[0] += values[CELL_GPU]
+            slot[1] += values[CELL_USD]
         now = time.timestamp()
         if self._held is not None:
             held_time, held_rates = self._held

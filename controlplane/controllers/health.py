@@ -17,7 +17,10 @@ Out, per Cluster, as Kubernetes' node lifecycle controller does for nodes:
 A heartbeat is a change of the Lease's ``renewTime`` or of the Cluster's
 ``status.lastReportTime``. Clocks of members and hub may disagree, so a heartbeat seen
 *change* while the monitor runs is dated by the hub's clock; only the heartbeat present
-when the monitor starts is dated by its own timestamp (capped at now). A new cluster that
+when the monitor starts is dated by its own timestamp (capped at now). A member is never
+marked lost because the hub was busy: time the hub's event loop was stalled (it could serve
+no heartbeat; :class:`LoopStalls`, checked every second and before each assessment) is
+given back to every cluster's grace. A new cluster that
 has not reported yet gets the grace period from its ``creationTimestamp`` (start-up grace).
 
 When most of the fleet looks unhealthy at once the hub suspects itself rather than the
@@ -151,6 +154,41 @@ class HeartbeatTracker:
     def forget(self, name: str) -> None:
         self._seen.pop(name, None)
 
+    def postpone(self, seconds: float, *, now: datetime) -> None:
+        """Date every recorded heartbeat ``seconds`` later (never after ``now``): the hub could
+        not receive heartbeats for that long (:class:`LoopStalls`), so that time does not count
+        against any cluster's grace."""
+        shift = timedelta(seconds=seconds)
+        for name, (marker, arrived) in self._seen.items():
+            self._seen[name] = (marker, min(arrived + shift, now))
+
+
+class LoopStalls:
+    """Seconds the hub's event loop could not run (nothing was served, no heartbeat could arrive).
+
+    :meth:`observe` is called every ``tick`` seconds by a timer, and before each assessment; a
+    call later than ``tick + tolerance`` after the previous one means the loop was held (a long
+    computation, the process starved of CPU) and returns the lateness beyond ``tick``. Times are
+    the loop's monotonic clock.
+    """
+
+    def __init__(self, *, tick: float = 1.0, tolerance: float = 1.0) -> None:
+        self.tick = tick
+        self.tolerance = tolerance
+        self.total = 0.0
+        self._last: float | None = None
+
+    def observe(self, now: float) -> float:
+        """The stall ending at ``now`` in seconds (0.0: none)."""
+        last, self._last = self._last, now
+        if last is None:
+            return 0.0
+        late = now - last - self.tick
+        if late <= self.tolerance:
+            return 0.0
+        self.total += late
+        return late
+
 
 def assess_cluster(
     cluster: Mapping[str, Any], *, last_heartbeat: datetime | None, now: datetime, grace: timedelta
@@ -227,8 +265,8 @@ def desired_taints(
 class ClusterHealthMonitor(Service):
     """``async with ClusterHealthMonitor(objects): ...`` or ``await run()`` / ``shutdown()``.
 
-    Each ``run()`` starts afresh (new informers, no remembered heartbeats), so the hub can
-    run it for every leadership term.
+    Each ``run()`` starts afresh (new informers and queue), so the hub can run it for every
+    leadership term; what this process saw of the heartbeats (:attr:`tracker`) is kept.
     """
 
     shutdown_raises = False  # stopped in the hub's cleanup, which must go on
@@ -242,6 +280,7 @@ class ClusterHealthMonitor(Service):
         workers: int = 2,
         unhealthy_threshold: float = DEFAULT_UNHEALTHY_THRESHOLD,
         on_fleet_state: Callable[[FleetState, int, int], None] | None = None,
+        stall_tick: float = 1.0,
     ) -> None:
         if grace_period <= 0:
             raise ValueError(f"the cluster monitor grace period must be > 0 seconds, got {grace_period}")
@@ -254,17 +293,23 @@ class ClusterHealthMonitor(Service):
         self._on_fleet_state = on_fleet_state
         self._clock = clock
         self._workers = workers
+        #: How often the loop's stalls are looked for (a lateness beyond one more tick is a stall).
+        self._stall_tick = stall_tick
         registry = objects.registry
         self._cluster_rt = registry.require(f"{c.CLUSTER_GROUP}/{c.VERSION}", "Cluster")
         self._lease_rt = registry.require(f"{c.COORDINATION_GROUP}/v1", "Lease")
         super().__init__("cluster-health")
         self._started = asyncio.Event()
+        #: Kept from one term to the next in this process: what it saw of the heartbeats stays
+        #: true, and a term that starts after a stall (which may have cost the last term its
+        #: lease) must not date the heartbeats the stall kept out by their agents' old stamps.
+        self.tracker = HeartbeatTracker()
         self._new_term()
 
     def _new_term(self) -> None:
         self.clusters = Informer(self.objects, self._cluster_rt)
         self.leases = Informer(self.objects, self._lease_rt, namespace=c.LEASE_NAMESPACE)
-        self.tracker = HeartbeatTracker()
+        self.stalls = LoopStalls(tick=self._stall_tick, tolerance=self._stall_tick)
         self.fleet_state = FleetState.NORMAL
         #: Each cluster's health at its latest assessment.
         self._health: dict[str, Health] = {}
@@ -296,6 +341,7 @@ class ClusterHealthMonitor(Service):
             ]
             stopped = group.create_task(self._stop.wait())
             synced = group.create_task(self._wait_synced())
+            watch = group.create_task(self._watch_stalls(), name="health-stalls")
             await asyncio.wait({synced, stopped}, return_when=asyncio.FIRST_COMPLETED)
             worker: asyncio.Task[None] | None = None
             if synced.done():
@@ -304,6 +350,7 @@ class ClusterHealthMonitor(Service):
                 log.info("cluster health monitor started (grace period %gs)", self.grace.total_seconds())
             await stopped
             synced.cancel()
+            watch.cancel()
             await loop.shutdown()
             for task in informers:
                 task.cancel()
@@ -311,6 +358,21 @@ class ClusterHealthMonitor(Service):
                 await worker
         self._started.clear()
         log.info("cluster health monitor stopped")
+
+    async def _watch_stalls(self) -> None:
+        while True:
+            self._credit_stall()
+            await asyncio.sleep(self.stalls.tick)
+
+    def _credit_stall(self) -> None:
+        """Give every cluster back the time the hub's loop was stalled (it served no heartbeat)."""
+        stalled = self.stalls.observe(asyncio.get_running_loop().time())
+        if stalled:
+            log.warning(
+                "the hub's event loop was stalled for %.1fs; clusters' heartbeat grace is extended by as much",
+                stalled,
+            )
+            self.tracker.postpone(stalled, now=self._clock())
 
     async def _wait_synced(self) -> None:
         await self.clusters.synced.wait()
@@ -326,6 +388,7 @@ class ClusterHealthMonitor(Service):
             self.tracker.forget(name)
             self._health.pop(name, None)
             return None
+        self._credit_stall()
         now = self._clock()
         lease = self.leases.get(c.LEASE_NAMESPACE, name)
         arrived = self.tracker.observe(name, heartbeat_marker(cluster, lease), now=now)

@@ -42,12 +42,17 @@ import logging
 import math
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 from controlplane.apis.spot import RecordedReclaim
-from controlplane.reports.classify import DEFAULT_THRESHOLD, classify_fleet
-from controlplane.reports.fleet import FleetSample
+from controlplane.reports.classify import (
+    DEFAULT_THRESHOLD,
+    Classification,
+    ClassificationMemo,
+    classify_fleet,
+)
+from controlplane.reports.fleet import ClusterSample, FleetSample
 from controlplane.reports.moves import MoveRecord, in_window
 from controlplane.reports.recommend import find_opportunities, recommend
 from controlplane.reports.rollups import (
@@ -55,6 +60,7 @@ from controlplane.reports.rollups import (
     Bucket,
     BucketId,
     CellKey,
+    CellRatesMemo,
     OpportunityKey,
     Rates,
     Resolution,
@@ -62,7 +68,6 @@ from controlplane.reports.rollups import (
     add_into,
     bucket_from_doc,
     bucket_to_doc,
-    cell_rates,
     cursor_from_doc,
     cursor_to_doc,
     encode_json,
@@ -84,6 +89,25 @@ logger = logging.getLogger(__name__)
 DEFAULT_MAX_INTERVAL = timedelta(minutes=5)
 DEFAULT_MINUTE_RETENTION = timedelta(hours=48)
 DEFAULT_HOUR_RETENTION = timedelta(days=90)
+
+
+@dataclass(frozen=True, slots=True)
+class PassMemos:
+    """What a pass keeps of the last one (per cluster: classified states, cell rates). Not part
+    of the accounting's state: a new accumulator (a new leadership term restoring the rollups)
+    may take over the last one's, so the fleet is not classified from scratch again."""
+
+    classification: ClassificationMemo = field(default_factory=ClassificationMemo)
+    cells: CellRatesMemo = field(default_factory=CellRatesMemo)
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedSample:
+    """A sample classified, with its rates (:meth:`Accumulator.prepare`), not yet accounted."""
+
+    sample: FleetSample
+    classification: Classification
+    rates: Rates
 
 
 def _timestamp(moment: datetime) -> float:
@@ -121,12 +145,43 @@ class Accumulator:
         self._never_fit: tuple[NeverFitRequest, ...] = ()
         self._spot_reclaims: tuple[RecordedReclaim, ...] = ()
         self._moves: tuple[MoveRecord, ...] = ()
+        self.memos = PassMemos()
 
     # -- feeding -------------------------------------------------------------------------------
 
     def add(self, sample: FleetSample) -> bool:
         """Account ``sample``; False (and nothing changes) when it is not newer than the last one."""
-        now = _timestamp(sample.time)
+        return self.commit(self.prepare(sample))
+
+    def warm(self, cluster: ClusterSample) -> bool:
+        """Classify ``cluster``'s devices (before matching) and sum their cells ahead of
+        :meth:`prepare`, unless the last classification's still hold; True when work was done.
+        A caller on an event loop calls it cluster by cluster, with a turn for the loop between."""
+        before = self.memos.classification.misses
+        part = self.memos.classification.base_states(cluster, self.threshold)
+        return self.memos.cells.warm(part) or self.memos.classification.misses > before
+
+    def prepare(self, sample: FleetSample) -> PreparedSample:
+        """The costly half of :meth:`add`: classify ``sample`` and work out its rates; it changes
+        nothing the reports read (only the per-cluster memos of the previous sample)."""
+        classification = classify_fleet(
+            sample,
+            threshold=self.threshold,
+            cap_needed_by_demand=self.cap_needed_by_demand,
+            memo=self.memos.classification,
+        )
+        rates = Rates(
+            time=_timestamp(sample.time),
+            cells=self.memos.cells.rates(classification.parts),
+            opportunities=opportunity_rates(find_opportunities(sample, classification)),
+        )
+        return PreparedSample(sample, classification, rates)
+
+    def commit(self, prepared: PreparedSample) -> bool:
+        """Account a sample :meth:`prepare` classified; False (and nothing changes) when it is not
+        newer than the last one."""
+        sample, classification, rates = prepared.sample, prepared.classification, prepared.rates
+        now = rates.time
         if self._cursor is not None and now <= self._cursor.time:
             logger.warning(
                 "ignoring a fleet sample at %s: not newer than the last one at %s",
@@ -134,14 +189,6 @@ class Accumulator:
                 datetime.fromtimestamp(self._cursor.time, UTC).isoformat(),
             )
             return False
-        classification = classify_fleet(
-            sample, threshold=self.threshold, cap_needed_by_demand=self.cap_needed_by_demand
-        )
-        rates = Rates(
-            time=now,
-            cells=cell_rates(classification.states),
-            opportunities=opportunity_rates(find_opportunities(sample, classification)),
-        )
         if self._cursor is not None:
             self._integrate(self._cursor, until=now)
         self._cursor = rates

@@ -47,6 +47,7 @@ returned apart (``Classification.never_fit``) for the report to list.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
@@ -127,6 +128,39 @@ class Classification:
     unmet: tuple[UnmetDemand, ...]
     never_fit: tuple[PendingDemand, ...] = ()
     """Pending demand no node of the fleet could ever hold, left out of the states."""
+    parts: tuple[tuple[DeviceState, ...], ...] = ()
+    """The same states cluster by cluster, in the sample's order (empty when not split): an
+    unchanged cluster's part is the very tuple of the last classification (:class:`ClassificationMemo`)."""
+
+
+class ClassificationMemo:
+    """Each cluster's device states as classified before any demand is matched, kept while the
+    cluster's sample is unchanged: the same nodes tuple (as
+    :class:`~controlplane.reports.snapshot.ClusterNodesCache` keeps it) and the same readiness,
+    cordon and prices. The states of a cluster no pending demand touches are then reused as
+    they are, tuple and all, instead of one new object per device per sample."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, tuple[tuple[NodeSample, ...], tuple[object, ...], tuple[DeviceState, ...]]] = {}
+        #: Clusters classified anew (not found unchanged).
+        self.misses = 0
+
+    def base_states(self, cluster: ClusterSample, threshold: float) -> tuple[DeviceState, ...]:
+        """The states of ``cluster``'s devices before matching (free devices free-spare)."""
+        facts = (cluster.ready, cluster.schedulable, dict(cluster.pricing), threshold)
+        entry = self._entries.get(cluster.name)
+        if entry is not None and entry[0] is cluster.nodes and entry[1] == facts:
+            return entry[2]
+        states = _base_states(cluster, threshold)
+        self.misses += 1
+        self._entries[cluster.name] = (cluster.nodes, facts, states)
+        return states
+
+    def retain(self, names: Iterable[str]) -> None:
+        """Forget the clusters not in ``names``."""
+        keep = set(names)
+        for name in [n for n in self._entries if n not in keep]:
+            del self._entries[name]
 
 
 @dataclass(slots=True)
@@ -193,40 +227,75 @@ def _gpu_demands(pending: Iterable[PendingDemand]) -> list[PendingDemand]:
     return demands
 
 
+def _base_states(cluster: ClusterSample, threshold: float) -> tuple[DeviceState, ...]:
+    """Rules 1-3 for every device of ``cluster``; a free device is provisionally free-spare
+    (matching decides needed / fragmented)."""
+    states: list[DeviceState] = []
+    for node in cluster.nodes:
+        # A device sample repeated on a node (the GPUs no report names) has one state object.
+        known: dict[int, DeviceState] = {}
+        for device in node.devices:
+            if (same := known.get(id(device))) is not None:
+                states.append(same)
+                continue
+            if not (cluster.ready and node.ready):
+                state = WasteState.UNAVAILABLE
+            elif device.allocated_to is not None:
+                state = _allocated_state(device, threshold)
+            elif not (cluster.schedulable and node.schedulable):
+                state = WasteState.UNAVAILABLE
+            else:
+                state = WasteState.FREE_SPARE
+            states.append(known.setdefault(id(device), _state_of(cluster, node, device, state)))
+    return tuple(states)
+
+
+def _free_nodes(cluster: ClusterSample, states: Sequence[DeviceState], offset: int) -> list[_FreeNode]:
+    """The nodes of ``cluster`` with free devices; its states start at ``offset`` in ``states``."""
+    out: list[_FreeNode] = []
+    index = offset
+    for node in cluster.nodes:
+        free_node = _FreeNode(cluster, node, {}, [])
+        for device in node.devices:
+            if states[index].state is WasteState.FREE_SPARE:
+                free_node.all_free.append(index)
+                if device.resource is not None:
+                    free_node.free.setdefault(device.resource, []).append(index)
+            index += 1
+        if free_node.all_free:
+            out.append(free_node)
+    return out
+
+
 def classify_fleet(
     sample: FleetSample,
     *,
     threshold: float = DEFAULT_THRESHOLD,
     cap_needed_by_demand: bool = True,
+    memo: ClassificationMemo | None = None,
 ) -> Classification:
-    """Every device's state, plus the pending demand no free device could take."""
+    """Every device's state, plus the pending demand no free device could take. With ``memo``,
+    the clusters unchanged since its last use and untouched by demand cost no new states."""
+    demands = _gpu_demands(sample.pending)
     states: list[DeviceState] = []
+    bases: list[tuple[DeviceState, ...]] = []
     free_nodes: list[_FreeNode] = []
     for cluster in sample.clusters:
-        for node in cluster.nodes:
-            free_node = _FreeNode(cluster, node, {}, [])
-            for device in node.devices:
-                if not (cluster.ready and node.ready):
-                    state = WasteState.UNAVAILABLE
-                elif device.allocated_to is not None:
-                    state = _allocated_state(device, threshold)
-                elif not (cluster.schedulable and node.schedulable):
-                    state = WasteState.UNAVAILABLE
-                else:
-                    # Provisionally spare; matching below decides needed / fragmented.
-                    state = WasteState.FREE_SPARE
-                    free_node.all_free.append(len(states))
-                    if device.resource is not None:
-                        free_node.free.setdefault(device.resource, []).append(len(states))
-                states.append(_state_of(cluster, node, device, state))
-            if free_node.all_free:
-                free_nodes.append(free_node)
-
-    demands = _gpu_demands(sample.pending)
+        base = memo.base_states(cluster, threshold) if memo is not None else _base_states(cluster, threshold)
+        if demands:
+            offset = len(states)
+            states.extend(base)
+            free_nodes.extend(_free_nodes(cluster, states, offset))
+        else:
+            states.extend(base)
+        bases.append(base)
+    if memo is not None:
+        memo.retain(cluster.name for cluster in sample.clusters)
+    changed: set[int] = set()
     unmet: list[UnmetDemand] = []
     if cap_needed_by_demand:
         for demand in demands:
-            remaining = _match(demand, free_nodes, states)
+            remaining = _match(demand, free_nodes, states, changed)
             if remaining:
                 unmet.append(UnmetDemand(demand, remaining))
     else:
@@ -241,22 +310,45 @@ def classify_fleet(
                 fits_anywhere = True
                 for resource in requests:
                     for index in free_node.free[resource]:
-                        _mark_needed(states, index, demand)
+                        _mark_needed(states, index, demand, changed)
             if not fits_anywhere:
                 unmet.append(UnmetDemand(demand, demand.replicas))
 
     # Matched mode: only demand still waiting strands capacity. Literal mode: any demand does.
-    _mark_fragmented(states, free_nodes, [u.demand for u in unmet] if cap_needed_by_demand else demands)
-    return Classification(tuple(states), tuple(unmet), _never_fit(sample.pending))
+    _mark_fragmented(states, free_nodes, [u.demand for u in unmet] if cap_needed_by_demand else demands, changed)
+    return Classification(
+        tuple(states), tuple(unmet), _never_fit(sample.pending), parts=_parts(bases, states, changed)
+    )
 
 
-def _mark_needed(states: list[DeviceState], index: int, demand: PendingDemand) -> None:
+def _parts(
+    bases: Sequence[tuple[DeviceState, ...]], states: Sequence[DeviceState], changed: set[int]
+) -> tuple[tuple[DeviceState, ...], ...]:
+    """Per cluster, its base states when matching changed none of them, else its new states."""
+    if not changed:
+        return tuple(bases)
+    parts: list[tuple[DeviceState, ...]] = []
+    marked = sorted(changed)
+    offset = 0
+    for base in bases:
+        end = offset + len(base)
+        first = bisect_left(marked, offset)
+        touched = first < len(marked) and marked[first] < end
+        parts.append(tuple(states[offset:end]) if touched else base)
+        offset = end
+    return tuple(parts)
+
+
+def _mark_needed(states: list[DeviceState], index: int, demand: PendingDemand, changed: set[int]) -> None:
     old = states[index]
     if old.state == WasteState.FREE_SPARE:
         states[index] = replace(old, state=WasteState.FREE_NEEDED, demand=(demand.namespace, demand.workload))
+        changed.add(index)
 
 
-def _match(demand: PendingDemand, free_nodes: Sequence[_FreeNode], states: list[DeviceState]) -> int:
+def _match(
+    demand: PendingDemand, free_nodes: Sequence[_FreeNode], states: list[DeviceState], changed: set[int]
+) -> int:
     """Claim devices for ``demand``'s replicas; return how many replicas found no room."""
     requests = demand.gpu_requests
     remaining = demand.replicas
@@ -274,13 +366,13 @@ def _match(demand: PendingDemand, free_nodes: Sequence[_FreeNode], states: list[
             claimed = free_node.free[resource][: take * amount]
             del free_node.free[resource][: take * amount]
             for index in claimed:
-                _mark_needed(states, index, demand)
+                _mark_needed(states, index, demand, changed)
         remaining -= take
     return remaining
 
 
 def _mark_fragmented(
-    states: list[DeviceState], free_nodes: Sequence[_FreeNode], waiting: Sequence[PendingDemand]
+    states: list[DeviceState], free_nodes: Sequence[_FreeNode], waiting: Sequence[PendingDemand], changed: set[int]
 ) -> None:
     if not waiting:
         return
@@ -290,6 +382,7 @@ def _mark_fragmented(
         for index in free_node.all_free:
             if states[index].state == WasteState.FREE_SPARE:
                 states[index] = replace(states[index], state=WasteState.FREE_FRAGMENTED)
+                changed.add(index)
 
 
 def classify(

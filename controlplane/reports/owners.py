@@ -22,7 +22,7 @@ from typing import Any
 
 from controlplane.apis import constants as c
 from controlplane.apis.untyped import as_list, as_mapping
-from controlplane.reports.fleet import ClusterSample, DeviceSample, PodRef
+from controlplane.reports.fleet import DeviceSample, NodeSample, PodRef
 
 #: How each kind's controller names its pods after ``<workload>-`` (kube's generateName rules:
 #: a Deployment's ReplicaSet adds its pod-template-hash, a Job's pods a random suffix...).
@@ -67,16 +67,25 @@ def _owner_by_name(holder: PodRef, workloads: Sequence[tuple[str, str, str]]) ->
     return holder if best is None else replace(holder, kind=best[0], name=best[1])
 
 
-def with_owners_by_name(cluster: ClusterSample, workloads: Sequence[tuple[str, str, str]]) -> ClusterSample:
-    """``cluster`` with each device held by an ownerless pod put under its workload by name."""
+def with_owners_by_name(nodes: tuple[NodeSample, ...], workloads: Sequence[tuple[str, str, str]]) -> tuple[NodeSample, ...]:
+    """A cluster's ``nodes`` with each device held by an ownerless pod put under its workload by
+    name; a node with no such device is kept as it is."""
+
+    def ownerless(device: DeviceSample) -> bool:
+        holder = device.allocated_to
+        return holder is not None and not holder.kind and bool(holder.pod)
 
     def resolved(device: DeviceSample) -> DeviceSample:
         holder = device.allocated_to
-        if holder is None or holder.kind or not holder.pod:
+        if holder is None or not ownerless(device):
             return device
         return replace(device, allocated_to=_owner_by_name(holder, workloads))
 
     if not workloads:
-        return cluster
-    nodes = tuple(replace(node, devices=tuple(resolved(d) for d in node.devices)) for node in cluster.nodes)
-    return replace(cluster, nodes=nodes)
+        return nodes
+    return tuple(
+        replace(node, devices=tuple(resolved(d) for d in node.devices))
+        if any(ownerless(d) for d in node.devices)
+        else node
+        for node in nodes
+    )

@@ -140,10 +140,13 @@ def _running_pods(states: Iterable[DeviceState], clusters: dict[str, ClusterSamp
     )
 
 
-def _destinations(states: Iterable[DeviceState], clusters: dict[str, ClusterSample]) -> list[_Destination]:
+def _destinations(
+    states: Iterable[DeviceState], clusters: dict[str, ClusterSample], *, below: float
+) -> list[_Destination]:
+    """The nodes with free devices priced under ``below`` (a move needs a cheaper destination)."""
     nodes: dict[tuple[str, str], _Destination] = {}
     for state in states:
-        if state.state not in _DESTINATION_STATES or state.resource is None:
+        if state.state not in _DESTINATION_STATES or state.resource is None or state.price_per_gpu_hour >= below:
             continue
         key = (state.cluster, state.node)
         node = nodes.get(key)
@@ -156,11 +159,14 @@ def _destinations(states: Iterable[DeviceState], clusters: dict[str, ClusterSamp
 def _moves(
     sample: FleetSample, states: Sequence[DeviceState], clusters: dict[str, ClusterSample]
 ) -> list[Opportunity]:
-    destinations = _destinations(states, clusters)
+    pods = _running_pods(states, clusters)
+    if not pods:
+        return []
+    destinations = _destinations(states, clusters, below=max(pod.cluster.price(pod.product) for pod in pods))
     if not destinations:
         return []
     found: dict[tuple[str, ...], list[float]] = {}
-    for pod in _running_pods(states, clusters):
+    for pod in pods:
         source_price = pod.cluster.price(pod.product)
         constraints = sample.workloads.get((pod.namespace, pod.workload))
         for dest in destinations:

@@ -101,6 +101,37 @@ def cell_rates(states: Iterable[DeviceState]) -> dict[CellKey, tuple[float, ...]
     return {key: tuple(values) for key, values in rates.items()}
 
 
+class CellRatesMemo:
+    """The cell rates of each part of a classification (a cluster's device states), kept while
+    the part is the same tuple (:attr:`~controlplane.reports.classify.Classification.parts`):
+    an unchanged cluster's cells are not summed again, device by device, every sample."""
+
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[tuple[DeviceState, ...], dict[CellKey, tuple[float, ...]]]] = {}
+
+    def warm(self, part: tuple[DeviceState, ...]) -> bool:
+        """Sum ``part``'s cells ahead of :meth:`rates` unless they are known; True when summed."""
+        entry = self._entries.get(id(part))
+        if entry is not None and entry[0] is part:
+            return False
+        self._entries[id(part)] = (part, cell_rates(part))
+        return True
+
+    def rates(self, parts: Sequence[tuple[DeviceState, ...]]) -> dict[CellKey, tuple[float, ...]]:
+        """:func:`cell_rates` of the states of every part, in order."""
+        entries: dict[int, tuple[tuple[DeviceState, ...], dict[CellKey, tuple[float, ...]]]] = {}
+        out: dict[CellKey, tuple[float, ...]] = {}
+        for part in parts:
+            entry = self._entries.get(id(part))
+            cells = entry[1] if entry is not None and entry[0] is part else cell_rates(part)
+            entries[id(part)] = (part, cells)
+            for key, values in cells.items():
+                held = out.get(key)
+                out[key] = values if held is None else tuple(a + b for a, b in zip(held, values, strict=True))
+        self._entries = entries
+        return out
+
+
 def opportunity_rates(opportunities: Iterable[Opportunity]) -> dict[OpportunityKey, tuple[float, ...]]:
     """One sample's per-second opportunity values."""
     rates: dict[OpportunityKey, list[float]] = {}

@@ -132,19 +132,17 @@ def unreported_nodes(
         profile = profile_of_resource(entry.resource)
 
         def devices(
-            count: int, holder: PodRef | None, entry: SummaryEntry = entry, profile: str | None = profile
+            count: int,
+            holder: PodRef | None,
+            resource: str = entry.resource,
+            profile: str | None = profile,
+            share: float = unit,
         ) -> list[DeviceSample]:
+            # Unreported devices of one kind cannot be told apart: one immutable sample stands
+            # for each of them (a 5,000-node cluster without DCGM has 40,000).
             return [
-                DeviceSample(
-                    gpu=f"{entry.resource}#{index}",
-                    uuid="",
-                    profile=profile,
-                    share=entry.unit,
-                    allocated_to=holder,
-                    resource=entry.resource,
-                )
-                for index in range(count)
-            ]
+                DeviceSample(gpu=resource, uuid="", profile=profile, share=share, allocated_to=holder, resource=resource)
+            ] * count
 
         unavailable.setdefault(entry.product, []).extend(devices(missing_unavailable, None))
         allocated.setdefault(entry.product, []).extend(devices(missing_allocated, unknown_holder))

@@ -7,6 +7,7 @@ clock is the same fake clock, with Clusters and Leases written as an agent write
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -21,6 +22,7 @@ from controlplane.controllers.health import (
     ClusterHealthMonitor,
     Health,
     HeartbeatTracker,
+    LoopStalls,
     assess_cluster,
     desired_taints,
     heartbeat_marker,
@@ -153,6 +155,29 @@ def test_heartbeat_tracker_dates_changes_by_the_hub_clock() -> None:
     ahead = heartbeat_marker(cluster_obj(report=3600), None)
     assert tracker.observe("b", ahead, now=at(0)) == at(0)
     assert tracker.observe("c", (None, None), now=at(0)) is None
+
+
+def test_loop_stalls_count_only_lateness_beyond_the_tolerance() -> None:
+    stalls = LoopStalls(tick=1.0, tolerance=1.0)
+    assert stalls.observe(100.0) == 0.0  # the first look: nothing to compare with
+    assert stalls.observe(101.0) == 0.0
+    assert stalls.observe(101.4) == 0.0  # an assessment between two ticks
+    assert stalls.observe(103.3) == 0.0  # 0.9 s late: within the tolerance
+    assert stalls.observe(109.3) == 5.0  # the loop was held for 5 s beyond its tick
+    assert stalls.total == 5.0
+
+
+def test_a_stall_postpones_every_heartbeat_but_never_past_now() -> None:
+    tracker = HeartbeatTracker()
+    marker = heartbeat_marker(cluster_obj(), {"spec": {"renewTime": "2024-05-01T09:59:50.000000Z"}})
+    assert tracker.observe("a", marker, now=at(0)) == at(-10)
+    other = heartbeat_marker(cluster_obj(), {"spec": {"renewTime": "2024-05-01T09:59:59.000000Z"}})
+    assert tracker.observe("b", other, now=at(0)) == at(-1)
+    tracker.postpone(30, now=at(35))
+    assert tracker.observe("a", marker, now=at(35)) == at(20)
+    assert tracker.observe("b", other, now=at(35)) == at(29)
+    tracker.postpone(100, now=at(40))
+    assert tracker.observe("a", marker, now=at(40)) == at(40)
 
 
 # --- the monitor ---------------------------------------------------------------------------
@@ -360,3 +385,62 @@ async def test_monitor_can_run_again_after_shutdown(hub_objects: ObjectStore, cl
     await peer.report("True")
     async with monitor:
         await look(monitor, agent, ready=("Unknown", ClusterReadyReason.STATUS_UNKNOWN), taints=UNREACHABLE)
+
+
+class FlowingClock:
+    """``now`` moving with the event loop's time from T0 (as an agent's clock does)."""
+
+    def __init__(self, flowing: Callable[[], datetime]) -> None:
+        self._flowing = flowing
+
+    @property
+    def now(self) -> datetime:
+        return self._flowing()
+
+
+async def test_a_stalled_hub_does_not_mark_its_clusters_lost(hub_objects: ObjectStore, clock: FakeClock) -> None:
+    """The hub's event loop held for longer than the grace (as a long computation on it would)
+    while an agent renews its Lease every 0.1 s: no heartbeat could arrive meanwhile, so none
+    is missed; once the agent stops, its silence still counts."""
+    flowing = asyncio_clock(clock)
+    agent = Agent(hub_objects, FlowingClock(flowing), "gpu-s")  # type: ignore[arg-type]
+    await agent.register()
+    await agent.renew()
+    await agent.report("True")
+
+    async def heartbeats() -> None:
+        while True:
+            await asyncio.sleep(0.1)
+            await agent.renew()
+
+    async with ClusterHealthMonitor(hub_objects, grace_period=1.0, clock=flowing, stall_tick=0.1) as monitor:
+        await look(monitor, agent, ready=("True", "MemberHealthy"), taints=[])
+        beating = asyncio.create_task(heartbeats())
+        await asyncio.sleep(0.3)
+        time.sleep(2.5)  # noqa: ASYNC251 -- the point: the loop is held, the monitor's recheck falls due
+        await monitor.loop.add(agent.name)
+        await asyncio.sleep(0.5)
+        assert ready_of(await agent.cluster()) == ("True", "MemberHealthy")
+        assert monitor.stalls.total >= 2.0
+        beating.cancel()
+
+        async def unknown() -> bool:
+            return ready_of(await agent.cluster())[0] == "Unknown"
+
+        await until(unknown, "the cluster to turn Unknown once it stays silent with the hub running")
+
+
+async def test_a_new_term_keeps_what_the_last_one_saw_of_the_heartbeats(hub_objects: ObjectStore, clock: FakeClock) -> None:
+    """A stall can cost the hub its leader lease: the next term in the same process must not
+    date the heartbeats the stall kept out by their agents' old stamps."""
+    agent = Agent(hub_objects, clock, "gpu-t")
+    await agent.register()
+    await agent.renew()
+    await agent.report("True")
+    monitor = ClusterHealthMonitor(hub_objects, grace_period=40, clock=clock)
+    async with monitor:
+        await look(monitor, agent, ready=("True", "MemberHealthy"), taints=[])
+        monitor.tracker.postpone(30, now=at(30))  # as the stall of the last term did
+    clock.set(50)  # 50 s after the agent's stamp, 20 s after the postponed heartbeat
+    async with monitor:
+        await look(monitor, agent, ready=("True", "MemberHealthy"), taints=[])

@@ -156,3 +156,18 @@ async def test_a_cordoned_node_and_a_stale_cluster_are_unavailable(objects: Obje
 async def test_the_interval_must_be_positive(objects: ObjectStore, store: Store, interval: float) -> None:
     with pytest.raises(ValueError, match="positive"):
         WasteSampler(objects, store, interval=interval)
+
+
+async def test_a_new_run_reuses_the_last_runs_classification(objects: ObjectStore, store: Store) -> None:
+    """A sampler run again (a new leadership term restores the rollups into a new accumulator)
+    keeps the per-cluster nodes and states of the last run: an unchanged fleet is not
+    classified from scratch again, and the figures still add up."""
+    await _fleet(objects)
+    sampler = WasteSampler(objects, store, interval=0.01, clock=SteppingClock(10))
+    await _run_until(sampler, lambda: sampler.samples_taken >= 2)
+    first_memos = sampler._memos
+    assert first_memos is not None and first_memos.classification.misses == 1
+    await _run_until(sampler, lambda: sampler.samples_taken >= 4)
+    assert sampler._memos is first_memos and first_memos.classification.misses == 1
+    report = (await ReportSource(store).accumulator()).query(T0, T0 + timedelta(minutes=3))
+    assert report.totals.gpu_hours[WasteState.BUSY] == pytest.approx(3 * MINUTE_HOURS)
