@@ -34,6 +34,10 @@ from controlplane.storage.interface import EventType, Gone, KeyValue, StorageErr
 
 logger = logging.getLogger(__name__)
 
+#: At most this many reads of deleted values in flight per watch: a namespace deleted at once
+#: brings thousands of DELETE events in a few responses, and each needs one read.
+MAX_CONCURRENT_DELETED_READS = 32
+
 
 def key_value(kv: Any, *, namespace: str) -> KeyValue:
     """An etcd ``KeyValue`` message as the store's, its key without the store's namespace."""
@@ -73,10 +77,13 @@ async def deleted_values(calls: EtcdCalls, events: Any) -> dict[int, Any]:
     if not deletes:
         return {}
 
+    reading = asyncio.Semaphore(MAX_CONCURRENT_DELETED_READS)
+
     async def before(kv: Any) -> Any:
         request = rpc.RangeRequest(key=kv.key, revision=kv.mod_revision - 1)
         try:
-            response = await calls.kv("watch", "Range", request)
+            async with reading:
+                response = await calls.kv("watch", "Range", request)
         except RevisionError:
             return None
         return response.kvs[0] if response.kvs else None
