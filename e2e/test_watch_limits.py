@@ -146,6 +146,10 @@ def test_stalled_watchers_are_closed_and_cost_the_hub_little_memory(processes, t
         sampler.join()
         for sock in stalled:
             sock.close()
+        # The reading thread is blocked in a read on this connection: shut the socket down so
+        # that the read returns now (a plain close waits for the read to time out first).
+        if watch.sock is not None:
+            watch.sock.shutdown(socket.SHUT_RDWR)
         watch.close()
         writer.close()
     growth = peak - baseline
