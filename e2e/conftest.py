@@ -57,10 +57,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.timeout(E2E_TIMEOUT_SECONDS))
         item.add_marker(pytest.mark.filterwarnings(FOREIGN_LEAKED_SOCKETS))
     # pytest-xdist hands tests out in this order: the end-to-end tests (up to minutes each) go
-    # first, so the workers share them from the start and the many short unit tests fill in
-    # around them, instead of a long test started last holding up the end of the run (the
-    # Makefile's small --maxschedchunk keeps one worker from queueing many of them at once).
-    items.sort(key=lambda item: not _is_e2e(item))
+    # first, the ones marked slow (a minute or more by design) first of all, so the workers
+    # share them from the start and the many short unit tests fill in around them, instead of
+    # a long test started last holding up the end of the run (the Makefile's small
+    # --maxschedchunk keeps one worker from queueing many of them at once). The sort is stable:
+    # within each group the tests keep the order they were collected in.
+    items.sort(key=lambda item: (not _is_e2e(item), item.get_closest_marker("slow") is None))
 
 
 @pytest.fixture(autouse=True)

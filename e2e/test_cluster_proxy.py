@@ -234,6 +234,7 @@ def _step(line: str | None) -> int:
     return int(line.split()[2].rstrip(":"))
 
 
+@pytest.mark.slow
 def test_cluster_proxy_through_the_agent(processes: ProcessGroup, tmp_path: Path) -> None:
     launched = processes.launch_member(_limited_fleet(tmp_path), CLUSTER)
     hub_proc, hub = processes.start_hub()

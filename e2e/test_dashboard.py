@@ -126,6 +126,7 @@ return {
 """
 
 
+@pytest.mark.slow
 def test_dashboard_shows_the_same_numbers_as_the_api(processes: ProcessGroup, tmp_path: Path, browser: Any) -> None:
     from selenium.webdriver.common.by import By
 

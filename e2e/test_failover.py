@@ -416,6 +416,7 @@ def _fleet_state(hub: Kubectl, members: dict[str, Kubectl]) -> tuple[list[str], 
     return problems, {"bindings": len(bindings), "works": len(works), "member objects": member_objects}
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_killing_the_leader_while_500_workloads_are_applied_places_each_exactly_once(
     processes: ProcessGroup, tmp_path: Path

@@ -146,6 +146,7 @@ def _next_minute(after: datetime) -> datetime:
     return after.replace(second=0, microsecond=0) + timedelta(minutes=1)
 
 
+@pytest.mark.slow
 def test_a_request_that_can_never_fit_is_told_so_and_wastes_nothing(processes: ProcessGroup) -> None:
     hub, _ = _start_fleet(processes, "--waste-sample-interval", "1")
     hub.run("apply", "-f", str(MANIFESTS / "huge.yaml"))

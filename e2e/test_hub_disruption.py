@@ -61,6 +61,7 @@ def _fleet_state(hub: Kubectl) -> str | None:
     return states[0] if len(states) == 1 else None
 
 
+@pytest.mark.slow
 def test_every_cluster_silent_at_once_is_not_evicted(processes: ProcessGroup) -> None:
     hub_proc, hub = processes.start_hub("hub", *HUB_FLAGS)
     server = yaml.safe_load(hub.kubeconfig.read_text())["clusters"][0]["cluster"]["server"]

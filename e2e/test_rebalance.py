@@ -51,6 +51,7 @@ def _watched_ready(log: Path) -> list[int]:
     return [int(line) if line.strip() else 0 for line in log.read_text().splitlines() if line.strip().isdigit() or not line.strip()]
 
 
+@pytest.mark.slow
 def test_burst_replicas_come_home_and_a_rebalancer_re_places(processes: ProcessGroup) -> None:
     hub, members = processes.start_fleet(DEMO_FLEET, ("onprem-a100", "cloud-h100"), "--waste-sample-interval", "1")
     onprem, cloud = members["onprem-a100"], members["cloud-h100"]

@@ -129,6 +129,7 @@ def _stamp(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+@pytest.mark.slow
 def test_reclaimed_spot_replicas_run_elsewhere_within_seconds(
     processes: ProcessGroup, watches: list[Watch]
 ) -> None:

@@ -138,6 +138,7 @@ def _member_deployment(member: Kubectl) -> dict[str, Any] | None:
     return deployment if deployment.get("status", {}).get("availableReplicas") == 2 else None
 
 
+@pytest.mark.slow
 def test_up_stops_cleanly_and_resumes_the_same_fleet(tmp_path: Path, up_runs: list[Up]) -> None:
     state = tmp_path / "state"
     hub = Kubectl(state / "hub.kubeconfig")

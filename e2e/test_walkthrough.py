@@ -78,6 +78,7 @@ def clean_path() -> str:
     return os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if p and p != venv_bin)
 
 
+@pytest.mark.slow
 def test_walkthrough_matches_readme(processes: ProcessGroup, tmp_path: Path) -> None:
     steps = walkthrough_steps()
     commands = [s.command for s in steps]

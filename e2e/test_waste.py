@@ -118,6 +118,7 @@ def _next_minute(after: datetime) -> datetime:
     return after.replace(second=0, microsecond=0) + timedelta(minutes=1)
 
 
+@pytest.mark.slow
 def test_idle_and_stranded_gpus_are_reported_with_hand_computed_dollars(
     processes: ProcessGroup, tmp_path: Path
 ) -> None:
