@@ -19,9 +19,8 @@ from typing import Any
 import aiohttp
 
 from controlplane.apis import constants as c
-from controlplane.apis.podview import owned_by
+from controlplane.apis.podview import owned_by, propagated_workloads
 from controlplane.apiserver.tls import client_ssl_context
-from controlplane.reports.owners import propagated_workloads
 from gpufed.hubclient import HubClient, HubError
 
 CLUSTERS_PATH = f"/apis/{c.CLUSTER_GROUP}/{c.VERSION}/clusters"

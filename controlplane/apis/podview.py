@@ -18,12 +18,16 @@ values and text rows. Pure: no I/O.
 
 from __future__ import annotations
 
+import re
+from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from controlplane.apis import constants as c
 from controlplane.apis.gpus import is_gpu_resource
 from controlplane.apis.pods import pod_requests
+from controlplane.apis.untyped import as_list, as_mapping
 from controlplane.apis.utilization import expand_utilization
 
 #: ``(namespace, pod)``
@@ -71,6 +75,35 @@ class PodRow:
             ],
             **({"gpuUtilization": round(util, 4)} if util is not None else {}),
         }
+
+
+#: How each kind's controller names its pods after ``<workload>-`` (kube's generateName rules:
+#: a Deployment's ReplicaSet adds its pod-template-hash, a Job's pods a random suffix...).
+POD_NAME_AFTER_WORKLOAD: Mapping[str, re.Pattern[str]] = {
+    "Deployment": re.compile(r"[a-z0-9]+-[a-z0-9]{5}"),
+    "StatefulSet": re.compile(r"\d+"),
+    "Job": re.compile(r"(\d+-)?[a-z0-9]{5}"),
+    "PyTorchJob": re.compile(r"(master|worker)-\d+"),
+    "MPIJob": re.compile(r"launcher(-[a-z0-9]{5})?|worker-\d+"),
+    "RayCluster": re.compile(r"[a-z0-9-]+"),
+    "RayJob": re.compile(r"[a-z0-9-]+"),
+}
+
+
+def propagated_workloads(works: Iterable[Mapping[str, Any]]) -> dict[str, list[tuple[str, str, str]]]:
+    """Per member cluster, the (namespace, kind, name) of the workloads its Works carry."""
+    out: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
+    for work in works:
+        namespace = str(as_mapping(work.get("metadata")).get("namespace") or "")
+        if not namespace.startswith(c.EXECUTION_NAMESPACE_PREFIX):
+            continue
+        member = namespace.removeprefix(c.EXECUTION_NAMESPACE_PREFIX)
+        for manifest in as_list(as_mapping(as_mapping(work.get("spec")).get("workload")).get("manifests")):
+            kind = str(as_mapping(manifest).get("kind") or "")
+            metadata = as_mapping(as_mapping(manifest).get("metadata"))
+            if kind in POD_NAME_AFTER_WORKLOAD and metadata.get("name"):
+                out[member].append((str(metadata.get("namespace") or ""), kind, str(metadata["name"])))
+    return out
 
 
 def owned_by(pod: Mapping[str, Any], kind: str, name: str) -> bool:

@@ -36,11 +36,11 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from controlplane.apis import constants as c
+from controlplane.apis.podview import propagated_workloads
 from controlplane.lifecycle import Service
 from controlplane.objectclient import ObjectClient, errors
 from controlplane.reports.accounting import Accumulator, PassMemos, PreparedSample
 from controlplane.reports.fleet import FleetSample
-from controlplane.reports.owners import propagated_workloads
 from controlplane.reports.persistence import DEFAULT_PREFIX, RollupStore
 from controlplane.reports.snapshot import ClusterNodesCache, sample_from_cluster_statuses, warm_cluster_nodes
 from controlplane.storage.interface import StorageError, Store

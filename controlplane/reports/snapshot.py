@@ -55,6 +55,7 @@ from controlplane.apis import constants as c
 from controlplane.apis.cluster_v1alpha1 import PROVIDER_ONPREM
 from controlplane.apis.gpus import is_gpu_resource
 from controlplane.apis.meta import Taint, parse_time
+from controlplane.apis.podview import propagated_workloads
 from controlplane.apis.spot import RecordedReclaim, recorded_reclaims
 from controlplane.apis.untyped import as_int, as_list, as_mapping
 from controlplane.apis.utilization import UNKNOWN_PRODUCT, expand_utilization
@@ -77,7 +78,7 @@ from controlplane.reports.fleet import (
     profile_of_resource,
 )
 from controlplane.reports.moves import MoveRecord, moves_of_binding
-from controlplane.reports.owners import propagated_workloads, with_owners_by_name
+from controlplane.reports.owners import with_owners_by_name
 from controlplane.reports.unreported import SummaryEntry, gpu_summary, unreported_nodes
 from policies.affinity import ClusterView
 
@@ -332,7 +333,7 @@ def warm_cluster_nodes(
 ) -> bool:
     """Build the nodes of the Cluster ``raw`` into ``cache`` unless they are there already (its
     report unchanged); True when they were built. ``owners``: per cluster, the workloads
-    propagated to it (:func:`~controlplane.reports.owners.propagated_workloads`)."""
+    propagated to it (:func:`~controlplane.apis.podview.propagated_workloads`)."""
     name = str(as_mapping(raw.get("metadata")).get("name") or "")
     status = as_mapping(raw.get("status"))
     mine = tuple(owners.get(name, ()))
