@@ -212,9 +212,10 @@ class EmbeddedEtcd(Lifecycle):
         unsafe_no_fsync: bool = False,
         transport: EtcdClientTransport = EtcdClientTransport.UNIX,
     ) -> None:
-        self.data_dir = data_dir
+        # Absolute: etcd runs in the socket's directory, where a relative --data-dir would mean another place.
+        self.data_dir = data_dir.absolute()
         self.host = host
-        self.log_file = log_file if log_file is not None else data_dir / "etcd.log"
+        self.log_file = log_file if log_file is not None else self.data_dir / "etcd.log"
         self._requested_ports = (client_port, peer_port)
         self._binary = binary
         self._startup_timeout = startup_timeout
@@ -260,7 +261,7 @@ class EmbeddedEtcd(Lifecycle):
     @property
     def socket_dir(self) -> Path:
         """The private directory of the client socket (used with ``EtcdClientTransport.UNIX``)."""
-        return self.data_dir.absolute() / SOCKET_SUBDIR
+        return self.data_dir / SOCKET_SUBDIR
 
     @property
     def socket_path(self) -> Path:

@@ -149,3 +149,18 @@ async def test_a_data_dir_too_deep_for_a_socket_falls_back_to_tcp_with_tls(
             assert (await store.create("/a", b"1")).value == b"1"
     finally:
         await etcd.stop()
+
+
+async def test_a_relative_data_dir_means_the_same_place_for_etcd_running_in_its_socket_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``gpufed controlplane`` defaults to ``--state-dir .gpufed``: relative to where the hub runs."""
+    monkeypatch.chdir(tmp_path)
+    etcd = EmbeddedEtcd(Path("state") / "etcd", unsafe_no_fsync=True)
+    url = await etcd.start()
+    try:
+        assert url == f"unix://{tmp_path / 'state' / 'etcd' / 'socket' / SOCKET_NAME}"
+        assert (tmp_path / "state" / "etcd" / "etcd" / "member").is_dir()
+        assert not (etcd.socket_dir / "state").exists()
+    finally:
+        await etcd.stop()
