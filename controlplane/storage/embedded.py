@@ -21,24 +21,23 @@ directory and listens on ``unix://etcd.sock:0``; the store dials the absolute pa
 path is limited to 107 bytes (``sun_path``): when ``<data_dir>/socket/etcd.sock:0`` is longer,
 the launcher falls back to TCP with TLS and logs a warning saying why.
 
-Over TCP (``EtcdClientTransport.TLS``, for external tools such as etcdctl on another host or
-without access to the socket's directory) TLS with client-certificate authentication is on. The launcher
-keeps a small CA of its own under ``<data_dir>/pki`` (``ca.crt``/``ca.key``) and issues
-from it a serving certificate for the listen host, 127.0.0.1, ::1 and localhost
-(``server.crt``) and one client certificate (``client.crt``, CN ``gpufed-hub``) for the
-hub; etcd runs with ``--client-cert-auth --trusted-ca-file=ca.crt``, so only holders of
-a certificate from that CA get in. This CA is deliberately not the hub's own (the one
-agents pin and kubeconfigs trust): a certificate the hub issues or is given for its API
-must never open the store, as kubeadm keeps a separate etcd CA for the same reason. A
-restart reuses the CA and certificates (re-issued only when missing, damaged, expiring
-within 30 days or lacking the host). Peer traffic stays plain HTTP: there is one member
-and its peer port listens on ``host`` only (the loopback address by default).
-``EtcdClientTransport.PLAIN`` runs a plaintext TCP server (tests that talk to etcd with
-clients of their own use it).
+Over TCP (``EtcdClientTransport.TLS``, for tools that must reach etcd over TCP) TLS with
+client-certificate authentication is on. The launcher keeps a small CA of its own under
+``<data_dir>/pki`` (``ca.crt``/``ca.key``) and issues from it a serving certificate for the
+listen host, 127.0.0.1, ::1 and localhost (``server.crt``) and one client certificate
+(``client.crt``, CN ``gpufed-hub``) for the hub; etcd runs with ``--client-cert-auth
+--trusted-ca-file=ca.crt``, so only holders of a certificate from that CA get in. This CA is
+deliberately not the hub's own (the one agents pin and kubeconfigs trust): a certificate the
+hub issues or is given for its API must never open the store, as kubeadm keeps a separate
+etcd CA for the same reason. A restart reuses the CA and certificates (re-issued only when
+missing, damaged, expiring within 30 days or lacking the host). Peer traffic stays plain
+HTTP: there is one member and its peer port listens on ``host`` only (the loopback address
+by default). ``EtcdClientTransport.PLAIN`` runs a plaintext TCP server (tests that talk to
+etcd with clients of their own use it).
 
-Port 0 means "pick a free port" (over a Unix socket only the peer port is used). The chosen ports are remembered in
-``<data_dir>/ports.json`` so a restart on the same directory comes back on the same
-client URL when the port is still free. etcd's own files live in ``<data_dir>/etcd``.
+Port 0 means "pick a free port" (over a Unix socket only the peer port is used). The chosen
+ports are remembered in ``<data_dir>/ports.json`` so a restart on the same directory comes
+back on the same client URL when the port is still free. etcd's own files live in ``<data_dir>/etcd``.
 
 The server is a plain ``subprocess.Popen`` child, not an asyncio subprocess: it belongs
 to no event loop, so one launcher may be started and stopped from different loops (a
