@@ -19,8 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from controlplane.storage import EmbeddedEtcd, EtcdClientTransport, EtcdStore
-from controlplane.storage.embedded import MAX_SOCKET_PATH_BYTES, SOCKET_NAME, socket_path_fits
+from controlplane.storage import EmbeddedEtcd, EtcdClientTransport, EtcdStartError, EtcdStore
+from controlplane.storage.embedded import (
+    MAX_SOCKET_PATH_BYTES,
+    SOCKET_NAME,
+    ensure_private_directory,
+    socket_path_fits,
+)
 
 #: A user the test can become to play "another local user" (needs root to switch to it).
 NOBODY = 65534
@@ -164,3 +169,15 @@ async def test_a_relative_data_dir_means_the_same_place_for_etcd_running_in_its_
         assert not (etcd.socket_dir / "state").exists()
     finally:
         await etcd.stop()
+
+
+def test_the_socket_directory_is_made_private_and_never_followed_elsewhere(tmp_path: Path) -> None:
+    opened = tmp_path / "opened"
+    opened.mkdir(mode=0o755)
+    opened.chmod(0o755)
+    assert ensure_private_directory(opened) == opened and mode(opened) == 0o700
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "link").symlink_to(elsewhere)
+    with pytest.raises(EtcdStartError, match="must be a directory owned by this user"):
+        ensure_private_directory(tmp_path / "link")
