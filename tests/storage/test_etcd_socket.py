@@ -181,3 +181,22 @@ def test_the_socket_directory_is_made_private_and_never_followed_elsewhere(tmp_p
     (tmp_path / "link").symlink_to(elsewhere)
     with pytest.raises(EtcdStartError, match="must be a directory owned by this user"):
         ensure_private_directory(tmp_path / "link")
+
+
+async def test_a_data_dir_served_over_tls_keeps_its_data_over_the_socket(tmp_path: Path) -> None:
+    """A hub upgraded from the TCP and TLS default (or switched either way) finds its objects."""
+    over_tls = EmbeddedEtcd(tmp_path / "etcd", unsafe_no_fsync=True, transport=EtcdClientTransport.TLS)
+    url = await over_tls.start()
+    try:
+        async with EtcdStore([url], prefix="/upgrade", tls=over_tls.client_tls) as store:
+            created = await store.create("/a", b"1")
+    finally:
+        await over_tls.stop()
+    over_socket = EmbeddedEtcd(tmp_path / "etcd", unsafe_no_fsync=True)
+    url = await over_socket.start()
+    try:
+        assert url.startswith("unix://")
+        async with EtcdStore([url], prefix="/upgrade") as store:
+            assert await store.get("/a") == created
+    finally:
+        await over_socket.stop()
