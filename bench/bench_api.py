@@ -3,8 +3,9 @@
 What runs: a real hub (``gpufed controlplane``, its own process, embedded etcd, HTTPS,
 bearer-token auth) started as a user starts it. This process is the client: one aiohttp
 session with 64 connections for the hub (64 concurrent clients, each POSTing ConfigMaps
-of about 1 KiB with the admin token), and one gRPC channel (aetcd's etcd stubs, over the
-same TLS with a client certificate that the hub uses) with 64 concurrent ``put``s of the
+of about 1 KiB with the admin token), and one gRPC channel (aetcd's etcd stubs, the way the
+hub reaches its etcd: its Unix socket, or TCP with its TLS client certificate under
+``--embedded-etcd-transport tls``) with 64 concurrent ``put``s of the
 very bytes the hub stored for such an object to the same etcd (under a key prefix the
 hub does not watch). The two phases alternate (raw, hub, raw, hub, ...) so that a burst
 of load from elsewhere on the machine hits both; the figure is the ratio of total hub
@@ -55,6 +56,7 @@ from bench.common import (
 from controlplane.apiserver.kubeconfig import load_kubeconfig
 from controlplane.apiserver.tls import client_ssl_context
 from controlplane.storage.connecting import EtcdClientTls
+from controlplane.storage.embedded import SOCKET_NAME, SOCKET_SUBDIR
 from e2e.harness import ProcessGroup
 
 log = logging.getLogger(__name__)
@@ -209,11 +211,10 @@ async def drive(
 class ApiBench:
     """The measurements against one running hub and its etcd."""
 
-    def __init__(self, plan: Plan, *, kubeconfig: Path, etcd_port: int, etcd_pki: Path, meter: CpuMeter) -> None:
+    def __init__(self, plan: Plan, *, kubeconfig: Path, etcd_dir: Path, meter: CpuMeter) -> None:
         self.plan = plan
         self.credentials = load_kubeconfig(kubeconfig)
-        self.etcd_port = etcd_port
-        self.etcd_pki = etcd_pki
+        self.etcd_dir = etcd_dir
         self.meter = meter
         self.base = self.credentials.server.rstrip("/")
 
@@ -245,7 +246,7 @@ class ApiBench:
 
     async def run(self) -> tuple[list[Figure], dict[str, Any]]:
         plan = self.plan
-        etcd = RawEtcd(port=self.etcd_port, pki=self.etcd_pki)
+        etcd = RawEtcd(self.etcd_dir)
         try:
             async with self._session(plan.concurrency) as session:
                 return await self._measure(session, etcd)
@@ -375,12 +376,18 @@ class ApiBench:
 
 
 class RawEtcd:
-    """etcd's KV service over the same TLS (client certificate) the hub uses: gRPC stubs only,
-    no gpufed code on the path, so a put costs what etcd and gRPC cost."""
+    """etcd's KV service reached as the hub reaches it (the embedded etcd's socket, else TCP with
+    the hub's TLS client certificate): gRPC stubs only, no gpufed code on the path, so a put
+    costs what etcd and gRPC cost."""
 
-    def __init__(self, *, port: int, pki: Path) -> None:
-        tls = EtcdClientTls(ca_file=pki / "ca.crt", cert_file=pki / "client.crt", key_file=pki / "client.key")
-        self._channel = rpc.secure_channel(f"127.0.0.1:{port}", tls.channel_credentials())
+    def __init__(self, etcd_dir: Path) -> None:
+        socket_path = etcd_dir / SOCKET_SUBDIR / SOCKET_NAME
+        if socket_path.exists():
+            self._channel = rpc.insecure_channel(f"unix:{socket_path.absolute()}")
+        else:
+            pki = etcd_dir / "pki"
+            tls = EtcdClientTls(ca_file=pki / "ca.crt", cert_file=pki / "client.crt", key_file=pki / "client.key")
+            self._channel = rpc.secure_channel(f"127.0.0.1:{_etcd_port(etcd_dir)}", tls.channel_credentials())
         self._kv = rpc.KVStub(self._channel)
 
     async def get(self, key: bytes) -> bytes | None:
@@ -394,8 +401,8 @@ class RawEtcd:
         await self._channel.close()
 
 
-def _etcd_port(state_dir: Path) -> int:
-    ports = json.loads((state_dir / "etcd" / "ports.json").read_text())
+def _etcd_port(etcd_dir: Path) -> int:
+    ports = json.loads((etcd_dir / "ports.json").read_text())
     return int(ports["client_port"])
 
 
@@ -414,7 +421,7 @@ def run(size: Size) -> BenchmarkResult:
             if etcd is not None:
                 pids["etcd"] = etcd
             bench = ApiBench(
-                plan, kubeconfig=hub.kubeconfig, etcd_port=_etcd_port(state), etcd_pki=state / "etcd" / "pki",
+                plan, kubeconfig=hub.kubeconfig, etcd_dir=state / "etcd",
                 meter=CpuMeter(pids),
             )
             figures, details = asyncio.run(bench.run())

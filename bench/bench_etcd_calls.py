@@ -1,35 +1,45 @@
-"""What one etcd call costs the hub (issue 19): CPU per ``EtcdStore`` update, get and create.
+"""What one etcd call costs the hub and etcd (issue 19): CPU per ``EtcdStore`` update, get and create,
+over each way the hub can reach its embedded etcd.
 
-What runs: an embedded etcd as the hub runs it (TLS with a client certificate) and the hub's
-``EtcdStore`` on it, in this process. Updates are compare-and-swap updates of a 2 KB value
-named by the revision they were made from, as the hub's object layer makes them; gets read one
-key; creates make new keys. Each kind of call runs sequentially (one at a time: the cost of
-a lone call, gRPC's threads handing over each reply) and updates also from 32 concurrent
-tasks (as under load, where replies arrive together). The kinds alternate within each
-repetition so that load from elsewhere on the machine hits them alike. Figures: CPU
-milliseconds per call of this process (``time.process_time``: every thread, gRPC's poller
-and event-engine threads included; etcd's own CPU is not in it), medians over the repetitions.
+What runs: one embedded etcd per transport -- a Unix socket in a private directory without TLS
+(the hub's default) and TCP with TLS and a client certificate (``--embedded-etcd-transport tls``,
+and what any external etcd over https:// costs) -- and the hub's ``EtcdStore`` on each, in this
+process. Updates are compare-and-swap updates of a 2 KB value named by the revision they were
+made from, as the hub's object layer makes them; gets read one key; creates make new keys. Each
+kind of call runs sequentially (one at a time: the cost of a lone call, gRPC's threads handing
+over each reply) and updates also from 32 concurrent tasks (as under load, where replies arrive
+together). Kinds and transports alternate within each repetition so that load from elsewhere on
+the machine hits them alike. Figures: CPU milliseconds per call of this process
+(``time.process_time``: every thread, gRPC's poller and event-engine threads included) and of
+the etcd server (its utime + stime from ``/proc/<pid>/stat``, in clock ticks of 10 ms: read the
+etcd figures at ``--size quick`` or larger), medians over the repetitions.
 
 Run it from a ``git archive`` of another commit, with ``PYTHONPATH`` set to it, to compare.
 
-Reproduce: ``.venv/bin/python -m bench.bench_etcd_calls [--size tiny|quick|full] [--json FILE]``
+Reproduce: ``.venv/bin/python -m bench.bench_etcd_calls [--size tiny|quick|full] [--transports unix,tls] [--json FILE]``
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import contextlib
+import functools
+import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.common import BenchmarkResult, Size, median_ms_figures, script_main
-from controlplane.storage import EmbeddedEtcd, EtcdStore
+from bench.common import BenchmarkResult, CpuMeter, Size, benchmark_main, median_ms_figures
+from controlplane.storage import EmbeddedEtcd, EtcdClientTransport, EtcdStore
 
 NAME = "etcd-calls"
 VALUE = b"x" * 2000
 CONCURRENCY = 32
+KINDS = ("update", "update, 32 concurrent", "get", "create")
+DEFAULT_TRANSPORTS = (EtcdClientTransport.UNIX, EtcdClientTransport.TLS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,67 +55,121 @@ PLANS = {
 }
 
 
-async def cpu_per_call(calls: int, workers: int, call: Callable[[int], Awaitable[object]]) -> float:
-    """CPU seconds per call of ``calls`` calls from ``workers`` concurrent tasks (worker ``w`` passes ``w``)."""
+@dataclass(slots=True)
+class Target:
+    """One etcd, the store on it, and the keys and revisions its calls update."""
+
+    transport: EtcdClientTransport
+    etcd: EmbeddedEtcd
+    store: EtcdStore
+    revisions: list[int] = field(default_factory=list)
+    created: int = 0
+
+    async def update(self, worker: int) -> None:
+        kv = await self.store.update(f"/bench/k{worker}", VALUE, expected_revision=self.revisions[worker])
+        self.revisions[worker] = kv.mod_revision
+
+    async def get(self, worker: int) -> None:
+        await self.store.get(f"/bench/k{worker}")
+
+    async def create(self, _worker: int) -> None:
+        self.created += 1
+        await self.store.create(f"/bench/new/{self.created}", VALUE)
+
+
+async def cpu_per_call(
+    calls: int, workers: int, call: Callable[[int], Awaitable[object]], *, etcd_pid: int
+) -> tuple[float, float]:
+    """CPU seconds per call of this process and of etcd, for ``calls`` calls from ``workers``
+    concurrent tasks (worker ``w`` passes ``w``)."""
 
     async def worker(index: int) -> None:
         for _ in range(calls // workers):
             await call(index)
 
-    started = time.process_time()
+    meter = CpuMeter({"etcd": etcd_pid})
+    before = meter.sample()
     await asyncio.gather(*(worker(w) for w in range(workers)))
-    return (time.process_time() - started) / (calls // workers * workers)
+    used = CpuMeter.delta(before, meter.sample())
+    made = calls // workers * workers
+    return used["client"] / made, used["etcd"] / made
 
 
-async def measure(plan: Plan) -> dict[str, list[float]]:
-    out: dict[str, list[float]] = {"update": [], "update, 32 concurrent": [], "get": [], "create": []}
+@contextlib.asynccontextmanager
+async def target(transport: EtcdClientTransport, data_dir: Path) -> AsyncIterator[Target]:
+    etcd = EmbeddedEtcd(data_dir, transport=transport)
+    url = await etcd.start()
+    try:
+        async with EtcdStore([url], tls=etcd.client_tls) as store:
+            revisions = [(await store.create(f"/bench/k{w}", VALUE)).mod_revision for w in range(CONCURRENCY)]
+            yield Target(transport, etcd, store, revisions)
+    finally:
+        await etcd.stop()
+
+
+async def measure(plan: Plan, transports: Sequence[EtcdClientTransport]) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {
+        f"{transport}: {kind}{side}": [] for transport in transports for kind in KINDS for side in ("", " (etcd)")
+    }
+    # A short directory: a Unix socket path is limited to 107 bytes.
     with tempfile.TemporaryDirectory(prefix="gpufed-bench-etcd-") as tmp:
-        etcd = EmbeddedEtcd(Path(tmp))
-        url = await etcd.start()
-        try:
-            async with EtcdStore([url], tls=etcd.client_tls) as store:
-                revisions = [(await store.create(f"/bench/k{w}", VALUE)).mod_revision for w in range(CONCURRENCY)]
-                created = 0
-
-                async def update(worker: int) -> None:
-                    kv = await store.update(f"/bench/k{worker}", VALUE, expected_revision=revisions[worker])
-                    revisions[worker] = kv.mod_revision
-
-                async def get(worker: int) -> None:
-                    await store.get(f"/bench/k{worker}")
-
-                async def create(worker: int) -> None:
-                    nonlocal created
-                    created += 1
-                    await store.create(f"/bench/new/{created}", VALUE)
-
-                await cpu_per_call(100, 1, update)  # warm-up: the connection, gRPC's threads
-                for _ in range(plan.repeats):
-                    out["update"].append(await cpu_per_call(plan.calls, 1, update))
-                    out["update, 32 concurrent"].append(await cpu_per_call(plan.calls, CONCURRENCY, update))
-                    out["get"].append(await cpu_per_call(plan.calls, 1, get))
-                    out["create"].append(await cpu_per_call(plan.calls, 1, create))
-        finally:
-            await etcd.stop()
+        async with contextlib.AsyncExitStack() as stack:
+            targets = [
+                await stack.enter_async_context(target(transport, Path(tmp) / transport))
+                for transport in transports
+            ]
+            for each in targets:  # warm-up: the connection, gRPC's threads
+                await cpu_per_call(100, 1, each.update, etcd_pid=each.etcd.pid or 0)
+            for _ in range(plan.repeats):
+                for kind in KINDS:
+                    for each in targets:
+                        pid = each.etcd.pid or 0
+                        if kind == "update, 32 concurrent":
+                            hub, etcd = await cpu_per_call(plan.calls, CONCURRENCY, each.update, etcd_pid=pid)
+                        else:
+                            call = {"update": each.update, "get": each.get, "create": each.create}[kind]
+                            hub, etcd = await cpu_per_call(plan.calls, 1, call, etcd_pid=pid)
+                        out[f"{each.transport}: {kind}"].append(hub)
+                        out[f"{each.transport}: {kind} (etcd)"].append(etcd)
     return out
 
 
-def run(size: Size) -> BenchmarkResult:
+def run(size: Size, *, transports: Sequence[EtcdClientTransport] = DEFAULT_TRANSPORTS) -> BenchmarkResult:
     plan = PLANS[size]
     started = time.perf_counter()
-    seconds = asyncio.run(measure(plan))
-    figures, runs = median_ms_figures(seconds, lambda kind: f"{kind}: CPU per call (median)")
+    seconds = asyncio.run(measure(plan, transports))
+    figures, runs = median_ms_figures(
+        seconds,
+        lambda key: f"{key.removesuffix(' (etcd)')}: etcd CPU per call (median)"
+        if key.endswith(" (etcd)")
+        else f"{key}: CPU per call (median)",
+    )
     details = {
         "calls": plan.calls,
         "repeats": plan.repeats,
         "value_bytes": len(VALUE),
         "cpu_ms_per_call": runs,
-        "store": "EtcdStore over TLS with a client certificate, embedded etcd, in process",
+        "store": "EtcdStore in process, one embedded etcd per transport: "
+        "unix = Unix socket without TLS, tls = TCP with TLS and a client certificate",
     }
     return BenchmarkResult(
         benchmark=NAME, size=size, figures=figures, details=details, seconds=time.perf_counter() - started
     )
 
 
+OPTIONS = argparse.ArgumentParser(add_help=False)
+OPTIONS.add_argument(
+    "--transports", default="unix,tls", metavar="NAME,...",
+    help="how the store reaches etcd, alternated: unix (socket, no TLS), tls (TCP, TLS), plain (TCP) (default unix,tls)",
+)
+
+
+def main(argv: Sequence[str]) -> int:
+    options, _ = OPTIONS.parse_known_args(argv)
+    transports = tuple(EtcdClientTransport(name) for name in options.transports.split(",") if name)
+    bound = functools.partial(run, transports=transports)
+    return benchmark_main(bound, argv, description=(__doc__ or "").splitlines()[0], parents=(OPTIONS,))
+
+
 if __name__ == "__main__":
-    script_main(run, __doc__, name=NAME)
+    sys.exit(main(sys.argv[1:]))

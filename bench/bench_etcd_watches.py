@@ -1,7 +1,7 @@
 """What a watched write costs etcd (issue 19): etcd's CPU per ``EtcdStore`` update while watches
 follow the key, as the hub's watch cache follows every kind it serves.
 
-What runs: an embedded etcd as the hub runs it (TLS with a client certificate) and the hub's
+What runs: an embedded etcd as the hub runs it (its Unix socket, no TLS) and the hub's
 ``EtcdStore`` on it, in this process. :data:`WATCHES` watches of the store follow the prefix of
 one key; the benchmark makes compare-and-swap updates of a 2 KB value to that key, one at a
 time, and waits until every watch has received every event. Figures: CPU milliseconds per

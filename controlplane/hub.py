@@ -9,7 +9,9 @@ running HTTPS API, ``<state-dir>/hub.kubeconfig`` with an admin token and the CA
 State that must survive restarts lives in etcd (objects, tokens) and in the state dir
 (the PKI, the embedded etcd's data and its own CA). Restarting the hub on the same state
 dir reuses both, and the admin kubeconfig's token keeps working. The embedded etcd
-serves TLS and admits only the client certificate it issued for the hub. With
+listens on a Unix socket in a directory of the state dir that only the hub's user can enter,
+without TLS; with ``embedded_etcd_transport=TLS`` it listens on loopback TCP, serves TLS and
+admits only the client certificate it issued for the hub. With
 ``tls_cert_file`` the hub serves that certificate instead of issuing its own, and
 advertises the CA that signed it (at ``/.well-known/gpufed/ca.crt``, in the kubeconfig,
 as the agents' pin); the files are read on every start.
@@ -97,7 +99,7 @@ from controlplane.reports.api import ReportSource, waste_report_routes, waste_re
 from controlplane.reports.sampling import DEFAULT_INTERVAL as DEFAULT_WASTE_SAMPLE_INTERVAL
 from controlplane.reports.sampling import WasteSampler
 from controlplane.storage.connecting import EtcdClientTls
-from controlplane.storage.embedded import EmbeddedEtcd
+from controlplane.storage.embedded import EmbeddedEtcd, EtcdClientTransport
 from controlplane.storage.etcd import DEFAULT_MAX_RESPONSE_BYTES, EtcdStore
 from controlplane.storage.ledger import LedgerStore, WriteLedger
 from controlplane.storage.recent import RecentStore, RecentValues
@@ -133,8 +135,11 @@ class HubConfig:
     state_dir: Path
     host: str = "127.0.0.1"
     port: int = 6443
-    #: Empty: start an embedded etcd (TLS, client-certificate auth) with its data under the state dir.
+    #: Empty: start an embedded etcd with its data under the state dir.
     etcd_endpoints: tuple[str, ...] = ()
+    #: How the hub reaches its embedded etcd: a private Unix socket without TLS, or loopback TCP
+    #: with TLS and client-certificate auth (for tools that must reach it over TCP).
+    embedded_etcd_transport: EtcdClientTransport = EtcdClientTransport.UNIX
     #: CA and client certificate for https:// etcd endpoints (--etcd-cafile/--etcd-certfile/--etcd-keyfile).
     etcd_tls: EtcdClientTls | None = None
     #: The largest etcd response the hub accepts; list pages shrink to fit under it.
@@ -291,7 +296,10 @@ class Hub(ShutdownOnce):
             )
         self.pki = await asyncio.to_thread(self._serving_certificate, host)
         if self.store is None:
-            self.etcd = EmbeddedEtcd(state / "etcd", log_file=state / "etcd.log", binary=self.config.etcd_binary)
+            self.etcd = EmbeddedEtcd(
+                state / "etcd", log_file=state / "etcd.log", binary=self.config.etcd_binary,
+                transport=self.config.embedded_etcd_transport,
+            )
             url = await self.etcd.start()
             log.info("embedded etcd ready at %s (data in %s)", url, state / "etcd")
             self.store = EtcdStore(

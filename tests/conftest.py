@@ -25,9 +25,10 @@ def etcd_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     from controlplane.storage.embedded import EmbeddedEtcd
 
     data_dir: Path = tmp_path_factory.mktemp("etcd")
-    # Plain HTTP, so that a bare URL is all a test needs; tests/storage runs the contract
-    # over TLS with client-certificate auth (the embedded default) as well.
-    etcd = EmbeddedEtcd(data_dir / "data", log_file=data_dir / "etcd.log", unsafe_no_fsync=True, tls=False)
+    # The hub's own way to its embedded etcd, a private Unix socket without TLS, so that a bare
+    # URL is all a test needs; tests/storage runs the contract over TCP with TLS and
+    # client-certificate auth as well.
+    etcd = EmbeddedEtcd(data_dir / "data", log_file=data_dir / "etcd.log", unsafe_no_fsync=True)
     # The etcd process outlives every test's event loop. This fixture may be first
     # requested from inside a running loop (an async fixture), so start and stop run
     # on a short-lived loop in a worker thread.

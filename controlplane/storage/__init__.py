@@ -6,7 +6,7 @@ hub's real store; ``EmbeddedEtcd`` runs a local etcd server for development, tes
 """
 
 from controlplane.storage.connecting import EtcdClientTls, EtcdConfigError
-from controlplane.storage.embedded import EmbeddedEtcd, EtcdStartError, find_etcd_binary
+from controlplane.storage.embedded import EmbeddedEtcd, EtcdClientTransport, EtcdStartError, find_etcd_binary
 from controlplane.storage.etcd import EtcdStore
 from controlplane.storage.interface import (
     AlreadyExists,
@@ -29,6 +29,7 @@ __all__ = [
     "Conflict",
     "EmbeddedEtcd",
     "EtcdClientTls",
+    "EtcdClientTransport",
     "EtcdConfigError",
     "EtcdStartError",
     "EtcdStore",

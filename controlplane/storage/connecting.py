@@ -1,7 +1,7 @@
 """How the hub reaches etcd: its endpoints as one gRPC target, and the TLS material
 (CA, client certificate and key) read and checked into gRPC credentials.
 
-In: the ``--etcd-endpoints``/``--etcd-cafile``/``--etcd-certfile``/``--etcd-keyfile``
+In: the ``--etcd-endpoints`` (``http://``/``https://`` URLs, or a local etcd's ``unix:///path``)/``--etcd-cafile``/``--etcd-certfile``/``--etcd-keyfile``
 settings. Out: a gRPC target string and channel credentials, or an
 :class:`EtcdConfigError` saying which setting cannot work.
 """
@@ -77,16 +77,26 @@ def _read_pem(path: Path, *, flag: str) -> bytes:
 
 
 def endpoint_scheme(endpoints: Sequence[str]) -> str:
-    """``https`` or ``http``: the one scheme of all ``endpoints`` (no scheme means http)."""
+    """``https``, ``http`` or ``unix``: the one scheme of all ``endpoints`` (no scheme means http)."""
     schemes = {urlsplit(e).scheme if "://" in e else "http" for e in endpoints}
     if len(schemes) > 1:
-        raise EtcdConfigError(f"etcd endpoints mix http:// and https://: {', '.join(endpoints)}")
+        raise EtcdConfigError(f"etcd endpoints mix schemes: {', '.join(endpoints)}")
     return schemes.pop() if schemes else "http"
 
 
+def _unix_target(endpoints: Sequence[str]) -> str:
+    """The gRPC target of one ``unix:///absolute/path`` endpoint (a local etcd's socket; no TLS)."""
+    if len(endpoints) > 1:
+        raise EtcdConfigError(f"a unix:// etcd endpoint cannot go with others: {', '.join(endpoints)}")
+    parts = urlsplit(endpoints[0])
+    if parts.netloc or not parts.path.startswith("/"):
+        raise EtcdConfigError(f"etcd endpoint {endpoints[0]!r}: a unix:// endpoint is an absolute path, unix:///path")
+    return f"unix:{parts.path}"
+
+
 def grpc_target(endpoints: Sequence[str]) -> str:
-    """The gRPC target for etcd client URLs (``https://host:port``, ``http://host:port``
-    or ``host:port``).
+    """The gRPC target for etcd client URLs (``https://host:port``, ``http://host:port``,
+    ``host:port`` or one ``unix:///path``).
 
     Several endpoints must be IP literals of one family; gRPC then fails over between
     them. Over TLS, gRPC checks every server's certificate against one name, so there
@@ -95,7 +105,10 @@ def grpc_target(endpoints: Sequence[str]) -> str:
     """
     if not endpoints:
         raise EtcdConfigError("at least one etcd endpoint is required")
-    if endpoint_scheme(endpoints) == "https" and len(endpoints) > 1:
+    scheme = endpoint_scheme(endpoints)
+    if scheme == "unix":
+        return _unix_target(endpoints)
+    if scheme == "https" and len(endpoints) > 1:
         raise EtcdConfigError(
             f"several https:// etcd endpoints are not supported ({', '.join(endpoints)}): give one DNS name "
             "that resolves to every member (e.g. etcd's headless Service) and that every member's certificate names"
@@ -104,7 +117,9 @@ def grpc_target(endpoints: Sequence[str]) -> str:
     for endpoint in endpoints:
         parts = urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
         if parts.scheme not in ("http", "https"):
-            raise EtcdConfigError(f"etcd endpoint {endpoint!r}: only http:// and https:// endpoints are supported")
+            raise EtcdConfigError(
+                f"etcd endpoint {endpoint!r}: only http://, https:// and unix:// endpoints are supported"
+            )
         if parts.hostname is None:
             raise EtcdConfigError(f"etcd endpoint {endpoint!r} has no host")
         addresses.append((parts.hostname, parts.port or 2379))

@@ -1,28 +1,43 @@
 """Run a single-member etcd server as a child process, for development, tests and ``gpufed up``.
 
 In: a data directory (created if missing, reused if present, so objects and revisions
-survive a restart), a host, optional fixed ports and an optional log file.
-Out: the client URL (``https://127.0.0.1:<port>``) once ``GET /health`` reports healthy,
-and :attr:`EmbeddedEtcd.client_tls`, the client certificate a store connects with.
+survive a restart), how clients reach it (:class:`EtcdClientTransport`), a host, optional
+fixed ports and an optional log file.
+Out: the client URL (``unix:///<data_dir>/socket/etcd.sock:0`` by default,
+``https://127.0.0.1:<port>`` over TCP) once ``GET /health`` reports healthy, and
+:attr:`EmbeddedEtcd.client_tls`, the client certificate a store connects with over TCP.
 
-TLS with client-certificate authentication is on by default: etcd holds every object and
-token of the hub, and any local process could otherwise read or rewrite it. The launcher
-keeps a small CA of its own under ``<data_dir>/pki`` (``ca.crt``/``ca.key``) and issues
-from it a serving certificate for the listen host, 127.0.0.1, ::1 and localhost
-(``server.crt``) and one client certificate (``client.crt``, CN ``gpufed-hub``) for the
-hub; etcd runs with ``--client-cert-auth --trusted-ca-file=ca.crt``, so only holders of
-a certificate from that CA get in. This CA is deliberately not the hub's own (the one
-agents pin and kubeconfigs trust): a certificate the hub issues or is given for its API
-must never open the store, as kubeadm keeps a separate etcd CA for the same reason. A
-restart reuses the CA and certificates (re-issued only when missing, damaged, expiring
-within 30 days or lacking the host). Peer traffic stays plain HTTP: there is one member
-and its peer port listens on ``host`` only (the loopback address by default).
-``tls=False`` runs a plaintext server (tests that share one server with plain-URL
-clients use it).
+etcd holds every object and token of the hub, and any local process could otherwise read or
+rewrite it, so clients are kept out one of two ways.
 
-Port 0 means "pick a free port". The chosen ports are remembered in
-``<data_dir>/ports.json`` so a restart on the same directory comes back on the same
-client URL when the port is still free. etcd's own files live in ``<data_dir>/etcd``.
+By default (``EtcdClientTransport.UNIX``) etcd listens for clients on a Unix domain socket in
+``<data_dir>/socket``, a directory only the owner can enter (0700), and the socket itself is
+0600: the kernel checks the directory's mode on every ``connect``, as it does for kubelet's and
+containerd's sockets. Nothing crosses a network, so there is no TLS on either side: the hub's
+gRPC client and etcd's server save the handshake, the record encryption and the MACs on every
+call (docs/benchmarks.md, "Eighth round"). etcd 3.5 takes a ``unix://`` URL only in
+``host:port`` form and binds it relative to its working directory, so etcd runs in the socket
+directory and listens on ``unix://etcd.sock:0``; the store dials the absolute path. A socket
+path is limited to 107 bytes (``sun_path``): when ``<data_dir>/socket/etcd.sock:0`` is longer,
+the launcher falls back to TCP with TLS and logs a warning saying why.
+
+Over TCP (``EtcdClientTransport.TLS``, for tools that must reach etcd over TCP) TLS with
+client-certificate authentication is on. The launcher keeps a small CA of its own under
+``<data_dir>/pki`` (``ca.crt``/``ca.key``) and issues from it a serving certificate for the
+listen host, 127.0.0.1, ::1 and localhost (``server.crt``) and one client certificate
+(``client.crt``, CN ``gpufed-hub``) for the hub; etcd runs with ``--client-cert-auth
+--trusted-ca-file=ca.crt``, so only holders of a certificate from that CA get in. This CA is
+deliberately not the hub's own (the one agents pin and kubeconfigs trust): a certificate the
+hub issues or is given for its API must never open the store, as kubeadm keeps a separate
+etcd CA for the same reason. A restart reuses the CA and certificates (re-issued only when
+missing, damaged, expiring within 30 days or lacking the host). Peer traffic stays plain
+HTTP: there is one member and its peer port listens on ``host`` only (the loopback address
+by default). ``EtcdClientTransport.PLAIN`` runs a plaintext TCP server (tests that talk to
+etcd with clients of their own use it).
+
+Port 0 means "pick a free port" (over a Unix socket only the peer port is used). The chosen
+ports are remembered in ``<data_dir>/ports.json`` so a restart on the same directory comes
+back on the same client URL when the port is still free. etcd's own files live in ``<data_dir>/etcd``.
 
 The server is a plain ``subprocess.Popen`` child, not an asyncio subprocess: it belongs
 to no event loop, so one launcher may be started and stopped from different loops (a
@@ -50,11 +65,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import signal
 import socket
 import ssl
+import stat
 import subprocess
 import time
+from enum import StrEnum
 from pathlib import Path
 
 import aiohttp
@@ -79,6 +97,24 @@ LOG_TAIL_LINES = 30
 #: etcd's default quota, stated explicitly: the hub keeps JSON objects, not blobs.
 QUOTA_BACKEND_BYTES = 2 * 1024**3
 AUTO_COMPACTION_RETENTION = "5m"
+#: The private directory of the client socket, under the data directory.
+SOCKET_SUBDIR = "socket"
+#: The client socket's file name. etcd 3.5 accepts ``unix://`` URLs only as ``host:port`` and
+#: binds ``host:port`` relative to its working directory, hence the ``:0``.
+SOCKET_NAME = "etcd.sock:0"
+#: The longest path ``connect``/``bind`` take for a Unix socket (``sun_path`` is 108 bytes with its NUL).
+MAX_SOCKET_PATH_BYTES = 107
+
+
+class EtcdClientTransport(StrEnum):
+    """How clients reach the embedded etcd."""
+
+    #: A Unix socket in a directory only the owner can enter; no TLS (the default).
+    UNIX = "unix"
+    #: TCP on the launcher's host, TLS with client-certificate authentication.
+    TLS = "tls"
+    #: TCP without TLS or authentication (tests whose clients carry no certificate).
+    PLAIN = "plain"
 
 
 class EtcdStartError(RuntimeError):
@@ -130,6 +166,26 @@ def _health_ssl_context(tls: EtcdClientTls) -> ssl.SSLContext:
     return context
 
 
+def socket_path_fits(path: Path) -> bool:
+    """Whether a Unix socket can be bound and dialled at ``path`` (an absolute path)."""
+    return len(os.fsencode(path)) <= MAX_SOCKET_PATH_BYTES
+
+
+def ensure_private_directory(path: Path) -> Path:
+    """``path``, created when missing, owned by this user and enterable by no one else (0700).
+
+    Unlike the state directory's check, this one is strict: the directory is all that keeps
+    other local users from etcd's socket, so a directory that cannot be made private is an error.
+    """
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    info = path.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+        raise EtcdStartError(f"{path} must be a directory owned by this user (uid {os.geteuid()}) for etcd's socket")
+    if stat.S_IMODE(info.st_mode) != 0o700:
+        path.chmod(0o700)
+    return path
+
+
 def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
     try:
         text = path.read_text(errors="replace")
@@ -153,17 +209,25 @@ class EmbeddedEtcd(Lifecycle):
         startup_timeout: float = 30.0,
         stop_timeout: float = 10.0,
         unsafe_no_fsync: bool = False,
-        tls: bool = True,
+        transport: EtcdClientTransport = EtcdClientTransport.UNIX,
     ) -> None:
-        self.data_dir = data_dir
+        # Absolute: etcd runs in the socket's directory, where a relative --data-dir would mean another place.
+        self.data_dir = data_dir.absolute()
         self.host = host
-        self.log_file = log_file if log_file is not None else data_dir / "etcd.log"
+        self.log_file = log_file if log_file is not None else self.data_dir / "etcd.log"
         self._requested_ports = (client_port, peer_port)
         self._binary = binary
         self._startup_timeout = startup_timeout
         self._stop_timeout = stop_timeout
         self._unsafe_no_fsync = unsafe_no_fsync
-        self._tls = tls
+        self.transport = transport
+        if transport is EtcdClientTransport.UNIX and not socket_path_fits(self.socket_path):
+            logger.warning(
+                "the etcd client socket path %s is longer than %d bytes, the limit of a Unix socket path; "
+                "etcd listens on TCP with TLS instead (choose a shorter state directory to use the socket)",
+                self.socket_path, MAX_SOCKET_PATH_BYTES,
+            )
+            self.transport = EtcdClientTransport.TLS
         self._process: subprocess.Popen[bytes] | None = None
         self._client_url: str | None = None
         self._client_tls: EtcdClientTls | None = None
@@ -194,6 +258,15 @@ class EmbeddedEtcd(Lifecycle):
         return self.data_dir / PKI_SUBDIR
 
     @property
+    def socket_dir(self) -> Path:
+        """The private directory of the client socket (used with ``EtcdClientTransport.UNIX``)."""
+        return self.data_dir / SOCKET_SUBDIR
+
+    @property
+    def socket_path(self) -> Path:
+        return self.socket_dir / SOCKET_NAME
+
+    @property
     def running(self) -> bool:
         return self._process is not None and self._process.poll() is None
 
@@ -209,12 +282,15 @@ class EmbeddedEtcd(Lifecycle):
         binary = await self._choose_binary()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
-        client_tls = await asyncio.to_thread(self._ensure_pki) if self._tls else None
+        tls = self.transport is EtcdClientTransport.TLS
+        client_tls = await asyncio.to_thread(self._ensure_pki) if tls else None
+        if self.transport is EtcdClientTransport.UNIX:
+            ensure_private_directory(self.socket_dir)
         explicit = all(self._requested_ports)
         attempts = 1 if explicit else 3
         for attempt in range(1, attempts + 1):
             client_port, peer_port = self._choose_ports(fresh=attempt > 1)
-            url = f"{self._client_scheme}://{_url_host(self.host)}:{client_port}"
+            url = self._client_url_for(client_port)
             self._spawn(binary, client_port=client_port, peer_port=peer_port)
             try:
                 await self._wait_healthy(url, tls=client_tls)
@@ -226,6 +302,9 @@ class EmbeddedEtcd(Lifecycle):
                     logger.info("etcd port was taken, retrying on other ports", extra={"url": url})
                     continue
                 raise
+            if self.transport is EtcdClientTransport.UNIX:
+                # etcd binds with mode 0777 less its umask (0077): owner only already; 0600 as a socket should be.
+                self.socket_path.chmod(0o600)
             self._client_url = url
             self._client_tls = client_tls
             (self.data_dir / PORTS_FILE).write_text(
@@ -246,9 +325,18 @@ class EmbeddedEtcd(Lifecycle):
 
     # -- internals -----------------------------------------------------------------
 
-    @property
-    def _client_scheme(self) -> str:
-        return "https" if self._tls else "http"
+    def _client_url_for(self, client_port: int) -> str:
+        """The URL a store dials: the socket's absolute path, or the TCP address."""
+        if self.transport is EtcdClientTransport.UNIX:
+            return f"unix://{self.socket_path}"
+        scheme = "https" if self.transport is EtcdClientTransport.TLS else "http"
+        return f"{scheme}://{_url_host(self.host)}:{client_port}"
+
+    def _listen_url(self, client_port: int) -> str:
+        """The URL etcd listens on: relative to its working directory for the socket (etcd 3.5 wants ``host:port``)."""
+        if self.transport is EtcdClientTransport.UNIX:
+            return f"unix://{SOCKET_NAME}"
+        return self._client_url_for(client_port)
 
     def _ensure_pki(self) -> EtcdClientTls:
         """Create or reuse the launcher's CA, etcd's serving certificate and the hub's client one."""
@@ -326,7 +414,7 @@ class EmbeddedEtcd(Lifecycle):
             return None
 
     def _command(self, binary: EtcdBinary, *, client_port: int, peer_port: int) -> list[str]:
-        client = f"{self._client_scheme}://{_url_host(self.host)}:{client_port}"
+        client = self._listen_url(client_port)
         peer = f"http://{_url_host(self.host)}:{peer_port}"
         command = [
             str(binary.path),
@@ -345,7 +433,7 @@ class EmbeddedEtcd(Lifecycle):
             # Refuse to serve data that diverged from the peers' and keep checking while running.
             *binary.corruption_check_flags(),
         ]
-        if self._tls:
+        if self.transport is EtcdClientTransport.TLS:
             pki = self.pki_dir
             command += [
                 f"--cert-file={pki / 'server.crt'}",
@@ -368,13 +456,22 @@ class EmbeddedEtcd(Lifecycle):
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                # The socket's relative URL is resolved here; whatever etcd creates is the owner's alone.
+                cwd=self.socket_dir if self.transport is EtcdClientTransport.UNIX else None,
+                umask=0o077,
             )
 
     async def _wait_healthy(self, url: str, *, tls: EtcdClientTls | None) -> None:
         deadline = time.monotonic() + self._startup_timeout
         last_error = "no answer yet"
         timeout = aiohttp.ClientTimeout(total=2.0)
-        connector = aiohttp.TCPConnector(ssl=_health_ssl_context(tls) if tls is not None else True)
+        connector: aiohttp.BaseConnector
+        if self.transport is EtcdClientTransport.UNIX:
+            connector = aiohttp.UnixConnector(path=str(self.socket_path))
+            health_url = "http://localhost/health"
+        else:
+            connector = aiohttp.TCPConnector(ssl=_health_ssl_context(tls) if tls is not None else True)
+            health_url = f"{url}/health"
         async with aiohttp.ClientSession(timeout=timeout, connector=connector) as session:
             while time.monotonic() < deadline:
                 process = self._process
@@ -385,7 +482,7 @@ class EmbeddedEtcd(Lifecycle):
                         f"last lines of {self.log_file}:\n{_tail(self.log_file)}"
                     )
                 try:
-                    async with session.get(f"{url}/health") as response:
+                    async with session.get(health_url) as response:
                         body = await response.json(content_type=None)
                         if response.status == 200 and body.get("health") == "true":
                             return

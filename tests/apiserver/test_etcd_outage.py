@@ -22,7 +22,8 @@ from controlplane.apiserver.identity import Role
 from controlplane.apiserver.kubeconfig import load_kubeconfig
 from controlplane.apiserver.tls import client_ssl_context
 from controlplane.hub import Hub, HubConfig
-from controlplane.storage import EmbeddedEtcd
+from controlplane.storage import EmbeddedEtcd, EtcdClientTransport
+from controlplane.storage.embedded import SOCKET_NAME
 
 #: The outage answer took 10 s (the etcd client's retry budget) before; it must be seconds
 #: at most for the first request of an outage and immediate once the outage is known.
@@ -31,9 +32,11 @@ LATER_ANSWER_SECONDS = 1.0
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
 
 
-@pytest.fixture
-async def etcd(tmp_path: Path) -> AsyncIterator[EmbeddedEtcd]:
-    etcd = EmbeddedEtcd(tmp_path / "etcd", log_file=tmp_path / "etcd.log", unsafe_no_fsync=True)
+@pytest.fixture(params=[EtcdClientTransport.UNIX, EtcdClientTransport.TLS])
+async def etcd(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[EmbeddedEtcd]:
+    etcd = EmbeddedEtcd(
+        tmp_path / "etcd", log_file=tmp_path / "etcd.log", unsafe_no_fsync=True, transport=request.param
+    )
     await etcd.start()
     try:
         yield etcd
@@ -58,7 +61,8 @@ async def test_an_etcd_outage_is_a_fast_503_with_retry_after_and_the_hub_recover
         state_dir=tmp_path / "hub", port=0, etcd_endpoints=(etcd.client_url,), etcd_tls=etcd.client_tls,
         leader_lease_ttl=2,
     )
-    port = str(urlsplit(etcd.client_url).port)
+    # Where etcd listens is no business of API clients: neither its port nor its socket's name.
+    port = SOCKET_NAME if etcd.transport is EtcdClientTransport.UNIX else str(urlsplit(etcd.client_url).port)
     async with Hub(config) as hub:
         assert hub.tokens is not None
         admin = load_kubeconfig(hub.kubeconfig_path)

@@ -114,9 +114,10 @@ async def test_hub_serves_the_provided_certificate_and_reloads_it_on_restart(tmp
         tls_cert_file=tls["tls_crt"], tls_private_key_file=tls["tls_key"], tls_ca_file=tls["ca_crt"],
     )
     async with Hub(config) as hub:
-        # The embedded etcd behind it speaks TLS and the hub holds a client certificate for it.
-        assert hub.etcd is not None and hub.etcd.client_url.startswith("https://")
-        assert hub.etcd.client_tls is not None and hub.etcd.client_tls.cert_file is not None
+        # The embedded etcd behind it listens on the state dir's private socket, without TLS:
+        # the serving certificate is the hub's alone.
+        assert hub.etcd is not None and hub.etcd.client_url == f"unix://{hub.etcd.socket_path}"
+        assert hub.etcd.client_tls is None
         served = await peer_certificate(hub.url, ca_pem=ca.pem)
         assert served == first.cert.public_bytes(serialization.Encoding.DER)
         assert hub.pki is not None and hub.pki.ca_hash == ca_hash(ca.pem)  # what agents pin

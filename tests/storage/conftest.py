@@ -1,5 +1,5 @@
-"""Storage tests also run over TLS: one embedded etcd with TLS and client-certificate auth
-(the launcher's default) for the session, and ``store`` extended with a third kind, an
+"""Storage tests also run over TLS: one embedded etcd on TCP with TLS and client-certificate auth
+(``--embedded-etcd-transport tls``) for the session, and ``store`` extended with a third kind, an
 ``EtcdStore`` that reaches it with the launcher's client certificate."""
 
 from __future__ import annotations
@@ -19,10 +19,12 @@ from controlplane.storage.connecting import EtcdClientTls
 @pytest.fixture(scope="session")
 def etcd_tls_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, EtcdClientTls]]:
     """Client URL and client TLS settings of one TLS embedded etcd shared by the session."""
-    from controlplane.storage.embedded import EmbeddedEtcd
+    from controlplane.storage.embedded import EmbeddedEtcd, EtcdClientTransport
 
     data_dir: Path = tmp_path_factory.mktemp("etcd-tls")
-    etcd = EmbeddedEtcd(data_dir / "data", log_file=data_dir / "etcd.log", unsafe_no_fsync=True)
+    etcd = EmbeddedEtcd(
+        data_dir / "data", log_file=data_dir / "etcd.log", unsafe_no_fsync=True, transport=EtcdClientTransport.TLS
+    )
     # As tests/conftest.py's etcd_endpoint: started and stopped on a loop of its own.
     with ThreadPoolExecutor(max_workers=1) as pool:
         url = pool.submit(asyncio.run, etcd.start()).result()
@@ -35,7 +37,7 @@ def etcd_tls_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[
 
 @pytest.fixture(params=["memory", "etcd", "etcd-tls"])
 async def store(request: pytest.FixtureRequest) -> AsyncIterator[Store]:
-    """A fresh, empty store of each kind, etcd over plain HTTP and over TLS."""
+    """A fresh, empty store of each kind, etcd over its Unix socket and over TCP with TLS."""
     from controlplane.storage import EtcdStore, MemoryStore
 
     prefix = f"/gpufed-test/{uuid.uuid4().hex}"

@@ -13,6 +13,7 @@ import pytest
 
 from controlplane.storage import (
     EmbeddedEtcd,
+    EtcdClientTransport,
     EtcdStartError,
     EtcdStore,
     EventType,
@@ -40,11 +41,13 @@ def closed_port() -> int:
     return port
 
 
-async def test_data_and_watches_survive_an_etcd_restart(tmp_path: Path) -> None:
-    etcd = EmbeddedEtcd(tmp_path / "etcd", unsafe_no_fsync=False)
+@pytest.mark.parametrize("transport", [EtcdClientTransport.UNIX, EtcdClientTransport.TLS])
+async def test_data_and_watches_survive_an_etcd_restart(tmp_path: Path, transport: EtcdClientTransport) -> None:
+    etcd = EmbeddedEtcd(tmp_path / "etcd", unsafe_no_fsync=False, transport=transport)
     url = await etcd.start()
     tls = etcd.client_tls
-    certificates = {path.name: path.read_bytes() for path in sorted(etcd.pki_dir.iterdir())}
+    assert (tls is None) == (transport is EtcdClientTransport.UNIX)
+    certificates = {path.name: path.read_bytes() for path in sorted(etcd.pki_dir.glob("*"))}
     try:
         # A restart under load can take longer than the outage gate's default 2 s, after which
         # calls fail fast with Unavailable (tests/storage/test_outage.py); this test is about
@@ -69,7 +72,7 @@ async def test_data_and_watches_survive_an_etcd_restart(tmp_path: Path) -> None:
             assert await etcd.start() == url  # same data dir, same client URL
             # Same CA and certificates: the open store keeps working, so does a copied client cert.
             assert etcd.client_tls == tls
-            assert {path.name: path.read_bytes() for path in sorted(etcd.pki_dir.iterdir())} == certificates
+            assert {path.name: path.read_bytes() for path in sorted(etcd.pki_dir.glob("*"))} == certificates
             assert await pending_read == a
 
             after = await store.list("/pods/")
@@ -149,6 +152,16 @@ async def test_unreachable_etcd_raises_unavailable_naming_the_endpoint(
         await store.close()
 
 
+async def test_a_missing_etcd_socket_is_unavailable_naming_it(tmp_path: Path) -> None:
+    endpoint = f"unix://{tmp_path}/etcd.sock:0"
+    store = EtcdStore([endpoint], timeout=1.0, retry_budget=0.3)
+    try:
+        with pytest.raises(Unavailable, match=f"etcd at {endpoint} is unreachable: "):
+            await store.get("/pods/a")
+    finally:
+        await store.close()
+
+
 async def test_connect_to_unreachable_etcd_fails_with_the_original_error_chained() -> None:
     endpoint = f"http://127.0.0.1:{closed_port()}"
     with pytest.raises(Unavailable) as failure:
@@ -173,7 +186,9 @@ async def test_embedded_etcd_reports_why_it_did_not_start(tmp_path: Path) -> Non
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        etcd = EmbeddedEtcd(tmp_path / "etcd", client_port=port, peer_port=closed_port())
+        etcd = EmbeddedEtcd(
+            tmp_path / "etcd", client_port=port, peer_port=closed_port(), transport=EtcdClientTransport.TLS
+        )
         with pytest.raises(EtcdStartError, match="address already in use"):
             await etcd.start()
     assert not etcd.running
@@ -190,6 +205,7 @@ async def test_embedded_etcd_reports_why_it_did_not_start(tmp_path: Path) -> Non
         (["http://[::1]:2379"], "[::1]:2379"),
         (["http://10.0.0.1:2379", "http://10.0.0.2:2379"], "ipv4:10.0.0.1:2379,10.0.0.2:2379"),
         (["http://[::1]:2379", "http://[::2]:2379"], "ipv6:[::1]:2379,[::2]:2379"),
+        (["unix:///var/lib/gpufed/etcd/socket/etcd.sock:0"], "unix:/var/lib/gpufed/etcd/socket/etcd.sock:0"),
     ],
 )
 def test_grpc_target(endpoints: list[str], target: str) -> None:
@@ -200,8 +216,10 @@ def test_grpc_target(endpoints: list[str], target: str) -> None:
     ("endpoints", "message"),
     [
         ([], "at least one"),
-        (["ftp://127.0.0.1:2379"], "only http:// and https://"),
-        (["https://10.0.0.1:2379", "http://10.0.0.2:2379"], "mix http:// and https://"),
+        (["ftp://127.0.0.1:2379"], "only http://, https:// and unix://"),
+        (["https://10.0.0.1:2379", "http://10.0.0.2:2379"], "mix schemes"),
+        (["unix:///run/a.sock", "unix:///run/b.sock"], "cannot go with others"),
+        (["unix://run/etcd.sock"], "an absolute path"),
         (["https://10.0.0.1:2379", "https://10.0.0.2:2379"], "one DNS name that resolves to every member"),
         (["http://a.example:2379", "http://b.example:2379"], "must be IP addresses"),
         (["http://10.0.0.1:2379", "http://[::1]:2379"], "mix IPv4 and IPv6"),

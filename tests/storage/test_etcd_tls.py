@@ -24,7 +24,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from controlplane.pki import ensure_certificate, load_or_create_ca
 from controlplane.storage import EtcdStore, Unavailable
 from controlplane.storage.connecting import EtcdClientTls, EtcdConfigError
-from controlplane.storage.embedded import EmbeddedEtcd
+from controlplane.storage.embedded import EmbeddedEtcd, EtcdClientTransport
 from gpufed.cli import build_parser
 from gpufed.commands.controlplane import conflicting_flags
 
@@ -123,7 +123,7 @@ async def test_the_client_certificate_works_under_the_name_localhost(
 
 
 async def test_embedded_etcd_issues_its_own_pki_with_private_keys(tmp_path: Path) -> None:
-    etcd = EmbeddedEtcd(tmp_path / "etcd", unsafe_no_fsync=True)
+    etcd = EmbeddedEtcd(tmp_path / "etcd", unsafe_no_fsync=True, transport=EtcdClientTransport.TLS)
     url = await etcd.start()
     try:
         tls = etcd.client_tls
@@ -155,6 +155,7 @@ def write(path: Path, data: bytes) -> Path:
     [
         (lambda d, good: (["https://127.0.0.1:2379"], None), "is https:// but no CA was given: pass --etcd-cafile"),
         (lambda d, good: (["http://127.0.0.1:2379"], good), "the endpoint http://127.0.0.1:2379 is http://; use https://"),
+        (lambda d, good: ([f"unix://{d}/etcd.sock"], good), "the endpoint unix:///.*/etcd.sock is unix://; use https://"),
         (lambda d, good: (["https://127.0.0.1:2379"], EtcdClientTls(ca_file=d / "missing.crt")),
          r"--etcd-cafile .*missing.crt: cannot read it: No such file or directory"),
         (lambda d, good: (["https://127.0.0.1:2379"], EtcdClientTls(ca_file=write(d / "junk.crt", b"junk"))),
@@ -171,7 +172,7 @@ def write(path: Path, data: bytes) -> Path:
         (lambda d, good: (["https://127.0.0.1:2379"], EtcdClientTls(ca_file=good.ca_file, cert_file=good.cert_file)),
          "--etcd-certfile and --etcd-keyfile go together"),
     ],
-    ids=["https-without-ca", "tls-on-http", "missing-ca", "ca-not-pem", "missing-key", "key-of-another-cert",
+    ids=["https-without-ca", "tls-on-http", "tls-on-unix", "missing-ca", "ca-not-pem", "missing-key", "key-of-another-cert",
          "expired-client-cert", "cert-without-key"],
 )
 def test_settings_that_cannot_work_are_refused_before_connecting(
@@ -219,8 +220,12 @@ def test_controlplane_prints_one_line_for_a_wrong_etcd_ca(
         (["--etcd-endpoints", "https://e:2379", "--etcd-cafile", "ca.crt", "--etcd-certfile", "c.crt",
           "--etcd-keyfile", "c.key"], None),
         ([], None),
+        (["--embedded-etcd-transport", "tls"], None),
+        (["--etcd-endpoints", "https://e:2379", "--etcd-cafile", "ca.crt", "--embedded-etcd-transport", "tls"],
+         "--embedded-etcd-transport is for the embedded etcd"),
     ],
-    ids=["cert-without-ca", "cert-without-key", "tls-for-embedded", "ca-only", "all-three", "embedded"],
+    ids=["cert-without-ca", "cert-without-key", "tls-for-embedded", "ca-only", "all-three", "embedded",
+         "embedded-over-tls", "transport-with-endpoints"],
 )
 def test_controlplane_etcd_flags_that_cannot_work_together(flags: list[str], message: str | None) -> None:
     conflict = conflicting_flags(build_parser().parse_args(["controlplane", *flags]))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from aetcd import rpc
 
+from controlplane.storage.connecting import grpc_target
 from controlplane.storage.etcd import unary, wire
 
 KEYS = [b"/gpufed/registry/core/configmaps/ns/a", b"/k", b"/" + b"x" * 300]
@@ -65,7 +66,7 @@ async def test_the_installed_grpcio_offers_the_direct_call_path() -> None:
 
 
 async def test_direct_calls_answer_and_fail_as_the_generated_stub(etcd_endpoint: str) -> None:
-    async with rpc.insecure_channel(etcd_endpoint.removeprefix("http://")) as channel:
+    async with rpc.insecure_channel(grpc_target([etcd_endpoint])) as channel:
         stub = rpc.KVStub(channel)
         direct = unary.direct_unary(channel, "/etcdserverpb.KV/Range", rpc.RangeResponse)
         assert not isinstance(direct, type(stub.Range))  # the direct path, not the fallback

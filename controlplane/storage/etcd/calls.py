@@ -83,9 +83,9 @@ class EtcdCalls:
                 f"etcd endpoint {self.endpoint} is https:// but no CA was given: pass --etcd-cafile "
                 "(and --etcd-certfile/--etcd-keyfile when etcd checks client certificates)"
             )
-        if scheme == "http" and tls is not None:
+        if scheme in ("http", "unix") and tls is not None:
             raise EtcdConfigError(
-                f"etcd TLS files were given but the endpoint {self.endpoint} is http://; use https://"
+                f"etcd TLS files were given but the endpoint {self.endpoint} is {scheme}://; use https://"
             )
         self._credentials: Any = tls.channel_credentials() if tls is not None else None
         self.timeout = timeout
