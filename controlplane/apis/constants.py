@@ -82,5 +82,18 @@ CA_PATH: Final = "/.well-known/gpufed/ca.crt"
 # Workload annotations users set.
 ANNOTATION_GANG: Final = "gpufed.io/gang"
 
+# Binding annotations the scheduler's rebalancer writes; the waste report and `gpufed explain`
+# read them (scheduler/core/returning.py writes them).
+ANNOTATION_REBALANCE: Final = "scheduler.gpufed.io/rebalance"
+"""On a binding, the move in progress: JSON {source, target, replicas, savingPerHour, targetReady, replicasBefore, started}."""
+ANNOTATION_MOVES: Final = "scheduler.gpufed.io/moves"
+"""On a binding, its latest finished moves, oldest first (at most ``MOVES_KEPT`` of
+scheduler/core/returning.py): a JSON list of {time, message, source, target, replicas,
+gpusPerReplica, savingPerHour}. The minimum interval reads the last one, ``gpufed explain``
+prints it, and the waste report counts them."""
+ANNOTATION_ABANDONED: Final = "scheduler.gpufed.io/move-abandoned"
+"""On a binding, when its latest abandoned move was abandoned (RFC 3339): the minimum interval
+counts from it as from a finished move, so a surge that never gets ready is not retried at once."""
+
 # The condition the hub adds to a workload's status, beside the ones its members report.
 CONDITION_PROPAGATED: Final = "Propagated"

@@ -19,45 +19,7 @@ Data flows through the modules in this order:
   and their JSON / table / CSV renderings;
 * :mod:`~controlplane.reports.persistence` -- the rollups in the hub's store (the only I/O; import
   it directly, so importing the pure modules never pulls in storage).
+
+The package itself imports none of them: a process that needs one piece (the agent builds its
+report with :mod:`~controlplane.reports.agentreport`) does not load the rest.
 """
-
-from controlplane.reports.accounting import Accumulator
-from controlplane.reports.classify import DeviceState, WasteState, classify, classify_fleet
-from controlplane.reports.fleet import (
-    ClusterSample,
-    DeviceSample,
-    FleetSample,
-    NodeSample,
-    PendingDemand,
-    PodRef,
-    WorkloadConstraints,
-)
-from controlplane.reports.report import OutputFormat, render, render_csv, render_table, to_json
-from controlplane.reports.rollups import Resolution
-from controlplane.reports.snapshot import sample_from_cluster_statuses
-from controlplane.reports.summary import Dimension, Recommendation, WasteReport
-
-__all__ = [
-    "Accumulator",
-    "ClusterSample",
-    "DeviceSample",
-    "DeviceState",
-    "Dimension",
-    "FleetSample",
-    "NodeSample",
-    "OutputFormat",
-    "PendingDemand",
-    "PodRef",
-    "Recommendation",
-    "Resolution",
-    "WasteReport",
-    "WasteState",
-    "WorkloadConstraints",
-    "classify",
-    "classify_fleet",
-    "render",
-    "render_csv",
-    "render_table",
-    "sample_from_cluster_statuses",
-    "to_json",
-]

@@ -4,7 +4,7 @@ Why this module exists: the agent must report exactly what the hub's accounting 
 derived from a per-device report, only aggregated (:mod:`controlplane.reports.aggregated`).
 So it derives it the same way: the per-node facts (:class:`~controlplane.apis.utilization.NodeUtilization`)
 go through the per-device encoding and the hub's own per-node adapter
-(:func:`controlplane.reports.snapshot.node_sample`: device shares, MIG remainders, time-sliced
+(:func:`controlplane.reports.nodes.node_sample`: device shares, MIG remainders, time-sliced
 shares, devices of pods the exporter did not name), and the resulting node samples are
 aggregated.
 
@@ -24,7 +24,7 @@ from typing import Any, Final
 from controlplane.apis.untyped import as_mapping
 from controlplane.apis.utilization import NodeUtilization, encode_utilization, expand_utilization
 from controlplane.reports.aggregated import aggregate
-from controlplane.reports.snapshot import node_sample
+from controlplane.reports.nodes import node_sample
 
 #: The largest per-device encoding (JSON bytes) the report carries for the pod views.
 PER_DEVICE_BUDGET: Final = 64 * 1024

@@ -17,7 +17,7 @@ or pod count:
   put it under a propagated workload by name).
 
 The agent builds it from the same node samples the hub would build from a per-device report
-(:func:`aggregate` over :func:`controlplane.reports.snapshot.node_sample`), so the hub's
+(:func:`aggregate` over :func:`controlplane.reports.nodes.node_sample`), so the hub's
 figures are the same from either form (tests/member_agent/test_report_size.py compares them). The
 hub turns it back into node samples (:func:`expand`): one per node, named ``n000000``... in
 the original order (so every tie the accounting breaks by node name falls the same way), the

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from controlplane.apis.constants import ANNOTATION_MOVES
 from controlplane.apis.meta import parse_time
-from controlplane.scheduler.core.returning import ANNOTATION_MOVES
 
 
 @dataclass(frozen=True)

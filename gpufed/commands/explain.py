@@ -15,10 +15,12 @@ policy needs to claim it. A workload queued with Kueue's label gets a queue bloc
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Mapping
 from typing import Any
 
 from controlplane.apis import spot
+from controlplane.apis.constants import ANNOTATION_MOVES, ANNOTATION_REBALANCE
 from controlplane.apis.spot import recorded_reclaims
 from gpufed.commands.explainqueue import queue_section
 from gpufed.commands.running import run_reporting
@@ -161,10 +163,6 @@ def _no_policy_hint(workload: Mapping[str, Any]) -> str:
 
 def _move_lines(binding: Mapping[str, Any]) -> list[str]:
     """The move back to a cheaper tier under way, and the last one finished (binding annotations)."""
-    import json
-
-    from controlplane.scheduler.core.returning import ANNOTATION_MOVES, ANNOTATION_REBALANCE
-
     annotations = (binding.get("metadata") or {}).get("annotations") or {}
     lines: list[str] = []
     try:

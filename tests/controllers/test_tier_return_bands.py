@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from controlplane.apis.constants import ANNOTATION_REBALANCE
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
-from controlplane.scheduler.core.returning import ANNOTATION_REBALANCE
 
 from .fleet import A100, TIERED, deployment, eventually, node_shape, propagation_policy, put_cluster, settled
 from .test_tier_return_loop import REBALANCE, binding_of, events_of, later, placed, placed_as, report_ready

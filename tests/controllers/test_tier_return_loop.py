@@ -11,11 +11,11 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from controlplane.apis.constants import ANNOTATION_ABANDONED, ANNOTATION_MOVES, ANNOTATION_REBALANCE
 from controlplane.apis.meta import format_time
 from controlplane.apiserver import errors
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
-from controlplane.scheduler.core.returning import ANNOTATION_ABANDONED, ANNOTATION_MOVES, ANNOTATION_REBALANCE
 from gpufed.commands.explain import render_explanation
 
 from .conftest import FAST

@@ -39,7 +39,8 @@ def test_top_level_help_imports_no_subcommand() -> None:
         # A member and an agent run on member clusters: none of the hub's server, admission or
         # scheduler code.
         ("sim-cluster", ["controlplane.apiserver.app", "controlplane.admission", "gpufed.commands.controlplane"]),
-        ("agent", ["controlplane.apiserver.app", "controlplane.admission", "simulator"]),
+        ("agent", ["controlplane.apiserver.app", "controlplane.admission", "simulator",
+                   "controlplane.scheduler", "controlplane.reports.accounting", "numpy"]),
         # The hub does not load the demo launcher or the what-if simulator.
         ("controlplane", ["gpufed.commands.up", "simulator.whatif"]),
         ("waste", ["controlplane.apiserver.app", "simulator.whatif", "gpufed.commands.up"]),

@@ -8,11 +8,13 @@ from typing import Any
 
 import pytest
 
-from controlplane.reports import Accumulator, render_table, sample_from_cluster_statuses, to_json
+from controlplane.apis.constants import ANNOTATION_MOVES
+from controlplane.reports.accounting import Accumulator
 from controlplane.reports.moves import MoveRecord, moves_of_binding, summarize
+from controlplane.reports.report import render_table, to_json
 from controlplane.reports.resource import report_from_json
 from controlplane.reports.scoping import for_namespace
-from controlplane.scheduler.core.returning import ANNOTATION_MOVES
+from controlplane.reports.snapshot import sample_from_cluster_statuses
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 

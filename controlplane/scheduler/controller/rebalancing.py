@@ -45,6 +45,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, Final
 
+from controlplane.apis.constants import ANNOTATION_ABANDONED, ANNOTATION_MOVES, ANNOTATION_REBALANCE
 from controlplane.apis.events import EventType
 from controlplane.apis.meta import format_time, parse_time, parse_time_or_none
 from controlplane.apis.work_v1alpha1 import BindingKey
@@ -66,9 +67,6 @@ from controlplane.scheduler.core.preferring import (
     states_preference,
 )
 from controlplane.scheduler.core.returning import (
-    ANNOTATION_ABANDONED,
-    ANNOTATION_MOVES,
-    ANNOTATION_REBALANCE,
     MOVES_KEPT,
     Move,
     gpus_per_replica,

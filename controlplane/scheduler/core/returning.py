@@ -47,16 +47,7 @@ from controlplane.scheduler.core.snapshot import ClusterSnapshot
 from policies.division import tier_of
 from policies.models import DivisionStrategy, Placement, TierRebalance
 
-ANNOTATION_REBALANCE: Final = "scheduler.gpufed.io/rebalance"
-"""On a binding, the move in progress: JSON {source, target, replicas, savingPerHour, targetReady, replicasBefore, started}."""
-ANNOTATION_MOVES: Final = "scheduler.gpufed.io/moves"
-"""On a binding, its latest finished moves, oldest first (at most :data:`MOVES_KEPT`): a JSON list of
-{time, message, source, target, replicas, gpusPerReplica, savingPerHour}. The minimum interval
-reads the last one, ``gpufed explain`` prints it, and the waste report counts them."""
 MOVES_KEPT: Final = 20
-ANNOTATION_ABANDONED: Final = "scheduler.gpufed.io/move-abandoned"
-"""On a binding, when its latest abandoned move was abandoned (RFC 3339): the minimum interval
-counts from it as from a finished move, so a surge that never gets ready is not retried at once."""
 DEFAULT_MIN_SAVING_PER_HOUR: Final = 1.0
 DEFAULT_MIN_MOVE_INTERVAL_SECONDS: Final = 300
 DEFAULT_MAX_SURGE: Final = "25%"
