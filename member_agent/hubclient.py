@@ -25,6 +25,7 @@ from typing import Any
 import aiohttp
 from kubernetes_asyncio.client import ApiClient, Configuration
 
+from controlplane.apis.constants import JOIN_PATH
 from controlplane.pki import private_directory
 from member_agent.kubeapi import ApiError, KubeApi, Unavailable, error_from_status
 from member_agent.trust import TrustError, verify_ca
@@ -32,7 +33,6 @@ from member_agent.trust import TrustError, verify_ca
 logger = logging.getLogger(__name__)
 
 CA_PATH = "/.well-known/gpufed/ca.crt"
-JOIN_PATH = "/apis/auth.gpufed.io/v1alpha1/clusterjoins"
 CA_FILE = "hub-ca.crt"
 CREDENTIAL_FILE = "credential.json"
 DEFAULT_TIMEOUT = 30.0

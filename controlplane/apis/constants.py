@@ -78,6 +78,10 @@ AUTH_GROUP: Final = "auth.gpufed.io"
 COORDINATION_GROUP: Final = "coordination.k8s.io"
 #: Served without authentication: the hub's CA, checked by joining agents against a pin.
 CA_PATH: Final = "/.well-known/gpufed/ca.crt"
+#: The token exchange: a bootstrap token in, an agent token out.
+JOIN_PATH: Final = f"/apis/{AUTH_GROUP}/{VERSION}/clusterjoins"
+#: Admin-only token management (create, list, revoke).
+TOKENS_PATH: Final = f"/apis/{AUTH_GROUP}/{VERSION}/tokens"
 
 # Workload annotations users set.
 ANNOTATION_GANG: Final = "gpufed.io/gang"

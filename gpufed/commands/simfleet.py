@@ -89,7 +89,7 @@ async def _tokens(args: argparse.Namespace, names: list[str]) -> tuple[str, str,
         if len(lines) < len(names):
             raise ValueError(f"--token-file {args.token_file} has {len(lines)} tokens; {len(names)} clusters need one each")
         return str(args.hub), str(args.hub_ca_hash), lines[: len(names)]
-    from controlplane.apiserver.auth.authorizer import TOKENS_PATH
+    from controlplane.apis.constants import TOKENS_PATH
     from controlplane.apiserver.tls import ca_hash
 
     client = HubClient.from_kubeconfig(args.hub_kubeconfig)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from controlplane.apis.constants import BOOTSTRAP_TOKEN_ENV, TOKENS_PATH
+from controlplane.apiserver.tls import ca_hash
 from gpufed.commands.running import run_reporting
 from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
 from gpufed.timeparse import parse_duration
@@ -64,15 +67,24 @@ def token_rows(items: Iterable[Mapping[str, Any]]) -> list[tuple[str, ...]]:
     return rows
 
 
+def join_command(*, hub_url: str, ca_hash: str, token: str, cluster: str | None = None) -> str:
+    """The exact shell line that joins a member cluster's agent to the hub.
+
+    The token goes in the agent's environment (``GPUFED_BOOTSTRAP_TOKEN=... gpufed agent``),
+    never on its command line, where any user of the machine could read it in ``ps``.
+    A token scoped to a cluster names it too.
+    """
+    argv = ["gpufed", "agent", "--hub", hub_url, "--hub-ca-hash", ca_hash]
+    if cluster is not None:
+        argv += ["--cluster-name", cluster]
+    return f"{BOOTSTRAP_TOKEN_ENV}={shlex.quote(token)} {shlex.join(argv)}"
+
+
 def run(args: argparse.Namespace) -> int:
     return run_reporting(_run(args), (HubError, ValueError))
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from controlplane.apiserver.auth.authorizer import TOKENS_PATH
-    from controlplane.apiserver.auth.bootstrap import join_command
-    from controlplane.apiserver.tls import ca_hash
-
     client = HubClient.from_kubeconfig(args.kubeconfig)
     if args.token_command == "create":
         role = args.role or ("user" if args.user or args.groups else "bootstrap")

@@ -7,13 +7,9 @@ Kubernetes RBAC, and ``RoleAuthorizer`` confines agent and join credentials; ``j
 them in through the Protocols in ``controlplane.apiserver.identity``.
 """
 
-from controlplane.apis.constants import AUTH_GROUP, CA_PATH
-from controlplane.apiserver.auth.authorizer import (
-    JOIN_PATH,
-    TOKENS_PATH,
-    RoleAuthorizer,
-)
-from controlplane.apiserver.auth.bootstrap import ca_routes, join_command, join_routes, token_routes
+from controlplane.apis.constants import AUTH_GROUP, CA_PATH, JOIN_PATH, TOKENS_PATH
+from controlplane.apiserver.auth.authorizer import RoleAuthorizer
+from controlplane.apiserver.auth.bootstrap import ca_routes, join_routes, token_routes
 from controlplane.apiserver.auth.tokens import (
     IssuedToken,
     TokenError,
@@ -40,7 +36,6 @@ __all__ = [
     "TokenStore",
     "bearer_token",
     "ca_routes",
-    "join_command",
     "join_routes",
     "token_routes",
 ]

@@ -43,6 +43,7 @@ from controlplane.apis.constants import (
     CA_PATH,
     CLUSTER_GROUP,
     COORDINATION_GROUP,
+    JOIN_PATH,
     LEASE_NAMESPACE,
     VERSION,
     WORK_GROUP,
@@ -54,10 +55,6 @@ AUTH_VERSION: Final = VERSION
 
 CLUSTERJOINS: Final = "clusterjoins"
 TOKENS: Final = "tokens"
-#: The token exchange: a bootstrap token in, an agent token out.
-JOIN_PATH: Final = f"/apis/{AUTH_GROUP}/{AUTH_VERSION}/{CLUSTERJOINS}"
-#: Admin-only token management (create, list, revoke).
-TOKENS_PATH: Final = f"/apis/{AUTH_GROUP}/{AUTH_VERSION}/{TOKENS}"
 
 READ_VERBS: Final = frozenset({"get", "list", "watch"})
 _NON_RESOURCE_READ_VERBS: Final = frozenset({"get", "head"})

@@ -27,7 +27,7 @@ is returned once, in the create response.
 
 In: a :class:`TokenStore`. Out: aiohttp route definitions (:func:`join_routes`,
 :func:`token_routes`, :func:`ca_routes`) whose errors are Kubernetes ``Status`` JSON,
-and :func:`join_command`. Each handler authenticates its caller itself, so it stays
+and ``gpufed token create --print-join-command``. Each handler authenticates its caller itself, so it stays
 safe even if mounted outside the API server's authentication middleware.
 """
 
@@ -36,22 +36,25 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import logging
-import shlex
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 from aiohttp import web
 
-from controlplane.apis.constants import AUTH_GROUP, BOOTSTRAP_TOKEN_ENV, CA_PATH, EXECUTION_NAMESPACE_PREFIX
+from controlplane.apis.constants import (
+    AUTH_GROUP,
+    CA_PATH,
+    EXECUTION_NAMESPACE_PREFIX,
+    JOIN_PATH,
+    TOKENS_PATH,
+)
 from controlplane.apis.meta import DNS1123_LABEL_MAX_LENGTH, format_time, validate_dns1123_label
 from controlplane.apiserver import errors
 from controlplane.apiserver.app import USER
 from controlplane.apiserver.auth.authorizer import (
     AUTH_VERSION,
     CLUSTERJOINS,
-    JOIN_PATH,
     TOKENS,
-    TOKENS_PATH,
 )
 from controlplane.apiserver.auth.tokens import (
     TokenError,
@@ -235,19 +238,6 @@ def ca_routes(*, ca_pem: bytes) -> list[web.RouteDef]:
         return web.Response(body=ca_pem, content_type="application/x-pem-file")
 
     return [web.get(CA_PATH, get_ca)]
-
-
-def join_command(*, hub_url: str, ca_hash: str, token: str, cluster: str | None = None) -> str:
-    """The exact shell line that joins a member cluster's agent to the hub.
-
-    The token goes in the agent's environment (``GPUFED_BOOTSTRAP_TOKEN=... gpufed agent``),
-    never on its command line, where any user of the machine could read it in ``ps``.
-    A token scoped to a cluster names it too.
-    """
-    argv = ["gpufed", "agent", "--hub", hub_url, "--hub-ca-hash", ca_hash]
-    if cluster is not None:
-        argv += ["--cluster-name", cluster]
-    return f"{BOOTSTRAP_TOKEN_ENV}={shlex.quote(token)} {shlex.join(argv)}"
 
 
 def _with_status_errors(handler: _Handler) -> _Handler:

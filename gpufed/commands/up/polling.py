@@ -135,7 +135,7 @@ class HubView:
     async def mint_bootstrap_token(self, cluster: str) -> str:
         """A one-time join token for ``cluster``, as `gpufed token create --cluster NAME
         --print-join-command` mints it: scoped, so an agent whose state was lost re-joins."""
-        from controlplane.apiserver.auth.authorizer import TOKENS_PATH
+        from controlplane.apis.constants import TOKENS_PATH
         from gpufed.hubclient import HubClient
 
         client = HubClient.from_kubeconfig(self.kubeconfig)

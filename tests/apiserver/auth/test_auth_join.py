@@ -18,12 +18,12 @@ from controlplane.apiserver.auth import (
     TOKENS_PATH,
     TokenStore,
     ca_routes,
-    join_command,
     join_routes,
     token_routes,
 )
 from controlplane.apiserver.identity import Role, UserInfo
 from controlplane.storage import Store
+from gpufed.commands.token import join_command
 
 CA_PEM = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 
