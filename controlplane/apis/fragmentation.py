@@ -163,9 +163,22 @@ class MixArrays:
 
 def fragmentation_rows(cpu_free: IntArray, gpu_free: IntArray, access: NDArray[np.bool_], mix: MixArrays) -> FloatArray:
     """``F`` of N nodes at once: ``cpu_free`` (N,), ``gpu_free`` (N, G) (pad with 0), ``access`` (N, K)."""
-    total = gpu_free.sum(axis=1).astype(np.float64)
     if not len(mix.freq):
-        return np.zeros(len(total), dtype=np.float64)
+        return np.zeros(len(gpu_free), dtype=np.float64)
+    result: FloatArray = fragmentation_terms(cpu_free, gpu_free, access, mix) @ mix.freq
+    return result
+
+
+def fragmentation_terms(
+    cpu_free: IntArray, gpu_free: IntArray, access: NDArray[np.bool_], mix: MixArrays
+) -> FloatArray:
+    """(N, K): ``frag(node, m)`` of each node for each shape, before weighting by the mix.
+
+    Apart so a caller can work the terms out once per distinct node and still weight all
+    N rows in one product: BLAS may sum a row differently depending on its place in the
+    batch, and FGD's ties turn on the last bit.
+    """
+    total = gpu_free.sum(axis=1).astype(np.float64)
     fits = gpu_free[:, :, None] >= mix.milli[None, None, :]
     fitting = fits.sum(axis=1)
     small = np.where(fits, 0, gpu_free[:, :, None]).sum(axis=1).astype(np.float64)
@@ -175,6 +188,5 @@ def fragmentation_rows(cpu_free: IntArray, gpu_free: IntArray, access: NDArray[n
         & (cpu_free[:, None] >= mix.cpu[None, :])
         & (fitting >= mix.num[None, :])
     )
-    frag = np.where(hosted, small, total[:, None])
-    result: FloatArray = frag @ mix.freq
-    return result
+    terms: FloatArray = np.where(hosted, small, total[:, None])
+    return terms

@@ -33,7 +33,7 @@ from controlplane.apis.fragmentation import (
     MixArrays,
     TaskShape,
     fgd_scores,
-    fragmentation_rows,
+    fragmentation_terms,
 )
 from controlplane.apis.gpus import is_nvidia_resource
 from simulator.scheduling.model import RESOURCE_GPU_MILLI, NodeState, PodRequest
@@ -54,15 +54,26 @@ class FgdDemand:
 
 
 class FgdRows:
-    """GPU slots and models per node row, the mix's arrays, and the cached fragmentation per row."""
+    """GPU slots and models per node row, the mix's arrays, and the cached fragmentation per row.
+
+    Scoring works each distinct row state (model, free CPU, slots) out once and hands the
+    result to every row in it: in a fill most candidates are alike (every empty node of
+    one type), so that is a few states instead of a thousand rows.
+    """
 
     def __init__(self, rows: int, width: int) -> None:
         self.slots: IntArray = np.zeros((rows, max(width, 1)), dtype=np.int64)
         self.models: list[str] = [""] * rows
+        #: Each row's model as an index into ``_model_names``, so rows pick their access in one take.
+        self._model_index: IndexArray = np.zeros(rows, dtype=np.intp)
+        self._model_names: list[str] = [""]
+        self._model_ids: dict[str, int] = {"": 0}
         self._frag: FloatArray = np.zeros(rows, dtype=np.float64)
         self._fresh: NDArray[np.bool_] = np.zeros(rows, dtype=bool)
         self._mix: DemandMix | None = None
         self._arrays: MixArrays | None = None
+        self._access: NDArray[np.bool_] | None = None
+        self._access_of: MixArrays | None = None
 
     def set_row(self, row: int, slots: Sequence[int], model: str) -> None:
         line = self.slots[row]
@@ -70,7 +81,15 @@ class FgdRows:
         count = min(len(slots), len(line))
         line[:count] = slots[:count]
         self.models[row] = model
+        self._model_index[row] = self._model_id(model)
         self._fresh[row] = False
+
+    def _model_id(self, model: str) -> int:
+        known = self._model_ids.get(model)
+        if known is None:
+            known = self._model_ids[model] = len(self._model_names)
+            self._model_names.append(model)
+        return known
 
     def use_mix(self, mix: DemandMix) -> MixArrays:
         if mix is not self._mix or self._arrays is None:
@@ -79,14 +98,23 @@ class FgdRows:
             self._fresh[:] = False
         return self._arrays
 
+    def _access_by_model(self, mix: MixArrays) -> NDArray[np.bool_]:
+        """(models, K): ``mix.access_rows`` of every model seen, rebuilt when the mix or the models change."""
+        names = self._model_names
+        if self._access is None or self._access_of is not mix or len(self._access) != len(names):
+            self._access = mix.access_rows(names)
+            self._access_of = mix
+        return self._access
+
     def fragmentation(self, rows: IndexArray, cpu_free: IntArray, mix: MixArrays) -> FloatArray:
         """Fragmentation of the rows now (``cpu_free`` per row), from the cache where it holds."""
-        stale = rows[~self._fresh[rows]]
-        if len(stale):
-            position = {int(r): i for i, r in enumerate(rows)}
-            cpu = cpu_free[[position[int(r)] for r in stale]]
-            access = mix.access_rows([self.models[int(r)] for r in stale])
-            self._frag[stale] = fragmentation_rows(cpu, self.slots[stale], access, mix)
+        stale_at = ~self._fresh[rows]
+        if stale_at.any():
+            stale = rows[stale_at]
+            models = self._model_index[stale]
+            self._frag[stale] = _distinct_fragmentation(
+                cpu_free[stale_at], self.slots[stale], models, self._access_by_model(mix), mix
+            )
             self._fresh[stale] = True
         values: FloatArray = self._frag[rows]
         return values
@@ -108,23 +136,50 @@ class FgdRows:
         before = self.fragmentation(rows, cpu_free, mix)
         cpu_after = cpu_free - demand.cpu_milli
         slots = self.slots[rows]
-        access = mix.access_rows([self.models[int(r)] for r in rows])
+        models = self._model_index[rows]
+        access = self._access_by_model(mix)
         no_gpu = np.full(len(rows), _NO_GPU, dtype=np.int64)
         if demand.share_milli:
-            return _share_scores(slots, cpu_after, access, mix, before, demand.share_milli)
+            return _share_scores(slots, cpu_after, models, access, mix, before, demand.share_milli)
         if after is None:
             after = slots
             if demand.whole_gpus:
                 full = slots >= GPU_MILLI
                 taken = full & (np.cumsum(full, axis=1) <= demand.whole_gpus)
                 after = np.where(taken, 0, slots)
-        frag_after = fragmentation_rows(cpu_after, after, access, mix)
+        frag_after = _distinct_fragmentation(cpu_after, after, models, access, mix)
         return fgd_scores(before, frag_after), no_gpu
+
+
+def _distinct(key: IntArray) -> tuple[IndexArray, IndexArray]:
+    """The first row of each distinct row of ``key`` (N, C), and each row's distinct one."""
+    packed = np.ascontiguousarray(key)
+    # Rows as single opaque values: a 1-D unique sorts them far faster than ``axis=0``.
+    flat = packed.view(np.dtype((np.void, packed.itemsize * packed.shape[1]))).ravel()
+    _, first, inverse = np.unique(flat, return_index=True, return_inverse=True)
+    return first.astype(np.intp), inverse.reshape(-1).astype(np.intp)
+
+
+def _distinct_fragmentation(
+    cpu_free: IntArray, slots: IntArray, models: IndexArray, access: NDArray[np.bool_], mix: MixArrays
+) -> FloatArray:
+    """:func:`fragmentation_rows` of the rows, each distinct (model, CPU, slots) worked out once.
+
+    The weighting by the mix stays one product over all N rows, as over the rows
+    themselves: BLAS sums a row differently depending on its place in the batch.
+    """
+    if not len(mix.freq):
+        return np.zeros(len(slots), dtype=np.float64)
+    first, inverse = _distinct(np.column_stack((models, cpu_free, slots)))
+    terms = fragmentation_terms(cpu_free[first], slots[first], access[models[first]], mix)
+    result: FloatArray = terms[inverse] @ mix.freq
+    return result
 
 
 def _share_scores(
     slots: IntArray,
     cpu_after: IntArray,
+    models: IndexArray,
     access: NDArray[np.bool_],
     mix: MixArrays,
     before: FloatArray,
@@ -132,12 +187,33 @@ def _share_scores(
 ) -> tuple[IntArray, IntArray]:
     """Every GPU holding the share as a candidate; the best GPU's score per row.
 
-    Only the chosen GPU's contribution changes, so the after-state of all (row, GPU)
-    candidates is the row's sums corrected for that one GPU.
+    ``access`` is per model (``models`` gives each row's). The fragmentation after the
+    share, per GPU, is worked out once per distinct row state; the score against each
+    row's own ``before``.
     """
     rows = len(slots)
     if not len(mix.freq):
         return np.full(rows, 50, dtype=np.int64), np.argmax(slots >= milli, axis=1).astype(np.int64)
+    first, inverse = _distinct(np.column_stack((models, cpu_after, slots)))
+    after = _share_fragmentation(slots[first], cpu_after[first], access[models[first]], mix, milli)[inverse]
+    candidate = slots >= milli
+    scores = fgd_scores(np.repeat(before[:, None], slots.shape[1], axis=1), after)
+    scores = np.where(candidate, scores, -1)
+    best = np.argmax(scores, axis=1)
+    chosen: IntArray = best.astype(np.int64)
+    result: IntArray = scores[np.arange(rows), best]
+    return result, chosen
+
+
+def _share_fragmentation(
+    slots: IntArray, cpu_after: IntArray, access: NDArray[np.bool_], mix: MixArrays, milli: int
+) -> FloatArray:
+    """(N, G): the fragmentation of each row after the share goes on each of its GPUs.
+
+    Only the chosen GPU's contribution changes, so the after-state of all (row, GPU)
+    candidates is the row's sums corrected for that one GPU. The (G, K) product per row
+    is one BLAS call per row, so a row's sums do not depend on the other rows.
+    """
     m = mix.milli[None, None, :]
     fits = slots[:, :, None] >= m
     fitting = fits.sum(axis=1)
@@ -158,14 +234,8 @@ def _share_scores(
         & (fitting_g >= mix.num[None, None, :])
     )
     frag = np.where(hosted, small_g, (total - milli)[:, None, None]).astype(np.float64)
-    after = frag @ mix.freq
-    candidate = slots >= milli
-    scores = fgd_scores(np.repeat(before[:, None], slots.shape[1], axis=1), after)
-    scores = np.where(candidate, scores, -1)
-    best = np.argmax(scores, axis=1)
-    chosen: IntArray = best.astype(np.int64)
-    result: IntArray = scores[np.arange(rows), best]
-    return result, chosen
+    after: FloatArray = frag @ mix.freq
+    return after
 
 
 def pod_task(pod: PodRequest, units: Mapping[str, int]) -> tuple[TaskShape, FgdDemand, bool]:
