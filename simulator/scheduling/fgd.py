@@ -41,7 +41,11 @@ from simulator.scheduling.model import RESOURCE_GPU_MILLI, NodeState, PodRequest
 IntArray = NDArray[np.int64]
 FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.intp]
+#: (first position of each group of alike rows, each position's group)
+Groups = tuple[IndexArray, IndexArray]
 _NO_GPU: Final = -1
+#: Free CPU values per state id in the rows' one-integer key (thousandths of a core: 2,000,000 cores).
+_CPU_SPAN: Final = 2**31
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +62,9 @@ class FgdRows:
 
     Scoring works each distinct row state (model, free CPU, slots) out once and hands the
     result to every row in it: in a fill most candidates are alike (every empty node of
-    one type), so that is a few states instead of a thousand rows.
+    one type), so that is a few states instead of a thousand rows. Each row carries the
+    id of its (model, slots), numbered as they are first seen, so finding the distinct
+    states is a sort of one integer per row.
     """
 
     def __init__(self, rows: int, width: int) -> None:
@@ -68,6 +74,8 @@ class FgdRows:
         self._model_index: IndexArray = np.zeros(rows, dtype=np.intp)
         self._model_names: list[str] = [""]
         self._model_ids: dict[str, int] = {"": 0}
+        self._state: IntArray = np.zeros(rows, dtype=np.int64)
+        self._state_ids: dict[tuple[int, bytes], int] = {(0, self.slots[0].tobytes() if rows else b""): 0}
         self._frag: FloatArray = np.zeros(rows, dtype=np.float64)
         self._fresh: NDArray[np.bool_] = np.zeros(rows, dtype=bool)
         self._mix: DemandMix | None = None
@@ -81,7 +89,9 @@ class FgdRows:
         count = min(len(slots), len(line))
         line[:count] = slots[:count]
         self.models[row] = model
-        self._model_index[row] = self._model_id(model)
+        model_id = self._model_id(model)
+        self._model_index[row] = model_id
+        self._state[row] = self._state_ids.setdefault((model_id, line.tobytes()), len(self._state_ids))
         self._fresh[row] = False
 
     def _model_id(self, model: str) -> int:
@@ -111,9 +121,9 @@ class FgdRows:
         stale_at = ~self._fresh[rows]
         if stale_at.any():
             stale = rows[stale_at]
-            models = self._model_index[stale]
-            self._frag[stale] = _distinct_fragmentation(
-                cpu_free[stale_at], self.slots[stale], models, self._access_by_model(mix), mix
+            cpu = cpu_free[stale_at]
+            self._frag[stale] = _grouped_fragmentation(
+                self._groups(stale, cpu), cpu, self.slots[stale], self._model_index[stale], self._access_by_model(mix), mix
             )
             self._fresh[stale] = True
         values: FloatArray = self._frag[rows]
@@ -140,43 +150,67 @@ class FgdRows:
         access = self._access_by_model(mix)
         no_gpu = np.full(len(rows), _NO_GPU, dtype=np.int64)
         if demand.share_milli:
-            return _share_scores(slots, cpu_after, models, access, mix, before, demand.share_milli)
-        if after is None:
+            groups = self._groups(rows, cpu_free)
+            return _share_scores(groups, slots, cpu_after, models, access, mix, before, demand.share_milli)
+        if after is not None:
+            groups = _distinct(np.column_stack((models, cpu_free, after)))
+        else:
+            groups = self._groups(rows, cpu_free)
             after = slots
             if demand.whole_gpus:
                 full = slots >= GPU_MILLI
                 taken = full & (np.cumsum(full, axis=1) <= demand.whole_gpus)
                 after = np.where(taken, 0, slots)
-        frag_after = _distinct_fragmentation(cpu_after, after, models, access, mix)
+        frag_after = _grouped_fragmentation(groups, cpu_after, after, models, access, mix)
         return fgd_scores(before, frag_after), no_gpu
 
+    def _groups(self, rows: IndexArray, cpu_free: IntArray) -> Groups:
+        """The rows' distinct (model, slots, free CPU) states, from the rows' state ids."""
+        if not len(rows):
+            return _distinct(np.zeros((0, 1), dtype=np.int64))
+        low = int(cpu_free.min())
+        span = cpu_free - low
+        if int(span.max()) >= _CPU_SPAN:
+            return _distinct(np.column_stack((self._state[rows], cpu_free)))
+        return _distinct_values(self._state[rows] * _CPU_SPAN + span)
 
-def _distinct(key: IntArray) -> tuple[IndexArray, IndexArray]:
+
+def _distinct(key: IntArray) -> Groups:
     """The first row of each distinct row of ``key`` (N, C), and each row's distinct one."""
     packed = np.ascontiguousarray(key)
     # Rows as single opaque values: a 1-D unique sorts them far faster than ``axis=0``.
-    flat = packed.view(np.dtype((np.void, packed.itemsize * packed.shape[1]))).ravel()
-    _, first, inverse = np.unique(flat, return_index=True, return_inverse=True)
+    return _distinct_values(packed.view(np.dtype((np.void, packed.itemsize * packed.shape[1]))).ravel())
+
+
+def _distinct_values(key: NDArray[np.generic]) -> Groups:
+    """The first position of each distinct value of ``key`` (N,), and each position's distinct one."""
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
     return first.astype(np.intp), inverse.reshape(-1).astype(np.intp)
 
 
-def _distinct_fragmentation(
-    cpu_free: IntArray, slots: IntArray, models: IndexArray, access: NDArray[np.bool_], mix: MixArrays
+def _grouped_fragmentation(
+    groups: Groups,
+    cpu_free: IntArray,
+    slots: IntArray,
+    models: IndexArray,
+    access: NDArray[np.bool_],
+    mix: MixArrays,
 ) -> FloatArray:
-    """:func:`fragmentation_rows` of the rows, each distinct (model, CPU, slots) worked out once.
+    """:func:`fragmentation_rows` of the rows, each group of alike rows (``groups``) worked out once.
 
     The weighting by the mix stays one product over all N rows, as over the rows
     themselves: BLAS sums a row differently depending on its place in the batch.
     """
     if not len(mix.freq):
         return np.zeros(len(slots), dtype=np.float64)
-    first, inverse = _distinct(np.column_stack((models, cpu_free, slots)))
+    first, inverse = groups
     terms = fragmentation_terms(cpu_free[first], slots[first], access[models[first]], mix)
     result: FloatArray = terms[inverse] @ mix.freq
     return result
 
 
 def _share_scores(
+    groups: Groups,
     slots: IntArray,
     cpu_after: IntArray,
     models: IndexArray,
@@ -188,13 +222,13 @@ def _share_scores(
     """Every GPU holding the share as a candidate; the best GPU's score per row.
 
     ``access`` is per model (``models`` gives each row's). The fragmentation after the
-    share, per GPU, is worked out once per distinct row state; the score against each
+    share, per GPU, is worked out once per group of alike rows; the score against each
     row's own ``before``.
     """
     rows = len(slots)
     if not len(mix.freq):
         return np.full(rows, 50, dtype=np.int64), np.argmax(slots >= milli, axis=1).astype(np.int64)
-    first, inverse = _distinct(np.column_stack((models, cpu_after, slots)))
+    first, inverse = groups
     after = _share_fragmentation(slots[first], cpu_after[first], access[models[first]], mix, milli)[inverse]
     candidate = slots >= milli
     scores = fgd_scores(np.repeat(before[:, None], slots.shape[1], axis=1), after)

@@ -168,7 +168,7 @@ def _random_state(rng: random.Random, width: int, pool: list[tuple[list[int], st
         return rng.choice(pool)
     gpus = rng.randint(0, width)
     slots = [rng.choice([0, 0, 100, 250, 300, 500, 750, 1000, 1000, 1000]) for _ in range(gpus)]
-    state = (slots, rng.choice(MODELS), rng.choice([0, 500, 2000, 8000, 16000, 64000, 96000]))
+    state = (slots, rng.choice(MODELS), rng.choice([0, 500, 2000, 8000, 16000, 64000, 96000, 2**33]))
     pool.append(state)
     return state
 
