@@ -1,4 +1,4 @@
-"""The FGD paper's allocation figures on its own trace (a few seconds per scoring, about 35 s for FGD).
+"""The FGD paper's allocation figures on its own trace (a few seconds per scoring, about 12 s for FGD).
 
 Each case fills the whole openb node list (1,213 nodes) as one cluster from the default
 trace (8,152 tasks) and checks the allocation at 100 % arrived demand against the paper's
