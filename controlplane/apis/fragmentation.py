@@ -21,7 +21,8 @@ frequencies renormalised. FGD places each task where ``F`` grows least; its scor
 
 Pure: plain values in, numbers out, so the hub's scheduler can lift the measure from
 nodes to clusters. :func:`fragmentation_rows` evaluates many nodes at once over NumPy
-arrays (the member scheduler's hot path); :func:`node_fragmentation` is the one-node form.
+arrays, :func:`fragmentation_terms` its per-shape terms (the member scheduler's hot path
+weights those itself); :func:`node_fragmentation` is the one-node form.
 """
 
 from __future__ import annotations

@@ -14,7 +14,8 @@ the node now, and after the pod, as FGD (Weng et al., ATC '23) does:
   hand out, worked out per node by the caller (``after`` rows).
 
 The fragmentation of a node now is cached per row and recomputed only after the row
-changes. Pure: arrays in, scores out.
+changes. Rows in the same state (GPU model, free CPU, slots) are worked out once per
+pod: a fill's candidates are mostly alike. Pure: arrays in, scores out.
 """
 
 from __future__ import annotations
@@ -122,9 +123,10 @@ class FgdRows:
         if stale_at.any():
             stale = rows[stale_at]
             cpu = cpu_free[stale_at]
-            self._frag[stale] = _grouped_fragmentation(
-                self._groups(stale, cpu), cpu, self.slots[stale], self._model_index[stale], self._access_by_model(mix), mix
-            )
+            groups = self._groups(stale, cpu)
+            access = self._access_by_model(mix)
+            models = self._model_index[stale]
+            self._frag[stale] = _grouped_fragmentation(groups, cpu, self.slots[stale], models, access, mix)
             self._fresh[stale] = True
         values: FloatArray = self._frag[rows]
         return values
@@ -245,8 +247,9 @@ def _share_fragmentation(
     """(N, G): the fragmentation of each row after the share goes on each of its GPUs.
 
     Only the chosen GPU's contribution changes, so the after-state of all (row, GPU)
-    candidates is the row's sums corrected for that one GPU. The (G, K) product per row
-    is one BLAS call per row, so a row's sums do not depend on the other rows.
+    candidates is the row's sums corrected for that one GPU. NumPy's stacked product
+    weights each row's (G, K) slice on its own, so, unlike a 2-D product, a row's sums do
+    not depend on the other rows (tests/whatif/test_fgd_distinct_states.py holds it so).
     """
     m = mix.milli[None, None, :]
     fits = slots[:, :, None] >= m
