@@ -33,12 +33,13 @@ import logging
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from controlplane.apis import constants as c
 from controlplane.lifecycle import Service
 from controlplane.objectclient import ObjectClient, errors
 from controlplane.reports.accounting import Accumulator, PassMemos, PreparedSample
+from controlplane.reports.classify import Steps
 from controlplane.reports.fleet import FleetSample
 from controlplane.reports.owners import propagated_workloads
 from controlplane.reports.persistence import DEFAULT_PREFIX, RollupStore
@@ -62,10 +63,21 @@ _API_VERSION_CLUSTER = f"{c.CLUSTER_GROUP}/{c.VERSION}"
 _API_VERSION_WORK = f"{c.WORK_GROUP}/{c.VERSION}"
 
 Clock = Callable[[], datetime]
+T = TypeVar("T")
 
 
 def _utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+async def _in_turns(steps: Steps[T]) -> T:
+    """Run ``steps`` to the end, giving the event loop a turn after each step."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return cast(T, done.value)
+        await asyncio.sleep(0)
 
 
 class WasteSampler(Service):
@@ -218,7 +230,10 @@ class WasteSampler(Service):
         for cluster in sample.clusters:
             if accumulator.warm(cluster):
                 await asyncio.sleep(0)
-        return accumulator.prepare(sample)
+        # Matching the pending demand and summing the cells of the clusters it changed is done
+        # in steps too (a cluster's free layout, its new states, its cells: each up to one
+        # object per device), with a turn for the loop after each.
+        return await _in_turns(accumulator.prepare_steps(sample))
 
     async def sample_once(self) -> FleetSample | None:
         """Take one sample, account it and save the rollups; None when the pass failed."""
