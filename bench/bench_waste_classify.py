@@ -14,7 +14,10 @@ the median CPU seconds (``time.process_time``) of:
 * ``matched``: the pending demand above, all of it matched;
 * ``one demand waiting``: the same plus one demand no node can hold (16 GPUs per replica, not
   marked never-fits), so every free GPU the matching did not take turns free-fragmented: the
-  part of a pass that grows with the fleet's free GPUs, not with their shapes.
+  part of a pass that grows with the fleet's free GPUs, not with their shapes;
+* for each, the longest step of a whole sampler pass (``Accumulator.warm`` per cluster, then
+  ``Accumulator.prepare_steps``: classification, cells, opportunities), i.e. the longest the
+  hub's event loop waits for a turn: in a first pass (nothing known) and in the next ones.
 
 Run it from a ``git archive`` of another commit, with ``PYTHONPATH`` set to it, to compare
 (the module uses only ``classify_fleet`` and ``ClassificationMemo``).
@@ -27,10 +30,11 @@ from __future__ import annotations
 import gc
 import random
 import time
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 
 from bench.common import BenchmarkResult, Figure, Size, script_main
+from controlplane.reports.accounting import Accumulator
 from controlplane.reports.classify import ClassificationMemo, WasteState, classify_fleet
 from controlplane.reports.fleet import (
     ClusterSample,
@@ -109,6 +113,20 @@ def _cpu_seconds(sample: FleetSample, memo: ClassificationMemo) -> float:
     return time.process_time() - started
 
 
+def longest_step(accumulator: Accumulator, sample: FleetSample) -> float:
+    """CPU seconds of the longest step of :meth:`Accumulator.prepare_steps` (what the sampler
+    runs between two turns of the hub's event loop) over one pass."""
+    steps = accumulator.prepare_steps(sample)
+    longest = 0.0
+    while True:
+        started = time.process_time()
+        try:
+            next(steps)
+        except StopIteration:
+            return max(longest, time.process_time() - started)
+        longest = max(longest, time.process_time() - started)
+
+
 def measure(plan: Plan) -> tuple[dict[str, list[float]], dict[str, dict[str, float]]]:
     """CPU seconds per classification, per variant, and the states each classification gave."""
     seconds: dict[str, list[float]] = {}
@@ -123,6 +141,15 @@ def measure(plan: Plan) -> tuple[dict[str, list[float]], dict[str, dict[str, flo
         for state in result.states:
             counts[state.state.value] += state.share
         outcome[variant] = {**counts, "unmet demands": len(result.unmet)}
+        # A whole pass as the sampler runs it: the clusters warmed one by one, then the rest in steps.
+        accumulator = Accumulator()
+        for cluster in sample.clusters:
+            accumulator.warm(cluster)
+        seconds[f"{variant}, longest step of a first pass"] = [longest_step(accumulator, sample)]
+        seconds[f"{variant}, longest step of a next pass"] = [
+            longest_step(accumulator, replace(sample, time=sample.time + timedelta(minutes=i + 1)))
+            for i in range(plan.repeats)
+        ]
     return seconds, outcome
 
 
@@ -132,8 +159,13 @@ def run(size: Size) -> BenchmarkResult:
     seconds, outcome = measure(plan)
     gpus = plan.clusters * plan.nodes * GPUS_PER_NODE
     figures = [
-        Figure(f"{variant}: CPU per classification, {gpus:,} GPUs, {plan.demands:,} demands (median)",
-               round(sorted(values)[len(values) // 2], 3), "s")
+        Figure(
+            f"{variant}: CPU per classification, {gpus:,} GPUs, {plan.demands:,} demands (median)"
+            if "step" not in variant
+            else f"{variant}: CPU (median)",
+            round(sorted(values)[len(values) // 2], 3),
+            "s",
+        )
         for variant, values in seconds.items()
     ]
     details = {

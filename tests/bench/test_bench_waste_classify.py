@@ -11,10 +11,13 @@ def test_waste_classify_benchmark_reports_its_figures() -> None:
     plan = bench_waste_classify.PLANS[Size.TINY]
     result = bench_waste_classify.run(Size.TINY)
     assert result.status is Status.OK
-    assert [figure.name.split(":")[0] for figure in result.figures] == ["matched", "one demand waiting"]
+    assert [figure.name.split(":")[0] for figure in result.figures] == [
+        f"{variant}{step}" for variant in ("matched", "one demand waiting")
+        for step in ("", ", longest step of a first pass", ", longest step of a next pass")
+    ]
     assert all(figure.value is not None and figure.value > 0 for figure in result.figures)
     runs = result.details["cpu_seconds"]
-    assert all(len(values) == plan.repeats for values in runs.values())
+    assert all(len(values) == (1 if "first pass" in name else plan.repeats) for name, values in runs.items())
     states = result.details["gpus_by_state"]
     gpus = plan.clusters * plan.nodes * bench_waste_classify.GPUS_PER_NODE
     # Every demand matched (1 or 2 replicas of one GPU each); with the one that fits no node,
