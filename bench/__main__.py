@@ -13,7 +13,8 @@ Benchmarks (in run order): scheduler (bench/bench_scheduler.py), agent
 (bench/bench_agent_report.py, with bench/bench_sim_bind.py), api (bench/bench_api.py),
 rbac (bench/bench_rbac.py), watch (bench/bench_watch.py), whatif (bench/bench_whatif.py), tenants
 (bench/bench_whatif_tenants.py), placement (bench/bench_placement_quality.py), e2e (bench/bench_e2e_apply.py), scale (bench/bench_scale.py),
-admission (bench/bench_admission.py), ledger (bench/bench_ledger.py).
+admission (bench/bench_admission.py), ledger (bench/bench_ledger.py), waste-classify
+(bench/bench_waste_classify.py).
 
 A module with ``run(size) -> BenchmarkResult | dict`` is run through the hidden
 ``--child NAME`` mode of this command; bench_scheduler.py is run through its own command
@@ -222,6 +223,13 @@ SPECS: tuple[BenchmarkSpec, ...] = (
         parse=_parse_child,
         timeout={Size.TINY: 240, Size.QUICK: 300, Size.FULL: 300},
     ),
+    BenchmarkSpec(
+        name="waste-classify",
+        what="CPU of one waste classification, in process, 100 clusters x 5,000 nodes x 8 GPUs, 2,000 pending demands",
+        command=_child_command("waste-classify"),
+        parse=_parse_child,
+        timeout={Size.TINY: 120, Size.QUICK: 300, Size.FULL: 900},
+    ),
 )
 SPECS_BY_NAME = {spec.name: spec for spec in SPECS}
 
@@ -238,6 +246,7 @@ CHILD_MODULES = {
     "ledger": "bench.bench_ledger",
     "scale": "bench.bench_scale",
     "admission": "bench.bench_admission",
+    "waste-classify": "bench.bench_waste_classify",
 }
 
 

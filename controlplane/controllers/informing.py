@@ -24,6 +24,8 @@ from controlplane.objectclient import ObjectClient, ResourceType, WatchEventType
 log = logging.getLogger(__name__)
 
 ObjectKey = tuple[str, str]  # (namespace or "", name)
+#: Objects a relist stores and hands to its handlers between two turns of the event loop.
+RELIST_TURN = 256
 Handler = Callable[[WatchEventType, dict[str, Any], dict[str, Any] | None], Awaitable[None]]
 """``(event, object, previous object or None)``; for DELETED the object is the last state seen."""
 IndexFunc = Callable[[dict[str, Any]], Iterable[Hashable]]
@@ -151,7 +153,9 @@ class Informer:
             gone = self._store(key, None)
             if gone is not None:
                 await self._emit(WatchEventType.DELETED, gone, gone)
-        for key, obj in fresh.items():
+        for number, (key, obj) in enumerate(fresh.items(), 1):
+            if number % RELIST_TURN == 0:
+                await asyncio.sleep(0)  # a relist of thousands of bindings must not hold the loop
             previous = self._store(key, obj)
             if previous is None:
                 await self._emit(WatchEventType.ADDED, obj, None)

@@ -12,10 +12,12 @@ How (etcd's own election recipe, simplified to one key):
   transaction on ``create_revision == 0``). Whoever creates it leads; the key's
   ``create_revision`` is the :class:`Term`, the number every fenced write of the leader's
   controllers names (:mod:`controlplane.leader.fencing`).
-* Lead: renew the lease every ``ttl / 3`` seconds and check the key is still ours. A
-  renewal answering "expired", the key gone or held by another term, or no successful
-  renewal for ``renew_deadline`` (2/3 of the TTL, before etcd would expire the lease)
-  ends the term.
+* Lead: renew the lease every second (every ``ttl / 3`` seconds for a TTL under 3 s) and
+  check the key is still ours. A renewal answering "expired", the key gone or held by
+  another term, or no successful renewal for ``renew_deadline`` (2/3 of the TTL, before etcd
+  would expire the lease) ends the term. Past the deadline, one more renewal is tried at
+  once before stepping down: when the process's event loop was held, the failed renewal was
+  only its own timeout firing late, and etcd may still hold the lease.
 * Follow: watch the key; when it is deleted (the leader resigned, or its lease expired
   because it died) campaign at once, and re-check every ``ttl`` seconds in any case. So
   leadership moves within the TTL plus a moment after a leader dies (15 s with the
@@ -50,6 +52,8 @@ log = logging.getLogger(__name__)
 
 LEADER_KEY = "/leader/controllers"
 DEFAULT_TTL = 10
+#: Seconds between renewals of the leader lease at most.
+MAX_RENEW_INTERVAL = 1.0
 
 
 @dataclass(frozen=True)
@@ -103,7 +107,9 @@ class LeaderElector(Service):
         self.identity = identity
         self.key = key
         self.ttl = ttl
-        self.renew_interval = ttl / 3
+        # Renewals every second (ttl / 3 for the shortest TTLs): the lease survives a stall of
+        # the event loop up to ttl - renew_interval (9 s with the default TTL; 6.7 s at ttl / 3).
+        self.renew_interval = min(ttl / 3, MAX_RENEW_INTERVAL)
         self.renew_deadline = ttl * 2 / 3
         self._on_started = on_started_leading
         self._on_stopped = on_stopped_leading
@@ -235,28 +241,43 @@ class LeaderElector(Service):
         while True:
             if await self._sleep(self.renew_interval):
                 return True
-            try:
-                async with asyncio.timeout(self.renew_interval):
-                    remaining = await self.store.keep_alive_lease(term.lease_id)
-                    holder = await self.store.get(self.key)
-            except NotFound:
-                log.warning("leader key %s is gone: leadership lost (term %d)", self.key, term.revision)
-                return False
-            except (StorageError, TimeoutError) as exc:
-                if time.monotonic() - last_renewed >= self.renew_deadline:
+            renewal = await self._renew(term)
+            if isinstance(renewal, Exception) and time.monotonic() - last_renewed >= self.renew_deadline:
+                # The deadline may have passed while this process's event loop was held (a long
+                # step of other work, a starved process), the renewal's own timeout firing late,
+                # rather than because etcd could not be reached: ask etcd once more, at once.
+                # Only its answer says whether the lease is still alive.
+                renewal = await self._renew(term)
+                if isinstance(renewal, Exception):
                     log.warning(
                         "could not renew the leader lease for %.1fs (%s): stepping down (term %d)",
-                        time.monotonic() - last_renewed, exc, term.revision,
+                        time.monotonic() - last_renewed, renewal, term.revision,
                     )
                     return True
-                continue
-            if remaining <= 0:
-                log.warning("the leader lease expired: leadership lost (term %d)", term.revision)
+            if renewal is False:
                 return False
-            if holder.create_revision != term.revision:
-                log.warning("another replica (%s) holds the leader key: leadership lost", holder_of(holder.value))
-                return False
-            last_renewed = time.monotonic()
+            if renewal is True:
+                last_renewed = time.monotonic()
+
+    async def _renew(self, term: Term) -> bool | Exception:
+        """Renew the lease once: True when renewed, False when the term is over (the lease
+        expired, the key is gone or another term's), the error when etcd did not answer in time."""
+        try:
+            async with asyncio.timeout(self.renew_interval):
+                remaining = await self.store.keep_alive_lease(term.lease_id)
+                holder = await self.store.get(self.key)
+        except NotFound:
+            log.warning("leader key %s is gone: leadership lost (term %d)", self.key, term.revision)
+            return False
+        except (StorageError, TimeoutError) as exc:
+            return exc
+        if remaining <= 0:
+            log.warning("the leader lease expired: leadership lost (term %d)", term.revision)
+            return False
+        if holder.create_revision != term.revision:
+            log.warning("another replica (%s) holds the leader key: leadership lost", holder_of(holder.value))
+            return False
+        return True
 
     # -- helpers -------------------------------------------------------------------------
 

@@ -50,7 +50,9 @@ from controlplane.reports.classify import (
     DEFAULT_THRESHOLD,
     Classification,
     ClassificationMemo,
-    classify_fleet,
+    Steps,
+    classify_fleet_steps,
+    finish,
 )
 from controlplane.reports.fleet import ClusterSample, FleetSample
 from controlplane.reports.moves import MoveRecord, in_window
@@ -164,15 +166,22 @@ class Accumulator:
     def prepare(self, sample: FleetSample) -> PreparedSample:
         """The costly half of :meth:`add`: classify ``sample`` and work out its rates; it changes
         nothing the reports read (only the per-cluster memos of the previous sample)."""
-        classification = classify_fleet(
+        return finish(self.prepare_steps(sample))
+
+    def prepare_steps(self, sample: FleetSample) -> Steps[PreparedSample]:
+        """:meth:`prepare` in steps (:func:`~controlplane.reports.classify.classify_fleet_steps`,
+        then one per cluster whose cells are summed anew), for a caller on an event loop to give
+        the loop a turn between them."""
+        classification = yield from classify_fleet_steps(
             sample,
             threshold=self.threshold,
             cap_needed_by_demand=self.cap_needed_by_demand,
             memo=self.memos.classification,
         )
+        cells = yield from self.memos.cells.rates_steps(classification.parts)
         rates = Rates(
             time=_timestamp(sample.time),
-            cells=self.memos.cells.rates(classification.parts),
+            cells=cells,
             opportunities=opportunity_rates(find_opportunities(sample, classification)),
         )
         return PreparedSample(sample, classification, rates)

@@ -47,10 +47,11 @@ returned apart (``Classification.never_fit``) for the report to list.
 
 from __future__ import annotations
 
-from bisect import bisect_left
-from collections.abc import Iterable, Sequence
+from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from itertools import chain
+from typing import TypeVar, cast
 
 from controlplane.reports.fleet import (
     ClusterSample,
@@ -60,6 +61,7 @@ from controlplane.reports.fleet import (
     PendingDemand,
     PendingReason,
 )
+from controlplane.reports.matching import FreeLayout, FreePool, free_layout
 
 DEFAULT_THRESHOLD = 0.10
 
@@ -138,23 +140,28 @@ class ClassificationMemo:
     cluster's sample is unchanged: the same nodes tuple (as
     :class:`~controlplane.reports.snapshot.ClusterNodesCache` keeps it) and the same readiness,
     cordon and prices. The states of a cluster no pending demand touches are then reused as
-    they are, tuple and all, instead of one new object per device per sample."""
+    they are, tuple and all, instead of one new object per device per sample; so is the layout
+    of its free devices that matching starts from."""
 
     def __init__(self) -> None:
-        self._entries: dict[str, tuple[tuple[NodeSample, ...], tuple[object, ...], tuple[DeviceState, ...]]] = {}
+        self._entries: dict[str, tuple[tuple[NodeSample, ...], tuple[object, ...], _ClusterBase]] = {}
         #: Clusters classified anew (not found unchanged).
         self.misses = 0
 
     def base_states(self, cluster: ClusterSample, threshold: float) -> tuple[DeviceState, ...]:
         """The states of ``cluster``'s devices before matching (free devices free-spare)."""
+        return self.base(cluster, threshold).states
+
+    def base(self, cluster: ClusterSample, threshold: float) -> _ClusterBase:
+        """``cluster``'s states before matching, with the layout of its free devices."""
         facts = (cluster.ready, cluster.schedulable, dict(cluster.pricing), threshold)
         entry = self._entries.get(cluster.name)
         if entry is not None and entry[0] is cluster.nodes and entry[1] == facts:
             return entry[2]
-        states = _base_states(cluster, threshold)
+        base = _ClusterBase(cluster, _base_states(cluster, threshold))
         self.misses += 1
-        self._entries[cluster.name] = (cluster.nodes, facts, states)
-        return states
+        self._entries[cluster.name] = (cluster.nodes, facts, base)
+        return base
 
     def retain(self, names: Iterable[str]) -> None:
         """Forget the clusters not in ``names``."""
@@ -163,26 +170,60 @@ class ClassificationMemo:
             del self._entries[name]
 
 
-@dataclass(slots=True)
-class _FreeNode:
-    cluster: ClusterSample
-    node: NodeSample
-    #: resource -> indexes (into the classification's device list) of still-free devices
-    free: dict[str, list[int]]
-    #: indexes of every free device of the node, including ones no resource advertises
-    all_free: list[int]
+class _ClusterBase:
+    """A cluster's states before matching. What matching starts from is worked out the first
+    time a pending demand needs it, then kept with the states while the cluster is unchanged:
+    the layout of its free devices, and its states with the free ones of some products
+    free-fragmented (the same tuple pass after pass, so its cells are not summed again)."""
 
-    def replicas_fitting(self, requests: dict[str, int]) -> int:
-        return min(len(self.free.get(resource, ())) // amount for resource, amount in requests.items())
+    __slots__ = ("_cluster", "_edited", "_fragmented", "_layout", "states")
 
-    def order(self) -> tuple[int, float, int, str, str]:
-        return (
-            self.cluster.tier,
-            self.cluster.price(self.node.product),
-            sum(len(v) for v in self.free.values()),
-            self.cluster.name,
-            self.node.name,
-        )
+    def __init__(self, cluster: ClusterSample, states: tuple[DeviceState, ...]) -> None:
+        self._cluster = cluster
+        self.states = states
+        self._layout: FreeLayout | None = None
+        self._fragmented: dict[frozenset[str], tuple[DeviceState, ...]] = {}
+        self._edited: tuple[frozenset[str] | None, dict[int, DeviceState], tuple[DeviceState, ...]] | None = None
+
+    @property
+    def has_layout(self) -> bool:
+        return self._layout is not None
+
+    @property
+    def layout(self) -> FreeLayout:
+        if self._layout is None:
+            self._layout = free_layout(self._cluster, [s.state is WasteState.FREE_SPARE for s in self.states])
+        return self._layout
+
+    def fragmented(self, products: frozenset[str]) -> tuple[DeviceState, ...]:
+        """The states with every free device of a ``products`` node free-fragmented."""
+        states = self._fragmented.get(products)
+        if states is None:
+            rewritten = list(self.states)
+            variants: dict[int, DeviceState] = {}
+            for product in products:
+                for node in self.layout.by_product.get(product, ()):
+                    for index in node.all_free:
+                        old = rewritten[index]
+                        new = variants.get(id(old))
+                        if new is None:
+                            new = variants[id(old)] = replace(old, state=WasteState.FREE_FRAGMENTED)
+                        rewritten[index] = new
+            states = self._fragmented[products] = tuple(rewritten)
+        return states
+
+    def edited(self, stranded: frozenset[str] | None, claimed: dict[int, DeviceState]) -> tuple[DeviceState, ...]:
+        """The states with ``stranded`` products' free devices fragmented and ``claimed`` ones
+        needed: the tuple of the last call when it decided the same (pending demand that still
+        waits for the same devices), so its cells are not summed again."""
+        if self._edited is not None and self._edited[0] == stranded and self._edited[1] == claimed:
+            return self._edited[2]
+        rewritten = list(self.fragmented(stranded) if stranded else self.states)
+        for index, state in claimed.items():
+            rewritten[index] = state
+        part = tuple(rewritten)
+        self._edited = (stranded, claimed, part)
+        return part
 
 
 def _state_of(
@@ -250,21 +291,64 @@ def _base_states(cluster: ClusterSample, threshold: float) -> tuple[DeviceState,
     return tuple(states)
 
 
-def _free_nodes(cluster: ClusterSample, states: Sequence[DeviceState], offset: int) -> list[_FreeNode]:
-    """The nodes of ``cluster`` with free devices; its states start at ``offset`` in ``states``."""
-    out: list[_FreeNode] = []
-    index = offset
-    for node in cluster.nodes:
-        free_node = _FreeNode(cluster, node, {}, [])
-        for device in node.devices:
-            if states[index].state is WasteState.FREE_SPARE:
-                free_node.all_free.append(index)
-                if device.resource is not None:
-                    free_node.free.setdefault(device.resource, []).append(index)
-            index += 1
-        if free_node.all_free:
-            out.append(free_node)
-    return out
+class _Marks:
+    """What matching decides for the fleet's free devices, cluster by cluster (the states are
+    built once it is over): the devices claimed, with their new states (one new object per old
+    object and demand: devices no report names share theirs), and the products whose free
+    devices are stranded."""
+
+    def __init__(self, bases: Sequence[_ClusterBase]) -> None:
+        self._bases = bases
+        #: cluster number -> device index -> its free-needed state
+        self.claimed: dict[int, dict[int, DeviceState]] = {}
+        #: cluster number -> products whose free devices waiting demand cannot use
+        self.stranded: dict[int, frozenset[str]] = {}
+        self._needed: dict[tuple[int, str, str], DeviceState] = {}
+
+    def needed(self, cluster: int, indexes: Iterable[int], demand: PendingDemand) -> None:
+        """Mark the devices ``indexes`` of cluster number ``cluster`` (free ones) as needed by
+        ``demand``, unless an earlier demand claimed them."""
+        base = self._bases[cluster].states
+        claimed = self.claimed.setdefault(cluster, {})
+        for index in indexes:
+            if index in claimed:
+                continue
+            old = base[index]
+            key = (id(old), demand.namespace, demand.workload)
+            new = self._needed.get(key)
+            if new is None:
+                new = self._needed[key] = replace(
+                    old, state=WasteState.FREE_NEEDED, demand=(demand.namespace, demand.workload)
+                )
+            claimed[index] = new
+
+    def part(self, cluster: int) -> tuple[DeviceState, ...]:
+        """Cluster number ``cluster``'s states: its base states when matching decided nothing
+        for them (the very tuple), the stranded products' free devices fragmented, the claimed
+        ones needed."""
+        base = self._bases[cluster]
+        stranded = self.stranded.get(cluster)
+        claimed = self.claimed.get(cluster)
+        if claimed:
+            return base.edited(stranded, claimed)
+        return base.fragmented(stranded) if stranded else base.states
+
+
+#: Demands matched between two turns of :func:`classify_fleet_steps`.
+DEMANDS_PER_STEP = 100
+
+T = TypeVar("T")
+#: Work done in steps: a generator that yields between them and returns the result.
+Steps = Generator[None, None, T]
+
+
+def finish(steps: Steps[T]) -> T:
+    """Run ``steps`` to the end, without a pause; its result."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return cast(T, done.value)
 
 
 def classify_fleet(
@@ -276,113 +360,79 @@ def classify_fleet(
 ) -> Classification:
     """Every device's state, plus the pending demand no free device could take. With ``memo``,
     the clusters unchanged since its last use and untouched by demand cost no new states."""
+    return finish(
+        classify_fleet_steps(sample, threshold=threshold, cap_needed_by_demand=cap_needed_by_demand, memo=memo)
+    )
+
+
+def classify_fleet_steps(
+    sample: FleetSample,
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    cap_needed_by_demand: bool = True,
+    memo: ClassificationMemo | None = None,
+) -> Steps[Classification]:
+    """:func:`classify_fleet` in steps, for a caller on an event loop to give the loop a turn
+    between them (:mod:`controlplane.reports.sampling`): a step after each cluster whose states,
+    free layout or part were built (up to one per device), and after every
+    :data:`DEMANDS_PER_STEP` demands matched."""
     demands = _gpu_demands(sample.pending)
-    states: list[DeviceState] = []
-    bases: list[tuple[DeviceState, ...]] = []
-    free_nodes: list[_FreeNode] = []
+    bases: list[_ClusterBase] = []
     for cluster in sample.clusters:
-        base = memo.base_states(cluster, threshold) if memo is not None else _base_states(cluster, threshold)
-        if demands:
-            offset = len(states)
-            states.extend(base)
-            free_nodes.extend(_free_nodes(cluster, states, offset))
+        misses = memo.misses if memo is not None else 0
+        if memo is not None:
+            bases.append(memo.base(cluster, threshold))
         else:
-            states.extend(base)
-        bases.append(base)
+            bases.append(_ClusterBase(cluster, _base_states(cluster, threshold)))
+        if memo is None or memo.misses > misses:
+            yield
     if memo is not None:
         memo.retain(cluster.name for cluster in sample.clusters)
-    changed: set[int] = set()
+    marks = _Marks(bases)
     unmet: list[UnmetDemand] = []
-    if cap_needed_by_demand:
-        for demand in demands:
-            remaining = _match(demand, free_nodes, states, changed)
+    if demands:
+        layouts: list[FreeLayout] = []
+        for base in bases:
+            built = not base.has_layout
+            layouts.append(base.layout)
+            if built:
+                yield
+        pool = FreePool(sample.clusters, layouts)
+        for number, demand in enumerate(demands, 1):
+            if cap_needed_by_demand:
+                remaining = pool.match(demand, marks.needed)
+            else:
+                remaining = 0 if pool.claim_everywhere(demand, marks.needed) else demand.replicas
             if remaining:
                 unmet.append(UnmetDemand(demand, remaining))
-    else:
-        for demand in demands:
-            fits_anywhere = False
-            for free_node in free_nodes:
-                if not demand.allows(free_node.cluster.name, free_node.node.product):
-                    continue
-                requests = demand.gpu_requests
-                if free_node.replicas_fitting(requests) < 1:
-                    continue
-                fits_anywhere = True
-                for resource in requests:
-                    for index in free_node.free[resource]:
-                        _mark_needed(states, index, demand, changed)
-            if not fits_anywhere:
-                unmet.append(UnmetDemand(demand, demand.replicas))
-
-    # Matched mode: only demand still waiting strands capacity. Literal mode: any demand does.
-    _mark_fragmented(states, free_nodes, [u.demand for u in unmet] if cap_needed_by_demand else demands, changed)
-    return Classification(
-        tuple(states), tuple(unmet), _never_fit(sample.pending), parts=_parts(bases, states, changed)
-    )
-
-
-def _parts(
-    bases: Sequence[tuple[DeviceState, ...]], states: Sequence[DeviceState], changed: set[int]
-) -> tuple[tuple[DeviceState, ...], ...]:
-    """Per cluster, its base states when matching changed none of them, else its new states."""
-    if not changed:
-        return tuple(bases)
+            if number % DEMANDS_PER_STEP == 0:
+                yield
+        # Matched mode: only demand still waiting strands capacity. Literal mode: any demand does.
+        waiting = [u.demand for u in unmet] if cap_needed_by_demand else demands
+        _mark_fragmented(sample.clusters, layouts, waiting, marks)
     parts: list[tuple[DeviceState, ...]] = []
-    marked = sorted(changed)
-    offset = 0
-    for base in bases:
-        end = offset + len(base)
-        first = bisect_left(marked, offset)
-        touched = first < len(marked) and marked[first] < end
-        parts.append(tuple(states[offset:end]) if touched else base)
-        offset = end
-    return tuple(parts)
-
-
-def _mark_needed(states: list[DeviceState], index: int, demand: PendingDemand, changed: set[int]) -> None:
-    old = states[index]
-    if old.state == WasteState.FREE_SPARE:
-        states[index] = replace(old, state=WasteState.FREE_NEEDED, demand=(demand.namespace, demand.workload))
-        changed.add(index)
-
-
-def _match(
-    demand: PendingDemand, free_nodes: Sequence[_FreeNode], states: list[DeviceState], changed: set[int]
-) -> int:
-    """Claim devices for ``demand``'s replicas; return how many replicas found no room."""
-    requests = demand.gpu_requests
-    remaining = demand.replicas
-    candidates = sorted(
-        (n for n in free_nodes if demand.allows(n.cluster.name, n.node.product)),
-        key=_FreeNode.order,
-    )
-    for free_node in candidates:
-        if remaining == 0:
-            break
-        take = min(free_node.replicas_fitting(requests), remaining)
-        if take <= 0:
-            continue
-        for resource, amount in requests.items():
-            claimed = free_node.free[resource][: take * amount]
-            del free_node.free[resource][: take * amount]
-            for index in claimed:
-                _mark_needed(states, index, demand, changed)
-        remaining -= take
-    return remaining
+    for index, base in enumerate(bases):
+        part = marks.part(index)
+        parts.append(part)
+        if part is not base.states:
+            yield
+    states = tuple(chain.from_iterable(parts))
+    return Classification(states, tuple(unmet), _never_fit(sample.pending), parts=tuple(parts))
 
 
 def _mark_fragmented(
-    states: list[DeviceState], free_nodes: Sequence[_FreeNode], waiting: Sequence[PendingDemand], changed: set[int]
+    clusters: Sequence[ClusterSample],
+    layouts: Sequence[FreeLayout],
+    waiting: Sequence[PendingDemand],
+    marks: _Marks,
 ) -> None:
+    """Rule 5: the free devices still spare on nodes a waiting demand allows (cluster and product)."""
     if not waiting:
         return
-    for free_node in free_nodes:
-        if not any(d.allows(free_node.cluster.name, free_node.node.product) for d in waiting):
-            continue
-        for index in free_node.all_free:
-            if states[index].state == WasteState.FREE_SPARE:
-                states[index] = replace(states[index], state=WasteState.FREE_FRAGMENTED)
-                changed.add(index)
+    for index, (cluster, layout) in enumerate(zip(clusters, layouts, strict=True)):
+        stranded = frozenset(p for p in layout.by_product if any(d.allows(cluster.name, p) for d in waiting))
+        if stranded:
+            marks.stranded[index] = stranded
 
 
 def classify(

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from controlplane.reports.classify import ALLOCATED_STATES, DeviceState, WasteState
+from controlplane.reports.classify import ALLOCATED_STATES, DeviceState, Steps, WasteState, finish
 from controlplane.reports.recommend import Opportunity
 
 #: ``version`` of every rollup document.
@@ -119,11 +119,19 @@ class CellRatesMemo:
 
     def rates(self, parts: Sequence[tuple[DeviceState, ...]]) -> dict[CellKey, tuple[float, ...]]:
         """:func:`cell_rates` of the states of every part, in order."""
+        return finish(self.rates_steps(parts))
+
+    def rates_steps(self, parts: Sequence[tuple[DeviceState, ...]]) -> Steps[dict[CellKey, tuple[float, ...]]]:
+        """:meth:`rates` in steps: one after each part whose cells were summed anew."""
         entries: dict[int, tuple[tuple[DeviceState, ...], dict[CellKey, tuple[float, ...]]]] = {}
         out: dict[CellKey, tuple[float, ...]] = {}
         for part in parts:
             entry = self._entries.get(id(part))
-            cells = entry[1] if entry is not None and entry[0] is part else cell_rates(part)
+            if entry is not None and entry[0] is part:
+                cells = entry[1]
+            else:
+                cells = cell_rates(part)
+                yield
             entries[id(part)] = (part, cells)
             for key, values in cells.items():
                 held = out.get(key)

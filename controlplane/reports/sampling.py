@@ -8,8 +8,8 @@ and Works are read through it, as a client of the API would see them) and the ra
 the reports API queries, the rollups in the store after every sample, and, when given
 :class:`~controlplane.metrics.HubMetrics`, the fleet's waste gauges and counters.
 
-One pass (:meth:`WasteSampler.sample_once`): list the three kinds (each with a timeout), build a
-:class:`~controlplane.reports.fleet.FleetSample` at the hub's wall-clock time with
+One pass (:meth:`WasteSampler.sample_once`): list the three kinds (each with a timeout, a page
+at a time), build a :class:`~controlplane.reports.fleet.FleetSample` at the hub's wall-clock time with
 :func:`~controlplane.reports.snapshot.sample_from_cluster_statuses`, add it to the accumulator,
 save what changed. Samples are taken on a fixed cadence (``interval`` seconds from the first,
 not from the end of the previous one), so a slow pass does not stretch the intervals.
@@ -33,13 +33,14 @@ import logging
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from controlplane.apis import constants as c
 from controlplane.apis.podview import propagated_workloads
 from controlplane.lifecycle import Service
 from controlplane.objectclient import ObjectClient, errors
 from controlplane.reports.accounting import Accumulator, PassMemos, PreparedSample
+from controlplane.reports.classify import Steps
 from controlplane.reports.fleet import FleetSample
 from controlplane.reports.persistence import DEFAULT_PREFIX, RollupStore
 from controlplane.reports.snapshot import ClusterNodesCache, sample_from_cluster_statuses, warm_cluster_nodes
@@ -55,6 +56,8 @@ DEFAULT_INTERVAL = 60.0
 #: Ready condition was never updated (e.g. the hub was down when the agent died).
 DEFAULT_STALE_AFTER = timedelta(minutes=5)
 DEFAULT_TIMEOUT = 30.0
+#: Objects per list call of a pass (Clusters, ResourceBindings, Works).
+DEFAULT_PAGE_SIZE = 500
 #: Backoff between attempts to restore the rollups while the store is unreachable.
 RESTORE_RETRY_SECONDS = (1.0, 2.0, 5.0, 10.0)
 
@@ -62,10 +65,21 @@ _API_VERSION_CLUSTER = f"{c.CLUSTER_GROUP}/{c.VERSION}"
 _API_VERSION_WORK = f"{c.WORK_GROUP}/{c.VERSION}"
 
 Clock = Callable[[], datetime]
+T = TypeVar("T")
 
 
 def _utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+async def _in_turns(steps: Steps[T]) -> T:
+    """Run ``steps`` to the end, giving the event loop a turn after each step."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return cast(T, done.value)
+        await asyncio.sleep(0)
 
 
 class WasteSampler(Service):
@@ -87,9 +101,12 @@ class WasteSampler(Service):
         prefix: str = DEFAULT_PREFIX,
         accumulator_factory: Callable[[], Accumulator] = Accumulator,
         clock: Clock = _utc_now,
+        page_size: int = DEFAULT_PAGE_SIZE,
     ) -> None:
         if interval <= 0:
             raise ValueError("the waste sample interval must be positive")
+        if page_size <= 0:
+            raise ValueError("the list page size must be positive")
         super().__init__("waste-sampler")
         self._objects = objects
         self._store = store
@@ -100,6 +117,7 @@ class WasteSampler(Service):
         self._prefix = prefix
         self._new_accumulator = accumulator_factory
         self._clock = clock
+        self._page_size = page_size
         registry = objects.registry
         self._cluster_type = registry.require(_API_VERSION_CLUSTER, "Cluster")
         self._binding_type = registry.require(_API_VERSION_WORK, "ResourceBinding")
@@ -193,8 +211,18 @@ class WasteSampler(Service):
     # -- one pass ------------------------------------------------------------------------------
 
     async def _list(self, kind: Any) -> list[dict[str, Any]]:
+        """Every object of ``kind``, read a page at a time (one consistent snapshot, as kube's
+        continue tokens give): each page is decoded in one go, and the event loop has a turn
+        between pages (thousands of Works and bindings at once held it for seconds)."""
+        items: list[dict[str, Any]] = []
+        token: str | None = None
         async with asyncio.timeout(self._timeout):
-            return (await self._objects.list(kind)).items
+            while True:
+                page = await self._objects.list(kind, limit=self._page_size, continue_token=token)
+                items.extend(page.items)
+                if not page.continue_token:
+                    return items
+                token = page.continue_token
 
     async def _prepare(
         self,
@@ -218,7 +246,10 @@ class WasteSampler(Service):
         for cluster in sample.clusters:
             if accumulator.warm(cluster):
                 await asyncio.sleep(0)
-        return accumulator.prepare(sample)
+        # Matching the pending demand and summing the cells of the clusters it changed is done
+        # in steps too (a cluster's free layout, its new states, its cells: each up to one
+        # object per device), with a turn for the loop after each.
+        return await _in_turns(accumulator.prepare_steps(sample))
 
     async def sample_once(self) -> FleetSample | None:
         """Take one sample, account it and save the rollups; None when the pass failed."""

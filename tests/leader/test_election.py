@@ -4,6 +4,7 @@ deposed leader's fenced writes fail while the plain store keeps working."""
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
@@ -159,3 +160,33 @@ def test_ttl_below_etcds_minimum_is_refused() -> None:
 
     with pytest.raises(ValueError, match="at least 2 seconds"):
         LeaderElector(None, "a", ttl=1, on_started_leading=noop, on_stopped_leading=noop)  # type: ignore[arg-type]
+
+
+async def test_a_leader_whose_event_loop_was_held_keeps_a_lease_etcd_still_holds(
+    stores: Callable[[], Awaitable[EtcdStore]],
+) -> None:
+    """A renewal whose timeout fires late, because the loop was held (a long synchronous step
+    of other work) past the renew deadline but not past the lease's TTL, does not end the term:
+    etcd, asked again at once, still holds the lease."""
+    ttl = 3  # renewals every 1 s, deadline 2 s, the lease expires 3 s after the last renewal
+    store = await stores()
+    a = Replica(store, "a")
+    a.elector = LeaderElector(store, "a", ttl=ttl, on_started_leading=a._started, on_stopped_leading=a._stopped)
+    renew = store.keep_alive_lease
+    stalls = 0
+
+    async def held_then_renew(lease_id: int) -> int:
+        nonlocal stalls
+        if stalls == 0:
+            stalls += 1
+            time.sleep(1.5)  # noqa: ASYNC251 -- the event loop held on purpose: the 1 s timeout fires late
+        return await renew(lease_id)
+
+    a.start()
+    term = await asyncio.wait_for(a.elector.wait_leading(), TAKEOVER_LIMIT)
+    store.keep_alive_lease = held_then_renew  # type: ignore[method-assign]
+    await eventually(lambda: stalls == 1, what="the held renewal")
+    await asyncio.sleep(2 * ttl)  # renewals go on
+    assert a.stops == 0 and a.elector.term is term
+    await a.elector.fenced_store(term).create("/objects/still-leading", b"1")
+    await a.elector.shutdown()

@@ -171,3 +171,22 @@ async def test_a_new_run_reuses_the_last_runs_classification(objects: ObjectStor
     assert sampler._memos is first_memos and first_memos.classification.misses == 1
     report = (await ReportSource(store).accumulator()).query(T0, T0 + timedelta(minutes=3))
     assert report.totals.gpu_hours[WasteState.BUSY] == pytest.approx(3 * MINUTE_HOURS)
+
+
+async def test_a_pass_reads_the_fleet_a_page_at_a_time(objects: ObjectStore, store: Store) -> None:
+    """Lists of thousands of Works and bindings are read in pages (a turn for the event loop
+    between them): with one object per page, every cluster and binding is still in the sample."""
+    for name in ("a", "b", "c"):
+        await put_cluster(objects, name, cluster_status([k8s_node("n1", 1)], [], {"n1": [device(0)]}), pricing={A100: 1.0})
+    for name in ("w1", "w2"):
+        await put_binding(objects, name, replicas=1, placed={}, scheduled="False", reason="NoClusterFit")
+    sampler = WasteSampler(objects, store, interval=0.01, clock=SteppingClock(1), page_size=1)
+    await _run_until(sampler, lambda: sampler.samples_taken >= 1)
+    assert sampler.last_sample is not None
+    assert [c.name for c in sampler.last_sample.clusters] == ["a", "b", "c"]
+    assert sorted(d.workload for d in sampler.last_sample.pending) == ["Deployment/w1", "Deployment/w2"]
+
+
+def test_the_page_size_must_be_positive(objects: ObjectStore, store: Store) -> None:
+    with pytest.raises(ValueError, match="page size"):
+        WasteSampler(objects, store, page_size=0)

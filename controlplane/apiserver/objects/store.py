@@ -21,7 +21,7 @@ from controlplane.apiserver.objects.aliases import merge_alias_storage
 from controlplane.apiserver.objects.deleting import Deleter
 from controlplane.apiserver.objects.events import watch_events
 from controlplane.apiserver.objects.namespaces import SYSTEM_NAMESPACES, NamespaceLifecycle
-from controlplane.apiserver.objects.reading import decode, encoded, get_kv, list_page
+from controlplane.apiserver.objects.reading import decode, decode_all, encoded, get_kv, list_page
 from controlplane.apiserver.objects.scale import patched_scale, replicas_patch, scale_of, scale_patch_type
 from controlplane.apiserver.objects.values import (
     DeleteOptions,
@@ -99,9 +99,7 @@ class ObjectStore:
 
     async def list(self, rt: ResourceType, *, namespace: str | None = None, **options: Unpack[ListArgs]) -> ObjectList:
         page = await list_page(self._store, rt, namespace, ListOptions(**options))
-        items = [
-            obj if obj is not None else decode(rt, kv) for kv, obj in zip(page.kvs, page.objects, strict=True)
-        ]
+        items = await decode_all(rt, page.kvs, page.objects)
         return ObjectList(items, str(page.revision), page.continue_token)
 
     async def list_encoded(

@@ -34,6 +34,7 @@ from controlplane.apiserver.objects import EncodedList, ListArgs, ObjectEvent, O
 from controlplane.apiserver.objects.events import watch_events
 from controlplane.apiserver.objects.reading import (
     decode,
+    decode_all,
     encoded,
     field_selector_of,
     label_selector_of,
@@ -198,7 +199,7 @@ class WatchCache:
         if served is None:
             return await self._objects.list(rt, namespace=namespace, **options)
         kvs, revision = served
-        return ObjectList([decode(rt, kv) for kv in kvs], str(revision))
+        return ObjectList(await decode_all(rt, kvs), str(revision))
 
     async def _from_cache(
         self, rt: ResourceType, namespace: str | None, options: ListArgs
