@@ -95,9 +95,19 @@ def _http_ok(url: str) -> bool:
         return bool(resp.status == 200)
 
 
-def wait_for(predicate: Callable[[], Any], *, timeout: float, interval: float = 0.2, what: str) -> Any:
-    """Poll until ``predicate`` returns a truthy value; fail the test naming ``what``."""
+def wait_for(
+    predicate: Callable[[], Any], *, timeout: float, interval: float = 0.2, max_interval: float = 1.0, what: str
+) -> Any:
+    """Poll until ``predicate`` returns a truthy value; fail the test naming ``what``.
+
+    The pause between polls starts at ``interval`` and grows by half after each poll, up to
+    ``max_interval`` (or ``interval`` when that is longer): a condition that comes quickly is
+    seen quickly, and a long wait does not poll five times a second for a minute. Most
+    predicates run kubectl, about a tenth of a CPU-second each, and the suite's workers share
+    two cores with the processes under test.
+    """
     deadline = time.monotonic() + timeout
+    pause, longest = interval, max(interval, max_interval)
     last_error: BaseException | None = None
     while time.monotonic() < deadline:
         try:
@@ -107,7 +117,8 @@ def wait_for(predicate: Callable[[], Any], *, timeout: float, interval: float = 
         else:
             if value:
                 return value
-        time.sleep(interval)
+        time.sleep(pause)
+        pause = min(pause * 1.5, longest)
     raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}; last error: {last_error!r}")
 
 
