@@ -141,6 +141,11 @@ def test_a_cluster_name_is_taken_over_only_with_a_token_scoped_to_it(
     wait_for(lambda: "joined the hub as cluster" in rejoined.log() or not rejoined.alive(), timeout=60,
              what="the re-join")
     assert rejoined.alive(), rejoined.log()
+    # It registers (without the first agent's cluster file) and reports, and keeps running.
+    reported = hub.json("get", "cluster", CLUSTER)["status"]["lastReportTime"]
+    wait_for(lambda: hub.json("get", "cluster", CLUSTER)["status"]["lastReportTime"] != reported or not rejoined.alive(),
+             timeout=30, what="the re-joined agent's first report")
+    assert rejoined.alive(), rejoined.log()
     stale = Kubectl(owner_kubeconfig).run("get", "cluster", CLUSTER, check=False)
     assert stale.returncode != 0 and "Unauthorized" in stale.stderr, stale.stderr
 

@@ -47,20 +47,26 @@ def desired_cluster(
     labels: Mapping[str, str],
     pricing: Mapping[str, float],
 ) -> dict[str, Any]:
-    """The Cluster as this agent declares it (only the fields the agent owns)."""
-    spec: dict[str, Any] = {"provider": provider, "pricing": dict(pricing)}
+    """The Cluster as this agent declares it (only the fields the agent owns).
+
+    No empty map is declared: under server-side apply an empty ``pricing`` or ``labels`` is a
+    field of its own, which an agent that registered entries there before would newly own, and
+    the hub's ClusterRestriction refuses an agent gaining a field (a re-joined agent without
+    the first one's cluster file could then not register at all).
+    """
+    spec: dict[str, Any] = {"provider": provider}
+    if pricing:
+        spec["pricing"] = dict(pricing)
     if region is not None:
         spec["region"] = region
     if zone is not None:
         spec["zone"] = zone
     if tier is not None:
         spec["tier"] = tier
-    return {
-        "apiVersion": CLUSTER_API_VERSION,
-        "kind": "Cluster",
-        "metadata": {"name": name, "labels": dict(labels)},
-        "spec": spec,
-    }
+    metadata: dict[str, Any] = {"name": name}
+    if labels:
+        metadata["labels"] = dict(labels)
+    return {"apiVersion": CLUSTER_API_VERSION, "kind": "Cluster", "metadata": metadata, "spec": spec}
 
 
 async def register_cluster(hub: KubeApi, desired: Mapping[str, Any]) -> dict[str, Any]:

@@ -215,3 +215,14 @@ def test_desired_cluster_declares_only_the_agents_fields() -> None:
         # No zone/tier (not given), and never taints or unschedulable (the hub's to set).
         "spec": {"provider": "aws", "region": "us-east-1", "pricing": {"H100": 9.0}},
     }
+
+
+def test_desired_cluster_declares_no_empty_map() -> None:
+    """An empty ``labels`` or ``pricing`` would be a field of its own under server-side apply,
+    one an agent that registered entries there before does not own: the hub refuses that gain,
+    and an agent re-joined without the first one's cluster file could not register."""
+    desired = registering.desired_cluster(
+        "a", provider="onprem", region=None, zone=None, tier=None, labels={}, pricing={}
+    )
+    assert desired["metadata"] == {"name": "a"}
+    assert desired["spec"] == {"provider": "onprem"}
