@@ -25,14 +25,13 @@ from typing import Any
 import aiohttp
 from kubernetes_asyncio.client import ApiClient, Configuration
 
-from controlplane.apis.constants import JOIN_PATH
+from controlplane.apis.constants import CA_PATH, JOIN_PATH
 from controlplane.pki import private_directory
 from member_agent.kubeapi import ApiError, KubeApi, Unavailable, error_from_status
 from member_agent.trust import TrustError, verify_ca
 
 logger = logging.getLogger(__name__)
 
-CA_PATH = "/.well-known/gpufed/ca.crt"
 CA_FILE = "hub-ca.crt"
 CREDENTIAL_FILE = "credential.json"
 DEFAULT_TIMEOUT = 30.0

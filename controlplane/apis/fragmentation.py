@@ -20,9 +20,9 @@ frequencies renormalised. FGD places each task where ``F`` grows least; its scor
 ``int(sigmoid((F_before - F_after) / 1000) x 100)`` (:func:`fgd_score`).
 
 Pure: plain values in, numbers out, so the hub's scheduler can lift the measure from
-nodes to clusters. :func:`fragmentation_rows` evaluates many nodes at once over NumPy
-arrays, :func:`fragmentation_terms` its per-shape terms (the member scheduler's hot path
-weights those itself); :func:`node_fragmentation` is the one-node form.
+nodes to clusters. :func:`fragmentation_terms` evaluates many nodes at once over NumPy
+arrays, per shape of the mix (the member scheduler's hot path weights them by the mix's
+frequencies itself); :func:`node_fragmentation` is the one-node form.
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ def fgd_scores(before: FloatArray, after: FloatArray) -> IntArray:
 
 @dataclass(frozen=True, slots=True)
 class MixArrays:
-    """A :class:`DemandMix` as arrays over its K shapes, for :func:`fragmentation_rows`."""
+    """A :class:`DemandMix` as arrays over its K shapes, for :func:`fragmentation_terms`."""
 
     cpu: IntArray
     milli: IntArray
@@ -160,14 +160,6 @@ class MixArrays:
         if not len(models):
             return np.zeros((0, len(self.freq)), dtype=bool)
         return np.stack([self.access.get(m, self.access[""]) for m in models])
-
-
-def fragmentation_rows(cpu_free: IntArray, gpu_free: IntArray, access: NDArray[np.bool_], mix: MixArrays) -> FloatArray:
-    """``F`` of N nodes at once: ``cpu_free`` (N,), ``gpu_free`` (N, G) (pad with 0), ``access`` (N, K)."""
-    if not len(mix.freq):
-        return np.zeros(len(gpu_free), dtype=np.float64)
-    result: FloatArray = fragmentation_terms(cpu_free, gpu_free, access, mix) @ mix.freq
-    return result
 
 
 def fragmentation_terms(

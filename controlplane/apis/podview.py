@@ -12,7 +12,12 @@ DCGM exporter, whose series carry the pod that holds each device; the agent scra
 reports it in ``Cluster.status.utilization`` (:mod:`controlplane.apis.utilization`), and
 :func:`devices_by_pod` reads that back. The hub's waste report reads the same data.
 
-In: pods as the member API returns them, the Cluster's ``status.utilization``. Out: plain
+Which workloads each member carries (:func:`propagated_workloads`, read from the hub's Works)
+and how each kind names its pods (:data:`POD_NAME_AFTER_WORKLOAD`) live here too: `gpufed
+logs/exec` find a workload's pods with them, and the waste report puts a pod reported without
+an owner under its workload (:mod:`controlplane.reports.owners`).
+
+In: pods as the member API returns them, the Cluster's ``status.utilization``, Works. Out: plain
 values and text rows. Pure: no I/O.
 """
 

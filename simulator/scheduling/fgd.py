@@ -198,7 +198,8 @@ def _grouped_fragmentation(
     access: NDArray[np.bool_],
     mix: MixArrays,
 ) -> FloatArray:
-    """:func:`fragmentation_rows` of the rows, each group of alike rows (``groups``) worked out once.
+    """Each row's fragmentation (:func:`~controlplane.apis.fragmentation.fragmentation_terms`
+    weighted by the mix), each group of alike rows (``groups``) worked out once.
 
     The weighting by the mix stays one product over all N rows, as over the rows
     themselves: BLAS sums a row differently depending on its place in the batch.
