@@ -457,6 +457,11 @@ def start(group: ProcessGroup, plan: Plan) -> tuple[Process, Kubectl, Process, d
     return hub_proc, hub, fleet, json.loads(stats.read_text())
 
 
+OPTIONS = argparse.ArgumentParser(add_help=False)
+OPTIONS.add_argument("--watchers", type=int, metavar="N", help="concurrent Work watchers in the fan-out phase (the size's own by default)")
+OPTIONS.add_argument("--workloads", type=int, metavar="N", help="Deployments applied under load (the size's own by default)")
+
+
 def run(size: Size, *, watchers: int | None = None, workloads: int | None = None) -> BenchmarkResult:
     plan = PLANS[size]
     if watchers is not None:
@@ -485,17 +490,10 @@ def run(size: Size, *, watchers: int | None = None, workloads: int | None = None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The common benchmark options, plus ``--watchers N`` (the size's watcher count otherwise)."""
-    extra = argparse.ArgumentParser(add_help=False)
-    extra.add_argument("--watchers", type=int, default=None)
-    extra.add_argument("--workloads", type=int, default=None)
-    known, rest = extra.parse_known_args(argv)
-    description = (__doc__.splitlines()[0] if __doc__ else NAME) + (
-        " [--watchers N: concurrent Work watchers] [--workloads N: Deployments applied]"
-    )
-    return benchmark_main(
-        functools.partial(run, watchers=known.watchers, workloads=known.workloads), rest, description=description
-    )
+    """The common benchmark options, plus ``--watchers N`` and ``--workloads N`` (the size's own otherwise)."""
+    known, _ = OPTIONS.parse_known_args(argv)
+    bound = functools.partial(run, watchers=known.watchers, workloads=known.workloads)
+    return benchmark_main(bound, argv, description=(__doc__ or NAME).splitlines()[0], parents=(OPTIONS,))
 
 
 if __name__ == "__main__":
