@@ -32,7 +32,7 @@ core and fan-out p99 <= 1 s. When one is missed, ``bottleneck`` in the details (
 ``fanout.bottleneck`` for the fan-out phase) says which resource ran out (CPU of the machine,
 by process, or memory) with the numbers.
 
-Reproduce: ``.venv/bin/python -m bench.bench_scale [--size tiny|quick|full] [--watchers N] [--workloads N] [--json FILE]``
+Reproduce: ``.venv/bin/python -m bench.bench_scale [--size tiny|quick|full] [--watchers N] [--workloads N] [--rate PER_S] [--json FILE]``
 """
 
 from __future__ import annotations
@@ -460,10 +460,14 @@ def start(group: ProcessGroup, plan: Plan) -> tuple[Process, Kubectl, Process, d
 OPTIONS = argparse.ArgumentParser(add_help=False)
 OPTIONS.add_argument("--watchers", type=int, metavar="N", help="concurrent Work watchers in the fan-out phase (the size's own by default)")
 OPTIONS.add_argument("--workloads", type=int, metavar="N", help="Deployments applied under load (the size's own by default)")
+OPTIONS.add_argument("--rate", type=float, metavar="PER_S", help="Deployments applied per second (the size's own by default)")
 
 
-def run(size: Size, *, watchers: int | None = None, workloads: int | None = None) -> BenchmarkResult:
+def run(size: Size, *, watchers: int | None = None, workloads: int | None = None,
+        rate: float | None = None) -> BenchmarkResult:
     plan = PLANS[size]
+    if rate is not None:
+        plan = dataclasses.replace(plan, rate=rate)
     if watchers is not None:
         plan = dataclasses.replace(plan, fanout=dataclasses.replace(plan.fanout, watchers=watchers))
     if workloads is not None:
@@ -490,9 +494,9 @@ def run(size: Size, *, watchers: int | None = None, workloads: int | None = None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The common benchmark options, plus ``--watchers N`` and ``--workloads N`` (the size's own otherwise)."""
+    """The common benchmark options, plus ``--watchers``, ``--workloads`` and ``--rate`` (the size's own otherwise)."""
     known, _ = OPTIONS.parse_known_args(argv)
-    bound = functools.partial(run, watchers=known.watchers, workloads=known.workloads)
+    bound = functools.partial(run, watchers=known.watchers, workloads=known.workloads, rate=known.rate)
     return benchmark_main(bound, argv, description=(__doc__ or NAME).splitlines()[0], parents=(OPTIONS,))
 
 
