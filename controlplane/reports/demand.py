@@ -27,6 +27,7 @@ scheduler cannot disagree about where a workload may run). No I/O happens here.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
@@ -89,16 +90,34 @@ def product_constraint(requirements: ReplicaRequirements) -> tuple[frozenset[str
     return allowed, excluded
 
 
-def _allowed_clusters(placement_raw: Any, views: Sequence[ClusterView]) -> frozenset[str] | None:
-    """Where the binding may run, as the scheduler judges it; None (anywhere) when its placement
-    does not read. A binding without a placement is judged as the scheduler judges it: by the
-    default placement, which still keeps it off clusters with taints it does not tolerate."""
-    try:
-        placement = Placement.model_validate(placement_raw or {})
-    except ValidationError:
-        logger.warning("ignoring a binding placement that does not validate")
-        return None
-    return admitted_clusters(views, placement)
+class AllowedClusters:
+    """Where bindings may run, as the scheduler judges it, worked out once per distinct placement.
+
+    The bindings of one policy carry the same placement, so a fleet of 20,000 bindings from a
+    handful of policies is judged a handful of times over the clusters, not 20,000 times (at
+    100 clusters, that was seconds of one sample pass with the event loop held).
+    """
+
+    def __init__(self, views: Sequence[ClusterView]) -> None:
+        self._views = views
+        self._memo: dict[str, frozenset[str] | None] = {}
+
+    def __call__(self, placement_raw: Any) -> frozenset[str] | None:
+        """The clusters ``placement_raw`` admits; None (anywhere) when it does not read. A
+        binding without a placement is judged as the scheduler judges it: by the default
+        placement, which still keeps it off clusters with taints it does not tolerate."""
+        key = json.dumps(placement_raw or {}, sort_keys=True, separators=(",", ":"), default=str)
+        if key not in self._memo:
+            self._memo[key] = self._judge(placement_raw)
+        return self._memo[key]
+
+    def _judge(self, placement_raw: Any) -> frozenset[str] | None:
+        try:
+            placement = Placement.model_validate(placement_raw or {})
+        except ValidationError:
+            logger.warning("ignoring a binding placement that does not validate")
+            return None
+        return admitted_clusters(self._views, placement)
 
 
 def _workload_name(kind: Any, name: Any) -> str:
@@ -106,10 +125,10 @@ def _workload_name(kind: Any, name: Any) -> str:
 
 
 def binding_demand(
-    raw: Mapping[str, Any], views: Sequence[ClusterView]
+    raw: Mapping[str, Any], allowed: AllowedClusters
 ) -> tuple[WorkloadConstraints, list[PendingDemand]] | None:
     """The binding's workload constraints and its unplaced replicas as demand; None when its
-    requirements do not read."""
+    requirements do not read. ``allowed`` judges where its placement lets it run."""
     spec = as_mapping(raw.get("spec"))
     resource = as_mapping(spec.get("resource"))
     namespace = str(resource.get("namespace") or as_mapping(raw.get("metadata")).get("namespace") or "")
@@ -128,7 +147,7 @@ def binding_demand(
             "binding %s/%s: unreadable requirements, not counted as demand: %s", namespace, workload, exc
         )
         return None
-    clusters = _allowed_clusters(spec.get("placement"), views)
+    clusters = allowed(spec.get("placement"))
     products, excluded_products = product_constraint(main)
     constraints = WorkloadConstraints(namespace, workload, products, clusters, excluded_products)
     placed = sum(max(as_int(as_mapping(t).get("replicas")), 0) for t in as_list(spec.get("clusters")))

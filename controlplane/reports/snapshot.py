@@ -42,7 +42,7 @@ from controlplane.apis.untyped import as_int, as_list, as_mapping
 from controlplane.apis.utilization import expand_utilization
 from controlplane.reports.aggregated import expand as expand_aggregated
 from controlplane.reports.aggregated import is_aggregated
-from controlplane.reports.demand import binding_demand, work_demand
+from controlplane.reports.demand import AllowedClusters, binding_demand, work_demand
 from controlplane.reports.fleet import (
     ClusterSample,
     FleetSample,
@@ -220,9 +220,10 @@ def sample_from_cluster_statuses(
     for binding in bindings:
         reclaims.extend(recorded_reclaims(as_mapping(binding)))
     moves: list[MoveRecord] = []
+    allowed = AllowedClusters(views)
     for binding in bindings:
         moves.extend(moves_of_binding(as_mapping(binding)))
-        parsed = binding_demand(as_mapping(binding), views)
+        parsed = binding_demand(as_mapping(binding), allowed)
         if parsed is None:
             continue
         known, demands = parsed

@@ -148,3 +148,45 @@ def test_the_report_allows_exactly_the_clusters_the_scheduler_admits(seed: int) 
         some_admitted += bool(admitted)
         some_rejected += len(admitted) < len(names)
     assert some_admitted and some_rejected  # the cases exercise both answers
+
+
+def test_one_sample_judges_each_distinct_placement_once_with_the_same_answers(monkeypatch) -> None:
+    """A sample of many bindings (the bindings of one policy share a placement) judges each
+    distinct placement once over the clusters, and every binding gets the answer it gets alone."""
+    import controlplane.reports.demand as demand
+
+    rng = random.Random(7)
+    names = [f"c{i}" for i in range(6)]
+    clusters = [random_cluster(rng, name) for name in names]
+    placements = [random_placement(rng, names) for _ in range(5)]
+    alone = [report_allows(clusters, placement) for placement in placements]
+    bindings = []
+    for index in range(200):
+        which = index % len(placements)
+        bindings.append({
+            "apiVersion": "work.gpufed.io/v1alpha1",
+            "kind": "ResourceBinding",
+            "metadata": {"name": f"train-{index}", "namespace": "ml"},
+            "spec": {
+                "resource": {"apiVersion": "apps/v1", "kind": "Deployment", "name": f"train-{index}", "namespace": "ml"},
+                "replicas": 1,
+                "replicaRequirements": {"resourceRequest": {"nvidia.com/gpu": "1"}},
+                # A copy, as each binding stored carries its own; keys in another order.
+                "placement": dict(reversed(list(placements[which].items()))),
+            },
+        })
+    judged = []
+    real = demand.admitted_clusters
+
+    def counting(views, placement):
+        judged.append(placement)
+        return real(views, placement)
+
+    monkeypatch.setattr(demand, "admitted_clusters", counting)
+    sample = sample_from_cluster_statuses(clusters, bindings, [], now=NOW)
+    distinct = {repr(sorted(p.items())) for p in placements}
+    assert len(judged) == len(distinct)
+    by_workload = {p.workload: p.clusters for p in sample.pending}
+    assert len(by_workload) == len(bindings)
+    for index in range(len(bindings)):
+        assert by_workload[f"Deployment/train-{index}"] == alone[index % len(placements)]
