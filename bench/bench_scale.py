@@ -163,10 +163,17 @@ def histogram_quantile(q: float, buckets: Mapping[float, float]) -> float | None
     return ordered[-1][0]
 
 
+#: The benchmark's processes whose work runs on one event loop, so on one core at a time (etcd
+#: is Go and uses every core).
+ONE_LOOP = ("hub", "fleet", "client")
+
+
 def bottleneck(cpu_seconds: Mapping[str, float], seconds: float, *, cores: int, machine_busy: float,
                memory: Mapping[str, int]) -> str:
-    """Which resource ran out over a window: CPU when the machine's cores were >= 85 % busy (ours
-    and other processes'), memory when less than 10 % is available; else that neither did."""
+    """Which resource ran out over a window: memory when less than 10 % is available; CPU when
+    the machine's cores were >= 85 % busy (ours and other processes'); else one core, when a
+    process that runs on one event loop (:data:`ONE_LOOP`) kept >= 85 % of a core busy; else that
+    none did."""
     used = {name: value / seconds for name, value in cpu_seconds.items() if seconds > 0}
     ours = sum(used.values())
     by_process = ", ".join(f"{name} {value:.2f}" for name, value in sorted(used.items(), key=lambda kv: -kv[1]))
@@ -176,6 +183,10 @@ def bottleneck(cpu_seconds: Mapping[str, float], seconds: float, *, cores: int, 
     busy = f"{machine_busy:.2f} of {cores} cores busy, {ours:.2f} of them ours ({by_process})"
     if machine_busy >= 0.85 * cores:
         return f"CPU: {busy}"
+    saturated = [name for name in ONE_LOOP if used.get(name, 0.0) >= 0.85]
+    if saturated:
+        which = " and ".join(f"the {name}'s ({used[name]:.2f} cores)" for name in saturated)
+        return f"one core: {which} event loop runs on one core and kept it busy; {busy}"
     return f"neither CPU ({busy}) nor memory ran out"
 
 

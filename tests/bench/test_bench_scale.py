@@ -35,6 +35,10 @@ def test_the_bottleneck_names_the_resource_that_ran_out() -> None:
     plenty = {"MemTotal": 16 * 2**30, "MemAvailable": 8 * 2**30}
     cpu = {"hub": 10.0, "fleet": 6.0, "etcd": 2.0}
     assert bottleneck(cpu, 10.0, cores=2, machine_busy=1.95, memory=plenty).startswith("CPU: 1.95 of 2 cores busy, 1.80")
-    assert bottleneck(cpu, 10.0, cores=8, machine_busy=2.0, memory=plenty).startswith("neither CPU")
+    # The hub kept one core busy (its event loop can use no other) while the machine had cores to spare.
+    one_loop = bottleneck(cpu, 10.0, cores=8, machine_busy=2.0, memory=plenty)
+    assert one_loop.startswith("one core: the hub's (1.00 cores) event loop"), one_loop
+    assert bottleneck({"hub": 5.0, "fleet": 6.0, "etcd": 9.0}, 10.0, cores=8, machine_busy=2.0,
+                      memory=plenty).startswith("neither CPU")  # etcd is not one loop
     low = {"MemTotal": 16 * 2**30, "MemAvailable": 2**30}
     assert bottleneck(cpu, 10.0, cores=8, machine_busy=2.0, memory=low).startswith("memory: 1.0 of 16.0 GiB")
