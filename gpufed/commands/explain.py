@@ -21,6 +21,7 @@ from typing import Any
 
 from controlplane.apis import spot
 from controlplane.apis.constants import ANNOTATION_MOVES, ANNOTATION_REBALANCE
+from controlplane.apis.explanations import expanded
 from controlplane.apis.spot import recorded_reclaims
 from gpufed.commands.explainqueue import queue_section
 from gpufed.commands.running import run_reporting
@@ -220,7 +221,7 @@ def render_explanation(workload: Mapping[str, Any], binding: Mapping[str, Any] |
         lines.append(f"{'Spot:':<13}{count} reclaim(s) survived; the latest took {latest.replicas} replica(s) "
                      f"from {latest.cluster} at {latest.time.strftime('%Y-%m-%dT%H:%M:%SZ')}")
     lines.extend(_move_lines(binding))
-    explanation = list(((binding.get("status") or {}).get("explanation")) or [])
+    explanation = expanded(((binding.get("status") or {}).get("explanation")) or [])
     if not explanation:
         lines.append("No per-cluster explanation yet.")
         return "\n".join(lines)

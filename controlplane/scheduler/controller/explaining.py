@@ -18,6 +18,10 @@ controller adds what the pure decision cannot know, and keeps it current:
   every other cluster gets today's verdict, and one the fresh decision would now use says so,
   and that its running replicas stay where they are.
 
+What is stored stays small at any fleet size: past 16 clusters, those not chosen for the same
+reasons share one entry (:mod:`controlplane.apis.explanations`); every function here works on
+one entry per cluster and stores the compacted form.
+
 Pure: wire dicts in (the stored explanation, the fresh one, the evictions and waits), wire
 dicts out.
 """
@@ -27,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from controlplane.apis.explanations import compacted, expanded
 from controlplane.controllers.failover import EvictionCause, PurgeMode
 
 ELIGIBLE_NOW = (
@@ -39,8 +44,8 @@ def refreshed_explanation(
     stored: Sequence[Mapping[str, Any]], fresh: Sequence[Mapping[str, Any]], *, placed: Mapping[str, int]
 ) -> list[dict[str, Any]]:
     """The explanation to store: ``stored`` entries for clusters in ``placed`` (they run the
-    binding's replicas), ``fresh`` verdicts for the others; sorted by cluster."""
-    kept = {str(entry.get("cluster")): dict(entry) for entry in stored if entry.get("cluster") in placed}
+    binding's replicas), ``fresh`` verdicts for the others; sorted by cluster, :func:`compacted`."""
+    kept = {str(entry.get("cluster")): entry for entry in expanded(stored) if entry.get("cluster") in placed}
     out: dict[str, dict[str, Any]] = dict(kept)
     for entry in fresh:
         name = str(entry.get("cluster"))
@@ -50,7 +55,7 @@ def refreshed_explanation(
         if judged.get("chosen"):
             judged.update(chosen=False, replicas=0, reasons=[ELIGIBLE_NOW])
         out[name] = judged
-    return [out[name] for name in sorted(out)]
+    return compacted([out[name] for name in sorted(out)])
 
 
 WAITING_PREFIX = "waiting for room elsewhere: "

@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from controlplane.apis.apps_karmada_v1alpha1 import format_micro_time, requested_after_last_decision
+from controlplane.apis.explanations import compacted, expanded
 from controlplane.apis.views import BindingView, ObjectView
 from controlplane.apis.work_v1alpha1 import ConditionType, ScheduledReason
 from controlplane.controllers.context import ControllerContext
@@ -149,7 +150,7 @@ async def write_decision(
     def decided(status: dict[str, Any]) -> None:
         before = copy.deepcopy(status)
         status["conditions"] = with_condition(status.get("conditions"), new_condition, now=ctx.now_text())
-        status["explanation"] = explanation
+        status["explanation"] = compacted(explanation)
         if result.affinity_name:
             status["schedulerObservingAffinityName"] = result.affinity_name
         else:
@@ -178,10 +179,10 @@ async def write_waiting(ctx: ControllerContext, binding: dict[str, Any], waiting
     status = copy.deepcopy(binding.get("status") or {})
     explanation = [
         {**entry, "reasons": [r for r in entry.get("reasons") or () if not r.startswith(WAITING_PREFIX)]}
-        for entry in status.get("explanation") or ()
+        for entry in expanded(status.get("explanation") or ())
     ]
     explain_waiting(explanation, waiting, grace=ctx.settings.unschedulable_grace_seconds)
-    status["explanation"] = explanation
+    status["explanation"] = compacted(explanation)
     if status != BindingView(binding).status:
         await ctx.objects.update_status(ctx.binding_rt, {**binding, "status": status})
 
