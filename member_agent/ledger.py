@@ -13,10 +13,18 @@ with its flag, and the ledger's copy decides whether its objects are deleted or 
 running without gpufed's labels). The hub deletes a Work whose cluster left the placement only
 once the agent has applied the generation that cleared the flag, so that copy says "delete".
 
-In: the state directory. Out: ``get``/``set``/``drop``/``keys``/``preserves``; each change is
-written atomically (temporary file + rename, mode 0600). File format: ``{"version": 2, "works":
-{key: {"objects": [identifier, ...], "preserveResourcesOnDeletion": bool}}}``; the first format
-(``{key: [identifier, ...]}``) is read as Works without the flag.
+In: the state directory. Out: ``get``/``set``/``drop``/``keys``/``preserves``. Each change is
+one line appended to a journal and synced before the call returns (``applied-works.journal``:
+``{"set": key, "objects": [...], "preserveResourcesOnDeletion": bool}`` or ``{"drop": key}``),
+so a change costs the same whether the agent carries ten Works or ten thousand (rewriting the
+whole ledger per change made a member's N applies cost N squared). Once the journal holds more
+lines than :data:`COMPACT_AFTER` and twice the Works, the ledger is written whole
+(``applied-works.json``, temporary file + rename) and the journal emptied; reading takes that
+file, then replays the journal over it (a journal not emptied by a crash leads to the file's
+state again, and a last line cut short by a crash is a change that was never acted on). Both
+files are mode 0600. The file's format: ``{"version": 2, "works": {key: {"objects":
+[identifier, ...], "preserveResourcesOnDeletion": bool}}}``; the first format (``{key:
+[identifier, ...]}``) is read as Works without the flag.
 """
 
 from __future__ import annotations
@@ -31,7 +39,11 @@ from typing import Any
 logger = logging.getLogger(__name__)
 
 LEDGER_FILE = "applied-works.json"
+JOURNAL_FILE = "applied-works.journal"
 FORMAT_VERSION = 2
+#: The journal is folded into the ledger file once it has more lines than this (and than
+#: twice the Works recorded).
+COMPACT_AFTER = 1000
 
 
 def _identifiers(value: Any) -> list[dict[str, Any]]:
@@ -41,8 +53,10 @@ def _identifiers(value: Any) -> list[dict[str, Any]]:
 class Ledger:
     def __init__(self, state_dir: Path) -> None:
         self.path = state_dir / LEDGER_FILE
+        self.journal_path = state_dir / JOURNAL_FILE
         self._preserve: set[str] = set()
         self._entries: dict[str, list[dict[str, Any]]] = self._load()
+        self._journal_lines = self._replay()
 
     def _load(self) -> dict[str, list[dict[str, Any]]]:
         try:
@@ -66,6 +80,60 @@ class Ledger:
             if entry.get("preserveResourcesOnDeletion") is True:
                 self._preserve.add(str(key))
         return entries
+
+    def _replay(self) -> int:
+        """Apply the journal's changes over the ledger file's; the number of its lines."""
+        try:
+            text = self.journal_path.read_text()
+        except FileNotFoundError:
+            return 0
+        except OSError as exc:
+            logger.warning("ignoring unreadable ledger journal %s: %s", self.journal_path, exc)
+            return 0
+        lines = text.splitlines()
+        for number, line in enumerate(lines, 1):
+            try:
+                change = json.loads(line)
+            except ValueError:
+                if number < len(lines):
+                    logger.warning("ignoring unreadable line %d of the ledger journal %s", number, self.journal_path)
+                continue  # the last line, cut short by a crash while it was written: never acted on
+            if not isinstance(change, dict):
+                continue
+            if isinstance(change.get("set"), str):
+                key = change["set"]
+                self._entries[key] = _identifiers(change.get("objects"))
+                if change.get("preserveResourcesOnDeletion") is True:
+                    self._preserve.add(key)
+                else:
+                    self._preserve.discard(key)
+            elif isinstance(change.get("drop"), str):
+                self._entries.pop(change["drop"], None)
+                self._preserve.discard(change["drop"])
+        return len(lines)
+
+    def _append(self, change: dict[str, Any]) -> None:
+        """Record one change: a journal line, synced; then, once the journal is long, the whole
+        ledger. The line comes first, so a crash before the journal is emptied leaves a journal
+        whose every line leads to the ledger file's state: reading it again is harmless."""
+        line = (json.dumps(change, sort_keys=True, separators=(",", ":")) + "\n").encode()
+        self.journal_path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.journal_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            os.write(fd, line)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self._journal_lines += 1
+        if self._journal_lines > max(COMPACT_AFTER, 2 * len(self._entries)):
+            self._compact()
+
+    def _compact(self) -> None:
+        """Write the whole ledger (atomically), then empty the journal it now holds."""
+        self._save()
+        fd = os.open(self.journal_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.close(fd)
+        self._journal_lines = 0
 
     def _save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -110,9 +178,13 @@ class Ledger:
             self._preserve.add(work_key)
         elif preserve is False:
             self._preserve.discard(work_key)
-        self._save()
+        self._append({
+            "set": work_key,
+            "objects": self._entries[work_key],
+            "preserveResourcesOnDeletion": work_key in self._preserve,
+        })
 
     def drop(self, work_key: str) -> None:
         self._preserve.discard(work_key)
         if self._entries.pop(work_key, None) is not None:
-            self._save()
+            self._append({"drop": work_key})

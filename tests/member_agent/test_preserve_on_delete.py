@@ -42,7 +42,7 @@ from member_agent import applying, manifests
 from member_agent.agent import Agent
 from member_agent.config import AgentConfig
 from member_agent.kubeapi import KubeApi
-from member_agent.ledger import LEDGER_FILE, Ledger
+from member_agent.ledger import JOURNAL_FILE, LEDGER_FILE, Ledger
 from simulator.nodes import build_nodes
 from simulator.profile import parse_fleet
 
@@ -119,6 +119,8 @@ def test_the_ledger_remembers_the_flag_across_restarts_and_reads_its_first_forma
     again.drop("ns/keep")
     assert not Ledger(tmp_path).preserves("ns/keep") and "ns/keep" not in Ledger(tmp_path)
 
+    # An older agent's state directory: the first format, and no journal.
+    (tmp_path / JOURNAL_FILE).unlink()
     (tmp_path / LEDGER_FILE).write_text(json.dumps({"ns/old": [ident]}))
     first = Ledger(tmp_path)
     assert first.keys() == ["ns/old"] and first.get("ns/old") == [ident] and not first.preserves("ns/old")

@@ -16,6 +16,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
 
 from member_agent import config as agent_config
+from member_agent import ledger as ledger_module
 from member_agent import registering, trust
 from member_agent.hubclient import Credential, StateDir
 from member_agent.ledger import Ledger
@@ -195,6 +196,9 @@ def test_ledger_survives_restart(tmp_path: Path) -> None:
     assert again.get("gpufed-es-a/w1") == [{"kind": "ConfigMap", "name": "c"}]
     again.drop("gpufed-es-a/w1")
     assert "gpufed-es-a/w1" not in Ledger(tmp_path)
+    assert stat.S_IMODE(os.stat(tmp_path / "applied-works.journal").st_mode) == 0o600
+    for index in range(2 * ledger_module.COMPACT_AFTER):  # enough changes to write the whole ledger
+        again.set(f"gpufed-es-a/w{index % 7}", [{"kind": "ConfigMap", "name": str(index)}])
     assert stat.S_IMODE(os.stat(tmp_path / "applied-works.json").st_mode) == 0o600
 
 
