@@ -339,7 +339,7 @@ class ClusterExplanation(WireModel):
     alike: list[str] | None = None
     """Further clusters with exactly this verdict (not chosen, the same reasons, score, tier and
     price), by name. Set only in an explanation of more than 16 clusters, so that it stays small
-    at any fleet size; ``gpufed explain`` lists each of them."""
+    at any fleet size; gpufed explain lists each of them."""
 
 
 class ResourceBindingStatus(WireModel):
@@ -351,7 +351,7 @@ class ResourceBindingStatus(WireModel):
     """The workload's status in each member cluster."""
     explanation: list[ClusterExplanation] | None = None
     """Why each cluster was chosen or not, as kubectl describe and gpufed explain show it; past 16
-    clusters, those not chosen for the same reasons share one entry (``alike``)."""
+    clusters, those not chosen for the same reasons share one entry (alike)."""
     observed_generation: int | None = None
     """The generation of the binding the scheduler last acted on."""
     last_scheduled_time: str | None = None
