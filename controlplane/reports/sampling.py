@@ -10,7 +10,7 @@ the reports API queries, the rollups in the store after every sample, and, when 
 
 One pass (:meth:`WasteSampler.sample_once`): list the three kinds (each with a timeout, a page
 at a time), build a :class:`~controlplane.reports.fleet.FleetSample` at the hub's wall-clock time with
-:func:`~controlplane.reports.snapshot.sample_from_cluster_statuses`, add it to the accumulator,
+:func:`~controlplane.reports.snapshot.sample_steps` (a turn for the loop every 500 objects), add it to the accumulator,
 save what changed. Samples are taken on a fixed cadence (``interval`` seconds from the first,
 not from the end of the previous one), so a slow pass does not stretch the intervals.
 
@@ -43,7 +43,7 @@ from controlplane.reports.accounting import Accumulator, PassMemos, PreparedSamp
 from controlplane.reports.classify import Steps
 from controlplane.reports.fleet import FleetSample
 from controlplane.reports.persistence import DEFAULT_PREFIX, RollupStore
-from controlplane.reports.snapshot import ClusterNodesCache, sample_from_cluster_statuses, warm_cluster_nodes
+from controlplane.reports.snapshot import ClusterNodesCache, sample_steps, warm_cluster_nodes
 from controlplane.storage.interface import StorageError, Store
 
 if TYPE_CHECKING:
@@ -240,8 +240,9 @@ class WasteSampler(Service):
         for raw in clusters:
             if warm_cluster_nodes(raw, owners, cache=self._nodes_cache):
                 await asyncio.sleep(0)
-        sample = sample_from_cluster_statuses(
-            clusters, bindings, works, now=now, stale_after=self._stale_after, cache=self._nodes_cache
+        # The bindings and Works are read in steps too: 20,000 bindings held the loop for seconds.
+        sample = await _in_turns(
+            sample_steps(clusters, bindings, works, now=now, stale_after=self._stale_after, cache=self._nodes_cache)
         )
         for cluster in sample.clusters:
             if accumulator.warm(cluster):

@@ -27,7 +27,7 @@ No I/O happens here.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from types import MappingProxyType
 from typing import Any
@@ -188,6 +188,10 @@ def _cluster_sample(
     )
 
 
+#: Bindings (and Works) read between two turns of :func:`sample_steps`.
+OBJECTS_PER_STEP = 500
+
+
 def sample_from_cluster_statuses(
     clusters: Iterable[Mapping[str, Any]],
     bindings: Iterable[Mapping[str, Any]],
@@ -204,8 +208,31 @@ def sample_from_cluster_statuses(
     the nodes of the clusters whose reports did not change since the last call are taken from it
     (the same sample as without it, built faster).
     """
+    steps = sample_steps(clusters, bindings, works, now=now, stale_after=stale_after, cache=cache)
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            sample: FleetSample = done.value
+            return sample
+
+
+def sample_steps(
+    clusters: Iterable[Mapping[str, Any]],
+    bindings: Iterable[Mapping[str, Any]],
+    works: Iterable[Mapping[str, Any]],
+    *,
+    now: datetime,
+    stale_after: timedelta | None = None,
+    cache: ClusterNodesCache | None = None,
+) -> Generator[None, None, FleetSample]:
+    """:func:`sample_from_cluster_statuses` in steps: it yields after every
+    :data:`OBJECTS_PER_STEP` bindings or Works it reads (a caller that gives the event loop a
+    turn there keeps a pass over 20,000 bindings from holding the loop for seconds) and returns
+    the sample."""
     cluster_list = [as_mapping(c_) for c_ in clusters]
     views = [_cluster_view(raw) for raw in cluster_list]
+    binding_list = [as_mapping(b) for b in bindings]
     work_list = [as_mapping(w) for w in works]
     propagated = propagated_workloads(work_list)
     samples = tuple(
@@ -214,23 +241,26 @@ def sample_from_cluster_statuses(
     )
     if cache is not None:
         cache.retain(view.name for view in views)
+    yield
     constraints: dict[tuple[str, str], WorkloadConstraints] = {}
     pending: list[PendingDemand] = []
     reclaims: list[RecordedReclaim] = []
-    for binding in bindings:
-        reclaims.extend(recorded_reclaims(as_mapping(binding)))
     moves: list[MoveRecord] = []
     allowed = AllowedClusters(views)
-    for binding in bindings:
-        moves.extend(moves_of_binding(as_mapping(binding)))
-        parsed = binding_demand(as_mapping(binding), allowed)
-        if parsed is None:
-            continue
-        known, demands = parsed
-        constraints[(known.namespace, known.workload)] = known
-        pending.extend(demands)
-    for work in work_list:
+    for index, binding in enumerate(binding_list, 1):
+        reclaims.extend(recorded_reclaims(binding))
+        moves.extend(moves_of_binding(binding))
+        parsed = binding_demand(binding, allowed)
+        if parsed is not None:
+            known, demands = parsed
+            constraints[(known.namespace, known.workload)] = known
+            pending.extend(demands)
+        if index % OBJECTS_PER_STEP == 0:
+            yield
+    for index, work in enumerate(work_list, 1):
         pending.extend(work_demand(work, constraints))
+        if index % OBJECTS_PER_STEP == 0:
+            yield
     return FleetSample(
         time=now,
         clusters=samples,

@@ -82,3 +82,32 @@ def test_a_pass_whose_demand_waits_for_the_same_devices_keeps_the_changed_parts(
     second = accumulator.prepare(later).classification
     assert all(a is b for a, b in zip(first.parts, second.parts, strict=True))
     assert second == classify_fleet(later)
+
+
+async def test_reading_many_bindings_gives_the_loop_turns_and_the_same_sample() -> None:
+    """20,000 bindings read in one go held the hub's loop for seconds: the sample is read in steps
+    of OBJECTS_PER_STEP bindings or Works, and is the sample read without pauses."""
+    from datetime import UTC, datetime
+
+    from controlplane.reports.snapshot import OBJECTS_PER_STEP, sample_from_cluster_statuses, sample_steps
+
+    clusters = [{
+        "apiVersion": "cluster.gpufed.io/v1alpha1", "kind": "Cluster", "metadata": {"name": f"c{i}"},
+        "spec": {"provider": "onprem"}, "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+    } for i in range(3)]
+    bindings = [{
+        "apiVersion": "work.gpufed.io/v1alpha1", "kind": "ResourceBinding",
+        "metadata": {"name": f"w{i}", "namespace": "ml"},
+        "spec": {
+            "resource": {"apiVersion": "apps/v1", "kind": "Deployment", "name": f"w{i}", "namespace": "ml"},
+            "replicas": 2, "replicaRequirements": {"resourceRequest": {"nvidia.com/gpu": "1"}},
+            "clusters": [{"name": "c0", "replicas": 1}] if i % 2 else [],
+        },
+    } for i in range(3 * OBJECTS_PER_STEP)]
+    now = datetime(2026, 12, 3, tzinfo=UTC)
+    stepped = asyncio.ensure_future(_in_turns(sample_steps(clusters, bindings, [], now=now)))
+    turns = await _turns_during(stepped)
+    assert turns >= 3
+    whole = sample_from_cluster_statuses(clusters, bindings, [], now=now)
+    assert stepped.result() == whole
+    assert len(whole.pending) == len(bindings)  # every binding waits with 1 or 2 replicas
