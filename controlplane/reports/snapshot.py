@@ -30,7 +30,7 @@ import logging
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from types import MappingProxyType
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from pydantic import ValidationError
 
@@ -188,33 +188,11 @@ def _cluster_sample(
     )
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
 #: Bindings (and Works) read between two turns of :func:`sample_steps`.
 OBJECTS_PER_STEP = 500
-
-
-def sample_from_cluster_statuses(
-    clusters: Iterable[Mapping[str, Any]],
-    bindings: Iterable[Mapping[str, Any]],
-    works: Iterable[Mapping[str, Any]],
-    *,
-    now: datetime,
-    stale_after: timedelta | None = None,
-    cache: ClusterNodesCache | None = None,
-) -> FleetSample:
-    """The fleet at ``now`` from the hub's Cluster, ResourceBinding and Work objects (dicts).
-
-    ``stale_after``: a cluster whose ``lastReportTime`` is older than this counts as not ready
-    (None: trust the Ready condition alone, which the cluster controller maintains). ``cache``:
-    the nodes of the clusters whose reports did not change since the last call are taken from it
-    (the same sample as without it, built faster).
-    """
-    steps = sample_steps(clusters, bindings, works, now=now, stale_after=stale_after, cache=cache)
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            sample: FleetSample = done.value
-            return sample
 
 
 def sample_steps(
@@ -226,10 +204,16 @@ def sample_steps(
     stale_after: timedelta | None = None,
     cache: ClusterNodesCache | None = None,
 ) -> Generator[None, None, FleetSample]:
-    """:func:`sample_from_cluster_statuses` in steps: it yields after every
-    :data:`OBJECTS_PER_STEP` bindings or Works it reads (a caller that gives the event loop a
-    turn there keeps a pass over 20,000 bindings from holding the loop for seconds) and returns
-    the sample."""
+    """The fleet at ``now`` from the hub's Cluster, ResourceBinding and Work objects (dicts), in
+    steps: it yields after every :data:`OBJECTS_PER_STEP` bindings or Works it reads (a caller
+    that gives the event loop a turn there keeps a pass over 20,000 bindings from holding the
+    loop for seconds) and returns the sample (:func:`sample_from_cluster_statuses`: in one call).
+
+    ``stale_after``: a cluster whose ``lastReportTime`` is older than this counts as not ready
+    (None: trust the Ready condition alone, which the cluster controller maintains). ``cache``:
+    the nodes of the clusters whose reports did not change since the last call are taken from it
+    (the same sample as without it, built faster).
+    """
     cluster_list = [as_mapping(c_) for c_ in clusters]
     views = [_cluster_view(raw) for raw in cluster_list]
     binding_list = [as_mapping(b) for b in bindings]
@@ -269,3 +253,23 @@ def sample_steps(
         spot_reclaims=tuple(reclaims),
         moves=tuple(moves),
     )
+
+
+def _without_pauses(steps: Callable[P, Generator[None, None, R]]) -> Callable[P, R]:
+    """``steps``' work in one call: its steps run to the end, without a pause."""
+
+    def whole(*args: P.args, **kwargs: P.kwargs) -> R:
+        running = steps(*args, **kwargs)
+        while True:
+            try:
+                next(running)
+            except StopIteration as done:
+                result: R = done.value
+                return result
+
+    return whole
+
+
+#: The fleet at ``now`` from the hub's Cluster, ResourceBinding and Work objects (dicts), in one
+#: call: :func:`sample_steps` without its pauses (same arguments, the sample).
+sample_from_cluster_statuses = _without_pauses(sample_steps)
