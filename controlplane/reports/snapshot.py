@@ -42,6 +42,7 @@ from controlplane.apis.untyped import as_int, as_list, as_mapping
 from controlplane.apis.utilization import expand_utilization
 from controlplane.reports.aggregated import expand as expand_aggregated
 from controlplane.reports.aggregated import is_aggregated
+from controlplane.reports.classify import finish
 from controlplane.reports.demand import AllowedClusters, binding_demand, work_demand
 from controlplane.reports.fleet import (
     ClusterSample,
@@ -259,13 +260,7 @@ def _without_pauses(steps: Callable[P, Generator[None, None, R]]) -> Callable[P,
     """``steps``' work in one call: its steps run to the end, without a pause."""
 
     def whole(*args: P.args, **kwargs: P.kwargs) -> R:
-        running = steps(*args, **kwargs)
-        while True:
-            try:
-                next(running)
-            except StopIteration as done:
-                result: R = done.value
-                return result
+        return finish(steps(*args, **kwargs))
 
     return whole
 
