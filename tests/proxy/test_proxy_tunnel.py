@@ -18,7 +18,7 @@ import aiohttp
 import pytest
 
 from controlplane import hub as hub_module
-from controlplane.apis.proxyframing import ProxyLimits
+from controlplane.apis.proxyframing import Frame, FrameKind, ProxyLimits
 from controlplane.apiserver.identity import Role
 from controlplane.apiserver.proxy.tunnels import TunnelRegistry
 from controlplane.apiserver.tls import ca_hash
@@ -252,6 +252,28 @@ async def test_cut_tunnel_ends_streams_with_a_status_and_the_agent_reconnects(fl
     assert f'gpufed_agent_proxy_tunnel_connections{{cluster="{CLUSTER}"}} 2.0' in metrics
     code, body = await fleet.request("GET", PROXY + "/api/v1/namespaces/default/pods")
     assert code == 200 and body["items"]
+
+
+async def test_a_cut_with_data_in_flight_still_ends_the_watch_with_a_status(fleet: Fleet) -> None:
+    """The member's event is queued for the client when the tunnel goes: the hub relays it and
+    has no agent left to credit for it; the client still gets the event, then the Status."""
+    url = fleet.hub.url + PROXY + "/api/v1/namespaces/default/pods?watch=true"
+    async with aiohttp.ClientSession() as session, session.get(
+        url, ssl=fleet.ssl, headers={"Authorization": f"Bearer {fleet.tokens['admin']}"}
+    ) as response:
+        assert response.status == 200
+        pod = await _running_pod(fleet)
+        first = json.loads(await response.content.readline())
+        [stream] = fleet.hub.proxy.tunnels.get(CLUSTER).streams()
+        in_flight = {"type": "MODIFIED", "object": pod}
+        stream.deliver(Frame(FrameKind.DATA, stream.id, json.dumps(in_flight).encode() + b"\n"))
+        await fleet.hub.proxy.close()  # before the hub's relay has taken the frame
+        rest = [json.loads(raw) async for raw in response.content]
+    assert first["type"] == "ADDED"
+    assert {"type": "MODIFIED", "name": "train-0"} in [
+        {"type": line["type"], "name": line["object"]["metadata"]["name"]} for line in rest if line["type"] != "ERROR"
+    ]
+    assert rest[-1]["type"] == "ERROR" and rest[-1]["object"]["code"] == 503
 
 
 async def _reconnected(fleet: Fleet) -> bool:

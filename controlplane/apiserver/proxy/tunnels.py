@@ -62,8 +62,12 @@ class HubStream:
         return frame
 
     async def credit(self, count: int) -> None:
-        if count > 0 and not self.closed:
-            await self.tunnel.send(framing.credit_frame(self.id, count))
+        """Give the agent ``count`` bytes of window back. Once the tunnel is gone there is no one
+        to credit: the stream's ERROR frame is already queued behind the data just relayed, and
+        ends the client's response with a Status."""
+        if count > 0 and not self.closed and self.tunnel.connected:
+            with contextlib.suppress(ConnectionError):
+                await self.tunnel.send(framing.credit_frame(self.id, count))
 
     async def close(self, *, cancel: bool) -> None:
         """Forget the stream; ``cancel`` tells the agent to stop the member request."""
