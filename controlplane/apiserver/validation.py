@@ -380,7 +380,10 @@ def check_object(
             # valid (``{application: {bogus: 1}}`` becomes ``{application: {}}``).
             checked = check_model(obj, rt.model, status_only=status_only)
         causes.extend(checked.causes)
-    validate = rt.validate
+    # A status write keeps the stored spec and labels (``merged``): kube's status strategies
+    # (ValidateDeploymentStatusUpdate and the like) validate the object's metadata and status,
+    # not its spec again. The kinds' validators here check what is outside the status.
+    validate = None if status_only and rt.custom is None else rt.validate
     if rt.model is None and rt.custom is not None:
         prune = rt.custom.prune
         if status_only:

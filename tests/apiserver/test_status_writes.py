@@ -6,6 +6,7 @@ is neither re-validated nor changed; and the caller's object is left as it was."
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 
 from controlplane.apiserver import codec, errors
 from controlplane.apiserver.objects import ObjectStore
+from controlplane.apiserver.resources import Registry, core_resources, workload_resources
 from controlplane.apiserver.validation import FieldValidation
 from controlplane.hub import hub_registry
 from controlplane.storage import MemoryStore
@@ -107,3 +109,37 @@ async def test_a_status_write_does_not_revalidate_the_stored_spec(objects: Objec
     assert written["status"] == APPLIED
     with pytest.raises(errors.Invalid, match="manifest"):
         await objects.update(rt, {**written, "metadata": {**written["metadata"], "labels": {"a": "b"}}})
+
+
+async def test_a_built_in_kinds_status_write_runs_no_spec_validator() -> None:
+    """kube's status strategies (ValidateDeploymentStatusUpdate...) check metadata and status; the
+    kind's validator, which checks everything else, runs on spec writes only. Its cost was paid
+    twice per workload (the Propagated condition and the replica counts)."""
+    calls: list[str] = []
+    deployments = next(rt for rt in workload_resources() if rt.kind == "Deployment")
+    assert deployments.validate is not None
+    validate = deployments.validate
+
+    def spy(new: dict[str, Any], old: dict[str, Any] | None) -> list[Any]:
+        calls.append("spec" if old is None or new.get("spec") != old.get("spec") else "unchanged")
+        return validate(new, old)
+
+    registry = Registry(
+        [rt for rt in core_resources() if rt.kind == "Namespace"], [dataclasses.replace(deployments, validate=spy)]
+    )
+    async with MemoryStore() as memory:
+        objects = ObjectStore(memory, registry)
+        namespaces = registry.require("v1", "Namespace")
+        await objects.create(namespaces, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}})
+        deployments = registry.require("apps/v1", "Deployment")
+        template = {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}}
+        created = await objects.create(deployments, {
+            **MANIFEST, "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}}, "template": template},
+        })
+        assert calls == ["spec"]
+        written = await objects.update_status(deployments, {**created, "status": {"replicas": 2, "readyReplicas": 1}})
+        assert written["status"]["readyReplicas"] == 1 and calls == ["spec"]
+        bad = {**written, "spec": {**written["spec"], "replicas": -1}}
+        with pytest.raises(errors.Invalid, match="replicas"):
+            await objects.update(deployments, bad)
+        assert calls == ["spec", "spec"]
