@@ -89,6 +89,7 @@ from controlplane.controllers.context import ControllerSettings
 from controlplane.controllers.health import ClusterHealthMonitor
 from controlplane.controllers.manager import ControllerManager
 from controlplane.controllers.workloads import kind_status
+from controlplane.gcpolicy import CollectorPolicy, CollectorTuning
 from controlplane.leader.election import DEFAULT_TTL as DEFAULT_LEADER_LEASE_TTL
 from controlplane.leader.election import LeaderElector, Term, default_identity
 from controlplane.lifecycle import ShutdownOnce
@@ -550,15 +551,37 @@ def _bound_port(site: web.TCPSite, *, default: int) -> int:
     return default
 
 
-async def run_until_signalled(hub: Hub, *, on_ready: Callable[[Hub], Awaitable[None]] | None = None) -> None:
-    """Run ``hub`` until SIGINT/SIGTERM, then shut down cleanly."""
+async def run_until_signalled(
+    hub: Hub,
+    *,
+    on_ready: Callable[[Hub], Awaitable[None]] | None = None,
+    collector: CollectorPolicy | None = None,
+) -> None:
+    """Run ``hub`` until SIGINT/SIGTERM, then shut down cleanly. The process's garbage collector
+    follows ``collector`` meanwhile (:mod:`controlplane.gcpolicy`): a process-wide setting,
+    so it is the process's runner that applies it, not the hub; what it froze stays frozen, as
+    the process is about to exit."""
     import signal
 
     loop = asyncio.get_running_loop()
-    async with hub:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, hub.request_stop)
-        if on_ready is not None:
-            await on_ready(hub)
-        await hub.wait_stopped()
-        log.info("shutting down")
+    tuning = None
+    if collector is not None:
+        observe = hub.metrics.gc_pause.labels
+        tuning = asyncio.create_task(
+            CollectorTuning(
+                collector, observe=lambda generation, seconds: observe(str(generation)).observe(seconds)
+            ).run(thaw=False),
+            name="gc-policy",
+        )
+    try:
+        async with hub:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, hub.request_stop)
+            if on_ready is not None:
+                await on_ready(hub)
+            await hub.wait_stopped()
+            log.info("shutting down")
+    finally:
+        if tuning is not None:
+            tuning.cancel()
+            await asyncio.gather(tuning, return_exceptions=True)

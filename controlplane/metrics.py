@@ -97,6 +97,7 @@ NO_CONDITION = "none"
 _API_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 _SCHEDULING_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 _SAMPLE_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+_GC_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 _SKIPPED_VERBS = frozenset({"watch"})
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -227,6 +228,13 @@ class HubMetrics:
             "waste_sample_duration_seconds",
             "Time to read the fleet, classify it, account it and persist the rollups.",
             buckets=_SAMPLE_BUCKETS,
+        )
+        self.gc_pause = histogram(
+            "gc_pause_seconds",
+            "Time the hub's loop was held by a pass of Python's cyclic garbage collector over its older "
+            "generations (1 and 2), by generation (see --gc-freeze-interval).",
+            ["generation"],
+            buckets=_GC_BUCKETS,
         )
         self.fleet_disruption_state = gauge(
             "fleet_disruption_state",

@@ -25,6 +25,7 @@ from controlplane.apiserver.watching import (
     DEFAULT_WATCH_BUFFER_EVENTS,
     WatchLimits,
 )
+from controlplane.gcpolicy import CollectorPolicy
 from gpufed.argtypes import parse_listen, positive_number, whole_number
 from gpufed.commands.running import serve_reporting
 from gpufed.logging_setup import configure_logging
@@ -49,6 +50,7 @@ def _fraction(text: str) -> float:
 
 
 _whole_seconds = whole_number(what="whole seconds")
+DEFAULT_GC = CollectorPolicy()
 
 
 def _flowcontrol_shares(text: str) -> dict[Level, int]:
@@ -200,6 +202,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="how long a watch's write may make no progress before the hub closes the watch as "
                              "unresponsive; the client re-watches or re-lists, as with kube "
                              f"(default {DEFAULT_SLOW_WATCHER_TIMEOUT:g})")
+    parser.add_argument("--gc-freeze-interval", type=_whole_seconds, default=DEFAULT_GC.freeze_interval,
+                        metavar="SECONDS",
+                        help="seconds between freezes of the objects that survived Python's garbage collector, so "
+                             "that its passes walk only newer ones and do not hold the loop for seconds on a large "
+                             f"fleet; 0: Python's default collection (default {DEFAULT_GC.freeze_interval:g})")
+    parser.add_argument("--gc-full-interval", type=_whole_seconds, default=DEFAULT_GC.full_interval,
+                        metavar="SECONDS",
+                        help="seconds between full collections over the frozen objects too, which find reference "
+                             f"cycles formed among them; 0: never (default {DEFAULT_GC.full_interval:g})")
     parser.add_argument("--debug-write-journal", type=_journal_size, default=0, metavar="N",
                         help="keep the last N etcd writes (key, writer, subresource, changed fields) for "
                              f"GET /debug/writes, admins only (default 0: counters only; at most {MAX_WRITE_JOURNAL})")
@@ -299,5 +310,6 @@ def run(args: argparse.Namespace) -> int:
         ),
         write_journal=args.debug_write_journal,
     )
-    return serve_reporting(run_until_signalled(Hub(config)), host=host, port=port,
+    collector = CollectorPolicy(freeze_interval=args.gc_freeze_interval, full_interval=args.gc_full_interval)
+    return serve_reporting(run_until_signalled(Hub(config), collector=collector), host=host, port=port,
                            expected=(Unavailable, EtcdStartError, EtcdConfigError, PkiError))

@@ -54,3 +54,16 @@ def test_bad_requeuing_values_are_refused(flag: str, value: str, capsys: pytest.
     with pytest.raises(SystemExit):
         parse(flag, value)
     assert flag in capsys.readouterr().err
+
+
+def test_the_garbage_collector_policy_flags() -> None:
+    assert (parse().gc_freeze_interval, parse().gc_full_interval) == (10, 3600)
+    args = parse("--gc-freeze-interval", "0", "--gc-full-interval", "0")
+    assert (args.gc_freeze_interval, args.gc_full_interval) == (0, 0)
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--gc-freeze-interval", "-1"), ("--gc-full-interval", "1.5")])
+def test_bad_garbage_collector_values_are_refused(flag: str, value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        parse(flag, value)
+    assert flag in capsys.readouterr().err

@@ -1,0 +1,62 @@
+"""The hub process's runner applies the garbage-collector policy (``run_until_signalled(...,
+collector=...)``): survivors are frozen while the hub serves, the older generations' passes are
+in the hub's own ``/metrics`` as ``gpufed_gc_pause_seconds``, and the process's collector is as
+it was once the hub has stopped, but for what it froze (the process is exiting). A real hub:
+embedded etcd, HTTPS, the admin token."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+from pathlib import Path
+
+import aiohttp
+from prometheus_client.parser import text_string_to_metric_families
+
+from controlplane.apiserver.kubeconfig import load_kubeconfig
+from controlplane.apiserver.tls import client_ssl_context
+from controlplane.gcpolicy import NO_AUTOMATIC_FULL_PASS, CollectorPolicy
+from controlplane.hub import Hub, HubConfig, run_until_signalled
+
+PAUSES = "gpufed_gc_pause_seconds_count"
+
+
+async def full_passes_counted(hub: Hub) -> float:
+    credentials = load_kubeconfig(hub.kubeconfig_path)
+    connector = aiohttp.TCPConnector(ssl=client_ssl_context(credentials.ca_pem))
+    async with (
+        aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=10)) as session,
+        session.get(f"{hub.url}/metrics", headers={"Authorization": f"Bearer {credentials.token}"}) as response,
+    ):
+        assert response.status == 200, await response.text()
+        text = await response.text()
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == PAUSES and sample.labels.get("generation") == "2"
+    )
+
+
+async def test_the_hub_process_freezes_survivors_and_reports_its_collector_pauses(tmp_path: Path) -> None:
+    ready: asyncio.Queue[Hub] = asyncio.Queue()
+    hub = Hub(HubConfig(state_dir=tmp_path / "hub", port=0))
+
+    async def on_ready(running: Hub) -> None:
+        await ready.put(running)
+
+    serving = asyncio.create_task(
+        run_until_signalled(hub, on_ready=on_ready, collector=CollectorPolicy(freeze_interval=1, full_interval=0))
+    )
+    try:
+        await asyncio.wait_for(ready.get(), timeout=60)
+        assert gc.get_freeze_count() > 0, "the survivors of start-up are frozen"
+        before = await full_passes_counted(hub)
+        gc.collect()
+        assert await full_passes_counted(hub) >= before + 1
+    finally:
+        hub.request_stop()
+        await asyncio.wait_for(serving, timeout=60)
+    assert gc.get_freeze_count() > 0, "an exiting process does not thaw what it froze"
+    assert gc.get_threshold()[2] < NO_AUTOMATIC_FULL_PASS, "the thresholds are back"
+    gc.unfreeze()

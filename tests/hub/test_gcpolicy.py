@@ -1,0 +1,131 @@
+"""controlplane.gcpolicy: the hub process's garbage-collector policy. Survivors are frozen so that
+the collector's passes stop walking them; a full pass over everything, on its own schedule,
+still finds the cycles that form among frozen objects; the older generations' passes are
+reported; the process's collector is left as it was when the policy stops."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import weakref
+from collections.abc import Iterator
+
+import pytest
+
+from controlplane.gcpolicy import CollectorPolicy, CollectorTuning
+
+
+class Node:
+    def __init__(self) -> None:
+        self.other: Node | None = None
+
+
+@pytest.fixture(autouse=True)
+def _unfrozen_after() -> Iterator[None]:
+    yield
+    gc.unfreeze()
+
+
+def _tracked(obj: object) -> bool:
+    return any(o is obj for o in gc.get_objects())
+
+
+def test_a_freeze_takes_the_survivors_out_of_every_later_pass() -> None:
+    cache = {f"key-{i}": {"spec": {"replicas": i}, "items": [i]} for i in range(1000)}
+    tuning = CollectorTuning(CollectorPolicy())
+    frozen = tuning.freeze()
+    assert frozen >= 1000 and gc.get_freeze_count() == frozen
+    assert not _tracked(cache["key-1"]), "a frozen object is in no generation the collector walks"
+    assert cache["key-999"]["spec"]["replicas"] == 999
+    gc.unfreeze()
+    assert gc.get_freeze_count() == 0 and _tracked(cache["key-1"])
+
+
+def test_a_frozen_object_replaced_in_its_cache_is_still_freed() -> None:
+    """Reference counting frees frozen objects as before: a cache's old versions do not pile up."""
+    cache = {"obj": Node()}
+    gone = weakref.ref(cache["obj"])
+    CollectorTuning(CollectorPolicy()).freeze()
+    cache["obj"] = Node()
+    assert gone() is None
+
+
+def test_a_cycle_formed_among_frozen_objects_waits_for_the_full_pass() -> None:
+    first, second = Node(), Node()
+    tuning = CollectorTuning(CollectorPolicy())
+    tuning.freeze()
+    first.other, second.other = second, first
+    ref = weakref.ref(first)
+    del first, second
+    gc.collect()
+    assert ref() is not None, "the ordinary passes do not walk frozen objects"
+    tuning.full_pass()
+    assert ref() is None and tuning.full_passes == 1
+    assert gc.get_freeze_count() > 0, "the survivors of the full pass are frozen again"
+
+
+async def test_run_freezes_on_its_interval_reports_old_passes_and_restores_the_collector() -> None:
+    observed: list[tuple[int, float]] = []
+    now = [0.0]
+    tuning = CollectorTuning(
+        CollectorPolicy(freeze_interval=0.01, full_interval=100), observe=lambda g, s: observed.append((g, s)),
+        clock=lambda: now[0],
+    )
+    task = asyncio.create_task(tuning.run())
+    await asyncio.sleep(0.05)
+    assert gc.get_freeze_count() > 0 and tuning.full_passes == 0
+    gc.collect()
+    assert any(generation == 2 and seconds >= 0 for generation, seconds in observed)
+    assert all(generation in (1, 2) for generation, _ in observed), "generation 0 passes are not reported"
+    now[0] = 100.0
+    for _ in range(100):
+        await asyncio.sleep(0.01)
+        if tuning.full_passes:
+            break
+    assert tuning.full_passes == 1
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert gc.get_freeze_count() == 0
+    count = len(observed)
+    gc.collect()
+    assert len(observed) == count, "the observer is removed with the policy"
+
+
+async def test_while_it_runs_only_the_policy_makes_full_passes() -> None:
+    """CPython's own schedule would walk the whole old generation every time it grew by a
+    quarter; under the policy the old generation is frozen on the tick instead."""
+    observed: list[int] = []
+    thresholds = gc.get_threshold()
+    task = asyncio.create_task(
+        CollectorTuning(CollectorPolicy(freeze_interval=3600), observe=lambda g, s: observed.append(g)).run()
+    )
+    await asyncio.sleep(0)
+    kept = [[{"n": i}] for i in range(200_000)]  # enough survivors for many automatic passes
+    assert len(kept) == 200_000 and 1 in observed, "the young generations are collected as before"
+    assert 2 not in observed
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert gc.get_threshold() == thresholds
+
+
+async def test_a_zero_interval_leaves_the_collector_as_python_has_it() -> None:
+    observed: list[tuple[int, float]] = []
+    task = asyncio.create_task(
+        CollectorTuning(CollectorPolicy(freeze_interval=0), observe=lambda g, s: observed.append((g, s))).run()
+    )
+    await asyncio.sleep(0.02)
+    assert gc.get_freeze_count() == 0
+    gc.collect()
+    assert observed, "the pauses are still reported"
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_an_exiting_process_keeps_its_frozen_objects_frozen() -> None:
+    thresholds = gc.get_threshold()
+    task = asyncio.create_task(CollectorTuning(CollectorPolicy(freeze_interval=3600)).run(thaw=False))
+    await asyncio.sleep(0.01)
+    frozen = gc.get_freeze_count()
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert frozen > 0 and gc.get_freeze_count() > frozen // 2 and gc.get_threshold() == thresholds
