@@ -7,14 +7,11 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-import aiohttp
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
-from controlplane.apiserver.kubeconfig import load_kubeconfig
-from controlplane.apiserver.tls import client_ssl_context
 from controlplane.hub import Hub, HubConfig
 from tests.controllers.fleet import deployment, eventually, node_shape, propagation_policy, put_cluster
+from tests.hubmetrics import samples
 
 COUNT = "gpufed_scheduling_duration_seconds_count"
 
@@ -27,20 +24,7 @@ async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
 
 async def scheduling_counts(hub: Hub) -> dict[str, float]:
     """``result`` -> attempts, read from the hub's /metrics over HTTPS with the admin token."""
-    credentials = load_kubeconfig(hub.kubeconfig_path)
-    connector = aiohttp.TCPConnector(ssl=client_ssl_context(credentials.ca_pem))
-    async with (
-        aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=10)) as session,
-        session.get(f"{hub.url}/metrics", headers={"Authorization": f"Bearer {credentials.token}"}) as response,
-    ):
-        assert response.status == 200, await response.text()
-        text = await response.text()
-    return {
-        sample.labels["result"]: sample.value
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
-        if sample.name == COUNT
-    }
+    return {labels["result"]: value for labels, value in await samples(hub, COUNT)}
 
 
 async def test_scheduling_a_binding_is_observed_in_the_hub_metrics(hub: Hub) -> None:

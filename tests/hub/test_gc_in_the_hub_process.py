@@ -10,32 +10,15 @@ import asyncio
 import gc
 from pathlib import Path
 
-import aiohttp
-from prometheus_client.parser import text_string_to_metric_families
-
-from controlplane.apiserver.kubeconfig import load_kubeconfig
-from controlplane.apiserver.tls import client_ssl_context
 from controlplane.gcpolicy import NO_AUTOMATIC_FULL_PASS, CollectorPolicy
 from controlplane.hub import Hub, HubConfig, run_until_signalled
+from tests.hubmetrics import samples
 
 PAUSES = "gpufed_gc_pause_seconds_count"
 
 
 async def full_passes_counted(hub: Hub) -> float:
-    credentials = load_kubeconfig(hub.kubeconfig_path)
-    connector = aiohttp.TCPConnector(ssl=client_ssl_context(credentials.ca_pem))
-    async with (
-        aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=10)) as session,
-        session.get(f"{hub.url}/metrics", headers={"Authorization": f"Bearer {credentials.token}"}) as response,
-    ):
-        assert response.status == 200, await response.text()
-        text = await response.text()
-    return sum(
-        sample.value
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
-        if sample.name == PAUSES and sample.labels.get("generation") == "2"
-    )
+    return sum(value for labels, value in await samples(hub, PAUSES) if labels.get("generation") == "2")
 
 
 async def test_the_hub_process_freezes_survivors_and_reports_its_collector_pauses(tmp_path: Path) -> None:
