@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -88,7 +89,11 @@ def test_burst_replicas_come_home_and_a_rebalancer_re_places(processes: ProcessG
     assert _replicas(cloud, "batch") == 4  # its policy turned automatic returns off
 
     def moves_in_report() -> dict[str, Any] | None:
-        result = subprocess.run([GPUFED, "waste", "--since", "1h", "-o", "json", "--kubeconfig", str(hub.kubeconfig)],
+        # A window ending now: "--since" ends at the last complete minute, which leaves out a
+        # move made in the current one for up to a minute.
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        result = subprocess.run([GPUFED, "waste", "--from", "1h", "--to", now, "-o", "json",
+                                 "--kubeconfig", str(hub.kubeconfig)],
                                 capture_output=True, text=True, timeout=60, check=False)
         moves = json.loads(result.stdout).get("moves") if result.returncode == 0 else None
         return moves if moves and moves["replicas_moved"] == 8 and moves["saved_usd"] > 0 else None

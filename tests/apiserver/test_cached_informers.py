@@ -107,11 +107,16 @@ async def test_an_informer_that_falls_behind_gets_410_relists_and_catches_up(
     gate.set()
     limits = WatchCacheConfig(watcher=WatcherLimits(max_events=2))
     caplog.set_level(logging.INFO, logger="controlplane.controllers.informing")
-    async with _cached(objects_on, limits) as (cached, _cache), _informers(cached, handler=slow) as ([informer], _):
+    async with _cached(objects_on, limits) as (cached, cache), _informers(cached, handler=slow) as ([informer], _):
+        counters = cache.counters()["widgets.test.gpufed.io"]
         gate.clear()
+        taken = counters.events
         for index in range(8):
             await objects_on.create(WIDGET, widget(f"w{index}"))
         await _until(lambda: bool(names))  # blocked on the first event while the others pile up
+        # ...all of them: etcd's watch can deliver the creates to the cache well after they
+        # returned, and a gate opened before then lets the informer keep up.
+        await _until(lambda: counters.events >= taken + 8)
         gate.set()
         stored = await objects_on.list(WIDGET)
         await _until(lambda: sorted(
