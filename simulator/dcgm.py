@@ -61,7 +61,8 @@ class PodDevice:
 
 @dataclass(slots=True)
 class _Series:
-    labels: list[tuple[str, str]]
+    #: The labels as written between the braces (the same for each of the series' families).
+    body: str
     whole_gpu: bool
     utilization: float
     memory_mib: int
@@ -133,7 +134,7 @@ def _series(
                     if users:
                         labels += _pod_labels(users[0])
                     used = _fb_used(inst.memory_mib, value, bool(users))
-                    out.append(_Series(labels, False, value, inst.memory_mib, used))
+                    out.append(_Series(_body(labels), False, value, inst.memory_mib, used))
                 continue
             sharing = shares.get(gpu.index)
             if sharing:
@@ -143,7 +144,7 @@ def _series(
                     sharing, key=lambda item: (item[1].namespace, item[1].pod, item[0])
                 ):
                     labels = _gpu_labels(node, gpu, None) + _pod_labels(use, replica)
-                    out.append(_Series(labels, True, value, gpu.memory_mib, used))
+                    out.append(_Series(_body(labels), True, value, gpu.memory_mib, used))
                 continue
             users = by_device.get((node.node, gpu.uuid), [])
             labels = _gpu_labels(node, gpu, None)
@@ -151,14 +152,13 @@ def _series(
             if users:
                 labels += _pod_labels(users[0])
             out.append(
-                _Series(labels, True, value, gpu.memory_mib, _fb_used(gpu.memory_mib, value, bool(users)))
+                _Series(_body(labels), True, value, gpu.memory_mib, _fb_used(gpu.memory_mib, value, bool(users)))
             )
     return out
 
 
-def _line(name: str, labels: list[tuple[str, str]], value: str) -> str:
-    body = ",".join(f'{key}="{_escape(val)}"' for key, val in labels)
-    return f"{name}{{{body}}} {value}"
+def _body(labels: list[tuple[str, str]]) -> str:
+    return ",".join(f'{key}="{_escape(val)}"' for key, val in labels)
 
 
 def render_metrics(
@@ -170,14 +170,14 @@ def render_metrics(
     series = _series(inventories, allocations, utilization)
     lines: list[str] = []
 
-    def block(field: tuple[int, str, str], rows: list[tuple[list[tuple[str, str]], str]]) -> None:
+    def block(field: tuple[int, str, str], rows: list[tuple[str, str]]) -> None:
         _, name, help_text = field
         lines.append(f"# HELP {name} {help_text}")
         lines.append(f"# TYPE {name} gauge")
-        lines.extend(_line(name, labels, value) for labels, value in rows)
+        lines.extend(f"{name}{{{body}}} {value}" for body, value in rows)
 
-    block(GPU_UTIL, [(s.labels, str(round(s.utilization * 100))) for s in series if s.whole_gpu])
-    block(FB_FREE, [(s.labels, str(max(0, s.memory_mib - s.fb_used))) for s in series])
-    block(FB_USED, [(s.labels, str(s.fb_used)) for s in series])
-    block(GR_ENGINE_ACTIVE, [(s.labels, f"{s.utilization:f}") for s in series])
+    block(GPU_UTIL, [(s.body, str(round(s.utilization * 100))) for s in series if s.whole_gpu])
+    block(FB_FREE, [(s.body, str(max(0, s.memory_mib - s.fb_used))) for s in series])
+    block(FB_USED, [(s.body, str(s.fb_used)) for s in series])
+    block(GR_ENGINE_ACTIVE, [(s.body, f"{s.utilization:f}") for s in series])
     return "\n".join(lines) + "\n"

@@ -39,10 +39,11 @@ from controlplane.reports.snapshot import sample_from_cluster_statuses
 from controlplane.storage import Store
 from member_agent import capacity, dcgm
 from simulator.dcgm import PodDevice, render_metrics
+from simulator.devices import NodeInventory
 from simulator.nodes import LABEL_NODE_GROUP, build_inventory, build_nodes
 from simulator.profile import ClusterProfile, parse_fleet
 from simulator.scheduling.cluster_state import ClusterState
-from simulator.scheduling.reading import pod_request
+from simulator.scheduling.reading import node_state, pod_request
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -121,26 +122,24 @@ def deployment_pod(workload: str, *, resource: str, amount: int, rng: random.Ran
 
 
 def fill_every_gpu(
-    profile: ClusterProfile, nodes: list[dict[str, Any]], *, seed: int
+    nodes: list[dict[str, Any]], inventory: dict[str, NodeInventory], *, seed: int
 ) -> tuple[list[dict[str, Any]], list[PodDevice], dict[str, float]]:
     """Pods taking every GPU, MIG slice and share of every node (the largest shape that still
     fits, chosen at random among those), with the devices each holds and a utilization each."""
     rng = random.Random(seed)
-    inventory = build_inventory(profile)
     state = ClusterState(seed=seed)
-    for node in nodes:
-        state.add_node(node, inventory[node["metadata"]["name"]])
+    state.add_node_states(node_state(node, inventory[node["metadata"]["name"]]) for node in nodes)
     pods: list[dict[str, Any]] = []
     uses: list[PodDevice] = []
     utilization: dict[str, float] = {}
     for node in nodes:
         name = node["metadata"]["name"]
-        node_state = state.nodes[name]
+        held = state.nodes[name]
         while True:
             fitting = [
                 (resource, amount)
                 for resource, amount in POD_SHAPES[node["metadata"]["labels"][LABEL_NODE_GROUP]]
-                if node_state.free(resource) >= amount
+                if held.free(resource) >= amount
             ]
             if not fitting:
                 break
@@ -164,9 +163,9 @@ def fill_every_gpu(
 def full_report() -> tuple[dict[str, Any], int]:
     """The status the agent writes for the fully allocated member, and its pod count."""
     profile = member_profile()
-    nodes = build_nodes(profile)
-    pods, uses, utilization = fill_every_gpu(profile, nodes, seed=7)
-    page = render_metrics(build_inventory(profile).values(), uses, utilization)
+    nodes, inventory = build_nodes(profile), build_inventory(profile)
+    pods, uses, utilization = fill_every_gpu(nodes, inventory, seed=7)
+    page = render_metrics(inventory.values(), uses, utilization)
     by_node = dcgm.utilization_by_node(dcgm.parse_metrics(page))
     status = capacity.summarize(
         [capacity.trim_node(n) for n in nodes],
@@ -307,8 +306,8 @@ def simulated_member(seed: int) -> tuple[list[dict[str, Any]], list[dict[str, An
     some nodes not Ready or cordoned, utilization on both sides of the 10 % threshold."""
     rng = random.Random(seed)
     profile = member_profile(200)
-    nodes = build_nodes(profile)
-    pods, uses, utilization = fill_every_gpu(profile, nodes, seed=seed)
+    nodes, inventory = build_nodes(profile), build_inventory(profile)
+    pods, uses, utilization = fill_every_gpu(nodes, inventory, seed=seed)
     kept = {id(p) for p in pods if rng.random() < 0.7}
     gone = {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in pods if id(p) not in kept}
     pods = [p for p in pods if id(p) in kept]
@@ -319,7 +318,7 @@ def simulated_member(seed: int) -> tuple[list[dict[str, Any]], list[dict[str, An
         node["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
     for node in nodes[5::13]:
         node["spec"]["unschedulable"] = True
-    page = render_metrics(build_inventory(profile).values(), uses, utilization)
+    page = render_metrics(inventory.values(), uses, utilization)
     return nodes, pods, dcgm.utilization_by_node(dcgm.parse_metrics(page))
 
 
