@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,7 @@ from controlplane.apiserver.patches import PatchType
 from controlplane.apiserver.resources import Registry, core_resources, workload_resources
 from controlplane.apiserver.tls import ca_hash
 from controlplane.storage import MemoryStore
+from member_agent import capacity
 from member_agent.agent import Agent
 from member_agent.config import AgentConfig
 from member_agent.trust import TrustError
@@ -468,3 +470,57 @@ async def test_agent_refuses_a_hub_whose_ca_does_not_match_the_pin(
     with pytest.raises(TrustError, match="does not match"):
         await asyncio.wait_for(Agent(cfg).run(), 20)
     assert not (tmp_path / "agent" / "credential.json").exists()
+
+
+async def test_the_agent_renews_its_lease_while_a_report_is_being_summed(
+    hub: Hub, member: Member, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A member of thousands of busy nodes takes seconds of CPU to sum up: the summary runs
+    beside the agent's loop, not in it. A held summary must not hold the lease renewals (the
+    hub runs on the same loop here: on the loop, the summary would stop both)."""
+    assert hub.objects is not None
+    cfg = await joining_agent_config(hub, member, tmp_path / "agent")
+    cluster_rt = hub.objects.registry.require("cluster.gpufed.io/v1alpha1", "Cluster")
+    lease_rt = hub.objects.registry.require("coordination.k8s.io/v1", "Lease")
+    hold, held, release = threading.Event(), threading.Event(), threading.Event()
+    released_in_time: list[bool] = []
+    summarize = capacity.summarize
+
+    def held_summary(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        if hold.is_set() and not held.is_set():
+            held.set()
+            released_in_time.append(release.wait(timeout=10))
+        return summarize(*args, **kwargs)
+
+    monkeypatch.setattr(capacity, "summarize", held_summary)
+
+    async def lease() -> dict[str, Any]:
+        return await hub.objects.get(lease_rt, namespace="gpufed-cluster-lease", name=CLUSTER)  # type: ignore[no-any-return]
+
+    async def reported() -> bool:
+        return bool(((await hub.objects.get(cluster_rt, name=CLUSTER)).get("status") or {}).get("gpuSummary"))
+
+    agent = Agent(cfg)
+    async with agent:
+        await eventually(reported, what="the Cluster's first capacity report")
+        first = (await eventually(lease, what="the lease"))["spec"]["renewTime"]
+        written = agent.reports_written
+        hold.set()  # the next report (at most report_interval away) is held in its summary
+
+        async def summary_held() -> bool:
+            return held.is_set()
+
+        await eventually(summary_held, what="a report held in its summary")
+        renewal = (await lease())["spec"]["renewTime"]
+
+        async def renewed_while_held() -> bool:
+            return bool((await lease())["spec"]["renewTime"] not in (first, renewal))
+
+        await eventually(renewed_while_held, within=5, what="a lease renewal while the summary is held")
+        release.set()
+
+        async def written_after() -> bool:
+            return agent.reports_written > written
+
+        await eventually(written_after, what="the held report written")
+    assert released_in_time == [True]
