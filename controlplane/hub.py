@@ -93,6 +93,7 @@ from controlplane.gcpolicy import CollectorPolicy, CollectorTuning
 from controlplane.leader.election import DEFAULT_TTL as DEFAULT_LEADER_LEASE_TTL
 from controlplane.leader.election import LeaderElector, Term, default_identity
 from controlplane.lifecycle import ShutdownOnce
+from controlplane.loopwatch import LoopWatchdog, Stall
 from controlplane.metrics import HubMetrics, hub_metrics, write_ledger_routes
 from controlplane.objectclient import ObjectClient
 from controlplane.pki import PkiError, private_directory
@@ -556,23 +557,31 @@ async def run_until_signalled(
     *,
     on_ready: Callable[[Hub], Awaitable[None]] | None = None,
     collector: CollectorPolicy | None = None,
+    stall_warning: float = 0.0,
 ) -> None:
     """Run ``hub`` until SIGINT/SIGTERM, then shut down cleanly. The process's garbage collector
     follows ``collector`` meanwhile (:mod:`controlplane.gcpolicy`): a process-wide setting,
     so it is the process's runner that applies it, not the hub; what it froze stays frozen, as
-    the process is about to exit."""
+    the process is about to exit. With ``stall_warning`` seconds, a thread watches the loop
+    and a stall that long is logged with where the loop was held (:mod:`controlplane.loopwatch`)."""
     import signal
 
     loop = asyncio.get_running_loop()
-    tuning = None
+    helpers: list[asyncio.Task[None]] = []
     if collector is not None:
         observe = hub.metrics.gc_pause.labels
-        tuning = asyncio.create_task(
-            CollectorTuning(
-                collector, observe=lambda generation, seconds: observe(str(generation)).observe(seconds)
-            ).run(thaw=False),
-            name="gc-policy",
+        tuning = CollectorTuning(
+            collector, observe=lambda generation, seconds: observe(str(generation)).observe(seconds)
         )
+        helpers.append(asyncio.create_task(tuning.run(thaw=False), name="gc-policy"))
+    if stall_warning > 0:
+
+        def on_stall(stall: Stall) -> None:
+            log.warning("%s", stall.message())
+            hub.metrics.loop_stall.observe(stall.seconds)
+
+        watchdog = LoopWatchdog(stall_warning, on_stall=on_stall)
+        helpers.append(asyncio.create_task(watchdog.run(), name="loop-watchdog"))
     try:
         async with hub:
             for sig in (signal.SIGINT, signal.SIGTERM):
@@ -582,6 +591,6 @@ async def run_until_signalled(
             await hub.wait_stopped()
             log.info("shutting down")
     finally:
-        if tuning is not None:
-            tuning.cancel()
-            await asyncio.gather(tuning, return_exceptions=True)
+        for helper in helpers:
+            helper.cancel()
+        await asyncio.gather(*helpers, return_exceptions=True)

@@ -98,6 +98,7 @@ _API_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 3
 _SCHEDULING_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 _SAMPLE_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 _GC_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+_STALL_BUCKETS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
 _SKIPPED_VERBS = frozenset({"watch"})
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -235,6 +236,12 @@ class HubMetrics:
             "generations (1 and 2), by generation (see --gc-freeze-interval).",
             ["generation"],
             buckets=_GC_BUCKETS,
+        )
+        self.loop_stall = histogram(
+            "event_loop_stall_seconds",
+            "Stalls of the hub's event loop at least --loop-stall-warning long (each is also logged with "
+            "where the loop was held).",
+            buckets=_STALL_BUCKETS,
         )
         self.fleet_disruption_state = gauge(
             "fleet_disruption_state",

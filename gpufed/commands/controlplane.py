@@ -51,6 +51,17 @@ def _fraction(text: str) -> float:
 
 _whole_seconds = whole_number(what="whole seconds")
 DEFAULT_GC = CollectorPolicy()
+DEFAULT_STALL_WARNING = 1.0
+
+
+def _seconds_or_off(text: str) -> float:
+    """A positive number of seconds, or 0 (off)."""
+    try:
+        if float(text) == 0:
+            return 0.0
+    except ValueError:
+        pass
+    return _positive_seconds(text)
 
 
 def _flowcontrol_shares(text: str) -> dict[Level, int]:
@@ -211,6 +222,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar="SECONDS",
                         help="seconds between full collections over the frozen objects too, which find reference "
                              f"cycles formed among them; 0: never (default {DEFAULT_GC.full_interval:g})")
+    parser.add_argument("--loop-stall-warning", type=_seconds_or_off, default=DEFAULT_STALL_WARNING,
+                        metavar="SECONDS",
+                        help="log each stall of the hub's event loop at least this long, with the code it was held "
+                             "in (a thread samples the loop's stack during the stall), and count it in "
+                             f"gpufed_event_loop_stall_seconds; 0: off (default {DEFAULT_STALL_WARNING:g})")
     parser.add_argument("--debug-write-journal", type=_journal_size, default=0, metavar="N",
                         help="keep the last N etcd writes (key, writer, subresource, changed fields) for "
                              f"GET /debug/writes, admins only (default 0: counters only; at most {MAX_WRITE_JOURNAL})")
@@ -311,5 +327,6 @@ def run(args: argparse.Namespace) -> int:
         write_journal=args.debug_write_journal,
     )
     collector = CollectorPolicy(freeze_interval=args.gc_freeze_interval, full_interval=args.gc_full_interval)
-    return serve_reporting(run_until_signalled(Hub(config), collector=collector), host=host, port=port,
+    runner = run_until_signalled(Hub(config), collector=collector, stall_warning=args.loop_stall_warning)
+    return serve_reporting(runner, host=host, port=port,
                            expected=(Unavailable, EtcdStartError, EtcdConfigError, PkiError))

@@ -67,3 +67,17 @@ def test_bad_garbage_collector_values_are_refused(flag: str, value: str, capsys:
     with pytest.raises(SystemExit):
         parse(flag, value)
     assert flag in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("value", "seconds"), [(None, 1.0), ("0", 0.0), ("2.5", 2.5), ("0.0", 0.0)])
+def test_the_loop_stall_warning_flag(value: str | None, seconds: float) -> None:
+    args = parse() if value is None else parse("--loop-stall-warning", value)
+    assert args.loop_stall_warning == seconds
+
+
+@pytest.mark.parametrize(("value", "why"), [("-1", "must be positive"), ("soon", "expected a number of seconds")])
+def test_bad_loop_stall_warnings_are_refused(value: str, why: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        parse("--loop-stall-warning", value)
+    err = capsys.readouterr().err
+    assert "--loop-stall-warning" in err and why in err

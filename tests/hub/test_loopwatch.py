@@ -1,0 +1,100 @@
+"""The event-loop watchdog (:mod:`controlplane.loopwatch`): a stall past the threshold is
+reported once, when it ends, with its length and the stack the loop was held in; a loop that
+keeps time reports nothing; a failing reporter does not end the watch."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from controlplane.loopwatch import LoopWatchdog, Stall, stack_of
+
+
+def hold_the_loop_in_a_named_function(seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:  # busy, as a long computation on the loop would be
+        sum(range(1000))
+
+
+async def _watching(watchdog: LoopWatchdog, body: float | None) -> None:
+    """Run ``watchdog`` while the loop is held ``body`` seconds (None: not at all), then let
+    the loop run long enough for the watchdog to see it resume."""
+    task = asyncio.create_task(watchdog.run())
+    try:
+        await asyncio.sleep(0.1)
+        if body is not None:
+            hold_the_loop_in_a_named_function(body)
+        await asyncio.sleep(watchdog.tick * 4)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_stall_is_reported_once_with_its_length_and_where_the_loop_was_held() -> None:
+    stalls: list[Stall] = []
+    watchdog = LoopWatchdog(0.3, tick=0.05, on_stall=stalls.append)
+    await _watching(watchdog, 1.5)
+    assert len(stalls) == 1, stalls
+    [stall] = stalls
+    assert 1.0 <= stall.seconds <= 2.5, stall
+    assert stall.samples >= 1 and 1 <= stall.count <= stall.samples
+    assert stall.stack[0].startswith("hold_the_loop_in_a_named_function (hub/test_loopwatch.py:")
+    assert any(frame.startswith("_watching (") for frame in stall.stack)
+    assert stall.message().startswith("the event loop was held for ")
+    assert "hold_the_loop_in_a_named_function" in stall.message()
+
+
+async def test_a_loop_that_keeps_time_reports_nothing() -> None:
+    stalls: list[Stall] = []
+    await _watching(LoopWatchdog(2.0, tick=0.05, on_stall=stalls.append), None)
+    assert stalls == []
+
+
+async def test_a_failing_reporter_is_logged_and_the_next_stall_is_still_reported(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    seen: list[Stall] = []
+
+    def flaky(stall: Stall) -> None:
+        seen.append(stall)
+        if len(seen) == 1:
+            raise RuntimeError("reporter down")
+
+    watchdog = LoopWatchdog(0.2, tick=0.05, on_stall=flaky)
+    task = asyncio.create_task(watchdog.run())
+    try:
+        for _ in range(2):
+            await asyncio.sleep(0.1)
+            hold_the_loop_in_a_named_function(0.6)
+            await asyncio.sleep(0.3)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    assert len(seen) == 2
+    assert "reporting a stall of the event loop failed" in caplog.text
+
+
+def test_a_stack_is_innermost_first_and_bounded() -> None:
+    def inner() -> tuple[str, ...]:
+        import sys
+
+        return stack_of(sys._getframe(), depth=2)
+
+    stack = inner()
+    assert len(stack) == 2
+    assert stack[0].startswith("inner (hub/test_loopwatch.py:")
+    assert stack[1].startswith("test_a_stack_is_innermost_first_and_bounded (hub/test_loopwatch.py:")
+    assert stack_of(None) == ()
+
+
+def test_a_stall_without_samples_says_what_that_means() -> None:
+    message = Stall(seconds=3.04, samples=0, stack=(), count=0).message()
+    assert message.startswith("the event loop was held for 3.0s, with no sample taken")
+
+
+@pytest.mark.parametrize(("threshold", "tick"), [(0, 0.1), (1, 0), (-1, 0.1)])
+def test_a_threshold_and_tick_must_be_positive(threshold: float, tick: float) -> None:
+    with pytest.raises(ValueError, match="must be positive"):
+        LoopWatchdog(threshold, tick=tick)
