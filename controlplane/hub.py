@@ -93,7 +93,7 @@ from controlplane.gcpolicy import CollectorPolicy, CollectorTuning
 from controlplane.leader.election import DEFAULT_TTL as DEFAULT_LEADER_LEASE_TTL
 from controlplane.leader.election import LeaderElector, Term, default_identity
 from controlplane.lifecycle import ShutdownOnce
-from controlplane.loopwatch import LoopWatchdog, Stall
+from controlplane.loopwatch import Stall, watching_the_loop
 from controlplane.metrics import HubMetrics, hub_metrics, write_ledger_routes
 from controlplane.objectclient import ObjectClient
 from controlplane.pki import PkiError, private_directory
@@ -567,23 +567,22 @@ async def run_until_signalled(
     import signal
 
     loop = asyncio.get_running_loop()
-    helpers: list[asyncio.Task[None]] = []
+    tuning = None
     if collector is not None:
         observe = hub.metrics.gc_pause.labels
-        tuning = CollectorTuning(
-            collector, observe=lambda generation, seconds: observe(str(generation)).observe(seconds)
+        tuning = asyncio.create_task(
+            CollectorTuning(
+                collector, observe=lambda generation, seconds: observe(str(generation)).observe(seconds)
+            ).run(thaw=False),
+            name="gc-policy",
         )
-        helpers.append(asyncio.create_task(tuning.run(thaw=False), name="gc-policy"))
-    if stall_warning > 0:
 
-        def on_stall(stall: Stall) -> None:
-            log.warning("%s", stall.message())
-            hub.metrics.loop_stall.observe(stall.seconds)
+    def on_stall(stall: Stall) -> None:
+        log.warning("%s", stall.message())
+        hub.metrics.loop_stall.observe(stall.seconds)
 
-        watchdog = LoopWatchdog(stall_warning, on_stall=on_stall)
-        helpers.append(asyncio.create_task(watchdog.run(), name="loop-watchdog"))
     try:
-        async with hub:
+        async with watching_the_loop(stall_warning, on_stall), hub:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(sig, hub.request_stop)
             if on_ready is not None:
@@ -591,6 +590,6 @@ async def run_until_signalled(
             await hub.wait_stopped()
             log.info("shutting down")
     finally:
-        for helper in helpers:
-            helper.cancel()
-        await asyncio.gather(*helpers, return_exceptions=True)
+        if tuning is not None:
+            tuning.cancel()
+            await asyncio.gather(tuning, return_exceptions=True)

@@ -18,12 +18,13 @@ second) and does nothing else while the loop keeps time.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from types import FrameType
 
@@ -133,3 +134,17 @@ class LoopWatchdog:
             self._on_stall(Stall(seconds=seconds, samples=samples, stack=stack, count=count))
         except Exception:  # a reporter's failure must not end the watch
             log.exception("reporting a stall of the event loop failed")
+
+
+@contextlib.asynccontextmanager
+async def watching_the_loop(threshold: float, on_stall: Callable[[Stall], None] | None = None) -> AsyncIterator[None]:
+    """A :class:`LoopWatchdog` over the running loop for the block (none with ``threshold`` 0)."""
+    if threshold <= 0:
+        yield
+        return
+    task = asyncio.create_task(LoopWatchdog(threshold, on_stall=on_stall).run(), name="loop-watchdog")
+    try:
+        yield
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)

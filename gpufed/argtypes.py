@@ -47,3 +47,13 @@ def positive_number(what: str = "a number") -> Callable[[str], float]:
         return value
 
     return parse
+
+
+def seconds_or_off(text: str) -> float:
+    """A ``type=`` for a positive number of seconds, or 0 for off (``--loop-stall-warning``)."""
+    try:
+        if float(text) == 0:
+            return 0.0
+    except ValueError:
+        pass
+    return positive_number("a number of seconds")(text)

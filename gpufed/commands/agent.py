@@ -8,6 +8,7 @@ import logging
 import signal
 import sys
 
+from gpufed.argtypes import seconds_or_off
 from gpufed.logging_setup import configure_logging
 
 
@@ -16,10 +17,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     agent_arguments(parser)
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    parser.add_argument("--loop-stall-warning", type=seconds_or_off, default=1.0, metavar="SECONDS",
+                        help="log each stall of the agent's event loop at least this long, with the code it was "
+                             "held in; 0: off (default 1)")
 
 
 def run(args: argparse.Namespace) -> int:
     configure_logging(args.log_level, component=f"agent[{args.cluster_name}]")
+    from controlplane.loopwatch import watching_the_loop
     from member_agent.agent import Agent
     from member_agent.config import config_from_args
 
@@ -34,7 +39,8 @@ def run(args: argparse.Namespace) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, agent.request_stop)
-        await agent.run()
+        async with watching_the_loop(args.loop_stall_warning):
+            await agent.run()
 
     try:
         asyncio.run(main())

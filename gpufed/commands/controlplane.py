@@ -26,7 +26,7 @@ from controlplane.apiserver.watching import (
     WatchLimits,
 )
 from controlplane.gcpolicy import CollectorPolicy
-from gpufed.argtypes import parse_listen, positive_number, whole_number
+from gpufed.argtypes import parse_listen, positive_number, seconds_or_off, whole_number
 from gpufed.commands.running import serve_reporting
 from gpufed.logging_setup import configure_logging
 
@@ -52,16 +52,6 @@ def _fraction(text: str) -> float:
 _whole_seconds = whole_number(what="whole seconds")
 DEFAULT_GC = CollectorPolicy()
 DEFAULT_STALL_WARNING = 1.0
-
-
-def _seconds_or_off(text: str) -> float:
-    """A positive number of seconds, or 0 (off)."""
-    try:
-        if float(text) == 0:
-            return 0.0
-    except ValueError:
-        pass
-    return _positive_seconds(text)
 
 
 def _flowcontrol_shares(text: str) -> dict[Level, int]:
@@ -222,7 +212,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar="SECONDS",
                         help="seconds between full collections over the frozen objects too, which find reference "
                              f"cycles formed among them; 0: never (default {DEFAULT_GC.full_interval:g})")
-    parser.add_argument("--loop-stall-warning", type=_seconds_or_off, default=DEFAULT_STALL_WARNING,
+    parser.add_argument("--loop-stall-warning", type=seconds_or_off, default=DEFAULT_STALL_WARNING,
                         metavar="SECONDS",
                         help="log each stall of the hub's event loop at least this long, with the code it was held "
                              "in (a thread samples the loop's stack during the stall), and count it in "

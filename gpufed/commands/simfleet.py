@@ -19,6 +19,7 @@ from pathlib import Path
 
 from pydantic import SecretStr, ValidationError
 
+from gpufed.argtypes import seconds_or_off
 from gpufed.hubclient import HubClient, HubError
 from gpufed.logging_setup import configure_logging
 
@@ -46,6 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--report-interval", type=float, default=30.0, help="agent capacity report, seconds")
     parser.add_argument("--seed", type=int, default=0, help="seed of the member schedulers' tie breaks")
     parser.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    parser.add_argument("--loop-stall-warning", type=seconds_or_off, default=1.0, metavar="SECONDS",
+                        help="log each stall of the fleet's event loop at least this long, with the code it was "
+                             "held in; 0: off (default 1)")
 
 
 def _check(args: argparse.Namespace) -> str | None:
@@ -102,6 +106,7 @@ async def _tokens(args: argparse.Namespace, names: list[str]) -> tuple[str, str,
 
 
 async def _main(args: argparse.Namespace) -> int:
+    from controlplane.loopwatch import watching_the_loop
     from member_agent.config import AgentConfig
     from simulator.hollow.fleet import FleetPlan, HollowFleet
 
@@ -125,21 +130,22 @@ async def _main(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, fleet.request_stop)
-    task = fleet.spawn()
-    joined = asyncio.ensure_future(fleet.joined().wait())
-    await asyncio.wait({task, joined}, return_when=asyncio.FIRST_COMPLETED)
-    if joined.done():
-        stats = fleet.stats()
-        figures = {"clusters": stats.clusters, "nodesPerCluster": stats.nodes, "buildSeconds": round(stats.build_seconds, 2),
-                   "joinSeconds": round(stats.join_seconds or 0.0, 2), "rssBytes": stats.rss,
-                   "rssPerNodeBytes": round(stats.rss_per_node)}
-        (args.state_dir / STATS_NAME).write_text(json.dumps(figures) + "\n")
-        print(f"hollow fleet ready: {stats.clusters} clusters x {stats.nodes} nodes joined in "
-              f"{stats.join_seconds or 0:.1f} s; RSS {stats.rss / 2**20:.0f} MiB "
-              f"({stats.rss_per_node / 1024:.1f} KiB per node)", flush=True)
-    else:
-        joined.cancel()
-    await task
+    async with watching_the_loop(args.loop_stall_warning):
+        task = fleet.spawn()
+        joined = asyncio.ensure_future(fleet.joined().wait())
+        await asyncio.wait({task, joined}, return_when=asyncio.FIRST_COMPLETED)
+        if joined.done():
+            stats = fleet.stats()
+            figures = {"clusters": stats.clusters, "nodesPerCluster": stats.nodes, "buildSeconds": round(stats.build_seconds, 2),
+                       "joinSeconds": round(stats.join_seconds or 0.0, 2), "rssBytes": stats.rss,
+                       "rssPerNodeBytes": round(stats.rss_per_node)}
+            (args.state_dir / STATS_NAME).write_text(json.dumps(figures) + "\n")
+            print(f"hollow fleet ready: {stats.clusters} clusters x {stats.nodes} nodes joined in "
+                  f"{stats.join_seconds or 0:.1f} s; RSS {stats.rss / 2**20:.0f} MiB "
+                  f"({stats.rss_per_node / 1024:.1f} KiB per node)", flush=True)
+        else:
+            joined.cancel()
+        await task
     return 0
 
 
