@@ -116,7 +116,8 @@ class LoopWatchdog:
         stacks: Counter[tuple[str, ...]] = Counter()
         held = False
         while not stop.wait(self.tick):
-            if time.monotonic() - self._beat >= self.threshold:
+            # The next beat is due ``tick`` after the last: late by ``threshold``, the loop is held.
+            if time.monotonic() - self._beat >= self.tick + self.threshold:
                 held = True
                 stacks[stack_of(sys._current_frames().get(loop_thread))] += 1
             elif held:

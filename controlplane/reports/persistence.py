@@ -165,7 +165,9 @@ class RollupStore:
         return known
 
     async def _write_document(self, doc_prefix: str, document: bytes) -> None:
-        value = zlib.compress(document)
+        # In a thread (zlib lets go of the interpreter's lock): at 20,000 workloads a minute's
+        # document took 0.8 s to compress, with the loop held.
+        value = await asyncio.to_thread(zlib.compress, document)
         size = self._max_value_bytes
         parts = [value[i : i + size] for i in range(0, len(value), size)] or [b""]
         previous = await self._known_parts(doc_prefix)
