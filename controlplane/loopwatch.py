@@ -2,17 +2,18 @@
 
 The hub's stall detectors (the health monitor's, the leader's) run on the loop, so they learn
 of a stall only when it has ended, and cannot say what held it. :class:`LoopWatchdog` keeps a
-heartbeat on the loop and a thread beside it: once the heartbeat is ``threshold`` seconds late,
-the thread samples the loop thread's Python stack every ``tick`` until the loop runs again, and
-then logs one warning with the stall's length and the stack most samples were in (a sampling
-profiler's view, over the stall alone)::
+heartbeat on the loop every ``tick`` and a thread beside it: once a beat is a tick late, the
+thread samples the loop thread's Python stack five times a tick until the loop runs again, and
+if the stall lasted ``threshold`` seconds, logs one warning with its length and the stack most
+samples were in (a sampling profiler's view, over the stall alone)::
 
     the event loop was held for 4.9s; 18 of 19 samples in: summarize (member_agent/capacity.py:412)
     <- build (controlplane/reports/snapshot.py:88) <- ...
 
 A stall with no sample was spent in one C call that kept the GIL (a garbage-collector pass,
-a large ``json.loads``): the warning says so. The thread wakes every ``tick`` (a quarter
-second) and does nothing else while the loop keeps time.
+a large ``json.loads``): the warning says so; a sample taken as such a call returns shows
+the code that made it. The thread wakes every ``tick`` (a quarter second) and does nothing
+else while the loop keeps time.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ log = logging.getLogger(__name__)
 
 #: The deepest frames a sampled stack keeps (innermost first).
 STACK_DEPTH = 12
+#: How often the loop's stack is sampled while it is held, per tick.
+SAMPLES_PER_TICK = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,15 +118,16 @@ class LoopWatchdog:
     def _watch(self, loop_thread: int, stop: threading.Event) -> None:
         stacks: Counter[tuple[str, ...]] = Counter()
         held = False
-        while not stop.wait(self.tick):
-            # The next beat is due ``tick`` after the last: late by ``threshold``, the loop is held.
-            if time.monotonic() - self._beat >= self.tick + self.threshold:
+        while not stop.wait(self.tick / SAMPLES_PER_TICK if held else self.tick):
+            # The next beat is due ``tick`` after the last; a beat missed by a tick may be the
+            # start of a stall: sample from then on, report if it lasts ``threshold``.
+            if time.monotonic() - self._beat >= 2 * self.tick:
                 held = True
                 stacks[stack_of(sys._current_frames().get(loop_thread))] += 1
             elif held:
-                # The beat before the stall was due again ``tick`` later; the stall is the rest.
                 gap, self._longest_gap = self._longest_gap, 0.0
-                self._report(max(gap - self.tick, 0.0), stacks)
+                if gap - self.tick >= self.threshold:
+                    self._report(gap - self.tick, stacks)
                 held, stacks = False, Counter()
             else:
                 self._longest_gap = 0.0

@@ -1,6 +1,6 @@
 """The event-loop watchdog (:mod:`controlplane.loopwatch`): a stall past the threshold is
-reported once, when it ends, with its length and the stack the loop was held in; a loop that
-keeps time reports nothing; a failing reporter does not end the watch."""
+reported once, when it ends, with its length and the stack the loop was held in; a shorter
+one and a loop that keeps time report nothing; a failing reporter does not end the watch."""
 
 from __future__ import annotations
 
@@ -44,6 +44,12 @@ async def test_a_stall_is_reported_once_with_its_length_and_where_the_loop_was_h
     assert any(frame.startswith("_watching (") for frame in stall.stack)
     assert stall.message().startswith("the event loop was held for ")
     assert "hold_the_loop_in_a_named_function" in stall.message()
+
+
+async def test_a_stall_shorter_than_the_threshold_is_sampled_but_not_reported() -> None:
+    stalls: list[Stall] = []
+    await _watching(LoopWatchdog(1.5, tick=0.05, on_stall=stalls.append), 0.4)
+    assert stalls == []
 
 
 async def test_a_loop_that_keeps_time_reports_nothing() -> None:
