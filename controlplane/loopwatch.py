@@ -4,11 +4,12 @@ The hub's stall detectors (the health monitor's, the leader's) run on the loop, 
 of a stall only when it has ended, and cannot say what held it. :class:`LoopWatchdog` keeps a
 heartbeat on the loop every ``tick`` and a thread beside it: once a beat is a tick late, the
 thread samples the loop thread's Python stack five times a tick until the loop runs again, and
-if the stall lasted ``threshold`` seconds, logs one warning with its length and the stack most
-samples were in (a sampling profiler's view, over the stall alone)::
+if the stall lasted ``threshold`` seconds, logs one warning with its length and the deepest
+call path at least half the samples were in (a sampling profiler's view, over the stall
+alone)::
 
-    the event loop was held for 4.9s; 18 of 19 samples in: summarize (member_agent/capacity.py:412)
-    <- build (controlplane/reports/snapshot.py:88) <- ...
+    the event loop was held for 6.0s; 21 of 21 samples in: reconcile (controllers/detecting.py)
+    <- _work (controllers/reconciling.py:79) <- _run (asyncio/events.py:80) <- ...
 
 A stall with no sample was spent in one C call that kept the GIL (a garbage-collector pass,
 a large ``json.loads``): the warning says so; a sample taken as such a call returns shows
@@ -31,21 +32,24 @@ from types import FrameType
 
 log = logging.getLogger(__name__)
 
-#: The deepest frames a sampled stack keeps (innermost first).
+#: The frames of the held code a warning shows (innermost first).
 STACK_DEPTH = 12
+#: The frames a sample keeps (the innermost): the held code and its callers down to the loop.
+SAMPLE_DEPTH = 128
 #: How often the loop's stack is sampled while it is held, per tick.
 SAMPLES_PER_TICK = 5
 
 
 @dataclass(frozen=True, slots=True)
 class Stall:
-    """One stall: how long the loop was held, and the most frequent sampled stack."""
+    """One stall: how long the loop was held, and the call path most samples were in."""
 
     seconds: float
     samples: int
-    #: Innermost first, each ``function (path:line)``; empty when nothing was sampled.
+    #: Innermost first, each ``function (path:line)`` (see :func:`dominant_path`); empty
+    #: when nothing was sampled.
     stack: tuple[str, ...]
-    #: How many samples were in ``stack``.
+    #: How many samples were in ``stack`` (at least half of them).
     count: int
 
     def message(self) -> str:
@@ -54,27 +58,58 @@ class Stall:
                 f"the event loop was held for {self.seconds:.1f}s, with no sample taken: one call that"
                 " kept the interpreter's lock (a garbage-collector pass, a large decode)"
             )
+        if not self.stack:
+            return f"the event loop was held for {self.seconds:.1f}s; no call path is in half of its {self.samples} samples"
         return (
             f"the event loop was held for {self.seconds:.1f}s; {self.count} of {self.samples} samples in: "
             + " <- ".join(self.stack)
         )
 
 
-def _where(frame: FrameType) -> str:
+#: One frame of a sample: function, file (shortened), line.
+Frame = tuple[str, str, int]
+
+
+def _where(frame: FrameType) -> Frame:
     path = frame.f_code.co_filename
     # A library's path from its package; the project's, its folder and file.
     _, marker, inside = path.rpartition("site-packages/")
     shown = inside if marker else "/".join(path.split("/")[-2:])
-    return f"{frame.f_code.co_name} ({shown}:{frame.f_lineno})"
+    return frame.f_code.co_name, shown, frame.f_lineno
 
 
-def stack_of(frame: FrameType | None, depth: int = STACK_DEPTH) -> tuple[str, ...]:
-    """``frame`` and its callers, innermost first, at most ``depth`` of them."""
-    out: list[str] = []
+def call_stack(frame: FrameType | None, depth: int = SAMPLE_DEPTH) -> tuple[Frame, ...]:
+    """``frame`` and its callers, outermost first: the innermost ``depth`` of them."""
+    out: list[Frame] = []
     while frame is not None and len(out) < depth:
         out.append(_where(frame))
         frame = frame.f_back
-    return tuple(out)
+    return tuple(reversed(out))
+
+
+def dominant_path(samples: Counter[tuple[Frame, ...]]) -> tuple[tuple[str, ...], int]:
+    """The deepest call path at least half of ``samples`` were in, innermost first (at most
+    :data:`STACK_DEPTH` frames, each ``function (file:line)``, the line left out where the
+    samples differ), and how many were in it."""
+    total = sum(samples.values())
+    current = list(samples.items())
+    path: list[str] = []
+    depth = 0
+    while True:
+        at: Counter[tuple[str, str]] = Counter()
+        for stack, count in current:
+            if len(stack) > depth:
+                at[stack[depth][:2]] += count
+        if not at:
+            break
+        (function, file), count = at.most_common(1)[0]
+        if 2 * count < total:
+            break
+        current = [(stack, n) for stack, n in current if len(stack) > depth and stack[depth][:2] == (function, file)]
+        lines = {stack[depth][2] for stack, _ in current}
+        path.append(f"{function} ({file}:{lines.pop()})" if len(lines) == 1 else f"{function} ({file})")
+        depth += 1
+    return tuple(reversed(path))[:STACK_DEPTH], sum(n for _, n in current) if path else 0
 
 
 class LoopWatchdog:
@@ -116,14 +151,14 @@ class LoopWatchdog:
             stop.set()
 
     def _watch(self, loop_thread: int, stop: threading.Event) -> None:
-        stacks: Counter[tuple[str, ...]] = Counter()
+        stacks: Counter[tuple[Frame, ...]] = Counter()
         held = False
         while not stop.wait(self.tick / SAMPLES_PER_TICK if held else self.tick):
             # The next beat is due ``tick`` after the last; a beat missed by a tick may be the
             # start of a stall: sample from then on, report if it lasts ``threshold``.
             if time.monotonic() - self._beat >= 2 * self.tick:
                 held = True
-                stacks[stack_of(sys._current_frames().get(loop_thread))] += 1
+                stacks[call_stack(sys._current_frames().get(loop_thread))] += 1
             elif held:
                 gap, self._longest_gap = self._longest_gap, 0.0
                 if gap - self.tick >= self.threshold:
@@ -132,9 +167,9 @@ class LoopWatchdog:
             else:
                 self._longest_gap = 0.0
 
-    def _report(self, seconds: float, stacks: Counter[tuple[str, ...]]) -> None:
+    def _report(self, seconds: float, stacks: Counter[tuple[Frame, ...]]) -> None:
         samples = sum(stacks.values())
-        stack, count = stacks.most_common(1)[0] if stacks else ((), 0)
+        stack, count = dominant_path(stacks)
         try:
             self._on_stall(Stall(seconds=seconds, samples=samples, stack=stack, count=count))
         except Exception:  # a reporter's failure must not end the watch

@@ -81,4 +81,4 @@ async def test_the_hub_process_logs_and_counts_a_stall_of_its_loop_with_where_it
         hub.request_stop()
         await asyncio.wait_for(serving, timeout=60)
     assert "the event loop was held for" in caplog.text
-    assert "hold_the_hub_loop (hub/test_gc_in_the_hub_process.py:" in caplog.text
+    assert "hold_the_hub_loop (hub/test_gc_in_the_hub_process.py" in caplog.text

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
 
 import pytest
 
-from controlplane.loopwatch import LoopWatchdog, Stall, stack_of
+from controlplane.loopwatch import Frame, LoopWatchdog, Stall, call_stack, dominant_path
 
 
 def hold_the_loop_in_a_named_function(seconds: float) -> None:
@@ -39,8 +40,8 @@ async def test_a_stall_is_reported_once_with_its_length_and_where_the_loop_was_h
     assert len(stalls) == 1, stalls
     [stall] = stalls
     assert 1.0 <= stall.seconds <= 2.5, stall
-    assert stall.samples >= 1 and 1 <= stall.count <= stall.samples
-    assert stall.stack[0].startswith("hold_the_loop_in_a_named_function (hub/test_loopwatch.py:")
+    assert stall.samples >= 1 and stall.samples / 2 <= stall.count <= stall.samples
+    assert stall.stack[0].startswith("hold_the_loop_in_a_named_function (hub/test_loopwatch.py")
     assert any(frame.startswith("_watching (") for frame in stall.stack)
     assert stall.message().startswith("the event loop was held for ")
     assert "hold_the_loop_in_a_named_function" in stall.message()
@@ -82,22 +83,44 @@ async def test_a_failing_reporter_is_logged_and_the_next_stall_is_still_reported
     assert "reporting a stall of the event loop failed" in caplog.text
 
 
-def test_a_stack_is_innermost_first_and_bounded() -> None:
-    def inner() -> tuple[str, ...]:
+def test_a_call_stack_is_outermost_first_and_keeps_the_innermost_frames() -> None:
+    def inner() -> tuple[Frame, ...]:
         import sys
 
-        return stack_of(sys._getframe(), depth=2)
+        return call_stack(sys._getframe(), depth=2)
 
     stack = inner()
-    assert len(stack) == 2
-    assert stack[0].startswith("inner (hub/test_loopwatch.py:")
-    assert stack[1].startswith("test_a_stack_is_innermost_first_and_bounded (hub/test_loopwatch.py:")
-    assert stack_of(None) == ()
+    assert [(function, file) for function, file, _line in stack] == [
+        ("test_a_call_stack_is_outermost_first_and_keeps_the_innermost_frames", "hub/test_loopwatch.py"),
+        ("inner", "hub/test_loopwatch.py"),
+    ]
+    assert call_stack(None) == ()
 
 
-def test_a_stall_without_samples_says_what_that_means() -> None:
+def _f(function: str, line: int = 1) -> Frame:
+    return (function, "pkg/mod.py", line)
+
+
+def test_the_dominant_path_is_the_deepest_that_half_the_samples_share() -> None:
+    samples: Counter[tuple[Frame, ...]] = Counter({
+        # Six samples under reconcile, in copies of different depths and lines.
+        (_f("run"), _f("reconcile", 10), _f("write", 20), _f("deepcopy", 1)): 2,
+        (_f("run"), _f("reconcile", 10), _f("write", 20), _f("deepcopy", 1), _f("deepcopy", 2)): 2,
+        (_f("run"), _f("reconcile", 10), _f("write", 21)): 2,
+        (_f("run"), _f("encode", 5)): 3,
+    })
+    path, count = dominant_path(samples)
+    assert (path, count) == (("write (pkg/mod.py)", "reconcile (pkg/mod.py:10)", "run (pkg/mod.py:1)"), 6)
+    assert dominant_path(Counter()) == ((), 0)
+    split: Counter[tuple[Frame, ...]] = Counter({(_f("a"),): 1, (_f("b"),): 1, (_f("c"),): 1})
+    assert dominant_path(split) == ((), 0)
+
+
+def test_a_stall_without_samples_or_a_shared_path_says_so() -> None:
     message = Stall(seconds=3.04, samples=0, stack=(), count=0).message()
     assert message.startswith("the event loop was held for 3.0s, with no sample taken")
+    message = Stall(seconds=2.0, samples=3, stack=(), count=0).message()
+    assert message == "the event loop was held for 2.0s; no call path is in half of its 3 samples"
 
 
 @pytest.mark.parametrize(("threshold", "tick"), [(0, 0.1), (1, 0), (-1, 0.1)])
