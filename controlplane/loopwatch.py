@@ -6,9 +6,9 @@ heartbeat on the loop every ``tick`` and a thread beside it: once a beat is a ti
 thread samples the loop thread's Python stack five times a tick until the loop runs again, and
 if the stall lasted ``threshold`` seconds, logs one warning with its length and the deepest
 call path at least half the samples were in (a sampling profiler's view, over the stall
-alone)::
+alone); a warning reads like::
 
-    the event loop was held for 6.0s; 21 of 21 samples in: reconcile (controllers/detecting.py)
+    the event loop was held for 6.0s; 19 of 21 samples in: reconcile (controllers/detecting.py)
     <- _work (controllers/reconciling.py:79) <- _run (asyncio/events.py:80) <- ...
 
 A stall with no sample was spent in one C call that kept the GIL (a garbage-collector pass,
@@ -38,6 +38,11 @@ STACK_DEPTH = 12
 SAMPLE_DEPTH = 128
 #: How often the loop's stack is sampled while it is held, per tick.
 SAMPLES_PER_TICK = 5
+#: The samples one stall keeps (a minute of them at the default tick): a loop held for good
+#: must not grow the watchdog's memory.
+MAX_SAMPLES = 1200
+#: The default threshold of the commands' ``--loop-stall-warning``.
+DEFAULT_STALL_WARNING = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +163,8 @@ class LoopWatchdog:
             # start of a stall: sample from then on, report if it lasts ``threshold``.
             if time.monotonic() - self._beat >= 2 * self.tick:
                 held = True
-                stacks[call_stack(sys._current_frames().get(loop_thread))] += 1
+                if stacks.total() < MAX_SAMPLES:
+                    stacks[call_stack(sys._current_frames().get(loop_thread))] += 1
             elif held:
                 gap, self._longest_gap = self._longest_gap, 0.0
                 if gap - self.tick >= self.threshold:

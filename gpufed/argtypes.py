@@ -4,6 +4,7 @@ naming what was expected."""
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable
 
 
@@ -50,10 +51,11 @@ def positive_number(what: str = "a number") -> Callable[[str], float]:
 
 
 def seconds_or_off(text: str) -> float:
-    """A ``type=`` for a positive number of seconds, or 0 for off (``--loop-stall-warning``)."""
+    """A ``type=`` for a number of seconds, 0 meaning off (``--loop-stall-warning``)."""
     try:
-        if float(text) == 0:
-            return 0.0
+        value = float(text)
     except ValueError:
-        pass
-    return positive_number("a number of seconds")(text)
+        raise argparse.ArgumentTypeError(f"expected a number of seconds (0: off), not {text!r}") from None
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds >= 0 (0: off), not {text!r}")
+    return value

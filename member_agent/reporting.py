@@ -36,9 +36,6 @@ class CapacityReporting(AgentBase):
     def _on_capacity_change(self, key: str) -> None:
         self._report_due.set()
 
-    def build_status(self) -> dict[str, Any]:
-        return self._status_job()()
-
     def _status_job(self) -> Callable[[], dict[str, Any]]:
         """The report of what the agent knows now, to compute later: the informers' objects and
         the last scrape are taken here (in the loop), the summary (seconds of CPU for a member

@@ -8,6 +8,7 @@ import logging
 import signal
 import sys
 
+from controlplane.loopwatch import DEFAULT_STALL_WARNING, watching_the_loop
 from gpufed.argtypes import seconds_or_off
 from gpufed.logging_setup import configure_logging
 
@@ -17,14 +18,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     agent_arguments(parser)
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
-    parser.add_argument("--loop-stall-warning", type=seconds_or_off, default=1.0, metavar="SECONDS",
+    parser.add_argument("--loop-stall-warning", type=seconds_or_off, default=DEFAULT_STALL_WARNING,
+                        metavar="SECONDS",
                         help="log each stall of the agent's event loop at least this long, with the code it was "
-                             "held in; 0: off (default 1)")
+                             f"held in; 0: off (default {DEFAULT_STALL_WARNING:g})")
 
 
 def run(args: argparse.Namespace) -> int:
     configure_logging(args.log_level, component=f"agent[{args.cluster_name}]")
-    from controlplane.loopwatch import watching_the_loop
     from member_agent.agent import Agent
     from member_agent.config import config_from_args
 

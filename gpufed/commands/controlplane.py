@@ -26,6 +26,7 @@ from controlplane.apiserver.watching import (
     WatchLimits,
 )
 from controlplane.gcpolicy import CollectorPolicy
+from controlplane.loopwatch import DEFAULT_STALL_WARNING
 from gpufed.argtypes import parse_listen, positive_number, seconds_or_off, whole_number
 from gpufed.commands.running import serve_reporting
 from gpufed.logging_setup import configure_logging
@@ -51,7 +52,6 @@ def _fraction(text: str) -> float:
 
 _whole_seconds = whole_number(what="whole seconds")
 DEFAULT_GC = CollectorPolicy()
-DEFAULT_STALL_WARNING = 1.0
 
 
 def _flowcontrol_shares(text: str) -> dict[Level, int]:

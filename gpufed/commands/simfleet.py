@@ -19,6 +19,7 @@ from pathlib import Path
 
 from pydantic import SecretStr, ValidationError
 
+from controlplane.loopwatch import DEFAULT_STALL_WARNING, watching_the_loop
 from gpufed.argtypes import seconds_or_off
 from gpufed.hubclient import HubClient, HubError
 from gpufed.logging_setup import configure_logging
@@ -47,9 +48,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--report-interval", type=float, default=30.0, help="agent capacity report, seconds")
     parser.add_argument("--seed", type=int, default=0, help="seed of the member schedulers' tie breaks")
     parser.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
-    parser.add_argument("--loop-stall-warning", type=seconds_or_off, default=1.0, metavar="SECONDS",
+    parser.add_argument("--loop-stall-warning", type=seconds_or_off, default=DEFAULT_STALL_WARNING,
+                        metavar="SECONDS",
                         help="log each stall of the fleet's event loop at least this long, with the code it was "
-                             "held in; 0: off (default 1)")
+                             f"held in; 0: off (default {DEFAULT_STALL_WARNING:g})")
 
 
 def _check(args: argparse.Namespace) -> str | None:
@@ -106,7 +108,6 @@ async def _tokens(args: argparse.Namespace, names: list[str]) -> tuple[str, str,
 
 
 async def _main(args: argparse.Namespace) -> int:
-    from controlplane.loopwatch import watching_the_loop
     from member_agent.config import AgentConfig
     from simulator.hollow.fleet import FleetPlan, HollowFleet
 

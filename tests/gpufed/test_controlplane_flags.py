@@ -75,7 +75,11 @@ def test_the_loop_stall_warning_flag(value: str | None, seconds: float) -> None:
     assert args.loop_stall_warning == seconds
 
 
-@pytest.mark.parametrize(("value", "why"), [("-1", "must be positive"), ("soon", "expected a number of seconds")])
+@pytest.mark.parametrize(("value", "why"), [
+    ("-1", "expected a number of seconds >= 0 (0: off), not '-1'"),
+    ("nan", "expected a number of seconds >= 0 (0: off), not 'nan'"),
+    ("soon", "expected a number of seconds (0: off), not 'soon'"),
+])
 def test_bad_loop_stall_warnings_are_refused(value: str, why: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         parse("--loop-stall-warning", value)

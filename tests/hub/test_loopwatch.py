@@ -10,6 +10,7 @@ from collections import Counter
 
 import pytest
 
+from controlplane import loopwatch
 from controlplane.loopwatch import Frame, LoopWatchdog, Stall, call_stack, dominant_path
 
 
@@ -51,6 +52,14 @@ async def test_a_stall_shorter_than_the_threshold_is_sampled_but_not_reported() 
     stalls: list[Stall] = []
     await _watching(LoopWatchdog(1.5, tick=0.05, on_stall=stalls.append), 0.4)
     assert stalls == []
+
+
+async def test_a_long_stall_keeps_at_most_max_samples(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(loopwatch, "MAX_SAMPLES", 3)
+    stalls: list[Stall] = []
+    await _watching(LoopWatchdog(0.1, tick=0.02, on_stall=stalls.append), 1.0)
+    assert [stall.samples for stall in stalls] == [3]
+    assert stalls[0].seconds >= 0.8
 
 
 async def test_a_loop_that_keeps_time_reports_nothing() -> None:
