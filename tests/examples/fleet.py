@@ -33,6 +33,7 @@ from controlplane.apiserver import errors
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.resources import ResourceType
 from controlplane.controllers.manager import ControllerManager
+from tests.controllers.fleet import settled as controllers_settled
 
 T = TypeVar("T")
 
@@ -300,9 +301,8 @@ async def eventually(
 
 
 async def settled(manager: ControllerManager, *, settle: float = 0.05) -> None:
-    """Wait until the manager has nothing to do (fail after WAIT_SECONDS)."""
-    async with asyncio.timeout(WAIT_SECONDS):
-        await manager.wait_idle(settle=settle)
+    """Wait until the manager has seen what was written and has nothing to do (fail after WAIT_SECONDS)."""
+    await controllers_settled(manager, settle=settle, seconds=WAIT_SECONDS)
 
 
 async def scheduled_binding(objects: ObjectStore, workload: Mapping[str, Any]) -> dict[str, Any]:
