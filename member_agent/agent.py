@@ -174,6 +174,7 @@ class Agent(CapacityReporting, WorkSyncing):
             transform=capacity.NodeTrimmer(),
             on_change=self._on_node_change,
         )
+        self.pending_pods.clear()
         self.pods = Informer(
             self.member,
             "/api/v1/pods",
@@ -243,6 +244,7 @@ class Agent(CapacityReporting, WorkSyncing):
     def _on_pod_change(self, key: str) -> None:
         self._on_capacity_change(key)
         pod = self.pods.objects.get(key) if self.pods is not None else None
+        self.pending_pods.changed(key, pod)
         self._reclaims_touched(self.reclaims.pod_changed(key, pod, now=self.clock()))
         work = None
         if pod is not None:

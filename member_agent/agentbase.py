@@ -18,6 +18,7 @@ from typing import Any
 from controlplane.apis import constants as c
 from controlplane.lifecycle import Service
 from member_agent import probing
+from member_agent.applying import PendingPods
 from member_agent.config import AgentConfig
 from member_agent.holding import StatusHold
 from member_agent.informing import Informer
@@ -111,6 +112,8 @@ class AgentBase(Service):
         self.member_api_health: probing.MemberApiHealth | None = None
         self.nodes: Informer | None = None
         self.pods: Informer | None = None
+        #: The pods no node holds yet, from the pod cache's changes (for the Works' status).
+        self.pending_pods = PendingPods()
         self.works: Informer | None = None
         #: The hub's ResourceInterpreterCustomizations, and their member-side hooks in force.
         self.customizations: Informer | None = None

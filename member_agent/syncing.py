@@ -170,14 +170,11 @@ class WorkSyncing(AgentBase):
         key = f"{ident.namespace}/{ident.name}" if ident.namespace else ident.name
         return watch.informer.objects.get(key)
 
-    def _pods(self) -> list[Mapping[str, Any]]:
-        return list(self.pods.objects.values()) if self.pods is not None else []
-
     async def _work_loop(self) -> None:
         assert self.works is not None and self.member is not None and self.hub is not None
         cfg = self.config
         applier = WorkApplier(
-            member=self.member, ledger=Ledger(cfg.state_dir), pods=self._pods, cached=self.cached_object,
+            member=self.member, ledger=Ledger(cfg.state_dir), pending_pods=self.pending_pods, cached=self.cached_object,
             interpreters=self.interpreters,
         )
         await self.works.synced.wait()

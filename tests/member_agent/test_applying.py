@@ -306,6 +306,40 @@ def test_unschedulable_summary_counts_the_workloads_pending_pods() -> None:
     assert applying.unschedulable_summary(job, job_pods) == {"pods": 4, "message": MSG}
 
 
+def test_pending_pods_hold_only_pods_no_node_holds_by_namespace() -> None:
+    rs = {"kind": "ReplicaSet", "name": "web-7f9", "uid": "rs1"}
+    pending = applying.PendingPods()
+    waiting = pending_pod("web-7f9-a", rs, message=MSG)
+    other_ns = pending_pod("web-7f9-b", rs, message=MSG, ns="other")
+    pending.changed("ml/web-7f9-a", waiting)
+    pending.changed("other/web-7f9-b", other_ns)
+    assert list(pending("ml")) == [waiting] and list(pending("other")) == [other_ns]
+    assert list(pending("absent")) == []
+
+    pending.changed("ml/web-7f9-a", {**waiting, "spec": {"nodeName": "n1"}})  # bound: no longer pending
+    assert list(pending("ml")) == []
+    pending.changed("other/web-7f9-b", None)  # deleted
+    assert list(pending("other")) == []
+
+    pending.changed("ml/web-7f9-a", waiting)
+    pending.clear()  # a new pod cache reports every pod it lists again
+    assert list(pending("ml")) == []
+
+
+def test_a_work_status_counts_the_pending_pods_of_its_namespace_only() -> None:
+    """The applier reads the pending pods of the namespaces its Work's objects live in."""
+    rs = {"kind": "ReplicaSet", "name": "web-7f9", "uid": "rs1"}
+    live = {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "ml", "uid": "d1"}, "status": {}}
+    pending = applying.PendingPods()
+    for name, ns in (("web-7f9-a", "ml"), ("web-7f9-b", "ml"), ("web-7f9-c", "other")):
+        pending.changed(f"{ns}/{name}", pending_pod(name, rs, message=MSG, labels={"pod-template-hash": "7f9"}, ns=ns))
+    pods = applying.pending_of([result("Deployment", live=live)], pending)
+    assert sorted(p["metadata"]["name"] for p in pods) == ["web-7f9-a", "web-7f9-b"]
+    status = applying.work_status(work([live]), [result("Deployment", live=live)], pods, now=NOW)
+    assert status["manifestStatuses"][0]["unschedulable"] == {"pods": 2, "message": MSG}
+
+
 def result(
     kind: str,
     *,

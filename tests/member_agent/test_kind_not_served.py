@@ -108,7 +108,7 @@ def applied(status: dict[str, Any]) -> dict[str, Any]:
 async def test_an_unserved_kind_is_a_work_condition_and_the_rest_still_applies(
     member: Member, api: KubeApi, tmp_path: Path
 ) -> None:
-    applier = WorkApplier(member=api, ledger=Ledger(tmp_path), pods=list)
+    applier = WorkApplier(member=api, ledger=Ledger(tmp_path))
     status = await applier.reconcile(work(), now=NOW)
 
     condition = applied(status)
@@ -124,7 +124,7 @@ async def test_status_passes_do_not_ask_the_member_again_during_the_back_off(
 ) -> None:
     clock = Clock()
     api.discovery.clock = clock
-    applier = WorkApplier(member=api, ledger=Ledger(tmp_path), pods=list)
+    applier = WorkApplier(member=api, ledger=Ledger(tmp_path))
     item = work()
     await applier.reconcile(item, now=NOW)
     assert member.to(JOBSET_DISCOVERY) == 1

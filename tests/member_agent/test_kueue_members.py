@@ -103,7 +103,7 @@ async def test_a_reapplied_work_leaves_the_members_kueue_in_charge(
     jobs = objects.registry.require("batch/v1", "Job")
     api = KubeApi(ApiClient(configuration=Configuration(host=url)), timeout=10)
     try:
-        applier = WorkApplier(member=api, ledger=Ledger(tmp_path), pods=list)
+        applier = WorkApplier(member=api, ledger=Ledger(tmp_path))
         await applier.reconcile(work(job(labels, suspend=True), 1), now=NOW)
         created = await objects.get(jobs, namespace="ml", name="train")
         assert created["spec"]["suspend"] is True

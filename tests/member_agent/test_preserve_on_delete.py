@@ -347,7 +347,7 @@ async def test_an_apply_checks_ownership_on_the_member_not_a_lagging_cache(membe
 
     api = KubeApi(ApiClient(configuration=Configuration(host=member.url)), timeout=10)
     try:
-        applier = applying.WorkApplier(member=api, ledger=Ledger(tmp_path), pods=list, cached=lagging)
+        applier = applying.WorkApplier(member=api, ledger=Ledger(tmp_path), cached=lagging)
         again = deployment("kept")
         again["spec"]["replicas"] = 5
         status = await applier.reconcile(work("keep", [again], preserve=False), now="2026-01-01T00:00:00Z")

@@ -160,8 +160,8 @@ async def test_a_status_pass_over_watched_objects_sends_no_request(
     tasks = [asyncio.create_task(informer.run()) for informer in watches.informers.values()]
     try:
         ledger = Ledger(tmp_path)
-        cached = WorkApplier(member=api, ledger=ledger, pods=list, cached=watches.cached)
-        uncached = WorkApplier(member=api, ledger=ledger, pods=list)
+        cached = WorkApplier(member=api, ledger=ledger, cached=watches.cached)
+        uncached = WorkApplier(member=api, ledger=ledger)
         items = [
             work(f"w{i}", [deployment(f"d{i}-{j}") if j % 2 == 0 else configmap(f"c{i}-{j}") for j in range(per_work)])
             for i in range(works)
@@ -196,7 +196,7 @@ async def test_what_the_caches_lack_is_fetched_and_a_conflict_still_found(
         # Not labelled as gpufed's: no watch holds it, only a GET can tell it exists.
         await member.create("v1", "Namespace", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
         await member.create("v1", "ConfigMap", configmap("theirs"))
-        applier = WorkApplier(member=api, ledger=Ledger(tmp_path), pods=list, cached=watches.cached)
+        applier = WorkApplier(member=api, ledger=Ledger(tmp_path), cached=watches.cached)
         item = work("mixed", [deployment("ours"), configmap("theirs"), configmap("missing")])
         applied = await applier.reconcile(work("mixed", [deployment("ours")]), now=NOW)
         assert applied["conditions"][0]["status"] == "True"
