@@ -56,7 +56,7 @@ from controlplane.apis.events import EventType
 from controlplane.apis.meta import parse_time
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.events import EventReason, record_event
-from controlplane.controllers.informing import spec_unchanged
+from controlplane.controllers.informing import AssumedWrites, spec_unchanged
 from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.requeuing import Requeuing
 from controlplane.controllers.workloads import WorkloadRef, is_deleting, with_condition
@@ -191,6 +191,9 @@ class AdmissionController(KeyedController[Key]):
         """Kueue's metrics (the hub's /metrics), fed from each cycle; None: not exported."""
         self._claims: set[str] = set()
         """Workloads whose preemptions the last cycle issued (Kueue's preemptions in progress)."""
+        self._assumed = AssumedWrites()
+        """The cycles' own Workload writes until the informer delivers them: a cycle that ran
+        between the events of the last one's evictions would evict again for the same preemptor."""
         if self.kinds.workload is None:
             return
         self.requeuing = Requeuing(ctx, self.kinds.workload, metrics=metrics)
@@ -340,7 +343,7 @@ class AdmissionController(KeyedController[Key]):
         fair_sharing = self.ctx.settings.kueue_fair_sharing
         lqs = {(str(o["metadata"].get("namespace")), str(o["metadata"]["name"])): o for o in kinds.items(kinds.local_queue)}
         namespaces = {str(o["metadata"]["name"]): (o["metadata"].get("labels") or {}) for o in self.ctx.informer(self.ctx.namespace_rt).items()}
-        workloads = {adm.key_of(w): w for w in kinds.items(kinds.workload)}
+        workloads = self._assumed.overlay({adm.key_of(w): w for w in kinds.items(kinds.workload)})
         pending: list[Pending] = []
         unqueued: dict[str, Waiting] = {}
         admitted = []
@@ -368,7 +371,7 @@ class AdmissionController(KeyedController[Key]):
                     wake.append((until - now).total_seconds())
                     backing_off.append(Waiting(key, cq_name, kueue.REASON_INADMISSIBLE, "", 0))
                     continue
-                wl = workloads[key] = await self.requeuing.release(wl)
+                wl = workloads[key] = self._assume(await self.requeuing.release(wl))
             if lq is None:
                 unqueued[key] = Waiting(key, "", "Inadmissible", f"LocalQueue {queue_name} doesn't exist", 0)
             elif cq_name in cq_objs and not adm.namespace_allowed(cq_objs[cq_name], namespaces.get(namespace, {})):
@@ -376,7 +379,7 @@ class AdmissionController(KeyedController[Key]):
             else:
                 pending.append(adm.pending_of(wl, cq_name))
         for wl in timed_out:
-            await self.requeuing.time_out(wl)
+            self._assume(await self.requeuing.time_out(wl))
         decisions = decide(
             queues, pending, admitted, flavors, fair_sharing=fair_sharing, cohorts=cohorts, usage=usage, claims=self._claims,
         )
@@ -403,6 +406,10 @@ class AdmissionController(KeyedController[Key]):
             if status != (obj.get("status") or {}):
                 await self._write_status(kinds.cohort, obj, status)
         return max(0.0, min(wake)) if wake else None
+
+    def _assume(self, written: dict[str, Any]) -> dict[str, Any]:
+        self._assumed.assume(adm.key_of(written), written)
+        return written
 
     def _pods_ready_deadline(self, wl: Mapping[str, Any]) -> datetime | None:
         """When an admitted Workload times out waiting for its pods (None: not counting, or its
@@ -440,7 +447,7 @@ class AdmissionController(KeyedController[Key]):
         ):
             conditions = with_condition(conditions, cond, now=now)
         status["conditions"] = conditions
-        written = await self.ctx.objects.update_status(rt, updated)
+        written = self._assume(await self.ctx.objects.update_status(rt, updated))
         log.info("Workload %s admitted by ClusterQueue %s", adm.key_of(wl), queue)
         if self.metrics is not None:
             self.metrics.admitted(queue, waited_seconds=self._waited(wl))
@@ -488,7 +495,7 @@ class AdmissionController(KeyedController[Key]):
         ):
             conditions = with_condition(conditions, cond, now=self.ctx.now_text())
         status["conditions"] = conditions
-        written = await self.ctx.objects.update_status(rt, updated)
+        written = self._assume(await self.ctx.objects.update_status(rt, updated))
         log.info("Workload %s preempted by %s (%s)", adm.key_of(wl), adm.key_of(preemptor), target.reason)
         if self.metrics is not None:
             self.metrics.evicted(target.queue, reason=kueue.REASON_PREEMPTED,
@@ -505,7 +512,7 @@ class AdmissionController(KeyedController[Key]):
         updated = copy.deepcopy(wl)
         status = updated.setdefault("status", {})
         status["conditions"] = with_condition(status.get("conditions") or [], cond, now=self.ctx.now_text())
-        written = await self.ctx.objects.update_status(rt, updated)
+        written = self._assume(await self.ctx.objects.update_status(rt, updated))
         await record_event(self.ctx, written, type=EventType.NORMAL, reason=EventReason.PENDING, message=waiting.message)
 
     async def _queue_statuses(

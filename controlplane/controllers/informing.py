@@ -213,3 +213,40 @@ class Informer:
         if interrupted:
             log.info("watch of %s resumed", self.rt.plural)
         return False
+
+
+def _revision(obj: dict[str, Any]) -> int:
+    try:
+        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
+    except ValueError:
+        return 0
+
+
+class AssumedWrites:
+    """A controller's own writes, read back until its informer has delivered them (as
+    kube-scheduler assumes the pods it bound). A controller that decides from its cache and
+    writes several objects must not decide again from a cache that holds some of those writes
+    and not others: its next decision would undo or repeat the ones it cannot see yet.
+
+    :meth:`overlay` puts each assumed object over the cache's view while the cache holds an
+    older resourceVersion of it, and forgets it once the cache holds the same or a newer one,
+    or no longer holds the object at all (deleted since)."""
+
+    def __init__(self) -> None:
+        self._written: dict[Hashable, dict[str, Any]] = {}
+
+    def assume(self, key: Hashable, written: dict[str, Any]) -> None:
+        self._written[key] = written
+
+    def overlay(self, current: dict[Any, dict[str, Any]]) -> dict[Any, dict[str, Any]]:
+        """``current`` (the cache's objects by key), with the writes it does not hold yet."""
+        for key, written in list(self._written.items()):
+            seen = current.get(key)
+            if seen is None or _revision(seen) >= _revision(written):
+                del self._written[key]
+            else:
+                current[key] = written
+        return current
+
+    def __len__(self) -> int:
+        return len(self._written)

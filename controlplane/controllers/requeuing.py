@@ -83,8 +83,9 @@ class Requeuing:
         _with_conditions(updated.setdefault("status", {}), [cond], now=self.ctx.now_text())
         await self.ctx.objects.update_status(self.rt, updated)
 
-    async def time_out(self, wl: Mapping[str, Any]) -> None:
-        """Evict an admitted Workload whose pods were not ready in time (see the module docstring)."""
+    async def time_out(self, wl: Mapping[str, Any]) -> dict[str, Any]:
+        """Evict an admitted Workload whose pods were not ready in time (see the module docstring);
+        return it as written."""
         ctx = self.ctx
         requeue = requeuing.requeue_after_timeout(wl, self.settings, now=ctx.now())
         queue = str((adm.admission_of(wl) or {}).get("clusterQueue") or "")
@@ -109,6 +110,7 @@ class Requeuing:
         if self.metrics is not None and queue:
             self.metrics.evicted(queue, reason=reason)
         await record_event(ctx, written, type=EventType.NORMAL, reason=event, message=message)
+        return written
 
     async def release(self, wl: Mapping[str, Any]) -> dict[str, Any]:
         """A Workload whose backoff is over, or that was made active again, may be queued again:

@@ -16,7 +16,7 @@ import pytest
 
 from controlplane.apiserver.errors import ServiceUnavailable
 from controlplane.apiserver.objects import ObjectStore, WatchEventType
-from controlplane.controllers.informing import Informer
+from controlplane.controllers.informing import AssumedWrites, Informer
 from controlplane.hub import hub_registry
 from controlplane.storage import EmbeddedEtcd, EtcdStore
 
@@ -147,3 +147,24 @@ def _async(check: Callable[[], T]) -> Callable[[], Awaitable[T]]:
         return check()
 
     return probe
+
+
+def _at(name: str, version: str, **status: Any) -> dict[str, Any]:
+    return {"metadata": {"name": name, "resourceVersion": version}, "status": status}
+
+
+def test_assumed_writes_stand_over_an_older_cache_until_it_catches_up() -> None:
+    assumed = AssumedWrites()
+    assumed.assume("a", _at("a", "12", evicted=True))
+    assumed.assume("b", _at("b", "13", admitted=True))
+    assumed.assume("gone", _at("gone", "14"))
+
+    cache = {"a": _at("a", "10"), "b": _at("b", "9"), "c": _at("c", "11")}
+    view = assumed.overlay(dict(cache))
+    assert view == {"a": _at("a", "12", evicted=True), "b": _at("b", "13", admitted=True), "c": _at("c", "11")}
+    assert len(assumed) == 2  # "gone" is not in the cache any more (deleted): forgotten
+
+    cache["a"] = _at("a", "12", evicted=True)  # the informer delivered a's write
+    cache["b"] = _at("b", "15", admitted=False)  # and a newer write of b by someone else
+    assert assumed.overlay(dict(cache)) == cache
+    assert len(assumed) == 0
