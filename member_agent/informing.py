@@ -25,6 +25,8 @@ from member_agent.kubeapi import ApiError, Gone, KubeTransport
 
 logger = logging.getLogger(__name__)
 
+#: Changes a relist reports between two turns of the event loop.
+RELIST_TURN = 256
 Transform = Callable[[Mapping[str, Any]], dict[str, Any]]
 OnChange = Callable[[str], None]
 
@@ -84,8 +86,10 @@ class Informer:
         self.resource_version = resource_version
         self.relists += 1
         self.synced.set()
-        for key in changed + removed:
+        for number, key in enumerate(changed + removed, 1):
             self._notify(key)
+            if number % RELIST_TURN == 0:  # thousands of pods' changes must not hold the loop
+                await asyncio.sleep(0)
         logger.debug("informer %s listed %d objects at rv %s", self.name, len(fresh), resource_version)
 
     def _apply_event(self, event: Mapping[str, Any]) -> None:
