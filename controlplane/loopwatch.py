@@ -13,8 +13,10 @@ alone); a warning reads like::
 
 A stall with no sample was spent in one C call that kept the GIL (a garbage-collector pass,
 a large ``json.loads``): the warning says so; a sample taken as such a call returns shows
-the code that made it. The thread wakes every ``tick`` (a quarter second) and does nothing
-else while the loop keeps time.
+the code that made it. A stall that goes on is also reported while it lasts, after
+:data:`STILL_HELD_AFTER` seconds and each time it doubles (a loop held for good would
+otherwise never be reported). The thread wakes every ``tick`` (a quarter second) and does
+nothing else while the loop keeps time.
 """
 
 from __future__ import annotations
@@ -43,6 +45,9 @@ SAMPLES_PER_TICK = 5
 MAX_SAMPLES = 1200
 #: The default threshold of the commands' ``--loop-stall-warning``.
 DEFAULT_STALL_WARNING = 1.0
+#: A stall still going on is reported after this many seconds, and again each time it doubles
+#: (a loop held for good never resumes to have its stall reported).
+STILL_HELD_AFTER = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +74,15 @@ class Stall:
             f"the event loop was held for {self.seconds:.1f}s; {self.count} of {self.samples} samples in: "
             + " <- ".join(self.stack)
         )
+
+    def still_held(self) -> str:
+        """The message for a stall that has not ended yet."""
+        where = (
+            f"; {self.count} of {self.samples} samples so far in: " + " <- ".join(self.stack)
+            if self.stack
+            else f"; {self.samples} samples so far, no call path in half of them"
+        )
+        return f"the event loop has been held for {self.seconds:.1f}s and is still held" + where
 
 
 #: One frame of a sample: function, file (shortened), line.
@@ -127,11 +141,13 @@ class LoopWatchdog:
         *,
         tick: float = 0.25,
         on_stall: Callable[[Stall], None] | None = None,
+        still_held_after: float = STILL_HELD_AFTER,
     ) -> None:
         if threshold <= 0 or tick <= 0:
             raise ValueError("the watchdog's threshold and tick must be positive")
         self.threshold = threshold
         self.tick = min(tick, threshold)
+        self.still_held_after = max(still_held_after, threshold)
         self._on_stall = on_stall or (lambda stall: log.warning("%s", stall.message()))
         self._beat = time.monotonic()
         #: The longest time between two beats since the last report (the loop measures it: the
@@ -158,18 +174,24 @@ class LoopWatchdog:
     def _watch(self, loop_thread: int, stop: threading.Event) -> None:
         stacks: Counter[tuple[Frame, ...]] = Counter()
         held = False
+        next_notice = self.still_held_after
         while not stop.wait(self.tick / SAMPLES_PER_TICK if held else self.tick):
             # The next beat is due ``tick`` after the last; a beat missed by a tick may be the
             # start of a stall: sample from then on, report if it lasts ``threshold``.
-            if time.monotonic() - self._beat >= 2 * self.tick:
+            late = time.monotonic() - self._beat
+            if late >= 2 * self.tick:
                 held = True
                 if stacks.total() < MAX_SAMPLES:
                     stacks[call_stack(sys._current_frames().get(loop_thread))] += 1
+                if late - self.tick >= next_notice:
+                    stack, count = dominant_path(stacks)
+                    log.warning("%s", Stall(late - self.tick, stacks.total(), stack, count).still_held())
+                    next_notice *= 2
             elif held:
                 gap, self._longest_gap = self._longest_gap, 0.0
                 if gap - self.tick >= self.threshold:
                     self._report(gap - self.tick, stacks)
-                held, stacks = False, Counter()
+                held, stacks, next_notice = False, Counter(), self.still_held_after
             else:
                 self._longest_gap = 0.0
 

@@ -1,10 +1,12 @@
 """The event-loop watchdog (:mod:`controlplane.loopwatch`): a stall past the threshold is
-reported once, when it ends, with its length and the stack the loop was held in; a shorter
-one and a loop that keeps time report nothing; a failing reporter does not end the watch."""
+reported once, when it ends, with its length and the stack the loop was held in (and one that
+goes on, while it lasts); a shorter one and a loop that keeps time report nothing; a failing
+reporter does not end the watch."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections import Counter
 
@@ -46,6 +48,29 @@ async def test_a_stall_is_reported_once_with_its_length_and_where_the_loop_was_h
     assert any(frame.startswith("_watching (") for frame in stall.stack)
     assert stall.message().startswith("the event loop was held for ")
     assert "hold_the_loop_in_a_named_function" in stall.message()
+
+
+async def test_a_stall_that_goes_on_is_reported_while_it_lasts(caplog: pytest.LogCaptureFixture) -> None:
+    """A loop held for good never resumes: the thread says so while it is held, and again each
+    time the stall doubles; the usual report follows if it ends."""
+    stalls: list[Stall] = []
+    watchdog = LoopWatchdog(0.1, tick=0.02, on_stall=stalls.append, still_held_after=0.3)
+    task = asyncio.create_task(watchdog.run())
+    try:
+        await asyncio.sleep(0.1)
+        with caplog.at_level("WARNING", logger="controlplane.loopwatch"):
+            hold_the_loop_in_a_named_function(1.4)
+            ended = time.time()
+            await asyncio.sleep(watchdog.tick * 4)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    notices = [r for r in caplog.records if "is still held" in r.getMessage()]
+    assert 2 <= len(notices) <= 3, [r.getMessage() for r in notices]  # at 0.3 s, 0.6 s, 1.2 s: the last may miss
+    assert all(r.created < ended for r in notices)  # said while the loop was held
+    assert re.match(r"the event loop has been held for \d+\.\ds and is still held; ", notices[0].getMessage())
+    assert "hold_the_loop_in_a_named_function" in notices[-1].getMessage()
+    assert len(stalls) == 1 and stalls[0].seconds >= 1.2, stalls
 
 
 async def test_a_stall_shorter_than_the_threshold_is_sampled_but_not_reported() -> None:
