@@ -4,7 +4,6 @@ change when they change on the hub, and go when no workload needs them."""
 
 from __future__ import annotations
 
-import asyncio
 import copy
 from typing import Any
 
@@ -518,8 +517,7 @@ async def test_hundreds_of_workloads_in_one_namespace_settle_each_with_its_own_c
         await create(objects, web(f"w-{i}", config=f"cfg-{i}", token=None))
     # A liveness bound, not a speed figure: before attached bindings were found by index, a
     # namespace this size kept the controllers busy for minutes.
-    async with asyncio.timeout(150):
-        await manager.wait_idle(settle=0.2)
+    await settled(manager, settle=0.2, seconds=150)
     listed = await objects.list(rt(objects, WORK_API, "ResourceBinding"), namespace=NS)
     attached = {b["metadata"]["name"]: b for b in listed.items if is_attached(b)}
     assert sorted(attached) == sorted(f"cfg-{i}-configmap" for i in range(count))
