@@ -33,6 +33,7 @@ __all__ = [
     "Component",
     "Dependency",
     "FinishedPhase",
+    "GangOfRoles",
     "Health",
     "KindInterpreter",
     "MemberStatuses",
@@ -177,6 +178,17 @@ class PodTemplateKind:
         for parent, key in self.template_slots(obj):
             found |= pod_template_dependencies(parent.get(key))
         return sorted_dependencies(found)
+
+
+class GangOfRoles(PodTemplateKind):
+    """A multi-role kind placed whole in one cluster (JobSet, PyTorchJob, MPIJob, RayCluster,
+    RayJob, LeaderWorkerSet): its pods are the pods of its roles (:meth:`components`)."""
+
+    def replicas(self, obj: Obj) -> int:
+        return sum(c.replicas for c in self.components(obj))
+
+    def is_gang(self, obj: Obj) -> bool:
+        return True
 
 
 class ReplicatedTemplateKind(PodTemplateKind):

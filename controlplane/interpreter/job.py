@@ -57,6 +57,14 @@ def _meta_maps(meta: Mapping[str, Any] | None) -> dict[str, str]:
     return {**(meta.get("annotations") or {}), **(meta.get("labels") or {})}
 
 
+def job_pods(spec: Mapping[str, Any]) -> int:
+    """The pods a Job ``spec`` runs at once: ``parallelism`` (default 1), capped by
+    ``completions`` when that is smaller."""
+    parallelism = as_int(spec.get("parallelism"), 1)
+    completions = spec.get("completions")
+    return min(parallelism, as_int(completions)) if completions is not None else parallelism
+
+
 class JobInterpreter(PodTemplateKind):
     group = "batch"
     kind = "Job"
@@ -66,10 +74,7 @@ class JobInterpreter(PodTemplateKind):
         return [(spec, "template")] if isinstance(spec, dict) and "template" in spec else []
 
     def replicas(self, obj: Obj) -> int:
-        spec = obj.get("spec") or {}
-        parallelism = as_int(spec.get("parallelism"), 1)
-        completions = spec.get("completions")
-        return min(parallelism, as_int(completions)) if completions is not None else parallelism
+        return job_pods(obj.get("spec") or {})
 
     def with_replicas(self, obj: Obj, replicas: int) -> Obj:
         total = self.replicas(obj)

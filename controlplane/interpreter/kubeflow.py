@@ -17,9 +17,9 @@ from typing import Any
 from controlplane.interpreter.base import (
     Component,
     FinishedPhase,
+    GangOfRoles,
     Health,
     MemberStatuses,
-    PodTemplateKind,
     TemplateSlot,
     as_int,
     condition_true,
@@ -32,7 +32,7 @@ from controlplane.interpreter.requirements import Obj, ReplicaRequirements, requ
 ROLE_COUNTS = ("active", "succeeded", "failed")
 
 
-class KubeflowJobInterpreter(PodTemplateKind):
+class KubeflowJobInterpreter(GangOfRoles):
     group = "kubeflow.org"
     kind = ""
     specs_field = ""
@@ -56,16 +56,10 @@ class KubeflowJobInterpreter(PodTemplateKind):
             for name, role in self._roles(obj).items()
         ]
 
-    def replicas(self, obj: Obj) -> int:
-        return sum(c.replicas for c in self.components(obj))
-
     def replica_requirements(self, obj: Obj) -> ReplicaRequirements:
         roles = self._roles(obj)
         role = roles.get(self.worker_role) or next(iter(roles.values()), None)
         return requirements((role or {}).get("template"))
-
-    def is_gang(self, obj: Obj) -> bool:
-        return True
 
     def with_replicas(self, obj: Obj, replicas: int) -> Obj:
         out = copy.deepcopy(obj)

@@ -18,9 +18,9 @@ from typing import Any
 
 from controlplane.interpreter.base import (
     Component,
+    GangOfRoles,
     Health,
     MemberStatuses,
-    PodTemplateKind,
     TemplateSlot,
     as_int,
     condition_true,
@@ -39,7 +39,7 @@ def _template(obj: Obj) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-class LeaderWorkerSetInterpreter(PodTemplateKind):
+class LeaderWorkerSetInterpreter(GangOfRoles):
     group = "leaderworkerset.x-k8s.io"
     kind = "LeaderWorkerSet"
 
@@ -69,9 +69,6 @@ class LeaderWorkerSetInterpreter(PodTemplateKind):
 
     def replica_requirements(self, obj: Obj) -> ReplicaRequirements:
         return requirements(_template(obj).get("workerTemplate"))
-
-    def is_gang(self, obj: Obj) -> bool:
-        return True
 
     def with_replicas(self, obj: Obj, replicas: int) -> Obj:
         out = copy.deepcopy(obj)
