@@ -333,6 +333,16 @@ def condition_true(status: Mapping[str, Any] | None, ctype: str) -> bool | None:
     return None
 
 
+def finished_by_conditions(status: Mapping[str, Any] | None, *, succeeded: str) -> FinishedPhase | None:
+    """FAILED while the ``Failed`` condition is True (it wins), SUCCEEDED while ``succeeded``
+    (Job's ``Complete``, a Kubeflow job's ``Succeeded``) is, None otherwise."""
+    if condition_true(status, "Failed"):
+        return FinishedPhase.FAILED
+    if condition_true(status, succeeded):
+        return FinishedPhase.SUCCEEDED
+    return None
+
+
 def scale_counts(counts: Sequence[int], target: int) -> list[int]:
     """Split ``target`` over roles proportionally to ``counts`` (largest remainder, ties to the first)."""
     if target <= 0:

@@ -30,6 +30,7 @@ from controlplane.interpreter.base import (
     as_int,
     condition_true,
     extreme_time,
+    finished_by_conditions,
     merge_conditions,
     reported,
     sum_fields,
@@ -124,11 +125,7 @@ class JobInterpreter(PodTemplateKind):
         return Health.HEALTHY
 
     def finished(self, status: Mapping[str, Any] | None) -> FinishedPhase | None:
-        if condition_true(status, "Failed"):
-            return FinishedPhase.FAILED
-        if condition_true(status, "Complete"):
-            return FinishedPhase.SUCCEEDED
-        return None
+        return finished_by_conditions(status, succeeded="Complete")
 
     def between_runs(self, status: Mapping[str, Any] | None) -> bool:
         """Not finished, no pod ready (``status.ready``; pods pending or none created) and none

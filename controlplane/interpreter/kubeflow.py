@@ -24,6 +24,7 @@ from controlplane.interpreter.base import (
     as_int,
     condition_true,
     extreme_time,
+    finished_by_conditions,
     merge_conditions,
     reported,
 )
@@ -98,11 +99,7 @@ class KubeflowJobInterpreter(GangOfRoles):
         return Health.HEALTHY if status.get("conditions") else Health.UNKNOWN
 
     def finished(self, status: Mapping[str, Any] | None) -> FinishedPhase | None:
-        if condition_true(status, "Failed"):
-            return FinishedPhase.FAILED
-        if condition_true(status, "Succeeded"):
-            return FinishedPhase.SUCCEEDED
-        return None
+        return finished_by_conditions(status, succeeded="Succeeded")
 
     def between_runs(self, status: Mapping[str, Any] | None) -> bool:
         """Not finished, and either restarting after a failed attempt (the operator's
