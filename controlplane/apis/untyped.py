@@ -1,9 +1,10 @@
 """Lenient readers for objects held as plain dicts (JSON as stored).
 
 Why this module exists: the adapters that read agents' reports and stored objects without a
-typed model (the utilization decoder, the waste report's snapshot and demand extraction) must
-not fail on a field of the wrong type -- a malformed report loses only what it garbled. These
-three readers are that rule in one place. In: any JSON value. Out: a mapping, a list or an
+typed model (the utilization decoder, the waste report's snapshot and demand extraction, the
+kind interpreters and the agent reading member statuses) must not fail on a field of the wrong
+type -- a malformed report loses only what it garbled. These three readers are that rule in one
+place. In: any JSON value. Out: a mapping, a list or an
 int, empty (or the default) when the value is not of that type. No I/O happens here.
 """
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
+from controlplane.apis.untyped import as_int
 from controlplane.apis.work_v1alpha1 import Health
 from controlplane.interpreter.dependencies import Dependency, pod_template_dependencies, sorted_dependencies
 from controlplane.interpreter.requirements import (
@@ -250,15 +251,6 @@ def dig(obj: Mapping[str, Any] | None, *path: str) -> Any:
             return None
         cur = cur.get(step)
     return cur
-
-
-def as_int(value: Any, default: int = 0) -> int:
-    if value is None:
-        return default
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return default
 
 
 def reported(member_statuses: MemberStatuses) -> list[Mapping[str, Any]]:

@@ -21,13 +21,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from controlplane.apis.constants import ANNOTATION_GANG
+from controlplane.apis.untyped import as_int
 from controlplane.interpreter.base import (
     FinishedPhase,
     Health,
     MemberStatuses,
     PodTemplateKind,
     TemplateSlot,
-    as_int,
     condition_true,
     extreme_time,
     finished_by_conditions,

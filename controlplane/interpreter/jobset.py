@@ -16,6 +16,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from controlplane.apis.untyped import as_int
 from controlplane.interpreter.base import (
     Component,
     FinishedPhase,
@@ -23,7 +24,6 @@ from controlplane.interpreter.base import (
     Health,
     MemberStatuses,
     TemplateSlot,
-    as_int,
     condition_true,
     merge_conditions,
     reported,

@@ -14,6 +14,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from controlplane.apis.untyped import as_int
 from controlplane.interpreter.base import (
     Component,
     FinishedPhase,
@@ -21,7 +22,6 @@ from controlplane.interpreter.base import (
     Health,
     MemberStatuses,
     TemplateSlot,
-    as_int,
     condition_true,
     extreme_time,
     finished_by_conditions,

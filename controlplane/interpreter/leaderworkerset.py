@@ -16,13 +16,13 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from controlplane.apis.untyped import as_int
 from controlplane.interpreter.base import (
     Component,
     GangOfRoles,
     Health,
     MemberStatuses,
     TemplateSlot,
-    as_int,
     condition_true,
     merge_conditions,
     reported,

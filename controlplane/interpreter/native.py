@@ -24,11 +24,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from controlplane.apis.untyped import as_int
 from controlplane.interpreter.base import (
     FinishedPhase,
     Health,
     MemberStatuses,
-    as_int,
     extreme_time,
     merge_conditions,
     reported,
