@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
+from controlplane.admission.objects import condition
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.meta import format_time, parse_time_or_none
 
@@ -89,23 +90,16 @@ def pods_ready_condition(ready: bool) -> dict[str, str]:
             "message": "Not all pods are ready or succeeded"}
 
 
-def _condition(workload: Mapping[str, Any], ctype: str) -> Mapping[str, Any] | None:
-    for cond in (workload.get("status") or {}).get("conditions") or ():
-        if isinstance(cond, Mapping) and cond.get("type") == ctype:
-            return cond
-    return None
-
-
 def ready_deadline(workload: Mapping[str, Any], settings: WaitForPodsReady) -> datetime | None:
     """When an admitted Workload whose pods are not ready times out (None: not counting — the
     check is off, it is not admitted, or its pods are ready). Counted from its admission, or from
     when its pods stopped being ready if that came later, as Kueue does."""
     if not settings.enabled:
         return None
-    admitted = _condition(workload, kueue.COND_ADMITTED)
+    admitted = condition(workload, kueue.COND_ADMITTED)
     if admitted is None or admitted.get("status") != "True" or not (workload.get("status") or {}).get("admission"):
         return None
-    ready = _condition(workload, kueue.COND_PODS_READY)
+    ready = condition(workload, kueue.COND_PODS_READY)
     if ready is not None and ready.get("status") == "True":
         return None
     since = parse_time_or_none(admitted.get("lastTransitionTime"))
@@ -141,7 +135,7 @@ def requeue_at(workload: Mapping[str, Any]) -> datetime | None:
     """When an active Workload held out of its queue by ``Requeued=False`` may be queued again:
     ``requeueAt`` after a PodsReady timeout, at once after a deactivation (it is active again);
     None when it is not held."""
-    requeued = _condition(workload, kueue.COND_REQUEUED)
+    requeued = condition(workload, kueue.COND_REQUEUED)
     if requeued is None or requeued.get("status") != "False":
         return None
     if requeued.get("reason") == kueue.REASON_REQUEUING_LIMIT_EXCEEDED:
