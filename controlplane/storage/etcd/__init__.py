@@ -81,6 +81,7 @@ from controlplane.storage.interface import (
     StorageError,
     WatchEvent,
     check_key,
+    check_list,
     check_prefix,
 )
 from controlplane.storage.outage import DEFAULT_TRIP_AFTER
@@ -167,9 +168,7 @@ class EtcdStore(Lifecycle):
         limit: int = 0,
         start_after: str | None = None,
     ) -> ListResult:
-        check_prefix(prefix)
-        if limit < 0:
-            raise ValueError(f"limit must be >= 0, got {limit}")
+        check_list(prefix, limit=limit)
         start, end = self._range(prefix)
         if start_after is not None:
             start = max(start, self._full(start_after) + b"\0")
