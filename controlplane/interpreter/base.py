@@ -223,9 +223,7 @@ class ReplicatedTemplateKind(PodTemplateKind):
         generation = (obj.get("metadata") or {}).get("generation")
         if generation is not None and len(present) == len(member_statuses):
             out["observedGeneration"] = generation
-        conditions = merge_conditions(member_statuses, any_true=self.any_true_conditions)
-        if conditions:
-            out["conditions"] = conditions
+        put_conditions(out, member_statuses, any_true=self.any_true_conditions)
         return out
 
 
@@ -314,6 +312,14 @@ def merge_conditions(
             cond["lastTransitionTime"] = max(times)
         out.append(cond)
     return out
+
+
+def put_conditions(out: Obj, member_statuses: MemberStatuses, *, any_true: frozenset[str] = frozenset()) -> None:
+    """Set ``out["conditions"]`` to the members' conditions merged (:func:`merge_conditions`),
+    unless they have none (the hub status then has no ``conditions``)."""
+    conditions = merge_conditions(member_statuses, any_true=any_true)
+    if conditions:
+        out["conditions"] = conditions
 
 
 def condition_true(status: Mapping[str, Any] | None, ctype: str) -> bool | None:

@@ -31,7 +31,7 @@ from controlplane.interpreter.base import (
     condition_true,
     extreme_time,
     finished_by_conditions,
-    merge_conditions,
+    put_conditions,
     reported,
     sum_fields,
 )
@@ -107,11 +107,8 @@ class JobInterpreter(PodTemplateKind):
         start = extreme_time([s.get("startTime") for s in present], min)
         if start:
             out["startTime"] = start
-        conditions = merge_conditions(member_statuses, any_true=FAILURE_CONDITIONS)
-        if conditions:
-            out["conditions"] = conditions
-        complete = any(c["type"] == "Complete" and c["status"] == "True" for c in conditions)
-        if complete:
+        put_conditions(out, member_statuses, any_true=FAILURE_CONDITIONS)
+        if condition_true(out, "Complete"):
             end = extreme_time([s.get("completionTime") for s in present], max)
             if end:
                 out["completionTime"] = end

@@ -25,7 +25,7 @@ from controlplane.interpreter.base import (
     MemberStatuses,
     TemplateSlot,
     condition_true,
-    merge_conditions,
+    put_conditions,
     reported,
 )
 from controlplane.interpreter.job import job_pods
@@ -92,9 +92,7 @@ class JobSetInterpreter(GangOfRoles):
         restarts = max(as_int(s.get("restarts")) for s in present)
         if restarts:
             out["restarts"] = restarts
-        conditions = merge_conditions(member_statuses, any_true=frozenset({"Failed"}))
-        if conditions:
-            out["conditions"] = conditions
+        put_conditions(out, member_statuses, any_true=frozenset({"Failed"}))
         states = [str(s.get("terminalState") or "") for s in reported(member_statuses)]
         if "Failed" in states:
             out["terminalState"] = "Failed"

@@ -25,7 +25,7 @@ from controlplane.interpreter.base import (
     condition_true,
     extreme_time,
     finished_by_conditions,
-    merge_conditions,
+    put_conditions,
     reported,
 )
 from controlplane.interpreter.requirements import Obj, ReplicaRequirements, requirements
@@ -82,9 +82,7 @@ class KubeflowJobInterpreter(GangOfRoles):
                 for field in ROLE_COUNTS:
                     merged[field] = merged.get(field, 0) + as_int((counts or {}).get(field))
         out: Obj = {"replicaStatuses": replica_statuses}
-        conditions = merge_conditions(member_statuses, any_true=frozenset({"Failed", "Restarting"}))
-        if conditions:
-            out["conditions"] = conditions
+        put_conditions(out, member_statuses, any_true=frozenset({"Failed", "Restarting"}))
         for field, pick in (("startTime", min), ("completionTime", max), ("lastReconcileTime", max)):
             value = extreme_time([s.get(field) for s in present], pick)
             if value:

@@ -24,7 +24,7 @@ from controlplane.interpreter.base import (
     MemberStatuses,
     TemplateSlot,
     condition_true,
-    merge_conditions,
+    put_conditions,
     reported,
     sum_fields,
 )
@@ -84,9 +84,7 @@ class LeaderWorkerSetInterpreter(GangOfRoles):
         selectors = {str(s["hpaPodSelector"]) for s in present if s.get("hpaPodSelector")}
         if len(selectors) == 1:
             out["hpaPodSelector"] = selectors.pop()
-        conditions = merge_conditions(member_statuses, any_true=frozenset({"UpdateInProgress"}))
-        if conditions:
-            out["conditions"] = conditions
+        put_conditions(out, member_statuses, any_true=frozenset({"UpdateInProgress"}))
         return out
 
     def health(self, status: Mapping[str, Any] | None) -> Health:
