@@ -23,6 +23,7 @@ from typing import Any, Final
 from controlplane.admission.objects import condition
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.meta import format_time, parse_time_or_none
+from controlplane.apis.untyped import json_int
 
 DEFAULT_TIMEOUT_SECONDS: Final = 300
 DEFAULT_BACKOFF_BASE_SECONDS: Final = 60
@@ -59,10 +60,6 @@ def backoff_seconds(count: int, *, base: int, maximum: int) -> int:
     return min(wait, maximum)
 
 
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
 def pods_ready(workload: Mapping[str, Any]) -> bool | None:
     """Whether all of a queued workload's pods are ready or succeeded, from its hub status (the
     members' statuses merged); None for a kind whose status does not say."""
@@ -74,10 +71,10 @@ def pods_ready(workload: Mapping[str, Any]) -> bool | None:
         completions = spec.get("completions")
         if isinstance(completions, int):
             pods = min(pods, completions)
-        return _int(status.get("ready")) + _int(status.get("succeeded")) >= pods
+        return json_int(status.get("ready")) + json_int(status.get("succeeded")) >= pods
     if api_version == "apps/v1" and kind in ("Deployment", "StatefulSet"):
         replicas = spec.get("replicas")
-        return _int(status.get("readyReplicas")) >= (replicas if isinstance(replicas, int) else 1)
+        return json_int(status.get("readyReplicas")) >= (replicas if isinstance(replicas, int) else 1)
     return None
 
 
@@ -124,7 +121,7 @@ def requeue_after_timeout(workload: Mapping[str, Any], settings: WaitForPodsRead
     """The requeue of a Workload evicted by the PodsReady timeout now (Kueue's
     ``triggerDeactivationOrBackoffRequeue``)."""
     state = (workload.get("status") or {}).get("requeueState") or {}
-    count = _int(state.get("count")) + 1
+    count = json_int(state.get("count")) + 1
     if settings.backoff_limit_count is not None and count > settings.backoff_limit_count:
         return Requeue(None)
     wait = backoff_seconds(count, base=settings.backoff_base_seconds, maximum=settings.backoff_max_seconds)

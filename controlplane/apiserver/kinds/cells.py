@@ -11,6 +11,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from controlplane.apis.untyped import json_int
 from controlplane.apiserver.columns import dig, since
 
 Obj = dict[str, Any]
@@ -80,8 +81,7 @@ def containers_at(*keys: str, field: str) -> Cell:
 
 def int_at(*keys: str) -> Cell:
     def get(obj: Obj, _now: datetime) -> int:
-        value = dig(obj, *keys)
-        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+        return json_int(dig(obj, *keys))
 
     return get
 
