@@ -12,18 +12,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from controlplane.apis import constants as c
-from controlplane.apis.untyped import json_int
+from controlplane.apis.untyped import dig, json_int
 
 Obj = dict[str, Any]
-
-
-def dig(obj: Any, *keys: str) -> Any:
-    """``obj[k1][k2]...`` or None as soon as a level is missing or not a mapping."""
-    for key in keys:
-        if not isinstance(obj, dict):
-            return None
-        obj = obj.get(key)
-    return obj
 
 
 def parse_time(value: Any) -> datetime | None:

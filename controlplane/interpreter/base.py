@@ -241,16 +241,6 @@ def keep_finished(interpreter: Finishing, current: Obj, merged: Obj) -> Obj:
     return current if interpreter.finished(current) is not None else merged
 
 
-def dig(obj: Mapping[str, Any] | None, *path: str) -> Any:
-    """``obj[path[0]][path[1]]…`` or None when any step is missing."""
-    cur: Any = obj
-    for step in path:
-        if not isinstance(cur, Mapping):
-            return None
-        cur = cur.get(step)
-    return cur
-
-
 def reported(member_statuses: MemberStatuses) -> list[Mapping[str, Any]]:
     """The statuses the members reported, in cluster order (a member without one is left out)."""
     return [s for _, s in member_statuses if s is not None]

@@ -11,8 +11,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from controlplane.apis.untyped import json_int
-from controlplane.apiserver.columns import dig, since
+from controlplane.apis.untyped import dig, json_int
+from controlplane.apiserver.columns import since
 
 Obj = dict[str, Any]
 Cell = Callable[[Obj, datetime], Any]
