@@ -52,9 +52,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controlplane.apis import constants as c
+from controlplane.apis.untyped import as_int
 from controlplane.apis.work_v1alpha1 import ConditionType as WorkConditionType
 from controlplane.apis.work_v1alpha1 import Health, WorkReason
-from member_agent.assessing import as_int, assess_health
+from member_agent.assessing import assess_health
 from member_agent.interpreting import MemberInterpreters
 from member_agent.kubeapi import ApiError, Conflict, KindNotServed, KubeTransport, NotFound
 from member_agent.ledger import Ledger

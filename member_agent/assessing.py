@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from controlplane.apis.untyped import as_int
 from controlplane.apis.work_v1alpha1 import Health
 
 #: Kinds whose health does not depend on their status (watched all the same: the watch is
@@ -48,13 +49,6 @@ def _conditions(obj: Mapping[str, Any]) -> dict[str, str]:
         for cond in (obj.get("status") or {}).get("conditions") or []
         if isinstance(cond, Mapping)
     }
-
-
-def as_int(value: Any, default: int = 0) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return default
 
 
 def assess_health(obj: Mapping[str, Any] | None) -> Health:

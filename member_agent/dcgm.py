@@ -37,6 +37,8 @@ from typing import Any
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
+from controlplane.apis.utilization import device_order
+
 logger = logging.getLogger(__name__)
 
 GR_ENGINE_ACTIVE = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
@@ -328,21 +330,14 @@ def utilization_by_node(samples: list[DeviceSample]) -> dict[str, list[dict[str,
     for node, node_samples in sorted(by_node.items()):
         node_samples.sort(
             key=lambda s: (
-                _sortable(s.key.gpu),
-                _sortable(s.key.instance or ""),
+                device_order(s.key.gpu),
+                device_order(s.key.instance or ""),
                 s.key.namespace or "",
                 s.key.pod or "",
             )
         )
         out[node] = [s.as_report() for s in node_samples]
     return out
-
-
-def _sortable(value: str) -> tuple[int, str]:
-    try:
-        return (int(value), "")
-    except ValueError:
-        return (1 << 30, value)
 
 
 async def _read_bounded(content: aiohttp.StreamReader, *, limit: int) -> bytes | None:

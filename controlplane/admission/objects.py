@@ -106,8 +106,9 @@ def pod_set_requests(workload: Mapping[str, Any]) -> tuple[PodSetRequest, ...]:
 
 
 def condition(obj: Mapping[str, Any], ctype: str) -> Mapping[str, Any] | None:
+    """The status condition of type ``ctype`` of a Workload (or any wire object), None when it has none."""
     for cond in (obj.get("status") or {}).get("conditions") or ():
-        if isinstance(cond, dict) and cond.get("type") == ctype:
+        if isinstance(cond, Mapping) and cond.get("type") == ctype:
             return cond
     return None
 

@@ -20,8 +20,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
+from controlplane.admission.objects import condition
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.meta import format_time, parse_time_or_none
+from controlplane.apis.untyped import json_int
 
 DEFAULT_TIMEOUT_SECONDS: Final = 300
 DEFAULT_BACKOFF_BASE_SECONDS: Final = 60
@@ -58,10 +60,6 @@ def backoff_seconds(count: int, *, base: int, maximum: int) -> int:
     return min(wait, maximum)
 
 
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
 def pods_ready(workload: Mapping[str, Any]) -> bool | None:
     """Whether all of a queued workload's pods are ready or succeeded, from its hub status (the
     members' statuses merged); None for a kind whose status does not say."""
@@ -73,10 +71,10 @@ def pods_ready(workload: Mapping[str, Any]) -> bool | None:
         completions = spec.get("completions")
         if isinstance(completions, int):
             pods = min(pods, completions)
-        return _int(status.get("ready")) + _int(status.get("succeeded")) >= pods
+        return json_int(status.get("ready")) + json_int(status.get("succeeded")) >= pods
     if api_version == "apps/v1" and kind in ("Deployment", "StatefulSet"):
         replicas = spec.get("replicas")
-        return _int(status.get("readyReplicas")) >= (replicas if isinstance(replicas, int) else 1)
+        return json_int(status.get("readyReplicas")) >= (replicas if isinstance(replicas, int) else 1)
     return None
 
 
@@ -89,23 +87,16 @@ def pods_ready_condition(ready: bool) -> dict[str, str]:
             "message": "Not all pods are ready or succeeded"}
 
 
-def _condition(workload: Mapping[str, Any], ctype: str) -> Mapping[str, Any] | None:
-    for cond in (workload.get("status") or {}).get("conditions") or ():
-        if isinstance(cond, Mapping) and cond.get("type") == ctype:
-            return cond
-    return None
-
-
 def ready_deadline(workload: Mapping[str, Any], settings: WaitForPodsReady) -> datetime | None:
     """When an admitted Workload whose pods are not ready times out (None: not counting — the
     check is off, it is not admitted, or its pods are ready). Counted from its admission, or from
     when its pods stopped being ready if that came later, as Kueue does."""
     if not settings.enabled:
         return None
-    admitted = _condition(workload, kueue.COND_ADMITTED)
+    admitted = condition(workload, kueue.COND_ADMITTED)
     if admitted is None or admitted.get("status") != "True" or not (workload.get("status") or {}).get("admission"):
         return None
-    ready = _condition(workload, kueue.COND_PODS_READY)
+    ready = condition(workload, kueue.COND_PODS_READY)
     if ready is not None and ready.get("status") == "True":
         return None
     since = parse_time_or_none(admitted.get("lastTransitionTime"))
@@ -130,7 +121,7 @@ def requeue_after_timeout(workload: Mapping[str, Any], settings: WaitForPodsRead
     """The requeue of a Workload evicted by the PodsReady timeout now (Kueue's
     ``triggerDeactivationOrBackoffRequeue``)."""
     state = (workload.get("status") or {}).get("requeueState") or {}
-    count = _int(state.get("count")) + 1
+    count = json_int(state.get("count")) + 1
     if settings.backoff_limit_count is not None and count > settings.backoff_limit_count:
         return Requeue(None)
     wait = backoff_seconds(count, base=settings.backoff_base_seconds, maximum=settings.backoff_max_seconds)
@@ -141,7 +132,7 @@ def requeue_at(workload: Mapping[str, Any]) -> datetime | None:
     """When an active Workload held out of its queue by ``Requeued=False`` may be queued again:
     ``requeueAt`` after a PodsReady timeout, at once after a deactivation (it is active again);
     None when it is not held."""
-    requeued = _condition(workload, kueue.COND_REQUEUED)
+    requeued = condition(workload, kueue.COND_REQUEUED)
     if requeued is None or requeued.get("status") != "False":
         return None
     if requeued.get("reason") == kueue.REASON_REQUEUING_LIMIT_EXCEEDED:

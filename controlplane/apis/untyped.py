@@ -1,10 +1,11 @@
 """Lenient readers for objects held as plain dicts (JSON as stored).
 
 Why this module exists: the adapters that read agents' reports and stored objects without a
-typed model (the utilization decoder, the waste report's snapshot and demand extraction) must
-not fail on a field of the wrong type -- a malformed report loses only what it garbled. These
-three readers are that rule in one place. In: any JSON value. Out: a mapping, a list or an
-int, empty (or the default) when the value is not of that type. No I/O happens here.
+typed model (the utilization decoder, the waste report's snapshot and demand extraction, the
+kind interpreters and the agent reading member statuses) must not fail on a field of the wrong
+type -- a malformed report loses only what it garbled. These readers are that rule in one place.
+In: any JSON value. Out: a mapping, a list, an int or the value at a path, empty (the default,
+None) when the value is not of that type or the path is not there. No I/O happens here.
 """
 
 from __future__ import annotations
@@ -29,3 +30,18 @@ def as_int(value: Any, default: int = 0) -> int:
         return int(value)
     except (TypeError, ValueError):
         return default
+
+
+def json_int(value: Any) -> int:
+    """``value`` when it is an integer (a bool is not), else 0: no conversion, unlike :func:`as_int`
+    (``"3"`` and ``3.0`` are 0)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def dig(obj: Any, *path: str) -> Any:
+    """``obj[path[0]][path[1]]...``, or None as soon as a step is missing or not a mapping."""
+    for step in path:
+        if not isinstance(obj, Mapping):
+            return None
+        obj = obj.get(step)
+    return obj

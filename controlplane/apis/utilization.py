@@ -128,8 +128,17 @@ class NodeUtilization:
     pods: Sequence[PodAllocation] = ()
 
 
-class _Table:
-    """Distinct values in first-seen order, each with its index."""
+def device_order(value: str) -> tuple[int, str]:
+    """Sort key of a DCGM ``gpu`` or GPU-instance id: numbers in numeric order, then any other text."""
+    try:
+        return (int(value), "")
+    except ValueError:
+        return (1 << 30, value)
+
+
+class InternTable:
+    """Distinct values in first-seen order, each with its index: the lookup tables of this
+    encoding and of the aggregated one (:mod:`controlplane.reports.aggregated`)."""
 
     def __init__(self) -> None:
         self.values: list[Any] = []
@@ -212,7 +221,7 @@ def _pod_groups(
             names.setdefault(key, []).append(pod.name)
     keys = sorted(names)
     prefixes = {key: _common_prefix(group) for key, group in names.items()}
-    namespaces, kinds, requests = _Table(), _Table(), _Table()
+    namespaces, kinds, requests = InternTable(), InternTable(), InternTable()
     columns: dict[str, list[Any]] = {key: [] for key in ("namespace", "kind", "name", "request", "podPrefix")}
     for key in keys:
         namespace, kind, name, _, request = key
@@ -239,7 +248,7 @@ _NODE_COLUMNS: Final = ("name", "product", "labels", "ready", "schedulable", "sh
 def encode_utilization(nodes: Sequence[NodeUtilization], *, sample_time: str | None) -> dict[str, Any]:
     """``Cluster.status.utilization`` for ``nodes`` (in report order) sampled at ``sample_time``."""
     reported = [node for node in nodes if node.devices]
-    products, label_sets, layouts = _Table(), _Table(), _Table()
+    products, label_sets, layouts = InternTable(), InternTable(), InternTable()
     node_pods = [_node_pods(node) for node in reported]
     node_keys = [[_group_key(pod) for pod in pods] for pods in node_pods]
     group_index, prefixes, tables = _pod_groups(node_pods, node_keys)

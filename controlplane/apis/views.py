@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from controlplane.apis.untyped import json_int
+
 #: Looked into, never handed out (typed read-only): a property that returns a part returns a fresh ``{}``.
 _NOTHING: Final[Mapping[str, Any]] = {}
 
@@ -148,8 +150,7 @@ class BindingView(ObjectView):
     @property
     def priority(self) -> int:
         """``spec.schedulePriority.priority`` (0 when it has none): the scheduling order."""
-        value = ((self.raw.get("spec") or _NOTHING).get("schedulePriority") or _NOTHING).get("priority")
-        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+        return json_int(((self.raw.get("spec") or _NOTHING).get("schedulePriority") or _NOTHING).get("priority"))
 
     @property
     def propagate_deps(self) -> bool:

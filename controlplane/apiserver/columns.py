@@ -12,17 +12,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from controlplane.apis import constants as c
+from controlplane.apis.untyped import dig, json_int
 
 Obj = dict[str, Any]
-
-
-def dig(obj: Any, *keys: str) -> Any:
-    """``obj[k1][k2]...`` or None as soon as a level is missing or not a mapping."""
-    for key in keys:
-        if not isinstance(obj, dict):
-            return None
-        obj = obj.get(key)
-    return obj
 
 
 def parse_time(value: Any) -> datetime | None:
@@ -76,10 +68,6 @@ def age(obj: Obj, now: datetime) -> str:
     return since(dig(obj, "metadata", "creationTimestamp"), now)
 
 
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
 def data_count(obj: Obj, _now: datetime) -> int:
     data = obj.get("data")
     binary = obj.get("binaryData")
@@ -110,7 +98,7 @@ def ready_of(ready_path: str, total_path: str, *, default_total: int) -> Callabl
 
     def get(obj: Obj, _now: datetime) -> str:
         total = dig(obj, *total_keys)
-        return f"{_int(dig(obj, *ready_keys))}/{total if isinstance(total, int) else default_total}"
+        return f"{json_int(dig(obj, *ready_keys))}/{total if isinstance(total, int) else default_total}"
 
     return get
 
@@ -263,7 +251,7 @@ def pod_status(obj: Obj, _now: datetime) -> str:
 
 def pod_restarts(obj: Obj, _now: datetime) -> str:
     statuses = dig(obj, "status", "containerStatuses") or []
-    return str(sum(_int(st.get("restartCount")) for st in statuses if isinstance(st, dict)))
+    return str(sum(json_int(st.get("restartCount")) for st in statuses if isinstance(st, dict)))
 
 
 # --- jobs -----------------------------------------------------------------------------
@@ -294,7 +282,7 @@ def job_status(obj: Obj, _now: datetime) -> str:
 def job_completions(obj: Obj, _now: datetime) -> str:
     completions = dig(obj, "spec", "completions")
     total = completions if isinstance(completions, int) else 1
-    return f"{_int(dig(obj, 'status', 'succeeded'))}/{total}"
+    return f"{json_int(dig(obj, 'status', 'succeeded'))}/{total}"
 
 
 def job_duration(obj: Obj, now: datetime) -> str:
@@ -328,12 +316,12 @@ def _gpu_summary(obj: Obj) -> list[Obj]:
 
 
 def cluster_gpus(obj: Obj, _now: datetime) -> int:
-    return sum(_int(e.get("capacity")) for e in _gpu_summary(obj) if e.get("resource") == c.RESOURCE_GPU)
+    return sum(json_int(e.get("capacity")) for e in _gpu_summary(obj) if e.get("resource") == c.RESOURCE_GPU)
 
 
 def cluster_free_gpus(obj: Obj, _now: datetime) -> int:
     return sum(
-        max(0, _int(e.get("allocatable")) - _int(e.get("allocated")))
+        max(0, json_int(e.get("allocatable")) - json_int(e.get("allocated")))
         for e in _gpu_summary(obj)
         if e.get("resource") == c.RESOURCE_GPU
     )
@@ -358,14 +346,14 @@ def cluster_mig(obj: Obj, _now: datetime) -> str:
     entries = [e for e in _gpu_summary(obj) if str(e.get("resource", "")).startswith(c.RESOURCE_MIG_PREFIX)]
     if not entries:
         return "<none>"
-    free = sum(max(0, _int(e.get("allocatable")) - _int(e.get("allocated"))) for e in entries)
-    total = sum(_int(e.get("capacity")) for e in entries)
+    free = sum(max(0, json_int(e.get("allocatable")) - json_int(e.get("allocated"))) for e in entries)
+    total = sum(json_int(e.get("capacity")) for e in entries)
     return f"{free}/{total}"
 
 
 def cluster_spot(obj: Obj, _now: datetime) -> str:
-    spot = _int(dig(obj, "status", "nodeSummary", "spot"))
-    return f"{spot}/{_int(dig(obj, 'status', 'nodeSummary', 'total'))}" if spot else "<none>"
+    spot = json_int(dig(obj, "status", "nodeSummary", "spot"))
+    return f"{spot}/{json_int(dig(obj, 'status', 'nodeSummary', 'total'))}" if spot else "<none>"
 
 
 def cluster_tier(obj: Obj, _now: datetime) -> int:
@@ -377,7 +365,7 @@ def cluster_tier(obj: Obj, _now: datetime) -> int:
 
 def binding_clusters(obj: Obj, _now: datetime) -> str:
     targets = dig(obj, "spec", "clusters") or []
-    parts = [f"{t.get('name', '')}:{_int(t.get('replicas'))}" for t in targets if isinstance(t, dict)]
+    parts = [f"{t.get('name', '')}:{json_int(t.get('replicas'))}" for t in targets if isinstance(t, dict)]
     return ",".join(parts) or "<none>"
 
 

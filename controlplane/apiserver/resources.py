@@ -27,6 +27,7 @@ from controlplane.apis.kube import defaulting, validation
 from controlplane.apis.kube.defaulting import Defaulter
 from controlplane.apis.kube.field import FieldError
 from controlplane.apis.kube.validation import Validator
+from controlplane.apis.untyped import dig
 from controlplane.apiserver import columns as col
 
 #: A table cell getter: the object and "now" (for ages) in, a JSON-able cell out.
@@ -79,7 +80,7 @@ def path(dotted: str, *, default: Any = "") -> CellGetter:
     parts = dotted.split(".")
 
     def get(obj: dict[str, Any], _now: datetime) -> Any:
-        value = col.dig(obj, *parts)
+        value = dig(obj, *parts)
         return default if value is None else value
 
     return get
@@ -89,7 +90,7 @@ def _field_path(dotted: str) -> FieldGetter:
     parts = dotted.split(".")
 
     def get(obj: dict[str, Any]) -> str:
-        value = col.dig(obj, *parts)
+        value = dig(obj, *parts)
         if value is None:
             return ""
         if isinstance(value, bool):

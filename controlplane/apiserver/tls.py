@@ -290,11 +290,16 @@ async def ensure_pki_async(state_dir: Path, *, hosts: list[str]) -> Pki:
     return await asyncio.to_thread(ensure_pki, state_dir, hosts=hosts)
 
 
-def _read_certificates(path: Path, *, flag: str) -> list[x509.Certificate]:
+def _read_file(path: Path, *, flag: str) -> bytes:
+    """The bytes of the file a command-line ``flag`` names; PkiError when it cannot be read."""
     try:
-        data = path.read_bytes()
+        return path.read_bytes()
     except OSError as exc:
         raise PkiError(f"{flag} {path}: cannot read it: {exc.strerror or exc}") from exc
+
+
+def _read_certificates(path: Path, *, flag: str) -> list[x509.Certificate]:
+    data = _read_file(path, flag=flag)
     try:
         certificates = x509.load_pem_x509_certificates(data)
     except ValueError as exc:
@@ -303,10 +308,7 @@ def _read_certificates(path: Path, *, flag: str) -> list[x509.Certificate]:
 
 
 def _read_private_key(path: Path, *, flag: str) -> ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise PkiError(f"{flag} {path}: cannot read it: {exc.strerror or exc}") from exc
+    data = _read_file(path, flag=flag)
     try:
         key = serialization.load_pem_private_key(data, password=None)
     except (ValueError, TypeError) as exc:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
+from controlplane.apis.untyped import as_int
 from controlplane.apis.work_v1alpha1 import Health
 from controlplane.interpreter.dependencies import Dependency, pod_template_dependencies, sorted_dependencies
 from controlplane.interpreter.requirements import (
@@ -33,6 +34,7 @@ __all__ = [
     "Component",
     "Dependency",
     "FinishedPhase",
+    "GangOfRoles",
     "Health",
     "KindInterpreter",
     "MemberStatuses",
@@ -179,6 +181,17 @@ class PodTemplateKind:
         return sorted_dependencies(found)
 
 
+class GangOfRoles(PodTemplateKind):
+    """A multi-role kind placed whole in one cluster (JobSet, PyTorchJob, MPIJob, RayCluster,
+    RayJob, LeaderWorkerSet): its pods are the pods of its roles (:meth:`components`)."""
+
+    def replicas(self, obj: Obj) -> int:
+        return sum(c.replicas for c in self.components(obj))
+
+    def is_gang(self, obj: Obj) -> bool:
+        return True
+
+
 class ReplicatedTemplateKind(PodTemplateKind):
     """A kind that runs ``spec.replicas`` copies of ``spec.template`` (Deployment, StatefulSet).
 
@@ -210,9 +223,7 @@ class ReplicatedTemplateKind(PodTemplateKind):
         generation = (obj.get("metadata") or {}).get("generation")
         if generation is not None and len(present) == len(member_statuses):
             out["observedGeneration"] = generation
-        conditions = merge_conditions(member_statuses, any_true=self.any_true_conditions)
-        if conditions:
-            out["conditions"] = conditions
+        put_conditions(out, member_statuses, any_true=self.any_true_conditions)
         return out
 
 
@@ -228,25 +239,6 @@ def keep_finished(interpreter: Finishing, current: Obj, merged: Obj) -> Obj:
     later reports its copy differently (recreated pods, a Work gone after a move) never turns a
     Succeeded or Failed workload back into a running one, nor one terminal phase into the other."""
     return current if interpreter.finished(current) is not None else merged
-
-
-def dig(obj: Mapping[str, Any] | None, *path: str) -> Any:
-    """``obj[path[0]][path[1]]…`` or None when any step is missing."""
-    cur: Any = obj
-    for step in path:
-        if not isinstance(cur, Mapping):
-            return None
-        cur = cur.get(step)
-    return cur
-
-
-def as_int(value: Any, default: int = 0) -> int:
-    if value is None:
-        return default
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return default
 
 
 def reported(member_statuses: MemberStatuses) -> list[Mapping[str, Any]]:
@@ -312,12 +304,30 @@ def merge_conditions(
     return out
 
 
+def put_conditions(out: Obj, member_statuses: MemberStatuses, *, any_true: frozenset[str] = frozenset()) -> None:
+    """Set ``out["conditions"]`` to the members' conditions merged (:func:`merge_conditions`),
+    unless they have none (the hub status then has no ``conditions``)."""
+    conditions = merge_conditions(member_statuses, any_true=any_true)
+    if conditions:
+        out["conditions"] = conditions
+
+
 def condition_true(status: Mapping[str, Any] | None, ctype: str) -> bool | None:
     """True/False when ``status.conditions`` has ``ctype`` as True/False, None when absent or Unknown."""
     for cond in (status or {}).get("conditions") or ():
         if cond.get("type") == ctype:
             value = cond.get("status")
             return True if value == "True" else (False if value == "False" else None)
+    return None
+
+
+def finished_by_conditions(status: Mapping[str, Any] | None, *, succeeded: str) -> FinishedPhase | None:
+    """FAILED while the ``Failed`` condition is True (it wins), SUCCEEDED while ``succeeded``
+    (Job's ``Complete``, a Kubeflow job's ``Succeeded``) is, None otherwise."""
+    if condition_true(status, "Failed"):
+        return FinishedPhase.FAILED
+    if condition_true(status, succeeded):
+        return FinishedPhase.SUCCEEDED
     return None
 
 

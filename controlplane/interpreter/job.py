@@ -21,16 +21,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from controlplane.apis.constants import ANNOTATION_GANG
+from controlplane.apis.untyped import as_int
 from controlplane.interpreter.base import (
     FinishedPhase,
     Health,
     MemberStatuses,
     PodTemplateKind,
     TemplateSlot,
-    as_int,
     condition_true,
     extreme_time,
-    merge_conditions,
+    finished_by_conditions,
+    put_conditions,
     reported,
     sum_fields,
 )
@@ -57,6 +58,14 @@ def _meta_maps(meta: Mapping[str, Any] | None) -> dict[str, str]:
     return {**(meta.get("annotations") or {}), **(meta.get("labels") or {})}
 
 
+def job_pods(spec: Mapping[str, Any]) -> int:
+    """The pods a Job ``spec`` runs at once: ``parallelism`` (default 1), capped by
+    ``completions`` when that is smaller."""
+    parallelism = as_int(spec.get("parallelism"), 1)
+    completions = spec.get("completions")
+    return min(parallelism, as_int(completions)) if completions is not None else parallelism
+
+
 class JobInterpreter(PodTemplateKind):
     group = "batch"
     kind = "Job"
@@ -66,10 +75,7 @@ class JobInterpreter(PodTemplateKind):
         return [(spec, "template")] if isinstance(spec, dict) and "template" in spec else []
 
     def replicas(self, obj: Obj) -> int:
-        spec = obj.get("spec") or {}
-        parallelism = as_int(spec.get("parallelism"), 1)
-        completions = spec.get("completions")
-        return min(parallelism, as_int(completions)) if completions is not None else parallelism
+        return job_pods(obj.get("spec") or {})
 
     def with_replicas(self, obj: Obj, replicas: int) -> Obj:
         total = self.replicas(obj)
@@ -101,11 +107,8 @@ class JobInterpreter(PodTemplateKind):
         start = extreme_time([s.get("startTime") for s in present], min)
         if start:
             out["startTime"] = start
-        conditions = merge_conditions(member_statuses, any_true=FAILURE_CONDITIONS)
-        if conditions:
-            out["conditions"] = conditions
-        complete = any(c["type"] == "Complete" and c["status"] == "True" for c in conditions)
-        if complete:
+        put_conditions(out, member_statuses, any_true=FAILURE_CONDITIONS)
+        if condition_true(out, "Complete"):
             end = extreme_time([s.get("completionTime") for s in present], max)
             if end:
                 out["completionTime"] = end
@@ -119,11 +122,7 @@ class JobInterpreter(PodTemplateKind):
         return Health.HEALTHY
 
     def finished(self, status: Mapping[str, Any] | None) -> FinishedPhase | None:
-        if condition_true(status, "Failed"):
-            return FinishedPhase.FAILED
-        if condition_true(status, "Complete"):
-            return FinishedPhase.SUCCEEDED
-        return None
+        return finished_by_conditions(status, succeeded="Complete")
 
     def between_runs(self, status: Mapping[str, Any] | None) -> bool:
         """Not finished, no pod ready (``status.ready``; pods pending or none created) and none

@@ -16,18 +16,19 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from controlplane.apis.untyped import as_int
 from controlplane.interpreter.base import (
     Component,
     FinishedPhase,
+    GangOfRoles,
     Health,
     MemberStatuses,
-    PodTemplateKind,
     TemplateSlot,
-    as_int,
     condition_true,
-    merge_conditions,
+    put_conditions,
     reported,
 )
+from controlplane.interpreter.job import job_pods
 from controlplane.interpreter.requirements import Obj, ReplicaRequirements, requirements
 
 JOB_COUNTS = ("ready", "succeeded", "failed", "active", "suspended")
@@ -42,14 +43,7 @@ def _job_spec(replicated: Mapping[str, Any]) -> Mapping[str, Any]:
     return ((replicated.get("template") or {}).get("spec")) or {}
 
 
-def _pods_per_job(replicated: Mapping[str, Any]) -> int:
-    spec = _job_spec(replicated)
-    parallelism = as_int(spec.get("parallelism"), 1)
-    completions = spec.get("completions")
-    return min(parallelism, as_int(completions)) if completions is not None else parallelism
-
-
-class JobSetInterpreter(PodTemplateKind):
+class JobSetInterpreter(GangOfRoles):
     group = "jobset.x-k8s.io"
     kind = "JobSet"
 
@@ -65,23 +59,17 @@ class JobSetInterpreter(PodTemplateKind):
         return [
             Component(
                 name=str(replicated.get("name") or f"job-{index}"),
-                replicas=as_int(replicated.get("replicas"), 1) * _pods_per_job(replicated),
+                replicas=as_int(replicated.get("replicas"), 1) * job_pods(_job_spec(replicated)),
                 requirements=requirements(_job_spec(replicated).get("template")),
             )
             for index, replicated in enumerate(_replicated_jobs(obj))
         ]
-
-    def replicas(self, obj: Obj) -> int:
-        return sum(c.replicas for c in self.components(obj))
 
     def replica_requirements(self, obj: Obj) -> ReplicaRequirements:
         components = self.components(obj)
         if not components:
             return ReplicaRequirements()
         return max(components, key=lambda c: c.replicas).requirements
-
-    def is_gang(self, obj: Obj) -> bool:
-        return True
 
     def with_replicas(self, obj: Obj, replicas: int) -> Obj:
         return copy.deepcopy(obj)
@@ -104,9 +92,7 @@ class JobSetInterpreter(PodTemplateKind):
         restarts = max(as_int(s.get("restarts")) for s in present)
         if restarts:
             out["restarts"] = restarts
-        conditions = merge_conditions(member_statuses, any_true=frozenset({"Failed"}))
-        if conditions:
-            out["conditions"] = conditions
+        put_conditions(out, member_statuses, any_true=frozenset({"Failed"}))
         states = [str(s.get("terminalState") or "") for s in reported(member_statuses)]
         if "Failed" in states:
             out["terminalState"] = "Failed"

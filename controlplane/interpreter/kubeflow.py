@@ -14,17 +14,18 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from controlplane.apis.untyped import as_int
 from controlplane.interpreter.base import (
     Component,
     FinishedPhase,
+    GangOfRoles,
     Health,
     MemberStatuses,
-    PodTemplateKind,
     TemplateSlot,
-    as_int,
     condition_true,
     extreme_time,
-    merge_conditions,
+    finished_by_conditions,
+    put_conditions,
     reported,
 )
 from controlplane.interpreter.requirements import Obj, ReplicaRequirements, requirements
@@ -32,7 +33,7 @@ from controlplane.interpreter.requirements import Obj, ReplicaRequirements, requ
 ROLE_COUNTS = ("active", "succeeded", "failed")
 
 
-class KubeflowJobInterpreter(PodTemplateKind):
+class KubeflowJobInterpreter(GangOfRoles):
     group = "kubeflow.org"
     kind = ""
     specs_field = ""
@@ -56,16 +57,10 @@ class KubeflowJobInterpreter(PodTemplateKind):
             for name, role in self._roles(obj).items()
         ]
 
-    def replicas(self, obj: Obj) -> int:
-        return sum(c.replicas for c in self.components(obj))
-
     def replica_requirements(self, obj: Obj) -> ReplicaRequirements:
         roles = self._roles(obj)
         role = roles.get(self.worker_role) or next(iter(roles.values()), None)
         return requirements((role or {}).get("template"))
-
-    def is_gang(self, obj: Obj) -> bool:
-        return True
 
     def with_replicas(self, obj: Obj, replicas: int) -> Obj:
         out = copy.deepcopy(obj)
@@ -87,9 +82,7 @@ class KubeflowJobInterpreter(PodTemplateKind):
                 for field in ROLE_COUNTS:
                     merged[field] = merged.get(field, 0) + as_int((counts or {}).get(field))
         out: Obj = {"replicaStatuses": replica_statuses}
-        conditions = merge_conditions(member_statuses, any_true=frozenset({"Failed", "Restarting"}))
-        if conditions:
-            out["conditions"] = conditions
+        put_conditions(out, member_statuses, any_true=frozenset({"Failed", "Restarting"}))
         for field, pick in (("startTime", min), ("completionTime", max), ("lastReconcileTime", max)):
             value = extreme_time([s.get(field) for s in present], pick)
             if value:
@@ -104,11 +97,7 @@ class KubeflowJobInterpreter(PodTemplateKind):
         return Health.HEALTHY if status.get("conditions") else Health.UNKNOWN
 
     def finished(self, status: Mapping[str, Any] | None) -> FinishedPhase | None:
-        if condition_true(status, "Failed"):
-            return FinishedPhase.FAILED
-        if condition_true(status, "Succeeded"):
-            return FinishedPhase.SUCCEEDED
-        return None
+        return finished_by_conditions(status, succeeded="Succeeded")
 
     def between_runs(self, status: Mapping[str, Any] | None) -> bool:
         """Not finished, and either restarting after a failed attempt (the operator's

@@ -16,15 +16,15 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from controlplane.apis.untyped import as_int
 from controlplane.interpreter.base import (
     Component,
+    GangOfRoles,
     Health,
     MemberStatuses,
-    PodTemplateKind,
     TemplateSlot,
-    as_int,
     condition_true,
-    merge_conditions,
+    put_conditions,
     reported,
     sum_fields,
 )
@@ -39,7 +39,7 @@ def _template(obj: Obj) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-class LeaderWorkerSetInterpreter(PodTemplateKind):
+class LeaderWorkerSetInterpreter(GangOfRoles):
     group = "leaderworkerset.x-k8s.io"
     kind = "LeaderWorkerSet"
 
@@ -70,9 +70,6 @@ class LeaderWorkerSetInterpreter(PodTemplateKind):
     def replica_requirements(self, obj: Obj) -> ReplicaRequirements:
         return requirements(_template(obj).get("workerTemplate"))
 
-    def is_gang(self, obj: Obj) -> bool:
-        return True
-
     def with_replicas(self, obj: Obj, replicas: int) -> Obj:
         out = copy.deepcopy(obj)
         if replicas != self.replicas(obj):
@@ -87,9 +84,7 @@ class LeaderWorkerSetInterpreter(PodTemplateKind):
         selectors = {str(s["hpaPodSelector"]) for s in present if s.get("hpaPodSelector")}
         if len(selectors) == 1:
             out["hpaPodSelector"] = selectors.pop()
-        conditions = merge_conditions(member_statuses, any_true=frozenset({"UpdateInProgress"}))
-        if conditions:
-            out["conditions"] = conditions
+        put_conditions(out, member_statuses, any_true=frozenset({"UpdateInProgress"}))
         return out
 
     def health(self, status: Mapping[str, Any] | None) -> Health:

@@ -24,13 +24,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from controlplane.apis.untyped import as_int
 from controlplane.interpreter.base import (
     FinishedPhase,
     Health,
     MemberStatuses,
-    as_int,
     extreme_time,
-    merge_conditions,
+    put_conditions,
     reported,
     sum_fields,
 )
@@ -90,9 +90,7 @@ class SummedStatus(_NeverFinishes):
         sums = sum_fields(present, self.fields)
         out: Obj = {k: v for k, v in sums.items() if v or k not in self.omitted_when_zero}
         _observed(obj, member_statuses, out)
-        conditions = merge_conditions(member_statuses)
-        if conditions:
-            out["conditions"] = conditions
+        put_conditions(out, member_statuses)
         return out
 
 
@@ -161,9 +159,7 @@ class LoadBalancerStatus(_NeverFinishes):
             return {}
         points = load_balancer_points(present)
         out: Obj = {"loadBalancer": {"ingress": points} if points else {}}
-        conditions = merge_conditions(member_statuses)
-        if conditions:
-            out["conditions"] = conditions
+        put_conditions(out, member_statuses)
         return out
 
     def health(self, status: Mapping[str, Any] | None) -> Health:

@@ -16,13 +16,13 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from controlplane.apis.untyped import as_int
 from controlplane.interpreter.base import (
     Component,
+    GangOfRoles,
     Health,
     MemberStatuses,
-    PodTemplateKind,
     TemplateSlot,
-    as_int,
     reported,
     scale_counts,
     sum_fields,
@@ -115,7 +115,7 @@ def cluster_health(state: str | None) -> Health:
     return Health.UNKNOWN
 
 
-class RayClusterInterpreter(PodTemplateKind):
+class RayClusterInterpreter(GangOfRoles):
     group = "ray.io"
     kind = "RayCluster"
 
@@ -125,14 +125,8 @@ class RayClusterInterpreter(PodTemplateKind):
     def components(self, obj: Obj) -> list[Component]:
         return cluster_components(obj.get("spec"))
 
-    def replicas(self, obj: Obj) -> int:
-        return sum(c.replicas for c in self.components(obj))
-
     def replica_requirements(self, obj: Obj) -> ReplicaRequirements:
         return main_worker_requirements(obj.get("spec"))
-
-    def is_gang(self, obj: Obj) -> bool:
-        return True
 
     def with_replicas(self, obj: Obj, replicas: int) -> Obj:
         out = copy.deepcopy(obj)

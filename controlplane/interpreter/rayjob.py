@@ -16,9 +16,9 @@ from controlplane.interpreter.base import (
     Component,
     Dependency,
     FinishedPhase,
+    GangOfRoles,
     Health,
     MemberStatuses,
-    PodTemplateKind,
     TemplateSlot,
     reported,
 )
@@ -50,7 +50,7 @@ DEPLOYMENT_ORDER = (
 )
 
 
-class RayJobInterpreter(PodTemplateKind):
+class RayJobInterpreter(GangOfRoles):
     group = "ray.io"
     kind = "RayJob"
 
@@ -60,14 +60,8 @@ class RayJobInterpreter(PodTemplateKind):
     def components(self, obj: Obj) -> list[Component]:
         return cluster_components((obj.get("spec") or {}).get("rayClusterSpec"))
 
-    def replicas(self, obj: Obj) -> int:
-        return sum(c.replicas for c in self.components(obj))
-
     def replica_requirements(self, obj: Obj) -> ReplicaRequirements:
         return main_worker_requirements((obj.get("spec") or {}).get("rayClusterSpec"))
-
-    def is_gang(self, obj: Obj) -> bool:
-        return True
 
     def dependencies(self, obj: Obj) -> list[Dependency]:
         submitter = pod_template_dependencies((obj.get("spec") or {}).get("submitterPodTemplate"))

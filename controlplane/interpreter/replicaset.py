@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from controlplane.interpreter.base import Health, ReplicatedTemplateKind, as_int
+from controlplane.apis.untyped import as_int
+from controlplane.interpreter.base import Health, ReplicatedTemplateKind
 
 REPLICA_FIELDS = ("replicas", "fullyLabeledReplicas", "readyReplicas", "availableReplicas")
 

@@ -25,7 +25,8 @@ from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
-from controlplane.interpreter.base import Health, MemberStatuses, PodTemplateKind, TemplateSlot, as_int, dig
+from controlplane.apis.untyped import as_int, dig
+from controlplane.interpreter.base import Health, MemberStatuses, PodTemplateKind, TemplateSlot
 from controlplane.interpreter.requirements import Obj
 
 FieldPath = tuple[str, ...]

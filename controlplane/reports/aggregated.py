@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from controlplane.apis.untyped import as_int, as_list, as_mapping
-from controlplane.apis.utilization import AGGREGATED_VERSION
+from controlplane.apis.utilization import AGGREGATED_VERSION, InternTable
 from controlplane.reports.classify import DEFAULT_THRESHOLD
 from controlplane.reports.fleet import DeviceSample, NodeSample, PodRef
 
@@ -69,21 +69,6 @@ _PODS: Final = ("workload", "product", "ready", "shape", "count")
 
 Kind = tuple[str | None, float, str | None]
 _Runs = tuple[tuple[int, int], ...]
-
-
-class _Table:
-    """Distinct values in first-seen order, each with its index."""
-
-    def __init__(self) -> None:
-        self.values: list[Any] = []
-        self._index: dict[Any, int] = {}
-
-    def index(self, key: Any) -> int:
-        found = self._index.get(key)
-        if found is None:
-            found = self._index[key] = len(self.values)
-            self.values.append(key)
-        return found
 
 
 def _runs(values: Iterable[int]) -> _Runs:
@@ -118,7 +103,7 @@ def aggregate(
     ``bound_pods``: (namespace, owner kind, owner name) of every GPU pod the agent lists,
     counted per workload for ``workloads.pods``.
     """
-    products, kinds, namespaces, owner_kinds, workloads, classes, shapes = (_Table() for _ in range(7))
+    products, kinds, namespaces, owner_kinds, workloads, classes, shapes = (InternTable() for _ in range(7))
     held: dict[tuple[int, int, int, int, int], list[int]] = {}
     pods: Counter[tuple[int, int, int, int]] = Counter()
     node_classes: list[int] = []

@@ -36,7 +36,7 @@ from typing import Any
 from controlplane.apis import constants as c
 from controlplane.apis.gpus import is_gpu_resource
 from controlplane.apis.untyped import as_int, as_list, as_mapping
-from controlplane.apis.utilization import UNKNOWN_PRODUCT
+from controlplane.apis.utilization import UNKNOWN_PRODUCT, device_order
 from controlplane.reports.fleet import (
     MIG_COMPUTE_SLICES,
     SINGLE_STRATEGY_MARKER,
@@ -103,10 +103,10 @@ def _node_devices(
         return _pod_ref(str(namespace or ""), str(pod), pods) if pod else None
 
     devices: list[DeviceSample] = []
-    for gpu in sorted(set(whole) | set(mig), key=_gpu_order):
+    for gpu in sorted(set(whole) | set(mig), key=device_order):
         if gpu in mig:
             used = 0.0
-            instances = sorted(mig[gpu], key=lambda e: _gpu_order(str(e.get("instance", ""))))
+            instances = sorted(mig[gpu], key=lambda e: device_order(str(e.get("instance", ""))))
             for entry in instances:
                 profile = str(entry.get("profile") or "")
                 share = mig_share(profile) if profile else 1 / MIG_COMPUTE_SLICES
@@ -147,13 +147,6 @@ def _node_devices(
             DeviceSample(gpu, uuid, None, 1.0 / count, resource=resource) for _ in range(count - len(users))
         )
     return _assign_unlabelled(devices, pods)
-
-
-def _gpu_order(value: str) -> tuple[int, str]:
-    try:
-        return (int(value), "")
-    except ValueError:
-        return (1 << 30, value)
 
 
 def _assign_unlabelled(

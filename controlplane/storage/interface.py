@@ -109,6 +109,14 @@ def check_prefix(prefix: str) -> None:
         raise ValueError(f"storage key prefixes are empty or start with '/', got {prefix!r}")
 
 
+def check_list(prefix: str, *, limit: int) -> None:
+    """Raise ValueError unless ``list``'s arguments are: a prefix as :func:`check_prefix` wants
+    and a ``limit`` of 0 (none) or more."""
+    check_prefix(prefix)
+    if limit < 0:
+        raise ValueError(f"limit must be >= 0, got {limit}")
+
+
 @runtime_checkable
 class Store(Protocol):
     async def get(self, key: str) -> KeyValue:

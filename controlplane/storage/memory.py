@@ -41,6 +41,7 @@ from controlplane.storage.interface import (
     Unavailable,
     WatchEvent,
     check_key,
+    check_list,
     check_prefix,
 )
 
@@ -128,9 +129,7 @@ class MemoryStore(Lifecycle):
         start_after: str | None = None,
     ) -> ListResult:
         self._check_open()
-        check_prefix(prefix)
-        if limit < 0:
-            raise ValueError(f"limit must be >= 0, got {limit}")
+        check_list(prefix, limit=limit)
         if revision is not None:
             self._check_readable(revision)
         at = self._revision if revision is None else revision

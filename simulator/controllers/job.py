@@ -58,40 +58,19 @@ def reconcile_job(
     completion_time = status_old.get("completionTime")
     if not finished:
         done = succeeded >= completions if completions is not None else succeeded > 0 and not active
+        stop: tuple[ConditionType, Reason, str] | None = None
         if failed > backoff_limit:
-            changes.delete.extend(p["metadata"]["name"] for p in active)
-            conditions.append(
-                condition(
-                    ConditionType.FAILED,
-                    True,
-                    Reason.BACKOFF_LIMIT_EXCEEDED,
-                    "Job has reached the specified backoff limit",
-                    now,
-                    old_conditions,
-                )
-            )
-            active = []
+            stop = (ConditionType.FAILED, Reason.BACKOFF_LIMIT_EXCEEDED, "Job has reached the specified backoff limit")
         elif done:
-            changes.delete.extend(p["metadata"]["name"] for p in active)
-            conditions.append(
-                condition(
-                    ConditionType.COMPLETE,
-                    True,
-                    Reason.COMPLETIONS_REACHED,
-                    "Reached expected number of succeeded pods",
-                    now,
-                    old_conditions,
-                )
-            )
+            stop = (ConditionType.COMPLETE, Reason.COMPLETIONS_REACHED, "Reached expected number of succeeded pods")
             completion_time = now
-            active = []
         elif suspended:
+            stop = (ConditionType.SUSPENDED, Reason.JOB_SUSPENDED, "Job suspended")
+        if stop is not None:
+            # Failed, complete or suspended: the active pods go, and a condition says why.
+            ctype, reason, message = stop
             changes.delete.extend(p["metadata"]["name"] for p in active)
-            conditions.append(
-                condition(
-                    ConditionType.SUSPENDED, True, Reason.JOB_SUSPENDED, "Job suspended", now, old_conditions
-                )
-            )
+            conditions.append(condition(ctype, True, reason, message, now, old_conditions))
             active = []
         else:
             if start_time is None:

@@ -23,6 +23,7 @@ from controlplane.apis.kube.label_selectors import (
 )
 from controlplane.apis.kube.names import percent_errors
 from controlplane.apis.kube.validate_pod import pod_template_errors, restart_policy, template_metadata_errors
+from controlplane.apis.untyped import json_int
 
 Obj = dict[str, Any]
 
@@ -45,7 +46,7 @@ def _int_or_percent_value(value: Any) -> int:
     percent = _percent_value(value)
     if percent is not None:
         return percent
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    return json_int(value)
 
 
 def positive_int_or_percent_errors(value: Any, path: str) -> list[FieldError]:

@@ -11,7 +11,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from controlplane.apiserver.columns import dig, since
+from controlplane.apis.untyped import dig, json_int
+from controlplane.apiserver.columns import since
 
 Obj = dict[str, Any]
 Cell = Callable[[Obj, datetime], Any]
@@ -80,8 +81,7 @@ def containers_at(*keys: str, field: str) -> Cell:
 
 def int_at(*keys: str) -> Cell:
     def get(obj: Obj, _now: datetime) -> int:
-        value = dig(obj, *keys)
-        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+        return json_int(dig(obj, *keys))
 
     return get
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from controlplane.apis.untyped import dig
 from controlplane.apiserver import errors
-from controlplane.apiserver.columns import dig
 from controlplane.apiserver.patches import PatchType, apply_patch
 from controlplane.apiserver.resources import ResourceType, ScaleSubresource
 from controlplane.apiserver.selectors import LabelSelector

@@ -78,7 +78,7 @@ from controlplane.scheduler.controller.reading import (
 )
 from controlplane.scheduler.controller.rebalancing import TierReturns, in_progress
 from controlplane.scheduler.controller.reclaims import ReclaimReplacements, reclaimed_of
-from controlplane.scheduler.controller.recording import record_eviction_waits
+from controlplane.scheduler.controller.recording import placement_text, record_eviction_waits
 from controlplane.scheduler.controller.reserving import ReservationKeeper
 from controlplane.scheduler.controller.writing import (
     set_schedulable,
@@ -484,8 +484,9 @@ class SchedulerController(KeyedController[BindingKey]):
         self._stale_explanations.discard(key)  # the decision judged the fleet as it is now
         if moved:
             self.moves.acted(key, moved)
-            placed = ", ".join(f"{c['name']}:{c['replicas']}" for c in result.target_clusters()) or "no cluster"
-            await self.reclaims.acted(key, binding, moved, placed=placed, non_spot=non_spot)
+            await self.reclaims.acted(
+                key, binding, moved, placed=placement_text(result.target_clusters()), non_spot=non_spot
+            )
         if self.returns.eligible(binding, request):  # looked at again when room appears where the policy prefers
             self.returns.watch(key, request, unmet=self.returns.has_burst(request, result, snapshots))
         if evicted:

@@ -24,6 +24,16 @@ from controlplane.scheduler.core.rescheduling import replicas_moved
 log = logging.getLogger(__name__)
 
 
+def placement_text(clusters: list[dict[str, Any]]) -> str:
+    """A binding's clusters (``spec.clusters`` form) as Events say them: ``a:2, b:1``."""
+    return ", ".join(f"{c['name']}:{c['replicas']}" for c in clusters) or "no cluster"
+
+
+def _moves_text(moved: Mapping[str, int]) -> str:
+    """Replicas moved off clusters as Events say them: ``2 from a, 1 from b``."""
+    return ", ".join(f"{n} from {c}" for c, n in sorted(moved.items()))
+
+
 async def record_evictions(
     ctx: ControllerContext,
     binding: dict[str, Any],
@@ -33,7 +43,7 @@ async def record_evictions(
     workload = workload_of(ctx, binding)
     if workload is None:
         return
-    placed = ", ".join(f"{c['name']}:{c['replicas']}" for c in clusters) or "no cluster"
+    placed = placement_text(clusters)
     for name, cause in sorted(evicted.items()):
         log.warning("binding %s: %s", key_text(binding_key(binding)), cause.message, extra={"cluster": name})
         await record_event(
@@ -60,8 +70,8 @@ async def record_rescheduled(
     workload = workload_of(ctx, binding)
     if workload is None:
         return
-    placed = ", ".join(f"{c['name']}:{c['replicas']}" for c in clusters) or "no cluster"
-    text = ", ".join(f"{n} from {c}" for c, n in sorted(left.items()))
+    placed = placement_text(clusters)
+    text = _moves_text(left)
     await record_event(
         ctx, workload, type=EventType.NORMAL, reason=EventReason.REPLICAS_MOVED,
         message=f"rescheduled ({why or 'placement changed'}): moved {text}; now {placed}",
@@ -96,9 +106,9 @@ async def record_decision(
     workload = workload_of(ctx, binding)
     if workload is None:
         return
-    placed = ", ".join(f"{c['name']}:{c['replicas']}" for c in clusters) or "no cluster"
+    placed = placement_text(clusters)
     if moved:
-        text = ", ".join(f"{n} from {c}" for c, n in sorted(moved.items()))
+        text = _moves_text(moved)
         await record_event(
             ctx, workload, type=EventType.NORMAL, reason=EventReason.REPLICAS_MOVED,
             message=f"moved replicas members could not place ({text}); now {placed}",

@@ -15,6 +15,7 @@ reservations (:mod:`~controlplane.scheduler.core.replaying`) and gang fitting
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TypeVar
 
 from controlplane.apis.gpus import is_gpu_resource
 from controlplane.interpreter.requirements import RESOURCE_PODS, ReplicaRequirements
@@ -24,6 +25,8 @@ from controlplane.scheduler.core.snapshot import NodeShape
 Spilled = tuple[tuple[str, int], ...]
 """GPU resources a promise that fits no node whole holds on one node: ``((resource, amount), ...)``."""
 
+Taken = TypeVar("Taken")
+
 
 def _subtract(free: Mapping[str, int], req: ReplicaRequirements, pods: int) -> dict[str, int]:
     out = dict(free)
@@ -32,6 +35,34 @@ def _subtract(free: Mapping[str, int], req: ReplicaRequirements, pods: int) -> d
     if RESOURCE_PODS in out:
         out[RESOURCE_PODS] -= pods
     return out
+
+
+def _replace_pieces(
+    shapes: Sequence[NodeShape],
+    pieces: Mapping[int, list[NodeShape]],
+    took: Mapping[int, Taken],
+    *,
+    splices: list[Splice] | None,
+    taken: list[Taken] | None,
+) -> tuple[NodeShape, ...]:
+    """``shapes`` with ``pieces[i]`` in place of ``shapes[i]``; each replacement is appended to
+    ``splices`` (highest index first) when given, and with it ``took[i]`` to ``taken``."""
+    if splices is not None:
+        for i in sorted(pieces, reverse=True):
+            splices.append((i, tuple(pieces[i])))
+            if taken is not None:
+                taken.append(took[i])
+    if len(pieces) == 1:
+        [(i, split)] = pieces.items()
+        return (*shapes[:i], *split, *shapes[i + 1 :])
+    out: list[NodeShape] = []
+    start = 0
+    for i in sorted(pieces):
+        out.extend(shapes[start:i])
+        out.extend(pieces[i])
+        start = i + 1
+    out.extend(shapes[start:])
+    return tuple(out)
 
 
 def place_pods(
@@ -107,22 +138,7 @@ def place_pods(
         remaining -= take
         if not remaining:
             break
-    if splices is not None:
-        for i in sorted(pieces, reverse=True):
-            splices.append((i, tuple(pieces[i])))
-            if taken is not None:
-                taken.append(pods[i])
-    if len(pieces) == 1:
-        [(i, split)] = pieces.items()
-        return (*shapes[:i], *split, *shapes[i + 1 :]), replicas - remaining
-    out: list[NodeShape] = []
-    start = 0
-    for i in sorted(pieces):
-        out.extend(shapes[start:i])
-        out.extend(pieces[i])
-        start = i + 1
-    out.extend(shapes[start:])
-    return tuple(out), replicas - remaining
+    return _replace_pieces(shapes, pieces, pods, splices=splices, taken=taken), replicas - remaining
 
 
 def spill_gpus(
@@ -189,18 +205,4 @@ def spill_gpus(
         if removed is not None and added is not None:
             removed.append(shape)
             added.extend(split)
-    if not pieces:
-        return tuple(shapes)
-    if splices is not None:
-        for i in sorted(pieces, reverse=True):
-            splices.append((i, tuple(pieces[i])))
-            if taken is not None:
-                taken.append(gave[i])
-    out: list[NodeShape] = []
-    start = 0
-    for i in sorted(pieces):
-        out.extend(shapes[start:i])
-        out.extend(pieces[i])
-        start = i + 1
-    out.extend(shapes[start:])
-    return tuple(out)
+    return _replace_pieces(shapes, pieces, gave, splices=splices, taken=taken)

@@ -81,6 +81,7 @@ from controlplane.storage.interface import (
     StorageError,
     WatchEvent,
     check_key,
+    check_list,
     check_prefix,
 )
 from controlplane.storage.outage import DEFAULT_TRIP_AFTER
@@ -167,9 +168,7 @@ class EtcdStore(Lifecycle):
         limit: int = 0,
         start_after: str | None = None,
     ) -> ListResult:
-        check_prefix(prefix)
-        if limit < 0:
-            raise ValueError(f"limit must be >= 0, got {limit}")
+        check_list(prefix, limit=limit)
         start, end = self._range(prefix)
         if start_after is not None:
             start = max(start, self._full(start_after) + b"\0")
@@ -206,15 +205,12 @@ class EtcdStore(Lifecycle):
         check_key(key)
         full = self._full(key)
         if guards:
-            request = rpc.TxnRequest(
-                compare=[
-                    rpc.Compare(key=full, target=rpc.Compare.CREATE, result=rpc.Compare.EQUAL, create_revision=0),
-                    *self._guard_compares(guards),
-                ],
+            response = await self._guarded_txn(
+                "create",
+                guards,
+                compare=[rpc.Compare(key=full, target=rpc.Compare.CREATE, result=rpc.Compare.EQUAL, create_revision=0)],
                 success=[rpc.RequestOp(request_put=rpc.PutRequest(key=full, value=value, lease=lease))],
-                failure=[*self._guard_reads(guards)],
             )
-            response = await self._calls.kv("create", "Txn", request, write=True)
         else:
             encoded = wire.create_txn(full, value, lease=lease)
             response = await self._calls.kv_encoded("create", "Txn", encoded, write=True)
@@ -230,7 +226,9 @@ class EtcdStore(Lifecycle):
         check_key(key)
         full = self._full(key)
         if guards:
-            request = rpc.TxnRequest(
+            response = await self._guarded_txn(
+                "update",
+                guards,
                 compare=[
                     # A missing key has mod_revision 0; never let an update create it.
                     rpc.Compare(key=full, target=rpc.Compare.VERSION, result=rpc.Compare.GREATER, version=0),
@@ -240,12 +238,10 @@ class EtcdStore(Lifecycle):
                         result=rpc.Compare.EQUAL,
                         mod_revision=expected_revision,
                     ),
-                    *self._guard_compares(guards),
                 ],
                 success=[rpc.RequestOp(request_put=rpc.PutRequest(key=full, value=value, prev_kv=True))],
-                failure=[rpc.RequestOp(request_range=rpc.RangeRequest(key=full)), *self._guard_reads(guards)],
+                failure=[rpc.RequestOp(request_range=rpc.RangeRequest(key=full))],
             )
-            response = await self._calls.kv("update", "Txn", request, write=True)
         else:
             # The same transaction without guards (writes not fenced by leader election), by hand.
             encoded = wire.update_txn(full, value, expected_revision=expected_revision)
@@ -271,18 +267,18 @@ class EtcdStore(Lifecycle):
             deleted = await self._calls.kv("delete", "DeleteRange", delete, write=True)
             revision = deleted.header.revision
         else:
-            compare = self._guard_compares(guards)
-            if expected_revision is not None:
-                own = rpc.Compare(
-                    key=full, target=rpc.Compare.MOD, result=rpc.Compare.EQUAL, mod_revision=expected_revision
-                )
-                compare = (own, *compare)
-            request = rpc.TxnRequest(
-                compare=compare,
-                success=[rpc.RequestOp(request_delete_range=delete)],
-                failure=[rpc.RequestOp(request_range=rpc.RangeRequest(key=full)), *self._guard_reads(guards)],
+            own = (
+                [rpc.Compare(key=full, target=rpc.Compare.MOD, result=rpc.Compare.EQUAL, mod_revision=expected_revision)]
+                if expected_revision is not None
+                else []
             )
-            response = await self._calls.kv("delete", "Txn", request, write=True)
+            response = await self._guarded_txn(
+                "delete",
+                guards,
+                compare=own,
+                success=[rpc.RequestOp(request_delete_range=delete)],
+                failure=[rpc.RequestOp(request_range=rpc.RangeRequest(key=full))],
+            )
             if not response.succeeded:
                 self._raise_failed_guard(response, guards, offset=1)
                 self._raise_failed_compare(key, response, expected_revision or 0)
@@ -357,6 +353,25 @@ class EtcdStore(Lifecycle):
         )
 
     # -- internals -----------------------------------------------------------------
+
+    async def _guarded_txn(
+        self,
+        op: str,
+        guards: Sequence[WriteGuard],
+        *,
+        compare: Sequence[Any],
+        success: Sequence[Any],
+        failure: Sequence[Any] = (),
+    ) -> Any:
+        """Run a write transaction fenced by ``guards``: ``compare`` then one compare per guard;
+        on failure ``failure`` then one read per guard (:meth:`_raise_failed_guard` reads them
+        from ``offset=len(failure)``)."""
+        request = rpc.TxnRequest(
+            compare=[*compare, *self._guard_compares(guards)],
+            success=list(success),
+            failure=[*failure, *self._guard_reads(guards)],
+        )
+        return await self._calls.kv(op, "Txn", request, write=True)
 
     def _guard_compares(self, guards: Sequence[WriteGuard]) -> tuple[Any, ...]:
         for guard in guards:

@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from controlplane.apis.kube.field import ErrorType, FieldError
-from controlplane.apiserver import columns as col
+from controlplane.apis.untyped import dig
 from controlplane.apiserver.auth.rbac.index import CLUSTER_ROLE, CLUSTER_ROLE_BINDING, ROLE, ROLE_BINDING
 from controlplane.apiserver.auth.rbac.policy import RBAC_GROUP, RBAC_VERSION
 from controlplane.apiserver.resources import AGE, NameRule, ResourceType, TableColumn
@@ -27,7 +27,7 @@ _SUBJECT_KINDS: Final = ("ServiceAccount", "User", "Group")
 
 
 def _created_at(obj: dict[str, Any], _now: datetime) -> Any:
-    return col.dig(obj, "metadata", "creationTimestamp") or ""
+    return dig(obj, "metadata", "creationTimestamp") or ""
 
 
 def _role_ref(obj: dict[str, Any], _now: datetime) -> Any:
