@@ -1,7 +1,8 @@
 """The Work applier: makes the member cluster hold exactly what its Works say, and reports back.
 
 In: Work objects (``work.gpufed.io/v1alpha1``, ``spec.workload.manifests`` and
-``spec.conflictResolution``), the member's API, the agent's pod cache, its watch caches of the
+``spec.conflictResolution``), the member's API, the pods no node holds yet (:class:`PendingPods`,
+kept from the agent's pod cache), its watch caches of the
 kinds the Works hold (:data:`CachedObject`: a status pass reads them first and asks the member
 only for what they lack; an apply always reads the member, see below) and the :class:`Ledger`.
 Out: member objects server-side applied with field manager ``gpufed-agent`` and the ownership
@@ -158,12 +159,11 @@ class PendingPods:
     def changed(self, key: str, pod: Mapping[str, Any] | None) -> None:
         """Record the pod cache's entry for ``key`` (``namespace/name``) as it is now (None: gone)."""
         namespace = key.partition("/")[0]
-        pending = pod is not None and not (pod.get("spec") or {}).get("nodeName")
-        held = self._by_namespace.get(namespace)
-        if pending:
-            assert pod is not None
+        if pod is not None and not (pod.get("spec") or {}).get("nodeName"):
             self._by_namespace.setdefault(namespace, {})[key] = pod
-        elif held is not None and held.pop(key, None) is not None and not held:
+            return
+        held = self._by_namespace.get(namespace)
+        if held is not None and held.pop(key, None) is not None and not held:
             del self._by_namespace[namespace]
 
     def clear(self) -> None:

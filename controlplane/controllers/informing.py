@@ -230,7 +230,8 @@ class AssumedWrites:
 
     :meth:`overlay` puts each assumed object over the cache's view while the cache holds an
     older resourceVersion of it, and forgets it once the cache holds the same or a newer one,
-    or no longer holds the object at all (deleted since)."""
+    or no longer holds the object at all (deleted since). The hub's resourceVersions are its
+    store's revisions, so they order writes (a client outside the hub may not compare them)."""
 
     def __init__(self) -> None:
         self._written: dict[Hashable, dict[str, Any]] = {}
