@@ -68,7 +68,9 @@ class ControllerManager(Service):
         self.context: ControllerContext | None = None
         self.scheduler: SchedulerController | None = None
         self.evictions: GracefulEvictionController | None = None
+        self.status: StatusController | None = None
         self._loops: list[ReconcileLoop[Any]] = []
+        self._horizons: dict[int, Callable[[], float]] = {}
 
     @property
     def started(self) -> asyncio.Event:
@@ -111,6 +113,8 @@ class ControllerManager(Service):
             admission.loop,
         ]
         self.context, self.scheduler, self.evictions, self._loops = ctx, scheduler, evictions, loops
+        self.status = status
+        self._horizons = {id(status.loop): status.idle_horizon}
         tasks: list[asyncio.Task[None]] = []
         try:
             async with asyncio.TaskGroup() as group:
@@ -147,8 +151,15 @@ class ControllerManager(Service):
 
     def idle(self) -> bool:
         """No key is waiting, being reconciled, or due again within a second (a retry after a lost
-        race); keys parked for longer (grace periods, periodic re-checks) do not count."""
-        return self._started.is_set() and not any(loop.queue.busy(horizon=IDLE_HORIZON) for loop in self._loops)
+        race) or, for the status controller, within its hold of waiting states; keys parked for
+        longer (grace periods, periodic re-checks) do not count."""
+        if not self._started.is_set():
+            return False
+        for loop in self._loops:
+            horizon = self._horizons.get(id(loop))
+            if loop.queue.busy(horizon=max(IDLE_HORIZON, horizon()) if horizon else IDLE_HORIZON):
+                return False
+        return True
 
     async def wait_idle(self, *, settle: float = 0.05) -> None:
         """Wait until :meth:`idle` has held for ``settle`` seconds (bound it with ``asyncio.timeout``)."""

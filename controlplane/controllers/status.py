@@ -24,8 +24,9 @@ count the same replicas twice (a Deployment would show more ready replicas than 
 Both are written only when they change (compare and swap), so a restarted hub or a repeated
 reconcile writes nothing. A change to a state in which some chosen cluster is only *waiting*
 (its Work not written yet, or its member not reporting the current generation yet) is held
-for up to :data:`WAITING_HOLD_SECONDS`: the Work's creation and the member's first report
-come moments apart, and each would otherwise cost the binding (and the workload) a status
+for a while (:class:`WaitingHold`: :data:`WAITING_HOLD_SECONDS`, or longer when members have
+lately taken longer to report, up to :data:`MAX_WAITING_HOLD_SECONDS`): the Work's creation
+and the member's first report come moments apart, and each would otherwise cost the binding (and the workload) a status
 write that the next one replaces at once. A cluster whose member applied the Work but whose
 object is not healthy yet (a Deployment's replicas starting) counts as waiting too: most
 become healthy within the hold, and the ready state is then the first one written (that hold
@@ -38,7 +39,9 @@ from __future__ import annotations
 
 import copy
 import logging
+import statistics
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -77,6 +80,9 @@ log = logging.getLogger(__name__)
 #: How long a status in which a cluster is only waiting (see the module docstring) is held back
 #: (within the controller manager's idle horizon: a held binding counts as work to do).
 WAITING_HOLD_SECONDS = 1.0
+#: The longest that hold grows to when members report late (a busy hub or fleet): a member that
+#: stays silent shows as waiting after this at most.
+MAX_WAITING_HOLD_SECONDS = 5.0
 WORK_NOT_WRITTEN = "the Work is not written yet"
 WORK_NOT_APPLIED = "the member has not applied the current Work yet"
 WAITING_MESSAGES = frozenset({WORK_NOT_WRITTEN, WORK_NOT_APPLIED})
@@ -211,6 +217,42 @@ def report_agent_failures(
         interpreter.report_member_failure(hook, f"{message.removeprefix(prefix)} (in cluster {cluster})", obj)
 
 
+class WaitingHold:
+    """How long a waiting status is held back: :data:`WAITING_HOLD_SECONDS`, or as long as the
+    recent waits took to end (their upper decile, with a fifth more as margin), capped at
+    :data:`MAX_WAITING_HOLD_SECONDS`.
+
+    A wait ends when the binding leaves the waiting state (or moves from *not applied* to
+    *replicas starting*). When the hub or the fleet is busy, members report later than the base
+    hold, and each waiting state would be written only for the ready state to replace it moments
+    later: one binding status write and one watch event per workload, exactly when the hub can
+    least afford them. Following the observed waits keeps those writes away; the cap bounds how
+    late a member that stays silent is shown waiting."""
+
+    #: How many of the latest waits are remembered.
+    WINDOW = 128
+    #: Margin over the waits' upper decile.
+    MARGIN = 1.2
+
+    def __init__(self, base: float = WAITING_HOLD_SECONDS, cap: float = MAX_WAITING_HOLD_SECONDS) -> None:
+        self.base, self.cap = base, max(base, cap)
+        self._waits: deque[float] = deque(maxlen=self.WINDOW)
+        self._seconds = base
+
+    @property
+    def seconds(self) -> float:
+        return self._seconds
+
+    def ended(self, waited: float) -> None:
+        """A wait ended after ``waited`` seconds."""
+        self._waits.append(max(0.0, waited))
+        if len(self._waits) < 2:
+            upper = self._waits[0]
+        else:
+            upper = statistics.quantiles(self._waits, n=10, method="inclusive")[-1]
+        self._seconds = min(self.cap, max(self.base, upper * self.MARGIN))
+
+
 class StatusController(KeyedController[BindingKey]):
     """Reconciles bindings (keys: ``(namespace, name)``) into binding and workload status."""
 
@@ -221,6 +263,7 @@ class StatusController(KeyedController[BindingKey]):
         #: Bindings whose status is held while a cluster is waiting: since when (monotonic).
         # A binding held: since when, and whether every Work was applied then (replicas starting).
         self._waiting_since: dict[BindingKey, tuple[float, bool]] = {}
+        self.hold = WaitingHold()
         ctx.works.add_handler(self._on_work)
         ctx.bindings.add_handler(self._on_binding)
         ctx.add_workload_handler(self._on_workload)
@@ -317,17 +360,24 @@ class StatusController(KeyedController[BindingKey]):
 
     def _hold(self, key: BindingKey, items: list[dict[str, Any]]) -> float | None:
         """Seconds to hold the status back while a cluster is only waiting; None: write now."""
-        if not any(_waiting(item) for item in items):
-            self._waiting_since.pop(key, None)
-            return None
         now = time.monotonic()
+        if not any(_waiting(item) for item in items):
+            ended = self._waiting_since.pop(key, None)
+            if ended is not None:
+                self.hold.ended(now - ended[0])
+            return None
         starting = not any(item.get("appliedMessage") in WAITING_MESSAGES for item in items)
         since, was_starting = self._waiting_since.get(key, (now, starting))
         if starting and not was_starting:
+            self.hold.ended(now - since)
             since = now  # every Work applied: the replicas' start gets a hold of its own
         self._waiting_since[key] = (since, starting)
-        left = WAITING_HOLD_SECONDS - (now - since)
+        left = self.hold.seconds - (now - since)
         return left if left > 0 else None
+
+    def idle_horizon(self) -> float:
+        """How far ahead a held binding counts as work to do (the controller manager's idle)."""
+        return self.hold.seconds
 
     async def _write_binding_status(
         self, binding: dict[str, Any], items: list[dict[str, Any]], pending: list[str], total: int
