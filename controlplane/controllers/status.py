@@ -82,7 +82,7 @@ log = logging.getLogger(__name__)
 WAITING_HOLD_SECONDS = 1.0
 #: The longest that hold grows to when members report late (a busy hub or fleet): a member that
 #: stays silent shows as waiting after this at most.
-MAX_WAITING_HOLD_SECONDS = 5.0
+MAX_WAITING_HOLD_SECONDS = 10.0
 WORK_NOT_WRITTEN = "the Work is not written yet"
 WORK_NOT_APPLIED = "the member has not applied the current Work yet"
 WAITING_MESSAGES = frozenset({WORK_NOT_WRITTEN, WORK_NOT_APPLIED})
@@ -223,14 +223,16 @@ class WaitingHold:
     :data:`MAX_WAITING_HOLD_SECONDS`.
 
     A wait ends when the binding leaves the waiting state (or moves from *not applied* to
-    *replicas starting*). When the hub or the fleet is busy, members report later than the base
+    *replicas starting*). A hold that runs out counts as a wait of twice its length (the wait is
+    at least that long, how much longer is not known yet), so a growing backlog lengthens the
+    hold before the waits under way have ended. When the hub or the fleet is busy, members report later than the base
     hold, and each waiting state would be written only for the ready state to replace it moments
     later: one binding status write and one watch event per workload, exactly when the hub can
     least afford them. Following the observed waits keeps those writes away; the cap bounds how
     late a member that stays silent is shown waiting."""
 
     #: How many of the latest waits are remembered.
-    WINDOW = 128
+    WINDOW = 32
     #: Margin over the waits' upper decile.
     MARGIN = 1.2
 
@@ -242,6 +244,10 @@ class WaitingHold:
     @property
     def seconds(self) -> float:
         return self._seconds
+
+    def ran_out(self, waited: float) -> None:
+        """A hold ran out after ``waited`` seconds, its binding still waiting."""
+        self.ended(2 * waited)
 
     def ended(self, waited: float) -> None:
         """A wait ended after ``waited`` seconds."""
@@ -260,9 +266,9 @@ class StatusController(KeyedController[BindingKey]):
 
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)
-        #: Bindings whose status is held while a cluster is waiting: since when (monotonic).
-        # A binding held: since when, and whether every Work was applied then (replicas starting).
-        self._waiting_since: dict[BindingKey, tuple[float, bool]] = {}
+        #: Bindings whose status is held while a cluster is waiting: since when (monotonic), whether
+        #: every Work was applied then (replicas starting), and whether the hold ran out.
+        self._waiting_since: dict[BindingKey, tuple[float, bool, bool]] = {}
         self.hold = WaitingHold()
         ctx.works.add_handler(self._on_work)
         ctx.bindings.add_handler(self._on_binding)
@@ -367,12 +373,17 @@ class StatusController(KeyedController[BindingKey]):
                 self.hold.ended(now - ended[0])
             return None
         starting = not any(item.get("appliedMessage") in WAITING_MESSAGES for item in items)
-        since, was_starting = self._waiting_since.get(key, (now, starting))
+        since, was_starting, ran_out = self._waiting_since.get(key, (now, starting, False))
         if starting and not was_starting:
             self.hold.ended(now - since)
-            since = now  # every Work applied: the replicas' start gets a hold of its own
-        self._waiting_since[key] = (since, starting)
+            since, ran_out = now, False  # every Work applied: the replicas' start gets a hold of its own
         left = self.hold.seconds - (now - since)
+        if left <= 0 and not ran_out:
+            # A wait at least this long: while members fall further behind (a growing backlog),
+            # the waits that ended are shorter than those under way, and the hold learns late.
+            self.hold.ran_out(now - since)
+            ran_out = True
+        self._waiting_since[key] = (since, starting, ran_out)
         return left if left > 0 else None
 
     def idle_horizon(self) -> float:

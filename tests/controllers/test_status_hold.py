@@ -1,8 +1,8 @@
 """The status controller's hold of waiting states follows how late members report (issue 19):
 a hub whose members lately took longer than the base hold to report holds a binding's waiting
 state that long too, so the ready state is the one status write; a member that stays silent is
-still shown waiting once the (capped) hold is over, and a held binding keeps the controllers
-from counting as idle until then."""
+still shown waiting once the (capped) hold is over, a hold that runs out lengthens the next
+ones, and a held binding keeps the controllers from counting as idle until then."""
 
 from __future__ import annotations
 
@@ -45,6 +45,16 @@ def test_the_hold_is_capped_and_forgets_old_waits() -> None:
     for _ in range(WaitingHold.WINDOW):
         hold.ended(0.1)
     assert hold.seconds == 1.0  # the long waits left the window
+
+
+def test_a_hold_that_runs_out_counts_as_a_wait_of_twice_its_length() -> None:
+    hold = WaitingHold(base=1.0, cap=10.0)
+    for _ in range(4):
+        hold.ran_out(1.0)  # four bindings still waiting when their 1 s hold ran out
+    assert hold.seconds == pytest.approx(2.0 * WaitingHold.MARGIN)
+    for _ in range(4):
+        hold.ran_out(2.4)
+    assert hold.seconds == pytest.approx(4.8 * WaitingHold.MARGIN)  # a growing backlog: it doubles
 
 
 def test_a_cap_below_the_base_is_the_base() -> None:
@@ -118,10 +128,10 @@ async def test_with_the_base_hold_a_late_report_follows_a_written_waiting_state(
         return next((s for s in statuses if shows_waiting(s)), None)
 
     await eventually(waiting, what="the waiting state written after the base hold")
+    # The hold that ran out is a wait of at least its length: the next hold is longer.
+    assert manager.status.hold.seconds >= 2 * 0.2
     await report_work_status(objects, work, ready=1)
     await eventually(lambda: _latest_not_waiting(statuses), what="the ready state")
-    # The wait that just ended (written waiting, then ready) is what the next hold learns from.
-    assert manager.status.hold.seconds > 0.2
 
 
 async def _latest_not_waiting(statuses: list[dict[str, Any]]) -> dict[str, Any] | None:
