@@ -19,6 +19,7 @@ from controlplane.apis import constants as c
 from controlplane.lifecycle import Service
 from member_agent import probing
 from member_agent.applying import PendingPods
+from member_agent.capacity import PodRequests
 from member_agent.config import AgentConfig
 from member_agent.holding import StatusHold
 from member_agent.informing import Informer
@@ -107,6 +108,8 @@ class AgentBase(Service):
         self._preserve_on_deletion: dict[str, bool] = {}
         self._utilization: dict[str, list[dict[str, Any]]] | None = None
         self._utilization_time: str | None = None
+        #: The requests of the pods the last capacity report read (by object identity).
+        self._pod_requests = PodRequests()
         self._kubernetes_version: str | None = None
         #: The member API's health by the probe; None until the member client exists.
         self.member_api_health: probing.MemberApiHealth | None = None

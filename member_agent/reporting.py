@@ -54,6 +54,7 @@ class CapacityReporting(AgentBase):
             kubernetes_version=self._kubernetes_version or capacity.kubelet_version(nodes),
             previous_conditions=previous.get("conditions") or [],
             api_problem=(problem.reason, problem.message) if problem is not None else None,
+            requests_of=self._pod_requests,
         )
 
     async def _probe_loop(self) -> None:

@@ -421,3 +421,66 @@ def expand_utilization(utilization: Any) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+def node_entries(nodes: Sequence[NodeUtilization]) -> list[dict[str, Any]]:
+    """What :func:`expand_utilization` reads back from :func:`encode_utilization` of ``nodes``,
+    built without the encoding (the agent's own view of what it reports: per-device entries
+    whose utilization is rounded to the percent, devices without UUIDs, MIG instances numbered
+    by their position on the node)."""
+    out: list[dict[str, Any]] = []
+    for node in nodes:
+        if not node.devices:
+            continue
+        pods: list[dict[str, Any]] = []
+        for allocation in _node_pods(node):
+            pod: dict[str, Any] = {
+                "pod": allocation.name,
+                "namespace": allocation.namespace,
+                "resources": dict(sorted((str(k), int(v)) for k, v in allocation.resources.items())),
+            }
+            if allocation.owner_kind and allocation.owner_name:
+                pod["owner"] = {"kind": allocation.owner_kind, "name": allocation.owner_name}
+            pods.append(pod)
+        devices: list[dict[str, Any]] = []
+        for offset, source in enumerate(node.devices):
+            get = source.get
+            device: dict[str, Any] = {"gpu": get("gpu", ""), "uuid": ""}
+            profile = _profile(source)
+            if profile is not None:
+                if profile:
+                    device["profile"] = profile
+                device["instance"] = offset
+            if holder := get("pod"):
+                namespace, name = _pod_key(get("namespace"), holder)
+                device["pod"], device["namespace"] = name, namespace
+            percent = _percent(get("utilization"))
+            if percent is not None:
+                device["utilization"] = percent / 100
+            devices.append(device)
+        out.append(
+            {
+                "name": node.name,
+                "product": node.product or UNKNOWN_PRODUCT,
+                "ready": bool(int(node.ready)),
+                "schedulable": bool(int(node.schedulable)),
+                "sharedReplicas": max(int(node.shared_replicas), 1),
+                "labels": dict(sorted((str(k), str(v)) for k, v in node.labels.items())),
+                "devices": devices,
+                "pods": pods,
+            }
+        )
+    return out
+
+
+def encoded_size_at_least(nodes: Sequence[NodeUtilization]) -> int:
+    """A lower bound of the JSON size of :func:`encode_utilization` of ``nodes`` (compact
+    separators): per reported node its name as a string and the other seven node columns as
+    one-digit numbers, per device two one-digit numbers (holder, utilization), each with its
+    separator (less one per column, which has no separator after its last value). Spares
+    encoding a report only to find it too large to keep."""
+    size = 0
+    for node in nodes:
+        if node.devices:
+            size += len(node.name) + 3 + 2 * (len(_NODE_COLUMNS) - 1) + 4 * len(node.devices)
+    return max(size - len(_NODE_COLUMNS) - 2, 0)

@@ -3,7 +3,9 @@
 Why this module exists: the agent must report exactly what the hub's accounting would have
 derived from a per-device report, only aggregated (:mod:`controlplane.reports.aggregated`).
 So it derives it the same way: the per-node facts (:class:`~controlplane.apis.utilization.NodeUtilization`)
-go through the per-device encoding and the hub's own per-node adapter
+become the entries the hub would read back from the per-device encoding
+(:func:`~controlplane.apis.utilization.node_entries`, which a test holds equal to encoding and
+reading back) and go through the hub's own per-node adapter
 (:func:`controlplane.reports.nodes.node_sample`: device shares, MIG remainders, time-sliced
 shares, devices of pods the exporter did not name), and the resulting node samples are
 aggregated.
@@ -22,7 +24,12 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from controlplane.apis.untyped import as_mapping
-from controlplane.apis.utilization import NodeUtilization, encode_utilization, expand_utilization
+from controlplane.apis.utilization import (
+    NodeUtilization,
+    encode_utilization,
+    encoded_size_at_least,
+    node_entries,
+)
 from controlplane.reports.aggregated import aggregate
 from controlplane.reports.nodes import node_sample
 
@@ -32,8 +39,7 @@ PER_DEVICE_BUDGET: Final = 64 * 1024
 
 def utilization_report(nodes: Sequence[NodeUtilization], *, sample_time: str | None) -> dict[str, Any]:
     """``Cluster.status.utilization`` (version 3) for ``nodes`` (in name order)."""
-    per_device = encode_utilization(nodes, sample_time=sample_time)
-    entries = expand_utilization(per_device)
+    entries = node_entries(nodes)
     samples = [node_sample(entry) for entry in entries]
     bound = []
     for entry in entries:
@@ -42,6 +48,9 @@ def utilization_report(nodes: Sequence[NodeUtilization], *, sample_time: str | N
             kind, name = owner.get("kind"), owner.get("name")
             bound.append((str(pod.get("namespace") or ""), str(kind) if kind else None, str(name) if name else None))
     report = aggregate(samples, bound, sample_time=sample_time)
-    small = len(json.dumps(per_device, separators=(",", ":"))) <= PER_DEVICE_BUDGET
-    report["perDevice"] = per_device if small else None
+    report["perDevice"] = None
+    if encoded_size_at_least(nodes) <= PER_DEVICE_BUDGET:
+        per_device = encode_utilization(nodes, sample_time=sample_time)
+        if len(json.dumps(per_device, separators=(",", ":"))) <= PER_DEVICE_BUDGET:
+            report["perDevice"] = per_device
     return report

@@ -522,3 +522,25 @@ def test_nodes_sharing_their_labels_and_status_are_shaped_each_as_on_its_own() -
     assert shared == alone
     shapes = sorted((s["count"], "rack" in s["labels"], s["free"]["nvidia.com/gpu"]) for s in shared["nodeShapes"])
     assert shapes == [(1, False, 8), (1, True, 7), (1, True, 8)]
+
+
+def test_a_report_reads_again_only_the_pods_that_changed_since_the_last() -> None:
+    """The reporter's PodRequests: the same pod object keeps its parsed requests, a replaced
+    object (the informer's copy of a changed pod) is parsed again, and the figures are those
+    of a report that parses every pod."""
+    nodes = [node("a1", resources={"nvidia.com/gpu": "8"}, labels=A100)]
+    first, second = pod("p1", "a1", limits={"nvidia.com/gpu": "4"}), pod("p2", "a1", limits={"nvidia.com/gpu": "1"})
+    memo = capacity.PodRequests()
+    capacity.summarize(nodes, [first, second], now=NOW, requests_of=memo)
+    kept = memo.of(first)
+    memo.report_done()  # what of() just read is now the last report's
+    resized = pod("p2", "a1", limits={"nvidia.com/gpu": "3"})  # p2 changed: a new object
+    status = capacity.summarize(nodes, [first, resized], now=NOW, requests_of=memo)
+    assert status == capacity.summarize(nodes, [first, resized], now=NOW)
+    [gpus] = status["gpuSummary"]
+    assert gpus["allocated"] == 7
+    assert memo.of(first) is kept, "an unchanged pod object is not parsed again"
+    assert memo.of(resized)["nvidia.com/gpu"] == 3
+    memo.report_done()
+    memo.report_done()  # a report that read no pod: nothing is kept
+    assert memo.of(first) is not kept

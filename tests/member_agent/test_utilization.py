@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -10,7 +11,9 @@ from controlplane.apis.utilization import (
     NodeUtilization,
     PodAllocation,
     encode_utilization,
+    encoded_size_at_least,
     expand_utilization,
+    node_entries,
 )
 
 A100 = "NVIDIA-A100-SXM4-80GB"
@@ -179,9 +182,7 @@ def test_nodes_without_devices_are_left_out_and_tables_are_shared() -> None:
     assert encoded["pods"] == {"group": [], "name": []}
 
 
-@pytest.mark.parametrize(
-    "nodes",
-    [
+ENCODED_CASES = [
         pytest.param(
             [
                 node(
@@ -223,8 +224,10 @@ def test_nodes_without_devices_are_left_out_and_tables_are_shared() -> None:
             ],
             id="time-sliced shares",
         ),
-    ],
-)
+]
+
+
+@pytest.mark.parametrize("nodes", ENCODED_CASES)
 def test_the_hub_reads_back_what_was_encoded(nodes: list[NodeUtilization]) -> None:
     expanded = expand_utilization(encode_utilization(nodes, sample_time=T))
     assert [entry["name"] for entry in expanded] == [n.name for n in nodes]
@@ -292,3 +295,60 @@ def test_the_aggregated_report_carries_the_per_device_encoding_while_small() -> 
     expected = expand_utilization(per_device)
     assert expected and expand_utilization({"version": 3, "perDevice": per_device}) == expected
     assert expand_utilization({"version": 3, "perDevice": None}) == []
+
+
+#: Cases the encoding treats specially: a device naming a pod the node's list lacks, a MIG
+#: instance the exporter gave no profile, utilizations out of range, unknown or not numbers,
+#: a node without devices (left out), an unknown product, a pod without owner name, labels out
+#: of order, a share count under 1.
+ODD_NODES = [
+    node(
+        "z-node",
+        [
+            {"gpu": 0, "uuid": "GPU-0", "pod": "stranger-1", "namespace": "other", "utilization": 1.7},
+            {"gpu": 0, "uuid": "GPU-0", "instance": 3, "utilization": float("nan")},
+            {"gpu": 1, "uuid": "GPU-1", "profile": "1g.10gb", "instance": 4, "utilization": True},
+            {"gpu": 2, "uuid": "GPU-2", "pod": "solo", "utilization": -0.2},
+            {"gpu": "3", "uuid": "GPU-3", "utilization": "0.5"},
+        ],
+        (PodAllocation("ml", "solo", {"nvidia.com/gpu": 1}, "Deployment", None),
+         PodAllocation("ml", "idle-1", {}, None, None)),
+        product="",
+        labels={"zone": "z2", "pool": "b"},
+    ),
+    node("empty", []),
+    node("a-node", [whole(0, 0.333, "web-7d4-abcde"), whole(1, None)], (rs_pod("web-7d4-abcde", "web", GPU1),), replicas=0),
+]
+
+
+@pytest.mark.parametrize("nodes", [*ENCODED_CASES, ODD_NODES])
+def test_the_entries_the_agent_builds_are_those_the_hub_reads_back(nodes: list[NodeUtilization]) -> None:
+    """The agent builds its report from :func:`node_entries`; the hub's pod views read the
+    per-device encoding: both must see the same devices, pods and rounding."""
+    expected = expand_utilization(encode_utilization(nodes, sample_time=T))
+    built = node_entries(nodes)
+    assert built == expected
+    assert [type(v) for e in built for d in e["devices"] for v in d.values()] == [
+        type(v) for e in expected for d in e["devices"] for v in d.values()
+    ]
+
+
+#: The encoding at its most compact: every device held by the node's first pod, at 0 %.
+DENSE_NODES = [
+    node(f"n{i}", [whole(gpu, 0.0, "p") for gpu in range(8)], (PodAllocation("ml", "p", {"nvidia.com/gpu": 8}),))
+    for i in range(50)
+]
+
+
+@pytest.mark.parametrize("nodes", [*ENCODED_CASES, ODD_NODES, DENSE_NODES])
+def test_the_size_bound_is_never_above_the_encoded_size(nodes: list[NodeUtilization]) -> None:
+    """A report whose bound is over the budget is not encoded at all: the bound must hold for
+    the most compact encoding too (two one-digit numbers per device)."""
+    encoded = json.dumps(encode_utilization(nodes, sample_time=T), separators=(",", ":"))
+    assert 0 < encoded_size_at_least(nodes) <= len(encoded)
+
+
+def test_the_size_bound_of_a_dense_report_is_near_its_encoded_size() -> None:
+    """Loose enough never to be above the size, close enough to spare large members the encoding."""
+    encoded = json.dumps(encode_utilization(DENSE_NODES, sample_time=T), separators=(",", ":"))
+    assert encoded_size_at_least(DENSE_NODES) >= 0.75 * len(encoded)
