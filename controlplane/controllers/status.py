@@ -5,7 +5,10 @@ object's status and health the agent reported) and the hub workload. Out:
 
 * the binding's ``status.aggregatedStatus`` — one entry per chosen cluster, in name order:
   ``{clusterName, applied, appliedMessage?, health?, status?}`` — and its ``FullyApplied``
-  condition (True when every chosen cluster's Work is applied at its current generation);
+  condition (True when every chosen cluster's Work is applied at its current generation); the
+  health is the agent's, or, from an agent that did not report one, the kind's rule (the one the
+  agents apply) on what the hub knows of the member's copy: the status reported and the spec the
+  Work asks for (:func:`member_object`);
 * the workload's ``.status`` on the hub, merged by its interpreter from the members'
   statuses (a Deployment's ``readyReplicas`` is the sum over members; a kind without replicas
   by its status interpreter, :mod:`controlplane.interpreter.native`, if it has one: a
@@ -98,6 +101,44 @@ def main_manifest(work: Mapping[str, Any], resource: Mapping[str, Any]) -> Mappi
     return dict(entries[0]) if entries else None
 
 
+def work_manifest(work: Mapping[str, Any], resource: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The Work's manifest of the workload itself, None when the Work carries none of it."""
+    for manifest in WorkView(work).manifests:
+        meta = manifest.get("metadata") or {}
+        if manifest.get("kind") == resource.get("kind") and meta.get("name") == resource.get("name"):
+            return manifest
+    return None
+
+
+def member_object(
+    work: Mapping[str, Any], resource: Mapping[str, Any], status: Mapping[str, Any]
+) -> dict[str, Any]:
+    """What the hub knows of a member's copy of the workload, as an observed object for the
+    kind's health rule: its apiVersion and kind, the spec its Work asks for (when the Work
+    carries the manifest) and the status its member reported; no metadata, as the member's
+    generation is its own."""
+    observed: dict[str, Any] = {
+        "apiVersion": resource.get("apiVersion"),
+        "kind": resource.get("kind"),
+        "status": dict(status),
+    }
+    spec = (work_manifest(work, resource) or {}).get("spec")
+    if isinstance(spec, Mapping):
+        observed["spec"] = spec
+    return observed
+
+
+def member_health(
+    interpreter: StatusInterpreter, work: Mapping[str, Any], resource: Mapping[str, Any], status: Mapping[str, Any]
+) -> Health:
+    """A member copy's health judged here: by a customization's ``healthInterpretation`` on the
+    status (:meth:`~controlplane.interpreter.customized.CustomizedInterpreter.health`), else by
+    the kind's rule on :func:`member_object`."""
+    if isinstance(interpreter, CustomizedInterpreter):
+        return interpreter.health(status)
+    return interpreter.health_of(member_object(work, resource, status))
+
+
 def aggregate(
     resource: Mapping[str, Any],
     targets: list[Mapping[str, Any]],
@@ -134,7 +175,7 @@ def aggregate(
         if member_status is not None and interpreter is not None and (
             health is None or _judges_health_here(interpreter, manifest)
         ):
-            health = str(interpreter.health(member_status))
+            health = str(member_health(interpreter, work, resource, member_status))
         if health:
             item["health"] = str(health)
         if member_status is not None:

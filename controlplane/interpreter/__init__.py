@@ -1,6 +1,7 @@
 """Per-kind workload knowledge: replicas, requirements, per-cluster shares, status, health.
 
-Use :func:`interpreter_for` to get the :class:`KindInterpreter` of an object's kind.
+Use :func:`interpreter_for` to get the :class:`KindInterpreter` of an object's kind, and
+:func:`judge_health` for a member object's health by its kind's rule.
 """
 
 from controlplane.interpreter.base import (
@@ -12,7 +13,13 @@ from controlplane.interpreter.base import (
     keep_finished,
 )
 from controlplane.interpreter.dependencies import Dependency, DependencyKind
-from controlplane.interpreter.registry import interpreter_for, register, registered_kinds
+from controlplane.interpreter.registry import (
+    health_rule_for,
+    interpreter_for,
+    judge_health,
+    register,
+    registered_kinds,
+)
 from controlplane.interpreter.requirements import (
     NodeSelectorRequirement,
     NodeSelectorTerm,
@@ -32,7 +39,9 @@ __all__ = [
     "NodeSelectorRequirement",
     "NodeSelectorTerm",
     "ReplicaRequirements",
+    "health_rule_for",
     "interpreter_for",
+    "judge_health",
     "keep_finished",
     "register",
     "registered_kinds",

@@ -23,6 +23,7 @@ from typing import Any, Protocol, runtime_checkable
 from controlplane.apis.untyped import as_int
 from controlplane.apis.work_v1alpha1 import Health
 from controlplane.interpreter.dependencies import Dependency, pod_template_dependencies, sorted_dependencies
+from controlplane.interpreter.health import generic_health, observed_generation_behind, spec_of, status_of
 from controlplane.interpreter.requirements import (
     Obj,
     ReplicaRequirements,
@@ -108,8 +109,15 @@ class KindInterpreter(Protocol):
         """The hub object's ``.status`` merged from the members' statuses."""
         ...
 
+    def health_of(self, observed: Obj) -> Health:
+        """Health of one member's copy, from the observed object: its ``spec``, its
+        ``metadata.generation`` and its ``status`` where known (:mod:`controlplane.interpreter.health`).
+        The agent judges the whole live object by it, the hub what it knows of it."""
+        ...
+
     def health(self, status: Mapping[str, Any] | None) -> Health:
-        """Health of one member's copy, from its ``.status``."""
+        """Health of one member's copy from its ``.status`` alone (:meth:`health_of` on an
+        object of which only the status is known); Unknown without a status."""
         ...
 
     def finished(self, status: Mapping[str, Any] | None) -> FinishedPhase | None:
@@ -167,6 +175,12 @@ class PodTemplateKind:
     def between_runs(self, status: Mapping[str, Any] | None) -> bool:
         return False
 
+    def health_of(self, observed: Obj) -> Health:
+        return generic_health(observed)
+
+    def health(self, status: Mapping[str, Any] | None) -> Health:
+        return Health.UNKNOWN if status is None else self.health_of({"kind": self.kind, "status": status})
+
     def with_gpu_request(self, obj: Obj, resources: Mapping[str, int | str]) -> Obj:
         out = copy.deepcopy(obj)
         for parent, key in self.template_slots(out):
@@ -202,6 +216,8 @@ class ReplicatedTemplateKind(PodTemplateKind):
     replica_fields: tuple[str, ...] = ()
     #: Condition types that are True on the hub as soon as one member says so.
     any_true_conditions: frozenset[str] = frozenset()
+    #: The status count of replicas that serve (``readyReplicas``, a Deployment's ``availableReplicas``).
+    serving_field = "readyReplicas"
 
     def template_slots(self, obj: Obj) -> list[TemplateSlot]:
         spec = obj.get("spec")
@@ -225,6 +241,28 @@ class ReplicatedTemplateKind(PodTemplateKind):
             out["observedGeneration"] = generation
         put_conditions(out, member_statuses, any_true=self.any_true_conditions)
         return out
+
+    def health_of(self, observed: Obj) -> Health:
+        """Unknown while the status is about an earlier generation; Healthy when ``spec.replicas``
+        (default 1) replicas serve (:attr:`serving_field`) and are updated (``updatedReplicas``,
+        when the kind reports it), or none are asked for; Unhealthy otherwise. Without the spec,
+        the replicas asked for are those the status counts (``status.replicas``), and an empty
+        status says nothing yet (Unknown)."""
+        status = status_of(observed)
+        if observed_generation_behind(observed):
+            return Health.UNKNOWN
+        spec = spec_of(observed)
+        if spec is not None:
+            replicas = as_int(spec.get("replicas"), 1)
+        elif not status:
+            return Health.UNKNOWN
+        else:
+            replicas = as_int(status.get("replicas"))
+        if replicas == 0:
+            return Health.HEALTHY
+        serving = as_int(status.get(self.serving_field)) >= replicas
+        updated = as_int(status.get("updatedReplicas"), replicas) >= replicas
+        return Health.HEALTHY if serving and updated else Health.UNHEALTHY
 
 
 class Finishing(Protocol):

@@ -327,16 +327,14 @@ class CustomizedInterpreter:
         return self.base.health(status) if self.base is not None else Health.UNKNOWN
 
     def health_of(self, observed: Obj) -> Health:
-        """``healthInterpretation`` on a member object; the built-in rule (or Unknown) by default."""
-        status = observed.get("status")
-        fallback = status if isinstance(status, Mapping) else None
+        """``healthInterpretation`` on a member object; the built-in rule on it (or Unknown) by default."""
         if self.has("healthInterpretation"):
             out = self._run("healthInterpretation", observed, (observed,))
             if out is not None:
                 if isinstance(out[0], bool):
                     return Health.HEALTHY if out[0] else Health.UNHEALTHY
                 self._report("healthInterpretation", f"InterpretHealth must return a boolean, not {out[0]!r}", observed)
-        return self.base.health(fallback) if self.base is not None else Health.UNKNOWN
+        return self.base.health_of(observed) if self.base is not None else Health.UNKNOWN
 
     def report_member_failure(self, hook: str, message: str, obj: Obj) -> None:
         """A hook's script failed at a member's agent, on the member copy of ``obj``."""

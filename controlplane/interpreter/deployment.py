@@ -2,16 +2,14 @@
 
 A cluster's share is the same Deployment with ``spec.replicas`` set to that share. The
 hub's status sums the members' replica counts and merges their conditions (Available,
-Progressing: True only when every member says so; ReplicaFailure: True when any does).
+Progressing: True only when every member says so; ReplicaFailure: True when any does). A member's
+copy is healthy when its ``spec.replicas`` are available and updated, at the current generation
+(:meth:`~controlplane.interpreter.base.ReplicatedTemplateKind.health_of`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from controlplane.apis.untyped import as_int
-from controlplane.interpreter.base import Health, ReplicatedTemplateKind, condition_true
+from controlplane.interpreter.base import ReplicatedTemplateKind
 
 REPLICA_FIELDS = ("replicas", "readyReplicas", "availableReplicas", "updatedReplicas", "unavailableReplicas")
 
@@ -21,15 +19,5 @@ class DeploymentInterpreter(ReplicatedTemplateKind):
     kind = "Deployment"
     replica_fields = REPLICA_FIELDS
     any_true_conditions = frozenset({"ReplicaFailure"})
+    serving_field = "availableReplicas"
 
-    def health(self, status: Mapping[str, Any] | None) -> Health:
-        if not status:
-            return Health.UNKNOWN
-        if condition_true(status, "Available") is False:
-            return Health.UNHEALTHY
-        replicas = as_int(status.get("replicas"))
-        updated = as_int(status.get("updatedReplicas"))
-        available = as_int(status.get("availableReplicas"))
-        if updated == replicas and available >= updated:
-            return Health.HEALTHY
-        return Health.UNHEALTHY

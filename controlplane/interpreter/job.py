@@ -10,7 +10,8 @@ per-cluster indices 0..completions-1; mark them as gangs when indices must be gl
 A Job is a gang when annotated ``gpufed.io/gang: "true"``, or when it (or its pod
 template) carries a coscheduling pod-group label together with a min-member count > 1.
 The hub's status sums active/ready/succeeded/failed/terminating; it is Complete only
-when every member's share is Complete, Failed as soon as one member's share Failed.
+when every member's share is Complete, Failed as soon as one member's share Failed. A member's
+share is unhealthy once it Failed.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from controlplane.interpreter.base import (
     reported,
     sum_fields,
 )
+from controlplane.interpreter.health import conditions_of, status_of
 from controlplane.interpreter.requirements import Obj
 
 COUNT_FIELDS = ("active", "ready", "succeeded", "failed", "terminating")
@@ -114,12 +116,10 @@ class JobInterpreter(PodTemplateKind):
                 out["completionTime"] = end
         return out
 
-    def health(self, status: Mapping[str, Any] | None) -> Health:
-        if status is None:
-            return Health.UNKNOWN
-        if condition_true(status, "Failed") or condition_true(status, "FailureTarget"):
-            return Health.UNHEALTHY
-        return Health.HEALTHY
+    def health_of(self, observed: Obj) -> Health:
+        """Unhealthy once the ``Failed`` condition is True, Healthy before (a Job that runs or waits
+        to run is as it should be)."""
+        return Health.UNHEALTHY if conditions_of(status_of(observed)).get("Failed") == "True" else Health.HEALTHY
 
     def finished(self, status: Mapping[str, Any] | None) -> FinishedPhase | None:
         return finished_by_conditions(status, succeeded="Complete")

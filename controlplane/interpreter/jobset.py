@@ -28,6 +28,7 @@ from controlplane.interpreter.base import (
     put_conditions,
     reported,
 )
+from controlplane.interpreter.health import health_by_conditions, status_of
 from controlplane.interpreter.job import job_pods
 from controlplane.interpreter.requirements import Obj, ReplicaRequirements, requirements
 
@@ -100,10 +101,10 @@ class JobSetInterpreter(GangOfRoles):
             out["terminalState"] = "Completed"
         return out
 
-    def health(self, status: Mapping[str, Any] | None) -> Health:
-        if not status:
-            return Health.UNKNOWN
-        return Health.UNHEALTHY if condition_true(status, "Failed") else Health.HEALTHY
+    def health_of(self, observed: Obj) -> Health:
+        """By the conventional conditions (:func:`~controlplane.interpreter.health.health_by_conditions`):
+        Unhealthy once Failed, Healthy without conditions yet."""
+        return health_by_conditions(status_of(observed))
 
     def finished(self, status: Mapping[str, Any] | None) -> FinishedPhase | None:
         if condition_true(status, "Failed") or (status or {}).get("terminalState") == "Failed":

@@ -28,6 +28,7 @@ from controlplane.interpreter.base import (
     put_conditions,
     reported,
 )
+from controlplane.interpreter.health import health_by_conditions, status_of
 from controlplane.interpreter.requirements import Obj, ReplicaRequirements, requirements
 
 ROLE_COUNTS = ("active", "succeeded", "failed")
@@ -89,12 +90,10 @@ class KubeflowJobInterpreter(GangOfRoles):
                 out[field] = value
         return out
 
-    def health(self, status: Mapping[str, Any] | None) -> Health:
-        if not status:
-            return Health.UNKNOWN
-        if condition_true(status, "Failed"):
-            return Health.UNHEALTHY
-        return Health.HEALTHY if status.get("conditions") else Health.UNKNOWN
+    def health_of(self, observed: Obj) -> Health:
+        """By the operator's conditions (:func:`~controlplane.interpreter.health.health_by_conditions`),
+        which come some time after the apply: Unknown until they do."""
+        return health_by_conditions(status_of(observed), awaited=True)
 
     def finished(self, status: Mapping[str, Any] | None) -> FinishedPhase | None:
         return finished_by_conditions(status, succeeded="Succeeded")

@@ -13,7 +13,6 @@ conditions (Available, Progressing; UpdateInProgress True when any member says s
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
 from typing import Any
 
 from controlplane.apis.untyped import as_int
@@ -23,11 +22,11 @@ from controlplane.interpreter.base import (
     Health,
     MemberStatuses,
     TemplateSlot,
-    condition_true,
     put_conditions,
     reported,
     sum_fields,
 )
+from controlplane.interpreter.health import conditions_of, spec_of, status_of
 from controlplane.interpreter.requirements import Obj, ReplicaRequirements, requirements
 
 GROUP_FIELDS = ("replicas", "readyReplicas", "updatedReplicas")
@@ -87,11 +86,16 @@ class LeaderWorkerSetInterpreter(GangOfRoles):
         put_conditions(out, member_statuses, any_true=frozenset({"UpdateInProgress"}))
         return out
 
-    def health(self, status: Mapping[str, Any] | None) -> Health:
+    def health_of(self, observed: Obj) -> Health:
+        """Unknown without a status; by the ``Available`` condition when it is True or False;
+        else Healthy once ``spec.replicas`` groups (default 1; without the spec, the groups the
+        status counts) are ready."""
+        status = status_of(observed)
         if not status:
             return Health.UNKNOWN
-        if condition_true(status, "Available") is False:
-            return Health.UNHEALTHY
-        if condition_true(status, "Available"):
-            return Health.HEALTHY
-        return Health.HEALTHY if as_int(status.get("readyReplicas")) >= as_int(status.get("replicas")) else Health.UNHEALTHY
+        available = conditions_of(status).get("Available")
+        if available in ("True", "False"):
+            return Health.HEALTHY if available == "True" else Health.UNHEALTHY
+        spec = spec_of(observed)
+        groups = as_int(spec.get("replicas"), 1) if spec is not None else as_int(status.get("replicas"))
+        return Health.HEALTHY if as_int(status.get("readyReplicas")) >= groups else Health.UNHEALTHY

@@ -16,12 +16,17 @@ does (``pkg/resourceinterpreter/default/native/aggregatestatus.go``):
   cluster name order, as the members reported them, without repeats;
 * PodDisruptionBudget: the pod counts summed, ``disruptionsAllowed`` summed.
 
+Each also judges a member copy's health (``health_of``, as the agent and the hub do): a
+DaemonSet's updated and available daemon pods at the current generation, a LoadBalancer
+Service's or an Ingress's load balancer points, a PodDisruptionBudget's healthy pods; a CronJob
+is always healthy. :func:`pod_health` judges a Pod, whose status the hub does not fold.
+
 :data:`StatusInterpreter` is the part of the kind contract the status controller needs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from controlplane.apis.untyped import as_int
@@ -34,7 +39,17 @@ from controlplane.interpreter.base import (
     reported,
     sum_fields,
 )
+from controlplane.interpreter.health import (
+    conditions_of,
+    generic_health,
+    observed_generation_behind,
+    spec_of,
+    status_of,
+)
 from controlplane.interpreter.requirements import Obj
+
+HealthRule = Callable[[Obj], Health]
+"""Health of a member object from the observed object (:mod:`controlplane.interpreter.health`)."""
 
 
 class StatusInterpreter(Protocol):
@@ -45,7 +60,13 @@ class StatusInterpreter(Protocol):
 
     def aggregate_status(self, obj: Obj, member_statuses: MemberStatuses) -> Obj: ...
 
-    def health(self, status: Mapping[str, Any] | None) -> Health: ...
+    def health_of(self, observed: Obj) -> Health:
+        """Health of one member's copy from the observed object (what is known of it)."""
+        ...
+
+    def health(self, status: Mapping[str, Any] | None) -> Health:
+        """Health of one member's copy from its ``.status`` alone."""
+        ...
 
     def finished(self, status: Mapping[str, Any] | None) -> FinishedPhase | None: ...
 
@@ -56,6 +77,12 @@ class _NeverFinishes:
 
     def finished(self, status: Mapping[str, Any] | None) -> FinishedPhase | None:
         return None
+
+    def health_of(self, observed: Obj) -> Health:
+        return generic_health(observed)
+
+    def health(self, status: Mapping[str, Any] | None) -> Health:
+        return Health.UNKNOWN if status is None else self.health_of({"kind": self.kind, "status": status})
 
 
 def _observed(obj: Obj, member_statuses: MemberStatuses, out: Obj) -> None:
@@ -100,8 +127,12 @@ class DaemonSetStatus(SummedStatus):
     fields = DAEMONSET_FIELDS
     omitted_when_zero = frozenset({"numberUnavailable"})
 
-    def health(self, status: Mapping[str, Any] | None) -> Health:
-        if not status:
+    def health_of(self, observed: Obj) -> Health:
+        """Unknown without a status or while it is about an earlier generation (a status without
+        ``observedGeneration`` counts as generation 0); Healthy when every scheduled daemon pod
+        is updated and available."""
+        status = status_of(observed)
+        if not status or observed_generation_behind(observed, missing=0):
             return Health.UNKNOWN
         desired = as_int(status.get("desiredNumberScheduled"))
         updated = as_int(status.get("updatedNumberScheduled"))
@@ -132,9 +163,6 @@ class CronJobStatus(_NeverFinishes):
                 out[field] = value
         return out
 
-    def health(self, status: Mapping[str, Any] | None) -> Health:
-        return Health.HEALTHY
-
 
 def load_balancer_points(statuses: Sequence[Mapping[str, Any]]) -> list[Obj]:
     """Every member's ``loadBalancer.ingress`` entries, in member order, without repeats."""
@@ -162,8 +190,14 @@ class LoadBalancerStatus(_NeverFinishes):
         put_conditions(out, member_statuses)
         return out
 
-    def health(self, status: Mapping[str, Any] | None) -> Health:
-        return Health.HEALTHY if load_balancer_points([status or {}]) else Health.UNHEALTHY
+    def health_of(self, observed: Obj) -> Health:
+        """Healthy once the load balancer has an ingress point (Karmada's rule), Unhealthy before;
+        a Service of another ``spec.type`` (ClusterIP by default) is always healthy. A Service
+        whose spec is not known is judged as a load balancer."""
+        spec = spec_of(observed)
+        if self.kind == "Service" and spec is not None and spec.get("type") != "LoadBalancer":
+            return Health.HEALTHY
+        return Health.HEALTHY if (status_of(observed).get("loadBalancer") or {}).get("ingress") else Health.UNHEALTHY
 
 
 PDB_FIELDS = ("currentHealthy", "desiredHealthy", "disruptionsAllowed", "expectedPods")
@@ -174,7 +208,9 @@ class PodDisruptionBudgetStatus(SummedStatus):
     kind = "PodDisruptionBudget"
     fields = PDB_FIELDS
 
-    def health(self, status: Mapping[str, Any] | None) -> Health:
+    def health_of(self, observed: Obj) -> Health:
+        """Unknown without a status; Healthy while at least the desired pods are healthy."""
+        status = status_of(observed)
         if not status:
             return Health.UNKNOWN
         healthy = as_int(status.get("currentHealthy")) >= as_int(status.get("desiredHealthy"))
@@ -196,3 +232,32 @@ _STATUS_INTERPRETERS: dict[tuple[str, str], StatusInterpreter] = {
 def status_interpreter_for(group: str, kind: str) -> StatusInterpreter | None:
     """How the hub status of a kind without replicas is folded; None: it is left as it is."""
     return _STATUS_INTERPRETERS.get((group, kind))
+
+
+def pod_health(observed: Obj) -> Health:
+    """A Pod: Unhealthy once Failed, Healthy once Succeeded or Running and Ready, Unknown before."""
+    status = status_of(observed)
+    phase = status.get("phase")
+    if phase == "Failed":
+        return Health.UNHEALTHY
+    if phase == "Succeeded" or (phase == "Running" and conditions_of(status).get("Ready") == "True"):
+        return Health.HEALTHY
+    return Health.UNKNOWN
+
+
+#: The health rules of the built-in kinds here: those of the status interpreters, and those of
+#: kinds whose hub status is not folded (the hub never judges them; the agent does).
+_HEALTH_RULES: dict[tuple[str, str], HealthRule] = {
+    **{key: i.health_of for key, i in _STATUS_INTERPRETERS.items()},
+    ("", "Pod"): pod_health,
+}
+
+
+def native_health_rule(group: str, kind: str) -> HealthRule | None:
+    """The health rule of a built-in kind without replicas, None when it has none of its own."""
+    return _HEALTH_RULES.get((group, kind))
+
+
+def native_health_rules() -> list[tuple[tuple[str, str], HealthRule]]:
+    """Every (group, kind) with a health rule here, and its rule."""
+    return sorted(_HEALTH_RULES.items(), key=lambda item: item[0])

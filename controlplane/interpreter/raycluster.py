@@ -27,6 +27,7 @@ from controlplane.interpreter.base import (
     scale_counts,
     sum_fields,
 )
+from controlplane.interpreter.health import status_of
 from controlplane.interpreter.requirements import Obj, ReplicaRequirements, requirements
 
 HEAD = "head"
@@ -107,12 +108,10 @@ def scale_cluster_spec(cluster_spec: dict[str, Any], replicas: int) -> None:
             group["maxReplicas"] = units
 
 
-def cluster_health(state: str | None) -> Health:
-    if state == "failed":
-        return Health.UNHEALTHY
-    if state == "ready":
-        return Health.HEALTHY
-    return Health.UNKNOWN
+def cluster_health(state: Any) -> Health:
+    """By a RayCluster's ``status.state`` (any case): Healthy when ready, Unhealthy when failed,
+    Unknown otherwise (not ready yet, suspended)."""
+    return {"ready": Health.HEALTHY, "failed": Health.UNHEALTHY}.get(str(state or "").lower(), Health.UNKNOWN)
 
 
 class RayClusterInterpreter(GangOfRoles):
@@ -148,7 +147,5 @@ class RayClusterInterpreter(GangOfRoles):
             out["head"] = head
         return out
 
-    def health(self, status: Mapping[str, Any] | None) -> Health:
-        if not status:
-            return Health.UNKNOWN
-        return cluster_health(status.get("state"))
+    def health_of(self, observed: Obj) -> Health:
+        return cluster_health(status_of(observed).get("state"))

@@ -23,6 +23,7 @@ from controlplane.interpreter.base import (
     reported,
 )
 from controlplane.interpreter.dependencies import pod_template_dependencies, sorted_dependencies
+from controlplane.interpreter.health import status_of
 from controlplane.interpreter.raycluster import (
     cluster_components,
     cluster_template_slots,
@@ -35,7 +36,7 @@ FAILED_DEPLOYMENT = frozenset({"Failed", "ValidationFailed"})
 #: KubeRay's terminal ``jobStatus`` values (the Ray job itself), for a status without a deployment one.
 SUCCEEDED_JOB = "SUCCEEDED"
 FAILED_JOB = frozenset({"FAILED", "STOPPED"})
-HEALTHY_DEPLOYMENT = frozenset({"Running", "Complete", "Initializing", "Suspended", "Suspending", "Retrying"})
+HEALTHY_JOB = frozenset({"RUNNING", SUCCEEDED_JOB})
 # Worst first.
 DEPLOYMENT_ORDER = (
     "Failed",
@@ -86,13 +87,13 @@ class RayJobInterpreter(GangOfRoles):
         worst: Mapping[str, Any] = min(present, key=rank)
         return copy.deepcopy(dict(worst))
 
-    def health(self, status: Mapping[str, Any] | None) -> Health:
-        if not status:
-            return Health.UNKNOWN
-        deployment = str(status.get("jobDeploymentStatus") or "")
-        if deployment in FAILED_DEPLOYMENT or status.get("jobStatus") == "FAILED":
+    def health_of(self, observed: Obj) -> Health:
+        """By the Ray job's ``status.jobStatus`` (any case): Unhealthy when it failed or was
+        stopped, Healthy while it runs and once it succeeded, Unknown otherwise (not submitted yet)."""
+        job = str(status_of(observed).get("jobStatus") or "").upper()
+        if job in FAILED_JOB:
             return Health.UNHEALTHY
-        if deployment in HEALTHY_DEPLOYMENT:
+        if job in HEALTHY_JOB:
             return Health.HEALTHY
         return Health.UNKNOWN
 

@@ -11,19 +11,27 @@ A custom kind whose CRD has a ``scale`` subresource gets a :class:`ScaleInterpre
 (:func:`set_scaled`) unless a built-in interpreter knows the kind. Precedence: a customization,
 then the built-in interpreter, then the CRD's scale subresource; a customization's hooks fall
 back to whichever of the other two the kind has.
+
+:func:`judge_health` judges a member object by its kind's built-in health rule (the agent's
+``health``; customizations and CRD scale subresources aside, as the agent runs a customization's
+``healthInterpretation`` itself).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
+from controlplane.apis.work_v1alpha1 import Health
 from controlplane.interpreter.base import KindInterpreter
 from controlplane.interpreter.customized import CustomizedInterpreter
 from controlplane.interpreter.deployment import DeploymentInterpreter
+from controlplane.interpreter.health import generic_health
 from controlplane.interpreter.job import JobInterpreter
 from controlplane.interpreter.jobset import JobSetInterpreter
 from controlplane.interpreter.leaderworkerset import LeaderWorkerSetInterpreter
 from controlplane.interpreter.mpijob import MPIJobInterpreter
+from controlplane.interpreter.native import HealthRule, native_health_rule, native_health_rules
 from controlplane.interpreter.pytorchjob import PyTorchJobInterpreter
 from controlplane.interpreter.raycluster import RayClusterInterpreter
 from controlplane.interpreter.rayjob import RayJobInterpreter
@@ -105,6 +113,34 @@ def set_scaled(interpreters: Iterable[ScaleInterpreter]) -> list[tuple[str, str]
 
 def registered_kinds() -> list[tuple[str, str]]:
     return sorted(_REGISTRY)
+
+
+def health_rule_for(api_version: str, kind: str) -> HealthRule | None:
+    """The built-in health rule of ``apiVersion``/``kind`` (its interpreter's, else that of a kind
+    without replicas), None when no built-in kind has one. A kind of another group (or an object
+    without ``apiVersion``) gets the rule of the built-in kind of its name, as the agent has
+    always judged by the kind's name (Volcano's ``batch.volcano.sh`` Job as a Job)."""
+    group = group_of(api_version)
+    interpreter = _REGISTRY.get((group, kind))
+    if interpreter is not None:
+        return interpreter.health_of
+    return native_health_rule(group, kind) or _health_rules_by_kind().get(kind)
+
+
+def _health_rules_by_kind() -> dict[str, HealthRule]:
+    out: dict[str, HealthRule] = {key[1]: rule for key, rule in native_health_rules()}
+    out.update({key[1]: interpreter.health_of for key, interpreter in sorted(_REGISTRY.items())})
+    return out
+
+
+def judge_health(observed: Mapping[str, Any] | None) -> Health:
+    """Health of a member object by its kind's rule (:func:`health_rule_for`), a kind without one
+    by the generic rules (:func:`~controlplane.interpreter.health.generic_health`); Unknown for
+    no object. In: the observed object, or what is known of it."""
+    if observed is None:
+        return Health.UNKNOWN
+    rule = health_rule_for(str(observed.get("apiVersion") or ""), str(observed.get("kind") or ""))
+    return rule(dict(observed)) if rule is not None else generic_health(observed)
 
 
 for _interpreter in (

@@ -11,7 +11,9 @@ object across clusters, as it does a Deployment:
 - one cluster's share: the same object with its share at ``specReplicasPath``;
 - the hub object's status: its own, with the members' ``statusReplicasPath`` values summed and,
   when the selector lives in the status and every member reports the same one, that selector;
-- never a gang, never finished; a member copy is healthy once it reports a status.
+- never a gang, never finished; a member copy's health is that of a kind without a rule of its
+  own (:func:`~controlplane.interpreter.health.generic_health`: by its conditions, healthy
+  without any), as the agent judges it.
 
 In: the three paths as field steps (``("spec", "replicas")``). Pure: the controllers build one
 per served CRD with a scale subresource (:mod:`controlplane.controllers.scaling`) and install
@@ -21,12 +23,11 @@ it with :func:`controlplane.interpreter.registry.set_scaled`.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 from controlplane.apis.untyped import as_int, dig
-from controlplane.interpreter.base import Health, MemberStatuses, PodTemplateKind, TemplateSlot
+from controlplane.interpreter.base import MemberStatuses, PodTemplateKind, TemplateSlot
 from controlplane.interpreter.requirements import Obj
 
 FieldPath = tuple[str, ...]
@@ -87,5 +88,3 @@ class ScaleInterpreter(PodTemplateKind):
                 _set(out, self.label_selector[1:], selectors.pop())
         return out
 
-    def health(self, status: Mapping[str, Any] | None) -> Health:
-        return Health.UNKNOWN if status is None else Health.HEALTHY

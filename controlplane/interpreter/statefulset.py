@@ -1,16 +1,13 @@
 """StatefulSet (apps/v1): ``spec.replicas`` pods from ``spec.template``; never a gang.
 
 Each member runs its share with ordinals 0..share-1, so pod names repeat across
-clusters; that is how Karmada divides StatefulSets too. Status counts are summed.
+clusters; that is how Karmada divides StatefulSets too. Status counts are summed. A member's copy
+is healthy when its ``spec.replicas`` are ready and updated, at the current generation.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from controlplane.apis.untyped import as_int
-from controlplane.interpreter.base import Health, ReplicatedTemplateKind
+from controlplane.interpreter.base import ReplicatedTemplateKind
 
 REPLICA_FIELDS = ("replicas", "readyReplicas", "currentReplicas", "updatedReplicas", "availableReplicas")
 
@@ -20,10 +17,3 @@ class StatefulSetInterpreter(ReplicatedTemplateKind):
     kind = "StatefulSet"
     replica_fields = REPLICA_FIELDS
 
-    def health(self, status: Mapping[str, Any] | None) -> Health:
-        if not status:
-            return Health.UNKNOWN
-        replicas = as_int(status.get("replicas"))
-        ready = as_int(status.get("readyReplicas"))
-        updated = as_int(status.get("updatedReplicas"), replicas)
-        return Health.HEALTHY if ready == replicas and updated == replicas else Health.UNHEALTHY

@@ -376,7 +376,7 @@ def test_aggregate_status_of_no_members_is_empty() -> None:
         (pytorchjob(), {"conditions": [cond("Running", "True")]}, Health.HEALTHY),
         (pytorchjob(), {"conditions": [cond("Failed", "True")]}, Health.UNHEALTHY),
         (rayjob(), {"jobDeploymentStatus": "Running", "jobStatus": "RUNNING"}, Health.HEALTHY),
-        (rayjob(), {"jobDeploymentStatus": "Failed"}, Health.UNHEALTHY),
+        (rayjob(), {"jobDeploymentStatus": "Complete", "jobStatus": "FAILED"}, Health.UNHEALTHY),
         (raycluster(), {"state": "ready"}, Health.HEALTHY),
         (raycluster(), {"state": "failed"}, Health.UNHEALTHY),
     ],
