@@ -93,13 +93,23 @@ async def place_one(objects: ObjectStore) -> dict[str, Any]:
     return await one_work(objects)
 
 
+def install_hold(manager: ControllerManager, *, waits: float | None = None) -> WaitingHold:
+    """A hold of 0.2 s to 3 s in the manager's status controller, taught ten ``waits`` if given."""
+    assert manager.status is not None
+    hold = manager.status.hold = WaitingHold(base=0.2, cap=3.0)
+    for _ in range(10 if waits is not None else 0):
+        hold.ended(waits or 0.0)
+    return hold
+
+
+async def first_waiting(statuses: list[dict[str, Any]]) -> dict[str, Any] | None:
+    return next((s for s in statuses if shows_waiting(s)), None)
+
+
 async def test_a_hold_that_learned_slow_members_writes_only_the_ready_state(
     objects: ObjectStore, manager: ControllerManager
 ) -> None:
-    assert manager.status is not None
-    hold = manager.status.hold = WaitingHold(base=0.2, cap=3.0)
-    for _ in range(10):
-        hold.ended(2.5)
+    hold = install_hold(manager, waits=2.5)
     assert hold.seconds == pytest.approx(3.0)
     statuses = record_binding_statuses(manager)
     work = await place_one(objects)
@@ -119,17 +129,12 @@ async def test_with_the_base_hold_a_late_report_follows_a_written_waiting_state(
     objects: ObjectStore, manager: ControllerManager
 ) -> None:
     """The control: the same report, later than an untaught hold, finds the waiting state written."""
-    assert manager.status is not None
-    manager.status.hold = WaitingHold(base=0.2, cap=3.0)
+    hold = install_hold(manager)
     statuses = record_binding_statuses(manager)
     work = await place_one(objects)
-
-    async def waiting() -> dict[str, Any] | None:
-        return next((s for s in statuses if shows_waiting(s)), None)
-
-    await eventually(waiting, what="the waiting state written after the base hold")
+    await eventually(lambda: first_waiting(statuses), what="the waiting state written after the base hold")
     # The hold that ran out is a wait of at least its length: the next hold is longer.
-    assert manager.status.hold.seconds >= 2 * 0.2
+    assert hold.seconds >= 2 * 0.2
     await report_work_status(objects, work, ready=1)
     await eventually(lambda: _latest_not_waiting(statuses), what="the ready state")
 
@@ -141,19 +146,12 @@ async def _latest_not_waiting(statuses: list[dict[str, Any]]) -> dict[str, Any] 
 async def test_a_silent_member_is_shown_waiting_after_the_learned_hold_and_the_hub_is_busy_till_then(
     objects: ObjectStore, manager: ControllerManager
 ) -> None:
-    assert manager.status is not None
-    hold = manager.status.hold = WaitingHold(base=0.2, cap=3.0)
-    for _ in range(10):
-        hold.ended(30.0)
+    hold = install_hold(manager, waits=30.0)
     assert hold.seconds == 3.0 > IDLE_HORIZON
     statuses = record_binding_statuses(manager)
     started = time.monotonic()
     await place_one(objects)
     await asyncio.sleep(0.5)
     assert not manager.idle(), "a binding held for seconds more counts as work to do"
-
-    async def waiting() -> dict[str, Any] | None:
-        return next((s for s in statuses if shows_waiting(s)), None)
-
-    await eventually(waiting, what="the waiting state once the hold is over")
+    await eventually(lambda: first_waiting(statuses), what="the waiting state once the hold is over")
     assert time.monotonic() - started >= 2.5  # not before the learned hold (less the Work's creation)
