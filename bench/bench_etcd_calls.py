@@ -1,11 +1,13 @@
 """What one etcd call costs the hub and etcd (issue 19): CPU per ``EtcdStore`` update, get and create,
-over each way the hub can reach its embedded etcd.
+over each way the hub can reach its embedded etcd, unfenced and fenced.
 
 What runs: one embedded etcd per transport -- a Unix socket in a private directory without TLS
 (the hub's default) and TCP with TLS and a client certificate (``--embedded-etcd-transport tls``,
 and what any external etcd over https:// costs) -- and the hub's ``EtcdStore`` on each, in this
 process. Updates are compare-and-swap updates of a 2 KB value named by the revision they were
-made from, as the hub's object layer makes them; gets read one key; creates make new keys. Each
+made from, as the hub's object layer makes them; gets read one key; creates make new keys;
+"fenced" updates and creates carry a write guard on a leader key, as every write of the hub's
+controllers does (``FencedStore``: the write holds only while the controllers' leader term does). Each
 kind of call runs sequentially (one at a time: the cost of a lone call, gRPC's threads handing
 over each reply) and updates also from 32 concurrent tasks (as under load, where replies arrive
 together). Kinds and transports alternate within each repetition so that load from elsewhere on
@@ -34,11 +36,12 @@ from pathlib import Path
 
 from bench.common import BenchmarkResult, CpuMeter, Size, benchmark_main, median_ms_figures
 from controlplane.storage import EmbeddedEtcd, EtcdClientTransport, EtcdStore
+from controlplane.storage.etcd import WriteGuard
 
 NAME = "etcd-calls"
 VALUE = b"x" * 2000
 CONCURRENCY = 32
-KINDS = ("update", "update, 32 concurrent", "get", "create")
+KINDS = ("update", "update, 32 concurrent", "get", "create", "update, fenced", "create, fenced")
 DEFAULT_TRANSPORTS = (EtcdClientTransport.UNIX, EtcdClientTransport.TLS)
 
 
@@ -64,6 +67,8 @@ class Target:
     store: EtcdStore
     revisions: list[int] = field(default_factory=list)
     created: int = 0
+    #: The fenced calls' guard: a key standing for the controllers' leader key.
+    guards: tuple[WriteGuard, ...] = ()
 
     async def update(self, worker: int) -> None:
         kv = await self.store.update(f"/bench/k{worker}", VALUE, expected_revision=self.revisions[worker])
@@ -75,6 +80,16 @@ class Target:
     async def create(self, _worker: int) -> None:
         self.created += 1
         await self.store.create(f"/bench/new/{self.created}", VALUE)
+
+    async def update_fenced(self, worker: int) -> None:
+        kv = await self.store.update(
+            f"/bench/k{worker}", VALUE, expected_revision=self.revisions[worker], guards=self.guards
+        )
+        self.revisions[worker] = kv.mod_revision
+
+    async def create_fenced(self, _worker: int) -> None:
+        self.created += 1
+        await self.store.create(f"/bench/new/{self.created}", VALUE, guards=self.guards)
 
 
 async def cpu_per_call(
@@ -102,7 +117,9 @@ async def target(transport: EtcdClientTransport, data_dir: Path) -> AsyncIterato
     try:
         async with EtcdStore([url], tls=etcd.client_tls) as store:
             revisions = [(await store.create(f"/bench/k{w}", VALUE)).mod_revision for w in range(CONCURRENCY)]
-            yield Target(transport, etcd, store, revisions)
+            leader = await store.create("/bench/leader", b"term")
+            guards = (WriteGuard(key="/bench/leader", create_revision=leader.create_revision),)
+            yield Target(transport, etcd, store, revisions, guards=guards)
     finally:
         await etcd.stop()
 
@@ -127,7 +144,13 @@ async def measure(plan: Plan, transports: Sequence[EtcdClientTransport]) -> dict
                         if kind == "update, 32 concurrent":
                             hub, etcd = await cpu_per_call(plan.calls, CONCURRENCY, each.update, etcd_pid=pid)
                         else:
-                            call = {"update": each.update, "get": each.get, "create": each.create}[kind]
+                            call = {
+                                "update": each.update,
+                                "get": each.get,
+                                "create": each.create,
+                                "update, fenced": each.update_fenced,
+                                "create, fenced": each.create_fenced,
+                            }[kind]
                             hub, etcd = await cpu_per_call(plan.calls, 1, call, etcd_pid=pid)
                         out[f"{each.transport}: {kind}"].append(hub)
                         out[f"{each.transport}: {kind} (etcd)"].append(etcd)

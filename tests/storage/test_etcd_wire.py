@@ -11,32 +11,57 @@ from controlplane.storage.etcd import unary, wire
 KEYS = [b"/gpufed/registry/core/configmaps/ns/a", b"/k", b"/" + b"x" * 300]
 VALUES = [b"", b"{}", b"v" * 127, b"v" * 128, b"v" * 20_000]
 REVISIONS = [0, 1, 127, 128, 16_383, 16_384, 2**31, 2**63 - 1, -1, -(2**63)]
+#: Write guards (the leader key a controller's writes are fenced by): none, one, two.
+GUARDS: list[tuple[wire.Guard, ...]] = [
+    (),
+    ((b"/gpufed/leases/controller-manager", 7),),
+    ((b"/l", 0), (b"/" + b"g" * 200, 2**40)),
+]
 
 
-def _update(key: bytes, value: bytes, revision: int) -> bytes:
+def _guard_compares(guards: tuple[wire.Guard, ...]) -> list[rpc.Compare]:
+    return [
+        rpc.Compare(key=key, target=rpc.Compare.CREATE, result=rpc.Compare.EQUAL, create_revision=revision)
+        for key, revision in guards
+    ]
+
+
+def _guard_reads(guards: tuple[wire.Guard, ...]) -> list[rpc.RequestOp]:
+    return [rpc.RequestOp(request_range=rpc.RangeRequest(key=key, keys_only=True)) for key, _ in guards]
+
+
+def _update(key: bytes, value: bytes, revision: int, guards: tuple[wire.Guard, ...] = ()) -> bytes:
     return rpc.TxnRequest(
         compare=[
             rpc.Compare(key=key, target=rpc.Compare.VERSION, result=rpc.Compare.GREATER, version=0),
             rpc.Compare(key=key, target=rpc.Compare.MOD, result=rpc.Compare.EQUAL, mod_revision=revision),
+            *_guard_compares(guards),
         ],
         success=[rpc.RequestOp(request_put=rpc.PutRequest(key=key, value=value, prev_kv=True))],
-        failure=[rpc.RequestOp(request_range=rpc.RangeRequest(key=key))],
+        failure=[rpc.RequestOp(request_range=rpc.RangeRequest(key=key)), *_guard_reads(guards)],
     ).SerializeToString()
 
 
-def _create(key: bytes, value: bytes, lease: int) -> bytes:
+def _create(key: bytes, value: bytes, lease: int, guards: tuple[wire.Guard, ...] = ()) -> bytes:
     return rpc.TxnRequest(
-        compare=[rpc.Compare(key=key, target=rpc.Compare.CREATE, result=rpc.Compare.EQUAL, create_revision=0)],
+        compare=[
+            rpc.Compare(key=key, target=rpc.Compare.CREATE, result=rpc.Compare.EQUAL, create_revision=0),
+            *_guard_compares(guards),
+        ],
         success=[rpc.RequestOp(request_put=rpc.PutRequest(key=key, value=value, lease=lease))],
+        failure=_guard_reads(guards),
     ).SerializeToString()
 
 
 @pytest.mark.parametrize("key", KEYS)
 @pytest.mark.parametrize("value", VALUES)
-def test_update_and_create_match_protobuf(key: bytes, value: bytes) -> None:
+@pytest.mark.parametrize("guards", GUARDS, ids=["unguarded", "one-guard", "two-guards"])
+def test_update_and_create_match_protobuf(key: bytes, value: bytes, guards: tuple[wire.Guard, ...]) -> None:
     for revision in REVISIONS:
-        assert wire.update_txn(key, value, expected_revision=revision) == _update(key, value, revision)
-        assert wire.create_txn(key, value, lease=revision) == _create(key, value, revision)
+        assert wire.update_txn(key, value, expected_revision=revision, guards=guards) == _update(
+            key, value, revision, guards
+        )
+        assert wire.create_txn(key, value, lease=revision, guards=guards) == _create(key, value, revision, guards)
 
 
 @pytest.mark.parametrize("key", KEYS)
@@ -49,6 +74,9 @@ def test_encoded_requests_decode_to_what_they_stand_for() -> None:
     assert [c.mod_revision for c in request.compare] == [0, 42]
     assert request.success[0].request_put.prev_kv
     assert request.failure[0].request_range.key == b"/k"
+    fenced = rpc.TxnRequest.FromString(wire.create_txn(b"/k", b"v", guards=[(b"/leader", 9)]))
+    assert [(c.key, c.create_revision) for c in fenced.compare] == [(b"/k", 0), (b"/leader", 9)]
+    assert [(op.request_range.key, op.request_range.keys_only) for op in fenced.failure] == [(b"/leader", True)]
 
 
 @pytest.mark.parametrize("revision", [2**63, -(2**63) - 1])

@@ -203,17 +203,8 @@ class EtcdStore(Lifecycle):
         """Store's ``create``; ``lease`` attaches the key to an etcd lease (it goes when the
         lease expires), ``guards`` add preconditions (GuardFailed when one does not hold)."""
         check_key(key)
-        full = self._full(key)
-        if guards:
-            response = await self._guarded_txn(
-                "create",
-                guards,
-                compare=[rpc.Compare(key=full, target=rpc.Compare.CREATE, result=rpc.Compare.EQUAL, create_revision=0)],
-                success=[rpc.RequestOp(request_put=rpc.PutRequest(key=full, value=value, lease=lease))],
-            )
-        else:
-            encoded = wire.create_txn(full, value, lease=lease)
-            response = await self._calls.kv_encoded("create", "Txn", encoded, write=True)
+        encoded = wire.create_txn(self._full(key), value, lease=lease, guards=self._wire_guards(guards))
+        response = await self._calls.kv_encoded("create", "Txn", encoded, write=True)
         if not response.succeeded:
             self._raise_failed_guard(response, guards, offset=0)
             raise AlreadyExists(f"key {key!r} already exists")
@@ -224,28 +215,10 @@ class EtcdStore(Lifecycle):
         self, key: str, value: bytes, *, expected_revision: int, guards: Sequence[WriteGuard] = ()
     ) -> KeyValue:
         check_key(key)
-        full = self._full(key)
-        if guards:
-            response = await self._guarded_txn(
-                "update",
-                guards,
-                compare=[
-                    # A missing key has mod_revision 0; never let an update create it.
-                    rpc.Compare(key=full, target=rpc.Compare.VERSION, result=rpc.Compare.GREATER, version=0),
-                    rpc.Compare(
-                        key=full,
-                        target=rpc.Compare.MOD,
-                        result=rpc.Compare.EQUAL,
-                        mod_revision=expected_revision,
-                    ),
-                ],
-                success=[rpc.RequestOp(request_put=rpc.PutRequest(key=full, value=value, prev_kv=True))],
-                failure=[rpc.RequestOp(request_range=rpc.RangeRequest(key=full))],
-            )
-        else:
-            # The same transaction without guards (writes not fenced by leader election), by hand.
-            encoded = wire.update_txn(full, value, expected_revision=expected_revision)
-            response = await self._calls.kv_encoded("update", "Txn", encoded, write=True)
+        encoded = wire.update_txn(
+            self._full(key), value, expected_revision=expected_revision, guards=self._wire_guards(guards)
+        )
+        response = await self._calls.kv_encoded("update", "Txn", encoded, write=True)
         if not response.succeeded:
             self._raise_failed_guard(response, guards, offset=1)
             self._raise_failed_compare(key, response, expected_revision)
@@ -363,7 +336,8 @@ class EtcdStore(Lifecycle):
         success: Sequence[Any],
         failure: Sequence[Any] = (),
     ) -> Any:
-        """Run a write transaction fenced by ``guards``: ``compare`` then one compare per guard;
+        """Run a write transaction fenced by ``guards`` (a guarded delete; creates and updates
+        are encoded by :mod:`.wire`): ``compare`` then one compare per guard;
         on failure ``failure`` then one read per guard (:meth:`_raise_failed_guard` reads them
         from ``offset=len(failure)``)."""
         request = rpc.TxnRequest(
@@ -373,23 +347,22 @@ class EtcdStore(Lifecycle):
         )
         return await self._calls.kv(op, "Txn", request, write=True)
 
-    def _guard_compares(self, guards: Sequence[WriteGuard]) -> tuple[Any, ...]:
+    def _wire_guards(self, guards: Sequence[WriteGuard]) -> tuple[wire.Guard, ...]:
+        """``guards`` as :mod:`.wire` encodes them (full keys)."""
         for guard in guards:
             check_key(guard.key)
+        return tuple((self._full(guard.key), guard.create_revision) for guard in guards)
+
+    def _guard_compares(self, guards: Sequence[WriteGuard]) -> tuple[Any, ...]:
         return tuple(
-            rpc.Compare(
-                key=self._full(guard.key),
-                target=rpc.Compare.CREATE,
-                result=rpc.Compare.EQUAL,
-                create_revision=guard.create_revision,
-            )
-            for guard in guards
+            rpc.Compare(key=key, target=rpc.Compare.CREATE, result=rpc.Compare.EQUAL, create_revision=revision)
+            for key, revision in self._wire_guards(guards)
         )
 
     def _guard_reads(self, guards: Sequence[WriteGuard]) -> tuple[Any, ...]:
         """Failure-branch reads that tell a failed guard from a failed key compare."""
         return tuple(
-            rpc.RequestOp(request_range=rpc.RangeRequest(key=self._full(g.key), keys_only=True)) for g in guards
+            rpc.RequestOp(request_range=rpc.RangeRequest(key=key, keys_only=True)) for key, _ in self._wire_guards(guards)
         )
 
     def _raise_failed_guard(self, response: Any, guards: Sequence[WriteGuard], *, offset: int) -> None:
