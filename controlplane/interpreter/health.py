@@ -88,11 +88,13 @@ def observed_generation_behind(observed: Mapping[str, Any], *, missing: int | No
 
 
 def conditions_of(status: Mapping[str, Any] | None) -> dict[str, str]:
-    """``status.conditions`` as type → status (``"True"``, ``"False"``, ``"Unknown"``)."""
+    """``status.conditions`` as type → status (``"True"``, ``"False"``, ``"Unknown"``); an entry
+    without a ``type`` is not a condition in kube's sense (Volcano's Job lists its phases there,
+    ``{status: Running}``) and is left out."""
     return {
-        str(cond.get("type")): str(cond.get("status"))
+        str(cond["type"]): str(cond.get("status"))
         for cond in (status or {}).get("conditions") or []
-        if isinstance(cond, Mapping)
+        if isinstance(cond, Mapping) and cond.get("type")
     }
 
 

@@ -117,14 +117,19 @@ def registered_kinds() -> list[tuple[str, str]]:
 
 def health_rule_for(api_version: str, kind: str) -> HealthRule | None:
     """The built-in health rule of ``apiVersion``/``kind`` (its interpreter's, else that of a kind
-    without replicas), None when no built-in kind has one. A kind of another group (or an object
-    without ``apiVersion``) gets the rule of the built-in kind of its name, as the agent has
-    always judged by the kind's name (Volcano's ``batch.volcano.sh`` Job as a Job)."""
+    without replicas), None when no built-in kind has one. Rules go by group and kind, as
+    Karmada's interpreter hooks go by GVK: a kind of another group with the same name (Knative's
+    ``serving.knative.dev`` Service, Volcano's ``batch.volcano.sh`` Job) has a status of another
+    shape and gets no built-in rule. Only an object without ``apiVersion`` (what is known of it
+    is its kind) gets the rule of the built-in kind of its name."""
     group = group_of(api_version)
     interpreter = _REGISTRY.get((group, kind))
     if interpreter is not None:
         return interpreter.health_of
-    return native_health_rule(group, kind) or _health_rules_by_kind().get(kind)
+    rule = native_health_rule(group, kind)
+    if rule is None and not api_version:
+        rule = _health_rules_by_kind().get(kind)
+    return rule
 
 
 def _health_rules_by_kind() -> dict[str, HealthRule]:

@@ -209,11 +209,21 @@ def test_without_the_manifest_the_hub_judges_the_status_alone(obj: dict[str, Any
     assert hub_health(obj, with_manifest=False) == str(health)
 
 
-def test_a_kind_of_another_group_is_judged_by_the_built_in_kind_of_its_name() -> None:
+def test_a_kind_of_another_group_is_not_judged_by_the_built_in_kind_of_its_name() -> None:
+    """Rules go by group and kind (Karmada's hooks go by GVK): a same-named kind of another group
+    gets the generic rule, by its conditions; only an object without apiVersion goes by name."""
     obj = deployment(3, availableReplicas=1, updatedReplicas=3)
-    assert judge_health({**obj, "apiVersion": "example.com/v1"}) is U
+    assert judge_health(obj) is U
+    assert judge_health({**obj, "apiVersion": "example.com/v1"}) is H  # no conditions: Karmada's default
     del obj["apiVersion"]
     assert judge_health(obj) is U
+    knative = member("serving.knative.dev/v1", "Service", spec={"template": {}})
+    assert judge_health(member("v1", "Service", spec={"type": "LoadBalancer"}, status={"loadBalancer": {}})) is U
+    assert judge_health({**knative, "status": {"conditions": [{"type": "Ready", "status": "False"}]}}) is U
+    assert judge_health({**knative, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}) is H
+    # Volcano's Job lists phases as typeless "conditions": not conditions in kube's sense.
     volcano = member("batch.volcano.sh/v1alpha1", "Job", status={"conditions": [{"status": "Running"}]})
     assert judge_health(volcano) is H
+    failed = member("batch.volcano.sh/v1alpha1", "Job", status={"conditions": [{"type": "Failed", "status": "True"}]})
+    assert judge_health(failed) is U
     assert judge_health(None) is K
