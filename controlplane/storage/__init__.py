@@ -5,6 +5,10 @@ hub's real store; ``EmbeddedEtcd`` runs a local etcd server for development, tes
 ``gpufed up``. Callers import everything from this package.
 """
 
+# gRPC reads its settings from the environment once, when first imported: they go first.
+from controlplane.storage import grpcsettings  # noqa: F401
+
+# isort: split
 from controlplane.storage.connecting import EtcdClientTls, EtcdConfigError
 from controlplane.storage.embedded import EmbeddedEtcd, EtcdClientTransport, EtcdStartError, find_etcd_binary
 from controlplane.storage.etcd import EtcdStore
