@@ -117,9 +117,12 @@ class JobInterpreter(PodTemplateKind):
         return out
 
     def health_of(self, observed: Obj) -> Health:
-        """Unhealthy once the ``Failed`` condition is True, Healthy before (a Job that runs or waits
-        to run is as it should be)."""
-        return Health.UNHEALTHY if conditions_of(status_of(observed)).get("Failed") == "True" else Health.HEALTHY
+        """Unhealthy once the ``Failed`` condition is True, or ``FailureTarget`` (kube 1.31+: the
+        Job will fail once its pods are gone, and ``Failed`` follows), Healthy before (a Job that
+        runs or waits to run is as it should be)."""
+        conditions = conditions_of(status_of(observed))
+        failing = "True" in (conditions.get("Failed"), conditions.get("FailureTarget"))
+        return Health.UNHEALTHY if failing else Health.HEALTHY
 
     def finished(self, status: Mapping[str, Any] | None) -> FinishedPhase | None:
         return finished_by_conditions(status, succeeded="Complete")

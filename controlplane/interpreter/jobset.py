@@ -102,9 +102,15 @@ class JobSetInterpreter(GangOfRoles):
         return out
 
     def health_of(self, observed: Obj) -> Health:
-        """By the conventional conditions (:func:`~controlplane.interpreter.health.health_by_conditions`):
-        Unhealthy once Failed, Healthy without conditions yet."""
-        return health_by_conditions(status_of(observed))
+        """Unhealthy once failed, Healthy once completed (both as :meth:`finished` tells them:
+        the ``Failed`` / ``Completed`` condition or ``terminalState``), else by the conventional
+        conditions (:func:`~controlplane.interpreter.health.health_by_conditions`): Healthy
+        without conditions yet."""
+        status = status_of(observed)
+        finished = self.finished(status)
+        if finished is not None:
+            return Health.UNHEALTHY if finished is FinishedPhase.FAILED else Health.HEALTHY
+        return health_by_conditions(status)
 
     def finished(self, status: Mapping[str, Any] | None) -> FinishedPhase | None:
         if condition_true(status, "Failed") or (status or {}).get("terminalState") == "Failed":

@@ -89,9 +89,13 @@ class RayJobInterpreter(GangOfRoles):
 
     def health_of(self, observed: Obj) -> Health:
         """By the Ray job's ``status.jobStatus`` (any case): Unhealthy when it failed or was
-        stopped, Healthy while it runs and once it succeeded, Unknown otherwise (not submitted yet)."""
-        job = str(status_of(observed).get("jobStatus") or "").upper()
-        if job in FAILED_JOB:
+        stopped, Healthy while it runs and once it succeeded, Unknown otherwise (not submitted yet);
+        Unhealthy too when the RayJob itself failed (``jobDeploymentStatus`` ``Failed`` or
+        ``ValidationFailed``: a submitter that failed, a deadline passed), whatever the Ray job's
+        status says, as :meth:`finished` counts it failed."""
+        status = status_of(observed)
+        job = str(status.get("jobStatus") or "").upper()
+        if job in FAILED_JOB or str(status.get("jobDeploymentStatus") or "") in FAILED_DEPLOYMENT:
             return Health.UNHEALTHY
         if job in HEALTHY_JOB:
             return Health.HEALTHY
