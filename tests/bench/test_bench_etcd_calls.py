@@ -6,7 +6,7 @@ from __future__ import annotations
 from bench import bench_etcd_calls
 from bench.common import Size, Status
 
-KINDS = ("update", "update, 32 concurrent", "get", "create")
+KINDS = ("update", "update, 32 concurrent", "get", "create", "update, fenced", "create, fenced")
 
 
 def test_etcd_calls_benchmark_reports_its_figures() -> None:
