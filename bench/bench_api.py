@@ -5,7 +5,8 @@ bearer-token auth) started as a user starts it. This process is the client: one 
 session with 64 connections for the hub (64 concurrent clients, each POSTing ConfigMaps
 of about 1 KiB with the admin token), and one gRPC channel (aetcd's etcd stubs, the way the
 hub reaches its etcd: its Unix socket, or TCP with its TLS client certificate under
-``--embedded-etcd-transport tls``) with 64 concurrent ``put``s of the
+``--embedded-etcd-transport tls``, and gRPC's settings as the hub has them:
+:mod:`controlplane.storage.grpcsettings`) with 64 concurrent ``put``s of the
 very bytes the hub stored for such an object to the same etcd (under a key prefix the
 hub does not watch). The two phases alternate (raw, hub, raw, hub, ...) so that a burst
 of load from elsewhere on the machine hits both; the figure is the ratio of total hub
@@ -26,6 +27,10 @@ Reproduce: ``.venv/bin/python -m bench.bench_api [--size quick|full] [--json FIL
 
 from __future__ import annotations
 
+# The raw puts run gRPC as the hub does: its settings go into the environment before gRPC loads.
+import controlplane.storage.grpcsettings  # noqa: F401
+
+# isort: split
 import asyncio
 import json
 import logging
