@@ -67,8 +67,14 @@ def test_e2e_benchmark_drives_hub_members_and_agents() -> None:
         "apply -> Running max",
         "workloads Running per second",
         "create request p99",
+        "hub CPU per placed workload",
+        "etcd CPU per placed workload",
     } <= set(figures)
     assert figures["apply -> Running p99"].target is not None
+    hub_ms = figures["hub CPU per placed workload"]
+    assert hub_ms.target is not None and hub_ms.value is not None and hub_ms.value > 0
+    done = figures["workloads Running (of 4)"].value
+    assert hub_ms.value == round(result.details["cpu_seconds_by_role"]["hub"] * 1000 / done, 1)  # type: ignore[operator]
     assert figures["apply -> Running p50"].value <= figures["apply -> Running p99"].value  # type: ignore[operator]
     assert result.details["workloads"] == 4
     assert set(result.details["cpu_seconds_by_role"]) >= {"hub", "sim", "agent", "client"}
