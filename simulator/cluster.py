@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import heapq
 import logging
 import random
 from collections.abc import Mapping
@@ -99,6 +100,9 @@ class SimulatedCluster(Service):
         self.controllers = WorkloadControllers(objects, pods=self.pods, clock=self.clock, rng=self.rng)
         self._schedule_wake = asyncio.Event()
         self._kubelet_wake = asyncio.Event()
+        #: Pods the kubelet looks at on its next pass: those whose object changed since its last.
+        #: None: every pod (the first pass, over what the informer listed).
+        self._kubelet_dirty: set[str] | None = None
         self._capacity_changed = True
         self._new_pending: set[str] = set()
         self._requests: dict[str, tuple[str, PodRequest]] = {}
@@ -173,6 +177,8 @@ class SimulatedCluster(Service):
         assert obj is not None
         key = object_key(obj)
         self.controllers.child_changed("Pod", event, obj)
+        if self._kubelet_dirty is not None:
+            self._kubelet_dirty.add(key)
         if new is None or phase(new) in ("Succeeded", "Failed"):
             if self.state.release(key) is not None:
                 self._capacity_changed = True
@@ -288,6 +294,8 @@ class SimulatedCluster(Service):
                 message=f"Successfully assigned {namespace}/{name} to {binding.node}",
                 action=EventAction.BINDING,
             )
+        if self._kubelet_dirty is not None:
+            self._kubelet_dirty.add(binding.pod_key)
         self._kubelet_wake.set()
 
     async def _mark_unschedulable(self, failure: Unschedulable) -> None:
@@ -328,18 +336,35 @@ class SimulatedCluster(Service):
     # --- kubelet -------------------------------------------------------------------------------
 
     async def _kubelet_loop(self) -> None:
+        """Each pass looks at the pods whose objects changed since the last one and at those
+        whose next transition is due (as kubelet's pod workers go by pod events and timers),
+        not at every pod: a pass costs what changed, not the cluster's size."""
         sim = self.profile.simulation
         #: Pods whose status we wrote at a resourceVersion the cache has not moved past yet.
         written: dict[str, str] = {}
+        #: When each pod's next transition is due, and the same as a heap (entries that no
+        #: longer match ``due`` are skipped when they come up).
+        due: dict[str, float] = {}
+        timers: list[tuple[float, str]] = []
         while True:
             self._kubelet_wake.clear()
             now = self.clock.now()
-            next_due: float | None = None
-            for pod in self.pods.items():
-                key = object_key(pod)
-                node = (pod.get("spec") or {}).get("nodeName")
-                if not node or phase(pod) in ("Succeeded", "Failed") or is_terminating(pod):
+            if self._kubelet_dirty is None:
+                keys = {object_key(pod) for pod in self.pods.items()}
+            else:
+                keys = self._kubelet_dirty
+            self._kubelet_dirty = set()
+            while timers and timers[0][0] <= now:
+                when, key = heapq.heappop(timers)
+                if due.get(key) == when:
+                    del due[key]
+                    keys.add(key)
+            for key in keys:
+                pod = cached(self.pods, key)
+                node = (pod.get("spec") or {}).get("nodeName") if pod is not None else None
+                if pod is None or not node or phase(pod) in ("Succeeded", "Failed") or is_terminating(pod):
                     written.pop(key, None)
+                    due.pop(key, None)
                     continue
                 if written.get(key) == pod["metadata"].get("resourceVersion"):
                     continue  # our last write has not come back through the watch yet
@@ -348,7 +373,7 @@ class SimulatedCluster(Service):
                 if times is None:
                     times = self._times[key] = kubelet.KubeletTimes(bound_at=now)
                 self._utilization(key, pod)
-                status, due = kubelet.next_status(
+                status, next_at = kubelet.next_status(
                     pod,
                     times,
                     now=now,
@@ -366,9 +391,17 @@ class SimulatedCluster(Service):
                     updated["status"] = status
                     if await self._write_status(updated) is not None:
                         written[key] = str(pod["metadata"].get("resourceVersion"))
-                if due is not None and (next_due is None or due < next_due):
-                    next_due = due
-            await self.clock.sleep_until(next_due, self._kubelet_wake)
+                if next_at is None:
+                    due.pop(key, None)
+                elif due.get(key) != next_at:
+                    due[key] = next_at
+                    heapq.heappush(timers, (next_at, key))
+            while timers and due.get(timers[0][1]) != timers[0][0]:
+                heapq.heappop(timers)  # a timer replaced or dropped since it was set
+            if len(timers) > 2 * len(due) + 64:  # dropped timers far in the future: rebuild
+                timers = [(when, key) for key, when in due.items()]
+                heapq.heapify(timers)
+            await self.clock.sleep_until(timers[0][0] if timers else None, self._kubelet_wake)
 
     def _utilization(self, key: str, pod: Mapping[str, Any]) -> float:
         value = self.utilization.get(key)

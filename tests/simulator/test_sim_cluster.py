@@ -526,3 +526,49 @@ async def test_pods_a_deployment_owned_directly_are_replaced_by_its_replicaset()
 
         (pod,) = await sim.until(replaced)
         assert pod["metadata"]["ownerReferences"][0]["kind"] == "ReplicaSet"
+
+
+async def test_the_kubelet_looks_only_at_pods_that_changed_or_are_due(
+    sim: Sim, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pass over the pods costs what changed, not the cluster's size: with 24 pods running,
+    starting one more looks at that pod's few changes, not at the 24 again for each of them."""
+    from simulator import kubelet
+
+    looked: list[str] = []
+    real = kubelet.next_status
+
+    def counting(pod: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        looked.append(pod["metadata"]["name"])
+        return real(pod, *args, **kwargs)
+
+    monkeypatch.setattr(kubelet, "next_status", counting)
+
+    def deployment(name: str, replicas: int) -> dict[str, Any]:
+        return {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": {"app": name}},
+                "template": {**_template({"nvidia.com/gpu": 1}), "metadata": {"labels": {"app": name}}},
+            },
+        }
+
+    def ready(name: str, replicas: int) -> Callable[[], Any]:
+        async def check() -> bool:
+            status = (await sim.get("apps/v1", "Deployment", name)).get("status") or {}
+            return status.get("readyReplicas") == replicas
+
+        return check
+
+    await sim.create(deployment("many", 24))
+    await sim.until(ready("many", 24))
+    looked.clear()
+    await sim.create(deployment("one", 1))
+    await sim.until(ready("one", 1))
+    for _ in range(20):  # let the last watch events through
+        await asyncio.sleep(0)
+    assert looked and all(name.startswith("one-") for name in looked), looked
+    assert len(looked) <= 6, looked
