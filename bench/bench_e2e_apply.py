@@ -5,7 +5,8 @@ What runs, all real processes started as a user starts them (through
 :mod:`e2e.harness`): a hub (``gpufed controlplane``, embedded etcd, its controllers), 10
 ``gpufed sim-cluster`` members (on-prem A100s, on-prem A100s with a mixed MIG layout,
 cloud H100s with a price) and 10 ``gpufed agent`` processes joined with fresh join
-tokens. One PropagationPolicy (Divided, TieredOverflow: on-prem first, overflow to the
+tokens, at the agent's default intervals (lease every 10 s, capacity report every 30 s, DCGM
+every 15 s: their background work shares the machine as it would in use). One PropagationPolicy (Divided, TieredOverflow: on-prem first, overflow to the
 cloud) claims every Deployment of the benchmark's namespace.
 
 What is measured: this process creates the Deployments (1 or 2 replicas of one whole
@@ -470,7 +471,7 @@ def start_fleet(group: ProcessGroup, plan: Plan) -> Kubectl:
     for entry in spec["clusters"]:
         name = entry["name"]
         _, member, dcgm = group.start_member(fleet_file, name, extra=("--log-level", "WARNING"))
-        group.start_agent(hub, fleet_file, name, member, dcgm, extra=("--log-level", "WARNING"))
+        group.start_agent(hub, fleet_file, name, member, dcgm, extra=("--log-level", "WARNING"), test_intervals=False)
         names.add(name)
     wait_for(
         lambda: names <= ready_clusters(hub),

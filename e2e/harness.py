@@ -259,10 +259,12 @@ class ProcessGroup:
 
     def start_agent(
         self, hub: Kubectl, fleet: Path, cluster: str, member: Kubectl, dcgm_url: str,
-        *, join: list[str] | None = None, extra: tuple[str, ...] = (),
+        *, join: list[str] | None = None, extra: tuple[str, ...] = (), test_intervals: bool = True,
     ) -> Process:
         """Join a member to the hub with a fresh join command, passing the fleet entry's
-        provider, region, labels and pricing as the agent's cluster file."""
+        provider, region, labels and pricing as the agent's cluster file. With ``test_intervals``
+        the agent renews its lease every 2 s, reports every 3 s and scrapes DCGM every 2 s, so
+        tests see changes soon; without, it runs at its defaults, as a user runs it."""
         entry = next(c for c in yaml.safe_load(fleet.read_text())["clusters"] if c["name"] == cluster)
         cluster_file = self.root / f"agent-{cluster}-cluster.yaml"
         fields = ("provider", "region", "zone", "tier", "labels", "pricing")
@@ -270,8 +272,9 @@ class ProcessGroup:
         argv = (join or self.join_command(hub)) + [
             "--cluster-name", cluster, "--kubeconfig", str(member.kubeconfig),
             "--state-dir", str(self.root / f"agent-{cluster}"), "--dcgm-url", dcgm_url,
-            "--cluster-file", str(cluster_file), "--heartbeat-interval", "2", "--report-interval", "3",
-            "--dcgm-interval", "2", *extra,
+            "--cluster-file", str(cluster_file),
+            *(("--heartbeat-interval", "2", "--report-interval", "3", "--dcgm-interval", "2") if test_intervals else ()),
+            *extra,
         ]
         return self.start_raw(f"agent-{cluster}", argv)
 
