@@ -359,7 +359,7 @@ class SimulatedCluster(Service):
                 if due.get(key) == when:
                     del due[key]
                     keys.add(key)
-            for key in keys:
+            for key in sorted(keys):  # a set's order varies by process: the seeded draws must not
                 pod = cached(self.pods, key)
                 node = (pod.get("spec") or {}).get("nodeName") if pod is not None else None
                 if pod is None or not node or phase(pod) in ("Succeeded", "Failed") or is_terminating(pod):
