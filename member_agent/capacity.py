@@ -47,6 +47,11 @@ Accounting rules, exactly:
   state (:mod:`controlplane.reports.aggregated`, built by
   :func:`controlplane.reports.agentreport.utilization_report`), so its size follows the
   member's workloads, not its node or pod count.
+* ``unschedulableWorkloads`` lists, per owning workload (:func:`owner_workload`), the pods the
+  member's scheduler could not place (no ``spec.nodeName``, ``PodScheduled`` False), at most
+  :data:`MAX_UNSCHEDULABLE_WORKLOADS` of them (most pods first): a report that lists a
+  workload's pods was taken after they became unschedulable, so the hub may move them on what
+  it says is free.
 """
 
 from __future__ import annotations
@@ -165,6 +170,32 @@ OWNER_LABELS = frozenset(
         LABEL_RAY_ORIGIN_NAME,
     }
 )
+
+
+MAX_UNSCHEDULABLE_WORKLOADS = 500
+"""The most workloads a report lists in ``unschedulableWorkloads`` (some 50 KiB)."""
+
+
+def is_unschedulable(pod: Mapping[str, Any]) -> bool:
+    """The member's scheduler could not place the pod: unbound, not finished, PodScheduled False."""
+    status = pod.get("status") or {}
+    if (pod.get("spec") or {}).get("nodeName") or status.get("phase") in TERMINAL_PHASES:
+        return False
+    return any(
+        cond.get("type") == "PodScheduled" and cond.get("status") == "False" for cond in status.get("conditions") or ()
+    )
+
+
+def unschedulable_workloads(pods: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``unschedulableWorkloads`` of the report: unschedulable pods counted per owning workload
+    (a bare pod under its own name), most pods first, at most :data:`MAX_UNSCHEDULABLE_WORKLOADS`."""
+    counts: Counter[tuple[str, str, str]] = Counter()
+    for pod in pods:
+        metadata = pod.get("metadata") or {}
+        owner = owner_workload(pod) or {"kind": "Pod", "name": str(metadata.get("name") or "")}
+        counts[(str(metadata.get("namespace") or ""), owner["kind"], owner["name"])] += 1
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:MAX_UNSCHEDULABLE_WORKLOADS]
+    return [{"namespace": ns, "kind": kind, "name": name, "pods": n} for (ns, kind, name), n in ranked]
 
 
 def owner_workload(pod: Mapping[str, Any]) -> dict[str, str] | None:
@@ -371,8 +402,11 @@ def summarize(
     pods_by_node: dict[str, list[tuple[Mapping[str, Any], dict[str, int]]]] = {}
     # Finished pods still named by DCGM series (the exporter lags): their owners are still known.
     finished: dict[tuple[str, str], Mapping[str, Any]] = {}
+    unschedulable: list[Mapping[str, Any]] = []
     for pod in pods:
         if not pod_is_active(pod):
+            if is_unschedulable(pod):
+                unschedulable.append(pod)
             metadata = pod.get("metadata") or {}
             finished[(str(metadata.get("namespace") or ""), str(metadata.get("name") or ""))] = pod
             continue
@@ -488,6 +522,8 @@ def summarize(
         "nodeShapes": shapes,
         "utilization": utilization_report(util_nodes, sample_time=utilization_time),
     }
+    if unschedulable:
+        status["unschedulableWorkloads"] = unschedulable_workloads(unschedulable)
     return status
 
 

@@ -206,6 +206,19 @@ class NodeShape(WireModel):
     """True when these nodes are spot (preemptible) capacity, which the cloud may reclaim at short notice."""
 
 
+class UnschedulableWorkload(WireModel):
+    """A workload with pods the member's scheduler could not place when the report was taken."""
+
+    namespace: str = ""
+    """Namespace of the workload in the member cluster."""
+    kind: str
+    """Kind of the workload that owns the pods (a ReplicaSet's pods count under their Deployment)."""
+    name: str
+    """Name of the workload."""
+    pods: int = Field(ge=0)
+    """How many of its pods were unschedulable (PodScheduled False)."""
+
+
 class ClusterStatus(WireModel):
     """``status`` of a Cluster, written by the member agent and the cluster controller."""
 
@@ -225,6 +238,10 @@ class ClusterStatus(WireModel):
     node_shapes: list[NodeShape] | None = None
     """The cluster's schedulable nodes grouped by shape, with what is free on each: the scheduler checks that
     every replica fits on a node."""
+    unschedulable_workloads: list[UnschedulableWorkload] | None = None
+    """The workloads with pods the member's scheduler could not place when this report was taken. A report
+    that lists them was taken after they became unschedulable: the hub may trust what it says is free to
+    move them elsewhere."""
 
 
 class Cluster(SpecModel):

@@ -6,7 +6,9 @@ workload (a ReplicaSet's pods under their Deployment): the aggregated form
 (:func:`controlplane.reports.aggregated.pods_by_owner`) or, from an older agent, per node
 (:func:`controlplane.apis.utilization.expand_utilization`). The scheduler
 controller counts them per workload to settle its reservations exactly: a reservation stays
-until a report shows the binding's pods bound, however late the member gets to them. In:
+until a report shows the binding's pods bound, however late the member gets to them. A report
+that lists a workload's pods unschedulable (``status.unschedulableWorkloads``) was taken after
+they became so. In:
 the Cluster object as stored. Out: pod counts per :data:`OwnerKey`, or None when the report
 lists no node (no per-pod information at all). Pure; no I/O.
 """
@@ -44,6 +46,17 @@ def bound_pods_by_owner(cluster: Mapping[str, Any]) -> Counter[OwnerKey] | None:
             owner = (pod or {}).get("owner") or {}
             if owner.get("kind") and owner.get("name"):
                 counts[(str(pod.get("namespace") or ""), str(owner["kind"]), str(owner["name"]))] += 1
+    return counts
+
+
+def unschedulable_pods_by_owner(cluster: Mapping[str, Any]) -> Counter[OwnerKey]:
+    """Pods the member's scheduler could not place per owning workload, as the cluster's last
+    report lists them (``status.unschedulableWorkloads``; none from an older agent)."""
+    counts: Counter[OwnerKey] = Counter()
+    for entry in ClusterObjectView(cluster).status.get("unschedulableWorkloads") or ():
+        if isinstance(entry, Mapping) and entry.get("kind") and entry.get("name"):
+            key = (str(entry.get("namespace") or ""), str(entry["kind"]), str(entry["name"]))
+            counts[key] += int(entry.get("pods") or 0)
     return counts
 
 

@@ -41,11 +41,14 @@ async def put_cluster(
     labels: dict[str, str] | None = None,
     report_time: str = REPORT_TIME,
     pods: list[dict[str, Any]] | None = None,
+    unschedulable: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     """Create or replace a Cluster and write its status as its agent would.
 
     ``pods``: when given, the report lists them as the member's bound GPU pods
     (``status.utilization``, see :func:`bound_pod`), as an agent's report does.
+    ``unschedulable``: Deployments of ``default`` with pods the member could not place, and how
+    many (``status.unschedulableWorkloads``).
     """
     rt = objects.registry.require("cluster.gpufed.io/v1alpha1", "Cluster")
     spec: dict[str, Any] = {"provider": provider}
@@ -71,6 +74,10 @@ async def put_cluster(
     }
     if pods is not None:
         status["utilization"] = {"sampleTime": None, "nodes": [{"name": f"{name}-node-0", "devices": [], "pods": pods}]}
+    if unschedulable:
+        status["unschedulableWorkloads"] = [
+            {"namespace": "default", "kind": "Deployment", "name": owner, "pods": n} for owner, n in unschedulable.items()
+        ]
     return await objects.update_status(rt, {**current, "status": status})
 
 

@@ -106,6 +106,35 @@ async def _moved_to_cloud(objects: ObjectStore) -> bool:
     return await placed(objects, "big") == {"cloud": 1}
 
 
+@pytest.mark.parametrize(
+    ("listed", "moves"),
+    [({"big": 1}, True), (None, False), ({"other": 1}, False)],
+    ids=["the report lists the pods: it was taken after their trouble", "a report that does not list them",
+         "a report listing another workload's pods"],
+)
+async def test_a_report_received_before_the_work_status_confirms_no_room_when_it_lists_the_pods(
+    objects: ObjectStore, long_grace: ControllerManager, listed: dict[str, int] | None, moves: bool
+) -> None:
+    """The agent reports a second after the pods' change; its Work status naming them can reach
+    the hub later. A full member then sends no report until its periodic one (30 s), so only a
+    report that itself lists the pods can confirm there is no room for them."""
+    await put_cluster(objects, "onprem", node_shape(1, gpus=2), pods=[])
+    await put_cluster(objects, "cloud", node_shape(1, gpus=8), provider="aws", pricing={A100: 4.1}, pods=[])
+    await settled(long_grace)
+    await create(objects, propagation_policy("tiered"))
+    await create(objects, deployment("big", replicas=1, gpus=2))
+    assert await eventually(lambda: placed(objects, "big"), what="big placed") == {"onprem": 1}
+    work = await eventually(lambda: work_in(objects, "onprem", "big"), what="big's Work")
+    await put_cluster(objects, "onprem", NO_ROOM, report_time=later(30), pods=[], unschedulable=listed)
+    await settled(long_grace)
+    await report_applied(objects, work, workload="big", unschedulable=1)
+    if moves:
+        assert await eventually(lambda: _moved_to_cloud(objects), what="big moved without the grace period")
+    else:
+        await settled(long_grace)
+        assert await placed(objects, "big") == {"onprem": 1}
+
+
 async def test_a_move_after_the_grace_period_explains_itself_with_the_real_nodes(
     objects: ObjectStore, manager: ControllerManager
 ) -> None:

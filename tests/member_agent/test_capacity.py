@@ -544,3 +544,42 @@ def test_a_report_reads_again_only_the_pods_that_changed_since_the_last() -> Non
     memo.report_done()
     memo.report_done()  # a report that read no pod: nothing is kept
     assert memo.of(first) is not kept
+
+
+def _unschedulable(pod_obj: dict[str, Any], message: str = "0/1 nodes are available: 1 Insufficient nvidia.com/gpu.") -> dict[str, Any]:
+    pod_obj["status"]["phase"] = "Pending"
+    pod_obj["status"]["conditions"] = [
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
+    ]
+    return pod_obj
+
+
+def test_the_report_lists_the_workloads_whose_pods_the_member_cannot_place() -> None:
+    """The hub trusts a report that lists a workload's unschedulable pods to have been taken
+    after they became so (it may reach the hub before the Work status naming them)."""
+    rs = {"kind": "ReplicaSet", "name": "train-5d8f", "controller": True}
+    pods = [
+        _unschedulable(pod("train-5d8f-a", None, requests={"nvidia.com/gpu": "2"}, owner=rs, labels={"pod-template-hash": "5d8f"})),
+        _unschedulable(pod("train-5d8f-b", None, requests={"nvidia.com/gpu": "2"}, owner=rs, labels={"pod-template-hash": "5d8f"})),
+        _unschedulable(pod("solo", None, requests={"nvidia.com/gpu": "1"}, namespace="team-a")),
+        pod("waiting", None, requests={"nvidia.com/gpu": "1"}, phase="Pending"),  # not yet tried: not listed
+        pod("bound", "n1", requests={"nvidia.com/gpu": "1"}),
+    ]
+    status = capacity.summarize([node("n1", resources={"nvidia.com/gpu": "1"})], pods, now=NOW)
+    assert status["unschedulableWorkloads"] == [
+        {"namespace": "default", "kind": "Deployment", "name": "train", "pods": 2},
+        {"namespace": "team-a", "kind": "Pod", "name": "solo", "pods": 1},
+    ]
+    trimmed = capacity.summarize([node("n1", resources={"nvidia.com/gpu": "1"})], [capacity.trim_pod(p) for p in pods], now=NOW)
+    assert trimmed["unschedulableWorkloads"] == status["unschedulableWorkloads"]
+    placed = capacity.summarize([node("n1")], [pod("bound", "n1")], now=NOW)
+    assert "unschedulableWorkloads" not in placed
+
+
+def test_the_unschedulable_list_is_bounded() -> None:
+    many = [_unschedulable(pod(f"p{i:04d}", None)) for i in range(capacity.MAX_UNSCHEDULABLE_WORKLOADS + 50)]
+    many.append(_unschedulable(pod("p0000-twin", None, owner={"kind": "Job", "name": "big", "controller": True})))
+    many.append(_unschedulable(pod("p0000-twin2", None, owner={"kind": "Job", "name": "big", "controller": True})))
+    listed = capacity.summarize([node("n1")], many, now=NOW)["unschedulableWorkloads"]
+    assert len(listed) == capacity.MAX_UNSCHEDULABLE_WORKLOADS
+    assert listed[0] == {"namespace": "default", "kind": "Job", "name": "big", "pods": 2}  # most pods first

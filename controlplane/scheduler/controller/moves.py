@@ -2,8 +2,10 @@
 
 A member reports replicas it cannot place in ``manifestStatuses[].unschedulable`` of the Work.
 For the Work's current generation, they are due to move when either a capacity report of that
-cluster taken after the Work was Applied (and received after the hub saw the pods
-unschedulable) confirms there is no room for them — the estimator, run on that report with the
+cluster taken after the Work was Applied and after the pods became unschedulable (received
+after the hub saw them so, or listing them in ``unschedulableWorkloads``: the report the
+agent sends a second after the pods' change can arrive before the Work status naming them)
+confirms there is no room for them — the estimator, run on that report with the
 binding's own reservation set aside, fits fewer than are waiting, and the report's pod list does
 not show more of the binding's pods bound than the cluster keeps (a rollout's old pods free
 their GPUs soon; a report without a pod list cannot tell) — or they have waited longer than the
@@ -32,7 +34,7 @@ from typing import Any
 
 from controlplane.apis.work_v1alpha1 import BindingKey
 from controlplane.controllers.context import INDEX_BINDING, ControllerContext
-from controlplane.controllers.pods import bound_pods_by_owner
+from controlplane.controllers.pods import bound_pods_by_owner, unschedulable_pods_by_owner
 from controlplane.controllers.works import ChosenShape, cluster_of_namespace, decode_shapes
 from controlplane.scheduler.controller.reading import (
     applied_condition,
@@ -147,16 +149,22 @@ class UnschedulableMoves:
         reported = snapshot.report_time if snapshot is not None else None
         if snapshot is None or reported is None:
             return None
-        # Taken after the Work was Applied, and received after the hub saw the pods unschedulable.
+        # Taken after the Work was Applied, and after the pods became unschedulable: received
+        # after the hub saw them so, or listing them itself (the agent's report after the pods'
+        # change may reach the hub before the Work status that names them).
         applied_at = transition_time(applied_condition(work))
-        if applied_at is None or reported <= applied_at or (report_then is not None and reported <= report_then):
+        if applied_at is None or reported <= applied_at:
             return None
         text = key_text(key)
         owner = self.keeper.owners.get(text)
         obj = self.ctx.clusters.get(None, cluster)
-        counts = bound_pods_by_owner(obj) if owner is not None and obj is not None else None
-        if owner is None or counts is None:
+        if owner is None or obj is None:
             return None  # the report cannot say whether old pods of the binding still hold GPUs
+        if report_then is not None and reported <= report_then and unschedulable_pods_by_owner(obj)[owner] < pods:
+            return None
+        counts = bound_pods_by_owner(obj)
+        if counts is None:
+            return None
         keeps = request.previous.get(cluster, 0)
         if counts.get(owner, 0) + pods > keeps:
             return None  # more of its pods bound than it keeps: a rollout's old pods free their GPUs soon
