@@ -282,6 +282,34 @@ async def diagnose(hub: Hub, name: str) -> str:
     )
 
 
+SLOWEST = 5
+"""How many of the slowest workloads the JSON describes (latency, and the binding's moves)."""
+
+
+async def slowest_workloads(hub: Hub, tracker: Tracker) -> list[dict[str, Any]]:
+    """The slowest workloads from apply to Running, each with where its binding placed it and
+    the scheduler's reasons that mention a move (replicas a member could not place, failover)."""
+    ranked = sorted(tracker.running, key=lambda name: tracker.applied[name] - tracker.running[name])[:SLOWEST]
+    out = []
+    for name in ranked:
+        _, binding = await hub.get(f"{BINDINGS}/{name}-deployment")
+        spec = (binding or {}).get("spec") or {}
+        explanation = ((binding or {}).get("status") or {}).get("explanation") or []
+        moves = [
+            f"{entry.get('cluster')}: {reason}"
+            for entry in explanation
+            for reason in entry.get("reasons") or ()
+            if "moved" in str(reason) or "unschedulable" in str(reason)
+        ]
+        out.append({
+            "name": name,
+            "seconds": round(tracker.running[name] - tracker.applied[name], 3),
+            "clusters": {c.get("name"): c.get("replicas") for c in spec.get("clusters") or ()},
+            "moves": moves[:4],
+        })
+    return out
+
+
 def cpu_by_role(used: dict[str, float]) -> dict[str, float]:
     """CPU seconds summed per role: hub, etcd, sim (all members), agent (all agents), client."""
     roles: dict[str, float] = {}
@@ -403,6 +431,7 @@ async def measure(kubeconfig: Path, plan: Plan, meter: CpuMeter) -> tuple[list[F
                 await watcher
         stuck = sorted(set(tracker.applied) - set(tracker.running))
         stuck_reason = await diagnose(hub, stuck[0]) if stuck else ""
+        slowest = await slowest_workloads(hub, tracker)
 
     latencies = tracker.latencies()
     summary = latency_summary(latencies)
@@ -454,6 +483,7 @@ async def measure(kubeconfig: Path, plan: Plan, meter: CpuMeter) -> tuple[list[F
         "not_running": stuck[:20],
         "not_running_count": len(stuck),
         "not_running_reason": stuck_reason,
+        "slowest": slowest,
     }
     return figures, details
 

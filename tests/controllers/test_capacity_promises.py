@@ -68,8 +68,10 @@ async def work_in(objects: ObjectStore, cluster: str, workload: str) -> dict[str
         return None
 
 
-async def report_applied(objects: ObjectStore, work: dict[str, Any], *, workload: str, unschedulable: int = 0) -> None:
-    """The agent's Work status right after the apply: Applied, no pod ready yet."""
+async def report_applied(
+    objects: ObjectStore, work: dict[str, Any], *, workload: str, unschedulable: int = 0, at: str | None = None
+) -> None:
+    """The agent's Work status right after the apply (``at``, default now): Applied, no pod ready yet."""
     replicas = work["spec"]["workload"]["manifests"][0]["spec"]["replicas"]
     entry: dict[str, Any] = {
         "identifier": {"group": "apps", "version": "v1", "kind": "Deployment", "namespace": "default",
@@ -82,7 +84,7 @@ async def report_applied(objects: ObjectStore, work: dict[str, Any], *, workload
     status = {
         "conditions": [
             {"type": "Applied", "status": "True", "reason": "AppliedSuccessful", "message": "applied",
-             "lastTransitionTime": later(0), "observedGeneration": work["metadata"]["generation"]},
+             "lastTransitionTime": at or later(0), "observedGeneration": work["metadata"]["generation"]},
         ],
         "manifestStatuses": [entry],
     }

@@ -106,18 +106,26 @@ async def _moved_to_cloud(objects: ObjectStore) -> bool:
     return await placed(objects, "big") == {"cloud": 1}
 
 
+LISTED_REPORTS = [
+    # (id, seconds from the apply to the report, the workloads it lists unschedulable, moves at once)
+    ("a later report that lists the pods: taken after their trouble", 30, {"big": 1}, True),
+    ("a report of the apply's own second that lists the pods", 0, {"big": 1}, True),
+    ("a later report that does not list them", 30, None, False),
+    ("a report of the apply's own second that does not list them", 0, None, False),
+    ("a report listing another workload's pods", 30, {"other": 1}, False),
+    ("a report taken before the apply, listing the pods", -30, {"big": 1}, False),
+]
+
+
 @pytest.mark.parametrize(
-    ("listed", "moves"),
-    [({"big": 1}, True), (None, False), ({"other": 1}, False)],
-    ids=["the report lists the pods: it was taken after their trouble", "a report that does not list them",
-         "a report listing another workload's pods"],
+    ("offset", "listed", "moves"), [r[1:] for r in LISTED_REPORTS], ids=[r[0] for r in LISTED_REPORTS]
 )
 async def test_a_report_received_before_the_work_status_confirms_no_room_when_it_lists_the_pods(
-    objects: ObjectStore, long_grace: ControllerManager, listed: dict[str, int] | None, moves: bool
+    objects: ObjectStore, long_grace: ControllerManager, offset: float, listed: dict[str, int] | None, moves: bool
 ) -> None:
     """The agent reports a second after the pods' change; its Work status naming them can reach
-    the hub later. A full member then sends no report until its periodic one (30 s), so only a
-    report that itself lists the pods can confirm there is no room for them."""
+    the hub later, and both carry whole seconds. A full member then sends no report until its
+    periodic one (30 s), so a report that itself lists the pods must confirm there is no room."""
     await put_cluster(objects, "onprem", node_shape(1, gpus=2), pods=[])
     await put_cluster(objects, "cloud", node_shape(1, gpus=8), provider="aws", pricing={A100: 4.1}, pods=[])
     await settled(long_grace)
@@ -125,9 +133,11 @@ async def test_a_report_received_before_the_work_status_confirms_no_room_when_it
     await create(objects, deployment("big", replicas=1, gpus=2))
     assert await eventually(lambda: placed(objects, "big"), what="big placed") == {"onprem": 1}
     work = await eventually(lambda: work_in(objects, "onprem", "big"), what="big's Work")
-    await put_cluster(objects, "onprem", NO_ROOM, report_time=later(30), pods=[], unschedulable=listed)
+    applied = later(0)
+    report = applied if offset == 0 else later(offset)
+    await put_cluster(objects, "onprem", NO_ROOM, report_time=report, pods=[], unschedulable=listed)
     await settled(long_grace)
-    await report_applied(objects, work, workload="big", unschedulable=1)
+    await report_applied(objects, work, workload="big", unschedulable=1, at=applied)
     if moves:
         assert await eventually(lambda: _moved_to_cloud(objects), what="big moved without the grace period")
     else:

@@ -152,15 +152,18 @@ class UnschedulableMoves:
         # Taken after the Work was Applied, and after the pods became unschedulable: received
         # after the hub saw them so, or listing them itself (the agent's report after the pods'
         # change may reach the hub before the Work status that names them).
+        # Both times are whole seconds: a report that lists the pods may share the apply's second.
         applied_at = transition_time(applied_condition(work))
-        if applied_at is None or reported <= applied_at:
+        if applied_at is None or reported < applied_at:
             return None
         text = key_text(key)
         owner = self.keeper.owners.get(text)
         obj = self.ctx.clusters.get(None, cluster)
         if owner is None or obj is None:
             return None  # the report cannot say whether old pods of the binding still hold GPUs
-        if report_then is not None and reported <= report_then and unschedulable_pods_by_owner(obj)[owner] < pods:
+        if unschedulable_pods_by_owner(obj)[owner] < pods and (
+            reported == applied_at or (report_then is not None and reported <= report_then)
+        ):
             return None
         counts = bound_pods_by_owner(obj)
         if counts is None:
