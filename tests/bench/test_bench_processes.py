@@ -78,3 +78,9 @@ def test_e2e_benchmark_drives_hub_members_and_agents() -> None:
     assert figures["apply -> Running p50"].value <= figures["apply -> Running p99"].value  # type: ignore[operator]
     assert result.details["workloads"] == 4
     assert set(result.details["cpu_seconds_by_role"]) >= {"hub", "sim", "agent", "client"}
+    # The slowest workloads, slowest first, each where its binding placed it.
+    slowest = result.details["slowest"]
+    assert 1 <= len(slowest) <= bench_e2e_apply.SLOWEST
+    assert [s["seconds"] for s in slowest] == sorted((s["seconds"] for s in slowest), reverse=True)
+    assert slowest[0]["seconds"] == figures["apply -> Running max"].value
+    assert all(sum(s["clusters"].values()) >= 1 and s["name"].startswith("w-") for s in slowest), slowest
