@@ -50,15 +50,21 @@ async def explanation_of(objects: ObjectStore, workload: str, cluster: str) -> l
     return list(entry.get("reasons") or ())
 
 
-async def big_waits_on_prem(objects: ObjectStore, manager: ControllerManager) -> None:
-    """A 2-GPU replica placed on-prem whose member reports it cannot place it."""
+async def big_placed_on_prem(objects: ObjectStore, manager: ControllerManager) -> dict[str, Any]:
+    """A 2-GPU replica placed on-prem (room for it there, and in the cloud): its Work."""
     await put_cluster(objects, "onprem", node_shape(1, gpus=2), pods=[])
     await put_cluster(objects, "cloud", node_shape(1, gpus=8), provider="aws", pricing={A100: 4.1}, pods=[])
     await settled(manager)
     await create(objects, propagation_policy("tiered"))
     await create(objects, deployment("big", replicas=1, gpus=2))
     assert await eventually(lambda: placed(objects, "big"), what="big placed") == {"onprem": 1}
-    work = await eventually(lambda: work_in(objects, "onprem", "big"), what="big's Work")
+    work: dict[str, Any] = await eventually(lambda: work_in(objects, "onprem", "big"), what="big's Work")
+    return work
+
+
+async def big_waits_on_prem(objects: ObjectStore, manager: ControllerManager) -> None:
+    """A 2-GPU replica placed on-prem whose member reports it cannot place it."""
+    work = await big_placed_on_prem(objects, manager)
     await report_applied(objects, work, workload="big", unschedulable=1)
     await settled(manager)
 
@@ -126,13 +132,7 @@ async def test_a_report_received_before_the_work_status_confirms_no_room_when_it
     """The agent reports a second after the pods' change; its Work status naming them can reach
     the hub later, and both carry whole seconds. A full member then sends no report until its
     periodic one (30 s), so a report that itself lists the pods must confirm there is no room."""
-    await put_cluster(objects, "onprem", node_shape(1, gpus=2), pods=[])
-    await put_cluster(objects, "cloud", node_shape(1, gpus=8), provider="aws", pricing={A100: 4.1}, pods=[])
-    await settled(long_grace)
-    await create(objects, propagation_policy("tiered"))
-    await create(objects, deployment("big", replicas=1, gpus=2))
-    assert await eventually(lambda: placed(objects, "big"), what="big placed") == {"onprem": 1}
-    work = await eventually(lambda: work_in(objects, "onprem", "big"), what="big's Work")
+    work = await big_placed_on_prem(objects, long_grace)
     applied = later(0)
     report = applied if offset == 0 else later(offset)
     await put_cluster(objects, "onprem", NO_ROOM, report_time=report, pods=[], unschedulable=listed)
