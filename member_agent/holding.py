@@ -9,7 +9,9 @@ that becomes ready within the window costs the hub one write (the ready state) i
 two. Whatever the Work shows when the window ends is written then, so a Work that stays
 unhealthy is reported ``window`` seconds late at most. Anything else (an apply that failed,
 a healthy Work, pods that do not fit, a reclaim) is written at once and ends the hold. The
-hub's status controller holds the same state (``controlplane.controllers.status``).
+hub's status controller holds the same state (``controlplane.controllers.status``). A status
+written after a hold keeps the condition times of the statuses held before it
+(:meth:`StatusHold.carry_transitions`).
 
 Pure: the caller passes the clock's reading and schedules the pass at the end of the window.
 """
@@ -42,6 +44,31 @@ class StatusHold:
 
     window: float = DEFAULT_HOLD_SECONDS
     _since: dict[str, float] = field(default_factory=dict)
+    # Per Work, since its last written status: when each (condition type, status) was first seen.
+    _transitions: dict[str, dict[tuple[str, str], str]] = field(default_factory=dict)
+
+    def carry_transitions(self, key: str, status: Mapping[str, Any]) -> dict[str, Any]:
+        """``status`` with each condition's ``lastTransitionTime`` as first seen in a status of
+        ``key`` held back since the last one written, when the condition had the same status
+        then: the Work became Applied when it was applied, not when its hold ended (the hub
+        compares capacity reports with that time). Call :meth:`written` once it is written."""
+        seen = self._transitions.setdefault(key, {})
+        conditions = []
+        for cond in status.get("conditions") or ():
+            mark = (str(cond.get("type")), str(cond.get("status")))
+            stamp = cond.get("lastTransitionTime")
+            first = seen.setdefault(mark, stamp) if stamp else seen.get(mark)
+            # RFC 3339 times in UTC with whole seconds compare in time order as strings.
+            if first and (not stamp or first < stamp):
+                cond = {**cond, "lastTransitionTime": first}
+            conditions.append(cond)
+        now = {(str(c.get("type")), str(c.get("status"))) for c in conditions}
+        self._transitions[key] = {mark: stamp for mark, stamp in seen.items() if mark in now}
+        return {**status, "conditions": conditions}
+
+    def written(self, key: str) -> None:
+        """A status of ``key`` was written (or found unchanged): its conditions' times are stored."""
+        self._transitions.pop(key, None)
 
     def delay(self, key: str, status: Mapping[str, Any], *, now: float) -> float | None:
         """Seconds to hold ``status`` of Work ``key`` back; None: write it now."""
@@ -59,3 +86,4 @@ class StatusHold:
     def forget(self, key: str) -> None:
         """The Work is gone."""
         self._since.pop(key, None)
+        self._transitions.pop(key, None)

@@ -307,9 +307,11 @@ class WorkSyncing(AgentBase):
         assert self.hub is not None
         status = self.reclaims.annotate(status, now=self.clock())
         loop, held_key = asyncio.get_running_loop(), work_key(work)
+        status = self._hold.carry_transitions(held_key, status)
         held = self._hold.delay(held_key, status, now=loop.time())
         if held is None:
             self._end_hold(held_key)
+            self._hold.written(held_key)
         if not status_changed(work.get("status"), status):
             return
         if held is not None:

@@ -17,6 +17,7 @@ import pytest
 
 from member_agent.agent import Agent
 from member_agent.holding import StatusHold, starting
+from member_agent.registering import rfc3339
 from tests.member_agent import test_agent_integration as integration
 from tests.member_agent.test_agent_integration import (
     DEPLOYMENT,
@@ -69,6 +70,28 @@ def test_the_hold_runs_from_the_first_starting_status_and_ends_with_another() ->
     assert StatusHold(window=0).delay("w", status(), now=0.0) is None
 
 
+def test_a_held_condition_keeps_the_time_it_was_first_seen() -> None:
+    hold = StatusHold(window=1.0)
+    applied = {"type": "Applied", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    first = hold.carry_transitions("w", {"conditions": [applied]})
+    assert first["conditions"] == [applied]
+    # Held; recomputed later from the stored status, which has no Applied yet: a new time.
+    later = {**applied, "lastTransitionTime": "2026-01-01T00:00:02Z"}
+    available = {"type": "Available", "status": "True", "lastTransitionTime": "2026-01-01T00:00:02Z"}
+    carried = hold.carry_transitions("w", {"conditions": [later, available]})
+    assert carried["conditions"] == [applied, available]
+    hold.written("w")
+    # After a write the stored status carries the times: nothing is remembered any more.
+    again = hold.carry_transitions("w", {"conditions": [later]})
+    assert again["conditions"] == [later]
+    # A condition that changed status while held starts again from its new status' time.
+    failed = {"type": "Applied", "status": "False", "lastTransitionTime": "2026-01-01T00:00:03Z"}
+    hold.carry_transitions("v", {"conditions": [applied]})
+    hold.carry_transitions("v", {"conditions": [failed]})
+    assert hold.carry_transitions("v", {"conditions": [later]})["conditions"] == [later]
+    hold.forget("v")
+
+
 async def written_statuses(hub: Hub, created: dict[str, Any], *, until: Any) -> list[dict[str, Any]]:
     """The statuses the hub stored for the Work after its create, up to the first ``until`` accepts."""
     rt = hub.objects.registry.require(*WORK_API)
@@ -98,6 +121,8 @@ async def test_a_rollout_ready_within_the_hold_is_one_status_write(
         created = await hub.objects.create(rt, work_object("infer", [DEPLOYMENT]))
         # The agent applied the Work and holds its "applied, replicas starting" status.
         await eventually(lambda: _async(f"{WORK_NS}/infer" in agent.held_works), what="the held status")
+        await asyncio.sleep(1.1)  # the status written below is computed in a later second
+        made_ready = rfc3339(agent.clock())
         live = await member.get("apps/v1", "Deployment", "infer", "ml")
         assert live is not None
         ready = {"observedGeneration": live["metadata"]["generation"], "replicas": 2, "updatedReplicas": 2,
@@ -106,6 +131,9 @@ async def test_a_rollout_ready_within_the_hold_is_one_status_write(
         seen = await written_statuses(hub, created, until=lambda s: conditions(s).get("Available") == "True")
         assert len(seen) == 1, [conditions(s) for s in seen]  # the starting status was never written
         assert conditions(seen[0]) == {"Applied": "True", "Available": "True"}
+        # Applied when it was applied (and held), not when the ready status was computed.
+        times = {c["type"]: c["lastTransitionTime"] for c in seen[0]["conditions"]}
+        assert times["Applied"] < made_ready <= times["Available"], times
         assert not agent.held_works
 
 
