@@ -311,8 +311,9 @@ class WorkSyncing(AgentBase):
         held = self._hold.delay(held_key, status, now=loop.time())
         if held is None:
             self._end_hold(held_key)
-            self._hold.written(held_key)
         if not status_changed(work.get("status"), status):
+            if held is None:
+                self._hold.written(held_key)  # stored as it is, times included
             return
         if held is not None:
             if held_key not in self._hold_timers:
@@ -324,6 +325,7 @@ class WorkSyncing(AgentBase):
         for _ in range(3):
             try:
                 updated = await self.hub.replace(path, {**current, "status": dict(status)})
+                self._hold.written(held_key)
                 key = work_key(updated)
                 if self.works is not None and key in self.works.objects:
                     # Keep the cache current so the next comparison sees what was written; a spec
@@ -334,6 +336,7 @@ class WorkSyncing(AgentBase):
                         self._on_work_change(key)
                 return
             except NotFound:
+                self._hold.written(held_key)
                 return  # the Work was deleted meanwhile; its DELETED event follows
             except Conflict:
                 current = await self.hub.get(path.removesuffix("/status"))
