@@ -289,7 +289,10 @@ SLOWEST = 5
 async def slowest_workloads(hub: Hub, tracker: Tracker) -> list[dict[str, Any]]:
     """The slowest workloads from apply to Running, each with where its binding placed it and
     the scheduler's reasons that mention a move (replicas a member could not place, failover)."""
-    ranked = sorted(tracker.running, key=lambda name: tracker.applied[name] - tracker.running[name])[:SLOWEST]
+    def took(name: str) -> float:
+        return tracker.running[name] - tracker.applied[name]
+
+    ranked = sorted(tracker.running, key=took, reverse=True)[:SLOWEST]
     out = []
     for name in ranked:
         _, binding = await hub.get(f"{BINDINGS}/{name}-deployment")
@@ -303,7 +306,7 @@ async def slowest_workloads(hub: Hub, tracker: Tracker) -> list[dict[str, Any]]:
         ]
         out.append({
             "name": name,
-            "seconds": round(tracker.running[name] - tracker.applied[name], 3),
+            "seconds": round(took(name), 3),
             "clusters": {c.get("name"): c.get("replicas") for c in spec.get("clusters") or ()},
             "moves": moves[:4],
         })

@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controlplane.apis import constants as c
+from controlplane.apis.pods import unschedulable_condition
 from controlplane.apis.untyped import as_int
 from controlplane.apis.work_v1alpha1 import ConditionType as WorkConditionType
 from controlplane.apis.work_v1alpha1 import Health, WorkReason
@@ -127,21 +128,19 @@ def unschedulable_summary(
     workload: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]
 ) -> dict[str, Any] | None:
     """How many of the workload's pods the member scheduler could not place, and why (the most
-    common PodScheduled=False message). None when every pod was placed."""
+    common PodScheduled=False message). None when every pod was placed. The same pods as the
+    capacity report's ``unschedulableWorkloads`` counts (:func:`unschedulable_condition`)."""
     namespace = (workload.get("metadata") or {}).get("namespace")
     messages: Counter[str] = Counter()
     count = 0
     for pod in pods:
-        meta = pod.get("metadata") or {}
-        if meta.get("namespace") != namespace or (pod.get("spec") or {}).get("nodeName"):
+        if (pod.get("metadata") or {}).get("namespace") != namespace:
             continue
-        if not _pod_belongs_to(pod, workload):
+        cond = unschedulable_condition(pod)
+        if cond is None or not _pod_belongs_to(pod, workload):
             continue
-        for cond in (pod.get("status") or {}).get("conditions") or []:
-            if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
-                count += 1
-                messages[str(cond.get("message") or cond.get("reason") or "")] += 1
-                break
+        count += 1
+        messages[str(cond.get("message") or cond.get("reason") or "")] += 1
     if not count:
         return None
     return {"pods": count, "message": messages.most_common(1)[0][0]}

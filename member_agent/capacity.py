@@ -48,7 +48,7 @@ Accounting rules, exactly:
   :func:`controlplane.reports.agentreport.utilization_report`), so its size follows the
   member's workloads, not its node or pod count.
 * ``unschedulableWorkloads`` lists, per owning workload (:func:`owner_workload`), the pods the
-  member's scheduler could not place (no ``spec.nodeName``, ``PodScheduled`` False), at most
+  member's scheduler could not place (:func:`controlplane.apis.pods.unschedulable_condition`), at most
   :data:`MAX_UNSCHEDULABLE_WORKLOADS` of them (most pods first): a report that lists a
   workload's pods was taken after they became unschedulable, so the hub may move them on what
   it says is free.
@@ -73,6 +73,7 @@ from controlplane.apis.constants import (
     LABEL_TRAINING_OPERATOR_NAME,
 )
 from controlplane.apis.gpus import MIG_INVALID_SUFFIX, is_nvidia_resource
+from controlplane.apis.pods import TERMINAL_PHASES, unschedulable_condition
 from controlplane.apis.utilization import NodeUtilization, PodAllocation
 from controlplane.reports.agentreport import utilization_report
 from member_agent.nodes import (
@@ -91,7 +92,6 @@ from member_agent.nodes import (
     utilization_labels,
 )
 
-TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 CPU_ROUNDING = 1000  # millicores
 MEMORY_ROUNDING = 2**30  # bytes
 
@@ -174,16 +174,6 @@ OWNER_LABELS = frozenset(
 
 MAX_UNSCHEDULABLE_WORKLOADS = 500
 """The most workloads a report lists in ``unschedulableWorkloads`` (some 50 KiB)."""
-
-
-def is_unschedulable(pod: Mapping[str, Any]) -> bool:
-    """The member's scheduler could not place the pod: unbound, not finished, PodScheduled False."""
-    status = pod.get("status") or {}
-    if (pod.get("spec") or {}).get("nodeName") or status.get("phase") in TERMINAL_PHASES:
-        return False
-    return any(
-        cond.get("type") == "PodScheduled" and cond.get("status") == "False" for cond in status.get("conditions") or ()
-    )
 
 
 def unschedulable_workloads(pods: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -405,7 +395,7 @@ def summarize(
     unschedulable: list[Mapping[str, Any]] = []
     for pod in pods:
         if not pod_is_active(pod):
-            if is_unschedulable(pod):
+            if unschedulable_condition(pod) is not None:
                 unschedulable.append(pod)
             metadata = pod.get("metadata") or {}
             finished[(str(metadata.get("namespace") or ""), str(metadata.get("name") or ""))] = pod

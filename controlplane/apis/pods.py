@@ -14,6 +14,9 @@ follows kube, and names the kube function it mirrors:
   effect matches every effect, an empty key every key; ``Exists`` matches any value,
   ``Equal`` (or an empty operator) compares values — also when the key is empty; any other
   operator tolerates nothing.
+* :func:`unschedulable_condition` — the ``PodScheduled`` condition kube-scheduler sets False
+  (reason ``Unschedulable``) on a pod it could not place: an unbound pod not yet finished
+  (phase neither ``Succeeded`` nor ``Failed``) that carries it.
 * :func:`requirement_matches` / :func:`node_selector_matches` — node affinity's
   ``matchExpressions`` operators and ``nodeSelector`` (``k8s.io/component-helpers/
   scheduling/corev1/nodeaffinity``); an empty selector term matches no node.
@@ -39,6 +42,22 @@ class TaintEffect(StrEnum):
     NO_SCHEDULE = "NoSchedule"
     PREFER_NO_SCHEDULE = "PreferNoSchedule"
     NO_EXECUTE = "NoExecute"
+
+
+#: Pod phases after which nothing runs or is placed again.
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+def unschedulable_condition(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The ``PodScheduled`` False condition of a pod the member's scheduler could not place
+    (unbound and not finished), or None when the pod is bound, finished or not yet tried."""
+    status = pod.get("status") or {}
+    if (pod.get("spec") or {}).get("nodeName") or status.get("phase") in TERMINAL_PHASES:
+        return None
+    for cond in status.get("conditions") or ():
+        if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
+            return cond  # type: ignore[no-any-return]
+    return None
 
 
 #: The effects kube-scheduler's TaintToleration filter checks (PreferNoSchedule only scores).

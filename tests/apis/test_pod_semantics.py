@@ -10,6 +10,8 @@ what kube computes: ``PodRequests`` (sidecar init containers, the init peak, ove
   (:func:`trim_pod`), and the report's ``nodeShapes`` from :func:`summarize`;
 * simulator: :func:`simulator.scheduling.reading.pod_request` and the member scheduler's
   :func:`static_reason` over :func:`node_state`.
+
+The agent's Work status and its capacity report count the same pods unschedulable.
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ from typing import Any
 
 import pytest
 
+from controlplane.apis.pods import unschedulable_condition
 from controlplane.interpreter.requirements import requirements
 from controlplane.scheduler.core.estimator import node_eligible
 from controlplane.scheduler.core.snapshot import NodeShape
 from member_agent import capacity
+from member_agent.applying import unschedulable_summary
 from simulator.scheduling.filtering import static_reason
 from simulator.scheduling.reading import node_state, pod_request
 from tests.interpreter.test_requirements import container
@@ -234,3 +238,44 @@ def test_hub_and_simulator_filter_a_node_as_kube_does(
     hub = node_eligible(NodeShape.from_dict(shape), requirements({"spec": pod["spec"]}))
     reason = static_reason(pod_request(pod), node_state(node))
     assert {"hub": hub, "simulator": reason is None} == {"hub": fits, "simulator": fits}, reason
+
+
+UNSCHEDULABLE = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                 "message": "0/2 nodes are available: 2 Insufficient nvidia.com/gpu."}
+PLACED = {"type": "PodScheduled", "status": "True"}
+
+UNSCHEDULABLE_CASES = [
+    # (id, spec.nodeName, phase, conditions, unschedulable)
+    ("the scheduler could not place it", None, "Pending", [UNSCHEDULABLE], True),
+    ("not tried yet", None, "Pending", [], False),
+    ("bound", "n1", "Running", [PLACED], False),
+    ("failed before it was placed", None, "Failed", [UNSCHEDULABLE], False),
+    ("succeeded", None, "Succeeded", [UNSCHEDULABLE], False),
+]
+
+
+@pytest.mark.parametrize(
+    ("node", "phase", "conditions", "expected"), [c[1:] for c in UNSCHEDULABLE_CASES],
+    ids=[c[0] for c in UNSCHEDULABLE_CASES],
+)
+def test_the_agents_work_status_and_its_report_count_the_same_unschedulable_pods(
+    node: str | None, phase: str, conditions: list[dict[str, str]], expected: bool
+) -> None:
+    """The hub compares the two (a report listing a workload's unschedulable pods confirms the
+    Work status naming them), so both read :func:`unschedulable_condition`."""
+    pod: dict[str, Any] = {
+        "metadata": {"name": "train-5d8f-a", "namespace": "ml", "labels": {"pod-template-hash": "5d8f"},
+                     "ownerReferences": [{"kind": "ReplicaSet", "name": "train-5d8f", "controller": True}]},
+        "spec": {"containers": [container({"nvidia.com/gpu": "1"})], **({"nodeName": node} if node else {})},
+        "status": {"phase": phase, "conditions": conditions},
+    }
+    deployment = {"kind": "Deployment", "metadata": {"name": "train", "namespace": "ml"}}
+    assert (unschedulable_condition(pod) is not None) is expected
+    cached = capacity.trim_pod(pod)
+    summary = unschedulable_summary(deployment, [cached])
+    listed = capacity.summarize([], [cached], now="2026-01-01T00:00:00Z").get("unschedulableWorkloads")
+    if expected:
+        assert summary == {"pods": 1, "message": UNSCHEDULABLE["message"]}
+        assert listed == [{"namespace": "ml", "kind": "Deployment", "name": "train", "pods": 1}]
+    else:
+        assert summary is None and listed is None
