@@ -372,21 +372,29 @@ class Detector(KeyedController[WorkloadRef]):
             await self._report_invalid(rt, workload, spec)
             return None
         constrain_placement(spec, gate.cluster_labels)
-        workload = await self._ensure_finalizer(rt, workload)
+        # The binding first, then the workload's finalizer with its Propagated condition (one
+        # write): a workload deleted in between had no finalizer yet, and the reconcile of its
+        # deletion deletes the binding (above), as for a finalizer removed by hand.
         written = await self._write_binding(ref, workload, match, binding, spec=spec)
         await self._set_priority_condition(written, priority, workload=workload)
-        await self._set_propagated(
-            rt, workload, True, PropagatedReason.CLAIMED, f"claimed by {describe_policy(match.ref)}"
-        )
+        await self._claim(rt, workload, f"claimed by {describe_policy(match.ref)}")
         return None
 
-    async def _ensure_finalizer(self, rt: ResourceType, workload: dict[str, Any]) -> dict[str, Any]:
+    async def _claim(self, rt: ResourceType, workload: dict[str, Any], message: str) -> None:
+        """The workload's finalizer and ``Propagated=True`` (Claimed): one write where both change."""
         finalizers = list(ObjectView(workload).finalizers)
-        if FINALIZER_WORKLOAD in finalizers:
-            return workload
-        # The object layer copies what it writes: the cached workload is not changed here.
-        meta = {**workload["metadata"], "finalizers": [*finalizers, FINALIZER_WORKLOAD]}
-        return await self.ctx.objects.update(rt, {**workload, "metadata": meta})
+        body = workload
+        if FINALIZER_WORKLOAD not in finalizers:
+            # The object layer copies what it writes: the cached workload is not changed here.
+            body = {**workload, "metadata": {**workload["metadata"], "finalizers": [*finalizers, FINALIZER_WORKLOAD]}}
+        status = self._propagated_status(rt, workload, True, PropagatedReason.CLAIMED, message)
+        if status is None:
+            if body is not workload:
+                await self.ctx.objects.update(rt, body)
+        elif body is workload:
+            await self.ctx.objects.update_status(rt, {**workload, "status": status})
+        else:
+            await self.ctx.objects.update_with_status(rt, {**body, "status": status})
 
     async def _write_binding(
         self,
@@ -484,6 +492,19 @@ class Detector(KeyedController[WorkloadRef]):
         """Set the ``Propagated`` condition; True when it changed (or the kind keeps no status)."""
         if not rt.has_status or is_plain(rt.api_version, rt.kind):
             return True
+        status_block = self._propagated_status(rt, workload, status, reason, message)
+        if status_block is None:
+            return False
+        await self.ctx.objects.update_status(rt, {**workload, "status": status_block})
+        return True
+
+    def _propagated_status(
+        self, rt: ResourceType, workload: dict[str, Any], status: bool, reason: PropagatedReason, message: str
+    ) -> dict[str, Any] | None:
+        """The workload's status with the ``Propagated`` condition set; None when it is set so
+        already or the kind keeps no status of its own."""
+        if not rt.has_status or is_plain(rt.api_version, rt.kind):
+            return None
         view = ObjectView(workload)
         conditions = view.conditions
         wanted = {
@@ -494,12 +515,11 @@ class Detector(KeyedController[WorkloadRef]):
         }
         current = view.condition(WorkloadConditionType.PROPAGATED)
         if current is not None and all(current.get(k) == v for k, v in wanted.items()):
-            return False
+            return None
         current_status = workload.get("status")
         status_block = dict(current_status) if isinstance(current_status, dict) else {}
         status_block["conditions"] = with_condition(conditions, wanted, now=self.ctx.now_text())
-        await self.ctx.objects.update_status(rt, {**workload, "status": status_block})
-        return True
+        return status_block
 
 
 def _interpret(

@@ -13,7 +13,7 @@ import from this package only, never from ``controlplane.apiserver`` or ``contro
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol, Unpack
 
 from controlplane.apiserver.crd.registry import DynamicRegistry
@@ -75,6 +75,13 @@ class ObjectClient(Protocol):
     ) -> dict[str, Any]: ...
 
     async def update_status(self, rt: ResourceType, obj: dict[str, Any], **kwargs: Any) -> dict[str, Any]: ...
+
+    async def update_with_status(
+        self, rt: ResourceType, obj: dict[str, Any], *, status_of: Callable[[dict[str, Any]], Any] | None = None,
+        **options: Unpack[WriteArgs],
+    ) -> dict[str, Any]:
+        """``update`` and ``update_status`` as one write: one revision, one watch event."""
+        ...
 
     async def delete(
         self, rt: ResourceType, *, namespace: str | None = None, name: str, preconditions: Preconditions | None = None,

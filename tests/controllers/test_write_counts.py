@@ -41,13 +41,11 @@ BINDINGS = "resourcebindings.work.gpufed.io"
 #: (resource, subresource, writer) -> the ledger's count, for one replica on one cluster.
 ONE_CLUSTER = {
     ("deployments.apps", "", "admin"): 1,
-    ("deployments.apps", "", "controller:detector"): 1,  # the propagation finalizer
-    ("deployments.apps", "status", "controller:detector"): 1,  # Propagated
+    ("deployments.apps", "", "controller:detector"): 1,  # the propagation finalizer with Propagated
     ("deployments.apps", "status", "controller:status"): 1,  # ready (replicas starting is held)
     ("events", "", "controller:scheduler"): 1,  # Scheduled
     (BINDINGS, "", "controller:detector"): 1,
-    (BINDINGS, "", "controller:scheduler"): 1,  # spec.clusters
-    (BINDINGS, "status", "controller:scheduler"): 1,  # Scheduled, explanation
+    (BINDINGS, "", "controller:scheduler"): 1,  # spec.clusters with Scheduled and the explanation
     (BINDINGS, "status", "controller:status"): 1,  # applied and ready (applied, starting is held)
     ("works.work.gpufed.io", "", "controller:binding"): 1,
     ("works.work.gpufed.io", "status", "agent"): 1,  # ready (applied, starting is held)
@@ -58,7 +56,7 @@ TWO_CLUSTERS = {
     ("works.work.gpufed.io", "", "controller:binding"): 2,
     ("works.work.gpufed.io", "status", "agent"): 2,
 }
-#: Where a slow machine may add one write: a second Propagated write (seen once on a loaded
+#: Where a slow machine may add one write: a Propagated write of its own (seen once on a loaded
 #: 2-core CI run; its cause is not traced yet), a status hold that ran out before the ready report.
 SLACK = {
     ("deployments.apps", "status", "controller:detector"),

@@ -156,6 +156,19 @@ class ObjectStore:
         """``update(..., subresource="status")``: write only ``.status``."""
         return await self.update(rt, obj, subresource="status", **kwargs)
 
+    async def update_with_status(
+        self,
+        rt: ResourceType,
+        obj: dict[str, Any],
+        *,
+        status_of: Callable[[dict[str, Any]], Any] | None = None,
+        **options: Unpack[WriteArgs],
+    ) -> dict[str, Any]:
+        """:meth:`update` and :meth:`update_status` of ``obj`` as one write (one revision, one
+        watch event); ``status_of`` computes the status from the main update's result
+        (:meth:`Writer.update_with_status`)."""
+        return await self._writer.update_with_status(rt, obj, status_of=status_of, options=WriteOptions(**options))
+
     async def patch(
         self,
         rt: ResourceType,

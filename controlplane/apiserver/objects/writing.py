@@ -49,6 +49,10 @@ _SERVER_OWNED_METADATA = (
 )
 
 
+#: No ``.status`` in the object written (the key is absent, which differs from an empty one).
+_NO_STATUS: Any = object()
+
+
 class LostRace(errors.Conflict):
     """A compare-and-swap lost against a concurrent write (patches re-read and retry)."""
 
@@ -221,6 +225,50 @@ class Writer:
                 continue
         raise errors.conflict_modified(plural=rt.plural, group=rt.group, name=name)
 
+    async def update_with_status(
+        self,
+        rt: ResourceType,
+        obj: dict[str, Any],
+        *,
+        status_of: Callable[[dict[str, Any]], Any] | None,
+        options: WriteOptions,
+    ) -> dict[str, Any]:
+        """``obj``'s main resource as :meth:`update` writes it and its ``.status`` as the status
+        subresource does, in one compare-and-swap on ``metadata.resourceVersion``: what the
+        two writes in turn would store, with one revision and one watch event.
+
+        ``status_of``, when given, is called with the object as its main update leaves it
+        (new ``generation`` included) and returns the status to write (None: the status as it
+        is), handed over; otherwise ``obj``'s own ``.status`` is written. For the hub's own controllers,
+        whose change of a workload or binding is often both (a finalizer and a condition, a
+        placement and its decision); kinds without a status subresource take ``obj`` whole.
+        """
+        if not rt.has_status:
+            return await self.update(rt, obj, namespace=None, name=None, subresource=None, options=options)
+        obj = checked_body(rt, obj, namespace=None)
+        incoming = obj.get("status", _NO_STATUS)  # before the main update's merge puts the stored one there
+        meta = obj["metadata"]
+        wanted = meta.get("resourceVersion")
+        kv = _known(self._store, rt, meta, wanted) or await get_kv(
+            self._store, rt, namespace=meta.get("namespace"), name=meta["name"]
+        )
+        if wanted and str(wanted) != str(kv.mod_revision):
+            raise errors.conflict_modified(plural=rt.plural, group=rt.group, name=meta["name"])
+        old = decode(rt, kv)
+        main = await self.prepared_update(rt, old, merged(rt, old, obj, subresource=None), subresource=None, options=options)
+        status = status_of(main) if status_of is not None else incoming
+        new = main
+        if status is not None:
+            request: dict[str, Any] = {"metadata": main["metadata"]}
+            if status is not _NO_STATUS:
+                request["status"] = status
+            new = await self.prepared_update(
+                rt, main, merged(rt, main, request, subresource="status"), subresource="status", options=options
+            )
+        if new is old:
+            return old
+        return await self.stored_update(rt, kv, old, new, subresource=None, options=options)
+
     async def write_update(
         self,
         rt: ResourceType,
@@ -231,6 +279,22 @@ class Writer:
         subresource: str | None,
         options: WriteOptions,
     ) -> dict[str, Any]:
+        prepared = await self.prepared_update(rt, old, new, subresource=subresource, options=options)
+        if prepared is old:
+            return old  # kube writes nothing for a no-op update
+        return await self.stored_update(rt, kv, old, prepared, subresource=subresource, options=options)
+
+    async def prepared_update(
+        self,
+        rt: ResourceType,
+        old: dict[str, Any],
+        new: dict[str, Any],
+        *,
+        subresource: str | None,
+        options: WriteOptions,
+    ) -> dict[str, Any]:
+        """``new`` as an update of ``old`` would store it (defaulted, validated, its generation
+        and managedFields, admission run), or ``old`` itself when the update changes nothing."""
         if rt.prepare is not None:
             rt.prepare(new)
         if rt.defaults is not None:
@@ -266,11 +330,26 @@ class Writer:
             return old  # kube writes nothing for a no-op update
         if options.field_manager:
             new = record_update(old, new, manager=options.field_manager, now=self.now())
-            meta = new["metadata"]
         if options.validate is not None:
             options.validate(WriteAttributes(Operation.UPDATE, rt, new, old=old, subresource=subresource))
+        return new
+
+    async def stored_update(
+        self,
+        rt: ResourceType,
+        kv: storage.KeyValue,
+        old: dict[str, Any],
+        new: dict[str, Any],
+        *,
+        subresource: str | None,
+        options: WriteOptions,
+    ) -> dict[str, Any]:
+        """Store ``new`` (from :meth:`prepared_update`) over ``old``, stored as ``kv``: a
+        compare-and-swap on its revision, or the delete of an object whose last finalizer went."""
         if options.dry_run:
             return new
+        meta = new["metadata"]
+        name = meta["name"]
         key = kv.key
         if meta.get("deletionTimestamp") and not meta.get("finalizers"):
             try:

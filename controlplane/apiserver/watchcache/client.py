@@ -18,7 +18,7 @@ change them in place (controllers copy before they change an object, as kube's i
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Unpack
 
 from controlplane.apiserver.objects import ObjectStore
@@ -72,6 +72,12 @@ class CachedObjects:
 
     async def update_status(self, rt: ResourceType, obj: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         return await self._objects.update_status(rt, obj, **kwargs)
+
+    async def update_with_status(
+        self, rt: ResourceType, obj: dict[str, Any], *, status_of: Callable[[dict[str, Any]], Any] | None = None,
+        **options: Unpack[WriteArgs],
+    ) -> dict[str, Any]:
+        return await self._objects.update_with_status(rt, obj, status_of=status_of, **options)
 
     async def delete(
         self, rt: ResourceType, *, namespace: str | None = None, name: str, preconditions: Preconditions | None = None,

@@ -95,8 +95,8 @@ async def write_decision(
 ) -> None:
     """Write ``result`` as the binding's decision and record its Events; ``announced``: the caller
     records the move's own ``ReplicasMoved`` Event (a return, rebalancing.py). ``placement_written``
-    is called with the stored binding as soon as a new placement (spec) is written, before its
-    status, so that the caller knows that write's watch event when it comes."""
+    is called with the stored binding when a new placement (spec) is written, with its status in
+    the same write, so that the caller knows that write's watch event when it comes."""
     view = BindingView(binding)
     spec = view.spec
     evicted = evicted or {}
@@ -111,43 +111,31 @@ async def write_decision(
     }
     annotation = encode_shapes(shapes)
     annotations = dict(view.annotations)
-    updated = binding
     # An absent list and an empty one say the same: no write turns one into the other.
     previous_clusters = spec.get("clusters") or []
+    placed: dict[str, Any] | None = None  # the binding with the new placement, when it changes
     if previous_clusters != clusters or annotations.get(ANNOTATION_GPU_SHAPES) != annotation or added:
-        written = copy.deepcopy(binding)
-        written["spec"]["clusters"] = clusters
+        placed = copy.deepcopy(binding)
+        placed["spec"]["clusters"] = clusters
         if tasks:
-            written["spec"]["gracefulEvictionTasks"] = tasks
+            placed["spec"]["gracefulEvictionTasks"] = tasks
         if annotation is None:
             annotations.pop(ANNOTATION_GPU_SHAPES, None)
         else:
             annotations[ANNOTATION_GPU_SHAPES] = annotation
         if annotations:
-            written["metadata"]["annotations"] = annotations
+            placed["metadata"]["annotations"] = annotations
         else:
-            written["metadata"].pop("annotations", None)
-        # Reserve before the write: while it is in flight the other workers decide too, and
-        # must not promise the same capacity again. A write that fails takes it back.
-        saved = keeper.reservations.of_binding(request.key)
-        keeper.reserve(request, result, moved=moved, previous=previous or {}, now=now)
-        try:
-            updated = await ctx.objects.update(ctx.binding_rt, written)
-        except BaseException:
-            keeper.reservations.restore(request.key, saved)
-            raise
-        if placement_written is not None:
-            placement_written(updated)
+            placed["metadata"].pop("annotations", None)
 
     explanation = [entry.to_wire() for entry in result.explanation]
     explain_waiting(explanation, waiting or {}, grace=ctx.settings.unschedulable_grace_seconds)
-    explain_evictions(explanation, evicted=evicted, tasks=BindingView(updated).eviction_tasks)
+    explain_evictions(explanation, evicted=evicted, tasks=BindingView(placed or binding).eviction_tasks)
     old_condition = find_condition((binding.get("status") or {}).get("conditions"), ConditionType.SCHEDULED)
     new_condition = result.condition.to_wire()
 
-    spec_written = updated is not binding
-
-    def decided(status: dict[str, Any]) -> None:
+    def decided(status: dict[str, Any], stored: Mapping[str, Any]) -> None:
+        """The decision's status fields, for ``stored`` (the binding as its spec now stands)."""
         before = copy.deepcopy(status)
         status["conditions"] = with_condition(status.get("conditions"), new_condition, now=ctx.now_text())
         status["explanation"] = compacted(explanation)
@@ -155,18 +143,37 @@ async def write_decision(
             status["schedulerObservingAffinityName"] = result.affinity_name
         else:
             status.pop("schedulerObservingAffinityName", None)
-        status["observedGeneration"] = (updated.get("metadata") or {}).get("generation")
+        status["observedGeneration"] = (stored.get("metadata") or {}).get("generation")
         # A decision that changes nothing (an unplaced binding tried again, the same verdicts)
         # is not written: the time moves with a decision, or for a requested fresh placement.
         if (
-            spec_written
+            placed is not None
             or status != before
             or "lastScheduledTime" not in status
-            or requested_after_last_decision(BindingView(updated).spec, status)
+            or requested_after_last_decision(BindingView(stored).spec, status)
         ):
             status["lastScheduledTime"] = format_micro_time(now)
 
-    await update_binding_status(ctx, updated, decided)
+    if placed is None:
+        await update_binding_status(ctx, binding, lambda status: decided(status, binding))
+    else:
+        def placed_status(stored: dict[str, Any]) -> dict[str, Any]:
+            status = copy.deepcopy(stored.get("status") or {})
+            decided(status, stored)
+            return status
+
+        # Reserve before the write: while it is in flight the other workers decide too, and
+        # must not promise the same capacity again. A write that fails takes it back.
+        saved = keeper.reservations.of_binding(request.key)
+        keeper.reserve(request, result, moved=moved, previous=previous or {}, now=now)
+        try:
+            # The placement and its decision in one write (one revision, one watch event).
+            updated = await ctx.objects.update_with_status(ctx.binding_rt, placed, status_of=placed_status)
+        except BaseException:
+            keeper.reservations.restore(request.key, saved)
+            raise
+        if placement_written is not None:
+            placement_written(updated)
     await record_decision(ctx, binding, old_condition, new_condition, previous_clusters, clusters, moved)
     if not moved and not evicted and not announced:
         await record_rescheduled(ctx, binding, previous or {}, result.clusters, clusters, why=why)
