@@ -373,7 +373,7 @@ class ResourceHandlers:
     ) -> web.StreamResponse:
         body = await self._body(request)
         warnings: list[str] = []
-        updated = await self._objects.update(
+        updated = await self._objects.update_handed_over(
             rt, body, namespace=info.namespace, name=info.name, subresource=subresource,
             **self._write_args(request, warnings),
         )

@@ -152,6 +152,23 @@ class ObjectStore:
             rt, obj, namespace=namespace, name=name, subresource=subresource, options=WriteOptions(**options)
         )
 
+    async def update_handed_over(
+        self,
+        rt: ResourceType,
+        obj: dict[str, Any],
+        *,
+        namespace: str | None = None,
+        name: str | None = None,
+        subresource: str | None = None,
+        **options: Unpack[WriteArgs],
+    ) -> dict[str, Any]:
+        """:meth:`update` for the HTTP layer: ``obj`` is handed over (a freshly parsed request
+        body) and changed in place instead of copied."""
+        return await self._writer.update(
+            rt, obj, namespace=namespace, name=name, subresource=subresource, options=WriteOptions(**options),
+            handed_over=True,
+        )
+
     async def update_status(self, rt: ResourceType, obj: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         """``update(..., subresource="status")``: write only ``.status``."""
         return await self.update(rt, obj, subresource="status", **kwargs)

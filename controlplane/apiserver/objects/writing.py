@@ -154,16 +154,18 @@ class Writer:
         name: str | None,
         subresource: str | None,
         options: WriteOptions,
+        handed_over: bool = False,
     ) -> dict[str, Any]:
         """Replace ``obj`` (CAS on ``metadata.resourceVersion`` when given).
 
         For kinds with a status subresource the main resource keeps the stored
-        ``.status``; ``subresource="status"`` changes only ``.status``.
+        ``.status``; ``subresource="status"`` changes only ``.status``. With ``handed_over``
+        (a freshly parsed request body) ``obj`` is changed in place instead of copied.
         """
-        if subresource == "status":
+        if subresource == "status" and not handed_over:
             obj = checked_body(rt, _status_request(obj), namespace=namespace, name=name, copy_body=False)
         else:
-            obj = checked_body(rt, obj, namespace=namespace, name=name)
+            obj = checked_body(rt, obj, namespace=namespace, name=name, copy_body=not handed_over)
         meta = obj["metadata"]
         wanted = meta.get("resourceVersion")
         # An update made from a revision the hub has just seen skips the read: the
