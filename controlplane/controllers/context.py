@@ -284,6 +284,16 @@ class ControllerContext:
         except errors.NotFound:
             return None
 
+    async def latest_seen(self, rt: ResourceType, namespace: str | None, name: str) -> dict[str, Any] | None:
+        """The object as the hub last saw it (its own writes included, which the informers see
+        only when their events come), read from the store only when it has not seen it; None
+        when absent. A write by another hub process may not be seen yet: every write made from
+        it is a compare-and-swap, which that loses, and the write's event queues it again."""
+        try:
+            return await self.objects.get_latest_seen(rt, namespace=namespace, name=name)
+        except errors.NotFound:
+            return None
+
     def cached(self, rt: ResourceType, namespace: str | None, name: str) -> dict[str, Any] | None:
         """The informer's copy (None when absent or the kind has no informer). Reconciles read
         here: every write is a compare-and-swap, so a stale copy only loses a race and is retried."""

@@ -61,6 +61,11 @@ class ObjectClient(Protocol):
 
     async def get(self, rt: ResourceType, *, namespace: str | None = None, name: str) -> dict[str, Any]: ...
 
+    async def get_latest_seen(self, rt: ResourceType, *, namespace: str | None = None, name: str) -> dict[str, Any]:
+        """The object as this process last saw it (its writes, reads and watches), read only when
+        it has not: for callers whose writes are compare-and-swaps on what they read."""
+        ...
+
     async def list(
         self, rt: ResourceType, *, namespace: str | None = None, **options: Unpack[ListArgs]
     ) -> ObjectList: ...

@@ -59,6 +59,10 @@ class RecentValues:
         kv = self._kvs.get(key)
         return kv if kv is not None and kv.mod_revision == revision else None
 
+    def latest(self, key: str) -> KeyValue | None:
+        """The newest value of ``key`` seen, if it is kept."""
+        return self._kvs.get(key)
+
     def newer_than(self, key: str, revision: int) -> bool:
         """Whether ``key`` is known to have changed after ``revision`` (so a compare-and-swap on
         ``revision`` cannot succeed)."""
@@ -111,6 +115,13 @@ class RecentStore(WrappedStore):
 def known_value(store: Store, key: str, revision: int) -> KeyValue | None:
     """``key`` at ``revision`` when ``store`` remembers it (a :class:`RecentStore`), else None."""
     return store.known(key, revision) if isinstance(store, RecentStore) else None
+
+
+def latest_seen(store: Store, key: str) -> KeyValue | None:
+    """The newest value of ``key`` that ``store`` (a :class:`RecentStore`) has seen, else None.
+    Another process may have written the key since: only for callers whose writes are
+    compare-and-swaps on the revision they read."""
+    return store.recent.latest(key) if isinstance(store, RecentStore) else None
 
 
 def known_stale(store: Store, key: str, revision: int) -> bool:

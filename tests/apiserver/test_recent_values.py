@@ -91,3 +91,35 @@ def test_recent_values_keep_a_bounded_weight() -> None:
     assert len(recent) == 16 and recent.at("/k1", 2) is None  # the least recently seen went first
     recent.saw(KeyValue("/big", b"x" * 101, 50, 500))  # over a sixteenth of the budget: not kept
     assert recent.at("/big", 500) is None
+
+
+
+async def test_the_latest_seen_object_is_served_without_a_read_and_a_write_from_it_stays_a_compare_and_swap() -> None:
+    ledger, recent = WriteLedger(), RecentValues()
+    async with MemoryStore() as memory:
+        api = ObjectStore(RecentStore(LedgerStore(memory, ledger), recent), hub_registry())
+        controllers = ObjectStore(RecentStore(LedgerStore(memory, ledger), recent), hub_registry())
+        other = ObjectStore(memory, hub_registry())  # another process: the same store, its own memory
+        await api.bootstrap()
+        rt = api.registry.require("v1", "ConfigMap")
+        created = await api.create(rt, config_map("1"))
+        updated = await api.update(rt, {**created, "data": {"k": "2"}})
+        # The controllers' layer sees the API's write at once (shared memory): no read, the new value.
+        assert await controllers.get_latest_seen(rt, namespace="default", name="c") == updated
+        assert reads(ledger) == 0
+        # Another process's write is not seen until read or watched: the copy is the older one,
+        # and a write made from it loses its compare-and-swap.
+        moved = await other.update(rt, {**updated, "data": {"k": "3"}})
+        stale = await controllers.get_latest_seen(rt, namespace="default", name="c")
+        assert stale["data"] == {"k": "2"}
+        with pytest.raises(errors.Conflict):
+            await controllers.update(rt, {**stale, "data": {"k": "4"}})
+        # A read (as after that conflict) brings the newest, which is then what is seen.
+        assert await controllers.get(rt, namespace="default", name="c") == moved
+        assert await controllers.get_latest_seen(rt, namespace="default", name="c") == moved
+        # Forgotten with its delete, then absent: the store is asked, and answers NotFound.
+        await api.delete(rt, namespace="default", name="c")
+        before = reads(ledger)
+        with pytest.raises(errors.NotFound):
+            await controllers.get_latest_seen(rt, namespace="default", name="c")
+        assert reads(ledger) == before + 1

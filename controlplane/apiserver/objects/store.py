@@ -45,6 +45,7 @@ from controlplane.apiserver.objects.writing import Writer, checked_body
 from controlplane.apiserver.patches import PatchType
 from controlplane.apiserver.resources import Registry, ResourceType
 from controlplane.storage import interface as storage
+from controlplane.storage.recent import latest_seen
 
 
 class ObjectStore:
@@ -93,6 +94,17 @@ class ObjectStore:
 
     async def get(self, rt: ResourceType, *, namespace: str | None = None, name: str) -> dict[str, Any]:
         return decode(rt, await get_kv(self._store, rt, namespace=namespace, name=name))
+
+    async def get_latest_seen(self, rt: ResourceType, *, namespace: str | None = None, name: str) -> dict[str, Any]:
+        """The object as this hub last saw it (its own writes and reads, its watches), without
+        a read from etcd when it has; else :meth:`get`. Another process may have written it
+        since: for callers whose writes are compare-and-swaps on the revision they read (a
+        stale copy loses that race and is read again), such as the hub's own controllers."""
+        if not rt.namespaced or namespace:
+            kv = latest_seen(self._store, rt.key(namespace=namespace, name=name))
+            if kv is not None:
+                return decode(rt, kv)
+        return await self.get(rt, namespace=namespace, name=name)
 
     async def get_encoded(self, rt: ResourceType, *, namespace: str | None = None, name: str) -> bytes:
         return encoded(rt, await get_kv(self._store, rt, namespace=namespace, name=name))

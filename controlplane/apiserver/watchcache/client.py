@@ -50,6 +50,9 @@ class CachedObjects:
     async def get(self, rt: ResourceType, *, namespace: str | None = None, name: str) -> dict[str, Any]:
         return await self._objects.get(rt, namespace=namespace, name=name)
 
+    async def get_latest_seen(self, rt: ResourceType, *, namespace: str | None = None, name: str) -> dict[str, Any]:
+        return await self._objects.get_latest_seen(rt, namespace=namespace, name=name)
+
     async def list(
         self, rt: ResourceType, *, namespace: str | None = None, **options: Unpack[ListArgs]
     ) -> ObjectList:

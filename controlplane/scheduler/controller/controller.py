@@ -312,7 +312,10 @@ class SchedulerController(KeyedController[BindingKey]):
     async def reconcile(self, key: BindingKey) -> float | None:
         ctx = self.ctx
         self._ensure_rebuilt()
-        binding = await ctx.get(ctx.binding_rt, key[0], key[1])
+        # Its latest version as the hub saw it: the scheduler's and the status controller's own
+        # writes before their events reach the informer; a stale copy loses the decision's
+        # compare-and-swap.
+        binding = await ctx.latest_seen(ctx.binding_rt, key[0], key[1])
         if binding is None or is_deleting(binding):
             self._forget(key)
             return None
