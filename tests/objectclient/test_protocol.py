@@ -19,7 +19,9 @@ MEMBERS = sorted(
 
 
 def test_protocol_covers_the_calls_consumers_make() -> None:
-    assert MEMBERS == ["create", "delete", "get", "list", "update", "update_status", "watch"]
+    assert MEMBERS == [
+        "create", "delete", "get", "get_latest_seen", "list", "update", "update_status", "update_with_status", "watch"
+    ]
     assert isinstance(inspect.getattr_static(ObjectClient, "registry"), property)
 
 
