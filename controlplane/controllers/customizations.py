@@ -229,7 +229,14 @@ class CustomizationsController(KeyedController[str]):
 
     async def _write_condition(self, obj: dict[str, Any]) -> None:
         assert self.rt is not None
-        wanted = self._condition(str(obj["metadata"]["name"]))
+        name = str(obj["metadata"]["name"])
+        # The copy the hub last saw, not the informer's: this controller's own last status write
+        # may not have reached the informer yet, and a write made from before it would only lose.
+        latest = await self.ctx.latest_seen(self.rt, None, name)
+        if latest is None:
+            return
+        obj = latest
+        wanted = self._condition(name)
         status = copy.deepcopy(obj.get("status") or {})
         current = find_condition(status.get("conditions"), READY)
         if current is not None and all(current.get(k) == v for k, v in wanted.items()):
@@ -240,8 +247,9 @@ class CustomizationsController(KeyedController[str]):
             wanted = {**wanted, "lastTransitionTime": str(current.get("lastTransitionTime") or self.ctx.now_text())}
         others = [c for c in status.get("conditions") or () if c.get("type") != READY]
         status["conditions"] = [*others, wanted]
-        # On a conflict a newer copy comes through the informer and is reconciled again.
-        with contextlib.suppress(errors.Conflict, errors.NotFound):
+        # A Conflict (written meanwhile by someone else) goes to the reconcile loop, which
+        # queues the customization again: its status-only events do not (_on_customization).
+        with contextlib.suppress(errors.NotFound):
             await self.ctx.objects.update_status(self.rt, {**copy.deepcopy(obj), "status": status})
 
     def forget(self) -> None:
