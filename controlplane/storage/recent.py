@@ -8,7 +8,8 @@ recently seen dropped first), so
 an update that names the revision it was made from (``metadata.resourceVersion``, as every
 controller and agent update does) takes the stored object from here instead of reading it
 from etcd again. The update itself is still a compare-and-swap on that revision: a stale
-entry can only make it fail as a conflict, as the read would have.
+entry can only make it fail as a conflict, as the read would have, and a lost compare-and-swap
+forgets the key, so that the next look at it (:func:`latest_seen`) reads the store.
 
 Several wrappers may share one :class:`RecentValues` (the hub's API and its controllers).
 """
@@ -18,7 +19,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import AsyncIterator
 
-from controlplane.storage.interface import EventType, KeyValue, Store, WatchEvent
+from controlplane.storage.interface import Conflict, EventType, KeyValue, Store, WatchEvent
 from controlplane.storage.wrapping import WrappedStore
 
 DEFAULT_CAPACITY = 8192
@@ -94,7 +95,13 @@ class RecentStore(WrappedStore):
         return kv
 
     async def update(self, key: str, value: bytes, *, expected_revision: int) -> KeyValue:
-        kv = await self.inner.update(key, value, expected_revision=expected_revision)
+        try:
+            kv = await self.inner.update(key, value, expected_revision=expected_revision)
+        except Conflict:
+            # Written by someone this store has not seen yet: what it remembers is stale, and the
+            # retry (of a caller that reads "the latest seen") must read the store, not this.
+            self.recent.forget(key)
+            raise
         self.recent.saw(kv)
         return kv
 

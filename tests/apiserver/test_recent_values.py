@@ -114,9 +114,12 @@ async def test_the_latest_seen_object_is_served_without_a_read_and_a_write_from_
         assert stale["data"] == {"k": "2"}
         with pytest.raises(errors.Conflict):
             await controllers.update(rt, {**stale, "data": {"k": "4"}})
-        # A read (as after that conflict) brings the newest, which is then what is seen.
-        assert await controllers.get(rt, namespace="default", name="c") == moved
+        # The lost race forgets the stale copy: the retry reads the store, and then sees that.
+        before = reads(ledger)
         assert await controllers.get_latest_seen(rt, namespace="default", name="c") == moved
+        assert reads(ledger) == before + 1
+        assert await controllers.get_latest_seen(rt, namespace="default", name="c") == moved
+        assert reads(ledger) == before + 1
         # Forgotten with its delete, then absent: the store is asked, and answers NotFound.
         await api.delete(rt, namespace="default", name="c")
         before = reads(ledger)

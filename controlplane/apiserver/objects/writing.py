@@ -239,11 +239,12 @@ class Writer:
         subresource does, in one compare-and-swap on ``metadata.resourceVersion``: what the
         two writes in turn would store, with one revision and one watch event.
 
-        ``status_of``, when given, is called with the object as its main update leaves it
-        (new ``generation`` included) and returns the status to write (None: the status as it
-        is), handed over; otherwise ``obj``'s own ``.status`` is written. For the hub's own controllers,
-        whose change of a workload or binding is often both (a finalizer and a condition, a
-        placement and its decision); kinds without a status subresource take ``obj`` whole.
+        ``status_of``, when given, is called with the object as its main update leaves it (its
+        new ``generation`` included) and returns the status to write, handed over (None: the
+        status as it is); otherwise ``obj``'s own ``.status`` is written. For the hub's own
+        controllers, whose change of a workload or binding is often both (a finalizer and a
+        condition, a placement and its decision); kinds without a status subresource take
+        ``obj`` whole.
         """
         if not rt.has_status:
             return await self.update(rt, obj, namespace=None, name=None, subresource=None, options=options)
