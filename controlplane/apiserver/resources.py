@@ -162,6 +162,9 @@ class ResourceType:
     #: kube's validation of the kind beyond ``model``: (new, stored on update) → field errors;
     #: any error refuses the write with 422 Invalid (built-in kinds: :mod:`controlplane.apis.kube`).
     validate: Validator | None = None
+    #: kube's validation of a write of the status subresource (the kind's status strategy:
+    #: counts not negative, parts within the whole); :attr:`validate` checks the other writes.
+    validate_status: Validator | None = None
     #: Validation against the other stored objects of the kind (new object, those objects) →
     #: field errors: rules across objects, as a webhook that lists its kind enforces them.
     validate_against_stored: Callable[[dict[str, Any], list[dict[str, Any]]], list[FieldError]] | None = None
@@ -300,6 +303,7 @@ def with_kube_rules(types: Iterable[ResourceType]) -> list[ResourceType]:
             defaults=rt.defaults or defaulting.for_kind(rt.group, rt.kind),
             defaults_on_read=rt.defaults_on_read or defaulting.for_reading(rt.group, rt.kind),
             validate=rt.validate or validation.for_kind(rt.group, rt.kind),
+            validate_status=rt.validate_status or validation.for_status(rt.group, rt.kind),
         )
         for rt in types
     ]

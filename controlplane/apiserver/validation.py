@@ -386,8 +386,8 @@ def check_object(
         causes.extend(checked.causes)
     # A status write keeps the stored spec and labels (``merged``): kube's status strategies
     # (ValidateDeploymentStatusUpdate and the like) validate the object's metadata and status,
-    # not its spec again. The kinds' validators here check what is outside the status.
-    validate = None if status_only and rt.custom is None else rt.validate
+    # not its spec again: ``validate_status``, where the kind has one.
+    validate = rt.validate_status if status_only and rt.custom is None else rt.validate
     if rt.model is None and rt.custom is not None:
         prune = rt.custom.prune
         if status_only:

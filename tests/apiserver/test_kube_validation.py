@@ -21,7 +21,7 @@ import yaml
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from controlplane.apis.kube.validation import for_kind
+from controlplane.apis.kube.validation import for_kind, for_status
 from controlplane.apiserver.app import create_app
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.hub import hub_registry
@@ -752,3 +752,123 @@ async def test_kubectl_apply_of_an_invalid_deployment_prints_kubes_error(hub_kub
     code, out, err = await kubectl(hub_kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump(broken))
     assert code == 0, err
     assert "deployment.apps/bad created" in out
+
+
+def replica_set() -> Obj:
+    return {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "x"},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "x"}}, "template": pod_template()}}
+
+
+def daemon_set() -> Obj:
+    return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "x"},
+            "spec": {"selector": {"matchLabels": {"app": "x"}}, "template": pod_template()}}
+
+
+STATUS_PLURALS = {
+    **PLURALS,
+    "ReplicaSet": "/apis/apps/v1/namespaces/default/replicasets",
+    "DaemonSet": "/apis/apps/v1/namespaces/default/daemonsets",
+}
+DEPLOYED = {"replicas": 3, "updatedReplicas": 3, "readyReplicas": 2, "availableReplicas": 2, "unavailableReplicas": 1}
+ROLLED = {"replicas": 3, "readyReplicas": 3, "currentReplicas": 3, "updatedReplicas": 3, "availableReplicas": 3}
+
+#: (id, manifest, a status kube accepts, a change of it that kube's status strategy refuses,
+#: field path, message).
+STATUS_CASES: list[tuple[str, Callable[[], Obj], Obj, Obj, str, str]] = [
+    ("deployment-negative", deployment, DEPLOYED, {"replicas": -1, "updatedReplicas": 0, "readyReplicas": 0,
+                                                   "availableReplicas": 0},
+     "status.replicas", "Invalid value: -1: must be greater than or equal to 0"),
+    ("deployment-ready-over-replicas", deployment, DEPLOYED, {"readyReplicas": 4, "availableReplicas": 2},
+     "status.readyReplicas", "Invalid value: 4: cannot be greater than status.replicas"),
+    ("deployment-available-over-ready", deployment, DEPLOYED, {"availableReplicas": 3},
+     "status.availableReplicas", "Invalid value: 3: cannot be greater than readyReplicas"),
+    ("deployment-observed-generation", deployment, DEPLOYED, {"observedGeneration": -3},
+     "status.observedGeneration", "Invalid value: -3: must be greater than or equal to 0"),
+    ("replicaset-fully-labeled", replica_set, {"replicas": 1, "fullyLabeledReplicas": 1},
+     {"fullyLabeledReplicas": 2}, "status.fullyLabeledReplicas",
+     "Invalid value: 2: cannot be greater than status.replicas"),
+    ("statefulset-current-over-replicas", lambda: workload("StatefulSet", serviceName="a"), ROLLED,
+     {"currentReplicas": 5}, "status.currentReplicas", "Invalid value: 5: cannot be greater than status.replicas"),
+    ("statefulset-available-over-ready", lambda: workload("StatefulSet", serviceName="a"), ROLLED,
+     {"readyReplicas": 2}, "status.availableReplicas",
+     "Invalid value: 3: cannot be greater than status.readyReplicas"),
+    ("daemonset-negative", daemon_set, {"desiredNumberScheduled": 2, "numberReady": 1},
+     {"numberReady": -1}, "status.numberReady", "Invalid value: -1: must be greater than or equal to 0"),
+    ("job-negative", lambda: workload("Job"), {"active": 1}, {"failed": -2},
+     "status.failed", "Invalid value: -2: must be greater than or equal to 0"),
+]
+
+
+async def _write_status(hub: Client, obj: Obj, status: Obj) -> tuple[int, Obj]:
+    url = f"{STATUS_PLURALS[obj['kind']]}/{obj['metadata']['name']}/status"
+    response = await hub.put(url, json={**obj, "status": status})
+    body: Obj = await response.json()
+    return response.status, body
+
+
+@pytest.mark.parametrize(("manifest", "good", "change", "field_path", "message"),
+                         [case[1:] for case in STATUS_CASES], ids=[case[0] for case in STATUS_CASES])
+async def test_a_status_kube_refuses_is_refused_and_nothing_is_written(
+    hub: Client, manifest: Callable[[], Obj], good: Obj, change: Obj, field_path: str, message: str
+) -> None:
+    """kube's status strategies (ValidateDeploymentStatusUpdate and the like) on a PUT of the
+    status subresource: 422 with the cause at its field, the stored status unchanged; the status
+    before the change is accepted."""
+    obj = manifest()
+    code, created = await post(hub, STATUS_PLURALS[obj["kind"]], obj)
+    assert code == 201, created
+    code, written = await _write_status(hub, created, good)
+    assert code == 200, written
+    assert {k: written["status"][k] for k in good} == good
+    code, status = await _write_status(hub, written, {**good, **change})
+    assert code == 422, status
+    assert (status["kind"], status["reason"]) == ("Status", "Invalid")
+    assert (field_path, message) in cause_list(status), status
+    response = await hub.get(f"{STATUS_PLURALS[obj['kind']]}/x")
+    stored: Obj = await response.json()
+    assert stored["metadata"]["resourceVersion"] == written["metadata"]["resourceVersion"]
+
+
+async def test_a_collision_count_is_never_decremented(hub: Client) -> None:
+    created = await _created(hub, deployment())
+    code, written = await _write_status(hub, created, {**DEPLOYED, "collisionCount": 2})
+    assert code == 200, written
+    for lowered, shown in (({"collisionCount": 1}, 1), ({}, 0)):
+        code, status = await _write_status(hub, written, {**DEPLOYED, **lowered})
+        assert code == 422, status
+        assert ("status.collisionCount", f"Invalid value: {shown}: cannot be decremented") in cause_list(status)
+    code, raised = await _write_status(hub, written, {**DEPLOYED, "collisionCount": 3})
+    assert code == 200, raised
+
+
+def test_a_status_stored_before_it_was_validated_can_still_be_written() -> None:
+    """As for spec writes, an update is refused only for errors the stored object lacks: the
+    status controller can still write a status whose other counts changed."""
+    validate = for_status("apps", "Deployment")
+    assert validate is not None
+    old = {**deployment(), "status": {"replicas": 1, "readyReplicas": 2}}
+    assert validate({**old, "status": {"replicas": 1, "readyReplicas": 2, "updatedReplicas": 1}}, old) == []
+    assert [e.field for e in validate({**old, "status": {"replicas": -1}}, old)] == [
+        "status.replicas", "status.updatedReplicas", "status.readyReplicas", "status.availableReplicas",
+    ], "each count is then more than the replicas, as kube reports it"
+    assert for_status("", "ConfigMap") is None
+
+
+@needs_kubectl
+async def test_kubectl_patch_of_a_bad_status_prints_kubes_error(hub_kubeconfig: Path) -> None:
+    code, out, err = await kubectl(hub_kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump(deployment()))
+    assert code == 0, err
+    patch = json.dumps({"status": {"replicas": 1, "readyReplicas": 2}})
+    code, out, err = await kubectl(
+        hub_kubeconfig, "patch", "deployment", "x", "--subresource=status", "--type=merge", "-p", patch
+    )
+    assert code != 0, out
+    assert (
+        'The Deployment "x" is invalid: status.readyReplicas: Invalid value: 2: cannot be greater than status.replicas'
+        in err
+    ), err
+    patch = json.dumps({"status": {"replicas": 2, "readyReplicas": 2}})
+    code, out, err = await kubectl(
+        hub_kubeconfig, "patch", "deployment", "x", "--subresource=status", "--type=merge", "-p", patch
+    )
+    assert code == 0, err

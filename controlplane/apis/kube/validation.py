@@ -6,7 +6,7 @@ the API server for every kind and is not repeated here. The rules themselves liv
 API group: :mod:`.validate_core` (with :mod:`.validate_pod` for pod specs and templates),
 :mod:`.validate_apps`, :mod:`.validate_batch`, :mod:`.validate_groups`, :mod:`.validate_networking`
 (Ingress, IngressClass, NetworkPolicy) and :mod:`.validate_admin` (LimitRange, ResourceQuota,
-ServiceAccount).
+ServiceAccount); a write of the status subresource, by :mod:`.validate_status` (:func:`for_status`).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from controlplane.apis.kube import (
     validate_core,
     validate_groups,
     validate_networking,
+    validate_status,
 )
 from controlplane.apis.kube.field import FieldError
 
@@ -71,4 +72,11 @@ def ratcheted(validator: Validator) -> Validator:
 def for_kind(group: str, kind: str) -> Validator | None:
     """The validator of ``kind`` in API group ``group`` (``""`` for core), if kube has one."""
     validator = _VALIDATORS.get((group, kind))
+    return ratcheted(validator) if validator is not None else None
+
+
+def for_status(group: str, kind: str) -> Validator | None:
+    """The validator of a write of ``kind``'s status subresource (kube's status strategy), if kube
+    has one; ratcheted as :func:`for_kind`."""
+    validator = validate_status.for_kind(group, kind)
     return ratcheted(validator) if validator is not None else None
