@@ -21,6 +21,7 @@ from simulator.controllers.base import (
     is_terminating,
     new_pod,
     phase,
+    spec_replicas,
     template_hash,
 )
 
@@ -31,7 +32,7 @@ def reconcile_statefulset(
     meta = statefulset["metadata"]
     spec = statefulset.get("spec") or {}
     name = meta["name"]
-    replicas = int(spec.get("replicas", 1) if spec.get("replicas") is not None else 1)
+    replicas = spec_replicas(statefulset)
     template = spec.get("template") or {}
     revision = f"{name}-{template_hash(template)}"
     parallel = spec.get("podManagementPolicy") == "Parallel"
