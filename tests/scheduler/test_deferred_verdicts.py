@@ -28,7 +28,8 @@ from controlplane.scheduler.core.explanation import ClusterExplanation, cluster_
 from controlplane.scheduler.core.framework import BindingRequest, CycleState, Profile, Status
 from controlplane.scheduler.core.plugins import DEFAULT_PROFILE, GpuFeasibility
 from controlplane.scheduler.core.reservations import Demand, Reservation, Reservations
-from controlplane.scheduler.core.snapshot import ClusterSnapshot
+from controlplane.scheduler.core.slots import slot_setters
+from controlplane.scheduler.core.snapshot import ClusterSnapshot, NodeShape
 from policies.models import Placement
 
 from .builders import A100, H100, cluster, shape
@@ -201,6 +202,16 @@ def test_a_quick_reservation_equals_the_constructed_one() -> None:
     assert {f.name for f in dataclasses.fields(Reservation)} == {
         "binding", "cluster", "demands", "created", "applied_at", "target"
     }
+
+
+@pytest.mark.parametrize("cls", [ClusterExplanation, Reservation, NodeShape])
+def test_slot_setters_cover_every_field_and_store_its_value(cls: type) -> None:
+    setters = slot_setters(cls)
+    assert list(setters) == [f.name for f in dataclasses.fields(cls)]
+    blank = object.__new__(cls)
+    for name, setter in setters.items():
+        setter(blank, name)
+        assert getattr(blank, name) == name
 
 
 DYNAMIC = {

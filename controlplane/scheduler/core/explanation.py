@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controlplane.scheduler.core.framework import Code, Status
+from controlplane.scheduler.core.slots import slot_setters
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +40,7 @@ class ClusterExplanation:
 
 
 _NEW = object.__new__
-_SET = {name: ClusterExplanation.__dict__[name].__set__ for name in ClusterExplanation.__slots__}
+_SET = slot_setters(ClusterExplanation)
 
 
 def cluster_explanation(

@@ -61,6 +61,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, NamedTuple
 
 from controlplane.interpreter.requirements import ReplicaRequirements
+from controlplane.scheduler.core.slots import slot_setters
 
 if TYPE_CHECKING:
     from controlplane.scheduler.core.plugins.verdict_memo import KindVerdicts
@@ -101,7 +102,7 @@ class Reservation:
 
 
 _NEW = object.__new__
-_SET = {name: Reservation.__dict__[name].__set__ for name in Reservation.__slots__}
+_SET = slot_setters(Reservation)
 
 
 def _reservation(

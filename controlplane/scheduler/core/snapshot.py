@@ -38,6 +38,7 @@ from controlplane.apis.meta import Taint, parse_time
 from controlplane.apis.pods import FrozenTaint
 from controlplane.apis.views import ClusterObjectView
 from controlplane.scheduler.core.cache import SchedulerCache
+from controlplane.scheduler.core.slots import slot_setters
 from policies.affinity import ClusterView
 
 if TYPE_CHECKING:
@@ -120,16 +121,16 @@ class NodeShape:
         return shape
 
 
-_SLOT = NodeShape.__dict__
-_SET_COUNT = _SLOT["count"].__set__
-_SET_LABELS = _SLOT["labels"].__set__
-_SET_TAINTS = _SLOT["taints"].__set__
-_SET_FREE = _SLOT["free"].__set__
-_SET_ALLOCATABLE = _SLOT["allocatable"].__set__
-_SET_GPU = _SLOT["gpu"].__set__
-_SET_PRODUCT = _SLOT["product"].__set__
-_SET_INVALID_MIG = _SLOT["invalid_mig"].__set__
-_SET_FITS = _SLOT["fits"].__set__
+_SLOT = slot_setters(NodeShape)
+_SET_COUNT = _SLOT["count"]
+_SET_LABELS = _SLOT["labels"]
+_SET_TAINTS = _SLOT["taints"]
+_SET_FREE = _SLOT["free"]
+_SET_ALLOCATABLE = _SLOT["allocatable"]
+_SET_GPU = _SLOT["gpu"]
+_SET_PRODUCT = _SLOT["product"]
+_SET_INVALID_MIG = _SLOT["invalid_mig"]
+_SET_FITS = _SLOT["fits"]
 
 
 def _piece(shape: NodeShape, free: Mapping[str, int], count: int, fits: dict[Any, int]) -> NodeShape:
