@@ -166,16 +166,7 @@ class Writer:
             obj = checked_body(rt, _status_request(obj), namespace=namespace, name=name, copy_body=False)
         else:
             obj = checked_body(rt, obj, namespace=namespace, name=name, copy_body=not handed_over)
-        meta = obj["metadata"]
-        wanted = meta.get("resourceVersion")
-        # An update made from a revision the hub has just seen skips the read: the
-        # compare-and-swap below fails on that revision as the read would have.
-        kv = _known(self._store, rt, meta, wanted) or await get_kv(
-            self._store, rt, namespace=meta.get("namespace"), name=meta["name"]
-        )
-        if wanted and str(wanted) != str(kv.mod_revision):
-            raise errors.conflict_modified(plural=rt.plural, group=rt.group, name=meta["name"])
-        old = decode(rt, kv)
+        kv, old = await self._replaced(rt, obj["metadata"])
         new = merged(rt, old, obj, subresource=subresource)
         return await self.write_update(rt, kv, old, new, subresource=subresource, options=options)
 
@@ -214,9 +205,7 @@ class Writer:
             old = decode(rt, kv)
             patched = apply_patch(rt, old, patch_type, patch, manager=field_manager, force=force, now=self.now())
             patched = checked_body(rt, patched, namespace=namespace, name=name)
-            wanted = patched["metadata"].get("resourceVersion")
-            if wanted and str(wanted) != str(kv.mod_revision):
-                raise errors.conflict_modified(plural=rt.plural, group=rt.group, name=name)
+            _check_resource_version(rt, kv, patched["metadata"].get("resourceVersion"), name=name)
             new = merged(rt, old, patched, subresource=subresource)
             try:
                 return await self.write_update(
@@ -250,14 +239,7 @@ class Writer:
             return await self.update(rt, obj, namespace=None, name=None, subresource=None, options=options)
         obj = checked_body(rt, obj, namespace=None)
         incoming = obj.get("status", _NO_STATUS)  # before the main update's merge puts the stored one there
-        meta = obj["metadata"]
-        wanted = meta.get("resourceVersion")
-        kv = _known(self._store, rt, meta, wanted) or await get_kv(
-            self._store, rt, namespace=meta.get("namespace"), name=meta["name"]
-        )
-        if wanted and str(wanted) != str(kv.mod_revision):
-            raise errors.conflict_modified(plural=rt.plural, group=rt.group, name=meta["name"])
-        old = decode(rt, kv)
+        kv, old = await self._replaced(rt, obj["metadata"])
         main = await self.prepared_update(rt, old, merged(rt, old, obj, subresource=None), subresource=None, options=options)
         status = status_of(main) if status_of is not None else incoming
         new = main
@@ -271,6 +253,20 @@ class Writer:
         if new is old:
             return old
         return await self.stored_update(rt, kv, old, new, subresource=None, options=options)
+
+    async def _replaced(self, rt: ResourceType, meta: dict[str, Any]) -> tuple[storage.KeyValue, dict[str, Any]]:
+        """The stored key-value and object an update with ``meta`` replaces; a Conflict when
+        its ``resourceVersion`` names another revision.
+
+        An update made from a revision the hub has just seen skips the read: the
+        compare-and-swap that follows fails on that revision as the read would have.
+        """
+        wanted = meta.get("resourceVersion")
+        kv = _known(self._store, rt, meta, wanted) or await get_kv(
+            self._store, rt, namespace=meta.get("namespace"), name=meta["name"]
+        )
+        _check_resource_version(rt, kv, wanted, name=meta["name"])
+        return kv, decode(rt, kv)
 
     async def write_update(
         self,
@@ -374,6 +370,13 @@ class Writer:
             raise errors.from_storage_error(exc, plural=rt.plural, group=rt.group, name=name) from exc
         meta["resourceVersion"] = str(written.mod_revision)
         return new
+
+
+def _check_resource_version(rt: ResourceType, kv: storage.KeyValue, wanted: Any, *, name: str) -> None:
+    """A Conflict when a write's ``metadata.resourceVersion`` (a precondition when given) is
+    not the stored revision ``kv`` holds."""
+    if wanted and str(wanted) != str(kv.mod_revision):
+        raise errors.conflict_modified(plural=rt.plural, group=rt.group, name=name)
 
 
 def _known(store: storage.Store, rt: ResourceType, meta: dict[str, Any], wanted: Any) -> storage.KeyValue | None:
