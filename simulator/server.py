@@ -24,7 +24,7 @@ records its recent callers (peer address and ``Impersonate-*`` headers) at
 ``reclaim`` does it periodically (:mod:`simulator.reclaiming`).
 
 ``/livez``, ``/readyz`` and ``/healthz`` answer in kube-apiserver's format
-(:mod:`simulator.health`); stopping the process takes the member's API down, and starting it
+(:mod:`controlplane.apiserver.health`); stopping the process takes the member's API down, and starting it
 again on the same ``--listen`` address and state dir brings the same cluster back.
 """
 
@@ -48,6 +48,7 @@ from aiohttp.typedefs import Middleware
 
 from controlplane.apiserver.app import create_app
 from controlplane.apiserver.auth.static import StaticTokenAuthenticator, load_or_create_token
+from controlplane.apiserver.health import HealthEndpoints
 from controlplane.apiserver.kubeconfig import write_kubeconfig
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.tls import ensure_pki
@@ -55,7 +56,6 @@ from controlplane.lifecycle import ShutdownOnce
 from controlplane.storage.interface import KeyValue
 from controlplane.storage.memory import MemoryStore
 from simulator.cluster import SimulatedCluster
-from simulator.health import health_middleware
 from simulator.memberaccess import access_middleware
 from simulator.nodes import build_nodes
 from simulator.podexec import PodExec
@@ -208,9 +208,9 @@ class SimServer(ShutdownOnce):
             extra_routes=[*logs.routes(), *execs.routes(), *forwards.routes(), *usage.routes(), *self.callers.routes(),
                           *self.reclaimer.routes()],
             outer_middlewares=[
-                health_middleware(
+                HealthEndpoints(
                     {"ping": _passes, "log": _passes, "etcd": self._store_answers, "shutdown": self._not_stopping}
-                ),
+                ).middleware(),
                 self.callers.middleware(),
                 *self._access_middlewares(),
             ],

@@ -1,7 +1,7 @@
 """The kube-compatible HTTP API of the hub (and of simulated member clusters).
 
 ``create_app(object_store, registry, authenticator=..., authorizer=...)`` returns an
-aiohttp application serving: health (``/healthz``, ``/livez``, ``/readyz``, no auth),
+aiohttp application serving: health (``/healthz``, ``/livez``, ``/readyz`` in kube's format, no auth; :mod:`.health`),
 ``/version``, discovery (``/api``, ``/api/v1``, ``/apis``, ``/apis/<g>[/<v>]``),
 OpenAPI (``/openapi/v3``, one v3 document per group-version, and ``/openapi/v2`` as JSON
 or protobuf: :mod:`controlplane.apiserver.openapi`), and every resource path. Given a
@@ -26,7 +26,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
@@ -47,6 +47,7 @@ from controlplane.apiserver.flowcontrol import (
     add_flow_headers,
 )
 from controlplane.apiserver.handlers import REQUEST_INFO, ResourceHandlers, json_response
+from controlplane.apiserver.health import HealthEndpoints
 from controlplane.apiserver.identity import (
     Authenticator,
     Authorizer,
@@ -86,6 +87,12 @@ _LONG_RUNNING_SUBRESOURCES = frozenset({"proxy", "tunnel", "log", "exec", "attac
 MAX_BODY_BYTES = 3 * 1024 * 1024
 AUTH_TIMEOUT_SECONDS = 10.0
 READY_TIMEOUT_SECONDS = 2.0
+#: The hub's health endpoints and their checks (kube-apiserver's, less etcd in ``/livez``).
+HUB_HEALTH_CHECKS: Mapping[str, tuple[str, ...]] = {
+    "livez": ("ping", "log"),
+    "readyz": ("ping", "log", "etcd", "shutdown"),
+    "healthz": ("ping", "log", "etcd"),
+}
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -260,10 +267,21 @@ class _Endpoints:
         #: The last readiness verdict, so that a failing store is logged once, not per probe.
         self._ready = True
 
-    async def healthz(self, _request: web.Request) -> web.StreamResponse:
-        return web.Response(text="ok", content_type="text/plain")
+    def health(self, stop: asyncio.Event) -> HealthEndpoints:
+        """``/livez``, ``/readyz`` and ``/healthz`` in kube's format: etcd answers (not for
+        ``/livez``: a hub cannot mend its store by restarting), and ``/readyz`` fails from the
+        moment the server begins to shut down (``stop``), so a load balancer stops sending to it."""
 
-    async def readyz(self, _request: web.Request) -> web.StreamResponse:
+        async def not_stopping() -> None:
+            if stop.is_set():
+                raise RuntimeError("the server is shutting down")
+
+        return HealthEndpoints(
+            {"ping": _passes, "log": _passes, "etcd": self._store_answers, "shutdown": not_stopping},
+            HUB_HEALTH_CHECKS,
+        )
+
+    async def _store_answers(self) -> None:
         try:
             async with asyncio.timeout(READY_TIMEOUT_SECONDS):
                 await self._objects.store.current_revision()
@@ -272,11 +290,10 @@ class _Endpoints:
             log_change = logger.warning if self._ready else logger.debug
             log_change("readiness check failed: the store is unreachable (%s)", exc)
             self._ready = False
-            return web.Response(text="[-]etcd failed: the store is unreachable\nreadyz check failed", status=500)
+            raise RuntimeError("the store is unreachable") from exc
         if not self._ready:
             logger.info("readiness check passes again: the store answers")
             self._ready = True
-        return web.Response(text="ok", content_type="text/plain")
 
     async def version(self, _request: web.Request) -> web.StreamResponse:
         return json_response(discovery.version_info())
@@ -409,9 +426,7 @@ def create_app(
 
     app.cleanup_ctx.append(lifecycle)
     app.on_shutdown.append(on_shutdown)
-    app.router.add_get("/healthz", endpoints.healthz)
-    app.router.add_get("/livez", endpoints.healthz)
-    app.router.add_get("/readyz", endpoints.readyz)
+    app.router.add_routes(endpoints.health(stop).routes())
     app.router.add_get("/version", endpoints.version)
     app.router.add_get("/version/", endpoints.version)  # as kube-apiserver does (kr8s asks for it)
     app.router.add_get("/api", endpoints.api)
@@ -423,3 +438,7 @@ def create_app(
     app.router.add_route("*", "/api/{tail:.+}", endpoints.resource_path)
     app.router.add_route("*", "/apis/{tail:.+}", endpoints.resource_path)
     return app
+
+
+async def _passes() -> None:
+    """A check that passes while the server can answer at all (kube's ``ping`` and ``log``)."""

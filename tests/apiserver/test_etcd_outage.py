@@ -111,6 +111,7 @@ async def test_an_etcd_outage_is_a_fast_503_with_retry_after_and_the_hub_recover
             for _probe in range(4):
                 async with session.get(f"{hub.url}/readyz") as resp:
                     assert resp.status == 500
+                    assert "[-]etcd failed: reason withheld\n" in await resp.text()
             readiness = [r.getMessage() for r in caplog.records
                          if r.levelno == logging.WARNING and r.getMessage().startswith("readiness check failed")]
             assert len(readiness) <= 1, readiness

@@ -84,10 +84,43 @@ async def test_openapi_v3_lets_kubectl_validate_on_the_server(api: Client) -> No
 
 
 async def test_health_endpoints(api: Client) -> None:
-    for path in ("/healthz", "/livez", "/readyz"):
+    for path in ("/healthz", "/livez", "/readyz", "/readyz/etcd", "/livez/ping"):
         response = await api.get(path)
         assert response.status == 200
         assert await response.text() == "ok"
+
+
+async def test_health_endpoints_answer_in_kubes_format(api: Client, objects: ObjectStore,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """As kube-apiserver's ``pkg/server/healthz``: a line per check with ``?verbose``, every check
+    listed on a failure (reasons withheld), ``?exclude``, one check by its path. ``/livez`` has no
+    etcd check: a hub whose store is down stays alive and is taken out of service (``/readyz``)."""
+    verbose = await api.get("/readyz", params={"verbose": ""})
+    assert (verbose.status, await verbose.text()) == (
+        200, "[+]ping ok\n[+]log ok\n[+]etcd ok\n[+]shutdown ok\nreadyz check passed\n"
+    )
+    excluded = await api.get("/readyz", params={"verbose": "", "exclude": ["etcd", "nope"]})
+    assert await excluded.text() == (
+        "[+]ping ok\n[+]log ok\n[+]etcd excluded: ok\n[+]shutdown ok\n"
+        'warn: some health checks cannot be excluded: no matches for "nope"\nreadyz check passed\n'
+    )
+    assert (await api.get("/readyz/nope")).status == 404
+
+    async def unreachable() -> int:
+        raise ConnectionError("etcd at 10.0.0.7:2379 refused the connection")
+
+    monkeypatch.setattr(objects.store, "current_revision", unreachable)
+    ready = await api.get("/readyz")
+    body = await ready.text()
+    assert (ready.status, body) == (
+        500, "[+]ping ok\n[+]log ok\n[-]etcd failed: reason withheld\n[+]shutdown ok\nreadyz check failed\n"
+    )
+    single = await api.get("/readyz/etcd")
+    assert single.status == 500 and "10.0.0.7" not in await single.text()
+    assert (await api.get("/healthz")).status == 500
+    alive = await api.get("/livez", params={"verbose": ""})
+    assert (alive.status, await alive.text()) == (200, "[+]ping ok\n[+]log ok\nlivez check passed\n")
+    assert (await api.get("/readyz", params={"exclude": "etcd"})).status == 200
 
 
 # --- CRUD and errors ------------------------------------------------------------------------
@@ -369,6 +402,8 @@ async def test_authentication_and_authorization(objects: ObjectStore, api_regist
     app = create_app(objects, api_registry, authenticator=_Tokens(), authorizer=_ReadOnlyForViewers())
     async with TestClient(TestServer(app)) as client:
         assert (await client.get("/readyz")).status == 200
+        assert (await client.get("/readyz/etcd")).status == 401, "one check needs credentials, as in kube"
+        assert (await client.get("/readyz/etcd", headers={"Authorization": "Bearer viewer-token"})).status == 200
         anonymous = await client.get("/api/v1/namespaces")
         assert anonymous.status == 401
         assert_status(await anonymous.json(), code=401, reason="Unauthorized")

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from controlplane.apis.cluster_v1alpha1 import ClusterReadyReason
+from controlplane.apiserver.health import CheckResult, render_health
 from member_agent import capacity
 from member_agent.agent import member_api
 from member_agent.config import AgentConfig
@@ -23,7 +24,6 @@ from member_agent.probing import (
     failed_checks,
     probe_member_api,
 )
-from simulator.health import CheckResult, render_health
 from simulator.profile import parse_fleet
 from simulator.server import SimServer, SimServerConfig
 

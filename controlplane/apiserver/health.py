@@ -1,4 +1,5 @@
-"""A simulated member's ``/livez``, ``/readyz`` and ``/healthz``, answered as kube-apiserver does.
+"""``/livez``, ``/readyz`` and ``/healthz``, answered as kube-apiserver does, for the hub and for a
+simulated member.
 
 kube-apiserver's health endpoints (k8s.io/apiserver ``pkg/server/healthz``) answer ``200 ok``
 when every check passes; with ``?verbose`` one line per check (``[+]etcd ok``) and
@@ -9,22 +10,24 @@ none; ``/<endpoint>/<check>`` answers for one check. The agent's probe
 (:mod:`member_agent.probing`) reads exactly this format, so a simulated member behaves like a
 real one when its API is unhealthy.
 
-In: named asynchronous checks (an exception or a timeout is a failure). Out:
-:func:`render_health` (pure) and :func:`health_middleware`, which serves the endpoints in
-front of the member's API application (they need no credentials, as kube's
-``system:public-info-viewer`` allows).
+In: named asynchronous checks (an exception or a timeout is a failure) and which endpoint runs
+which. Out: :func:`render_health` (pure) and :class:`HealthEndpoints`, served as routes (the hub:
+``/<endpoint>`` needs no credentials, ``/<endpoint>/<check>`` does, as kube's
+``system:public-info-viewer`` allows) or as a middleware in front of an application (a simulated
+member, where all of them are public).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
-#: The endpoints served, each with the checks it runs (by name, from the checks given).
+#: kube-apiserver's endpoints, each with the checks it runs (by name, from the checks given).
 ENDPOINTS: Mapping[str, tuple[str, ...]] = {
     "livez": ("ping", "log", "etcd"),
     "readyz": ("ping", "log", "etcd", "shutdown"),
@@ -75,25 +78,28 @@ async def _run(check: Check) -> str | None:
     return None
 
 
-def health_middleware(checks: Mapping[str, Check]) -> Middleware:
-    """Serve :data:`ENDPOINTS` from ``checks`` (by name) in front of the wrapped application."""
+class HealthEndpoints:
+    """The health endpoints of one server: ``checks`` by name, and which endpoint runs which."""
 
-    @web.middleware
-    async def serve_health(request: web.Request, handler: Handler) -> web.StreamResponse:
-        endpoint, _, single = request.path.strip("/").partition("/")
-        names = ENDPOINTS.get(endpoint)
-        if names is None or request.method != "GET":
-            return await handler(request)
+    def __init__(self, checks: Mapping[str, Check], endpoints: Mapping[str, tuple[str, ...]] = ENDPOINTS) -> None:
+        if missing := {name for names in endpoints.values() for name in names} - checks.keys():
+            raise ValueError(f"health endpoints name checks that are not given: {sorted(missing)}")
+        self._checks = checks
+        self._endpoints = endpoints
+
+    async def answer(self, request: web.Request, endpoint: str, single: str = "") -> web.StreamResponse:
+        """The answer of ``/<endpoint>`` (``single``: of ``/<endpoint>/<single>``)."""
+        names = self._endpoints[endpoint]
         if single:
             if single not in names:
                 return web.Response(status=404, text="404 page not found\n")
-            error = await _run(checks[single])
+            error = await _run(self._checks[single])
             if error is not None:
                 return web.Response(status=500, text=f"internal server error: {error}\n")
             return web.Response(text="ok")
         excluded = {name for value in request.query.getall("exclude", []) for name in value.split(",") if name}
         results = [
-            CheckResult(name, excluded=True) if name in excluded else CheckResult(name, await _run(checks[name]))
+            CheckResult(name, excluded=True) if name in excluded else CheckResult(name, await _run(self._checks[name]))
             for name in names
         ]
         status, body = render_health(
@@ -101,4 +107,28 @@ def health_middleware(checks: Mapping[str, Check]) -> Middleware:
         )
         return web.Response(status=status, text=body, headers={"X-Content-Type-Options": "nosniff"})
 
-    return serve_health
+    def routes(self) -> list[web.RouteDef]:
+        """``GET /<endpoint>`` and ``GET /<endpoint>/<check>`` for each endpoint."""
+        routes = []
+        for endpoint in self._endpoints:
+            routes.append(web.get(f"/{endpoint}", functools.partial(self._whole, endpoint=endpoint)))
+            routes.append(web.get(f"/{endpoint}/{{check}}", functools.partial(self._single, endpoint=endpoint)))
+        return routes
+
+    async def _whole(self, request: web.Request, *, endpoint: str) -> web.StreamResponse:
+        return await self.answer(request, endpoint)
+
+    async def _single(self, request: web.Request, *, endpoint: str) -> web.StreamResponse:
+        return await self.answer(request, endpoint, request.match_info["check"])
+
+    def middleware(self) -> Middleware:
+        """Serve the endpoints in front of the wrapped application, to anyone."""
+
+        @web.middleware
+        async def serve_health(request: web.Request, handler: Handler) -> web.StreamResponse:
+            endpoint, _, single = request.path.strip("/").partition("/")
+            if endpoint not in self._endpoints or request.method != "GET":
+                return await handler(request)
+            return await self.answer(request, endpoint, single)
+
+        return serve_health
