@@ -796,6 +796,11 @@ STATUS_CASES: list[tuple[str, Callable[[], Obj], Obj, Obj, str, str]] = [
      {"numberReady": -1}, "status.numberReady", "Invalid value: -1: must be greater than or equal to 0"),
     ("job-negative", lambda: workload("Job"), {"active": 1}, {"failed": -2},
      "status.failed", "Invalid value: -2: must be greater than or equal to 0"),
+    ("pdb-negative", budget, {"currentHealthy": 1, "desiredHealthy": 1, "disruptionsAllowed": 0, "expectedPods": 1},
+     {"disruptionsAllowed": -1}, "status.disruptionsAllowed", "Invalid value: -1: must be greater than or equal to 0"),
+    # kube's path for desiredReplicas has kept a typo: ``status.desiredReplicasa``.
+    ("hpa-negative", autoscaler, {"currentReplicas": 1, "desiredReplicas": 1}, {"desiredReplicas": -1},
+     "status.desiredReplicasa", "Invalid value: -1: must be greater than or equal to 0"),
 ]
 
 

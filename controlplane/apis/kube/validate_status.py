@@ -1,11 +1,12 @@
 """kube's validation of a write of the status subresource of built-in kinds.
 
 As the registry's status strategies (``ValidateDeploymentStatusUpdate``, ``ValidateReplicaSetStatusUpdate``,
-``ValidateStatefulSetStatusUpdate``, ``ValidateDaemonSetStatusUpdate``, and the counts of
-``ValidateJobUpdateStatus``): the counts a controller reports are not negative, the parts are not
-more than the whole (ready, available, updated replicas within ``status.replicas``; available within
-ready), and ``status.collisionCount`` is never decremented. A status write keeps the stored spec, so
-nothing outside ``status`` is checked here (metadata is checked by the API server for every kind).
+``ValidateStatefulSetStatusUpdate``, ``ValidateDaemonSetStatusUpdate``,
+``ValidatePodDisruptionBudgetStatusUpdate``, ``ValidateHorizontalPodAutoscalerStatusUpdate``, and
+the counts of ``ValidateJobUpdateStatus``): the counts a controller reports are not negative, the
+parts are not more than the whole (ready, available, updated replicas within ``status.replicas``;
+available within ready) and ``status.collisionCount`` is never decremented. A status write keeps the stored spec,
+so nothing outside ``status`` is checked here (metadata is checked by the API server for every kind).
 
 The hub writes the status of a propagated workload as the sum of its members' statuses, each of
 which a member's own API server has validated with these rules; sums keep them.
@@ -116,12 +117,31 @@ def validate_job_status(new: Obj, old: Obj | None) -> list[FieldError]:
     return _nonnegative(field.mapping(new.get("status")), ("active", "succeeded", "failed", "ready", "terminating"))
 
 
+def validate_pod_disruption_budget_status(new: Obj, old: Obj | None) -> list[FieldError]:
+    """The counts (kube also checks that the conditions are well-formed ``metav1.Condition`` values;
+    the hub merges its members' conditions, and a type a member has not reported yet is Unknown
+    without a reason or a transition time, so that check is not made)."""
+    status = field.mapping(new.get("status"))
+    return _nonnegative(status, ("disruptionsAllowed", "currentHealthy", "desiredHealthy", "expectedPods"))
+
+
+def validate_horizontal_pod_autoscaler_status(new: Obj, old: Obj | None) -> list[FieldError]:
+    """As kube, whose path for ``desiredReplicas`` carries a typo kube has kept: ``desiredReplicasa``."""
+    status = field.mapping(new.get("status"))
+    return (
+        field.nonnegative(status.get("currentReplicas"), "status.currentReplicas")
+        + field.nonnegative(status.get("desiredReplicas"), "status.desiredReplicasa")
+    )
+
+
 _STATUS_VALIDATORS: dict[tuple[str, str], StatusValidator] = {
     ("apps", "Deployment"): validate_deployment_status,
     ("apps", "ReplicaSet"): validate_replica_set_status,
     ("apps", "StatefulSet"): validate_stateful_set_status,
     ("apps", "DaemonSet"): validate_daemon_set_status,
     ("batch", "Job"): validate_job_status,
+    ("policy", "PodDisruptionBudget"): validate_pod_disruption_budget_status,
+    ("autoscaling", "HorizontalPodAutoscaler"): validate_horizontal_pod_autoscaler_status,
 }
 
 
