@@ -1,7 +1,9 @@
 """Which kinds the hub decodes from protobuf: the ones kubectl's imperative commands send.
 
-``kubectl create namespace|configmap|secret|serviceaccount|service|deployment|job|role|
-clusterrole|rolebinding|clusterrolebinding`` and ``kubectl auth can-i|whoami`` use typed clients that write ``application/vnd.kubernetes.protobuf`` bodies; manifests
+``kubectl create namespace|configmap|secret|serviceaccount|service|quota|deployment|job|
+cronjob|role|clusterrole|rolebinding|clusterrolebinding|ingress|poddisruptionbudget|
+priorityclass`` and ``kubectl auth can-i|whoami`` use typed clients that write
+``application/vnd.kubernetes.protobuf`` bodies; manifests
 (``kubectl apply -f``) always go as JSON, so no other kind needs a table here. Keys
 are ``(apiVersion, kind)`` as the envelope names them.
 """
@@ -14,10 +16,13 @@ from controlplane.apiserver.protobuf.schema import Message
 from controlplane.apiserver.protobuf.tables import MESSAGES
 
 _KINDS: Mapping[str, tuple[str, ...]] = {
-    "v1": ("Namespace", "ConfigMap", "Secret", "ServiceAccount", "Service"),
+    "v1": ("Namespace", "ConfigMap", "Secret", "ServiceAccount", "Service", "ResourceQuota"),
     "apps/v1": ("Deployment",),
-    "batch/v1": ("Job",),
+    "batch/v1": ("Job", "CronJob"),
     "rbac.authorization.k8s.io/v1": ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"),
+    "networking.k8s.io/v1": ("Ingress",),
+    "policy/v1": ("PodDisruptionBudget",),
+    "scheduling.k8s.io/v1": ("PriorityClass",),
     "authorization.k8s.io/v1": (
         "SelfSubjectAccessReview",
         "SelfSubjectRulesReview",

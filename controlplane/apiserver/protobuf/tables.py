@@ -19,7 +19,16 @@ import yaml
 
 from controlplane.apiserver.protobuf.schema import Field, FieldType, Message
 
-TABLE_FILES = ("meta_v1.yaml", "core_v1.yaml", "apps_v1.yaml", "batch_v1.yaml", "rbac_v1.yaml")
+TABLE_FILES = (
+    "meta_v1.yaml",
+    "core_v1.yaml",
+    "apps_v1.yaml",
+    "batch_v1.yaml",
+    "rbac_v1.yaml",
+    "networking_v1.yaml",
+    "policy_v1.yaml",
+    "scheduling_v1.yaml",
+)
 
 _TYPES: Mapping[str, FieldType] = {
     "string": FieldType.STRING,
