@@ -263,6 +263,52 @@ DECODED: list[tuple[str, bytes, dict[str, Any]]] = [
         },
     ),
     (
+        "an empty pod security context, as defaulting leaves it",
+        envelope(
+            "batch/v1", "Job",
+            object_meta(1, "j")
+            + msg(2, msg(6, object_meta(1, ""), pod_spec(2, container(2, "c", "img"), msg(14)))),
+        ),
+        {
+            "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+            "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "img"}], "securityContext": {}}}},
+        },
+    ),
+    (
+        "a pod security context with user, group, fsGroup and supplemental groups",
+        envelope(
+            "apps/v1", "Deployment",
+            object_meta(1, "web")
+            + msg(2, msg(3, object_meta(1, ""), pod_spec(
+                2, container(2, "c", "img"),
+                msg(14, vint(2, 1000), vint(3, True), vint(4, 3000), vint(4, 4000), vint(5, 2000), text(9, "Always")),
+            ))),
+        ),
+        {
+            "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+            "spec": {"template": {"spec": {
+                "containers": [{"name": "c", "image": "img"}],
+                "securityContext": {
+                    "runAsUser": 1000, "runAsNonRoot": True, "supplementalGroups": [3000, 4000], "fsGroup": 2000,
+                    "fsGroupChangePolicy": "Always",
+                },
+            }}},
+        },
+    ),
+    (
+        "a pod disruption budget with the zero status counts Go writes",
+        envelope(
+            "policy/v1", "PodDisruptionBudget",
+            object_meta(1, "pdb")
+            + msg(2, msg(1, vint(1, 0), vint(2, 1)), msg(2, entry(1, "app", "x")))
+            + msg(3, vint(1, 0), vint(3, 0), vint(4, 0), vint(5, 0), vint(6, 0)),
+        ),
+        {
+            "apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "pdb"},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "x"}}},
+        },
+    ),
+    (
         "an explicit protobuf content type in the envelope",
         envelope("v1", "Namespace", object_meta(1, "ml"), content_type=MEDIA_TYPE),
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}},
@@ -289,9 +335,9 @@ REFUSED: list[tuple[str, bytes, type[errors.ApiError], list[str]]] = [
     ("JSON sent as protobuf", b'{"kind": "Namespace"}', errors.UnsupportedMediaType, ["envelope"]),
     (
         "a kind without a table",
-        envelope("policy/v1", "PodDisruptionBudget", object_meta(1, "r")),
+        envelope("storage.k8s.io/v1", "StorageClass", object_meta(1, "r")),
         errors.UnsupportedMediaType,
-        ["PodDisruptionBudget (policy/v1)", "Deployment (apps/v1)", "kubectl apply -f"],
+        ["StorageClass (storage.k8s.io/v1)", "Deployment (apps/v1)", "kubectl apply -f"],
     ),
     (
         "a known kind under another version",
@@ -316,6 +362,16 @@ REFUSED: list[tuple[str, bytes, type[errors.ApiError], list[str]]] = [
         _deployment_with_container(msg(15)),
         errors.UnsupportedMediaType,
         ["spec.template.spec.containers[0].securityContext"],
+    ),
+    (
+        "a seccomp profile in the pod security context",
+        envelope(
+            "apps/v1", "Deployment",
+            object_meta(1, "web")
+            + msg(2, msg(3, object_meta(1, ""), pod_spec(2, container(2, "c", "img"), msg(14, msg(10, text(1, "RuntimeDefault")))))),
+        ),
+        errors.UnsupportedMediaType,
+        ["spec.template.spec.securityContext.seccompProfile", "Deployment (apps/v1)"],
     ),
     (
         "volumes",

@@ -57,10 +57,15 @@ def recording_app(recorded: list[Recorded]) -> web.Application:
 
 
 def pruned(value: Any) -> Any:
-    """``value`` without nulls and empty objects or lists, as omitempty leaves it."""
+    """``value`` without nulls, zeros, false and empty objects or lists, as omitempty leaves it.
+
+    Go writes a plain (non-pointer) field even when it is zero and the decoder drops it again;
+    kubectl's JSON keeps the zeros of fields without omitempty (a PodDisruptionBudget's status
+    counts), so they are pruned here too.
+    """
     if isinstance(value, dict):
         out = {key: pruned(item) for key, item in value.items()}
-        return {key: item for key, item in out.items() if item not in (None, {}, [])}
+        return {key: item for key, item in out.items() if item not in (None, {}, [], 0)}  # 0 == False
     if isinstance(value, list):
         return [pruned(item) for item in value]
     return value
@@ -179,6 +184,93 @@ CASES: list[tuple[str, list[str], str, dict[str, Any]]] = [
                     }
                 }
             },
+        },
+    ),
+    (
+        "quota",
+        ["create", "quota", "q1", "--hard=pods=2,requests.cpu=500m", "--scopes=BestEffort"],
+        "/api/v1/namespaces/default/resourcequotas",
+        {
+            "apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q1"},
+            "spec": {"hard": {"pods": "2", "requests.cpu": "500m"}, "scopes": ["BestEffort"]},
+        },
+    ),
+    (
+        "cronjob",
+        ["create", "cronjob", "cj1", "--image=busybox", "--schedule=*/5 * * * *", "--restart=Never", "--", "date"],
+        "/apis/batch/v1/namespaces/default/cronjobs",
+        {
+            "apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "cj1"},
+            "spec": {
+                "schedule": "*/5 * * * *",
+                "jobTemplate": {
+                    "metadata": {"name": "cj1"},
+                    "spec": {
+                        "template": {
+                            "spec": {
+                                "containers": [{"name": "cj1", "image": "busybox", "command": ["date"]}],
+                                "restartPolicy": "Never",
+                            }
+                        }
+                    },
+                },
+            },
+        },
+    ),
+    (
+        "ingress",
+        ["create", "ingress", "ing1", "--class=nginx", "--rule=foo.com/bar*=svc:http,tls=cert",
+         "--default-backend=def:80", "--annotation=a=b"],
+        "/apis/networking.k8s.io/v1/namespaces/default/ingresses",
+        {
+            "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": {"name": "ing1", "annotations": {"a": "b"}},
+            "spec": {
+                "ingressClassName": "nginx",
+                "defaultBackend": {"service": {"name": "def", "port": {"number": 80}}},
+                "tls": [{"hosts": ["foo.com"], "secretName": "cert"}],
+                "rules": [
+                    {
+                        "host": "foo.com",
+                        "http": {
+                            "paths": [
+                                {
+                                    "path": "/bar", "pathType": "Prefix",
+                                    "backend": {"service": {"name": "svc", "port": {"name": "http"}}},
+                                }
+                            ]
+                        },
+                    }
+                ],
+            },
+        },
+    ),
+    (
+        "poddisruptionbudget",
+        ["create", "poddisruptionbudget", "pdb1", "--selector=app=x", "--max-unavailable=25%"],
+        "/apis/policy/v1/namespaces/default/poddisruptionbudgets",
+        {
+            "apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "pdb1"},
+            "spec": {"selector": {"matchLabels": {"app": "x"}}, "maxUnavailable": "25%"},
+        },
+    ),
+    (
+        "poddisruptionbudget with a minimum",
+        ["create", "poddisruptionbudget", "pdb2", "--selector=app=y", "--min-available=1"],
+        "/apis/policy/v1/namespaces/default/poddisruptionbudgets",
+        {
+            "apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "pdb2"},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "y"}}},
+        },
+    ),
+    (
+        "priorityclass",
+        ["create", "priorityclass", "pc1", "--value=1000", "--global-default", "--description=high",
+         "--preemption-policy=Never"],
+        "/apis/scheduling.k8s.io/v1/priorityclasses",
+        {
+            "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "pc1"},
+            "value": 1000, "globalDefault": True, "description": "high", "preemptionPolicy": "Never",
         },
     ),
 ]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,8 @@ from aiohttp import web
 from controlplane.apiserver.app import create_app
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.resources import Registry
+from controlplane.hub import hub_registry
+from controlplane.storage import MemoryStore
 
 from .conftest import run_kubectl, write_kubeconfig
 
@@ -30,6 +32,17 @@ async def kubeconfig(
     served: Callable[[web.Application], Awaitable[str]],
 ) -> Path:
     return write_kubeconfig(tmp_path / "kubeconfig", await served(create_app(objects, api_registry)))
+
+
+@pytest.fixture
+async def hub_kubeconfig(
+    tmp_path: Path, served: Callable[[web.Application], Awaitable[str]],
+) -> AsyncIterator[Path]:
+    """kubectl's configuration for an app serving every kind the hub serves (quotas, cronjobs, ingresses, ...)."""
+    async with MemoryStore() as memory:
+        objects = ObjectStore(memory, hub_registry())
+        await objects.bootstrap()
+        yield write_kubeconfig(tmp_path / "kubeconfig", await served(create_app(objects, objects.registry)))
 
 
 async def kubectl_ok(kubeconfig: Path, *args: str) -> str:
@@ -125,3 +138,68 @@ async def test_a_namespace_that_does_not_exist(kubeconfig: Path) -> None:
     code, _, err = await run_kubectl(kubeconfig, "create", "configmap", "x", "-n", "nope", "--from-literal=a=b")
     assert code != 0
     assert 'namespaces "nope" not found' in err
+
+
+async def test_imperative_creates_of_quota_cronjob_ingress_pdb_and_priorityclass(hub_kubeconfig: Path) -> None:
+    kubeconfig = hub_kubeconfig
+    await kubectl_ok(kubeconfig, "create", "namespace", "ml")
+
+    out = await kubectl_ok(kubeconfig, "create", "quota", "q", "-n", "ml", "--hard=pods=2,limits.cpu=4")
+    assert out.strip() == "resourcequota/q created"
+    quota = await get_json(kubeconfig, "resourcequota", "q", "-n", "ml")
+    assert quota["spec"]["hard"] == {"pods": "2", "limits.cpu": "4"}
+
+    out = await kubectl_ok(kubeconfig, "create", "cronjob", "cj", "-n", "ml", "--image=busybox:1.36",
+                           "--schedule=*/1 * * * *", "--", "echo", "tick")
+    assert out.strip() == "cronjob.batch/cj created"
+    cronjob = await get_json(kubeconfig, "cronjob", "cj", "-n", "ml")
+    assert cronjob["spec"]["schedule"] == "*/1 * * * *"
+    template = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    assert template["restartPolicy"] == "OnFailure"
+    [container] = template["containers"]
+    assert (container["image"], container["command"]) == ("busybox:1.36", ["echo", "tick"])
+
+    # A job instantiated from the cronjob reads it back and sends a Job owned by it.
+    out = await kubectl_ok(kubeconfig, "create", "job", "cj-now", "-n", "ml", "--from=cronjob/cj")
+    assert out.strip() == "job.batch/cj-now created"
+    job = await get_json(kubeconfig, "job", "cj-now", "-n", "ml")
+    [owner] = job["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["name"], owner["uid"]) == ("CronJob", "cj", cronjob["metadata"]["uid"])
+    assert job["metadata"]["annotations"]["cronjob.kubernetes.io/instantiate"] == "manual"
+    [container] = job["spec"]["template"]["spec"]["containers"]
+    assert (container["image"], container["command"]) == ("busybox:1.36", ["echo", "tick"])
+
+    out = await kubectl_ok(kubeconfig, "create", "ingress", "ing", "-n", "ml", "--rule=foo.com/bar=svc:80",
+                           "--rule=bar.com/*=other:http,tls=cert")
+    assert out.strip() == "ingress.networking.k8s.io/ing created"
+    ingress = await get_json(kubeconfig, "ingress", "ing", "-n", "ml")
+    first, second = ingress["spec"]["rules"]
+    [path] = first["http"]["paths"]
+    assert (first["host"], path["path"], path["pathType"]) == ("foo.com", "/bar", "Exact")
+    assert path["backend"]["service"] == {"name": "svc", "port": {"number": 80}}
+    [path] = second["http"]["paths"]
+    assert (second["host"], path["path"], path["pathType"]) == ("bar.com", "/", "Prefix")
+    assert path["backend"]["service"] == {"name": "other", "port": {"name": "http"}}
+    assert ingress["spec"]["tls"] == [{"hosts": ["bar.com"], "secretName": "cert"}]
+
+    out = await kubectl_ok(kubeconfig, "create", "poddisruptionbudget", "pdb", "-n", "ml", "--selector=app=x",
+                           "--min-available=1")
+    assert out.strip() == "poddisruptionbudget.policy/pdb created"
+    pdb = await get_json(kubeconfig, "poddisruptionbudget", "pdb", "-n", "ml")
+    assert pdb["spec"]["minAvailable"] == 1
+    assert pdb["spec"]["selector"] == {"matchLabels": {"app": "x"}}
+    await kubectl_ok(kubeconfig, "create", "pdb", "pdb-pct", "-n", "ml", "--selector=app=y",
+                     "--max-unavailable=50%")
+    assert (await get_json(kubeconfig, "pdb", "pdb-pct", "-n", "ml"))["spec"]["maxUnavailable"] == "50%"
+
+    out = await kubectl_ok(kubeconfig, "create", "priorityclass", "pc", "--value=100", "--description=batch",
+                           "--preemption-policy=Never")
+    assert out.strip() == "priorityclass.scheduling.k8s.io/pc created"
+    priority = await get_json(kubeconfig, "priorityclass", "pc")
+    assert (priority["value"], priority["description"], priority["preemptionPolicy"]) == (100, "batch", "Never")
+
+    listed = await kubectl_ok(kubeconfig, "get", "quota,cronjob,job,ingress,pdb", "-n", "ml", "-o", "name")
+    assert set(listed.split()) >= {
+        "resourcequota/q", "cronjob.batch/cj", "job.batch/cj-now", "ingress.networking.k8s.io/ing",
+        "poddisruptionbudget.policy/pdb", "poddisruptionbudget.policy/pdb-pct",
+    }
