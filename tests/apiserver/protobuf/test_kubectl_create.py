@@ -197,6 +197,8 @@ async def test_imperative_creates_of_quota_cronjob_ingress_pdb_and_priorityclass
     assert out.strip() == "priorityclass.scheduling.k8s.io/pc created"
     priority = await get_json(kubeconfig, "priorityclass", "pc")
     assert (priority["value"], priority["description"], priority["preemptionPolicy"]) == (100, "batch", "Never")
+    await kubectl_ok(kubeconfig, "create", "priorityclass", "pc-zero", "--value=0")
+    assert (await get_json(kubeconfig, "priorityclass", "pc-zero"))["value"] == 0, "kube shows a value of 0"
 
     listed = await kubectl_ok(kubeconfig, "get", "quota,cronjob,job,ingress,pdb", "-n", "ml", "-o", "name")
     assert set(listed.split()) >= {
