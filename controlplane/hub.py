@@ -57,6 +57,7 @@ from controlplane.apiserver.auth.rbac.cache import RbacCache, ensure_default_pol
 from controlplane.apiserver.auth.rbac.escalation import RbacEscalationCheck
 from controlplane.apiserver.auth.rbac.kinds import rbac_resources
 from controlplane.apiserver.auth.rbac.reviews import review_routes
+from controlplane.apiserver.auth.serviceaccounts import ServiceAccountTokens
 from controlplane.apiserver.auth.tokens import TokenStore
 from controlplane.apiserver.crd.registry import DynamicRegistry
 from controlplane.apiserver.crd.types import crd_resource_type
@@ -266,6 +267,7 @@ class Hub(ShutdownOnce):
         self.elector: LeaderElector | None = None
         self.health: ClusterHealthMonitor | None = None
         self.rbac: RbacCache | None = None
+        self.service_account_tokens: ServiceAccountTokens | None = None
         self._leader_tasks: list[asyncio.Task[None]] = []
         self.metrics: HubMetrics = hub_metrics()
         #: Every write the API and the controllers make, counted (``gpufed_storage_writes_total``).
@@ -322,12 +324,20 @@ class Hub(ShutdownOnce):
         self.rbac = RbacCache(self.objects)
         self._background.append(asyncio.create_task(self.rbac.run(), name="rbac-cache"))
         await self.rbac.wait_synced()
+        # Service account tokens are valid while their account exists: checked from this
+        # replica's watch of the ServiceAccounts, complete before the first request too.
+        self.service_account_tokens = ServiceAccountTokens(self.tokens, self.objects)
+        self._background.append(
+            asyncio.create_task(self.service_account_tokens.run(), name="service-account-tokens")
+        )
+        await self.service_account_tokens.synced()
         authorizer = HubAuthorizer(self.rbac.index)
         extra = [
             *join_routes(self.tokens, cluster_exists=self._cluster_exists),
             *token_routes(self.tokens, authorizer=authorizer),
             *ca_routes(ca_pem=self.pki.ca_pem),
             *review_routes(authorizer),
+            *self.service_account_tokens.routes(),
         ]
         self.waste_sampler = WasteSampler(
             self.objects, self.store, interval=self.config.waste_sample_interval, metrics=self.metrics

@@ -70,6 +70,7 @@ class TokenRejectedReason(StrEnum):
     USED = "AlreadyUsed"
     NOT_BOOTSTRAP = "NotABootstrapToken"
     WRONG_CLUSTER = "WrongCluster"
+    BOUND_OBJECT_GONE = "BoundObjectGone"
 
 
 _REJECTION_MESSAGES: Final[dict[TokenRejectedReason, str]] = {
@@ -79,6 +80,7 @@ _REJECTION_MESSAGES: Final[dict[TokenRejectedReason, str]] = {
     TokenRejectedReason.USED: "the one-time token has already been used",
     TokenRejectedReason.NOT_BOOTSTRAP: "the token is not a bootstrap token",
     TokenRejectedReason.WRONG_CLUSTER: "the bootstrap token was issued for another cluster",
+    TokenRejectedReason.BOUND_OBJECT_GONE: "the object the token was bound to (its service account) is gone",
 }
 
 
@@ -117,6 +119,9 @@ class StoredToken(BaseModel):
     used_for: str | None = None
     #: For a user token: the groups RBAC bindings may name (beside ``system:authenticated``).
     groups: tuple[str, ...] = ()
+    #: A service account's token (TokenRequest): the uid of the service account it is valid for
+    #: while that object exists (:meth:`TokenStore.bind`).
+    bound_uid: str | None = None
 
     def to_bytes(self) -> bytes:
         return self.model_dump_json(by_alias=True).encode("utf-8")
@@ -136,6 +141,7 @@ class TokenInfo:
     used_at: dt.datetime | None
     used_for: str | None
     groups: tuple[str, ...] = ()
+    bound_uid: str | None = None
 
     @classmethod
     def of(cls, stored: StoredToken) -> TokenInfo:
@@ -150,6 +156,7 @@ class TokenInfo:
             used_at=stored.used_at,
             used_for=stored.used_for,
             groups=stored.groups,
+            bound_uid=stored.bound_uid,
         )
 
 
@@ -228,6 +235,8 @@ class TokenStore:
         self._reads: dict[str, asyncio.Future[StoredToken | None]] = {}
         #: Counts changes made through this instance; a read that overlaps one is not cached.
         self._changes = 0
+        #: Whether a bound token's object still exists (:meth:`bind`); None: no bound token is valid.
+        self._bound_exists: Callable[[StoredToken], bool] | None = None
 
     async def create(
         self,
@@ -238,10 +247,13 @@ class TokenStore:
         ttl: dt.timedelta | None = None,
         one_time: bool = False,
         groups: tuple[str, ...] = (),
+        bound_uid: str | None = None,
     ) -> IssuedToken:
         """Issue a token. ``cluster`` is required for agents, optional for bootstrap
         tokens (which may then join only that cluster), and refused for other roles;
-        ``groups`` only for user tokens (RBAC bindings name the user or its groups)."""
+        ``groups`` only for user tokens (RBAC bindings name the user or its groups);
+        ``bound_uid`` only for user tokens too: the token is valid while the object of that
+        uid exists, as the bound-object check (:meth:`bind`) tells."""
         if not name:
             raise ValueError("a token needs a name (who or what it is for)")
         if groups and role is not Role.USER:
@@ -252,6 +264,8 @@ class TokenStore:
             raise ValueError("an agent token needs the cluster it belongs to")
         if cluster is not None and role not in (Role.AGENT, Role.BOOTSTRAP):
             raise ValueError(f"a {role} token cannot be scoped to a cluster")
+        if bound_uid is not None and role is not Role.USER:
+            raise ValueError(f"a {role} token cannot be bound to an object; only a user token can")
         if one_time and role is not Role.BOOTSTRAP:
             raise ValueError("only bootstrap tokens can be one-time")
         if ttl is not None and ttl <= dt.timedelta(0):
@@ -269,6 +283,7 @@ class TokenStore:
                 expires_at=now + ttl if ttl is not None else None,
                 one_time=one_time,
                 groups=tuple(dict.fromkeys(groups)),
+                bound_uid=bound_uid,
             )
             try:
                 await self._call(self._store.create(token_key(token_id), stored.to_bytes()))
@@ -281,6 +296,16 @@ class TokenStore:
             extra={"token_id": token_id, "role": str(role), "token_name": name, "cluster": cluster},
         )
         return IssuedToken(token=f"{token_id}.{secret}", info=TokenInfo.of(stored))
+
+    def bind(self, bound_exists: Callable[[StoredToken], bool]) -> None:
+        """Check bound tokens with ``bound_exists`` (the token's record: does the object it was
+        bound to still exist, with that uid?) on every authentication, from memory: a token of
+        a deleted service account stops working as soon as the hub sees the deletion."""
+        self._bound_exists = bound_exists
+
+    async def revoke_bound(self, uid: str) -> builtins.list[str]:
+        """Revoke every token bound to the object of ``uid``; the ids revoked."""
+        return await self._revoke_where(lambda stored: stored.bound_uid == uid)
 
     async def authenticate(self, token: str) -> UserInfo | None:
         """The user ``token`` belongs to, or None when it is malformed, unknown, revoked,
@@ -428,6 +453,8 @@ class TokenStore:
             return TokenRejectedReason.EXPIRED
         if stored.one_time and stored.used_at is not None:
             return TokenRejectedReason.USED
+        if stored.bound_uid is not None and (self._bound_exists is None or not self._bound_exists(stored)):
+            return TokenRejectedReason.BOUND_OBJECT_GONE
         return None
 
     async def _record(self, token_id: str) -> StoredToken | None:

@@ -28,6 +28,7 @@ TABLE_FILES = (
     "networking_v1.yaml",
     "policy_v1.yaml",
     "scheduling_v1.yaml",
+    "authentication_v1.yaml",
 )
 
 _TYPES: Mapping[str, FieldType] = {

@@ -443,3 +443,23 @@ async def test_api_server_rejects_a_token_revoked_elsewhere_within_the_ttl(store
         clock.advance(dt.timedelta(seconds=2))
 
         assert (await client.get("/api/v1/namespaces", headers=headers)).status == 401
+
+
+async def test_a_bound_token_is_valid_only_while_its_object_exists(store: Store, clock: FakeClock) -> None:
+    """A service account's token (TokenRequest) names the uid of its account: the bound-object
+    check decides on every authentication, cached or not, and none passes without a check."""
+    tokens = token_store(store, clock)
+    with pytest.raises(ValueError, match="only a user token"):
+        await tokens.create(role=Role.ADMIN, name="x", bound_uid="u-1")
+    issued = await tokens.create(role=Role.USER, name="system:serviceaccount:team:bot", bound_uid="u-1")
+    assert await tokens.authenticate(issued.token) is None, "no check: a bound token is not valid"
+    alive = {"u-1"}
+    tokens.bind(lambda stored: stored.bound_uid in alive)
+    user = await tokens.authenticate(issued.token)
+    assert user is not None and user.name == "system:serviceaccount:team:bot"
+    alive.clear()
+    assert tokens.authenticate_cached(issued.token) == (True, None), "cached, and refused at once"
+    assert await tokens.authenticate(issued.token) is None
+    other = await tokens.create(role=Role.USER, name="system:serviceaccount:team:other", bound_uid="u-2")
+    assert await tokens.revoke_bound("u-1") == [issued.id]
+    assert [t.id for t in await tokens.list()] == [other.id]

@@ -1,0 +1,175 @@
+"""Service account tokens: the ``token`` subresource of a ServiceAccount (``kubectl create token``).
+
+As kube-apiserver's TokenRequest (``POST /api/v1/namespaces/<ns>/serviceaccounts/<name>/token``,
+``authentication.k8s.io/v1`` ``TokenRequest``): the caller needs ``create`` on
+``serviceaccounts/token`` (kube's ``edit`` and ``admin`` roles have it); the answer is ``201`` with
+the request, its ``spec`` defaulted (``expirationSeconds`` 3600; ``audiences`` the hub's), and
+``status.token`` and ``status.expirationTimestamp``. ``metadata.name``/``namespace`` in the body
+must match the URL; ``expirationSeconds`` is at least 600 and at most 2^32; a missing service
+account is ``404``.
+
+The token authenticates to the hub as ``system:serviceaccount:<ns>:<name>`` in the groups
+``system:serviceaccounts`` and ``system:serviceaccounts:<ns>`` (RBAC bindings to the service account
+or those groups apply), until it expires or the service account is deleted: it is bound to the
+service account's uid, checked from memory on every request (:class:`ServiceAccountTokens` watches
+the ServiceAccounts), so a deleted (or deleted and recreated) account's tokens stop working as soon
+as the hub sees the deletion; their records are then revoked. Tokens are the hub's own opaque
+``<id>.<secret>`` bearer tokens (:mod:`.tokens`), not JWTs: no other audience can check them, so a
+request for audiences that leave out the hub's is refused rather than answered with a token nobody
+accepts. Binding a token to another object (``boundObjectRef``: a Pod, Secret or Node) is refused.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from typing import Any, Final
+
+from aiohttp import web
+
+from controlplane.apis.meta import format_time
+from controlplane.apiserver import errors, protobuf
+from controlplane.apiserver.auth.bootstrap import read_json_body
+from controlplane.apiserver.auth.rbac.index import SERVICE_ACCOUNT_PREFIX
+from controlplane.apiserver.auth.tokens import StoredToken, TokenStore
+from controlplane.apiserver.handlers import json_response
+from controlplane.apiserver.identity import Role
+from controlplane.apiserver.objects import ObjectStore, WatchEventType
+from controlplane.controllers.informing import Informer
+
+log = logging.getLogger(__name__)
+
+GROUP: Final = "authentication.k8s.io"
+KIND: Final = "TokenRequest"
+#: The audience of the hub's service account tokens, kube-apiserver's default (its issuer).
+HUB_AUDIENCE: Final = "https://kubernetes.default.svc.cluster.local"
+DEFAULT_EXPIRATION_SECONDS: Final = 3600
+MIN_EXPIRATION_SECONDS: Final = 10 * 60
+MAX_EXPIRATION_SECONDS: Final = 2**32
+TOKEN_PATH: Final = "/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token"
+_NO_STORE: Final = {"Cache-Control": "no-store"}
+
+
+def service_account_user(namespace: str, name: str) -> str:
+    """kube's user name of a service account (``serviceaccount.MakeUsername``)."""
+    return f"{SERVICE_ACCOUNT_PREFIX}{namespace}:{name}"
+
+
+def service_account_groups(namespace: str) -> tuple[str, ...]:
+    return ("system:serviceaccounts", f"system:serviceaccounts:{namespace}")
+
+
+def _invalid(name: str, path: str, value: Any, detail: str) -> errors.ApiError:
+    shown = f'"{value}"' if isinstance(value, str) else ("null" if value is None else str(value))
+    cause = errors.Cause(errors.CauseType.FIELD_VALUE_INVALID, f"Invalid value: {shown}: {detail}", path)
+    return errors.invalid(kind=KIND, group=GROUP, name=name, causes=[cause])
+
+
+def _expiration(spec: dict[str, Any]) -> int:
+    value = spec.get("expirationSeconds", DEFAULT_EXPIRATION_SECONDS)
+    if value is None:
+        return DEFAULT_EXPIRATION_SECONDS
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _invalid("", "spec.expirationSeconds", value, "must be an integer")
+    if value < MIN_EXPIRATION_SECONDS:
+        raise _invalid("", "spec.expirationSeconds", value, "may not specify a duration less than 10 minutes")
+    if value > MAX_EXPIRATION_SECONDS:
+        raise _invalid("", "spec.expirationSeconds", value, "may not specify a duration larger than 2^32 seconds")
+    return value
+
+
+def _audiences(spec: dict[str, Any]) -> list[str]:
+    value = spec.get("audiences")
+    if not value:
+        return [HUB_AUDIENCE]
+    if not isinstance(value, list) or not all(isinstance(a, str) and a for a in value):
+        raise _invalid("", "spec.audiences", value, "must be a list of non-empty strings")
+    if HUB_AUDIENCE not in value:
+        raise _invalid(
+            "", "spec.audiences", ",".join(value),
+            f'the hub\'s tokens are opaque and accepted by the hub alone: audiences must include "{HUB_AUDIENCE}"',
+        )
+    return list(value)
+
+
+class ServiceAccountTokens:
+    """Issues service account tokens, and keeps them valid only while their account exists.
+
+    Run :meth:`run` (every hub replica) and await :meth:`synced` before serving: the tokens'
+    check reads the ServiceAccounts this informer holds.
+    """
+
+    def __init__(self, tokens: TokenStore, objects: ObjectStore) -> None:
+        self._tokens = tokens
+        self._objects = objects
+        self._rt = objects.registry.require("v1", "ServiceAccount")
+        self.informer = Informer(objects, self._rt)
+        self.informer.add_handler(self._on_event)
+        tokens.bind(self._account_exists)
+
+    async def run(self) -> None:
+        await self.informer.run()
+
+    async def synced(self) -> None:
+        await self.informer.synced.wait()
+
+    def _account_exists(self, stored: StoredToken) -> bool:
+        """Whether the service account ``stored`` is bound to still exists with its uid."""
+        if not stored.name.startswith(SERVICE_ACCOUNT_PREFIX):
+            return False
+        namespace, _, name = stored.name[len(SERVICE_ACCOUNT_PREFIX):].partition(":")
+        account = self.informer.get(namespace, name)
+        return account is not None and (account.get("metadata") or {}).get("uid") == stored.bound_uid
+
+    async def _on_event(self, event: WatchEventType, obj: dict[str, Any], _old: dict[str, Any] | None) -> None:
+        if event is not WatchEventType.DELETED:
+            return
+        uid = (obj.get("metadata") or {}).get("uid")
+        if uid:
+            revoked = await self._tokens.revoke_bound(str(uid))
+            if revoked:
+                meta = obj.get("metadata") or {}
+                log.info("revoked %d token(s) of deleted service account %s/%s",
+                         len(revoked), meta.get("namespace"), meta.get("name"))
+
+    def routes(self) -> list[web.RouteDef]:
+        return [web.post(TOKEN_PATH, self._create)]
+
+    async def _create(self, request: web.Request) -> web.StreamResponse:
+        namespace, name = request.match_info["namespace"], request.match_info["name"]
+        if request.query.getall("dryRun", []):
+            raise errors.BadRequest("dryRun is not supported for a TokenRequest: it would issue a token")
+        if request.content_type == protobuf.MEDIA_TYPE:
+            body = protobuf.decode_object(await request.read())
+        else:
+            body = await read_json_body(request)
+        meta: dict[str, Any] = body["metadata"] if isinstance(body.get("metadata"), dict) else {}
+        if meta.get("name") and meta["name"] != name:
+            raise _invalid(name, "metadata.name", meta["name"], "must match the service account name if specified")
+        if meta.get("namespace") and meta["namespace"] != namespace:
+            raise _invalid(name, "metadata.namespace", meta["namespace"],
+                           "must match the service account namespace if specified")
+        account = await self._objects.get(self._rt, namespace=namespace, name=name)  # 404 when absent
+        spec: dict[str, Any] = body["spec"] if isinstance(body.get("spec"), dict) else {}
+        if spec.get("boundObjectRef"):
+            bound = spec["boundObjectRef"]
+            raise _invalid("", "spec.boundObjectRef", bound.get("kind", "") if isinstance(bound, dict) else "",
+                           "the hub binds a token to its service account only")
+        audiences, seconds = _audiences(spec), _expiration(spec)
+        issued = await self._tokens.create(
+            role=Role.USER, name=service_account_user(namespace, name), groups=service_account_groups(namespace),
+            ttl=dt.timedelta(seconds=seconds), bound_uid=str(account["metadata"]["uid"]),
+        )
+        info = issued.info
+        assert info.expires_at is not None
+        log.info("issued a token for service account %s/%s", namespace, name, extra={"token_id": info.id})
+        document = {
+            "kind": KIND,
+            "apiVersion": f"{GROUP}/v1",
+            "metadata": {"name": name, "namespace": namespace, "creationTimestamp": format_time(info.created_at)},
+            "spec": {"audiences": audiences, "expirationSeconds": seconds, "boundObjectRef": None},
+            "status": {"token": issued.token, "expirationTimestamp": format_time(info.expires_at)},
+        }
+        response = json_response(document, status=201)
+        response.headers.update(_NO_STORE)
+        return response

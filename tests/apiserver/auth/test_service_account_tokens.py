@@ -1,0 +1,167 @@
+"""Service account tokens on a real hub (real etcd, HTTPS, the real kubectl): ``kubectl create
+token`` answers as kube-apiserver's TokenRequest does, the token authenticates as the service
+account with its groups, RBAC bindings to the account apply, and deleting the account ends it."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from controlplane.apis.meta import parse_time
+from controlplane.apiserver.auth.serviceaccounts import HUB_AUDIENCE
+from controlplane.apiserver.identity import Role
+from controlplane.apiserver.kubeconfig import load_kubeconfig
+from controlplane.apiserver.tls import client_ssl_context
+from controlplane.hub import Hub, HubConfig
+
+from ..test_real_clients import kubectl, needs_kubectl
+
+NAMESPACE = "team"
+ACCOUNTS = f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts"
+CONFIGMAPS = f"/api/v1/namespaces/{NAMESPACE}/configmaps"
+WHOAMI = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
+DEADLINE_SECONDS = 20.0
+
+
+class Client:
+    def __init__(self, session: aiohttp.ClientSession, hub: Hub, token: str) -> None:
+        self.session, self.hub, self.token = session, hub, token
+
+    async def __call__(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
+        async with self.session.request(
+            method, f"{self.hub.url}{path}", json=body, headers={"Authorization": f"Bearer {self.token}"}
+        ) as resp:
+            return resp.status, await resp.json(content_type=None)
+
+
+@pytest.fixture
+async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
+    async with Hub(HubConfig(state_dir=tmp_path / "hub", port=0)) as running:
+        yield running
+
+
+@pytest.fixture
+async def session(hub: Hub) -> AsyncIterator[aiohttp.ClientSession]:
+    connector = aiohttp.TCPConnector(ssl=client_ssl_context(load_kubeconfig(hub.kubeconfig_path).ca_pem))
+    async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=30)) as s:
+        yield s
+
+
+async def eventually(check: Callable[[], Awaitable[bool]]) -> None:
+    async with asyncio.timeout(DEADLINE_SECONDS):
+        while not await check():  # noqa: ASYNC110 - the hub offers no event to wait on
+            await asyncio.sleep(0.05)
+
+
+def token_request(**spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec}
+
+
+async def test_a_service_account_token_works_until_its_account_is_deleted(
+    hub: Hub, session: aiohttp.ClientSession
+) -> None:
+    admin = Client(session, hub, load_kubeconfig(hub.kubeconfig_path).token)
+    assert (await admin("POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}}))[0] == 201
+    assert (await admin("POST", ACCOUNTS, {"metadata": {"name": "bot"}}))[0] == 201
+
+    before = dt.datetime.now(dt.UTC).replace(microsecond=0)
+    async with session.post(f"{hub.url}{ACCOUNTS}/bot/token", json=token_request(),
+                            headers={"Authorization": f"Bearer {admin.token}"}) as resp:
+        assert resp.status == 201, await resp.text()
+        assert resp.headers["Cache-Control"] == "no-store"
+        answer = await resp.json()
+    assert answer["kind"] == "TokenRequest" and answer["metadata"]["name"] == "bot"
+    assert answer["spec"]["expirationSeconds"] == 3600 and answer["spec"]["audiences"] == [HUB_AUDIENCE]
+    expires = parse_time(answer["status"]["expirationTimestamp"])
+    assert before + dt.timedelta(seconds=3599) <= expires <= before + dt.timedelta(seconds=3602)
+    bot = Client(session, hub, answer["status"]["token"])
+
+    code, review = await bot("POST", WHOAMI, {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
+    assert code == 201, review
+    assert review["status"]["userInfo"] == {
+        "username": "system:serviceaccount:team:bot",
+        "groups": ["system:serviceaccounts", "system:serviceaccounts:team", "system:authenticated"],
+    }
+    code, status = await bot("GET", CONFIGMAPS)
+    assert code == 403, status
+    binding = {
+        "metadata": {"name": "bot-view"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+        "subjects": [{"kind": "ServiceAccount", "name": "bot", "namespace": NAMESPACE}],
+    }
+    assert (await admin("POST", f"/apis/rbac.authorization.k8s.io/v1/namespaces/{NAMESPACE}/rolebindings",
+                        binding))[0] == 201
+
+    async def reads() -> bool:
+        return (await bot("GET", CONFIGMAPS))[0] == 200
+
+    await eventually(reads)
+    # Only who may create serviceaccounts/token gets one: the bot's view role does not.
+    code, status = await bot("POST", f"{ACCOUNTS}/bot/token", token_request())
+    assert code == 403 and "serviceaccounts/token" in status["message"], status
+
+    code, _ = await admin("DELETE", f"{ACCOUNTS}/bot")
+    assert code == 200
+
+    async def refused() -> bool:
+        return (await bot("GET", CONFIGMAPS))[0] == 401
+
+    await eventually(refused)
+    assert hub.tokens is not None
+    assert not [t for t in await hub.tokens.list() if t.name == "system:serviceaccount:team:bot"], "revoked"
+    # A new account of the same name is another account: the old token stays refused.
+    assert (await admin("POST", ACCOUNTS, {"metadata": {"name": "bot"}}))[0] == 201
+    assert (await bot("GET", CONFIGMAPS))[0] == 401
+
+
+@pytest.mark.parametrize(("path", "body", "code", "expected"), [
+    (f"{ACCOUNTS}/nobody/token", token_request(), 404, 'serviceaccounts "nobody" not found'),
+    (f"{ACCOUNTS}/bot/token", token_request(expirationSeconds=599), 422,
+     "spec.expirationSeconds: Invalid value: 599: may not specify a duration less than 10 minutes"),
+    (f"{ACCOUNTS}/bot/token", token_request(expirationSeconds=2**32 + 1), 422,
+     "may not specify a duration larger than 2^32 seconds"),
+    (f"{ACCOUNTS}/bot/token", token_request(audiences=["vault"]), 422, f'audiences must include "{HUB_AUDIENCE}"'),
+    (f"{ACCOUNTS}/bot/token", token_request(boundObjectRef={"kind": "Pod", "apiVersion": "v1", "name": "p"}), 422,
+     "binds a token to its service account only"),
+    (f"{ACCOUNTS}/bot/token", {**token_request(), "metadata": {"name": "other"}}, 422,
+     "metadata.name: Invalid value: \"other\": must match the service account name if specified"),
+    (f"{ACCOUNTS}/bot/token?dryRun=All", token_request(), 400, "dryRun is not supported"),
+])
+async def test_a_token_request_kube_refuses_is_refused_and_issues_nothing(
+    hub: Hub, session: aiohttp.ClientSession, path: str, body: dict[str, Any], code: int, expected: str
+) -> None:
+    admin = Client(session, hub, load_kubeconfig(hub.kubeconfig_path).token)
+    await admin("POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
+    await admin("POST", ACCOUNTS, {"metadata": {"name": "bot"}})
+    assert hub.tokens is not None
+    before = len(await hub.tokens.list())
+    answered, status = await admin("POST", path, body)
+    assert (answered, status["kind"]) == (code, "Status"), status
+    assert expected in status["message"], status
+    assert len(await hub.tokens.list()) == before
+
+
+@needs_kubectl
+async def test_kubectl_create_token_and_use_it(hub: Hub, tmp_path: Path) -> None:
+    kubeconfig = hub.kubeconfig_path
+    for args in (("create", "namespace", NAMESPACE), ("create", "serviceaccount", "bot", "-n", NAMESPACE)):
+        code, _, err = await kubectl(kubeconfig, *args)
+        assert code == 0, err
+    code, out, err = await kubectl(kubeconfig, "create", "token", "bot", "-n", NAMESPACE, "--duration=20m")
+    assert code == 0, err
+    token = out.strip()
+    assert hub.tokens is not None
+    issued = [t for t in await hub.tokens.list() if t.name == "system:serviceaccount:team:bot"]
+    assert len(issued) == 1 and issued[0].role is Role.USER and issued[0].expires_at is not None
+    assert dt.timedelta(minutes=19) < issued[0].expires_at - issued[0].created_at <= dt.timedelta(minutes=20)
+    code, out, err = await kubectl(kubeconfig, "--token", token, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}")
+    assert (code, out) == (0, "system:serviceaccount:team:bot"), err
+    code, _, err = await kubectl(kubeconfig, "create", "token", "bot", "-n", NAMESPACE, "--duration=5m")
+    assert code != 0
+    assert "spec.expirationSeconds: Invalid value: 300: may not specify a duration less than 10 minutes" in err
