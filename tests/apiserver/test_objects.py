@@ -93,16 +93,17 @@ async def test_status_subresource_and_generation(objects_on: ObjectStore) -> Non
     assert same["status"] == {}
     assert same["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]  # no-op: nothing written
     # ... the status subresource writes only .status and keeps the generation.
-    status_only = {**created, "spec": {"replicas": 100}, "status": {"readyReplicas": 1}}
+    status = {"replicas": 1, "readyReplicas": 1}  # kube refuses ready replicas beyond status.replicas
+    status_only = {**created, "spec": {"replicas": 100}, "status": status}
     after = await objects_on.update_status(deploy, status_only)
-    assert after["status"] == {"readyReplicas": 1}
+    assert after["status"] == status
     assert after["spec"]["replicas"] == 1
     assert after["metadata"]["generation"] == 1
     # Labels change the object but not the generation.
     relabeled = {**after, "metadata": {**after["metadata"], "labels": {"team": "a"}}}
     relabeled_after = await objects_on.update(deploy, relabeled)
     assert relabeled_after["metadata"]["generation"] == 1
-    assert relabeled_after["status"] == {"readyReplicas": 1}
+    assert relabeled_after["status"] == status
 
 
 async def test_finalizers_hold_deletion_until_removed(objects_on: ObjectStore) -> None:
