@@ -89,6 +89,7 @@ from controlplane.controllers.clusters import ClusterNamespaceController
 from controlplane.controllers.context import ControllerSettings
 from controlplane.controllers.health import ClusterHealthMonitor
 from controlplane.controllers.manager import ControllerManager
+from controlplane.controllers.serviceaccounts import ServiceAccountsController
 from controlplane.controllers.workloads import kind_status
 from controlplane.gcpolicy import CollectorPolicy, CollectorTuning
 from controlplane.leader.election import DEFAULT_TTL as DEFAULT_LEADER_LEASE_TTL
@@ -441,6 +442,7 @@ class Hub(ShutdownOnce):
             self.health.spawn(),
             asyncio.create_task(ClusterNamespaceController(fenced).run(), name="cluster-namespaces"),
             asyncio.create_task(ClusterRoleAggregationController(fenced).run(), name="clusterrole-aggregation"),
+            asyncio.create_task(ServiceAccountsController(fenced).run(), name="serviceaccounts"),
         ]
         if self.waste_sampler is not None:
             self._waste_task = asyncio.create_task(

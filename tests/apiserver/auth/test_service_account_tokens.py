@@ -165,3 +165,37 @@ async def test_kubectl_create_token_and_use_it(hub: Hub, tmp_path: Path) -> None
     code, _, err = await kubectl(kubeconfig, "create", "token", "bot", "-n", NAMESPACE, "--duration=5m")
     assert code != 0
     assert "spec.expirationSeconds: Invalid value: 300: may not specify a duration less than 10 minutes" in err
+
+
+async def test_every_namespace_has_a_default_service_account(hub: Hub, session: aiohttp.ClientSession) -> None:
+    """As kube-controller-manager's serviceaccount controller: created with the namespace, created
+    again when deleted, so that ``kubectl create token default`` works in a new namespace."""
+    admin = Client(session, hub, load_kubeconfig(hub.kubeconfig_path).token)
+    assert (await admin("POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}}))[0] == 201
+    first: dict[str, Any] = {}
+
+    async def has_default() -> bool:
+        code, body = await admin("GET", f"{ACCOUNTS}/default")
+        if code == 200:
+            first.update(body)
+        return code == 200
+
+    await eventually(has_default)
+    for namespace in ("default", "gpufed-system"):
+        assert (await admin("GET", f"/api/v1/namespaces/{namespace}/serviceaccounts/default"))[0] == 200
+    code, answer = await admin("POST", f"{ACCOUNTS}/default/token", token_request())
+    assert code == 201, answer
+    assert (await admin("DELETE", f"{ACCOUNTS}/default"))[0] == 200
+
+    async def recreated() -> bool:
+        code, body = await admin("GET", f"{ACCOUNTS}/default")
+        return code == 200 and body["metadata"]["uid"] != first["metadata"]["uid"]
+
+    await eventually(recreated)
+    # The namespace's deletion is not held up by an account created again behind it.
+    assert (await admin("DELETE", f"/api/v1/namespaces/{NAMESPACE}"))[0] == 200
+
+    async def namespace_gone() -> bool:
+        return (await admin("GET", f"/api/v1/namespaces/{NAMESPACE}"))[0] == 404
+
+    await eventually(namespace_gone)

@@ -1,0 +1,80 @@
+"""The ``default`` ServiceAccount of every namespace, as kube-controller-manager's ``serviceaccount``
+controller keeps it.
+
+Every namespace that is not being deleted has a ServiceAccount named ``default``: created when the
+namespace appears (the hub's own namespaces included, as kube's ``kube-system`` has one), and again
+when it is deleted. Tools count on it (``kubectl create token default -n NS``, RBAC bindings to
+``system:serviceaccount:NS:default``). The hub never propagates it: a workload's
+``serviceAccountName: default`` is not a dependency (:mod:`controlplane.interpreter.dependencies`),
+each member has its own.
+
+Level-based: a namespace event, or the deletion of a ``default`` ServiceAccount, queues the
+namespace; the reconcile creates the account when the namespace is active and the cache has none
+(an AlreadyExists, or a namespace that began terminating meanwhile, ends it quietly).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Final
+
+from controlplane.controllers.informing import Informer
+from controlplane.controllers.reconciling import ReconcileLoop
+from controlplane.objectclient import ObjectClient, WatchEventType, errors
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SERVICE_ACCOUNT: Final = "default"
+
+
+class ServiceAccountsController:
+    def __init__(self, objects: ObjectClient) -> None:
+        self._objects = objects
+        self._accounts_rt = objects.registry.require("v1", "ServiceAccount")
+        self.namespaces = Informer(objects, objects.registry.require("v1", "Namespace"))
+        self.accounts = Informer(objects, self._accounts_rt)
+        self._loop: ReconcileLoop[str] = ReconcileLoop("serviceaccounts", self.reconcile, workers=1)
+        self.namespaces.add_handler(self._on_namespace)
+        self.accounts.add_handler(self._on_account)
+
+    async def _on_namespace(self, event: WatchEventType, obj: dict[str, Any], _old: dict[str, Any] | None) -> None:
+        if event is not WatchEventType.DELETED:
+            await self._loop.add(str(obj["metadata"]["name"]))
+
+    async def _on_account(self, event: WatchEventType, obj: dict[str, Any], _old: dict[str, Any] | None) -> None:
+        meta = obj.get("metadata") or {}
+        if event is WatchEventType.DELETED and meta.get("name") == DEFAULT_SERVICE_ACCOUNT:
+            await self._loop.add(str(meta.get("namespace") or ""))
+
+    async def run(self) -> None:
+        async with asyncio.TaskGroup() as group:
+            group.create_task(self.namespaces.run())
+            group.create_task(self.accounts.run())
+            await self.namespaces.synced.wait()
+            await self.accounts.synced.wait()
+            group.create_task(self._loop.run())
+
+    async def reconcile(self, namespace: str) -> None:
+        current = self.namespaces.get(None, namespace)
+        if current is None or _terminating(current):
+            return
+        if self.accounts.get(namespace, DEFAULT_SERVICE_ACCOUNT) is not None:
+            return
+        account = {
+            "apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": DEFAULT_SERVICE_ACCOUNT, "namespace": namespace},
+        }
+        try:
+            await self._objects.create(self._accounts_rt, account)
+        except errors.AlreadyExists:
+            return
+        except (errors.NotFound, errors.Forbidden):
+            return  # the namespace went, or began terminating, since the cache saw it
+        log.info("created the default service account of namespace %s", namespace)
+
+
+def _terminating(namespace: dict[str, Any]) -> bool:
+    return bool((namespace.get("metadata") or {}).get("deletionTimestamp")) or (
+        (namespace.get("status") or {}).get("phase") == "Terminating"
+    )
