@@ -21,6 +21,7 @@ accepts. Binding a token to another object (``boundObjectRef``: a Pod, Secret or
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import logging
 from typing import Any, Final
@@ -36,6 +37,7 @@ from controlplane.apiserver.handlers import json_response
 from controlplane.apiserver.identity import Role
 from controlplane.apiserver.objects import ObjectStore, WatchEventType
 from controlplane.controllers.informing import Informer
+from controlplane.storage.interface import StorageError
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +110,17 @@ class ServiceAccountTokens:
         tokens.bind(self._account_exists)
 
     async def run(self) -> None:
-        await self.informer.run()
+        async with asyncio.TaskGroup() as group:
+            group.create_task(self.informer.run())
+            await self.synced()
+            # Accounts deleted while no hub watched: their tokens already fail the check; drop them.
+            try:
+                revoked = await self._tokens.revoke_orphans()
+            except StorageError as exc:  # the check still refuses them; the next start drops them
+                log.warning("could not revoke the tokens of deleted service accounts: %s", exc)
+                revoked = []
+            if revoked:
+                log.info("revoked %d token(s) of service accounts deleted while the hub was down", len(revoked))
 
     async def synced(self) -> None:
         await self.informer.synced.wait()

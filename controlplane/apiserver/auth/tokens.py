@@ -307,6 +307,14 @@ class TokenStore:
         """Revoke every token bound to the object of ``uid``; the ids revoked."""
         return await self._revoke_where(lambda stored: stored.bound_uid == uid)
 
+    async def revoke_orphans(self) -> builtins.list[str]:
+        """Revoke every bound token whose object is gone by the bound-object check (:meth:`bind`):
+        those whose object was deleted while no hub watched; the ids revoked."""
+        check = self._bound_exists
+        if check is None:
+            return []
+        return await self._revoke_where(lambda stored: stored.bound_uid is not None and not check(stored))
+
     async def authenticate(self, token: str) -> UserInfo | None:
         """The user ``token`` belongs to, or None when it is malformed, unknown, revoked,
         expired or a used one-time token. Storage errors propagate (the hub answers 503)."""

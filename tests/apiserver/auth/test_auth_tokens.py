@@ -463,3 +463,14 @@ async def test_a_bound_token_is_valid_only_while_its_object_exists(store: Store,
     other = await tokens.create(role=Role.USER, name="system:serviceaccount:team:other", bound_uid="u-2")
     assert await tokens.revoke_bound("u-1") == [issued.id]
     assert [t.id for t in await tokens.list()] == [other.id]
+
+
+async def test_tokens_of_objects_deleted_while_no_hub_watched_are_revoked(store: Store, clock: FakeClock) -> None:
+    tokens = token_store(store, clock)
+    kept = await tokens.create(role=Role.USER, name="system:serviceaccount:team:a", bound_uid="u-1")
+    orphan = await tokens.create(role=Role.USER, name="system:serviceaccount:team:b", bound_uid="u-2")
+    plain = await tokens.create(role=Role.USER, name="alice")
+    assert await tokens.revoke_orphans() == [], "without a check nothing is judged"
+    tokens.bind(lambda stored: stored.bound_uid == "u-1")
+    assert await tokens.revoke_orphans() == [orphan.id]
+    assert sorted(t.id for t in await tokens.list()) == sorted([kept.id, plain.id])
