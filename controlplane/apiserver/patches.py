@@ -119,7 +119,7 @@ def apply_patch(
                 copy.deepcopy(live) if live is not None else None, patch, manager=manager, force=force, now=now
             )
         except ValueError as exc:
-            raise Invalid(str(exc), target=Target(name=name, group=rt.group, kind=rt.kind)) from exc
+            raise _unappliable(str(exc), str(exc), rt, name) from exc
         except ApplyConflict as exc:
             raise _apply_conflict(exc, rt, name) from exc
     if live is None:
@@ -134,9 +134,7 @@ def apply_patch(
         try:
             result = jsonpatch.apply_patch(live, patch, in_place=False)
         except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, TypeError, KeyError) as exc:
-            raise Invalid(
-                f"the JSON patch could not be applied: {exc}", target=Target(name=name, group=rt.group, kind=rt.kind)
-            ) from exc
+            raise _unappliable(f"the JSON patch could not be applied: {exc}", str(exc), rt, name) from exc
         if not isinstance(result, dict):
             raise BadRequest("the JSON patch must leave an object")
         return cast(dict[str, Any], result)
@@ -145,7 +143,15 @@ def apply_patch(
     try:
         return strategic_merge_patch(copy.deepcopy(live), patch, kind=rt.kind)
     except ValueError as exc:
-        raise Invalid(
-            f"the strategic merge patch could not be applied: {exc}",
-            target=Target(name=name, group=rt.group, kind=rt.kind),
-        ) from exc
+        raise _unappliable(f"the strategic merge patch could not be applied: {exc}", str(exc), rt, name) from exc
+
+
+def _unappliable(message: str, detail: str, rt: ResourceType, name: str) -> Invalid:
+    """A patch that cannot be applied to the object: 422 with the reason as a cause at ``patch``,
+    so that kubectl, which prints an Invalid error's causes and not its message, says why
+    (``The Deployment "web" is invalid: patch: can't remove a non-existent object 'x'``)."""
+    return Invalid(
+        message,
+        target=Target(name=name, group=rt.group, kind=rt.kind),
+        causes=[Cause(CauseType.FIELD_VALUE_INVALID, detail, "patch")],
+    )

@@ -877,3 +877,15 @@ async def test_kubectl_patch_of_a_bad_status_prints_kubes_error(hub_kubeconfig: 
         hub_kubeconfig, "patch", "deployment", "x", "--subresource=status", "--type=merge", "-p", patch
     )
     assert code == 0, err
+
+
+@needs_kubectl
+async def test_kubectl_patch_that_cannot_apply_says_why(hub_kubeconfig: Path) -> None:
+    """kubectl prints an Invalid error's causes, not its message: the reason a patch cannot be
+    applied is a cause at ``patch``."""
+    code, out, err = await kubectl(hub_kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump(deployment()))
+    assert code == 0, err
+    remove = json.dumps([{"op": "remove", "path": "/spec/nothere"}])
+    code, out, err = await kubectl(hub_kubeconfig, "patch", "deployment", "x", "--type=json", "-p", remove)
+    assert code != 0, out
+    assert 'The Deployment "x" is invalid: patch: ' in err and "nothere" in err, err
