@@ -97,4 +97,12 @@ async def test_watch_list_options_are_checked_before_the_stream(
 async def test_send_initial_events_is_refused_on_a_list(api: Client) -> None:
     response = await api.get(WIDGETS, params={"sendInitialEvents": "true", "resourceVersionMatch": "NotOlderThan"})
     assert response.status == 422
-    assert "sendInitialEvents is forbidden for list" in (await response.json())["message"]
+    status = await response.json()
+    assert status["message"] == (
+        'ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list'
+    )
+    # As kube's: kubectl prints the causes of an Invalid answer, named by its kind.
+    assert status["details"] == {"group": "meta.k8s.io", "kind": "ListOptions", "causes": [{
+        "reason": "FieldValueForbidden", "message": "Forbidden: sendInitialEvents is forbidden for list",
+        "field": "sendInitialEvents",
+    }]}

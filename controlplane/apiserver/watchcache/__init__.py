@@ -66,7 +66,6 @@ from controlplane.storage import interface as storage
 __all__ = ["DEFAULT_WATCH_CACHE", "WatchCache", "WatchCacheConfig", "check_watch_list_options"]
 
 _NOT_OLDER_THAN = "NotOlderThan"
-_INVALID_OPTIONS = 'ListOptions.meta.k8s.io "" is invalid: '
 #: Seconds a request waits for a type's first list into the cache before the store answers it.
 READY_SECONDS = 2.0
 #: A watch's initial objects are decoded and handed on this many at a time (or this many stored bytes).
@@ -90,15 +89,20 @@ DEFAULT_WATCH_CACHE = WatchCacheConfig()
 def check_watch_list_options(send_initial_events: bool | None, resource_version_match: str | None) -> None:
     """kube's validation of a watch's ``sendInitialEvents`` and ``resourceVersionMatch``."""
     if send_initial_events is not None and resource_version_match != _NOT_OLDER_THAN:
-        raise errors.Invalid(
-            f"{_INVALID_OPTIONS}resourceVersionMatch: Forbidden: sendInitialEvents requires setting "
-            f"resourceVersionMatch to {_NOT_OLDER_THAN}"
+        raise invalid_list_options(
+            "resourceVersionMatch", f"sendInitialEvents requires setting resourceVersionMatch to {_NOT_OLDER_THAN}"
         )
     if resource_version_match and send_initial_events is None:
-        raise errors.Invalid(
-            f"{_INVALID_OPTIONS}resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch "
-            "unless sendInitialEvents is provided"
+        raise invalid_list_options(
+            "resourceVersionMatch", "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"
         )
+
+
+def invalid_list_options(field: str, detail: str) -> errors.Invalid:
+    """kube's 422 for list options it forbids: ``ListOptions.meta.k8s.io "" is invalid: <field>:
+    Forbidden: <detail>``, with the cause at ``field`` (kubectl prints the causes)."""
+    cause = errors.Cause(errors.CauseType.FIELD_VALUE_FORBIDDEN, f"Forbidden: {detail}", field)
+    return errors.invalid(kind="ListOptions", group="meta.k8s.io", name="", causes=[cause])
 
 
 class WatchCache:
