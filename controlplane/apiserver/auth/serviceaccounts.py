@@ -136,13 +136,19 @@ class ServiceAccountTokens:
     async def _on_event(self, event: WatchEventType, obj: dict[str, Any], _old: dict[str, Any] | None) -> None:
         if event is not WatchEventType.DELETED:
             return
-        uid = (obj.get("metadata") or {}).get("uid")
-        if uid:
+        meta = obj.get("metadata") or {}
+        uid = meta.get("uid")
+        if not uid:
+            return
+        try:
             revoked = await self._tokens.revoke_bound(str(uid))
-            if revoked:
-                meta = obj.get("metadata") or {}
-                log.info("revoked %d token(s) of deleted service account %s/%s",
-                         len(revoked), meta.get("namespace"), meta.get("name"))
+        except StorageError as exc:  # the check refuses them already; the next start drops them
+            log.warning("could not revoke the tokens of deleted service account %s/%s: %s",
+                        meta.get("namespace"), meta.get("name"), exc)
+            return
+        if revoked:
+            log.info("revoked %d token(s) of deleted service account %s/%s",
+                     len(revoked), meta.get("namespace"), meta.get("name"))
 
     def routes(self) -> list[web.RouteDef]:
         return [web.post(TOKEN_PATH, self._create)]
