@@ -337,7 +337,7 @@ class Hub(ShutdownOnce):
             *join_routes(self.tokens, cluster_exists=self._cluster_exists),
             *token_routes(self.tokens, authorizer=authorizer),
             *ca_routes(ca_pem=self.pki.ca_pem),
-            *review_routes(authorizer),
+            *review_routes(authorizer, self.tokens),
             *self.service_account_tokens.routes(),
         ]
         self.waste_sampler = WasteSampler(

@@ -24,6 +24,10 @@ class Role(StrEnum):
     USER = "user"
 
 
+#: The audience of the hub's tokens (kube-apiserver's default API audience, its issuer): what a
+#: TokenRequest issues for and a TokenReview accepts.
+HUB_AUDIENCE: Final = "https://kubernetes.default.svc.cluster.local"
+
 #: Kubernetes' well-known groups, and gpufed's groups of its token roles.
 SYSTEM_MASTERS: Final = "system:masters"
 AUTHENTICATED: Final = "system:authenticated"

@@ -34,7 +34,7 @@ from controlplane.apiserver.auth.bootstrap import read_json_body
 from controlplane.apiserver.auth.rbac.index import SERVICE_ACCOUNT_PREFIX
 from controlplane.apiserver.auth.tokens import StoredToken, TokenStore
 from controlplane.apiserver.handlers import json_response
-from controlplane.apiserver.identity import Role
+from controlplane.apiserver.identity import HUB_AUDIENCE, Role
 from controlplane.apiserver.objects import ObjectStore, WatchEventType
 from controlplane.controllers.informing import Informer
 from controlplane.storage.interface import StorageError
@@ -43,8 +43,6 @@ log = logging.getLogger(__name__)
 
 GROUP: Final = "authentication.k8s.io"
 KIND: Final = "TokenRequest"
-#: The audience of the hub's service account tokens, kube-apiserver's default (its issuer).
-HUB_AUDIENCE: Final = "https://kubernetes.default.svc.cluster.local"
 DEFAULT_EXPIRATION_SECONDS: Final = 3600
 MIN_EXPIRATION_SECONDS: Final = 10 * 60
 MAX_EXPIRATION_SECONDS: Final = 2**32

@@ -29,7 +29,7 @@ _KINDS: Mapping[str, tuple[str, ...]] = {
         "SubjectAccessReview",
         "LocalSubjectAccessReview",
     ),
-    "authentication.k8s.io/v1": ("SelfSubjectReview", "TokenRequest"),
+    "authentication.k8s.io/v1": ("SelfSubjectReview", "TokenRequest", "TokenReview"),
 }
 
 MESSAGES_BY_KIND: Mapping[tuple[str, str], Message] = {

@@ -14,8 +14,7 @@ import aiohttp
 import pytest
 
 from controlplane.apis.meta import parse_time
-from controlplane.apiserver.auth.serviceaccounts import HUB_AUDIENCE
-from controlplane.apiserver.identity import Role
+from controlplane.apiserver.identity import HUB_AUDIENCE, Role
 from controlplane.apiserver.kubeconfig import load_kubeconfig
 from controlplane.apiserver.tls import client_ssl_context
 from controlplane.hub import Hub, HubConfig
@@ -199,3 +198,60 @@ async def test_every_namespace_has_a_default_service_account(hub: Hub, session: 
         return (await admin("GET", f"/api/v1/namespaces/{NAMESPACE}"))[0] == 404
 
     await eventually(namespace_gone)
+
+
+TOKEN_REVIEWS = "/apis/authentication.k8s.io/v1/tokenreviews"
+
+
+def token_review(token: str, *audiences: str) -> dict[str, Any]:
+    spec: dict[str, Any] = {"token": token, **({"audiences": list(audiences)} if audiences else {})}
+    return {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": spec}
+
+
+async def test_a_token_review_says_whose_a_token_is(hub: Hub, session: aiohttp.ClientSession) -> None:
+    """kube's TokenReview: for a service given hub tokens by its callers; who may ask is who has
+    ``create tokenreviews`` (kube's ``system:auth-delegator``)."""
+    admin = Client(session, hub, load_kubeconfig(hub.kubeconfig_path).token)
+    assert (await admin("POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}}))[0] == 201
+    assert (await admin("POST", ACCOUNTS, {"metadata": {"name": "bot"}}))[0] == 201
+    code, issued = await admin("POST", f"{ACCOUNTS}/bot/token", token_request())
+    assert code == 201, issued
+    token = issued["status"]["token"]
+
+    code, review = await admin("POST", TOKEN_REVIEWS, token_review(token))
+    assert code == 201, review
+    assert review["status"] == {
+        "authenticated": True,
+        "user": {"username": "system:serviceaccount:team:bot",
+                 "groups": ["system:serviceaccounts", "system:serviceaccounts:team", "system:authenticated"]},
+        "audiences": [HUB_AUDIENCE],
+    }
+    for body in (token_review(token, "vault"), token_review("abcdef.0123456789abcdef0123")):
+        code, review = await admin("POST", TOKEN_REVIEWS, body)
+        assert code == 201, review
+        assert review["status"] == {"authenticated": False, "error": "invalid bearer token"}
+    code, status = await admin("POST", TOKEN_REVIEWS, token_review(""))
+    assert (code, status["message"]) == (400, "token is required for TokenReview in authentication")
+
+    # The service account itself may not review tokens until bound to system:auth-delegator.
+    bot = Client(session, hub, token)
+    code, status = await bot("POST", TOKEN_REVIEWS, token_review(token))
+    assert code == 403, status
+    binding = {
+        "metadata": {"name": "bot-delegator"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:auth-delegator"},
+        "subjects": [{"kind": "ServiceAccount", "name": "bot", "namespace": NAMESPACE}],
+    }
+    assert (await admin("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", binding))[0] == 201
+
+    async def reviews() -> bool:
+        return (await bot("POST", TOKEN_REVIEWS, token_review(admin.token)))[0] == 201
+
+    await eventually(reviews)
+    assert (await admin("DELETE", f"{ACCOUNTS}/bot"))[0] == 200
+
+    async def no_longer_authenticated() -> bool:
+        code, review = await admin("POST", TOKEN_REVIEWS, token_review(token))
+        return code == 201 and review["status"]["authenticated"] is False
+
+    await eventually(no_longer_authenticated)

@@ -26,6 +26,30 @@ from .builders import (
 
 DECODED: list[tuple[str, bytes, dict[str, Any]]] = [
     (
+        "token request (kubectl create token): audiences, expirationSeconds a pointer, empty status dropped",
+        envelope(
+            "authentication.k8s.io/v1", "TokenRequest",
+            object_meta(1, "bot")
+            + msg(2, text(1, "https://kubernetes.default.svc.cluster.local"), vint(4, 1200))
+            + msg(3, text(1, "") + msg(2)),
+        ),
+        {
+            "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "metadata": {"name": "bot"},
+            "spec": {"audiences": ["https://kubernetes.default.svc.cluster.local"], "expirationSeconds": 1200},
+        },
+    ),
+    (
+        "token review, as client-go's typed client sends it",
+        envelope(
+            "authentication.k8s.io/v1", "TokenReview",
+            msg(1) + msg(2, text(1, "abcdef.0123456789abcdef"), text(2, "aud-1"), text(2, "aud-2")) + msg(3),
+        ),
+        {
+            "apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
+            "spec": {"token": "abcdef.0123456789abcdef", "audiences": ["aud-1", "aud-2"]},
+        },
+    ),
+    (
         "namespace, empty fields as Go writes them",
         envelope("v1", "Namespace", object_meta(1, "ml") + msg(2) + msg(3, text(1, ""))),
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}},

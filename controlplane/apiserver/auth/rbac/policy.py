@@ -155,6 +155,10 @@ def cluster_roles() -> list[dict[str, Any]]:
         ], labels=_to("view")),
         cluster_role("system:discovery", [rule(("get",), urls=_DISCOVERY_URLS)]),
         cluster_role("system:public-info-viewer", [rule(("get",), urls=_PUBLIC_INFO_URLS)]),
+        cluster_role("system:auth-delegator", [
+            rule(("create",), ("authentication.k8s.io",), ("tokenreviews",)),
+            rule(("create",), ("authorization.k8s.io",), ("subjectaccessreviews",)),
+        ]),
         cluster_role("system:basic-user", [
             rule(("create",), ("authorization.k8s.io",), ("selfsubjectaccessreviews", "selfsubjectrulesreviews")),
             rule(("create",), ("authentication.k8s.io",), ("selfsubjectreviews",)),

@@ -6,7 +6,9 @@ Served as kube-apiserver serves them, create-only and never stored:
   ``SelfSubjectRulesReview`` (what may I do in a namespace?), ``SubjectAccessReview`` (may
   this user or these groups do this? — for admins) and ``LocalSubjectAccessReview`` (the
   same, in one namespace);
-- ``authentication.k8s.io/v1`` ``SelfSubjectReview`` (who am I?).
+- ``authentication.k8s.io/v1`` ``SelfSubjectReview`` (who am I?) and ``TokenReview`` (whose is
+  this token? — for a service that takes hub tokens from its own callers, as kube's webhook
+  authenticators and ``kube-rbac-proxy`` do; kube's ``system:auth-delegator`` role grants it).
 
 The answer comes from the hub's own authorizer, so it is exactly what a real request would
 meet. Invalid specs get kube's 422 with one cause per field. The API server has already
@@ -27,7 +29,7 @@ from controlplane.apiserver.auth.bootstrap import read_json_body
 from controlplane.apiserver.auth.rbac.authorizing import HubAuthorizer
 from controlplane.apiserver.auth.rbac.rules import PolicyRule
 from controlplane.apiserver.handlers import json_response
-from controlplane.apiserver.identity import RequestAttributes, Role, UserInfo
+from controlplane.apiserver.identity import HUB_AUDIENCE, Authenticator, RequestAttributes, Role, UserInfo
 
 AUTHORIZATION_GROUP: Final = "authorization.k8s.io"
 AUTHENTICATION_GROUP: Final = "authentication.k8s.io"
@@ -102,8 +104,9 @@ def _rule_review(rules: list[PolicyRule]) -> dict[str, Any]:
     return {"resourceRules": resource_rules, "nonResourceRules": non_resource_rules}
 
 
-def review_routes(authorizer: HubAuthorizer) -> list[web.RouteDef]:
-    """The routes of the five review kinds; register them before the generic ``/apis`` routes."""
+def review_routes(authorizer: HubAuthorizer, authenticator: Authenticator | None = None) -> list[web.RouteDef]:
+    """The routes of the review kinds (TokenReview with an ``authenticator``); register them
+    before the generic ``/apis`` routes."""
 
     def decide(attributes: RequestAttributes) -> dict[str, Any]:
         decision = authorizer.authorize(attributes)
@@ -174,10 +177,43 @@ def review_routes(authorizer: HubAuthorizer) -> list[web.RouteDef]:
         }
         return json_response(document, status=201)
 
-    return [
+    async def token_review(request: web.Request) -> web.StreamResponse:
+        assert authenticator is not None
+        body = await _read_body(request)
+        spec: dict[str, Any] = body["spec"] if isinstance(body.get("spec"), dict) else {}
+        token = spec.get("token")
+        if not isinstance(token, str) or not token:
+            raise errors.BadRequest("token is required for TokenReview in authentication")
+        audiences = [a for a in spec.get("audiences") or [] if isinstance(a, str)] or [HUB_AUDIENCE]
+        status: dict[str, Any] = {"authenticated": False}
+        # The hub's tokens are for the hub alone: a review for other audiences authenticates none.
+        user = await authenticator.authenticate(token) if HUB_AUDIENCE in audiences else None
+        if user is None:
+            status["error"] = "invalid bearer token"
+        else:
+            status = {
+                "authenticated": True,
+                "user": {"username": user.name, "groups": list(user.groups)},
+                "audiences": [HUB_AUDIENCE],
+            }
+        document = {
+            "kind": "TokenReview",
+            "apiVersion": f"{AUTHENTICATION_GROUP}/v1",
+            "metadata": {"creationTimestamp": format_time(dt.datetime.now(dt.UTC))},
+            "spec": spec,
+            "status": status,
+        }
+        response = json_response(document, status=201)
+        response.headers["Cache-Control"] = "no-store"
+        return response
+
+    routes = [
         web.post(f"{_AUTHZ}/selfsubjectaccessreviews", self_subject_access_review),
         web.post(f"{_AUTHZ}/selfsubjectrulesreviews", self_subject_rules_review),
         web.post(f"{_AUTHZ}/subjectaccessreviews", subject_access_review),
         web.post(f"{_AUTHZ}/namespaces/{{namespace}}/localsubjectaccessreviews", local_subject_access_review),
         web.post(f"{_AUTHN}/selfsubjectreviews", self_subject_review),
     ]
+    if authenticator is not None:
+        routes.append(web.post(f"{_AUTHN}/tokenreviews", token_review))
+    return routes
