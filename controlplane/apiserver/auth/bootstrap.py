@@ -49,7 +49,7 @@ from controlplane.apis.constants import (
     TOKENS_PATH,
 )
 from controlplane.apis.meta import DNS1123_LABEL_MAX_LENGTH, format_time, validate_dns1123_label
-from controlplane.apiserver import errors
+from controlplane.apiserver import errors, protobuf
 from controlplane.apiserver.app import USER
 from controlplane.apiserver.auth.authorizer import (
     AUTH_VERSION,
@@ -290,6 +290,14 @@ async def _require_admin(
             target=errors.Target(group=AUTH_GROUP, kind=TOKENS),
         )
     return user
+
+
+async def read_object_body(request: web.Request) -> dict[str, Any]:
+    """The object in the body: JSON, or protobuf as kubectl's and client-go's typed clients send
+    it (reviews, token requests)."""
+    if request.content_type == protobuf.MEDIA_TYPE:
+        return protobuf.decode_object(await request.read())
+    return await read_json_body(request)
 
 
 async def read_json_body(request: web.Request) -> dict[str, Any]:

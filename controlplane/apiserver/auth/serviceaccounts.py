@@ -29,8 +29,8 @@ from typing import Any, Final
 from aiohttp import web
 
 from controlplane.apis.meta import format_time
-from controlplane.apiserver import errors, protobuf
-from controlplane.apiserver.auth.bootstrap import read_json_body
+from controlplane.apiserver import errors
+from controlplane.apiserver.auth.bootstrap import read_object_body
 from controlplane.apiserver.auth.rbac.index import SERVICE_ACCOUNT_PREFIX
 from controlplane.apiserver.auth.tokens import StoredToken, TokenStore
 from controlplane.apiserver.handlers import json_response
@@ -155,10 +155,7 @@ class ServiceAccountTokens:
         namespace, name = request.match_info["namespace"], request.match_info["name"]
         if request.query.getall("dryRun", []):
             raise errors.BadRequest("dryRun is not supported for a TokenRequest: it would issue a token")
-        if request.content_type == protobuf.MEDIA_TYPE:
-            body = protobuf.decode_object(await request.read())
-        else:
-            body = await read_json_body(request)
+        body = await read_object_body(request)
         meta: dict[str, Any] = body["metadata"] if isinstance(body.get("metadata"), dict) else {}
         if meta.get("name") and meta["name"] != name:
             raise _invalid(name, "metadata.name", meta["name"], "must match the service account name if specified")

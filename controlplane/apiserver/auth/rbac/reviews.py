@@ -23,9 +23,9 @@ from typing import Any, Final
 from aiohttp import web
 
 from controlplane.apis.meta import format_time
-from controlplane.apiserver import errors, protobuf
+from controlplane.apiserver import errors
 from controlplane.apiserver.app import USER
-from controlplane.apiserver.auth.bootstrap import read_json_body
+from controlplane.apiserver.auth.bootstrap import read_object_body
 from controlplane.apiserver.auth.rbac.authorizing import HubAuthorizer
 from controlplane.apiserver.auth.rbac.rules import PolicyRule
 from controlplane.apiserver.handlers import json_response
@@ -65,13 +65,6 @@ def _review_attributes(user: UserInfo, spec: dict[str, Any], kind: str) -> Reque
         namespace=str(resource.get("namespace") or "") or None,
         name=str(resource.get("name") or "") or None,
     )
-
-
-async def _read_body(request: web.Request) -> dict[str, Any]:
-    """The review in the body: JSON, or protobuf as kubectl's typed client sends it."""
-    if request.content_type == protobuf.MEDIA_TYPE:
-        return protobuf.decode_object(await request.read())
-    return await read_json_body(request)
 
 
 def _spec(body: dict[str, Any], kind: str, group: str) -> dict[str, Any]:
@@ -117,7 +110,7 @@ def review_routes(authorizer: HubAuthorizer, authenticator: Authenticator | None
 
     async def self_subject_access_review(request: web.Request) -> web.StreamResponse:
         kind = "SelfSubjectAccessReview"
-        body = await _read_body(request)
+        body = await read_object_body(request)
         spec = _spec(body, kind, AUTHORIZATION_GROUP)
         status = decide(_review_attributes(request[USER], spec, kind))
         return _response(kind, AUTHORIZATION_GROUP, spec, status)
@@ -131,7 +124,7 @@ def review_routes(authorizer: HubAuthorizer, authenticator: Authenticator | None
 
     async def subject_access_review(request: web.Request) -> web.StreamResponse:
         kind = "SubjectAccessReview"
-        body = await _read_body(request)
+        body = await read_object_body(request)
         spec = _spec(body, kind, AUTHORIZATION_GROUP)
         status = decide(_review_attributes(subject(spec, kind), spec, kind))
         return _response(kind, AUTHORIZATION_GROUP, spec, status)
@@ -139,7 +132,7 @@ def review_routes(authorizer: HubAuthorizer, authenticator: Authenticator | None
     async def local_subject_access_review(request: web.Request) -> web.StreamResponse:
         kind = "LocalSubjectAccessReview"
         namespace = request.match_info["namespace"]
-        body = await _read_body(request)
+        body = await read_object_body(request)
         spec = _spec(body, kind, AUTHORIZATION_GROUP)
         attributes = spec.get("resourceAttributes")
         if not isinstance(attributes, dict) or (attributes.get("namespace") or "") != namespace:
@@ -151,7 +144,7 @@ def review_routes(authorizer: HubAuthorizer, authenticator: Authenticator | None
 
     async def self_subject_rules_review(request: web.Request) -> web.StreamResponse:
         kind = "SelfSubjectRulesReview"
-        body = await _read_body(request)
+        body = await read_object_body(request)
         spec = _spec(body, kind, AUTHORIZATION_GROUP)
         user: UserInfo = request[USER]
         namespace = spec.get("namespace") if isinstance(spec.get("namespace"), str) else ""
@@ -167,7 +160,7 @@ def review_routes(authorizer: HubAuthorizer, authenticator: Authenticator | None
 
     async def self_subject_review(request: web.Request) -> web.StreamResponse:
         user: UserInfo = request[USER]
-        await _read_body(request)
+        await read_object_body(request)
         info: dict[str, Any] = {"username": user.name, "groups": list(user.groups)}
         document = {
             "kind": "SelfSubjectReview",
@@ -179,7 +172,7 @@ def review_routes(authorizer: HubAuthorizer, authenticator: Authenticator | None
 
     async def token_review(request: web.Request) -> web.StreamResponse:
         assert authenticator is not None
-        body = await _read_body(request)
+        body = await read_object_body(request)
         spec: dict[str, Any] = body["spec"] if isinstance(body.get("spec"), dict) else {}
         token = spec.get("token")
         if not isinstance(token, str) or not token:
