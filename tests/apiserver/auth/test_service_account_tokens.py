@@ -4,9 +4,7 @@ account with its groups, RBAC bindings to the account apply, and deleting the ac
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
-from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,46 +14,15 @@ import pytest
 from controlplane.apis.meta import parse_time
 from controlplane.apiserver.identity import HUB_AUDIENCE, Role
 from controlplane.apiserver.kubeconfig import load_kubeconfig
-from controlplane.apiserver.tls import client_ssl_context
-from controlplane.hub import Hub, HubConfig
+from controlplane.hub import Hub
 
 from ..test_real_clients import kubectl, needs_kubectl
+from .realhub import Client, eventually
 
 NAMESPACE = "team"
 ACCOUNTS = f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts"
 CONFIGMAPS = f"/api/v1/namespaces/{NAMESPACE}/configmaps"
 WHOAMI = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
-DEADLINE_SECONDS = 20.0
-
-
-class Client:
-    def __init__(self, session: aiohttp.ClientSession, hub: Hub, token: str) -> None:
-        self.session, self.hub, self.token = session, hub, token
-
-    async def __call__(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
-        async with self.session.request(
-            method, f"{self.hub.url}{path}", json=body, headers={"Authorization": f"Bearer {self.token}"}
-        ) as resp:
-            return resp.status, await resp.json(content_type=None)
-
-
-@pytest.fixture
-async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
-    async with Hub(HubConfig(state_dir=tmp_path / "hub", port=0)) as running:
-        yield running
-
-
-@pytest.fixture
-async def session(hub: Hub) -> AsyncIterator[aiohttp.ClientSession]:
-    connector = aiohttp.TCPConnector(ssl=client_ssl_context(load_kubeconfig(hub.kubeconfig_path).ca_pem))
-    async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=30)) as s:
-        yield s
-
-
-async def eventually(check: Callable[[], Awaitable[bool]]) -> None:
-    async with asyncio.timeout(DEADLINE_SECONDS):
-        while not await check():  # noqa: ASYNC110 - the hub offers no event to wait on
-            await asyncio.sleep(0.05)
 
 
 def token_request(**spec: Any) -> dict[str, Any]:

@@ -6,63 +6,25 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import aiohttp
-import pytest
 
 from controlplane.apiserver.identity import Role
 from controlplane.apiserver.kubeconfig import load_kubeconfig, write_kubeconfig
-from controlplane.apiserver.tls import client_ssl_context
-from controlplane.hub import Hub, HubConfig
+from controlplane.hub import Hub
+
+from ..realhub import Client, eventually
 
 RBAC = "/apis/rbac.authorization.k8s.io/v1"
 AUTHZ = "/apis/authorization.k8s.io/v1"
-DEADLINE_SECONDS = 20.0
-
-
-class Client:
-    def __init__(self, session: aiohttp.ClientSession, hub: Hub, token: str) -> None:
-        self.session, self.hub, self.token = session, hub, token
-
-    async def __call__(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
-        async with self.session.request(
-            method, f"{self.hub.url}{path}", json=body, headers={"Authorization": f"Bearer {self.token}"}
-        ) as resp:
-            return resp.status, await resp.json(content_type=None)
-
-
-@pytest.fixture
-async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
-    async with Hub(HubConfig(state_dir=tmp_path / "hub", port=0)) as running:
-        yield running
-
-
-@pytest.fixture
-async def session(hub: Hub) -> AsyncIterator[aiohttp.ClientSession]:
-    ca = load_kubeconfig(hub.kubeconfig_path).ca_pem
-    connector = aiohttp.TCPConnector(ssl=client_ssl_context(ca))
-    async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=30)) as s:
-        yield s
-
-
-@pytest.fixture
-def admin(hub: Hub, session: aiohttp.ClientSession) -> Client:
-    return Client(session, hub, load_kubeconfig(hub.kubeconfig_path).token)
 
 
 async def user_token(hub: Hub, name: str, *groups: str) -> str:
     assert hub.tokens is not None
     return (await hub.tokens.create(role=Role.USER, name=name, groups=groups)).token
-
-
-async def eventually(check: Callable[[], Awaitable[bool]]) -> None:
-    """Wait for a condition the hub reaches asynchronously (aggregation, the RBAC watch)."""
-    async with asyncio.timeout(DEADLINE_SECONDS):
-        while not await check():  # noqa: ASYNC110 - the hub offers no event to wait on
-            await asyncio.sleep(0.05)
 
 
 def deployment(name: str, namespace: str) -> dict[str, Any]:
