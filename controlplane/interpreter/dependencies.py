@@ -19,6 +19,11 @@ them, over every container (``containers``, ``initContainers``, ``ephemeralConta
 * ``serviceAccountName`` (or the deprecated ``serviceAccount``) other than ``default``, which
   every namespace has.
 
+The ConfigMap ``kube-root-ca.crt`` is not a dependency either: kube's root CA publisher keeps one
+in every namespace of every cluster (a pod's ``kube-api-access-*`` projected volume, as
+``kubectl get pod -o yaml`` shows it, names it), and the member's own must not be replaced by the
+hub's.
+
 Pure; no I/O. Inputs are never mutated.
 """
 
@@ -40,6 +45,8 @@ __all__ = [
 
 CORE_API_VERSION = "v1"
 DEFAULT_SERVICE_ACCOUNT = "default"
+#: The ConfigMap of the cluster's root CA in every namespace (kube's root CA publisher).
+ROOT_CA_CONFIG_MAP = "kube-root-ca.crt"
 
 
 class DependencyKind(StrEnum):
@@ -147,6 +154,7 @@ def pod_spec_dependencies(pod_spec: Mapping[str, Any] | None) -> set[Dependency]
     account = _name(spec, "serviceAccountName") or _name(spec, "serviceAccount")
     if account and account != DEFAULT_SERVICE_ACCOUNT:
         found.add(Dependency(DependencyKind.SERVICE_ACCOUNT, account))
+    found.discard(Dependency(DependencyKind.CONFIG_MAP, ROOT_CA_CONFIG_MAP))
     return found
 
 

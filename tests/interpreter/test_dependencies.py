@@ -94,6 +94,15 @@ SITES: list[tuple[str, dict[str, Any], set[Dependency]]] = [
     ("deprecated serviceAccount", template(serviceAccount="legacy"), {Dependency(SA, "legacy")}),
     ("the default service account exists everywhere", template(serviceAccountName="default"), set()),
     (
+        "the root CA ConfigMap exists everywhere (a pod's kube-api-access volume)",
+        template(volumes=[{"name": "kube-api-access-x7k2p", "projected": {"sources": [
+            {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+            {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+            {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {"fieldPath": "metadata.namespace"}}]}},
+        ]}}]),
+        set(),
+    ),
+    (
         "one object referenced twice counts once",
         template(
             volumes=[{"name": "v", "configMap": {"name": "same"}}],
