@@ -137,11 +137,25 @@ class ResourceHandlers:
         self._watch_limits = watch_limits or WatchLimits()
         self._clock = clock
 
+    def _served_instead(self, info: RequestInfo) -> str:
+        """For a resource asked for in a version this server does not serve (an old manifest's
+        ``batch/v1beta1``, ``kubectl autoscale``'s ``autoscaling/v1``): the versions it is served
+        in, so that the 404 says what to write instead; empty otherwise."""
+        versions = sorted(
+            rt.version for rt in self._registry
+            if rt.group == info.group and rt.plural == info.resource and rt.version != info.version
+        )
+        if not versions:
+            return ""
+        group_version = f"{info.group}/{info.version}" if info.group else info.version
+        served = ", ".join(f"{info.group}/{v}" if info.group else v for v in versions)
+        return f": {group_version} {info.resource} are not served; this server serves them as {served}"
+
     async def handle(self, request: web.Request) -> web.StreamResponse:
         info = request[REQUEST_INFO]
         rt = self._registry.get(info.group, info.version, info.resource)
         if rt is None or not self._addressable(rt, info):
-            raise errors.NotFound("the server could not find the requested resource")
+            raise errors.NotFound("the server could not find the requested resource" + self._served_instead(info))
         if info.subresource:
             return await self._subresource(request, rt, info)
         if info.verb in ("list", "watch"):
