@@ -299,8 +299,11 @@ def merge_conditions(
     A type in ``any_true`` (Failed, ReplicaFailure…) is True as soon as one member says so;
     every other type is True only when all members say True, False when any says False,
     Unknown otherwise (including a member that does not report it). The message names
-    the clusters behind a non-True result; lastTransitionTime is the latest of the
-    members that agree with the result.
+    the clusters behind a non-True result (an Unknown one also those that do not report the
+    type); lastTransitionTime is the latest of the members that agree with the result, else of
+    those that report the type. The reason is the agreeing members' one, ``Aggregated`` when they
+    give several or none, ``NotReported`` for an Unknown that only missing reports make: every
+    merged condition has the type, status, reason and transition time a ``metav1.Condition`` needs.
     """
     present = [(name, s) for name, s in member_statuses if s is not None]
     types: list[str] = []
@@ -327,15 +330,19 @@ def merge_conditions(
             result = "Unknown"
         agreeing = [(name, c) for (name, c), s in zip(values, states, strict=True) if s == result and c]
         cond: Obj = {"type": ctype, "status": result}
+        missing = [name for name, c in values if c is None] if result == "Unknown" else []
         reasons = {str(c.get("reason")) for _, c in agreeing if c.get("reason")}
         if len(reasons) == 1:
             cond["reason"] = reasons.pop()
-        elif reasons:
-            cond["reason"] = "Aggregated"
+        else:
+            cond["reason"] = "NotReported" if missing and not agreeing else "Aggregated"
         messages = [f"{name}: {c.get('message')}" for name, c in agreeing if c.get("message")]
+        messages += [f"{name}: not reported" for name in missing]
         if messages:
             cond["message"] = "; ".join(messages)
-        times = [str(c["lastTransitionTime"]) for _, c in agreeing if c.get("lastTransitionTime")]
+        times = [str(c["lastTransitionTime"]) for _, c in agreeing if c.get("lastTransitionTime")] or [
+            str(c["lastTransitionTime"]) for _, c in values if c and c.get("lastTransitionTime")
+        ]
         if times:
             cond["lastTransitionTime"] = max(times)
         out.append(cond)

@@ -354,8 +354,21 @@ def test_pytorchjob_aggregate_status_sums_replica_statuses() -> None:
         "Master": {"active": 1, "succeeded": 0, "failed": 0},
         "Worker": {"active": 3, "succeeded": 0, "failed": 1},
     }
-    assert status["conditions"] == [{"type": "Running", "status": "True"}]
+    assert status["conditions"] == [{"type": "Running", "status": "True", "reason": "Aggregated"}]
     assert status["startTime"] == "2024-05-01T09:00:00Z"
+
+
+def test_a_merged_condition_is_a_whole_metav1_condition() -> None:
+    """A type one member has not reported is Unknown, and says so: reason NotReported, the
+    cluster named, the transition time of the member that reported it (metav1.Condition asks for
+    a reason and a transition time: CRD schemas and kube's PodDisruptionBudget validation)."""
+    obj = job()
+    complete = cond("Complete", "True", reason="Completed", message="done", lastTransitionTime="2026-01-01T00:00:00Z")
+    status = interp(obj).aggregate_status(obj, [("a", {"succeeded": 1, "conditions": [complete]}), ("b", {"active": 1})])
+    assert status["conditions"] == [{
+        "type": "Complete", "status": "Unknown", "reason": "NotReported", "message": "b: not reported",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }]
 
 
 def test_aggregate_status_of_no_members_is_empty() -> None:

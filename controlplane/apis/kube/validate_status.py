@@ -119,8 +119,7 @@ def validate_job_status(new: Obj, old: Obj | None) -> list[FieldError]:
 
 def validate_pod_disruption_budget_status(new: Obj, old: Obj | None) -> list[FieldError]:
     """The counts (kube also checks that the conditions are well-formed ``metav1.Condition`` values;
-    the hub merges its members' conditions, and a type a member has not reported yet is Unknown
-    without a reason or a transition time, so that check is not made)."""
+    not made here: a merged condition has no transition time when no member gave one)."""
     status = field.mapping(new.get("status"))
     return _nonnegative(status, ("disruptionsAllowed", "currentHealthy", "desiredHealthy", "expectedPods"))
 
