@@ -154,8 +154,10 @@ class ResourceHandlers:
     async def handle(self, request: web.Request) -> web.StreamResponse:
         info = request[REQUEST_INFO]
         rt = self._registry.get(info.group, info.version, info.resource)
-        if rt is None or not self._addressable(rt, info):
+        if rt is None:
             raise errors.NotFound("the server could not find the requested resource" + self._served_instead(info))
+        if not self._addressable(rt, info):
+            raise errors.NotFound("the server could not find the requested resource")
         if info.subresource:
             return await self._subresource(request, rt, info)
         if info.verb in ("list", "watch"):

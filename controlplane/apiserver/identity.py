@@ -36,6 +36,28 @@ VIEWERS: Final = "gpufed:viewers"
 AGENTS: Final = "system:gpufed:agents"
 BOOTSTRAPPERS: Final = "system:bootstrappers"
 
+#: How kube names a service account as a user (``serviceaccount.MakeUsername``).
+SERVICE_ACCOUNT_PREFIX: Final = "system:serviceaccount:"
+
+
+def service_account_user(namespace: str, name: str) -> str:
+    """The user name of service account ``namespace/name``."""
+    return f"{SERVICE_ACCOUNT_PREFIX}{namespace}:{name}"
+
+
+def service_account_groups(namespace: str) -> tuple[str, ...]:
+    """The groups every service account of ``namespace`` is in."""
+    return ("system:serviceaccounts", f"system:serviceaccounts:{namespace}")
+
+
+def service_account_of(user: str) -> tuple[str, str] | None:
+    """``(namespace, name)`` of a service account's user name; None for any other user."""
+    if not user.startswith(SERVICE_ACCOUNT_PREFIX):
+        return None
+    namespace, _, name = user[len(SERVICE_ACCOUNT_PREFIX):].partition(":")
+    return namespace, name
+
+
 #: The groups of a token of each role: admin tokens are kube's superusers (``system:masters``),
 #: viewer tokens are bound to ``view``; agent and join tokens are confined by the credential
 #: authorizer and get what RBAC binds to their group.

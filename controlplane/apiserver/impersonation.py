@@ -23,12 +23,13 @@ from controlplane.apiserver.identity import (
     RequestAttributes,
     Role,
     UserInfo,
+    service_account_groups,
+    service_account_of,
 )
 
 USER_HEADER: Final = "Impersonate-User"
 GROUP_HEADER: Final = "Impersonate-Group"
 ANONYMOUS: Final = "system:anonymous"
-_SERVICE_ACCOUNT: Final = "system:serviceaccount:"
 
 
 class ImpersonationDenied(Exception):
@@ -52,9 +53,8 @@ def impersonate(
         if not authorizer.authorize(check).allowed:
             raise ImpersonationDenied(check)
     all_groups = list(groups)
-    if user.startswith(_SERVICE_ACCOUNT):
-        namespace = user[len(_SERVICE_ACCOUNT):].split(":", 1)[0]
-        all_groups += ["system:serviceaccounts", f"system:serviceaccounts:{namespace}"]
+    if (account := service_account_of(user)) is not None:
+        all_groups += service_account_groups(account[0])
     if user != ANONYMOUS and not {AUTHENTICATED, UNAUTHENTICATED} & set(all_groups):
         all_groups.append(AUTHENTICATED)
     return UserInfo(name=user, role=Role.USER, user_groups=tuple(dict.fromkeys(all_groups)))
@@ -67,8 +67,7 @@ def _check(actor: UserInfo, resource: str, name: str, namespace: str | None = No
 
 
 def _user_check(actor: UserInfo, user: str) -> RequestAttributes:
-    if user.startswith(_SERVICE_ACCOUNT):
-        namespace, _, name = user[len(_SERVICE_ACCOUNT):].partition(":")
-        if namespace and name:
-            return _check(actor, "serviceaccounts", name, namespace)
+    account = service_account_of(user)
+    if account is not None and all(account):
+        return _check(actor, "serviceaccounts", account[1], account[0])
     return _check(actor, "users", user)

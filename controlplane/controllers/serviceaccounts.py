@@ -17,15 +17,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Final
+from typing import Any
 
 from controlplane.controllers.informing import Informer
 from controlplane.controllers.reconciling import ReconcileLoop
+from controlplane.interpreter.dependencies import DEFAULT_SERVICE_ACCOUNT
 from controlplane.objectclient import ObjectClient, WatchEventType, errors
 
 log = logging.getLogger(__name__)
 
-DEFAULT_SERVICE_ACCOUNT: Final = "default"
 
 
 class ServiceAccountsController:

@@ -31,10 +31,15 @@ from aiohttp import web
 from controlplane.apis.meta import format_time
 from controlplane.apiserver import errors
 from controlplane.apiserver.auth.bootstrap import read_object_body
-from controlplane.apiserver.auth.rbac.index import SERVICE_ACCOUNT_PREFIX
 from controlplane.apiserver.auth.tokens import StoredToken, TokenStore
 from controlplane.apiserver.handlers import json_response
-from controlplane.apiserver.identity import HUB_AUDIENCE, Role
+from controlplane.apiserver.identity import (
+    HUB_AUDIENCE,
+    Role,
+    service_account_groups,
+    service_account_of,
+    service_account_user,
+)
 from controlplane.apiserver.objects import ObjectStore, WatchEventType
 from controlplane.controllers.informing import Informer
 from controlplane.storage.interface import StorageError
@@ -48,15 +53,6 @@ MIN_EXPIRATION_SECONDS: Final = 10 * 60
 MAX_EXPIRATION_SECONDS: Final = 2**32
 TOKEN_PATH: Final = "/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token"
 _NO_STORE: Final = {"Cache-Control": "no-store"}
-
-
-def service_account_user(namespace: str, name: str) -> str:
-    """kube's user name of a service account (``serviceaccount.MakeUsername``)."""
-    return f"{SERVICE_ACCOUNT_PREFIX}{namespace}:{name}"
-
-
-def service_account_groups(namespace: str) -> tuple[str, ...]:
-    return ("system:serviceaccounts", f"system:serviceaccounts:{namespace}")
 
 
 def _invalid(name: str, path: str, value: Any, detail: str) -> errors.ApiError:
@@ -125,10 +121,10 @@ class ServiceAccountTokens:
 
     def _account_exists(self, stored: StoredToken) -> bool:
         """Whether the service account ``stored`` is bound to still exists with its uid."""
-        if not stored.name.startswith(SERVICE_ACCOUNT_PREFIX):
+        named = service_account_of(stored.name)
+        if named is None:
             return False
-        namespace, _, name = stored.name[len(SERVICE_ACCOUNT_PREFIX):].partition(":")
-        account = self.informer.get(namespace, name)
+        account = self.informer.get(*named)
         return account is not None and (account.get("metadata") or {}).get("uid") == stored.bound_uid
 
     async def _on_event(self, event: WatchEventType, obj: dict[str, Any], _old: dict[str, Any] | None) -> None:

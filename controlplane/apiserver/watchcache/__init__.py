@@ -63,7 +63,7 @@ from controlplane.apiserver.watchcache.window import (
 )
 from controlplane.storage import interface as storage
 
-__all__ = ["DEFAULT_WATCH_CACHE", "WatchCache", "WatchCacheConfig", "check_watch_list_options"]
+__all__ = ["DEFAULT_WATCH_CACHE", "WatchCache", "WatchCacheConfig", "check_watch_list_options", "invalid_list_options"]
 
 _NOT_OLDER_THAN = "NotOlderThan"
 #: Seconds a request waits for a type's first list into the cache before the store answers it.

@@ -18,13 +18,12 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from controlplane.apiserver.auth.rbac.rules import PolicyRule, rule_allows, rules_of
-from controlplane.apiserver.identity import RequestAttributes, UserInfo
+from controlplane.apiserver.identity import SERVICE_ACCOUNT_PREFIX, RequestAttributes, UserInfo
 
 ROLE: Final = "Role"
 CLUSTER_ROLE: Final = "ClusterRole"
 ROLE_BINDING: Final = "RoleBinding"
 CLUSTER_ROLE_BINDING: Final = "ClusterRoleBinding"
-SERVICE_ACCOUNT_PREFIX: Final = "system:serviceaccount:"
 
 #: (subject kind, name): ("User", "alice"), ("Group", "team-a"), ("ServiceAccount", "ns:name").
 SubjectKey = tuple[str, str]
