@@ -29,6 +29,7 @@ from controlplane.apis.kube.field import FieldError
 from controlplane.apis.kube.validation import Validator
 from controlplane.apis.untyped import dig
 from controlplane.apiserver import columns as col
+from controlplane.apiserver.openapi import known_fields
 
 #: A table cell getter: the object and "now" (for ages) in, a JSON-able cell out.
 CellGetter = Callable[[dict[str, Any], datetime], Any]
@@ -165,6 +166,11 @@ class ResourceType:
     #: kube's validation of a write of the status subresource (the kind's status strategy:
     #: counts not negative, parts within the whole); :attr:`validate` checks the other writes.
     validate_status: Validator | None = None
+    #: kube's typed decoding of a built-in kind: the paths of an object's fields its Go type does
+    #: not have (``status_only``: in its ``.status``, a write of the status subresource), which
+    #: a write drops, or refuses under ``fieldValidation=Strict``. Kinds with a ``model`` or a
+    #: ``custom`` schema are checked by those instead (:mod:`controlplane.apiserver.openapi.known_fields`).
+    unknown_fields: Callable[[dict[str, Any], bool], list[tuple[str | int, ...]]] | None = None
     #: Validation against the other stored objects of the kind (new object, those objects) →
     #: field errors: rules across objects, as a webhook that lists its kind enforces them.
     validate_against_stored: Callable[[dict[str, Any], list[dict[str, Any]]], list[FieldError]] | None = None
@@ -304,6 +310,8 @@ def with_kube_rules(types: Iterable[ResourceType]) -> list[ResourceType]:
             defaults_on_read=rt.defaults_on_read or defaulting.for_reading(rt.group, rt.kind),
             validate=rt.validate or validation.for_kind(rt.group, rt.kind),
             validate_status=rt.validate_status or validation.for_status(rt.group, rt.kind),
+            unknown_fields=rt.unknown_fields
+            or (None if rt.model or rt.custom else known_fields.unknown_fields_of(rt.group, rt.version, rt.kind)),
         )
         for rt in types
     ]

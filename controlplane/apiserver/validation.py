@@ -333,15 +333,41 @@ def _check_status(obj: dict[str, Any], adapter: TypeAdapter[Any]) -> ModelCheck:
     return result
 
 
+def _holds(obj: Any, loc: Loc) -> bool:
+    """Whether ``obj`` has a value at ``loc``."""
+    for part in loc:
+        try:
+            obj = obj[part]
+        except (KeyError, IndexError, TypeError):
+            return False
+    return True
+
+
+def _drop(paths: list[Loc], obj: dict[str, Any]) -> list[Loc]:
+    """Remove ``paths`` from ``obj``; return them."""
+    for loc in paths:
+        _prune(obj, loc)
+    return paths
+
+
+def strict_decoding_error(rt: ResourceType, paths: list[str]) -> BadRequest:
+    """kube's answer to unknown fields under ``fieldValidation=Strict``: ``Deployment in version
+    "v1" cannot be handled as a Deployment: strict decoding error: unknown field "spec.replica"``."""
+    unknown = ", ".join(f'unknown field "{p}"' for p in paths)
+    return BadRequest(
+        f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: strict decoding error: {unknown}'
+    )
+
+
 def _pruned(
-    obj: dict[str, Any], prune: Callable[[dict[str, Any]], list[Loc]], field_validation: FieldValidation
+    obj: dict[str, Any], rt: ResourceType, prune: Callable[[dict[str, Any]], list[Loc]], field_validation: FieldValidation
 ) -> tuple[dict[str, Any], list[str]]:
     """``obj`` without the fields its kind's schema does not declare, and the warnings to send
-    (BadRequest under ``fieldValidation=Strict``, as kube answers for a custom resource)."""
+    (BadRequest under ``fieldValidation=Strict``, as kube answers)."""
     unknown = prune(obj)
     paths = [format_path(loc) for loc in unknown]
     if paths and field_validation is FieldValidation.STRICT:
-        raise BadRequest("strict decoding error: " + ", ".join(f'unknown field "{p}"' for p in paths))
+        raise strict_decoding_error(rt, paths)
     if field_validation is FieldValidation.WARN:
         return obj, [f'unknown field "{p}"' for p in paths]
     return obj, []
@@ -372,9 +398,7 @@ def check_object(
         if checked.unknown:
             paths = [format_path(loc) for loc in checked.unknown]
             if field_validation is FieldValidation.STRICT:
-                raise BadRequest(
-                    "strict decoding error: " + ", ".join(f'unknown field "{p}"' for p in paths)
-                )
+                raise strict_decoding_error(rt, paths)
             obj = copy.deepcopy(obj)
             for loc in checked.unknown:
                 _prune(obj, loc)
@@ -393,8 +417,19 @@ def check_object(
         if status_only:
             prune = rt.custom.prune_status or prune
             validate = rt.custom.validate_status or validate
-        obj, pruned_warnings = _pruned(obj, prune, field_validation)
+        obj, pruned_warnings = _pruned(obj, rt, prune, field_validation)
         warnings.extend(pruned_warnings)
+    elif rt.model is None and rt.unknown_fields is not None:
+        unknown = rt.unknown_fields(obj, status_only)
+        if unknown:
+            obj = copy.deepcopy(obj)
+            # Fields the stored object already has (stored before the hub knew the kind's fields)
+            # go without a word: an update that keeps them, a controller's among them, is not refused.
+            stored = [loc for loc in unknown if old is not None and _holds(old, loc)]
+            _drop(stored, obj)
+            new = [loc for loc in unknown if loc not in stored]
+            obj, pruned_warnings = _pruned(obj, rt, functools.partial(_drop, new), field_validation)
+            warnings.extend(pruned_warnings)
     if validate is not None:
         causes.extend(Cause(str(e.type), e.message, e.field) for e in validate(obj, old))
     if causes:

@@ -202,10 +202,23 @@ def newest_first(pods: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return sorted(pods, key=lambda p: (_created(p), p["metadata"]["name"]), reverse=True)
 
 
+#: The time a condition was last updated at, by kind: ``lastUpdateTime`` (Deployment, Kubeflow's
+#: jobs) or ``lastProbeTime`` (Job: kube's JobCondition has no ``lastUpdateTime``).
+UPDATE_TIMES = ("lastUpdateTime", "lastProbeTime")
+
+
 def condition(
-    kind: str, status: bool, reason: str, message: str, now: str, old: Sequence[Mapping[str, Any]]
+    kind: str,
+    status: bool,
+    reason: str,
+    message: str,
+    now: str,
+    old: Sequence[Mapping[str, Any]],
+    *,
+    updated_at: str = "lastUpdateTime",
 ) -> dict[str, Any]:
-    """A condition that keeps ``lastTransitionTime`` while its status does not change."""
+    """A condition that keeps ``lastTransitionTime`` while its status does not change, and its
+    ``updated_at`` time while its message does not."""
     text = "True" if status else "False"
     previous = next((c for c in old if c.get("type") == kind), None)
     transition = now
@@ -214,9 +227,7 @@ def condition(
     return {
         "type": kind,
         "status": text,
-        "lastUpdateTime": now
-        if previous is None or previous.get("message") != message
-        else previous.get("lastUpdateTime", now),
+        updated_at: now if previous is None or previous.get("message") != message else previous.get(updated_at, now),
         "lastTransitionTime": transition,
         "reason": reason,
         "message": message,
@@ -244,7 +255,7 @@ def _strip_times(status: Mapping[str, Any]) -> Any:
     out = dict(status)
     if "conditions" in out:
         out["conditions"] = [
-            {k: v for k, v in c.items() if k != "lastUpdateTime"} for c in out["conditions"] or []
+            {k: v for k, v in c.items() if k not in UPDATE_TIMES} for c in out["conditions"] or []
         ]
     out.pop("lastReconcileTime", None)
     return out

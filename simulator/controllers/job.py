@@ -70,7 +70,7 @@ def reconcile_job(
             # Failed, complete or suspended: the active pods go, and a condition says why.
             ctype, reason, message = stop
             changes.delete.extend(p["metadata"]["name"] for p in active)
-            conditions.append(condition(ctype, True, reason, message, now, old_conditions))
+            conditions.append(condition(ctype, True, reason, message, now, old_conditions, updated_at="lastProbeTime"))
             active = []
         else:
             if start_time is None:

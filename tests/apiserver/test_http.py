@@ -221,7 +221,9 @@ async def test_validation_over_http(api: Client) -> None:
     assert status["details"]["kind"] == "Widget"
 
     strict = await api.post(f"{WIDGETS}?fieldValidation=Strict", json=widget("w", foo=1))
-    assert (await strict.json())["message"] == 'strict decoding error: unknown field "spec.foo"'
+    assert (await strict.json())["message"] == (
+        'Widget in version "v1" cannot be handled as a Widget: strict decoding error: unknown field "spec.foo"'
+    )
 
     warned = await api.post(WIDGETS, json=widget("w", foo=1))  # the default is Warn
     assert warned.status == 201

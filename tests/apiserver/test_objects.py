@@ -12,7 +12,7 @@ import pytest
 
 from controlplane.apiserver import errors
 from controlplane.apiserver.objects import ObjectEvent, ObjectStore, Preconditions, WatchEventType
-from controlplane.apiserver.openapi import OpenApiDocuments
+from controlplane.apiserver.openapi.documents import OpenApiDocuments
 from controlplane.apiserver.patches import PatchType
 from controlplane.apiserver.resources import Registry, core_resources, gpufed_resources
 from controlplane.apiserver.validation import FieldValidation

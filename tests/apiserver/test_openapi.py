@@ -14,7 +14,8 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from controlplane.apiserver.app import create_app
 from controlplane.apiserver.objects import ObjectStore
-from controlplane.apiserver.openapi import PROTOBUF_V2_MEDIA_TYPE, OpenApiDocuments
+from controlplane.apiserver.openapi.documents import OpenApiDocuments
+from controlplane.apiserver.openapi.gnostic import MEDIA_TYPE as PROTOBUF_V2_MEDIA_TYPE
 from controlplane.apiserver.openapi.catalog import SchemaCatalog
 from controlplane.apiserver.openapi.gnostic import ACCEPTED_MEDIA_TYPES
 from controlplane.apiserver.openapi.upstream import DEFINITIONS_PREFIX, UpstreamDefinitions

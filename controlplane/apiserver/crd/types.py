@@ -22,7 +22,14 @@ from controlplane.apis.apiextensions.kind import CustomKind
 from controlplane.apis.apiextensions.schema import NO_OLD, Schema, apply_defaults, prune, validate
 from controlplane.apis.kube.field import ErrorType, FieldError
 from controlplane.apiserver import columns as col
-from controlplane.apiserver.resources import AGE, ResourceType, ScaleSubresource, TableColumn, path
+from controlplane.apiserver.resources import (
+    AGE,
+    ResourceType,
+    ScaleSubresource,
+    TableColumn,
+    path,
+    with_kube_rules,
+)
 
 #: kube's finalizer on every CRD: its objects are deleted before it goes.
 CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
@@ -48,14 +55,15 @@ def _crd_validate(obj: dict[str, Any], old: dict[str, Any] | None) -> list[Field
 
 
 def crd_resource_type() -> ResourceType:
-    """``customresourcedefinitions.apiextensions.k8s.io``."""
-    return ResourceType(
+    """``customresourcedefinitions.apiextensions.k8s.io`` (decoded as kube decodes it: ``with_kube_rules``)."""
+    [crd] = with_kube_rules([ResourceType(
         crds.GROUP, crds.VERSION, CRD_KIND, "customresourcedefinitions",
         "customresourcedefinition", namespaced=False, short_names=("crd", "crds"),
         categories=("api-extensions",), has_status=True,
         columns=(TableColumn("Created At", path("metadata.creationTimestamp"), type="date"),),
         prepare=_crd_prepare, defaults=crds.default_crd, validate=_crd_validate,
-    )
+    )])
+    return crd
 
 
 # --- printer columns ----------------------------------------------------------------------

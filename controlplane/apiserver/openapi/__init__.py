@@ -6,9 +6,7 @@ models into schemas with user-facing descriptions; :mod:`.extra_kinds` describes
 and KubeRay's jobs and WasteReport; :mod:`.catalog` picks each served kind's schema;
 :mod:`.paths` lists each kind's operations; :mod:`.v3` and :mod:`.v2` render the documents,
 :mod:`.gnostic` the v2 protobuf; :mod:`.documents` builds and caches them for the server.
+:mod:`.known_fields` reads the same definitions as kube's decoder of the built-in kinds
+(the fields it drops). Import the modules themselves: the package re-exports nothing, so
+that :mod:`controlplane.apiserver.resources` can use :mod:`.known_fields`.
 """
-
-from controlplane.apiserver.openapi.documents import OpenApiDocuments, Rendered
-from controlplane.apiserver.openapi.gnostic import MEDIA_TYPE as PROTOBUF_V2_MEDIA_TYPE
-
-__all__ = ["PROTOBUF_V2_MEDIA_TYPE", "OpenApiDocuments", "Rendered"]

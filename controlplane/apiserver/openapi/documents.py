@@ -21,7 +21,7 @@ import orjson
 from controlplane.apiserver.crd.registry import DynamicRegistry
 from controlplane.apiserver.openapi.catalog import SchemaCatalog
 from controlplane.apiserver.openapi.gnostic import encode_document
-from controlplane.apiserver.openapi.upstream import UpstreamDefinitions
+from controlplane.apiserver.openapi.upstream import UpstreamDefinitions, shared_definitions
 from controlplane.apiserver.openapi.v2 import swagger_document
 from controlplane.apiserver.openapi.v3 import document_path, group_version_document
 from controlplane.apiserver.resources import Registry
@@ -65,7 +65,7 @@ class OpenApiDocuments:
         self,
         registry: Registry,
         *,
-        load_upstream: Callable[[], UpstreamDefinitions] = UpstreamDefinitions.load,
+        load_upstream: Callable[[], UpstreamDefinitions] = shared_definitions,
     ) -> None:
         self._registry = registry
         self._load_upstream = load_upstream

@@ -12,6 +12,7 @@ In: the data file. Out: read-only dicts (callers copy before changing them).
 
 from __future__ import annotations
 
+import functools
 import gzip
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -116,3 +117,10 @@ class UpstreamDefinitions:
     def closure(self, schemas: Iterable[Any]) -> dict[str, dict[str, Any]]:
         """Every upstream definition the given schemas refer to, directly or through others."""
         return reachable(schemas, self.definitions)
+
+
+@functools.cache
+def shared_definitions() -> UpstreamDefinitions:
+    """kube's definitions, read once per process (the OpenAPI documents and the built-in kinds'
+    decoding, :mod:`.known_fields`, read the same)."""
+    return UpstreamDefinitions.load()

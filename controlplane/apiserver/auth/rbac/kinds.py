@@ -20,7 +20,7 @@ from controlplane.apis.kube.field import ErrorType, FieldError
 from controlplane.apis.untyped import dig
 from controlplane.apiserver.auth.rbac.index import CLUSTER_ROLE, CLUSTER_ROLE_BINDING, ROLE, ROLE_BINDING
 from controlplane.apiserver.auth.rbac.policy import RBAC_GROUP, RBAC_VERSION
-from controlplane.apiserver.resources import AGE, NameRule, ResourceType, TableColumn
+from controlplane.apiserver.resources import AGE, NameRule, ResourceType, TableColumn, with_kube_rules
 from controlplane.apiserver.validation import name_errors
 
 _SUBJECT_KINDS: Final = ("ServiceAccount", "User", "Group")
@@ -171,7 +171,7 @@ def default_binding(obj: dict[str, Any]) -> None:
 
 
 def rbac_resources() -> list[ResourceType]:
-    """The four RBAC kinds."""
+    """The four RBAC kinds (decoded as kube decodes them: ``with_kube_rules``)."""
     def kind(name: str, plural: str, *, namespaced: bool, binding: bool, validate: Any) -> ResourceType:
         return ResourceType(
             RBAC_GROUP, RBAC_VERSION, name, plural, name.lower(), namespaced=namespaced, strategic_merge=True,
@@ -180,10 +180,10 @@ def rbac_resources() -> list[ResourceType]:
             defaults=default_binding if binding else None, validate=validate,
         )
 
-    return [
+    return with_kube_rules([
         kind(ROLE, "roles", namespaced=True, binding=False, validate=validate_role),
         kind(CLUSTER_ROLE, "clusterroles", namespaced=False, binding=False, validate=validate_cluster_role),
         kind(ROLE_BINDING, "rolebindings", namespaced=True, binding=True, validate=validate_role_binding),
         kind(CLUSTER_ROLE_BINDING, "clusterrolebindings", namespaced=False, binding=True,
              validate=validate_cluster_role_binding),
-    ]
+    ])

@@ -1,0 +1,206 @@
+"""Fields a built-in kind does not have, as kube's decoder treats them: refused under
+``fieldValidation=Strict`` (kubectl's default) with kube's message, dropped with a warning
+under ``Warn`` (the server's default) and silently under ``Ignore``; never stored.
+
+Before, a Deployment with ``replica: 3`` (for ``replicas``) or a container's ``resource`` (for
+``resources``) was stored as written and sent to every member.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from controlplane.apiserver.errors import BadRequest
+from controlplane.apiserver.openapi.known_fields import unknown_fields_of
+from controlplane.apiserver.validation import FieldValidation, check_object
+from controlplane.hub import hub_registry
+
+from .test_kube_validation import Client, deployment, hub, hub_kubeconfig  # noqa: F401 (fixtures)
+from .test_real_clients import kubectl, needs_kubectl
+
+DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
+KUBE_MESSAGE = (
+    'Deployment in version "v1" cannot be handled as a Deployment: strict decoding error: '
+    'unknown field "spec.replica", unknown field "spec.template.spec.containers[0].resource"'
+)
+
+
+def misspelt(name: str = "x") -> dict[str, Any]:
+    obj = deployment()
+    obj["metadata"]["name"] = name
+    obj["spec"] = {"replica": 3, **obj["spec"]}
+    obj["spec"]["template"]["spec"]["containers"][0]["resource"] = {"limits": {"cpu": "1"}}
+    return obj
+
+
+# --- the decoder, pure --------------------------------------------------------------------
+
+
+def test_unknown_fields_are_found_in_document_order_at_kubes_paths() -> None:
+    unknown = unknown_fields_of("apps", "v1", "Deployment")
+    obj = misspelt()
+    obj["metadata"]["bogus"] = 1
+    obj["spec"]["template"]["spec"]["containers"][0]["ports"] = [{"containerPort": 80, "protocl": "TCP"}]
+    obj["status"] = {"replicas": 1, "ready": 1}
+    before = copy.deepcopy(obj)
+    assert unknown(obj, False) == [
+        ("metadata", "bogus"),
+        ("spec", "replica"),
+        ("spec", "template", "spec", "containers", 0, "resource"),
+        ("spec", "template", "spec", "containers", 0, "ports", 0, "protocl"),
+        ("status", "ready"),
+    ]
+    assert obj == before  # finding is not dropping
+    assert unknown(obj, True) == [("status", "ready")]  # a status write: its status alone
+
+
+def test_maps_and_open_objects_hold_anything() -> None:
+    obj = deployment()
+    container = obj["spec"]["template"]["spec"]["containers"][0]
+    container["resources"] = {"limits": {"nvidia.com/gpu": 1, "cpu": "2"}}  # a map: any key
+    obj["metadata"]["labels"] = {"app.kubernetes.io/name": "x"}
+    obj["metadata"]["managedFields"] = [  # FieldsV1 is an open object
+        {"manager": "kubectl", "operation": "Apply", "fieldsV1": {"f:spec": {"f:replicas": {}}}}
+    ]
+    assert unknown_fields_of("apps", "v1", "Deployment")(obj, False) == []
+
+
+def test_a_recursive_schema_is_walked_and_its_open_parts_left_alone() -> None:
+    """A CustomResourceDefinition's schema refers to itself (JSONSchemaProps) and holds any JSON
+    in ``default``; a field the schema type lacks deep inside is still found."""
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "names": {"kind": "Widget", "plural": "widgets"},
+            "scope": "Namespaced",
+            "versions": [{
+                "name": "v1", "served": True, "storage": True,
+                "schema": {"openAPIV3Schema": {
+                    "type": "object",
+                    "properties": {"spec": {
+                        "type": "object",
+                        "default": {"anything": {"goes": [1, 2]}},
+                        "properties": {"size": {"type": "integer", "minimun": 1}},
+                    }},
+                }},
+            }],
+        },
+    }
+    found = unknown_fields_of("apiextensions.k8s.io", "v1", "CustomResourceDefinition")(crd, False)
+    assert found == [
+        ("spec", "versions", 0, "schema", "openAPIV3Schema", "properties", "spec", "properties", "size", "minimun")
+    ]
+
+
+def test_a_kind_kube_does_not_have_finds_nothing() -> None:
+    obj = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "x"}, "spec": {"a": 1}}
+    assert unknown_fields_of("kubeflow.org", "v1", "PyTorchJob")(obj, False) == []
+
+
+def test_every_built_in_kind_of_the_hub_is_decoded_as_kube_does() -> None:
+    """Each kind the hub serves without a schema of its own gets kube's decoder, and kube has a
+    definition for every one of them but the job kinds of other projects."""
+    others = {"kubeflow.org", "ray.io", "jobset.x-k8s.io", "leaderworkerset.x-k8s.io", "reports.gpufed.io",
+              "config.karmada.io"}
+    for rt in hub_registry():
+        if rt.model is not None or rt.custom is not None:
+            assert rt.unknown_fields is None, rt.kind
+            continue
+        probe = {"apiVersion": rt.api_version, "kind": rt.kind, "metadata": {"name": "x"}, "zzz": 1}
+        if rt.group in others:
+            assert rt.unknown_fields is None or rt.unknown_fields(probe, False) == [], rt.kind
+        else:
+            assert rt.unknown_fields is not None, rt.kind
+            assert rt.unknown_fields(probe, False) == [("zzz",)], rt.kind
+
+
+# --- over HTTP, on etcd --------------------------------------------------------------------
+
+
+async def test_strict_refuses_with_kubes_message_and_writes_nothing(hub: Client) -> None:  # noqa: F811
+    response = await hub.post(f"{DEPLOYMENTS}?fieldValidation=Strict", json=misspelt())
+    assert response.status == 400
+    status = await response.json()
+    assert status["reason"] == "BadRequest"
+    assert status["message"] == KUBE_MESSAGE
+    assert (await hub.get(f"{DEPLOYMENTS}/x")).status == 404
+
+
+@pytest.mark.parametrize(("mode", "warned"), [(None, True), ("Warn", True), ("Ignore", False)])
+async def test_warn_and_ignore_drop_the_fields(hub: Client, mode: str | None, warned: bool) -> None:  # noqa: F811
+    query = f"?fieldValidation={mode}" if mode else ""
+    response = await hub.post(f"{DEPLOYMENTS}{query}", json=misspelt())
+    assert response.status == 201, await response.text()
+    warnings = response.headers.getall("Warning", [])
+    expected = ['299 - "unknown field \\"spec.replica\\""',
+                '299 - "unknown field \\"spec.template.spec.containers[0].resource\\""']
+    assert warnings == (expected if warned else [])
+    stored = await (await hub.get(f"{DEPLOYMENTS}/x")).json()
+    assert "replica" not in stored["spec"]
+    assert stored["spec"]["replicas"] == 1  # defaulted: the misspelt field asked for nothing
+    assert "resource" not in stored["spec"]["template"]["spec"]["containers"][0]
+
+
+async def test_patches_and_status_writes_drop_them_too(hub: Client) -> None:  # noqa: F811
+    assert (await hub.post(DEPLOYMENTS, json=deployment())).status == 201
+    patched = await hub.patch(
+        f"{DEPLOYMENTS}/x", json={"spec": {"paused": True, "bogus": 1}},
+        headers={"Content-Type": "application/merge-patch+json"},
+    )
+    assert patched.status == 200, await patched.text()
+    assert patched.headers.getall("Warning") == ['299 - "unknown field \\"spec.bogus\\""']
+    body = await patched.json()
+    assert body["spec"]["paused"] is True and "bogus" not in body["spec"]
+
+    status = {**body, "status": {"replicas": 0, "readyReplica": 1}}
+    refused = await hub.put(f"{DEPLOYMENTS}/x/status?fieldValidation=Strict", json=status)
+    assert refused.status == 400
+    assert 'strict decoding error: unknown field "status.readyReplica"' in (await refused.json())["message"]
+    written = await hub.put(f"{DEPLOYMENTS}/x/status", json=status)
+    assert written.status == 200, await written.text()
+    assert "readyReplica" not in (await (await hub.get(f"{DEPLOYMENTS}/x")).json()).get("status", {})
+
+
+# --- the real kubectl ------------------------------------------------------------------------
+
+
+@needs_kubectl
+async def test_kubectl_apply_of_a_misspelt_deployment_prints_kubes_error(hub_kubeconfig: Path) -> None:  # noqa: F811
+    manifest = yaml.safe_dump(misspelt("typo"))
+    code, out, err = await kubectl(hub_kubeconfig, "apply", "-f", "-", stdin=manifest)
+    assert code != 0, out
+    assert f'Error from server (BadRequest): error when creating "STDIN": {KUBE_MESSAGE}' in err, err
+
+    code, out, err = await kubectl(hub_kubeconfig, "apply", "--validate=warn", "-f", "-", stdin=manifest)
+    assert code == 0, err
+    assert 'Warning: unknown field "spec.replica"' in err
+    code, out, err = await kubectl(hub_kubeconfig, "get", "deployment", "typo", "-o", "yaml")
+    assert code == 0, err
+    assert "replica:" not in out and "resource:" not in out
+
+
+def test_an_update_of_an_object_stored_with_unknown_fields_is_not_refused_for_them() -> None:
+    """An object stored before the hub knew its kind's fields keeps being writable (a
+    controller's update of it carries them back): the fields it already had are dropped
+    without a word; a new one is still refused under Strict."""
+    rt = hub_registry().require("apps/v1", "Deployment")
+    stored = misspelt()
+    update = copy.deepcopy(stored)
+    update["spec"]["paused"] = True
+    checked = check_object(update, rt, field_validation=FieldValidation.STRICT, old=stored)
+    assert checked.warnings == []
+    assert "replica" not in checked.obj["spec"] and checked.obj["spec"]["paused"] is True
+    assert "resource" not in checked.obj["spec"]["template"]["spec"]["containers"][0]
+    assert "replica" in update["spec"]  # the caller's object is not changed
+
+    update["spec"]["bogus"] = 1
+    with pytest.raises(BadRequest, match=r'strict decoding error: unknown field "spec\.bogus"$'):
+        check_object(update, rt, field_validation=FieldValidation.STRICT, old=stored)
