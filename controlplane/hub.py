@@ -56,7 +56,7 @@ from controlplane.apiserver.auth.rbac.authorizing import HubAuthorizer
 from controlplane.apiserver.auth.rbac.cache import RbacCache, ensure_default_policy
 from controlplane.apiserver.auth.rbac.escalation import RbacEscalationCheck
 from controlplane.apiserver.auth.rbac.kinds import rbac_resources
-from controlplane.apiserver.auth.rbac.reviews import review_routes
+from controlplane.apiserver.auth.rbac.reviews import review_endpoints
 from controlplane.apiserver.auth.serviceaccounts import ServiceAccountTokens
 from controlplane.apiserver.auth.tokens import TokenStore
 from controlplane.apiserver.crd.registry import DynamicRegistry
@@ -337,9 +337,9 @@ class Hub(ShutdownOnce):
             *join_routes(self.tokens, cluster_exists=self._cluster_exists),
             *token_routes(self.tokens, authorizer=authorizer),
             *ca_routes(ca_pem=self.pki.ca_pem),
-            *review_routes(authorizer, self.tokens),
-            *self.service_account_tokens.routes(),
         ]
+        # Served and listed in discovery as kube's create-only resources.
+        create_only = [*review_endpoints(authorizer, self.tokens), *self.service_account_tokens.endpoints()]
         self.waste_sampler = WasteSampler(
             self.objects, self.store, interval=self.config.waste_sample_interval, metrics=self.metrics
         )
@@ -361,6 +361,7 @@ class Hub(ShutdownOnce):
             authorizer=authorizer,
             admission=[ClusterRestriction(), RbacEscalationCheck(self.rbac.index, authorizer)],
             extra_routes=extra,
+            create_only=create_only,
             public_paths=[CA_PATH, *ui_public_paths()],
             outer_middlewares=[self.metrics.middleware()],
             flow_control=self.config.serving_limits.flow_control(),

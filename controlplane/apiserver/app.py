@@ -4,7 +4,9 @@
 aiohttp application serving: health (``/healthz``, ``/livez``, ``/readyz`` in kube's format, no auth; :mod:`.health`),
 ``/version``, discovery (``/api``, ``/api/v1``, ``/apis``, ``/apis/<g>[/<v>]``),
 OpenAPI (``/openapi/v3``, one v3 document per group-version, and ``/openapi/v2`` as JSON
-or protobuf: :mod:`controlplane.apiserver.openapi`), and every resource path. Given a
+or protobuf: :mod:`controlplane.apiserver.openapi`), every resource path, and the create-only
+resources given to it (:mod:`.createonly`: their ``POST``, kube's 405 for any other method,
+their discovery entries). Given a
 :class:`DynamicRegistry` (the hub's), it also runs a CRD controller
 (:mod:`controlplane.apiserver.crd`) that serves the CustomResourceDefinitions in the store,
 synced before the first request is answered.
@@ -26,11 +28,11 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
-from aiohttp import web
+from aiohttp import hdrs, web
 from aiohttp.typedefs import Middleware
 
 from controlplane.apis.apiextensions.crd import GROUP as CRD_GROUP
@@ -40,6 +42,7 @@ from controlplane.apiserver.admission import AdmissionPlugin, ValidateWrite, wri
 from controlplane.apiserver.crd.controller import CrdController
 from controlplane.apiserver.crd.registry import DynamicRegistry
 from controlplane.apiserver.crd.types import CRD_KIND
+from controlplane.apiserver.createonly import CreateOnlyEndpoint, CreateOnlyResource
 from controlplane.apiserver.flowcontrol import (
     FlowControlConfig,
     FlowController,
@@ -259,10 +262,14 @@ def auth_middleware(
 class _Endpoints:
     """The non-resource endpoints: health, version, discovery, OpenAPI."""
 
-    def __init__(self, objects: ObjectStore, registry: Registry, resources: ResourceHandlers) -> None:
+    def __init__(
+        self, objects: ObjectStore, registry: Registry, resources: ResourceHandlers,
+        create_only: Sequence[CreateOnlyResource] = (),
+    ) -> None:
         self._objects = objects
         self._registry = registry
         self._resources = resources
+        self._create_only = create_only
         self.openapi = OpenApiEndpoints(registry)
         #: The last readiness verdict, so that a failing store is logged once, not per probe.
         self._ready = True
@@ -302,7 +309,7 @@ class _Endpoints:
         return json_response(discovery.api_versions())
 
     async def apis(self, _request: web.Request) -> web.StreamResponse:
-        return json_response(discovery.api_group_list(self._registry))
+        return json_response(discovery.api_group_list(self._registry, self._create_only))
 
     async def resource_path(self, request: web.Request) -> web.StreamResponse:
         """/api/... and /apis/...: discovery documents or resources."""
@@ -314,14 +321,28 @@ class _Endpoints:
         parts = [p for p in request.path.split("/") if p]
         document = None
         if parts == ["api", "v1"]:
-            document = discovery.api_resource_list(self._registry, "", "v1")
+            document = discovery.api_resource_list(self._registry, "", "v1", self._create_only)
         elif parts[0] == "apis" and len(parts) == 2:
-            document = discovery.api_group(self._registry, parts[1])
+            document = discovery.api_group(self._registry, parts[1], self._create_only)
         elif parts[0] == "apis" and len(parts) == 3:
-            document = discovery.api_resource_list(self._registry, parts[1], parts[2])
+            document = discovery.api_resource_list(self._registry, parts[1], parts[2], self._create_only)
         if document is None:
             raise errors.NotFound("the server could not find the requested resource")
         return json_response(document)
+
+
+async def _create_only_method(_request: web.Request) -> web.StreamResponse:
+    """Any method but ``POST`` on a create-only resource: kube's answer (go-restful's 405, no
+    route for a get, list, watch or delete)."""
+    raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
+
+
+def _create_only_routes(endpoints: Iterable[CreateOnlyEndpoint]) -> list[web.RouteDef]:
+    routes = []
+    for endpoint in endpoints:
+        path = endpoint.resource.path
+        routes += [web.post(path, endpoint.handler), web.route(hdrs.METH_ANY, path, _create_only_method)]
+    return routes
 
 
 def _long_running_or_health(request: web.Request) -> bool:
@@ -340,6 +361,7 @@ def create_app(
     authorizer: Authorizer | None = None,
     admission: Iterable[AdmissionPlugin] = (),
     extra_routes: Iterable[web.AbstractRouteDef] = (),
+    create_only: Iterable[CreateOnlyEndpoint] = (),
     public_paths: Iterable[str] = (),
     outer_middlewares: Iterable[Middleware] = (),
     bookmark_interval: float = 60.0,
@@ -358,6 +380,8 @@ def create_app(
     needs a bearer token, and the ``authorizer`` (if any) decides each request; the
     ``admission`` plugins then check each write's final object for its user. Open
     watches end when the application shuts down; the store is the caller's to close.
+    ``create_only`` are resources that only take a ``POST``, served by their own handlers and
+    listed in discovery (the access reviews, ``serviceaccounts/token``).
     ``outer_middlewares`` wrap everything else (e.g. the hub's request-latency metrics).
     ``max_requests_inflight`` requests at once (0: no limit; watches and health checks not
     counted) are shared by priority levels (API Priority and Fairness, ``flow_control``
@@ -382,7 +406,8 @@ def create_app(
         watch_timeout_seconds=watch_timeout_seconds, clock=clock, validation=validation,
         watch_limits=watch_limits, watch_cache=cache,
     )
-    endpoints = _Endpoints(object_store, registry, resources)
+    create_only = tuple(create_only)
+    endpoints = _Endpoints(object_store, registry, resources, [endpoint.resource for endpoint in create_only])
     middlewares: list[Middleware] = [
         *outer_middlewares,
         status_middleware,
@@ -432,9 +457,10 @@ def create_app(
     app.router.add_get("/api", endpoints.api)
     app.router.add_get("/apis", endpoints.apis)
     app.router.add_routes(endpoints.openapi.routes())
-    # Extra routes first: some live under /apis/ (the join and token endpoints) and must
-    # win over the generic resource routes.
+    # Extra and create-only routes first: some live under /apis/ (the join and token endpoints,
+    # the access reviews) and must win over the generic resource routes.
     app.router.add_routes(list(extra_routes))
+    app.router.add_routes(_create_only_routes(create_only))
     app.router.add_route("*", "/api/{tail:.+}", endpoints.resource_path)
     app.router.add_route("*", "/apis/{tail:.+}", endpoints.resource_path)
     return app

@@ -2,17 +2,23 @@
 
 ``/version``, ``/api`` (APIVersions), ``/api/v1`` and ``/apis/<g>/<v>``
 (APIResourceList), ``/apis`` (APIGroupList) and ``/apis/<g>`` (APIGroup), all built
-from a :class:`Registry`. kubectl first asks ``/apis`` for aggregated discovery; the
-plain ``APIGroupList`` with ``Content-Type: application/json`` is accepted instead.
-Pure: in a registry, out JSON-ready dicts.
+from a :class:`Registry` of stored kinds and the create-only resources served beside them
+(:class:`CreateOnlyResource`: the access reviews, ``serviceaccounts/token``…), listed as kube
+lists them: verbs ``create`` alone, no storage version hash, a subresource right after its
+parent's entries. kubectl first asks ``/apis`` for aggregated discovery; the plain
+``APIGroupList`` with ``Content-Type: application/json`` is accepted instead, and kubectl then
+reads each group-version's ``APIResourceList``.
+Pure: in a registry and the create-only resources, out JSON-ready dicts.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+from collections.abc import Sequence
 from typing import Any
 
+from controlplane.apiserver.createonly import CREATE_ONLY_VERBS, CreateOnlyResource
 from controlplane.apiserver.resources import ALL_VERBS, STATUS_VERBS, Registry, ResourceType
 
 #: The Kubernetes API level this server speaks (kubectl warns on larger skews).
@@ -47,9 +53,35 @@ def _storage_version_hash(rt: ResourceType) -> str:
     return base64.b64encode(digest[:8]).decode()
 
 
-def api_resource_list(registry: Registry, group: str, version: str) -> dict[str, Any] | None:
+def _create_only_entry(resource: CreateOnlyResource) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": resource.name, "singularName": resource.singular, "namespaced": resource.namespaced}
+    if resource.kind_group is not None:
+        entry["group"] = resource.kind_group
+    if resource.kind_version is not None:
+        entry["version"] = resource.kind_version
+    return {**entry, "kind": resource.kind, "verbs": list(CREATE_ONLY_VERBS)}
+
+
+def _with_create_only(resources: list[dict[str, Any]], create_only: Sequence[CreateOnlyResource]) -> list[dict[str, Any]]:
+    """``resources`` with the create-only ones: a subresource after its parent's entries, the
+    others after the stored kinds, in kube's (alphabetical) order."""
+    out = list(resources)
+    for resource in sorted(create_only, key=lambda r: r.name):
+        if resource.subresource:
+            parent = [i for i, entry in enumerate(out) if entry["name"].partition("/")[0] == resource.plural]
+            if parent:
+                out.insert(parent[-1] + 1, _create_only_entry(resource))
+                continue
+        out.append(_create_only_entry(resource))
+    return out
+
+
+def api_resource_list(
+    registry: Registry, group: str, version: str, create_only: Sequence[CreateOnlyResource] = ()
+) -> dict[str, Any] | None:
     types = registry.in_group_version(group, version)
-    if not types:
+    served = [r for r in create_only if (r.group, r.version) == (group, version)]
+    if not types and not served:
         return None
     resources: list[dict[str, Any]] = []
     for rt in types:
@@ -92,26 +124,36 @@ def api_resource_list(registry: Registry, group: str, version: str) -> dict[str,
         "kind": "APIResourceList",
         "apiVersion": "v1",
         "groupVersion": f"{group}/{version}" if group else version,
-        "resources": resources,
+        "resources": _with_create_only(resources, served),
     }
 
 
-def _group(registry: Registry, group: str, versions: list[str]) -> dict[str, Any]:
+def _group(group: str, versions: list[str]) -> dict[str, Any]:
     entries = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
     return {"name": group, "versions": entries, "preferredVersion": entries[0]}
 
 
-def api_group_list(registry: Registry) -> dict[str, Any]:
+def _group_versions(registry: Registry, create_only: Sequence[CreateOnlyResource]) -> dict[str, list[str]]:
+    """group -> its versions: the registry's, then those only create-only resources are served in."""
+    out = registry.group_versions()
+    for resource in create_only:
+        versions = out.setdefault(resource.group, [])
+        if resource.version not in versions:
+            versions.append(resource.version)
+    return out
+
+
+def api_group_list(registry: Registry, create_only: Sequence[CreateOnlyResource] = ()) -> dict[str, Any]:
     groups = [
-        _group(registry, group, versions)
-        for group, versions in registry.group_versions().items()
+        _group(group, versions)
+        for group, versions in _group_versions(registry, create_only).items()
         if group  # the core group is served under /api
     ]
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
 
 
-def api_group(registry: Registry, group: str) -> dict[str, Any] | None:
-    versions = registry.group_versions().get(group)
+def api_group(registry: Registry, group: str, create_only: Sequence[CreateOnlyResource] = ()) -> dict[str, Any] | None:
+    versions = _group_versions(registry, create_only).get(group)
     if not group or not versions:
         return None
-    return {"kind": "APIGroup", "apiVersion": "v1", **_group(registry, group, versions)}
+    return {"kind": "APIGroup", "apiVersion": "v1", **_group(group, versions)}

@@ -10,6 +10,10 @@ Served as kube-apiserver serves them, create-only and never stored:
   this token? — for a service that takes hub tokens from its own callers, as kube's webhook
   authenticators and ``kube-rbac-proxy`` do; kube's ``system:auth-delegator`` role grants it).
 
+Each is declared here as a create-only resource (:mod:`controlplane.apiserver.createonly`) with
+its handler, so discovery lists it as kube does (verb ``create``; ``kubectl api-resources``,
+``kubectl create -f review.yaml``) and any other method is kube's 405.
+
 The answer comes from the hub's own authorizer, so it is exactly what a real request would
 meet. Invalid specs get kube's 422 with one cause per field. The API server has already
 authenticated the caller (and applied any impersonation) and authorized the ``create``.
@@ -28,13 +32,34 @@ from controlplane.apiserver.app import USER
 from controlplane.apiserver.auth.bootstrap import read_object_body
 from controlplane.apiserver.auth.rbac.authorizing import HubAuthorizer
 from controlplane.apiserver.auth.rbac.rules import PolicyRule
+from controlplane.apiserver.createonly import CreateOnlyEndpoint, CreateOnlyResource
 from controlplane.apiserver.handlers import json_response
 from controlplane.apiserver.identity import HUB_AUDIENCE, Authenticator, RequestAttributes, Role, UserInfo
 
 AUTHORIZATION_GROUP: Final = "authorization.k8s.io"
 AUTHENTICATION_GROUP: Final = "authentication.k8s.io"
-_AUTHZ: Final = f"/apis/{AUTHORIZATION_GROUP}/v1"
-_AUTHN: Final = f"/apis/{AUTHENTICATION_GROUP}/v1"
+
+SELF_SUBJECT_ACCESS_REVIEWS: Final = CreateOnlyResource(
+    AUTHORIZATION_GROUP, "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", namespaced=False
+)
+SELF_SUBJECT_RULES_REVIEWS: Final = CreateOnlyResource(
+    AUTHORIZATION_GROUP, "v1", "selfsubjectrulesreviews", "SelfSubjectRulesReview", namespaced=False
+)
+SUBJECT_ACCESS_REVIEWS: Final = CreateOnlyResource(
+    AUTHORIZATION_GROUP, "v1", "subjectaccessreviews", "SubjectAccessReview", namespaced=False
+)
+LOCAL_SUBJECT_ACCESS_REVIEWS: Final = CreateOnlyResource(
+    AUTHORIZATION_GROUP, "v1", "localsubjectaccessreviews", "LocalSubjectAccessReview", namespaced=True
+)
+SELF_SUBJECT_REVIEWS: Final = CreateOnlyResource(
+    AUTHENTICATION_GROUP, "v1", "selfsubjectreviews", "SelfSubjectReview", namespaced=False
+)
+TOKEN_REVIEWS: Final = CreateOnlyResource(AUTHENTICATION_GROUP, "v1", "tokenreviews", "TokenReview", namespaced=False)
+#: Every review kind this module serves (TokenReview only given an authenticator).
+REVIEW_RESOURCES: Final = (
+    SELF_SUBJECT_ACCESS_REVIEWS, SELF_SUBJECT_RULES_REVIEWS, SUBJECT_ACCESS_REVIEWS, LOCAL_SUBJECT_ACCESS_REVIEWS,
+    SELF_SUBJECT_REVIEWS, TOKEN_REVIEWS,
+)
 
 
 def _invalid(kind: str, group: str, field: str, value: Any, detail: str) -> errors.ApiError:
@@ -97,9 +122,9 @@ def _rule_review(rules: list[PolicyRule]) -> dict[str, Any]:
     return {"resourceRules": resource_rules, "nonResourceRules": non_resource_rules}
 
 
-def review_routes(authorizer: HubAuthorizer, authenticator: Authenticator | None = None) -> list[web.RouteDef]:
-    """The routes of the review kinds (TokenReview with an ``authenticator``); register them
-    before the generic ``/apis`` routes."""
+def review_endpoints(authorizer: HubAuthorizer, authenticator: Authenticator | None = None) -> list[CreateOnlyEndpoint]:
+    """The review kinds and their handlers (TokenReview with an ``authenticator``), for
+    ``create_app(create_only=...)``."""
 
     def decide(attributes: RequestAttributes) -> dict[str, Any]:
         decision = authorizer.authorize(attributes)
@@ -200,13 +225,13 @@ def review_routes(authorizer: HubAuthorizer, authenticator: Authenticator | None
         response.headers["Cache-Control"] = "no-store"
         return response
 
-    routes = [
-        web.post(f"{_AUTHZ}/selfsubjectaccessreviews", self_subject_access_review),
-        web.post(f"{_AUTHZ}/selfsubjectrulesreviews", self_subject_rules_review),
-        web.post(f"{_AUTHZ}/subjectaccessreviews", subject_access_review),
-        web.post(f"{_AUTHZ}/namespaces/{{namespace}}/localsubjectaccessreviews", local_subject_access_review),
-        web.post(f"{_AUTHN}/selfsubjectreviews", self_subject_review),
+    endpoints = [
+        CreateOnlyEndpoint(SELF_SUBJECT_ACCESS_REVIEWS, self_subject_access_review),
+        CreateOnlyEndpoint(SELF_SUBJECT_RULES_REVIEWS, self_subject_rules_review),
+        CreateOnlyEndpoint(SUBJECT_ACCESS_REVIEWS, subject_access_review),
+        CreateOnlyEndpoint(LOCAL_SUBJECT_ACCESS_REVIEWS, local_subject_access_review),
+        CreateOnlyEndpoint(SELF_SUBJECT_REVIEWS, self_subject_review),
     ]
     if authenticator is not None:
-        routes.append(web.post(f"{_AUTHN}/tokenreviews", token_review))
-    return routes
+        endpoints.append(CreateOnlyEndpoint(TOKEN_REVIEWS, token_review))
+    return endpoints

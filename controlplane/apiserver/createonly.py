@@ -1,0 +1,75 @@
+"""Create-only API resources: answered by a handler of their own, never stored, never read back.
+
+kube-apiserver serves some resources that only take a ``POST``: the access reviews
+(``authorization.k8s.io/v1`` SelfSubjectAccessReview, SelfSubjectRulesReview,
+SubjectAccessReview, LocalSubjectAccessReview), ``authentication.k8s.io/v1`` SelfSubjectReview
+and TokenReview, and the ``token`` subresource of a ServiceAccount (an
+``authentication.k8s.io/v1`` TokenRequest). Discovery lists them with the one verb ``create``
+(so ``kubectl api-resources`` shows them and ``kubectl create -f`` finds their kind); any other
+method on their path is kube's 405 MethodNotAllowed.
+
+The module that serves one declares it (:class:`CreateOnlyResource`) next to its handler
+(:class:`CreateOnlyEndpoint`); the API server routes the endpoint and discovery lists its
+resource, so the two cannot drift apart. The declarations are pure values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from aiohttp import web
+
+#: The verbs discovery lists for a create-only resource (kube's, for a REST storage that only creates).
+CREATE_ONLY_VERBS: Final = ("create",)
+
+
+@dataclass(frozen=True, slots=True)
+class CreateOnlyResource:
+    """One create-only resource, as discovery lists it and as its route is addressed."""
+
+    group: str
+    version: str
+    #: The resource (``selfsubjectaccessreviews``); for a subresource, its parent's (``serviceaccounts``).
+    plural: str
+    kind: str
+    namespaced: bool
+    #: A subresource of a stored kind (``token``); "" for a resource of its own.
+    subresource: str = ""
+    #: The group and version of ``kind`` when they are not the resource's own (kube's discovery
+    #: says so: ``serviceaccounts/token`` in ``v1`` is an ``authentication.k8s.io/v1`` TokenRequest).
+    kind_group: str | None = None
+    kind_version: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The name discovery lists: ``selfsubjectaccessreviews``, ``serviceaccounts/token``."""
+        return f"{self.plural}/{self.subresource}" if self.subresource else self.plural
+
+    @property
+    def singular(self) -> str:
+        """kube's ``singularName``: the lower-cased kind, empty for a subresource."""
+        return "" if self.subresource else self.kind.lower()
+
+    @property
+    def group_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def path(self) -> str:
+        """The route's path (aiohttp's ``{namespace}`` and ``{name}`` placeholders)."""
+        root = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        scope = f"{root}/namespaces/{{namespace}}" if self.namespaced else root
+        if self.subresource:
+            return f"{scope}/{self.plural}/{{name}}/{self.subresource}"
+        return f"{scope}/{self.plural}"
+
+
+@dataclass(frozen=True, slots=True)
+class CreateOnlyEndpoint:
+    """A create-only resource and the handler of its ``POST``."""
+
+    resource: CreateOnlyResource
+    handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
