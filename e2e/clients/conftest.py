@@ -3,8 +3,9 @@ start it, shared by the suite's modules; and the kinds it serves.
 
 The kinds come from the hub's registry (:func:`controlplane.hub.hub_registry`), so that each
 gets its own test id; ``test_discovery_serves_the_registry`` checks that the running hub's
-discovery serves exactly those, so a kind added to the hub is covered here without a change
-(and fails loudly until ``samples.py`` has a sample of it).
+discovery serves exactly those (and the create-only resources, :func:`create_only_kinds`), so a
+kind added to the hub is covered here without a change (and fails loudly until ``samples.py`` has
+a sample of it).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from controlplane.apiserver.auth.rbac.reviews import REVIEW_RESOURCES
+from controlplane.apiserver.auth.serviceaccounts import TOKEN_REQUESTS
 from controlplane.hub import hub_registry
 from e2e.harness import Kubectl, ProcessGroup
 
@@ -54,6 +57,13 @@ class ServedKind:
 def registry_kinds() -> list[ServedKind]:
     """Every kind of the hub's registry, in registration order."""
     return [ServedKind(rt.group, rt.version, rt.kind, rt.plural, rt.namespaced) for rt in hub_registry()]
+
+
+def create_only_kinds() -> list[ServedKind]:
+    """The create-only resources the hub serves beside its registry (the access reviews, TokenReview):
+    discovery lists them with the verb ``create`` alone; they are not in :data:`KINDS`."""
+    declared = (*REVIEW_RESOURCES, TOKEN_REQUESTS)
+    return [ServedKind(r.group, r.version, r.kind, r.plural, r.namespaced) for r in declared if not r.subresource]
 
 
 #: Every kind: the suite creates, changes and deletes one of each through every client (lists
