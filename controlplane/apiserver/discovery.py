@@ -135,7 +135,7 @@ def _group(group: str, versions: list[str]) -> dict[str, Any]:
 
 def _group_versions(registry: Registry, create_only: Sequence[CreateOnlyResource]) -> dict[str, list[str]]:
     """group -> its versions: the registry's, then those only create-only resources are served in."""
-    out = registry.group_versions()
+    out = {group: list(versions) for group, versions in registry.group_versions().items()}
     for resource in create_only:
         versions = out.setdefault(resource.group, [])
         if resource.version not in versions:
