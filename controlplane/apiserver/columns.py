@@ -381,3 +381,43 @@ def access_modes(obj: dict[str, Any], _now: datetime) -> str:
     """A PVC's granted access modes (requested ones until bound), abbreviated as kubectl does."""
     modes = dig(obj, "status", "accessModes") or dig(obj, "spec", "accessModes") or []
     return ",".join(_ACCESS_MODE_SHORT.get(str(m), str(m)) for m in modes if m)
+
+
+def endpoints_addresses(obj: Obj, _now: datetime) -> str:
+    """kube's ``formatEndpoints``: ``ip:port`` of each address and port, the first three, then
+    ``+ N more...``; the bare IPs of a subset without ports; ``<none>`` without subsets."""
+    subsets = [s for s in (dig(obj, "subsets") or []) if isinstance(s, dict)]
+    if not subsets:
+        return "<none>"
+    shown: list[str] = []
+    count = 0
+    for subset in subsets:
+        addresses = [str(a.get("ip", "")) for a in subset.get("addresses") or [] if isinstance(a, dict)]
+        ports = [p for p in subset.get("ports") or [] if isinstance(p, dict)]
+        pairs = [(ip, None) for ip in addresses] if not ports else [
+            (ip, port.get("port")) for port in ports for ip in addresses
+        ]
+        count += len(pairs)
+        for ip, port in pairs:
+            if len(shown) < _ENDPOINTS_SHOWN:
+                shown.append(ip if port is None else (f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"))
+    text = ",".join(shown)
+    return f"{text} + {count - _ENDPOINTS_SHOWN} more..." if count > _ENDPOINTS_SHOWN else text
+
+
+_ENDPOINTS_SHOWN = 3
+
+
+def persistent_volume_claim(obj: Obj, _now: datetime) -> str:
+    """The claim a PersistentVolume is bound to, ``namespace/name`` (empty while unbound)."""
+    ref = dig(obj, "spec", "claimRef")
+    if not isinstance(ref, dict) or not ref.get("name"):
+        return ""
+    return f"{ref.get('namespace', '')}/{ref['name']}"
+
+
+def persistent_volume_class(obj: Obj, _now: datetime) -> str:
+    """``spec.storageClassName``, or the beta annotation older volumes carry (kube's
+    ``GetPersistentVolumeClass``)."""
+    annotated = dig(obj, "metadata", "annotations", "volume.beta.kubernetes.io/storage-class")
+    return str(annotated if annotated is not None else dig(obj, "spec", "storageClassName") or "")

@@ -122,6 +122,8 @@ class ScaleSubresource:
     #: A metav1.LabelSelector (matchLabels/matchExpressions) shown as a selector string, or a
     #: field already holding one as a string.
     label_selector: str = "spec.selector"
+    #: The selector is a plain map of labels (ReplicationController's ``spec.selector``).
+    label_set: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,6 +343,29 @@ def core_resources() -> list[ResourceType]:
                 TableColumn("Access Modes", col.access_modes),
                 TableColumn("StorageClass", path("spec.storageClassName")),
                 AGE,
+            ),
+        ),
+        # kubectl's default prune list (`kubectl apply --prune`) names Endpoints, PersistentVolume
+        # and ReplicationController: it cannot prune on a server that does not serve them.
+        ResourceType(
+            "", "v1", "Endpoints", "endpoints", "endpoints", namespaced=True,
+            short_names=("ep",), strategic_merge=True,
+            columns=(TableColumn("Endpoints", col.endpoints_addresses, description="Endpoints of the service."), AGE),
+        ),
+        ResourceType(
+            "", "v1", "PersistentVolume", "persistentvolumes", "persistentvolume", namespaced=False,
+            short_names=("pv",), has_status=True, strategic_merge=True, returns_deleted_object=True,
+            columns=(
+                TableColumn("Capacity", path("spec.capacity.storage")),
+                TableColumn("Access Modes", col.access_modes),
+                TableColumn("Reclaim Policy", path("spec.persistentVolumeReclaimPolicy")),
+                TableColumn("Status", path("status.phase")),
+                TableColumn("Claim", col.persistent_volume_claim),
+                TableColumn("StorageClass", col.persistent_volume_class),
+                TableColumn("VolumeAttributesClass", path("spec.volumeAttributesClassName", default="<unset>")),
+                TableColumn("Reason", path("status.reason")),
+                AGE,
+                TableColumn("VolumeMode", path("spec.volumeMode", default="Filesystem"), priority=1),
             ),
         ),
         ResourceType(

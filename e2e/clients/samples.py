@@ -82,6 +82,18 @@ SPECS: dict[tuple[str, str], Builder] = {
     ("", "PersistentVolumeClaim"): lambda name: {
         "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "10Gi"}}}
     },
+    ("", "Endpoints"): lambda name: {
+        "subsets": [{"addresses": [{"ip": "10.0.0.7"}], "ports": [{"name": "http", "port": 8000, "protocol": "TCP"}]}]
+    },
+    ("", "PersistentVolume"): lambda name: {
+        "spec": {
+            "capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"],
+            "persistentVolumeReclaimPolicy": "Retain", "hostPath": {"path": f"/data/{name}"},
+        }
+    },
+    ("", "ReplicationController"): lambda name: {
+        "spec": {"replicas": 1, "selector": {"app": name}, "template": _pod_template(name)}
+    },
     ("", "Event"): lambda name: {
         "involvedObject": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name, "namespace": "default"},
         "reason": "Tested", "message": "a test event", "type": "Normal", "count": 1,

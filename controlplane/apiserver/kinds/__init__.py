@@ -15,7 +15,7 @@ from controlplane.apiserver.kinds.admin import (
     RESOURCE_QUOTA,
     STORAGE_CLASS,
 )
-from controlplane.apiserver.kinds.apps import DAEMONSET, REPLICASET
+from controlplane.apiserver.kinds.apps import DAEMONSET, REPLICASET, REPLICATION_CONTROLLER
 from controlplane.apiserver.kinds.batch import CRONJOB
 from controlplane.apiserver.kinds.networking import INGRESS, INGRESS_CLASS, NETWORK_POLICY
 from controlplane.apiserver.kinds.sigs import JOBSET, LEADER_WORKER_SET
@@ -26,6 +26,7 @@ def builtin_kind_resources() -> list[ResourceType]:
     """Kubernetes' own kinds beyond ``core_resources()`` and ``workload_resources()``."""
     return with_kube_rules([
         REPLICASET,
+        REPLICATION_CONTROLLER,
         DAEMONSET,
         CRONJOB,
         INGRESS,

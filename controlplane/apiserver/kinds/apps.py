@@ -1,7 +1,10 @@
-"""apps/v1 kinds beyond Deployment and StatefulSet: ReplicaSet and DaemonSet.
+"""apps/v1 kinds beyond Deployment and StatefulSet: ReplicaSet and DaemonSet; and core/v1's
+ReplicationController, their predecessor (served so that ``kubectl apply --prune``, whose
+default list names it, works).
 
 Names, short names, categories, subresources and ``kubectl get`` columns as kube serves them
-(printers.go ``replicaSetColumnDefinitions``, ``daemonSetColumnDefinitions``).
+(printers.go ``replicaSetColumnDefinitions``, ``daemonSetColumnDefinitions``,
+``replicationControllerColumnDefinitions``).
 """
 
 from __future__ import annotations
@@ -28,6 +31,24 @@ REPLICASET = ResourceType(
         TableColumn("Containers", col.containers_names, priority=1),
         TableColumn("Images", col.containers_images, priority=1),
         TableColumn("Selector", col.selector_string("spec.selector.matchLabels"), priority=1),
+    ),
+)
+
+REPLICATION_CONTROLLER = ResourceType(
+    "", "v1", "ReplicationController", "replicationcontrollers", "replicationcontroller", namespaced=True,
+    short_names=("rc",), categories=("all",), has_status=True, strategic_merge=True,
+    scale=ScaleSubresource(label_set=True),
+    columns=(
+        TableColumn("Desired", path("spec.replicas", default=1), type="integer",
+                    description="Replicas is the number of desired replicas."),
+        TableColumn("Current", path("status.replicas", default=0), type="integer",
+                    description="Replicas is the most recently observed number of replicas."),
+        TableColumn("Ready", path("status.readyReplicas", default=0), type="integer",
+                    description="The number of ready replicas for this replication controller."),
+        AGE,
+        TableColumn("Containers", col.containers_names, priority=1),
+        TableColumn("Images", col.containers_images, priority=1),
+        TableColumn("Selector", col.selector_string("spec.selector"), priority=1),
     ),
 )
 

@@ -25,7 +25,9 @@ def scale_of(rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
     meta = obj["metadata"]
     selector = dig(obj, *spec.label_selector.split("."))
     status: dict[str, Any] = {"replicas": dig(obj, *spec.status_replicas.split(".")) or 0}
-    if isinstance(selector, dict):
+    if isinstance(selector, dict) and spec.label_set:
+        status["selector"] = LabelSelector.from_dict({"matchLabels": selector}).to_string()
+    elif isinstance(selector, dict):
         status["selector"] = LabelSelector.from_dict(selector).to_string()
     elif isinstance(selector, str) and selector:
         # A custom kind's labelSelectorPath names a serialized selector (LeaderWorkerSet's

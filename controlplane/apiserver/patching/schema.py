@@ -256,6 +256,14 @@ _KINDS: Mapping[str, FieldSchema] = MappingProxyType(
         "Event": _struct(metadata=OBJECT_META),
         "ServiceAccount": _struct(metadata=OBJECT_META, secrets=_keyed(UNKNOWN, "name")),
         "PriorityClass": _struct(metadata=OBJECT_META),
+        # Endpoints subsets are ``+listType=atomic``.
+        "Endpoints": _METADATA_ONLY,
+        "PersistentVolume": _struct(metadata=OBJECT_META, spec=_struct(capacity=_map())),
+        "ReplicationController": _struct(
+            metadata=OBJECT_META,
+            spec=_struct(selector=_map(atomic=True), template=_POD_TEMPLATE),
+            status=_struct(conditions=_CONDITIONS),
+        ),
         "PersistentVolumeClaim": _struct(
             metadata=OBJECT_META,
             spec=_struct(resources=_struct(requests=_map(), limits=_map())),
