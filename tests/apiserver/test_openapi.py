@@ -14,10 +14,10 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from controlplane.apiserver.app import create_app
 from controlplane.apiserver.objects import ObjectStore
-from controlplane.apiserver.openapi.documents import OpenApiDocuments
-from controlplane.apiserver.openapi.gnostic import MEDIA_TYPE as PROTOBUF_V2_MEDIA_TYPE
 from controlplane.apiserver.openapi.catalog import SchemaCatalog
+from controlplane.apiserver.openapi.documents import OpenApiDocuments
 from controlplane.apiserver.openapi.gnostic import ACCEPTED_MEDIA_TYPES
+from controlplane.apiserver.openapi.gnostic import MEDIA_TYPE as PROTOBUF_V2_MEDIA_TYPE
 from controlplane.apiserver.openapi.upstream import DEFINITIONS_PREFIX, UpstreamDefinitions
 from controlplane.apiserver.protobuf.wire import iter_fields
 from controlplane.apiserver.resources import Registry, ResourceType
