@@ -16,21 +16,29 @@ from controlplane.apiserver.resources import AGE, ResourceType, ScaleSubresource
 _CONTAINERS = cells.containers_at("spec", "template", "spec", field="name")
 _IMAGES = cells.containers_at("spec", "template", "spec", field="image")
 
+def _replica_columns(*, desired: str, ready: str, selector: str) -> tuple[TableColumn, ...]:
+    """The columns kube prints for a ReplicaSet and a ReplicationController (their descriptions
+    and selector differ)."""
+    return (
+        TableColumn("Desired", path("spec.replicas", default=1), type="integer", description=desired),
+        TableColumn("Current", path("status.replicas", default=0), type="integer",
+                    description="Replicas is the most recently observed number of replicas."),
+        TableColumn("Ready", path("status.readyReplicas", default=0), type="integer", description=ready),
+        AGE,
+        TableColumn("Containers", col.containers_names, priority=1),
+        TableColumn("Images", col.containers_images, priority=1),
+        TableColumn("Selector", col.selector_string(selector), priority=1),
+    )
+
+
 REPLICASET = ResourceType(
     "apps", "v1", "ReplicaSet", "replicasets", "replicaset", namespaced=True,
     short_names=("rs",), categories=("all",), has_status=True, strategic_merge=True,
     scale=ScaleSubresource(),
-    columns=(
-        TableColumn("Desired", path("spec.replicas", default=1), type="integer",
-                    description="Replicas is the number of desired pods."),
-        TableColumn("Current", path("status.replicas", default=0), type="integer",
-                    description="Replicas is the most recently observed number of replicas."),
-        TableColumn("Ready", path("status.readyReplicas", default=0), type="integer",
-                    description="The number of pods targeted by this ReplicaSet with a Ready Condition."),
-        AGE,
-        TableColumn("Containers", col.containers_names, priority=1),
-        TableColumn("Images", col.containers_images, priority=1),
-        TableColumn("Selector", col.selector_string("spec.selector.matchLabels"), priority=1),
+    columns=_replica_columns(
+        desired="Replicas is the number of desired pods.",
+        ready="The number of pods targeted by this ReplicaSet with a Ready Condition.",
+        selector="spec.selector.matchLabels",
     ),
 )
 
@@ -38,17 +46,10 @@ REPLICATION_CONTROLLER = ResourceType(
     "", "v1", "ReplicationController", "replicationcontrollers", "replicationcontroller", namespaced=True,
     short_names=("rc",), categories=("all",), has_status=True, strategic_merge=True,
     scale=ScaleSubresource(label_set=True),
-    columns=(
-        TableColumn("Desired", path("spec.replicas", default=1), type="integer",
-                    description="Replicas is the number of desired replicas."),
-        TableColumn("Current", path("status.replicas", default=0), type="integer",
-                    description="Replicas is the most recently observed number of replicas."),
-        TableColumn("Ready", path("status.readyReplicas", default=0), type="integer",
-                    description="The number of ready replicas for this replication controller."),
-        AGE,
-        TableColumn("Containers", col.containers_names, priority=1),
-        TableColumn("Images", col.containers_images, priority=1),
-        TableColumn("Selector", col.selector_string("spec.selector"), priority=1),
+    columns=_replica_columns(
+        desired="Replicas is the number of desired replicas.",
+        ready="The number of ready replicas for this replication controller.",
+        selector="spec.selector",
     ),
 )
 
