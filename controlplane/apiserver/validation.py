@@ -40,6 +40,7 @@ from controlplane.apis.kube.names import (
     qualified_name_errors,
 )
 from controlplane.apiserver.errors import BadRequest, Cause, CauseType, invalid
+from controlplane.apiserver.openapi import known_fields
 from controlplane.apiserver.resources import NameRule, ResourceType
 
 
@@ -350,6 +351,20 @@ def _drop(paths: list[Loc], obj: dict[str, Any]) -> list[Loc]:
     return paths
 
 
+def _unknown_dropped(
+    obj: dict[str, Any], rt: ResourceType, unknown: list[Loc], old: dict[str, Any] | None, field_validation: FieldValidation
+) -> tuple[dict[str, Any], list[str]]:
+    """A copy of ``obj`` without the ``unknown`` fields kube's decoder would not keep, and the
+    warnings to send (BadRequest under ``fieldValidation=Strict``). Fields the stored object
+    ``old`` already has (stored before the hub knew the kind's fields) go without a word: an
+    update that keeps them, a controller's among them, is not refused for them."""
+    obj = copy.deepcopy(obj)
+    stored = [loc for loc in unknown if old is not None and _holds(old, loc)]
+    _drop(stored, obj)
+    new = [loc for loc in unknown if loc not in stored]
+    return _pruned(obj, rt, functools.partial(_drop, new), field_validation)
+
+
 def strict_decoding_error(rt: ResourceType, paths: list[str]) -> BadRequest:
     """kube's answer to unknown fields under ``fieldValidation=Strict``: ``Deployment in version
     "v1" cannot be handled as a Deployment: strict decoding error: unknown field "spec.replica"``."""
@@ -393,17 +408,14 @@ def check_object(
     name = str((obj.get("metadata") or {}).get("name") or "")
     causes = metadata_causes(obj, rt)
     warnings: list[str] = []
+    # A kind with a schema of its own (a model, a CRD's) leaves its metadata to kube's ObjectMeta.
+    schema_of_its_own = rt.model is not None or rt.custom is not None
+    metadata_unknown = known_fields.unknown_metadata(obj) if schema_of_its_own and not status_only else []
     if rt.model is not None:
         checked = check_model(obj, rt.model, status_only=status_only)
-        if checked.unknown:
-            paths = [format_path(loc) for loc in checked.unknown]
-            if field_validation is FieldValidation.STRICT:
-                raise strict_decoding_error(rt, paths)
-            obj = copy.deepcopy(obj)
-            for loc in checked.unknown:
-                _prune(obj, loc)
-            if field_validation is FieldValidation.WARN:
-                warnings.extend(f'unknown field "{p}"' for p in paths)
+        if checked.unknown or metadata_unknown:
+            obj, dropped_warnings = _unknown_dropped(obj, rt, [*metadata_unknown, *checked.unknown], old, field_validation)
+            warnings.extend(dropped_warnings)
             # Validate what will be stored: dropping a field can leave an object that is not
             # valid (``{application: {bogus: 1}}`` becomes ``{application: {}}``).
             checked = check_model(obj, rt.model, status_only=status_only)
@@ -417,19 +429,17 @@ def check_object(
         if status_only:
             prune = rt.custom.prune_status or prune
             validate = rt.custom.validate_status or validate
-        obj, pruned_warnings = _pruned(obj, rt, prune, field_validation)
-        warnings.extend(pruned_warnings)
+        # The schema's pruning drops its fields in place (``obj`` is the writer's own copy); what
+        # it dropped is refused or warned about with the metadata's, in one answer as kube's.
+        unknown = [*metadata_unknown, *prune(obj)]
+        if unknown:
+            obj, dropped_warnings = _unknown_dropped(obj, rt, unknown, old, field_validation)
+            warnings.extend(dropped_warnings)
     elif rt.model is None and rt.unknown_fields is not None:
         unknown = rt.unknown_fields(obj, status_only)
         if unknown:
-            obj = copy.deepcopy(obj)
-            # Fields the stored object already has (stored before the hub knew the kind's fields)
-            # go without a word: an update that keeps them, a controller's among them, is not refused.
-            stored = [loc for loc in unknown if old is not None and _holds(old, loc)]
-            _drop(stored, obj)
-            new = [loc for loc in unknown if loc not in stored]
-            obj, pruned_warnings = _pruned(obj, rt, functools.partial(_drop, new), field_validation)
-            warnings.extend(pruned_warnings)
+            obj, dropped_warnings = _unknown_dropped(obj, rt, unknown, old, field_validation)
+            warnings.extend(dropped_warnings)
     if validate is not None:
         causes.extend(Cause(str(e.type), e.message, e.field) for e in validate(obj, old))
     if causes:

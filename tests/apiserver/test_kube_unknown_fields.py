@@ -204,3 +204,30 @@ def test_an_update_of_an_object_stored_with_unknown_fields_is_not_refused_for_th
     update["spec"]["bogus"] = 1
     with pytest.raises(BadRequest, match=r'strict decoding error: unknown field "spec\.bogus"$'):
         check_object(update, rt, field_validation=FieldValidation.STRICT, old=stored)
+
+
+POLICIES = "/apis/policy.karmada.io/v1alpha1/namespaces/default/propagationpolicies"
+
+
+async def test_a_kind_with_a_schema_of_its_own_has_kubes_object_meta(hub: Client) -> None:  # noqa: F811
+    """gpufed's, Karmada's and Kueue's kinds (pydantic models) and CRDs' kinds validate their
+    own fields; their metadata is kube's ObjectMeta, decoded as kube decodes it."""
+    policy = {
+        "apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+        "metadata": {"name": "pp", "labelz": {"a": "b"}},
+        "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}],
+                 "placement": {"clusterAffinity": {"clusterNames": ["a"]}}, "bogus": 1},
+    }
+    refused = await hub.post(f"{POLICIES}?fieldValidation=Strict", json=policy)
+    assert refused.status == 400
+    assert (await refused.json())["message"] == (
+        'PropagationPolicy in version "v1alpha1" cannot be handled as a PropagationPolicy: strict decoding error: '
+        'unknown field "metadata.labelz", unknown field "spec.bogus"'
+    )
+    created = await hub.post(POLICIES, json=policy)
+    assert created.status == 201, await created.text()
+    assert created.headers.getall("Warning") == [
+        '299 - "unknown field \\"metadata.labelz\\""', '299 - "unknown field \\"spec.bogus\\""'
+    ]
+    stored = await (await hub.get(f"{POLICIES}/pp")).json()
+    assert "labelz" not in stored["metadata"] and "bogus" not in stored["spec"]

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from controlplane.apiserver.openapi.upstream import DEFINITIONS_PREFIX, shared_definitions
+from controlplane.apiserver.openapi.upstream import DEFINITIONS_PREFIX, OBJECT_META, shared_definitions
 
 Path = tuple[str | int, ...]
 #: ``(object, status_only)`` -> the paths of the fields kube's decoder does not know, in document order.
@@ -163,3 +163,13 @@ def unknown_fields_of(group: str, version: str, kind: str) -> UnknownFields:
 
     return unknown
 
+
+
+def unknown_metadata(obj: dict[str, Any]) -> list[Path]:
+    """The fields of ``obj["metadata"]`` kube's ObjectMeta does not have (for kinds whose own
+    schema, a model or a CRD's, leaves metadata to kube)."""
+    out: list[Path] = []
+    node = _compiler().named(OBJECT_META)
+    if node is not None:
+        _unknown(obj.get("metadata"), node, ["metadata"], out)
+    return out
