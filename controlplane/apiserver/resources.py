@@ -127,6 +127,23 @@ class ScaleSubresource:
 
 
 @dataclass(frozen=True, slots=True)
+class VersionConversion:
+    """How a version of a built-in kind is served from the objects stored in another version of
+    its group (kube's conversion through the internal type: autoscaling/v1 HorizontalPodAutoscaler
+    from autoscaling/v2). Both functions return a new object with the other version's apiVersion."""
+
+    #: The version the objects are stored in (``v2``).
+    storage_version: str
+    #: This version's object as stored (its defaults and validation are the storage version's).
+    to_storage: Callable[[dict[str, Any]], dict[str, Any]]
+    #: A stored object as this version serves it.
+    from_storage: Callable[[dict[str, Any]], dict[str, Any]]
+    #: Annotations that carry the storage version's status in this version: a write of the main
+    #: resource keeps the stored ones, a write of the status subresource takes the request's.
+    status_annotations: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class ResourceType:
     group: str
     version: str
@@ -160,7 +177,8 @@ class ResourceType:
     #: kube's defaulting of the kind: fills unset fields in place on every create and update,
     #: after ``prepare`` and before validation (built-in kinds: :mod:`controlplane.apis.kube`).
     defaults: Defaulter | None = None
-    #: kube's defaulting of the kind read back from storage (for objects stored without it).
+    #: kube's defaulting of the kind read back from storage (for objects stored without it); for a
+    #: converted version (:attr:`conversion`) it applies to the stored form, before the conversion.
     defaults_on_read: Defaulter | None = None
     #: kube's validation of the kind beyond ``model``: (new, stored on update) → field errors;
     #: any error refuses the write with 422 Invalid (built-in kinds: :mod:`controlplane.apis.kube`).
@@ -184,6 +202,9 @@ class ResourceType:
     stored_as: str | None = None
     #: A CustomResourceDefinition's kind: its schema, pruning and the apiVersion it is stored as.
     custom: CustomKind | None = None
+    #: A built-in kind served in this version from objects stored in another (autoscaling/v1
+    #: HorizontalPodAutoscaler): every read and write converts (:mod:`.objects.reading`).
+    conversion: VersionConversion | None = None
 
     @property
     def api_version(self) -> str:
@@ -202,11 +223,22 @@ class ResourceType:
         return self.stored_as or self.group or "core"
 
     @property
-    def storage_api_version(self) -> str:
-        """The apiVersion objects of this type are stored with: ``api_version`` unless an alias of
-        another group's type, or a custom kind's version other than its CRD's storage version."""
+    def stored_in_version(self) -> str:
+        """The apiVersion of the same kind whose objects this type serves, when another version of
+        it stores them (a CRD's version other than its storage version, a converted built-in
+        version); empty for the storage version itself. Controllers watch the storage version only."""
         if self.custom is not None and self.custom.stored_api_version:
             return self.custom.stored_api_version
+        if self.conversion is not None:
+            return f"{self.group}/{self.conversion.storage_version}" if self.group else self.conversion.storage_version
+        return ""
+
+    @property
+    def storage_api_version(self) -> str:
+        """The apiVersion objects of this type are stored with: ``api_version`` unless an alias of
+        another group's type, or a version of a kind stored in another (:attr:`stored_in_version`)."""
+        if self.stored_in_version:
+            return self.stored_in_version
         return f"{self.stored_as}/{self.version}" if self.stored_as else self.api_version
 
     @property
@@ -279,8 +311,9 @@ class Registry:
         return [rt for rt in self._types if rt.group == group and rt.version == version]
 
     def namespaced_types(self) -> list[ResourceType]:
-        """The namespaced types, each stored set once (aliases of another group left out)."""
-        return [rt for rt in self._types if rt.namespaced and rt.stored_as is None]
+        """The namespaced types, each stored set once (aliases of another group and versions of a
+        kind stored in another version left out)."""
+        return [rt for rt in self._types if rt.namespaced and rt.stored_as is None and not rt.stored_in_version]
 
 
 # --- built-in kinds -------------------------------------------------------------------
@@ -304,19 +337,53 @@ def _secret_prepare(obj: dict[str, Any]) -> None:
 
 
 def with_kube_rules(types: Iterable[ResourceType]) -> list[ResourceType]:
-    """``types`` with kube's defaulting and validation of each kind attached, where kube has them."""
-    return [
-        replace(
+    """``types`` with kube's defaulting and validation of each kind attached, where kube has them.
+
+    kube defines them for its internal type, whose shape is the storage version's: a converted
+    version (:attr:`ResourceType.conversion`) is defaulted and validated as its storage form (the
+    field paths of errors are the storage version's, as kube's are)."""
+    out: list[ResourceType] = []
+    for rt in types:
+        defaults = rt.defaults or defaulting.for_kind(rt.group, rt.kind)
+        validate = rt.validate or validation.for_kind(rt.group, rt.kind)
+        validate_status = rt.validate_status or validation.for_status(rt.group, rt.kind)
+        if rt.conversion is not None:
+            defaults = _converted_defaults(rt.conversion, defaults)
+            validate = _converted_validator(rt.conversion, validate)
+            validate_status = _converted_validator(rt.conversion, validate_status)
+        out.append(replace(
             rt,
-            defaults=rt.defaults or defaulting.for_kind(rt.group, rt.kind),
+            defaults=defaults,
             defaults_on_read=rt.defaults_on_read or defaulting.for_reading(rt.group, rt.kind),
-            validate=rt.validate or validation.for_kind(rt.group, rt.kind),
-            validate_status=rt.validate_status or validation.for_status(rt.group, rt.kind),
+            validate=validate,
+            validate_status=validate_status,
             unknown_fields=rt.unknown_fields
             or (None if rt.model or rt.custom else known_fields.unknown_fields_of(rt.group, rt.version, rt.kind)),
-        )
-        for rt in types
-    ]
+        ))
+    return out
+
+
+def _converted_defaults(conversion: VersionConversion, defaults: Defaulter | None) -> Defaulter:
+    """Defaulting of a converted version: the object becomes what a read of it once stored serves
+    (converted, the storage version's defaults applied, converted back), in place."""
+
+    def default(obj: dict[str, Any]) -> None:
+        stored = conversion.to_storage(obj)
+        if defaults is not None:
+            defaults(stored)
+        served = conversion.from_storage(stored)
+        obj.clear()
+        obj.update(served)
+
+    return default
+
+
+def _converted_validator(conversion: VersionConversion, validate: Validator | None) -> Validator | None:
+    """The storage version's validation of a converted version's objects."""
+    if validate is None:
+        return None
+    to_storage = conversion.to_storage
+    return lambda new, old: validate(to_storage(new), None if old is None else to_storage(old))
 
 
 def core_resources() -> list[ResourceType]:

@@ -250,8 +250,8 @@ class ControllerContext:
 
     def workload_informer(self, api_version: str, kind: str) -> Informer | None:
         rt = self.registry.for_kind(api_version, kind)
-        if rt is not None and rt.custom is not None and rt.custom.stored_api_version:
-            rt = self.registry.for_kind(rt.custom.stored_api_version, kind)  # watched in its storage version
+        if rt is not None and rt.stored_in_version:
+            rt = self.registry.for_kind(rt.stored_in_version, kind)  # watched in its storage version
         if rt is None:
             return None
         return self._informers.get(_key(rt))

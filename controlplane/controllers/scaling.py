@@ -34,7 +34,7 @@ def scale_interpreters(types: Iterable[ResourceType]) -> list[tuple[str, ScaleIn
         if rt.custom is None or rt.scale is None:
             continue
         key = (rt.group, rt.kind)
-        if key not in chosen or not rt.custom.stored_api_version:  # the storage version wins
+        if key not in chosen or not rt.stored_in_version:  # the storage version wins
             chosen[key] = rt
     out: list[tuple[str, ScaleInterpreter]] = []
     for (group, kind), rt in sorted(chosen.items()):

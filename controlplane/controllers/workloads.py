@@ -138,11 +138,10 @@ def shape_problem(rt: ResourceType, obj: Mapping[str, Any]) -> InvalidObject | N
 def propagatable_types(registry: Registry) -> list[ResourceType]:
     """Namespaced kinds the detector watches: every kind the hub serves that may propagate
     (:func:`is_propagatable`), with an interpreter or not. A custom kind served in several
-    versions (``conversion: None``: one set of objects) is watched once, in its storage version."""
-    return [
-        rt for rt in registry
-        if is_propagatable(rt) and not (rt.custom is not None and rt.custom.stored_api_version)
-    ]
+    versions (``conversion: None``: one set of objects), or a built-in kind served in a version
+    converted from another (autoscaling/v1 HorizontalPodAutoscaler), is watched once, in its
+    storage version."""
+    return [rt for rt in registry if is_propagatable(rt) and not rt.stored_in_version]
 
 
 def is_deleting(obj: Mapping[str, Any] | None) -> bool:

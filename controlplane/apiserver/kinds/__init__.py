@@ -1,7 +1,7 @@
 """Built-in kinds served beside the core, workload and gpufed ones, one module per API family.
 
 In: nothing. Out: :func:`builtin_kind_resources` (apps ReplicaSet/DaemonSet, batch CronJob,
-networking, policy, autoscaling, quota and storage kinds) and :func:`gpu_workload_resources`
+networking, policy, autoscaling (v2 and v1), quota and storage kinds) and :func:`gpu_workload_resources`
 (LeaderWorkerSet, JobSet), each with kube's defaulting and validation attached where kube has
 them (``with_kube_rules``). The hub and the simulated members serve both lists.
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from controlplane.apiserver.kinds.admin import (
     HORIZONTAL_POD_AUTOSCALER,
+    HORIZONTAL_POD_AUTOSCALER_V1,
     LIMIT_RANGE,
     POD_DISRUPTION_BUDGET,
     RESOURCE_QUOTA,
@@ -34,6 +35,7 @@ def builtin_kind_resources() -> list[ResourceType]:
         NETWORK_POLICY,
         POD_DISRUPTION_BUDGET,
         HORIZONTAL_POD_AUTOSCALER,
+        HORIZONTAL_POD_AUTOSCALER_V1,  # after v2: the group's first version is its preferred one
         LIMIT_RANGE,
         RESOURCE_QUOTA,
         STORAGE_CLASS,

@@ -1,11 +1,15 @@
 """Kinds that shape what a namespace or cluster may run: PodDisruptionBudget (policy/v1),
-HorizontalPodAutoscaler (autoscaling/v2), LimitRange and ResourceQuota (core/v1) and
-StorageClass (storage.k8s.io/v1), as kube serves them (printers.go column definitions)."""
+HorizontalPodAutoscaler (autoscaling/v2, and autoscaling/v1 converted from it), LimitRange and
+ResourceQuota (core/v1) and StorageClass (storage.k8s.io/v1), as kube serves them (printers.go
+column definitions)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from controlplane.apis.kube import convert_autoscaling
 from controlplane.apiserver.kinds import cells
-from controlplane.apiserver.resources import AGE, ResourceType, TableColumn
+from controlplane.apiserver.resources import AGE, ResourceType, TableColumn, VersionConversion
 
 POD_DISRUPTION_BUDGET = ResourceType(
     "policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", "poddisruptionbudget", namespaced=True,
@@ -34,6 +38,26 @@ HORIZONTAL_POD_AUTOSCALER = ResourceType(
         TableColumn("Replicas", cells.int_at("status", "currentReplicas"), type="integer",
                     description="Current number of replicas of pods managed by this autoscaler."),
         AGE,
+    ),
+)
+
+#: autoscaling/v1, served from the stored autoscaling/v2 objects as kube serves it: its
+#: ``targetCPUUtilizationPercentage`` is v2's CPU utilization metric, the rest of v2 travels in
+#: annotations (:mod:`controlplane.apis.kube.convert_autoscaling`). Its table is v2's, printed
+#: from the v2 form (kube prints its internal type, whichever version is asked for).
+HORIZONTAL_POD_AUTOSCALER_V1 = replace(
+    HORIZONTAL_POD_AUTOSCALER,
+    version="v1",
+    conversion=VersionConversion(
+        storage_version="v2",
+        to_storage=convert_autoscaling.v1_to_v2,
+        from_storage=convert_autoscaling.v2_to_v1,
+        status_annotations=convert_autoscaling.STATUS_ANNOTATIONS,
+    ),
+    columns=tuple(
+        replace(column, getter=cells.of_converted(convert_autoscaling.v1_to_v2, column.getter))
+        if column.name == "Targets" else column
+        for column in HORIZONTAL_POD_AUTOSCALER.columns
     ),
 )
 

@@ -216,6 +216,16 @@ def hpa_targets(obj: Obj, _now: datetime) -> str:
     return ", ".join(parts) if parts else "<none>"
 
 
+def of_converted(convert: Callable[[Obj], Obj], cell: Cell) -> Cell:
+    """``cell`` of the object converted by ``convert``: a served version printed as another
+    (kube prints its internal type whichever version was asked for)."""
+
+    def get(obj: Obj, now: datetime) -> Any:
+        return cell(convert(obj), now)
+
+    return get
+
+
 def int_or_unset(*keys: str) -> Cell:
     def get(obj: Obj, _now: datetime) -> Any:
         value = dig(obj, *keys)

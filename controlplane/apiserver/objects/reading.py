@@ -63,11 +63,13 @@ async def get_kv(store: storage.Store, rt: ResourceType, *, namespace: str | Non
 
 def decode(rt: ResourceType, kv: storage.KeyValue) -> dict[str, Any]:
     """The object stored in ``kv`` as served: with its resourceVersion and kube's defaults
-    (applied here to an object not stored with them, as kube defaults what it decodes)."""
-    obj = codec.decode(kv, rt.api_version)
+    (applied here to an object not stored with them, as kube defaults what it decodes), and
+    converted from its storage version when ``rt`` is another version of its kind."""
+    conversion = rt.conversion
+    obj = codec.decode(kv, rt.api_version if conversion is None else rt.storage_api_version)
     if rt.defaults_on_read is not None and not codec.is_defaulted(kv):
         rt.defaults_on_read(obj)
-    return obj
+    return obj if conversion is None else conversion.from_storage(obj)
 
 
 #: Objects decoded between two turns of the event loop in :func:`decode_all`.
@@ -91,14 +93,20 @@ async def decode_all(
 
 
 def encoded(rt: ResourceType, kv: storage.KeyValue) -> bytes:
-    """:func:`decode` as JSON, spliced from the stored bytes unparsed when nothing is to default."""
-    if rt.defaults_on_read is None or codec.is_defaulted(kv):
+    """:func:`decode` as JSON, spliced from the stored bytes unparsed when nothing is to default
+    or convert."""
+    if rt.conversion is None and (rt.defaults_on_read is None or codec.is_defaulted(kv)):
         return codec.with_resource_version(kv, rt.api_version)
     return codec.dumps(decode(rt, kv))
 
 
 def stored_form(rt: ResourceType, obj: dict[str, Any]) -> bytes:
-    """What is written for ``obj``, an object of ``rt`` that went through its defaulting."""
+    """What is written for ``obj``, an object of ``rt`` that went through its defaulting: converted
+    to its storage version (and defaulted as that) when ``rt`` is another version of its kind."""
+    if rt.conversion is not None:
+        obj = rt.conversion.to_storage(obj)
+        if rt.defaults_on_read is not None:
+            rt.defaults_on_read(obj)
     return codec.encode(obj, rt.storage_api_version, defaulted=rt.defaults_on_read is not None)
 
 

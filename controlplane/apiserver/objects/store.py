@@ -143,7 +143,7 @@ class ObjectStore:
         created, stored = await self._writer.create_owned(
             rt, checked_body(rt, obj, namespace=namespace, copy_body=False), WriteOptions(**options)
         )
-        return codec.dumps(created) if stored is None else codec.with_resource_version(stored, rt.api_version)
+        return codec.dumps(created) if stored is None else encoded(rt, stored)
 
     async def update(
         self,

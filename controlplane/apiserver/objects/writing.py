@@ -404,8 +404,11 @@ def checked_body(
     checked: dict[str, Any] = obj
     api_version = obj.setdefault("apiVersion", rt.api_version)
     kind = obj.setdefault("kind", rt.kind)
-    if rt.custom is not None and rt.custom.stored_api_version and api_version == rt.custom.stored_api_version:
-        obj["apiVersion"] = api_version = rt.api_version  # a stored object patched through another version
+    if rt.stored_in_version and api_version == rt.stored_in_version:
+        # A stored object written or patched through another version of its kind.
+        if rt.conversion is not None:
+            obj = checked = rt.conversion.from_storage(obj)
+        obj["apiVersion"] = api_version = rt.api_version
     if api_version != rt.api_version:
         raise errors.BadRequest(
             f"the API version in the data ({api_version}) does not match the expected API version ({rt.api_version})"
@@ -458,6 +461,31 @@ def merged(
     rt: ResourceType, old: dict[str, Any], incoming: dict[str, Any], *, subresource: str | None
 ) -> dict[str, Any]:
     """The object an update would store: server-owned fields and the other half kept."""
+    new = _merged(rt, old, incoming, subresource=subresource)
+    if rt.conversion is not None and rt.conversion.status_annotations:
+        # Annotations that carry the status (in a converted version) go with it: the request's
+        # on a status write, the stored ones on any other.
+        source = incoming if subresource == "status" else old
+        _set_annotations(new, source, rt.conversion.status_annotations)
+    return new
+
+
+def _set_annotations(obj: dict[str, Any], source: dict[str, Any], keys: tuple[str, ...]) -> None:
+    """``obj``'s annotations ``keys`` as ``source`` has them (set or absent); its annotations are
+    replaced by a new dict, never changed in place (a status write shares the stored metadata)."""
+    meta = obj["metadata"] = dict(obj.get("metadata") or {})
+    given = (source.get("metadata") or {}).get("annotations") or {}
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k not in keys}
+    annotations.update({k: given[k] for k in keys if k in given})
+    if annotations:
+        meta["annotations"] = annotations
+    else:
+        meta.pop("annotations", None)
+
+
+def _merged(
+    rt: ResourceType, old: dict[str, Any], incoming: dict[str, Any], *, subresource: str | None
+) -> dict[str, Any]:
     if subresource == "status":
         # ``old`` is this write's own decoded copy. Where the kind is defaulted as it is read, it
         # carries its defaults already and defaulting ``new`` again writes no new value, so the

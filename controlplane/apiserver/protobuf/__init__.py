@@ -8,7 +8,7 @@ calls :func:`decode_object` for such bodies and continues exactly as for JSON.
 
 Layout: :mod:`.wire` splits bytes into fields; :mod:`.schema` describes field tables;
 :mod:`.tables` reads the tables (``meta_v1.yaml``, ``core_v1.yaml``, ``apps_v1.yaml``,
-``batch_v1.yaml``, ``rbac_v1.yaml``, ``networking_v1.yaml``, ``policy_v1.yaml``,
+``batch_v1.yaml``, ``rbac_v1.yaml``, ``networking_v1.yaml``, ``policy_v1.yaml``, ``autoscaling_v1.yaml``,
 ``scheduling_v1.yaml``) taken from the upstream ``generated.proto`` files;
 :mod:`.kinds` lists the decodable kinds;
 :mod:`.decoding` reads the envelope and applies the tables.

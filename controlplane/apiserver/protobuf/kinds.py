@@ -2,7 +2,7 @@
 
 ``kubectl create namespace|configmap|secret|serviceaccount|service|quota|deployment|job|
 cronjob|role|clusterrole|rolebinding|clusterrolebinding|ingress|poddisruptionbudget|
-priorityclass|token`` and ``kubectl auth can-i|whoami`` use typed clients that write
+priorityclass|token``, ``kubectl autoscale`` (an autoscaling/v1 HorizontalPodAutoscaler) and ``kubectl auth can-i|whoami`` use typed clients that write
 ``application/vnd.kubernetes.protobuf`` bodies; manifests
 (``kubectl apply -f``) always go as JSON, so no other kind needs a table here. Keys
 are ``(apiVersion, kind)`` as the envelope names them.
@@ -22,6 +22,7 @@ _KINDS: Mapping[str, tuple[str, ...]] = {
     "rbac.authorization.k8s.io/v1": ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"),
     "networking.k8s.io/v1": ("Ingress",),
     "policy/v1": ("PodDisruptionBudget",),
+    "autoscaling/v1": ("HorizontalPodAutoscaler",),
     "scheduling.k8s.io/v1": ("PriorityClass",),
     "authorization.k8s.io/v1": (
         "SelfSubjectAccessReview",

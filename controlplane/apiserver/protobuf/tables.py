@@ -27,6 +27,7 @@ TABLE_FILES = (
     "rbac_v1.yaml",
     "networking_v1.yaml",
     "policy_v1.yaml",
+    "autoscaling_v1.yaml",
     "scheduling_v1.yaml",
     "authentication_v1.yaml",
 )
