@@ -339,16 +339,18 @@ def _secret_prepare(obj: dict[str, Any]) -> None:
 def with_kube_rules(types: Iterable[ResourceType]) -> list[ResourceType]:
     """``types`` with kube's defaulting and validation of each kind attached, where kube has them.
 
-    kube defines them for its internal type, whose shape is the storage version's: a converted
-    version (:attr:`ResourceType.conversion`) is defaulted and validated as its storage form (the
-    field paths of errors are the storage version's, as kube's are)."""
+    kube validates its internal type, whose shape is the storage version's: a converted version
+    (:attr:`ResourceType.conversion`) is validated as its storage form (the field paths of errors
+    are the storage version's, as kube's are). Its own defaulting is the one it declares (kube's
+    of that version); the storage version's is applied to its storage form (``defaults_on_read``,
+    as kube defaults what it decodes from etcd)."""
     out: list[ResourceType] = []
     for rt in types:
         defaults = rt.defaults or defaulting.for_kind(rt.group, rt.kind)
         validate = rt.validate or validation.for_kind(rt.group, rt.kind)
         validate_status = rt.validate_status or validation.for_status(rt.group, rt.kind)
         if rt.conversion is not None:
-            defaults = _converted_defaults(rt.conversion, defaults)
+            defaults = rt.defaults
             validate = _converted_validator(rt.conversion, validate)
             validate_status = _converted_validator(rt.conversion, validate_status)
         out.append(replace(
@@ -361,21 +363,6 @@ def with_kube_rules(types: Iterable[ResourceType]) -> list[ResourceType]:
             or (None if rt.model or rt.custom else known_fields.unknown_fields_of(rt.group, rt.version, rt.kind)),
         ))
     return out
-
-
-def _converted_defaults(conversion: VersionConversion, defaults: Defaulter | None) -> Defaulter:
-    """Defaulting of a converted version: the object becomes what a read of it once stored serves
-    (converted, the storage version's defaults applied, converted back), in place."""
-
-    def default(obj: dict[str, Any]) -> None:
-        stored = conversion.to_storage(obj)
-        if defaults is not None:
-            defaults(stored)
-        served = conversion.from_storage(stored)
-        obj.clear()
-        obj.update(served)
-
-    return default
 
 
 def _converted_validator(conversion: VersionConversion, validate: Validator | None) -> Validator | None:

@@ -893,13 +893,13 @@ async def test_kubectl_patch_that_cannot_apply_says_why(hub_kubeconfig: Path) ->
 
 async def test_a_version_not_served_names_the_one_that_is(hub: Client) -> None:
     """A 404 for a resource asked for in another version than the served one says which is served
-    (old manifests' batch/v1beta1, kubectl autoscale's autoscaling/v1); other 404s are kube's."""
-    response = await hub.post("/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers", json={})
+    (old manifests' batch/v1beta1 and autoscaling/v2beta2); other 404s are kube's."""
+    response = await hub.post("/apis/autoscaling/v2beta2/namespaces/default/horizontalpodautoscalers", json={})
     status: Obj = await response.json()
     assert (response.status, status["reason"]) == (404, "NotFound")
     assert status["message"] == (
-        "the server could not find the requested resource: autoscaling/v1 horizontalpodautoscalers are not "
-        "served; this server serves them as autoscaling/v2"
+        "the server could not find the requested resource: autoscaling/v2beta2 horizontalpodautoscalers are not "
+        "served; this server serves them as autoscaling/v1, autoscaling/v2"
     )
     response = await hub.get("/apis/batch/v1beta1/namespaces/default/cronjobs")
     assert "this server serves them as batch/v1" in (await response.json())["message"]
@@ -908,9 +908,10 @@ async def test_a_version_not_served_names_the_one_that_is(hub: Client) -> None:
 
 
 @needs_kubectl
-async def test_kubectl_autoscale_is_told_which_version_to_write(hub_kubeconfig: Path) -> None:
-    code, out, err = await kubectl(hub_kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump(deployment()))
-    assert code == 0, err
-    code, out, err = await kubectl(hub_kubeconfig, "autoscale", "deployment", "x", "--max=3", "--cpu-percent=80")
+async def test_kubectl_is_told_which_version_to_write(hub_kubeconfig: Path) -> None:
+    manifest = {"apiVersion": "batch/v1beta1", "kind": "CronJob", "metadata": {"name": "x"},
+                "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": pod_template(restart="Never")}}}}
+    code, out, err = await kubectl(hub_kubeconfig, "create", "--raw", "/apis/batch/v1beta1/namespaces/default/cronjobs",
+                                   "-f", "-", stdin=json.dumps(manifest))
     assert code != 0, out
-    assert "this server serves them as autoscaling/v2" in err, err
+    assert "this server serves them as batch/v1" in err, err

@@ -1,7 +1,7 @@
 """kube's defaulting of the kinds of the networking, storage and autoscaling groups that users
 propagate: NetworkPolicy (``pkg/apis/networking/v1/defaults.go``), StorageClass
 (``pkg/apis/storage/v1/defaults.go``) and HorizontalPodAutoscaler
-(``pkg/apis/autoscaling/v2/defaults.go``).
+(``pkg/apis/autoscaling/v2/defaults.go``, and ``v1/defaults.go`` for the version converted from it).
 """
 
 from __future__ import annotations
@@ -51,6 +51,14 @@ def storage_class(obj: dict[str, Any]) -> None:
         obj["reclaimPolicy"] = "Delete"
     if obj.get("volumeBindingMode") is None:
         obj["volumeBindingMode"] = "Immediate"
+
+
+def horizontal_pod_autoscaler_v1(obj: dict[str, Any]) -> None:
+    """autoscaling/v1 ``SetDefaults_HorizontalPodAutoscaler``: one minimum replica. Its 80 % CPU is
+    applied by the conversion to v2 (which sees the metrics annotation), not here, as in kube."""
+    spec = child(obj, "spec")
+    if spec is not None and spec.get("minReplicas") is None:
+        spec["minReplicas"] = 1
 
 
 def horizontal_pod_autoscaler(obj: dict[str, Any]) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from controlplane.apis.kube import convert_autoscaling
+from controlplane.apis.kube import convert_autoscaling, defaults_groups
 from controlplane.apiserver.kinds import cells
 from controlplane.apiserver.resources import AGE, ResourceType, TableColumn, VersionConversion
 
@@ -48,6 +48,7 @@ HORIZONTAL_POD_AUTOSCALER = ResourceType(
 HORIZONTAL_POD_AUTOSCALER_V1 = replace(
     HORIZONTAL_POD_AUTOSCALER,
     version="v1",
+    defaults=defaults_groups.horizontal_pod_autoscaler_v1,
     conversion=VersionConversion(
         storage_version="v2",
         to_storage=convert_autoscaling.v1_to_v2,

@@ -81,7 +81,9 @@ class Deleter:
             if dry_run:
                 return DeleteResult(marked, deleted=False)
             try:
-                written = await self._store.update(kv.key, stored_form(rt, marked), expected_revision=kv.mod_revision)
+                written = await self._store.update(
+                    kv.key, stored_form(rt, marked, replacing=kv, part="metadata"), expected_revision=kv.mod_revision
+                )
             except storage.Conflict as exc:
                 raise LostRace(str(exc)) from exc
             except storage.StorageError as exc:

@@ -100,14 +100,56 @@ def encoded(rt: ResourceType, kv: storage.KeyValue) -> bytes:
     return codec.dumps(decode(rt, kv))
 
 
-def stored_form(rt: ResourceType, obj: dict[str, Any]) -> bytes:
-    """What is written for ``obj``, an object of ``rt`` that went through its defaulting: converted
-    to its storage version (and defaulted as that) when ``rt`` is another version of its kind."""
+def stored_form(
+    rt: ResourceType, obj: dict[str, Any], *, replacing: storage.KeyValue | None = None, part: str | None = None
+) -> bytes:
+    """What is written for ``obj``, an object of ``rt`` that went through its defaulting.
+
+    When ``rt`` is another version of its kind than the stored one, ``obj`` is converted to that
+    version (and defaulted as it); a write ``replacing`` a stored object takes from the conversion
+    only the ``part`` it changes (``None``: all but the status, ``"status"``: the status,
+    ``"metadata"``) and keeps the rest as stored, as kube's strategies keep its internal object's:
+    converting back and forth is not lossless (v1 puts the CPU target last, its status quantities
+    are not optional)."""
     if rt.conversion is not None:
-        obj = rt.conversion.to_storage(obj)
-        if rt.defaults_on_read is not None:
-            rt.defaults_on_read(obj)
+        obj = _converted_for_storage(rt, obj, replacing, part)
     return codec.encode(obj, rt.storage_api_version, defaulted=rt.defaults_on_read is not None)
+
+
+def _converted_for_storage(
+    rt: ResourceType, obj: dict[str, Any], replacing: storage.KeyValue | None, part: str | None
+) -> dict[str, Any]:
+    assert rt.conversion is not None
+    converted = rt.conversion.to_storage(obj)
+    if rt.defaults_on_read is not None:
+        rt.defaults_on_read(converted)
+    if replacing is None:
+        return converted
+    stored = codec.decode(replacing, rt.storage_api_version)
+    if rt.defaults_on_read is not None and not codec.is_defaulted(replacing):
+        rt.defaults_on_read(stored)
+    if part is None:
+        out = {k: v for k, v in converted.items() if k != "status"}
+        if "status" in stored:
+            out["status"] = stored["status"]
+        return out
+    out = {**stored, "metadata": converted["metadata"]}
+    if part == "status":
+        out.pop("status", None)
+        if "status" in converted:
+            out["status"] = converted["status"]
+    return out
+
+
+def served(rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` (of ``rt``, defaulted) as a read of it once stored serves it: itself, unless ``rt``
+    converts (then what its storage form converts back to). The answer of a dry run."""
+    if rt.conversion is None:
+        return obj
+    converted = rt.conversion.to_storage(obj)
+    if rt.defaults_on_read is not None:
+        rt.defaults_on_read(converted)
+    return rt.conversion.from_storage(converted)
 
 
 def label_selector_of(selector: LabelSelectorArg) -> LabelSelector:

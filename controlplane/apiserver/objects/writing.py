@@ -24,7 +24,7 @@ from typing import Any
 from controlplane.apiserver import errors
 from controlplane.apiserver.admission import Operation, WriteAttributes
 from controlplane.apiserver.objects.namespaces import NamespaceLifecycle
-from controlplane.apiserver.objects.reading import decode, get_kv, store_call, stored_form
+from controlplane.apiserver.objects.reading import decode, get_kv, served, store_call, stored_form
 from controlplane.apiserver.objects.values import WriteOptions
 from controlplane.apiserver.patches import PatchType, apply_patch, record_update
 from controlplane.apiserver.resources import ResourceType
@@ -136,10 +136,12 @@ class Writer:
         if options.validate is not None:
             options.validate(WriteAttributes(Operation.CREATE, rt, obj))
         if options.dry_run:
-            return obj, None
+            return served(rt, obj), None
         kv: storage.KeyValue = await store_call(
             rt, meta["name"], self._store.create(rt.key(namespace=meta.get("namespace"), name=meta["name"]), stored_form(rt, obj))
         )
+        if rt.conversion is not None:
+            obj = decode(rt, kv)  # the answer is the stored object, converted back
         obj["metadata"]["resourceVersion"] = str(kv.mod_revision)
         if rt is self._namespaces.type:
             self._namespaces.forget(meta["name"])
@@ -319,7 +321,7 @@ class Writer:
                         "metadata.finalizers",
                     )],
                 )
-        if subresource is None and _spec_of(new) != _spec_of(old):
+        if subresource is None and _spec_changed(rt, old, new):
             meta["generation"] = int(old_meta.get("generation") or 0) + 1
         if options.warnings is not None:
             options.warnings.extend(checked.warnings)
@@ -346,7 +348,7 @@ class Writer:
         """Store ``new`` (from :meth:`prepared_update`) over ``old``, stored as ``kv``: a
         compare-and-swap on its revision, or the delete of an object whose last finalizer went."""
         if options.dry_run:
-            return new
+            return served(rt, new)
         meta = new["metadata"]
         name = meta["name"]
         key = kv.key
@@ -363,11 +365,14 @@ class Writer:
             return new
         try:
             with writing_because(WriteReason(subresource or "", partial(changed_fields, old, new))):
-                written = await self._store.update(key, stored_form(rt, new), expected_revision=kv.mod_revision)
+                stored = stored_form(rt, new, replacing=kv, part=subresource)
+                written = await self._store.update(key, stored, expected_revision=kv.mod_revision)
         except storage.Conflict as exc:
             raise LostRace(errors.conflict_modified(plural=rt.plural, group=rt.group, name=name).message) from exc
         except storage.StorageError as exc:
             raise errors.from_storage_error(exc, plural=rt.plural, group=rt.group, name=name) from exc
+        if rt.conversion is not None:
+            return decode(rt, written)  # the answer is the stored object, converted back
         meta["resourceVersion"] = str(written.mod_revision)
         return new
 
@@ -517,6 +522,14 @@ def _merged(
         else:
             new.pop("status", None)
     return new
+
+
+def _spec_changed(rt: ResourceType, old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Whether an update changes the spec (bumping ``generation``): of the storage forms, for a
+    converted version (a v1 HPA's metrics other than CPU are annotations)."""
+    if rt.conversion is not None:
+        return _spec_of(rt.conversion.to_storage(new)) != _spec_of(rt.conversion.to_storage(old))
+    return _spec_of(new) != _spec_of(old)
 
 
 def _spec_of(obj: dict[str, Any]) -> dict[str, Any]:
