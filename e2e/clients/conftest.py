@@ -48,10 +48,19 @@ class ServedKind:
 
     @property
     def id(self) -> str:
+        """``plural.group``, ``plural.version.group`` for a resource served in several versions."""
+        if (self.group, self.plural) in _SEVERAL_VERSIONS:
+            return f"{self.plural}.{self.version}.{self.group}"
         return f"{self.plural}.{self.group}" if self.group else self.plural
 
     def namespace(self) -> str | None:
         return NAMESPACE if self.namespaced else None
+
+
+#: (group, plural) of the resources the hub serves in more than one version (one stored object).
+_SEVERAL_VERSIONS = {
+    (rt.group, rt.plural) for rt in hub_registry() if rt.stored_in_version and not rt.custom
+}
 
 
 def registry_kinds() -> list[ServedKind]:

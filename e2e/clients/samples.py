@@ -242,12 +242,24 @@ SPECS: dict[tuple[str, str], Builder] = {
 SPECS.update({("policy.karmada.io", kind): SPECS[("policy.gpufed.io", kind)] for _, kind in list(SPECS) if _ == "policy.gpufed.io"})
 
 
+#: (apiVersion, kind) -> the body, for a kind served in versions whose bodies differ (one stored
+#: object, converted: autoscaling/v1 says with one field what v2 says with a metric).
+VERSIONED_SPECS: dict[tuple[str, str], Builder] = {
+    ("autoscaling/v1", "HorizontalPodAutoscaler"): lambda name: {
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+            "minReplicas": 1, "maxReplicas": 4, "targetCPUUtilizationPercentage": 80,
+        }
+    },
+}
+
+
 def sample(api_version: str, kind: str, name: str, *, namespace: str | None) -> dict[str, Any]:
     """A minimal valid ``kind`` named ``name`` (in ``namespace`` when the kind is namespaced); a
     CustomResourceDefinition's name must be ``<plural>.<group>``, so it is named from ``name``:
     read the name from the sample."""
     group = api_version.rpartition("/")[0]
-    builder = SPECS.get((group, kind))
+    builder = VERSIONED_SPECS.get((api_version, kind)) or SPECS.get((group, kind))
     if builder is None:
         raise MissingSample(
             f"the hub serves {kind} ({api_version}) but e2e/clients/samples.py has no sample of it: add one to SPECS"
