@@ -49,7 +49,8 @@ def api_versions() -> dict[str, Any]:
 
 
 def _storage_version_hash(rt: ResourceType) -> str:
-    digest = hashlib.sha256(f"{rt.api_version}/{rt.kind}".encode()).digest()
+    # Of the version stored, as kube's: the same for every version of one stored object.
+    digest = hashlib.sha256(f"{rt.storage_api_version}/{rt.kind}".encode()).digest()
     return base64.b64encode(digest[:8]).decode()
 
 

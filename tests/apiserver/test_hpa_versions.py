@@ -175,6 +175,8 @@ async def test_discovery_prefers_v2_and_lists_v1(hub: Client) -> None:  # noqa: 
     assert autoscaling["preferredVersion"]["version"] == "v2"
     resources = (await ok(await hub.get("/apis/autoscaling/v1")))["resources"]
     assert [r["name"] for r in resources] == ["horizontalpodautoscalers", "horizontalpodautoscalers/status"]
+    v2 = (await ok(await hub.get("/apis/autoscaling/v2")))["resources"][0]
+    assert resources[0]["storageVersionHash"] == v2["storageVersionHash"]  # one stored object
     # A version served by neither still gets the 404 naming both.
     status = await ok(await hub.get("/apis/autoscaling/v2beta2/namespaces/default/horizontalpodautoscalers"), 404)
     assert status["message"].endswith("this server serves them as autoscaling/v1, autoscaling/v2")

@@ -239,6 +239,9 @@ class Writer:
         """
         if not rt.has_status:
             return await self.update(rt, obj, namespace=None, name=None, subresource=None, options=options)
+        if rt.conversion is not None:
+            # Its storage keeps what each part of a write does not change (:func:`stored_form`).
+            raise TypeError(f"{rt.api_version} is converted: write its object and its status in turn")
         obj = checked_body(rt, obj, namespace=None)
         incoming = obj.get("status", _NO_STATUS)  # before the main update's merge puts the stored one there
         kv, old = await self._replaced(rt, obj["metadata"])
