@@ -305,11 +305,23 @@ class _Endpoints:
     async def version(self, _request: web.Request) -> web.StreamResponse:
         return json_response(discovery.version_info())
 
-    async def api(self, _request: web.Request) -> web.StreamResponse:
-        return json_response(discovery.api_versions())
+    async def api(self, request: web.Request) -> web.StreamResponse:
+        return self._aggregated(request, core=True) or json_response(discovery.api_versions())
 
-    async def apis(self, _request: web.Request) -> web.StreamResponse:
-        return json_response(discovery.api_group_list(self._registry, self._create_only))
+    async def apis(self, request: web.Request) -> web.StreamResponse:
+        return self._aggregated(request, core=False) or json_response(
+            discovery.api_group_list(self._registry, self._create_only)
+        )
+
+    def _aggregated(self, request: web.Request, *, core: bool) -> web.StreamResponse | None:
+        """Aggregated discovery when the client asks for it (kubectl does), else None."""
+        version = discovery.wanted_aggregated_version(request.headers.get("Accept"))
+        if version is None:
+            return None
+        document = discovery.aggregated(self._registry, self._create_only, core=core, version=version)
+        response = json_response(document, content_type=discovery.aggregated_content_type(version))
+        response.headers["Vary"] = "Accept"
+        return response
 
     async def resource_path(self, request: web.Request) -> web.StreamResponse:
         """/api/... and /apis/...: discovery documents or resources."""

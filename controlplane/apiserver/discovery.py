@@ -158,3 +158,90 @@ def api_group(registry: Registry, group: str, create_only: Sequence[CreateOnlyRe
     if not group or not versions:
         return None
     return {"kind": "APIGroup", "apiVersion": "v1", **_group(group, versions)}
+
+
+#: The media type of aggregated discovery (kube's ``APIGroupDiscoveryList``), by version.
+AGGREGATED_GROUP = "apidiscovery.k8s.io"
+AGGREGATED_VERSIONS = ("v2", "v2beta1")
+
+
+def aggregated_content_type(version: str) -> str:
+    return f"application/json;g={AGGREGATED_GROUP};v={version};as=APIGroupDiscoveryList"
+
+
+def wanted_aggregated_version(accept: str | None) -> str | None:
+    """The ``apidiscovery.k8s.io`` version of the first aggregated media type ``accept`` lists that
+    the hub serves, before any plain JSON (kubectl lists v2, v2beta1, then ``application/json``);
+    None: the plain documents."""
+    for entry in (accept or "").split(","):
+        media, *params = (part.strip() for part in entry.split(";"))
+        values = dict(param.partition("=")[::2] for param in params)
+        if media.lower() not in ("application/json", "*/*", "application/*"):
+            continue
+        if values.get("g") == AGGREGATED_GROUP and values.get("as") == "APIGroupDiscoveryList":
+            if values.get("v") in AGGREGATED_VERSIONS:
+                return values["v"]
+            continue
+        return None
+    return None
+
+
+def _gvk(group: str, version: str, kind: str) -> dict[str, str]:
+    return {"group": group, "version": version, "kind": kind}
+
+
+def _aggregated_resources(listed: dict[str, Any], group: str, version: str) -> list[dict[str, Any]]:
+    """An APIResourceList's entries as aggregated discovery's: each subresource under its resource."""
+    out: list[dict[str, Any]] = []
+    by_name: dict[str, dict[str, Any]] = {}
+    for entry in listed["resources"]:
+        kind = _gvk(entry.get("group", group), entry.get("version", version), entry["kind"])
+        parent, _, sub = entry["name"].partition("/")
+        if sub:
+            owner = by_name.get(parent)
+            if owner is not None:
+                owner.setdefault("subresources", []).append(
+                    {"subresource": sub, "responseKind": kind, "verbs": list(entry["verbs"])}
+                )
+            continue
+        resource: dict[str, Any] = {
+            "resource": entry["name"],
+            "responseKind": kind,
+            "scope": "Namespaced" if entry["namespaced"] else "Cluster",
+            "singularResource": entry["singularName"],
+            "verbs": list(entry["verbs"]),
+        }
+        for key in ("shortNames", "categories"):
+            if entry.get(key):
+                resource[key] = list(entry[key])
+        by_name[entry["name"]] = resource
+        out.append(resource)
+    return out
+
+
+def aggregated(
+    registry: Registry, create_only: Sequence[CreateOnlyResource] = (), *, core: bool, version: str = "v2"
+) -> dict[str, Any]:
+    """Aggregated discovery: ``/api``'s (``core``: the core group) or ``/apis``' groups, each with
+    its versions (the preferred first) and their resources, as kube-apiserver answers kubectl."""
+    items: list[dict[str, Any]] = []
+    for group, versions in _group_versions(registry, create_only).items():
+        if bool(group) == core:
+            continue
+        entries = []
+        for served in versions:
+            listed = api_resource_list(registry, group, served, create_only)
+            if listed is not None:
+                entries.append({
+                    "version": served,
+                    "resources": _aggregated_resources(listed, group, served),
+                    "freshness": "Current",
+                })
+        metadata: dict[str, Any] = {"name": group} if group else {}
+        items.append({"metadata": {**metadata, "creationTimestamp": None}, "versions": entries})
+    return {
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": f"{AGGREGATED_GROUP}/{version}",
+        "metadata": {},
+        "items": items,
+    }
