@@ -24,6 +24,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from controlplane.apis.kube.validation import for_kind, for_status
 from controlplane.apiserver.app import create_app
 from controlplane.apiserver.objects import ObjectStore
+from controlplane.apiserver.patches import json_patch_failure
 from controlplane.hub import hub_registry
 from controlplane.storage.etcd import EtcdStore
 
@@ -888,7 +889,11 @@ async def test_kubectl_patch_that_cannot_apply_says_why(hub_kubeconfig: Path) ->
     remove = json.dumps([{"op": "remove", "path": "/spec/nothere"}])
     code, out, err = await kubectl(hub_kubeconfig, "patch", "deployment", "x", "--type=json", "-p", remove)
     assert code != 0, out
-    assert 'The Deployment "x" is invalid: patch: ' in err and "nothere" in err, err
+    assert (
+        'The Deployment "x" is invalid: patch: error in remove for path: \'/spec/nothere\': '
+        "Unable to remove nonexistent key: nothere: missing value"
+    ) in err, err
+    assert "matchLabels" not in err  # the object is not printed back
 
 
 async def test_a_version_not_served_names_the_one_that_is(hub: Client) -> None:
@@ -915,3 +920,28 @@ async def test_kubectl_is_told_which_version_to_write(hub_kubeconfig: Path) -> N
                                    "-f", "-", stdin=json.dumps(manifest))
     assert code != 0, out
     assert "this server serves them as batch/v1" in err, err
+
+
+@pytest.mark.parametrize(
+    ("operations", "message"),
+    [
+        ([{"op": "replace", "path": "/spec/nope/x", "value": 1}],
+         "replace operation does not apply: doc is missing path: /spec/nope/x: missing value"),
+        ([{"op": "replace", "path": "/spec/paused", "value": True}],
+         "replace operation does not apply: doc is missing key: /spec/paused: missing value"),
+        ([{"op": "add", "path": "/spec/nope/x", "value": 1}],
+         'add operation does not apply: doc is missing path: "/spec/nope/x": missing value'),
+        ([{"op": "test", "path": "/spec/replicas", "value": 7}], "testing value /spec/replicas failed: test failed"),
+        ([{"op": "move", "from": "/spec/nope", "path": "/spec/x"}],
+         "move operation does not apply: doc is missing from path: /spec/nope: missing value"),
+        ([{"op": "frobnicate", "path": "/spec"}], "Unexpected kind: frobnicate: unknown object type"),
+        # The first operation applies; the second is the one named.
+        ([{"op": "add", "path": "/spec/paused", "value": True}, {"op": "remove", "path": "/spec/gone"}],
+         "error in remove for path: '/spec/gone': Unable to remove nonexistent key: gone: missing value"),
+    ],
+)
+def test_a_json_patch_that_does_not_apply_is_named_as_kubes_library_names_it(
+    operations: list[Obj], message: str
+) -> None:
+    """The failing operation by its op and path (evanphx/json-patch's words), never the object."""
+    assert json_patch_failure(deployment(), operations) == message
