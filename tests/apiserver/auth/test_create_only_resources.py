@@ -42,9 +42,18 @@ async def get_json(session: aiohttp.ClientSession, admin: Client, path: str, acc
 
 @pytest.mark.parametrize("accept", [AGGREGATED_ACCEPT, "application/json, */*"])
 async def test_discovery_lists_the_groups_and_resources(session: aiohttp.ClientSession, admin: Client, accept: str) -> None:
-    # The hub answers the aggregated form's request with the plain APIGroupList (kubectl accepts
-    # it and reads every group-version's APIResourceList, as it does from an older kube).
+    # kubectl's request gets aggregated discovery (every group's resources in one answer), any
+    # other the plain APIGroupList; the group-version documents answer both.
     status, content_type, groups = await get_json(session, admin, "/apis", accept)
+    if accept == AGGREGATED_ACCEPT:
+        assert (status, content_type, groups["kind"]) == (200, "application/json", "APIGroupDiscoveryList")
+        resources = {
+            (item["metadata"]["name"], resource["resource"]): resource["verbs"]
+            for item in groups["items"] for version in item["versions"] for resource in version["resources"]
+        }
+        assert resources[("authorization.k8s.io", "selfsubjectaccessreviews")] == ["create"]
+        assert resources[("authentication.k8s.io", "tokenreviews")] == ["create"]
+        status, content_type, groups = await get_json(session, admin, "/apis", "application/json")
     assert (status, content_type, groups["kind"]) == (200, "application/json", "APIGroupList")
     listed = {g["name"]: g for g in groups["groups"]}
     for group in ("authorization.k8s.io", "authentication.k8s.io"):
