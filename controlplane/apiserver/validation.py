@@ -351,6 +351,29 @@ def _drop(paths: list[Loc], obj: dict[str, Any]) -> list[Loc]:
     return paths
 
 
+def _decoded(
+    rt: ResourceType,
+    decode: Callable[[dict[str, Any], bool], list[Loc]],
+    obj: dict[str, Any],
+    old: dict[str, Any] | None,
+    status_only: bool,
+) -> list[Loc]:
+    """The unknown fields ``decode`` (kube's decoder of the kind) finds in ``obj``; a value of
+    the wrong type is kube's 400 (``Deployment in version "v1" cannot be handled as a
+    Deployment: json: cannot unmarshal ...``), unless the stored object ``old`` has the same one
+    (stored before the hub decoded the kind as kube does: an update that keeps it is not refused)."""
+    try:
+        return decode(obj, status_only)
+    except known_fields.CannotUnmarshal as exc:
+        if old is not None:
+            try:
+                decode(old, status_only)
+            except known_fields.CannotUnmarshal as stored:
+                if str(stored) == str(exc):
+                    return exc.unknown
+        raise BadRequest(f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {exc}') from exc
+
+
 def _unknown_dropped(
     obj: dict[str, Any], rt: ResourceType, unknown: list[Loc], old: dict[str, Any] | None, field_validation: FieldValidation
 ) -> tuple[dict[str, Any], list[str]]:
@@ -410,7 +433,10 @@ def check_object(
     warnings: list[str] = []
     # A kind with a schema of its own (a model, a CRD's) leaves its metadata to kube's ObjectMeta.
     schema_of_its_own = rt.model is not None or rt.custom is not None
-    metadata_unknown = known_fields.unknown_metadata(obj) if schema_of_its_own and not status_only else []
+    metadata_unknown = (
+        _decoded(rt, lambda o, _status_only: known_fields.unknown_metadata(o), obj, old, status_only)
+        if schema_of_its_own and not status_only else []
+    )
     if rt.model is not None:
         checked = check_model(obj, rt.model, status_only=status_only)
         if checked.unknown or metadata_unknown:
@@ -436,7 +462,7 @@ def check_object(
             obj, dropped_warnings = _unknown_dropped(obj, rt, unknown, old, field_validation)
             warnings.extend(dropped_warnings)
     elif rt.model is None and rt.unknown_fields is not None:
-        unknown = rt.unknown_fields(obj, status_only)
+        unknown = _decoded(rt, rt.unknown_fields, obj, old, status_only)
         if unknown:
             obj, dropped_warnings = _unknown_dropped(obj, rt, unknown, old, field_validation)
             warnings.extend(dropped_warnings)

@@ -9,6 +9,7 @@ Before, a Deployment with ``replica: 3`` (for ``replicas``) or a container's ``r
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import pytest
 import yaml
 
 from controlplane.apiserver.errors import BadRequest
+from controlplane.apiserver.openapi import known_fields
 from controlplane.apiserver.openapi.known_fields import unknown_fields_of
 from controlplane.apiserver.validation import FieldValidation, check_object
 from controlplane.hub import hub_registry
@@ -231,3 +233,86 @@ async def test_a_kind_with_a_schema_of_its_own_has_kubes_object_meta(hub: Client
     ]
     stored = await (await hub.get(f"{POLICIES}/pp")).json()
     assert "labelz" not in stored["metadata"] and "bogus" not in stored["spec"]
+
+
+# --- values of the wrong JSON type ---------------------------------------------------------
+
+ENV_MESSAGE = (
+    'Deployment in version "v1" cannot be handled as a Deployment: json: cannot unmarshal number into Go struct '
+    "field EnvVar.spec.template.spec.containers.env.value of type string"
+)
+
+
+def with_env_value(value: Any) -> dict[str, Any]:
+    obj = deployment()
+    obj["spec"]["template"]["spec"]["containers"][0]["env"] = [{"name": "PORT", "value": value}]
+    return obj
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda o: o["spec"].update(replicas="3"),
+         "json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32"),
+        (lambda o: o["spec"].update(replicas=1.5),
+         "json: cannot unmarshal number 1.5 into Go struct field DeploymentSpec.spec.replicas of type int32"),
+        (lambda o: o["spec"].update(template="oops"),
+         "json: cannot unmarshal string into Go struct field DeploymentSpec.spec.template of type v1.PodTemplateSpec"),
+        (lambda o: o["spec"]["template"]["spec"].update(containers={"name": "c"}),
+         "json: cannot unmarshal object into Go struct field PodSpec.spec.template.spec.containers "
+         "of type []v1.Container"),
+        (lambda o: o["metadata"].update(labels={"app": 1}),
+         "json: cannot unmarshal number into Go struct field ObjectMeta.metadata.labels of type string"),
+        (lambda o: o["spec"].update(paused="yes"),
+         "json: cannot unmarshal string into Go struct field DeploymentSpec.spec.paused of type bool"),
+    ],
+)
+def test_a_value_of_the_wrong_type_is_named_in_gos_words(change: Any, message: str) -> None:
+    obj = deployment()
+    change(obj)
+    with pytest.raises(known_fields.CannotUnmarshal, match=f"^{re.escape(message)}$"):
+        unknown_fields_of("apps", "v1", "Deployment")(obj, False)
+
+
+def test_numbers_where_kube_takes_them_and_null_anywhere() -> None:
+    """A Quantity and an IntOrString take a number; null is every field's zero value."""
+    obj = deployment()
+    obj["spec"]["strategy"] = {"rollingUpdate": {"maxSurge": 1, "maxUnavailable": "25%"}}
+    obj["spec"]["template"]["spec"]["containers"][0]["resources"] = {"limits": {"cpu": 1, "nvidia.com/gpu": 2.0}}
+    obj["spec"]["replicas"] = None
+    obj["metadata"]["labels"] = None
+    assert unknown_fields_of("apps", "v1", "Deployment")(obj, False) == []
+
+
+async def test_a_value_of_the_wrong_type_is_refused_in_every_mode(hub: Client) -> None:  # noqa: F811
+    for mode in ("Strict", "Warn", "Ignore"):
+        response = await hub.post(f"{DEPLOYMENTS}?fieldValidation={mode}", json=with_env_value(8080))
+        assert response.status == 400, mode
+        assert (await response.json())["message"] == ENV_MESSAGE
+    config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"port": 80}}
+    response = await hub.post("/api/v1/namespaces/default/configmaps", json=config_map)
+    assert response.status == 400
+    assert (await response.json())["message"] == (
+        'ConfigMap in version "v1" cannot be handled as a ConfigMap: json: cannot unmarshal number into Go struct '
+        "field ConfigMap.data of type string"
+    )
+    assert (await hub.get("/api/v1/namespaces/default/configmaps/c")).status == 404
+
+
+def test_an_update_of_an_object_stored_with_a_mistyped_value_is_not_refused_for_it() -> None:
+    rt = hub_registry().require("apps/v1", "Deployment")
+    stored = with_env_value(8080)
+    update = copy.deepcopy(stored)
+    update["metadata"]["finalizers"] = ["gpufed.io/workload"]
+    check_object(update, rt, field_validation=FieldValidation.STRICT, old=stored)
+    update["metadata"]["labels"] = {"app": 1}  # another field mistyped: refused
+    with pytest.raises(BadRequest, match=r"Go struct field ObjectMeta\.metadata\.labels of type string$"):
+        check_object(update, rt, field_validation=FieldValidation.STRICT, old=stored)
+
+
+@needs_kubectl
+async def test_kubectl_apply_of_a_number_for_a_string_prints_kubes_error(hub_kubeconfig: Path) -> None:  # noqa: F811
+    manifest = yaml.safe_dump(with_env_value(8080))
+    code, out, err = await kubectl(hub_kubeconfig, "apply", "-f", "-", stdin=manifest)
+    assert code != 0, out
+    assert f'Error from server (BadRequest): error when creating "STDIN": {ENV_MESSAGE}' in err, err

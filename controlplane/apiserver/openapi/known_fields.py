@@ -1,15 +1,19 @@
-"""The fields kube's decoder knows in a built-in kind, from kube's own definitions.
+"""The fields kube's decoder knows in a built-in kind, and their JSON types, from kube's own definitions.
 
-kube-apiserver decodes a built-in kind into its Go type: a field the type does not have
-(``spec.replica`` for ``spec.replicas``, a container's ``resource``) cannot be stored. Under
+kube-apiserver decodes a built-in kind into its Go type. A field the type does not have
+(``spec.replica`` for ``spec.replicas``, a container's ``resource``) cannot be stored: under
 ``fieldValidation=Strict`` (kubectl's default) the write is refused with ``Deployment in
 version "v1" cannot be handled as a Deployment: strict decoding error: unknown field
 "spec.replica"``; under ``Warn`` and ``Ignore`` the field is dropped (with a warning under
-``Warn``). :func:`unknown_fields_of` gives that decoder for any kind kube has, read from the
-definitions the hub already serves as its OpenAPI (:mod:`.upstream`): a struct's
-``properties`` are its fields, ``additionalProperties`` a map's values, ``items`` a list's;
-``x-kubernetes-preserve-unknown-fields`` and objects without properties (RawExtension,
-FieldsV1, JSON) hold anything.
+``Warn``). A value of the wrong JSON type (an env var's ``value: 8080``, a ConfigMap's
+``data: {port: 80}``) cannot be decoded at all, whatever the mode: ``... cannot be handled as a
+Deployment: json: cannot unmarshal number into Go struct field EnvVar.spec.template.spec.containers.env.value
+of type string`` (:class:`CannotUnmarshal`). :func:`unknown_fields_of` gives that decoder for
+any kind kube has, read from the definitions the hub already serves as its OpenAPI
+(:mod:`.upstream`): a struct's ``properties`` are its fields, ``additionalProperties`` a map's
+values, ``items`` a list's, ``type``/``format`` a scalar's JSON types (a Quantity and an
+IntOrString take a number or a string); ``x-kubernetes-preserve-unknown-fields`` and objects
+without properties (RawExtension, FieldsV1, JSON) hold anything; ``null`` is always accepted.
 
 Pure: in an object, out the paths of the fields kube's decoder would drop from it (in
 document order, as it meets them); the object is not changed.
@@ -23,28 +27,78 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from controlplane.apiserver.openapi.upstream import DEFINITIONS_PREFIX, OBJECT_META, shared_definitions
+from controlplane.apiserver.openapi.upstream import (
+    DEFINITIONS_PREFIX,
+    INT_OR_STRING,
+    OBJECT_META,
+    QUANTITY,
+    shared_definitions,
+)
 
 Path = tuple[str | int, ...]
 #: ``(object, status_only)`` -> the paths of the fields kube's decoder does not know, in document order.
 UnknownFields = Callable[[dict[str, Any], bool], list[Path]]
 
 
+class CannotUnmarshal(ValueError):
+    """A value of another JSON type than the field's: ``json: cannot unmarshal number into Go
+    struct field EnvVar.spec.template.spec.containers.env.value of type string`` (Go's words: the
+    innermost struct, the field's JSON path without indices or map keys, the Go type).
+    ``unknown``: the unknown fields found as well."""
+
+    def __init__(self, message: str, unknown: list[Path]) -> None:
+        super().__init__(message)
+        self.unknown = unknown
+
+
 class _Shape(Enum):
     STRUCT = "struct"
     MAP = "map"
     LIST = "list"
+    SCALAR = "scalar"
     ANY = "any"
 
 
 @dataclass(slots=True, eq=False)
 class _Node:
-    """A compiled schema: a struct's fields, or a map's values / a list's items (``element``).
-    A field or element of None holds anything (a scalar, or an open object)."""
+    """A compiled schema: a struct's fields, a map's values or a list's items (``element``), or a
+    scalar's accepted JSON types; ``go`` the Go type kube decodes it into (``v1.EnvVar``,
+    ``[]v1.Container``, ``int32``), ``struct`` a struct's own name (``EnvVar``)."""
 
     shape: _Shape = _Shape.ANY
-    fields: dict[str, _Node | None] = field(default_factory=dict)
+    fields: dict[str, _Node] = field(default_factory=dict)
     element: _Node | None = None
+    accepts: frozenset[str] = frozenset()
+    go: str = ""
+    struct: str = ""
+
+
+#: Holds anything (an open object, RawExtension, a schema kube leaves unchecked).
+_ANY = _Node()
+#: JSON kinds a scalar type takes, and the Go type it decodes into.
+_SCALARS: dict[tuple[str, str | None], tuple[frozenset[str], str]] = {
+    ("string", None): (frozenset({"string"}), "string"),
+    ("string", "byte"): (frozenset({"string"}), "[]uint8"),
+    ("string", "date-time"): (frozenset({"string"}), "v1.Time"),
+    ("string", "int-or-string"): (frozenset({"string", "number"}), "intstr.IntOrString"),
+    ("integer", "int32"): (frozenset({"number"}), "int32"),
+    ("integer", "int64"): (frozenset({"number"}), "int64"),
+    ("integer", None): (frozenset({"number"}), "int64"),
+    ("number", "double"): (frozenset({"number"}), "float64"),
+    ("number", None): (frozenset({"number"}), "float64"),
+    ("boolean", None): (frozenset({"bool"}), "bool"),
+}
+#: Definitions whose own JSON decoding takes more than their schema says.
+_NAMED_SCALARS = {
+    QUANTITY: (frozenset({"string", "number"}), "resource.Quantity"),  # UnmarshalJSON parses a number too
+    INT_OR_STRING: (frozenset({"string", "number"}), "intstr.IntOrString"),
+}
+
+
+def _go_name(definition: str) -> str:
+    """``io.k8s.api.core.v1.EnvVar`` -> ``v1.EnvVar`` (the package and the type, as Go prints it)."""
+    parts = definition.split(".")
+    return ".".join(parts[-2:])
 
 
 class _Compiler:
@@ -53,82 +107,133 @@ class _Compiler:
 
     def __init__(self, definitions: dict[str, dict[str, Any]]) -> None:
         self._definitions = definitions
-        self._named: dict[str, _Node | None] = {}
+        self._named: dict[str, _Node] = {}
 
-    def named(self, name: str) -> _Node | None:
+    def named(self, name: str) -> _Node:
         if name in self._named:
             return self._named[name]
         schema = self._definitions.get(name)
         if schema is None:
-            self._named[name] = None
-            return None
-        node = _Node()
+            self._named[name] = _ANY
+            return _ANY
+        if name in _NAMED_SCALARS:
+            accepts, go = _NAMED_SCALARS[name]
+            node = self._named[name] = _Node(_Shape.SCALAR, accepts=accepts, go=go)
+            return node
+        node = _Node(go=_go_name(name), struct=name.rsplit(".", 1)[-1])
         self._named[name] = node  # before its fields: a definition may contain itself
         compiled = self.schema(schema, into=node)
         self._named[name] = compiled
         return compiled
 
-    def schema(self, schema: dict[str, Any], *, into: _Node | None = None) -> _Node | None:
+    def schema(self, schema: dict[str, Any], *, into: _Node | None = None) -> _Node:
         ref = schema.get("$ref")
         if ref is None and len(schema.get("allOf") or ()) == 1:  # a referenced type with a default
             ref = schema["allOf"][0].get("$ref")
         if isinstance(ref, str) and ref.startswith(DEFINITIONS_PREFIX):
             return self.named(ref[len(DEFINITIONS_PREFIX):])
         if schema.get("x-kubernetes-preserve-unknown-fields"):
-            return None
+            return _ANY
         node = into if into is not None else _Node()
         kind = schema.get("type")
         if kind == "array":
             element = self.schema(schema.get("items") or {})
-            if element is None:
-                return None
-            node.shape, node.element = _Shape.LIST, element
+            node.shape, node.element, node.go = _Shape.LIST, element, f"[]{element.go or 'interface {}'}"
             return node
         properties = schema.get("properties")
         if isinstance(properties, dict) and properties:
             node.shape = _Shape.STRUCT
             # Filled in place: a field may refer back to the definition being compiled.
             for name, sub in properties.items():
-                node.fields[name] = self.schema(sub) if isinstance(sub, dict) else None
+                node.fields[name] = self.schema(sub) if isinstance(sub, dict) else _ANY
             return node
         additional = schema.get("additionalProperties")
         if isinstance(additional, dict):
             element = self.schema(additional)
-            if element is None:
-                return None
-            node.shape, node.element = _Shape.MAP, element
+            node.shape, node.element, node.go = _Shape.MAP, element, f"map[string]{element.go or 'interface {}'}"
             return node
-        return None
+        scalar = _SCALARS.get((str(kind), schema.get("format")))
+        if scalar is not None:
+            node.shape, (node.accepts, node.go) = _Shape.SCALAR, scalar
+            return node
+        return _ANY
 
 
-def _unknown(value: Any, node: _Node, path: list[str | int], out: list[Path]) -> None:
-    if node.shape is _Shape.STRUCT:
-        if not isinstance(value, dict):
+def _json_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+@dataclass(slots=True)
+class _Walk:
+    """One object's decoding: the unknown fields met and the first value of the wrong type."""
+
+    unknown: list[Path] = field(default_factory=list)
+    error: str | None = None
+    path: list[str | int] = field(default_factory=list)
+    #: The JSON field names from the root (Go names a field by these: no indices, no map keys).
+    keys: list[str] = field(default_factory=list)
+
+    def mistyped(self, value: Any, node: _Node, struct: str) -> None:
+        if self.error is None:
+            kind = _json_kind(value)
+            if kind == "number" and node.go.startswith("int") and isinstance(value, float):
+                kind = f"number {value}"  # Go names the number it cannot make an integer
+            self.error = (
+                f"json: cannot unmarshal {kind} into Go struct field {struct}.{'.'.join(self.keys)} of type {node.go}"
+            )
+
+    def walk(self, value: Any, node: _Node, struct: str) -> None:
+        shape = node.shape
+        if value is None or shape is _Shape.ANY:
             return
-        fields = node.fields
-        for key in value:
-            if key not in fields:
-                out.append((*path, key))
-                continue
-            child = fields[key]
-            if child is not None:
-                path.append(key)
-                _unknown(value[key], child, path, out)
-                path.pop()
-    elif node.shape is _Shape.MAP:
-        element = node.element
-        if isinstance(value, dict) and element is not None:
+        if shape is _Shape.SCALAR:
+            kind = _json_kind(value)
+            if kind not in node.accepts or (
+                node.go.startswith("int") and isinstance(value, float) and not value.is_integer()
+            ):
+                self.mistyped(value, node, struct)
+            return
+        if shape is _Shape.STRUCT:
+            if not isinstance(value, dict):
+                self.mistyped(value, node, struct)
+                return
+            fields = node.fields
             for key, item in value.items():
-                path.append(key)
-                _unknown(item, element, path, out)
-                path.pop()
-    elif node.shape is _Shape.LIST:
+                child = fields.get(key)
+                if child is None:
+                    self.unknown.append((*self.path, key))
+                    continue
+                if child is not _ANY:
+                    self.path.append(key)
+                    self.keys.append(key)
+                    self.walk(item, child, node.struct)
+                    self.keys.pop()
+                    self.path.pop()
+            return
         element = node.element
-        if isinstance(value, list) and element is not None:
-            for index, item in enumerate(value):
-                path.append(index)
-                _unknown(item, element, path, out)
-                path.pop()
+        assert element is not None
+        if shape is _Shape.MAP:
+            if not isinstance(value, dict):
+                self.mistyped(value, node, struct)
+                return
+            for key, item in value.items():
+                self.path.append(key)
+                self.walk(item, element, struct)
+                self.path.pop()
+            return
+        if not isinstance(value, list):
+            self.mistyped(value, node, struct)
+            return
+        for index, item in enumerate(value):
+            self.path.append(index)
+            self.walk(item, element, struct)
+            self.path.pop()
 
 
 @functools.cache
@@ -138,38 +243,43 @@ def _compiler() -> _Compiler:
 
 def unknown_fields_of(group: str, version: str, kind: str) -> UnknownFields:
     """kube's decoding of ``kind`` as :data:`UnknownFields` (finding none when kube has no such
-    kind). The definitions are read and compiled on the first object pruned, not here: a
-    process that never writes a built-in kind never reads them."""
-    root: list[_Node | None] = []
+    kind), raising :class:`CannotUnmarshal` for a value of the wrong type. The definitions are
+    read and compiled on the first object decoded, not here: a process that never writes a
+    built-in kind never reads them."""
+    root: list[_Node] = []
 
-    def node() -> _Node | None:
+    def node() -> _Node:
         if not root:
             name = shared_definitions().for_kind(group, version, kind)
-            root.append(_compiler().named(name) if name is not None else None)
+            root.append(_compiler().named(name) if name is not None else _ANY)
         return root[0]
 
     def unknown(obj: dict[str, Any], status_only: bool = False) -> list[Path]:
         top = node()
-        out: list[Path] = []
-        if top is None or top.shape is not _Shape.STRUCT:
-            return out
+        walk = _Walk()
+        if top.shape is not _Shape.STRUCT:
+            return walk.unknown
         if status_only:
             status = top.fields.get("status")
-            if status is not None:
-                _unknown(obj.get("status"), status, ["status"], out)
-            return out
-        _unknown(obj, top, [], out)
-        return out
+            if status is not None and status is not _ANY:
+                walk.path, walk.keys = ["status"], ["status"]
+                walk.walk(obj.get("status"), status, kind)
+        else:
+            walk.walk(obj, top, kind)
+        if walk.error is not None:
+            raise CannotUnmarshal(walk.error, walk.unknown)
+        return walk.unknown
 
     return unknown
 
 
-
 def unknown_metadata(obj: dict[str, Any]) -> list[Path]:
     """The fields of ``obj["metadata"]`` kube's ObjectMeta does not have (for kinds whose own
-    schema, a model or a CRD's, leaves metadata to kube)."""
-    out: list[Path] = []
-    node = _compiler().named(OBJECT_META)
-    if node is not None:
-        _unknown(obj.get("metadata"), node, ["metadata"], out)
-    return out
+    schema, a model or a CRD's, leaves metadata to kube); :class:`CannotUnmarshal` for a value
+    of the wrong type (``labels: {app: 1}``)."""
+    walk = _Walk(path=["metadata"], keys=["metadata"])
+    kind = str(obj.get("kind") or "")
+    walk.walk(obj.get("metadata"), _compiler().named(OBJECT_META), kind)
+    if walk.error is not None:
+        raise CannotUnmarshal(walk.error, walk.unknown)
+    return walk.unknown
