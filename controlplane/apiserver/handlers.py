@@ -404,11 +404,15 @@ class ResourceHandlers:
         force = request.query.get("force", "") in _TRUE
         if force and patch_type is not PatchType.APPLY:
             raise errors.BadRequest("force: Invalid value: true: may not be specified for non-apply patch")
+        created: list[bool] = []
+        options = self._write_args(request, warnings)
+        options["on_create"] = lambda: created.append(True)
         patched = await self._objects.patch(
             rt, namespace=info.namespace, name=info.name, patch_type=patch_type, patch=patch,
-            subresource=subresource, force=force, **self._write_args(request, warnings),
+            subresource=subresource, force=force, **options,
         )
-        return json_response(patched, warnings=warnings)
+        # A server-side apply that creates the object is answered 201 Created, as kube does.
+        return json_response(patched, status=201 if created else 200, warnings=warnings)
 
     async def _delete_options(self, request: web.Request) -> dict[str, Any]:
         raw = await request.read() if request.body_exists else b""

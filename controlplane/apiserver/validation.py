@@ -374,6 +374,19 @@ def _decoded(
         raise BadRequest(f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {exc}') from exc
 
 
+def decoded_applied(rt: ResourceType, applied: dict[str, Any], field_validation: FieldValidation) -> Checked:
+    """A server-side apply's configuration as kube's decoder of a built-in kind leaves it: the
+    fields the kind does not have dropped (warned about, or refused under Strict), a value of the
+    wrong type refused. Done before the apply is merged, so that the applier's managedFields never
+    name a field that is not stored (the object's own check comes too late for them)."""
+    if rt.model is not None or rt.custom is not None or rt.unknown_fields is None:
+        return Checked(applied, [])
+    unknown = _decoded(rt, rt.unknown_fields, applied, None, False)
+    if not unknown:
+        return Checked(applied, [])
+    return Checked(*_unknown_dropped(applied, rt, unknown, None, field_validation))
+
+
 def _unknown_dropped(
     obj: dict[str, Any], rt: ResourceType, unknown: list[Loc], old: dict[str, Any] | None, field_validation: FieldValidation
 ) -> tuple[dict[str, Any], list[str]]:

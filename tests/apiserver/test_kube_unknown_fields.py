@@ -9,6 +9,7 @@ Before, a Deployment with ``replica: 3`` (for ``replicas``) or a container's ``r
 from __future__ import annotations
 
 import copy
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -316,3 +317,24 @@ async def test_kubectl_apply_of_a_number_for_a_string_prints_kubes_error(hub_kub
     code, out, err = await kubectl(hub_kubeconfig, "apply", "-f", "-", stdin=manifest)
     assert code != 0, out
     assert f'Error from server (BadRequest): error when creating "STDIN": {ENV_MESSAGE}' in err, err
+
+
+async def test_server_side_apply_drops_them_before_its_managed_fields_are_recorded(hub: Client) -> None:  # noqa: F811
+    """The applier's managedFields name only what is stored: ``f:replica`` was recorded for a
+    field that was then dropped."""
+    url = f"{DEPLOYMENTS}/x?fieldManager=ci"
+    headers = {"Content-Type": "application/apply-patch+yaml"}
+    refused = await hub.patch(f"{url}&fieldValidation=Strict", data=yaml.safe_dump(misspelt()), headers=headers)
+    assert refused.status == 400
+    assert (await refused.json())["message"] == KUBE_MESSAGE
+    applied = await hub.patch(url, data=yaml.safe_dump(misspelt()), headers=headers)
+    assert applied.status == 201, await applied.text()
+    assert applied.headers.getall("Warning") == [
+        '299 - "unknown field \\"spec.replica\\""',
+        '299 - "unknown field \\"spec.template.spec.containers[0].resource\\""',
+    ]
+    stored = await (await hub.get(f"{DEPLOYMENTS}/x")).json()
+    assert "replica" not in stored["spec"]
+    [entry] = [e for e in stored["metadata"]["managedFields"] if e["manager"] == "ci"]
+    fields = json.dumps(entry["fieldsV1"])
+    assert '"f:replica"' not in fields and '"f:resource"' not in fields and '"f:image"' in fields

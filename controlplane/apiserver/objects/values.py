@@ -119,6 +119,9 @@ class WriteOptions:
     field_manager: str | None = None
     warnings: WarningSink | None = None
     validate: ValidateWrite | None = None
+    #: Called when a patch creates the object (a server-side apply of a missing one): the HTTP
+    #: layer answers 201 Created then, as kube does, and 200 OK for a patch of an existing object.
+    on_create: Callable[[], None] | None = None
 
 
 class WriteArgs(TypedDict, total=False):
@@ -129,6 +132,7 @@ class WriteArgs(TypedDict, total=False):
     field_manager: str | None
     warnings: WarningSink | None
     validate: ValidateWrite | None
+    on_create: Callable[[], None] | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,7 @@ from controlplane.apiserver.objects.reading import decode, get_kv, served, store
 from controlplane.apiserver.objects.values import WriteOptions
 from controlplane.apiserver.patches import PatchType, apply_patch, record_update
 from controlplane.apiserver.resources import ResourceType
-from controlplane.apiserver.validation import check_object
+from controlplane.apiserver.validation import check_object, decoded_applied
 from controlplane.storage import interface as storage
 from controlplane.storage.ledger import WriteReason, writing_because
 from controlplane.storage.recent import known_stale, known_value
@@ -194,6 +194,11 @@ class Writer:
         field_manager = write.field_manager
         # Server-side apply records its own managedFields entry: its write must not add another.
         applied_write = dataclasses.replace(write, field_manager=None)
+        if patch_type is PatchType.APPLY and isinstance(patch, dict):
+            decoded = decoded_applied(rt, patch, write.field_validation)
+            patch = decoded.obj
+            if write.warnings is not None:
+                write.warnings.extend(decoded.warnings)
         for _attempt in range(PATCH_RETRIES):
             try:
                 kv = await get_kv(self._store, rt, namespace=namespace, name=name)
@@ -203,6 +208,8 @@ class Writer:
                 applied = apply_patch(rt, None, patch_type, patch, manager=field_manager, force=force, now=self.now())
                 applied = checked_body(rt, applied, namespace=namespace, name=name)
                 created, _ = await self.create_owned(rt, applied, applied_write)
+                if write.on_create is not None:
+                    write.on_create()
                 return created
             old = decode(rt, kv)
             patched = apply_patch(rt, old, patch_type, patch, manager=field_manager, force=force, now=self.now())
