@@ -375,13 +375,23 @@ def _decoded(
 
 
 def decoded_applied(rt: ResourceType, applied: dict[str, Any], field_validation: FieldValidation) -> Checked:
-    """A server-side apply's configuration as kube's decoder of a built-in kind leaves it: the
-    fields the kind does not have dropped (warned about, or refused under Strict), a value of the
-    wrong type refused. Done before the apply is merged, so that the applier's managedFields never
-    name a field that is not stored (the object's own check comes too late for them)."""
-    if rt.model is not None or rt.custom is not None or rt.unknown_fields is None:
-        return Checked(applied, [])
-    unknown = _decoded(rt, rt.unknown_fields, applied, None, False)
+    """A server-side apply's configuration as the kind's decoding leaves it: the fields the kind
+    does not have dropped (warned about, or refused under Strict), a value of the wrong type
+    refused. Done before the apply is merged, so that the applier's managedFields never name a
+    field that is not stored (the object's own check comes too late for them). The configuration
+    is partial: only the unknown fields are looked for here, its values are checked with the object."""
+    if rt.model is not None or rt.custom is not None:
+        metadata = _decoded(rt, lambda o, _status_only: known_fields.unknown_metadata(o), applied, None, False)
+        if rt.model is not None:
+            own = check_model(applied, rt.model).unknown
+        else:
+            assert rt.custom is not None
+            own = rt.custom.prune(copy.deepcopy(applied))
+        unknown = [*metadata, *own]
+    elif rt.unknown_fields is not None:
+        unknown = _decoded(rt, rt.unknown_fields, applied, None, False)
+    else:
+        unknown = []
     if not unknown:
         return Checked(applied, [])
     return Checked(*_unknown_dropped(applied, rt, unknown, None, field_validation))

@@ -17,10 +17,11 @@ from typing import Any
 import pytest
 import yaml
 
+from controlplane.apiserver.crd.types import custom_types
 from controlplane.apiserver.errors import BadRequest
 from controlplane.apiserver.openapi import known_fields
 from controlplane.apiserver.openapi.known_fields import unknown_fields_of
-from controlplane.apiserver.validation import FieldValidation, check_object
+from controlplane.apiserver.validation import FieldValidation, check_object, decoded_applied
 from controlplane.hub import hub_registry
 
 from .test_kube_validation import Client, deployment, hub, hub_kubeconfig  # noqa: F401 (fixtures)
@@ -338,3 +339,45 @@ async def test_server_side_apply_drops_them_before_its_managed_fields_are_record
     [entry] = [e for e in stored["metadata"]["managedFields"] if e["manager"] == "ci"]
     fields = json.dumps(entry["fieldsV1"])
     assert '"f:replica"' not in fields and '"f:resource"' not in fields and '"f:image"' in fields
+
+
+async def test_server_side_apply_of_a_kind_with_a_schema_of_its_own_records_no_dropped_field(
+    hub: Client,  # noqa: F811
+) -> None:
+    policy = {
+        "apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+        "metadata": {"name": "pp", "labelz": {"a": "b"}},
+        "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}], "bogus": 1},
+    }
+    applied = await hub.patch(
+        f"{POLICIES}/pp?fieldManager=ci", data=yaml.safe_dump(policy),
+        headers={"Content-Type": "application/apply-patch+yaml"},
+    )
+    assert applied.status == 201, await applied.text()
+    stored = await (await hub.get(f"{POLICIES}/pp")).json()
+    [entry] = [e for e in stored["metadata"]["managedFields"] if e["manager"] == "ci"]
+    fields = json.dumps(entry["fieldsV1"])
+    assert '"f:bogus"' not in fields and '"f:labelz"' not in fields and '"f:resourceSelectors"' in fields
+
+
+def test_a_custom_kinds_applied_configuration_loses_what_its_schema_does_not_declare() -> None:
+    crd = {
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+            "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                "type": "object",
+                "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer"}}}},
+            }}}],
+        },
+    }
+    [rt] = custom_types(crd)
+    applied = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "bogus": 1},
+               "spec": {"size": 1, "sise": 2}}
+    decoded = decoded_applied(rt, applied, FieldValidation.WARN)
+    assert decoded.obj == {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": 1}}
+    assert decoded.warnings == ['unknown field "metadata.bogus"', 'unknown field "spec.sise"']
+    assert applied["spec"] == {"size": 1, "sise": 2}  # the request's own object is not changed
+    with pytest.raises(BadRequest, match=r'unknown field "metadata\.bogus", unknown field "spec\.sise"$'):
+        decoded_applied(rt, applied, FieldValidation.STRICT)
