@@ -378,7 +378,7 @@ _ACCESS_MODE_SHORT = {
 
 
 def access_modes(obj: dict[str, Any], _now: datetime) -> str:
-    """A PVC's granted access modes (requested ones until bound), abbreviated as kubectl does."""
+    """A PVC's granted access modes (requested ones until bound) or a PV's, abbreviated as kubectl does."""
     modes = dig(obj, "status", "accessModes") or dig(obj, "spec", "accessModes") or []
     return ",".join(_ACCESS_MODE_SHORT.get(str(m), str(m)) for m in modes if m)
 

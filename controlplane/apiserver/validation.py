@@ -344,11 +344,9 @@ def _holds(obj: Any, loc: Loc) -> bool:
     return True
 
 
-def _drop(paths: list[Loc], obj: dict[str, Any]) -> list[Loc]:
-    """Remove ``paths`` from ``obj``; return them."""
-    for loc in paths:
-        _prune(obj, loc)
-    return paths
+def _metadata_unknown(obj: dict[str, Any], _status_only: bool) -> list[Loc]:
+    """kube's ObjectMeta decoding, for kinds whose own schema (a model, a CRD's) leaves metadata to kube."""
+    return known_fields.unknown_metadata(obj)
 
 
 def _decoded(
@@ -381,7 +379,7 @@ def decoded_applied(rt: ResourceType, applied: dict[str, Any], field_validation:
     field that is not stored (the object's own check comes too late for them). The configuration
     is partial: only the unknown fields are looked for here, its values are checked with the object."""
     if rt.model is not None or rt.custom is not None:
-        metadata = _decoded(rt, lambda o, _status_only: known_fields.unknown_metadata(o), applied, None, False)
+        metadata = _decoded(rt, _metadata_unknown, applied, None, False)
         if rt.model is not None:
             own = check_model(applied, rt.model).unknown
         else:
@@ -401,14 +399,18 @@ def _unknown_dropped(
     obj: dict[str, Any], rt: ResourceType, unknown: list[Loc], old: dict[str, Any] | None, field_validation: FieldValidation
 ) -> tuple[dict[str, Any], list[str]]:
     """A copy of ``obj`` without the ``unknown`` fields kube's decoder would not keep, and the
-    warnings to send (BadRequest under ``fieldValidation=Strict``). Fields the stored object
-    ``old`` already has (stored before the hub knew the kind's fields) go without a word: an
-    update that keeps them, a controller's among them, is not refused for them."""
+    warnings to send (BadRequest under ``fieldValidation=Strict``, as kube answers). Fields the
+    stored object ``old`` already has (stored before the hub knew the kind's fields) go without
+    a word: an update that keeps them, a controller's among them, is not refused for them."""
     obj = copy.deepcopy(obj)
-    stored = [loc for loc in unknown if old is not None and _holds(old, loc)]
-    _drop(stored, obj)
-    new = [loc for loc in unknown if loc not in stored]
-    return _pruned(obj, rt, functools.partial(_drop, new), field_validation)
+    for loc in unknown:
+        _prune(obj, loc)
+    paths = [format_path(loc) for loc in unknown if old is None or not _holds(old, loc)]
+    if paths and field_validation is FieldValidation.STRICT:
+        raise strict_decoding_error(rt, paths)
+    if field_validation is FieldValidation.WARN:
+        return obj, [f'unknown field "{p}"' for p in paths]
+    return obj, []
 
 
 def strict_decoding_error(rt: ResourceType, paths: list[str]) -> BadRequest:
@@ -418,20 +420,6 @@ def strict_decoding_error(rt: ResourceType, paths: list[str]) -> BadRequest:
     return BadRequest(
         f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: strict decoding error: {unknown}'
     )
-
-
-def _pruned(
-    obj: dict[str, Any], rt: ResourceType, prune: Callable[[dict[str, Any]], list[Loc]], field_validation: FieldValidation
-) -> tuple[dict[str, Any], list[str]]:
-    """``obj`` without the fields its kind's schema does not declare, and the warnings to send
-    (BadRequest under ``fieldValidation=Strict``, as kube answers)."""
-    unknown = prune(obj)
-    paths = [format_path(loc) for loc in unknown]
-    if paths and field_validation is FieldValidation.STRICT:
-        raise strict_decoding_error(rt, paths)
-    if field_validation is FieldValidation.WARN:
-        return obj, [f'unknown field "{p}"' for p in paths]
-    return obj, []
 
 
 @dataclass(slots=True)
@@ -457,7 +445,7 @@ def check_object(
     # A kind with a schema of its own (a model, a CRD's) leaves its metadata to kube's ObjectMeta.
     schema_of_its_own = rt.model is not None or rt.custom is not None
     metadata_unknown = (
-        _decoded(rt, lambda o, _status_only: known_fields.unknown_metadata(o), obj, old, status_only)
+        _decoded(rt, _metadata_unknown, obj, old, status_only)
         if schema_of_its_own and not status_only else []
     )
     if rt.model is not None:

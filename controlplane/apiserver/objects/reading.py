@@ -65,11 +65,25 @@ def decode(rt: ResourceType, kv: storage.KeyValue) -> dict[str, Any]:
     """The object stored in ``kv`` as served: with its resourceVersion and kube's defaults
     (applied here to an object not stored with them, as kube defaults what it decodes), and
     converted from its storage version when ``rt`` is another version of its kind."""
-    conversion = rt.conversion
-    obj = codec.decode(kv, rt.api_version if conversion is None else rt.storage_api_version)
+    obj = _stored_object(rt, kv, rt.api_version if rt.conversion is None else rt.storage_api_version)
+    return obj if rt.conversion is None else rt.conversion.from_storage(obj)
+
+
+def _stored_object(rt: ResourceType, kv: storage.KeyValue, api_version: str) -> dict[str, Any]:
+    """The object in ``kv`` with ``api_version``, defaulted as kube defaults what it decodes."""
+    obj = codec.decode(kv, api_version)
     if rt.defaults_on_read is not None and not codec.is_defaulted(kv):
         rt.defaults_on_read(obj)
-    return obj if conversion is None else conversion.from_storage(obj)
+    return obj
+
+
+def _storage_form(rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` of a converted version in its storage version, defaulted as that."""
+    assert rt.conversion is not None
+    converted = rt.conversion.to_storage(obj)
+    if rt.defaults_on_read is not None:
+        rt.defaults_on_read(converted)
+    return converted
 
 
 #: Objects decoded between two turns of the event loop in :func:`decode_all`.
@@ -119,15 +133,10 @@ def stored_form(
 def _converted_for_storage(
     rt: ResourceType, obj: dict[str, Any], replacing: storage.KeyValue | None, part: str | None
 ) -> dict[str, Any]:
-    assert rt.conversion is not None
-    converted = rt.conversion.to_storage(obj)
-    if rt.defaults_on_read is not None:
-        rt.defaults_on_read(converted)
+    converted = _storage_form(rt, obj)
     if replacing is None:
         return converted
-    stored = codec.decode(replacing, rt.storage_api_version)
-    if rt.defaults_on_read is not None and not codec.is_defaulted(replacing):
-        rt.defaults_on_read(stored)
+    stored = _stored_object(rt, replacing, rt.storage_api_version)
     if part is None:
         out = {k: v for k, v in converted.items() if k != "status"}
         if "status" in stored:
@@ -146,10 +155,7 @@ def served(rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
     converts (then what its storage form converts back to). The answer of a dry run."""
     if rt.conversion is None:
         return obj
-    converted = rt.conversion.to_storage(obj)
-    if rt.defaults_on_read is not None:
-        rt.defaults_on_read(converted)
-    return rt.conversion.from_storage(converted)
+    return rt.conversion.from_storage(_storage_form(rt, obj))
 
 
 def label_selector_of(selector: LabelSelectorArg) -> LabelSelector:

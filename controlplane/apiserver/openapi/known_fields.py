@@ -36,7 +36,8 @@ from controlplane.apiserver.openapi.upstream import (
 )
 
 Path = tuple[str | int, ...]
-#: ``(object, status_only)`` -> the paths of the fields kube's decoder does not know, in document order.
+#: ``(object, status_only)`` -> the paths of the fields kube's decoder does not know, in document
+#: order; raises :class:`CannotUnmarshal` for a value of the wrong type.
 UnknownFields = Callable[[dict[str, Any], bool], list[Path]]
 
 
@@ -88,6 +89,8 @@ _SCALARS: dict[tuple[str, str | None], tuple[frozenset[str], str]] = {
     ("number", None): (frozenset({"number"}), "float64"),
     ("boolean", None): (frozenset({"bool"}), "bool"),
 }
+#: Go types that take a JSON number only when it is whole (``1.5`` is refused, ``2.0`` kept).
+_INTEGRAL = frozenset({"int32", "int64", "intstr.IntOrString"})
 #: Definitions whose own JSON decoding takes more than their schema says.
 _NAMED_SCALARS = {
     QUANTITY: (frozenset({"string", "number"}), "resource.Quantity"),  # UnmarshalJSON parses a number too
@@ -182,7 +185,7 @@ class _Walk:
     def mistyped(self, value: Any, node: _Node, struct: str) -> None:
         if self.error is None:
             kind = _json_kind(value)
-            if kind == "number" and node.go.startswith("int") and isinstance(value, float):
+            if kind == "number" and node.go in _INTEGRAL and isinstance(value, float):
                 kind = f"number {value}"  # Go names the number it cannot make an integer
             self.error = (
                 f"json: cannot unmarshal {kind} into Go struct field {struct}.{'.'.join(self.keys)} of type {node.go}"
@@ -195,7 +198,7 @@ class _Walk:
         if shape is _Shape.SCALAR:
             kind = _json_kind(value)
             if kind not in node.accepts or (
-                node.go.startswith("int") and isinstance(value, float) and not value.is_integer()
+                node.go in _INTEGRAL and isinstance(value, float) and not value.is_integer()
             ):
                 self.mistyped(value, node, struct)
             return
