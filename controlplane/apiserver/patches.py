@@ -72,27 +72,25 @@ def merge_patch(target: Any, patch: Any) -> Any:
 
 
 def record_update(
-    old: dict[str, Any] | None, new: dict[str, Any], *, manager: str, operation: str = "Update", now: str
+    old: dict[str, Any] | None,
+    new: dict[str, Any],
+    *,
+    manager: str,
+    operation: str = "Update",
+    now: str,
+    subresource: str | None = None,
 ) -> dict[str, Any]:
-    """managedFields bookkeeping for a non-apply write."""
-    return _record_update(old, new, manager=manager, operation=operation, now=now)
+    """managedFields bookkeeping for a non-apply write; ``subresource``: the one it was made
+    through (``status``, ``scale``), which kube records in the manager's entry."""
+    return _record_update(old, new, manager=manager, operation=operation, now=now, subresource=subresource)
 
 
-def _apply_conflict(exc: Exception, rt: ResourceType, name: str) -> Conflict:
-    conflicts: list[tuple[str, str]] = list(getattr(exc, "conflicts", []) or [])
-    causes = [
-        Cause(CauseType.FIELD_MANAGER_CONFLICT, f'conflict with "{manager}" using {rt.api_version}', field_path)
-        for field_path, manager in conflicts
-    ]
-    if len(conflicts) == 1:
-        field_path, manager = conflicts[0]
-        message = f'Apply failed with 1 conflict: conflict with "{manager}" using {rt.api_version}: {field_path}'
-    elif conflicts:
-        lines = "\n".join(f'- conflict with "{m}" using {rt.api_version}: {f}' for f, m in conflicts)
-        message = f"Apply failed with {len(conflicts)} conflicts:\n{lines}"
-    else:
-        message = f"Apply failed: {exc}"
-    return Conflict(message, target=Target(name=name, group=rt.group, kind=rt.plural), causes=causes)
+def _apply_conflict(exc: ApplyConflict, rt: ResourceType, name: str) -> Conflict:
+    """kube's 409 for an apply that conflicts: the conflict's own message and causes, each
+    manager named as kube names it (an applier without "using", a subresource's writer
+    "with subresource ...", an updater with the version it wrote)."""
+    causes = [Cause(CauseType.FIELD_MANAGER_CONFLICT, cause["message"], cause["field"]) for cause in exc.causes]
+    return Conflict(str(exc), target=Target(name=name, group=rt.group, kind=rt.plural), causes=causes)
 
 
 def apply_patch(

@@ -395,13 +395,59 @@ async def test_server_side_apply_creates_and_reports_conflicts(objects_on: Objec
             patch=deployment("web", replicas=5), field_manager="bob",
         )
     status = caught.value.to_status()
-    assert status["message"] == 'Apply failed with 1 conflict: conflict with "alice" using apps/v1: .spec.replicas'
+    # An applier is named without the version: kube adds "using" only for an Update.
+    assert status["message"] == 'Apply failed with 1 conflict: conflict with "alice": .spec.replicas'
+    assert status["details"]["causes"][0]["message"] == 'conflict with "alice"'
     assert status["details"]["causes"][0]["field"] == ".spec.replicas"
     forced = await objects_on.patch(
         deploy, namespace="default", name="web", patch_type=PatchType.APPLY,
         patch=deployment("web", replicas=5), field_manager="bob", force=True,
     )
     assert forced["spec"]["replicas"] == 5
+
+
+def _entries(obj: dict[str, Any]) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """managedFields by (manager, operation, subresource) -> fieldsV1."""
+    return {
+        (m["manager"], m["operation"], m.get("subresource", "")): m["fieldsV1"]
+        for m in obj["metadata"]["managedFields"]
+    }
+
+
+async def test_subresource_writes_are_recorded_under_their_subresource(objects_on: ObjectStore) -> None:
+    """kube records a write through /status or /scale in the writer's own managedFields entry,
+    with ``subresource`` set: a status writer owns what it wrote under .status, a scaler
+    .spec.replicas, and a later apply that changes them names them so."""
+    deploy, _, _ = _types(objects_on)
+    await objects_on.create(deploy, deployment("web", replicas=2), field_manager="kubectl-create")
+    stored = await objects_on.get(deploy, namespace="default", name="web")
+    await objects_on.update_status(
+        deploy, {**stored, "status": {"replicas": 2, "readyReplicas": 1}}, field_manager="controller"
+    )
+    await objects_on.patch_scale(
+        deploy, namespace="default", name="web", patch_type=PatchType.MERGE,
+        patch={"spec": {"replicas": 4}}, field_manager="kubectl",
+    )
+    entries = _entries(await objects_on.get(deploy, namespace="default", name="web"))
+    assert entries[("controller", "Update", "status")] == {"f:status": {"f:readyReplicas": {}, "f:replicas": {}}}
+    assert entries[("kubectl", "Update", "scale")] == {"f:spec": {"f:replicas": {}}}
+    # The scaler took .spec.replicas from its creator, as a write of another manager does.
+    assert "f:replicas" not in entries[("kubectl-create", "Update", "")]["f:spec"]
+
+    with pytest.raises(errors.Conflict) as caught:
+        await objects_on.patch(
+            deploy, namespace="default", name="web", patch_type=PatchType.APPLY,
+            patch=deployment("web", replicas=1), field_manager="ci",
+        )
+    status = caught.value.to_status()
+    assert status["message"] == (
+        'Apply failed with 1 conflict: conflict with "kubectl" with subresource "scale" using apps/v1: .spec.replicas'
+    )
+    assert status["details"]["causes"] == [{
+        "reason": "FieldManagerConflict",
+        "message": 'conflict with "kubectl" with subresource "scale" using apps/v1',
+        "field": ".spec.replicas",
+    }]
 
 
 def _gpufed_registry() -> Registry:

@@ -239,7 +239,7 @@ class ObjectStore:
         patch = replicas_patch(rt, scale, name=name)
         updated = await self.patch(
             rt, namespace=namespace, name=name, patch_type=PatchType.MERGE, patch=patch,
-            dry_run=dry_run, field_manager=field_manager,
+            dry_run=dry_run, field_manager=field_manager, recorded_subresource="scale",
         )
         return scale_of(rt, updated)
 

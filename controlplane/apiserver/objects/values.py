@@ -122,6 +122,9 @@ class WriteOptions:
     #: Called when a patch creates the object (a server-side apply of a missing one): the HTTP
     #: layer answers 201 Created then, as kube does, and 200 OK for a patch of an existing object.
     on_create: Callable[[], None] | None = None
+    #: The subresource a write of the main resource was asked for through (``scale``: the
+    #: replicas it sets), recorded in the writer's managedFields entry as kube records it.
+    recorded_subresource: str | None = None
 
 
 class WriteArgs(TypedDict, total=False):
@@ -133,6 +136,7 @@ class WriteArgs(TypedDict, total=False):
     warnings: WarningSink | None
     validate: ValidateWrite | None
     on_create: Callable[[], None] | None
+    recorded_subresource: str | None
 
 
 @dataclass(frozen=True, slots=True)

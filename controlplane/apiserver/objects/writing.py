@@ -340,7 +340,10 @@ class Writer:
         if _without_resource_version(new) == _without_resource_version(old):
             return old  # kube writes nothing for a no-op update
         if options.field_manager:
-            new = record_update(old, new, manager=options.field_manager, now=self.now())
+            new = record_update(
+                old, new, manager=options.field_manager, now=self.now(),
+                subresource=subresource or options.recorded_subresource,
+            )
         if options.validate is not None:
             options.validate(WriteAttributes(Operation.UPDATE, rt, new, old=old, subresource=subresource))
         return new
