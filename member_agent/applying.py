@@ -78,10 +78,16 @@ from member_agent.manifests import (
 logger = logging.getLogger(__name__)
 
 
+#: The spec fields the kinds' health rules read: the replicas asked for, a Service's type (a
+#: ClusterIP Service is healthy once applied, a LoadBalancer one once it has an ingress point).
+_SPEC_READ = ("replicas", "type")
+
+
 def status_fields(obj: Mapping[str, Any], *, api_version: str, kind: str) -> dict[str, Any]:
     """What a Work status needs of a member object, and all a watch cache keeps of it: its
-    identity, Work labels, desired replicas and status (:func:`work_status` computes the same
-    from this as from the whole object). List items carry no kind, so it is given."""
+    identity, Work labels, the spec fields health rules read (:data:`_SPEC_READ`) and status
+    (:func:`work_status` computes the same from this as from the whole object). List items
+    carry no kind, so it is given."""
     metadata = obj.get("metadata") or {}
     labels = metadata.get("labels") or {}
     spec = obj.get("spec")
@@ -97,8 +103,9 @@ def status_fields(obj: Mapping[str, Any], *, api_version: str, kind: str) -> dic
         },
         "status": obj.get("status") or {},
     }
-    if isinstance(spec, Mapping) and "replicas" in spec:
-        trimmed["spec"] = {"replicas": spec["replicas"]}
+    kept = {key: spec[key] for key in _SPEC_READ if key in spec} if isinstance(spec, Mapping) else {}
+    if kept:
+        trimmed["spec"] = kept
     return trimmed
 
 

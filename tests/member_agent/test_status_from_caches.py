@@ -241,8 +241,24 @@ async def test_what_the_caches_lack_is_fetched_and_a_conflict_still_found(
                                                                    c.LABEL_WORK_NAMESPACE: WORK_NS}},
             "data": {"big": "x" * 1000},
         },
+        # A ClusterIP Service is healthy once applied; only a LoadBalancer waits for its ingress:
+        # the rule reads spec.type, so the cache must keep it.
+        {
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "d", "namespace": "ml", "labels": {c.LABEL_WORK_NAME: "w",
+                                                                   c.LABEL_WORK_NAMESPACE: WORK_NS}},
+            "spec": {"type": "ClusterIP", "clusterIP": "10.96.0.12", "ports": [{"port": 80, "protocol": "TCP"}]},
+            "status": {"loadBalancer": {}},
+        },
+        {
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "d", "namespace": "ml", "labels": {c.LABEL_WORK_NAME: "w",
+                                                                   c.LABEL_WORK_NAMESPACE: WORK_NS}},
+            "spec": {"type": "LoadBalancer", "clusterIP": "10.96.0.13", "ports": [{"port": 80, "protocol": "TCP"}]},
+            "status": {"loadBalancer": {}},
+        },
     ],
-    ids=["deployment", "failed-job", "configmap-of-another-work"],
+    ids=["deployment", "failed-job", "configmap-of-another-work", "clusterip-service", "pending-load-balancer"],
 )
 def test_the_cached_fields_give_the_same_work_status_as_the_whole_object(live: dict[str, Any]) -> None:
     item = work("w", [live])
