@@ -25,10 +25,10 @@ from controlplane.apis.constants import (
     SYSTEM_NAMESPACE,
     WORK_GROUP,
 )
-from controlplane.apis.kube.defaults_batch import without_generated_selector
 from controlplane.apis.views import ObjectView
 from controlplane.apis.work_v1alpha1 import binding_name
 from controlplane.interpreter import interpreter_for
+from controlplane.interpreter.pruning import prune_for_member
 from controlplane.interpreter.shape import InvalidObject, malformed
 from controlplane.objectclient import Registry, ResourceType
 from policies.served import KindStatus
@@ -186,8 +186,9 @@ def with_condition(
 
 
 def without_server_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of a hub object fit to create in a member: no status, no server-owned metadata, no
-    selector or labels generated for a Job (the member generates its own)."""
+    """A copy of a hub object fit to create in a member: no status, no server-owned metadata, and
+    none of what its kind carries of one cluster only (:func:`prune_for_member`: a Service's
+    clusterIP, a Job's generated selector and its TTL…)."""
     # Copied field by field: the status and the metadata left out (managedFields: a field set
     # per writer) are never copied.
     out = {key: value if key == "metadata" else copy.deepcopy(value) for key, value in obj.items() if key != "status"}
@@ -207,6 +208,5 @@ def without_server_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
         else:
             kept.pop("annotations")
     out["metadata"] = kept
-    if out.get("apiVersion") == "batch/v1" and out.get("kind") == "Job":
-        without_generated_selector(out)
+    prune_for_member(out)
     return out

@@ -116,6 +116,27 @@ def test_a_job_reaches_the_member_without_the_hubs_generated_selector() -> None:
     assert rendered["spec"]["manualSelector"] is False and rendered["spec"]["backoffLimit"] == 6
 
 
+def test_exported_objects_reach_the_member_without_what_their_old_cluster_gave_them() -> None:
+    """``kubectl get -o yaml`` from a running cluster carries its Service address and the Job's
+    TTL; the Work carries neither (the member allocates its own address; the hub honours the TTL)."""
+    service: dict[str, Any] = {
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "ml", "uid": "u"},
+        "spec": {"clusterIP": "10.96.4.7", "clusterIPs": ["10.96.4.7"], "ports": [{"port": 80}]},
+    }
+    job: dict[str, Any] = {
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "train", "namespace": "ml"},
+        "spec": {"ttlSecondsAfterFinished": 60, "template": template({"nvidia.com/gpu": "1"})},
+    }
+    view = ClusterView(name="cloud")
+    rendered_service = render_manifest(service, interpreter=None, replicas=0, shape=None, rules=(), cluster=view)
+    rendered_job = render_manifest(
+        job, interpreter=interpreter_for("batch/v1", "Job"), replicas=1, shape=None, rules=(), cluster=view
+    )
+    assert rendered_service.manifest["spec"] == {"ports": [{"port": 80}]}
+    assert "ttlSecondsAfterFinished" not in rendered_job.manifest["spec"]
+    assert service["spec"]["clusterIP"] == "10.96.4.7" and job["spec"]["ttlSecondsAfterFinished"] == 60
+
+
 def test_a_customized_native_kind_keeps_its_gpu_shape_rendering() -> None:
     """A ResourceInterpreterCustomization of Deployment (here: replicaRevision) changes its hook
     only: the chosen GPU shape still rewrites the pod template and pins its node selector."""
