@@ -7,7 +7,8 @@ Events (:mod:`simulator.recording`), the kubelet runs them (:mod:`simulator.kube
 the workload controllers turn Deployments (through ReplicaSets), StatefulSets, Jobs,
 PyTorchJobs, MPIJobs, RayClusters and RayJobs into pods and keep their status
 (:mod:`simulator.controllers`, run by :mod:`simulator.controlling`), a garbage collector
-removes ReplicaSets and pods whose controller owner is gone, and :meth:`metrics_text`
+removes ReplicaSets and pods whose controller owner is gone, finished Jobs are deleted once
+their ``ttlSecondsAfterFinished`` passes (:mod:`simulator.expiring`), and :meth:`metrics_text`
 renders the nodes' dcgm-exporter page (:mod:`simulator.dcgm`).
 
 Each loop is level-based over the hub's informers
@@ -48,6 +49,7 @@ from simulator.controlling import WorkloadControllers
 from simulator.dcgm import PodDevice, render_metrics
 from simulator.devices import NodeInventory
 from simulator.events import EventAction, EventReason
+from simulator.expiring import FinishedJobsCleaner
 from simulator.informers import as_handler, cached, object_key, owned_informer
 from simulator.nodes import build_inventory, build_nodes
 from simulator.profile import ClusterProfile
@@ -98,6 +100,8 @@ class SimulatedCluster(Service):
         self.node_objects = Informer(objects, self._node_rt)
         self.node_objects.add_handler(as_handler(self._on_node))
         self.controllers = WorkloadControllers(objects, pods=self.pods, clock=self.clock, rng=self.rng)
+        jobs = self.controllers.informers.get("Job")
+        self.finished_jobs = FinishedJobsCleaner(objects, jobs, clock=self.clock) if jobs is not None else None
         self._schedule_wake = asyncio.Event()
         self._kubelet_wake = asyncio.Event()
         #: Pods the kubelet looks at on its next pass: those whose object changed since its last.
@@ -128,6 +132,8 @@ class SimulatedCluster(Service):
             tasks.append(group.create_task(self.controllers.garbage_loop(), name="garbage-collector"))
             if self.events is not None:
                 tasks.append(group.create_task(self.events.run(), name="event-recorder"))
+            if self.finished_jobs is not None:
+                tasks.append(group.create_task(self.finished_jobs.run(), name="ttl-after-finished"))
             tasks += [
                 group.create_task(self.controllers.controller_loop(k), name=f"controller-{k}")
                 for k in self.controllers.informers

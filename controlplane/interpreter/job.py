@@ -12,6 +12,10 @@ template) carries a coscheduling pod-group label together with a min-member coun
 The hub's status sums active/ready/succeeded/failed/terminating; it is Complete only
 when every member's share is Complete, Failed as soon as one member's share Failed. A member's
 share is unhealthy once it Failed.
+
+:func:`ttl_expiry` is when a finished Job with ``spec.ttlSecondsAfterFinished`` is due for
+deletion, as kube's ttl-after-finished controller computes it (the simulated members' and the
+hub's controllers both use it).
 """
 
 from __future__ import annotations
@@ -19,9 +23,11 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Mapping
+from datetime import datetime, timedelta
 from typing import Any
 
 from controlplane.apis.constants import ANNOTATION_GANG
+from controlplane.apis.meta import parse_time_or_none
 from controlplane.apis.untyped import as_int
 from controlplane.interpreter.base import (
     FinishedPhase,
@@ -66,6 +72,20 @@ def job_pods(spec: Mapping[str, Any]) -> int:
     parallelism = as_int(spec.get("parallelism"), 1)
     completions = spec.get("completions")
     return min(parallelism, as_int(completions)) if completions is not None else parallelism
+
+
+def ttl_expiry(job: Mapping[str, Any]) -> datetime | None:
+    """When ``job`` is due for deletion: ``spec.ttlSecondsAfterFinished`` after the
+    ``lastTransitionTime`` of its ``Complete`` or ``Failed`` condition that is True (kube's
+    ``jobFinishTime``). None when it has no TTL, has not finished, or does not say when it did."""
+    ttl = (job.get("spec") or {}).get("ttlSecondsAfterFinished")
+    if not isinstance(ttl, int) or isinstance(ttl, bool):
+        return None
+    for cond in (job.get("status") or {}).get("conditions") or ():
+        if cond.get("type") in ("Complete", "Failed") and cond.get("status") == "True":
+            finished = parse_time_or_none(cond.get("lastTransitionTime"))
+            return None if finished is None else finished + timedelta(seconds=ttl)
+    return None
 
 
 class JobInterpreter(PodTemplateKind):

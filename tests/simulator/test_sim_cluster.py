@@ -10,8 +10,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from controlplane.apiserver.objects import ObjectStore
+from controlplane.objectclient import errors
 from controlplane.storage.memory import MemoryStore
-from simulator.clock import ManualClock
+from simulator.clock import ManualClock, parse_rfc3339
 from simulator.cluster import SimulatedCluster
 from simulator.profile import parse_fleet
 from simulator.resources import member_registry
@@ -286,6 +287,65 @@ async def test_job_runs_completions_and_completes(sim: Sim) -> None:
     pods = await sim.pods()
     assert len(pods) == 3 and all(p["status"]["phase"] == "Succeeded" for p in pods)
     assert not sim.cluster.state.allocations  # finished pods hold no GPUs
+
+
+async def _finished_job(sim: Sim, name: str, **spec: Any) -> dict[str, Any]:
+    """Create a one-pod Job of 10 s and run it until its Complete condition is True."""
+    await sim.create(
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {
+                "template": _template({}, restart="Never", annotations={"sim.gpufed.io/duration": "10s"}),
+                **spec,
+            },
+        }
+    )
+
+    async def complete() -> dict[str, Any] | None:
+        job = await sim.get("batch/v1", "Job", name)
+        conditions = {c["type"]: c["status"] for c in (job.get("status") or {}).get("conditions") or []}
+        return job if conditions.get("Complete") == "True" else None
+
+    finished: dict[str, Any] = await sim.until(complete)
+    return finished
+
+
+async def _exists(sim: Sim, name: str) -> bool:
+    try:
+        await sim.get("batch/v1", "Job", name)
+    except errors.NotFound:
+        return False
+    return True
+
+
+async def test_a_finished_job_is_deleted_with_its_pods_once_its_ttl_passes(sim: Sim) -> None:
+    """kube's ttl-after-finished controller: deleted ``ttlSecondsAfterFinished`` after the
+    Complete condition's lastTransitionTime, not before; its pods go too."""
+    job = await _finished_job(sim, "short-lived", ttlSecondsAfterFinished=30)
+    [complete] = [c for c in job["status"]["conditions"] if c["type"] == "Complete"]
+    finished = parse_rfc3339(complete["lastTransitionTime"])
+    assert finished is not None and [p["metadata"]["name"] for p in await sim.pods()]
+
+    async def deleted() -> bool:
+        return not await _exists(sim, "short-lived")
+
+    await sim.until(deleted)
+    assert sim.clock.now() >= finished + 30
+
+    async def no_pods() -> bool:
+        return not await sim.pods()
+
+    await sim.until(no_pods)
+
+
+async def test_a_finished_job_without_a_ttl_stays(sim: Sim) -> None:
+    await _finished_job(sim, "kept")
+    sim.clock.advance(3600)
+    for _ in range(20):
+        await asyncio.sleep(0.001)
+    assert await _exists(sim, "kept") and len(await sim.pods()) == 1
 
 
 async def test_statefulset_creates_ordinals_in_order(sim: Sim) -> None:
