@@ -1,8 +1,8 @@
 """The controller manager: runs the hub's federation loop over one ObjectClient.
 
 In: an :class:`ObjectClient` (in-process, no HTTP) and :class:`ControllerSettings`. Out:
-the detector, scheduler, binding, status, graceful eviction, dependencies (``propagateDeps``)
-and deletion controllers running, sharing one informer per kind.
+the detector, scheduler, binding, status, graceful eviction, dependencies (``propagateDeps``),
+deletion and ttl-after-finished controllers running, sharing one informer per kind.
 
 ``run()`` builds everything afresh — informers, queues, the scheduler's reservations —
 lists and watches every kind, waits until all caches are synced, then starts the
@@ -31,6 +31,7 @@ from controlplane.controllers.deleting import DeletionController
 from controlplane.controllers.dependencies import DependenciesController
 from controlplane.controllers.detecting import Detector
 from controlplane.controllers.evicting import GracefulEvictionController
+from controlplane.controllers.finishedjobs import FinishedJobsController
 from controlplane.controllers.policyselectors import PolicySelectorsController
 from controlplane.controllers.rebalancers import RebalancerController
 from controlplane.controllers.reconciling import ReconcileLoop
@@ -91,6 +92,7 @@ class ControllerManager(Service):
         dependencies = DependenciesController(ctx)
         selectors = PolicySelectorsController(ctx)
         rebalancers = RebalancerController(ctx)
+        finished_jobs = FinishedJobsController(ctx)
         admission = AdmissionController(ctx, metrics=self.queue_metrics)
 
         async def reinterpret(api_version: str, kind: str) -> None:
@@ -109,7 +111,7 @@ class ControllerManager(Service):
         customizations = CustomizationsController(ctx, reinterpret)
         loops: list[ReconcileLoop[Any]] = [
             customizations.loop, detector.loop, scheduler.loop, binder.loop, status.loop, evictions.loop,
-            *dependencies.loops, deletion.loop, selectors.loop, rebalancers.loop,
+            *dependencies.loops, deletion.loop, selectors.loop, rebalancers.loop, finished_jobs.loop,
             admission.loop,
         ]
         self.context, self.scheduler, self.evictions, self._loops = ctx, scheduler, evictions, loops

@@ -16,7 +16,8 @@ object's status and health the agent reported) and the hub workload. Out:
   conditions the hub itself sets (the detector's ``Propagated``, the scheduler's
   ``Schedulable``). Once the interpreter says the workload finished (Succeeded or Failed),
   its status is final: nothing a member reports afterwards turns it back
-  (:func:`~controlplane.interpreter.keep_finished`).
+  (:func:`~controlplane.interpreter.keep_finished`), and the condition that says so carries the
+  hub's time of that write (:func:`~controlplane.interpreter.stamp_finish`).
 
 Only the clusters in ``spec.clusters`` count. A cluster whose replicas were evicted keeps its
 Work while its graceful eviction task lasts, but it is left out of both the aggregated status
@@ -72,7 +73,7 @@ from controlplane.controllers.workloads import (
     with_condition,
 )
 from controlplane.controllers.works import binding_key_of_work, cluster_of_namespace
-from controlplane.interpreter import interpreter_for, keep_finished
+from controlplane.interpreter import interpreter_for, keep_finished, stamp_finish
 from controlplane.interpreter.customized import CustomizedInterpreter, hook_of_reason
 from controlplane.interpreter.native import StatusInterpreter, status_interpreter_for
 from controlplane.interpreter.registry import customized_status_for, group_of
@@ -485,6 +486,7 @@ class StatusController(KeyedController[BindingKey]):
         aggregated = keep_finished(interpreter, current, folded)
         if aggregated is current:
             return  # finished: final
+        aggregated = stamp_finish(interpreter, aggregated, now=ctx.now_text())
         merged: dict[str, Any] = dict(aggregated)
         for ctype in WorkloadConditionType:  # the hub's own conditions stay
             own = find_condition(current.get("conditions"), ctype)

@@ -11,6 +11,7 @@ from controlplane.interpreter.base import (
     KindInterpreter,
     MemberStatuses,
     keep_finished,
+    stamp_finish,
 )
 from controlplane.interpreter.dependencies import Dependency, DependencyKind
 from controlplane.interpreter.registry import (
@@ -47,4 +48,5 @@ __all__ = [
     "registered_kinds",
     "requirements",
     "set_gpu_request",
+    "stamp_finish",
 ]

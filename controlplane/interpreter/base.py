@@ -41,6 +41,7 @@ __all__ = [
     "MemberStatuses",
     "PodTemplateKind",
     "keep_finished",
+    "stamp_finish",
 ]
 
 MemberStatuses = Sequence[tuple[str, Mapping[str, Any] | None]]
@@ -277,6 +278,22 @@ def keep_finished(interpreter: Finishing, current: Obj, merged: Obj) -> Obj:
     later reports its copy differently (recreated pods, a Work gone after a move) never turns a
     Succeeded or Failed workload back into a running one, nor one terminal phase into the other."""
     return current if interpreter.finished(current) is not None else merged
+
+
+def stamp_finish(interpreter: Finishing, status: Obj, *, now: str) -> Obj:
+    """``status`` as the hub first writes it finished: each True condition that says so (a Job's
+    ``Complete`` or ``Failed``) has ``now``, the hub's time, as its ``lastTransitionTime``, as
+    Karmada's control plane stamps a Job's. The members' own times stay in their statuses; the
+    hub's clock, not theirs, says when the hub workload finished, which its ttl-after-finished
+    controller counts from (:mod:`controlplane.controllers.finishedjobs`)."""
+    if interpreter.finished(status) is None:
+        return status
+    conditions = []
+    for cond in status.get("conditions") or ():
+        if cond.get("status") == "True" and interpreter.finished({"conditions": [cond]}) is not None:
+            cond = {**cond, "lastTransitionTime": now}
+        conditions.append(cond)
+    return {**status, "conditions": conditions}
 
 
 def reported(member_statuses: MemberStatuses) -> list[Mapping[str, Any]]:
