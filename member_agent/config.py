@@ -191,6 +191,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="seconds between recomputing every Work's status; member changes update it at once (default 60)",
     )
     parser.add_argument(
+        "--resync-interval",
+        type=float,
+        help="seconds between applying every Work again, repairing what changed in the member (default 300)",
+    )
+    parser.add_argument(
         "--status-hold",
         type=float,
         help="seconds a Work status saying 'applied, replicas starting' is held back, so a workload ready "
@@ -292,6 +297,7 @@ def config_from_args(ns: argparse.Namespace) -> AgentConfig:
         "dcgm_interval": "dcgm_interval",
         "dcgm_max_bytes": "dcgm_max_bytes",
         "status_resync_interval": "status_resync_interval",
+        "resync_interval": "resync_interval",
         "status_hold": "status_hold",
         "member_probe_interval": "member_probe_interval",
         "member_failure_threshold": "member_failure_threshold",

@@ -105,6 +105,8 @@ def test_config_from_flags_and_cluster_file(tmp_path: Path, monkeypatch: pytest.
             "2",
             "--dcgm-max-bytes",
             "1048576",
+            "--resync-interval",
+            "2",
         )
     )
     assert cfg.provider == "aws"
@@ -115,6 +117,8 @@ def test_config_from_flags_and_cluster_file(tmp_path: Path, monkeypatch: pytest.
     assert cfg.heartbeat_interval == 2
     assert cfg.dcgm_max_bytes == 1048576
     assert agent_config.config_from_args(parse(*BASE)).dcgm_max_bytes == 64 * 2**20
+    assert cfg.resync_interval == 2
+    assert agent_config.config_from_args(parse(*BASE)).resync_interval == 300
     assert (
         cfg.bootstrap_token is not None
         and cfg.bootstrap_token.get_secret_value() == "abcdef.0123456789abcdef"
@@ -153,6 +157,7 @@ def test_the_join_token_comes_from_a_file_the_environment_or_a_flag(
         (("--price", "A100=cheap"), "not a number"),
         (("--hub-ca-hash", "sha256:1234"), "sha256"),
         (("--dcgm-max-bytes", "0"), "greater than 0"),
+        (("--resync-interval", "0"), "greater than 0"),
         (("--proxy-reconnect-initial-backoff", "0"), "greater than 0"),
         (("--proxy-reconnect-initial-backoff", "5", "--proxy-reconnect-max-backoff", "2"),
          r"--proxy-reconnect-max-backoff \(2\) must not be less than --proxy-reconnect-initial-backoff \(5\)"),
