@@ -280,25 +280,27 @@ class ProcessGroup:
 
     def join_members(
         self, hub: Kubectl, fleet: Path, launched: dict[str, Callable[[], tuple[Process, Kubectl, str]]],
+        *, agent_flags: tuple[str, ...] = (),
     ) -> dict[str, Kubectl]:
-        """Wait for each :meth:`launch_member` and start its agent with a join command of its
-        own (the join commands are made side by side); returns each member's kubectl."""
+        """Wait for each :meth:`launch_member` and start its agent (with ``agent_flags``) with a
+        join command of its own (the join commands are made side by side); returns each member's kubectl."""
         with ThreadPoolExecutor(max_workers=len(launched)) as pool:
             joins = list(pool.map(lambda _: self.join_command(hub), launched))
         members: dict[str, Kubectl] = {}
         for (name, up), join in zip(launched.items(), joins, strict=True):
             _, members[name], dcgm = up()
-            self.start_agent(hub, fleet, name, members[name], dcgm, join=join)
+            self.start_agent(hub, fleet, name, members[name], dcgm, join=join, extra=agent_flags)
         return members
 
     def start_fleet(
         self, fleet: Path, clusters: tuple[str, ...], *hub_flags: str, namespace: str = "ml", timeout: float = 120,
+        agent_flags: tuple[str, ...] = (),
     ) -> tuple[Kubectl, dict[str, Kubectl]]:
         """A hub plus, for each of ``clusters``, a simulated member (time scale 20) and its agent;
         returns once every cluster is Ready with a capacity report, with ``namespace`` created."""
         launched = {name: self.launch_member(fleet, name, time_scale=20.0) for name in clusters}
         _, hub = self.start_hub("hub", *hub_flags)
-        members = self.join_members(hub, fleet, launched)
+        members = self.join_members(hub, fleet, launched, agent_flags=agent_flags)
 
         def all_ready() -> bool:
             items = hub.json("get", "clusters")["items"]
@@ -319,13 +321,13 @@ class ProcessGroup:
     @staticmethod
     @contextlib.contextmanager
     def running_fleet(
-        root: Path, fleet: Path, clusters: tuple[str, ...], *hub_flags: str
+        root: Path, fleet: Path, clusters: tuple[str, ...], *hub_flags: str, agent_flags: tuple[str, ...] = (),
     ) -> Iterator[tuple[Kubectl, dict[str, Kubectl]]]:
         """:meth:`start_fleet` in a group of its own (for a module-scoped fixture): its processes'
         logs go to stderr when starting or a test fails, and all are stopped at the end."""
         group = ProcessGroup(root=root)
         try:
-            yield group.start_fleet(fleet, clusters, *hub_flags)
+            yield group.start_fleet(fleet, clusters, *hub_flags, agent_flags=agent_flags)
         except BaseException:
             sys.stderr.write(group.dump_logs())
             raise

@@ -2,11 +2,15 @@
 the hub with one ClusterPropagationPolicy land in every member, and their member statuses fold
 back into the hub objects (DaemonSet node counts summed, the CronJob's active Jobs and
 lastScheduleTime, every member's load balancer address); a JobSet sent to a member that does not
-serve JobSet is a clear Work condition and an Event. Real hub on real etcd, two simulated
-members (time scale 20), two agents, the real kubectl; one fleet shared by the tests."""
+serve JobSet is a clear Work condition and an Event; objects exported from another cluster
+(``kubectl get -o yaml``) land without what that cluster gave them: a Job with
+``ttlSecondsAfterFinished`` runs once and then leaves the hub and the member, a Service comes
+without its old clusterIP. Real hub on real etcd, two simulated members (time scale 20), two
+agents (applying every Work again every 2 s), the real kubectl; one fleet shared by the tests."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -100,10 +104,51 @@ spec:
                     limits: {nvidia.com/gpu: 1}
 """
 
+#: As exported from a running cluster: the Job's TTL, the Service's address there.
+EXPORTED = """
+apiVersion: policy.gpufed.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: exported-to-east, namespace: ml}
+spec:
+  resourceSelectors:
+    - {apiVersion: batch/v1, kind: Job, name: run-once}
+    - {apiVersion: v1, kind: Service, name: exported}
+  placement:
+    clusterAffinity:
+      clusterNames: [east]
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: run-once, namespace: ml}
+spec:
+  ttlSecondsAfterFinished: 2
+  template:
+    metadata:
+      annotations: {sim.gpufed.io/duration: 20s}
+    spec:
+      restartPolicy: Never
+      containers:
+        - {name: step, image: registry.example.com/ml/step:1.0}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: exported, namespace: ml}
+spec:
+  clusterIP: 10.96.4.7
+  clusterIPs: [10.96.4.7]
+  selector: {app: exported}
+  ports:
+    - {port: 80, targetPort: 8080}
+"""
+#: How often the agents apply every Work again (a member copy deleted in the member comes back).
+RESYNC_SECONDS = 2
+
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Kubectl, dict[str, Kubectl]]]:
-    with ProcessGroup.running_fleet(tmp_path_factory.mktemp("any-kind"), FLEET, ("east", "west")) as fleet:
+    with ProcessGroup.running_fleet(
+        tmp_path_factory.mktemp("any-kind"), FLEET, ("east", "west"), agent_flags=("--resync-interval", str(RESYNC_SECONDS))
+    ) as fleet:
         yield fleet
 
 
@@ -204,3 +249,35 @@ def test_a_kind_the_member_does_not_serve_is_a_work_condition_and_an_event(
     assert west["clusterName"] == "west" and west["applied"] is False
     assert "does not serve JobSet" in west["appliedMessage"]
     assert members["west"].run("get", "jobsets", "-n", "ml", check=False).returncode != 0
+
+
+def test_exported_objects_run_once_and_land_without_their_old_clusters_fields(
+    fleet: tuple[Kubectl, dict[str, Kubectl]],
+) -> None:
+    hub, members = fleet
+    east = members["east"]
+    hub.run("apply", "-f", "-", input_text=EXPORTED)
+
+    # The Service: the member's copy, and the Work behind it, carry no address of the old cluster.
+    service = wait_for(lambda: east.json_or_none("get", "service", "exported", "-n", "ml"), timeout=120,
+                       what="the exported Service in east")
+    assert "10.96.4.7" not in (service["spec"].get("clusterIP"), *(service["spec"].get("clusterIPs") or ()))
+    work = hub.json("get", "work", "ml-exported-service", "-n", "gpufed-es-east")
+    manifest = work["spec"]["workload"]["manifests"][0]
+    assert "clusterIP" not in manifest["spec"] and "clusterIPs" not in manifest["spec"]
+    assert [p["port"] for p in manifest["spec"]["ports"]] == [80]
+
+    # The Job runs, finishes, and 2 s later leaves the hub, then the member.
+    def pods_scheduled() -> list[str]:
+        events = east.json("get", "events", "-n", "ml", "--field-selector", "reason=Scheduled")["items"]
+        return sorted({e["involvedObject"]["name"] for e in events if e["involvedObject"]["name"].startswith("run-once-")})
+
+    wait_for(pods_scheduled, timeout=120, what="the Job's pod scheduled in east")
+    wait_for(lambda: hub.run("get", "job", "run-once", "-n", "ml", check=False).returncode != 0, timeout=120,
+             what="the finished Job deleted from the hub")
+    wait_for(lambda: east.run("get", "job", "run-once", "-n", "ml", check=False).returncode != 0, timeout=60,
+             what="the Job deleted from east")
+    # Long enough for two resyncs of every Work: nothing brings the Job back.
+    time.sleep(RESYNC_SECONDS * 2 + 1)
+    assert east.run("get", "job", "run-once", "-n", "ml", check=False).returncode != 0
+    assert len(pods_scheduled()) == 1  # it ran once
