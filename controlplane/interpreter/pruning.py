@@ -29,7 +29,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from controlplane.apis.kube.defaults_batch import without_generated_selector
-from controlplane.apis.kube.objects import child
+from controlplane.apis.kube.objects import child, drop_keys
 from controlplane.interpreter.registry import group_of
 
 ANNOTATION_DEPLOYMENT_REVISION: Final = "deployment.kubernetes.io/revision"
@@ -43,14 +43,7 @@ Pruner = Callable[[dict[str, Any]], None]
 
 
 def _drop_annotations(obj: dict[str, Any], *keys: str) -> None:
-    meta = child(obj, "metadata")
-    annotations = child(meta, "annotations")
-    if meta is None or annotations is None:
-        return
-    for key in keys:
-        annotations.pop(key, None)
-    if not annotations:
-        del meta["annotations"]
+    drop_keys(child(obj, "metadata"), "annotations", keys)
 
 
 def _service(obj: dict[str, Any]) -> None:

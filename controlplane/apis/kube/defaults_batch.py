@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from controlplane.apis.kube.defaults_core import pod_template_spec
-from controlplane.apis.kube.objects import child, ensure, items
+from controlplane.apis.kube.objects import child, drop_keys, ensure, items
 
 #: The labels kube puts on a Job's pod template, and the one its generated selector matches.
 JOB_NAME_LABELS = ("job-name", "batch.kubernetes.io/job-name")
@@ -122,10 +122,4 @@ def without_generated_selector(obj: dict[str, Any]) -> None:
     generated = (*JOB_NAME_LABELS, *CONTROLLER_UID_LABELS)
     template_meta = child(child(spec, "template"), "metadata")
     for meta in (template_meta, child(obj, "metadata")):
-        labels = child(meta, "labels")
-        if meta is None or labels is None:
-            continue
-        for key in generated:
-            labels.pop(key, None)
-        if not labels:
-            del meta["labels"]
+        drop_keys(meta, "labels", generated)

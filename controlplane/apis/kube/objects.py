@@ -8,7 +8,7 @@ canonicalised and rounded up to a thousandth, as ``SetDefaults_ResourceList`` do
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from controlplane.apis.quantity import QuantityError, canonical_quantity
@@ -20,6 +20,17 @@ def child(parent: Any, key: str) -> dict[str, Any] | None:
         return None
     value = parent.get(key)
     return value if isinstance(value, dict) else None
+
+
+def drop_keys(parent: Any, key: str, names: Iterable[str]) -> None:
+    """Remove ``names`` from the map ``parent[key]``, and the map itself once it is empty."""
+    mapping = child(parent, key)
+    if mapping is None:
+        return
+    for name in names:
+        mapping.pop(name, None)
+    if not mapping:
+        del parent[key]
 
 
 def ensure(parent: dict[str, Any], key: str) -> dict[str, Any] | None:
