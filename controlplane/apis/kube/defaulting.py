@@ -41,6 +41,8 @@ _DEFAULTERS: dict[tuple[str, str], Defaulter] = {
     ("batch", "Job"): batch.job,
     ("batch", "CronJob"): batch.cron_job,
     ("networking.k8s.io", "NetworkPolicy"): groups.network_policy,
+    ("discovery.k8s.io", "EndpointSlice"): groups.endpoint_slice,
+    ("node.k8s.io", "RuntimeClass"): groups.runtime_class,
     ("storage.k8s.io", "StorageClass"): groups.storage_class,
     ("autoscaling", "HorizontalPodAutoscaler"): groups.horizontal_pod_autoscaler,
 }

@@ -1,6 +1,7 @@
-"""kube's defaulting of the kinds of the networking, storage and autoscaling groups that users
-propagate: NetworkPolicy (``pkg/apis/networking/v1/defaults.go``), StorageClass
-(``pkg/apis/storage/v1/defaults.go``) and HorizontalPodAutoscaler
+"""kube's defaulting of the kinds of the networking, discovery, node, storage and autoscaling
+groups that users propagate: NetworkPolicy (``pkg/apis/networking/v1/defaults.go``), EndpointSlice
+(``pkg/apis/discovery/v1/defaults.go``), RuntimeClass (its overhead's quantities, as kube decodes
+them), StorageClass (``pkg/apis/storage/v1/defaults.go``) and HorizontalPodAutoscaler
 (``pkg/apis/autoscaling/v2/defaults.go``, and ``v1/defaults.go`` for the version converted from it).
 """
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from controlplane.apis.kube.objects import child, items
+from controlplane.apis.kube.objects import child, items, resource_list
 
 #: ``defaultHPAScaleUpRules``: the older HPA's behaviour (4 pods or double, every 15 s).
 _SCALE_UP_RULES: dict[str, Any] = {
@@ -43,6 +44,20 @@ def network_policy(obj: dict[str, Any]) -> None:
     if not spec.get("policyTypes"):
         egress = spec.get("egress")
         spec["policyTypes"] = ["Ingress", "Egress"] if isinstance(egress, list) and egress else ["Ingress"]
+
+
+def endpoint_slice(obj: dict[str, Any]) -> None:
+    """``SetDefaults_EndpointPort``: each port's name empty and protocol TCP when unset."""
+    for port in items(obj, "ports"):
+        if port.get("name") is None:
+            port["name"] = ""
+        if port.get("protocol") is None:
+            port["protocol"] = "TCP"
+
+
+def runtime_class(obj: dict[str, Any]) -> None:
+    """No ``SetDefaults`` in node/v1: the pod overhead's quantities in kube's canonical form."""
+    resource_list(child(obj, "overhead"), "podFixed")
 
 
 def storage_class(obj: dict[str, Any]) -> None:

@@ -141,6 +141,12 @@ def too_long(path: str, max_length: int) -> FieldError:
     return FieldError(ErrorType.TOO_LONG, path, f"Too long: may not be more than {max_length} bytes")
 
 
+def too_many(path: str, actual: int, maximum: int) -> FieldError:
+    return FieldError(
+        ErrorType.TOO_MANY, path, f"Too many: {actual}: must have at most {maximum} item{'' if maximum == 1 else 's'}"
+    )
+
+
 IS_NEGATIVE = "must be greater than or equal to 0"
 IMMUTABLE = "field is immutable"
 

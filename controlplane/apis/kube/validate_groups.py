@@ -1,7 +1,8 @@
 """kube's validation of PodDisruptionBudget (``pkg/apis/policy/validation``), PriorityClass
-(``pkg/apis/scheduling/validation``), StorageClass (``pkg/apis/storage/validation``: not its
-parameters' sizes or allowed topologies) and HorizontalPodAutoscaler
-(``pkg/apis/autoscaling/validation``: its replica bounds, target reference, metrics and behavior).
+(``pkg/apis/scheduling/validation``), RuntimeClass (``pkg/apis/node/validation``), StorageClass
+(``pkg/apis/storage/validation``: not its parameters' sizes or allowed topologies) and
+HorizontalPodAutoscaler (``pkg/apis/autoscaling/validation``: its replica bounds, target
+reference, metrics and behavior).
 """
 
 from __future__ import annotations
@@ -9,11 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from controlplane.apis.kube import field
-from controlplane.apis.kube.field import FieldError
+from controlplane.apis.kube.field import FieldError, GoValue, go_quote
 from controlplane.apis.kube.label_selectors import selector_errors
 from controlplane.apis.kube.names import dns_label_errors, qualified_name_errors
 from controlplane.apis.kube.validate_apps import positive_int_or_percent_errors
-from controlplane.apis.kube.validate_resources import parse, shown
+from controlplane.apis.kube.validate_pod import labels_errors, tolerations_errors
+from controlplane.apis.kube.validate_resources import parse, requirements_errors, shown
 
 Obj = dict[str, Any]
 
@@ -72,6 +74,48 @@ def validate_priority_class(obj: Obj, old: Obj | None) -> list[FieldError]:
             errors.append(field.forbidden("value", "may not be changed in an update."))
         errors += field.immutable(policy, old.get("preemptionPolicy"), "preemptionPolicy")
     return errors
+
+
+def validate_runtime_class(obj: Obj, old: Obj | None) -> list[FieldError]:
+    """``ValidateRuntimeClass`` (and ``ValidateRuntimeClassUpdate``: the handler is immutable)."""
+    handler = obj.get("handler")
+    shown_handler = "" if handler is None else str(handler)
+    errors = [field.invalid("handler", shown_handler, msg) for msg in dns_label_errors(shown_handler)]
+    overhead = obj.get("overhead")
+    if isinstance(overhead, dict):
+        # kube checks the pod's fixed overhead as a container's limits.
+        errors += requirements_errors({"limits": overhead.get("podFixed")}, "overhead")
+    scheduling = obj.get("scheduling")
+    if isinstance(scheduling, dict):
+        errors += labels_errors(scheduling.get("nodeSelector"), "scheduling.nodeSelector")
+        errors += _runtime_class_tolerations_errors(scheduling.get("tolerations"), "scheduling.tolerations")
+    if old is not None:
+        errors += field.immutable(handler, old.get("handler"), "handler", shown=shown_handler)
+    return errors
+
+
+def _runtime_class_tolerations_errors(tolerations: Any, path: str) -> list[FieldError]:
+    """``ValidateTolerations``, and each toleration (key, operator, value, effect) listed once."""
+    errors = tolerations_errors(tolerations, path)
+    seen: set[tuple[str, ...]] = set()
+    for index_path, toleration in field.indexed(tolerations, path):
+        key = tuple(str(toleration.get(name) or "") for name in _TOLERATION_KEYS)
+        if key in seen:
+            errors.append(field.duplicate(index_path, _go_toleration(toleration)))
+        seen.add(key)
+    return errors
+
+
+_TOLERATION_KEYS = ("key", "operator", "value", "effect")
+
+
+def _go_toleration(toleration: Obj) -> GoValue:
+    """A toleration as Go's ``%#v`` prints kube's internal ``core.Toleration`` (a set
+    ``tolerationSeconds``, a pointer Go prints as an address, as its value)."""
+    seconds = toleration.get("tolerationSeconds")
+    parts = [f"{name.title()}:{go_quote(str(toleration.get(name) or ''))}" for name in _TOLERATION_KEYS]
+    parts.append(f"TolerationSeconds:{'(*int64)(nil)' if seconds is None else f'&{seconds}'}")
+    return GoValue("core.Toleration{" + ", ".join(parts) + "}")
 
 
 def _system_priority_class_problem(name: str, value: Any, global_default: Any) -> str:

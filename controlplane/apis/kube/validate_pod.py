@@ -232,7 +232,7 @@ def containers_errors(spec: dict[str, Any], volumes: set[str], path: str) -> lis
     return errors
 
 
-def _tolerations_errors(tolerations: Any, path: str) -> list[FieldError]:
+def tolerations_errors(tolerations: Any, path: str) -> list[FieldError]:
     """``ValidateTolerations``."""
     errors: list[FieldError] = []
     for index_path, toleration in field.indexed(tolerations, path):
@@ -282,7 +282,7 @@ def pod_spec_errors(spec: Any, path: str) -> list[FieldError]:
     ):
         errors.append(field.invalid(f"{path}.activeDeadlineSeconds", deadline, inclusive_range_error(1, MAX_INT32)))
     errors += field.nonnegative(spec.get("terminationGracePeriodSeconds"), f"{path}.terminationGracePeriodSeconds")
-    errors += _tolerations_errors(spec.get("tolerations"), f"{path}.tolerations")
+    errors += tolerations_errors(spec.get("tolerations"), f"{path}.tolerations")
     return errors
 
 

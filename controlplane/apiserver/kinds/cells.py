@@ -159,6 +159,33 @@ def ingress_class_parameters(obj: Obj, _now: datetime) -> str:
     return f"{kind}.{group}/{name}" if group else f"{kind}/{name}"
 
 
+def endpoint_slice_ports(obj: Obj, _now: datetime) -> str:
+    """kube's ``formatDiscoveryPorts``: each port's number (its name without one, ``*`` without
+    either), the first three, then ``+ N more...``; ``<unset>`` without ports."""
+    ports = [p for p in dig(obj, "ports") or () if isinstance(p, dict)]
+    shown = [
+        str(p["port"]) if p.get("port") is not None else (str(p["name"]) if p.get("name") is not None else "*")
+        for p in ports[:_MAX_HOSTS]
+    ]
+    return _with_more(shown, len(ports))
+
+
+def endpoint_slice_endpoints(obj: Obj, _now: datetime) -> str:
+    """kube's ``formatDiscoveryEndpoints``: every endpoint's addresses, the first three, then
+    ``+ N more...``; ``<unset>`` without any."""
+    addresses = [
+        str(a) for e in dig(obj, "endpoints") or () if isinstance(e, dict) for a in e.get("addresses") or ()
+    ]
+    return _with_more(addresses[:_MAX_HOSTS], len(addresses))
+
+
+def _with_more(shown: list[str], count: int) -> str:
+    """kube's ``listWithMoreString``."""
+    if count > len(shown):
+        return f"{','.join(shown)} + {count - len(shown)} more..."
+    return ",".join(shown) or "<unset>"
+
+
 # --- policy and autoscaling ------------------------------------------------------------------
 
 
