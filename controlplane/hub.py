@@ -195,18 +195,15 @@ class HubConfig:
     cached_informers: bool = True
 
 
-#: Core kinds that only exist inside a member cluster; the hub does not serve them.
-MEMBER_ONLY_RESOURCES = frozenset({"nodes"})
-
-
 def hub_registry() -> DynamicRegistry:
     """Everything the hub serves: DESIGN.md's objects table, plus the kinds of the
-    CustomResourceDefinitions applied to it."""
-    core = [rt for rt in core_resources() if rt.plural not in MEMBER_ONLY_RESOURCES]
+    CustomResourceDefinitions applied to it. Nodes are served as kube-apiserver and Karmada's
+    control plane serve them (an empty collection unless someone creates Nodes), so RBAC rules
+    and ``kubectl get nodes`` name them; the fleet's nodes live in the members."""
     registry = DynamicRegistry(
         with_selector_warnings(
             [
-                *core,
+                *core_resources(),
                 *workload_resources(),
                 *builtin_kind_resources(),
                 *gpu_workload_resources(),

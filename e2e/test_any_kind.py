@@ -1,9 +1,10 @@
 """Any kind propagates, end to end: a DaemonSet, a CronJob and a LoadBalancer Service applied to
 the hub with one ClusterPropagationPolicy land in every member, and their member statuses fold
 back into the hub objects (DaemonSet node counts summed, the CronJob's active Jobs and
-lastScheduleTime, every member's load balancer address); a JobSet sent to a member that does not
-serve JobSet is a clear Work condition and an Event; objects exported from another cluster
-(``kubectl get -o yaml``) land without what that cluster gave them: a Job with
+lastScheduleTime, every member's load balancer address); a GPU chart's cluster-scoped
+RuntimeClass lands in every member and leaves with the hub's; a JobSet sent to a member that
+does not serve JobSet is a clear Work condition and an Event; objects exported from another
+cluster (``kubectl get -o yaml``) land without what that cluster gave them: a Job with
 ``ttlSecondsAfterFinished`` runs once and then leaves the hub and the member, a Service comes
 without its old clusterIP. Real hub on real etcd, two simulated members (time scale 20), two
 agents (applying every Work again every 2 s), the real kubectl; one fleet shared by the tests."""
@@ -70,6 +71,23 @@ spec:
   selector: {app: gateway}
   ports:
     - {port: 443, targetPort: 8443}
+"""
+
+RUNTIME_CLASS_EVERYWHERE = """
+apiVersion: policy.karmada.io/v1alpha1
+kind: ClusterPropagationPolicy
+metadata:
+  name: gpu-runtime-everywhere
+spec:
+  resourceSelectors:
+    - {apiVersion: node.k8s.io/v1, kind: RuntimeClass, name: nvidia}
+---
+apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata: {name: nvidia}
+handler: nvidia
+scheduling:
+  nodeSelector: {nvidia.com/gpu.present: "true"}
 """
 
 JOBSET_ON_WEST = """
@@ -219,6 +237,39 @@ def test_daemonset_cronjob_and_service_land_everywhere_and_fold_back(
     aggregated = {item["clusterName"]: item for item in binding["status"]["aggregatedStatus"]}
     assert set(aggregated) == set(members)
     assert all(item["applied"] and item["health"] == "Healthy" for item in aggregated.values())
+
+
+def test_a_runtime_class_lands_in_every_member_and_leaves_with_the_hubs(
+    fleet: tuple[Kubectl, dict[str, Kubectl]],
+) -> None:
+    hub, members = fleet
+    applied = hub.run("apply", "-f", "-", input_text=RUNTIME_CLASS_EVERYWHERE)
+    assert "runtimeclass.node.k8s.io/nvidia created" in applied.stdout
+    assert "Warning" not in applied.stderr, applied.stderr
+
+    def member_runtime_classes() -> dict[str, Any] | None:
+        found = {name: m.json_or_none("get", "runtimeclass", "nvidia") for name, m in members.items()}
+        return found if all(found.values()) else None
+
+    found = wait_for(member_runtime_classes, timeout=120, what="the RuntimeClass in both members")
+    for name, runtime_class in found.items():
+        assert runtime_class["handler"] == "nvidia", name
+        assert runtime_class["scheduling"] == {"nodeSelector": {"nvidia.com/gpu.present": "true"}}, name
+
+    # A cluster-scoped kind's binding lives in gpufed-system, as a CRD's does.
+    def healthy_everywhere() -> bool:
+        binding = hub.json_or_none("get", "resourcebinding", "nvidia-runtimeclass", "-n", "gpufed-system") or {}
+        aggregated = (binding.get("status") or {}).get("aggregatedStatus") or ()
+        return {item["clusterName"] for item in aggregated if item.get("applied") and item.get("health") == "Healthy"} == set(members)
+
+    wait_for(healthy_everywhere, timeout=120, what="the RuntimeClass's binding applied and Healthy in both members")
+
+    hub.run("delete", "runtimeclass", "nvidia")
+
+    def gone_everywhere() -> bool:
+        return all(m.json_or_none("get", "runtimeclass", "nvidia") is None for m in members.values())
+
+    wait_for(gone_everywhere, timeout=120, what="the RuntimeClass deleted from both members")
 
 
 def test_a_kind_the_member_does_not_serve_is_a_work_condition_and_an_event(

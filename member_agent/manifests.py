@@ -41,6 +41,7 @@ _KIND_ORDER = {
     "LimitRange": 2,
     "PodDisruptionBudget": 2,
     "StorageClass": 2,
+    "RuntimeClass": 2,
     "IngressClass": 2,
     "ServiceAccount": 3,
     "ConfigMap": 3,

@@ -1,8 +1,8 @@
 """What the hub's controllers share about workloads: which kinds propagate, keys, conditions.
 
 In: the hub's :class:`Registry` and workload objects as dicts. Out: the propagatable
-resource types (every namespaced kind but the hub's own, and CustomResourceDefinitions, whose
-bindings live in ``gpufed-system``), :class:`WorkloadRef` keys (a workload, and the name of its binding), the
+resource types (every namespaced kind but the hub's own, and CustomResourceDefinitions and
+RuntimeClasses, whose bindings live in ``gpufed-system``), :class:`WorkloadRef` keys (a workload, and the name of its binding), the
 ``Propagated`` condition the detector sets on a hub workload's status, and a dict version
 of ``set_condition`` for status conditions. Pure; no I/O.
 """
@@ -41,10 +41,11 @@ HUB_ONLY_GROUPS: frozenset[str] = frozenset(
 #: Core kinds that never propagate: Events describe hub objects.
 HUB_ONLY_KINDS: frozenset[tuple[str, str]] = frozenset({("", "Event")})
 #: Cluster-scoped kinds a ClusterPropagationPolicy may propagate: CustomResourceDefinitions (as
-#: Karmada users send a CRD to the clusters its instances go to). Their bindings live in
+#: Karmada users send a CRD to the clusters its instances go to) and RuntimeClasses (GPU charts'
+#: ``nvidia``, which their pods name in ``runtimeClassName``). Their bindings live in
 #: :data:`CLUSTER_SCOPED_BINDING_NAMESPACE` (Karmada's ClusterResourceBinding, as a namespaced one).
 PROPAGATABLE_CLUSTER_KINDS: frozenset[tuple[str, str]] = frozenset(
-    {("apiextensions.k8s.io", "CustomResourceDefinition")}
+    {("apiextensions.k8s.io", "CustomResourceDefinition"), ("node.k8s.io", "RuntimeClass")}
 )
 CLUSTER_SCOPED_BINDING_NAMESPACE = SYSTEM_NAMESPACE
 
@@ -62,7 +63,7 @@ def is_plain(api_version: str, kind: str) -> bool:
 
 def is_propagatable(rt: ResourceType) -> bool:
     """Whether a policy may propagate objects of ``rt``: any namespaced kind the hub serves that
-    is not part of the hub's own machinery, and CustomResourceDefinitions."""
+    is not part of the hub's own machinery, and the cluster-scoped kinds of :data:`PROPAGATABLE_CLUSTER_KINDS`."""
     if not rt.namespaced:
         return (rt.group, rt.kind) in PROPAGATABLE_CLUSTER_KINDS
     return rt.group not in HUB_ONLY_GROUPS and (rt.group, rt.kind) not in HUB_ONLY_KINDS

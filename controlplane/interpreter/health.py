@@ -54,6 +54,8 @@ ALWAYS_HEALTHY_KINDS = frozenset(
         "LimitRange",
         "ResourceQuota",
         "StorageClass",
+        "RuntimeClass",
+        "EndpointSlice",
         "HorizontalPodAutoscaler",
     }
 )

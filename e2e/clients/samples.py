@@ -104,6 +104,13 @@ SPECS: dict[tuple[str, str], Builder] = {
         "spec": {"limits": [{"type": "Container", "default": {"cpu": "1"}, "defaultRequest": {"cpu": "500m"}}]}
     },
     ("", "Pod"): lambda name: {"spec": _pod_template(name, gpus=True)["spec"]},
+    ("", "Node"): lambda name: {"spec": {"podCIDR": "10.244.1.0/24"}},
+    ("discovery.k8s.io", "EndpointSlice"): lambda name: {
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": ["10.0.0.7"], "conditions": {"ready": True}}],
+        "ports": [{"name": "http", "port": 8000, "protocol": "TCP"}],
+    },
+    ("node.k8s.io", "RuntimeClass"): lambda name: {"handler": "nvidia"},
     ("scheduling.k8s.io", "PriorityClass"): lambda name: {"value": 1000, "description": "clients suite"},
     ("coordination.k8s.io", "Lease"): lambda name: {"spec": {"holderIdentity": "clients-suite", "leaseDurationSeconds": 40}},
     ("apps", "Deployment"): lambda name: {"spec": {"replicas": 2, **_selected(name, gpus=True)}},

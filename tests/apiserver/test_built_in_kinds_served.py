@@ -10,7 +10,7 @@ import pytest
 from controlplane.hub import hub_registry
 
 WITH_STATUS = [
-    ("v1", "Service"), ("v1", "PersistentVolumeClaim"), ("v1", "Pod"), ("v1", "ResourceQuota"),
+    ("v1", "Service"), ("v1", "PersistentVolumeClaim"), ("v1", "Pod"), ("v1", "ResourceQuota"), ("v1", "Node"),
     ("apps/v1", "ReplicaSet"), ("apps/v1", "Deployment"), ("apps/v1", "StatefulSet"), ("apps/v1", "DaemonSet"),
     ("batch/v1", "Job"), ("batch/v1", "CronJob"), ("networking.k8s.io/v1", "Ingress"),
     ("policy/v1", "PodDisruptionBudget"), ("autoscaling/v2", "HorizontalPodAutoscaler"),
@@ -22,6 +22,7 @@ WITHOUT_STATUS = [
     ("rbac.authorization.k8s.io/v1", "Role"), ("rbac.authorization.k8s.io/v1", "RoleBinding"),
     ("rbac.authorization.k8s.io/v1", "ClusterRole"), ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
     ("scheduling.k8s.io/v1", "PriorityClass"), ("storage.k8s.io/v1", "StorageClass"),
+    ("discovery.k8s.io/v1", "EndpointSlice"), ("node.k8s.io/v1", "RuntimeClass"),
 ]
 REGISTRY = hub_registry()
 

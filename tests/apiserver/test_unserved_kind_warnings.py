@@ -72,13 +72,25 @@ async def test_selectors_the_hub_cannot_propagate_warn_and_the_policy_is_accepte
         ("policy/v1", "PodDisruptionBudget"),
         ("autoscaling/v2", "HorizontalPodAutoscaler"),
         ("jobset.x-k8s.io/v1alpha2", "JobSet"),
-        ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),  # the one cluster-scoped kind that propagates
+        ("discovery.k8s.io/v1", "EndpointSlice"),
+        # The cluster-scoped kinds that propagate.
+        ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
+        ("node.k8s.io/v1", "RuntimeClass"),
     ],
 )
 async def test_served_namespaced_kinds_draw_no_warning(hub: TestClient[Any, Any], api_version: str, kind: str) -> None:
     created = await hub.post(POLICIES, json=policy((api_version, kind)))
     assert created.status == 201, await created.text()
     assert created.headers.getall("Warning", []) == []
+
+
+async def test_nodes_are_served_but_stay_in_the_members(hub: TestClient[Any, Any]) -> None:
+    # The hub serves Nodes (as kube-apiserver does, for RBAC rules and kubectl); a policy that
+    # selects them is told that they do not propagate, not that the hub lacks them.
+    created = await hub.post(POLICIES, json=policy(("v1", "Node")))
+    assert created.status == 201, await created.text()
+    (warning,) = warnings_of(created.headers.getall("Warning", []))
+    assert warning.startswith("spec.resourceSelectors[0]: Node (v1) is cluster-scoped"), warning
 
 
 def test_a_malformed_selector_list_is_left_to_validation() -> None:

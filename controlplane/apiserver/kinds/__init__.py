@@ -1,7 +1,7 @@
 """Built-in kinds served beside the core, workload and gpufed ones, one module per API family.
 
 In: nothing. Out: :func:`builtin_kind_resources` (apps ReplicaSet/DaemonSet, batch CronJob,
-networking, policy, autoscaling (v2 and v1), quota and storage kinds) and :func:`gpu_workload_resources`
+networking and EndpointSlice, policy, autoscaling (v2 and v1), quota, storage and RuntimeClass kinds) and :func:`gpu_workload_resources`
 (LeaderWorkerSet, JobSet), each with kube's defaulting and validation attached where kube has
 them (``with_kube_rules``). The hub and the simulated members serve both lists.
 """
@@ -14,11 +14,12 @@ from controlplane.apiserver.kinds.admin import (
     LIMIT_RANGE,
     POD_DISRUPTION_BUDGET,
     RESOURCE_QUOTA,
+    RUNTIME_CLASS,
     STORAGE_CLASS,
 )
 from controlplane.apiserver.kinds.apps import DAEMONSET, REPLICASET, REPLICATION_CONTROLLER
 from controlplane.apiserver.kinds.batch import CRONJOB
-from controlplane.apiserver.kinds.networking import INGRESS, INGRESS_CLASS, NETWORK_POLICY
+from controlplane.apiserver.kinds.networking import ENDPOINT_SLICE, INGRESS, INGRESS_CLASS, NETWORK_POLICY
 from controlplane.apiserver.kinds.sigs import JOBSET, LEADER_WORKER_SET
 from controlplane.apiserver.resources import ResourceType, with_kube_rules
 
@@ -33,12 +34,14 @@ def builtin_kind_resources() -> list[ResourceType]:
         INGRESS,
         INGRESS_CLASS,
         NETWORK_POLICY,
+        ENDPOINT_SLICE,
         POD_DISRUPTION_BUDGET,
         HORIZONTAL_POD_AUTOSCALER,
         HORIZONTAL_POD_AUTOSCALER_V1,  # after v2: the group's first version is its preferred one
         LIMIT_RANGE,
         RESOURCE_QUOTA,
         STORAGE_CLASS,
+        RUNTIME_CLASS,
     ])
 
 

@@ -1,7 +1,7 @@
 """Kinds that shape what a namespace or cluster may run: PodDisruptionBudget (policy/v1),
 HorizontalPodAutoscaler (autoscaling/v2, and autoscaling/v1 converted from it), LimitRange and
-ResourceQuota (core/v1) and StorageClass (storage.k8s.io/v1), as kube serves them (printers.go
-column definitions)."""
+ResourceQuota (core/v1), StorageClass (storage.k8s.io/v1) and RuntimeClass (node.k8s.io/v1: GPU
+charts ship ``nvidia``), as kube serves them (printers.go column definitions)."""
 
 from __future__ import annotations
 
@@ -90,6 +90,16 @@ STORAGE_CLASS = ResourceType(
                     description="How PersistentVolumeClaims should be provisioned and bound."),
         TableColumn("AllowVolumeExpansion", cells.text_at("allowVolumeExpansion", none="false"),
                     description="Whether the storage class allows volume expand."),
+        AGE,
+    ),
+)
+
+RUNTIME_CLASS = ResourceType(
+    "node.k8s.io", "v1", "RuntimeClass", "runtimeclasses", "runtimeclass", namespaced=False,
+    strategic_merge=True,
+    columns=(
+        TableColumn("Handler", cells.text_at("handler", none=""),
+                    description="Handler specifies the underlying runtime the CRI calls to handle pod and/or container creation."),
         AGE,
     ),
 )

@@ -1,6 +1,8 @@
-"""networking.k8s.io/v1 kinds: Ingress, IngressClass, NetworkPolicy, as kube serves them
-(printers.go ``ingressColumnDefinitions``, ``ingressClassColumnDefinitions``,
-``networkPolicyColumnDefinitions``). NetworkPolicy has no status subresource since 1.29."""
+"""networking.k8s.io/v1 kinds: Ingress, IngressClass, NetworkPolicy; and discovery.k8s.io/v1's
+EndpointSlice (``kubectl describe service`` and ``describe ingress`` list a Service's slices), as
+kube serves them (printers.go ``ingressColumnDefinitions``, ``ingressClassColumnDefinitions``,
+``networkPolicyColumnDefinitions``, ``endpointSliceColumnDefinitions``). NetworkPolicy has no
+status subresource since 1.29."""
 
 from __future__ import annotations
 
@@ -39,6 +41,18 @@ NETWORK_POLICY = ResourceType(
     columns=(
         TableColumn("Pod-Selector", cells.label_selector_at("spec", "podSelector"),
                     description="Selects the pods to which this NetworkPolicy object applies."),
+        AGE,
+    ),
+)
+
+ENDPOINT_SLICE = ResourceType(
+    "discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", "endpointslice", namespaced=True,
+    strategic_merge=True,
+    columns=(
+        TableColumn("AddressType", cells.text_at("addressType", none=""),
+                    description="Type of address carried by this EndpointSlice."),
+        TableColumn("Ports", cells.endpoint_slice_ports, description="Ports in this EndpointSlice."),
+        TableColumn("Endpoints", cells.endpoint_slice_endpoints, description="Endpoints in this EndpointSlice."),
         AGE,
     ),
 )

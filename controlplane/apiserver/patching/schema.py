@@ -214,6 +214,12 @@ _KINDS: Mapping[str, FieldSchema] = MappingProxyType(
             metadata=OBJECT_META, spec=_struct(hard=_map()), status=_struct(hard=_map(), used=_map())
         ),
         "StorageClass": _struct(metadata=OBJECT_META, parameters=_map()),
+        # RuntimeClass scheduling.tolerations is ``+listType=atomic``, its nodeSelector ``+mapType=atomic``.
+        "RuntimeClass": _struct(
+            metadata=OBJECT_META, overhead=_struct(podFixed=_map()), scheduling=_struct(nodeSelector=_map(atomic=True))
+        ),
+        # EndpointSlice endpoints and ports are ``+listType=atomic``.
+        "EndpointSlice": _METADATA_ONLY,
         # RBAC: rules, subjects and aggregationRule.clusterRoleSelectors are ``+listType=atomic``.
         "Role": _METADATA_ONLY,
         "ClusterRole": _METADATA_ONLY,
