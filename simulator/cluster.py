@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import dataclasses
 import heapq
 import logging
 import random
@@ -63,6 +64,8 @@ logger = logging.getLogger(__name__)
 #: Devices the scheduler assigned, on the pod (comma-separated device plugin ids).
 ANNOTATION_DEVICES: Final = "sim.gpufed.io/devices"
 SCHEDULER_NAME: Final = "default-scheduler"
+#: The ``source.component`` of the kubelet's Events (their ``source.host`` is the node).
+KUBELET_COMPONENT: Final = "kubelet"
 _DEFAULT_NAMESPACES: Final = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
@@ -92,6 +95,9 @@ class SimulatedCluster(Service):
         self._pod_rt = registry.require("v1", "Pod")
         self._node_rt = registry.require("v1", "Node")
         self._namespace_rt = registry.require("v1", "Namespace")
+        self._config_rts = {
+            str(kind): rt for kind in kubelet.STARTUP_KINDS if (rt := registry.for_kind("v1", str(kind))) is not None
+        }
         event_rt = registry.for_kind("v1", "Event")
         self.events = (
             EventRecorder(objects, event_rt, clock=self.clock, component=SCHEDULER_NAME) if event_rt else None
@@ -379,6 +385,9 @@ class SimulatedCluster(Service):
                 if times is None:
                     times = self._times[key] = kubelet.KubeletTimes(bound_at=now)
                 self._utilization(key, pod)
+                blocked = None
+                if phase(pod) == "Pending" and now >= times.bound_at + sim.startupDelaySeconds:
+                    blocked = await self._start_blocked(pod)
                 status, next_at = kubelet.next_status(
                     pod,
                     times,
@@ -387,12 +396,14 @@ class SimulatedCluster(Service):
                     default_duration=sim.jobDurationSeconds,
                     host_ip=self._node_ip(node),
                     pod_ip=self._pod_ip(key),
+                    blocked=blocked,
                 )
+                if blocked is not None:
+                    self._times[key] = dataclasses.replace(times, start_attempts=times.start_attempts + 1)
+                    self._record_kubelet_event(pod, node, blocked)
                 if status is not None:
                     if status.get("phase") == "Running" and times.started_at is None:
-                        self._times[key] = kubelet.KubeletTimes(
-                            times.bound_at, times.bound_at + sim.startupDelaySeconds
-                        )
+                        self._times[key] = kubelet.KubeletTimes(times.bound_at, kubelet.running_since(status))
                     updated = dict(pod)
                     updated["status"] = status
                     if await self._write_status(updated) is not None:
@@ -408,6 +419,41 @@ class SimulatedCluster(Service):
                 timers = [(when, key) for key, when in due.items()]
                 heapq.heapify(timers)
             await self.clock.sleep_until(timers[0][0] if timers else None, self._kubelet_wake)
+
+    async def _start_blocked(self, pod: Mapping[str, Any]) -> kubelet.StartBlocked | None:
+        """What keeps the kubelet from starting ``pod`` now: the ConfigMaps and Secrets its
+        volumes and environment name, as they are in the member (read, not cached: a pod
+        rarely names any, and one that waits is looked at on a backoff)."""
+        references = kubelet.startup_references(pod)
+        if not references:
+            return None
+        namespace = str((pod.get("metadata") or {}).get("namespace") or "default")
+        found: dict[tuple[str, str], frozenset[str] | None] = {}
+        for reference in references:
+            kind, name = str(reference.dependency.kind), reference.dependency.name
+            if (kind, name) in found:
+                continue
+            rt = self._config_rts.get(kind)
+            try:
+                obj = await self.objects.get(rt, namespace=namespace, name=name) if rt is not None else None
+            except errors.NotFound:
+                obj = None
+            found[(kind, name)] = None if obj is None else frozenset(
+                key for field in ("data", "binaryData") for key in (obj.get(field) or {})
+            )
+        return kubelet.start_blocked(pod, found)
+
+    def _record_kubelet_event(self, pod: Mapping[str, Any], node: str, blocked: kubelet.StartBlocked) -> None:
+        if self.events is not None:
+            self.events.record(
+                pod,
+                type=EventType.WARNING,
+                reason=EventReason(blocked.event_reason),
+                message=blocked.event_message,
+                action=EventAction.STARTING,
+                component=KUBELET_COMPONENT,
+                host=node,
+            )
 
     def _utilization(self, key: str, pod: Mapping[str, Any]) -> float:
         value = self.utilization.get(key)

@@ -44,6 +44,9 @@ MAX_EVENTS_PER_NAMESPACE: Final = 1000
 class EventReason(StrEnum):
     SCHEDULED = "Scheduled"
     FAILED_SCHEDULING = "FailedScheduling"
+    #: The kubelet's: a volume it cannot mount, a container it cannot configure.
+    FAILED_MOUNT = "FailedMount"
+    FAILED = "Failed"
 
 
 class EventAction(StrEnum):
@@ -51,6 +54,7 @@ class EventAction(StrEnum):
 
     BINDING = "Binding"
     SCHEDULING = "Scheduling"
+    STARTING = "Starting"
 
 
 #: (component, involved kind, namespace, name, uid, apiVersion, type, reason, message): kube's ``getEventKey``.
@@ -128,10 +132,12 @@ class EventBook:
         message: str,
         action: EventAction,
         now: float,
+        host: str = "",
     ) -> EventRecord:
-        """Fold one occurrence in; the returned record is the Event to write."""
+        """Fold one occurrence in; the returned record is the Event to write. ``host``: the
+        node of a component that runs on one (the kubelet), part of the Event's source."""
         ref = involved_reference(involved)
-        key = event_key(component, ref, str(type), str(reason), message)
+        key = event_key(_source_key(component, host), ref, str(type), str(reason), message)
         record = self.records.get(key)
         if record is not None:
             record.count += 1
@@ -152,9 +158,9 @@ class EventBook:
             "reason": str(reason),
             "message": message,
             "type": str(type),
-            "source": {"component": component},
+            "source": {"component": component, "host": host} if host else {"component": component},
             "reportingComponent": component,
-            "reportingInstance": component,
+            "reportingInstance": host or component,
             "action": str(action),
             "eventTime": None,
         }
@@ -166,7 +172,10 @@ class EventBook:
         """Take back an Event already stored (None when it is not one this book could have written)."""
         meta = event.get("metadata") or {}
         involved = event.get("involvedObject") or {}
-        component = str((event.get("source") or {}).get("component") or event.get("reportingComponent") or "")
+        source = event.get("source") or {}
+        component = _source_key(
+            str(source.get("component") or event.get("reportingComponent") or ""), str(source.get("host") or "")
+        )
         if not meta.get("name") or not involved.get("name"):
             return None
         last = parse_rfc3339(event.get("lastTimestamp")) or parse_rfc3339(event.get("firstTimestamp"))
@@ -240,3 +249,9 @@ class EventBook:
             self._per_namespace[record.namespace] = left
         else:
             self._per_namespace.pop(record.namespace, None)
+
+
+def _source_key(component: str, host: str) -> str:
+    """The source part of an Event's identity: its component, and its host when it has one
+    (kube's ``getEventKey`` keys on both)."""
+    return f"{component}@{host}" if host else component

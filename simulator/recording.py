@@ -50,16 +50,21 @@ class EventRecorder:
         reason: EventReason,
         message: str,
         action: EventAction,
+        component: str | None = None,
+        host: str = "",
     ) -> None:
-        """Note one occurrence; it is written soon (with later ones of the same Event folded in)."""
+        """Note one occurrence; it is written soon (with later ones of the same Event folded in).
+        ``component``/``host``: the Event's source when it is not this recorder's component
+        (the kubelet of a node)."""
         record = self.book.observe(
             involved,
-            component=self.component,
+            component=component or self.component,
             type=type,
             reason=reason,
             message=message,
             action=action,
             now=self.clock.now(),
+            host=host,
         )
         self._dirty[record.key] = record
         self._wake.set()

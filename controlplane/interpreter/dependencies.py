@@ -19,6 +19,10 @@ them, over every container (``containers``, ``initContainers``, ``ephemeralConta
 * ``serviceAccountName`` (or the deprecated ``serviceAccount``) other than ``default``, which
   every namespace has.
 
+:func:`pod_spec_references` gives each reference site on its own (:class:`Reference`: the
+volume or container that names the object, whether it is ``optional``, the keys it reads): what a
+member's kubelet resolves before it starts a pod (the simulated kubelet reads it so).
+
 The ConfigMap ``kube-root-ca.crt`` is not a dependency either: kube's root CA publisher keeps one
 in every namespace of every cluster (a pod's ``kube-api-access-*`` projected volume, as
 ``kubectl get pod -o yaml`` shows it, names it), and the member's own must not be replaced by the
@@ -38,7 +42,9 @@ __all__ = [
     "DEPENDENCY_KINDS",
     "Dependency",
     "DependencyKind",
+    "Reference",
     "pod_spec_dependencies",
+    "pod_spec_references",
     "pod_template_dependencies",
     "sorted_dependencies",
 ]
@@ -106,48 +112,87 @@ def _name(source: Mapping[str, Any], field: str = "name") -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _volume_refs(volume: Mapping[str, Any]) -> Iterator[Dependency]:
-    if name := _name(_mapping(volume.get("configMap"))):
-        yield Dependency(DependencyKind.CONFIG_MAP, name)
-    if name := _name(_mapping(volume.get("secret")), "secretName"):
-        yield Dependency(DependencyKind.SECRET, name)
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """One place a pod spec names a ConfigMap, Secret or PersistentVolumeClaim: what a
+    member's kubelet resolves before it starts the pod's containers."""
+
+    dependency: Dependency
+    #: The volume that names it (None: a container's environment).
+    volume: str | None = None
+    #: The container whose environment names it (None: a volume).
+    container: str | None = None
+    #: ``optional: true``: a missing object (or key) is no error.
+    optional: bool = False
+    #: The keys of the object the reference reads (``configMapKeyRef.key``, a volume's
+    #: ``items[].key``); empty: the whole object.
+    keys: tuple[str, ...] = ()
+    #: The environment variable a key reference sets.
+    env: str | None = None
+
+
+def _optional(source: Mapping[str, Any]) -> bool:
+    return source.get("optional") is True
+
+
+def _item_keys(source: Mapping[str, Any]) -> tuple[str, ...]:
+    return tuple(key for item in _items(source.get("items")) if isinstance(key := item.get("key"), str))
+
+
+def _volume_refs(volume: Mapping[str, Any]) -> Iterator[Reference]:
+    at = _name(volume)
+    if name := _name(source := _mapping(volume.get("configMap"))):
+        yield Reference(Dependency(DependencyKind.CONFIG_MAP, name), volume=at, optional=_optional(source),
+                        keys=_item_keys(source))
+    if name := _name(source := _mapping(volume.get("secret")), "secretName"):
+        yield Reference(Dependency(DependencyKind.SECRET, name), volume=at, optional=_optional(source),
+                        keys=_item_keys(source))
     if name := _name(_mapping(volume.get("persistentVolumeClaim")), "claimName"):
-        yield Dependency(DependencyKind.PERSISTENT_VOLUME_CLAIM, name)
-    for source in _items(_mapping(volume.get("projected")).get("sources")):
-        if name := _name(_mapping(source.get("configMap"))):
-            yield Dependency(DependencyKind.CONFIG_MAP, name)
-        if name := _name(_mapping(source.get("secret"))):
-            yield Dependency(DependencyKind.SECRET, name)
+        yield Reference(Dependency(DependencyKind.PERSISTENT_VOLUME_CLAIM, name), volume=at)
+    for projected in _items(_mapping(volume.get("projected")).get("sources")):
+        if name := _name(source := _mapping(projected.get("configMap"))):
+            yield Reference(Dependency(DependencyKind.CONFIG_MAP, name), volume=at, optional=_optional(source),
+                            keys=_item_keys(source))
+        if name := _name(source := _mapping(projected.get("secret"))):
+            yield Reference(Dependency(DependencyKind.SECRET, name), volume=at, optional=_optional(source),
+                            keys=_item_keys(source))
     for key, ref_field, name_field in _SECRET_VOLUME_REFS:
         source = _mapping(volume.get(key))
         holder = _mapping(source.get(ref_field)) if ref_field else source
         if name := _name(holder, name_field):
-            yield Dependency(DependencyKind.SECRET, name)
+            yield Reference(Dependency(DependencyKind.SECRET, name), volume=at)
 
 
-def _container_refs(container: Mapping[str, Any]) -> Iterator[Dependency]:
+def _container_refs(container: Mapping[str, Any]) -> Iterator[Reference]:
+    at = _name(container)
     for env in _items(container.get("env")):
         value_from = _mapping(env.get("valueFrom"))
-        if name := _name(_mapping(value_from.get("configMapKeyRef"))):
-            yield Dependency(DependencyKind.CONFIG_MAP, name)
-        if name := _name(_mapping(value_from.get("secretKeyRef"))):
-            yield Dependency(DependencyKind.SECRET, name)
-    for source in _items(container.get("envFrom")):
-        if name := _name(_mapping(source.get("configMapRef"))):
-            yield Dependency(DependencyKind.CONFIG_MAP, name)
-        if name := _name(_mapping(source.get("secretRef"))):
-            yield Dependency(DependencyKind.SECRET, name)
+        for field, kind in (("configMapKeyRef", DependencyKind.CONFIG_MAP), ("secretKeyRef", DependencyKind.SECRET)):
+            if name := _name(source := _mapping(value_from.get(field))):
+                key = source.get("key")
+                yield Reference(Dependency(kind, name), container=at, optional=_optional(source),
+                                keys=(key,) if isinstance(key, str) else (), env=_name(env))
+    for env_from in _items(container.get("envFrom")):
+        for field, kind in (("configMapRef", DependencyKind.CONFIG_MAP), ("secretRef", DependencyKind.SECRET)):
+            if name := _name(source := _mapping(env_from.get(field))):
+                yield Reference(Dependency(kind, name), container=at, optional=_optional(source))
+
+
+def pod_spec_references(pod_spec: Mapping[str, Any] | None) -> Iterator[Reference]:
+    """Where one pod spec names a ConfigMap, Secret or claim: its volumes, then each
+    container's environment (init containers first, as the kubelet starts them)."""
+    spec = _mapping(pod_spec)
+    for volume in _items(spec.get("volumes")):
+        yield from _volume_refs(volume)
+    for key in _CONTAINER_LISTS:
+        for container in _items(spec.get(key)):
+            yield from _container_refs(container)
 
 
 def pod_spec_dependencies(pod_spec: Mapping[str, Any] | None) -> set[Dependency]:
     """The objects one pod spec references (see the module docstring for where they are)."""
     spec = _mapping(pod_spec)
-    found: set[Dependency] = set()
-    for volume in _items(spec.get("volumes")):
-        found.update(_volume_refs(volume))
-    for key in _CONTAINER_LISTS:
-        for container in _items(spec.get(key)):
-            found.update(_container_refs(container))
+    found = {reference.dependency for reference in pod_spec_references(spec)}
     for secret in _items(spec.get("imagePullSecrets")):
         if name := _name(secret):
             found.add(Dependency(DependencyKind.SECRET, name))

@@ -632,3 +632,55 @@ async def test_the_kubelet_looks_only_at_pods_that_changed_or_are_due(
         await asyncio.sleep(0)
     assert looked and all(name.startswith("one-") for name in looked), looked
     assert len(looked) <= 6, looked
+
+
+async def test_a_pod_whose_configmap_is_missing_waits_for_it(sim: Sim) -> None:
+    """A Deployment propagated without the ConfigMap its pods read does not run in a real
+    member: its containers stay in CreateContainerConfigError, and the kubelet says why."""
+    template = _template({"nvidia.com/gpu": 1})
+    template["spec"]["containers"][0]["envFrom"] = [{"configMapRef": {"name": "app-config"}}]
+    await sim.create(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "infer", "namespace": "default"},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "x"}}, "template": template},
+        }
+    )
+
+    async def waiting() -> dict[str, Any] | None:
+        for pod in await sim.pods():
+            for entry in (pod.get("status") or {}).get("containerStatuses") or []:
+                if "waiting" in entry["state"]:
+                    return pod
+        return None
+
+    pod = await sim.until(waiting)
+    assert pod["status"]["phase"] == "Pending"
+    assert pod["status"]["containerStatuses"][0]["state"]["waiting"] == {
+        "reason": "CreateContainerConfigError", "message": 'configmap "app-config" not found',
+    }
+    name = pod["metadata"]["name"]
+
+    async def failed_event() -> list[dict[str, Any]]:
+        return [e for e in await _events(sim, name) if e["reason"] == "Failed" and e.get("count")]
+
+    (event,) = await sim.until(failed_event)
+    assert (event["type"], event["message"]) == ("Warning", 'Error: configmap "app-config" not found')
+    assert event["source"] == {"component": "kubelet", "host": pod["spec"]["nodeName"]}
+    deployment = await sim.get("apps/v1", "Deployment", "infer")
+    assert not (deployment.get("status") or {}).get("readyReplicas")
+
+    await sim.create(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "app-config", "namespace": "default"},
+         "data": {"MODE": "prod"}}
+    )
+
+    async def ready() -> bool:
+        status = (await sim.get("apps/v1", "Deployment", "infer")).get("status") or {}
+        return status.get("readyReplicas") == 1
+
+    await sim.until(ready)
+    (running,) = await sim.pods()
+    assert running["metadata"]["name"] == name
+    assert running["status"]["phase"] == "Running"
