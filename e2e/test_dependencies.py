@@ -1,7 +1,9 @@
 """``propagateDeps`` end to end: a ConfigMap a Deployment mounts, applied to the hub with
 kubectl, appears in exactly the member clusters the Deployment runs in, follows it when it
-spills to the cloud, and leaves when it comes back. Real hub on real etcd, two simulated
-members, two agents."""
+spills to the cloud, and leaves when it comes back; a Deployment whose policy leaves its
+ConfigMap behind cannot start in the member, the hub's Events say why and what to do, and it
+starts once the policy takes the ConfigMap along. Real hub on real etcd, two simulated members,
+two agents."""
 
 from __future__ import annotations
 
@@ -113,3 +115,64 @@ def test_a_mounted_config_map_goes_only_where_the_deployment_runs(processes: Pro
     wait_for(lambda: _replicas(cloud) is None and _config(cloud) is None,
              timeout=90, what="the Deployment and the ConfigMap gone from cloud-h100")
     assert _config(onprem) == "mistral-7b"
+
+    # A Deployment whose policy does not take the ConfigMap its pods read: the member places the
+    # pods but cannot start them, and the hub's Events say so, with what to do.
+    hub.run("create", "configmap", "bare-config", "-n", "ml", "--from-literal=model=llama")
+    hub.run("apply", "-f", "-", input_text=BARE)
+
+    def not_starting() -> list[str]:
+        events = hub.json("get", "events", "-n", "ml", "--field-selector",
+                          "involvedObject.kind=Deployment,involvedObject.name=bare")["items"]
+        return [e["message"] for e in events if e["reason"] == "PodsNotStarting"]
+
+    (message,) = wait_for(not_starting, timeout=90, what="the hub's PodsNotStarting Event")
+    assert message == (
+        'cluster onprem-a100: 1 pod(s) cannot start: CreateContainerConfigError: configmap "bare-config" not '
+        "found (propagate ConfigMap bare-config to the cluster: select it in a policy, or set propagateDeps: "
+        "true in the workload's policy)"
+    )
+    waiting = onprem.json("get", "pods", "-n", "ml", "-l", "app=bare")["items"][0]["status"]
+    assert waiting["containerStatuses"][0]["state"]["waiting"]["reason"] == "CreateContainerConfigError"
+
+    # As the Event says: with propagateDeps the ConfigMap goes along, and the pod starts.
+    hub.run("patch", "propagationpolicy", "bare", "-n", "ml", "--type", "merge", "-p", '{"spec":{"propagateDeps":true}}')
+
+    def ready() -> bool:
+        status = hub.json("get", "deployment", "bare", "-n", "ml").get("status") or {}
+        return status.get("readyReplicas") == 1
+
+    wait_for(ready, timeout=90, what="the hub's Deployment ready once its ConfigMap reached the member")
+
+
+BARE = """
+apiVersion: policy.gpufed.io/v1alpha1
+kind: PropagationPolicy
+metadata:
+  name: bare
+  namespace: ml
+spec:
+  resourceSelectors:
+    - {apiVersion: apps/v1, kind: Deployment, name: bare}
+  placement:
+    clusterAffinity: {clusterNames: [onprem-a100]}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: bare
+  namespace: ml
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: bare}
+  template:
+    metadata:
+      labels: {app: bare}
+    spec:
+      containers:
+        - name: server
+          image: registry.example.com/ml/serve:1.0
+          envFrom:
+            - configMapRef: {name: bare-config}
+"""

@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controlplane.apis import constants as c
-from controlplane.apis.pods import unschedulable_condition
+from controlplane.apis.pods import stuck_container, unschedulable_condition
 from controlplane.apis.untyped import as_int
 from controlplane.apis.work_v1alpha1 import ConditionType as WorkConditionType
 from controlplane.apis.work_v1alpha1 import Health, WorkReason
@@ -153,10 +153,36 @@ def unschedulable_summary(
     return {"pods": count, "message": messages.most_common(1)[0][0]}
 
 
+def not_starting_summary(
+    workload: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]
+) -> dict[str, Any] | None:
+    """How many of the workload's pods were placed but cannot start, and why (the most common
+    waiting reason and message, e.g. ``CreateContainerConfigError``: ``configmap "app-config"
+    not found``). None when no pod waits so."""
+    namespace = (workload.get("metadata") or {}).get("namespace")
+    why: Counter[tuple[str, str]] = Counter()
+    for pod in pods:
+        if (pod.get("metadata") or {}).get("namespace") != namespace:
+            continue
+        waiting = stuck_container(pod)
+        if waiting is None or not _pod_belongs_to(pod, workload):
+            continue
+        why[(str(waiting.get("reason") or ""), str(waiting.get("message") or ""))] += 1
+    if not why:
+        return None
+    (reason, message), _ = why.most_common(1)[0]
+    out: dict[str, Any] = {"pods": sum(why.values()), "reason": reason}
+    if message:
+        out["message"] = message
+    return out
+
+
 class PendingPods:
-    """The pods the member's scheduler has not placed (no ``spec.nodeName``), by namespace: all
-    :func:`unschedulable_summary` looks at. Kept from the pod cache's changes, so a status pass
-    reads the few pending pods of a Work's namespaces instead of every pod of the cluster (with
+    """The pods that do not run yet and say why: those the member's scheduler has not placed
+    (no ``spec.nodeName``) and those placed whose containers cannot start by themselves
+    (:func:`stuck_container`), by namespace: all :func:`unschedulable_summary` and
+    :func:`not_starting_summary` look at. Kept from the pod cache's changes, so a status pass
+    reads the few such pods of a Work's namespaces instead of every pod of the cluster (with
     40,000 pods and hundreds of Works, a status round was seconds of the agent's loop)."""
 
     def __init__(self) -> None:
@@ -165,7 +191,7 @@ class PendingPods:
     def changed(self, key: str, pod: Mapping[str, Any] | None) -> None:
         """Record the pod cache's entry for ``key`` (``namespace/name``) as it is now (None: gone)."""
         namespace = key.partition("/")[0]
-        if pod is not None and not (pod.get("spec") or {}).get("nodeName"):
+        if pod is not None and (not (pod.get("spec") or {}).get("nodeName") or stuck_container(pod) is not None):
             self._by_namespace.setdefault(namespace, {})[key] = pod
             return
         held = self._by_namespace.get(namespace)
@@ -311,6 +337,9 @@ def manifest_status(
         unschedulable = unschedulable_summary(result.live, pods)
         if unschedulable:
             entry["unschedulable"] = unschedulable
+        not_starting = not_starting_summary(result.live, pods)
+        if not_starting:
+            entry["notStarting"] = not_starting
     if interpreted is not None:
         if interpreted.interpreted_by:
             entry["interpretedBy"] = interpreted.interpreted_by

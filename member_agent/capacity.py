@@ -624,15 +624,26 @@ def trim_pod(pod: Mapping[str, Any]) -> dict[str, Any]:
             "initContainers": [_trim_container(ct) for ct in spec.get("initContainers") or []],
             "overhead": spec.get("overhead") or {},
         },
-        "status": {
-            "phase": status.get("phase"),
-            "conditions": [
-                {k: cond.get(k) for k in ("type", "status", "reason", "message") if cond.get(k) is not None}
-                for cond in status.get("conditions") or []
-                if cond.get("type") == "PodScheduled"
-            ],
-        },
+        "status": _trimmed_status(pod, status),
     }
+
+
+def _trimmed_status(pod: Mapping[str, Any], status: Mapping[str, Any]) -> dict[str, Any]:
+    """Phase, the PodScheduled condition, and the waiting state of a container that cannot
+    start by itself (:func:`pods.stuck_container`), the one container state the Work status reads."""
+    trimmed: dict[str, Any] = {
+        "phase": status.get("phase"),
+        "conditions": [
+            {k: cond.get(k) for k in ("type", "status", "reason", "message") if cond.get(k) is not None}
+            for cond in status.get("conditions") or []
+            if cond.get("type") == "PodScheduled"
+        ],
+    }
+    waiting = pods.stuck_container(pod)
+    if waiting is not None:
+        state = {"waiting": {k: waiting[k] for k in ("reason", "message") if waiting.get(k)}}
+        trimmed["containerStatuses"] = [{"state": state}]
+    return trimmed
 
 
 def kubelet_version(nodes: Iterable[Mapping[str, Any]]) -> str | None:

@@ -17,6 +17,9 @@ follows kube, and names the kube function it mirrors:
 * :func:`unschedulable_condition` — the ``PodScheduled`` condition kube-scheduler sets False
   (reason ``Unschedulable``) on a pod it could not place: an unbound pod not yet finished
   (phase neither ``Succeeded`` nor ``Failed``) that carries it.
+* :func:`stuck_container` — a container of a bound pod waiting for a reason that does not pass
+  by itself (kubelet's ``CreateContainerConfigError``, the runtime's ``ErrImagePull``,
+  ``CrashLoopBackOff``...): the pod needs something in the cluster or its spec changed.
 * :func:`requirement_matches` / :func:`node_selector_matches` — node affinity's
   ``matchExpressions`` operators and ``nodeSelector`` (``k8s.io/component-helpers/
   scheduling/corev1/nodeaffinity``); an empty selector term matches no node.
@@ -57,6 +60,35 @@ def unschedulable_condition(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
     for cond in status.get("conditions") or ():
         if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
             return cond  # type: ignore[no-any-return]
+    return None
+
+
+#: Waiting reasons of a container that will not start until something changes: its
+#: configuration cannot be built (a ConfigMap, Secret or key missing), its image cannot be
+#: pulled, it keeps crashing. ``ContainerCreating`` and ``PodInitializing`` pass by themselves.
+STUCK_WAITING_REASONS = frozenset({
+    "CreateContainerConfigError",
+    "CreateContainerError",
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "InvalidImageName",
+    "CrashLoopBackOff",
+    "RunContainerError",
+})
+
+
+def stuck_container(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The ``waiting`` state (reason, message) of the first container of a bound, unfinished
+    pod that waits for a reason in :data:`STUCK_WAITING_REASONS` (init containers first), or
+    None."""
+    status = pod.get("status") or {}
+    if not (pod.get("spec") or {}).get("nodeName") or status.get("phase") in TERMINAL_PHASES:
+        return None
+    for key in ("initContainerStatuses", "containerStatuses"):
+        for entry in status.get(key) or ():
+            waiting = (entry.get("state") or {}).get("waiting") if isinstance(entry, Mapping) else None
+            if isinstance(waiting, Mapping) and waiting.get("reason") in STUCK_WAITING_REASONS:
+                return waiting
     return None
 
 

@@ -424,6 +424,15 @@ class UnschedulablePods(WireModel):
     """The member's scheduling message for them."""
 
 
+class NotStartingPods(WireModel):
+    pods: int = Field(ge=0)
+    """The number of the workload's pods placed in the member cluster that cannot start."""
+    reason: str | None = None
+    """Why, as the member's kubelet says it (``CreateContainerConfigError``, ``ImagePullBackOff``...)."""
+    message: str | None = None
+    """The kubelet's message (``configmap "app-config" not found``)."""
+
+
 class ReclaimedPods(WireModel):
     pods: int = Field(ge=0)
     """The number of the workload's pods lost with spot nodes the cloud reclaimed (within the agent's window)."""
@@ -442,6 +451,8 @@ class ManifestStatus(WireModel):
     """Health of the object: Healthy, Unhealthy or Unknown."""
     unschedulable: UnschedulablePods | None = None
     """Pods of the object that the member cluster cannot schedule, if any."""
+    not_starting: NotStartingPods | None = None
+    """Pods of the object placed in the member cluster that cannot start, if any."""
     reclaimed: ReclaimedPods | None = None
     """Pods of the object lost when spot nodes were reclaimed, if any."""
     interpreted_by: dict[str, str] | None = None

@@ -39,6 +39,7 @@ class EventReason(StrEnum):
     SCHEDULE_PRIORITY_UNRESOLVED = "SchedulePriorityUnresolved"
     INVALID_OBJECT = "InvalidObject"
     KIND_NOT_SERVED = "KindNotServed"
+    PODS_NOT_STARTING = "PodsNotStarting"
     SCRIPT_FAILED = "InterpreterScriptFailed"
     SELECTORS_NOT_SERVED = "ResourceSelectorsNotServed"
     SELECTORS_SERVED = "ResourceSelectorsServed"

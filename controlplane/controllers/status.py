@@ -42,7 +42,9 @@ object that stays unhealthy shows so, once the hold is over.
 from __future__ import annotations
 
 import copy
+import json
 import logging
+import re
 import statistics
 import time
 from collections import deque
@@ -322,6 +324,39 @@ class StatusController(KeyedController[BindingKey]):
             await self.loop.add(key)
             if event is not WatchEventType.DELETED:
                 await self._note_unserved_kind(key, obj, old)
+                await self._note_pods_not_starting(key, obj, old)
+
+    async def _note_pods_not_starting(
+        self, key: BindingKey, work: Mapping[str, Any], old: Mapping[str, Any] | None
+    ) -> None:
+        """A Warning Event on the hub workload when a member starts reporting pods of it that
+        were placed but cannot start (a manifest's ``notStarting``), or reports a new reason:
+        the member's kubelet's words, and what to do about a ConfigMap or Secret not there."""
+        before = {
+            _json_key(entry.get("identifier")): entry.get("notStarting")
+            for entry in WorkView(old).manifest_statuses
+        } if old is not None else {}
+        news = [
+            entry["notStarting"] for entry in WorkView(work).manifest_statuses
+            if isinstance(entry.get("notStarting"), Mapping)
+            and _why(entry["notStarting"]) != _why(before.get(_json_key(entry.get("identifier"))))
+        ]
+        if not news:
+            return
+        workload = self._workload_of(key)
+        if workload is None:
+            return
+        cluster = cluster_of_namespace(WorkView(work).namespace) or WorkView(work).namespace
+        for stuck in news:
+            await record_event(
+                self.ctx, workload, type=EventType.WARNING, reason=EventReason.PODS_NOT_STARTING,
+                message=pods_not_starting_message(cluster, stuck),
+            )
+
+    def _workload_of(self, key: BindingKey) -> dict[str, Any] | None:
+        resource = BindingView(self.ctx.bindings.get(*key)).resource
+        informer = self.ctx.workload_informer(str(resource.get("apiVersion")), str(resource.get("kind")))
+        return informer.get(resource.get("namespace"), str(resource.get("name"))) if informer else None
 
     async def _note_unserved_kind(
         self, key: BindingKey, work: Mapping[str, Any], old: Mapping[str, Any] | None
@@ -334,9 +369,7 @@ class StatusController(KeyedController[BindingKey]):
             return
         if before is not None and before.get("reason") == WorkReason.KIND_NOT_SERVED:
             return
-        resource = BindingView(self.ctx.bindings.get(*key)).resource
-        informer = self.ctx.workload_informer(str(resource.get("apiVersion")), str(resource.get("kind")))
-        workload = informer.get(resource.get("namespace"), str(resource.get("name"))) if informer else None
+        workload = self._workload_of(key)
         if workload is None:
             return
         cluster = cluster_of_namespace(WorkView(work).namespace)
@@ -495,3 +528,33 @@ class StatusController(KeyedController[BindingKey]):
         if merged == current:
             return
         await ctx.objects.update_status(rt, {**workload, "status": merged})  # the store copies the status
+
+
+#: The kubelet's message for an object a container's configuration reads and the member lacks.
+_MISSING_OBJECT = re.compile(r'^(configmap|secret) "([^"]+)" not found$')
+
+
+def _why(stuck: Any) -> tuple[str, str] | None:
+    return (str(stuck.get("reason") or ""), str(stuck.get("message") or "")) if isinstance(stuck, Mapping) else None
+
+
+def _json_key(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+def pods_not_starting_message(cluster: str, stuck: Mapping[str, Any]) -> str:
+    """``cluster onprem-a100: 2 pod(s) cannot start: CreateContainerConfigError: configmap
+    "app-config" not found``, and for a ConfigMap or Secret the member does not have, how it
+    gets there."""
+    reason, message = _why(stuck) or ("", "")
+    text = f"cluster {cluster}: {stuck.get('pods')} pod(s) cannot start: {reason}"
+    if message:
+        text += f": {message}"
+    missing = _MISSING_OBJECT.match(message)
+    if missing:
+        kind = "ConfigMap" if missing.group(1) == "configmap" else "Secret"
+        text += (
+            f" (propagate {kind} {missing.group(2)} to the cluster: select it in a policy, or set "
+            "propagateDeps: true in the workload's policy)"
+        )
+    return text
