@@ -64,6 +64,7 @@ from typing import Any
 from controlplane.apis.cluster_v1alpha1 import runs_kueue
 from controlplane.apis.constants import execution_namespace
 from controlplane.apis.events import EventType
+from controlplane.apis.kube.generation import content_changed
 from controlplane.apis.meta import parse_time
 from controlplane.apis.views import BindingView, ClusterObjectView, ObjectView, WorkView
 from controlplane.apis.work_v1alpha1 import BindingKey, binding_name
@@ -193,13 +194,14 @@ def release_step(
 
 
 def _workload_changed(old: dict[str, Any] | None, new: dict[str, Any]) -> bool:
-    """Whether a workload changed in what its Works carry (not a status-only write)."""
+    """Whether a workload changed in what its Works carry (not a status-only write): its
+    content (a ConfigMap's data as a Deployment's spec), labels, annotations or deletion."""
     if old is None:
         return True
     before, after = ObjectView(old).metadata, ObjectView(new).metadata
     return any(
-        before.get(key) != after.get(key) for key in ("generation", "labels", "annotations", "deletionTimestamp")
-    )
+        before.get(key) != after.get(key) for key in ("labels", "annotations", "deletionTimestamp")
+    ) or content_changed(old, new)
 
 
 def _suspended(policy: AnyPropagationPolicy | None, cluster: str) -> bool:

@@ -56,6 +56,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from controlplane.apis.events import EventType
+from controlplane.apis.kube.generation import content_changed, keeps_generation
 from controlplane.apis.views import BindingView, ObjectView
 from controlplane.apis.work_v1alpha1 import BindingKey, ConditionType, ScheduledReason, binding_name
 from controlplane.controllers.attachments import (
@@ -170,8 +171,7 @@ class DependenciesController:
         if event is WatchEventType.DELETED:
             self._memo.pop((group_of(api_version), kind, namespace, name), None)
         if event is WatchEventType.MODIFIED and old is not None and (
-            ObjectView(old).generation == meta.get("generation")
-            and is_deleting(old) == is_deleting(obj)
+            not content_changed(old, obj) and is_deleting(old) == is_deleting(obj)
         ):
             return
         parent = (namespace, binding_name(name, kind))
@@ -259,7 +259,9 @@ class DependenciesController:
             return ()
         meta = ObjectView(workload).metadata
         memo_key = (group_of(api_version), kind, str(meta.get("namespace") or ""), str(meta.get("name")))
-        version = (meta.get("uid"), meta.get("generation") or meta.get("resourceVersion"))
+        # Its spec's version: the generation where kube keeps one, else any write's.
+        generation = meta.get("generation") if keeps_generation(group_of(api_version), kind) else None
+        version = (meta.get("uid"), generation or meta.get("resourceVersion"))
         cached = self._memo.get(memo_key)
         if cached is not None and cached[0] == version:
             return cached[1]

@@ -49,6 +49,7 @@ from typing import Any
 
 from controlplane.apis.constants import FINALIZER_WORKLOAD
 from controlplane.apis.events import EventType
+from controlplane.apis.kube.generation import content_changed
 from controlplane.apis.views import BindingView, ObjectView
 from controlplane.apis.work_v1alpha1 import ConditionType, PriorityReason
 from controlplane.controllers.admission import AdmissionGate, constrain_placement
@@ -156,8 +157,8 @@ def _meta_changed(old: dict[str, Any] | None, new: dict[str, Any]) -> bool:
     before, after = ObjectView(old).metadata, ObjectView(new).metadata
     return any(
         before.get(key) != after.get(key)
-        for key in ("generation", "labels", "deletionTimestamp", "finalizers", "uid")
-    )
+        for key in ("labels", "deletionTimestamp", "finalizers", "uid")
+    ) or content_changed(old, new)
 
 
 def binding_spec(

@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controlplane.apis.events import EventType
+from controlplane.apis.kube.generation import content_changed
 from controlplane.apis.views import BindingView, ObjectView, WorkView
 from controlplane.apis.work_v1alpha1 import (
     BindingKey,
@@ -389,9 +390,7 @@ class StatusController(KeyedController[BindingKey]):
     async def _on_workload(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         if event is WatchEventType.DELETED:
             return
-        if event is WatchEventType.MODIFIED and old is not None and (
-            ObjectView(old).generation == ObjectView(obj).generation
-        ):
+        if event is WatchEventType.MODIFIED and old is not None and not content_changed(old, obj):
             return
         meta = obj["metadata"]
         key = (binding_namespace(meta.get("namespace")), binding_name(str(meta["name"]), str(obj.get("kind"))))

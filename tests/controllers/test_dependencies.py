@@ -352,6 +352,51 @@ async def test_a_dependency_edited_on_the_hub_is_edited_in_its_works(objects: Ob
     await eventually(updated, what="both Works carrying the new data")
 
 
+PLAIN_EDITS = [
+    # (the object, its edit on the hub, where its Works show it, the value they show after)
+    (config_map("settings", a="1"), lambda obj: obj["data"].update(a="2"), ("data", "a"), "2"),
+    (
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "token", "namespace": NS}, "data": {"t": "eA=="}},
+        lambda obj: obj["data"].update(t="eQ=="), ("data", "t"), "eQ==",
+    ),
+    (
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": NS},
+         "spec": {"selector": {"app": "web"}, "ports": [{"name": "http", "port": 80}]}},
+        lambda obj: obj["spec"]["ports"][0].update(port=8080), ("spec", "ports", 0, "port"), 8080,
+    ),
+    # A ConfigMap with a generation of its own (one an older hub stored: it no longer moves).
+    (
+        {**config_map("legacy", a="1"), "metadata": {"name": "legacy", "namespace": NS, "generation": 1}},
+        lambda obj: obj["data"].update(a="2"), ("data", "a"), "2",
+    ),
+]
+
+
+@pytest.mark.parametrize(("obj", "edit", "where", "after"), PLAIN_EDITS, ids=["ConfigMap", "Secret", "Service", "legacy"])
+async def test_an_edit_of_an_object_without_a_generation_reaches_its_works(
+    objects: ObjectStore, manager: ControllerManager, obj: dict[str, Any], edit: Any, where: tuple[Any, ...], after: Any
+) -> None:
+    name, kind = obj["metadata"]["name"], obj["kind"]
+    bound = f"{name}-{kind.lower()}"
+    await two_clusters(objects, manager)
+    await create(objects, policy(name, clusters=["onprem", "cloud"], propagate_deps=False, selects=name, kind=kind))
+    await create(objects, copy.deepcopy(obj))
+    await works_in(objects, bound, {"onprem", "cloud"})
+    await change(objects, "v1", kind, name, edit)
+
+    def shown(work: dict[str, Any]) -> Any:
+        value: Any = manifest(work)
+        for step in where:
+            value = value[step]
+        return value
+
+    async def edited() -> bool:
+        works = await works_of(objects, bound)
+        return {cluster: shown(w) for cluster, w in works.items()} == {"onprem": after, "cloud": after}
+
+    await eventually(edited, what=f"both Works of the {kind} carrying the edit")
+
+
 async def test_without_propagate_deps_nothing_follows_and_turning_it_off_removes_them(
     objects: ObjectStore, manager: ControllerManager
 ) -> None:
