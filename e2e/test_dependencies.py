@@ -105,10 +105,12 @@ def test_a_mounted_config_map_goes_only_where_the_deployment_runs(processes: Pro
     wait_for(lambda: _replicas(cloud) == 2 and _config(cloud) == "llama-3.1-8b",
              timeout=90, what="2 replicas and the ConfigMap in cloud-h100")
 
-    # An edit on the hub reaches every member's copy.
+    # An edit on the hub reaches every member's copy; as on kube, the ConfigMap has no generation.
     hub.run("patch", "configmap", "server-config", "-n", "ml", "--type", "merge", "-p", '{"data":{"model":"mistral-7b"}}')
     wait_for(lambda: _config(onprem) == "mistral-7b" and _config(cloud) == "mistral-7b",
              timeout=90, what="the edited ConfigMap in both members")
+    assert "generation" not in hub.json("get", "configmap", "server-config", "-n", "ml")["metadata"]
+    assert hub.json("get", "deployment", "serve", "-n", "ml")["metadata"]["generation"] == 2  # applied, scaled
 
     # Back to 2: the cloud replicas go, and the ConfigMap leaves the cloud with them.
     hub.run("scale", "deployment", "serve", "-n", "ml", "--replicas", "2")

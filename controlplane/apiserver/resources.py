@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from controlplane.apis.apiextensions.kind import CustomKind
-from controlplane.apis.kube import defaulting, validation
+from controlplane.apis.kube import defaulting, generation, validation
 from controlplane.apis.kube.defaulting import Defaulter
 from controlplane.apis.kube.field import FieldError
 from controlplane.apis.kube.validation import Validator
@@ -205,6 +205,10 @@ class ResourceType:
     #: A built-in kind served in this version from objects stored in another (autoscaling/v1
     #: HorizontalPodAutoscaler): every read and write converts (:mod:`.objects.reading`).
     conversion: VersionConversion | None = None
+    #: kube keeps a ``metadata.generation`` for the kind: 1 on create, bumped by a write that
+    #: changes its spec. False: a built-in kind whose registry strategy keeps none (ConfigMap,
+    #: Secret, Service...; :mod:`controlplane.apis.kube.generation`, set by :func:`with_kube_rules`).
+    keeps_generation: bool = True
 
     @property
     def api_version(self) -> str:
@@ -337,7 +341,8 @@ def _secret_prepare(obj: dict[str, Any]) -> None:
 
 
 def with_kube_rules(types: Iterable[ResourceType]) -> list[ResourceType]:
-    """``types`` with kube's defaulting and validation of each kind attached, where kube has them.
+    """``types`` with kube's defaulting and validation of each kind attached, where kube has them,
+    and whether kube keeps a generation for it.
 
     kube validates its internal type, whose shape is the storage version's: a converted version
     (:attr:`ResourceType.conversion`) is validated as its storage form (the field paths of errors
@@ -361,6 +366,7 @@ def with_kube_rules(types: Iterable[ResourceType]) -> list[ResourceType]:
             validate_status=validate_status,
             unknown_fields=rt.unknown_fields
             or (None if rt.model or rt.custom else known_fields.unknown_fields_of(rt.group, rt.version, rt.kind)),
+            keeps_generation=rt.keeps_generation and generation.keeps_generation(rt.group, rt.kind),
         ))
     return out
 

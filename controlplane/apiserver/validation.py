@@ -39,6 +39,7 @@ from controlplane.apis.kube.names import (
     label_value_errors,
     qualified_name_errors,
 )
+from controlplane.apiserver.decoding import INT64_MAX
 from controlplane.apiserver.errors import BadRequest, Cause, CauseType, invalid
 from controlplane.apiserver.openapi import known_fields
 from controlplane.apiserver.resources import NameRule, ResourceType
@@ -89,7 +90,7 @@ def invalid_value(field_path: str, value: Any, detail: str) -> Cause:
 
 
 def metadata_causes(obj: dict[str, Any], rt: ResourceType) -> list[Cause]:
-    """Name, namespace, labels and annotations by kube's rules."""
+    """Name, namespace, generation, labels and annotations by kube's rules."""
     causes: list[Cause] = []
     meta = obj.get("metadata")
     if not isinstance(meta, dict):
@@ -108,6 +109,12 @@ def metadata_causes(obj: dict[str, Any], rt: ResourceType) -> list[Cause]:
         causes.extend(
             invalid_value("metadata.namespace", namespace, err) for err in name_errors(namespace, NameRule.LABEL)
         )
+    generation = meta.get("generation")  # a create's own, where the kind keeps none (see writing)
+    if generation is not None:
+        if isinstance(generation, bool) or not isinstance(generation, int) or generation > INT64_MAX:
+            causes.append(invalid_value("metadata.generation", generation, "must be a 64-bit integer"))
+        elif generation < 0:
+            causes.append(invalid_value("metadata.generation", generation, "must be greater than or equal to 0"))
     labels = meta.get("labels")
     if labels is not None:
         if not isinstance(labels, dict):

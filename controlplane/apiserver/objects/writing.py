@@ -3,7 +3,8 @@
 :class:`Writer` turns a request's object into what is stored: it drops or keeps the
 server-owned metadata (uid, creationTimestamp, generation, resourceVersion…), draws a
 name for ``generateName``, keeps ``.status`` or only changes it (the status
-subresource), bumps ``generation`` when the spec changes, records ``managedFields``,
+subresource), sets ``generation`` and bumps it when the spec changes (for the kinds kube keeps
+one for: :attr:`ResourceType.keeps_generation`), records ``managedFields``,
 applies the four patch types (re-reading and retrying when a concurrent write wins the
 compare-and-swap), runs admission, and honours dry run. A write whose object has a
 ``deletionTimestamp`` and no finalizers left deletes it. Creating in a namespace asks
@@ -105,8 +106,13 @@ class Writer:
     ) -> tuple[dict[str, Any], storage.KeyValue | None]:
         """One create attempt of ``obj``, which is this store's own (:func:`checked_body`'s) copy."""
         meta = obj["metadata"]
+        given_generation = meta.get("generation")
         for key in _SERVER_OWNED_METADATA:
             meta.pop(key, None)
+        if not rt.keeps_generation and given_generation is not None:
+            # kube's create sets a generation only where the kind's strategy does; it keeps
+            # (and validates) one the request gives for the others.
+            meta["generation"] = given_generation
         if rt.has_status:
             obj.pop("status", None)
         if rt is self._namespaces.type:
@@ -126,7 +132,8 @@ class Writer:
             await self._namespaces.require(rt, meta["namespace"], meta["name"])
         now = self.now()
         meta["creationTimestamp"] = now
-        meta["generation"] = 1
+        if rt.keeps_generation:
+            meta["generation"] = 1
         if options.field_manager:
             obj = record_update(None, obj, manager=options.field_manager, now=now)
         if options.warnings is not None:
@@ -331,7 +338,7 @@ class Writer:
                         "metadata.finalizers",
                     )],
                 )
-        if subresource is None and _spec_changed(rt, old, new):
+        if subresource is None and rt.keeps_generation and _spec_changed(rt, old, new):
             meta["generation"] = int(old_meta.get("generation") or 0) + 1
         if options.warnings is not None:
             options.warnings.extend(checked.warnings)
