@@ -26,6 +26,9 @@ from controlplane.apis.kube.generation import content_changed, keeps_generation
         ("", "Pod", False),  # from v1.33 on; the hub serves v1.32
         ("autoscaling", "HorizontalPodAutoscaler", False),
         ("rbac.authorization.k8s.io", "ClusterRole", False),
+        ("node.k8s.io", "RuntimeClass", False),
+        ("", "Node", False),
+        ("discovery.k8s.io", "EndpointSlice", True),
         ("example.com", "ConfigMap", True),  # a CRD's kind of the same name is a custom resource
     ],
 )

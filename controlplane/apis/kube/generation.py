@@ -37,6 +37,7 @@ WITHOUT_GENERATION: Final[frozenset[tuple[str, str]]] = frozenset({
     ("", "ServiceAccount"),
     ("autoscaling", "HorizontalPodAutoscaler"),
     ("coordination.k8s.io", "Lease"),
+    ("node.k8s.io", "RuntimeClass"),
     ("rbac.authorization.k8s.io", "ClusterRole"),
     ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
     ("rbac.authorization.k8s.io", "Role"),
