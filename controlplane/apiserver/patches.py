@@ -72,6 +72,7 @@ def merge_patch(target: Any, patch: Any) -> Any:
 
 
 def record_update(
+    rt: ResourceType,
     old: dict[str, Any] | None,
     new: dict[str, Any],
     *,
@@ -82,7 +83,9 @@ def record_update(
 ) -> dict[str, Any]:
     """managedFields bookkeeping for a non-apply write; ``subresource``: the one it was made
     through (``status``, ``scale``), which kube records in the manager's entry."""
-    return _record_update(old, new, manager=manager, operation=operation, now=now, subresource=subresource)
+    return _record_update(
+        old, new, schema=rt.apply_schema, manager=manager, operation=operation, now=now, subresource=subresource
+    )
 
 
 def _apply_conflict(exc: ApplyConflict, rt: ResourceType, name: str) -> Conflict:
@@ -114,7 +117,12 @@ def apply_patch(
             raise BadRequest("the apply patch must be a single object (a YAML or JSON mapping)")
         try:
             return apply_upgrading_client_side(
-                copy.deepcopy(live) if live is not None else None, patch, manager=manager, force=force, now=now
+                copy.deepcopy(live) if live is not None else None,
+                patch,
+                schema=rt.apply_schema,
+                manager=manager,
+                force=force,
+                now=now,
             )
         except ValueError as exc:
             raise _unappliable(str(exc), str(exc), rt, name) from exc

@@ -30,6 +30,7 @@ from controlplane.apis.kube.validation import Validator
 from controlplane.apis.untyped import dig
 from controlplane.apiserver import columns as col
 from controlplane.apiserver.openapi import known_fields
+from controlplane.apiserver.patching.schema import FieldSchema, builtin_apply_schema
 
 #: A table cell getter: the object and "now" (for ages) in, a JSON-able cell out.
 CellGetter = Callable[[dict[str, Any], datetime], Any]
@@ -209,6 +210,17 @@ class ResourceType:
     #: changes its spec. False: a built-in kind whose registry strategy keeps none (ConfigMap,
     #: Secret, Service...; :mod:`controlplane.apis.kube.generation`, set by :func:`with_kube_rules`).
     keeps_generation: bool = True
+    #: How server-side apply and managedFields see the kind's fields (associative and set lists,
+    #: atomic maps): a CRD version's, built from its structural schema. None: the built-in kind's
+    #: of this group, or ObjectMeta only.
+    field_schema: FieldSchema | None = field(default=None, compare=False)
+    #: The schema server-side apply and managedFields use: :attr:`field_schema`, or the built-in
+    #: kind's, resolved once here rather than on every write.
+    apply_schema: FieldSchema = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        schema = self.field_schema if self.field_schema is not None else builtin_apply_schema(self.group, self.kind)
+        object.__setattr__(self, "apply_schema", schema)
 
     @property
     def api_version(self) -> str:

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from controlplane.apiserver.objects import ObjectStore
-from controlplane.apiserver.patching import ApplyConflict, record_update
+from controlplane.apiserver.patching import ApplyConflict
 from controlplane.apiserver.patching.fieldpaths import field_element
 from controlplane.apiserver.patching.lastapplied import (
     LAST_APPLIED_ANNOTATION,
@@ -22,6 +22,7 @@ from controlplane.apiserver.patching.lastapplied import (
 )
 
 from .kinds import deployment
+from .patching.builders import kind_schema, record_update
 from .test_real_clients import kubeconfig, kubectl, needs_kubectl, server_url  # noqa: F401 (fixtures)
 
 NOW = "2026-01-01T00:00:00Z"
@@ -42,9 +43,10 @@ def managers(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def test_kubectl_takes_over_client_side_fields_still_as_applied() -> None:
     live = client_side_applied(deployment("web", replicas=1))
-    assert allowed_conflicts(live) is not None and REPLICAS in (allowed_conflicts(live) or set())
+    allowed = allowed_conflicts(live, schema=kind_schema(live))
+    assert allowed is not None and REPLICAS in allowed
     applied = deployment("web", replicas=3)
-    result = apply_upgrading_client_side(live, applied, manager="kubectl", force=False, now=LATER)
+    result = apply_upgrading_client_side(live, applied, schema=kind_schema(live), manager="kubectl", force=False, now=LATER)
     assert result["spec"]["replicas"] == 3
     owned = managers(result)
     assert set(owned) == {"kubectl", "kubectl-client-side-apply"}
@@ -59,7 +61,7 @@ def test_a_field_changed_since_the_client_side_apply_still_conflicts() -> None:
     live = client_side_applied(deployment("web", replicas=1))
     live["spec"]["replicas"] = 5  # someone changed it with kubectl-client-side-apply's name
     with pytest.raises(ApplyConflict) as caught:
-        apply_upgrading_client_side(live, deployment("web", replicas=3), manager="kubectl", force=False, now=LATER)
+        apply_upgrading_client_side(live, deployment("web", replicas=3), schema=kind_schema(live), manager="kubectl", force=False, now=LATER)
     assert caught.value.conflicts == [(".spec.replicas", "kubectl-client-side-apply")]
 
 
@@ -67,14 +69,14 @@ def test_a_field_changed_since_the_client_side_apply_still_conflicts() -> None:
 def test_only_kubectl_gets_the_upgrade(manager: str) -> None:
     live = client_side_applied(deployment("web", replicas=1))
     with pytest.raises(ApplyConflict):
-        apply_upgrading_client_side(live, deployment("web", replicas=3), manager=manager, force=False, now=LATER)
+        apply_upgrading_client_side(live, deployment("web", replicas=3), schema=kind_schema(live), manager=manager, force=False, now=LATER)
 
 
 def test_without_the_annotation_it_conflicts() -> None:
     live = client_side_applied(deployment("web", replicas=1))
     del live["metadata"]["annotations"]
     with pytest.raises(ApplyConflict):
-        apply_upgrading_client_side(live, deployment("web", replicas=3), manager="kubectl", force=False, now=LATER)
+        apply_upgrading_client_side(live, deployment("web", replicas=3), schema=kind_schema(live), manager="kubectl", force=False, now=LATER)
 
 
 def test_go_json_matches_kubes_encoding() -> None:

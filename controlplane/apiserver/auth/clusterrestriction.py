@@ -39,6 +39,7 @@ from controlplane.apiserver.admission import Operation, WriteAttributes
 from controlplane.apiserver.identity import Role, UserInfo
 from controlplane.apiserver.patching.fieldpaths import field_element
 from controlplane.apiserver.patching.ownership import Path, changed_fields, describe, owners
+from controlplane.apiserver.patching.schema import FieldSchema
 
 CLUSTERS: Final = "clusters"
 #: Fields an agent may never change, whoever owns them.
@@ -59,7 +60,7 @@ class ClusterRestriction:
             return
         name = str(write.new.get("metadata", {}).get("name", ""))
         agent = user.cluster or user.name
-        denied = _forbidden_changes(write.old, write.new)
+        denied = _forbidden_changes(write.old, write.new, schema=rt.apply_schema)
         if denied:
             fields = ", ".join(f"{describe(path)} ({why})" for path, why in denied)
             raise _forbidden(
@@ -87,12 +88,14 @@ class ClusterRestriction:
             )
 
 
-def _forbidden_changes(old: dict[str, object], new: dict[str, object]) -> list[tuple[Path, str]]:
+def _forbidden_changes(
+    old: dict[str, object], new: dict[str, object], *, schema: FieldSchema
+) -> list[tuple[Path, str]]:
     """The changed fields the agent may not change, each with the reason."""
     owned = owners(old)
     agent_fields = owned.get(FIELD_MANAGER_AGENT, frozenset())
     denied: list[tuple[Path, str]] = []
-    for path in sorted(changed_fields(old, new), key=describe):
+    for path in sorted(changed_fields(old, new, schema=schema), key=describe):
         if any(path[: len(admin)] == admin for admin in ADMIN_ONLY_FIELDS):
             denied.append((path, "set only by admins and the hub"))
             continue

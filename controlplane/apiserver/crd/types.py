@@ -5,7 +5,8 @@
 turns one established CRD into a type per served version: names, scope, status and
 scale subresources, ``additionalPrinterColumns`` as table columns, and the version's
 structural schema wired as the kind's pruning, defaulting and validation (CEL rules
-included). Pure: no I/O.
+included) and as the merge type of its server-side applies. Pure: no I/O; the CRD controller
+keeps what it builds until the CRD's spec changes.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from controlplane.apis.apiextensions.kind import CustomKind
 from controlplane.apis.apiextensions.schema import NO_OLD, Schema, apply_defaults, prune, validate
 from controlplane.apis.kube.field import ErrorType, FieldError
 from controlplane.apiserver import columns as col
+from controlplane.apiserver.patching.structural import structural_apply_schema
 from controlplane.apiserver.resources import (
     AGE,
     ResourceType,
@@ -223,6 +225,7 @@ def custom_types(crd: dict[str, Any]) -> list[ResourceType]:
                 label_selector=_dotted(scale.get("labelSelectorPath") or ".status.selector"),
             ) if isinstance(scale, dict) else None,
             defaults=hooks.defaults, validate=hooks.validate,
+            field_schema=structural_apply_schema(schema),
             custom=CustomKind(
                 schema, hooks.prune, stored if api_version != stored else "",
                 prune_status=hooks.prune_status, validate_status=hooks.validate_status,

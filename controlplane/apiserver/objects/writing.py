@@ -135,7 +135,7 @@ class Writer:
         if rt.keeps_generation:
             meta["generation"] = 1
         if options.field_manager:
-            obj = record_update(None, obj, manager=options.field_manager, now=now)
+            obj = record_update(rt, None, obj, manager=options.field_manager, now=now)
         if options.warnings is not None:
             options.warnings.extend(checked.warnings)
             if rt.warn is not None:
@@ -348,7 +348,7 @@ class Writer:
             return old  # kube writes nothing for a no-op update
         if options.field_manager:
             new = record_update(
-                old, new, manager=options.field_manager, now=self.now(),
+                rt, old, new, manager=options.field_manager, now=self.now(),
                 subresource=subresource or options.recorded_subresource,
             )
         if options.validate is not None:

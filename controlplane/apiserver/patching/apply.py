@@ -16,13 +16,16 @@ FieldsV1 format, so that ``kubectl apply --server-side``, the member agent's app
 Writes through the ``status`` subresource track ``.status`` only, in their own entry
 (``subresource: status``); writes to the main resource never own ``.status``. System
 fields (``metadata.name``, ``resourceVersion``, ``uid``, ``managedFields``…) are never owned.
-List semantics come from :mod:`controlplane.apiserver.patching.schema` (associative
-lists keyed by ``name``/``containerPort``…; lists of unknown kinds are atomic).
+List semantics come from the kind's :class:`FieldSchema`, which the caller passes in: a
+built-in kind's from :mod:`controlplane.apiserver.patching.schema` (associative lists keyed
+by ``name``/``containerPort``…), a custom resource's from its CRD's structural schema
+(:mod:`controlplane.apiserver.patching.structural`); lists nothing describes are atomic.
 
-In: the live object (or ``None``), the new or applied object, the manager, the operation
-time. Out: a new object with ``metadata.managedFields`` updated; inputs are not modified.
-:func:`record_update` runs on every write, so its result shares all but ``metadata`` with
-the new object it was given (callers own that object and do not change it afterwards).
+In: the live object (or ``None``), the new or applied object, the kind's schema, the
+manager, the operation time. Out: a new object with ``metadata.managedFields`` updated;
+inputs are not modified. :func:`record_update` runs on every write, so its result shares
+all but ``metadata`` with the new object it was given (callers own that object and do not
+change it afterwards).
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ from controlplane.apiserver.patching.fieldpaths import (
     with_named_ancestors,
 )
 from controlplane.apiserver.patching.merging import merge_applied, remove_path
-from controlplane.apiserver.patching.schema import FieldSchema, ListType, apply_schema
+from controlplane.apiserver.patching.schema import FieldSchema, ListType
 
 logger = logging.getLogger(__name__)
 
@@ -140,12 +143,14 @@ def server_side_apply(
     live: dict[str, Any] | None,
     applied: dict[str, Any],
     *,
+    schema: FieldSchema,
     manager: str,
     force: bool,
     now: str,
     subresource: str | None = None,
 ) -> dict[str, Any]:
-    """Apply ``applied`` as ``manager``; ``live`` is ``None`` when the object is being created."""
+    """Apply ``applied`` as ``manager`` to an object of the kind ``schema`` describes; ``live``
+    is ``None`` when the object is being created."""
     if not isinstance(applied, Mapping):
         raise ApplyError("the applied configuration must be a JSON object")
     if not manager:
@@ -153,9 +158,7 @@ def server_side_apply(
     if live is None and subresource:
         raise ApplyError(f"cannot create an object through the {subresource} subresource")
     section = subresource or ""
-    kind = _text(applied.get("kind")) or _text((live or {}).get("kind"))
     api_version = _text(applied.get("apiVersion")) or _text((live or {}).get("apiVersion"))
-    schema = apply_schema(kind)
 
     config = _applied_content(applied, section)
     _validate_config(config, schema, ())
@@ -216,12 +219,14 @@ def record_update(
     old: dict[str, Any] | None,
     new: dict[str, Any],
     *,
+    schema: FieldSchema,
     manager: str,
     operation: str,
     now: str,
     subresource: str | None = None,
 ) -> dict[str, Any]:
-    """Record an ordinary write of ``new`` over ``old`` (``None`` on create) by ``manager``.
+    """Record an ordinary write of ``new`` over ``old`` (``None`` on create) by ``manager``;
+    ``schema``: the kind's.
 
     Managed fields come from ``old``, unless the request itself carries a valid non-empty
     ``metadata.managedFields`` (used as sent) or an empty list (which resets them), as in
@@ -235,9 +240,7 @@ def record_update(
     # both objects without managedFields instead of deep copies (a create copies nothing).
     result = _with_own_metadata(new)
     before: Mapping[str, Any] = old if old is not None else {}
-    kind = _text(result.get("kind")) or _text(before.get("kind"))
     api_version = _text(result.get("apiVersion")) or _text(before.get("apiVersion"))
-    schema = apply_schema(kind)
 
     requested = _managed_fields_of(result)
     managed: _Managed

@@ -23,7 +23,10 @@ def field_set(value: Any, schema: FieldSchema, path: Path, out: set[Path]) -> No
         for key, child in value.items():
             child_path = (*path, field_element(key))
             field_set(child, schema.child(key), child_path, out)
-            if child is None or (isinstance(child, Mapping) and not child) or schema.is_map_typed:
+            # A map's members are owned themselves; a declared field only when it is a leaf.
+            if child is None or (isinstance(child, Mapping) and not child) or (
+                schema.is_map_typed and key not in schema.fields
+            ):
                 out.add(child_path)
         return
     if isinstance(value, list) and schema.list_type is not ListType.ATOMIC:

@@ -26,11 +26,11 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from controlplane.apiserver.patching.apply import _text, _without_managed_fields, server_side_apply
+from controlplane.apiserver.patching.apply import _without_managed_fields, server_side_apply
 from controlplane.apiserver.patching.comparing import Comparison, compare, field_set
 from controlplane.apiserver.patching.conflicts import ApplyConflict
 from controlplane.apiserver.patching.fieldpaths import Path
-from controlplane.apiserver.patching.schema import apply_schema
+from controlplane.apiserver.patching.schema import FieldSchema
 
 LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
 #: The field manager whose server-side applies upgrade client-side apply's ownership.
@@ -43,29 +43,30 @@ def apply_upgrading_client_side(
     live: dict[str, Any] | None,
     applied: dict[str, Any],
     *,
+    schema: FieldSchema,
     manager: str,
     force: bool,
     now: str,
 ) -> dict[str, Any]:
     """:func:`server_side_apply`, with kube's client-side apply upgrade for ``kubectl``."""
     try:
-        result = server_side_apply(live, applied, manager=manager, force=force, now=now)
+        result = server_side_apply(live, applied, schema=schema, manager=manager, force=force, now=now)
     except ApplyConflict as conflict:
         if manager != KUBECTL_MANAGER or live is None:
             raise
-        allowed = allowed_conflicts(live)
+        allowed = allowed_conflicts(live, schema=schema)
         if allowed is None:
             raise
         left = conflict.without(allowed)
         if left is not None:
             raise left from conflict
-        result = server_side_apply(live, applied, manager=manager, force=True, now=now)
+        result = server_side_apply(live, applied, schema=schema, manager=manager, force=True, now=now)
     if manager == KUBECTL_MANAGER and live is not None and _last_applied(live):
         _set_last_applied(result, applied)
     return result
 
 
-def allowed_conflicts(live: Mapping[str, Any]) -> set[Path] | None:
+def allowed_conflicts(live: Mapping[str, Any], *, schema: FieldSchema) -> set[Path] | None:
     """The fields the last-applied configuration lists with the value ``live`` still has
     (None when ``live`` has no readable annotation of its own apiVersion)."""
     raw = _last_applied(live)
@@ -77,7 +78,6 @@ def allowed_conflicts(live: Mapping[str, Any]) -> set[Path] | None:
         return None
     if not isinstance(last, dict) or last.get("apiVersion") != live.get("apiVersion"):
         return None
-    schema = apply_schema(_text(live.get("kind")))
     listed: set[Path] = set()
     field_set(last, schema, (), listed)
     comparison = Comparison()

@@ -22,13 +22,12 @@ from typing import Any
 from controlplane.apiserver.patching.apply import (
     _decode_managed,
     _managed_fields_of,
-    _text,
     _trackable,
     _without_managed_fields,
 )
 from controlplane.apiserver.patching.comparing import Comparison, compare
 from controlplane.apiserver.patching.fieldpaths import Path, describe
-from controlplane.apiserver.patching.schema import apply_schema
+from controlplane.apiserver.patching.schema import FieldSchema
 
 __all__ = ["Path", "changed_fields", "describe", "owners"]
 
@@ -43,16 +42,15 @@ def owners(obj: Mapping[str, Any]) -> dict[str, frozenset[Path]]:
     return {manager: frozenset(fields) for manager, fields in out.items()}
 
 
-def changed_fields(old: Mapping[str, Any], new: Mapping[str, Any]) -> frozenset[Path]:
+def changed_fields(old: Mapping[str, Any], new: Mapping[str, Any], *, schema: FieldSchema) -> frozenset[Path]:
     """The leaf fields of the main resource that differ between ``old`` and ``new``.
 
     A field that appeared or disappeared with all its children counts as its leaves
     only (removing a whole map of labels changes each label), so a check can compare
     the answer with the leaves a manager owns.
     """
-    kind = _text(new.get("kind")) or _text(old.get("kind"))
     comparison = Comparison()
-    compare(_without_managed_fields(old), _without_managed_fields(new), apply_schema(kind), (), comparison)
+    compare(_without_managed_fields(old), _without_managed_fields(new), schema, (), comparison)
     changed = _trackable(comparison.added | comparison.modified | comparison.removed, "")
     return frozenset(path for path in changed if not any(_is_ancestor(path, other) for other in changed))
 

@@ -8,8 +8,9 @@ kind, covering the fields ``kubectl`` and controllers touch. Everything not desc
 here falls back to the defaults both algorithms use for unknown fields: objects merge
 key by key, lists are replaced whole (atomic).
 
-In: a kind name. Out: the root :class:`FieldSchema` of that kind, or ``None`` when the
-kind has no strategic-merge metadata (custom kinds, gpufed's own kinds).
+In: a built-in kind's group and name. Out: the root :class:`FieldSchema` of that kind
+(ObjectMeta only for the kinds it does not describe: gpufed's own kinds). A custom
+resource's schema comes from its CRD instead (:mod:`.structural`).
 """
 
 from __future__ import annotations
@@ -82,6 +83,17 @@ class FieldSchema:
 
 UNKNOWN = FieldSchema()
 _SCALAR = UNKNOWN
+
+
+def _deduced() -> FieldSchema:
+    node = FieldSchema()
+    object.__setattr__(node, "values", node)  # its members are deduced too, however deep
+    return node
+
+
+DEDUCED = _deduced()
+"""A value that no schema describes, as kube deduces it (``x-kubernetes-preserve-unknown-fields``):
+objects merge key by key, each key owned on its own, and lists are atomic."""
 
 
 def _struct(**fields: FieldSchema) -> FieldSchema:
@@ -184,48 +196,48 @@ _JOB_SPEC = _struct(selector=_atomic(), template=_POD_TEMPLATE)
 
 _METADATA_ONLY = _struct(metadata=OBJECT_META)
 
-_KINDS: Mapping[str, FieldSchema] = MappingProxyType(
+_KINDS: Mapping[tuple[str, str], FieldSchema] = MappingProxyType(
     {
-        "Deployment": _POD_CONTROLLER,
-        "StatefulSet": _POD_CONTROLLER,
-        "ReplicaSet": _POD_CONTROLLER,
-        "DaemonSet": _POD_CONTROLLER,
-        "Job": _struct(
+        ("apps", "Deployment"): _POD_CONTROLLER,
+        ("apps", "StatefulSet"): _POD_CONTROLLER,
+        ("apps", "ReplicaSet"): _POD_CONTROLLER,
+        ("apps", "DaemonSet"): _POD_CONTROLLER,
+        ("batch", "Job"): _struct(
             metadata=OBJECT_META,
             spec=_JOB_SPEC,
             status=_struct(conditions=_keyed(UNKNOWN, "type", apply_atomic=True)),
         ),
         # CronJobStatus.active is ``+listType=atomic`` without patch tags: replaced whole.
-        "CronJob": _struct(metadata=OBJECT_META, spec=_struct(jobTemplate=_struct(metadata=OBJECT_META, spec=_JOB_SPEC))),
+        ("batch", "CronJob"): _struct(metadata=OBJECT_META, spec=_struct(jobTemplate=_struct(metadata=OBJECT_META, spec=_JOB_SPEC))),
         # Ingress rules/tls, NetworkPolicy ingress/egress/policyTypes, LimitRange limits and
         # StorageClass mountOptions/allowedTopologies are ``+listType=atomic``: the defaults.
-        "Ingress": _METADATA_ONLY,
-        "IngressClass": _METADATA_ONLY,
-        "NetworkPolicy": _struct(metadata=OBJECT_META, spec=_struct(podSelector=_atomic())),
-        "PodDisruptionBudget": _struct(
+        ("networking.k8s.io", "Ingress"): _METADATA_ONLY,
+        ("networking.k8s.io", "IngressClass"): _METADATA_ONLY,
+        ("networking.k8s.io", "NetworkPolicy"): _struct(metadata=OBJECT_META, spec=_struct(podSelector=_atomic())),
+        ("policy", "PodDisruptionBudget"): _struct(
             metadata=OBJECT_META,
             spec=_struct(selector=_atomic()),
             status=_struct(conditions=_CONDITIONS, disruptedPods=_map()),
         ),
         # HorizontalPodAutoscaler (autoscaling/v2): metrics and currentMetrics are atomic.
-        "HorizontalPodAutoscaler": _struct(metadata=OBJECT_META, status=_struct(conditions=_CONDITIONS)),
-        "LimitRange": _METADATA_ONLY,
-        "ResourceQuota": _struct(
+        ("autoscaling", "HorizontalPodAutoscaler"): _struct(metadata=OBJECT_META, status=_struct(conditions=_CONDITIONS)),
+        ("", "LimitRange"): _METADATA_ONLY,
+        ("", "ResourceQuota"): _struct(
             metadata=OBJECT_META, spec=_struct(hard=_map()), status=_struct(hard=_map(), used=_map())
         ),
-        "StorageClass": _struct(metadata=OBJECT_META, parameters=_map()),
+        ("storage.k8s.io", "StorageClass"): _struct(metadata=OBJECT_META, parameters=_map()),
         # RuntimeClass scheduling.tolerations is ``+listType=atomic``, its nodeSelector ``+mapType=atomic``.
-        "RuntimeClass": _struct(
+        ("node.k8s.io", "RuntimeClass"): _struct(
             metadata=OBJECT_META, overhead=_struct(podFixed=_map()), scheduling=_struct(nodeSelector=_map(atomic=True))
         ),
         # EndpointSlice endpoints and ports are ``+listType=atomic``.
-        "EndpointSlice": _METADATA_ONLY,
+        ("discovery.k8s.io", "EndpointSlice"): _METADATA_ONLY,
         # RBAC: rules, subjects and aggregationRule.clusterRoleSelectors are ``+listType=atomic``.
-        "Role": _METADATA_ONLY,
-        "ClusterRole": _METADATA_ONLY,
-        "RoleBinding": _METADATA_ONLY,
-        "ClusterRoleBinding": _METADATA_ONLY,
-        "Pod": _struct(
+        ("rbac.authorization.k8s.io", "Role"): _METADATA_ONLY,
+        ("rbac.authorization.k8s.io", "ClusterRole"): _METADATA_ONLY,
+        ("rbac.authorization.k8s.io", "RoleBinding"): _METADATA_ONLY,
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding"): _METADATA_ONLY,
+        ("", "Pod"): _struct(
             metadata=OBJECT_META,
             spec=_POD_SPEC,
             status=_struct(
@@ -235,7 +247,7 @@ _KINDS: Mapping[str, FieldSchema] = MappingProxyType(
                 resourceClaimStatuses=_keyed(UNKNOWN, "name"),
             ),
         ),
-        "Service": _struct(
+        ("", "Service"): _struct(
             metadata=OBJECT_META,
             spec=_struct(
                 ports=_keyed(
@@ -245,10 +257,10 @@ _KINDS: Mapping[str, FieldSchema] = MappingProxyType(
             ),
             status=_struct(conditions=_CONDITIONS),
         ),
-        "ConfigMap": _struct(metadata=OBJECT_META, data=_map(), binaryData=_map()),
-        "Secret": _struct(metadata=OBJECT_META, data=_map(), stringData=_map()),
-        "Namespace": _struct(metadata=OBJECT_META, status=_struct(conditions=_CONDITIONS)),
-        "Node": _struct(
+        ("", "ConfigMap"): _struct(metadata=OBJECT_META, data=_map(), binaryData=_map()),
+        ("", "Secret"): _struct(metadata=OBJECT_META, data=_map(), stringData=_map()),
+        ("", "Namespace"): _struct(metadata=OBJECT_META, status=_struct(conditions=_CONDITIONS)),
+        ("", "Node"): _struct(
             metadata=OBJECT_META,
             spec=_struct(podCIDRs=_set()),
             status=_struct(
@@ -258,19 +270,19 @@ _KINDS: Mapping[str, FieldSchema] = MappingProxyType(
                 allocatable=_map(),
             ),
         ),
-        "Lease": _struct(metadata=OBJECT_META),
-        "Event": _struct(metadata=OBJECT_META),
-        "ServiceAccount": _struct(metadata=OBJECT_META, secrets=_keyed(UNKNOWN, "name")),
-        "PriorityClass": _struct(metadata=OBJECT_META),
+        ("coordination.k8s.io", "Lease"): _struct(metadata=OBJECT_META),
+        ("", "Event"): _struct(metadata=OBJECT_META),
+        ("", "ServiceAccount"): _struct(metadata=OBJECT_META, secrets=_keyed(UNKNOWN, "name")),
+        ("scheduling.k8s.io", "PriorityClass"): _struct(metadata=OBJECT_META),
         # Endpoints subsets are ``+listType=atomic``.
-        "Endpoints": _METADATA_ONLY,
-        "PersistentVolume": _struct(metadata=OBJECT_META, spec=_struct(capacity=_map())),
-        "ReplicationController": _struct(
+        ("", "Endpoints"): _METADATA_ONLY,
+        ("", "PersistentVolume"): _struct(metadata=OBJECT_META, spec=_struct(capacity=_map())),
+        ("", "ReplicationController"): _struct(
             metadata=OBJECT_META,
             spec=_struct(selector=_map(atomic=True), template=_POD_TEMPLATE),
             status=_struct(conditions=_CONDITIONS),
         ),
-        "PersistentVolumeClaim": _struct(
+        ("", "PersistentVolumeClaim"): _struct(
             metadata=OBJECT_META,
             spec=_struct(resources=_struct(requests=_map(), limits=_map())),
             status=_struct(conditions=_CONDITIONS, capacity=_map(), allocatedResources=_map()),
@@ -281,17 +293,22 @@ _KINDS: Mapping[str, FieldSchema] = MappingProxyType(
 GENERIC_OBJECT = _struct(metadata=OBJECT_META)
 """Root for kinds without built-in metadata: only ObjectMeta is known, lists are atomic."""
 
+_STRATEGIC: Mapping[str, FieldSchema] = MappingProxyType({kind: schema for (_, kind), schema in _KINDS.items()})
+
+
+def builtin_apply_schema(group: str, kind: str) -> FieldSchema:
+    """The schema server-side apply uses for the built-in ``kind`` of ``group`` (ObjectMeta only
+    for a kind this module does not describe: another group's kind of the same name is not it)."""
+    return _KINDS.get((group, kind), GENERIC_OBJECT)
+
 
 def strategic_schema(kind: str) -> FieldSchema | None:
-    """The schema strategic merge patch uses for ``kind``, or ``None`` when it has none."""
-    return _KINDS.get(kind)
+    """The schema strategic merge patch uses for ``kind``, or ``None`` when it has none.
 
-
-def apply_schema(kind: str) -> FieldSchema:
-    """The schema server-side apply uses for ``kind`` (ObjectMeta only for unknown kinds)."""
-    return _KINDS.get(kind, GENERIC_OBJECT)
+    Only built-in kinds take strategic merge patch, and their kind names are unique."""
+    return _STRATEGIC.get(kind)
 
 
 def supported_strategic_kinds() -> frozenset[str]:
     """Kinds that accept ``application/strategic-merge-patch+json``."""
-    return frozenset(_KINDS)
+    return frozenset(_STRATEGIC)

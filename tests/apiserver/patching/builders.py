@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
+
+from controlplane.apiserver import patching
+from controlplane.apiserver.patching.schema import FieldSchema, builtin_apply_schema
 
 API_VERSIONS = {
     "Deployment": "apps/v1",
@@ -16,3 +20,20 @@ def make_object(kind: str, name: str = "obj", **body: Any) -> dict[str, Any]:
     """A ``kind`` object named ``name`` in namespace ``default`` with ``body`` as top-level fields."""
     metadata = {"name": name, "namespace": "default", **body.pop("metadata", {})}
     return {"apiVersion": API_VERSIONS.get(kind, "v1"), "kind": kind, "metadata": metadata, **body}
+
+
+def kind_schema(obj: Mapping[str, Any]) -> FieldSchema:
+    """The apply schema the server passes for ``obj``'s built-in kind (by its apiVersion's group)."""
+    group = str(obj.get("apiVersion") or "").rpartition("/")[0]
+    return builtin_apply_schema(group, str(obj.get("kind") or ""))
+
+
+def record_update(old: dict[str, Any] | None, new: dict[str, Any], **options: Any) -> dict[str, Any]:
+    """:func:`patching.record_update` with the schema of ``new``'s kind."""
+    return patching.record_update(old, new, schema=kind_schema(new), **options)
+
+
+def server_side_apply(live: dict[str, Any] | None, applied: dict[str, Any], **options: Any) -> dict[str, Any]:
+    """:func:`patching.server_side_apply` with the schema of the applied (or live) object's kind."""
+    kind_of = applied if applied.get("kind") else (live or {})
+    return patching.server_side_apply(live, applied, schema=kind_schema(kind_of), **options)

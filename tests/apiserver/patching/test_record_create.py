@@ -12,9 +12,7 @@ from typing import Any
 
 import pytest
 
-from controlplane.apiserver.patching import record_update
-
-from .builders import make_object
+from .builders import make_object, record_update
 
 T1 = "2024-05-01T10:00:00Z"
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from controlplane.apiserver.patching import ApplyConflict, record_update, server_side_apply
+from controlplane.apiserver.patching import ApplyConflict
 
-from .builders import make_object
+from .builders import make_object, record_update, server_side_apply
 
 T1, T2, T3 = "2024-05-01T10:00:00Z", "2024-05-01T11:00:00Z", "2024-05-01T12:00:00Z"
 

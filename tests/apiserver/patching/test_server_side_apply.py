@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from controlplane.apiserver.patching import ApplyConflict, ApplyError, record_update, server_side_apply
+from controlplane.apiserver.patching import ApplyConflict, ApplyError
 
-from .builders import make_object
+from .builders import make_object, record_update, server_side_apply
 
 T1, T2, T3 = "2024-05-01T10:00:00Z", "2024-05-01T11:00:00Z", "2024-05-01T12:00:00Z"
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
