@@ -105,8 +105,10 @@ def apply_patch(
     manager: str | None,
     force: bool,
     now: str,
+    subresource: str | None = None,
 ) -> dict[str, Any]:
-    """``live`` patched by ``patch``; ``live`` is None only for an apply that creates."""
+    """``live`` patched by ``patch``; ``live`` is None only for an apply that creates. An apply
+    through ``subresource`` (``status``) merges and owns that part of the object only."""
     name = str(((live or {}).get("metadata") or {}).get("name") or "")
     if patch_type is PatchType.APPLY:
         if not manager:
@@ -123,6 +125,7 @@ def apply_patch(
                 manager=manager,
                 force=force,
                 now=now,
+                subresource=subresource,
             )
         except ValueError as exc:
             raise _unappliable(str(exc), str(exc), rt, name) from exc

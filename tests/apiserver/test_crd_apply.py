@@ -139,6 +139,20 @@ async def test_two_managers_keep_their_own_items_of_a_list_type_map_and_a_set(ap
     assert result["spec"]["listeners"] == [{"name": "grpc", "port": 9090}]
 
 
+async def test_status_conditions_of_two_controllers_merge_by_type(api: Client) -> None:
+    await install(api, crd("net.example.com", "Gateway", "gateways", GATEWAY_SCHEMA), GATEWAYS)
+    await applied(api, f"{GATEWAYS}/g", gateway(), "creator")
+    for manager, condition in (("a", "Accepted"), ("b", "Programmed")):
+        body = {**gateway(), "status": {"conditions": [{"type": condition, "status": "True"}]}}
+        await applied(api, f"{GATEWAYS}/g/status", body, manager)
+
+    stored = await (await api.get(f"{GATEWAYS}/g")).json()
+    assert [c["type"] for c in stored["status"]["conditions"]] == ["Accepted", "Programmed"]
+    assert fields_of(stored, "b") == {"f:status": {"f:conditions": {
+        'k:{"type":"Programmed"}': {".": {}, "f:status": {}, "f:type": {}},
+    }}}
+
+
 async def test_an_atomic_list_conflicts_and_an_atomic_map_is_replaced_whole(api: Client) -> None:
     await install(api, crd("net.example.com", "Gateway", "gateways", GATEWAY_SCHEMA), GATEWAYS)
     await applied(api, f"{GATEWAYS}/g", gateway(addresses=["10.0.0.1"], selector={"app": "web"}), "a")
@@ -198,3 +212,27 @@ async def test_kubectl_server_side_applies_of_two_managers_keep_both_items(
     assert list(fields_of(live, "a")["f:spec"]["f:listeners"]) == ['k:{"name":"http"}']
     assert list(fields_of(live, "b")["f:spec"]["f:listeners"]) == ['k:{"name":"grpc"}']
 
+
+@needs_kubectl
+async def test_kubectl_applies_two_controllers_conditions_through_the_status_subresource(
+    kubeconfig: Path,  # noqa: F811
+) -> None:
+    await install_with_kubectl(kubeconfig)
+    code, _, err = await kubectl(kubeconfig, "apply", "--server-side", "-f", "-", stdin=yaml.safe_dump(gateway()))
+    assert code == 0, err
+
+    for manager, condition in (("a", "Accepted"), ("b", "Programmed")):
+        body = yaml.safe_dump({**gateway(), "status": {"conditions": [{"type": condition, "status": "True"}]}})
+        code, _, err = await kubectl(
+            kubeconfig, "apply", "--server-side", "--subresource=status", f"--field-manager={manager}", "-f", "-",
+            stdin=body,
+        )
+        assert code == 0, err
+
+    code, out, err = await kubectl(kubeconfig, "get", "gateway", "g", "-o", "yaml", "--show-managed-fields")
+    assert code == 0, err
+    live = yaml.safe_load(out)
+    assert live["status"]["conditions"] == [{"type": "Accepted", "status": "True"}, {"type": "Programmed", "status": "True"}]
+    entries = {e["manager"]: e for e in live["metadata"]["managedFields"]}
+    assert entries["b"]["subresource"] == "status"
+    assert list(entries["b"]["fieldsV1"]["f:status"]["f:conditions"]) == ['k:{"type":"Programmed"}']

@@ -219,10 +219,15 @@ class Writer:
                     write.on_create()
                 return created
             old = decode(rt, kv)
-            patched = apply_patch(rt, old, patch_type, patch, manager=field_manager, force=force, now=self.now())
+            patched = apply_patch(
+                rt, old, patch_type, patch, manager=field_manager, force=force, now=self.now(), subresource=subresource
+            )
             patched = checked_body(rt, patched, namespace=namespace, name=name)
             _check_resource_version(rt, kv, patched["metadata"].get("resourceVersion"), name=name)
             new = merged(rt, old, patched, subresource=subresource)
+            if patch_type is PatchType.APPLY and subresource:
+                # A status write keeps the stored metadata, but for the applier's own entry.
+                _set_managed_fields(new, patched)
             try:
                 return await self.write_update(
                     rt, kv, old, new, subresource=subresource,
@@ -493,6 +498,15 @@ def merged(
         source = incoming if subresource == "status" else old
         _set_annotations(new, source, rt.conversion.status_annotations)
     return new
+
+
+def _set_managed_fields(obj: dict[str, Any], source: dict[str, Any]) -> None:
+    """``obj``'s managedFields as ``source`` has them (``obj``'s metadata is its own dict)."""
+    managed = source["metadata"].get("managedFields")
+    if managed:
+        obj["metadata"]["managedFields"] = managed
+    else:
+        obj["metadata"].pop("managedFields", None)
 
 
 def _set_annotations(obj: dict[str, Any], source: dict[str, Any], keys: tuple[str, ...]) -> None:

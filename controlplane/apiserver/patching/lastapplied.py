@@ -47,8 +47,14 @@ def apply_upgrading_client_side(
     manager: str,
     force: bool,
     now: str,
+    subresource: str | None = None,
 ) -> dict[str, Any]:
-    """:func:`server_side_apply`, with kube's client-side apply upgrade for ``kubectl``."""
+    """:func:`server_side_apply`, with kube's client-side apply upgrade for ``kubectl`` (of the
+    main resource: an apply through a subresource is a plain one)."""
+    if subresource:
+        return server_side_apply(
+            live, applied, schema=schema, manager=manager, force=force, now=now, subresource=subresource
+        )
     try:
         result = server_side_apply(live, applied, schema=schema, manager=manager, force=force, now=now)
     except ApplyConflict as conflict:
