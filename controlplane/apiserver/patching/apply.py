@@ -434,7 +434,7 @@ def _created_node(value: Any, schema: FieldSchema) -> dict[str, Any] | None:
             if name in items:
                 raise _RepeatedItem
             item_tree: dict[str, Any] = {}
-            if isinstance(item, Mapping):
+            if isinstance(item, Mapping) and not item_schema.atomic:
                 for key in sorted(item):
                     tree = _created_node(item[key], item_schema.child(key))
                     if tree is not None:

@@ -35,7 +35,7 @@ def field_set(value: Any, schema: FieldSchema, path: Path, out: set[Path]) -> No
             if element is None:
                 continue
             item_path = (*path, element)
-            if isinstance(item, Mapping):
+            if isinstance(item, Mapping) and not schema.element().atomic:
                 field_set(item, schema.element(), item_path, out)
             out.add(item_path)
         return
@@ -127,8 +127,8 @@ def _nodes_of_item(
     item: Any, list_schema: FieldSchema, item_path: Path, out: set[Path], *, objects: bool = False
 ) -> None:
     out.add(item_path)
-    if isinstance(item, Mapping):
-        item_schema = list_schema.element()
+    item_schema = list_schema.element()
+    if isinstance(item, Mapping) and not item_schema.atomic:
         for key, child in item.items():
             _nodes(child, item_schema.child(key), (*item_path, field_element(key)), out, objects=objects)
 

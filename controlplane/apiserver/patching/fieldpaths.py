@@ -51,8 +51,9 @@ def item_element(item: Any, schema: FieldSchema) -> PathElement | None:
     """The step that names ``item`` inside a list described by ``schema``.
 
     Associative lists name an item by its key fields (API defaults filled in, as the
-    server defaults them before tracking ownership); set lists name it by its value.
-    ``None`` when the item lacks a key field or the list is atomic.
+    server defaults them before tracking ownership); set lists name it by its value (a
+    scalar, or an object its schema makes atomic). ``None`` when the item lacks a key
+    field or the list is atomic.
     """
     if schema.list_type is ListType.MAP:
         if not isinstance(item, Mapping):
@@ -67,7 +68,7 @@ def item_element(item: Any, schema: FieldSchema) -> PathElement | None:
                 return None
         return (KEY, canonical_json(key))
     if schema.list_type is ListType.SET:
-        if isinstance(item, Mapping | list):
+        if isinstance(item, list) or (isinstance(item, Mapping) and not schema.element().atomic):
             return None
         return (VALUE, canonical_json(item))
     return None

@@ -239,3 +239,17 @@ def test_every_built_in_kind_served_finds_its_own_rules_by_group_and_kind() -> N
     assert [rt.qualified() for rt in built_in if rt.apply_schema is GENERIC_OBJECT] == []
     # gpufed's, Karmada's and Kueue's model kinds keep ObjectMeta only, as before.
     assert {rt.apply_schema for rt in hub_registry() if rt.model is not None} == {GENERIC_OBJECT}
+
+
+def test_a_list_type_set_of_atomic_objects_owns_each_object_whole() -> None:
+    peers = {"type": "object", "properties": {"peers": {
+        "type": "array", "x-kubernetes-list-type": "set",
+        "items": {"type": "object", "x-kubernetes-map-type": "atomic", "properties": {
+            "host": {"type": "string"}, "port": {"type": "integer"},
+        }},
+    }}}
+
+    result = two_appliers(schema_of(peers), {"peers": [{"host": "a", "port": 1}]}, {"peers": [{"host": "b", "port": 2}]})
+
+    assert result["spec"]["peers"] == [{"host": "a", "port": 1}, {"host": "b", "port": 2}]
+    assert fields_of(result, "b") == {"f:spec": {"f:peers": {'v:{"host":"b","port":2}': {}}}}
