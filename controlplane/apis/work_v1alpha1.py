@@ -428,9 +428,9 @@ class NotStartingPods(WireModel):
     pods: int = Field(ge=0)
     """The number of the workload's pods placed in the member cluster that cannot start."""
     reason: str | None = None
-    """Why, as the member's kubelet says it (``CreateContainerConfigError``, ``ImagePullBackOff``...)."""
+    """Why, as the member's kubelet says it (CreateContainerConfigError, ImagePullBackOff...)."""
     message: str | None = None
-    """The kubelet's message (``configmap "app-config" not found``)."""
+    """The kubelet's message, e.g. 'configmap "app-config" not found'."""
 
 
 class ReclaimedPods(WireModel):
