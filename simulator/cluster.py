@@ -7,7 +7,8 @@ Events (:mod:`simulator.recording`), the kubelet runs them (:mod:`simulator.kube
 the workload controllers turn Deployments (through ReplicaSets), StatefulSets, Jobs,
 PyTorchJobs, MPIJobs, RayClusters and RayJobs into pods and keep their status
 (:mod:`simulator.controllers`, run by :mod:`simulator.controlling`), a garbage collector
-removes ReplicaSets and pods whose controller owner is gone, finished Jobs are deleted once
+removes ReplicaSets and pods whose controller owner is gone, every namespace gets its ``default``
+ServiceAccount (the hub's :mod:`controlplane.controllers.serviceaccounts`), finished Jobs are deleted once
 their ``ttlSecondsAfterFinished`` passes (:mod:`simulator.expiring`), and :meth:`metrics_text`
 renders the nodes' dcgm-exporter page (:mod:`simulator.dcgm`).
 
@@ -41,6 +42,7 @@ from typing import Any, Final
 
 from controlplane.apis.events import EventType
 from controlplane.controllers.informing import Informer
+from controlplane.controllers.serviceaccounts import ServiceAccountsController
 from controlplane.lifecycle import Service
 from controlplane.objectclient import ObjectClient, WatchEventType, errors
 from simulator import kubelet
@@ -105,7 +107,13 @@ class SimulatedCluster(Service):
         self.pods = owned_informer(objects, self._pod_rt, self._on_pod)
         self.node_objects = Informer(objects, self._node_rt)
         self.node_objects.add_handler(as_handler(self._on_node))
-        self.controllers = WorkloadControllers(objects, pods=self.pods, clock=self.clock, rng=self.rng)
+        self.controllers = WorkloadControllers(
+            objects, pods=self.pods, clock=self.clock, rng=self.rng, events=self.events
+        )
+        #: kube-controller-manager's: the ``default`` ServiceAccount of every namespace.
+        self.service_accounts = (
+            ServiceAccountsController(objects) if registry.for_kind("v1", "ServiceAccount") is not None else None
+        )
         jobs = self.controllers.informers.get("Job")
         self.finished_jobs = FinishedJobsCleaner(objects, jobs, clock=self.clock) if jobs is not None else None
         self._schedule_wake = asyncio.Event()
@@ -136,6 +144,9 @@ class SimulatedCluster(Service):
             tasks.append(group.create_task(self._schedule_loop(), name="scheduler"))
             tasks.append(group.create_task(self._kubelet_loop(), name="kubelet"))
             tasks.append(group.create_task(self.controllers.garbage_loop(), name="garbage-collector"))
+            tasks.append(group.create_task(self.controllers.retry_loop(), name="controller-retries"))
+            if self.service_accounts is not None:
+                tasks.append(group.create_task(self.service_accounts.run(), name="serviceaccounts"))
             if self.events is not None:
                 tasks.append(group.create_task(self.events.run(), name="event-recorder"))
             if self.finished_jobs is not None:

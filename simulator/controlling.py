@@ -8,6 +8,14 @@ kind's pure reconcile function (:mod:`simulator.controllers`) over the owner and
 owns and writes the changes, and :meth:`WorkloadControllers.garbage_loop`, which deletes the
 children of owners that are gone (background cascading deletion).
 
+A child the API refuses to create (a pod whose ServiceAccount is missing, :mod:`simulator.admitting`)
+is reported as kube's controllers report it: a ``FailedCreate`` Warning Event on the owner
+(``Error creating: <the API's message>``; a StatefulSet's ``create Pod <pod> in StatefulSet
+<name> failed error: <message>``), condition ``ReplicaFailure`` on a ReplicaSet (which the
+Deployment copies, :mod:`simulator.controllers.deployment`); the owner's remaining creates wait,
+and it is synced again after a backoff that doubles from :data:`RETRY_FIRST_SECONDS` up to
+:data:`RETRY_MAX_SECONDS` (simulated time), as kube's rate-limited work queue does.
+
 Until the watch events of the children an owner just created or deleted have arrived, the owner
 is not reconciled again (kube's "expectations"), so a stale cache never doubles pods; other
 writes are compare-and-swap on the resourceVersion, and a conflict is left to the watch event
@@ -18,18 +26,35 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import heapq
 import logging
 import random
-from typing import Any
+from typing import Any, Final
 
+from controlplane.apis.events import EventType
 from controlplane.controllers.informing import Informer
 from controlplane.objectclient import ObjectClient, ResourceType, WatchEventType, errors
 from simulator.clock import Clock, rfc3339
 from simulator.controllers.base import Changes, is_terminating
 from simulator.controllers.registry import CONTROLLERS, Controller
+from simulator.controllers.replicaset import with_replica_failure
+from simulator.events import EventAction, EventReason
 from simulator.informers import INDEX_OWNER, Listener, cached, object_key, owned_informer
+from simulator.recording import EventRecorder
 
 logger = logging.getLogger(__name__)
+
+#: The first and the longest wait before an owner whose child create was refused is synced again.
+RETRY_FIRST_SECONDS: Final = 1.0
+RETRY_MAX_SECONDS: Final = 300.0
+
+
+def failed_create_message(kind: str, owner: str, child: str, error: str) -> str:
+    """The message of kube's ``FailedCreate`` Event on ``owner`` (a ``kind``) when the API refused
+    its ``child`` with ``error``: the StatefulSet controller's words, or the pod control's."""
+    if kind == "StatefulSet":
+        return f"create Pod {child} in StatefulSet {owner} failed error: {error}"
+    return f"Error creating: {error}"
 
 
 class _Queue:
@@ -83,8 +108,17 @@ class _Expectations:
 class WorkloadControllers:
     """One controller per workload kind the member serves, and the garbage collector."""
 
-    def __init__(self, objects: ObjectClient, *, pods: Informer, clock: Clock, rng: random.Random) -> None:
+    def __init__(
+        self,
+        objects: ObjectClient,
+        *,
+        pods: Informer,
+        clock: Clock,
+        rng: random.Random,
+        events: EventRecorder | None = None,
+    ) -> None:
         self._objects = objects
+        self._events = events
         self._pods = pods
         self._pod_rt = pods.rt
         self._clock = clock
@@ -112,6 +146,10 @@ class WorkloadControllers:
         #: (kind of the doomed object, its key)
         self._garbage: set[tuple[str, str]] = set()
         self._garbage_wake = asyncio.Event()
+        #: (kind, key) -> refused creates in a row; and the heap of (when, kind, key) to sync again.
+        self._failures: dict[tuple[str, str], int] = {}
+        self._retries: list[tuple[float, str, str]] = []
+        self._retry_wake = asyncio.Event()
 
     def child_changed(self, kind: str, event: WatchEventType, obj: dict[str, Any]) -> None:
         """A pod or ReplicaSet changed: settle its owner's expectations and queue the owner."""
@@ -185,6 +223,7 @@ class WorkloadControllers:
         namespace = obj["metadata"].get("namespace")
         owner = f"{kind}:{object_key(obj)}"
         child_kind, children, child_rt = self._children(controller)
+        refused: str | None = None
         for child in changes.create:
             child_key = f"{child_kind}:{namespace}/{child['metadata']['name']}"
             self._expectations.expect(owner, child_key)
@@ -192,10 +231,13 @@ class WorkloadControllers:
                 await self._objects.create(child_rt, child)
             except errors.ApiError as exc:
                 self._expectations.observed(child_key, deleted=True)
-                if not isinstance(exc, errors.AlreadyExists):
-                    logger.warning(
-                        "%s %s: cannot create %s: %s", kind, object_key(obj), child_kind.lower(), exc
-                    )
+                if isinstance(exc, errors.AlreadyExists):
+                    continue
+                logger.warning("%s %s: cannot create %s: %s", kind, object_key(obj), child_kind.lower(), exc)
+                refused = exc.message
+                self._failed_create(kind, obj, str(child["metadata"]["name"]), refused)
+                break  # as kube's slow-start batches: the rest wait for the next sync
+        self._note_outcome(kind, object_key(obj), failed=refused is not None)
         for child in changes.update:
             # On a conflict the child's watch event requeues the owner.
             with contextlib.suppress(errors.Conflict, errors.NotFound):
@@ -207,12 +249,54 @@ class WorkloadControllers:
                 self._expectations.expect(owner, child_key, deletion=True)
                 if not await self._delete(child_rt, doomed):
                     self._expectations.observed(child_key, deleted=True)
-        if changes.status is not None:
+        status = changes.status
+        if kind == "ReplicaSet":
+            base = status if status is not None else obj.get("status") or {}
+            with_failure = with_replica_failure(base, refused, now=rfc3339(self._clock.now()))
+            if status is not None or with_failure != base:
+                status = with_failure
+        if status is not None:
             updated = dict(obj)
-            updated["status"] = changes.status
+            updated["status"] = status
             # On a conflict a newer version is on its way through the watch and requeues the key.
             with contextlib.suppress(errors.Conflict, errors.NotFound):
                 await self._objects.update_status(rt, updated)
+
+    def _failed_create(self, kind: str, obj: dict[str, Any], child: str, error: str) -> None:
+        if self._events is None:
+            return
+        name = str(obj["metadata"]["name"])
+        self._events.record(
+            obj,
+            type=EventType.WARNING,
+            reason=EventReason.FAILED_CREATE,
+            message=failed_create_message(kind, name, child, error),
+            action=EventAction.CREATING,
+            component=f"{kind.lower()}-controller",
+        )
+
+    def _note_outcome(self, kind: str, key: str, *, failed: bool) -> None:
+        """Count a refused create, and sync the owner again after its backoff; forget the count
+        once a sync creates what it meant to."""
+        if not failed:
+            self._failures.pop((kind, key), None)
+            return
+        count = self._failures.get((kind, key), 0)
+        self._failures[(kind, key)] = count + 1
+        delay = min(RETRY_MAX_SECONDS, RETRY_FIRST_SECONDS * 2**count)
+        heapq.heappush(self._retries, (self._clock.now() + delay, kind, key))
+        self._retry_wake.set()
+
+    async def retry_loop(self) -> None:
+        """Queue owners again once their backoff after a refused create has passed."""
+        while True:
+            deadline = self._retries[0][0] if self._retries else None
+            await self._clock.sleep_until(deadline, self._retry_wake)
+            self._retry_wake.clear()
+            now = self._clock.now()
+            while self._retries and self._retries[0][0] <= now:
+                _, kind, key = heapq.heappop(self._retries)
+                self._queues[kind].add(key)
 
     async def _delete(self, rt: ResourceType, obj: dict[str, Any]) -> bool:
         """Delete ``obj``; False when it was already gone."""

@@ -47,6 +47,8 @@ class EventReason(StrEnum):
     #: The kubelet's: a volume it cannot mount, a container it cannot configure.
     FAILED_MOUNT = "FailedMount"
     FAILED = "Failed"
+    #: A workload controller's: the API refused a child it created.
+    FAILED_CREATE = "FailedCreate"
 
 
 class EventAction(StrEnum):
@@ -55,6 +57,7 @@ class EventAction(StrEnum):
     BINDING = "Binding"
     SCHEDULING = "Scheduling"
     STARTING = "Starting"
+    CREATING = "Creating"
 
 
 #: (component, involved kind, namespace, name, uid, apiVersion, type, reason, message): kube's ``getEventKey``.

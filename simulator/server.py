@@ -14,7 +14,8 @@ comes back with its objects and their resourceVersions, like a real cluster's et
 
 Pod logs (``pods/<name>/log``, :mod:`simulator.podlogs`) are generated lines, ``pods/<name>/exec``
 runs a small command set and ``attach`` streams the container's output, over WebSockets
-(:mod:`simulator.podexec`), ``pods/<name>/portforward`` echoes on every port
+(:mod:`simulator.podexec`), a pod whose ServiceAccount is missing is refused as kube's admission
+refuses it (:mod:`simulator.admitting`), ``pods/<name>/portforward`` echoes on every port
 (:mod:`simulator.portforward`), the resource metrics API (``metrics.k8s.io/v1beta1``,
 :mod:`simulator.podmetrics`) modelled usage; the server
 records its recent callers (peer address and ``Impersonate-*`` headers) at
@@ -55,6 +56,7 @@ from controlplane.apiserver.tls import ensure_pki
 from controlplane.lifecycle import ShutdownOnce
 from controlplane.storage.interface import KeyValue
 from controlplane.storage.memory import MemoryStore
+from simulator.admitting import ServiceAccountAdmission
 from simulator.cluster import SimulatedCluster
 from simulator.memberaccess import access_middleware
 from simulator.nodes import build_nodes
@@ -158,6 +160,8 @@ class SimServer(ShutdownOnce):
         self.config = config
         self.store = MemoryStore()
         self.objects = ObjectStore(self.store, member_registry(without=frozenset(config.profile.unservedResources)))
+        if self.objects.registry.for_kind("v1", "ServiceAccount") is not None:
+            self.objects.check_creates(ServiceAccountAdmission(self.objects))
         self.cluster = SimulatedCluster(
             config.profile, self.objects, time_scale=config.time_scale, seed=config.seed, scoring=config.scoring
         )

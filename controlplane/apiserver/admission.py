@@ -13,11 +13,17 @@ ownership is recorded — and before anything is stored (dry runs included):
   is an ``ApiError`` (403 Forbidden) and nothing is written.
 
 In-process writers (the hub's controllers) pass no validation: they are the hub.
+
+A :data:`CheckCreate` is the other shape kube's in-tree plugins have: it reads other objects
+(a ServiceAccount plugin looks the pod's account up) and applies to every create, in-process
+ones included, as a kube controller's writes go through admission too. The object layer awaits
+those it was given (:meth:`~controlplane.apiserver.objects.ObjectStore.check_creates`) at the
+same point; a simulated member's API uses one (:mod:`simulator.admitting`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
@@ -47,6 +53,11 @@ class WriteAttributes:
 
 #: Raises an ``ApiError`` (normally Forbidden) to refuse the write.
 ValidateWrite = Callable[[WriteAttributes], None]
+
+
+#: Awaited with every create's final object (dry runs included); raises an ``ApiError`` to
+#: refuse it, and may set fields as kube's mutating plugins do.
+CheckCreate = Callable[[ResourceType, dict[str, Any]], Awaitable[None]]
 
 
 class AdmissionPlugin(Protocol):

@@ -34,6 +34,7 @@ _FNV32_PRIME: Final = 0x01000193
 
 class ConditionType(StrEnum):
     AVAILABLE = "Available"
+    REPLICA_FAILURE = "ReplicaFailure"
     PROGRESSING = "Progressing"
     COMPLETE = "Complete"
     FAILED = "Failed"
@@ -51,6 +52,7 @@ class Reason(StrEnum):
     COMPLETIONS_REACHED = "CompletionsReached"
     BACKOFF_LIMIT_EXCEEDED = "BackoffLimitExceeded"
     JOB_SUSPENDED = "JobSuspended"
+    FAILED_CREATE = "FailedCreate"
 
 
 @dataclass(slots=True)
@@ -127,7 +129,11 @@ def new_pod(
     labels: Mapping[str, str] | None = None,
     annotations: Mapping[str, str] | None = None,
     hostname: str | None = None,
+    generate_name: str | None = None,
 ) -> dict[str, Any]:
+    """A pod of ``owner`` from ``template``. ``generate_name``: the prefix kube's controller would
+    let the API server draw the name from (a ReplicaSet's, a Job's pods carry it); the name is
+    drawn here all the same, so that expectations know it before the create."""
     meta = owner["metadata"]
     template_meta = template.get("metadata") or {}
     pod_labels = dict(template_meta.get("labels") or {})
@@ -146,6 +152,8 @@ def new_pod(
         "labels": pod_labels,
         "ownerReferences": [owner_reference(owner)],
     }
+    if generate_name is not None:
+        pod_meta["generateName"] = generate_name
     if pod_annotations:
         pod_meta["annotations"] = pod_annotations
     return {

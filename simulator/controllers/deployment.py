@@ -8,7 +8,8 @@ template, kube's FNV-32a encoded in kube's safe alphabet), one per template; a t
 change creates a new one and scales the old ones down, RollingUpdate within
 maxSurge/maxUnavailable (default 25% each) or Recreate. Status aggregates the
 ReplicaSets: replicas/updatedReplicas/readyReplicas/availableReplicas/
-unavailableReplicas, observedGeneration, conditions Available and Progressing.
+unavailableReplicas, observedGeneration, conditions Available and Progressing, and
+ReplicaFailure copied from a ReplicaSet whose pods the API refuses.
 
 Left out of kube's Deployment controller, knowingly: proportional scaling of several
 active ReplicaSets when replicas change mid-rollout (the rolling steps converge to
@@ -313,8 +314,29 @@ def reconcile_deployment(
             old_conditions,
         ),
     ]
+    failure = _replica_failure([new_rs, *live] if new_rs is not None else live)
+    if failure is not None:
+        status["conditions"].append(failure)
     changes.status = changed(status_old, status)
     return changes
+
+
+def _replica_failure(replicasets: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """The first ReplicaSet's ``ReplicaFailure`` condition that is True (the new one's first), as a
+    Deployment condition: kube copies it so (``getReplicaFailures``), and drops it when none has one."""
+    for rs in replicasets:
+        for cond in (rs.get("status") or {}).get("conditions") or []:
+            if cond.get("type") == ConditionType.REPLICA_FAILURE and cond.get("status") == "True":
+                since = cond.get("lastTransitionTime")
+                return {
+                    "type": str(ConditionType.REPLICA_FAILURE),
+                    "status": "True",
+                    "lastUpdateTime": since,
+                    "lastTransitionTime": since,
+                    "reason": cond.get("reason"),
+                    "message": cond.get("message"),
+                }
+    return None
 
 
 def _reconcile_new(rollout: _Rollout, new_name: str, replicas: int, surge: int, old_names: Sequence[str]) -> bool:

@@ -86,6 +86,7 @@ def reconcile_job(
                         job,
                         spec.get("template") or {},
                         name=f"{name}-{random_suffix(rng)}",
+                        generate_name=f"{name}-",
                         labels={
                             LABEL_JOB_NAME: name,
                             "job-name": name,

@@ -3,7 +3,8 @@
 In: a ReplicaSet (a Deployment's, :mod:`.deployment`) and the pods it owns; out:
 :class:`~simulator.controllers.base.Changes` over those pods. Pods are named
 ``<name>-<5 chars>``; scale-down removes unscheduled, pending, not-ready and then the
-newest pods first, as kube ranks them.
+newest pods first, as kube ranks them. Pod creates the API refuses set condition
+``ReplicaFailure`` (:func:`with_replica_failure`, applied by :mod:`simulator.controlling`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from typing import Any, Final
 
 from simulator.controllers.base import (
     Changes,
+    ConditionType,
+    Reason,
     changed,
     compact,
     generation,
@@ -50,7 +53,8 @@ def reconcile_replicaset(
     Pods that finished (Succeeded/Failed) do not count and are replaced, as kube's
     controller filters active pods. ``availableReplicas`` equals ``readyReplicas`` (no
     ``minReadySeconds`` wait). Pods are owned through ownerReferences only: no adoption by
-    selector.
+    selector. The status keeps its conditions: ``ReplicaFailure`` is the creating loop's
+    (:func:`with_replica_failure`).
     """
     name = replicaset["metadata"]["name"]
     replicas = spec_replicas(replicaset)
@@ -60,7 +64,9 @@ def reconcile_replicaset(
     missing = replicas - len(active)
     if missing > 0:
         for _ in range(missing):
-            changes.create.append(new_pod(replicaset, template, name=f"{name}-{random_suffix(rng)}"))
+            changes.create.append(
+                new_pod(replicaset, template, name=f"{name}-{random_suffix(rng)}", generate_name=f"{name}-")
+            )
     elif missing < 0:
         changes.delete.extend(p["metadata"]["name"] for p in _deletion_order(active)[:-missing])
     ready = sum(1 for p in active if is_ready(p))
@@ -80,5 +86,37 @@ def reconcile_replicaset(
         }
     )
     status["replicas"] = len(active)  # kube always writes it, 0 included
+    old_conditions = (replicaset.get("status") or {}).get("conditions")
+    if old_conditions:
+        # Set and cleared by the loop that creates the pods (with_replica_failure).
+        status["conditions"] = old_conditions
     changes.status = changed(replicaset.get("status") or {}, status)
     return changes
+
+
+def with_replica_failure(status: Mapping[str, Any], error: str | None, *, now: str) -> dict[str, Any]:
+    """``status`` with condition ``ReplicaFailure`` as kube's ReplicaSet controller keeps it: True,
+    reason ``FailedCreate``, the API's refusal as message, after a sync whose pod create failed
+    (set once: a later failure does not rewrite it); removed after a sync without one."""
+    out = dict(status)
+    conditions = [c for c in status.get("conditions") or [] if c.get("type") != ConditionType.REPLICA_FAILURE]
+    present = len(conditions) != len(status.get("conditions") or [])
+    if error is None:
+        if present:
+            if conditions:
+                out["conditions"] = conditions
+            else:
+                out.pop("conditions", None)
+        return out
+    if not present:
+        out["conditions"] = [
+            *conditions,
+            {
+                "type": str(ConditionType.REPLICA_FAILURE),
+                "status": "True",
+                "lastTransitionTime": now,
+                "reason": str(Reason.FAILED_CREATE),
+                "message": error,
+            },
+        ]
+    return out

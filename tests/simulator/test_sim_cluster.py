@@ -12,6 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.objectclient import errors
 from controlplane.storage.memory import MemoryStore
+from simulator.admitting import ServiceAccountAdmission
 from simulator.clock import ManualClock, parse_rfc3339
 from simulator.cluster import SimulatedCluster
 from simulator.profile import parse_fleet
@@ -77,6 +78,7 @@ async def _sim(groups: list[dict[str, Any]], **defaults: Any) -> AsyncIterator[S
         }
     ).clusters[0]
     objects = ObjectStore(MemoryStore(), member_registry())
+    objects.check_creates(ServiceAccountAdmission(objects))  # as the member's server does
     await objects.bootstrap()
     clock = ManualClock()
     async with SimulatedCluster(profile, objects, clock=clock, seed=3) as cluster:
@@ -684,3 +686,78 @@ async def test_a_pod_whose_configmap_is_missing_waits_for_it(sim: Sim) -> None:
     (running,) = await sim.pods()
     assert running["metadata"]["name"] == name
     assert running["status"]["phase"] == "Running"
+
+
+def _conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or []}
+
+
+async def test_a_pod_without_an_account_gets_its_namespaces_default_one(sim: Sim) -> None:
+    """Every namespace has a ``default`` ServiceAccount, a new one too, and a pod that names no
+    account runs as it."""
+    await sim.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
+    pod = await sim.objects.create(
+        sim.rt("v1", "Pod"),
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ml"},
+         "spec": {"containers": [{"name": "main", "image": "app:1"}]}},
+    )
+    assert pod["spec"]["serviceAccountName"] == "default"
+    for namespace in ("default", "kube-system", "ml"):
+        await sim.objects.get(sim.rt("v1", "ServiceAccount"), namespace=namespace, name="default")
+
+
+async def test_a_deployment_whose_service_account_is_missing_creates_no_pods(sim: Sim) -> None:
+    """A real member's API refuses pods whose ServiceAccount is missing: the ReplicaSet creates
+    none, says why in a FailedCreate Event and condition ReplicaFailure, the Deployment copies
+    the condition; once the account exists the pods are created and the condition goes."""
+    template = _template({"nvidia.com/gpu": 1})
+    template["spec"]["serviceAccountName"] = "runner"
+    await sim.create(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "x"}}, "template": template},
+        }
+    )
+
+    async def failing() -> dict[str, Any] | None:
+        deployment = await sim.get("apps/v1", "Deployment", "web")
+        return _conditions(deployment).get("ReplicaFailure")
+
+    failure = await sim.until(failing)
+    (rs,) = (await sim.objects.list(sim.rt("apps/v1", "ReplicaSet"), namespace="default")).items
+    rs_name = rs["metadata"]["name"]
+    refusal = (
+        f'pods "{rs_name}-" is forbidden: error looking up service account default/runner: '
+        'serviceaccount "runner" not found'
+    )
+    assert (failure["status"], failure["reason"], failure["message"]) == ("True", "FailedCreate", refusal)
+    rs_failure = _conditions(rs)["ReplicaFailure"]
+    assert (rs_failure["status"], rs_failure["reason"], rs_failure["message"]) == ("True", "FailedCreate", refusal)
+    assert await sim.pods() == []
+
+    async def failed_create() -> list[dict[str, Any]]:
+        return [e for e in await _events(sim, rs_name) if e["reason"] == "FailedCreate"]
+
+    (event,) = await sim.until(failed_create)
+    assert (event["type"], event["message"]) == ("Warning", f"Error creating: {refusal}")
+    assert event["involvedObject"]["kind"] == "ReplicaSet"
+    assert event["source"]["component"] == "replicaset-controller"
+
+    await sim.create(
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "runner", "namespace": "default"}}
+    )
+
+    async def ready() -> dict[str, Any] | None:
+        deployment = await sim.get("apps/v1", "Deployment", "web")
+        return deployment if (deployment.get("status") or {}).get("readyReplicas") == 2 else None
+
+    deployment = await sim.until(ready)
+    assert "ReplicaFailure" not in _conditions(deployment)
+    rs = await sim.get("apps/v1", "ReplicaSet", rs_name)
+    assert "ReplicaFailure" not in _conditions(rs)
+    pods = await sim.pods()
+    assert len(pods) == 2
+    assert all(p["spec"]["serviceAccountName"] == "runner" for p in pods)
+

@@ -47,6 +47,19 @@ class Kubectl:
         assert proc.returncode == 0, f"kubectl {' '.join(args)}: {err.decode()}"
         return out.decode()
 
+    async def refused(self, *args: str, stdin: str | None = None) -> str:
+        """kubectl's error output for a command that must fail."""
+        assert KUBECTL is not None
+        proc = await asyncio.create_subprocess_exec(
+            KUBECTL, "--kubeconfig", str(self.kubeconfig), *args,
+            stdin=asyncio.subprocess.PIPE if stdin is not None else None,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )
+        async with asyncio.timeout(60):
+            _, err = await proc.communicate(stdin.encode() if stdin is not None else None)
+        assert proc.returncode != 0, f"kubectl {' '.join(args)} succeeded"
+        return err.decode()
+
     async def json(self, *args: str) -> Any:
         return json.loads(await self.run(*args, "-o", "json"))
 
@@ -172,3 +185,30 @@ async def test_a_member_serves_a_crd_applied_to_it(kubectl: Kubectl) -> None:
     lines = (await kubectl.run("get", "trainers", "-n", "default")).splitlines()
     assert lines[0].split() == ["NAME", "EPOCHS"]
     assert lines[1].split() == ["bert", "3"]
+
+
+POD_AS_RUNNER = """
+apiVersion: v1
+kind: Pod
+metadata: {name: job, namespace: default}
+spec:
+  serviceAccountName: runner
+  containers: [{name: m, image: "job:1"}]
+"""
+
+
+async def test_a_pod_whose_service_account_is_missing_is_forbidden(kubectl: Kubectl) -> None:
+    """As a real member's ServiceAccount admission: the create is refused, with kube's words,
+    until the account exists."""
+    refusal = (
+        'pods "job" is forbidden: error looking up service account default/runner: '
+        'serviceaccount "runner" not found'
+    )
+    err = await kubectl.refused("create", "-f", "-", stdin=POD_AS_RUNNER)
+    assert err.strip() == f'Error from server (Forbidden): error when creating "STDIN": {refusal}'
+    err = await kubectl.refused("apply", "--server-side", "-f", "-", stdin=POD_AS_RUNNER)
+    assert err.strip() == f"Error from server (Forbidden): {refusal}"
+    await kubectl.run("create", "serviceaccount", "runner")
+    await kubectl.run("create", "-f", "-", stdin=POD_AS_RUNNER)
+    pod = await kubectl.json("get", "pod", "job")
+    assert pod["spec"]["serviceAccountName"] == "runner"

@@ -19,7 +19,8 @@ from simulator.controllers.deployment import (
     rolling_fenceposts,
     scaled_value,
 )
-from simulator.controllers.replicaset import reconcile_replicaset
+from simulator.controllers.replicaset import reconcile_replicaset, with_replica_failure
+from simulator.controlling import failed_create_message
 
 NOW = "2025-01-01T00:00:00Z"
 TEMPLATE: dict[str, Any] = {
@@ -316,3 +317,55 @@ def test_replicaset_replaces_finished_pods() -> None:
     ]
     changes = reconcile_replicaset(_rs(2), pods, now=NOW, rng=random.Random(0))
     assert len(changes.create) == 1 and not changes.delete
+
+
+REFUSED = 'pods "web-1-" is forbidden: error looking up service account ml/runner: serviceaccount "runner" not found'
+FAILURE = {
+    "type": "ReplicaFailure", "status": "True", "lastTransitionTime": NOW, "reason": "FailedCreate", "message": REFUSED,
+}
+
+
+@pytest.mark.parametrize(
+    ("status", "error", "expected"),
+    [
+        ({"replicas": 0}, REFUSED, {"replicas": 0, "conditions": [FAILURE]}),
+        # Set once: a later refusal does not rewrite it.
+        ({"replicas": 0, "conditions": [FAILURE]}, "other", {"replicas": 0, "conditions": [FAILURE]}),
+        ({"replicas": 1, "conditions": [FAILURE]}, None, {"replicas": 1}),
+        ({"replicas": 1}, None, {"replicas": 1}),
+    ],
+)
+def test_replica_failure_is_set_by_a_refused_create_and_cleared_by_a_clean_sync(
+    status: dict[str, Any], error: str | None, expected: dict[str, Any]
+) -> None:
+    assert with_replica_failure(status, error, now=NOW) == expected
+
+
+@pytest.mark.parametrize(
+    ("kind", "expected"),
+    [
+        ("ReplicaSet", f"Error creating: {REFUSED}"),
+        ("Job", f"Error creating: {REFUSED}"),
+        ("StatefulSet", f"create Pod web-1-0 in StatefulSet web-1 failed error: {REFUSED}"),
+    ],
+)
+def test_failed_create_events_say_what_kubes_controllers_say(kind: str, expected: str) -> None:
+    child = "web-1-0" if kind == "StatefulSet" else "web-1-abcde"
+    assert failed_create_message(kind, "web-1", child, REFUSED) == expected
+
+
+def test_a_deployment_copies_its_replicasets_failure() -> None:
+    deployment = _deployment(replicas=2)
+    first = reconcile_deployment(deployment, [], now=NOW, rng=random.Random(1))
+    (rs,) = first.create
+    rs["status"] = {"replicas": 0, "conditions": [FAILURE]}
+    deployment["status"] = first.status
+    changes = reconcile_deployment(deployment, [rs], now=NOW, rng=random.Random(1))
+    assert changes.status is not None
+    (failure,) = [c for c in changes.status["conditions"] if c["type"] == "ReplicaFailure"]
+    assert failure == {**FAILURE, "lastUpdateTime": NOW}
+    rs["status"] = {"replicas": 2}
+    deployment["status"] = changes.status
+    cleared = reconcile_deployment(deployment, [rs], now=NOW, rng=random.Random(1))
+    assert cleared.status is not None
+    assert "ReplicaFailure" not in {c["type"] for c in cleared.status["conditions"]}

@@ -17,6 +17,7 @@ from functools import partial
 from typing import Any, Unpack
 
 from controlplane.apiserver import codec, errors
+from controlplane.apiserver.admission import CheckCreate
 from controlplane.apiserver.objects.aliases import merge_alias_storage
 from controlplane.apiserver.objects.deleting import Deleter
 from controlplane.apiserver.objects.events import watch_events
@@ -76,6 +77,11 @@ class ObjectStore:
 
     def now(self) -> str:
         return format_time(self._clock())
+
+    def check_creates(self, check: CheckCreate) -> None:
+        """Await ``check`` for every create from now on, HTTP and in-process, dry runs included:
+        an admission plugin that reads other objects (:data:`CheckCreate`)."""
+        self._writer.create_checks.append(check)
 
     async def bootstrap(self) -> None:
         """Move objects of types now served under two groups to their shared storage and create

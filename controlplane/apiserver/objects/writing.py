@@ -23,7 +23,7 @@ from functools import partial
 from typing import Any
 
 from controlplane.apiserver import errors
-from controlplane.apiserver.admission import Operation, WriteAttributes
+from controlplane.apiserver.admission import CheckCreate, Operation, WriteAttributes
 from controlplane.apiserver.objects.namespaces import NamespaceLifecycle
 from controlplane.apiserver.objects.reading import decode, get_kv, served, store_call, stored_form
 from controlplane.apiserver.objects.values import WriteOptions
@@ -65,6 +65,8 @@ class Writer:
         self._store = store
         self._namespaces = namespaces
         self.now = now
+        #: Awaited for every create, after ``options.validate`` (see :data:`CheckCreate`).
+        self.create_checks: list[CheckCreate] = []
 
     async def create_owned(
         self, rt: ResourceType, obj: dict[str, Any], options: WriteOptions
@@ -142,6 +144,8 @@ class Writer:
                 options.warnings.extend(rt.warn(obj))
         if options.validate is not None:
             options.validate(WriteAttributes(Operation.CREATE, rt, obj))
+        for check in self.create_checks:
+            await check(rt, obj)
         if options.dry_run:
             return served(rt, obj), None
         kv: storage.KeyValue = await store_call(
