@@ -2,7 +2,7 @@
 
 :class:`SimulatedCluster` gives the object store of a member cluster its GPU nodes
 and the behaviour a real cluster would show: the scheduler binds pending pods (see
-:mod:`simulator.scheduling`) and records its ``Scheduled`` / ``FailedScheduling``
+:mod:`simulator.scheduling`; a pod whose PersistentVolumeClaim is missing stays unschedulable) and records its ``Scheduled`` / ``FailedScheduling``
 Events (:mod:`simulator.recording`), the kubelet runs them (:mod:`simulator.kubelet`),
 the workload controllers turn Deployments (through ReplicaSets), StatefulSets, Jobs,
 PyTorchJobs, MPIJobs, RayClusters and RayJobs into pods and keep their status
@@ -58,6 +58,7 @@ from simulator.nodes import build_inventory, build_nodes
 from simulator.profile import ClusterProfile
 from simulator.recording import EventRecorder
 from simulator.scheduling.cluster_state import ClusterState
+from simulator.scheduling.filtering import missing_claim, missing_claim_message
 from simulator.scheduling.model import Binding, PodRequest, Scoring, Unschedulable
 from simulator.scheduling.reading import pod_request
 
@@ -106,6 +107,11 @@ class SimulatedCluster(Service):
         )
         self.pods = owned_informer(objects, self._pod_rt, self._on_pod)
         self.node_objects = Informer(objects, self._node_rt)
+        claim_rt = registry.for_kind("v1", "PersistentVolumeClaim")
+        #: The claims pods name, for VolumeBinding's check (None: the member serves none).
+        self.claims = Informer(objects, claim_rt) if claim_rt is not None else None
+        if self.claims is not None:
+            self.claims.add_handler(as_handler(self._on_claim))
         self.node_objects.add_handler(as_handler(self._on_node))
         self.controllers = WorkloadControllers(
             objects, pods=self.pods, clock=self.clock, rng=self.rng, events=self.events
@@ -137,6 +143,8 @@ class SimulatedCluster(Service):
         await self._create_namespaces()
         await self._create_nodes()
         informers = [self.pods, self.node_objects, *self.controllers.informers.values()]
+        if self.claims is not None:
+            informers.append(self.claims)
         async with asyncio.TaskGroup() as group:
             tasks = [group.create_task(inf.run(), name=f"informer-{inf.rt.plural}") for inf in informers]
             for informer in informers:
@@ -194,6 +202,12 @@ class SimulatedCluster(Service):
             self.state.add_node(new, self.inventory.get(name))
         self._capacity_changed = True
         self._schedule_wake.set()
+
+    def _on_claim(self, event: WatchEventType, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        if event is WatchEventType.ADDED:
+            # A pod waiting for this claim may be schedulable now.
+            self._capacity_changed = True
+            self._schedule_wake.set()
 
     def _on_pod(self, event: WatchEventType, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         obj = new or old
@@ -270,8 +284,15 @@ class SimulatedCluster(Service):
                 if pod is None or not self._wants_scheduling(pod) or key in self.state.allocations:
                     continue
                 request = self._request(pod)
-                if request is not None:
-                    pending.append((pod, request))
+                if request is None:
+                    continue
+                claim = self._missing_claim(request)
+                if claim is not None:
+                    await self._mark_unschedulable(
+                        Unschedulable(key, missing_claim_message(len(self.state.nodes), claim), {})
+                    )
+                    continue
+                pending.append((pod, request))
             if not pending:
                 continue
             pending.sort(
@@ -284,6 +305,12 @@ class SimulatedCluster(Service):
                 await self._mark_unschedulable(failure)
             # Let other loops run between big scheduling passes.
             await asyncio.sleep(0)
+
+    def _missing_claim(self, request: PodRequest) -> str | None:
+        if self.claims is None or not request.claims:
+            return None
+        existing = {name for name in request.claims if self.claims.get(request.namespace, name) is not None}
+        return missing_claim(request, existing)
 
     async def _bind(self, binding: Binding) -> None:
         pod = cached(self.pods, binding.pod_key)

@@ -6,12 +6,14 @@ for NoSchedule/NoExecute taints, NodeAffinity for ``nodeSelector`` and required 
 affinity), or None. Resource fit (NodeResourcesFit) depends on usage and is checked over
 arrays in :mod:`.cluster_state`. Also: how many feasible nodes kube looks for before it
 stops (``percentageOfNodesToScore``, adaptive by default) and the message a pod that fits
-nowhere gets. Pure.
+nowhere gets, and VolumeBinding's PreFilter: a pod whose PersistentVolumeClaim does not
+exist fits nowhere (:func:`missing_claim`; a claim that exists counts as bound: the
+simulator has no volumes to bind or topology to honour). Pure.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from typing import Final
 
 from controlplane.apis.pods import FrozenTaint, node_selector_matches
@@ -56,3 +58,18 @@ def fit_error_message(node_count: int, reasons: Mapping[str, int]) -> str:
         return "no nodes available to schedule pods"
     parts = sorted(f"{count} {reason}" for reason, count in reasons.items())
     return f"0/{node_count} nodes are available: {', '.join(parts)}."
+
+
+def missing_claim(pod: PodRequest, claims: Container[str]) -> str | None:
+    """The first PersistentVolumeClaim ``pod`` names that is not among ``claims`` (the names in
+    its namespace), or None. Only a missing claim fails: one that exists is taken as bound."""
+    return next((claim for claim in pod.claims if claim not in claims), None)
+
+
+def missing_claim_message(node_count: int, claim: str) -> str:
+    """kube-scheduler's text for a pod whose claim is missing: VolumeBinding's PreFilter status,
+    then DefaultPreemption's (no node can help: the failure does not depend on them)."""
+    return (
+        f'0/{node_count} nodes are available: persistentvolumeclaim "{claim}" not found. '
+        f"preemption: 0/{node_count} nodes are available: {node_count} Preemption is not helpful for scheduling."
+    )

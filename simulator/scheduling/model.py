@@ -127,6 +127,8 @@ class PodRequest:
     priority: int = 0
     #: ``spec.nodeName`` when the pod was created already bound.
     node_name: str | None = None
+    #: The PersistentVolumeClaims its volumes name (``persistentVolumeClaim.claimName``), in order.
+    claims: tuple[str, ...] = ()
 
     @property
     def constraint_key(self) -> tuple[Any, ...]:

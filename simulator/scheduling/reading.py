@@ -103,6 +103,11 @@ def pod_request(pod: Mapping[str, Any]) -> PodRequest:
         min_member=min_member,
         priority=int(spec.get("priority") or 0),
         node_name=spec.get("nodeName") or None,
+        claims=tuple(
+            str(claim["claimName"])
+            for volume in spec.get("volumes") or []
+            if (claim := volume.get("persistentVolumeClaim")) and claim.get("claimName")
+        ),
     )
 
 

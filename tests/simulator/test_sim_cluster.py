@@ -761,3 +761,45 @@ async def test_a_deployment_whose_service_account_is_missing_creates_no_pods(sim
     assert len(pods) == 2
     assert all(p["spec"]["serviceAccountName"] == "runner" for p in pods)
 
+
+async def test_a_pod_whose_claim_is_missing_is_unschedulable(sim: Sim) -> None:
+    """kube-scheduler's VolumeBinding refuses a pod whose PersistentVolumeClaim does not exist,
+    on every node; the pod is scheduled once the claim appears."""
+    await sim.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "trainer", "namespace": "default"},
+            "spec": {
+                "containers": [{"name": "main", "image": "trainer:1", "volumeMounts": [
+                    {"name": "data", "mountPath": "/data"}]}],
+                "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}],
+            },
+        }
+    )
+    message = (
+        '0/6 nodes are available: persistentvolumeclaim "data" not found. '
+        "preemption: 0/6 nodes are available: 6 Preemption is not helpful for scheduling."
+    )
+
+    async def unschedulable() -> dict[str, Any] | None:
+        return _conditions(await sim.get("v1", "Pod", "trainer")).get("PodScheduled")
+
+    condition = await sim.until(unschedulable)
+    assert (condition["status"], condition["reason"], condition["message"]) == ("False", "Unschedulable", message)
+
+    async def failed_scheduling() -> list[dict[str, Any]]:
+        return [e for e in await _events(sim, "trainer") if e["reason"] == "FailedScheduling"]
+
+    (event,) = await sim.until(failed_scheduling)
+    assert event["message"] == message
+
+    await sim.create(
+        {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data", "namespace": "default"},
+         "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}
+    )
+
+    async def scheduled() -> bool:
+        return bool((await sim.get("v1", "Pod", "trainer"))["spec"].get("nodeName"))
+
+    await sim.until(scheduled)

@@ -10,7 +10,7 @@ from controlplane.apis.pods import pod_requests
 from simulator.nodes import build_inventory, build_nodes
 from simulator.profile import parse_fleet
 from simulator.scheduling.cluster_state import ClusterState
-from simulator.scheduling.filtering import fit_error_message
+from simulator.scheduling.filtering import fit_error_message, missing_claim, missing_claim_message
 from simulator.scheduling.model import PodRequest, Scoring
 from simulator.scheduling.reading import pod_request
 
@@ -413,3 +413,31 @@ def test_too_many_pods() -> None:
 )
 def test_fit_error_message_sorts_like_kube(count: int, reasons: dict[str, int], message: str) -> None:
     assert fit_error_message(count, reasons) == message
+
+
+@pytest.mark.parametrize(
+    ("existing", "expected"),
+    [(set(), "data"), ({"data"}, "cache"), ({"data", "cache"}, None)],
+)
+def test_the_first_missing_claim_fails_the_pod(existing: set[str], expected: str | None) -> None:
+    pod = pod_request(
+        {
+            "metadata": {"name": "p", "namespace": "ml"},
+            "spec": {
+                "containers": [{"name": "c", "image": "i"}],
+                "volumes": [
+                    {"name": "a", "persistentVolumeClaim": {"claimName": "data"}},
+                    {"name": "b", "emptyDir": {}},
+                    {"name": "c", "persistentVolumeClaim": {"claimName": "cache"}},
+                ],
+            },
+        }
+    )
+    assert missing_claim(pod, existing) == expected
+
+
+def test_a_missing_claim_reads_as_kube_scheduler_says_it() -> None:
+    assert missing_claim_message(6, "data") == (
+        '0/6 nodes are available: persistentvolumeclaim "data" not found. '
+        "preemption: 0/6 nodes are available: 6 Preemption is not helpful for scheduling."
+    )
