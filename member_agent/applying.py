@@ -177,6 +177,31 @@ def not_starting_summary(
     return out
 
 
+def failed_create_summary(workload: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The pods a Deployment or ReplicaSet is missing because the member's API refuses to create
+    them (its condition ``ReplicaFailure`` True, e.g. ``pods "web-7f9c4-" is forbidden: error
+    looking up service account ml/runner: ...``): how many, reason ``FailedCreate`` and the
+    condition's message. None when nothing was refused or no pod is missing."""
+    status = workload.get("status") or {}
+    failure = next(
+        (
+            cond for cond in status.get("conditions") or []
+            if cond.get("type") == "ReplicaFailure" and cond.get("status") == "True"
+        ),
+        None,
+    )
+    if failure is None:
+        return None
+    spec = workload.get("spec") or {}
+    missing = as_int(spec.get("replicas"), 1) - as_int(status.get("replicas"))
+    if missing <= 0:
+        return None
+    out: dict[str, Any] = {"pods": missing, "reason": str(failure.get("reason") or "FailedCreate")}
+    if failure.get("message"):
+        out["message"] = str(failure["message"])
+    return out
+
+
 class PendingPods:
     """The pods that do not run yet and say why: those the member's scheduler has not placed
     (no ``spec.nodeName``) and those placed whose containers cannot start by themselves
@@ -337,7 +362,7 @@ def manifest_status(
         unschedulable = unschedulable_summary(result.live, pods)
         if unschedulable:
             entry["unschedulable"] = unschedulable
-        not_starting = not_starting_summary(result.live, pods)
+        not_starting = not_starting_summary(result.live, pods) or failed_create_summary(result.live)
         if not_starting:
             entry["notStarting"] = not_starting
     if interpreted is not None:

@@ -426,11 +426,13 @@ class UnschedulablePods(WireModel):
 
 class NotStartingPods(WireModel):
     pods: int = Field(ge=0)
-    """The number of the workload's pods placed in the member cluster that cannot start."""
+    """The number of the workload's pods placed in the member cluster that cannot start (or, for
+    FailedCreate, that the member's API refuses to create)."""
     reason: str | None = None
-    """Why, as the member's kubelet says it (CreateContainerConfigError, ImagePullBackOff...)."""
+    """Why, as the member's kubelet says it (CreateContainerConfigError, ImagePullBackOff...),
+    or FailedCreate from the workload's ReplicaFailure condition."""
     message: str | None = None
-    """The kubelet's message, e.g. 'configmap "app-config" not found'."""
+    """The kubelet's message (e.g. 'configmap "app-config" not found'), or the condition's."""
 
 
 class ReclaimedPods(WireModel):

@@ -332,7 +332,7 @@ class StatusController(KeyedController[BindingKey]):
     ) -> None:
         """A Warning Event on the hub workload when a member starts reporting pods of it that
         were placed but cannot start (a manifest's ``notStarting``), or reports a new reason:
-        the member's kubelet's words, and what to do about a ConfigMap or Secret not there."""
+        the member's words, and what to do about a ConfigMap, Secret or ServiceAccount not there."""
         before = {
             _json_key(entry.get("identifier")): entry.get("notStarting")
             for entry in WorkView(old).manifest_statuses
@@ -531,6 +531,8 @@ class StatusController(KeyedController[BindingKey]):
 
 #: The kubelet's message for an object a container's configuration reads and the member lacks.
 _MISSING_OBJECT = re.compile(r'^(configmap|secret) "([^"]+)" not found$')
+#: The member API's refusal of a pod whose ServiceAccount it lacks (kube's ServiceAccount admission).
+_MISSING_ACCOUNT = re.compile(r'error looking up service account [^:]+: serviceaccount "([^"]+)" not found$')
 
 
 def _why(stuck: Any) -> tuple[str, str] | None:
@@ -543,17 +545,21 @@ def _json_key(value: Any) -> str:
 
 def pods_not_starting_message(cluster: str, stuck: Mapping[str, Any]) -> str:
     """``cluster onprem-a100: 2 pod(s) cannot start: CreateContainerConfigError: configmap
-    "app-config" not found``, and for a ConfigMap or Secret the member does not have, how it
-    gets there."""
+    "app-config" not found``, and for a ConfigMap, Secret or ServiceAccount (``FailedCreate``)
+    the member does not have, how it gets there."""
     reason, message = _why(stuck) or ("", "")
     text = f"cluster {cluster}: {stuck.get('pods')} pod(s) cannot start: {reason}"
     if message:
         text += f": {message}"
     missing = _MISSING_OBJECT.match(message)
-    if missing:
-        kind = "ConfigMap" if missing.group(1) == "configmap" else "Secret"
+    account = _MISSING_ACCOUNT.search(message)
+    dependency = (
+        ("ConfigMap" if missing.group(1) == "configmap" else "Secret", missing.group(2)) if missing
+        else ("ServiceAccount", account.group(1)) if account else None
+    )
+    if dependency is not None:
         text += (
-            f" (propagate {kind} {missing.group(2)} to the cluster: select it in a policy, or set "
+            f" (propagate {dependency[0]} {dependency[1]} to the cluster: select it in a policy, or set "
             "propagateDeps: true in the workload's policy)"
         )
     return text

@@ -9,9 +9,17 @@ from typing import Any
 import pytest
 
 from controlplane.apis.pods import stuck_container
+from controlplane.apis.work_v1alpha1 import WorkStatus
 from controlplane.controllers.status import pods_not_starting_message
 from member_agent import capacity
-from member_agent.applying import PendingPods, not_starting_summary
+from member_agent.applying import (
+    ManifestResult,
+    PendingPods,
+    failed_create_summary,
+    not_starting_summary,
+    work_status,
+)
+from member_agent.manifests import Identifier
 
 DEPLOYMENT = {"kind": "Deployment", "metadata": {"name": "infer", "namespace": "ml"}}
 MISSING = 'configmap "app-config" not found'
@@ -31,6 +39,9 @@ def _pod(name: str, *, node: str | None = "n1", phase: str = "Pending", waiting:
 
 
 CONFIG_ERROR = {"reason": "CreateContainerConfigError", "message": MISSING}
+REFUSED = (
+    'pods "infer-5cf-" is forbidden: error looking up service account ml/runner: serviceaccount "runner" not found'
+)
 
 
 @pytest.mark.parametrize(
@@ -88,6 +99,11 @@ def test_the_work_status_counts_the_workloads_stuck_pods_and_says_why() -> None:
             "workload's policy)",
         ),
         (
+            {"pods": 2, "reason": "FailedCreate", "message": REFUSED},
+            f"cluster onprem-a100: 2 pod(s) cannot start: FailedCreate: {REFUSED} (propagate ServiceAccount runner "
+            "to the cluster: select it in a policy, or set propagateDeps: true in the workload's policy)",
+        ),
+        (
             {"pods": 1, "reason": "ImagePullBackOff", "message": 'Back-off pulling image "vllm:nope"'},
             'cluster onprem-a100: 1 pod(s) cannot start: ImagePullBackOff: Back-off pulling image "vllm:nope"',
         ),
@@ -95,3 +111,38 @@ def test_the_work_status_counts_the_workloads_stuck_pods_and_says_why() -> None:
 )
 def test_the_hubs_event_says_what_the_member_said_and_what_to_do(stuck: dict[str, Any], message: str) -> None:
     assert pods_not_starting_message("onprem-a100", stuck) == message
+
+
+def _refusing(replicas: int, created: int, *, failing: bool = True) -> dict[str, Any]:
+    conditions = [{"type": "Available", "status": "False", "reason": "MinimumReplicasUnavailable"}]
+    if failing:
+        conditions.append({"type": "ReplicaFailure", "status": "True", "reason": "FailedCreate", "message": REFUSED})
+    return {
+        "apiVersion": "apps/v1", **DEPLOYMENT, "spec": {"replicas": replicas},
+        "status": {"replicas": created, "conditions": conditions},
+    }
+
+
+@pytest.mark.parametrize(
+    ("deployment", "summary"),
+    [
+        (_refusing(3, 0), {"pods": 3, "reason": "FailedCreate", "message": REFUSED}),
+        (_refusing(3, 1), {"pods": 2, "reason": "FailedCreate", "message": REFUSED}),
+        (_refusing(3, 3), None),
+        (_refusing(3, 0, failing=False), None),
+    ],
+)
+def test_pods_the_members_api_refuses_are_counted_from_replica_failure(
+    deployment: dict[str, Any], summary: dict[str, Any] | None
+) -> None:
+    assert failed_create_summary(deployment) == summary
+
+
+def test_the_work_status_names_pods_the_member_refuses_to_create() -> None:
+    ident = Identifier("apps", "v1", "Deployment", "ml", "infer", 0)
+    work = {"metadata": {"name": "w", "namespace": "gpufed-es-east", "generation": 1}}
+    result = ManifestResult(identifier=ident, applied=True, live=_refusing(2, 0))
+    status = work_status(work, [result], [], now="2026-01-01T00:00:00Z")
+    WorkStatus.model_validate(status)  # the hub's Work model holds what the agent writes
+    [entry] = status["manifestStatuses"]
+    assert entry["notStarting"] == {"pods": 2, "reason": "FailedCreate", "message": REFUSED}
