@@ -35,7 +35,7 @@ class Kubectl:
     def __init__(self, kubeconfig: Path) -> None:
         self.kubeconfig = kubeconfig
 
-    async def run(self, *args: str, stdin: str | None = None) -> str:
+    async def _exec(self, *args: str, stdin: str | None) -> tuple[int | None, str, str]:
         assert KUBECTL is not None
         proc = await asyncio.create_subprocess_exec(
             KUBECTL, "--kubeconfig", str(self.kubeconfig), *args,
@@ -44,21 +44,18 @@ class Kubectl:
         )
         async with asyncio.timeout(60):
             out, err = await proc.communicate(stdin.encode() if stdin is not None else None)
-        assert proc.returncode == 0, f"kubectl {' '.join(args)}: {err.decode()}"
-        return out.decode()
+        return proc.returncode, out.decode(), err.decode()
+
+    async def run(self, *args: str, stdin: str | None = None) -> str:
+        code, out, err = await self._exec(*args, stdin=stdin)
+        assert code == 0, f"kubectl {' '.join(args)}: {err}"
+        return out
 
     async def refused(self, *args: str, stdin: str | None = None) -> str:
         """kubectl's error output for a command that must fail."""
-        assert KUBECTL is not None
-        proc = await asyncio.create_subprocess_exec(
-            KUBECTL, "--kubeconfig", str(self.kubeconfig), *args,
-            stdin=asyncio.subprocess.PIPE if stdin is not None else None,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        )
-        async with asyncio.timeout(60):
-            _, err = await proc.communicate(stdin.encode() if stdin is not None else None)
-        assert proc.returncode != 0, f"kubectl {' '.join(args)} succeeded"
-        return err.decode()
+        code, _, err = await self._exec(*args, stdin=stdin)
+        assert code != 0, f"kubectl {' '.join(args)} succeeded"
+        return err
 
     async def json(self, *args: str) -> Any:
         return json.loads(await self.run(*args, "-o", "json"))
