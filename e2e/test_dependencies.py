@@ -1,12 +1,13 @@
 """``propagateDeps`` end to end: a ConfigMap a Deployment mounts, applied to the hub with
 kubectl, appears in exactly the member clusters the Deployment runs in, follows it when it
 spills to the cloud, and leaves when it comes back; a Deployment whose policy leaves its
-ConfigMap behind cannot start in the member, the hub's Events say why and what to do, and it
-starts once the policy takes the ConfigMap along. Real hub on real etcd, two simulated members,
+ConfigMap (or ServiceAccount) behind cannot start in the member, the hub's Events say why and
+what to do, and it starts once the policy takes it along. Real hub on real etcd, two simulated members,
 two agents."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -146,6 +147,34 @@ def test_a_mounted_config_map_goes_only_where_the_deployment_runs(processes: Pro
 
     wait_for(ready, timeout=90, what="the hub's Deployment ready once its ConfigMap reached the member")
 
+    # A Deployment whose pods run as a ServiceAccount its policy leaves behind: the member's API
+    # refuses the pods, the agent reports it, and the hub's Event says what to do.
+    hub.run("create", "serviceaccount", "runner", "-n", "ml")
+    hub.run("apply", "-f", "-", input_text=RUNNER)
+
+    def refused() -> list[str]:
+        events = hub.json("get", "events", "-n", "ml", "--field-selector",
+                          "involvedObject.kind=Deployment,involvedObject.name=runner")["items"]
+        return [e["message"] for e in events if e["reason"] == "PodsNotStarting"]
+
+    (message,) = wait_for(refused, timeout=90, what="the hub's PodsNotStarting Event for the ServiceAccount")
+    assert re.fullmatch(
+        r'cluster onprem-a100: 1 pod\(s\) cannot start: FailedCreate: pods "runner-[a-z0-9]+-" is forbidden: '
+        r'error looking up service account ml/runner: serviceaccount "runner" not found \(propagate ServiceAccount '
+        r"runner to the cluster: select it in a policy, or set propagateDeps: true in the workload's policy\)",
+        message,
+    ), message
+    assert onprem.json("get", "pods", "-n", "ml", "-l", "app=runner")["items"] == []
+
+    hub.run("patch", "propagationpolicy", "runner", "-n", "ml", "--type", "merge",
+            "-p", '{"spec":{"propagateDeps":true}}')
+
+    def running() -> bool:
+        status = hub.json("get", "deployment", "runner", "-n", "ml").get("status") or {}
+        return status.get("readyReplicas") == 1
+
+    wait_for(running, timeout=120, what="the hub's Deployment ready once its ServiceAccount reached the member")
+
 
 BARE = """
 apiVersion: policy.gpufed.io/v1alpha1
@@ -177,4 +206,36 @@ spec:
           image: registry.example.com/ml/serve:1.0
           envFrom:
             - configMapRef: {name: bare-config}
+"""
+
+
+RUNNER = """
+apiVersion: policy.gpufed.io/v1alpha1
+kind: PropagationPolicy
+metadata:
+  name: runner
+  namespace: ml
+spec:
+  resourceSelectors:
+    - {apiVersion: apps/v1, kind: Deployment, name: runner}
+  placement:
+    clusterAffinity: {clusterNames: [onprem-a100]}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: runner
+  namespace: ml
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: runner}
+  template:
+    metadata:
+      labels: {app: runner}
+    spec:
+      serviceAccountName: runner
+      containers:
+        - name: server
+          image: registry.example.com/ml/serve:1.0
 """
