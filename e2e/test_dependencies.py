@@ -209,33 +209,9 @@ spec:
 """
 
 
-RUNNER = """
-apiVersion: policy.gpufed.io/v1alpha1
-kind: PropagationPolicy
-metadata:
-  name: runner
-  namespace: ml
-spec:
-  resourceSelectors:
-    - {apiVersion: apps/v1, kind: Deployment, name: runner}
-  placement:
-    clusterAffinity: {clusterNames: [onprem-a100]}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: runner
-  namespace: ml
-spec:
-  replicas: 1
-  selector:
-    matchLabels: {app: runner}
-  template:
-    metadata:
-      labels: {app: runner}
-    spec:
-      serviceAccountName: runner
-      containers:
-        - name: server
-          image: registry.example.com/ml/serve:1.0
-"""
+#: BARE with its pods running as ServiceAccount ``runner`` instead of reading a ConfigMap.
+RUNNER = (
+    BARE.replace("bare", "runner")
+    .replace("          envFrom:\n            - configMapRef: {name: runner-config}\n", "")
+    .replace("    spec:\n      containers:", "    spec:\n      serviceAccountName: runner\n      containers:")
+)
