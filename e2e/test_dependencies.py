@@ -80,6 +80,13 @@ def _replicas(member: Kubectl) -> int | None:
     return int(result.stdout) if result.returncode == 0 and result.stdout else None
 
 
+def _not_starting(hub: Kubectl, deployment: str) -> list[str]:
+    """The messages of the hub's PodsNotStarting Events on Deployment ``ml/<deployment>``."""
+    events = hub.json("get", "events", "-n", "ml", "--field-selector",
+                      f"involvedObject.kind=Deployment,involvedObject.name={deployment}")["items"]
+    return [e["message"] for e in events if e["reason"] == "PodsNotStarting"]
+
+
 def test_a_mounted_config_map_goes_only_where_the_deployment_runs(processes: ProcessGroup) -> None:
     launched = {name: processes.launch_member(FLEET, name, time_scale=20.0) for name in ("onprem-a100", "cloud-h100")}
     _, hub = processes.start_hub()
@@ -124,12 +131,7 @@ def test_a_mounted_config_map_goes_only_where_the_deployment_runs(processes: Pro
     hub.run("create", "configmap", "bare-config", "-n", "ml", "--from-literal=model=llama")
     hub.run("apply", "-f", "-", input_text=BARE)
 
-    def not_starting() -> list[str]:
-        events = hub.json("get", "events", "-n", "ml", "--field-selector",
-                          "involvedObject.kind=Deployment,involvedObject.name=bare")["items"]
-        return [e["message"] for e in events if e["reason"] == "PodsNotStarting"]
-
-    (message,) = wait_for(not_starting, timeout=90, what="the hub's PodsNotStarting Event")
+    (message,) = wait_for(lambda: _not_starting(hub, "bare"), timeout=90, what="the hub's PodsNotStarting Event")
     assert message == (
         'cluster onprem-a100: 1 pod(s) cannot start: CreateContainerConfigError: configmap "bare-config" not '
         "found (propagate ConfigMap bare-config to the cluster: select it in a policy, or set propagateDeps: "
@@ -152,12 +154,8 @@ def test_a_mounted_config_map_goes_only_where_the_deployment_runs(processes: Pro
     hub.run("create", "serviceaccount", "runner", "-n", "ml")
     hub.run("apply", "-f", "-", input_text=RUNNER)
 
-    def refused() -> list[str]:
-        events = hub.json("get", "events", "-n", "ml", "--field-selector",
-                          "involvedObject.kind=Deployment,involvedObject.name=runner")["items"]
-        return [e["message"] for e in events if e["reason"] == "PodsNotStarting"]
-
-    (message,) = wait_for(refused, timeout=90, what="the hub's PodsNotStarting Event for the ServiceAccount")
+    (message,) = wait_for(lambda: _not_starting(hub, "runner"), timeout=90,
+                          what="the hub's PodsNotStarting Event for the ServiceAccount")
     assert re.fullmatch(
         r'cluster onprem-a100: 1 pod\(s\) cannot start: FailedCreate: pods "runner-[a-z0-9]+-" is forbidden: '
         r'error looking up service account ml/runner: serviceaccount "runner" not found \(propagate ServiceAccount '
