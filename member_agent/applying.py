@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -131,26 +131,28 @@ def _pod_belongs_to(pod: Mapping[str, Any], workload: Mapping[str, Any]) -> bool
     return False
 
 
+def _pods_of(workload: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
+    """The pods among ``pods`` that ``workload`` owns (directly or through its ReplicaSets)."""
+    namespace = (workload.get("metadata") or {}).get("namespace")
+    for pod in pods:
+        if (pod.get("metadata") or {}).get("namespace") == namespace and _pod_belongs_to(pod, workload):
+            yield pod
+
+
 def unschedulable_summary(
     workload: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]
 ) -> dict[str, Any] | None:
     """How many of the workload's pods the member scheduler could not place, and why (the most
     common PodScheduled=False message). None when every pod was placed. The same pods as the
     capacity report's ``unschedulableWorkloads`` counts (:func:`unschedulable_condition`)."""
-    namespace = (workload.get("metadata") or {}).get("namespace")
     messages: Counter[str] = Counter()
-    count = 0
-    for pod in pods:
-        if (pod.get("metadata") or {}).get("namespace") != namespace:
-            continue
+    for pod in _pods_of(workload, pods):
         cond = unschedulable_condition(pod)
-        if cond is None or not _pod_belongs_to(pod, workload):
-            continue
-        count += 1
-        messages[str(cond.get("message") or cond.get("reason") or "")] += 1
-    if not count:
+        if cond is not None:
+            messages[str(cond.get("message") or cond.get("reason") or "")] += 1
+    if not messages:
         return None
-    return {"pods": count, "message": messages.most_common(1)[0][0]}
+    return {"pods": messages.total(), "message": messages.most_common(1)[0][0]}
 
 
 def not_starting_summary(
@@ -159,15 +161,11 @@ def not_starting_summary(
     """How many of the workload's pods were placed but cannot start, and why (the most common
     waiting reason and message, e.g. ``CreateContainerConfigError``: ``configmap "app-config"
     not found``). None when no pod waits so."""
-    namespace = (workload.get("metadata") or {}).get("namespace")
     why: Counter[tuple[str, str]] = Counter()
-    for pod in pods:
-        if (pod.get("metadata") or {}).get("namespace") != namespace:
-            continue
+    for pod in _pods_of(workload, pods):
         waiting = stuck_container(pod)
-        if waiting is None or not _pod_belongs_to(pod, workload):
-            continue
-        why[(str(waiting.get("reason") or ""), str(waiting.get("message") or ""))] += 1
+        if waiting is not None:
+            why[(str(waiting.get("reason") or ""), str(waiting.get("message") or ""))] += 1
     if not why:
         return None
     (reason, message), _ = why.most_common(1)[0]
