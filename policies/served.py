@@ -1,7 +1,8 @@
 """Warnings and a condition for policies that select a kind gpufed cannot propagate.
 
 A ``resourceSelectors`` entry naming a kind the hub does not serve (a CRD not installed, a typo
-in ``apiVersion``), a cluster-scoped kind (gpufed propagates namespaced objects) or one of the
+in ``apiVersion``), a cluster-scoped kind other than :data:`PROPAGATABLE_CLUSTER_KINDS` (gpufed
+propagates namespaced objects and those) or one of the
 hub's own kinds (Events, Leases, Works…) is accepted — the kind may be served later — but the
 policy selects nothing through it, which the author should hear at apply time (kubectl prints
 each as ``Warning: ...``) and see on the policy afterwards: its ``ResourceSelectorsServed``
@@ -20,6 +21,17 @@ from typing import Any
 
 #: The policy condition that says whether every resource selector names a propagatable kind.
 SELECTORS_SERVED = "ResourceSelectorsServed"
+
+#: (group, kind) of the cluster-scoped kinds a ClusterPropagationPolicy may propagate:
+#: CustomResourceDefinitions (as Karmada users send a CRD to the clusters its instances go to) and
+#: RuntimeClasses (GPU charts' ``nvidia``, which their pods name in ``runtimeClassName``).
+PROPAGATABLE_CLUSTER_KINDS: frozenset[tuple[str, str]] = frozenset(
+    {("apiextensions.k8s.io", "CustomResourceDefinition"), ("node.k8s.io", "RuntimeClass")}
+)
+#: Those kinds as a warning names them.
+_CLUSTER_KINDS_TEXT = " and ".join(
+    sorted(kind + ("es" if kind.endswith("s") else "s") for _, kind in PROPAGATABLE_CLUSTER_KINDS)
+)
 
 
 class KindStatus(StrEnum):
@@ -81,7 +93,7 @@ def unpropagatable_selector_warnings(policy: Mapping[str, Any], lookup: KindLook
         elif status is KindStatus.CLUSTER_SCOPED:
             out.append(
                 f"{where}: {kind} ({api_version}) is cluster-scoped and gpufed propagates namespaced kinds "
-                "only, so this selector matches nothing"
+                f"and, of the cluster-scoped ones, only {_CLUSTER_KINDS_TEXT}, so this selector matches nothing"
             )
         elif status is KindStatus.HUB_ONLY:
             out.append(
@@ -112,7 +124,7 @@ def selectors_served_condition(policy: Mapping[str, Any], lookup: KindLookup) ->
 
 _WHY: Mapping[KindStatus, str] = {
     KindStatus.UNSERVED: "not served by the hub",
-    KindStatus.CLUSTER_SCOPED: "cluster-scoped (gpufed propagates namespaced kinds)",
+    KindStatus.CLUSTER_SCOPED: f"cluster-scoped (gpufed propagates namespaced kinds, {_CLUSTER_KINDS_TEXT})",
     KindStatus.HUB_ONLY: "part of the hub's own machinery",
     KindStatus.PROPAGATABLE: "propagatable",
 }

@@ -31,7 +31,7 @@ from controlplane.interpreter import interpreter_for
 from controlplane.interpreter.pruning import prune_for_member
 from controlplane.interpreter.shape import InvalidObject, malformed
 from controlplane.objectclient import Registry, ResourceType
-from policies.served import KindStatus
+from policies.served import PROPAGATABLE_CLUSTER_KINDS, KindStatus
 
 #: API groups whose kinds are the hub's own machinery and never propagate: gpufed's and
 #: Karmada's policy kinds, bindings, Works, clusters, reports, Leases, and the fleet's quotas (Kueue's kinds).
@@ -40,13 +40,8 @@ HUB_ONLY_GROUPS: frozenset[str] = frozenset(
 )
 #: Core kinds that never propagate: Events describe hub objects.
 HUB_ONLY_KINDS: frozenset[tuple[str, str]] = frozenset({("", "Event")})
-#: Cluster-scoped kinds a ClusterPropagationPolicy may propagate: CustomResourceDefinitions (as
-#: Karmada users send a CRD to the clusters its instances go to) and RuntimeClasses (GPU charts'
-#: ``nvidia``, which their pods name in ``runtimeClassName``). Their bindings live in
-#: :data:`CLUSTER_SCOPED_BINDING_NAMESPACE` (Karmada's ClusterResourceBinding, as a namespaced one).
-PROPAGATABLE_CLUSTER_KINDS: frozenset[tuple[str, str]] = frozenset(
-    {("apiextensions.k8s.io", "CustomResourceDefinition"), ("node.k8s.io", "RuntimeClass")}
-)
+#: Where the bindings of cluster-scoped objects (:data:`PROPAGATABLE_CLUSTER_KINDS`) live
+#: (Karmada's ClusterResourceBinding, as a namespaced one).
 CLUSTER_SCOPED_BINDING_NAMESPACE = SYSTEM_NAMESPACE
 
 

@@ -57,7 +57,12 @@ async def test_selectors_the_hub_cannot_propagate_warn_and_the_policy_is_accepte
     warnings = warnings_of(created.headers.getall("Warning", []))
     assert len(warnings) == 3, warnings
     assert warnings[0].startswith("spec.resourceSelectors[1]: the hub does not serve kind Widget in example.com/v1")
-    assert warnings[1].startswith("spec.resourceSelectors[2]: StorageClass (storage.k8s.io/v1) is cluster-scoped")
+    # It says which cluster-scoped kinds do propagate.
+    assert warnings[1] == (
+        "spec.resourceSelectors[2]: StorageClass (storage.k8s.io/v1) is cluster-scoped and gpufed propagates "
+        "namespaced kinds and, of the cluster-scoped ones, only CustomResourceDefinitions and RuntimeClasses, so "
+        "this selector matches nothing"
+    )
     assert warnings[2].startswith("spec.resourceSelectors[3]: Event (v1) is part of the hub's own machinery")
 
 
