@@ -157,7 +157,7 @@ def test_a_mounted_config_map_goes_only_where_the_deployment_runs(processes: Pro
     (message,) = wait_for(lambda: _not_starting(hub, "runner"), timeout=90,
                           what="the hub's PodsNotStarting Event for the ServiceAccount")
     assert re.fullmatch(
-        r'cluster onprem-a100: 1 pod\(s\) cannot start: FailedCreate: pods "runner-[a-z0-9]+-" is forbidden: '
+        r'cluster onprem-a100: 1 pod\(s\) cannot be created: FailedCreate: pods "runner-[a-z0-9]+-" is forbidden: '
         r'error looking up service account ml/runner: serviceaccount "runner" not found \(propagate ServiceAccount '
         r"runner to the cluster: select it in a policy, or set propagateDeps: true in the workload's policy\)",
         message,

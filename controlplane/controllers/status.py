@@ -543,12 +543,19 @@ def _json_key(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
+#: The reason a controller gives for pods the member's API refused to create.
+_FAILED_CREATE = "FailedCreate"
+
+
 def pods_not_starting_message(cluster: str, stuck: Mapping[str, Any]) -> str:
     """``cluster onprem-a100: 2 pod(s) cannot start: CreateContainerConfigError: configmap
-    "app-config" not found``, and for a ConfigMap, Secret or ServiceAccount (``FailedCreate``)
+    "app-config" not found`` (``cannot be created: FailedCreate: ...`` for pods the member's API
+    refused), and for a ConfigMap, Secret or ServiceAccount (``FailedCreate``)
     the member does not have, how it gets there."""
     reason, message = _why(stuck) or ("", "")
-    text = f"cluster {cluster}: {stuck.get('pods')} pod(s) cannot start: {reason}"
+    # The member's API refused to create them: there is no pod to start.
+    what = "cannot be created" if reason == _FAILED_CREATE else "cannot start"
+    text = f"cluster {cluster}: {stuck.get('pods')} pod(s) {what}: {reason}"
     if message:
         text += f": {message}"
     missing = _MISSING_OBJECT.match(message)

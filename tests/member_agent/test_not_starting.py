@@ -100,7 +100,7 @@ def test_the_work_status_counts_the_workloads_stuck_pods_and_says_why() -> None:
         ),
         (
             {"pods": 2, "reason": "FailedCreate", "message": REFUSED},
-            f"cluster onprem-a100: 2 pod(s) cannot start: FailedCreate: {REFUSED} (propagate ServiceAccount runner "
+            f"cluster onprem-a100: 2 pod(s) cannot be created: FailedCreate: {REFUSED} (propagate ServiceAccount runner "
             "to the cluster: select it in a policy, or set propagateDeps: true in the workload's policy)",
         ),
         (
