@@ -12,6 +12,7 @@ import pytest
 
 from controlplane.apiserver import codec, errors
 from controlplane.apiserver.crd.types import custom_types
+from controlplane.apiserver.kinds import builtin_kind_resources
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.patches import PatchType
 from controlplane.apiserver.resources import Registry, core_resources, workload_resources
@@ -29,11 +30,23 @@ def _trainers_with_status() -> dict[str, Any]:
     return crd
 
 
+def _sweeps_without_status_subresource() -> dict[str, Any]:
+    """The Trainer CRD as a Sweep kind whose version has no status subresource."""
+    crd = _trainers_with_status()
+    crd["metadata"]["name"] = "sweeps.ml.example.com"
+    crd["spec"]["names"] = {"plural": "sweeps", "kind": "Sweep"}
+    del crd["spec"]["versions"][0]["subresources"]
+    return crd
+
+
 @pytest.fixture
 async def objects_with_crs(store: storage.Store) -> ObjectStore:
-    """The object layer over each store kind, serving the core and workload kinds and a custom
-    resource (Trainer)."""
-    objects = ObjectStore(store, Registry(core_resources(), workload_resources(), custom_types(_trainers_with_status())))
+    """The object layer over each store kind, serving the core and workload kinds and two custom
+    resources (Trainer, with a status subresource; Sweep, without one)."""
+    objects = ObjectStore(store, Registry(
+        core_resources(), workload_resources(), builtin_kind_resources(), custom_types(_trainers_with_status()),
+        custom_types(_sweeps_without_status_subresource()),
+    ))
     await objects.bootstrap()
     return objects
 
@@ -94,6 +107,11 @@ async def test_a_deployment_generation_starts_at_one_and_moves_with_its_spec_onl
     # A request's own generation never moves it.
     asked = await objects.update(rt, {**scaled, "metadata": {**scaled["metadata"], "generation": 40}})
     assert asked["metadata"]["generation"] == 2
+    # Its annotations do (kube's strategy: the controller copies them to the ReplicaSets).
+    annotated = await objects.patch(
+        rt, namespace="default", name="web", patch_type=PatchType.MERGE, patch={"metadata": {"annotations": {"a": "b"}}},
+    )
+    assert annotated["metadata"]["generation"] == 3
 
 
 def _trainer(model: str) -> dict[str, Any]:
@@ -148,3 +166,36 @@ async def test_a_configmap_an_older_hub_stored_with_a_generation_keeps_it_unmove
     current = await objects.get(rt, namespace="default", name="old")
     updated = await objects.update(rt, {**current, "data": {"a": "2"}})
     assert updated["data"] == {"a": "2"} and updated["metadata"]["generation"] == 1
+
+
+async def test_a_custom_resource_without_a_status_subresource_counts_its_status(
+    objects_with_crs: ObjectStore,
+) -> None:
+    """kube's custom resource strategy leaves status out of the comparison only where the status
+    subresource is on: without it, status is content like the rest."""
+    objects = objects_with_crs
+    rt = _rt(objects, "ml.example.com/v1", "Sweep")
+    created = await objects.create(rt, {**_trainer("llama"), "kind": "Sweep"})
+    assert created["metadata"]["generation"] == 1
+    with_status = await objects.update(rt, {**created, "status": {"phase": "Running"}})
+    assert with_status["status"] == {"phase": "Running"}
+    assert with_status["metadata"]["generation"] == 2
+
+
+async def test_an_endpoint_slice_generation_moves_with_its_labels_too(objects_with_crs: ObjectStore) -> None:
+    objects = objects_with_crs
+    rt = _rt(objects, "discovery.k8s.io/v1", "EndpointSlice")
+    created = await objects.create(rt, {
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": "web-1", "namespace": "default", "labels": {"kubernetes.io/service-name": "web"}},
+        "addressType": "IPv4", "endpoints": [{"addresses": ["10.0.0.7"]}], "ports": [{"port": 80}],
+    })
+    assert created["metadata"]["generation"] == 1
+    annotated = await objects.patch(
+        rt, namespace="default", name="web-1", patch_type=PatchType.MERGE, patch={"metadata": {"annotations": {"a": "b"}}},
+    )
+    assert annotated["metadata"]["generation"] == 1
+    relabeled = await objects.patch(
+        rt, namespace="default", name="web-1", patch_type=PatchType.MERGE, patch={"metadata": {"labels": {"x": "y"}}},
+    )
+    assert relabeled["metadata"]["generation"] == 2

@@ -46,6 +46,14 @@ WITHOUT_GENERATION: Final[frozenset[tuple[str, str]]] = frozenset({
     ("storage.k8s.io", "StorageClass"),
 })
 
+#: Metadata whose change moves a kind's generation as its spec does (kube's strategies): a
+#: Deployment's annotations (its controller copies them to the ReplicaSets), an EndpointSlice's
+#: labels (its strategy bumps on everything but metadata, and on labels).
+GENERATION_METADATA: Final[Mapping[tuple[str, str], tuple[str, ...]]] = {
+    ("apps", "Deployment"): ("annotations",),
+    ("discovery.k8s.io", "EndpointSlice"): ("labels",),
+}
+
 #: Parts of an object that never count as its content (what a generation stands for).
 _NOT_CONTENT: Final = frozenset({"metadata", "status"})
 
@@ -53,6 +61,11 @@ _NOT_CONTENT: Final = frozenset({"metadata", "status"})
 def keeps_generation(group: str, kind: str) -> bool:
     """Whether kube keeps a ``metadata.generation`` for objects of ``kind`` in ``group``."""
     return (group, kind) not in WITHOUT_GENERATION
+
+
+def generation_metadata(group: str, kind: str) -> tuple[str, ...]:
+    """The metadata fields whose change moves the generation of ``kind`` (:data:`GENERATION_METADATA`)."""
+    return GENERATION_METADATA.get((group, kind), ())
 
 
 def content_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:

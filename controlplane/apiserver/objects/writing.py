@@ -22,6 +22,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+from controlplane.apis.kube.generation import generation_metadata
 from controlplane.apiserver import errors
 from controlplane.apiserver.admission import CheckCreate, Operation, WriteAttributes
 from controlplane.apiserver.objects.namespaces import NamespaceLifecycle
@@ -566,13 +567,21 @@ def _spec_changed(rt: ResourceType, old: dict[str, Any], new: dict[str, Any]) ->
     """Whether an update changes the spec (bumping ``generation``): of the storage forms, for a
     converted version (a v1 HPA's metrics other than CPU are annotations)."""
     if rt.conversion is not None:
-        return _spec_of(rt.conversion.to_storage(new)) != _spec_of(rt.conversion.to_storage(old))
-    return _spec_of(new) != _spec_of(old)
+        return _spec_of(rt, rt.conversion.to_storage(new)) != _spec_of(rt, rt.conversion.to_storage(old))
+    return _spec_of(rt, new) != _spec_of(rt, old)
 
 
-def _spec_of(obj: dict[str, Any]) -> dict[str, Any]:
-    """Everything that counts as "spec" for generation: all but metadata and status."""
-    return {key: value for key, value in obj.items() if key not in ("metadata", "status")}
+def _spec_of(rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+    """Everything that counts as "spec" for generation, as kube's strategies count it: all but
+    metadata and, for a kind with a status subresource, status (a custom resource without one
+    counts its status too); plus the metadata fields some kinds count (a Deployment's
+    annotations, an EndpointSlice's labels: :func:`~controlplane.apis.kube.generation.generation_metadata`)."""
+    ignored = ("metadata", "status") if rt.has_status else ("metadata",)
+    out = {key: value for key, value in obj.items() if key not in ignored}
+    meta = obj.get("metadata") or {}
+    for field in generation_metadata(rt.group, rt.kind):
+        out[f"metadata.{field}"] = meta.get(field) or {}
+    return out
 
 
 def _without_resource_version(obj: dict[str, Any]) -> dict[str, Any]:
