@@ -18,7 +18,6 @@ from typing import Any
 from controlplane.apis import constants as c
 from controlplane.lifecycle import Service
 from member_agent import probing
-from member_agent.applying import PendingPods
 from member_agent.capacity import PodRequests
 from member_agent.config import AgentConfig
 from member_agent.holding import StatusHold
@@ -26,6 +25,7 @@ from member_agent.informing import Informer
 from member_agent.interpreting import MemberInterpreters
 from member_agent.kubeapi import KubeApi, KubeTransport
 from member_agent.metrics import AgentMetrics, MetricsServer
+from member_agent.podstates import PendingPods
 from member_agent.reclaims import ReclaimLog
 from member_agent.tunnel import AgentTunnel
 from member_agent.unserved import UnservedRetries

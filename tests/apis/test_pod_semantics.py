@@ -25,7 +25,7 @@ from controlplane.interpreter.requirements import requirements
 from controlplane.scheduler.core.estimator import node_eligible
 from controlplane.scheduler.core.snapshot import NodeShape
 from member_agent import capacity
-from member_agent.applying import unschedulable_summary
+from member_agent.podstates import unschedulable_summary
 from simulator.scheduling.filtering import static_reason
 from simulator.scheduling.reading import node_state, pod_request
 from tests.interpreter.test_requirements import container

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from controlplane.apis.work_v1alpha1 import Health
-from member_agent import applying, manifests
+from member_agent import applying, manifests, podstates
 from member_agent.applying import ManifestResult
 from member_agent.manifests import ApplyDecision, ConflictResolution, Identifier
 
@@ -296,19 +296,19 @@ def test_unschedulable_summary_counts_the_workloads_pending_pods() -> None:
             "status": {"phase": "Running"},
         },
     ]
-    assert applying.unschedulable_summary(deploy, pods) == {"pods": 3, "message": MSG}
+    assert podstates.unschedulable_summary(deploy, pods) == {"pods": 3, "message": MSG}
     job = {"kind": "PyTorchJob", "metadata": {"name": "bert", "namespace": "ml", "uid": "j1"}}
-    assert applying.unschedulable_summary(job, pods) is None
+    assert podstates.unschedulable_summary(job, pods) is None
     job_pods = [
         pending_pod(f"bert-worker-{i}", {"kind": "PyTorchJob", "name": "bert", "uid": "j1"}, message=MSG)
         for i in range(4)
     ]
-    assert applying.unschedulable_summary(job, job_pods) == {"pods": 4, "message": MSG}
+    assert podstates.unschedulable_summary(job, job_pods) == {"pods": 4, "message": MSG}
 
 
 def test_pending_pods_hold_only_pods_no_node_holds_by_namespace() -> None:
     rs = {"kind": "ReplicaSet", "name": "web-7f9", "uid": "rs1"}
-    pending = applying.PendingPods()
+    pending = podstates.PendingPods()
     waiting = pending_pod("web-7f9-a", rs, message=MSG)
     other_ns = pending_pod("web-7f9-b", rs, message=MSG, ns="other")
     pending.changed("ml/web-7f9-a", waiting)
@@ -331,7 +331,7 @@ def test_a_work_status_counts_the_pending_pods_of_its_namespace_only() -> None:
     rs = {"kind": "ReplicaSet", "name": "web-7f9", "uid": "rs1"}
     live = {"apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": {"name": "web", "namespace": "ml", "uid": "d1"}, "status": {}}
-    pending = applying.PendingPods()
+    pending = podstates.PendingPods()
     for name, ns in (("web-7f9-a", "ml"), ("web-7f9-b", "ml"), ("web-7f9-c", "other")):
         pending.changed(f"{ns}/{name}", pending_pod(name, rs, message=MSG, labels={"pod-template-hash": "7f9"}, ns=ns))
     pods = applying.pending_of([result("Deployment", live=live)], pending)

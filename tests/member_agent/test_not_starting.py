@@ -12,14 +12,9 @@ from controlplane.apis.pods import stuck_container
 from controlplane.apis.work_v1alpha1 import WorkStatus
 from controlplane.controllers.status import pods_not_starting_message
 from member_agent import capacity
-from member_agent.applying import (
-    ManifestResult,
-    PendingPods,
-    failed_create_summary,
-    not_starting_summary,
-    work_status,
-)
+from member_agent.applying import ManifestResult, work_status
 from member_agent.manifests import Identifier
+from member_agent.podstates import PendingPods, failed_create_summary, not_starting_summary
 
 DEPLOYMENT = {"kind": "Deployment", "metadata": {"name": "infer", "namespace": "ml"}}
 MISSING = 'configmap "app-config" not found'

@@ -63,9 +63,17 @@ def keeps_generation(group: str, kind: str) -> bool:
     return (group, kind) not in WITHOUT_GENERATION
 
 
-def generation_metadata(group: str, kind: str) -> tuple[str, ...]:
-    """The metadata fields whose change moves the generation of ``kind`` (:data:`GENERATION_METADATA`)."""
-    return GENERATION_METADATA.get((group, kind), ())
+def generation_content(obj: Mapping[str, Any], *, group: str, kind: str, has_status: bool) -> dict[str, Any]:
+    """What of ``obj`` moves its generation when it changes, as kube's strategies count it: all
+    but metadata and, for a kind with a status subresource, status (a custom resource without one
+    counts its status too); plus the metadata fields of :data:`GENERATION_METADATA` (a
+    Deployment's annotations, an EndpointSlice's labels)."""
+    ignored = _NOT_CONTENT if has_status else {"metadata"}
+    out = {key: value for key, value in obj.items() if key not in ignored}
+    meta = obj.get("metadata") or {}
+    for field in GENERATION_METADATA.get((group, kind), ()):
+        out[f"metadata.{field}"] = meta.get(field) or {}
+    return out
 
 
 def content_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:

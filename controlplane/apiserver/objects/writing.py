@@ -22,7 +22,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from controlplane.apis.kube.generation import generation_metadata
+from controlplane.apis.kube.generation import generation_content
 from controlplane.apiserver import errors
 from controlplane.apiserver.admission import CheckCreate, Operation, WriteAttributes
 from controlplane.apiserver.objects.namespaces import NamespaceLifecycle
@@ -564,24 +564,12 @@ def _merged(
 
 
 def _spec_changed(rt: ResourceType, old: dict[str, Any], new: dict[str, Any]) -> bool:
-    """Whether an update changes the spec (bumping ``generation``): of the storage forms, for a
-    converted version (a v1 HPA's metrics other than CPU are annotations)."""
+    """Whether an update moves the generation (:func:`generation_content`): of the storage forms,
+    for a converted version (a v1 HPA's metrics other than CPU are annotations)."""
     if rt.conversion is not None:
-        return _spec_of(rt, rt.conversion.to_storage(new)) != _spec_of(rt, rt.conversion.to_storage(old))
-    return _spec_of(rt, new) != _spec_of(rt, old)
-
-
-def _spec_of(rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
-    """Everything that counts as "spec" for generation, as kube's strategies count it: all but
-    metadata and, for a kind with a status subresource, status (a custom resource without one
-    counts its status too); plus the metadata fields some kinds count (a Deployment's
-    annotations, an EndpointSlice's labels: :func:`~controlplane.apis.kube.generation.generation_metadata`)."""
-    ignored = ("metadata", "status") if rt.has_status else ("metadata",)
-    out = {key: value for key, value in obj.items() if key not in ignored}
-    meta = obj.get("metadata") or {}
-    for field in generation_metadata(rt.group, rt.kind):
-        out[f"metadata.{field}"] = meta.get(field) or {}
-    return out
+        old, new = rt.conversion.to_storage(old), rt.conversion.to_storage(new)
+    content = partial(generation_content, group=rt.group, kind=rt.kind, has_status=rt.has_status)
+    return content(new) != content(old)
 
 
 def _without_resource_version(obj: dict[str, Any]) -> dict[str, Any]:
