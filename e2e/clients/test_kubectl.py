@@ -49,8 +49,10 @@ class TextTimestamps(yaml.SafeLoader):
 
 def comparable(obj: dict[str, Any]) -> dict[str, Any]:
     """``obj`` without what a write changes by itself: its resourceVersion and kubectl's
-    last-applied annotation (``.status`` left out too: the hub's controllers may write it)."""
-    meta = {k: v for k, v in obj["metadata"].items() if k not in ("resourceVersion", "annotations")}
+    last-applied annotation (``.status`` left out too: the hub's controllers may write it), and a
+    Deployment's generation, which moves with its annotations as kube's does."""
+    moved = ("resourceVersion", "annotations", *(("generation",) if obj.get("kind") == "Deployment" else ()))
+    meta = {k: v for k, v in obj["metadata"].items() if k not in moved}
     annotations = {
         k: v for k, v in (obj["metadata"].get("annotations") or {}).items()
         if k != "kubectl.kubernetes.io/last-applied-configuration"
