@@ -333,14 +333,16 @@ class StatusController(KeyedController[BindingKey]):
         """A Warning Event on the hub workload when a member starts reporting pods of it that
         were placed but cannot start (a manifest's ``notStarting``), or reports a new reason:
         the member's words, and what to do about a ConfigMap, Secret or ServiceAccount not there."""
+        reported = [entry for entry in WorkView(work).manifest_statuses if isinstance(entry.get("notStarting"), Mapping)]
+        if not reported:
+            return  # the common case, on every Work status write: nothing to compare
         before = {
             _json_key(entry.get("identifier")): entry.get("notStarting")
             for entry in WorkView(old).manifest_statuses
         } if old is not None else {}
         news = [
-            entry["notStarting"] for entry in WorkView(work).manifest_statuses
-            if isinstance(entry.get("notStarting"), Mapping)
-            and _why(entry["notStarting"]) != _why(before.get(_json_key(entry.get("identifier"))))
+            entry["notStarting"] for entry in reported
+            if _why(entry["notStarting"]) != _why(before.get(_json_key(entry.get("identifier"))))
         ]
         if not news:
             return
@@ -349,10 +351,20 @@ class StatusController(KeyedController[BindingKey]):
             return
         cluster = cluster_of_namespace(WorkView(work).namespace) or WorkView(work).namespace
         for stuck in news:
+            dependency = missing_dependency(str(stuck.get("message") or ""))
+            on_hub = dependency is None or await self._on_hub(dependency, ObjectView(workload).namespace)
             await record_event(
                 self.ctx, workload, type=EventType.WARNING, reason=EventReason.PODS_NOT_STARTING,
-                message=pods_not_starting_message(cluster, stuck),
+                message=pods_not_starting_message(cluster, stuck, on_hub=on_hub),
             )
+
+    async def _on_hub(self, dependency: tuple[str, str], namespace: str | None) -> bool:
+        """Whether the hub has the object (kind, name) in the workload's namespace (True when the
+        hub cannot tell: the hint then says how to propagate it)."""
+        rt = self.ctx.registry.for_kind("v1", dependency[0])
+        if rt is None or not namespace:
+            return True
+        return await self.ctx.get(rt, namespace, dependency[1]) is not None
 
     def _workload_of(self, key: BindingKey) -> dict[str, Any] | None:
         resource = BindingView(self.ctx.bindings.get(*key)).resource
@@ -547,26 +559,39 @@ def _json_key(value: Any) -> str:
 _FAILED_CREATE = "FailedCreate"
 
 
-def pods_not_starting_message(cluster: str, stuck: Mapping[str, Any]) -> str:
+def missing_dependency(message: str) -> tuple[str, str] | None:
+    """The (kind, name) of the ConfigMap, Secret or ServiceAccount a member's message says it
+    lacks (the kubelet's ``configmap "x" not found``, the API's refusal of a pod whose
+    ServiceAccount is missing), or None."""
+    missing = _MISSING_OBJECT.match(message)
+    if missing:
+        return ("ConfigMap" if missing.group(1) == "configmap" else "Secret", missing.group(2))
+    account = _MISSING_ACCOUNT.search(message)
+    return ("ServiceAccount", account.group(1)) if account else None
+
+
+def pods_not_starting_message(cluster: str, stuck: Mapping[str, Any], *, on_hub: bool = True) -> str:
     """``cluster onprem-a100: 2 pod(s) cannot start: CreateContainerConfigError: configmap
     "app-config" not found`` (``cannot be created: FailedCreate: ...`` for pods the member's API
-    refused), and for a ConfigMap, Secret or ServiceAccount (``FailedCreate``)
-    the member does not have, how it gets there."""
+    refused), and for a ConfigMap, Secret or ServiceAccount the member does not have
+    (:func:`missing_dependency`) how it gets there; ``on_hub``: whether the hub has it to send."""
     reason, message = _why(stuck) or ("", "")
     # The member's API refused to create them: there is no pod to start.
     what = "cannot be created" if reason == _FAILED_CREATE else "cannot start"
     text = f"cluster {cluster}: {stuck.get('pods')} pod(s) {what}: {reason}"
     if message:
         text += f": {message}"
-    missing = _MISSING_OBJECT.match(message)
-    account = _MISSING_ACCOUNT.search(message)
-    dependency = (
-        ("ConfigMap" if missing.group(1) == "configmap" else "Secret", missing.group(2)) if missing
-        else ("ServiceAccount", account.group(1)) if account else None
-    )
+    dependency = missing_dependency(message)
     if dependency is not None:
-        text += (
-            f" (propagate {dependency[0]} {dependency[1]} to the cluster: select it in a policy, or set "
-            "propagateDeps: true in the workload's policy)"
-        )
+        kind, name = dependency
+        if on_hub:
+            text += (
+                f" (propagate {kind} {name} to the cluster: select it in a policy, or set "
+                "propagateDeps: true in the workload's policy)"
+            )
+        else:
+            text += (
+                f" ({kind} {name} is not on the hub either: create it in the workload's namespace, then "
+                "select it in a policy or set propagateDeps: true in the workload's policy)"
+            )
     return text

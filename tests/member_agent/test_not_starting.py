@@ -10,7 +10,7 @@ import pytest
 
 from controlplane.apis.pods import stuck_container
 from controlplane.apis.work_v1alpha1 import WorkStatus
-from controlplane.controllers.status import pods_not_starting_message
+from controlplane.controllers.status import missing_dependency, pods_not_starting_message
 from member_agent import capacity
 from member_agent.applying import ManifestResult, work_status
 from member_agent.manifests import Identifier
@@ -141,3 +141,28 @@ def test_the_work_status_names_pods_the_member_refuses_to_create() -> None:
     WorkStatus.model_validate(status)  # the hub's Work model holds what the agent writes
     [entry] = status["manifestStatuses"]
     assert entry["notStarting"] == {"pods": 2, "reason": "FailedCreate", "message": REFUSED}
+
+
+@pytest.mark.parametrize(
+    ("message", "dependency"),
+    [
+        ('configmap "app-config" not found', ("ConfigMap", "app-config")),
+        ('secret "hf-token" not found', ("Secret", "hf-token")),
+        ('pods "r-1-" is forbidden: error looking up service account ml/runner: serviceaccount "runner" not found',
+         ("ServiceAccount", "runner")),
+        ("couldn't find key token in Secret ml/hf", None),
+        ('Back-off pulling image "vllm:nope"', None),
+    ],
+)
+def test_the_missing_object_is_read_from_the_members_words(message: str, dependency: tuple[str, str] | None) -> None:
+    assert missing_dependency(message) == dependency
+
+
+def test_an_object_the_hub_lacks_too_is_to_be_created_first() -> None:
+    """Propagating cannot help when the hub has no such ConfigMap: the Event says to create it."""
+    stuck = {"pods": 1, "reason": "CreateContainerConfigError", "message": MISSING}
+    assert pods_not_starting_message("onprem-a100", stuck, on_hub=False) == (
+        'cluster onprem-a100: 1 pod(s) cannot start: CreateContainerConfigError: configmap "app-config" not found '
+        "(ConfigMap app-config is not on the hub either: create it in the workload's namespace, then select it in "
+        "a policy or set propagateDeps: true in the workload's policy)"
+    )
