@@ -136,6 +136,32 @@ def test_status_metrics_and_conditions_travel_in_annotations() -> None:
     assert v1_to_v2(converted) == obj
 
 
+def test_every_source_type_in_the_current_metrics_annotation() -> None:
+    """v1's ``MetricStatus`` of each source, in kube's field order; an External metric's
+    ``currentValue`` is not a pointer (``"0"`` when v2 has no value), its average value is."""
+    selector = {"matchLabels": {"queue": "a"}}
+    current = [
+        {"type": "Pods", "pods": {"metric": {"name": "qps", "selector": selector}, "current": {"averageValue": "1k"}}},
+        {"type": "Object", "object": {"describedObject": {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "name": "main"},
+                                      "metric": {"name": "hits"}, "current": {"value": "10", "averageValue": "5"}}},
+        {"type": "External", "external": {"metric": {"name": "queue", "selector": selector}, "current": {"averageValue": "30"}}},
+        {"type": "ContainerResource", "containerResource": {"name": "memory", "container": "app", "current": {"averageValue": "1Gi"}}},
+    ]
+    obj = {**v2(metrics=[cpu(50)]), "status": {"currentReplicas": 1, "desiredReplicas": 1, "currentMetrics": current}}
+    converted = v2_to_v1(obj)
+    assert converted["metadata"]["annotations"][CURRENT_METRICS_ANNOTATION] == (
+        '[{"type":"Pods","pods":{"metricName":"qps","currentAverageValue":"1k","selector":{"matchLabels":{"queue":"a"}}}},'
+        '{"type":"Object","object":{"target":{"kind":"Ingress","name":"main","apiVersion":"networking.k8s.io/v1"},'
+        '"metricName":"hits","currentValue":"10","averageValue":"5"}},'
+        '{"type":"External","external":{"metricName":"queue","metricSelector":{"matchLabels":{"queue":"a"}},'
+        '"currentValue":"0","currentAverageValue":"30"}},'
+        '{"type":"ContainerResource","containerResource":{"name":"memory","currentAverageValue":"1Gi","container":"app"}}]'
+    )
+    back = v1_to_v2(converted)["status"]["currentMetrics"]
+    assert back[2]["external"]["current"] == {"value": "0", "averageValue": "30"}
+    assert [back[i] for i in (0, 1, 3)] == [current[i] for i in (0, 1, 3)]
+
+
 def test_a_status_metric_without_a_value_comes_back_with_kubes_zero() -> None:
     """v1's ``currentAverageValue`` is not a pointer: kube writes ``"0"`` and reads it back."""
     obj = {**v2(metrics=[cpu(50)]), "status": {"desiredReplicas": 1, "currentMetrics": [

@@ -22,7 +22,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 from controlplane.apis.quantity import QuantityError, canonical_quantity
 
@@ -226,77 +226,47 @@ def _mapping(value: Any) -> Obj:
     return value if isinstance(value, dict) else {}
 
 
-def _v1_metric_spec(metric: Obj) -> Obj:
-    """``Convert_autoscaling_MetricSpec_To_v1_MetricSpec``."""
+def _v1_metric(metric: Obj, *, side: Literal["target", "current"]) -> Obj:
+    """``Convert_autoscaling_MetricSpec_To_v1_MetricSpec`` (``side`` "target") and
+    ``Convert_autoscaling_MetricStatus_To_v1_MetricStatus`` (``side`` "current"): the same
+    conversion of a spec's targets and a status's current values, whose v1 fields are named after
+    the side (``targetValue``, ``currentValue``). Two fields are required in a status and optional
+    in a spec: a resource metric's average value and an external metric's value."""
+    status = side == "current"
+    required = _quantity if status else _optional_quantity
     out: Obj = {"type": metric.get("type") or ""}
     source = metric.get("object")
     if isinstance(source, dict):
-        target, ident = _mapping(source.get("target")), _mapping(source.get("metric"))
+        values, ident = _mapping(source.get(side)), _mapping(source.get("metric"))
         out["object"] = _put(_put({
             "target": _reference(source.get("describedObject")),
             "metricName": ident.get("name") or "",
-            "targetValue": _quantity(target.get("value")),
-        }, "selector", _selector(ident.get("selector"))), "averageValue", _optional_quantity(target.get("averageValue")))
+            f"{side}Value": _quantity(values.get("value")),
+        }, "selector", _selector(ident.get("selector"))), "averageValue", _optional_quantity(values.get("averageValue")))
     source = metric.get("pods")
     if isinstance(source, dict):
-        target, ident = _mapping(source.get("target")), _mapping(source.get("metric"))
+        values, ident = _mapping(source.get(side)), _mapping(source.get("metric"))
         out["pods"] = _put({
             "metricName": ident.get("name") or "",
-            "targetAverageValue": _quantity(target.get("averageValue")),
+            f"{side}AverageValue": _quantity(values.get("averageValue")),
         }, "selector", _selector(ident.get("selector")))
     for key in ("resource", "containerResource"):
         source = metric.get(key)
         if isinstance(source, dict):
-            target = _mapping(source.get("target"))
+            values = _mapping(source.get(side))
             converted = _put(_put({"name": source.get("name") or ""},
-                                  "targetAverageUtilization", target.get("averageUtilization")),
-                             "targetAverageValue", _optional_quantity(target.get("averageValue")))
+                                  f"{side}AverageUtilization", values.get("averageUtilization")),
+                             f"{side}AverageValue", required(values.get("averageValue")))
             if key == "containerResource":
                 converted["container"] = source.get("container") or ""
             out[key] = converted
     source = metric.get("external")
     if isinstance(source, dict):
-        target, ident = _mapping(source.get("target")), _mapping(source.get("metric"))
+        values, ident = _mapping(source.get(side)), _mapping(source.get("metric"))
         out["external"] = _put(_put(_put({"metricName": ident.get("name") or ""},
                                          "metricSelector", _selector(ident.get("selector"))),
-                                    "targetValue", _optional_quantity(target.get("value"))),
-                               "targetAverageValue", _optional_quantity(target.get("averageValue")))
-    return _ordered(out, ("type", "object", "pods", "resource", "containerResource", "external"))
-
-
-def _v1_metric_status(metric: Obj) -> Obj:
-    """``Convert_autoscaling_MetricStatus_To_v1_MetricStatus``."""
-    out: Obj = {"type": metric.get("type") or ""}
-    source = metric.get("object")
-    if isinstance(source, dict):
-        current, ident = _mapping(source.get("current")), _mapping(source.get("metric"))
-        out["object"] = _put(_put({
-            "target": _reference(source.get("describedObject")),
-            "metricName": ident.get("name") or "",
-            "currentValue": _quantity(current.get("value")),
-        }, "selector", _selector(ident.get("selector"))), "averageValue", _optional_quantity(current.get("averageValue")))
-    source = metric.get("pods")
-    if isinstance(source, dict):
-        current, ident = _mapping(source.get("current")), _mapping(source.get("metric"))
-        out["pods"] = _put({
-            "metricName": ident.get("name") or "",
-            "currentAverageValue": _quantity(current.get("averageValue")),
-        }, "selector", _selector(ident.get("selector")))
-    for key in ("resource", "containerResource"):
-        source = metric.get(key)
-        if isinstance(source, dict):
-            current = _mapping(source.get("current"))
-            converted = _put({"name": source.get("name") or ""}, "currentAverageUtilization", current.get("averageUtilization"))
-            converted["currentAverageValue"] = _quantity(current.get("averageValue"))
-            if key == "containerResource":
-                converted["container"] = source.get("container") or ""
-            out[key] = converted
-    source = metric.get("external")
-    if isinstance(source, dict):
-        current, ident = _mapping(source.get("current")), _mapping(source.get("metric"))
-        external = _put({"metricName": ident.get("name") or ""}, "metricSelector", _selector(ident.get("selector")))
-        external["currentValue"] = _quantity(current.get("value"))
-        out["external"] = _put(external, "currentAverageValue", _optional_quantity(current.get("averageValue")))
+                                    f"{side}Value", required(values.get("value"))),
+                               f"{side}AverageValue", _optional_quantity(values.get("averageValue")))
     return _ordered(out, ("type", "object", "pods", "resource", "containerResource", "external"))
 
 
@@ -350,11 +320,11 @@ def v2_to_v1(obj: Mapping[str, Any]) -> Obj:
     metrics = [m for m in spec.get("metrics") or () if isinstance(m, dict)]
     current_metrics = [m for m in status.get("currentMetrics") or () if isinstance(m, dict)]
     conditions = [c for c in status.get("conditions") or () if isinstance(c, dict)]
-    other_metrics = [_v1_metric_spec(m) for m in metrics if not _is_cpu_utilization(m)]
+    other_metrics = [_v1_metric(m, side="target") for m in metrics if not _is_cpu_utilization(m)]
     if other_metrics:
         annotations[METRICS_ANNOTATION] = go_json(other_metrics)
     if current_metrics:
-        annotations[CURRENT_METRICS_ANNOTATION] = go_json([_v1_metric_status(m) for m in current_metrics])
+        annotations[CURRENT_METRICS_ANNOTATION] = go_json([_v1_metric(m, side="current") for m in current_metrics])
     if isinstance(spec.get("behavior"), dict):
         annotations[BEHAVIOR_ANNOTATION] = go_json(_internal_behavior(spec["behavior"]))
     if conditions:
