@@ -211,6 +211,14 @@ class ControllerContext:
             found = self._informers[key] = Informer(self.objects, rt)
         return found
 
+    def watch_kind(self, api_version: str, kind: str, handler: Handler) -> ResourceType | None:
+        """The served type of ``kind``, its informer calling ``handler``; None when the hub does
+        not serve it (the controller then has nothing to watch)."""
+        rt = self.registry.for_kind(api_version, kind)
+        if rt is not None:
+            self.informer(rt).add_handler(handler)
+        return rt
+
     @property
     def informers(self) -> list[Informer]:
         return list(self._informers.values())

@@ -58,7 +58,7 @@ class CustomizationsController(KeyedController[str]):
 
     def __init__(self, ctx: ControllerContext, on_kind_changed: KindChanged | None = None) -> None:
         super().__init__(ctx, workers=1)
-        self.rt = ctx.registry.for_kind(RIC_API_VERSION, RIC_KIND)
+        self.rt = ctx.watch_kind(RIC_API_VERSION, RIC_KIND, self._on_customization)
         self._on_kind_changed = on_kind_changed
         self._installed: dict[tuple[str, str], Customization] = {}
         self._refused: dict[str, dict[str, str]] = {}
@@ -73,8 +73,6 @@ class CustomizationsController(KeyedController[str]):
         #: Customization name → binding → the message of a condition still to write.
         self._unmarked: dict[str, dict[tuple[str, str], str]] = {}
         self._pending: set[asyncio.Task[None]] = set()
-        if self.rt is not None:
-            ctx.informer(self.rt).add_handler(self._on_customization)
 
     async def _on_customization(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         view = ObjectView(obj)

@@ -229,10 +229,8 @@ class Detector(KeyedController[WorkloadRef]):
         for rt in ctx.propagation_types:
             ctx.informer(rt).add_handler(self._on_policy)
         ctx.bindings.add_handler(self._on_binding)
-        priority_class_rt = ctx.registry.for_kind(PRIORITY_CLASS_API_VERSION, PRIORITY_CLASS_KIND)
+        priority_class_rt = ctx.watch_kind(PRIORITY_CLASS_API_VERSION, PRIORITY_CLASS_KIND, self._on_priority_class)
         self._priority_classes = ctx.informer(priority_class_rt) if priority_class_rt is not None else None
-        if self._priority_classes is not None:
-            self._priority_classes.add_handler(self._on_priority_class)
         # A queued workload (label kueue.x-k8s.io/queue-name) propagates only once its Workload is admitted.
         self.admission = AdmissionGate(ctx, self.loop.add)
 

@@ -40,9 +40,7 @@ class FinishedJobsController(KeyedController[tuple[str, str]]):
 
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx, workers=1)
-        self.rt = ctx.registry.for_kind(JOB_API_VERSION, JOB_KIND)
-        if self.rt is not None:
-            ctx.informer(self.rt).add_handler(self._on_job)
+        self.rt = ctx.watch_kind(JOB_API_VERSION, JOB_KIND, self._on_job)
 
     async def _on_job(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         if event is not WatchEventType.DELETED and ttl_expiry(obj) is not None and not is_deleting(obj):

@@ -49,9 +49,7 @@ class RebalancerController(KeyedController[str]):
 
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx, workers=1)
-        self.rt = ctx.registry.for_kind(API_VERSION, KIND)
-        if self.rt is not None:
-            ctx.informer(self.rt).add_handler(self._on_rebalancer)
+        self.rt = ctx.watch_kind(API_VERSION, KIND, self._on_rebalancer)
 
     async def _on_rebalancer(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         if event is not WatchEventType.DELETED:
