@@ -36,6 +36,7 @@ from controlplane.apis.gpus import is_gpu_resource
 from controlplane.apis.pods import FrozenTaint, untolerated
 from controlplane.apis.quantity import format_quantity
 from controlplane.interpreter.requirements import RESOURCE_PODS, ReplicaRequirements
+from controlplane.scheduler.core.slots import worked_out
 from controlplane.scheduler.core.snapshot import ClusterSnapshot, NodeShape, ReportChange
 
 UNLIMITED = 1 << 30
@@ -88,11 +89,10 @@ class Estimate:
 
     @property
     def reasons(self) -> tuple[str, ...]:
-        if self._reasons is None:
-            assert self._explain is not None
-            self._reasons = self._explain()
-            self._explain = None
-        return self._reasons
+        reasons = self._reasons
+        if reasons is None:
+            reasons = worked_out(self, "_reasons", self._explain)
+        return reasons
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Estimate):

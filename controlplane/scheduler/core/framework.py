@@ -36,6 +36,7 @@ from controlplane.interpreter.base import Component
 from controlplane.interpreter.requirements import ReplicaRequirements
 from controlplane.scheduler.core.cache import FleetVerdicts, SchedulerCache, Screened
 from controlplane.scheduler.core.reservations import Checkpoint, Reservations
+from controlplane.scheduler.core.slots import worked_out
 from controlplane.scheduler.core.snapshot import ClusterSnapshot, fleet_key
 from policies.models import ClusterAffinityTerm, DivisionStrategy, GpuShapeAlternative, Placement
 
@@ -85,11 +86,7 @@ class Status:
     def reasons(self) -> tuple[str, ...]:
         reasons: tuple[str, ...] | None = self._reasons
         if reasons is None:
-            explain = self._explain
-            assert explain is not None
-            reasons = explain()
-            object.__setattr__(self, "_reasons", reasons)
-            object.__setattr__(self, "_explain", None)
+            reasons = worked_out(self, "_reasons", self._explain)
         return reasons
 
     @property

@@ -19,6 +19,7 @@ from controlplane.scheduler.core.estimating import UNLIMITED
 from controlplane.scheduler.core.explanation import ClusterExplanation, cluster_explanation, rejection_reasons
 from controlplane.scheduler.core.framework import CycleState, GpuShape, Status
 from controlplane.scheduler.core.plugins import cluster_price
+from controlplane.scheduler.core.slots import worked_out
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 
 
@@ -117,11 +118,7 @@ class ScheduleResult:
         """Per cluster looked at, in name order: chosen or not, and why."""
         explanation: Explanation | None = self._explanation
         if explanation is None:
-            explain = self._explain
-            assert explain is not None
-            explanation = explain()
-            object.__setattr__(self, "_explanation", explanation)
-            object.__setattr__(self, "_explain", None)
+            explanation = worked_out(self, "_explanation", self._explain)
         return explanation
 
     @property
