@@ -145,6 +145,16 @@ def _as_object_of(what: str) -> Callable[[Any], Obj]:
     return read
 
 
+def _list_of(value: Any, refusal: str) -> list[Any]:
+    """Reads the result of a script function as the list it must return (nil: none); anything
+    else is refused as ``refusal`` says."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise _Unusable(f"{refusal}, not {value!r}")
+    return value
+
+
 class CustomizedInterpreter:
     """:class:`KindInterpreter` whose hooks run the customization's scripts."""
 
@@ -241,17 +251,13 @@ class CustomizedInterpreter:
 
     @staticmethod
     def _components(value: Any) -> list[Component]:
-        if value is None:
-            return []
-        if not isinstance(value, list):
-            raise _Unusable(f"GetComponents must return a list of components, not {value!r}")
         return [
             Component(
                 name=str(item["name"]),
                 replicas=_as_int(item.get("replicas") or 0, f"component {item['name']} replicas"),
                 requirements=requirements_from_karmada(item.get("replicaRequirements")),
             )
-            for item in value
+            for item in _list_of(value, "GetComponents must return a list of components")
         ]
 
     def with_replicas(self, obj: Obj, replicas: int) -> Obj:
@@ -358,17 +364,13 @@ class CustomizedInterpreter:
 
     @staticmethod
     def _dependencies(value: Any) -> list[Dependency]:
-        if value is None:
-            return []
-        if not isinstance(value, list):
-            raise _Unusable(f"GetDependencies must return a list, not {value!r}")
         found = {
             Dependency(
                 kind=str(item["kind"]),
                 name=str(item["name"]),
                 api_version=str(item.get("apiVersion") or CORE_API_VERSION),
             )
-            for item in value
+            for item in _list_of(value, "GetDependencies must return a list")
         }
         return sorted_dependencies(found)
 

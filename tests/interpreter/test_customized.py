@@ -146,6 +146,28 @@ def test_a_failing_script_falls_back_and_is_reported() -> None:
     assert by_hook["replicaResource"].obj["metadata"]["name"] == "llm"
 
 
+def test_a_script_list_answer_that_is_no_list_is_reported_and_nil_is_none() -> None:
+    failures: list[ScriptFailure] = []
+    interp = interpreter(
+        failures,
+        componentResource="function GetComponents(obj) return 3 end",
+        dependencyInterpretation="function GetDependencies(obj) return 'cm' end",
+    )
+    assert interp.components(training()) == []
+    assert interp.dependencies(training()) == []
+    assert {f.hook: f.message for f in failures} == {
+        "componentResource": "GetComponents must return a list of components, not 3",
+        "dependencyInterpretation": "GetDependencies must return a list, not 'cm'",
+    }
+    failures.clear()
+    nil = interpreter(
+        failures,
+        componentResource="function GetComponents(obj) return nil end",
+        dependencyInterpretation="function GetDependencies(obj) return nil end",
+    )
+    assert (nil.components(training()), nil.dependencies(training()), failures) == ([], [], [])
+
+
 def test_built_in_interpreter_is_the_fallback_for_a_native_kind() -> None:
     custom = Customization(
         name="deploy", api_version="apps/v1", kind="Deployment",
