@@ -306,6 +306,12 @@ def sum_fields(statuses: Sequence[Mapping[str, Any]], fields: Sequence[str]) -> 
     return {f: sum(as_int(s.get(f)) for s in statuses) for f in fields}
 
 
+def nonzero_sums(statuses: Sequence[Mapping[str, Any]], fields: Sequence[str]) -> dict[str, int]:
+    """:func:`sum_fields` without the zero sums: counts a status leaves out when they are 0
+    (``omitempty``), as a Job's ``active``/``succeeded``/``failed``."""
+    return {f: total for f, total in sum_fields(statuses, fields).items() if total}
+
+
 def merge_conditions(
     member_statuses: MemberStatuses,
     *,

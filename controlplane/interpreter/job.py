@@ -38,9 +38,9 @@ from controlplane.interpreter.base import (
     condition_true,
     extreme_time,
     finished_by_conditions,
+    nonzero_sums,
     put_conditions,
     reported,
-    sum_fields,
 )
 from controlplane.interpreter.health import conditions_of, status_of
 from controlplane.interpreter.requirements import Obj
@@ -125,7 +125,7 @@ class JobInterpreter(PodTemplateKind):
         present = reported(member_statuses)
         if not present:
             return {}
-        out: Obj = {k: v for k, v in sum_fields(present, COUNT_FIELDS).items() if v}
+        out: Obj = nonzero_sums(present, COUNT_FIELDS)
         start = extreme_time([s.get("startTime") for s in present], min)
         if start:
             out["startTime"] = start

@@ -23,9 +23,9 @@ from controlplane.interpreter.base import (
     Health,
     MemberStatuses,
     TemplateSlot,
+    nonzero_sums,
     reported,
     scale_counts,
-    sum_fields,
 )
 from controlplane.interpreter.health import status_of
 from controlplane.interpreter.requirements import Obj, ReplicaRequirements, requirements
@@ -137,7 +137,7 @@ class RayClusterInterpreter(GangOfRoles):
         present = reported(member_statuses)
         if not present:
             return {}
-        out: Obj = {k: v for k, v in sum_fields(present, COUNT_FIELDS).items() if v}
+        out: Obj = nonzero_sums(present, COUNT_FIELDS)
         states = [str(s.get("state") or "") for s in present]
         worst = min(states, key=lambda s: STATE_ORDER.index(s) if s in STATE_ORDER else 2)
         if worst:
