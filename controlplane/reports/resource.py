@@ -214,20 +214,26 @@ class QueryParams:
     step: str | None = None
 
 
-def _parse_by(values: Sequence[str]) -> tuple[Dimension, ...]:
-    out: list[Dimension] = []
+def comma_separated(values: Sequence[str]) -> list[str]:
+    """The parts of repeated, comma-separated values (``by=cluster,model&by=cluster``, ``gpufed
+    waste --by``): blanks dropped, each part once, in the order given."""
+    out: list[str] = []
     for value in values:
         for part in value.split(","):
             part = part.strip()
-            if not part:
-                continue
-            try:
-                dimension = Dimension(part)
-            except ValueError:
-                allowed = ", ".join(d.value for d in Dimension)
-                raise QueryError(f"by: unknown dimension {part!r} (one of: {allowed})", field="by") from None
-            if dimension not in out:
-                out.append(dimension)
+            if part and part not in out:
+                out.append(part)
+    return out
+
+
+def _parse_by(values: Sequence[str]) -> tuple[Dimension, ...]:
+    out: list[Dimension] = []
+    for part in comma_separated(values):
+        try:
+            out.append(Dimension(part))
+        except ValueError:
+            allowed = ", ".join(d.value for d in Dimension)
+            raise QueryError(f"by: unknown dimension {part!r} (one of: {allowed})", field="by") from None
     return tuple(out)
 
 

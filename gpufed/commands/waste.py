@@ -41,17 +41,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _dimensions(values: list[str]) -> list[str]:
-    out: list[str] = []
-    for value in values:
-        for part in value.split(","):
-            part = part.strip()
-            if not part:
-                continue
-            if part not in DIMENSIONS:
-                raise ValueError(f"--by {part}: not one of {', '.join(DIMENSIONS)}")
-            if part not in out:
-                out.append(part)
-    return out
+    from controlplane.reports.resource import comma_separated
+
+    parts = comma_separated(values)
+    for part in parts:
+        if part not in DIMENSIONS:
+            raise ValueError(f"--by {part}: not one of {', '.join(DIMENSIONS)}")
+    return parts
 
 
 def _format(moment: datetime) -> str:

@@ -83,6 +83,12 @@ async def test_discovery_lists_the_read_only_group(api: Api) -> None:
     ]
 
 
+async def test_by_takes_repeated_and_comma_separated_dimensions_each_once(api: Api) -> None:
+    status, obj = await api.get(f"{REPORTS}/last-1h?by=cluster,,model&by=%20cluster&by=namespace")
+    assert status == 200
+    assert obj["spec"]["by"] == ["cluster", "model", "namespace"]
+
+
 async def test_a_named_window_ends_at_the_last_complete_minute(api: Api) -> None:
     status, obj = await api.get(f"{REPORTS}/last-1h?by=cluster")
     assert status == 200
