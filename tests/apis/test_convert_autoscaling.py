@@ -158,8 +158,19 @@ def test_every_source_type_in_the_current_metrics_annotation() -> None:
         '{"type":"ContainerResource","containerResource":{"name":"memory","currentAverageValue":"1Gi","container":"app"}}]'
     )
     back = v1_to_v2(converted)["status"]["currentMetrics"]
-    assert back[2]["external"]["current"] == {"value": "0", "averageValue": "30"}
+    assert back[2]["external"] == {"metric": {"name": "queue", "selector": selector}, "current": {"value": "0", "averageValue": "30"}}
     assert [back[i] for i in (0, 1, 3)] == [current[i] for i in (0, 1, 3)]
+
+
+def test_the_fields_both_versions_have_are_carried_over_when_set() -> None:
+    status = {"observedGeneration": 4, "lastScaleTime": "2025-01-01T00:00:00Z", "currentReplicas": 2, "desiredReplicas": 2}
+    obj = {**v2(metrics=[cpu(50)], minReplicas=None), "status": status}
+    converted = v2_to_v1(obj)
+    assert converted["spec"] == {"scaleTargetRef": REF, "maxReplicas": 3, "targetCPUUtilizationPercentage": 50}
+    assert converted["status"] == status
+    back = v1_to_v2(converted)
+    assert (back["spec"]["maxReplicas"], "minReplicas" in back["spec"]) == (3, False)
+    assert back["status"] == status
 
 
 def test_a_status_metric_without_a_value_comes_back_with_kubes_zero() -> None:

@@ -203,8 +203,11 @@ def _put(out: Obj, key: str, value: Any) -> Obj:
     return out
 
 
-def _metric_identifier(name: Any, selector: Any) -> Obj:
-    return _put({"name": name}, "selector", selector)
+def _metric_identifier(source: Mapping[str, Any], selector: str = "selector") -> Obj:
+    """v2's ``MetricIdentifier`` of a decoded v1 metric source: its ``metricName`` and the
+    selector under ``selector`` (an External source's is ``metricSelector``)."""
+    name = _decoded_string(_field(source, "metricName"))
+    return _put({"name": name}, "selector", _decoded_selector(_field(source, selector)))
 
 
 # --- metrics: v2 (kube's internal type) to v1's annotation types --------------------------------
@@ -274,6 +277,16 @@ def _optional_quantity(value: Any) -> str | None:
     return None if value is None else _quantity(value)
 
 
+#: The spec's and the status's fields that v1 and v2 share, beside ``scaleTargetRef``.
+_SHARED_SPEC = ("minReplicas", "maxReplicas")
+_SHARED_STATUS = ("observedGeneration", "lastScaleTime")
+
+
+def _set_fields(obj: Obj, keys: tuple[str, ...]) -> Obj:
+    """The fields of ``obj`` among ``keys`` that are set (not null), in the order of ``keys``."""
+    return {key: obj[key] for key in keys if obj.get(key) is not None}
+
+
 def _ordered(obj: Obj, keys: tuple[str, ...]) -> Obj:
     return {key: obj[key] for key in keys if key in obj}
 
@@ -337,17 +350,12 @@ def v2_to_v1(obj: Mapping[str, Any]) -> Obj:
     v1_spec: Obj = {}
     if "scaleTargetRef" in spec:
         v1_spec["scaleTargetRef"] = copy.deepcopy(spec["scaleTargetRef"])
-    for key in ("minReplicas", "maxReplicas"):
-        if spec.get(key) is not None:
-            v1_spec[key] = spec[key]
+    v1_spec.update(_set_fields(spec, _SHARED_SPEC))
     cpu = next((m for m in metrics if _is_cpu_utilization(m)), None)
     if cpu is not None:
         v1_spec["targetCPUUtilizationPercentage"] = cpu["resource"]["target"]["averageUtilization"]
 
-    v1_status: Obj = {}
-    for key in ("observedGeneration", "lastScaleTime"):
-        if status.get(key) is not None:
-            v1_status[key] = status[key]
+    v1_status: Obj = _set_fields(status, _SHARED_STATUS)
     v1_status["currentReplicas"] = status.get("currentReplicas") or 0
     v1_status["desiredReplicas"] = status.get("desiredReplicas") or 0
     for metric in current_metrics:  # the last CPU utilization wins, as in kube
@@ -380,14 +388,12 @@ def _v2_metric_spec(raw: Any) -> Obj:
         out["object"] = {
             "describedObject": _decoded_reference(_field(source, "target")),
             "target": target,
-            "metric": _metric_identifier(_decoded_string(_field(source, "metricName")),
-                                         _decoded_selector(_field(source, "selector"))),
+            "metric": _metric_identifier(source),
         }
     source = _decoded_object(_field(metric, "pods"))
     if source is not None:
         out["pods"] = {
-            "metric": _metric_identifier(_decoded_string(_field(source, "metricName")),
-                                         _decoded_selector(_field(source, "selector"))),
+            "metric": _metric_identifier(source),
             "target": {"type": "AverageValue",
                        "averageValue": _decoded_quantity(_field(source, "targetAverageValue")) or "0"},
         }
@@ -408,8 +414,7 @@ def _v2_metric_spec(raw: Any) -> Obj:
         target = _put(_put({"type": "AverageValue" if value is None else "Value"}, "value", value),
                       "averageValue", _decoded_quantity(_field(source, "targetAverageValue")))
         out["external"] = {
-            "metric": _metric_identifier(_decoded_string(_field(source, "metricName")),
-                                         _decoded_selector(_field(source, "metricSelector"))),
+            "metric": _metric_identifier(source, "metricSelector"),
             "target": target,
         }
     return _ordered(out, ("type", "object", "pods", "resource", "containerResource", "external"))
@@ -422,8 +427,7 @@ def _v2_metric_status(raw: Any) -> Obj:
     source = _decoded_object(_field(metric, "object"))
     if source is not None:
         out["object"] = {
-            "metric": _metric_identifier(_decoded_string(_field(source, "metricName")),
-                                         _decoded_selector(_field(source, "selector"))),
+            "metric": _metric_identifier(source),
             "current": _put({"value": _decoded_quantity(_field(source, "currentValue")) or "0"},
                             "averageValue", _decoded_quantity(_field(source, "averageValue"))),
             "describedObject": _decoded_reference(_field(source, "target")),
@@ -431,8 +435,7 @@ def _v2_metric_status(raw: Any) -> Obj:
     source = _decoded_object(_field(metric, "pods"))
     if source is not None:
         out["pods"] = {
-            "metric": _metric_identifier(_decoded_string(_field(source, "metricName")),
-                                         _decoded_selector(_field(source, "selector"))),
+            "metric": _metric_identifier(source),
             "current": {"averageValue": _decoded_quantity(_field(source, "currentAverageValue")) or "0"},
         }
     for key in ("resource", "containerResource"):
@@ -447,8 +450,7 @@ def _v2_metric_status(raw: Any) -> Obj:
     source = _decoded_object(_field(metric, "external"))
     if source is not None:
         out["external"] = {
-            "metric": _metric_identifier(_decoded_string(_field(source, "metricName")),
-                                         _decoded_selector(_field(source, "metricSelector"))),
+            "metric": _metric_identifier(source, "metricSelector"),
             "current": _put({"value": _decoded_quantity(_field(source, "currentValue")) or "0"},
                             "averageValue", _decoded_quantity(_field(source, "currentAverageValue"))),
         }
@@ -524,9 +526,7 @@ def v1_to_v2(obj: Mapping[str, Any]) -> Obj:
     v2_spec: Obj = {}
     if "scaleTargetRef" in spec:
         v2_spec["scaleTargetRef"] = copy.deepcopy(spec["scaleTargetRef"])
-    for key in ("minReplicas", "maxReplicas"):
-        if spec.get(key) is not None:
-            v2_spec[key] = spec[key]
+    v2_spec.update(_set_fields(spec, _SHARED_SPEC))
     metrics: list[Obj] = []
     if spec.get("targetCPUUtilizationPercentage") is not None:
         metrics = [_cpu_metric(spec["targetCPUUtilizationPercentage"])]
@@ -539,10 +539,7 @@ def v1_to_v2(obj: Mapping[str, Any]) -> Obj:
     if behavior is not None:
         v2_spec["behavior"] = behavior
 
-    v2_status: Obj = {}
-    for key in ("observedGeneration", "lastScaleTime"):
-        if status.get(key) is not None:
-            v2_status[key] = status[key]
+    v2_status: Obj = _set_fields(status, _SHARED_STATUS)
     if status.get("currentReplicas"):
         v2_status["currentReplicas"] = status["currentReplicas"]
     if status.get("desiredReplicas"):
