@@ -376,6 +376,15 @@ def v2_to_v1(obj: Mapping[str, Any]) -> Obj:
 # --- v1 (with its annotations) to v2 ------------------------------------------------------------
 
 
+def _v2_resource_source(source: Mapping[str, Any], key: str, side: str, values: Obj) -> Obj:
+    """A decoded v1 ``resource`` or ``containerResource`` source (``key``) as v2's, with its
+    ``target`` or ``current`` (``side``) ``values``."""
+    converted: Obj = {"name": _decoded_string(_field(source, "name")), side: values}
+    if key == "containerResource":
+        converted["container"] = _decoded_string(_field(source, "container"))
+    return converted
+
+
 def _v2_metric_spec(raw: Any) -> Obj:
     """``Convert_v1_MetricSpec_To_autoscaling_MetricSpec`` of one decoded annotation entry."""
     metric = _decoded_object(raw) or {}
@@ -404,10 +413,7 @@ def _v2_metric_spec(raw: Any) -> Obj:
             target = _put(_put({"type": "AverageValue" if utilization is None else "Utilization"},
                                "averageValue", _decoded_quantity(_field(source, "targetAverageValue"))),
                           "averageUtilization", utilization)
-            converted: Obj = {"name": _decoded_string(_field(source, "name")), "target": target}
-            if key == "containerResource":
-                converted["container"] = _decoded_string(_field(source, "container"))
-            out[key] = converted
+            out[key] = _v2_resource_source(source, key, "target", target)
     source = _decoded_object(_field(metric, "external"))
     if source is not None:
         value = _decoded_quantity(_field(source, "targetValue"))
@@ -443,10 +449,7 @@ def _v2_metric_status(raw: Any) -> Obj:
         if source is not None:
             current = _put({"averageValue": _decoded_quantity(_field(source, "currentAverageValue")) or "0"},
                            "averageUtilization", _decoded_int(_field(source, "currentAverageUtilization")))
-            converted: Obj = {"name": _decoded_string(_field(source, "name")), "current": current}
-            if key == "containerResource":
-                converted["container"] = _decoded_string(_field(source, "container"))
-            out[key] = converted
+            out[key] = _v2_resource_source(source, key, "current", current)
     source = _decoded_object(_field(metric, "external"))
     if source is not None:
         out["external"] = {
