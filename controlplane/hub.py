@@ -79,6 +79,14 @@ from controlplane.apiserver.resources import (
     gpufed_resources,
     workload_resources,
 )
+from controlplane.apiserver.serviceallocation import (
+    DEFAULT_SERVICE_CLUSTER_IP_RANGE,
+    DEFAULT_SERVICE_NODE_PORT_RANGE,
+    AllocationRepair,
+    IPRange,
+    PortRange,
+    ServiceAllocator,
+)
 from controlplane.apiserver.serving import IDLE_TIMEOUT, GuardedTCPSite, ServingLimits
 from controlplane.apiserver.tls import ServingCertificate, ensure_pki, load_serving_certificate
 from controlplane.apiserver.watchcache import DEFAULT_WATCH_CACHE, WatchCache
@@ -193,6 +201,10 @@ class HubConfig:
     #: The controllers', scheduler's and waste sampler's lists and watches served by the API's
     #: watch cache (each event decoded once for all watchers); False: each reads the store itself.
     cached_informers: bool = True
+    #: Where Services' cluster IPs and node ports come from (--service-cluster-ip-range,
+    #: --service-node-port-range).
+    service_cluster_ips: IPRange = field(default_factory=lambda: IPRange.parse(DEFAULT_SERVICE_CLUSTER_IP_RANGE))
+    service_node_ports: PortRange = field(default_factory=lambda: PortRange.parse(DEFAULT_SERVICE_NODE_PORT_RANGE))
 
 
 def hub_registry() -> DynamicRegistry:
@@ -266,6 +278,7 @@ class Hub(ShutdownOnce):
         self.health: ClusterHealthMonitor | None = None
         self.rbac: RbacCache | None = None
         self.service_account_tokens: ServiceAccountTokens | None = None
+        self.service_allocator: ServiceAllocator | None = None
         self._leader_tasks: list[asyncio.Task[None]] = []
         self.metrics: HubMetrics = hub_metrics()
         #: Every write the API and the controllers make, counted (``gpufed_storage_writes_total``).
@@ -313,6 +326,10 @@ class Hub(ShutdownOnce):
         self.tokens = TokenStore(self.store)
         registry = hub_registry()
         self.objects = ObjectStore(RecentStore(LedgerStore(self.store, self.ledger), self.recent), registry)
+        self.service_allocator = ServiceAllocator(
+            self.store, cluster_ips=self.config.service_cluster_ips, node_ports=self.config.service_node_ports
+        )
+        self.objects.allocate_with(self.service_allocator)
         self.metrics.count_writes(self.ledger)
         await self.objects.bootstrap()
         await self._ensure_namespaces(LEASE_NAMESPACE, SYSTEM_NAMESPACE)
@@ -409,9 +426,10 @@ class Hub(ShutdownOnce):
 
     async def _start_leading(self, term: Term) -> None:
         """This replica leads: run the controllers over an ObjectStore fenced to ``term``."""
-        assert self.elector is not None and self.objects is not None
+        assert self.elector is not None and self.objects is not None and self.service_allocator is not None
         fenced_store = self.elector.fenced_store(term)
         writes = ObjectStore(RecentStore(LedgerStore(fenced_store, self.ledger), self.recent), self.objects.registry)
+        writes.allocate_with(self.service_allocator)
         config = self.config
         # Writes fenced to the term; lists and watches from the API's watch cache when it is shared.
         fenced: ObjectClient = writes if self.watch_cache is None or not config.cached_informers else CachedObjects(
@@ -441,6 +459,7 @@ class Hub(ShutdownOnce):
             asyncio.create_task(ClusterNamespaceController(fenced).run(), name="cluster-namespaces"),
             asyncio.create_task(ClusterRoleAggregationController(fenced).run(), name="clusterrole-aggregation"),
             asyncio.create_task(ServiceAccountsController(fenced).run(), name="serviceaccounts"),
+            asyncio.create_task(AllocationRepair(writes, self.service_allocator).run(), name="service-allocation-repair"),
         ]
         if self.waste_sampler is not None:
             self._waste_task = asyncio.create_task(

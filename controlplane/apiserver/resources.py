@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from controlplane.apis.apiextensions.kind import CustomKind
-from controlplane.apis.kube import defaulting, generation, validation
+from controlplane.apis.kube import defaulting, generation, services, validation
 from controlplane.apis.kube.defaulting import Defaulter
 from controlplane.apis.kube.field import FieldError
 from controlplane.apis.kube.validation import Validator
@@ -170,6 +170,9 @@ class ResourceType:
     name_rule: NameRule = NameRule.SUBDOMAIN
     #: Normalises an object before it is validated and written (e.g. Secret stringData).
     prepare: Callable[[dict[str, Any]], None] | None = None
+    #: What an update does first, given (new, stored): kube's strategy ``PrepareForUpdate`` steps
+    #: that read the stored object (a Service keeps its allocated values).
+    prepare_update: Callable[[dict[str, Any], dict[str, Any]], None] | None = None
     #: Served with a ``scale`` subresource (``kubectl scale``).
     scale: ScaleSubresource | None = None
     #: Warnings about a valid object on create/update/patch (accepted, but not doing what the
@@ -450,6 +453,7 @@ def core_resources() -> list[ResourceType]:
             "", "v1", "Service", "services", "service", namespaced=True,
             short_names=("svc",), categories=_WORKLOAD_CATEGORIES, has_status=True, strategic_merge=True, returns_deleted_object=True,
             name_rule=NameRule.LABEL_1035,
+            prepare=services.normalize_cluster_ips, prepare_update=services.prepare_update,
             columns=(
                 TableColumn("Type", path("spec.type")),
                 TableColumn("Cluster-IP", path("spec.clusterIP")),

@@ -51,6 +51,25 @@ class WriteReason:
 WRITE_REASON: ContextVar[WriteReason | None] = ContextVar("gpufed_write_reason", default=None)
 
 
+def changed_fields(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """The fields an update of object ``old`` to ``new`` changes, two levels deep
+    (``status.conditions``, ``metadata.managedFields``, ``spec``): a write's :attr:`WriteReason.changed`."""
+    out: list[str] = []
+    for key in sorted(set(old) | set(new)):
+        before, after = old.get(key), new.get(key)
+        if before == after:
+            continue
+        if isinstance(before, dict) and isinstance(after, dict) and key in ("metadata", "status"):
+            out.extend(
+                f"{key}.{sub}"
+                for sub in sorted(set(before) | set(after))
+                if sub != "resourceVersion" and before.get(sub) != after.get(sub)
+            )
+        else:
+            out.append(key)
+    return out
+
+
 @contextlib.contextmanager
 def _bound(variable: ContextVar[T], value: T) -> Iterator[None]:
     token = variable.set(value)

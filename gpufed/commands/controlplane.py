@@ -19,6 +19,12 @@ from controlplane.apiserver.flowcontrol.levels import (
     Level,
     parse_shares,
 )
+from controlplane.apiserver.serviceallocation.ranges import (
+    DEFAULT_SERVICE_CLUSTER_IP_RANGE,
+    DEFAULT_SERVICE_NODE_PORT_RANGE,
+    IPRange,
+    PortRange,
+)
 from controlplane.apiserver.watching import (
     DEFAULT_SLOW_WATCHER_TIMEOUT,
     DEFAULT_WATCH_BUFFER_BYTES,
@@ -63,6 +69,20 @@ def _flowcontrol_shares(text: str) -> dict[Level, int]:
 
 _whole_number = whole_number()
 _positive_int = whole_number(1)
+
+
+def _ip_range(text: str) -> IPRange:
+    try:
+        return IPRange.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected a CIDR such as 10.96.0.0/12: {exc}") from None
+
+
+def _port_range(text: str) -> PortRange:
+    try:
+        return PortRange.parse(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port range such as 30000-32767, not {text!r}") from None
 
 
 #: The write journal's largest size (--debug-write-journal): about 30 MB of entries.
@@ -122,6 +142,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tls-san", action="append", default=[], metavar="NAME",
                         help="extra DNS name or IP for the serving certificate the hub issues (repeatable); with "
                              "--tls-cert-file, names that certificate is expected to hold")
+    parser.add_argument("--service-cluster-ip-range", type=_ip_range, default=DEFAULT_SERVICE_CLUSTER_IP_RANGE,
+                        metavar="CIDR",
+                        help="the range Services' cluster IPs are allocated from, as kube-apiserver's flag "
+                             f"(default {DEFAULT_SERVICE_CLUSTER_IP_RANGE})")
+    parser.add_argument("--service-node-port-range", type=_port_range, default=DEFAULT_SERVICE_NODE_PORT_RANGE,
+                        metavar="LOW-HIGH",
+                        help="the range NodePort and LoadBalancer Services' node ports are allocated from "
+                             f"(default {DEFAULT_SERVICE_NODE_PORT_RANGE})")
     parser.add_argument("--cluster-monitor-grace-period", type=_positive_seconds, default=40.0, metavar="SECONDS",
                         help="how long a cluster may miss heartbeats before it is Unknown (default 40)")
     parser.add_argument("--default-unreachable-toleration-seconds", type=_whole_seconds, default=300,
@@ -315,6 +343,8 @@ def run(args: argparse.Namespace) -> int:
             slow_timeout=args.watch_slow_client_timeout,
         ),
         write_journal=args.debug_write_journal,
+        service_cluster_ips=args.service_cluster_ip_range,
+        service_node_ports=args.service_node_port_range,
     )
     collector = CollectorPolicy(freeze_interval=args.gc_freeze_interval, full_interval=args.gc_full_interval)
     runner = run_until_signalled(Hub(config), collector=collector, stall_warning=args.loop_stall_warning)

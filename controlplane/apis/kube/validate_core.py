@@ -1,7 +1,8 @@
 """kube's validation of core/v1 kinds: Pod, Service, ConfigMap, Secret, PersistentVolumeClaim.
 
-As pkg/apis/core/validation: a Pod's spec (:mod:`.validate_pod`); a Service's type and
-ports (required, unique, in range, named when several, a valid target port); ConfigMap
+As pkg/apis/core/validation: a Pod's spec (:mod:`.validate_pod`); a Service's type,
+ports (required, unique, in range, named when several, a valid target port) and cluster IP
+fields (:func:`~controlplane.apis.kube.services.cluster_ip_fields_errors`); ConfigMap
 and Secret keys (``[-._a-zA-Z0-9]+``), their total size (1 MiB), the keys a typed Secret
 needs, and ``immutable``; a PVC's access modes and storage request, and on update a spec
 that changes only its storage request (bound claims), never below the previous one.
@@ -21,6 +22,7 @@ from controlplane.apis.kube.names import (
     port_name_errors,
     port_number_errors,
 )
+from controlplane.apis.kube.services import cluster_ip_fields_errors
 from controlplane.apis.kube.validate_pod import (
     PROTOCOLS,
     defaulted_enum_errors,
@@ -110,6 +112,7 @@ def validate_service(obj: Obj, old: Obj | None) -> list[FieldError]:
     if kind == "ExternalName" and not spec.get("externalName"):
         errors.append(field.required("spec.externalName"))
     errors += _service_ports_errors(spec)
+    errors += cluster_ip_fields_errors(spec)
     if kind != "ExternalName":
         errors += labels_errors(spec.get("selector"), "spec.selector")
     if old is not None:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from controlplane.apiserver import codec, errors
+from controlplane.apiserver.allocating import Allocations, NoAllocations
 from controlplane.apiserver.objects.namespaces import SYSTEM_NAMESPACES, NamespaceLifecycle
 from controlplane.apiserver.objects.reading import decode, get_kv, store_call, stored_form
 from controlplane.apiserver.objects.values import (
@@ -38,6 +39,8 @@ class Deleter:
         self._registry = registry
         self._namespaces = namespaces
         self.now = now
+        #: Told of every delete, to free what the object held (a Service's cluster IP).
+        self.allocations: Allocations = NoAllocations()
 
     async def delete(
         self,
@@ -99,6 +102,7 @@ class Deleter:
         except storage.StorageError as exc:
             raise errors.from_storage_error(exc, plural=rt.plural, group=rt.group, name=name) from exc
         meta["resourceVersion"] = str(deleted.mod_revision)
+        await self.allocations.on_delete(rt, obj)
         if rt.namespaced:
             await self._namespaces.content_deleted(meta["namespace"])
         return DeleteResult(obj, deleted=True)

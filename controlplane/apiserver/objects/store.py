@@ -18,6 +18,7 @@ from typing import Any, Unpack
 
 from controlplane.apiserver import codec, errors
 from controlplane.apiserver.admission import CheckCreate
+from controlplane.apiserver.allocating import Allocations
 from controlplane.apiserver.objects.aliases import merge_alias_storage
 from controlplane.apiserver.objects.deleting import Deleter
 from controlplane.apiserver.objects.events import watch_events
@@ -82,6 +83,12 @@ class ObjectStore:
         """Await ``check`` for every create from now on, HTTP and in-process, dry runs included:
         an admission plugin that reads other objects (:data:`CheckCreate`)."""
         self._writer.create_checks.append(check)
+
+    def allocate_with(self, allocations: Allocations) -> None:
+        """Ask ``allocations`` for the values every write takes from a shared pool, and tell it
+        of every delete (:mod:`controlplane.apiserver.allocating`): the hub's Service addresses."""
+        self._writer.allocations = allocations
+        self._deleter.allocations = allocations
 
     async def bootstrap(self) -> None:
         """Move objects of types now served under two groups to their shared storage and create

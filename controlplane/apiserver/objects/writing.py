@@ -25,6 +25,7 @@ from typing import Any
 from controlplane.apis.kube.generation import generation_content
 from controlplane.apiserver import errors
 from controlplane.apiserver.admission import CheckCreate, Operation, WriteAttributes
+from controlplane.apiserver.allocating import Allocations, NoAllocations, stored_with
 from controlplane.apiserver.objects.namespaces import NamespaceLifecycle
 from controlplane.apiserver.objects.reading import decode, get_kv, served, store_call, stored_form
 from controlplane.apiserver.objects.values import WriteOptions
@@ -32,7 +33,7 @@ from controlplane.apiserver.patches import PatchType, apply_patch, record_update
 from controlplane.apiserver.resources import ResourceType
 from controlplane.apiserver.validation import check_object, decoded_applied
 from controlplane.storage import interface as storage
-from controlplane.storage.ledger import WriteReason, writing_because
+from controlplane.storage.ledger import WriteReason, changed_fields, writing_because
 from controlplane.storage.recent import known_stale, known_value
 
 #: How often a patch re-reads and retries after losing a compare-and-swap race; every
@@ -68,6 +69,8 @@ class Writer:
         self.now = now
         #: Awaited for every create, after ``options.validate`` (see :data:`CheckCreate`).
         self.create_checks: list[CheckCreate] = []
+        #: Asked for the values a write takes from a shared pool (a Service's cluster IP).
+        self.allocations: Allocations = NoAllocations()
 
     async def create_owned(
         self, rt: ResourceType, obj: dict[str, Any], options: WriteOptions
@@ -147,10 +150,12 @@ class Writer:
             options.validate(WriteAttributes(Operation.CREATE, rt, obj))
         for check in self.create_checks:
             await check(rt, obj)
+        reserved = await self.allocations.on_create(rt, obj, dry_run=options.dry_run)
         if options.dry_run:
             return served(rt, obj), None
-        kv: storage.KeyValue = await store_call(
-            rt, meta["name"], self._store.create(rt.key(namespace=meta.get("namespace"), name=meta["name"]), stored_form(rt, obj))
+        key = rt.key(namespace=meta.get("namespace"), name=meta["name"])
+        kv: storage.KeyValue = await stored_with(
+            reserved, store_call(rt, meta["name"], self._store.create(key, stored_form(rt, obj)))
         )
         if rt.conversion is not None:
             obj = decode(rt, kv)  # the answer is the stored object, converted back
@@ -323,6 +328,8 @@ class Writer:
     ) -> dict[str, Any]:
         """``new`` as an update of ``old`` would store it (defaulted, validated, its generation
         and managedFields, admission run), or ``old`` itself when the update changes nothing."""
+        if rt.prepare_update is not None and subresource is None:
+            rt.prepare_update(new, old)
         if rt.prepare is not None:
             rt.prepare(new)
         if rt.defaults is not None:
@@ -377,12 +384,14 @@ class Writer:
     ) -> dict[str, Any]:
         """Store ``new`` (from :meth:`prepared_update`) over ``old``, stored as ``kv``: a
         compare-and-swap on its revision, or the delete of an object whose last finalizer went."""
-        if options.dry_run:
-            return served(rt, new)
         meta = new["metadata"]
         name = meta["name"]
         key = kv.key
-        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+        deleting = bool(meta.get("deletionTimestamp") and not meta.get("finalizers"))
+        reserved = await self.allocations.on_update(rt, old, new, dry_run=options.dry_run) if not deleting else None
+        if options.dry_run:
+            return served(rt, new)
+        if reserved is None:
             try:
                 deleted = await self._store.delete(key, expected_revision=kv.mod_revision)
             except storage.Conflict as exc:
@@ -390,13 +399,14 @@ class Writer:
             except storage.StorageError as exc:
                 raise errors.from_storage_error(exc, plural=rt.plural, group=rt.group, name=name) from exc
             meta["resourceVersion"] = str(deleted.mod_revision)
+            await self.allocations.on_delete(rt, new)
             if rt.namespaced:
                 await self._namespaces.content_deleted(meta["namespace"])
             return new
         try:
             with writing_because(WriteReason(subresource or "", partial(changed_fields, old, new))):
                 stored = stored_form(rt, new, replacing=kv, part=subresource)
-                written = await self._store.update(key, stored, expected_revision=kv.mod_revision)
+                written = await stored_with(reserved, self._store.update(key, stored, expected_revision=kv.mod_revision))
         except storage.Conflict as exc:
             raise LostRace(errors.conflict_modified(plural=rt.plural, group=rt.group, name=name).message) from exc
         except storage.StorageError as exc:
@@ -576,21 +586,3 @@ def _without_resource_version(obj: dict[str, Any]) -> dict[str, Any]:
     meta = {k: v for k, v in obj["metadata"].items() if k != "resourceVersion"}
     return {**obj, "metadata": meta}
 
-
-def changed_fields(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """The fields an update changes, two levels deep (``status.conditions``,
-    ``metadata.managedFields``, ``spec``): why a write happened, for the write ledger."""
-    out: list[str] = []
-    for key in sorted(set(old) | set(new)):
-        before, after = old.get(key), new.get(key)
-        if before == after:
-            continue
-        if isinstance(before, dict) and isinstance(after, dict) and key in ("metadata", "status"):
-            out.extend(
-                f"{key}.{sub}"
-                for sub in sorted(set(before) | set(after))
-                if sub != "resourceVersion" and before.get(sub) != after.get(sub)
-            )
-        else:
-            out.append(key)
-    return out
