@@ -6,7 +6,8 @@ RuntimeClass lands in every member and leaves with the hub's; a JobSet sent to a
 does not serve JobSet is a clear Work condition and an Event; objects exported from another
 cluster (``kubectl get -o yaml``) land without what that cluster gave them: a Job with
 ``ttlSecondsAfterFinished`` runs once and then leaves the hub and the member, a Service comes
-without its old clusterIP. Real hub on real etcd, two simulated members (time scale 20), two
+without its old clusterIP; the hub gives Services an address and node ports as kube does (kubectl
+shows them, a taken one is kube's 422) and members get none of its addresses. Real hub on real etcd, two simulated members (time scale 20), two
 agents (applying every Work again every 2 s), the real kubectl; one fleet shared by the tests."""
 
 from __future__ import annotations
@@ -332,3 +333,63 @@ def test_exported_objects_run_once_and_land_without_their_old_clusters_fields(
     time.sleep(RESYNC_SECONDS * 2 + 1)
     assert east.run("get", "job", "run-once", "-n", "ml", check=False).returncode != 0
     assert len(pods_scheduled()) == 1  # it ran once
+
+
+SERVED_CLUSTER_IP = """
+apiVersion: policy.gpufed.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: addressed, namespace: ml}
+spec:
+  resourceSelectors:
+    - {apiVersion: v1, kind: Service, name: addressed}
+    - {apiVersion: v1, kind: Service, name: exposed}
+  placement:
+    clusterAffinity: {clusterNames: [east]}
+"""
+
+
+def test_the_hub_allocates_service_addresses_and_node_ports_and_members_get_none_of_its_addresses(
+    fleet: tuple[Kubectl, dict[str, Kubectl]],
+) -> None:
+    hub, members = fleet
+    east = members["east"]
+    hub.run("apply", "-f", "-", input_text=SERVED_CLUSTER_IP)
+    hub.run("create", "service", "clusterip", "addressed", "--tcp=80:8080", "-n", "ml")
+    hub.run("create", "service", "nodeport", "exposed", "--tcp=80:8080", "-n", "ml")
+
+    # kubectl get svc shows the address and the node port the hub gave them.
+    rows = {line.split()[0]: line.split() for line in hub.run("get", "svc", "-n", "ml").stdout.splitlines()[1:]}
+    address = rows["addressed"][2]
+    octets = [int(part) for part in address.split(".")]
+    assert octets[0] == 10 and 96 <= octets[1] <= 111, rows  # in 10.96.0.0/12
+    exposed = hub.json("get", "svc", "exposed", "-n", "ml")["spec"]
+    node_port = exposed["ports"][0]["nodePort"]
+    assert 30000 <= node_port <= 32767
+    assert rows["exposed"][1] == "NodePort" and rows["exposed"][4] == f"80:{node_port}/TCP"
+    assert exposed["ipFamilies"] == ["IPv4"] and exposed["ipFamilyPolicy"] == "SingleStack"
+
+    # A taken address or node port is kube's 422, word for word.
+    taken = hub.run("create", "service", "clusterip", "again", "--tcp=80", f"--clusterip={address}", "-n", "ml",
+                    check=False)
+    assert taken.returncode != 0
+    assert (f'Service "again" is invalid: spec.clusterIPs: Invalid value: []string{{"{address}"}}: '
+            f"failed to allocate IP {address}: provided IP is already allocated") in taken.stderr
+    clash = hub.run("create", "service", "nodeport", "again", "--tcp=81", f"--node-port={node_port}", "-n", "ml",
+                    check=False)
+    assert (f'Service "again" is invalid: spec.ports[0].nodePort: Invalid value: {node_port}: '
+            "provided port is already allocated") in clash.stderr
+
+    # The member gets the Service without the hub's address (its own API allocates its own).
+    work = wait_for(lambda: hub.json_or_none("get", "work", "ml-addressed-service", "-n", "gpufed-es-east"),
+                    timeout=120, what="the Work of the addressed Service")
+    manifest = work["spec"]["workload"]["manifests"][0]["spec"]
+    assert "clusterIP" not in manifest and "clusterIPs" not in manifest
+    copy = wait_for(lambda: east.json_or_none("get", "service", "addressed", "-n", "ml"), timeout=120,
+                    what="the addressed Service in east")
+    assert address not in (copy["spec"].get("clusterIP"), *(copy["spec"].get("clusterIPs") or ()))
+
+    # Deleted, its address and node port are free again.
+    hub.run("delete", "svc", "addressed", "exposed", "-n", "ml")
+    hub.run("create", "service", "clusterip", "again", "--tcp=80", f"--clusterip={address}", "-n", "ml")
+    hub.run("create", "service", "nodeport", "again-np", "--tcp=81", f"--node-port={node_port}", "-n", "ml")
+    hub.run("delete", "svc", "again", "again-np", "-n", "ml")
