@@ -43,10 +43,10 @@ def service(name: str, *, kind: str | None = None, namespace: str = "default", *
 
 
 @pytest.fixture
-async def hub(store: Store, api_registry: Registry) -> ObjectStore:
-    objects = hub_objects(store, api_registry)
-    await objects.bootstrap()
-    return objects
+def hub(objects_on: ObjectStore) -> ObjectStore:
+    """The object layer over each store, allocating as the hub does."""
+    objects_on.allocate_with(allocator_on(objects_on.store))
+    return objects_on
 
 
 @pytest.fixture
@@ -264,3 +264,18 @@ async def test_the_repair_frees_leaks_after_three_passes_and_records_what_servic
         await hub.create(svc_type, service("dup", clusterIP="10.96.0.8"))
     await hub.create(svc_type, service("reuse", clusterIP="10.96.0.7"))
 
+
+
+async def test_a_service_stored_before_the_hub_allocated_gets_an_address_on_its_next_write_not_a_status_one(
+    hub: ObjectStore, svc_type: ResourceType, store: Store
+) -> None:
+    await ObjectStore(store, hub.registry).create(svc_type, service("legacy"))  # no allocation
+    stored = await hub.get(svc_type, namespace="default", name="legacy")
+    assert "clusterIP" not in stored["spec"]
+    status = {**stored, "status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.1"}]}}}
+    after_status = await hub.update_status(svc_type, status)
+    assert "clusterIP" not in after_status["spec"]
+    assert await allocator_on(store).ip_records.read_all() == []
+    labelled = dict(after_status, metadata={**after_status["metadata"], "labels": {"a": "b"}})
+    updated = await hub.update(svc_type, labelled)
+    assert [r.value for r in await allocator_on(store).ip_records.read_all()] == [updated["spec"]["clusterIP"]]

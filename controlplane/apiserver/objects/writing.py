@@ -388,10 +388,12 @@ class Writer:
         name = meta["name"]
         key = kv.key
         deleting = bool(meta.get("deletionTimestamp") and not meta.get("finalizers"))
-        reserved = await self.allocations.on_update(rt, old, new, dry_run=options.dry_run) if not deleting else None
+        # A status write changes no allocated value (and gives none to an object stored without).
+        allocating = not deleting and subresource is None
+        reserved = await self.allocations.on_update(rt, old, new, dry_run=options.dry_run) if allocating else None
         if options.dry_run:
             return served(rt, new)
-        if reserved is None:
+        if deleting:
             try:
                 deleted = await self._store.delete(key, expected_revision=kv.mod_revision)
             except storage.Conflict as exc:
@@ -406,7 +408,8 @@ class Writer:
         try:
             with writing_because(WriteReason(subresource or "", partial(changed_fields, old, new))):
                 stored = stored_form(rt, new, replacing=kv, part=subresource)
-                written = await stored_with(reserved, self._store.update(key, stored, expected_revision=kv.mod_revision))
+                update = self._store.update(key, stored, expected_revision=kv.mod_revision)
+                written = await (update if reserved is None else stored_with(reserved, update))
         except storage.Conflict as exc:
             raise LostRace(errors.conflict_modified(plural=rt.plural, group=rt.group, name=name).message) from exc
         except storage.StorageError as exc:

@@ -24,6 +24,8 @@ SERVICE_IPS_PREFIX: Final = "/registry/ranges/serviceips/"
 SERVICE_NODE_PORTS_PREFIX: Final = "/registry/ranges/servicenodeports/"
 #: Records read per list call when a range is read whole.
 _PAGE: Final = 1000
+#: Takes of one value that find it freed in between before it counts as taken.
+_CLAIM_ATTEMPTS: Final = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,16 +75,18 @@ class Records:
 
     async def claim(self, value: str | int, owner: Owner) -> bool:
         """Take ``value`` for ``owner``: True when it is now (or was already) theirs."""
-        try:
-            await self._store.create(self.key(value), owner.encode())
-            return True
-        except storage.AlreadyExists:
-            pass
-        try:
-            kv = await self._store.get(self.key(value))
-        except storage.NotFound:
-            return await self.claim(value, owner)  # released in between: try again
-        return Owner.decode(kv.value) == owner
+        for _attempt in range(_CLAIM_ATTEMPTS):
+            try:
+                await self._store.create(self.key(value), owner.encode())
+                return True
+            except storage.AlreadyExists:
+                pass
+            try:
+                kv = await self._store.get(self.key(value))
+            except storage.NotFound:
+                continue  # freed in between: try again
+            return Owner.decode(kv.value) == owner
+        return False
 
     async def held(self, value: str | int) -> bool:
         try:
