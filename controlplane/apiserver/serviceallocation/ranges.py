@@ -3,7 +3,7 @@ ports (``--service-node-port-range``), as kube-apiserver's allocators see them.
 
 A range is a count of slots and a mapping between slot numbers (offsets) and values. An IP
 range leaves out the network address and, for IPv4, the broadcast address; an IPv6 range is
-capped at 65536 slots, as kube caps its bitmap. Both keep kube's static band: the first
+capped at 65535 slots, as kube caps its bitmap. Both keep kube's static band: the first
 ``min(max(16, size/16), 256)`` addresses (``min(max(16, size/32), 128)`` ports) are handed out
 by :func:`next_free` only once the rest is full, so that values users pick themselves seldom
 collide with drawn ones. Pure; no I/O; nothing of size proportional to the range is built.
@@ -48,8 +48,9 @@ class IPRange:
 
     @property
     def size(self) -> int:
-        total = self.network.num_addresses - (2 if self.network.version == 4 else 1)
-        return min(total, _IPV6_MAX_SLOTS) if self.network.version == 6 else total
+        if self.network.version == 4:
+            return self.network.num_addresses - 2  # neither the network nor the broadcast address
+        return min(self.network.num_addresses, _IPV6_MAX_SLOTS) - 1  # kube's bitmap cap, less the network address
 
     @property
     def static_band(self) -> int:
