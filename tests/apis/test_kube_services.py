@@ -118,3 +118,27 @@ def test_node_port_range_and_the_draw_order() -> None:
     for bad in ("32767-30000", "0-10", "a-b", "30000-70000"):
         with pytest.raises(ValueError):
             PortRange.parse(bad)
+
+
+@pytest.mark.parametrize(
+    ("spec", "errors"),
+    [
+        ({"type": "ExternalName", "externalName": "x.example.com"}, []),
+        ({"type": "ExternalName", "clusterIP": "10.96.0.1", "clusterIPs": ["10.96.0.1"], "ipFamilyPolicy": "SingleStack"},
+         ["spec.clusterIPs: Forbidden: may not be set for ExternalName services",
+          "spec.ipFamilyPolicy: Forbidden: may not be set for ExternalName services"]),
+        ({"type": "NodePort", "clusterIP": "None", "clusterIPs": ["None"]},
+         ["spec.clusterIPs[0]: Invalid value: \"None\": may not be set to 'None' for NodePort services"]),
+        ({"clusterIP": "10.96.0.1", "clusterIPs": ["10.96.0.2"]},
+         ['spec.clusterIPs: Invalid value: []string{"10.96.0.2"}: first value must match `clusterIP`']),
+        ({"clusterIPs": ["10.96.0.2"]},
+         ['spec.clusterIPs: Invalid value: []string{"10.96.0.2"}: must be empty when `clusterIP` is not specified']),
+        ({"clusterIP": "x", "clusterIPs": ["x"]},
+         ['spec.clusterIPs[0]: Invalid value: "x": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)']),
+        ({"ipFamilyPolicy": "Single"},
+         ['spec.ipFamilyPolicy: Unsupported value: "Single": supported values: "PreferDualStack", "RequireDualStack", '
+          '"SingleStack"']),
+    ],
+)
+def test_cluster_ip_fields_validation(spec: dict[str, Any], errors: list[str]) -> None:
+    assert [f"{e.field}: {e.message}" for e in services.cluster_ip_fields_errors(spec)] == errors

@@ -240,10 +240,16 @@ def init_ip_families(spec: Obj, *, family: str) -> list[FieldError]:
 
 def cluster_ip_fields_errors(spec: Obj) -> list[FieldError]:
     """``ValidateServiceClusterIPsRelatedFields``: ``clusterIP`` and ``clusterIPs`` in step,
-    well-formed addresses, supported families and policy (not for ExternalName)."""
-    if not needs_cluster_ip(spec):
-        return []
+    well-formed addresses, supported families and policy; and what ``ValidateService`` says of
+    them per type (none for ExternalName, never ``None`` for NodePort or LoadBalancer)."""
+    kind = service_type(spec)
+    if kind == "ExternalName":
+        named = [key for key in ("clusterIPs", "ipFamilies") if spec.get(key)]
+        named += ["ipFamilyPolicy"] if spec.get("ipFamilyPolicy") is not None else []
+        return [field.forbidden(f"spec.{key}", "may not be set for ExternalName services") for key in named]
     errors: list[FieldError] = []
+    if kind in ("NodePort", "LoadBalancer") and is_headless(spec) and field.items(spec.get("clusterIPs")):
+        errors.append(field.invalid("spec.clusterIPs[0]", CLUSTER_IP_NONE, f"may not be set to 'None' for {kind} services"))
     ip, ips = spec.get("clusterIP"), spec.get("clusterIPs")
     ips = ips if isinstance(ips, list) else []
     if ip:
