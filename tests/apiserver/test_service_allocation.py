@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import uuid
 from typing import Any
 
 import pytest
@@ -279,3 +280,19 @@ async def test_a_service_stored_before_the_hub_allocated_gets_an_address_on_its_
     labelled = dict(after_status, metadata={**after_status["metadata"], "labels": {"a": "b"}})
     updated = await hub.update(svc_type, labelled)
     assert [r.value for r in await allocator_on(store).ip_records.read_all()] == [updated["spec"]["clusterIP"]]
+
+
+async def test_two_hub_processes_on_one_etcd_never_share_an_address(etcd_endpoint: str, api_registry: Registry) -> None:
+    """Two etcd clients (two hub processes) over one etcd: the create-if-absent of etcd decides."""
+    from controlplane.storage import EtcdStore
+
+    prefix = f"/gpufed-test/{uuid.uuid4().hex}"
+    async with EtcdStore([etcd_endpoint], prefix=prefix) as one, EtcdStore([etcd_endpoint], prefix=prefix) as two:
+        replicas = [hub_objects(one, api_registry), hub_objects(two, api_registry)]
+        await replicas[0].bootstrap()
+        svc_type = api_registry.require("v1", "Service")
+        drawn = await asyncio.gather(
+            *(replicas[i % 2].create(svc_type, service(f"s{i}", kind="NodePort")) for i in range(9))
+        )
+    assert len({d["spec"]["clusterIP"] for d in drawn}) == 9
+    assert len({d["spec"]["ports"][0]["nodePort"] for d in drawn}) == 9
