@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from controlplane.apis.kube import services
+from controlplane.apis.kube.validate_core import validate_service
 from controlplane.apiserver.serviceallocation.ranges import IPRange, PortRange, next_free
 
 
@@ -142,3 +143,10 @@ def test_node_port_range_and_the_draw_order() -> None:
 )
 def test_cluster_ip_fields_validation(spec: dict[str, Any], errors: list[str]) -> None:
     assert [f"{e.field}: {e.message}" for e in services.cluster_ip_fields_errors(spec)] == errors
+
+
+def test_two_ports_may_not_share_a_node_port_and_protocol() -> None:
+    ports = [{"name": "a", "port": 80, "nodePort": 30080}, {"name": "b", "port": 81, "nodePort": 30080},
+             {"name": "c", "port": 82, "protocol": "UDP", "nodePort": 30080}]
+    found = validate_service({"metadata": {"name": "s"}, "spec": {"type": "NodePort", "ports": ports}}, None)
+    assert [f"{e.field}: {e.message}" for e in found] == ["spec.ports[1].nodePort: Duplicate value: 30080"]

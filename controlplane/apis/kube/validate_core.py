@@ -73,6 +73,7 @@ def _service_ports_errors(spec: Obj) -> list[FieldError]:
         errors.append(field.required("spec.ports"))
     names: set[str] = set()
     seen: set[tuple[str, Any]] = set()
+    node_ports: set[tuple[str, Any]] = set()
     for i, port in enumerate(ports):
         port = field.mapping(port)
         path = f"spec.ports[{i}]"
@@ -99,6 +100,11 @@ def _service_ports_errors(spec: Obj) -> list[FieldError]:
         if key in seen:
             errors.append(field.duplicate(path, _service_port_key(port)))
         seen.add(key)
+        node_port = port.get("nodePort")
+        if node_port:
+            if (str(protocol or "TCP"), node_port) in node_ports:
+                errors.append(field.duplicate(f"{path}.nodePort", node_port))
+            node_ports.add((str(protocol or "TCP"), node_port))
     return errors
 
 
