@@ -6,7 +6,8 @@ Out: :class:`PolicyMatch` / :class:`OverrideRule` values. No I/O.
 PropagationPolicy selection (Karmada's detector):
 
 1. Workloads in reserved namespaces (``gpufed-system``, ``gpufed-cluster-lease``,
-   ``gpufed-es-*``, ``kube-*``) are never propagated. Policies being deleted are skipped.
+   ``gpufed-es-*``, ``kube-*``) are never propagated, nor what every cluster creates for itself
+   (:func:`is_cluster_builtin`). Policies being deleted are skipped.
 2. A PropagationPolicy applies only to workloads in its own namespace (its selectors'
    ``namespace`` is not needed); a ClusterPropagationPolicy honours the selector's namespace.
 3. A matching namespaced policy always beats a cluster-scoped one, whatever the priorities:
@@ -56,6 +57,28 @@ class ImplicitPriority(IntEnum):
 def is_reserved_namespace(namespace: str | None) -> bool:
     """Namespaces whose objects are never propagated."""
     return bool(namespace) and _RESERVED_NAMESPACE.match(namespace or "") is not None
+
+
+#: The label kube-apiserver (and the hub) put on the RBAC objects they create at start-up.
+_BOOTSTRAPPING_LABEL = "kubernetes.io/bootstrapping"
+_RBAC_DEFAULTS = "rbac-defaults"
+#: The prefix of the PriorityClasses every cluster creates itself (``system-node-critical``...).
+_SYSTEM_PRIORITY_CLASS_PREFIX = "system-"
+
+
+def is_cluster_builtin(workload: Mapping[str, Any]) -> bool:
+    """An object every cluster makes for itself at start-up, never propagated: the hub's default
+    ClusterRoles and ClusterRoleBindings (``cluster-admin``, ``system:*``, labelled
+    ``kubernetes.io/bootstrapping: rbac-defaults``; each member has its own, which the hub's
+    must not overwrite) and the ``system-`` PriorityClasses (each member has them already and
+    refuses their deletion)."""
+    meta = _meta(workload)
+    labels = meta.get("labels")
+    if isinstance(labels, Mapping) and labels.get(_BOOTSTRAPPING_LABEL) == _RBAC_DEFAULTS:
+        return True
+    return workload.get("kind") == "PriorityClass" and str(meta.get("name") or "").startswith(
+        _SYSTEM_PRIORITY_CLASS_PREFIX
+    )
 
 
 def _meta(workload: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -160,7 +183,7 @@ def matching_policies(
     workload: Mapping[str, Any], policies: Sequence[AnyPropagationPolicy]
 ) -> list[PolicyMatch]:
     """Every policy that matches ``workload``, best first (see the module docstring)."""
-    if is_reserved_namespace(_meta(workload).get("namespace")):
+    if is_reserved_namespace(_meta(workload).get("namespace")) or is_cluster_builtin(workload):
         return []
     matches = [m for m in (_match(workload, p) for p in policies) if m is not None]
     return sorted(matches, key=_rank)
@@ -267,6 +290,7 @@ __all__ = [
     "PolicyRef",
     "best_selector_match",
     "collect_override_rules",
+    "is_cluster_builtin",
     "is_reserved_namespace",
     "matching_policies",
     "policy_ref",

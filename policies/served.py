@@ -22,16 +22,36 @@ from typing import Any
 #: The policy condition that says whether every resource selector names a propagatable kind.
 SELECTORS_SERVED = "ResourceSelectorsServed"
 
-#: (group, kind) of the cluster-scoped kinds a ClusterPropagationPolicy may propagate:
-#: CustomResourceDefinitions (as Karmada users send a CRD to the clusters its instances go to) and
-#: RuntimeClasses (GPU charts' ``nvidia``, which their pods name in ``runtimeClassName``).
+#: (group, kind) of the cluster-scoped kinds a ClusterPropagationPolicy may propagate: those a
+#: workload or an operator needs in every member it runs in, as Karmada users propagate them.
+#: CustomResourceDefinitions (a custom kind's objects need it served), RuntimeClasses (GPU charts'
+#: ``nvidia``: pods name it in ``runtimeClassName``), PriorityClasses (``priorityClassName``: a
+#: member refuses a pod naming a missing one), StorageClasses (``storageClassName``: a claim naming
+#: a missing one stays Pending), IngressClasses (``ingressClassName``) and ClusterRoles and
+#: ClusterRoleBindings (an operator's permissions in the member).
 PROPAGATABLE_CLUSTER_KINDS: frozenset[tuple[str, str]] = frozenset(
-    {("apiextensions.k8s.io", "CustomResourceDefinition"), ("node.k8s.io", "RuntimeClass")}
+    {
+        ("apiextensions.k8s.io", "CustomResourceDefinition"),
+        ("node.k8s.io", "RuntimeClass"),
+        ("scheduling.k8s.io", "PriorityClass"),
+        ("storage.k8s.io", "StorageClass"),
+        ("networking.k8s.io", "IngressClass"),
+        ("rbac.authorization.k8s.io", "ClusterRole"),
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+    }
 )
+
+
+def _plural(kind: str) -> str:
+    return kind + ("es" if kind.endswith("s") else "s")
+
+
+def _listed(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
 #: Those kinds as a warning names them.
-_CLUSTER_KINDS_TEXT = " and ".join(
-    sorted(kind + ("es" if kind.endswith("s") else "s") for _, kind in PROPAGATABLE_CLUSTER_KINDS)
-)
+_CLUSTER_KINDS_TEXT = _listed(sorted(_plural(kind) for _, kind in PROPAGATABLE_CLUSTER_KINDS))
 
 
 class KindStatus(StrEnum):

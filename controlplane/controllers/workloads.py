@@ -1,8 +1,8 @@
 """What the hub's controllers share about workloads: which kinds propagate, keys, conditions.
 
 In: the hub's :class:`Registry` and workload objects as dicts. Out: the propagatable
-resource types (every namespaced kind but the hub's own, and CustomResourceDefinitions and
-RuntimeClasses, whose bindings live in ``gpufed-system``), :class:`WorkloadRef` keys (a workload, and the name of its binding), the
+resource types (every namespaced kind but the hub's own, and the cluster-scoped kinds of
+:data:`~policies.served.PROPAGATABLE_CLUSTER_KINDS`, whose bindings live in ``gpufed-system``), :class:`WorkloadRef` keys (a workload, and the name of its binding), the
 ``Propagated`` condition the detector sets on a hub workload's status, and a dict version
 of ``set_condition`` for status conditions. Pure; no I/O.
 """

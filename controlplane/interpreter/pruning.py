@@ -18,7 +18,10 @@ them, per kind, as Karmada's ``RemoveIrrelevantFields`` does:
 * Job: the selector and labels kube generated from the hub's uid (unless ``manualSelector``),
   and ``spec.ttlSecondsAfterFinished``: the member's ttl-after-finished controller would
   delete the finished Job and the agent's next resync create it again, so it would run again;
-  the hub honours the TTL itself and deletes the hub Job, which removes the member's copies.
+  the hub honours the TTL itself and deletes the hub Job, which removes the member's copies;
+* ClusterRole with an ``aggregationRule``: its ``rules`` (the hub's aggregation controller
+  filled them from the hub's ClusterRoles; the member's fills them from the member's, and
+  the two would overwrite each other at every apply). Karmada sends them unchanged.
 
 In: a copy of a hub object (a dict), changed in place. Pure; no I/O.
 """
@@ -97,6 +100,11 @@ def _job(obj: dict[str, Any]) -> None:
         spec.pop("ttlSecondsAfterFinished", None)
 
 
+def _cluster_role(obj: dict[str, Any]) -> None:
+    if obj.get("aggregationRule") is not None:
+        obj.pop("rules", None)
+
+
 #: (API group, kind) -> what is dropped from its member copy.
 PRUNERS: Final[dict[tuple[str, str], Pruner]] = {
     ("", "Service"): _service,
@@ -105,6 +113,7 @@ PRUNERS: Final[dict[tuple[str, str], Pruner]] = {
     ("", "ServiceAccount"): _service_account,
     ("", "PersistentVolumeClaim"): _persistent_volume_claim,
     ("batch", "Job"): _job,
+    ("rbac.authorization.k8s.io", "ClusterRole"): _cluster_role,
 }
 
 

@@ -48,7 +48,7 @@ async def test_selectors_the_hub_cannot_propagate_warn_and_the_policy_is_accepte
         json=policy(
             ("apps/v1", "DaemonSet"),
             ("example.com/v1", "Widget"),
-            ("storage.k8s.io/v1", "StorageClass"),
+            ("v1", "PersistentVolume"),
             ("v1", "Event"),
             ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"),
         ),
@@ -59,8 +59,9 @@ async def test_selectors_the_hub_cannot_propagate_warn_and_the_policy_is_accepte
     assert warnings[0].startswith("spec.resourceSelectors[1]: the hub does not serve kind Widget in example.com/v1")
     # It says which cluster-scoped kinds do propagate.
     assert warnings[1] == (
-        "spec.resourceSelectors[2]: StorageClass (storage.k8s.io/v1) is cluster-scoped and gpufed propagates "
-        "namespaced kinds and, of the cluster-scoped ones, only CustomResourceDefinitions and RuntimeClasses, so "
+        "spec.resourceSelectors[2]: PersistentVolume (v1) is cluster-scoped and gpufed propagates "
+        "namespaced kinds and, of the cluster-scoped ones, only ClusterRoleBindings, ClusterRoles, "
+        "CustomResourceDefinitions, IngressClasses, PriorityClasses, RuntimeClasses and StorageClasses, so "
         "this selector matches nothing"
     )
     assert warnings[2].startswith("spec.resourceSelectors[3]: Event (v1) is part of the hub's own machinery")
@@ -81,6 +82,11 @@ async def test_selectors_the_hub_cannot_propagate_warn_and_the_policy_is_accepte
         # The cluster-scoped kinds that propagate.
         ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
         ("node.k8s.io/v1", "RuntimeClass"),
+        ("scheduling.k8s.io/v1", "PriorityClass"),
+        ("storage.k8s.io/v1", "StorageClass"),
+        ("networking.k8s.io/v1", "IngressClass"),
+        ("rbac.authorization.k8s.io/v1", "ClusterRole"),
+        ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
     ],
 )
 async def test_served_namespaced_kinds_draw_no_warning(hub: TestClient[Any, Any], api_version: str, kind: str) -> None:

@@ -19,6 +19,15 @@ def _service(**spec: Any) -> Obj:
     return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"}, "spec": {"ports": SERVICE_PORTS, **spec}}
 
 
+_AGGREGATION = {"clusterRoleSelectors": [{"matchLabels": {"example.com/aggregate-to-monitoring": "true"}}]}
+_READ_PODS = [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}]
+
+
+def _cluster_role(**fields: Any) -> Obj:
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "monitoring"},
+            **fields}
+
+
 def _job(**spec: Any) -> Obj:
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "train"}, "spec": {**spec}}
 
@@ -112,6 +121,11 @@ PRUNED: list[tuple[str, Obj, Obj]] = [
             template={"metadata": {"labels": {"controller-uid": "mine"}}, **TEMPLATE},
         ),
     ),
+    (
+        "an aggregated ClusterRole loses the rules the hub's aggregation filled in",
+        _cluster_role(aggregationRule=_AGGREGATION, rules=_READ_PODS),
+        _cluster_role(aggregationRule=_AGGREGATION),
+    ),
 ]
 
 KEPT: list[tuple[str, Obj]] = [
@@ -135,6 +149,7 @@ KEPT: list[tuple[str, Obj]] = [
         {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db", "annotations": {
             "deployment.kubernetes.io/revision": "4"}}, "spec": {"clusterIP": "10.0.0.1"}},
     ),
+    ("a ClusterRole without aggregation", _cluster_role(rules=_READ_PODS)),
     (
         "a custom kind named Service in another group",
         {"apiVersion": "example.com/v1", "kind": "Service", "metadata": {"name": "s"}, "spec": {"clusterIP": "x"}},

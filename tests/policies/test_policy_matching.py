@@ -10,6 +10,7 @@ from policies.matching import (
     ImplicitPriority,
     PolicyRef,
     collect_override_rules,
+    is_cluster_builtin,
     is_reserved_namespace,
     matching_policies,
     select_policy,
@@ -115,6 +116,26 @@ def test_reserved_namespaces_are_never_propagated(namespace: str) -> None:
     assert is_reserved_namespace(namespace)
     assert select_policy(workload, [cpp("c", BY_KIND)]) is None
     assert not is_reserved_namespace("shop")
+
+
+@pytest.mark.parametrize(
+    ("kind", "name", "labels", "builtin"),
+    [
+        ("ClusterRole", "cluster-admin", {"kubernetes.io/bootstrapping": "rbac-defaults"}, True),
+        ("ClusterRoleBinding", "system:discovery", {"kubernetes.io/bootstrapping": "rbac-defaults"}, True),
+        ("ClusterRole", "training-operator", {}, False),
+        ("PriorityClass", "system-node-critical", {}, True),
+        ("PriorityClass", "high", {}, False),
+        ("StorageClass", "system-fast", {}, False),
+    ],
+)
+def test_what_every_cluster_creates_itself_is_never_propagated(
+    kind: str, name: str, labels: dict[str, str], builtin: bool
+) -> None:
+    obj = {"apiVersion": "any/v1", "kind": kind, "metadata": {"name": name, "labels": labels}}
+    assert is_cluster_builtin(obj) is builtin
+    found = select_policy(obj, [cpp("c", {"apiVersion": "any/v1", "kind": kind})])
+    assert (found is None) is builtin
 
 
 def test_cluster_scoped_workload_only_matches_cpp() -> None:
