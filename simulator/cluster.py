@@ -46,6 +46,7 @@ from controlplane.controllers.serviceaccounts import ServiceAccountsController
 from controlplane.lifecycle import Service
 from controlplane.objectclient import ObjectClient, WatchEventType, errors
 from simulator import kubelet
+from simulator.admitting import system_priority_classes
 from simulator.clock import Clock, ScaledClock, rfc3339
 from simulator.controllers.base import is_terminating, phase
 from simulator.controlling import WorkloadControllers
@@ -172,11 +173,18 @@ class SimulatedCluster(Service):
     # --- setup -----------------------------------------------------------------------------
 
     async def _create_namespaces(self) -> None:
+        """The namespaces and the ``system-`` PriorityClasses every cluster starts with."""
         for name in _DEFAULT_NAMESPACES:
             with contextlib.suppress(errors.AlreadyExists):
                 await self.objects.create(
                     self._namespace_rt, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
                 )
+        priority_rt = self.objects.registry.for_kind("scheduling.k8s.io/v1", "PriorityClass")
+        if priority_rt is None:
+            return
+        for priority_class in system_priority_classes():
+            with contextlib.suppress(errors.AlreadyExists):
+                await self.objects.create(priority_rt, priority_class)
 
     async def _create_nodes(self) -> None:
         now = rfc3339(self.clock.now())

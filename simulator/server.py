@@ -56,7 +56,7 @@ from controlplane.apiserver.tls import ensure_pki
 from controlplane.lifecycle import ShutdownOnce
 from controlplane.storage.interface import KeyValue
 from controlplane.storage.memory import MemoryStore
-from simulator.admitting import ServiceAccountAdmission
+from simulator.admitting import admit_pods
 from simulator.cluster import SimulatedCluster
 from simulator.memberaccess import access_middleware
 from simulator.nodes import build_nodes
@@ -160,8 +160,7 @@ class SimServer(ShutdownOnce):
         self.config = config
         self.store = MemoryStore()
         self.objects = ObjectStore(self.store, member_registry(without=frozenset(config.profile.unservedResources)))
-        if self.objects.registry.for_kind("v1", "ServiceAccount") is not None:
-            self.objects.check_creates(ServiceAccountAdmission(self.objects))
+        admit_pods(self.objects)
         self.cluster = SimulatedCluster(
             config.profile, self.objects, time_scale=config.time_scale, seed=config.seed, scoring=config.scoring
         )

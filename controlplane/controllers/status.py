@@ -44,7 +44,6 @@ from __future__ import annotations
 import copy
 import json
 import logging
-import re
 import statistics
 import time
 from collections import deque
@@ -67,6 +66,12 @@ from controlplane.controllers.context import INDEX_BINDING, ControllerContext
 from controlplane.controllers.customizations import INTERPRETED, RIC_API_VERSION, RIC_KIND
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.informing import spec_unchanged
+from controlplane.controllers.notstarting import (
+    MissingDependency,
+    missing_dependency,
+    pods_not_starting_message,
+    reason_and_message,
+)
 from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.workloads import (
     WorkloadConditionType,
@@ -342,7 +347,8 @@ class StatusController(KeyedController[BindingKey]):
         } if old is not None else {}
         news = [
             entry["notStarting"] for entry in reported
-            if _why(entry["notStarting"]) != _why(before.get(_json_key(entry.get("identifier"))))
+            if reason_and_message(entry["notStarting"])
+            != reason_and_message(before.get(_json_key(entry.get("identifier"))))
         ]
         if not news:
             return
@@ -358,13 +364,13 @@ class StatusController(KeyedController[BindingKey]):
                 message=pods_not_starting_message(cluster, stuck, on_hub=on_hub),
             )
 
-    async def _on_hub(self, dependency: tuple[str, str], namespace: str | None) -> bool:
-        """Whether the hub has the object (kind, name) in the workload's namespace (True when the
-        hub cannot tell: the hint then says how to propagate it)."""
-        rt = self.ctx.registry.for_kind("v1", dependency[0])
-        if rt is None or not namespace:
+    async def _on_hub(self, dependency: MissingDependency, namespace: str | None) -> bool:
+        """Whether the hub has the object (in the workload's namespace when it is namespaced;
+        True when the hub cannot tell: the hint then says how to propagate it)."""
+        rt = self.ctx.registry.for_kind(dependency.api_version, dependency.kind)
+        if rt is None or (rt.namespaced and not namespace):
             return True
-        return await self.ctx.get(rt, namespace, dependency[1]) is not None
+        return await self.ctx.get(rt, namespace if rt.namespaced else None, dependency.name) is not None
 
     def _workload_of(self, key: BindingKey) -> dict[str, Any] | None:
         resource = BindingView(self.ctx.bindings.get(*key)).resource
@@ -541,57 +547,5 @@ class StatusController(KeyedController[BindingKey]):
         await ctx.objects.update_status(rt, {**workload, "status": merged})  # the store copies the status
 
 
-#: The kubelet's message for an object a container's configuration reads and the member lacks.
-_MISSING_OBJECT = re.compile(r'^(configmap|secret) "([^"]+)" not found$')
-#: The member API's refusal of a pod whose ServiceAccount it lacks (kube's ServiceAccount admission).
-_MISSING_ACCOUNT = re.compile(r'error looking up service account [^:]+: serviceaccount "([^"]+)" not found$')
-
-
-def _why(stuck: Any) -> tuple[str, str] | None:
-    return (str(stuck.get("reason") or ""), str(stuck.get("message") or "")) if isinstance(stuck, Mapping) else None
-
-
 def _json_key(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
-
-
-#: The reason a controller gives for pods the member's API refused to create.
-_FAILED_CREATE = "FailedCreate"
-
-
-def missing_dependency(message: str) -> tuple[str, str] | None:
-    """The (kind, name) of the ConfigMap, Secret or ServiceAccount a member's message says it
-    lacks (the kubelet's ``configmap "x" not found``, the API's refusal of a pod whose
-    ServiceAccount is missing), or None."""
-    missing = _MISSING_OBJECT.match(message)
-    if missing:
-        return ("ConfigMap" if missing.group(1) == "configmap" else "Secret", missing.group(2))
-    account = _MISSING_ACCOUNT.search(message)
-    return ("ServiceAccount", account.group(1)) if account else None
-
-
-def pods_not_starting_message(cluster: str, stuck: Mapping[str, Any], *, on_hub: bool = True) -> str:
-    """``cluster onprem-a100: 2 pod(s) cannot start: CreateContainerConfigError: configmap
-    "app-config" not found`` (``cannot be created: FailedCreate: ...`` for pods the member's API
-    refused), and for a ConfigMap, Secret or ServiceAccount the member does not have
-    (:func:`missing_dependency`) how it gets there; ``on_hub``: whether the hub has it to send."""
-    reason, message = _why(stuck) or ("", "")
-    # The member's API refused to create them: there is no pod to start.
-    what = "cannot be created" if reason == _FAILED_CREATE else "cannot start"
-    text = f"cluster {cluster}: {stuck.get('pods')} pod(s) {what}: {reason}"
-    if message:
-        text += f": {message}"
-    dependency = missing_dependency(message)
-    if dependency is not None:
-        kind, name = dependency
-        if on_hub:
-            text += (
-                f" (propagate {kind} {name} to the cluster: select it in a policy, or set "
-                "propagateDeps: true in the workload's policy)"
-            )
-        else:
-            text += (
-                f" ({kind} {name} is not on the hub either: create it in the workload's namespace, then "
-                "select it in a policy or set propagateDeps: true in the workload's policy)"
-            )
-    return text

@@ -10,7 +10,11 @@ import pytest
 
 from controlplane.apis.pods import stuck_container
 from controlplane.apis.work_v1alpha1 import WorkStatus
-from controlplane.controllers.status import missing_dependency, pods_not_starting_message
+from controlplane.controllers.notstarting import (
+    MissingDependency,
+    missing_dependency,
+    pods_not_starting_message,
+)
 from member_agent import capacity
 from member_agent.applying import ManifestResult, work_status
 from member_agent.manifests import Identifier
@@ -37,6 +41,8 @@ CONFIG_ERROR = {"reason": "CreateContainerConfigError", "message": MISSING}
 REFUSED = (
     'pods "infer-5cf-" is forbidden: error looking up service account ml/runner: serviceaccount "runner" not found'
 )
+#: The member API's refusal of a pod whose PriorityClass it lacks (kube's Priority admission).
+PRIORITY_REFUSED = 'pods "infer-5cf-" is forbidden: no PriorityClass with name high was found'
 
 
 @pytest.mark.parametrize(
@@ -99,6 +105,11 @@ def test_the_work_status_counts_the_workloads_stuck_pods_and_says_why() -> None:
             "to the cluster: select it in a policy, or set propagateDeps: true in the workload's policy)",
         ),
         (
+            {"pods": 3, "reason": "FailedCreate", "message": PRIORITY_REFUSED},
+            f"cluster onprem-a100: 3 pod(s) cannot be created: FailedCreate: {PRIORITY_REFUSED} (propagate "
+            "PriorityClass high to the cluster: select it in a ClusterPropagationPolicy)",
+        ),
+        (
             {"pods": 1, "reason": "ImagePullBackOff", "message": 'Back-off pulling image "vllm:nope"'},
             'cluster onprem-a100: 1 pod(s) cannot start: ImagePullBackOff: Back-off pulling image "vllm:nope"',
         ),
@@ -146,15 +157,16 @@ def test_the_work_status_names_pods_the_member_refuses_to_create() -> None:
 @pytest.mark.parametrize(
     ("message", "dependency"),
     [
-        ('configmap "app-config" not found', ("ConfigMap", "app-config")),
-        ('secret "hf-token" not found', ("Secret", "hf-token")),
+        ('configmap "app-config" not found', MissingDependency("v1", "ConfigMap", "app-config")),
+        ('secret "hf-token" not found', MissingDependency("v1", "Secret", "hf-token")),
         ('pods "r-1-" is forbidden: error looking up service account ml/runner: serviceaccount "runner" not found',
-         ("ServiceAccount", "runner")),
+         MissingDependency("v1", "ServiceAccount", "runner")),
+        (PRIORITY_REFUSED, MissingDependency("scheduling.k8s.io/v1", "PriorityClass", "high")),
         ("couldn't find key token in Secret ml/hf", None),
         ('Back-off pulling image "vllm:nope"', None),
     ],
 )
-def test_the_missing_object_is_read_from_the_members_words(message: str, dependency: tuple[str, str] | None) -> None:
+def test_the_missing_object_is_read_from_the_members_words(message: str, dependency: MissingDependency | None) -> None:
     assert missing_dependency(message) == dependency
 
 
@@ -165,4 +177,12 @@ def test_an_object_the_hub_lacks_too_is_to_be_created_first() -> None:
         'cluster onprem-a100: 1 pod(s) cannot start: CreateContainerConfigError: configmap "app-config" not found '
         "(ConfigMap app-config is not on the hub either: create it in the workload's namespace, then select it in "
         "a policy or set propagateDeps: true in the workload's policy)"
+    )
+
+
+def test_a_priority_class_the_hub_lacks_too_is_to_be_created_on_the_hub() -> None:
+    stuck = {"pods": 2, "reason": "FailedCreate", "message": PRIORITY_REFUSED}
+    assert pods_not_starting_message("onprem-a100", stuck, on_hub=False) == (
+        f"cluster onprem-a100: 2 pod(s) cannot be created: FailedCreate: {PRIORITY_REFUSED} (PriorityClass high is "
+        "not on the hub either: create it on the hub, then select it in a ClusterPropagationPolicy)"
     )

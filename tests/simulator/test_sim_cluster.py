@@ -12,7 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.objectclient import errors
 from controlplane.storage.memory import MemoryStore
-from simulator.admitting import ServiceAccountAdmission
+from simulator.admitting import admit_pods
 from simulator.clock import ManualClock, parse_rfc3339
 from simulator.cluster import SimulatedCluster
 from simulator.profile import parse_fleet
@@ -78,7 +78,7 @@ async def _sim(groups: list[dict[str, Any]], **defaults: Any) -> AsyncIterator[S
         }
     ).clusters[0]
     objects = ObjectStore(MemoryStore(), member_registry())
-    objects.check_creates(ServiceAccountAdmission(objects))  # as the member's server does
+    admit_pods(objects)  # as the member's server does
     await objects.bootstrap()
     clock = ManualClock()
     async with SimulatedCluster(profile, objects, clock=clock, seed=3) as cluster:
@@ -111,6 +111,10 @@ async def test_nodes_and_namespaces_exist(sim: Sim) -> None:
     assert all(n["status"]["nodeInfo"]["kubeletVersion"].startswith("v1.30.") for n in nodes)
     names = {n["metadata"]["name"] for n in (await sim.objects.list(sim.rt("v1", "Namespace"))).items}
     assert {"default", "kube-system", "kube-public", "kube-node-lease"} <= names
+    classes = (await sim.objects.list(sim.rt("scheduling.k8s.io/v1", "PriorityClass"))).items
+    assert {c["metadata"]["name"]: c["value"] for c in classes} == {
+        "system-node-critical": 2_000_001_000, "system-cluster-critical": 2_000_000_000,
+    }
 
 
 async def test_deployment_of_mig_pods_becomes_ready(sim: Sim) -> None:
