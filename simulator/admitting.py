@@ -23,20 +23,20 @@ sets ``spec.priority`` itself to another value is refused, as kube refuses it. T
 ``system-node-critical`` and ``system-cluster-critical`` exist in every member
 (:data:`SYSTEM_PRIORITY_CLASSES`, created with the member's namespaces).
 
-In: the member's object store (to read ServiceAccounts and PriorityClasses). Out:
+In: the member's object client (to read ServiceAccounts and PriorityClasses). Out:
 :class:`ServiceAccountAdmission` and :class:`PriorityAdmission`, each a
 :data:`~controlplane.apiserver.admission.CheckCreate`, which :func:`admit_pods` gives the
-store (``check_creates``), so that every pod create through it (the API's ``POST``, a
+member's ``ObjectStore`` (``check_creates``), so that every pod create through it (the API's ``POST``, a
 server-side apply that creates, the simulated controllers') passes the checks.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 from controlplane.apis.kube.validate_groups import SYSTEM_PRIORITY_CLASSES
-from controlplane.apiserver.objects import ObjectStore
 from controlplane.interpreter.dependencies import DEFAULT_SERVICE_ACCOUNT
 from controlplane.objectclient import ObjectClient, ResourceType, errors
 
@@ -160,9 +160,14 @@ class PriorityAdmission:
 
 
 
-def admit_pods(objects: ObjectStore) -> None:
-    """Give a member's store the admission plugins of the kinds it serves, in kube's order."""
+#: An admission check the object layer awaits on every create (its ``CheckCreate``).
+Check = Callable[[ResourceType, dict[str, Any]], Awaitable[None]]
+
+
+def admit_pods(objects: ObjectClient, check_creates: Callable[[Check], None]) -> None:
+    """Give a member's store (its ``check_creates``) the admission plugins of the kinds it
+    serves, in kube's order."""
     if objects.registry.for_kind("v1", "ServiceAccount") is not None:
-        objects.check_creates(ServiceAccountAdmission(objects))
+        check_creates(ServiceAccountAdmission(objects))
     if objects.registry.for_kind("scheduling.k8s.io/v1", "PriorityClass") is not None:
-        objects.check_creates(PriorityAdmission(objects))
+        check_creates(PriorityAdmission(objects))

@@ -160,7 +160,7 @@ class SimServer(ShutdownOnce):
         self.config = config
         self.store = MemoryStore()
         self.objects = ObjectStore(self.store, member_registry(without=frozenset(config.profile.unservedResources)))
-        admit_pods(self.objects)
+        admit_pods(self.objects, self.objects.check_creates)
         self.cluster = SimulatedCluster(
             config.profile, self.objects, time_scale=config.time_scale, seed=config.seed, scoring=config.scoring
         )

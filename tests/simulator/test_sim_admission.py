@@ -19,7 +19,7 @@ PRIORITY_CLASS = ("scheduling.k8s.io/v1", "PriorityClass")
 @pytest.fixture
 async def member() -> AsyncIterator[ObjectStore]:
     objects = ObjectStore(MemoryStore(), member_registry())
-    admit_pods(objects)
+    admit_pods(objects, objects.check_creates)
     await objects.bootstrap()
     await objects.create(
         objects.registry.require("v1", "ServiceAccount"),

@@ -78,7 +78,7 @@ async def _sim(groups: list[dict[str, Any]], **defaults: Any) -> AsyncIterator[S
         }
     ).clusters[0]
     objects = ObjectStore(MemoryStore(), member_registry())
-    admit_pods(objects)  # as the member's server does
+    admit_pods(objects, objects.check_creates)  # as the member's server does
     await objects.bootstrap()
     clock = ManualClock()
     async with SimulatedCluster(profile, objects, clock=clock, seed=3) as cluster:
