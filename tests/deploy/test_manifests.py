@@ -53,6 +53,9 @@ AGENT_RULES = {
             ("apps", "deployments"), ("apps", "statefulsets"), ("batch", "jobs"),
             ("kubeflow.org", "pytorchjobs"), ("kubeflow.org", "mpijobs"),
             ("ray.io", "rayjobs"), ("ray.io", "rayclusters"),
+            ("scheduling.k8s.io", "priorityclasses"), ("storage.k8s.io", "storageclasses"),
+            ("networking.k8s.io", "ingressclasses"),
+            ("rbac.authorization.k8s.io", "clusterroles"), ("rbac.authorization.k8s.io", "clusterrolebindings"),
         ]
     },
 }
@@ -241,6 +244,16 @@ def test_agent_rbac_is_least_privilege(source: str) -> None:
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account["metadata"]["name"],
                                     "namespace": account["metadata"]["namespace"]}]
     assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == account["metadata"]["name"]
+
+
+def test_the_agent_may_grant_roles_beyond_its_own_only_when_asked() -> None:
+    def clusterrole_verbs(values: dict[str, Any]) -> set[str]:
+        role = one(helm_render(values), "ClusterRole")
+        return {verb for rule in role["rules"] if "clusterroles" in rule["resources"] for verb in rule["verbs"]}
+
+    assert not {"escalate", "bind"} & clusterrole_verbs(AGENT_VALUES)
+    granting = {**AGENT_VALUES, "agent": {**AGENT_VALUES["agent"], "rbac": {"grantAnyRole": True}}}
+    assert {"escalate", "bind"} <= clusterrole_verbs(granting)
 
 
 @pytest.mark.parametrize("source", ["kustomize", "helm"])
