@@ -2,12 +2,13 @@
 
 :class:`SimulatedCluster` gives the object store of a member cluster its GPU nodes
 and the behaviour a real cluster would show: the scheduler binds pending pods (see
-:mod:`simulator.scheduling`; a pod whose PersistentVolumeClaim is missing stays unschedulable) and records its ``Scheduled`` / ``FailedScheduling``
+:mod:`simulator.scheduling`; a pod whose PersistentVolumeClaim is missing or not bound yet stays unschedulable) and records its ``Scheduled`` / ``FailedScheduling``
 Events (:mod:`simulator.recording`), the kubelet runs them (:mod:`simulator.kubelet`),
 the workload controllers turn Deployments (through ReplicaSets), StatefulSets, Jobs,
 PyTorchJobs, MPIJobs, RayClusters and RayJobs into pods and keep their status
 (:mod:`simulator.controllers`, run by :mod:`simulator.controlling`), a garbage collector
-removes ReplicaSets and pods whose controller owner is gone, every namespace gets its ``default``
+removes ReplicaSets and pods whose controller owner is gone, claims bind once their StorageClass
+exists (:mod:`simulator.volumes`), every namespace gets its ``default``
 ServiceAccount (the hub's :mod:`controlplane.controllers.serviceaccounts`), finished Jobs are deleted once
 their ``ttlSecondsAfterFinished`` passes (:mod:`simulator.expiring`), and :meth:`metrics_text`
 renders the nodes' dcgm-exporter page (:mod:`simulator.dcgm`).
@@ -62,6 +63,7 @@ from simulator.scheduling.cluster_state import ClusterState
 from simulator.scheduling.filtering import missing_claim, missing_claim_message
 from simulator.scheduling.model import Binding, PodRequest, Scoring, Unschedulable
 from simulator.scheduling.reading import pod_request
+from simulator.volumes import ClaimBinder, is_bound, unbound_claim_message
 
 logger = logging.getLogger(__name__)
 
@@ -113,6 +115,13 @@ class SimulatedCluster(Service):
         self.claims = Informer(objects, claim_rt) if claim_rt is not None else None
         if self.claims is not None:
             self.claims.add_handler(as_handler(self._on_claim))
+        class_rt = registry.for_kind("storage.k8s.io/v1", "StorageClass")
+        #: The StorageClasses claims name (None: the member serves no claims or no classes).
+        self.storage_classes = Informer(objects, class_rt) if class_rt is not None and self.claims is not None else None
+        self.claim_binder = (
+            ClaimBinder(objects, self.claims, self.storage_classes, self.events)
+            if self.claims is not None and self.storage_classes is not None else None
+        )
         self.node_objects.add_handler(as_handler(self._on_node))
         self.controllers = WorkloadControllers(
             objects, pods=self.pods, clock=self.clock, rng=self.rng, events=self.events
@@ -146,6 +155,8 @@ class SimulatedCluster(Service):
         informers = [self.pods, self.node_objects, *self.controllers.informers.values()]
         if self.claims is not None:
             informers.append(self.claims)
+        if self.storage_classes is not None:
+            informers.append(self.storage_classes)
         async with asyncio.TaskGroup() as group:
             tasks = [group.create_task(inf.run(), name=f"informer-{inf.rt.plural}") for inf in informers]
             for informer in informers:
@@ -156,6 +167,8 @@ class SimulatedCluster(Service):
             tasks.append(group.create_task(self.controllers.retry_loop(), name="controller-retries"))
             if self.service_accounts is not None:
                 tasks.append(group.create_task(self.service_accounts.run(), name="serviceaccounts"))
+            if self.claim_binder is not None:
+                tasks.append(group.create_task(self.claim_binder.run(), name="persistentvolume-binder"))
             if self.events is not None:
                 tasks.append(group.create_task(self.events.run(), name="event-recorder"))
             if self.finished_jobs is not None:
@@ -212,8 +225,8 @@ class SimulatedCluster(Service):
         self._schedule_wake.set()
 
     def _on_claim(self, event: WatchEventType, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
-        if event is WatchEventType.ADDED:
-            # A pod waiting for this claim may be schedulable now.
+        if new is not None and (event is WatchEventType.ADDED or (is_bound(new) and not is_bound(old or {}))):
+            # A pod waiting for this claim (or for it to bind) may be schedulable now.
             self._capacity_changed = True
             self._schedule_wake.set()
 
@@ -294,11 +307,9 @@ class SimulatedCluster(Service):
                 request = self._request(pod)
                 if request is None:
                     continue
-                claim = self._missing_claim(request)
-                if claim is not None:
-                    await self._mark_unschedulable(
-                        Unschedulable(key, missing_claim_message(len(self.state.nodes), claim), {})
-                    )
+                claim_problem = self._claim_problem(request)
+                if claim_problem is not None:
+                    await self._mark_unschedulable(Unschedulable(key, claim_problem, {}))
                     continue
                 pending.append((pod, request))
             if not pending:
@@ -314,11 +325,18 @@ class SimulatedCluster(Service):
             # Let other loops run between big scheduling passes.
             await asyncio.sleep(0)
 
-    def _missing_claim(self, request: PodRequest) -> str | None:
+    def _claim_problem(self, request: PodRequest) -> str | None:
+        """Why VolumeBinding turns the pod away: a claim it names is missing or, where the member
+        binds claims, not bound yet; None when neither."""
         if self.claims is None or not request.claims:
             return None
-        existing = {name for name in request.claims if self.claims.get(request.namespace, name) is not None}
-        return missing_claim(request, existing)
+        found = {name: claim for name in request.claims if (claim := self.claims.get(request.namespace, name))}
+        missing = missing_claim(request, found)
+        if missing is not None:
+            return missing_claim_message(len(self.state.nodes), missing)
+        if self.claim_binder is not None and not all(is_bound(claim) for claim in found.values()):
+            return unbound_claim_message(len(self.state.nodes))
+        return None
 
     async def _bind(self, binding: Binding) -> None:
         pod = cached(self.pods, binding.pod_key)

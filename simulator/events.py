@@ -49,6 +49,8 @@ class EventReason(StrEnum):
     FAILED = "Failed"
     #: A workload controller's: the API refused a child it created.
     FAILED_CREATE = "FailedCreate"
+    #: The PV controller's: a claim's volume cannot be provisioned (its StorageClass is missing).
+    PROVISIONING_FAILED = "ProvisioningFailed"
 
 
 class EventAction(StrEnum):
@@ -58,6 +60,7 @@ class EventAction(StrEnum):
     SCHEDULING = "Scheduling"
     STARTING = "Starting"
     CREATING = "Creating"
+    PROVISIONING = "Provisioning"
 
 
 #: (component, involved kind, namespace, name, uid, apiVersion, type, reason, message): kube's ``getEventKey``.

@@ -807,3 +807,55 @@ async def test_a_pod_whose_claim_is_missing_is_unschedulable(sim: Sim) -> None:
         return bool((await sim.get("v1", "Pod", "trainer"))["spec"].get("nodeName"))
 
     await sim.until(scheduled)
+
+
+async def test_a_claim_naming_a_missing_storage_class_stays_pending_until_the_class_exists(sim: Sim) -> None:
+    """The member's PV controller cannot provision through a class it lacks: the claim stays
+    Pending with a ProvisioningFailed Warning, its pod is unschedulable; the class arrives, the
+    claim binds and the pod is scheduled."""
+    await sim.create(
+        {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data", "namespace": "default"},
+         "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "fast",
+                  "resources": {"requests": {"storage": "10Gi"}}}}
+    )
+    await sim.create(
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "trainer", "namespace": "default"},
+         "spec": {"containers": [{"name": "main", "image": "trainer:1"}],
+                  "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]}}
+    )
+
+    async def provisioning_failed() -> list[dict[str, Any]]:
+        return [e for e in await _events(sim, "data") if e["reason"] == "ProvisioningFailed"]
+
+    (event,) = await sim.until(provisioning_failed)
+    assert (event["type"], event["message"]) == ("Warning", 'storageclass.storage.k8s.io "fast" not found')
+    assert event["involvedObject"]["kind"] == "PersistentVolumeClaim"
+    assert event["source"]["component"] == "persistentvolume-controller"
+    assert (await sim.get("v1", "PersistentVolumeClaim", "data"))["status"] == {"phase": "Pending"}
+
+    async def unschedulable() -> dict[str, Any] | None:
+        return _conditions(await sim.get("v1", "Pod", "trainer")).get("PodScheduled")
+
+    condition = await sim.until(unschedulable)
+    assert condition["message"] == (
+        "0/6 nodes are available: pod has unbound immediate PersistentVolumeClaims. "
+        "preemption: 0/6 nodes are available: 6 Preemption is not helpful for scheduling."
+    )
+
+    await sim.objects.create(
+        sim.rt("storage.k8s.io/v1", "StorageClass"),
+        {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "fast"},
+         "provisioner": "pd.csi.storage.gke.io"},
+    )
+
+    async def bound() -> dict[str, Any] | None:
+        claim = await sim.get("v1", "PersistentVolumeClaim", "data")
+        return claim if claim["status"].get("phase") == "Bound" else None
+
+    claim = await sim.until(bound)
+    assert claim["status"] == {"phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": "10Gi"}}
+
+    async def scheduled() -> str | None:
+        return (await sim.get("v1", "Pod", "trainer"))["spec"].get("nodeName")
+
+    await sim.until(scheduled)
