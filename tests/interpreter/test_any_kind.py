@@ -30,10 +30,13 @@ def test_every_served_namespaced_kind_but_the_hubs_own_propagates() -> None:
         ("networking.k8s.io", "NetworkPolicy"), ("policy", "PodDisruptionBudget"), ("autoscaling", "HorizontalPodAutoscaler"),
         ("", "LimitRange"), ("", "ResourceQuota"), ("apps", "ReplicaSet"), ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"),
         ("jobset.x-k8s.io", "JobSet"), ("apps", "Deployment"), ("", "ConfigMap"),
+        # The cluster-scoped kinds a ClusterPropagationPolicy sends.
+        ("storage.k8s.io", "StorageClass"), ("scheduling.k8s.io", "PriorityClass"),
+        ("rbac.authorization.k8s.io", "ClusterRole"), ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
     ]:
         assert expected in kinds
     for hub_only in [("", "Event"), ("coordination.k8s.io", "Lease"), ("work.gpufed.io", "Work"),
-                     ("policy.karmada.io", "PropagationPolicy"), ("storage.k8s.io", "StorageClass")]:
+                     ("policy.karmada.io", "PropagationPolicy"), ("", "Node"), ("", "PersistentVolume")]:
         assert hub_only not in kinds
 
 
