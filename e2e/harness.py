@@ -346,3 +346,10 @@ def apply_overflow_policy_without_returns(hub: Kubectl, manifests: Path) -> None
     hub.run("apply", "-f", str(manifests / "overflow-policy.yaml"))
     no_returns = {"spec": {"placement": {"replicaScheduling": {"tieredOverflow": {"rebalance": {"enabled": False}}}}}}
     hub.run("patch", "propagationpolicy", "onprem-first", "-n", "ml", "--type", "merge", "-p", json.dumps(no_returns))
+
+
+def pods_not_starting(hub: Kubectl, deployment: str, *, namespace: str = "ml") -> list[str]:
+    """The messages of the hub's PodsNotStarting Events on Deployment ``<namespace>/<deployment>``."""
+    events = hub.json("get", "events", "-n", namespace, "--field-selector",
+                      f"involvedObject.kind=Deployment,involvedObject.name={deployment}")["items"]
+    return [e["message"] for e in events if e["reason"] == "PodsNotStarting"]

@@ -2,7 +2,10 @@
 the hub with one ClusterPropagationPolicy land in every member, and their member statuses fold
 back into the hub objects (DaemonSet node counts summed, the CronJob's active Jobs and
 lastScheduleTime, every member's load balancer address); a GPU chart's cluster-scoped
-RuntimeClass lands in every member and leaves with the hub's; a JobSet sent to a member that
+RuntimeClass lands in every member and leaves with the hub's; a Deployment whose pods name a
+PriorityClass the member lacks gets no pods there, the hub's Event names the class, and a
+ClusterPropagationPolicy that sends it (with a StorageClass, an IngressClass, a ClusterRole and
+its binding) lets the pods run; a JobSet sent to a member that
 does not serve JobSet is a clear Work condition and an Event; objects exported from another
 cluster (``kubectl get -o yaml``) land without what that cluster gave them: a Job with
 ``ttlSecondsAfterFinished`` runs once and then leaves the hub and the member, a Service comes
@@ -12,6 +15,7 @@ agents (applying every Work again every 2 s), the real kubectl; one fleet shared
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from e2e.harness import Kubectl, ProcessGroup, wait_for
+from e2e.harness import Kubectl, ProcessGroup, pods_not_starting, wait_for
 
 FLEET = Path(__file__).parent / "fleets" / "any-kind.yaml"
 pytestmark = pytest.mark.e2e
@@ -89,6 +93,82 @@ metadata: {name: nvidia}
 handler: nvidia
 scheduling:
   nodeSelector: {nvidia.com/gpu.present: "true"}
+"""
+
+#: One replica on east whose pods name PriorityClass ``high``, which only the hub has.
+HIGH_PRIORITY_ON_EAST = """
+apiVersion: v1
+kind: Namespace
+metadata: {name: ml}
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: high}
+value: 1000
+---
+apiVersion: policy.gpufed.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: urgent-on-east, namespace: ml}
+spec:
+  resourceSelectors:
+    - {apiVersion: apps/v1, kind: Deployment, name: urgent}
+  placement:
+    clusterAffinity:
+      clusterNames: [east]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: urgent, namespace: ml}
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: urgent}
+  template:
+    metadata:
+      labels: {app: urgent}
+    spec:
+      priorityClassName: high
+      containers:
+        - name: server
+          image: registry.example.com/ml/serve:1.0
+"""
+
+#: A Karmada user's policy for the cluster-scoped objects their workloads and operators need.
+CLUSTER_KINDS_EVERYWHERE = """
+apiVersion: policy.karmada.io/v1alpha1
+kind: ClusterPropagationPolicy
+metadata: {name: cluster-kinds-everywhere}
+spec:
+  resourceSelectors:
+    - {apiVersion: scheduling.k8s.io/v1, kind: PriorityClass, name: high}
+    - {apiVersion: storage.k8s.io/v1, kind: StorageClass, name: fast}
+    - {apiVersion: networking.k8s.io/v1, kind: IngressClass, name: edge}
+    - {apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole, name: trainer-operator}
+    - {apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRoleBinding, name: trainer-operator}
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: fast}
+provisioner: pd.csi.storage.gke.io
+volumeBindingMode: WaitForFirstConsumer
+---
+apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata: {name: edge}
+spec: {controller: example.com/edge}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: trainer-operator}
+rules:
+  - {apiGroups: [kubeflow.org], resources: [pytorchjobs], verbs: [get, list, watch]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: trainer-operator}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: trainer-operator}
+subjects:
+  - {kind: ServiceAccount, name: trainer-operator, namespace: ml}
 """
 
 JOBSET_ON_WEST = """
@@ -271,6 +351,46 @@ def test_a_runtime_class_lands_in_every_member_and_leaves_with_the_hubs(
         return all(m.json_or_none("get", "runtimeclass", "nvidia") is None for m in members.values())
 
     wait_for(gone_everywhere, timeout=120, what="the RuntimeClass deleted from both members")
+
+
+def test_a_priority_class_the_member_lacks_is_named_on_the_hub_and_propagates_with_the_other_cluster_kinds(
+    fleet: tuple[Kubectl, dict[str, Kubectl]],
+) -> None:
+    hub, members = fleet
+    east = members["east"]
+    hub.run("apply", "-f", "-", input_text=HIGH_PRIORITY_ON_EAST)
+
+    (message,) = wait_for(lambda: pods_not_starting(hub, "urgent"), timeout=120,
+                          what="the hub's PodsNotStarting Event naming the PriorityClass")
+    assert re.fullmatch(
+        r'cluster east: 1 pod\(s\) cannot be created: FailedCreate: pods "urgent-[a-z0-9]+-" is forbidden: '
+        r"no PriorityClass with name high was found \(propagate PriorityClass high to the cluster: select it in a "
+        r"ClusterPropagationPolicy\)",
+        message,
+    ), message
+    assert east.json("get", "pods", "-n", "ml", "-l", "app=urgent")["items"] == []
+
+    applied = hub.run("apply", "-f", "-", input_text=CLUSTER_KINDS_EVERYWHERE)
+    assert "Warning" not in applied.stderr, applied.stderr
+
+    def running() -> bool:
+        status = hub.json("get", "deployment", "urgent", "-n", "ml").get("status") or {}
+        return status.get("readyReplicas") == 1
+
+    wait_for(running, timeout=120, what="the hub's Deployment ready once its PriorityClass reached east")
+    (pod,) = east.json("get", "pods", "-n", "ml", "-l", "app=urgent")["items"]
+    assert pod["spec"]["priority"] == 1000
+
+    kinds = ("priorityclass/high", "storageclass/fast", "ingressclass/edge", "clusterrole/trainer-operator",
+             "clusterrolebinding/trainer-operator")
+
+    def everywhere() -> bool:
+        return all(m.run("get", kind, check=False).returncode == 0 for m in members.values() for kind in kinds)
+
+    wait_for(everywhere, timeout=120, what="the cluster-scoped objects in both members")
+    for member in members.values():
+        assert member.json("get", "clusterrole", "trainer-operator")["rules"][0]["resources"] == ["pytorchjobs"]
+        assert member.json("get", "clusterrolebinding", "trainer-operator")["roleRef"]["name"] == "trainer-operator"
 
 
 def test_a_kind_the_member_does_not_serve_is_a_work_condition_and_an_event(

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from e2e.harness import Kubectl, ProcessGroup, wait_for
+from e2e.harness import Kubectl, ProcessGroup, pods_not_starting, wait_for
 
 FLEET = Path(__file__).parent / "fleets" / "placement.yaml"
 pytestmark = pytest.mark.e2e
@@ -80,13 +80,6 @@ def _replicas(member: Kubectl) -> int | None:
     return int(result.stdout) if result.returncode == 0 and result.stdout else None
 
 
-def _not_starting(hub: Kubectl, deployment: str) -> list[str]:
-    """The messages of the hub's PodsNotStarting Events on Deployment ``ml/<deployment>``."""
-    events = hub.json("get", "events", "-n", "ml", "--field-selector",
-                      f"involvedObject.kind=Deployment,involvedObject.name={deployment}")["items"]
-    return [e["message"] for e in events if e["reason"] == "PodsNotStarting"]
-
-
 def test_a_mounted_config_map_goes_only_where_the_deployment_runs(processes: ProcessGroup) -> None:
     launched = {name: processes.launch_member(FLEET, name, time_scale=20.0) for name in ("onprem-a100", "cloud-h100")}
     _, hub = processes.start_hub()
@@ -131,7 +124,7 @@ def test_a_mounted_config_map_goes_only_where_the_deployment_runs(processes: Pro
     hub.run("create", "configmap", "bare-config", "-n", "ml", "--from-literal=model=llama")
     hub.run("apply", "-f", "-", input_text=BARE)
 
-    (message,) = wait_for(lambda: _not_starting(hub, "bare"), timeout=90, what="the hub's PodsNotStarting Event")
+    (message,) = wait_for(lambda: pods_not_starting(hub, "bare"), timeout=90, what="the hub's PodsNotStarting Event")
     assert message == (
         'cluster onprem-a100: 1 pod(s) cannot start: CreateContainerConfigError: configmap "bare-config" not '
         "found (propagate ConfigMap bare-config to the cluster: select it in a policy, or set propagateDeps: "
@@ -154,7 +147,7 @@ def test_a_mounted_config_map_goes_only_where_the_deployment_runs(processes: Pro
     hub.run("create", "serviceaccount", "runner", "-n", "ml")
     hub.run("apply", "-f", "-", input_text=RUNNER)
 
-    (message,) = wait_for(lambda: _not_starting(hub, "runner"), timeout=90,
+    (message,) = wait_for(lambda: pods_not_starting(hub, "runner"), timeout=90,
                           what="the hub's PodsNotStarting Event for the ServiceAccount")
     assert re.fullmatch(
         r'cluster onprem-a100: 1 pod\(s\) cannot be created: FailedCreate: pods "runner-[a-z0-9]+-" is forbidden: '

@@ -118,7 +118,7 @@ async def test_served_and_unpropagatable_kinds(objects: ObjectStore) -> None:
         await eventually(lambda: _condition(objects, "ClusterPropagationPolicy"), what="the condition written again")
 
         current = await objects.get(rt, name="trainers")
-        changed = policy("ClusterPropagationPolicy", ("storage.k8s.io/v1", "StorageClass"))
+        changed = policy("ClusterPropagationPolicy", ("v1", "PersistentVolume"))
         await objects.update(rt, {**changed, "metadata": current["metadata"]})
 
         async def unpropagatable() -> dict[str, Any] | None:
@@ -127,6 +127,6 @@ async def test_served_and_unpropagatable_kinds(objects: ObjectStore) -> None:
 
         cond = await eventually(unpropagatable, what="ResourceSelectorsServed=False")
         assert cond["reason"] == "UnpropagatableKind"
-        assert "StorageClass (storage.k8s.io/v1) is cluster-scoped" in cond["message"]
+        assert "PersistentVolume (v1) is cluster-scoped" in cond["message"]
         with pytest.raises(errors.NotFound):
             await objects.get(objects.registry.require(GPUFED, "PropagationPolicy"), namespace="default", name="trainers")
