@@ -1,19 +1,28 @@
-"""Kueue's ``kueue.x-k8s.io/v1beta1`` quota kinds and its ``v1alpha1`` Cohort, served by the hub
-with Kueue's printer columns.
+"""Kueue's quota kinds, served by the hub with Kueue's printer columns: at ``kueue.x-k8s.io/v1beta1``
+(stored) and ``v1beta2`` (converted on every read and write, :mod:`controlplane.apis.kueue_conversion`),
+and the Cohort at ``v1alpha1`` (stored), ``v1beta1`` and ``v1beta2``.
 
-Validated by their models (:mod:`controlplane.apis.kueue_v1beta1`,
+Validated by their models (:mod:`controlplane.apis.kueue_v1beta1`, :mod:`controlplane.apis.kueue_v1beta2`,
 :mod:`controlplane.apis.kueue_v1alpha1`); the admission controller is
-:mod:`controlplane.controllers.admission`.
+:mod:`controlplane.controllers.admission`. v1beta2 is listed first, so discovery prefers it, as
+kube orders a CRD's versions (Kueue's CRDs serve v1beta2 and v1beta1 since Kueue 0.15).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
-from controlplane.apis import kueue_v1alpha1
+from pydantic import BaseModel
+
+from controlplane.apis import kueue_conversion as convert
+from controlplane.apis import kueue_v1alpha1, kueue_v1beta2
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apiserver.kinds import cells
-from controlplane.apiserver.resources import AGE, ResourceType, TableColumn
+from controlplane.apiserver.resources import AGE, ResourceType, TableColumn, VersionConversion
+
+Converter = Callable[[dict[str, Any]], dict[str, Any]]
 
 _PENDING = TableColumn(
     "Pending Workloads", cells.int_at("status", "pendingWorkloads"), type="integer",
@@ -25,17 +34,29 @@ _ADMITTED = TableColumn(
 )
 
 
-def _cluster_queue_defaults(obj: dict[str, Any]) -> None:
+def _fungibility_defaults(when_can_borrow: str) -> Callable[[dict[str, Any]], None]:
     """Kueue's defaults of a ClusterQueue's ``flavorFungibility`` (its CRD defaults the field to
-    {} and then each policy): borrow in a flavor that fits by borrowing, but try the next flavor
-    before preempting."""
-    spec = obj.get("spec")
-    if not isinstance(spec, dict):
-        return
-    fungibility = spec.setdefault("flavorFungibility", {})
-    if isinstance(fungibility, dict):
-        fungibility.setdefault("whenCanBorrow", "Borrow")
-        fungibility.setdefault("whenCanPreempt", "TryNextFlavor")
+    {} and then each policy): borrow in a flavor that fits by borrowing (``when_can_borrow``:
+    v1beta1's ``Borrow``, v1beta2's ``MayStopSearch``), but try the next flavor before preempting."""
+
+    def defaults(obj: dict[str, Any]) -> None:
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return
+        fungibility = spec.setdefault("flavorFungibility", {})
+        if isinstance(fungibility, dict):
+            fungibility.setdefault("whenCanBorrow", when_can_borrow)
+            fungibility.setdefault("whenCanPreempt", "TryNextFlavor")
+
+    return defaults
+
+
+def _v1beta2(
+    rt: ResourceType, model: type[BaseModel], to_storage: Converter, from_storage: Converter, **changes: Any
+) -> ResourceType:
+    """``rt`` (stored) served at v1beta2 too, converted by ``to_storage`` and ``from_storage``."""
+    conversion = VersionConversion(storage_version=rt.version, to_storage=to_storage, from_storage=from_storage)
+    return replace(rt, version=kueue_v1beta2.VERSION, model=model, conversion=conversion, **changes)
 
 
 RESOURCE_FLAVOR = ResourceType(
@@ -44,7 +65,7 @@ RESOURCE_FLAVOR = ResourceType(
 )
 CLUSTER_QUEUE = ResourceType(
     kueue.API_GROUP, kueue.VERSION, "ClusterQueue", "clusterqueues", "clusterqueue", namespaced=False, short_names=("cq",), has_status=True, model=kueue.ClusterQueue,
-    defaults=_cluster_queue_defaults,
+    defaults=_fungibility_defaults("Borrow"),
     columns=(
         TableColumn("Cohort", cells.text_at("spec", "cohort"), description="Cohort that this ClusterQueue belongs to"),
         TableColumn("Strategy", cells.text_at("spec", "queueingStrategy"), priority=1,
@@ -94,6 +115,40 @@ WORKLOAD = ResourceType(
 )
 
 
+_TO_V1BETA2 = convert.to_version(kueue_v1beta2.API_VERSION)
+
+RESOURCE_FLAVOR_V1BETA2 = _v1beta2(
+    RESOURCE_FLAVOR, kueue_v1beta2.ResourceFlavor, convert.to_version(kueue.API_VERSION), _TO_V1BETA2
+)
+CLUSTER_QUEUE_V1BETA2 = _v1beta2(
+    CLUSTER_QUEUE, kueue_v1beta2.ClusterQueue, convert.cluster_queue_to_v1beta1, convert.cluster_queue_to_v1beta2,
+    defaults=_fungibility_defaults("MayStopSearch"),
+    columns=tuple(
+        replace(column, getter=cells.text_at("spec", "cohortName")) if column.name == "Cohort" else column
+        for column in CLUSTER_QUEUE.columns
+    ),
+)
+LOCAL_QUEUE_V1BETA2 = _v1beta2(
+    LOCAL_QUEUE, kueue_v1beta2.LocalQueue, convert.local_queue_to_v1beta1, convert.local_queue_to_v1beta2
+)
+WORKLOAD_PRIORITY_CLASS_V1BETA2 = _v1beta2(
+    WORKLOAD_PRIORITY_CLASS, kueue_v1beta2.WorkloadPriorityClass, convert.to_version(kueue.API_VERSION), _TO_V1BETA2
+)
+WORKLOAD_V1BETA2 = _v1beta2(WORKLOAD, kueue_v1beta2.Workload, convert.workload_to_v1beta1, convert.workload_to_v1beta2)
+_COHORT_TO_STORAGE = convert.to_version(kueue_v1alpha1.API_VERSION)
+COHORT_V1BETA2 = _v1beta2(COHORT, kueue_v1beta2.Cohort, _COHORT_TO_STORAGE, _TO_V1BETA2)
+COHORT_V1BETA1 = replace(
+    _v1beta2(COHORT, kueue_v1beta2.CohortV1beta1, _COHORT_TO_STORAGE, convert.to_version(kueue.API_VERSION)),
+    version=kueue.VERSION,
+)
+
+
 def kueue_resources() -> list[ResourceType]:
-    """The kinds of ``kueue.x-k8s.io`` the hub serves."""
-    return [RESOURCE_FLAVOR, CLUSTER_QUEUE, LOCAL_QUEUE, WORKLOAD_PRIORITY_CLASS, WORKLOAD, COHORT]
+    """The kinds of ``kueue.x-k8s.io`` the hub serves: v1beta2 first (the group's preferred
+    version), then v1beta1, then v1alpha1."""
+    return [
+        RESOURCE_FLAVOR_V1BETA2, CLUSTER_QUEUE_V1BETA2, LOCAL_QUEUE_V1BETA2, WORKLOAD_PRIORITY_CLASS_V1BETA2,
+        WORKLOAD_V1BETA2, COHORT_V1BETA2,
+        RESOURCE_FLAVOR, CLUSTER_QUEUE, LOCAL_QUEUE, WORKLOAD_PRIORITY_CLASS, WORKLOAD, COHORT_V1BETA1,
+        COHORT,
+    ]

@@ -1,0 +1,241 @@
+"""Kueue's ``kueue.x-k8s.io/v1beta2`` quota kinds: what differs from v1beta1.
+
+Kueue 0.15 added v1beta2 and later made it its storage version; its docs' examples are written in
+it. The hub stores these kinds in v1beta1 (the form its admission controller, reports and
+commands read) and serves v1beta2 by converting every read and write
+(:mod:`controlplane.apis.kueue_conversion`). The differences, per Kueue's types:
+
+* ClusterQueue: ``spec.cohort`` is ``spec.cohortName``; ``spec.admissionChecks`` is gone (its
+  checks are ``admissionChecksStrategy`` rules); ``flavorFungibility`` says ``MayStopSearch``
+  where v1beta1 said ``Borrow``/``Preempt`` and adds ``preference``; ``concurrentAdmissionPolicy``
+  is new.
+* LocalQueue: ``status.flavorUsage`` is ``status.flavorsUsage``.
+* Workload: ``spec.priorityClassName`` and ``spec.priorityClassSource`` are one
+  ``spec.priorityClassRef`` (group, kind, name).
+* Cohort (v1beta1 and v1beta2), ResourceFlavor and WorkloadPriorityClass: the same fields.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from controlplane.apis import kueue_v1alpha1
+from controlplane.apis import kueue_v1beta1 as v1beta1
+from controlplane.apis.meta import Condition, LabelSelector, ObjectMeta, SpecModel, WireModel
+
+VERSION: Final = "v1beta2"
+API_VERSION: Final = "kueue.x-k8s.io/v1beta2"
+
+
+class ResourceFlavor(v1beta1.ResourceFlavor):
+    """A class of capacity (Kueue's ResourceFlavor); ClusterQueues give quota per flavor."""
+
+    api_version: Literal["kueue.x-k8s.io/v1beta2"] = API_VERSION  # type: ignore[assignment]
+
+
+class WorkloadPriorityClass(v1beta1.WorkloadPriorityClass):
+    """A priority for queued workloads (Kueue's WorkloadPriorityClass), named by the label
+    kueue.x-k8s.io/priority-class; higher values are admitted first."""
+
+    api_version: Literal["kueue.x-k8s.io/v1beta2"] = API_VERSION  # type: ignore[assignment]
+
+
+class CohortV1beta1(kueue_v1alpha1.Cohort):
+    """A cohort of ClusterQueues and cohorts (Kueue's Cohort, v1beta1 since Kueue 0.13)."""
+
+    api_version: Literal["kueue.x-k8s.io/v1beta1"] = v1beta1.API_VERSION  # type: ignore[assignment]
+
+
+class Cohort(kueue_v1alpha1.Cohort):
+    """A cohort of ClusterQueues and cohorts (Kueue's Cohort): quota they share, a parent, a weight."""
+
+    api_version: Literal["kueue.x-k8s.io/v1beta2"] = API_VERSION  # type: ignore[assignment]
+
+
+# ---------------------------------------------------------------------------------------------
+# ClusterQueue
+# ---------------------------------------------------------------------------------------------
+
+FungibilityPolicy = Literal["MayStopSearch", "TryNextFlavor"]
+
+
+class FlavorFungibility(SpecModel):
+    when_can_borrow: FungibilityPolicy | None = None
+    """MayStopSearch (default): take a flavor that fits by borrowing; TryNextFlavor: try the next
+    flavors first, and take the one that borrows least (from the closest cohort)."""
+    when_can_preempt: FungibilityPolicy | None = None
+    """TryNextFlavor (default): try the next flavors before preempting; MayStopSearch: preempt in
+    the first flavor where preemption makes room."""
+    preference: Literal["BorrowingOverPreemption", "PreemptionOverBorrowing"] | None = None
+    """Which of borrowing and preemption to prefer when every flavor needs one (served; the hub
+    prefers borrowing)."""
+
+    @model_validator(mode="after")
+    def _preference_needs_try_next(self) -> FlavorFungibility:
+        if self.preference is not None and not (
+            self.when_can_borrow == "TryNextFlavor" and self.when_can_preempt == "TryNextFlavor"
+        ):
+            raise ValueError("preference can only be set when both whenCanBorrow and whenCanPreempt are TryNextFlavor")
+        return self
+
+
+class ConcurrentAdmissionConstraints(SpecModel):
+    last_acceptable_flavor_name: str | None = Field(default=None, max_length=253)
+    """The last flavor (in the ClusterQueue's order) a workload may migrate to."""
+
+
+class ConcurrentAdmissionMigration(SpecModel):
+    mode: Literal["TryPreferredFlavors", "RetainFirstAdmission"]
+    """TryPreferredFlavors: an admitted workload keeps trying its more preferred flavors;
+    RetainFirstAdmission: it stays in the flavor it was admitted in."""
+    constraints: ConcurrentAdmissionConstraints | None = None
+    """Limits of the migration."""
+
+
+class ConcurrentAdmissionPolicy(SpecModel):
+    migration: ConcurrentAdmissionMigration
+    """How a workload admitted in one flavor moves to a more preferred one (served; not enforced
+    by the hub)."""
+
+
+class ClusterQueueSpec(SpecModel):
+    resource_groups: list[v1beta1.ResourceGroup] | None = Field(default=None, max_length=v1beta1.MAX_ITEMS)
+    """Quota per flavor and resource, in groups of resources that share a flavor."""
+    cohort_name: str | None = Field(default=None, max_length=253)
+    """The cohort whose queues lend each other unused quota."""
+    queueing_strategy: Literal["StrictFIFO", "BestEffortFIFO"] | None = None
+    """StrictFIFO: a workload that does not fit blocks those after it; BestEffortFIFO (default): they may go first."""
+    namespace_selector: LabelSelector | None = None
+    """The namespaces whose LocalQueues may point at this queue (absent: none; {}: all)."""
+    flavor_fungibility: FlavorFungibility | None = None
+    """When admission tries the next flavor instead of borrowing or preempting."""
+    preemption: v1beta1.ClusterQueuePreemption | None = None
+    """Preemption policies (withinClusterQueue, reclaimWithinCohort, borrowWithinCohort)."""
+    admission_checks_strategy: v1beta1.AdmissionChecksStrategy | None = None
+    """Admission checks per flavor (served; not enforced by the hub)."""
+    stop_policy: Literal["None", "Hold", "HoldAndDrain"] | None = None
+    """Hold: admit nothing new; HoldAndDrain: also evict the admitted workloads."""
+    fair_sharing: v1beta1.FairSharing | None = None
+    """Fair-sharing weight among the cohort's queues and cohorts."""
+    admission_scope: dict[str, object] | None = None
+    """Admission fair sharing scope (served; not enforced)."""
+    concurrent_admission_policy: ConcurrentAdmissionPolicy | None = None
+    """Admission in several flavors at once (served; not enforced by the hub)."""
+
+    @field_validator("resource_groups")
+    @classmethod
+    def _resources_once(cls, groups: list[v1beta1.ResourceGroup] | None) -> list[v1beta1.ResourceGroup] | None:
+        return v1beta1.resources_once(groups)
+
+    @model_validator(mode="after")
+    def _limits_need_a_cohort(self) -> ClusterQueueSpec:
+        if not self.cohort_name:
+            v1beta1.limits_need(self.resource_groups, "spec.cohortName")
+        return self
+
+
+class ClusterQueue(SpecModel):
+    """A pool of quota (Kueue's ClusterQueue); LocalQueues of namespaces point at it."""
+
+    api_version: Literal["kueue.x-k8s.io/v1beta2"] = API_VERSION
+    kind: Literal["ClusterQueue"] = "ClusterQueue"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: ClusterQueueSpec = Field(default_factory=ClusterQueueSpec)
+    """Quotas, cohort and policies."""
+    status: v1beta1.ClusterQueueStatus | None = None
+    """Usage and workload counts."""
+
+
+# ---------------------------------------------------------------------------------------------
+# LocalQueue
+# ---------------------------------------------------------------------------------------------
+
+
+class LocalQueueStatus(WireModel):
+    conditions: list[Condition] | None = None
+    """The queue's conditions."""
+    pending_workloads: int | None = None
+    """Workloads of the queue waiting for quota."""
+    reserving_workloads: int | None = None
+    """Workloads of the queue holding quota."""
+    admitted_workloads: int | None = None
+    """Admitted workloads of the queue that have not finished."""
+    flavors_reservation: list[v1beta1.FlavorUsage] | None = None
+    """Quota reserved by the queue's workloads per flavor (not written by the hub yet)."""
+    flavors_usage: list[v1beta1.FlavorUsage] | None = None
+    """Quota used by the queue's admitted workloads per flavor (not written by the hub yet)."""
+
+
+class LocalQueue(SpecModel):
+    """A namespace's queue (Kueue's LocalQueue); jobs name it in the label kueue.x-k8s.io/queue-name."""
+
+    api_version: Literal["kueue.x-k8s.io/v1beta2"] = API_VERSION
+    kind: Literal["LocalQueue"] = "LocalQueue"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: v1beta1.LocalQueueSpec = Field(default_factory=v1beta1.LocalQueueSpec)
+    """The ClusterQueue behind the queue."""
+    status: LocalQueueStatus | None = None
+    """Workload counts and usage."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Workload
+# ---------------------------------------------------------------------------------------------
+
+
+class PriorityClassRef(SpecModel):
+    group: Literal["kueue.x-k8s.io", "scheduling.k8s.io"]
+    """kueue.x-k8s.io for a WorkloadPriorityClass, scheduling.k8s.io for a pod PriorityClass."""
+    kind: Literal["WorkloadPriorityClass", "PriorityClass"]
+    """The kind of the class."""
+    name: str = Field(min_length=1, max_length=253)
+    """The class's name."""
+
+    @model_validator(mode="after")
+    def _kind_of_group(self) -> PriorityClassRef:
+        if self.group == "scheduling.k8s.io" and self.kind != "PriorityClass":
+            raise ValueError("only the PriorityClass kind is allowed for the scheduling.k8s.io group")
+        if self.group == "kueue.x-k8s.io" and self.kind != "WorkloadPriorityClass":
+            raise ValueError("only the WorkloadPriorityClass kind is allowed for the kueue.x-k8s.io group")
+        return self
+
+
+class WorkloadSpec(SpecModel):
+    pod_sets: list[v1beta1.PodSet] = Field(min_length=1, max_length=8)
+    """The pods the workload needs, per role."""
+    queue_name: str | None = None
+    """The LocalQueue (in the workload's namespace) the workload waits in."""
+    priority_class_ref: PriorityClassRef | None = None
+    """The WorkloadPriorityClass or PriorityClass giving the priority."""
+    priority: int | None = None
+    """The priority: higher first."""
+    active: bool | None = None
+    """False: the workload is deactivated (evicted and not admitted again)."""
+    maximum_execution_time_seconds: int | None = Field(default=None, ge=1)
+    """Served; not enforced by the hub."""
+
+    @field_validator("pod_sets")
+    @classmethod
+    def _unique_pod_sets(cls, pod_sets: list[v1beta1.PodSet]) -> list[v1beta1.PodSet]:
+        v1beta1.unique_names(pod_sets, "pod set")
+        return pod_sets
+
+    @model_validator(mode="after")
+    def _priority_with_its_class(self) -> WorkloadSpec:
+        if self.priority_class_ref is not None and self.priority is None:
+            raise ValueError("priority should not be nil when priorityClassRef is set")
+        return self
+
+
+class Workload(SpecModel):
+    """One job's claim on quota (Kueue's Workload); the hub creates one per queued workload."""
+
+    api_version: Literal["kueue.x-k8s.io/v1beta2"] = API_VERSION
+    kind: Literal["Workload"] = "Workload"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: WorkloadSpec
+    """The pods needed, the queue and the priority."""
+    status: v1beta1.WorkloadStatus | None = None
+    """Admission and conditions."""
