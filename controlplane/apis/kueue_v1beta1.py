@@ -232,13 +232,14 @@ class ClusterQueuePreemption(SpecModel):
 
 
 class FlavorFungibility(SpecModel):
-    when_can_borrow: Literal["Borrow", "TryNextFlavor"] | None = None
-    """Borrow (default): take a flavor that fits by borrowing; TryNextFlavor: try the next
-    flavors first, and take the one that borrows least (from the closest cohort)."""
-    when_can_preempt: Literal["Preempt", "TryNextFlavor"] | None = None
+    when_can_borrow: Literal["MayStopSearch", "TryNextFlavor", "Borrow"] | None = None
+    """Borrow (default; MayStopSearch is Kueue's newer name of it): take a flavor that fits by
+    borrowing; TryNextFlavor: try the next flavors first, and take the one that borrows least
+    (from the closest cohort)."""
+    when_can_preempt: Literal["MayStopSearch", "TryNextFlavor", "Preempt"] | None = None
     """TryNextFlavor (default): try the next flavors before preempting, and prefer fitting, then
-    reclaiming from borrowers, then preempting in the own queue; Preempt: preempt in the first
-    flavor where preemption makes room."""
+    reclaiming from borrowers, then preempting in the own queue; Preempt (MayStopSearch is Kueue's
+    newer name of it): preempt in the first flavor where preemption makes room."""
 
 
 class FairSharing(SpecModel):

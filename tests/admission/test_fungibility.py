@@ -188,8 +188,9 @@ def test_flavor_fungibility_is_read_with_kueues_defaults() -> None:
 
 
 @pytest.mark.parametrize(("field", "value", "supported"), [
-    ("whenCanBorrow", "Preempt", '"Borrow", "TryNextFlavor"'),
-    ("whenCanPreempt", "Borrow", '"Preempt", "TryNextFlavor"'),
+    # In the order of Kueue's CRD enums (MayStopSearch is the newer name of Borrow and of Preempt).
+    ("whenCanBorrow", "Preempt", '"MayStopSearch", "TryNextFlavor", "Borrow"'),
+    ("whenCanPreempt", "Borrow", '"MayStopSearch", "TryNextFlavor", "Preempt"'),
 ])
 def test_flavor_fungibility_refuses_other_values(field: str, value: str, supported: str) -> None:
     obj = {"apiVersion": kueue.API_VERSION, "kind": "ClusterQueue", "metadata": {"name": "a"},

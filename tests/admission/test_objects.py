@@ -10,6 +10,7 @@ import pytest
 
 from controlplane.admission import objects as adm
 from controlplane.admission.core import Admitted, Preemption, PreemptionPolicy
+from controlplane.admission.core.quota import FlavorFungibility, WhenCanBorrow, WhenCanPreempt
 from controlplane.controllers.admission import constrain_placement
 
 GPU = "nvidia.com/gpu"
@@ -89,6 +90,22 @@ def test_preemption_policies_and_what_preemption_reads_of_an_admitted_workload()
     assert adm.admitted_of(workload) == Admitted(
         "ml/job-a", "team-a", {("a100", GPU): 4}, 7, "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z",
     )
+
+
+@pytest.mark.parametrize(
+    ("fungibility", "expected"),
+    [
+        ({}, FlavorFungibility(WhenCanBorrow.BORROW, WhenCanPreempt.TRY_NEXT_FLAVOR)),
+        ({"whenCanBorrow": "Borrow", "whenCanPreempt": "Preempt"}, FlavorFungibility(WhenCanBorrow.BORROW, WhenCanPreempt.PREEMPT)),
+        # Kueue's newer name of both (v1beta2's only one; v1beta1 takes either).
+        ({"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "MayStopSearch"},
+         FlavorFungibility(WhenCanBorrow.BORROW, WhenCanPreempt.PREEMPT)),
+        ({"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor"},
+         FlavorFungibility(WhenCanBorrow.TRY_NEXT_FLAVOR, WhenCanPreempt.TRY_NEXT_FLAVOR)),
+    ],
+)
+def test_flavor_fungibility_names(fungibility: dict[str, str], expected: FlavorFungibility) -> None:
+    assert adm.cluster_queue(cq(flavorFungibility=fungibility), {"a100": {}}).fungibility == expected
 
 
 def test_namespace_selector_absent_selects_none() -> None:

@@ -46,11 +46,19 @@ class PreemptionPolicy(StrEnum):
     ANY = "Any"
 
 
+#: Kueue's newer name (v1beta2's only one) of ``Borrow`` and of ``Preempt``: read as them.
+MAY_STOP_SEARCH = "MayStopSearch"
+
+
 class WhenCanBorrow(StrEnum):
     """``flavorFungibility.whenCanBorrow``: take a flavor that fits by borrowing, or look further."""
 
     BORROW = "Borrow"
     TRY_NEXT_FLAVOR = "TryNextFlavor"
+
+    @classmethod
+    def _missing_(cls, value: object) -> WhenCanBorrow | None:
+        return cls.BORROW if value == MAY_STOP_SEARCH else None
 
 
 class WhenCanPreempt(StrEnum):
@@ -58,6 +66,10 @@ class WhenCanPreempt(StrEnum):
 
     PREEMPT = "Preempt"
     TRY_NEXT_FLAVOR = "TryNextFlavor"
+
+    @classmethod
+    def _missing_(cls, value: object) -> WhenCanPreempt | None:
+        return cls.PREEMPT if value == MAY_STOP_SEARCH else None
 
 
 @dataclass(frozen=True)
