@@ -1,6 +1,6 @@
 """Kueue's v1beta2 YAML, end to end (real hub on its embedded etcd, the on-prem member with its
-agent, kubectl): a ResourceFlavor, a ClusterQueue with ``cohortName`` and ``MayStopSearch`` and a
-LocalQueue written as Kueue 0.15+'s docs write them apply unchanged; a Job queued in them is
+agent, kubectl): a ResourceFlavor, two ClusterQueues of one cohort (``cohortName``) and their
+LocalQueues written at v1beta2, as Kueue 0.15+'s docs write them, apply unchanged; a Job queued in them is
 admitted and Running in the member; ``kubectl get`` shows the objects at v1beta2 (the preferred
 version) and at v1beta1, and ``gpufed queues`` reads the quota and its usage."""
 
@@ -20,65 +20,18 @@ HERE = Path(__file__).parent
 FLEET = HERE / "fleets" / "placement.yaml"
 pytestmark = pytest.mark.e2e
 
-# As Kueue's docs write a single-cluster setup at v1beta2 (administer_cluster_quotas.md), with
-# the flavor naming the fleet's on-prem tier.
-QUEUES_V1BETA2 = """\
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata:
-  name: "default-flavor"
-spec:
-  nodeLabels:
-    tier: onprem
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata:
-  name: "cluster-queue"
-spec:
-  namespaceSelector: {} # match all.
-  cohortName: "research"
-  flavorFungibility:
-    whenCanBorrow: MayStopSearch
-    whenCanPreempt: TryNextFlavor
-  resourceGroups:
-  - coveredResources: ["cpu", "memory", "nvidia.com/gpu"]
-    flavors:
-    - name: "default-flavor"
-      resources:
-      - name: "cpu"
-        nominalQuota: 9
-      - name: "memory"
-        nominalQuota: 36Gi
-      - name: "nvidia.com/gpu"
-        nominalQuota: 2
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata:
-  namespace: "ml"
-  name: "user-queue"
-spec:
-  clusterQueue: "cluster-queue"
----
-apiVersion: policy.gpufed.io/v1alpha1
-kind: PropagationPolicy
-metadata:
-  name: jobs
-  namespace: ml
-spec:
-  resourceSelectors:
-    - apiVersion: batch/v1
-      kind: Job
-  placement:
-    clusterAffinity:
-      clusterNames: [onprem-a100]
-"""
+#: The two teams' queues of e2e/test_quotas.py (written for a single Kueue cluster at v1beta1), as
+#: Kueue 0.15+ writes them: at v1beta2, with ``cohortName`` where v1beta1 says ``cohort``.
+QUEUES_V1BETA2 = (
+    (HERE / "manifests" / "quotas" / "queues.yaml").read_text()
+    .replace("apiVersion: kueue.x-k8s.io/v1beta1", "apiVersion: kueue.x-k8s.io/v1beta2")
+    .replace("  cohort: research", "  cohortName: research")
+)
 
 JOB = {
     "apiVersion": "batch/v1",
     "kind": "Job",
-    "metadata": {"name": "train", "namespace": "ml", "labels": {"kueue.x-k8s.io/queue-name": "user-queue"}},
+    "metadata": {"name": "train", "namespace": "ml", "labels": {"kueue.x-k8s.io/queue-name": "team-a"}},
     "spec": {"template": {
         "metadata": {"annotations": {"sim.gpufed.io/duration": "7200s"}},
         "spec": {"restartPolicy": "Never", "containers": [{
@@ -109,31 +62,33 @@ def _running(member: Kubectl) -> int:
 def test_kueue_v1beta2_queues_admit_a_job(fleet: tuple[Kubectl, dict[str, Kubectl]]) -> None:
     hub, members = fleet
     out = hub.run("apply", "-f", "-", input_text=QUEUES_V1BETA2).stdout
-    assert out.splitlines()[:3] == [
-        "resourceflavor.kueue.x-k8s.io/default-flavor created", "clusterqueue.kueue.x-k8s.io/cluster-queue created",
-        "localqueue.kueue.x-k8s.io/user-queue created",
+    assert "kueue.x-k8s.io/v1beta1" not in QUEUES_V1BETA2 and "cohortName: research" in QUEUES_V1BETA2
+    assert out.splitlines()[:5] == [
+        "resourceflavor.kueue.x-k8s.io/onprem created", "clusterqueue.kueue.x-k8s.io/team-a created",
+        "clusterqueue.kueue.x-k8s.io/team-b created", "localqueue.kueue.x-k8s.io/team-a created",
+        "localqueue.kueue.x-k8s.io/team-b created",
     ]
     hub.run("apply", "-f", "-", input_text=json.dumps(JOB))
-    wait_for(lambda: _admitted(hub) is not None, timeout=60, what="the Job's Workload admitted by cluster-queue")
+    wait_for(lambda: _admitted(hub) is not None, timeout=60, what="the Job's Workload admitted by team-a")
     wait_for(lambda: _running(members["onprem-a100"]) == 1, timeout=120, what="the Job Running on-prem")
 
     workload = _admitted(hub)
     assert workload is not None and workload["apiVersion"] == "kueue.x-k8s.io/v1beta2"
-    assert workload["status"]["admission"]["clusterQueue"] == "cluster-queue"
-    assert workload["status"]["admission"]["podSetAssignments"][0]["flavors"]["nvidia.com/gpu"] == "default-flavor"
+    assert workload["status"]["admission"]["clusterQueue"] == "team-a"
+    assert workload["status"]["admission"]["podSetAssignments"][0]["flavors"]["nvidia.com/gpu"] == "onprem"
     assert hub.json("get", "job", "train", "-n", "ml")["spec"]["suspend"] is False
 
-    served = hub.json("get", "clusterqueue", "cluster-queue")
+    served = hub.json("get", "clusterqueue", "team-a")
     assert (served["apiVersion"], served["spec"]["cohortName"]) == ("kueue.x-k8s.io/v1beta2", "research")
     assert served["spec"]["flavorFungibility"]["whenCanBorrow"] == "MayStopSearch"
-    stored = hub.json("get", "clusterqueues.v1beta1.kueue.x-k8s.io", "cluster-queue")
+    stored = hub.json("get", "clusterqueues.v1beta1.kueue.x-k8s.io", "team-a")
     assert (stored["apiVersion"], stored["spec"]["cohort"]) == ("kueue.x-k8s.io/v1beta1", "research")
     assert stored["status"]["admittedWorkloads"] == 1
     rows = hub.run("get", "clusterqueues").stdout.splitlines()
-    assert rows[1].split()[:4] == ["cluster-queue", "research", "0", "1"]
+    assert [row.split()[:4] for row in rows[1:]] == [["team-a", "research", "0", "1"], ["team-b", "research", "0", "0"]]
 
     queues = subprocess.run(
         [GPUFED, "queues", "--kubeconfig", str(hub.kubeconfig), "-o", "json"], capture_output=True, text=True, check=True, timeout=60
     )
-    gpu = next(r for r in json.loads(queues.stdout) if r["resource"] == "nvidia.com/gpu")
-    assert (gpu["clusterQueue"], gpu["flavor"], gpu["usage"]) == ("cluster-queue", "default-flavor", "1")
+    gpu = {r["clusterQueue"]: r for r in json.loads(queues.stdout) if r["resource"] == "nvidia.com/gpu"}
+    assert (gpu["team-a"]["flavor"], gpu["team-a"]["usage"], gpu["team-b"]["usage"]) == ("onprem", "1", "0")

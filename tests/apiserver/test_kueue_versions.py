@@ -17,6 +17,7 @@ from controlplane.controllers.workloads import propagatable_types
 from controlplane.hub import hub_registry
 
 from .test_kube_validation import Client, hub, hub_kubeconfig  # noqa: F401 (fixtures)
+from .test_kueue_kubectl import CREATED, KUEUE_YAML
 from .test_real_clients import kubectl, needs_kubectl
 
 Obj = dict[str, Any]
@@ -180,63 +181,32 @@ def test_controllers_and_namespace_deletion_see_the_stored_version_only() -> Non
     assert not [rt for rt in propagatable_types(registry) if rt.group == "kueue.x-k8s.io"]
 
 
-# Kueue's docs' single-cluster setup (site/content/en/docs/tasks/manage/administer_cluster_quotas.md)
-# as Kueue 0.15+ writes it, at v1beta2.
-KUEUE_V1BETA2_YAML = """\
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata:
-  name: "default-flavor"
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata:
-  name: "cluster-queue"
-spec:
-  namespaceSelector: {} # match all.
-  cohortName: "team-ab"
-  resourceGroups:
-  - coveredResources: ["cpu", "memory", "nvidia.com/gpu"]
-    flavors:
-    - name: "default-flavor"
-      resources:
-      - name: "cpu"
-        nominalQuota: 9
-      - name: "memory"
-        nominalQuota: 36Gi
-      - name: "nvidia.com/gpu"
-        nominalQuota: 8
-        borrowingLimit: 2
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata:
-  namespace: "default"
-  name: "user-queue"
-spec:
-  clusterQueue: "cluster-queue"
-"""
+#: Kueue's docs' single-cluster setup (the v1beta1 YAML of test_kueue_kubectl.py) as Kueue 0.15+'s
+#: docs write it: at v1beta2, ``cohortName`` for ``cohort``, ``MayStopSearch`` for ``Borrow``.
+KUEUE_V1BETA2_YAML = (
+    KUEUE_YAML.replace("kueue.x-k8s.io/v1beta1", "kueue.x-k8s.io/v1beta2")
+    .replace("  cohort: ", "  cohortName: ").replace("whenCanBorrow: Borrow", "whenCanBorrow: MayStopSearch")
+)
 
 
 @needs_kubectl
 async def test_kubectl_applies_kueue_v1beta2_yaml(hub_kubeconfig: Path, tmp_path: Path) -> None:  # noqa: F811
     manifest = tmp_path / "kueue.yaml"
     manifest.write_text(KUEUE_V1BETA2_YAML)
-    created = [
-        "resourceflavor.kueue.x-k8s.io/default-flavor created", "clusterqueue.kueue.x-k8s.io/cluster-queue created",
-        "localqueue.kueue.x-k8s.io/user-queue created",
-    ]
+    assert "v1beta1" not in KUEUE_V1BETA2_YAML and 'cohortName: "team-ab"' in KUEUE_V1BETA2_YAML
+    created = CREATED.splitlines()
     code, out, err = await kubectl(hub_kubeconfig, "apply", "-f", str(manifest))
     assert (code, out.splitlines()) == (0, created), err
     code, out, err = await kubectl(hub_kubeconfig, "apply", "-f", str(manifest))
     assert (code, out.splitlines()) == (0, [line.replace("created", "unchanged") for line in created]), err
     code, out, err = await kubectl(hub_kubeconfig, "get", "cq")
     assert code == 0, err
-    assert [row.split()[:2] for row in out.splitlines()] == [["NAME", "COHORT"], ["cluster-queue", "team-ab"]]
-    code, out, err = await kubectl(hub_kubeconfig, "get", "cq", "cluster-queue", "-o", "yaml")
+    assert [row.split()[:2] for row in out.splitlines()] == [["NAME", "COHORT"], ["cluster-queue", "<none>"], ["team-b-cq", "team-ab"]]
+    code, out, err = await kubectl(hub_kubeconfig, "get", "cq", "team-b-cq", "-o", "yaml")
     served = yaml.safe_load(out)
     assert (served["apiVersion"], served["spec"]["cohortName"]) == ("kueue.x-k8s.io/v1beta2", "team-ab"), err
-    code, out, err = await kubectl(hub_kubeconfig, "get", "clusterqueues.v1beta1.kueue.x-k8s.io", "cluster-queue", "-o", "yaml")
+    assert served["spec"]["flavorFungibility"]["whenCanBorrow"] == "MayStopSearch"
+    code, out, err = await kubectl(hub_kubeconfig, "get", "clusterqueues.v1beta1.kueue.x-k8s.io", "team-b-cq", "-o", "yaml")
     stored = yaml.safe_load(out)
     assert (stored["apiVersion"], stored["spec"]["cohort"]) == ("kueue.x-k8s.io/v1beta1", "team-ab"), err
     code, out, err = await kubectl(hub_kubeconfig, "explain", "clusterqueue.spec.cohortName", "--api-version", "kueue.x-k8s.io/v1beta2")
@@ -248,10 +218,10 @@ async def test_kubectl_applies_kueue_v1beta2_yaml(hub_kubeconfig: Path, tmp_path
     changed = KUEUE_V1BETA2_YAML.replace('cohortName: "team-ab"', 'cohortName: "team-cd"')
     code, out, err = await kubectl(hub_kubeconfig, "apply", "--server-side", "-f", "-", stdin=changed)
     assert code == 0, err
-    code, out, err = await kubectl(hub_kubeconfig, "get", "cq", "cluster-queue", "-o", "json", "--show-managed-fields")
+    code, out, err = await kubectl(hub_kubeconfig, "get", "cq", "team-b-cq", "-o", "json", "--show-managed-fields")
     managed = json.loads(out)["metadata"]["managedFields"]
     applied = next(m for m in managed if m["manager"] == "kubectl" and m["operation"] == "Apply")
     assert applied["apiVersion"] == "kueue.x-k8s.io/v1beta2"
     assert "f:cohortName" in applied["fieldsV1"]["f:spec"]
-    code, out, err = await kubectl(hub_kubeconfig, "get", "clusterqueues.v1beta1.kueue.x-k8s.io", "-o", "jsonpath={.items[0].spec.cohort}")
+    code, out, err = await kubectl(hub_kubeconfig, "get", "clusterqueues.v1beta1.kueue.x-k8s.io", "team-b-cq", "-o", "jsonpath={.spec.cohort}")
     assert (code, out) == (0, "team-cd"), err
