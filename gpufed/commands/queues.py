@@ -120,7 +120,7 @@ async def _show(args: argparse.Namespace) -> int:
     if args.output == "json":
         print(json.dumps(rows, indent=2))
     elif not rows:
-        print("No ClusterQueues on the hub (kubectl apply a kueue.x-k8s.io/v1beta1 ClusterQueue).")
+        print("No ClusterQueues on the hub (kubectl apply a kueue.x-k8s.io/v1beta2 or v1beta1 ClusterQueue).")
     else:
         print(render(rows))
     return 0

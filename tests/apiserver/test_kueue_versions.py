@@ -174,6 +174,19 @@ async def test_table_and_watch_at_v1beta2(hub: Client) -> None:  # noqa: F811
     assert table["rows"][0]["cells"][:2] == ["team-a", "research"]
 
 
+async def test_openapi_v2_and_v3_describe_each_version(hub: Client) -> None:  # noqa: F811
+    definitions = (await ok(await hub.get("/openapi/v2")))["definitions"]
+    v1beta2 = definitions["io.x-k8s.kueue.v1beta2.ClusterQueue"]
+    assert v1beta2["x-kubernetes-group-version-kind"] == [{"group": "kueue.x-k8s.io", "version": "v1beta2", "kind": "ClusterQueue"}]
+    spec_ref = v1beta2["properties"]["spec"]["$ref"].rpartition("/")[2]
+    assert "cohortName" in definitions[spec_ref]["properties"] and "cohort" not in definitions[spec_ref]["properties"]
+    paths = (await ok(await hub.get("/openapi/v3")))["paths"]
+    assert {"apis/kueue.x-k8s.io/v1beta2", "apis/kueue.x-k8s.io/v1beta1"} <= paths.keys()
+    schemas = (await ok(await hub.get("/openapi/v3/apis/kueue.x-k8s.io/v1beta2")))["components"]["schemas"]
+    workload_spec = schemas[schemas["io.x-k8s.kueue.v1beta2.Workload"]["properties"]["spec"]["allOf"][0]["$ref"].rpartition("/")[2]]
+    assert "priorityClassRef" in workload_spec["properties"] and "priorityClassName" not in workload_spec["properties"]
+
+
 def test_controllers_and_namespace_deletion_see_the_stored_version_only() -> None:
     registry = hub_registry()
     for kind in ("Workload", "LocalQueue"):
