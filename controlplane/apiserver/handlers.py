@@ -425,6 +425,8 @@ class ResourceHandlers:
         for key in ("propagationPolicy", "gracePeriodSeconds"):
             if key in request.query:
                 options[key] = request.query[key]
+        if "orphanDependents" in request.query:
+            options["orphanDependents"] = _bool_param(request.query["orphanDependents"], "orphanDependents")
         return options
 
     async def _delete(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
@@ -436,6 +438,7 @@ class ResourceHandlers:
             rt, namespace=info.namespace, name=info.name,
             preconditions=Preconditions(uid=pre.get("uid"), resource_version=pre.get("resourceVersion")),
             propagation_policy=options.get("propagationPolicy"), dry_run=dry_run,
+            orphan_dependents=options.get("orphanDependents"),
         )
         if result.deleted and rt.strategic_merge and rt.kind != "Namespace" and not rt.returns_deleted_object:
             # Built-in kinds answer an immediate delete with a success Status, as kube does
@@ -452,10 +455,11 @@ class ResourceHandlers:
     async def _delete_collection(
         self, request: web.Request, rt: ResourceType, info: RequestInfo
     ) -> web.StreamResponse:
-        await self._delete_options(request)
+        options = await self._delete_options(request)
         deleted = await self._objects.delete_collection(
             rt, namespace=info.namespace, label_selector=request.query.get("labelSelector"),
             field_selector=request.query.get("fieldSelector"), dry_run=dry_run_of(request),
+            propagation_policy=options.get("propagationPolicy"), orphan_dependents=options.get("orphanDependents"),
         )
         return json_response(
             {
@@ -496,6 +500,9 @@ def _checked_delete_options(options: dict[str, Any]) -> dict[str, Any]:
     policy = options.get("propagationPolicy")
     if policy is not None and not isinstance(policy, str):
         raise wrong("propagationPolicy", "a string", policy)
+    orphan = options.get("orphanDependents")
+    if orphan is not None and not isinstance(orphan, bool):
+        raise wrong("orphanDependents", "a boolean", orphan)
     grace = options.get("gracePeriodSeconds")
     if grace is not None and (isinstance(grace, bool) or not isinstance(grace, int)):
         raise wrong("gracePeriodSeconds", "an integer", grace)

@@ -1,11 +1,15 @@
 """Deleting objects: now, or (with finalizers) marked with a ``deletionTimestamp`` and kept.
 
-:class:`Deleter` checks DeleteOptions' preconditions (uid, resourceVersion) and
-``propagationPolicy``, deletes with a compare-and-swap on the object's revision (re-reading
-and retrying when a concurrent write wins), and deletes a namespace as kube does: marked
-``Terminating``, its content deleted kind by kind, then itself removed once empty (see
-:mod:`~controlplane.apiserver.objects.namespaces`). The hub keeps no owner graph, so
-dependents are not cascaded.
+:class:`Deleter` checks DeleteOptions (preconditions on uid and resourceVersion,
+``propagationPolicy`` and the legacy ``orphanDependents``, with kube's 422s), puts on or takes
+off the garbage collector's finalizers as kube's registry store does
+(:mod:`controlplane.apis.kube.garbagecollection`: ``foregroundDeletion`` for Foreground,
+``orphan`` for Orphan; a second delete of an object being deleted may swap them, and one that
+leaves no finalizer deletes it), deletes with a compare-and-swap on the object's revision
+(re-reading and retrying when a concurrent write wins), and deletes a namespace as kube does:
+marked ``Terminating``, its content deleted kind by kind (Background), then itself removed once
+empty (see :mod:`~controlplane.apiserver.objects.namespaces`). The dependents themselves are
+the hub's garbage collector's (:mod:`controlplane.controllers.garbagecollecting`).
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
+from controlplane.apis.kube.garbagecollection import DeletionPropagation, default_policy, deletion_finalizers
+from controlplane.apis.meta import CauseType
 from controlplane.apiserver import codec, errors
 from controlplane.apiserver.allocating import Allocations, NoAllocations
 from controlplane.apiserver.objects.namespaces import SYSTEM_NAMESPACES, NamespaceLifecycle
@@ -21,12 +27,14 @@ from controlplane.apiserver.objects.reading import decode, get_kv, store_call, s
 from controlplane.apiserver.objects.values import (
     DeleteOptions,
     DeleteResult,
-    DeletionPropagation,
     Preconditions,
 )
 from controlplane.apiserver.objects.writing import PATCH_RETRIES, LostRace
 from controlplane.apiserver.resources import Registry, ResourceType
 from controlplane.storage import interface as storage
+
+#: How a namespace's deletion deletes its content: Background, as kube's namespace controller asks.
+_NAMESPACE_CONTENT = DeleteOptions(propagation_policy=DeletionPropagation.BACKGROUND)
 
 
 class Deleter:
@@ -51,12 +59,7 @@ class Deleter:
         options: DeleteOptions,
     ) -> DeleteResult:
         """Delete now, or (with finalizers) mark with ``deletionTimestamp`` and keep."""
-        propagation_policy, dry_run = options.propagation_policy, options.dry_run
-        if propagation_policy and propagation_policy not in {p.value for p in DeletionPropagation}:
-            raise errors.BadRequest(
-                f'propagationPolicy: Unsupported value: "{propagation_policy}": supported values: '
-                '"Background", "Foreground", "Orphan"'
-            )
+        check_delete_options(options)
         namespace = namespace if rt.namespaced else None
         for _attempt in range(PATCH_RETRIES):
             kv = await get_kv(self._store, rt, namespace=namespace, name=name)
@@ -64,24 +67,31 @@ class Deleter:
             check_preconditions(rt, obj, options.preconditions)
             try:
                 if rt is self._namespaces.type:
-                    return await self._delete_namespace(kv, obj, dry_run=dry_run)
-                return await self.delete_kv(rt, kv, obj, dry_run=dry_run)
+                    return await self._delete_namespace(kv, obj, dry_run=options.dry_run)
+                return await self.delete_kv(rt, kv, obj, options=options)
             except LostRace:
                 continue
         raise errors.conflict_modified(plural=rt.plural, group=rt.group, name=name)
 
     async def delete_kv(
-        self, rt: ResourceType, kv: storage.KeyValue, obj: dict[str, Any], *, dry_run: bool
+        self, rt: ResourceType, kv: storage.KeyValue, obj: dict[str, Any], *, options: DeleteOptions
     ) -> DeleteResult:
         meta = obj["metadata"]
         name = meta["name"]
-        if meta.get("finalizers"):
-            if meta.get("deletionTimestamp"):
+        finalizers = meta.get("finalizers") or []
+        changed = deletion_finalizers(
+            finalizers, policy=default_policy(rt.group, rt.version, rt.kind),
+            orphan_dependents=options.orphan_dependents, propagation=options.propagation_policy,
+        )
+        kept = finalizers if changed is None else changed
+        if kept:
+            if meta.get("deletionTimestamp") and changed is None:
                 return DeleteResult(obj, deleted=False)
             marked = copy.deepcopy(obj)
-            marked["metadata"]["deletionTimestamp"] = self.now()
+            marked["metadata"]["finalizers"] = kept
+            marked["metadata"].setdefault("deletionTimestamp", self.now())
             marked["metadata"]["deletionGracePeriodSeconds"] = 0
-            if dry_run:
+            if options.dry_run:
                 return DeleteResult(marked, deleted=False)
             try:
                 written = await self._store.update(
@@ -93,7 +103,7 @@ class Deleter:
                 raise errors.from_storage_error(exc, plural=rt.plural, group=rt.group, name=name) from exc
             marked["metadata"]["resourceVersion"] = str(written.mod_revision)
             return DeleteResult(marked, deleted=False)
-        if dry_run:
+        if options.dry_run:
             return DeleteResult(obj, deleted=True)
         try:
             deleted = await self._store.delete(kv.key, expected_revision=kv.mod_revision)
@@ -142,7 +152,7 @@ class Deleter:
             obj = decode(rt, kv)
             for _attempt in range(PATCH_RETRIES):
                 try:
-                    await self.delete_kv(rt, kv, obj, dry_run=False)
+                    await self.delete_kv(rt, kv, obj, options=_NAMESPACE_CONTENT)
                     break
                 except LostRace:
                     try:
@@ -152,6 +162,27 @@ class Deleter:
                     obj = decode(rt, kv)
                 except errors.NotFound:
                     break
+
+
+def check_delete_options(options: DeleteOptions) -> None:
+    """kube's ValidateDeleteOptions: 422 when ``orphanDependents`` and ``propagationPolicy`` are both
+    set or the policy is not one of the three."""
+    policy = options.propagation_policy
+    causes = []
+    if options.orphan_dependents is not None and policy is not None:
+        causes.append(errors.Cause(
+            CauseType.FIELD_VALUE_INVALID,
+            f'Invalid value: "{policy}": orphanDependents and deletionPropagation cannot be both set',
+            "propagationPolicy",
+        ))
+    if policy is not None and policy not in {p.value for p in DeletionPropagation}:
+        causes.append(errors.Cause(
+            CauseType.FIELD_VALUE_NOT_SUPPORTED,
+            f'Unsupported value: "{policy}": supported values: "Foreground", "Background", "Orphan", "nil"',
+            "propagationPolicy",
+        ))
+    if causes:
+        raise errors.invalid(kind="DeleteOptions", group="meta.k8s.io", name="", causes=causes)
 
 
 def check_preconditions(rt: ResourceType, obj: dict[str, Any], pre: Preconditions | None) -> None:

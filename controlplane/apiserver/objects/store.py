@@ -285,13 +285,14 @@ class ObjectStore:
         preconditions: Preconditions | None = None,
         propagation_policy: str | None = None,
         dry_run: bool = False,
+        orphan_dependents: bool | None = None,
     ) -> DeleteResult:
         """Delete now, or (with finalizers) mark with ``deletionTimestamp`` and keep.
 
-        ``propagation_policy`` is validated and accepted; the hub keeps no owner
-        graph, so dependents are not cascaded.
+        ``propagation_policy`` (or the legacy ``orphan_dependents``) puts on the garbage
+        collector's finalizer as kube's store does (:mod:`.deleting`).
         """
-        options = DeleteOptions(preconditions, propagation_policy, dry_run)
+        options = DeleteOptions(preconditions, propagation_policy, dry_run, orphan_dependents)
         return await self._deleter.delete(rt, namespace=namespace, name=name, options=options)
 
     async def delete_collection(
@@ -302,6 +303,8 @@ class ObjectStore:
         label_selector: LabelSelectorArg = None,
         field_selector: FieldSelectorArg = None,
         dry_run: bool = False,
+        propagation_policy: str | None = None,
+        orphan_dependents: bool | None = None,
     ) -> ObjectList:
         """Delete every matching object; returns them as they were left."""
         listed = await self.list(rt, namespace=namespace, label_selector=label_selector, field_selector=field_selector)
@@ -309,7 +312,10 @@ class ObjectStore:
         for obj in listed.items:
             meta = obj["metadata"]
             try:
-                result = await self.delete(rt, namespace=meta.get("namespace"), name=meta["name"], dry_run=dry_run)
+                result = await self.delete(
+                    rt, namespace=meta.get("namespace"), name=meta["name"], dry_run=dry_run,
+                    propagation_policy=propagation_policy, orphan_dependents=orphan_dependents,
+                )
             except errors.NotFound:
                 continue
             out.append(result.object)

@@ -41,14 +41,6 @@ class WatchEventType(StrEnum):
     ERROR = "ERROR"
 
 
-class DeletionPropagation(StrEnum):
-    """metav1.DeletionPropagation: how a delete treats the object's dependents (``propagationPolicy``)."""
-
-    BACKGROUND = "Background"
-    FOREGROUND = "Foreground"
-    ORPHAN = "Orphan"
-
-
 @dataclass(frozen=True, slots=True)
 class ObjectEvent:
     type: WatchEventType
@@ -153,11 +145,13 @@ class ListOptions:
 
 @dataclass(frozen=True, slots=True)
 class DeleteOptions:
-    """kube's metav1.DeleteOptions: preconditions, ``propagationPolicy`` and ``dryRun``."""
+    """kube's metav1.DeleteOptions: preconditions, ``propagationPolicy`` (or the legacy
+    ``orphanDependents``) and ``dryRun``."""
 
     preconditions: Preconditions | None = None
     propagation_policy: str | None = None
     dry_run: bool = False
+    orphan_dependents: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,169 @@
+"""A delete's ``propagationPolicy`` (or legacy ``orphanDependents``) puts on the garbage
+collector's finalizer as kube-apiserver's registry store does, over both stores; over HTTP the
+options come from the body or the query, and bad ones get kube's 422."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from controlplane.apiserver import errors
+from controlplane.apiserver.app import create_app
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.hub import hub_registry
+from controlplane.storage import MemoryStore, Store
+
+NS = "default"
+CM_PATH = f"/api/v1/namespaces/{NS}/configmaps"
+
+
+@pytest.fixture
+async def objects(store: Store) -> ObjectStore:
+    objects = ObjectStore(store, hub_registry())
+    await objects.bootstrap()
+    return objects
+
+
+async def _configmap(objects: ObjectStore, name: str, *, finalizers: list[str] | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": NS}
+    if finalizers:
+        meta["finalizers"] = finalizers
+    return await objects.create(objects.registry.require("v1", "ConfigMap"), {"metadata": meta})
+
+
+async def _stored(objects: ObjectStore, name: str) -> dict[str, Any] | None:
+    try:
+        return await objects.get(objects.registry.require("v1", "ConfigMap"), namespace=NS, name=name)
+    except errors.NotFound:
+        return None
+
+
+@pytest.mark.parametrize(
+    ("options", "finalizers"),
+    [
+        ({"propagation_policy": "Foreground"}, ["foregroundDeletion"]),
+        ({"propagation_policy": "Orphan"}, ["orphan"]),
+        ({"orphan_dependents": True}, ["orphan"]),
+    ],
+)
+async def test_foreground_and_orphan_keep_the_object_marked(
+    objects: ObjectStore, options: dict[str, Any], finalizers: list[str]
+) -> None:
+    configmaps = objects.registry.require("v1", "ConfigMap")
+    await _configmap(objects, "owner")
+    result = await objects.delete(configmaps, namespace=NS, name="owner", **options)
+    assert not result.deleted
+    assert result.object["metadata"]["finalizers"] == finalizers
+    stored = await _stored(objects, "owner")
+    assert stored is not None
+    assert stored["metadata"]["deletionTimestamp"]
+    assert stored["metadata"]["finalizers"] == finalizers
+
+
+@pytest.mark.parametrize("options", [{}, {"propagation_policy": "Background"}, {"orphan_dependents": False}])
+async def test_background_deletes_now(objects: ObjectStore, options: dict[str, Any]) -> None:
+    configmaps = objects.registry.require("v1", "ConfigMap")
+    await _configmap(objects, "owner")
+    assert (await objects.delete(configmaps, namespace=NS, name="owner", **options)).deleted
+    assert await _stored(objects, "owner") is None
+
+
+async def test_a_second_delete_swaps_the_finalizer_and_background_finishes_it(objects: ObjectStore) -> None:
+    configmaps = objects.registry.require("v1", "ConfigMap")
+    await _configmap(objects, "owner", finalizers=["example.com/hold"])
+    first = await objects.delete(configmaps, namespace=NS, name="owner", propagation_policy="Foreground")
+    marked_at = first.object["metadata"]["deletionTimestamp"]
+    # No policy: the finalizer already there decides; nothing changes.
+    again = await objects.delete(configmaps, namespace=NS, name="owner")
+    assert again.object["metadata"]["finalizers"] == ["example.com/hold", "foregroundDeletion"]
+    swapped = await objects.delete(configmaps, namespace=NS, name="owner", propagation_policy="Orphan")
+    assert swapped.object["metadata"]["finalizers"] == ["example.com/hold", "orphan"]
+    assert swapped.object["metadata"]["deletionTimestamp"] == marked_at
+    # Background takes the garbage collector's finalizer off; the other one still holds it.
+    held = await objects.delete(configmaps, namespace=NS, name="owner", propagation_policy="Background")
+    assert not held.deleted
+    stored = await _stored(objects, "owner")
+    assert stored is not None and stored["metadata"]["finalizers"] == ["example.com/hold"]
+
+
+async def test_background_on_a_foreground_deletion_with_nothing_else_deletes_it(objects: ObjectStore) -> None:
+    configmaps = objects.registry.require("v1", "ConfigMap")
+    await _configmap(objects, "owner")
+    await objects.delete(configmaps, namespace=NS, name="owner", propagation_policy="Foreground")
+    result = await objects.delete(configmaps, namespace=NS, name="owner", propagation_policy="Background")
+    assert result.deleted
+    assert await _stored(objects, "owner") is None
+
+
+async def test_dry_run_shows_the_mark_and_writes_nothing(objects: ObjectStore) -> None:
+    configmaps = objects.registry.require("v1", "ConfigMap")
+    created = await _configmap(objects, "owner")
+    result = await objects.delete(configmaps, namespace=NS, name="owner", propagation_policy="Foreground", dry_run=True)
+    assert result.object["metadata"]["finalizers"] == ["foregroundDeletion"]
+    stored = await _stored(objects, "owner")
+    assert stored is not None
+    assert "finalizers" not in stored["metadata"] and "deletionTimestamp" not in stored["metadata"]
+    assert stored["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+
+
+async def test_a_batch_v1_job_orphans_by_default_and_an_event_never_gets_a_finalizer(objects: ObjectStore) -> None:
+    jobs = objects.registry.require("batch/v1", "Job")
+    template = {"spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}}
+    await objects.create(jobs, {"metadata": {"name": "train", "namespace": NS}, "spec": {"template": template}})
+    result = await objects.delete(jobs, namespace=NS, name="train")
+    assert result.object["metadata"]["finalizers"] == ["orphan"]
+    events = objects.registry.require("v1", "Event")
+    event = {"metadata": {"name": "e", "namespace": NS}, "involvedObject": {"kind": "Job", "name": "train"},
+             "reason": "Test", "message": "m", "type": "Normal"}
+    await objects.create(events, event)
+    assert (await objects.delete(events, namespace=NS, name="e", propagation_policy="Foreground")).deleted
+
+
+@pytest.fixture
+async def api() -> AsyncIterator[TestClient[Any, Any]]:
+    async with MemoryStore() as memory:
+        objects = ObjectStore(memory, hub_registry())
+        await objects.bootstrap()
+        async with TestClient(TestServer(create_app(objects, objects.registry))) as client:
+            yield client
+
+
+async def test_http_options_from_body_and_query(api: TestClient[Any, Any]) -> None:
+    for name in ("a", "b"):
+        assert (await api.post(CM_PATH, json={"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}})).status == 201
+    answer = await api.delete(f"{CM_PATH}/a", json={"kind": "DeleteOptions", "apiVersion": "v1",
+                                                    "propagationPolicy": "Foreground"})
+    assert answer.status == 200
+    body = await answer.json()
+    assert body["kind"] == "ConfigMap" and body["metadata"]["finalizers"] == ["foregroundDeletion"]
+    answer = await api.delete(f"{CM_PATH}/b?orphanDependents=true")
+    assert (await answer.json())["metadata"]["finalizers"] == ["orphan"]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            {"orphanDependents": True, "propagationPolicy": "Foreground"},
+            'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Invalid value: "Foreground": '
+            "orphanDependents and deletionPropagation cannot be both set",
+        ),
+        (
+            {"propagationPolicy": "Sideways"},
+            'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: "Sideways": '
+            'supported values: "Foreground", "Background", "Orphan", "nil"',
+        ),
+    ],
+)
+async def test_bad_options_get_kubes_422(api: TestClient[Any, Any], options: dict[str, Any], message: str) -> None:
+    await api.post(CM_PATH, json={"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}})
+    answer = await api.delete(f"{CM_PATH}/a", json={"kind": "DeleteOptions", "apiVersion": "v1", **options})
+    assert answer.status == 422
+    status = await answer.json()
+    assert status["reason"] == "Invalid"
+    assert status["message"] == message
+    assert status["details"]["kind"] == "DeleteOptions" and status["details"]["group"] == "meta.k8s.io"
+    assert (await api.get(f"{CM_PATH}/a")).status == 200
