@@ -325,7 +325,8 @@ class Hub(ShutdownOnce):
 
         self.tokens = TokenStore(self.store)
         registry = hub_registry()
-        self.objects = ObjectStore(RecentStore(LedgerStore(self.store, self.ledger), self.recent), registry)
+        recent = RecentStore(LedgerStore(self.store, self.ledger), self.recent)
+        self.objects = ObjectStore(recent, registry, garbage_collection=True)  # the leader's collector runs
         self.service_allocator = ServiceAllocator(
             self.store, cluster_ips=self.config.service_cluster_ips, node_ports=self.config.service_node_ports
         )
@@ -428,7 +429,8 @@ class Hub(ShutdownOnce):
         """This replica leads: run the controllers over an ObjectStore fenced to ``term``."""
         assert self.elector is not None and self.objects is not None and self.service_allocator is not None
         fenced_store = self.elector.fenced_store(term)
-        writes = ObjectStore(RecentStore(LedgerStore(fenced_store, self.ledger), self.recent), self.objects.registry)
+        fenced_recent = RecentStore(LedgerStore(fenced_store, self.ledger), self.recent)
+        writes = ObjectStore(fenced_recent, self.objects.registry, garbage_collection=True)
         writes.allocate_with(self.service_allocator)
         config = self.config
         # Writes fenced to the term; lists and watches from the API's watch cache when it is shared.

@@ -43,6 +43,8 @@ class EventReason(StrEnum):
     SCRIPT_FAILED = "InterpreterScriptFailed"
     SELECTORS_NOT_SERVED = "ResourceSelectorsNotServed"
     SELECTORS_SERVED = "ResourceSelectorsServed"
+    # kube's garbage collector's.
+    OWNER_REF_INVALID_NAMESPACE = "OwnerRefInvalidNamespace"
     # Kueue's reasons on a Workload (fleet admission).
     QUOTA_RESERVED = "QuotaReserved"
     ADMITTED = "Admitted"

@@ -6,6 +6,12 @@ every change (the new object and, for MODIFIED and DELETED, the one it replaced)
 the watch's revision has been compacted (``Gone``) it relists and synthesises the
 differences as events, so handlers never miss a change, only coalesce some.
 
+An informer made with ``keep`` caches only the objects ``keep`` accepts (the garbage collector's
+keep the few that carry ownerReferences) and still calls its handlers with every change: an
+object it does not keep comes with no previous one, and a relist hands it over again as ADDED.
+Handlers added with ``add_relist_handler`` run after every list that follows the first (a
+watch that expired): the DELETED events of objects it does not keep were lost with it.
+
 Indexes (``add_index``) map a value computed from each object (the clusters a binding
 is placed on, the policy that claims it, the binding a Work belongs to) to the keys of
 the objects that have it, so controllers find "every binding on cluster X" without
@@ -73,8 +79,11 @@ class Informer:
         namespace: str | None = None,
         label_selector: str | None = None,
         retry_delay: float = 1.0,
+        keep: Callable[[dict[str, Any]], bool] | None = None,
     ) -> None:
         self._objects = objects
+        self._keep = keep
+        self._relist_handlers: list[Callable[[], Awaitable[None]]] = []
         self.rt = rt
         self._namespace = namespace
         self._label_selector = label_selector
@@ -87,6 +96,10 @@ class Informer:
 
     def add_handler(self, handler: Handler) -> None:
         self._handlers.append(handler)
+
+    def add_relist_handler(self, handler: Callable[[], Awaitable[None]]) -> None:
+        """Call ``handler`` after each list but the first (see the module docstring)."""
+        self._relist_handlers.append(handler)
 
     def add_index(self, name: str, func: IndexFunc) -> None:
         """Maintain ``name``: value -> keys of the objects for which ``func`` yields that value."""
@@ -125,6 +138,8 @@ class Informer:
         return list(self._indexes[name].keys)
 
     def _store(self, key: ObjectKey, obj: dict[str, Any] | None) -> dict[str, Any] | None:
+        if obj is not None and self._keep is not None and not self._keep(obj):
+            obj = None
         previous = self._cache.pop(key, None) if obj is None else self._cache.get(key)
         for index in self._indexes.values():
             index.remove(key)
@@ -162,6 +177,9 @@ class Informer:
             elif previous["metadata"].get("resourceVersion") != obj["metadata"].get("resourceVersion"):
                 await self._emit(WatchEventType.MODIFIED, obj, previous)
         self._revision = listing.resource_version
+        if self._synced.is_set():
+            for handler in self._relist_handlers:
+                await handler()
         self._synced.set()
 
     async def run(self) -> None:

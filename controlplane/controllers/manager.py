@@ -2,7 +2,8 @@
 
 In: an :class:`ObjectClient` (in-process, no HTTP) and :class:`ControllerSettings`. Out:
 the detector, scheduler, binding, status, graceful eviction, dependencies (``propagateDeps``),
-deletion and ttl-after-finished controllers running, sharing one informer per kind.
+deletion and ttl-after-finished controllers running, sharing one informer per kind, and the
+garbage collector (ownerReferences), which watches every kind with informers of its own.
 
 ``run()`` builds everything afresh — informers, queues, the scheduler's reservations —
 lists and watches every kind, waits until all caches are synced, then starts the
@@ -32,6 +33,7 @@ from controlplane.controllers.dependencies import DependenciesController
 from controlplane.controllers.detecting import Detector
 from controlplane.controllers.evicting import GracefulEvictionController
 from controlplane.controllers.finishedjobs import FinishedJobsController
+from controlplane.controllers.garbagecollecting import GarbageCollector
 from controlplane.controllers.policyselectors import PolicySelectorsController
 from controlplane.controllers.rebalancers import RebalancerController
 from controlplane.controllers.reconciling import ReconcileLoop
@@ -94,6 +96,7 @@ class ControllerManager(Service):
         rebalancers = RebalancerController(ctx)
         finished_jobs = FinishedJobsController(ctx)
         admission = AdmissionController(ctx, metrics=self.queue_metrics)
+        collector = GarbageCollector(ctx)
 
         async def reinterpret(api_version: str, kind: str) -> None:
             """A kind's interpretation changed: its workloads and bindings are looked at again."""
@@ -114,13 +117,15 @@ class ControllerManager(Service):
             *dependencies.loops, deletion.loop, selectors.loop, rebalancers.loop, finished_jobs.loop,
             admission.loop,
         ]
-        self.context, self.scheduler, self.evictions, self._loops = ctx, scheduler, evictions, loops
+        self.context, self.scheduler, self.evictions = ctx, scheduler, evictions
+        self._loops = [*loops, collector.loop]  # the collector starts its own, once it has listed every kind
         self.status = status
         self._horizons = {id(status.loop): status.idle_horizon}
         tasks: list[asyncio.Task[None]] = []
         try:
             async with asyncio.TaskGroup() as group:
                 tasks.append(group.create_task(ctx.run_informers(), name="informers"))
+                tasks.append(group.create_task(collector.run(), name="garbage-collector"))
                 synced = group.create_task(ctx.wait_synced())
                 stopped = group.create_task(self._stop.wait())
                 await asyncio.wait({synced, stopped}, return_when=asyncio.FIRST_COMPLETED)
@@ -136,7 +141,7 @@ class ControllerManager(Service):
                     log.info("controllers started: %s", ", ".join(loop.name for loop in loops))
                 await stopped
                 synced.cancel()
-                for loop in loops:
+                for loop in self._loops:
                     await loop.shutdown()
                 for task in tasks:
                     task.cancel()

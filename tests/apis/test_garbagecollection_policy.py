@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from controlplane.apis.kube.garbagecollection import GarbageCollectionPolicy, default_policy, deletion_finalizers
+from controlplane.apis.kube.garbagecollection import (
+    GarbageCollectionPolicy,
+    default_policy,
+    deletion_finalizers,
+)
 
 DELETE = GarbageCollectionPolicy.DELETE_DEPENDENTS
 ORPHAN = GarbageCollectionPolicy.ORPHAN_DEPENDENTS

@@ -22,7 +22,7 @@ CM_PATH = f"/api/v1/namespaces/{NS}/configmaps"
 
 @pytest.fixture
 async def objects(store: Store) -> ObjectStore:
-    objects = ObjectStore(store, hub_registry())
+    objects = ObjectStore(store, hub_registry(), garbage_collection=True)
     await objects.bootstrap()
     return objects
 
@@ -125,7 +125,7 @@ async def test_a_batch_v1_job_orphans_by_default_and_an_event_never_gets_a_final
 @pytest.fixture
 async def api() -> AsyncIterator[TestClient[Any, Any]]:
     async with MemoryStore() as memory:
-        objects = ObjectStore(memory, hub_registry())
+        objects = ObjectStore(memory, hub_registry(), garbage_collection=True)
         await objects.bootstrap()
         async with TestClient(TestServer(create_app(objects, objects.registry))) as client:
             yield client
@@ -167,3 +167,15 @@ async def test_bad_options_get_kubes_422(api: TestClient[Any, Any], options: dic
     assert status["message"] == message
     assert status["details"]["kind"] == "DeleteOptions" and status["details"]["group"] == "meta.k8s.io"
     assert (await api.get(f"{CM_PATH}/a")).status == 200
+
+
+async def test_without_a_garbage_collector_every_policy_deletes_now(store: Store) -> None:
+    """A simulated member's store runs no garbage collector: a finalizer no one removes would
+    keep the object for ever, so Foreground and Orphan delete as Background does (kube-apiserver
+    with ``--enable-garbage-collector=false``)."""
+    objects = ObjectStore(store, hub_registry())
+    await objects.bootstrap()
+    configmaps = objects.registry.require("v1", "ConfigMap")
+    for policy in ("Foreground", "Orphan"):
+        await _configmap(objects, policy.lower())
+        assert (await objects.delete(configmaps, namespace=NS, name=policy.lower(), propagation_policy=policy)).deleted

@@ -34,7 +34,7 @@ def registry() -> CollectorRegistry:
 @pytest.fixture
 async def objects() -> AsyncIterator[ObjectStore]:
     async with MemoryStore() as store:
-        objs = ObjectStore(store, hub_registry())
+        objs = ObjectStore(store, hub_registry(), garbage_collection=True)  # as the hub's
         await objs.bootstrap()
         yield objs
 

@@ -281,8 +281,9 @@ async def _two_works(objects: ObjectStore) -> dict[str, dict[str, Any]] | None:
     return works if len(works) == 2 else None
 
 
+@pytest.mark.parametrize("propagation", [None, "Foreground"])
 async def test_deleting_the_workload_deletes_its_works_then_the_hub_object(
-    objects: ObjectStore, manager: ControllerManager
+    objects: ObjectStore, manager: ControllerManager, propagation: str | None
 ) -> None:
     await onprem_and_cloud(objects)
     await apply(objects, propagation_policy("gpu-tiered"))
@@ -292,8 +293,10 @@ async def test_deleting_the_workload_deletes_its_works_then_the_hub_object(
         lambda: _has_finalizer(objects), what="the propagation finalizer"
     )
 
-    result = await objects.delete(rt(objects, "apps/v1", "Deployment"), namespace="default", name="train")
-    assert not result.deleted  # the finalizer holds it until the Works are gone
+    result = await objects.delete(
+        rt(objects, "apps/v1", "Deployment"), namespace="default", name="train", propagation_policy=propagation
+    )
+    assert not result.deleted  # the finalizer holds it until the Works are gone (and the garbage collector's)
 
     async def gone() -> bool:
         hub = await get_or_none(objects, "apps/v1", "Deployment", "default", "train")

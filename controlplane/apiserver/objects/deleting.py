@@ -5,7 +5,7 @@
 off the garbage collector's finalizers as kube's registry store does
 (:mod:`controlplane.apis.kube.garbagecollection`: ``foregroundDeletion`` for Foreground,
 ``orphan`` for Orphan; a second delete of an object being deleted may swap them, and one that
-leaves no finalizer deletes it), deletes with a compare-and-swap on the object's revision
+leaves no finalizer deletes it) where a garbage collector runs (the hub's objects), deletes with a compare-and-swap on the object's revision
 (re-reading and retrying when a concurrent write wins), and deletes a namespace as kube does:
 marked ``Terminating``, its content deleted kind by kind (Background), then itself removed once
 empty (see :mod:`~controlplane.apiserver.objects.namespaces`). The dependents themselves are
@@ -41,8 +41,15 @@ class Deleter:
     """Deletes objects of ``registry``'s kinds from ``store``; ``now`` gives the deletionTimestamp."""
 
     def __init__(
-        self, store: storage.Store, registry: Registry, namespaces: NamespaceLifecycle, *, now: Callable[[], str]
+        self,
+        store: storage.Store,
+        registry: Registry,
+        namespaces: NamespaceLifecycle,
+        *,
+        now: Callable[[], str],
+        garbage_collection: bool = False,
     ) -> None:
+        self._garbage_collection = garbage_collection
         self._store = store
         self._registry = registry
         self._namespaces = namespaces
@@ -82,7 +89,7 @@ class Deleter:
         changed = deletion_finalizers(
             finalizers, policy=default_policy(rt.group, rt.version, rt.kind),
             orphan_dependents=options.orphan_dependents, propagation=options.propagation_policy,
-        )
+        ) if self._garbage_collection else None
         kept = finalizers if changed is None else changed
         if kept:
             if meta.get("deletionTimestamp") and changed is None:

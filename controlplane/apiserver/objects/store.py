@@ -60,13 +60,19 @@ class ObjectStore:
         *,
         clock: Callable[[], datetime] = utc_now,
         namespace_cache_seconds: float = 2.0,
+        garbage_collection: bool = False,
     ) -> None:
+        """``garbage_collection``: a garbage collector runs over these objects (the hub's), so a
+        delete puts on its finalizers (kube-apiserver's ``--enable-garbage-collector``); without
+        one (a simulated member) Foreground and Orphan delete as Background does."""
         self._store = store
         self._registry = registry
         self._clock = clock
         self._namespaces = NamespaceLifecycle(store, registry, cache_seconds=namespace_cache_seconds)
         self._writer = Writer(store, self._namespaces, now=self.now)
-        self._deleter = Deleter(store, registry, self._namespaces, now=self.now)
+        self._deleter = Deleter(
+            store, registry, self._namespaces, now=self.now, garbage_collection=garbage_collection
+        )
 
     @property
     def store(self) -> storage.Store:

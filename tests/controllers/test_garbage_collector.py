@@ -1,0 +1,196 @@
+"""The hub's garbage collector: dependents (ownerReferences) follow their owners' deletion as
+kube's do — Background, Foreground (blocking dependents first), Orphan — for built-in and
+custom kinds, with dangling and invalid references handled as kube handles them, and from
+whatever a previous leader left when a manager starts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from controlplane.apiserver import errors
+from controlplane.apiserver.crd.controller import CrdController
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.controllers.manager import ControllerManager
+
+from .conftest import FAST
+from .fleet import eventually
+
+NS = "default"
+
+
+def _cm(objects: ObjectStore) -> Any:
+    return objects.registry.require("v1", "ConfigMap")
+
+
+def owner_ref(owner: dict[str, Any], *, block: bool = False) -> dict[str, Any]:
+    ref = {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": owner["metadata"]["name"],
+           "uid": owner["metadata"]["uid"]}
+    if block:
+        ref["blockOwnerDeletion"] = True
+    return ref
+
+
+async def configmap(objects: ObjectStore, name: str, *, owners: list[dict[str, Any]] = (),  # type: ignore[assignment]
+                    finalizers: list[str] | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": NS}
+    if owners:
+        meta["ownerReferences"] = owners
+    if finalizers:
+        meta["finalizers"] = finalizers
+    created = await objects.create(_cm(objects), {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta})
+    return {"apiVersion": "v1", "kind": "ConfigMap", **created}
+
+
+async def get(objects: ObjectStore, name: str, rt: Any = None, namespace: str | None = NS) -> dict[str, Any] | None:
+    try:
+        return await objects.get(rt or _cm(objects), namespace=namespace, name=name)
+    except errors.NotFound:
+        return None
+
+
+async def gone(objects: ObjectStore, name: str, rt: Any = None) -> bool:
+    return await get(objects, name, rt) is None
+
+
+async def test_background_deletes_the_dependents(objects: ObjectStore, manager: ControllerManager) -> None:
+    owner = await configmap(objects, "owner")
+    await configmap(objects, "child", owners=[owner_ref(owner)])
+    await configmap(objects, "blocking-child", owners=[owner_ref(owner, block=True)])
+    assert (await objects.delete(_cm(objects), namespace=NS, name="owner")).deleted
+    await eventually(lambda: gone(objects, "child"), what="the dependent to go")
+    await eventually(lambda: gone(objects, "blocking-child"), what="the blocking dependent to go")
+
+
+async def test_a_dangling_reference_by_uid(objects: ObjectStore, manager: ControllerManager) -> None:
+    """An owner of that name with another uid is not the owner: the only-dangling dependent goes;
+    one that keeps a live owner only loses the dangling reference."""
+    owner = await configmap(objects, "owner")
+    stale = {**owner_ref(owner), "uid": "0b7a5e6c-0000-4000-8000-000000000000"}
+    await configmap(objects, "orphaned", owners=[stale])
+    await configmap(objects, "kept", owners=[stale, owner_ref(owner)])
+    await eventually(lambda: gone(objects, "orphaned"), what="the dependent of a uid that is not there")
+
+    async def trimmed() -> bool:
+        kept = await get(objects, "kept")
+        return kept is not None and kept["metadata"].get("ownerReferences") == [owner_ref(owner)]
+
+    await eventually(trimmed, what="the dangling reference removed")
+
+
+async def test_foreground_waits_for_blocking_dependents(objects: ObjectStore, manager: ControllerManager) -> None:
+    owner = await configmap(objects, "owner")
+    # The dependent holds a finalizer of its own, so it stays (being deleted) until that goes.
+    await configmap(objects, "child", owners=[owner_ref(owner, block=True)], finalizers=["example.com/hold"])
+    await configmap(objects, "loose-child", owners=[owner_ref(owner)])
+    result = await objects.delete(_cm(objects), namespace=NS, name="owner", propagation_policy="Foreground")
+    assert not result.deleted
+
+    async def child_deleting() -> dict[str, Any] | None:
+        child = await get(objects, "child")
+        return child if child and child["metadata"].get("deletionTimestamp") else None
+
+    await eventually(child_deleting, what="the blocking dependent deleted")
+    await eventually(lambda: gone(objects, "loose-child"), what="the other dependent deleted")
+    await manager.wait_idle()
+    held = await get(objects, "owner")
+    assert held is not None, "the owner went before its blocking dependent"
+    assert held["metadata"]["deletionTimestamp"] and held["metadata"]["finalizers"] == ["foregroundDeletion"]
+
+    child = await child_deleting()
+    assert child is not None
+    await objects.update(_cm(objects), {**child, "metadata": {**child["metadata"], "finalizers": []}})
+    await eventually(lambda: gone(objects, "owner"), what="the owner to go once its dependent is gone")
+
+
+async def test_orphan_keeps_the_dependents_without_the_owner(objects: ObjectStore, manager: ControllerManager) -> None:
+    owner = await configmap(objects, "owner")
+    other = await configmap(objects, "other")
+    await configmap(objects, "child", owners=[owner_ref(owner, block=True), owner_ref(other)])
+    await objects.delete(_cm(objects), namespace=NS, name="owner", propagation_policy="Orphan")
+    await eventually(lambda: gone(objects, "owner"), what="the owner to go")
+    child = await get(objects, "child")
+    assert child is not None
+    assert child["metadata"]["ownerReferences"] == [owner_ref(other)]
+    await manager.wait_idle()
+    assert await get(objects, "child") is not None
+
+
+async def test_a_cluster_scoped_dependent_of_a_namespaced_owner(objects: ObjectStore, manager: ControllerManager) -> None:
+    owner = await configmap(objects, "owner")
+    roles = objects.registry.require("rbac.authorization.k8s.io/v1", "ClusterRole")
+    ref = owner_ref(owner)
+    await objects.create(roles, {"metadata": {"name": "reader", "ownerReferences": [ref]}, "rules": []})
+    events = objects.registry.require("v1", "Event")
+
+    async def warned() -> list[dict[str, Any]]:
+        listed = await objects.list(events, namespace=NS)
+        return [e for e in listed.items if e.get("reason") == "OwnerRefInvalidNamespace"]
+
+    found = await eventually(warned, what="the OwnerRefInvalidNamespace Event")
+    assert found[0]["type"] == "Warning"
+    assert found[0]["involvedObject"]["name"] == "reader"
+    assert found[0]["message"] == (
+        f'ownerRef [v1/ConfigMap, namespace: , name: owner, uid: {ref["uid"]}] does not exist in namespace ""'
+    )
+    await objects.delete(_cm(objects), namespace=NS, name="owner")
+    await manager.wait_idle()
+    assert await get(objects, "reader", roles, None) is not None
+
+
+async def test_dependents_left_by_a_previous_leader(objects: ObjectStore) -> None:
+    """Restart-safe: what happened while no collector ran is found from the store."""
+    owner = await configmap(objects, "owner")
+    foreground = await configmap(objects, "foreground-owner")
+    await configmap(objects, "child", owners=[owner_ref(owner)])
+    await configmap(objects, "held", owners=[owner_ref(foreground, block=True)])
+    await objects.delete(_cm(objects), namespace=NS, name="owner")
+    await objects.delete(_cm(objects), namespace=NS, name="foreground-owner", propagation_policy="Foreground")
+    assert await get(objects, "child") is not None and await get(objects, "foreground-owner") is not None
+    async with ControllerManager(objects, settings=FAST):
+        await eventually(lambda: gone(objects, "child"), what="the dependent of a deleted owner to go")
+        await eventually(lambda: gone(objects, "held"), what="the foreground owner's dependent to go")
+        await eventually(lambda: gone(objects, "foreground-owner"), what="the foreground owner to go")
+
+
+GROUP = "ml.example.com"
+
+
+def _crd() -> dict[str, Any]:
+    schema = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"notebooks.{GROUP}"},
+        "spec": {"group": GROUP, "scope": "Namespaced", "names": {"plural": "notebooks", "kind": "Notebook"},
+                 "versions": [{"name": "v1", "served": True, "storage": True, "schema": schema}]},
+    }
+
+
+@pytest.mark.parametrize("owner_is_custom", [True, False])
+async def test_custom_resources_own_and_are_owned(
+    objects: ObjectStore, crds: CrdController, owner_is_custom: bool
+) -> None:
+    """A CRD established while the collector runs is watched: its objects own and are owned."""
+    async with ControllerManager(objects, settings=FAST):
+        await objects.create(objects.registry.require("apiextensions.k8s.io/v1", "CustomResourceDefinition"), _crd())
+        await eventually(lambda: _served(objects), what="Notebook served")
+        notebooks = objects.registry.require(f"{GROUP}/v1", "Notebook")
+        if owner_is_custom:
+            notebook = await objects.create(notebooks, {"apiVersion": f"{GROUP}/v1", "kind": "Notebook",
+                                                        "metadata": {"name": "nb", "namespace": NS}})
+            await configmap(objects, "child", owners=[owner_ref(notebook)])
+            await objects.delete(notebooks, namespace=NS, name="nb", propagation_policy="Foreground")
+            await eventually(lambda: gone(objects, "child"), what="the ConfigMap of the deleted Notebook to go")
+            await eventually(lambda: gone(objects, "nb", notebooks), what="the Notebook to go")
+        else:
+            owner = await configmap(objects, "owner")
+            await objects.create(notebooks, {"apiVersion": f"{GROUP}/v1", "kind": "Notebook",
+                                             "metadata": {"name": "nb", "namespace": NS,
+                                                          "ownerReferences": [owner_ref(owner)]}})
+            await objects.delete(_cm(objects), namespace=NS, name="owner")
+            await eventually(lambda: gone(objects, "nb", notebooks), what="the Notebook of the deleted ConfigMap to go")
+
+
+async def _served(objects: ObjectStore) -> bool:
+    return objects.registry.for_kind(f"{GROUP}/v1", "Notebook") is not None
