@@ -39,7 +39,8 @@ import asyncio
 import contextlib
 import copy
 import logging
-from collections.abc import Hashable, Iterable, Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -82,7 +83,7 @@ class Node:
                    str(meta.get("name")))
 
 
-def _owner_uids(obj: dict[str, Any]) -> Iterable[Hashable]:
+def _owner_uids(obj: dict[str, Any]) -> tuple[str, ...]:
     return tuple(str(ref.get("uid")) for ref in (obj.get("metadata") or {}).get("ownerReferences") or () if ref.get("uid"))
 
 
@@ -119,6 +120,9 @@ class GarbageCollector(KeyedController[Node]):
         super().__init__(ctx)
         self._monitors: dict[tuple[str, str, str], Informer] = {}
         self._tasks: dict[tuple[str, str, str], asyncio.Task[None]] = {}
+        #: uid -> how many cached objects name it as an owner: a deleted object that is nobody's
+        #: owner (nearly all) costs one look-up, not one per kind.
+        self._owned: Counter[str] = Counter()
 
     # --- monitors ------------------------------------------------------------------------
 
@@ -170,11 +174,25 @@ class GarbageCollector(KeyedController[Node]):
     def dependents(self, uid: str) -> list[dict[str, Any]]:
         """The cached objects that name ``uid`` among their owners."""
         out: list[dict[str, Any]] = []
+        if uid not in self._owned:
+            return out
         for informer in self._monitors.values():
             out.extend(informer.by_index(INDEX_OWNER_UID, uid))
         return out
 
+    def _count(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        """Follow the owner uids of the cached objects (``old``: the cached one replaced, if any)."""
+        if old is not None:
+            self._owned.subtract(_owner_uids(old))
+        if event is not WatchEventType.DELETED and _has_owners(obj):
+            self._owned.update(_owner_uids(obj))
+        if old is not None:
+            for uid in _owner_uids(old):
+                if self._owned[uid] <= 0:
+                    del self._owned[uid]
+
     async def _on_change(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        self._count(event, obj, old)
         meta = obj.get("metadata") or {}
         refs = meta.get("ownerReferences") or ()
         if event is WatchEventType.DELETED:
@@ -321,8 +339,12 @@ class GarbageCollector(KeyedController[Node]):
         return self.ctx.registry.for_kind(str(obj.get("apiVersion")), str(obj.get("kind")))
 
     async def _remove_references(self, rt: ResourceType, obj: dict[str, Any], uids: set[str]) -> None:
-        """Take the owners ``uids`` out of ``obj``'s ownerReferences (a compare-and-swap on the
-        copy given; a lost race is retried on a fresh read)."""
+        """Take the owners ``uids`` out of ``obj``'s ownerReferences (read again: a cached copy
+        may be behind; a compare-and-swap, whose lost race queues the key again)."""
+        fresh = await self.ctx.get(rt, obj["metadata"].get("namespace"), obj["metadata"]["name"])
+        if fresh is None or fresh["metadata"].get("uid") != obj["metadata"].get("uid"):
+            return
+        obj = fresh
         meta = obj["metadata"]
         kept = [ref for ref in meta.get("ownerReferences") or () if str(ref.get("uid")) not in uids]
         if len(kept) == len(meta.get("ownerReferences") or ()):
