@@ -219,6 +219,10 @@ class ControllerContext:
             self.informer(rt).add_handler(handler)
         return rt
 
+    def informer_if_any(self, rt: ResourceType) -> Informer | None:
+        """The informer of ``rt`` when a controller made one (None otherwise)."""
+        return self._informers.get(_key(rt))
+
     @property
     def informers(self) -> list[Informer]:
         return list(self._informers.values())

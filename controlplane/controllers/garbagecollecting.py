@@ -22,11 +22,12 @@ promises, kept here for every kind the hub serves, custom resources included:
 A cluster-scoped object cannot be owned by a namespaced one: such a reference gets a Warning
 Event ``OwnerRefInvalidNamespace`` on the dependent, which is left alone, as kube does.
 
-Cost: kube keeps a graph of every object. This collector watches every kind (from the watch
-cache, which decodes each event once for all its watchers) but caches only the objects that
-carry ownerReferences, indexed by their owners' uids; every other event costs a dictionary
-look-up or two (has it owners? is its uid someone's owner? is it deleting with a
-garbage-collection finalizer?). Owners are read, live, only when a dependent is checked or an
+Cost: kube keeps a graph of every object. This collector watches every kind: the kinds the
+other controllers watch through their informers (handlers and an index added), the others
+through informers of its own (from the watch cache, which decodes each event once for all its
+watchers) that cache only the objects carrying ownerReferences. Objects are indexed by their
+owners' uids; an event costs a dictionary look-up or two (has it owners? is its uid someone's
+owner? is it deleting with a garbage-collection finalizer?). Owners are read, live, only when a dependent is checked or an
 owner is being deleted. Level-based and restart-safe: a new leader lists every kind, checks
 every dependent once and finishes every deletion its predecessor left marked; keys are
 reconciled only after every kind is listed (an owner must not be released on an incomplete
@@ -126,9 +127,10 @@ class GarbageCollector(KeyedController[Node]):
 
     # --- monitors ------------------------------------------------------------------------
 
-    def _monitor(self, rt: ResourceType) -> Informer:
-        informer = Informer(self.ctx.objects, rt, keep=_has_owners)
+    async def _attach(self, informer: Informer, rt: ResourceType) -> None:
         informer.add_index(INDEX_OWNER_UID, _owner_uids)
+        for obj in informer.items():  # a shared informer may have listed already
+            await self._on_change(WatchEventType.ADDED, obj, None)
 
         async def changed(event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
             await self._on_change(event, obj, old)
@@ -138,16 +140,25 @@ class GarbageCollector(KeyedController[Node]):
 
         informer.add_handler(changed)
         informer.add_relist_handler(relisted)
-        return informer
 
-    def _follow(self, group: asyncio.TaskGroup) -> None:
+    async def _follow(self, group: asyncio.TaskGroup) -> None:
+        """Watch every kind served: through the controllers' informer of the kind where there is
+        one (its events are already delivered), else through one of its own that keeps only
+        objects with owners."""
         wanted = {(rt.group, rt.version, rt.plural): rt for rt in monitored_types(self.ctx.registry)}
         for key in [key for key in self._monitors if key not in wanted]:
             del self._monitors[key]
-            self._tasks.pop(key).cancel()
+            task = self._tasks.pop(key, None)
+            if task is not None:
+                task.cancel()
         for key, rt in wanted.items():
-            if key not in self._monitors:
-                self._monitors[key] = informer = self._monitor(rt)
+            if key in self._monitors:
+                continue
+            shared = self.ctx.informer_if_any(rt)
+            informer = shared if shared is not None else Informer(self.ctx.objects, rt, keep=_has_owners)
+            self._monitors[key] = informer
+            await self._attach(informer, rt)
+            if shared is None:
                 self._tasks[key] = group.create_task(informer.run(), name=f"gc-monitor-{rt.plural}.{rt.group}")
 
     async def run(self) -> None:
@@ -156,17 +167,17 @@ class GarbageCollector(KeyedController[Node]):
         changed = asyncio.Event()
         registry = self.ctx.registry
         async with asyncio.TaskGroup() as group:
-            self._follow(group)
             if isinstance(registry, DynamicRegistry):
                 registry.add_listener(changed.set)
             try:
+                await self._follow(group)
                 for informer in list(self._monitors.values()):
                     await informer.synced.wait()
                 group.create_task(self.loop.run(), name="controller-garbage-collector")
                 while True:
                     await changed.wait()
                     changed.clear()
-                    self._follow(group)
+                    await self._follow(group)
             finally:
                 if isinstance(registry, DynamicRegistry):
                     registry.remove_listener(changed.set)
