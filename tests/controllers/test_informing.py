@@ -18,7 +18,8 @@ from controlplane.apiserver.errors import ServiceUnavailable
 from controlplane.apiserver.objects import ObjectStore, WatchEventType
 from controlplane.controllers.informing import AssumedWrites, Informer
 from controlplane.hub import hub_registry
-from controlplane.storage import EmbeddedEtcd, EtcdStore
+from controlplane.objectclient.errors import Gone
+from controlplane.storage import EmbeddedEtcd, EtcdStore, MemoryStore
 
 from .fleet import eventually
 
@@ -168,3 +169,70 @@ def test_assumed_writes_stand_over_an_older_cache_until_it_catches_up() -> None:
     cache["b"] = _at("b", "15", admitted=False)  # and a newer write of b by someone else
     assert assumed.overlay(dict(cache)) == cache
     assert len(assumed) == 0
+
+
+class _FirstWatchExpires:
+    """The object layer, whose first watch ends with 410 Gone once the test says so (as a watch
+    whose revision was compacted while it was away): the informer lists again."""
+
+    def __init__(self, objects: ObjectStore) -> None:
+        self._objects = objects
+        self.registry = objects.registry
+        self.expire = asyncio.Event()
+        self._watched = False
+
+    async def list(self, rt: Any, **options: Any) -> Any:
+        return await self._objects.list(rt, **options)
+
+    def watch(self, rt: Any, **options: Any) -> Any:
+        if self._watched:
+            return self._objects.watch(rt, **options)
+        self._watched = True
+        return self._expiring()
+
+    async def _expiring(self) -> Any:
+        await self.expire.wait()
+        raise Gone("too old resource version")
+        yield  # an async generator, as a watch is
+
+
+async def test_an_informer_that_keeps_some_objects_sees_every_change_and_says_when_it_listed_again() -> None:
+    async with MemoryStore() as store:
+        objects = ObjectStore(store, hub_registry())
+        await objects.bootstrap()
+        configmaps = objects.registry.require("v1", "ConfigMap")
+        owner = [{"apiVersion": "v1", "kind": "ConfigMap", "name": "o", "uid": "u1"}]
+        for name, meta in (("plain", {}), ("owned", {"ownerReferences": owner})):
+            await objects.create(configmaps, {"metadata": {"name": name, "namespace": "default", **meta}})
+        client = _FirstWatchExpires(objects)
+        seen: list[tuple[WatchEventType, str, bool]] = []
+        relists: list[int] = []
+
+        async def on_event(event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+            seen.append((event, obj["metadata"]["name"], old is not None))
+
+        async def on_relist() -> None:
+            relists.append(len(seen))
+
+        informer = Informer(client, configmaps, keep=lambda obj: bool(obj["metadata"].get("ownerReferences")))  # type: ignore[arg-type]
+        informer.add_handler(on_event)
+        informer.add_relist_handler(on_relist)
+        async with asyncio.TaskGroup() as tasks:
+            running = tasks.create_task(informer.run())
+            await informer.synced.wait()
+            assert sorted(seen) == [(WatchEventType.ADDED, "owned", False), (WatchEventType.ADDED, "plain", False)]
+            assert [obj["metadata"]["name"] for obj in informer.items()] == ["owned"]
+            assert not relists  # the first list is not a relist
+            seen.clear()
+            for name in ("plain", "owned"):
+                await objects.delete(configmaps, namespace="default", name=name)
+            client.expire.set()
+            await eventually(lambda: _true(bool(relists)), what="the relist handler")
+            running.cancel()
+        # The kept object's deletion is found by the relist; the other one's is lost with the watch.
+        assert seen == [(WatchEventType.DELETED, "owned", True)]
+        assert relists == [1] and not informer.items()
+
+
+async def _true(value: bool) -> bool:
+    return value
