@@ -450,7 +450,9 @@ class ResourceHandlers:
             return json_response(
                 {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
             )
-        return json_response(result.object)
+        # kube answers 202 Accepted for an object kept after a delete that set orphanDependents=false.
+        accepted = not result.deleted and options.get("orphanDependents") is False
+        return json_response(result.object, status=202 if accepted else 200)
 
     async def _delete_collection(
         self, request: web.Request, rt: ResourceType, info: RequestInfo

@@ -179,3 +179,14 @@ async def test_without_a_garbage_collector_every_policy_deletes_now(store: Store
     for policy in ("Foreground", "Orphan"):
         await _configmap(objects, policy.lower())
         assert (await objects.delete(configmaps, namespace=NS, name=policy.lower(), propagation_policy=policy)).deleted
+
+
+async def test_orphan_dependents_false_on_a_held_object_is_accepted(api: TestClient[Any, Any]) -> None:
+    """kube answers 202 when a delete with ``orphanDependents: false`` leaves the object (other
+    finalizers), 200 otherwise."""
+    meta = {"name": "held", "finalizers": ["example.com/hold"]}
+    await api.post(CM_PATH, json={"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta})
+    answer = await api.delete(f"{CM_PATH}/held?orphanDependents=false")
+    assert answer.status == 202
+    assert (await answer.json())["metadata"]["deletionTimestamp"]
+    assert (await api.delete(f"{CM_PATH}/held")).status == 200
