@@ -117,6 +117,17 @@ async def test_orphan_keeps_the_dependents_without_the_owner(objects: ObjectStor
     assert await get(objects, "child") is not None
 
 
+async def test_a_cluster_scoped_owner_of_a_namespaced_dependent(objects: ObjectStore, manager: ControllerManager) -> None:
+    roles = objects.registry.require("rbac.authorization.k8s.io/v1", "ClusterRole")
+    role = await objects.create(roles, {"metadata": {"name": "owner-role"}, "rules": []})
+    await configmap(objects, "child", owners=[owner_ref({"apiVersion": "rbac.authorization.k8s.io/v1",
+                                                        "kind": "ClusterRole", **role})])
+    await manager.wait_idle()
+    assert await get(objects, "child") is not None
+    await objects.delete(roles, name="owner-role")
+    await eventually(lambda: gone(objects, "child"), what="the dependent of the deleted ClusterRole to go")
+
+
 async def test_a_cluster_scoped_dependent_of_a_namespaced_owner(objects: ObjectStore, manager: ControllerManager) -> None:
     owner = await configmap(objects, "owner")
     roles = objects.registry.require("rbac.authorization.k8s.io/v1", "ClusterRole")
