@@ -1,14 +1,14 @@
 """Deleting objects: now, or (with finalizers) marked with a ``deletionTimestamp`` and kept.
 
 :class:`Deleter` checks DeleteOptions (preconditions on uid and resourceVersion,
-``propagationPolicy`` and the legacy ``orphanDependents``, with kube's 422s), puts on or takes
-off the garbage collector's finalizers as kube's registry store does
-(:mod:`controlplane.apis.kube.garbagecollection`: ``foregroundDeletion`` for Foreground,
-``orphan`` for Orphan; a second delete of an object being deleted may swap them, and one that
-leaves no finalizer deletes it) where a garbage collector runs (the hub's objects), deletes with a compare-and-swap on the object's revision
-(re-reading and retrying when a concurrent write wins), and deletes a namespace as kube does:
-marked ``Terminating``, its content deleted kind by kind (Background), then itself removed once
-empty (see :mod:`~controlplane.apiserver.objects.namespaces`). The dependents themselves are
+``propagationPolicy`` and the legacy ``orphanDependents``, with kube's 422s). Where a garbage
+collector runs (the hub's objects), it puts on or takes off the collector's finalizers as kube's
+registry store does (:mod:`controlplane.apis.kube.garbagecollection`: ``foregroundDeletion`` for
+Foreground, ``orphan`` for Orphan; a second delete of an object being deleted may swap them, and
+one that leaves no finalizer deletes it). It deletes with a compare-and-swap on the object's
+revision (re-reading and retrying when a concurrent write wins), and deletes a namespace as kube
+does: marked ``Terminating``, its content deleted kind by kind (Background), then itself removed
+once empty (see :mod:`~controlplane.apiserver.objects.namespaces`). The dependents themselves are
 the hub's garbage collector's (:mod:`controlplane.controllers.garbagecollecting`).
 """
 
