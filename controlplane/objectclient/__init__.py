@@ -90,7 +90,7 @@ class ObjectClient(Protocol):
 
     async def delete(
         self, rt: ResourceType, *, namespace: str | None = None, name: str, preconditions: Preconditions | None = None,
-        propagation_policy: str | None = None, dry_run: bool = False,
+        propagation_policy: str | None = None, dry_run: bool = False, orphan_dependents: bool | None = None,
     ) -> DeleteResult: ...
 
     def watch(

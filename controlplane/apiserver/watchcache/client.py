@@ -84,11 +84,11 @@ class CachedObjects:
 
     async def delete(
         self, rt: ResourceType, *, namespace: str | None = None, name: str, preconditions: Preconditions | None = None,
-        propagation_policy: str | None = None, dry_run: bool = False,
+        propagation_policy: str | None = None, dry_run: bool = False, orphan_dependents: bool | None = None,
     ) -> DeleteResult:
         return await self._objects.delete(
             rt, namespace=namespace, name=name, preconditions=preconditions,
-            propagation_policy=propagation_policy, dry_run=dry_run,
+            propagation_policy=propagation_policy, dry_run=dry_run, orphan_dependents=orphan_dependents,
         )
 
     def watch(
