@@ -273,8 +273,14 @@ class GarbageCollector(KeyedController[Node]):
             if gone:
                 await self._remove_references(rt, obj, gone)
             return None
-        if Verdict.WAITING in verdicts and self.dependents(str(meta.get("uid"))):
+        own = self.dependents(str(meta.get("uid"))) if Verdict.WAITING in verdicts else []
+        if own:
             policy = "Foreground"  # its own dependents go first
+            if any(_gc_finalizing(d["metadata"]) and FINALIZER_FOREGROUND in d["metadata"]["finalizers"] for d in own):
+                # A dependent of it waits in the foreground too: a cycle. As kube, its references
+                # stop blocking, so that neither waits for the other for ever.
+                obj = await self._unblock(rt, obj)
+                meta = obj["metadata"]
         elif FINALIZER_ORPHAN in finalizers:
             policy = "Orphan"
         elif FINALIZER_FOREGROUND in finalizers:
@@ -369,6 +375,15 @@ class GarbageCollector(KeyedController[Node]):
             await self.ctx.objects.update(rt, updated)
         except errors.NotFound:
             return
+
+    async def _unblock(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+        """``obj`` with ``blockOwnerDeletion`` false on each of its blocking references (written)."""
+        updated = copy.deepcopy(obj)
+        for ref in updated["metadata"].get("ownerReferences") or ():
+            if _blocks(ref):
+                ref["blockOwnerDeletion"] = False
+        written = await self.ctx.objects.update(rt, updated)
+        return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), **written}
 
     async def _remove_finalizer(self, rt: ResourceType, obj: dict[str, Any], finalizer: str) -> None:
         updated = copy.deepcopy(obj)

@@ -205,3 +205,16 @@ async def test_custom_resources_own_and_are_owned(
 
 async def _served(objects: ObjectStore) -> bool:
     return objects.registry.for_kind(f"{GROUP}/v1", "Notebook") is not None
+
+
+async def test_two_objects_that_block_each_other_in_the_foreground(objects: ObjectStore, manager: ControllerManager) -> None:
+    """A cycle of blocking references: as kube, the dependent that finds its own dependent waiting
+    in the foreground stops blocking, and both go."""
+    first = await configmap(objects, "first")
+    second = await configmap(objects, "second", owners=[owner_ref(first, block=True)])
+    await objects.update(_cm(objects), {**first, "metadata": {**first["metadata"],
+                                                              "ownerReferences": [owner_ref(second, block=True)]}})
+    await manager.wait_idle()  # the collector has seen both references
+    await objects.delete(_cm(objects), namespace=NS, name="first", propagation_policy="Foreground")
+    await eventually(lambda: gone(objects, "second"), what="the second object to go")
+    await eventually(lambda: gone(objects, "first"), what="the first object to go")
