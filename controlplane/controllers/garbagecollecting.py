@@ -14,7 +14,8 @@ promises, kept here for every kind the hub serves, custom resources included:
 * **Foreground**: an owner marked with the finalizer ``foregroundDeletion`` (``kubectl delete
   --cascade=foreground``) has its dependents deleted; those with ``blockOwnerDeletion`` hold it
   until they are gone, then the finalizer is removed and the API server deletes the owner. A
-  dependent with dependents of its own is deleted in the foreground too.
+  dependent with dependents of its own is deleted in the foreground too; if one of those waits in
+  the foreground as well (a cycle), its references stop blocking first, as kube breaks the cycle.
 * **Orphan**: an owner marked with the finalizer ``orphan`` (``--cascade=orphan``, the default
   of a batch/v1 Job deleted through the API) is taken out of every dependent's
   ownerReferences, then the finalizer is removed.
