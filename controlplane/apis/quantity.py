@@ -33,6 +33,21 @@ class QuantityError(ValueError):
     """A string that is not a Kubernetes quantity."""
 
 
+#: ``resource.ErrFormatWrong``: the text is not a number followed by a suffix.
+FORMAT_WRONG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+#: ``resource.ErrSuffix``: the suffix is made of suffix characters but is none kube knows (``1KK``).
+SUFFIX_WRONG = "unable to parse quantity's suffix"
+
+
+class KubeQuantityError(QuantityError):
+    """What ``resource.ParseQuantity`` answers for a text it cannot read: ``reason`` is its
+    error, word for word (:data:`FORMAT_WRONG` or :data:`SUFFIX_WRONG`)."""
+
+    def __init__(self, message: str, *, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
 def parse_quantity(value: str | int | float) -> Decimal:
     """Parse a quantity into its exact decimal value in base units ("1.5Gi" -> 1610612736)."""
     if isinstance(value, bool):
@@ -178,7 +193,7 @@ def _split(text: str) -> tuple[bool, str, str, str, str]:
     while pos < end and text[pos] in _DIGITS:
         pos += 1
     if pos < end:
-        raise QuantityError(f"{text!r} is not a valid quantity (e.g. 500m, 2, 1Gi)")
+        raise KubeQuantityError(f"{text!r} is not a valid quantity (e.g. 500m, 2, 1Gi)", reason=FORMAT_WRONG)
     return positive, num, denom, number, text[suffix_start:]
 
 
@@ -193,7 +208,7 @@ def _interpret(suffix: str, original: str) -> tuple[int, int, QuantityFormat]:
         digits = exponent[1:] if exponent[0] in "+-" else exponent
         if digits and set(digits) <= _DIGITS and len(digits) <= 18:
             return 10, int(exponent), QuantityFormat.DECIMAL_EXPONENT
-    raise QuantityError(f"{original!r} is not a valid quantity: unable to parse quantity's suffix")
+    raise KubeQuantityError(f"{original!r} is not a valid quantity: {SUFFIX_WRONG}", reason=SUFFIX_WRONG)
 
 
 def parse_kube_quantity(value: str | int | float) -> KubeQuantity:
@@ -202,7 +217,7 @@ def parse_kube_quantity(value: str | int | float) -> KubeQuantity:
         raise QuantityError(f"quantity must be a number or string, not {value!r}")
     text = value.strip() if isinstance(value, str) else repr(value)
     if not text:
-        raise QuantityError("quantity is empty")
+        raise KubeQuantityError("quantity is empty", reason=FORMAT_WRONG)
     if text == "0":
         return KubeQuantity(Decimal(0), QuantityFormat.DECIMAL_SI, "0")
     positive, num, denom, _number, suffix = _split(text)
@@ -234,6 +249,19 @@ def parse_kube_quantity(value: str | int | float) -> KubeQuantity:
     if fmt is QuantityFormat.BINARY_SI and 0 < amount < 1:
         fmt = QuantityFormat.DECIMAL_SI
     return KubeQuantity(sign * amount, fmt)
+
+
+@functools.lru_cache(maxsize=4096)
+def unparsable_reason(text: str) -> str | None:
+    """Why ``Quantity.UnmarshalJSON`` refuses the JSON string ``text`` (kube's error, which
+    fails the decoding of the whole object), or None when kube reads it."""
+    try:
+        parse_kube_quantity(text)
+    except KubeQuantityError as exc:
+        return exc.reason
+    except (QuantityError, InvalidOperation, ValueError):
+        return None  # read by kube's parser; only this module's arithmetic gave up
+    return None
 
 
 def _canonical(value: Decimal, fmt: QuantityFormat) -> str:

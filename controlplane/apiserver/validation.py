@@ -28,6 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from controlplane.apis.kube.field import go_quote
 from controlplane.apis.kube.names import (
     DNS_1035,
     DNS_1035_REGEX_MESSAGE,
@@ -40,7 +41,7 @@ from controlplane.apis.kube.names import (
     qualified_name_errors,
 )
 from controlplane.apiserver.decoding import INT64_MAX
-from controlplane.apiserver.errors import BadRequest, Cause, CauseType, invalid
+from controlplane.apiserver.errors import BadRequest, Cause, CauseType, Invalid, invalid
 from controlplane.apiserver.openapi import known_fields
 from controlplane.apiserver.resources import NameRule, ResourceType
 
@@ -376,7 +377,7 @@ def _decoded(
             except known_fields.CannotUnmarshal as stored:
                 if str(stored) == str(exc):
                     return exc.unknown
-        raise BadRequest(f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {exc}') from exc
+        raise DecodingError(rt, str(exc)) from exc
 
 
 def decoded_applied(rt: ResourceType, applied: dict[str, Any], field_validation: FieldValidation) -> Checked:
@@ -420,13 +421,31 @@ def _unknown_dropped(
     return obj, []
 
 
-def strict_decoding_error(rt: ResourceType, paths: list[str]) -> BadRequest:
+class DecodingError(BadRequest):
+    """A body kube's decoder cannot turn into the kind: ``Deployment in version "v1" cannot be
+    handled as a Deployment: <error>`` (400), where ``error`` is the decoder's own (a value of
+    the wrong type, a quantity that does not parse, unknown fields under Strict)."""
+
+    def __init__(self, rt: ResourceType, error: str) -> None:
+        super().__init__(f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {error}')
+        self.error = error
+
+    def in_patch(self, patched: str) -> Invalid:
+        """The same failure where a JSON, merge or strategic merge patch produced the body: kube's
+        patch handler answers 422 ``"" is invalid: patch: Invalid value: "<patched>": <error>``,
+        ``patched`` being the patched object's JSON (a strategic merge patch: the patch, as Go
+        prints a map)."""
+        return invalid(
+            kind="", group="", name="",
+            causes=[Cause(CauseType.FIELD_VALUE_INVALID, f"Invalid value: {go_quote(patched)}: {self.error}", "patch")],
+        )
+
+
+def strict_decoding_error(rt: ResourceType, paths: list[str]) -> DecodingError:
     """kube's answer to unknown fields under ``fieldValidation=Strict``: ``Deployment in version
     "v1" cannot be handled as a Deployment: strict decoding error: unknown field "spec.replica"``."""
     unknown = ", ".join(f'unknown field "{p}"' for p in paths)
-    return BadRequest(
-        f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: strict decoding error: {unknown}'
-    )
+    return DecodingError(rt, f"strict decoding error: {unknown}")
 
 
 @dataclass(slots=True)

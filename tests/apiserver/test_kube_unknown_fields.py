@@ -267,6 +267,13 @@ def with_env_value(value: Any) -> dict[str, Any]:
          "json: cannot unmarshal number into Go struct field ObjectMeta.metadata.labels of type string"),
         (lambda o: o["spec"].update(paused="yes"),
          "json: cannot unmarshal string into Go struct field DeploymentSpec.spec.paused of type bool"),
+        (lambda o: o["spec"].update(replicas=3_000_000_000),  # an int32 holds no more than 2147483647
+         "json: cannot unmarshal number 3000000000 into Go struct field DeploymentSpec.spec.replicas of type int32"),
+        # An IntOrString reads a non-string into an int32 in its own UnmarshalJSON, in Go's other words.
+        (lambda o: o["spec"].update(strategy={"rollingUpdate": {"maxSurge": True}}),
+         "json: cannot unmarshal bool into Go value of type int32"),
+        (lambda o: o["spec"].update(strategy={"rollingUpdate": {"maxSurge": 1.5}}),
+         "json: cannot unmarshal number 1.5 into Go value of type int32"),
     ],
 )
 def test_a_value_of_the_wrong_type_is_named_in_gos_words(change: Any, message: str) -> None:

@@ -24,6 +24,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
+from controlplane.apis.kube.field import go_json
 from controlplane.apis.quantity import QuantityError, canonical_quantity
 
 Obj = dict[str, Any]
@@ -48,15 +49,6 @@ class _Undecodable(ValueError):
 
 
 # --- Go's encoding/json ----------------------------------------------------------------------
-
-
-def go_json(value: Any) -> str:
-    """``json.Marshal``'s text of ``value``: compact, keys in the order given, and ``<``, ``>``,
-    ``&``, U+2028 and U+2029 escaped as Go escapes them."""
-    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-    for raw, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
-        text = text.replace(raw, escaped)
-    return text
 
 
 def _quantity(value: Any) -> str:

@@ -17,11 +17,11 @@ from typing import Any
 from controlplane.apis.kube import field
 from controlplane.apis.kube.field import FieldError
 from controlplane.apis.kube.names import qualified_name_errors
-from controlplane.apis.quantity import QuantityError, parse_quantity
+from controlplane.apis.quantity import FORMAT_WRONG, QuantityError, parse_quantity
 
 QUANTITY_FORMAT = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
 _QUANTITY = re.compile(QUANTITY_FORMAT)
-QUANTITY_MESSAGE = f"quantities must match the regular expression '{QUANTITY_FORMAT}'"
+QUANTITY_MESSAGE = FORMAT_WRONG
 
 _STANDARD_CONTAINER = frozenset({"cpu", "memory", "ephemeral-storage"})
 _STANDARD = _STANDARD_CONTAINER | frozenset({

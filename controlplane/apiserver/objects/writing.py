@@ -22,6 +22,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+from controlplane.apis.kube.field import go_json, go_printed
 from controlplane.apis.kube.generation import generation_content
 from controlplane.apiserver import errors
 from controlplane.apiserver.admission import CheckCreate, Operation, WriteAttributes
@@ -31,7 +32,7 @@ from controlplane.apiserver.objects.reading import decode, get_kv, served, store
 from controlplane.apiserver.objects.values import WriteOptions
 from controlplane.apiserver.patches import PatchType, apply_patch, record_update
 from controlplane.apiserver.resources import ResourceType
-from controlplane.apiserver.validation import check_object, decoded_applied
+from controlplane.apiserver.validation import DecodingError, check_object, decoded_applied
 from controlplane.storage import interface as storage
 from controlplane.storage.ledger import WriteReason, changed_fields, writing_because
 from controlplane.storage.recent import known_stale, known_value
@@ -207,8 +208,7 @@ class Writer:
         apply of a missing object creates it.
         """
         namespace = namespace if rt.namespaced else None
-        write = options
-        field_manager = write.field_manager
+        write, field_manager = options, options.field_manager
         # Server-side apply records its own managedFields entry: its write must not add another.
         applied_write = dataclasses.replace(write, field_manager=None)
         if patch_type is PatchType.APPLY and isinstance(patch, dict):
@@ -245,6 +245,10 @@ class Writer:
                 )
             except LostRace:
                 continue
+            except DecodingError as exc:
+                if patch_type is PatchType.APPLY:
+                    raise
+                raise exc.in_patch(go_printed(patch) if patch_type is PatchType.STRATEGIC else go_json(patched)) from exc
         raise errors.conflict_modified(plural=rt.plural, group=rt.group, name=name)
 
     async def update_with_status(

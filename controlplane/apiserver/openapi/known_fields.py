@@ -8,7 +8,10 @@ version "v1" cannot be handled as a Deployment: strict decoding error: unknown f
 ``Warn``). A value of the wrong JSON type (an env var's ``value: 8080``, a ConfigMap's
 ``data: {port: 80}``) cannot be decoded at all, whatever the mode: ``... cannot be handled as a
 Deployment: json: cannot unmarshal number into Go struct field EnvVar.spec.template.spec.containers.env.value
-of type string`` (:class:`CannotUnmarshal`). :func:`unknown_fields_of` gives that decoder for
+of type string`` (:class:`CannotUnmarshal`), and neither can a quantity that does not parse
+(``cpu: abc``: ``... cannot be handled as a Deployment: quantities must match the regular
+expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'``, the error of Quantity's own
+``UnmarshalJSON``, which ends the decoding there). :func:`unknown_fields_of` gives that decoder for
 any kind kube has, read from the definitions the hub already serves as its OpenAPI
 (:mod:`.upstream`): a struct's ``properties`` are its fields, ``additionalProperties`` a map's
 values, ``items`` a list's, ``type``/``format`` a scalar's JSON types (a Quantity and an
@@ -27,6 +30,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from controlplane.apis.quantity import unparsable_reason
 from controlplane.apiserver.openapi.upstream import (
     DEFINITIONS_PREFIX,
     INT_OR_STRING,
@@ -76,12 +80,14 @@ class _Node:
 
 #: Holds anything (an open object, RawExtension, a schema kube leaves unchecked).
 _ANY = _Node()
+_INT_OR_STRING_GO = "intstr.IntOrString"
+_QUANTITY_GO = "resource.Quantity"
 #: JSON kinds a scalar type takes, and the Go type it decodes into.
 _SCALARS: dict[tuple[str, str | None], tuple[frozenset[str], str]] = {
     ("string", None): (frozenset({"string"}), "string"),
     ("string", "byte"): (frozenset({"string"}), "[]uint8"),
     ("string", "date-time"): (frozenset({"string"}), "v1.Time"),
-    ("string", "int-or-string"): (frozenset({"string", "number"}), "intstr.IntOrString"),
+    ("string", "int-or-string"): (frozenset({"string", "number"}), _INT_OR_STRING_GO),
     ("integer", "int32"): (frozenset({"number"}), "int32"),
     ("integer", "int64"): (frozenset({"number"}), "int64"),
     ("integer", None): (frozenset({"number"}), "int64"),
@@ -90,11 +96,13 @@ _SCALARS: dict[tuple[str, str | None], tuple[frozenset[str], str]] = {
     ("boolean", None): (frozenset({"bool"}), "bool"),
 }
 #: Go types that take a JSON number only when it is whole (``1.5`` is refused, ``2.0`` kept).
-_INTEGRAL = frozenset({"int32", "int64", "intstr.IntOrString"})
+_INTEGRAL = frozenset({"int32", "int64"})
+#: The whole numbers each integer type holds (a larger one is refused: ``number 3000000000``).
+_RANGES = {"int32": (-(2**31), 2**31 - 1), _INT_OR_STRING_GO: (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 #: Definitions whose own JSON decoding takes more than their schema says.
 _NAMED_SCALARS = {
-    QUANTITY: (frozenset({"string", "number"}), "resource.Quantity"),  # UnmarshalJSON parses a number too
-    INT_OR_STRING: (frozenset({"string", "number"}), "intstr.IntOrString"),
+    QUANTITY: (frozenset({"string", "number"}), _QUANTITY_GO),  # UnmarshalJSON parses a number too
+    INT_OR_STRING: (frozenset({"string", "number"}), _INT_OR_STRING_GO),
 }
 
 
@@ -162,6 +170,14 @@ class _Compiler:
         return _ANY
 
 
+def _out_of_range(value: Any, node: _Node) -> bool:
+    """A whole JSON number too large for the node's integer type."""
+    bounds = _RANGES.get(node.go)
+    return bounds is not None and isinstance(value, int) and not isinstance(value, bool) and not (
+        bounds[0] <= value <= bounds[1]
+    )
+
+
 def _json_kind(value: Any) -> str:
     if isinstance(value, bool):
         return "bool"
@@ -170,6 +186,11 @@ def _json_kind(value: Any) -> str:
     if isinstance(value, str):
         return "string"
     return "array" if isinstance(value, list) else "object"
+
+
+class _Aborted(Exception):
+    """A value whose own ``UnmarshalJSON`` failed (a Quantity that does not parse): Go's
+    decoder stops there and answers that error, whatever it met before."""
 
 
 @dataclass(slots=True)
@@ -185,11 +206,21 @@ class _Walk:
     def mistyped(self, value: Any, node: _Node, struct: str) -> None:
         if self.error is None:
             kind = _json_kind(value)
-            if kind == "number" and node.go in _INTEGRAL and isinstance(value, float):
+            if kind == "number" and node.go in _INTEGRAL and (isinstance(value, float) or _out_of_range(value, node)):
                 kind = f"number {value}"  # Go names the number it cannot make an integer
             self.error = (
                 f"json: cannot unmarshal {kind} into Go struct field {struct}.{'.'.join(self.keys)} of type {node.go}"
             )
+
+    def run(self, value: Any, node: _Node, struct: str) -> None:
+        """Decode ``value`` as ``node``; :class:`CannotUnmarshal` with the error Go's decoder
+        answers: a value that failed its own decoding, else the first value of the wrong type."""
+        try:
+            self.walk(value, node, struct)
+        except _Aborted as exc:
+            raise CannotUnmarshal(str(exc), self.unknown) from None
+        if self.error is not None:
+            raise CannotUnmarshal(self.error, self.unknown)
 
     def walk(self, value: Any, node: _Node, struct: str) -> None:
         shape = node.shape
@@ -197,10 +228,20 @@ class _Walk:
             return
         if shape is _Shape.SCALAR:
             kind = _json_kind(value)
+            if node.go == _INT_OR_STRING_GO and kind != "string":
+                # Its UnmarshalJSON reads anything but a string into an int32, and fails there.
+                if kind != "number" or (isinstance(value, float) and not value.is_integer()) or _out_of_range(value, node):
+                    number = f"number {value}" if kind == "number" else kind
+                    raise _Aborted(f"json: cannot unmarshal {number} into Go value of type int32")
+                return
             if kind not in node.accepts or (
                 node.go in _INTEGRAL and isinstance(value, float) and not value.is_integer()
-            ):
+            ) or _out_of_range(value, node):
                 self.mistyped(value, node, struct)
+            elif node.go == _QUANTITY_GO and kind == "string":
+                reason = unparsable_reason(value)
+                if reason is not None:
+                    raise _Aborted(reason)
             return
         if shape is _Shape.STRUCT:
             if not isinstance(value, dict):
@@ -266,11 +307,9 @@ def unknown_fields_of(group: str, version: str, kind: str) -> UnknownFields:
             status = top.fields.get("status")
             if status is not None and status is not _ANY:
                 walk.path, walk.keys = ["status"], ["status"]
-                walk.walk(obj.get("status"), status, kind)
+                walk.run(obj.get("status"), status, kind)
         else:
-            walk.walk(obj, top, kind)
-        if walk.error is not None:
-            raise CannotUnmarshal(walk.error, walk.unknown)
+            walk.run(obj, top, kind)
         return walk.unknown
 
     return unknown
@@ -282,7 +321,5 @@ def unknown_metadata(obj: dict[str, Any]) -> list[Path]:
     of the wrong type (``labels: {app: 1}``)."""
     walk = _Walk(path=["metadata"], keys=["metadata"])
     kind = str(obj.get("kind") or "")
-    walk.walk(obj.get("metadata"), _compiler().named(OBJECT_META), kind)
-    if walk.error is not None:
-        raise CannotUnmarshal(walk.error, walk.unknown)
+    walk.run(obj.get("metadata"), _compiler().named(OBJECT_META), kind)
     return walk.unknown
