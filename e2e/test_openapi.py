@@ -1,5 +1,6 @@
 """OpenAPI as kubectl reads it from a real hub: `kubectl explain` of built-in, gpufed, Karmada and
-Kubeflow kinds (v3, and v2 as protobuf), and kube's own errors for a typo'd kind."""
+Kubeflow kinds and of the create-only reviews (v3, and v2 as protobuf), and kube's own errors for
+a typo'd kind."""
 
 from __future__ import annotations
 
@@ -53,6 +54,18 @@ def test_kubectl_explain_prints_descriptions_and_nested_fields(processes) -> Non
     # The v2 document, which kubectl reads as gnostic protobuf, parses and explains too.
     v2 = kubectl.run("explain", "deployment.spec.replicas", "--output=plaintext-openapiv2").stdout
     assert "Number of desired pods." in v2
+
+    # The create-only kinds (reviews) have kube's schemas: `kubectl explain` found no resource.
+    review = kubectl.run("explain", "selfsubjectaccessreview.spec.resourceAttributes").stdout
+    assert "KIND:       SelfSubjectAccessReview" in review
+    assert "GROUP:      authorization.k8s.io" in review
+    assert "verb\t<string>" in review and "namespace\t<string>" in review
+    tokens = kubectl.run("explain", "tokenreview.status.user").stdout
+    assert "KIND:       TokenReview" in tokens and "groups\t<[]string>" in tokens
+    for kind in ("selfsubjectreview", "subjectaccessreview", "localsubjectaccessreview", "selfsubjectrulesreview"):
+        assert "DESCRIPTION:" in kubectl.run("explain", kind).stdout, kind
+    v2_review = kubectl.run("explain", "subjectaccessreview.spec.user", "--output=plaintext-openapiv2").stdout
+    assert "user is the user you're testing for." in v2_review
 
 
 def test_a_typod_kind_gets_kubes_messages(processes, tmp_path: Path) -> None:

@@ -270,7 +270,7 @@ class _Endpoints:
         self._registry = registry
         self._resources = resources
         self._create_only = create_only
-        self.openapi = OpenApiEndpoints(registry)
+        self.openapi = OpenApiEndpoints(registry, create_only=create_only)
         #: The last readiness verdict, so that a failing store is logged once, not per probe.
         self._ready = True
 

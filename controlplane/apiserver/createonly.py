@@ -15,12 +15,14 @@ resource, so the two cannot drift apart. The declarations are pure values.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
     from aiohttp import web
+
+    from controlplane.apiserver.resources import Registry
 
 #: The verbs discovery lists for a create-only resource (kube's, for a REST storage that only creates).
 CREATE_ONLY_VERBS: Final = ("create",)
@@ -54,6 +56,14 @@ class CreateOnlyResource:
         return "" if self.subresource else self.kind.lower()
 
     @property
+    def kind_group_version(self) -> tuple[str, str]:
+        """The group and version of its kind (``authentication.k8s.io``, ``v1`` for a TokenRequest)."""
+        return (
+            self.kind_group if self.kind_group is not None else self.group,
+            self.kind_version if self.kind_version is not None else self.version,
+        )
+
+    @property
     def group_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
 
@@ -73,3 +83,13 @@ class CreateOnlyEndpoint:
 
     resource: CreateOnlyResource
     handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def served_group_versions(registry: Registry, create_only: Sequence[CreateOnlyResource]) -> dict[str, list[str]]:
+    """group -> its versions: the registry's, then those only create-only resources are served in."""
+    out = {group: list(versions) for group, versions in registry.group_versions().items()}
+    for resource in create_only:
+        versions = out.setdefault(resource.group, [])
+        if resource.version not in versions:
+            versions.append(resource.version)
+    return out

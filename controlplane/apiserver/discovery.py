@@ -18,7 +18,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
-from controlplane.apiserver.createonly import CREATE_ONLY_VERBS, CreateOnlyResource
+from controlplane.apiserver.createonly import CREATE_ONLY_VERBS, CreateOnlyResource, served_group_versions
 from controlplane.apiserver.resources import ALL_VERBS, STATUS_VERBS, Registry, ResourceType
 
 #: The Kubernetes API level this server speaks (kubectl warns on larger skews).
@@ -134,27 +134,17 @@ def _group(group: str, versions: list[str]) -> dict[str, Any]:
     return {"name": group, "versions": entries, "preferredVersion": entries[0]}
 
 
-def _group_versions(registry: Registry, create_only: Sequence[CreateOnlyResource]) -> dict[str, list[str]]:
-    """group -> its versions: the registry's, then those only create-only resources are served in."""
-    out = {group: list(versions) for group, versions in registry.group_versions().items()}
-    for resource in create_only:
-        versions = out.setdefault(resource.group, [])
-        if resource.version not in versions:
-            versions.append(resource.version)
-    return out
-
-
 def api_group_list(registry: Registry, create_only: Sequence[CreateOnlyResource] = ()) -> dict[str, Any]:
     groups = [
         _group(group, versions)
-        for group, versions in _group_versions(registry, create_only).items()
+        for group, versions in served_group_versions(registry, create_only).items()
         if group  # the core group is served under /api
     ]
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
 
 
 def api_group(registry: Registry, group: str, create_only: Sequence[CreateOnlyResource] = ()) -> dict[str, Any] | None:
-    versions = _group_versions(registry, create_only).get(group)
+    versions = served_group_versions(registry, create_only).get(group)
     if not group or not versions:
         return None
     return {"kind": "APIGroup", "apiVersion": "v1", **_group(group, versions)}
@@ -225,7 +215,7 @@ def aggregated(
     """Aggregated discovery: ``/api``'s (``core``: the core group) or ``/apis``' groups, each with
     its versions (the preferred first) and their resources, as kube-apiserver answers kubectl."""
     items: list[dict[str, Any]] = []
-    for group, versions in _group_versions(registry, create_only).items():
+    for group, versions in served_group_versions(registry, create_only).items():
         if bool(group) == core:
             continue
         entries = []

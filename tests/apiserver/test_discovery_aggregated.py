@@ -13,6 +13,7 @@ from typing import Any
 from controlplane.apiserver import discovery
 from controlplane.apiserver.auth.rbac.reviews import REVIEW_RESOURCES
 from controlplane.apiserver.auth.serviceaccounts import TOKEN_REQUESTS
+from controlplane.apiserver.createonly import served_group_versions
 from controlplane.hub import hub_registry
 
 from .test_kube_validation import Client, hub, hub_kubeconfig  # noqa: F401 (fixtures)
@@ -30,7 +31,7 @@ def _flat_legacy() -> set[tuple[Any, ...]]:
     """Every (group, version, resource or resource/subresource, kind's gvk, verbs, scope, short
     names, categories) of the per-group-version documents."""
     out = set()
-    groups = {g: v for g, v in discovery._group_versions(REGISTRY, CREATE_ONLY).items()}
+    groups = {g: v for g, v in served_group_versions(REGISTRY, CREATE_ONLY).items()}
     for group, versions in groups.items():
         for version in versions:
             listed = discovery.api_resource_list(REGISTRY, group, version, CREATE_ONLY)

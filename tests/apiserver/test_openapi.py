@@ -13,6 +13,8 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from controlplane.apiserver.app import create_app
+from controlplane.apiserver.auth.rbac.reviews import LOCAL_SUBJECT_ACCESS_REVIEWS, SELF_SUBJECT_ACCESS_REVIEWS
+from controlplane.apiserver.auth.serviceaccounts import TOKEN_REQUESTS
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.openapi.catalog import SchemaCatalog
 from controlplane.apiserver.openapi.documents import OpenApiDocuments
@@ -282,3 +284,30 @@ def test_every_kind_the_hub_writes_conditions_on_has_them_in_its_schema(
             continue
         status = resolved(kind["properties"]["status"])
         assert "conditions" in status.get("properties", {}), rt.kind
+
+
+def test_the_create_only_resources_have_kubes_schemas_and_their_post(registry: Registry) -> None:
+    """The reviews and a ServiceAccount's token: `kubectl explain selfsubjectaccessreview` found
+    no schema (no document served their group-version)."""
+    documents = OpenApiDocuments(
+        registry, create_only=[SELF_SUBJECT_ACCESS_REVIEWS, LOCAL_SUBJECT_ACCESS_REVIEWS, TOKEN_REQUESTS]
+    )
+    assert "apis/authorization.k8s.io/v1" in documents.index()["paths"]
+    rendered = documents.document("apis/authorization.k8s.io/v1")
+    assert rendered is not None
+    document = json.loads(rendered.body)
+    review = document["components"]["schemas"]["io.k8s.api.authorization.v1.SelfSubjectAccessReview"]
+    assert review["x-kubernetes-group-version-kind"] == [
+        {"group": "authorization.k8s.io", "kind": "SelfSubjectAccessReview", "version": "v1"}
+    ]
+    assert "io.k8s.api.authorization.v1.ResourceAttributes" in document["components"]["schemas"]
+    post = document["paths"]["/apis/authorization.k8s.io/v1/namespaces/{namespace}/localsubjectaccessreviews"]["post"]
+    assert post["x-kubernetes-group-version-kind"]["kind"] == "LocalSubjectAccessReview"
+    assert set(document["paths"]["/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"]) == {"parameters", "post"}
+    core = json.loads(documents.document("api/v1").body)  # type: ignore[union-attr]
+    token = core["paths"]["/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token"]["post"]
+    assert token["x-kubernetes-group-version-kind"] == {"group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest"}
+    assert "io.k8s.api.authentication.v1.TokenRequest" in core["components"]["schemas"]
+    swagger = json.loads(documents.swagger(protobuf=False).body)
+    assert "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews" in swagger["paths"]
+    assert "io.k8s.api.authorization.v1.SelfSubjectAccessReviewSpec" in swagger["definitions"]

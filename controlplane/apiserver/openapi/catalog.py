@@ -3,7 +3,8 @@
 A kind's schema comes, in this order, from its pydantic model (gpufed's and Karmada's kinds,
 :mod:`.models`), from :mod:`.extra_kinds` (Kubeflow's and KubeRay's jobs, WasteReport), or
 from kube's own definitions when kube has the group-version-kind (:mod:`.upstream`: every
-built-in kind, with nothing to wire per kind); any other kind gets an open object. Every
+built-in kind, with nothing to wire per kind); any other kind gets an open object. A
+create-only resource (an access review, a TokenRequest) is always a built-in kind: kube's. Every
 kind's definition carries ``x-kubernetes-group-version-kind``, which is how ``kubectl
 explain`` and ``kubectl apply`` find it.
 
@@ -15,12 +16,13 @@ from __future__ import annotations
 
 import copy
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
 
+from controlplane.apiserver.createonly import CreateOnlyResource
 from controlplane.apiserver.openapi.extra_kinds import extra_kind_definitions
 from controlplane.apiserver.openapi.models import model_definitions, model_json_schema
 from controlplane.apiserver.openapi.upstream import (
@@ -104,11 +106,20 @@ class SchemaCatalog:
     def kind(self, rt: ResourceType) -> KindSchema:
         return self._kinds[(rt.group, rt.version, rt.kind)]
 
-    def definitions(self, types: list[ResourceType]) -> dict[str, dict[str, Any]]:
-        """The definitions ``types`` need: their own, and kube's that any of them refers to."""
+    def create_only(self, resource: CreateOnlyResource) -> str | None:
+        """The definition of a create-only resource's kind: kube's (None when kube has none)."""
+        return self.upstream.for_kind(*resource.kind_group_version, resource.kind)
+
+    def definitions(
+        self, types: list[ResourceType], create_only: Sequence[CreateOnlyResource] = ()
+    ) -> dict[str, dict[str, Any]]:
+        """The definitions ``types`` and the ``create_only`` resources need: their own, and kube's
+        that any of them refers to."""
         own: dict[str, dict[str, Any]] = {}
         for rt in types:
             own.update(self.kind(rt).definitions)
-        roots = [*own.values(), *({"$ref": DEFINITIONS_PREFIX + self.kind(rt).name} for rt in types)]
+        names = [self.kind(rt).name for rt in types]
+        names += [name for name in map(self.create_only, create_only) if name is not None]
+        roots = [*own.values(), *({"$ref": DEFINITIONS_PREFIX + name} for name in names)]
         roots.extend({"$ref": DEFINITIONS_PREFIX + name} for name in COMMON_DEFINITIONS)
         return dict(sorted({**self.upstream.closure(roots), **own}.items()))

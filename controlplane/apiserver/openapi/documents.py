@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
 from controlplane.apiserver.crd.registry import DynamicRegistry
+from controlplane.apiserver.createonly import CreateOnlyResource, served_group_versions
 from controlplane.apiserver.openapi.catalog import SchemaCatalog
 from controlplane.apiserver.openapi.gnostic import encode_document
 from controlplane.apiserver.openapi.upstream import UpstreamDefinitions, shared_definitions
@@ -65,9 +66,11 @@ class OpenApiDocuments:
         self,
         registry: Registry,
         *,
+        create_only: Sequence[CreateOnlyResource] = (),
         load_upstream: Callable[[], UpstreamDefinitions] = shared_definitions,
     ) -> None:
         self._registry = registry
+        self._create_only = tuple(create_only)
         self._load_upstream = load_upstream
         self._built: _Built | None = None
         #: The registry's generation the documents were rendered for (a CRD change renders anew).
@@ -86,9 +89,9 @@ class OpenApiDocuments:
             self._generation = _generation(self._registry)
             catalog = SchemaCatalog(self._registry, self._load_upstream())
             v3: dict[str, Rendered] = {}
-            for group, versions in self._registry.group_versions().items():
+            for group, versions in served_group_versions(self._registry, self._create_only).items():
                 for version in versions:
-                    document = group_version_document(self._registry, catalog, group, version)
+                    document = group_version_document(self._registry, catalog, group, version, self._create_only)
                     if document is not None:
                         v3[document_path(group, version)] = Rendered(orjson.dumps(document))
             index = {
@@ -97,7 +100,7 @@ class OpenApiDocuments:
                     for key, rendered in v3.items()
                 }
             }
-            swagger = swagger_document(self._registry, catalog)
+            swagger = swagger_document(self._registry, catalog, self._create_only)
             self._built = _Built(
                 v3=v3, index=Rendered(orjson.dumps(index)), v2_json=Rendered(orjson.dumps(swagger)), swagger=swagger
             )

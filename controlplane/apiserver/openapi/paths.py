@@ -10,17 +10,27 @@ namespaced kind. kubectl relies on two details (checked against kubectl 1.32):
 * it sends strategic merge patches only to kinds whose ``patch`` operation accepts
   ``application/strategic-merge-patch+json`` (built-in kinds), JSON merge patches otherwise.
 
+A create-only resource (an access review, a ServiceAccount's ``token``) has the one ``post``
+of kube's, whose ``x-kubernetes-group-version-kind`` is its kind's (a TokenRequest's group for
+``serviceaccounts/{name}/token``).
+
 The operations are plain values here; :mod:`.v3` and :mod:`.v2` render them in each dialect.
 Pure.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import partial
+from typing import TYPE_CHECKING
 
+from controlplane.apiserver.createonly import CreateOnlyResource
 from controlplane.apiserver.openapi.upstream import DELETE_OPTIONS, PATCH, STATUS
 from controlplane.apiserver.resources import ResourceType
+
+if TYPE_CHECKING:
+    from controlplane.apiserver.openapi.catalog import SchemaCatalog
 
 #: Query parameters: name -> (type, description).
 PARAMETERS: dict[str, tuple[str, str]] = {
@@ -127,4 +137,25 @@ def kind_paths(rt: ResourceType, schema: str) -> list[PathItem]:
     if rt.namespaced:
         all_namespaces = _operation(rt, f"{rt.kind}ForAllNamespaces", "get", "list", "list", query=_LIST)
         items.append(PathItem(f"{base}/{rt.plural}", (), (all_namespaces,)))
+    return items
+
+
+def create_only_paths(resource: CreateOnlyResource, schema: str) -> list[PathItem]:
+    """The path item of a create-only resource whose kind's definition is ``schema``."""
+    group, version = resource.kind_group_version
+    create = Operation("post", f"create{resource.kind}", "post", group, version, resource.kind, query=_WRITE,
+                       body=schema, response=schema, created=True)
+    parameters = (*(("namespace",) if resource.namespaced else ()), *(("name",) if resource.subresource else ()))
+    return [PathItem(resource.path, parameters, (create,))]
+
+
+def all_paths(
+    catalog: SchemaCatalog, types: Iterable[ResourceType], create_only: Iterable[CreateOnlyResource]
+) -> list[PathItem]:
+    """The path items of ``types`` and of the ``create_only`` resources kube has a kind for."""
+    items = [item for rt in types for item in kind_paths(rt, catalog.kind(rt).name)]
+    for resource in create_only:
+        schema = catalog.create_only(resource)
+        if schema is not None:
+            items += create_only_paths(resource, schema)
     return items

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from email.utils import formatdate
 
 from aiohttp import web
 
 from controlplane.apiserver import errors
+from controlplane.apiserver.createonly import CreateOnlyResource
 from controlplane.apiserver.openapi.documents import OpenApiDocuments, Rendered
 from controlplane.apiserver.openapi.gnostic import ACCEPTED_MEDIA_TYPES as PROTOBUF_ACCEPTS
 from controlplane.apiserver.openapi.gnostic import MEDIA_TYPE as PROTOBUF_MEDIA_TYPE
@@ -46,8 +48,14 @@ def _serve(request: web.Request, rendered: Rendered, content_type: str, *, immut
 class OpenApiEndpoints:
     """The handlers of one server; ``documents`` defaults to the registry's."""
 
-    def __init__(self, registry: Registry, *, documents: OpenApiDocuments | None = None) -> None:
-        self._documents = documents or OpenApiDocuments(registry)
+    def __init__(
+        self,
+        registry: Registry,
+        *,
+        create_only: Sequence[CreateOnlyResource] = (),
+        documents: OpenApiDocuments | None = None,
+    ) -> None:
+        self._documents = documents or OpenApiDocuments(registry, create_only=create_only)
         self._lock = asyncio.Lock()
 
     async def _ready(self) -> OpenApiDocuments:

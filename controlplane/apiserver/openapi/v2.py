@@ -14,10 +14,12 @@ Pure: in a catalog, out a JSON-ready dict.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from controlplane.apiserver.createonly import CreateOnlyResource
 from controlplane.apiserver.openapi.catalog import SchemaCatalog
-from controlplane.apiserver.openapi.paths import PARAMETERS, Operation, PathItem, kind_paths
+from controlplane.apiserver.openapi.paths import PARAMETERS, Operation, PathItem, all_paths
 from controlplane.apiserver.openapi.upstream import DEFINITIONS_PREFIX
 from controlplane.apiserver.resources import Registry
 
@@ -61,15 +63,14 @@ def _path_item(item: PathItem) -> dict[str, Any]:
     return out
 
 
-def swagger_document(registry: Registry, catalog: SchemaCatalog) -> dict[str, Any]:
+def swagger_document(
+    registry: Registry, catalog: SchemaCatalog, create_only: Sequence[CreateOnlyResource] = ()
+) -> dict[str, Any]:
     types = list(registry)
-    paths: dict[str, Any] = {}
-    for rt in types:
-        for item in kind_paths(rt, catalog.kind(rt).name):
-            paths[item.path] = _path_item(item)
+    paths = {item.path: _path_item(item) for item in all_paths(catalog, types, create_only)}
     return {
         "swagger": "2.0",
         "info": {"title": "Kubernetes", "version": catalog.upstream.release},
         "paths": dict(sorted(paths.items())),
-        "definitions": catalog.definitions(types),
+        "definitions": catalog.definitions(types, create_only),
     }

@@ -12,10 +12,12 @@ Pure: in a catalog, out JSON-ready dicts.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from controlplane.apiserver.createonly import CreateOnlyResource
 from controlplane.apiserver.openapi.catalog import SchemaCatalog
-from controlplane.apiserver.openapi.paths import PARAMETERS, Operation, PathItem, kind_paths
+from controlplane.apiserver.openapi.paths import PARAMETERS, Operation, PathItem, all_paths
 from controlplane.apiserver.openapi.upstream import (
     DEFINITIONS_PREFIX,
     INT_OR_STRING,
@@ -99,15 +101,15 @@ def _path_item(item: PathItem) -> dict[str, Any]:
     return out
 
 
-def group_version_document(registry: Registry, catalog: SchemaCatalog, group: str, version: str) -> dict[str, Any] | None:
+def group_version_document(
+    registry: Registry, catalog: SchemaCatalog, group: str, version: str, create_only: Sequence[CreateOnlyResource] = ()
+) -> dict[str, Any] | None:
     types = registry.in_group_version(group, version)
-    if not types:
+    served = [r for r in create_only if (r.group, r.version) == (group, version)]
+    if not types and not served:
         return None
-    paths: dict[str, Any] = {}
-    for rt in types:
-        for item in kind_paths(rt, catalog.kind(rt).name):
-            paths[item.path] = _path_item(item)
-    schemas = {name: _definition(name, schema) for name, schema in catalog.definitions(types).items()}
+    paths = {item.path: _path_item(item) for item in all_paths(catalog, types, served)}
+    schemas = {name: _definition(name, schema) for name, schema in catalog.definitions(types, served).items()}
     return {
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": catalog.upstream.release},
