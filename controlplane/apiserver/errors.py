@@ -182,6 +182,17 @@ class Invalid(ApiError):
     reason = StatusReason.INVALID
 
 
+class RejectedRequest(Invalid):
+    """kube's 422 that names no reason (``NewGenericServerResponse``): what it answers a JSON
+    patch that does not apply (a failed ``test``, a path that is missing), with empty details."""
+
+    def __init__(self) -> None:
+        super().__init__("the server rejected our request due to an error in our request")
+
+    def to_status(self) -> dict[str, Any]:
+        return {**super().to_status(), "details": {}}
+
+
 class InternalError(ApiError):
     code = 500
     reason = StatusReason.INTERNAL_ERROR

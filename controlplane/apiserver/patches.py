@@ -26,6 +26,7 @@ from controlplane.apiserver.errors import (
     CauseType,
     Conflict,
     Invalid,
+    RejectedRequest,
     Target,
     UnsupportedMediaType,
 )
@@ -106,9 +107,12 @@ def apply_patch(
     force: bool,
     now: str,
     subresource: str | None = None,
+    strict_decoding: bool = True,
 ) -> dict[str, Any]:
     """``live`` patched by ``patch``; ``live`` is None only for an apply that creates. An apply
-    through ``subresource`` (``status``) merges and owns that part of the object only."""
+    through ``subresource`` (``status``) merges and owns that part of the object only.
+    ``strict_decoding``: the request's ``fieldValidation`` is ``Warn`` or ``Strict`` (kube then
+    decodes a JSON or merge patch strictly first, and its errors say so)."""
     name = str(((live or {}).get("metadata") or {}).get("name") or "")
     if patch_type is PatchType.APPLY:
         if not manager:
@@ -135,68 +139,37 @@ def apply_patch(
         raise ValueError("only server-side apply can patch an object that does not exist")
     if patch_type is PatchType.MERGE:
         if not isinstance(patch, dict):
-            raise BadRequest("a merge patch must be a JSON object")
+            raise _undecodable(patch, "map[string]interface {}", prefix="error decoding patch: " if strict_decoding else "")
         return cast(dict[str, Any], merge_patch(live, patch))
     if patch_type is PatchType.JSON:
+        if patch is None:
+            return copy.deepcopy(live)  # Go decodes null as no operations
+        strict_prefix = "error decoding patch: " if strict_decoding else ""
         if not isinstance(patch, list):
-            raise BadRequest("a JSON patch must be a JSON array of operations")
+            raise _undecodable(patch, "[]handlers.jsonPatchOp" if strict_decoding else "jsonpatch.Patch", prefix=strict_prefix)
+        for op in patch:
+            if op is not None and not isinstance(op, dict):
+                raise _undecodable(op, "handlers.jsonPatchOp" if strict_decoding else "jsonpatch.Operation", prefix=strict_prefix)
         try:
             result = jsonpatch.apply_patch(live, patch, in_place=False)
         except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, TypeError, KeyError) as exc:
-            detail = json_patch_failure(live, patch)
-            raise _unappliable(f"the JSON patch could not be applied: {detail}", detail, rt, name) from exc
+            raise RejectedRequest() from exc  # kube names neither the operation nor the path
         if not isinstance(result, dict):
             raise BadRequest("the JSON patch must leave an object")
         return cast(dict[str, Any], result)
     if not isinstance(patch, dict):
-        raise BadRequest("a strategic merge patch must be a JSON object")
+        raise _undecodable(patch, "map[string]interface {}", prefix="")
     try:
         return strategic_merge_patch(copy.deepcopy(live), patch, kind=rt.kind)
     except ValueError as exc:
         raise _unappliable(f"the strategic merge patch could not be applied: {exc}", str(exc), rt, name) from exc
 
 
-_JSON_PATCH_OPS = frozenset({"add", "remove", "replace", "move", "copy", "test"})
-
-
-def _resolves(doc: Any, pointer: str) -> bool:
-    try:
-        jsonpointer.resolve_pointer(doc, pointer)
-    except (jsonpointer.JsonPointerException, TypeError):
-        return False
-    return True
-
-
-def json_patch_failure(live: dict[str, Any], patch: list[Any]) -> str:
-    """Why ``patch`` does not apply to ``live``, in the words of the JSON patch library kube uses
-    (evanphx/json-patch): the first operation that fails, by its op and path, never the document
-    (the library's own messages print the object it walked)."""
-    doc: Any = copy.deepcopy(live)
-    for op in patch:
-        try:
-            doc = jsonpatch.apply_patch(doc, [op], in_place=False)
-            continue
-        except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, TypeError, KeyError):
-            pass
-        if not isinstance(op, dict):
-            return "invalid operation: each operation must be a JSON object"
-        kind, path, source = op.get("op"), str(op.get("path", "")), str(op.get("from", ""))
-        if kind not in _JSON_PATCH_OPS:
-            return f"Unexpected kind: {kind}: unknown object type"
-        if kind == "test":
-            return f"testing value {path} failed: test failed"
-        if kind in ("move", "copy") and not _resolves(doc, source):
-            return f"{kind} operation does not apply: doc is missing from path: {source}: missing value"
-        parent, _, key = path.rpartition("/")
-        if not _resolves(doc, parent):
-            quoted = f'"{path}"' if kind in ("add", "remove", "move", "copy") else path
-            return f"{kind} operation does not apply: doc is missing path: {quoted}: missing value"
-        if kind == "replace":
-            return f"replace operation does not apply: doc is missing key: {path}: missing value"
-        if kind == "remove":
-            return f"error in remove for path: '{path}': Unable to remove nonexistent key: {key}: missing value"
-        return f"{kind} operation does not apply: {path}"
-    return "the JSON patch could not be applied"
+def _undecodable(value: Any, go_type: str, *, prefix: str) -> BadRequest:
+    """Go's error decoding a patch body of the wrong JSON type into ``go_type`` (kube's 400)."""
+    kinds = ((bool, "bool"), ((int, float), "number"), (str, "string"), (list, "array"), (dict, "object"))
+    kind = next((name for types, name in kinds if isinstance(value, types)), "null")
+    return BadRequest(f"{prefix}json: cannot unmarshal {kind} into Go value of type {go_type}")
 
 
 def _unappliable(message: str, detail: str, rt: ResourceType, name: str) -> Invalid:

@@ -24,7 +24,6 @@ from aiohttp.test_utils import TestClient, TestServer
 from controlplane.apis.kube.validation import for_kind, for_status
 from controlplane.apiserver.app import create_app
 from controlplane.apiserver.objects import ObjectStore
-from controlplane.apiserver.patches import json_patch_failure
 from controlplane.hub import hub_registry
 from controlplane.storage.etcd import EtcdStore
 
@@ -876,22 +875,6 @@ async def test_kubectl_patch_of_a_bad_status_prints_kubes_error(hub_kubeconfig: 
     assert code == 0, err
 
 
-@needs_kubectl
-async def test_kubectl_patch_that_cannot_apply_says_why(hub_kubeconfig: Path) -> None:
-    """kubectl prints an Invalid error's causes, not its message: the reason a patch cannot be
-    applied is a cause at ``patch``."""
-    code, out, err = await kubectl(hub_kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump(deployment()))
-    assert code == 0, err
-    remove = json.dumps([{"op": "remove", "path": "/spec/nothere"}])
-    code, out, err = await kubectl(hub_kubeconfig, "patch", "deployment", "x", "--type=json", "-p", remove)
-    assert code != 0, out
-    assert (
-        'The Deployment "x" is invalid: patch: error in remove for path: \'/spec/nothere\': '
-        "Unable to remove nonexistent key: nothere: missing value"
-    ) in err, err
-    assert "matchLabels" not in err  # the object is not printed back
-
-
 async def test_a_version_not_served_names_the_one_that_is(hub: Client) -> None:
     """A 404 for a resource asked for in another version than the served one says which is served
     (old manifests' batch/v1beta1 and autoscaling/v2beta2); other 404s are kube's."""
@@ -918,26 +901,67 @@ async def test_kubectl_is_told_which_version_to_write(hub_kubeconfig: Path) -> N
     assert "this server serves them as batch/v1" in err, err
 
 
+REJECTED = "the server rejected our request due to an error in our request"
+
+
 @pytest.mark.parametrize(
-    ("operations", "message"),
+    "operations",
     [
-        ([{"op": "replace", "path": "/spec/nope/x", "value": 1}],
-         "replace operation does not apply: doc is missing path: /spec/nope/x: missing value"),
-        ([{"op": "replace", "path": "/spec/paused", "value": True}],
-         "replace operation does not apply: doc is missing key: /spec/paused: missing value"),
-        ([{"op": "add", "path": "/spec/nope/x", "value": 1}],
-         'add operation does not apply: doc is missing path: "/spec/nope/x": missing value'),
-        ([{"op": "test", "path": "/spec/replicas", "value": 7}], "testing value /spec/replicas failed: test failed"),
-        ([{"op": "move", "from": "/spec/nope", "path": "/spec/x"}],
-         "move operation does not apply: doc is missing from path: /spec/nope: missing value"),
-        ([{"op": "frobnicate", "path": "/spec"}], "Unexpected kind: frobnicate: unknown object type"),
-        # The first operation applies; the second is the one named.
-        ([{"op": "add", "path": "/spec/paused", "value": True}, {"op": "remove", "path": "/spec/gone"}],
-         "error in remove for path: '/spec/gone': Unable to remove nonexistent key: gone: missing value"),
+        [{"op": "replace", "path": "/spec/nope/x", "value": 1}],
+        [{"op": "replace", "path": "/spec/paused", "value": True}],
+        [{"op": "add", "path": "/spec/nope/x", "value": 1}],
+        [{"op": "test", "path": "/spec/replicas", "value": 7}],
+        [{"op": "move", "from": "/spec/nope", "path": "/spec/x"}],
+        [{"op": "frobnicate", "path": "/spec"}],
+        # The first operation applies; the second does not, and nothing is written.
+        [{"op": "add", "path": "/spec/paused", "value": True}, {"op": "remove", "path": "/spec/gone"}],
     ],
 )
-def test_a_json_patch_that_does_not_apply_is_named_as_kubes_library_names_it(
-    operations: list[Obj], message: str
+async def test_a_json_patch_that_does_not_apply_gets_kubes_reasonless_422(hub: Client, operations: list[Obj]) -> None:
+    """kube's patch handler answers with ``NewGenericServerResponse``: neither the operation nor
+    the path is named, and the details are empty."""
+    assert (await hub.post(PLURALS["Deployment"], json=deployment())).status == 201
+    response = await hub.patch(
+        f"{PLURALS['Deployment']}/x", json=operations, headers={"Content-Type": "application/json-patch+json"}
+    )
+    assert response.status == 422
+    assert await response.json() == {
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": REJECTED, "reason": "Invalid", "details": {}, "code": 422,
+    }
+    stored = await (await hub.get(f"{PLURALS['Deployment']}/x")).json()
+    assert "paused" not in stored["spec"]
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body", "query", "message"),
+    [
+        ("application/json-patch+json", {"op": "add"}, "",
+         "error decoding patch: json: cannot unmarshal object into Go value of type []handlers.jsonPatchOp"),
+        ("application/json-patch+json", {"op": "add"}, "?fieldValidation=Ignore",
+         "json: cannot unmarshal object into Go value of type jsonpatch.Patch"),
+        ("application/json-patch+json", [1], "",
+         "error decoding patch: json: cannot unmarshal number into Go value of type handlers.jsonPatchOp"),
+        ("application/merge-patch+json", [1], "",
+         "error decoding patch: json: cannot unmarshal array into Go value of type map[string]interface {}"),
+        ("application/strategic-merge-patch+json", "x", "",
+         "json: cannot unmarshal string into Go value of type map[string]interface {}"),
+    ],
+)
+async def test_a_patch_body_of_the_wrong_json_type_gets_gos_words(
+    hub: Client, content_type: str, body: Any, query: str, message: str
 ) -> None:
-    """The failing operation by its op and path (evanphx/json-patch's words), never the object."""
-    assert json_patch_failure(deployment(), operations) == message
+    assert (await hub.post(PLURALS["Deployment"], json=deployment())).status == 201
+    response = await hub.patch(f"{PLURALS['Deployment']}/x{query}", json=body, headers={"Content-Type": content_type})
+    assert response.status == 400
+    assert (await response.json())["message"] == message
+
+
+@needs_kubectl
+async def test_kubectl_patch_of_a_failing_test_operation_prints_kubes_words(hub_kubeconfig: Path) -> None:
+    code, _, err = await kubectl(hub_kubeconfig, "apply", "-f", "-", stdin=json.dumps(deployment()))
+    assert code == 0, err
+    test = '[{"op":"test","path":"/spec/replicas","value":5},{"op":"replace","path":"/spec/replicas","value":3}]'
+    code, out, err = await kubectl(hub_kubeconfig, "patch", "deployment", "x", "--type", "json", "-p", test)
+    assert code != 0, out
+    assert err.strip() == f"The request is invalid: {REJECTED}", err

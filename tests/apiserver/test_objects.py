@@ -330,7 +330,7 @@ async def test_merge_and_json_patch(objects_on: ObjectStore) -> None:
         patch=[{"op": "test", "path": "/spec/replicas", "value": 5}, {"op": "replace", "path": "/spec/replicas", "value": 6}],
     )
     assert patched["spec"]["replicas"] == 6
-    with pytest.raises(errors.Invalid, match="the JSON patch could not be applied"):
+    with pytest.raises(errors.Invalid, match=r"^the server rejected our request due to an error in our request$"):
         await objects_on.patch(
             deploy, namespace="default", name="web", patch_type=PatchType.JSON,
             patch=[{"op": "test", "path": "/spec/replicas", "value": 1}],

@@ -32,7 +32,7 @@ from controlplane.apiserver.objects.reading import decode, get_kv, served, store
 from controlplane.apiserver.objects.values import WriteOptions
 from controlplane.apiserver.patches import PatchType, apply_patch, record_update
 from controlplane.apiserver.resources import ResourceType
-from controlplane.apiserver.validation import DecodingError, check_object, decoded_applied
+from controlplane.apiserver.validation import DecodingError, FieldValidation, check_object, decoded_applied
 from controlplane.storage import interface as storage
 from controlplane.storage.ledger import WriteReason, changed_fields, writing_because
 from controlplane.storage.recent import known_stale, known_value
@@ -202,11 +202,9 @@ class Writer:
         force: bool,
         options: WriteOptions,
     ) -> dict[str, Any]:
-        """Patch an object, re-reading and retrying when a concurrent write wins.
-
-        A ``metadata.resourceVersion`` inside the patch is a precondition. Server-side
-        apply of a missing object creates it.
-        """
+        """Patch an object, re-reading and retrying when a concurrent write wins. A
+        ``metadata.resourceVersion`` inside the patch is a precondition. Server-side apply of
+        a missing object creates it."""
         namespace = namespace if rt.namespaced else None
         write, field_manager = options, options.field_manager
         # Server-side apply records its own managedFields entry: its write must not add another.
@@ -230,7 +228,8 @@ class Writer:
                 return created
             old = decode(rt, kv)
             patched = apply_patch(
-                rt, old, patch_type, patch, manager=field_manager, force=force, now=self.now(), subresource=subresource
+                rt, old, patch_type, patch, manager=field_manager, force=force, now=self.now(), subresource=subresource,
+                strict_decoding=write.field_validation is not FieldValidation.IGNORE,
             )
             patched = checked_body(rt, patched, namespace=namespace, name=name)
             _check_resource_version(rt, kv, patched["metadata"].get("resourceVersion"), name=name)
