@@ -466,8 +466,10 @@ def create_app(
     app.router.add_routes(endpoints.health(stop).routes())
     app.router.add_get("/version", endpoints.version)
     app.router.add_get("/version/", endpoints.version)  # as kube-apiserver does (kr8s asks for it)
-    app.router.add_get("/api", endpoints.api)
-    app.router.add_get("/apis", endpoints.apis)
+    # Both with and without the slash, as kube-apiserver serves them (the kubernetes Python
+    # client's CoreApi and ApisApi ask for /api/ and /apis/).
+    for path, handler in (("/api", endpoints.api), ("/api/", endpoints.api), ("/apis", endpoints.apis), ("/apis/", endpoints.apis)):
+        app.router.add_get(path, handler)
     app.router.add_routes(endpoints.openapi.routes())
     # Extra and create-only routes first: some live under /apis/ (the join and token endpoints,
     # the access reviews) and must win over the generic resource routes.

@@ -408,3 +408,25 @@ async def test_official_client_typed_models_parse_the_hub(server_url: str) -> No
         "pods": ["p"],
         "pod": ("Always", "Pending", "BestEffort"),
     }
+
+
+def _discovery_calls(url: str) -> dict[str, Any]:
+    """The official client's discovery APIs, which ask with a closing slash (``/api/``, ``/apis/``,
+    ``/apis/apps/``, ``/apis/apps/v1/``)."""
+    from kubernetes import client
+
+    configuration = client.Configuration()
+    configuration.host = url
+    with client.ApiClient(configuration) as api_client:
+        return {
+            "core": client.CoreApi(api_client).get_api_versions().versions,
+            "groups": "apps" in [g.name for g in client.ApisApi(api_client).get_api_versions().groups],
+            "apps": client.AppsApi(api_client).get_api_group().preferred_version.group_version,
+            "resources": "deployments" in [r.name for r in client.AppsV1Api(api_client).get_api_resources().resources],
+        }
+
+
+async def test_official_client_discovery_with_a_closing_slash(server_url: str) -> None:
+    """``/api/`` and ``/apis/`` answered 404 (kube-apiserver serves both spellings)."""
+    result = await asyncio.to_thread(_discovery_calls, server_url)
+    assert result == {"core": ["v1"], "groups": True, "apps": "apps/v1", "resources": True}
