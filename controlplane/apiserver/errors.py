@@ -255,6 +255,19 @@ def expired_resource_version(requested: int, compacted: int) -> Gone:
     return Gone(f"too old resource version: {requested} ({compacted})")
 
 
+#: What kube's store answers a list at a revision it has compacted (etcd3's ``interpretListError``).
+EXPIRED_LIST = "The resourceVersion for the provided list is too old."
+
+
+def too_large_resource_version(requested: int, current: int) -> Timeout:
+    """kube's ``storage.NewTooLargeResourceVersionError``: a 504 Timeout that clients retry."""
+    return Timeout(
+        f"Timeout: Too large resource version: {requested}, current: {current}",
+        causes=[Cause(CauseType.RESOURCE_VERSION_TOO_LARGE, "Too large resource version")],
+        retry_after_seconds=1,
+    )
+
+
 def from_storage_error(
     exc: storage.StorageError, *, plural: str, group: str, name: str = ""
 ) -> ApiError:
@@ -277,13 +290,7 @@ def from_storage_error(
             retry_after_seconds=1,
         )
     if isinstance(exc, storage.FutureRevision):
-        # kube's storage.NewTooLargeResourceVersionError: a 504 Timeout that clients retry.
-        return Timeout(
-            f"Too large resource version: the store is at {exc.current_revision}; "
-            "ask for a resourceVersion the server has returned",
-            causes=[Cause(CauseType.RESOURCE_VERSION_TOO_LARGE, "Too large resource version")],
-            retry_after_seconds=1,
-        )
+        return too_large_resource_version(exc.revision, exc.current_revision)
     if isinstance(exc, storage.TooLarge):
         return RequestEntityTooLarge(
             f"{qualified_resource(plural, group)} \"{name}\" is too large to store: the object store (etcd) "

@@ -46,10 +46,11 @@ class Unavailable(StorageError):
 
 
 class FutureRevision(StorageError, ValueError):
-    """A read named a revision the store has not reached yet (``current_revision``)."""
+    """A read named a revision (``revision``) the store has not reached yet (``current_revision``)."""
 
-    def __init__(self, message: str, *, current_revision: int) -> None:
+    def __init__(self, message: str, *, revision: int, current_revision: int) -> None:
         super().__init__(message)
+        self.revision = revision
         self.current_revision = current_revision
 
 

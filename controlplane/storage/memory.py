@@ -307,7 +307,7 @@ class MemoryStore(Lifecycle):
         if revision > self._revision:
             raise FutureRevision(
                 f"revision {revision} is in the future (current revision {self._revision})",
-                current_revision=self._revision,
+                revision=revision, current_revision=self._revision,
             )
 
     def _value_at(self, key: str, revision: int) -> KeyValue | None:

@@ -385,6 +385,38 @@ async def test_watch_from_compacted_revision_sends_410(api: Client, objects: Obj
     assert events[0]["object"]["reason"] == "Expired"
 
 
+async def test_lists_at_a_resource_version_answer_as_kubes_store_does(api: Client, objects: ObjectStore) -> None:
+    """An exact list (``resourceVersionMatch=Exact``, or kube's legacy form: a ``limit`` and no
+    match) of a compacted revision is 410 ``The resourceVersion for the provided list is too old.``;
+    a list not older than a revision the store has not reached is kube's 504 ``Too large resource
+    version`` (the hub served its current list)."""
+    for index in range(3):
+        await api.post(DEPLOYMENTS, json=deployment(f"d{index}"))
+    current = await objects.store.current_revision()
+    await objects.store.compact(current)
+    for params in ({"resourceVersion": "1", "resourceVersionMatch": "Exact"}, {"resourceVersion": "1", "limit": "1"}):
+        response = await api.get(DEPLOYMENTS, params=params)
+        assert response.status == 410, params
+        status = await response.json()
+        assert (status["reason"], status["message"]) == ("Expired", "The resourceVersion for the provided list is too old.")
+    future = str(current + 1000)
+    for params in ({"resourceVersion": future}, {"resourceVersion": future, "resourceVersionMatch": "NotOlderThan"},
+                   {"resourceVersion": future, "limit": "1"}):
+        response = await api.get(DEPLOYMENTS, params=params)
+        assert response.status == 504, params
+        status = await response.json()
+        assert status["reason"] == "Timeout"
+        assert status["message"] == f"Timeout: Too large resource version: {future}, current: {current}"
+        assert status["details"] == {
+            "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+            "retryAfterSeconds": 1,
+        }
+    at_current = await api.get(DEPLOYMENTS, params={"resourceVersion": str(current), "limit": "2"})
+    listed = await at_current.json()
+    assert [item["metadata"]["name"] for item in listed["items"]] == ["d0", "d1"]
+    assert listed["metadata"]["resourceVersion"] == str(current)
+
+
 # --- authentication and authorization ---------------------------------------------------------
 
 

@@ -191,15 +191,22 @@ async def list_page(store: storage.Store, rt: ResourceType, namespace: str | Non
         raise errors.BadRequest(f"limit: Invalid value: {limit}: must be greater than or equal to 0")
     revision: int | None = None
     start_after: str | None = None
+    #: A resourceVersion the list must not be older than (kube waits for it, then says it is too large).
+    not_older_than = 0
     if continue_token:
         revision, start_after = _decode_continue(continue_token, prefix)
-    elif resource_version_match == "Exact" and resource_version:
+    elif resource_version and (
+        resource_version_match == "Exact" or (limit and not resource_version_match and resource_version != "0")
+    ):
+        # Without a match, a limited list at a resourceVersion is kube's legacy exact read.
         revision = parse_resource_version(resource_version)
     elif resource_version_match not in (None, "", "NotOlderThan", "Exact"):
         raise errors.BadRequest(
             f'resourceVersionMatch: Unsupported value: "{resource_version_match}": '
             'supported values: "Exact", "NotOlderThan"'
         )
+    elif resource_version and resource_version != "0":
+        not_older_than = parse_resource_version(resource_version)
 
     kvs: list[storage.KeyValue] = []
     objects: list[dict[str, Any] | None] = []
@@ -216,9 +223,11 @@ async def list_page(store: storage.Store, rt: ResourceType, namespace: str | Non
                     "The provided continue parameter is too old to display a consistent list result. "
                     "You can start a new list without the continue parameter."
                 ) from exc
-            raise errors.expired_resource_version(revision or 0, exc.compacted_revision) from exc
+            raise errors.Gone(errors.EXPIRED_LIST) from exc
         except storage.StorageError as exc:
             raise errors.from_storage_error(exc, plural=rt.plural, group=rt.group) from exc
+        if result.revision < not_older_than:
+            raise errors.too_large_resource_version(not_older_than, result.revision)
         revision = result.revision
         stopped_early = False
         for index, kv in enumerate(result.items):

@@ -400,7 +400,9 @@ class EtcdStore(Lifecycle):
     async def _revision_error(self, exc: RevisionError, revision: int) -> Exception:
         if not exc.compacted:
             current = await self._read_revision("current revision")
-            return FutureRevision(f"revision {revision} is in the future: {exc}", current_revision=current)
+            return FutureRevision(
+                f"revision {revision} is in the future: {exc}", revision=revision, current_revision=current
+            )
         compacted = await compacted_revision(self._calls, self._full(""))
         return Gone(
             f"revision {revision} is compacted (compacted revision {compacted})",
