@@ -580,6 +580,7 @@ def workload_resources() -> list[ResourceType]:
                 AGE,
                 TableColumn("Containers", col.containers_names, priority=1),
                 TableColumn("Images", col.containers_images, priority=1),
+                TableColumn("Selector", col.selector_string("spec.selector.matchLabels"), priority=1),
             ),
         ),
         ResourceType(

@@ -294,3 +294,20 @@ def test_training_job_state_is_the_jobs_own(conditions: list[tuple[str, str]], e
         obj = {"metadata": {"name": "j"}, "status": {"conditions": [{"type": t, "status": v} for t, v in conditions]}}
         state = next(column for column in rt.columns if column.name == "State")
         assert state.getter(obj, now) == expected
+
+
+def test_job_wide_columns_are_kubes() -> None:
+    """``kubectl get jobs -o wide`` ends with the Job's selector, as kube prints it (it was missing)."""
+    jobs = Registry(workload_resources()).require("batch/v1", "Job")
+    job = {
+        "metadata": {"name": "train", "creationTimestamp": "2024-01-01T00:00:00Z"},
+        "spec": {
+            "selector": {"matchLabels": {"batch.kubernetes.io/controller-uid": "u-1"}},
+            "template": {"spec": {"containers": [{"name": "main", "image": "trainer:1"}]}},
+        },
+    }
+    now = datetime(2024, 1, 1, 0, 5, tzinfo=UTC)
+    assert [c.name for c in jobs.columns if c.priority] == ["Containers", "Images", "Selector"]
+    assert [c.getter(job, now) for c in jobs.columns if c.priority] == [
+        "main", "trainer:1", "batch.kubernetes.io/controller-uid=u-1"
+    ]
