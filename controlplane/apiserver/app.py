@@ -19,7 +19,9 @@ impersonation headers (``Impersonate-User``/``Impersonate-Group``, for ``kubectl
 when the caller may ``impersonate``) and asks the authorizer about the request's
 :class:`RequestAttributes` (401/403 Status, kube's message). An authenticator that
 can answer from memory (:class:`CachedAuthenticator`, e.g. the hub's token store) is
-asked that way first, so a cached token costs no await and no timer.
+asked that way first, so a cached token costs no await and no timer. A resource's answer is
+written in YAML for a client that prefers it, and a client that accepts none of kube's media
+types gets 406 before the handler runs (:mod:`.negotiation`).
 """
 
 from __future__ import annotations
@@ -32,12 +34,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
+import orjson
+import yaml
 from aiohttp import hdrs, web
 from aiohttp.typedefs import Middleware
 
 from controlplane.apis.apiextensions.crd import GROUP as CRD_GROUP
 from controlplane.apis.apiextensions.crd import VERSION as CRD_VERSION
-from controlplane.apiserver import discovery, errors
+from controlplane.apiserver import discovery, errors, negotiation
 from controlplane.apiserver.admission import AdmissionPlugin, ValidateWrite, write_validation
 from controlplane.apiserver.crd.controller import CrdController
 from controlplane.apiserver.crd.registry import DynamicRegistry
@@ -124,6 +128,34 @@ class CachedAuthenticator(Authenticator, Protocol):
         ...
 
 
+def _negotiated(request: web.Request, response: web.StreamResponse) -> web.StreamResponse:
+    """A resource's answer (object, list or Status) in YAML when the client prefers it, as kube's
+    serializers write it; JSON otherwise. Watches and streamed lists stay JSON."""
+    info = request.get(REQUEST_INFO)
+    if info is None or not info.is_resource or info.verb == "watch" or type(response) is not web.Response:
+        return response
+    if response.content_type != negotiation.JSON or not isinstance(response.body, bytes):
+        return response
+    try:
+        if negotiation.response_media(request.headers.get("Accept")) != negotiation.YAML:
+            return response
+    except errors.NotAcceptable:
+        return response
+    text = yaml.safe_dump(orjson.loads(response.body), sort_keys=True, allow_unicode=True, width=float("inf"))
+    headers = {k: v for k, v in response.headers.items() if k.lower() not in ("content-type", "content-length")}
+    return web.Response(body=text.encode(), status=response.status, headers={**headers, "Content-Type": negotiation.YAML})
+
+
+@web.middleware
+async def accept_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """A resource request whose client accepts none of kube's media types is 406, before its
+    handler runs (after authentication and authorization, as in kube)."""
+    info = request.get(REQUEST_INFO)
+    if info is not None and info.is_resource and info.verb != "watch":
+        negotiation.response_media(request.headers.get("Accept"))
+    return await handler(request)
+
+
 def _error_response(exc: errors.ApiError) -> web.Response:
     """The Status of ``exc``; a 429 or 503 that says when to retry also says so in
     ``Retry-After``, as kube-apiserver does."""
@@ -144,10 +176,10 @@ async def status_middleware(request: web.Request, handler: Handler) -> web.Strea
         )
         response = await handler(request)
         code = response.status
-        return response
+        return _negotiated(request, response)
     except errors.ApiError as exc:
         code = exc.code
-        return _error_response(exc)
+        return _negotiated(request, _error_response(exc))
     except storage.Unavailable as exc:
         # Reached from outside the object layer (e.g. a token lookup); same answer as there.
         logger.debug("store unavailable serving %s %s: %s", request.method, request.path, exc)
@@ -432,6 +464,7 @@ def create_app(
         # After authentication: a request's level and flow depend on who sends it.
         controller = FlowController(flow_control, metrics=flow_control_metrics)
         middlewares.append(controller.middleware(user_key=USER, not_counted=_long_running_or_health))
+    middlewares.append(accept_middleware)
     app = web.Application(middlewares=middlewares, client_max_size=MAX_BODY_BYTES)
     app.on_response_prepare.append(add_flow_headers)
     app[OBJECT_STORE] = object_store

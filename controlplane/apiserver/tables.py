@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 from controlplane.apiserver.errors import BadRequest
+from controlplane.apiserver.negotiation import media_params
 from controlplane.apiserver.resources import ResourceType
 
 TABLE_CONTENT_TYPE = "application/json;as=Table;v=v1;g=meta.k8s.io"
@@ -43,21 +44,12 @@ class IncludeObject(StrEnum):
         raise BadRequest(f'includeObject: Unsupported value: "{value}": supported values: "None", "Metadata", "Object"')
 
 
-def _media_params(entry: str) -> tuple[str, dict[str, str]]:
-    media, *params = (part.strip() for part in entry.split(";"))
-    parsed = {}
-    for param in params:
-        key, _, value = param.partition("=")
-        parsed[key.strip().lower()] = value.strip()
-    return media.lower(), parsed
-
-
 def wants_table(accept: str | None) -> bool:
     """True when the first JSON media type the client accepts is a meta.k8s.io Table."""
     if not accept:
         return False
     for entry in accept.split(","):
-        media, params = _media_params(entry)
+        media, params = media_params(entry)
         if media not in ("application/json", "*/*", "application/*"):
             continue
         if params.get("as") == "Table" and params.get("g") == "meta.k8s.io":

@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 import pytest
+import yaml
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
@@ -415,6 +416,32 @@ async def test_lists_at_a_resource_version_answer_as_kubes_store_does(api: Clien
     listed = await at_current.json()
     assert [item["metadata"]["name"] for item in listed["items"]] == ["d0", "d1"]
     assert listed["metadata"]["resourceVersion"] == str(current)
+
+
+async def test_a_resource_is_written_in_the_media_type_the_client_prefers(api: Client) -> None:
+    """``Accept: application/yaml`` got JSON, ``Accept: text/plain`` got JSON too (kube: 406)."""
+    created = await (await api.post(DEPLOYMENTS, json=deployment("y"))).json()
+    yaml_accept = {"Accept": "application/yaml"}
+    response = await api.get(f"{DEPLOYMENTS}/y", headers=yaml_accept)
+    assert (response.status, response.content_type) == (200, "application/yaml")
+    assert yaml.safe_load(await response.text()) == created
+    listed = await api.get(DEPLOYMENTS, headers={"Accept": "application/json;q=0.5, application/yaml"})
+    assert listed.content_type == "application/yaml"
+    assert [i["metadata"]["name"] for i in yaml.safe_load(await listed.text())["items"]] == ["y"]
+    missing = await api.get(f"{DEPLOYMENTS}/nope", headers=yaml_accept)
+    assert (missing.status, missing.content_type) == (404, "application/yaml")
+    assert yaml.safe_load(await missing.text())["reason"] == "NotFound"
+    for accept in ("text/html,application/xhtml+xml,*/*;q=0.8", "application/vnd.kubernetes.protobuf,application/json"):
+        response = await api.get(f"{DEPLOYMENTS}/y", headers={"Accept": accept})
+        assert (response.status, response.content_type) == (200, "application/json"), accept
+    refused = await api.get(f"{DEPLOYMENTS}/y", headers={"Accept": "text/plain"})
+    assert refused.status == 406
+    assert await refused.json() == {
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": "only the following media types are accepted: application/json, application/yaml, "
+                   "application/vnd.kubernetes.protobuf",
+        "reason": "NotAcceptable", "code": 406,
+    }
 
 
 # --- authentication and authorization ---------------------------------------------------------
