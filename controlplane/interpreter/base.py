@@ -215,6 +215,9 @@ class ReplicatedTemplateKind(PodTemplateKind):
     """
 
     replica_fields: tuple[str, ...] = ()
+    #: The replica fields the kind's Go type writes when 0 (no ``omitempty``); the others are left
+    #: out at 0, as kube's encoding of the status leaves them (``unavailableReplicas: 0`` is not shown).
+    kept_at_zero: frozenset[str] = frozenset()
     #: Condition types that are True on the hub as soon as one member says so.
     any_true_conditions: frozenset[str] = frozenset()
     #: The status count of replicas that serve (``readyReplicas``, a Deployment's ``availableReplicas``).
@@ -236,7 +239,7 @@ class ReplicatedTemplateKind(PodTemplateKind):
         present = reported(member_statuses)
         if not present:
             return {}
-        out: Obj = dict(sum_fields(present, self.replica_fields))
+        out: Obj = {k: v for k, v in sum_fields(present, self.replica_fields).items() if v or k in self.kept_at_zero}
         generation = (obj.get("metadata") or {}).get("generation")
         if generation is not None and len(present) == len(member_statuses):
             out["observedGeneration"] = generation

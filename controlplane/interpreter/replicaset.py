@@ -17,5 +17,6 @@ class ReplicaSetInterpreter(ReplicatedTemplateKind):
     group = "apps"
     kind = "ReplicaSet"
     replica_fields = REPLICA_FIELDS
+    kept_at_zero = frozenset({"replicas"})
     any_true_conditions = frozenset({"ReplicaFailure"})
 

@@ -16,4 +16,5 @@ class StatefulSetInterpreter(ReplicatedTemplateKind):
     group = "apps"
     kind = "StatefulSet"
     replica_fields = REPLICA_FIELDS
+    kept_at_zero = frozenset({"replicas", "availableReplicas"})
 

@@ -289,6 +289,26 @@ def test_deployment_aggregate_status_sums_and_merges_conditions() -> None:
     assert "b: minimum replicas unavailable" in available["message"]
 
 
+def test_replica_counts_at_zero_are_left_out_as_kubes_types_leave_them() -> None:
+    """A Deployment's counts are all ``omitempty`` in kube (``unavailableReplicas: 0`` was shown); a
+    StatefulSet writes ``replicas`` and ``availableReplicas`` even at 0, a ReplicaSet ``replicas``."""
+    starting = {"replicas": 2, "updatedReplicas": 2, "unavailableReplicas": 2, "readyReplicas": 0}
+    obj = deployment(2)
+    assert {k: v for k, v in interp(obj).aggregate_status(obj, [("a", starting)]).items() if k != "observedGeneration"} == {
+        "replicas": 2, "updatedReplicas": 2, "unavailableReplicas": 2,
+    }
+    ready = {"replicas": 2, "updatedReplicas": 2, "readyReplicas": 2, "availableReplicas": 2, "unavailableReplicas": 0}
+    assert "unavailableReplicas" not in interp(obj).aggregate_status(obj, [("a", ready)])
+    sts = statefulset()
+    assert {k: v for k, v in interp(sts).aggregate_status(sts, [("a", {"replicas": 0})]).items() if k != "observedGeneration"} == {
+        "replicas": 0, "availableReplicas": 0,
+    }
+    rs = {**deployment(0), "kind": "ReplicaSet"}
+    assert interp(rs).aggregate_status(rs, [("a", {"replicas": 0, "readyReplicas": 0})]) == {
+        "replicas": 0, "observedGeneration": 4,
+    }
+
+
 @pytest.mark.parametrize(
     ("members", "complete", "failed", "succeeded"),
     [
