@@ -88,7 +88,7 @@ def path(dotted: str, *, default: Any = "") -> CellGetter:
     return get
 
 
-def _field_path(dotted: str) -> FieldGetter:
+def field_path(dotted: str) -> FieldGetter:
     parts = dotted.split(".")
 
     def get(obj: dict[str, Any]) -> str:
@@ -109,8 +109,8 @@ AGE = TableColumn(
 )
 
 BASE_FIELD_SELECTORS: Mapping[str, FieldGetter] = {
-    "metadata.name": _field_path("metadata.name"),
-    "metadata.namespace": _field_path("metadata.namespace"),
+    "metadata.name": field_path("metadata.name"),
+    "metadata.namespace": field_path("metadata.namespace"),
 }
 
 
@@ -142,6 +142,9 @@ class VersionConversion:
     #: Annotations that carry the storage version's status in this version: a write of the main
     #: resource keeps the stored ones, a write of the status subresource takes the request's.
     status_annotations: tuple[str, ...] = ()
+    #: The group the objects are stored in when it is not the type's own ("" for core: an
+    #: events.k8s.io/v1 Event is a stored core v1 Event).
+    storage_group: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,6 +242,8 @@ class ResourceType:
 
     @property
     def storage_group(self) -> str:
+        if self.conversion is not None and self.conversion.storage_group is not None:
+            return self.conversion.storage_group or "core"
         return self.stored_as or self.group or "core"
 
     @property
@@ -249,7 +254,8 @@ class ResourceType:
         if self.custom is not None and self.custom.stored_api_version:
             return self.custom.stored_api_version
         if self.conversion is not None:
-            return f"{self.group}/{self.conversion.storage_version}" if self.group else self.conversion.storage_version
+            group = self.group if self.conversion.storage_group is None else self.conversion.storage_group
+            return f"{group}/{self.conversion.storage_version}" if group else self.conversion.storage_version
         return ""
 
     @property
@@ -394,6 +400,20 @@ def _converted_validator(conversion: VersionConversion, validate: Validator | No
     return lambda new, old: validate(to_storage(new), None if old is None else to_storage(old))
 
 
+#: kube's table of an Event (printed from core v1's fields, whichever version is asked for).
+EVENT_COLUMNS: tuple[TableColumn, ...] = (
+    TableColumn("Last Seen", col.event_last_seen),
+    TableColumn("Type", path("type")),
+    TableColumn("Reason", path("reason")),
+    TableColumn("Object", col.event_object),
+    TableColumn("Subobject", path("involvedObject.fieldPath"), priority=1),
+    TableColumn("Source", col.event_source, priority=1),
+    TableColumn("Message", path("message")),
+    TableColumn("First Seen", col.event_first_seen, priority=1),
+    TableColumn("Count", path("count", default=1), type="integer", priority=1),
+)
+
+
 def core_resources() -> list[ResourceType]:
     """core/v1: the plain Kubernetes objects the hub stores and the simulator serves."""
     return with_kube_rules([
@@ -401,7 +421,7 @@ def core_resources() -> list[ResourceType]:
             "", "v1", "Namespace", "namespaces", "namespace", namespaced=False,
             short_names=("ns",), has_status=True, strategic_merge=True, name_rule=NameRule.LABEL,
             columns=(TableColumn("Status", path("status.phase"), description="The phase of the namespace."), AGE),
-            extra_field_selectors={"status.phase": _field_path("status.phase")},
+            extra_field_selectors={"status.phase": field_path("status.phase")},
         ),
         ResourceType(
             "", "v1", "ConfigMap", "configmaps", "configmap", namespaced=True,
@@ -446,7 +466,7 @@ def core_resources() -> list[ResourceType]:
         ResourceType(
             "", "v1", "Secret", "secrets", "secret", namespaced=True, strategic_merge=True,
             columns=(TableColumn("Type", path("type")), TableColumn("Data", col.data_count, type="integer"), AGE),
-            extra_field_selectors={"type": _field_path("type")},
+            extra_field_selectors={"type": field_path("type")},
             prepare=_secret_prepare,
         ),
         ResourceType(
@@ -467,19 +487,9 @@ def core_resources() -> list[ResourceType]:
             "", "v1", "Event", "events", "event", namespaced=True,
             short_names=("ev",), strategic_merge=True, name_first=False,
             # kube's Event table: NAME is a wide column at the end.
-            columns=(
-                TableColumn("Last Seen", col.event_last_seen),
-                TableColumn("Type", path("type")),
-                TableColumn("Reason", path("reason")),
-                TableColumn("Object", col.event_object),
-                TableColumn("Subobject", path("involvedObject.fieldPath"), priority=1),
-                TableColumn("Source", col.event_source, priority=1),
-                TableColumn("Message", path("message")),
-                TableColumn("First Seen", col.event_first_seen, priority=1),
-                TableColumn("Count", path("count", default=1), type="integer", priority=1),
-            ),
+            columns=EVENT_COLUMNS,
             extra_field_selectors={
-                name: _field_path(name)
+                name: field_path(name)
                 for name in (
                     "involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
                     "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",
@@ -498,7 +508,7 @@ def core_resources() -> list[ResourceType]:
                 TableColumn("Internal-IP", col.node_internal_ip, priority=1),
                 TableColumn("GPU", col.node_gpus, priority=1, description="Allocatable GPUs and MIG slices."),
             ),
-            extra_field_selectors={"spec.unschedulable": _field_path("spec.unschedulable")},
+            extra_field_selectors={"spec.unschedulable": field_path("spec.unschedulable")},
         ),
         ResourceType(
             "", "v1", "Pod", "pods", "pod", namespaced=True,
@@ -514,7 +524,7 @@ def core_resources() -> list[ResourceType]:
                 TableColumn("Readiness Gates", col.pod_readiness_gates, priority=1),
             ),
             extra_field_selectors={
-                name: _field_path(name)
+                name: field_path(name)
                 for name in (
                     "spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
                     "status.phase", "status.podIP", "status.nominatedNodeName",
@@ -654,7 +664,7 @@ def gpufed_resource_types(
                 TableColumn("MIG Free", col.cluster_mig, priority=1, description="MIG slices free/total."),
                 TableColumn("Spot", col.cluster_spot, priority=1, description="Spot (preemptible) nodes/all nodes."),
             ),
-            extra_field_selectors={"spec.provider": _field_path("spec.provider")},
+            extra_field_selectors={"spec.provider": field_path("spec.provider")},
         ),
         ResourceType(
             c.WORK_GROUP, c.VERSION, "ResourceBinding", "resourcebindings", "resourcebinding", namespaced=True,

@@ -37,6 +37,7 @@ WITHOUT_GENERATION: Final[frozenset[tuple[str, str]]] = frozenset({
     ("", "ServiceAccount"),
     ("autoscaling", "HorizontalPodAutoscaler"),
     ("coordination.k8s.io", "Lease"),
+    ("events.k8s.io", "Event"),
     ("node.k8s.io", "RuntimeClass"),
     ("rbac.authorization.k8s.io", "ClusterRole"),
     ("rbac.authorization.k8s.io", "ClusterRoleBinding"),

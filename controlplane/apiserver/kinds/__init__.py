@@ -1,7 +1,8 @@
 """Built-in kinds served beside the core, workload and gpufed ones, one module per API family.
 
 In: nothing. Out: :func:`builtin_kind_resources` (apps ReplicaSet/DaemonSet, batch CronJob,
-networking and EndpointSlice, policy, autoscaling (v2 and v1), quota, storage and RuntimeClass kinds) and :func:`gpu_workload_resources`
+networking and EndpointSlice, policy, autoscaling (v2 and v1), quota, storage and RuntimeClass kinds,
+events.k8s.io's Event) and :func:`gpu_workload_resources`
 (LeaderWorkerSet, JobSet), each with kube's defaulting and validation attached where kube has
 them (``with_kube_rules``). The hub and the simulated members serve both lists.
 """
@@ -19,6 +20,7 @@ from controlplane.apiserver.kinds.admin import (
 )
 from controlplane.apiserver.kinds.apps import DAEMONSET, REPLICASET, REPLICATION_CONTROLLER
 from controlplane.apiserver.kinds.batch import CRONJOB
+from controlplane.apiserver.kinds.events import EVENT
 from controlplane.apiserver.kinds.networking import ENDPOINT_SLICE, INGRESS, INGRESS_CLASS, NETWORK_POLICY
 from controlplane.apiserver.kinds.sigs import JOBSET, LEADER_WORKER_SET
 from controlplane.apiserver.resources import ResourceType, with_kube_rules
@@ -42,6 +44,7 @@ def builtin_kind_resources() -> list[ResourceType]:
         RESOURCE_QUOTA,
         STORAGE_CLASS,
         RUNTIME_CLASS,
+        EVENT,
     ])
 
 

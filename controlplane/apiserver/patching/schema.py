@@ -272,6 +272,7 @@ _KINDS: Mapping[tuple[str, str], FieldSchema] = MappingProxyType(
         ),
         ("coordination.k8s.io", "Lease"): _struct(metadata=OBJECT_META),
         ("", "Event"): _struct(metadata=OBJECT_META),
+        ("events.k8s.io", "Event"): _struct(metadata=OBJECT_META),
         ("", "ServiceAccount"): _struct(metadata=OBJECT_META, secrets=_keyed(UNKNOWN, "name")),
         ("scheduling.k8s.io", "PriorityClass"): _struct(metadata=OBJECT_META),
         # Endpoints subsets are ``+listType=atomic``.
