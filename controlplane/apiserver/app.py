@@ -130,20 +130,26 @@ class CachedAuthenticator(Authenticator, Protocol):
 
 def _negotiated(request: web.Request, response: web.StreamResponse) -> web.StreamResponse:
     """A resource's answer (object, list or Status) in YAML when the client prefers it, as kube's
-    serializers write it; JSON otherwise. Watches and streamed lists stay JSON."""
+    serializers write it, and indented JSON for ``?pretty=true`` or a curl, Wget or browser
+    client (kube's ``isPrettyPrint``); compact JSON otherwise. Watches and streamed lists stay
+    as they are."""
     info = request.get(REQUEST_INFO)
     if info is None or not info.is_resource or info.verb == "watch" or type(response) is not web.Response:
         return response
     if response.content_type != negotiation.JSON or not isinstance(response.body, bytes):
         return response
     try:
-        if negotiation.response_media(request.headers.get("Accept")) != negotiation.YAML:
-            return response
+        media = negotiation.response_media(request.headers.get("Accept"))
     except errors.NotAcceptable:
         return response
-    text = yaml.safe_dump(orjson.loads(response.body), sort_keys=True, allow_unicode=True, width=float("inf"))
+    if media == negotiation.YAML:
+        body = yaml.safe_dump(orjson.loads(response.body), sort_keys=True, allow_unicode=True, width=float("inf")).encode()
+    elif negotiation.pretty(request.query.get("pretty"), request.headers.get("User-Agent")):
+        body = orjson.dumps(orjson.loads(response.body), option=orjson.OPT_INDENT_2)
+    else:
+        return response
     headers = {k: v for k, v in response.headers.items() if k.lower() not in ("content-type", "content-length")}
-    return web.Response(body=text.encode(), status=response.status, headers={**headers, "Content-Type": negotiation.YAML})
+    return web.Response(body=body, status=response.status, headers={**headers, "Content-Type": media})
 
 
 @web.middleware

@@ -2,7 +2,8 @@
 
 kube-apiserver writes a resource (an object, a list, a Status) as JSON, YAML or protobuf,
 whichever the client's ``Accept`` prefers (``q`` weights first, then the order given;
-``*/*`` and ``application/*`` mean JSON). A client that accepts none of them gets 406
+``*/*`` and ``application/*`` mean JSON), JSON indented for ``?pretty=true`` or a curl, Wget or
+browser client. A client that accepts none of them gets 406
 ``only the following media types are accepted: application/json, application/yaml,
 application/vnd.kubernetes.protobuf``. The hub writes JSON where protobuf is asked for (kubectl
 asks for protobuf with JSON as its fallback, and reads either).
@@ -52,3 +53,14 @@ def response_media(accept: str | None) -> str:
         if _weight(params) > 0 and media in _WRITTEN:
             return _WRITTEN[media]
     raise NotAcceptable(f"only the following media types are accepted: {', '.join(ACCEPTED)}")
+
+
+#: User agents kube writes indented JSON for, without being asked (curl, Wget, browsers).
+_PRETTY_AGENTS: Final = ("curl", "Wget", "Mozilla/5.0")
+
+
+def pretty(asked: str | None, user_agent: str | None) -> bool:
+    """kube's ``isPrettyPrint``: ``?pretty=`` when given (Go's ParseBool), else a human's client."""
+    if asked:
+        return asked in ("1", "t", "T", "true", "TRUE", "True")
+    return bool(user_agent) and str(user_agent).startswith(_PRETTY_AGENTS)

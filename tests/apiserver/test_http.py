@@ -434,6 +434,14 @@ async def test_a_resource_is_written_in_the_media_type_the_client_prefers(api: C
     for accept in ("text/html,application/xhtml+xml,*/*;q=0.8", "application/vnd.kubernetes.protobuf,application/json"):
         response = await api.get(f"{DEPLOYMENTS}/y", headers={"Accept": accept})
         assert (response.status, response.content_type) == (200, "application/json"), accept
+    # Indented for a person (kube's isPrettyPrint): ?pretty=true, or curl, Wget and browsers unasked.
+    for params, agent in (({"pretty": "true"}, "kubectl/v1.32"), ({}, "curl/8.5.0"), ({}, "Mozilla/5.0 (X11)")):
+        response = await api.get(f"{DEPLOYMENTS}/y", params=params, headers={"User-Agent": agent})
+        assert (await response.text()).startswith('{\n  "'), (params, agent)
+        assert await response.json() == created
+    for params, agent in (({"pretty": "false"}, "curl/8.5.0"), ({}, "kubectl/v1.32")):
+        response = await api.get(f"{DEPLOYMENTS}/y", params=params, headers={"User-Agent": agent})
+        assert (await response.text()).startswith('{"'), (params, agent)
     refused = await api.get(f"{DEPLOYMENTS}/y", headers={"Accept": "text/plain"})
     assert refused.status == 406
     assert await refused.json() == {
