@@ -437,7 +437,9 @@ def core_resources() -> list[ResourceType]:
                 TableColumn("Capacity", path("status.capacity.storage")),
                 TableColumn("Access Modes", col.access_modes),
                 TableColumn("StorageClass", path("spec.storageClassName")),
+                TableColumn("VolumeAttributesClass", path("spec.volumeAttributesClassName", default="<unset>")),
                 AGE,
+                TableColumn("VolumeMode", path("spec.volumeMode", default="<unset>"), priority=1),
             ),
         ),
         # kubectl's default prune list (`kubectl apply --prune`) names Endpoints, PersistentVolume
