@@ -184,13 +184,17 @@ class Invalid(ApiError):
 
 class RejectedRequest(Invalid):
     """kube's 422 that names no reason (``NewGenericServerResponse``): what it answers a JSON
-    patch that does not apply (a failed ``test``, a path that is missing), with empty details."""
+    patch that does not apply (a failed ``test``, a path that is missing). kube's details are
+    empty; here ``detail`` (the failing operation, in the JSON patch library's words) is their one
+    cause, at ``patch``, so that kubectl prints what to fix after kube's message."""
 
-    def __init__(self) -> None:
+    def __init__(self, detail: str = "") -> None:
         super().__init__("the server rejected our request due to an error in our request")
+        self.detail = detail
 
     def to_status(self) -> dict[str, Any]:
-        return {**super().to_status(), "details": {}}
+        details = {"causes": [{"message": self.detail, "field": "patch"}]} if self.detail else {}
+        return {**super().to_status(), "details": details}
 
 
 class InternalError(ApiError):

@@ -153,7 +153,8 @@ def apply_patch(
         try:
             result = jsonpatch.apply_patch(live, patch, in_place=False)
         except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, TypeError, KeyError) as exc:
-            raise RejectedRequest() from exc  # kube names neither the operation nor the path
+            # kube's reasonless 422; the failing operation rides as a cause, so kubectl says which
+            raise RejectedRequest(json_patch_failure(live, patch)) from exc
         if not isinstance(result, dict):
             raise BadRequest("the JSON patch must leave an object")
         return cast(dict[str, Any], result)
@@ -163,6 +164,49 @@ def apply_patch(
         return strategic_merge_patch(copy.deepcopy(live), patch, kind=rt.kind)
     except ValueError as exc:
         raise _unappliable(f"the strategic merge patch could not be applied: {exc}", str(exc), rt, name) from exc
+
+
+_JSON_PATCH_OPS = frozenset({"add", "remove", "replace", "move", "copy", "test"})
+
+
+def _resolves(doc: Any, pointer: str) -> bool:
+    try:
+        jsonpointer.resolve_pointer(doc, pointer)
+    except (jsonpointer.JsonPointerException, TypeError):
+        return False
+    return True
+
+
+def json_patch_failure(live: dict[str, Any], patch: list[Any]) -> str:
+    """Why ``patch`` does not apply to ``live``, in the words of the JSON patch library kube uses
+    (evanphx/json-patch): the first operation that fails, by its op and path, never the document
+    (the library's own messages print the object it walked)."""
+    doc: Any = copy.deepcopy(live)
+    for op in patch:
+        try:
+            doc = jsonpatch.apply_patch(doc, [op], in_place=False)
+            continue
+        except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, TypeError, KeyError):
+            pass
+        if not isinstance(op, dict):
+            return "invalid operation: each operation must be a JSON object"
+        kind, path, source = op.get("op"), str(op.get("path", "")), str(op.get("from", ""))
+        if kind not in _JSON_PATCH_OPS:
+            return f"Unexpected kind: {kind}: unknown object type"
+        if kind == "test":
+            return f"testing value {path} failed: test failed"
+        if kind in ("move", "copy") and not _resolves(doc, source):
+            return f"{kind} operation does not apply: doc is missing from path: {source}: missing value"
+        parent, _, key = path.rpartition("/")
+        if not _resolves(doc, parent):
+            quoted = f'"{path}"' if kind in ("add", "remove", "move", "copy") else path
+            return f"{kind} operation does not apply: doc is missing path: {quoted}: missing value"
+        if kind == "replace":
+            return f"replace operation does not apply: doc is missing key: {path}: missing value"
+        if kind == "remove":
+            return f"error in remove for path: '{path}': Unable to remove nonexistent key: {key}: missing value"
+        return f"{kind} operation does not apply: {path}"
+    return "the JSON patch could not be applied"
 
 
 def _undecodable(value: Any, go_type: str, *, prefix: str) -> BadRequest:

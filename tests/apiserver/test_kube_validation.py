@@ -905,21 +905,29 @@ REJECTED = "the server rejected our request due to an error in our request"
 
 
 @pytest.mark.parametrize(
-    "operations",
+    ("operations", "message"),
     [
-        [{"op": "replace", "path": "/spec/nope/x", "value": 1}],
-        [{"op": "replace", "path": "/spec/paused", "value": True}],
-        [{"op": "add", "path": "/spec/nope/x", "value": 1}],
-        [{"op": "test", "path": "/spec/replicas", "value": 7}],
-        [{"op": "move", "from": "/spec/nope", "path": "/spec/x"}],
-        [{"op": "frobnicate", "path": "/spec"}],
-        # The first operation applies; the second does not, and nothing is written.
-        [{"op": "add", "path": "/spec/paused", "value": True}, {"op": "remove", "path": "/spec/gone"}],
+        ([{"op": "replace", "path": "/spec/nope/x", "value": 1}],
+         "replace operation does not apply: doc is missing path: /spec/nope/x: missing value"),
+        ([{"op": "replace", "path": "/spec/paused", "value": True}],
+         "replace operation does not apply: doc is missing key: /spec/paused: missing value"),
+        ([{"op": "add", "path": "/spec/nope/x", "value": 1}],
+         'add operation does not apply: doc is missing path: "/spec/nope/x": missing value'),
+        ([{"op": "test", "path": "/spec/replicas", "value": 7}], "testing value /spec/replicas failed: test failed"),
+        ([{"op": "move", "from": "/spec/nope", "path": "/spec/x"}],
+         "move operation does not apply: doc is missing from path: /spec/nope: missing value"),
+        ([{"op": "frobnicate", "path": "/spec"}], "Unexpected kind: frobnicate: unknown object type"),
+        # The first operation applies; the second is the one named.
+        ([{"op": "add", "path": "/spec/paused", "value": True}, {"op": "remove", "path": "/spec/gone"}],
+         "error in remove for path: '/spec/gone': Unable to remove nonexistent key: gone: missing value"),
     ],
 )
-async def test_a_json_patch_that_does_not_apply_gets_kubes_reasonless_422(hub: Client, operations: list[Obj]) -> None:
-    """kube's patch handler answers with ``NewGenericServerResponse``: neither the operation nor
-    the path is named, and the details are empty."""
+async def test_a_json_patch_that_does_not_apply_gets_kubes_422_and_names_the_failing_operation(
+    hub: Client, operations: list[Obj], message: str
+) -> None:
+    """kube's patch handler answers with ``NewGenericServerResponse`` (its message and reason, no
+    kind or name); the failing operation, in evanphx/json-patch's words and never the object, is
+    the one cause at ``patch``, and nothing is written."""
     assert (await hub.post(PLURALS["Deployment"], json=deployment())).status == 201
     response = await hub.patch(
         f"{PLURALS['Deployment']}/x", json=operations, headers={"Content-Type": "application/json-patch+json"}
@@ -927,7 +935,8 @@ async def test_a_json_patch_that_does_not_apply_gets_kubes_reasonless_422(hub: C
     assert response.status == 422
     assert await response.json() == {
         "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-        "message": REJECTED, "reason": "Invalid", "details": {}, "code": 422,
+        "message": REJECTED, "reason": "Invalid", "details": {"causes": [{"message": message, "field": "patch"}]},
+        "code": 422,
     }
     stored = await (await hub.get(f"{PLURALS['Deployment']}/x")).json()
     assert "paused" not in stored["spec"]
@@ -958,10 +967,11 @@ async def test_a_patch_body_of_the_wrong_json_type_gets_gos_words(
 
 
 @needs_kubectl
-async def test_kubectl_patch_of_a_failing_test_operation_prints_kubes_words(hub_kubeconfig: Path) -> None:
+async def test_kubectl_patch_of_a_failing_test_operation_says_which_failed(hub_kubeconfig: Path) -> None:
     code, _, err = await kubectl(hub_kubeconfig, "apply", "-f", "-", stdin=json.dumps(deployment()))
     assert code == 0, err
     test = '[{"op":"test","path":"/spec/replicas","value":5},{"op":"replace","path":"/spec/replicas","value":3}]'
     code, out, err = await kubectl(hub_kubeconfig, "patch", "deployment", "x", "--type", "json", "-p", test)
     assert code != 0, out
-    assert err.strip() == f"The request is invalid: {REJECTED}", err
+    # kubectl prints an Invalid error's causes in place of its message: the operation that failed
+    assert err.strip() == "The request is invalid: patch: testing value /spec/replicas failed: test failed", err
