@@ -99,6 +99,12 @@ SPECS: dict[tuple[str, str], Builder] = {
         "reason": "Tested", "message": "a test event", "type": "Normal", "count": 1,
         "source": {"component": "clients-suite"},
     },
+    ("events.k8s.io", "Event"): lambda name: {
+        "regarding": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name, "namespace": "default"},
+        "reason": "Tested", "note": "a test event", "type": "Normal", "action": "Testing",
+        "eventTime": "2026-12-05T00:00:00.000000Z",
+        "reportingController": "gpufed.io/clients-suite", "reportingInstance": "clients-suite-1",
+    },
     ("", "ResourceQuota"): lambda name: {"spec": {"hard": {"requests.nvidia.com/gpu": "8", "pods": "10"}}},
     ("", "LimitRange"): lambda name: {
         "spec": {"limits": [{"type": "Container", "default": {"cpu": "1"}, "defaultRequest": {"cpu": "500m"}}]}
