@@ -34,6 +34,7 @@ from controlplane.apiserver.patching.apply import record_update as _record_updat
 from controlplane.apiserver.patching.conflicts import ApplyConflict
 from controlplane.apiserver.patching.lastapplied import apply_upgrading_client_side
 from controlplane.apiserver.patching.strategic import strategic_merge_patch
+from controlplane.apiserver.patching.versions import VersionConverter
 from controlplane.apiserver.resources import ResourceType
 
 
@@ -81,11 +82,14 @@ def record_update(
     operation: str = "Update",
     now: str,
     subresource: str | None = None,
+    converter: VersionConverter | None = None,
 ) -> dict[str, Any]:
     """managedFields bookkeeping for a non-apply write; ``subresource``: the one it was made
-    through (``status``, ``scale``), which kube records in the manager's entry."""
+    through (``status``, ``scale``), which kube records in the manager's entry; ``converter``:
+    the kind's other served versions, for entries written at them."""
     return _record_update(
-        old, new, schema=rt.apply_schema, manager=manager, operation=operation, now=now, subresource=subresource
+        old, new, schema=rt.apply_schema, manager=manager, operation=operation, now=now, subresource=subresource,
+        converter=converter,
     )
 
 
@@ -108,6 +112,7 @@ def apply_patch(
     now: str,
     subresource: str | None = None,
     strict_decoding: bool = True,
+    converter: VersionConverter | None = None,
 ) -> dict[str, Any]:
     """``live`` patched by ``patch``; ``live`` is None only for an apply that creates. An apply
     through ``subresource`` (``status``) merges and owns that part of the object only.
@@ -130,6 +135,7 @@ def apply_patch(
                 force=force,
                 now=now,
                 subresource=subresource,
+                converter=converter,
             )
         except ValueError as exc:
             raise _unappliable(str(exc), str(exc), rt, name) from exc

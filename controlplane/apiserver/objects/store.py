@@ -43,6 +43,7 @@ from controlplane.apiserver.objects.values import (
     format_time,
     utc_now,
 )
+from controlplane.apiserver.objects.versions import KindVersions
 from controlplane.apiserver.objects.writing import Writer, checked_body
 from controlplane.apiserver.patches import PatchType
 from controlplane.apiserver.resources import Registry, ResourceType
@@ -70,6 +71,7 @@ class ObjectStore:
         self._clock = clock
         self._namespaces = NamespaceLifecycle(store, registry, cache_seconds=namespace_cache_seconds)
         self._writer = Writer(store, self._namespaces, now=self.now)
+        self._writer.versions = KindVersions(registry)
         self._deleter = Deleter(
             store, registry, self._namespaces, now=self.now, garbage_collection=garbage_collection
         )

@@ -30,7 +30,9 @@ from controlplane.apiserver.allocating import Allocations, NoAllocations, stored
 from controlplane.apiserver.objects.namespaces import NamespaceLifecycle
 from controlplane.apiserver.objects.reading import decode, get_kv, served, store_call, stored_form
 from controlplane.apiserver.objects.values import WriteOptions
+from controlplane.apiserver.objects.versions import KindVersions
 from controlplane.apiserver.patches import PatchType, apply_patch, record_update
+from controlplane.apiserver.patching.versions import VersionConverter
 from controlplane.apiserver.resources import ResourceType
 from controlplane.apiserver.validation import DecodingError, FieldValidation, check_object, decoded_applied
 from controlplane.storage import interface as storage
@@ -72,6 +74,11 @@ class Writer:
         self.create_checks: list[CheckCreate] = []
         #: Asked for the values a write takes from a shared pool (a Service's cluster IP).
         self.allocations: Allocations = NoAllocations()
+        #: The kinds served at several versions, whose managedFields entries are compared in theirs.
+        self.versions: KindVersions | None = None
+
+    def _converter(self, rt: ResourceType) -> VersionConverter | None:
+        return self.versions.converter(rt) if self.versions is not None else None
 
     async def create_owned(
         self, rt: ResourceType, obj: dict[str, Any], options: WriteOptions
@@ -220,7 +227,10 @@ class Writer:
             except errors.NotFound:
                 if patch_type is not PatchType.APPLY or subresource:
                     raise
-                applied = apply_patch(rt, None, patch_type, patch, manager=field_manager, force=force, now=self.now())
+                applied = apply_patch(
+                    rt, None, patch_type, patch, manager=field_manager, force=force, now=self.now(),
+                    converter=self._converter(rt),
+                )
                 applied = checked_body(rt, applied, namespace=namespace, name=name)
                 created, _ = await self.create_owned(rt, applied, applied_write)
                 if write.on_create is not None:
@@ -229,7 +239,7 @@ class Writer:
             old = decode(rt, kv)
             patched = apply_patch(
                 rt, old, patch_type, patch, manager=field_manager, force=force, now=self.now(), subresource=subresource,
-                strict_decoding=write.field_validation is not FieldValidation.IGNORE,
+                strict_decoding=write.field_validation is not FieldValidation.IGNORE, converter=self._converter(rt),
             )
             patched = checked_body(rt, patched, namespace=namespace, name=name)
             _check_resource_version(rt, kv, patched["metadata"].get("resourceVersion"), name=name)
@@ -369,7 +379,7 @@ class Writer:
         if options.field_manager:
             new = record_update(
                 rt, old, new, manager=options.field_manager, now=self.now(),
-                subresource=subresource or options.recorded_subresource,
+                subresource=subresource or options.recorded_subresource, converter=self._converter(rt),
             )
         if options.validate is not None:
             options.validate(WriteAttributes(Operation.UPDATE, rt, new, old=old, subresource=subresource))

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from controlplane.apiserver.patching.comparing import Comparison, compare, field_set
+from controlplane.apiserver.patching.comparing import field_set
 from controlplane.apiserver.patching.conflicts import conflict_error
 from controlplane.apiserver.patching.fieldpaths import (
     FIELD,
@@ -53,6 +53,7 @@ from controlplane.apiserver.patching.fieldpaths import (
 )
 from controlplane.apiserver.patching.merging import merge_applied, remove_path
 from controlplane.apiserver.patching.schema import FieldSchema, ListType
+from controlplane.apiserver.patching.versions import VersionConverter, comparisons_by_version, fields_at
 
 logger = logging.getLogger(__name__)
 
@@ -148,9 +149,11 @@ def server_side_apply(
     force: bool,
     now: str,
     subresource: str | None = None,
+    converter: VersionConverter | None = None,
 ) -> dict[str, Any]:
     """Apply ``applied`` as ``manager`` to an object of the kind ``schema`` describes; ``live``
-    is ``None`` when the object is being created."""
+    is ``None`` when the object is being created. ``converter``: the kind's other versions, in
+    which the entries written at them are compared (:mod:`.versions`)."""
     if not isinstance(applied, Mapping):
         raise ApplyError("the applied configuration must be a JSON object")
     if not manager:
@@ -175,6 +178,9 @@ def server_side_apply(
     identity = (manager, Operation.APPLY.value, section, "")
     previous = managed.get(identity)
     last = previous.fields if previous is not None else set()
+    if last and previous is not None and previous.api_version != api_version and converter is not None:
+        # Applied last at another version: its fields as this version names them.
+        last = fields_at(current, last, version=previous.api_version, schema=schema, converter=converter) or last
     if last:
         keep: set[Path] = set(config_fields) | owned
         for other_identity, entry in managed.items():
@@ -185,18 +191,21 @@ def server_side_apply(
             if path not in _UNOWNED and _in_section(path, section):
                 remove_path(merged, path, schema)
 
-    comparison = Comparison()
-    compare(current, merged, schema, (), comparison)
+    others = {key: entry for key, entry in managed.items() if key != identity}
+    comparison, by_version = comparisons_by_version(
+        current, merged, schema=schema, api_version=api_version,
+        versions=(entry.api_version for entry in others.values()), converter=converter,
+    )
     changed = comparison.added | comparison.modified
     conflicts: list[tuple[_Entry, Path]] = []
-    for other_identity, entry in managed.items():
-        if other_identity != identity:
-            conflicts.extend((entry, path) for path in entry.fields & changed)
+    for entry in others.values():
+        seen = by_version.get(entry.api_version, comparison)
+        conflicts.extend((entry, path) for path in entry.fields & (seen.added | seen.modified))
     if conflicts and not force:
         raise conflict_error(conflicts)
-    for other_identity, entry in managed.items():
-        if other_identity != identity:
-            entry.fields -= changed | comparison.removed
+    for entry in others.values():
+        seen = by_version.get(entry.api_version, comparison)
+        entry.fields -= seen.added | seen.modified | seen.removed
 
     object_changed = bool(changed or comparison.removed)
     if previous is None:
@@ -224,9 +233,10 @@ def record_update(
     operation: str,
     now: str,
     subresource: str | None = None,
+    converter: VersionConverter | None = None,
 ) -> dict[str, Any]:
     """Record an ordinary write of ``new`` over ``old`` (``None`` on create) by ``manager``;
-    ``schema``: the kind's.
+    ``schema``: the kind's, ``converter``: its other versions (see :func:`server_side_apply`).
 
     Managed fields come from ``old``, unless the request itself carries a valid non-empty
     ``metadata.managedFields`` (used as sent) or an empty list (which resets them), as in
@@ -264,12 +274,17 @@ def record_update(
             _store_managed_tree(result, owned, manager=manager, operation=operation, api_version=api_version, now=now)
             return result
 
-    comparison = Comparison()
-    compare(before, after, schema, (), comparison)
+    comparison, by_version = comparisons_by_version(
+        before, after, schema=schema, api_version=api_version,
+        versions=(entry.api_version for entry in managed.values()), converter=converter,
+    )
     changed = _trackable(comparison.added | comparison.modified, section)
-    removed = comparison.removed
     for entry in managed.values():
-        entry.fields -= changed | removed
+        seen = by_version.get(entry.api_version)
+        if seen is None:
+            entry.fields -= changed | comparison.removed
+        else:
+            entry.fields -= _trackable(seen.added | seen.modified, section) | seen.removed
     if changed:
         entry = _Entry(manager, operation, api_version, section, now)
         existing = managed.setdefault(entry.identity, entry)

@@ -31,6 +31,7 @@ from controlplane.apiserver.patching.comparing import Comparison, compare, field
 from controlplane.apiserver.patching.conflicts import ApplyConflict
 from controlplane.apiserver.patching.fieldpaths import Path
 from controlplane.apiserver.patching.schema import FieldSchema
+from controlplane.apiserver.patching.versions import VersionConverter
 
 LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
 #: The field manager whose server-side applies upgrade client-side apply's ownership.
@@ -48,15 +49,19 @@ def apply_upgrading_client_side(
     force: bool,
     now: str,
     subresource: str | None = None,
+    converter: VersionConverter | None = None,
 ) -> dict[str, Any]:
     """:func:`server_side_apply`, with kube's client-side apply upgrade for ``kubectl`` (of the
     main resource: an apply through a subresource is a plain one)."""
     if subresource:
         return server_side_apply(
-            live, applied, schema=schema, manager=manager, force=force, now=now, subresource=subresource
+            live, applied, schema=schema, manager=manager, force=force, now=now, subresource=subresource,
+            converter=converter,
         )
     try:
-        result = server_side_apply(live, applied, schema=schema, manager=manager, force=force, now=now)
+        result = server_side_apply(
+            live, applied, schema=schema, manager=manager, force=force, now=now, converter=converter
+        )
     except ApplyConflict as conflict:
         if manager != KUBECTL_MANAGER or live is None:
             raise
@@ -66,7 +71,9 @@ def apply_upgrading_client_side(
         left = conflict.without(allowed)
         if left is not None:
             raise left from conflict
-        result = server_side_apply(live, applied, schema=schema, manager=manager, force=True, now=now)
+        result = server_side_apply(
+            live, applied, schema=schema, manager=manager, force=True, now=now, converter=converter
+        )
     if manager == KUBECTL_MANAGER and live is not None and _last_applied(live):
         _set_last_applied(result, applied)
     return result
