@@ -32,8 +32,7 @@ from controlplane.apiserver.objects.reading import decode, get_kv, served, store
 from controlplane.apiserver.objects.values import WriteOptions
 from controlplane.apiserver.objects.versions import KindVersions
 from controlplane.apiserver.patches import PatchType, apply_patch, record_update
-from controlplane.apiserver.patching.versions import VersionConverter
-from controlplane.apiserver.resources import ResourceType
+from controlplane.apiserver.resources import Registry, ResourceType
 from controlplane.apiserver.validation import DecodingError, FieldValidation, check_object, decoded_applied
 from controlplane.storage import interface as storage
 from controlplane.storage.ledger import WriteReason, changed_fields, writing_because
@@ -75,10 +74,7 @@ class Writer:
         #: Asked for the values a write takes from a shared pool (a Service's cluster IP).
         self.allocations: Allocations = NoAllocations()
         #: The kinds served at several versions, whose managedFields entries are compared in theirs.
-        self.versions: KindVersions | None = None
-
-    def _converter(self, rt: ResourceType) -> VersionConverter | None:
-        return self.versions.converter(rt) if self.versions is not None else None
+        self.versions = KindVersions(Registry())
 
     async def create_owned(
         self, rt: ResourceType, obj: dict[str, Any], options: WriteOptions
@@ -227,10 +223,7 @@ class Writer:
             except errors.NotFound:
                 if patch_type is not PatchType.APPLY or subresource:
                     raise
-                applied = apply_patch(
-                    rt, None, patch_type, patch, manager=field_manager, force=force, now=self.now(),
-                    converter=self._converter(rt),
-                )
+                applied = apply_patch(rt, None, patch_type, patch, manager=field_manager, force=force, now=self.now())
                 applied = checked_body(rt, applied, namespace=namespace, name=name)
                 created, _ = await self.create_owned(rt, applied, applied_write)
                 if write.on_create is not None:
@@ -239,7 +232,7 @@ class Writer:
             old = decode(rt, kv)
             patched = apply_patch(
                 rt, old, patch_type, patch, manager=field_manager, force=force, now=self.now(), subresource=subresource,
-                strict_decoding=write.field_validation is not FieldValidation.IGNORE, converter=self._converter(rt),
+                strict_decoding=write.field_validation is not FieldValidation.IGNORE, converter=self.versions.converter(rt),
             )
             patched = checked_body(rt, patched, namespace=namespace, name=name)
             _check_resource_version(rt, kv, patched["metadata"].get("resourceVersion"), name=name)
@@ -379,7 +372,7 @@ class Writer:
         if options.field_manager:
             new = record_update(
                 rt, old, new, manager=options.field_manager, now=self.now(),
-                subresource=subresource or options.recorded_subresource, converter=self._converter(rt),
+                subresource=subresource or options.recorded_subresource, converter=self.versions.converter(rt),
             )
         if options.validate is not None:
             options.validate(WriteAttributes(Operation.UPDATE, rt, new, old=old, subresource=subresource))
