@@ -15,6 +15,9 @@ from typing import Any
 import pytest
 import yaml
 
+from controlplane.apiserver.objects.versions import KindVersions
+from controlplane.hub import hub_registry
+
 from .test_hpa_versions import V1, V2, cpu, hpa_v1, hpa_v2
 from .test_kube_validation import Client, hub, hub_kubeconfig  # noqa: F401 (fixtures)
 from .test_kueue_versions import V1B1, V1B2, cluster_queue
@@ -194,3 +197,17 @@ async def test_kubectl_server_side_applies_at_both_versions(hub_kubeconfig: Path
     assert "f:metrics" in managers["team-v2"]["fieldsV1"]["f:spec"]
     assert managers["team-v1"]["apiVersion"] == "autoscaling/v1"
     assert "f:targetCPUUtilizationPercentage" not in managers["team-v1"]["fieldsV1"]["f:spec"]
+
+
+def test_only_kinds_served_at_several_versions_have_a_converter() -> None:
+    registry = hub_registry()
+    versions = KindVersions(registry)
+    cq_v1beta1 = registry.require("kueue.x-k8s.io/v1beta1", "ClusterQueue")
+    converter = versions.converter(cq_v1beta1)
+    assert converter is not None
+    converted = converter(cluster_queue("v1beta1", cohort="research"), "kueue.x-k8s.io/v1beta2")
+    assert converted is not None and converted[0]["spec"]["cohortName"] == "research"
+    assert converter(cluster_queue("v1beta1"), "kueue.x-k8s.io/v9") is None
+    for api_version, kind in (("autoscaling/v1", "HorizontalPodAutoscaler"), ("events.k8s.io/v1", "Event")):
+        assert versions.converter(registry.require(api_version, kind)) is not None
+    assert versions.converter(registry.require("apps/v1", "Deployment")) is None
