@@ -4,8 +4,11 @@ naming what was expected."""
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import math
 from collections.abc import Callable
+
+from gpufed.timeparse import parse_duration, parse_time
 
 
 def whole_number(minimum: int = 0, *, what: str = "a whole number", why: str = "") -> Callable[[str], int]:
@@ -59,3 +62,23 @@ def seconds_or_off(text: str) -> float:
     if not (math.isfinite(value) and value >= 0):
         raise argparse.ArgumentTypeError(f"expected a number of seconds >= 0 (0: off), not {text!r}")
     return value
+
+
+def duration(text: str) -> dt.timedelta:
+    """A ``type=`` for a duration (``90s``, ``15m``, ``24h``, ``7d``, ``1h30m``): a malformed one is
+    a usage error naming its flag (``argument --since: invalid duration 'x': …``)."""
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def time_or_duration(text: str) -> str:
+    """A ``type=`` for an RFC 3339 time or a duration meaning that long ago; the text, checked here
+    so a malformed one is a usage error, is read against the time the command asks for."""
+    try:
+        parse_time(text, now=dt.datetime.now(dt.UTC))
+    except (ValueError, OverflowError) as exc:
+        raise argparse.ArgumentTypeError(
+            f"expected an RFC 3339 time (2024-05-01T00:00:00Z) or a duration ago (48h): {exc}") from None
+    return text

@@ -63,18 +63,33 @@ def _command(argv: Sequence[str]) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one subcommand to its exit status: its own, 2 for a usage error (argparse's), 130 on
+    Ctrl-C and 141 when the reader of its output went away (`gpufed get ... | head -1`), as for a
+    program SIGPIPE ends; never a traceback for either."""
     # gRPC (the etcd client) logs a failed TLS handshake to stderr on its own; the command
     # already reports it as one actionable line.
     os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
     words = sys.argv[1:] if argv is None else list(argv)
+    try:
+        try:
+            return _run(words)
+        finally:
+            if sys.stdout is not None:
+                sys.stdout.flush()
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # Whatever is still buffered would fail again when the interpreter flushes it at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+
+
+def _run(words: list[str]) -> int:
     # Every process (hub, agent, member, each user command) starts through here: importing one
     # subcommand's module, not all of them, saves seconds of CPU per process started.
     parser = build_parser([command] if (command := _command(words)) is not None else [])
     args = parser.parse_args(words)
-    try:
-        return int(args.handler(args))
-    except KeyboardInterrupt:
-        return 130
+    return int(args.handler(args))
 
 
 if __name__ == "__main__":

@@ -3,17 +3,20 @@ make authenticated HTTPS calls.
 
 Lookup order: ``--kubeconfig``, then ``$KUBECONFIG`` (first file), then
 ``.gpufed/hub.kubeconfig``. Errors come back as :class:`HubError` carrying the hub's
-``Status`` message, so commands print one line a person can act on.
+``Status`` message, so commands print one line a person can act on, in kubectl's words
+(:attr:`HubError.line`).
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 
@@ -24,17 +27,64 @@ DEFAULT_KUBECONFIG = Path(".gpufed") / "hub.kubeconfig"
 REQUEST_TIMEOUT = aiohttp.ClientTimeout(total=30)
 
 
+# What OpenSSL calls a certificate no CA the client trusts signed: Go's "x509: certificate
+# signed by unknown authority" (self-signed leaf or chain, missing or unverifiable issuer).
+_UNKNOWN_AUTHORITY = frozenset({18, 19, 20, 21})
+
+
 class HubError(Exception):
     """A call to the hub failed; the message is meant for the user.
 
     ``status`` is the HTTP status code when the hub answered (None when it could not
     be reached), ``reason`` the Kubernetes Status reason (NotFound, Conflict, ...).
+    ``prefixed`` is False for the sentences kubectl prints as they are (``Error from server
+    (NotFound): …``, ``The connection to the server … was refused …``).
     """
 
-    def __init__(self, message: str, *, status: int | None = None, reason: str | None = None) -> None:
+    def __init__(self, message: str, *, status: int | None = None, reason: str | None = None,
+                 prefixed: bool = True) -> None:
         super().__init__(message)
         self.status = status
         self.reason = reason
+        self.prefixed = prefixed
+
+    @property
+    def line(self) -> str:
+        """The line a command that fails with this error ends with, as kubectl words it."""
+        return f"error: {self}" if self.prefixed else str(self)
+
+    @classmethod
+    def from_status(cls, code: int, reason: str, message: str) -> HubError:
+        """The hub answered ``code`` with a Status: kubectl's ``You must be logged in to the server
+        (…)`` for a 401, ``Error from server (Reason): message`` for the rest."""
+        if code == 401:
+            return cls(f"You must be logged in to the server ({message})", status=code, reason=reason)
+        return cls(f"Error from server ({reason}): {message}", status=code, reason=reason, prefixed=False)
+
+
+def unreachable(server: str, exc: aiohttp.ClientError, *, kubeconfig: Path | None = None) -> HubError:
+    """kubectl's words for a hub the client could not talk to (refused, TLS, DNS, a dropped
+    connection), naming the address and, for an untrusted certificate, the kubeconfig to fix."""
+    host = urlsplit(server).netloc or server
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        failure = exc.certificate_error
+        code = getattr(failure, "verify_code", None)
+        if code in _UNKNOWN_AUTHORITY:
+            where = f"the CA in {kubeconfig}" if kubeconfig else "the kubeconfig's CA"
+            return HubError(
+                "Unable to connect to the server: tls: failed to verify certificate: x509: certificate signed "
+                f"by unknown authority (the certificate of {host} is not signed by {where})", prefixed=False)
+        detail = getattr(failure, "verify_message", None) or failure
+        return HubError(f"Unable to connect to the server: tls: failed to verify certificate: {detail} ({host})",
+                        prefixed=False)
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        if exc.os_error.errno == errno.ECONNREFUSED:
+            return HubError(
+                f"The connection to the server {host} was refused - did you specify the right host or port?",
+                prefixed=False)
+        return HubError(f"Unable to connect to the server: {host}: {exc.os_error.strerror or exc.os_error}",
+                        prefixed=False)
+    return HubError(f"Unable to connect to the server: {host}: {exc}", prefixed=False)
 
 
 def add_kubeconfig_argument(parser: argparse.ArgumentParser) -> None:
@@ -58,6 +108,7 @@ def resolve_kubeconfig(explicit: Path | None) -> Path:
 @dataclass
 class HubClient:
     credentials: HubCredentials
+    kubeconfig: Path | None = None  # the file the credentials came from, named in TLS errors
 
     @classmethod
     def from_kubeconfig(cls, explicit: Path | None) -> HubClient:
@@ -68,7 +119,7 @@ class HubClient:
                 "or pass --kubeconfig"
             )
         try:
-            return cls(load_kubeconfig(path))
+            return cls(load_kubeconfig(path), path)
         except KubeconfigError as exc:
             raise HubError(str(exc)) from exc
 
@@ -92,15 +143,21 @@ class HubClient:
                 session.request(method, self.server + path, data=data, headers=headers, params=params) as resp,
             ):
                 text = await resp.text()
-                payload = json.loads(text) if text else None
+                try:
+                    payload = json.loads(text) if text else None
+                except ValueError:
+                    if resp.status < 400:
+                        raise HubError(f"the server at {self.server} answered {path} with something that is not "
+                                       "JSON; is the kubeconfig's server a gpufed hub?") from None
+                    payload = None
                 if resp.status >= 400:
                     status = payload if isinstance(payload, dict) else {}
-                    message = status.get("message") or text.strip()
+                    message = status.get("message") or text.strip()[:500]
                     reason = status.get("reason") or resp.reason or ""
-                    raise HubError(f"Error from server ({reason}): {message}", status=resp.status, reason=reason)
+                    raise HubError.from_status(resp.status, reason, message)
                 return payload
-        except aiohttp.ClientConnectorError as exc:
-            raise HubError(f"cannot reach the hub at {self.server}: {exc.os_error or exc}") from exc
+        except aiohttp.ClientError as exc:
+            raise unreachable(self.server, exc, kubeconfig=self.kubeconfig) from exc
         except TimeoutError as exc:
             raise HubError(f"the hub at {self.server} did not answer within {REQUEST_TIMEOUT.total:.0f}s") from exc
 

@@ -21,7 +21,7 @@ import aiohttp
 from controlplane.apis import constants as c
 from controlplane.apis.podview import owned_by, propagated_workloads
 from controlplane.apiserver.tls import client_ssl_context
-from gpufed.hubclient import HubClient, HubError
+from gpufed.hubclient import HubClient, HubError, unreachable
 
 CLUSTERS_PATH = f"/apis/{c.CLUSTER_GROUP}/{c.VERSION}/clusters"
 WORKS_PATH = f"/apis/{c.WORK_GROUP}/{c.VERSION}/works"
@@ -139,7 +139,7 @@ async def stream_lines(hub: HubClient, cluster: str, path: str, params: Sequence
     except aiohttp.ClientPayloadError as exc:
         raise HubError(f"cluster {cluster}: the stream ended early ({exc}); its agent may have disconnected") from exc
     except aiohttp.ClientConnectorError as exc:
-        raise HubError(f"cannot reach the hub at {hub.server}: {exc.os_error or exc}") from exc
+        raise unreachable(hub.server, exc, kubeconfig=hub.kubeconfig) from exc
 
 
 async def workload_pods(

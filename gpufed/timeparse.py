@@ -7,13 +7,17 @@ import datetime as dt
 from controlplane.apis.durations import GO_UNITS, duration_seconds
 
 _UNITS = GO_UNITS | {"d", "w"}
+# Go's time.Duration ends near 292 years; past this no window, lifetime or notice makes sense.
+MAX_DURATION = dt.timedelta(days=100 * 365)
 
 
 def parse_duration(text: str) -> dt.timedelta:
-    """'1h30m' -> 5400 s. Raises ValueError naming the accepted forms."""
+    """'1h30m' -> 5400 s. Raises ValueError naming the accepted forms, or the longest accepted."""
     seconds = duration_seconds(text.strip(), units=_UNITS)
     if seconds is None:
         raise ValueError(f"invalid duration {text!r}: use forms like 90s, 15m, 24h, 7d or 1h30m")
+    if seconds > MAX_DURATION.total_seconds():
+        raise ValueError(f"invalid duration {text!r}: longer than {MAX_DURATION.days}d")
     return dt.timedelta(seconds=seconds)
 
 

@@ -28,7 +28,7 @@ import aiohttp
 from controlplane.apiserver.tls import client_ssl_context
 from controlplane.wsdial import HandshakeRefused, dial
 from gpufed.commands.running import run_reporting
-from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
+from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument, unreachable
 from gpufed.memberproxy import proxy_path, target_pods
 
 PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io")
@@ -185,7 +185,7 @@ async def execute(args: argparse.Namespace) -> int:
     except HandshakeRefused as refused:
         raise HubError(f"cluster {cluster}: {refused.message}", status=refused.status) from refused
     except aiohttp.ClientConnectorError as exc:
-        raise HubError(f"cannot reach the hub at {hub.server}: {exc.os_error or exc}") from exc
+        raise unreachable(hub.server, exc, kubeconfig=hub.kubeconfig) from exc
     except aiohttp.ClientError as exc:
         raise HubError(f"cluster {cluster}: the exec connection failed: {exc}") from exc
     return exit_code(status, cluster, close)

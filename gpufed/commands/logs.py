@@ -14,10 +14,10 @@ import argparse
 import asyncio
 import sys
 
-from gpufed.commands.running import run_reporting
+from gpufed.argtypes import duration
+from gpufed.commands.running import error_line, run_reporting
 from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
 from gpufed.memberproxy import stream_lines, target_pods
-from gpufed.timeparse import parse_duration
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-c", "--container", help="the container (required when a pod has several)")
     parser.add_argument("-f", "--follow", action="store_true", help="keep streaming new lines")
     parser.add_argument("--tail", type=int, help="only the last N lines of each log")
-    parser.add_argument("--since", help="only lines newer than this (e.g. 10s, 5m, 1h)")
+    parser.add_argument("--since", type=duration, help="only lines newer than this (e.g. 10s, 5m, 1h)")
     parser.add_argument("--all-pods", action="store_true", help="every pod of the workload, not one")
     parser.add_argument("--clusters", default="all", help="where to look: c1,c2 or all (default all)")
     add_kubeconfig_argument(parser)
@@ -47,7 +47,7 @@ async def _follow(hub: HubClient, args: argparse.Namespace, cluster: str, pod: s
     if args.tail is not None:
         params.append(("tailLines", str(args.tail)))
     if args.since:
-        params.append(("sinceSeconds", str(max(1, int(parse_duration(args.since).total_seconds())))))
+        params.append(("sinceSeconds", str(max(1, int(args.since.total_seconds())))))
     path = f"/api/v1/namespaces/{args.namespace}/pods/{pod}/log"
     async for line in stream_lines(hub, cluster, path, params):
         print(f"[{cluster}/{pod}] {line}" if prefix else line, flush=True)
@@ -68,7 +68,7 @@ async def logs(args: argparse.Namespace) -> int:
     for error in failed:
         if not isinstance(error, HubError):
             raise error
-        print(f"error: {error}", file=sys.stderr)
+        print(error_line(error), file=sys.stderr)
     return 1 if failed else 0
 
 

@@ -1,4 +1,5 @@
-"""How a command runs its async part: the failures it expects become ``error: …`` and exit status 1."""
+"""How a command runs its async part: the failures it expects become one line (kubectl's words
+for the hub's, ``error: …`` for the rest) and exit status 1."""
 
 from __future__ import annotations
 
@@ -7,7 +8,20 @@ import sys
 from collections.abc import Coroutine
 from typing import Any
 
+from gpufed.hubclient import HubError
+
 Expected = tuple[type[Exception], ...]
+
+
+def error_line(exc: BaseException) -> str:
+    """The line a command that fails with ``exc`` prints on stderr."""
+    return exc.line if isinstance(exc, HubError) else f"error: {exc}"
+
+
+def report(exc: BaseException) -> int:
+    """Print ``exc`` as the command's last line; its exit status (1)."""
+    print(error_line(exc), file=sys.stderr)
+    return 1
 
 
 def run_reporting(main: Coroutine[Any, Any, int], expected: Expected) -> int:
@@ -15,20 +29,27 @@ def run_reporting(main: Coroutine[Any, Any, int], expected: Expected) -> int:
     try:
         return asyncio.run(main)
     except expected as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return report(exc)
 
 
 def serve_reporting(serving: Coroutine[Any, Any, None], *, host: str, port: int, expected: Expected,
                     hint: str = "") -> int:
-    """Serve until ``serving`` returns (a signal); an ``expected`` error or an address that cannot be
-    bound is printed and exits 1."""
+    """Serve until ``serving`` returns (a signal); an ``expected`` error, a file or directory that
+    cannot be used, or an address that cannot be bound is printed and exits 1."""
     try:
         asyncio.run(serving)
     except expected as exc:
         print(f"error: {exc}{hint}", file=sys.stderr)
         return 1
     except OSError as exc:
+        if exc.filename is not None:
+            print(f"error: {file_error(exc)}", file=sys.stderr)
+            return 1
         print(f"error: cannot serve on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
         return 1
     return 0
+
+
+def file_error(exc: OSError) -> str:
+    """``PATH: reason`` for a file or directory the command could not use."""
+    return f"{exc.filename}: {exc.strerror or exc}"

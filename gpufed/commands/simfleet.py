@@ -21,6 +21,7 @@ from pydantic import SecretStr, ValidationError
 
 from controlplane.loopwatch import DEFAULT_STALL_WARNING, watching_the_loop
 from gpufed.argtypes import seconds_or_off
+from gpufed.commands.running import report
 from gpufed.hubclient import HubClient, HubError
 from gpufed.logging_setup import configure_logging
 
@@ -161,5 +162,4 @@ def run(args: argparse.Namespace) -> int:
         return asyncio.run(_main(args))
     except (HubError, ValueError, OSError) as exc:
         logging.getLogger("gpufed.sim-fleet").debug("sim-fleet stopped", exc_info=True)
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return report(exc)

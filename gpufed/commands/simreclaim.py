@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 from pathlib import Path
 
+from gpufed.argtypes import duration
+from gpufed.commands.running import report
 from gpufed.hubclient import HubClient, HubError
-from gpufed.timeparse import parse_duration
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     where.add_argument("--state-dir", type=Path, help="the member's --state-dir (its kubeconfig is read from there)")
     where.add_argument("--kubeconfig", type=Path, help="the member's kubeconfig")
     parser.add_argument("--nodes", type=int, required=True, metavar="N", help="how many spot nodes to reclaim")
-    parser.add_argument("--notice", default="0s", metavar="DURATION",
+    parser.add_argument("--notice", type=duration, default="0s", metavar="DURATION",
                         help="taint the nodes with the reclaim notice this long before they go (e.g. 30s)")
     parser.add_argument("--pool", metavar="NAME", help="reclaim only nodes of this node group")
 
@@ -29,11 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from simulator.reclaiming import RECLAIM_PATH
 
-    try:
-        notice = parse_duration(args.notice).total_seconds()
-    except ValueError as exc:
-        print(f"error: --notice: {exc}", file=sys.stderr)
-        return 2
+    notice = args.notice.total_seconds()
     kubeconfig = args.kubeconfig or args.state_dir / "kubeconfig"
     body: dict[str, object] = {"nodes": args.nodes, "notice": notice}
     if args.pool:
@@ -42,8 +38,7 @@ def run(args: argparse.Namespace) -> int:
         client = HubClient.from_kubeconfig(kubeconfig)
         result = asyncio.run(client.request("POST", RECLAIM_PATH, body=body))
     except HubError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return report(exc)
     nodes = ", ".join(result.get("nodes") or [])
     if result.get("notice"):
         print(f"reclaim notice on {nodes}: they go in {result['notice']:g}s")

@@ -9,9 +9,9 @@ from typing import Any
 
 from controlplane.apis.constants import BOOTSTRAP_TOKEN_ENV, TOKENS_PATH
 from controlplane.apiserver.tls import ca_hash
+from gpufed.argtypes import duration
 from gpufed.commands.running import run_reporting
 from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
-from gpufed.timeparse import parse_duration
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the cluster the token is for: required for an agent token; for a bootstrap token, the only "
         "cluster it may join - and the way to let a cluster that has already joined join again",
     )
-    create.add_argument("--ttl", default=None, help="lifetime, e.g. 30m, 1h, 7d (bootstrap default: 1h)")
+    create.add_argument("--ttl", type=duration, default=None, help="lifetime, e.g. 30m, 1h, 7d (bootstrap default: 1h)")
     create.add_argument("--print-join-command", action="store_true",
                         help="print the full `gpufed agent ...` command that joins a member cluster")
     lst = sub.add_parser("list", help="list tokens (never their secrets)")
@@ -100,7 +100,7 @@ async def _run(args: argparse.Namespace) -> int:
         if args.cluster:
             body["cluster"] = args.cluster
         if args.ttl:
-            body["ttlSeconds"] = int(parse_duration(args.ttl).total_seconds())
+            body["ttlSeconds"] = int(args.ttl.total_seconds())
         created = await client.request("POST", TOKENS_PATH, body=body)
         token = created["token"]
         if args.print_join_command:

@@ -11,12 +11,14 @@ import argparse
 import asyncio
 import json
 import sys
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import quote
 
+from gpufed.argtypes import duration, time_or_duration
+from gpufed.commands.running import report as report_error
 from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
-from gpufed.timeparse import parse_duration, parse_time
+from gpufed.timeparse import parse_time
 
 DIMENSIONS = ("cluster", "model", "profile", "namespace", "workload", "clusterqueue")
 OUTPUTS = ("table", "json", "csv")
@@ -25,12 +27,12 @@ OUTPUTS = ("table", "json", "csv")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_kubeconfig_argument(parser)
     window = parser.add_mutually_exclusive_group()
-    window.add_argument("--since", default=None, metavar="DURATION",
+    window.add_argument("--since", type=duration, default=None, metavar="DURATION",
                         help="report the window of this length ending at the last complete minute, e.g. 1h, 24h, 7d"
                              " (default 24h)")
-    window.add_argument("--from", dest="start", metavar="TIME",
+    window.add_argument("--from", dest="start", type=time_or_duration, metavar="TIME",
                         help="window start: RFC 3339 (2024-05-01T00:00:00Z) or a duration ago (48h)")
-    parser.add_argument("--to", dest="end", metavar="TIME",
+    parser.add_argument("--to", dest="end", type=time_or_duration, metavar="TIME",
                         help="window end with --from: RFC 3339 or a duration ago (default: the last complete minute)")
     parser.add_argument("--by", action="append", default=[], metavar="DIMENSION",
                         help=f"group by {', '.join(DIMENSIONS)} (comma-separated or repeated)")
@@ -78,7 +80,7 @@ def request_path(args: argparse.Namespace, *, now: datetime) -> tuple[str, dict[
         if args.end is not None:
             params["to"] = _format(parse_time(args.end, now=now))
         return f"{collection}/{CUSTOM}", params
-    since = parse_duration(args.since or "24h")
+    since = args.since or timedelta(hours=24)
     if since.total_seconds() < 1:
         raise ValueError("--since must be at least 1s")
     return f"{collection}/last-{quote(format_duration(since))}", params
@@ -97,8 +99,7 @@ def run(args: argparse.Namespace) -> int:
         client = HubClient.from_kubeconfig(args.kubeconfig)
         obj = asyncio.run(_fetch(client, path, params))
     except (ValueError, HubError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return report_error(exc)
     status = obj.get("status") if isinstance(obj, dict) else None
     if not isinstance(status, dict):
         print("error: the hub answered with something that is not a WasteReport", file=sys.stderr)

@@ -1,0 +1,167 @@
+"""How a user command fails against a real hub, in kubectl's words: the hub's Status as
+``Error from server (Reason): …``, a wrong token as ``You must be logged in to the server``, a
+refused connection and an untrusted certificate as kubectl says them; Ctrl-C and a reader that
+went away end the command without a traceback."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from controlplane.apiserver.identity import Role
+from controlplane.apiserver.kubeconfig import load_kubeconfig, write_kubeconfig
+from controlplane.apiserver.tls import ensure_pki
+from controlplane.hub import Hub, HubConfig
+from gpufed.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
+    async with Hub(HubConfig(state_dir=tmp_path / "hub", port=0)) as running:
+        yield running
+
+
+def kubeconfig(hub: Hub, path: Path, *, token: str | None = None, server: str | None = None,
+               ca_pem: bytes | None = None) -> Path:
+    """The hub's admin kubeconfig with one thing changed."""
+    admin = load_kubeconfig(hub.kubeconfig_path)
+    write_kubeconfig(path, server=server or admin.server, ca_pem=ca_pem or admin.ca_pem,
+                     token=token or admin.token, user="someone")
+    return path
+
+
+async def gpufed(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """The real command line in this process: its exit status and stderr."""
+    status = await asyncio.to_thread(main, argv)
+    return status, capsys.readouterr().err
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def test_a_status_error_is_printed_as_kubectl_prints_it(hub: Hub, capsys: pytest.CaptureFixture[str]) -> None:
+    status, err = await gpufed(["token", "revoke", "nope", "--kubeconfig", str(hub.kubeconfig_path)], capsys)
+    assert status == 1
+    assert err == 'Error from server (NotFound): tokens.auth.gpufed.io "nope" not found\n'
+
+
+async def test_a_token_without_permission_gets_the_forbidden_status(
+    hub: Hub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert hub.tokens is not None
+    nobody = await hub.tokens.create(role=Role.USER, name="nobody")
+    config = kubeconfig(hub, tmp_path / "nobody.kubeconfig", token=nobody.token)
+    status, err = await gpufed(["token", "list", "--kubeconfig", str(config)], capsys)
+    assert status == 1
+    assert err == (
+        'Error from server (Forbidden): tokens.auth.gpufed.io is forbidden: User "nobody" cannot list resource '
+        '"tokens" in API group "auth.gpufed.io" at the cluster scope\n'
+    )
+
+
+async def test_a_wrong_token_is_told_to_log_in(hub: Hub, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = kubeconfig(hub, tmp_path / "wrong.kubeconfig", token="abcdef.0123456789abcdef")
+    status, err = await gpufed(["queues", "--kubeconfig", str(config)], capsys)
+    assert status == 1
+    assert err.startswith("error: You must be logged in to the server (Unauthorized")
+    assert err.count("\n") == 1
+
+
+async def test_a_hub_certificate_of_another_ca_names_the_kubeconfig(
+    hub: Hub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = ensure_pki(tmp_path / "other", hosts=[])
+    config = kubeconfig(hub, tmp_path / "other-ca.kubeconfig", ca_pem=other.ca_pem)
+    status, err = await gpufed(["token", "list", "--kubeconfig", str(config)], capsys)
+    host = load_kubeconfig(hub.kubeconfig_path).server.removeprefix("https://").rstrip("/")
+    assert status == 1
+    assert err == (
+        "Unable to connect to the server: tls: failed to verify certificate: x509: certificate signed by unknown "
+        f"authority (the certificate of {host} is not signed by the CA in {config})\n"
+    )
+
+
+async def test_a_hub_that_is_down_is_a_refused_connection(
+    hub: Hub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    port = free_port()
+    config = kubeconfig(hub, tmp_path / "down.kubeconfig", server=f"https://127.0.0.1:{port}")
+    for argv in (["token", "list"], ["get", "pods"], ["waste"], ["cordon", "gpu-a"]):
+        status, err = await gpufed([*argv, "--kubeconfig", str(config)], capsys)
+        assert (argv, status) == (argv, 1)
+        assert err == (
+            f"The connection to the server 127.0.0.1:{port} was refused - did you specify the right host or port?\n"
+        )
+
+
+def _subprocess(argv: list[str], *, stdout: int) -> subprocess.Popen[str]:
+    """The real command in its own process, this tree's code; stderr captured."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.Popen([sys.executable, "-m", "gpufed.cli", *argv], env=env, text=True, stdout=stdout,
+                            stderr=subprocess.PIPE)
+
+
+async def test_output_to_a_closed_pipe_ends_quietly(hub: Hub) -> None:
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader (`| head -1`) is gone before the first line
+    try:
+        process = _subprocess(["token", "list", "--kubeconfig", str(hub.kubeconfig_path)],
+                              stdout=write_end)
+    finally:
+        os.close(write_end)
+    _, err = await asyncio.to_thread(process.communicate, timeout=120)
+    assert err == ""
+    assert process.returncode == 141  # as a program SIGPIPE ends
+
+
+def test_ctrl_c_while_waiting_for_the_hub_exits_130(tmp_path: Path) -> None:
+    other = ensure_pki(tmp_path / "pki", hosts=[])
+    with socket.socket() as silent:  # accepts the connection, never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(1)
+        silent.settimeout(120)
+        config = tmp_path / "silent.kubeconfig"
+        write_kubeconfig(config, server=f"https://127.0.0.1:{silent.getsockname()[1]}", ca_pem=other.ca_pem,
+                         token="abcdef.0123456789abcdef", user="someone")
+        process = _subprocess(["get", "pods", "--kubeconfig", str(config)], stdout=subprocess.PIPE)
+        connection, _ = silent.accept()  # the command is waiting for the hub now
+        with connection:
+            process.send_signal(signal.SIGINT)
+            out, err = process.communicate(timeout=120)
+    assert (process.returncode, out, err) == (130, "", "")
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag", "value"),
+    [
+        (["waste", "--since", "bogus"], "--since", "bogus"),
+        (["waste", "--since", "99999999999h"], "--since", "99999999999h"),
+        (["waste", "--from", "yesterday"], "--from", "yesterday"),
+        (["waste", "--from", "1h", "--to", "soon"], "--to", "soon"),
+        (["logs", "x", "--since", "5x"], "--since", "5x"),
+        (["token", "create", "--ttl", "1y"], "--ttl", "1y"),
+        (["sim-cluster", "reclaim", "--state-dir", "d", "--nodes", "1", "--notice", "soon"], "--notice", "soon"),
+    ],
+)
+def test_a_malformed_duration_is_a_usage_error_naming_its_flag(
+    argv: list[str], flag: str, value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert f"error: argument {flag}: " in last
+    assert f"'{value}'" in last
