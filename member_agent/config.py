@@ -309,6 +309,8 @@ def config_from_args(ns: argparse.Namespace) -> AgentConfig:
     for attr, key in intervals.items():
         if getattr(ns, attr, None) is not None:
             values[key] = getattr(ns, attr)
+    if ns.kubeconfig is not None and not Path(ns.kubeconfig).is_file():
+        raise ValueError(f"--kubeconfig {ns.kubeconfig}: no such file (the member cluster's kubeconfig)")
     token = _bootstrap_token(ns)
     return AgentConfig(
         hub=ns.hub,

@@ -10,6 +10,7 @@ import sys
 
 from controlplane.loopwatch import DEFAULT_STALL_WARNING, watching_the_loop
 from gpufed.argtypes import seconds_or_off
+from gpufed.commands.running import first_problem
 from gpufed.logging_setup import configure_logging
 
 
@@ -26,11 +27,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     configure_logging(args.log_level, component=f"agent[{args.cluster_name}]")
+    from pydantic import ValidationError
+
     from member_agent.agent import Agent
     from member_agent.config import config_from_args
 
     try:
         config = config_from_args(args)
+    except ValidationError as exc:
+        print(f"error: {first_problem(exc)}", file=sys.stderr)
+        return 2
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -6,9 +6,12 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpufed.hubclient import HubError
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 Expected = tuple[type[Exception], ...]
 
@@ -22,6 +25,12 @@ def report(exc: BaseException) -> int:
     """Print ``exc`` as the command's last line; its exit status (1)."""
     print(error_line(exc), file=sys.stderr)
     return 1
+
+
+def first_problem(exc: ValidationError) -> str:
+    """The first problem pydantic found, as one line (its message without the "Value error, ")."""
+    first = exc.errors()[0]
+    return str(first.get("msg", exc)).removeprefix("Value error, ")
 
 
 def run_reporting(main: Coroutine[Any, Any, int], expected: Expected) -> int:

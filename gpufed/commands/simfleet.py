@@ -21,7 +21,7 @@ from pydantic import SecretStr, ValidationError
 
 from controlplane.loopwatch import DEFAULT_STALL_WARNING, watching_the_loop
 from gpufed.argtypes import seconds_or_off
-from gpufed.commands.running import report
+from gpufed.commands.running import first_problem, report
 from gpufed.hubclient import HubClient, HubError
 from gpufed.logging_setup import configure_logging
 
@@ -72,18 +72,12 @@ def _check(args: argparse.Namespace) -> str | None:
         try:
             hollow_profile("check", nodes=1, gpus_per_node=args.gpus_per_node, product=model)
         except ValidationError as exc:
-            return f"--models: {_first_error(exc)}"
+            return f"--models: {first_problem(exc)}"
     return None
 
 
 def _models(args: argparse.Namespace) -> tuple[str, ...]:
     return tuple(m.strip() for m in args.models.split(",") if m.strip())
-
-
-def _first_error(exc: ValidationError) -> str:
-    """The first problem pydantic found, as one line (its message without the "Value error, ")."""
-    first = exc.errors()[0]
-    return str(first.get("msg", exc)).removeprefix("Value error, ")
 
 
 async def _tokens(args: argparse.Namespace, names: list[str]) -> tuple[str, str, list[str]]:
@@ -127,7 +121,7 @@ async def _main(args: argparse.Namespace) -> int:
             for name, token in zip(names, tokens, strict=True)
         ]
     except ValidationError as exc:
-        raise ValueError(_first_error(exc)) from None
+        raise ValueError(first_problem(exc)) from None
     fleet = HollowFleet(plan, configs)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

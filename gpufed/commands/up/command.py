@@ -23,6 +23,7 @@ import yaml
 from controlplane.apis.constants import BOOTSTRAP_TOKEN_ENV
 from controlplane.pki import private_directory
 from gpufed.argtypes import positive_number
+from gpufed.commands.running import file_error
 from gpufed.commands.up.board import StatusBoard, welcome
 from gpufed.commands.up.layout import (
     DEFAULT_STATE_DIR,
@@ -128,6 +129,11 @@ def run(args: argparse.Namespace) -> int:
             return asyncio.run(_up(args, layout, [c.name for c in fleet.clusters], fleet))
     except UpError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:  # a state dir or fleet file that cannot be used
+        if exc.filename is None:
+            raise
+        print(f"error: {file_error(exc)}", file=sys.stderr)
         return 1
 
 

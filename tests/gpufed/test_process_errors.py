@@ -1,0 +1,56 @@
+"""The long-running commands (`up`, `controlplane`, `agent`) refuse a state dir, fleet file or
+flag they cannot use with one line naming it, not a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpufed.cli import main
+
+CA_HASH = "sha256:" + "0" * 64
+
+
+@pytest.fixture
+def a_file(tmp_path: Path) -> Path:
+    path = tmp_path / "a-file"
+    path.write_text("")
+    return path
+
+
+@pytest.mark.parametrize("command", [
+    ["up", "--port", "0", "--state-dir"],
+    ["controlplane", "--listen", "127.0.0.1:0", "--state-dir"],
+])
+def test_a_state_dir_below_a_file_is_named(command: list[str], a_file: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    state = a_file / "state"
+    assert main([*command, str(state)]) == 1
+    assert capsys.readouterr().err.splitlines()[-1] == f"error: {state}: Not a directory"
+
+
+def test_up_names_a_fleet_file_that_is_not_there(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "fleet.yaml"
+    assert main(["up", "--port", "0", "--state-dir", str(tmp_path / "state"), "--fleet", str(missing)]) == 1
+    assert capsys.readouterr().err == f"error: {missing}: No such file or directory\n"
+
+
+def test_agent_names_a_member_kubeconfig_that_is_not_there(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "member.kubeconfig"
+    argv = ["agent", "--hub", "https://127.0.0.1:1", "--hub-ca-hash", CA_HASH, "--cluster-name", "gpu-a",
+            "--kubeconfig", str(missing), "--state-dir", str(tmp_path / "agent")]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"error: --kubeconfig {missing}: no such file (the member cluster's kubeconfig)"
+    )
+
+
+def test_agent_says_a_malformed_ca_hash_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["agent", "--hub", "https://127.0.0.1:1", "--hub-ca-hash", "sha256:00", "--cluster-name", "gpu-a",
+            "--state-dir", str(tmp_path / "agent")]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.splitlines()[-1:] == [
+        "error: --hub-ca-hash must look like sha256:<64 hex digits>, got 'sha256:00'"
+    ]
