@@ -82,3 +82,14 @@ def time_or_duration(text: str) -> str:
         raise argparse.ArgumentTypeError(
             f"expected an RFC 3339 time (2024-05-01T00:00:00Z) or a duration ago (48h): {exc}") from None
     return text
+
+
+def tail_lines(text: str) -> int:
+    """A ``type=`` for ``--tail``: a number of lines, -1 meaning all of them (kubectl's)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of lines (-1: all), not {text!r}") from None
+    if value < -1:
+        raise argparse.ArgumentTypeError(f"must be greater than or equal to -1, not {text!r}")
+    return value

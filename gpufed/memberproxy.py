@@ -161,6 +161,14 @@ async def workload_pods(
     return found, failed
 
 
+def no_pods(target: str, namespace: str) -> HubError:
+    """``POD`` or ``KIND/NAME`` has no pod on the clusters searched."""
+    kind_word, _, name = target.rpartition("/")
+    if kind_word.lower() in ("", "pod", "pods", "po"):
+        return HubError(f'pods "{name}" not found in namespace "{namespace}" on the clusters searched')
+    return HubError(f'{target} has no pods in namespace "{namespace}" on the clusters searched')
+
+
 async def target_pods(
     hub: HubClient, namespace: str, wanted_clusters: str, kind_word: str, name: str
 ) -> tuple[list[tuple[str, str]], dict[str, str]]:

@@ -29,7 +29,7 @@ from controlplane.apiserver.tls import client_ssl_context
 from controlplane.wsdial import HandshakeRefused, dial
 from gpufed.commands.running import run_reporting
 from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument, unreachable
-from gpufed.memberproxy import proxy_path, target_pods
+from gpufed.memberproxy import no_pods, proxy_path, target_pods
 
 PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io")
 STDIN, STDOUT, STDERR, ERROR, RESIZE = 0, 1, 2, 3, 4
@@ -70,7 +70,7 @@ async def _locate(hub: HubClient, args: argparse.Namespace) -> tuple[str, str]:
     for cluster, why in failed.items():
         print(f"cluster {cluster}: {why}", file=sys.stderr)
     if not pairs:
-        raise HubError(f'{args.target} has no pods in namespace "{args.namespace}" on the clusters searched')
+        raise no_pods(args.target, args.namespace)
     where = sorted({cluster for cluster, _ in pairs})
     if kind_word in ("", "pod", "pods", "po") and len(where) > 1:
         raise HubError(f"pod {name} exists on clusters {', '.join(where)}: choose one with --cluster")

@@ -14,10 +14,10 @@ import argparse
 import asyncio
 import sys
 
-from gpufed.argtypes import duration
+from gpufed.argtypes import duration, tail_lines
 from gpufed.commands.running import error_line, run_reporting
 from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
-from gpufed.memberproxy import stream_lines, target_pods
+from gpufed.memberproxy import no_pods, stream_lines, target_pods
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-n", "--namespace", default="default")
     parser.add_argument("-c", "--container", help="the container (required when a pod has several)")
     parser.add_argument("-f", "--follow", action="store_true", help="keep streaming new lines")
-    parser.add_argument("--tail", type=int, help="only the last N lines of each log")
+    parser.add_argument("--tail", type=tail_lines, help="only the last N lines of each log (-1: all, the default)")
     parser.add_argument("--since", type=duration, help="only lines newer than this (e.g. 10s, 5m, 1h)")
     parser.add_argument("--all-pods", action="store_true", help="every pod of the workload, not one")
     parser.add_argument("--clusters", default="all", help="where to look: c1,c2 or all (default all)")
@@ -44,7 +44,7 @@ async def _follow(hub: HubClient, args: argparse.Namespace, cluster: str, pod: s
     params = [("follow", "true")] if args.follow else []
     if args.container:
         params.append(("container", args.container))
-    if args.tail is not None:
+    if args.tail is not None and args.tail >= 0:
         params.append(("tailLines", str(args.tail)))
     if args.since:
         params.append(("sinceSeconds", str(max(1, int(args.since.total_seconds())))))
@@ -58,7 +58,7 @@ async def logs(args: argparse.Namespace) -> int:
     kind_word, _, name = args.target.rpartition("/")
     pods = await _pods_of(hub, args, kind_word.lower(), name)
     if not pods:
-        raise HubError(f'{args.target} has no pods in namespace "{args.namespace}" on the clusters searched')
+        raise no_pods(args.target, args.namespace)
     if not args.all_pods:
         pods = pods[:1]
     results = await asyncio.gather(

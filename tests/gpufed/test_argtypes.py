@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from gpufed.argtypes import positive_number, whole_number
+from gpufed.argtypes import positive_number, tail_lines, whole_number
 
 
 @pytest.mark.parametrize(("minimum", "text", "value"), [(0, "0", 0), (0, "17", 17), (1, "1", 1), (2, "40", 40)])
@@ -60,3 +60,18 @@ def test_time_scale_at_zero_is_refused_by_the_commands(command: str, capsys: pyt
         build_parser().parse_args([command, "--time-scale", "0"])
     assert exited.value.code == 2
     assert "argument --time-scale: must be positive" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("text", "value"), [("-1", -1), ("0", 0), ("20", 20)])
+def test_tail_takes_a_number_of_lines_or_minus_one_for_all(text: str, value: int) -> None:
+    assert tail_lines(text) == value
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("-5", "must be greater than or equal to -1, not '-5'"),
+    ("ten", "expected a number of lines (-1: all), not 'ten'"),
+])
+def test_tail_refuses_what_kubectl_refuses(text: str, message: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError) as caught:
+        tail_lines(text)
+    assert str(caught.value) == message

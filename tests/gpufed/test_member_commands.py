@@ -6,7 +6,7 @@ from typing import Any
 
 from gpufed.commands.events import about, timeline
 from gpufed.commands.get import render
-from gpufed.memberproxy import owned_by
+from gpufed.memberproxy import no_pods, owned_by
 
 COLUMNS = [
     {"name": "Name", "priority": 0},
@@ -65,3 +65,9 @@ def test_events_about_a_workload_its_replicasets_and_its_pods_merge_oldest_first
     assert [line.split()[:2] for line in lines] == [["TIME", "CLUSTER"], ["2026-01-01T00:00:01Z", "hub"],
                                                     ["2026-01-01T00:00:05Z", "c1"]]
     assert timeline([]) == []
+
+
+def test_a_pod_not_found_is_worded_as_kube_words_it_and_a_workload_without_pods_by_its_name() -> None:
+    assert str(no_pods("train-0", "ml")) == 'pods "train-0" not found in namespace "ml" on the clusters searched'
+    assert str(no_pods("pod/train-0", "ml")) == 'pods "train-0" not found in namespace "ml" on the clusters searched'
+    assert str(no_pods("deploy/web", "ml")) == 'deploy/web has no pods in namespace "ml" on the clusters searched'
