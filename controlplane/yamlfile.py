@@ -17,13 +17,15 @@ def read_yaml_mapping(
 ) -> dict[str, Any]:
     """The YAML document of ``path``, which must be a mapping.
 
-    Raises ``error``: ``<path> is not valid YAML`` (followed by the parser's words when
+    Raises ``error``: ``<path> is not UTF-8 text``, ``<path> is not valid YAML`` (followed by the parser's words when
     ``quote_error``; pass False for files that carry secrets, since the parser quotes the lines
     around the fault) or ``<path><not_mapping>`` when the document is not a mapping.
     OSError from reading the file passes through.
     """
     try:
         document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise error(f"{path} is not UTF-8 text") from exc
     except yaml.YAMLError as exc:
         raise error(f"{path} is not valid YAML" + (f": {exc}" if quote_error else "")) from exc
     if not isinstance(document, dict):

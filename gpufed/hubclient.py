@@ -122,6 +122,9 @@ class HubClient:
             return cls(load_kubeconfig(path), path)
         except KubeconfigError as exc:
             raise HubError(str(exc)) from exc
+        except OSError as exc:  # a directory, an unreadable file, a missing CA or token file it names
+            named = "" if exc.filename in (None, str(path)) else f": {exc.filename}"
+            raise HubError(f"cannot read the kubeconfig {path}{named}: {exc.strerror or exc}") from exc
 
     @property
     def server(self) -> str:

@@ -34,3 +34,23 @@ def test_a_hub_error_is_one_line_and_status_1(
     assert err == (
         f"error: no hub kubeconfig at {missing}: start a hub (`gpufed up` or `gpufed controlplane`) or pass --kubeconfig\n"
     )
+
+
+def test_a_kubeconfig_that_cannot_be_read_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["token", "list", "--kubeconfig", str(tmp_path)]) == 1
+    assert capsys.readouterr().err == f"error: cannot read the kubeconfig {tmp_path}: Is a directory\n"
+    binary = tmp_path / "binary.kubeconfig"
+    binary.write_bytes(b"\xff\xfe")
+    assert main(["queues", "--kubeconfig", str(binary)]) == 1
+    assert capsys.readouterr().err == f"error: {binary} is not UTF-8 text\n"
+    ca_file = tmp_path / "ca-file.kubeconfig"
+    ca_file.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "contexts: [{name: c, context: {cluster: h, user: u}}]\n"
+        "clusters: [{name: h, cluster: {server: 'https://127.0.0.1:1', certificate-authority: missing-ca.crt}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+    )
+    assert main(["get", "pods", "--kubeconfig", str(ca_file)]) == 1
+    assert capsys.readouterr().err == (
+        f"error: cannot read the kubeconfig {ca_file}: {tmp_path / 'missing-ca.crt'}: No such file or directory\n"
+    )
