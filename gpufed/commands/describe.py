@@ -157,9 +157,7 @@ async def describe(args: argparse.Namespace) -> list[str]:
         return await _describe_pod(hub, name, namespace, candidates)
     resource = await resolve(hub, None, kind_word)
     object_path = resource.collection(namespace) + f"/{name}"
-    workload = await hub.get_or_none(object_path)
-    if workload is None:
-        raise HubError(f'{resource.plural} "{name}" not found in namespace "{namespace}" on the hub')
+    workload = await hub.request("GET", object_path)  # a missing one is the hub's NotFound, as kubectl shows it
     binding_path = BINDING_PATH.format(namespace=namespace, name=binding_name(name, resource.kind))
     binding = await hub.get_or_none(binding_path)
     lines = render_hub(workload, binding)

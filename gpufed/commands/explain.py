@@ -76,9 +76,8 @@ async def _run(args: argparse.Namespace) -> str:
     api_version, kind, plural = resolve_kind(kind_text)
     base = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
     client = HubClient.from_kubeconfig(args.kubeconfig)
-    workload = await client.get_or_none(f"{base}/namespaces/{args.namespace}/{plural}/{name}")
-    if workload is None:
-        raise ValueError(f'{plural} "{name}" not found in namespace {args.namespace}')
+    # A missing workload is the hub's own NotFound, as kubectl shows it.
+    workload = await client.request("GET", f"{base}/namespaces/{args.namespace}/{plural}/{name}")
     path = BINDINGS_PATH.format(namespace=args.namespace, name=binding_name(name, kind))
     binding = await client.get_or_none(path)
     text = render_explanation(workload, binding)

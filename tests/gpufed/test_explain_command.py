@@ -56,4 +56,4 @@ async def test_explain_of_a_workload_no_policy_selects_says_what_to_do(
 
 async def test_explain_of_a_missing_workload_is_one_line(hub: Hub, capsys: pytest.CaptureFixture[str]) -> None:
     assert await gpufed(hub, "explain", "deployment/nope") == 1
-    assert capsys.readouterr().err == 'error: deployments "nope" not found in namespace default\n'
+    assert capsys.readouterr().err == 'Error from server (NotFound): deployments.apps "nope" not found\n'
