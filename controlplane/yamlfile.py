@@ -12,6 +12,16 @@ from typing import Any
 import yaml
 
 
+def yaml_problem(exc: yaml.YAMLError) -> str:
+    """The parser's complaint as one line (``expected …, but found … at line 2, column 1``): its
+    own text quotes the faulty lines below it, which a one-line error cannot hold."""
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem:
+        mark = exc.problem_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        return f"{exc.problem}{where}"
+    return " ".join(str(exc).split())
+
+
 def read_yaml_mapping(
     path: Path, *, not_mapping: str, error: type[ValueError] = ValueError, quote_error: bool = True
 ) -> dict[str, Any]:
@@ -27,7 +37,7 @@ def read_yaml_mapping(
     except UnicodeDecodeError as exc:
         raise error(f"{path} is not UTF-8 text") from exc
     except yaml.YAMLError as exc:
-        raise error(f"{path} is not valid YAML" + (f": {exc}" if quote_error else "")) from exc
+        raise error(f"{path} is not valid YAML" + (f": {yaml_problem(exc)}" if quote_error else "")) from exc
     if not isinstance(document, dict):
         raise error(f"{path}{not_mapping}")
     return document

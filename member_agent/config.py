@@ -19,6 +19,7 @@ import yaml
 from pydantic import ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from controlplane.apis.constants import BOOTSTRAP_TOKEN_ENV
+from controlplane.yamlfile import yaml_problem
 from member_agent.clusterfile import CLUSTER_FILE_FIELDS, ClusterFacts
 from member_agent.dcgm import MAX_SCRAPE_BYTES
 from member_agent.holding import DEFAULT_HOLD_SECONDS
@@ -244,8 +245,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _cluster_file(path: Path) -> dict[str, Any]:
     try:
         data = yaml.safe_load(path.read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise ValueError(f"cannot read cluster file {path}: {exc}") from exc
+    except OSError as exc:
+        raise ValueError(f"cannot read cluster file {path}: {exc.strerror or exc}") from exc
+    except yaml.YAMLError as exc:
+        raise ValueError(f"cluster file {path} is not valid YAML: {yaml_problem(exc)}") from exc
     if not isinstance(data, dict):
         raise ValueError(f"cluster file {path} must be a mapping")
     unknown = sorted(set(data) - set(CLUSTER_FILE_FIELDS))

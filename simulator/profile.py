@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from controlplane.apis import spot
 from controlplane.apis.pods import TaintEffect
+from controlplane.yamlfile import yaml_problem
 from member_agent.clusterfile import ClusterFacts
 from simulator import gpus
 from simulator.scheduling.model import Scoring
@@ -434,9 +435,9 @@ def load_fleet(path: str | Path) -> Fleet:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise ProfileError(f"cannot read fleet file {path}: {exc}") from exc
+        raise ProfileError(f"cannot read fleet file {path}: {exc.strerror or exc}") from exc
     except yaml.YAMLError as exc:
-        raise ProfileError(f"{path} is not valid YAML: {exc}") from exc
+        raise ProfileError(f"{path} is not valid YAML: {yaml_problem(exc)}") from exc
     if isinstance(data, dict) and "clusters" not in data and "name" in data:
         data = {"clusters": [data]}
     return parse_fleet(data, base_dir=path.parent)

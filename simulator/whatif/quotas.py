@@ -47,6 +47,7 @@ from controlplane.apis import kueue_v1alpha1
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.constants import LABEL_GPU_PRODUCT, RESOURCE_GPU
 from controlplane.apis.meta import SpecModel
+from controlplane.yamlfile import yaml_problem
 from simulator.profile import format_validation_error
 from simulator.scheduling.model import RESOURCE_GPU_MILLI
 from simulator.whatif.trace import Job
@@ -151,7 +152,7 @@ def read_quotas(path: str | Path) -> Quotas:
     except OSError as exc:
         raise QuotaError(f"cannot read quotas {path}: {exc.strerror or exc}") from exc
     except yaml.YAMLError as exc:
-        raise QuotaError(f"{path} is not valid YAML: {exc}") from exc
+        raise QuotaError(f"{path} is not valid YAML: {yaml_problem(exc)}") from exc
     return parse_quotas(documents, source=str(path))
 
 

@@ -32,8 +32,22 @@ def test_a_state_dir_below_a_file_is_named(command: list[str], a_file: Path,
 
 def test_up_names_a_fleet_file_that_is_not_there(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     missing = tmp_path / "fleet.yaml"
-    assert main(["up", "--port", "0", "--state-dir", str(tmp_path / "state"), "--fleet", str(missing)]) == 1
-    assert capsys.readouterr().err == f"error: {missing}: No such file or directory\n"
+    assert main(["up", "--port", "0", "--state-dir", str(tmp_path / "state"), "--fleet", str(missing)]) == 2
+    assert capsys.readouterr().err == f"error: cannot read fleet file {missing}: No such file or directory\n"
+
+
+def test_up_keeps_the_previous_fleet_when_the_new_one_is_not_yaml(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "fleet.yaml").write_text("clusters: []\n")
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("clusters: [\n")
+    assert main(["up", "--port", "0", "--state-dir", str(state), "--fleet", str(broken)]) == 2
+    assert capsys.readouterr().err == (
+        f"error: {broken} is not valid YAML: expected the node content, but found '<stream end>' at line 2, column 1\n"
+    )
+    assert (state / "fleet.yaml").read_text() == "clusters: []\n"
 
 
 def test_agent_names_a_member_kubeconfig_that_is_not_there(tmp_path: Path,

@@ -119,11 +119,13 @@ def run(args: argparse.Namespace) -> int:
         # Kubeconfigs, agent credentials, member snapshots (Secrets included): the owner's alone.
         private_directory(layout.root)
         with exclusive(layout.lock):
-            fleet_path = resolve_fleet(args.fleet, layout)
             try:
-                fleet = load_fleet(fleet_path)
+                if args.fleet is not None:  # checked before it replaces the previous run's fleet
+                    load_fleet(args.fleet)
+                fleet = load_fleet(resolve_fleet(args.fleet, layout))
             except ProfileError as exc:
-                print(f"error: {args.fleet or fleet_path}: {exc}", file=sys.stderr)
+                where = str(args.fleet or layout.fleet)
+                print(f"error: {exc}" if where in str(exc) else f"error: {where}: {exc}", file=sys.stderr)
                 return 2
             _configure_logging(layout, args.log_level)
             return asyncio.run(_up(args, layout, [c.name for c in fleet.clusters], fleet))
