@@ -61,4 +61,5 @@ def serve_reporting(serving: Coroutine[Any, Any, None], *, host: str, port: int,
 
 def file_error(exc: OSError) -> str:
     """``PATH: reason`` for a file or directory the command could not use."""
-    return f"{exc.filename}: {exc.strerror or exc}"
+    reason = exc.strerror or str(exc)
+    return reason if exc.filename is None else f"{exc.filename}: {reason}"

@@ -20,6 +20,7 @@ import yaml
 from pydantic import ValidationError
 
 from gpufed.argtypes import whole_number
+from gpufed.commands.running import file_error
 from gpufed.logging_setup import configure_logging
 
 
@@ -159,7 +160,12 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         return _run(args)
-    except (ProfileError, TraceError, ValueError, OSError) as exc:
+    except BrokenPipeError:
+        raise  # the reader of the output went away: the entry point ends quietly
+    except OSError as exc:
+        print(f"error: {file_error(exc)}", file=sys.stderr)
+        return 1
+    except (ProfileError, TraceError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
 
@@ -173,7 +179,10 @@ def _split(args: argparse.Namespace) -> int:
         fleet = split_nodes(
             nodes, clusters=args.clusters, by=SplitBy(args.by), seed=args.seed, csv_path=str(args.nodes)
         )
-    except (OSError, ValueError, KeyError, SplitError) as exc:
+    except OSError as exc:
+        print(f"error: {file_error(exc)}", file=sys.stderr)
+        return 1
+    except (ValueError, KeyError, SplitError) as exc:
         print(f"error: {args.nodes}: {exc}", file=sys.stderr)
         return 1
     sys.stdout.write(

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from gpufed.cli import main
+from gpufed.commands.up.layout import demo_fleet
 
 CA_HASH = "sha256:" + "0" * 64
 
@@ -68,3 +69,12 @@ def test_agent_says_a_malformed_ca_hash_in_one_line(tmp_path: Path, capsys: pyte
     assert capsys.readouterr().err.splitlines()[-1:] == [
         "error: --hub-ca-hash must look like sha256:<64 hex digits>, got 'sha256:00'"
     ]
+
+
+def test_whatif_names_a_policy_file_that_is_not_there(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "trace.csv"
+    trace.write_text("name,submit_s,duration_s,gpus\njob-1,0,100,1\n")
+    missing = tmp_path / "policy.yaml"
+    argv = ["whatif", "run", "--fleet", str(demo_fleet()), "--trace", str(trace), "--policy", str(missing)]
+    assert main(argv) == 1
+    assert capsys.readouterr().err.splitlines()[-1] == f"error: {missing}: No such file or directory"
