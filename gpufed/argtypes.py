@@ -26,12 +26,19 @@ def whole_number(minimum: int = 0, *, what: str = "a whole number", why: str = "
     return parse
 
 
+def port_number(text: str) -> int:
+    """A ``type=`` for a TCP port, 0 to 65535 (0: any free one)."""
+    if not (text.isascii() and text.isdigit()) or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"expected a port 0-65535, not {text!r}")
+    return int(text)
+
+
 def parse_listen(text: str) -> tuple[str, int]:
     """'HOST:PORT' (IPv6 as '[::1]:6443'); port 0 picks a free port."""
     host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit():
+    if not sep or not (port.isascii() and port.isdigit()):
         raise argparse.ArgumentTypeError(f"--listen wants HOST:PORT (e.g. 127.0.0.1:6443), not {text!r}")
-    return host.strip("[]") or "0.0.0.0", int(port)
+    return host.strip("[]") or "0.0.0.0", port_number(port)
 
 
 def positive_number(what: str = "a number") -> Callable[[str], float]:

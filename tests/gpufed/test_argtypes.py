@@ -75,3 +75,15 @@ def test_tail_refuses_what_kubectl_refuses(text: str, message: str) -> None:
     with pytest.raises(argparse.ArgumentTypeError) as caught:
         tail_lines(text)
     assert str(caught.value) == message
+
+
+@pytest.mark.parametrize("argv", [["up", "--port", "99999"], ["controlplane", "--listen", "127.0.0.1:70000"],
+                                  ["sim-cluster", "--listen", "[::1]:65536"]])
+def test_a_port_past_65535_is_a_usage_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    from gpufed.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main([*argv, "--state-dir", "unused"])
+    assert exited.value.code == 2
+    port = argv[-1].rpartition(":")[2] if ":" in argv[-1] else argv[-1]
+    assert capsys.readouterr().err.splitlines()[-1].endswith(f"expected a port 0-65535, not '{port}'")

@@ -22,7 +22,7 @@ import yaml
 
 from controlplane.apis.constants import BOOTSTRAP_TOKEN_ENV
 from controlplane.pki import private_directory
-from gpufed.argtypes import positive_number
+from gpufed.argtypes import port_number, positive_number
 from gpufed.commands.running import file_error
 from gpufed.commands.up.board import StatusBoard, welcome
 from gpufed.commands.up.layout import (
@@ -50,7 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="fleet YAML (default: the fleet of the previous run in DIR, else the demo fleet)")
     parser.add_argument("--state-dir", type=Path, default=DEFAULT_STATE_DIR, metavar="DIR",
                         help="where every component keeps its state and logs (default .gpufed)")
-    parser.add_argument("--port", type=int, default=None,
+    parser.add_argument("--port", type=port_number, default=None,
                         help="hub port (default: the previous run's, else 6443; a free one if taken)")
     parser.add_argument("--time-scale", type=positive_number("a speed-up factor such as 2 or 0.5"), default=1.0, metavar="X",
                         help="simulated members run X times faster than the wall clock (default 1)")
