@@ -80,6 +80,14 @@ def duration(text: str) -> dt.timedelta:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def positive_duration(text: str) -> dt.timedelta:
+    """:func:`duration`, at least one second (a window or a lifetime of 0 means nothing)."""
+    value = duration(text)
+    if value.total_seconds() < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1s, not {text!r}")
+    return value
+
+
 def time_or_duration(text: str) -> str:
     """A ``type=`` for an RFC 3339 time or a duration meaning that long ago; the text, checked here
     so a malformed one is a usage error, is read against the time the command asks for."""

@@ -111,13 +111,15 @@ class HubClient:
     kubeconfig: Path | None = None  # the file the credentials came from, named in TLS errors
 
     @classmethod
-    def from_kubeconfig(cls, explicit: Path | None) -> HubClient:
+    def from_kubeconfig(cls, explicit: Path | None, *, missing: str = "") -> HubClient:
+        """The client of the kubeconfig ``explicit`` (else found as kubectl finds it); ``missing``
+        is what to say when the file is not there, in place of the hub's hint."""
         path = resolve_kubeconfig(explicit)
         if not path.exists():
-            raise HubError(
+            raise HubError(missing or (
                 f"no hub kubeconfig at {path}: start a hub (`gpufed up` or `gpufed controlplane`) "
                 "or pass --kubeconfig"
-            )
+            ))
         try:
             return cls(load_kubeconfig(path), path)
         except KubeconfigError as exc:

@@ -18,7 +18,9 @@ Expected = tuple[type[Exception], ...]
 
 def error_line(exc: BaseException) -> str:
     """The line a command that fails with ``exc`` prints on stderr."""
-    return exc.line if isinstance(exc, HubError) else f"error: {exc}"
+    if isinstance(exc, HubError):
+        return exc.line
+    return f"error: {file_error(exc) if isinstance(exc, OSError) else exc}"
 
 
 def report(exc: BaseException) -> int:

@@ -93,7 +93,8 @@ async def _tokens(args: argparse.Namespace, names: list[str]) -> tuple[str, str,
     from controlplane.apis.constants import TOKENS_PATH
     from controlplane.apiserver.tls import ca_hash
 
-    client = HubClient.from_kubeconfig(args.hub_kubeconfig)
+    client = HubClient.from_kubeconfig(
+        args.hub_kubeconfig, missing=f"--hub-kubeconfig {args.hub_kubeconfig}: no such file")
     tokens = []
     for name in names:
         body = {"role": "bootstrap", "name": f"sim-fleet-{name}", "cluster": name, "ttlSeconds": TOKEN_TTL_SECONDS}
@@ -151,8 +152,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {problem}", file=sys.stderr)
         return 2
     configure_logging(args.log_level, component="sim-fleet")
-    args.state_dir.mkdir(parents=True, exist_ok=True)
     try:
+        args.state_dir.mkdir(parents=True, exist_ok=True)
         return asyncio.run(_main(args))
     except (HubError, ValueError, OSError) as exc:
         logging.getLogger("gpufed.sim-fleet").debug("sim-fleet stopped", exc_info=True)

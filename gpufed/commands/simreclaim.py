@@ -35,7 +35,9 @@ def run(args: argparse.Namespace) -> int:
     if args.pool:
         body["pool"] = args.pool
     try:
-        client = HubClient.from_kubeconfig(kubeconfig)
+        client = HubClient.from_kubeconfig(kubeconfig, missing=(
+            f"no member kubeconfig at {kubeconfig}: start the member (`gpufed sim-cluster` or `gpufed up`) "
+            "or pass its --state-dir"))
         result = asyncio.run(client.request("POST", RECLAIM_PATH, body=body))
     except HubError as exc:
         return report(exc)

@@ -9,7 +9,7 @@ from typing import Any
 
 from controlplane.apis.constants import BOOTSTRAP_TOKEN_ENV, TOKENS_PATH
 from controlplane.apiserver.tls import ca_hash
-from gpufed.argtypes import duration
+from gpufed.argtypes import positive_duration
 from gpufed.commands.running import run_reporting
 from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
 
@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "bindings of its name and groups grant (default: user with --user, else bootstrap)",
     )
     create.add_argument("--name", default="", help="who or what the token is for (shown by `token list`)")
-    create.add_argument("--user", default="", help="the user name RBAC bindings name (a user token)")
+    create.add_argument("--user", default=None, help="the user name RBAC bindings name (a user token)")
     create.add_argument("--group", action="append", default=[], dest="groups",
                         help="a group of the user, for RBAC bindings (repeatable)")
     create.add_argument(
@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the cluster the token is for: required for an agent token; for a bootstrap token, the only "
         "cluster it may join - and the way to let a cluster that has already joined join again",
     )
-    create.add_argument("--ttl", type=duration, default=None, help="lifetime, e.g. 30m, 1h, 7d (bootstrap default: 1h)")
+    create.add_argument("--ttl", type=positive_duration, default=None, help="lifetime, e.g. 30m, 1h, 7d (bootstrap default: 1h)")
     create.add_argument("--print-join-command", action="store_true",
                         help="print the full `gpufed agent ...` command that joins a member cluster")
     lst = sub.add_parser("list", help="list tokens (never their secrets)")
@@ -87,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
 async def _run(args: argparse.Namespace) -> int:
     client = HubClient.from_kubeconfig(args.kubeconfig)
     if args.token_command == "create":
+        if args.user is not None and not args.user.strip():
+            raise ValueError("--user needs a name")
         role = args.role or ("user" if args.user or args.groups else "bootstrap")
         if args.print_join_command and role != "bootstrap":
             raise ValueError("--print-join-command needs --role bootstrap")
@@ -99,7 +101,7 @@ async def _run(args: argparse.Namespace) -> int:
             body["groups"] = args.groups
         if args.cluster:
             body["cluster"] = args.cluster
-        if args.ttl:
+        if args.ttl is not None:
             body["ttlSeconds"] = int(args.ttl.total_seconds())
         created = await client.request("POST", TOKENS_PATH, body=body)
         token = created["token"]

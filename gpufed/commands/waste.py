@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import quote
 
-from gpufed.argtypes import duration, time_or_duration
+from gpufed.argtypes import positive_duration, time_or_duration
 from gpufed.commands.running import report as report_error
 from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
 from gpufed.timeparse import parse_time
@@ -27,7 +27,7 @@ OUTPUTS = ("table", "json", "csv")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_kubeconfig_argument(parser)
     window = parser.add_mutually_exclusive_group()
-    window.add_argument("--since", type=duration, default=None, metavar="DURATION",
+    window.add_argument("--since", type=positive_duration, default=None, metavar="DURATION",
                         help="report the window of this length ending at the last complete minute, e.g. 1h, 24h, 7d"
                              " (default 24h)")
     window.add_argument("--from", dest="start", type=time_or_duration, metavar="TIME",
@@ -81,8 +81,6 @@ def request_path(args: argparse.Namespace, *, now: datetime) -> tuple[str, dict[
             params["to"] = _format(parse_time(args.end, now=now))
         return f"{collection}/{CUSTOM}", params
     since = args.since or timedelta(hours=24)
-    if since.total_seconds() < 1:
-        raise ValueError("--since must be at least 1s")
     return f"{collection}/last-{quote(format_duration(since))}", params
 
 

@@ -161,9 +161,11 @@ def test_ctrl_c_while_waiting_for_the_hub_exits_130(tmp_path: Path) -> None:
         (["logs", "x", "--since", "5x"], "--since", "5x"),
         (["token", "create", "--ttl", "1y"], "--ttl", "1y"),
         (["sim-cluster", "reclaim", "--state-dir", "d", "--nodes", "1", "--notice", "soon"], "--notice", "soon"),
+        (["token", "create", "--ttl", "0s"], "--ttl", "0s"),  # was sent as no lifetime: a token that never expires
+        (["waste", "--since", "0.5s"], "--since", "0.5s"),
     ],
 )
-def test_a_malformed_duration_is_a_usage_error_naming_its_flag(
+def test_a_malformed_or_empty_duration_is_a_usage_error_naming_its_flag(
     argv: list[str], flag: str, value: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with pytest.raises(SystemExit) as exited:
@@ -172,3 +174,11 @@ def test_a_malformed_duration_is_a_usage_error_naming_its_flag(
     last = capsys.readouterr().err.splitlines()[-1]
     assert f"error: argument {flag}: " in last
     assert f"'{value}'" in last
+
+
+async def test_an_empty_user_name_makes_no_token(hub: Hub, capsys: pytest.CaptureFixture[str]) -> None:
+    assert hub.tokens is not None
+    before = len(await hub.tokens.list())
+    status, err = await gpufed(["token", "create", "--user", "", "--kubeconfig", str(hub.kubeconfig_path)], capsys)
+    assert (status, err) == (1, "error: --user needs a name\n")
+    assert len(await hub.tokens.list()) == before  # was: a bootstrap token, silently

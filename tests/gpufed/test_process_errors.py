@@ -78,3 +78,25 @@ def test_whatif_names_a_policy_file_that_is_not_there(tmp_path: Path, capsys: py
     argv = ["whatif", "run", "--fleet", str(demo_fleet()), "--trace", str(trace), "--policy", str(missing)]
     assert main(argv) == 1
     assert capsys.readouterr().err.splitlines()[-1] == f"error: {missing}: No such file or directory"
+
+
+def test_member_and_hub_kubeconfigs_that_are_not_there_are_named_by_their_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["sim-cluster", "reclaim", "--state-dir", str(tmp_path), "--nodes", "1"]) == 1
+    assert capsys.readouterr().err == (
+        f"error: no member kubeconfig at {tmp_path / 'kubeconfig'}: start the member (`gpufed sim-cluster` or "
+        "`gpufed up`) or pass its --state-dir\n"
+    )
+    missing = tmp_path / "hub.kubeconfig"
+    argv = ["sim-fleet", "--clusters", "1", "--nodes", "1", "--state-dir", str(tmp_path / "fleet"),
+            "--hub-kubeconfig", str(missing)]
+    assert main(argv) == 1
+    assert capsys.readouterr().err.splitlines()[-1] == f"error: --hub-kubeconfig {missing}: no such file"
+
+
+def test_sim_fleet_names_a_state_dir_it_cannot_make(a_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["sim-fleet", "--clusters", "1", "--nodes", "1", "--state-dir", str(a_file / "fleet"),
+            "--hub-kubeconfig", str(a_file)]
+    assert main(argv) == 1
+    assert capsys.readouterr().err.splitlines()[-1] == f"error: {a_file / 'fleet'}: Not a directory"
