@@ -108,3 +108,11 @@ def tail_lines(text: str) -> int:
     if value < -1:
         raise argparse.ArgumentTypeError(f"must be greater than or equal to -1, not {text!r}")
     return value
+
+
+def object_name(text: str) -> str:
+    """A ``type=`` for the name of one object (a cluster, a token ID): not empty, which would name
+    the whole collection instead."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("a name is required, not an empty one")
+    return text

@@ -29,6 +29,7 @@ from typing import Any
 
 from controlplane.apis import constants as c
 from controlplane.apis.kube.names import label_value_errors, qualified_name_errors
+from gpufed.argtypes import object_name
 from gpufed.commands.running import run_reporting
 from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
 
@@ -144,7 +145,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     # One module serves three subcommands; argparse names the one being built in ``prog``.
     action = parser.prog.split()[-1]
     add_kubeconfig_argument(parser)
-    parser.add_argument("cluster", metavar="CLUSTER", help="the member cluster's name")
+    parser.add_argument("cluster", type=object_name, metavar="CLUSTER", help="the member cluster's name")
     if action == "taint":
         parser.add_argument(
             "taints", nargs="+", metavar="KEY[=VALUE]:EFFECT[-]",

@@ -9,7 +9,7 @@ from typing import Any
 
 from controlplane.apis.constants import BOOTSTRAP_TOKEN_ENV, TOKENS_PATH
 from controlplane.apiserver.tls import ca_hash
-from gpufed.argtypes import positive_duration
+from gpufed.argtypes import object_name, positive_duration
 from gpufed.commands.running import run_reporting
 from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
 
@@ -40,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_kubeconfig_argument(lst)
     revoke = sub.add_parser("revoke", help="revoke a token by id")
     add_kubeconfig_argument(revoke)
-    revoke.add_argument("token_id")
+    revoke.add_argument("token_id", type=object_name, metavar="ID")
 
 
 def one_time_text(spec: Mapping[str, Any], status: Mapping[str, Any]) -> str:

@@ -87,3 +87,15 @@ def test_a_port_past_65535_is_a_usage_error(argv: list[str], capsys: pytest.Capt
     assert exited.value.code == 2
     port = argv[-1].rpartition(":")[2] if ":" in argv[-1] else argv[-1]
     assert capsys.readouterr().err.splitlines()[-1].endswith(f"expected a port 0-65535, not '{port}'")
+
+
+@pytest.mark.parametrize("argv", [["cordon", ""], ["uncordon", " "], ["taint", "", "a=b:NoSchedule"],
+                                  ["token", "revoke", ""]])
+def test_an_empty_name_is_a_usage_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """An empty name would address the collection (the hub's 405 or 404 for the whole of it)."""
+    from gpufed.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1].endswith(": a name is required, not an empty one")
