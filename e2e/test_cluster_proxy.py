@@ -418,6 +418,9 @@ def _workload_pod_views(hub: Kubectl, tmp_path: Path) -> None:
     assert len(used) == 3 and all(row[0] == CLUSTER and row[4] == "1" and row[5].startswith("gpu") for row in used), top
     nodes = _gpufed(hub, "top", "nodes")
     assert nodes.returncode == 0 and "GPUS(used/total)" in nodes.stdout, nodes
+    unknown = _gpufed(hub, "get", "deploymnts", "--clusters", CLUSTER)
+    assert (unknown.returncode, unknown.stderr) == (
+        1, f'cluster {CLUSTER}: the server doesn\'t have a resource type "deploymnts"\n'), unknown  # named once
 
     # The hub's pod list the dashboard reads, with each pod's log link.
     pods_path = "/apis/work.gpufed.io/v1alpha1/namespaces/default/resourcebindings/infer-deployment/pods"

@@ -93,8 +93,8 @@ async def resolve(hub: HubClient, cluster: str | None, word: str) -> Resource:
         for entry in listing.get("resources") or []:
             if "/" not in str(entry.get("name", "")) and _matches(entry, word):
                 return Resource(path, str(entry["name"]), str(entry.get("kind", "")), bool(entry.get("namespaced")))
-    where = f"cluster {cluster}" if cluster else "the hub"
-    raise HubError(f'the server doesn\'t have a resource type "{word}" ({where})')
+    where = "" if cluster else " (the hub)"  # a member's answer is printed after its cluster's name
+    raise HubError(f'the server doesn\'t have a resource type "{word}"{where}')
 
 
 async def cluster_utilization(hub: HubClient, cluster: str) -> Any:
