@@ -7,8 +7,11 @@ import argparse
 import datetime as dt
 import math
 from collections.abc import Callable
+from typing import TypeVar
 
 from gpufed.timeparse import parse_duration, parse_time
+
+_T = TypeVar("_T")
 
 
 def whole_number(minimum: int = 0, *, what: str = "a whole number", why: str = "") -> Callable[[str], int]:
@@ -41,6 +44,14 @@ def parse_listen(text: str) -> tuple[str, int]:
     return host.strip("[]") or "0.0.0.0", port_number(port)
 
 
+def _converted(text: str, convert: Callable[[str], _T], what: str) -> _T:
+    """``convert(text)``, or the refusal ``expected <what>, not '<text>'``."""
+    try:
+        return convert(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {what}, not {text!r}") from None
+
+
 def positive_number(what: str = "a number") -> Callable[[str], float]:
     """A ``type=`` for a number greater than 0 (``float`` syntax: ``2``, ``0.5``, ``1e3``).
 
@@ -49,10 +60,7 @@ def positive_number(what: str = "a number") -> Callable[[str], float]:
     """
 
     def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {what}, not {text!r}") from None
+        value = _converted(text, float, what)
         if value <= 0:
             raise argparse.ArgumentTypeError("must be positive")
         return value
@@ -62,10 +70,7 @@ def positive_number(what: str = "a number") -> Callable[[str], float]:
 
 def seconds_or_off(text: str) -> float:
     """A ``type=`` for a number of seconds, 0 meaning off (``--loop-stall-warning``)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds (0: off), not {text!r}") from None
+    value = _converted(text, float, "a number of seconds (0: off)")
     if not (math.isfinite(value) and value >= 0):
         raise argparse.ArgumentTypeError(f"expected a number of seconds >= 0 (0: off), not {text!r}")
     return value
@@ -101,10 +106,7 @@ def time_or_duration(text: str) -> str:
 
 def tail_lines(text: str) -> int:
     """A ``type=`` for ``--tail``: a number of lines, -1 meaning all of them (kubectl's)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of lines (-1: all), not {text!r}") from None
+    value = _converted(text, int, "a number of lines (-1: all)")
     if value < -1:
         raise argparse.ArgumentTypeError(f"must be greater than or equal to -1, not {text!r}")
     return value
