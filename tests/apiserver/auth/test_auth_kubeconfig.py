@@ -107,7 +107,7 @@ def test_a_kubeconfig_that_is_not_yaml_is_refused_without_quoting_it(tmp_path: P
     """The YAML parser quotes the lines around a fault; a kubeconfig's may hold its token."""
     path = tmp_path / "config"
     path.write_text("users:\n- name: u\n  user: {token: s3cretvalue\n")
-    with pytest.raises(ValueError, match="is not valid YAML: .* at line 4, column 1$"):  # the parser's words
+    with pytest.raises(ValueError, match=r"is not valid YAML: .* at line 4, column 1$"):  # the parser's words
         read_yaml_mapping(path, not_mapping=" is not a mapping")
     with pytest.raises(KubeconfigError, match="is not valid YAML") as caught:
         load_kubeconfig(path)
