@@ -282,6 +282,24 @@ def test_cluster_proxy_through_the_agent(processes: ProcessGroup, tmp_path: Path
     )
     assert table.stdout.splitlines()[0].split()[:2] == ["CLUSTER", "NAME"], table
     assert table.stdout.splitlines()[1].split()[:2] == [CLUSTER, "train-0"], table
+    as_json = subprocess.run(
+        [GPUFED, "get", "pods", "-n", "ml", "-l", "app=train", "-o", "json", "--kubeconfig", str(hub.kubeconfig)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )
+    listed = json.loads(as_json.stdout)
+    assert listed["kind"] == "List", as_json
+    assert [(i["kind"], i["metadata"]["name"], i["metadata"]["annotations"]["gpufed.io/cluster"])
+            for i in listed["items"]] == [("Pod", "train-0", CLUSTER)], as_json
+    one = subprocess.run(
+        [GPUFED, "get", "pod/train-0", "-n", "ml", "-o", "yaml", "--kubeconfig", str(hub.kubeconfig)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )
+    assert yaml.safe_load(one.stdout)["metadata"]["name"] == "train-0", one
+    names = subprocess.run(
+        [GPUFED, "get", "pods", "-n", "ml", "-o", "name", "--kubeconfig", str(hub.kubeconfig)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )
+    assert f"{CLUSTER} pod/train-0" in names.stdout.splitlines(), names
 
     # A workload propagated by the hub: its pods' logs and its events, wherever it runs.
     manifests = Path(__file__).parent / "manifests"

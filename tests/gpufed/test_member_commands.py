@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from gpufed.commands.events import about, timeline
-from gpufed.commands.get import render
-from gpufed.memberproxy import no_pods, owned_by
+from gpufed.commands.get import CLUSTER_ANNOTATION, name_lines, objects_of, render
+from gpufed.memberproxy import Resource, no_pods, owned_by
 
 COLUMNS = [
     {"name": "Name", "priority": 0},
@@ -32,6 +32,32 @@ def test_tables_of_several_clusters_share_one_header_with_cluster_first() -> Non
     assert [line.split() for line in wide] == [["CLUSTER", "NAMESPACE", "NAME", "READY", "IP"],
                                                 ["a", "ml", "p-1", "1/1", "10.0.0.1"]]
     assert render([("a", _table())], wide=False, all_namespaces=False) == []
+
+
+DEPLOYMENTS = Resource(path="/apis/apps/v1", plural="deployments", kind="Deployment", namespaced=True)
+PODS = Resource(path="/api/v1", plural="pods", kind="Pod", namespaced=True)
+
+
+def test_objects_of_a_members_list_carry_their_kind_and_the_cluster_they_came_from() -> None:
+    """A list's items have no apiVersion/kind (kube leaves them out); -o json|yaml puts them back,
+    and names the member in an annotation, next to the object's own annotations."""
+    listing = {"kind": "DeploymentList", "items": [
+        {"metadata": {"name": "web", "annotations": {"a": "1"}}, "spec": {"replicas": 2}},
+        {"metadata": {"name": "api"}},
+    ]}
+    found = objects_of("onprem", DEPLOYMENTS, listing)
+    assert [(o["apiVersion"], o["kind"], o["metadata"]["name"]) for o in found] == [
+        ("apps/v1", "Deployment", "web"), ("apps/v1", "Deployment", "api")]
+    assert found[0]["metadata"]["annotations"] == {"a": "1", CLUSTER_ANNOTATION: "onprem"}
+    assert found[0]["spec"] == {"replicas": 2}
+    assert listing["items"][0]["metadata"]["annotations"] == {"a": "1"}  # the answer is not changed
+    one = objects_of("cloud", PODS, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}})
+    assert [(o["apiVersion"], o["metadata"]["annotations"]) for o in one] == [("v1", {CLUSTER_ANNOTATION: "cloud"})]
+
+
+def test_name_lines_are_the_cluster_then_kubectls_kind_and_name() -> None:
+    found = [("onprem", DEPLOYMENTS, {"metadata": {"name": "web"}}), ("cloud", PODS, {"metadata": {"name": "p-1"}})]
+    assert name_lines(found) == ["onprem deployment.apps/web", "cloud pod/p-1"]
 
 
 def _pod(kind: str, name: str) -> dict[str, Any]:
