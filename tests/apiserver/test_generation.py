@@ -201,3 +201,23 @@ async def test_an_endpoint_slice_generation_moves_with_its_labels_too(objects_wi
         rt, namespace="default", name="web-1", patch_type=PatchType.MERGE, patch={"metadata": {"labels": {"x": "y"}}},
     )
     assert relabeled["metadata"]["generation"] == 2
+
+
+async def test_the_first_deletion_mark_bumps_a_generation_the_object_has(objects_with_crs: ObjectStore) -> None:
+    """kube's markAsDeleting: the delete that sets the deletionTimestamp on an object a finalizer
+    keeps moves its generation (when it has one), so a controller that compares generations sees
+    it; a second delete leaves it; a kind without one gets none."""
+    objects = objects_with_crs
+    rt = _rt(objects, "apps/v1", "Deployment")
+    held = {"name": "web", "namespace": "default", "finalizers": ["example.com/hold"]}
+    await objects.create(rt, {**deployment("web"), "metadata": held})
+    marked = await objects.delete(rt, namespace="default", name="web")
+    assert not marked.deleted
+    assert marked.object["metadata"]["generation"] == 2
+    assert (await objects.get(rt, namespace="default", name="web"))["metadata"]["generation"] == 2
+    again = await objects.delete(rt, namespace="default", name="web")
+    assert again.object["metadata"]["generation"] == 2
+    configmaps = _rt(objects, "v1", "ConfigMap")
+    await objects.create(configmaps, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {**held, "name": "c"}})
+    kept = await objects.delete(configmaps, namespace="default", name="c")
+    assert "generation" not in kept.object["metadata"] and kept.object["metadata"]["deletionTimestamp"]

@@ -96,8 +96,7 @@ class Deleter:
                 return DeleteResult(obj, deleted=False)
             marked = copy.deepcopy(obj)
             marked["metadata"]["finalizers"] = kept
-            marked["metadata"].setdefault("deletionTimestamp", self.now())
-            marked["metadata"]["deletionGracePeriodSeconds"] = 0
+            mark_as_deleting(marked["metadata"], now=self.now)
             if options.dry_run:
                 return DeleteResult(marked, deleted=False)
             try:
@@ -138,7 +137,7 @@ class Deleter:
         self._namespaces.forget(name)
         if not ns["metadata"].get("deletionTimestamp"):
             ns = copy.deepcopy(ns)
-            ns["metadata"]["deletionTimestamp"] = self.now()
+            ns["metadata"]["deletionTimestamp"] = self.now()  # kube's namespace registry: no generation bump
             ns["metadata"]["deletionGracePeriodSeconds"] = 0
             ns.setdefault("status", {})["phase"] = "Terminating"
             try:
@@ -169,6 +168,18 @@ class Deleter:
                     obj = decode(rt, kv)
                 except errors.NotFound:
                     break
+
+
+def mark_as_deleting(meta: dict[str, Any], *, now: Callable[[], str]) -> None:
+    """kube's markAsDeleting: the first mark sets the ``deletionTimestamp`` and bumps a
+    ``generation`` the object has (> 0), so a controller that watches generations sees the
+    deletion; a later one keeps both. The grace period is 0 either way."""
+    if not meta.get("deletionTimestamp"):
+        generation = meta.get("generation")
+        if isinstance(generation, int) and generation > 0:
+            meta["generation"] = generation + 1
+        meta["deletionTimestamp"] = now()
+    meta["deletionGracePeriodSeconds"] = 0
 
 
 def check_delete_options(options: DeleteOptions) -> None:
