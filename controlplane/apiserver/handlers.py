@@ -248,12 +248,15 @@ class ResourceHandlers:
             rendered = table(
                 rt, listed.items, include=include, now=self._clock(),
                 resource_version=listed.resource_version, continue_token=listed.continue_token,
+                remaining_item_count=listed.remaining_item_count,
             )
             return json_response(rendered, content_type=TABLE_CONTENT_TYPE)
         encoded = await self._reads.list_encoded(rt, namespace=info.namespace, **common)
-        metadata: dict[str, str] = {"resourceVersion": encoded.resource_version}
+        metadata: dict[str, str | int] = {"resourceVersion": encoded.resource_version}
         if encoded.continue_token:
             metadata["continue"] = encoded.continue_token
+        if encoded.remaining_item_count is not None:
+            metadata["remainingItemCount"] = encoded.remaining_item_count
         head = codec.dumps({"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": metadata})
         head = head[:-1] + b',"items":['
         if encoded.stored_bytes <= STREAMED_LIST_BYTES:

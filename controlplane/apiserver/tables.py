@@ -97,6 +97,7 @@ def table(
     now: datetime,
     resource_version: str = "",
     continue_token: str = "",
+    remaining_item_count: int | None = None,
     with_definitions: bool = True,
 ) -> dict[str, Any]:
     metadata: dict[str, Any] = {}
@@ -104,6 +105,8 @@ def table(
         metadata["resourceVersion"] = resource_version
     if continue_token:
         metadata["continue"] = continue_token
+    if remaining_item_count is not None:
+        metadata["remainingItemCount"] = remaining_item_count
     return {
         "kind": "Table",
         "apiVersion": "meta.k8s.io/v1",

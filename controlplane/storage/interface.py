@@ -80,6 +80,9 @@ class ListResult:
     revision: int
     #: True when ``limit`` cut the list short; continue with ``start_after=items[-1].key``.
     more: bool
+    #: When ``more``: how many keys under the prefix come after ``items`` at ``revision`` (kube's
+    #: ``remainingItemCount``, from the etcd range's own ``count``); None otherwise.
+    remaining: int | None = None
 
 
 class EventType(StrEnum):

@@ -138,7 +138,7 @@ class MemoryStore(Lifecycle):
         else:
             index = bisect.bisect_left(self._keys, prefix)
         items: list[KeyValue] = []
-        more = False
+        remaining = 0
         keys = self._keys
         while index < len(keys) and keys[index].startswith(prefix):
             key = keys[index]
@@ -147,10 +147,11 @@ class MemoryStore(Lifecycle):
             if kv is None:
                 continue
             if limit and len(items) == limit:
-                more = True
-                break
+                remaining += 1  # counted as etcd's range count does, past the limit
+                continue
             items.append(kv)
-        return ListResult(items=items, revision=at, more=more)
+        more = remaining > 0
+        return ListResult(items=items, revision=at, more=more, remaining=remaining if more else None)
 
     async def current_revision(self) -> int:
         self._check_open()

@@ -102,4 +102,4 @@ async def _read_pages(
         if not page.more:
             return ListResult(items=items, revision=at, more=False)
         if limit and len(items) >= limit:
-            return ListResult(items=items, revision=at, more=True)
+            return ListResult(items=items, revision=at, more=True, remaining=page.remaining)

@@ -269,9 +269,14 @@ async def test_list_pagination_and_selectors(api: Client) -> None:
     first = await (await api.get(f"{DEPLOYMENTS}?limit=2")).json()
     assert first["kind"] == "DeploymentList" and first["apiVersion"] == "apps/v1"
     assert [i["metadata"]["name"] for i in first["items"]] == ["d0", "d1"]
-    assert first["metadata"]["continue"]
+    assert first["metadata"]["continue"] and first["metadata"]["remainingItemCount"] == 3
     second = await (await api.get(DEPLOYMENTS, params={"limit": "2", "continue": first["metadata"]["continue"]})).json()
     assert [i["metadata"]["name"] for i in second["items"]] == ["d2", "d3"]
+    assert second["metadata"]["remainingItemCount"] == 1
+    as_table = await (await api.get(DEPLOYMENTS, params={"limit": "4"}, headers={"Accept": TABLE})).json()
+    assert as_table["metadata"]["remainingItemCount"] == 1
+    filtered = await (await api.get(DEPLOYMENTS, params={"limit": "1", "labelSelector": "i"})).json()
+    assert filtered["metadata"]["continue"] and "remainingItemCount" not in filtered["metadata"]
     assert second["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
     selected = await (await api.get("/apis/apps/v1/deployments", params={"labelSelector": "i in (1,3)"})).json()
     assert [i["metadata"]["name"] for i in selected["items"]] == ["d1", "d3"]

@@ -168,19 +168,22 @@ async def test_list_selectors_and_pagination(objects_on: ObjectStore) -> None:
     named = await objects_on.list(deploy, field_selector="metadata.name=d3")
     assert [d["metadata"]["name"] for d in named.items] == ["d3"]
 
-    pages, token = [], None
+    pages, token, remaining = [], None, []
     while True:
         page = await objects_on.list(deploy, namespace="default", limit=3, continue_token=token)
         pages.append([d["metadata"]["name"] for d in page.items])
+        remaining.append(page.remaining_item_count)
         token = page.continue_token
         if not token:
             break
     assert pages == [["d0", "d1", "d2"], ["d3", "d4", "d5"], ["d6"]]
+    assert remaining == [4, 1, None]  # kube's remainingItemCount; none on the last page
 
     filtered_pages, token = [], None
     while True:
         page = await objects_on.list(deploy, label_selector="parity=odd", limit=2, continue_token=token)
         filtered_pages.append([d["metadata"]["name"] for d in page.items])
+        assert page.remaining_item_count is None  # kube's store cannot count what a selector keeps
         token = page.continue_token
         if not token:
             break

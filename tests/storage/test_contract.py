@@ -168,10 +168,12 @@ async def test_pagination_covers_every_key_exactly_once(store: Store, limit: int
     page, pages = first, 1
     while page.more:
         assert len(page.items) == limit
+        # The keys after the page at the list's revision (kube's remainingItemCount).
+        assert page.remaining == len(keys) - len(seen)
         page = await store.list("/pods/", revision=pinned, limit=limit, start_after=page.items[-1].key)
         seen.extend(kv.key for kv in page.items)
         pages += 1
-    assert seen == keys
+    assert seen == keys and page.remaining is None
     assert pages == -(-len(keys) // limit)
 
 
@@ -432,5 +434,6 @@ async def test_a_limit_beyond_one_page_returns_that_many_keys(paged_store: Store
     page = await paged_store.list("/pods/", limit=limit)
     assert [kv.key for kv in page.items] == keys[:limit]
     assert page.more is (limit < len(keys))
+    assert page.remaining == (len(keys) - limit if limit < len(keys) else None)
     rest = await paged_store.list("/pods/", revision=page.revision, start_after=page.items[-1].key)
     assert [kv.key for kv in page.items + rest.items] == keys

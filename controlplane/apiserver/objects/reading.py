@@ -41,6 +41,8 @@ class Page:
     objects: list[dict[str, Any] | None]
     revision: int
     continue_token: str
+    #: kube's ``remainingItemCount``: the objects after this page, known only without selectors.
+    remaining_item_count: int | None = None
 
 
 async def store_call(rt: ResourceType, name: str, awaitable: Any) -> Any:
@@ -211,6 +213,7 @@ async def list_page(store: storage.Store, rt: ResourceType, namespace: str | Non
     kvs: list[storage.KeyValue] = []
     objects: list[dict[str, Any] | None] = []
     more = False
+    remaining: int | None = None
     last_key = start_after
     while True:
         want = limit - len(kvs) if limit else 0
@@ -244,11 +247,13 @@ async def list_page(store: storage.Store, rt: ResourceType, namespace: str | Non
                 break
         if limit and len(kvs) >= limit:
             more = stopped_early or result.more
+            # kube's store counts what is left only when every key of the range is an item.
+            remaining = result.remaining if more and not filtered else None
             break
         if not result.more:
             break
     token = _encode_continue(revision, last_key or "", prefix) if more and last_key else ""
-    return Page(kvs, objects, revision, token)
+    return Page(kvs, objects, revision, token, remaining if token else None)
 
 
 def _encode_continue(revision: int, start: str, prefix: str) -> str:

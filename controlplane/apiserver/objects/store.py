@@ -133,13 +133,15 @@ class ObjectStore:
     async def list(self, rt: ResourceType, *, namespace: str | None = None, **options: Unpack[ListArgs]) -> ObjectList:
         page = await list_page(self._store, rt, namespace, ListOptions(**options))
         items = await decode_all(rt, page.kvs, page.objects)
-        return ObjectList(items, str(page.revision), page.continue_token)
+        return ObjectList(items, str(page.revision), page.continue_token, page.remaining_item_count)
 
     async def list_encoded(
         self, rt: ResourceType, *, namespace: str | None = None, **options: Unpack[ListArgs]
     ) -> EncodedList:
         page = await list_page(self._store, rt, namespace, ListOptions(**options))
-        return EncodedList(page.kvs, str(page.revision), page.continue_token, encode=partial(encoded, rt))
+        return EncodedList(
+            page.kvs, str(page.revision), page.continue_token, page.remaining_item_count, encode=partial(encoded, rt)
+        )
 
     # --- writes -----------------------------------------------------------------------
 

@@ -54,6 +54,8 @@ class ObjectList:
     items: list[dict[str, Any]]
     resource_version: str
     continue_token: str = ""
+    #: kube's ``remainingItemCount`` (None: not known, as with selectors).
+    remaining_item_count: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +66,8 @@ class EncodedList:
     kvs: list[storage.KeyValue]
     resource_version: str
     continue_token: str = ""
+    #: kube's ``remainingItemCount`` (None: not known, as with selectors).
+    remaining_item_count: int | None = None
     #: One stored object as served (``reading.encoded`` for its kind: its served apiVersion,
     #: resourceVersion and kube's defaults).
     encode: Callable[[storage.KeyValue], bytes] = codec.with_resource_version

@@ -185,7 +185,10 @@ class EtcdStore(Lifecycle):
             except RevisionError as exc:
                 raise await self._revision_error(exc, at) from exc.__cause__
             items = [key_value(kv, namespace=self._namespace) for kv in response.kvs]
-            return ListResult(items=items, revision=response.header.revision, more=bool(response.more))
+            more = bool(response.more)
+            # etcd counts every key of the range, past the limit too.
+            remaining = response.count - len(items) if more else None
+            return ListResult(items=items, revision=response.header.revision, more=more, remaining=remaining)
 
         # Every list, bounded or not, reads etcd in pages pinned to one revision.
         return await read_range(
