@@ -11,14 +11,13 @@ is decoded unless a selector needs it.
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from controlplane.apiserver import codec, errors
 from controlplane.apiserver.decoding import INT64_MAX
+from controlplane.apiserver.objects import continuation
 from controlplane.apiserver.objects.values import FieldSelectorArg, LabelSelectorArg, ListOptions
 from controlplane.apiserver.resources import ResourceType
 from controlplane.apiserver.selectors import (
@@ -28,8 +27,6 @@ from controlplane.apiserver.selectors import (
     parse_label_selector,
 )
 from controlplane.storage import interface as storage
-
-_CONTINUE_VERSION = "meta.k8s.io/v1"
 
 
 @dataclass(slots=True)
@@ -196,7 +193,9 @@ async def list_page(store: storage.Store, rt: ResourceType, namespace: str | Non
     #: A resourceVersion the list must not be older than (kube waits for it, then says it is too large).
     not_older_than = 0
     if continue_token:
-        revision, start_after = _decode_continue(continue_token, prefix)
+        if resource_version not in (None, "", "0"):
+            raise errors.BadRequest("specifying resource version is not allowed when using continue")
+        revision, start_after = continuation.decode(continue_token, prefix)
     elif resource_version and (
         resource_version_match == "Exact" or (limit and not resource_version_match and resource_version != "0")
     ):
@@ -252,23 +251,5 @@ async def list_page(store: storage.Store, rt: ResourceType, namespace: str | Non
             break
         if not result.more:
             break
-    token = _encode_continue(revision, last_key or "", prefix) if more and last_key else ""
+    token = continuation.encode(revision, last_key or "", prefix) if more and last_key else ""
     return Page(kvs, objects, revision, token, remaining if token else None)
-
-
-def _encode_continue(revision: int, start: str, prefix: str) -> str:
-    token = {"v": _CONTINUE_VERSION, "rv": revision, "start": start.removeprefix(prefix)}
-    return base64.urlsafe_b64encode(codec.dumps(token)).decode().rstrip("=")
-
-
-def _decode_continue(token: str, prefix: str) -> tuple[int, str]:
-    try:
-        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        data = codec.loads(raw)
-        revision = int(data["rv"])
-        start = str(data["start"])
-        if data.get("v") != _CONTINUE_VERSION or revision <= 0 or start.startswith("/") or ".." in start:
-            raise ValueError(token)
-    except (ValueError, KeyError, TypeError, binascii.Error) as exc:
-        raise errors.BadRequest("continue key is not valid: the continue token is malformed") from exc
-    return revision, prefix + start

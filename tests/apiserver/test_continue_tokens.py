@@ -1,0 +1,85 @@
+"""A malformed continue token is kube's 400 ``invalid continue token: continue key is not valid...``
+in the words of the step that failed (Go's base64 and JSON errors included), over HTTP as a
+client sees it; a token from a page still resumes the list, and a negative revision (kube's
+"the latest") lists the current state."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient
+
+from controlplane.apiserver.gojson import syntax_error
+
+from .kinds import deployment
+
+Client = TestClient[Any, Any]
+DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
+NOT_VALID = "invalid continue token: continue key is not valid"
+
+
+def _token(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+MALFORMED = [
+    ("abc=", f"{NOT_VALID}: illegal base64 data at input byte 3"),
+    ("abcde", f"{NOT_VALID}: illegal base64 data at input byte 4"),
+    ("not-a-token", f"{NOT_VALID}: invalid character '\\u009e' looking for beginning of value"),
+    (_token(b'{"v":1,'), f"{NOT_VALID}: unexpected end of JSON input"),
+    (_token(b'{"v" 1}'), f"{NOT_VALID}: invalid character '1' after object key"),
+    (_token(b"[1]"), f"{NOT_VALID}: json: cannot unmarshal array into Go value of type storage.continueToken"),
+    (_token(b'{"v":"meta.k8s.io/v1","rv":"5","start":"a"}'),
+     f"{NOT_VALID}: json: cannot unmarshal string into Go struct field continueToken.rv of type int64"),
+    (_token(b'{"v":"meta.k8s.io/v1","rv":1.5,"start":"a"}'),
+     f"{NOT_VALID}: json: cannot unmarshal number 1.5 into Go struct field continueToken.rv of type int64"),
+    (_token(b'{"v":"meta.k8s.io/v1","rv":0,"start":"a"}'),
+     f"{NOT_VALID}: incorrect encoded start resourceVersion (version meta.k8s.io/v1)"),
+    (_token(b'{"v":"meta.k8s.io/v1","rv":5,"start":""}'), f"{NOT_VALID}: encoded start key empty (version meta.k8s.io/v1)"),
+    (_token(b'{"v":"meta.k8s.io/v1","rv":5,"start":"../kube-system/x"}'), f"{NOT_VALID}: ../kube-system/x"),
+    (_token(b'{"v":"meta.k8s.io/v2","rv":5,"start":"a"}'),
+     f"{NOT_VALID}: server does not recognize this encoded version meta.k8s.io/v2"),
+]
+
+
+@pytest.mark.parametrize(("token", "message"), MALFORMED)
+async def test_a_malformed_continue_token_is_kubes_400(api: Client, token: str, message: str) -> None:
+    answer = await api.get(DEPLOYMENTS, params={"limit": "1", "continue": token})
+    assert answer.status == 400
+    status = await answer.json()
+    assert (status["reason"], status["message"]) == ("BadRequest", message)
+
+
+async def test_a_token_resumes_and_a_resource_version_beside_it_is_refused(api: Client) -> None:
+    for name in ("a", "b", "c"):
+        assert (await api.post(DEPLOYMENTS, json=deployment(name))).status == 201
+    first = await (await api.get(DEPLOYMENTS, params={"limit": "1"})).json()
+    token = first["metadata"]["continue"]
+    rest = await (await api.get(DEPLOYMENTS, params={"continue": token, "resourceVersion": "0"})).json()
+    assert [item["metadata"]["name"] for item in rest["items"]] == ["b", "c"]
+    refused = await api.get(DEPLOYMENTS, params={"continue": token, "resourceVersion": first["metadata"]["resourceVersion"]})
+    assert refused.status == 400
+    assert (await refused.json())["message"] == "specifying resource version is not allowed when using continue"
+    latest = _token(b'{"v":"meta.k8s.io/v1","rv":-1,"start":"a"}')
+    assert (await api.post(DEPLOYMENTS, json=deployment("d"))).status == 201
+    now = await (await api.get(DEPLOYMENTS, params={"continue": latest})).json()
+    assert [item["metadata"]["name"] for item in now["items"]] == ["b", "c", "d"]
+
+
+@pytest.mark.parametrize(("document", "message"), [
+    (b'{"a":[1,2,]}', "invalid character ']' looking for beginning of value"),
+    (b'{"a":tru}', "invalid character '}' in literal true (expecting 'e')"),
+    (b'{"a":01}', "invalid character '1' after object key:value pair"),
+    (b'{"a":-x}', "invalid character 'x' in numeric literal"),
+    (b'{"a":"\\q"}', "invalid character 'q' in string escape code"),
+    (b'{"a":"\x01"}', "invalid character '\\x01' in string literal"),
+    (b'{1:2}', "invalid character '1' looking for beginning of object key string"),
+    (b'[1 2]', "invalid character '2' after array element"),
+    (b'{} x', "invalid character 'x' after top-level value"),
+    (b'  ', "unexpected end of JSON input"),
+    (b'{"a": [1, {"b": null}], "c": -1.5e+3}', None),
+])
+def test_go_json_syntax_errors(document: bytes, message: str | None) -> None:
+    assert syntax_error(document) == message
