@@ -27,6 +27,7 @@ from controlplane.apis.kube.generation import generation_content
 from controlplane.apiserver import errors
 from controlplane.apiserver.admission import CheckCreate, Operation, WriteAttributes
 from controlplane.apiserver.allocating import Allocations, NoAllocations, stored_with
+from controlplane.apiserver.objects.body_kind import wrong_body_kind
 from controlplane.apiserver.objects.namespaces import NamespaceLifecycle
 from controlplane.apiserver.objects.reading import decode, get_kv, served, store_call, stored_form
 from controlplane.apiserver.objects.values import WriteOptions
@@ -463,12 +464,8 @@ def checked_body(
         if rt.conversion is not None:
             obj = checked = rt.conversion.from_storage(obj)
         obj["apiVersion"] = api_version = rt.api_version
-    if api_version != rt.api_version:
-        raise errors.BadRequest(
-            f"the API version in the data ({api_version}) does not match the expected API version ({rt.api_version})"
-        )
-    if kind != rt.kind:
-        raise errors.BadRequest(f"the kind in the data ({kind}) does not match the expected kind ({rt.kind})")
+    if api_version != rt.api_version or kind != rt.kind:
+        raise wrong_body_kind(rt, api_version=str(api_version), kind=str(kind))
     meta = obj.get("metadata")
     if meta is None:
         meta = obj["metadata"] = {}
