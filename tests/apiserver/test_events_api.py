@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 from controlplane.apis.kube.convert_events import core_event, events_event
 
 from .test_kube_validation import Client, hub  # noqa: F401 (fixture)
@@ -88,3 +90,48 @@ async def test_the_official_clients_events_api_reads_them(hub: Client) -> None: 
     assert (await hub.post(CORE, json={**legacy(), "eventTime": "2026-01-01T00:05:00.000000Z"})).status == 201
     url = str(hub.make_url(""))
     assert await asyncio.to_thread(_official_client, url) == ["scheduled 2 replicas"]
+
+
+def _new_event(**changes: Any) -> dict[str, Any]:
+    event: dict[str, Any] = {
+        "apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "web.3"},
+        "eventTime": "2026-01-01T00:06:00.000000Z", "reportingController": "gpufed.io/scheduler",
+        "reportingInstance": "hub-0", "action": "Scheduling", "reason": "Scheduled", "type": "Normal",
+        "regarding": {"kind": "Deployment", "namespace": "default", "name": "web"},
+    }
+    event.update(changes)
+    return {key: value for key, value in event.items() if value is not None}
+
+
+@pytest.mark.parametrize(("changes", "causes"), [
+    ({"eventTime": None, "type": "Info"}, [
+        ("eventTime", "Required value"), ("type", 'Invalid value: "": has invalid value: Info'),
+    ]),
+    ({"reportingController": None, "reportingInstance": None, "action": None, "reason": None}, [
+        ("reportingController", "Required value"),
+        ("reportingController", 'Invalid value: "": name part must be non-empty'),
+        ("reportingController", 'Invalid value: "": name part must consist of alphanumeric characters, \'-\', \'_\' '
+         "or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or "
+         "'123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"),
+        ("reportingInstance", "Required value"), ("action", "Required value"), ("reason", "Required value"),
+    ]),
+    ({"note": "n" * 1025, "action": "a" * 129, "series": {"count": 1}}, [
+        ("action", 'Invalid value: "": can have at most 128 characters'),
+        ("message", 'Invalid value: "": can have at most 1024 characters'),
+        ("series.count", 'Invalid value: "": should be at least 2'), ("series.lastObservedTime", "Required value"),
+    ]),
+    ({"deprecatedCount": 3, "deprecatedSource": {"component": "x"}, "regarding": {"kind": "Node", "name": "n1"}}, [
+        ("count", 'Invalid value: "": needs to be unset'), ("source", 'Invalid value: "": needs to be unset'),
+    ]),
+])
+async def test_an_events_v1_create_is_validated_as_kube_validates_it(
+    hub: Client, changes: dict[str, Any], causes: list[tuple[str, str]],  # noqa: F811
+) -> None:
+    """kube's ValidateEventCreate for events.k8s.io/v1 (field paths of its internal type); the
+    same Event written through core v1 needs none of it."""
+    refused = await hub.post(NEW, json=_new_event(**changes))
+    assert refused.status == 422, await refused.text()
+    status = await refused.json()
+    assert status["message"].startswith('Event.events.k8s.io "web.3" is invalid: ')
+    assert [(c["field"], c["message"]) for c in status["details"]["causes"]] == causes
+    assert (await hub.post(NEW, json=_new_event())).status == 201

@@ -135,7 +135,7 @@ def qualified_name_errors(key: str) -> list[str]:
         errors.append("name part must be non-empty")
     elif len(name) > 63:
         errors.append("name part must be no more than 63 characters")
-    elif not _QUALIFIED_NAME.match(name):
+    if not _QUALIFIED_NAME.match(name):  # as in kube, an empty or long name gets this one too
         errors.append(QUALIFIED_NAME_MESSAGE)
     return errors
 

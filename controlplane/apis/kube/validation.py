@@ -5,7 +5,8 @@ kube's field errors (none: valid). Metadata (names, labels, annotations) is chec
 the API server for every kind and is not repeated here. The rules themselves live by
 API group: :mod:`.validate_core` (with :mod:`.validate_pod` for pod specs and templates),
 :mod:`.validate_apps`, :mod:`.validate_batch`, :mod:`.validate_groups`, :mod:`.validate_networking`
-(Ingress, IngressClass, NetworkPolicy), :mod:`.validate_discovery` (EndpointSlice) and :mod:`.validate_admin` (LimitRange, ResourceQuota,
+(Ingress, IngressClass, NetworkPolicy), :mod:`.validate_discovery` (EndpointSlice), :mod:`.validate_events`
+(events.k8s.io/v1 Events) and :mod:`.validate_admin` (LimitRange, ResourceQuota,
 ServiceAccount); a write of the status subresource, by :mod:`.validate_status` (:func:`for_status`).
 """
 
@@ -20,6 +21,7 @@ from controlplane.apis.kube import (
     validate_batch,
     validate_core,
     validate_discovery,
+    validate_events,
     validate_groups,
     validate_networking,
     validate_status,
@@ -53,6 +55,7 @@ _VALIDATORS: dict[tuple[str, str], Validator] = {
     ("networking.k8s.io", "NetworkPolicy"): validate_networking.validate_network_policy,
     ("discovery.k8s.io", "EndpointSlice"): validate_discovery.validate_endpoint_slice,
     ("node.k8s.io", "RuntimeClass"): validate_groups.validate_runtime_class,
+    ("events.k8s.io", "Event"): validate_events.validate_events_event,
 }
 
 
