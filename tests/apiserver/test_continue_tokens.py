@@ -35,6 +35,8 @@ MALFORMED = [
      f"{NOT_VALID}: json: cannot unmarshal string into Go struct field continueToken.rv of type int64"),
     (_token(b'{"v":"meta.k8s.io/v1","rv":1.5,"start":"a"}'),
      f"{NOT_VALID}: json: cannot unmarshal number 1.5 into Go struct field continueToken.rv of type int64"),
+    (_token(b'{"v":"meta.k8s.io/v1","rv":99999999999999999999,"start":"a"}'),
+     f"{NOT_VALID}: json: cannot unmarshal number 99999999999999999999 into Go struct field continueToken.rv of type int64"),
     (_token(b'{"v":"meta.k8s.io/v1","rv":0,"start":"a"}'),
      f"{NOT_VALID}: incorrect encoded start resourceVersion (version meta.k8s.io/v1)"),
     (_token(b'{"v":"meta.k8s.io/v1","rv":5,"start":""}'), f"{NOT_VALID}: encoded start key empty (version meta.k8s.io/v1)"),

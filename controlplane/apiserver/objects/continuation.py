@@ -116,7 +116,7 @@ def _fields(value: Any) -> dict[str, Any]:
         go_type = _FIELDS[name]
         if go_type == "string" and isinstance(item, str) and not isinstance(item, _Number):
             fields[name] = item
-        elif go_type == "int64" and isinstance(item, _Number) and _INTEGER.fullmatch(item) and (
+        elif go_type == "int64" and isinstance(item, _Number) and len(item) <= 20 and _INTEGER.fullmatch(item) and (
             -INT64_MAX - 1 <= int(item) <= INT64_MAX
         ):
             fields[name] = int(item)
