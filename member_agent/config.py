@@ -27,7 +27,7 @@ from member_agent.trust import TrustError, normalize_hash
 from member_agent.tunnel import MAX_BACKOFF, MIN_BACKOFF
 
 TOKEN_ENV = BOOTSTRAP_TOKEN_ENV
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
 
 
 class AgentConfig(ClusterFacts):

@@ -18,7 +18,7 @@ import re
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-_HASH = re.compile(r"^sha256:([0-9a-f]{64})$")
+_HASH = re.compile(r"^sha256:([0-9a-f]{64})\Z")
 
 
 class TrustError(Exception):

@@ -42,7 +42,7 @@ from policies.models import AnyPropagationPolicy, ClusterAffinity, PropagationPo
 from policies.override_models import AnyOverridePolicy, ClusterOverridePolicy, OverridePolicy, Overriders
 
 # TODO: move to controlplane/apis/constants.py (owned by the lead) once agreed.
-_RESERVED_NAMESPACE = re.compile(r"^(gpufed-system|gpufed-cluster-lease|gpufed-es-.*|kube-.*)$")
+_RESERVED_NAMESPACE = re.compile(r"^(gpufed-system|gpufed-cluster-lease|gpufed-es-.*|kube-.*)\Z")
 
 
 class ImplicitPriority(IntEnum):

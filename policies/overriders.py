@@ -191,9 +191,9 @@ _DOMAIN = (
 _TAG = r"[\w][\w.-]{0,127}"
 _DIGEST = r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}"
 _NAME = "(?:" + _DOMAIN + "/)?" + _PATH_COMPONENT + "(?:/" + _PATH_COMPONENT + ")*"
-_REFERENCE_RE = re.compile("^(" + _NAME + ")(?::(" + _TAG + "))?(?:@(" + _DIGEST + "))?$")
-_TAG_RE = re.compile("^" + _TAG + "$")
-_DIGEST_RE = re.compile("^" + _DIGEST + "$")
+_REFERENCE_RE = re.compile("^(" + _NAME + ")(?::(" + _TAG + "))?(?:@(" + _DIGEST + "))?\\Z")
+_TAG_RE = re.compile("^" + _TAG + "\\Z")
+_DIGEST_RE = re.compile("^" + _DIGEST + "\\Z")
 _DIGEST_HEX_LENGTH = {"sha256": 64, "sha384": 96, "sha512": 128}
 _NAME_MAX_LENGTH = 255
 

@@ -38,7 +38,7 @@ from controlplane.apis.kube.names import (
 
 GROUP = "apiextensions.k8s.io"
 VERSION = "v1"
-_KIND = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
+_KIND = re.compile(r"^[A-Za-z][A-Za-z0-9]*\Z")
 _SCHEMA_TYPES = ("object", "array", "string", "integer", "number", "boolean")
 #: Checks a CEL rule at a schema node: None when it compiles within the cost budget, else why not.
 RuleCompiler = Callable[[str, Schema], str | None]

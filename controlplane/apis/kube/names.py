@@ -21,15 +21,15 @@ _CONFIG_KEY_FMT = "[-._a-zA-Z0-9]+"
 _PERCENT_FMT = "[0-9]+%"
 _C_IDENTIFIER_FMT = "[A-Za-z_][A-Za-z0-9_]*"
 
-DNS_LABEL = re.compile(f"^{_DNS_LABEL_FMT}$")
-DNS_SUBDOMAIN = re.compile(f"^{_DNS_SUBDOMAIN_FMT}$")
-DNS_1035 = re.compile(f"^{_DNS_1035_FMT}$")
-_QUALIFIED_NAME = re.compile(f"^{_QUALIFIED_NAME_FMT}$")
-_LABEL_VALUE = re.compile(f"^{_LABEL_VALUE_FMT}$")
-_CONFIG_KEY = re.compile(f"^{_CONFIG_KEY_FMT}$")
-_PERCENT = re.compile(f"^{_PERCENT_FMT}$")
-_C_IDENTIFIER = re.compile(f"^{_C_IDENTIFIER_FMT}$")
-_PORT_NAME_CHARS = re.compile("^[-a-z0-9]+$")
+DNS_LABEL = re.compile(f"^{_DNS_LABEL_FMT}\\Z")
+DNS_SUBDOMAIN = re.compile(f"^{_DNS_SUBDOMAIN_FMT}\\Z")
+DNS_1035 = re.compile(f"^{_DNS_1035_FMT}\\Z")
+_QUALIFIED_NAME = re.compile(f"^{_QUALIFIED_NAME_FMT}\\Z")
+_LABEL_VALUE = re.compile(f"^{_LABEL_VALUE_FMT}\\Z")
+_CONFIG_KEY = re.compile(f"^{_CONFIG_KEY_FMT}\\Z")
+_PERCENT = re.compile(f"^{_PERCENT_FMT}\\Z")
+_C_IDENTIFIER = re.compile(f"^{_C_IDENTIFIER_FMT}\\Z")
+_PORT_NAME_CHARS = re.compile("^[-a-z0-9]+\\Z")
 _PORT_NAME_LETTER = re.compile("[a-z]")
 
 

@@ -102,7 +102,7 @@ _CRON_FIELDS: tuple[tuple[str, int, int, dict[str, int]], ...] = (
         ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"))}),
     ("day of week", 0, 6, {d: i for i, d in enumerate(("sun", "mon", "tue", "wed", "thu", "fri", "sat"))}),
 )
-_EVERY = re.compile(r"^@every\s+\S+$")
+_EVERY = re.compile(r"^@every\s+\S+\Z")
 
 
 def _cron_number(text: str, names: dict[str, int]) -> int:

@@ -25,7 +25,7 @@ from controlplane.apis.kube.names import (
 Obj = dict[str, Any]
 
 _WILDCARD_FMT = "\\*\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
-_WILDCARD = re.compile(f"^{_WILDCARD_FMT}$")
+_WILDCARD = re.compile(f"^{_WILDCARD_FMT}\\Z")
 _WILDCARD_MESSAGE = regex_error(
     "a wildcard DNS-1123 subdomain must start with '*.', followed by a valid DNS subdomain, which must "
     "consist of lower case alphanumeric characters, '-' or '.' and end with an alphanumeric character",
@@ -33,7 +33,7 @@ _WILDCARD_MESSAGE = regex_error(
     "*.example.com",
 )
 _HTTP_PATH_FMT = "[A-Za-z0-9/\\-._~%!$&'()*+,;=:]+"
-_HTTP_PATH = re.compile(f"^{_HTTP_PATH_FMT}$")
+_HTTP_PATH = re.compile(f"^{_HTTP_PATH_FMT}\\Z")
 _PATH_TYPES = ("Exact", "ImplementationSpecific", "Prefix")
 _INVALID_PATH_SEQUENCES = ("//", "/./", "/../", "%2f", "%2F")
 _INVALID_PATH_SUFFIXES = ("/..", "/.")

@@ -180,7 +180,7 @@ def _schema_hooks(schema: Schema) -> _SchemaHooks:
     return _SchemaHooks(prune_unknown, defaults, check, prune_status, check_status)
 
 
-_KUBE_VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
+_KUBE_VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?\Z")
 
 
 def version_priority(name: str) -> tuple[int, int, int, str]:
