@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from controlplane.apis.events import EventType
+from controlplane.apis.pods import UNBOUND_IMMEDIATE_CLAIMS
 from controlplane.controllers.informing import Informer
 from controlplane.objectclient import ObjectClient, WatchEventType, errors
 from simulator.events import EventAction, EventReason
@@ -57,7 +58,7 @@ def unbound_claim_message(node_count: int) -> str:
     """kube-scheduler's text for a pod whose claim is not bound yet: VolumeBinding's PreFilter
     status, then DefaultPreemption's."""
     return (
-        f"0/{node_count} nodes are available: pod has unbound immediate PersistentVolumeClaims. "
+        f"0/{node_count} nodes are available: {UNBOUND_IMMEDIATE_CLAIMS}. "
         f"preemption: 0/{node_count} nodes are available: {node_count} Preemption is not helpful for scheduling."
     )
 

@@ -17,6 +17,10 @@ follows kube, and names the kube function it mirrors:
 * :func:`unschedulable_condition` — the ``PodScheduled`` condition kube-scheduler sets False
   (reason ``Unschedulable``) on a pod it could not place: an unbound pod not yet finished
   (phase neither ``Succeeded`` nor ``Failed``) that carries it.
+* :func:`pod_claims` — the PersistentVolumeClaims a pod's volumes name; :func:`missing_claim` and
+  :func:`waits_for_unbound_claims` read kube-scheduler's VolumeBinding words for a pod whose
+  claim does not exist (``persistentvolumeclaim "data" not found``) or is not bound yet (``pod
+  has unbound immediate PersistentVolumeClaims``, which names no claim).
 * :func:`stuck_container` — a container of a bound pod waiting for a reason that does not pass
   by itself (kubelet's ``CreateContainerConfigError``, the runtime's ``ErrImagePull``,
   ``CrashLoopBackOff``...): the pod needs something in the cluster or its spec changed.
@@ -30,10 +34,11 @@ values. Pure: nothing here does I/O.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from controlplane.apis.quantity import to_int
 
@@ -61,6 +66,35 @@ def unschedulable_condition(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
         if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
             return cond  # type: ignore[no-any-return]
     return None
+
+
+def pod_claims(pod_spec: Mapping[str, Any]) -> tuple[str, ...]:
+    """The PersistentVolumeClaims the volumes of ``pod_spec`` name (``persistentVolumeClaim.claimName``), in order."""
+    return tuple(
+        str(claim["claimName"])
+        for volume in pod_spec.get("volumes") or ()
+        if isinstance(volume, Mapping)
+        and isinstance(claim := volume.get("persistentVolumeClaim"), Mapping)
+        and claim.get("claimName")
+    )
+
+
+#: VolumeBinding's PreFilter status for a pod whose claim does not exist (the claim lister's NotFound).
+_MISSING_CLAIM: Final = re.compile(r'(?:^|: )persistentvolumeclaim "([^"]+)" not found')
+#: VolumeBinding's PreFilter status for a pod with a claim of immediate binding mode not bound yet.
+UNBOUND_IMMEDIATE_CLAIMS: Final = "pod has unbound immediate PersistentVolumeClaims"
+
+
+def missing_claim(message: str) -> str | None:
+    """The claim a scheduling message says does not exist (``0/3 nodes are available:
+    persistentvolumeclaim "data" not found. preemption: ...``), or None."""
+    found = _MISSING_CLAIM.search(message)
+    return found.group(1) if found else None
+
+
+def waits_for_unbound_claims(message: str) -> bool:
+    """Whether a scheduling message says the pod waits for a claim to be bound."""
+    return UNBOUND_IMMEDIATE_CLAIMS in message
 
 
 #: Waiting reasons of a container that will not start until something changes: its

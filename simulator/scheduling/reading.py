@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from controlplane.apis.gpus import is_nvidia_resource
-from controlplane.apis.pods import FrozenTaint, FrozenToleration, pod_requests
+from controlplane.apis.pods import FrozenTaint, FrozenToleration, pod_claims, pod_requests
 from controlplane.apis.quantity import QuantityError, to_int
 from simulator.devices import NodeInventory
 from simulator.scheduling.model import (
@@ -103,11 +103,7 @@ def pod_request(pod: Mapping[str, Any]) -> PodRequest:
         min_member=min_member,
         priority=int(spec.get("priority") or 0),
         node_name=spec.get("nodeName") or None,
-        claims=tuple(
-            str(claim["claimName"])
-            for volume in spec.get("volumes") or []
-            if (claim := volume.get("persistentVolumeClaim")) and claim.get("claimName")
-        ),
+        claims=pod_claims(spec),
     )
 
 
