@@ -16,19 +16,17 @@ from typing import Any
 
 import pytest
 import yaml
-from aiohttp import web
 
 from controlplane import hub as hub_module
-from controlplane.apiserver import app as app_module
 from controlplane.apiserver import errors
 from controlplane.apiserver.identity import Role
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.resources import Registry, core_resources, workload_resources
 from controlplane.apiserver.tls import ca_hash
-from controlplane.storage import MemoryStore
 from member_agent.agent import Agent
 from member_agent.config import AgentConfig
 from member_agent.manifests import desired_manifests
+from tests.member_agent.memberapi import served_member
 
 Hub = Any
 
@@ -92,37 +90,17 @@ async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
 
 @pytest.fixture
 async def member(tmp_path: Path) -> AsyncIterator[Member]:
-    seen: list[tuple[str, str, str]] = []
-
-    @web.middleware
-    async def record(
-        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-    ) -> web.StreamResponse:
-        seen.append((request.method, request.path, request.query_string))
-        return await handler(request)
-
-    async with MemoryStore() as store:
-        registry = Registry(core_resources(), workload_resources())
-        objects = ObjectStore(store, registry)
-        await objects.bootstrap()
-        app = app_module.create_app(objects, registry, outer_middlewares=[record])
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
+    async with served_member(Registry(core_resources(), workload_resources())) as served:
         kubeconfig = tmp_path / "member.kubeconfig"
         kubeconfig.write_text(yaml.safe_dump({
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "sim", "cluster": {"server": f"http://127.0.0.1:{runner.addresses[0][1]}"}}],
+            "clusters": [{"name": "sim", "cluster": {"server": served.url}}],
             "users": [{"name": "agent", "user": {"token": "unused"}}],
             "contexts": [{"name": "sim", "context": {"cluster": "sim", "user": "agent"}}],
             "current-context": "sim",
         }))
-        try:
-            yield Member(objects=objects, kubeconfig=kubeconfig, requests=seen)
-        finally:
-            await runner.cleanup()
+        yield Member(objects=served.objects, kubeconfig=kubeconfig, requests=served.requests)
 
 
 async def start_config(hub: Hub, member: Member, state_dir: Path) -> AgentConfig:

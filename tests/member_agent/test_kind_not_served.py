@@ -7,24 +7,19 @@ requests the agent really sends. The discovery cache's clock is a plain counter 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp import web
-from kubernetes_asyncio.client import ApiClient, Configuration
 
 from controlplane.apis.work_v1alpha1 import WorkReason
-from controlplane.apiserver import app as app_module
-from controlplane.apiserver.objects import ObjectStore
-from controlplane.storage import MemoryStore
 from member_agent.applying import WorkApplier
 from member_agent.discovery import FIRST_BACKOFF
 from member_agent.kubeapi import KubeApi
 from member_agent.ledger import Ledger
 from simulator.resources import member_registry
+from tests.member_agent.memberapi import Clock, ServedMember, member_client, served_member
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -32,56 +27,21 @@ NOW = "2026-01-01T00:00:00Z"
 JOBSET_DISCOVERY = "/apis/jobset.x-k8s.io/v1alpha2"
 
 
-@dataclass
-class Member:
-    url: str
-    objects: ObjectStore
-    requests: list[tuple[str, str]] = field(default_factory=list)
-
+class Member(ServedMember):
     def to(self, path: str) -> int:
-        return sum(1 for _, p in self.requests if p == path or p.startswith(path + "/"))
+        return sum(1 for _, p, _ in self.requests if p == path or p.startswith(path + "/"))
 
 
 @pytest.fixture
 async def member() -> AsyncIterator[Member]:
-    seen: list[tuple[str, str]] = []
-
-    @web.middleware
-    async def record(
-        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-    ) -> web.StreamResponse:
-        seen.append((request.method, request.path))
-        return await handler(request)
-
-    async with MemoryStore() as store:
-        registry = member_registry(without=frozenset({"jobsets"}))
-        objects = ObjectStore(store, registry)
-        await objects.bootstrap()
-        runner = web.AppRunner(app_module.create_app(objects, registry, outer_middlewares=[record]), access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        try:
-            yield Member(url=f"http://127.0.0.1:{runner.addresses[0][1]}", objects=objects, requests=seen)
-        finally:
-            await runner.cleanup()
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+    async with served_member(member_registry(without=frozenset({"jobsets"}))) as served:
+        yield Member(url=served.url, objects=served.objects, requests=served.requests)
 
 
 @pytest.fixture
 async def api(member: Member) -> AsyncIterator[KubeApi]:
-    client = KubeApi(ApiClient(configuration=Configuration(host=member.url)), timeout=10)
-    try:
+    async with member_client(member.url) as client:
         yield client
-    finally:
-        await client.close()
 
 
 def work() -> dict[str, Any]:

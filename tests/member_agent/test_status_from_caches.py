@@ -9,25 +9,22 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp import web
-from kubernetes_asyncio.client import ApiClient, Configuration
 
 from controlplane.apis import constants as c
-from controlplane.apiserver import app as app_module
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.resources import Registry, core_resources, workload_resources
-from controlplane.storage import MemoryStore
 from member_agent.applying import ManifestResult, WorkApplier, status_fields, work_status
 from member_agent.informing import Informer
 from member_agent.kubeapi import KubeApi
 from member_agent.ledger import Ledger
 from member_agent.manifests import Identifier, identifier_of, owned_by
+from tests.member_agent.memberapi import member_client, served_member
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -57,36 +54,14 @@ class CountingMember:
 
 @pytest.fixture
 async def member() -> AsyncIterator[CountingMember]:
-    seen: list[tuple[str, str, str]] = []
-
-    @web.middleware
-    async def record(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
-        seen.append((request.method, request.path, request.query_string))
-        return await handler(request)
-
-    async with MemoryStore() as store:
-        registry = Registry(core_resources(), workload_resources())
-        objects = ObjectStore(store, registry)
-        await objects.bootstrap()
-        runner = web.AppRunner(app_module.create_app(objects, registry, outer_middlewares=[record]), access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        try:
-            counting = CountingMember(url=f"http://127.0.0.1:{runner.addresses[0][1]}", objects=objects)
-            counting.requests = seen
-            yield counting
-        finally:
-            await runner.cleanup()
+    async with served_member(Registry(core_resources(), workload_resources())) as served:
+        yield CountingMember(url=served.url, objects=served.objects, requests=served.requests)
 
 
 @pytest.fixture
 async def api(member: CountingMember) -> AsyncIterator[KubeApi]:
-    client = KubeApi(ApiClient(configuration=Configuration(host=member.url)), timeout=10)
-    try:
+    async with member_client(member.url) as client:
         yield client
-    finally:
-        await client.close()
 
 
 def deployment(name: str) -> dict[str, Any]:
