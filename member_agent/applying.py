@@ -56,6 +56,7 @@ from controlplane.apis.untyped import as_int
 from controlplane.apis.work_v1alpha1 import ConditionType as WorkConditionType
 from controlplane.apis.work_v1alpha1 import Health, WorkReason
 from member_agent.assessing import assess_health
+from member_agent.claims import ClaimStates
 from member_agent.interpreting import MemberInterpreters
 from member_agent.kubeapi import ApiError, Conflict, KindNotServed, KubeTransport, NotFound
 from member_agent.ledger import Ledger
@@ -72,7 +73,15 @@ from member_agent.manifests import (
     with_member_kueue_suspend,
     work_key,
 )
-from member_agent.podstates import failed_create_summary, not_starting_summary, unschedulable_summary
+from member_agent.podstates import (
+    ClaimTrouble,
+    claims_to_check,
+    failed_create_summary,
+    no_claim_trouble,
+    not_starting_summary,
+    storage_wait_summary,
+    unschedulable_summary,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -222,7 +231,10 @@ def _available(results: Sequence[ManifestResult], healths: Sequence[Health]) -> 
 
 
 def manifest_status(
-    result: ManifestResult, pods: Iterable[Mapping[str, Any]], interpreters: MemberInterpreters | None = None
+    result: ManifestResult,
+    pods: Iterable[Mapping[str, Any]],
+    interpreters: MemberInterpreters | None = None,
+    claims: ClaimTrouble = no_claim_trouble,
 ) -> tuple[dict[str, Any], Health]:
     """One manifest's status: the member object's status and health, by its kind's customization
     (:mod:`member_agent.interpreting`) when one interprets it, else whole and by the agent's rules."""
@@ -236,10 +248,14 @@ def manifest_status(
         entry["status"] = result.live.get("status") or {}
         if interpreted is not None and "statusReflection" in interpreted.interpreted_by:
             entry["status"] = dict(interpreted.status or {})
-        unschedulable = unschedulable_summary(result.live, pods)
+        unschedulable = unschedulable_summary(result.live, pods, claims=claims)
         if unschedulable:
             entry["unschedulable"] = unschedulable
-        not_starting = not_starting_summary(result.live, pods) or failed_create_summary(result.live)
+        not_starting = (
+            not_starting_summary(result.live, pods)
+            or failed_create_summary(result.live)
+            or storage_wait_summary(result.live, pods, claims=claims)
+        )
         if not_starting:
             entry["notStarting"] = not_starting
     if interpreted is not None:
@@ -257,10 +273,11 @@ def work_status(
     *,
     now: str,
     interpreters: MemberInterpreters | None = None,
+    claims: ClaimTrouble = no_claim_trouble,
 ) -> dict[str, Any]:
     """The Work's status from the apply results (ordered by manifest ordinal)."""
     ordered = sorted(results, key=lambda r: r.identifier.ordinal)
-    entries = [manifest_status(r, pods, interpreters) for r in ordered]
+    entries = [manifest_status(r, pods, interpreters, claims) for r in ordered]
     generation = as_int((work.get("metadata") or {}).get("generation"), 0)
     previous = (work.get("status") or {}).get("conditions") or []
     return {
@@ -314,7 +331,21 @@ class WorkApplier:
     cached: CachedObject = _no_cache
     #: The customizations whose member-side hooks (retention, status reflection, health) run here.
     interpreters: MemberInterpreters | None = None
+    #: Why the claims of pods waiting for them are unbound (read for those pods only, cached).
+    claims: ClaimStates | None = None
     _namespaces: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        if self.claims is None:
+            self.claims = ClaimStates(self.member)
+
+    async def _status(self, work: Mapping[str, Any], results: Sequence[ManifestResult], *, now: str) -> dict[str, Any]:
+        """The Work's status, after reading the claims its unplaced pods wait for."""
+        pods = pending_of(results, self.pending_pods)
+        claims = self.claims
+        assert claims is not None
+        await claims.refresh(claims_to_check(pods))
+        return work_status(work, results, pods, now=now, interpreters=self.interpreters, claims=claims)
 
     async def _live(self, path: str) -> dict[str, Any] | None:
         try:
@@ -436,7 +467,7 @@ class WorkApplier:
         for ident in targets:
             await self._delete_owned(ident, work_namespace=work_ns, work_name=work_name)
         self.ledger.set(key, [r.identifier.as_dict() for r in results], preserve=preserve)
-        return work_status(work, results, pending_of(results, self.pending_pods), now=now, interpreters=self.interpreters)
+        return await self._status(work, results, now=now)
 
     async def refresh_status(self, work: Mapping[str, Any], *, now: str) -> dict[str, Any]:
         """The Work's status from the member objects as they are now, without applying."""
@@ -470,7 +501,7 @@ class WorkApplier:
             else:
                 result.applied = True
             results.append(result)
-        return work_status(work, results, pending_of(results, self.pending_pods), now=now, interpreters=self.interpreters)
+        return await self._status(work, results, now=now)
 
     def record_preserve(self, key: str, preserve: bool) -> None:
         """Record a Work's ``preserveResourcesOnDeletion`` as seen now without applying it (a

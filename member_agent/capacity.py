@@ -606,6 +606,15 @@ def trim_pod(pod: Mapping[str, Any]) -> dict[str, Any]:
     status = pod.get("status") or {}
     labels = metadata.get("labels") or {}
     trimmed_labels = {k: v for k, v in labels.items() if k in OWNER_LABELS}
+    trimmed_spec: dict[str, Any] = {
+        "nodeName": spec.get("nodeName"),
+        "containers": [_trim_container(ct) for ct in spec.get("containers") or []],
+        "initContainers": [_trim_container(ct) for ct in spec.get("initContainers") or []],
+        "overhead": spec.get("overhead") or {},
+    }
+    if not spec.get("nodeName") and (claims := pods.pod_claims(spec)):
+        # Why such a pod waits may be its claim's (member_agent.claims): only unplaced pods keep them.
+        trimmed_spec["volumes"] = [{"persistentVolumeClaim": {"claimName": name}} for name in claims]
     return {
         "metadata": {
             "name": metadata.get("name"),
@@ -618,12 +627,7 @@ def trim_pod(pod: Mapping[str, Any]) -> dict[str, Any]:
                 for ref in metadata.get("ownerReferences") or []
             ],
         },
-        "spec": {
-            "nodeName": spec.get("nodeName"),
-            "containers": [_trim_container(ct) for ct in spec.get("containers") or []],
-            "initContainers": [_trim_container(ct) for ct in spec.get("initContainers") or []],
-            "overhead": spec.get("overhead") or {},
-        },
+        "spec": trimmed_spec,
         "status": _trimmed_status(pod, status),
     }
 

@@ -4,8 +4,13 @@ A placed workload's pods may wait for the member's scheduler (``PodScheduled`` F
 :func:`unschedulable_summary`), be placed but unable to start (a container waiting for a reason
 that does not pass by itself, e.g. ``CreateContainerConfigError``: :func:`not_starting_summary`),
 or never be created because the member's API refuses them (a Deployment's or ReplicaSet's
-``ReplicaFailure`` condition: :func:`failed_create_summary`). :class:`PendingPods` keeps, from
-the agent's pod cache, the few pods the first two look at.
+``ReplicaFailure`` condition: :func:`failed_create_summary`). A pod the member's scheduler
+leaves unplaced for want of storage -- its PersistentVolumeClaim does not exist, or is not bound
+because the StorageClass it names is missing (:class:`~member_agent.claims.ClaimStates` finds
+which) -- waits for an object, not for room: :func:`storage_wait_summary` reports it with the
+pods that cannot start, and :func:`unschedulable_summary` leaves it out, so the hub neither moves
+it elsewhere nor counts it as capacity trouble. :class:`PendingPods` keeps, from the agent's pod
+cache, the few pods these look at.
 
 In: a member workload object and pods (as the agent's cache trims them). Out: small summaries for
 ``manifestStatuses[]``. Pure, apart from :class:`PendingPods`' own bookkeeping.
@@ -13,11 +18,18 @@ In: a member workload object and pods (as the agent's cache trims them). Out: sm
 
 from __future__ import annotations
 
+import json
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from controlplane.apis.pods import stuck_container, unschedulable_condition
+from controlplane.apis.pods import (
+    missing_claim,
+    pod_claims,
+    stuck_container,
+    unschedulable_condition,
+    waits_for_unbound_claims,
+)
 from controlplane.apis.untyped import as_int
 
 
@@ -51,16 +63,59 @@ def _pods_of(workload: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> 
             yield pod
 
 
+#: Why a claim the member has is not bound, as :class:`~member_agent.claims.ClaimStates` found it
+#: (``{"name": "data", "storageClassName": "fast", "message": 'storageclass.storage.k8s.io "fast"
+#: not found'}``), by (namespace, claim name); None when nothing known keeps it unbound.
+ClaimTrouble = Callable[[str, str], Mapping[str, Any] | None]
+
+
+def no_claim_trouble(namespace: str, name: str) -> Mapping[str, Any] | None:
+    return None
+
+
+def claims_to_check(pods: Iterable[Mapping[str, Any]]) -> set[tuple[str, str]]:
+    """(namespace, claim) of the claims of the pods the member's scheduler leaves unplaced because
+    a claim is not bound: the only claims a status pass asks about."""
+    wanted: set[tuple[str, str]] = set()
+    for pod in pods:
+        cond = unschedulable_condition(pod)
+        if cond is not None and waits_for_unbound_claims(str(cond.get("message") or "")):
+            namespace = str((pod.get("metadata") or {}).get("namespace") or "")
+            wanted.update((namespace, name) for name in pod_claims(pod.get("spec") or {}))
+    return wanted
+
+
+def _storage_wait(
+    pod: Mapping[str, Any], claims: ClaimTrouble
+) -> tuple[Mapping[str, Any], Mapping[str, Any] | None] | None:
+    """The PodScheduled=False condition of a pod that waits for storage the member lacks (its
+    claim is missing, or a claim is unbound for a known trouble, which comes along), or None."""
+    cond = unschedulable_condition(pod)
+    if cond is None:
+        return None
+    message = str(cond.get("message") or "")
+    if missing_claim(message) is not None:
+        return cond, None
+    if waits_for_unbound_claims(message):
+        namespace = str((pod.get("metadata") or {}).get("namespace") or "")
+        for name in pod_claims(pod.get("spec") or {}):
+            trouble = claims(namespace, name)
+            if trouble is not None:
+                return cond, trouble
+    return None
+
+
 def unschedulable_summary(
-    workload: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]
+    workload: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], *, claims: ClaimTrouble = no_claim_trouble
 ) -> dict[str, Any] | None:
     """How many of the workload's pods the member scheduler could not place, and why (the most
     common PodScheduled=False message). None when every pod was placed. The same pods as the
-    capacity report's ``unschedulableWorkloads`` counts (:func:`unschedulable_condition`)."""
+    capacity report's ``unschedulableWorkloads`` counts (:func:`unschedulable_condition`), but
+    for those that wait for storage the member lacks (:func:`storage_wait_summary`)."""
     messages: Counter[str] = Counter()
     for pod in _pods_of(workload, pods):
         cond = unschedulable_condition(pod)
-        if cond is not None:
+        if cond is not None and _storage_wait(pod, claims) is None:
             messages[str(cond.get("message") or cond.get("reason") or "")] += 1
     if not messages:
         return None
@@ -85,6 +140,28 @@ def not_starting_summary(
     if message:
         out["message"] = message
     return out
+
+
+def storage_wait_summary(
+    workload: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], *, claims: ClaimTrouble
+) -> dict[str, Any] | None:
+    """How many of the workload's pods the member's scheduler leaves unplaced for storage it
+    lacks, and why: the condition's reason (``Unschedulable``) and message (``0/3 nodes are
+    available: persistentvolumeclaim "data" not found. ...``), and for a claim that exists but is
+    not bound, the ``claim`` and its trouble (``claims``). None when no pod waits so."""
+    why: Counter[str] = Counter()
+    for pod in _pods_of(workload, pods):
+        waiting = _storage_wait(pod, claims)
+        if waiting is not None:
+            cond, trouble = waiting
+            entry: dict[str, Any] = {"reason": str(cond.get("reason") or ""), "message": str(cond.get("message") or "")}
+            if trouble is not None:
+                entry["claim"] = dict(trouble)
+            why[json.dumps(entry, sort_keys=True)] += 1
+    if not why:
+        return None
+    common, _ = why.most_common(1)[0]
+    return {"pods": why.total(), **json.loads(common)}
 
 
 def failed_create_summary(workload: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -424,15 +424,27 @@ class UnschedulablePods(WireModel):
     """The member's scheduling message for them."""
 
 
+class UnboundClaim(WireModel):
+    name: str
+    """The PersistentVolumeClaim the pods wait for."""
+    storage_class_name: str | None = None
+    """The StorageClass it names."""
+    message: str | None = None
+    """Why it is not bound, as the member's PV controller says it (e.g. 'storageclass.storage.k8s.io "fast" not found')."""
+
+
 class NotStartingPods(WireModel):
     pods: int = Field(ge=0)
     """The number of the workload's pods placed in the member cluster that cannot start (or, for
-    FailedCreate, that the member's API refuses to create)."""
+    FailedCreate, that the member's API refuses to create; for Unschedulable, that its scheduler
+    leaves unplaced for storage it lacks)."""
     reason: str | None = None
     """Why, as the member's kubelet says it (CreateContainerConfigError, ImagePullBackOff...),
     or FailedCreate from the workload's ReplicaFailure condition."""
     message: str | None = None
     """The kubelet's message (e.g. 'configmap "app-config" not found'), or the condition's."""
+    claim: UnboundClaim | None = None
+    """For pods whose claim is not bound, that claim and why, when the member lacks what it needs."""
 
 
 class ReclaimedPods(WireModel):

@@ -49,7 +49,7 @@ AGENT_RULES = {
     **{
         (group, resource): {"create", "get", "list", "watch", "patch", "delete"}
         for group, resource in [
-            ("", "configmaps"), ("", "secrets"), ("", "services"),
+            ("", "configmaps"), ("", "secrets"), ("", "services"), ("", "persistentvolumeclaims"),
             ("apps", "deployments"), ("apps", "statefulsets"), ("batch", "jobs"),
             ("kubeflow.org", "pytorchjobs"), ("kubeflow.org", "mpijobs"),
             ("ray.io", "rayjobs"), ("ray.io", "rayclusters"),
