@@ -68,9 +68,9 @@ from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.informing import spec_unchanged
 from controlplane.controllers.notstarting import (
     MissingDependency,
-    missing_dependency,
+    dependency_of,
     pods_not_starting_message,
-    reason_and_message,
+    what_is_said,
 )
 from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.workloads import (
@@ -337,7 +337,7 @@ class StatusController(KeyedController[BindingKey]):
     ) -> None:
         """A Warning Event on the hub workload when a member starts reporting pods of it that
         were placed but cannot start (a manifest's ``notStarting``), or reports a new reason:
-        the member's words, and what to do about a ConfigMap, Secret or ServiceAccount not there."""
+        the member's words, and what to do about an object it lacks (:func:`dependency_of`)."""
         reported = [entry for entry in WorkView(work).manifest_statuses if isinstance(entry.get("notStarting"), Mapping)]
         if not reported:
             return  # the common case, on every Work status write: nothing to compare
@@ -347,8 +347,8 @@ class StatusController(KeyedController[BindingKey]):
         } if old is not None else {}
         news = [
             entry["notStarting"] for entry in reported
-            if reason_and_message(entry["notStarting"])
-            != reason_and_message(before.get(_json_key(entry.get("identifier"))))
+            if what_is_said(entry["notStarting"])
+            != what_is_said(before.get(_json_key(entry.get("identifier"))))
         ]
         if not news:
             return
@@ -357,7 +357,7 @@ class StatusController(KeyedController[BindingKey]):
             return
         cluster = cluster_of_namespace(WorkView(work).namespace) or WorkView(work).namespace
         for stuck in news:
-            dependency = missing_dependency(str(stuck.get("message") or ""))
+            dependency = dependency_of(stuck)
             on_hub = dependency is None or await self._on_hub(dependency, ObjectView(workload).namespace)
             await record_event(
                 self.ctx, workload, type=EventType.WARNING, reason=EventReason.PODS_NOT_STARTING,

@@ -12,8 +12,10 @@ from controlplane.apis.pods import stuck_container
 from controlplane.apis.work_v1alpha1 import WorkStatus
 from controlplane.controllers.notstarting import (
     MissingDependency,
+    dependency_of,
     missing_dependency,
     pods_not_starting_message,
+    what_is_said,
 )
 from member_agent import capacity
 from member_agent.applying import ManifestResult, work_status
@@ -43,6 +45,16 @@ REFUSED = (
 )
 #: The member API's refusal of a pod whose PriorityClass it lacks (kube's Priority admission).
 PRIORITY_REFUSED = 'pods "infer-5cf-" is forbidden: no PriorityClass with name high was found'
+#: kube-scheduler's words for a pod whose claim does not exist, and for one whose claim is unbound.
+NO_CLAIM = (
+    '0/3 nodes are available: persistentvolumeclaim "data" not found. '
+    "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+)
+UNBOUND = (
+    "0/3 nodes are available: pod has unbound immediate PersistentVolumeClaims. "
+    "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+)
+FAST_MISSING = {"name": "data", "storageClassName": "fast", "message": 'storageclass.storage.k8s.io "fast" not found'}
 
 
 @pytest.mark.parametrize(
@@ -110,6 +122,18 @@ def test_the_work_status_counts_the_workloads_stuck_pods_and_says_why() -> None:
             "PriorityClass high to the cluster: select it in a ClusterPropagationPolicy)",
         ),
         (
+            {"pods": 2, "reason": "Unschedulable", "message": NO_CLAIM},
+            f"cluster onprem-a100: 2 pod(s) cannot be scheduled: Unschedulable: {NO_CLAIM} (propagate "
+            "PersistentVolumeClaim data to the cluster: select it in a policy, or set propagateDeps: true in the "
+            "workload's policy)",
+        ),
+        (
+            {"pods": 1, "reason": "Unschedulable", "message": UNBOUND, "claim": FAST_MISSING},
+            f"cluster onprem-a100: 1 pod(s) cannot be scheduled: Unschedulable: {UNBOUND}; PersistentVolumeClaim "
+            'data: storageclass.storage.k8s.io "fast" not found (propagate StorageClass fast to the cluster: '
+            "select it in a ClusterPropagationPolicy)",
+        ),
+        (
             {"pods": 1, "reason": "ImagePullBackOff", "message": 'Back-off pulling image "vllm:nope"'},
             'cluster onprem-a100: 1 pod(s) cannot start: ImagePullBackOff: Back-off pulling image "vllm:nope"',
         ),
@@ -162,6 +186,8 @@ def test_the_work_status_names_pods_the_member_refuses_to_create() -> None:
         ('pods "r-1-" is forbidden: error looking up service account ml/runner: serviceaccount "runner" not found',
          MissingDependency("v1", "ServiceAccount", "runner")),
         (PRIORITY_REFUSED, MissingDependency("scheduling.k8s.io/v1", "PriorityClass", "high")),
+        (NO_CLAIM, MissingDependency("v1", "PersistentVolumeClaim", "data")),
+        (UNBOUND, None),
         ("couldn't find key token in Secret ml/hf", None),
         ('Back-off pulling image "vllm:nope"', None),
     ],
@@ -186,3 +212,21 @@ def test_a_priority_class_the_hub_lacks_too_is_to_be_created_on_the_hub() -> Non
         f"cluster onprem-a100: 2 pod(s) cannot be created: FailedCreate: {PRIORITY_REFUSED} (PriorityClass high is "
         "not on the hub either: create it on the hub, then select it in a ClusterPropagationPolicy)"
     )
+
+
+def test_a_storage_class_the_hub_lacks_too_is_to_be_created_on_the_hub() -> None:
+    stuck = {"pods": 1, "reason": "Unschedulable", "message": UNBOUND, "claim": FAST_MISSING}
+    assert dependency_of(stuck) == MissingDependency("storage.k8s.io/v1", "StorageClass", "fast")
+    assert pods_not_starting_message("onprem-a100", stuck, on_hub=False).endswith(
+        '; PersistentVolumeClaim data: storageclass.storage.k8s.io "fast" not found (StorageClass fast is not on the '
+        "hub either: create it on the hub, then select it in a ClusterPropagationPolicy)"
+    )
+
+
+def test_another_missing_class_for_the_same_message_is_news() -> None:
+    """The scheduler's words stay the same when the claim's trouble changes: the hub compares both."""
+    before = {"pods": 1, "reason": "Unschedulable", "message": UNBOUND, "claim": FAST_MISSING}
+    after = {**before, "claim": {**FAST_MISSING, "storageClassName": "faster",
+                                 "message": 'storageclass.storage.k8s.io "faster" not found'}}
+    assert what_is_said(before) != what_is_said(after)
+    assert what_is_said(before) == what_is_said(dict(before))
