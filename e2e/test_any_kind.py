@@ -393,6 +393,126 @@ def test_a_priority_class_the_member_lacks_is_named_on_the_hub_and_propagates_wi
         assert member.json("get", "clusterrolebinding", "trainer-operator")["roleRef"]["name"] == "trainer-operator"
 
 
+#: A Deployment on east whose pods mount a claim its policy leaves behind; the claim names a
+#: StorageClass only the hub has.
+SCRATCH_ON_EAST = """
+apiVersion: v1
+kind: Namespace
+metadata: {name: ml}
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: ssd}
+provisioner: pd.csi.storage.gke.io
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: scratch, namespace: ml}
+spec:
+  storageClassName: ssd
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 10Gi}}
+---
+apiVersion: policy.gpufed.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: trainer-on-east, namespace: ml}
+spec:
+  resourceSelectors:
+    - {apiVersion: apps/v1, kind: Deployment, name: trainer}
+  placement:
+    clusterAffinity:
+      clusterNames: [east]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: trainer, namespace: ml}
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: trainer}
+  template:
+    metadata:
+      labels: {app: trainer}
+    spec:
+      containers:
+        - name: trainer
+          image: registry.example.com/ml/train:1.0
+          volumeMounts:
+            - {name: scratch, mountPath: /scratch}
+      volumes:
+        - name: scratch
+          persistentVolumeClaim: {claimName: scratch}
+"""
+
+SSD_EVERYWHERE = """
+apiVersion: policy.karmada.io/v1alpha1
+kind: ClusterPropagationPolicy
+metadata: {name: ssd-everywhere}
+spec:
+  resourceSelectors:
+    - {apiVersion: storage.k8s.io/v1, kind: StorageClass, name: ssd}
+"""
+
+#: kube-scheduler's words after VolumeBinding's PreFilter status: DefaultPreemption's.
+_PREEMPTION = r"preemption: 0/\d+ nodes are available: \d+ Preemption is not helpful for scheduling\."
+
+
+def _trainer_work_entry(east_works: dict[str, Any]) -> dict[str, Any] | None:
+    for work in east_works["items"]:
+        for entry in (work.get("status") or {}).get("manifestStatuses") or ():
+            if entry["identifier"]["kind"] == "Deployment" and entry["identifier"]["name"] == "trainer":
+                return dict(entry)
+    return None
+
+
+def test_storage_the_member_lacks_is_named_on_the_hub_and_not_taken_for_want_of_room(
+    fleet: tuple[Kubectl, dict[str, Kubectl]],
+) -> None:
+    hub, members = fleet
+    east = members["east"]
+    hub.run("apply", "-f", "-", input_text=SCRATCH_ON_EAST)
+
+    # The claim stays on the hub: the member's scheduler cannot find it.
+    (message,) = wait_for(lambda: pods_not_starting(hub, "trainer"), timeout=120,
+                          what="the hub's PodsNotStarting Event naming the claim")
+    assert re.fullmatch(
+        r'cluster east: 1 pod\(s\) cannot be scheduled: Unschedulable: 0/\d+ nodes are available: '
+        r'persistentvolumeclaim "scratch" not found\. ' + _PREEMPTION + r" \(propagate "
+        r"PersistentVolumeClaim scratch to the cluster: select it in a policy, or set propagateDeps: true in the "
+        r"workload's policy\)",
+        message,
+    ), message
+    # Reported as waiting for an object, not as replicas the member has no room for.
+    entry = _trainer_work_entry(hub.json("get", "works", "-n", "gpufed-es-east"))
+    assert entry is not None and "unschedulable" not in entry, entry
+
+    # As the Event says: the claim goes along, and now waits for its StorageClass.
+    hub.run("patch", "propagationpolicy", "trainer-on-east", "-n", "ml", "--type", "merge",
+            "-p", '{"spec":{"propagateDeps":true}}')
+
+    def class_named() -> list[str]:
+        return [m for m in pods_not_starting(hub, "trainer") if "StorageClass" in m]
+
+    (message,) = wait_for(class_named, timeout=120, what="the hub's PodsNotStarting Event naming the StorageClass")
+    assert re.fullmatch(
+        r"cluster east: 1 pod\(s\) cannot be scheduled: Unschedulable: 0/\d+ nodes are available: pod has "
+        r"unbound immediate PersistentVolumeClaims\. " + _PREEMPTION + r"; "
+        r'PersistentVolumeClaim scratch: storageclass.storage.k8s.io "ssd" not found \(propagate StorageClass ssd '
+        r"to the cluster: select it in a ClusterPropagationPolicy\)",
+        message,
+    ), message
+    assert east.json("get", "pvc", "scratch", "-n", "ml")["status"]["phase"] == "Pending"
+
+    hub.run("apply", "-f", "-", input_text=SSD_EVERYWHERE)
+
+    def running() -> bool:
+        status = hub.json("get", "deployment", "trainer", "-n", "ml").get("status") or {}
+        return status.get("readyReplicas") == 1
+
+    wait_for(running, timeout=120, what="the hub's Deployment ready once its StorageClass reached east")
+    assert east.json("get", "pvc", "scratch", "-n", "ml")["status"]["phase"] == "Bound"
+
+
 def test_a_kind_the_member_does_not_serve_is_a_work_condition_and_an_event(
     fleet: tuple[Kubectl, dict[str, Kubectl]],
 ) -> None:
