@@ -38,8 +38,8 @@ from policies.served import PROPAGATABLE_CLUSTER_KINDS, KindStatus
 HUB_ONLY_GROUPS: frozenset[str] = frozenset(
     {CLUSTER_GROUP, POLICY_GROUP, KARMADA_POLICY_GROUP, WORK_GROUP, REPORTS_GROUP, COORDINATION_GROUP, "kueue.x-k8s.io"}
 )
-#: Core kinds that never propagate: Events describe hub objects.
-HUB_ONLY_KINDS: frozenset[tuple[str, str]] = frozenset({("", "Event")})
+#: Kinds that never propagate: Events describe hub objects (served as core v1 and events.k8s.io/v1).
+HUB_ONLY_KINDS: frozenset[tuple[str, str]] = frozenset({("", "Event"), ("events.k8s.io", "Event")})
 #: Where the bindings of cluster-scoped objects (:data:`PROPAGATABLE_CLUSTER_KINDS`) live
 #: (Karmada's ClusterResourceBinding, as a namespaced one).
 CLUSTER_SCOPED_BINDING_NAMESPACE = SYSTEM_NAMESPACE

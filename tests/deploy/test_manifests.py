@@ -20,6 +20,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from controlplane.controllers.workloads import is_propagatable
+from controlplane.hub import hub_registry
 from controlplane.storage.connecting import grpc_target
 from gpufed.cli import build_parser
 from gpufed.commands.controlplane import conflicting_flags, etcd_endpoints
@@ -42,22 +44,22 @@ AGENT_VALUES = {
     },
 }
 HELM_VALUE_SETS = {"hub-and-etcd": {}, "agent": AGENT_VALUES}
+WRITE = {"create", "get", "list", "watch", "patch", "delete"}
+
+
+def _propagated_resources() -> set[tuple[str, str]]:
+    """(group, plural) of every kind the hub lets a policy propagate: what an agent applies."""
+    registry = hub_registry()
+    return {(rt.group, rt.plural) for rt in registry if is_propagatable(rt) and rt.stored_as is None
+            and not rt.stored_in_version}
+
+
+#: What the agent may do in its member: read nodes, create namespaces, and apply, watch and prune
+#: every kind the hub propagates (pods included, which it also reads for placement status).
 AGENT_RULES = {
     ("", "nodes"): {"get", "list", "watch"},
-    ("", "pods"): {"get", "list", "watch"},
     ("", "namespaces"): {"get", "create"},
-    **{
-        (group, resource): {"create", "get", "list", "watch", "patch", "delete"}
-        for group, resource in [
-            ("", "configmaps"), ("", "secrets"), ("", "services"), ("", "persistentvolumeclaims"),
-            ("apps", "deployments"), ("apps", "statefulsets"), ("batch", "jobs"),
-            ("kubeflow.org", "pytorchjobs"), ("kubeflow.org", "mpijobs"),
-            ("ray.io", "rayjobs"), ("ray.io", "rayclusters"),
-            ("scheduling.k8s.io", "priorityclasses"), ("storage.k8s.io", "storageclasses"),
-            ("networking.k8s.io", "ingressclasses"),
-            ("rbac.authorization.k8s.io", "clusterroles"), ("rbac.authorization.k8s.io", "clusterrolebindings"),
-        ]
-    },
+    **{resource: WRITE for resource in _propagated_resources()},
 }
 
 
@@ -254,6 +256,14 @@ def test_the_agent_may_grant_roles_beyond_its_own_only_when_asked() -> None:
     assert not {"escalate", "bind"} & clusterrole_verbs(AGENT_VALUES)
     granting = {**AGENT_VALUES, "agent": {**AGENT_VALUES["agent"], "rbac": {"grantAnyRole": True}}}
     assert {"escalate", "bind"} <= clusterrole_verbs(granting)
+
+
+def test_the_agent_may_apply_more_kinds_when_the_chart_is_told_which() -> None:
+    extra = {"apiGroups": ["example.com"], "resources": ["widgets"], "verbs": sorted(WRITE)}
+    role = one(helm_render({**AGENT_VALUES, "agent": {**AGENT_VALUES["agent"], "rbac": {"extraRules": [extra]}}}),
+               "ClusterRole")
+    assert extra in role["rules"]
+    assert extra not in one(helm_render(AGENT_VALUES), "ClusterRole")["rules"]
 
 
 @pytest.mark.parametrize("source", ["kustomize", "helm"])
