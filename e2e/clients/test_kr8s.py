@@ -13,7 +13,7 @@ import kr8s.asyncio
 import pytest
 from kr8s.asyncio.objects import APIObject, get_class, new_class
 
-from e2e.clients.conftest import KINDS, NAMESPACE, Hub, ServedKind
+from e2e.clients.conftest import KINDS, Hub, ServedKind
 from e2e.clients.scenario import PATCHED, Seen, exercise
 
 pytestmark = pytest.mark.e2e
@@ -39,7 +39,7 @@ class Kr8sDriver:
         self.api = api
         self.kind = kind
         self.cls = class_of(kind)
-        self.namespace = NAMESPACE if kind.namespaced else None
+        self.namespace = kind.namespace()
 
     def _checked(self, obj: Any) -> Seen:
         assert isinstance(obj, self.cls), type(obj)

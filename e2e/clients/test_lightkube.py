@@ -13,7 +13,7 @@ from lightkube.core.resource_registry import resource_registry
 from lightkube.generic_resource import create_global_resource, create_namespaced_resource
 from lightkube.types import PatchType
 
-from e2e.clients.conftest import KINDS, NAMESPACE, Hub, ServedKind
+from e2e.clients.conftest import KINDS, Hub, ServedKind
 from e2e.clients.scenario import PATCHED, Seen, exercise
 
 pytestmark = pytest.mark.e2e
@@ -36,7 +36,8 @@ class LightkubeDriver:
         self.client = client
         self.kind = kind
         self.res = resource_of(kind)
-        self.where: dict[str, str] = {"namespace": NAMESPACE} if kind.namespaced else {}
+        namespace = kind.namespace()
+        self.where: dict[str, str] = {"namespace": namespace} if namespace else {}
 
     def _checked(self, obj: Any) -> Seen:
         assert isinstance(obj, self.res), type(obj)

@@ -9,7 +9,7 @@ import re
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from e2e.clients.conftest import BUILTIN, NAMESPACE, ServedKind
+from e2e.clients.conftest import BUILTIN, ServedKind
 from e2e.clients.scenario import PATCHED, Seen
 
 #: Every built-in kind the hub serves: each typed model must parse what the hub returns.
@@ -74,7 +74,8 @@ class TypedDriver:
         return getattr(self.api, f"{verb}_{scope}{self.suffix}")
 
     def args(self, *args: Any) -> tuple[Any, ...]:
-        return (*args, NAMESPACE) if self.kind.namespaced else args
+        namespace = self.kind.namespace()
+        return (*args, namespace) if namespace else args
 
     async def _typed(self, call: Callable[[], Any]) -> Seen:
         obj = await self.run(call)

@@ -109,10 +109,17 @@ async def test_a_hub_that_is_down_is_a_refused_connection(
 
 
 def _subprocess(argv: list[str], *, stdout: int) -> subprocess.Popen[str]:
-    """The real command in its own process, this tree's code; stderr captured."""
+    """The real command in its own process, this tree's code; stderr captured. Ctrl-C is
+    delivered as at a terminal: a suite started in the background of a non-interactive shell
+    runs with SIGINT ignored, which the child would inherit (and Python then never raises
+    KeyboardInterrupt)."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.Popen([sys.executable, "-m", "gpufed.cli", *argv], env=env, text=True, stdout=stdout,
-                            stderr=subprocess.PIPE)
+                            stderr=subprocess.PIPE, preexec_fn=_default_sigint)
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 @pytest.mark.parametrize("command", ["token list", "whatif run"])
