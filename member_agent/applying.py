@@ -246,6 +246,9 @@ def manifest_status(
     entry: dict[str, Any] = {"identifier": result.identifier.as_dict(), "health": str(health)}
     if result.live is not None and own:
         entry["status"] = result.live.get("status") or {}
+        generation = (result.live.get("metadata") or {}).get("generation")
+        if isinstance(generation, int):
+            entry["generation"] = generation
         if interpreted is not None and "statusReflection" in interpreted.interpreted_by:
             entry["status"] = dict(interpreted.status or {})
         unschedulable = unschedulable_summary(result.live, pods, claims=claims)

@@ -31,6 +31,12 @@ LABEL_WORK_NAMESPACE: Final = "work.gpufed.io/namespace"
 LABEL_BINDING: Final = "work.gpufed.io/binding"
 LABEL_CLUSTER: Final = "cluster.gpufed.io/name"
 
+# Annotations gpufed puts on Works.
+#: The hub workload's metadata.generation a Work was rendered from (Karmada stamps the same as
+#: resourcetemplate.karmada.io/generation): the hub's status says it observed a generation only
+#: once every member runs a Work of that generation.
+ANNOTATION_RESOURCE_GENERATION: Final = "work.gpufed.io/resource-generation"
+
 # Finalizers.
 FINALIZER_WORKLOAD: Final = "gpufed.io/propagation"
 FINALIZER_CLUSTER: Final = "gpufed.io/cluster"

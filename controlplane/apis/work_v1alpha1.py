@@ -461,6 +461,9 @@ class ManifestStatus(WireModel):
     """Which manifest this is."""
     status: dict[str, Any] | None = None
     """The object's status in the member cluster."""
+    generation: int | None = None
+    """The object's metadata.generation in the member cluster: its status is about that generation
+    once its status.observedGeneration reaches it."""
     health: HealthValue | None = None
     """Health of the object: Healthy, Unhealthy or Unknown."""
     unschedulable: UnschedulablePods | None = None

@@ -66,6 +66,7 @@ from controlplane.apis.constants import execution_namespace
 from controlplane.apis.events import EventType
 from controlplane.apis.kube.generation import content_changed
 from controlplane.apis.meta import parse_time
+from controlplane.apis.untyped import as_int
 from controlplane.apis.views import BindingView, ClusterObjectView, ObjectView, WorkView
 from controlplane.apis.work_v1alpha1 import BindingKey, binding_name
 from controlplane.controllers.context import (
@@ -437,6 +438,7 @@ class BindingController(KeyedController[BindingKey]):
                 conflict_resolution=policy.spec.conflict_resolution if policy else None,
                 suspend_dispatching=_suspended(policy, cluster),
                 preserve_resources_on_deletion=preserve,
+                resource_generation=as_int(ObjectView(workload).generation) or None,
             )
             await self._write_work(desired)
         keep |= evicting_clusters(binding.get("spec") or {})  # graceful eviction: the old copy stays for now
@@ -463,6 +465,9 @@ class BindingController(KeyedController[BindingKey]):
         updated = copy.deepcopy(current)
         updated["spec"] = desired["spec"]
         updated["metadata"]["labels"] = {**(current["metadata"].get("labels") or {}), **desired["metadata"]["labels"]}
+        annotations = desired["metadata"].get("annotations")
+        if annotations:
+            updated["metadata"]["annotations"] = {**(current["metadata"].get("annotations") or {}), **annotations}
         (updated["metadata"].get("annotations") or {}).pop(ANNOTATION_PRESERVE_CLEARED, None)  # chosen again
         await ctx.objects.update(ctx.work_rt, updated)
         log.info("work %s/%s updated", namespace, name)

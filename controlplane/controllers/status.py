@@ -53,6 +53,7 @@ from typing import Any
 
 from controlplane.apis.events import EventType
 from controlplane.apis.kube.generation import content_changed
+from controlplane.apis.untyped import as_int
 from controlplane.apis.views import BindingView, ObjectView, WorkView
 from controlplane.apis.work_v1alpha1 import (
     BindingKey,
@@ -80,7 +81,7 @@ from controlplane.controllers.workloads import (
     is_deleting,
     with_condition,
 )
-from controlplane.controllers.works import binding_key_of_work, cluster_of_namespace
+from controlplane.controllers.works import binding_key_of_work, cluster_of_namespace, resource_generation
 from controlplane.interpreter import interpreter_for, keep_finished, stamp_finish
 from controlplane.interpreter.customized import CustomizedInterpreter, hook_of_reason
 from controlplane.interpreter.native import StatusInterpreter, status_interpreter_for
@@ -192,6 +193,40 @@ def aggregate(
         items.append(item)
         members.append((cluster, member_status))
     return items, members, pending
+
+
+def observed_everywhere(
+    workload: Mapping[str, Any],
+    resource: Mapping[str, Any],
+    targets: list[Mapping[str, Any]],
+    works: Mapping[str, Mapping[str, Any]],
+) -> bool:
+    """Whether every chosen cluster reports the status of the workload's current generation: its
+    Work was rendered from that generation (:func:`resource_generation`; a Work from before the
+    stamp is trusted), its agent applied the Work's current generation, and the member object's
+    ``status.observedGeneration`` has reached the member's own generation (an empty status has
+    not). Karmada's Deployment aggregation asks the same before it moves ``observedGeneration``;
+    until then a rollout client (``kubectl rollout status``) waits for the update to be observed."""
+    generation = ObjectView(workload).generation
+    for target in targets:
+        work = works.get(str(target.get("name")))
+        if work is None:
+            return False
+        stamped = resource_generation(work)
+        if stamped is not None and stamped != generation:
+            return False
+        applied = find_condition((work.get("status") or {}).get("conditions"), ConditionType.APPLIED)
+        if applied is None or applied.get("status") != "True":
+            return False
+        if applied.get("observedGeneration") not in (None, ObjectView(work).generation):
+            return False
+        entry = main_manifest(work, resource) or {}
+        member_generation, status = entry.get("generation"), entry.get("status") or {}
+        reports_generation = not status or "observedGeneration" in status
+        behind = isinstance(member_generation, int) and as_int(status.get("observedGeneration")) < member_generation
+        if reports_generation and behind:
+            return False
+    return True
 
 
 def _waiting(item: Mapping[str, Any]) -> bool:
@@ -447,7 +482,9 @@ class StatusController(KeyedController[BindingKey]):
             return hold
         await self._write_binding_status(binding, items, pending, len(targets))
         if folding is not None:
-            await self._write_workload_status(api_version, kind, resource, folding, members, interpreted)
+            await self._write_workload_status(
+                api_version, kind, resource, folding, members, interpreted, targets=list(targets), works=works
+            )
         return None
 
     def _customization_generation(self, name: str) -> int | None:
@@ -515,6 +552,9 @@ class StatusController(KeyedController[BindingKey]):
         interpreter: StatusInterpreter,
         members: list[tuple[str, Mapping[str, Any] | None]],
         interpreted: AgentInterpretation | None = None,
+        *,
+        targets: list[Mapping[str, Any]],
+        works: Mapping[str, Mapping[str, Any]],
     ) -> None:
         ctx = self.ctx
         rt = ctx.registry.for_kind(api_version, kind)
@@ -533,6 +573,10 @@ class StatusController(KeyedController[BindingKey]):
             )
         else:
             folded = interpreter.aggregate_status(workload, members)
+        if "observedGeneration" in folded and not observed_everywhere(workload, resource, targets, works):
+            folded = {k: v for k, v in folded.items() if k != "observedGeneration"}
+            if current.get("observedGeneration") is not None:  # the generation the members last all ran
+                folded["observedGeneration"] = current["observedGeneration"]
         aggregated = keep_finished(interpreter, current, folded)
         if aggregated is current:
             return  # finished: final

@@ -231,6 +231,7 @@ def build_work(
     conflict_resolution: str | None,
     suspend_dispatching: bool,
     preserve_resources_on_deletion: bool = False,
+    resource_generation: int | None = None,
 ) -> dict[str, Any]:
     spec: dict[str, Any] = {"workload": {"manifests": [dict(manifest)]}}
     if conflict_resolution:
@@ -239,16 +240,21 @@ def build_work(
         spec["suspendDispatching"] = True
     if preserve_resources_on_deletion:
         spec["preserveResourcesOnDeletion"] = True
-    return {
-        "apiVersion": API_VERSION,
-        "kind": WORK_KIND,
-        "metadata": {
-            "name": name,
-            "namespace": c.execution_namespace(cluster),
-            "labels": work_labels(binding_namespace=binding_namespace, binding=binding, cluster=cluster),
-        },
-        "spec": spec,
+    metadata: dict[str, Any] = {
+        "name": name,
+        "namespace": c.execution_namespace(cluster),
+        "labels": work_labels(binding_namespace=binding_namespace, binding=binding, cluster=cluster),
     }
+    if resource_generation is not None:
+        metadata["annotations"] = {c.ANNOTATION_RESOURCE_GENERATION: str(resource_generation)}
+    return {"apiVersion": API_VERSION, "kind": WORK_KIND, "metadata": metadata, "spec": spec}
+
+
+def resource_generation(work: Mapping[str, Any]) -> int | None:
+    """The hub workload's generation ``work`` was rendered from (:data:`c.ANNOTATION_RESOURCE_GENERATION`);
+    None for a Work written before the hub stamped it."""
+    text = ObjectView(work).annotations.get(c.ANNOTATION_RESOURCE_GENERATION)
+    return int(text) if isinstance(text, str) and text.isdigit() else None
 
 
 def preserves(obj: Mapping[str, Any] | None) -> bool:
@@ -283,6 +289,9 @@ def work_differs(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> boo
     """Whether writing ``desired`` over ``existing`` would change anything we own."""
     if existing.get("spec") != desired.get("spec"):
         return True
-    have = ObjectView(existing).labels
-    want = ObjectView(desired).labels
-    return any(have.get(k) != v for k, v in want.items())
+    for part in ("labels", "annotations"):
+        have = ObjectView(existing).metadata.get(part) or {}
+        want = ObjectView(desired).metadata.get(part) or {}
+        if any(have.get(k) != v for k, v in want.items()):
+            return True
+    return False

@@ -428,3 +428,14 @@ def test_work_status_shape_and_transition_times() -> None:
     assert applying.status_changed(
         status, applying.work_status(w, [result("Deployment", live=DEPLOY)], [], now=NOW)
     )
+
+
+def test_a_manifest_status_carries_the_member_objects_generation() -> None:
+    """The hub compares it with the status's observedGeneration to tell a status of the object's
+    current spec from one of an earlier spec (a rollout not yet observed by the member)."""
+    live = {**DEPLOY, "metadata": {**DEPLOY["metadata"], "generation": 3}, "status": {"observedGeneration": 2}}
+    entry, _ = applying.manifest_status(result("Deployment", live=live), [])
+    assert entry["generation"] == 3
+    assert entry["status"] == {"observedGeneration": 2}
+    entry, _ = applying.manifest_status(result("Deployment", live=None), [])
+    assert "generation" not in entry
