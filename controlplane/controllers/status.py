@@ -47,7 +47,7 @@ import logging
 import statistics
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -198,7 +198,7 @@ def aggregate(
 def observed_everywhere(
     workload: Mapping[str, Any],
     resource: Mapping[str, Any],
-    targets: list[Mapping[str, Any]],
+    targets: Sequence[Mapping[str, Any]],
     works: Mapping[str, Mapping[str, Any]],
 ) -> bool:
     """Whether every chosen cluster reports the status of the workload's current generation: its
@@ -483,7 +483,7 @@ class StatusController(KeyedController[BindingKey]):
         await self._write_binding_status(binding, items, pending, len(targets))
         if folding is not None:
             await self._write_workload_status(
-                api_version, kind, resource, folding, members, interpreted, targets=list(targets), works=works
+                api_version, kind, resource, folding, members, interpreted, targets=targets, works=works
             )
         return None
 
@@ -553,7 +553,7 @@ class StatusController(KeyedController[BindingKey]):
         members: list[tuple[str, Mapping[str, Any] | None]],
         interpreted: AgentInterpretation | None = None,
         *,
-        targets: list[Mapping[str, Any]],
+        targets: Sequence[Mapping[str, Any]],
         works: Mapping[str, Mapping[str, Any]],
     ) -> None:
         ctx = self.ctx

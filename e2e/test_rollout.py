@@ -1,0 +1,249 @@
+"""The day-2 kubectl workflow on the hub, end to end: ``kubectl rollout status`` of a Deployment
+divided over two members finishes only when both members' rollouts have (after a ``rollout
+restart``, a ``set image``) and waits while a member has not received the change (its
+dispatching suspended), ``rollout pause`` holds the members' rollout and ``resume`` lets it
+go on, ``kubectl wait`` for a condition, a jsonpath value and a deletion returns, ``rollout
+history`` and ``undo`` say the hub keeps no revisions, a StatefulSet's ``rollout status`` and a
+Job's ``wait --for=condition=complete`` finish. Real hub on real etcd, two simulated members,
+two agents, the real kubectl; one fleet shared by the tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from e2e.harness import Kubectl, ProcessGroup, wait_for
+
+FLEET = Path(__file__).parent / "fleets" / "any-kind.yaml"
+pytestmark = pytest.mark.e2e
+
+MANIFESTS = """
+apiVersion: v1
+kind: Namespace
+metadata: {name: day2}
+---
+apiVersion: policy.gpufed.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: halves, namespace: day2}
+spec:
+  resourceSelectors:
+    - {apiVersion: apps/v1, kind: Deployment, name: web}
+    - {apiVersion: apps/v1, kind: StatefulSet}
+    - {apiVersion: batch/v1, kind: Job}
+  placement:
+    replicaScheduling:
+      replicaSchedulingType: Divided
+      replicaDivisionPreference: Weighted
+      weightPreference:
+        staticWeightList:
+          - {targetCluster: {clusterNames: [east]}, weight: 1}
+          - {targetCluster: {clusterNames: [west]}, weight: 1}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: day2}
+spec:
+  replicas: 4
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: registry.example.com/web:1.0}]
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db, namespace: day2}
+spec:
+  replicas: 2
+  serviceName: db
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      containers: [{name: db, image: registry.example.com/db:1.0}]
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: once, namespace: day2}
+spec:
+  completions: 2
+  parallelism: 2
+  template:
+    metadata:
+      annotations: {sim.gpufed.io/duration: 5s}
+    spec:
+      restartPolicy: Never
+      containers: [{name: once, image: registry.example.com/once:1.0}]
+"""
+
+
+HELD_POLICY = """
+apiVersion: policy.gpufed.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: held, namespace: day2}
+spec:
+  resourceSelectors:
+    - {apiVersion: apps/v1, kind: Deployment, name: held}
+  placement:
+    replicaScheduling:
+      replicaSchedulingType: Divided
+      replicaDivisionPreference: Weighted
+      weightPreference:
+        staticWeightList:
+          - {targetCluster: {clusterNames: [east]}, weight: 1}
+          - {targetCluster: {clusterNames: [west]}, weight: 1}
+"""
+
+HELD = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: held, namespace: day2}
+spec:
+  replicas: 4
+  selector: {matchLabels: {app: held}}
+  template:
+    metadata: {labels: {app: held}}
+    spec:
+      containers: [{name: held, image: registry.example.com/held:1.0}]
+"""
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Kubectl, dict[str, Kubectl]]]:
+    with ProcessGroup.running_fleet(tmp_path_factory.mktemp("rollout"), FLEET, ("east", "west")) as fleet:
+        hub, _ = fleet
+        hub.run("apply", "-f", "-", input_text=MANIFESTS)
+        yield fleet
+
+
+def rollout_status(hub: Kubectl, target: str) -> str:
+    result = hub.run("rollout", "status", target, "-n", "day2", "--timeout=180s", timeout=200)
+    return result.stdout
+
+
+def member_deployments(members: dict[str, Kubectl]) -> dict[str, dict[str, Any]]:
+    return {name: m.json("get", "deployment", "web", "-n", "day2") for name, m in members.items()}
+
+
+def assert_members_rolled_out(members: dict[str, Kubectl], *, image: str, restarted: str | None = None) -> None:
+    """Every member runs the template asked for, and its own rollout of it has finished."""
+    for name, deployment in member_deployments(members).items():
+        template = deployment["spec"]["template"]
+        assert template["spec"]["containers"][0]["image"] == image, name
+        if restarted is not None:
+            assert template["metadata"]["annotations"]["kubectl.kubernetes.io/restartedAt"] == restarted, name
+        status = deployment["status"]
+        assert status.get("observedGeneration") == deployment["metadata"]["generation"], (name, status)
+        share = deployment["spec"]["replicas"]
+        assert (status.get("updatedReplicas"), status.get("replicas"), status.get("availableReplicas")) == (
+            share,
+            share,
+            share,
+        ), (name, status)
+
+
+def test_rollout_status_finishes_when_every_member_has_rolled_out(fleet: tuple[Kubectl, dict[str, Kubectl]]) -> None:
+    hub, members = fleet
+    assert "successfully rolled out" in rollout_status(hub, "deployment/web")
+    hub.run("wait", "--for=condition=Available", "deployment/web", "-n", "day2", "--timeout=120s", timeout=140)
+    hub.run(
+        "wait", "--for=jsonpath={.status.readyReplicas}=4", "deployment/web", "-n", "day2", "--timeout=120s",
+        timeout=140,
+    )
+
+    # A restart: the hub's status goes through the members' update; when kubectl says it
+    # finished, every member has finished.
+    hub.run("rollout", "restart", "deployment/web", "-n", "day2")
+    restarted = hub.json("get", "deployment", "web", "-n", "day2")["spec"]["template"]["metadata"]["annotations"][
+        "kubectl.kubernetes.io/restartedAt"
+    ]
+    assert 'deployment "web" successfully rolled out' in rollout_status(hub, "deployment/web")
+    assert_members_rolled_out(members, image="registry.example.com/web:1.0", restarted=restarted)
+
+    # A new image, likewise.
+    hub.run("set", "image", "deployment/web", "web=registry.example.com/web:1.1", "-n", "day2")
+    assert 'deployment "web" successfully rolled out' in rollout_status(hub, "deployment/web")
+    assert_members_rolled_out(members, image="registry.example.com/web:1.1")
+    hub_status = hub.json("get", "deployment", "web", "-n", "day2")
+    assert hub_status["status"]["observedGeneration"] == hub_status["metadata"]["generation"]
+    assert hub_status["status"]["updatedReplicas"] == 4
+
+
+def test_pause_holds_the_members_rollout_and_resume_finishes_it(fleet: tuple[Kubectl, dict[str, Kubectl]]) -> None:
+    hub, members = fleet
+    rollout_status(hub, "deployment/web")
+    hub.run("rollout", "pause", "deployment/web", "-n", "day2")
+    hub.run("set", "image", "deployment/web", "web=registry.example.com/web:2.0", "-n", "day2")
+
+    def members_paused_with_new_template() -> bool:
+        found = member_deployments(members).values()
+        return all(
+            d["spec"].get("paused") and d["spec"]["template"]["spec"]["containers"][0]["image"].endswith(":2.0")
+            for d in found
+        )
+
+    wait_for(members_paused_with_new_template, timeout=120, what="both members paused with the new template")
+    hub.run("rollout", "resume", "deployment/web", "-n", "day2")
+    assert 'deployment "web" successfully rolled out' in rollout_status(hub, "deployment/web")
+    assert_members_rolled_out(members, image="registry.example.com/web:2.0")
+
+
+def test_history_and_undo_say_the_hub_keeps_no_revisions(fleet: tuple[Kubectl, dict[str, Kubectl]]) -> None:
+    hub, _ = fleet
+    history = hub.run("rollout", "history", "deployment/web", "-n", "day2")
+    assert "No rollout history found." in history.stdout
+    undo = hub.run("rollout", "undo", "deployment/web", "-n", "day2", check=False)
+    assert undo.returncode == 1
+    assert 'no rollout history found for deployment "web"' in undo.stderr
+
+
+def test_statefulset_rollout_and_job_completion_and_deletion(fleet: tuple[Kubectl, dict[str, Kubectl]]) -> None:
+    hub, _ = fleet
+    assert "roll out complete: 2 new pods have been updated" in rollout_status(hub, "statefulset/db")
+    hub.run("rollout", "restart", "statefulset/db", "-n", "day2")
+    assert "roll out complete: 2 new pods have been updated" in rollout_status(hub, "statefulset/db")
+    sts = hub.json("get", "statefulset", "db", "-n", "day2")
+    assert sts["status"]["observedGeneration"] == sts["metadata"]["generation"]
+
+    hub.run("wait", "--for=condition=complete", "job/once", "-n", "day2", "--timeout=120s", timeout=140)
+    assert hub.json("get", "job", "once", "-n", "day2")["status"]["succeeded"] == 2
+    hub.run("delete", "job", "once", "-n", "day2", "--wait=false")
+    hub.run("wait", "--for=delete", "job/once", "-n", "day2", "--timeout=120s", timeout=140)
+
+
+def test_rollout_status_waits_for_a_member_that_has_not_received_the_change(
+    fleet: tuple[Kubectl, dict[str, Kubectl]],
+) -> None:
+    hub, members = fleet
+    hub.run("apply", "-f", "-", input_text=HELD_POLICY + "---" + HELD)
+    assert 'deployment "held" successfully rolled out' in rollout_status(hub, "deployment/held")
+    # west's Works are no longer dispatched: a new template reaches east only.
+    hub.run(
+        "patch", "propagationpolicy", "held", "-n", "day2", "--type=merge",
+        "-p", '{"spec":{"suspension":{"dispatchingOnClusters":{"clusterNames":["west"]}}}}',
+    )
+    hub.run("set", "image", "deployment/held", "held=registry.example.com/held:2.0", "-n", "day2")
+
+    def east_rolled_out_as_the_hub_knows() -> bool:
+        binding = hub.json("get", "resourcebinding", "held-deployment", "-n", "day2")
+        items = {i["clusterName"]: i for i in binding.get("status", {}).get("aggregatedStatus") or []}
+        east = members["east"].json("get", "deployment", "held", "-n", "day2")
+        image = east["spec"]["template"]["spec"]["containers"][0]["image"]
+        status = (items.get("east") or {}).get("status") or {}
+        return image.endswith(":2.0") and status == east["status"] and status.get("updatedReplicas") == 2
+
+    wait_for(east_rolled_out_as_the_hub_knows, timeout=120, what="east's finished rollout in the hub's binding")
+    west = members["west"].json("get", "deployment", "held", "-n", "day2")
+    assert west["spec"]["template"]["spec"]["containers"][0]["image"] == "registry.example.com/held:1.0"
+    # Every member reports a finished rollout, but west's is of the previous template.
+    once = hub.run("rollout", "status", "deployment/held", "-n", "day2", "--watch=false")
+    assert once.stdout.strip() == "Waiting for deployment spec update to be observed..."
+
+    hub.run("patch", "propagationpolicy", "held", "-n", "day2", "--type=json", "-p", '[{"op":"remove","path":"/spec/suspension"}]')
+    assert 'deployment "held" successfully rolled out' in rollout_status(hub, "deployment/held")
+    for name, member in members.items():
+        deployment = member.json("get", "deployment", "held", "-n", "day2")
+        assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == "registry.example.com/held:2.0", name
