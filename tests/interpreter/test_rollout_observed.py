@@ -14,6 +14,7 @@ import pytest
 from controlplane.apis import constants as c
 from controlplane.controllers.status import observed_everywhere
 from controlplane.controllers.works import build_work, resource_generation, work_differs
+from controlplane.interpreter.deployment import DeploymentInterpreter
 
 RESOURCE = {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "ml", "name": "web"}
 WORKLOAD = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "ml", "generation": 4}}
@@ -89,3 +90,24 @@ def test_the_work_carries_the_generation_it_was_rendered_from() -> None:
     assert work_differs(built(5), built(6))
     assert not work_differs(built(5), built(5))
     assert not work_differs(built(5), built(None))
+
+
+def test_a_member_past_its_progress_deadline_makes_the_hub_deployment_past_it() -> None:
+    """kubectl rollout status stops with "exceeded its progress deadline" on the Progressing
+    condition's reason alone: one member's stalled rollout must reach the hub's condition."""
+    def status(progressing: str, reason: str) -> dict[str, Any]:
+        return {
+            "replicas": 2,
+            "updatedReplicas": 1,
+            "availableReplicas": 1,
+            "conditions": [{"type": "Progressing", "status": progressing, "reason": reason, "message": "m"}],
+        }
+
+    folded = DeploymentInterpreter().aggregate_status(
+        {"metadata": {"generation": 2}},
+        [("east", status("True", "NewReplicaSetAvailable")), ("west", status("False", "ProgressDeadlineExceeded"))],
+    )
+    progressing = next(cond for cond in folded["conditions"] if cond["type"] == "Progressing")
+    assert (progressing["status"], progressing["reason"]) == ("False", "ProgressDeadlineExceeded")
+    assert progressing["message"] == "west: m"
+    assert (folded["replicas"], folded["updatedReplicas"], folded["availableReplicas"]) == (4, 2, 2)
