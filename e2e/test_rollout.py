@@ -20,39 +20,44 @@ from e2e.harness import Kubectl, ProcessGroup, wait_for
 FLEET = Path(__file__).parent / "fleets" / "any-kind.yaml"
 pytestmark = pytest.mark.e2e
 
-MANIFESTS = """
-apiVersion: v1
-kind: Namespace
-metadata: {name: day2}
----
+
+def halves_policy(name: str, *selectors: str) -> str:
+    """A policy that divides the replicas of what ``selectors`` pick evenly over east and west."""
+    picked = "".join(f"\n    - {selector}" for selector in selectors)
+    return f"""
 apiVersion: policy.gpufed.io/v1alpha1
 kind: PropagationPolicy
-metadata: {name: halves, namespace: day2}
+metadata: {{name: {name}, namespace: day2}}
 spec:
-  resourceSelectors:
-    - {apiVersion: apps/v1, kind: Deployment, name: web}
-    - {apiVersion: apps/v1, kind: StatefulSet}
-    - {apiVersion: batch/v1, kind: Job}
+  resourceSelectors:{picked}
   placement:
     replicaScheduling:
       replicaSchedulingType: Divided
       replicaDivisionPreference: Weighted
       weightPreference:
         staticWeightList:
-          - {targetCluster: {clusterNames: [east]}, weight: 1}
-          - {targetCluster: {clusterNames: [west]}, weight: 1}
----
+          - {{targetCluster: {{clusterNames: [east]}}, weight: 1}}
+          - {{targetCluster: {{clusterNames: [west]}}, weight: 1}}
+"""
+
+
+def deployment_manifest(name: str) -> str:
+    """A Deployment of 4 replicas of image ``registry.example.com/NAME:1.0``."""
+    return f"""
 apiVersion: apps/v1
 kind: Deployment
-metadata: {name: web, namespace: day2}
+metadata: {{name: {name}, namespace: day2}}
 spec:
   replicas: 4
-  selector: {matchLabels: {app: web}}
+  selector: {{matchLabels: {{app: {name}}}}}
   template:
-    metadata: {labels: {app: web}}
+    metadata: {{labels: {{app: {name}}}}}
     spec:
-      containers: [{name: web, image: registry.example.com/web:1.0}]
----
+      containers: [{{name: {name}, image: registry.example.com/{name}:1.0}}]
+"""
+
+
+OTHERS = """
 apiVersion: apps/v1
 kind: StatefulSet
 metadata: {name: db, namespace: day2}
@@ -79,36 +84,19 @@ spec:
       containers: [{name: once, image: registry.example.com/once:1.0}]
 """
 
-
-HELD_POLICY = """
-apiVersion: policy.gpufed.io/v1alpha1
-kind: PropagationPolicy
-metadata: {name: held, namespace: day2}
-spec:
-  resourceSelectors:
-    - {apiVersion: apps/v1, kind: Deployment, name: held}
-  placement:
-    replicaScheduling:
-      replicaSchedulingType: Divided
-      replicaDivisionPreference: Weighted
-      weightPreference:
-        staticWeightList:
-          - {targetCluster: {clusterNames: [east]}, weight: 1}
-          - {targetCluster: {clusterNames: [west]}, weight: 1}
-"""
-
-HELD = """
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: held, namespace: day2}
-spec:
-  replicas: 4
-  selector: {matchLabels: {app: held}}
-  template:
-    metadata: {labels: {app: held}}
-    spec:
-      containers: [{name: held, image: registry.example.com/held:1.0}]
-"""
+MANIFESTS = "---".join(
+    [
+        "\napiVersion: v1\nkind: Namespace\nmetadata: {name: day2}\n",
+        halves_policy(
+            "halves",
+            "{apiVersion: apps/v1, kind: Deployment, name: web}",
+            "{apiVersion: apps/v1, kind: StatefulSet}",
+            "{apiVersion: batch/v1, kind: Job}",
+        ),
+        deployment_manifest("web"),
+        OTHERS,
+    ]
+)
 
 
 @pytest.fixture(scope="module")
@@ -218,7 +206,8 @@ def test_rollout_status_waits_for_a_member_that_has_not_received_the_change(
     fleet: tuple[Kubectl, dict[str, Kubectl]],
 ) -> None:
     hub, members = fleet
-    hub.run("apply", "-f", "-", input_text=HELD_POLICY + "---" + HELD)
+    held = halves_policy("held", "{apiVersion: apps/v1, kind: Deployment, name: held}") + "---" + deployment_manifest("held")
+    hub.run("apply", "-f", "-", input_text=held)
     assert 'deployment "held" successfully rolled out' in rollout_status(hub, "deployment/held")
     # west's Works are no longer dispatched: a new template reaches east only.
     hub.run(
