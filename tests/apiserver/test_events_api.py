@@ -66,10 +66,10 @@ async def test_one_event_served_under_both_groups(hub: Client) -> None:  # noqa:
     assert (rows["web.1"]["Object"], rows["web.1"]["Message"], rows["web.1"]["Count"]) == (
         "deployment/web", "scheduled 2 replicas", 3,
     )
-    patched = await hub.patch(f"{NEW}/web.1", json={"note": "rescheduled"},
-                              headers={"Content-Type": "application/merge-patch+json"})
+    merge = {"Content-Type": "application/merge-patch+json"}
+    patched = await hub.patch(f"{CORE}/web.1", json={"message": "rescheduled"}, headers=merge)
     assert patched.status == 200, await patched.text()
-    assert (await (await hub.get(f"{CORE}/web.1")).json())["message"] == "rescheduled"
+    assert (await (await hub.get(f"{NEW}/web.1")).json())["note"] == "rescheduled"
     assert (await hub.delete(f"{NEW}/web.2")).status == 200
     assert (await hub.get(f"{CORE}/web.2")).status == 404
 
@@ -87,7 +87,9 @@ def _official_client(url: str) -> list[str]:
 async def test_the_official_clients_events_api_reads_them(hub: Client) -> None:  # noqa: F811
     """(An Event written through v1 without an eventTime reads back with ``eventTime: null``, as
     from kube, which this client's model refuses: the one here has one.)"""
-    assert (await hub.post(CORE, json={**legacy(), "eventTime": "2026-01-01T00:05:00.000000Z"})).status == 201
+    stamped = {**legacy(), "eventTime": "2026-01-01T00:05:00.000000Z", "reportingComponent": "gpufed-scheduler",
+               "reportingInstance": "hub-0", "action": "Scheduling"}
+    assert (await hub.post(CORE, json=stamped)).status == 201
     url = str(hub.make_url(""))
     assert await asyncio.to_thread(_official_client, url) == ["scheduled 2 replicas"]
 
@@ -135,3 +137,76 @@ async def test_an_events_v1_create_is_validated_as_kube_validates_it(
     assert status["message"].startswith('Event.events.k8s.io "web.3" is invalid: ')
     assert [(c["field"], c["message"]) for c in status["details"]["causes"]] == causes
     assert (await hub.post(NEW, json=_new_event())).status == 201
+
+
+async def _causes(response: Any) -> list[tuple[str, str]]:
+    assert response.status == 422, await response.text()
+    status = await response.json()
+    return [(c["field"], c["message"]) for c in status["details"]["causes"]]
+
+
+@pytest.mark.parametrize(("changes", "causes"), [
+    ({"involvedObject": {"kind": "Pod", "namespace": "other", "name": "p"}}, [
+        ("involvedObject.namespace", 'Invalid value: "other": does not match event.namespace'),
+    ]),
+    ({"involvedObject": {"kind": "Pod", "name": "p"}, "metadata": {"name": "web.1", "namespace": "team"}}, [
+        ("involvedObject.namespace", 'Invalid value: "": does not match event.namespace'),
+    ]),
+    ({"eventTime": "2026-01-01T00:05:00.000000Z", "reason": "r" * 129}, [
+        ("reportingController", "Required value"),
+        ("reportingController", 'Invalid value: "": name part must be non-empty'),
+        ("reportingController", 'Invalid value: "": name part must consist of alphanumeric characters, \'-\', \'_\' '
+         "or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or "
+         "'123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"),
+        ("reportingInstance", "Required value"), ("action", "Required value"),
+        ("reason", 'Invalid value: "": can have at most 128 characters'),
+    ]),
+])
+async def test_a_core_v1_event_gets_kubes_legacy_rules(
+    hub: Client, changes: dict[str, Any], causes: list[tuple[str, str]],  # noqa: F811
+) -> None:
+    """kube's ValidateEventCreate for core v1: an Event is about an object of its namespace, and
+    one with an eventTime names who reported it; the strict rules of events.k8s.io/v1 (a type
+    of Normal or Warning, no count) are not applied."""
+    event = {**legacy(), "type": "Info", **changes}
+    namespace = event["metadata"]["namespace"]
+    refused = await hub.post(f"/api/v1/namespaces/{namespace}/events", json=event)
+    assert await _causes(refused) == causes
+    assert (await refused.json())["message"].startswith('Event "web.1" is invalid: ')
+    assert (await hub.post(CORE, json={**legacy(), "type": "Info"})).status == 201
+    merge = {"Content-Type": "application/merge-patch+json"}
+    moved = await hub.patch(f"{CORE}/web.1", json={"involvedObject": {"namespace": "other"}}, headers=merge)
+    assert await _causes(moved) == [
+        ("involvedObject.namespace", 'Invalid value: "other": does not match event.namespace'),
+    ]
+
+
+async def test_an_events_v1_update_changes_only_the_series(hub: Client) -> None:  # noqa: F811
+    """kube's ValidateEventUpdate for events.k8s.io/v1: what the Event says is immutable, shown
+    as Go prints the internal field; its series may move on (and is validated when it does),
+    and the same change through core v1 is allowed."""
+    assert (await hub.post(NEW, json=_new_event())).status == 201
+    merge = {"Content-Type": "application/merge-patch+json"}
+    changed = await hub.patch(f"{NEW}/web.3", headers=merge, json={
+        "note": "moved", "type": "Warning", "eventTime": "2026-01-01T00:07:00.5Z",
+        "regarding": {"name": "api"}, "reportingController": "gpufed.io/other",
+    })
+    assert await _causes(changed) == [
+        ("involvedObject", 'Invalid value: core.ObjectReference{Kind:"Deployment", Namespace:"default", '
+         'Name:"api", UID:"", APIVersion:"", ResourceVersion:"", FieldPath:""}: field is immutable'),
+        ("message", 'Invalid value: "moved": field is immutable'),
+        ("type", 'Invalid value: "Warning": field is immutable'),
+        ("eventTime", "Invalid value: 2026-01-01 00:07:00.5 +0000 UTC: field is immutable"),
+        ("reportingController", 'Invalid value: "gpufed.io/other": field is immutable'),
+    ]
+    bad_series = await hub.patch(f"{NEW}/web.3", headers=merge, json={"series": {"count": 1}})
+    assert await _causes(bad_series) == [
+        ("series.count", 'Invalid value: "": should be at least 2'), ("series.lastObservedTime", "Required value"),
+    ]
+    series = {"count": 2, "lastObservedTime": "2026-01-01T00:08:00.000000Z"}
+    counted = await hub.patch(f"{NEW}/web.3", headers=merge, json={"series": series})
+    assert counted.status == 200, await counted.text()
+    same_instant = await hub.patch(f"{NEW}/web.3", headers=merge, json={"eventTime": "2026-01-01T00:06:00Z"})
+    assert same_instant.status == 200, await same_instant.text()
+    noted = await hub.patch(f"{CORE}/web.3", headers=merge, json={"message": "moved"})
+    assert noted.status == 200, await noted.text()

@@ -6,7 +6,7 @@ the API server for every kind and is not repeated here. The rules themselves liv
 API group: :mod:`.validate_core` (with :mod:`.validate_pod` for pod specs and templates),
 :mod:`.validate_apps`, :mod:`.validate_batch`, :mod:`.validate_groups`, :mod:`.validate_networking`
 (Ingress, IngressClass, NetworkPolicy), :mod:`.validate_discovery` (EndpointSlice), :mod:`.validate_events`
-(events.k8s.io/v1 Events) and :mod:`.validate_admin` (LimitRange, ResourceQuota,
+(Events) and :mod:`.validate_admin` (LimitRange, ResourceQuota,
 ServiceAccount); a write of the status subresource, by :mod:`.validate_status` (:func:`for_status`).
 """
 
@@ -55,6 +55,7 @@ _VALIDATORS: dict[tuple[str, str], Validator] = {
     ("networking.k8s.io", "NetworkPolicy"): validate_networking.validate_network_policy,
     ("discovery.k8s.io", "EndpointSlice"): validate_discovery.validate_endpoint_slice,
     ("node.k8s.io", "RuntimeClass"): validate_groups.validate_runtime_class,
+    ("", "Event"): validate_events.validate_core_event,
     ("events.k8s.io", "Event"): validate_events.validate_events_event,
 }
 
