@@ -197,6 +197,30 @@ async def test_load_balancers_get_node_ports_unless_told_not_and_a_health_check_
     assert held == {plain["spec"]["ports"][0]["nodePort"], local["spec"]["ports"][0]["nodePort"], health}
 
 
+@pytest.mark.parametrize("dry_run", [False, True])
+async def test_a_health_check_port_that_is_one_of_the_services_own_node_ports_is_refused(
+    hub: ObjectStore, svc_type: ResourceType, dry_run: bool
+) -> None:
+    """kube allocates the node ports first, so the health check port then finds its own
+    Service's number taken: 500, as kube's allocator answers."""
+    clash = service("lb-self", kind="LoadBalancer", externalTrafficPolicy="Local", healthCheckNodePort=30003,
+                    ports=[{"port": 80, "nodePort": 30003}])
+    with pytest.raises(errors.InternalError) as refused:
+        await hub.create(svc_type, clash, dry_run=dry_run)
+    assert refused.value.message == (
+        "Internal error occurred: failed to allocate requested HealthCheck NodePort 30003: "
+        "provided port is already allocated"
+    )
+    assert not await allocator_on(hub.store).port_records.read_all()
+    # An update to Local naming a node port the Service held until now is refused as well.
+    cluster = await hub.create(svc_type, service("lb-later", kind="LoadBalancer", ports=[{"port": 80, "nodePort": 30004}]))
+    local = dict(cluster, spec={**cluster["spec"], "externalTrafficPolicy": "Local", "healthCheckNodePort": 30004})
+    with pytest.raises(errors.InternalError):
+        await hub.update(svc_type, local)
+    local["spec"]["healthCheckNodePort"] = 30005
+    assert (await hub.update(svc_type, local))["spec"]["healthCheckNodePort"] == 30005
+
+
 async def test_a_dry_run_fills_the_fields_and_takes_nothing(hub: ObjectStore, svc_type: ResourceType) -> None:
     answer = await hub.create(svc_type, service("dry", kind="NodePort"), dry_run=True)
     assert answer["spec"]["clusterIP"] == "10.96.0.0"  # kube's dry run shows the range's base

@@ -24,6 +24,7 @@ from typing import Any, Final
 from controlplane.apis.kube import field as kube_field
 from controlplane.apis.kube import services as svc
 from controlplane.apis.kube.field import FieldError
+from controlplane.apis.kube.objects import items
 from controlplane.apiserver import errors
 from controlplane.apiserver.resources import ResourceType
 from controlplane.apiserver.serviceallocation.ranges import IPRange, PortRange, next_free, random_slot
@@ -133,7 +134,7 @@ class ServiceAllocator:
             await self._allocate_cluster_ip(spec, held_ips, reservation)
             held_ports = set(svc.node_ports(old_spec))
             await self._allocate_node_ports(spec, held_ports, reservation, creating=old is None)
-            await self._allocate_health_check_port(spec, held_ports, reservation, creating=old is None)
+            await self._allocate_health_check_port(spec, old_spec, reservation)
         except BaseException:
             await reservation.revert()
             raise
@@ -205,7 +206,7 @@ class ServiceAllocator:
             by_port[number] = wanted
 
     async def _allocate_health_check_port(
-        self, spec: dict[str, Any], held: set[int], reservation: Reservation, *, creating: bool
+        self, spec: dict[str, Any], old_spec: dict[str, Any], reservation: Reservation
     ) -> None:
         if not svc.needs_health_check_node_port(spec):
             return
@@ -213,9 +214,12 @@ class ServiceAllocator:
         if not wanted:
             spec["healthCheckNodePort"] = await self._next_port(reservation, what="a HealthCheck NodePort 0")
             return
-        if wanted in held:
+        if wanted == old_spec.get("healthCheckNodePort"):
             return
-        refused = await self._take_port(wanted, reservation)
+        # The Service's own node ports (the stored ones are released only once the write is
+        # done) are taken as any other Service's are: kube's allocator refuses them too.
+        own = {port.get("nodePort") for each in (spec, old_spec) for port in items(each, "ports")}
+        refused = ALREADY_ALLOCATED_PORT if wanted in own else await self._take_port(wanted, reservation)
         if refused is not None:
             raise _internal(f"failed to allocate requested HealthCheck NodePort {wanted}: {refused}")
 
