@@ -46,6 +46,13 @@ def _body(api_version: str, kind: str) -> dict[str, Any]:
      "the API version in the data (batch/v1beta1) does not match the expected API version (batch/v1)"),
     ("/api/v1/namespaces/default/events", _body("events.k8s.io/v1", "Event"),
      "the API version in the data (events.k8s.io/v1) does not match the expected API version (v1)"),
+    # A kind served in two versions: a body of the one it is stored in, sent to the other's URL.
+    ("/apis/events.k8s.io/v1/namespaces/default/events", _body("v1", "Event"),
+     "the API version in the data (v1) does not match the expected API version (events.k8s.io/v1)"),
+    ("/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers", _body("autoscaling/v2", "HorizontalPodAutoscaler"),
+     "the API version in the data (autoscaling/v2) does not match the expected API version (autoscaling/v1)"),
+    ("/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers", _body("autoscaling/v1", "HorizontalPodAutoscaler"),
+     "the API version in the data (autoscaling/v1) does not match the expected API version (autoscaling/v2)"),
 ])
 async def test_a_body_of_another_kind_is_kubes_400(api: Client, path: str, body: dict[str, Any], message: str) -> None:
     created = await api.post(path, json=body)

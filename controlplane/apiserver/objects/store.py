@@ -164,7 +164,7 @@ class ObjectStore:
         instead of copied. The answer is the stored JSON itself, encoded once for etcd.
         """
         created, stored = await self._writer.create_owned(
-            rt, checked_body(rt, obj, namespace=namespace, copy_body=False), WriteOptions(**options)
+            rt, checked_body(rt, obj, namespace=namespace, copy_body=False, from_request=True), WriteOptions(**options)
         )
         return codec.dumps(created) if stored is None else encoded(rt, stored)
 

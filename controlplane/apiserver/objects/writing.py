@@ -189,7 +189,7 @@ class Writer:
         if subresource == "status" and not handed_over:
             obj = checked_body(rt, _status_request(obj), namespace=namespace, name=name, copy_body=False)
         else:
-            obj = checked_body(rt, obj, namespace=namespace, name=name, copy_body=not handed_over)
+            obj = checked_body(rt, obj, namespace=namespace, name=name, copy_body=not handed_over, from_request=handed_over)
         kv, old = await self._replaced(rt, obj["metadata"])
         new = merged(rt, old, obj, subresource=subresource)
         return await self.write_update(rt, kv, old, new, subresource=subresource, options=options)
@@ -446,11 +446,15 @@ def _known(store: storage.Store, rt: ResourceType, meta: dict[str, Any], wanted:
 
 
 def checked_body(
-    rt: ResourceType, obj: Any, *, namespace: str | None, name: str | None = None, copy_body: bool = True
+    rt: ResourceType, obj: Any, *, namespace: str | None, name: str | None = None, copy_body: bool = True,
+    from_request: bool = False,
 ) -> dict[str, Any]:
     """A private copy of a written object, checked against the request's type and URL.
 
-    With ``copy_body=False`` the caller hands ``obj`` over and it is used as it is.
+    With ``copy_body=False`` the caller hands ``obj`` over and it is used as it is. A request's
+    body (``from_request``) of the kind's storage version is refused as any other version's is
+    (kube decodes it, then finds its apiVersion not the URL's); an object of the hub's own in
+    that version (a patch applied to the stored one) is converted.
     """
     if not isinstance(obj, dict):
         raise errors.BadRequest(f"the body must be a {rt.kind} object, not {type(obj).__name__}")
@@ -459,7 +463,7 @@ def checked_body(
     checked: dict[str, Any] = obj
     api_version = obj.setdefault("apiVersion", rt.api_version)
     kind = obj.setdefault("kind", rt.kind)
-    if rt.stored_in_version and api_version == rt.stored_in_version:
+    if not from_request and rt.stored_in_version and api_version == rt.stored_in_version:
         # A stored object written or patched through another version of its kind.
         if rt.conversion is not None:
             obj = checked = rt.conversion.from_storage(obj)
