@@ -237,6 +237,12 @@ async def test_served_versions_share_objects_stored_as_the_storage_version(repli
     assert patched.status == 200, await patched.text()
     assert ((await patched.json())["apiVersion"], (await patched.json())["spec"]["model"]) == ("ml.example.com/v1beta1", "n")
     assert (await (await first.get(f"{v1}/a")).json())["spec"]["model"] == "n"
+    # A body of the storage version sent to v1beta1's URL is not converted: kube's 400.
+    stored_form = {**obj, "apiVersion": "ml.example.com/v1", "metadata": {"name": "b"}}
+    refused = await second.post(v1beta1, json=stored_form)
+    assert (refused.status, (await refused.json())["message"]) == (400, (
+        "the API version in the data (ml.example.com/v1) does not match the expected API version (ml.example.com/v1beta1)"
+    ))
     # A watch through v1beta1 sees v1beta1 objects.
     watch = await second.get(v1beta1, params={"watch": "1", "resourceVersion": "0", "timeoutSeconds": "5"})
     line = await watch.content.readline()
