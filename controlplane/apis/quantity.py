@@ -13,18 +13,6 @@ from decimal import MAX_EMAX, MIN_EMIN, ROUND_CEILING, ROUND_UP, Context, Decima
 from enum import StrEnum
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL = {
-    "n": Decimal("1e-9"),
-    "u": Decimal("1e-6"),
-    "m": Decimal("1e-3"),
-    "": Decimal(1),
-    "k": Decimal("1e3"),
-    "M": Decimal("1e6"),
-    "G": Decimal("1e9"),
-    "T": Decimal("1e12"),
-    "P": Decimal("1e15"),
-    "E": Decimal("1e18"),
-}
 
 MILLI_RESOURCES = frozenset({"cpu"})
 
@@ -49,32 +37,28 @@ class KubeQuantityError(QuantityError):
 
 
 def parse_quantity(value: str | int | float) -> Decimal:
-    """Parse a quantity into its exact decimal value in base units ("1.5Gi" -> 1610612736)."""
+    """Parse a quantity into its exact decimal value in base units ("1.5Gi" -> 1610612736), as
+    kube's ``resource.ParseQuantity`` reads the text: a suffix alone ("Ki", "m") is 0, a space
+    inside ("10 Gi") or a suffix kube does not know ("1KK") is refused."""
     if isinstance(value, bool):
         raise QuantityError(f"quantity must be a number or string, not {value!r}")
     if isinstance(value, int | float):
         return Decimal(str(value))
-    text = value.strip()
-    if not text:
-        raise QuantityError("quantity is empty")
-    for suffix, factor in _BINARY.items():
-        if text.endswith(suffix):
-            return _number(text[: -len(suffix)], value) * factor
-    if len(text) > 1 and text[-1] in "eE" and text[-2].isdigit():
-        return _number(text, value)
-    suffix = text[-1] if text[-1] in _DECIMAL and not text[-1].isdigit() else ""
-    number = text[: -len(suffix)] if suffix else text
-    return _number(number, value) * _DECIMAL[suffix]
+    if len(value) > _MEMO_MAX_CHARS:
+        return _parsed_text(value)
+    return _memo_parsed_text(value)
 
 
-def _number(text: str, original: str) -> Decimal:
+def _parsed_text(text: str) -> Decimal:
     try:
-        number = Decimal(text)
-    except InvalidOperation as exc:
-        raise QuantityError(f"{original!r} is not a valid quantity (e.g. 500m, 2, 1Gi)") from exc
-    if not number.is_finite():
-        raise QuantityError(f"{original!r} is not a valid quantity (e.g. 500m, 2, 1Gi)")
-    return number
+        return parse_kube_quantity(text).value
+    except (InvalidOperation, ValueError) as exc:
+        if isinstance(exc, QuantityError):
+            raise
+        raise QuantityError(f"{text!r} is not a valid quantity (e.g. 500m, 2, 1Gi)") from exc
+
+
+_memo_parsed_text = functools.lru_cache(maxsize=4096)(_parsed_text)
 
 
 def to_int(resource: str, value: str | int | float) -> int:

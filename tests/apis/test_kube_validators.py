@@ -223,3 +223,9 @@ def test_quantities_in_messages_are_canonical(raw: Any, canonical: str) -> None:
     value = parse(raw)
     assert value is not None
     assert shown(raw, value) == canonical
+
+
+@pytest.mark.parametrize(("raw", "value"), [("Ki", 0), ("m", 0), ("10 Gi", None), ("1_000", None)])
+def test_validation_reads_a_quantity_as_kubes_parser(raw: str, value: int | None) -> None:
+    """A suffix alone is kube's zero (no digits read as 0), not a format error."""
+    assert parse(raw) == value

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import math
+from decimal import Decimal
+
 import pytest
 
-from controlplane.apis.quantity import QuantityError, QuantityFormat, canonical_quantity, parse_kube_quantity
+from controlplane.apis.quantity import (
+    QuantityError,
+    QuantityFormat,
+    canonical_quantity,
+    parse_kube_quantity,
+    parse_quantity,
+    to_int,
+)
 
 
 @pytest.mark.parametrize(
@@ -85,3 +95,21 @@ def test_resource_lists_round_up_to_milli(written: str, canonical: str) -> None:
 def test_invalid_quantities_are_refused(written: str | bool) -> None:
     with pytest.raises(QuantityError):
         canonical_quantity(written)
+
+
+@pytest.mark.parametrize(("written", "value"), [
+    ("Ki", 0), ("m", 0), ("+Mi", 0), (".", 0), ("500m", Decimal("0.5")), (" 2 ", 2), ("1e-12", Decimal("1e-9")),
+])
+def test_every_reader_parses_as_kubes_parse_quantity(written: str, value: Decimal) -> None:
+    """The scheduler's, the agent's and validation's reading agrees with what the API stores:
+    a suffix alone is 0 (kube's parser takes no digits as zero), as ``canonical_quantity`` says."""
+    assert parse_quantity(written) == value
+    assert to_int("memory", written) == math.ceil(value)
+    if value == 0:
+        assert canonical_quantity(written) == "0"
+
+
+@pytest.mark.parametrize("written", ["10 Gi", "1_000", "1KK", "abc", ""])
+def test_every_reader_refuses_what_kube_refuses(written: str) -> None:
+    with pytest.raises(QuantityError):
+        parse_quantity(written)

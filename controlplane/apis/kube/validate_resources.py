@@ -9,7 +9,6 @@ exceed their limits.
 
 from __future__ import annotations
 
-import re
 from decimal import ROUND_CEILING, Decimal
 from functools import lru_cache
 from typing import Any
@@ -19,8 +18,6 @@ from controlplane.apis.kube.field import FieldError
 from controlplane.apis.kube.names import qualified_name_errors
 from controlplane.apis.quantity import FORMAT_WRONG, QuantityError, parse_quantity
 
-QUANTITY_FORMAT = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
-_QUANTITY = re.compile(QUANTITY_FORMAT)
 QUANTITY_MESSAGE = FORMAT_WRONG
 
 _STANDARD_CONTAINER = frozenset({"cpu", "memory", "ephemeral-storage"})
@@ -41,15 +38,8 @@ def parse(value: Any) -> Decimal | None:
     None when it does not parse."""
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         return None
-    return _parse_text(value if isinstance(value, str) else repr(value))
-
-
-@lru_cache(maxsize=4096)
-def _parse_text(text: str) -> Decimal | None:
-    if not _QUANTITY.match(text):
-        return None
     try:
-        return parse_quantity(text)
+        return parse_quantity(value if isinstance(value, str) else repr(value))
     except QuantityError:
         return None
 
