@@ -38,6 +38,7 @@ from controlplane.apis.kube.names import (
     DNS_SUBDOMAIN_REGEX_MESSAGE,
     format_errors,
     label_value_errors,
+    path_segment_errors,
     qualified_name_errors,
 )
 from controlplane.apiserver.decoding import INT64_MAX
@@ -76,9 +77,7 @@ MAX_ANNOTATIONS_BYTES = 256 * 1024
 def name_errors(name: str, rule: NameRule) -> list[str]:
     """kube's messages for a name that breaks ``rule`` (empty when it is fine)."""
     if rule is NameRule.PATH_SEGMENT:
-        if name in (".", ".."):
-            return [f"may not be '{name}'"]
-        return [f"may not contain '{bad}'" for bad in ("/", "%") if bad in name]
+        return path_segment_errors(name)
     return format_errors(name, *_NAME_RULES[rule])
 
 

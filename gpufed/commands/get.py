@@ -19,6 +19,10 @@ from typing import Any
 
 import yaml
 
+from controlplane.apis.kube.field import go_quote
+from controlplane.apis.kube.names import path_segment_errors
+from controlplane.apiserver.errors import BadRequest
+from controlplane.apiserver.selectors import parse_label_selector
 from gpufed.commands.running import run_reporting
 from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
 from gpufed.memberproxy import TABLE_ACCEPT, Resource, clusters, proxy_path, resolve
@@ -101,10 +105,29 @@ def render(tables: list[tuple[str, dict[str, Any]]], *, wide: bool, all_namespac
     return ["   ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
 
 
+def refusal(args: argparse.Namespace, *, name: str | None) -> str | None:
+    """What kubectl says, before it asks any server, of a namespace that cannot be a segment of a
+    URL path (with ``error: `` for a named object only, as kubectl prints it) or a label selector
+    that does not parse; checked once here rather than answered by every member."""
+    problems = [] if args.all_namespaces else path_segment_errors(args.namespace)
+    if problems:
+        return f"{'error: ' if name else ''}invalid namespace {go_quote(args.namespace)}: [{' '.join(problems)}]"
+    if args.selector and not name:
+        try:
+            parse_label_selector(args.selector)
+        except BadRequest as exc:
+            return f"error: {exc.message}"
+    return None
+
+
 async def get(args: argparse.Namespace) -> int:
-    hub = HubClient.from_kubeconfig(args.kubeconfig)
     kind, _, name = args.target.partition("/")
     name = name or args.name
+    refused = refusal(args, name=name)
+    if refused is not None:
+        print(refused, file=sys.stderr)
+        return 1
+    hub = HubClient.from_kubeconfig(args.kubeconfig)
     names = await clusters(hub, args.clusters)
     as_table = args.output in (None, "wide")
     accept = TABLE_ACCEPT if as_table else "application/json"

@@ -54,3 +54,22 @@ def test_a_kubeconfig_that_cannot_be_read_is_named(tmp_path: Path, capsys: pytes
     assert capsys.readouterr().err == (
         f"error: cannot read the kubeconfig {ca_file}: {tmp_path / 'missing-ca.crt'}: No such file or directory\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (["-l", "a b"], "error: unable to parse requirement: found 'b', expected: in, notin, =, ==, !=, gt, lt"),
+        (["-A", "-l", "a in (x"], 'error: unable to parse requirement: found end of input in selector "a in (x"'),
+        (["-n", "a/b", "-l", "a b"], "invalid namespace \"a/b\": [may not contain '/']"),
+        (["-n", ".."], "invalid namespace \"..\": [may not be '..']"),
+        (["x", "-n", "a%/b"], "error: invalid namespace \"a%/b\": [may not contain '/' may not contain '%']"),
+    ],
+)
+def test_get_refuses_what_kubectl_cannot_send_once_before_asking_anyone(
+    argv: list[str], line: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As kubectl 1.32 words it (a list's namespace without ``error: ``, as kubectl prints it);
+    no hub is asked (its kubeconfig is not even read), so no member answers it again."""
+    assert main(["get", "pods", *argv, "--kubeconfig", str(tmp_path / "missing.kubeconfig")]) == 1
+    assert capsys.readouterr().err == line + "\n"

@@ -101,6 +101,13 @@ def dns_label_errors(value: str) -> list[str]:
     return errors
 
 
+def path_segment_errors(name: str) -> list[str]:
+    """``IsValidPathSegmentName``: a name that can stand as one segment of a URL path."""
+    if name in (".", ".."):
+        return [f"may not be '{name}'"]
+    return [f"may not contain '{bad}'" for bad in ("/", "%") if bad in name]
+
+
 def format_errors(value: str, pattern: re.Pattern[str], max_len: int, message: str) -> list[str]:
     """The messages of a value that must match ``pattern`` within ``max_len`` characters."""
     errors = [max_len_error(max_len)] if len(value) > max_len else []

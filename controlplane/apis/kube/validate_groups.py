@@ -12,7 +12,7 @@ from typing import Any
 from controlplane.apis.kube import field
 from controlplane.apis.kube.field import FieldError, GoValue, go_quote
 from controlplane.apis.kube.label_selectors import selector_errors
-from controlplane.apis.kube.names import dns_label_errors, qualified_name_errors
+from controlplane.apis.kube.names import dns_label_errors, path_segment_errors, qualified_name_errors
 from controlplane.apis.kube.validate_apps import positive_int_or_percent_errors
 from controlplane.apis.kube.validate_pod import labels_errors, tolerations_errors
 from controlplane.apis.kube.validate_resources import parse, requirements_errors, shown
@@ -149,7 +149,7 @@ def validate_horizontal_pod_autoscaler(obj: Obj, old: Obj | None) -> list[FieldE
         if not value:
             errors.append(field.required(path))
         else:
-            errors += [field.invalid(path, value, msg) for msg in _path_segment_errors(value)]
+            errors += [field.invalid(path, value, msg) for msg in path_segment_errors(value)]
     errors += _metrics_errors(field.items(spec.get("metrics")), min_replicas)
     behavior = spec.get("behavior")
     if behavior is not None:
@@ -227,14 +227,14 @@ def _source_errors(key: str, source: Obj, path: str) -> list[FieldError]:
             value = str(described.get(part) or "")
             part_path = f"{path}.describedObject.{part}"
             errors += [field.required(part_path)] if not value else [
-                field.invalid(part_path, value, m) for m in _path_segment_errors(value)
+                field.invalid(part_path, value, m) for m in path_segment_errors(value)
             ]
     metric = field.mapping(source.get("metric"))
     name = str(metric.get("name") or "")
     if not name:
         errors.append(field.required(f"{path}.metric.name", "must specify a metric name"))
     else:
-        errors += [field.invalid(f"{path}.metric.name", name, m) for m in _path_segment_errors(name)]
+        errors += [field.invalid(f"{path}.metric.name", name, m) for m in path_segment_errors(name)]
     if metric.get("selector") is not None:
         errors += selector_errors(metric.get("selector"), f"{path}.metric.selector")
     errors += _target_errors(target, f"{path}.target")
@@ -302,13 +302,6 @@ def _scaling_rules_errors(rules: Obj, path: str) -> list[FieldError]:
                 f"{policy_path}.periodSeconds", period, f"must be less than or equal to {MAX_PERIOD_SECONDS}"
             ))
     return errors
-
-
-def _path_segment_errors(name: str) -> list[str]:
-    """``IsValidPathSegmentName``."""
-    if name in (".", ".."):
-        return [f"may not be '{name}'"]
-    return [f"may not contain '{bad}'" for bad in ("/", "%") if bad in name]
 
 
 def validate_storage_class(obj: Obj, old: Obj | None) -> list[FieldError]:

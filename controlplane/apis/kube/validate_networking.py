@@ -17,6 +17,7 @@ from controlplane.apis.kube.names import (
     dns_1035_errors,
     dns_label_errors,
     dns_subdomain_errors,
+    path_segment_errors,
     port_name_errors,
     port_number_errors,
     regex_error,
@@ -68,9 +69,7 @@ def _path_segment_errors(value: Any, path: str, what: str) -> list[FieldError]:
     if not value:
         return [field.required(path, f"{what} is required")]
     text = str(value)
-    if text in (".", ".."):
-        return [field.invalid(path, text, f"may not be '{text}'")]
-    return [field.invalid(path, text, f"may not contain '{bad}'") for bad in ("/", "%") if bad in text]
+    return [field.invalid(path, text, message) for message in path_segment_errors(text)]
 
 
 def _typed_reference_errors(ref: Obj, path: str) -> list[FieldError]:
