@@ -72,9 +72,11 @@ async def test_a_cluster_ip_service_gets_an_address_of_the_range_and_kube_ip_fam
 async def test_addresses_are_unique_until_the_range_is_full(hub: ObjectStore, svc_type: ResourceType) -> None:
     ips = {(await hub.create(svc_type, service(f"s{i}")))["spec"]["clusterIP"] for i in range(14)}
     assert len(ips) == 14
-    with pytest.raises(errors.InternalError) as caught:
+    with pytest.raises(errors.Invalid) as caught:
         await hub.create(svc_type, service("one-too-many"))
-    assert caught.value.message == "Internal error occurred: failed to allocate a serviceIP: range is full"
+    # kube's words, as a 422's cause: the request cannot succeed until a Service goes (kube: 500)
+    assert [(c.field, c.message) for c in caught.value.causes] == [
+        ("spec.clusterIPs", "failed to allocate a serviceIP: range is full")]
     await hub.delete(svc_type, namespace="default", name="s3")
     again = await hub.create(svc_type, service("after-delete"))
     assert again["spec"]["clusterIP"] not in ips - {again["spec"]["clusterIP"]}
@@ -184,17 +186,28 @@ async def test_load_balancers_get_node_ports_unless_told_not_and_a_health_check_
     health = local["spec"]["healthCheckNodePort"]
     assert PortRange.parse(PORTS).offset_of(health) is not None
     assert health != local["spec"]["ports"][0]["nodePort"]
-    with pytest.raises(errors.InternalError) as taken:
+    with pytest.raises(errors.Invalid) as taken:
         await hub.create(svc_type, service(
             "lb-clash", kind="LoadBalancer", externalTrafficPolicy="Local", healthCheckNodePort=health
         ))
-    assert taken.value.message == (
-        f"Internal error occurred: failed to allocate requested HealthCheck NodePort {health}: "
+    assert [(c.field, c.message) for c in taken.value.causes] == [("spec.healthCheckNodePort", (
+        f"Invalid value: {health}: failed to allocate requested HealthCheck NodePort {health}: "
         "provided port is already allocated"
-    )
+    ))]
     # The refused create took nothing: its drawn node port is free again.
     held = {int(r.value) for r in await allocator_on(hub.store).port_records.read_all()}
     assert held == {plain["spec"]["ports"][0]["nodePort"], local["spec"]["ports"][0]["nodePort"], health}
+
+
+async def test_node_ports_run_out_with_a_422_that_names_the_ports(hub: ObjectStore, svc_type: ResourceType) -> None:
+    for i in range(10):  # the test range holds 10 ports
+        await hub.create(svc_type, service(f"np{i}", kind="NodePort"))
+    with pytest.raises(errors.Invalid) as caught:
+        await hub.create(svc_type, service("np-too-many", kind="NodePort"))
+    assert [(c.field, c.message) for c in caught.value.causes] == [
+        ("spec.ports", "failed to allocate a nodePort: range is full")]
+    await hub.delete(svc_type, namespace="default", name="np4")
+    assert (await hub.create(svc_type, service("np-after", kind="NodePort")))["spec"]["ports"][0]["nodePort"]
 
 
 @pytest.mark.parametrize("dry_run", [False, True])
@@ -202,20 +215,20 @@ async def test_a_health_check_port_that_is_one_of_the_services_own_node_ports_is
     hub: ObjectStore, svc_type: ResourceType, dry_run: bool
 ) -> None:
     """kube allocates the node ports first, so the health check port then finds its own
-    Service's number taken: 500, as kube's allocator answers."""
+    Service's number taken (kube's allocator answers 500; the hub 422 with its words)."""
     clash = service("lb-self", kind="LoadBalancer", externalTrafficPolicy="Local", healthCheckNodePort=30003,
                     ports=[{"port": 80, "nodePort": 30003}])
-    with pytest.raises(errors.InternalError) as refused:
+    with pytest.raises(errors.Invalid) as refused:
         await hub.create(svc_type, clash, dry_run=dry_run)
-    assert refused.value.message == (
-        "Internal error occurred: failed to allocate requested HealthCheck NodePort 30003: "
+    assert [(c.field, c.message) for c in refused.value.causes] == [("spec.healthCheckNodePort", (
+        "Invalid value: 30003: failed to allocate requested HealthCheck NodePort 30003: "
         "provided port is already allocated"
-    )
+    ))]
     assert not await allocator_on(hub.store).port_records.read_all()
     # An update to Local naming a node port the Service held until now is refused as well.
     cluster = await hub.create(svc_type, service("lb-later", kind="LoadBalancer", ports=[{"port": 80, "nodePort": 30004}]))
     local = dict(cluster, spec={**cluster["spec"], "externalTrafficPolicy": "Local", "healthCheckNodePort": 30004})
-    with pytest.raises(errors.InternalError):
+    with pytest.raises(errors.Invalid):
         await hub.update(svc_type, local)
     local["spec"]["healthCheckNodePort"] = 30005
     assert (await hub.update(svc_type, local))["spec"]["healthCheckNodePort"] == 30005

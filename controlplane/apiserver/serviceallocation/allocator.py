@@ -169,7 +169,7 @@ class ServiceAllocator:
         else:
             drawn = await self._draw(self.ip_records, self.cluster_ips, reservation)
             if drawn is None:
-                raise _internal(f"failed to allocate a serviceIP: {RANGE_FULL}")
+                raise _exhausted(reservation.owner.name, "spec.clusterIPs", f"failed to allocate a serviceIP: {RANGE_FULL}")
             ip = str(drawn)
         spec["clusterIP"] = ip
         spec["clusterIPs"] = [ip]
@@ -221,7 +221,8 @@ class ServiceAllocator:
         own = {port.get("nodePort") for each in (spec, old_spec) for port in items(each, "ports")}
         refused = ALREADY_ALLOCATED_PORT if wanted in own else await self._take_port(wanted, reservation)
         if refused is not None:
-            raise _internal(f"failed to allocate requested HealthCheck NodePort {wanted}: {refused}")
+            detail = f"failed to allocate requested HealthCheck NodePort {wanted}: {refused}"
+            raise _invalid(reservation.owner.name, [kube_field.invalid("spec.healthCheckNodePort", wanted, detail)])
 
     async def _take_port(self, port: Any, reservation: Reservation) -> str | None:
         """Take ``port`` for the reservation; kube's reason when it cannot be taken."""
@@ -244,7 +245,7 @@ class ServiceAllocator:
             return port
         drawn = await self._draw(self.port_records, self.node_ports, reservation)
         if drawn is None:
-            raise _internal(f"failed to allocate {what}: {RANGE_FULL}")
+            raise _exhausted(reservation.owner.name, "spec.ports", f"failed to allocate {what}: {RANGE_FULL}")
         return int(drawn)
 
     # --- drawing a free value ------------------------------------------------------------
@@ -288,6 +289,8 @@ def _offset_in(pool: IPRange | PortRange, value: str) -> int | None:
     return pool.offset_of(int(value)) if value.isdigit() else None
 
 
-def _internal(detail: str) -> errors.InternalError:
-    """kube's ``NewInternalError``: 500, the detail as its one cause."""
-    return errors.InternalError(f"Internal error occurred: {detail}", causes=[errors.Cause("", detail, "")])
+def _exhausted(name: str, path: str, detail: str) -> errors.Invalid:
+    """A range with no free value left. kube answers ``NewInternalError`` (500); the request
+    cannot succeed until a Service is deleted or the range widened, which a 500 does not say, so
+    the hub answers 422 with kube's words as the cause at ``path``."""
+    return _invalid(name, [FieldError(kube_field.ErrorType.INVALID, path, detail)])
