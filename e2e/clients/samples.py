@@ -282,4 +282,8 @@ def sample(api_version: str, kind: str, name: str, *, namespace: str | None) -> 
     metadata: dict[str, Any] = {"name": name, "labels": {"suite": "clients"}}
     if namespace:
         metadata["namespace"] = namespace
-    return {"apiVersion": api_version, "kind": kind, "metadata": metadata, **builder(name)}
+    body = builder(name)
+    for about in ("involvedObject", "regarding"):  # an Event is about an object of its own namespace
+        if namespace and about in body:
+            body[about] = {**body[about], "namespace": namespace}
+    return {"apiVersion": api_version, "kind": kind, "metadata": metadata, **body}
