@@ -22,7 +22,9 @@ are read from the member, not the watch caches' trimmed copies).
 A queued job in a member that runs Kueue (its manifest keeps the label
 ``kueue.x-k8s.io/queue-name``) is created as the Work says (suspended); an update keeps the
 member's suspend flag (:func:`~member_agent.manifests.with_member_kueue_suspend`), which is
-the member's Kueue's to flip.
+the member's Kueue's to flip. A Deployment or StatefulSet labelled
+``resourcetemplate.karmada.io/retain-replicas: "true"`` keeps the member's ``spec.replicas``
+(:func:`~member_agent.manifests.with_member_replicas`): the member's HPA owns them.
 
 Conflict resolution: an existing member object that does not carry this Work's ownership labels
 is a conflict. ``Abort`` (the default) leaves it untouched and the Work's Applied condition says
@@ -71,6 +73,7 @@ from member_agent.manifests import (
     prune_targets,
     released,
     with_member_kueue_suspend,
+    with_member_replicas,
     work_key,
 )
 from member_agent.podstates import (
@@ -414,7 +417,7 @@ class WorkApplier:
                 result.live = live
                 return result
             if live is not None:
-                body = with_member_kueue_suspend(body, live)
+                body = with_member_replicas(with_member_kueue_suspend(body, live), live)
             if live is not None and self.interpreters is not None:
                 body, failure = self.interpreters.retain(body, live)
                 if failure is not None:  # the member's object stays as it is; the status says why

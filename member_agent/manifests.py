@@ -218,6 +218,30 @@ def with_member_kueue_suspend(body: dict[str, Any], live: Mapping[str, Any]) -> 
     return out
 
 
+#: The kinds whose ``spec.replicas`` a member keeps under the retain-replicas label (Karmada's
+#: default interpreter retains them for Deployments and StatefulSets).
+_REPLICA_RETAINING_KINDS = frozenset({("apps", "Deployment"), ("apps", "StatefulSet")})
+
+
+def with_member_replicas(body: dict[str, Any], live: Mapping[str, Any]) -> dict[str, Any]:
+    """A Deployment or StatefulSet labelled ``resourcetemplate.karmada.io/retain-replicas: "true"``
+    (an HPA scales it in each member) is updated with the ``spec.replicas`` the ``live`` member
+    object has, so re-applying the Work never undoes the member's HPA. ``body`` unchanged
+    otherwise, or when the member object shows no replicas."""
+    labels = (body.get("metadata") or {}).get("labels") or {}
+    group = str(body.get("apiVersion") or "").rpartition("/")[0]
+    if labels.get(c.LABEL_RETAIN_REPLICAS) != c.RETAIN_REPLICAS_VALUE:
+        return body
+    if (group, body.get("kind")) not in _REPLICA_RETAINING_KINDS:
+        return body
+    have = (live.get("spec") or {}).get("replicas")
+    if not isinstance(have, int) or isinstance(have, bool):
+        return body
+    out = copy.deepcopy(body)
+    out.setdefault("spec", {})["replicas"] = have
+    return out
+
+
 def prune_targets(previous: Iterable[Identifier], desired: Iterable[Identifier]) -> list[Identifier]:
     """Objects applied before that the Work no longer holds (compared by group/kind/namespace/name)."""
     wanted = {ident.object_key for ident in desired}

@@ -30,6 +30,10 @@ LABEL_WORK_NAME: Final = "work.gpufed.io/name"
 LABEL_WORK_NAMESPACE: Final = "work.gpufed.io/namespace"
 LABEL_BINDING: Final = "work.gpufed.io/binding"
 LABEL_CLUSTER: Final = "cluster.gpufed.io/name"
+#: Karmada's label on a workload an HPA scales (set by the hub's hpa-scale-target-marker, or by
+#: hand): each member keeps its own copy's ``spec.replicas`` when the Work is applied again.
+LABEL_RETAIN_REPLICAS: Final = "resourcetemplate.karmada.io/retain-replicas"
+RETAIN_REPLICAS_VALUE: Final = "true"
 
 # Annotations gpufed puts on Works.
 #: The hub workload's metadata.generation a Work was rendered from (Karmada stamps the same as
