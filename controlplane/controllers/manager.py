@@ -34,6 +34,7 @@ from controlplane.controllers.detecting import Detector
 from controlplane.controllers.evicting import GracefulEvictionController
 from controlplane.controllers.finishedjobs import FinishedJobsController
 from controlplane.controllers.garbagecollecting import GarbageCollector
+from controlplane.controllers.hpascaletargets import HPAScaleTargetMarker
 from controlplane.controllers.policyselectors import PolicySelectorsController
 from controlplane.controllers.rebalancers import RebalancerController
 from controlplane.controllers.reconciling import ReconcileLoop
@@ -95,6 +96,7 @@ class ControllerManager(Service):
         selectors = PolicySelectorsController(ctx)
         rebalancers = RebalancerController(ctx)
         finished_jobs = FinishedJobsController(ctx)
+        hpa_targets = HPAScaleTargetMarker(ctx)
         admission = AdmissionController(ctx, metrics=self.queue_metrics)
         collector = GarbageCollector(ctx)
 
@@ -115,7 +117,7 @@ class ControllerManager(Service):
         loops: list[ReconcileLoop[Any]] = [
             customizations.loop, detector.loop, scheduler.loop, binder.loop, status.loop, evictions.loop,
             *dependencies.loops, deletion.loop, selectors.loop, rebalancers.loop, finished_jobs.loop,
-            admission.loop,
+            hpa_targets.loop, admission.loop,
         ]
         self.context, self.scheduler, self.evictions = ctx, scheduler, evictions
         self._loops = [*loops, collector.loop]  # the collector starts its own, once it has listed every kind
