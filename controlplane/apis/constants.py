@@ -34,6 +34,8 @@ LABEL_CLUSTER: Final = "cluster.gpufed.io/name"
 #: hand): each member keeps its own copy's ``spec.replicas`` when the Work is applied again.
 LABEL_RETAIN_REPLICAS: Final = "resourcetemplate.karmada.io/retain-replicas"
 RETAIN_REPLICAS_VALUE: Final = "true"
+#: Says the hub set that label (so it removes it when no HPA scales the workload any more).
+ANNOTATION_RETAIN_REPLICAS_BY_HPA: Final = "gpufed.io/retain-replicas-by-hpa"
 
 # Annotations gpufed puts on Works.
 #: The hub workload's metadata.generation a Work was rendered from (Karmada stamps the same as

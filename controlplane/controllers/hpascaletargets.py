@@ -35,8 +35,6 @@ log = logging.getLogger(__name__)
 
 HPA_API_VERSION = "autoscaling/v2"
 HPA_KIND = "HorizontalPodAutoscaler"
-#: Says the retain-replicas label was set by this controller (so it may remove it).
-ANNOTATION_MARKED_BY_HPA = "gpufed.io/retain-replicas-by-hpa"
 INDEX_SCALE_TARGET = "scale-target"
 
 #: A workload an HPA may target: namespace, API group, kind, name.
@@ -69,12 +67,12 @@ def marked(workload: dict[str, Any], *, wanted: bool) -> dict[str, Any] | None:
     view = ObjectView(workload)
     labels, annotations = dict(view.labels), dict(view.annotations)
     labelled = labels.get(c.LABEL_RETAIN_REPLICAS) == c.RETAIN_REPLICAS_VALUE
-    ours = ANNOTATION_MARKED_BY_HPA in annotations
+    ours = c.ANNOTATION_RETAIN_REPLICAS_BY_HPA in annotations
     if wanted and not labelled:
         labels[c.LABEL_RETAIN_REPLICAS] = c.RETAIN_REPLICAS_VALUE
-        annotations[ANNOTATION_MARKED_BY_HPA] = "true"
+        annotations[c.ANNOTATION_RETAIN_REPLICAS_BY_HPA] = "true"
     elif not wanted and ours:
-        annotations.pop(ANNOTATION_MARKED_BY_HPA)
+        annotations.pop(c.ANNOTATION_RETAIN_REPLICAS_BY_HPA)
         if labelled:
             labels.pop(c.LABEL_RETAIN_REPLICAS)
     else:
@@ -107,7 +105,7 @@ class HPAScaleTargetMarker(KeyedController[TargetKey]):
             return
         view = ObjectView(obj)
         key = (view.namespace, group_of(view.api_version), view.kind, view.name)
-        if ANNOTATION_MARKED_BY_HPA in view.annotations or self.hpas.index_keys(INDEX_SCALE_TARGET, key):
+        if c.ANNOTATION_RETAIN_REPLICAS_BY_HPA in view.annotations or self.hpas.index_keys(INDEX_SCALE_TARGET, key):
             await self.loop.add(key)
 
     async def reconcile(self, key: TargetKey) -> float | None:
