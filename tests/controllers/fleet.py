@@ -127,6 +127,16 @@ def propagation_policy(name: str, *, kind: str = "Deployment", api_version: str 
     }
 
 
+async def get_object(
+    objects: ObjectStore, api_version: str, kind: str, name: str, namespace: str = "default"
+) -> dict[str, Any] | None:
+    """The stored object (None when absent)."""
+    try:
+        return await objects.get(objects.registry.require(api_version, kind), namespace=namespace, name=name)
+    except errors.NotFound:
+        return None
+
+
 WAIT_SECONDS = 30.0
 
 

@@ -8,12 +8,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from controlplane.apis.meta import format_time
-from controlplane.apiserver import errors
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
 
 from .conftest import FAST
-from .fleet import eventually, node_shape, propagation_policy, put_cluster, settled
+from .fleet import eventually, get_object, node_shape, propagation_policy, put_cluster, settled
 
 WORK_API = "work.gpufed.io/v1alpha1"
 T0 = datetime(2024, 5, 1, 10, 0, 5, tzinfo=UTC)
@@ -44,11 +43,7 @@ def rt(objects: ObjectStore, api_version: str, kind: str) -> Any:
     return objects.registry.require(api_version, kind)
 
 
-async def get(objects: ObjectStore, api_version: str, kind: str, name: str, namespace: str = "default") -> dict[str, Any] | None:
-    try:
-        return await objects.get(rt(objects, api_version, kind), namespace=namespace, name=name)
-    except errors.NotFound:
-        return None
+get = get_object
 
 
 async def report_complete(objects: ObjectStore, name: str) -> None:

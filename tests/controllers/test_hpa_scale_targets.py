@@ -7,12 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from controlplane.apiserver import errors
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
 
 from .conftest import FAST
-from .fleet import deployment, eventually, node_shape, propagation_policy, put_cluster, settled
+from .fleet import deployment, eventually, get_object, node_shape, propagation_policy, put_cluster, settled
 
 RETAIN = "resourcetemplate.karmada.io/retain-replicas"
 WORK_API = "work.gpufed.io/v1alpha1"
@@ -32,11 +31,7 @@ def rt(objects: ObjectStore, api_version: str, kind: str) -> Any:
     return objects.registry.require(api_version, kind)
 
 
-async def get(objects: ObjectStore, api_version: str, kind: str, name: str, namespace: str = "default") -> dict[str, Any] | None:
-    try:
-        return await objects.get(rt(objects, api_version, kind), namespace=namespace, name=name)
-    except errors.NotFound:
-        return None
+get = get_object
 
 
 async def label_of(objects: ObjectStore, name: str, namespace: str = "default") -> str | None:
