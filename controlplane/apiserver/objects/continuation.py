@@ -2,8 +2,10 @@
 revision the list was read at and the key to resume after, in unpadded URL-safe base64 JSON).
 
 A token that does not decode is kube's 400 ``invalid continue token: continue key is not valid...``
-with the words of the step that failed: Go's base64 error, its JSON error (syntax first, then the
-first field of the wrong type), a zero revision, an empty or unclean start key, an unknown version.
+with the words of the step that failed: Go's base64 error, ``not JSON`` for a body that does not
+parse (only a forged token can get there; Go's own syntax messages are not reproduced), Go's
+error for the first field of the wrong type, a zero revision, an empty or unclean start key, an
+unknown version.
 A negative revision (kube's "the latest") lists at the current revision.
 
 In: a token and the list's key prefix. Out: the revision (None: now) and the storage key to
@@ -20,7 +22,6 @@ from typing import Any, Final
 
 from controlplane.apiserver import codec, errors
 from controlplane.apiserver.decoding import INT64_MAX
-from controlplane.apiserver.gojson import syntax_error
 
 VERSION: Final = "meta.k8s.io/v1"
 _ALPHABET: Final = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
@@ -89,15 +90,12 @@ def _raw_url_base64(token: str) -> bytes:
 
 
 def _json(data: bytes) -> Any:
-    problem = syntax_error(data)
-    if problem is not None:
-        raise _Invalid(problem)
     try:
         return json.loads(
             data.decode(errors="replace"), parse_int=_Number, parse_float=_Number, object_pairs_hook=_Object,
         )
-    except ValueError as exc:  # past Python's integer digit limit
-        raise _Invalid("exceeded max depth") from exc
+    except (ValueError, RecursionError) as exc:
+        raise _Invalid(f"not JSON: {exc}") from None
 
 
 def _fields(value: Any) -> dict[str, Any]:
