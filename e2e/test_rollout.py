@@ -189,12 +189,16 @@ def test_history_and_undo_say_the_hub_keeps_no_revisions(fleet: tuple[Kubectl, d
 
 
 def test_statefulset_rollout_and_job_completion_and_deletion(fleet: tuple[Kubectl, dict[str, Kubectl]]) -> None:
-    hub, _ = fleet
+    hub, members = fleet
     assert "roll out complete: 2 new pods have been updated" in rollout_status(hub, "statefulset/db")
     hub.run("rollout", "restart", "statefulset/db", "-n", "day2")
     assert "roll out complete: 2 new pods have been updated" in rollout_status(hub, "statefulset/db")
     sts = hub.json("get", "statefulset", "db", "-n", "day2")
     assert sts["status"]["observedGeneration"] == sts["metadata"]["generation"]
+    # Both members run one template, so they name one revision, and the hub shows it.
+    revisions = {m.json("get", "statefulset", "db", "-n", "day2")["status"]["updateRevision"] for m in members.values()}
+    assert len(revisions) == 1
+    assert sts["status"]["currentRevision"] == sts["status"]["updateRevision"] == revisions.pop()
 
     hub.run("wait", "--for=condition=complete", "job/once", "-n", "day2", "--timeout=120s", timeout=140)
     assert hub.json("get", "job", "once", "-n", "day2")["status"]["succeeded"] == 2

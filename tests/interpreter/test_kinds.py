@@ -289,6 +289,46 @@ def test_deployment_aggregate_status_sums_and_merges_conditions() -> None:
     assert "b: minimum replicas unavailable" in available["message"]
 
 
+def sts_status(current: str, update: str, *, replicas: int = 2, updated: int = 2) -> dict[str, Any]:
+    return {
+        "replicas": replicas, "readyReplicas": replicas, "availableReplicas": replicas,
+        "currentReplicas": replicas - updated if current != update else replicas, "updatedReplicas": updated,
+        "currentRevision": current, "updateRevision": update,
+    }
+
+
+@pytest.mark.parametrize(
+    ("members", "revisions"),
+    [
+        pytest.param([("a", sts_status("s-1", "s-1")), ("b", sts_status("s-1", "s-1"))],
+                     {"currentRevision": "s-1", "updateRevision": "s-1"}, id="all done at one revision"),
+        pytest.param([("a", sts_status("s-1", "s-2", updated=0)), ("b", sts_status("s-1", "s-2", updated=1))],
+                     {"currentRevision": "s-1", "updateRevision": "s-2"}, id="all rolling to one revision"),
+        pytest.param([("a", sts_status("s-2", "s-2")), ("b", sts_status("s-1", "s-2", updated=1))],
+                     {"updateRevision": "s-2"}, id="one done, one rolling: no common current revision"),
+        pytest.param([("a", sts_status("s-a1", "s-a1")), ("b", sts_status("s-b1", "s-b1"))],
+                     {}, id="overrides make each member's revision its own; all done"),
+        pytest.param([("a", sts_status("s-a1", "s-a1")), ("b", sts_status("s-b1", "s-b2", updated=1))],
+                     {"currentRevision": "s-b1", "updateRevision": "s-b2"}, id="own revisions, b rolling: b's pair"),
+        pytest.param([("a", sts_status("s-1", "s-1")), ("b", None)], {}, id="a member not reported yet"),
+    ],
+)
+def test_statefulset_revisions_are_the_ones_every_member_reports(
+    members: list[tuple[str, dict[str, Any] | None]], revisions: dict[str, str]
+) -> None:
+    """Karmada's aggregation sums the counts and leaves the revisions out, so a tool comparing
+    ``currentRevision`` with ``updateRevision`` reads two empty strings as a finished rollout."""
+    sts = statefulset()
+    status = interp(sts).aggregate_status(sts, members)
+    assert {k: v for k, v in status.items() if k.endswith("Revision")} == revisions
+    rolling = any(s is not None and s["currentRevision"] != s["updateRevision"] for _, s in members)
+    assert (status.get("currentRevision") != status.get("updateRevision")) == rolling
+    reported = [s for _, s in members if s is not None]
+    assert status["updatedReplicas"] == sum(s["updatedReplicas"] for s in reported)
+    assert status["currentReplicas"] == sum(s["currentReplicas"] for s in reported)
+    assert status["availableReplicas"] == sum(s["availableReplicas"] for s in reported)
+
+
 def test_replica_counts_at_zero_are_left_out_as_kubes_types_leave_them() -> None:
     """A Deployment's counts are all ``omitempty`` in kube (``unavailableReplicas: 0`` was shown); a
     StatefulSet writes ``replicas`` and ``availableReplicas`` even at 0, a ReplicaSet ``replicas``."""
