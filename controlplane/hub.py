@@ -48,6 +48,7 @@ from controlplane.apis.constants import (
     SYSTEM_NAMESPACE,
     WORK_GROUP,
 )
+from controlplane.apis.kube.namespaces import SYSTEM_NAMESPACES
 from controlplane.apiserver import errors
 from controlplane.apiserver.app import create_app
 from controlplane.apiserver.auth.bootstrap import ca_routes, join_routes, token_routes
@@ -98,6 +99,7 @@ from controlplane.controllers.context import ControllerSettings
 from controlplane.controllers.health import ClusterHealthMonitor
 from controlplane.controllers.manager import ControllerManager
 from controlplane.controllers.serviceaccounts import ServiceAccountsController
+from controlplane.controllers.systemnamespaces import SystemNamespacesController
 from controlplane.controllers.workloads import kind_status
 from controlplane.gcpolicy import CollectorPolicy, CollectorTuning
 from controlplane.leader.election import DEFAULT_TTL as DEFAULT_LEADER_LEASE_TTL
@@ -461,6 +463,10 @@ class Hub(ShutdownOnce):
             asyncio.create_task(ClusterNamespaceController(fenced).run(), name="cluster-namespaces"),
             asyncio.create_task(ClusterRoleAggregationController(fenced).run(), name="clusterrole-aggregation"),
             asyncio.create_task(ServiceAccountsController(fenced).run(), name="serviceaccounts"),
+            asyncio.create_task(
+                SystemNamespacesController(fenced, (*SYSTEM_NAMESPACES, LEASE_NAMESPACE, SYSTEM_NAMESPACE)).run(),
+                name="system-namespaces",
+            ),
             asyncio.create_task(AllocationRepair(writes, self.service_allocator).run(), name="service-allocation-repair"),
         ]
         if self.waste_sampler is not None:

@@ -284,3 +284,26 @@ def test_objects_and_resource_versions_survive_hub_and_etcd_restarts(processes) 
     parallelism = [(e["type"], e["object"]["spec"]["parallelism"]) for e in events if e["type"] != "BOOKMARK"]
     assert parallelism == [("MODIFIED", 3), ("MODIFIED", 4)]
     assert hub.alive()
+
+
+def test_the_namespaces_every_cluster_has(processes) -> None:
+    """kube's four namespaces are there; kubectl is refused deleting three of them with kube's
+    message, and ``kube-node-lease``, which it may delete, comes back."""
+    _, kubectl = processes.start_hub()
+    names = kubectl.run("get", "namespaces", "-o", "name").stdout.split()
+    assert {"namespace/default", "namespace/kube-system", "namespace/kube-public", "namespace/kube-node-lease"} <= set(names)
+    for name in ("default", "kube-system", "kube-public"):
+        refused = kubectl.run("delete", "namespace", name, check=False)
+        assert refused.returncode != 0
+        assert (
+            f'Error from server (Forbidden): namespaces "{name}" is forbidden: this namespace may not be deleted'
+            in refused.stderr
+        )
+    before = kubectl.json("get", "namespace", "kube-node-lease")["metadata"]["uid"]
+    kubectl.run("delete", "namespace", "kube-node-lease")
+
+    def recreated() -> bool:
+        namespace = kubectl.json_or_none("get", "namespace", "kube-node-lease")
+        return namespace is not None and namespace["metadata"]["uid"] != before
+
+    wait_for(recreated, timeout=60, what="kube-node-lease created again")

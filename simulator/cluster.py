@@ -42,6 +42,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from controlplane.apis.events import EventType
+from controlplane.apis.kube.namespaces import SYSTEM_NAMESPACES
 from controlplane.controllers.informing import Informer
 from controlplane.controllers.serviceaccounts import ServiceAccountsController
 from controlplane.lifecycle import Service
@@ -72,7 +73,6 @@ ANNOTATION_DEVICES: Final = "sim.gpufed.io/devices"
 SCHEDULER_NAME: Final = "default-scheduler"
 #: The ``source.component`` of the kubelet's Events (their ``source.host`` is the node).
 KUBELET_COMPONENT: Final = "kubelet"
-_DEFAULT_NAMESPACES: Final = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
 class SimulatedCluster(Service):
@@ -187,7 +187,7 @@ class SimulatedCluster(Service):
 
     async def _create_namespaces(self) -> None:
         """The namespaces and the ``system-`` PriorityClasses every cluster starts with."""
-        for name in _DEFAULT_NAMESPACES:
+        for name in SYSTEM_NAMESPACES:
             with contextlib.suppress(errors.AlreadyExists):
                 await self.objects.create(
                     self._namespace_rt, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}

@@ -159,6 +159,24 @@ async def test_deleting_a_namespace_deletes_its_objects(objects_on: ObjectStore)
         await objects_on.delete(namespaces, name="default")
 
 
+async def test_the_namespaces_every_cluster_has(objects_on: ObjectStore) -> None:
+    """kube-apiserver's four namespaces exist; NamespaceLifecycle refuses to delete three of them,
+    with kube's 403, and lets ``kube-node-lease`` go (kube creates it again)."""
+    _, namespaces, _ = _types(objects_on)
+    listed = await objects_on.list(namespaces)
+    assert {"default", "kube-system", "kube-public", "kube-node-lease"} <= {ns["metadata"]["name"] for ns in listed.items}
+    for name in ("default", "kube-system", "kube-public"):
+        with pytest.raises(errors.Forbidden) as caught:
+            await objects_on.delete(namespaces, name=name)
+        status = caught.value.to_status()
+        assert (status["code"], status["reason"]) == (403, "Forbidden")
+        assert status["message"] == f'namespaces "{name}" is forbidden: this namespace may not be deleted'
+        assert (await objects_on.get(namespaces, name=name))["metadata"].get("deletionTimestamp") is None
+    assert (await objects_on.delete(namespaces, name="kube-node-lease")).deleted
+    with pytest.raises(errors.NotFound):
+        await objects_on.get(namespaces, name="kube-node-lease")
+
+
 async def test_list_selectors_and_pagination(objects_on: ObjectStore) -> None:
     deploy, _, _ = _types(objects_on)
     for index in range(7):

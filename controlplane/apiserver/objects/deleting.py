@@ -19,10 +19,11 @@ from collections.abc import Callable
 from typing import Any
 
 from controlplane.apis.kube.garbagecollection import DeletionPropagation, default_policy, deletion_finalizers
+from controlplane.apis.kube.namespaces import IMMORTAL_NAMESPACES
 from controlplane.apis.meta import CauseType
 from controlplane.apiserver import codec, errors
 from controlplane.apiserver.allocating import Allocations, NoAllocations
-from controlplane.apiserver.objects.namespaces import SYSTEM_NAMESPACES, NamespaceLifecycle
+from controlplane.apiserver.objects.namespaces import NamespaceLifecycle
 from controlplane.apiserver.objects.reading import decode, get_kv, store_call, stored_form
 from controlplane.apiserver.objects.values import (
     DeleteOptions,
@@ -127,7 +128,7 @@ class Deleter:
         rt = self._namespaces.type
         assert rt is not None
         name = ns["metadata"]["name"]
-        if name in SYSTEM_NAMESPACES:
+        if name in IMMORTAL_NAMESPACES:
             raise errors.Forbidden(
                 f'namespaces "{name}" is forbidden: this namespace may not be deleted',
                 target=errors.Target(name=name, kind="namespaces"),

@@ -5,8 +5,8 @@ As in kube, deleting a namespace marks it ``Terminating`` (a ``deletionTimestamp
 deletes its content, and removes it once nothing is left in it; creating in a missing
 namespace is NotFound and in a terminating one Forbidden. :class:`NamespaceLifecycle`
 caches each existing, active namespace for a short while (creates check it on every
-write) and lets concurrent creates share one store read per namespace. The namespaces
-in :data:`SYSTEM_NAMESPACES` always exist and cannot be deleted.
+write) and lets concurrent creates share one store read per namespace. Which namespaces
+always exist and which cannot be deleted is kube's (:mod:`controlplane.apis.kube.namespaces`).
 """
 
 from __future__ import annotations
@@ -23,9 +23,6 @@ from controlplane.apiserver.resources import Registry, ResourceType
 from controlplane.storage import interface as storage
 
 logger = logging.getLogger(__name__)
-
-#: Namespaces that always exist and cannot be deleted.
-SYSTEM_NAMESPACES: tuple[str, ...] = ("default", "kube-system", "kube-public")
 
 
 @dataclass(slots=True)

@@ -16,13 +16,14 @@ from datetime import datetime
 from functools import partial
 from typing import Any, Unpack
 
+from controlplane.apis.kube.namespaces import SYSTEM_NAMESPACES
 from controlplane.apiserver import codec, errors
 from controlplane.apiserver.admission import CheckCreate
 from controlplane.apiserver.allocating import Allocations
 from controlplane.apiserver.objects.aliases import merge_alias_storage
 from controlplane.apiserver.objects.deleting import Deleter
 from controlplane.apiserver.objects.events import watch_events
-from controlplane.apiserver.objects.namespaces import SYSTEM_NAMESPACES, NamespaceLifecycle
+from controlplane.apiserver.objects.namespaces import NamespaceLifecycle
 from controlplane.apiserver.objects.reading import decode, decode_all, encoded, get_kv, list_page
 from controlplane.apiserver.objects.scale import patched_scale, replicas_patch, scale_of, scale_patch_type
 from controlplane.apiserver.objects.values import (
