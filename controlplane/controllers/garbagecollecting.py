@@ -29,7 +29,8 @@ through informers of its own (from the watch cache, which decodes each event onc
 watchers) that cache only the objects carrying ownerReferences. Objects are indexed by their
 owners' uids; an event costs a dictionary look-up or two (has it owners? is its uid someone's
 owner? is it deleting with a garbage-collection finalizer?). Owners are read, live, only when a dependent is checked or an
-owner is being deleted. Level-based and restart-safe: a new leader lists every kind, checks
+owner is being deleted, and an owner reference found dangling is remembered (:class:`AbsentOwners`,
+kube's ``absentOwnerCache``), so the many dependents of one deleted owner cost one read. Level-based and restart-safe: a new leader lists every kind, checks
 every dependent once and finishes every deletion its predecessor left marked; keys are
 reconciled only after every kind is listed (an owner must not be released on an incomplete
 list of its dependents).
@@ -41,7 +42,7 @@ import asyncio
 import contextlib
 import copy
 import logging
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -60,6 +61,49 @@ log = logging.getLogger(__name__)
 INDEX_OWNER_UID = "owner-uid"
 #: Seconds before a dependent whose owner's kind is not served is looked at again.
 UNKNOWN_KIND_RETRY_SECONDS = 60.0
+
+
+#: Owner references remembered as dangling, as many as kube's garbage collector remembers.
+ABSENT_OWNER_CACHE_SIZE = 500
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerCoordinates:
+    """An owner reference where the collector looks it up: the owner's namespace is the
+    dependent's for a namespaced kind, empty for a cluster-scoped one."""
+
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+
+
+class AbsentOwners:
+    """kube's ``absentOwnerCache``: the owner references a live read found dangling (no object
+    of that name, or one with another uid), the least recently used dropped past ``size``.
+
+    Keyed by uid too, so it cannot make a live owner look gone: a uid is never reused, and an
+    owner created again under the same name has a new one, which is looked up afresh."""
+
+    def __init__(self, size: int = ABSENT_OWNER_CACHE_SIZE) -> None:
+        self._size = size
+        self._absent: OrderedDict[OwnerCoordinates, None] = OrderedDict()
+
+    def add(self, owner: OwnerCoordinates) -> None:
+        self._absent[owner] = None
+        self._absent.move_to_end(owner)
+        while len(self._absent) > self._size:
+            self._absent.popitem(last=False)
+
+    def has(self, owner: OwnerCoordinates) -> bool:
+        if owner not in self._absent:
+            return False
+        self._absent.move_to_end(owner)  # a hit keeps it, as a look-up in kube's LRU does
+        return True
+
+    def __len__(self) -> int:
+        return len(self._absent)
 
 
 class Role(StrEnum):
@@ -125,6 +169,7 @@ class GarbageCollector(KeyedController[Node]):
         #: uid -> how many cached objects name it as an owner: a deleted object that is nobody's
         #: owner (nearly all) costs one look-up, not one per kind.
         self._owned: Counter[str] = Counter()
+        self.absent_owners = AbsentOwners()
 
     # --- monitors ------------------------------------------------------------------------
 
@@ -312,8 +357,15 @@ class GarbageCollector(KeyedController[Node]):
                 message=f'ownerRef {identity} does not exist in namespace "{namespace}"',
             )
             return Verdict.INVALID
-        owner = await self.ctx.get(owner_rt, namespace if owner_rt.namespaced else None, str(ref.get("name")))
+        coordinates = OwnerCoordinates(
+            str(ref.get("apiVersion")), str(ref.get("kind")), namespace if owner_rt.namespaced else "",
+            str(ref.get("name")), str(ref.get("uid")),
+        )
+        if self.absent_owners.has(coordinates):
+            return Verdict.DANGLING
+        owner = await self.ctx.get(owner_rt, coordinates.namespace or None, coordinates.name)
         if owner is None or owner["metadata"].get("uid") != ref.get("uid"):
+            self.absent_owners.add(coordinates)
             return Verdict.DANGLING
         owner_meta = owner["metadata"]
         if owner_meta.get("deletionTimestamp") and FINALIZER_FOREGROUND in (owner_meta.get("finalizers") or ()):

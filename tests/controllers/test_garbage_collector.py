@@ -5,6 +5,9 @@ whatever a previous leader left when a manager starts."""
 
 from __future__ import annotations
 
+import functools
+from collections import Counter
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -12,7 +15,12 @@ import pytest
 from controlplane.apiserver import errors
 from controlplane.apiserver.crd.controller import CrdController
 from controlplane.apiserver.objects import ObjectStore
+from controlplane.controllers.garbagecollecting import AbsentOwners, OwnerCoordinates
 from controlplane.controllers.manager import ControllerManager
+from controlplane.hub import hub_registry
+from controlplane.storage import MemoryStore
+from controlplane.storage.interface import KeyValue
+from controlplane.storage.wrapping import WrappedStore
 
 from .conftest import FAST
 from .fleet import eventually
@@ -218,3 +226,88 @@ async def test_two_objects_that_block_each_other_in_the_foreground(objects: Obje
     await objects.delete(_cm(objects), namespace=NS, name="first", propagation_policy="Foreground")
     await eventually(lambda: gone(objects, "second"), what="the second object to go")
     await eventually(lambda: gone(objects, "first"), what="the first object to go")
+
+
+class CountingStore(WrappedStore):
+    """The hub's memory store, counting the reads of each key (what etcd would answer)."""
+
+    def __init__(self, inner: MemoryStore) -> None:
+        super().__init__(inner)
+        self.gets: Counter[str] = Counter()
+
+    async def get(self, key: str) -> KeyValue:
+        self.gets[key] += 1
+        return await super().get(key)
+
+
+@pytest.fixture
+async def counted() -> AsyncIterator[tuple[ObjectStore, CountingStore]]:
+    async with MemoryStore() as memory:
+        store = CountingStore(memory)
+        objs = ObjectStore(store, hub_registry(), garbage_collection=True)
+        await objs.bootstrap()
+        yield objs, store
+
+
+async def test_the_dependents_of_one_deleted_owner_cost_one_lookup(counted: tuple[ObjectStore, CountingStore]) -> None:
+    """kube's absentOwnerCache: the first dependent checked finds the owner gone; the others are
+    answered from the cache (one read per worker at most, as the first checks may run together)."""
+    objects, store = counted
+    key = _cm(objects).key(namespace=NS, name="owner")
+    async with ControllerManager(objects, settings=FAST) as manager:
+        # What deleting a ConfigMap reads of its own key, without the collector's looks.
+        await configmap(objects, "spare")
+        spare = _cm(objects).key(namespace=NS, name="spare")
+        before = store.gets[spare]
+        await objects.delete(_cm(objects), namespace=NS, name="spare")
+        delete_reads = store.gets[spare] - before
+
+        owner = await configmap(objects, "owner")
+        for index in range(20):
+            await configmap(objects, f"child-{index}", owners=[owner_ref(owner)])
+        await manager.wait_idle()  # each child was checked once, its owner alive
+        before = store.gets[key]
+        await objects.delete(_cm(objects), namespace=NS, name="owner")
+        for index in range(20):
+            await eventually(functools.partial(gone, objects, f"child-{index}"), what=f"child-{index} to go")
+        await manager.wait_idle()
+        assert store.gets[key] - before - delete_reads <= FAST.workers
+
+
+async def test_an_owner_created_again_is_looked_up_afresh(counted: tuple[ObjectStore, CountingStore]) -> None:
+    """The cache knows the deleted owner's uid, not its name: the new owner of that name keeps its
+    dependents, and a reference to the old uid is still dangling without another read."""
+    objects, store = counted
+    key = _cm(objects).key(namespace=NS, name="owner")
+    async with ControllerManager(objects, settings=FAST) as manager:
+        first = await configmap(objects, "owner")
+        await configmap(objects, "child", owners=[owner_ref(first)])
+        await manager.wait_idle()
+        await objects.delete(_cm(objects), namespace=NS, name="owner")
+        await eventually(lambda: gone(objects, "child"), what="the first owner's dependent to go")
+
+        second = await configmap(objects, "owner")
+        assert second["metadata"]["uid"] != first["metadata"]["uid"]
+        await configmap(objects, "new-child", owners=[owner_ref(second)])
+        await manager.wait_idle()
+        assert await get(objects, "new-child") is not None
+        assert await get(objects, "owner") is not None
+
+        before = store.gets[key]
+        await configmap(objects, "stale-child", owners=[owner_ref(first)])
+        await eventually(lambda: gone(objects, "stale-child"), what="the dependent of the first owner's uid to go")
+        await manager.wait_idle()
+        assert store.gets[key] == before
+        assert await get(objects, "new-child") is not None
+
+
+def test_the_absent_owner_cache_is_bounded_and_keeps_what_it_answers() -> None:
+    owners = [OwnerCoordinates("v1", "ConfigMap", NS, f"owner-{i}", f"uid-{i}") for i in range(3)]
+    absent = AbsentOwners(size=2)
+    absent.add(owners[0])
+    absent.add(owners[1])
+    assert absent.has(owners[0])  # now the most recently used
+    absent.add(owners[2])
+    assert len(absent) == 2
+    assert (absent.has(owners[0]), absent.has(owners[1]), absent.has(owners[2])) == (True, False, True)
+    assert not absent.has(OwnerCoordinates("v1", "ConfigMap", NS, "owner-0", "another-uid"))
