@@ -16,6 +16,7 @@ from e2e.harness import Kubectl, ProcessGroup, wait_for
 
 FLEET = Path(__file__).parent / "fleets" / "placement.yaml"
 RETAIN = "resourcetemplate.karmada.io/retain-replicas"
+MARKED_BY_HPA = "gpufed.io/retain-replicas-by-hpa"
 pytestmark = pytest.mark.e2e
 
 MANIFESTS = """
@@ -77,6 +78,9 @@ def test_a_members_hpa_scaling_survives_a_work_rewrite(processes: ProcessGroup) 
     wait_for(lambda: _label(hub, RETAIN) == "true", timeout=60, what="the hub Deployment labelled retain-replicas")
     for member in (onprem, cloud):
         _wait_label(member, RETAIN, "true", what="the member's copy labelled")
+        # The hub's note that it set the label stays on the hub.
+        assert MARKED_BY_HPA not in (_deployment(member)["metadata"].get("annotations") or {})
+    assert (_deployment(hub)["metadata"].get("annotations") or {}).get(MARKED_BY_HPA) == "true"
 
     onprem.run("scale", "deployment", "web", "-n", "shop", "--replicas=3")  # as the member's HPA would
     hub.run("label", "deployment", "web", "-n", "shop", "tier=front")  # every Work is rewritten

@@ -16,6 +16,7 @@ from enum import StrEnum
 from typing import Any
 
 from controlplane.apis.constants import (
+    ANNOTATION_RETAIN_REPLICAS_BY_HPA,
     CLUSTER_GROUP,
     CONDITION_PROPAGATED,
     COORDINATION_GROUP,
@@ -181,10 +182,18 @@ def with_condition(
     return out
 
 
+#: Annotations that mean something on the hub only and never reach a member's copy: kubectl's
+#: record of the hub apply, and the hpa-scale-target-marker's note that it set the retain-replicas
+#: label (the label itself goes on: the agent reads it).
+HUB_ONLY_ANNOTATIONS: frozenset[str] = frozenset(
+    {"kubectl.kubernetes.io/last-applied-configuration", ANNOTATION_RETAIN_REPLICAS_BY_HPA}
+)
+
+
 def without_server_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of a hub object fit to create in a member: no status, no server-owned metadata, and
-    none of what its kind carries of one cluster only (:func:`prune_for_member`: a Service's
-    clusterIP, a Job's generated selector and its TTL…)."""
+    """A copy of a hub object fit to create in a member: no status, no server-owned metadata, no
+    :data:`HUB_ONLY_ANNOTATIONS`, and none of what its kind carries of one cluster only
+    (:func:`prune_for_member`: a Service's clusterIP, a Job's generated selector and its TTL…)."""
     # Copied field by field: the status and the metadata left out (managedFields: a field set
     # per writer) are never copied.
     out = {key: value if key == "metadata" else copy.deepcopy(value) for key, value in obj.items() if key != "status"}
@@ -196,9 +205,7 @@ def without_server_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
     }
     annotations = kept.get("annotations")
     if isinstance(annotations, dict):
-        annotations = {
-            k: v for k, v in annotations.items() if k != "kubectl.kubernetes.io/last-applied-configuration"
-        }
+        annotations = {k: v for k, v in annotations.items() if k not in HUB_ONLY_ANNOTATIONS}
         if annotations:
             kept["annotations"] = annotations
         else:

@@ -15,6 +15,7 @@ from .fleet import deployment, eventually, get_object, node_shape, propagation_p
 
 RETAIN = "resourcetemplate.karmada.io/retain-replicas"
 WORK_API = "work.gpufed.io/v1alpha1"
+MARKED_BY_HPA = "gpufed.io/retain-replicas-by-hpa"
 
 
 def hpa(name: str, target: str, *, namespace: str = "default") -> dict[str, Any]:
@@ -67,12 +68,19 @@ async def test_the_target_of_a_propagated_hpa_keeps_its_members_replicas(objects
     async with ControllerManager(objects, settings=FAST) as manager:
         await eventually(lambda: labelled(objects, "web"), what="web labelled retain-replicas")
 
-        async def work_carries_label() -> bool:
+        async def work_manifest() -> dict[str, Any]:
             work = await get(objects, WORK_API, "Work", "default-web-deployment", "gpufed-es-onprem")
-            manifest = (work or {}).get("spec", {}).get("workload", {}).get("manifests", [{}])[0]
-            return (manifest.get("metadata", {}).get("labels") or {}).get(RETAIN) == "true"
+            manifest: dict[str, Any] = (work or {}).get("spec", {}).get("workload", {}).get("manifests", [{}])[0]
+            return manifest
+
+        async def work_carries_label() -> bool:
+            return ((await work_manifest()).get("metadata", {}).get("labels") or {}).get(RETAIN) == "true"
 
         await eventually(work_carries_label, what="web's Work carrying the label")
+        # The marker's own annotation stays on the hub: the member's copy carries the label only.
+        web = await get(objects, "apps/v1", "Deployment", "web")
+        assert web is not None and web["metadata"]["annotations"][MARKED_BY_HPA] == "true"
+        assert MARKED_BY_HPA not in ((await work_manifest())["metadata"].get("annotations") or {})
 
         # Retargeted: the old target is unmarked, the new one marked.
         current = await get(objects, "autoscaling/v2", "HorizontalPodAutoscaler", "web")
@@ -94,4 +102,4 @@ async def test_the_target_of_a_propagated_hpa_keeps_its_members_replicas(objects
         assert await label_of(objects, "by-hand") == "true"
         assert await label_of(objects, "alone", "solo") is None
         api = await get(objects, "apps/v1", "Deployment", "api")
-        assert api is not None and "gpufed.io/retain-replicas-by-hpa" not in (api["metadata"].get("annotations") or {})
+        assert api is not None and MARKED_BY_HPA not in (api["metadata"].get("annotations") or {})

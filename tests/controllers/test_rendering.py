@@ -161,7 +161,10 @@ def test_the_member_copy_drops_server_fields_and_shares_nothing_with_the_hub_obj
         "metadata": {
             "name": "web", "namespace": "default", "uid": "u-1", "resourceVersion": "7", "generation": 2,
             "labels": {"app": "web"},
-            "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}", "team": "a"},
+            "annotations": {
+                "kubectl.kubernetes.io/last-applied-configuration": "{}", "gpufed.io/retain-replicas-by-hpa": "true",
+                "team": "a",
+            },
             "managedFields": [{"manager": "kubectl", "fieldsV1": {"f:spec": {}}}],
             "finalizers": ["gpufed.io/propagation"],
         },
