@@ -120,12 +120,7 @@ def apply_patch(
     decodes a JSON or merge patch strictly first, and its errors say so)."""
     name = str(((live or {}).get("metadata") or {}).get("name") or "")
     if patch_type is PatchType.APPLY:
-        if not manager:
-            raise BadRequest(
-                'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch'
-            )
-        if not isinstance(patch, dict):
-            raise BadRequest("the apply patch must be a single object (a YAML or JSON mapping)")
+        manager = check_apply_request(rt, patch, manager=manager)
         try:
             return apply_upgrading_client_side(
                 copy.deepcopy(live) if live is not None else None,
@@ -170,6 +165,39 @@ def apply_patch(
         return strategic_merge_patch(copy.deepcopy(live), patch, kind=rt.kind)
     except ValueError as exc:
         raise _unappliable(f"the strategic merge patch could not be applied: {exc}", str(exc), rt, name) from exc
+
+
+def check_apply_request(rt: ResourceType, patch: Any, *, manager: str | None) -> str:
+    """Refuse a server-side apply kube refuses before merging anything: one without a field
+    manager, one that is not an object, and one whose ``apiVersion`` and ``kind`` are not the
+    URL's (kube's field manager checks the applied object's group, version and kind first, so
+    an apply at ``apps/v1`` of a body saying ``apps/v1beta1`` is a 400 ``invalid object type:
+    apps/v1beta1, Kind=Deployment``; the body's version is never converted). Returns the manager."""
+    if not manager:
+        raise BadRequest(
+            'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch'
+        )
+    if not isinstance(patch, dict):
+        raise BadRequest("the apply patch must be a single object (a YAML or JSON mapping)")
+    group, version, kind = _group_version_kind(patch)
+    if (group, version, kind) != (rt.group, rt.version, rt.kind):
+        raise BadRequest(f"invalid object type: {group}/{version}, Kind={kind}")
+    return manager
+
+
+def _group_version_kind(obj: dict[str, Any]) -> tuple[str, str, str]:
+    """An object's group, version and kind as Go's ``Unstructured.GroupVersionKind`` reads them:
+    a value that is not a string counts as empty, and an apiVersion with more than one ``/``
+    yields no group, version or kind at all."""
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    api_version = api_version if isinstance(api_version, str) else ""
+    kind = kind if isinstance(kind, str) else ""
+    if api_version in ("", "/"):
+        return "", "", kind
+    if api_version.count("/") > 1:
+        return "", "", ""
+    group, _, version = api_version.rpartition("/")
+    return group, version, kind
 
 
 _JSON_PATCH_OPS = frozenset({"add", "remove", "replace", "move", "copy", "test"})

@@ -1,6 +1,7 @@
 """A body of another kind or apiVersion than its URL's resource gets kube-apiserver's 400: its
 decoder's words for a built-in kind (a kind it cannot convert, or one not registered at all),
-the apiVersion check for the same kind in another version; over HTTP, as kubectl sees it."""
+the apiVersion check for the same kind in another version; and, for a server-side apply, kube's
+field manager's "invalid object type". Over HTTP, as kubectl sees it."""
 
 from __future__ import annotations
 
@@ -61,3 +62,78 @@ async def test_a_body_of_another_kind_is_kubes_400(api: Client, path: str, body:
     assert (status["reason"], status["message"]) == ("BadRequest", message)
     replaced = await api.put(f"{path}/x", json=body)
     assert replaced.status == 400 and (await replaced.json())["message"] == message
+
+
+APPLY = {"Content-Type": "application/apply-patch+yaml"}
+DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
+HPAS = "/apis/autoscaling/{}/namespaces/default/horizontalpodautoscalers"
+CLUSTER_QUEUES = "/apis/kueue.x-k8s.io/{}/clusterqueues"
+
+
+def _deployment(**fields: Any) -> dict[str, Any]:
+    labels = {"app": "x"}
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"},
+        "spec": {"selector": {"matchLabels": labels}, "template": {
+            "metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": "i"}]}}},
+        **fields,
+    }
+
+
+def _without(obj: dict[str, Any], key: str) -> dict[str, Any]:
+    return {k: v for k, v in obj.items() if k != key}
+
+
+async def _apply(api: Client, url: str, body: dict[str, Any]) -> Any:
+    return await api.patch(url, params={"fieldManager": "tester"}, json=body, headers=APPLY)
+
+
+@pytest.mark.parametrize(("collection", "body", "message"), [
+    (DEPLOYMENTS, _deployment(apiVersion="apps/v1beta1"), "invalid object type: apps/v1beta1, Kind=Deployment"),
+    (DEPLOYMENTS, _deployment(kind="StatefulSet"), "invalid object type: apps/v1, Kind=StatefulSet"),
+    (DEPLOYMENTS, _without(_deployment(), "apiVersion"), "invalid object type: /, Kind=Deployment"),
+    (DEPLOYMENTS, _without(_deployment(), "kind"), "invalid object type: apps/v1, Kind="),
+    (DEPLOYMENTS, _deployment(apiVersion="v1"), "invalid object type: /v1, Kind=Deployment"),
+    # Go reads no group, version or kind at all from an apiVersion with two slashes.
+    (DEPLOYMENTS, _deployment(apiVersion="apps/v1/x"), "invalid object type: /, Kind="),
+    # Kinds the hub serves at two versions: the body's version is not converted to the URL's.
+    (HPAS.format("v1"), _body("autoscaling/v2", "HorizontalPodAutoscaler"),
+     "invalid object type: autoscaling/v2, Kind=HorizontalPodAutoscaler"),
+    (CLUSTER_QUEUES.format("v1beta2"), _body("kueue.x-k8s.io/v1beta1", "ClusterQueue"),
+     "invalid object type: kueue.x-k8s.io/v1beta1, Kind=ClusterQueue"),
+])
+async def test_an_apply_of_another_version_or_kind_is_kubes_400(
+    api: Client, collection: str, body: dict[str, Any], message: str
+) -> None:
+    """kube's field manager checks the applied object's group, version and kind against the URL's
+    before it merges anything, whether the apply creates the object or changes it."""
+    created = await _apply(api, f"{collection}/x", body)
+    status = await created.json()
+    assert (created.status, status["reason"], status["message"]) == (400, "BadRequest", message)
+
+    if collection == DEPLOYMENTS:
+        ok = await _apply(api, f"{collection}/x", _deployment())
+        assert ok.status == 201, await ok.json()
+        refused = await _apply(api, f"{collection}/x", {**body, "metadata": {"name": "x", "labels": {"a": "b"}}})
+        assert (refused.status, (await refused.json())["message"]) == (400, message)
+        refused = await _apply(api, f"{collection}/x/status", body)
+        assert (refused.status, (await refused.json())["message"]) == (400, message)
+        stored = await (await api.get(f"{collection}/x")).json()
+        assert "labels" not in stored["metadata"]
+
+
+@pytest.mark.parametrize(("collection", "api_version", "kind"), [
+    (HPAS.format("v1"), "autoscaling/v1", "HorizontalPodAutoscaler"),
+    (HPAS.format("v2"), "autoscaling/v2", "HorizontalPodAutoscaler"),
+    (CLUSTER_QUEUES.format("v1beta1"), "kueue.x-k8s.io/v1beta1", "ClusterQueue"),
+    (CLUSTER_QUEUES.format("v1beta2"), "kueue.x-k8s.io/v1beta2", "ClusterQueue"),
+])
+async def test_an_apply_at_the_urls_own_version_is_taken_at_every_served_version(
+    api: Client, collection: str, api_version: str, kind: str
+) -> None:
+    body = _body(api_version, kind)
+    if kind == "HorizontalPodAutoscaler":
+        body["spec"] = {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "x"}, "maxReplicas": 2}
+    applied = await _apply(api, f"{collection}/x", body)
+    assert applied.status == 201, await applied.json()
+    assert (await applied.json())["apiVersion"] == api_version

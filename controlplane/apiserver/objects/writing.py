@@ -32,7 +32,7 @@ from controlplane.apiserver.objects.namespaces import NamespaceLifecycle
 from controlplane.apiserver.objects.reading import decode, get_kv, served, store_call, stored_form
 from controlplane.apiserver.objects.values import WriteOptions
 from controlplane.apiserver.objects.versions import KindVersions
-from controlplane.apiserver.patches import PatchType, apply_patch, record_update
+from controlplane.apiserver.patches import PatchType, apply_patch, check_apply_request, record_update
 from controlplane.apiserver.resources import Registry, ResourceType
 from controlplane.apiserver.validation import DecodingError, FieldValidation, check_object, decoded_applied
 from controlplane.storage import interface as storage
@@ -214,6 +214,7 @@ class Writer:
         # Server-side apply records its own managedFields entry: its write must not add another.
         applied_write = dataclasses.replace(write, field_manager=None)
         if patch_type is PatchType.APPLY and isinstance(patch, dict):
+            check_apply_request(rt, patch, manager=field_manager)  # before its fields are decoded, as kube
             decoded = decoded_applied(rt, patch, write.field_validation)
             patch = decoded.obj
             if write.warnings is not None:
