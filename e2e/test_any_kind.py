@@ -465,6 +465,19 @@ def _trainer_work_entry(east_works: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
+def _unschedulable_in_next_report(hub: Kubectl, cluster: str) -> list[str]:
+    """The names of the workloads in namespace ml that the cluster's next capacity report (one
+    taken after now) lists in ``status.unschedulableWorkloads``."""
+    before = (hub.json("get", "cluster", cluster).get("status") or {}).get("lastReportTime")
+
+    def next_status() -> dict[str, Any] | None:
+        status: dict[str, Any] = hub.json("get", "cluster", cluster).get("status") or {}
+        return status if status.get("lastReportTime") != before else None
+
+    status = wait_for(next_status, timeout=120, what=f"a new capacity report from {cluster}")
+    return [str(e.get("name")) for e in status.get("unschedulableWorkloads") or () if e.get("namespace") == "ml"]
+
+
 def test_storage_the_member_lacks_is_named_on_the_hub_and_not_taken_for_want_of_room(
     fleet: tuple[Kubectl, dict[str, Kubectl]],
 ) -> None:
@@ -494,6 +507,8 @@ def test_storage_the_member_lacks_is_named_on_the_hub_and_not_taken_for_want_of_
         return [m for m in pods_not_starting(hub, "trainer") if "StorageClass" in m]
 
     (message,) = wait_for(class_named, timeout=120, what="the hub's PodsNotStarting Event naming the StorageClass")
+    # Nor does east's next capacity report count them among the pods it has no room for.
+    assert "trainer" not in _unschedulable_in_next_report(hub, "east")
     assert re.fullmatch(
         r"cluster east: 1 pod\(s\) cannot be scheduled: Unschedulable: 0/\d+ nodes are available: pod has "
         r"unbound immediate PersistentVolumeClaims\. " + _PREEMPTION + r"; "

@@ -19,6 +19,7 @@ from controlplane.apis import constants as c
 from controlplane.lifecycle import Service
 from member_agent import probing
 from member_agent.capacity import PodRequests
+from member_agent.claims import ClaimStates
 from member_agent.config import AgentConfig
 from member_agent.holding import StatusHold
 from member_agent.informing import Informer
@@ -117,6 +118,9 @@ class AgentBase(Service):
         self.pods: Informer | None = None
         #: The pods no node holds yet, from the pod cache's changes (for the Works' status).
         self.pending_pods = PendingPods()
+        #: Why claims that pods wait for are unbound, as the Works' status passes read them (the
+        #: capacity report counts those pods as waiting for storage too); None before the first.
+        self.claims: ClaimStates | None = None
         self.works: Informer | None = None
         #: The hub's ResourceInterpreterCustomizations, and their member-side hooks in force.
         self.customizations: Informer | None = None

@@ -48,7 +48,8 @@ Accounting rules, exactly:
   :func:`controlplane.reports.agentreport.utilization_report`), so its size follows the
   member's workloads, not its node or pod count.
 * ``unschedulableWorkloads`` lists, per owning workload (:func:`owner_workload`), the pods the
-  member's scheduler could not place (:func:`controlplane.apis.pods.unschedulable_condition`), at most
+  member's scheduler could not place for want of room (:func:`member_agent.podstates.unschedulable_for_room`:
+  not those waiting for storage the member lacks, which the Work status reports), at most
   :data:`MAX_UNSCHEDULABLE_WORKLOADS` of them (most pods first): a report that lists a
   workload's pods was taken after they became unschedulable, so the hub may move them on what
   it says is free.
@@ -73,7 +74,7 @@ from controlplane.apis.constants import (
     LABEL_TRAINING_OPERATOR_NAME,
 )
 from controlplane.apis.gpus import MIG_INVALID_SUFFIX, is_nvidia_resource
-from controlplane.apis.pods import TERMINAL_PHASES, unschedulable_condition
+from controlplane.apis.pods import TERMINAL_PHASES
 from controlplane.apis.utilization import NodeUtilization, PodAllocation
 from controlplane.reports.agentreport import utilization_report
 from member_agent.nodes import (
@@ -91,6 +92,7 @@ from member_agent.nodes import (
     tracked_quantities,
     utilization_labels,
 )
+from member_agent.podstates import ClaimTrouble, no_claim_trouble, unschedulable_for_room
 
 CPU_ROUNDING = 1000  # millicores
 MEMORY_ROUNDING = 2**30  # bytes
@@ -377,6 +379,7 @@ def summarize(
     previous_conditions: Sequence[Mapping[str, Any]] = (),
     api_problem: tuple[ClusterReadyReason, str] | None = None,
     requests_of: PodRequests | None = None,
+    claims: ClaimTrouble = no_claim_trouble,
 ) -> dict[str, Any]:
     """The Cluster.status report for ``nodes`` and ``pods`` at ``now`` (RFC 3339).
 
@@ -385,7 +388,8 @@ def summarize(
     condition's lastTransitionTime when its status has not changed. ``api_problem`` (reason,
     message), when the member's API is down (:mod:`member_agent.probing`), makes Ready False
     whatever the cached nodes say. ``requests_of``, a reporter's own :class:`PodRequests`,
-    spares parsing again the requests of pods the last report read.
+    spares parsing again the requests of pods the last report read. ``claims``: why claims are
+    unbound, as the Works' status passes last read them (their pods wait for storage, not room).
     """
     node_names = {str((n.get("metadata") or {}).get("name")) for n in nodes}
     allocated_by_node: dict[str, dict[str, int]] = {}
@@ -395,7 +399,7 @@ def summarize(
     unschedulable: list[Mapping[str, Any]] = []
     for pod in pods:
         if not pod_is_active(pod):
-            if unschedulable_condition(pod) is not None:
+            if unschedulable_for_room(pod, claims) is not None:
                 unschedulable.append(pod)
             metadata = pod.get("metadata") or {}
             finished[(str(metadata.get("namespace") or ""), str(metadata.get("name") or ""))] = pod

@@ -58,11 +58,14 @@ class ClaimStates:
     async def refresh(self, wanted: Iterable[tuple[str, str]]) -> None:
         """Read the ``wanted`` claims not read within :attr:`ttl` seconds; forget expired ones."""
         now = self._clock()
-        self._known = {key: seen for key, seen in self._known.items() if now - seen[0] < self.ttl}
-        for key in sorted(set(wanted) - self._known.keys()):
-            if len(self._known) >= self.limit:
+        # Filled aside and swapped in whole: a capacity report taken meanwhile still sees what
+        # was known before, not a claim forgotten until it is read again.
+        known = {key: seen for key, seen in self._known.items() if now - seen[0] < self.ttl}
+        for key in sorted(set(wanted) - known.keys()):
+            if len(known) >= self.limit:
                 break
-            self._known[key] = (now, await self._read(*key))
+            known[key] = (now, await self._read(*key))
+        self._known = known
 
     async def _read(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         self.reads += 1
@@ -85,3 +88,8 @@ class ClaimStates:
     def __call__(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         seen = self._known.get((namespace, name))
         return seen[1] if seen is not None else None
+
+    def snapshot(self) -> Callable[[str, str], Mapping[str, Any] | None]:
+        """What is known now, as a lookup that later reads do not change (for a worker thread)."""
+        troubles = {key: trouble for key, (_, trouble) in self._known.items() if trouble is not None}
+        return lambda namespace, name: troubles.get((namespace, name))

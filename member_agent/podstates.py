@@ -105,17 +105,27 @@ def _storage_wait(
     return None
 
 
+def unschedulable_for_room(pod: Mapping[str, Any], claims: ClaimTrouble = no_claim_trouble) -> Mapping[str, Any] | None:
+    """The PodScheduled=False condition of a pod the member's scheduler could not place for want
+    of room (:func:`unschedulable_condition`), or None; a pod that waits for storage the member
+    lacks is None too (:func:`storage_wait_summary` reports it). The one test of what the Work
+    status calls ``unschedulable`` and the capacity report counts in ``unschedulableWorkloads``."""
+    cond = unschedulable_condition(pod)
+    if cond is None or _storage_wait(pod, claims) is not None:
+        return None
+    return cond
+
+
 def unschedulable_summary(
     workload: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], *, claims: ClaimTrouble = no_claim_trouble
 ) -> dict[str, Any] | None:
-    """How many of the workload's pods the member scheduler could not place, and why (the most
-    common PodScheduled=False message). None when every pod was placed. The same pods as the
-    capacity report's ``unschedulableWorkloads`` counts (:func:`unschedulable_condition`), but
-    for those that wait for storage the member lacks (:func:`storage_wait_summary`)."""
+    """How many of the workload's pods the member scheduler could not place for want of room, and
+    why (the most common PodScheduled=False message): :func:`unschedulable_for_room`. None when
+    there are none."""
     messages: Counter[str] = Counter()
     for pod in _pods_of(workload, pods):
-        cond = unschedulable_condition(pod)
-        if cond is not None and _storage_wait(pod, claims) is None:
+        cond = unschedulable_for_room(pod, claims)
+        if cond is not None:
             messages[str(cond.get("message") or cond.get("reason") or "")] += 1
     if not messages:
         return None

@@ -25,6 +25,7 @@ import aiohttp
 from member_agent import capacity, dcgm, probing
 from member_agent.agentbase import MAX_BACKOFF, AgentBase
 from member_agent.kubeapi import ApiError, NotFound
+from member_agent.podstates import no_claim_trouble
 from member_agent.registering import desired_cluster, register_cluster, rfc3339, write_cluster_status
 
 logger = logging.getLogger(__name__)
@@ -55,6 +56,7 @@ class CapacityReporting(AgentBase):
             previous_conditions=previous.get("conditions") or [],
             api_problem=(problem.reason, problem.message) if problem is not None else None,
             requests_of=self._pod_requests,
+            claims=self.claims.snapshot() if self.claims is not None else no_claim_trouble,
         )
 
     async def _probe_loop(self) -> None:

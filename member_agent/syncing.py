@@ -177,6 +177,7 @@ class WorkSyncing(AgentBase):
             member=self.member, ledger=Ledger(cfg.state_dir), pending_pods=self.pending_pods, cached=self.cached_object,
             interpreters=self.interpreters,
         )
+        self.claims = applier.claims
         await self.works.synced.wait()
         if self.customizations is not None:
             # Retention must be in force before the first update; a hub that serves no

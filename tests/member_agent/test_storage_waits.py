@@ -33,6 +33,7 @@ NO_CLAIM = (
 )
 UNBOUND = unbound_claim_message(3)
 NO_ROOM = "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."
+NOW = "2026-01-01T00:00:00Z"
 FAST_MISSING = {"name": "data", "storageClassName": "fast", "message": 'storageclass.storage.k8s.io "fast" not found'}
 
 
@@ -81,10 +82,17 @@ def test_the_agents_pod_cache_keeps_the_claims_of_unplaced_pods_only() -> None:
 def test_pods_waiting_for_storage_the_member_lacks_are_not_counted_as_unschedulable(
     messages: list[str], troubles: dict[tuple[str, str], Any], waiting: Any, unschedulable: Any
 ) -> None:
+    """Neither in the Work status nor in the capacity report's ``unschedulableWorkloads``: the two
+    count the same pods, so the hub never moves a workload for pods that wait for storage."""
     pods = [capacity.trim_pod(_pod(f"train-5cf-{i}", m)) for i, m in enumerate(messages)]
     claims = _known(troubles)
     assert storage_wait_summary(DEPLOYMENT, pods, claims=claims) == waiting
     assert unschedulable_summary(DEPLOYMENT, pods, claims=claims) == unschedulable
+    listed = capacity.summarize([], pods, now=NOW, claims=claims).get("unschedulableWorkloads")
+    if unschedulable is None:
+        assert listed is None
+    else:
+        assert listed == [{"namespace": "ml", "kind": "Deployment", "name": "train", "pods": unschedulable["pods"]}]
 
 
 def test_the_work_status_names_the_claim_and_its_missing_class() -> None:
@@ -140,6 +148,10 @@ async def test_the_agent_reads_a_claims_missing_class_from_the_member_once_per_c
     assert claims("ml", "gone") is None  # no claim: the scheduler's message names it itself
     asked = len(member.requests)
     assert asked == 5  # three claims, and the classes of the two that exist
+    # The capacity report, summed in a worker thread, reads what is known when it is taken.
+    known = claims.snapshot()
+    waiting = [capacity.trim_pod(_pod("train-5cf-a", UNBOUND))]
+    assert "unschedulableWorkloads" not in capacity.summarize([], waiting, now=NOW, claims=known)
 
     # Every status pass within the ttl asks the member nothing more, however many pods wait.
     for _ in range(10):
@@ -155,6 +167,10 @@ async def test_the_agent_reads_a_claims_missing_class_from_the_member_once_per_c
     await claims.refresh({("ml", "data")})
     assert claims("ml", "data") is None
     assert claims("ml", "other") is None and claims.reads == 4  # expired claims not asked about are forgotten
+    assert known("ml", "data") == FAST_MISSING  # a snapshot stays as it was taken
+    assert capacity.summarize([], waiting, now=NOW, claims=claims.snapshot())["unschedulableWorkloads"] == [
+        {"namespace": "ml", "kind": "Deployment", "name": "train", "pods": 1}
+    ]
 
 
 async def test_the_claim_cache_is_bounded(member: Member, api: KubeApi) -> None:
