@@ -63,6 +63,7 @@ from member_agent.interpreting import CUSTOMIZATIONS_PATH
 from member_agent.kubeapi import ApiError, KubeApi, is_retryable
 from member_agent.metrics import NAMESPACE as METRICS_NAMESPACE
 from member_agent.metrics import MetricsServer, parse_listen
+from member_agent.reachability import Reachability, Unreachable, failure_level
 from member_agent.registering import register_cluster, renew_lease
 from member_agent.reporting import CapacityReporting
 from member_agent.syncing import WorkSyncing
@@ -84,13 +85,18 @@ async def member_api(config: AgentConfig) -> KubeApi:
         )
     else:
         kube_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-    return KubeApi(ApiClient(configuration=configuration), timeout=config.request_timeout)
+    return KubeApi(
+        ApiClient(configuration=configuration), timeout=config.request_timeout,
+        reachability=Reachability("member cluster", str(configuration.host)),
+    )
 
 
-def _retrying(what: str) -> AsyncRetrying:
+def _retrying(what: str, reachability: Reachability | None = None) -> AsyncRetrying:
     def log(state: Any) -> None:
         exc = state.outcome.exception() if state.outcome else None
-        logger.warning("%s failed: %s; retrying (attempt %d)", what, exc, state.attempt_number)
+        if isinstance(exc, Unreachable) and reachability is not None:
+            reachability.failed(exc)  # logged there once, not at every attempt
+        logger.log(failure_level(exc), "%s failed: %s; retrying (attempt %d)", what, exc, state.attempt_number)
 
     return AsyncRetrying(
         retry=retry_if_exception(is_retryable),
@@ -149,7 +155,7 @@ class Agent(CapacityReporting, WorkSyncing):
             with attempt:
                 self.member = await self._member_client(cfg)
                 self._kubernetes_version = await self.member.version()
-        async for attempt in _retrying("joining the hub"):
+        async for attempt in _retrying("joining the hub", self.hub_reachability):
             with attempt:
                 self.hub = await hubclient.connect(
                     hub=cfg.hub,
@@ -158,11 +164,12 @@ class Agent(CapacityReporting, WorkSyncing):
                     cluster_name=cfg.cluster_name,
                     state=hubclient.StateDir(cfg.state_dir),
                     request_timeout=cfg.request_timeout,
+                    reachability=self.hub_reachability,
                 )
         desired = self._desired_cluster()
         hub = self.hub
         assert hub is not None and self.member is not None
-        async for attempt in _retrying("registering the cluster"):
+        async for attempt in _retrying("registering the cluster", self.hub_reachability):
             with attempt:
                 self.cluster = await register_cluster(hub, desired)
         self.registered.set()
@@ -206,6 +213,7 @@ class Agent(CapacityReporting, WorkSyncing):
             self.tunnel = AgentTunnel(
                 cluster=cfg.cluster_name, hub=hub.client, member=self.member.client, identity=cfg.proxy_identity,
                 backoff=ReconnectBackoff(cfg.proxy_reconnect_initial_backoff, cfg.proxy_reconnect_max_backoff),
+                reachability=self.hub_reachability,
             )
             self.metrics.registry.register(TunnelCollector(self.tunnel, prefix=METRICS_NAMESPACE))
             group.create_task(self.tunnel.run())
@@ -224,7 +232,7 @@ class Agent(CapacityReporting, WorkSyncing):
                     last=self.lease,
                 )
             except ApiError as exc:
-                logger.warning("heartbeat for cluster %s failed: %s", self.config.cluster_name, exc)
+                logger.log(failure_level(exc), "heartbeat for cluster %s failed: %s", self.config.cluster_name, exc)
                 self.lease = None
             await asyncio.sleep(self.config.heartbeat_interval)
 

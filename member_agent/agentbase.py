@@ -27,6 +27,7 @@ from member_agent.interpreting import MemberInterpreters
 from member_agent.kubeapi import KubeApi, KubeTransport
 from member_agent.metrics import AgentMetrics, MetricsServer
 from member_agent.podstates import PendingPods
+from member_agent.reachability import Reachability
 from member_agent.reclaims import ReclaimLog
 from member_agent.tunnel import AgentTunnel
 from member_agent.unserved import UnservedRetries
@@ -66,6 +67,8 @@ class AgentBase(Service):
         #: Builds the member client (a hollow member's in-process one in a hollow fleet).
         self._member_client = member_client
         self.hub: KubeApi | None = None
+        #: Whether the hub answers, logged once per change by every loop that talks to it.
+        self.hub_reachability = Reachability("hub", config.hub)
         self.member: KubeTransport | None = None
         self.cluster: dict[str, Any] | None = None
         self.lease: dict[str, Any] | None = None

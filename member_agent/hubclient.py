@@ -28,6 +28,7 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 from controlplane.apis.constants import CA_PATH, JOIN_PATH
 from controlplane.pki import private_directory
 from member_agent.kubeapi import ApiError, KubeApi, Unavailable, error_from_status
+from member_agent.reachability import Reachability, Unreachable, connection_problem
 from member_agent.trust import TrustError, verify_ca
 
 logger = logging.getLogger(__name__)
@@ -110,8 +111,8 @@ async def fetch_hub_ca(hub: str, ca_hash: str, *, request_timeout: float = DEFAU
             body = await response.read()
             if response.status != 200:
                 raise error_from_status(response.status, body)
-    except (aiohttp.ClientError, TimeoutError) as exc:
-        raise Unavailable(0, "Unavailable", f"cannot fetch the hub CA from {url}: {exc!r}") from exc
+    except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+        raise Unreachable(hub.rstrip("/"), connection_problem(exc), what="hub") from exc
     return verify_ca(body, ca_hash)
 
 
@@ -149,8 +150,8 @@ async def exchange_bootstrap_token(
         ):
             data = await response.read()
             status = response.status
-    except (aiohttp.ClientError, TimeoutError) as exc:
-        raise Unavailable(0, "Unavailable", f"cannot reach the hub at {url}: {exc!r}") from exc
+    except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+        raise Unreachable(hub.rstrip("/"), connection_problem(exc), what="hub") from exc
     if not 200 <= status < 300:
         error = error_from_status(status, data)
         if isinstance(error, Unavailable):
@@ -165,13 +166,16 @@ async def exchange_bootstrap_token(
     return token
 
 
-def hub_api(hub: str, *, ca_file: Path | None, token: str, timeout: float = DEFAULT_TIMEOUT) -> KubeApi:
+def hub_api(
+    hub: str, *, ca_file: Path | None, token: str, timeout: float = DEFAULT_TIMEOUT,
+    reachability: Reachability | None = None,
+) -> KubeApi:
     configuration = Configuration(host=hub.rstrip("/"))
     if ca_file is not None:
         configuration.ssl_ca_cert = str(ca_file)
     configuration.api_key = {"BearerToken": token}
     configuration.api_key_prefix = {"BearerToken": "Bearer"}
-    return KubeApi(ApiClient(configuration=configuration), timeout=timeout)
+    return KubeApi(ApiClient(configuration=configuration), timeout=timeout, reachability=reachability)
 
 
 async def connect(
@@ -182,11 +186,14 @@ async def connect(
     cluster_name: str,
     state: StateDir,
     request_timeout: float = DEFAULT_TIMEOUT,
+    reachability: Reachability | None = None,
 ) -> KubeApi:
     """A hub client with a working credential, joining the hub first if needed.
 
     A stored credential the hub no longer accepts (401) is replaced by a fresh exchange when a
-    bootstrap token is at hand; without one, :class:`JoinError` says what to do.
+    bootstrap token is at hand; without one, :class:`JoinError` says what to do. A hub that
+    cannot be reached is an :class:`Unreachable`; the client notes each failure to reach it in
+    ``reachability``.
     """
     ca_pem: bytes | None = None
     if _is_tls(hub):
@@ -201,7 +208,7 @@ async def connect(
 
     credential = state.load_credential(hub=hub, cluster_name=cluster_name)
     if credential is not None:
-        api = hub_api(hub, ca_file=ca_file, token=credential.token, timeout=request_timeout)
+        api = hub_api(hub, ca_file=ca_file, token=credential.token, timeout=request_timeout, reachability=reachability)
         try:
             await api.get("/version")
             # /version may be public: prove the token with a request only an agent may make.
@@ -231,4 +238,4 @@ async def connect(
     )
     state.save_credential(Credential(hub=hub, cluster_name=cluster_name, token=token))
     logger.info("joined the hub as cluster %s; credential stored in %s", cluster_name, state.path)
-    return hub_api(hub, ca_file=ca_file, token=token, timeout=request_timeout)
+    return hub_api(hub, ca_file=ca_file, token=token, timeout=request_timeout, reachability=reachability)

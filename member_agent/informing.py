@@ -22,6 +22,7 @@ import aiohttp
 from tenacity import AsyncRetrying, retry_if_exception_type, wait_exponential_jitter
 
 from member_agent.kubeapi import ApiError, Gone, KubeTransport
+from member_agent.reachability import failure_level
 
 logger = logging.getLogger(__name__)
 
@@ -141,4 +142,4 @@ class Informer:
 
     def _log_retry(self, state: Any) -> None:
         exc = state.outcome.exception() if state.outcome else None
-        logger.warning("informer %s: %s; retrying (attempt %d)", self.name, exc, state.attempt_number)
+        logger.log(failure_level(exc), "informer %s: %s; retrying (attempt %d)", self.name, exc, state.attempt_number)

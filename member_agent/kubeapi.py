@@ -10,7 +10,9 @@ typed models and retries a 410 only once).
 
 :class:`KubeTransport` holds the verbs over three transport calls; :class:`KubeApi` is the HTTP
 transport. In: an ``ApiClient``. Out: dict objects, and :class:`ApiError` subclasses for non-2xx answers
-(the Kubernetes ``Status`` message preserved). Every request has a timeout.
+(the Kubernetes ``Status`` message preserved); a server that cannot be reached is an
+:class:`~member_agent.reachability.Unreachable` in words, noted in the server's
+:class:`~member_agent.reachability.Reachability`. Every request has a timeout.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from member_agent.apierrors import is_retryable as is_retryable
 from member_agent.discovery import DiscoveryCache, discovery_path
 from member_agent.discovery import KindNotServed as KindNotServed
 from member_agent.discovery import ResourceInfo as ResourceInfo
+from member_agent.reachability import Reachability, Unreachable
 
 logger = logging.getLogger(__name__)
 
@@ -216,9 +219,16 @@ class KubeTransport(abc.ABC):
 class KubeApi(KubeTransport):
     """JSON requests against one API server through a kubernetes_asyncio ``ApiClient``."""
 
-    def __init__(self, client: ApiClient, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(
+        self, client: ApiClient, *, timeout: float = DEFAULT_TIMEOUT, reachability: Reachability | None = None
+    ) -> None:
         super().__init__(timeout=timeout)
         self.client = client
+        #: Logs, once per change, whether the server answers (see :mod:`member_agent.reachability`).
+        self.reachability = reachability if reachability is not None else Reachability("API server", self.server)
+
+    def _unreachable(self, exc: BaseException) -> Unreachable:
+        return self.reachability.failed(exc)
 
     async def close(self) -> None:
         await self.client.close()
@@ -246,13 +256,23 @@ class KubeApi(KubeTransport):
                 _request_timeout=request_timeout,
             )
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-            raise Unavailable(0, "Unavailable", f"{request.method} {request.path}: {exc!r}") from exc
+            raise self._unreachable(exc) from exc
+        self.reachability.answered()
         return response
+
+    async def _read(self, response: aiohttp.ClientResponse) -> bytes:
+        """The whole body of ``response``, which is released; :class:`Unreachable` when it breaks off."""
+        try:
+            return await response.read()
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise self._unreachable(exc) from exc
+        finally:
+            response.release()
 
     async def _exchange(self, request: Request) -> dict[str, Any]:
         method, path = request.method, request.path
         response = await self._send(request)
-        data = await _read(response, method, path)
+        data = await self._read(response)
         if not 200 <= response.status < 300:
             raise error_from_status(response.status, data)
         if not data:
@@ -265,7 +285,7 @@ class KubeApi(KubeTransport):
 
     async def _text(self, request: Request) -> tuple[int, str]:
         response = await self._send(request)
-        data = await _read(response, request.method, request.path)
+        data = await self._read(response)
         return response.status, data.decode("utf-8", errors="replace")
 
     async def _events(
@@ -283,7 +303,7 @@ class KubeApi(KubeTransport):
                 try:
                     line = await response.content.readline()
                 except (aiohttp.ClientError, TimeoutError) as exc:
-                    raise Unavailable(0, "Unavailable", f"watch {path}: {exc!r}") from exc
+                    raise self._unreachable(exc) from exc
                 if not line:
                     return
                 if not line.strip():
@@ -307,11 +327,3 @@ def _query_value(value: Any) -> str:
     return str(value)
 
 
-async def _read(response: aiohttp.ClientResponse, method: str, path: str) -> bytes:
-    """The whole body of ``response``, which is released; :class:`Unavailable` when it breaks off."""
-    try:
-        return await response.read()
-    except (aiohttp.ClientError, TimeoutError) as exc:
-        raise Unavailable(0, "Unavailable", f"{method} {path}: {exc!r}") from exc
-    finally:
-        response.release()

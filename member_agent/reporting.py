@@ -26,6 +26,7 @@ from member_agent import capacity, dcgm, probing
 from member_agent.agentbase import MAX_BACKOFF, AgentBase
 from member_agent.kubeapi import ApiError, NotFound
 from member_agent.podstates import no_claim_trouble
+from member_agent.reachability import failure_level
 from member_agent.registering import desired_cluster, register_cluster, rfc3339, write_cluster_status
 
 logger = logging.getLogger(__name__)
@@ -112,7 +113,7 @@ class CapacityReporting(AgentBase):
             except ApiError as exc:
                 failures += 1
                 self.metrics.report_failed()
-                logger.warning("capacity report for cluster %s failed: %s", self.config.cluster_name, exc)
+                logger.log(failure_level(exc), "capacity report for cluster %s failed: %s", self.config.cluster_name, exc)
                 self._report_due.set()
                 await asyncio.sleep(min(MAX_BACKOFF, 0.5 * 2**failures))
 

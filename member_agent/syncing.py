@@ -24,6 +24,7 @@ from member_agent.informing import Informer
 from member_agent.kubeapi import ApiError, Conflict, NotFound
 from member_agent.ledger import Ledger
 from member_agent.manifests import Identifier, desired_manifests, preserves_on_deletion, work_key
+from member_agent.reachability import failure_level
 from member_agent.registering import rfc3339
 from member_agent.unserved import carries_crd
 
@@ -226,7 +227,7 @@ class WorkSyncing(AgentBase):
                 failures = 0
             except ApiError as exc:
                 failures += 1
-                logger.warning("applying works failed: %s; retrying", exc)
+                logger.log(failure_level(exc), "applying works failed: %s; retrying", exc)
                 self._dirty_works.update(keys)
                 self._status_dirty.update(status_keys)
                 await asyncio.sleep(min(MAX_BACKOFF, 0.2 * 2**failures))

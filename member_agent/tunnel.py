@@ -39,6 +39,7 @@ from prometheus_client.registry import Collector
 
 from controlplane.apis import proxyframing as framing
 from controlplane.apis.proxyframing import Frame, FrameKind, ProxyLimits, ProxyRequest
+from member_agent.reachability import Reachability
 from member_agent.tunnelupgrades import AgentStream, serve_upgrade
 
 logger = logging.getLogger(__name__)
@@ -88,8 +89,11 @@ class AgentTunnel:
         identity: Identity = "impersonate",
         limits: ProxyLimits | None = None,
         backoff: ReconnectBackoff | None = None,
+        reachability: Reachability | None = None,
     ) -> None:
         self.cluster = cluster
+        #: Where a failure to reach the hub is logged once (see :mod:`member_agent.reachability`).
+        self.reachability = reachability or Reachability("hub", str(hub.configuration.host))
         self.hub = hub
         self.member = member
         self.identity = identity
@@ -120,7 +124,8 @@ class AgentTunnel:
                 await self._connect_once()
                 logger.warning("the proxy tunnel of cluster %s to the hub closed; reconnecting", self.cluster)
             except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-                logger.warning("the proxy tunnel of cluster %s cannot reach the hub: %s", self.cluster, exc)
+                error = self.reachability.failed(exc)
+                logger.debug("the proxy tunnel of cluster %s cannot reach the hub: %s", self.cluster, error)
             await asyncio.sleep(self.backoff.next_delay(stable=loop.time() - started > STABLE_SECONDS))
 
     async def _connect_once(self) -> None:
