@@ -25,6 +25,10 @@ from controlplane.apiserver.tls import client_ssl_context
 
 DEFAULT_KUBECONFIG = Path(".gpufed") / "hub.kubeconfig"
 REQUEST_TIMEOUT = aiohttp.ClientTimeout(total=30)
+#: The most a command reads of one answer from the hub: a hub (or something posing as one) that
+#: sends more is refused before the command holds it all, never read whole into memory.
+MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+_READ_CHUNK = 64 * 1024
 
 
 # What OpenSSL calls a certificate no CA the client trusts signed: Go's "x509: certificate
@@ -87,6 +91,28 @@ def unreachable(server: str, exc: aiohttp.ClientError, *, kubeconfig: Path | Non
     return HubError(f"Unable to connect to the server: {host}: {exc}", prefixed=False)
 
 
+def _size(limit: int) -> str:
+    return f"{limit // (1024 * 1024)} MiB" if limit % (1024 * 1024) == 0 else f"{limit} bytes"
+
+
+async def read_answer(resp: aiohttp.ClientResponse, *, method: str, path: str, limit: int = MAX_RESPONSE_BYTES) -> bytes:
+    """The body of the hub's answer to ``method path``, at most ``limit`` bytes: a larger one (by
+    its Content-Length, or as it arrives) is a :class:`HubError` that says so and what to do."""
+    declared = resp.content_length
+    body = bytearray()
+    if declared is None or declared <= limit:
+        async for chunk in resp.content.iter_chunked(_READ_CHUNK):
+            body += chunk
+            if len(body) > limit:
+                break
+        else:
+            return bytes(body)
+    raise HubError(
+        f"the hub's answer to {method} {path} exceeds {_size(limit)}, the most gpufed reads of one answer; "
+        "ask for less (one namespace, a selector) or use kubectl, which reads lists in pages"
+    )
+
+
 def add_kubeconfig_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--kubeconfig",
@@ -109,6 +135,8 @@ def resolve_kubeconfig(explicit: Path | None) -> Path:
 class HubClient:
     credentials: HubCredentials
     kubeconfig: Path | None = None  # the file the credentials came from, named in TLS errors
+    #: The most read of one answer (:func:`read_answer`).
+    max_response_bytes: int = MAX_RESPONSE_BYTES
 
     @classmethod
     def from_kubeconfig(cls, explicit: Path | None, *, missing: str = "") -> HubClient:
@@ -147,7 +175,8 @@ class HubClient:
                 aiohttp.ClientSession(connector=connector, timeout=REQUEST_TIMEOUT) as session,
                 session.request(method, self.server + path, data=data, headers=headers, params=params) as resp,
             ):
-                text = await resp.text()
+                raw = await read_answer(resp, method=method, path=path, limit=self.max_response_bytes)
+                text = raw.decode("utf-8", errors="replace")  # kube's JSON is UTF-8
                 try:
                     payload = json.loads(text) if text else None
                 except ValueError:

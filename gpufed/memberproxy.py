@@ -21,7 +21,7 @@ import aiohttp
 from controlplane.apis import constants as c
 from controlplane.apis.podview import owned_by, propagated_workloads
 from controlplane.apiserver.tls import client_ssl_context
-from gpufed.hubclient import HubClient, HubError, unreachable
+from gpufed.hubclient import HubClient, HubError, read_answer, unreachable
 
 CLUSTERS_PATH = f"/apis/{c.CLUSTER_GROUP}/{c.VERSION}/clusters"
 WORKS_PATH = f"/apis/{c.WORK_GROUP}/{c.VERSION}/works"
@@ -128,7 +128,8 @@ async def stream_lines(hub: HubClient, cluster: str, path: str, params: Sequence
             session.get(url, params=list(params), headers=headers) as response,
         ):
             if response.status >= 400:
-                text = await response.text()
+                raw = await read_answer(response, method="GET", path=proxy_path(cluster, path), limit=hub.max_response_bytes)
+                text = raw.decode("utf-8", errors="replace")
                 try:
                     message = json.loads(text).get("message") or text
                 except ValueError:
