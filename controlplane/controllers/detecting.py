@@ -212,10 +212,13 @@ def binding_spec(
 
 
 def _comparable(spec: dict[str, Any] | None) -> dict[str, Any]:
-    """A binding spec without the workload's resourceVersion (it moves on every status write)."""
-    out = copy.deepcopy(spec or {})
-    (out.get("resource") or {}).pop("resourceVersion", None)
-    return out
+    """A binding spec without the workload's resourceVersion (it moves on every status write),
+    for comparing only: it shares everything else with ``spec``."""
+    spec = spec or {}
+    resource = spec.get("resource")
+    if isinstance(resource, dict) and "resourceVersion" in resource:
+        spec = {**spec, "resource": {k: v for k, v in resource.items() if k != "resourceVersion"}}
+    return spec
 
 
 class Detector(KeyedController[WorkloadRef]):

@@ -41,7 +41,6 @@ object that stays unhealthy shows so, once the hold is over.
 
 from __future__ import annotations
 
-import copy
 import json
 import logging
 import statistics
@@ -523,7 +522,7 @@ class StatusController(KeyedController[BindingKey]):
         self, binding: dict[str, Any], items: list[dict[str, Any]], pending: list[str], total: int
     ) -> None:
         ctx = self.ctx
-        status = copy.deepcopy(binding.get("status") or {})
+        status = dict(binding.get("status") or {})  # its conditions and aggregatedStatus are replaced, not changed
         if pending or not total:
             shown = "; ".join(pending[:5]) + (f" and {len(pending) - 5} more" if len(pending) > 5 else "")
             condition = {
