@@ -413,6 +413,7 @@ class BindingController(KeyedController[BindingKey]):
         preserve = self._preserve(binding, existing)
         name = work_name(key[0], str(resource.get("name")), kind)
         keep: set[str] = set()
+        split = {str(t["name"]): int(t.get("replicas") or 0) for t in targets}
         for target in targets:
             cluster = str(target["name"])
             keep.add(cluster)
@@ -424,6 +425,7 @@ class BindingController(KeyedController[BindingKey]):
                 rules=rules,
                 cluster=self._view(cluster),
                 member_runs_kueue=runs_kueue(ctx.clusters.get(None, cluster)),
+                split=split,
             )
             if rendered.error is not None:
                 await self._override_failed(key, cluster, workload, str(rendered.error))

@@ -1,14 +1,16 @@
 """What one cluster's Work for a binding looks like: its name, labels and rendered manifest.
 
-In: the hub workload (dict), its interpreter, the binding's share for the cluster (replicas,
-an alternative GPU shape when the scheduler chose one), the override rules that apply and
-the cluster's :class:`ClusterView`. Out: the Work object to create or compare, or an
-:class:`OverrideError` when an override rule cannot be applied.
+In: the hub workload (dict), its interpreter, the binding's share for the cluster (replicas, an
+alternative GPU shape when the scheduler chose one), the whole split (every cluster's
+replicas), the override rules that apply and the cluster's :class:`ClusterView`. Out: the
+Work object to create or compare, or an :class:`OverrideError` when an override rule cannot
+be applied.
 
 Rendering order follows Karmada's binding controller: the workload without server-owned
-fields, then the cluster's replicas (``with_replicas``), then the GPU shape the scheduler
-picked for that cluster (``with_gpu_request`` plus the shape's node selector, both only in
-the pod templates that request a GPU), then Kueue's queue label and suspension as the member
+fields, then the cluster's replicas (``with_replicas``, after ``with_split`` for a kind whose
+copy depends on the whole split: a StatefulSet's part of the partition), then the GPU shape the
+scheduler picked for that cluster (``with_gpu_request`` plus the shape's node selector, both
+only in the pod templates that request a GPU), then Kueue's queue label and suspension as the member
 wants them (``queue_for_member``: kept for a member that runs Kueue, stripped otherwise), then
 the override rules, so that an OverridePolicy has the last word. The Work's spec also
 carries the policy's ``conflictResolution``, whether dispatching is suspended, and
@@ -35,7 +37,7 @@ from controlplane.apis.views import BindingView, ObjectView, WorkView
 from controlplane.apis.work_v1alpha1 import API_VERSION, WORK_KIND
 from controlplane.controllers.workloads import without_server_fields
 from controlplane.interpreter import KindInterpreter
-from controlplane.interpreter.base import PodTemplateKind
+from controlplane.interpreter.base import PodTemplateKind, SplitAware
 from controlplane.interpreter.customized import CustomizedInterpreter
 from policies.affinity import ClusterView
 from policies.matching import OverrideRule
@@ -205,10 +207,14 @@ def render_manifest(
     rules: Sequence[OverrideRule],
     cluster: ClusterView,
     member_runs_kueue: bool = False,
+    split: Mapping[str, int] | None = None,
 ) -> RenderedManifest:
     """The workload as ``cluster`` must run it (see the module docstring for the order)."""
     manifest = without_server_fields(workload)
     if interpreter is not None:
+        divided = _template_kind(interpreter)
+        if split and isinstance(divided, SplitAware):
+            manifest = divided.with_split(manifest, cluster=cluster.name, split=split)
         manifest = interpreter.with_replicas(manifest, replicas)
         if shape is not None:
             gpu_templates = _gpu_templates(manifest, interpreter)

@@ -40,6 +40,7 @@ __all__ = [
     "KindInterpreter",
     "MemberStatuses",
     "PodTemplateKind",
+    "SplitAware",
     "keep_finished",
     "stamp_finish",
 ]
@@ -141,6 +142,18 @@ class KindInterpreter(Protocol):
         """The ConfigMaps, Secrets, ServiceAccount and PersistentVolumeClaims the workload's pod
         templates (every role's) reference, unique and ordered; ``propagateDeps`` sends them
         along (:mod:`controlplane.interpreter.dependencies`)."""
+        ...
+
+
+@runtime_checkable
+class SplitAware(Protocol):
+    """A kind whose copy in one cluster depends on the whole split, not only on the cluster's
+    replicas (a StatefulSet's partition: :mod:`controlplane.interpreter.statefulset`)."""
+
+    def with_split(self, obj: Obj, *, cluster: str, split: Mapping[str, int]) -> Obj:
+        """``obj`` (the hub's object, its ``spec.replicas`` the hub's) as ``cluster`` must run it
+        when ``split`` (cluster name to replicas, every cluster of the placement) divides it; the
+        cluster's replicas are set apart (:meth:`KindInterpreter.with_replicas`)."""
         ...
 
 
@@ -248,8 +261,9 @@ class ReplicatedTemplateKind(PodTemplateKind):
 
     def health_of(self, observed: Obj) -> Health:
         """Unknown while the status is about an earlier generation; Healthy when ``spec.replicas``
-        (default 1) replicas serve (:attr:`serving_field`) and are updated (``updatedReplicas``,
-        when the kind reports it), or none are asked for; Unhealthy otherwise. Without the spec,
+        (default 1) replicas serve (:attr:`serving_field`) and those the update strategy wants
+        updated (:meth:`updated_wanted`) are (``updatedReplicas``, when the kind reports it), or
+        none are asked for; Unhealthy otherwise. Without the spec,
         the replicas asked for are those the status counts (``status.replicas``), and an empty
         status says nothing yet (Unknown)."""
         status = status_of(observed)
@@ -265,8 +279,15 @@ class ReplicatedTemplateKind(PodTemplateKind):
         if replicas == 0:
             return Health.HEALTHY
         serving = as_int(status.get(self.serving_field)) >= replicas
-        updated = as_int(status.get("updatedReplicas"), replicas) >= replicas
+        wanted = self.updated_wanted(spec, replicas)
+        updated = as_int(status.get("updatedReplicas"), replicas) >= wanted
         return Health.HEALTHY if serving and updated else Health.UNHEALTHY
+
+    def updated_wanted(self, spec: Mapping[str, Any] | None, replicas: int) -> int:
+        """How many of ``replicas`` must be updated (``updatedReplicas``) for the copy to be
+        healthy: all of them, unless the kind's update strategy (``spec``, None when unknown)
+        keeps some at the old template."""
+        return replicas
 
 
 class Finishing(Protocol):
