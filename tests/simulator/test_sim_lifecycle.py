@@ -306,3 +306,72 @@ def test_rayjob_head_runs_to_completion_and_workers_go() -> None:
     changes = reconcile_rayjob(job, pods, now=NOW, rng=random.Random(0))
     assert changes.delete == ["w-gpu-worker-a"]
     assert changes.status is not None and changes.status["jobStatus"] == "SUCCEEDED"
+
+
+def _roll(sts: dict[str, Any], pods: dict[str, dict[str, Any]]) -> list[str]:
+    """Run the StatefulSet controller until it has nothing left to do, each created pod running
+    and Ready at once; the names it deleted, in order."""
+    deleted: list[str] = []
+    for _ in range(50):
+        changes = reconcile_statefulset(sts, list(pods.values()), now=NOW, rng=random.Random(0))
+        if changes.status is not None:
+            sts["status"] = changes.status
+        if not changes.create and not changes.delete:
+            return deleted
+        for pod in changes.create:
+            pod["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+            pods[pod["metadata"]["name"]] = pod
+        for name in changes.delete:
+            deleted.append(name)
+            del pods[name]
+    raise AssertionError("the StatefulSet controller never settled")
+
+
+def _images(pods: dict[str, dict[str, Any]]) -> dict[str, str]:
+    return {name: pod["spec"]["containers"][0]["image"] for name, pod in sorted(pods.items())}
+
+
+def test_statefulset_rolls_out_the_pods_at_or_above_its_partition() -> None:
+    """As kube's StatefulSet controller: highest ordinal first, one at a time, only ordinals at or
+    above the partition; the ones below keep the current revision, even when made again."""
+    spec: dict[str, Any] = {
+        "replicas": 4,
+        "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 2}},
+        "template": TEMPLATE,
+    }
+    sts = _owner("StatefulSet", "apps/v1", spec)
+    pods: dict[str, dict[str, Any]] = {}
+    _roll(sts, pods)
+    old = sts["status"]["updateRevision"]
+    assert sts["status"]["currentRevision"] == old and sts["status"]["updatedReplicas"] == 4
+
+    spec["template"] = {**TEMPLATE, "spec": {"containers": [{"name": "c", "image": "i:2"}]}}
+    assert _roll(sts, pods) == ["w-3", "w-2"]
+    assert _images(pods) == {"w-0": "i", "w-1": "i", "w-2": "i:2", "w-3": "i:2"}
+    status = sts["status"]
+    assert status["updatedReplicas"] == 2 and status["currentReplicas"] == 2 and status["readyReplicas"] == 4
+    assert status["currentRevision"] == old != status["updateRevision"]
+
+    del pods["w-1"]  # a pod below the partition comes back at the current revision
+    _roll(sts, pods)
+    assert _images(pods)["w-1"] == "i"
+    assert pods["w-1"]["metadata"]["labels"]["controller-revision-hash"] == old
+
+    spec["updateStrategy"]["rollingUpdate"]["partition"] = 0
+    assert _roll(sts, pods) == ["w-1", "w-0"]
+    assert set(_images(pods).values()) == {"i:2"}
+    assert sts["status"]["currentRevision"] == sts["status"]["updateRevision"]
+    assert sts["status"]["currentReplicas"] == sts["status"]["updatedReplicas"] == 4
+
+
+def test_statefulset_on_delete_leaves_its_pods_to_the_user() -> None:
+    spec: dict[str, Any] = {"replicas": 2, "updateStrategy": {"type": "OnDelete"}, "template": TEMPLATE}
+    sts = _owner("StatefulSet", "apps/v1", spec)
+    pods: dict[str, dict[str, Any]] = {}
+    _roll(sts, pods)
+    spec["template"] = {**TEMPLATE, "spec": {"containers": [{"name": "c", "image": "i:2"}]}}
+    assert _roll(sts, pods) == []
+    assert sts["status"].get("updatedReplicas", 0) == 0
+    del pods["w-1"]
+    _roll(sts, pods)
+    assert _images(pods) == {"w-0": "i", "w-1": "i:2"}
