@@ -206,6 +206,70 @@ def test_statefulset_rollout_and_job_completion_and_deletion(fleet: tuple[Kubect
     hub.run("wait", "--for=delete", "job/once", "-n", "day2", "--timeout=120s", timeout=140)
 
 
+LEDGER = """
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: ledger, namespace: day2}
+spec:
+  replicas: 4
+  serviceName: ledger
+  selector: {matchLabels: {app: ledger}}
+  updateStrategy: {type: RollingUpdate, rollingUpdate: {partition: 2}}
+  template:
+    metadata: {labels: {app: ledger}}
+    spec:
+      containers: [{name: ledger, image: registry.example.com/ledger:1.0}]
+"""
+
+
+def member_ledgers(members: dict[str, Kubectl]) -> dict[str, tuple[int, list[str]]]:
+    """Per member: the partition its StatefulSet got, and its pods' images by ordinal."""
+    out: dict[str, tuple[int, list[str]]] = {}
+    for name, member in members.items():
+        sts = member.json("get", "statefulset", "ledger", "-n", "day2")
+        pods = member.json("get", "pods", "-n", "day2", "-l", "app=ledger")["items"]
+        by_name = {p["metadata"]["name"]: p["spec"]["containers"][0]["image"] for p in pods}
+        out[name] = (
+            sts["spec"]["updateStrategy"]["rollingUpdate"]["partition"],
+            [by_name.get(f"ledger-{i}", "") for i in range(sts["spec"]["replicas"])],
+        )
+    return out
+
+
+def test_a_partitioned_statefulset_rollout_divided_over_two_members_finishes(
+    fleet: tuple[Kubectl, dict[str, Kubectl]],
+) -> None:
+    """Replicas 4 split 2+2 with partition 2: the hub's ordinals are east's then west's, so east
+    keeps its two pods and west updates both; kubectl's ``rollout status`` on the hub counts the
+    2 updated pods, and both members stay Healthy while part of the set runs the old template."""
+    hub, members = fleet
+    hub.run("apply", "-f", "-", input_text=LEDGER)
+    assert "partitioned roll out complete: 4 new pods have been updated" in rollout_status(hub, "statefulset/ledger")
+    hub.run("set", "image", "statefulset/ledger", "ledger=registry.example.com/ledger:2.0", "-n", "day2")
+    assert "partitioned roll out complete: 2 new pods have been updated" in rollout_status(hub, "statefulset/ledger")
+    old, new = "registry.example.com/ledger:1.0", "registry.example.com/ledger:2.0"
+    assert member_ledgers(members) == {"east": (2, [old, old]), "west": (0, [new, new])}
+    status = hub.json("get", "statefulset", "ledger", "-n", "day2")["status"]
+    assert (status["updatedReplicas"], status["readyReplicas"]) == (2, 4)
+    assert status.get("currentRevision") != status["updateRevision"]  # east still runs the old one
+
+    def members_healthy() -> bool:
+        binding = hub.json("get", "resourcebinding", "ledger-statefulset", "-n", "day2")
+        health = {i["clusterName"]: i.get("health") for i in binding.get("status", {}).get("aggregatedStatus") or ()}
+        return health == {"east": "Healthy", "west": "Healthy"}
+
+    wait_for(members_healthy, timeout=120, what="both members Healthy with a partitioned rollout")
+
+    # The partition lowered to 0: the rest of the set rolls out, in both members.
+    unpartitioned = '{"spec":{"updateStrategy":{"rollingUpdate":{"partition":0}}}}'
+    hub.run("patch", "statefulset", "ledger", "-n", "day2", "-p", unpartitioned)
+    assert "partitioned roll out complete: 4 new pods have been updated" in rollout_status(hub, "statefulset/ledger")
+    assert member_ledgers(members) == {"east": (0, [new, new]), "west": (0, [new, new])}
+    status = hub.json("get", "statefulset", "ledger", "-n", "day2")["status"]
+    assert status["currentRevision"] == status["updateRevision"]
+    wait_for(members_healthy, timeout=120, what="both members Healthy after the whole rollout")
+
+
 def test_rollout_status_waits_for_a_member_that_has_not_received_the_change(
     fleet: tuple[Kubectl, dict[str, Kubectl]],
 ) -> None:
