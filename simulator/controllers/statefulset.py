@@ -22,7 +22,7 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from controlplane.apis.untyped import as_int
+from controlplane.interpreter.statefulset import partition_of
 from simulator.controllers.base import (
     Changes,
     changed,
@@ -68,9 +68,8 @@ def reconcile_statefulset(
     update_revision = f"{name}-{template_hash(template)}"
     status_old = statefulset.get("status") or {}
     current_revision = str(status_old.get("currentRevision") or update_revision)
-    strategy = spec.get("updateStrategy") or {}
-    rolling = strategy.get("type") in (None, "", "RollingUpdate")
-    partition = as_int((strategy.get("rollingUpdate") or {}).get("partition")) if rolling else 0
+    rolling = (spec.get("updateStrategy") or {}).get("type") != "OnDelete"
+    partition = partition_of(spec) or 0
     parallel = spec.get("podManagementPolicy") == "Parallel"
     by_ordinal: dict[int, Mapping[str, Any]] = {}
     leaving: set[int] = set()
