@@ -59,6 +59,7 @@ class CustomizationsController(KeyedController[str]):
     def __init__(self, ctx: ControllerContext, on_kind_changed: KindChanged | None = None) -> None:
         super().__init__(ctx, workers=1)
         self.rt = ctx.watch_kind(RIC_API_VERSION, RIC_KIND, self._on_customization)
+        ctx.bindings.add_handler(self._on_binding)
         self._on_kind_changed = on_kind_changed
         self._installed: dict[tuple[str, str], Customization] = {}
         self._refused: dict[str, dict[str, str]] = {}
@@ -86,6 +87,16 @@ class CustomizationsController(KeyedController[str]):
         self._unmarked.pop(name, None)
         await self.loop.add(ALL)
         await self.loop.add(name)
+
+    async def _on_binding(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        """A binding made after a script failed on its workload: its Event and condition are due."""
+        if event is not WatchEventType.ADDED or not self._failures:
+            return
+        resource = BindingView(obj).resource
+        bound = (resource.get("namespace") or "", resource.get("name"), resource.get("kind"))
+        for name, failures in list(self._failures.items()):
+            if any(_object_key(failure.obj) == bound for failure in failures.values()):
+                await self.loop.add(name)
 
     def _failed(self, failure: ScriptFailure) -> None:
         """Called (synchronously) by whichever controller ran the failing script."""
@@ -167,7 +178,7 @@ class CustomizationsController(KeyedController[str]):
         if seen in self._binding_reported:
             return
         # The binding may not exist yet (the script failed while it was being made): its Event
-        # comes with the next failure after it does.
+        # comes when it does (:meth:`_on_binding`), or with the next failure.
         binding = self.ctx.binding_for(meta.get("namespace"), str(meta.get("name")), str(failure.obj.get("kind")))
         if binding is not None:
             self._binding_reported.add(seen)
@@ -255,3 +266,9 @@ class CustomizationsController(KeyedController[str]):
         for api_version, kind in self._installed:
             set_customized(api_version, kind, None)
         self._installed.clear()
+
+
+def _object_key(obj: dict[str, Any]) -> tuple[Any, Any, Any]:
+    """(namespace, name, kind) of an object, as a binding's ``spec.resource`` names it."""
+    meta = ObjectView(obj).metadata
+    return (meta.get("namespace") or "", meta.get("name"), obj.get("kind"))
