@@ -81,7 +81,7 @@ from controlplane.controllers.context import (
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.failover import evicting_clusters
 from controlplane.controllers.informing import spec_unchanged
-from controlplane.controllers.reconciling import KeyedController
+from controlplane.controllers.reconciling import KeyedController, OwnWrites
 from controlplane.controllers.workloads import binding_namespace, is_deleting, shape_problem
 from controlplane.controllers.works import (
     binding_key_of_work,
@@ -233,6 +233,8 @@ class BindingController(KeyedController[BindingKey]):
         self._override_errors: dict[tuple[BindingKey, str], str] = {}
         #: Bindings whose workload is malformed, with the message last reported for each.
         self._invalid: dict[BindingKey, str] = {}
+        #: The Works its reconciles created: their ADDED events bring nothing new back.
+        self._created_works = OwnWrites()
         ctx.bindings.add_handler(self._on_binding)
         ctx.works.add_handler(self._on_work)
         ctx.clusters.add_handler(self._on_cluster)
@@ -260,6 +262,8 @@ class BindingController(KeyedController[BindingKey]):
                     await self.loop.add((namespace, str(attached["metadata"]["name"])))
 
     async def _on_work(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        if event is WatchEventType.ADDED and self._created_works.is_echo(obj):
+            return  # created by the reconcile of its binding, which made the rest of it too
         if spec_unchanged(old, obj, event) and (
             old["metadata"].get("labels") == obj["metadata"].get("labels")
         ) and ANNOTATION_PRESERVE_CLEARED not in (obj["metadata"].get("annotations") or {}):
@@ -479,7 +483,7 @@ class BindingController(KeyedController[BindingKey]):
         namespace, name = work["metadata"]["namespace"], work["metadata"]["name"]
         await self.ctx.ensure_namespace(namespace)
         try:
-            await self.ctx.objects.create(self.ctx.work_rt, work)
+            self._created_works.wrote(await self.ctx.objects.create(self.ctx.work_rt, work))
         except errors.AlreadyExists:
             return False
         log.info("work %s/%s created", namespace, name)

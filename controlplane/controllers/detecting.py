@@ -62,7 +62,7 @@ from controlplane.controllers.context import (
 )
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.informing import spec_unchanged
-from controlplane.controllers.reconciling import KeyedController
+from controlplane.controllers.reconciling import KeyedController, OwnWrites
 from controlplane.controllers.workloads import (
     PropagatedReason,
     WorkloadConditionType,
@@ -204,11 +204,19 @@ def binding_spec(
         spec["propagateDeps"] = True
     if schedule_priority is not None:
         spec["schedulePriority"] = {"priority": schedule_priority}
-    for owned_by_scheduler in ("clusters", "gracefulEvictionTasks", "rescheduleTriggeredAt"):
+    for owned_by_scheduler in SCHEDULER_SPEC_FIELDS:
         value = ((existing or {}).get("spec") or {}).get(owned_by_scheduler)
         if value is not None:
             spec[owned_by_scheduler] = value
     return spec
+
+
+def _scheduler_change_only(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Whether a binding's spec changed only in what the scheduler owns (its placement), which
+    the detector keeps as it is: nothing for it to reconcile."""
+    before, after = BindingView(old).spec, BindingView(new).spec
+    keys = (before.keys() | after.keys()) - SCHEDULER_SPEC_FIELDS
+    return all(before.get(key) == after.get(key) for key in keys)
 
 
 def _comparable(spec: dict[str, Any] | None) -> dict[str, Any]:
@@ -219,6 +227,10 @@ def _comparable(spec: dict[str, Any] | None) -> dict[str, Any]:
     if isinstance(resource, dict) and "resourceVersion" in resource:
         spec = {**spec, "resource": {k: v for k, v in resource.items() if k != "resourceVersion"}}
     return spec
+
+
+#: Fields of a binding's spec the scheduler writes; the detector's spec keeps them as they are.
+SCHEDULER_SPEC_FIELDS = frozenset({"clusters", "gracefulEvictionTasks", "rescheduleTriggeredAt"})
 
 
 class Detector(KeyedController[WorkloadRef]):
@@ -236,11 +248,14 @@ class Detector(KeyedController[WorkloadRef]):
         self._priority_classes = ctx.informer(priority_class_rt) if priority_class_rt is not None else None
         # A queued workload (label kueue.x-k8s.io/queue-name) propagates only once its Workload is admitted.
         self.admission = AdmissionGate(ctx, self.loop.add)
+        # The binding it creates and the workload it claims, in one reconcile: their events
+        # bring back what that reconcile made.
+        self._own_writes = OwnWrites()
 
     # --- event handlers ---------------------------------------------------------------
 
     async def _on_workload(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        if event is WatchEventType.MODIFIED and not _meta_changed(old, obj):
+        if event is WatchEventType.MODIFIED and (self._own_writes.is_echo(obj) or not _meta_changed(old, obj)):
             return
         ref = WorkloadRef.of(obj)
         if is_plain(ref.api_version, ref.kind) and not self._plain_object_matters(ref):
@@ -285,8 +300,10 @@ class Detector(KeyedController[WorkloadRef]):
             await self.loop.add(workload)
 
     async def _on_binding(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        if event is not WatchEventType.DELETED and self._own_writes.is_echo(obj):
+            return
         if event is WatchEventType.MODIFIED and old is not None and (
-            ObjectView(old).generation == ObjectView(obj).generation
+            ObjectView(old).generation == ObjectView(obj).generation or _scheduler_change_only(old, obj)
         ):
             return
         await self._add_bound_workload(obj)
@@ -378,11 +395,15 @@ class Detector(KeyedController[WorkloadRef]):
         # write): a workload deleted in between had no finalizer yet, and the reconcile of its
         # deletion deletes the binding (above), as for a finalizer removed by hand.
         written = await self._write_binding(ref, workload, match, binding, spec=spec)
+        if written is not binding:
+            self._own_writes.wrote(written)
         await self._set_priority_condition(written, priority, workload=workload)
-        await self._claim(rt, workload, f"claimed by {describe_policy(match.ref)}")
+        claimed = await self._claim(rt, workload, f"claimed by {describe_policy(match.ref)}")
+        if claimed is not None:
+            self._own_writes.wrote(claimed)
         return None
 
-    async def _claim(self, rt: ResourceType, workload: dict[str, Any], message: str) -> None:
+    async def _claim(self, rt: ResourceType, workload: dict[str, Any], message: str) -> dict[str, Any] | None:
         """The workload's finalizer and ``Propagated=True`` (Claimed): one write where both change."""
         finalizers = list(ObjectView(workload).finalizers)
         body = workload
@@ -391,12 +412,10 @@ class Detector(KeyedController[WorkloadRef]):
             body = {**workload, "metadata": {**workload["metadata"], "finalizers": [*finalizers, FINALIZER_WORKLOAD]}}
         status = self._propagated_status(rt, workload, True, PropagatedReason.CLAIMED, message)
         if status is None:
-            if body is not workload:
-                await self.ctx.objects.update(rt, body)
-        elif body is workload:
-            await self.ctx.objects.update_status(rt, {**workload, "status": status})
-        else:
-            await self.ctx.objects.update_with_status(rt, {**body, "status": status})
+            return await self.ctx.objects.update(rt, body) if body is not workload else None
+        if body is workload:
+            return await self.ctx.objects.update_status(rt, {**workload, "status": status})
+        return await self.ctx.objects.update_with_status(rt, {**body, "status": status})
 
     async def _write_binding(
         self,

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Hashable
-from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar
+from collections.abc import Awaitable, Callable, Hashable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
+from controlplane.apis.views import ObjectView
 from controlplane.controllers.queueing import ShutDown, WorkQueue
 from controlplane.objectclient import WRITER, errors
 
@@ -119,3 +120,36 @@ class KeyedController(Generic[K]):
     async def reconcile(self, key: K) -> float | None:
         """Make the world match the object behind ``key`` (see the module docstring for outcomes)."""
         raise NotImplementedError
+
+
+#: How many of its own writes a controller remembers until their watch events come.
+OWN_WRITES_REMEMBERED = 4096
+
+
+class OwnWrites:
+    """The revisions this controller last wrote, by object uid: the watch event of such a write
+    brings back a state its reconcile produced, with nothing left for it to do (a write that
+    raced another was refused by its compare-and-swap, and is retried). Only a skip of work:
+    an event that comes before the write's answer is handled as any other. Bounded: an object
+    deleted before its event came is forgotten ``size`` writes later."""
+
+    def __init__(self, size: int = OWN_WRITES_REMEMBERED) -> None:
+        self._size = size
+        self._revisions: dict[str, str] = {}
+
+    def wrote(self, obj: Mapping[str, Any]) -> None:
+        meta = ObjectView(obj).metadata
+        uid, revision = meta.get("uid"), meta.get("resourceVersion")
+        if isinstance(uid, str) and isinstance(revision, str):
+            self._revisions.pop(uid, None)
+            self._revisions[uid] = revision
+            if len(self._revisions) > self._size:
+                del self._revisions[next(iter(self._revisions))]
+
+    def is_echo(self, obj: Mapping[str, Any]) -> bool:
+        """Whether ``obj`` is the last write recorded for its uid (forgotten once asked)."""
+        meta = ObjectView(obj).metadata
+        uid = meta.get("uid")
+        if not isinstance(uid, str) or uid not in self._revisions:
+            return False
+        return self._revisions.pop(uid) == meta.get("resourceVersion")
