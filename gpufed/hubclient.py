@@ -5,6 +5,13 @@ Lookup order: ``--kubeconfig``, then ``$KUBECONFIG`` (first file), then
 ``.gpufed/hub.kubeconfig``. Errors come back as :class:`HubError` carrying the hub's
 ``Status`` message, so commands print one line a person can act on, in kubectl's words
 (:attr:`HubError.line`).
+
+Every LIST goes through one pager (:meth:`HubClient.list_pages`, :meth:`HubClient.read_list`),
+as kubectl's: ``limit`` items per request (``--chunk-size``, 500 unless told; 0 asks for the
+whole list at once) and the ``continue`` token of each page for the next, so the answer cap
+applies to one page, never to the whole list. A continue token the hub has compacted away
+(410 ``Expired``) starts the list again once from the beginning, as client-go's pager falls
+back to a fresh list; a second expiry ends the command with the hub's message.
 """
 
 from __future__ import annotations
@@ -12,16 +19,19 @@ from __future__ import annotations
 import argparse
 import errno
 import json
+import logging
 import os
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 import aiohttp
 
 from controlplane.apiserver.kubeconfig import HubCredentials, KubeconfigError, load_kubeconfig
 from controlplane.apiserver.tls import client_ssl_context
+from gpufed.argtypes import whole_number
 
 DEFAULT_KUBECONFIG = Path(".gpufed") / "hub.kubeconfig"
 REQUEST_TIMEOUT = aiohttp.ClientTimeout(total=30)
@@ -29,6 +39,13 @@ REQUEST_TIMEOUT = aiohttp.ClientTimeout(total=30)
 #: sends more is refused before the command holds it all, never read whole into memory.
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 _READ_CHUNK = 64 * 1024
+#: kubectl's default ``--chunk-size``: how many items one LIST request asks for.
+DEFAULT_CHUNK_SIZE = 500
+#: The most pages one list is read in: a server whose continue tokens never end is refused, not
+#: followed forever (at the default chunk size, five million items).
+MAX_LIST_PAGES = 10_000
+
+logger = logging.getLogger(__name__)
 
 
 # What OpenSSL calls a certificate no CA the client trusts signed: Go's "x509: certificate
@@ -109,8 +126,29 @@ async def read_answer(resp: aiohttp.ClientResponse, *, method: str, path: str, l
             return bytes(body)
     raise HubError(
         f"the hub's answer to {method} {path} exceeds {_size(limit)}, the most gpufed reads of one answer; "
-        "ask for less (one namespace, a selector) or use kubectl, which reads lists in pages"
+        "ask for less (one namespace, a selector, a smaller --chunk-size)"
     )
+
+
+def add_chunk_size_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--chunk-size", type=whole_number(), default=DEFAULT_CHUNK_SIZE, metavar="N",
+        help=f"read lists N items per request, as kubectl's --chunk-size (default {DEFAULT_CHUNK_SIZE}; 0: all at once)",
+    )
+
+
+class ListPage(NamedTuple):
+    """One answer of a paged LIST."""
+
+    body: dict[str, Any]
+    #: True for the first page of the list, also of a list started again after its continue token
+    #: expired: what earlier pages gave is to be dropped.
+    first: bool
+
+
+def _entries_key(body: dict[str, Any]) -> str:
+    """Where a list answer keeps its entries: a Table's ``rows``, any other list's ``items``."""
+    return "rows" if body.get("kind") == "Table" else "items"
 
 
 def add_kubeconfig_argument(parser: argparse.ArgumentParser) -> None:
@@ -137,6 +175,8 @@ class HubClient:
     kubeconfig: Path | None = None  # the file the credentials came from, named in TLS errors
     #: The most read of one answer (:func:`read_answer`).
     max_response_bytes: int = MAX_RESPONSE_BYTES
+    #: How many items one LIST request asks for (``limit``); 0 asks for the whole list at once.
+    chunk_size: int = DEFAULT_CHUNK_SIZE
 
     @classmethod
     def from_kubeconfig(cls, explicit: Path | None, *, missing: str = "") -> HubClient:
@@ -204,3 +244,50 @@ class HubClient:
                 return None
             raise
         return found if isinstance(found, dict) else None
+
+    async def list_pages(self, path: str, *, params: dict[str, str] | None = None,
+                         accept: str = "application/json") -> AsyncIterator[ListPage]:
+        """The pages of the list at ``path``, ``chunk_size`` items each, as the hub answers them.
+
+        A continue token the hub answers 410 ``Expired`` for starts the list again once from the
+        beginning (the next page then says ``first``); a second expiry is the hub's error.
+        """
+        query = dict(params or {})
+        if self.chunk_size:
+            query["limit"] = str(self.chunk_size)
+        restarted = False
+        token = ""
+        first = True
+        for _ in range(MAX_LIST_PAGES):
+            try:
+                body = await self.request("GET", path, params={**query, "continue": token} if token else query, accept=accept)
+            except HubError as exc:
+                if not token or restarted or exc.status != 410 or exc.reason != "Expired":
+                    raise
+                logger.debug("the continue token of %s expired; listing it again from the start", path)
+                restarted, token, first = True, "", True
+                continue
+            if not isinstance(body, dict) or not isinstance(body.get(_entries_key(body)) or [], list):
+                raise HubError(f"the server at {self.server} answered the list {path} with something that is not a list")
+            yield ListPage(body, first)
+            first = False
+            token = str((body.get("metadata") or {}).get("continue") or "")
+            if not token:
+                return
+        raise HubError(f"the list {path} did not end after {MAX_LIST_PAGES} pages of {self.chunk_size}; "
+                       "ask for less (one namespace, a selector)")
+
+    async def read_list(self, path: str, *, params: dict[str, str] | None = None,
+                        accept: str = "application/json") -> dict[str, Any]:
+        """The whole list at ``path`` as one answer: the first page with the entries (``items``, or
+        a Table's ``rows``) of every page, read by :meth:`list_pages`."""
+        whole: dict[str, Any] = {}
+        for_key = "items"
+        async for page in self.list_pages(path, params=params, accept=accept):
+            if page.first:
+                for_key = _entries_key(page.body)
+                whole = {**page.body, for_key: list(page.body.get(for_key) or [])}
+            else:
+                whole[for_key].extend(page.body.get(for_key) or [])
+        metadata = {k: v for k, v in (whole.get("metadata") or {}).items() if k not in ("continue", "remainingItemCount")}
+        return {**whole, "metadata": metadata} if whole else whole

@@ -37,7 +37,7 @@ async def clusters(hub: HubClient, wanted: str) -> list[str]:
     may not list Clusters (a team allowed only ``clusters/proxy``) may still name them."""
     names = [name.strip() for name in wanted.split(",") if name.strip()] if wanted not in ("", "all") else []
     try:
-        known = sorted(item["metadata"]["name"] for item in (await hub.request("GET", CLUSTERS_PATH))["items"])
+        known = sorted(item["metadata"]["name"] for item in (await hub.read_list(CLUSTERS_PATH))["items"])
     except HubError as exc:
         if exc.status == 403 and names:
             return names
@@ -109,7 +109,7 @@ async def cluster_utilization(hub: HubClient, cluster: str) -> Any:
 
 async def workload_clusters(hub: HubClient, namespace: str, kind: str, name: str) -> list[str]:
     """The clusters the hub's Works carry workload ``namespace/kind/name`` to."""
-    works = (await hub.request("GET", WORKS_PATH))["items"]
+    works = (await hub.read_list(WORKS_PATH))["items"]
     return sorted(
         cluster for cluster, workloads in propagated_workloads(works).items()
         if (namespace, kind, name) in workloads
@@ -154,7 +154,7 @@ async def workload_pods(
     failed: dict[str, str] = {}
     for cluster in where:
         try:
-            listing = await hub.request("GET", proxy_path(cluster, f"/api/v1/namespaces/{namespace}/pods"))
+            listing = await hub.read_list(proxy_path(cluster, f"/api/v1/namespaces/{namespace}/pods"))
         except HubError as exc:
             failed[cluster] = str(exc)
             continue

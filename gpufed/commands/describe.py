@@ -30,7 +30,7 @@ from controlplane.apis.podview import (
 )
 from gpufed.commands.events import about, collect, timeline
 from gpufed.commands.running import run_reporting
-from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
+from gpufed.hubclient import HubClient, HubError, add_chunk_size_argument, add_kubeconfig_argument
 from gpufed.memberproxy import cluster_utilization, clusters, proxy_path, resolve
 
 BINDING_PATH = "/apis/work.gpufed.io/v1alpha1/namespaces/{namespace}/resourcebindings/{name}"
@@ -42,6 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", metavar="KIND/NAME", help="e.g. deployment/llm-serving, pytorchjob/train, pod/x-0")
     parser.add_argument("-n", "--namespace", default="default")
     parser.add_argument("--clusters", default="all", help="where to look: c1,c2 or all (default all)")
+    add_chunk_size_argument(parser)
     add_kubeconfig_argument(parser)
 
 
@@ -138,7 +139,7 @@ async def _describe_pod(hub: HubClient, name: str, namespace: str, candidates: l
     out: list[str] = []
     for cluster, pod in found:
         utilization = await cluster_utilization(hub, cluster)
-        listing = await hub.request("GET", proxy_path(cluster, f"/api/v1/namespaces/{namespace}/events"))
+        listing = await hub.read_list(proxy_path(cluster, f"/api/v1/namespaces/{namespace}/events"))
         events = [(cluster, e) for e in listing.get("items") or [] if about(e, "Pod", name, {name})]
         out += [*([""] if out else []), *render_pod(cluster, pod, devices_by_pod(utilization).get((namespace, name), []), events)]
     return out
@@ -148,6 +149,7 @@ async def describe(args: argparse.Namespace) -> list[str]:
     from controlplane.apis.work_v1alpha1 import binding_name
 
     hub = HubClient.from_kubeconfig(args.kubeconfig)
+    hub.chunk_size = args.chunk_size
     kind_word, _, name = args.target.partition("/")
     if not name:
         raise HubError("give the object as KIND/NAME, e.g. deployment/llm-serving or pod/train-0")

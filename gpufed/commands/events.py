@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from gpufed.commands.running import run_reporting
-from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
+from gpufed.hubclient import HubClient, HubError, add_chunk_size_argument, add_kubeconfig_argument
 from gpufed.memberproxy import clusters, proxy_path, resolve, workload_pods
 
 HUB = "hub"
@@ -24,6 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", metavar="KIND/NAME", help="e.g. deployment/llm-serving, pytorchjob/train")
     parser.add_argument("-n", "--namespace", default="default")
     parser.add_argument("--clusters", default="all", help="where to look: c1,c2 or all (default all)")
+    add_chunk_size_argument(parser)
     add_kubeconfig_argument(parser)
 
 
@@ -66,13 +67,13 @@ async def collect(
     cluster each comes from), and the clusters that could not be asked, with why."""
     events_path = f"/api/v1/namespaces/{namespace}/events"
     merged: list[tuple[str, Mapping[str, Any]]] = [
-        (HUB, event) for event in (await hub.request("GET", events_path)).get("items") or []
+        (HUB, event) for event in (await hub.read_list(events_path)).get("items") or []
         if about(event, kind, name, set())
     ]
     found, failed = await workload_pods(hub, namespace, kind, name, candidates)
     for cluster, pods in found.items():
         try:
-            listing = await hub.request("GET", proxy_path(cluster, events_path))
+            listing = await hub.read_list(proxy_path(cluster, events_path))
         except HubError as exc:
             failed[cluster] = str(exc)
             continue
@@ -83,6 +84,7 @@ async def collect(
 
 async def events(args: argparse.Namespace) -> int:
     hub = HubClient.from_kubeconfig(args.kubeconfig)
+    hub.chunk_size = args.chunk_size
     kind_word, _, name = args.target.partition("/")
     if not name:
         raise HubError("give the workload as KIND/NAME, e.g. deployment/llm-serving")

@@ -15,7 +15,7 @@ position in its LocalQueue; the ClusterQueue's part is left out with what to ask
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from controlplane.admission import objects as adm
@@ -184,12 +184,12 @@ def render_queue(
     return lines
 
 
-async def _readable(client: HubClient, path: str) -> dict[str, Any] | None:
-    """The object or list at ``path``; None when it is missing or these credentials may not read it."""
+async def _readable(answer: Awaitable[dict[str, Any] | None]) -> dict[str, Any] | None:
+    """The object or list ``answer`` reads; None when it is missing or these credentials may not read it."""
     try:
-        return await client.get_or_none(path)
+        return await answer
     except HubError as exc:
-        if exc.status == 403:
+        if exc.status in (403, 404):
             return None
         raise
 
@@ -208,13 +208,13 @@ async def queue_section(client: HubClient, workload: Mapping[str, Any]) -> list[
     local_queue = await client.get_or_none(f"{BASE}/namespaces/{namespace}/localqueues/{queue_name}")
     admission = (wl.get("status") or {}).get("admission") or {}
     cq_name = str(admission.get("clusterQueue") or ((local_queue or {}).get("spec") or {}).get("clusterQueue") or "")
-    cluster_queue = await _readable(client, f"{BASE}/clusterqueues/{cq_name}") if cq_name else None
-    mine = ((await _readable(client, f"{BASE}/namespaces/{namespace}/workloads")) or {}).get("items") or [wl]
+    cluster_queue = await _readable(client.get_or_none(f"{BASE}/clusterqueues/{cq_name}")) if cq_name else None
+    mine = ((await _readable(client.read_list(f"{BASE}/namespaces/{namespace}/workloads"))) or {}).get("items") or [wl]
     local_peers = [w for w in mine if (w.get("spec") or {}).get("queueName") == queue_name]
     cq_peers = None
     if cluster_queue is not None:
-        every = await _readable(client, f"{BASE}/workloads")
-        local_queues = await _readable(client, f"{BASE}/localqueues")
+        every = await _readable(client.read_list(f"{BASE}/workloads"))
+        local_queues = await _readable(client.read_list(f"{BASE}/localqueues"))
         if every is not None and local_queues is not None:
             cq_peers = in_cluster_queue(every.get("items") or [], local_queues.get("items") or [], cq_name)
     return render_queue(wl, local_queue=local_queue, cluster_queue=cluster_queue,

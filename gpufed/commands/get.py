@@ -24,7 +24,7 @@ from controlplane.apis.kube.names import path_segment_errors
 from controlplane.apiserver.errors import BadRequest
 from controlplane.apiserver.selectors import parse_label_selector
 from gpufed.commands.running import run_reporting
-from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
+from gpufed.hubclient import HubClient, HubError, add_chunk_size_argument, add_kubeconfig_argument
 from gpufed.memberproxy import TABLE_ACCEPT, Resource, clusters, proxy_path, resolve
 
 #: The annotation ``-o json|yaml`` puts on each object: the member cluster it was read from.
@@ -43,6 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="wide: every column; json|yaml: the objects as one List, each annotated gpufed.io/cluster; "
         "name: CLUSTER KIND/NAME lines",
     )
+    add_chunk_size_argument(parser)
     add_kubeconfig_argument(parser)
 
 
@@ -53,8 +54,11 @@ async def _read(
     resource = await resolve(hub, cluster, kind)
     namespace = None if args.all_namespaces else args.namespace
     path = resource.collection(namespace) + (f"/{name}" if name else "")
-    params = {"labelSelector": args.selector} if args.selector and not name else None
-    answer: dict[str, Any] = await hub.request("GET", proxy_path(cluster, path), params=params, accept=accept)
+    params = {"labelSelector": args.selector} if args.selector else None
+    if name:
+        answer: dict[str, Any] = await hub.request("GET", proxy_path(cluster, path), accept=accept)
+    else:
+        answer = await hub.read_list(proxy_path(cluster, path), params=params, accept=accept)
     return resource, answer
 
 
@@ -128,6 +132,7 @@ async def get(args: argparse.Namespace) -> int:
         print(refused, file=sys.stderr)
         return 1
     hub = HubClient.from_kubeconfig(args.kubeconfig)
+    hub.chunk_size = args.chunk_size
     names = await clusters(hub, args.clusters)
     as_table = args.output in (None, "wide")
     accept = TABLE_ACCEPT if as_table else "application/json"

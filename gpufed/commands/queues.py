@@ -107,7 +107,7 @@ def _share_cell(row: Mapping[str, Any]) -> str:
 
 async def fetch(args: argparse.Namespace) -> list[dict[str, Any]]:
     client = HubClient.from_kubeconfig(args.kubeconfig)
-    listed = await client.request("GET", PATH)
+    listed = await client.read_list(PATH)
     return list(listed.get("items") or [])
 
 

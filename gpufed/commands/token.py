@@ -113,7 +113,7 @@ async def _run(args: argparse.Namespace) -> int:
             print(token)
         return 0
     if args.token_command == "list":
-        listing = await client.request("GET", TOKENS_PATH)
+        listing = await client.read_list(TOKENS_PATH)
         rows = token_rows(listing.get("items", []))
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
         for row in rows:

@@ -98,14 +98,14 @@ def node_table(answers: Sequence[tuple[str, Mapping[str, Any], Mapping[str, Mapp
 async def _pods(hub: HubClient, cluster: str, args: argparse.Namespace) -> Any:
     where = "" if args.all_namespaces else f"/namespaces/{args.namespace}"
     params = {"labelSelector": args.selector} if args.selector else None
-    listing = await hub.request("GET", proxy_path(cluster, f"{METRICS}{where}/pods"), params=params)
+    listing = await hub.read_list(proxy_path(cluster, f"{METRICS}{where}/pods"), params=params)
     return cluster, listing, devices_by_pod(await cluster_utilization(hub, cluster))
 
 
 async def _nodes(hub: HubClient, cluster: str, args: argparse.Namespace) -> Any:
     params = {"labelSelector": args.selector} if args.selector else None
-    listing = await hub.request("GET", proxy_path(cluster, f"{METRICS}/nodes"), params=params)
-    nodes = await hub.request("GET", proxy_path(cluster, "/api/v1/nodes"), params=params)
+    listing = await hub.read_list(proxy_path(cluster, f"{METRICS}/nodes"), params=params)
+    nodes = await hub.read_list(proxy_path(cluster, "/api/v1/nodes"), params=params)
     by_name = {str(n["metadata"]["name"]): n for n in nodes.get("items") or []}
     return cluster, listing, by_name, await cluster_utilization(hub, cluster)
 

@@ -19,7 +19,7 @@ from gpufed.cli import main
 from gpufed.hubclient import MAX_RESPONSE_BYTES, HubClient, HubError
 
 CAP = 4096
-ADVICE = "the most gpufed reads of one answer; ask for less (one namespace, a selector) or use kubectl, which reads lists in pages"
+ADVICE = "the most gpufed reads of one answer; ask for less (one namespace, a selector, a smaller --chunk-size)"
 
 
 async def declared(request: web.Request) -> web.StreamResponse:

@@ -109,7 +109,7 @@ class HubView:
 
         client = HubClient.from_kubeconfig(self.kubeconfig)
         async with asyncio.timeout(REQUEST_TIMEOUT):
-            listing = await client.request("GET", CLUSTERS_PATH)
+            listing = await client.read_list(CLUSTERS_PATH)
         clusters = {view.name: view for view in map(ClusterView.from_object, listing.get("items", []))}
         if clusters != self.clusters:
             self.clusters = clusters
