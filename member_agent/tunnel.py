@@ -19,7 +19,11 @@ the agent's member identity then needs the ``impersonate`` verb on users and gro
 A lost connection is re-established with exponential backoff (:class:`ReconnectBackoff`: from
 ``--proxy-reconnect-initial-backoff``, doubling up to ``--proxy-reconnect-max-backoff``, with
 jitter; a tunnel that stayed up resets it); streams open at that moment are cancelled (the hub
-ends them with an error naming the cluster).
+ends them with an error naming the cluster). A tunnel the hub ends in the ordinary way -- a close
+frame saying done, going away or restarting, or the connection ended (the hub restarted, an idle
+timeout between the two) -- is one INFO line; one that breaks (no answer to the heartbeat, a
+failed read) is the hub's :class:`Reachability` failure, a WARNING once while it lasts; any
+other close code a WARNING naming it.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from collections.abc import Awaitable, Iterator
 from typing import Literal
 
 import aiohttp
+from aiohttp import WSCloseCode
 from kubernetes_asyncio.client import ApiClient
 from multidict import CIMultiDict
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -53,6 +58,27 @@ MAX_BACKOFF = 30.0
 STABLE_SECONDS = 10.0
 
 Identity = Literal["impersonate", "agent"]
+
+#: The close codes of a tunnel ended in the ordinary way: done, going away (the hub shuts down or
+#: restarts), restarting, try again later.
+NORMAL_CLOSE_CODES: frozenset[int] = frozenset({
+    WSCloseCode.OK, WSCloseCode.GOING_AWAY, WSCloseCode.SERVICE_RESTART, WSCloseCode.TRY_AGAIN_LATER,
+})
+
+
+def tunnel_end(ws: aiohttp.ClientWebSocketResponse) -> BaseException | str | None:
+    """How the tunnel ``ws`` ended: the error that broke it (the hub stopped answering the
+    heartbeat, reading failed), else the close code the hub sent (None: the hub ended the
+    connection without one -- a restart, an idle timeout; aiohttp cannot tell a FIN from a reset,
+    and fails only its own close frame on the connection already gone)."""
+    exc = ws.exception()
+    if isinstance(exc, aiohttp.ClientConnectionResetError):
+        return None
+    if exc is not None:
+        return exc
+    if ws.close_code == WSCloseCode.ABNORMAL_CLOSURE:
+        return aiohttp.ServerDisconnectedError()
+    return None if ws.close_code is None else str(int(ws.close_code))
 
 
 class ReconnectBackoff:
@@ -122,7 +148,6 @@ class AgentTunnel:
             started = loop.time()
             try:
                 await self._connect_once()
-                logger.warning("the proxy tunnel of cluster %s to the hub closed; reconnecting", self.cluster)
             except (aiohttp.ClientError, OSError, TimeoutError) as exc:
                 error = self.reachability.failed(exc)
                 logger.debug("the proxy tunnel of cluster %s cannot reach the hub: %s", self.cluster, error)
@@ -138,6 +163,7 @@ class AgentTunnel:
         ) as ws:
             self.connections += 1
             self.connected.set()
+            self.reachability.answered()
             logger.info("cluster %s's proxy tunnel to the hub is open", self.cluster)
             try:
                 async for message in ws:
@@ -147,10 +173,19 @@ class AgentTunnel:
                         self._receive(ws, message.data)
                     except framing.FrameError as exc:
                         logger.warning("the hub broke the tunnel protocol: %s; reconnecting", exc)
-                        break
+                        return
             finally:
                 self.connected.clear()
                 await self._cancel_all()
+            end = tunnel_end(ws)
+            if isinstance(end, BaseException):
+                raise end  # the hub's Reachability words it, once while it lasts
+            if end is None:
+                logger.info("the hub ended the proxy tunnel of cluster %s; reconnecting", self.cluster)
+            elif int(end) in NORMAL_CLOSE_CODES:
+                logger.info("the hub closed the proxy tunnel of cluster %s (code %s); reconnecting", self.cluster, end)
+            else:
+                logger.warning("the hub closed the proxy tunnel of cluster %s with code %s; reconnecting", self.cluster, end)
 
     def _receive(self, ws: aiohttp.ClientWebSocketResponse, message: bytes) -> None:
         frame = framing.decode(message)
