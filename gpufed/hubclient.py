@@ -274,8 +274,7 @@ class HubClient:
             token = str((body.get("metadata") or {}).get("continue") or "")
             if not token:
                 return
-        raise HubError(f"the list {path} did not end after {MAX_LIST_PAGES} pages of {self.chunk_size}; "
-                       "ask for less (one namespace, a selector)")
+        raise HubError(f"the list {path} did not end after {MAX_LIST_PAGES} pages; ask for less (one namespace, a selector)")
 
     async def read_list(self, path: str, *, params: dict[str, str] | None = None,
                         accept: str = "application/json") -> dict[str, Any]:
@@ -289,5 +288,6 @@ class HubClient:
                 whole = {**page.body, for_key: list(page.body.get(for_key) or [])}
             else:
                 whole[for_key].extend(page.body.get(for_key) or [])
-        metadata = {k: v for k, v in (whole.get("metadata") or {}).items() if k not in ("continue", "remainingItemCount")}
-        return {**whole, "metadata": metadata} if whole else whole
+        whole["metadata"] = {k: v for k, v in (whole.get("metadata") or {}).items()
+                             if k not in ("continue", "remainingItemCount")}
+        return whole

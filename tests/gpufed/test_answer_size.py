@@ -15,6 +15,7 @@ from aiohttp import web
 
 from controlplane.apiserver.kubeconfig import HubCredentials, write_kubeconfig
 from controlplane.apiserver.tls import ensure_pki
+from gpufed import hubclient
 from gpufed.cli import main
 from gpufed.hubclient import MAX_RESPONSE_BYTES, HubClient, HubError
 
@@ -47,12 +48,19 @@ async def small(request: web.Request) -> web.Response:
     return web.json_response({"items": ["x"] * 100})
 
 
+async def never_ending(request: web.Request) -> web.Response:
+    """A list whose every page has a continue token for one more."""
+    page = int(request.query.get("continue") or 0)
+    return web.json_response({"items": [f"x{page}"], "metadata": {"continue": str(page + 1)}})
+
+
 @pytest.fixture
 async def server() -> AsyncIterator[str]:
     app = web.Application()
     app.router.add_get("/declared", declared)
     app.router.add_get("/endless", endless)
     app.router.add_get("/small", small)
+    app.router.add_get("/never-ending", never_ending)
     app.router.add_route("GET", "/{tail:.*}", declared)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
@@ -89,3 +97,12 @@ async def test_a_command_stops_at_64_mib_with_one_line(
     err = capsys.readouterr().err
     assert status == 1
     assert re.fullmatch(rf"error: the hub's answer to GET /\S+ exceeds 64 MiB, {re.escape(ADVICE)}\n", err), err
+
+
+async def test_a_list_whose_pages_never_end_is_refused_after_the_most_pages(
+    server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(hubclient, "MAX_LIST_PAGES", 3)  # 10,000 in earnest
+    with pytest.raises(HubError) as refused:
+        await client(server, tmp_path).read_list("/never-ending")
+    assert str(refused.value) == "the list /never-ending did not end after 3 pages; ask for less (one namespace, a selector)"
