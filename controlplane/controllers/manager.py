@@ -81,6 +81,10 @@ class ControllerManager(Service):
         """Set once every informer is synced and the controllers run."""
         return self._started
 
+    def reconciles(self) -> dict[str, int]:
+        """How many reconciles each controller has run in this term."""
+        return {loop.name: loop.reconciles for loop in getattr(self, "_loops", ())}
+
     async def run(self) -> None:
         """Run the controllers until :meth:`shutdown`."""
         self._stop = asyncio.Event()
