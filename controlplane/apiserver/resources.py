@@ -353,12 +353,19 @@ def _secret_prepare(obj: dict[str, Any]) -> None:
 
     if not obj.get("type"):
         obj["type"] = "Opaque"
-    string_data = obj.pop("stringData", None)
-    if isinstance(string_data, dict) and string_data:
-        data = obj.setdefault("data", {})
+    string_data = obj.get("stringData")
+    if string_data is not None and not (
+        isinstance(string_data, dict) and all(v is None or isinstance(v, str) for v in string_data.values())
+    ):
+        return  # left for the decoder, which refuses it (400) before anything is merged, as kube's does
+    obj.pop("stringData", None)
+    if string_data:
+        if obj.get("data") is None:
+            obj["data"] = {}
+        data = obj["data"]
         if isinstance(data, dict):
             for key, value in string_data.items():
-                data[key] = base64.b64encode(str(value).encode()).decode()
+                data[key] = base64.b64encode((value or "").encode()).decode()
 
 
 def with_kube_rules(types: Iterable[ResourceType]) -> list[ResourceType]:

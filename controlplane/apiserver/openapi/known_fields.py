@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from controlplane.apis.kube.gobase64 import CorruptInput, std_decode
 from controlplane.apis.quantity import unparsable_reason
 from controlplane.apiserver.openapi.upstream import (
     DEFINITIONS_PREFIX,
@@ -82,10 +83,12 @@ class _Node:
 _ANY = _Node()
 _INT_OR_STRING_GO = "intstr.IntOrString"
 _QUANTITY_GO = "resource.Quantity"
+#: A ``[]byte`` field: base64 in JSON, decoded as Go decodes it.
+_BYTES_GO = "[]uint8"
 #: JSON kinds a scalar type takes, and the Go type it decodes into.
 _SCALARS: dict[tuple[str, str | None], tuple[frozenset[str], str]] = {
     ("string", None): (frozenset({"string"}), "string"),
-    ("string", "byte"): (frozenset({"string"}), "[]uint8"),
+    ("string", "byte"): (frozenset({"string"}), _BYTES_GO),
     ("string", "date-time"): (frozenset({"string"}), "v1.Time"),
     ("string", "int-or-string"): (frozenset({"string", "number"}), _INT_OR_STRING_GO),
     ("integer", "int32"): (frozenset({"number"}), "int32"),
@@ -212,6 +215,15 @@ class _Walk:
                 f"json: cannot unmarshal {kind} into Go struct field {struct}.{'.'.join(self.keys)} of type {node.go}"
             )
 
+    def undecodable(self, value: str) -> None:
+        """Go's decoder saves a base64 error as it does a value of the wrong type: the first
+        one is answered once the whole object is read (``illegal base64 data at input byte 4``)."""
+        if self.error is None:
+            try:
+                std_decode(value)
+            except CorruptInput as exc:
+                self.error = str(exc)
+
     def run(self, value: Any, node: _Node, struct: str) -> None:
         """Decode ``value`` as ``node``; :class:`CannotUnmarshal` with the error Go's decoder
         answers: a value that failed its own decoding, else the first value of the wrong type."""
@@ -242,6 +254,8 @@ class _Walk:
                 reason = unparsable_reason(value)
                 if reason is not None:
                     raise _Aborted(reason)
+            elif node.go == _BYTES_GO and kind == "string":
+                self.undecodable(value)
             return
         if shape is _Shape.STRUCT:
             if not isinstance(value, dict):
