@@ -157,7 +157,9 @@ def test_a_job_suspended_before_it_ran_may_change_its_scheduling_directives() ->
     ("schedule", "error"),
     [
         ("*/5 * * * *", None), ("0 0 1 jan mon", None), ("@hourly", None), ("@every 5m", None),
-        ("0 0 * *", "expected exactly 5 fields, found 4: 0 0 * *"),
+        # robfig/cron prints the fields it found as Go prints a []string.
+        ("0 0 * *", "expected exactly 5 fields, found 4: [0 0 * *]"),
+        ("bad  sched", "expected exactly 5 fields, found 2: [bad sched]"),
         ("0 24 * * *", "end of range (24) above maximum (23): 24"),
         ("5-1 * * * *", "beginning of range (5) beyond end of range (1): 5-1"),
         ("x * * * *", 'failed to parse int from x: strconv.Atoi: parsing "x": invalid syntax'),

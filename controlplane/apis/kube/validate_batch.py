@@ -146,7 +146,7 @@ def schedule_error(schedule: str) -> str | None:
         return f"unrecognized descriptor: {text}"
     fields = text.split()
     if len(fields) != 5:
-        return f"expected exactly 5 fields, found {len(fields)}: {text}"
+        return f"expected exactly 5 fields, found {len(fields)}: [{' '.join(fields)}]"  # Go prints the []string
     for part, (_, low, high, names) in zip(fields, _CRON_FIELDS, strict=True):
         error = _cron_field_error(part, low, high, names)
         if error:
