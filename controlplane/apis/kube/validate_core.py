@@ -10,12 +10,12 @@ that changes only its storage request (bound claims), never below the previous o
 
 from __future__ import annotations
 
-import base64
-import binascii
 from typing import Any
 
 from controlplane.apis.kube import field
 from controlplane.apis.kube.field import FieldError, GoValue, go_quote
+from controlplane.apis.kube.gobase64 import CorruptInput, std_decode
+from controlplane.apis.kube.gojson import map_unmarshal_error
 from controlplane.apis.kube.names import (
     config_key_errors,
     dns_label_errors,
@@ -138,8 +138,8 @@ def _data_errors(data: Any, path: str, *, decode: bool) -> tuple[int, list[Field
         text = value if isinstance(value, str) else ""
         if decode:
             try:
-                size += len(base64.b64decode(text, validate=True))
-            except (binascii.Error, ValueError):
+                size += len(std_decode(text))
+            except CorruptInput:
                 errors.append(field.invalid(f"{path}[{key}]", "<secret contents redacted>", "illegal base64 data"))
         else:
             size += len(text.encode())
@@ -182,6 +182,24 @@ _SECRET_TYPE_KEYS = {
 }
 
 
+_DOCKER_CONFIG_TYPES = frozenset({"kubernetes.io/dockercfg", "kubernetes.io/dockerconfigjson"})
+
+
+def _docker_config_errors(data: Obj, strings: Obj, key: str) -> list[FieldError]:
+    """A registry Secret's config must be a JSON object (kube unmarshals it into a map)."""
+    if key in strings:
+        content = str(strings[key] or "").encode()
+    elif key in data:
+        try:
+            content = std_decode(str(data[key] or ""))
+        except CorruptInput:
+            return []  # named already, as undecodable data
+    else:
+        return []
+    error = map_unmarshal_error(content)
+    return [] if error is None else [field.invalid(f"data[{key}]", "<secret contents redacted>", error)]
+
+
 def validate_secret(obj: Obj, old: Obj | None) -> list[FieldError]:
     """``ValidateSecret`` / ``ValidateSecretUpdate`` (``stringData`` counts as data, as kube merges it)."""
     data = field.mapping(obj.get("data"))
@@ -202,6 +220,8 @@ def validate_secret(obj: Obj, old: Obj | None) -> list[FieldError]:
             errors += [field.required("data[username]"), field.required("data[password]")]
     else:
         errors += [field.required(f"data[{key}]") for key in _SECRET_TYPE_KEYS.get(kind, ()) if key not in present]
+        if kind in _DOCKER_CONFIG_TYPES:
+            errors += _docker_config_errors(data, strings, _SECRET_TYPE_KEYS[kind][0])
     if old is not None:
         errors += field.immutable(kind, old.get("type") or "Opaque", "type")
     return errors + _immutable_data_errors(obj, old, ("data",))
