@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from controlplane.apis.apiextensions.kind import CustomKind
-from controlplane.apis.kube import defaulting, generation, services, validation
+from controlplane.apis.kube import configdata, defaulting, generation, services, validation
 from controlplane.apis.kube.defaulting import Defaulter
 from controlplane.apis.kube.field import FieldError
 from controlplane.apis.kube.validation import Validator
@@ -346,28 +346,6 @@ class Registry:
 _WORKLOAD_CATEGORIES = ("all",)
 
 
-def _secret_prepare(obj: dict[str, Any]) -> None:
-    """Default ``type`` to Opaque and fold ``stringData`` into base64 ``data``, as kube
-    does on every write."""
-    import base64
-
-    if not obj.get("type"):
-        obj["type"] = "Opaque"
-    string_data = obj.get("stringData")
-    if string_data is not None and not (
-        isinstance(string_data, dict) and all(v is None or isinstance(v, str) for v in string_data.values())
-    ):
-        return  # left for the decoder, which refuses it (400) before anything is merged, as kube's does
-    obj.pop("stringData", None)
-    if string_data:
-        if obj.get("data") is None:
-            obj["data"] = {}
-        data = obj["data"]
-        if isinstance(data, dict):
-            for key, value in string_data.items():
-                data[key] = base64.b64encode((value or "").encode()).decode()
-
-
 def with_kube_rules(types: Iterable[ResourceType]) -> list[ResourceType]:
     """``types`` with kube's defaulting and validation of each kind attached, where kube has them,
     and whether kube keeps a generation for it.
@@ -434,6 +412,7 @@ def core_resources() -> list[ResourceType]:
             "", "v1", "ConfigMap", "configmaps", "configmap", namespaced=True,
             short_names=("cm",), strategic_merge=True,
             columns=(TableColumn("Data", col.data_count, type="integer"), AGE),
+            prepare=configdata.prepare_config_map,
         ),
         ResourceType(
             "", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", "persistentvolumeclaim", namespaced=True,
@@ -476,7 +455,7 @@ def core_resources() -> list[ResourceType]:
             "", "v1", "Secret", "secrets", "secret", namespaced=True, strategic_merge=True,
             columns=(TableColumn("Type", path("type")), TableColumn("Data", col.data_count, type="integer"), AGE),
             extra_field_selectors={"type": field_path("type")},
-            prepare=_secret_prepare,
+            prepare=configdata.prepare_secret,
         ),
         ResourceType(
             "", "v1", "Service", "services", "service", namespaced=True,

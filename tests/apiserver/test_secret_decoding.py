@@ -100,3 +100,37 @@ async def test_string_data_is_merged_into_data_a_null_as_empty(hub: Client) -> N
     assert stored["data"] == {"a": "YQ==", "b": "eA==", "c": ""}
     assert "stringData" not in stored
     assert stored["type"] == "Opaque"
+
+
+@pytest.mark.parametrize(
+    ("kind", "key", "fields", "error"),
+    [
+        ("kubernetes.io/dockerconfigjson", ".dockerconfigjson", {"data": {".dockerconfigjson": "bm90anNvbg=="}},
+         "invalid character 'o' in literal null (expecting 'u')"),
+        ("kubernetes.io/dockercfg", ".dockercfg", {"stringData": {".dockercfg": "[]"}},
+         "json: cannot unmarshal array into Go value of type map[string]interface {}"),
+    ],
+)
+async def test_a_registry_secret_whose_config_is_not_a_json_object_is_kubes_422(
+    hub: Client, kind: str, key: str, fields: dict[str, Any], error: str  # noqa: F811
+) -> None:
+    response = await hub.post(SECRETS, json=secret(type=kind, **fields))
+    assert response.status == 422
+    status = await response.json()
+    assert [(c["field"], c["message"]) for c in status["details"]["causes"]] == [
+        (f"data[{key}]", f'Invalid value: "<secret contents redacted>": {error}')
+    ]
+    config = base64.b64encode(b'{"auths": {"r.io": {"auth": "dTpw"}}}\n').decode()
+    wrapped = "\n".join(config[i:i + 8] for i in range(0, len(config), 8))  # Go skips line breaks
+    response = await hub.post(SECRETS, json=secret(type=kind, data={key: wrapped}))
+    assert response.status == 201, await response.text()
+
+
+async def test_bytes_are_stored_and_served_as_kube_encodes_them(hub: Client) -> None:  # noqa: F811
+    """kube keeps bytes, not the text written: base64 wrapped over lines, or with stray bits
+    after its last byte, reads back as plain padded base64."""
+    assert (await hub.post(SECRETS, json=secret(data={"a": "YW\r\nJj\nZA==\n", "b": "YR=="}))).status == 201
+    assert (await (await hub.get(f"{SECRETS}/s")).json())["data"] == {"a": "YWJjZA==", "b": "YQ=="}
+    config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "binaryData": {"b": "YW\nJj"}}
+    assert (await hub.post(CONFIG_MAPS, json=config_map)).status == 201
+    assert (await (await hub.get(f"{CONFIG_MAPS}/c")).json())["binaryData"] == {"b": "YWJj"}
