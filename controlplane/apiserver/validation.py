@@ -429,15 +429,18 @@ class DecodingError(BadRequest):
         super().__init__(f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {error}')
         self.error = error
 
-    def in_patch(self, patched: str) -> Invalid:
+    def in_patch(self, patched: str, *, strategic: bool = False) -> Invalid:
         """The same failure where a JSON, merge or strategic merge patch produced the body: kube's
         patch handler answers 422 ``"" is invalid: patch: Invalid value: "<patched>": <error>``,
         ``patched`` being the patched object's JSON (a strategic merge patch: the patch, as Go
-        prints a map)."""
-        return invalid(
-            kind="", group="", name="",
-            causes=[Cause(CauseType.FIELD_VALUE_INVALID, f"Invalid value: {go_quote(patched)}: {self.error}", "patch")],
-        )
+        prints a map). kube converts a strategic merge patch's result from a map instead of
+        decoding it, and that converter wraps a base64 error: ``error decoding from json:
+        illegal base64 data at input byte 0``."""
+        error = self.error
+        if strategic and error.startswith("illegal base64 data"):
+            error = f"error decoding from json: {error}"
+        message = f"Invalid value: {go_quote(patched)}: {error}"
+        return invalid(kind="", group="", name="", causes=[Cause(CauseType.FIELD_VALUE_INVALID, message, "patch")])
 
 
 def strict_decoding_error(rt: ResourceType, paths: list[str]) -> DecodingError:

@@ -134,3 +134,17 @@ async def test_bytes_are_stored_and_served_as_kube_encodes_them(hub: Client) -> 
     config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "binaryData": {"b": "YW\nJj"}}
     assert (await hub.post(CONFIG_MAPS, json=config_map)).status == 201
     assert (await (await hub.get(f"{CONFIG_MAPS}/c")).json())["binaryData"] == {"b": "YWJj"}
+
+
+async def test_a_strategic_merge_patch_names_the_converters_error(hub: Client) -> None:  # noqa: F811
+    """kube converts a strategic merge patch's result from a map, whose []byte conversion wraps
+    the decoder's error; the patch is printed as Go prints a map."""
+    assert (await hub.post(SECRETS, json=secret(data={"a": "YQ=="}))).status == 201
+    response = await hub.patch(
+        f"{SECRETS}/s", json={"data": {"x": "!!"}}, headers={"Content-Type": "application/strategic-merge-patch+json"}
+    )
+    assert response.status == 422
+    status = await response.json()
+    assert [(c["field"], c["message"]) for c in status["details"]["causes"]] == [
+        ("patch", 'Invalid value: "map[data:map[x:!!]]": error decoding from json: illegal base64 data at input byte 0')
+    ]

@@ -252,7 +252,8 @@ class Writer:
             except DecodingError as exc:
                 if patch_type is PatchType.APPLY:
                     raise
-                raise exc.in_patch(go_printed(patch) if patch_type is PatchType.STRATEGIC else go_json(patched)) from exc
+                strategic = patch_type is PatchType.STRATEGIC
+                raise exc.in_patch(go_printed(patch) if strategic else go_json(patched), strategic=strategic) from exc
         raise errors.conflict_modified(plural=rt.plural, group=rt.group, name=name)
 
     async def update_with_status(
