@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from controlplane.apis.apiextensions.kind import CustomKind
-from controlplane.apis.kube import configdata, defaulting, generation, services, validation
+from controlplane.apis.kube import configdata, defaulting, generation, services, validate_groups, validation
 from controlplane.apis.kube.defaulting import Defaulter
 from controlplane.apis.kube.field import FieldError
 from controlplane.apis.kube.validation import Validator
@@ -201,6 +201,9 @@ class ResourceType:
     #: Validation against the other stored objects of the kind (new object, those objects) →
     #: field errors: rules across objects, as a webhook that lists its kind enforces them.
     validate_against_stored: Callable[[dict[str, Any], list[dict[str, Any]]], list[FieldError]] | None = None
+    #: kube's validating admission across the kind's stored objects (new object, the others) →
+    #: why the write is forbidden (403 ``<resource> "<name>" is forbidden: <reason>``), or None.
+    admit_against_stored: Callable[[dict[str, Any], list[dict[str, Any]]], str | None] | None = None
     #: kube answers a delete of this kind with the deleted object, not a success Status (its
     #: registry's ``ReturnDeletedObject``: Pod, PersistentVolumeClaim, Service, ServiceAccount…).
     returns_deleted_object: bool = False
@@ -527,7 +530,7 @@ def core_resources() -> list[ResourceType]:
         # Not core/v1, but as plain: the hub reads it for schedulePriority (detector).
         ResourceType(
             "scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", "priorityclass", namespaced=False,
-            short_names=("pc",), strategic_merge=True,
+            short_names=("pc",), strategic_merge=True, admit_against_stored=validate_groups.second_default_priority_class,
             columns=(
                 TableColumn("Value", path("value"), type="integer"),
                 TableColumn("Global-Default", path("globalDefault", default=False)),

@@ -42,7 +42,7 @@ from controlplane.apis.kube.names import (
     qualified_name_errors,
 )
 from controlplane.apiserver.decoding import INT64_MAX
-from controlplane.apiserver.errors import BadRequest, Cause, CauseType, Invalid, invalid
+from controlplane.apiserver.errors import BadRequest, Cause, CauseType, Forbidden, Invalid, Target, invalid
 from controlplane.apiserver.openapi import known_fields
 from controlplane.apiserver.resources import NameRule, ResourceType
 
@@ -510,3 +510,18 @@ def check_object(
     if causes:
         raise invalid(kind=rt.kind, group=rt.group, name=name, causes=causes)
     return Checked(obj, warnings)
+
+
+def check_against_others(rt: ResourceType, obj: dict[str, Any], others: list[dict[str, Any]]) -> None:
+    """The rules of ``rt`` across its objects, ``others`` being the stored ones but ``obj``'s own:
+    ``validate_against_stored`` (422 Invalid), then ``admit_against_stored``, kube's validating
+    admission (403 ``priorityclasses.scheduling.k8s.io "x" is forbidden: <reason>``)."""
+    name = str(obj["metadata"]["name"])
+    found = rt.validate_against_stored(obj, others) if rt.validate_against_stored is not None else []
+    if found:
+        causes = [Cause(str(e.type), e.message, e.field) for e in found]
+        raise invalid(kind=rt.kind, group=rt.group, name=name, causes=causes)
+    reason = rt.admit_against_stored(obj, others) if rt.admit_against_stored is not None else None
+    if reason:
+        target = Target(name=name, group=rt.group, kind=rt.plural)
+        raise Forbidden(f'{rt.qualified()} "{name}" is forbidden: {reason}', target=target)

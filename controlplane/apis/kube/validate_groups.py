@@ -49,6 +49,20 @@ def validate_pod_disruption_budget(obj: Obj, old: Obj | None) -> list[FieldError
     return errors
 
 
+def second_default_priority_class(obj: Obj, others: list[Obj]) -> str | None:
+    """kube's Priority admission plugin: a PriorityClass marked ``globalDefault`` while another
+    one is (the lowest valued, should a race have made two) is forbidden, on create and on update
+    alike; the reason, or None."""
+    if obj.get("globalDefault") is not True:
+        return None
+    defaults = [o for o in others if o.get("globalDefault") is True]
+    if not defaults:
+        return None
+    current = min(defaults, key=lambda o: int(o["value"]) if isinstance(o.get("value"), int) else 0)
+    name = field.mapping(current.get("metadata")).get("name")
+    return f"PriorityClass {name} is already marked as default. Only one default can exist"
+
+
 def validate_priority_class(obj: Obj, old: Obj | None) -> list[FieldError]:
     """``ValidatePriorityClass`` / ``ValidatePriorityClassUpdate``."""
     name = str(field.mapping(obj.get("metadata")).get("name") or "")

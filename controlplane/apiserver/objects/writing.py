@@ -34,7 +34,13 @@ from controlplane.apiserver.objects.values import WriteOptions
 from controlplane.apiserver.objects.versions import KindVersions
 from controlplane.apiserver.patches import PatchType, apply_patch, check_apply_request, record_update
 from controlplane.apiserver.resources import Registry, ResourceType
-from controlplane.apiserver.validation import DecodingError, FieldValidation, check_object, decoded_applied
+from controlplane.apiserver.validation import (
+    DecodingError,
+    FieldValidation,
+    check_against_others,
+    check_object,
+    decoded_applied,
+)
 from controlplane.storage import interface as storage
 from controlplane.storage.ledger import WriteReason, changed_fields, writing_because
 from controlplane.storage.recent import known_stale, known_value
@@ -45,12 +51,7 @@ PATCH_RETRIES = 32
 _GENERATE_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 _GENERATE_NAME_MAX_PREFIX = 58
 _SERVER_OWNED_METADATA = (
-    "uid",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "generation",
-    "resourceVersion",
+    "uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "resourceVersion",
     "selfLink",
 )
 
@@ -101,16 +102,12 @@ class Writer:
         raise AssertionError("unreachable")
 
     async def _check_against_stored(self, rt: ResourceType, obj: dict[str, Any]) -> None:
-        """``rt.validate_against_stored`` over the kind's other stored objects (422 on errors)."""
-        if rt.validate_against_stored is None:
+        """:func:`check_against_others` over the kind's other stored objects."""
+        if rt.validate_against_stored is None and rt.admit_against_stored is None:
             return
-        meta = obj["metadata"]
-        listed = await store_call(rt, meta["name"], self._store.list(rt.key_prefix(meta.get("namespace"))))
-        others = [o for o in (decode(rt, kv) for kv in listed.items) if o["metadata"].get("name") != meta["name"]]
-        found = rt.validate_against_stored(obj, others)
-        if found:
-            causes = [errors.Cause(str(e.type), e.message, e.field) for e in found]
-            raise errors.invalid(kind=rt.kind, group=rt.group, name=meta["name"], causes=causes)
+        name = obj["metadata"]["name"]
+        listed = await store_call(rt, name, self._store.list(rt.key_prefix(obj["metadata"].get("namespace"))))
+        check_against_others(rt, obj, [o for o in (decode(rt, kv) for kv in listed.items) if o["metadata"]["name"] != name])
 
     async def _create_attempt(
         self, rt: ResourceType, obj: dict[str, Any], options: WriteOptions
