@@ -137,14 +137,36 @@ def condition_status(condition_type: str) -> Callable[[Obj, datetime], str]:
 # --- services and events --------------------------------------------------------------
 
 
+def load_balancer_ingress(obj: Obj) -> str:
+    """kube's ``loadBalancerStatusStringer`` for a Service's or an Ingress's ``status.loadBalancer``:
+    each ingress point's IP, else its host name, once each and sorted (the server's tables are
+    wide: never clipped)."""
+    points = set()
+    for ingress in dig(obj, "status", "loadBalancer", "ingress") or ():
+        if isinstance(ingress, dict) and (ingress.get("ip") or ingress.get("hostname")):
+            points.add(str(ingress.get("ip") or ingress.get("hostname")))
+    return ",".join(sorted(points))
+
+
+def service_cluster_ip(obj: Obj, _now: datetime) -> str:
+    """The first of ``spec.clusterIPs``, or ``<none>`` (an ExternalName Service has none)."""
+    ips = dig(obj, "spec", "clusterIPs")
+    return str(ips[0]) if isinstance(ips, list) and ips else "<none>"
+
+
 def service_external_ips(obj: Obj, _now: datetime) -> str:
-    ips = [str(ip) for ip in dig(obj, "spec", "externalIPs") or []]
-    for ingress in dig(obj, "status", "loadBalancer", "ingress") or []:
-        if isinstance(ingress, dict):
-            ips.append(str(ingress.get("ip") or ingress.get("hostname") or ""))
-    if ips:
-        return ",".join(ips)
-    return "<pending>" if dig(obj, "spec", "type") == "LoadBalancer" else "<none>"
+    """kube's ``getServiceExternalIP``, by the Service's type: its external IPs; a load balancer's
+    ingress points before them (``<pending>`` while it has neither); an ExternalName's name."""
+    kind = dig(obj, "spec", "type") or "ClusterIP"
+    external = [str(ip) for ip in dig(obj, "spec", "externalIPs") or ()]
+    if kind in ("ClusterIP", "NodePort"):
+        return ",".join(external) or "<none>"
+    if kind == "LoadBalancer":
+        balancer = load_balancer_ingress(obj)
+        return ",".join([balancer, *external] if balancer else external) or "<pending>"
+    if kind == "ExternalName":
+        return str(dig(obj, "spec", "externalName") or "")
+    return "<unknown>"
 
 
 def service_ports(obj: Obj, _now: datetime) -> str:

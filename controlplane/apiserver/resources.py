@@ -467,7 +467,7 @@ def core_resources() -> list[ResourceType]:
             prepare=services.normalize_cluster_ips, prepare_update=services.prepare_update,
             columns=(
                 TableColumn("Type", path("spec.type")),
-                TableColumn("Cluster-IP", path("spec.clusterIP")),
+                TableColumn("Cluster-IP", col.service_cluster_ip),
                 TableColumn("External-IP", col.service_external_ips),
                 TableColumn("Port(s)", col.service_ports),
                 AGE,

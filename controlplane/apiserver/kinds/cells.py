@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from controlplane.apis.untyped import dig, json_int
-from controlplane.apiserver.columns import since
+from controlplane.apiserver.columns import load_balancer_ingress, since
 
 Obj = dict[str, Any]
 Cell = Callable[[Obj, datetime], Any]
@@ -136,14 +136,8 @@ def ingress_hosts(obj: Obj, _now: datetime) -> str:
 
 
 def load_balancer_address(obj: Obj, _now: datetime) -> str:
-    """``status.loadBalancer.ingress`` IPs and host names, comma-separated (Ingress ADDRESS)."""
-    out = []
-    for ingress in dig(obj, "status", "loadBalancer", "ingress") or ():
-        if isinstance(ingress, dict):
-            value = ingress.get("ip") or ingress.get("hostname")
-            if value:
-                out.append(str(value))
-    return ",".join(out)
+    """An Ingress's ADDRESS: its load balancer's ingress points, as a Service's show them."""
+    return load_balancer_ingress(obj)
 
 
 def ingress_ports(obj: Obj, _now: datetime) -> str:
