@@ -336,6 +336,19 @@ async def test_dry_run_writes_nothing(objects_on: ObjectStore) -> None:
         await objects_on.get(deploy, namespace="default", name="web")
 
 
+async def test_a_dry_run_create_of_a_name_in_use_is_kubes_409(objects_on: ObjectStore) -> None:
+    """kube's dry-run storage looks the key up as its create would (``kubectl create
+    --dry-run=server`` of an existing object is ``AlreadyExists``), after validation."""
+    deploy, _, _ = _types(objects_on)
+    await objects_on.create(deploy, deployment("web"))
+    with pytest.raises(errors.AlreadyExists, match=r'^deployments\.apps "web" already exists$'):
+        await objects_on.create(deploy, deployment("web"), dry_run=True)
+    invalid = deployment("web")
+    invalid["spec"]["replicas"] = -1
+    with pytest.raises(errors.Invalid):
+        await objects_on.create(deploy, invalid, dry_run=True)
+
+
 async def test_merge_and_json_patch(objects_on: ObjectStore) -> None:
     deploy, _, _ = _types(objects_on)
     await objects_on.create(deploy, deployment("web", labels={"a": "1"}))

@@ -60,6 +60,15 @@ async def get_kv(store: storage.Store, rt: ResourceType, *, namespace: str | Non
     return kv
 
 
+async def in_use(store: storage.Store, rt: ResourceType, key: str, *, name: str) -> bool:
+    """Whether an object is stored at ``key``."""
+    try:
+        await store_call(rt, name, store.get(key))
+    except errors.NotFound:
+        return False
+    return True
+
+
 def decode(rt: ResourceType, kv: storage.KeyValue) -> dict[str, Any]:
     """The object stored in ``kv`` as served: with its resourceVersion and kube's defaults
     (applied here to an object not stored with them, as kube defaults what it decodes), and

@@ -29,7 +29,7 @@ from controlplane.apiserver.admission import CheckCreate, Operation, WriteAttrib
 from controlplane.apiserver.allocating import Allocations, NoAllocations, stored_with
 from controlplane.apiserver.objects.body_kind import wrong_body_kind
 from controlplane.apiserver.objects.namespaces import NamespaceLifecycle
-from controlplane.apiserver.objects.reading import decode, get_kv, served, store_call, stored_form
+from controlplane.apiserver.objects.reading import decode, get_kv, in_use, served, store_call, stored_form
 from controlplane.apiserver.objects.values import WriteOptions
 from controlplane.apiserver.objects.versions import KindVersions
 from controlplane.apiserver.patches import PatchType, apply_patch, check_apply_request, record_update
@@ -153,9 +153,11 @@ class Writer:
         for check in self.create_checks:
             await check(rt, obj)
         reserved = await self.allocations.on_create(rt, obj, dry_run=options.dry_run)
-        if options.dry_run:
-            return served(rt, obj), None
         key = rt.key(namespace=meta.get("namespace"), name=meta["name"])
+        if options.dry_run:  # kube's dry-run storage refuses a name in use, as its create would
+            if await in_use(self._store, rt, key, name=meta["name"]):
+                raise errors.already_exists(plural=rt.plural, group=rt.group, name=meta["name"])
+            return served(rt, obj), None
         kv: storage.KeyValue = await stored_with(
             reserved, store_call(rt, meta["name"], self._store.create(key, stored_form(rt, obj)))
         )
