@@ -37,3 +37,61 @@ def duration_seconds(text: str, *, units: frozenset[str] = GO_UNITS) -> float | 
         total += float(match.group(1)) * UNITS[match.group(2)]
         position = match.end()
     return total if text and position == len(text) else None
+
+
+#: Go's ``time.ParseDuration`` units, in nanoseconds.
+_GO_UNIT_NANOS: Final[Mapping[str, int]] = {
+    "ns": 1, "us": 1_000, "µs": 1_000, "μs": 1_000, "ms": 1_000_000, "s": 10**9, "m": 60 * 10**9, "h": 3600 * 10**9,
+}
+_GO_NUMBER = re.compile(r"([0-9]*)(?:\.([0-9]*))?")
+_GO_UNIT = re.compile(r"[^0-9.]*")
+
+
+def _go_quote(text: str) -> str:
+    """``time``'s own quoting of a duration in its errors."""
+    out = []
+    for byte in text.encode():
+        char = chr(byte)
+        if char in '"\\':
+            out.append("\\" + char)
+        elif 0x20 <= byte < 0x80:
+            out.append(char)
+        else:
+            out.append(f"\\x{byte:02x}")
+    return '"' + "".join(out) + '"'
+
+
+def go_duration_error(text: str) -> str | None:
+    """Why Go's ``time.ParseDuration`` refuses ``text`` (``time: unknown unit "d" in duration
+    "5d"``), or None: a sign, then parts of a number (digits, a fraction) and a unit."""
+    invalid = f"time: invalid duration {_go_quote(text)}"
+    rest = text[1:] if text[:1] in ("-", "+") else text
+    if rest == "0":
+        return None
+    if not rest:
+        return invalid
+    total = 0
+    while rest:
+        number = _GO_NUMBER.match(rest)
+        assert number is not None  # it matches the empty string
+        whole, fraction = number.group(1), number.group(2)
+        if (not whole and not fraction) or (whole and int(whole) > 2**63):
+            return invalid  # no digits, or more than an int64 holds
+        rest = rest[number.end():]
+        unit = _GO_UNIT.match(rest)
+        assert unit is not None
+        name = unit.group(0)
+        if not name:
+            return f"time: missing unit in duration {_go_quote(text)}"
+        if name not in _GO_UNIT_NANOS:
+            return f"time: unknown unit {_go_quote(name)} in duration {_go_quote(text)}"
+        rest = rest[unit.end():]
+        scale = _GO_UNIT_NANOS[name]
+        if int(whole or "0") > 2**63 // scale:
+            return invalid
+        total += int(whole or "0") * scale + (int(fraction) * scale // 10 ** len(fraction) if fraction else 0)
+        if total > 2**63:
+            return invalid
+    if text[:1] != "-" and total > 2**63 - 1:
+        return invalid
+    return None

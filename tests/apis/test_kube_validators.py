@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from controlplane.apis.kube.cronschedule import schedule_error
 from controlplane.apis.kube.field import go_label_selector, go_string_map, show
-from controlplane.apis.kube.validate_batch import schedule_error
 from controlplane.apis.kube.validate_resources import parse, shown
 from controlplane.apis.kube.validation import for_kind
 
@@ -164,6 +164,26 @@ def test_a_job_suspended_before_it_ran_may_change_its_scheduling_directives() ->
         ("5-1 * * * *", "beginning of range (5) beyond end of range (1): 5-1"),
         ("x * * * *", 'failed to parse int from x: strconv.Atoi: parsing "x": invalid syntax'),
         ("@fortnightly", "unrecognized descriptor: @fortnightly"),
+        # Go's duration syntax after "@every ", and its words for what it refuses.
+        ("@every 1h30m", None), ("@every -5m", None),
+        ("@every 5d", 'failed to parse duration @every 5d: time: unknown unit "d" in duration "5d"'),
+        ("@every 5", 'failed to parse duration @every 5: time: missing unit in duration "5"'),
+        ("@every  5m", 'failed to parse duration @every  5m: time: invalid duration " 5m"'),
+        ("@hourly ", "unrecognized descriptor: @hourly "),
+        (" @hourly", "expected exactly 5 fields, found 1: [@hourly]"),  # not trimmed
+        ("1-2-3 * * * *", "too many hyphens: 1-2-3"),
+        ("1/2/3 * * * *", "too many slashes: 1/2/3"),
+        ("1,,2 * * * *", None),  # empty ranges are skipped
+        ("*-5 * * * *", None),
+        ("50/5 * * * *", None),  # N/step runs to the maximum
+        ("70/5 * * * *", "beginning of range (70) beyond end of range (59): 70/5"),
+        ("*/0 * * * *", "step of range should be a positive number: */0"),
+        ("*/-1 * * * *", "negative number (-1) not allowed: -1"),
+        ("-1 * * * *", 'failed to parse int from : strconv.Atoi: parsing "": invalid syntax'),
+        ("+5 * * * *", None),
+        ("0 0 * JAN-mar SUN", None),
+        ("99999999999999999999 * * * *", "failed to parse int from 99999999999999999999: strconv.Atoi: parsing "
+                                         '"99999999999999999999": value out of range'),
     ],
 )
 def test_cron_schedules_read_as_robfig_cron_reads_them(schedule: str, error: str | None) -> None:

@@ -11,11 +11,11 @@ valid Job spec whose selector is left to the server.
 
 from __future__ import annotations
 
-import re
 import zoneinfo
 from typing import Any
 
 from controlplane.apis.kube import field
+from controlplane.apis.kube.cronschedule import schedule_error
 from controlplane.apis.kube.field import FieldError
 from controlplane.apis.kube.label_selectors import normalized, selector_errors, shown, template_match_errors
 from controlplane.apis.kube.validate_pod import pod_template_errors, restart_policy
@@ -90,68 +90,6 @@ def validate_job(obj: Obj, old: Obj | None) -> list[FieldError]:
     if old is not None:
         errors += _job_update_errors(spec, old)
     return errors
-
-
-_MACROS = frozenset({"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"})
-#: (name, low, high, names) of the five fields of a cron schedule, as robfig/cron reads them.
-_CRON_FIELDS: tuple[tuple[str, int, int, dict[str, int]], ...] = (
-    ("minute", 0, 59, {}),
-    ("hour", 0, 23, {}),
-    ("day of month", 1, 31, {}),
-    ("month", 1, 12, {m: i + 1 for i, m in enumerate(
-        ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"))}),
-    ("day of week", 0, 6, {d: i for i, d in enumerate(("sun", "mon", "tue", "wed", "thu", "fri", "sat"))}),
-)
-_EVERY = re.compile(r"^@every\s+\S+\Z")
-
-
-def _cron_number(text: str, names: dict[str, int]) -> int:
-    if text.lower() in names:
-        return names[text.lower()]
-    if not text.isdigit():
-        raise ValueError(f'failed to parse int from {text}: strconv.Atoi: parsing "{text}": invalid syntax')
-    return int(text)
-
-
-def _cron_field_error(text: str, low: int, high: int, names: dict[str, int]) -> str | None:
-    """robfig/cron's ``getRange`` error for one comma-separated field, if any."""
-    for part in text.split(","):
-        span, _, step = part.partition("/")
-        try:
-            if span in ("*", "?"):
-                start, end = low, high
-            else:
-                first, dash, last = span.partition("-")
-                start = _cron_number(first, names)
-                end = _cron_number(last, names) if dash else start
-            if step and _cron_number(step, {}) == 0:
-                return f"step of range should be a positive number: {part}"
-        except ValueError as exc:
-            return str(exc)
-        if start < low:
-            return f"beginning of range ({start}) below minimum ({low}): {part}"
-        if end > high:
-            return f"end of range ({end}) above maximum ({high}): {part}"
-        if start > end:
-            return f"beginning of range ({start}) beyond end of range ({end}): {part}"
-    return None
-
-
-def schedule_error(schedule: str) -> str | None:
-    """Why ``schedule`` is not a standard cron schedule (robfig/cron's parser), or None."""
-    text = schedule.strip()
-    if text in _MACROS or _EVERY.match(text):
-        return None
-    if text.startswith("@"):
-        return f"unrecognized descriptor: {text}"
-    fields = text.split()
-    if len(fields) != 5:
-        return f"expected exactly 5 fields, found {len(fields)}: [{' '.join(fields)}]"  # Go prints the []string
-    for part, (_, low, high, names) in zip(fields, _CRON_FIELDS, strict=True):
-        error = _cron_field_error(part, low, high, names)
-        if error:
-            return error
-    return None
 
 
 def validate_cron_job(obj: Obj, old: Obj | None) -> list[FieldError]:
