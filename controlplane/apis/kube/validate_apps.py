@@ -293,3 +293,15 @@ def validate_daemon_set(obj: Obj, old: Obj | None) -> list[FieldError]:
     errors += _daemon_set_strategy_errors(spec.get("updateStrategy"))
     errors += field.nonnegative(spec.get("revisionHistoryLimit"), "spec.revisionHistoryLimit")
     return errors + _selector_immutable(obj, old)
+
+
+def validate_controller_revision(obj: Obj, old: Obj | None) -> list[FieldError]:
+    """``ValidateControllerRevision`` / ``ValidateControllerRevisionUpdate``: its data is
+    mandatory, then immutable; its revision not negative."""
+    errors: list[FieldError] = []
+    if obj.get("data") is None:
+        errors.append(field.required("data", "data is mandatory"))
+    errors += field.nonnegative(obj.get("revision"), "revision")
+    if old is not None:
+        errors += field.immutable(obj.get("data"), old.get("data"), "data")
+    return errors

@@ -44,6 +44,7 @@ _VALIDATORS: dict[tuple[str, str], Validator] = {
     ("apps", "ReplicaSet"): validate_apps.validate_replica_set,
     ("apps", "StatefulSet"): validate_apps.validate_stateful_set,
     ("apps", "DaemonSet"): validate_apps.validate_daemon_set,
+    ("apps", "ControllerRevision"): validate_apps.validate_controller_revision,
     ("batch", "Job"): validate_batch.validate_job,
     ("batch", "CronJob"): validate_batch.validate_cron_job,
     ("policy", "PodDisruptionBudget"): validate_groups.validate_pod_disruption_budget,

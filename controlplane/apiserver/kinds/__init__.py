@@ -1,6 +1,6 @@
 """Built-in kinds served beside the core, workload and gpufed ones, one module per API family.
 
-In: nothing. Out: :func:`builtin_kind_resources` (apps ReplicaSet/DaemonSet, batch CronJob,
+In: nothing. Out: :func:`builtin_kind_resources` (apps ReplicaSet/DaemonSet/ControllerRevision, batch CronJob,
 networking and EndpointSlice, policy, autoscaling (v2 and v1), quota, storage and RuntimeClass kinds,
 events.k8s.io's Event) and :func:`gpu_workload_resources`
 (LeaderWorkerSet, JobSet), each with kube's defaulting and validation attached where kube has
@@ -18,7 +18,12 @@ from controlplane.apiserver.kinds.admin import (
     RUNTIME_CLASS,
     STORAGE_CLASS,
 )
-from controlplane.apiserver.kinds.apps import DAEMONSET, REPLICASET, REPLICATION_CONTROLLER
+from controlplane.apiserver.kinds.apps import (
+    CONTROLLER_REVISION,
+    DAEMONSET,
+    REPLICASET,
+    REPLICATION_CONTROLLER,
+)
 from controlplane.apiserver.kinds.batch import CRONJOB
 from controlplane.apiserver.kinds.events import EVENT
 from controlplane.apiserver.kinds.networking import ENDPOINT_SLICE, INGRESS, INGRESS_CLASS, NETWORK_POLICY
@@ -32,6 +37,7 @@ def builtin_kind_resources() -> list[ResourceType]:
         REPLICASET,
         REPLICATION_CONTROLLER,
         DAEMONSET,
+        CONTROLLER_REVISION,
         CRONJOB,
         INGRESS,
         INGRESS_CLASS,

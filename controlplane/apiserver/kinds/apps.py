@@ -1,10 +1,12 @@
-"""apps/v1 kinds beyond Deployment and StatefulSet: ReplicaSet and DaemonSet; and core/v1's
+"""apps/v1 kinds beyond Deployment and StatefulSet: ReplicaSet, DaemonSet and ControllerRevision
+(the history ``kubectl rollout history|undo`` reads for a StatefulSet or DaemonSet: none on the
+hub, which runs no pods, as on a control plane without controllers); and core/v1's
 ReplicationController, their predecessor (served so that ``kubectl apply --prune``, whose
 default list names it, works).
 
 Names, short names, categories, subresources and ``kubectl get`` columns as kube serves them
 (printers.go ``replicaSetColumnDefinitions``, ``daemonSetColumnDefinitions``,
-``replicationControllerColumnDefinitions``).
+``replicationControllerColumnDefinitions``, ``controllerRevisionColumnDefinition``).
 """
 
 from __future__ import annotations
@@ -73,5 +75,14 @@ DAEMONSET = ResourceType(
         TableColumn("Containers", _CONTAINERS, priority=1),
         TableColumn("Images", _IMAGES, priority=1),
         TableColumn("Selector", cells.label_selector_at("spec", "selector"), priority=1),
+    ),
+)
+
+CONTROLLER_REVISION = ResourceType(
+    "apps", "v1", "ControllerRevision", "controllerrevisions", "controllerrevision", namespaced=True,
+    columns=(
+        TableColumn("Controller", cells.controller_of),
+        TableColumn("Revision", path("revision"), type="integer"),
+        AGE,
     ),
 )

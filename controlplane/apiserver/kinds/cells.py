@@ -79,6 +79,18 @@ def containers_at(*keys: str, field: str) -> Cell:
     return get
 
 
+def controller_of(obj: Obj, _now: datetime) -> str:
+    """The owner marked ``controller``, as kube's ``formatResourceName`` writes a kind and name
+    (``statefulset.apps/web``), or ``<none>``."""
+    for owner in dig(obj, "metadata", "ownerReferences") or ():
+        if isinstance(owner, dict) and owner.get("controller") is True:
+            group = str(owner.get("apiVersion") or "").rpartition("/")[0]
+            kind = str(owner.get("kind") or "")
+            qualified = f"{kind}.{group}" if group else kind
+            return f"{qualified.lower()}/{owner.get('name')}" if qualified else str(owner.get("name"))
+    return "<none>"
+
+
 def int_at(*keys: str) -> Cell:
     def get(obj: Obj, _now: datetime) -> int:
         return json_int(dig(obj, *keys))
