@@ -123,6 +123,7 @@ SPECS: dict[tuple[str, str], Builder] = {
     ("apps", "StatefulSet"): lambda name: {"spec": {"replicas": 1, "serviceName": name, **_selected(name, gpus=True)}},
     ("apps", "DaemonSet"): lambda name: {"spec": _selected(name)},
     ("apps", "ReplicaSet"): lambda name: {"spec": {"replicas": 1, **_selected(name)}},
+    ("apps", "ControllerRevision"): lambda name: {"data": {"spec": {"template": _pod_template(name)}}, "revision": 1},
     ("batch", "Job"): lambda name: {
         "spec": {"backoffLimit": 2, "template": _pod_template(name, restart_policy="Never", gpus=True)}
     },

@@ -63,3 +63,9 @@ async def test_a_revision_is_validated_and_listed_with_its_controller(hub: Clien
     )
     assert changed.status == 422
     assert (await changed.json())["details"]["causes"][0]["field"] == "data"
+
+
+async def test_a_delete_is_answered_with_a_success_status(hub: Client) -> None:  # noqa: F811
+    assert (await hub.post(REVISIONS, json=revision(revision=1, data={}))).status == 201
+    answer = await (await hub.delete(f"{REVISIONS}/db-7f9c4")).json()
+    assert (answer["kind"], answer["status"], answer["details"]["kind"]) == ("Status", "Success", "controllerrevisions")

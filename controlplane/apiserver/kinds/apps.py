@@ -79,7 +79,7 @@ DAEMONSET = ResourceType(
 )
 
 CONTROLLER_REVISION = ResourceType(
-    "apps", "v1", "ControllerRevision", "controllerrevisions", "controllerrevision", namespaced=True,
+    "apps", "v1", "ControllerRevision", "controllerrevisions", "controllerrevision", namespaced=True, strategic_merge=True,
     columns=(
         TableColumn("Controller", cells.controller_of),
         TableColumn("Revision", path("revision"), type="integer"),

@@ -202,6 +202,7 @@ _KINDS: Mapping[tuple[str, str], FieldSchema] = MappingProxyType(
         ("apps", "StatefulSet"): _POD_CONTROLLER,
         ("apps", "ReplicaSet"): _POD_CONTROLLER,
         ("apps", "DaemonSet"): _POD_CONTROLLER,
+        ("apps", "ControllerRevision"): _METADATA_ONLY,
         ("batch", "Job"): _struct(
             metadata=OBJECT_META,
             spec=_JOB_SPEC,
