@@ -69,3 +69,22 @@ async def test_horizontal_pod_autoscaler_defaults(api: Client) -> None:
             "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}],
         },
     }
+
+
+async def test_status_fields_kube_always_writes_are_served_at_zero(api: Client) -> None:
+    """kube's Go types write these status fields even at zero (no ``omitempty``), and typed
+    clients require them: the official Python client reads ``status.disruptions_allowed`` and
+    ``status.desired_replicas`` of a new object."""
+    budget = await create(api, "/apis/policy/v1/namespaces/default/poddisruptionbudgets", {
+        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "web"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}},
+    })
+    assert budget["status"] == {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}
+    autoscaler = await create(api, HPAS, {
+        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "zero"},
+        "spec": {"scaleTargetRef": TARGET, "maxReplicas": 3},
+    })
+    assert autoscaler["status"] == {"desiredReplicas": 0, "currentMetrics": None}
+    written = await api.put(f"{HPAS}/zero/status", json={**autoscaler, "status": {"currentReplicas": 2}})
+    assert written.status == 200, await written.text()
+    assert (await written.json())["status"] == {"currentReplicas": 2, "desiredReplicas": 0, "currentMetrics": None}

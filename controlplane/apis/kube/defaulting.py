@@ -45,6 +45,7 @@ _DEFAULTERS: dict[tuple[str, str], Defaulter] = {
     ("node.k8s.io", "RuntimeClass"): groups.runtime_class,
     ("storage.k8s.io", "StorageClass"): groups.storage_class,
     ("autoscaling", "HorizontalPodAutoscaler"): groups.horizontal_pod_autoscaler,
+    ("policy", "PodDisruptionBudget"): groups.pod_disruption_budget,
 }
 
 _READERS: dict[tuple[str, str], Defaulter] = {

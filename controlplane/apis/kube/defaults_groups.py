@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from controlplane.apis.kube.objects import child, items, resource_list
+from controlplane.apis.kube.objects import child, ensure, items, resource_list
 
 #: ``defaultHPAScaleUpRules``: the older HPA's behaviour (4 pods or double, every 15 s).
 _SCALE_UP_RULES: dict[str, Any] = {
@@ -68,6 +68,20 @@ def storage_class(obj: dict[str, Any]) -> None:
         obj["volumeBindingMode"] = "Immediate"
 
 
+def zero_status(obj: dict[str, Any], fields: dict[str, Any]) -> None:
+    """The status fields kube's Go type always writes (no ``omitempty``), at their zero values
+    until a controller sets them: kube serves a new PodDisruptionBudget with
+    ``disruptionsAllowed: 0`` and an HPA with ``desiredReplicas: 0``, which typed clients require."""
+    status = ensure(obj, "status")
+    if status is not None:
+        for key, zero in fields.items():
+            status.setdefault(key, zero)
+
+
+def pod_disruption_budget(obj: dict[str, Any]) -> None:
+    zero_status(obj, {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0})
+
+
 def horizontal_pod_autoscaler_v1(obj: dict[str, Any]) -> None:
     """autoscaling/v1 ``SetDefaults_HorizontalPodAutoscaler``: one minimum replica. Its 80 % CPU is
     applied by the conversion to v2 (which sees the metrics annotation), not here, as in kube."""
@@ -79,6 +93,7 @@ def horizontal_pod_autoscaler_v1(obj: dict[str, Any]) -> None:
 def horizontal_pod_autoscaler(obj: dict[str, Any]) -> None:
     """autoscaling/v2 ``SetDefaults_HorizontalPodAutoscaler``: one minimum replica, 80 % CPU when
     no metric is given, and a given ``behavior``'s unset rules and fields filled."""
+    zero_status(obj, {"desiredReplicas": 0, "currentMetrics": None})
     spec = child(obj, "spec")
     if spec is None:
         return
