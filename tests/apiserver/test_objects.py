@@ -402,6 +402,33 @@ async def test_scale_subresource(objects_on: ObjectStore) -> None:
     assert (await objects_on.get(deploy, namespace="default", name="web"))["spec"]["replicas"] == 7
 
 
+async def test_a_scale_is_decoded_and_validated_as_kube_does(objects_on: ObjectStore) -> None:
+    """A Scale's replicas are an int32: another type is the decoder's 400 (through a patch, the
+    patch handler's 422), a negative number kube's Invalid, and none at all 0."""
+    deploy, _, _ = _types(objects_on)
+    await objects_on.create(deploy, deployment("web", replicas=2))
+    with pytest.raises(errors.BadRequest) as decoding:
+        await objects_on.update_scale(deploy, {"spec": {"replicas": "3"}}, namespace="default", name="web")
+    assert decoding.value.message == (
+        'Scale in version "v1" cannot be handled as a Scale: json: cannot unmarshal string into Go struct field '
+        "ScaleSpec.spec.replicas of type int32"
+    )
+    with pytest.raises(errors.Invalid) as patched:
+        await objects_on.patch_scale(
+            deploy, namespace="default", name="web", patch_type=PatchType.MERGE, patch={"spec": {"replicas": 1.5}}
+        )
+    assert patched.value.causes[0].field == "patch"
+    assert patched.value.causes[0].message.endswith("json: cannot unmarshal number 1.5 into Go struct field "
+                                                    "ScaleSpec.spec.replicas of type int32")
+    with pytest.raises(errors.Invalid) as negative:
+        await objects_on.update_scale(deploy, {"spec": {"replicas": -1}}, namespace="default", name="web")
+    assert negative.value.message == (
+        'Scale.autoscaling "web" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0'
+    )
+    emptied = await objects_on.update_scale(deploy, {"spec": {}}, namespace="default", name="web")
+    assert emptied["spec"]["replicas"] == 0
+
+
 async def test_strategic_merge_patch_keeps_other_containers(objects_on: ObjectStore) -> None:
     deploy, _, _ = _types(objects_on)
     obj = deployment("web")

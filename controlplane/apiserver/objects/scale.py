@@ -12,11 +12,17 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from controlplane.apis.kube.field import IS_NEGATIVE
 from controlplane.apis.untyped import dig
 from controlplane.apiserver import errors
+from controlplane.apiserver.openapi.known_fields import CannotUnmarshal, unknown_fields_of
 from controlplane.apiserver.patches import PatchType, apply_patch
 from controlplane.apiserver.resources import ResourceType, ScaleSubresource
 from controlplane.apiserver.selectors import LabelSelector
+from controlplane.apiserver.validation import DecodingError
+
+#: kube's decoding of an autoscaling/v1 Scale.
+_SCALE_DECODING = unknown_fields_of("autoscaling", "v1", "Scale")
 
 
 def scale_of(rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
@@ -54,17 +60,19 @@ def require_scale(rt: ResourceType) -> ScaleSubresource:
 
 def replicas_patch(rt: ResourceType, scale: Any, *, name: str) -> dict[str, Any]:
     """The merge patch that sets the object's replicas from ``scale`` (its resourceVersion,
-    when given, a precondition); Invalid unless the replicas are a non-negative integer."""
+    when given, a precondition). As kube decodes a Scale: replicas of another type than an
+    int32 are the decoder's :class:`DecodingError` (``json: cannot unmarshal string into Go
+    struct field ScaleSpec.spec.replicas of type int32``), none are 0, fewer than none Invalid."""
     spec = require_scale(rt)
-    replicas = dig(scale, "spec", "replicas")
-    if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+    try:
+        _SCALE_DECODING(scale if isinstance(scale, dict) else {}, False)
+    except CannotUnmarshal as exc:
+        raise DecodingError(dataclasses.replace(rt, kind="Scale", version="v1"), str(exc)) from exc
+    replicas = dig(scale, "spec", "replicas") or 0
+    if replicas < 0:
         raise errors.invalid(
             kind="Scale", group="autoscaling", name=name,
-            causes=[errors.Cause(
-                errors.CauseType.FIELD_VALUE_INVALID,
-                f"Invalid value: {replicas!r}: must be a non-negative integer",
-                "spec.replicas",
-            )],
+            causes=[errors.Cause(errors.CauseType.FIELD_VALUE_INVALID, f"Invalid value: {replicas}: {IS_NEGATIVE}", "spec.replicas")],
         )
     patch: dict[str, Any] = {}
     node = patch

@@ -16,6 +16,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any, Unpack
 
+from controlplane.apis.kube.field import go_json, go_printed
 from controlplane.apis.kube.namespaces import SYSTEM_NAMESPACES
 from controlplane.apiserver import codec, errors
 from controlplane.apiserver.admission import CheckCreate
@@ -48,6 +49,7 @@ from controlplane.apiserver.objects.versions import KindVersions
 from controlplane.apiserver.objects.writing import Writer, checked_body
 from controlplane.apiserver.patches import PatchType
 from controlplane.apiserver.resources import Registry, ResourceType
+from controlplane.apiserver.validation import DecodingError
 from controlplane.storage import interface as storage
 from controlplane.storage.recent import latest_seen
 
@@ -281,9 +283,13 @@ class ObjectStore:
         effective = scale_patch_type(patch_type)
         current = await self.get_scale(rt, namespace=namespace, name=name)
         patched = patched_scale(rt, current, effective, patch, field_manager=field_manager, now=self.now())
-        return await self.update_scale(
-            rt, patched, namespace=namespace, name=name, dry_run=dry_run, field_manager=field_manager
-        )
+        try:
+            return await self.update_scale(
+                rt, patched, namespace=namespace, name=name, dry_run=dry_run, field_manager=field_manager
+            )
+        except DecodingError as exc:  # kube decodes the patched Scale: its patch handler's 422
+            strategic = patch_type is PatchType.STRATEGIC
+            raise exc.in_patch(go_printed(patch) if strategic else go_json(patched), strategic=strategic) from exc
 
     # --- deletes ----------------------------------------------------------------------
 
