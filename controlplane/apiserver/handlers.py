@@ -39,7 +39,7 @@ from controlplane.apiserver.routing import RequestInfo
 from controlplane.apiserver.selectors import parse_field_selector, parse_label_selector
 from controlplane.apiserver.tables import TABLE_CONTENT_TYPE, IncludeObject, table, wants_table
 from controlplane.apiserver.validation import FieldValidation
-from controlplane.apiserver.watchcache import WatchCache, check_watch_list_options, invalid_list_options
+from controlplane.apiserver.watchcache import WatchCache, check_list_options, check_watch_list_options
 from controlplane.apiserver.watchcache.watcher import SharedEvent, in_batches_of_one
 from controlplane.apiserver.watching import SlowWatcher, WatchLimits, event_line, serve_watch
 
@@ -231,8 +231,10 @@ class ResourceHandlers:
 
     async def _list(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
         query = request.query
-        if "sendInitialEvents" in query:
-            raise invalid_list_options("sendInitialEvents", "sendInitialEvents is forbidden for list")
+        check_list_options(
+            resource_version=query.get("resourceVersion"), resource_version_match=query.get("resourceVersionMatch"),
+            continue_token=query.get("continue"), send_initial_events="sendInitialEvents" in query,
+        )
         limit = _int_param(query.get("limit"), "limit")
         common: ListArgs = {
             "label_selector": query.get("labelSelector"),

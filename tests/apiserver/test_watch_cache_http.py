@@ -95,7 +95,9 @@ async def test_watch_list_options_are_checked_before_the_stream(
 
 
 async def test_send_initial_events_is_refused_on_a_list(api: Client) -> None:
-    response = await api.get(WIDGETS, params={"sendInitialEvents": "true", "resourceVersionMatch": "NotOlderThan"})
+    response = await api.get(
+        WIDGETS, params={"sendInitialEvents": "true", "resourceVersionMatch": "NotOlderThan", "resourceVersion": "0"}
+    )
     assert response.status == 422
     status = await response.json()
     assert status["message"] == (
@@ -106,3 +108,22 @@ async def test_send_initial_events_is_refused_on_a_list(api: Client) -> None:
         "reason": "FieldValueForbidden", "message": "Forbidden: sendInitialEvents is forbidden for list",
         "field": "sendInitialEvents",
     }]}
+
+
+async def test_list_options_are_checked_as_kube_checks_them(api: Client) -> None:
+    """kube's ``ValidateListOptions``: one 422 with a cause for each problem, in its order."""
+    refused = await api.get(WIDGETS, params={"resourceVersionMatch": "Bogus", "continue": "x"})
+    assert refused.status == 422
+    status = await refused.json()
+    assert [(c["field"], c["message"]) for c in status["details"]["causes"]] == [
+        ("resourceVersionMatch", "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided"),
+        ("resourceVersionMatch", "Forbidden: resourceVersionMatch is forbidden when continue is provided"),
+        ("resourceVersionMatch", 'Unsupported value: "Bogus": supported values: "Exact", "NotOlderThan", ""'),
+    ]
+    exact_zero = await api.get(WIDGETS, params={"resourceVersionMatch": "Exact", "resourceVersion": "0"})
+    assert exact_zero.status == 422
+    assert (await exact_zero.json())["message"] == (
+        'ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch "exact" is '
+        'forbidden for resourceVersion "0"'
+    )
+    assert (await api.get(WIDGETS, params={"resourceVersionMatch": "NotOlderThan", "resourceVersion": "0"})).status == 200

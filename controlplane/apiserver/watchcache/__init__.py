@@ -63,9 +63,13 @@ from controlplane.apiserver.watchcache.window import (
 )
 from controlplane.storage import interface as storage
 
-__all__ = ["DEFAULT_WATCH_CACHE", "WatchCache", "WatchCacheConfig", "check_watch_list_options", "invalid_list_options"]
+__all__ = [
+    "DEFAULT_WATCH_CACHE", "WatchCache", "WatchCacheConfig", "check_list_options", "check_watch_list_options",
+    "invalid_list_options",
+]
 
 _NOT_OLDER_THAN = "NotOlderThan"
+_EXACT = "Exact"
 #: Seconds a request waits for a type's first list into the cache before the store answers it.
 READY_SECONDS = 2.0
 #: A watch's initial objects are decoded and handed on this many at a time (or this many stored bytes).
@@ -96,6 +100,36 @@ def check_watch_list_options(send_initial_events: bool | None, resource_version_
         raise invalid_list_options(
             "resourceVersionMatch", "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"
         )
+
+
+def check_list_options(
+    *, resource_version: str | None, resource_version_match: str | None, continue_token: str | None,
+    send_initial_events: bool,
+) -> None:
+    """kube's ``ValidateListOptions`` of a list (not a watch): every problem a cause of one 422
+    ``ListOptions.meta.k8s.io "" is invalid``; ``send_initial_events``: the parameter was sent."""
+    causes: list[errors.Cause] = []
+
+    def forbid(field: str, detail: str) -> None:
+        causes.append(errors.Cause(errors.CauseType.FIELD_VALUE_FORBIDDEN, f"Forbidden: {detail}", field))
+
+    if resource_version_match:
+        if not resource_version:
+            forbid("resourceVersionMatch", "resourceVersionMatch is forbidden unless resourceVersion is provided")
+        if continue_token:
+            forbid("resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided")
+        if resource_version_match not in (_EXACT, _NOT_OLDER_THAN):
+            causes.append(errors.Cause(
+                errors.CauseType.FIELD_VALUE_NOT_SUPPORTED,
+                f'Unsupported value: "{resource_version_match}": supported values: "{_EXACT}", "{_NOT_OLDER_THAN}", ""',
+                "resourceVersionMatch",
+            ))
+        if resource_version_match == _EXACT and resource_version == "0":
+            forbid("resourceVersionMatch", 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"')
+    if send_initial_events:
+        forbid("sendInitialEvents", "sendInitialEvents is forbidden for list")
+    if causes:
+        raise errors.invalid(kind="ListOptions", group="meta.k8s.io", name="", causes=causes)
 
 
 def invalid_list_options(field: str, detail: str) -> errors.Invalid:
