@@ -235,7 +235,7 @@ class ResourceHandlers:
             resource_version=query.get("resourceVersion"), resource_version_match=query.get("resourceVersionMatch"),
             continue_token=query.get("continue"), send_initial_events="sendInitialEvents" in query,
         )
-        limit = _int_param(query.get("limit"), "limit")
+        limit = max(_parameter_int64(query.get("limit")), 0)  # kube pages only a positive limit
         common: ListArgs = {
             "label_selector": query.get("labelSelector"),
             "field_selector": query.get("fieldSelector"),
@@ -518,6 +518,21 @@ def _checked_delete_options(options: dict[str, Any]) -> dict[str, Any]:
 
 def _field_validation(request: web.Request) -> FieldValidation:
     return FieldValidation.parse(request.query.get("fieldValidation"), default=FieldValidation.WARN)
+
+
+def _parameter_int64(value: str | None) -> int:
+    """A query integer as kube's parameter codec reads it (Go's ``strconv.ParseInt``, whose error
+    is kube's 400): any int64, 0 when absent."""
+    if value in (None, ""):
+        return 0
+    assert value is not None
+    digits = value[1:] if value[:1] in ("+", "-") else value
+    if not digits or not all("0" <= c <= "9" for c in digits):
+        raise errors.BadRequest(f'strconv.ParseInt: parsing "{value[:40]}": invalid syntax')
+    parsed = int(value)
+    if not -INT64_MAX - 1 <= parsed <= INT64_MAX:
+        raise errors.BadRequest(f'strconv.ParseInt: parsing "{value[:40]}": value out of range')
+    return parsed
 
 
 def _int_param(value: str | None, name: str) -> int:

@@ -127,3 +127,15 @@ async def test_list_options_are_checked_as_kube_checks_them(api: Client) -> None
         'forbidden for resourceVersion "0"'
     )
     assert (await api.get(WIDGETS, params={"resourceVersionMatch": "NotOlderThan", "resourceVersion": "0"})).status == 200
+
+
+async def test_a_list_limit_is_read_as_kubes_parameter_codec_reads_it(api: Client) -> None:
+    """Any int64 (a limit that is not positive pages nothing, as in kube); anything else is
+    Go's ``strconv.ParseInt`` error, as kube's 400."""
+    listed = await api.get(WIDGETS, params={"limit": "-1"})
+    assert listed.status == 200, await listed.text()
+    assert "continue" not in (await listed.json())["metadata"]
+    for value, error in (("abc", "invalid syntax"), ("99999999999999999999", "value out of range")):
+        refused = await api.get(WIDGETS, params={"limit": value})
+        assert refused.status == 400
+        assert (await refused.json())["message"] == f'strconv.ParseInt: parsing "{value}": {error}'
