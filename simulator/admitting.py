@@ -36,7 +36,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
-from controlplane.apis.kube.validate_groups import SYSTEM_PRIORITY_CLASSES
+from controlplane.apis.kube.validate_groups import SYSTEM_PRIORITY_CLASSES, global_default_priority_class
 from controlplane.interpreter.dependencies import DEFAULT_SERVICE_ACCOUNT
 from controlplane.objectclient import ObjectClient, ResourceType, errors
 
@@ -155,8 +155,8 @@ class PriorityAdmission:
     async def _default_class(self) -> dict[str, Any] | None:
         """The class marked ``globalDefault`` (the lowest value if several are), or None."""
         listed = await self._objects.list(self._classes_rt)
-        defaults = [pc for pc in listed.items if pc.get("globalDefault") is True]
-        return min(defaults, key=lambda pc: int(pc.get("value") or 0), default=None)
+        found = global_default_priority_class(listed.items)
+        return None if found is None else dict(found)
 
 
 

@@ -50,6 +50,7 @@ from typing import Any
 from controlplane.apis.constants import FINALIZER_WORKLOAD
 from controlplane.apis.events import EventType
 from controlplane.apis.kube.generation import content_changed
+from controlplane.apis.kube.validate_groups import global_default_priority_class
 from controlplane.apis.views import BindingView, ObjectView
 from controlplane.apis.work_v1alpha1 import ConditionType, PriorityReason
 from controlplane.controllers.admission import AdmissionGate, constrain_placement
@@ -117,15 +118,11 @@ def resolve_schedule_priority(
     name = schedule_priority.priority_class_name
     classes = [pc for pc in priority_classes if _priority_value(pc) is not None]
     if not name:
-        defaults = sorted(
-            (pc for pc in classes if pc.get("globalDefault") is True),
-            key=lambda pc: ObjectView(pc).name,
-        )
-        if not defaults:
+        chosen = global_default_priority_class(classes)
+        if chosen is None:
             return PriorityResolution(
                 0, True, PriorityReason.DEFAULT, "no priorityClassName and no globalDefault PriorityClass: priority 0"
             )
-        chosen = defaults[0]
         value = _priority_value(chosen) or 0
         return PriorityResolution(
             value, True, PriorityReason.DEFAULT,

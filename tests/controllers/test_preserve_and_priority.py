@@ -139,6 +139,9 @@ CLASSES = [priority_class("high", 1000), priority_class("low", 10), priority_cla
         ("KubePriorityClass", "missing", CLASSES, (0, False, PriorityReason.NOT_FOUND)),
         ("KubePriorityClass", None, CLASSES, (100, True, PriorityReason.DEFAULT)),
         ("KubePriorityClass", None, CLASSES[:2], (0, True, PriorityReason.DEFAULT)),
+        # Two defaults (a race kube's admission cannot stop): the lowest valued, as kube picks it.
+        ("KubePriorityClass", None, [priority_class("a", 500, default=True), *CLASSES],
+         (100, True, PriorityReason.DEFAULT)),
         ("PodPriorityClass", "high", CLASSES, (0, False, PriorityReason.UNSUPPORTED_SOURCE)),
     ],
 )

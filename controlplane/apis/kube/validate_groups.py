@@ -7,6 +7,7 @@ reference, metrics and behavior).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from controlplane.apis.kube import field
@@ -49,16 +50,27 @@ def validate_pod_disruption_budget(obj: Obj, old: Obj | None) -> list[FieldError
     return errors
 
 
+def global_default_priority_class(classes: Iterable[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """The PriorityClass a pod without ``priorityClassName`` gets, as kube's Priority admission
+    picks it: the one marked ``globalDefault`` (the lowest valued, should a race have marked two;
+    then by name), or None."""
+    defaults = [pc for pc in classes if pc.get("globalDefault") is True]
+
+    def value(pc: Mapping[str, Any]) -> int:
+        number = pc.get("value")
+        return number if isinstance(number, int) and not isinstance(number, bool) else 0
+
+    return min(defaults, key=lambda pc: (value(pc), str(field.mapping(pc.get("metadata")).get("name"))), default=None)
+
+
 def second_default_priority_class(obj: Obj, others: list[Obj]) -> str | None:
     """kube's Priority admission plugin: a PriorityClass marked ``globalDefault`` while another
-    one is (the lowest valued, should a race have made two) is forbidden, on create and on update
-    alike; the reason, or None."""
+    one is is forbidden, on create and on update alike; the reason, or None."""
     if obj.get("globalDefault") is not True:
         return None
-    defaults = [o for o in others if o.get("globalDefault") is True]
-    if not defaults:
+    current = global_default_priority_class(others)
+    if current is None:
         return None
-    current = min(defaults, key=lambda o: int(o["value"]) if isinstance(o.get("value"), int) else 0)
     name = field.mapping(current.get("metadata")).get("name")
     return f"PriorityClass {name} is already marked as default. Only one default can exist"
 
