@@ -106,7 +106,7 @@ async def test_string_data_is_merged_into_data_a_null_as_empty(hub: Client) -> N
     ("kind", "key", "fields", "error"),
     [
         ("kubernetes.io/dockerconfigjson", ".dockerconfigjson", {"data": {".dockerconfigjson": "bm90anNvbg=="}},
-         "invalid character 'o' in literal null (expecting 'u')"),
+         "not JSON: invalid literal, expected 'null': line 1 column 1 (char 0)"),
         ("kubernetes.io/dockercfg", ".dockercfg", {"stringData": {".dockercfg": "[]"}},
          "json: cannot unmarshal array into Go value of type map[string]interface {}"),
     ],

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 from controlplane.apis.kube import field
 from controlplane.apis.kube.field import FieldError, GoValue, go_quote
 from controlplane.apis.kube.gobase64 import CorruptInput, std_decode
-from controlplane.apis.kube.gojson import map_unmarshal_error
 from controlplane.apis.kube.names import (
     config_key_errors,
     dns_label_errors,
@@ -196,8 +197,21 @@ def _docker_config_errors(data: Obj, strings: Obj, key: str) -> list[FieldError]
             return []  # named already, as undecodable data
     else:
         return []
-    error = map_unmarshal_error(content)
+    error = _not_a_json_object(content)
     return [] if error is None else [field.invalid(f"data[{key}]", "<secret contents redacted>", error)]
+
+
+def _not_a_json_object(content: bytes) -> str | None:
+    """Why ``content`` does not unmarshal into a map as kube's ``json.Unmarshal`` does, or None
+    (``null`` does). Not JSON: the parser's own words, not Go's syntax messages."""
+    try:
+        value = orjson.loads(content)
+    except orjson.JSONDecodeError as exc:
+        return f"not JSON: {exc}"
+    if value is None or isinstance(value, dict):
+        return None
+    found = {list: "array", str: "string", bool: "bool"}.get(type(value), "number")
+    return f"json: cannot unmarshal {found} into Go value of type map[string]interface {{}}"
 
 
 def validate_secret(obj: Obj, old: Obj | None) -> list[FieldError]:
