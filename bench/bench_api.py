@@ -35,6 +35,8 @@ import asyncio
 import json
 import logging
 import random
+import re
+import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -46,6 +48,7 @@ import aiohttp
 import orjson
 from aetcd import rpc
 
+from bench import apifloor
 from bench.common import (
     BenchmarkResult,
     CpuMeter,
@@ -62,7 +65,7 @@ from controlplane.apiserver.kubeconfig import load_kubeconfig
 from controlplane.apiserver.tls import client_ssl_context
 from controlplane.storage.connecting import EtcdClientTls
 from controlplane.storage.embedded import SOCKET_NAME, SOCKET_SUBDIR
-from e2e.harness import ProcessGroup
+from e2e.harness import Process, ProcessGroup, wait_for
 
 log = logging.getLogger(__name__)
 
@@ -150,6 +153,16 @@ def cpu_ms_per_op(phases: list[Phase]) -> dict[str, float]:
     }
 
 
+def of_kind(phases: list[Phase], kind: str) -> list[Phase]:
+    return [p for p in phases if p.kind == kind]
+
+
+def total_rate(phases: list[Phase]) -> float:
+    """Operations per second over ``phases`` together (total operations / total seconds)."""
+    seconds = sum(p.seconds for p in phases)
+    return sum(p.ops for p in phases) / seconds if seconds else 0.0
+
+
 def config_map(name: str, namespace: str = NAMESPACE) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
@@ -214,14 +227,17 @@ async def drive(
 
 
 class ApiBench:
-    """The measurements against one running hub and its etcd."""
+    """The measurements against one running hub, its etcd and the floor server beside them."""
 
-    def __init__(self, plan: Plan, *, kubeconfig: Path, etcd_dir: Path, meter: CpuMeter) -> None:
+    def __init__(
+        self, plan: Plan, *, kubeconfig: Path, etcd_dir: Path, floor_url: str, meter: CpuMeter
+    ) -> None:
         self.plan = plan
         self.credentials = load_kubeconfig(kubeconfig)
         self.etcd_dir = etcd_dir
         self.meter = meter
         self.base = self.credentials.server.rstrip("/")
+        self.floor_base = floor_url.rstrip("/")
 
     def _session(self, connections: int) -> aiohttp.ClientSession:
         connector = aiohttp.TCPConnector(
@@ -237,8 +253,8 @@ class ApiBench:
             },
         )
 
-    async def _post(self, session: aiohttp.ClientSession, path: str, body: bytes) -> bool:
-        async with session.post(self.base + path, data=body) as response:
+    async def _post(self, session: aiohttp.ClientSession, url: str, body: bytes) -> bool:
+        async with session.post(url, data=body) as response:
             await response.read()
             return response.status == 201
 
@@ -253,14 +269,15 @@ class ApiBench:
         plan = self.plan
         etcd = RawEtcd(self.etcd_dir)
         try:
-            async with self._session(plan.concurrency) as session:
-                return await self._measure(session, etcd)
+            # The floor has a session (a connection pool) of its own, as a separate client would.
+            async with self._session(plan.concurrency) as session, self._session(plan.concurrency) as floor:
+                return await self._measure(session, floor, etcd)
         finally:
             await etcd.close()
             await asyncio.sleep(SSL_CLOSE_GRACE)
 
     async def _measure(
-        self, session: aiohttp.ClientSession, etcd: RawEtcd
+        self, session: aiohttp.ClientSession, floor: aiohttp.ClientSession, etcd: RawEtcd
     ) -> tuple[list[Figure], dict[str, Any]]:
         plan = self.plan
         await self._create_namespace(session, NAMESPACE)
@@ -273,7 +290,14 @@ class ApiBench:
             "warm-up hub",
             range(len(warm_bodies)),
             plan.concurrency,
-            lambda i: self._post(session, warm_path, warm_bodies[i]),
+            lambda i: self._post(session, self.base + warm_path, warm_bodies[i]),
+            self.meter,
+        )
+        await drive(
+            "warm-up floor",
+            range(len(warm_bodies)),
+            plan.concurrency,
+            lambda i: self._post(floor, self.floor_base + warm_path, warm_bodies[i]),
             self.meter,
         )
         stored = await etcd.get(f"{HUB_KEY_PREFIX}/{WARM_NAMESPACE}/warm-0".encode())
@@ -292,7 +316,10 @@ class ApiBench:
         create_path = f"/api/v1/namespaces/{NAMESPACE}/configmaps"
 
         async def create(index: int) -> bool:
-            return await self._post(session, create_path, bodies[index])
+            return await self._post(session, self.base + create_path, bodies[index])
+
+        async def floor_create(index: int) -> bool:
+            return await self._post(floor, self.floor_base + create_path, bodies[index])
 
         per_round = -(-plan.objects // plan.rounds)
         phases: list[Phase] = []
@@ -302,13 +329,16 @@ class ApiBench:
             batch = range(first, first + count)
             phases.append(await drive("raw put", batch, plan.concurrency, raw_put, self.meter))
             phases.append(await drive("hub create", batch, plan.concurrency, create, self.meter))
-        raw = [p for p in phases if p.kind == "raw put"]
-        hub = [p for p in phases if p.kind == "hub create"]
-        raw_rate = sum(p.ops for p in raw) / sum(p.seconds for p in raw)
-        hub_rate = sum(p.ops for p in hub) / sum(p.seconds for p in hub)
-        hub_errors = sum(p.errors for p in hub)
-        if hub_errors:
-            raise RuntimeError(f"{hub_errors} of {plan.objects} creates failed")
+            phases.append(await drive("floor create", batch, plan.concurrency, floor_create, self.meter))
+        raw, hub, floor_phases = (of_kind(phases, kind) for kind in ("raw put", "hub create", "floor create"))
+        raw_rate, hub_rate, floor_rate = (total_rate(measured) for measured in (raw, hub, floor_phases))
+        for measured in (hub, floor_phases):
+            errors = sum(p.errors for p in measured)
+            if errors:
+                raise RuntimeError(f"{errors} of {plan.objects} {measured[0].kind}s failed")
+        floor_stored = await etcd.count(f"{apifloor.FLOOR_PREFIX}/configmaps/{NAMESPACE}/".encode())
+        if floor_stored != plan.objects:
+            raise RuntimeError(f"the floor stored {floor_stored} objects in etcd, expected {plan.objects}")
 
         get_latencies = await self._gets(session)
         list_latencies, listed = await self._lists(session)
@@ -320,6 +350,9 @@ class ApiBench:
             Figure("hub create / raw etcd put ratio", round(ratio, 3), "", at_least(RATIO_TARGET)),
             Figure(f"hub creates ({plan.concurrency} clients)", round(hub_rate, 1), "obj/s"),
             Figure(f"raw aetcd puts ({plan.concurrency} concurrent)", round(raw_rate, 1), "puts/s"),
+            Figure(f"floor creates ({plan.concurrency} clients)", round(floor_rate, 1), "obj/s"),
+            Figure("floor create / raw etcd put ratio", round(floor_rate / raw_rate, 3), ""),
+            Figure("hub create / floor create ratio", round(hub_rate / floor_rate, 3), ""),
             Figure(
                 "create latency p99",
                 round(percentile([x for p in hub for x in p.latencies], 99) * 1000, 1),
@@ -342,12 +375,21 @@ class ApiBench:
             "hub_creates_per_s": round(hub_rate, 1),
             "raw_puts_per_s": round(raw_rate, 1),
             "ratio": round(ratio, 4),
+            "floor_creates_per_s": round(floor_rate, 1),
+            "floor_ratio": round(floor_rate / raw_rate, 4),
+            "hub_over_floor": round(hub_rate / floor_rate, 4),
             "round_ratios": [round(h.rate / r.rate, 4) for r, h in zip(raw, hub, strict=True)],
-            "cpu_ms_per_op": {"hub create": cpu_ms_per_op(hub), "raw put": cpu_ms_per_op(raw)},
+            "round_floor_ratios": [round(f.rate / r.rate, 4) for r, f in zip(raw, floor_phases, strict=True)],
+            "cpu_ms_per_op": {
+                "hub create": cpu_ms_per_op(hub),
+                "raw put": cpu_ms_per_op(raw),
+                "floor create": cpu_ms_per_op(floor_phases),
+            },
             "phases": [p.as_dict() for p in phases],
             "get": latency_summary(get_latencies),
             "list": latency_summary(list_latencies),
             "list_objects": listed,
+            "floor_objects_stored": floor_stored,
         }
         return figures, details
 
@@ -399,6 +441,14 @@ class RawEtcd:
         response = await self._kv.Range(rpc.RangeRequest(key=key), timeout=PUT_TIMEOUT)
         return bytes(response.kvs[0].value) if response.kvs else None
 
+    async def count(self, prefix: bytes) -> int:
+        """How many keys start with ``prefix``."""
+        end = prefix[:-1] + bytes([prefix[-1] + 1])
+        response = await self._kv.Range(
+            rpc.RangeRequest(key=prefix, range_end=end, count_only=True), timeout=PUT_TIMEOUT
+        )
+        return int(response.count)
+
     async def put(self, key: bytes, value: bytes) -> None:
         await self._kv.Put(rpc.PutRequest(key=key, value=value), timeout=PUT_TIMEOUT)
 
@@ -411,6 +461,22 @@ def _etcd_port(etcd_dir: Path) -> int:
     return int(ports["client_port"])
 
 
+def start_floor(group: ProcessGroup, hub_state: Path) -> tuple[Process, str]:
+    """Start the floor server (:mod:`bench.apifloor`) on the hub's etcd and serving certificate;
+    returns it and its URL once it serves."""
+    proc = group.start_raw("floor", [
+        sys.executable, str(Path(apifloor.__file__).resolve()), "--etcd-dir", str(hub_state / "etcd"),
+        "--pki-dir", str(hub_state / "pki"), "--listen", "127.0.0.1:0",
+    ])
+    listening = re.compile(r"^listening on (\d+)$", re.MULTILINE)
+    found = wait_for(
+        lambda: listening.search(proc.log()) or not proc.alive(), timeout=30, what="the floor server to listen"
+    )
+    if not isinstance(found, re.Match):
+        raise RuntimeError(f"the floor server exited:\n{proc.log()[-4000:]}")
+    return proc, f"https://127.0.0.1:{found.group(1)}"
+
+
 def run(size: Size) -> BenchmarkResult:
     plan = PLANS[size]
     started = time.perf_counter()
@@ -421,12 +487,14 @@ def run(size: Size) -> BenchmarkResult:
             hub_proc, hub = group.start_hub("hub")
             state = root / "hub"
             assert hub_proc.popen is not None
-            pids = {"hub": hub_proc.popen.pid}
+            floor_proc, floor_url = start_floor(group, state)
+            assert floor_proc.popen is not None
+            pids = {"hub": hub_proc.popen.pid, "floor": floor_proc.popen.pid}
             etcd = etcd_pid(state / "etcd" / "etcd")
             if etcd is not None:
                 pids["etcd"] = etcd
             bench = ApiBench(
-                plan, kubeconfig=hub.kubeconfig, etcd_dir=state / "etcd",
+                plan, kubeconfig=hub.kubeconfig, etcd_dir=state / "etcd", floor_url=floor_url,
                 meter=CpuMeter(pids),
             )
             figures, details = asyncio.run(bench.run())

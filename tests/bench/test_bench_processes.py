@@ -36,6 +36,9 @@ def test_api_benchmark_measures_hub_against_raw_etcd() -> None:
         "hub create / raw etcd put ratio",
         "hub creates (8 clients)",
         "raw aetcd puts (8 concurrent)",
+        "floor creates (8 clients)",
+        "floor create / raw etcd put ratio",
+        "hub create / floor create ratio",
         "create latency p99",
         "GET p50",
         "GET p99",
@@ -46,9 +49,17 @@ def test_api_benchmark_measures_hub_against_raw_etcd() -> None:
     assert ratio.target is not None and ratio.target.bound == 0.5
     hub, raw = figures["hub creates (8 clients)"].value, figures["raw aetcd puts (8 concurrent)"].value
     assert hub and raw and ratio.value == pytest.approx(hub / raw, rel=0.01)
-    assert result.details["list_objects"] == 120
-    assert [p["kind"] for p in result.details["phases"]] == ["raw put", "hub create"] * 2
-    assert sum(p["ops"] for p in result.details["phases"] if p["kind"] == "hub create") == 120
+    floor = figures["floor creates (8 clients)"].value
+    assert floor and figures["floor create / raw etcd put ratio"].value == pytest.approx(floor / raw, rel=0.01)
+    assert figures["hub create / floor create ratio"].value == pytest.approx(hub / floor, rel=0.01)
+    assert result.details["list_objects"] == result.details["floor_objects_stored"] == 120
+    assert [p["kind"] for p in result.details["phases"]] == ["raw put", "hub create", "floor create"] * 2
+    for kind in ("hub create", "floor create"):
+        assert sum(p["ops"] for p in result.details["phases"] if p["kind"] == kind) == 120
+        assert sum(p["errors"] for p in result.details["phases"] if p["kind"] == kind) == 0
+    # The floor server is its own process, measured as the hub is.
+    assert result.details["cpu_ms_per_op"]["floor create"]["floor"] > 0
+    assert result.details["cpu_ms_per_op"]["hub create"]["floor"] < result.details["cpu_ms_per_op"]["floor create"]["floor"]
     assert not _hub_processes_left("gpufed-bench-api-")
 
 
