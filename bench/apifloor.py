@@ -46,16 +46,22 @@ FLOOR_PREFIX = "/bench-floor"
 STORE = web.AppKey("store", EtcdStore)
 
 
-def etcd_store(etcd_dir: Path) -> EtcdStore:
-    """The store the hub opens on its embedded etcd: the Unix socket if there is one, else
-    TCP with the etcd's client certificate."""
+def embedded_etcd(etcd_dir: Path) -> tuple[str, EtcdClientTls | None]:
+    """How the hub reaches its embedded etcd in ``etcd_dir``: the client URL (its Unix socket
+    if there is one, else TCP) and the client certificate TCP needs."""
     socket_path = etcd_dir / SOCKET_SUBDIR / SOCKET_NAME
     if socket_path.exists():
-        return EtcdStore([f"unix://{socket_path.absolute()}"], prefix=FLOOR_PREFIX)
+        return f"unix://{socket_path.absolute()}", None
     pki = etcd_dir / "pki"
     tls = EtcdClientTls(ca_file=pki / "ca.crt", cert_file=pki / "client.crt", key_file=pki / "client.key")
     port = int(orjson.loads((etcd_dir / "ports.json").read_bytes())["client_port"])
-    return EtcdStore([f"https://127.0.0.1:{port}"], prefix=FLOOR_PREFIX, tls=tls)
+    return f"https://127.0.0.1:{port}", tls
+
+
+def etcd_store(etcd_dir: Path) -> EtcdStore:
+    """The store the hub opens on its embedded etcd, keeping its keys under :data:`FLOOR_PREFIX`."""
+    url, tls = embedded_etcd(etcd_dir)
+    return EtcdStore([url], prefix=FLOOR_PREFIX, tls=tls)
 
 
 async def create(request: web.Request) -> web.Response:

@@ -35,7 +35,6 @@ import controlplane.storage.grpcsettings  # noqa: F401
 
 # isort: split
 import asyncio
-import json
 import logging
 import random
 import re
@@ -66,8 +65,7 @@ from bench.common import (
 )
 from controlplane.apiserver.kubeconfig import load_kubeconfig
 from controlplane.apiserver.tls import client_ssl_context
-from controlplane.storage.connecting import EtcdClientTls
-from controlplane.storage.embedded import SOCKET_NAME, SOCKET_SUBDIR
+from controlplane.storage.connecting import grpc_target
 from e2e.harness import Process, ProcessGroup, wait_for
 
 log = logging.getLogger(__name__)
@@ -433,13 +431,12 @@ class RawEtcd:
     costs what etcd and gRPC cost."""
 
     def __init__(self, etcd_dir: Path) -> None:
-        socket_path = etcd_dir / SOCKET_SUBDIR / SOCKET_NAME
-        if socket_path.exists():
-            self._channel = rpc.insecure_channel(f"unix:{socket_path.absolute()}")
+        url, tls = apifloor.embedded_etcd(etcd_dir)
+        target = grpc_target([url])
+        if tls is None:
+            self._channel = rpc.insecure_channel(target)
         else:
-            pki = etcd_dir / "pki"
-            tls = EtcdClientTls(ca_file=pki / "ca.crt", cert_file=pki / "client.crt", key_file=pki / "client.key")
-            self._channel = rpc.secure_channel(f"127.0.0.1:{_etcd_port(etcd_dir)}", tls.channel_credentials())
+            self._channel = rpc.secure_channel(target, tls.channel_credentials())
         self._kv = rpc.KVStub(self._channel)
 
     async def get(self, key: bytes) -> bytes | None:
@@ -459,11 +456,6 @@ class RawEtcd:
 
     async def close(self) -> None:
         await self._channel.close()
-
-
-def _etcd_port(etcd_dir: Path) -> int:
-    ports = json.loads((etcd_dir / "ports.json").read_text())
-    return int(ports["client_port"])
 
 
 def start_floor(group: ProcessGroup, hub_state: Path) -> tuple[Process, str]:
