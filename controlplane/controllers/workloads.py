@@ -40,7 +40,11 @@ HUB_ONLY_GROUPS: frozenset[str] = frozenset(
     {CLUSTER_GROUP, POLICY_GROUP, KARMADA_POLICY_GROUP, WORK_GROUP, REPORTS_GROUP, COORDINATION_GROUP, "kueue.x-k8s.io"}
 )
 #: Kinds that never propagate: Events describe hub objects (served as core v1 and events.k8s.io/v1).
-HUB_ONLY_KINDS: frozenset[tuple[str, str]] = frozenset({("", "Event"), ("events.k8s.io", "Event")})
+#: Namespaced kinds that stay on the hub: Events, and ControllerRevisions, a StatefulSet's or
+#: DaemonSet's history, which each member's own controllers write for their copies.
+HUB_ONLY_KINDS: frozenset[tuple[str, str]] = frozenset(
+    {("", "Event"), ("events.k8s.io", "Event"), ("apps", "ControllerRevision")}
+)
 #: Where the bindings of cluster-scoped objects (:data:`PROPAGATABLE_CLUSTER_KINDS`) live
 #: (Karmada's ClusterResourceBinding, as a namespaced one).
 CLUSTER_SCOPED_BINDING_NAMESPACE = SYSTEM_NAMESPACE

@@ -203,9 +203,10 @@ async def test_a_workload_from_apply_to_running_writes_at_most_its_budget(
     assert not over, f"writes over budget (written, budget): {over}"
     # The detector reconciles the workload once: the events of the binding and the claim it
     # wrote, and of the scheduler's placement, bring it nothing to do (three before they were
-    # skipped). One of slack: an event that comes before its write's answer is not recognised.
+    # skipped). Two of slack: on a loaded machine the events of the detector's two writes can
+    # come before their answers and are then not recognised (four reconciles without the skip).
     detector = manager.reconciles()["detector"] - reconciled["detector"]
-    assert detector <= DETECTOR_RECONCILES + 1, f"{detector} detector reconciles"
+    assert detector <= DETECTOR_RECONCILES + 2, f"{detector} detector reconciles"
     assert sum(written.values()) <= sum(budget.values()) + TOTAL_SLACK
     # Updates made from the revision their writer saw do not read etcd first (the agent's and
     # the status controller's never do), nor does a new Work's create, nor the scheduler, which
