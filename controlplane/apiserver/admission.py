@@ -18,7 +18,9 @@ A :data:`CheckCreate` is the other shape kube's in-tree plugins have: it reads o
 (a ServiceAccount plugin looks the pod's account up) and applies to every create, in-process
 ones included, as a kube controller's writes go through admission too. The object layer awaits
 those it was given (:meth:`~controlplane.apiserver.objects.ObjectStore.check_creates`) at the
-same point; a simulated member's API uses one (:mod:`simulator.admitting`).
+same point; a simulated member's API uses one (:mod:`simulator.admitting`). An
+:data:`AdmitWrite` sees updates as well as creates, and whether the write is a dry run
+(:meth:`~controlplane.apiserver.objects.ObjectStore.admit_writes`): the hub's quota admission.
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ class WriteAttributes:
     old: dict[str, Any] | None = None
     #: ``"status"`` for a write through the status subresource.
     subresource: str | None = None
+    #: A dry run: checked as any write, but nothing it would change is changed.
+    dry_run: bool = False
 
 
 #: Raises an ``ApiError`` (normally Forbidden) to refuse the write.
@@ -58,6 +62,13 @@ ValidateWrite = Callable[[WriteAttributes], None]
 #: Awaited with every create's final object (dry runs included); raises an ``ApiError`` to
 #: refuse it, and may set fields as kube's mutating plugins do.
 CheckCreate = Callable[[ResourceType, dict[str, Any]], Awaitable[None]]
+
+
+#: Awaited with every create and every update of a main resource (not a subresource), in-process
+#: ones included and dry runs too (:attr:`WriteAttributes.dry_run`), after the checks above; raises
+#: an ``ApiError`` to refuse the write. What kube's ResourceQuota admission needs: it reads and
+#: writes other objects (the namespace's quotas) before the write is stored.
+AdmitWrite = Callable[[WriteAttributes], Awaitable[None]]
 
 
 class AdmissionPlugin(Protocol):

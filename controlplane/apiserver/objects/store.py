@@ -19,7 +19,7 @@ from typing import Any, Unpack
 from controlplane.apis.kube.field import go_json, go_printed
 from controlplane.apis.kube.namespaces import SYSTEM_NAMESPACES
 from controlplane.apiserver import codec, errors
-from controlplane.apiserver.admission import CheckCreate
+from controlplane.apiserver.admission import AdmitWrite, CheckCreate
 from controlplane.apiserver.allocating import Allocations
 from controlplane.apiserver.objects.aliases import merge_alias_storage
 from controlplane.apiserver.objects.deleting import Deleter
@@ -94,6 +94,11 @@ class ObjectStore:
         """Await ``check`` for every create from now on, HTTP and in-process, dry runs included:
         an admission plugin that reads other objects (:data:`CheckCreate`)."""
         self._writer.create_checks.append(check)
+
+    def admit_writes(self, admit: AdmitWrite) -> None:
+        """Await ``admit`` for every create and main-resource update from now on, HTTP and
+        in-process, dry runs included (:data:`AdmitWrite`): the hub's quota admission."""
+        self._writer.write_admissions.append(admit)
 
     def allocate_with(self, allocations: Allocations) -> None:
         """Ask ``allocations`` for the values every write takes from a shared pool, and tell it

@@ -25,7 +25,7 @@ from typing import Any
 from controlplane.apis.kube.field import go_json, go_printed
 from controlplane.apis.kube.generation import generation_content
 from controlplane.apiserver import errors
-from controlplane.apiserver.admission import CheckCreate, Operation, WriteAttributes
+from controlplane.apiserver.admission import AdmitWrite, CheckCreate, Operation, WriteAttributes
 from controlplane.apiserver.allocating import Allocations, NoAllocations, stored_with
 from controlplane.apiserver.objects.body_kind import wrong_body_kind
 from controlplane.apiserver.objects.namespaces import NamespaceLifecycle
@@ -73,6 +73,8 @@ class Writer:
         self.now = now
         #: Awaited for every create, after ``options.validate`` (see :data:`CheckCreate`).
         self.create_checks: list[CheckCreate] = []
+        #: Awaited for every create and main-resource update, last (see :data:`AdmitWrite`).
+        self.write_admissions: list[AdmitWrite] = []
         #: Asked for the values a write takes from a shared pool (a Service's cluster IP).
         self.allocations: Allocations = NoAllocations()
         #: The kinds served at several versions, whose managedFields entries are compared in theirs.
@@ -152,6 +154,8 @@ class Writer:
             options.validate(WriteAttributes(Operation.CREATE, rt, obj))
         for check in self.create_checks:
             await check(rt, obj)
+        for admit in self.write_admissions:
+            await admit(WriteAttributes(Operation.CREATE, rt, obj, dry_run=options.dry_run))
         reserved = await self.allocations.on_create(rt, obj, dry_run=options.dry_run)
         key = rt.key(namespace=meta.get("namespace"), name=meta["name"])
         if options.dry_run:  # kube's dry-run storage refuses a name in use, as its create would
@@ -378,6 +382,9 @@ class Writer:
             )
         if options.validate is not None:
             options.validate(WriteAttributes(Operation.UPDATE, rt, new, old=old, subresource=subresource))
+        if subresource is None:
+            for admit in self.write_admissions:
+                await admit(WriteAttributes(Operation.UPDATE, rt, new, old=old, dry_run=options.dry_run))
         return new
 
     async def stored_update(
