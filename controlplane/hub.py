@@ -71,6 +71,7 @@ from controlplane.apiserver.kubeconfig import KubeconfigError, load_kubeconfig, 
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.proxy.podlist import pod_list_routes
 from controlplane.apiserver.proxy.routes import ProxyEndpoints
+from controlplane.apiserver.quotaadmission import QuotaAdmission
 from controlplane.apiserver.resources import (
     Registry,
     ResourceType,
@@ -98,6 +99,7 @@ from controlplane.controllers.clusters import ClusterNamespaceController
 from controlplane.controllers.context import ControllerSettings
 from controlplane.controllers.health import ClusterHealthMonitor
 from controlplane.controllers.manager import ControllerManager
+from controlplane.controllers.resourcequota import ResourceQuotaController
 from controlplane.controllers.serviceaccounts import ServiceAccountsController
 from controlplane.controllers.systemnamespaces import SystemNamespacesController
 from controlplane.controllers.workloads import kind_status
@@ -281,6 +283,7 @@ class Hub(ShutdownOnce):
         self.rbac: RbacCache | None = None
         self.service_account_tokens: ServiceAccountTokens | None = None
         self.service_allocator: ServiceAllocator | None = None
+        self.quota_admission: QuotaAdmission | None = None
         self._leader_tasks: list[asyncio.Task[None]] = []
         self.metrics: HubMetrics = hub_metrics()
         #: Every write the API and the controllers make, counted (``gpufed_storage_writes_total``).
@@ -371,6 +374,8 @@ class Hub(ShutdownOnce):
         for factory in self.config.extra_routes:
             extra.extend(factory(self))
         self.watch_cache = WatchCache(self.objects, DEFAULT_WATCH_CACHE)
+        self.quota_admission = QuotaAdmission(self.objects, cache=self.watch_cache)
+        self.objects.admit_writes(self.quota_admission)
         app = create_app(
             self.objects,
             registry,
@@ -434,6 +439,8 @@ class Hub(ShutdownOnce):
         fenced_recent = RecentStore(LedgerStore(fenced_store, self.ledger), self.recent)
         writes = ObjectStore(fenced_recent, self.objects.registry, garbage_collection=True)
         writes.allocate_with(self.service_allocator)
+        if self.quota_admission is not None:
+            writes.admit_writes(self.quota_admission)  # kube's controllers' writes are admitted too
         config = self.config
         # Writes fenced to the term; lists and watches from the API's watch cache when it is shared.
         fenced: ObjectClient = writes if self.watch_cache is None or not config.cached_informers else CachedObjects(
@@ -463,6 +470,7 @@ class Hub(ShutdownOnce):
             asyncio.create_task(ClusterNamespaceController(fenced).run(), name="cluster-namespaces"),
             asyncio.create_task(ClusterRoleAggregationController(fenced).run(), name="clusterrole-aggregation"),
             asyncio.create_task(ServiceAccountsController(fenced).run(), name="serviceaccounts"),
+            asyncio.create_task(ResourceQuotaController(fenced).run(), name="resourcequota"),
             asyncio.create_task(
                 SystemNamespacesController(fenced, (*SYSTEM_NAMESPACES, LEASE_NAMESPACE, SYSTEM_NAMESPACE)).run(),
                 name="system-namespaces",
