@@ -182,3 +182,17 @@ def test_the_member_copy_drops_server_fields_and_shares_nothing_with_the_hub_obj
     out["metadata"]["labels"]["x"] = "y"
     out["spec"]["template"]["spec"]["containers"][0]["image"] = "j"
     assert stored == before
+
+
+def test_a_quota_goes_to_members_without_the_hubs_count() -> None:
+    """Each member's quota controller counts its own namespace: the hub's status.used stays on the hub."""
+    stored = {
+        "apiVersion": "v1", "kind": "ResourceQuota",
+        "metadata": {"name": "q", "namespace": "team", "uid": "u-2", "resourceVersion": "9"},
+        "spec": {"hard": {"requests.nvidia.com/gpu": "8"}},
+        "status": {"hard": {"requests.nvidia.com/gpu": "8"}, "used": {"requests.nvidia.com/gpu": "3"}},
+    }
+    assert without_server_fields(stored) == {
+        "apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q", "namespace": "team"},
+        "spec": {"hard": {"requests.nvidia.com/gpu": "8"}},
+    }
