@@ -60,8 +60,10 @@ class QuotaAdmission:
         kind = (rt.group, rt.plural)
         if write.subresource or not rt.namespaced or not namespace or not quota.handles(kind, write.operation):
             return
+        if not await self._quotas(namespace):
+            return  # most namespaces have none: their writes do not wait for each other
         async with self._locks[zlib.crc32(namespace.encode()) % _LOCK_STRIPES]:
-            quotas = await self._quotas(namespace)
+            quotas = await self._quotas(namespace)  # again: the write before may have charged them
             for attempt in range(RETRIES + 1):
                 if not quotas:
                     return
