@@ -22,6 +22,7 @@ from controlplane.apiserver import codec, errors
 from controlplane.apiserver.admission import AdmitWrite, CheckCreate
 from controlplane.apiserver.allocating import Allocations
 from controlplane.apiserver.objects.aliases import merge_alias_storage
+from controlplane.apiserver.objects.body_kind import checked_body
 from controlplane.apiserver.objects.deleting import Deleter
 from controlplane.apiserver.objects.events import watch_events
 from controlplane.apiserver.objects.namespaces import NamespaceLifecycle
@@ -46,7 +47,7 @@ from controlplane.apiserver.objects.values import (
     utc_now,
 )
 from controlplane.apiserver.objects.versions import KindVersions
-from controlplane.apiserver.objects.writing import Writer, checked_body
+from controlplane.apiserver.objects.writing import Writer
 from controlplane.apiserver.patches import PatchType
 from controlplane.apiserver.resources import Registry, ResourceType
 from controlplane.apiserver.validation import DecodingError

@@ -27,7 +27,7 @@ from controlplane.apis.kube.generation import generation_content
 from controlplane.apiserver import errors
 from controlplane.apiserver.admission import AdmitWrite, CheckCreate, Operation, WriteAttributes
 from controlplane.apiserver.allocating import Allocations, NoAllocations, stored_with
-from controlplane.apiserver.objects.body_kind import wrong_body_kind
+from controlplane.apiserver.objects.body_kind import checked_body, status_request
 from controlplane.apiserver.objects.namespaces import NamespaceLifecycle
 from controlplane.apiserver.objects.reading import decode, get_kv, in_use, served, store_call, stored_form
 from controlplane.apiserver.objects.values import WriteOptions
@@ -190,7 +190,7 @@ class Writer:
         (a freshly parsed request body) ``obj`` is changed in place instead of copied.
         """
         if subresource == "status" and not handed_over:
-            obj = checked_body(rt, _status_request(obj), namespace=namespace, name=name, copy_body=False)
+            obj = checked_body(rt, status_request(obj), namespace=namespace, name=name, copy_body=False)
         else:
             obj = checked_body(rt, obj, namespace=namespace, name=name, copy_body=not handed_over, from_request=handed_over)
         kv, old = await self._replaced(rt, obj["metadata"])
@@ -451,73 +451,6 @@ def _known(store: storage.Store, rt: ResourceType, meta: dict[str, Any], wanted:
     if known_stale(store, key, int(wanted)):
         raise errors.conflict_modified(plural=rt.plural, group=rt.group, name=meta["name"])
     return known_value(store, key, int(wanted))
-
-
-def checked_body(
-    rt: ResourceType, obj: Any, *, namespace: str | None, name: str | None = None, copy_body: bool = True,
-    from_request: bool = False,
-) -> dict[str, Any]:
-    """A private copy of a written object, checked against the request's type and URL.
-
-    With ``copy_body=False`` the caller hands ``obj`` over and it is used as it is. A request's
-    body (``from_request``) of the kind's storage version is refused as any other version's is
-    (kube decodes it, then finds its apiVersion not the URL's); an object of the hub's own in
-    that version (a patch applied to the stored one) is converted.
-    """
-    if not isinstance(obj, dict):
-        raise errors.BadRequest(f"the body must be a {rt.kind} object, not {type(obj).__name__}")
-    if copy_body:
-        obj = copy.deepcopy(obj)
-    checked: dict[str, Any] = obj
-    api_version = obj.setdefault("apiVersion", rt.api_version)
-    kind = obj.setdefault("kind", rt.kind)
-    if not from_request and rt.stored_in_version and api_version == rt.stored_in_version:
-        # A stored object written or patched through another version of its kind.
-        if rt.conversion is not None:
-            obj = checked = rt.conversion.from_storage(obj)
-        obj["apiVersion"] = api_version = rt.api_version
-    if api_version != rt.api_version or kind != rt.kind:
-        raise wrong_body_kind(rt, api_version=str(api_version), kind=str(kind))
-    meta = obj.get("metadata")
-    if meta is None:
-        meta = obj["metadata"] = {}
-    if not isinstance(meta, dict):
-        raise errors.BadRequest("metadata must be an object")
-    if rt.namespaced:
-        body_namespace = meta.get("namespace")
-        if namespace and body_namespace and body_namespace != namespace:
-            raise errors.BadRequest(
-                "the namespace of the provided object does not match the namespace sent on the request"
-            )
-        resolved = namespace or body_namespace
-        if not resolved:
-            raise errors.BadRequest(f"{rt.plural} is namespaced: the object needs metadata.namespace")
-        meta["namespace"] = resolved
-    else:
-        meta.pop("namespace", None)
-    if name is not None:
-        body_name = meta.get("name")
-        if body_name and body_name != name:
-            raise errors.BadRequest(
-                f"the name of the object ({body_name}) does not match the name on the URL ({name})"
-            )
-        meta["name"] = name
-    return checked
-
-
-def _status_request(obj: Any) -> Any:
-    """A status update's body, copied where the write takes from it: only its ``.status`` is
-    written (its metadata is checked against the URL and names the revision), so its spec is
-    not copied. Anything but an object is left for :func:`checked_body` to refuse."""
-    if not isinstance(obj, dict):
-        return obj
-    out = dict(obj)
-    meta = obj.get("metadata")
-    if isinstance(meta, dict):
-        out["metadata"] = dict(meta)
-    if "status" in obj:
-        out["status"] = copy.deepcopy(obj["status"])
-    return out
 
 
 def merged(
