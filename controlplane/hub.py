@@ -101,6 +101,7 @@ from controlplane.controllers.health import ClusterHealthMonitor
 from controlplane.controllers.manager import ControllerManager
 from controlplane.controllers.resourcequota import ResourceQuotaController
 from controlplane.controllers.serviceaccounts import ServiceAccountsController
+from controlplane.controllers.serviceaccounttokens import ServiceAccountTokensController
 from controlplane.controllers.systemnamespaces import SystemNamespacesController
 from controlplane.controllers.workloads import kind_status
 from controlplane.gcpolicy import CollectorPolicy, CollectorTuning
@@ -435,6 +436,7 @@ class Hub(ShutdownOnce):
     async def _start_leading(self, term: Term) -> None:
         """This replica leads: run the controllers over an ObjectStore fenced to ``term``."""
         assert self.elector is not None and self.objects is not None and self.service_allocator is not None
+        assert self.service_account_tokens is not None and self.pki is not None
         fenced_store = self.elector.fenced_store(term)
         fenced_recent = RecentStore(LedgerStore(fenced_store, self.ledger), self.recent)
         writes = ObjectStore(fenced_recent, self.objects.registry, garbage_collection=True)
@@ -471,6 +473,10 @@ class Hub(ShutdownOnce):
             asyncio.create_task(ClusterRoleAggregationController(fenced).run(), name="clusterrole-aggregation"),
             asyncio.create_task(ServiceAccountsController(fenced).run(), name="serviceaccounts"),
             asyncio.create_task(ResourceQuotaController(fenced).run(), name="resourcequota"),
+            asyncio.create_task(
+                ServiceAccountTokensController(fenced, self.service_account_tokens, ca_pem=self.pki.ca_pem).run(),
+                name="serviceaccount-tokens",
+            ),
             asyncio.create_task(
                 SystemNamespacesController(fenced, (*SYSTEM_NAMESPACES, LEASE_NAMESPACE, SYSTEM_NAMESPACE)).run(),
                 name="system-namespaces",

@@ -33,13 +33,12 @@ from typing import Any, Final
 
 from controlplane.apis.kube.defaults_batch import without_generated_selector
 from controlplane.apis.kube.objects import child, drop_keys
+from controlplane.apis.kube.serviceaccounttokens import ACCOUNT_UID_ANNOTATION, is_token_secret
 from controlplane.interpreter.registry import group_of
 
 ANNOTATION_DEPLOYMENT_REVISION: Final = "deployment.kubernetes.io/revision"
 ANNOTATION_DEPLOYMENT_REVISION_HISTORY: Final = "deployment.kubernetes.io/revision-history"
-ANNOTATION_SERVICE_ACCOUNT_UID: Final = "kubernetes.io/service-account.uid"
 ANNOTATION_SELECTED_NODE: Final = "volume.kubernetes.io/selected-node"
-SECRET_TYPE_SERVICE_ACCOUNT_TOKEN: Final = "kubernetes.io/service-account-token"
 CLUSTER_IP_NONE: Final = "None"
 
 Pruner = Callable[[dict[str, Any]], None]
@@ -66,10 +65,10 @@ def _deployment(obj: dict[str, Any]) -> None:
 
 
 def _secret(obj: dict[str, Any]) -> None:
-    if obj.get("type") != SECRET_TYPE_SERVICE_ACCOUNT_TOKEN:
+    if not is_token_secret(obj):
         return
     obj.pop("data", None)
-    _drop_annotations(obj, ANNOTATION_SERVICE_ACCOUNT_UID)
+    _drop_annotations(obj, ACCOUNT_UID_ANNOTATION)
 
 
 def _service_account(obj: dict[str, Any]) -> None:

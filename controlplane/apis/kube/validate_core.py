@@ -23,6 +23,7 @@ from controlplane.apis.kube.names import (
     port_name_errors,
     port_number_errors,
 )
+from controlplane.apis.kube.serviceaccounttokens import ACCOUNT_NAME_ANNOTATION, SECRET_TYPE
 from controlplane.apis.kube.services import cluster_ip_fields_errors
 from controlplane.apis.kube.validate_pod import (
     PROTOCOLS,
@@ -225,10 +226,10 @@ def validate_secret(obj: Obj, old: Obj | None) -> list[FieldError]:
         errors.append(field.too_long("data", MAX_SECRET_SIZE))
     present = set(data) | set(strings)
     kind = obj.get("type") or "Opaque"
-    if kind == "kubernetes.io/service-account-token":
+    if kind == SECRET_TYPE:
         annotations = field.mapping(field.mapping(obj.get("metadata")).get("annotations"))
-        if not annotations.get("kubernetes.io/service-account.name"):
-            errors.append(field.required("metadata.annotations[kubernetes.io/service-account.name]"))
+        if not annotations.get(ACCOUNT_NAME_ANNOTATION):
+            errors.append(field.required(f"metadata.annotations[{ACCOUNT_NAME_ANNOTATION}]"))
     elif kind == "kubernetes.io/basic-auth":
         if "username" not in present and "password" not in present:
             errors += [field.required("data[username]"), field.required("data[password]")]

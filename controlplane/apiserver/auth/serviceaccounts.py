@@ -17,6 +17,14 @@ as the hub sees the deletion; their records are then revoked. Tokens are the hub
 ``<id>.<secret>`` bearer tokens (:mod:`.tokens`), not JWTs: no other audience can check them, so a
 request for audiences that leave out the hub's is refused rather than answered with a token nobody
 accepts. Binding a token to another object (``boundObjectRef``: a Pod, Secret or Node) is refused.
+
+Long-lived tokens live in Secrets of type ``kubernetes.io/service-account-token``, as kube's legacy
+tokens: the token controller (:mod:`controlplane.controllers.serviceaccounttokens`) asks
+:meth:`ServiceAccountTokens.issue` for one, without expiry, bound to the account's uid and to the
+Secret. As kube-apiserver's legacy token authenticator, the hub accepts it while that Secret exists,
+is not being deleted nor marked ``kubernetes.io/legacy-token-invalid-since``, and still holds that
+very token (the Secrets of that type are watched here, on every replica), and while the account
+exists with that uid. A deleted Secret's token, or the token a Secret no longer holds, is revoked.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from typing import Any, Final
 
 from aiohttp import web
 
+from controlplane.apis.kube.serviceaccounttokens import is_token_secret, token_secret
 from controlplane.apis.meta import format_time
 from controlplane.apiserver import errors
 from controlplane.apiserver.auth.bootstrap import read_object_body
@@ -93,10 +102,11 @@ def _audiences(spec: dict[str, Any]) -> list[str]:
 
 
 class ServiceAccountTokens:
-    """Issues service account tokens, and keeps them valid only while their account exists.
+    """Issues service account tokens, and keeps them valid only while their account (and, for a
+    Secret's token, that Secret) exists.
 
     Run :meth:`run` (every hub replica) and await :meth:`synced` before serving: the tokens'
-    check reads the ServiceAccounts this informer holds.
+    check reads the ServiceAccounts and token Secrets these informers hold.
     """
 
     def __init__(self, tokens: TokenStore, objects: ObjectStore) -> None:
@@ -105,11 +115,15 @@ class ServiceAccountTokens:
         self._rt = objects.registry.require("v1", "ServiceAccount")
         self.informer = Informer(objects, self._rt)
         self.informer.add_handler(self._on_event)
-        tokens.bind(self._account_exists)
+        #: The Secrets of type ``kubernetes.io/service-account-token`` (no other Secret is kept).
+        self.secrets = Informer(objects, objects.registry.require("v1", "Secret"), keep=is_token_secret)
+        self.secrets.add_handler(self._on_secret)
+        tokens.bind(self._bound_objects_exist)
 
     async def run(self) -> None:
         async with asyncio.TaskGroup() as group:
             group.create_task(self.informer.run())
+            group.create_task(self.secrets.run())
             await self.synced()
             # Accounts deleted while no hub watched: their tokens already fail the check; drop them.
             try:
@@ -122,14 +136,58 @@ class ServiceAccountTokens:
 
     async def synced(self) -> None:
         await self.informer.synced.wait()
+        await self.secrets.synced.wait()
 
-    def _account_exists(self, stored: StoredToken) -> bool:
-        """Whether the service account ``stored`` is bound to still exists with its uid."""
+    async def issue(self, *, namespace: str, account: str, account_uid: str, secret: str) -> str:
+        """A token for Secret ``namespace/secret`` of service account ``account`` (uid ``account_uid``):
+        no expiry; valid while the account exists and the Secret holds it. Never logged."""
+        issued = await self._tokens.create(
+            role=Role.USER, name=service_account_user(namespace, account), groups=service_account_groups(namespace),
+            bound_uid=account_uid, bound_secret=secret,
+        )
+        log.info("issued a token for secret %s/%s of service account %s", namespace, secret, account,
+                 extra={"token_id": issued.id})
+        return issued.token
+
+    async def withdraw(self, token: str, *, namespace: str, secret: str) -> None:
+        """Revoke a token :meth:`issue` gave for a Secret that was not written with it."""
+        await self._tokens.revoke_held(token, namespace=namespace, secret=secret)
+
+    def _bound_objects_exist(self, stored: StoredToken) -> bool:
+        """Whether the service account ``stored`` is bound to still exists with its uid, and the
+        Secret it was issued for (if any) still holds it, as kube's legacy token authenticator checks."""
         named = service_account_of(stored.name)
         if named is None:
             return False
         account = self.informer.get(*named)
-        return account is not None and (account.get("metadata") or {}).get("uid") == stored.bound_uid
+        if account is None or (account.get("metadata") or {}).get("uid") != stored.bound_uid:
+            return False
+        if account["metadata"].get("deletionTimestamp"):
+            return False
+        if stored.bound_secret is None:
+            return True
+        held = token_secret(self.secrets.get(named[0], stored.bound_secret))
+        return (
+            held is not None and held.account == named[1] and not held.deleting and not held.invalidated
+            and bool(held.token) and stored.holds(held.token)
+        )
+
+    async def _on_secret(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        """Revoke the token a deleted Secret held, or the one a Secret no longer holds."""
+        gone = token_secret(obj if event is WatchEventType.DELETED else old)
+        if gone is None or not gone.token:
+            return
+        if event is not WatchEventType.DELETED:
+            current = token_secret(obj)
+            if current is not None and current.token == gone.token:
+                return
+        try:
+            revoked = await self._tokens.revoke_held(gone.token, namespace=gone.namespace, secret=gone.name)
+        except StorageError as exc:  # the check refuses it already; the next start drops it
+            log.warning("could not revoke the token of secret %s/%s: %s", gone.namespace, gone.name, exc)
+            return
+        if revoked:
+            log.info("revoked the token of secret %s/%s", gone.namespace, gone.name)
 
     async def _on_event(self, event: WatchEventType, obj: dict[str, Any], _old: dict[str, Any] | None) -> None:
         if event is not WatchEventType.DELETED:

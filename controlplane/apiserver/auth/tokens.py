@@ -44,7 +44,7 @@ from typing import Final, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel
 
-from controlplane.apiserver.identity import AUTHENTICATED, Role, UserInfo
+from controlplane.apiserver.identity import AUTHENTICATED, Role, UserInfo, service_account_of
 from controlplane.storage.interface import AlreadyExists, Conflict, KeyValue, NotFound, Store, Unavailable
 
 log = logging.getLogger(__name__)
@@ -122,6 +122,13 @@ class StoredToken(BaseModel):
     #: A service account's token (TokenRequest): the uid of the service account it is valid for
     #: while that object exists (:meth:`TokenStore.bind`).
     bound_uid: str | None = None
+    #: A service account token Secret's token: the name of that Secret (in the account's
+    #: namespace), which must still hold the token (:meth:`TokenStore.bind`).
+    bound_secret: str | None = None
+
+    def holds(self, token: str) -> bool:
+        """Whether ``token`` is this record's token (constant-time)."""
+        return hmac.compare_digest(self.secret_hash.encode(), _HASH_PREFIX.encode() + _sha256(token).encode())
 
     def to_bytes(self) -> bytes:
         return self.model_dump_json(by_alias=True).encode("utf-8")
@@ -142,6 +149,7 @@ class TokenInfo:
     used_for: str | None
     groups: tuple[str, ...] = ()
     bound_uid: str | None = None
+    bound_secret: str | None = None
 
     @classmethod
     def of(cls, stored: StoredToken) -> TokenInfo:
@@ -157,6 +165,7 @@ class TokenInfo:
             used_for=stored.used_for,
             groups=stored.groups,
             bound_uid=stored.bound_uid,
+            bound_secret=stored.bound_secret,
         )
 
 
@@ -197,8 +206,12 @@ def _utcnow() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def _digest(token_id: str, secret: str) -> str:
-    return _HASH_PREFIX + hashlib.sha256(f"{token_id}.{secret}".encode()).hexdigest()
+    return _HASH_PREFIX + _sha256(f"{token_id}.{secret}")
 
 
 def _parse(token: str) -> tuple[str, str] | None:
@@ -248,12 +261,14 @@ class TokenStore:
         one_time: bool = False,
         groups: tuple[str, ...] = (),
         bound_uid: str | None = None,
+        bound_secret: str | None = None,
     ) -> IssuedToken:
         """Issue a token. ``cluster`` is required for agents, optional for bootstrap
         tokens (which may then join only that cluster), and refused for other roles;
         ``groups`` only for user tokens (RBAC bindings name the user or its groups);
         ``bound_uid`` only for user tokens too: the token is valid while the object of that
-        uid exists, as the bound-object check (:meth:`bind`) tells."""
+        uid exists, as the bound-object check (:meth:`bind`) tells; ``bound_secret`` (with
+        ``bound_uid``) also while that Secret holds the token."""
         if not name:
             raise ValueError("a token needs a name (who or what it is for)")
         if groups and role is not Role.USER:
@@ -266,6 +281,8 @@ class TokenStore:
             raise ValueError(f"a {role} token cannot be scoped to a cluster")
         if bound_uid is not None and role is not Role.USER:
             raise ValueError(f"a {role} token cannot be bound to an object; only a user token can")
+        if bound_secret is not None and bound_uid is None:
+            raise ValueError("a token bound to a Secret must be bound to its service account too")
         if one_time and role is not Role.BOOTSTRAP:
             raise ValueError("only bootstrap tokens can be one-time")
         if ttl is not None and ttl <= dt.timedelta(0):
@@ -284,6 +301,7 @@ class TokenStore:
                 one_time=one_time,
                 groups=tuple(dict.fromkeys(groups)),
                 bound_uid=bound_uid,
+                bound_secret=bound_secret,
             )
             try:
                 await self._call(self._store.create(token_key(token_id), stored.to_bytes()))
@@ -307,13 +325,40 @@ class TokenStore:
         """Revoke every token bound to the object of ``uid``; the ids revoked."""
         return await self._revoke_where(lambda stored: stored.bound_uid == uid)
 
-    async def revoke_orphans(self) -> builtins.list[str]:
+    async def revoke_held(self, token: str, *, namespace: str, secret: str) -> bool:
+        """Revoke ``token`` if it is the token issued for Secret ``namespace/secret`` (that Secret
+        was deleted, or now holds another token); whether it was revoked."""
+        parsed = _parse(token)
+        if parsed is None:
+            return False
+        try:
+            stored = self._decode(await self._call(self._store.get(token_key(parsed[0]))))
+        except NotFound:
+            return False
+        if stored is None or stored.bound_secret != secret or not stored.holds(token):
+            return False
+        account = service_account_of(stored.name)
+        if account is None or account[0] != namespace:
+            return False
+        try:
+            await self.revoke(stored.id)
+        except TokenNotFound:
+            return False
+        return True
+
+    async def revoke_orphans(self, *, secret_grace: dt.timedelta = dt.timedelta(minutes=10)) -> builtins.list[str]:
         """Revoke every bound token whose object is gone by the bound-object check (:meth:`bind`):
-        those whose object was deleted while no hub watched; the ids revoked."""
+        those whose object was deleted while no hub watched; the ids revoked. A token issued for a
+        Secret less than ``secret_grace`` ago is kept: the Secret may not hold it yet."""
         check = self._bound_exists
         if check is None:
             return []
-        return await self._revoke_where(lambda stored: stored.bound_uid is not None and not check(stored))
+        settled = self._clock() - secret_grace
+        return await self._revoke_where(
+            lambda stored: stored.bound_uid is not None
+            and (stored.bound_secret is None or stored.created_at <= settled)
+            and not check(stored)
+        )
 
     async def authenticate(self, token: str) -> UserInfo | None:
         """The user ``token`` belongs to, or None when it is malformed, unknown, revoked,

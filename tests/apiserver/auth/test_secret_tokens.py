@@ -1,0 +1,240 @@
+"""Long-lived service account tokens in Secrets on a real hub (real etcd, HTTPS, the real kubectl),
+as kube's token controller fills them and kube-apiserver's legacy token authenticator accepts them:
+the token authenticates as the account while its Secret holds it and the account exists."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from controlplane.hub import Hub
+
+from ..test_real_clients import kubectl, kubectl_apply, needs_kubectl
+from .realhub import Client, eventually
+
+NAMESPACE = "team"
+ACCOUNTS = f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts"
+SECRETS = f"/api/v1/namespaces/{NAMESPACE}/secrets"
+CONFIGMAPS = f"/api/v1/namespaces/{NAMESPACE}/configmaps"
+WHOAMI = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
+BOT_USER = "system:serviceaccount:team:bot"
+
+
+def token_secret(name: str, account: str = "bot", **annotations: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "annotations": {"kubernetes.io/service-account.name": account, **annotations}},
+        "type": "kubernetes.io/service-account-token",
+    }
+
+
+async def filled(admin: Client, name: str) -> dict[str, Any]:
+    """The Secret once the controller has filled its token."""
+    found: dict[str, Any] = {}
+
+    async def has_token() -> bool:
+        code, body = await admin("GET", f"{SECRETS}/{name}")
+        if code == 200 and (body.get("data") or {}).get("token"):
+            found.update(body)
+            return True
+        return False
+
+    await eventually(has_token)
+    return found
+
+
+async def gone(admin: Client, path: str) -> None:
+    async def not_found() -> bool:
+        return (await admin("GET", path))[0] == 404
+
+    await eventually(not_found)
+
+
+async def refused(client: Client) -> None:
+    async def unauthorized() -> bool:
+        return (await client("GET", CONFIGMAPS))[0] == 401
+
+    await eventually(unauthorized)
+
+
+async def test_a_token_secret_is_filled_and_its_token_works_while_the_secret_holds_it(
+    hub: Hub, session: aiohttp.ClientSession, admin: Client
+) -> None:
+    assert (await admin("POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}}))[0] == 201
+    code, account = await admin("POST", ACCOUNTS, {"metadata": {"name": "bot"}})
+    assert code == 201, account
+    code, created = await admin("POST", SECRETS, token_secret("bot-token"))
+    assert code == 201 and "data" not in created, created
+
+    secret = await filled(admin, "bot-token")
+    data = {key: base64.b64decode(value) for key, value in secret["data"].items()}
+    assert set(data) == {"token", "ca.crt", "namespace"}
+    assert hub.pki is not None and data["ca.crt"] == hub.pki.ca_pem
+    assert data["namespace"] == NAMESPACE.encode()
+    assert secret["metadata"]["annotations"] == {
+        "kubernetes.io/service-account.name": "bot", "kubernetes.io/service-account.uid": account["metadata"]["uid"],
+    }
+    assert hub.tokens is not None
+    issued = [t for t in await hub.tokens.list() if t.name == BOT_USER]
+    assert len(issued) == 1 and issued[0].expires_at is None and issued[0].bound_secret == "bot-token"
+
+    bot = Client(session, hub, data["token"].decode())
+    code, review = await bot("POST", WHOAMI, {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
+    assert code == 201, review
+    assert review["status"]["userInfo"] == {
+        "username": BOT_USER,
+        "groups": ["system:serviceaccounts", "system:serviceaccounts:team", "system:authenticated"],
+    }
+    code, status = await bot("GET", CONFIGMAPS)
+    assert code == 403, status
+    assert status["message"] == (
+        f'configmaps is forbidden: User "{BOT_USER}" cannot list resource "configmaps" in API group "" '
+        f'in the namespace "{NAMESPACE}"'
+    )
+
+    # A Secret that no longer holds the token ends it; the controller does not fill a token it holds.
+    other = base64.b64encode(b"abcdef.0123456789abcdef0123456789abcdef").decode()
+    changed = {**secret, "data": {**secret["data"], "token": other}}
+    code, changed = await admin("PUT", f"{SECRETS}/bot-token", changed)
+    assert code == 200, changed
+    await refused(bot)
+
+    async def revoked() -> bool:
+        return not [t for t in await hub.tokens.list() if t.bound_secret == "bot-token"]  # type: ignore[union-attr]
+
+    await eventually(revoked)
+    code, held = await admin("GET", f"{SECRETS}/bot-token")
+    assert (code, held["data"]["token"]) == (200, other)
+    # Emptied, it is filled again with a new token, which works; deleting the Secret ends that one.
+    code, body = await admin("PUT", f"{SECRETS}/bot-token", {**changed, "data": {}})
+    assert code == 200, body
+    again = await filled(admin, "bot-token")
+    renewed = Client(session, hub, base64.b64decode(again["data"]["token"]).decode())
+    assert renewed.token != bot.token
+    assert (await renewed("GET", CONFIGMAPS))[0] == 403
+    assert (await admin("DELETE", f"{SECRETS}/bot-token"))[0] == 200
+    await refused(renewed)
+    await eventually(revoked)
+    # The account is untouched by its Secrets' fate.
+    assert (await admin("GET", f"{ACCOUNTS}/bot"))[0] == 200
+
+
+async def test_deleting_the_account_deletes_its_token_secrets(
+    hub: Hub, session: aiohttp.ClientSession, admin: Client
+) -> None:
+    assert (await admin("POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}}))[0] == 201
+    assert (await admin("POST", ACCOUNTS, {"metadata": {"name": "bot"}}))[0] == 201
+    assert (await admin("POST", ACCOUNTS, {"metadata": {"name": "other"}}))[0] == 201
+    for name, account in (("bot-a", "bot"), ("bot-b", "bot"), ("kept", "other")):
+        assert (await admin("POST", SECRETS, token_secret(name, account)))[0] == 201
+    bots = [Client(session, hub, base64.b64decode((await filled(admin, name))["data"]["token"]).decode())
+            for name in ("bot-a", "bot-b")]
+    await filled(admin, "kept")
+    for bot in bots:
+        assert (await bot("GET", CONFIGMAPS))[0] == 403
+
+    assert (await admin("DELETE", f"{ACCOUNTS}/bot"))[0] == 200
+    for name in ("bot-a", "bot-b"):
+        await gone(admin, f"{SECRETS}/{name}")
+    for bot in bots:
+        await refused(bot)
+    assert (await admin("GET", f"{SECRETS}/kept"))[0] == 200
+
+
+async def test_a_token_secret_of_a_missing_or_other_account_is_deleted(admin: Client) -> None:
+    assert (await admin("POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}}))[0] == 201
+    assert (await admin("POST", ACCOUNTS, {"metadata": {"name": "bot"}}))[0] == 201
+    assert (await admin("POST", SECRETS, token_secret("nobody-token", "nobody")))[0] == 201
+    mismatched = token_secret("stale-token", **{"kubernetes.io/service-account.uid": "not-its-uid"})
+    assert (await admin("POST", SECRETS, mismatched))[0] == 201
+    await gone(admin, f"{SECRETS}/nobody-token")
+    await gone(admin, f"{SECRETS}/stale-token")
+    # Validation is kube's: the account's name is required.
+    code, status = await admin("POST", SECRETS, {**token_secret("x"), "metadata": {"name": "x"}})
+    assert code == 422, status
+    assert status["details"]["causes"] == [{
+        "reason": "FieldValueRequired", "message": "Required value",
+        "field": "metadata.annotations[kubernetes.io/service-account.name]",
+    }]
+
+
+@needs_kubectl
+async def test_kubectl_uses_a_long_lived_token_from_its_secret(hub: Hub, tmp_path: Path) -> None:
+    """kube's documented steps: create the account, create its token Secret, read the token, use it."""
+    kubeconfig = hub.kubeconfig_path
+    await kubectl_apply(kubeconfig, f"""
+apiVersion: v1
+kind: Namespace
+metadata: {{name: {NAMESPACE}}}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {{name: bot, namespace: {NAMESPACE}}}
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: bot-token
+  namespace: {NAMESPACE}
+  annotations: {{kubernetes.io/service-account.name: bot}}
+type: kubernetes.io/service-account-token
+""")
+    token = ""
+
+    async def read_token() -> bool:
+        nonlocal token
+        code, out, _ = await kubectl(kubeconfig, "get", "secret", "bot-token", "-n", NAMESPACE,
+                                     "-o", "jsonpath={.data.token}")
+        token = base64.b64decode(out).decode() if code == 0 else ""
+        return bool(token)
+
+    await eventually(read_token)
+    code, out, err = await kubectl(kubeconfig, "--token", token, "auth", "whoami",
+                                   "-o", "jsonpath={.status.userInfo.username}")
+    assert (code, out) == (0, BOT_USER), err
+    code, _, err = await kubectl(kubeconfig, "--token", token, "get", "configmaps", "-n", NAMESPACE)
+    assert code != 0 and f'User "{BOT_USER}" cannot list resource "configmaps"' in err, err
+
+    code, _, err = await kubectl(kubeconfig, "delete", "serviceaccount", "bot", "-n", NAMESPACE)
+    assert code == 0, err
+
+    async def unauthorized() -> bool:
+        code, _, err = await kubectl(kubeconfig, "--token", token, "auth", "whoami")
+        return code != 0 and "Unauthorized" in err
+
+    await eventually(unauthorized)
+
+
+async def test_a_token_is_refused_while_its_secret_is_being_deleted_or_marked_invalid(
+    hub: Hub, session: aiohttp.ClientSession, admin: Client
+) -> None:
+    """As kube's legacy authenticator: a Secret with a deletionTimestamp, or labelled
+    ``kubernetes.io/legacy-token-invalid-since``, no longer vouches for the token it holds."""
+    assert (await admin("POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}}))[0] == 201
+    assert (await admin("POST", ACCOUNTS, {"metadata": {"name": "bot"}}))[0] == 201
+    held = token_secret("bot-token")
+    held["metadata"]["finalizers"] = ["example.com/hold"]
+    assert (await admin("POST", SECRETS, held))[0] == 201
+    secret = await filled(admin, "bot-token")
+    bot = Client(session, hub, base64.b64decode(secret["data"]["token"]).decode())
+    assert (await bot("GET", CONFIGMAPS))[0] == 403
+
+    labelled = {**secret, "metadata": {**secret["metadata"], "labels": {"kubernetes.io/legacy-token-invalid-since": "2026-01-01"}}}
+    code, labelled = await admin("PUT", f"{SECRETS}/bot-token", labelled)
+    assert code == 200, labelled
+    await refused(bot)
+    code, unlabelled = await admin("PUT", f"{SECRETS}/bot-token", {**labelled, "metadata": {**labelled["metadata"], "labels": {}}})
+    assert code == 200, unlabelled
+
+    async def accepted() -> bool:
+        return (await bot("GET", CONFIGMAPS))[0] == 403
+
+    await eventually(accepted)
+    code, deleting = await admin("DELETE", f"{SECRETS}/bot-token")
+    assert code == 200 and deleting["metadata"]["deletionTimestamp"], deleting
+    await refused(bot)
+    code, body = await admin("PUT", f"{SECRETS}/bot-token", {**deleting, "metadata": {**deleting["metadata"], "finalizers": []}})
+    assert code == 200, body
+    await gone(admin, f"{SECRETS}/bot-token")
