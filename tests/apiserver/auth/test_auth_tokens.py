@@ -474,3 +474,37 @@ async def test_tokens_of_objects_deleted_while_no_hub_watched_are_revoked(store:
     tokens.bind(lambda stored: stored.bound_uid == "u-1")
     assert await tokens.revoke_orphans() == [orphan.id]
     assert sorted(t.id for t in await tokens.list()) == sorted([kept.id, plain.id])
+
+
+async def test_a_secret_token_is_revoked_only_by_its_own_secret(store: Store, clock: FakeClock) -> None:
+    """A token issued for a service account token Secret names that Secret; a deleted (or changed)
+    Secret revokes the token it held, and only when the token is the one issued for it."""
+    tokens = token_store(store, clock)
+    with pytest.raises(ValueError, match="bound to its service account too"):
+        await tokens.create(role=Role.USER, name="system:serviceaccount:team:bot", bound_secret="bot-token")
+    issued = await tokens.create(
+        role=Role.USER, name="system:serviceaccount:team:bot", bound_uid="u-1", bound_secret="bot-token"
+    )
+    plain = await tokens.create(role=Role.USER, name="system:serviceaccount:team:bot", bound_uid="u-1")
+    assert issued.info.expires_at is None and issued.info.bound_secret == "bot-token"
+    assert not await tokens.revoke_held(issued.token, namespace="team", secret="other-token")
+    assert not await tokens.revoke_held(issued.token, namespace="elsewhere", secret="bot-token")
+    assert not await tokens.revoke_held(f"{issued.id}.{'x' * 32}", namespace="team", secret="bot-token")
+    assert not await tokens.revoke_held(plain.token, namespace="team", secret="bot-token")
+    assert not await tokens.revoke_held("not a token", namespace="team", secret="bot-token")
+    assert await tokens.revoke_held(issued.token, namespace="team", secret="bot-token")
+    assert [t.id for t in await tokens.list()] == [plain.id]
+    assert not await tokens.revoke_held(issued.token, namespace="team", secret="bot-token"), "gone already"
+
+
+async def test_a_fresh_secret_token_is_not_an_orphan_yet(store: Store, clock: FakeClock) -> None:
+    """The token controller issues a token and then writes it into its Secret: a hub starting in
+    between must not revoke it, so a Secret's token is judged only once it is some minutes old."""
+    tokens = token_store(store, clock)
+    issued = await tokens.create(
+        role=Role.USER, name="system:serviceaccount:team:bot", bound_uid="u-1", bound_secret="bot-token"
+    )
+    tokens.bind(lambda stored: False)
+    assert await tokens.revoke_orphans() == []
+    clock.advance(dt.timedelta(minutes=10))
+    assert await tokens.revoke_orphans() == [issued.id]

@@ -76,8 +76,9 @@ async def test_a_token_secret_is_filled_and_its_token_works_while_the_secret_hol
     assert secret["metadata"]["annotations"] == {
         "kubernetes.io/service-account.name": "bot", "kubernetes.io/service-account.uid": account["metadata"]["uid"],
     }
-    assert hub.tokens is not None
-    issued = [t for t in await hub.tokens.list() if t.name == BOT_USER]
+    tokens = hub.tokens
+    assert tokens is not None
+    issued = [t for t in await tokens.list() if t.name == BOT_USER]
     assert len(issued) == 1 and issued[0].expires_at is None and issued[0].bound_secret == "bot-token"
 
     bot = Client(session, hub, data["token"].decode())
@@ -102,7 +103,7 @@ async def test_a_token_secret_is_filled_and_its_token_works_while_the_secret_hol
     await refused(bot)
 
     async def revoked() -> bool:
-        return not [t for t in await hub.tokens.list() if t.bound_secret == "bot-token"]  # type: ignore[union-attr]
+        return not [t for t in await tokens.list() if t.bound_secret == "bot-token"]
 
     await eventually(revoked)
     code, held = await admin("GET", f"{SECRETS}/bot-token")

@@ -1,0 +1,171 @@
+"""The token controller on a real in-memory store, with the hub's real token issuer: a
+``kubernetes.io/service-account-token`` Secret is filled as kube's ``tokens_controller.go`` fills it,
+a Secret whose account is missing is deleted, a deleted account takes its token Secrets along, and
+a deleted Secret leaves its account's ``secrets`` list."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from controlplane.apiserver import errors
+from controlplane.apiserver.auth.serviceaccounts import ServiceAccountTokens
+from controlplane.apiserver.auth.tokens import TokenStore
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.controllers.serviceaccounttokens import ServiceAccountTokensController
+from controlplane.hub import hub_registry
+from controlplane.storage import MemoryStore
+
+from .fleet import eventually
+
+CA = b"-----BEGIN CERTIFICATE-----\nhub CA\n-----END CERTIFICATE-----\n"
+NAMESPACE = "team"
+
+
+@dataclass
+class Hub:
+    objects: ObjectStore
+    tokens: TokenStore
+    controller: ServiceAccountTokensController
+
+    def rt(self, kind: str) -> Any:
+        return self.objects.registry.require("v1", kind)
+
+    async def create(self, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
+        return await self.objects.create(self.rt(kind), {"apiVersion": "v1", "kind": kind, **obj}, namespace=NAMESPACE)
+
+    async def get(self, kind: str, name: str) -> dict[str, Any] | None:
+        try:
+            return await self.objects.get(self.rt(kind), namespace=NAMESPACE, name=name)
+        except errors.NotFound:
+            return None
+
+
+@pytest.fixture
+async def hub() -> AsyncIterator[Hub]:
+    async with MemoryStore() as store:
+        objects = ObjectStore(store, hub_registry(), garbage_collection=True)
+        await objects.bootstrap()
+        await objects.create(objects.registry.require("v1", "Namespace"), {"metadata": {"name": NAMESPACE}})
+        tokens = TokenStore(store)
+        issuer = ServiceAccountTokens(tokens, objects)
+        controller = ServiceAccountTokensController(objects, issuer, ca_pem=CA)
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(issuer.run()), group.create_task(controller.run())]
+            await issuer.synced()
+            yield Hub(objects, tokens, controller)
+            for task in tasks:
+                task.cancel()
+
+
+def token_secret(
+    name: str, account: str = "bot", *, data: dict[str, bytes] | None = None, account_uid: str | None = None
+) -> dict[str, Any]:
+    annotations = {"kubernetes.io/service-account.name": account}
+    if account_uid is not None:
+        annotations["kubernetes.io/service-account.uid"] = account_uid
+    secret: dict[str, Any] = {
+        "metadata": {"name": name, "annotations": annotations},
+        "type": "kubernetes.io/service-account-token",
+    }
+    if data is not None:
+        secret["data"] = {key: base64.b64encode(value).decode() for key, value in data.items()}
+    return secret
+
+
+async def filled(hub: Hub, name: str) -> dict[str, bytes]:
+    async def data() -> dict[str, bytes] | None:
+        secret = await hub.get("Secret", name)
+        values = (secret or {}).get("data") or {}
+        if not values.get("token") or not values.get("ca.crt"):
+            return None
+        return {key: base64.b64decode(value) for key, value in values.items()}
+
+    return await eventually(data, what=f"secret {name} filled")
+
+
+async def deleted(hub: Hub, kind: str, name: str) -> None:
+    async def gone() -> bool:
+        return await hub.get(kind, name) is None
+
+    await eventually(gone, what=f"{kind} {name} deleted")
+
+
+async def test_a_token_secret_is_filled_with_a_token_of_its_account(hub: Hub) -> None:
+    account = await hub.create("ServiceAccount", {"metadata": {"name": "bot"}})
+    await hub.create("Secret", token_secret("bot-token"))
+    data = await filled(hub, "bot-token")
+    assert data == {"token": data["token"], "ca.crt": CA, "namespace": NAMESPACE.encode()}
+    secret = await hub.get("Secret", "bot-token")
+    assert secret is not None
+    assert secret["metadata"]["annotations"]["kubernetes.io/service-account.uid"] == account["metadata"]["uid"]
+    user = await hub.tokens.authenticate(data["token"].decode())
+    assert user is not None
+    assert (user.name, user.groups) == (
+        "system:serviceaccount:team:bot",
+        ("system:serviceaccounts", "system:serviceaccounts:team", "system:authenticated"),
+    )
+    records = [t for t in await hub.tokens.list() if t.bound_secret == "bot-token"]
+    assert len(records) == 1 and records[0].expires_at is None and records[0].bound_uid == account["metadata"]["uid"]
+
+
+async def test_only_what_is_missing_is_filled(hub: Hub) -> None:
+    """kube's ``secretUpdateNeeded``: a token already there is kept, an outdated CA bundle replaced."""
+    await hub.create("ServiceAccount", {"metadata": {"name": "bot"}})
+    await hub.create("Secret", token_secret("bot-token", data={"token": b"chosen", "ca.crt": b"old CA"}))
+
+    async def namespaced() -> dict[str, bytes] | None:
+        current = await filled(hub, "bot-token")
+        return current if current.get("namespace") and current["ca.crt"] == CA else None
+
+    data = await eventually(namespaced, what="CA and namespace filled")
+    assert data == {"token": b"chosen", "ca.crt": CA, "namespace": NAMESPACE.encode()}
+    assert [t for t in await hub.tokens.list() if t.bound_secret == "bot-token"] == [], "no token issued"
+
+
+async def test_a_token_secret_of_a_missing_account_is_deleted(hub: Hub) -> None:
+    account = await hub.create("ServiceAccount", {"metadata": {"name": "bot"}})
+    await hub.create("Secret", token_secret("nobody-token", "nobody"))
+    await hub.create("Secret", token_secret("stale-token", account_uid="not-its-uid"))
+    await hub.create("Secret", token_secret("bot-token", account_uid=account["metadata"]["uid"]))
+    await deleted(hub, "Secret", "nobody-token")
+    await deleted(hub, "Secret", "stale-token")
+    await filled(hub, "bot-token")
+    # No token was left behind for the Secrets deleted.
+    assert {t.bound_secret for t in await hub.tokens.list()} == {"bot-token"}
+
+
+async def test_a_deleted_account_takes_its_token_secrets_along(hub: Hub) -> None:
+    await hub.create("ServiceAccount", {"metadata": {"name": "bot"}})
+    await hub.create("ServiceAccount", {"metadata": {"name": "other"}})
+    for name, account in (("bot-a", "bot"), ("bot-b", "bot"), ("other-token", "other")):
+        await hub.create("Secret", token_secret(name, account))
+    tokens = [(await filled(hub, name))["token"].decode() for name in ("bot-a", "bot-b", "other-token")]
+    await hub.objects.delete(hub.rt("ServiceAccount"), namespace=NAMESPACE, name="bot")
+    await deleted(hub, "Secret", "bot-a")
+    await deleted(hub, "Secret", "bot-b")
+    assert await hub.get("Secret", "other-token") is not None
+
+    async def revoked() -> bool:
+        return {t.bound_secret for t in await hub.tokens.list()} == {"other-token"}
+
+    await eventually(revoked, what="the deleted Secrets' tokens revoked")
+    assert [await hub.tokens.authenticate(token) is not None for token in tokens] == [False, False, True]
+
+
+async def test_a_deleted_secret_leaves_its_accounts_secrets_list(hub: Hub) -> None:
+    await hub.create("ServiceAccount", {"metadata": {"name": "bot"}, "secrets": [{"name": "bot-token"}, {"name": "pull"}]})
+    await hub.create("Secret", token_secret("bot-token"))
+    await filled(hub, "bot-token")
+    await hub.objects.delete(hub.rt("Secret"), namespace=NAMESPACE, name="bot-token")
+
+    async def dropped() -> bool:
+        account = await hub.get("ServiceAccount", "bot")
+        return account is not None and account.get("secrets") == [{"name": "pull"}]
+
+    await eventually(dropped, what="the reference removed")
