@@ -3,7 +3,8 @@
 Every request to the hub carries ``Authorization: Bearer <id>.<secret>`` (kubeadm's
 shape: a public 6-character id and a random secret). The hub stores, per token, only a
 SHA-256 digest of the token next to its role, owner name, groups, cluster scope, expiry
-and one-time state, under ``/gpufed-auth/tokens/<id>`` in the hub's :class:`Store` (etcd).
+and one-time state (and, for a service account's token, the uid of the account and the name of
+the Secret it was issued for), under ``/gpufed-auth/tokens/<id>`` in the hub's :class:`Store` (etcd).
 That prefix is outside the API object keyspace, so no API request can read it. The
 secrets are long and random, so a fast digest is enough; comparison is constant-time.
 
