@@ -16,6 +16,7 @@ import base64
 from dataclasses import dataclass
 from typing import Any, Final
 
+from controlplane.apis.kube.field import mapping
 from controlplane.apis.kube.gobase64 import CorruptInput, std_decode
 
 SECRET_TYPE: Final = "kubernetes.io/service-account-token"
@@ -26,10 +27,6 @@ CA_KEY: Final = "ca.crt"
 NAMESPACE_KEY: Final = "namespace"
 #: kube's legacy token cleaner marks a token it will delete; the authenticator refuses it from then on.
 INVALID_SINCE_LABEL: Final = "kubernetes.io/legacy-token-invalid-since"
-
-
-def _mapping(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 def _decoded(value: Any) -> bytes:
@@ -69,8 +66,8 @@ def token_secret(obj: dict[str, Any] | None) -> TokenSecret | None:
     """The view of a service account token Secret; None for any other object, or one naming no account."""
     if obj is None or not is_token_secret(obj):
         return None
-    meta = _mapping(obj.get("metadata"))
-    annotations = _mapping(meta.get("annotations"))
+    meta = mapping(obj.get("metadata"))
+    annotations = mapping(meta.get("annotations"))
     account = annotations.get(ACCOUNT_NAME_ANNOTATION)
     if not isinstance(account, str) or not account:
         return None
@@ -81,9 +78,9 @@ def token_secret(obj: dict[str, Any] | None) -> TokenSecret | None:
         uid=str(meta.get("uid") or ""),
         account=account,
         account_uid=account_uid if isinstance(account_uid, str) else "",
-        token=_decoded(_mapping(obj.get("data")).get(TOKEN_KEY)).decode("utf-8", "replace"),
+        token=_decoded(mapping(obj.get("data")).get(TOKEN_KEY)).decode("utf-8", "replace"),
         deleting=bool(meta.get("deletionTimestamp")),
-        invalidated=INVALID_SINCE_LABEL in _mapping(meta.get("labels")),
+        invalidated=INVALID_SINCE_LABEL in mapping(meta.get("labels")),
     )
 
 
@@ -101,7 +98,7 @@ class NeededData:
 
 def needed_data(obj: dict[str, Any], *, ca_pem: bytes) -> NeededData:
     """What a token Secret lacks: the CA bundle when it differs, the namespace or the token when empty."""
-    data = _mapping(obj.get("data"))
+    data = mapping(obj.get("data"))
     return NeededData(
         ca=bool(ca_pem) and _decoded(data.get(CA_KEY)) != ca_pem,
         namespace=not _decoded(data.get(NAMESPACE_KEY)),
