@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -96,7 +97,8 @@ async def deleted(hub: Hub, kind: str, name: str) -> None:
     await eventually(gone, what=f"{kind} {name} deleted")
 
 
-async def test_a_token_secret_is_filled_with_a_token_of_its_account(hub: Hub) -> None:
+async def test_a_token_secret_is_filled_with_a_token_of_its_account(hub: Hub, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
     account = await hub.create("ServiceAccount", {"metadata": {"name": "bot"}})
     await hub.create("Secret", token_secret("bot-token"))
     data = await filled(hub, "bot-token")
@@ -112,6 +114,9 @@ async def test_a_token_secret_is_filled_with_a_token_of_its_account(hub: Hub) ->
     )
     records = [t for t in await hub.tokens.list() if t.bound_secret == "bot-token"]
     assert len(records) == 1 and records[0].expires_at is None and records[0].bound_uid == account["metadata"]["uid"]
+    secret_half = data["token"].decode().partition(".")[2]
+    assert "filled token secret team/bot-token" in caplog.text
+    assert secret_half not in caplog.text, "the token is never logged"
 
 
 async def test_only_what_is_missing_is_filled(hub: Hub) -> None:

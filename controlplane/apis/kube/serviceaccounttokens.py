@@ -27,6 +27,9 @@ CA_KEY: Final = "ca.crt"
 NAMESPACE_KEY: Final = "namespace"
 #: kube's legacy token cleaner marks a token it will delete; the authenticator refuses it from then on.
 INVALID_SINCE_LABEL: Final = "kubernetes.io/legacy-token-invalid-since"
+#: A ``data.token`` longer than this (base64) is no token the hub issued: read as none, never decoded
+#: (the view is built on every authentication with the token, and a Secret may hold up to 1 MiB).
+MAX_TOKEN_TEXT: Final = 1024
 
 
 def _decoded(value: Any) -> bytes:
@@ -48,7 +51,7 @@ class TokenSecret:
     #: The ServiceAccount's name (the annotation) and uid ("" until the controller sets it).
     account: str
     account_uid: str
-    #: ``data.token`` decoded ("" when absent).
+    #: ``data.token`` decoded ("" when absent, or longer than :data:`MAX_TOKEN_TEXT`).
     token: str
     deleting: bool
     invalidated: bool
@@ -72,13 +75,14 @@ def token_secret(obj: dict[str, Any] | None) -> TokenSecret | None:
     if not isinstance(account, str) or not account:
         return None
     account_uid = annotations.get(ACCOUNT_UID_ANNOTATION)
+    token = mapping(obj.get("data")).get(TOKEN_KEY)
     return TokenSecret(
         namespace=str(meta.get("namespace") or ""),
         name=str(meta.get("name") or ""),
         uid=str(meta.get("uid") or ""),
         account=account,
         account_uid=account_uid if isinstance(account_uid, str) else "",
-        token=_decoded(mapping(obj.get("data")).get(TOKEN_KEY)).decode("utf-8", "replace"),
+        token=_decoded(token).decode("utf-8", "replace") if isinstance(token, str) and len(token) <= MAX_TOKEN_TEXT else "",
         deleting=bool(meta.get("deletionTimestamp")),
         invalidated=INVALID_SINCE_LABEL in mapping(meta.get("labels")),
     )
