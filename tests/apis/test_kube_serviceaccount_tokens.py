@@ -5,11 +5,12 @@ which Secrets are tokens of which account (``IsServiceAccountToken``), and what 
 from __future__ import annotations
 
 import base64
+import datetime as dt
 from typing import Any
 
 import pytest
 
-from controlplane.apis.kube.serviceaccounttokens import NeededData, needed_data, token_secret
+from controlplane.apis.kube.serviceaccounttokens import NeededData, last_used_due, needed_data, token_secret
 
 CA = b"hub CA"
 
@@ -70,3 +71,21 @@ def test_the_view_reads_the_token_and_the_marks_the_authenticator_refuses() -> N
 def test_only_what_is_missing_or_outdated_is_needed(data: dict[str, bytes], needed: NeededData) -> None:
     assert needed_data(secret(data=data, **NAMED), ca_pem=CA) == needed
     assert bool(needed) is (needed != NeededData(ca=False, namespace=False, token=False))
+
+
+@pytest.mark.parametrize(("label", "due"), [
+    (None, "2026-03-02"),
+    ("2026-03-01", "2026-03-02"),
+    ("2026-03-02", None),
+    ("2026-03-03", None),  # a clock a little ahead
+    ("2026-03-04", "2026-03-02"),
+    ("not a day", "2026-03-02"),
+])
+def test_the_last_used_label_is_due_once_a_day_in_utc(label: str | None, due: str | None) -> None:
+    obj = secret(**NAMED)
+    if label is not None:
+        obj["metadata"]["labels"] = {"kubernetes.io/legacy-token-last-used": label}
+    held = token_secret(obj)
+    assert held is not None
+    now = dt.datetime(2026, 3, 1, 23, 30, tzinfo=dt.timezone(dt.timedelta(hours=-1)))  # 2026-03-02 00:30 UTC
+    assert last_used_due(held, now=now) == due

@@ -5,7 +5,8 @@ A Secret of type ``kubernetes.io/service-account-token`` names its ServiceAccoun
 account's uid in ``kubernetes.io/service-account.uid``. kube-controller-manager's token controller
 fills ``data.token``, ``data["ca.crt"]`` and ``data.namespace``; kube-apiserver accepts the token
 while the Secret still holds it. This module reads such a Secret into a :class:`TokenSecret` view
-and says what the controller has to fill (``secretUpdateNeeded``), as kube does.
+and says what the controller has to fill (``secretUpdateNeeded``) and when the day of last use is
+due on its ``kubernetes.io/legacy-token-last-used`` label, as kube does.
 
 Pure: object dicts in, views and base64 values out.
 """
@@ -13,6 +14,7 @@ Pure: object dicts in, views and base64 values out.
 from __future__ import annotations
 
 import base64
+import datetime as dt
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -27,6 +29,8 @@ CA_KEY: Final = "ca.crt"
 NAMESPACE_KEY: Final = "namespace"
 #: kube's legacy token cleaner marks a token it will delete; the authenticator refuses it from then on.
 INVALID_SINCE_LABEL: Final = "kubernetes.io/legacy-token-invalid-since"
+#: kube-apiserver's mark of the day (``YYYY-MM-DD``, UTC) a Secret's token was last used.
+LAST_USED_LABEL: Final = "kubernetes.io/legacy-token-last-used"
 #: A ``data.token`` longer than this (base64) is no token the hub issued: read as none, never decoded
 #: (the view is built on every authentication with the token, and a Secret may hold up to 1 MiB).
 MAX_TOKEN_TEXT: Final = 1024
@@ -55,6 +59,8 @@ class TokenSecret:
     token: str
     deleting: bool
     invalidated: bool
+    #: The :data:`LAST_USED_LABEL` ("" when none).
+    last_used: str = ""
 
     def belongs_to(self, account: str, account_uid: str) -> bool:
         """kube's ``IsServiceAccountToken``: the name must match, the uid too when the Secret has one."""
@@ -76,6 +82,8 @@ def token_secret(obj: dict[str, Any] | None) -> TokenSecret | None:
         return None
     account_uid = annotations.get(ACCOUNT_UID_ANNOTATION)
     token = mapping(obj.get("data")).get(TOKEN_KEY)
+    labels = mapping(meta.get("labels"))
+    last_used = labels.get(LAST_USED_LABEL)
     return TokenSecret(
         namespace=str(meta.get("namespace") or ""),
         name=str(meta.get("name") or ""),
@@ -84,7 +92,8 @@ def token_secret(obj: dict[str, Any] | None) -> TokenSecret | None:
         account_uid=account_uid if isinstance(account_uid, str) else "",
         token=_decoded(token).decode("utf-8", "replace") if isinstance(token, str) and len(token) <= MAX_TOKEN_TEXT else "",
         deleting=bool(meta.get("deletionTimestamp")),
-        invalidated=INVALID_SINCE_LABEL in mapping(meta.get("labels")),
+        invalidated=INVALID_SINCE_LABEL in labels,
+        last_used=last_used if isinstance(last_used, str) else "",
     )
 
 
@@ -108,6 +117,15 @@ def needed_data(obj: dict[str, Any], *, ca_pem: bytes) -> NeededData:
         namespace=not _decoded(data.get(NAMESPACE_KEY)),
         token=not _decoded(data.get(TOKEN_KEY)),
     )
+
+
+def last_used_due(held: TokenSecret, *, now: dt.datetime) -> str | None:
+    """The day to mark ``held`` as used on (``now``'s UTC date), or None when it is marked with that
+    day or the next already (kube allows for a clock a little ahead)."""
+    today = now.astimezone(dt.UTC).date()
+    if held.last_used in (today.isoformat(), (today + dt.timedelta(days=1)).isoformat()):
+        return None
+    return today.isoformat()
 
 
 def encoded(value: bytes) -> str:

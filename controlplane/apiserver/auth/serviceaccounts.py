@@ -25,6 +25,9 @@ Secret. As kube-apiserver's legacy token authenticator, the hub accepts it while
 is not being deleted nor marked ``kubernetes.io/legacy-token-invalid-since``, and still holds that
 very token (the Secrets of that type are watched here, on every replica), and while the account
 exists with that uid. A deleted Secret's token, or the token a Secret no longer holds, is revoked.
+As kube-apiserver does, a Secret whose token is used is labelled ``kubernetes.io/legacy-token-last-used``
+with the day (UTC), once a day: the authentication only queues the Secret (bounded, never waiting),
+one task writes the label.
 """
 
 from __future__ import annotations
@@ -36,7 +39,12 @@ from typing import Any, Final
 
 from aiohttp import web
 
-from controlplane.apis.kube.serviceaccounttokens import is_token_secret, token_secret
+from controlplane.apis.kube.serviceaccounttokens import (
+    LAST_USED_LABEL,
+    is_token_secret,
+    last_used_due,
+    token_secret,
+)
 from controlplane.apis.meta import format_time
 from controlplane.apiserver import errors
 from controlplane.apiserver.auth.bootstrap import read_object_body
@@ -51,6 +59,7 @@ from controlplane.apiserver.identity import (
     service_account_user,
 )
 from controlplane.apiserver.objects import ObjectStore, WatchEventType
+from controlplane.apiserver.patches import PatchType
 from controlplane.controllers.informing import Informer
 from controlplane.storage.interface import StorageError
 
@@ -66,6 +75,8 @@ TOKEN_REQUESTS: Final = CreateOnlyResource(
     "", "v1", "serviceaccounts", KIND, namespaced=True, subresource="token", kind_group=GROUP, kind_version="v1"
 )
 _NO_STORE: Final = {"Cache-Control": "no-store"}
+#: Secrets waiting for their last-used label, at most (more uses wait for the next authentication).
+_LAST_USED_BACKLOG: Final = 1024
 
 
 def _invalid(name: str, path: str, value: Any, detail: str) -> errors.ApiError:
@@ -116,14 +127,19 @@ class ServiceAccountTokens:
         self.informer = Informer(objects, self._rt)
         self.informer.add_handler(self._on_event)
         #: The Secrets of type ``kubernetes.io/service-account-token`` (no other Secret is kept).
-        self.secrets = Informer(objects, objects.registry.require("v1", "Secret"), keep=is_token_secret)
+        self._secrets_rt = objects.registry.require("v1", "Secret")
+        self.secrets = Informer(objects, self._secrets_rt, keep=is_token_secret)
         self.secrets.add_handler(self._on_secret)
-        tokens.bind(self._bound_objects_exist)
+        #: Secrets whose token was used and whose last-used label is due: queued once each.
+        self._used: asyncio.Queue[tuple[str, str]] = asyncio.Queue(maxsize=_LAST_USED_BACKLOG)
+        self._used_queued: set[tuple[str, str]] = set()
+        tokens.bind(self._bound_objects_exist, used=self._secret_used)
 
     async def run(self) -> None:
         async with asyncio.TaskGroup() as group:
             group.create_task(self.informer.run())
             group.create_task(self.secrets.run())
+            group.create_task(self._mark_used())
             await self.synced()
             # Accounts deleted while no hub watched: their tokens already fail the check; drop them.
             try:
@@ -171,6 +187,37 @@ class ServiceAccountTokens:
             held is not None and held.account == named[1] and not held.deleting and not held.invalidated
             and bool(held.token) and stored.holds(held.token)
         )
+
+    def _secret_used(self, stored: StoredToken) -> None:
+        """Queue the Secret of a token just used for its last-used label, when that is due."""
+        named = service_account_of(stored.name)
+        if stored.bound_secret is None or named is None:
+            return
+        key = (named[0], stored.bound_secret)
+        held = token_secret(self.secrets.get(*key))
+        if held is None or last_used_due(held, now=dt.datetime.now(dt.UTC)) is None:
+            return
+        if key in self._used_queued or self._used.full():
+            return
+        self._used_queued.add(key)
+        self._used.put_nowait(key)
+
+    async def _mark_used(self) -> None:
+        """Label each queued Secret with the day its token was used (kube's legacy token tracking)."""
+        while True:
+            namespace, name = key = await self._used.get()
+            try:
+                held = token_secret(self.secrets.get(namespace, name))
+                day = None if held is None else last_used_due(held, now=dt.datetime.now(dt.UTC))
+                if day is not None:
+                    await self._objects.patch(
+                        self._secrets_rt, namespace=namespace, name=name, patch_type=PatchType.MERGE,
+                        patch={"metadata": {"labels": {LAST_USED_LABEL: day}}},
+                    )
+            except (errors.ApiError, StorageError) as exc:  # the next use tries again
+                log.debug("could not label secret %s/%s as used: %s", namespace, name, exc)
+            finally:
+                self._used_queued.discard(key)
 
     async def _on_secret(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         """Revoke the token a deleted Secret held, or the one a Secret no longer holds."""

@@ -251,6 +251,8 @@ class TokenStore:
         self._changes = 0
         #: Whether a bound token's object still exists (:meth:`bind`); None: no bound token is valid.
         self._bound_exists: Callable[[StoredToken], bool] | None = None
+        #: Told of every authentication with a bound token (:meth:`bind`).
+        self._bound_used: Callable[[StoredToken], None] | None = None
 
     async def create(
         self,
@@ -316,11 +318,15 @@ class TokenStore:
         )
         return IssuedToken(token=f"{token_id}.{secret}", info=TokenInfo.of(stored))
 
-    def bind(self, bound_exists: Callable[[StoredToken], bool]) -> None:
+    def bind(
+        self, bound_exists: Callable[[StoredToken], bool], *, used: Callable[[StoredToken], None] | None = None
+    ) -> None:
         """Check bound tokens with ``bound_exists`` (the token's record: does the object it was
         bound to still exist, with that uid?) on every authentication, from memory: a token of
-        a deleted service account stops working as soon as the hub sees the deletion."""
+        a deleted service account stops working as soon as the hub sees the deletion. ``used``, if
+        given, is told of each authentication that passed it (it must not block)."""
         self._bound_exists = bound_exists
+        self._bound_used = used
 
     async def revoke_bound(self, uid: str) -> builtins.list[str]:
         """Revoke every token bound to the object of ``uid``; the ids revoked."""
@@ -391,6 +397,8 @@ class TokenStore:
             log.debug("bearer token rejected", extra={"token_id": token_id, "reason": str(problem)})
             return None
         assert stored is not None
+        if stored.bound_uid is not None and self._bound_used is not None:
+            self._bound_used(stored)
         return _user(stored)
 
     async def consume_bootstrap(self, token: str, *, cluster: str | None = None) -> UserInfo:

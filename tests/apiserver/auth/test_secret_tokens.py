@@ -5,6 +5,7 @@ the token authenticates as the account while its Secret holds it and the account
 from __future__ import annotations
 
 import base64
+import datetime as dt
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ SECRETS = f"/api/v1/namespaces/{NAMESPACE}/secrets"
 CONFIGMAPS = f"/api/v1/namespaces/{NAMESPACE}/configmaps"
 WHOAMI = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
 BOT_USER = "system:serviceaccount:team:bot"
+LAST_USED = "kubernetes.io/legacy-token-last-used"
 
 
 def token_secret(name: str, account: str = "bot", **annotations: str) -> dict[str, Any]:
@@ -42,6 +44,19 @@ async def filled(admin: Client, name: str) -> dict[str, Any]:
         return False
 
     await eventually(has_token)
+    return found
+
+
+async def marked_used(admin: Client, name: str) -> dict[str, Any]:
+    """The Secret once the hub has labelled it with the day its token was used."""
+    found: dict[str, Any] = {}
+
+    async def marked() -> bool:
+        code, body = await admin("GET", f"{SECRETS}/{name}")
+        found.update(body)
+        return code == 200 and LAST_USED in (body["metadata"].get("labels") or {})
+
+    await eventually(marked)
     return found
 
 
@@ -88,6 +103,12 @@ async def test_a_token_secret_is_filled_and_its_token_works_while_the_secret_hol
         "username": BOT_USER,
         "groups": ["system:serviceaccounts", "system:serviceaccounts:team", "system:authenticated"],
     }
+    # As kube-apiserver, the hub labels the Secret with the day (UTC) its token was used.
+    labelled = await marked_used(admin, "bot-token")
+    day = dt.date.fromisoformat(labelled["metadata"]["labels"][LAST_USED])
+    assert abs(day - dt.datetime.now(dt.UTC).date()) <= dt.timedelta(days=1)
+    assert labelled["data"] == secret["data"]
+    secret = labelled
     code, status = await bot("GET", CONFIGMAPS)
     assert code == 403, status
     assert status["message"] == (
@@ -221,12 +242,14 @@ async def test_a_token_is_refused_while_its_secret_is_being_deleted_or_marked_in
     secret = await filled(admin, "bot-token")
     bot = Client(session, hub, base64.b64decode(secret["data"]["token"]).decode())
     assert (await bot("GET", CONFIGMAPS))[0] == 403
+    secret = await marked_used(admin, "bot-token")
+    used = secret["metadata"]["labels"]
 
-    labelled = {**secret, "metadata": {**secret["metadata"], "labels": {"kubernetes.io/legacy-token-invalid-since": "2026-01-01"}}}
-    code, labelled = await admin("PUT", f"{SECRETS}/bot-token", labelled)
+    invalid = {**used, "kubernetes.io/legacy-token-invalid-since": "2026-01-01"}
+    code, labelled = await admin("PUT", f"{SECRETS}/bot-token", {**secret, "metadata": {**secret["metadata"], "labels": invalid}})
     assert code == 200, labelled
     await refused(bot)
-    code, unlabelled = await admin("PUT", f"{SECRETS}/bot-token", {**labelled, "metadata": {**labelled["metadata"], "labels": {}}})
+    code, unlabelled = await admin("PUT", f"{SECRETS}/bot-token", {**labelled, "metadata": {**labelled["metadata"], "labels": used}})
     assert code == 200, unlabelled
 
     async def accepted() -> bool:
