@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
+from asyncio.sslproto import SSLProtocol
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,6 +49,13 @@ DEFAULT_MAX_REQUESTS_INFLIGHT = 400
 IDLE_TIMEOUT = 90.0
 #: What separates a request's headers from its body (bare LFs are tolerated by the parser).
 _HEADER_ENDS = (b"\r\n\r\n", b"\n\n")
+#: Plaintext asked of a connection's TLS object per read. asyncio asks for 256 KiB, a new
+#: bytes buffer every read (two per batch of records received, the last one finding nothing),
+#: which the hub's allocator setting (:mod:`controlplane.allocator`: 64 KiB and up is mapped
+#: on its own) turns into an mmap, page faults and an munmap per read: about 25 us of CPU for a
+#: 1 KiB request. A TLS record holds at most 16 KiB, and one read returns one record's worth,
+#: so reads of this size take as many calls and stay in the heap.
+TLS_READ_SIZE = 16 * 1024
 
 @dataclass(frozen=True, slots=True)
 class ServingLimits:
@@ -91,6 +99,7 @@ class _GuardedProtocol(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = transport
+        read_tls_records_in_the_heap(transport)
         guard = self._guard
         self._inner.connection_made(transport)
         if guard.pending >= guard.limits.max_pending_connections:
@@ -145,6 +154,17 @@ class _GuardedProtocol(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self._inner.resume_writing()
+
+
+def read_tls_records_in_the_heap(transport: asyncio.BaseTransport) -> bool:
+    """Have asyncio's TLS layer under ``transport`` read :data:`TLS_READ_SIZE` at a time
+    (its receive buffer stays as it is); False when ``transport`` is not asyncio's TLS
+    transport (plain TCP, or an asyncio whose TLS layer is no longer where this looks)."""
+    ssl_protocol = getattr(transport, "_ssl_protocol", None)
+    if not isinstance(ssl_protocol, SSLProtocol):
+        return False
+    ssl_protocol.max_size = TLS_READ_SIZE  # type: ignore[misc]  # a class default, read per instance
+    return True
 
 
 class GuardedTCPSite(web.TCPSite):
