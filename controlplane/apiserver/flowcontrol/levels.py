@@ -84,16 +84,24 @@ class Classification:
 
     @property
     def flow_schema_uid(self) -> str:
-        return object_uid("flowschemas", self.flow_schema)
+        uid = _FLOW_SCHEMA_UIDS.get(self.flow_schema)
+        return uid if uid is not None else object_uid("flowschemas", self.flow_schema)
 
     @property
     def level_uid(self) -> str:
-        return object_uid("prioritylevelconfigurations", self.level.value)
+        return _LEVEL_UIDS[self.level]
 
 
 def object_uid(kind: str, name: str) -> str:
     """A stable UID for a built-in flow schema or priority level (same on every replica)."""
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"https://gpufed.io/flowcontrol/{kind}/{name}"))
+
+
+#: The built-in flow schemas (:func:`classify`'s) and levels, whose UIDs every response names:
+#: worked out once rather than a uuid5 per request.
+FLOW_SCHEMAS: Final = ("exempt", "system-agents", "leader-election", "global-default", "catch-all")
+_FLOW_SCHEMA_UIDS: Final = {name: object_uid("flowschemas", name) for name in FLOW_SCHEMAS}
+_LEVEL_UIDS: Final = {level: object_uid("prioritylevelconfigurations", level.value) for level in Level}
 
 
 def classify(
