@@ -100,6 +100,8 @@ _SAMPLE_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 _GC_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 _STALL_BUCKETS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
 _SKIPPED_VERBS = frozenset({"watch"})
+#: Label sets of the request histogram whose series the middleware keeps at hand.
+_API_SERIES_MEMO = 1024
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 #: (state, cluster, model)
@@ -359,6 +361,9 @@ class HubMetrics:
     def middleware(self) -> Middleware:
         """Times every API request into ``apiserver_request_duration_seconds``; put it outermost."""
         histogram = self.api_request_duration
+        # Each label set's series, looked up once (labels() converts, checks and locks on every
+        # call); bounded, past which a new label set is looked up each time as before.
+        series: dict[tuple[str, str, str, int], Histogram] = {}
 
         @web.middleware
         async def time_requests(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -379,7 +384,13 @@ class HubMetrics:
                     resource = info.resource if info is not None and info.is_resource else ""
                     if info is not None and info.subresource:
                         resource = f"{resource}/{info.subresource}"
-                    histogram.labels(verb, group, resource, str(code)).observe(time.perf_counter() - started)
+                    key = (verb, group, resource, code)
+                    child = series.get(key)
+                    if child is None:
+                        child = histogram.labels(verb, group, resource, str(code))
+                        if len(series) < _API_SERIES_MEMO:
+                            series[key] = child
+                    child.observe(time.perf_counter() - started)
 
         return time_requests
 

@@ -26,6 +26,7 @@ from controlplane.apis.kube import services as svc
 from controlplane.apis.kube.field import FieldError
 from controlplane.apis.kube.objects import items
 from controlplane.apiserver import errors
+from controlplane.apiserver.allocating import NOTHING_RESERVED, Reserved
 from controlplane.apiserver.resources import ResourceType
 from controlplane.apiserver.serviceallocation.ranges import IPRange, PortRange, next_free, random_slot
 from controlplane.apiserver.serviceallocation.records import (
@@ -98,12 +99,16 @@ class ServiceAllocator:
         self.port_records = Records(store, SERVICE_NODE_PORTS_PREFIX)
         self._rng = rng or random.SystemRandom()
 
-    async def on_create(self, rt: ResourceType, obj: dict[str, Any], *, dry_run: bool) -> Reservation:
+    async def on_create(self, rt: ResourceType, obj: dict[str, Any], *, dry_run: bool) -> Reserved:
+        if not is_service(rt):
+            return NOTHING_RESERVED  # every other kind's write takes nothing from the pools
         return await self._allocate(rt, obj, None, dry_run=dry_run)
 
     async def on_update(
         self, rt: ResourceType, old: dict[str, Any], new: dict[str, Any], *, dry_run: bool
-    ) -> Reservation:
+    ) -> Reserved:
+        if not is_service(rt):
+            return NOTHING_RESERVED
         return await self._allocate(rt, new, old, dry_run=dry_run)
 
     async def on_delete(self, rt: ResourceType, obj: dict[str, Any]) -> None:
