@@ -48,16 +48,15 @@ def parse_request(method: str, path: str, query: Mapping[str, str], *, upgrade: 
     ``pods/exec``, ``attach`` and ``portforward`` that is ``create`` whatever the method, as kube
     authorizes a WebSocket ``GET`` of ``pods/exec`` like its SPDY ``POST``."""
     parts = [p for p in path.split("/") if p]
-    non_resource = RequestInfo(path=path, verb=method.lower(), is_resource=False)
     if not parts or parts[0] not in ("api", "apis"):
-        return non_resource
+        return _non_resource(method, path)
     if parts[0] == "api":
         if len(parts) < 3:
-            return non_resource
+            return _non_resource(method, path)
         group, version, rest = "", parts[1], parts[2:]
     else:
         if len(parts) < 4:
-            return non_resource
+            return _non_resource(method, path)
         group, version, rest = parts[1], parts[2], parts[3:]
 
     namespace: str | None = None
@@ -92,6 +91,10 @@ def parse_request(method: str, path: str, query: Mapping[str, str], *, upgrade: 
     else:
         verb = _METHOD_VERBS.get(method, "")
     return RequestInfo(path, verb, True, group, version, namespace, resource, name, subresource)
+
+
+def _non_resource(method: str, path: str) -> RequestInfo:
+    return RequestInfo(path=path, verb=method.lower(), is_resource=False)
 
 
 def _proxy_verb(method: str) -> str:

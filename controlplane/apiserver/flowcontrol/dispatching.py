@@ -81,10 +81,7 @@ class _Seat:
         self._controller = controller
         self._found = found
         self._queues = controller.levels.get(found.level)
-        labels = (found.level.value, found.flow_schema)
-        metrics = controller.metrics
-        self._executing = metrics.executing.labels(*labels)
-        self._inqueue = metrics.inqueue.labels(*labels)
+        self._inqueue, self._executing = controller.metrics.gauges(found)
 
     async def __aenter__(self) -> None:
         queues, found = self._queues, self._found

@@ -45,6 +45,18 @@ class FlowControlMetrics:
             buckets=_WAIT_BUCKETS, registry=registry,
         )
 
+        #: Each (level, flow schema)'s in-queue and executing gauges, looked up once (a handful:
+        #: the built-in schemas), not through labels() on every request.
+        self._gauges: dict[tuple[str, str], tuple[Gauge, Gauge]] = {}
+
+    def gauges(self, found: Classification) -> tuple[Gauge, Gauge]:
+        """The in-queue and executing gauges of ``found``'s level and flow schema."""
+        key = (found.level.value, found.flow_schema)
+        pair = self._gauges.get(key)
+        if pair is None:
+            pair = self._gauges[key] = (self.inqueue.labels(*key), self.executing.labels(*key))
+        return pair
+
     def reject(self, found: Classification, reason: str) -> None:
         self.rejected.labels(found.level.value, found.flow_schema, reason).inc()
 
