@@ -624,6 +624,25 @@ def coordination_resources() -> list[ResourceType]:
     ])
 
 
+def _printed(dotted: str) -> CellGetter:
+    """A CRD printer column of type string: the value as text, None (``<none>``) when unset."""
+    parts = dotted.split(".")
+
+    def get(obj: dict[str, Any], _now: datetime) -> Any:
+        value = dig(obj, *parts)
+        return None if value is None else str(value)
+
+    return get
+
+
+#: Karmada's printer columns of PropagationPolicy and ClusterPropagationPolicy (their CRDs').
+_PROPAGATION_COLUMNS = (
+    TableColumn("CONFLICT-RESOLUTION", _printed("spec.conflictResolution")),
+    TableColumn("PRIORITY", _printed("spec.priority")),
+    TableColumn("AGE", AGE.getter, type="date"),
+)
+
+
 def gpufed_resource_types(
     *,
     cluster_model: type[BaseModel] | None,
@@ -635,6 +654,7 @@ def gpufed_resource_types(
     """gpufed's own kinds with the given models (None = permissive) and the policy kinds'
     warnings hook; see gpufed_resources()."""
     from controlplane.apis import constants as c
+    from policies.defaulting import POLICY_DEFAULTS
 
     types: list[ResourceType] = [
         ResourceType(
@@ -685,6 +705,7 @@ def gpufed_resource_types(
     )
     for group in (c.POLICY_GROUP, c.KARMADA_POLICY_GROUP):
         for kind, plural, singular, namespaced, shorts in policy_kinds:
+            defaults, defaults_on_read = POLICY_DEFAULTS[kind]
             types.append(
                 ResourceType(
                     group, c.VERSION, kind, plural, singular, namespaced=namespaced,
@@ -695,7 +716,9 @@ def gpufed_resource_types(
                     model=policy_models.get(kind),
                     # gpufed's addition: the hub's ResourceSelectorsServed condition.
                     has_status=True,
-                    columns=(TableColumn("Priority", path("spec.priority"), type="integer"), AGE),
+                    columns=_PROPAGATION_COLUMNS if kind.endswith("PropagationPolicy") else (AGE,),
+                    defaults=defaults,
+                    defaults_on_read=defaults_on_read,
                     warn=policy_warnings,
                     stored_as=c.POLICY_GROUP if group != c.POLICY_GROUP else None,
                 )

@@ -65,4 +65,6 @@ async def test_a_valid_object_with_an_unknown_field_is_stored_with_a_warning(hub
     assert response.status == 201, await response.text()
     assert 'unknown field \\"spec.failover.application.bogus\\"' in response.headers["Warning"]
     stored = await (await hub.get(f"{POLICIES}/p")).json()
-    assert stored["spec"]["failover"]["application"] == {"decisionConditions": {"tolerationSeconds": 30}}
+    assert stored["spec"]["failover"]["application"] == {
+        "decisionConditions": {"tolerationSeconds": 30}, "purgeMode": "Graciously"
+    }

@@ -463,7 +463,16 @@ async def test_karmada_policy_applies_as_is(objects: ObjectStore, manager: Contr
     stored = await get_or_none(
         objects, "policy.karmada.io/v1alpha1", "PropagationPolicy", "default", "nginx-propagation"
     )
-    assert stored is not None and stored["spec"] == only(docs, "PropagationPolicy")["spec"]
+    # Stored as Karmada stores it: its CRD's defaults and its webhook's selector namespace.
+    sent = only(docs, "PropagationPolicy")["spec"]
+    assert stored is not None and stored["spec"] == {
+        **sent,
+        "resourceSelectors": [{**sent["resourceSelectors"][0], "namespace": "default"}],
+        "conflictResolution": "Abort",
+        "preemption": "Never",
+        "priority": 0,
+        "schedulerName": "default-scheduler",
+    }
     binding = await scheduled_binding(objects, workload)
     assert binding["spec"]["policy"] == {
         "kind": "PropagationPolicy",

@@ -1,0 +1,130 @@
+"""Karmada's defaults of the policy kinds, as a Karmada control plane stores them.
+
+Two sources fill a policy's unset fields on Karmada:
+
+* the CRDs' structural defaults (``+kubebuilder:default``), applied on every create and update
+  and to objects read back from storage, and only where the parent object exists:
+  ``spec.priority`` 0, ``spec.preemption`` Never, ``spec.conflictResolution`` Abort,
+  ``spec.schedulerName`` default-scheduler, ``failover.application.purgeMode`` Graciously,
+  ``failover.application.decisionConditions.tolerationSeconds`` 300 and
+  ``placement.replicaScheduling.replicaSchedulingType`` Divided;
+* karmada-webhook's mutating admission, on creates and updates only: a namespaced policy's
+  ``resourceSelectors[].namespace`` is its own namespace, a spread constraint with neither
+  ``spreadByField`` nor ``spreadByLabel`` spreads by ``cluster`` and one without ``minGroups``
+  has 1, and Divided replicas without a ``replicaDivisionPreference`` are Weighted.
+
+Each stored default is what the hub already made of the unset field (``effective_*`` and
+``division_strategy`` in :mod:`policies.models`), so no placement changes. Left unset, because
+the hub's reading of the unset field is not the default's: the webhook's cluster tolerations
+(the hub's health taints are ``cluster.gpufed.io/*`` and their default follows the hub's flags
+when scheduling), ``failover.application.gracePeriodSeconds`` (the hub's default is its
+``--graceful-eviction-timeout``), ``propagateDeps`` for a ServiceImport (the hub derives no
+Service or EndpointSlices from one), and the Weighted preference next to a ``tieredOverflow``
+block (gpufed's extension: the block alone means TieredOverflow).
+
+In: a policy's wire dict, changed in place. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+#: Fills unset fields of one policy object in place.
+PolicyDefaulter = Callable[[dict[str, Any]], None]
+
+_SPEC_DEFAULTS: Final[tuple[tuple[str, Any], ...]] = (
+    ("conflictResolution", "Abort"),
+    ("preemption", "Never"),
+    ("priority", 0),
+    ("schedulerName", "default-scheduler"),
+)
+
+
+def _child(parent: Any, key: str) -> dict[str, Any] | None:
+    """``parent[key]`` when both are objects (a default applies only under an existing parent)."""
+    if not isinstance(parent, dict):
+        return None
+    child = parent.get(key)
+    return child if isinstance(child, dict) else None
+
+
+def _unset(obj: dict[str, Any], key: str) -> bool:
+    """Go's zero value of a string or number field: absent, null, empty or 0."""
+    return obj.get(key) in (None, "", 0)
+
+
+def propagation_structural(obj: dict[str, Any]) -> None:
+    """The PropagationPolicy and ClusterPropagationPolicy CRDs' structural defaults."""
+    spec = _child(obj, "spec")
+    if spec is None:
+        return
+    for key, value in _SPEC_DEFAULTS:
+        if spec.get(key) is None:
+            spec[key] = value
+    application = _child(_child(spec, "failover"), "application")
+    if application is not None:
+        if application.get("purgeMode") is None:
+            application["purgeMode"] = "Graciously"
+        conditions = _child(application, "decisionConditions")
+        if conditions is not None and conditions.get("tolerationSeconds") is None:
+            conditions["tolerationSeconds"] = 300
+    scheduling = _child(_child(spec, "placement"), "replicaScheduling")
+    if scheduling is not None and scheduling.get("replicaSchedulingType") is None:
+        scheduling["replicaSchedulingType"] = "Divided"
+
+
+def _selector_namespaces(obj: dict[str, Any]) -> None:
+    """karmada-webhook: a namespaced policy's selectors without a namespace get the policy's."""
+    namespace = (_child(obj, "metadata") or {}).get("namespace")
+    selectors = (_child(obj, "spec") or {}).get("resourceSelectors")
+    if not namespace or not isinstance(selectors, list):
+        return
+    for selector in selectors:
+        if isinstance(selector, dict) and _unset(selector, "namespace"):
+            selector["namespace"] = namespace
+
+
+def _placement_mutations(obj: dict[str, Any]) -> None:
+    """karmada-webhook's ``SetDefaultSpreadConstraints`` and ``SetReplicaDivisionPreferenceWeighted``."""
+    placement = _child(_child(obj, "spec"), "placement")
+    if placement is None:
+        return
+    constraints = placement.get("spreadConstraints")
+    for constraint in constraints if isinstance(constraints, list) else ():
+        if not isinstance(constraint, dict):
+            continue
+        if _unset(constraint, "spreadByField") and _unset(constraint, "spreadByLabel"):
+            constraint["spreadByField"] = "cluster"
+        if _unset(constraint, "minGroups"):
+            constraint["minGroups"] = 1
+    scheduling = _child(placement, "replicaScheduling")
+    if (
+        scheduling is not None
+        and scheduling.get("replicaSchedulingType") == "Divided"
+        and _unset(scheduling, "replicaDivisionPreference")
+        and scheduling.get("tieredOverflow") is None
+    ):
+        scheduling["replicaDivisionPreference"] = "Weighted"
+
+
+def propagation_policy(obj: dict[str, Any]) -> None:
+    """A PropagationPolicy as Karmada stores it on a create or update."""
+    propagation_structural(obj)
+    _selector_namespaces(obj)
+    _placement_mutations(obj)
+
+
+def cluster_propagation_policy(obj: dict[str, Any]) -> None:
+    """A ClusterPropagationPolicy as Karmada stores it on a create or update."""
+    propagation_structural(obj)
+    _placement_mutations(obj)
+
+
+#: (kind) → (defaults on create and update, defaults on read from storage).
+POLICY_DEFAULTS: Final[dict[str, tuple[PolicyDefaulter | None, PolicyDefaulter | None]]] = {
+    "PropagationPolicy": (propagation_policy, propagation_structural),
+    "ClusterPropagationPolicy": (cluster_propagation_policy, propagation_structural),
+    "OverridePolicy": (_selector_namespaces, None),
+    "ClusterOverridePolicy": (None, None),
+}
