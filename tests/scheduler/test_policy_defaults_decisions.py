@@ -23,7 +23,7 @@ from controlplane.scheduler.core.deciding import schedule
 from controlplane.scheduler.core.framework import BindingRequest
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 from policies.defaulting import POLICY_DEFAULTS
-from policies.models import PropagationPolicy
+from policies.models import ClusterPropagationPolicy, PropagationPolicy
 from policies.validation import parse_policy, policy_warnings
 
 from .builders import A100, H100, cluster, shape
@@ -130,6 +130,7 @@ def _fleet(doc: dict[str, Any]) -> list[ClusterSnapshot]:
 def _decisions(doc: dict[str, Any]) -> dict[str, Any]:
     """What the hub makes of the policy: matching, warnings, failover and placements."""
     policy = parse_policy(doc)
+    assert isinstance(policy, PropagationPolicy | ClusterPropagationPolicy)
     assert not isinstance(policy, PropagationPolicy) or policy.metadata.namespace
     spec = policy.spec
     failover = spec.failover
