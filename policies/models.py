@@ -16,8 +16,8 @@ In: the wire form (dicts parsed from YAML/JSON). Out: validated models whose
 ``model_dump(by_alias=True, exclude_none=True)`` equals the input. Validation that involves
 several fields is attached to the last field involved, so errors carry a precise field path
 (``spec.placement.replicaScheduling.weightPreference``) and a message a person can act on.
-Defaults that Karmada's webhooks would fill in are *not* written into the object; the
-``effective_*``/``division_strategy`` helpers compute them instead.
+The hub stores a policy with Karmada's defaults (:mod:`policies.defaulting`); the
+``effective_*``/``division_strategy`` helpers give the same values for a policy without them.
 """
 
 from __future__ import annotations
