@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from controlplane.apis import kueue_conversion as convert
+from controlplane.apis import kueue_defaulting as defaulting
 from controlplane.apis import kueue_v1alpha1, kueue_v1beta2
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apiserver.kinds import cells
@@ -34,23 +35,6 @@ _ADMITTED = TableColumn(
 )
 
 
-def _fungibility_defaults(when_can_borrow: str) -> Callable[[dict[str, Any]], None]:
-    """Kueue's defaults of a ClusterQueue's ``flavorFungibility`` (its CRD defaults the field to
-    {} and then each policy): borrow in a flavor that fits by borrowing (``when_can_borrow``:
-    v1beta1's ``Borrow``, v1beta2's ``MayStopSearch``), but try the next flavor before preempting."""
-
-    def defaults(obj: dict[str, Any]) -> None:
-        spec = obj.get("spec")
-        if not isinstance(spec, dict):
-            return
-        fungibility = spec.setdefault("flavorFungibility", {})
-        if isinstance(fungibility, dict):
-            fungibility.setdefault("whenCanBorrow", when_can_borrow)
-            fungibility.setdefault("whenCanPreempt", "TryNextFlavor")
-
-    return defaults
-
-
 def _v1beta2(
     rt: ResourceType, model: type[BaseModel], to_storage: Converter, from_storage: Converter, **changes: Any
 ) -> ResourceType:
@@ -65,7 +49,8 @@ RESOURCE_FLAVOR = ResourceType(
 )
 CLUSTER_QUEUE = ResourceType(
     kueue.API_GROUP, kueue.VERSION, "ClusterQueue", "clusterqueues", "clusterqueue", namespaced=False, short_names=("cq",), has_status=True, model=kueue.ClusterQueue,
-    defaults=_fungibility_defaults("Borrow"),
+    defaults=defaulting.cluster_queue("Borrow"),
+    defaults_on_read=defaulting.cluster_queue("Borrow"),
     columns=(
         TableColumn("Cohort", cells.text_at("spec", "cohort"), description="Cohort that this ClusterQueue belongs to"),
         TableColumn("Strategy", cells.text_at("spec", "queueingStrategy"), priority=1,
@@ -80,6 +65,8 @@ CLUSTER_QUEUE = ResourceType(
 LOCAL_QUEUE = ResourceType(
     kueue.API_GROUP, kueue.VERSION, "LocalQueue", "localqueues", "localqueue", namespaced=True, short_names=("queue", "queues", "lq"), has_status=True,
     model=kueue.LocalQueue,
+    defaults=defaulting.local_queue,
+    defaults_on_read=defaulting.local_queue,
     columns=(
         TableColumn("ClusterQueue", cells.text_at("spec", "clusterQueue"), description="Backing ClusterQueue"),
         _PENDING,
@@ -90,6 +77,8 @@ LOCAL_QUEUE = ResourceType(
 COHORT = ResourceType(
     kueue.API_GROUP, kueue_v1alpha1.VERSION, "Cohort", "cohorts", "cohort", namespaced=False, has_status=True,
     model=kueue_v1alpha1.Cohort,
+    defaults=defaulting.cohort,
+    defaults_on_read=defaulting.cohort,
     columns=(
         TableColumn("Parent", cells.text_at("spec", "parentName"), description="The parent Cohort"),
         TableColumn("Weight", cells.text_at("spec", "fairSharing", "weight"), priority=1, description="Fair-sharing weight"),
@@ -122,7 +111,7 @@ RESOURCE_FLAVOR_V1BETA2 = _v1beta2(
 )
 CLUSTER_QUEUE_V1BETA2 = _v1beta2(
     CLUSTER_QUEUE, kueue_v1beta2.ClusterQueue, convert.cluster_queue_to_v1beta1, convert.cluster_queue_to_v1beta2,
-    defaults=_fungibility_defaults("MayStopSearch"),
+    defaults=defaulting.cluster_queue("MayStopSearch"),
     columns=tuple(
         replace(column, getter=cells.text_at("spec", "cohortName")) if column.name == "Cohort" else column
         for column in CLUSTER_QUEUE.columns

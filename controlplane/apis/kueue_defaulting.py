@@ -1,0 +1,86 @@
+"""Kueue's CRD defaults (``+kubebuilder:default``) of its quota kinds, as its API server stores them.
+
+Structural defaults apply on every create and update and to objects read back from storage, and
+only where the parent object exists. A ClusterQueue (v1beta1 and v1beta2 alike) gets
+``queueingStrategy: BestEffortFIFO``, ``stopPolicy: None``, ``flavorFungibility`` (see
+:func:`cluster_queue`), ``preemption`` with ``reclaimWithinCohort``, ``withinClusterQueue`` and
+``borrowWithinCohort.policy`` all ``Never``, and a given ``fairSharing`` a ``weight`` of 1; a
+LocalQueue ``stopPolicy: None`` and a given ``fairSharing`` a ``weight`` of 1; a Cohort a given
+``fairSharing`` a ``weight`` of 1. Each is what the hub's admission already reads from the unset
+field (:mod:`controlplane.admission.objects`), so no admission decision changes.
+
+In: an object's wire dict, changed in place. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+#: Fills unset fields of one object in place.
+KueueDefaulter = Callable[[dict[str, Any]], None]
+
+
+def _spec(obj: dict[str, Any]) -> dict[str, Any] | None:
+    spec = obj.get("spec")
+    return spec if isinstance(spec, dict) else None
+
+
+def _object_at(parent: dict[str, Any], key: str) -> dict[str, Any] | None:
+    """``parent[key]``, ``{}`` stored there when unset (a field whose CRD default is ``{}``)."""
+    if parent.get(key) is None:
+        parent[key] = {}
+    child = parent[key]
+    return child if isinstance(child, dict) else None
+
+
+def _fair_sharing_weight(spec: dict[str, Any]) -> None:
+    fair_sharing = spec.get("fairSharing")
+    if isinstance(fair_sharing, dict) and fair_sharing.get("weight") is None:
+        fair_sharing["weight"] = 1
+
+
+def cluster_queue(when_can_borrow: str) -> KueueDefaulter:
+    """A ClusterQueue's defaults; ``flavorFungibility.whenCanBorrow`` is ``when_can_borrow``
+    (v1beta1's ``Borrow``, v1beta2's ``MayStopSearch``), ``whenCanPreempt`` TryNextFlavor."""
+
+    def defaults(obj: dict[str, Any]) -> None:
+        spec = _spec(obj)
+        if spec is None:
+            return
+        if spec.get("queueingStrategy") is None:
+            spec["queueingStrategy"] = "BestEffortFIFO"
+        if spec.get("stopPolicy") is None:
+            spec["stopPolicy"] = "None"
+        fungibility = _object_at(spec, "flavorFungibility")
+        if fungibility is not None:
+            fungibility.setdefault("whenCanBorrow", when_can_borrow)
+            fungibility.setdefault("whenCanPreempt", "TryNextFlavor")
+        preemption = _object_at(spec, "preemption")
+        if preemption is not None:
+            for key in ("reclaimWithinCohort", "withinClusterQueue"):
+                if preemption.get(key) is None:
+                    preemption[key] = "Never"
+            borrow = _object_at(preemption, "borrowWithinCohort")
+            if borrow is not None and borrow.get("policy") is None:
+                borrow["policy"] = "Never"
+        _fair_sharing_weight(spec)
+
+    return defaults
+
+
+def local_queue(obj: dict[str, Any]) -> None:
+    """A LocalQueue's defaults."""
+    spec = _spec(obj)
+    if spec is None:
+        return
+    if spec.get("stopPolicy") is None:
+        spec["stopPolicy"] = "None"
+    _fair_sharing_weight(spec)
+
+
+def cohort(obj: dict[str, Any]) -> None:
+    """A Cohort's defaults."""
+    spec = _spec(obj)
+    if spec is not None:
+        _fair_sharing_weight(spec)

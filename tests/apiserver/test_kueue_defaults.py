@@ -1,0 +1,130 @@
+"""Kueue's CRD defaults on the hub's Kueue kinds: a ClusterQueue, LocalQueue or Cohort written
+without them reads back as Kueue's API server stores it, at v1beta1 and v1beta2; one stored
+without them is served with them; an apply of the same object again writes nothing; and the
+hub's admission reads the defaulted queue as it read the one without defaults."""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import yaml
+from aiohttp.test_utils import TestClient, TestServer
+
+from controlplane.admission.objects import cluster_queue as admission_view
+from controlplane.admission.objects import fair_weight
+from controlplane.apis import kueue_defaulting
+from controlplane.apiserver import codec
+from controlplane.apiserver.app import create_app
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.hub import hub_registry
+from controlplane.storage.etcd import EtcdStore
+
+Obj = dict[str, Any]
+GROUP = "/apis/kueue.x-k8s.io"
+APPLY = {"Content-Type": "application/apply-patch+yaml"}
+GPU_GROUP = [{"coveredResources": ["nvidia.com/gpu"], "flavors": [
+    {"name": "a100", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 8}]}]}]
+#: What Kueue's CRD adds to a ClusterQueue that sets none of its defaulted fields (v1beta1).
+CQ_DEFAULTS: Obj = {
+    "queueingStrategy": "BestEffortFIFO",
+    "stopPolicy": "None",
+    "flavorFungibility": {"whenCanBorrow": "Borrow", "whenCanPreempt": "TryNextFlavor"},
+    "preemption": {"reclaimWithinCohort": "Never", "withinClusterQueue": "Never", "borrowWithinCohort": {"policy": "Never"}},
+}
+
+
+@pytest.fixture
+async def served(etcd_endpoint: str) -> AsyncIterator[tuple[TestClient[Any, Any], ObjectStore]]:
+    registry = hub_registry()
+    async with EtcdStore([etcd_endpoint], prefix=f"/gpufed-test/kueue-defaults-{time.monotonic_ns()}") as store:
+        objects = ObjectStore(store, registry)
+        await objects.bootstrap()
+        async with TestClient(TestServer(create_app(objects, registry))) as client:
+            yield client, objects
+
+
+async def ok(response: Any, status: int = 200) -> Obj:
+    body: Obj = await response.json()
+    assert response.status == status, body
+    return body
+
+
+def queue(version: str, name: str, **spec: Any) -> Obj:
+    return {"apiVersion": f"kueue.x-k8s.io/{version}", "kind": "ClusterQueue", "metadata": {"name": name},
+            "spec": {"namespaceSelector": {}, "resourceGroups": GPU_GROUP, **spec}}
+
+
+async def test_a_cluster_queue_reads_back_with_kueues_defaults(served: tuple[TestClient[Any, Any], ObjectStore]) -> None:
+    client, _ = served
+    created = await ok(await client.post(f"{GROUP}/v1beta1/clusterqueues", json=queue("v1beta1", "team-a")), 201)
+    assert created["spec"] == {"namespaceSelector": {}, "resourceGroups": GPU_GROUP, **CQ_DEFAULTS}
+    at_v1beta2 = await ok(await client.get(f"{GROUP}/v1beta2/clusterqueues/team-a"))
+    assert at_v1beta2["spec"]["preemption"] == CQ_DEFAULTS["preemption"]
+    assert at_v1beta2["spec"]["flavorFungibility"] == {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "TryNextFlavor"}
+
+    # Given values stay; a given fairSharing gets its weight.
+    given = queue("v1beta2", "team-b", queueingStrategy="StrictFIFO", stopPolicy="Hold",
+                  preemption={"withinClusterQueue": "LowerPriority"}, fairSharing={})
+    created = await ok(await client.post(f"{GROUP}/v1beta2/clusterqueues", json=given), 201)
+    assert created["spec"]["queueingStrategy"] == "StrictFIFO" and created["spec"]["stopPolicy"] == "Hold"
+    assert created["spec"]["preemption"] == {
+        "withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Never", "borrowWithinCohort": {"policy": "Never"}
+    }
+    assert created["spec"]["fairSharing"] == {"weight": 1}
+
+
+async def test_local_queues_and_cohorts_get_theirs(served: tuple[TestClient[Any, Any], ObjectStore]) -> None:
+    client, _ = served
+    local = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+             "metadata": {"name": "team-a", "namespace": "default"}, "spec": {"clusterQueue": "team-a"}}
+    created = await ok(await client.post(f"{GROUP}/v1beta2/namespaces/default/localqueues", json=local), 201)
+    assert created["spec"] == {"clusterQueue": "team-a", "stopPolicy": "None"}
+    cohort = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort", "metadata": {"name": "research"},
+              "spec": {"fairSharing": {}}}
+    created = await ok(await client.post(f"{GROUP}/v1beta2/cohorts", json=cohort), 201)
+    assert created["spec"] == {"fairSharing": {"weight": 1}}
+
+
+async def test_a_queue_stored_without_defaults_is_served_with_them(
+    served: tuple[TestClient[Any, Any], ObjectStore],
+) -> None:
+    client, objects = served
+    rt = objects.registry.require("kueue.x-k8s.io/v1beta1", "ClusterQueue")
+    old = queue("v1beta1", "old")
+    old["metadata"].update(uid="u-1", creationTimestamp="2026-01-01T00:00:00Z", generation=1)
+    await objects.store.create(rt.key(namespace=None, name="old"), codec.encode(old))
+    read = await ok(await client.get(f"{GROUP}/v1beta1/clusterqueues/old"))
+    assert read["spec"] == {"namespaceSelector": {}, "resourceGroups": GPU_GROUP, **CQ_DEFAULTS}
+    listed = await ok(await client.get(f"{GROUP}/v1beta2/clusterqueues"))
+    assert [item["spec"]["stopPolicy"] for item in listed["items"]] == ["None"]
+
+
+async def test_applying_the_same_queue_again_writes_nothing(served: tuple[TestClient[Any, Any], ObjectStore]) -> None:
+    client, _ = served
+    for version in ("v1beta1", "v1beta2"):
+        name = f"applied-{version}"
+        path = f"{GROUP}/{version}/clusterqueues/{name}?fieldManager=kubectl"
+        body = yaml.safe_dump(queue(version, name))
+        first = await ok(await client.patch(path, data=body, headers=APPLY), 201)
+        again = await ok(await client.patch(path, data=body, headers=APPLY))
+        assert again["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+
+
+@pytest.mark.parametrize("spec", [
+    {},
+    {"cohort": "research", "preemption": {"reclaimWithinCohort": "Any", "borrowWithinCohort": {"maxPriorityThreshold": 5}}},
+    {"queueingStrategy": "StrictFIFO", "stopPolicy": "HoldAndDrain", "fairSharing": {}},
+    {"preemption": {}, "flavorFungibility": {}, "stopPolicy": "None"},
+])
+def test_the_defaults_change_no_admission_setting(spec: Obj) -> None:
+    written = queue("v1beta1", "q", resourceGroups=GPU_GROUP, **spec)
+    stored = copy.deepcopy(written)
+    kueue_defaulting.cluster_queue("Borrow")(stored)
+    assert stored != written
+    flavors: dict[str, dict[str, str]] = {"a100": {}}
+    assert admission_view(stored, flavors) == admission_view(written, flavors)
+    assert fair_weight(stored["spec"]) == fair_weight(written["spec"])
