@@ -50,8 +50,16 @@ def _child(parent: Any, key: str) -> dict[str, Any] | None:
 
 
 def _unset(obj: dict[str, Any], key: str) -> bool:
-    """Go's zero value of a string or number field: absent, null, empty or 0."""
-    return obj.get(key) in (None, "", 0)
+    """Go's zero value of a string field: absent, null or empty."""
+    value = obj.get(key)
+    return value is None or value == ""
+
+
+def _zero(obj: dict[str, Any], key: str) -> bool:
+    """Go's zero value of a number field: absent, null or 0 (a value of another type is left to
+    validation)."""
+    value = obj.get(key)
+    return value is None or (type(value) is int and value == 0)
 
 
 def propagation_structural(obj: dict[str, Any]) -> None:
@@ -96,7 +104,7 @@ def _placement_mutations(obj: dict[str, Any]) -> None:
             continue
         if _unset(constraint, "spreadByField") and _unset(constraint, "spreadByLabel"):
             constraint["spreadByField"] = "cluster"
-        if _unset(constraint, "minGroups"):
+        if _zero(constraint, "minGroups"):
             constraint["minGroups"] = 1
     scheduling = _child(placement, "replicaScheduling")
     if (
