@@ -27,7 +27,8 @@ In: a policy's wire dict, changed in place. Pure.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import copy
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 #: Fills unset fields of one policy object in place.
@@ -136,3 +137,14 @@ POLICY_DEFAULTS: Final[dict[str, tuple[PolicyDefaulter | None, PolicyDefaulter |
     "OverridePolicy": (_selector_namespaces, None),
     "ClusterOverridePolicy": (None, None),
 }
+
+
+def placement_as_stored(placement: Mapping[str, Any]) -> dict[str, Any]:
+    """A policy's ``placement`` (on the wire) with the defaults a write stores in it now, for
+    comparing a placement copied before those defaults with one copied after (the binding of a
+    policy stored earlier is not rewritten, and so not scheduled again, for a default)."""
+    wrapped: dict[str, Any] = {"spec": {"placement": copy.deepcopy(dict(placement))}}
+    propagation_structural(wrapped)
+    _placement_mutations(wrapped)
+    placement_out: dict[str, Any] = wrapped["spec"]["placement"]
+    return placement_out

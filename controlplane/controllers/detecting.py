@@ -77,6 +77,7 @@ from controlplane.interpreter import interpreter_for
 from controlplane.interpreter.registry import group_of
 from controlplane.interpreter.shape import InvalidObject
 from controlplane.objectclient import ResourceType, WatchEventType, errors
+from policies.defaulting import placement_as_stored
 from policies.matching import PolicyMatch, PolicyRef, is_reserved_namespace, policy_ref, select_policy
 from policies.models import AnyPropagationPolicy, SchedulePriority
 
@@ -188,7 +189,7 @@ def binding_spec(
         spec["replicas"] = 0
         spec["gang"] = False
     if policy.spec.placement is not None:
-        spec["placement"] = policy.spec.placement.to_wire()
+        spec["placement"] = _kept_placement(policy.spec.placement.to_wire(), existing)
     if policy.spec.gpu_shapes is not None:
         # Part of the binding so that editing them moves its generation: the scheduler decides again.
         spec["gpuShapes"] = policy.spec.gpu_shapes.to_wire()
@@ -206,6 +207,16 @@ def binding_spec(
         if value is not None:
             spec[owned_by_scheduler] = value
     return spec
+
+
+def _kept_placement(placement: dict[str, Any], existing: dict[str, Any] | None) -> dict[str, Any]:
+    """``placement``, or the binding's own copy when the two differ only in the defaults a policy
+    is now stored with (:func:`policies.defaulting.placement_as_stored`): a policy stored before
+    them does not move its bindings' generation, and so does not have them scheduled again."""
+    kept = BindingView(existing).spec.get("placement") if existing is not None else None
+    if isinstance(kept, dict) and kept != placement and placement_as_stored(kept) == placement_as_stored(placement):
+        return kept
+    return placement
 
 
 def _scheduler_change_only(old: dict[str, Any], new: dict[str, Any]) -> bool:

@@ -227,6 +227,10 @@ def render_manifest(
     return RenderedManifest(result.manifest, result.applied, result.error)
 
 
+#: A Work's ``conflictResolution`` when it has none (the agent's reading, Karmada's CRD default).
+DEFAULT_CONFLICT_RESOLUTION = "Abort"
+
+
 def build_work(
     *,
     cluster: str,
@@ -240,7 +244,9 @@ def build_work(
     resource_generation: int | None = None,
 ) -> dict[str, Any]:
     spec: dict[str, Any] = {"workload": {"manifests": [dict(manifest)]}}
-    if conflict_resolution:
+    if conflict_resolution and conflict_resolution != DEFAULT_CONFLICT_RESOLUTION:
+        # Abort is what a Work without the field means to the agent: a policy stored with its
+        # default (``policies.defaulting``) and one stored before it render the same Work.
         spec["conflictResolution"] = conflict_resolution
     if suspend_dispatching:
         spec["suspendDispatching"] = True
