@@ -20,16 +20,13 @@ Pure: no I/O; randomness comes from the caller's generator.
 from __future__ import annotations
 
 import copy
-import json
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Final
+from typing import Any
 
-_SAFE_ALPHABET: Final = "bcdfghjklmnpqrstvwxz2456789"
-_FNV32_OFFSET: Final = 0x811C9DC5
-_FNV32_PRIME: Final = 0x01000193
+from controlplane.apis.templatehash import SAFE_ALPHABET
 
 
 class ConditionType(StrEnum):
@@ -69,23 +66,8 @@ class Changes:
     status: dict[str, Any] | None = None
 
 
-def template_hash(template: Mapping[str, Any], *, collision_count: int | None = None) -> str:
-    """A stable short hash of a pod template, made as kube's ``controller.ComputeHash``:
-    FNV-32a (over the canonical JSON of the template, then the collision count), its
-    decimal digits mapped to kube's safe alphabet (``rand.SafeEncodeString``), so up to
-    10 characters such as ``6d9f7b8c5``. Kube hashes the Go struct's dump, so the value
-    differs from a real cluster's for the same template; its shape and stability do not."""
-    data = json.dumps(template, sort_keys=True, separators=(",", ":")).encode()
-    if collision_count is not None:
-        data += str(collision_count).encode()
-    value = _FNV32_OFFSET
-    for byte in data:
-        value = ((value ^ byte) * _FNV32_PRIME) & 0xFFFFFFFF
-    return "".join(_SAFE_ALPHABET[ord(ch) % len(_SAFE_ALPHABET)] for ch in str(value))
-
-
 def random_suffix(rng: random.Random, length: int = 5) -> str:
-    return "".join(rng.choice(_SAFE_ALPHABET) for _ in range(length))
+    return "".join(rng.choice(SAFE_ALPHABET) for _ in range(length))
 
 
 def owner_reference(owner: Mapping[str, Any]) -> dict[str, Any]:

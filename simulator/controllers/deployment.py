@@ -29,6 +29,7 @@ from enum import StrEnum
 from typing import Any, Final
 
 from controlplane.apis.constants import LABEL_POD_TEMPLATE_HASH
+from controlplane.apis.templatehash import template_hash
 from simulator.controllers.base import (
     Changes,
     ConditionType,
@@ -41,7 +42,6 @@ from simulator.controllers.base import (
     oldest_first,
     owner_reference,
     spec_replicas,
-    template_hash,
 )
 
 ANNOTATION_REVISION: Final = "deployment.kubernetes.io/revision"

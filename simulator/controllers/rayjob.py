@@ -12,7 +12,8 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from simulator.controllers.base import Changes, changed, is_active, is_terminating, phase, template_hash
+from controlplane.apis.templatehash import template_hash
+from simulator.controllers.base import Changes, changed, is_active, is_terminating, phase
 from simulator.controllers.raycluster import ray_pods
 
 #: Set by the RayJob controller on the head pod: the kubelet ends it after its duration.

@@ -22,6 +22,7 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from controlplane.apis.templatehash import template_hash
 from controlplane.interpreter.statefulset import partition_of
 from simulator.controllers.base import (
     Changes,
@@ -34,7 +35,6 @@ from simulator.controllers.base import (
     new_pod,
     phase,
     spec_replicas,
-    template_hash,
 )
 
 LABEL_REVISION: Final = "controller-revision-hash"

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from controlplane.apis.constants import LABEL_POD_TEMPLATE_HASH
+from controlplane.apis.templatehash import template_hash
 from member_agent.capacity import owner_workload
-from simulator.controllers.base import Changes, template_hash
+from simulator.controllers.base import Changes
 from simulator.controllers.deployment import (
     ANNOTATION_DESIRED_REPLICAS,
     ANNOTATION_REVISION,
