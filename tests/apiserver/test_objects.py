@@ -106,6 +106,29 @@ async def test_status_subresource_and_generation(objects_on: ObjectStore) -> Non
     assert relabeled_after["status"] == status
 
 
+async def test_a_deployments_status_write_takes_its_annotations_as_kubes_does(objects_on: ObjectStore) -> None:
+    """kube's deployment status strategy resets only the spec and labels: its controller writes
+    deployment.kubernetes.io/revision with UpdateStatus, and the generation stays."""
+    deploy, _, _ = _types(objects_on)
+    created = await objects_on.create(deploy, deployment("web", labels={"app": "web"}))
+    meta = {**created["metadata"], "annotations": {"deployment.kubernetes.io/revision": "1"}, "labels": {"x": "y"}}
+    after = await objects_on.update_status(deploy, {**created, "metadata": meta, "status": {"replicas": 1}})
+    assert after["metadata"]["annotations"] == {"deployment.kubernetes.io/revision": "1"}
+    assert after["metadata"]["labels"] == {"app": "web"}  # the stored labels
+    assert after["metadata"]["generation"] == 1
+    cleared = await objects_on.update_status(deploy, {**after, "metadata": {**after["metadata"], "annotations": {}}})
+    assert "annotations" not in cleared["metadata"]
+    # Another kind's status write keeps the stored metadata.
+    statefulsets = objects_on.registry.require("apps/v1", "StatefulSet")
+    sts = deployment("db")
+    sts["kind"], sts["spec"]["serviceName"] = "StatefulSet", "db"
+    stored = await objects_on.create(statefulsets, sts)
+    kept = await objects_on.update_status(
+        statefulsets, {**stored, "metadata": {**stored["metadata"], "annotations": {"a": "b"}}, "status": {"replicas": 0}}
+    )
+    assert "annotations" not in kept["metadata"]
+
+
 async def test_finalizers_hold_deletion_until_removed(objects_on: ObjectStore) -> None:
     _, _, configmaps = _types(objects_on)
     await objects_on.create(

@@ -55,8 +55,29 @@ GENERATION_METADATA: Final[Mapping[tuple[str, str], tuple[str, ...]]] = {
     ("discovery.k8s.io", "EndpointSlice"): ("labels",),
 }
 
+#: Metadata a write of the status subresource takes from the request: kube's status strategies
+#: reset the spec and labels only, for a Deployment (its controller records its
+#: ``deployment.kubernetes.io/revision`` annotation with UpdateStatus, so its generation stays).
+#: Every other kind's status write keeps the stored metadata.
+STATUS_WRITE_METADATA: Final[Mapping[tuple[str, str], tuple[str, ...]]] = {
+    ("apps", "Deployment"): ("annotations",),
+}
+
 #: Parts of an object that never count as its content (what a generation stands for).
 _NOT_CONTENT: Final = frozenset({"metadata", "status"})
+
+
+def status_write_metadata(
+    group: str, kind: str, *, stored: Mapping[str, Any], request: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The metadata a write of the status subresource stores: the stored one, with the fields of
+    :data:`STATUS_WRITE_METADATA` as the request has them (set, or absent)."""
+    out = dict(stored)
+    for key in STATUS_WRITE_METADATA.get((group, kind), ()):
+        out.pop(key, None)
+        if request.get(key):
+            out[key] = request[key]
+    return out
 
 
 def keeps_generation(group: str, kind: str) -> bool:

@@ -23,7 +23,7 @@ from functools import partial
 from typing import Any
 
 from controlplane.apis.kube.field import go_json, go_printed
-from controlplane.apis.kube.generation import generation_content
+from controlplane.apis.kube.generation import generation_content, status_write_metadata
 from controlplane.apiserver import errors
 from controlplane.apiserver.admission import AdmitWrite, CheckCreate, Operation, WriteAttributes
 from controlplane.apiserver.allocating import Allocations, NoAllocations, stored_with
@@ -503,6 +503,7 @@ def _merged(
             new["status"] = incoming["status"]
         else:
             new.pop("status", None)
+        new["metadata"] = status_write_metadata(rt.group, rt.kind, stored=new["metadata"], request=incoming["metadata"])
         return new
     if subresource:
         raise errors.NotFound(f"the server could not find the requested resource ({rt.plural}/{subresource})")
