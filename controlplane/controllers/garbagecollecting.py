@@ -30,8 +30,10 @@ watchers) that cache only the objects carrying ownerReferences. Objects are inde
 owners' uids; an event costs a dictionary look-up or two (has it owners? is its uid someone's
 owner? is it deleting with a garbage-collection finalizer?). Owners are read, live, only when a dependent is checked or an
 owner is being deleted, and an owner reference found dangling is remembered (:class:`AbsentOwners`,
-kube's ``absentOwnerCache``), so the many dependents of one deleted owner cost one read. Level-based and restart-safe: a new leader lists every kind, checks
-every dependent once and finishes every deletion its predecessor left marked; keys are
+kube's ``absentOwnerCache``), so the many dependents of one deleted owner cost one read. A new dependent whose owners are all cached, alive and of the referenced uid is not
+checked (kube's graph does not look up an observed owner): its owner's deletion event checks it.
+Level-based and restart-safe: a new leader lists every kind, checks
+every other dependent once and finishes every deletion its predecessor left marked; keys are
 reconciled only after every kind is listed (an owner must not be released on an incomplete
 list of its dependents).
 """
@@ -259,12 +261,26 @@ class GarbageCollector(KeyedController[Node]):
             await self._wake_owners(obj, refs)
             return
         old_refs = ((old or {}).get("metadata") or {}).get("ownerReferences") or ()
-        if refs and (old is None or refs != old_refs):
+        if refs and (old is None or refs != old_refs) and not self._owners_seen(obj, refs):
             await self.loop.add(Node.of(Role.DEPENDENT, obj))
         if old_refs and refs != old_refs:
             await self._wake_owners(obj, old_refs)  # a blocking reference may have gone
         if _gc_finalizing(meta):
             await self.loop.add(Node.of(Role.OWNER, obj))
+
+    def _owners_seen(self, dependent: Mapping[str, Any], refs: Iterable[Mapping[str, Any]]) -> bool:
+        """Whether every owner is in a cache, with the referenced uid and not being deleted: as
+        kube's graph holds an observed owner, the dependent needs no live check now (the owner's
+        deletion event checks its dependents, this one included, should it go)."""
+        namespace = str((dependent.get("metadata") or {}).get("namespace") or "")
+        for ref in refs:
+            rt = self.ctx.registry.for_kind(str(ref.get("apiVersion")), str(ref.get("kind")))
+            informer = self._monitors.get((rt.group, rt.version, rt.plural)) if rt is not None else None
+            owner = informer.get(namespace if rt is not None and rt.namespaced else None, str(ref.get("name"))) if informer else None
+            meta = (owner or {}).get("metadata") or {}
+            if owner is None or meta.get("uid") != ref.get("uid") or meta.get("deletionTimestamp"):
+                return False
+        return True
 
     async def _wake_owners(self, dependent: Mapping[str, Any], refs: Iterable[Mapping[str, Any]]) -> None:
         """Queue the owners a blocking dependent may be holding in the foreground."""
