@@ -51,6 +51,7 @@ from controlplane.apis.constants import FINALIZER_WORKLOAD
 from controlplane.apis.events import EventType
 from controlplane.apis.kube.generation import content_changed
 from controlplane.apis.kube.validate_groups import global_default_priority_class
+from controlplane.apis.revisions import is_deployment_replica_set
 from controlplane.apis.views import BindingView, ObjectView
 from controlplane.apis.work_v1alpha1 import ConditionType, PriorityReason
 from controlplane.controllers.admission import AdmissionGate, constrain_placement
@@ -265,6 +266,8 @@ class Detector(KeyedController[WorkloadRef]):
     async def _on_workload(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         if event is WatchEventType.MODIFIED and (self._own_writes.is_echo(obj) or not _meta_changed(old, obj)):
             return
+        if is_deployment_replica_set(obj):
+            return  # a Deployment's history on the hub (rollouthistory): never propagated
         ref = WorkloadRef.of(obj)
         if is_plain(ref.api_version, ref.kind) and not self._plain_object_matters(ref):
             return  # a ConfigMap (DaemonSet...) no policy selects: nothing to propagate, no status to set
@@ -360,7 +363,7 @@ class Detector(KeyedController[WorkloadRef]):
                 log.info("workload %s is gone; deleting its binding", ref)
                 await ctx.delete(ctx.binding_rt, ref.binding_namespace, ref.binding_name)
             return None
-        if is_deleting(workload) or is_reserved_namespace(ref.namespace):
+        if is_deleting(workload) or is_reserved_namespace(ref.namespace) or is_deployment_replica_set(workload):
             return None
 
         claimed_by = policy_ref_of_binding(binding)

@@ -2,7 +2,7 @@
 
 In: an :class:`ObjectClient` (in-process, no HTTP) and :class:`ControllerSettings`. Out:
 the detector, scheduler, binding, status, graceful eviction, dependencies (``propagateDeps``),
-deletion and ttl-after-finished controllers running, sharing one informer per kind, and the
+deletion, ttl-after-finished and rollout-history controllers running, sharing one informer per kind, and the
 garbage collector (ownerReferences), which watches every kind with informers of its own.
 
 ``run()`` builds everything afresh — informers, queues, the scheduler's reservations —
@@ -38,6 +38,7 @@ from controlplane.controllers.hpascaletargets import HPAScaleTargetMarker
 from controlplane.controllers.policyselectors import PolicySelectorsController
 from controlplane.controllers.rebalancers import RebalancerController
 from controlplane.controllers.reconciling import ReconcileLoop
+from controlplane.controllers.rollouthistory import RolloutHistoryController
 from controlplane.controllers.scaling import ScaleInterpreters
 from controlplane.controllers.status import StatusController
 from controlplane.controllers.workloads import WorkloadRef
@@ -103,6 +104,7 @@ class ControllerManager(Service):
         hpa_targets = HPAScaleTargetMarker(ctx)
         admission = AdmissionController(ctx, metrics=self.queue_metrics)
         collector = GarbageCollector(ctx)
+        history = RolloutHistoryController(ctx)
 
         async def reinterpret(api_version: str, kind: str) -> None:
             """A kind's interpretation changed: its workloads and bindings are looked at again."""
@@ -121,7 +123,7 @@ class ControllerManager(Service):
         loops: list[ReconcileLoop[Any]] = [
             customizations.loop, detector.loop, scheduler.loop, binder.loop, status.loop, evictions.loop,
             *dependencies.loops, deletion.loop, selectors.loop, rebalancers.loop, finished_jobs.loop,
-            hpa_targets.loop, admission.loop,
+            hpa_targets.loop, admission.loop, history.loop,
         ]
         self.context, self.scheduler, self.evictions = ctx, scheduler, evictions
         self._loops = [*loops, collector.loop]  # the collector starts its own, once it has listed every kind

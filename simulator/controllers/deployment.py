@@ -29,6 +29,7 @@ from enum import StrEnum
 from typing import Any, Final
 
 from controlplane.apis.constants import LABEL_POD_TEMPLATE_HASH
+from controlplane.apis.revisions import without_hash_label
 from controlplane.apis.templatehash import template_hash
 from simulator.controllers.base import (
     Changes,
@@ -58,22 +59,6 @@ def _revision(rs: Mapping[str, Any]) -> int:
         return int(((rs.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_REVISION) or 0)
     except ValueError:
         return 0
-
-
-def _template_without_hash(template: Mapping[str, Any]) -> dict[str, Any]:
-    """A pod template as the Deployment wrote it: the ReplicaSet's minus ``pod-template-hash``."""
-    out = copy.deepcopy(dict(template))
-    meta = dict(out.get("metadata") or {})
-    labels = {k: v for k, v in (meta.get("labels") or {}).items() if k != LABEL_POD_TEMPLATE_HASH}
-    if labels:
-        meta["labels"] = labels
-    else:
-        meta.pop("labels", None)
-    if meta:
-        out["metadata"] = meta
-    else:
-        out.pop("metadata", None)
-    return out
 
 
 def scaled_value(value: int | str | None, total: int, *, round_up: bool, default: str = "25%") -> int:
@@ -214,7 +199,7 @@ def reconcile_deployment(
 
     matching = [
         rs for rs in oldest_first(rollout.sets.values())
-        if _template_without_hash((rs.get("spec") or {}).get("template") or {}) == _template_without_hash(template)
+        if without_hash_label((rs.get("spec") or {}).get("template") or {}) == without_hash_label(template)
     ]
     new_name: str | None = matching[0]["metadata"]["name"] if matching else None
     collisions = int(status_old.get("collisionCount") or 0)

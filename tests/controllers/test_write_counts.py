@@ -49,6 +49,10 @@ ONE_CLUSTER = {
     (BINDINGS, "status", "controller:status"): 1,  # applied and ready (applied, starting is held)
     ("works.work.gpufed.io", "", "controller:binding"): 1,
     ("works.work.gpufed.io", "status", "agent"): 1,  # ready (applied, starting is held)
+    # Its rollout history, as kube's deployment controller keeps it: the ReplicaSet of its
+    # template, and deployment.kubernetes.io/revision through the status (the generation stays).
+    ("replicasets.apps", "", "controller:rollout-history"): 1,
+    ("deployments.apps", "status", "controller:rollout-history"): 1,
 }
 #: Two replicas, Divided by equal static weights over two clusters (one each).
 TWO_CLUSTERS = {
@@ -67,7 +71,7 @@ SLACK = {
 }
 #: And at most this many such extra writes in all.
 TOTAL_SLACK = 2
-WORKLOAD_RESOURCES = ("deployments.apps", BINDINGS, "works.work.gpufed.io", "events")
+WORKLOAD_RESOURCES = ("deployments.apps", BINDINGS, "works.work.gpufed.io", "events", "replicasets.apps")
 WEIGHTED = {
     "replicaScheduling": {
         "replicaSchedulingType": "Divided",
