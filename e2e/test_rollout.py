@@ -3,7 +3,8 @@ divided over two members finishes only when both members' rollouts have (after a
 restart``, a ``set image``) and waits while a member has not received the change (its
 dispatching suspended), ``rollout pause`` holds the members' rollout and ``resume`` lets it
 go on, ``kubectl wait`` for a condition, a jsonpath value and a deletion returns, ``rollout
-history`` and ``undo`` say the hub keeps no revisions, a StatefulSet's ``rollout status`` and a
+history`` lists a Deployment's and a StatefulSet's revisions and ``undo`` brings the old image
+back on the members, a StatefulSet's ``rollout status`` and a
 Job's ``wait --for=condition=complete`` finish. Real hub on real etcd, two simulated members,
 two agents, the real kubectl; one fleet shared by the tests."""
 
@@ -179,13 +180,108 @@ def test_pause_holds_the_members_rollout_and_resume_finishes_it(fleet: tuple[Kub
     assert_members_rolled_out(members, image="registry.example.com/web:2.0")
 
 
-def test_history_and_undo_say_the_hub_keeps_no_revisions(fleet: tuple[Kubectl, dict[str, Kubectl]]) -> None:
-    hub, _ = fleet
-    history = hub.run("rollout", "history", "deployment/web", "-n", "day2")
-    assert "No rollout history found." in history.stdout
-    undo = hub.run("rollout", "undo", "deployment/web", "-n", "day2", check=False)
-    assert undo.returncode == 1
-    assert 'no rollout history found for deployment "web"' in undo.stderr
+HISTORY_STATEFULSET = """
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: hsts, namespace: day2}
+spec:
+  replicas: 2
+  serviceName: hsts
+  selector: {matchLabels: {app: hsts}}
+  template:
+    metadata: {labels: {app: hsts}}
+    spec:
+      containers: [{name: hsts, image: registry.example.com/hsts:1.0}]
+"""
+
+
+def member_images(members: dict[str, Kubectl], kind: str, name: str) -> set[str]:
+    return {
+        m.json("get", kind, name, "-n", "day2")["spec"]["template"]["spec"]["containers"][0]["image"]
+        for m in members.values()
+    }
+
+
+def history_rows(hub: Kubectl, target: str) -> dict[int, str]:
+    """``kubectl rollout history``'s table: revision -> change-cause."""
+    lines = hub.run("rollout", "history", target, "-n", "day2").stdout.strip().splitlines()
+    rows: dict[int, str] = {}
+    for line in lines[2:]:  # the title, then the column names
+        revision, _, cause = line.strip().partition(" ")
+        rows[int(revision)] = cause.strip()
+    return rows
+
+
+def test_history_and_undo_of_a_deployment_bring_the_old_image_back_on_the_members(
+    fleet: tuple[Kubectl, dict[str, Kubectl]],
+) -> None:
+    hub, members = fleet
+    selectors = ("{apiVersion: apps/v1, kind: Deployment, name: hist}", "{apiVersion: apps/v1, kind: ReplicaSet}")
+    manifests = halves_policy("hist", *selectors) + "---" + deployment_manifest("hist")
+    hub.run("apply", "-f", "-", input_text=manifests)
+    rollout_status(hub, "deployment/hist")
+    old, new = "registry.example.com/hist:1.0", "registry.example.com/hist:2.0"
+    hub.run("set", "image", "deployment/hist", f"hist={new}", "-n", "day2")
+    hub.run("annotate", "deployment/hist", "-n", "day2", "kubernetes.io/change-cause=image 2.0")
+    rollout_status(hub, "deployment/hist")
+    assert member_images(members, "deployment", "hist") == {new}
+
+    assert history_rows(hub, "deployment/hist") == {1: "<none>", 2: "image 2.0"}
+    first = hub.run("rollout", "history", "deployment/hist", "-n", "day2", "--revision=1").stdout
+    assert "with revision #1" in first and old in first and new not in first
+    described = hub.run("describe", "deployment", "hist", "-n", "day2").stdout
+    replica_sets = hub.json("get", "replicasets", "-n", "day2", "-l", "app=hist")["items"]
+    by_revision = {rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"]: rs for rs in replica_sets}
+    assert f"NewReplicaSet:   {by_revision['2']['metadata']['name']}" in described
+    assert f"OldReplicaSets:  {by_revision['1']['metadata']['name']}" in described
+    hub_deployment = hub.json("get", "deployment", "hist", "-n", "day2")
+    assert hub_deployment["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "2"
+    # The history stays on the hub, though a policy selects every ReplicaSet: no binding takes one.
+    bindings = [b["metadata"]["name"] for b in hub.json("get", "resourcebindings", "-n", "day2")["items"]]
+    assert not [b for b in bindings if b.endswith("-replicaset")], bindings
+
+    undo = hub.run("rollout", "undo", "deployment/hist", "-n", "day2")
+    assert undo.stdout.strip() == "deployment.apps/hist rolled back"
+    rollout_status(hub, "deployment/hist")
+    wait_for(lambda: member_images(members, "deployment", "hist") == {old}, timeout=120, what="the old image back on both members")
+    assert history_rows(hub, "deployment/hist") == {2: "image 2.0", 3: "<none>"}
+
+    again = hub.run("rollout", "undo", "deployment/hist", "-n", "day2", "--to-revision=2")
+    assert again.stdout.strip() == "deployment.apps/hist rolled back"
+    rollout_status(hub, "deployment/hist")
+    wait_for(lambda: member_images(members, "deployment", "hist") == {new}, timeout=120, what="the new image again")
+    assert history_rows(hub, "deployment/hist") == {3: "<none>", 4: "image 2.0"}
+    missing = hub.run("rollout", "undo", "deployment/hist", "-n", "day2", "--to-revision=9", check=False)
+    assert missing.returncode == 1 and "unable to find specified revision 9 in history" in missing.stderr
+
+
+def test_history_and_undo_of_a_statefulset(fleet: tuple[Kubectl, dict[str, Kubectl]]) -> None:
+    hub, members = fleet
+    hub.run("apply", "-f", "-", input_text=HISTORY_STATEFULSET)
+    rollout_status(hub, "statefulset/hsts")
+    old, new = "registry.example.com/hsts:1.0", "registry.example.com/hsts:2.0"
+    hub.run("set", "image", "statefulset/hsts", f"hsts={new}", "-n", "day2")
+    rollout_status(hub, "statefulset/hsts")
+    assert member_images(members, "statefulset", "hsts") == {new}
+    assert set(history_rows(hub, "statefulset/hsts")) == {1, 2}
+    first = hub.run("rollout", "history", "statefulset/hsts", "-n", "day2", "--revision=1").stdout
+    assert old in first and new not in first
+    # The hub's record of the current template is named as the members name their revision.
+    revisions = hub.json("get", "controllerrevisions", "-n", "day2", "-l", "app=hsts")["items"]
+    latest = max(revisions, key=lambda r: r["revision"])["metadata"]["name"]
+    assert hub.json("get", "statefulset", "hsts", "-n", "day2")["status"]["updateRevision"] == latest
+
+    undo = hub.run("rollout", "undo", "statefulset/hsts", "-n", "day2")
+    assert undo.stdout.strip() == "statefulset.apps/hsts rolled back"
+    rollout_status(hub, "statefulset/hsts")
+    wait_for(lambda: member_images(members, "statefulset", "hsts") == {old}, timeout=120, what="the old image back")
+    assert set(history_rows(hub, "statefulset/hsts")) == {2, 3}
+    hub.run("delete", "statefulset", "hsts", "-n", "day2")
+
+    def history_gone() -> bool:
+        return not hub.json("get", "controllerrevisions", "-n", "day2", "-l", "app=hsts")["items"]
+
+    wait_for(history_gone, timeout=60, what="the StatefulSet's ControllerRevisions gone with it")
 
 
 def test_statefulset_rollout_and_job_completion_and_deletion(fleet: tuple[Kubectl, dict[str, Kubectl]]) -> None:

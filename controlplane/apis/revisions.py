@@ -100,9 +100,20 @@ def history_limit(workload: Mapping[str, Any]) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else DEFAULT_HISTORY_LIMIT
 
 
+def _without_nulls(value: Any) -> Any:
+    """``value`` without null fields: Go reads them as unset, so kube's semantic equality and its
+    hash see ``creationTimestamp: null`` (which kubectl's rollback sends in a template) as absent."""
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
+
+
 def _template(workload: Mapping[str, Any]) -> dict[str, Any]:
+    """The workload's pod template, as kube compares and hashes it (:func:`_without_nulls`)."""
     template = ObjectView(workload).spec.get("template")
-    return copy.deepcopy(template) if isinstance(template, dict) else {}
+    return _without_nulls(template) if isinstance(template, dict) else {}
 
 
 def without_hash_label(template: Mapping[str, Any]) -> dict[str, Any]:
@@ -192,7 +203,7 @@ def plan_replica_sets(deployment: Mapping[str, Any], owned: Sequence[dict[str, A
     ReplicaSet once it is resumed (kube's sync of a paused Deployment creates none)."""
     plan = HistoryPlan()
     template = _template(deployment)
-    current = [rs for rs in owned if without_hash_label(ObjectView(rs).spec.get("template") or {}) == template]
+    current = [rs for rs in owned if _without_nulls(without_hash_label(ObjectView(rs).spec.get("template") or {})) == template]
     current_rs = min(current, key=_age) if current else None
     old = [rs for rs in owned if rs is not current_rs]
     next_revision = max((revision_of(rs) for rs in old), default=0) + 1

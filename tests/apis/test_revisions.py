@@ -104,3 +104,14 @@ def test_controller_revisions_put_the_template_back_and_renumber_a_reused_one() 
     back = plan_controller_revisions(sts, [first, second])
     assert not back.create and [r["revision"] for r in back.update] == [3]
     assert plan_controller_revisions(newer, [first, second]).update == []
+
+
+def test_a_template_put_back_by_kubectls_rollback_matches_its_replica_set_despite_null_fields() -> None:
+    """kubectl's rollback sends the ReplicaSet's template as Go encodes it, with
+    ``metadata.creationTimestamp: null``: kube's semantic equality reads it as unset."""
+    first = stored(new_replica_set(deployment("app:1"), revision=1))
+    second = stored(new_replica_set(deployment("app:2"), revision=2))
+    undone = deployment("app:1")
+    undone["spec"]["template"]["metadata"]["creationTimestamp"] = None
+    plan = plan_replica_sets(undone, [first, second])
+    assert not plan.create and plan.workload_revision == "3"
