@@ -8,6 +8,12 @@ statefulset and daemonset controllers do, each template of a StatefulSet or Daem
 ControllerRevision. So ``kubectl rollout history`` lists them and ``kubectl rollout undo`` puts an
 old template back on the hub, whence it propagates. What to write is :mod:`controlplane.apis.revisions`.
 
+History starts at a workload's first template change the hub sees (kube's controllers record
+revision 1 at creation): the template before it becomes revision 1 and the new one revision 2,
+so ``kubectl rollout undo`` has what it needs from the first rollout on, and the many workloads
+whose template never changes cost no write (issue 19's budget per workload). Until then
+``kubectl rollout history`` finds none, as for a workload the hub has not seen change.
+
 These records are the hub's only: a ReplicaSet a Deployment controls is never propagated (the
 detector skips it), ControllerRevisions are a hub-only kind, and the members' controllers write
 their own. Deleting the workload deletes them (their controller ownerReference, through the
@@ -23,6 +29,7 @@ rollout bring no reconcile.
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from collections.abc import Hashable, Iterable
 from typing import Any
 
@@ -82,6 +89,15 @@ def _record_changed(old: dict[str, Any] | None, new: dict[str, Any]) -> bool:
             or old.get("revision") != new.get("revision") or before.owner_references != after.owner_references)
 
 
+#: Workloads whose template before their first change is held until it is recorded (the oldest
+#: go first beyond this: their history then starts at the template after the change).
+MAX_FIRST_TEMPLATES = 4096
+
+
+def _template(workload: dict[str, Any]) -> Any:
+    return ObjectView(workload).spec.get("template")
+
+
 class RolloutHistoryController(KeyedController[HistoryKey]):
     """Keeps the ReplicaSets of Deployments and the ControllerRevisions of StatefulSets and
     DaemonSets (keys: kind, namespace, name)."""
@@ -92,6 +108,8 @@ class RolloutHistoryController(KeyedController[HistoryKey]):
         super().__init__(ctx)
         self.workloads: dict[str, tuple[ResourceType, Informer]] = {}
         self.records: dict[str, tuple[ResourceType, Informer]] = {}
+        #: Per workload without history yet, the workload as it was before its template changed.
+        self._first: OrderedDict[HistoryKey, dict[str, Any]] = OrderedDict()
         for (group, kind), record_kind in revisions.HISTORY_KINDS.items():
             informer = ctx.workload_informer(f"{group}/v1", kind)
             record_rt = ctx.registry.for_kind(f"{group}/v1", record_kind)
@@ -106,10 +124,30 @@ class RolloutHistoryController(KeyedController[HistoryKey]):
             informer.add_handler(self._on_workload)
 
     async def _on_workload(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        if event is WatchEventType.DELETED or not _history_changed(old, obj):
-            return
         view = ObjectView(obj)
-        await self.loop.add((view.kind, view.namespace, view.name))
+        key = (view.kind, view.namespace, view.name)
+        if event is WatchEventType.DELETED:
+            self._first.pop(key, None)
+            return
+        if not _history_changed(old, obj):
+            return
+        if not self._has_history(view.kind, view.uid):
+            # Recorded from the first change of its template: a workload whose template never
+            # changes costs no write (see the module's description).
+            if old is None or ObjectView(old).uid != view.uid or _template(old) == _template(obj):
+                return
+            if key not in self._first:
+                self._first[key] = old
+                while len(self._first) > MAX_FIRST_TEMPLATES:
+                    self._first.popitem(last=False)
+        await self.loop.add(key)
+
+    def _has_history(self, kind: str, uid: str | None) -> bool:
+        found = self.workloads.get(kind)
+        if found is None or not uid:
+            return False
+        _, records = self.records[revisions.HISTORY_KINDS[(found[0].group, kind)]]
+        return bool(records.by_index(INDEX_CONTROLLER, uid))
 
     async def _on_record(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         """A record deleted or changed by someone else: its workload is looked at again."""
@@ -131,11 +169,19 @@ class RolloutHistoryController(KeyedController[HistoryKey]):
             return None
         record_kind = revisions.HISTORY_KINDS[(rt.group, kind)]
         record_rt, records = self.records[record_kind]
-        owned = records.by_index(INDEX_CONTROLLER, ObjectView(workload).uid)
-        if record_kind == "ReplicaSet":
-            plan = revisions.plan_replica_sets(workload, owned)
-        else:
-            plan = revisions.plan_controller_revisions(workload, owned)
+        owned = list(records.by_index(INDEX_CONTROLLER, ObjectView(workload).uid))
+        planner = revisions.plan_replica_sets if record_kind == "ReplicaSet" else revisions.plan_controller_revisions
+        if not owned:
+            first = self._first.pop(key, None)
+            if first is None or ObjectView(first).uid != ObjectView(workload).uid:
+                return None  # its template has not changed since the hub has seen it: nothing to record
+            # The template it had before its first change is revision 1 (the workload's uid owns it).
+            for body in planner(first, []).create:
+                try:
+                    owned.append(await self.ctx.objects.create(record_rt, body))
+                except errors.AlreadyExists:
+                    return 0.1  # recorded meanwhile: look again once the informer has it
+        plan = planner(workload, owned)
         for body in plan.create:
             try:
                 await self.ctx.objects.create(record_rt, body)

@@ -49,10 +49,7 @@ ONE_CLUSTER = {
     (BINDINGS, "status", "controller:status"): 1,  # applied and ready (applied, starting is held)
     ("works.work.gpufed.io", "", "controller:binding"): 1,
     ("works.work.gpufed.io", "status", "agent"): 1,  # ready (applied, starting is held)
-    # Its rollout history, as kube's deployment controller keeps it: the ReplicaSet of its
-    # template, and deployment.kubernetes.io/revision through the status (the generation stays).
-    ("replicasets.apps", "", "controller:rollout-history"): 1,
-    ("deployments.apps", "status", "controller:rollout-history"): 1,
+    # No rollout history: it starts at the first template change (controllers/rollouthistory.py).
 }
 #: Two replicas, Divided by equal static weights over two clusters (one each).
 TWO_CLUSTERS = {
