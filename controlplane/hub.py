@@ -64,6 +64,7 @@ from controlplane.apiserver.crd.registry import DynamicRegistry
 from controlplane.apiserver.crd.types import crd_resource_type
 from controlplane.apiserver.identity import Role
 from controlplane.apiserver.kinds import builtin_kind_resources, gpu_workload_resources
+from controlplane.apiserver.kinds.gpufed import gpufed_resources
 from controlplane.apiserver.kinds.karmada_apps import karmada_apps_resources
 from controlplane.apiserver.kinds.karmada_config import interpreter_customization_resources
 from controlplane.apiserver.kinds.kueue import kueue_resources
@@ -78,7 +79,6 @@ from controlplane.apiserver.resources import (
     Warner,
     coordination_resources,
     core_resources,
-    gpufed_resources,
     workload_resources,
 )
 from controlplane.apiserver.serviceallocation import (

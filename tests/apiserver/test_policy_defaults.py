@@ -16,8 +16,9 @@ import yaml
 from aiohttp.test_utils import TestClient
 
 from controlplane.apiserver import codec
+from controlplane.apiserver.kinds.gpufed import gpufed_resources
 from controlplane.apiserver.objects import ObjectStore
-from controlplane.apiserver.resources import Registry, core_resources, gpufed_resources, workload_resources
+from controlplane.apiserver.resources import Registry, core_resources, workload_resources
 
 from .test_real_clients import kubeconfig, kubectl, needs_kubectl, server_url  # noqa: F401 (fixtures)
 

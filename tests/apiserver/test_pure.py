@@ -249,7 +249,7 @@ def test_pod_wide_columns_are_kubes() -> None:
 
 
 def test_cluster_columns_from_status() -> None:
-    from controlplane.apiserver.resources import gpufed_resource_types
+    from controlplane.apiserver.kinds.gpufed import gpufed_resource_types
 
     clusters = gpufed_resource_types(cluster_model=None, binding_model=None, work_model=None, policy_models={})[0]
     obj = {
