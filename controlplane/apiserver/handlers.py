@@ -236,6 +236,7 @@ class ResourceHandlers:
             continue_token=query.get("continue"), send_initial_events="sendInitialEvents" in query,
         )
         limit = max(_parameter_int64(query.get("limit")), 0)  # kube pages only a positive limit
+        _parameter_int64(query.get("timeoutSeconds"))  # decoded as kube decodes the list options, unused
         common: ListArgs = {
             "label_selector": query.get("labelSelector"),
             "field_selector": query.get("fieldSelector"),
@@ -272,10 +273,9 @@ class ResourceHandlers:
         fields = parse_field_selector(query.get("fieldSelector"), rt.field_selectors)
         as_table = wants_table(request.headers.get("Accept"))
         include = IncludeObject.parse(query.get("includeObject"))
-        # Without timeoutSeconds, a jittered default spreads the clients' reconnects.
-        timeout = _int_param(query.get("timeoutSeconds"), "timeoutSeconds") or self._watch_timeout * (
-            1 + random.random()
-        )
+        # Without timeoutSeconds (or 0), a jittered default spreads the clients' reconnects; a
+        # negative one ends the watch at once, as kube's timer does.
+        timeout = _parameter_int64(query.get("timeoutSeconds")) or self._watch_timeout * (1 + random.random())
         bookmarks = query.get("allowWatchBookmarks", "") in _TRUE
         resource_version = query.get("resourceVersion")
         if resource_version not in (None, "", "0") and _int_param(resource_version, "resourceVersion") >= INT64_MAX:

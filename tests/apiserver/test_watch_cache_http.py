@@ -139,3 +139,17 @@ async def test_a_list_limit_is_read_as_kubes_parameter_codec_reads_it(api: Clien
         refused = await api.get(WIDGETS, params={"limit": value})
         assert refused.status == 400
         assert (await refused.json())["message"] == f'strconv.ParseInt: parsing "{value}": {error}'
+
+
+async def test_timeout_seconds_is_read_as_kubes_parameter_codec_reads_it(api: Client) -> None:
+    """A list decodes ``timeoutSeconds`` too (Go's ``strconv.ParseInt`` error, kube's 400, though a
+    list does not use it); a watch with a negative one is accepted and ends at once, as kube's
+    timer does."""
+    for params in ({"timeoutSeconds": "abc"}, {"watch": "1", "timeoutSeconds": "abc"}):
+        refused = await api.get(WIDGETS, params=params)
+        assert refused.status == 400, params
+        assert (await refused.json())["message"] == 'strconv.ParseInt: parsing "abc": invalid syntax'
+    assert (await api.get(WIDGETS, params={"timeoutSeconds": "-5"})).status == 200
+    ended = await api.get(WIDGETS, params={"watch": "1", "timeoutSeconds": "-1"})
+    assert ended.status == 200
+    assert await asyncio.wait_for(ended.read(), 10) == b""
