@@ -287,4 +287,9 @@ def sample(api_version: str, kind: str, name: str, *, namespace: str | None) -> 
     for about in ("involvedObject", "regarding"):  # an Event is about an object of its own namespace
         if namespace and about in body:
             body[about] = {**body[about], "namespace": namespace}
+    spec = body.get("spec")
+    if namespace and isinstance(spec, dict) and "resourceSelectors" in spec:
+        # Written as Karmada's webhook (and the hub) stores a namespaced policy's selectors: an
+        # apply of the list without them after a client-side one conflicts, as on Karmada.
+        spec["resourceSelectors"] = [{**sel, "namespace": namespace} for sel in spec["resourceSelectors"]]
     return {"apiVersion": api_version, "kind": kind, "metadata": metadata, **body}
