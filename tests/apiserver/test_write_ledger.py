@@ -172,3 +172,36 @@ def _without_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
     out = copy.deepcopy(obj)
     out["metadata"].pop("managedFields", None)
     return out
+
+
+async def test_an_apply_that_defaulting_puts_back_writes_nothing_later(
+    ledgered: tuple[ObjectStore, WriteLedger],
+) -> None:
+    """A PropagationPolicy applied with selectors that have no namespace: the merge changes the
+    atomic list and the defaults (Karmada's webhook) put the namespace back, so the object is as
+    stored but for the applier's managedFields time, which kube does not count as a change
+    (IgnoreManagedFieldsTimestampsTransformer)."""
+    objects, ledger = ledgered
+    rt = objects.registry.require("policy.karmada.io/v1alpha1", "PropagationPolicy")
+    policy = {
+        "apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+        "metadata": {"name": "burst", "namespace": "default"},
+        "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}],
+                 "placement": {"replicaScheduling": {"replicaSchedulingType": "Divided"}}},
+    }
+    first = await objects.patch(rt, namespace="default", name="burst", patch_type=PatchType.APPLY,
+                                patch=copy.deepcopy(policy), field_manager="kubectl")
+    assert first["spec"]["resourceSelectors"][0]["namespace"] == "default"
+    written = total(ledger)
+    CLOCK.now += timedelta(seconds=2)
+    again = await objects.patch(rt, namespace="default", name="burst", patch_type=PatchType.APPLY,
+                                patch=copy.deepcopy(policy), field_manager="kubectl")
+    assert total(ledger) == written, ledger.snapshot()["journal"][written:]
+    assert again["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+    assert again["metadata"]["managedFields"] == first["metadata"]["managedFields"]
+    # A real change still writes, with the applier's new time.
+    policy["spec"]["placement"]["replicaScheduling"]["replicaDivisionPreference"] = "Aggregated"
+    changed = await objects.patch(rt, namespace="default", name="burst", patch_type=PatchType.APPLY,
+                                  patch=copy.deepcopy(policy), field_manager="kubectl")
+    assert total(ledger) == written + 1
+    assert changed["metadata"]["managedFields"][0]["time"] != first["metadata"]["managedFields"][0]["time"]

@@ -373,7 +373,7 @@ class Writer:
             options.warnings.extend(checked.warnings)
             if rt.warn is not None and subresource is None:
                 options.warnings.extend(rt.warn(new))
-        if _without_resource_version(new) == _without_resource_version(old):
+        if _without_resource_version(new) == _without_resource_version(old) or _only_managed_times_differ(old, new):
             return old  # kube writes nothing for a no-op update
         if options.field_manager:
             new = record_update(
@@ -538,3 +538,20 @@ def _without_resource_version(obj: dict[str, Any]) -> dict[str, Any]:
     meta = {k: v for k, v in obj["metadata"].items() if k != "resourceVersion"}
     return {**obj, "metadata": meta}
 
+
+def _only_managed_times_differ(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Whether ``new`` is ``old`` but for its managedFields' timestamps, which kube-apiserver
+    treats as no change (its ``IgnoreManagedFieldsTimestampsTransformer``): an apply that changed
+    a field which defaulting then put back as it was writes nothing."""
+    before, after = old["metadata"].get("managedFields"), new["metadata"].get("managedFields")
+    if before == after or not isinstance(before, list) or not isinstance(after, list) or len(before) != len(after):
+        return False
+    if [_untimed(entry) for entry in before] != [_untimed(entry) for entry in after]:
+        return False
+    return _without_resource_version({**new, "metadata": {**new["metadata"], "managedFields": before}}) == (
+        _without_resource_version(old)
+    )
+
+
+def _untimed(entry: Any) -> Any:
+    return {k: v for k, v in entry.items() if k != "time"} if isinstance(entry, dict) else entry
