@@ -16,10 +16,11 @@ from typing import Any
 
 from controlplane.apis import constants as c
 from controlplane.apis import kueue_v1beta1 as kueue
+from controlplane.apis.work_v1alpha1 import DEFAULT_CONFLICT_RESOLUTION
 
 
 class ConflictResolution(StrEnum):
-    ABORT = "Abort"
+    ABORT = DEFAULT_CONFLICT_RESOLUTION
     OVERWRITE = "Overwrite"
 
 

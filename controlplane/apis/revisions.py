@@ -110,7 +110,7 @@ def _without_nulls(value: Any) -> Any:
     return value
 
 
-def _template(workload: Mapping[str, Any]) -> dict[str, Any]:
+def comparable_template(workload: Mapping[str, Any]) -> dict[str, Any]:
     """The workload's pod template, as kube compares and hashes it (:func:`_without_nulls`)."""
     template = ObjectView(workload).spec.get("template")
     return _without_nulls(template) if isinstance(template, dict) else {}
@@ -152,7 +152,7 @@ def replica_set_name(deployment: Mapping[str, Any]) -> tuple[str, str]:
     """(name, pod-template-hash) of the ReplicaSet of the Deployment's current template, hashed
     with its ``status.collisionCount`` as kube's ``getNewReplicaSet`` does."""
     collisions = ObjectView(deployment).status.get("collisionCount")
-    pod_hash = template_hash(_template(deployment), collision_count=collisions if isinstance(collisions, int) else None)
+    pod_hash = template_hash(comparable_template(deployment), collision_count=collisions if isinstance(collisions, int) else None)
     return f"{ObjectView(deployment).name}-{pod_hash}", pod_hash
 
 
@@ -160,7 +160,7 @@ def new_replica_set(deployment: Mapping[str, Any], *, revision: int) -> dict[str
     """The ReplicaSet kube's deployment controller makes for the Deployment's current template."""
     view = ObjectView(deployment)
     name, pod_hash = replica_set_name(deployment)
-    template = _template(deployment)
+    template = comparable_template(deployment)
     template_meta = template.setdefault("metadata", {})
     template_meta["labels"] = _with_labels(template_meta.get("labels") or {}, LABEL_POD_TEMPLATE_HASH, pod_hash)
     selector = copy.deepcopy(view.spec.get("selector") or {})
@@ -202,7 +202,7 @@ def plan_replica_sets(deployment: Mapping[str, Any], owned: Sequence[dict[str, A
     those beyond ``revisionHistoryLimit`` are deleted. A paused Deployment's new template gets its
     ReplicaSet once it is resumed (kube's sync of a paused Deployment creates none)."""
     plan = HistoryPlan()
-    template = _template(deployment)
+    template = comparable_template(deployment)
     current = [rs for rs in owned if _without_nulls(without_hash_label(ObjectView(rs).spec.get("template") or {})) == template]
     current_rs = min(current, key=_age) if current else None
     old = [rs for rs in owned if rs is not current_rs]
@@ -249,7 +249,7 @@ def _current_replica_set(deployment: Mapping[str, Any], rs: dict[str, Any], revi
 def revision_data(workload: Mapping[str, Any]) -> dict[str, Any]:
     """A ControllerRevision's ``data`` as kube's statefulset and daemonset ``getPatch`` make it:
     the template, to be put back whole (``$patch: replace``) by a strategic merge patch."""
-    return {"spec": {"template": {**_template(workload), "$patch": "replace"}}}
+    return {"spec": {"template": {**comparable_template(workload), "$patch": "replace"}}}
 
 
 def new_controller_revision(workload: Mapping[str, Any], *, revision: int) -> dict[str, Any]:
@@ -257,7 +257,7 @@ def new_controller_revision(workload: Mapping[str, Any], *, revision: int) -> di
     named ``<name>-<hash of the template>``, the name the simulated members' controllers give the
     same template, so the hub's record matches a StatefulSet's ``status.updateRevision``."""
     view = ObjectView(workload)
-    template = _template(workload)
+    template = comparable_template(workload)
     digest = template_hash(template)
     labels = _with_labels((template.get("metadata") or {}).get("labels") or {}, LABEL_CONTROLLER_REVISION_HASH, digest)
     meta: dict[str, Any] = {"name": f"{view.name}-{digest}", "namespace": view.namespace, "labels": labels,

@@ -389,6 +389,10 @@ class WorkloadTemplate(SpecModel):
         return manifests
 
 
+#: A Work's ``conflictResolution`` when it has none (the agent's reading, Karmada's CRD default).
+DEFAULT_CONFLICT_RESOLUTION = "Abort"
+
+
 class WorkSpec(SpecModel):
     workload: WorkloadTemplate = Field(default_factory=WorkloadTemplate)
     """The objects the member cluster's agent applies."""

@@ -94,10 +94,6 @@ def _record_changed(old: dict[str, Any] | None, new: dict[str, Any]) -> bool:
 MAX_FIRST_TEMPLATES = 4096
 
 
-def _template(workload: dict[str, Any]) -> Any:
-    return ObjectView(workload).spec.get("template")
-
-
 class RolloutHistoryController(KeyedController[HistoryKey]):
     """Keeps the ReplicaSets of Deployments and the ControllerRevisions of StatefulSets and
     DaemonSets (keys: kind, namespace, name)."""
@@ -134,7 +130,7 @@ class RolloutHistoryController(KeyedController[HistoryKey]):
         if not self._has_history(view.kind, view.uid):
             # Recorded from the first change of its template: a workload whose template never
             # changes costs no write (see the module's description).
-            if old is None or ObjectView(old).uid != view.uid or _template(old) == _template(obj):
+            if old is None or ObjectView(old).uid != view.uid or revisions.comparable_template(old) == revisions.comparable_template(obj):
                 return
             if key not in self._first:
                 self._first[key] = old
@@ -171,9 +167,13 @@ class RolloutHistoryController(KeyedController[HistoryKey]):
         record_rt, records = self.records[record_kind]
         owned = list(records.by_index(INDEX_CONTROLLER, ObjectView(workload).uid))
         planner = revisions.plan_replica_sets if record_kind == "ReplicaSet" else revisions.plan_controller_revisions
-        if not owned:
-            first = self._first.pop(key, None)
+        if owned:
+            self._first.pop(key, None)
+        else:
+            # Held until a look finds records: a failed write below is retried from it.
+            first = self._first.get(key)
             if first is None or ObjectView(first).uid != ObjectView(workload).uid:
+                self._first.pop(key, None)
                 return None  # its template has not changed since the hub has seen it: nothing to record
             # The template it had before its first change is revision 1 (the workload's uid owns it).
             for body in planner(first, []).create:
@@ -193,6 +193,7 @@ class RolloutHistoryController(KeyedController[HistoryKey]):
                             kind, namespace, name, record_kind, ObjectView(body).name)
                 return None
             log.info("%s %s/%s: recorded %s %s", kind, namespace, name, record_kind, ObjectView(body).name)
+        self._first.pop(key, None)  # its first template is recorded
         for body in plan.update:
             try:
                 await self.ctx.objects.update(record_rt, body)

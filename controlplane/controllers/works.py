@@ -34,7 +34,7 @@ from controlplane.apis import constants as c
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.gpus import is_gpu_resource
 from controlplane.apis.views import BindingView, ObjectView, WorkView
-from controlplane.apis.work_v1alpha1 import API_VERSION, WORK_KIND
+from controlplane.apis.work_v1alpha1 import API_VERSION, DEFAULT_CONFLICT_RESOLUTION, WORK_KIND
 from controlplane.controllers.workloads import without_server_fields
 from controlplane.interpreter import KindInterpreter
 from controlplane.interpreter.base import PodTemplateKind, SplitAware
@@ -225,10 +225,6 @@ def render_manifest(
         return RenderedManifest(manifest)
     result = apply_overrides(manifest, rules, cluster)
     return RenderedManifest(result.manifest, result.applied, result.error)
-
-
-#: A Work's ``conflictResolution`` when it has none (the agent's reading, Karmada's CRD default).
-DEFAULT_CONFLICT_RESOLUTION = "Abort"
 
 
 def build_work(
