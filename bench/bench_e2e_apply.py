@@ -326,7 +326,7 @@ RUNNING_STAGE = "hub workload Running"
 BINDINGS = f"/apis/work.gpufed.io/v1alpha1/namespaces/{NAMESPACE}/resourcebindings"
 
 
-def _condition_true(obj: dict[str, Any], kind: str) -> bool:
+def condition_true(obj: dict[str, Any], kind: str) -> bool:
     return any(
         c.get("type") == kind and c.get("status") == "True"
         for c in (obj.get("status") or {}).get("conditions") or []
@@ -337,12 +337,12 @@ def _bound_to(obj: dict[str, Any], name: str) -> bool:
     return bool(((obj.get("spec") or {}).get("resource") or {}).get("name") == name)
 
 
-def _carries(work: dict[str, Any], name: str) -> bool:
+def carries(work: dict[str, Any], name: str) -> bool:
     manifests = ((work.get("spec") or {}).get("workload") or {}).get("manifests") or []
     return any((m.get("metadata") or {}).get("name") == name for m in manifests)
 
 
-def _work_ready(work: dict[str, Any], name: str) -> bool:
+def work_ready(work: dict[str, Any], name: str) -> bool:
     statuses = (work.get("status") or {}).get("manifestStatuses") or []
     for entry in statuses:
         status = entry.get("status") or {}
@@ -360,11 +360,11 @@ PROBE_STAGES: tuple[tuple[str, str, Any], ...] = (
     (
         "binding Scheduled (scheduler)",
         BINDINGS,
-        lambda o, n: _bound_to(o, n) and _condition_true(o, "Scheduled"),
+        lambda o, n: _bound_to(o, n) and condition_true(o, "Scheduled"),
     ),
-    ("Work created (binding controller)", WORKS, _carries),
-    ("Work Applied (agent)", WORKS, lambda o, n: _carries(o, n) and _condition_true(o, "Applied")),
-    ("Work reports replicas ready (agent)", WORKS, lambda o, n: _carries(o, n) and _work_ready(o, n)),
+    ("Work created (binding controller)", WORKS, carries),
+    ("Work Applied (agent)", WORKS, lambda o, n: carries(o, n) and condition_true(o, "Applied")),
+    ("Work reports replicas ready (agent)", WORKS, lambda o, n: carries(o, n) and work_ready(o, n)),
     (RUNNING_STAGE, DEPLOYMENTS, lambda o, n: (o.get("metadata") or {}).get("name") == n and is_running(o)),
 )
 

@@ -56,7 +56,7 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from bench.bench_e2e_apply import deployment
+from bench.bench_e2e_apply import carries, condition_true, deployment, work_ready
 from bench.common import (
     BenchmarkResult,
     CpuMeter,
@@ -248,6 +248,13 @@ def workloads(count: int, *, seed: int = 1) -> list[dict[str, Any]]:
 # ----------------------------------------------------------------------------- measuring
 
 
+#: The agent's stages of a workload's Works, as the end-to-end benchmark's probe reads them.
+AGENT_STAGES: dict[str, Any] = {
+    "Work applied (agent)": lambda work, name: condition_true(work, "Applied"),
+    "Work reports replicas ready (agent)": work_ready,
+}
+
+
 @dataclass
 class Tracker:
     applied: dict[str, float] = field(default_factory=dict)
@@ -258,11 +265,23 @@ class Tracker:
     all_running: asyncio.Event = field(default_factory=asyncio.Event)
     expected: int = 0
 
+    #: Per workload, when the last of its Works seen so far first showed each agent stage
+    #: (:data:`AGENT_STAGES`): applied on its member, then reporting the replicas ready.
+    stages: dict[str, dict[str, float]] = field(default_factory=lambda: {stage: {} for stage in AGENT_STAGES})
+    _reached: set[tuple[str, str, str]] = field(default_factory=set)
+
     def saw_work(self, work: Mapping[str, Any], now: float) -> None:
+        key = str((work.get("metadata") or {}).get("name"))
         for manifest in ((work.get("spec") or {}).get("workload") or {}).get("manifests") or []:
             name = str((manifest.get("metadata") or {}).get("name"))
-            if name in self.applied and name not in self.works:
+            if name not in self.applied:
+                continue
+            if name not in self.works:
                 self.works[name] = now
+            for stage, reached in AGENT_STAGES.items():
+                if (key, name, stage) not in self._reached and carries(dict(work), name) and reached(dict(work), name):
+                    self._reached.add((key, name, stage))
+                    self.stages[stage][name] = now
 
     def saw_workload(self, obj: Mapping[str, Any], now: float) -> None:
         name = str((obj.get("metadata") or {}).get("name"))
@@ -381,7 +400,13 @@ async def measure(kubeconfig: Path, plan: Plan, meter: CpuMeter, hub_pid: int, e
     if to_works:
         figures += [Figure("apply -> Works written p50", round(percentile(to_works, 50), 3), "s"),
                     Figure("apply -> Works written p99", round(percentile(to_works, 99), 3), "s")]
+    for stage, times in tracker.stages.items():
+        waits = [t - tracker.applied[n] for n, t in times.items()]
+        if waits:
+            figures += [Figure(f"apply -> {stage} p50", round(percentile(waits, 50), 3), "s"),
+                        Figure(f"apply -> {stage} p99", round(percentile(waits, 99), 3), "s")]
     if to_running:
+        figures += [Figure("apply -> Running p50", round(percentile(to_running, 50), 3), "s")]
         figures.append(Figure("apply -> Running p99", round(percentile(to_running, 99), 3), "s",
                               at_most(KARMADA_DISTRIBUTION_P99_S)))
     figures += [
@@ -394,6 +419,8 @@ async def measure(kubeconfig: Path, plan: Plan, meter: CpuMeter, hub_pid: int, e
         clusters=plan.clusters, nodes_per_cluster=plan.nodes, gpus_per_node=8, workloads=len(objs), rate_per_s=plan.rate,
         load_seconds=round(load_s, 1), load_cpu_cores_by_process={k: round(v / load_s, 3) for k, v in _by_process(load_cpu).items()},
         apply_to_works=latency_summary(to_works), apply_to_running=latency_summary(to_running),
+        apply_to_stage={stage: latency_summary([t - tracker.applied[n] for n, t in times.items()])
+                        for stage, times in tracker.stages.items()},
         load_machine_busy_cores=round(window.machine_busy, 2),
         not_running=len(objs) - len(to_running),
     )

@@ -61,6 +61,7 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import orjson
@@ -98,9 +99,9 @@ CPU_ROUNDING = 1000  # millicores
 MEMORY_ROUNDING = 2**30  # bytes
 
 
-def _add(into: dict[str, int], more: Mapping[str, int]) -> None:
+def _add(into: dict[str, int], more: Mapping[str, int], times: int = 1) -> None:
     for name, amount in more.items():
-        into[name] = into.get(name, 0) + amount
+        into[name] = into.get(name, 0) + amount * times
 
 
 def pod_requests(pod: Mapping[str, Any]) -> dict[str, int]:
@@ -322,6 +323,25 @@ class _NodeFacts:
     capacity: dict[str, int]
 
 
+@dataclass(slots=True)
+class _NodeGroup:
+    """Nodes a report counts alike (see :func:`summarize`): the first one seen stands for all."""
+
+    node: Mapping[str, Any]
+    name: str
+    labels: Mapping[str, str]
+    allocated: Mapping[str, int]
+    facts: _NodeFacts
+    count: int = 0
+    ready: bool = False
+    schedulable: bool = False
+    product: str = UNKNOWN_PRODUCT
+
+
+_NO_LABELS: Mapping[str, str] = MappingProxyType({})
+_NOTHING: Mapping[str, int] = MappingProxyType({})
+
+
 def _facts(node: Mapping[str, Any], memo: dict[tuple[int, int], _NodeFacts]) -> _NodeFacts:
     """The node's :class:`_NodeFacts`, read once per distinct (labels, status) pair of objects."""
     labels, status = (node.get("metadata") or {}).get("labels"), node.get("status")
@@ -413,33 +433,47 @@ def summarize(
     if requests_of is not None:
         requests_of.report_done()
 
+    # Nodes that hold the same labels, spec and status objects (a NodeTrimmer's nodes of one
+    # pool) and the same allocation report the same: each such group is worked out once.
+    groups: dict[tuple[Any, ...], _NodeGroup] = {}
+    invalid_nodes: list[str] = []
+    with_devices: list[tuple[str, Mapping[str, Any], _NodeGroup]] = []
+    facts_memo: dict[tuple[int, int], _NodeFacts] = {}
+    for node in nodes:
+        meta = node.get("metadata") or {}
+        name, labels = str(meta.get("name")), meta.get("labels") or _NO_LABELS
+        allocated = allocated_by_node.get(name, _NOTHING)
+        own = name if name in labels.values() else None  # its shape is its own (see _shape)
+        alike = (id(labels), id(node.get("status")), id(node.get("spec")), own,
+                 tuple(sorted(allocated.items())) if allocated else ())
+        group = groups.get(alike)
+        if group is None:
+            group = groups[alike] = _NodeGroup(node, name, labels, allocated, _facts(node, facts_memo))
+        group.count += 1
+        if group.facts.unusable:
+            invalid_nodes.append(name)
+        if (utilization or {}).get(name):
+            with_devices.append((name, node, group))
+    invalid_nodes.sort()
+
     ready_count = 0
     spot_count = 0
     gpu_entries: dict[tuple[str, str, int], _GpuEntry] = {}
     total_allocatable: dict[str, int] = {}
     total_allocated: dict[str, int] = {}
     shape_counts: Counter[str] = Counter()
-    invalid_nodes: list[str] = []
-    util_nodes: list[NodeUtilization] = []
-    facts_memo: dict[tuple[int, int], _NodeFacts] = {}
     shapes_memo: dict[tuple[Any, ...], str] = {}
-    for node in sorted(nodes, key=lambda n: str((n.get("metadata") or {}).get("name"))):
-        name = str((node.get("metadata") or {}).get("name"))
-        labels = (node.get("metadata") or {}).get("labels") or {}
-        ready = node_is_ready(node)
-        schedulable = node_is_schedulable(node)
-        ready_count += ready
-        spot_count += spot.is_spot(labels)
-        facts = _facts(node, facts_memo)
+    for group in groups.values():
+        node, labels, allocated, facts, count = group.node, group.labels, group.allocated, group.facts, group.count
         unusable, allocatable, capacity = facts.unusable, facts.allocatable, facts.capacity
-        if unusable:
-            invalid_nodes.append(name)
-        allocated = allocated_by_node.get(name, {})
-        counted_allocatable = allocatable if ready else {}
-        _add(total_allocatable, counted_allocatable)
-        _add(total_allocated, allocated)
+        group.ready, group.schedulable = node_is_ready(node), node_is_schedulable(node)
+        ready_count += group.ready * count
+        spot_count += spot.is_spot(labels) * count
+        counted_allocatable = allocatable if group.ready else {}
+        _add(total_allocatable, counted_allocatable, count)
+        _add(total_allocated, allocated, count)
 
-        product = str(labels.get(c.LABEL_GPU_PRODUCT, UNKNOWN_PRODUCT))
+        group.product = product = str(labels.get(c.LABEL_GPU_PRODUCT, UNKNOWN_PRODUCT))
         for resource in sorted(set(capacity) | set(allocatable) | set(allocated)):
             if not is_nvidia_resource(resource):
                 continue
@@ -449,27 +483,26 @@ def summarize(
             if entry is None:
                 entry = gpu_entries[key] = _GpuEntry(resource, product, replicas, unusable)
             entry.unusable = entry.unusable or unusable
-            entry.capacity += capacity.get(resource, 0)
-            entry.allocatable += counted_allocatable.get(resource, 0)
-            entry.allocated += allocated.get(resource, 0)
+            entry.capacity += capacity.get(resource, 0) * count
+            entry.allocatable += counted_allocatable.get(resource, 0) * count
+            entry.allocated += allocated.get(resource, 0) * count
 
-        if schedulable:
-            shape_counts[_shape(node, name, labels, allocatable, allocated, facts, shapes_memo)] += 1
+        if group.schedulable:
+            shape_counts[_shape(node, group.name, labels, allocatable, allocated, facts, shapes_memo)] += count
 
-        devices = (utilization or {}).get(name, ())
-        if devices:
-            util_nodes.append(
-                NodeUtilization(
-                    name=name,
-                    product=product,
-                    ready=ready,
-                    schedulable=schedulable,
-                    shared_replicas=shared_replicas(labels, c.RESOURCE_GPU),
-                    labels=utilization_labels(node),
-                    devices=devices,
-                    pods=_with_finished_holders(_allocations(pods_by_node.get(name, ())), devices, finished),
-                )
-            )
+    util_nodes = [
+        NodeUtilization(
+            name=name,
+            product=group.product,
+            ready=group.ready,
+            schedulable=group.schedulable,
+            shared_replicas=shared_replicas(group.labels, c.RESOURCE_GPU),
+            labels=utilization_labels(node),
+            devices=(utilization or {})[name],
+            pods=_with_finished_holders(_allocations(pods_by_node.get(name, ())), (utilization or {})[name], finished),
+        )
+        for name, node, group in sorted(with_devices, key=lambda item: item[0])
+    ]
 
     shapes = []
     for shape_key, count in sorted(shape_counts.items(), key=lambda item: (-item[1], item[0])):

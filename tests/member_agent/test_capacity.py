@@ -583,3 +583,32 @@ def test_the_unschedulable_list_is_bounded() -> None:
     listed = capacity.summarize([node("n1")], many, now=NOW)["unschedulableWorkloads"]
     assert len(listed) == capacity.MAX_UNSCHEDULABLE_WORKLOADS
     assert listed[0] == {"namespace": "default", "kind": "Job", "name": "big", "pods": 2}  # most pods first
+
+
+def test_nodes_counted_as_one_group_report_what_each_node_reports() -> None:
+    """A pool's nodes that share their cached parts and allocation are worked out once and counted
+    by the group: the report equals the one of the same nodes with parts of their own (one group
+    each), with invalid nodes named in name order and DCGM devices kept per node."""
+    invalid = {**A100, "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB-MIG-INVALID", "pool": "bad"}
+    nodes = [node(f"ok-{i:02d}", resources={"nvidia.com/gpu": "8"}, labels={**A100, "pool": "ok"}) for i in range(30)]
+    nodes += [node(f"bad-{i:02d}", resources={"nvidia.com/gpu": "8"}, labels=invalid) for i in (7, 3, 5)]
+    nodes.reverse()  # the report reads nodes in any order
+    pods = [pod(f"p{i}", f"ok-{i:02d}", requests={"cpu": "1"}, limits={"nvidia.com/gpu": str(1 + i % 2)}) for i in range(6)]
+    devices = {
+        "ok-01": [{"gpu": 0, "uuid": "GPU-1", "pod": "p1", "namespace": "default", "utilization": 0.5}],
+        "ok-20": [{"gpu": 0, "uuid": "GPU-20", "utilization": 0.0}],
+    }
+    trimmer = capacity.NodeTrimmer()
+    shared = [trimmer(n) for n in nodes]
+    assert shared[0]["status"] is shared[1]["status"]  # the pool's parts are one object
+    own = [capacity.trim_node(n) for n in nodes]
+    trimmed_pods = [capacity.trim_pod(p) for p in pods]
+    grouped = capacity.summarize(shared, trimmed_pods, now=NOW, utilization=devices, utilization_time=NOW)
+    assert grouped == capacity.summarize(own, trimmed_pods, now=NOW, utilization=devices, utilization_time=NOW)
+    assert "bad-03, bad-05, bad-07" in grouped["conditions"][0]["message"]
+    whole = next(e for e in grouped["gpuSummary"] if not e["product"].endswith("-MIG-INVALID"))
+    assert (whole["capacity"], whole["allocated"]) == (30 * 8, 1 + 2 + 1 + 2 + 1 + 2)
+    assert sum(s["count"] for s in grouped["nodeShapes"]) == 33
+    free = sorted((s["free"]["nvidia.com/gpu"], s["count"]) for s in grouped["nodeShapes"] if s["labels"]["pool"] == "ok")
+    assert free == [(6, 3), (7, 3), (8, 24)]
+    assert sum(grouped["utilization"]["nodes"]["count"]) == 2  # the two nodes DCGM named
