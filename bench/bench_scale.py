@@ -169,10 +169,11 @@ ONE_LOOP = ("hub", "fleet", "client")
 
 
 def bottleneck(cpu_seconds: Mapping[str, float], seconds: float, *, cores: int, machine_busy: float,
-               memory: Mapping[str, int]) -> str:
+               memory: Mapping[str, int], timeline: Timeline | None = None) -> str:
     """Which resource ran out over a window: memory when less than 10 % is available; CPU when
     the machine's cores were >= 85 % busy (ours and other processes'); else one core, when a
-    process that runs on one event loop (:data:`ONE_LOOP`) kept >= 85 % of a core busy; else that
+    process that runs on one event loop (:data:`ONE_LOOP`) kept >= 85 % of a core busy over the
+    window, or in at least :data:`SATURATED_SHARE` of the ``timeline``'s intervals; else that
     none did."""
     used = {name: value / seconds for name, value in cpu_seconds.items() if seconds > 0}
     ours = sum(used.values())
@@ -187,7 +188,48 @@ def bottleneck(cpu_seconds: Mapping[str, float], seconds: float, *, cores: int, 
     if saturated:
         which = " and ".join(f"the {name}'s ({used[name]:.2f} cores)" for name in saturated)
         return f"one core: {which} event loop runs on one core and kept it busy; {busy}"
+    if timeline is not None and timeline.cores:
+        intervals = len(timeline.cores)
+        part = [(name, n, peak) for name, (n, peak) in timeline.saturated().items() if n >= SATURATED_SHARE * intervals]
+        if part:
+            which = " and ".join(f"the {name}'s in {n} of {intervals} intervals of {timeline.interval:.0f} s "
+                                 f"(up to {peak:.2f} cores)" for name, n, peak in part)
+            return f"one core, in part of the run: {which}; over the whole window {busy}"
     return f"neither CPU ({busy}) nor memory ran out"
+
+
+#: Seconds per interval of the load phase's CPU timeline (:class:`Timeline`).
+TIMELINE_SECONDS = 10.0
+#: Share of the timeline's intervals in which a one-loop process must have kept its core busy
+#: for :func:`bottleneck` to name it (a backlog built in a part of the run delays the rest).
+SATURATED_SHARE = 0.2
+
+
+@dataclass
+class Timeline:
+    """Cores used by each process (and the whole machine, as ``machine``) interval by interval:
+    a process that ran out of its core for part of a long run shows here, not in the average."""
+
+    meter: CpuMeter
+    interval: float = TIMELINE_SECONDS
+    cores: list[dict[str, float]] = field(default_factory=list)
+
+    async def run(self) -> None:
+        before, machine, started = self.meter.sample(), machine_busy_seconds(), time.perf_counter()
+        while True:
+            await asyncio.sleep(self.interval)
+            after, machine_after, now = self.meter.sample(), machine_busy_seconds(), time.perf_counter()
+            seconds = now - started
+            used = {name.split("-", 1)[0]: value / seconds for name, value in CpuMeter.delta(before, after).items()}
+            self.cores.append({**{k: round(v, 3) for k, v in used.items()},
+                               "machine": round((machine_after - machine) / seconds, 3)})
+            before, machine, started = after, machine_after, now
+
+    def saturated(self) -> dict[str, tuple[int, float]]:
+        """For each one-loop process: in how many intervals it kept >= 85 % of a core busy, and its
+        busiest interval's cores."""
+        return {name: (sum(c.get(name, 0.0) >= 0.85 for c in self.cores), max((c.get(name, 0.0) for c in self.cores), default=0.0))
+                for name in ONE_LOOP}
 
 
 def machine_busy_seconds() -> float:
@@ -361,6 +403,8 @@ async def measure(kubeconfig: Path, plan: Plan, meter: CpuMeter, hub_pid: int, e
                  asyncio.create_task(follow(hub, DEPLOYMENTS, tracker.saw_workload)),
                  asyncio.create_task(read_probe(hub, tracker))]
         window = Window(meter).open()
+        timeline = Timeline(meter)
+        tasks.append(asyncio.create_task(timeline.run()))
         peak_rss = 0
         try:
             await apply_all(hub, objs, tracker, rate=plan.rate, path=DEPLOYMENTS)
@@ -422,13 +466,14 @@ async def measure(kubeconfig: Path, plan: Plan, meter: CpuMeter, hub_pid: int, e
         apply_to_stage={stage: latency_summary([t - tracker.applied[n] for n, t in times.items()])
                         for stage, times in tracker.stages.items()},
         load_machine_busy_cores=round(window.machine_busy, 2),
+        load_cores_by_interval=timeline.cores,
         not_running=len(objs) - len(to_running),
     )
     missed = [f.name for f in figures if f.ok is False]
     if missed:
         details["targets_missed"] = missed
         details["bottleneck"] = bottleneck(load_cpu, load_s, cores=cores, machine_busy=window.machine_busy,
-                                           memory=meminfo())
+                                           memory=meminfo(), timeline=timeline)
     fanout_figures, details["fanout"] = watch_fanout_figures(fanout, seen, fanout_cpu, fanout_s,
                                                              machine_busy=window_fanout.machine_busy)
     return figures + fanout_figures, details

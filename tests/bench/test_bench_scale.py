@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bench.bench_scale import bottleneck, bucket_delta, histogram, histogram_quantile
+from bench.bench_scale import Timeline, bottleneck, bucket_delta, histogram, histogram_quantile
+from bench.common import CpuMeter
 
 METRICS = """\
 # HELP gpufed_scheduling_duration_seconds one decision
@@ -42,3 +43,17 @@ def test_the_bottleneck_names_the_resource_that_ran_out() -> None:
                       memory=plenty).startswith("neither CPU")  # etcd is not one loop
     low = {"MemTotal": 16 * 2**30, "MemAvailable": 2**30}
     assert bottleneck(cpu, 10.0, cores=8, machine_busy=2.0, memory=low).startswith("memory: 1.0 of 16.0 GiB")
+
+
+def test_the_bottleneck_names_a_loop_that_ran_out_of_its_core_in_part_of_the_run() -> None:
+    """Over the whole window the fleet averaged half a core, but it kept its one core busy in 3 of
+    10 intervals (a backlog built then delays the rest): named, with its busiest interval."""
+    plenty = {"MemTotal": 16 * 2**30, "MemAvailable": 8 * 2**30}
+    timeline = Timeline(CpuMeter({}))
+    timeline.cores = [{"hub": 0.5, "fleet": 0.98 if i in (4, 5, 6) else 0.3, "machine": 1.4} for i in range(10)]
+    verdict = bottleneck({"hub": 5.0, "fleet": 5.0, "etcd": 2.0}, 10.0, cores=2, machine_busy=1.4, memory=plenty,
+                         timeline=timeline)
+    assert verdict.startswith("one core, in part of the run: the fleet's in 3 of 10 intervals of 10 s (up to 0.98 cores)"), verdict
+    timeline.cores = timeline.cores[:1] * 10  # the fleet never saturated: nothing to name
+    assert bottleneck({"hub": 5.0, "fleet": 5.0}, 10.0, cores=2, machine_busy=1.4, memory=plenty,
+                      timeline=timeline).startswith("neither CPU")
