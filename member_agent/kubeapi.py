@@ -21,6 +21,8 @@ import abc
 import asyncio
 import json
 import logging
+import urllib.parse
+import urllib.request
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -216,14 +218,46 @@ class KubeTransport(abc.ABC):
         return str(version) if version else None
 
 
+#: The read buffer kubernetes_asyncio gives its session: a watch event can hold a large object.
+READ_BUFFER_BYTES = 2**21
+
+
+def environment_proxy(url: str) -> str | None:
+    """The proxy the environment names for ``url`` (``HTTPS_PROXY``/``HTTP_PROXY``, none for a
+    host ``NO_PROXY`` lists), as client-go's ``ProxyFromEnvironment`` takes it."""
+    parsed = urllib.parse.urlsplit(url)
+    if parsed.hostname is None or urllib.request.proxy_bypass(parsed.netloc):
+        return None
+    return urllib.request.getproxies_environment().get(parsed.scheme)
+
+
+def without_netrc(client: ApiClient) -> ApiClient:
+    """``client`` with a session that does not read ``~/.netrc``.
+
+    kubernetes_asyncio opens its session trusting the environment, for the proxy variables; aiohttp
+    then also looks every request's host up in the netrc file, on a worker thread (a thread hop
+    per request), and refuses the request when an entry matches, next to the bearer token's
+    ``Authorization`` header. client-go reads no netrc: the session here keeps the connector (TLS,
+    pool) and takes the proxy from the environment once, unless the configuration names one."""
+    rest = client.rest_client
+    trusting: aiohttp.ClientSession = rest.pool_manager
+    rest.pool_manager = aiohttp.ClientSession(connector=trusting.connector, read_bufsize=READ_BUFFER_BYTES)
+    trusting.detach()
+    proxy = None if rest.proxy else environment_proxy(str(client.configuration.host))
+    if proxy is not None:
+        rest.proxy = proxy
+    return client
+
+
 class KubeApi(KubeTransport):
-    """JSON requests against one API server through a kubernetes_asyncio ``ApiClient``."""
+    """JSON requests against one API server through a kubernetes_asyncio ``ApiClient`` (its session
+    made :func:`without_netrc`)."""
 
     def __init__(
         self, client: ApiClient, *, timeout: float = DEFAULT_TIMEOUT, reachability: Reachability | None = None
     ) -> None:
         super().__init__(timeout=timeout)
-        self.client = client
+        self.client = without_netrc(client)
         #: Logs, once per change, whether the server answers (see :mod:`member_agent.reachability`).
         self.reachability = reachability if reachability is not None else Reachability("API server", self.server)
 
