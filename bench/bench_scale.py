@@ -457,6 +457,7 @@ async def measure(kubeconfig: Path, plan: Plan, meter: CpuMeter, hub_pid: int, e
         Figure("mutating API p99 (hub histogram)", ms(mutating[99]), "ms", at_most(API_P99_S * 1000)),
         Figure("read API p99 (hub histogram)", ms(reads[99]), "ms", at_most(API_P99_S * 1000)),
         Figure("client create p99", round(percentile(tracker.apply_seconds, 99) * 1000, 1) if tracker.apply_seconds else None, "ms"),
+        Figure("client creates sent again (Retry-After)", hub.retries, ""),
         Figure("client LIST clusters p99", round(percentile(tracker.read_seconds, 99) * 1000, 1) if tracker.read_seconds else None, "ms"),
     ]
     details.update(

@@ -31,12 +31,18 @@ WATCH_TIMEOUT = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=120
 WORKS = "/apis/work.gpufed.io/v1alpha1/works"
 
 
+#: How often a create is sent again when the hub answers with ``Retry-After`` (client-go's limit).
+MAX_RETRIES = 10
+
+
 @dataclass
 class Hub:
     """A small HTTPS client for the hub: one session, the admin bearer token."""
 
     session: aiohttp.ClientSession
     base: str
+    #: Creates sent again after a ``Retry-After`` answer (429, or 503 while etcd is away).
+    retries: int = 0
 
     @classmethod
     @contextlib.asynccontextmanager
@@ -56,14 +62,23 @@ class Hub:
             return response.status, orjson.loads(body) if body else None
 
     async def create(self, path: str, obj: dict[str, Any]) -> int:
+        """POST ``obj``; an answer of 429 or 5xx with ``Retry-After`` is waited out and sent again,
+        as client-go does (at most :data:`MAX_RETRIES` times)."""
         body = orjson.dumps(obj)
-        async with self.session.post(
-            self.base + path, data=body, headers={"Content-Type": "application/json"}
-        ) as response:
-            text = await response.read()
-            if response.status not in (201, 409):
+        for attempt in range(MAX_RETRIES + 1):
+            async with self.session.post(
+                self.base + path, data=body, headers={"Content-Type": "application/json"}
+            ) as response:
+                text = await response.read()
+                wait = response.headers.get("Retry-After", "")
+                if response.status in (201, 409):
+                    return response.status
+                if (response.status == 429 or response.status >= 500) and wait.isdigit() and attempt < MAX_RETRIES:
+                    self.retries += 1
+                    await asyncio.sleep(int(wait))
+                    continue
                 raise RuntimeError(f"POST {path}: HTTP {response.status}: {text[:300]!r}")
-            return response.status
+        raise AssertionError("unreachable")
 
     async def watch(self, path: str, resource_version: str) -> AsyncIterator[dict[str, Any]]:
         """Events of one watch stream, from ``resource_version``; ends when the server ends it."""
