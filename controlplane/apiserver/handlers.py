@@ -101,6 +101,14 @@ def field_manager_for(request: web.Request) -> str:
     return agent.split("/", 1)[0][:128] or "unknown"
 
 
+def _force_of(request: web.Request, patch_type: PatchType) -> bool:
+    """A patch's ``force``, which only an apply may ask for."""
+    force = request.query.get("force", "") in _TRUE
+    if force and patch_type is not PatchType.APPLY:
+        raise errors.BadRequest("force: Invalid value: true: may not be specified for non-apply patch")
+    return force
+
+
 def dry_run_of(request: web.Request) -> bool:
     values = request.query.getall("dryRun", [])
     for value in values:
@@ -210,10 +218,12 @@ class ResourceHandlers:
             return json_response(scale)
         if info.verb == "patch":
             patch_type = PatchType.from_content_type(request.headers.get("Content-Type", ""), rt)
+            force = _force_of(request, patch_type)
+            media = "application/yaml" if patch_type is PatchType.APPLY else JSON_CONTENT_TYPE
             scale = await self._objects.patch_scale(
                 rt, namespace=info.namespace, name=info.name, patch_type=patch_type,
-                patch=await decode_body(await request.read(), media=JSON_CONTENT_TYPE),
-                dry_run=dry_run_of(request), field_manager=field_manager_for(request),
+                patch=await decode_body(await request.read(), media=media),
+                dry_run=dry_run_of(request), field_manager=field_manager_for(request), force=force,
             )
             return json_response(scale)
         raise _method_not_allowed()
@@ -406,9 +416,7 @@ class ResourceHandlers:
         media = "application/yaml" if patch_type is PatchType.APPLY else JSON_CONTENT_TYPE
         patch = await decode_body(await request.read(), media=media)
         warnings: list[str] = []
-        force = request.query.get("force", "") in _TRUE
-        if force and patch_type is not PatchType.APPLY:
-            raise errors.BadRequest("force: Invalid value: true: may not be specified for non-apply patch")
+        force = _force_of(request, patch_type)
         created: list[bool] = []
         options = self._write_args(request, warnings)
         options["on_create"] = lambda: created.append(True)

@@ -3,8 +3,9 @@
 Pure functions over the kind's :class:`~controlplane.apiserver.resources.ScaleSubresource`
 (where its spec and status replicas and its label selector are): :func:`scale_of` reads the
 Scale view of an object, :func:`replicas_patch` turns a Scale into the merge patch that
-writes it back, and :func:`scale_patch_type`/:func:`patched_scale` apply a patch sent to
-the subresource. The store does the reading and writing.
+writes it back, :func:`scale_patch_type`/:func:`patched_scale` apply a patch sent to the
+subresource and :func:`applied_scale` a server-side apply of it. The store does the reading
+and writing.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from controlplane.apis.kube.field import IS_NEGATIVE
 from controlplane.apis.untyped import dig
 from controlplane.apiserver import errors
 from controlplane.apiserver.openapi.known_fields import CannotUnmarshal, unknown_fields_of
-from controlplane.apiserver.patches import PatchType, apply_patch
+from controlplane.apiserver.patches import PatchType, apply_patch, merge_patch
+from controlplane.apiserver.patching.scalefields import ReplicasPaths, to_parent, to_subresource
 from controlplane.apiserver.resources import ResourceType, ScaleSubresource
 from controlplane.apiserver.selectors import LabelSelector
 from controlplane.apiserver.validation import DecodingError
@@ -87,11 +89,43 @@ def replicas_patch(rt: ResourceType, scale: Any, *, name: str) -> dict[str, Any]
 
 
 def scale_patch_type(patch_type: PatchType) -> PatchType:
-    """How a patch of the scale subresource is applied: a Scale has no lists, so a strategic
-    merge patch is a merge patch here; server-side apply is not supported."""
-    if patch_type is PatchType.APPLY:
-        raise errors.UnsupportedMediaType("server-side apply of the scale subresource is not supported")
+    """How a patch (not an apply) of the scale subresource is applied: a Scale has no lists, so
+    a strategic merge patch is a merge patch here."""
     return PatchType.MERGE if patch_type is PatchType.STRATEGIC else patch_type
+
+
+def applied_scale(
+    rt: ResourceType,
+    parent: dict[str, Any],
+    patch: Any,
+    *,
+    replicas_paths: ReplicasPaths,
+    manager: str | None,
+    force: bool,
+    now: str,
+) -> dict[str, Any]:
+    """``parent`` as a server-side apply of the Scale ``patch`` leaves it: its replicas the
+    applied ones, and the applier the owner of them in the parent's managedFields (kube's
+    ``ScaleHandler``, :mod:`~controlplane.apiserver.patching.scalefields`). A conflict with
+    another owner of the replicas is kube's 409 naming it; ``force`` takes them over."""
+    scale_type = dataclasses.replace(
+        rt, group="autoscaling", version="v1", kind="Scale", strategic_merge=False, model=None, field_schema=None
+    )
+    owners = parent["metadata"].get("managedFields")
+    view = scale_of(rt, parent)
+    if seen := to_subresource(owners, replicas_paths):
+        view["metadata"]["managedFields"] = seen
+    applied = apply_patch(
+        scale_type, view, PatchType.APPLY, patch, manager=manager, force=force, now=now, subresource="scale"
+    )
+    replicas = replicas_patch(rt, applied, name=str(parent["metadata"]["name"]))
+    replicas.pop("metadata", None)
+    out: dict[str, Any] = merge_patch(parent, replicas)
+    managed = to_parent(owners, applied["metadata"].get("managedFields"), replicas_paths, api_version=rt.api_version)
+    out["metadata"] = {**out["metadata"], "managedFields": managed}
+    if not managed:
+        del out["metadata"]["managedFields"]
+    return out
 
 
 def patched_scale(

@@ -27,7 +27,14 @@ from controlplane.apiserver.objects.deleting import Deleter
 from controlplane.apiserver.objects.events import watch_events
 from controlplane.apiserver.objects.namespaces import NamespaceLifecycle
 from controlplane.apiserver.objects.reading import decode, decode_all, encoded, get_kv, list_page
-from controlplane.apiserver.objects.scale import patched_scale, replicas_patch, scale_of, scale_patch_type
+from controlplane.apiserver.objects.scale import (
+    applied_scale,
+    patched_scale,
+    replicas_patch,
+    require_scale,
+    scale_of,
+    scale_patch_type,
+)
 from controlplane.apiserver.objects.values import (
     DeleteOptions,
     DeleteResult,
@@ -47,8 +54,9 @@ from controlplane.apiserver.objects.values import (
     utc_now,
 )
 from controlplane.apiserver.objects.versions import KindVersions
-from controlplane.apiserver.objects.writing import Writer
+from controlplane.apiserver.objects.writing import PATCH_RETRIES, LostRace, Writer
 from controlplane.apiserver.patches import PatchType
+from controlplane.apiserver.patching.scalefields import replicas_path
 from controlplane.apiserver.resources import Registry, ResourceType
 from controlplane.apiserver.validation import DecodingError
 from controlplane.storage import interface as storage
@@ -285,7 +293,13 @@ class ObjectStore:
         patch: Any,
         dry_run: bool = False,
         field_manager: str | None = None,
+        force: bool = False,
     ) -> dict[str, Any]:
+        """Patch the object's replicas through its Scale (a server-side apply: :meth:`apply_scale`)."""
+        if patch_type is PatchType.APPLY:
+            return await self.apply_scale(
+                rt, namespace=namespace, name=name, patch=patch, field_manager=field_manager, force=force, dry_run=dry_run
+            )
         effective = scale_patch_type(patch_type)
         current = await self.get_scale(rt, namespace=namespace, name=name)
         patched = patched_scale(rt, current, effective, patch, field_manager=field_manager, now=self.now())
@@ -296,6 +310,39 @@ class ObjectStore:
         except DecodingError as exc:  # kube decodes the patched Scale: its patch handler's 422
             strategic = patch_type is PatchType.STRATEGIC
             raise exc.in_patch(go_printed(patch) if strategic else go_json(patched), strategic=strategic) from exc
+
+    async def apply_scale(
+        self,
+        rt: ResourceType,
+        *,
+        namespace: str | None = None,
+        name: str,
+        patch: Any,
+        field_manager: str | None,
+        force: bool = False,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        """Server-side apply of a Scale: the object's replicas set and owned by ``field_manager``
+        (:func:`applied_scale`), re-reading and retrying when a concurrent write wins."""
+        require_scale(rt)
+        paths = {
+            other.api_version: replicas_path(other.scale.spec_replicas) if other.scale is not None else None
+            for other in self._registry
+            if (other.group, other.kind) == (rt.group, rt.kind)
+        }
+        options = WriteOptions(dry_run=dry_run)
+        for _attempt in range(PATCH_RETRIES):
+            kv = await get_kv(self._store, rt, namespace=namespace, name=name)
+            old = decode(rt, kv)
+            new = applied_scale(
+                rt, old, patch, replicas_paths=paths, manager=field_manager, force=force, now=self.now()
+            )
+            try:
+                written = await self._writer.write_update(rt, kv, old, new, subresource=None, options=options)
+            except LostRace:
+                continue
+            return scale_of(rt, written)
+        raise errors.conflict_modified(plural=rt.plural, group=rt.group, name=name)
 
     # --- deletes ----------------------------------------------------------------------
 

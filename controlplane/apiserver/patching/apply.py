@@ -14,7 +14,8 @@ FieldsV1 format, so that ``kubectl apply --server-side``, the member agent's app
   changed become the manager's and leave every other manager's set.
 
 Writes through the ``status`` subresource track ``.status`` only, in their own entry
-(``subresource: status``); writes to the main resource never own ``.status``. System
+(``subresource: status``); writes to the main resource never own ``.status``, nor do applies
+of the Scale a ``scale`` subresource serves (:mod:`.scalefields` maps its entries). System
 fields (``metadata.name``, ``resourceVersion``, ``uid``, ``managedFields``…) are never owned.
 List semantics come from the kind's :class:`FieldSchema`, which the caller passes in: a
 built-in kind's from :mod:`controlplane.apiserver.patching.schema` (associative lists keyed
@@ -496,8 +497,7 @@ def _applied_content(applied: Mapping[str, Any], section: str) -> dict[str, Any]
             metadata.pop(name, None)
     if section == STATUS_SUBRESOURCE:
         return {key: value for key, value in config.items() if key == "status"}
-    if section:
-        raise ApplyError(f"server-side apply is not supported on the {section} subresource")
+    # The main resource, or an object of its own served through a subresource (a Scale).
     config.pop("status", None)
     return config
 

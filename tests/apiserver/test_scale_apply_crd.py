@@ -1,0 +1,41 @@
+"""Server-side apply of a custom resource's ``/scale``: the applied Scale's ``spec.replicas`` is
+set at the CRD's ``specReplicasPath`` and owned there by the applier, as kube's scale handler
+maps it (the parent's replicas field by version)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .test_crd_apply import Client, api_registry, crd, install  # noqa: F401 (fixtures)
+
+TRAINERS = "/apis/ml.example.com/v1/namespaces/default/trainers"
+APPLY = {"Content-Type": "application/apply-patch+yaml"}
+SCHEMA: dict[str, Any] = {"type": "object", "properties": {
+    "spec": {"type": "object", "properties": {"workers": {"type": "integer"}, "image": {"type": "string"}}},
+    "status": {"type": "object", "properties": {"workers": {"type": "integer"}}},
+}}
+
+
+async def test_an_applied_scale_sets_and_owns_the_crds_replicas_path(api: Client) -> None:
+    definition = crd("ml.example.com", "Trainer", "trainers", SCHEMA)
+    definition["spec"]["versions"][0]["subresources"]["scale"] = {
+        "specReplicasPath": ".spec.workers", "statusReplicasPath": ".status.workers",
+    }
+    await install(api, definition, TRAINERS)
+    trainer = {"apiVersion": "ml.example.com/v1", "kind": "Trainer", "metadata": {"name": "t"},
+               "spec": {"workers": 2, "image": "i"}}
+    assert (await api.post(f"{TRAINERS}?fieldManager=creator", json=trainer)).status == 201
+    body = "apiVersion: autoscaling/v1\nkind: Scale\nmetadata:\n  name: t\nspec:\n  replicas: 6\n"
+    refused = await api.patch(f"{TRAINERS}/t/scale?fieldManager=autoscaler", data=body, headers=APPLY)
+    assert refused.status == 409
+    assert (await refused.json())["message"] == (
+        'Apply failed with 1 conflict: conflict with "creator" using ml.example.com/v1: .spec.replicas'
+    )
+    applied = await api.patch(f"{TRAINERS}/t/scale?fieldManager=autoscaler&force=true", data=body, headers=APPLY)
+    assert applied.status == 200, await applied.text()
+    stored = await (await api.get(f"{TRAINERS}/t")).json()
+    assert stored["spec"] == {"workers": 6, "image": "i"}
+    owners = {(m["manager"], m["operation"], m.get("subresource", "")): m for m in stored["metadata"]["managedFields"]}
+    assert owners[("autoscaler", "Apply", "scale")]["fieldsV1"] == {"f:spec": {"f:workers": {}}}
+    assert owners[("autoscaler", "Apply", "scale")]["apiVersion"] == "ml.example.com/v1"
+    assert owners[("creator", "Update", "")]["fieldsV1"]["f:spec"] == {"f:image": {}}
