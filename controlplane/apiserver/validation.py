@@ -376,7 +376,7 @@ def _decoded(
             except known_fields.CannotUnmarshal as stored:
                 if str(stored) == str(exc):
                     return exc.unknown
-        raise DecodingError(rt, str(exc)) from exc
+        raise DecodingError(rt, str(exc), converted=exc.converted) from exc
 
 
 def decoded_applied(rt: ResourceType, applied: dict[str, Any], field_validation: FieldValidation) -> Checked:
@@ -425,19 +425,24 @@ class DecodingError(BadRequest):
     handled as a Deployment: <error>`` (400), where ``error`` is the decoder's own (a value of
     the wrong type, a quantity that does not parse, unknown fields under Strict)."""
 
-    def __init__(self, rt: ResourceType, error: str) -> None:
+    def __init__(self, rt: ResourceType, error: str, *, converted: str | None = None) -> None:
         super().__init__(f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {error}')
         self.error = error
+        #: The same error in kube's unstructured converter's words, where known.
+        self.converted = converted
 
     def in_patch(self, patched: str, *, strategic: bool = False) -> Invalid:
         """The same failure where a JSON, merge or strategic merge patch produced the body: kube's
         patch handler answers 422 ``"" is invalid: patch: Invalid value: "<patched>": <error>``,
         ``patched`` being the patched object's JSON (a strategic merge patch: the patch, as Go
         prints a map). kube converts a strategic merge patch's result from a map instead of
-        decoding it, and that converter wraps a base64 error: ``error decoding from json:
-        illegal base64 data at input byte 0``."""
+        decoding it, so the error is that converter's: a value of the wrong type is ``cannot
+        restore slice from map``, ``unrecognized type: int32`` (:attr:`converted`), and a base64
+        error is wrapped, ``error decoding from json: illegal base64 data at input byte 0``."""
         error = self.error
-        if strategic and error.startswith("illegal base64 data"):
+        if strategic and self.converted is not None:
+            error = self.converted
+        elif strategic and error.startswith("illegal base64 data"):
             error = f"error decoding from json: {error}"
         message = f"Invalid value: {go_quote(patched)}: {error}"
         return invalid(kind="", group="", name="", causes=[Cause(CauseType.FIELD_VALUE_INVALID, message, "patch")])

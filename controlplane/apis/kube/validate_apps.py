@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from controlplane.apis.kube import field
-from controlplane.apis.kube.field import FieldError, GoValue, go_quote
+from controlplane.apis.kube.field import FieldError, GoValue, go_json, go_quote
 from controlplane.apis.kube.label_selectors import (
     is_empty,
     normalized,
@@ -303,5 +303,18 @@ def validate_controller_revision(obj: Obj, old: Obj | None) -> list[FieldError]:
         errors.append(field.required("data", "data is mandatory"))
     errors += field.nonnegative(obj.get("revision"), "revision")
     if old is not None:
-        errors += field.immutable(obj.get("data"), old.get("data"), "data")
+        errors += field.immutable(obj.get("data"), old.get("data"), "data", shown=_revision_data(obj.get("data")))
     return errors
+
+
+def _revision_data(data: Any) -> Any:
+    """A ControllerRevision's ``data`` as kube prints it in an error: its internal type holds the
+    JSON as a ``*runtime.Unknown``, which ``field.Invalid`` prints with ``%#v`` (the bytes of
+    Go's ``json.Marshal`` of the value, one by one); no data is a nil object, ``"null"``."""
+    if data is None:
+        return "null"
+    raw = ", ".join(f"0x{byte:x}" for byte in go_json(data, sort_keys=True).encode())
+    return GoValue(
+        f'runtime.Unknown{{TypeMeta:runtime.TypeMeta{{APIVersion:"", Kind:""}}, Raw:[]uint8{{{raw}}}, '
+        'ContentEncoding:"", ContentType:"application/json"}'
+    )

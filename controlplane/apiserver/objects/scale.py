@@ -69,7 +69,8 @@ def replicas_patch(rt: ResourceType, scale: Any, *, name: str) -> dict[str, Any]
     try:
         _SCALE_DECODING(scale if isinstance(scale, dict) else {}, False)
     except CannotUnmarshal as exc:
-        raise DecodingError(dataclasses.replace(rt, kind="Scale", version="v1"), str(exc)) from exc
+        scale_type = dataclasses.replace(rt, kind="Scale", version="v1")
+        raise DecodingError(scale_type, str(exc), converted=exc.converted) from exc
     replicas = dig(scale, "spec", "replicas") or 0
     if replicas < 0:
         raise errors.invalid(

@@ -50,11 +50,14 @@ class CannotUnmarshal(ValueError):
     """A value of another JSON type than the field's: ``json: cannot unmarshal number into Go
     struct field EnvVar.spec.template.spec.containers.env.value of type string`` (Go's words: the
     innermost struct, the field's JSON path without indices or map keys, the Go type).
-    ``unknown``: the unknown fields found as well."""
+    ``unknown``: the unknown fields found as well. ``converted``: the same value's error in the
+    words of kube's unstructured converter (``cannot restore slice from map``), which turns the
+    map a strategic merge patch leaves into the kind; None where its words are not known."""
 
-    def __init__(self, message: str, unknown: list[Path]) -> None:
+    def __init__(self, message: str, unknown: list[Path], converted: str | None = None) -> None:
         super().__init__(message)
         self.unknown = unknown
+        self.converted = converted
 
 
 class _Shape(Enum):
@@ -191,6 +194,40 @@ def _json_kind(value: Any) -> str:
     return "array" if isinstance(value, list) else "object"
 
 
+#: Go's names of the kinds of value a JSON document decodes into (``UnmarshalCaseSensitivePreserveInts``).
+_GO_KINDS: tuple[tuple[type | tuple[type, ...], str], ...] = (
+    (bool, "bool"), (int, "int64"), (float, "float64"), (str, "string"), (list, "slice"), (dict, "map"),
+)
+#: The plain Go types kube's unstructured converter sets by reflection (not by their own UnmarshalJSON).
+_REFLECTED_SCALARS = frozenset({"string", "bool", "int32", "int64", "float64"})
+
+
+def _converter_error(value: Any, node: _Node) -> str | None:
+    """What kube's unstructured converter (``runtime.DefaultUnstructuredConverter``) answers
+    for ``value`` in a field of ``node``'s type: a struct, map or slice from another kind of
+    value cannot be restored, a whole number can be made any integer (an int64 too large for an
+    int32 wraps, so None: not its error) and a float a whole one, and a scalar of another kind
+    is a type it does not recognise. None for a type decoded by its own UnmarshalJSON (a
+    Quantity, a Time, base64 bytes), whose errors are that method's."""
+    source = next(name for types, name in _GO_KINDS if isinstance(value, types))
+    if node.shape is _Shape.STRUCT:
+        return f"cannot restore struct from: {source}"
+    if node.shape is _Shape.MAP:
+        return f"cannot restore map from {source}"
+    if node.shape is _Shape.LIST:
+        return f"cannot restore slice from {source}"
+    target = node.go
+    if target not in _REFLECTED_SCALARS:
+        return None
+    if source == "int64" and target == "string":
+        return "cannot convert int64 to string"  # Go converts an integer to a string, the converter does not
+    if source == "int64" and target in _INTEGRAL:
+        return None
+    if source == "float64" and target in _INTEGRAL:
+        return f"cannot convert float64 to {target}"
+    return f"unrecognized type: {target}"
+
+
 class _Aborted(Exception):
     """A value whose own ``UnmarshalJSON`` failed (a Quantity that does not parse): Go's
     decoder stops there and answers that error, whatever it met before."""
@@ -202,6 +239,7 @@ class _Walk:
 
     unknown: list[Path] = field(default_factory=list)
     error: str | None = None
+    converted: str | None = None
     path: list[str | int] = field(default_factory=list)
     #: The JSON field names from the root (Go names a field by these: no indices, no map keys).
     keys: list[str] = field(default_factory=list)
@@ -214,6 +252,7 @@ class _Walk:
             self.error = (
                 f"json: cannot unmarshal {kind} into Go struct field {struct}.{'.'.join(self.keys)} of type {node.go}"
             )
+            self.converted = _converter_error(value, node)
 
     def undecodable(self, value: str) -> None:
         """Go's decoder saves a base64 error as it does a value of the wrong type: the first
@@ -232,7 +271,7 @@ class _Walk:
         except _Aborted as exc:
             raise CannotUnmarshal(str(exc), self.unknown) from None
         if self.error is not None:
-            raise CannotUnmarshal(self.error, self.unknown)
+            raise CannotUnmarshal(self.error, self.unknown, self.converted)
 
     def walk(self, value: Any, node: _Node, struct: str) -> None:
         shape = node.shape
