@@ -60,6 +60,7 @@ from controlplane.apiserver.auth.rbac.kinds import rbac_resources
 from controlplane.apiserver.auth.rbac.reviews import review_endpoints
 from controlplane.apiserver.auth.serviceaccounts import ServiceAccountTokens
 from controlplane.apiserver.auth.tokens import TokenStore
+from controlplane.apiserver.componentstatus import ComponentStatuses, leader_probe, store_probe
 from controlplane.apiserver.crd.registry import DynamicRegistry
 from controlplane.apiserver.crd.types import crd_resource_type
 from controlplane.apiserver.identity import Role
@@ -360,7 +361,10 @@ class Hub(ShutdownOnce):
             *ca_routes(ca_pem=self.pki.ca_pem),
         ]
         # Served and listed in discovery as kube's create-only resources.
-        create_only = [*review_endpoints(authorizer, self.tokens), *self.service_account_tokens.endpoints()]
+        create_only = [
+            *review_endpoints(authorizer, self.tokens), *self.service_account_tokens.endpoints(),
+            self._component_statuses().endpoint(),
+        ]
         self.waste_sampler = WasteSampler(
             self.objects, self.store, interval=self.config.waste_sample_interval, metrics=self.metrics
         )
@@ -432,6 +436,19 @@ class Hub(ShutdownOnce):
         if config.tls_private_key_file is not None or config.tls_ca_file is not None:
             raise PkiError("--tls-private-key-file and --tls-ca-file need --tls-cert-file")
         return ensure_pki(config.state_dir, hosts=[host, socket.gethostname(), *config.tls_hosts]).serving
+
+    def _component_statuses(self) -> ComponentStatuses:
+        """``kubectl get componentstatuses``: the store as etcd; the controller manager, which runs
+        the scheduler too, as the elected leader runs it."""
+        controllers = leader_probe(
+            leader=lambda: self.elector.leader if self.elector is not None else None,
+            leading=lambda: self.elector is not None and self.elector.is_leader,
+            started=lambda: self.controllers is not None and self.controllers.started.is_set(),
+        )
+        assert self.store is not None
+        return ComponentStatuses(
+            {"scheduler": controllers, "controller-manager": controllers, "etcd-0": store_probe(self.store)}
+        )
 
     async def _start_leading(self, term: Term) -> None:
         """This replica leads: run the controllers over an ObjectStore fenced to ``term``."""

@@ -382,16 +382,23 @@ class _Endpoints:
 
 
 async def _create_only_method(_request: web.Request) -> web.StreamResponse:
-    """Any method but ``POST`` on a create-only resource: kube's answer (go-restful's 405, no
-    route for a get, list, watch or delete)."""
+    """Any method but ``POST`` on a create-only resource (but ``GET`` on a read-only one): kube's
+    answer (go-restful's 405, no route for the other verbs)."""
     raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
 
 
 def _create_only_routes(endpoints: Iterable[CreateOnlyEndpoint]) -> list[web.RouteDef]:
     routes = []
     for endpoint in endpoints:
-        path = endpoint.resource.path
-        routes += [web.post(path, endpoint.handler), web.route(hdrs.METH_ANY, path, _create_only_method)]
+        path, verbs = endpoint.resource.path, endpoint.resource.verbs
+        if "create" in verbs:
+            routes.append(web.post(path, endpoint.handler))
+        if "list" in verbs:
+            routes.append(web.get(path, endpoint.handler, allow_head=False))
+        routes.append(web.route(hdrs.METH_ANY, path, _create_only_method))
+        if "get" in verbs:
+            item = f"{path}/{{name}}"
+            routes += [web.get(item, endpoint.handler, allow_head=False), web.route(hdrs.METH_ANY, item, _create_only_method)]
     return routes
 
 

@@ -1,4 +1,5 @@
-"""Create-only API resources: answered by a handler of their own, never stored, never read back.
+"""API resources answered by a handler of their own, never stored: the create-only ones, and
+kube's read-only ComponentStatus.
 
 kube-apiserver serves some resources that only take a ``POST``: the access reviews
 (``authorization.k8s.io/v1`` SelfSubjectAccessReview, SelfSubjectRulesReview,
@@ -7,6 +8,10 @@ and TokenReview, and the ``token`` subresource of a ServiceAccount (an
 ``authentication.k8s.io/v1`` TokenRequest). Discovery lists them with the one verb ``create``
 (so ``kubectl api-resources`` shows them and ``kubectl create -f`` finds their kind); any other
 method on their path is kube's 405 MethodNotAllowed.
+
+kube's deprecated ``v1`` ComponentStatus is computed on every read instead (probes of the
+control plane's components): listed with the verbs ``get`` and ``list`` and its short name ``cs``,
+its collection and its items are answered by one handler (:mod:`.componentstatus`).
 
 The module that serves one declares it (:class:`CreateOnlyResource`) next to its handler
 (:class:`CreateOnlyEndpoint`); the API server routes the endpoint and discovery lists its
@@ -44,6 +49,10 @@ class CreateOnlyResource:
     #: says so: ``serviceaccounts/token`` in ``v1`` is an ``authentication.k8s.io/v1`` TokenRequest).
     kind_group: str | None = None
     kind_version: str | None = None
+    #: The verbs discovery lists and the handler answers: ``create`` (a POST), or ``get`` and
+    #: ``list`` (a GET of an item or of the collection).
+    verbs: tuple[str, ...] = CREATE_ONLY_VERBS
+    short_names: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -79,7 +88,8 @@ class CreateOnlyResource:
 
 @dataclass(frozen=True, slots=True)
 class CreateOnlyEndpoint:
-    """A create-only resource and the handler of its ``POST``."""
+    """A resource of :attr:`CreateOnlyResource.verbs` and the handler of its ``POST`` (create),
+    or of its ``GET``s (get and list; the item's ``{name}`` in the route's match)."""
 
     resource: CreateOnlyResource
     handler: Callable[[web.Request], Awaitable[web.StreamResponse]]

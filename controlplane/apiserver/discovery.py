@@ -18,7 +18,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
-from controlplane.apiserver.createonly import CREATE_ONLY_VERBS, CreateOnlyResource, served_group_versions
+from controlplane.apiserver.createonly import CreateOnlyResource, served_group_versions
 from controlplane.apiserver.resources import ALL_VERBS, STATUS_VERBS, Registry, ResourceType
 
 #: The Kubernetes API level this server speaks (kubectl warns on larger skews).
@@ -60,7 +60,10 @@ def _create_only_entry(resource: CreateOnlyResource) -> dict[str, Any]:
         entry["group"] = resource.kind_group
     if resource.kind_version is not None:
         entry["version"] = resource.kind_version
-    return {**entry, "kind": resource.kind, "verbs": list(CREATE_ONLY_VERBS)}
+    entry = {**entry, "kind": resource.kind, "verbs": list(resource.verbs)}
+    if resource.short_names:
+        entry["shortNames"] = list(resource.short_names)
+    return entry
 
 
 def _with_create_only(resources: list[dict[str, Any]], create_only: Sequence[CreateOnlyResource]) -> list[dict[str, Any]]:

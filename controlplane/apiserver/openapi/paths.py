@@ -152,10 +152,11 @@ def create_only_paths(resource: CreateOnlyResource, schema: str) -> list[PathIte
 def all_paths(
     catalog: SchemaCatalog, types: Iterable[ResourceType], create_only: Iterable[CreateOnlyResource]
 ) -> list[PathItem]:
-    """The path items of ``types`` and of the ``create_only`` resources kube has a kind for."""
+    """The path items of ``types`` and of the ``create_only`` resources kube has a kind for (a
+    read-only one, ComponentStatus, has none here)."""
     items = [item for rt in types for item in kind_paths(rt, catalog.kind(rt).name)]
     for resource in create_only:
         schema = catalog.create_only(resource)
-        if schema is not None:
+        if schema is not None and "create" in resource.verbs:
             items += create_only_paths(resource, schema)
     return items

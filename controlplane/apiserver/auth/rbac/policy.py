@@ -198,6 +198,8 @@ def gpufed_cluster_roles() -> list[dict[str, Any]]:
             rule(READ, (COORDINATION_GROUP,), ("leases",)),
             rule(READ, ("scheduling.k8s.io",), ("priorityclasses",)),
             rule(("get",), urls=("/metrics",)),
+            # The hub's health as kubectl get componentstatuses shows it (read-only, as kube serves it).
+            rule(("get", "list"), ("",), ("componentstatuses",)),
             # Reads through the cluster proxy (GET only; the member decides what the viewer
             # may see under its impersonated identity).
             rule(("get",), (CLUSTER_GROUP,), ("clusters/proxy",)),

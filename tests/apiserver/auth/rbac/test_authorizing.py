@@ -83,6 +83,9 @@ DECISIONS = [
     (res(VIEWER, "list", "coordination.k8s.io", "leases", ns="gpufed-cluster-lease"), True),
     (res(VIEWER, "get", "reports.gpufed.io", "wastereports", name="last-1h"), True),
     (path(VIEWER, "get", "/metrics"), True),
+    (res(VIEWER, "list", "", "componentstatuses"), True),
+    (res(VIEWER, "delete", "", "componentstatuses", name="etcd-0"), False),
+    (res(ALICE, "list", "", "componentstatuses"), False),  # not in kube's view, edit or admin
     (res(VIEWER, "get", "", "secrets", ns="x", name="s"), False),
     (res(VIEWER, "list", "auth.gpufed.io", "tokens"), False),
     (res(VIEWER, "create", "apps", "deployments", ns="x"), False),

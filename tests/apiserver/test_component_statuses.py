@@ -1,0 +1,118 @@
+"""The deprecated v1 ComponentStatus, served read-only as kube-apiserver serves it: probed on
+every read, listed by discovery with ``get``/``list`` and short name ``cs``, kube's warning on
+every answer, kube's Table, 405 for any other verb."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from controlplane.apiserver.app import create_app
+from controlplane.apiserver.componentstatus import (
+    NO_LEADER,
+    STARTING,
+    ComponentHealth,
+    ComponentStatuses,
+    leader_probe,
+    store_probe,
+)
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.apiserver.resources import Registry
+
+Client = TestClient[Any, Any]
+COLLECTION = "/api/v1/componentstatuses"
+WARNING = '299 - "v1 ComponentStatus is deprecated in v1.19+"'
+TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+
+
+async def _unhealthy() -> ComponentHealth:
+    raise ConnectionError("connection refused")
+
+
+@pytest.fixture
+async def client(objects: ObjectStore, api_registry: Registry) -> AsyncIterator[Client]:
+    statuses = ComponentStatuses({
+        "scheduler": _unhealthy,
+        "controller-manager": leader_probe(leader=lambda: "hub-1", leading=lambda: False, started=lambda: False),
+        "etcd-0": store_probe(objects.store),
+    })
+    app = create_app(objects, api_registry, create_only=[statuses.endpoint()])
+    async with TestClient(TestServer(app)) as test_client:
+        yield test_client
+
+
+async def test_list_and_get_probe_each_component(client: Client) -> None:
+    response = await client.get(COLLECTION)
+    assert response.status == 200
+    assert response.headers.getall("Warning") == [WARNING]
+    listed = await response.json()
+    assert (listed["kind"], listed["apiVersion"], listed["metadata"]) == ("ComponentStatusList", "v1", {})
+    assert [(i["metadata"]["name"], i["conditions"]) for i in listed["items"]] == [
+        ("scheduler", [{"type": "Healthy", "status": "False", "error": "connection refused"}]),
+        ("controller-manager", [{"type": "Healthy", "status": "True", "message": "ok"}]),
+        ("etcd-0", [{"type": "Healthy", "status": "True", "message": "ok"}]),
+    ]
+    item = await client.get(f"{COLLECTION}/etcd-0")
+    assert item.headers.getall("Warning") == [WARNING]
+    assert await item.json() == {
+        "kind": "ComponentStatus", "apiVersion": "v1", "metadata": {"name": "etcd-0", "creationTimestamp": None},
+        "conditions": [{"type": "Healthy", "status": "True", "message": "ok"}],
+    }
+    missing = await client.get(f"{COLLECTION}/kube-dns")
+    assert missing.status == 404
+    assert (await missing.json())["message"] == 'componentstatuses "kube-dns" not found'
+
+
+async def test_the_table_is_kubes(client: Client) -> None:
+    rendered = await (await client.get(COLLECTION, headers={"Accept": TABLE})).json()
+    assert [c["name"] for c in rendered["columnDefinitions"]] == ["Name", "Status", "Message", "Error"]
+    assert [r["cells"] for r in rendered["rows"]] == [
+        ["scheduler", "Unhealthy", "", "connection refused"],
+        ["controller-manager", "Healthy", "ok", ""],
+        ["etcd-0", "Healthy", "ok", ""],
+    ]
+
+
+@pytest.mark.parametrize(("method", "path"), [("POST", COLLECTION), ("DELETE", f"{COLLECTION}/etcd-0"),
+                                              ("PUT", f"{COLLECTION}/etcd-0"), ("DELETE", COLLECTION)])
+async def test_other_verbs_are_not_allowed(client: Client, method: str, path: str) -> None:
+    response = await client.request(method, path, json={})
+    assert response.status == 405
+    assert (await response.json())["reason"] == "MethodNotAllowed"
+
+
+async def test_a_watch_is_not_allowed(client: Client) -> None:
+    response = await client.get(f"{COLLECTION}?watch=true")
+    assert response.status == 405
+
+
+async def test_discovery_lists_it_read_only(client: Client) -> None:
+    core = await (await client.get("/api/v1")).json()
+    entry = next(r for r in core["resources"] if r["name"] == "componentstatuses")
+    assert entry == {
+        "name": "componentstatuses", "singularName": "componentstatus", "namespaced": False,
+        "kind": "ComponentStatus", "verbs": ["get", "list"], "shortNames": ["cs"],
+    }
+    aggregated = await (await client.get(
+        "/api", headers={"Accept": "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"}
+    )).json()
+    resources = aggregated["items"][0]["versions"][0]["resources"]
+    listed = next(r for r in resources if r["resource"] == "componentstatuses")
+    assert (listed["verbs"], listed["shortNames"], listed["scope"]) == (["get", "list"], ["cs"], "Cluster")
+
+
+@pytest.mark.parametrize(
+    ("leader", "leading", "started", "expected"),
+    [
+        (None, False, False, ComponentHealth(False, NO_LEADER)),
+        ("other", False, False, ComponentHealth(True, "ok")),
+        ("me", True, False, ComponentHealth(False, STARTING)),
+        ("me", True, True, ComponentHealth(True, "ok")),
+    ],
+)
+async def test_a_component_on_the_leader(leader: str | None, leading: bool, started: bool, expected: ComponentHealth) -> None:
+    probe = leader_probe(leader=lambda: leader, leading=lambda: leading, started=lambda: started)
+    assert await probe() == expected
