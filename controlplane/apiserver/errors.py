@@ -120,6 +120,23 @@ class BadRequest(ApiError):
     reason = StatusReason.BAD_REQUEST
 
 
+class WebhookDenied(ApiError):
+    """A write an admission webhook refused (Karmada's), as kube-apiserver answers it
+    (``webhookerrors.ToStatusErr``): ``admission webhook "<webhook>" denied the request:
+    <message>``, the webhook's code (400 at the least) and, as the webhook gave none, no reason."""
+
+    code = 400
+
+    def __init__(self, webhook: str, message: str, *, code: int = 400) -> None:
+        super().__init__(f'admission webhook "{webhook}" denied the request: {message}')
+        self.code = max(code, 400)
+
+    def to_status(self) -> dict[str, Any]:
+        status = super().to_status()
+        del status["reason"]
+        return status
+
+
 class Unauthorized(ApiError):
     code = 401
     reason = StatusReason.UNAUTHORIZED

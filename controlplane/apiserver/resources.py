@@ -204,6 +204,9 @@ class ResourceType:
     #: kube's validating admission across the kind's stored objects (new object, the others) →
     #: why the write is forbidden (403 ``<resource> "<name>" is forbidden: <reason>``), or None.
     admit_against_stored: Callable[[dict[str, Any], list[dict[str, Any]]], str | None] | None = None
+    #: A webhook's refusal of an object on create and update (Karmada's, of a policy's name): the
+    #: object -> (the webhook, why), or None; answered as kube answers a webhook's denial.
+    webhook_denial: Callable[[dict[str, Any]], tuple[str, str] | None] | None = None
     #: kube answers a delete of this kind with the deleted object, not a success Status (its
     #: registry's ``ReturnDeletedObject``: Pod, PersistentVolumeClaim, Service, ServiceAccount…).
     returns_deleted_object: bool = False

@@ -58,7 +58,7 @@ def gpufed_resource_types(
     """gpufed's own kinds with the given models (None = permissive) and the policy kinds'
     warnings hook; see gpufed_resources()."""
     from controlplane.apis import constants as c
-    from policies.defaulting import POLICY_DEFAULTS
+    from policies.defaulting import POLICY_DEFAULTS, name_denial
 
     types: list[ResourceType] = [
         ResourceType(
@@ -123,6 +123,7 @@ def gpufed_resource_types(
                     columns=_PROPAGATION_COLUMNS if kind.endswith("PropagationPolicy") else (AGE,),
                     defaults=defaults,
                     defaults_on_read=defaults_on_read,
+                    webhook_denial=name_denial(kind),
                     warn=policy_warnings,
                     stored_as=c.POLICY_GROUP if group != c.POLICY_GROUP else None,
                 )

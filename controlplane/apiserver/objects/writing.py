@@ -132,6 +132,7 @@ class Writer:
         meta["uid"] = str(uuid.uuid4())
         if rt.prepare is not None:
             rt.prepare(obj)
+        _webhooks_admit(rt, obj)
         if rt.defaults is not None:
             rt.defaults(obj)
         checked = check_object(obj, rt, field_validation=options.field_validation)
@@ -344,6 +345,8 @@ class Writer:
             rt.prepare_update(new, old)
         if rt.prepare is not None:
             rt.prepare(new)
+        if subresource is None:
+            _webhooks_admit(rt, new)
         if rt.defaults is not None:
             rt.defaults(new)
         checked = check_object(
@@ -433,6 +436,14 @@ class Writer:
             return decode(rt, written)  # the answer is the stored object, converted back
         meta["resourceVersion"] = str(written.mod_revision)
         return new
+
+
+def _webhooks_admit(rt: ResourceType, obj: dict[str, Any]) -> None:
+    """The kind's admission webhook (:attr:`ResourceType.webhook_denial`) refusing ``obj``, as kube
+    answers a webhook's denial."""
+    denial = rt.webhook_denial(obj) if rt.webhook_denial is not None else None
+    if denial is not None:
+        raise errors.WebhookDenied(*denial)
 
 
 def _check_resource_version(rt: ResourceType, kv: storage.KeyValue, wanted: Any, *, name: str) -> None:

@@ -1,0 +1,73 @@
+"""Karmada's limit on a propagation policy's name: its mutating webhook refuses a
+PropagationPolicy or ClusterPropagationPolicy named longer than 63 characters (the name goes in
+a label), and kube-apiserver answers the denial as ``400 admission webhook "<webhook>" denied the
+request: <kind>'s name should be no more than 63 characters``. OverridePolicies have no limit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from aiohttp.test_utils import TestClient
+
+from controlplane.apiserver.kinds.gpufed import gpufed_resources
+from controlplane.apiserver.resources import Registry, core_resources, workload_resources
+
+from .test_real_clients import kubeconfig, kubectl, needs_kubectl, server_url  # noqa: F401 (fixtures)
+
+LONG, LONGEST = "p" * 64, "p" * 63
+SPEC = {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}]}
+
+
+@pytest.fixture
+def api_registry() -> Registry:
+    return Registry(core_resources(), workload_resources(), gpufed_resources())
+
+
+def policy(group: str, kind: str, name: str) -> dict[str, Any]:
+    spec = SPEC if kind.endswith("PropagationPolicy") else {**SPEC, "overrideRules": []}
+    return {"apiVersion": f"{group}/v1alpha1", "kind": kind, "metadata": {"name": name}, "spec": spec}
+
+
+def collection(group: str, kind: str) -> str:
+    plural = kind.lower().removesuffix("y") + "ies"
+    scope = "" if kind.startswith("Cluster") else "namespaces/default/"
+    return f"/apis/{group}/v1alpha1/{scope}{plural}"
+
+
+@pytest.mark.parametrize("group", ["policy.karmada.io", "policy.gpufed.io"])
+@pytest.mark.parametrize(
+    ("kind", "webhook"),
+    [("PropagationPolicy", "propagationpolicy.karmada.io"),
+     ("ClusterPropagationPolicy", "clusterpropagationpolicy.karmada.io")],
+)
+async def test_a_long_name_is_refused_as_karmadas_webhook_refuses_it(
+    api: TestClient[Any, Any], group: str, kind: str, webhook: str
+) -> None:
+    refused = await api.post(collection(group, kind), json=policy(group, kind, LONG))
+    assert refused.status == 400
+    assert await refused.json() == {
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "code": 400,
+        "message": f'admission webhook "{webhook}" denied the request: {kind}\'s name should be no more than 63 characters',
+    }
+    assert (await api.get(f"{collection(group, kind)}/{LONG}")).status == 404
+    assert (await api.post(collection(group, kind), json=policy(group, kind, LONGEST))).status == 201
+
+
+@pytest.mark.parametrize("kind", ["OverridePolicy", "ClusterOverridePolicy"])
+async def test_override_policies_have_no_such_limit(api: TestClient[Any, Any], kind: str) -> None:
+    created = await api.post(collection("policy.karmada.io", kind), json=policy("policy.karmada.io", kind, LONG))
+    assert created.status == 201, await created.text()
+
+
+@needs_kubectl
+async def test_kubectl_apply_prints_the_webhooks_denial(kubeconfig: Path) -> None:  # noqa: F811
+    manifest = yaml.safe_dump(policy("policy.karmada.io", "PropagationPolicy", LONG))
+    code, out, err = await kubectl(kubeconfig, "apply", "-f", "-", stdin=manifest)
+    assert code != 0, out
+    assert (
+        'admission webhook "propagationpolicy.karmada.io" denied the request: '
+        "PropagationPolicy's name should be no more than 63 characters"
+    ) in err, err
