@@ -6,8 +6,12 @@ only where the parent object exists. A ClusterQueue (v1beta1 and v1beta2 alike) 
 :func:`cluster_queue`), ``preemption`` with ``reclaimWithinCohort``, ``withinClusterQueue`` and
 ``borrowWithinCohort.policy`` all ``Never``, and a given ``fairSharing`` a ``weight`` of 1; a
 LocalQueue ``stopPolicy: None`` and a given ``fairSharing`` a ``weight`` of 1; a Cohort a given
-``fairSharing`` a ``weight`` of 1. Each is what the hub's admission already reads from the unset
-field (:mod:`controlplane.admission.objects`), so no admission decision changes.
+``fairSharing`` a ``weight`` of 1. A Workload (:func:`workload`) is ``active: true``, each of its
+pod sets named ``main`` and of ``count`` 1 when unset, and at v1beta1 its ``priorityClassSource``
+is ``""`` (v1beta2 has no such field); Kueue's webhook adds nothing to these (its pod set name
+is the same ``main``, and it keeps ``minCount``: partial admission is on by default). Each is
+what the hub's admission already reads from the unset field (:mod:`controlplane.admission.objects`,
+``spec.active`` in :mod:`controlplane.admission.requeuing`), so no admission decision changes.
 
 In: an object's wire dict, changed in place. Pure.
 """
@@ -84,3 +88,26 @@ def cohort(obj: dict[str, Any]) -> None:
     spec = _spec(obj)
     if spec is not None:
         _fair_sharing_weight(spec)
+
+
+def workload(*, v1beta1: bool) -> KueueDefaulter:
+    """A Workload's defaults at v1beta1 (``priorityClassSource: ""`` too) or v1beta2."""
+
+    def defaults(obj: dict[str, Any]) -> None:
+        spec = _spec(obj)
+        if spec is None:
+            return
+        if spec.get("active") is None:
+            spec["active"] = True
+        if v1beta1 and spec.get("priorityClassSource") is None:
+            spec["priorityClassSource"] = ""
+        pod_sets = spec.get("podSets")
+        for pod_set in pod_sets if isinstance(pod_sets, list) else ():
+            if not isinstance(pod_set, dict):
+                continue
+            if pod_set.get("name") is None:
+                pod_set["name"] = "main"
+            if pod_set.get("count") is None:
+                pod_set["count"] = 1
+
+    return defaults

@@ -256,7 +256,7 @@ class AdmissionController(KeyedController[Key]):
         elif adm.admission_of(wl) is None and not adm.is_finished(wl):
             # Still waiting: the Workload follows the workload's pods, queue and priority (as Kueue
             # does for a suspended job).
-            wanted = self._new_workload(source, queue, pod_sets)["spec"]
+            wanted = self._new_workload(source, queue, pod_sets, defaults=wl_rt.defaults)["spec"]
             if isinstance(active := (wl.get("spec") or {}).get("active"), bool):
                 wanted["active"] = active  # Kueue's switch: set by hand, or past the requeuing limit
             if (wl.get("spec") or {}) != wanted:
@@ -273,7 +273,12 @@ class AdmissionController(KeyedController[Key]):
                 return name, int(pc["value"])
         return None, 0
 
-    def _new_workload(self, source: Mapping[str, Any], queue: str, pod_sets: list[dict[str, Any]]) -> dict[str, Any]:
+    def _new_workload(
+        self, source: Mapping[str, Any], queue: str, pod_sets: list[dict[str, Any]],
+        *, defaults: Callable[[dict[str, Any]], None] | None = None,
+    ) -> dict[str, Any]:
+        """The Workload of ``source``; with the kind's ``defaults``, as the API server stores it
+        (Kueue's CRD defaults), so that a stored Workload is compared with what it would become."""
         meta = source.get("metadata") or {}
         priority_class, priority = self._priority(source)
         spec: dict[str, Any] = {"queueName": queue, "podSets": pod_sets, "priority": priority}
@@ -284,7 +289,7 @@ class AdmissionController(KeyedController[Key]):
             "apiVersion": source.get("apiVersion"), "kind": source.get("kind"), "name": meta.get("name"),
             "uid": meta.get("uid"), "controller": True, "blockOwnerDeletion": True,
         }
-        return {
+        workload = {
             "apiVersion": API, "kind": "Workload",
             "metadata": {
                 "name": adm.workload_name(str(source.get("kind")), str(meta.get("name"))),
@@ -292,6 +297,9 @@ class AdmissionController(KeyedController[Key]):
             },
             "spec": spec,
         }
+        if defaults is not None:
+            defaults(workload)
+        return workload
 
     async def _follow_source(self, wl_rt: ResourceType, wl: dict[str, Any], source: dict[str, Any], ref: WorkloadRef) -> None:
         """Finished → Finished=True (quota freed); a Job is suspended until admitted, then unsuspended."""

@@ -103,15 +103,19 @@ async def test_a_queue_stored_without_defaults_is_served_with_them(
     assert [item["spec"]["stopPolicy"] for item in listed["items"]] == ["None"]
 
 
+async def applying_again_writes_nothing(client: TestClient[Any, Any], path: str, obj: Obj) -> None:
+    """A server-side apply of ``obj`` at ``path`` creates it; the same apply again writes nothing."""
+    body = yaml.safe_dump(obj)
+    first = await ok(await client.patch(f"{path}?fieldManager=kubectl", data=body, headers=APPLY), 201)
+    again = await ok(await client.patch(f"{path}?fieldManager=kubectl", data=body, headers=APPLY))
+    assert again["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+
+
 async def test_applying_the_same_queue_again_writes_nothing(served: tuple[TestClient[Any, Any], ObjectStore]) -> None:
     client, _ = served
     for version in ("v1beta1", "v1beta2"):
         name = f"applied-{version}"
-        path = f"{GROUP}/{version}/clusterqueues/{name}?fieldManager=kubectl"
-        body = yaml.safe_dump(queue(version, name))
-        first = await ok(await client.patch(path, data=body, headers=APPLY), 201)
-        again = await ok(await client.patch(path, data=body, headers=APPLY))
-        assert again["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+        await applying_again_writes_nothing(client, f"{GROUP}/{version}/clusterqueues/{name}", queue(version, name))
 
 
 @pytest.mark.parametrize("spec", [

@@ -93,6 +93,8 @@ WORKLOAD_PRIORITY_CLASS = ResourceType(
 )
 WORKLOAD = ResourceType(
     kueue.API_GROUP, kueue.VERSION, "Workload", "workloads", "workload", namespaced=True, short_names=("wl",), has_status=True, model=kueue.Workload,
+    defaults=defaulting.workload(v1beta1=True),
+    defaults_on_read=defaulting.workload(v1beta1=True),
     columns=(
         TableColumn("Queue", cells.text_at("spec", "queueName"), description="Name of the queue this workload was submitted to"),
         TableColumn("Reserved in", cells.text_at("status", "admission", "clusterQueue"),
@@ -123,7 +125,10 @@ LOCAL_QUEUE_V1BETA2 = _v1beta2(
 WORKLOAD_PRIORITY_CLASS_V1BETA2 = _v1beta2(
     WORKLOAD_PRIORITY_CLASS, kueue_v1beta2.WorkloadPriorityClass, convert.to_version(kueue.API_VERSION), _TO_V1BETA2
 )
-WORKLOAD_V1BETA2 = _v1beta2(WORKLOAD, kueue_v1beta2.Workload, convert.workload_to_v1beta1, convert.workload_to_v1beta2)
+WORKLOAD_V1BETA2 = _v1beta2(
+    WORKLOAD, kueue_v1beta2.Workload, convert.workload_to_v1beta1, convert.workload_to_v1beta2,
+    defaults=defaulting.workload(v1beta1=False),
+)
 _COHORT_TO_STORAGE = convert.to_version(kueue_v1alpha1.API_VERSION)
 COHORT_V1BETA2 = _v1beta2(COHORT, kueue_v1beta2.Cohort, _COHORT_TO_STORAGE, _TO_V1BETA2)
 COHORT_V1BETA1 = replace(
