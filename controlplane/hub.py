@@ -465,6 +465,7 @@ class Hub(ShutdownOnce):
         fenced: ObjectClient = writes if self.watch_cache is None or not config.cached_informers else CachedObjects(
             writes, self.watch_cache
         )
+        queues = self.metrics.workqueues  # every controller's loop feeds client-go's workqueue series
         self.controllers = ControllerManager(
             fenced,
             settings=ControllerSettings(
@@ -476,28 +477,30 @@ class Hub(ShutdownOnce):
                 wait_for_pods_ready=config.wait_for_pods_ready,
             ),
             queue_metrics=self.metrics.queues,
+            workqueue_metrics=queues,
         )
         self.health = ClusterHealthMonitor(
             fenced,
             grace_period=self.config.cluster_monitor_grace_period,
             unhealthy_threshold=self.config.unhealthy_fleet_threshold,
             on_fleet_state=self.metrics.record_fleet_state,
+            workqueue_metrics=queues,
         )
+        system_namespaces = (*SYSTEM_NAMESPACES, LEASE_NAMESPACE, SYSTEM_NAMESPACE)
+        runs = {  # each leader-only controller's run
+            "cluster-namespaces": ClusterNamespaceController(fenced, workqueue_metrics=queues).run,
+            "clusterrole-aggregation": ClusterRoleAggregationController(fenced, workqueue_metrics=queues).run,
+            "serviceaccounts": ServiceAccountsController(fenced, workqueue_metrics=queues).run,
+            "resourcequota": ResourceQuotaController(fenced, workqueue_metrics=queues).run,
+            "serviceaccount-tokens": ServiceAccountTokensController(
+                fenced, self.service_account_tokens, ca_pem=self.pki.ca_pem, workqueue_metrics=queues
+            ).run,
+            "system-namespaces": SystemNamespacesController(fenced, system_namespaces, workqueue_metrics=queues).run,
+        }
         self._leader_tasks = [
             self.controllers.spawn(),
             self.health.spawn(),
-            asyncio.create_task(ClusterNamespaceController(fenced).run(), name="cluster-namespaces"),
-            asyncio.create_task(ClusterRoleAggregationController(fenced).run(), name="clusterrole-aggregation"),
-            asyncio.create_task(ServiceAccountsController(fenced).run(), name="serviceaccounts"),
-            asyncio.create_task(ResourceQuotaController(fenced).run(), name="resourcequota"),
-            asyncio.create_task(
-                ServiceAccountTokensController(fenced, self.service_account_tokens, ca_pem=self.pki.ca_pem).run(),
-                name="serviceaccount-tokens",
-            ),
-            asyncio.create_task(
-                SystemNamespacesController(fenced, (*SYSTEM_NAMESPACES, LEASE_NAMESPACE, SYSTEM_NAMESPACE)).run(),
-                name="system-namespaces",
-            ),
+            *(asyncio.create_task(run(), name=name) for name, run in runs.items()),
             asyncio.create_task(AllocationRepair(writes, self.service_allocator).run(), name="service-allocation-repair"),
         ]
         if self.waste_sampler is not None:

@@ -33,6 +33,9 @@ Metrics (all prefixed ``gpufed_``):
 * ``kueue_*`` (Kueue's names, no prefix) -- fleet admission: pending, reserving and admitted
   workloads, usage and quotas per ClusterQueue, flavor and resource, admissions, evictions and
   wait times (:mod:`controlplane.admission.metrics`);
+* ``workqueue_*{name}`` (client-go's names, no prefix) -- every controller's work queue: adds,
+  depth, queue and work durations, retries, work in progress
+  (:mod:`controlplane.controllers.workqueuemetrics`);
 * ``waste_samples_total{result}`` and ``waste_sample_duration_seconds`` -- the sampler itself;
 * ``storage_writes_total{resource,subresource,writer,verb}`` -- every etcd write of the API and
   the controllers, by who wrote (``admin``, ``agent``, ``controller:status``...) and
@@ -82,6 +85,7 @@ from controlplane.apiserver.handlers import REQUEST_INFO
 from controlplane.apiserver.identity import SYSTEM_MASTERS
 from controlplane.apiserver.proxy.metrics import ProxyMetrics
 from controlplane.controllers.disruption import FleetState
+from controlplane.controllers.workqueuemetrics import WorkqueueMetrics
 from controlplane.reports.classify import DeviceState
 from controlplane.reports.rollups import CELL_GPU, CELL_USD, CellKey, cell_rates
 from controlplane.storage.ledger import WriteLedger
@@ -261,6 +265,8 @@ class HubMetrics:
         self.flowcontrol = FlowControlMetrics(self.registry)
         #: Fleet admission, under Kueue's metric names (controlplane.admission.metrics).
         self.queues = QueueMetrics(self.registry)
+        #: Every controller's work queue, under client-go's metric names (controlplane.controllers.workqueuemetrics).
+        self.workqueues = WorkqueueMetrics(self.registry)
         self._report_lag = _ReportLagCollector(clock)
         self.registry.register(self._report_lag)
         self._ledger = _LedgerCollector()

@@ -22,17 +22,20 @@ from typing import Any
 from controlplane.apiserver.auth.rbac.aggregation import aggregated_rules
 from controlplane.controllers.informing import Informer
 from controlplane.controllers.reconciling import ReconcileLoop
+from controlplane.controllers.workqueuemetrics import WorkqueueMetrics
 from controlplane.objectclient import ObjectClient, WatchEventType, errors
 
 log = logging.getLogger(__name__)
 
 
 class ClusterRoleAggregationController:
-    def __init__(self, objects: ObjectClient) -> None:
+    def __init__(self, objects: ObjectClient, *, workqueue_metrics: WorkqueueMetrics | None = None) -> None:
         self._objects = objects
         self._rt = objects.registry.require("rbac.authorization.k8s.io/v1", "ClusterRole")
         self.roles = Informer(objects, self._rt)
-        self._loop: ReconcileLoop[str] = ReconcileLoop("clusterrole-aggregation", self.reconcile, workers=1)
+        self._loop: ReconcileLoop[str] = ReconcileLoop(
+            "clusterrole-aggregation", self.reconcile, workers=1, metrics=workqueue_metrics
+        )
         self.roles.add_handler(self._on_role)
 
     async def _on_role(self, _event: WatchEventType, _obj: dict[str, Any], _old: dict[str, Any] | None) -> None:

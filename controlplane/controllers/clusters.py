@@ -21,42 +21,46 @@ from controlplane.apis.constants import (
 )
 from controlplane.controllers.informing import Informer
 from controlplane.controllers.queueing import ShutDown, WorkQueue
+from controlplane.controllers.workqueuemetrics import WorkqueueMetrics
 from controlplane.objectclient import ObjectClient, WatchEventType, errors
 
 log = logging.getLogger(__name__)
 
 
 class ClusterNamespaceController:
-    def __init__(self, objects: ObjectClient) -> None:
+    def __init__(self, objects: ObjectClient, *, workqueue_metrics: WorkqueueMetrics | None = None) -> None:
         self._objects = objects
         registry = objects.registry
         self._cluster_rt = registry.require("cluster.gpufed.io/v1alpha1", "Cluster")
         self._namespace_rt = registry.require("v1", "Namespace")
         self.clusters = Informer(objects, self._cluster_rt)
-        self._queue: WorkQueue[str] = WorkQueue()
+        self._queue: WorkQueue[str] = WorkQueue(name="cluster-namespaces", metrics=workqueue_metrics)
         self.clusters.add_handler(self._on_cluster)
 
     async def _on_cluster(self, _event: WatchEventType, obj: dict[str, Any], _old: dict[str, Any] | None) -> None:
         await self._queue.add(obj["metadata"]["name"])
 
     async def run(self) -> None:
-        async with asyncio.TaskGroup() as group:
-            group.create_task(self.clusters.run())
-            while True:
-                try:
-                    name = await self._queue.get()
-                except ShutDown:
-                    return
-                try:
-                    await self.reconcile(name)
-                    self._queue.forget(name)
-                except asyncio.CancelledError:
-                    raise
-                except Exception:
-                    log.exception("reconciling cluster %s failed; retrying", name)
-                    await self._queue.add_rate_limited(name)
-                finally:
-                    await self._queue.done(name)
+        try:
+            async with asyncio.TaskGroup() as group:
+                group.create_task(self.clusters.run())
+                while True:
+                    try:
+                        name = await self._queue.get()
+                    except ShutDown:
+                        return
+                    try:
+                        await self.reconcile(name)
+                        self._queue.forget(name)
+                    except asyncio.CancelledError:
+                        raise
+                    except Exception:
+                        log.exception("reconciling cluster %s failed; retrying", name)
+                        await self._queue.add_rate_limited(name)
+                    finally:
+                        await self._queue.done(name)
+        finally:
+            self._queue.stop_reporting()
 
     async def reconcile(self, name: str) -> None:
         namespace = execution_namespace(name)

@@ -3,12 +3,12 @@
 One :class:`ControllerContext` is built per run of the :class:`ControllerManager`: it owns
 one :class:`Informer` per kind (controllers share them, so each kind is listed and watched
 once), the indexes controllers need to avoid scans (bindings by policy, by cluster and by
-namespace; Works by binding; namespaced objects by namespace), and a memo of parsed policy
-models keyed by resourceVersion. The propagatable kinds follow the hub's
-:class:`DynamicRegistry` while the informers run: a CRD established later gets an informer
-(with every handler controllers registered through ``add_workload_handler``), a deleted one's
-is stopped. Controllers read from here and write through
-``objects``.
+namespace; Works by binding; namespaced objects by namespace), a memo of parsed policy
+models keyed by resourceVersion, and the workqueue metrics the controllers' loops feed. The
+propagatable kinds follow the hub's :class:`DynamicRegistry` while the informers run: a CRD
+established later gets an informer (with every handler controllers registered through
+``add_workload_handler``), a deleted one's is stopped. Controllers read from here and write
+through ``objects``.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from controlplane.apis.views import BindingView, ObjectView
 from controlplane.apis.work_v1alpha1 import binding_name
 from controlplane.controllers.informing import Handler, Informer
 from controlplane.controllers.workloads import propagatable_types
+from controlplane.controllers.workqueuemetrics import WorkqueueMetrics
 from controlplane.controllers.works import binding_key_of_work
 from controlplane.objectclient import WRITER, DynamicRegistry, ObjectClient, ResourceType, errors
 from policies.matching import PolicyRef
@@ -124,11 +125,14 @@ class ControllerContext:
         *,
         settings: ControllerSettings,
         clock: Callable[[], datetime] = utc_now,
+        workqueue_metrics: WorkqueueMetrics | None = None,
     ) -> None:
         self.objects = objects
         self.registry = objects.registry
         self.settings = settings
         self.clock = clock
+        #: client-go's workqueue series (the hub's /metrics), fed by every controller's loop; None: not exported.
+        self.workqueue_metrics = workqueue_metrics
         require = self.registry.require
         work_api = f"{c.WORK_GROUP}/{c.VERSION}"
         self.binding_rt = require(work_api, "ResourceBinding")

@@ -109,10 +109,10 @@ class DependenciesController:
     def __init__(self, ctx: ControllerContext) -> None:
         self.ctx = ctx
         self.parents: ReconcileLoop[BindingKey] = ReconcileLoop(
-            "dependencies-parents", self.reconcile_parent, workers=ctx.settings.workers
+            "dependencies-parents", self.reconcile_parent, workers=ctx.settings.workers, metrics=ctx.workqueue_metrics
         )
         self.loop: ReconcileLoop[DependencyKey] = ReconcileLoop(
-            self.name, self.reconcile_dependency, workers=ctx.settings.workers
+            self.name, self.reconcile_dependency, workers=ctx.settings.workers, metrics=ctx.workqueue_metrics
         )
         # Per workload (api group, kind, namespace, name): (generation, its dependencies).
         self._memo: dict[tuple[str, str, str, str], tuple[Any, tuple[Dependency, ...]]] = {}

@@ -65,6 +65,7 @@ from controlplane.controllers.disruption import (
 from controlplane.controllers.informing import Informer
 from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.workloads import with_condition
+from controlplane.controllers.workqueuemetrics import WorkqueueMetrics
 from controlplane.lifecycle import Service
 from controlplane.objectclient import ObjectClient, WatchEventType, utc_now
 
@@ -281,6 +282,7 @@ class ClusterHealthMonitor(Service):
         unhealthy_threshold: float = DEFAULT_UNHEALTHY_THRESHOLD,
         on_fleet_state: Callable[[FleetState, int, int], None] | None = None,
         stall_tick: float = 1.0,
+        workqueue_metrics: WorkqueueMetrics | None = None,
     ) -> None:
         if grace_period <= 0:
             raise ValueError(f"the cluster monitor grace period must be > 0 seconds, got {grace_period}")
@@ -295,6 +297,7 @@ class ClusterHealthMonitor(Service):
         self._workers = workers
         #: How often the loop's stalls are looked for (a lateness beyond one more tick is a stall).
         self._stall_tick = stall_tick
+        self._workqueue_metrics = workqueue_metrics
         registry = objects.registry
         self._cluster_rt = registry.require(f"{c.CLUSTER_GROUP}/{c.VERSION}", "Cluster")
         self._lease_rt = registry.require(f"{c.COORDINATION_GROUP}/v1", "Lease")
@@ -315,7 +318,9 @@ class ClusterHealthMonitor(Service):
         self._health: dict[str, Health] = {}
         #: When the last new NoExecute taint was added during a slowed partial disruption.
         self._last_partial_taint: datetime | None = None
-        self.loop: ReconcileLoop[str] = ReconcileLoop("cluster-health", self.reconcile, workers=self._workers)
+        self.loop: ReconcileLoop[str] = ReconcileLoop(
+            "cluster-health", self.reconcile, workers=self._workers, metrics=self._workqueue_metrics
+        )
         self.clusters.add_handler(self._on_event)
         self.leases.add_handler(self._on_event)
 

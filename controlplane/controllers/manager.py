@@ -42,6 +42,7 @@ from controlplane.controllers.rollouthistory import RolloutHistoryController
 from controlplane.controllers.scaling import ScaleInterpreters
 from controlplane.controllers.status import StatusController
 from controlplane.controllers.workloads import WorkloadRef
+from controlplane.controllers.workqueuemetrics import WorkqueueMetrics
 from controlplane.interpreter.registry import group_of
 from controlplane.lifecycle import Service
 from controlplane.objectclient import ObjectClient
@@ -62,11 +63,14 @@ class ControllerManager(Service):
         settings: ControllerSettings | None = None,
         clock: Callable[[], datetime] = utc_now,
         queue_metrics: QueueMetrics | None = None,
+        workqueue_metrics: WorkqueueMetrics | None = None,
     ) -> None:
         super().__init__("controller-manager")
         self.objects = objects
         self.queue_metrics = queue_metrics
         """Kueue's metrics, which the admission controller feeds while the controllers run."""
+        self.workqueue_metrics = workqueue_metrics
+        """client-go's workqueue series, which every controller's loop feeds."""
         self.settings = settings or ControllerSettings()
         self._clock = clock
         self._started = asyncio.Event()
@@ -90,7 +94,9 @@ class ControllerManager(Service):
         """Run the controllers until :meth:`shutdown`."""
         self._stop = asyncio.Event()
         self._started.clear()
-        ctx = ControllerContext(self.objects, settings=self.settings, clock=self._clock)
+        ctx = ControllerContext(
+            self.objects, settings=self.settings, clock=self._clock, workqueue_metrics=self.workqueue_metrics
+        )
         detector = Detector(ctx)
         scheduler = SchedulerController(ctx)
         binder = BindingController(ctx)

@@ -15,6 +15,12 @@ re-adds that name none (a retry, a delayed look, a key dirtied while processing)
 one the key was last given. Ordering only: a key being processed is never interrupted, and
 a lower-priority key waits only while higher ones are ready, so it runs as soon as they are
 handed out.
+
+A queue given a name and :class:`~controlplane.controllers.workqueuemetrics.WorkqueueMetrics`
+feeds client-go's workqueue series under that name, at client-go's points: an add that makes
+a key dirty counts (one that finds it waiting does not, and its wait counts from the first
+add); a delayed key counts as added when its delay ends, whenever a worker next looks; every
+:meth:`WorkQueue.add_after` is a retry.
 """
 
 from __future__ import annotations
@@ -25,9 +31,12 @@ import heapq
 import itertools
 import random
 import time
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from controlplane.controllers.workqueuemetrics import WorkqueueMetrics
 
 K = TypeVar("K", bound=Hashable)
 
@@ -47,7 +56,15 @@ class _Entry:
 
 
 class WorkQueue(Generic[K]):
-    def __init__(self, *, base_delay: float = 0.05, max_delay: float = 30.0) -> None:
+    def __init__(
+        self,
+        *,
+        base_delay: float = 0.05,
+        max_delay: float = 30.0,
+        name: str = "",
+        metrics: WorkqueueMetrics | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         # Heap of (-priority, seq, key); an entry whose (priority, seq) no longer matches
         # ``_queued[key]`` was superseded by a re-prioritisation and is skipped.
         self._ready: list[tuple[int, int, K]] = []
@@ -63,15 +80,39 @@ class WorkQueue(Generic[K]):
         self._max_delay = max_delay
         self._changed = asyncio.Condition()
         self._shutdown = False
+        self._clock = clock
+        #: The workqueue series this queue feeds (None: unnamed or no metrics), and for them, when
+        #: each dirty key was added and each key being processed was taken.
+        self._series = metrics.series(name) if metrics is not None and name else None
+        self._added_at: dict[K, float] = {}
+        self._taken_at: dict[K, float] = {}
+        if self._series is not None:
+            self._series.attach(self)
 
     def __len__(self) -> int:
         return len(self._queued) + len(self._delayed)
+
+    @property
+    def depth(self) -> int:
+        """Keys waiting for a worker (client-go's dirty set): those ready and those added again
+        while being processed; delayed ones count once their delay has ended and a worker looked."""
+        return len(self._queued) + len(self._dirty_while_processing)
+
+    def running_seconds(self) -> list[float]:
+        """How long each key being processed has been (its metrics only; empty without them)."""
+        now = self._clock()
+        return [now - taken for taken in self._taken_at.values()]
+
+    def stop_reporting(self) -> None:
+        """Leave the workqueue gauges (the loop stopped): they read 0 unless a newer queue of the name runs."""
+        if self._series is not None:
+            self._series.detach(self)
 
     def busy(self, *, horizon: float = 0.0) -> bool:
         """Whether a key is ready, being processed, or delayed to within ``horizon`` seconds from now."""
         if self._queued or self._processing or self._dirty_while_processing:
             return True
-        return bool(self._delayed) and self._delayed[0][0] - time.monotonic() <= horizon
+        return bool(self._delayed) and self._delayed[0][0] - self._clock() <= horizon
 
     def priority_of(self, key: K) -> int:
         """The priority ``key`` was last given (the default when the queue does not hold it)."""
@@ -99,28 +140,40 @@ class WorkQueue(Generic[K]):
             self._ready = [(-e.priority, e.seq, k) for k, e in self._queued.items()]
             heapq.heapify(self._ready)
 
-    def _add_locked(self, key: K, priority: int, *, override: bool) -> None:
+    def _add_locked(self, key: K, priority: int, *, override: bool, added_at: float | None = None) -> None:
+        """Make ``key`` dirty (counted as an add, at ``added_at`` or now) unless it is already."""
         if self._shutdown:
             return
         if key in self._processing:
-            if override or key not in self._dirty_while_processing:
+            if key not in self._dirty_while_processing:
+                self._dirty_while_processing[key] = priority
+                self._count_add(key, added_at)
+            elif override:
                 self._dirty_while_processing[key] = priority
             return
         entry = self._queued.get(key)
         if entry is None:
             self._push(key, priority)
+            self._count_add(key, added_at)
             self._changed.notify()
         elif override and entry.priority != priority:
             self._push(key, priority)  # the old heap entry is now superseded
 
+    def _count_add(self, key: K, added_at: float | None) -> None:
+        if self._series is not None:
+            self._series.adds += 1
+            self._added_at[key] = self._clock() if added_at is None else added_at
+
     async def add_after(self, key: K, delay: float, *, priority: int | None = None) -> None:
         """Queue ``key`` in ``delay`` seconds (with its current priority unless one is given)."""
         async with self._changed:
+            if self._series is not None and not self._shutdown:
+                self._series.retries += 1
             resolved = self.priority_of(key) if priority is None else priority
             if delay <= 0:
                 self._add_locked(key, resolved, override=priority is not None)
                 return
-            heapq.heappush(self._delayed, (time.monotonic() + delay, next(self._seq), key, resolved))
+            heapq.heappush(self._delayed, (self._clock() + delay, next(self._seq), key, resolved))
             self._changed.notify_all()
 
     async def add_rate_limited(self, key: K, *, max_delay: float | None = None) -> None:
@@ -136,11 +189,12 @@ class WorkQueue(Generic[K]):
         self._failures.pop(key, None)
 
     def _promote_due(self) -> float | None:
-        now = time.monotonic()
+        now = self._clock()
         while self._delayed and self._delayed[0][0] <= now:
-            _, _, key, priority = heapq.heappop(self._delayed)
-            # A key that is waiting already keeps its place and priority.
-            self._add_locked(key, priority, override=False)
+            due, _, key, priority = heapq.heappop(self._delayed)
+            # A key that is waiting already keeps its place and priority. Its wait counts from
+            # the end of the delay, as client-go's delaying queue adds it then.
+            self._add_locked(key, priority, override=False, added_at=due)
         return self._delayed[0][0] - now if self._delayed else None
 
     def _pop_ready(self) -> K | None:
@@ -151,6 +205,10 @@ class WorkQueue(Generic[K]):
                 continue  # superseded by a later re-prioritisation
             del self._queued[key]
             self._processing[key] = -negative
+            if self._series is not None:
+                now = self._clock()
+                self._series.queue_duration.observe(now - self._added_at.pop(key, now))
+                self._taken_at[key] = now
             return key
         return None
 
@@ -172,11 +230,17 @@ class WorkQueue(Generic[K]):
     async def done(self, key: K) -> None:
         async with self._changed:
             self._processing.pop(key, None)
+            taken = self._taken_at.pop(key, None)
+            if taken is not None and self._series is not None:
+                self._series.work_duration.observe(self._clock() - taken)
             if key in self._dirty_while_processing:
                 priority = self._dirty_while_processing.pop(key)
-                self._add_locked(key, priority, override=True)
+                if not self._shutdown:  # counted as an add when it was dirtied
+                    self._push(key, priority)
+                    self._changed.notify()
 
     async def shutdown(self) -> None:
         async with self._changed:
             self._shutdown = True
+            self.stop_reporting()
             self._changed.notify_all()

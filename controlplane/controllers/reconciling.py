@@ -14,7 +14,8 @@ logged (with its traceback the first time for a key) and re-queued with exponent
 capped. Malformed objects are not failures: controllers report them on the object.
 
 A controller subclasses :class:`KeyedController`, which gives it the hub's context and a loop
-named after it.
+named after it. Given :class:`WorkqueueMetrics` (a KeyedController's come from its context),
+the loop's queue feeds client-go's workqueue series under the loop's name.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from controlplane.objectclient import WRITER, errors
 
 if TYPE_CHECKING:
     from controlplane.controllers.context import ControllerContext
+    from controlplane.controllers.workqueuemetrics import WorkqueueMetrics
 
 log = logging.getLogger(__name__)
 
@@ -41,9 +43,17 @@ CONFLICT_MAX_DELAY = 1.0
 class ReconcileLoop(Generic[K]):
     """Workers that take keys from ``queue`` and reconcile them."""
 
-    def __init__(self, name: str, reconcile: Reconcile[K], *, workers: int = 4, max_delay: float = 30.0) -> None:
+    def __init__(
+        self,
+        name: str,
+        reconcile: Reconcile[K],
+        *,
+        workers: int = 4,
+        max_delay: float = 30.0,
+        metrics: WorkqueueMetrics | None = None,
+    ) -> None:
         self.name = name
-        self.queue: WorkQueue[K] = WorkQueue(max_delay=max_delay)
+        self.queue: WorkQueue[K] = WorkQueue(max_delay=max_delay, name=name, metrics=metrics)
         self._reconcile = reconcile
         self._workers = max(1, workers)
         #: Keys whose last attempt raised something unexpected (their traceback was logged).
@@ -57,9 +67,12 @@ class ReconcileLoop(Generic[K]):
 
     async def run(self) -> None:
         """Run the workers until the queue shuts down (or the task is cancelled)."""
-        async with asyncio.TaskGroup() as group:
-            for index in range(self._workers):
-                group.create_task(self._work(), name=f"{self.name}-worker-{index}")
+        try:
+            async with asyncio.TaskGroup() as group:
+                for index in range(self._workers):
+                    group.create_task(self._work(), name=f"{self.name}-worker-{index}")
+        finally:
+            self.queue.stop_reporting()
 
     async def shutdown(self) -> None:
         await self.queue.shutdown()
@@ -117,7 +130,10 @@ class KeyedController(Generic[K]):
     def __init__(self, ctx: ControllerContext, *, workers: int | None = None) -> None:
         self.ctx = ctx
         self.loop: ReconcileLoop[K] = ReconcileLoop(
-            self.name, self.reconcile, workers=ctx.settings.workers if workers is None else workers
+            self.name,
+            self.reconcile,
+            workers=ctx.settings.workers if workers is None else workers,
+            metrics=ctx.workqueue_metrics,
         )
 
     async def reconcile(self, key: K) -> float | None:

@@ -24,6 +24,7 @@ from controlplane.apis.kube import quota
 from controlplane.apis.kube.field import mapping
 from controlplane.controllers.informing import Informer
 from controlplane.controllers.reconciling import ReconcileLoop
+from controlplane.controllers.workqueuemetrics import WorkqueueMetrics
 from controlplane.objectclient import ObjectClient, ResourceType, WatchEventType, errors
 
 log = logging.getLogger(__name__)
@@ -41,6 +42,7 @@ class ResourceQuotaController:
     def __init__(
         self, objects: ObjectClient, *, resync_seconds: float = RESYNC_SECONDS,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        workqueue_metrics: WorkqueueMetrics | None = None,
     ) -> None:
         self._objects = objects
         self._resync = resync_seconds
@@ -49,7 +51,9 @@ class ResourceQuotaController:
         self.quotas = Informer(objects, self._rt)
         self.quotas.add_index(_BY_NAMESPACE, lambda q: (str(q["metadata"].get("namespace") or ""),))
         self.quotas.add_handler(self._on_quota)
-        self.loop: ReconcileLoop[QuotaKey] = ReconcileLoop("resourcequota", self.reconcile, workers=2)
+        self.loop: ReconcileLoop[QuotaKey] = ReconcileLoop(
+            "resourcequota", self.reconcile, workers=2, metrics=workqueue_metrics
+        )
         self._watched: dict[quota.Kind, Informer] = {}
         self._group: asyncio.TaskGroup | None = None
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from controlplane.controllers.informing import Informer
 from controlplane.controllers.reconciling import ReconcileLoop
+from controlplane.controllers.workqueuemetrics import WorkqueueMetrics
 from controlplane.interpreter.dependencies import DEFAULT_SERVICE_ACCOUNT
 from controlplane.objectclient import ObjectClient, WatchEventType, errors
 
@@ -29,12 +30,14 @@ log = logging.getLogger(__name__)
 
 
 class ServiceAccountsController:
-    def __init__(self, objects: ObjectClient) -> None:
+    def __init__(self, objects: ObjectClient, *, workqueue_metrics: WorkqueueMetrics | None = None) -> None:
         self._objects = objects
         self._accounts_rt = objects.registry.require("v1", "ServiceAccount")
         self.namespaces = Informer(objects, objects.registry.require("v1", "Namespace"))
         self.accounts = Informer(objects, self._accounts_rt)
-        self._loop: ReconcileLoop[str] = ReconcileLoop("serviceaccounts", self.reconcile, workers=1)
+        self._loop: ReconcileLoop[str] = ReconcileLoop(
+            "serviceaccounts", self.reconcile, workers=1, metrics=workqueue_metrics
+        )
         self.namespaces.add_handler(self._on_namespace)
         self.accounts.add_handler(self._on_account)
 

@@ -43,6 +43,7 @@ from controlplane.apis.kube.serviceaccounttokens import (
 )
 from controlplane.controllers.informing import Informer
 from controlplane.controllers.reconciling import ReconcileLoop
+from controlplane.controllers.workqueuemetrics import WorkqueueMetrics
 from controlplane.objectclient import ObjectClient, Preconditions, WatchEventType, errors
 
 log = logging.getLogger(__name__)
@@ -85,7 +86,14 @@ def _uid(obj: dict[str, Any]) -> str:
 
 
 class ServiceAccountTokensController:
-    def __init__(self, objects: ObjectClient, issuer: TokenIssuer, *, ca_pem: bytes) -> None:
+    def __init__(
+        self,
+        objects: ObjectClient,
+        issuer: TokenIssuer,
+        *,
+        ca_pem: bytes,
+        workqueue_metrics: WorkqueueMetrics | None = None,
+    ) -> None:
         self._objects = objects
         self._issuer = issuer
         self._ca_pem = ca_pem
@@ -95,10 +103,10 @@ class ServiceAccountTokensController:
         self.secrets = Informer(objects, self._secrets_rt, keep=is_token_secret)
         self.secrets.add_index(_BY_ACCOUNT, _account_of)
         self._secret_loop: ReconcileLoop[SecretKey] = ReconcileLoop(
-            "serviceaccount-tokens-secrets", self.reconcile_secret, workers=2
+            "serviceaccount-tokens-secrets", self.reconcile_secret, workers=2, metrics=workqueue_metrics
         )
         self._account_loop: ReconcileLoop[AccountKey] = ReconcileLoop(
-            "serviceaccount-tokens-accounts", self.reconcile_account, workers=1
+            "serviceaccount-tokens-accounts", self.reconcile_account, workers=1, metrics=workqueue_metrics
         )
         self.accounts.add_handler(self._on_account)
         self.secrets.add_handler(self._on_secret)

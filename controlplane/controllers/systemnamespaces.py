@@ -17,6 +17,7 @@ from typing import Any
 
 from controlplane.controllers.informing import Informer
 from controlplane.controllers.reconciling import ReconcileLoop
+from controlplane.controllers.workqueuemetrics import WorkqueueMetrics
 from controlplane.objectclient import ObjectClient, WatchEventType, errors
 
 log = logging.getLogger(__name__)
@@ -25,12 +26,16 @@ log = logging.getLogger(__name__)
 class SystemNamespacesController:
     """Keeps ``names`` existing in ``objects``."""
 
-    def __init__(self, objects: ObjectClient, names: Iterable[str]) -> None:
+    def __init__(
+        self, objects: ObjectClient, names: Iterable[str], *, workqueue_metrics: WorkqueueMetrics | None = None
+    ) -> None:
         self._objects = objects
         self._namespace_rt = objects.registry.require("v1", "Namespace")
         self.names = frozenset(names)
         self.namespaces = Informer(objects, self._namespace_rt)
-        self._loop: ReconcileLoop[str] = ReconcileLoop("system-namespaces", self.reconcile, workers=1)
+        self._loop: ReconcileLoop[str] = ReconcileLoop(
+            "system-namespaces", self.reconcile, workers=1, metrics=workqueue_metrics
+        )
         self.namespaces.add_handler(self._on_namespace)
 
     async def _on_namespace(self, event: WatchEventType, obj: dict[str, Any], _old: dict[str, Any] | None) -> None:
