@@ -1,5 +1,7 @@
 """The scheduler feeds ``gpufed_scheduling_duration_seconds``: a real hub (embedded etcd, HTTPS,
-token auth) schedules a Deployment, and its own ``/metrics`` shows the attempt by result."""
+token auth) schedules a Deployment, and its own ``/metrics`` shows the attempt by result; the
+controllers' work queues, the federation loop's and the leader-only ones', show up there under
+client-go's ``workqueue_*`` names."""
 
 from __future__ import annotations
 
@@ -47,3 +49,23 @@ async def test_scheduling_a_binding_is_observed_in_the_hub_metrics(hub: Hub) -> 
     grew = await eventually(counted, what="a Success and a failed scheduling attempt in /metrics")
     print(f"scheduling attempts observed: {grew}")
     assert grew["Success"] >= 1
+
+
+async def test_the_controllers_work_queues_are_on_the_hub_metrics(hub: Hub) -> None:
+    objects = hub.objects
+    assert objects is not None
+    deployments = objects.registry.require("apps/v1", "Deployment")
+    policies = objects.registry.require("policy.gpufed.io/v1alpha1", "PropagationPolicy")
+    await objects.create(policies, propagation_policy("queued"))
+    await objects.create(deployments, deployment("queued", replicas=1))
+
+    async def adds() -> dict[str, float] | None:
+        counts = {labels["name"]: n for labels, n in await samples(hub, "workqueue_adds_total")}
+        return counts if all(counts.get(name, 0) >= 1 for name in ("detector", "scheduler", "binding")) else None
+
+    counts = await eventually(adds, what="the federation loop's queues counting adds in /metrics")
+    assert {"status", "cluster-health", "serviceaccounts", "cluster-namespaces"} <= set(counts)
+    taken = {labels["name"]: n for labels, n in await samples(hub, "workqueue_queue_duration_seconds_count")}
+    assert taken["scheduler"] >= 1
+    depth = {labels["name"]: n for labels, n in await samples(hub, "workqueue_depth")}
+    assert depth.keys() == counts.keys()
