@@ -18,7 +18,10 @@ What is measured, in order:
   hub RSS and CPU over the load; scheduler decision p50/p90/p99 from
   ``gpufed_scheduling_duration_seconds`` and mutating / read API latency p99 from
   ``gpufed_apiserver_request_duration_seconds`` (histogram quantiles over the load, as
-  PromQL's ``histogram_quantile`` interpolates);
+  PromQL's ``histogram_quantile`` interpolates); per controller work queue, the adds, retries
+  and queue wait and work duration p50/p99 over the load from the hub's ``workqueue_*``
+  series (details ``workqueues``; the three longest queue waits p99 are figures), which says
+  where inside the hub a workload's time goes;
 * watch fan-out (``bench/watch_fanout.py``), after the load: N concurrent watchers of Works
   (tiny 20, quick 200, full 1,000; ``--watchers N`` sets it), each its own HTTPS stream, 1 in
   10 in every namespace, 6 in 10 in one, 3 in 10 by label; the benchmark patches probe Works
@@ -144,6 +147,52 @@ def histogram(text: str, name: str, keep: Any = None) -> dict[float, float]:
 
 def bucket_delta(after: Mapping[float, float], before: Mapping[float, float]) -> dict[float, float]:
     return {bound: count - before.get(bound, 0.0) for bound, count in after.items()}
+
+
+#: The workqueue histograms the summary reads, by the key their quantiles get.
+WORKQUEUE_HISTOGRAMS = {"queue_wait": "workqueue_queue_duration_seconds", "work": "workqueue_work_duration_seconds"}
+
+
+def _workqueue_samples(text: str) -> tuple[dict[tuple[str, str], float], dict[tuple[str, str], dict[float, float]]]:
+    """The ``workqueue_*`` samples: (sample, queue) -> value, and (histogram, queue) -> cumulative buckets."""
+    values: dict[tuple[str, str], float] = {}
+    buckets: dict[tuple[str, str], dict[float, float]] = {}
+    for family in text_string_to_metric_families(text):
+        if family.name.startswith("workqueue_"):
+            for sample in family.samples:
+                queue = sample.labels.get("name", "")
+                if sample.name.endswith("_bucket"):
+                    buckets.setdefault((family.name, queue), {})[float(sample.labels["le"])] = sample.value
+                else:
+                    values[(sample.name, queue)] = sample.value
+    return values, buckets
+
+
+def workqueue_summary(before: str, after: str) -> dict[str, dict[str, Any]]:
+    """Per controller work queue (label ``name``), between two scrapes of the hub's /metrics: keys
+    added, retried and taken, and the queue wait and work duration p50/p99 in ms (interpolated
+    within client-go's decade buckets, as ``histogram_quantile`` does). Queues that took no key
+    are left out; the longest queue wait p99 comes first."""
+    values_before, buckets_before = _workqueue_samples(before)
+    values_after, buckets_after = _workqueue_samples(after)
+    out: dict[str, dict[str, Any]] = {}
+    for sample, queue in values_after:
+        if sample != "workqueue_queue_duration_seconds_count":
+            continue
+        grew = {name: int(values_after.get((name, queue), 0.0) - values_before.get((name, queue), 0.0))
+                for name in ("workqueue_adds_total", "workqueue_retries_total", sample)}
+        if grew[sample] <= 0:
+            continue
+        summary: dict[str, Any] = {"adds": grew["workqueue_adds_total"], "retries": grew["workqueue_retries_total"],
+                                   "taken": grew[sample]}
+        for key, histogram_name in WORKQUEUE_HISTOGRAMS.items():
+            delta = bucket_delta(buckets_after.get((histogram_name, queue), {}),
+                                 buckets_before.get((histogram_name, queue), {}))
+            for q in (50, 99):
+                seconds = histogram_quantile(q / 100, delta)
+                summary[f"{key}_p{q}_ms"] = None if seconds is None else round(seconds * 1000, 3)
+        out[queue] = summary
+    return dict(sorted(out.items(), key=lambda item: -(item[1]["queue_wait_p99_ms"] or 0.0)))
 
 
 def histogram_quantile(q: float, buckets: Mapping[float, float]) -> float | None:
@@ -429,6 +478,7 @@ async def measure(kubeconfig: Path, plan: Plan, meter: CpuMeter, hub_pid: int, e
     schedule = quantiles("gpufed_scheduling_duration_seconds")
     mutating = quantiles("gpufed_apiserver_request_duration_seconds", lambda labels: labels.get("verb", "").lower() in MUTATING)
     reads = quantiles("gpufed_apiserver_request_duration_seconds", lambda labels: labels.get("verb", "").lower() in READS)
+    queues = workqueue_summary(metrics_before, metrics_after)
     to_works = [tracker.works[n] - tracker.applied[n] for n in tracker.works]
     to_running = [tracker.running[n] - tracker.applied[n] for n in tracker.running]
 
@@ -453,6 +503,8 @@ async def measure(kubeconfig: Path, plan: Plan, meter: CpuMeter, hub_pid: int, e
         figures += [Figure("apply -> Running p50", round(percentile(to_running, 50), 3), "s")]
         figures.append(Figure("apply -> Running p99", round(percentile(to_running, 99), 3), "s",
                               at_most(KARMADA_DISTRIBUTION_P99_S)))
+    figures += [Figure(f"queue wait p99, {name} workqueue", queue["queue_wait_p99_ms"], "ms")
+                for name, queue in list(queues.items())[:3]]
     figures += [
         Figure("mutating API p99 (hub histogram)", ms(mutating[99]), "ms", at_most(API_P99_S * 1000)),
         Figure("read API p99 (hub histogram)", ms(reads[99]), "ms", at_most(API_P99_S * 1000)),
@@ -468,7 +520,7 @@ async def measure(kubeconfig: Path, plan: Plan, meter: CpuMeter, hub_pid: int, e
                         for stage, times in tracker.stages.items()},
         load_machine_busy_cores=round(window.machine_busy, 2),
         load_cores_by_interval=timeline.cores,
-        not_running=len(objs) - len(to_running),
+        not_running=len(objs) - len(to_running), workqueues=queues,
     )
     missed = [f.name for f in figures if f.ok is False]
     if missed:

@@ -1,11 +1,22 @@
-"""The scale benchmark's pure parts: histogram quantiles from /metrics text, and naming what ran out."""
+"""The scale benchmark's pure parts: histogram quantiles from /metrics text, the work queues'
+summary between two scrapes, and naming what ran out."""
 
 from __future__ import annotations
 
 import pytest
+from prometheus_client import CollectorRegistry, generate_latest
 
-from bench.bench_scale import Timeline, bottleneck, bucket_delta, histogram, histogram_quantile
+from bench.bench_scale import (
+    Timeline,
+    bottleneck,
+    bucket_delta,
+    histogram,
+    histogram_quantile,
+    workqueue_summary,
+)
 from bench.common import CpuMeter
+from controlplane.controllers.queueing import WorkQueue
+from controlplane.controllers.workqueuemetrics import WorkqueueMetrics
 
 METRICS = """\
 # HELP gpufed_scheduling_duration_seconds one decision
@@ -57,3 +68,35 @@ def test_the_bottleneck_names_a_loop_that_ran_out_of_its_core_in_part_of_the_run
     timeline.cores = timeline.cores[:1] * 10  # the fleet never saturated: nothing to name
     assert bottleneck({"hub": 5.0, "fleet": 5.0}, 10.0, cores=2, machine_busy=1.4, memory=plenty,
                       timeline=timeline).startswith("neither CPU")
+
+
+async def test_the_workqueue_summary_covers_the_window_between_two_scrapes() -> None:
+    """Real queues on a clock the test moves feed the hub's workqueue series; the summary counts
+    only what happened between the scrapes and puts the longest queue wait first."""
+    now = [0.0]
+    registry = CollectorRegistry()
+    metrics = WorkqueueMetrics(registry)
+    slow: WorkQueue[int] = WorkQueue(name="status", metrics=metrics, clock=lambda: now[0])
+    fast: WorkQueue[int] = WorkQueue(name="scheduler", metrics=metrics, clock=lambda: now[0])
+    WorkQueue[int](name="idle", metrics=metrics, clock=lambda: now[0])
+
+    async def take(queue: WorkQueue[int], key: int, *, wait: float) -> None:
+        await queue.add(key)
+        now[0] += wait
+        assert await queue.get() == key
+        await queue.done(key)
+
+    await take(slow, 0, wait=0.5)  # before the window: left out
+    before = generate_latest(registry).decode()
+    for key in range(3):
+        await take(slow, key, wait=2.0)
+    await slow.add_after(9, 60.0)  # a retry, not taken yet
+    await take(fast, 1, wait=0.002)
+    summary = workqueue_summary(before, generate_latest(registry).decode())
+
+    assert list(summary) == ["status", "scheduler"]
+    assert summary["status"]["adds"] == 3 and summary["status"]["taken"] == 3 and summary["status"]["retries"] == 1
+    assert 1000 < summary["status"]["queue_wait_p50_ms"] <= summary["status"]["queue_wait_p99_ms"] <= 10_000
+    assert summary["status"]["work_p99_ms"] <= 0.001  # done at once on the test's clock
+    assert 1 < summary["scheduler"]["queue_wait_p99_ms"] <= 10
+    assert summary["scheduler"]["adds"] == 1 and summary["scheduler"]["retries"] == 0
