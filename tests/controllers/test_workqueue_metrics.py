@@ -7,6 +7,7 @@ from the end of its delay, every delayed add is a retry."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
@@ -35,6 +36,10 @@ def value(scraped: Scrape, sample: str, queue: str, le: str = "") -> float:
     return scraped[(f"workqueue_{sample}", queue, le)]
 
 
+def values(scraped: Scrape, queue: str, *samples: str) -> dict[str, float]:
+    return {sample: value(scraped, sample, queue) for sample in samples}
+
+
 def observed_above(scraped: Scrape, histogram: str, queue: str, bound: float) -> float:
     """Observations of ``histogram`` greater than ``bound`` (one of the bucket bounds)."""
     return value(scraped, f"{histogram}_count", queue) - value(scraped, f"{histogram}_bucket", queue, repr(bound))
@@ -46,6 +51,20 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
+
+
+@dataclass
+class Clocked:
+    """A queue named ``q`` on a clock the test moves, and the registry its series are in."""
+
+    clock: Clock = field(default_factory=Clock)
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+
+    def __post_init__(self) -> None:
+        self.queue: WorkQueue[str] = WorkQueue(name="q", metrics=WorkqueueMetrics(self.registry), clock=self.clock)
+
+    def scrape(self) -> Scrape:
+        return scrape(self.registry)
 
 
 async def run_until(loop: ReconcileLoop[str], done: asyncio.Event) -> None:
@@ -136,57 +155,52 @@ async def test_an_add_while_processing_counts_and_retries_count_every_delayed_ad
 
     after = scrape(registry)
     assert attempts == ["k"] * 4
-    assert value(after, "adds_total", "again") == 4  # the first, the dirtying, and each retry's promotion
-    assert value(after, "retries_total", "again") == 2
-    assert value(after, "queue_duration_seconds_count", "again") == 4
-    assert value(after, "work_duration_seconds_count", "again") == 4
-    assert value(after, "depth", "again") == 0
+    # Added: the first time, when dirtied while processed, and as each retry's delay ended.
+    assert values(after, "again", "adds_total", "retries_total", "queue_duration_seconds_count",
+                  "work_duration_seconds_count", "depth") == {
+        "adds_total": 4, "retries_total": 2, "queue_duration_seconds_count": 4, "work_duration_seconds_count": 4,
+        "depth": 0,
+    }
 
 
 async def test_a_waiting_key_counts_from_its_first_add() -> None:
-    clock = Clock()
-    registry = CollectorRegistry()
-    queue: WorkQueue[str] = WorkQueue(name="q", metrics=WorkqueueMetrics(registry), clock=clock)
+    clocked = Clocked()
+    clock, queue = clocked.clock, clocked.queue
     await queue.add("k")
     clock.now += 3
     await queue.add("k")
     await queue.add("k", priority=5)  # moves it up: still the same item
     clock.now += 1
-    assert value(scrape(registry), "depth", "q") == 1
+    assert value(clocked.scrape(), "depth", "q") == 1
     assert await queue.get() == "k"
     clock.now += 2
-    during = scrape(registry)
+    during = clocked.scrape()
     assert value(during, "longest_running_processor_seconds", "q") == 2
     await queue.done("k")
 
-    after = scrape(registry)
-    assert value(after, "adds_total", "q") == 1
-    assert value(after, "queue_duration_seconds_sum", "q") == 4
-    assert value(after, "work_duration_seconds_sum", "q") == 2
-    assert value(after, "depth", "q") == 0
+    assert values(clocked.scrape(), "q", "adds_total", "queue_duration_seconds_sum", "work_duration_seconds_sum",
+                  "depth") == {"adds_total": 1, "queue_duration_seconds_sum": 4, "work_duration_seconds_sum": 2, "depth": 0}
 
 
 async def test_a_delayed_key_waits_from_the_end_of_its_delay() -> None:
-    clock = Clock()
-    registry = CollectorRegistry()
-    queue: WorkQueue[str] = WorkQueue(name="q", metrics=WorkqueueMetrics(registry), clock=clock)
+    clocked = Clocked()
+    clock, queue = clocked.clock, clocked.queue
     await queue.add_after("k", 5)
     clock.now += 4
-    waiting = scrape(registry)
+    waiting = clocked.scrape()
     assert value(waiting, "retries_total", "q") == 1
     assert value(waiting, "adds_total", "q") == 0  # not added before its delay ends
     clock.now += 8  # due 7 s ago
     assert await queue.get() == "k"
 
-    after = scrape(registry)
+    after = clocked.scrape()
     assert value(after, "adds_total", "q") == 1
     assert value(after, "queue_duration_seconds_sum", "q") == 7
 
 
 async def test_work_in_progress_is_summed_and_the_longest_reported() -> None:
-    clock = Clock()
-    registry = CollectorRegistry()
-    queue: WorkQueue[str] = WorkQueue(name="q", metrics=WorkqueueMetrics(registry), clock=clock)
+    clocked = Clocked()
+    clock, queue = clocked.clock, clocked.queue
     for key in ("a", "b", "c"):
         await queue.add(key)
     assert await queue.get() == "a"
@@ -194,7 +208,7 @@ async def test_work_in_progress_is_summed_and_the_longest_reported() -> None:
     assert await queue.get() == "b"
     clock.now += 3
 
-    scraped = scrape(registry)
+    scraped = clocked.scrape()
     assert value(scraped, "unfinished_work_seconds", "q") == 4 + 3
     assert value(scraped, "longest_running_processor_seconds", "q") == 4
     assert value(scraped, "depth", "q") == 1
