@@ -43,7 +43,7 @@ def _exponential_buckets(start: float, factor: float, count: int) -> tuple[float
 
 
 BUCKETS: Final = _exponential_buckets(10e-7, 10, 10)
-"""client-go's buckets for both durations: 1 µs to 1,000 s, ten to a decade."""
+"""client-go's buckets for both durations: 1 µs to 1,000 s, one bucket per decade."""
 LABELS: Final = ["name"]
 _BOUNDS: Final = [*(repr(bound) for bound in BUCKETS), "+Inf"]
 

@@ -123,7 +123,7 @@ async def test_a_key_held_behind_a_slow_reconcile_waits_at_least_that_long() -> 
     assert observed_above(after, "work_duration_seconds", "demo", 0.1) == 1
     assert value(after, "unfinished_work_seconds", "demo") == 0
     assert value(after, "longest_running_processor_seconds", "demo") == 0
-    # client-go's buckets: 1 µs to 1,000 s, ten to a decade, then +Inf.
+    # client-go's buckets: 1 µs to 1,000 s, one bucket per decade, then +Inf.
     assert [le for (sample, name, le) in after if sample == "workqueue_work_duration_seconds_bucket"] == [
         *(repr(bound) for bound in BUCKETS), "+Inf"
     ]
