@@ -10,6 +10,12 @@ returns what a write charged and then not stored took). The kinds are watched as
 them, with informers that cache nothing. Status is written only when it changes, as a
 compare-and-swap on the quota's resourceVersion (admission charges race it; the loser re-reads).
 Resources no kind here counts keep the used value they had.
+
+A count reads the namespace's objects of each kind as kube's evaluators read their listers: at
+resourceVersion "0", which the hub's watch cache answers from memory when the controller's client
+lists from it (the leader's, see ``controlplane.hub``); a client that reads the store is answered a
+page of at most ``page_size`` objects at a time, each page folded into the sum before the next is
+read, so no read is unbounded and no namespace is held in memory whole.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from controlplane.controllers.informing import Informer
 from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.workqueuemetrics import WorkqueueMetrics
 from controlplane.objectclient import ObjectClient, ResourceType, WatchEventType, errors
+from controlplane.objectclient.paging import DEFAULT_PAGE_SIZE, list_pages
 
 log = logging.getLogger(__name__)
 
@@ -41,11 +48,12 @@ QuotaKey = tuple[str, str]
 class ResourceQuotaController:
     def __init__(
         self, objects: ObjectClient, *, resync_seconds: float = RESYNC_SECONDS,
-        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC), page_size: int = DEFAULT_PAGE_SIZE,
         workqueue_metrics: WorkqueueMetrics | None = None,
     ) -> None:
         self._objects = objects
         self._resync = resync_seconds
+        self._page_size = page_size
         self._clock = clock
         self._rt = objects.registry.require("v1", "ResourceQuota")
         self.quotas = Informer(objects, self._rt)
@@ -124,8 +132,7 @@ class ResourceQuotaController:
             if rt is None:
                 continue
             self._watch(kind, rt)
-            listed = await self._objects.list(rt, namespace=namespace)
-            used.update(quota.usage_stats(kind, listed.items, resources=list(spec_hard), requirements=requirements, now=now))
+            used.update(await self._usage(kind, rt, namespace, resources=list(spec_hard), requirements=requirements, now=now))
         unchanged = (
             (bool(status) or not spec_hard)  # kube writes a first status however empty
             and quota.equal(quota.read_list(status.get("hard")), spec_hard) and quota.equal(old_used, used)
@@ -139,3 +146,15 @@ class ResourceQuotaController:
             return None
         log.debug("resource quota %s/%s: used %s", namespace, name, written["status"]["used"])
         return self._resync
+
+    async def _usage(
+        self, kind: quota.Kind, rt: ResourceType, namespace: str, *, resources: list[str],
+        requirements: list[quota.ScopeRequirement], now: datetime,
+    ) -> quota.Usage:
+        """What ``namespace``'s objects of ``kind`` use (kube's ``ListResourceUsingListerFunc`` and
+        ``CalculateUsageStats``): from the watch cache, or the store a page at a time."""
+        total: quota.Usage = {}
+        async for page in list_pages(self._objects, rt, namespace=namespace, limit=self._page_size, resource_version="0"):
+            stats = quota.usage_stats(kind, page.items, resources=resources, requirements=requirements, now=now)
+            total = quota.add(total, stats)
+        return total

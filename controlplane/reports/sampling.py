@@ -39,6 +39,7 @@ from controlplane.apis import constants as c
 from controlplane.apis.podview import propagated_workloads
 from controlplane.lifecycle import Service
 from controlplane.objectclient import ObjectClient, errors
+from controlplane.objectclient.paging import list_pages
 from controlplane.reports.accounting import Accumulator, PassMemos, PreparedSample
 from controlplane.reports.classify import Steps
 from controlplane.reports.fleet import FleetSample
@@ -215,14 +216,10 @@ class WasteSampler(Service):
         continue tokens give): each page is decoded in one go, and the event loop has a turn
         between pages (thousands of Works and bindings at once held it for seconds)."""
         items: list[dict[str, Any]] = []
-        token: str | None = None
         async with asyncio.timeout(self._timeout):
-            while True:
-                page = await self._objects.list(kind, limit=self._page_size, continue_token=token)
+            async for page in list_pages(self._objects, kind, limit=self._page_size):
                 items.extend(page.items)
-                if not page.continue_token:
-                    return items
-                token = page.continue_token
+        return items
 
     async def _prepare(
         self,

@@ -5,6 +5,7 @@ changes and when a counted object is deleted, written only when it changes."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -12,7 +13,13 @@ import pytest
 
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.quotaadmission import QuotaAdmission
+from controlplane.apiserver.watchcache import WatchCache
+from controlplane.apiserver.watchcache.client import CachedObjects
 from controlplane.controllers.resourcequota import ResourceQuotaController
+from controlplane.hub import hub_registry
+from controlplane.storage import MemoryStore
+from controlplane.storage.interface import ListResult
+from controlplane.storage.wrapping import WrappedStore
 
 from .fleet import eventually
 
@@ -102,3 +109,81 @@ async def test_an_unchanged_count_writes_nothing(objects: ObjectStore, controlle
     assert await controller.reconcile((NS, "q")) is not None  # due again at the resync
     again = await objects.get(quotas, namespace=NS, name="q")
     assert again["metadata"]["resourceVersion"] == counted["metadata"]["resourceVersion"]
+
+
+class ListCountingStore(WrappedStore):
+    """The hub's memory store, recording the limit of every list read under each prefix."""
+
+    def __init__(self, inner: MemoryStore) -> None:
+        super().__init__(inner)
+        self.lists: dict[str, list[int]] = {}
+
+    async def list(
+        self, prefix: str, *, revision: int | None = None, limit: int = 0, start_after: str | None = None
+    ) -> ListResult:
+        self.lists.setdefault(prefix, []).append(limit)
+        return await super().list(prefix, revision=revision, limit=limit, start_after=start_after)
+
+
+@contextlib.asynccontextmanager
+async def counted_store() -> AsyncIterator[tuple[ObjectStore, ListCountingStore]]:
+    async with MemoryStore() as memory:
+        store = ListCountingStore(memory)
+        objects = ObjectStore(store, hub_registry(), garbage_collection=True)
+        await objects.bootstrap()
+        objects.admit_writes(QuotaAdmission(objects))
+        await objects.create(objects.registry.require("v1", "Namespace"), {"metadata": {"name": NS}})
+        yield objects, store
+
+
+@contextlib.asynccontextmanager
+async def running(controller: ResourceQuotaController) -> AsyncIterator[ResourceQuotaController]:
+    task = asyncio.create_task(controller.run())
+    try:
+        yield controller
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def test_a_count_reads_the_store_a_page_at_a_time() -> None:
+    """kube's evaluators count from listers; over the store, the count is read in pages of at most
+    ``page_size`` objects (one snapshot), never the namespace in one read."""
+    async with counted_store() as (objects, store):
+        registry = objects.registry
+        configmaps = registry.require("v1", "ConfigMap")
+        for index in range(5):
+            await objects.create(configmaps, {"metadata": {"name": f"c{index}", "namespace": NS}})
+        async with running(ResourceQuotaController(objects, page_size=2)):
+            hard = {"count/configmaps": "10"}
+            await objects.create(registry.require("v1", "ResourceQuota"), {"metadata": {"name": "q", "namespace": NS}, "spec": {"hard": hard}})
+            await eventually(_status_is(objects, "q", {"hard": hard, "used": {"count/configmaps": "5"}}), what="counted")
+            await objects.delete(configmaps, namespace=NS, name="c0")
+            await eventually(_status_is(objects, "q", {"hard": hard, "used": {"count/configmaps": "4"}}), what="recounted")
+        reads = store.lists.get(configmaps.key_prefix(NS), [])
+        assert len(reads) >= 3 + 2, "each count took its pages"
+        assert set(reads) == {2}, reads
+
+
+async def test_a_count_over_the_watch_cache_reads_no_store() -> None:
+    """On the hub the leader's client lists from the API's watch cache: a recount is answered from
+    memory, as kube's listers answer it."""
+    async with counted_store() as (objects, store):
+        registry = objects.registry
+        configmaps = registry.require("v1", "ConfigMap")
+        for index in range(3):
+            await objects.create(configmaps, {"metadata": {"name": f"c{index}", "namespace": NS}})
+        cache = WatchCache(objects)
+        try:
+            async with running(ResourceQuotaController(CachedObjects(objects, cache), page_size=2)):
+                hard = {"count/configmaps": "10"}
+                await objects.create(registry.require("v1", "ResourceQuota"), {"metadata": {"name": "q", "namespace": NS}, "spec": {"hard": hard}})
+                await eventually(_status_is(objects, "q", {"hard": hard, "used": {"count/configmaps": "3"}}), what="counted")
+                before = list(store.lists.get(configmaps.key_prefix(NS), []))
+                for name in ("c0", "c1"):
+                    await objects.delete(configmaps, namespace=NS, name=name)
+                await eventually(_status_is(objects, "q", {"hard": hard, "used": {"count/configmaps": "1"}}), what="recounted")
+                assert store.lists.get(configmaps.key_prefix(NS), []) == before, "the recounts read the cache"
+        finally:
+            await cache.close()
