@@ -284,6 +284,8 @@ class Hub(ShutdownOnce):
         self.health: ClusterHealthMonitor | None = None
         self.rbac: RbacCache | None = None
         self.service_account_tokens: ServiceAccountTokens | None = None
+        #: The leader's token Secret controller (the latest term's).
+        self.token_controller: ServiceAccountTokensController | None = None
         self.service_allocator: ServiceAllocator | None = None
         self.quota_admission: QuotaAdmission | None = None
         self._leader_tasks: list[asyncio.Task[None]] = []
@@ -487,14 +489,19 @@ class Hub(ShutdownOnce):
             workqueue_metrics=queues,
         )
         system_namespaces = (*SYSTEM_NAMESPACES, LEASE_NAMESPACE, SYSTEM_NAMESPACE)
+        tokens = self.service_account_tokens  # its caches serve the token controller too: one of each kind
+        self.token_controller = ServiceAccountTokensController(
+            fenced, tokens, ca_pem=self.pki.ca_pem, accounts=tokens.accounts, secrets=tokens.secrets,
+            workqueue_metrics=queues,
+        )
         runs = {  # each leader-only controller's run
             "cluster-namespaces": ClusterNamespaceController(fenced, workqueue_metrics=queues).run,
             "clusterrole-aggregation": ClusterRoleAggregationController(fenced, workqueue_metrics=queues).run,
-            "serviceaccounts": ServiceAccountsController(fenced, workqueue_metrics=queues).run,
-            "resourcequota": ResourceQuotaController(fenced, workqueue_metrics=queues).run,
-            "serviceaccount-tokens": ServiceAccountTokensController(
-                fenced, self.service_account_tokens, ca_pem=self.pki.ca_pem, workqueue_metrics=queues
+            "serviceaccounts": ServiceAccountsController(
+                fenced, accounts=tokens.accounts, workqueue_metrics=queues
             ).run,
+            "resourcequota": ResourceQuotaController(fenced, workqueue_metrics=queues).run,
+            "serviceaccount-tokens": self.token_controller.run,
             "system-namespaces": SystemNamespacesController(fenced, system_namespaces, workqueue_metrics=queues).run,
         }
         self._leader_tasks = [

@@ -12,6 +12,10 @@ object it does not keep comes with no previous one, and a relist hands it over a
 Handlers added with ``add_relist_handler`` run after every list that follows the first (a
 watch that expired): the DELETED events of objects it does not keep were lost with it.
 
+One informer may serve several components of a process (the API's service account token check and
+the leader's token controller): a handler added while it runs is given the cached objects with
+:meth:`Informer.replay` and taken off again with :meth:`Informer.remove_handler`.
+
 Indexes (``add_index``) map a value computed from each object (the clusters a binding
 is placed on, the policy that claims it, the binding a Work belongs to) to the keys of
 the objects that have it, so controllers find "every binding on cluster X" without
@@ -96,6 +100,19 @@ class Informer:
 
     def add_handler(self, handler: Handler) -> None:
         self._handlers.append(handler)
+
+    def remove_handler(self, handler: Handler) -> None:
+        """Stop calling ``handler`` (client-go's ``RemoveEventHandler``): a controller that reads
+        another component's informer for a while (a leader's term) leaves it as it found it."""
+        self._handlers = [h for h in self._handlers if h != handler]  # a new list: an event being handed out goes on
+
+    async def replay(self, handler: Handler) -> None:
+        """Call ``handler`` with ADDED for every cached object, as client-go hands a handler added
+        to a running informer what it holds; the changes that come meanwhile reach it as events."""
+        for number, obj in enumerate(list(self._cache.values()), 1):
+            if number % RELIST_TURN == 0:
+                await asyncio.sleep(0)
+            await handler(WatchEventType.ADDED, obj, None)
 
     def add_relist_handler(self, handler: Callable[[], Awaitable[None]]) -> None:
         """Call ``handler`` after each list but the first (see the module docstring)."""

@@ -30,16 +30,22 @@ log = logging.getLogger(__name__)
 
 
 class ServiceAccountsController:
-    def __init__(self, objects: ObjectClient, *, workqueue_metrics: WorkqueueMetrics | None = None) -> None:
+    """``accounts``, when given, is the ServiceAccount informer another component of the process runs
+    (on the hub, the token check's): read while the controller runs, not run by it."""
+
+    def __init__(
+        self, objects: ObjectClient, *, accounts: Informer | None = None,
+        workqueue_metrics: WorkqueueMetrics | None = None,
+    ) -> None:
         self._objects = objects
         self._accounts_rt = objects.registry.require("v1", "ServiceAccount")
         self.namespaces = Informer(objects, objects.registry.require("v1", "Namespace"))
-        self.accounts = Informer(objects, self._accounts_rt)
+        self._shared = accounts is not None
+        self.accounts = accounts if accounts is not None else Informer(objects, self._accounts_rt)
         self._loop: ReconcileLoop[str] = ReconcileLoop(
             "serviceaccounts", self.reconcile, workers=1, metrics=workqueue_metrics
         )
         self.namespaces.add_handler(self._on_namespace)
-        self.accounts.add_handler(self._on_account)
 
     async def _on_namespace(self, event: WatchEventType, obj: dict[str, Any], _old: dict[str, Any] | None) -> None:
         if event is not WatchEventType.DELETED:
@@ -51,12 +57,17 @@ class ServiceAccountsController:
             await self._loop.add(str(meta.get("namespace") or ""))
 
     async def run(self) -> None:
-        async with asyncio.TaskGroup() as group:
-            group.create_task(self.namespaces.run())
-            group.create_task(self.accounts.run())
-            await self.namespaces.synced.wait()
-            await self.accounts.synced.wait()
-            group.create_task(self._loop.run())
+        self.accounts.add_handler(self._on_account)
+        try:
+            async with asyncio.TaskGroup() as group:
+                group.create_task(self.namespaces.run())  # its first list queues every namespace
+                if not self._shared:
+                    group.create_task(self.accounts.run())
+                await self.namespaces.synced.wait()
+                await self.accounts.synced.wait()
+                group.create_task(self._loop.run())
+        finally:
+            self.accounts.remove_handler(self._on_account)
 
     async def reconcile(self, namespace: str) -> None:
         current = self.namespaces.get(None, namespace)

@@ -16,6 +16,9 @@ each such Secret:
 * it is deleted while its account still lists it in ``secrets``: the reference is removed.
 
 A deleted ServiceAccount's token Secrets (those naming it, with its uid or none) are deleted.
+On the hub the controller reads the ServiceAccount and token Secret caches of the API's token
+check (one cache of each in the process, as kube-controller-manager's controllers share
+informers); alone, it runs its own.
 Writes are made on a copy read fresh and compared with the cached resourceVersion, as kube's: a
 Secret changed meanwhile is left for its next event. A token issued for a write that did not
 happen is withdrawn. The token is never logged.
@@ -86,12 +89,13 @@ def _uid(obj: dict[str, Any]) -> str:
 
 
 class ServiceAccountTokensController:
+    """``accounts`` and ``secrets``, when given, are informers another component of the process runs
+    (the hub's token check: the ServiceAccounts, and the Secrets of the token type only): the
+    controller reads them while it runs instead of keeping caches of its own."""
+
     def __init__(
-        self,
-        objects: ObjectClient,
-        issuer: TokenIssuer,
-        *,
-        ca_pem: bytes,
+        self, objects: ObjectClient, issuer: TokenIssuer, *, ca_pem: bytes,
+        accounts: Informer | None = None, secrets: Informer | None = None,
         workqueue_metrics: WorkqueueMetrics | None = None,
     ) -> None:
         self._objects = objects
@@ -99,8 +103,11 @@ class ServiceAccountTokensController:
         self._ca_pem = ca_pem
         self._accounts_rt = objects.registry.require("v1", "ServiceAccount")
         self._secrets_rt = objects.registry.require("v1", "Secret")
-        self.accounts = Informer(objects, self._accounts_rt)
-        self.secrets = Informer(objects, self._secrets_rt, keep=is_token_secret)
+        # (``is None``: an informer holding nothing yet is falsy, it has a length.)
+        self.accounts = accounts if accounts is not None else Informer(objects, self._accounts_rt)
+        self.secrets = secrets if secrets is not None else Informer(objects, self._secrets_rt, keep=is_token_secret)
+        #: The informers this controller runs itself (none when both are shared).
+        self._own = [informer for informer, given in ((self.accounts, accounts), (self.secrets, secrets)) if given is None]
         self.secrets.add_index(_BY_ACCOUNT, _account_of)
         self._secret_loop: ReconcileLoop[SecretKey] = ReconcileLoop(
             "serviceaccount-tokens-secrets", self.reconcile_secret, workers=2, metrics=workqueue_metrics
@@ -108,17 +115,23 @@ class ServiceAccountTokensController:
         self._account_loop: ReconcileLoop[AccountKey] = ReconcileLoop(
             "serviceaccount-tokens-accounts", self.reconcile_account, workers=1, metrics=workqueue_metrics
         )
-        self.accounts.add_handler(self._on_account)
-        self.secrets.add_handler(self._on_secret)
 
     async def run(self) -> None:
-        async with asyncio.TaskGroup() as group:
-            group.create_task(self.accounts.run())
-            group.create_task(self.secrets.run())
-            await self.accounts.synced.wait()
-            await self.secrets.synced.wait()
-            group.create_task(self._secret_loop.run())
-            group.create_task(self._account_loop.run())
+        self.accounts.add_handler(self._on_account)
+        self.secrets.add_handler(self._on_secret)
+        try:
+            async with asyncio.TaskGroup() as group:
+                for informer in self._own:
+                    group.create_task(informer.run())
+                await self.accounts.synced.wait()
+                await self.secrets.synced.wait()
+                if self.secrets not in self._own:
+                    await self.secrets.replay(self._on_secret)  # what it held before this controller ran
+                group.create_task(self._secret_loop.run())
+                group.create_task(self._account_loop.run())
+        finally:
+            self.accounts.remove_handler(self._on_account)
+            self.secrets.remove_handler(self._on_secret)
 
     async def _on_account(self, event: WatchEventType, obj: dict[str, Any], _old: dict[str, Any] | None) -> None:
         meta = obj.get("metadata") or {}

@@ -8,7 +8,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
-from collections.abc import AsyncIterator
+from collections import Counter
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +22,8 @@ from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.serviceaccounttokens import ServiceAccountTokensController
 from controlplane.hub import hub_registry
 from controlplane.storage import MemoryStore
+from controlplane.storage.interface import WatchEvent
+from controlplane.storage.wrapping import WrappedStore
 
 from .fleet import eventually
 
@@ -47,21 +50,50 @@ class Hub:
             return None
 
 
+class WatchCountingStore(WrappedStore):
+    """The hub's memory store, counting the watches opened under each prefix."""
+
+    def __init__(self, inner: MemoryStore) -> None:
+        super().__init__(inner)
+        self.watches: Counter[str] = Counter()
+
+    def watch(self, prefix: str, *, from_revision: int) -> AsyncIterator[WatchEvent]:
+        self.watches[prefix] += 1
+        return super().watch(prefix, from_revision=from_revision)
+
+    def watch_seeing(
+        self, prefix: str, from_revision: int, seen: Callable[[WatchEvent], None]
+    ) -> AsyncIterator[WatchEvent]:
+        self.watches[prefix] += 1
+        return super().watch_seeing(prefix, from_revision, seen)
+
+
+def shared_controller(objects: ObjectStore, issuer: ServiceAccountTokens) -> ServiceAccountTokensController:
+    """The controller as the hub builds it: reading the token check's caches."""
+    return ServiceAccountTokensController(objects, issuer, ca_pem=CA, accounts=issuer.accounts, secrets=issuer.secrets)
+
+
 @pytest.fixture
-async def hub() -> AsyncIterator[Hub]:
-    async with MemoryStore() as store:
-        objects = ObjectStore(store, hub_registry(), garbage_collection=True)
-        await objects.bootstrap()
-        await objects.create(objects.registry.require("v1", "Namespace"), {"metadata": {"name": NAMESPACE}})
-        tokens = TokenStore(store)
-        issuer = ServiceAccountTokens(tokens, objects)
-        controller = ServiceAccountTokensController(objects, issuer, ca_pem=CA)
-        async with asyncio.TaskGroup() as group:
-            tasks = [group.create_task(issuer.run()), group.create_task(controller.run())]
-            await issuer.synced()
-            yield Hub(objects, tokens, controller)
-            for task in tasks:
-                task.cancel()
+async def store() -> AsyncIterator[WatchCountingStore]:
+    async with MemoryStore() as memory:
+        yield WatchCountingStore(memory)
+
+
+@pytest.fixture
+async def hub(store: WatchCountingStore) -> AsyncIterator[Hub]:
+    objects = ObjectStore(store, hub_registry(), garbage_collection=True)
+    await objects.bootstrap()
+    await objects.create(objects.registry.require("v1", "Namespace"), {"metadata": {"name": NAMESPACE}})
+    tokens = TokenStore(store)
+    issuer = ServiceAccountTokens(tokens, objects)
+    controller = shared_controller(objects, issuer)
+    async with asyncio.TaskGroup() as group:
+        tasks = [group.create_task(issuer.run())]
+        await issuer.synced()  # as on the hub: the API's token check is running before any leader term
+        tasks.append(group.create_task(controller.run()))
+        yield Hub(objects, tokens, controller)
+        for task in tasks:
+            task.cancel()
 
 
 def token_secret(
@@ -174,3 +206,46 @@ async def test_a_deleted_secret_leaves_its_accounts_secrets_list(hub: Hub) -> No
         return account is not None and account.get("secrets") == [{"name": "pull"}]
 
     await eventually(dropped, what="the reference removed")
+
+
+async def test_the_controller_reads_the_token_checks_caches(hub: Hub, store: WatchCountingStore) -> None:
+    """One cache of the ServiceAccounts and one of the token Secrets in the process: the controller
+    opens no watch of its own."""
+    await hub.create("ServiceAccount", {"metadata": {"name": "bot"}})
+    await hub.create("Secret", token_secret("bot-token"))
+    await filled(hub, "bot-token")
+    for plural in ("secrets", "serviceaccounts"):
+        watched = {prefix: count for prefix, count in store.watches.items() if f"/{plural}/" in prefix}
+        assert list(watched.values()) == [1], watched
+
+
+async def test_a_later_term_fills_what_came_while_no_controller_ran(store: WatchCountingStore) -> None:
+    """A controller started over caches that are full already (a new leader term) is handed what they
+    hold, as client-go hands a handler added to a running informer its objects."""
+    objects = ObjectStore(store, hub_registry(), garbage_collection=True)
+    await objects.bootstrap()
+    await objects.create(objects.registry.require("v1", "Namespace"), {"metadata": {"name": NAMESPACE}})
+    tokens = TokenStore(store)
+    issuer = ServiceAccountTokens(tokens, objects)
+    first = shared_controller(objects, issuer)
+    hub = Hub(objects, tokens, first)
+    async with asyncio.TaskGroup() as group:
+        serving = group.create_task(issuer.run())
+        await issuer.synced()
+        term = group.create_task(first.run())
+        await hub.create("ServiceAccount", {"metadata": {"name": "bot"}})
+        await hub.create("Secret", token_secret("first-token"))
+        await filled(hub, "first-token")
+        term.cancel()
+        await asyncio.wait({term})
+
+        await hub.create("Secret", token_secret("between-terms"))
+
+        async def cached() -> dict[str, Any] | None:
+            return issuer.secrets.get(NAMESPACE, "between-terms")
+
+        await eventually(cached, what="the Secret in the token check's cache")
+        term = group.create_task(shared_controller(objects, issuer).run())
+        await filled(hub, "between-terms")
+        for task in (term, serving):
+            task.cancel()

@@ -124,8 +124,9 @@ class ServiceAccountTokens:
         self._tokens = tokens
         self._objects = objects
         self._rt = objects.registry.require("v1", "ServiceAccount")
-        self.informer = Informer(objects, self._rt)
-        self.informer.add_handler(self._on_event)
+        #: The ServiceAccounts (the leader's token controller reads this cache too, as kube's share informers).
+        self.accounts = Informer(objects, self._rt)
+        self.accounts.add_handler(self._on_event)
         #: The Secrets of type ``kubernetes.io/service-account-token`` (no other Secret is kept).
         self._secrets_rt = objects.registry.require("v1", "Secret")
         self.secrets = Informer(objects, self._secrets_rt, keep=is_token_secret)
@@ -137,7 +138,7 @@ class ServiceAccountTokens:
 
     async def run(self) -> None:
         async with asyncio.TaskGroup() as group:
-            group.create_task(self.informer.run())
+            group.create_task(self.accounts.run())
             group.create_task(self.secrets.run())
             group.create_task(self._mark_used())
             await self.synced()
@@ -151,7 +152,7 @@ class ServiceAccountTokens:
                 log.info("revoked %d token(s) of service accounts deleted while the hub was down", len(revoked))
 
     async def synced(self) -> None:
-        await self.informer.synced.wait()
+        await self.accounts.synced.wait()
         await self.secrets.synced.wait()
 
     async def issue(self, *, namespace: str, account: str, account_uid: str, secret: str) -> str:
@@ -175,7 +176,7 @@ class ServiceAccountTokens:
         named = service_account_of(stored.name)
         if named is None:
             return False
-        account = self.informer.get(*named)
+        account = self.accounts.get(*named)
         if account is None or (account.get("metadata") or {}).get("uid") != stored.bound_uid:
             return False
         if account["metadata"].get("deletionTimestamp"):

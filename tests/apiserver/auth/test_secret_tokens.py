@@ -262,3 +262,21 @@ async def test_a_token_is_refused_while_its_secret_is_being_deleted_or_marked_in
     code, body = await admin("PUT", f"{SECRETS}/bot-token", {**deleting, "metadata": {**deleting["metadata"], "finalizers": []}})
     assert code == 200, body
     await gone(admin, f"{SECRETS}/bot-token")
+
+
+async def test_the_token_controller_reads_the_token_checks_caches(hub: Hub, admin: Client) -> None:
+    """One cache of the ServiceAccounts and one of the token Secrets in the hub process: the leader's
+    token controller reads those the API's token check keeps (as kube's controllers share informers)."""
+
+    async def leading() -> bool:
+        return hub.token_controller is not None
+
+    await eventually(leading)
+    check, controller = hub.service_account_tokens, hub.token_controller
+    assert check is not None and controller is not None
+    assert controller.secrets is check.secrets and controller.accounts is check.accounts
+    # And it fills what it reads there.
+    assert (await admin("POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}}))[0] == 201
+    assert (await admin("POST", ACCOUNTS, {"metadata": {"name": "bot"}}))[0] == 201
+    assert (await admin("POST", SECRETS, token_secret("bot-token")))[0] == 201
+    await filled(admin, "bot-token")
