@@ -162,6 +162,41 @@ async def test_delete_preconditions(objects_on: ObjectStore) -> None:
         await objects_on.delete(configmaps, namespace="default", name="c")
 
 
+async def test_a_uid_in_an_update_or_a_patch_names_the_object_it_was_made_for(objects_on: ObjectStore) -> None:
+    """kube's update takes the body's uid as a precondition (409), and a patch that sets another uid
+    is refused by ``ValidateObjectMetaUpdate`` (422): neither lands on an object re-created under
+    the name. Without a uid both write as before."""
+    _, _, configmaps = _types(objects_on)
+    first = await objects_on.create(configmaps, {"metadata": {"name": "c", "namespace": "default"}})
+    await objects_on.delete(configmaps, namespace="default", name="c")
+    second = await objects_on.create(configmaps, {"metadata": {"name": "c", "namespace": "default"}})
+    old_uid, uid = first["metadata"]["uid"], second["metadata"]["uid"]
+    stale = {"metadata": {"name": "c", "namespace": "default", "uid": old_uid, "labels": {"a": "b"}}}
+    with pytest.raises(errors.Conflict) as conflict:
+        await objects_on.update(configmaps, stale)
+    assert conflict.value.message == (
+        f'Operation cannot be fulfilled on configmaps "c": Precondition failed: '
+        f"UID in precondition: {old_uid}, UID in object meta: {uid}"
+    )
+    with pytest.raises(errors.Invalid) as invalid:
+        await objects_on.patch(
+            configmaps, namespace="default", name="c", patch_type=PatchType.MERGE,
+            patch={"metadata": {"uid": old_uid, "labels": {"a": "b"}}},
+        )
+    assert invalid.value.message == f'ConfigMap "c" is invalid: metadata.uid: Invalid value: "{old_uid}": field is immutable'
+    current = await objects_on.get(configmaps, namespace="default", name="c")
+    assert "labels" not in current["metadata"], "nothing written"
+    patched = await objects_on.patch(
+        configmaps, namespace="default", name="c", patch_type=PatchType.MERGE,
+        patch={"metadata": {"uid": uid, "labels": {"a": "b"}}},
+    )
+    assert patched["metadata"]["labels"] == {"a": "b"}
+    updated = await objects_on.update(configmaps, {"metadata": {"name": "c", "namespace": "default", "uid": uid}})
+    assert "labels" not in updated["metadata"]
+    anonymous = await objects_on.update(configmaps, {"metadata": {"name": "c", "namespace": "default", "labels": {"x": "y"}}})
+    assert anonymous["metadata"]["uid"] == uid
+
+
 async def test_deleting_a_namespace_deletes_its_objects(objects_on: ObjectStore) -> None:
     deploy, namespaces, configmaps = _types(objects_on)
     await objects_on.create(namespaces, {"metadata": {"name": "team-a"}})

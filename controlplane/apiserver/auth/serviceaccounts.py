@@ -27,7 +27,8 @@ very token (the Secrets of that type are watched here, on every replica), and wh
 exists with that uid. A deleted Secret's token, or the token a Secret no longer holds, is revoked.
 As kube-apiserver does, a Secret whose token is used is labelled ``kubernetes.io/legacy-token-last-used``
 with the day (UTC), once a day: the authentication only queues the Secret (bounded, never waiting),
-one task writes the label.
+one task writes the label, with the Secret's uid in the patch as kube's (a Secret deleted and
+created again under the name is not labelled for the old one's use).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from aiohttp import web
 
 from controlplane.apis.kube.serviceaccounttokens import (
     LAST_USED_LABEL,
+    TokenSecret,
     is_token_secret,
     last_used_due,
     token_secret,
@@ -131,16 +133,16 @@ class ServiceAccountTokens:
         self._secrets_rt = objects.registry.require("v1", "Secret")
         self.secrets = Informer(objects, self._secrets_rt, keep=is_token_secret)
         self.secrets.add_handler(self._on_secret)
-        #: Secrets whose token was used and whose last-used label is due: queued once each.
-        self._used: asyncio.Queue[tuple[str, str]] = asyncio.Queue(maxsize=_LAST_USED_BACKLOG)
-        self._used_queued: set[tuple[str, str]] = set()
+        #: Secrets (namespace, name, uid) whose token was used and whose last-used label is due: queued once each.
+        self._used: asyncio.Queue[tuple[str, str, str]] = asyncio.Queue(maxsize=_LAST_USED_BACKLOG)
+        self._used_queued: set[tuple[str, str, str]] = set()
         tokens.bind(self._bound_objects_exist, used=self._secret_used)
 
     async def run(self) -> None:
         async with asyncio.TaskGroup() as group:
             group.create_task(self.accounts.run())
             group.create_task(self.secrets.run())
-            group.create_task(self._mark_used())
+            group.create_task(self.label_used())
             await self.synced()
             # Accounts deleted while no hub watched: their tokens already fail the check; drop them.
             try:
@@ -194,26 +196,33 @@ class ServiceAccountTokens:
         named = service_account_of(stored.name)
         if stored.bound_secret is None or named is None:
             return
-        key = (named[0], stored.bound_secret)
-        held = token_secret(self.secrets.get(*key))
-        if held is None or last_used_due(held, now=dt.datetime.now(dt.UTC)) is None:
+        held = token_secret(self.secrets.get(named[0], stored.bound_secret))
+        if held is not None:
+            self._queue_used(held)
+
+    def _queue_used(self, held: TokenSecret) -> None:
+        if last_used_due(held, now=dt.datetime.now(dt.UTC)) is None:
             return
+        key = (held.namespace, held.name, held.uid)  # the Secret that vouched for the token, not its name
         if key in self._used_queued or self._used.full():
             return
         self._used_queued.add(key)
         self._used.put_nowait(key)
 
-    async def _mark_used(self) -> None:
-        """Label each queued Secret with the day its token was used (kube's legacy token tracking)."""
+    async def label_used(self) -> None:
+        """Label each queued Secret with the day its token was used (kube's legacy token tracking;
+        :meth:`run` runs it): a merge patch naming the Secret's uid, as kube-apiserver's, which the
+        API refuses for another Secret created under that name since (``metadata.uid``: field is
+        immutable)."""
         while True:
-            namespace, name = key = await self._used.get()
+            namespace, name, uid = key = await self._used.get()
             try:
                 held = token_secret(self.secrets.get(namespace, name))
-                day = None if held is None else last_used_due(held, now=dt.datetime.now(dt.UTC))
+                day = None if held is None or held.uid != uid else last_used_due(held, now=dt.datetime.now(dt.UTC))
                 if day is not None:
                     await self._objects.patch(
                         self._secrets_rt, namespace=namespace, name=name, patch_type=PatchType.MERGE,
-                        patch={"metadata": {"labels": {LAST_USED_LABEL: day}}},
+                        patch={"metadata": {"uid": uid, "labels": {LAST_USED_LABEL: day}}},
                     )
             except (errors.ApiError, StorageError) as exc:  # the next use tries again
                 log.debug("could not label secret %s/%s as used: %s", namespace, name, exc)

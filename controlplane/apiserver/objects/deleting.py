@@ -24,11 +24,16 @@ from controlplane.apis.meta import CauseType
 from controlplane.apiserver import codec, errors
 from controlplane.apiserver.allocating import Allocations, NoAllocations
 from controlplane.apiserver.objects.namespaces import NamespaceLifecycle
-from controlplane.apiserver.objects.reading import decode, get_kv, store_call, stored_form
+from controlplane.apiserver.objects.reading import (
+    check_preconditions,
+    decode,
+    get_kv,
+    store_call,
+    stored_form,
+)
 from controlplane.apiserver.objects.values import (
     DeleteOptions,
     DeleteResult,
-    Preconditions,
 )
 from controlplane.apiserver.objects.writing import PATCH_RETRIES, LostRace
 from controlplane.apiserver.resources import Registry, ResourceType
@@ -202,22 +207,3 @@ def check_delete_options(options: DeleteOptions) -> None:
         ))
     if causes:
         raise errors.invalid(kind="DeleteOptions", group="meta.k8s.io", name="", causes=causes)
-
-
-def check_preconditions(rt: ResourceType, obj: dict[str, Any], pre: Preconditions | None) -> None:
-    if pre is None:
-        return
-    meta = obj["metadata"]
-    what = f'Operation cannot be fulfilled on {rt.qualified()} "{meta["name"]}": Precondition failed: '
-    target = errors.Target(name=meta["name"], group=rt.group, kind=rt.plural)
-    if pre.uid and pre.uid != meta.get("uid"):
-        raise errors.Conflict(
-            what + f"UID in precondition: {pre.uid}, UID in object meta: {meta.get('uid')}", target=target
-        )
-    if pre.resource_version and pre.resource_version != meta.get("resourceVersion"):
-        raise errors.Conflict(
-            what + f"ResourceVersion in precondition: {pre.resource_version}, "
-            f"ResourceVersion in object meta: {meta.get('resourceVersion')}",
-            target=target,
-        )
-

@@ -18,7 +18,12 @@ from typing import Any
 from controlplane.apiserver import codec, errors
 from controlplane.apiserver.decoding import INT64_MAX
 from controlplane.apiserver.objects import continuation
-from controlplane.apiserver.objects.values import FieldSelectorArg, LabelSelectorArg, ListOptions
+from controlplane.apiserver.objects.values import (
+    FieldSelectorArg,
+    LabelSelectorArg,
+    ListOptions,
+    Preconditions,
+)
 from controlplane.apiserver.resources import ResourceType
 from controlplane.apiserver.selectors import (
     FieldSelector,
@@ -262,3 +267,23 @@ async def list_page(store: storage.Store, rt: ResourceType, namespace: str | Non
             break
     token = continuation.encode(revision, last_key or "", prefix) if more and last_key else ""
     return Page(kvs, objects, revision, token, remaining if token else None)
+
+
+def check_preconditions(rt: ResourceType, obj: dict[str, Any], pre: Preconditions | None) -> None:
+    """kube's ``storage.Preconditions.Check``: a Conflict when the stored ``obj`` is not the uid
+    (or resourceVersion) a delete or an update names."""
+    if pre is None:
+        return
+    meta = obj["metadata"]
+    what = f'Operation cannot be fulfilled on {rt.qualified()} "{meta["name"]}": Precondition failed: '
+    target = errors.Target(name=meta["name"], group=rt.group, kind=rt.plural)
+    if pre.uid and pre.uid != meta.get("uid"):
+        raise errors.Conflict(
+            what + f"UID in precondition: {pre.uid}, UID in object meta: {meta.get('uid')}", target=target
+        )
+    if pre.resource_version and pre.resource_version != meta.get("resourceVersion"):
+        raise errors.Conflict(
+            what + f"ResourceVersion in precondition: {pre.resource_version}, "
+            f"ResourceVersion in object meta: {meta.get('resourceVersion')}",
+            target=target,
+        )

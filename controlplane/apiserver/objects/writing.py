@@ -22,15 +22,23 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from controlplane.apis.kube.field import go_json, go_printed
+from controlplane.apis.kube.field import go_json, go_printed, immutable
 from controlplane.apis.kube.generation import generation_content, status_write_metadata
 from controlplane.apiserver import errors
 from controlplane.apiserver.admission import AdmitWrite, CheckCreate, Operation, WriteAttributes
 from controlplane.apiserver.allocating import Allocations, NoAllocations, stored_with
 from controlplane.apiserver.objects.body_kind import checked_body, status_request
 from controlplane.apiserver.objects.namespaces import NamespaceLifecycle
-from controlplane.apiserver.objects.reading import decode, get_kv, in_use, served, store_call, stored_form
-from controlplane.apiserver.objects.values import WriteOptions
+from controlplane.apiserver.objects.reading import (
+    check_preconditions,
+    decode,
+    get_kv,
+    in_use,
+    served,
+    store_call,
+    stored_form,
+)
+from controlplane.apiserver.objects.values import Preconditions, WriteOptions
 from controlplane.apiserver.objects.versions import KindVersions
 from controlplane.apiserver.patches import PatchType, apply_patch, check_apply_request, record_update
 from controlplane.apiserver.resources import Registry, ResourceType
@@ -303,7 +311,8 @@ class Writer:
 
     async def _replaced(self, rt: ResourceType, meta: dict[str, Any]) -> tuple[storage.KeyValue, dict[str, Any]]:
         """The stored key-value and object an update with ``meta`` replaces; a Conflict when
-        its ``resourceVersion`` names another revision.
+        its ``uid`` names another object (kube's update takes a uid in the body as a precondition)
+        or its ``resourceVersion`` another revision.
 
         An update made from a revision the hub has just seen skips the read: the
         compare-and-swap that follows fails on that revision as the read would have.
@@ -312,8 +321,11 @@ class Writer:
         kv = _known(self._store, rt, meta, wanted) or await get_kv(
             self._store, rt, namespace=meta.get("namespace"), name=meta["name"]
         )
+        old = decode(rt, kv)
+        if meta.get("uid"):
+            check_preconditions(rt, old, Preconditions(uid=str(meta["uid"])))
         _check_resource_version(rt, kv, wanted, name=meta["name"])
-        return kv, decode(rt, kv)
+        return kv, old
 
     async def write_update(
         self,
@@ -468,6 +480,7 @@ def merged(
     rt: ResourceType, old: dict[str, Any], incoming: dict[str, Any], *, subresource: str | None
 ) -> dict[str, Any]:
     """The object an update would store: server-owned fields and the other half kept."""
+    _check_uid(rt, old, incoming)
     new = _merged(rt, old, incoming, subresource=subresource)
     if rt.conversion is not None and rt.conversion.status_annotations:
         # Annotations that carry the status (in a converted version) go with it: the request's
@@ -475,6 +488,17 @@ def merged(
         source = incoming if subresource == "status" else old
         _set_annotations(new, source, rt.conversion.status_annotations)
     return new
+
+
+def _check_uid(rt: ResourceType, old: dict[str, Any], incoming: dict[str, Any]) -> None:
+    """kube's ``ValidateObjectMetaUpdate``: an update may leave ``metadata.uid`` out (the stored one
+    is kept), never change it. So a patch that names the uid it was made for (kube-apiserver's merge
+    patch of a token Secret's last-used label) cannot land on an object re-created under the name."""
+    uid, stored = incoming["metadata"].get("uid"), old["metadata"].get("uid")
+    if not uid or uid == stored:
+        return
+    causes = [errors.Cause(str(e.type), e.message, e.field) for e in immutable(uid, stored, "metadata.uid")]
+    raise errors.invalid(kind=rt.kind, group=rt.group, name=str(old["metadata"].get("name") or ""), causes=causes)
 
 
 def _set_managed_fields(obj: dict[str, Any], source: dict[str, Any]) -> None:
