@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import logging
 import socket
 from collections.abc import Awaitable, Callable
@@ -49,6 +50,7 @@ from controlplane.apis.constants import (
     WORK_GROUP,
 )
 from controlplane.apis.kube.namespaces import SYSTEM_NAMESPACES
+from controlplane.apis.kube.serviceaccounttokens import DEFAULT_CLEAN_UP_PERIOD
 from controlplane.apiserver import errors
 from controlplane.apiserver.app import create_app
 from controlplane.apiserver.auth.bootstrap import ca_routes, join_routes, token_routes
@@ -99,6 +101,7 @@ from controlplane.controllers.clusterroleaggregation import ClusterRoleAggregati
 from controlplane.controllers.clusters import ClusterNamespaceController
 from controlplane.controllers.context import ControllerSettings
 from controlplane.controllers.health import ClusterHealthMonitor
+from controlplane.controllers.legacytokencleaning import LegacyTokenCleaner
 from controlplane.controllers.manager import ControllerManager
 from controlplane.controllers.resourcequota import ResourceQuotaController
 from controlplane.controllers.serviceaccounts import ServiceAccountsController
@@ -192,6 +195,8 @@ class HubConfig:
     wait_for_pods_ready: WaitForPodsReady = field(default_factory=WaitForPodsReady)
     #: TTL of the etcd lease behind controller leadership: a dead leader is replaced within it.
     leader_lease_ttl: int = DEFAULT_LEADER_LEASE_TTL
+    #: kube's --legacy-service-account-token-clean-up-period (controllers/legacytokencleaning.py).
+    legacy_token_clean_up_period: dt.timedelta = DEFAULT_CLEAN_UP_PERIOD
     #: This replica's name in leader election (empty: host-pid-random).
     identity: str = ""
     #: Extra route factories (e.g. the dashboard), given the running hub.
@@ -508,6 +513,9 @@ class Hub(ShutdownOnce):
             self.controllers.spawn(),
             self.health.spawn(),
             *(asyncio.create_task(run(), name=name) for name, run in runs.items()),
+            asyncio.create_task(LegacyTokenCleaner(
+                fenced, accounts=tokens.accounts, secrets=tokens.secrets, period=config.legacy_token_clean_up_period,
+            ).run(), name="legacy-token-cleaner"),
             asyncio.create_task(AllocationRepair(writes, self.service_allocator).run(), name="service-allocation-repair"),
         ]
         if self.waste_sampler is not None:

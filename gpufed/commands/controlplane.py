@@ -12,6 +12,7 @@ from controlplane.admission.requeuing import (
     DEFAULT_BACKOFF_MAX_SECONDS,
     WaitForPodsReady,
 )
+from controlplane.apis.kube.serviceaccounttokens import DEFAULT_CLEAN_UP_PERIOD
 from controlplane.apiserver.flowcontrol.levels import (
     DEFAULT_QUEUE_LENGTH,
     DEFAULT_QUEUE_WAIT_SECONDS,
@@ -33,7 +34,7 @@ from controlplane.apiserver.watching import (
 )
 from controlplane.gcpolicy import CollectorPolicy
 from controlplane.loopwatch import DEFAULT_STALL_WARNING
-from gpufed.argtypes import parse_listen, positive_number, seconds_or_off, whole_number
+from gpufed.argtypes import parse_listen, positive_duration, positive_number, seconds_or_off, whole_number
 from gpufed.commands.running import serve_reporting
 from gpufed.logging_setup import configure_logging
 
@@ -188,6 +189,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kueue-requeuing-backoff-limit-count", type=_whole_number, default=None, metavar="N",
                         help="fleet admission: after this many PodsReady timeouts the Workload is deactivated "
                              "(Kueue's backoffLimitCount; default: requeued forever)")
+    parser.add_argument("--legacy-service-account-token-clean-up-period", type=positive_duration,
+                        default=DEFAULT_CLEAN_UP_PERIOD, metavar="DURATION",
+                        help="as kube-controller-manager's flag: an auto-generated service account token Secret "
+                             "unused this long is labelled kubernetes.io/legacy-token-invalid-since (its token "
+                             "refused), and deleted this long after (default 8760h, a year)")
     parser.add_argument("--leader-lease-ttl", type=_leader_lease_ttl, default=10, metavar="SECONDS",
                         help="TTL of the etcd lease behind controller leadership among hub replicas; a dead "
                              "leader is replaced within it (default 10, minimum 2)")
@@ -326,6 +332,7 @@ def run(args: argparse.Namespace) -> int:
         unschedulable_grace_seconds=args.unschedulable_grace_seconds,
         wait_for_pods_ready=wait_for_pods_ready(args),
         leader_lease_ttl=args.leader_lease_ttl,
+        legacy_token_clean_up_period=args.legacy_service_account_token_clean_up_period,
         identity=args.identity,
         waste_sample_interval=args.waste_sample_interval,
         serving_limits=ServingLimits(

@@ -1,10 +1,12 @@
 """`gpufed controlplane --etcd-max-response-bytes`: a number of bytes no smaller than what one
 etcd object may take (below it a stored object could not be read back). The ``--kueue-*`` flags:
-Kueue's waitForPodsReady (off) and requeuing strategy defaults."""
+Kueue's waitForPodsReady (off) and requeuing strategy defaults. kube's
+``--legacy-service-account-token-clean-up-period``: a duration, a year by default."""
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 
 import pytest
 
@@ -85,3 +87,17 @@ def test_bad_loop_stall_warnings_are_refused(value: str, why: str, capsys: pytes
         parse("--loop-stall-warning", value)
     err = capsys.readouterr().err
     assert "--loop-stall-warning" in err and why in err
+
+
+def test_the_legacy_token_clean_up_period_has_kubes_name_and_default() -> None:
+    assert parse().legacy_service_account_token_clean_up_period == dt.timedelta(days=365)
+    assert parse("--legacy-service-account-token-clean-up-period", "2h").legacy_service_account_token_clean_up_period == (
+        dt.timedelta(hours=2)
+    )
+
+
+@pytest.mark.parametrize("value", ["0s", "soon", ""])
+def test_a_clean_up_period_that_is_no_duration_is_refused(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        parse("--legacy-service-account-token-clean-up-period", value)
+    assert "--legacy-service-account-token-clean-up-period" in capsys.readouterr().err

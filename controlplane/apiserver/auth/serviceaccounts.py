@@ -25,10 +25,12 @@ Secret. As kube-apiserver's legacy token authenticator, the hub accepts it while
 is not being deleted nor marked ``kubernetes.io/legacy-token-invalid-since``, and still holds that
 very token (the Secrets of that type are watched here, on every replica), and while the account
 exists with that uid. A deleted Secret's token, or the token a Secret no longer holds, is revoked.
-As kube-apiserver does, a Secret whose token is used is labelled ``kubernetes.io/legacy-token-last-used``
-with the day (UTC), once a day: the authentication only queues the Secret (bounded, never waiting),
-one task writes the label, with the Secret's uid in the patch as kube's (a Secret deleted and
-created again under the name is not labelled for the old one's use).
+As kube-apiserver does, a Secret whose token is used (even refused as marked invalid) is labelled
+``kubernetes.io/legacy-token-last-used`` with the day (UTC), once a day: the authentication only
+queues the Secret (bounded, never waiting), one task writes the label, with the Secret's uid in the
+patch as kube's (a Secret deleted and created again under the name is not labelled for the old
+one's use). The leader's legacy token cleaner
+(:mod:`controlplane.controllers.legacytokencleaning`) reads these labels.
 """
 
 from __future__ import annotations
@@ -186,10 +188,12 @@ class ServiceAccountTokens:
         if stored.bound_secret is None:
             return True
         held = token_secret(self.secrets.get(named[0], stored.bound_secret))
-        return (
-            held is not None and held.account == named[1] and not held.deleting and not held.invalidated
-            and bool(held.token) and stored.holds(held.token)
-        )
+        if held is None or held.account != named[1] or held.deleting or not held.token or not stored.holds(held.token):
+            return False
+        if held.invalidated:
+            self._queue_used(held)  # as kube's: the use of a token refused as invalid is recorded too
+            return False
+        return True
 
     def _secret_used(self, stored: StoredToken) -> None:
         """Queue the Secret of a token just used for its last-used label, when that is due."""

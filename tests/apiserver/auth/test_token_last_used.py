@@ -1,7 +1,7 @@
 """kube-apiserver's legacy token tracking labels the Secret whose token was used with the day, by a
 merge patch that names the Secret's uid: a Secret deleted and created again under the same name
-before the label is written is not labelled for the old one's use. A real in-memory store, the
-hub's token store and token check."""
+before the label is written is not labelled for the old one's use; a use refused because the Secret
+is marked invalid is labelled too. A real in-memory store, the hub's token store and token check."""
 
 from __future__ import annotations
 
@@ -96,3 +96,32 @@ async def test_a_secret_created_again_under_the_name_is_not_labelled_for_the_old
         assert current["metadata"]["uid"] == second["metadata"]["uid"]
         assert LAST_USED not in (current["metadata"].get("labels") or {})
 
+
+async def test_the_use_of_a_token_refused_as_invalid_is_recorded_too(objects: tuple[ObjectStore, TokenStore]) -> None:
+    """As kube-apiserver's: a Secret marked ``kubernetes.io/legacy-token-invalid-since`` refuses its
+    token, and the use is still labelled (the legacy token cleaner then sees it used)."""
+    objs, tokens = objects
+    accounts, secrets = objs.registry.require("v1", "ServiceAccount"), objs.registry.require("v1", "Secret")
+    check = ServiceAccountTokens(tokens, objs)
+    async with running(check.run()):
+        await check.synced()
+        account = await objs.create(accounts, {"metadata": {"name": "bot", "namespace": NAMESPACE}})
+        token = await check.issue(
+            namespace=NAMESPACE, account="bot", account_uid=account["metadata"]["uid"], secret="bot-token"
+        )
+        body = secret("bot-token", account=account, token=token)
+        body["metadata"]["labels"] = {"kubernetes.io/legacy-token-invalid-since": "2026-01-01"}
+        await objs.create(secrets, body)
+
+        async def cached() -> bool:
+            return check.accounts.get(NAMESPACE, "bot") is not None and check.secrets.get(NAMESPACE, "bot-token") is not None
+
+        await eventually(cached, what="the account and its token Secret in the check's cache")
+        assert await tokens.authenticate(token) is None
+
+        async def labelled() -> dict[str, Any] | None:
+            current = await objs.get(secrets, namespace=NAMESPACE, name="bot-token")
+            return current if LAST_USED in (current["metadata"].get("labels") or {}) else None
+
+        current = await eventually(labelled, what="the refused use labelled")
+        assert current["metadata"]["labels"]["kubernetes.io/legacy-token-invalid-since"] == "2026-01-01"
