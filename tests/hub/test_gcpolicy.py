@@ -9,6 +9,7 @@ import asyncio
 import gc
 import weakref
 from collections.abc import Iterator
+from typing import TypedDict
 
 import pytest
 
@@ -18,6 +19,11 @@ from controlplane.gcpolicy import CollectorPolicy, CollectorTuning
 class Node:
     def __init__(self) -> None:
         self.other: Node | None = None
+
+
+class CachedObject(TypedDict):
+    spec: dict[str, int]
+    items: list[int]
 
 
 @pytest.fixture(autouse=True)
@@ -31,7 +37,7 @@ def _tracked(obj: object) -> bool:
 
 
 def test_a_freeze_takes_the_survivors_out_of_every_later_pass() -> None:
-    cache = {f"key-{i}": {"spec": {"replicas": i}, "items": [i]} for i in range(1000)}
+    cache: dict[str, CachedObject] = {f"key-{i}": {"spec": {"replicas": i}, "items": [i]} for i in range(1000)}
     tuning = CollectorTuning(CollectorPolicy())
     tuning.freeze()
     assert gc.get_freeze_count() >= 1000
