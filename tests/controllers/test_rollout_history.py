@@ -182,3 +182,34 @@ async def test_statefulsets_and_daemonsets_keep_controller_revisions(objects: Ob
             return not await owned(objects, "ControllerRevision", owner)
 
         await eventually(gone, what=f"the {kind}'s ControllerRevisions deleted with it")
+
+
+async def test_a_first_record_that_could_not_be_written_is_written_later_from_the_held_template(
+    objects: ObjectStore, manager: ControllerManager
+) -> None:
+    """The template before a workload's first change is held until its record is written: while the
+    create of revision 1 fails (another ReplicaSet has the name), each look tries again from it, and
+    once the name is free revision 1 is that template, not the one after the change."""
+    created = await objects.create(rt(objects, "apps/v1", "Deployment"), deployment("web", replicas=1, image="serve:1"))
+    first_hash = template_hash(created["spec"]["template"])
+    replicasets = rt(objects, "apps/v1", "ReplicaSet")
+    labels = {"app": "other"}
+    await objects.create(replicasets, {"metadata": {"name": f"web-{first_hash}", "namespace": "default"}, "spec": {
+        "replicas": 0, "selector": {"matchLabels": labels},
+        "template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": "other"}]}},
+    }})
+    await settled(manager)
+    looks = manager.reconciles().get("rollout-history", 0)
+    second = await set_image(objects, "Deployment", "web", "serve:2")
+
+    async def tried_again() -> bool:
+        return manager.reconciles().get("rollout-history", 0) >= looks + 2
+
+    await eventually(tried_again, what="the failed create of revision 1 tried again")
+    assert await owned(objects, "ReplicaSet", created) == {}, "nothing recorded while the name is taken"
+    await objects.delete(replicasets, namespace="default", name=f"web-{first_hash}")
+
+    web, found = await history_of(objects, manager, "Deployment", "web")
+    assert found == {f"web-{first_hash}": 1, f"web-{template_hash(second['spec']['template'])}": 2}
+    first = (await owned(objects, "ReplicaSet", web))[f"web-{first_hash}"]
+    assert first["spec"]["template"]["spec"]["containers"][0]["image"] == "serve:1"
