@@ -1,20 +1,34 @@
-"""Builders for controller tests: fake member clusters (status written as an agent would),
-workloads and policies, and a poll helper."""
+"""Builders for controller tests: the hub's object store over a given store, fake member clusters
+(status written as an agent would), workloads and policies, and a poll helper."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar
 
 from controlplane.apiserver import errors
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
+from controlplane.hub import hub_registry
+from controlplane.storage.interface import Store
 
 T = TypeVar("T")
 A100 = "NVIDIA-A100-SXM4-80GB"
 GI = 2**30
 REPORT_TIME = "2024-05-01T10:00:00Z"
+
+
+async def hub_objects(store: Store, *namespaces: str) -> ObjectStore:
+    """An object store over ``store`` as the hub builds its own (its kinds, the garbage collector's
+    finalizers), bootstrapped, with ``namespaces`` created."""
+    objects = ObjectStore(store, hub_registry(), garbage_collection=True)
+    await objects.bootstrap()
+    for namespace in namespaces:
+        with contextlib.suppress(errors.AlreadyExists):
+            await objects.create(objects.registry.require("v1", "Namespace"), {"metadata": {"name": namespace}})
+    return objects
 
 
 def node_shape(count: int, *, gpus: int = 0, product: str = A100, extra: dict[str, int] | None = None) -> dict[str, Any]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import datetime as dt
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -22,10 +21,9 @@ from controlplane.apiserver.auth.serviceaccounts import ServiceAccountTokens
 from controlplane.apiserver.auth.tokens import TokenStore
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.legacytokencleaning import LegacyTokenCleaner
-from controlplane.hub import hub_registry
 from controlplane.storage import MemoryStore
 
-from .fleet import eventually
+from .fleet import eventually, hub_objects
 
 NS = "team"
 INVALID = "kubernetes.io/legacy-token-invalid-since"
@@ -82,11 +80,7 @@ def token_secret(name: str, **labels: str) -> dict[str, Any]:
 @pytest.fixture
 async def fleet() -> AsyncIterator[Fleet]:
     async with MemoryStore() as store:
-        objects = ObjectStore(store, hub_registry(), garbage_collection=True)
-        await objects.bootstrap()
-        for namespace in (NS, "kube-system"):
-            with contextlib.suppress(errors.AlreadyExists):
-                await objects.create(objects.registry.require("v1", "Namespace"), {"metadata": {"name": namespace}})
+        objects = await hub_objects(store, NS, "kube-system")
         check = ServiceAccountTokens(TokenStore(store), objects)
         now = [dt.datetime.now(dt.UTC)]
         cleaner = LegacyTokenCleaner(

@@ -16,12 +16,11 @@ from controlplane.apiserver.quotaadmission import QuotaAdmission
 from controlplane.apiserver.watchcache import WatchCache
 from controlplane.apiserver.watchcache.client import CachedObjects
 from controlplane.controllers.resourcequota import ResourceQuotaController
-from controlplane.hub import hub_registry
 from controlplane.storage import MemoryStore
 from controlplane.storage.interface import ListResult
 from controlplane.storage.wrapping import WrappedStore
 
-from .fleet import eventually
+from .fleet import eventually, hub_objects
 
 NS = "team"
 
@@ -129,10 +128,8 @@ class ListCountingStore(WrappedStore):
 async def counted_store() -> AsyncIterator[tuple[ObjectStore, ListCountingStore]]:
     async with MemoryStore() as memory:
         store = ListCountingStore(memory)
-        objects = ObjectStore(store, hub_registry(), garbage_collection=True)
-        await objects.bootstrap()
+        objects = await hub_objects(store, NS)
         objects.admit_writes(QuotaAdmission(objects))
-        await objects.create(objects.registry.require("v1", "Namespace"), {"metadata": {"name": NS}})
         yield objects, store
 
 

@@ -20,12 +20,11 @@ from controlplane.apiserver.auth.serviceaccounts import ServiceAccountTokens
 from controlplane.apiserver.auth.tokens import TokenStore
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.serviceaccounttokens import ServiceAccountTokensController
-from controlplane.hub import hub_registry
 from controlplane.storage import MemoryStore
 from controlplane.storage.interface import WatchEvent
 from controlplane.storage.wrapping import WrappedStore
 
-from .fleet import eventually
+from .fleet import eventually, hub_objects
 
 CA = b"-----BEGIN CERTIFICATE-----\nhub CA\n-----END CERTIFICATE-----\n"
 NAMESPACE = "team"
@@ -81,9 +80,7 @@ async def store() -> AsyncIterator[WatchCountingStore]:
 
 @pytest.fixture
 async def hub(store: WatchCountingStore) -> AsyncIterator[Hub]:
-    objects = ObjectStore(store, hub_registry(), garbage_collection=True)
-    await objects.bootstrap()
-    await objects.create(objects.registry.require("v1", "Namespace"), {"metadata": {"name": NAMESPACE}})
+    objects = await hub_objects(store, NAMESPACE)
     tokens = TokenStore(store)
     issuer = ServiceAccountTokens(tokens, objects)
     controller = shared_controller(objects, issuer)
@@ -222,9 +219,7 @@ async def test_the_controller_reads_the_token_checks_caches(hub: Hub, store: Wat
 async def test_a_later_term_fills_what_came_while_no_controller_ran(store: WatchCountingStore) -> None:
     """A controller started over caches that are full already (a new leader term) is handed what they
     hold, as client-go hands a handler added to a running informer its objects."""
-    objects = ObjectStore(store, hub_registry(), garbage_collection=True)
-    await objects.bootstrap()
-    await objects.create(objects.registry.require("v1", "Namespace"), {"metadata": {"name": NAMESPACE}})
+    objects = await hub_objects(store, NAMESPACE)
     tokens = TokenStore(store)
     issuer = ServiceAccountTokens(tokens, objects)
     first = shared_controller(objects, issuer)
