@@ -24,10 +24,11 @@ can hold. The pauses of the older generations' passes are a histogram in the hub
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,3 +120,17 @@ class CollectorTuning:
                 gc.set_threshold(*thresholds)
                 if thaw:
                     gc.unfreeze()
+
+
+@contextlib.asynccontextmanager
+async def collector_tuned(policy: CollectorPolicy, *, observe: PauseObserver | None = None) -> AsyncIterator[None]:
+    """Apply ``policy`` to this process while the block runs (a process's runner uses it: the
+    hub, the agent, a hollow fleet). What it froze stays frozen afterwards: the process is about
+    to exit (see :meth:`CollectorTuning.run`)."""
+    task = asyncio.create_task(CollectorTuning(policy, observe=observe).run(thaw=False), name="gc-policy")
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

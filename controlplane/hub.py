@@ -108,7 +108,7 @@ from controlplane.controllers.serviceaccounts import ServiceAccountsController
 from controlplane.controllers.serviceaccounttokens import ServiceAccountTokensController
 from controlplane.controllers.systemnamespaces import SystemNamespacesController
 from controlplane.controllers.workloads import kind_status
-from controlplane.gcpolicy import CollectorPolicy, CollectorTuning
+from controlplane.gcpolicy import CollectorPolicy, collector_tuned
 from controlplane.leader.election import DEFAULT_TTL as DEFAULT_LEADER_LEASE_TTL
 from controlplane.leader.election import LeaderElector, Term, default_identity
 from controlplane.lifecycle import ShutdownOnce
@@ -653,21 +653,17 @@ async def run_until_signalled(
     import signal
 
     loop = asyncio.get_running_loop()
-    tuning = None
-    if collector is not None:
-        observe = hub.metrics.gc_pause.labels
-        tuning = asyncio.create_task(
-            CollectorTuning(
-                collector, observe=lambda generation, seconds: observe(str(generation)).observe(seconds)
-            ).run(thaw=False),
-            name="gc-policy",
-        )
+    observe = hub.metrics.gc_pause.labels
 
     def on_stall(stall: Stall) -> None:
         log.warning("%s", stall.message())
         hub.metrics.loop_stall.observe(stall.seconds)
 
-    try:
+    async with contextlib.AsyncExitStack() as stack:
+        if collector is not None:
+            await stack.enter_async_context(collector_tuned(
+                collector, observe=lambda generation, seconds: observe(str(generation)).observe(seconds)
+            ))
         async with watching_the_loop(stall_warning, on_stall), hub:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(sig, hub.request_stop)
@@ -675,7 +671,3 @@ async def run_until_signalled(
                 await on_ready(hub)
             await hub.wait_stopped()
             log.info("shutting down")
-    finally:
-        if tuning is not None:
-            tuning.cancel()
-            await asyncio.gather(tuning, return_exceptions=True)

@@ -8,9 +8,10 @@ import logging
 import signal
 import sys
 
+from controlplane.gcpolicy import collector_tuned
 from controlplane.loopwatch import DEFAULT_STALL_WARNING, watching_the_loop
 from gpufed.argtypes import seconds_or_off
-from gpufed.commands.running import first_problem
+from gpufed.commands.running import add_collector_arguments, collector_policy, first_problem
 from gpufed.logging_setup import configure_logging
 
 
@@ -23,6 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar="SECONDS",
                         help="log each stall of the agent's event loop at least this long, with the code it was "
                              f"held in; 0: off (default {DEFAULT_STALL_WARNING:g})")
+    add_collector_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, agent.request_stop)
-        async with watching_the_loop(args.loop_stall_warning):
+        async with collector_tuned(collector_policy(args)), watching_the_loop(args.loop_stall_warning):
             await agent.run()
 
     try:

@@ -32,10 +32,9 @@ from controlplane.apiserver.watching import (
     DEFAULT_WATCH_BUFFER_EVENTS,
     WatchLimits,
 )
-from controlplane.gcpolicy import CollectorPolicy
 from controlplane.loopwatch import DEFAULT_STALL_WARNING
 from gpufed.argtypes import parse_listen, positive_duration, positive_number, seconds_or_off, whole_number
-from gpufed.commands.running import serve_reporting
+from gpufed.commands.running import add_collector_arguments, collector_policy, serve_reporting
 from gpufed.logging_setup import configure_logging
 
 log = logging.getLogger("gpufed.controlplane")
@@ -58,7 +57,6 @@ def _fraction(text: str) -> float:
 
 
 _whole_seconds = whole_number(what="whole seconds")
-DEFAULT_GC = CollectorPolicy()
 
 
 def _flowcontrol_shares(text: str) -> dict[Level, int]:
@@ -237,15 +235,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="how long a watch's write may make no progress before the hub closes the watch as "
                              "unresponsive; the client re-watches or re-lists, as with kube "
                              f"(default {DEFAULT_SLOW_WATCHER_TIMEOUT:g})")
-    parser.add_argument("--gc-freeze-interval", type=_whole_seconds, default=DEFAULT_GC.freeze_interval,
-                        metavar="SECONDS",
-                        help="seconds between freezes of the objects that survived Python's garbage collector, so "
-                             "that its passes walk only newer ones and do not hold the loop for seconds on a large "
-                             f"fleet; 0: Python's default collection (default {DEFAULT_GC.freeze_interval:g})")
-    parser.add_argument("--gc-full-interval", type=_whole_seconds, default=DEFAULT_GC.full_interval,
-                        metavar="SECONDS",
-                        help="seconds between full collections over the frozen objects too, which find reference "
-                             f"cycles formed among them; 0: never (default {DEFAULT_GC.full_interval:g})")
+    add_collector_arguments(parser)
     parser.add_argument("--loop-stall-warning", type=seconds_or_off, default=DEFAULT_STALL_WARNING,
                         metavar="SECONDS",
                         help="log each stall of the hub's event loop at least this long, with the code it was held "
@@ -353,7 +343,6 @@ def run(args: argparse.Namespace) -> int:
         service_cluster_ips=args.service_cluster_ip_range,
         service_node_ports=args.service_node_port_range,
     )
-    collector = CollectorPolicy(freeze_interval=args.gc_freeze_interval, full_interval=args.gc_full_interval)
-    runner = run_until_signalled(Hub(config), collector=collector, stall_warning=args.loop_stall_warning)
+    runner = run_until_signalled(Hub(config), collector=collector_policy(args), stall_warning=args.loop_stall_warning)
     return serve_reporting(runner, host=host, port=port,
                            expected=(Unavailable, EtcdStartError, EtcdConfigError, PkiError))

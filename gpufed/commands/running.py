@@ -1,13 +1,17 @@
 """How a command runs its async part: the failures it expects become one line (kubectl's words
-for the hub's, ``error: …`` for the rest) and exit status 1."""
+for the hub's, ``error: …`` for the rest) and exit status 1; and the flags of the garbage
+collector's policy that long-running processes (the hub, the agent, a hollow fleet) share."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import sys
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
+from controlplane.gcpolicy import CollectorPolicy
+from gpufed.argtypes import whole_number
 from gpufed.hubclient import HubError
 
 if TYPE_CHECKING:
@@ -65,3 +69,25 @@ def file_error(exc: OSError) -> str:
     """``PATH: reason`` for a file or directory the command could not use."""
     reason = exc.strerror or str(exc)
     return reason if exc.filename is None else f"{exc.filename}: {reason}"
+
+
+DEFAULT_GC = CollectorPolicy()
+
+
+def add_collector_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--gc-freeze-interval`` and ``--gc-full-interval`` (:mod:`controlplane.gcpolicy`)."""
+    seconds = whole_number(what="whole seconds")
+    parser.add_argument("--gc-freeze-interval", type=seconds, default=DEFAULT_GC.freeze_interval,
+                        metavar="SECONDS",
+                        help="seconds between freezes of the objects that survived Python's garbage collector, so "
+                             "that its passes walk only newer ones and do not hold the event loop for seconds when "
+                             "the process caches millions of objects (a large fleet or member cluster); 0: Python's "
+                             f"default collection (default {DEFAULT_GC.freeze_interval:g})")
+    parser.add_argument("--gc-full-interval", type=seconds, default=DEFAULT_GC.full_interval,
+                        metavar="SECONDS",
+                        help="seconds between full collections over the frozen objects too, which find reference "
+                             f"cycles formed among them; 0: never (default {DEFAULT_GC.full_interval:g})")
+
+
+def collector_policy(args: argparse.Namespace) -> CollectorPolicy:
+    return CollectorPolicy(freeze_interval=args.gc_freeze_interval, full_interval=args.gc_full_interval)

@@ -19,9 +19,10 @@ from pathlib import Path
 
 from pydantic import SecretStr, ValidationError
 
+from controlplane.gcpolicy import collector_tuned
 from controlplane.loopwatch import DEFAULT_STALL_WARNING, watching_the_loop
 from gpufed.argtypes import seconds_or_off
-from gpufed.commands.running import first_problem, report
+from gpufed.commands.running import add_collector_arguments, collector_policy, first_problem, report
 from gpufed.hubclient import HubClient, HubError
 from gpufed.logging_setup import configure_logging
 
@@ -53,6 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar="SECONDS",
                         help="log each stall of the fleet's event loop at least this long, with the code it was "
                              f"held in; 0: off (default {DEFAULT_STALL_WARNING:g})")
+    add_collector_arguments(parser)
 
 
 def _check(args: argparse.Namespace) -> str | None:
@@ -127,7 +129,7 @@ async def _main(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, fleet.request_stop)
-    async with watching_the_loop(args.loop_stall_warning):
+    async with collector_tuned(collector_policy(args)), watching_the_loop(args.loop_stall_warning):
         task = fleet.spawn()
         joined = asyncio.ensure_future(fleet.joined().wait())
         await asyncio.wait({task, joined}, return_when=asyncio.FIRST_COMPLETED)

@@ -11,7 +11,7 @@ import pytest
 from gpufed.cli import build_parser
 
 README = Path(__file__).resolve().parents[2] / "README.md"
-COMMANDS = ("controlplane", "agent", "sim-cluster", "up")
+COMMANDS = ("controlplane", "agent", "sim-cluster", "sim-fleet", "up")
 
 
 def _documented() -> dict[str, set[str]]:

@@ -13,7 +13,7 @@ from typing import TypedDict
 
 import pytest
 
-from controlplane.gcpolicy import CollectorPolicy, CollectorTuning
+from controlplane.gcpolicy import NO_AUTOMATIC_FULL_PASS, CollectorPolicy, CollectorTuning, collector_tuned
 
 
 class Node:
@@ -162,3 +162,26 @@ async def test_an_exiting_process_keeps_its_frozen_objects_frozen() -> None:
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
     assert frozen > 0 and gc.get_freeze_count() > frozen // 2 and gc.get_threshold() == thresholds
+
+
+@pytest.mark.parametrize("command", ["controlplane", "agent", "sim-fleet"])
+async def test_each_long_running_command_runs_the_policy_its_flags_give(command: str) -> None:
+    """The hub, the agent and a hollow fleet share the flags and run the policy beside their work
+    (``collector_tuned``): Python makes no full pass of its own while it runs, the survivors are
+    frozen, and the collector's thresholds come back after it."""
+    from gpufed.cli import build_parser
+    from gpufed.commands.running import collector_policy
+
+    required = {"controlplane": [], "agent": ["--cluster-name", "c", "--hub", "https://hub:6443", "--state-dir", "/tmp/x"], "sim-fleet": ["--clusters", "1", "--nodes", "1",
+                                                                                   "--state-dir", "/tmp/x"]}[command]
+    args = build_parser().parse_args([command, *required, "--gc-freeze-interval", "3600", "--gc-full-interval", "0"])
+    policy = collector_policy(args)
+    assert policy == CollectorPolicy(freeze_interval=3600, full_interval=0)
+    thresholds = gc.get_threshold()
+    async with collector_tuned(policy):
+        await asyncio.sleep(0.01)
+        assert gc.get_threshold()[2] == NO_AUTOMATIC_FULL_PASS
+        assert gc.get_freeze_count() > 0
+    assert gc.get_threshold() == thresholds
+    off = collector_policy(build_parser().parse_args([command, *required, "--gc-freeze-interval", "0"]))
+    assert not off.enabled
