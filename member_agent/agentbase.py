@@ -80,6 +80,8 @@ class AgentBase(Service):
         self._report_due = asyncio.Event()
         self._work_due = asyncio.Event()
         self._dirty_works: set[str] = set()
+        #: Works the periodic resync applies again, a few at a time after the Works events made dirty.
+        self._resync_due: set[str] = set()
         #: Works whose status must be recomputed (a pod or workload object of theirs changed).
         self._status_dirty: set[str] = set()
         #: Works whose held status is due now (see :mod:`member_agent.holding`), and the timers.

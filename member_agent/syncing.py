@@ -1,7 +1,9 @@
 """The member agent's Works: apply what the hub's Works hold in the member, and write their status.
 
 The Work worker applies changed Works, removes deleted ones and reapplies everything every
-``resync_interval`` (repairing drift in the member). Work status follows the member: informers on
+``resync_interval`` (repairing drift in the member; the interval varies by a tenth either way, so
+agents started together do not resync together). The resync takes :data:`RESYNC_BATCH` Works per
+pass, after the Works that events made dirty: a new Work never waits behind a pass over thousands. Work status follows the member: informers on
 the kinds the Works applied (label-selected by the ownership labels the agent sets) and the pod
 informer mark the owning Work, whose status is recomputed ``status_debounce`` seconds later and
 written only when it changed (held up to ``status_hold`` seconds while replicas start:
@@ -13,7 +15,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import itertools
 import logging
+import random
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,6 +33,23 @@ from member_agent.registering import rfc3339
 from member_agent.unserved import carries_crd
 
 logger = logging.getLogger(__name__)
+
+#: Works the periodic resync applies again per pass of the Work worker.
+RESYNC_BATCH = 8
+#: How much a resync interval varies either way (a share of it).
+RESYNC_JITTER = 0.1
+
+
+def resync_batch(due: set[str], size: int = RESYNC_BATCH) -> list[str]:
+    """Take up to ``size`` of the Works the resync has yet to apply (from ``due``)."""
+    taken = list(itertools.islice(due, size))
+    due.difference_update(taken)
+    return taken
+
+
+def resync_after(interval: float) -> float:
+    """The next resync's delay: ``interval``, a tenth more or less at random."""
+    return interval * random.uniform(1 - RESYNC_JITTER, 1 + RESYNC_JITTER)
 
 
 class WorkSyncing(AgentBase):
@@ -195,7 +216,7 @@ class WorkSyncing(AgentBase):
         if self._dirty_works:
             self._work_due.set()
         next_status = loop.time() + cfg.status_resync_interval
-        next_resync = loop.time() + cfg.resync_interval
+        next_resync = loop.time() + resync_after(cfg.resync_interval)
         failures = 0
         while True:
             timeout = max(0.0, min(next_status, next_resync) - loop.time())
@@ -208,14 +229,19 @@ class WorkSyncing(AgentBase):
             self._hold_over = False
             now = loop.time()
             if now >= next_resync:
-                self._applied_generation.clear()
-                self._dirty_works.update(self.works.objects)
-                next_resync = now + cfg.resync_interval
+                self._resync_due.update(self.works.objects)
+                next_resync = now + resync_after(cfg.resync_interval)
             if now >= next_status:
                 self._status_dirty.update(self.works.objects)
                 next_status = now + cfg.status_resync_interval
             keys = sorted(self._dirty_works)
             self._dirty_works.clear()
+            for key in resync_batch(self._resync_due):
+                self._applied_generation.pop(key, None)  # applied again, whatever its generation
+                if key not in keys:
+                    keys.append(key)
+            if self._resync_due:
+                self._work_due.set()  # the next batch once this pass is done
             status_keys = set(self._status_dirty)
             self._status_dirty.clear()
             try:

@@ -237,3 +237,41 @@ async def test_status_passes_send_no_request_and_unused_kinds_are_unwatched(
 
         await until(listed_again, what="a new list of ConfigMaps")
         assert member.lists_of("/apis/apps/v1/deployments") >= 1
+
+
+async def test_the_resync_repairs_every_work_a_batch_at_a_time_and_new_works_go_first(
+    hub: Hub, member: Member, tmp_path: Path
+) -> None:
+    """Every Work is applied again each resync (a member object deleted behind the agent's back
+    comes back), :data:`RESYNC_BATCH` per pass of the worker; a Work the hub writes meanwhile is
+    applied at the next pass, before the resync's remaining Works, not after all of them."""
+    from member_agent.syncing import RESYNC_BATCH
+
+    assert hub.objects is not None
+    work_rt = hub.objects.registry.require("work.gpufed.io/v1alpha1", "Work")
+    count = 5 * RESYNC_BATCH
+    config = (await start_config(hub, member, tmp_path / "agent")).model_copy(
+        update={"resync_interval": 3600.0, "status_resync_interval": 3600.0}
+    )
+    async with Agent(config) as agent:
+        for index in range(count):
+            await hub.objects.create(work_rt, work(f"w{index}", [configmap(f"c{index}")]))
+
+        async def all_applied() -> bool:
+            return all([await member.get("v1", "ConfigMap", f"c{i}", "ml") is not None for i in range(count)])
+
+        await until(all_applied, what="every Work applied")
+        configmaps = member.objects.registry.require("v1", "ConfigMap")
+        for index in range(count):  # drift: the member loses every object
+            await member.objects.delete(configmaps, namespace="ml", name=f"c{index}")
+        applies_before = sum(1 for method, _, _ in member.requests if method == "PATCH")
+
+        # The resync is due: the worker takes it a batch per pass; a new Work goes first.
+        agent._resync_due.update(agent.works.objects if agent.works is not None else ())
+        agent._work_due.set()
+        await hub.objects.create(work_rt, work("late", [configmap("late")]))
+        await until(lambda: member.get("v1", "ConfigMap", "late", "ml"), what="the new Work applied")
+        restored_then = sum([await member.get("v1", "ConfigMap", f"c{i}", "ml") is not None for i in range(count)])
+        assert restored_then < count, "the new Work waited for the whole resync"
+        await until(all_applied, what="every object the resync restores")
+        assert sum(1 for method, _, _ in member.requests if method == "PATCH") - applies_before >= count + 1
