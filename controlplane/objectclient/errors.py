@@ -22,6 +22,7 @@ from controlplane.apiserver.errors import (
     Target,
     Timeout,
     TooManyRequests,
+    WebhookDenied,
     conflict_modified,
 )
 from controlplane.storage.interface import Gone as StoreGone
@@ -49,5 +50,6 @@ __all__ = [
     "Target",
     "Timeout",
     "TooManyRequests",
+    "WebhookDenied",
     "conflict_modified",
 ]

@@ -20,6 +20,7 @@ import pytest
 
 from controlplane.apiserver.auth.rbac.reviews import REVIEW_RESOURCES
 from controlplane.apiserver.auth.serviceaccounts import TOKEN_REQUESTS
+from controlplane.apiserver.componentstatus import RESOURCE as COMPONENT_STATUSES
 from controlplane.hub import hub_registry
 from e2e.harness import Kubectl, ProcessGroup
 
@@ -80,9 +81,10 @@ def registry_kinds() -> list[ServedKind]:
 
 
 def create_only_kinds() -> list[ServedKind]:
-    """The create-only resources the hub serves beside its registry (the access reviews, TokenReview):
-    discovery lists them with the verb ``create`` alone; they are not in :data:`KINDS`."""
-    declared = (*REVIEW_RESOURCES, TOKEN_REQUESTS)
+    """The resources the hub answers with a handler of their own beside its registry (the access
+    reviews, TokenReview with the verb ``create`` alone; ComponentStatus, read-only): they are not
+    in :data:`KINDS`."""
+    declared = (*REVIEW_RESOURCES, TOKEN_REQUESTS, COMPONENT_STATUSES)
     return [ServedKind(r.group, r.version, r.kind, r.plural, r.namespaced) for r in declared if not r.subresource]
 
 
