@@ -234,12 +234,11 @@ class WorkSyncing(AgentBase):
             if now >= next_status:
                 self._status_dirty.update(self.works.objects)
                 next_status = now + cfg.status_resync_interval
-            keys = sorted(self._dirty_works)
-            self._dirty_works.clear()
-            for key in resync_batch(self._resync_due):
+            resynced = resync_batch(self._resync_due)
+            for key in resynced:
                 self._applied_generation.pop(key, None)  # applied again, whatever its generation
-                if key not in keys:
-                    keys.append(key)
+            keys = sorted(self._dirty_works) + [key for key in resynced if key not in self._dirty_works]
+            self._dirty_works.clear()
             if self._resync_due:
                 self._work_due.set()  # the next batch once this pass is done
             status_keys = set(self._status_dirty)
