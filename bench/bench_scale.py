@@ -59,7 +59,7 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from bench.bench_e2e_apply import carries, condition_true, deployment, work_ready
+from bench.bench_e2e_apply import condition_true, deployment, work_ready
 from bench.common import (
     BenchmarkResult,
     CpuMeter,
@@ -362,7 +362,9 @@ class Tracker:
     _reached: set[tuple[str, str, str]] = field(default_factory=set)
 
     def saw_work(self, work: Mapping[str, Any], now: float) -> None:
-        key = str((work.get("metadata") or {}).get("name"))
+        meta = work.get("metadata") or {}
+        key = f"{meta.get('namespace')}/{meta.get('name')}"  # a Work's name repeats in each cluster's namespace
+        whole = dict(work)
         for manifest in ((work.get("spec") or {}).get("workload") or {}).get("manifests") or []:
             name = str((manifest.get("metadata") or {}).get("name"))
             if name not in self.applied:
@@ -370,7 +372,7 @@ class Tracker:
             if name not in self.works:
                 self.works[name] = now
             for stage, reached in AGENT_STAGES.items():
-                if (key, name, stage) not in self._reached and carries(dict(work), name) and reached(dict(work), name):
+                if (key, name, stage) not in self._reached and reached(whole, name):
                     self._reached.add((key, name, stage))
                     self.stages[stage][name] = now
 

@@ -3,11 +3,14 @@ summary between two scrapes, and naming what ran out."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from bench.bench_scale import (
     Timeline,
+    Tracker,
     bottleneck,
     bucket_delta,
     histogram,
@@ -100,3 +103,23 @@ async def test_the_workqueue_summary_covers_the_window_between_two_scrapes() -> 
     assert summary["status"]["work_p99_ms"] <= 0.001  # done at once on the test's clock
     assert 1 < summary["scheduler"]["queue_wait_p99_ms"] <= 10
     assert summary["scheduler"]["adds"] == 1 and summary["scheduler"]["retries"] == 0
+
+
+def test_a_workloads_agent_stages_are_those_of_the_last_of_its_works() -> None:
+    """A workload divided over two clusters has a Work of the same name in each cluster's
+    namespace: its stage is reached when the later of the two reaches it."""
+    tracker = Tracker(applied={"w": 0.0}, expected=1)
+
+    def work(namespace: str, *, ready: bool) -> dict[str, Any]:
+        status: dict[str, Any] = {"conditions": [{"type": "Applied", "status": "True"}]}
+        if ready:
+            status["manifestStatuses"] = [{"identifier": {"name": "w"}, "status": {"replicas": 1, "readyReplicas": 1}}]
+        return {"metadata": {"name": "bench-w", "namespace": namespace},
+                "spec": {"workload": {"manifests": [{"metadata": {"name": "w"}}]}}, "status": status}
+
+    tracker.saw_work(work("gpufed-es-a", ready=True), 1.0)
+    tracker.saw_work(work("gpufed-es-b", ready=False), 2.0)
+    tracker.saw_work(work("gpufed-es-b", ready=True), 3.0)
+    tracker.saw_work(work("gpufed-es-a", ready=True), 4.0)  # seen again: no stage is reached anew
+    assert tracker.works == {"w": 1.0}
+    assert tracker.stages == {"Work applied (agent)": {"w": 2.0}, "Work reports replicas ready (agent)": {"w": 3.0}}
