@@ -71,3 +71,25 @@ async def test_kubectl_apply_prints_the_webhooks_denial(kubeconfig: Path) -> Non
         'admission webhook "propagationpolicy.karmada.io" denied the request: '
         "PropagationPolicy's name should be no more than 63 characters"
     ) in err, err
+
+
+async def test_a_long_named_policy_stored_before_the_limit_can_still_change_and_go(
+    api: TestClient[Any, Any], objects: Any
+) -> None:
+    """The limit is a webhook's on what it is shown: a policy stored before it (by an older hub, or
+    renamed from a gpufed alias) keeps being updated, its finalizers removed and deleted."""
+    rt = objects.registry.require("policy.karmada.io/v1alpha1", "PropagationPolicy")
+    denial = rt.webhook_denial
+    object.__setattr__(rt, "webhook_denial", None)  # as the hub was before the limit
+    try:
+        body = policy("policy.karmada.io", "PropagationPolicy", LONG)
+        body["metadata"] = {**body["metadata"], "namespace": "default", "finalizers": ["example.com/hold"]}
+        await objects.create(rt, body)
+    finally:
+        object.__setattr__(rt, "webhook_denial", denial)
+    path = f"{collection('policy.karmada.io', 'PropagationPolicy')}/{LONG}"
+    patched = await api.patch(path, json={"metadata": {"finalizers": None}, "spec": {"priority": 3}},
+                              headers={"Content-Type": "application/merge-patch+json"})
+    assert patched.status == 200, await patched.text()
+    assert (await api.delete(path)).status == 200
+    assert (await api.get(path)).status == 404

@@ -205,3 +205,32 @@ async def test_an_apply_that_defaulting_puts_back_writes_nothing_later(
                                   patch=copy.deepcopy(policy), field_manager="kubectl")
     assert total(ledger) == written + 1
     assert changed["metadata"]["managedFields"][0]["time"] != first["metadata"]["managedFields"][0]["time"]
+
+
+async def test_a_no_op_apply_writes_nothing_when_another_manager_applied_since(
+    ledgered: tuple[ObjectStore, WriteLedger],
+) -> None:
+    """Two appliers: the first applying again re-dates its entry (the defaults put back what its
+    apply changed, as in the test above), which the sort by time moves behind the other's; the
+    entries are the same but for the time, so nothing is written."""
+    objects, ledger = ledgered
+    rt = objects.registry.require("policy.karmada.io/v1alpha1", "PropagationPolicy")
+    policy = {
+        "apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+        "metadata": {"name": "burst", "namespace": "default"},
+        "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}],
+                 "placement": {"replicaScheduling": {"replicaSchedulingType": "Divided"}}},
+    }
+    other = {"apiVersion": policy["apiVersion"], "kind": policy["kind"], "metadata": policy["metadata"],
+             "spec": {"priority": 5}}
+    await objects.patch(rt, namespace="default", name="burst", patch_type=PatchType.APPLY,
+                        patch=copy.deepcopy(policy), field_manager="kubectl")
+    CLOCK.now += timedelta(seconds=2)
+    second = await objects.patch(rt, namespace="default", name="burst", patch_type=PatchType.APPLY,
+                                 patch=copy.deepcopy(other), field_manager="other")
+    written = total(ledger)
+    CLOCK.now += timedelta(seconds=2)
+    again = await objects.patch(rt, namespace="default", name="burst", patch_type=PatchType.APPLY,
+                                patch=copy.deepcopy(policy), field_manager="kubectl")
+    assert total(ledger) == written, ledger.snapshot()["journal"][written:]
+    assert again["metadata"]["resourceVersion"] == second["metadata"]["resourceVersion"]

@@ -22,6 +22,8 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+import orjson
+
 from controlplane.apis.kube.field import go_json, go_printed, immutable
 from controlplane.apis.kube.generation import generation_content, status_write_metadata
 from controlplane.apiserver import errors
@@ -357,7 +359,8 @@ class Writer:
             rt.prepare_update(new, old)
         if rt.prepare is not None:
             rt.prepare(new)
-        if subresource is None:
+        if subresource is None and not _webhooks_deny(rt, old):
+            # An object stored before the rule (a policy with a long name) stays changeable and deletable.
             _webhooks_admit(rt, new)
         if rt.defaults is not None:
             rt.defaults(new)
@@ -448,6 +451,10 @@ class Writer:
             return decode(rt, written)  # the answer is the stored object, converted back
         meta["resourceVersion"] = str(written.mod_revision)
         return new
+
+
+def _webhooks_deny(rt: ResourceType, obj: dict[str, Any]) -> bool:
+    return rt.webhook_denial is not None and rt.webhook_denial(obj) is not None
 
 
 def _webhooks_admit(rt: ResourceType, obj: dict[str, Any]) -> None:
@@ -581,12 +588,14 @@ def _only_managed_times_differ(old: dict[str, Any], new: dict[str, Any]) -> bool
     before, after = old["metadata"].get("managedFields"), new["metadata"].get("managedFields")
     if before == after or not isinstance(before, list) or not isinstance(after, list) or len(before) != len(after):
         return False
-    if [_untimed(entry) for entry in before] != [_untimed(entry) for entry in after]:
+    # As entries, not as a list: the sort by time moves the applier's re-dated entry behind others.
+    if sorted(map(_untimed_key, before)) != sorted(map(_untimed_key, after)):
         return False
     return _without_resource_version({**new, "metadata": {**new["metadata"], "managedFields": before}}) == (
         _without_resource_version(old)
     )
 
 
-def _untimed(entry: Any) -> Any:
-    return {k: v for k, v in entry.items() if k != "time"} if isinstance(entry, dict) else entry
+def _untimed_key(entry: Any) -> bytes:
+    untimed = {k: v for k, v in entry.items() if k != "time"} if isinstance(entry, dict) else entry
+    return orjson.dumps(untimed, option=orjson.OPT_SORT_KEYS)
