@@ -132,5 +132,4 @@ async def collector_tuned(policy: CollectorPolicy, *, observe: PauseObserver | N
         yield
     finally:
         task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await asyncio.gather(task, return_exceptions=True)  # a cancellation of the caller still goes through

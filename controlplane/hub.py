@@ -540,6 +540,7 @@ class Hub(ShutdownOnce):
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        self.metrics.workqueues.detach_all()  # a loop cancelled before it ran never detached its queue
 
     async def _mirror_leader_lease(self, objects: ObjectStore, term: Term) -> None:
         """Show the leader as ``kubectl get lease -n gpufed-system gpufed-controllers`` (visibility only)."""

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import functools
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -51,6 +52,11 @@ SYNC_SECONDS = 24 * 3600.0
 TRACKING_NAMESPACE = "kube-system"
 
 
+
+def _still_invalid(secret: dict[str, Any], **step: Any) -> bool:
+    """Whether ``secret`` (read afresh) is still one to mark invalid (:func:`cleanup_step`)."""
+    return cleanup_step(secret, **step) is Cleanup.MARK_INVALID
+
 class LegacyTokenCleaner:
     def __init__(
         self, objects: ObjectClient, *, accounts: Informer, secrets: Informer,
@@ -72,7 +78,7 @@ class LegacyTokenCleaner:
         while True:
             try:
                 await self.evaluate()
-            except (errors.ApiError, errors.StoreUnavailable) as exc:  # the next pass tries again
+            except (errors.ApiError, errors.StorageError) as exc:  # the next pass tries again
                 log.warning("legacy service account token cleaner: %s", exc)
             await asyncio.sleep(self._sync)
 
@@ -91,7 +97,9 @@ class LegacyTokenCleaner:
                 mounted[namespace] = await self._mounted(namespace)
             step = cleanup_step(secret, account, mounted=mounted.get(namespace, ()), now=now, period=self._period)
             if step is Cleanup.MARK_INVALID:
-                await self._mark_invalid(secret, now)
+                await self._mark_invalid(secret, now, functools.partial(
+                    _still_invalid, account=account, mounted=mounted.get(namespace, ()), now=now, period=self._period,
+                ))
             elif step is Cleanup.DELETE:
                 await self._delete(secret)
 
@@ -112,15 +120,18 @@ class LegacyTokenCleaner:
                 names.update(d.name for d in pod_spec_dependencies(pod.get("spec")) if d.kind is DependencyKind.SECRET)
         return names
 
-    async def _mark_invalid(self, secret: dict[str, Any], now: dt.datetime) -> None:
+    async def _mark_invalid(
+        self, secret: dict[str, Any], now: dt.datetime, still: Callable[[dict[str, Any]], bool]
+    ) -> None:
         """Label the Secret invalid since today: on a fresh read of the one the cache showed (its uid),
+        if ``still`` judges the fresh Secret so too (a use labelled since the cache's copy keeps it),
         written as a compare-and-swap (a Secret changed meanwhile is looked at again next pass)."""
         meta = secret["metadata"]
         namespace, name, day = meta.get("namespace"), meta["name"], now.astimezone(dt.UTC).date().isoformat()
         try:
             current = await self._objects.get(self._secrets_rt, namespace=namespace, name=name)
-            if current["metadata"].get("uid") != meta.get("uid"):
-                return  # another Secret of that name now
+            if current["metadata"].get("uid") != meta.get("uid") or not still(current):
+                return  # another Secret of that name now, or used since the cache's copy
             log.info("marking the auto-generated service account token %s/%s invalid since %s", namespace, name, day)
             labels = {**(current["metadata"].get("labels") or {}), INVALID_SINCE_LABEL: day}
             await self._objects.update(self._secrets_rt, {**current, "metadata": {**current["metadata"], "labels": labels}})

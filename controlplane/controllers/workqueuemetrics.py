@@ -106,6 +106,12 @@ class WorkqueueMetrics(Collector):
         if registry is not None:
             registry.register(self)
 
+    def detach_all(self) -> None:
+        """Every queue stopped (a leader's term ended, some of its loops before they ran): the
+        gauges read 0 until the next term's queues attach."""
+        for series in self._series.values():
+            series.live = None
+
     def series(self, name: str) -> QueueSeries:
         """The series of queue ``name`` (made on first use; a later queue of the name carries on its counts)."""
         found = self._series.get(name)

@@ -39,7 +39,7 @@ from controlplane.apis import constants as c
 from controlplane.apis.podview import propagated_workloads
 from controlplane.lifecycle import Service
 from controlplane.objectclient import ObjectClient, errors
-from controlplane.objectclient.paging import list_pages
+from controlplane.objectclient.paging import DEFAULT_PAGE_SIZE, list_pages
 from controlplane.reports.accounting import Accumulator, PassMemos, PreparedSample
 from controlplane.reports.classify import Steps
 from controlplane.reports.fleet import FleetSample
@@ -57,8 +57,6 @@ DEFAULT_INTERVAL = 60.0
 #: Ready condition was never updated (e.g. the hub was down when the agent died).
 DEFAULT_STALE_AFTER = timedelta(minutes=5)
 DEFAULT_TIMEOUT = 30.0
-#: Objects per list call of a pass (Clusters, ResourceBindings, Works).
-DEFAULT_PAGE_SIZE = 500
 #: Backoff between attempts to restore the rollups while the store is unreachable.
 RESTORE_RETRY_SECONDS = (1.0, 2.0, 5.0, 10.0)
 

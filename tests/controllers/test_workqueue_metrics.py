@@ -232,6 +232,20 @@ async def test_a_later_queue_of_the_name_carries_on_its_counts_and_a_stopped_one
     assert value(scrape(registry), "adds_total", "term") == 2
 
 
+async def test_the_queues_of_an_ended_term_show_no_depth_even_if_never_run_or_shut_down() -> None:
+    """A leader's term can be cancelled while a controller still waits for its caches: its loop
+    never ran, so it never shut its queue down. The hub then detaches every queue at once."""
+    registry = CollectorRegistry()
+    metrics = WorkqueueMetrics(registry)
+    loop: ReconcileLoop[str] = ReconcileLoop("never-ran", lambda key: asyncio.sleep(0), metrics=metrics)
+    for key in ("a", "b"):
+        await loop.add(key)
+    assert value(scrape(registry), "depth", "never-ran") == 2
+    metrics.detach_all()
+    scraped = scrape(registry)
+    assert value(scraped, "depth", "never-ran") == 0 and value(scraped, "adds_total", "never-ran") == 2
+
+
 async def test_an_unnamed_queue_reports_nothing() -> None:
     registry = CollectorRegistry()
     queue: WorkQueue[str] = WorkQueue(metrics=WorkqueueMetrics(registry))
