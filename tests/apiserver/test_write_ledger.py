@@ -168,6 +168,21 @@ async def test_watch_events_are_counted_per_watcher(ledgered: tuple[ObjectStore,
     assert ledger.events == {("deployments.apps", "agent"): 2, ("deployments.apps", "controller:informers"): 2}
 
 
+#: A PropagationPolicy whose selector the apply leaves without a namespace, which the defaults put back.
+BURST: dict[str, Any] = {
+    "apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+    "metadata": {"name": "burst", "namespace": "default"},
+    "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}],
+             "placement": {"replicaScheduling": {"replicaSchedulingType": "Divided"}}},
+}
+
+
+async def _apply(objects: ObjectStore, body: dict[str, Any], manager: str) -> dict[str, Any]:
+    rt = objects.registry.require(body["apiVersion"], body["kind"])
+    return await objects.patch(rt, namespace="default", name=body["metadata"]["name"], patch_type=PatchType.APPLY,
+                               patch=copy.deepcopy(body), field_manager=manager)
+
+
 def _without_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
     out = copy.deepcopy(obj)
     out["metadata"].pop("managedFields", None)
@@ -183,12 +198,7 @@ async def test_an_apply_that_defaulting_puts_back_writes_nothing_later(
     (IgnoreManagedFieldsTimestampsTransformer)."""
     objects, ledger = ledgered
     rt = objects.registry.require("policy.karmada.io/v1alpha1", "PropagationPolicy")
-    policy = {
-        "apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
-        "metadata": {"name": "burst", "namespace": "default"},
-        "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}],
-                 "placement": {"replicaScheduling": {"replicaSchedulingType": "Divided"}}},
-    }
+    policy = copy.deepcopy(BURST)
     first = await objects.patch(rt, namespace="default", name="burst", patch_type=PatchType.APPLY,
                                 patch=copy.deepcopy(policy), field_manager="kubectl")
     assert first["spec"]["resourceSelectors"][0]["namespace"] == "default"
@@ -214,23 +224,12 @@ async def test_a_no_op_apply_writes_nothing_when_another_manager_applied_since(
     apply changed, as in the test above), which the sort by time moves behind the other's; the
     entries are the same but for the time, so nothing is written."""
     objects, ledger = ledgered
-    rt = objects.registry.require("policy.karmada.io/v1alpha1", "PropagationPolicy")
-    policy = {
-        "apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
-        "metadata": {"name": "burst", "namespace": "default"},
-        "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}],
-                 "placement": {"replicaScheduling": {"replicaSchedulingType": "Divided"}}},
-    }
-    other = {"apiVersion": policy["apiVersion"], "kind": policy["kind"], "metadata": policy["metadata"],
-             "spec": {"priority": 5}}
-    await objects.patch(rt, namespace="default", name="burst", patch_type=PatchType.APPLY,
-                        patch=copy.deepcopy(policy), field_manager="kubectl")
+    other = {**BURST, "spec": {"priority": 5}}
+    await _apply(objects, BURST, "kubectl")
     CLOCK.now += timedelta(seconds=2)
-    second = await objects.patch(rt, namespace="default", name="burst", patch_type=PatchType.APPLY,
-                                 patch=copy.deepcopy(other), field_manager="other")
+    second = await _apply(objects, other, "other")
     written = total(ledger)
     CLOCK.now += timedelta(seconds=2)
-    again = await objects.patch(rt, namespace="default", name="burst", patch_type=PatchType.APPLY,
-                                patch=copy.deepcopy(policy), field_manager="kubectl")
+    again = await _apply(objects, BURST, "kubectl")
     assert total(ledger) == written, ledger.snapshot()["journal"][written:]
     assert again["metadata"]["resourceVersion"] == second["metadata"]["resourceVersion"]
