@@ -384,6 +384,33 @@ class Tracker:
                 self.all_running.set()
 
 
+def tail(tracker: Tracker, *, share: float = 0.01, interval: float = 30.0) -> dict[str, Any]:
+    """Where the slowest workloads wait: the slowest ``share`` (apply -> Running), each with its
+    stages as seconds after its apply, and apply -> Running p99 by the ``interval`` in which the
+    workload was applied (seconds from the first apply): a tail that gathers in a few intervals
+    points at a stall, one spread over the load at a queue."""
+    if not tracker.running:
+        return {}
+    first = min(tracker.applied.values())
+    waits = sorted(((t - tracker.applied[n], n) for n, t in tracker.running.items()), reverse=True)
+    slowest = []
+    for wait, name in waits[:max(1, round(len(waits) * share))]:
+        row = {"name": name, "applied_at_s": round(tracker.applied[name] - first, 2), "running_s": round(wait, 3)}
+        if name in tracker.works:
+            row["works_s"] = round(tracker.works[name] - tracker.applied[name], 3)
+        for stage, times in tracker.stages.items():
+            if name in times:
+                row[stage] = round(times[name] - tracker.applied[name], 3)
+        slowest.append(row)
+    by_interval: dict[int, list[float]] = {}
+    for wait, name in waits:
+        by_interval.setdefault(int((tracker.applied[name] - first) // interval), []).append(wait)
+    return {"slowest": slowest,
+            "running_p99_by_interval": [{"from_s": k * interval, "count": len(v), "p99_s": round(percentile(v, 99), 3),
+                                         "over_1s": sum(w > 1.0 for w in v)}
+                                        for k, v in sorted(by_interval.items())]}
+
+
 async def read_probe(hub: Hub, tracker: Tracker) -> None:
     """A user's LIST of the clusters, twice a second, timed (what a dashboard does)."""
     while True:
@@ -522,7 +549,7 @@ async def measure(kubeconfig: Path, plan: Plan, meter: CpuMeter, hub_pid: int, e
                         for stage, times in tracker.stages.items()},
         load_machine_busy_cores=round(window.machine_busy, 2),
         load_cores_by_interval=timeline.cores,
-        not_running=len(objs) - len(to_running), workqueues=queues,
+        not_running=len(objs) - len(to_running), workqueues=queues, tail=tail(tracker),
     )
     missed = [f.name for f in figures if f.ok is False]
     if missed:

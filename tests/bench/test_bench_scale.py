@@ -15,6 +15,7 @@ from bench.bench_scale import (
     bucket_delta,
     histogram,
     histogram_quantile,
+    tail,
     workqueue_summary,
 )
 from bench.common import CpuMeter
@@ -123,3 +124,22 @@ def test_a_workloads_agent_stages_are_those_of_the_last_of_its_works() -> None:
     tracker.saw_work(work("gpufed-es-a", ready=True), 4.0)  # seen again: no stage is reached anew
     assert tracker.works == {"w": 1.0}
     assert tracker.stages == {"Work applied (agent)": {"w": 2.0}, "Work reports replicas ready (agent)": {"w": 3.0}}
+
+
+def test_the_tail_names_the_slowest_workloads_and_the_intervals_they_were_applied_in() -> None:
+    """The slowest workloads come with their stages as seconds after their apply, and the p99 by
+    the interval of their apply shows whether the tail gathers in a few intervals."""
+    applied = {f"w{i}": float(i) for i in range(100)}
+    running = {name: at + (5.0 if name in ("w40", "w41") else 0.2) for name, at in applied.items()}
+    tracker = Tracker(applied=applied, running=running, works={"w40": 40.5}, expected=100)
+    tracker.stages["Work applied (agent)"]["w40"] = 43.0
+
+    found = tail(tracker, share=0.02, interval=30.0)
+
+    assert [row["name"] for row in found["slowest"]] == ["w41", "w40"]
+    assert found["slowest"][1] == {"name": "w40", "applied_at_s": 40.0, "running_s": 5.0, "works_s": 0.5,
+                                   "Work applied (agent)": 3.0}
+    assert [(i["from_s"], i["count"], i["over_1s"]) for i in found["running_p99_by_interval"]] == [
+        (0.0, 30, 0), (30.0, 30, 2), (60.0, 30, 0), (90.0, 10, 0)]
+    assert found["running_p99_by_interval"][0]["p99_s"] == 0.2
+    assert tail(Tracker()) == {}
