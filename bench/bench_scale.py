@@ -13,7 +13,8 @@ What is measured, in order:
 * steady state (no applies, a window of ``steady_seconds``): hub RSS and CPU (cores), etcd
   database size, report size per cluster (``Cluster.status`` as JSON);
 * under load: Deployments (1 or 2 replicas of one whole GPU) created at a steady ``rate``
-  in a namespace a PropagationPolicy (Divided) claims; per workload, apply -> its first Work
+  in a namespace a PropagationPolicy (Divided by available replicas) claims, Works per
+  cluster counted (``works_per_cluster``: the load must reach the whole fleet); per workload, apply -> its first Work
   written (Work watch) and apply -> all replicas Running (the hub's aggregated status);
   hub RSS and CPU over the load; scheduler decision p50/p90/p99 from
   ``gpufed_scheduling_duration_seconds`` and mutating / read API latency p99 from
@@ -316,12 +317,17 @@ def file_mib(path: Path | None) -> float | None:
 
 
 def policy() -> dict[str, Any]:
+    """Divided by the clusters' available replicas (Karmada's ``dynamicWeight: AvailableReplicas``),
+    so the workloads spread over the whole fleet as the free GPUs do. Equal static weights (the
+    ``Weighted`` default) would give a workload of one or two replicas to the first one or two
+    clusters by name every time: two agents would carry the whole load and 98 would idle."""
     return {
         "apiVersion": "policy.gpufed.io/v1alpha1", "kind": "PropagationPolicy",
         "metadata": {"name": NAME, "namespace": NAMESPACE},
         "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}],
-                 "placement": {"replicaScheduling": {"replicaSchedulingType": "Divided",
-                                                     "replicaDivisionPreference": "Weighted"}}},
+                 "placement": {"replicaScheduling": {
+                     "replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted",
+                     "weightPreference": {"dynamicWeight": "AvailableReplicas"}}}},
     }
 
 
@@ -359,6 +365,8 @@ class Tracker:
     #: Per workload, when the last of its Works seen so far first showed each agent stage
     #: (:data:`AGENT_STAGES`): applied on its member, then reporting the replicas ready.
     stages: dict[str, dict[str, float]] = field(default_factory=lambda: {stage: {} for stage in AGENT_STAGES})
+    #: Per cluster execution namespace, the benchmark's workloads it holds a Work of.
+    per_cluster: dict[str, set[str]] = field(default_factory=dict)
     _reached: set[tuple[str, str, str]] = field(default_factory=set)
 
     def saw_work(self, work: Mapping[str, Any], now: float) -> None:
@@ -371,6 +379,7 @@ class Tracker:
                 continue
             if name not in self.works:
                 self.works[name] = now
+            self.per_cluster.setdefault(str(meta.get("namespace")), set()).add(name)
             for stage, reached in AGENT_STAGES.items():
                 if (key, name, stage) not in self._reached and reached(whole, name):
                     self._reached.add((key, name, stage))
@@ -382,6 +391,17 @@ class Tracker:
             self.running[name] = now
             if len(self.running) >= self.expected:
                 self.all_running.set()
+
+
+def spread(tracker: Tracker, clusters: int) -> dict[str, Any]:
+    """How the workloads' Works fell over the fleet: clusters given one, and the fewest, median
+    and most workloads one cluster was given (clusters given none count as 0)."""
+    counts = sorted(len(names) for names in tracker.per_cluster.values())
+    counts = [0] * max(0, clusters - len(counts)) + counts
+    if not counts:
+        return {"clusters_with_works": 0}
+    return {"clusters_with_works": len(tracker.per_cluster), "fewest": counts[0],
+            "median": round(percentile(counts, 50)), "most": counts[-1]}
 
 
 def tail(tracker: Tracker, *, share: float = 0.01, interval: float = 30.0) -> dict[str, Any]:
@@ -516,6 +536,8 @@ async def measure(kubeconfig: Path, plan: Plan, meter: CpuMeter, hub_pid: int, e
 
     figures += [
         Figure(f"workloads Running (of {len(objs):,})", len(to_running), "", at_least(len(objs))),
+        Figure(f"clusters given Works (of {plan.clusters})", len(tracker.per_cluster), ""),
+        Figure("workloads on the busiest cluster", max((len(n) for n in tracker.per_cluster.values()), default=0), ""),
         Figure("hub CPU, under load", round(load_cpu.get("hub", 0.0) / load_s, 3), "cores"),
         Figure("hub RSS, under load (peak seen)", round(peak_rss / 2**20, 1), "MiB", at_most(HUB_RSS_GIB * 1024)),
     ]
@@ -550,6 +572,7 @@ async def measure(kubeconfig: Path, plan: Plan, meter: CpuMeter, hub_pid: int, e
         load_machine_busy_cores=round(window.machine_busy, 2),
         load_cores_by_interval=timeline.cores,
         not_running=len(objs) - len(to_running), workqueues=queues, tail=tail(tracker),
+        works_per_cluster=spread(tracker, plan.clusters),
     )
     missed = [f.name for f in figures if f.ok is False]
     if missed:

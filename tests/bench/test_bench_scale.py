@@ -15,6 +15,7 @@ from bench.bench_scale import (
     bucket_delta,
     histogram,
     histogram_quantile,
+    spread,
     tail,
     workqueue_summary,
 )
@@ -143,3 +144,16 @@ def test_the_tail_names_the_slowest_workloads_and_the_intervals_they_were_applie
         (0.0, 30, 0), (30.0, 30, 2), (60.0, 30, 0), (90.0, 10, 0)]
     assert found["running_p99_by_interval"][0]["p99_s"] == 0.2
     assert tail(Tracker()) == {}
+
+
+def test_the_spread_counts_the_workloads_each_cluster_was_given_and_the_clusters_given_none() -> None:
+    tracker = Tracker(applied={"a": 0.0, "b": 0.0}, expected=2)
+
+    def work(namespace: str, name: str) -> dict[str, Any]:
+        return {"metadata": {"name": f"bench-{name}", "namespace": namespace},
+                "spec": {"workload": {"manifests": [{"metadata": {"name": name}}]}}}
+
+    for namespace, name in [("gpufed-es-x", "a"), ("gpufed-es-x", "b"), ("gpufed-es-y", "b"), ("gpufed-es-x", "a")]:
+        tracker.saw_work(work(namespace, name), 1.0)
+    assert spread(tracker, 4) == {"clusters_with_works": 2, "fewest": 0, "median": 0, "most": 2}
+    assert spread(Tracker(), 0) == {"clusters_with_works": 0}
