@@ -15,9 +15,13 @@ How (etcd's own election recipe, simplified to one key):
 * Lead: renew the lease every second (every ``ttl / 3`` seconds for a TTL under 3 s) and
   check the key is still ours. A renewal answering "expired", the key gone or held by
   another term, or no successful renewal for ``renew_deadline`` (2/3 of the TTL, before etcd
-  would expire the lease) ends the term. Past the deadline, one more renewal is tried at
-  once before stepping down: when the process's event loop was held, the failed renewal was
-  only its own timeout firing late, and etcd may still hold the lease.
+  would expire the lease) ends the term. A renewal may take until that deadline, as
+  client-go's renew loop bounds each try by its RenewDeadline rather than by the retry
+  period: an etcd or an event loop that answers late under load (a hub at full CPU serves a
+  renewal's two calls behind thousands of others) is not a lost lease. Past the deadline, one
+  more renewal is tried at once before stepping down: when the process's event loop was
+  held, the failed renewal was only its own timeout firing late, and etcd may still hold the
+  lease.
 * Follow: watch the key; when it is deleted (the leader resigned, or its lease expired
   because it died) campaign at once, and re-check every ``ttl`` seconds in any case. So
   leadership moves within the TTL plus a moment after a leader dies (15 s with the
@@ -241,7 +245,8 @@ class LeaderElector(Service):
         while True:
             if await self._sleep(self.renew_interval):
                 return True
-            renewal = await self._renew(term)
+            left = self.renew_deadline - (time.monotonic() - last_renewed)
+            renewal = await self._renew(term, within=max(self.renew_interval, left))
             if isinstance(renewal, Exception) and time.monotonic() - last_renewed >= self.renew_deadline:
                 # The deadline may have passed while this process's event loop was held (a long
                 # step of other work, a starved process), the renewal's own timeout firing late,
@@ -259,11 +264,12 @@ class LeaderElector(Service):
             if renewal is True:
                 last_renewed = time.monotonic()
 
-    async def _renew(self, term: Term) -> bool | Exception:
+    async def _renew(self, term: Term, *, within: float | None = None) -> bool | Exception:
         """Renew the lease once: True when renewed, False when the term is over (the lease
-        expired, the key is gone or another term's), the error when etcd did not answer in time."""
+        expired, the key is gone or another term's), the error when etcd did not answer within
+        ``within`` seconds (the renew interval by default)."""
         try:
-            async with asyncio.timeout(self.renew_interval):
+            async with asyncio.timeout(self.renew_interval if within is None else within):
                 remaining = await self.store.keep_alive_lease(term.lease_id)
                 holder = await self.store.get(self.key)
         except NotFound:

@@ -190,3 +190,31 @@ async def test_a_leader_whose_event_loop_was_held_keeps_a_lease_etcd_still_holds
     assert a.stops == 0 and a.elector.term is term
     await a.elector.fenced_store(term).create("/objects/still-leading", b"1")
     await a.elector.shutdown()
+
+
+async def test_renewals_that_answer_late_but_within_the_deadline_keep_the_term(
+    stores: Callable[[], Awaitable[EtcdStore]],
+) -> None:
+    """Every renewal takes twice the renew interval (an etcd, or a hub at full CPU, answering
+    late), well within the deadline: the term goes on, as client-go's renew loop lets a try run
+    until its RenewDeadline."""
+    ttl = 6  # renewals every 1 s, deadline 4 s, the lease expires 6 s after the last renewal
+    store = await stores()
+    a = Replica(store, "a")
+    a.elector = LeaderElector(store, "a", ttl=ttl, on_started_leading=a._started, on_stopped_leading=a._stopped)
+    renew = store.keep_alive_lease
+    late = 0
+
+    async def late_renew(lease_id: int) -> int:
+        nonlocal late
+        late += 1
+        await asyncio.sleep(2 * a.elector.renew_interval)  # the loop stays free: only the answer is late
+        return await renew(lease_id)
+
+    a.start()
+    term = await asyncio.wait_for(a.elector.wait_leading(), TAKEOVER_LIMIT)
+    store.keep_alive_lease = late_renew  # type: ignore[method-assign]
+    await eventually(lambda: late >= 5, what="five late renewals", limit=4 * ttl)  # past the deadline twice over
+    assert a.stops == 0 and a.elector.term is term
+    await a.elector.fenced_store(term).create("/objects/still-leading", b"1")
+    await a.elector.shutdown()
