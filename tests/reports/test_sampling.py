@@ -5,6 +5,8 @@ the rollups, restores them after a restart, and feeds the hub's metrics."""
 from __future__ import annotations
 
 import asyncio
+import itertools
+import time
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime, timedelta
 
@@ -17,7 +19,7 @@ from controlplane.metrics import HubMetrics
 from controlplane.reports.accounting import Accumulator
 from controlplane.reports.api import ReportSource
 from controlplane.reports.classify import WasteState
-from controlplane.reports.sampling import WasteSampler
+from controlplane.reports.sampling import MAX_REST_SECONDS, WasteSampler, next_pass_at
 from controlplane.storage import Store
 
 from .fleetobjects import A100, T0, cluster_status, device, k8s_node, k8s_pod, put_binding, put_cluster
@@ -190,3 +192,54 @@ async def test_a_pass_reads_the_fleet_a_page_at_a_time(objects: ObjectStore, sto
 def test_the_page_size_must_be_positive(objects: ObjectStore, store: Store) -> None:
     with pytest.raises(ValueError, match="page size"):
         WasteSampler(objects, store, page_size=0)
+
+
+@pytest.mark.parametrize(
+    ("due", "now", "held", "expected"),
+    [
+        (60.0, 10.0, 1.0, 60.0),  # a short pass: the cadence decides
+        (60.0, 30.0, 20.0, 90.0),  # 20 s of the loop: 60 s of rest keep the share at a quarter
+        (60.0, 70.0, 0.5, 130.0),  # passes fell behind the cadence: one interval from now
+        (60.0, 100.0, 1000.0, 100.0 + MAX_REST_SECONDS),  # the rest stays under the accounting's max interval
+    ],
+)
+def test_the_next_pass_keeps_the_samplers_share_of_the_loop(due: float, now: float, held: float, expected: float) -> None:
+    assert next_pass_at(due, now=now, interval=60.0, held=held) == pytest.approx(expected)
+
+
+class _Slow(Accumulator):
+    """An accumulator whose preparation holds the event loop for ``HOLD`` seconds per pass."""
+
+    HOLD = 0.05
+
+    def prepare_steps(self, sample):  # type: ignore[no-untyped-def]
+        time.sleep(self.HOLD)  # the loop held on purpose, as a pass over a large fleet holds it
+        return (yield from super().prepare_steps(sample))
+
+
+async def test_a_pass_that_held_the_loop_is_followed_by_a_rest(objects: ObjectStore, store: Store) -> None:
+    """A sampler on a 10 ms cadence whose passes hold the loop for 50 ms each starts the next
+    pass no sooner than three times that later (a quarter of the loop at most)."""
+    await _fleet(objects)
+    loop = asyncio.get_running_loop()
+    starts: list[float] = []
+    clock = SteppingClock(10)
+
+    def timed() -> datetime:
+        starts.append(loop.time())
+        return clock()
+
+    sampler = WasteSampler(objects, store, interval=0.01, clock=timed, accumulator_factory=_Slow)
+    helds: list[float] = []
+    sample_once = sampler.sample_once
+
+    async def recorded() -> object:
+        taken = await sample_once()
+        helds.append(sampler.last_pass_held)
+        return taken
+
+    sampler.sample_once = recorded  # type: ignore[method-assign]
+    await _run_until(sampler, lambda: sampler.samples_taken >= 3)
+    assert all(held >= _Slow.HOLD for held in helds)
+    for before, (earlier, later) in zip(helds, itertools.pairwise(starts), strict=False):
+        assert later - earlier >= 3 * before
