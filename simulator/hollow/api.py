@@ -25,17 +25,25 @@ import orjson
 
 from member_agent.apierrors import error_from_status
 from member_agent.kubeapi import APPLY_PATCH, KubeTransport, Request
-from simulator.hollow.member import SERVED, HollowError, HollowMember
-from simulator.hollow.watching import Expired, parse_selector
+from simulator.hollow.member import SERVED, HollowError, HollowMember, kind_of
+from simulator.hollow.watching import Expired, next_bookmark, parse_selector
 
 #: Health endpoints answered "ok" (the hollow member is up while its process runs).
 HEALTH = frozenset({"/readyz", "/livez", "/healthz"})
+#: The values a boolean query parameter is true with (as kube-apiserver reads them).
+TRUE = frozenset({"1", "true", "True"})
 
 
 def _wire(obj: Any) -> dict[str, Any]:
     """``obj`` as the client gets it off the wire: a fresh copy."""
     answer: dict[str, Any] = orjson.loads(orjson.dumps(obj))
     return answer
+
+
+def _bookmark(api_version: str, kind: str, revision: int) -> dict[str, Any]:
+    """A BOOKMARK event as kube sends it: an object of the watched kind with only its resourceVersion."""
+    return {"type": "BOOKMARK", "object": {"apiVersion": api_version, "kind": kind,
+                                           "metadata": {"resourceVersion": str(revision)}}}
 
 
 def _raise(error: HollowError) -> None:
@@ -161,15 +169,27 @@ class HollowKubeApi(KubeTransport):
         except ValueError as exc:
             _raise(HollowError(400, "BadRequest", f"resourceVersion or labelSelector: {exc}"))
             return
+        served = kind_of(collection)
+        bookmarks = served is not None and str(query.get("allowWatchBookmarks") or "") in TRUE
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_seconds
+        now = loop.time()
+        deadline = now + timeout_seconds
+        bookmark_at = next_bookmark(now, deadline, hub.bookmark_period) if bookmarks else None
         try:
-            while True:
+            while (now := loop.time()) < deadline:
+                if bookmark_at is not None and now >= bookmark_at and opened.queue.empty():
+                    # Nothing queued: this watch has had every event up to the member's revision.
+                    # As kube's, a bookmark goes only once the member has moved past the watch's start.
+                    bookmark_at = next_bookmark(now, deadline, hub.bookmark_period)
+                    if served is not None and hub.revision > since:
+                        yield _bookmark(served[0], served[1], hub.revision)
+                    continue
+                wake = deadline if bookmark_at is None else min(deadline, bookmark_at)
                 try:  # a timeout per wait: a deadline around the yields would cancel the consumer
-                    async with asyncio.timeout(max(0.0, deadline - loop.time())):
+                    async with asyncio.timeout(max(0.0, wake - now)):
                         event = await opened.queue.get()
                 except TimeoutError:
-                    return
+                    continue
                 if event is None:
                     break
                 yield {"type": event.type, "object": _wire(event.object)}

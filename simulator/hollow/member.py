@@ -27,7 +27,7 @@ import orjson
 
 from simulator.clock import rfc3339
 from simulator.hollow.nodes import HollowNodes
-from simulator.hollow.watching import Event, WatchHub
+from simulator.hollow.watching import BOOKMARK_PERIOD, Event, WatchHub
 from simulator.profile import ClusterProfile
 from simulator.scheduling.cluster_state import ClusterState
 from simulator.scheduling.model import PodRequest
@@ -120,13 +120,16 @@ def kind_of(collection: str) -> tuple[str, str, bool] | None:
 class HollowMember:
     """The state of one hollow member cluster."""
 
-    def __init__(self, profile: ClusterProfile, *, seed: int | None = None, history: int = 512) -> None:
+    def __init__(
+        self, profile: ClusterProfile, *, seed: int | None = None, history: int = 512,
+        bookmark_period: float = BOOKMARK_PERIOD,
+    ) -> None:
         self.name = profile.name
         self.kubernetes_version = profile.simulation.kubernetesVersion
         self.nodes = HollowNodes(profile)
         self.allocator = ClusterState(scoring=profile.simulation.scoring, seed=seed)
         self.nodes.fill(self.allocator)
-        self.watches = WatchHub(history=history)
+        self.watches = WatchHub(history=history, bookmark_period=bookmark_period)
         self.objects: dict[Key, dict[str, Any]] = {}
         self.pods: dict[str, _Pod] = {}
         self._pods_of: dict[Key, dict[str, _Pod]] = {}

@@ -4,7 +4,9 @@ Every change gets the member's next resourceVersion and is kept in a history of 
 ``history`` events, so a watch can start from a resourceVersion a LIST returned; one older
 than the history answers 410 Gone (the client relists), as kube-apiserver's watch cache
 does after compaction. Each open watch has a bounded queue; a watcher that falls more than
-``queue_limit`` events behind is closed with 410 rather than holding memory.
+``queue_limit`` events behind is closed with 410 rather than holding memory. A watch that asked
+for bookmarks gets one at kube's cadence (:func:`next_bookmark`): the member's current
+resourceVersion, so a watch that sees no events (nodes) still resumes from a recent version.
 
 Pure asyncio, no I/O.
 """
@@ -15,11 +17,24 @@ import asyncio
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 #: (collection, namespace or "") of a watched object: collection is "<apiVersion>/<plural>".
 Scope = tuple[str, str]
 Selector = Callable[[Mapping[str, str]], bool]
+
+#: Seconds between two bookmarks of a watch that asked for them (kube's watch cache: one minute).
+BOOKMARK_PERIOD: Final = 60.0
+#: A watch also gets a bookmark this many seconds before its timeout ends it, as kube's does.
+BOOKMARK_BEFORE_TIMEOUT: Final = 2.0
+
+
+def next_bookmark(now: float, deadline: float, period: float) -> float | None:
+    """When a watch ending at ``deadline`` gets its next bookmark: ``period`` from ``now``, or
+    shortly before the deadline if that comes first; None when that moment is already past
+    (kube's ``cacheWatcher.nextBookmarkTime``)."""
+    at = min(now + period, deadline - BOOKMARK_BEFORE_TIMEOUT)
+    return at if at > now else None
 
 
 class Expired(Exception):
@@ -53,11 +68,12 @@ class Watch:
 
 
 class WatchHub:
-    def __init__(self, *, history: int = 4096, queue_limit: int = 10_000) -> None:
+    def __init__(self, *, history: int = 4096, queue_limit: int = 10_000, bookmark_period: float = BOOKMARK_PERIOD) -> None:
         self.revision = 1
         self._history: deque[Event] = deque(maxlen=history)
         self._watches: set[Watch] = set()
         self.queue_limit = queue_limit
+        self.bookmark_period = bookmark_period
 
     def next_revision(self) -> int:
         self.revision += 1

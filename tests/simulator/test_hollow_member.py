@@ -13,14 +13,15 @@ from member_agent.kubeapi import AlreadyExists, ApiError, Conflict, Gone, KindNo
 from simulator.hollow.api import HollowKubeApi
 from simulator.hollow.member import HollowMember
 from simulator.hollow.nodes import hollow_profile
+from simulator.hollow.watching import BOOKMARK_PERIOD
 from simulator.scheduling.reading import node_state
 
 DEPLOYMENTS = "/apis/apps/v1/namespaces/ml/deployments"
 
 
-def member(nodes: int = 10, *, history: int = 512) -> HollowMember:
+def member(nodes: int = 10, *, history: int = 512, bookmark_period: float = BOOKMARK_PERIOD) -> HollowMember:
     profile = hollow_profile("h-0", nodes=nodes, gpus_per_node=8, product="NVIDIA-A100-SXM4-80GB")
-    return HollowMember(profile, seed=1, history=history)
+    return HollowMember(profile, seed=1, history=history, bookmark_period=bookmark_period)
 
 
 def deployment(name: str, replicas: int, gpus: int) -> dict[str, Any]:
@@ -185,3 +186,80 @@ async def test_a_workload_whose_pods_cannot_be_read_is_refused_as_invalid() -> N
         await apply(api, body)
     assert refused.value.code == 422 and "spec.template" in refused.value.message
     assert await pods(api) == []
+
+
+async def churn(api: HollowKubeApi) -> None:
+    """Move the member's history on by more events than ``history=4`` keeps (none of them a Node's)."""
+    await api.create("/api/v1/namespaces", {"metadata": {"name": "ml"}})
+    await apply(api, deployment("a", 3, 1))
+
+
+async def test_a_watch_that_asked_for_bookmarks_resumes_from_them_after_history_moved_on() -> None:
+    hollow = member(nodes=2, history=4, bookmark_period=0.05)
+    api = HollowKubeApi(hollow)
+    start = str(hollow.watches.revision)
+    stream = api.watch("/api/v1/nodes", resource_version=start, timeout_seconds=60)
+    first = asyncio.ensure_future(anext(stream))
+    await asyncio.sleep(0)  # the watch is open: it follows the member from ``start``
+    await churn(api)
+    current = str(hollow.watches.revision)
+    event = await asyncio.wait_for(first, 10)
+    while event["object"]["metadata"]["resourceVersion"] != current:  # one may have come amid the churn
+        assert event["type"] == "BOOKMARK"  # no Node changed
+        event = await asyncio.wait_for(anext(stream), 10)
+    assert event == {"type": "BOOKMARK",
+                     "object": {"apiVersion": "v1", "kind": "Node", "metadata": {"resourceVersion": current}}}
+
+    with pytest.raises(Gone):  # the version the watch started from is gone from the history
+        await anext(api.watch("/api/v1/nodes", resource_version=start, timeout_seconds=60))
+    resumed = api.watch("/api/v1/nodes", resource_version=current, timeout_seconds=60)
+    waiting = asyncio.ensure_future(anext(resumed))
+    await asyncio.sleep(0)
+    assert not waiting.done()  # open, and nothing to tell until the member moves on
+    await api.create("/api/v1/namespaces", {"metadata": {"name": "other"}})
+    moved = str(hollow.watches.revision)
+    assert (await asyncio.wait_for(waiting, 10))["object"]["metadata"]["resourceVersion"] == moved
+
+
+@pytest.mark.parametrize("asked", [None, "false"])
+async def test_a_watch_that_did_not_ask_for_bookmarks_gets_none(asked: str | None) -> None:
+    hollow = member(nodes=2, history=4, bookmark_period=0.05)
+    api = HollowKubeApi(hollow)
+    # Long enough for bookmarks: a watch gets none in the last 2 seconds before its timeout.
+    query = {"watch": "true", "resourceVersion": str(hollow.watches.revision), "timeoutSeconds": 3}
+    if asked is not None:
+        query["allowWatchBookmarks"] = asked
+    # The transport's own watch always asks for bookmarks, as the agent does: this is the raw stream.
+    stream = api._events("/api/v1/nodes", query, timeout_seconds=3)
+    events = asyncio.ensure_future(_collect(stream))
+    await asyncio.sleep(0)
+    await churn(api)
+    assert await asyncio.wait_for(events, 10) == []  # the stream ended at its timeout, without one
+
+
+async def _collect(stream: Any) -> list[dict[str, Any]]:
+    return [event async for event in stream]
+
+
+async def test_the_agents_node_informer_resumes_from_the_bookmark_before_its_timeout_without_relisting() -> None:
+    """Nodes never change, so without bookmarks the informer's version stays at its list's while pods
+    move the history past it, and each resume after a timeout is a 410 and a relist of every node."""
+    hollow = member(nodes=5, history=4)  # kube's one-minute period: only the bookmark before the timeout
+    api, writer = HollowKubeApi(hollow), HollowKubeApi(hollow)
+    informer = Informer(api, "/api/v1/nodes", name="nodes", transform=capacity.NodeTrimmer(), watch_timeout_seconds=3)
+    task = asyncio.create_task(informer.run())
+    try:
+        await asyncio.wait_for(informer.synced.wait(), 10)
+        await churn(writer)
+
+        async def resumed() -> None:  # the list, the first watch and the one after its timeout: open
+            while api.requests < 3 or hollow.watches.open_watches != 1:  # noqa: ASYNC110 (nothing signals a watch)
+                await asyncio.sleep(0.05)
+
+        await asyncio.wait_for(resumed(), 20)
+        assert informer.relists == 1
+        assert informer.resource_version == str(hollow.watches.revision)
+        assert len(informer.objects) == 5
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
