@@ -13,7 +13,7 @@ import pytest
 from controlplane.interpreter.base import Component
 from controlplane.interpreter.requirements import ReplicaRequirements
 from controlplane.scheduler.core.framework import BindingRequest, GpuShape
-from controlplane.scheduler.core.neverfit import never_fits
+from controlplane.scheduler.core.neverfit import never_fits, waits_for_room
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 
 from .builders import A100, H100, cluster, shape
@@ -122,3 +122,17 @@ def test_a_gang_needs_every_role_in_one_cluster() -> None:
 def test_nothing_is_decided_before_any_cluster_reports_nodes() -> None:
     assert never_fits(request(req({"nvidia.com/gpu": 64})), []) is None
     assert never_fits(request(req({"nvidia.com/gpu": 64})), [cluster("empty")]) is None
+
+
+@pytest.mark.parametrize(
+    ("scheduled", "waits"),
+    [
+        (None, False),  # no decision yet: its own event queued it for its first
+        ({"type": "Scheduled", "status": "False", "reason": "Unschedulable"}, True),
+        ({"type": "Scheduled", "status": "False", "reason": "NoClusterFit"}, True),
+        ({"type": "Scheduled", "status": "False", "reason": "NeverFits"}, False),  # waits for capacity facts
+        ({"type": "Scheduled", "status": "True", "reason": "Success"}, False),
+    ],
+)
+def test_which_bindings_a_report_of_more_room_sends_back(scheduled: dict[str, str] | None, waits: bool) -> None:
+    assert waits_for_room(scheduled) is waits

@@ -90,7 +90,7 @@ from controlplane.scheduler.controller.writing import (
 from controlplane.scheduler.core.cache import SchedulerCache
 from controlplane.scheduler.core.deciding import schedule
 from controlplane.scheduler.core.framework import BindingRequest
-from controlplane.scheduler.core.neverfit import capacity_facts, never_fit_result, never_fits
+from controlplane.scheduler.core.neverfit import capacity_facts, never_fit_result, never_fits, waits_for_room
 from controlplane.scheduler.core.outcome import ScheduleResult
 from controlplane.scheduler.core.rescheduling import (
     decide_with_evictions,
@@ -161,7 +161,7 @@ class SchedulerController(KeyedController[BindingKey]):
         if scheduled is not None and scheduled.get("reason") == ScheduledReason.NEVER_FITS:
             self._never_fit.add(key)
             self._unplaced.discard(key)
-        elif scheduled is None or scheduled.get("status") != "True":
+        elif waits_for_room(scheduled):
             self._never_fit.discard(key)
             self._unplaced.add(key)
         else:

@@ -20,12 +20,13 @@ Also here: the NeverFits decision made of a schedule that placed nothing
 (:func:`never_fit_result`), and a cluster's *capacity facts* (:func:`capacity_facts`): what of
 its report can change whether a pod could ever run there. The scheduler controller looks at a
 binding that never fits again only when those facts change somewhere in the fleet, not on every
-capacity report. Pure; no I/O.
+capacity report. And which bindings wait for room (:func:`waits_for_room`): those a capacity
+report that shows more room should send back to the scheduler. Pure; no I/O.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -112,3 +113,17 @@ def never_fit_result(request: BindingRequest, result: ScheduleResult, message: s
     """``result`` (which placed nothing) as a NeverFits decision: its explanation, the condition saying why."""
     condition = ScheduledCondition(False, ScheduledReason.NEVER_FITS, message)
     return ScheduleResult({}, {}, condition, result.affinity_name, result.explanation, request.replicas)
+
+
+def waits_for_room(scheduled: Mapping[str, Any] | None) -> bool:
+    """Whether a binding whose ``Scheduled`` condition is ``scheduled`` waits for room: its last
+    decision left replicas unplaced for want of room now. One that never fits waits for the
+    fleet's capacity facts instead, and one with no decision yet waits for its first, which its
+    own event has queued: sending it back on every capacity report would only queue it again
+    (at 50 applies a second, thousands of new bindings, each queued again by every one of 100
+    members' reports, kept the scheduler busy with nothing but that)."""
+    return (
+        scheduled is not None
+        and scheduled.get("status") != "True"
+        and scheduled.get("reason") != ScheduledReason.NEVER_FITS
+    )
