@@ -8,10 +8,12 @@ The happy path -- the whole Store contract over TLS -- runs in test_contract.py 
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import re
 import subprocess
 import sys
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -120,6 +122,27 @@ async def test_the_client_certificate_works_under_the_name_localhost(
     async with EtcdStore([url.replace("127.0.0.1", "localhost")], tls=tls, prefix="/tls-localhost") as store:
         created = await store.create("/a", b"1")
         assert (await store.get("/a")).value == b"1" and created.value == b"1"
+
+
+async def test_a_twin_reaches_the_same_keys_from_another_threads_event_loop(
+    etcd_tls_server: tuple[str, EtcdClientTls],
+) -> None:
+    """``twin()`` (the leader's renewals use one on their own thread) has the same endpoint,
+    TLS and prefix, and a connection of its own, opened and closed in the thread's loop."""
+    url, tls = etcd_tls_server
+    async with EtcdStore([url], tls=tls, prefix=f"/tls-twin-{uuid.uuid4().hex}") as store:
+        await store.create("/a", b"1")
+        twin = store.twin()
+
+        async def read_and_write() -> bytes:
+            try:
+                await twin.create("/b", b"2")
+                return (await twin.get("/a")).value
+            finally:
+                await twin.close()
+
+        assert await asyncio.to_thread(asyncio.run, read_and_write()) == b"1"
+        assert (await store.get("/b")).value == b"2"  # the original's connection is still open
 
 
 async def test_embedded_etcd_issues_its_own_pki_with_private_keys(tmp_path: Path) -> None:

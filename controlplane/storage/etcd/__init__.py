@@ -57,8 +57,9 @@ task: about a seventh less CPU per lone call (docs/benchmarks.md, "The cost of o
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from aetcd import rpc
@@ -119,6 +120,17 @@ class EtcdStore(Lifecycle):
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         outage_trip_after: float = DEFAULT_TRIP_AFTER,
     ) -> None:
+        self._twin: Callable[[], EtcdStore] = partial(
+            EtcdStore,
+            endpoints,
+            prefix=prefix,
+            timeout=timeout,
+            retry_budget=retry_budget,
+            tls=tls,
+            page_size=page_size,
+            max_response_bytes=max_response_bytes,
+            outage_trip_after=outage_trip_after,
+        )
         self._calls = EtcdCalls(
             endpoints,
             timeout=timeout,
@@ -150,6 +162,12 @@ class EtcdStore(Lifecycle):
     #: ``async with`` connects, and closes on the way out.
     start = connect
     shutdown = close
+
+    def twin(self) -> EtcdStore:
+        """An unopened store with this one's settings (endpoints, prefix, TLS, timeouts, limits)
+        and a connection of its own. gRPC channels belong to the event loop that opens them:
+        another thread's loop needs its twin, opened (on first call) and closed in that loop."""
+        return self._twin()
 
     # -- reads ---------------------------------------------------------------------
 
