@@ -13,21 +13,22 @@ How (etcd's own election recipe, simplified to one key):
   ``create_revision`` is the :class:`Term`, the number every fenced write of the leader's
   controllers names (:mod:`controlplane.leader.fencing`).
 * Lead: renew the lease every second (every ``ttl / 3`` seconds for a TTL under 3 s) and
-  check the key is still ours. A renewal answering "expired", the key gone or held by
-  another term, or no successful renewal for ``renew_deadline`` (2/3 of the TTL, before etcd
-  would expire the lease) ends the term. A renewal may take until that deadline, as
-  client-go's renew loop bounds each try by its RenewDeadline rather than by the retry
-  period: an etcd or an event loop that answers late under load (a hub at full CPU serves a
-  renewal's two calls behind thousands of others) is not a lost lease. Past the deadline, one
-  more renewal is tried at once before stepping down: when the process's event loop was
-  held, the failed renewal was only its own timeout firing late, and etcd may still hold the
-  lease.
+  check the key is still ours, on a thread of its own with its own event loop and etcd
+  connection (:mod:`controlplane.leader.renewing`): a hub whose event loop is saturated by
+  its API and controllers still renews on time, as client-go's renew goroutine does. A
+  renewal answering "expired", the key gone or held by another term, or no successful
+  renewal for ``renew_deadline`` (2/3 of the TTL, before etcd would expire the lease) ends
+  the term. A renewal may take until that deadline, as client-go's renew loop bounds each try
+  by its RenewDeadline rather than by the retry period: an etcd that answers late under load
+  is not a lost lease. Past the deadline, one more renewal is tried at once before stepping
+  down: when the process was starved, the failed renewal was only its own timeout firing
+  late, and etcd may still hold the lease.
 * Follow: watch the key; when it is deleted (the leader resigned, or its lease expired
   because it died) campaign at once, and re-check every ``ttl`` seconds in any case. So
   leadership moves within the TTL plus a moment after a leader dies (15 s with the
   defaults), and at once when it shuts down cleanly (it revokes its lease).
 
-A leader that stalls (a blocked event loop, a network partition) may still believe it
+A leader that stalls (a starved process, a network partition) may still believe it
 leads after etcd has expired its lease. Its writes are fenced, so that belief does no
 harm: they fail with :class:`~controlplane.leader.fencing.Fenced`.
 """
@@ -45,9 +46,11 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from controlplane.leader.fencing import FencedStore
+from controlplane.leader.renewing import RenewalThread
 from controlplane.lifecycle import Service
 from controlplane.storage.etcd import EtcdStore
 from controlplane.storage.interface import AlreadyExists, EventType, KeyValue, NotFound, StorageError
@@ -112,7 +115,7 @@ class LeaderElector(Service):
         self.key = key
         self.ttl = ttl
         # Renewals every second (ttl / 3 for the shortest TTLs): the lease survives a stall of
-        # the event loop up to ttl - renew_interval (9 s with the default TTL; 6.7 s at ttl / 3).
+        # the renewal thread up to ttl - renew_interval (9 s with the default TTL; 6.7 s at ttl / 3).
         self.renew_interval = min(ttl / 3, MAX_RENEW_INTERVAL)
         self.renew_deadline = ttl * 2 / 3
         self._on_started = on_started_leading
@@ -240,19 +243,37 @@ class LeaderElector(Service):
             await self._sleep(self.renew_interval)  # let another replica try first
 
     async def _keep_leading(self, term: Term) -> bool:
-        """Renew until the term ends; True when it ended by shutdown or on our side (resign)."""
+        """Renew until the term ends; True when it ended by shutdown or on our side (resign).
+
+        The renewals run on a thread of their own (:mod:`controlplane.leader.renewing`), so a
+        saturated event loop here does not delay them."""
+        renewals = RenewalThread(
+            f"leader-renewals-{self.identity}", partial(self._renewals, term=term), self.store.twin()
+        )
+        renewals.start()
+        stop = asyncio.ensure_future(self._stop.wait())
+        ends: set[asyncio.Future[Any]] = {renewals.outcome, stop}
+        try:
+            await asyncio.wait(ends, return_when=asyncio.FIRST_COMPLETED)
+            return self._stop.is_set() or renewals.outcome.result()
+        finally:
+            stop.cancel()
+            await renewals.stop()
+
+    async def _renewals(self, store: EtcdStore, *, term: Term) -> bool:
+        """The renewal loop (on the renewal thread, with its own ``store``): as
+        :meth:`_keep_leading` returns, once the term is over."""
         last_renewed = time.monotonic()
         while True:
-            if await self._sleep(self.renew_interval):
-                return True
+            await asyncio.sleep(self.renew_interval)
             left = self.renew_deadline - (time.monotonic() - last_renewed)
-            renewal = await self._renew(term, within=max(self.renew_interval, left))
+            renewal = await self._renew(store, term, within=max(self.renew_interval, left))
             if isinstance(renewal, Exception) and time.monotonic() - last_renewed >= self.renew_deadline:
-                # The deadline may have passed while this process's event loop was held (a long
-                # step of other work, a starved process), the renewal's own timeout firing late,
-                # rather than because etcd could not be reached: ask etcd once more, at once.
-                # Only its answer says whether the lease is still alive.
-                renewal = await self._renew(term)
+                # The deadline may have passed while the thread was held (a starved process),
+                # the renewal's own timeout firing late, rather than because etcd could not be
+                # reached: ask etcd once more, at once. Only its answer says whether the lease
+                # is still alive.
+                renewal = await self._renew(store, term)
                 if isinstance(renewal, Exception):
                     log.warning(
                         "could not renew the leader lease for %.1fs (%s): stepping down (term %d)",
@@ -264,14 +285,14 @@ class LeaderElector(Service):
             if renewal is True:
                 last_renewed = time.monotonic()
 
-    async def _renew(self, term: Term, *, within: float | None = None) -> bool | Exception:
+    async def _renew(self, store: EtcdStore, term: Term, *, within: float | None = None) -> bool | Exception:
         """Renew the lease once: True when renewed, False when the term is over (the lease
         expired, the key is gone or another term's), the error when etcd did not answer within
         ``within`` seconds (the renew interval by default)."""
         try:
             async with asyncio.timeout(self.renew_interval if within is None else within):
-                remaining = await self.store.keep_alive_lease(term.lease_id)
-                holder = await self.store.get(self.key)
+                remaining = await store.keep_alive_lease(term.lease_id)
+                holder = await store.get(self.key)
         except NotFound:
             log.warning("leader key %s is gone: leadership lost (term %d)", self.key, term.revision)
             return False

@@ -4,6 +4,7 @@ deposed leader's fenced writes fail while the plain store keeps working."""
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -162,29 +163,30 @@ def test_ttl_below_etcds_minimum_is_refused() -> None:
         LeaderElector(None, "a", ttl=1, on_started_leading=noop, on_stopped_leading=noop)  # type: ignore[arg-type]
 
 
-async def test_a_leader_whose_event_loop_was_held_keeps_a_lease_etcd_still_holds(
-    stores: Callable[[], Awaitable[EtcdStore]],
+async def test_a_leader_whose_renewals_were_held_keeps_a_lease_etcd_still_holds(
+    stores: Callable[[], Awaitable[EtcdStore]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A renewal whose timeout fires late, because the loop was held (a long synchronous step
-    of other work) past the renew deadline but not past the lease's TTL, does not end the term:
-    etcd, asked again at once, still holds the lease."""
+    """A renewal whose timeout fires late, because the renewal thread was held (a starved
+    process) past the renew deadline but not past the lease's TTL, does not end the term: etcd,
+    asked again at once, still holds the lease."""
     ttl = 3  # renewals every 1 s, deadline 2 s, the lease expires 3 s after the last renewal
     store = await stores()
     a = Replica(store, "a")
     a.elector = LeaderElector(store, "a", ttl=ttl, on_started_leading=a._started, on_stopped_leading=a._stopped)
-    renew = store.keep_alive_lease
+    renew = EtcdStore.keep_alive_lease
     stalls = 0
 
-    async def held_then_renew(lease_id: int) -> int:
+    async def held_then_renew(self: EtcdStore, lease_id: int) -> int:
         nonlocal stalls
         if stalls == 0:
             stalls += 1
-            time.sleep(1.5)  # noqa: ASYNC251 -- the event loop held on purpose: the 1 s timeout fires late
-        return await renew(lease_id)
+            time.sleep(1.5)  # noqa: ASYNC251 -- the renewals' loop held on purpose: the 1 s timeout fires late
+        return await renew(self, lease_id)
 
     a.start()
     term = await asyncio.wait_for(a.elector.wait_leading(), TAKEOVER_LIMIT)
-    store.keep_alive_lease = held_then_renew  # type: ignore[method-assign]
+    # The renewals use a store of their own (on their own thread): patch every store's renewal.
+    monkeypatch.setattr(EtcdStore, "keep_alive_lease", held_then_renew)
     await eventually(lambda: stalls == 1, what="the held renewal")
     await asyncio.sleep(2 * ttl)  # renewals go on
     assert a.stops == 0 and a.elector.term is term
@@ -193,7 +195,7 @@ async def test_a_leader_whose_event_loop_was_held_keeps_a_lease_etcd_still_holds
 
 
 async def test_renewals_that_answer_late_but_within_the_deadline_keep_the_term(
-    stores: Callable[[], Awaitable[EtcdStore]],
+    stores: Callable[[], Awaitable[EtcdStore]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every renewal takes twice the renew interval (an etcd, or a hub at full CPU, answering
     late), well within the deadline: the term goes on, as client-go's renew loop lets a try run
@@ -202,19 +204,76 @@ async def test_renewals_that_answer_late_but_within_the_deadline_keep_the_term(
     store = await stores()
     a = Replica(store, "a")
     a.elector = LeaderElector(store, "a", ttl=ttl, on_started_leading=a._started, on_stopped_leading=a._stopped)
-    renew = store.keep_alive_lease
+    renew = EtcdStore.keep_alive_lease
     late = 0
 
-    async def late_renew(lease_id: int) -> int:
+    async def late_renew(self: EtcdStore, lease_id: int) -> int:
         nonlocal late
         late += 1
         await asyncio.sleep(2 * a.elector.renew_interval)  # the loop stays free: only the answer is late
-        return await renew(lease_id)
+        return await renew(self, lease_id)
 
     a.start()
     term = await asyncio.wait_for(a.elector.wait_leading(), TAKEOVER_LIMIT)
-    store.keep_alive_lease = late_renew  # type: ignore[method-assign]
+    monkeypatch.setattr(EtcdStore, "keep_alive_lease", late_renew)
     await eventually(lambda: late >= 5, what="five late renewals", limit=4 * ttl)  # past the deadline twice over
     assert a.stops == 0 and a.elector.term is term
     await a.elector.fenced_store(term).create("/objects/still-leading", b"1")
     await a.elector.shutdown()
+
+
+def renewal_threads(name: str) -> list[threading.Thread]:
+    """The live renewal threads of the replica called ``name``."""
+    return [thread for thread in threading.enumerate() if thread.name == f"leader-renewals-{name}"]
+
+
+async def test_a_leader_whose_event_loop_is_saturated_keeps_its_term(
+    stores: Callable[[], Awaitable[EtcdStore]],
+) -> None:
+    """The event loop never idles for three TTLs: one task holds it 0.9 s at a time and 50
+    others 0.05 s each, so one turn of the loop takes 3.4 s, longer than the lease's TTL. The
+    renewals, on a thread of their own, still get through and the term goes on."""
+    ttl = 3  # renewals every 1 s, deadline 2 s, the lease expires 3 s after the last renewal
+    store = await stores()
+    a = Replica(store, "a")
+    a.elector = LeaderElector(store, "a", ttl=ttl, on_started_leading=a._started, on_stopped_leading=a._stopped)
+    a.start()
+    term = await asyncio.wait_for(a.elector.wait_leading(), TAKEOVER_LIMIT)
+    busy_until = time.monotonic() + 3 * ttl
+
+    async def hold_the_loop(step: float) -> None:
+        while time.monotonic() < busy_until:
+            time.sleep(step)  # noqa: ASYNC251 -- the event loop held on purpose, as a saturated hub's
+            await asyncio.sleep(0)
+
+    async with asyncio.TaskGroup() as busy:
+        busy.create_task(hold_the_loop(0.9))
+        for _ in range(50):
+            busy.create_task(hold_the_loop(0.05))
+    assert a.stops == 0 and a.elector.term is term
+    await a.elector.fenced_store(term).create("/objects/still-leading", b"1")
+    assert len(renewal_threads("a")) == 1
+    await a.elector.shutdown()
+    assert renewal_threads("a") == []
+
+
+async def test_no_renewal_thread_outlives_its_term(stores: Callable[[], Awaitable[EtcdStore]]) -> None:
+    """A lost term, a shutdown and a cancelled elector each stop the term's renewal thread."""
+    a = Replica(await stores(), "a")
+    a.start()
+    first = await asyncio.wait_for(a.elector.wait_leading(), TAKEOVER_LIMIT)
+    assert len(renewal_threads("a")) == 1
+    admin = await stores()
+    await admin.delete(a.elector.key)  # the term is lost: its renewals end
+    await eventually(lambda: len(a.terms) == 2, what="a to be elected again")
+    assert a.stops == 1 and a.terms[1].revision > first.revision
+    assert len(renewal_threads("a")) == 1  # the new term's only
+    await a.elector.shutdown()
+    assert a.stops == 2 and renewal_threads("a") == []
+
+    b = Replica(await stores(), "b")
+    b.start()
+    await asyncio.wait_for(b.elector.wait_leading(), TAKEOVER_LIMIT)
+    assert len(renewal_threads("b")) == 1
+    await b.crash()
+    assert renewal_threads("b") == []
