@@ -12,14 +12,16 @@ One pass (:meth:`WasteSampler.sample_once`): list the three kinds (each with a t
 at a time), build a :class:`~controlplane.reports.fleet.FleetSample` at the hub's wall-clock time with
 :func:`~controlplane.reports.snapshot.sample_steps` (a turn for the loop every 500 objects), add it to the accumulator,
 save what changed. Samples are taken on a fixed cadence (``interval`` seconds from the first,
-not from the end of the previous one), so a slow pass does not stretch the intervals, as long as
-the sampler's own work stays within :data:`MAX_LOOP_SHARE` of the event loop: a pass whose steps
-held the loop for S seconds is followed by at least ``S * (1 - share) / share`` seconds of rest
-(:func:`next_pass_at`; at most :data:`MAX_REST_SECONDS`, under the accumulator's five-minute
-``max_interval``, so the time between two samples still counts as observed). A fleet of 100
-members of 5,000 nodes whose reports all change (pods starting everywhere) makes a pass of tens
-of seconds; on the fixed cadence alone it took half the hub's CPU and starved its controllers
-and its leader lease.
+not from the end of the previous one), so a slow pass does not stretch the intervals. The pass
+keeps to :data:`MAX_LOOP_SHARE` of the event loop: after each step (a page of a list, a
+cluster's nodes or states, a step of the classification) it rests for the step's time times
+``(1 - share) / share`` (:class:`LoopTime`). A fleet of 100 members of 5,000 nodes whose reports
+all change (pods starting everywhere) makes a pass of about ten seconds of the loop's time; run
+in one go every minute, it held the controllers back for those ten seconds each minute (apply
+-> Works written p99 34 s at 25 applies a second), and before, on a saturated hub, it took half
+the hub's CPU and its leader lease. Paced, the same pass spreads over about forty seconds with
+the controllers served between its steps; a pass that runs past the interval makes the next
+one start an interval after it ends.
 
 :meth:`WasteSampler.run` first restores the accumulator from the store, so a restarted hub (or
 a replica that just became leader) continues where the last one stopped; the gap in between is
@@ -64,10 +66,8 @@ DEFAULT_INTERVAL = 60.0
 #: Ready condition was never updated (e.g. the hub was down when the agent died).
 DEFAULT_STALE_AFTER = timedelta(minutes=5)
 DEFAULT_TIMEOUT = 30.0
-#: The share of the hub's event loop the sampler's own steps may take over time.
+#: The share of the hub's event loop a pass's own steps may take while it runs.
 MAX_LOOP_SHARE = 0.25
-#: The longest rest after a pass (under the accumulator's default ``max_interval``, 5 minutes).
-MAX_REST_SECONDS = 240.0
 #: Backoff between attempts to restore the rollups while the store is unreachable.
 RESTORE_RETRY_SECONDS = (1.0, 2.0, 5.0, 10.0)
 
@@ -82,25 +82,25 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-def next_pass_at(due: float, *, now: float, interval: float, held: float, share: float = MAX_LOOP_SHARE) -> float:
-    """When the next pass starts (loop time), after a pass that ended at ``now`` and whose own
-    steps held the loop for ``held`` seconds: on the cadence (``due``, or one interval from now
-    when passes fell behind it), but no sooner than the rest that keeps the sampler's share of
-    the loop at ``share`` (at most :data:`MAX_REST_SECONDS`)."""
-    rest = min(MAX_REST_SECONDS, held * (1 - share) / share)
-    if due < now:
-        due = now + interval  # passes took longer than the interval: skip the missed slots
-    return max(due, now + rest)
+def next_pass_at(due: float, *, now: float, interval: float) -> float:
+    """When the next pass starts (loop time), after a pass that ended at ``now``: at ``due`` on
+    the cadence, or one interval from now when the pass ran past it (missed slots are skipped)."""
+    return now + interval if due < now else due
 
 
 class LoopTime:
-    """Seconds the sampler's own steps held the event loop in one pass: ``with held:`` around
-    each step adds its time."""
+    """The time a pass's own steps hold the event loop: ``with held:`` around each step adds its
+    time to :attr:`seconds` and owes the loop ``(1 - share) / share`` times as long, which
+    :meth:`turn` rests; so the pass takes at most ``share`` of the loop while it runs."""
 
-    __slots__ = ("_started", "seconds")
+    __slots__ = ("_owed", "_rest_per_second", "_started", "seconds")
 
-    def __init__(self) -> None:
+    def __init__(self, share: float = MAX_LOOP_SHARE) -> None:
+        if not 0 < share <= 1:
+            raise ValueError(f"the sampler's share of the event loop must be in (0, 1], got {share}")
+        self._rest_per_second = (1 - share) / share
         self.seconds = 0.0
+        self._owed = 0.0
         self._started = 0.0
 
     def __enter__(self) -> LoopTime:
@@ -108,20 +108,37 @@ class LoopTime:
         return self
 
     def __exit__(self, *_: object) -> None:
-        self.seconds += time.perf_counter() - self._started
+        elapsed = time.perf_counter() - self._started
+        self.seconds += elapsed
+        self._owed += elapsed * self._rest_per_second
+
+    @property
+    def owed(self) -> float:
+        """Seconds of rest the steps since the last :meth:`turn` owe the loop."""
+        return self._owed
+
+    async def turn(self) -> None:
+        """Give the loop its turn: rest what the last steps owe (at least one turn)."""
+        owed, self._owed = self._owed, 0.0
+        await asyncio.sleep(owed)
 
 
 async def _in_turns(steps: Steps[T], held: LoopTime | None = None) -> T:
-    """Run ``steps`` to the end, giving the event loop a turn after each step (the steps' time
-    added to ``held``)."""
-    held = held or LoopTime()
+    """Run ``steps`` to the end, giving the event loop its turn after each step (paced by
+    ``held``; a plain turn without it)."""
     while True:
         try:
-            with held:
+            if held is None:
                 next(steps)
+            else:
+                with held:
+                    next(steps)
         except StopIteration as done:
             return cast(T, done.value)
-        await asyncio.sleep(0)
+        if held is None:
+            await asyncio.sleep(0)
+        else:
+            await held.turn()
 
 
 class WasteSampler(Service):
@@ -144,7 +161,9 @@ class WasteSampler(Service):
         accumulator_factory: Callable[[], Accumulator] = Accumulator,
         clock: Clock = _utc_now,
         page_size: int = DEFAULT_PAGE_SIZE,
+        loop_share: float = MAX_LOOP_SHARE,
     ) -> None:
+        LoopTime(loop_share)  # refused here, not in the first pass
         if interval <= 0:
             raise ValueError("the waste sample interval must be positive")
         if page_size <= 0:
@@ -160,6 +179,7 @@ class WasteSampler(Service):
         self._new_accumulator = accumulator_factory
         self._clock = clock
         self._page_size = page_size
+        self._share = loop_share
         registry = objects.registry
         self._cluster_type = registry.require(_API_VERSION_CLUSTER, "Cluster")
         self._binding_type = registry.require(_API_VERSION_WORK, "ResourceBinding")
@@ -208,8 +228,7 @@ class WasteSampler(Service):
                     await self.sample_once()
                 except Exception:  # one bad pass must not end the accounting
                     logger.exception("waste sample failed; the next pass integrates over the gap")
-                next_due = next_pass_at(next_due + self.interval, now=loop.time(), interval=self.interval,
-                                        held=self.last_pass_held)
+                next_due = next_pass_at(next_due + self.interval, now=loop.time(), interval=self.interval)
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout_at(next_due):
                         await self._stop.wait()
@@ -259,13 +278,14 @@ class WasteSampler(Service):
         from asking for a page to having it counts as the sampler's (``held``)."""
         items: list[dict[str, Any]] = []
         async with asyncio.timeout(self._timeout):
-            asked = time.perf_counter()
-            async for page in list_pages(self._objects, kind, limit=self._page_size):
+            pages = aiter(list_pages(self._objects, kind, limit=self._page_size))
+            while True:
+                with held:
+                    page = await anext(pages, None)
+                if page is None:
+                    return items
                 items.extend(page.items)
-                held.seconds += time.perf_counter() - asked
-                await asyncio.sleep(0)
-                asked = time.perf_counter()
-        return items
+                await held.turn()
 
     async def _prepare(
         self,
@@ -286,7 +306,7 @@ class WasteSampler(Service):
             with held:
                 built = warm_cluster_nodes(raw, owners, cache=self._nodes_cache)
             if built:
-                await asyncio.sleep(0)
+                await held.turn()
         # The bindings and Works are read in steps too: 20,000 bindings held the loop for seconds.
         sample = await _in_turns(
             sample_steps(clusters, bindings, works, now=now, stale_after=self._stale_after, cache=self._nodes_cache),
@@ -296,7 +316,7 @@ class WasteSampler(Service):
             with held:
                 warmed = accumulator.warm(cluster)
             if warmed:
-                await asyncio.sleep(0)
+                await held.turn()
         # Matching the pending demand and summing the cells of the clusters it changed is done
         # in steps too (a cluster's free layout, its new states, its cells: each up to one
         # object per device), with a turn for the loop after each.
@@ -308,7 +328,7 @@ class WasteSampler(Service):
         if accumulator is None or rollups is None:
             raise RuntimeError("sample_once() needs a running sampler (call run() first)")
         started = time.perf_counter()
-        held = LoopTime()
+        held = LoopTime(self._share)
         try:
             clusters = await self._list(self._cluster_type, held)
             bindings = await self._list(self._binding_type, held)

@@ -19,7 +19,7 @@ from controlplane.metrics import HubMetrics
 from controlplane.reports.accounting import Accumulator
 from controlplane.reports.api import ReportSource
 from controlplane.reports.classify import WasteState
-from controlplane.reports.sampling import MAX_REST_SECONDS, WasteSampler, next_pass_at
+from controlplane.reports.sampling import LoopTime, WasteSampler, next_pass_at
 from controlplane.storage import Store
 
 from .fleetobjects import A100, T0, cluster_status, device, k8s_node, k8s_pod, put_binding, put_cluster
@@ -195,16 +195,27 @@ def test_the_page_size_must_be_positive(objects: ObjectStore, store: Store) -> N
 
 
 @pytest.mark.parametrize(
-    ("due", "now", "held", "expected"),
+    ("due", "now", "expected"),
     [
-        (60.0, 10.0, 1.0, 60.0),  # a short pass: the cadence decides
-        (60.0, 30.0, 20.0, 90.0),  # 20 s of the loop: 60 s of rest keep the share at a quarter
-        (60.0, 70.0, 0.5, 130.0),  # passes fell behind the cadence: one interval from now
-        (60.0, 100.0, 1000.0, 100.0 + MAX_REST_SECONDS),  # the rest stays under the accounting's max interval
+        (60.0, 10.0, 60.0),  # on the cadence
+        (60.0, 70.0, 130.0),  # the pass ran past the next slot: one interval from its end
     ],
 )
-def test_the_next_pass_keeps_the_samplers_share_of_the_loop(due: float, now: float, held: float, expected: float) -> None:
-    assert next_pass_at(due, now=now, interval=60.0, held=held) == pytest.approx(expected)
+def test_the_next_pass_keeps_the_cadence_or_skips_missed_slots(due: float, now: float, expected: float) -> None:
+    assert next_pass_at(due, now=now, interval=60.0) == pytest.approx(expected)
+
+
+async def test_a_step_owes_the_loop_three_times_its_time_at_a_quarter_share() -> None:
+    held = LoopTime(0.25)
+    with held:
+        time.sleep(0.02)  # noqa: ASYNC251 -- a step that holds the loop, on purpose
+    assert held.seconds >= 0.02 and held.owed == pytest.approx(3 * held.seconds)
+    loop = asyncio.get_running_loop()
+    before = loop.time()
+    await held.turn()
+    assert loop.time() - before >= 3 * 0.02 and held.owed == 0
+    with pytest.raises(ValueError, match="share"):
+        LoopTime(0)
 
 
 class _Slow(Accumulator):
@@ -217,9 +228,10 @@ class _Slow(Accumulator):
         return (yield from super().prepare_steps(sample))
 
 
-async def test_a_pass_that_held_the_loop_is_followed_by_a_rest(objects: ObjectStore, store: Store) -> None:
-    """A sampler on a 10 ms cadence whose passes hold the loop for 50 ms each starts the next
-    pass no sooner than three times that later (a quarter of the loop at most)."""
+async def test_a_pass_rests_after_each_step_for_its_share_of_the_loop(objects: ObjectStore, store: Store) -> None:
+    """A sampler on a 10 ms cadence whose passes hold the loop for 50 ms in one step rests three
+    times that before the pass ends (a quarter of the loop at most), so passes start at least
+    that far apart."""
     await _fleet(objects)
     loop = asyncio.get_running_loop()
     starts: list[float] = []
@@ -230,16 +242,6 @@ async def test_a_pass_that_held_the_loop_is_followed_by_a_rest(objects: ObjectSt
         return clock()
 
     sampler = WasteSampler(objects, store, interval=0.01, clock=timed, accumulator_factory=_Slow)
-    helds: list[float] = []
-    sample_once = sampler.sample_once
-
-    async def recorded() -> object:
-        taken = await sample_once()
-        helds.append(sampler.last_pass_held)
-        return taken
-
-    sampler.sample_once = recorded  # type: ignore[method-assign]
     await _run_until(sampler, lambda: sampler.samples_taken >= 3)
-    assert all(held >= _Slow.HOLD for held in helds)
-    for before, (earlier, later) in zip(helds, itertools.pairwise(starts), strict=False):
-        assert later - earlier >= 3 * before
+    assert sampler.last_pass_held >= _Slow.HOLD
+    assert all(later - earlier >= 3 * _Slow.HOLD for earlier, later in itertools.pairwise(starts))
