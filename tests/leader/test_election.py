@@ -23,12 +23,12 @@ TAKEOVER_LIMIT = 6 * TTL
 class Replica:
     """One elector plus a record of its callbacks, as a hub replica would wire it."""
 
-    def __init__(self, store: EtcdStore, name: str) -> None:
+    def __init__(self, store: EtcdStore, name: str, *, ttl: int = TTL) -> None:
         self.name = name
         self.terms: list[Term] = []
         self.stops = 0
         self.elector = LeaderElector(
-            store, name, ttl=TTL, on_started_leading=self._started, on_stopped_leading=self._stopped
+            store, name, ttl=ttl, on_started_leading=self._started, on_stopped_leading=self._stopped
         )
         self.task: asyncio.Task[None] | None = None
 
@@ -163,6 +163,18 @@ def test_ttl_below_etcds_minimum_is_refused() -> None:
         LeaderElector(None, "a", ttl=1, on_started_leading=noop, on_stopped_leading=noop)  # type: ignore[arg-type]
 
 
+def before_renewals(monkeypatch: pytest.MonkeyPatch, before: Callable[[], Awaitable[None]]) -> None:
+    """Every store's lease renewal runs ``before`` first: the renewals use a store of their own,
+    on their own thread, so the class is patched, not the test's store."""
+    renew = EtcdStore.keep_alive_lease
+
+    async def renewal(self: EtcdStore, lease_id: int) -> int:
+        await before()
+        return await renew(self, lease_id)
+
+    monkeypatch.setattr(EtcdStore, "keep_alive_lease", renewal)
+
+
 async def test_a_leader_whose_renewals_were_held_keeps_a_lease_etcd_still_holds(
     stores: Callable[[], Awaitable[EtcdStore]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -171,22 +183,18 @@ async def test_a_leader_whose_renewals_were_held_keeps_a_lease_etcd_still_holds(
     asked again at once, still holds the lease."""
     ttl = 3  # renewals every 1 s, deadline 2 s, the lease expires 3 s after the last renewal
     store = await stores()
-    a = Replica(store, "a")
-    a.elector = LeaderElector(store, "a", ttl=ttl, on_started_leading=a._started, on_stopped_leading=a._stopped)
-    renew = EtcdStore.keep_alive_lease
+    a = Replica(store, "a", ttl=ttl)
     stalls = 0
 
-    async def held_then_renew(self: EtcdStore, lease_id: int) -> int:
+    async def hold_once() -> None:
         nonlocal stalls
         if stalls == 0:
             stalls += 1
             time.sleep(1.5)  # noqa: ASYNC251 -- the renewals' loop held on purpose: the 1 s timeout fires late
-        return await renew(self, lease_id)
 
     a.start()
     term = await asyncio.wait_for(a.elector.wait_leading(), TAKEOVER_LIMIT)
-    # The renewals use a store of their own (on their own thread): patch every store's renewal.
-    monkeypatch.setattr(EtcdStore, "keep_alive_lease", held_then_renew)
+    before_renewals(monkeypatch, hold_once)
     await eventually(lambda: stalls == 1, what="the held renewal")
     await asyncio.sleep(2 * ttl)  # renewals go on
     assert a.stops == 0 and a.elector.term is term
@@ -202,20 +210,17 @@ async def test_renewals_that_answer_late_but_within_the_deadline_keep_the_term(
     until its RenewDeadline."""
     ttl = 6  # renewals every 1 s, deadline 4 s, the lease expires 6 s after the last renewal
     store = await stores()
-    a = Replica(store, "a")
-    a.elector = LeaderElector(store, "a", ttl=ttl, on_started_leading=a._started, on_stopped_leading=a._stopped)
-    renew = EtcdStore.keep_alive_lease
+    a = Replica(store, "a", ttl=ttl)
     late = 0
 
-    async def late_renew(self: EtcdStore, lease_id: int) -> int:
+    async def answer_late() -> None:
         nonlocal late
         late += 1
         await asyncio.sleep(2 * a.elector.renew_interval)  # the loop stays free: only the answer is late
-        return await renew(self, lease_id)
 
     a.start()
     term = await asyncio.wait_for(a.elector.wait_leading(), TAKEOVER_LIMIT)
-    monkeypatch.setattr(EtcdStore, "keep_alive_lease", late_renew)
+    before_renewals(monkeypatch, answer_late)
     await eventually(lambda: late >= 5, what="five late renewals", limit=4 * ttl)  # past the deadline twice over
     assert a.stops == 0 and a.elector.term is term
     await a.elector.fenced_store(term).create("/objects/still-leading", b"1")
@@ -235,8 +240,7 @@ async def test_a_leader_whose_event_loop_is_saturated_keeps_its_term(
     renewals, on a thread of their own, still get through and the term goes on."""
     ttl = 3  # renewals every 1 s, deadline 2 s, the lease expires 3 s after the last renewal
     store = await stores()
-    a = Replica(store, "a")
-    a.elector = LeaderElector(store, "a", ttl=ttl, on_started_leading=a._started, on_stopped_leading=a._stopped)
+    a = Replica(store, "a", ttl=ttl)
     a.start()
     term = await asyncio.wait_for(a.elector.wait_leading(), TAKEOVER_LIMIT)
     busy_until = time.monotonic() + 3 * ttl
