@@ -13,8 +13,8 @@ at a time), build a :class:`~controlplane.reports.fleet.FleetSample` at the hub'
 :func:`~controlplane.reports.snapshot.sample_steps` (a turn for the loop every 500 objects), add it to the accumulator,
 save what changed. Samples are taken on a fixed cadence (``interval`` seconds from the first,
 not from the end of the previous one), so a slow pass does not stretch the intervals. The pass
-keeps to :data:`MAX_LOOP_SHARE` of the event loop: after each step (a page of a list, a
-cluster's nodes or states, a step of the classification) it rests for the step's time times
+keeps to :data:`MAX_LOOP_SHARE` of the event loop: after each step of its own (a cluster's
+nodes or states, a step of the classification; not the reads) it rests for the step's time times
 ``(1 - share) / share`` (:class:`LoopTime`). A fleet of 100 members of 5,000 nodes whose reports
 all change (pods starting everywhere) makes a pass of about ten seconds of the loop's time; run
 in one go every minute, it held the controllers back for those ten seconds each minute (apply
@@ -96,8 +96,6 @@ class LoopTime:
     __slots__ = ("_owed", "_rest_per_second", "_started", "seconds")
 
     def __init__(self, share: float = MAX_LOOP_SHARE) -> None:
-        if not 0 < share <= 1:
-            raise ValueError(f"the sampler's share of the event loop must be in (0, 1], got {share}")
         self._rest_per_second = (1 - share) / share
         self.seconds = 0.0
         self._owed = 0.0
@@ -125,20 +123,15 @@ class LoopTime:
 
 async def _in_turns(steps: Steps[T], held: LoopTime | None = None) -> T:
     """Run ``steps`` to the end, giving the event loop its turn after each step (paced by
-    ``held``; a plain turn without it)."""
+    ``held``; without it, a plain turn)."""
+    held = held or LoopTime(1.0)
     while True:
         try:
-            if held is None:
+            with held:
                 next(steps)
-            else:
-                with held:
-                    next(steps)
         except StopIteration as done:
             return cast(T, done.value)
-        if held is None:
-            await asyncio.sleep(0)
-        else:
-            await held.turn()
+        await held.turn()
 
 
 class WasteSampler(Service):
@@ -163,7 +156,8 @@ class WasteSampler(Service):
         page_size: int = DEFAULT_PAGE_SIZE,
         loop_share: float = MAX_LOOP_SHARE,
     ) -> None:
-        LoopTime(loop_share)  # refused here, not in the first pass
+        if not 0 < loop_share <= 1:
+            raise ValueError(f"the sampler's share of the event loop must be in (0, 1], got {loop_share}")
         if interval <= 0:
             raise ValueError("the waste sample interval must be positive")
         if page_size <= 0:
@@ -192,7 +186,7 @@ class WasteSampler(Service):
         #: The per-cluster memos of the last run's accumulator, handed to the next run's.
         self._memos: PassMemos | None = None
         self.last_sample: FleetSample | None = None
-        #: Seconds the last pass's own steps (its lists, building and classifying) held the loop.
+        #: Seconds the last pass's own steps (building and classifying) held the loop.
         self.last_pass_held = 0.0
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -271,21 +265,18 @@ class WasteSampler(Service):
 
     # -- one pass ------------------------------------------------------------------------------
 
-    async def _list(self, kind: Any, held: LoopTime) -> list[dict[str, Any]]:
+    async def _list(self, kind: Any) -> list[dict[str, Any]]:
         """Every object of ``kind``, read a page at a time (one consistent snapshot, as kube's
         continue tokens give): each page is decoded in one go, and the event loop has a turn
-        between pages (thousands of Works and bindings at once held it for seconds). The time
-        from asking for a page to having it counts as the sampler's (``held``)."""
+        between pages (thousands of Works and bindings at once held it for seconds). Not paced:
+        a page's read waits on other tasks too, so its time is not the sampler's alone, and
+        rests would count against the list's timeout."""
         items: list[dict[str, Any]] = []
         async with asyncio.timeout(self._timeout):
-            pages = aiter(list_pages(self._objects, kind, limit=self._page_size))
-            while True:
-                with held:
-                    page = await anext(pages, None)
-                if page is None:
-                    return items
+            async for page in list_pages(self._objects, kind, limit=self._page_size):
                 items.extend(page.items)
-                await held.turn()
+                await asyncio.sleep(0)
+        return items
 
     async def _prepare(
         self,
@@ -330,11 +321,10 @@ class WasteSampler(Service):
         started = time.perf_counter()
         held = LoopTime(self._share)
         try:
-            clusters = await self._list(self._cluster_type, held)
-            bindings = await self._list(self._binding_type, held)
-            works = await self._list(self._work_type, held)
+            clusters = await self._list(self._cluster_type)
+            bindings = await self._list(self._binding_type)
+            works = await self._list(self._work_type)
         except (errors.ApiError, StorageError, TimeoutError) as exc:
-            self.last_pass_held = held.seconds
             logger.warning("skipping a waste sample: cannot read the fleet: %s", exc)
             if self._metrics is not None:
                 self._metrics.observe_sample(time.perf_counter() - started, ok=False)
