@@ -488,6 +488,44 @@ async def test_a_scale_is_decoded_and_validated_as_kube_does(objects_on: ObjectS
     assert emptied["spec"]["replicas"] == 0
 
 
+async def test_a_scales_uid_and_resource_version_are_preconditions(objects_on: ObjectStore) -> None:
+    """kube's scale subresource: a Scale naming another uid is a 409 Conflict naming both uids
+    (before anything is written, a no-op included); a stale resourceVersion the usual 409."""
+    deploy, _, _ = _types(objects_on)
+    created = await objects_on.create(deploy, deployment("web", replicas=2))
+    uid, revision = created["metadata"]["uid"], created["metadata"]["resourceVersion"]
+    for replicas in (2, 5):
+        with pytest.raises(errors.Conflict) as other_uid:
+            await objects_on.update_scale(
+                deploy, {"metadata": {"name": "web", "uid": "not-its-uid"}, "spec": {"replicas": replicas}},
+                namespace="default", name="web",
+            )
+        assert other_uid.value.message == (
+            'Operation cannot be fulfilled on deployments/scale.apps "web": Precondition failed: '
+            f"UID in precondition: not-its-uid, UID in object meta: {uid}"
+        )
+        assert other_uid.value.to_status()["details"] == {"name": "web", "group": "apps", "kind": "deployments/scale"}
+    with pytest.raises(errors.Conflict):
+        await objects_on.patch_scale(
+            deploy, namespace="default", name="web", patch_type=PatchType.MERGE,
+            patch={"metadata": {"uid": "not-its-uid"}, "spec": {"replicas": 5}},
+        )
+    unchanged = await objects_on.get(deploy, namespace="default", name="web")
+    assert unchanged["spec"]["replicas"] == 2
+    assert unchanged["metadata"]["resourceVersion"] == revision
+    scaled = await objects_on.update_scale(
+        deploy, {"metadata": {"name": "web", "uid": uid, "resourceVersion": revision}, "spec": {"replicas": 5}},
+        namespace="default", name="web",
+    )
+    assert scaled["spec"]["replicas"] == 5
+    with pytest.raises(errors.Conflict) as stale:
+        await objects_on.update_scale(
+            deploy, {"metadata": {"name": "web", "uid": uid, "resourceVersion": revision}, "spec": {"replicas": 6}},
+            namespace="default", name="web",
+        )
+    assert "the object has been modified" in stale.value.message
+
+
 async def test_strategic_merge_patch_keeps_other_containers(objects_on: ObjectStore) -> None:
     deploy, _, _ = _types(objects_on)
     obj = deployment("web")

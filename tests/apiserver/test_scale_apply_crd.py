@@ -39,3 +39,27 @@ async def test_an_applied_scale_sets_and_owns_the_crds_replicas_path(api: Client
     assert owners[("autoscaler", "Apply", "scale")]["fieldsV1"] == {"f:spec": {"f:workers": {}}}
     assert owners[("autoscaler", "Apply", "scale")]["apiVersion"] == "ml.example.com/v1"
     assert owners[("creator", "Update", "")]["fieldsV1"]["f:spec"] == {"f:image": {}}
+
+
+async def test_a_custom_resources_scale_takes_its_uid_as_a_precondition(api: Client) -> None:
+    definition = crd("ml.example.com", "Trainer", "trainers", SCHEMA)
+    definition["spec"]["versions"][0]["subresources"]["scale"] = {
+        "specReplicasPath": ".spec.workers", "statusReplicasPath": ".status.workers",
+    }
+    await install(api, definition, TRAINERS)
+    trainer = {"apiVersion": "ml.example.com/v1", "kind": "Trainer", "metadata": {"name": "t"}, "spec": {"workers": 2}}
+    created = await (await api.post(TRAINERS, json=trainer)).json()
+    scale = {"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "t", "uid": "other"},
+             "spec": {"replicas": 4}}
+    refused = await api.put(f"{TRAINERS}/t/scale", json=scale)
+    assert refused.status == 409
+    status = await refused.json()
+    assert status["reason"] == "Conflict"
+    assert status["message"] == (
+        'Operation cannot be fulfilled on scale.ml.example.com "t": Precondition failed: '
+        f"UID in precondition: other, UID in object meta: {created['metadata']['uid']}"
+    )
+    scale["metadata"]["uid"] = created["metadata"]["uid"]
+    accepted = await api.put(f"{TRAINERS}/t/scale", json=scale)
+    assert accepted.status == 200, await accepted.text()
+    assert (await (await api.get(f"{TRAINERS}/t")).json())["spec"]["workers"] == 4

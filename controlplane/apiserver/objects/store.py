@@ -18,6 +18,7 @@ from typing import Any, Unpack
 
 from controlplane.apis.kube.field import go_json, go_printed
 from controlplane.apis.kube.namespaces import SYSTEM_NAMESPACES
+from controlplane.apis.untyped import dig
 from controlplane.apiserver import codec, errors
 from controlplane.apiserver.admission import AdmitWrite, CheckCreate
 from controlplane.apiserver.allocating import Allocations
@@ -275,11 +276,14 @@ class ObjectStore:
         dry_run: bool = False,
         field_manager: str | None = None,
     ) -> dict[str, Any]:
-        """Set the object's replicas from a Scale (CAS on its resourceVersion when given)."""
+        """Set the object's replicas from a Scale (its resourceVersion and uid, when given, are
+        preconditions)."""
         patch = replicas_patch(rt, scale, name=name)
+        uid = dig(scale, "metadata", "uid")
         updated = await self.patch(
             rt, namespace=namespace, name=name, patch_type=PatchType.MERGE, patch=patch,
             dry_run=dry_run, field_manager=field_manager, recorded_subresource="scale",
+            expected_uid=str(uid) if uid else None,
         )
         return scale_of(rt, updated)
 

@@ -121,6 +121,9 @@ class WriteOptions:
     #: The subresource a write of the main resource was asked for through (``scale``: the
     #: replicas it sets), recorded in the writer's managedFields entry as kube records it.
     recorded_subresource: str | None = None
+    #: The uid the patched object must have: a Scale's ``metadata.uid``, which kube's scale
+    #: subresource takes as a precondition (409 Conflict when the object's uid differs).
+    expected_uid: str | None = None
 
 
 class WriteArgs(TypedDict, total=False):
@@ -133,6 +136,7 @@ class WriteArgs(TypedDict, total=False):
     validate: ValidateWrite | None
     on_create: Callable[[], None] | None
     recorded_subresource: str | None
+    expected_uid: str | None
 
 
 @dataclass(frozen=True, slots=True)
