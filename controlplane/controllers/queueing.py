@@ -184,6 +184,10 @@ class WorkQueue(Generic[K]):
         delay = min(cap, self._base_delay * 2 ** (failures - 1))
         await self.add_after(key, delay * random.uniform(0.8, 1.2))
 
+    def num_requeues(self, key: K) -> int:
+        """How many failures in a row the key has been backed off for (client-go's ``NumRequeues``)."""
+        return self._failures.get(key, 0)
+
     def forget(self, key: K) -> None:
         """The key succeeded: reset its backoff."""
         self._failures.pop(key, None)

@@ -180,14 +180,16 @@ class RolloutHistoryController(KeyedController[HistoryKey]):
                 try:
                     owned.append(await self.ctx.objects.create(record_rt, body))
                 except errors.AlreadyExists:
+                    if _held_by_another(records, body, workload):
+                        # Looked at again with the loop's backoff (not every 0.1 s) until the name is free.
+                        raise
                     return 0.1  # recorded meanwhile: look again once the informer has it
         plan = planner(workload, owned)
         for body in plan.create:
             try:
                 await self.ctx.objects.create(record_rt, body)
             except errors.AlreadyExists:
-                mine = records.get(namespace, ObjectView(body).name)
-                if mine is None or revisions.controller_uid(mine) == ObjectView(workload).uid:
+                if not _held_by_another(records, body, workload):
                     return 0.1  # ours, not seen by the informer yet: look again once it is
                 log.warning("%s %s/%s: %s %s exists and is not its own; its history is not recorded",
                             kind, namespace, name, record_kind, ObjectView(body).name)
@@ -209,3 +211,10 @@ class RolloutHistoryController(KeyedController[HistoryKey]):
             except errors.NotFound:
                 return None
         return None
+
+
+def _held_by_another(records: Informer, body: dict[str, Any], workload: dict[str, Any]) -> bool:
+    """Whether the record ``body`` could not be created because another controller's record holds
+    its name (not this workload's own, written but not yet seen by the informer)."""
+    held = records.get(ObjectView(body).namespace, ObjectView(body).name)
+    return held is not None and revisions.controller_uid(held) != ObjectView(workload).uid

@@ -206,6 +206,13 @@ async def test_a_first_record_that_could_not_be_written_is_written_later_from_th
         return manager.reconciles().get("rollout-history", 0) >= looks + 2
 
     await eventually(tried_again, what="the failed create of revision 1 tried again")
+    # Tried again with the loop's growing backoff, not at a fixed 0.1 s while the name stays taken.
+    history = next(loop for loop in manager._loops if loop.name == "rollout-history")
+
+    async def backed_off() -> bool:
+        return history.queue.num_requeues(("Deployment", "default", "web")) >= 2
+
+    await eventually(backed_off, what="the clash of revision 1's name backed off")
     assert await owned(objects, "ReplicaSet", created) == {}, "nothing recorded while the name is taken"
     await objects.delete(replicasets, namespace="default", name=f"web-{first_hash}")
 
