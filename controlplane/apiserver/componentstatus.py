@@ -10,7 +10,8 @@ own leader election, since the controllers and the scheduler run on the elected 
 
 Only ``get`` and ``list`` are served (405 otherwise), both with kube's warning ``v1
 ComponentStatus is deprecated in v1.19+`` (kubectl prints it) and, when asked for, kube's Table
-(``NAME STATUS MESSAGE ERROR``). A name that is not a component is a 404 (kube answers a bare
+(``NAME STATUS MESSAGE ERROR``). A list takes label and field selectors (``metadata.name``) as
+kube's does: a component has no labels, so a label selector that requires one selects none. A name that is not a component is a 404 (kube answers a bare
 error there, which its handler turns into a 500). In: the probes; out: a
 :class:`~controlplane.apiserver.createonly.CreateOnlyEndpoint` the API server routes and
 discovery lists (read-only, short name ``cs``); RBAC decides each request as for any resource.
@@ -19,7 +20,7 @@ discovery lists (read-only, short name ``cs``); RBAC decides each request as for
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
@@ -30,7 +31,8 @@ from controlplane.apiserver import errors
 from controlplane.apiserver.createonly import CreateOnlyEndpoint, CreateOnlyResource
 from controlplane.apiserver.handlers import json_response
 from controlplane.apiserver.objects.values import utc_now
-from controlplane.apiserver.resources import ResourceType, TableColumn
+from controlplane.apiserver.resources import BASE_FIELD_SELECTORS, ResourceType, TableColumn
+from controlplane.apiserver.selectors import parse_field_selector, parse_label_selector
 from controlplane.apiserver.tables import TABLE_CONTENT_TYPE, IncludeObject, table, wants_table
 from controlplane.storage.interface import Store
 
@@ -141,6 +143,17 @@ async def _probed(probe: Probe) -> ComponentHealth:
         return ComponentHealth(False, error=str(exc) or type(exc).__name__)
 
 
+def _selected(names: Iterable[str], query: Mapping[str, str]) -> list[str]:
+    """The components a list's ``labelSelector`` and ``fieldSelector`` select, as kube filters them
+    (``storage.DefaultPredicateFunc``: the object's labels, of which a component has none, and its
+    ``metadata.name``); a selector kube would refuse is its 400. Only these are probed."""
+    labels = parse_label_selector(query.get("labelSelector"))
+    fields = parse_field_selector(query.get("fieldSelector"), BASE_FIELD_SELECTORS)
+    if not labels.matches({}):
+        return []
+    return [n for n in names if fields.matches({"metadata": {"name": n}})]
+
+
 class ComponentStatuses:
     """The ComponentStatus resource over ``probes`` (component name -> probe, in listing order)."""
 
@@ -158,7 +171,7 @@ class ComponentStatuses:
             raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
         if name is not None and name not in self._probes:
             raise errors.not_found(plural=RESOURCE.plural, group="", name=name)
-        names = [name] if name is not None else list(self._probes)
+        names = [name] if name is not None else _selected(self._probes, request.query)
         found = await asyncio.gather(*(_probed(self._probes[n]) for n in names))
         items = [component_status(n, health) for n, health in zip(names, found, strict=True)]
         warnings = [DEPRECATION]

@@ -84,6 +84,30 @@ async def test_other_verbs_are_not_allowed(client: Client, method: str, path: st
     assert (await response.json())["reason"] == "MethodNotAllowed"
 
 
+@pytest.mark.parametrize(("query", "names"), [
+    ("fieldSelector=metadata.name%3Detcd-0", ["etcd-0"]),
+    ("fieldSelector=metadata.name!%3Detcd-0", ["scheduler", "controller-manager"]),
+    ("labelSelector=tier%3Dcontrol-plane", []),
+    ("labelSelector=!tier", ["scheduler", "controller-manager", "etcd-0"]),
+])
+async def test_a_list_takes_kubes_selectors(client: Client, query: str, names: list[str]) -> None:
+    """kube filters the listed components by their labels (none) and ``metadata.name``."""
+    response = await client.get(f"{COLLECTION}?{query}")
+    assert response.status == 200
+    assert [item["metadata"]["name"] for item in (await response.json())["items"]] == names
+
+
+async def test_a_selector_kube_refuses_is_its_bad_request(client: Client) -> None:
+    for query, message in (("fieldSelector=status.phase%3Dx", "field label not supported: status.phase"),
+                           ("labelSelector=a%3D%3D%3Db", None)):
+        response = await client.get(f"{COLLECTION}?{query}")
+        assert response.status == 400
+        status = await response.json()
+        assert status["reason"] == "BadRequest"
+        if message is not None:
+            assert status["message"] == message
+
+
 async def test_a_watch_is_not_allowed(client: Client) -> None:
     response = await client.get(f"{COLLECTION}?watch=true")
     assert response.status == 405
