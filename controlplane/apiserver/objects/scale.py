@@ -135,3 +135,17 @@ def patched_scale(
     """``current`` (a Scale) with ``patch`` applied (``patch_type`` from :func:`scale_patch_type`)."""
     scale_type = dataclasses.replace(rt, strategic_merge=False, model=None)
     return apply_patch(scale_type, current, patch_type, patch, manager=field_manager, force=False, now=now)
+
+
+def check_uid_precondition(rt: ResourceType, old: dict[str, Any], wanted: str | None) -> None:
+    """A Conflict when a scale write's uid precondition is not the object's uid, as kube's scale
+    subresources answer it (``deployments/scale.apps`` for a built-in kind, ``scale.<group>`` for a
+    custom one)."""
+    meta = old["metadata"]
+    if wanted and wanted != meta.get("uid"):
+        resource = f"{rt.plural}/scale" if rt.strategic_merge else "scale"
+        raise errors.Conflict(
+            f'Operation cannot be fulfilled on {errors.qualified_resource(resource, rt.group)} "{meta["name"]}": '
+            f"Precondition failed: UID in precondition: {wanted}, UID in object meta: {meta.get('uid', '')}",
+            target=errors.Target(name=meta["name"], group=rt.group, kind=resource),
+        )

@@ -40,6 +40,7 @@ from controlplane.apiserver.objects.reading import (
     store_call,
     stored_form,
 )
+from controlplane.apiserver.objects.scale import check_uid_precondition
 from controlplane.apiserver.objects.values import Preconditions, WriteOptions
 from controlplane.apiserver.objects.versions import KindVersions
 from controlplane.apiserver.patches import PatchType, apply_patch, check_apply_request, record_update
@@ -246,7 +247,7 @@ class Writer:
                     write.on_create()
                 return created
             old = decode(rt, kv)
-            _check_scale_uid(rt, old, write.expected_uid)
+            check_uid_precondition(rt, old, write.expected_uid)
             patched = apply_patch(
                 rt, old, patch_type, patch, manager=field_manager, force=force, now=self.now(), subresource=subresource,
                 strict_decoding=write.field_validation is not FieldValidation.IGNORE, converter=self.versions.converter(rt),
@@ -471,20 +472,6 @@ def _check_resource_version(rt: ResourceType, kv: storage.KeyValue, wanted: Any,
     not the stored revision ``kv`` holds."""
     if wanted and str(wanted) != str(kv.mod_revision):
         raise errors.conflict_modified(plural=rt.plural, group=rt.group, name=name)
-
-
-def _check_scale_uid(rt: ResourceType, old: dict[str, Any], wanted: str | None) -> None:
-    """A Conflict when a scale write's uid precondition is not the object's uid, as kube's scale
-    subresources answer it (``deployments/scale.apps`` for a built-in kind, ``scale.<group>`` for a
-    custom one)."""
-    meta = old["metadata"]
-    if wanted and wanted != meta.get("uid"):
-        resource = f"{rt.plural}/scale" if rt.strategic_merge else "scale"
-        raise errors.Conflict(
-            f'Operation cannot be fulfilled on {errors.qualified_resource(resource, rt.group)} "{meta["name"]}": '
-            f"Precondition failed: UID in precondition: {wanted}, UID in object meta: {meta.get('uid', '')}",
-            target=errors.Target(name=meta["name"], group=rt.group, kind=resource),
-        )
 
 
 def _known(store: storage.Store, rt: ResourceType, meta: dict[str, Any], wanted: Any) -> storage.KeyValue | None:
