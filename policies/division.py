@@ -151,8 +151,10 @@ def divide_by_static_weights(
         name: (None if available is None else available.get(name, 0) + current.get(name, 0)) for name in seats
     }
     # Min-heap on (-quotient, -weight, name): highest quotient, then higher weight, then lower name.
-    heap: list[tuple[Fraction, int, str]] = [
-        (-Fraction(weights[name], 1), -weights[name], name) for name in seats if capacity[name] != 0
+    # A cluster with no seat yet has the whole weight as its quotient: an int, exact and cheap to
+    # compare with the Fractions of later quotients.
+    heap: list[tuple[Fraction | int, int, str]] = [
+        (-weights[name], -weights[name], name) for name in seats if capacity[name] != 0
     ]
     heapq.heapify(heap)
     remaining = replicas
