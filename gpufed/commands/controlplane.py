@@ -6,6 +6,7 @@ import argparse
 import logging
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from controlplane.admission.requeuing import (
     DEFAULT_BACKOFF_BASE_SECONDS,
@@ -36,6 +37,9 @@ from controlplane.loopwatch import DEFAULT_STALL_WARNING
 from gpufed.argtypes import parse_listen, positive_duration, positive_number, seconds_or_off, whole_number
 from gpufed.commands.running import add_collector_arguments, collector_policy, serve_reporting
 from gpufed.logging_setup import configure_logging
+
+if TYPE_CHECKING:
+    from controlplane.hub import HubConfig
 
 log = logging.getLogger("gpufed.controlplane")
 
@@ -281,27 +285,19 @@ def wait_for_pods_ready(args: argparse.Namespace) -> WaitForPodsReady:
     )
 
 
-def run(args: argparse.Namespace) -> int:
-    configure_logging(args.log_level, component="hub")
-    from controlplane.allocator import return_large_buffers_to_the_system
+def hub_config(args: argparse.Namespace) -> HubConfig:
+    """The hub's configuration from its parsed flags (``--listen`` already split in host and port)."""
     from controlplane.apiserver.serving import ServingLimits
-    from controlplane.hub import Hub, HubConfig, run_until_signalled
-    from controlplane.pki import PkiError
-    from controlplane.storage.connecting import EtcdClientTls, EtcdConfigError
-    from controlplane.storage.embedded import EtcdClientTransport, EtcdStartError
+    from controlplane.hub import HubConfig
+    from controlplane.storage.connecting import EtcdClientTls
+    from controlplane.storage.embedded import EtcdClientTransport
     from controlplane.storage.etcd import DEFAULT_MAX_RESPONSE_BYTES
-    from controlplane.storage.interface import Unavailable
 
-    return_large_buffers_to_the_system()
     host, port = args.listen
-    conflict = conflicting_flags(args)
-    if conflict is not None:
-        print(f"error: {conflict}", file=sys.stderr)
-        return 2
     etcd_tls = None
     if args.etcd_cafile is not None:
         etcd_tls = EtcdClientTls(ca_file=args.etcd_cafile, cert_file=args.etcd_certfile, key_file=args.etcd_keyfile)
-    config = HubConfig(
+    return HubConfig(
         state_dir=args.state_dir,
         host=host,
         port=port,
@@ -343,6 +339,24 @@ def run(args: argparse.Namespace) -> int:
         service_cluster_ips=args.service_cluster_ip_range,
         service_node_ports=args.service_node_port_range,
     )
+
+
+def run(args: argparse.Namespace) -> int:
+    configure_logging(args.log_level, component="hub")
+    from controlplane.allocator import return_large_buffers_to_the_system
+    from controlplane.hub import Hub, run_until_signalled
+    from controlplane.pki import PkiError
+    from controlplane.storage.connecting import EtcdConfigError
+    from controlplane.storage.embedded import EtcdStartError
+    from controlplane.storage.interface import Unavailable
+
+    return_large_buffers_to_the_system()
+    host, port = args.listen
+    conflict = conflicting_flags(args)
+    if conflict is not None:
+        print(f"error: {conflict}", file=sys.stderr)
+        return 2
+    config = hub_config(args)
     runner = run_until_signalled(Hub(config), collector=collector_policy(args), stall_warning=args.loop_stall_warning)
     return serve_reporting(runner, host=host, port=port,
                            expected=(Unavailable, EtcdStartError, EtcdConfigError, PkiError))

@@ -1,0 +1,80 @@
+"""`gpufed controlplane`'s flags reach the hub's configuration: with no flag the configuration is
+the hub's own defaults, and each flag sets its field."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as dt
+from pathlib import Path
+
+from controlplane.admission.requeuing import WaitForPodsReady
+from controlplane.apiserver.flowcontrol.levels import Level
+from controlplane.apiserver.serviceallocation.ranges import IPRange, PortRange
+from controlplane.apiserver.serving import ServingLimits
+from controlplane.apiserver.watching import WatchLimits
+from controlplane.hub import HubConfig
+from controlplane.storage.connecting import EtcdClientTls
+from controlplane.storage.embedded import EtcdClientTransport
+from gpufed.commands.controlplane import add_arguments, hub_config
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return parser.parse_args(list(argv))
+
+
+def test_without_flags_the_configuration_is_the_hubs_default() -> None:
+    config = hub_config(parse())
+    assert config == HubConfig(state_dir=Path(".gpufed"))
+
+
+def test_every_flag_sets_its_field(tmp_path: Path) -> None:
+    ca, cert, key = (tmp_path / name for name in ("ca.crt", "client.crt", "client.key"))
+    config = hub_config(parse(
+        "--state-dir", str(tmp_path), "--listen", "0.0.0.0:7443",
+        "--etcd-endpoints", "https://a:2379, https://b:2379", "--etcd-cafile", str(ca),
+        "--etcd-certfile", str(cert), "--etcd-keyfile", str(key), "--etcd-binary", "/opt/etcd",
+        "--embedded-etcd-transport", "tls", "--etcd-max-response-bytes", str(64 << 20),
+        "--tls-cert-file", "/s.crt", "--tls-private-key-file", "/s.key", "--tls-ca-file", "/s-ca.crt",
+        "--tls-san", "hub.example.com", "--tls-san", "10.0.0.1",
+        "--service-cluster-ip-range", "10.200.0.0/16", "--service-node-port-range", "31000-31999",
+        "--cluster-monitor-grace-period", "55", "--default-unreachable-toleration-seconds", "60",
+        "--default-not-ready-toleration-seconds", "70", "--unhealthy-fleet-threshold", "0.4",
+        "--kueue-fair-sharing", "--graceful-eviction-timeout", "90", "--unschedulable-grace-seconds", "45",
+        "--kueue-wait-for-pods-ready-timeout", "300", "--kueue-requeuing-backoff-base-seconds", "7",
+        "--kueue-requeuing-backoff-max-seconds", "700", "--kueue-requeuing-backoff-limit-count", "3",
+        "--legacy-service-account-token-clean-up-period", "48h", "--leader-lease-ttl", "4",
+        "--identity", "hub-a", "--waste-sample-interval", "15",
+        "--request-header-timeout", "3", "--max-pending-connections", "64", "--max-requests-inflight", "80",
+        "--flowcontrol-queue-length", "9", "--flowcontrol-queue-wait-seconds", "2.5",
+        "--watch-buffer-bytes", "1048576", "--watch-buffer-events", "500", "--watch-slow-client-timeout", "12",
+        "--debug-write-journal", "100",
+    ))
+    assert dataclasses.replace(config, serving_limits=ServingLimits()) == HubConfig(
+        state_dir=tmp_path, host="0.0.0.0", port=7443,
+        etcd_endpoints=("https://a:2379", "https://b:2379"),
+        etcd_tls=EtcdClientTls(ca_file=ca, cert_file=cert, key_file=key), etcd_binary=Path("/opt/etcd"),
+        embedded_etcd_transport=EtcdClientTransport.TLS, etcd_max_response_bytes=64 << 20,
+        tls_cert_file=Path("/s.crt"), tls_private_key_file=Path("/s.key"), tls_ca_file=Path("/s-ca.crt"),
+        tls_hosts=("hub.example.com", "10.0.0.1"),
+        service_cluster_ips=IPRange.parse("10.200.0.0/16"), service_node_ports=PortRange.parse("31000-31999"),
+        cluster_monitor_grace_period=55.0, default_unreachable_toleration_seconds=60,
+        default_not_ready_toleration_seconds=70, unhealthy_fleet_threshold=0.4, kueue_fair_sharing=True,
+        graceful_eviction_timeout=90, unschedulable_grace_seconds=45.0,
+        wait_for_pods_ready=WaitForPodsReady(
+            timeout_seconds=300, backoff_base_seconds=7, backoff_max_seconds=700, backoff_limit_count=3,
+        ),
+        legacy_token_clean_up_period=dt.timedelta(hours=48), leader_lease_ttl=4, identity="hub-a",
+        waste_sample_interval=15.0,
+        watch_limits=WatchLimits(max_bytes=1 << 20, max_events=500, slow_timeout=12.0), write_journal=100,
+    )
+    limits = config.serving_limits
+    assert (limits.request_header_timeout, limits.max_pending_connections, limits.max_requests_inflight) == (3, 64, 80)
+    assert (limits.flowcontrol_queue_length, limits.flowcontrol_queue_wait_seconds) == (9, 2.5)
+
+
+def test_flowcontrol_shares_reach_the_serving_limits() -> None:
+    shares = hub_config(parse("--flowcontrol-shares", "workload-high=50")).serving_limits.flowcontrol_shares
+    assert shares[Level("workload-high")] == 50
