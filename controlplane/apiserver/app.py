@@ -41,6 +41,7 @@ from aiohttp.typedefs import Middleware
 
 from controlplane.apis.apiextensions.crd import GROUP as CRD_GROUP
 from controlplane.apis.apiextensions.crd import VERSION as CRD_VERSION
+from controlplane.apis.bookmarks import BOOKMARK_PERIOD
 from controlplane.apiserver import discovery, errors, negotiation
 from controlplane.apiserver.admission import AdmissionPlugin, ValidateWrite, write_validation
 from controlplane.apiserver.crd.controller import CrdController
@@ -421,7 +422,7 @@ def create_app(
     create_only: Iterable[CreateOnlyEndpoint] = (),
     public_paths: Iterable[str] = (),
     outer_middlewares: Iterable[Middleware] = (),
-    bookmark_interval: float = 60.0,
+    bookmark_interval: float = BOOKMARK_PERIOD,
     watch_timeout_seconds: float = 1800.0,
     watch_limits: WatchLimits | None = None,
     clock: Callable[[], datetime] = utc_now,

@@ -294,10 +294,13 @@ class ResourceHandlers:
         send_initial_events = _bool_param(query.get("sendInitialEvents"), "sendInitialEvents")
         check_watch_list_options(send_initial_events, query.get("resourceVersionMatch"))
         bookmark_interval = self._bookmark_interval if bookmarks else None
+        loop = asyncio.get_running_loop()
+        # The watch ends then; one that asked for bookmarks gets one shortly before, as kube's does.
+        deadline = loop.time() + float(timeout)
         if self._cache is not None:
             batches = self._cache.watch_batches(
                 rt, namespace=info.namespace, label_selector=labels, field_selector=fields,
-                resource_version=resource_version, bookmark_interval=bookmark_interval,
+                resource_version=resource_version, bookmark_interval=bookmark_interval, deadline=deadline,
                 send_initial_events=send_initial_events,
             )
         elif send_initial_events is not None:
@@ -305,7 +308,7 @@ class ResourceHandlers:
         else:
             batches = in_batches_of_one(self._objects.watch(
                 rt, namespace=info.namespace, label_selector=labels, field_selector=fields,
-                resource_version=resource_version, bookmark_interval=bookmark_interval,
+                resource_version=resource_version, bookmark_interval=bookmark_interval, deadline=deadline,
             ))
         response = web.StreamResponse(
             headers={"Content-Type": TABLE_CONTENT_TYPE if as_table else JSON_CONTENT_TYPE}
@@ -352,11 +355,10 @@ class ResourceHandlers:
             transport = request.transport
             return 0 if transport is None else transport.get_write_buffer_size()
 
-        loop = asyncio.get_running_loop()
         try:
             await serve_watch(
                 batches, encode=encode, write=response.write, limits=self._watch_limits,
-                deadline=loop.time() + float(timeout), poll=WATCH_POLL_SECONDS, keep_going=keep_going,
+                deadline=deadline, poll=WATCH_POLL_SECONDS, keep_going=keep_going,
                 buffered=buffered, on_slow=drop_slow_client,
             )
         except ConnectionResetError:

@@ -23,10 +23,11 @@ from typing import Any
 
 import orjson
 
+from controlplane.apis.bookmarks import next_bookmark
 from member_agent.apierrors import error_from_status
 from member_agent.kubeapi import APPLY_PATCH, KubeTransport, Request
 from simulator.hollow.member import SERVED, HollowError, HollowMember, kind_of
-from simulator.hollow.watching import Expired, next_bookmark, parse_selector
+from simulator.hollow.watching import Expired, parse_selector
 
 #: Health endpoints answered "ok" (the hollow member is up while its process runs).
 HEALTH = frozenset({"/readyz", "/livez", "/healthz"})
@@ -174,13 +175,13 @@ class HollowKubeApi(KubeTransport):
         loop = asyncio.get_running_loop()
         now = loop.time()
         deadline = now + timeout_seconds
-        bookmark_at = next_bookmark(now, deadline, hub.bookmark_period) if bookmarks else None
+        bookmark_at = next_bookmark(now, deadline=deadline, period=hub.bookmark_period) if bookmarks else None
         try:
             while (now := loop.time()) < deadline:
                 if bookmark_at is not None and now >= bookmark_at and opened.queue.empty():
                     # Nothing queued: this watch has had every event up to the member's revision.
                     # As kube's, a bookmark goes only once the member has moved past the watch's start.
-                    bookmark_at = next_bookmark(now, deadline, hub.bookmark_period)
+                    bookmark_at = next_bookmark(now, deadline=deadline, period=hub.bookmark_period)
                     if served is not None and hub.revision > since:
                         yield _bookmark(served[0], served[1], hub.revision)
                     continue

@@ -25,9 +25,10 @@ from typing import Any, Final
 
 import orjson
 
+from controlplane.apis.bookmarks import BOOKMARK_PERIOD
 from simulator.clock import rfc3339
 from simulator.hollow.nodes import HollowNodes
-from simulator.hollow.watching import BOOKMARK_PERIOD, Event, WatchHub
+from simulator.hollow.watching import Event, WatchHub
 from simulator.profile import ClusterProfile
 from simulator.scheduling.cluster_state import ClusterState
 from simulator.scheduling.model import PodRequest

@@ -5,8 +5,8 @@ Every change gets the member's next resourceVersion and is kept in a history of 
 than the history answers 410 Gone (the client relists), as kube-apiserver's watch cache
 does after compaction. Each open watch has a bounded queue; a watcher that falls more than
 ``queue_limit`` events behind is closed with 410 rather than holding memory. A watch that asked
-for bookmarks gets one at kube's cadence (:func:`next_bookmark`): the member's current
-resourceVersion, so a watch that sees no events (nodes) still resumes from a recent version.
+for bookmarks gets one at kube's cadence (:func:`controlplane.apis.bookmarks.next_bookmark`, as
+the hub's watches): the member's current resourceVersion, so a watch that sees no events (nodes) still resumes from a recent version.
 
 Pure asyncio, no I/O.
 """
@@ -17,25 +17,13 @@ import asyncio
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any
+
+from controlplane.apis.bookmarks import BOOKMARK_PERIOD
 
 #: (collection, namespace or "") of a watched object: collection is "<apiVersion>/<plural>".
 Scope = tuple[str, str]
 Selector = Callable[[Mapping[str, str]], bool]
-
-#: Seconds between two bookmarks of a watch that asked for them (kube's watch cache: one minute).
-BOOKMARK_PERIOD: Final = 60.0
-#: A watch also gets a bookmark this many seconds before its timeout ends it, as kube's does.
-BOOKMARK_BEFORE_TIMEOUT: Final = 2.0
-
-
-def next_bookmark(now: float, deadline: float, period: float) -> float | None:
-    """When a watch ending at ``deadline`` gets its next bookmark: ``period`` from ``now``, or
-    shortly before the deadline if that comes first; None when that moment is already past
-    (kube's ``cacheWatcher.nextBookmarkTime``)."""
-    at = min(now + period, deadline - BOOKMARK_BEFORE_TIMEOUT)
-    return at if at > now else None
-
 
 class Expired(Exception):
     """The resourceVersion asked for is older than the history (410 Gone)."""

@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
+from controlplane.apis.bookmarks import BOOKMARK_PERIOD
 from member_agent import capacity
 from member_agent.informing import Informer
 from member_agent.kubeapi import AlreadyExists, ApiError, Conflict, Gone, KindNotServed, NotFound
 from simulator.hollow.api import HollowKubeApi
 from simulator.hollow.member import HollowMember
 from simulator.hollow.nodes import hollow_profile
-from simulator.hollow.watching import BOOKMARK_PERIOD
 from simulator.scheduling.reading import node_state
 
 DEPLOYMENTS = "/apis/apps/v1/namespaces/ml/deployments"

@@ -4,8 +4,9 @@
 resourceVersion, Gone when it is compacted), then translates every store change into
 ADDED/MODIFIED/DELETED. With selectors, an object that stops matching arrives as DELETED
 and one that starts as ADDED; with a bookmark interval, a BOOKMARK carries the last
-revision seen whenever that long passes without an event. It keeps no event its
-consumer has taken, so a slow watcher holds at most one.
+revision seen on kube's beat (:func:`~controlplane.apis.bookmarks.next_bookmark`: every
+interval, and shortly before the watch's deadline). It keeps no event its consumer has
+taken, so a slow watcher holds at most one.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from controlplane.apis.bookmarks import next_bookmark
 from controlplane.apiserver import errors
 from controlplane.apiserver.objects.reading import (
     decode,
@@ -40,8 +42,8 @@ async def watch_events(
     ``resource_version`` absent or "0": the current objects as ADDED, then changes.
     "N": changes after revision N (Gone when N is compacted). With selectors, an
     object that stops matching arrives as DELETED and one that starts as ADDED.
-    With ``bookmark_interval``, a BOOKMARK event carries the last revision seen
-    whenever that many seconds pass without an event.
+    With ``bookmark_interval``, a BOOKMARK event carries the last revision seen every
+    that many seconds, events or not, and once more shortly before ``options.deadline``.
     """
     resource_version, bookmark_interval = options.resource_version, options.bookmark_interval
     labels = label_selector_of(options.label_selector)
@@ -87,13 +89,24 @@ async def watch_events(
     ready: deque[ObjectEvent] = deque()
     events = store.watch(prefix, from_revision=start + 1).__aiter__()
     pending: asyncio.Task[storage.WatchEvent | None] | None = None
+    loop = asyncio.get_running_loop()
+    bookmark_at = None if bookmark_interval is None else next_bookmark(
+        loop.time(), deadline=options.deadline, period=bookmark_interval
+    )
     try:
         while True:
             if pending is None:
                 pending = asyncio.create_task(_next_event(events))
-            if bookmark_interval is not None:
-                done, _ = await asyncio.wait({pending}, timeout=bookmark_interval)
-                if not done:
+            if bookmark_at is not None and bookmark_interval is not None:
+                due = loop.time() >= bookmark_at
+                if not due and not pending.done():
+                    done, _ = await asyncio.wait({pending}, timeout=bookmark_at - loop.time())
+                    due = not done
+                if due:
+                    # Every event up to last_revision has been handed out; the pending one is later.
+                    # (A timed wait may end a hair early: the next one is counted from this one's time.)
+                    now = max(loop.time(), bookmark_at)
+                    bookmark_at = next_bookmark(now, deadline=options.deadline, period=bookmark_interval)
                     bookmark = {
                         "kind": rt.kind,
                         "apiVersion": rt.api_version,

@@ -164,13 +164,16 @@ class DeleteOptions:
 
 @dataclass(frozen=True, slots=True)
 class WatchOptions:
-    """kube's metav1.ListOptions for a watch: selectors, the revision to start after, and
-    how often to send a BOOKMARK when nothing happens (None: never)."""
+    """kube's metav1.ListOptions for a watch: selectors, the revision to start after, how often
+    to send a BOOKMARK (None: never), and the event-loop time at which the server ends the watch
+    (its ``timeoutSeconds``; None: none), shortly before which it sends one more
+    (:func:`controlplane.apis.bookmarks.next_bookmark`)."""
 
     label_selector: LabelSelectorArg = None
     field_selector: FieldSelectorArg = None
     resource_version: str | None = None
     bookmark_interval: float | None = None
+    deadline: float | None = None
 
 
 class WatchArgs(TypedDict, total=False):
@@ -181,6 +184,7 @@ class WatchArgs(TypedDict, total=False):
     field_selector: FieldSelectorArg
     resource_version: str | None
     bookmark_interval: float | None
+    deadline: float | None
 
 
 class ListArgs(TypedDict, total=False):

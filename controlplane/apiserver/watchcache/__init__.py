@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 from collections.abc import AsyncGenerator, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Unpack
 
@@ -313,7 +313,7 @@ class WatchCache:
         cacher = await self._ready(rt)
         if cacher is None and send_initial_events is None:
             # Not listed yet (the store is slow or away): the store serves this watch, as without a cache.
-            parsed = WatchOptions(labels, fields, resource_version, bookmark_interval)
+            parsed = replace(asked, label_selector=labels, field_selector=fields)
             async for batch in self._store_batches(rt, namespace, parsed):
                 yield batch
             return
@@ -339,12 +339,14 @@ class WatchCache:
         watcher = CacheWatcher(rt, prefix=prefix, labels=labels, fields=fields, after=start, limits=self._config.watcher)
         events: AsyncGenerator[Sequence[ObjectEvent]]
         if cacher is not None and cacher.attach(watcher, start):
-            events = watcher.batches(bookmark_interval=bookmark_interval, on_close=cacher.detach)
+            events = watcher.batches(bookmark_interval=bookmark_interval, deadline=asked.deadline, on_close=cacher.detach)
         elif cacher is not None and window_only:
             raise errors.expired_resource_version(start, cacher.window.floor)
         else:
             # Older than the cache's window: the store's history serves it, as without a cache.
-            events = self._store_batches(rt, namespace, WatchOptions(labels, fields, str(start), bookmark_interval))
+            events = self._store_batches(
+                rt, namespace, replace(asked, label_selector=labels, field_selector=fields, resource_version=str(start))
+            )
         try:
             initial.reverse()
             chunk: builtins.list[ObjectEvent] = []

@@ -20,6 +20,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from controlplane.apis.bookmarks import next_bookmark
 from controlplane.apiserver import errors
 from controlplane.apiserver.objects.values import ObjectEvent, WatchEventType
 from controlplane.apiserver.resources import ResourceType
@@ -119,9 +120,9 @@ class CacheWatcher:
         self._bytes = 0
         self._waiter: asyncio.Future[None] | None = None
         self._bookmark_interval: float | None = None
+        self._deadline: float | None = None
         self._bookmark_timer: asyncio.TimerHandle | None = None
         self._bookmark_due = False
-        self._quiet_since = 0.0
         self._error: errors.ApiError | None = None
         self._closed = False
         #: The latest revision the cache has sent this watch past (what a BOOKMARK carries,
@@ -185,66 +186,73 @@ class CacheWatcher:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    async def _wait(self, bookmark_interval: float | None) -> None:
-        """Until an event is queued, the watch is closed, or (with ``bookmark_interval``) a
-        bookmark is due. One future per wait; the bookmark timer is set once per quiet
-        interval, not once per wait (:meth:`_bookmark_check`)."""
-        loop = asyncio.get_running_loop()
-        if bookmark_interval is not None and self._bookmark_timer is None:
-            self._bookmark_timer = loop.call_at(self._quiet_since + bookmark_interval, self._bookmark_check)
-        self._waiter = loop.create_future()
+    async def _wait(self) -> None:
+        """Until an event is queued, the watch is closed, or a bookmark is due."""
+        self._waiter = asyncio.get_running_loop().create_future()
         try:
             await self._waiter
         finally:
             self._waiter = None
 
-    def _bookmark_check(self) -> None:
-        """The quiet interval may be over: a watch still waiting with nothing queued gets a
-        bookmark; one that got events meanwhile is checked again at its new deadline."""
-        self._bookmark_timer = None
+    def _schedule_bookmark(self, now: float) -> None:
+        """Set the one timer of this watch for its next bookmark (:func:`next_bookmark`), if any is left."""
         interval = self._bookmark_interval
-        if interval is None or self._waiter is None or self._closed or self._queue:
+        if interval is None or self._closed:
             return
-        loop = asyncio.get_running_loop()
-        due = self._quiet_since + interval
-        if loop.time() >= due:
-            self._bookmark_due = True
-            self._wake()
-        else:
-            self._bookmark_timer = loop.call_at(due, self._bookmark_check)
+        at = next_bookmark(now, deadline=self._deadline, period=interval)
+        if at is not None:
+            self._bookmark_timer = asyncio.get_running_loop().call_at(at, self._bookmark_fire, at)
+
+    def _bookmark_fire(self, at: float) -> None:
+        """A bookmark is due: the watch sends it once the events queued before it are out."""
+        self._bookmark_timer = None
+        if self._closed:
+            return
+        self._bookmark_due = True
+        self._wake()
+        # Counted from the moment it was due (a timer may fire a hair early), as kube's cacher
+        # schedules a watcher's next bookmark when it dispatches one.
+        self._schedule_bookmark(max(asyncio.get_running_loop().time(), at))
 
     async def batches(
-        self, *, bookmark_interval: float | None, on_close: Callable[[CacheWatcher], None]
+        self,
+        *,
+        bookmark_interval: float | None,
+        deadline: float | None = None,
+        on_close: Callable[[CacheWatcher], None],
     ) -> AsyncGenerator[Sequence[ObjectEvent]]:
         """Every event queued, as one batch, as they come (one wake-up of the consumer per batch
-        however many events it holds); a BOOKMARK after ``bookmark_interval`` seconds without one.
-        A batch is the consumer's (it no longer counts against the queue's bound) and must not be
-        changed: its events are shared with the other watchers."""
-        loop = asyncio.get_running_loop()
+        however many events it holds); with ``bookmark_interval``, a BOOKMARK every that many
+        seconds, events or not, and one shortly before ``deadline`` (the event-loop time at which
+        the server ends the watch), as kube's cacher sends them. A batch is the consumer's (it no
+        longer counts against the queue's bound) and must not be changed: its events are shared
+        with the other watchers."""
         self._bookmark_interval = bookmark_interval
-        self._quiet_since = loop.time()
+        self._deadline = deadline
+        self._schedule_bookmark(asyncio.get_running_loop().time())
         try:
             while True:
                 if self._queue:
                     batch, self._queue = self._queue, deque()
                     self._bytes = 0
-                    self._bookmark_due = False  # an event that came as the interval ran out goes instead
-                    if bookmark_interval is not None:
-                        self._quiet_since = loop.time()
+                    # What a bookmark due now carries: every event up to it is in this batch (events
+                    # queued while the consumer writes the batch are later than it).
+                    revision = self.bookmark_revision
                     yield batch
                     del batch
+                    if self._bookmark_due and not self._closed:
+                        self._bookmark_due = False
+                        yield (bookmark(self._rt, revision),)
                     continue
                 if self._closed:
                     if self._error is not None:
                         raise self._error
                     return
                 if self._bookmark_due:
-                    # A watch closed meanwhile (410, too far behind) gets no bookmark before its error.
                     self._bookmark_due = False
-                    self._quiet_since = loop.time()
                     yield (bookmark(self._rt, self.bookmark_revision),)
                     continue
-                await self._wait(bookmark_interval)
+                await self._wait()
         finally:
             self._closed = True
             self._queue.clear()
