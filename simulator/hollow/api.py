@@ -47,6 +47,11 @@ def _bookmark(api_version: str, kind: str, revision: int) -> dict[str, Any]:
                                            "metadata": {"resourceVersion": str(revision)}}}
 
 
+def _no_resource() -> HollowError:
+    """kube-apiserver's answer to a path where it serves no resource (a kind this member does not serve)."""
+    return HollowError(404, "NotFound", "the server could not find the requested resource")
+
+
 def _raise(error: HollowError) -> None:
     raise error_from_status(error.code, orjson.dumps(error.status()))
 
@@ -114,11 +119,11 @@ class HollowKubeApi(KubeTransport):
             if api_version.count("/") <= 1 and ("/" in api_version) == path.startswith("/apis/"):
                 document = discovery(api_version)
                 if document is None:
-                    raise HollowError(404, "NotFound", f"the server could not find the requested resource ({path})")
+                    raise _no_resource()
                 return document
         parsed = parse_path(path)
-        if parsed is None or parsed[0].rpartition("/")[0] not in SERVED:
-            raise HollowError(404, "NotFound", f"the server could not find the requested resource ({path})")
+        if parsed is None or kind_of(parsed[0]) is None:
+            raise _no_resource()
         collection, namespace, name = parsed
         ns = namespace or ""
         if name is None:
@@ -154,8 +159,12 @@ class HollowKubeApi(KubeTransport):
     ) -> AsyncIterator[dict[str, Any]]:
         self.requests += 1
         parsed = parse_path(path)
-        if parsed is None or parsed[2] is not None:
-            _raise(HollowError(404, "NotFound", f"cannot watch {path}"))
+        served = None if parsed is None else kind_of(parsed[0])
+        if parsed is None or served is None:
+            _raise(_no_resource())  # as kube's: not an empty stream that never says why
+            return
+        if parsed[2] is not None:
+            _raise(HollowError(404, "NotFound", f"cannot watch {path}: the hollow member watches collections only"))
             return
         collection, namespace, _ = parsed
         hub = self.member.watches
@@ -170,8 +179,7 @@ class HollowKubeApi(KubeTransport):
         except ValueError as exc:
             _raise(HollowError(400, "BadRequest", f"resourceVersion or labelSelector: {exc}"))
             return
-        served = kind_of(collection)
-        bookmarks = served is not None and str(query.get("allowWatchBookmarks") or "") in TRUE
+        bookmarks = str(query.get("allowWatchBookmarks") or "") in TRUE
         loop = asyncio.get_running_loop()
         now = loop.time()
         deadline = now + timeout_seconds
@@ -182,7 +190,7 @@ class HollowKubeApi(KubeTransport):
                     # Nothing queued: this watch has had every event up to the member's revision.
                     # As kube's, a bookmark goes only once the member has moved past the watch's start.
                     bookmark_at = next_bookmark(now, deadline=deadline, period=hub.bookmark_period)
-                    if served is not None and hub.revision > since:
+                    if hub.revision > since:
                         yield _bookmark(served[0], served[1], hub.revision)
                     continue
                 wake = deadline if bookmark_at is None else min(deadline, bookmark_at)

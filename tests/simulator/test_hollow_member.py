@@ -128,6 +128,32 @@ async def test_unserved_kinds_are_told_apart_by_discovery() -> None:
         await api.resource_info("kubeflow.org/v1", "PyTorchJob")
 
 
+#: Collections a hollow member does not serve: a kind of a group it serves, a group it does not.
+UNSERVED = ["/api/v1/persistentvolumes", "/apis/batch/v1/namespaces/ml/cronjobs", "/apis/kubeflow.org/v1/pytorchjobs"]
+NO_RESOURCE = "the server could not find the requested resource"
+
+
+@pytest.mark.parametrize("path", UNSERVED)
+async def test_a_list_of_a_kind_the_member_does_not_serve_is_not_found(path: str) -> None:
+    api = HollowKubeApi(member(nodes=1))
+    with pytest.raises(NotFound) as listed:
+        await api.list_all(path)
+    assert (listed.value.code, listed.value.reason, listed.value.message) == (404, "NotFound", NO_RESOURCE)
+    with pytest.raises(NotFound, match=NO_RESOURCE):
+        await api.create(path, {"metadata": {"name": "x"}})
+
+
+@pytest.mark.parametrize("path", UNSERVED)
+async def test_a_watch_of_a_kind_the_member_does_not_serve_is_not_found(path: str) -> None:
+    """kube's 404 Status, not a stream that stays open and empty until its timeout."""
+    hollow = member(nodes=1)
+    api = HollowKubeApi(hollow)
+    with pytest.raises(NotFound) as watched:
+        await asyncio.wait_for(anext(api.watch(path, resource_version="", timeout_seconds=60)), 10)
+    assert (watched.value.code, watched.value.reason, watched.value.message) == (404, "NotFound", NO_RESOURCE)
+    assert hollow.watches.open_watches == 0
+
+
 async def test_the_agents_informer_follows_pods_and_an_expired_version_answers_410() -> None:
     hollow = member(nodes=4, history=4)
     api = HollowKubeApi(hollow)
