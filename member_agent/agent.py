@@ -16,7 +16,8 @@ each in a ``TaskGroup``:
   recomputed ``status_debounce`` seconds later and written only when it changed (a status
   saying *applied, replicas starting* is held up to ``status_hold`` seconds, so that a quick
   rollout costs one write: :mod:`member_agent.holding`). Every Work's
-  status is recomputed every ``status_resync_interval`` anyway. A status pass reads those
+  status is recomputed every ``status_resync_interval`` anyway (both resyncs vary by a tenth
+  either way, so agents started together do not resync together). A status pass reads those
   informers' caches (a synced watch holds every object gpufed owns of its kind) and asks the
   member only for what they do not hold (an object missing, or one not labelled as gpufed's:
   a conflict). The applier's ownership check before an apply reads the member itself: a cache

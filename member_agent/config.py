@@ -67,7 +67,7 @@ class AgentConfig(ClusterFacts):
     #: workload ready within it costs one status write (:mod:`member_agent.holding`); 0: none.
     status_hold: float = Field(default=DEFAULT_HOLD_SECONDS, ge=0, le=60)
     #: Every Work's status is recomputed this often anyway (events missed by a watch, kinds the
-    #: agent does not watch).
+    #: agent does not watch), a tenth more or less at random, as the Work resync.
     status_resync_interval: float = Field(default=60.0, gt=0)
     resync_interval: float = Field(default=300.0, gt=0)
     request_timeout: float = Field(default=30.0, gt=0)
@@ -189,7 +189,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--status-resync-interval",
         type=float,
-        help="seconds between recomputing every Work's status; member changes update it at once (default 60)",
+        help="seconds between recomputing every Work's status, a tenth more or less at random; member changes "
+        "update it at once (default 60)",
     )
     parser.add_argument(
         "--resync-interval",

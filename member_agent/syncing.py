@@ -1,8 +1,9 @@
 """The member agent's Works: apply what the hub's Works hold in the member, and write their status.
 
 The Work worker applies changed Works, removes deleted ones and reapplies everything every
-``resync_interval`` (repairing drift in the member; the interval varies by a tenth either way, so
-agents started together do not resync together). The resync takes :data:`RESYNC_BATCH` Works per
+``resync_interval`` (repairing drift in the member) and recomputes every Work's status every
+``status_resync_interval``; both intervals vary by a tenth either way (:class:`Resync`), so agents
+started together do not resync together. The resync takes :data:`RESYNC_BATCH` Works per
 pass, after the Works that events made dirty: a new Work never waits behind a pass over thousands. Work status follows the member: informers on
 the kinds the Works applied (label-selected by the ownership labels the agent sets) and the pod
 informer mark the owning Work, whose status is recomputed ``status_debounce`` seconds later and
@@ -24,6 +25,7 @@ from typing import Any
 from controlplane.apis import constants as c
 from member_agent.agentbase import MAX_BACKOFF, WORK_API, AgentBase, Kind, KindWatch
 from member_agent.applying import WorkApplier, status_changed, status_fields
+from member_agent.config import AgentConfig
 from member_agent.informing import Informer
 from member_agent.kubeapi import ApiError, Conflict, NotFound
 from member_agent.ledger import Ledger
@@ -47,9 +49,34 @@ def resync_batch(due: set[str], size: int = RESYNC_BATCH) -> list[str]:
     return taken
 
 
-def resync_after(interval: float) -> float:
-    """The next resync's delay: ``interval``, a tenth more or less at random."""
-    return interval * random.uniform(1 - RESYNC_JITTER, 1 + RESYNC_JITTER)
+class Resync:
+    """A pass due every ``interval`` seconds, each time a tenth more or less at random (``rng``)."""
+
+    __slots__ = ("_interval", "_rng", "at")
+
+    def __init__(self, interval: float, *, now: float, rng: random.Random) -> None:
+        self._interval = interval
+        self._rng = rng
+        #: When the pass is next due (the clock of ``now``).
+        self.at = now + self._delay()
+
+    def _delay(self) -> float:
+        return self._interval * self._rng.uniform(1 - RESYNC_JITTER, 1 + RESYNC_JITTER)
+
+    def due(self, now: float) -> bool:
+        """Whether the pass is due at ``now``; when it is, the next one is drawn from ``now``."""
+        if now < self.at:
+            return False
+        self.at = now + self._delay()
+        return True
+
+
+def work_resyncs(config: AgentConfig, *, now: float, rng: random.Random | None = None) -> tuple[Resync, Resync]:
+    """The Work worker's periodic passes from ``now``: applying every Work again, and recomputing
+    every Work's status."""
+    rng = rng or random.Random()
+    return (Resync(config.resync_interval, now=now, rng=rng),
+            Resync(config.status_resync_interval, now=now, rng=rng))
 
 
 class WorkSyncing(AgentBase):
@@ -215,11 +242,10 @@ class WorkSyncing(AgentBase):
         self._dirty_works.update(k for k in applier.ledger if k not in self.works.objects)
         if self._dirty_works:
             self._work_due.set()
-        next_status = loop.time() + cfg.status_resync_interval
-        next_resync = loop.time() + resync_after(cfg.resync_interval)
+        resync, status_resync = work_resyncs(cfg, now=loop.time())
         failures = 0
         while True:
-            timeout = max(0.0, min(next_status, next_resync) - loop.time())
+            timeout = max(0.0, min(status_resync.at, resync.at) - loop.time())
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(timeout):
                     await self._work_due.wait()
@@ -228,12 +254,10 @@ class WorkSyncing(AgentBase):
             self._work_due.clear()
             self._hold_over = False
             now = loop.time()
-            if now >= next_resync:
+            if resync.due(now):
                 self._resync_due.update(self.works.objects)
-                next_resync = now + resync_after(cfg.resync_interval)
-            if now >= next_status:
+            if status_resync.due(now):
                 self._status_dirty.update(self.works.objects)
-                next_status = now + cfg.status_resync_interval
             resynced = resync_batch(self._resync_due)
             for key in resynced:
                 self._applied_generation.pop(key, None)  # applied again, whatever its generation
