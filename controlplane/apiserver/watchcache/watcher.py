@@ -244,7 +244,7 @@ class CacheWatcher:
                         self._bookmark_due = False
                         yield (bookmark(self._rt, revision),)
                     continue
-                if self._closed:
+                if self._closed:  # closed meanwhile (410, too far behind): no bookmark before its error
                     if self._error is not None:
                         raise self._error
                     return
