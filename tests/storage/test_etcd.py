@@ -181,6 +181,25 @@ async def test_prefixes_isolate_stores_on_one_etcd(etcd_endpoint: str) -> None:
         assert [(kv.key, kv.value) for kv in (await wide.list("")).items] == [("/a", b"wide")]
 
 
+async def test_a_store_opens_its_watch_channel_only_to_watch(etcd_endpoint: str) -> None:
+    """A twin that only renews a lease and reads a key (the leader's renewals) holds one gRPC
+    channel; the watch channel comes with the first watch, and closing ends both."""
+    async with EtcdStore([etcd_endpoint], prefix=f"/channels-{uuid.uuid4().hex}") as store:
+        twin = store.twin()
+        assert twin.open_channels == 0
+        lease, _ttl = await twin.grant_lease(5)
+        await twin.create("/leader", b"me", lease=lease)
+        assert await twin.keep_alive_lease(lease) > 0
+        assert (await twin.get("/leader")).value == b"me"
+        assert twin.open_channels == 1
+        events = twin.watch("/leader", from_revision=1)
+        assert [event.kv.value for event in await take(events, 1)] == [b"me"]
+        assert twin.open_channels == 2
+        await twin.revoke_lease(lease)
+        await twin.close()
+        assert twin.open_channels == 0
+
+
 async def test_embedded_etcd_reports_why_it_did_not_start(tmp_path: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

@@ -166,8 +166,15 @@ class EtcdStore(Lifecycle):
     def twin(self) -> EtcdStore:
         """An unopened store with this one's settings (endpoints, prefix, TLS, timeouts, limits)
         and a connection of its own. gRPC channels belong to the event loop that opens them:
-        another thread's loop needs its twin, opened (on first call) and closed in that loop."""
+        another thread's loop needs its twin, opened (on first call) and closed in that loop.
+        Like any store, it opens its watch channel only with a first watch."""
         return self._twin()
+
+    @property
+    def open_channels(self) -> int:
+        """How many gRPC channels to etcd this store has open: none before its first call,
+        one for its calls, one more once it has watched."""
+        return self._calls.open_channels
 
     # -- reads ---------------------------------------------------------------------
 

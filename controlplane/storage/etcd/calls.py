@@ -2,9 +2,9 @@
 
 In: etcd client URLs, the client TLS settings (:class:`EtcdClientTls`), a per-call deadline, a
 retry budget and the outage gate's trip time. Out: :class:`EtcdCalls`, which opens the channels
-on first use (a main channel for unary calls, one without bandwidth-delay probing for watch
-streams), hands out the KV, Watch and Lease stubs, and runs each call through
-:meth:`EtcdCalls.call`: transient failures are retried with jittered backoff within the budget,
+on first use (a main channel for unary calls and, with the first watch, one without
+bandwidth-delay probing for watch streams), hands out the KV, Watch and Lease stubs, and runs
+each call through :meth:`EtcdCalls.call`: transient failures are retried with jittered backoff within the budget,
 an etcd known to be down fails at once (:class:`~controlplane.storage.outage.OutageGate`), and
 the final failure becomes the storage error tree (:mod:`controlplane.storage.grpcerrors`).
 
@@ -106,25 +106,33 @@ class EtcdCalls:
     # -- channels and stubs ----------------------------------------------------------
 
     def open(self) -> None:
-        """Open the channels (once); raise Unavailable after :meth:`close`."""
+        """Open the main channel (once); raise Unavailable after :meth:`close`. The watch
+        channel opens with the first watch (:attr:`watches`): a store that never watches (the
+        leader's lease renewals) has no use for it."""
         if self.closed:
             raise Unavailable(f"the etcd store for {self.endpoint} is closed")
         if self._channel is None:
             self._channel = self._open_channel(self._channel_options)
-            self._watch_channel = self._open_channel([*self._channel_options, *_WATCH_CHANNEL_OPTIONS])
             self._kv = rpc.KVStub(self._channel)
             self._kv_encoded = {
                 method: direct_unary(self._channel, f"/etcdserverpb.KV/{method}", response)
                 for method, response in (("Txn", rpc.TxnResponse), ("Range", rpc.RangeResponse))
             }
-            self._watch_stub = rpc.WatchStub(self._watch_channel)
             self._lease_stub = rpc.LeaseStub(self._channel)
 
     @property
     def watches(self) -> Any:
-        """The Watch stub (on the watch channel)."""
+        """The Watch stub, on the watch channel (opened on first use)."""
         self.open()
+        if self._watch_channel is None:
+            self._watch_channel = self._open_channel([*self._channel_options, *_WATCH_CHANNEL_OPTIONS])
+            self._watch_stub = rpc.WatchStub(self._watch_channel)
         return self._watch_stub
+
+    @property
+    def open_channels(self) -> int:
+        """How many gRPC channels are open (0, 1 or 2)."""
+        return sum(channel is not None for channel in (self._channel, self._watch_channel))
 
     def _open_channel(self, options: Sequence[tuple[str, int]]) -> Any:
         if self._credentials is not None:
