@@ -17,8 +17,11 @@ before and find the cycles that are garbage soon after they form (an exception a
 traceback), which is where nearly all of them are. A cycle that forms among older objects (a
 long-lived connection or task torn down) waits for the full pass made every
 ``full_interval`` seconds over everything, unfrozen first, which bounds what such cycles
-can hold. The pauses of the older generations' passes are a histogram in the hub's metrics
-(``gpufed_gc_pause_seconds``).
+can hold. One such teardown is too large to wait: a hub replica that loses its leadership
+term lets go of that term's controllers, informers and caches at once (a copy of every object
+it watched, all of it in cycles), so it reports the loss (:meth:`CollectorTuning.released`) and
+a full pass is made then. The pauses of the older generations' passes are a histogram in the
+hub's metrics (``gpufed_gc_pause_seconds``).
 """
 
 from __future__ import annotations
@@ -64,6 +67,7 @@ class CollectorTuning:
         self._started: dict[int, float] = {}
         #: Full passes made by the policy (not by CPython's own schedule).
         self.full_passes = 0
+        self._in_force = False
 
     def _on_collection(self, phase: str, info: dict[str, Any]) -> None:
         generation = info["generation"]
@@ -83,13 +87,30 @@ class CollectorTuning:
         gc.collect(1)
         gc.freeze()
 
-    def full_pass(self) -> None:
+    def full_pass(self, *, reason: str = "periodic") -> None:
         """Unfreeze everything and collect it all in one pass, then freeze the survivors."""
         gc.unfreeze()
         found = gc.collect()
         self.full_passes += 1
         self.freeze()
-        log.info("full garbage collection: %d unreachable objects; %d objects frozen", found, gc.get_freeze_count())
+        log.info(
+            "full garbage collection (%s): %d unreachable objects; %d objects frozen", reason, found, gc.get_freeze_count()
+        )
+
+    def released(self, what: str) -> None:
+        """A large, long-lived object graph was just let go (``what``: a lost leadership term's
+        controllers, informers and caches). It is full of reference cycles (a controller and its
+        loop, a cancelled task's traceback and the frames it names), and what survived a freeze
+        is looked at only by a full pass: while the policy is in force, one is made at the event
+        loop's next turn (the code that let the graph go still refers to some of it until it
+        returns), so the graph is not kept until the next pass of ``full_interval``. Nothing
+        otherwise: CPython's own full passes come as the objects of the next term replace it."""
+        if self._in_force:
+            asyncio.get_running_loop().call_soon(self._collect_released, what)
+
+    def _collect_released(self, what: str) -> None:
+        if self._in_force:  # the policy may have ended meanwhile
+            self.full_pass(reason=what)
 
     async def run(self, *, thaw: bool = True) -> None:
         """Freeze every ``freeze_interval``, a full pass every ``full_interval``, until
@@ -104,6 +125,7 @@ class CollectorTuning:
             if not self.policy.enabled:
                 await asyncio.Event().wait()
             gc.set_threshold(thresholds[0], thresholds[1], NO_AUTOMATIC_FULL_PASS)
+            self._in_force = True
             self.freeze()
             last_full = self._clock()
             while True:
@@ -114,6 +136,7 @@ class CollectorTuning:
                 else:
                     self.freeze()
         finally:
+            self._in_force = False
             if self._on_collection in gc.callbacks:
                 gc.callbacks.remove(self._on_collection)
             if self.policy.enabled:
@@ -123,13 +146,17 @@ class CollectorTuning:
 
 
 @contextlib.asynccontextmanager
-async def collector_tuned(policy: CollectorPolicy, *, observe: PauseObserver | None = None) -> AsyncIterator[None]:
+async def collector_tuned(
+    policy: CollectorPolicy, *, observe: PauseObserver | None = None
+) -> AsyncIterator[CollectorTuning]:
     """Apply ``policy`` to this process while the block runs (a process's runner uses it: the
-    hub, the agent, a hollow fleet). What it froze stays frozen afterwards: the process is about
-    to exit (see :meth:`CollectorTuning.run`)."""
-    task = asyncio.create_task(CollectorTuning(policy, observe=observe).run(thaw=False), name="gc-policy")
+    hub, the agent, a hollow fleet); the block gets the tuning (to report what it let go, see
+    :meth:`CollectorTuning.released`). What it froze stays frozen afterwards: the process is
+    about to exit (see :meth:`CollectorTuning.run`)."""
+    tuning = CollectorTuning(policy, observe=observe)
+    task = asyncio.create_task(tuning.run(thaw=False), name="gc-policy")
     try:
-        yield
+        yield tuning
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)  # a cancellation of the caller still goes through

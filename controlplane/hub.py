@@ -294,6 +294,8 @@ class Hub(ShutdownOnce):
         self.service_allocator: ServiceAllocator | None = None
         self.quota_admission: QuotaAdmission | None = None
         self._leader_tasks: list[asyncio.Task[None]] = []
+        #: Called once a lost term's work has stopped and been let go (see :meth:`after_each_term`).
+        self._term_released: list[Callable[[str], None]] = []
         self.metrics: HubMetrics = hub_metrics()
         #: Every write the API and the controllers make, counted (``gpufed_storage_writes_total``).
         self.ledger = WriteLedger(journal=config.write_journal)
@@ -524,12 +526,21 @@ class Hub(ShutdownOnce):
             )
         await self._mirror_leader_lease(writes, term)
 
+    def after_each_term(self, released: Callable[[str], None]) -> None:
+        """Call ``released(what)`` each time a leadership term this replica lost has stopped and
+        the hub holds nothing of it any more (not when the hub itself stops): the process's
+        garbage-collector policy collects it then (:meth:`CollectorTuning.released`)."""
+        self._term_released.append(released)
+
     async def _stop_leading(self) -> None:
-        """Leadership ended (or the hub stops): stop everything :meth:`_start_leading` started."""
-        if self.controllers is not None:
-            await self.controllers.shutdown()
-        if self.health is not None:
-            await self.health.shutdown()
+        """Leadership ended (or the hub stops): stop everything :meth:`_start_leading` started,
+        and let it go: the next term builds its own."""
+        controllers, health, self.controllers, self.health = self.controllers, self.health, None, None
+        self.token_controller = None
+        if controllers is not None:
+            await controllers.shutdown()
+        if health is not None:
+            await health.shutdown()
         if self.waste_sampler is not None:
             self.waste_sampler.request_stop()
         waste_task, self._waste_task = self._waste_task, None
@@ -541,6 +552,9 @@ class Hub(ShutdownOnce):
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         self.metrics.workqueues.detach_all()  # a loop cancelled before it ran never detached its queue
+        if controllers is not None and not self._stopped.is_set():
+            for released in self._term_released:
+                released("a lost leadership term")
 
     async def _mirror_leader_lease(self, objects: ObjectStore, term: Term) -> None:
         """Show the leader as ``kubectl get lease -n gpufed-system gpufed-controllers`` (visibility only)."""
@@ -662,9 +676,10 @@ async def run_until_signalled(
 
     async with contextlib.AsyncExitStack() as stack:
         if collector is not None:
-            await stack.enter_async_context(collector_tuned(
+            tuning = await stack.enter_async_context(collector_tuned(
                 collector, observe=lambda generation, seconds: observe(str(generation)).observe(seconds)
             ))
+            hub.after_each_term(tuning.released)  # a lost term is collected, not kept frozen
         async with watching_the_loop(stall_warning, on_stall), hub:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(sig, hub.request_stop)

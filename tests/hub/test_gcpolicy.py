@@ -97,6 +97,31 @@ def test_a_cycle_formed_among_frozen_objects_waits_for_the_full_pass() -> None:
     assert gc.get_freeze_count() > 0, "the survivors of the full pass are frozen again"
 
 
+async def test_a_graph_reported_released_is_collected_at_the_next_turn_while_the_policy_runs() -> None:
+    """A lost leadership term (:meth:`Hub.after_each_term`) is collected without waiting for the
+    scheduled full pass, once the code that reported it has returned; outside the policy, a report
+    makes no pass."""
+    tuning = CollectorTuning(CollectorPolicy(freeze_interval=3600, full_interval=0))
+    tuning.released("nothing: the policy does not run")
+    await asyncio.sleep(0)
+    assert tuning.full_passes == 0
+    task = asyncio.create_task(tuning.run())
+    await asyncio.sleep(0)  # in force: the survivors are frozen
+    first, second = Node(), Node()
+    first.other, second.other = second, first
+    ref = weakref.ref(first)
+    gc.freeze()  # the term lived past a freeze
+    del first, second
+    gc.collect()
+    assert ref() is not None, "frozen, the cycle waits for a full pass"
+    tuning.released("a lost leadership term")
+    assert ref() is not None and tuning.full_passes == 0, "not while the caller still runs"
+    await asyncio.sleep(0)
+    assert ref() is None and tuning.full_passes == 1
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
 async def test_run_freezes_on_its_interval_reports_old_passes_and_restores_the_collector() -> None:
     observed: list[tuple[int, float]] = []
     now = [0.0]
