@@ -64,6 +64,7 @@ from member_agent.interpreting import CUSTOMIZATIONS_PATH
 from member_agent.kubeapi import ApiError, KubeApi, is_retryable
 from member_agent.metrics import NAMESPACE as METRICS_NAMESPACE
 from member_agent.metrics import MetricsServer, parse_listen
+from member_agent.nodetotals import NodeTotals
 from member_agent.reachability import Reachability, Unreachable, failure_level
 from member_agent.registering import register_cluster, renew_lease
 from member_agent.reporting import CapacityReporting
@@ -175,6 +176,7 @@ class Agent(CapacityReporting, WorkSyncing):
                 self.cluster = await register_cluster(hub, desired)
         self.registered.set()
 
+        self.node_totals = NodeTotals()  # the new informer's list reports every node
         self.nodes = Informer(
             self.member,
             "/api/v1/nodes",
@@ -248,6 +250,7 @@ class Agent(CapacityReporting, WorkSyncing):
             logger.info("spot node %s of cluster %s %s", key, self.config.cluster_name,
                         "got a reclaim notice" if node is not None else f"was reclaimed ({len(touched)} workload(s) hit)")
         self._reclaims_touched(touched)
+        self.node_totals.changed(key, node)
         self._on_capacity_change(key)
 
     def _on_pod_change(self, key: str) -> None:

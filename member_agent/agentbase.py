@@ -26,6 +26,7 @@ from member_agent.informing import Informer
 from member_agent.interpreting import MemberInterpreters
 from member_agent.kubeapi import KubeApi, KubeTransport
 from member_agent.metrics import AgentMetrics, MetricsServer
+from member_agent.nodetotals import NodeTotals
 from member_agent.podstates import PendingPods
 from member_agent.reachability import Reachability
 from member_agent.reclaims import ReclaimLog
@@ -116,6 +117,9 @@ class AgentBase(Service):
         self._utilization_time: str | None = None
         #: The requests of the pods the last capacity report read (by object identity).
         self._pod_requests = PodRequests()
+        #: The node part of the capacity report, kept over the node informer's changes (a new
+        #: one with each new node informer).
+        self.node_totals = NodeTotals()
         self._kubernetes_version: str | None = None
         #: The member API's health by the probe; None until the member client exists.
         self.member_api_health: probing.MemberApiHealth | None = None

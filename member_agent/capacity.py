@@ -5,7 +5,9 @@ trimmed form :func:`trim_node` / :func:`trim_pod` keep in the agent's caches), o
 DCGM utilization already grouped per node (:func:`member_agent.dcgm.utilization_by_node`), and
 the report time. Out: the ``Cluster.status`` dict of the Cluster API (controlplane/apis/cluster_v1alpha1.py) (conditions,
 nodeSummary, gpuSummary, resourceSummary, nodeShapes, utilization). No I/O happens here. What one
-Node says (readiness, quantities, GPU labels, taints) is read by :mod:`member_agent.nodes`.
+Node says (readiness, quantities, GPU labels, taints) is read by :mod:`member_agent.nodes`; the
+nodes' part of the report is summed by :mod:`member_agent.nodetotals`, which a reporter keeps
+over node changes so that a report costs the nodes holding pods, not every node.
 
 Accounting rules, exactly:
 
@@ -57,17 +59,14 @@ Accounting rules, exactly:
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any
 
 import orjson
 
 from controlplane.apis import constants as c
-from controlplane.apis import pods, spot
+from controlplane.apis import pods
 from controlplane.apis.cluster_v1alpha1 import ClusterConditionType, ClusterReadyReason
 from controlplane.apis.constants import (
     LABEL_POD_TEMPLATE_HASH,
@@ -80,28 +79,12 @@ from controlplane.apis.utilization import NodeUtilization, PodAllocation
 from controlplane.reports.agentreport import utilization_report
 from member_agent.nodes import (
     PER_NODE_LABELS,
-    UNKNOWN_PRODUCT,
-    gpu_info,
-    gpu_is_unusable,
-    node_allocatable,
-    node_capacity,
-    node_is_ready,
-    node_is_schedulable,
-    node_taints,
-    selection_labels,
     shared_replicas,
     tracked_quantities,
     utilization_labels,
 )
+from member_agent.nodetotals import NodeTotals, add_amounts
 from member_agent.podstates import ClaimTrouble, no_claim_trouble, unschedulable_for_room
-
-CPU_ROUNDING = 1000  # millicores
-MEMORY_ROUNDING = 2**30  # bytes
-
-
-def _add(into: dict[str, int], more: Mapping[str, int], times: int = 1) -> None:
-    for name, amount in more.items():
-        into[name] = into.get(name, 0) + amount * times
 
 
 def pod_requests(pod: Mapping[str, Any]) -> dict[str, int]:
@@ -137,15 +120,6 @@ class PodRequests:
 def pod_is_active(pod: Mapping[str, Any]) -> bool:
     phase = (pod.get("status") or {}).get("phase")
     return bool((pod.get("spec") or {}).get("nodeName")) and phase not in TERMINAL_PHASES
-
-
-def _round_free(free: Mapping[str, int]) -> dict[str, int]:
-    out = dict(free)
-    if "cpu" in out:
-        out["cpu"] -= out["cpu"] % CPU_ROUNDING
-    if "memory" in out:
-        out["memory"] -= out["memory"] % MEMORY_ROUNDING
-    return out
 
 
 #: ``training.kubeflow.org/operator-name`` (on a job's pods, whatever launcher Job or ReplicaSet
@@ -219,36 +193,6 @@ def owner_workload(pod: Mapping[str, Any]) -> dict[str, str] | None:
     return None
 
 
-@dataclass(slots=True)
-class _GpuEntry:
-    resource: str
-    product: str
-    replicas: int
-    unusable: bool
-    capacity: int = 0
-    allocatable: int = 0
-    allocated: int = 0
-
-    def as_dict(self) -> dict[str, Any]:
-        entry: dict[str, Any] = {
-            "resource": self.resource,
-            "product": self.product,
-            "capacity": self.capacity,
-            "allocatable": self.allocatable,
-            "allocated": self.allocated,
-        }
-        if self.replicas > 1:
-            entry["sharedReplicas"] = self.replicas
-            entry["gpuEquivalent"] = {
-                "capacity": round(self.capacity / self.replicas, 3),
-                "allocatable": round(self.allocatable / self.replicas, 3),
-                "allocated": round(self.allocated / self.replicas, 3),
-            }
-        if self.unusable:
-            entry["unusable"] = True
-        return entry
-
-
 def _condition(
     status: str, reason: str, message: str, *, now: str, previous: Sequence[Mapping[str, Any]]
 ) -> dict[str, Any]:
@@ -310,86 +254,8 @@ def _with_finished_holders(
     return out
 
 
-@dataclass(frozen=True, slots=True)
-class _NodeFacts:
-    """What the report reads from a node's labels and status (the same for every node that shares
-    them: a :class:`NodeTrimmer`'s nodes of one pool)."""
-
-    #: The labels and status these were read from (held, so that their ids stay theirs).
-    labels: Any
-    status: Any
-    unusable: bool
-    allocatable: dict[str, int]
-    capacity: dict[str, int]
-
-
-@dataclass(slots=True)
-class _NodeGroup:
-    """Nodes a report counts alike (see :func:`summarize`): the first one seen stands for all."""
-
-    node: Mapping[str, Any]
-    name: str
-    labels: Mapping[str, str]
-    allocated: Mapping[str, int]
-    facts: _NodeFacts
-    count: int = 0
-    ready: bool = False
-    schedulable: bool = False
-    product: str = UNKNOWN_PRODUCT
-
-
-_NO_LABELS: Mapping[str, str] = MappingProxyType({})
-_NOTHING: Mapping[str, int] = MappingProxyType({})
-
-
-def _facts(node: Mapping[str, Any], memo: dict[tuple[int, int], _NodeFacts]) -> _NodeFacts:
-    """The node's :class:`_NodeFacts`, read once per distinct (labels, status) pair of objects."""
-    labels, status = (node.get("metadata") or {}).get("labels"), node.get("status")
-    key = (id(labels), id(status))
-    found = memo.get(key)
-    if found is None:
-        found = memo[key] = _NodeFacts(
-            labels, status, gpu_is_unusable(node), node_allocatable(node), node_capacity(node)
-        )
-    return found
-
-
-def _shape(
-    node: Mapping[str, Any],
-    name: str,
-    labels: Mapping[str, str],
-    allocatable: Mapping[str, int],
-    allocated: Mapping[str, int],
-    facts: _NodeFacts,
-    memo: dict[tuple[Any, ...], str],
-) -> str:
-    """The node's shape as the key ``nodeShapes`` groups by, worked out once per distinct
-    (labels, spec, status objects, allocation; the node holds them while the report is built, so
-    their ids are theirs) -- unless a label's value is the node's own name,
-    which the shape's labels leave out for that node alone."""
-    spec = node.get("spec")
-    key = (id(facts), id(spec), tuple(sorted(allocated.items())))
-    shared = name not in labels.values()
-    if shared and (found := memo.get(key)) is not None:
-        return found
-    free = {res: max(amount - allocated.get(res, 0), 0) for res, amount in sorted(allocatable.items())}
-    shape: dict[str, Any] = {
-        "labels": selection_labels(node),
-        "taints": node_taints(node),
-        "free": _round_free(free),
-        "allocatable": dict(sorted(allocatable.items())),
-        "gpu": gpu_info(node),
-    }
-    if spot.is_spot(labels):
-        shape["spot"] = True
-    encoded = json.dumps(shape, sort_keys=True, separators=(",", ":"))
-    if shared:
-        memo[key] = encoded
-    return encoded
-
-
 def summarize(
-    nodes: Sequence[Mapping[str, Any]],
+    nodes: NodeTotals | Iterable[Mapping[str, Any]],
     pods: Iterable[Mapping[str, Any]],
     *,
     now: str,
@@ -410,8 +276,12 @@ def summarize(
     whatever the cached nodes say. ``requests_of``, a reporter's own :class:`PodRequests`,
     spares parsing again the requests of pods the last report read. ``claims``: why claims are
     unbound, as the Works' status passes last read them (their pods wait for storage, not room).
+
+    ``nodes`` is a reporter's :class:`~member_agent.nodetotals.NodeTotals`, kept over node
+    changes (the report then costs the nodes that hold pods, not every node), or the nodes
+    themselves (unique names), counted for this report alone.
     """
-    node_names = {str((n.get("metadata") or {}).get("name")) for n in nodes}
+    totals = nodes if isinstance(nodes, NodeTotals) else NodeTotals.of(nodes)
     allocated_by_node: dict[str, dict[str, int]] = {}
     pods_by_node: dict[str, list[tuple[Mapping[str, Any], dict[str, int]]]] = {}
     # Finished pods still named by DCGM series (the exporter lags): their owners are still known.
@@ -425,91 +295,35 @@ def summarize(
             finished[(str(metadata.get("namespace") or ""), str(metadata.get("name") or ""))] = pod
             continue
         node_name = str(pod["spec"]["nodeName"])
-        if node_name not in node_names:
+        if node_name not in totals:
             continue
         requests = requests_of.of(pod) if requests_of is not None else pod_requests(pod)
-        _add(allocated_by_node.setdefault(node_name, {}), requests)
+        add_amounts(allocated_by_node.setdefault(node_name, {}), requests)
         pods_by_node.setdefault(node_name, []).append((pod, requests))
     if requests_of is not None:
         requests_of.report_done()
+    counts = totals.summary(allocated_by_node)
 
-    # Nodes that hold the same labels, spec and status objects (a NodeTrimmer's nodes of one
-    # pool) and the same allocation report the same: each such group is worked out once.
-    groups: dict[tuple[Any, ...], _NodeGroup] = {}
-    invalid_nodes: list[str] = []
-    with_devices: list[tuple[str, Mapping[str, Any], _NodeGroup]] = []
-    facts_memo: dict[tuple[int, int], _NodeFacts] = {}
-    for node in nodes:
-        meta = node.get("metadata") or {}
-        name, labels = str(meta.get("name")), meta.get("labels") or _NO_LABELS
-        allocated = allocated_by_node.get(name, _NOTHING)
-        own = name if name in labels.values() else None  # its shape is its own (see _shape)
-        alike = (id(labels), id(node.get("status")), id(node.get("spec")), own,
-                 tuple(sorted(allocated.items())) if allocated else ())
-        group = groups.get(alike)
-        if group is None:
-            group = groups[alike] = _NodeGroup(node, name, labels, allocated, _facts(node, facts_memo))
-        group.count += 1
-        if group.facts.unusable:
-            invalid_nodes.append(name)
-        if (utilization or {}).get(name):
-            with_devices.append((name, node, group))
-    invalid_nodes.sort()
-
-    ready_count = 0
-    spot_count = 0
-    gpu_entries: dict[tuple[str, str, int], _GpuEntry] = {}
-    total_allocatable: dict[str, int] = {}
-    total_allocated: dict[str, int] = {}
-    shape_counts: Counter[str] = Counter()
-    shapes_memo: dict[tuple[Any, ...], str] = {}
-    for group in groups.values():
-        node, labels, allocated, facts, count = group.node, group.labels, group.allocated, group.facts, group.count
-        unusable, allocatable, capacity = facts.unusable, facts.allocatable, facts.capacity
-        group.ready, group.schedulable = node_is_ready(node), node_is_schedulable(node)
-        ready_count += group.ready * count
-        spot_count += spot.is_spot(labels) * count
-        counted_allocatable = allocatable if group.ready else {}
-        _add(total_allocatable, counted_allocatable, count)
-        _add(total_allocated, allocated, count)
-
-        group.product = product = str(labels.get(c.LABEL_GPU_PRODUCT, UNKNOWN_PRODUCT))
-        for resource in sorted(set(capacity) | set(allocatable) | set(allocated)):
-            if not is_nvidia_resource(resource):
-                continue
-            replicas = shared_replicas(labels, resource)
-            key = (resource, product, replicas)
-            entry = gpu_entries.get(key)
-            if entry is None:
-                entry = gpu_entries[key] = _GpuEntry(resource, product, replicas, unusable)
-            entry.unusable = entry.unusable or unusable
-            entry.capacity += capacity.get(resource, 0) * count
-            entry.allocatable += counted_allocatable.get(resource, 0) * count
-            entry.allocated += allocated.get(resource, 0) * count
-
-        if group.schedulable:
-            shape_counts[_shape(node, group.name, labels, allocatable, allocated, facts, shapes_memo)] += count
-
-    util_nodes = [
-        NodeUtilization(
-            name=name,
-            product=group.product,
-            ready=group.ready,
-            schedulable=group.schedulable,
-            shared_replicas=shared_replicas(group.labels, c.RESOURCE_GPU),
-            labels=utilization_labels(node),
-            devices=(utilization or {})[name],
-            pods=_with_finished_holders(_allocations(pods_by_node.get(name, ())), (utilization or {})[name], finished),
+    util_nodes = []
+    for name, devices in sorted((utilization or {}).items()):
+        kind = totals.get(name)
+        if kind is None or not devices:
+            continue
+        util_nodes.append(
+            NodeUtilization(
+                name=name,
+                product=kind.product,
+                ready=kind.ready,
+                schedulable=kind.schedulable,
+                shared_replicas=shared_replicas(kind.labels or {}, c.RESOURCE_GPU),
+                labels=utilization_labels(kind.view(name)),
+                devices=devices,
+                pods=_with_finished_holders(_allocations(pods_by_node.get(name, ())), devices, finished),
+            )
         )
-        for name, node, group in sorted(with_devices, key=lambda item: item[0])
-    ]
 
-    shapes = []
-    for shape_key, count in sorted(shape_counts.items(), key=lambda item: (-item[1], item[0])):
-        shapes.append({"count": count, **json.loads(shape_key)})
-
-    total = len(nodes)
-    messages = [f"{ready_count}/{total} nodes ready"]
+    invalid_nodes = counts.invalid
+    messages = [f"{counts.ready}/{counts.total} nodes ready"]
     if invalid_nodes:
         shown = ", ".join(invalid_nodes[:5]) + (
             f" and {len(invalid_nodes) - 5} more" if len(invalid_nodes) > 5 else ""
@@ -523,7 +337,7 @@ def summarize(
         ready_condition = _condition(
             "False", reason, f"{problem}: {'; '.join(messages)}", now=now, previous=previous_conditions
         )
-    elif ready_count == 0:
+    elif counts.ready == 0:
         ready_condition = _condition(
             "False", ClusterReadyReason.NO_READY_NODES, "; ".join(messages), now=now, previous=previous_conditions
         )
@@ -540,13 +354,10 @@ def summarize(
         "conditions": [ready_condition],
         "kubernetesVersion": kubernetes_version,
         "lastReportTime": now,
-        "nodeSummary": {"total": total, "ready": ready_count, **({"spot": spot_count} if spot_count else {})},
-        "gpuSummary": [gpu_entries[key].as_dict() for key in sorted(gpu_entries)],
-        "resourceSummary": {
-            "allocatable": dict(sorted(total_allocatable.items())),
-            "allocated": dict(sorted(total_allocated.items())),
-        },
-        "nodeShapes": shapes,
+        "nodeSummary": {"total": counts.total, "ready": counts.ready, **({"spot": counts.spot} if counts.spot else {})},
+        "gpuSummary": counts.gpu_summary,
+        "resourceSummary": {"allocatable": counts.allocatable, "allocated": counts.allocated},
+        "nodeShapes": counts.node_shapes,
         "utilization": utilization_report(util_nodes, sample_time=utilization_time),
     }
     if unschedulable:

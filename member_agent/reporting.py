@@ -8,7 +8,9 @@ reported at once.
 
 Summing a report and parsing a DCGM page run in worker threads: at 5,000 fully allocated
 nodes they take some 8 and 6 CPU-seconds, during which the loop must go on renewing the
-lease and applying Works.
+lease and applying Works. The report's node part is kept over node changes
+(:class:`~member_agent.nodetotals.NodeTotals`), so a report walks the nodes that changed and
+those that hold pods, not every node.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import aiohttp
 from member_agent import capacity, dcgm, probing
 from member_agent.agentbase import MAX_BACKOFF, AgentBase
 from member_agent.kubeapi import ApiError, NotFound
+from member_agent.nodetotals import NodeTotals
 from member_agent.podstates import no_claim_trouble
 from member_agent.reachability import failure_level
 from member_agent.registering import desired_cluster, register_cluster, rfc3339, write_cluster_status
@@ -39,21 +42,21 @@ class CapacityReporting(AgentBase):
         self._report_due.set()
 
     def _status_job(self) -> Callable[[], dict[str, Any]]:
-        """The report of what the agent knows now, to compute later: the informers' objects and
-        the last scrape are taken here (in the loop), the summary (seconds of CPU for a member
-        of thousands of busy nodes) may then run in a worker thread."""
+        """The report of what the agent knows now, to compute later: the pod informer's objects
+        and the last scrape are taken here (in the loop); the summary may then run in a worker
+        thread, where the node totals take the node changes noted until then (a report costs
+        those and the nodes holding pods, not every node)."""
         assert self.nodes is not None and self.pods is not None
         previous = (self.cluster or {}).get("status") or {}
-        nodes = list(self.nodes.objects.values())
         problem = self.member_api_health.problem if self.member_api_health is not None else None
         return functools.partial(
-            capacity.summarize,
-            nodes,
+            _summarize,
+            self.node_totals,
             list(self.pods.objects.values()),
             now=rfc3339(self.clock()),
             utilization=self._utilization,
             utilization_time=self._utilization_time,
-            kubernetes_version=self._kubernetes_version or capacity.kubelet_version(nodes),
+            kubernetes_version=self._kubernetes_version or capacity.kubelet_version(self.nodes.objects.values()),
             previous_conditions=previous.get("conditions") or [],
             api_problem=(problem.reason, problem.message) if problem is not None else None,
             requests_of=self._pod_requests,
@@ -157,6 +160,12 @@ class CapacityReporting(AgentBase):
                     self.metrics.dcgm_scraped(ok=False)
                     logger.warning("DCGM scrape failed: %s", exc)
                 await asyncio.sleep(self.config.dcgm_interval)
+
+
+def _summarize(totals: NodeTotals, pods: list[dict[str, Any]], **options: Any) -> dict[str, Any]:
+    """:func:`capacity.summarize` after the node changes noted since the last report."""
+    totals.update()
+    return capacity.summarize(totals, pods, **options)
 
 
 def _utilization_by_node(text: str) -> dict[str, list[dict[str, Any]]]:

@@ -524,3 +524,51 @@ async def test_the_agent_renews_its_lease_while_a_report_is_being_summed(
 
         await eventually(written_after, what="the held report written")
     assert released_in_time == [True]
+
+
+async def test_the_report_follows_node_changes_as_a_walk_of_every_node_would(
+    hub: Hub, member: Member, tmp_path: Path
+) -> None:
+    """The agent keeps its report's node part over the node informer's changes: after nodes
+    are cordoned, relabelled, deleted and added and a pod is bound, its report says what a
+    report summed over every node the member now has says."""
+    cfg = await joining_agent_config(hub, member, tmp_path / "agent")
+    node_rt, pod_rt = member.rt("v1", "Node"), member.rt("v1", "Pod")
+    parts = ("nodeSummary", "gpuSummary", "resourceSummary", "nodeShapes")
+    agent = Agent(cfg)
+
+    async def reported() -> dict[str, Any] | None:
+        return agent.last_status
+
+    async with agent:
+        first = await eventually(reported, what="the first capacity report")
+        whole = sorted(n["metadata"]["name"] for n in (await member.objects.list(node_rt)).items if "whole" in n["metadata"]["name"])
+        mig = next(n for n in (await member.objects.list(node_rt)).items if "mig" in n["metadata"]["name"])
+
+        cordoned = await member.get("v1", "Node", whole[0])
+        assert cordoned is not None
+        await member.objects.update(node_rt, {**cordoned, "spec": {**cordoned["spec"], "unschedulable": True}})
+        relabelled = await member.get("v1", "Node", whole[1])
+        assert relabelled is not None
+        labels = {**relabelled["metadata"]["labels"], "example.com/pool": "b"}
+        await member.objects.update(node_rt, {**relabelled, "metadata": {**relabelled["metadata"], "labels": labels}})
+        await member.objects.delete(node_rt, name=mig["metadata"]["name"])
+        extra = {**mig, "metadata": {"name": "sim-a-extra", "labels": mig["metadata"]["labels"]}}
+        created = await member.objects.create(node_rt, extra)
+        await member.objects.update_status(node_rt, {**created, "status": mig["status"]})
+        await member.objects.create(pod_rt, {
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "train-0", "namespace": "default"},
+            "spec": {"nodeName": whole[1], "containers": [
+                {"name": "main", "image": "train:1", "resources": {"limits": {"nvidia.com/gpu": "3"}}}]},
+        })
+
+        async def as_a_full_walk() -> dict[str, Any] | None:
+            nodes = (await member.objects.list(node_rt)).items
+            pods = (await member.objects.list(pod_rt)).items
+            expected = capacity.summarize(nodes, pods, now="2026-01-01T00:00:00Z")
+            got = agent.last_status or {}
+            return expected if all(got.get(part) == expected[part] for part in parts) else None
+
+        expected = await eventually(as_a_full_walk, what="the report of every node the member now has")
+    assert all(expected[part] != first[part] for part in ("gpuSummary", "resourceSummary", "nodeShapes"))
+    assert expected["resourceSummary"]["allocated"]["nvidia.com/gpu"] == 3

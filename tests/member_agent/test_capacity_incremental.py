@@ -24,6 +24,7 @@ from controlplane.apis.gpus import MIG_INVALID_SUFFIX, is_nvidia_resource
 from controlplane.apis.utilization import NodeUtilization
 from controlplane.reports.agentreport import utilization_report
 from member_agent import capacity, nodes
+from member_agent.nodetotals import NodeTotals
 from member_agent.podstates import unschedulable_for_room
 
 NOW = "2025-01-01T00:00:00Z"
@@ -89,7 +90,7 @@ def reference(
             for resource, rounding in (("cpu", CPU_ROUNDING), ("memory", MEMORY_ROUNDING)):
                 if resource in free:
                     free[resource] -= free[resource] % rounding
-            shape = {"labels": nodes.selection_labels(node), "taints": nodes.node_taints(node), "free": dict(sorted(free.items())),
+            shape: dict[str, Any] = {"labels": nodes.selection_labels(node), "taints": nodes.node_taints(node), "free": dict(sorted(free.items())),
                      "allocatable": dict(sorted(allocatable.items())), "gpu": nodes.gpu_info(node)}
             if spot.is_spot(labels):
                 shape["spot"] = True
@@ -183,7 +184,7 @@ def random_node(rng: random.Random, name: str) -> dict[str, Any]:
 
 def changed_node(rng: random.Random, node: dict[str, Any]) -> dict[str, Any]:
     """``node`` with one thing changed, as a node update brings it."""
-    changed = json.loads(json.dumps(node))
+    changed: dict[str, Any] = json.loads(json.dumps(node))
     labels, spec, status = changed["metadata"]["labels"], changed["spec"], changed["status"]
     match rng.choice(["allocatable", "labels", "taints", "mig", "unschedulable", "ready", "whole"]):
         case "allocatable":
@@ -249,3 +250,105 @@ def test_the_full_walk_reference_is_the_report(seed: int) -> None:
         got = capacity.summarize(given, pod_list, now=NOW, utilization=utilization, utilization_time=NOW)
         assert got == reference(given, pod_list, utilization=utilization)
         assert json.dumps(got) == json.dumps(reference(given, pod_list, utilization=utilization))
+
+
+def _same_report(got: dict[str, Any], expected: dict[str, Any]) -> None:
+    assert got == expected
+    assert json.dumps(got) == json.dumps(expected)  # the same order too, as the body is sent
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_totals_kept_over_node_and_pod_changes_report_what_the_full_walk_reports(seed: int) -> None:
+    """As the agent keeps them: the node informer's changes (nodes added, updated in
+    allocatable, labels, taints, MIG profile, readiness or cordon, deleted, deleted and added
+    again) noted one by one and applied before each report, pods bound, finished and removed
+    between reports, the pods' requests remembered from report to report."""
+    rng = random.Random(1000 + seed)
+    trim = capacity.NodeTrimmer() if seed % 2 else capacity.trim_node  # the informer's transform
+    cached: dict[str, dict[str, Any]] = {}  # the node informer's objects
+    pod_cache: dict[str, dict[str, Any]] = {}
+    totals = NodeTotals()
+    requests_of = capacity.PodRequests()
+    serial = 0
+
+    def put_node(node: dict[str, Any]) -> None:
+        name = node["metadata"]["name"]
+        cached[name] = trim(node)
+        totals.changed(name, cached[name])
+
+    def delete_node(name: str) -> None:
+        del cached[name]
+        totals.changed(name, None)
+
+    for i in range(rng.randint(0, 20)):
+        put_node(random_node(rng, f"n{i}"))
+    for step in range(40):
+        for _ in range(rng.randint(1, 5)):
+            serial += 1
+            names = sorted(cached)
+            match rng.choice(["add", "update", "update", "delete", "again", "bind", "bind", "finish", "remove"]):
+                case "add":
+                    put_node(random_node(rng, f"n{serial}"))
+                case "update" if names:
+                    put_node(changed_node(rng, json.loads(json.dumps(cached[rng.choice(names)]))))
+                case "delete" if names:
+                    delete_node(rng.choice(names))
+                case "again" if names:  # deleted and back (or replaced) before the next report
+                    name = rng.choice(names)
+                    delete_node(name)
+                    put_node(random_node(rng, name))
+                case "bind":
+                    pod_cache[f"p{serial}"] = capacity.trim_pod(random_pod(rng, f"p{serial}", names))
+                case "finish" if pod_cache:
+                    key = rng.choice(sorted(pod_cache))
+                    pod_cache[key] = {**pod_cache[key], "status": {"phase": rng.choice(["Succeeded", "Failed"])}}
+                case "remove" if pod_cache:
+                    del pod_cache[rng.choice(sorted(pod_cache))]
+        if step % 7 == 3:  # a relist: every node a new (equal) object, all noted again
+            for node in list(cached.values()):
+                put_node(node)
+        totals.update()
+        pod_list = list(pod_cache.values())
+        utilization = random_utilization(rng, sorted(cached), pod_list)
+        got = capacity.summarize(
+            totals, pod_list, now=NOW, utilization=utilization, utilization_time=NOW, requests_of=requests_of
+        )
+        _same_report(got, reference(list(cached.values()), pod_list, utilization=utilization))
+        assert len(totals) == len(cached)
+
+
+def test_changes_noted_after_an_update_wait_for_the_next() -> None:
+    """A node change noted while a report is being built is not lost: the next update applies it."""
+    totals = NodeTotals()
+    totals.changed("n1", random_node(random.Random(1), "n1"))
+    totals.update()
+    totals.changed("n2", random_node(random.Random(2), "n2"))
+    assert len(totals) == 1  # noted, not applied yet
+    totals.update()
+    assert len(totals) == 2 and "n2" in totals
+    totals.changed("n1", None)
+    totals.update()
+    assert "n1" not in totals and len(totals) == 1
+
+
+def test_a_pool_is_one_kind_and_kinds_go_with_their_last_node() -> None:
+    """A pool's nodes, as the agent's node cache shares their parts, cost one kind between them;
+    a kind no node is of any more is not kept."""
+    trimmer = capacity.NodeTrimmer()
+    template = random_node(random.Random(7), "template")
+    totals = NodeTotals()
+    for i in range(50):
+        node = json.loads(json.dumps(template).replace('"template"', f'"n{i}"'))
+        totals.changed(f"n{i}", trimmer(node))
+    totals.update()
+    assert (len(totals), totals.kinds) == (50, 1)
+    cordoned = trimmer({**template, "metadata": {"name": "n0", "labels": template["metadata"]["labels"]},
+                        "spec": {"unschedulable": True}})
+    totals.changed("n0", cordoned)
+    totals.update()
+    assert totals.kinds == 2
+    for i in range(50):
+        totals.changed(f"n{i}", None)
+    totals.update()
+    assert (len(totals), totals.kinds) == (0, 0)
+    assert capacity.summarize(totals, [], now=NOW, utilization_time=NOW) == reference([], [])
