@@ -82,10 +82,12 @@ def shared_replicas(labels: Mapping[str, str], resource: str) -> int:
     return max(replicas, 1)
 
 
-def gpu_info(node: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The node's GPU description from GPU Feature Discovery labels, None without GPUs."""
+def gpu_info(node: Mapping[str, Any], allocatable: Mapping[str, int] | None = None) -> dict[str, Any] | None:
+    """The node's GPU description from GPU Feature Discovery labels, None without GPUs
+    (``allocatable``: its :func:`node_allocatable`, when already read)."""
     labels = (node.get("metadata") or {}).get("labels") or {}
-    allocatable = node_allocatable(node)
+    if allocatable is None:
+        allocatable = node_allocatable(node)
     has_gpu_resource = any(is_nvidia_resource(name) and amount > 0 for name, amount in allocatable.items())
     product = labels.get(c.LABEL_GPU_PRODUCT)
     if product is None and not has_gpu_resource:
