@@ -129,8 +129,8 @@ def _kind_key(name: str, node: Mapping[str, Any]) -> KindKey:
     return (id(labels), id(node.get("spec")), id(node.get("status")), name if name in (labels or {}).values() else None)
 
 
-def _encoded(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+#: ``json.dumps(value, sort_keys=True, separators=(",", ":"))``, without making an encoder per call.
+_encoded = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
 
 
 @dataclass(frozen=True, slots=True)
@@ -349,31 +349,34 @@ class NodeTotals:
             key: _GpuEntry(key[0], key[1], key[2], sums.unusable_nodes > 0, sums.capacity, sums.allocatable)
             for key, sums in self._gpus.items()
         }
-        allocated_total: dict[str, int] = {}
-        shapes = Counter(self._shapes)
-        shapes_memo: dict[tuple[int, tuple[tuple[str, int], ...]], str] = {}
+        # Nodes of one kind whose pods hold the same are worked out once (the kinds are kept
+        # while their nodes are: their ids are their own for the whole report).
+        alike: dict[tuple[int, tuple[tuple[str, int], ...]], tuple[NodeKind, Mapping[str, int], list[int]]] = {}
         for name, allocated in allocated_by_node.items():
             kind = self._nodes.get(name)
-            if kind is None:
+            if kind is None or not allocated:
                 continue
-            add_amounts(allocated_total, allocated)
+            key = (id(kind), tuple(sorted(allocated.items())))
+            if (group := alike.get(key)) is None:
+                alike[key] = (kind, allocated, [1])
+            else:
+                group[2][0] += 1
+        allocated_total: dict[str, int] = {}
+        shapes = Counter(self._shapes)
+        for kind, allocated, (nodes,) in alike.values():
             for resource, amount in allocated.items():
+                allocated_total[resource] = allocated_total.get(resource, 0) + amount * nodes
                 if not is_nvidia_resource(resource):
                     continue
-                key = kind.gpu_key(resource)
-                entry = entries.get(key)
+                gpu_key = kind.gpu_key(resource)
+                entry = entries.get(gpu_key)
                 if entry is None:
-                    entry = entries[key] = _GpuEntry(key[0], key[1], key[2], kind.unusable)
+                    entry = entries[gpu_key] = _GpuEntry(*gpu_key, kind.unusable)
                 entry.unusable = entry.unusable or kind.unusable
-                entry.allocated += amount
-            if kind.shape is not None and allocated:
-                # The kind is kept (the node is of it) for the whole report: its id is its own.
-                memo_key = (id(kind), tuple(sorted(allocated.items())))
-                shape = shapes_memo.get(memo_key)
-                if shape is None:
-                    shape = shapes_memo[memo_key] = kind.shape.holding(allocated)
-                shapes[kind.shape.empty] -= 1
-                shapes[shape] += 1
+                entry.allocated += amount * nodes
+            if kind.shape is not None:
+                shapes[kind.shape.empty] -= nodes
+                shapes[kind.shape.holding(allocated)] += nodes
         ranked = sorted(((key, n) for key, n in shapes.items() if n), key=lambda item: (-item[1], item[0]))
         return NodeSummary(
             total=len(self._nodes),
