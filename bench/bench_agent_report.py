@@ -12,6 +12,14 @@ turns the trimmed nodes and pods (the agent's caches hold :func:`~member_agent.c
 body's size as the agent sends it (``json.dumps``, what kubernetes_asyncio does), and the
 compute time of ``summarize`` and of the DCGM parse, p50 over repeated runs.
 
+A report of a large, lightly loaded member (a hollow member of the scale benchmark: 5,000
+nodes of one pool, as the agent's :class:`~member_agent.capacity.NodeTrimmer` caches them, and
+300 Running pods of one GPU on distinct nodes): between two reports one pod goes and another
+comes, and one node changes. Figures: per-report time, median, of the agent's way (the node
+totals kept over node changes: :meth:`~member_agent.nodetotals.NodeTotals.update` then
+:func:`~member_agent.capacity.summarize` over the totals) and of a summary over the node list
+(the totals counted afresh, every node walked), with their ratio.
+
 Pod binding: :func:`bench.bench_sim_bind.run` (1,000 nodes, 5,000 pending pods in batches
 of 500, every scoring strategy); figure: pods bound per second.
 
@@ -32,7 +40,9 @@ from typing import Any
 from bench import bench_sim_bind
 from bench.common import BenchmarkResult, Figure, Size, latency_summary, percentile, script_main
 from member_agent import capacity, dcgm
+from member_agent.nodetotals import NodeTotals
 from simulator.dcgm import PodDevice, render_metrics
+from simulator.hollow.nodes import HollowNodes, hollow_profile
 from simulator.nodes import LABEL_NODE_GROUP, build_inventory, build_nodes
 from simulator.profile import ClusterProfile, parse_fleet
 from simulator.scheduling.cluster_state import ClusterState
@@ -59,12 +69,19 @@ class Plan:
     bind_nodes: int
     bind_pods: int
     bind_batch: int
+    #: The large, lightly loaded member: nodes, pods, and reports timed each way.
+    kept_nodes: int
+    kept_pods: int
+    kept_repeats: int
 
 
 PLANS = {
-    Size.TINY: Plan(nodes=24, repeats=2, parse_repeats=1, bind_nodes=24, bind_pods=60, bind_batch=20),
-    Size.QUICK: Plan(nodes=1000, repeats=5, parse_repeats=1, bind_nodes=1000, bind_pods=1500, bind_batch=500),
-    Size.FULL: Plan(nodes=1000, repeats=15, parse_repeats=3, bind_nodes=1000, bind_pods=5000, bind_batch=500),
+    Size.TINY: Plan(nodes=24, repeats=2, parse_repeats=1, bind_nodes=24, bind_pods=60, bind_batch=20,
+                    kept_nodes=200, kept_pods=20, kept_repeats=3),
+    Size.QUICK: Plan(nodes=1000, repeats=5, parse_repeats=1, bind_nodes=1000, bind_pods=1500, bind_batch=500,
+                     kept_nodes=5000, kept_pods=300, kept_repeats=21),
+    Size.FULL: Plan(nodes=1000, repeats=15, parse_repeats=3, bind_nodes=1000, bind_pods=5000, bind_batch=500,
+                    kept_nodes=5000, kept_pods=300, kept_repeats=61),
 }
 
 #: What pods on each node group ask for: (resource, amount per pod) choices.
@@ -255,6 +272,62 @@ def measure_report(plan: Plan) -> tuple[list[Figure], dict[str, Any]]:
     return figures, details
 
 
+def lightly_loaded_member(nodes: int, pods: int, *, seed: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """A hollow member's nodes as the agent caches them, and ``pods`` Running one-GPU pods on
+    distinct nodes."""
+    hollow = HollowNodes(hollow_profile("bench", nodes=nodes, gpus_per_node=8, product=A100))
+    trimmer = capacity.NodeTrimmer()
+    cached = [trimmer(hollow.manifest(index, resource_version="1")) for index in range(nodes)]
+    rng = random.Random(seed)
+    bound = [
+        capacity.trim_pod(_bound_pod(f"train-{i}", hollow.name(index)))
+        for i, index in enumerate(rng.sample(range(nodes), min(pods, nodes)))
+    ]
+    return cached, bound
+
+
+def _bound_pod(name: str, node: str) -> dict[str, Any]:
+    pod = _pod(name, resource="nvidia.com/gpu", amount=1, workload="nlp-" + name.rsplit("-", 1)[1])
+    pod["spec"]["nodeName"] = node
+    return pod
+
+
+def measure_kept_report(plan: Plan) -> tuple[list[Figure], dict[str, Any]]:
+    """Per-report time at a large, lightly loaded member, the agent's way and by a walk of the node list."""
+    nodes, pods = lightly_loaded_member(plan.kept_nodes, plan.kept_pods, seed=2)
+    by_name = {node["metadata"]["name"]: node for node in nodes}
+    rng = random.Random(3)
+    totals = NodeTotals.of(nodes)
+    seconds: dict[str, list[float]] = {"kept": [], "walked": []}
+    requests_of = {way: capacity.PodRequests() for way in seconds}
+    reports: dict[str, dict[str, Any]] = {}
+    for attempt in range(plan.kept_repeats + 1):
+        # Between two reports: a pod finishes, another is bound, a node changes.
+        pods[rng.randrange(len(pods))] = capacity.trim_pod(_bound_pod(f"train-{len(pods) + attempt}", rng.choice(list(by_name))))
+        changed = rng.choice(list(by_name))
+        totals.changed(changed, by_name[changed])
+        for way in rng.sample(list(seconds), 2):  # alternated, so neither is always first
+            started = time.perf_counter()
+            if way == "kept":
+                totals.update()
+                reports[way] = capacity.summarize(totals, pods, now=REPORT_TIME, requests_of=requests_of[way])
+            else:
+                reports[way] = capacity.summarize(nodes, pods, now=REPORT_TIME, requests_of=requests_of[way])
+            if attempt:  # the first run fills the pods' requests
+                seconds[way].append(time.perf_counter() - started)
+    if reports["kept"] != reports["walked"]:
+        raise AssertionError("the report kept over changes differs from the report of every node")
+    kept_ms, walked_ms = (percentile(seconds[way], 50) * 1000 for way in ("kept", "walked"))
+    size = f"{plan.kept_nodes:,} nodes, {len(pods)} pods"
+    figures = [
+        Figure(f"report p50, totals kept ({size})", round(kept_ms, 2), "ms"),
+        Figure(f"report p50, every node walked ({size})", round(walked_ms, 2), "ms"),
+        Figure("  walked / kept", round(walked_ms / kept_ms, 1), "x"),
+    ]
+    details = {"kept_report": {way: latency_summary(values) for way, values in seconds.items()}}
+    return figures, details
+
+
 def measure_pod_bind(plan: Plan) -> tuple[list[Figure], dict[str, Any]]:
     rows = bench_sim_bind.run(plan.bind_nodes, plan.bind_pods, plan.bind_batch, 1)
     figures = [
@@ -268,12 +341,13 @@ def run(size: Size) -> BenchmarkResult:
     plan = PLANS[size]
     started = time.perf_counter()
     report_figures, report_details = measure_report(plan)
+    kept_figures, kept_details = measure_kept_report(plan)
     bind_figures, bind_details = measure_pod_bind(plan)
     return BenchmarkResult(
         benchmark=NAME,
         size=size,
-        figures=report_figures + bind_figures,
-        details={**report_details, **bind_details},
+        figures=report_figures + kept_figures + bind_figures,
+        details={**report_details, **kept_details, **bind_details},
         seconds=time.perf_counter() - started,
     )
 
