@@ -73,8 +73,6 @@ class NodeKind:
     labels: Any
     spec: Any
     status: Any
-    #: The node's name when a label's value is its name, else None.
-    own: str | None
     key: KindKey
     unusable: bool
     allocatable: dict[str, int]
@@ -106,7 +104,7 @@ class NodeKind:
         schedulable, is_spot = node_is_schedulable(view), spot.is_spot(labels or {})
         return cls(
             labels=labels, spec=node.get("spec"), status=node.get("status"),
-            own=name if name in (labels or {}).values() else None, key=_kind_key(name, node),
+            key=_kind_key(name, node),
             unusable=gpu_is_unusable(view), allocatable=allocatable, capacity=capacity, ready=ready,
             schedulable=schedulable, spot=is_spot, product=product, gpus=gpus,
             shape=_Shape.read(view, allocatable, spot=is_spot) if schedulable else None,
