@@ -58,7 +58,7 @@ COMPONENTS: list[tuple[str, str]] = [
     ("metrics", r"controlplane/metrics\.py|prometheus_client/"),
     ("routing, middleware, negotiation", r"apiserver/(routing|app|negotiation|serving|errors)\.py"),
     ("create handler (uid, timestamps, writer)",
-     r"apiserver/(handlers|allocating|createonly|resources)\.py|apiserver/objects/|serviceallocation/"),
+     r"apiserver/(handlers|allocating|computed|resources)\.py|apiserver/objects/|serviceallocation/"),
     ("floor server's handler", r"bench/apifloor\.py"),
     ("garbage-collector policy", r"gcpolicy\.py"),
     ("event-loop watchdog thread", r"loopwatch\.py"),

@@ -370,7 +370,7 @@ class Hub(ShutdownOnce):
             *ca_routes(ca_pem=self.pki.ca_pem),
         ]
         # Served and listed in discovery as kube's create-only resources.
-        create_only = [
+        computed = [
             *review_endpoints(authorizer, self.tokens), *self.service_account_tokens.endpoints(),
             self._component_statuses().endpoint(),
         ]
@@ -397,7 +397,7 @@ class Hub(ShutdownOnce):
             authorizer=authorizer,
             admission=[ClusterRestriction(), RbacEscalationCheck(self.rbac.index, authorizer)],
             extra_routes=extra,
-            create_only=create_only,
+            computed=computed,
             public_paths=[CA_PATH, *ui_public_paths()],
             outer_middlewares=[self.metrics.middleware()],
             flow_control=self.config.serving_limits.flow_control(),

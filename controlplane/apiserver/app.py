@@ -5,7 +5,7 @@ aiohttp application serving: health (``/healthz``, ``/livez``, ``/readyz`` in ku
 ``/version``, discovery (``/api``, ``/api/v1``, ``/apis``, ``/apis/<g>[/<v>]``),
 OpenAPI (``/openapi/v3``, one v3 document per group-version, and ``/openapi/v2`` as JSON
 or protobuf: :mod:`controlplane.apiserver.openapi`), every resource path, and the create-only
-resources given to it (:mod:`.createonly`: their ``POST``, kube's 405 for any other method,
+resources given to it (:mod:`.computed`: their ``POST``, kube's 405 for any other method,
 their discovery entries). Given a
 :class:`DynamicRegistry` (the hub's), it also runs a CRD controller
 (:mod:`controlplane.apiserver.crd`) that serves the CustomResourceDefinitions in the store,
@@ -44,10 +44,10 @@ from controlplane.apis.apiextensions.crd import VERSION as CRD_VERSION
 from controlplane.apis.bookmarks import BOOKMARK_PERIOD
 from controlplane.apiserver import discovery, errors, negotiation
 from controlplane.apiserver.admission import AdmissionPlugin, ValidateWrite, write_validation
+from controlplane.apiserver.computed import ComputedEndpoint, ComputedResource
 from controlplane.apiserver.crd.controller import CrdController
 from controlplane.apiserver.crd.registry import DynamicRegistry
 from controlplane.apiserver.crd.types import CRD_KIND
-from controlplane.apiserver.createonly import CreateOnlyEndpoint, CreateOnlyResource
 from controlplane.apiserver.flowcontrol import (
     FlowControlConfig,
     FlowController,
@@ -303,13 +303,13 @@ class _Endpoints:
 
     def __init__(
         self, objects: ObjectStore, registry: Registry, resources: ResourceHandlers,
-        create_only: Sequence[CreateOnlyResource] = (),
+        computed: Sequence[ComputedResource] = (),
     ) -> None:
         self._objects = objects
         self._registry = registry
         self._resources = resources
-        self._create_only = create_only
-        self.openapi = OpenApiEndpoints(registry, create_only=create_only)
+        self._computed = computed
+        self.openapi = OpenApiEndpoints(registry, computed=computed)
         #: The last readiness verdict, so that a failing store is logged once, not per probe.
         self._ready = True
 
@@ -349,7 +349,7 @@ class _Endpoints:
 
     async def apis(self, request: web.Request) -> web.StreamResponse:
         return self._aggregated(request, core=False) or json_response(
-            discovery.api_group_list(self._registry, self._create_only)
+            discovery.api_group_list(self._registry, self._computed)
         )
 
     def _aggregated(self, request: web.Request, *, core: bool) -> web.StreamResponse | None:
@@ -357,7 +357,7 @@ class _Endpoints:
         version = discovery.wanted_aggregated_version(request.headers.get("Accept"))
         if version is None:
             return None
-        document = discovery.aggregated(self._registry, self._create_only, core=core, version=version)
+        document = discovery.aggregated(self._registry, self._computed, core=core, version=version)
         response = json_response(document, content_type=discovery.aggregated_content_type(version))
         response.headers["Vary"] = "Accept"
         return response
@@ -372,23 +372,23 @@ class _Endpoints:
         parts = [p for p in request.path.split("/") if p]
         document = None
         if parts == ["api", "v1"]:
-            document = discovery.api_resource_list(self._registry, "", "v1", self._create_only)
+            document = discovery.api_resource_list(self._registry, "", "v1", self._computed)
         elif parts[0] == "apis" and len(parts) == 2:
-            document = discovery.api_group(self._registry, parts[1], self._create_only)
+            document = discovery.api_group(self._registry, parts[1], self._computed)
         elif parts[0] == "apis" and len(parts) == 3:
-            document = discovery.api_resource_list(self._registry, parts[1], parts[2], self._create_only)
+            document = discovery.api_resource_list(self._registry, parts[1], parts[2], self._computed)
         if document is None:
             raise errors.NotFound("the server could not find the requested resource")
         return json_response(document)
 
 
-async def _create_only_method(_request: web.Request) -> web.StreamResponse:
+async def _method_not_allowed(_request: web.Request) -> web.StreamResponse:
     """Any method but ``POST`` on a create-only resource (but ``GET`` on a read-only one): kube's
     answer (go-restful's 405, no route for the other verbs)."""
     raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
 
 
-def _create_only_routes(endpoints: Iterable[CreateOnlyEndpoint]) -> list[web.RouteDef]:
+def _computed_routes(endpoints: Iterable[ComputedEndpoint]) -> list[web.RouteDef]:
     routes = []
     for endpoint in endpoints:
         path, verbs = endpoint.resource.path, endpoint.resource.verbs
@@ -396,10 +396,10 @@ def _create_only_routes(endpoints: Iterable[CreateOnlyEndpoint]) -> list[web.Rou
             routes.append(web.post(path, endpoint.handler))
         if "list" in verbs:
             routes.append(web.get(path, endpoint.handler, allow_head=False))
-        routes.append(web.route(hdrs.METH_ANY, path, _create_only_method))
+        routes.append(web.route(hdrs.METH_ANY, path, _method_not_allowed))
         if "get" in verbs:
             item = f"{path}/{{name}}"
-            routes += [web.get(item, endpoint.handler, allow_head=False), web.route(hdrs.METH_ANY, item, _create_only_method)]
+            routes += [web.get(item, endpoint.handler, allow_head=False), web.route(hdrs.METH_ANY, item, _method_not_allowed)]
     return routes
 
 
@@ -419,7 +419,7 @@ def create_app(
     authorizer: Authorizer | None = None,
     admission: Iterable[AdmissionPlugin] = (),
     extra_routes: Iterable[web.AbstractRouteDef] = (),
-    create_only: Iterable[CreateOnlyEndpoint] = (),
+    computed: Iterable[ComputedEndpoint] = (),
     public_paths: Iterable[str] = (),
     outer_middlewares: Iterable[Middleware] = (),
     bookmark_interval: float = BOOKMARK_PERIOD,
@@ -438,8 +438,9 @@ def create_app(
     needs a bearer token, and the ``authorizer`` (if any) decides each request; the
     ``admission`` plugins then check each write's final object for its user. Open
     watches end when the application shuts down; the store is the caller's to close.
-    ``create_only`` are resources that only take a ``POST``, served by their own handlers and
-    listed in discovery (the access reviews, ``serviceaccounts/token``).
+    ``computed`` are resources answered by handlers of their own and never stored, listed in
+    discovery (the access reviews and ``serviceaccounts/token``, which only take a ``POST``;
+    ComponentStatus, read-only).
     ``outer_middlewares`` wrap everything else (e.g. the hub's request-latency metrics).
     ``max_requests_inflight`` requests at once (0: no limit; watches and health checks not
     counted) are shared by priority levels (API Priority and Fairness, ``flow_control``
@@ -464,8 +465,8 @@ def create_app(
         watch_timeout_seconds=watch_timeout_seconds, clock=clock, validation=validation,
         watch_limits=watch_limits, watch_cache=cache,
     )
-    create_only = tuple(create_only)
-    endpoints = _Endpoints(object_store, registry, resources, [endpoint.resource for endpoint in create_only])
+    computed = tuple(computed)
+    endpoints = _Endpoints(object_store, registry, resources, [endpoint.resource for endpoint in computed])
     middlewares: list[Middleware] = [
         *outer_middlewares,
         status_middleware,
@@ -521,7 +522,7 @@ def create_app(
     # Extra and create-only routes first: some live under /apis/ (the join and token endpoints,
     # the access reviews) and must win over the generic resource routes.
     app.router.add_routes(list(extra_routes))
-    app.router.add_routes(_create_only_routes(create_only))
+    app.router.add_routes(_computed_routes(computed))
     app.router.add_route("*", "/api/{tail:.+}", endpoints.resource_path)
     app.router.add_route("*", "/apis/{tail:.+}", endpoints.resource_path)
     return app

@@ -13,7 +13,7 @@ ComponentStatus is deprecated in v1.19+`` (kubectl prints it) and, when asked fo
 (``NAME STATUS MESSAGE ERROR``). A list takes label and field selectors (``metadata.name``) as
 kube's does: a component has no labels, so a label selector that requires one selects none. A name that is not a component is a 404 (kube answers a bare
 error there, which its handler turns into a 500). In: the probes; out: a
-:class:`~controlplane.apiserver.createonly.CreateOnlyEndpoint` the API server routes and
+:class:`~controlplane.apiserver.computed.ComputedEndpoint` the API server routes and
 discovery lists (read-only, short name ``cs``); RBAC decides each request as for any resource.
 """
 
@@ -28,7 +28,7 @@ from typing import Any, Final
 from aiohttp import web
 
 from controlplane.apiserver import errors
-from controlplane.apiserver.createonly import CreateOnlyEndpoint, CreateOnlyResource
+from controlplane.apiserver.computed import ComputedEndpoint, ComputedResource
 from controlplane.apiserver.handlers import json_response
 from controlplane.apiserver.objects.values import utc_now
 from controlplane.apiserver.resources import BASE_FIELD_SELECTORS, ResourceType, TableColumn
@@ -36,7 +36,7 @@ from controlplane.apiserver.selectors import parse_field_selector, parse_label_s
 from controlplane.apiserver.tables import TABLE_CONTENT_TYPE, IncludeObject, table, wants_table
 from controlplane.storage.interface import Store
 
-RESOURCE: Final = CreateOnlyResource(
+RESOURCE: Final = ComputedResource(
     "", "v1", "componentstatuses", "ComponentStatus", namespaced=False, verbs=("get", "list"), short_names=("cs",)
 )
 #: The warning kube-apiserver sends with every answer (``kubectl get cs`` prints it).
@@ -161,8 +161,8 @@ class ComponentStatuses:
         self._probes = dict(probes)
         self._clock = clock
 
-    def endpoint(self) -> CreateOnlyEndpoint:
-        return CreateOnlyEndpoint(RESOURCE, self.handle)
+    def endpoint(self) -> ComputedEndpoint:
+        return ComputedEndpoint(RESOURCE, self.handle)
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         """``GET`` of the collection, or of one component (``{name}``)."""

@@ -3,7 +3,7 @@
 ``/version``, ``/api`` (APIVersions), ``/api/v1`` and ``/apis/<g>/<v>``
 (APIResourceList), ``/apis`` (APIGroupList) and ``/apis/<g>`` (APIGroup), all built
 from a :class:`Registry` of stored kinds and the create-only resources served beside them
-(:class:`CreateOnlyResource`: the access reviews, ``serviceaccounts/token``…), listed as kube
+(:class:`ComputedResource`: the access reviews, ``serviceaccounts/token``…), listed as kube
 lists them: verbs ``create`` alone, no storage version hash, a subresource right after its
 parent's entries. kubectl first asks ``/apis`` for aggregated discovery; the plain
 ``APIGroupList`` with ``Content-Type: application/json`` is accepted instead, and kubectl then
@@ -18,7 +18,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
-from controlplane.apiserver.createonly import CreateOnlyResource, served_group_versions
+from controlplane.apiserver.computed import ComputedResource, served_group_versions
 from controlplane.apiserver.resources import ALL_VERBS, STATUS_VERBS, Registry, ResourceType
 
 #: The Kubernetes API level this server speaks (kubectl warns on larger skews).
@@ -54,7 +54,7 @@ def _storage_version_hash(rt: ResourceType) -> str:
     return base64.b64encode(digest[:8]).decode()
 
 
-def _create_only_entry(resource: CreateOnlyResource) -> dict[str, Any]:
+def _computed_entry(resource: ComputedResource) -> dict[str, Any]:
     entry: dict[str, Any] = {"name": resource.name, "singularName": resource.singular, "namespaced": resource.namespaced}
     if resource.kind_group is not None:
         entry["group"] = resource.kind_group
@@ -66,25 +66,25 @@ def _create_only_entry(resource: CreateOnlyResource) -> dict[str, Any]:
     return entry
 
 
-def _with_create_only(resources: list[dict[str, Any]], create_only: Sequence[CreateOnlyResource]) -> list[dict[str, Any]]:
+def _with_computed(resources: list[dict[str, Any]], computed: Sequence[ComputedResource]) -> list[dict[str, Any]]:
     """``resources`` with the create-only ones: a subresource after its parent's entries, the
     others after the stored kinds, in kube's (alphabetical) order."""
     out = list(resources)
-    for resource in sorted(create_only, key=lambda r: r.name):
+    for resource in sorted(computed, key=lambda r: r.name):
         if resource.subresource:
             parent = [i for i, entry in enumerate(out) if entry["name"].partition("/")[0] == resource.plural]
             if parent:
-                out.insert(parent[-1] + 1, _create_only_entry(resource))
+                out.insert(parent[-1] + 1, _computed_entry(resource))
                 continue
-        out.append(_create_only_entry(resource))
+        out.append(_computed_entry(resource))
     return out
 
 
 def api_resource_list(
-    registry: Registry, group: str, version: str, create_only: Sequence[CreateOnlyResource] = ()
+    registry: Registry, group: str, version: str, computed: Sequence[ComputedResource] = ()
 ) -> dict[str, Any] | None:
     types = registry.in_group_version(group, version)
-    served = [r for r in create_only if (r.group, r.version) == (group, version)]
+    served = [r for r in computed if (r.group, r.version) == (group, version)]
     if not types and not served:
         return None
     resources: list[dict[str, Any]] = []
@@ -128,7 +128,7 @@ def api_resource_list(
         "kind": "APIResourceList",
         "apiVersion": "v1",
         "groupVersion": f"{group}/{version}" if group else version,
-        "resources": _with_create_only(resources, served),
+        "resources": _with_computed(resources, served),
     }
 
 
@@ -137,17 +137,17 @@ def _group(group: str, versions: list[str]) -> dict[str, Any]:
     return {"name": group, "versions": entries, "preferredVersion": entries[0]}
 
 
-def api_group_list(registry: Registry, create_only: Sequence[CreateOnlyResource] = ()) -> dict[str, Any]:
+def api_group_list(registry: Registry, computed: Sequence[ComputedResource] = ()) -> dict[str, Any]:
     groups = [
         _group(group, versions)
-        for group, versions in served_group_versions(registry, create_only).items()
+        for group, versions in served_group_versions(registry, computed).items()
         if group  # the core group is served under /api
     ]
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
 
 
-def api_group(registry: Registry, group: str, create_only: Sequence[CreateOnlyResource] = ()) -> dict[str, Any] | None:
-    versions = served_group_versions(registry, create_only).get(group)
+def api_group(registry: Registry, group: str, computed: Sequence[ComputedResource] = ()) -> dict[str, Any] | None:
+    versions = served_group_versions(registry, computed).get(group)
     if not group or not versions:
         return None
     return {"kind": "APIGroup", "apiVersion": "v1", **_group(group, versions)}
@@ -213,17 +213,17 @@ def _aggregated_resources(listed: dict[str, Any], group: str, version: str) -> l
 
 
 def aggregated(
-    registry: Registry, create_only: Sequence[CreateOnlyResource] = (), *, core: bool, version: str = "v2"
+    registry: Registry, computed: Sequence[ComputedResource] = (), *, core: bool, version: str = "v2"
 ) -> dict[str, Any]:
     """Aggregated discovery: ``/api``'s (``core``: the core group) or ``/apis``' groups, each with
     its versions (the preferred first) and their resources, as kube-apiserver answers kubectl."""
     items: list[dict[str, Any]] = []
-    for group, versions in served_group_versions(registry, create_only).items():
+    for group, versions in served_group_versions(registry, computed).items():
         if bool(group) == core:
             continue
         entries = []
         for served in versions:
-            listed = api_resource_list(registry, group, served, create_only)
+            listed = api_resource_list(registry, group, served, computed)
             if listed is not None:
                 entries.append({
                     "version": served,

@@ -3,7 +3,7 @@ start it, shared by the suite's modules; and the kinds it serves.
 
 The kinds come from the hub's registry (:func:`controlplane.hub.hub_registry`), so that each
 gets its own test id; ``test_discovery_serves_the_registry`` checks that the running hub's
-discovery serves exactly those (and the create-only resources, :func:`create_only_kinds`), so a
+discovery serves exactly those (and the create-only resources, :func:`computed_kinds`), so a
 kind added to the hub is covered here without a change (and fails loudly until ``samples.py`` has
 a sample of it).
 """
@@ -80,7 +80,7 @@ def registry_kinds() -> list[ServedKind]:
     return [ServedKind(rt.group, rt.version, rt.kind, rt.plural, rt.namespaced) for rt in hub_registry()]
 
 
-def create_only_kinds() -> list[ServedKind]:
+def computed_kinds() -> list[ServedKind]:
     """The resources the hub answers with a handler of their own beside its registry (the access
     reviews, TokenReview with the verb ``create`` alone; ComponentStatus, read-only): they are not
     in :data:`KINDS`."""

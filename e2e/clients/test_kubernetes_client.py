@@ -17,7 +17,7 @@ from e2e.clients.conftest import (
     NAMESPACE,
     Hub,
     ServedKind,
-    create_only_kinds,
+    computed_kinds,
     discovered_kinds,
     registry_kinds,
 )
@@ -74,7 +74,7 @@ def test_discovery_serves_the_registry(hub: Hub) -> None:
     discovered = discovered_kinds(hub.kubectl)
     custom |= _custom_groups(hub)
     served = {(k.api_version, k.kind, k.plural, k.namespaced) for k in discovered if k.group not in custom}
-    registered = {(k.api_version, k.kind, k.plural, k.namespaced) for k in [*registry_kinds(), *create_only_kinds()]}
+    registered = {(k.api_version, k.kind, k.plural, k.namespaced) for k in [*registry_kinds(), *computed_kinds()]}
     assert served == registered
 
 

@@ -39,7 +39,7 @@ async def client(objects: ObjectStore, api_registry: Registry) -> AsyncIterator[
         "controller-manager": leader_probe(leader=lambda: "hub-1", leading=lambda: False, started=lambda: False),
         "etcd-0": store_probe(objects.store),
     })
-    app = create_app(objects, api_registry, create_only=[statuses.endpoint()])
+    app = create_app(objects, api_registry, computed=[statuses.endpoint()])
     async with TestClient(TestServer(app)) as test_client:
         yield test_client
 

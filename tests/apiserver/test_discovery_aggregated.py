@@ -13,7 +13,7 @@ from typing import Any
 from controlplane.apiserver import discovery
 from controlplane.apiserver.auth.rbac.reviews import REVIEW_RESOURCES
 from controlplane.apiserver.auth.serviceaccounts import TOKEN_REQUESTS
-from controlplane.apiserver.createonly import served_group_versions
+from controlplane.apiserver.computed import served_group_versions
 from controlplane.hub import hub_registry
 
 from .test_kube_validation import Client, hub, hub_kubeconfig  # noqa: F401 (fixtures)

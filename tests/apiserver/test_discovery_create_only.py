@@ -13,7 +13,7 @@ from controlplane.apiserver.auth.rbac.authorizing import HubAuthorizer
 from controlplane.apiserver.auth.rbac.index import RbacIndex
 from controlplane.apiserver.auth.rbac.reviews import REVIEW_RESOURCES, TOKEN_REVIEWS, review_endpoints
 from controlplane.apiserver.auth.serviceaccounts import TOKEN_REQUESTS
-from controlplane.apiserver.createonly import CreateOnlyResource
+from controlplane.apiserver.computed import ComputedResource
 from controlplane.hub import hub_registry
 
 REGISTRY = hub_registry()
@@ -91,8 +91,8 @@ def test_without_create_only_resources_discovery_is_the_registrys() -> None:
 def test_create_only_resources_among_stored_kinds() -> None:
     # kube's other two of /api/v1: a create-only resource of its own, and a subresource whose kind
     # is another group's (both are the hub's to serve some day; discovery places them already).
-    bindings = CreateOnlyResource("", "v1", "bindings", "Binding", namespaced=True)
-    eviction = CreateOnlyResource("", "v1", "pods", "Eviction", namespaced=True, subresource="eviction",
+    bindings = ComputedResource("", "v1", "bindings", "Binding", namespaced=True)
+    eviction = ComputedResource("", "v1", "pods", "Eviction", namespaced=True, subresource="eviction",
                                   kind_group="policy", kind_version="v1")
     document = discovery.api_resource_list(REGISTRY, "", "v1", [bindings, eviction])
     assert document is not None
@@ -118,7 +118,7 @@ def test_create_only_resources_among_stored_kinds() -> None:
         (TOKEN_REQUESTS, "/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token"),
     ],
 )
-def test_the_route_of_a_create_only_resource(resource: CreateOnlyResource, path: str) -> None:
+def test_the_route_of_a_create_only_resource(resource: ComputedResource, path: str) -> None:
     assert resource.path == path
 
 

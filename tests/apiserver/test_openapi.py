@@ -290,7 +290,7 @@ def test_the_create_only_resources_have_kubes_schemas_and_their_post(registry: R
     """The reviews and a ServiceAccount's token: `kubectl explain selfsubjectaccessreview` found
     no schema (no document served their group-version)."""
     documents = OpenApiDocuments(
-        registry, create_only=[SELF_SUBJECT_ACCESS_REVIEWS, LOCAL_SUBJECT_ACCESS_REVIEWS, TOKEN_REQUESTS]
+        registry, computed=[SELF_SUBJECT_ACCESS_REVIEWS, LOCAL_SUBJECT_ACCESS_REVIEWS, TOKEN_REQUESTS]
     )
     assert "apis/authorization.k8s.io/v1" in documents.index()["paths"]
     rendered = documents.document("apis/authorization.k8s.io/v1")

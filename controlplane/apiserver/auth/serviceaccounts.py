@@ -53,7 +53,7 @@ from controlplane.apis.meta import format_time
 from controlplane.apiserver import errors
 from controlplane.apiserver.auth.bootstrap import read_object_body
 from controlplane.apiserver.auth.tokens import StoredToken, TokenStore
-from controlplane.apiserver.createonly import CreateOnlyEndpoint, CreateOnlyResource
+from controlplane.apiserver.computed import ComputedEndpoint, ComputedResource
 from controlplane.apiserver.handlers import json_response
 from controlplane.apiserver.identity import (
     HUB_AUDIENCE,
@@ -75,7 +75,7 @@ DEFAULT_EXPIRATION_SECONDS: Final = 3600
 MIN_EXPIRATION_SECONDS: Final = 10 * 60
 MAX_EXPIRATION_SECONDS: Final = 2**32
 #: The ``token`` subresource, as kube's discovery lists it (an ``authentication.k8s.io/v1`` kind in ``v1``).
-TOKEN_REQUESTS: Final = CreateOnlyResource(
+TOKEN_REQUESTS: Final = ComputedResource(
     "", "v1", "serviceaccounts", KIND, namespaced=True, subresource="token", kind_group=GROUP, kind_version="v1"
 )
 _NO_STORE: Final = {"Cache-Control": "no-store"}
@@ -267,9 +267,9 @@ class ServiceAccountTokens:
             log.info("revoked %d token(s) of deleted service account %s/%s",
                      len(revoked), meta.get("namespace"), meta.get("name"))
 
-    def endpoints(self) -> list[CreateOnlyEndpoint]:
-        """The ``token`` subresource and its handler, for ``create_app(create_only=...)``."""
-        return [CreateOnlyEndpoint(TOKEN_REQUESTS, self._create)]
+    def endpoints(self) -> list[ComputedEndpoint]:
+        """The ``token`` subresource and its handler, for ``create_app(computed=...)``."""
+        return [ComputedEndpoint(TOKEN_REQUESTS, self._create)]
 
     async def _create(self, request: web.Request) -> web.StreamResponse:
         namespace, name = request.match_info["namespace"], request.match_info["name"]

@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from controlplane.apiserver.createonly import CreateOnlyResource
+from controlplane.apiserver.computed import ComputedResource
 from controlplane.apiserver.openapi.extra_kinds import extra_kind_definitions
 from controlplane.apiserver.openapi.models import model_definitions, model_json_schema
 from controlplane.apiserver.openapi.upstream import (
@@ -106,20 +106,20 @@ class SchemaCatalog:
     def kind(self, rt: ResourceType) -> KindSchema:
         return self._kinds[(rt.group, rt.version, rt.kind)]
 
-    def create_only(self, resource: CreateOnlyResource) -> str | None:
+    def computed(self, resource: ComputedResource) -> str | None:
         """The definition of a create-only resource's kind: kube's (None when kube has none)."""
         return self.upstream.for_kind(*resource.kind_group_version, resource.kind)
 
     def definitions(
-        self, types: list[ResourceType], create_only: Sequence[CreateOnlyResource] = ()
+        self, types: list[ResourceType], computed: Sequence[ComputedResource] = ()
     ) -> dict[str, dict[str, Any]]:
-        """The definitions ``types`` and the ``create_only`` resources need: their own, and kube's
+        """The definitions ``types`` and the ``computed`` resources need: their own, and kube's
         that any of them refers to."""
         own: dict[str, dict[str, Any]] = {}
         for rt in types:
             own.update(self.kind(rt).definitions)
         names = [self.kind(rt).name for rt in types]
-        names += [name for name in map(self.create_only, create_only) if name is not None]
+        names += [name for name in map(self.computed, computed) if name is not None]
         roots = [*own.values(), *({"$ref": DEFINITIONS_PREFIX + name} for name in names)]
         roots.extend({"$ref": DEFINITIONS_PREFIX + name} for name in COMMON_DEFINITIONS)
         return dict(sorted({**self.upstream.closure(roots), **own}.items()))

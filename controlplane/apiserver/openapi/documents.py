@@ -18,8 +18,8 @@ from typing import Any
 
 import orjson
 
+from controlplane.apiserver.computed import ComputedResource, served_group_versions
 from controlplane.apiserver.crd.registry import DynamicRegistry
-from controlplane.apiserver.createonly import CreateOnlyResource, served_group_versions
 from controlplane.apiserver.openapi.catalog import SchemaCatalog
 from controlplane.apiserver.openapi.gnostic import encode_document
 from controlplane.apiserver.openapi.upstream import UpstreamDefinitions, shared_definitions
@@ -66,11 +66,11 @@ class OpenApiDocuments:
         self,
         registry: Registry,
         *,
-        create_only: Sequence[CreateOnlyResource] = (),
+        computed: Sequence[ComputedResource] = (),
         load_upstream: Callable[[], UpstreamDefinitions] = shared_definitions,
     ) -> None:
         self._registry = registry
-        self._create_only = tuple(create_only)
+        self._computed = tuple(computed)
         self._load_upstream = load_upstream
         self._built: _Built | None = None
         #: The registry's generation the documents were rendered for (a CRD change renders anew).
@@ -89,9 +89,9 @@ class OpenApiDocuments:
             self._generation = _generation(self._registry)
             catalog = SchemaCatalog(self._registry, self._load_upstream())
             v3: dict[str, Rendered] = {}
-            for group, versions in served_group_versions(self._registry, self._create_only).items():
+            for group, versions in served_group_versions(self._registry, self._computed).items():
                 for version in versions:
-                    document = group_version_document(self._registry, catalog, group, version, self._create_only)
+                    document = group_version_document(self._registry, catalog, group, version, self._computed)
                     if document is not None:
                         v3[document_path(group, version)] = Rendered(orjson.dumps(document))
             index = {
@@ -100,7 +100,7 @@ class OpenApiDocuments:
                     for key, rendered in v3.items()
                 }
             }
-            swagger = swagger_document(self._registry, catalog, self._create_only)
+            swagger = swagger_document(self._registry, catalog, self._computed)
             self._built = _Built(
                 v3=v3, index=Rendered(orjson.dumps(index)), v2_json=Rendered(orjson.dumps(swagger)), swagger=swagger
             )

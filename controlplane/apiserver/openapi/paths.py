@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
-from controlplane.apiserver.createonly import CreateOnlyResource
+from controlplane.apiserver.computed import ComputedResource
 from controlplane.apiserver.openapi.upstream import DELETE_OPTIONS, PATCH, STATUS
 from controlplane.apiserver.resources import ResourceType
 
@@ -140,7 +140,7 @@ def kind_paths(rt: ResourceType, schema: str) -> list[PathItem]:
     return items
 
 
-def create_only_paths(resource: CreateOnlyResource, schema: str) -> list[PathItem]:
+def computed_paths(resource: ComputedResource, schema: str) -> list[PathItem]:
     """The path item of a create-only resource whose kind's definition is ``schema``."""
     group, version = resource.kind_group_version
     create = Operation("post", f"create{resource.kind}", "post", group, version, resource.kind, query=_WRITE,
@@ -150,13 +150,13 @@ def create_only_paths(resource: CreateOnlyResource, schema: str) -> list[PathIte
 
 
 def all_paths(
-    catalog: SchemaCatalog, types: Iterable[ResourceType], create_only: Iterable[CreateOnlyResource]
+    catalog: SchemaCatalog, types: Iterable[ResourceType], computed: Iterable[ComputedResource]
 ) -> list[PathItem]:
-    """The path items of ``types`` and of the ``create_only`` resources kube has a kind for (a
+    """The path items of ``types`` and of the ``computed`` resources kube has a kind for (a
     read-only one, ComponentStatus, has none here)."""
     items = [item for rt in types for item in kind_paths(rt, catalog.kind(rt).name)]
-    for resource in create_only:
-        schema = catalog.create_only(resource)
+    for resource in computed:
+        schema = catalog.computed(resource)
         if schema is not None and "create" in resource.verbs:
-            items += create_only_paths(resource, schema)
+            items += computed_paths(resource, schema)
     return items

@@ -19,7 +19,7 @@ from email.utils import formatdate
 from aiohttp import web
 
 from controlplane.apiserver import errors
-from controlplane.apiserver.createonly import CreateOnlyResource
+from controlplane.apiserver.computed import ComputedResource
 from controlplane.apiserver.openapi.documents import OpenApiDocuments, Rendered
 from controlplane.apiserver.openapi.gnostic import ACCEPTED_MEDIA_TYPES as PROTOBUF_ACCEPTS
 from controlplane.apiserver.openapi.gnostic import MEDIA_TYPE as PROTOBUF_MEDIA_TYPE
@@ -52,10 +52,10 @@ class OpenApiEndpoints:
         self,
         registry: Registry,
         *,
-        create_only: Sequence[CreateOnlyResource] = (),
+        computed: Sequence[ComputedResource] = (),
         documents: OpenApiDocuments | None = None,
     ) -> None:
-        self._documents = documents or OpenApiDocuments(registry, create_only=create_only)
+        self._documents = documents or OpenApiDocuments(registry, computed=computed)
         self._lock = asyncio.Lock()
 
     async def _ready(self) -> OpenApiDocuments:

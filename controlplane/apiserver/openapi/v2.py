@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from controlplane.apiserver.createonly import CreateOnlyResource
+from controlplane.apiserver.computed import ComputedResource
 from controlplane.apiserver.openapi.catalog import SchemaCatalog
 from controlplane.apiserver.openapi.paths import PARAMETERS, Operation, PathItem, all_paths
 from controlplane.apiserver.openapi.upstream import DEFINITIONS_PREFIX
@@ -64,13 +64,13 @@ def _path_item(item: PathItem) -> dict[str, Any]:
 
 
 def swagger_document(
-    registry: Registry, catalog: SchemaCatalog, create_only: Sequence[CreateOnlyResource] = ()
+    registry: Registry, catalog: SchemaCatalog, computed: Sequence[ComputedResource] = ()
 ) -> dict[str, Any]:
     types = list(registry)
-    paths = {item.path: _path_item(item) for item in all_paths(catalog, types, create_only)}
+    paths = {item.path: _path_item(item) for item in all_paths(catalog, types, computed)}
     return {
         "swagger": "2.0",
         "info": {"title": "Kubernetes", "version": catalog.upstream.release},
         "paths": dict(sorted(paths.items())),
-        "definitions": catalog.definitions(types, create_only),
+        "definitions": catalog.definitions(types, computed),
     }

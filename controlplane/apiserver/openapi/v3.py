@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from controlplane.apiserver.createonly import CreateOnlyResource
+from controlplane.apiserver.computed import ComputedResource
 from controlplane.apiserver.openapi.catalog import SchemaCatalog
 from controlplane.apiserver.openapi.paths import PARAMETERS, Operation, PathItem, all_paths
 from controlplane.apiserver.openapi.upstream import (
@@ -102,10 +102,10 @@ def _path_item(item: PathItem) -> dict[str, Any]:
 
 
 def group_version_document(
-    registry: Registry, catalog: SchemaCatalog, group: str, version: str, create_only: Sequence[CreateOnlyResource] = ()
+    registry: Registry, catalog: SchemaCatalog, group: str, version: str, computed: Sequence[ComputedResource] = ()
 ) -> dict[str, Any] | None:
     types = registry.in_group_version(group, version)
-    served = [r for r in create_only if (r.group, r.version) == (group, version)]
+    served = [r for r in computed if (r.group, r.version) == (group, version)]
     if not types and not served:
         return None
     paths = {item.path: _path_item(item) for item in all_paths(catalog, types, served)}

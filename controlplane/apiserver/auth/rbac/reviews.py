@@ -10,7 +10,7 @@ Served as kube-apiserver serves them, create-only and never stored:
   this token? — for a service that takes hub tokens from its own callers, as kube's webhook
   authenticators and ``kube-rbac-proxy`` do; kube's ``system:auth-delegator`` role grants it).
 
-Each is declared here as a create-only resource (:mod:`controlplane.apiserver.createonly`) with
+Each is declared here as a create-only resource (:mod:`controlplane.apiserver.computed`) with
 its handler, so discovery lists it as kube does (verb ``create``; ``kubectl api-resources``,
 ``kubectl create -f review.yaml``) and any other method is kube's 405.
 
@@ -32,29 +32,29 @@ from controlplane.apiserver.app import USER
 from controlplane.apiserver.auth.bootstrap import read_object_body
 from controlplane.apiserver.auth.rbac.authorizing import HubAuthorizer
 from controlplane.apiserver.auth.rbac.rules import PolicyRule
-from controlplane.apiserver.createonly import CreateOnlyEndpoint, CreateOnlyResource
+from controlplane.apiserver.computed import ComputedEndpoint, ComputedResource
 from controlplane.apiserver.handlers import json_response
 from controlplane.apiserver.identity import HUB_AUDIENCE, Authenticator, RequestAttributes, Role, UserInfo
 
 AUTHORIZATION_GROUP: Final = "authorization.k8s.io"
 AUTHENTICATION_GROUP: Final = "authentication.k8s.io"
 
-SELF_SUBJECT_ACCESS_REVIEWS: Final = CreateOnlyResource(
+SELF_SUBJECT_ACCESS_REVIEWS: Final = ComputedResource(
     AUTHORIZATION_GROUP, "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", namespaced=False
 )
-SELF_SUBJECT_RULES_REVIEWS: Final = CreateOnlyResource(
+SELF_SUBJECT_RULES_REVIEWS: Final = ComputedResource(
     AUTHORIZATION_GROUP, "v1", "selfsubjectrulesreviews", "SelfSubjectRulesReview", namespaced=False
 )
-SUBJECT_ACCESS_REVIEWS: Final = CreateOnlyResource(
+SUBJECT_ACCESS_REVIEWS: Final = ComputedResource(
     AUTHORIZATION_GROUP, "v1", "subjectaccessreviews", "SubjectAccessReview", namespaced=False
 )
-LOCAL_SUBJECT_ACCESS_REVIEWS: Final = CreateOnlyResource(
+LOCAL_SUBJECT_ACCESS_REVIEWS: Final = ComputedResource(
     AUTHORIZATION_GROUP, "v1", "localsubjectaccessreviews", "LocalSubjectAccessReview", namespaced=True
 )
-SELF_SUBJECT_REVIEWS: Final = CreateOnlyResource(
+SELF_SUBJECT_REVIEWS: Final = ComputedResource(
     AUTHENTICATION_GROUP, "v1", "selfsubjectreviews", "SelfSubjectReview", namespaced=False
 )
-TOKEN_REVIEWS: Final = CreateOnlyResource(AUTHENTICATION_GROUP, "v1", "tokenreviews", "TokenReview", namespaced=False)
+TOKEN_REVIEWS: Final = ComputedResource(AUTHENTICATION_GROUP, "v1", "tokenreviews", "TokenReview", namespaced=False)
 #: Every review kind this module serves (TokenReview only given an authenticator).
 REVIEW_RESOURCES: Final = (
     SELF_SUBJECT_ACCESS_REVIEWS, SELF_SUBJECT_RULES_REVIEWS, SUBJECT_ACCESS_REVIEWS, LOCAL_SUBJECT_ACCESS_REVIEWS,
@@ -122,9 +122,9 @@ def _rule_review(rules: list[PolicyRule]) -> dict[str, Any]:
     return {"resourceRules": resource_rules, "nonResourceRules": non_resource_rules}
 
 
-def review_endpoints(authorizer: HubAuthorizer, authenticator: Authenticator | None = None) -> list[CreateOnlyEndpoint]:
+def review_endpoints(authorizer: HubAuthorizer, authenticator: Authenticator | None = None) -> list[ComputedEndpoint]:
     """The review kinds and their handlers (TokenReview with an ``authenticator``), for
-    ``create_app(create_only=...)``."""
+    ``create_app(computed=...)``."""
 
     def decide(attributes: RequestAttributes) -> dict[str, Any]:
         decision = authorizer.authorize(attributes)
@@ -226,12 +226,12 @@ def review_endpoints(authorizer: HubAuthorizer, authenticator: Authenticator | N
         return response
 
     endpoints = [
-        CreateOnlyEndpoint(SELF_SUBJECT_ACCESS_REVIEWS, self_subject_access_review),
-        CreateOnlyEndpoint(SELF_SUBJECT_RULES_REVIEWS, self_subject_rules_review),
-        CreateOnlyEndpoint(SUBJECT_ACCESS_REVIEWS, subject_access_review),
-        CreateOnlyEndpoint(LOCAL_SUBJECT_ACCESS_REVIEWS, local_subject_access_review),
-        CreateOnlyEndpoint(SELF_SUBJECT_REVIEWS, self_subject_review),
+        ComputedEndpoint(SELF_SUBJECT_ACCESS_REVIEWS, self_subject_access_review),
+        ComputedEndpoint(SELF_SUBJECT_RULES_REVIEWS, self_subject_rules_review),
+        ComputedEndpoint(SUBJECT_ACCESS_REVIEWS, subject_access_review),
+        ComputedEndpoint(LOCAL_SUBJECT_ACCESS_REVIEWS, local_subject_access_review),
+        ComputedEndpoint(SELF_SUBJECT_REVIEWS, self_subject_review),
     ]
     if authenticator is not None:
-        endpoints.append(CreateOnlyEndpoint(TOKEN_REVIEWS, token_review))
+        endpoints.append(ComputedEndpoint(TOKEN_REVIEWS, token_review))
     return endpoints

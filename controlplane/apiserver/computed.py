@@ -13,8 +13,8 @@ kube's deprecated ``v1`` ComponentStatus is computed on every read instead (prob
 control plane's components): listed with the verbs ``get`` and ``list`` and its short name ``cs``,
 its collection and its items are answered by one handler (:mod:`.componentstatus`).
 
-The module that serves one declares it (:class:`CreateOnlyResource`) next to its handler
-(:class:`CreateOnlyEndpoint`); the API server routes the endpoint and discovery lists its
+The module that serves one declares it (:class:`ComputedResource`) next to its handler
+(:class:`ComputedEndpoint`); the API server routes the endpoint and discovery lists its
 resource, so the two cannot drift apart. The declarations are pure values.
 """
 
@@ -34,7 +34,7 @@ CREATE_ONLY_VERBS: Final = ("create",)
 
 
 @dataclass(frozen=True, slots=True)
-class CreateOnlyResource:
+class ComputedResource:
     """One create-only resource, as discovery lists it and as its route is addressed."""
 
     group: str
@@ -87,18 +87,18 @@ class CreateOnlyResource:
 
 
 @dataclass(frozen=True, slots=True)
-class CreateOnlyEndpoint:
-    """A resource of :attr:`CreateOnlyResource.verbs` and the handler of its ``POST`` (create),
+class ComputedEndpoint:
+    """A resource of :attr:`ComputedResource.verbs` and the handler of its ``POST`` (create),
     or of its ``GET``s (get and list; the item's ``{name}`` in the route's match)."""
 
-    resource: CreateOnlyResource
+    resource: ComputedResource
     handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-def served_group_versions(registry: Registry, create_only: Sequence[CreateOnlyResource]) -> dict[str, list[str]]:
+def served_group_versions(registry: Registry, computed: Sequence[ComputedResource]) -> dict[str, list[str]]:
     """group -> its versions: the registry's, then those only create-only resources are served in."""
     out = {group: list(versions) for group, versions in registry.group_versions().items()}
-    for resource in create_only:
+    for resource in computed:
         versions = out.setdefault(resource.group, [])
         if resource.version not in versions:
             versions.append(resource.version)
