@@ -83,7 +83,7 @@ from member_agent.nodes import (
     tracked_quantities,
     utilization_labels,
 )
-from member_agent.nodetotals import NodeTotals, add_amounts
+from member_agent.nodetotals import NodeTotals, add_amounts, shape_key
 from member_agent.podstates import ClaimTrouble, no_claim_trouble, unschedulable_for_room
 
 
@@ -363,6 +363,20 @@ def summarize(
     if unschedulable:
         status["unschedulableWorkloads"] = unschedulable_workloads(unschedulable)
     return status
+
+
+def node_shape_key(node: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> str | None:
+    """The one ``nodeShapes`` entry of ``summarize([node], pods)``, but for its count, encoded
+    as :func:`~member_agent.nodetotals.shape_key` encodes it (JSON, sorted keys, no spaces);
+    None when the node has no shape (not Ready, or cordoned). For a caller that sums one node
+    at a time (the what-if member): only the node's shape and its pods' requests are read, none
+    of the report's other parts nor the totals kept for large members."""
+    name = str((node.get("metadata") or {}).get("name"))
+    allocated: dict[str, int] = {}
+    for pod in pods:
+        if pod_is_active(pod) and str(pod["spec"]["nodeName"]) == name:
+            add_amounts(allocated, pod_requests(pod))
+    return shape_key(name, node, allocated)
 
 
 def trim_node(node: Mapping[str, Any]) -> dict[str, Any]:

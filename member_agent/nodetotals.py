@@ -101,13 +101,13 @@ class NodeKind:
             for resource in sorted(set(capacity) | set(allocatable))
             if is_nvidia_resource(resource)
         )
-        schedulable, is_spot = node_is_schedulable(view), spot.is_spot(labels or {})
+        shape = _Shape.read(view, allocatable)
         return cls(
             labels=labels, spec=node.get("spec"), status=node.get("status"),
             key=_kind_key(name, node),
             unusable=gpu_is_unusable(view), allocatable=allocatable, capacity=capacity, ready=ready,
-            schedulable=schedulable, spot=is_spot, product=product, gpus=gpus,
-            shape=_Shape.read(view, allocatable, spot=is_spot) if schedulable else None,
+            schedulable=shape is not None, spot=spot.is_spot(labels or {}), product=product, gpus=gpus,
+            shape=shape,
         )
 
     def view(self, name: str) -> dict[str, Any]:
@@ -127,6 +127,15 @@ def _kind_key(name: str, node: Mapping[str, Any]) -> KindKey:
     return (id(labels), id(node.get("spec")), id(node.get("status")), name if name in (labels or {}).values() else None)
 
 
+def shape_key(name: str, node: Mapping[str, Any], allocated: Mapping[str, int]) -> str | None:
+    """Node ``name``'s ``nodeShapes`` key while its pods hold ``allocated`` (the shape but for its
+    count, as JSON with sorted keys and no spaces); None when it has no shape. Only the shape is
+    read, not the node's whole :class:`NodeKind`."""
+    view = _view(name, (node.get("metadata") or {}).get("labels"), node.get("spec"), node.get("status"))
+    shape = _Shape.read(view, node_allocatable(view))
+    return None if shape is None else shape.holding(allocated)
+
+
 #: ``json.dumps(value, sort_keys=True, separators=(",", ":"))``, without making an encoder per call.
 _encoded = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
 
@@ -143,7 +152,10 @@ class _Shape:
     empty: str
 
     @classmethod
-    def read(cls, node: Mapping[str, Any], allocatable: dict[str, int], *, spot: bool) -> _Shape:
+    def read(cls, node: Mapping[str, Any], allocatable: dict[str, int]) -> _Shape | None:
+        """``node``'s keys, given its allocatable; None when it is not schedulable (no shape)."""
+        if not node_is_schedulable(node):
+            return None
         shape: dict[str, Any] = {
             "labels": selection_labels(node),
             "taints": node_taints(node),
@@ -151,7 +163,7 @@ class _Shape:
             "allocatable": allocatable,
             "gpu": gpu_info(node, allocatable),
         }
-        if spot:
+        if spot.is_spot(node["metadata"]["labels"] or {}):
             shape["spot"] = True
         # The first '"free":{}' is the key's: only "allocatable" (resource names to integers)
         # comes before it.

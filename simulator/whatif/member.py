@@ -13,9 +13,10 @@ HTTP-serving ``sim-cluster`` but its pure core: :class:`simulator.scheduling.Clu
   still fits), or at random under random scoring. A GPU hosting shares is no longer a whole
   ``nvidia.com/gpu``, so whole-GPU pods only get GPUs nobody shares.
 * **What the hub sees** (:meth:`MemberCluster.snapshot`): the ``Cluster.status`` the member
-  agent would report, computed by :func:`member_agent.capacity.summarize` per node and
-  maintained incrementally (only nodes that changed are summarised again), turned into the
-  hub's :class:`~controlplane.scheduler.core.snapshot.ClusterSnapshot`. In that report a
+  agent would report, its node shapes read node by node as :func:`member_agent.capacity.summarize`
+  reports a node alone (:func:`member_agent.capacity.node_shape_key`) and maintained
+  incrementally (only nodes that changed are read again), turned into the hub's
+  :class:`~controlplane.scheduler.core.snapshot.ClusterSnapshot`. In that report a
   GPU hosting shares counts as allocated ``nvidia.com/gpu`` and every pod's thousandths as
   allocated :data:`RESOURCE_GPU_MILLI`. The agent is modelled as reporting at once after
   every change, so the hub needs no reservations here.
@@ -39,7 +40,7 @@ from controlplane.apis.constants import LABEL_GPU_PRODUCT, RESOURCE_GPU
 from controlplane.apis.fragmentation import DemandMix, TaskShape
 from controlplane.apis.quantity import format_quantity
 from controlplane.scheduler.core.snapshot import ClusterSnapshot, NodeShape
-from member_agent.capacity import summarize, trim_node
+from member_agent.capacity import node_shape_key, summarize, trim_node
 from simulator.devices import NodeInventory
 from simulator.nodes import build_inventory, build_nodes
 from simulator.profile import ClusterProfile
@@ -452,16 +453,9 @@ class MemberCluster:
                 self._free_totals.subtract(old)
             self._free_by_node[name] = free
             self._free_totals.update(free)
-            report = summarize(
-                [self._node_view(name)], list(self._pods.get(name, {}).values()), now=REPORT_TIME
-            )
-            shapes = report["nodeShapes"]
-            key: str | None = None
-            if shapes:
-                raw = {k: v for k, v in shapes[0].items() if k != "count"}
-                key = json.dumps(raw, sort_keys=True, separators=(",", ":"))
-                if key not in self._protos:
-                    self._protos[key] = NodeShape.from_dict({**raw, "count": 1})
+            key = node_shape_key(self._node_view(name), self._pods.get(name, {}).values())
+            if key is not None and key not in self._protos:
+                self._protos[key] = NodeShape.from_dict({**json.loads(key), "count": 1})
             previous = self._node_key.get(name)
             if previous != key:
                 for changed, delta in ((previous, -1), (key, 1)):

@@ -352,3 +352,27 @@ def test_a_pool_is_one_kind_and_kinds_go_with_their_last_node() -> None:
     totals.update()
     assert (len(totals), totals.kinds) == (0, 0)
     assert capacity.summarize(totals, [], now=NOW, utilization_time=NOW) == reference([], [])
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_one_nodes_shape_key_is_the_shape_summarize_reports_for_it_alone(seed: int) -> None:
+    """:func:`capacity.node_shape_key`, the what-if member's way to read one node, is the one
+    ``nodeShapes`` entry ``summarize([node], pods)`` reports (but for its count), byte for byte as
+    JSON with sorted keys; None when that report has no shape. Pods of other nodes, finished and
+    unbound pods are among the pods given, as the report is given them."""
+    rng = random.Random(seed)
+    trimmer = capacity.NodeTrimmer()
+    for i in range(20):
+        node = random_node(rng, f"n{i}")
+        pod_list = [random_pod(rng, f"p{j}", [f"n{i}", f"n{i}", "other"]) for j in range(rng.randint(0, 8))]
+        for given in (node, trimmer(node)):
+            shapes = capacity.summarize([given], pod_list, now=NOW)["nodeShapes"]
+            assert len(shapes) <= 1
+            got = capacity.node_shape_key(given, pod_list)
+            if not shapes:
+                assert got is None
+                continue
+            assert shapes[0]["count"] == 1
+            expected = {k: v for k, v in shapes[0].items() if k != "count"}
+            assert got == json.dumps(expected, sort_keys=True, separators=(",", ":"))
+            assert json.loads(got) == expected

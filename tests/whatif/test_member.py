@@ -5,6 +5,7 @@ from typing import Any
 
 import pytest
 
+from controlplane.scheduler.core.snapshot import ClusterSnapshot
 from simulator.scheduling.model import NodeState, PodRequest, Scoring
 from simulator.whatif.engine import fleet_nodes
 from simulator.whatif.member import (
@@ -246,3 +247,25 @@ def test_sharing_member_places_as_the_node_by_node_definition(scoring: Scoring, 
         if bound and rng.random() < 0.25:
             state.release(bound.pop(rng.randrange(len(bound))))
     assert refused > 10 and len(bound) > 50
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_kept_snapshot_has_the_shapes_of_the_whole_report(seed: int) -> None:
+    """The member keeps its shapes node by node (:func:`member_agent.capacity.node_shape_key`);
+    after random placements and releases they are the shapes of the report summed over all of
+    its nodes at once (:meth:`MemberCluster.cluster_object`), counts included."""
+    rng = random.Random(seed)
+    strategy = pooled(t4_cluster("a", nodes=4, gpus=2), MIG_CLUSTER)
+    member = strategy.members["pooled"]
+    held: list[Job] = []
+    for step in range(30):
+        if held and rng.random() < 0.3:
+            strategy.release(held.pop(rng.randrange(len(held))))
+        else:
+            job = share(f"s{step}", rng.choice([100, 250, 500])) if rng.random() < 0.6 else whole(f"w{step}", rng.choice([1, 2]))
+            if strategy.try_place(job).placed is not None:
+                held.append(job)
+        kept = sorted(repr(shape) for shape in member.snapshot().shapes)
+        whole_report = sorted(repr(shape) for shape in ClusterSnapshot.from_cluster(member.cluster_object()).shapes)
+        assert kept == whole_report
+    assert held
