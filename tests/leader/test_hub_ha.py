@@ -4,12 +4,11 @@ the gpufed-system/gpufed-controllers Lease), and the other takes over when it st
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import aiohttp
-import pytest
 
 from controlplane.apis import constants as c
 from controlplane.apiserver import errors
@@ -19,17 +18,6 @@ from controlplane.hub import LEADER_LEASE_NAME, Hub, HubConfig
 from controlplane.storage import EmbeddedEtcd
 
 LIMIT = 20.0
-
-
-@pytest.fixture
-async def etcd(tmp_path: Path) -> AsyncIterator[EmbeddedEtcd]:
-    """One etcd over TLS with client-certificate auth, as the replicas of a real hub share."""
-    etcd = EmbeddedEtcd(tmp_path / "etcd", log_file=tmp_path / "etcd.log", unsafe_no_fsync=True)
-    await etcd.start()
-    try:
-        yield etcd
-    finally:
-        await etcd.stop()
 
 
 def replica(tmp_path: Path, etcd: EmbeddedEtcd, name: str) -> Hub:

@@ -4,15 +4,13 @@ is served by the other, and a replica started later serves it from its first req
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from controlplane.apiserver.validation import FieldValidation
-from controlplane.hub import Hub, HubConfig
 from controlplane.storage import EmbeddedEtcd
+
+from .test_hub_ha import replica
 
 CRD: dict[str, Any] = {
     "apiVersion": "apiextensions.k8s.io/v1",
@@ -29,25 +27,8 @@ CRD: dict[str, Any] = {
 }
 
 
-@pytest.fixture
-async def etcd(tmp_path: Path) -> AsyncIterator[EmbeddedEtcd]:
-    etcd = EmbeddedEtcd(tmp_path / "etcd", log_file=tmp_path / "etcd.log", unsafe_no_fsync=True)
-    await etcd.start()
-    try:
-        yield etcd
-    finally:
-        await etcd.stop()
-
-
-def _replica(tmp_path: Path, etcd: EmbeddedEtcd, name: str) -> Hub:
-    return Hub(HubConfig(
-        state_dir=tmp_path / name, port=0, etcd_endpoints=(etcd.client_url,), etcd_tls=etcd.client_tls,
-        identity=name, leader_lease_ttl=2,
-    ))
-
-
 async def test_replicas_converge_on_the_crds_and_a_new_one_serves_them_at_once(tmp_path: Path, etcd: EmbeddedEtcd) -> None:
-    async with _replica(tmp_path, etcd, "hub-a") as a, _replica(tmp_path, etcd, "hub-b") as b:
+    async with replica(tmp_path, etcd, "hub-a") as a, replica(tmp_path, etcd, "hub-b") as b:
         assert a.objects is not None and b.objects is not None
         await a.objects.create(a.objects.registry.require("apiextensions.k8s.io/v1", "CustomResourceDefinition"), CRD)
         async with asyncio.timeout(20):
@@ -62,7 +43,7 @@ async def test_replicas_converge_on_the_crds_and_a_new_one_serves_them_at_once(t
         assert (await a.objects.get(served_by_a, namespace="default", name="t"))["spec"] == {"model": "m"}
 
     # A replica started now serves the kind as soon as it is up: no wait for a watch.
-    async with _replica(tmp_path, etcd, "hub-c") as c:
+    async with replica(tmp_path, etcd, "hub-c") as c:
         assert c.objects is not None
         served = c.objects.registry.get("ml.example.com", "v1", "trainers")
         assert served is not None
