@@ -375,7 +375,11 @@ class Hub(ShutdownOnce):
             self._component_statuses().endpoint(),
         ]
         self.waste_sampler = WasteSampler(
-            self.objects, self.store, interval=self.config.waste_sample_interval, metrics=self.metrics
+            self.objects,
+            self.store,
+            interval=self.config.waste_sample_interval,
+            metrics=self.metrics,
+            backlog=self.metrics.workqueues.longest_wait,
         )
         # The reports API, the dashboard and /metrics (all read-only; /ui's static files are public,
         # the data they show comes from authenticated API calls).

@@ -103,6 +103,15 @@ class WorkQueue(Generic[K]):
         now = self._clock()
         return [now - taken for taken in self._taken_at.values()]
 
+    def longest_wait(self) -> float:
+        """About how long the key that has waited longest for a worker has waited, in seconds (0
+        when none waits). Kept only by a queue that feeds metrics: the first key still waiting in
+        add order (a delayed key joins that order when a worker next looks, with its wait
+        counted from the end of its delay, so it may be a little older than the first)."""
+        for added in self._added_at.values():
+            return max(0.0, self._clock() - added)
+        return 0.0
+
     def stop_reporting(self) -> None:
         """Leave the workqueue gauges (the loop stopped): they read 0 unless a newer queue of the name runs."""
         if self._series is not None:

@@ -58,6 +58,10 @@ class LiveQueue(Protocol):
         """How long each key being processed has been, by the queue's clock."""
         ...
 
+    def longest_wait(self) -> float:
+        """How long the key that has waited longest for a worker has waited (0: none waits)."""
+        ...
+
 
 class DurationBuckets:
     """A histogram's counts (per bucket, not cumulative; the last is +Inf) and sum."""
@@ -118,6 +122,13 @@ class WorkqueueMetrics(Collector):
         if found is None:
             found = self._series[name] = QueueSeries(name)
         return found
+
+    def longest_wait(self) -> float:
+        """Seconds the key that has waited longest for a worker, in any running queue, has
+        waited (0 when none waits): how far behind the controllers are. The waste sampler yields
+        more of the event loop while it is long (:mod:`controlplane.reports.sampling`)."""
+        return max((series.live.longest_wait() for series in self._series.values() if series.live is not None),
+                   default=0.0)
 
     def collect(self) -> Iterator[Metric]:
         depth = GaugeMetricFamily("workqueue_depth", "Current depth of workqueue", labels=LABELS)

@@ -21,7 +21,10 @@ in one go every minute, it held the controllers back for those ten seconds each 
 -> Works written p99 34 s at 25 applies a second), and before, on a saturated hub, it took half
 the hub's CPU and its leader lease. Paced, the same pass spreads over about forty seconds with
 the controllers served between its steps; a pass that runs past the interval makes the next
-one start an interval after it ends.
+one start an interval after it ends. While the controllers are behind (given their ``backlog``:
+a key of theirs has waited :data:`BACKLOG_WAIT` for a worker), a step keeps to
+:data:`BEHIND_LOOP_SHARE` instead: on a saturated hub, where a quarter of the loop would come
+out of the control path, the accounting slows down rather than the controllers.
 
 :meth:`WasteSampler.run` first restores the accumulator from the store, so a restarted hub (or
 a replica that just became leader) continues where the last one stopped; the gap in between is
@@ -68,6 +71,14 @@ DEFAULT_STALE_AFTER = timedelta(minutes=5)
 DEFAULT_TIMEOUT = 30.0
 #: The share of the hub's event loop a pass's own steps may take while it runs.
 MAX_LOOP_SHARE = 0.25
+#: The share while the controllers are behind (a key of theirs has waited :data:`BACKLOG_WAIT`
+#: or more for a worker): the accounting yields to the control path. A pass of a whole large
+#: fleet (about ten seconds of the loop) then spreads over about a hundred, well inside the
+#: accumulator's five-minute cap on one interval.
+BEHIND_LOOP_SHARE = 0.1
+#: Seconds a controller's key may wait for a worker before the controllers count as behind
+#: (at 25 applies a second an apply is Running within a second at the 99th percentile).
+BACKLOG_WAIT = 1.0
 #: Backoff between attempts to restore the rollups while the store is unreachable.
 RESTORE_RETRY_SECONDS = (1.0, 2.0, 5.0, 10.0)
 
@@ -91,13 +102,26 @@ def next_pass_at(due: float, *, now: float, interval: float) -> float:
 class LoopTime:
     """The time a pass's own steps hold the event loop: ``with held:`` around each step adds its
     time to :attr:`seconds` and owes the loop ``(1 - share) / share`` times as long, which
-    :meth:`turn` rests; so the pass takes at most ``share`` of the loop while it runs."""
+    :meth:`turn` rests; so the pass takes at most ``share`` of the loop while it runs. A step
+    that ends while ``behind()`` is true owes the rest of ``behind_share`` instead (the smaller
+    share of the two), and counts in :attr:`steps_behind`."""
 
-    __slots__ = ("_owed", "_rest_per_second", "_started", "seconds")
+    __slots__ = ("_behind", "_behind_rest_per_second", "_owed", "_rest_per_second", "_started", "seconds",
+                 "steps", "steps_behind")
 
-    def __init__(self, share: float = MAX_LOOP_SHARE) -> None:
+    def __init__(
+        self,
+        share: float = MAX_LOOP_SHARE,
+        *,
+        behind: Callable[[], bool] | None = None,
+        behind_share: float = BEHIND_LOOP_SHARE,
+    ) -> None:
         self._rest_per_second = (1 - share) / share
+        self._behind_rest_per_second = max(self._rest_per_second, (1 - behind_share) / behind_share)
+        self._behind = behind
         self.seconds = 0.0
+        self.steps = 0
+        self.steps_behind = 0
         self._owed = 0.0
         self._started = 0.0
 
@@ -108,7 +132,12 @@ class LoopTime:
     def __exit__(self, *_: object) -> None:
         elapsed = time.perf_counter() - self._started
         self.seconds += elapsed
-        self._owed += elapsed * self._rest_per_second
+        self.steps += 1
+        if self._behind is not None and self._behind():
+            self.steps_behind += 1
+            self._owed += elapsed * self._behind_rest_per_second
+        else:
+            self._owed += elapsed * self._rest_per_second
 
     @property
     def owed(self) -> float:
@@ -155,9 +184,12 @@ class WasteSampler(Service):
         clock: Clock = _utc_now,
         page_size: int = DEFAULT_PAGE_SIZE,
         loop_share: float = MAX_LOOP_SHARE,
+        backlog: Callable[[], float] | None = None,
+        behind_loop_share: float = BEHIND_LOOP_SHARE,
     ) -> None:
-        if not 0 < loop_share <= 1:
-            raise ValueError(f"the sampler's share of the event loop must be in (0, 1], got {loop_share}")
+        for what, share in (("", loop_share), (" while the controllers are behind", behind_loop_share)):
+            if not 0 < share <= 1:
+                raise ValueError(f"the sampler's share of the event loop{what} must be in (0, 1], got {share}")
         if interval <= 0:
             raise ValueError("the waste sample interval must be positive")
         if page_size <= 0:
@@ -174,6 +206,9 @@ class WasteSampler(Service):
         self._clock = clock
         self._page_size = page_size
         self._share = loop_share
+        self._behind_share = behind_loop_share
+        #: How long the controllers' longest-waiting key has waited, in seconds (None: not known).
+        self.backlog = backlog
         registry = objects.registry
         self._cluster_type = registry.require(_API_VERSION_CLUSTER, "Cluster")
         self._binding_type = registry.require(_API_VERSION_WORK, "ResourceBinding")
@@ -188,6 +223,8 @@ class WasteSampler(Service):
         self.last_sample: FleetSample | None = None
         #: Seconds the last pass's own steps (building and classifying) held the loop.
         self.last_pass_held = 0.0
+        #: The last pass's own steps, and how many of them ended while the controllers were behind.
+        self.last_pass_steps = (0, 0)
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -319,7 +356,7 @@ class WasteSampler(Service):
         if accumulator is None or rollups is None:
             raise RuntimeError("sample_once() needs a running sampler (call run() first)")
         started = time.perf_counter()
-        held = LoopTime(self._share)
+        held = LoopTime(self._share, behind=self._controllers_behind, behind_share=self._behind_share)
         try:
             clusters = await self._list(self._cluster_type)
             bindings = await self._list(self._binding_type)
@@ -332,6 +369,7 @@ class WasteSampler(Service):
         now = self._clock()
         prepared = await self._prepare(accumulator, clusters, bindings, works, now, held)
         self.last_pass_held = held.seconds
+        self.last_pass_steps = (held.steps, held.steps_behind)
         if not accumulator.commit(prepared):
             return None
         sample = prepared.sample
@@ -348,13 +386,20 @@ class WasteSampler(Service):
         if self._metrics is not None:
             self._metrics.observe_sample(time.perf_counter() - started, ok=True)
         logger.debug(
-            "waste sample at %s: %d clusters, %d pending demands, the loop held %.2fs",
+            "waste sample at %s: %d clusters, %d pending demands, the loop held %.2fs (%d of %d steps yielded "
+            "to controllers behind)",
             now.isoformat(),
             len(sample.clusters),
             len(sample.pending),
             held.seconds,
+            held.steps_behind,
+            held.steps,
         )
         return sample
+
+    def _controllers_behind(self) -> bool:
+        """Whether a controller's key has waited :data:`BACKLOG_WAIT` or more for a worker."""
+        return self.backlog is not None and self.backlog() >= BACKLOG_WAIT
 
 
 __all__ = ["DEFAULT_INTERVAL", "DEFAULT_STALE_AFTER", "WasteSampler"]

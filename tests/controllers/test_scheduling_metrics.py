@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from controlplane.controllers.queueing import WorkQueue
 from controlplane.hub import Hub, HubConfig
 from tests.controllers.fleet import deployment, eventually, node_shape, propagation_policy, put_cluster
 from tests.hubmetrics import samples
@@ -69,3 +70,17 @@ async def test_the_controllers_work_queues_are_on_the_hub_metrics(hub: Hub) -> N
     assert taken["scheduler"] >= 1
     depth = {labels["name"]: n for labels, n in await samples(hub, "workqueue_depth")}
     assert depth.keys() == counts.keys()
+
+
+async def test_the_waste_sampler_reads_how_far_behind_the_hubs_controllers_are(hub: Hub) -> None:
+    """The hub hands its sampler the backlog of the queues on its own workqueue series: a key
+    that waits in such a queue shows in what the sampler reads."""
+    clock = [1000.0]
+    queue: WorkQueue[str] = WorkQueue(name="behind", metrics=hub.metrics.workqueues, clock=lambda: clock[0])
+    backlog = hub.waste_sampler.backlog
+    assert backlog is not None
+    await queue.add("waiting")
+    clock[0] += 120
+    assert backlog() >= 120
+    await queue.shutdown()
+    assert backlog() < 120

@@ -251,3 +251,31 @@ async def test_an_unnamed_queue_reports_nothing() -> None:
     queue: WorkQueue[str] = WorkQueue(metrics=WorkqueueMetrics(registry))
     await queue.add("k")
     assert not [key for key in scrape(registry) if key[0].startswith("workqueue_")]
+
+
+async def test_the_longest_wait_is_the_oldest_key_still_waiting_in_any_running_queue() -> None:
+    """How far behind the controllers are: the key that has waited longest for a worker, over
+    every queue attached; a key taken, or a queue stopped, no longer counts."""
+    clock = Clock()
+    metrics = WorkqueueMetrics(CollectorRegistry())
+    first: WorkQueue[str] = WorkQueue(name="first", metrics=metrics, clock=clock)
+    second: WorkQueue[str] = WorkQueue(name="second", metrics=metrics, clock=clock)
+    assert metrics.longest_wait() == 0
+    await first.add("a")
+    clock.now += 2
+    await first.add("b")
+    await second.add("c")
+    clock.now += 3
+    await first.add("a")  # still the same item: its wait goes on from its first add
+    assert (first.longest_wait(), second.longest_wait(), metrics.longest_wait()) == (5, 3, 5)
+    assert await first.get() == "a"
+    assert metrics.longest_wait() == 3  # "b" and "c", added 3 s ago
+    await first.add("a")  # dirty while being processed: it waits from now
+    clock.now += 1
+    assert first.longest_wait() == 4
+    await second.shutdown()
+    assert await first.get() == "b"
+    assert metrics.longest_wait() == 1  # "a", waiting for its worker to finish
+    await first.done("a")
+    assert await first.get() == "a"
+    assert metrics.longest_wait() == 0

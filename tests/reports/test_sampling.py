@@ -196,8 +196,10 @@ def test_the_page_size_must_be_positive(objects: ObjectStore, store: Store) -> N
 
 @pytest.mark.parametrize("share", [0.0, 1.5])
 def test_the_share_of_the_loop_must_be_a_fraction(objects: ObjectStore, store: Store, share: float) -> None:
-    with pytest.raises(ValueError, match="share of the event loop"):
+    with pytest.raises(ValueError, match="share of the event loop must"):
         WasteSampler(objects, store, loop_share=share)
+    with pytest.raises(ValueError, match="share of the event loop while the controllers are behind must"):
+        WasteSampler(objects, store, behind_loop_share=share)
 
 
 @pytest.mark.parametrize(
@@ -220,6 +222,37 @@ async def test_a_step_owes_the_loop_three_times_its_time_at_a_quarter_share() ->
     before = loop.time()
     await held.turn()
     assert loop.time() - before >= 3 * 0.02 and held.owed == 0
+
+
+@pytest.mark.parametrize(("behind", "rest"), [(False, 3), (True, 9)])
+def test_a_step_that_ends_while_the_controllers_are_behind_owes_the_smaller_share(behind: bool, rest: int) -> None:
+    """A quarter of the loop while the controllers keep up; a tenth (nine times the step's time
+    in rest) while they are behind."""
+    held = LoopTime(0.25, behind=lambda: behind, behind_share=0.1)
+    with held:
+        time.sleep(0.01)  # a step that holds the loop, on purpose
+    assert held.owed == pytest.approx(rest * held.seconds)
+    assert (held.steps, held.steps_behind) == (1, int(behind))
+
+
+@pytest.mark.parametrize(("waited", "yields"), [(0.5, False), (1.0, True), (30.0, True)])
+async def test_a_pass_yields_while_a_controller_key_has_waited_a_second(
+    objects: ObjectStore, store: Store, waited: float, yields: bool
+) -> None:
+    """The sampler asks the controllers' backlog (the longest a key of theirs has waited for a
+    worker) after each step: from a second on, every step keeps to the smaller share."""
+    await _fleet(objects)
+    asked: list[float] = []
+
+    def backlog() -> float:
+        asked.append(waited)
+        return waited
+
+    sampler = WasteSampler(objects, store, interval=0.01, clock=SteppingClock(10), backlog=backlog)
+    await _run_until(sampler, lambda: sampler.samples_taken >= 1)
+    steps, behind = sampler.last_pass_steps
+    assert steps > 0 and asked
+    assert behind == (steps if yields else 0)
 
 
 class _Slow(Accumulator):
