@@ -45,7 +45,16 @@ def _exponential_buckets(start: float, factor: float, count: int) -> tuple[float
 BUCKETS: Final = _exponential_buckets(10e-7, 10, 10)
 """client-go's buckets for both durations: 1 µs to 1,000 s, one bucket per decade."""
 LABELS: Final = ["name"]
-_BOUNDS: Final = [*(repr(bound) for bound in BUCKETS), "+Inf"]
+
+
+def go_float(value: float) -> str:
+    """A bucket bound as Go's Prometheus client writes its ``le`` (``strconv`` shortest ``g``):
+    for the bounds here, 1e-06 to 1000, that is Python's ``repr`` without the ``.0`` of a whole
+    number (``1``, ``1000``, ``1e-06``); the two differ otherwise only from 1e6 up."""
+    return repr(value).removesuffix(".0")
+
+
+_BOUNDS: Final = [*(go_float(bound) for bound in BUCKETS), "+Inf"]
 
 
 class LiveQueue(Protocol):
