@@ -367,17 +367,18 @@ async def test_watch_bookmarks_tables_and_timeout(api: Client) -> None:
     response = await api.get(
         DEPLOYMENTS, params={"watch": "1", "resourceVersion": rv, "allowWatchBookmarks": "true"}
     )
-    bookmark = (await _read_events(response, 1))[0]
+    later = (await (await api.post(DEPLOYMENTS, json=deployment("b"))).json())["metadata"]["resourceVersion"]
+    added, bookmark = await _read_events(response, 2)
     response.close()
+    assert added["type"] == "ADDED"
     assert bookmark["type"] == "BOOKMARK"
-    assert bookmark["object"]["metadata"]["resourceVersion"] == rv
+    assert bookmark["object"]["metadata"]["resourceVersion"] == later
 
     tables = await api.get(DEPLOYMENTS, params={"watch": "true", "timeoutSeconds": "1"}, headers={"Accept": TABLE})
     events = await _read_events(tables, 5)  # the stream ends after timeoutSeconds
-    assert len(events) == 1
-    assert events[0]["type"] == "ADDED"
-    assert events[0]["object"]["kind"] == "Table"
-    assert events[0]["object"]["rows"][0]["cells"][0] == "a"
+    assert [e["type"] for e in events] == ["ADDED", "ADDED"]
+    assert [e["object"]["kind"] for e in events] == ["Table", "Table"]
+    assert [e["object"]["rows"][0]["cells"][0] for e in events] == ["a", "b"]
 
 
 async def test_watch_from_compacted_revision_sends_410(api: Client, objects: ObjectStore) -> None:

@@ -336,12 +336,14 @@ async def test_watch_bookmarks_and_gone(objects_on: ObjectStore) -> None:
     deploy, _, _ = _types(objects_on)
     created = await objects_on.create(deploy, deployment("a"))
     events = objects_on.watch(deploy, resource_version=created["metadata"]["resourceVersion"], bookmark_interval=0.05)
+    later = await objects_on.create(deploy, deployment("b"))
     try:
-        bookmark = (await _collect(events, 1))[0]
+        added, bookmark = await _collect(events, 2)
     finally:
         await events.aclose()  # type: ignore[attr-defined]
+    assert added.type is WatchEventType.ADDED
     assert bookmark.type is WatchEventType.BOOKMARK
-    assert bookmark.object["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+    assert bookmark.object["metadata"]["resourceVersion"] == later["metadata"]["resourceVersion"]
     assert bookmark.object["kind"] == "Deployment"
 
     for index in range(3):

@@ -144,3 +144,39 @@ async def test_bookmarks_come_on_the_beat_while_events_flow(beating: Client) -> 
         assert all(r <= revisions[at] for r in revisions[:at])
         assert all(r > revisions[at] for r, kind in zip(revisions[at:], kinds[at:], strict=True) if kind == "MODIFIED")
     assert written < 5000  # the bookmarks came while the writes still flowed
+
+
+@pytest.mark.parametrize("resource_version", ["created", "0", None])
+async def test_no_bookmark_while_the_watch_is_at_its_start_revision(beating: Client, resource_version: str | None) -> None:
+    """As kube's cacher (``cacheWatcher.process`` sends nothing at or before the revision the watch
+    started from): a bookmark would tell the client nothing new, so none comes, on the beat or
+    before the timeout, until something changed."""
+    created = await (await beating.post(WIDGETS, json=widget("a"))).json()
+    params = {"watch": "1", "allowWatchBookmarks": "true", "timeoutSeconds": "3"}
+    if resource_version is not None:
+        params["resourceVersion"] = created["metadata"]["resourceVersion"] if resource_version == "created" else "0"
+    response = await beating.get(WIDGETS, params=params)
+    assert response.status == 200
+    # A second of a 0.2 s beat, and the moment before the timeout: not one bookmark.
+    listed = [] if resource_version == "created" else [("ADDED", "a")]
+    assert [(e["type"], e["object"]["metadata"].get("name")) for e in await _all_events(response)] == listed
+
+
+async def test_a_watch_list_gets_its_initial_events_end_bookmark_and_then_none_at_its_start(
+    objects: ObjectStore, api_registry: Registry
+) -> None:
+    """``sendInitialEvents=true``: the objects, the bookmark annotated ``k8s.io/initial-events-end``
+    at the list's revision, and no regular bookmark until the watch moves past it."""
+    async for client in _client(objects, api_registry, cached=True, bookmark_interval=0.2):
+        created = await (await client.post(WIDGETS, json=widget("a"))).json()
+        response = await client.get(WIDGETS, params={
+            "watch": "1", "sendInitialEvents": "true", "resourceVersionMatch": "NotOlderThan",
+            "allowWatchBookmarks": "true", "timeoutSeconds": "3",
+        })
+        assert response.status == 200
+        events = await _all_events(response)
+        assert [e["type"] for e in events] == ["ADDED", "BOOKMARK"]
+        assert events[1]["object"]["metadata"] == {
+            "resourceVersion": created["metadata"]["resourceVersion"],
+            "annotations": {"k8s.io/initial-events-end": "true"},
+        }

@@ -5,8 +5,8 @@ resourceVersion, Gone when it is compacted), then translates every store change 
 ADDED/MODIFIED/DELETED. With selectors, an object that stops matching arrives as DELETED
 and one that starts as ADDED; with a bookmark interval, a BOOKMARK carries the last
 revision seen on kube's beat (:func:`~controlplane.apis.bookmarks.next_bookmark`: every
-interval, and shortly before the watch's deadline). It keeps no event its consumer has
-taken, so a slow watcher holds at most one.
+interval, and shortly before the watch's deadline) once the watch has moved past its start
+revision. It keeps no event its consumer has taken, so a slow watcher holds at most one.
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ async def watch_events(
     "N": changes after revision N (Gone when N is compacted). With selectors, an
     object that stops matching arrives as DELETED and one that starts as ADDED.
     With ``bookmark_interval``, a BOOKMARK event carries the last revision seen every
-    that many seconds, events or not, and once more shortly before ``options.deadline``.
+    that many seconds, events or not, and once more shortly before ``options.deadline``;
+    none while that is still the watch's start revision.
     """
     resource_version, bookmark_interval = options.resource_version, options.bookmark_interval
     labels = label_selector_of(options.label_selector)
@@ -107,6 +108,8 @@ async def watch_events(
                     # (A timed wait may end a hair early: the next one is counted from this one's time.)
                     now = max(loop.time(), bookmark_at)
                     bookmark_at = next_bookmark(now, deadline=options.deadline, period=bookmark_interval)
+                    if last_revision <= start:
+                        continue  # none at the watch's start revision, as kube's cacher
                     bookmark = {
                         "kind": rt.kind,
                         "apiVersion": rt.api_version,

@@ -226,7 +226,8 @@ class CacheWatcher:
         seconds, events or not, and one shortly before ``deadline`` (the event-loop time at which
         the server ends the watch), as kube's cacher sends them. A batch is the consumer's (it no
         longer counts against the queue's bound) and must not be changed: its events are shared
-        with the other watchers."""
+        with the other watchers. A bookmark goes only once the watch has moved past its start
+        revision (kube's ``cacheWatcher.process`` drops one at it)."""
         self._bookmark_interval = bookmark_interval
         self._deadline = deadline
         self._schedule_bookmark(asyncio.get_running_loop().time())
@@ -242,7 +243,7 @@ class CacheWatcher:
                     del batch
                     if self._bookmark_due and not self._closed:
                         self._bookmark_due = False
-                        yield (bookmark(self._rt, revision),)
+                        yield (bookmark(self._rt, revision),)  # past the start: the batch is later
                     continue
                 if self._closed:  # closed meanwhile (410, too far behind): no bookmark before its error
                     if self._error is not None:
@@ -250,7 +251,11 @@ class CacheWatcher:
                     return
                 if self._bookmark_due:
                     self._bookmark_due = False
-                    yield (bookmark(self._rt, self.bookmark_revision),)
+                    revision = self.bookmark_revision
+                    # As kube's cacheWatcher, none at the watch's start revision: the client
+                    # has it already (the initial-events-end bookmark is sent apart).
+                    if revision > self._after:
+                        yield (bookmark(self._rt, revision),)
                     continue
                 await self._wait()
         finally:
