@@ -29,6 +29,7 @@ import logging
 from collections.abc import Awaitable, Callable, Hashable, Iterable
 from typing import Any, TypeGuard
 
+from controlplane.apis.bookmarks import BOOKMARK_PERIOD
 from controlplane.objectclient import ObjectClient, ResourceType, WatchEventType, errors
 
 log = logging.getLogger(__name__)
@@ -213,12 +214,16 @@ class Informer:
                     await self._relist()
                     need_list = False
                     interrupted = self._resumed(interrupted)
+                # Bookmarks on kube's schedule (the server's, as kube's clients get): a watch that
+                # breaks resumes from etcd's five minutes of history, or from the watch cache's
+                # window, which starts afresh when the cache lists again (410 then, whatever the
+                # revision); a minute-old revision serves either, as in kube-controller-manager.
                 async for event in self._objects.watch(
                     self.rt,
                     namespace=self._namespace,
                     label_selector=self._label_selector,
                     resource_version=self._revision,
-                    bookmark_interval=30.0,
+                    bookmark_interval=BOOKMARK_PERIOD,
                 ):
                     self._revision = str(event.revision)
                     interrupted = self._resumed(interrupted)
