@@ -10,16 +10,21 @@ serialized and parsed as they would be off the wire (so the agent never shares a
 with the member), errors are Kubernetes ``Status`` bodies turned into the agent's
 :class:`ApiError` classes by the agent's own :func:`error_from_status`.
 
+A watch of one object is served as kube serves it: a collection watch with
+``fieldSelector=metadata.name=x``, or the deprecated ``/watch/`` path of the object
+(``/api/v1/watch/namespaces/ns/pods/x``), which is the same watch (a field selector that names
+another object is kube's 400).
+
 What is left out: the member's HTTP server, TLS and authentication, paging (a LIST answers in
-one page, as kube-apiserver's watch cache does), and label selectors other than equality and
-existence.
+one page, as kube-apiserver's watch cache does), label selectors other than equality and
+existence, and field selectors other than ``metadata.name`` and ``metadata.namespace``.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -27,7 +32,7 @@ from controlplane.apis.bookmarks import next_bookmark
 from member_agent.apierrors import error_from_status
 from member_agent.kubeapi import APPLY_PATCH, KubeTransport, Request
 from simulator.hollow.member import SERVED, HollowError, HollowMember, kind_of
-from simulator.hollow.watching import Expired, parse_selector
+from simulator.hollow.watching import Expired, FieldSelector, parse_field_selector, parse_selector
 
 #: Health endpoints answered "ok" (the hollow member is up while its process runs).
 HEALTH = frozenset({"/readyz", "/livez", "/healthz"})
@@ -66,8 +71,17 @@ def discovery(api_version: str) -> dict[str, Any] | None:
         for plural, kind, namespaced in served]}
 
 
-def parse_path(path: str) -> tuple[str, str | None, str | None] | None:
-    """(collection, namespace or None, name or None) of a resource path; None when it is not one."""
+class ResourcePath(NamedTuple):
+    collection: str
+    namespace: str | None
+    name: str | None
+    #: One of kube's deprecated ``/watch/`` paths (``/api/v1/watch/namespaces/ns/pods/x``).
+    legacy_watch: bool = False
+
+
+def parse_path(path: str, *, watch: bool = False) -> ResourcePath | None:
+    """The collection, namespace and name of a resource path; None when it is not one. With
+    ``watch``, the path may also be a deprecated ``/watch/`` path (of the same resource)."""
     parts = [p for p in path.split("/") if p]
     if len(parts) >= 2 and parts[0] == "api":
         api_version, rest = parts[1], parts[2:]
@@ -75,12 +89,15 @@ def parse_path(path: str) -> tuple[str, str | None, str | None] | None:
         api_version, rest = f"{parts[1]}/{parts[2]}", parts[3:]
     else:
         return None
+    legacy_watch = watch and rest[:1] == ["watch"]
+    if legacy_watch:
+        rest = rest[1:]
     namespace: str | None = None
     if len(rest) >= 3 and rest[0] == "namespaces":
         namespace, rest = rest[1], rest[2:]
     if not rest or len(rest) > 2:
         return None
-    return f"{api_version}/{rest[0]}", namespace, rest[1] if len(rest) == 2 else None
+    return ResourcePath(f"{api_version}/{rest[0]}", namespace, rest[1] if len(rest) == 2 else None, legacy_watch)
 
 
 class HollowKubeApi(KubeTransport):
@@ -124,11 +141,13 @@ class HollowKubeApi(KubeTransport):
         parsed = parse_path(path)
         if parsed is None or kind_of(parsed[0]) is None:
             raise _no_resource()
-        collection, namespace, name = parsed
+        collection, namespace, name, _ = parsed
         ns = namespace or ""
         if name is None:
             if method == "GET":
-                return self._list(collection, namespace, str(query.get("labelSelector") or ""))
+                return self._list(
+                    collection, namespace, str(query.get("labelSelector") or ""), _fields(query.get("fieldSelector")),
+                )
             if method == "POST":
                 return _wire(member.create(collection, ns, body or {}))
         elif method == "GET":
@@ -143,14 +162,17 @@ class HollowKubeApi(KubeTransport):
             return _wire(member.delete(collection, ns, name))
         raise HollowError(405, "MethodNotAllowed", f"{method} is not supported on {path}")
 
-    def _list(self, collection: str, namespace: str | None, selector_text: str) -> dict[str, Any]:
+    def _list(
+        self, collection: str, namespace: str | None, selector_text: str, fields: FieldSelector
+    ) -> dict[str, Any]:
         try:
             selector = parse_selector(selector_text)
         except ValueError as exc:
             raise HollowError(400, "BadRequest", str(exc)) from exc
         items = self.member.page(collection, namespace, 0, self.member.count(collection))  # fresh copies
-        if selector_text:
-            items = [i for i in items if selector((i.get("metadata") or {}).get("labels") or {})]
+        if selector_text or fields.terms:
+            items = [i for i in items if fields.matches(meta := i.get("metadata") or {})
+                     and selector(meta.get("labels") or {})]
         return {"kind": "List", "apiVersion": "v1", "items": items,
                 "metadata": {"resourceVersion": str(self.member.watches.revision)}}
 
@@ -158,21 +180,28 @@ class HollowKubeApi(KubeTransport):
         self, path: str, query: Mapping[str, Any], *, timeout_seconds: int
     ) -> AsyncIterator[dict[str, Any]]:
         self.requests += 1
-        parsed = parse_path(path)
+        parsed = parse_path(path, watch=True)
         served = None if parsed is None else kind_of(parsed[0])
         if parsed is None or served is None:
             _raise(_no_resource())  # as kube's: not an empty stream that never says why
             return
-        if parsed[2] is not None:
-            _raise(HollowError(404, "NotFound", f"cannot watch {path}: the hollow member watches collections only"))
+        collection, namespace, name, legacy_watch = parsed
+        try:
+            fields = _fields(query.get("fieldSelector"))
+            if name is not None:
+                if not legacy_watch:  # kube answers a GET of the object there, not a stream
+                    raise HollowError(404, "NotFound", f"cannot watch {path}: watch its collection with "
+                                      "fieldSelector=metadata.name, or its /watch/ path")
+                fields = _one_object(fields, name)
+        except HollowError as exc:
+            _raise(exc)
             return
-        collection, namespace, _ = parsed
         hub = self.member.watches
         try:
             selector = parse_selector(str(query.get("labelSelector") or ""))
             resource_version = str(query.get("resourceVersion") or "")
             since = int(resource_version) if resource_version not in ("", "0") else hub.revision
-            opened = hub.open(collection, namespace, selector, since)
+            opened = hub.open(collection, namespace, selector, since, fields=fields)
         except Expired as exc:
             _raise(HollowError(410, "Expired", str(exc)))
             return
@@ -206,3 +235,21 @@ class HollowKubeApi(KubeTransport):
                 _raise(HollowError(410, "Expired", "the watch fell too far behind; list again"))
         finally:
             hub.close(opened)
+
+
+def _fields(text: Any) -> FieldSelector:
+    try:
+        return parse_field_selector(str(text or ""))
+    except ValueError as exc:
+        raise HollowError(400, "BadRequest", str(exc)) from exc
+
+
+def _one_object(fields: FieldSelector, name: str) -> FieldSelector:
+    """The selector of a watch of the object ``name`` that a deprecated ``/watch/`` path names:
+    ``metadata.name=name``, as kube's watch handler makes it; a selector that does not pin that
+    same name is kube's 400."""
+    if not fields.terms:
+        return FieldSelector((("metadata.name", name, True),))
+    if fields.exact_name() != name:
+        raise HollowError(400, "BadRequest", "fieldSelector metadata.name doesn't match requested name")
+    return fields

@@ -24,6 +24,9 @@ from controlplane.apis.bookmarks import BOOKMARK_PERIOD
 #: (collection, namespace or "") of a watched object: collection is "<apiVersion>/<plural>".
 Scope = tuple[str, str]
 Selector = Callable[[Mapping[str, str]], bool]
+#: The fields a selector may name: those kube serves for every kind.
+SELECTABLE_FIELDS = ("metadata.name", "metadata.namespace")
+
 
 class Expired(Exception):
     """The resourceVersion asked for is older than the history (410 Gone)."""
@@ -38,11 +41,30 @@ class Event:
     object: dict[str, Any]
 
 
+@dataclass(frozen=True, slots=True)
+class FieldSelector:
+    """``metadata.name`` and ``metadata.namespace`` terms (``=``, ``==``, ``!=``), all of which
+    an object must meet: (field, value, whether the field must equal it)."""
+
+    terms: tuple[tuple[str, str, bool], ...] = ()
+
+    def matches(self, metadata: Mapping[str, Any]) -> bool:
+        return all(
+            (str(metadata.get(name.removeprefix("metadata.")) or "") == value) == equal
+            for name, value, equal in self.terms
+        )
+
+    def exact_name(self) -> str | None:
+        """The name a ``metadata.name=x`` term pins (kube's ``RequiresExactMatch``)."""
+        return next((value for name, value, equal in self.terms if name == "metadata.name" and equal), None)
+
+
 @dataclass(eq=False, slots=True)
 class Watch:
     collection: str
     namespace: str | None
     selector: Selector
+    fields: FieldSelector = FieldSelector()
     queue: asyncio.Queue[Event | None] = field(default_factory=asyncio.Queue)
     dropped: bool = False
 
@@ -51,8 +73,8 @@ class Watch:
             return False
         if self.namespace is not None and event.namespace != self.namespace:
             return False
-        labels = (event.object.get("metadata") or {}).get("labels") or {}
-        return self.selector(labels)
+        metadata = event.object.get("metadata") or {}
+        return self.fields.matches(metadata) and self.selector(metadata.get("labels") or {})
 
 
 class WatchHub:
@@ -77,12 +99,15 @@ class WatchHub:
             else:
                 watch.queue.put_nowait(event)
 
-    def open(self, collection: str, namespace: str | None, selector: Selector, since: int) -> Watch:
+    def open(
+        self, collection: str, namespace: str | None, selector: Selector, since: int,
+        *, fields: FieldSelector = FieldSelector(),
+    ) -> Watch:
         """A watch that first gets the history after ``since``; raises :class:`Expired`."""
         oldest = self._history[0].resource_version if self._history else self.revision + 1
         if since < oldest - 1 and len(self._history) == self._history.maxlen:
             raise Expired(f"too old resource version: {since} ({oldest - 1})")
-        watch = Watch(collection, namespace, selector)
+        watch = Watch(collection, namespace, selector, fields)
         for event in self._history:
             if event.resource_version > since and watch.matches(event):
                 watch.queue.put_nowait(event)
@@ -128,3 +153,17 @@ def parse_selector(text: str) -> Selector:
     """An equality-based label selector (``a=b,c!=d,e,!f``); raises ValueError."""
     requirements = [_requirement(raw) for raw in filter(None, (part.strip() for part in text.split(",")))]
     return lambda labels: all(_holds(r, labels) for r in requirements)
+
+
+def parse_field_selector(text: str) -> FieldSelector:
+    """A field selector of :data:`SELECTABLE_FIELDS` terms; raises ValueError with kube's words."""
+    terms: list[tuple[str, str, bool]] = []
+    for part in filter(None, (raw.strip() for raw in text.split(","))):
+        operator = next((op for op in ("!=", "==", "=") if op in part), None)
+        if operator is None:
+            raise ValueError(f"invalid selector: '{text}'; can't understand '{part}'")
+        name, _, value = part.partition(operator)
+        if name.strip() not in SELECTABLE_FIELDS:
+            raise ValueError(f"field label not supported: {name.strip()}")
+        terms.append((name.strip(), value.strip(), operator != "!="))
+    return FieldSelector(tuple(terms))

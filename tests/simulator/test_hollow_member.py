@@ -289,3 +289,40 @@ async def test_the_agents_node_informer_resumes_from_the_bookmark_before_its_tim
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+CONFIGMAPS = "/api/v1/namespaces/ml/configmaps"
+
+
+@pytest.mark.parametrize(("path", "query"), [
+    (CONFIGMAPS, {"fieldSelector": "metadata.name=a"}),
+    ("/api/v1/watch/namespaces/ml/configmaps/a", {}),  # kube's deprecated path of one object
+    ("/api/v1/watch/namespaces/ml/configmaps/a", {"fieldSelector": "metadata.name==a"}),
+])
+async def test_a_watch_of_one_named_object_gets_that_objects_events_only(path: str, query: dict[str, str]) -> None:
+    hollow = member(nodes=1)
+    api = HollowKubeApi(hollow)
+    await api.create("/api/v1/namespaces", {"metadata": {"name": "ml"}})
+    stream = api.watch(path, resource_version=str(hollow.watches.revision), query=query, timeout_seconds=60)
+    for name in ("b", "a", "c"):
+        await api.create(CONFIGMAPS, {"metadata": {"name": name}, "data": {"k": name}})
+    for name in ("b", "a"):
+        await api.delete(f"{CONFIGMAPS}/{name}")
+    events = [await asyncio.wait_for(anext(stream), 10) for _ in range(2)]
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [("ADDED", "a"), ("DELETED", "a")]
+    await stream.aclose()  # type: ignore[attr-defined]
+    listed = await api.get(CONFIGMAPS, query={"fieldSelector": "metadata.name!=b"})
+    assert [i["metadata"]["name"] for i in listed["items"]] == ["c"]
+
+
+@pytest.mark.parametrize(("path", "selector", "message"), [
+    ("/api/v1/watch/namespaces/ml/configmaps/a", "metadata.name=b", "fieldSelector metadata.name doesn't match requested name"),
+    ("/api/v1/watch/namespaces/ml/configmaps/a", "metadata.name!=a", "fieldSelector metadata.name doesn't match requested name"),
+    (CONFIGMAPS, "data.k=a", "field label not supported: data.k"),
+    (CONFIGMAPS, "metadata.name", "invalid selector: 'metadata.name'; can't understand 'metadata.name'"),
+])
+async def test_a_watch_with_a_field_selector_it_cannot_serve_is_kubes_400(path: str, selector: str, message: str) -> None:
+    api = HollowKubeApi(member(nodes=1))
+    with pytest.raises(ApiError) as caught:
+        await anext(api.watch(path, resource_version="", query={"fieldSelector": selector}, timeout_seconds=60))
+    assert (caught.value.code, caught.value.reason, caught.value.message) == (400, "BadRequest", message)
