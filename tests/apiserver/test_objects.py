@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from controlplane.apiserver import errors
+from controlplane.apiserver.kinds import gpu_workload_resources
 from controlplane.apiserver.kinds.gpufed import gpufed_resources
 from controlplane.apiserver.objects import ObjectEvent, ObjectStore, Preconditions, WatchEventType
 from controlplane.apiserver.openapi.documents import OpenApiDocuments
@@ -612,6 +613,32 @@ async def test_subresource_writes_are_recorded_under_their_subresource(objects_o
 
 def _gpufed_registry() -> Registry:
     return Registry(core_resources(), gpufed_resources())
+
+
+async def test_a_kind_kube_serves_from_a_crd_names_its_scale_as_custom_resources_do() -> None:
+    """LeaderWorkerSet is declared in the hub's code (``rt.custom`` is None: no CRD object here), but
+    kube serves it from a CustomResourceDefinition, so its scale conflict names
+    ``scale.leaderworkerset.x-k8s.io`` as apiextensions names every custom resource's, not
+    ``leaderworkersets/scale`` as a built-in kind's. What tells them apart is kube's own mark of a
+    built-in kind: it takes a strategic merge patch."""
+    registry = Registry(core_resources(), gpu_workload_resources())
+    lws = registry.require("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet")
+    assert lws.custom is None and not lws.strategic_merge
+    async with MemoryStore() as memory:
+        objects = ObjectStore(memory, registry)
+        await objects.bootstrap()
+        created = await objects.create(lws, {
+            "apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+            "metadata": {"name": "w", "namespace": "default"}, "spec": {"replicas": 2},
+        })
+        with pytest.raises(errors.Conflict) as caught:
+            await objects.update_scale(
+                lws, {"metadata": {"name": "w", "uid": "other"}, "spec": {"replicas": 3}}, namespace="default", name="w",
+            )
+    assert caught.value.message == (
+        'Operation cannot be fulfilled on scale.leaderworkerset.x-k8s.io "w": Precondition failed: '
+        f"UID in precondition: other, UID in object meta: {created['metadata']['uid']}"
+    )
 
 
 async def test_gpufed_kinds_validate_with_their_models() -> None:

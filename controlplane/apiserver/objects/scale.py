@@ -144,7 +144,8 @@ def check_uid_precondition(rt: ResourceType, old: dict[str, Any], wanted: str | 
     meta = old["metadata"]
     if wanted and wanted != meta.get("uid"):
         # Built-in kinds (the ones that take a strategic merge patch) name their own scale
-        # resource; apiextensions names a custom resource's plainly ``scale``.
+        # resource; apiextensions names a custom resource's plainly ``scale``. Not ``rt.custom``:
+        # it marks only CRDs installed on the hub, and LeaderWorkerSet, declared in code, is a CRD in kube.
         resource = f"{rt.plural}/scale" if rt.strategic_merge else "scale"
         raise errors.Conflict(
             f'Operation cannot be fulfilled on {errors.qualified_resource(resource, rt.group)} "{meta["name"]}": '
